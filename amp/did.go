@@ -1,0 +1,557 @@
+package amp
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+)
+
+// KeyType is the curve of a verification method's public key.
+type KeyType string
+
+// Key types this package understands.
+const (
+	KeyEd25519 KeyType = "Ed25519"
+	KeyX25519  KeyType = "X25519"
+)
+
+// VerificationMethod is one verification method of a DID document with its
+// public key decoded. ID is absolute ("did:web:example.com#key-1").
+type VerificationMethod struct {
+	ID         string
+	Type       string // as written: Multikey, JsonWebKey2020, ...
+	Controller string
+	KeyType    KeyType
+	PublicKey  []byte // 32 bytes
+	Revoked    *time.Time
+	Expires    *time.Time
+}
+
+// Active reports whether the method is usable at now: not revoked and not
+// expired at that instant. DID Core has no "active" flag; the `revoked` and
+// `expires` properties of the W3C Data Integrity vocabulary are what make a
+// method inactive.
+func (vm VerificationMethod) Active(now time.Time) bool {
+	if vm.Revoked != nil && !now.Before(*vm.Revoked) {
+		return false
+	}
+	if vm.Expires != nil && !now.Before(*vm.Expires) {
+		return false
+	}
+	return true
+}
+
+// DIDDocument is the part of a W3C DID Core document that AMP uses: the
+// verification methods and the three relationships that select keys
+// (RFC 001 §8.9). Relationship entries are absolute method ids; methods
+// embedded in a relationship are also listed in Methods.
+type DIDDocument struct {
+	ID              string
+	Methods         []VerificationMethod
+	Authentication  []string
+	AssertionMethod []string
+	KeyAgreement    []string
+}
+
+// Caps on DID documents, checked before and while parsing.
+const (
+	MaxDIDDocumentSize = 256 << 10
+	maxDIDMethods      = 256
+)
+
+func errDIDDoc(format string, args ...any) *Error {
+	return Named(CodeUnauthorized, "invalid_did_document", format, args...)
+}
+
+// jsonDoc and jsonMethod mirror the JSON of a DID document.
+type jsonDoc struct {
+	Context            json.RawMessage   `json:"@context,omitempty"`
+	ID                 string            `json:"id"`
+	VerificationMethod []json.RawMessage `json:"verificationMethod,omitempty"`
+	Authentication     []json.RawMessage `json:"authentication,omitempty"`
+	AssertionMethod    []json.RawMessage `json:"assertionMethod,omitempty"`
+	KeyAgreement       []json.RawMessage `json:"keyAgreement,omitempty"`
+}
+
+type jsonMethod struct {
+	ID                  string          `json:"id"`
+	Type                string          `json:"type"`
+	Controller          string          `json:"controller"`
+	PublicKeyMultibase  string          `json:"publicKeyMultibase,omitempty"`
+	PublicKeyBase58     string          `json:"publicKeyBase58,omitempty"`
+	PublicKeyJwk        *jsonJWK        `json:"publicKeyJwk,omitempty"`
+	Revoked             string          `json:"revoked,omitempty"`
+	Expires             string          `json:"expires,omitempty"`
+	PrivateKeyJwk       json.RawMessage `json:"privateKeyJwk,omitempty"`
+	PrivateKeyMultibase string          `json:"privateKeyMultibase,omitempty"`
+}
+
+type jsonJWK struct {
+	Kty string `json:"kty"`
+	Crv string `json:"crv"`
+	X   string `json:"x"`
+	D   string `json:"d,omitempty"`
+}
+
+// ParseDIDDocument parses a W3C DID Core JSON document (at most
+// MaxDIDDocumentSize bytes, at most 256 verification methods).
+//
+// Supported key encodings: Multikey, Ed25519VerificationKey2020 and
+// X25519KeyAgreementKey2020 (publicKeyMultibase with the ed25519-pub 0xed or
+// x25519-pub 0xec multicodec prefix), Ed25519VerificationKey2018 and
+// X25519KeyAgreementKey2019 (publicKeyBase58), and JsonWebKey2020 /
+// JsonWebKey with an OKP key on Ed25519 or X25519. Methods of other types
+// are kept out of Methods (they can never be selected). A document that
+// carries private key material is refused.
+//
+// Errors are 3001 invalid_did_document: a sender whose document cannot be
+// read cannot be authenticated. The messages never echo the input.
+func ParseDIDDocument(data []byte) (*DIDDocument, error) {
+	if len(data) > MaxDIDDocumentSize {
+		return nil, errDIDDoc("did document of %d bytes is over the %d-byte limit", len(data), MaxDIDDocumentSize)
+	}
+	var jd jsonDoc
+	if err := json.Unmarshal(data, &jd); err != nil {
+		return nil, errDIDDoc("did document is not valid json of the did core shape")
+	}
+	if !ValidDID(jd.ID) || BareDID(jd.ID) != jd.ID {
+		return nil, errDIDDoc("did document id is not a did")
+	}
+	if n := len(jd.VerificationMethod) + len(jd.Authentication) + len(jd.AssertionMethod) + len(jd.KeyAgreement); n > 4*maxDIDMethods {
+		return nil, errDIDDoc("did document lists too many verification methods")
+	}
+	doc := &DIDDocument{ID: jd.ID}
+	ids := map[string]bool{}
+	add := func(raw json.RawMessage) (string, error) {
+		var jm jsonMethod
+		if err := json.Unmarshal(raw, &jm); err != nil {
+			return "", errDIDDoc("did document has a verification method of the wrong shape")
+		}
+		vm, keep, err := parseMethod(doc.ID, jm)
+		if err != nil {
+			return "", err
+		}
+		if ids[vm.ID] {
+			return "", errDIDDoc("did document defines a verification method id twice")
+		}
+		ids[vm.ID] = true
+		if keep {
+			if len(doc.Methods) >= maxDIDMethods {
+				return "", errDIDDoc("did document lists too many verification methods")
+			}
+			doc.Methods = append(doc.Methods, vm)
+		}
+		return vm.ID, nil
+	}
+	for _, raw := range jd.VerificationMethod {
+		if _, err := add(raw); err != nil {
+			return nil, err
+		}
+	}
+	rel := func(entries []json.RawMessage) ([]string, error) {
+		out := make([]string, 0, len(entries))
+		for _, raw := range entries {
+			var ref string
+			if json.Unmarshal(raw, &ref) == nil {
+				abs, ok := absoluteMethodID(doc.ID, ref)
+				if !ok {
+					return nil, errDIDDoc("did document has a verification relationship entry that is not a did url")
+				}
+				out = append(out, abs)
+				continue
+			}
+			id, err := add(raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, id)
+		}
+		return out, nil
+	}
+	var err error
+	if doc.Authentication, err = rel(jd.Authentication); err != nil {
+		return nil, err
+	}
+	if doc.AssertionMethod, err = rel(jd.AssertionMethod); err != nil {
+		return nil, err
+	}
+	if doc.KeyAgreement, err = rel(jd.KeyAgreement); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// absoluteMethodID resolves a method reference ("#key-1" or an absolute DID
+// URL) against the document DID.
+func absoluteMethodID(docID, ref string) (string, bool) {
+	if strings.HasPrefix(ref, "#") {
+		ref = docID + ref
+	}
+	if !ValidDID(ref) || !strings.Contains(ref, "#") {
+		return "", false
+	}
+	return ref, true
+}
+
+// parseMethod decodes one verification method. keep is false for a method of
+// a type this package does not use.
+func parseMethod(docID string, jm jsonMethod) (VerificationMethod, bool, error) {
+	id, ok := absoluteMethodID(docID, jm.ID)
+	if !ok {
+		return VerificationMethod{}, false, errDIDDoc("did document has a verification method whose id is not a did url")
+	}
+	if jm.PrivateKeyJwk != nil || jm.PrivateKeyMultibase != "" || (jm.PublicKeyJwk != nil && jm.PublicKeyJwk.D != "") {
+		return VerificationMethod{}, false, errDIDDoc("did document carries private key material")
+	}
+	vm := VerificationMethod{ID: id, Type: jm.Type, Controller: jm.Controller}
+	for _, t := range []struct {
+		s   string
+		dst **time.Time
+	}{{jm.Revoked, &vm.Revoked}, {jm.Expires, &vm.Expires}} {
+		if t.s == "" {
+			continue
+		}
+		ts, err := time.Parse(time.RFC3339, t.s)
+		if err != nil {
+			return VerificationMethod{}, false, errDIDDoc("did document has a verification method with an invalid date")
+		}
+		*t.dst = &ts
+	}
+	var err error
+	switch jm.Type {
+	case "Multikey", "Ed25519VerificationKey2020", "X25519KeyAgreementKey2020":
+		vm.KeyType, vm.PublicKey, err = decodeMultikey(jm.PublicKeyMultibase)
+		if err == nil && jm.Type == "Ed25519VerificationKey2020" && vm.KeyType != KeyEd25519 ||
+			err == nil && jm.Type == "X25519KeyAgreementKey2020" && vm.KeyType != KeyX25519 {
+			err = errDIDDoc("did document has a verification method whose key does not match its type")
+		}
+	case "Ed25519VerificationKey2018", "X25519KeyAgreementKey2019":
+		vm.KeyType = KeyEd25519
+		if jm.Type == "X25519KeyAgreementKey2019" {
+			vm.KeyType = KeyX25519
+		}
+		vm.PublicKey, err = base58Decode(jm.PublicKeyBase58)
+		if err != nil || len(vm.PublicKey) != 32 {
+			err = errDIDDoc("did document has a verification method with an invalid base58 key")
+		}
+	case "JsonWebKey2020", "JsonWebKey":
+		if jm.PublicKeyJwk == nil || jm.PublicKeyJwk.Kty != "OKP" {
+			return vm, false, nil
+		}
+		switch jm.PublicKeyJwk.Crv {
+		case "Ed25519":
+			vm.KeyType = KeyEd25519
+		case "X25519":
+			vm.KeyType = KeyX25519
+		default:
+			return vm, false, nil
+		}
+		vm.PublicKey, err = base64.RawURLEncoding.DecodeString(jm.PublicKeyJwk.X)
+		if err != nil || len(vm.PublicKey) != 32 {
+			err = errDIDDoc("did document has a json web key with an invalid x")
+		}
+	default:
+		return vm, false, nil
+	}
+	if err != nil {
+		return VerificationMethod{}, false, err
+	}
+	return vm, true, nil
+}
+
+// Multicodec prefixes (unsigned varint) of the two key types.
+const (
+	mcEd25519Pub = "\xed\x01"
+	mcX25519Pub  = "\xec\x01"
+)
+
+func decodeMultikey(s string) (KeyType, []byte, error) {
+	if !strings.HasPrefix(s, "z") {
+		return "", nil, errDIDDoc("did document has a multibase key that is not base58btc")
+	}
+	raw, err := base58Decode(s[1:])
+	if err != nil || len(raw) != 34 {
+		return "", nil, errDIDDoc("did document has an invalid multibase key")
+	}
+	switch {
+	case bytes.HasPrefix(raw, []byte(mcEd25519Pub)):
+		return KeyEd25519, raw[2:], nil
+	case bytes.HasPrefix(raw, []byte(mcX25519Pub)):
+		return KeyX25519, raw[2:], nil
+	}
+	return "", nil, errDIDDoc("did document has a multikey of an unsupported type")
+}
+
+// EncodeMultikey returns the publicKeyMultibase form of a 32-byte key.
+func EncodeMultikey(t KeyType, pub []byte) string {
+	prefix := mcEd25519Pub
+	if t == KeyX25519 {
+		prefix = mcX25519Pub
+	}
+	return "z" + base58Encode(append([]byte(prefix), pub...))
+}
+
+// method returns the method with the given absolute id.
+func (d *DIDDocument) method(id string) (VerificationMethod, bool) {
+	for _, m := range d.Methods {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return VerificationMethod{}, false
+}
+
+// eligible returns the active methods of type t referenced by rel whose id
+// belongs to this document's DID, sorted by id (bytewise).
+func (d *DIDDocument) eligible(rel []string, t KeyType, now time.Time) []VerificationMethod {
+	var out []VerificationMethod
+	seen := map[string]bool{}
+	for _, id := range rel {
+		if seen[id] || BareDID(id) != d.ID {
+			continue
+		}
+		seen[id] = true
+		if m, ok := d.method(id); ok && m.KeyType == t && m.Active(now) {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func errNoKey(format string, args ...any) *Error {
+	return Named(CodeUnauthorized, "no_eligible_key", format, args...)
+}
+
+// SigningKey selects the Ed25519 key that signs for didURL (RFC 001 §8.9):
+//
+//   - a DID URL with a fragment names its method exactly; that method must be
+//     an active Ed25519 method referenced by assertionMethod or
+//     authentication (a key the document does not authorize for signing is
+//     not eligible);
+//   - a bare DID selects, among active Ed25519 methods referenced by
+//     assertionMethod (or, when there are none, by authentication), the one
+//     with the lexicographically smallest id.
+//
+// No eligible key is 3001 no_eligible_key.
+func (d *DIDDocument) SigningKey(didURL string, now time.Time) (VerificationMethod, error) {
+	if BareDID(didURL) != d.ID {
+		return VerificationMethod{}, errNoKey("did document does not belong to the sender")
+	}
+	if i := strings.IndexByte(didURL, '#'); i >= 0 {
+		for _, rel := range [][]string{d.AssertionMethod, d.Authentication} {
+			for _, m := range d.eligible(rel, KeyEd25519, now) {
+				if m.ID == didURL {
+					return m, nil
+				}
+			}
+		}
+		return VerificationMethod{}, errNoKey("the sender's key fragment names no active signing key")
+	}
+	if ms := d.eligible(d.AssertionMethod, KeyEd25519, now); len(ms) > 0 {
+		return ms[0], nil
+	}
+	if ms := d.eligible(d.Authentication, KeyEd25519, now); len(ms) > 0 {
+		return ms[0], nil
+	}
+	return VerificationMethod{}, errNoKey("the sender's did document has no active signing key")
+}
+
+// AgreementKeys returns the active X25519 methods referenced by keyAgreement,
+// smallest id first; the first is the one a sender selects (RFC 001 §8.9).
+// None is 3001 no_eligible_key.
+func (d *DIDDocument) AgreementKeys(now time.Time) ([]VerificationMethod, error) {
+	ms := d.eligible(d.KeyAgreement, KeyX25519, now)
+	if len(ms) == 0 {
+		return nil, errNoKey("the did document has no active key agreement key")
+	}
+	return ms, nil
+}
+
+// DIDResolver supplies DID documents for DIDs this package cannot resolve by
+// itself (did:key needs no resolver). The registry implements it over the
+// documents that arrived in trusted bundles. An unknown DID is an error.
+type DIDResolver interface {
+	ResolveDID(ctx context.Context, did string) (*DIDDocument, error)
+}
+
+// ResolveDID returns the document of did (a DID or DID URL): did:key is
+// expanded locally; any other method goes to r (which may be nil: then only
+// did:key resolves). The document must carry the same id as the DID asked
+// for. Every failure is 3001 unknown_did, with the resolver's error kept as
+// the cause.
+func ResolveDID(ctx context.Context, r DIDResolver, did string) (*DIDDocument, error) {
+	if !ValidDID(did) {
+		return nil, Named(CodeUnauthorized, "unknown_did", "sender is not a valid did")
+	}
+	bare := BareDID(did)
+	if strings.HasPrefix(bare, "did:key:") {
+		doc, err := DIDKeyDocument(bare)
+		if err != nil {
+			return nil, Named(CodeUnauthorized, "unknown_did", "did:key cannot be expanded").WithCause(err)
+		}
+		return doc, nil
+	}
+	if r == nil {
+		return nil, Named(CodeUnauthorized, "unknown_did", "no did document is known for the sender")
+	}
+	doc, err := r.ResolveDID(ctx, bare)
+	if err != nil || doc == nil {
+		return nil, Named(CodeUnauthorized, "unknown_did", "no did document is known for the sender").WithCause(err)
+	}
+	if doc.ID != bare {
+		return nil, Named(CodeUnauthorized, "unknown_did", "did document id does not match the did")
+	}
+	return doc, nil
+}
+
+// DIDKey returns the did:key DID of an Ed25519 public key.
+func DIDKey(pub ed25519.PublicKey) string { return "did:key:" + EncodeMultikey(KeyEd25519, pub) }
+
+// DIDKeyDocument expands a did:key DID (Ed25519 "z6Mk…" or X25519 "z6LS…")
+// into its document, as the did:key method specification does: an Ed25519
+// key is the authentication and assertionMethod key, and its X25519 form
+// (the birational map of RFC 7748 §4.1) is the keyAgreement key.
+func DIDKeyDocument(did string) (*DIDDocument, error) {
+	if !strings.HasPrefix(did, "did:key:") || BareDID(did) != did {
+		return nil, errDIDDoc("not a did:key did")
+	}
+	mb := did[len("did:key:"):]
+	t, pub, err := decodeMultikey(mb)
+	if err != nil {
+		return nil, err
+	}
+	doc := &DIDDocument{ID: did}
+	if t == KeyX25519 {
+		id := did + "#" + mb
+		doc.Methods = []VerificationMethod{{ID: id, Type: "Multikey", Controller: did, KeyType: KeyX25519, PublicKey: pub}}
+		doc.KeyAgreement = []string{id}
+		return doc, nil
+	}
+	xpub, err := X25519PublicFromEd25519(pub)
+	if err != nil {
+		return nil, errDIDDoc("did:key holds an invalid ed25519 key")
+	}
+	edID := did + "#" + mb
+	xID := did + "#" + EncodeMultikey(KeyX25519, xpub[:])
+	doc.Methods = []VerificationMethod{
+		{ID: edID, Type: "Multikey", Controller: did, KeyType: KeyEd25519, PublicKey: append([]byte{}, pub...)},
+		{ID: xID, Type: "Multikey", Controller: did, KeyType: KeyX25519, PublicKey: xpub[:]},
+	}
+	doc.Authentication = []string{edID}
+	doc.AssertionMethod = []string{edID}
+	doc.KeyAgreement = []string{xID}
+	return doc, nil
+}
+
+// MarshalJSON writes the document as W3C DID Core JSON with Multikey
+// verification methods and relationships as references.
+func (d *DIDDocument) MarshalJSON() ([]byte, error) {
+	type outMethod struct {
+		ID                 string `json:"id"`
+		Type               string `json:"type"`
+		Controller         string `json:"controller"`
+		PublicKeyMultibase string `json:"publicKeyMultibase"`
+		Revoked            string `json:"revoked,omitempty"`
+		Expires            string `json:"expires,omitempty"`
+	}
+	out := struct {
+		Context            []string    `json:"@context"`
+		ID                 string      `json:"id"`
+		VerificationMethod []outMethod `json:"verificationMethod"`
+		Authentication     []string    `json:"authentication,omitempty"`
+		AssertionMethod    []string    `json:"assertionMethod,omitempty"`
+		KeyAgreement       []string    `json:"keyAgreement,omitempty"`
+	}{
+		Context:         []string{"https://www.w3.org/ns/did/v1", "https://w3id.org/security/multikey/v1"},
+		ID:              d.ID,
+		Authentication:  d.Authentication,
+		AssertionMethod: d.AssertionMethod,
+		KeyAgreement:    d.KeyAgreement,
+	}
+	for _, m := range d.Methods {
+		om := outMethod{ID: m.ID, Type: "Multikey", Controller: m.Controller, PublicKeyMultibase: EncodeMultikey(m.KeyType, m.PublicKey)}
+		if om.Controller == "" {
+			om.Controller = d.ID
+		}
+		if m.Revoked != nil {
+			om.Revoked = m.Revoked.UTC().Format(time.RFC3339)
+		}
+		if m.Expires != nil {
+			om.Expires = m.Expires.UTC().Format(time.RFC3339)
+		}
+		out.VerificationMethod = append(out.VerificationMethod, om)
+	}
+	return json.Marshal(out)
+}
+
+// base58btc (the Bitcoin alphabet), as multibase "z" uses it.
+
+const b58Alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+// maxBase58Len bounds base58Decode's quadratic work; keys are ~50 chars.
+const maxBase58Len = 128
+
+func base58Encode(b []byte) string {
+	zeros := 0
+	for zeros < len(b) && b[zeros] == 0 {
+		zeros++
+	}
+	// log(256)/log(58) ≈ 1.366
+	buf := make([]byte, len(b)*138/100+1)
+	high := len(buf) - 1
+	for _, c := range b[zeros:] {
+		carry := int(c)
+		j := len(buf) - 1
+		for ; j > high || carry != 0; j-- {
+			carry += 256 * int(buf[j])
+			buf[j] = byte(carry % 58)
+			carry /= 58
+		}
+		high = j
+	}
+	i := 0
+	for i < len(buf) && buf[i] == 0 {
+		i++
+	}
+	out := make([]byte, 0, zeros+len(buf)-i)
+	for k := 0; k < zeros; k++ {
+		out = append(out, '1')
+	}
+	for ; i < len(buf); i++ {
+		out = append(out, b58Alphabet[buf[i]])
+	}
+	return string(out)
+}
+
+func base58Decode(s string) ([]byte, error) {
+	if len(s) == 0 || len(s) > maxBase58Len {
+		return nil, errDIDDoc("base58 string has an invalid length")
+	}
+	zeros := 0
+	for zeros < len(s) && s[zeros] == '1' {
+		zeros++
+	}
+	buf := make([]byte, len(s)*733/1000+1) // log(58)/log(256) ≈ 0.733
+	for i := zeros; i < len(s); i++ {
+		carry := strings.IndexByte(b58Alphabet, s[i])
+		if carry < 0 {
+			return nil, errDIDDoc("invalid base58 character")
+		}
+		for j := len(buf) - 1; j >= 0; j-- {
+			carry += 58 * int(buf[j])
+			buf[j] = byte(carry)
+			carry >>= 8
+		}
+	}
+	i := 0
+	for i < len(buf) && buf[i] == 0 {
+		i++
+	}
+	return append(make([]byte, zeros), buf[i:]...), nil
+}

@@ -1,0 +1,499 @@
+package amp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"io"
+	"sort"
+	"strings"
+)
+
+// ID is a 16-byte message id (RFC 001 §4.2): the creation time in
+// milliseconds as a big-endian uint64, then 8 bytes from a CSPRNG.
+type ID [16]byte
+
+// NewID returns an id for a message created at tsMillis, its random half read
+// from rand (which must be a CSPRNG; crypto/rand.Reader in production).
+func NewID(rand io.Reader, tsMillis uint64) (ID, error) {
+	var id ID
+	binary.BigEndian.PutUint64(id[:8], tsMillis)
+	if _, err := io.ReadFull(rand, id[8:]); err != nil {
+		return ID{}, Wrap(CodeInternalError, err, "cannot read randomness for a message id")
+	}
+	return id, nil
+}
+
+// Timestamp returns the creation time embedded in the id, in milliseconds.
+func (id ID) Timestamp() uint64 { return binary.BigEndian.Uint64(id[:8]) }
+
+// String returns the id in lowercase hex.
+func (id ID) String() string { return hex.EncodeToString(id[:]) }
+
+// Recipients is the `to` field: one DID, or a non-empty array of DIDs. The
+// two forms are distinct on the wire and in Sig_Input, so List records which
+// one the message uses; a single DID with List set is a one-element array.
+type Recipients struct {
+	DIDs []string
+	List bool
+}
+
+// To returns the single-DID form.
+func To(did string) Recipients { return Recipients{DIDs: []string{did}} }
+
+// ToList returns the array form.
+func ToList(dids ...string) Recipients { return Recipients{DIDs: dids, List: true} }
+
+// Contains reports whether did (compared without any fragment) is one of the
+// recipients (compared likewise).
+func (r Recipients) Contains(did string) bool {
+	base := BareDID(did)
+	for _, d := range r.DIDs {
+		if BareDID(d) == base {
+			return true
+		}
+	}
+	return false
+}
+
+// Encryption constants of RFC 001 §4.1 (the only profile of AMP 001).
+const (
+	EncAlg      = "X25519-XSalsa20-Poly1305"
+	EncMode     = "authcrypt"
+	NonceSize   = 24
+	SigSize     = 64
+	idSize      = 16
+	maxDIDBytes = 2048
+)
+
+// Encrypted is the `enc` field of an encrypted message.
+type Encrypted struct {
+	Alg        string
+	Mode       string
+	Nonce      []byte
+	Ciphertext []byte // Poly1305 tag || XSalsa20 ciphertext, as nacl/box
+}
+
+// Message is an AMP message (RFC 001 §4.1).
+//
+// Body holds the deterministic CBOR encoding of the plaintext body. For a
+// message built to be sent it is what Sign signs; for a message returned by
+// Receiver.Receive it is the verified plaintext: the deterministic
+// re-encoding of a plaintext body, or the exact decrypted bytes of an
+// encrypted one (in which case Enc is also set).
+type Message struct {
+	V        uint64
+	ID       ID
+	Type     Type
+	TS       uint64 // creation time, Unix milliseconds
+	TTL      uint64 // milliseconds; 0 means immediate delivery only
+	From     string
+	To       Recipients
+	ReplyTo  []byte // nil when absent
+	ThreadID []byte // nil when absent
+	Sig      []byte
+	Body     []byte     // deterministic CBOR of the plaintext body
+	Enc      *Encrypted // set for an encrypted message
+	Ext      []byte     // raw CBOR map of unsigned extensions, nil when absent
+}
+
+// Encrypted reports whether the message travels encrypted.
+func (m *Message) Encrypted() bool { return m.Enc != nil }
+
+// Small deterministic-CBOR writers used for the envelope and Sig_Input.
+
+func appendUint(dst []byte, v uint64) []byte { return appendHead(dst, majorUint, v) }
+
+func appendText(dst []byte, s string) []byte {
+	return append(appendHead(dst, majorText, uint64(len(s))), s...)
+}
+
+func appendBytes(dst, b []byte) []byte {
+	return append(appendHead(dst, majorBytes, uint64(len(b))), b...)
+}
+
+func appendRecipients(dst []byte, r Recipients) []byte {
+	if !r.List && len(r.DIDs) == 1 {
+		return appendText(dst, r.DIDs[0])
+	}
+	dst = appendHead(dst, majorArray, uint64(len(r.DIDs)))
+	for _, d := range r.DIDs {
+		dst = appendText(dst, d)
+	}
+	return dst
+}
+
+// field is one encoded key/value pair of a map under construction.
+type field struct{ k, v []byte }
+
+// appendMap appends a map of the given pairs, sorted by encoded key (RFC 8949
+// §4.2.1). Keys must be distinct.
+func appendMap(dst []byte, fields []field) []byte {
+	sort.Slice(fields, func(i, j int) bool { return bytes.Compare(fields[i].k, fields[j].k) < 0 })
+	dst = appendHead(dst, majorMap, uint64(len(fields)))
+	for _, f := range fields {
+		dst = append(append(dst, f.k...), f.v...)
+	}
+	return dst
+}
+
+func textKey(s string) []byte { return appendText(nil, s) }
+
+// signedHeaders returns the signed-headers map of Sig_Input (RFC 001 §8.1).
+func (m *Message) signedHeaders() []field {
+	fs := []field{
+		{textKey("id"), appendBytes(nil, m.ID[:])},
+		{textKey("typ"), appendUint(nil, uint64(m.Type))},
+		{textKey("ts"), appendUint(nil, m.TS)},
+		{textKey("ttl"), appendUint(nil, m.TTL)},
+		{textKey("from"), appendText(nil, m.From)},
+		{textKey("to"), appendRecipients(nil, m.To)},
+	}
+	if m.ReplyTo != nil {
+		fs = append(fs, field{textKey("reply_to"), appendBytes(nil, m.ReplyTo)})
+	}
+	if m.ThreadID != nil {
+		fs = append(fs, field{textKey("thread_id"), appendBytes(nil, m.ThreadID)})
+	}
+	return fs
+}
+
+// sigContext is the Sig_Input context string.
+const sigContext = "AMP-v1"
+
+// SigInput returns CBOR_Encode(Sig_Input) for m (RFC 001 §8.1, ERRATA 5):
+//
+//	["AMP-v1", h'', {id, typ, ts, ttl, from, to, ?reply_to, ?thread_id}, bstr(body)]
+//
+// where body is m.Body, which must already be the deterministic encoding of
+// the plaintext body (CBOR null, 0xf6, when there is no payload).
+func (m *Message) SigInput() []byte {
+	body := m.Body
+	if body == nil {
+		body = []byte{0xf6}
+	}
+	out := make([]byte, 0, 96+len(m.From)+len(body)+32*len(m.To.DIDs))
+	out = appendHead(out, majorArray, 4)
+	out = appendText(out, sigContext)
+	out = appendBytes(out, []byte{}) // protected header: h'' (0x40), never null
+	out = appendMap(out, m.signedHeaders())
+	return appendBytes(out, body)
+}
+
+// Encode returns the deterministic CBOR encoding of the whole message. An
+// encrypted message carries `enc` and no `body`; a plaintext one carries
+// `body` (null when Body is nil).
+func (m *Message) Encode() []byte {
+	fs := append(m.signedHeaders(),
+		field{textKey("v"), appendUint(nil, m.V)},
+		field{textKey("sig"), appendBytes(nil, m.Sig)},
+	)
+	if m.Enc != nil {
+		fs = append(fs, field{textKey("enc"), appendMap(nil, []field{
+			{textKey("alg"), appendText(nil, m.Enc.Alg)},
+			{textKey("mode"), appendText(nil, m.Enc.Mode)},
+			{textKey("nonce"), appendBytes(nil, m.Enc.Nonce)},
+			{textKey("ciphertext"), appendBytes(nil, m.Enc.Ciphertext)},
+		})})
+	} else {
+		body := m.Body
+		if body == nil {
+			body = []byte{0xf6}
+		}
+		fs = append(fs, field{textKey("body"), body})
+	}
+	if m.Ext != nil {
+		fs = append(fs, field{textKey("ext"), m.Ext})
+	}
+	return appendMap(nil, fs)
+}
+
+// rawMessage is a message envelope split into its fields by decodeEnvelope.
+// A nil slice means the field is absent.
+type rawMessage struct {
+	v, id, typ, ts, ttl, from, to, replyTo, threadID, sig, body, enc, ext []byte
+}
+
+// itemEnd returns the offset just past the item at data[off:]. data must
+// have passed the scanner.
+func itemEnd(data []byte, off int) int {
+	h, _ := readHead(data, off)
+	off += h.size
+	switch h.major {
+	case majorBytes, majorText:
+		return off + int(h.arg)
+	case majorArray:
+		for i := uint64(0); i < h.arg; i++ {
+			off = itemEnd(data, off)
+		}
+	case majorMap:
+		for i := uint64(0); i < 2*h.arg; i++ {
+			off = itemEnd(data, off)
+		}
+	case majorTag:
+		return itemEnd(data, off)
+	}
+	return off
+}
+
+// mapEntries returns the encoded keys and values of the map item data. It
+// requires text keys and refuses anything else with a 1001 naming what.
+func mapEntries(data []byte, what string) (keys []string, vals [][]byte, err error) {
+	h, _ := readHead(data, 0)
+	if h.major != majorMap {
+		return nil, nil, Named(CodeInvalidMessage, "wrong_shape", "%s is not a cbor map", what)
+	}
+	off := h.size
+	keys = make([]string, 0, h.arg)
+	vals = make([][]byte, 0, h.arg)
+	for i := uint64(0); i < h.arg; i++ {
+		kh, _ := readHead(data, off)
+		if kh.major != majorText {
+			return nil, nil, Named(CodeInvalidMessage, "wrong_shape", "%s has a key that is not a text string", what)
+		}
+		kEnd := itemEnd(data, off)
+		k := string(data[off+kh.size : kEnd])
+		vEnd := itemEnd(data, kEnd)
+		keys = append(keys, k)
+		vals = append(vals, data[kEnd:vEnd])
+		off = vEnd
+	}
+	return keys, vals, nil
+}
+
+// Scalar readers over one encoded item; ok is false when the item has
+// another type.
+
+func asUint(item []byte) (uint64, bool) {
+	h, err := readHead(item, 0)
+	if err != nil || h.major != majorUint {
+		return 0, false
+	}
+	return h.arg, true
+}
+
+func asText(item []byte) (string, bool) {
+	h, err := readHead(item, 0)
+	if err != nil || h.major != majorText {
+		return "", false
+	}
+	return string(item[h.size : h.size+int(h.arg)]), true
+}
+
+func asBytes(item []byte) ([]byte, bool) {
+	h, err := readHead(item, 0)
+	if err != nil || h.major != majorBytes {
+		return nil, false
+	}
+	return item[h.size : h.size+int(h.arg) : h.size+int(h.arg)], true
+}
+
+func wrongType(field, want string) *Error {
+	return Named(CodeInvalidMessage, "wrong_shape", "field %q must be %s", field, want)
+}
+
+// decodeEnvelope is validation step 1 (RFC 001 §4.1 shape): data is one
+// accepted CBOR item within l, a map with text keys naming only envelope
+// fields, each present field of its CDDL type. Presence and values are
+// checked by later steps.
+func decodeEnvelope(data []byte, l Limits) (*rawMessage, error) {
+	if _, err := l.Canonical(data); err != nil {
+		return nil, err
+	}
+	keys, vals, err := mapEntries(data, "message")
+	if err != nil {
+		return nil, err
+	}
+	var r rawMessage
+	for i, k := range keys {
+		v := vals[i]
+		var slot *[]byte
+		var check func([]byte) bool
+		want := ""
+		switch k {
+		case "v":
+			slot, want = &r.v, "an unsigned integer"
+			check = func(b []byte) bool { _, ok := asUint(b); return ok }
+		case "id":
+			slot, want = &r.id, "a 16-byte byte string"
+			check = func(b []byte) bool { x, ok := asBytes(b); return ok && len(x) == idSize }
+		case "typ":
+			slot, want = &r.typ, "an unsigned integer"
+			check = func(b []byte) bool { _, ok := asUint(b); return ok }
+		case "ts":
+			slot, want = &r.ts, "an unsigned integer"
+			check = func(b []byte) bool { _, ok := asUint(b); return ok }
+		case "ttl":
+			slot, want = &r.ttl, "an unsigned integer"
+			check = func(b []byte) bool { _, ok := asUint(b); return ok }
+		case "from":
+			slot, want = &r.from, "a text string"
+			check = func(b []byte) bool { _, ok := asText(b); return ok }
+		case "to":
+			slot, want = &r.to, "a text string or a non-empty array of text strings"
+			check = func(b []byte) bool { _, ok := decodeRecipients(b); return ok }
+		case "reply_to":
+			slot, want = &r.replyTo, "a byte string"
+			check = func(b []byte) bool { _, ok := asBytes(b); return ok }
+		case "thread_id":
+			slot, want = &r.threadID, "a byte string"
+			check = func(b []byte) bool { _, ok := asBytes(b); return ok }
+		case "sig":
+			slot, want = &r.sig, "a byte string"
+			check = func(b []byte) bool { _, ok := asBytes(b); return ok }
+		case "body":
+			slot, check = &r.body, func([]byte) bool { return true }
+		case "enc":
+			slot, want = &r.enc, "a map"
+			check = func(b []byte) bool { h, _ := readHead(b, 0); return h.major == majorMap }
+		case "ext":
+			slot, want = &r.ext, "a map with text keys"
+			check = func(b []byte) bool { _, _, err := mapEntries(b, "ext"); return err == nil }
+		default:
+			return nil, Named(CodeInvalidMessage, "unknown_field", "message has a field that is not part of the amp envelope")
+		}
+		if !check(v) {
+			return nil, wrongType(k, want)
+		}
+		*slot = v
+	}
+	return &r, nil
+}
+
+// decodeRecipients reads the `to` item.
+func decodeRecipients(item []byte) (Recipients, bool) {
+	if s, ok := asText(item); ok {
+		return To(s), true
+	}
+	h, err := readHead(item, 0)
+	if err != nil || h.major != majorArray || h.arg == 0 {
+		return Recipients{}, false
+	}
+	r := Recipients{List: true, DIDs: make([]string, 0, h.arg)}
+	off := h.size
+	for i := uint64(0); i < h.arg; i++ {
+		end := itemEnd(item, off)
+		s, ok := asText(item[off:end])
+		if !ok {
+			return Recipients{}, false
+		}
+		r.DIDs = append(r.DIDs, s)
+		off = end
+	}
+	return r, true
+}
+
+// decodeEnc reads the `enc` map (RFC 001 §4.1 encrypted-payload).
+func decodeEnc(item []byte) (*Encrypted, error) {
+	keys, vals, err := mapEntries(item, "enc")
+	if err != nil {
+		return nil, err
+	}
+	e := &Encrypted{}
+	seen := 0
+	for i, k := range keys {
+		var ok bool
+		switch k {
+		case "alg":
+			e.Alg, ok = asText(vals[i])
+		case "mode":
+			e.Mode, ok = asText(vals[i])
+		case "nonce":
+			e.Nonce, ok = asBytes(vals[i])
+		case "ciphertext":
+			e.Ciphertext, ok = asBytes(vals[i])
+		default:
+			return nil, Named(CodeInvalidMessage, "unknown_field", "enc has a field that is not part of the encrypted payload")
+		}
+		if !ok {
+			return nil, wrongType("enc."+k, "of its cddl type")
+		}
+		seen++
+	}
+	switch {
+	case seen != 4:
+		return nil, Named(CodeInvalidMessage, "missing_field", "enc must carry alg, mode, nonce and ciphertext")
+	case e.Alg != EncAlg:
+		return nil, Named(CodeInvalidMessage, "unsupported_encryption", "enc.alg must be %s", EncAlg)
+	case e.Mode != EncMode:
+		return nil, Named(CodeInvalidMessage, "unsupported_encryption", "enc.mode must be %s", EncMode)
+	case len(e.Nonce) != NonceSize:
+		return nil, Named(CodeInvalidMessage, "wrong_shape", "enc.nonce must be %d bytes", NonceSize)
+	}
+	return e, nil
+}
+
+// BareDID returns did without any fragment, query or path: the DID that a
+// DID URL refers to.
+func BareDID(did string) string {
+	if i := strings.IndexAny(did, "#?/"); i >= 0 {
+		return did[:i]
+	}
+	return did
+}
+
+// ValidDID reports whether s is a DID, or a DID URL with only a fragment,
+// per the W3C DID Core syntax (did:<method>:<method-specific-id>[#fragment]),
+// at most 2048 bytes.
+func ValidDID(s string) bool {
+	if len(s) > maxDIDBytes || !strings.HasPrefix(s, "did:") {
+		return false
+	}
+	rest := s[4:]
+	frag := ""
+	if i := strings.IndexByte(rest, '#'); i >= 0 {
+		rest, frag = rest[:i], rest[i+1:]
+		if frag == "" || !validFragment(frag) {
+			return false
+		}
+	}
+	colon := strings.IndexByte(rest, ':')
+	if colon <= 0 {
+		return false
+	}
+	for i := 0; i < colon; i++ {
+		c := rest[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	msid := rest[colon+1:]
+	if msid == "" || strings.HasSuffix(msid, ":") {
+		return false
+	}
+	for i := 0; i < len(msid); i++ {
+		c := msid[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == '_', c == ':':
+		case c == '%':
+			if i+2 >= len(msid) || !isHex(msid[i+1]) || !isHex(msid[i+2]) {
+				return false
+			}
+			i += 2
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// validFragment allows the RFC 3986 fragment characters (pchar / "/" / "?").
+func validFragment(f string) bool {
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("-._~!$&'()*+,;=:@/?", c) >= 0:
+		case c == '%':
+			if i+2 >= len(f) || !isHex(f[i+1]) || !isHex(f[i+2]) {
+				return false
+			}
+			i += 2
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,13 @@
+module github.com/ampbundle/ampbundle
+
+go 1.26.0
+
+require (
+	github.com/fxamacker/cbor/v2 v2.9.6
+	golang.org/x/crypto v0.58.0
+)
+
+require (
+	github.com/x448/float16 v0.8.4 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
