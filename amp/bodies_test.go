@@ -106,11 +106,11 @@ func TestSelectVersion(t *testing.T) {
 		supported []uint64
 		want      string
 	}{
-		{[]string{"1.0", "2.0"}, []uint64{1}, "1.0"},      // RFC 001 A.3
-		{[]string{"2.0", "1.0"}, []uint64{1, 2}, "2.0"},   // initiator's preference first
-		{[]string{"2.1.3", "1.0"}, []uint64{2}, "2.1.3"},  // major of x.y.z
+		{[]string{"1.0", "2.0"}, []uint64{1}, "1.0"},       // RFC 001 A.3
+		{[]string{"2.0", "1.0"}, []uint64{1, 2}, "2.0"},    // initiator's preference first
+		{[]string{"2.1.3", "1.0"}, []uint64{2}, "2.1.3"},   // major of x.y.z
 		{[]string{"x", "01.0", "1.0"}, []uint64{1}, "1.0"}, // not versions are skipped
-		{[]string{"3.0"}, []uint64{1}, ""},                // none → HELLO_REJECT
+		{[]string{"3.0"}, []uint64{1}, ""},                 // none → HELLO_REJECT
 		{[]string{"1"}, []uint64{1}, "1"},
 	}
 	for _, tt := range tests {
@@ -204,7 +204,9 @@ func TestReassembler(t *testing.T) {
 			return err
 		}, "hash_mismatch"},
 		{"index out of range", func(r *Reassembler) error { return r.Add(StreamDataBody{StreamID: "s1", Index: 3, Data: []byte("x")}) }, "chunk_out_of_range"},
-		{"wrong chunk size", func(r *Reassembler) error { return r.Add(StreamDataBody{StreamID: "s1", Index: 0, Data: []byte("abc")}) }, "wrong_chunk_size"},
+		{"wrong chunk size", func(r *Reassembler) error {
+			return r.Add(StreamDataBody{StreamID: "s1", Index: 0, Data: []byte("abc")})
+		}, "wrong_chunk_size"},
 		{"conflicting duplicate", func(r *Reassembler) error {
 			r.Add(chunk(0))
 			return r.Add(StreamDataBody{StreamID: "s1", Index: 0, Data: []byte("zzzz")})
