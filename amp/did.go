@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -386,12 +387,16 @@ type DIDResolver interface {
 // for. Every failure is 3001 unknown_did, with the resolver's error kept as
 // the cause.
 func ResolveDID(ctx context.Context, r DIDResolver, did string) (*DIDDocument, error) {
+	return resolveDID(ctx, r, did, nil)
+}
+
+func resolveDID(ctx context.Context, r DIDResolver, did string, keys *didKeyCache) (*DIDDocument, error) {
 	if !ValidDID(did) {
 		return nil, Named(CodeUnauthorized, "unknown_did", "sender is not a valid did")
 	}
 	bare := BareDID(did)
 	if strings.HasPrefix(bare, "did:key:") {
-		doc, err := DIDKeyDocument(bare)
+		doc, err := keys.get(bare)
 		if err != nil {
 			return nil, Named(CodeUnauthorized, "unknown_did", "did:key cannot be expanded").WithCause(err)
 		}
@@ -407,6 +412,48 @@ func ResolveDID(ctx context.Context, r DIDResolver, did string) (*DIDDocument, e
 	if doc.ID != bare {
 		return nil, Named(CodeUnauthorized, "unknown_did", "did document id does not match the did")
 	}
+	return doc, nil
+}
+
+// didKeyCache keeps expanded did:key documents. A did:key document is a
+// pure function of its DID, so an entry never goes stale; the cache exists
+// because the expansion costs a field inversion (~20 µs) that would
+// otherwise run on every message. Bounded; when full an arbitrary entry is
+// dropped. Documents handed out must not be modified. A nil cache expands
+// every time.
+type didKeyCache struct {
+	mu   sync.Mutex
+	max  int
+	docs map[string]*DIDDocument
+}
+
+func newDIDKeyCache(max int) *didKeyCache {
+	return &didKeyCache{max: max, docs: make(map[string]*DIDDocument)}
+}
+
+func (c *didKeyCache) get(did string) (*DIDDocument, error) {
+	if c == nil {
+		return DIDKeyDocument(did)
+	}
+	c.mu.Lock()
+	doc, ok := c.docs[did]
+	c.mu.Unlock()
+	if ok {
+		return doc, nil
+	}
+	doc, err := DIDKeyDocument(did)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.docs) >= c.max {
+		for k := range c.docs {
+			delete(c.docs, k)
+			break
+		}
+	}
+	c.docs[did] = doc
+	c.mu.Unlock()
 	return doc, nil
 }
 

@@ -42,7 +42,8 @@ type ReceiverConfig struct {
 // Receiver validates incoming messages. It holds no per-message state and is
 // safe for concurrent use.
 type Receiver struct {
-	cfg ReceiverConfig
+	cfg     ReceiverConfig
+	didKeys *didKeyCache
 }
 
 // NewReceiver checks cfg and returns a Receiver. A misconfiguration is an
@@ -68,7 +69,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	cfg.Limits = cfg.Limits.withDefaults()
 	cfg.Versions = append([]uint64(nil), cfg.Versions...)
 	cfg.AgreementKeys = append([]*AgreementKey(nil), cfg.AgreementKeys...)
-	return &Receiver{cfg: cfg}, nil
+	return &Receiver{cfg: cfg, didKeys: newDIDKeyCache(1024)}, nil
 }
 
 // Limits returns the effective caps.
@@ -131,7 +132,7 @@ func (r *Receiver) Receive(ctx context.Context, data []byte) (*Message, error) {
 		return nil, err
 	}
 	// Step 6.
-	doc, err := ResolveDID(ctx, r.cfg.DIDs, m.From)
+	doc, err := resolveDID(ctx, r.cfg.DIDs, m.From, r.didKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +226,13 @@ func requiredFields(raw *rawMessage) (*Message, error) {
 	sig, _ := asBytes(raw.sig)
 	m.Sig = append([]byte(nil), sig...)
 	if raw.ext != nil {
-		m.Ext = append([]byte(nil), raw.ext...)
+		// ext is unsigned; keep it, deterministically encoded, so that a
+		// received message re-encodes to the deterministic form of its input.
+		ext, err := Limits{}.Canonical(raw.ext)
+		if err != nil {
+			return nil, err
+		}
+		m.Ext = append([]byte(nil), ext...)
 	}
 	if raw.enc != nil {
 		enc, err := decodeEnc(raw.enc)

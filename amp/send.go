@@ -78,7 +78,8 @@ type SenderConfig struct {
 // Sender builds, signs and optionally encrypts outgoing messages. Safe for
 // concurrent use when Rand is.
 type Sender struct {
-	cfg SenderConfig
+	cfg     SenderConfig
+	didKeys *didKeyCache
 }
 
 // NewSender checks cfg and returns a Sender.
@@ -96,7 +97,7 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	if cfg.Version == 0 {
 		cfg.Version = 1
 	}
-	return &Sender{cfg: cfg}, nil
+	return &Sender{cfg: cfg, didKeys: newDIDKeyCache(1024)}, nil
 }
 
 // Identity returns the sender's identity.
@@ -179,7 +180,7 @@ func (s *Sender) encrypt(ctx context.Context, m *Message, d Draft) error {
 	}
 	peer := d.RecipientKey
 	if peer == nil {
-		doc, err := ResolveDID(ctx, s.cfg.DIDs, d.To.DIDs[0])
+		doc, err := resolveDID(ctx, s.cfg.DIDs, d.To.DIDs[0], s.didKeys)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,263 @@
+package amp
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"strconv"
+)
+
+// Inspection is a JSON view of a message that has passed the shape check
+// (validation step 1) only: nothing about it is verified. Byte fields of the
+// envelope are lowercase hex; the body and ext are rendered by JSONValue.
+type Inspection struct {
+	V        *uint64         `json:"v,omitempty"`
+	ID       string          `json:"id,omitempty"`
+	IDTime   *uint64         `json:"id_ts,omitempty"`
+	Typ      *uint64         `json:"typ,omitempty"`
+	TypName  string          `json:"typ_name,omitempty"`
+	TS       *uint64         `json:"ts,omitempty"`
+	TTL      *uint64         `json:"ttl,omitempty"`
+	From     string          `json:"from,omitempty"`
+	To       any             `json:"to,omitempty"`
+	ReplyTo  *string         `json:"reply_to,omitempty"`
+	ThreadID *string         `json:"thread_id,omitempty"`
+	Sig      string          `json:"sig,omitempty"`
+	Body     json.RawMessage `json:"body,omitempty"`
+	Enc      *InspectedEnc   `json:"enc,omitempty"`
+	Ext      json.RawMessage `json:"ext,omitempty"`
+	Size     int             `json:"size"`
+}
+
+// InspectedEnc is the JSON view of `enc`.
+type InspectedEnc struct {
+	Alg        string `json:"alg"`
+	Mode       string `json:"mode"`
+	Nonce      string `json:"nonce"`
+	Ciphertext string `json:"ciphertext"`
+}
+
+// Inspect decodes the envelope of data for display, without verifying
+// anything. Data that does not pass the shape check is refused with its
+// 1001.
+func (l Limits) Inspect(data []byte) (*Inspection, error) {
+	raw, err := decodeEnvelope(data, l.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	in := &Inspection{Size: len(data)}
+	num := func(item []byte) *uint64 {
+		if item == nil {
+			return nil
+		}
+		v, _ := asUint(item)
+		return &v
+	}
+	hexOf := func(item []byte) *string {
+		if item == nil {
+			return nil
+		}
+		b, _ := asBytes(item)
+		s := hex.EncodeToString(b)
+		return &s
+	}
+	in.V, in.Typ, in.TS, in.TTL = num(raw.v), num(raw.typ), num(raw.ts), num(raw.ttl)
+	if in.Typ != nil {
+		in.TypName = Type(*in.Typ).Name()
+	}
+	if id := hexOf(raw.id); id != nil {
+		in.ID = *id
+		b, _ := asBytes(raw.id)
+		t := binary.BigEndian.Uint64(b[:8])
+		in.IDTime = &t
+	}
+	in.From, _ = asText(raw.from)
+	if raw.to != nil {
+		r, _ := decodeRecipients(raw.to)
+		if r.List {
+			in.To = r.DIDs
+		} else {
+			in.To = r.DIDs[0]
+		}
+	}
+	in.ReplyTo, in.ThreadID = hexOf(raw.replyTo), hexOf(raw.threadID)
+	if s := hexOf(raw.sig); s != nil {
+		in.Sig = *s
+	}
+	if raw.body != nil {
+		if in.Body, err = JSONValue(raw.body); err != nil {
+			return nil, err
+		}
+	}
+	if raw.ext != nil {
+		if in.Ext, err = JSONValue(raw.ext); err != nil {
+			return nil, err
+		}
+	}
+	if raw.enc != nil {
+		e, err := decodeEnc(raw.enc)
+		if err != nil {
+			return nil, err
+		}
+		in.Enc = &InspectedEnc{Alg: e.Alg, Mode: e.Mode, Nonce: hex.EncodeToString(e.Nonce), Ciphertext: hex.EncodeToString(e.Ciphertext)}
+	}
+	return in, nil
+}
+
+// JSONValue renders one CBOR data item as JSON for display, losing nothing
+// that would let two different items look alike:
+//
+//   - integers as JSON numbers (exact, also beyond 2^53);
+//   - text strings as strings; byte strings as {"bytes": "<hex>"};
+//   - arrays as arrays; maps with only text keys as objects; other maps as
+//     {"map": [{"key": k, "value": v}, ...]};
+//   - tags as {"tag": N, "value": v}, whatever N is;
+//   - floats as numbers, or {"float": "NaN" | "Infinity" | "-Infinity"};
+//   - true, false, null as themselves; undefined and other simple values as
+//     {"simple": N}.
+//
+// The item must be a single CBOR data item within the default limits.
+func JSONValue(item []byte) (json.RawMessage, error) {
+	if _, err := (Limits{}).Canonical(item); err != nil {
+		return nil, err
+	}
+	out, _ := appendJSON(nil, item, 0)
+	return out, nil
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
+}
+
+// appendJSON renders the item at data[off:], which has passed the scanner.
+func appendJSON(dst, data []byte, off int) ([]byte, int) {
+	h, _ := readHead(data, off)
+	start := off
+	off += h.size
+	switch h.major {
+	case majorUint:
+		return strconv.AppendUint(dst, h.arg, 10), off
+	case majorNegint:
+		if h.arg < math.MaxInt64 {
+			return strconv.AppendInt(dst, -1-int64(h.arg), 10), off
+		}
+		// -1 - arg does not fit an int64: write it out by hand.
+		if h.arg == math.MaxUint64 {
+			return append(dst, "-18446744073709551616"...), off
+		}
+		dst = append(dst, '-')
+		return strconv.AppendUint(dst, h.arg+1, 10), off
+	case majorBytes:
+		n := int(h.arg)
+		dst = append(dst, `{"bytes":"`...)
+		dst = hex.AppendEncode(dst, data[off:off+n])
+		return append(dst, `"}`...), off + n
+	case majorText:
+		n := int(h.arg)
+		return appendJSONString(dst, string(data[off:off+n])), off + n
+	case majorArray:
+		dst = append(dst, '[')
+		for i := uint64(0); i < h.arg; i++ {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst, off = appendJSON(dst, data, off)
+		}
+		return append(dst, ']'), off
+	case majorMap:
+		allText := true
+		p := off
+		for i := uint64(0); i < h.arg; i++ {
+			kh, _ := readHead(data, p)
+			if kh.major != majorText {
+				allText = false
+			}
+			p = itemEnd(data, itemEnd(data, p))
+		}
+		if allText {
+			dst = append(dst, '{')
+			for i := uint64(0); i < h.arg; i++ {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst, off = appendJSON(dst, data, off)
+				dst = append(dst, ':')
+				dst, off = appendJSON(dst, data, off)
+			}
+			return append(dst, '}'), off
+		}
+		dst = append(dst, `{"map":[`...)
+		for i := uint64(0); i < h.arg; i++ {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"key":`...)
+			dst, off = appendJSON(dst, data, off)
+			dst = append(dst, `,"value":`...)
+			dst, off = appendJSON(dst, data, off)
+			dst = append(dst, '}')
+		}
+		return append(dst, "]}"...), off
+	case majorTag:
+		dst = append(dst, `{"tag":`...)
+		dst = strconv.AppendUint(dst, h.arg, 10)
+		dst = append(dst, `,"value":`...)
+		dst, off = appendJSON(dst, data, off)
+		return append(dst, '}'), off
+	}
+	// Simple values and floats.
+	switch h.info {
+	case 20:
+		return append(dst, "false"...), off
+	case 21:
+		return append(dst, "true"...), off
+	case 22:
+		return append(dst, "null"...), off
+	case 25, 26, 27:
+		f := floatValue(data[start:off])
+		switch {
+		case math.IsNaN(f):
+			return append(dst, `{"float":"NaN"}`...), off
+		case math.IsInf(f, 1):
+			return append(dst, `{"float":"Infinity"}`...), off
+		case math.IsInf(f, -1):
+			return append(dst, `{"float":"-Infinity"}`...), off
+		}
+		return strconv.AppendFloat(dst, f, 'g', -1, 64), off
+	}
+	dst = append(dst, `{"simple":`...)
+	dst = strconv.AppendUint(dst, h.arg, 10)
+	return append(dst, '}'), off
+}
+
+// floatValue decodes a float item (head included).
+func floatValue(enc []byte) float64 {
+	switch len(enc) {
+	case 3:
+		return float16ToFloat64(binary.BigEndian.Uint16(enc[1:]))
+	case 5:
+		return float64(math.Float32frombits(binary.BigEndian.Uint32(enc[1:])))
+	}
+	return math.Float64frombits(binary.BigEndian.Uint64(enc[1:]))
+}
+
+func float16ToFloat64(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp := int(h>>10) & 0x1f
+	mant := float64(h & 0x3ff)
+	switch exp {
+	case 0:
+		return sign * math.Ldexp(mant, -24)
+	case 31:
+		if mant == 0 {
+			return math.Inf(int(sign))
+		}
+		return math.NaN()
+	}
+	return sign * math.Ldexp(mant+1024, exp-25)
+}
