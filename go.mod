@@ -3,6 +3,7 @@ module github.com/ampbundle/ampbundle
 go 1.26.0
 
 require (
+	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/fxamacker/cbor/v2 v2.9.6
 	golang.org/x/crypto v0.58.0
 )

@@ -1,0 +1,216 @@
+package capability
+
+import "strings"
+
+// Limits of ranges (this project's caps).
+const (
+	// MaxRangeLen caps a range string in bytes.
+	MaxRangeLen = 256
+	// MaxComparators caps the comparators of one range.
+	MaxComparators = 16
+)
+
+// op is a comparator operator.
+type op uint8
+
+const (
+	opEQ op = iota // "=" or a bare version
+	opGT           // ">"
+	opGE           // ">="
+	opLT           // "<"
+	opLE           // "<="
+)
+
+type comparator struct {
+	op op
+	v  Version
+}
+
+// Range is a semver-range of the §4.4 subset: an exact version "x.y.z", or
+// a comparator set of space-separated comparators that must all hold
+// (">=1.2.0 <2.0.0"). A comparator is one of "=", ">", ">=", "<", "<="
+// immediately followed by a strict SemVer 2.0.0 version; a bare version
+// means "=".
+//
+// A Range is parsed once by ParseRange and keeps its string exactly.
+// Contains does not allocate. The zero Range is not a range: it contains
+// nothing, and IsZero reports it.
+type Range struct {
+	raw  string
+	cmps []comparator
+}
+
+// ParseRange parses a range of the §4.4 subset. Refused with 4001:
+//
+//   - unsupported_range, the message naming the form: "||", wildcards
+//     ("1.x", "1.X", "*", "1.2.*"), "~", "^", hyphen ranges
+//     ("1.0.0 - 2.0.0"), "!=", commas, partial versions ("1.2"),
+//     v-prefixed versions ("v1.2.3");
+//   - invalid_range: the empty range, a range over MaxRangeLen bytes or
+//     MaxComparators comparators, another operator, an operator without a
+//     version, a version that is not strict SemVer 2.0.0.
+//
+// Comparators are separated by one or more spaces (U+0020); leading and
+// trailing spaces are allowed. Messages never quote the input.
+func ParseRange(s string) (Range, error) {
+	if len(s) > MaxRangeLen {
+		return Range{}, badRequest(ErrInvalidRange, "range is longer than %d bytes", MaxRangeLen)
+	}
+	if strings.Contains(s, "|") {
+		return Range{}, unsupported("`||`")
+	}
+	if strings.Contains(s, ",") {
+		return Range{}, unsupported("`,` (comma-separated comparators)")
+	}
+	n := 0
+	for _, tok := range strings.Split(s, " ") {
+		if tok != "" {
+			n++
+		}
+	}
+	if n == 0 {
+		return Range{}, badRequest(ErrInvalidRange, "range is empty")
+	}
+	if n > MaxComparators {
+		return Range{}, badRequest(ErrInvalidRange, "range has more than %d comparators", MaxComparators)
+	}
+	r := Range{raw: s, cmps: make([]comparator, 0, n)}
+	rest := s
+	for rest != "" {
+		var tok string
+		tok, rest, _ = strings.Cut(rest, " ")
+		if tok == "" {
+			continue
+		}
+		c, err := parseComparator(tok)
+		if err != nil {
+			return Range{}, err
+		}
+		r.cmps = append(r.cmps, c)
+	}
+	return r, nil
+}
+
+func unsupported(form string) error {
+	return badRequest(ErrUnsupportedRange, "range uses an unsupported form: %s", form)
+}
+
+// parseComparator parses one space-free comparator token.
+func parseComparator(tok string) (comparator, error) {
+	switch {
+	case tok == "-":
+		return comparator{}, unsupported("hyphen range (`a - b`)")
+	case strings.HasPrefix(tok, "~"):
+		return comparator{}, unsupported("`~`")
+	case strings.HasPrefix(tok, "^"):
+		return comparator{}, unsupported("`^`")
+	case strings.HasPrefix(tok, "!"):
+		return comparator{}, unsupported("`!=`")
+	}
+	c := comparator{op: opEQ}
+	v := tok
+	switch {
+	case strings.HasPrefix(tok, ">="):
+		c.op, v = opGE, tok[2:]
+	case strings.HasPrefix(tok, "<="):
+		c.op, v = opLE, tok[2:]
+	case strings.HasPrefix(tok, ">"):
+		c.op, v = opGT, tok[1:]
+	case strings.HasPrefix(tok, "<"):
+		c.op, v = opLT, tok[1:]
+	case strings.HasPrefix(tok, "="):
+		c.op, v = opEQ, tok[1:]
+	}
+	if v == "" {
+		return comparator{}, badRequest(ErrInvalidRange, "range has an operator without a version")
+	}
+	switch v[0] {
+	case '=', '<', '>', '~', '^', '!':
+		return comparator{}, badRequest(ErrInvalidRange, "range has an unsupported operator")
+	case 'v', 'V':
+		return comparator{}, unsupported("v-prefixed version")
+	}
+	core := v
+	if i := strings.IndexAny(core, "-+"); i >= 0 {
+		core = core[:i]
+	}
+	parts := strings.Split(core, ".")
+	for _, p := range parts {
+		if p == "x" || p == "X" || p == "*" {
+			return comparator{}, unsupported("wildcard (`x`, `X`, `*`)")
+		}
+	}
+	if len(parts) < 3 && allNumeric(parts) {
+		return comparator{}, unsupported("partial version (major.minor.patch required)")
+	}
+	ver, why := parseVersion(v)
+	if why != "" {
+		return comparator{}, badRequest(ErrInvalidRange, "range has a version that %s", why)
+	}
+	c.v = ver
+	return c, nil
+}
+
+func allNumeric(parts []string) bool {
+	for _, p := range parts {
+		if !numeric(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// String returns the range exactly as parsed ("" for the zero Range).
+func (r Range) String() string { return r.raw }
+
+// IsZero reports whether r is the zero Range.
+func (r Range) IsZero() bool { return len(r.cmps) == 0 }
+
+// Contains reports whether v satisfies every comparator of r, by SemVer
+// precedence (build metadata ignored, so "=1.2.3" contains "1.2.3+b.7").
+//
+// Prerelease rule (npm's convention): a version with a prerelease satisfies
+// r only if at least one comparator of r carries a prerelease on the same
+// major.minor.patch. So ">=1.2.3-alpha <2.0.0" contains "1.2.3-beta" but not
+// "1.3.0-beta", and ">=1.0.0" never contains "2.0.0-rc.1". Without a
+// prerelease, comparisons are plain precedence.
+//
+// The zero Range contains nothing. Contains does not allocate.
+func (r Range) Contains(v Version) bool {
+	if len(r.cmps) == 0 || v.IsZero() {
+		return false
+	}
+	if v.pre != "" {
+		admitted := false
+		for i := range r.cmps {
+			if c := &r.cmps[i]; c.v.pre != "" && c.v.sameCore(v) {
+				admitted = true
+				break
+			}
+		}
+		if !admitted {
+			return false
+		}
+	}
+	for i := range r.cmps {
+		c := &r.cmps[i]
+		d := v.Compare(c.v)
+		var ok bool
+		switch c.op {
+		case opEQ:
+			ok = d == 0
+		case opGT:
+			ok = d > 0
+		case opGE:
+			ok = d >= 0
+		case opLT:
+			ok = d < 0
+		case opLE:
+			ok = d <= 0
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
