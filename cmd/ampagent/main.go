@@ -1,0 +1,37 @@
+// Command ampagent is the AMP agent tool: identities, message inspection and
+// verification, and (in later commands) the agent daemon and its client.
+//
+// See docs/CLI.md for every command, flag and exit code.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+)
+
+func main() {
+	os.Exit(run(context.Background(), cliutil.OS(), os.Args))
+}
+
+// run is main without the process: tests call it with their own Env.
+func run(ctx context.Context, env *cliutil.Env, args []string) int {
+	return cliutil.Run(ctx, newApp(env), env, args)
+}
+
+func newApp(env *cliutil.Env) *cli.App {
+	return &cli.App{
+		Name:  "ampagent",
+		Usage: "AMP agent: identities, message inspection and verification",
+		Commands: []*cli.Command{
+			keygenCommand(env),
+			msgCommand(env),
+		},
+	}
+}
+
+// jsonFlag is the --json flag every command has.
+var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout (errors too)"}

@@ -1,0 +1,379 @@
+// Package cliutil holds what the ampbundle and ampagent commands share: the
+// CLI contract of DESIGN.md §6 (flags before or after positional arguments,
+// --json output, exit codes), the I/O environment injected into commands,
+// and small input helpers.
+//
+// Exit codes: 0 success, 1 failure, 2 usage error. With --json, success
+// prints one JSON document on stdout and failure prints
+//
+//	{"error":{"code":"<snake_case>","amp_code":<uint, when one applies>,"message":"..."}}
+//
+// on stdout. Without --json, output is for humans and errors go to stderr.
+package cliutil
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// Env is what a command may touch of the outside world. Tests replace every
+// field; main uses OS().
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Now is the clock.
+	Now func() time.Time
+	// Rand is the CSPRNG.
+	Rand io.Reader
+	// Getenv reads an environment variable.
+	Getenv func(string) string
+	// StderrIsTerminal reports whether stderr is an interactive terminal
+	// (progress bars are drawn only then).
+	StderrIsTerminal bool
+	// Signals, when set, delivers SIGINT/SIGTERM to long-running commands.
+	Signals <-chan os.Signal
+}
+
+// OS returns the environment of the running process.
+func OS() *Env {
+	return &Env{
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Now: time.Now, Rand: rand.Reader, Getenv: os.Getenv,
+		StderrIsTerminal: term.IsTerminal(int(os.Stderr.Fd())),
+	}
+}
+
+// usageError marks a usage mistake (exit code 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// Usagef returns a usage error: the command was called wrongly.
+func Usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// IsUsage reports whether err is a usage error.
+func IsUsage(err error) bool {
+	var u *usageError
+	return errors.As(err, &u)
+}
+
+// Failf returns a failure with a stable snake_case name and no AMP code.
+func Failf(name amp.ErrName, format string, args ...any) *amp.Error {
+	return amp.Named(0, name, format, args...)
+}
+
+// ErrorJSON is the error document of the CLI contract.
+type ErrorJSON struct {
+	Error ErrorBody `json:"error"`
+}
+
+// ErrorBody is the inside of ErrorJSON.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	AMPCode uint16 `json:"amp_code,omitempty"`
+	Message string `json:"message"`
+}
+
+// ErrorDoc returns the error document for err.
+func ErrorDoc(err error) ErrorJSON {
+	var e *amp.Error
+	if errors.As(err, &e) {
+		msg := e.Message
+		if msg == "" {
+			msg = amp.SafeMessage(e)
+		}
+		return ErrorJSON{ErrorBody{Code: string(amp.NameOf(e)), AMPCode: uint16(e.Code), Message: msg}}
+	}
+	if IsUsage(err) {
+		return ErrorJSON{ErrorBody{Code: "usage", Message: err.Error()}}
+	}
+	return ErrorJSON{ErrorBody{Code: "error", Message: err.Error()}}
+}
+
+// humanError is the text printed on stderr for err: the message, and the
+// cause when it adds something (a file name, an OS error).
+func humanError(err error) string {
+	var e *amp.Error
+	if errors.As(err, &e) {
+		s := e.Message
+		if e.Code != 0 {
+			s = fmt.Sprintf("%s (amp %d %s)", s, uint16(e.Code), e.Code.Name())
+		}
+		if e.Err != nil {
+			s += ": " + e.Err.Error()
+		}
+		return s
+	}
+	return err.Error()
+}
+
+// hinted is an error with a hint for humans ("did you forget --trust?").
+type hinted struct {
+	error
+	hint string
+}
+
+func (h hinted) Unwrap() error { return h.error }
+
+// WithHint attaches a hint shown after the error in human output.
+func WithHint(err error, hint string) error { return hinted{err, hint} }
+
+// PrintJSON writes v as one JSON document (indented) and a newline.
+func PrintJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// Normalize reorders the arguments of the command being invoked so that its
+// flags come before its positional arguments: urfave/cli v2 stops parsing
+// flags at the first positional argument and would otherwise treat a later
+// "--flag" as an argument without any error (urfave/cli#1177). Arguments
+// after "--" are left alone. A token that looks like a flag but is not one
+// of the command's flags is moved with the flags, so that parsing refuses
+// it (a usage error) instead of taking it as an argument.
+func Normalize(app *cli.App, args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	out := []string{args[0]}
+	rest := args[1:]
+	cmds := app.Commands
+	flags := app.Flags
+	// Walk down the command path.
+	for len(rest) > 0 {
+		c := findCommand(cmds, rest[0])
+		if c == nil {
+			break
+		}
+		out = append(out, rest[0])
+		rest = rest[1:]
+		cmds, flags = c.Subcommands, c.Flags
+		if len(c.Subcommands) == 0 {
+			break
+		}
+	}
+	var flagArgs, positional []string
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" {
+			positional = append(positional, rest[i:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			positional = append(positional, a)
+			continue
+		}
+		flagArgs = append(flagArgs, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if takesValue(flags, name) && i+1 < len(rest) {
+			i++
+			flagArgs = append(flagArgs, rest[i])
+		}
+	}
+	out = append(out, flagArgs...)
+	return append(out, positional...)
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		for _, n := range c.Names() {
+			if n == name {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+func takesValue(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n != name {
+				continue
+			}
+			if d, ok := f.(cli.DocGenerationFlag); ok {
+				return d.TakesValue()
+			}
+			return true
+		}
+	}
+	return false // unknown flags (and -h/--help) take no value
+}
+
+// Run runs app with args under the CLI contract and returns the exit code.
+func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
+	app.Writer, app.ErrWriter = env.Stdout, env.Stderr
+	app.ExitErrHandler = func(*cli.Context, error) {} // never os.Exit from inside
+	app.HideHelpCommand = true
+	usage := func(_ *cli.Context, err error, _ bool) error { return Usagef("%s", err.Error()) }
+	app.OnUsageError = usage
+	var setUsage func([]*cli.Command)
+	setUsage = func(cs []*cli.Command) {
+		for _, c := range cs {
+			c.OnUsageError = usage
+			setUsage(c.Subcommands)
+		}
+	}
+	setUsage(app.Commands)
+	if app.Action == nil {
+		app.Action = func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return Usagef("unknown command")
+			}
+			_ = cli.ShowAppHelp(c)
+			return Usagef("no command given")
+		}
+	}
+	var setNotFound func([]*cli.Command)
+	setNotFound = func(cs []*cli.Command) {
+		for _, c := range cs {
+			if len(c.Subcommands) > 0 && c.Action == nil {
+				c.Action = func(cc *cli.Context) error {
+					_ = cli.ShowSubcommandHelp(cc)
+					if cc.NArg() > 0 {
+						return Usagef("unknown command")
+					}
+					return Usagef("no command given")
+				}
+			}
+			setNotFound(c.Subcommands)
+		}
+	}
+	setNotFound(app.Commands)
+	args = Normalize(app, args)
+	jsonMode := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "-json" || a == "--json=true" {
+			jsonMode = true
+		}
+	}
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return 0
+	}
+	code := 1
+	if IsUsage(err) {
+		code = 2
+	}
+	if jsonMode {
+		_ = PrintJSON(env.Stdout, ErrorDoc(err))
+	}
+	if !jsonMode || code == 2 {
+		fmt.Fprintf(env.Stderr, "%s: %s\n", app.Name, humanError(err))
+		var h hinted
+		if errors.As(err, &h) {
+			fmt.Fprintf(env.Stderr, "hint: %s\n", h.hint)
+		}
+		if code == 2 {
+			fmt.Fprintf(env.Stderr, "run '%s --help' for usage\n", strings.Join(commandPath(app, args), " "))
+		}
+	}
+	return code
+}
+
+// commandPath returns the program name and the command names in args.
+func commandPath(app *cli.App, args []string) []string {
+	out := []string{app.Name}
+	cmds := app.Commands
+	for _, a := range args[1:] {
+		c := findCommand(cmds, a)
+		if c == nil {
+			break
+		}
+		out = append(out, a)
+		cmds = c.Subcommands
+	}
+	return out
+}
+
+// Require checks that each named flag was given (urfave/cli reports its own
+// Required flags as plain errors, not as usage errors, so commands use this
+// instead).
+func Require(c *cli.Context, names ...string) error {
+	for _, n := range names {
+		if !c.IsSet(n) {
+			return Usagef("missing required flag --%s", n)
+		}
+	}
+	return nil
+}
+
+// ExactArgs checks the number of positional arguments.
+func ExactArgs(c *cli.Context, n int, names string) error {
+	if c.NArg() != n {
+		return Usagef("expected %s, got %d argument(s)", names, c.NArg())
+	}
+	return nil
+}
+
+// MaxInputSize bounds what ReadInput reads.
+const MaxInputSize = 64 << 20
+
+// ReadInput reads the named file, or stdin for "-", up to max bytes. With
+// asHex the content is hex text (whitespace ignored).
+func ReadInput(env *Env, name string, max int64, asHex bool) ([]byte, error) {
+	var r io.Reader
+	if name == "-" {
+		r = env.Stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, Failf("io_error", "cannot open input").WithCause(err)
+		}
+		defer f.Close()
+		r = f
+	}
+	limit := max
+	if asHex {
+		limit = 2*max + 4096
+	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, Failf("io_error", "cannot read input").WithCause(err)
+	}
+	if int64(len(data)) > limit {
+		return nil, amp.Named(amp.CodeInvalidMessage, "limit_exceeded", "input is larger than %d bytes", max)
+	}
+	if !asHex {
+		return data, nil
+	}
+	text := strings.Join(strings.Fields(string(data)), "")
+	out, err := hex.DecodeString(text)
+	if err != nil {
+		return nil, amp.Named(amp.CodeInvalidMessage, "invalid_hex", "input is not hex text")
+	}
+	return out, nil
+}
+
+// DecodeHexN decodes a hex flag value of exactly n bytes.
+func DecodeHexN(flag, s string, n int) ([]byte, error) {
+	b, err := hex.DecodeString(strings.TrimSpace(s))
+	if err != nil || len(b) != n {
+		return nil, Usagef("--%s must be %d bytes of hex", flag, n)
+	}
+	return b, nil
+}
