@@ -1,0 +1,275 @@
+package bundle
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// Reader defaults (FORMAT.md §6).
+const (
+	DefaultMaxManifestSize = 16 << 20  // bytes of the signed manifest item
+	DefaultMaxArtifactSize = 256 << 20 // bytes of one artifact
+	readBufferSize         = 256 << 10
+)
+
+// ReaderOptions configures a Reader.
+type ReaderOptions struct {
+	// Policy is the set of trusted keys. Required.
+	Policy *Policy
+	// Now is the clock for expiry. Required.
+	Now func() time.Time
+	// MaxManifestSize caps the signed manifest item. Default 16 MiB.
+	MaxManifestSize int64
+	// MaxArtifactSize caps one artifact, and so the memory Next needs.
+	// Default 256 MiB.
+	MaxArtifactSize int64
+	// Progress, when set, is called with the number of artifact bytes read
+	// so far.
+	Progress func(done int64)
+}
+
+// Artifact is one verified artifact: its manifest entry and its bytes.
+type Artifact struct {
+	ArtifactEntry
+	Data []byte
+}
+
+// Reader reads a bundle as a stream. NewReader verifies the signatures, the
+// manifest and the trust scope before any artifact is read; Next then
+// returns each artifact only after its size and hash match the manifest.
+// Memory is bounded by the signed manifest plus the largest artifact.
+type Reader struct {
+	br       *bufio.Reader
+	opts     ReaderOptions
+	signed   []byte
+	obj      *signedObject
+	manifest *Manifest
+	signers  []*TrustedKey // verified, and in scope for the whole manifest
+	next     int           // index of the next artifact
+	done     int64
+	finished bool
+	err      error // sticky
+}
+
+// NewReader reads and verifies the signed manifest of the bundle in r.
+// The order of checks (FORMAT.md §5): structure of the signed object,
+// signatures against the policy, manifest shape and rules, trust scope,
+// expiry. The first failure decides the error.
+func NewReader(r io.Reader, opts ReaderOptions) (*Reader, error) {
+	if opts.Policy == nil || opts.Now == nil {
+		return nil, fail(ErrIO, "bundle reader needs a trust policy and a clock")
+	}
+	if opts.MaxManifestSize <= 0 {
+		opts.MaxManifestSize = DefaultMaxManifestSize
+	}
+	if opts.MaxArtifactSize <= 0 {
+		opts.MaxArtifactSize = DefaultMaxArtifactSize
+	}
+	rd := &Reader{br: bufio.NewReaderSize(r, readBufferSize), opts: opts}
+	var err error
+	if rd.signed, rd.obj, err = readSigned(rd.br, opts.MaxManifestSize); err != nil {
+		return nil, err
+	}
+	verified, err := rd.obj.verify(opts.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if rd.manifest, err = DecodeManifest(rd.obj.payload); err != nil {
+		return nil, err
+	}
+	for _, k := range verified {
+		if k.coversManifest(rd.manifest) {
+			rd.signers = append(rd.signers, k)
+		}
+	}
+	if len(rd.signers) == 0 {
+		return nil, fail(ErrUntrustedNamespace, "no signer is trusted for bundle %s and every capability namespace it carries", rd.manifest.BundleID)
+	}
+	if exp := rd.manifest.ExpiresAt; exp != nil && !opts.Now().Before(*exp) {
+		return nil, fail(ErrExpired, "bundle expired at %s", exp.Format(time.RFC3339))
+	}
+	for _, a := range rd.manifest.Artifacts {
+		if a.Size > uint64(opts.MaxArtifactSize) {
+			return nil, fail(ErrTooLarge, "artifact %s is larger than the %d-byte limit", a.Key, opts.MaxArtifactSize)
+		}
+	}
+	return rd, nil
+}
+
+// hashFrom feeds the next n bytes of br to h straight from br's buffer (no
+// second copy: verifying costs little more than hashing). It reports
+// whether all n bytes were there.
+func hashFrom(h io.Writer, br *bufio.Reader, n uint64) bool {
+	for n > 0 {
+		chunk := uint64(br.Size())
+		if chunk > n {
+			chunk = n
+		}
+		b, err := br.Peek(int(chunk))
+		if len(b) > 0 {
+			h.Write(b)
+			br.Discard(len(b))
+			n -= uint64(len(b))
+		}
+		if err != nil && n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// readSigned reads and decodes the first item.
+func readSigned(br *bufio.Reader, max int64) ([]byte, *signedObject, error) {
+	item, err := readItem(br, max)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, err := decodeSigned(item)
+	if err != nil {
+		return nil, nil, err
+	}
+	return item, obj, nil
+}
+
+// Manifest returns the verified manifest.
+func (r *Reader) Manifest() *Manifest { return r.manifest }
+
+// SignedManifest returns the first item of the bundle exactly as read: the
+// COSE_Sign object with the manifest as its payload.
+func (r *Reader) SignedManifest() []byte { return r.signed }
+
+// Signers returns the names of the trusted keys whose signatures verified
+// and who are trusted for everything the bundle carries.
+func (r *Reader) Signers() []TrustedKey {
+	out := make([]TrustedKey, len(r.signers))
+	for i, k := range r.signers {
+		out[i] = *k
+	}
+	return out
+}
+
+// Next returns the next artifact, verified. After the last artifact it
+// returns io.EOF, having checked that nothing follows. Errors are sticky.
+func (r *Reader) Next() (*Artifact, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	a, err := r.next1(true)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return a, err
+}
+
+// VerifyRest reads and verifies every remaining artifact without keeping
+// their bytes, then checks that nothing follows.
+func (r *Reader) VerifyRest() error {
+	for {
+		if r.err != nil {
+			return r.err
+		}
+		_, err := r.next1(false)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			r.err = err
+			return err
+		}
+	}
+}
+
+func (r *Reader) next1(keep bool) (*Artifact, error) {
+	arts := r.manifest.Artifacts
+	if r.next == len(arts) {
+		return nil, r.end()
+	}
+	e := arts[r.next]
+	major, arg, raw, err := readHead(r.br)
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil, fail(ErrCountMismatch, "bundle ends after %d of %d artifacts", r.next, len(arts))
+	case err != nil:
+		return nil, err
+	case major != 2:
+		return nil, fail(ErrMalformed, "artifact %s is not a cbor byte string", e.Key)
+	case !minimalHead(raw, arg):
+		return nil, fail(ErrMalformed, "artifact %s has a non-deterministic length header", e.Key)
+	case arg != e.Size:
+		return nil, fail(ErrSizeMismatch, "artifact %s has %d bytes, the manifest says %d", e.Key, arg, e.Size)
+	}
+	h, err := NewHash(e.HashAlg)
+	if err != nil {
+		return nil, err
+	}
+	// DID documents are always read into memory: their DID must be checked
+	// against the signers' scope whoever asks. They are at most
+	// amp.MaxDIDDocumentSize bytes (Manifest.Validate).
+	isDID := e.MediaType == MediaTypeDID
+	var data []byte
+	if keep || isDID {
+		data = make([]byte, e.Size)
+		if _, err := io.ReadFull(r.br, data); err != nil {
+			return nil, fail(ErrTruncated, "file ends inside artifact %s", e.Key)
+		}
+		h.Write(data)
+	} else if !hashFrom(h, r.br, e.Size) {
+		return nil, fail(ErrTruncated, "file ends inside artifact %s", e.Key)
+	}
+	if subtle.ConstantTimeCompare(h.Sum(nil), e.Hash) != 1 {
+		return nil, fail(ErrHashMismatch, "artifact %s does not match its %s hash", e.Key, e.HashAlg)
+	}
+	if isDID {
+		if err := r.checkDID(e, data); err != nil {
+			return nil, err
+		}
+	}
+	if !keep {
+		data = nil
+	}
+	r.next++
+	r.done += int64(e.Size)
+	if r.opts.Progress != nil {
+		r.opts.Progress(r.done)
+	}
+	return &Artifact{ArtifactEntry: e, Data: data}, nil
+}
+
+// checkDID checks a DID document artifact: it parses, and a signer is
+// trusted for its DID (FORMAT.md §5 step 7).
+func (r *Reader) checkDID(e ArtifactEntry, data []byte) error {
+	doc, err := amp.ParseDIDDocument(data)
+	if err != nil {
+		return fail(ErrInconsistent, "artifact %s is not a valid did document", e.Key).WithCause(err)
+	}
+	for _, k := range r.signers {
+		if k.coversDID(doc.ID) {
+			return nil
+		}
+	}
+	return fail(ErrUntrustedNamespace, "no signer is trusted for the did of artifact %s", e.Key)
+}
+
+// end checks that nothing follows the last artifact.
+func (r *Reader) end() error {
+	if r.finished {
+		return io.EOF
+	}
+	b, err := r.br.ReadByte()
+	if errors.Is(err, io.EOF) {
+		r.finished = true
+		return io.EOF
+	}
+	if err != nil {
+		return fail(ErrIO, "cannot read the bundle").WithCause(err)
+	}
+	if b>>5 == 2 {
+		return fail(ErrCountMismatch, "bundle has more artifacts than its manifest lists")
+	}
+	return fail(ErrTrailingData, "bundle has data after its last artifact")
+}

@@ -1,0 +1,129 @@
+package bundle
+
+import (
+	"crypto/ed25519"
+	"strings"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+)
+
+// TrustedKey is a publisher key and what it may publish.
+type TrustedKey struct {
+	// Name is the operator's label for the key.
+	Name string
+	// Key is the Ed25519 public key.
+	Key ed25519.PublicKey
+	// Scopes are reverse-domain prefixes ("org.example", or "*" for
+	// everything). A bundle is in scope when its bundle_id, the namespace
+	// of every capability it carries and the host of every did:web
+	// document it carries each fall under one of the scopes.
+	Scopes []string
+}
+
+// KeyID returns the COSE kid of an Ed25519 public key: the UTF-8 bytes of
+// its did:key (FORMAT.md §3).
+func KeyID(pub ed25519.PublicKey) []byte { return []byte(amp.DIDKey(pub)) }
+
+// Policy is the set of keys a Reader trusts. The zero Policy trusts nothing.
+type Policy struct {
+	Keys []TrustedKey
+}
+
+// find returns the trusted key whose kid is kid.
+func (p *Policy) find(kid []byte) (*TrustedKey, bool) {
+	if p == nil {
+		return nil, false
+	}
+	for i := range p.Keys {
+		if string(KeyID(p.Keys[i].Key)) == string(kid) {
+			return &p.Keys[i], true
+		}
+	}
+	return nil, false
+}
+
+// ValidateScope checks one scope: "*" or a reverse-domain prefix.
+func ValidateScope(s string) error {
+	if err := capability.ValidateNamespacePrefix(s); err != nil {
+		return fail(ErrInconsistent, "a trust scope must be \"*\" or a reverse-domain prefix such as org.example").WithCause(err)
+	}
+	return nil
+}
+
+// underScope reports whether the reverse-domain name (a bundle id, a
+// capability namespace or a reversed did:web host) equals the scope or lies
+// under it at a label boundary.
+func underScope(name, scope string) bool {
+	if scope == "*" {
+		return true
+	}
+	scope = strings.TrimSuffix(scope, ".")
+	return name == scope || strings.HasPrefix(name, scope+".")
+}
+
+// covers reports whether one of the key's scopes covers name.
+func (k *TrustedKey) covers(name string) bool {
+	for _, s := range k.Scopes {
+		if underScope(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// coversManifest reports whether the key may publish m: its bundle_id and
+// every capability namespace.
+func (k *TrustedKey) coversManifest(m *Manifest) bool {
+	if !k.covers(m.BundleID) {
+		return false
+	}
+	for _, ns := range m.Namespaces() {
+		if !k.covers(ns) {
+			return false
+		}
+	}
+	return true
+}
+
+// DIDScopeName returns the reverse-domain name a DID document is scoped by:
+// for did:web:<host>[:path...] the host's labels reversed
+// ("did:web:agents.example.org:x" → "org.example.agents"). Other DID methods
+// have no domain; they can only be published under the scope "*" (ok is
+// false).
+func DIDScopeName(did string) (string, bool) {
+	rest, ok := strings.CutPrefix(amp.BareDID(did), "did:web:")
+	if !ok {
+		return "", false
+	}
+	host, _, _ := strings.Cut(rest, ":")
+	host = strings.ToLower(host)
+	// A port is percent-encoded ("example.com%3A8443"); it does not change
+	// who owns the domain.
+	if i := strings.Index(host, "%3a"); i >= 0 {
+		host = host[:i]
+	}
+	labels := strings.Split(host, ".")
+	if len(labels) < 2 {
+		return "", false
+	}
+	for i, j := 0, len(labels)-1; i < j; i, j = i+1, j-1 {
+		labels[i], labels[j] = labels[j], labels[i]
+	}
+	name := strings.Join(labels, ".")
+	if capability.ValidateNamespacePrefix(name) != nil {
+		return "", false
+	}
+	return name, true
+}
+
+// coversDID reports whether the key may publish a DID document for did.
+func (k *TrustedKey) coversDID(did string) bool {
+	for _, s := range k.Scopes {
+		if s == "*" {
+			return true
+		}
+	}
+	name, ok := DIDScopeName(did)
+	return ok && k.covers(name)
+}

@@ -1,0 +1,181 @@
+package bundle
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/subtle"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+)
+
+// Source is one artifact to write.
+type Source struct {
+	Key       string
+	MediaType string
+	// Open returns the artifact's bytes. Write calls it twice: once to hash,
+	// once to copy; both reads must give the same bytes.
+	Open func() (io.ReadCloser, error)
+}
+
+// BytesSource returns a Source over bytes in memory.
+func BytesSource(key, mediaType string, data []byte) Source {
+	return Source{Key: key, MediaType: mediaType, Open: func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}}
+}
+
+// Draft is what a bundle is built from. Write computes every artifact's
+// size and hash and completes the capabilities' schema references.
+type Draft struct {
+	BundleID  string
+	Version   uint64
+	CreatedAt time.Time
+	ExpiresAt *time.Time
+	Publisher string // a DID; empty means the did:key of the first signer
+	HashAlg   string // "sha-256" (default) or "sha-512"
+	Artifacts []Source
+	// Capabilities need in each schema reference only ArtifactKey (and may
+	// carry a URI); BundleID, HashAlg, Hash and MediaType are filled in.
+	Capabilities []capability.Descriptor
+	Aliases      map[string]string
+}
+
+// WriteOptions configures Write.
+type WriteOptions struct {
+	// Progress, when set, is called with the number of artifact bytes
+	// written so far.
+	Progress func(done int64)
+}
+
+// Write builds the bundle described by d, signs it with keys (one
+// signature each, at least one) and writes it to w. The result is a pure
+// function of d and the keys: same inputs, same bytes (Ed25519 signatures
+// are deterministic).
+//
+// Artifacts are streamed twice (hash, then copy) so memory does not grow
+// with their size; if a source changes between the two reads, Write fails
+// and what it wrote must be discarded.
+func Write(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOptions) (*Manifest, error) {
+	if len(keys) == 0 {
+		return nil, fail(ErrInconsistent, "a bundle needs at least one signing key")
+	}
+	alg := d.HashAlg
+	if alg == "" {
+		alg = capability.HashSHA256
+	}
+	if _, err := NewHash(alg); err != nil {
+		return nil, err
+	}
+	m := &Manifest{Format: Format, BundleID: d.BundleID, Version: d.Version,
+		CreatedAt: d.CreatedAt.UTC().Truncate(time.Second), Publisher: d.Publisher, Aliases: d.Aliases}
+	if d.ExpiresAt != nil {
+		t := d.ExpiresAt.UTC().Truncate(time.Second)
+		m.ExpiresAt = &t
+	}
+	if m.Publisher == "" {
+		m.Publisher = amp.DIDKey(keys[0].Public().(ed25519.PublicKey))
+	}
+	if len(m.Aliases) == 0 {
+		m.Aliases = nil
+	}
+	srcs := append([]Source(nil), d.Artifacts...)
+	sort.SliceStable(srcs, func(i, j int) bool { return srcs[i].Key < srcs[j].Key })
+	// Pass 1: sizes and hashes.
+	for i, s := range srcs {
+		if err := ValidateKey(s.Key); err != nil {
+			return nil, err
+		}
+		if i > 0 && srcs[i-1].Key == s.Key {
+			return nil, fail(ErrDuplicateKey, "two artifacts have the key %s", s.Key)
+		}
+		size, sum, err := hashSource(s, alg, nil)
+		if err != nil {
+			return nil, err
+		}
+		m.Artifacts = append(m.Artifacts, ArtifactEntry{Key: s.Key, MediaType: s.MediaType, Size: size, HashAlg: alg, Hash: sum})
+	}
+	// Complete the schema references from the artifacts they name.
+	m.Capabilities = make([]capability.Descriptor, len(d.Capabilities))
+	copy(m.Capabilities, d.Capabilities)
+	for i := range m.Capabilities {
+		c := &m.Capabilities[i]
+		for _, ref := range []*capability.SchemaRef{&c.InputSchema, &c.OutputSchema} {
+			a, ok := m.Artifact(ref.ArtifactKey)
+			if !ok {
+				return nil, fail(ErrInconsistent, "capability %s references artifact %q that the bundle does not carry", c.ID(), ref.ArtifactKey)
+			}
+			ref.BundleID, ref.HashAlg, ref.Hash, ref.MediaType = m.BundleID, a.HashAlg, a.Hash, a.MediaType
+		}
+	}
+	SortCapabilities(m.Capabilities)
+	payload, err := m.Encode() // validates every manifest rule
+	if err != nil {
+		return nil, err
+	}
+	signed, err := signManifest(payload, keys...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(signed); err != nil {
+		return nil, fail(ErrIO, "cannot write the bundle").WithCause(err)
+	}
+	// Pass 2: the artifacts, in manifest order, each re-hashed as copied.
+	var done int64
+	for i, s := range srcs {
+		e := m.Artifacts[i]
+		if _, err := w.Write(byteStringHead(e.Size)); err != nil {
+			return nil, fail(ErrIO, "cannot write the bundle").WithCause(err)
+		}
+		size, sum, err := hashSource(s, alg, w)
+		if err != nil {
+			return nil, err
+		}
+		if size != e.Size || subtle.ConstantTimeCompare(sum, e.Hash) != 1 {
+			return nil, fail(ErrSource, "artifact %s changed while the bundle was being written", e.Key)
+		}
+		done += int64(size)
+		if opts.Progress != nil {
+			opts.Progress(done)
+		}
+	}
+	return m, nil
+}
+
+// hashSource reads s once, hashing it and copying it to w when w is set.
+func hashSource(s Source, alg string, w io.Writer) (uint64, []byte, error) {
+	rc, err := s.Open()
+	if err != nil {
+		return 0, nil, fail(ErrIO, "cannot read artifact %s", s.Key).WithCause(err)
+	}
+	defer rc.Close()
+	h, _ := NewHash(alg)
+	dst := io.Writer(h)
+	if w != nil {
+		dst = io.MultiWriter(h, w)
+	}
+	n, err := io.Copy(dst, rc)
+	if err != nil {
+		return 0, nil, fail(ErrIO, "cannot read or write artifact %s", s.Key).WithCause(err)
+	}
+	return uint64(n), h.Sum(nil), nil
+}
+
+// byteStringHead returns the deterministic CBOR head of a byte string of n
+// bytes.
+func byteStringHead(n uint64) []byte {
+	switch {
+	case n < 24:
+		return []byte{0x40 | byte(n)}
+	case n <= 0xff:
+		return []byte{0x58, byte(n)}
+	case n <= 0xffff:
+		return []byte{0x59, byte(n >> 8), byte(n)}
+	case n <= 0xffffffff:
+		return []byte{0x5a, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
+	}
+	return []byte{0x5b, byte(n >> 56), byte(n >> 48), byte(n >> 40), byte(n >> 32), byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
+}
