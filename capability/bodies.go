@@ -305,14 +305,14 @@ func decodeHints(o *object) (NegotiateHints, error) {
 		}
 		h.Acceptable = make([]Version, len(items))
 		for i, it := range items {
-			ip := indexPath(p, i)
+			ip := func() string { return indexPath(p, i) }
 			s, err := textItem(it, ip)
 			if err != nil {
 				return NegotiateHints{}, err
 			}
 			var why string
 			if h.Acceptable[i], why = parseVersion(s); why != "" {
-				return NegotiateHints{}, badRequest(ErrInvalidVersion, "%s: version %s", ip, why)
+				return NegotiateHints{}, badRequest(ErrInvalidVersion, "%s: version %s", ip(), why)
 			}
 		}
 	}
@@ -567,7 +567,7 @@ func DecodeResult(body []byte) (Result, error) {
 	}
 	switch r.Status {
 	case StatusSuccess:
-		if _, ok := o.m["error"]; ok {
+		if o.has("error") {
 			return Result{}, badRequest(ErrInvalidField, "a success result must not carry error")
 		}
 		res, ok := o.raw("result")
@@ -576,7 +576,7 @@ func DecodeResult(body []byte) (Result, error) {
 		}
 		r.Result = res
 	case StatusError:
-		if _, ok := o.m["result"]; ok {
+		if o.has("result") {
 			return Result{}, badRequest(ErrInvalidField, "an error result must not carry result")
 		}
 		eo, ok, err := o.sub("error")

@@ -307,13 +307,13 @@ func (o *object) ranges(key string) ([]Range, error) {
 	p := fieldPath(o.path, key)
 	out := make([]Range, len(items))
 	for i, it := range items {
-		ip := indexPath(p, i)
+		ip := func() string { return indexPath(p, i) }
 		s, err := textItem(it, ip)
 		if err != nil {
 			return nil, err
 		}
 		if out[i], err = ParseRange(s); err != nil {
-			return nil, at(ip, err)
+			return nil, at(ip(), err)
 		}
 	}
 	return out, nil

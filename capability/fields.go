@@ -1,7 +1,7 @@
 package capability
 
 import (
-	"errors"
+	"bytes"
 	"sort"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -9,14 +9,25 @@ import (
 )
 
 // Decoding of CBOR maps with text keys, field by field. RFC 004 §9: bytes
-// that are not valid CBOR are 1001 (amp's strict decoder decides); a
-// well-formed body with a missing field or a field of the wrong type is 4001.
+// that are not valid CBOR are 1001, and amp decides that: every body goes
+// through amp.Limits.Canonical first, which refuses malformed items,
+// indefinite lengths, duplicate keys, invalid UTF-8, trailing bytes and
+// anything over amp's caps, and returns the deterministic encoding. A
+// well-formed body with a missing field or a field of the wrong type is
+// 4001, decided here.
 //
-// Every object is decoded into map[string]cbor.RawMessage first; the known
-// fields are taken out of it one by one, and what remains is kept as the
-// object's Extra (§10: new optional fields may be added), re-encoded as-is.
+// After that gate the bytes are known to be well-formed deterministic CBOR,
+// so fields are read straight from them with a small head reader (still
+// bounds-checked) instead of a reflective decode per field. The buffer is
+// copied once, so no decoded value aliases the caller's input, and raw
+// values (params, result, details, Extra) are capacity-limited slices of
+// that copy.
+//
+// Every object's known fields are taken out one by one; what remains is
+// kept as the object's Extra (§10: new optional fields may be added) and
+// re-encoded as-is.
 
-// CBOR major types, from the first byte of an item.
+// CBOR major types.
 const (
 	majorUint  = 0
 	majorBytes = 2
@@ -33,57 +44,190 @@ func majorOf(raw []byte) int {
 }
 
 // canonicalBody checks that body is one accepted CBOR item (1001 otherwise)
-// and returns its deterministic encoding, so that every raw value kept from
-// it is deterministic too.
+// and returns its deterministic encoding in a buffer the caller owns.
 func canonicalBody(body []byte) ([]byte, error) {
-	return amp.Limits{}.Canonical(body)
+	canon, err := amp.Limits{}.Canonical(body)
+	if err != nil {
+		return nil, err
+	}
+	if len(canon) > 0 && len(body) > 0 && &canon[0] == &body[0] {
+		canon = bytes.Clone(canon)
+	}
+	return canon, nil
 }
 
-// unmarshal decodes an item already checked by amp into v; a shape error is
-// 4001 wrong_type, anything else keeps amp's code.
-func unmarshal(raw []byte, v any, path, want string) error {
-	if err := amp.Unmarshal(raw, v); err != nil {
-		if errors.Is(err, amp.ErrName("wrong_shape")) {
-			return badRequest(ErrWrongType, "%s must be %s", path, want).WithCause(err)
-		}
-		return err
+// head reads the head of the item at b[off:]: major type, argument, and
+// the offset after the head.
+func head(b []byte, off int) (major byte, arg uint64, next int, ok bool) {
+	if off < 0 || off >= len(b) {
+		return 0, 0, 0, false
 	}
-	return nil
+	major, info := b[off]>>5, b[off]&0x1f
+	n := 0
+	switch {
+	case info < 24:
+		return major, uint64(info), off + 1, true
+	case info == 24:
+		n = 1
+	case info == 25:
+		n = 2
+	case info == 26:
+		n = 4
+	case info == 27:
+		n = 8
+	default:
+		return 0, 0, 0, false // indefinite or reserved: refused by amp
+	}
+	if len(b)-off-1 < n {
+		return 0, 0, 0, false
+	}
+	for _, c := range b[off+1 : off+1+n] {
+		arg = arg<<8 | uint64(c)
+	}
+	return major, arg, off + 1 + n, true
+}
+
+// skip returns the offset after the item at b[off:].
+func skip(b []byte, off int) (int, bool) {
+	major, arg, next, ok := head(b, off)
+	if !ok {
+		return 0, false
+	}
+	switch major {
+	case majorBytes, majorText:
+		if arg > uint64(len(b)-next) {
+			return 0, false
+		}
+		return next + int(arg), true
+	case majorArray, majorMap:
+		n := arg
+		if major == majorMap {
+			n *= 2
+		}
+		if n > uint64(len(b)-next) {
+			return 0, false
+		}
+		for i := uint64(0); i < n; i++ {
+			if next, ok = skip(b, next); !ok {
+				return 0, false
+			}
+		}
+		return next, true
+	case 6: // tag
+		return skip(b, next)
+	}
+	return next, true // integers, floats, simple values: the head is all
+}
+
+// malformed is the error for bytes the head reader cannot follow. amp's
+// gate makes it unreachable; it exists so that nothing can panic.
+func malformed() error {
+	return amp.Named(amp.CodeInvalidMessage, "malformed", "cbor item is malformed")
+}
+
+// items splits the array at raw into its items.
+func items(raw []byte) ([][]byte, bool) {
+	major, n, off, ok := head(raw, 0)
+	if !ok || major != majorArray || n > uint64(len(raw)) {
+		return nil, false
+	}
+	out := make([][]byte, 0, n)
+	for i := uint64(0); i < n; i++ {
+		end, ok := skip(raw, off)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, raw[off:end:end])
+		off = end
+	}
+	return out, true
+}
+
+// field is one entry of a map being taken apart.
+type field struct {
+	key   string
+	val   []byte
+	taken bool
 }
 
 // object is a CBOR map being taken apart.
 type object struct {
-	path string
-	m    map[string]cbor.RawMessage
+	path   string
+	fields []field
 }
 
-// decodeObject decodes raw (a checked CBOR item) as a map with text keys.
-// An empty path stands for the top-level object, named kind in messages.
+// decodeObject opens raw (deterministic CBOR from the gate) as a map with
+// text keys. An empty path stands for the top-level object, named kind in
+// messages.
 func decodeObject(raw []byte, path, kind string) (*object, error) {
 	name := path
 	if name == "" {
 		name = kind
 	}
-	if majorOf(raw) != majorMap {
+	major, n, off, ok := head(raw, 0)
+	if !ok {
+		return nil, malformed()
+	}
+	if major != majorMap {
 		return nil, badRequest(ErrWrongType, "%s must be a map", name)
 	}
-	var m map[string]cbor.RawMessage
-	if err := unmarshal(raw, &m, name, "a map with text keys"); err != nil {
-		return nil, err
+	if n > uint64(len(raw)) {
+		return nil, malformed()
 	}
-	return &object{path: path, m: m}, nil
+	o := &object{path: path, fields: make([]field, 0, n)}
+	for i := uint64(0); i < n; i++ {
+		km, kl, ks, ok := head(raw, off)
+		if !ok {
+			return nil, malformed()
+		}
+		if km != majorText {
+			return nil, badRequest(ErrWrongType, "%s must be a map with text keys", name)
+		}
+		kEnd, ok := skip(raw, off)
+		if !ok || kEnd-ks != int(kl) {
+			return nil, malformed()
+		}
+		vEnd, ok := skip(raw, kEnd)
+		if !ok {
+			return nil, malformed()
+		}
+		o.fields = append(o.fields, field{key: string(raw[ks:kEnd]), val: raw[kEnd:vEnd:vEnd]})
+		off = vEnd
+	}
+	return o, nil
 }
 
-func (o *object) take(key string) (cbor.RawMessage, bool) {
-	r, ok := o.m[key]
-	if ok {
-		delete(o.m, key)
+func (o *object) take(key string) ([]byte, bool) {
+	for i := range o.fields {
+		if f := &o.fields[i]; !f.taken && f.key == key {
+			f.taken = true
+			return f.val, true
+		}
 	}
-	return r, ok
+	return nil, false
+}
+
+// has reports whether key is present and not taken.
+func (o *object) has(key string) bool {
+	for _, f := range o.fields {
+		if !f.taken && f.key == key {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *object) missing(key string) error {
 	return badRequest(ErrMissingField, "%s is required", fieldPath(o.path, key))
+}
+
+// textOf reads a text item; ok is false for any other type.
+func textOf(raw []byte) (string, bool) {
+	major, n, off, ok := head(raw, 0)
+	if !ok || major != majorText || n != uint64(len(raw)-off) {
+		return "", false
+	}
+	return string(raw[off:]), true
 }
 
 // text takes an optional text field. Present text must not be empty: an
@@ -94,16 +238,12 @@ func (o *object) text(key string) (string, bool, error) {
 	if !ok {
 		return "", false, nil
 	}
-	p := fieldPath(o.path, key)
-	if majorOf(raw) != majorText {
-		return "", false, badRequest(ErrWrongType, "%s must be a text string", p)
-	}
-	var s string
-	if err := unmarshal(raw, &s, p, "a text string"); err != nil {
-		return "", false, err
+	s, ok := textOf(raw)
+	if !ok {
+		return "", false, badRequest(ErrWrongType, "%s must be a text string", fieldPath(o.path, key))
 	}
 	if s == "" {
-		return "", false, badRequest(ErrInvalidField, "%s must not be empty", p)
+		return "", false, badRequest(ErrInvalidField, "%s must not be empty", fieldPath(o.path, key))
 	}
 	return s, true, nil
 }
@@ -123,13 +263,9 @@ func (o *object) uint(key string) (*uint64, error) {
 	if !ok {
 		return nil, nil
 	}
-	p := fieldPath(o.path, key)
-	if majorOf(raw) != majorUint {
-		return nil, badRequest(ErrWrongType, "%s must be an unsigned integer", p)
-	}
-	var n uint64
-	if err := unmarshal(raw, &n, p, "an unsigned integer"); err != nil {
-		return nil, err
+	major, n, next, ok := head(raw, 0)
+	if !ok || major != majorUint || next != len(raw) {
+		return nil, badRequest(ErrWrongType, "%s must be an unsigned integer", fieldPath(o.path, key))
 	}
 	return &n, nil
 }
@@ -140,50 +276,44 @@ func (o *object) bytes(key string) ([]byte, error) {
 	if !ok {
 		return nil, o.missing(key)
 	}
-	p := fieldPath(o.path, key)
-	if majorOf(raw) != majorBytes {
-		return nil, badRequest(ErrWrongType, "%s must be a byte string", p)
+	major, n, off, ok := head(raw, 0)
+	if !ok || major != majorBytes || n != uint64(len(raw)-off) {
+		return nil, badRequest(ErrWrongType, "%s must be a byte string", fieldPath(o.path, key))
 	}
-	b := []byte{}
-	if err := unmarshal(raw, &b, p, "a byte string"); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return raw[off:len(raw):len(raw)], nil
 }
 
 // array takes an optional array field and returns its items; ok reports
 // presence (an empty array is present).
-func (o *object) array(key string) (items []cbor.RawMessage, ok bool, err error) {
+func (o *object) array(key string) (its [][]byte, ok bool, err error) {
 	raw, ok := o.take(key)
 	if !ok {
 		return nil, false, nil
 	}
-	p := fieldPath(o.path, key)
-	if majorOf(raw) != majorArray {
-		return nil, false, badRequest(ErrWrongType, "%s must be an array", p)
+	its, ok = items(raw)
+	if !ok {
+		return nil, false, badRequest(ErrWrongType, "%s must be an array", fieldPath(o.path, key))
 	}
-	items = []cbor.RawMessage{}
-	if err := unmarshal(raw, &items, p, "an array"); err != nil {
-		return nil, false, err
-	}
-	return items, true, nil
+	return its, true, nil
 }
 
-// textItem decodes one array item as a text string.
-func textItem(raw []byte, p string) (string, error) {
-	if majorOf(raw) != majorText {
-		return "", badRequest(ErrWrongType, "%s must be a text string", p)
-	}
-	var s string
-	if err := unmarshal(raw, &s, p, "a text string"); err != nil {
-		return "", err
+// textItem decodes one array item as a text string; path names the item
+// in an error.
+func textItem(raw []byte, path func() string) (string, error) {
+	s, ok := textOf(raw)
+	if !ok {
+		return "", badRequest(ErrWrongType, "%s must be a text string", path())
 	}
 	return s, nil
 }
 
 // raw takes an optional field of any type, kept as deterministic CBOR.
 func (o *object) raw(key string) (cbor.RawMessage, bool) {
-	return o.take(key)
+	r, ok := o.take(key)
+	if !ok {
+		return nil, false
+	}
+	return cbor.RawMessage(r), true
 }
 
 // sub takes an optional map field.
@@ -198,10 +328,17 @@ func (o *object) sub(key string) (*object, bool, error) {
 
 // extra returns the fields nobody took, or nil.
 func (o *object) extra() map[string]cbor.RawMessage {
-	if len(o.m) == 0 {
-		return nil
+	var m map[string]cbor.RawMessage
+	for _, f := range o.fields {
+		if f.taken {
+			continue
+		}
+		if m == nil {
+			m = map[string]cbor.RawMessage{}
+		}
+		m[f.key] = f.val
 	}
-	return o.m
+	return m
 }
 
 // Encoding. A body is built as map[string]any holding strings, []byte,

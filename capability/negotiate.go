@@ -37,8 +37,9 @@ func Negotiate(name string, h NegotiateHints, provided []Version) (ID, error) {
 	}
 	if !h.Range.IsZero() {
 		best := -1
-		for i, v := range provided {
-			if h.Range.Contains(v) && (best < 0 || compareTotal(v, provided[best]) > 0) {
+		for i := range provided {
+			v := &provided[i]
+			if h.Range.contains(v) && (best < 0 || compareTotal(v, &provided[best]) > 0) {
 				best = i
 			}
 		}
@@ -68,8 +69,8 @@ func notProvided() error {
 }
 
 func has(vs []Version, v Version) bool {
-	for _, w := range vs {
-		if w == v {
+	for i := range vs {
+		if vs[i].raw == v.raw {
 			return true
 		}
 	}
@@ -78,8 +79,8 @@ func has(vs []Version, v Version) bool {
 
 // compareTotal is the total order on versions: SemVer precedence, then the
 // version string bytewise.
-func compareTotal(a, b Version) int {
-	if c := a.Compare(b); c != 0 {
+func compareTotal(a, b *Version) int {
+	if c := compareVersions(a, b); c != 0 {
 		return c
 	}
 	return strings.Compare(a.raw, b.raw)
@@ -91,7 +92,7 @@ func compareTotal(a, b Version) int {
 // versions of equal precedence (differing only in build metadata) the
 // version string bytewise, so sorting is deterministic.
 func (o Order) CompareVersions(a, b Version) int {
-	c := compareTotal(a, b)
+	c := compareTotal(&a, &b)
 	if o == OrderOldestFirst {
 		return c
 	}

@@ -176,7 +176,9 @@ func (r Range) IsZero() bool { return len(r.cmps) == 0 }
 // prerelease, comparisons are plain precedence.
 //
 // The zero Range contains nothing. Contains does not allocate.
-func (r Range) Contains(v Version) bool {
+func (r Range) Contains(v Version) bool { return r.contains(&v) }
+
+func (r *Range) contains(v *Version) bool {
 	if len(r.cmps) == 0 || v.IsZero() {
 		return false
 	}
@@ -194,7 +196,7 @@ func (r Range) Contains(v Version) bool {
 	}
 	for i := range r.cmps {
 		c := &r.cmps[i]
-		d := v.Compare(c.v)
+		d := compareVersions(v, &c.v)
 		var ok bool
 		switch c.op {
 		case opEQ:

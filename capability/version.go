@@ -66,7 +66,7 @@ func versionProblem(s string, err error) string {
 	if i := strings.IndexAny(core, "-+"); i >= 0 {
 		core = core[:i]
 	}
-	if strings.Count(core, ".") < 2 {
+	if parts := strings.Split(core, "."); len(parts) < 3 && allNumeric(parts) {
 		return "is partial (major.minor.patch required)"
 	}
 	return "is not a semantic version 2.0.0 string"
@@ -86,7 +86,10 @@ func (v Version) IsZero() bool { return v.raw == "" }
 // before it are equal). Build metadata is ignored, so versions that differ
 // only in build metadata compare 0; Order.CompareVersions gives the total
 // order used for sorting. Compare does not allocate.
-func (v Version) Compare(w Version) int {
+func (v Version) Compare(w Version) int { return compareVersions(&v, &w) }
+
+// compareVersions is Compare on pointers, for hot loops.
+func compareVersions(v, w *Version) int {
 	if c := cmpUint(v.major, w.major); c != 0 {
 		return c
 	}
@@ -108,7 +111,7 @@ func (v Version) Compare(w Version) int {
 }
 
 // sameCore reports whether v and w have the same major.minor.patch.
-func (v Version) sameCore(w Version) bool {
+func (v *Version) sameCore(w *Version) bool {
 	return v.major == w.major && v.minor == w.minor && v.patch == w.patch
 }
 
