@@ -6,11 +6,11 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 )
 
-// Error names of this package. Every error it returns is an *amp.Error whose
-// Code is the RFC 004 §9 code (4001 for all of the names below) and whose
-// Name is one of these, or the code's default name for 4002
-// (capability_not_found) and 4003 (version_mismatch). Bytes that are not
-// valid CBOR or JSON keep the code 1001 of the decoder that refused them.
+// Error names of this package. Every error it returns is an *amp.Error. Its
+// Code is the RFC 004 §9 code: 4001 for every name below except
+// ErrInvalidJSON (1001); 4002 and 4003 carry the code's default name
+// (capability_not_found, version_mismatch); bytes that are not valid CBOR
+// keep amp's 1001 and amp's name.
 //
 // Like amp codes, the names are immutable errors.Is targets:
 //
@@ -51,6 +51,9 @@ const (
 	// ErrAmbiguousType: a legacy type matches the slug of several known
 	// capability names.
 	ErrAmbiguousType amp.ErrName = "ambiguous_type"
+	// ErrInvalidJSON: JSON input (a descriptor's JSON form) is not one
+	// valid JSON value. Its code is 1001, like malformed CBOR.
+	ErrInvalidJSON amp.ErrName = "invalid_json"
 )
 
 // badRequest returns a 4001 error with the given name.

@@ -24,10 +24,6 @@ import (
 // invalid_json, the JSON twin of amp's 1001 for bad CBOR; wrong or missing
 // fields are 4001.
 
-// ErrInvalidJSON is the name of the 1001 error for input that is not one
-// valid JSON value.
-const ErrInvalidJSON amp.ErrName = "invalid_json"
-
 // maxJSONDepth caps JSON nesting, as amp caps CBOR nesting.
 const maxJSONDepth = amp.DefaultMaxDepth
 

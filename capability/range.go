@@ -63,8 +63,8 @@ func ParseRange(s string) (Range, error) {
 		return Range{}, unsupported("`,` (comma-separated comparators)")
 	}
 	n := 0
-	for _, tok := range strings.Split(s, " ") {
-		if tok != "" {
+	for i := 0; i < len(s); i++ {
+		if s[i] != ' ' && (i == 0 || s[i-1] == ' ') {
 			n++
 		}
 	}

@@ -85,7 +85,8 @@ func (v Version) IsZero() bool { return v.raw == "" }
 // compare in ASCII order; a shorter identifier list is lower when all
 // before it are equal). Build metadata is ignored, so versions that differ
 // only in build metadata compare 0; Order.CompareVersions gives the total
-// order used for sorting. Compare does not allocate.
+// order used for sorting. The zero Version compares as 0.0.0. Compare does
+// not allocate.
 func (v Version) Compare(w Version) int { return compareVersions(&v, &w) }
 
 // compareVersions is Compare on pointers, for hot loops.
