@@ -1,0 +1,550 @@
+package offlineschema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// Limits of the JSON data model of this package.
+const (
+	// MaxDepth caps the nesting of arrays and objects in a value.
+	MaxDepth = 64
+	// MaxJSONSize caps the input of ValueFromJSON in bytes (the default
+	// AMP message size cap).
+	MaxJSONSize = amp.DefaultMaxMessageSize
+	// maxNumberLen caps a JSON number literal, and maxExponent its decimal
+	// exponent: the library compares numbers as math/big rationals built
+	// from their text, whose cost grows with both.
+	maxNumberLen = 100
+	maxExponent  = 400
+)
+
+// ErrLimitExceeded: a value is nested deeper than MaxDepth. 1001 from
+// ValueFromCBOR (like amp's own depth cap), code 0 from ValueFromJSON and
+// ToCBOR.
+const ErrLimitExceeded amp.ErrName = "limit_exceeded"
+
+// negMinUint64 is -2^64, the smallest CBOR integer (major type 1 with
+// argument 2^64-1), which no Go integer type holds.
+const negMinUint64 = "-18446744073709551616"
+
+// ValueFromCBOR converts one CBOR data item (already validated by the
+// caller with amp.Limits.Canonical) into the JSON data model that Validate
+// takes:
+//
+//	map with text keys -> map[string]any     array -> []any
+//	text string        -> string             true/false -> bool, null -> nil
+//	unsigned integer   -> int64, or uint64 above math.MaxInt64
+//	negative integer   -> int64, or json.Number below math.MinInt64 (exact)
+//	float16/32/64      -> float64 (NaN and ±Inf refused)
+//
+// Byte strings, tags, undefined, other simple values and non-text map keys
+// are refused with 4004 not_json_compatible; the message gives the JSON
+// pointer of the value only. Nesting deeper than MaxDepth is 1001
+// limit_exceeded. Bytes that are not exactly one well-formed item
+// (truncated, indefinite length, invalid UTF-8, duplicate key, trailing
+// bytes) are 1001 invalid_message: the caller should have refused them.
+func ValueFromCBOR(item []byte) (any, error) {
+	r := cborReader{data: item}
+	v, err := r.value(0)
+	if err != nil {
+		return nil, err
+	}
+	if r.off != len(item) {
+		return nil, malformed("trailing bytes after the item")
+	}
+	return v, nil
+}
+
+func malformed(what string) *amp.Error {
+	return amp.NewError(amp.CodeInvalidMessage, "cbor item is malformed: %s", what)
+}
+
+func tooDeep(code amp.Code, p path) *amp.Error {
+	return amp.Named(code, ErrLimitExceeded, "value at %s is nested deeper than %d", quotePointer(p.pointer()), MaxDepth)
+}
+
+type cborReader struct {
+	data []byte
+	off  int
+	path path
+}
+
+// head reads the head of the next item. Indefinite lengths and reserved
+// additional information are refused.
+func (r *cborReader) head() (major, info byte, arg uint64, err error) {
+	if r.off >= len(r.data) {
+		return 0, 0, 0, malformed("truncated")
+	}
+	b := r.data[r.off]
+	major, info = b>>5, b&0x1f
+	r.off++
+	n := 0
+	switch {
+	case info < 24:
+		return major, info, uint64(info), nil
+	case info == 24:
+		n = 1
+	case info == 25:
+		n = 2
+	case info == 26:
+		n = 4
+	case info == 27:
+		n = 8
+	case info == 31:
+		return 0, 0, 0, malformed("indefinite length")
+	default:
+		return 0, 0, 0, malformed("reserved additional information")
+	}
+	if len(r.data)-r.off < n {
+		return 0, 0, 0, malformed("truncated")
+	}
+	for _, c := range r.data[r.off : r.off+n] {
+		arg = arg<<8 | uint64(c)
+	}
+	r.off += n
+	return major, info, arg, nil
+}
+
+// text reads the bytes of a text string of length n.
+func (r *cborReader) text(n uint64) (string, error) {
+	if n > uint64(len(r.data)-r.off) {
+		return "", malformed("truncated")
+	}
+	b := r.data[r.off : r.off+int(n)]
+	if !utf8.Valid(b) {
+		return "", malformed("text string is not utf-8")
+	}
+	r.off += int(n)
+	return string(b), nil
+}
+
+func (r *cborReader) value(depth int) (any, error) {
+	major, info, arg, err := r.head()
+	if err != nil {
+		return nil, err
+	}
+	switch major {
+	case 0:
+		if arg <= math.MaxInt64 {
+			return int64(arg), nil
+		}
+		return arg, nil
+	case 1:
+		if arg <= math.MaxInt64 {
+			return -1 - int64(arg), nil
+		}
+		if arg == math.MaxUint64 {
+			return json.Number(negMinUint64), nil
+		}
+		return json.Number("-" + strconv.FormatUint(arg+1, 10)), nil
+	case 2:
+		return nil, notCompatible(amp.CodeSchemaViolation, r.path, "byte string")
+	case 3:
+		return r.text(arg)
+	case 4:
+		if depth >= MaxDepth {
+			return nil, tooDeep(amp.CodeInvalidMessage, r.path)
+		}
+		if arg > uint64(len(r.data)-r.off) { // every element takes a byte
+			return nil, malformed("truncated")
+		}
+		arr := make([]any, arg)
+		for i := range arr {
+			r.path = append(r.path, segment{index: i})
+			if arr[i], err = r.value(depth + 1); err != nil {
+				return nil, err
+			}
+			r.path = r.path[:len(r.path)-1]
+		}
+		return arr, nil
+	case 5:
+		if depth >= MaxDepth {
+			return nil, tooDeep(amp.CodeInvalidMessage, r.path)
+		}
+		if arg > uint64(len(r.data)-r.off)/2 {
+			return nil, malformed("truncated")
+		}
+		m := make(map[string]any, arg)
+		for i := uint64(0); i < arg; i++ {
+			kmajor, _, klen, err := r.head()
+			if err != nil {
+				return nil, err
+			}
+			if kmajor != 3 {
+				return nil, notCompatible(amp.CodeSchemaViolation, r.path, "map with a key that is not text")
+			}
+			key, err := r.text(klen)
+			if err != nil {
+				return nil, err
+			}
+			r.path = append(r.path, segment{key: key, index: -1})
+			v, err := r.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			r.path = r.path[:len(r.path)-1]
+			m[key] = v
+			if uint64(len(m)) != i+1 {
+				return nil, malformed("duplicate map key")
+			}
+		}
+		return m, nil
+	case 6:
+		return nil, notCompatible(amp.CodeSchemaViolation, r.path, "tagged item")
+	}
+	// Major type 7.
+	var f float64
+	switch info {
+	case 20:
+		return false, nil
+	case 21:
+		return true, nil
+	case 22:
+		return nil, nil
+	case 23:
+		return nil, notCompatible(amp.CodeSchemaViolation, r.path, "undefined")
+	case 25:
+		f = halfToFloat64(uint16(arg))
+	case 26:
+		f = float64(math.Float32frombits(uint32(arg)))
+	case 27:
+		f = math.Float64frombits(arg)
+	default:
+		return nil, notCompatible(amp.CodeSchemaViolation, r.path, "simple value")
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, notCompatible(amp.CodeSchemaViolation, r.path, "nan or infinite float")
+	}
+	return f, nil
+}
+
+// halfToFloat64 converts IEEE 754 binary16 bits to a float64.
+func halfToFloat64(h uint16) float64 {
+	exp := int(h>>10) & 0x1f
+	mant := float64(h & 0x3ff)
+	var f float64
+	switch exp {
+	case 0:
+		f = math.Ldexp(mant, -24)
+	case 0x1f:
+		if mant == 0 {
+			f = math.Inf(1)
+		} else {
+			f = math.NaN()
+		}
+	default:
+		f = math.Ldexp(mant+1024, exp-25)
+	}
+	if h&0x8000 != 0 {
+		f = -f
+	}
+	return f
+}
+
+// numberInModel reports whether a JSON number literal is in the model:
+// an integer literal in the CBOR integer range [-2^64, 2^64-1], or any
+// other literal that is a finite float64 once rounded, at most maxNumberLen
+// bytes long with a decimal exponent within ±maxExponent.
+func numberInModel(s string) bool {
+	if len(s) > maxNumberLen || !jsonNumberSyntax(s) {
+		return false
+	}
+	if !strings.ContainsAny(s, ".eE") {
+		if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return true
+		}
+		if _, err := strconv.ParseUint(strings.TrimPrefix(s, "-"), 10, 64); err == nil {
+			return true
+		}
+		return s == negMinUint64
+	}
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil || e > maxExponent || e < -maxExponent {
+			return false
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return err == nil && !math.IsInf(f, 0)
+}
+
+// jsonNumberSyntax reports whether s is a JSON number (RFC 8259 §6):
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func jsonNumberSyntax(s string) bool {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	if i < len(s) && s[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// ValueFromJSON decodes JSON bytes into the same model as ValueFromCBOR,
+// with numbers as json.Number (exact). It is strict: exactly one value, no
+// trailing data, UTF-8 only, no duplicate object keys, at most MaxJSONSize
+// bytes (all invalid_json, code 0); numbers outside the model (see
+// ValueFromCBOR: beyond the CBOR integer range or float64, or unreasonably
+// long) are 4004 not_json_compatible; nesting deeper than MaxDepth is
+// limit_exceeded (code 0).
+func ValueFromJSON(data []byte) (any, error) {
+	if len(data) > MaxJSONSize {
+		return nil, amp.Named(0, ErrInvalidJSON, "json input of %d bytes is over the %d-byte limit", len(data), MaxJSONSize)
+	}
+	if !utf8.Valid(data) {
+		return nil, amp.Named(0, ErrInvalidJSON, "json input is not utf-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	r := jsonReader{dec: dec}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, invalidJSON(err)
+	}
+	v, err := r.value(tok, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, amp.Named(0, ErrInvalidJSON, "trailing data after the json value").WithCause(err)
+	}
+	return v, nil
+}
+
+func invalidJSON(err error) *amp.Error {
+	if err == io.EOF {
+		return amp.Named(0, ErrInvalidJSON, "json input is empty or truncated")
+	}
+	return amp.Named(0, ErrInvalidJSON, "json input is not valid json").WithCause(err)
+}
+
+type jsonReader struct {
+	dec  *json.Decoder
+	path path
+}
+
+func (r *jsonReader) next() (json.Token, error) {
+	tok, err := r.dec.Token()
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, invalidJSON(err)
+	}
+	return tok, nil
+}
+
+func (r *jsonReader) value(tok json.Token, depth int) (any, error) {
+	switch t := tok.(type) {
+	case json.Number:
+		if !numberInModel(string(t)) {
+			return nil, notCompatible(amp.CodeSchemaViolation, r.path, "number out of range")
+		}
+		return t, nil
+	case json.Delim:
+		if depth >= MaxDepth {
+			return nil, tooDeep(0, r.path)
+		}
+		if t == '[' {
+			arr := []any{}
+			for r.dec.More() {
+				r.path = append(r.path, segment{index: len(arr)})
+				tok, err := r.next()
+				if err != nil {
+					return nil, err
+				}
+				v, err := r.value(tok, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				r.path = r.path[:len(r.path)-1]
+				arr = append(arr, v)
+			}
+			if _, err := r.next(); err != nil { // ']'
+				return nil, err
+			}
+			return arr, nil
+		}
+		m := map[string]any{}
+		for r.dec.More() {
+			ktok, err := r.next()
+			if err != nil {
+				return nil, err
+			}
+			key, _ := ktok.(string) // the decoder only yields strings here
+			r.path = append(r.path, segment{key: key, index: -1})
+			if _, dup := m[key]; dup {
+				return nil, amp.Named(0, ErrInvalidJSON, "duplicate object key at %s", quotePointer(r.path.pointer()))
+			}
+			tok, err := r.next()
+			if err != nil {
+				return nil, err
+			}
+			v, err := r.value(tok, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			r.path = r.path[:len(r.path)-1]
+			m[key] = v
+		}
+		if _, err := r.next(); err != nil { // '}'
+			return nil, err
+		}
+		return m, nil
+	default: // string, bool, nil
+		return t, nil
+	}
+}
+
+// ToCBOR converts a JSON-model value back to deterministic CBOR (amp.Marshal):
+// the values ValueFromCBOR and ValueFromJSON produce, plus any Go integer
+// and float32. A json.Number that is an integer literal becomes a CBOR
+// integer (it must be in [-2^64, 2^64-1]); any other number becomes a
+// float, which must be finite. Anything else (byte slices, structs, typed
+// maps and slices, invalid UTF-8, nesting deeper than MaxDepth) is refused
+// with code 0 (not_json_compatible, limit_exceeded): the value is the
+// program's, not a peer's.
+//
+// For every item ValueFromCBOR accepts, ToCBOR of its value equals the
+// item's deterministic encoding.
+func ToCBOR(v any) ([]byte, error) {
+	var p path
+	x, err := toCBORModel(v, 0, &p)
+	if err != nil {
+		return nil, err
+	}
+	return amp.Marshal(x)
+}
+
+func toCBORModel(v any, depth int, p *path) (any, error) {
+	switch x := v.(type) {
+	case nil, bool:
+		return x, nil
+	case string:
+		if !utf8.ValidString(x) {
+			return nil, notCompatible(0, *p, "text that is not utf-8")
+		}
+		return x, nil
+	case int:
+		return int64(x), nil
+	case int8:
+		return int64(x), nil
+	case int16:
+		return int64(x), nil
+	case int32:
+		return int64(x), nil
+	case int64:
+		return x, nil
+	case uint:
+		return uint64(x), nil
+	case uint8:
+		return uint64(x), nil
+	case uint16:
+		return uint64(x), nil
+	case uint32:
+		return uint64(x), nil
+	case uint64:
+		return x, nil
+	case float32:
+		return finite(float64(x), *p)
+	case float64:
+		return finite(x, *p)
+	case json.Number:
+		return numberToCBOR(string(x), *p)
+	case []any:
+		if depth >= MaxDepth {
+			return nil, tooDeep(0, *p)
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			*p = append(*p, segment{index: i})
+			y, err := toCBORModel(e, depth+1, p)
+			if err != nil {
+				return nil, err
+			}
+			*p = (*p)[:len(*p)-1]
+			out[i] = y
+		}
+		return out, nil
+	case map[string]any:
+		if depth >= MaxDepth {
+			return nil, tooDeep(0, *p)
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			*p = append(*p, segment{key: k, index: -1})
+			if !utf8.ValidString(k) {
+				return nil, notCompatible(0, *p, "key that is not utf-8")
+			}
+			y, err := toCBORModel(e, depth+1, p)
+			if err != nil {
+				return nil, err
+			}
+			*p = (*p)[:len(*p)-1]
+			out[k] = y
+		}
+		return out, nil
+	}
+	return nil, notCompatible(0, *p, fmt.Sprintf("value of go type %T", v))
+}
+
+func finite(f float64, p path) (any, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, notCompatible(0, p, "nan or infinite float")
+	}
+	return f, nil
+}
+
+func numberToCBOR(s string, p path) (any, error) {
+	if !numberInModel(s) {
+		return nil, notCompatible(0, p, "number out of range")
+	}
+	if !strings.ContainsAny(s, ".eE") {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return i, nil
+		}
+		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+			return u, nil
+		}
+		b, _ := new(big.Int).SetString(s, 10) // in [-2^64, -2^63-1]
+		return b, nil
+	}
+	f, _ := strconv.ParseFloat(s, 64)
+	return f, nil
+}
