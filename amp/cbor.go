@@ -3,6 +3,7 @@ package amp
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 	"reflect"
 	"sort"
@@ -544,6 +545,12 @@ func (l Limits) Unmarshal(data []byte, v any) error {
 		return err
 	}
 	if err := decMode.Unmarshal(data, v); err != nil {
+		// A nested unmarshaler that already classified its error (RFC 004
+		// bodies use 4001) keeps its code and name.
+		var inner *Error
+		if errors.As(err, &inner) {
+			return inner
+		}
 		return Named(CodeInvalidMessage, "wrong_shape", "cbor item does not have the expected shape").WithCause(err)
 	}
 	return nil
