@@ -1,0 +1,94 @@
+package offlineschema
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// FuzzCompile compiles arbitrary bytes as the root artifact of a bundle that
+// also holds the shared schemas of TestResolve. It must never panic, every
+// error must be an *amp.Error with one of the compile names, and a compiled
+// schema must validate a few values without panicking.
+func FuzzCompile(f *testing.F) {
+	for _, seed := range []string{
+		paramsSchema,
+		`{}`, `true`, `false`, `[]`, `{"type": `, `null`,
+		`{"$ref": "sibling.json"}`,
+		`{"$ref": "../common.json#/$defs/lang"}`,
+		`{"$ref": "https://schemas.example.com/common.json#/$defs/x"}`,
+		`{"$ref": "https://evil.example.net/s.json"}`,
+		`{"$ref": "file:///etc/passwd"}`,
+		`{"$ref": "ampbundle://other/x.json"}`,
+		`{"$ref": "../../../../../etc/hostname"}`,
+		`{"$id": "file:///etc/", "$ref": "hostname"}`,
+		`{"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "string"}], "additionalItems": false}`,
+		`{"$schema": "http://json-schema.org/draft-04/schema#", "id": "urn:x", "properties": {"a": {"$ref": "#"}}}`,
+		`{"pattern": "^(?=a)"}`,
+		`{"format": "emial"}`,
+		`{"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}`,
+		`{"$dynamicAnchor": "n", "items": {"$dynamicRef": "#n"}}`,
+		`{"contentMediaType": "application/json", "contentEncoding": "base64", "contentSchema": {"type": "object"}}`,
+		`{"allOf": [{"$ref": "#/$defs/x"}], "$defs": {"x": {"required": ["a"]}}, "unevaluatedProperties": false}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	values := []any{nil, true, int64(-3), uint64(1 << 63), 2.5, "text", []any{"a", int64(1)},
+		map[string]any{"text": "hi", "target": "en", "a": map[string]any{}}}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		l := newLoader(with(bundleFiles, rootKey, string(doc)))
+		s, err := Compile(l, rootKey, Options{OnExternalLoad: func(string) {}})
+		if err != nil {
+			var e *amp.Error
+			if !errors.As(err, &e) || (e.Name != ErrUnresolvedRef && e.Name != ErrInvalidSchema) || e.Code != 0 {
+				t.Fatalf("unexpected error %T %v", err, err)
+			}
+			if _, ok := err.(*amp.Error); !ok {
+				t.Fatalf("error %T is not an *amp.Error at the top", err)
+			}
+			return
+		}
+		for _, v := range values {
+			if err := s.Validate(v); err != nil {
+				if _, ok := err.(*amp.Error); !ok {
+					t.Fatalf("validate error %T %v", err, err)
+				}
+			}
+		}
+	})
+}
+
+// FuzzValueFromCBOR decodes arbitrary bytes. It must never panic; errors
+// are *amp.Error; an accepted item is one amp's strict decoder accepts too,
+// and ToCBOR of its value is exactly amp's deterministic form of it.
+func FuzzValueFromCBOR(f *testing.F) {
+	for _, c := range cborCases {
+		f.Add(unhex(f, c.hex))
+	}
+	f.Add(unhex(f, "a2 6161 fb3ff8000000000000 6162 fa3fc00000")) // non-shortest floats
+	f.Add(unhex(f, "a2 6162 01 6161 02"))                         // unsorted keys
+	f.Add(unhex(f, "1900 01"))                                    // non-minimal head
+	lim := amp.Limits{MaxDepth: 1024}
+	f.Fuzz(func(t *testing.T, item []byte) {
+		v, err := ValueFromCBOR(item)
+		if err != nil {
+			if _, ok := err.(*amp.Error); !ok {
+				t.Fatalf("error %T %v", err, err)
+			}
+			return
+		}
+		canon, cerr := lim.Canonical(item)
+		if cerr != nil {
+			t.Fatalf("accepted an item amp refuses: %v", cerr)
+		}
+		out, err := ToCBOR(v)
+		if err != nil {
+			t.Fatalf("ToCBOR of a decoded value: %v", err)
+		}
+		if !bytes.Equal(out, canon) {
+			t.Fatalf("ToCBOR = %x, deterministic form %x", out, canon)
+		}
+	})
+}
