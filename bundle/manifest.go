@@ -341,21 +341,16 @@ func (m *Manifest) Validate() error {
 	return nil
 }
 
-// compareDescriptors orders descriptors by name (bytewise) then version
-// (ascending SemVer precedence, ties broken by the version string).
+// compareDescriptors is the manifest order of descriptors: RFC 004 §6.5
+// oldest-first, (name ASC, version ASC), ties of precedence broken by the
+// version string.
 func compareDescriptors(a, b *capability.Descriptor) int {
-	if c := strings.Compare(a.Name, b.Name); c != 0 {
-		return c
-	}
-	if c := a.Version.Compare(b.Version); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Version.String(), b.Version.String())
+	return capability.OrderOldestFirst.CompareIDs(a.ID(), b.ID())
 }
 
 // SortCapabilities puts descriptors in manifest order.
 func SortCapabilities(ds []capability.Descriptor) {
-	sort.SliceStable(ds, func(i, j int) bool { return compareDescriptors(&ds[i], &ds[j]) < 0 })
+	capability.SortDescriptors(ds, capability.OrderOldestFirst)
 }
 
 // Artifact returns the manifest entry of key.

@@ -143,6 +143,9 @@ func (r *Reader) Manifest() *Manifest { return r.manifest }
 // COSE_Sign object with the manifest as its payload.
 func (r *Reader) SignedManifest() []byte { return r.signed }
 
+// Signatures returns every signature of the bundle, verified or not.
+func (r *Reader) Signatures() []Signature { return append([]Signature(nil), r.obj.signatures...) }
+
 // Signers returns the names of the trusted keys whose signatures verified
 // and who are trusted for everything the bundle carries.
 func (r *Reader) Signers() []TrustedKey {

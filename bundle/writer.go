@@ -19,11 +19,14 @@ type Source struct {
 	// Open returns the artifact's bytes. Write calls it twice: once to hash,
 	// once to copy; both reads must give the same bytes.
 	Open func() (io.ReadCloser, error)
+	// Size is the expected size, used only for progress reports (-1 when
+	// unknown).
+	Size int64
 }
 
 // BytesSource returns a Source over bytes in memory.
 func BytesSource(key, mediaType string, data []byte) Source {
-	return Source{Key: key, MediaType: mediaType, Open: func() (io.ReadCloser, error) {
+	return Source{Key: key, MediaType: mediaType, Size: int64(len(data)), Open: func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
 	}}
 }

@@ -1,0 +1,376 @@
+package bundle
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
+)
+
+// Source folder layout (FORMAT.md §8).
+const (
+	bundleFile     = "bundle.json"
+	capabilityFile = "capability.json"
+	inputSchema    = "input.schema.json"
+	outputSchema   = "output.schema.json"
+	// maxSourceFile bounds one source file: sources are JSON documents,
+	// read into memory to be checked.
+	maxSourceFile = 16 << 20
+)
+
+// SourceOptions configures LoadSource.
+type SourceOptions struct {
+	// HashAlg is "sha-256" (default) or "sha-512".
+	HashAlg string
+	// CreatedAt is the bundle's created_at.
+	CreatedAt time.Time
+	// Signer is the public key that will sign: the default publisher is
+	// its did:key, and a did:key publisher must be it.
+	Signer ed25519.PublicKey
+}
+
+// bundleConfig is bundle.json.
+type bundleConfig struct {
+	BundleID  string            `json:"bundle_id"`
+	Version   uint64            `json:"version"`
+	Publisher string            `json:"publisher,omitempty"`
+	ExpiresAt string            `json:"expires_at,omitempty"`
+	Aliases   map[string]string `json:"aliases,omitempty"`
+}
+
+// srcErr is a source problem naming the file (a path below the source
+// folder, the publisher's own input).
+func srcErr(file, format string, args ...any) *amp.Error {
+	e := fail(ErrSource, format, args...)
+	e.Message = file + ": " + e.Message
+	return e
+}
+
+// memLoader serves schema artifacts from memory to the offline compiler.
+type memLoader struct {
+	files map[string][]byte
+	ids   map[string]string
+}
+
+func (l *memLoader) Load(key string) ([]byte, error) {
+	b, ok := l.files[key]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return b, nil
+}
+
+func (l *memLoader) KeyForID(id string) (string, bool) {
+	k, ok := l.ids[id]
+	return k, ok
+}
+
+// LoadSource reads a source folder (FORMAT.md §8) and checks everything
+// about it: layout, keys, JSON Schemas (each compiles, every $ref resolves
+// inside the bundle), DID documents, descriptors. The error names the file.
+func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
+	alg := opts.HashAlg
+	if alg == "" {
+		alg = capability.HashSHA256
+	}
+	if _, err := NewHash(alg); err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{} // every file by its slash path
+	folded := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fail(ErrIO, "cannot read the source folder").WithCause(err)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if d.Type()&fs.ModeSymlink != 0 {
+			return srcErr(rel, "symbolic links are not allowed in a source folder")
+		}
+		if d.IsDir() {
+			if rel != "." && strings.HasPrefix(d.Name(), ".") {
+				return srcErr(rel, "hidden folders are not allowed in a source folder")
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return srcErr(rel, "only regular files are allowed in a source folder")
+		}
+		if err := ValidateKey(rel); err != nil {
+			return srcErr(rel, "%s", err.(*amp.Error).Message)
+		}
+		if other, ok := folded[strings.ToLower(rel)]; ok {
+			return srcErr(rel, "differs from %s only in letter case", other)
+		}
+		folded[strings.ToLower(rel)] = rel
+		data, err := readSourceFile(p)
+		if err != nil {
+			return srcErr(rel, "cannot be read").WithCause(err)
+		}
+		files[rel] = data
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfgData, ok := files[bundleFile]
+	if !ok {
+		return nil, srcErr(bundleFile, "is missing")
+	}
+	delete(files, bundleFile)
+	var cfg bundleConfig
+	if err := strictJSON(cfgData, &cfg); err != nil {
+		return nil, srcErr(bundleFile, "is not valid: %s", err)
+	}
+	d := &Draft{BundleID: cfg.BundleID, Version: cfg.Version, CreatedAt: opts.CreatedAt, Publisher: cfg.Publisher, HashAlg: alg, Aliases: cfg.Aliases}
+	if err := ValidateBundleID(d.BundleID); err != nil {
+		return nil, srcErr(bundleFile, "bundle_id must be a reverse-domain name of at least two labels")
+	}
+	if d.Version == 0 {
+		return nil, srcErr(bundleFile, "version must be a whole number of at least 1")
+	}
+	if cfg.ExpiresAt != "" {
+		t, err := time.Parse(time.RFC3339, cfg.ExpiresAt)
+		if err != nil {
+			return nil, srcErr(bundleFile, "expires_at must be an rfc 3339 time")
+		}
+		t = t.UTC().Truncate(time.Second)
+		d.ExpiresAt = &t
+	}
+	signerDID := ""
+	if len(opts.Signer) == ed25519.PublicKeySize {
+		signerDID = amp.DIDKey(opts.Signer)
+	}
+	switch {
+	case d.Publisher == "":
+		d.Publisher = signerDID
+	case !amp.ValidDID(d.Publisher) || amp.BareDID(d.Publisher) != d.Publisher:
+		return nil, srcErr(bundleFile, "publisher must be a did")
+	case strings.HasPrefix(d.Publisher, "did:key:") && signerDID != "" && d.Publisher != signerDID:
+		return nil, srcErr(bundleFile, "publisher is a did:key that is not the signing key")
+	}
+
+	// Classify the files: capability configs, schemas, DID documents.
+	caps := map[string]string{} // capability folder -> its capability.json path
+	schemas := &memLoader{files: map[string][]byte{}, ids: map[string]string{}}
+	var keys []string
+	for k := range files {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var dids []string
+	for _, k := range keys {
+		segs := strings.Split(k, "/")
+		switch {
+		case segs[0] == "capabilities" && len(segs) == 4 && segs[3] == capabilityFile:
+			caps[path.Dir(k)] = k
+		case segs[0] == "capabilities" && len(segs) == 4 && strings.HasSuffix(k, ".json"),
+			segs[0] == "schemas" && len(segs) >= 2 && strings.HasSuffix(k, ".json"):
+			schemas.files[k] = files[k]
+			d.Artifacts = append(d.Artifacts, BytesSource(k, MediaTypeSchema, files[k]))
+		case segs[0] == "dids" && len(segs) == 2 && strings.HasSuffix(k, ".json"):
+			dids = append(dids, k)
+			d.Artifacts = append(d.Artifacts, BytesSource(k, MediaTypeDID, files[k]))
+		default:
+			return nil, srcErr(k, "is not part of the source layout (bundle.json, capabilities/<name>/<version>/*.json, schemas/**/*.json, dids/*.json)")
+		}
+	}
+
+	// Schemas: $id index, then every schema must compile offline.
+	for _, k := range sortedKeys(schemas.files) {
+		id, err := offlineschema.SchemaID(schemas.files[k])
+		if err != nil {
+			return nil, srcErr(k, "is not a json schema object").WithCause(err)
+		}
+		if id == "" {
+			continue
+		}
+		if other, dup := schemas.ids[id]; dup {
+			return nil, srcErr(k, "has the same $id as %s", other)
+		}
+		schemas.ids[id] = k
+	}
+	for _, k := range sortedKeys(schemas.files) {
+		if _, err := offlineschema.Compile(schemas, k, offlineschema.Options{}); err != nil {
+			e := amp.AsError(err)
+			return nil, srcErr(k, "%s", e.Message).WithCause(err)
+		}
+	}
+
+	// DID documents.
+	seenDID := map[string]string{}
+	for _, k := range dids {
+		doc, err := amp.ParseDIDDocument(files[k])
+		if err != nil {
+			return nil, srcErr(k, "is not a valid did document: %s", amp.SafeMessage(err))
+		}
+		if other, dup := seenDID[doc.ID]; dup {
+			return nil, srcErr(k, "documents the same did as %s", other)
+		}
+		seenDID[doc.ID] = k
+	}
+
+	// Descriptors.
+	for _, dirKey := range sortedKeys(caps) {
+		desc, err := loadDescriptor(dirKey, files, d.BundleID, alg)
+		if err != nil {
+			return nil, err
+		}
+		d.Capabilities = append(d.Capabilities, desc)
+	}
+	// Capability folders without capability.json.
+	for _, k := range keys {
+		segs := strings.Split(k, "/")
+		if segs[0] == "capabilities" && len(segs) == 4 {
+			if _, ok := caps[path.Dir(k)]; !ok {
+				return nil, srcErr(path.Dir(k), "has no %s", capabilityFile)
+			}
+		}
+	}
+	if len(d.Aliases) > 0 {
+		names := map[string]bool{}
+		for _, c := range d.Capabilities {
+			names[c.Name] = true
+		}
+		for typ, target := range d.Aliases {
+			if !names[target] {
+				return nil, srcErr(bundleFile, "alias %q points at a capability the bundle does not carry", typ)
+			}
+		}
+	}
+	return d, nil
+}
+
+// loadDescriptor builds the descriptor of capabilities/<name>/<version>.
+func loadDescriptor(dirKey string, files map[string][]byte, bundleID, alg string) (capability.Descriptor, error) {
+	cfgKey := dirKey + "/" + capabilityFile
+	segs := strings.Split(dirKey, "/")
+	name, version := segs[1], segs[2]
+	if err := capability.ValidateName(name); err != nil {
+		return capability.Descriptor{}, srcErr(dirKey, "folder name is not a capability name: %s", amp.SafeMessage(err))
+	}
+	if _, err := capability.ParseVersion(version); err != nil {
+		return capability.Descriptor{}, srcErr(dirKey, "folder name is not a semver version: %s", amp.SafeMessage(err))
+	}
+	var obj map[string]json.RawMessage
+	if err := strictJSON(files[cfgKey], &obj); err != nil {
+		return capability.Descriptor{}, srcErr(cfgKey, "is not a json object: %s", err)
+	}
+	if obj == nil {
+		obj = map[string]json.RawMessage{}
+	}
+	for field, want := range map[string]string{"name": name, "version": version} {
+		if raw, ok := obj[field]; ok {
+			var got string
+			if json.Unmarshal(raw, &got) != nil || got != want {
+				return capability.Descriptor{}, srcErr(cfgKey, "%s does not match the folder name", field)
+			}
+		}
+	}
+	if _, ok := obj["id"]; ok {
+		return capability.Descriptor{}, srcErr(cfgKey, "id is computed from the folder names; remove it")
+	}
+	obj["name"], _ = json.Marshal(name)
+	obj["version"], _ = json.Marshal(version)
+	obj["id"], _ = json.Marshal(name + ":" + version)
+	for field, file := range map[string]string{"input_schema": inputSchema, "output_schema": outputSchema} {
+		key := dirKey + "/" + file
+		data, ok := files[key]
+		if !ok {
+			return capability.Descriptor{}, srcErr(key, "is missing")
+		}
+		ref := map[string]json.RawMessage{}
+		if raw, ok := obj[field]; ok {
+			if err := strictJSON(raw, &ref); err != nil || ref == nil {
+				return capability.Descriptor{}, srcErr(cfgKey, "%s must be an object", field)
+			}
+			for _, computed := range []string{"bundle_id", "artifact_key", "hash_alg", "hash", "media_type"} {
+				if _, ok := ref[computed]; ok {
+					return capability.Descriptor{}, srcErr(cfgKey, "%s.%s is computed by the builder; remove it", field, computed)
+				}
+			}
+		}
+		h, _ := NewHash(alg)
+		h.Write(data)
+		for k, v := range map[string]string{"bundle_id": bundleID, "artifact_key": key, "hash_alg": alg,
+			"hash": hex.EncodeToString(h.Sum(nil)), "media_type": MediaTypeSchema} {
+			ref[k], _ = json.Marshal(v)
+		}
+		obj[field], _ = json.Marshal(ref)
+	}
+	full, _ := json.Marshal(obj)
+	desc, err := capability.DecodeDescriptorJSON(full)
+	if err != nil {
+		return capability.Descriptor{}, srcErr(cfgKey, "is not a valid capability descriptor: %s", amp.SafeMessage(err))
+	}
+	if err := desc.Validate(capability.ProfileOffline); err != nil {
+		return capability.Descriptor{}, srcErr(cfgKey, "is not a valid capability descriptor: %s", amp.SafeMessage(err))
+	}
+	return desc, nil
+}
+
+func readSourceFile(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSourceFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxSourceFile {
+		return nil, errors.New("file is larger than 16 MiB")
+	}
+	return data, nil
+}
+
+// strictJSON decodes one JSON value with no unknown struct fields and no
+// trailing data. Its error text never quotes the input.
+func strictJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return errors.New("json syntax error")
+		case errors.As(err, &te):
+			return errors.New("field " + te.Field + " has the wrong type")
+		case strings.HasPrefix(err.Error(), "json: unknown field"):
+			return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+		}
+		return errors.New("invalid json")
+	}
+	if dec.More() {
+		return errors.New("data after the json value")
+	}
+	var extra json.RawMessage
+	if dec.Decode(&extra) != io.EOF {
+		return errors.New("data after the json value")
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
