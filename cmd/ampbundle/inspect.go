@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+)
+
+func inspectCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "inspect",
+		Usage:     "show a bundle's manifest without trusting anyone",
+		ArgsUsage: "FILE",
+		Description: `Prints bundle_id, version, times, publisher, signer key ids, artifacts
+with size and hash, and capabilities with their supported ranges. Nothing is
+verified: not the signature, not the artifacts ('ampbundle verify' does).`,
+		Flags: []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			if err := cliutil.ExactArgs(c, 1, "the bundle FILE"); err != nil {
+				return err
+			}
+			path := c.Args().First()
+			f, err := os.Open(path)
+			if err != nil {
+				return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
+			}
+			defer f.Close()
+			in, err := bundle.Inspect(f, 0)
+			if err != nil {
+				return err
+			}
+			s := summarize(path, in.Manifest, signatureInfo(in.Signatures, nil), false)
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, s)
+			}
+			fmt.Fprintln(env.Stdout, "signature NOT checked: run 'ampbundle verify FILE --trust PUB' to verify")
+			s.print(env.Stdout)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/keyfile"
+)
+
+func keygenCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:  "keygen",
+		Usage: "create a publisher signing key",
+		Description: `Writes a new Ed25519 publisher key to FILE as a PKCS#8 PEM "PRIVATE KEY"
+block, mode 0600 (an existing file is never overwritten), and prints its
+did:key. The public key is written as PEM to --pub FILE, or printed.
+Operators trust the public key (or the did:key) with 'ampbundle trust add'.`,
+		ArgsUsage: " ",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "new private key `FILE` (required)"},
+			&cli.StringFlag{Name: "pub", Usage: "also write the public key PEM to `FILE`"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "out"); err != nil {
+				return err
+			}
+			seed := make([]byte, ed25519.SeedSize)
+			if _, err := env.Rand.Read(seed); err != nil {
+				return cliutil.Failf("key_error", "cannot read randomness").WithCause(err)
+			}
+			priv := ed25519.NewKeyFromSeed(seed)
+			pub := priv.Public().(ed25519.PublicKey)
+			if err := keyfile.WritePrivate(c.String("out"), priv); err != nil {
+				return err
+			}
+			if c.IsSet("pub") {
+				if err := keyfile.WritePublic(c.String("pub"), pub); err != nil {
+					return err
+				}
+			}
+			did := amp.DIDKey(pub)
+			if c.Bool("json") {
+				out := map[string]any{"did": did, "key_file": c.String("out"), "public_key_pem": string(keyfile.PublicPEM(pub))}
+				if c.IsSet("pub") {
+					out["public_key_file"] = c.String("pub")
+				}
+				return cliutil.PrintJSON(env.Stdout, out)
+			}
+			fmt.Fprintf(env.Stdout, "wrote %s (mode 0600)\ndid: %s\n", c.String("out"), did)
+			if c.IsSet("pub") {
+				fmt.Fprintf(env.Stdout, "wrote %s\n", c.String("pub"))
+			} else {
+				fmt.Fprintf(env.Stdout, "%s", keyfile.PublicPEM(pub))
+			}
+			return nil
+		},
+	}
+}

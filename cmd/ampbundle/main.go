@@ -1,0 +1,39 @@
+// Command ampbundle builds, verifies and inspects signed capability-schema
+// bundles, and manages the local registry they are imported into.
+//
+// See docs/CLI.md for every command, flag and exit code, and docs/FORMAT.md
+// for the file format.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+)
+
+func main() {
+	os.Exit(run(context.Background(), cliutil.OS(), os.Args))
+}
+
+// run is main without the process: tests call it with their own Env.
+func run(ctx context.Context, env *cliutil.Env, args []string) int {
+	return cliutil.Run(ctx, newApp(env), env, args)
+}
+
+func newApp(env *cliutil.Env) *cli.App {
+	return &cli.App{
+		Name:  "ampbundle",
+		Usage: "signed capability-schema bundles for offline AMP agents",
+		Commands: []*cli.Command{
+			keygenCommand(env),
+			buildCommand(env),
+			verifyCommand(env),
+			inspectCommand(env),
+		},
+	}
+}
+
+var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout (errors too)"}
