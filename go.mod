@@ -7,6 +7,7 @@ require (
 	github.com/fxamacker/cbor/v2 v2.9.6
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/urfave/cli/v2 v2.27.7
+	go.etcd.io/bbolt v1.5.0
 	golang.org/x/crypto v0.58.0
 	golang.org/x/term v0.47.0
 )

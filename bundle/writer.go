@@ -130,7 +130,7 @@ func Write(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOptions) 
 	var done int64
 	for i, s := range srcs {
 		e := m.Artifacts[i]
-		if _, err := w.Write(byteStringHead(e.Size)); err != nil {
+		if _, err := w.Write(ByteStringHead(e.Size)); err != nil {
 			return nil, fail(ErrIO, "cannot write the bundle").WithCause(err)
 		}
 		size, sum, err := hashSource(s, alg, w)
@@ -167,9 +167,9 @@ func hashSource(s Source, alg string, w io.Writer) (uint64, []byte, error) {
 	return uint64(n), h.Sum(nil), nil
 }
 
-// byteStringHead returns the deterministic CBOR head of a byte string of n
+// ByteStringHead returns the deterministic CBOR head of a byte string of n
 // bytes.
-func byteStringHead(n uint64) []byte {
+func ByteStringHead(n uint64) []byte {
 	switch {
 	case n < 24:
 		return []byte{0x40 | byte(n)}

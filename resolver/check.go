@@ -1,0 +1,218 @@
+package resolver
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/capability"
+)
+
+// Problem is one inconsistency found by Check.
+type Problem struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// Check re-hashes every blob and checks every index of the store against
+// every other (ampbundle check). It returns the problems found; none means
+// the store is sound. It reads everything in one read transaction.
+//
+// Checked: bbolt's own page consistency; every blob's bytes against its
+// content address; reference counts against the index; no blob without a
+// reference; every index entry against an existing blob of its size; every
+// installed bundle's signed manifest against its index entries, descriptors,
+// aliases and DID entries; every descriptor, alias, DID and $id entry
+// against an installed bundle; high-water marks not below installed
+// versions; no interrupted import; the audit chain.
+func (s *Store) Check() ([]Problem, error) {
+	var ps []Problem
+	add := func(kind, format string, args ...any) {
+		ps = append(ps, Problem{Kind: kind, Message: fmt.Sprintf(format, args...)})
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			add("bbolt", "%v", err)
+		}
+		// Blobs and reference counts.
+		refs := map[string]uint64{}
+		if err := bucket(tx, bIndex).ForEach(func(k, v []byte) error {
+			var ir indexRecord
+			if err := decode(v, &ir); err != nil {
+				add("index", "an index entry does not decode")
+				return nil
+			}
+			refs[ir.Blob]++
+			data := bucket(tx, bBlobs).Get([]byte(ir.Blob))
+			switch {
+			case data == nil:
+				add("index", "index entry %q points at a missing blob", printableKey(k))
+			case uint64(len(data)) != ir.Size:
+				add("index", "index entry %q has size %d, its blob %d", printableKey(k), ir.Size, len(data))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := bucket(tx, bBlobs).ForEach(func(k, v []byte) error {
+			key := string(k)
+			if err := checkBlob(v, key, "", ""); err != nil {
+				add("blob", "blob %s does not match its hash (tampered or corrupted)", key)
+			}
+			if refs[key] == 0 {
+				add("blob", "blob %s is referenced by no index entry", key)
+			}
+			if got := getU64(bucket(tx, bBlobRefs).Get(k)); got != refs[key] {
+				add("blob", "blob %s has reference count %d, the index references it %d times", key, got, refs[key])
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := bucket(tx, bBlobRefs).ForEach(func(k, _ []byte) error {
+			if bucket(tx, bBlobs).Get(k) == nil {
+				add("blob", "reference count kept for missing blob %s", k)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		// Bundles against their signed manifests.
+		installed := map[string]*bundle.Manifest{}
+		if err := bucket(tx, bBundles).ForEach(func(k, v []byte) error {
+			var rec bundleRecord
+			if err := decode(v, &rec); err != nil {
+				add("bundle", "the record of bundle %s does not decode", k)
+				return nil
+			}
+			in, err := bundle.Inspect(bytes.NewReader(rec.Signed), int64(len(rec.Signed))+1)
+			if err != nil {
+				add("bundle", "the signed manifest of bundle %s does not decode: %s", k, amp.SafeMessage(err))
+				return nil
+			}
+			m := in.Manifest
+			installed[m.BundleID] = m
+			if m.BundleID != string(k) || m.Version != rec.Version {
+				add("bundle", "bundle record %s does not match its signed manifest", k)
+			}
+			if hw := getU64(bucket(tx, bHighwater).Get(k)); hw < rec.Version {
+				add("bundle", "high-water mark of %s (%d) is below its installed version %d", k, hw, rec.Version)
+			}
+			checkBundleIndex(tx, m, add)
+			return nil
+		}); err != nil {
+			return err
+		}
+		// Every other index names an installed bundle.
+		ownerOf := func(kind string, b string, match func(m *bundle.Manifest) bool) {
+			m, ok := installed[b]
+			if !ok {
+				add(kind, "a %s entry belongs to bundle %s, which is not installed", kind, b)
+				return
+			}
+			if !match(m) {
+				add(kind, "a %s entry of bundle %s is not in its signed manifest", kind, b)
+			}
+		}
+		_ = bucket(tx, bIndex).ForEach(func(k, _ []byte) error {
+			b, key, _ := bytes.Cut(k, []byte{0})
+			ownerOf("index", string(b), func(m *bundle.Manifest) bool { _, ok := m.Artifact(string(key)); return ok })
+			return nil
+		})
+		_ = bucket(tx, bDescriptors).ForEach(func(k, v []byte) error {
+			var dr descRecord
+			if decode(v, &dr) != nil {
+				add("descriptor", "a descriptor entry does not decode")
+				return nil
+			}
+			ownerOf("descriptor", dr.BundleID, func(m *bundle.Manifest) bool {
+				for _, d := range m.Capabilities {
+					enc, _ := d.Encode()
+					if bytes.Equal(key2(d.Name, d.Version.String()), k) && bytes.Equal(enc, dr.Descriptor) {
+						return true
+					}
+				}
+				return false
+			})
+			return nil
+		})
+		_ = bucket(tx, bAliases).ForEach(func(k, v []byte) error {
+			var ar aliasRecord
+			if decode(v, &ar) != nil || len(ar.Owners) == 0 {
+				add("alias", "alias %q has no owner", k)
+				return nil
+			}
+			for _, o := range ar.Owners {
+				ownerOf("alias", o, func(m *bundle.Manifest) bool { return m.Aliases[string(k)] == ar.Name })
+			}
+			return nil
+		})
+		_ = bucket(tx, bDIDs).ForEach(func(_, v []byte) error {
+			var dr didRecord
+			if decode(v, &dr) != nil {
+				add("did", "a did entry does not decode")
+				return nil
+			}
+			ownerOf("did", dr.BundleID, func(m *bundle.Manifest) bool {
+				a, ok := m.Artifact(dr.ArtifactKey)
+				return ok && a.MediaType == bundle.MediaTypeDID
+			})
+			return nil
+		})
+		_ = bucket(tx, bSchemaIDs).ForEach(func(k, v []byte) error {
+			b, _, _ := bytes.Cut(k, []byte{0})
+			ownerOf("schema id", string(b), func(m *bundle.Manifest) bool { _, ok := m.Artifact(string(v)); return ok })
+			return nil
+		})
+		if n := bucket(tx, bPending).Stats().KeyN; n > 0 {
+			add("pending", "%d interrupted import(s) await recovery (open the store read-write once)", n)
+		}
+		if err := verifyAudit(tx); err != nil {
+			add("audit", "%s", amp.SafeMessage(err))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Kind < ps[j].Kind })
+	return ps, nil
+}
+
+// checkBundleIndex compares one manifest with the store's entries for it.
+func checkBundleIndex(tx *bolt.Tx, m *bundle.Manifest, add func(kind, format string, args ...any)) {
+	index := bucket(tx, bIndex)
+	for _, a := range m.Artifacts {
+		raw := index.Get(key2(m.BundleID, a.Key))
+		if raw == nil {
+			add("index", "bundle %s lacks the index entry of %s", m.BundleID, a.Key)
+			continue
+		}
+		var ir indexRecord
+		if decode(raw, &ir) != nil || ir.Blob != BlobKey(a.HashAlg, a.Hash) || ir.Size != a.Size || ir.MediaType != a.MediaType {
+			add("index", "the index entry of %s in bundle %s differs from the signed manifest", a.Key, m.BundleID)
+		}
+	}
+	descs := bucket(tx, bDescriptors)
+	for _, d := range m.Capabilities {
+		raw := descs.Get(key2(d.Name, d.Version.String()))
+		var dr descRecord
+		if raw == nil || decode(raw, &dr) != nil || dr.BundleID != m.BundleID {
+			add("descriptor", "capability %s of bundle %s is not indexed", capability.ID{Name: d.Name, Version: d.Version}, m.BundleID)
+		}
+	}
+	for typ, name := range m.Aliases {
+		raw := bucket(tx, bAliases).Get([]byte(typ))
+		var ar aliasRecord
+		if raw == nil || decode(raw, &ar) != nil || ar.Name != name {
+			add("alias", "alias %q of bundle %s is not indexed", typ, m.BundleID)
+		}
+	}
+}
+
+// printableKey shows a NUL-joined key as "a/b".
+func printableKey(k []byte) string { return string(bytes.ReplaceAll(k, []byte{0}, []byte("/"))) }

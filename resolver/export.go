@@ -1,0 +1,65 @@
+package resolver
+
+import (
+	"bytes"
+	"io"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// Export writes an installed bundle to w exactly as it was imported: the
+// signed manifest as received, then every artifact in manifest order. Each
+// artifact is checked against its hash on the way out; a store that has
+// been tampered with fails (5002 hash_mismatch) rather than exporting
+// altered bytes. On failure w holds a partial file, which the caller must
+// discard.
+func (s *Store) Export(bundleID string, w io.Writer) error {
+	err := s.db.View(func(tx *bolt.Tx) error {
+		raw := bucket(tx, bBundles).Get([]byte(bundleID))
+		if raw == nil {
+			return fail(ErrUnknownBundle, "bundle %s is not installed", bundleID)
+		}
+		var rec bundleRecord
+		if err := decode(raw, &rec); err != nil {
+			return err
+		}
+		in, err := bundle.Inspect(bytes.NewReader(rec.Signed), int64(len(rec.Signed))+1)
+		if err != nil {
+			return fail(ErrStoreIO, "the stored manifest of %s does not decode", bundleID).WithCause(err)
+		}
+		if _, err := w.Write(rec.Signed); err != nil {
+			return fail(ErrStoreIO, "cannot write the export").WithCause(err)
+		}
+		for _, a := range in.Manifest.Artifacts {
+			raw := bucket(tx, bIndex).Get(key2(bundleID, a.Key))
+			if raw == nil {
+				return unavailable(ErrArtifactMissing, "bundle %s has no artifact %s", bundleID, a.Key)
+			}
+			var ir indexRecord
+			if err := decode(raw, &ir); err != nil {
+				return err
+			}
+			data := bucket(tx, bBlobs).Get([]byte(ir.Blob))
+			if data == nil {
+				return unavailable(ErrBlobUnreadable, "the bytes of %s in bundle %s are missing from the store", a.Key, bundleID)
+			}
+			if err := checkHash(data, a.HashAlg, a.Hash, bundleID, a.Key); err != nil {
+				return err
+			}
+			if _, err := w.Write(bundle.ByteStringHead(uint64(len(data)))); err != nil {
+				return fail(ErrStoreIO, "cannot write the export").WithCause(err)
+			}
+			if _, err := w.Write(data); err != nil {
+				return fail(ErrStoreIO, "cannot write the export").WithCause(err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return amp.AsError(err)
+	}
+	return nil
+}

@@ -1,0 +1,662 @@
+package resolver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"io"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
+)
+
+// ImportOptions configures one import.
+type ImportOptions struct {
+	// AllowDowngrade accepts a version not greater than the highest ever
+	// imported for the bundle_id (a rollback). It is audited as a
+	// downgrade. Use it only to back out a bad release deliberately.
+	AllowDowngrade bool
+	// Progress, when set, is called with the artifact bytes read so far.
+	Progress func(done int64)
+}
+
+// ImportResult describes a completed import.
+type ImportResult struct {
+	BundleID        string
+	Version         uint64
+	PreviousVersion uint64 // 0 when the bundle_id was not installed
+	Downgrade       bool
+	Unchanged       bool // the same bundle was already installed: nothing changed
+	Signers         []string
+	Artifacts       int
+	NewBlobs        int // blobs the import added (the others were shared)
+	Capabilities    []string
+	Generation      uint64
+}
+
+// staged is one verified artifact on its way into the store.
+type staged struct {
+	entry    bundle.ArtifactEntry
+	blob     string
+	schemaID string // top-level $id of a schema artifact
+	did      string // DID of a DID document artifact
+}
+
+// Import verifies the bundle in r against the store's trust keys and
+// installs it, all or nothing (DESIGN §7 invariant 3).
+//
+// The bundle is verified by bundle.Reader: signature and trust scope before
+// any artifact, then each artifact's size and hash as it streams. Then it is
+// checked against the store: rollback (a version not greater than the
+// highest ever imported for its bundle_id), capability ids, aliases or DIDs
+// another bundle provides. Verified artifacts are staged as
+// content-addressed blobs in batches of a few MiB, each batch in its own
+// transaction recorded in the pending journal; one final transaction then
+// makes the import visible (index, descriptors, aliases, DIDs, bundle
+// record, high-water mark, generation, audit entry) and clears the journal.
+// Memory stays bounded by the largest artifact plus one batch, not the
+// bundle. Staged blobs are unreferenced until that final commit, so readers
+// see the old state or the new one, never a mix; a failure, and the next
+// Open after a crash, delete them again, leaving the store exactly as it was.
+//
+// A newer version of an installed bundle_id replaces the older one in the
+// same final transaction; blobs nothing references any more are deleted.
+// Importing the very bundle that is installed is a no-op (Unchanged).
+func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (*ImportResult, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	policy, err := s.policy()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fault("verify"); err != nil {
+		return nil, err
+	}
+	br, err := bundle.NewReader(r, bundle.ReaderOptions{Policy: policy, Now: s.opts.Now,
+		MaxArtifactSize: s.opts.MaxArtifactSize, Progress: opts.Progress})
+	if err != nil {
+		return nil, err
+	}
+	m := br.Manifest()
+	signed := br.SignedManifest()
+	res := &ImportResult{BundleID: m.BundleID, Version: m.Version}
+	for _, k := range br.Signers() {
+		res.Signers = append(res.Signers, k.Name)
+	}
+	for _, d := range m.Capabilities {
+		res.Capabilities = append(res.Capabilities, d.ID().String())
+	}
+	res.Artifacts = len(m.Artifacts)
+
+	// Cheap refusals before reading any artifact; repeated in the final
+	// transaction.
+	var unchanged bool
+	err = s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		unchanged, err = checkAgainstStore(tx, m, signed, opts.AllowDowngrade, res)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if unchanged {
+		res.Unchanged = true
+		// Still read it all: a file that matches the installed manifest
+		// but carries altered artifacts is refused, not reported as fine.
+		if err := br.VerifyRest(); err != nil {
+			return nil, err
+		}
+		res.Generation = s.gen.Load()
+		return res, nil
+	}
+
+	pending := &pendingRecord{BundleID: m.BundleID, Version: m.Version, Started: formatTime(s.opts.Now())}
+	ok := false
+	defer func() {
+		if !ok {
+			s.rollback(pending)
+		}
+	}()
+	arts, err := s.stage(ctx, br, pending)
+	if err != nil {
+		return nil, err
+	}
+	res.NewBlobs = len(pending.Blobs)
+	if err := s.fault("commit"); err != nil {
+		return nil, err
+	}
+	var gen uint64
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if _, err := checkAgainstStore(tx, m, signed, opts.AllowDowngrade, res); err != nil {
+			return err
+		}
+		if err := s.fault("commit-inside"); err != nil {
+			return err
+		}
+		var orphans []string
+		if res.PreviousVersion != 0 {
+			var err error
+			if orphans, err = uninstall(tx, m.BundleID); err != nil {
+				return err
+			}
+		}
+		if err := install(tx, m, signed, arts, res, s.opts.Now()); err != nil {
+			return err
+		}
+		if err := deleteOrphans(tx, orphans); err != nil {
+			return err
+		}
+		if err := bucket(tx, bPending).Delete([]byte(m.BundleID)); err != nil {
+			return err
+		}
+		if err := s.fault("commit-end"); err != nil {
+			return err
+		}
+		var err error
+		gen, err = bumpGeneration(tx)
+		return err
+	})
+	if err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	ok = true
+	s.gen.Store(gen)
+	res.Generation = gen
+	return res, nil
+}
+
+// wrapTx keeps *amp.Error values and labels anything else as a store I/O
+// failure.
+func wrapTx(err error) error {
+	if _, isAMP := err.(*amp.Error); isAMP {
+		return err
+	}
+	return fail(ErrStoreIO, "store transaction failed").WithCause(err)
+}
+
+// stage reads every artifact (verified by the reader) and writes new blobs
+// in batches, journaling them in pending.
+func (s *Store) stage(ctx context.Context, br *bundle.Reader, pending *pendingRecord) ([]staged, error) {
+	var arts []staged
+	var batch []*bundle.Artifact
+	batchBytes := 0
+	seen := map[string]bool{}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := s.fault("stage"); err != nil {
+			return err
+		}
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			blobs := bucket(tx, bBlobs)
+			// Sorted keys keep bbolt fast (FACTS.md).
+			sort.Slice(batch, func(i, j int) bool {
+				return BlobKey(batch[i].HashAlg, batch[i].Hash) < BlobKey(batch[j].HashAlg, batch[j].Hash)
+			})
+			for _, a := range batch {
+				k := BlobKey(a.HashAlg, a.Hash)
+				if blobs.Get([]byte(k)) != nil {
+					continue // shared with an installed bundle
+				}
+				if err := blobs.Put([]byte(k), a.Data); err != nil {
+					return err
+				}
+				pending.Blobs = append(pending.Blobs, k)
+			}
+			return bucket(tx, bPending).Put([]byte(pending.BundleID), encode(pending))
+		})
+		batch, batchBytes = batch[:0], 0
+		if err != nil {
+			return wrapTx(err)
+		}
+		return nil
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fail(ErrStoreIO, "import canceled").WithCause(err)
+		}
+		a, err := br.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		st := staged{entry: a.ArtifactEntry, blob: BlobKey(a.HashAlg, a.Hash)}
+		switch a.MediaType {
+		case bundle.MediaTypeSchema:
+			// The $id index lets compiled schemas resolve absolute $refs
+			// inside their bundle. The bytes are verified (Next).
+			if id, err := offlineschema.SchemaID(a.Data); err == nil {
+				st.schemaID = id
+			}
+		case bundle.MediaTypeDID:
+			doc, err := amp.ParseDIDDocument(a.Data)
+			if err != nil {
+				return nil, fail(bundle.ErrInconsistent, "artifact %s is not a valid did document", a.Key).WithCause(err)
+			}
+			st.did = doc.ID
+		}
+		arts = append(arts, st)
+		if !seen[st.blob] {
+			seen[st.blob] = true
+			batch = append(batch, a)
+			batchBytes += len(a.Data)
+			if batchBytes >= s.opts.StageBatchBytes {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	// Two schemas of one bundle with the same $id would make $ref
+	// resolution ambiguous.
+	ids := map[string]bool{}
+	for _, a := range arts {
+		if a.schemaID == "" {
+			continue
+		}
+		if ids[a.schemaID] {
+			return nil, fail(bundle.ErrInconsistent, "two schema artifacts declare the same $id")
+		}
+		ids[a.schemaID] = true
+	}
+	return arts, nil
+}
+
+// rollback deletes the blobs a failed import staged (those nothing
+// references) and its journal entry.
+func (s *Store) rollback(p *pendingRecord) {
+	_ = s.db.Update(func(tx *bolt.Tx) error { return rollbackPending(tx, p) })
+}
+
+func rollbackPending(tx *bolt.Tx, p *pendingRecord) error {
+	blobs, refs := bucket(tx, bBlobs), bucket(tx, bBlobRefs)
+	for _, k := range p.Blobs {
+		if refs.Get([]byte(k)) == nil {
+			if err := blobs.Delete([]byte(k)); err != nil {
+				return err
+			}
+		}
+	}
+	return bucket(tx, bPending).Delete([]byte(p.BundleID))
+}
+
+// recoverPending rolls back imports that a crash interrupted.
+func (s *Store) recoverPending() error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		var ps []*pendingRecord
+		err := bucket(tx, bPending).ForEach(func(_, v []byte) error {
+			var p pendingRecord
+			if err := decode(v, &p); err != nil {
+				return err
+			}
+			ps = append(ps, &p)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			if err := rollbackPending(tx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(ErrStoreIO, "cannot recover an interrupted import").WithCause(err)
+	}
+	return nil
+}
+
+// checkAgainstStore applies the store's rules to a verified manifest:
+// rollback protection and conflicts with other bundles. It fills
+// res.PreviousVersion and res.Downgrade, and reports whether the same
+// bundle is already installed.
+func checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDowngrade bool, res *ImportResult) (bool, error) {
+	res.PreviousVersion, res.Downgrade = 0, false
+	if raw := bucket(tx, bBundles).Get([]byte(m.BundleID)); raw != nil {
+		var cur bundleRecord
+		if err := decode(raw, &cur); err != nil {
+			return false, err
+		}
+		if cur.Version == m.Version && bytes.Equal(cur.Signed, signed) {
+			return true, nil
+		}
+		res.PreviousVersion = cur.Version
+	}
+	high := getU64(bucket(tx, bHighwater).Get([]byte(m.BundleID)))
+	if m.Version <= high {
+		if !allowDowngrade {
+			return false, fail(ErrRollback, "bundle %s version %d is not newer than version %d, the highest ever imported (rollback refused; --allow-downgrade overrides, audited)", m.BundleID, m.Version, high)
+		}
+		res.Downgrade = true
+	}
+	descs := bucket(tx, bDescriptors)
+	for _, d := range m.Capabilities {
+		if raw := descs.Get(key2(d.Name, d.Version.String())); raw != nil {
+			var dr descRecord
+			if err := decode(raw, &dr); err != nil {
+				return false, err
+			}
+			if dr.BundleID != m.BundleID {
+				return false, fail(ErrCapConflict, "capability %s is already provided by bundle %s", d.ID(), dr.BundleID)
+			}
+		}
+	}
+	aliases := bucket(tx, bAliases)
+	for typ, name := range m.Aliases {
+		if raw := aliases.Get([]byte(typ)); raw != nil {
+			var ar aliasRecord
+			if err := decode(raw, &ar); err != nil {
+				return false, err
+			}
+			if ar.Name != name {
+				return false, fail(ErrAliasConflict, "legacy type %q already names %s", typ, ar.Name)
+			}
+		}
+	}
+	return false, nil
+}
+
+// checkDIDs refuses a DID that another bundle already documents.
+func checkDIDs(tx *bolt.Tx, bundleID string, arts []staged) error {
+	dids := bucket(tx, bDIDs)
+	for _, a := range arts {
+		if a.did == "" {
+			continue
+		}
+		if raw := dids.Get([]byte(a.did)); raw != nil {
+			var dr didRecord
+			if err := decode(raw, &dr); err != nil {
+				return err
+			}
+			if dr.BundleID != bundleID {
+				return fail(ErrDIDConflict, "did %s is already documented by bundle %s", a.did, dr.BundleID)
+			}
+		}
+	}
+	return nil
+}
+
+// install writes everything of a verified bundle whose blobs are staged.
+func install(tx *bolt.Tx, m *bundle.Manifest, signed []byte, arts []staged, res *ImportResult, now time.Time) error {
+	if err := checkDIDs(tx, m.BundleID, arts); err != nil {
+		return err
+	}
+	index, refs, blobs := bucket(tx, bIndex), bucket(tx, bBlobRefs), bucket(tx, bBlobs)
+	var total uint64
+	for _, a := range arts {
+		if blobs.Get([]byte(a.blob)) == nil {
+			return fail(ErrStoreIO, "a staged blob is missing")
+		}
+		if err := index.Put(key2(m.BundleID, a.entry.Key), encode(indexRecord{Blob: a.blob, MediaType: a.entry.MediaType, Size: a.entry.Size})); err != nil {
+			return err
+		}
+		if err := refs.Put([]byte(a.blob), u64(getU64(refs.Get([]byte(a.blob)))+1)); err != nil {
+			return err
+		}
+		total += a.entry.Size
+	}
+	descs := bucket(tx, bDescriptors)
+	for _, d := range m.Capabilities {
+		enc, err := d.Encode()
+		if err != nil {
+			return err
+		}
+		if err := descs.Put(key2(d.Name, d.Version.String()), encode(descRecord{BundleID: m.BundleID, Descriptor: enc})); err != nil {
+			return err
+		}
+	}
+	aliases := bucket(tx, bAliases)
+	for typ, name := range m.Aliases {
+		ar := aliasRecord{Name: name}
+		if raw := aliases.Get([]byte(typ)); raw != nil {
+			if err := decode(raw, &ar); err != nil {
+				return err
+			}
+		}
+		ar.Owners = addOwner(ar.Owners, m.BundleID)
+		if err := aliases.Put([]byte(typ), encode(ar)); err != nil {
+			return err
+		}
+	}
+	dids, sids := bucket(tx, bDIDs), bucket(tx, bSchemaIDs)
+	for _, a := range arts {
+		if a.did != "" {
+			if err := dids.Put([]byte(a.did), encode(didRecord{BundleID: m.BundleID, ArtifactKey: a.entry.Key})); err != nil {
+				return err
+			}
+		}
+		if a.schemaID != "" {
+			if err := sids.Put(key2(m.BundleID, a.schemaID), []byte(a.entry.Key)); err != nil {
+				return err
+			}
+		}
+	}
+	rec := bundleRecord{BundleID: m.BundleID, Version: m.Version, Signed: signed, ImportedAt: formatTime(now),
+		Signers: res.Signers, Artifacts: uint64(len(arts)), Bytes: total}
+	if m.ExpiresAt != nil {
+		rec.ExpiresAt = formatTime(*m.ExpiresAt)
+	}
+	if err := bucket(tx, bBundles).Put([]byte(m.BundleID), encode(rec)); err != nil {
+		return err
+	}
+	hw := bucket(tx, bHighwater)
+	if m.Version > getU64(hw.Get([]byte(m.BundleID))) {
+		if err := hw.Put([]byte(m.BundleID), u64(m.Version)); err != nil {
+			return err
+		}
+	}
+	action := "import"
+	if res.Downgrade {
+		action = "downgrade"
+	}
+	sum := sha256.Sum256(signed)
+	return appendAudit(tx, now, AuditEntry{Action: action, BundleID: m.BundleID, Version: m.Version,
+		PreviousVersion: res.PreviousVersion, Signers: res.Signers, ManifestSHA256: sum[:]})
+}
+
+// uninstall removes every record of an installed bundle. The high-water
+// mark stays. It returns the blobs whose last reference it removed; the
+// caller deletes those that are still unreferenced once it is done (a newer
+// version installed in the same transaction may share them).
+func uninstall(tx *bolt.Tx, bundleID string) ([]string, error) {
+	prefix := key2(bundleID, "")
+	index, refs := bucket(tx, bIndex), bucket(tx, bBlobRefs)
+	var drop [][]byte
+	var orphans []string
+	c := index.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var ir indexRecord
+		if err := decode(v, &ir); err != nil {
+			return nil, err
+		}
+		n := getU64(refs.Get([]byte(ir.Blob)))
+		if n <= 1 {
+			if err := refs.Delete([]byte(ir.Blob)); err != nil {
+				return nil, err
+			}
+			orphans = append(orphans, ir.Blob)
+		} else if err := refs.Put([]byte(ir.Blob), u64(n-1)); err != nil {
+			return nil, err
+		}
+		drop = append(drop, clone(k))
+	}
+	for _, k := range drop {
+		if err := index.Delete(k); err != nil {
+			return nil, err
+		}
+	}
+	if err := deleteWhere(bucket(tx, bDescriptors), func(v []byte) (bool, error) {
+		var dr descRecord
+		return dr.BundleID == bundleID, decode(v, &dr)
+	}); err != nil {
+		return nil, err
+	}
+	if err := deleteWhere(bucket(tx, bDIDs), func(v []byte) (bool, error) {
+		var dr didRecord
+		return dr.BundleID == bundleID, decode(v, &dr)
+	}); err != nil {
+		return nil, err
+	}
+	aliases := bucket(tx, bAliases)
+	var update []struct {
+		k  []byte
+		ar aliasRecord
+	}
+	if err := aliases.ForEach(func(k, v []byte) error {
+		var ar aliasRecord
+		if err := decode(v, &ar); err != nil {
+			return err
+		}
+		if owners := removeOwner(ar.Owners, bundleID); len(owners) != len(ar.Owners) {
+			ar.Owners = owners
+			update = append(update, struct {
+				k  []byte
+				ar aliasRecord
+			}{clone(k), ar})
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for _, u := range update {
+		var err error
+		if len(u.ar.Owners) == 0 {
+			err = aliases.Delete(u.k)
+		} else {
+			err = aliases.Put(u.k, encode(u.ar))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	sids := bucket(tx, bSchemaIDs)
+	drop = drop[:0]
+	c = sids.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		drop = append(drop, clone(k))
+	}
+	for _, k := range drop {
+		if err := sids.Delete(k); err != nil {
+			return nil, err
+		}
+	}
+	return orphans, bucket(tx, bBundles).Delete([]byte(bundleID))
+}
+
+// deleteOrphans deletes the listed blobs that no index entry references.
+func deleteOrphans(tx *bolt.Tx, blobs []string) error {
+	refs, b := bucket(tx, bBlobRefs), bucket(tx, bBlobs)
+	sort.Strings(blobs)
+	for _, k := range blobs {
+		if refs.Get([]byte(k)) == nil {
+			if err := b.Delete([]byte(k)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteWhere deletes the entries of b whose value matches.
+func deleteWhere(b *bolt.Bucket, match func(v []byte) (bool, error)) error {
+	var drop [][]byte
+	if err := b.ForEach(func(k, v []byte) error {
+		ok, err := match(v)
+		if err != nil {
+			return err
+		}
+		if ok {
+			drop = append(drop, clone(k))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range drop {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func addOwner(owners []string, id string) []string {
+	for _, o := range owners {
+		if o == id {
+			return owners
+		}
+	}
+	owners = append(owners, id)
+	sort.Strings(owners)
+	return owners
+}
+
+func removeOwner(owners []string, id string) []string {
+	out := owners[:0:0]
+	for _, o := range owners {
+		if o != id {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Remove uninstalls a bundle in one transaction: its index entries,
+// descriptors, aliases and DID documents go, blobs nothing else references
+// are deleted, the generation changes and the removal is audited. The
+// high-water mark of its bundle_id stays (rollback protection).
+func (s *Store) Remove(bundleID string) (uint64, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gen, version uint64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		raw := bucket(tx, bBundles).Get([]byte(bundleID))
+		if raw == nil {
+			return fail(ErrUnknownBundle, "bundle %s is not installed", bundleID)
+		}
+		var rec bundleRecord
+		if err := decode(raw, &rec); err != nil {
+			return err
+		}
+		version = rec.Version
+		orphans, err := uninstall(tx, bundleID)
+		if err != nil {
+			return err
+		}
+		if err := deleteOrphans(tx, orphans); err != nil {
+			return err
+		}
+		if err := s.fault("remove"); err != nil {
+			return err
+		}
+		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "remove", BundleID: bundleID, Version: rec.Version}); err != nil {
+			return err
+		}
+		gen, err = bumpGeneration(tx)
+		return err
+	})
+	if err != nil {
+		return 0, amp.AsError(wrapTx(err))
+	}
+	s.gen.Store(gen)
+	return version, nil
+}

@@ -1,0 +1,208 @@
+package resolver
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+)
+
+// Entry is one installed descriptor and the bundle that provides it.
+type Entry struct {
+	Descriptor capability.Descriptor
+	BundleID   string
+}
+
+// Catalog is an immutable snapshot of the installed capabilities at one
+// store generation: what CAP_QUERY and CAP_INVOKE look things up in. Safe
+// to share between goroutines.
+type Catalog struct {
+	Generation uint64
+	// Names are the capability names, sorted bytewise.
+	Names []string
+	// ByName holds each name's descriptors in ascending SemVer order.
+	ByName map[string][]Entry
+	// Aliases maps legacy types to canonical names.
+	Aliases map[string]string
+}
+
+// Versions returns the versions of name, ascending.
+func (c *Catalog) Versions(name string) []capability.Version {
+	es := c.ByName[name]
+	out := make([]capability.Version, len(es))
+	for i, e := range es {
+		out[i] = e.Descriptor.Version
+	}
+	return out
+}
+
+// Lookup returns the entry of a capability id.
+func (c *Catalog) Lookup(id capability.ID) (Entry, bool) {
+	for _, e := range c.ByName[id.Name] {
+		if e.Descriptor.Version == id.Version {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// ResolveType maps a legacy type to a canonical name (explicit alias, else
+// a unique slug match; RFC 004 A.7).
+func (c *Catalog) ResolveType(typ string) (string, error) {
+	return capability.ResolveType(typ, c.Aliases, c.Names)
+}
+
+type catalogCache struct {
+	mu  sync.Mutex
+	cur *Catalog
+}
+
+// Catalog returns the snapshot of the current generation, rebuilding it
+// when the generation changed.
+func (s *Store) Catalog() (*Catalog, error) {
+	s.catalog.mu.Lock()
+	defer s.catalog.mu.Unlock()
+	if c := s.catalog.cur; c != nil && c.Generation == s.gen.Load() {
+		return c, nil
+	}
+	c := &Catalog{ByName: map[string][]Entry{}, Aliases: map[string]string{}}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c.Generation = getU64(bucket(tx, bMeta).Get([]byte(kGeneration)))
+		if err := bucket(tx, bDescriptors).ForEach(func(_, v []byte) error {
+			var dr descRecord
+			if err := decode(v, &dr); err != nil {
+				return err
+			}
+			d, err := capability.DecodeDescriptor(dr.Descriptor)
+			if err != nil {
+				return fail(ErrStoreIO, "a stored descriptor does not decode").WithCause(err)
+			}
+			c.ByName[d.Name] = append(c.ByName[d.Name], Entry{Descriptor: d, BundleID: dr.BundleID})
+			return nil
+		}); err != nil {
+			return err
+		}
+		return bucket(tx, bAliases).ForEach(func(k, v []byte) error {
+			var ar aliasRecord
+			if err := decode(v, &ar); err != nil {
+				return err
+			}
+			c.Aliases[string(k)] = ar.Name
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	for name, es := range c.ByName {
+		c.Names = append(c.Names, name)
+		sort.SliceStable(es, func(i, j int) bool {
+			return capability.OrderOldestFirst.CompareVersions(es[i].Descriptor.Version, es[j].Descriptor.Version) < 0
+		})
+	}
+	sort.Strings(c.Names)
+	s.catalog.cur = c
+	return c, nil
+}
+
+// Bundle describes an installed bundle.
+type Bundle struct {
+	BundleID   string
+	Version    uint64
+	ImportedAt string
+	ExpiresAt  string
+	Signers    []string
+	Artifacts  uint64
+	Bytes      uint64
+	Highest    uint64 // the highest version ever imported
+}
+
+// Bundles lists the installed bundles, by bundle_id.
+func (s *Store) Bundles() ([]Bundle, error) {
+	var out []Bundle
+	err := s.db.View(func(tx *bolt.Tx) error {
+		hw := bucket(tx, bHighwater)
+		return bucket(tx, bBundles).ForEach(func(k, v []byte) error {
+			var r bundleRecord
+			if err := decode(v, &r); err != nil {
+				return err
+			}
+			out = append(out, Bundle{BundleID: r.BundleID, Version: r.Version, ImportedAt: r.ImportedAt, ExpiresAt: r.ExpiresAt,
+				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k))})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	return out, nil
+}
+
+// DIDs resolved from bundles.
+
+type didEntry struct {
+	doc *amp.DIDDocument
+	gen uint64
+}
+
+type didCache struct {
+	mu sync.Mutex
+	m  map[string]didEntry
+}
+
+// ResolveDID implements amp.DIDResolver over the DID documents of installed
+// bundles: the document's bytes are checked against the hash its bundle
+// declared before they are parsed. An unknown DID, or any doubt, is an
+// error (amp turns it into 3001).
+func (s *Store) ResolveDID(_ context.Context, did string) (*amp.DIDDocument, error) {
+	did = amp.BareDID(did)
+	gen := s.gen.Load()
+	s.didDocs.mu.Lock()
+	if e, ok := s.didDocs.m[did]; ok && e.gen == gen {
+		s.didDocs.mu.Unlock()
+		return e.doc, nil
+	}
+	s.didDocs.mu.Unlock()
+	var doc *amp.DIDDocument
+	err := s.db.View(func(tx *bolt.Tx) error {
+		raw := bucket(tx, bDIDs).Get([]byte(did))
+		if raw == nil {
+			return unavailable(ErrArtifactMissing, "no installed bundle documents this did")
+		}
+		var dr didRecord
+		if err := decode(raw, &dr); err != nil {
+			return err
+		}
+		data, ir, err := s.artifact(tx, dr.BundleID, dr.ArtifactKey)
+		if err != nil {
+			return err
+		}
+		if err := checkBlob(data, ir.Blob, dr.BundleID, dr.ArtifactKey); err != nil {
+			return err
+		}
+		if doc, err = amp.ParseDIDDocument(data); err != nil {
+			return err
+		}
+		if doc.ID != did {
+			return unavailable(ErrHashMismatch, "did document does not describe the did it is stored under")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, amp.AsError(err)
+	}
+	s.didDocs.mu.Lock()
+	if s.didDocs.m == nil {
+		s.didDocs.m = map[string]didEntry{}
+	}
+	if len(s.didDocs.m) > 4096 {
+		clear(s.didDocs.m)
+	}
+	s.didDocs.m[did] = didEntry{doc: doc, gen: gen}
+	s.didDocs.mu.Unlock()
+	return doc, nil
+}

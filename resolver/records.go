@@ -1,0 +1,98 @@
+package resolver
+
+import (
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// Records stored in the buckets, as deterministic CBOR.
+
+// trustRecord is a publisher key the operator trusts.
+type trustRecord struct {
+	Name    string   `cbor:"name"`
+	Key     []byte   `cbor:"key"` // Ed25519 public key
+	Scopes  []string `cbor:"scopes"`
+	AddedAt string   `cbor:"added_at"`
+}
+
+// bundleRecord is an installed bundle.
+type bundleRecord struct {
+	BundleID   string   `cbor:"bundle_id"`
+	Version    uint64   `cbor:"version"`
+	Signed     []byte   `cbor:"signed"` // the COSE_Sign item exactly as received
+	ImportedAt string   `cbor:"imported_at"`
+	Signers    []string `cbor:"signers"` // trust names whose signatures verified
+	ExpiresAt  string   `cbor:"expires_at,omitempty"`
+	Artifacts  uint64   `cbor:"artifacts"`
+	Bytes      uint64   `cbor:"bytes"`
+}
+
+// indexRecord maps (bundle_id, artifact_key) to a blob.
+type indexRecord struct {
+	Blob      string `cbor:"blob"` // "<hash_alg>:<hex>"
+	MediaType string `cbor:"media_type"`
+	Size      uint64 `cbor:"size"`
+}
+
+// descRecord is one descriptor and the bundle that provides it.
+type descRecord struct {
+	BundleID   string `cbor:"bundle_id"`
+	Descriptor []byte `cbor:"descriptor"` // deterministic CBOR (capability.Descriptor.Encode)
+}
+
+// aliasRecord maps a legacy type to a canonical name; every bundle that
+// declares the alias is an owner (all owners agree on the name).
+type aliasRecord struct {
+	Name   string   `cbor:"name"`
+	Owners []string `cbor:"owners"`
+}
+
+// didRecord locates a DID document inside an installed bundle.
+type didRecord struct {
+	BundleID    string `cbor:"bundle_id"`
+	ArtifactKey string `cbor:"artifact_key"`
+}
+
+// pendingRecord journals an import whose blobs are staged but not yet
+// committed: on failure, and on the next open after a crash, the blobs it
+// lists that nothing references are deleted.
+type pendingRecord struct {
+	BundleID string   `cbor:"bundle_id"`
+	Version  uint64   `cbor:"version"`
+	Started  string   `cbor:"started"`
+	Blobs    []string `cbor:"blobs"` // blobs this import created
+}
+
+func encode(v any) []byte {
+	b, err := amp.Marshal(v)
+	if err != nil {
+		// Records are plain structs of strings, bytes and integers.
+		panic("resolver: cannot encode a record: " + err.Error())
+	}
+	return b
+}
+
+func decode(data []byte, v any) error {
+	if err := (amp.Limits{MaxMessageSize: len(data) + 1, MaxArrayLen: 1 << 20, MaxMapPairs: 1 << 20}).Unmarshal(data, v); err != nil {
+		return fail(ErrStoreIO, "a store record does not decode").WithCause(err)
+	}
+	return nil
+}
+
+// BlobKey is the content address of bytes: "<hash_alg>:<lowercase hex>".
+func BlobKey(alg string, hash []byte) string { return alg + ":" + hex.EncodeToString(hash) }
+
+// parseBlobKey splits a blob key.
+func parseBlobKey(k string) (alg string, hash []byte, ok bool) {
+	alg, h, found := strings.Cut(k, ":")
+	if !found {
+		return "", nil, false
+	}
+	b, err := hex.DecodeString(h)
+	return alg, b, err == nil
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,0 +1,297 @@
+package resolver
+
+import (
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// SchemaVersion is the layout version of the store, written at creation and
+// checked on every open.
+const SchemaVersion = 1
+
+// Bucket names (DESIGN §4). All are created when a store is created, so
+// that no operation ever adds or removes a bucket.
+const (
+	bMeta        = "meta"        // schema_version, generation, audit head
+	bTrust       = "trust"       // name -> trustRecord
+	bBundles     = "bundles"     // bundle_id -> bundleRecord
+	bBlobs       = "blobs"       // "<alg>:<hex>" -> bytes
+	bBlobRefs    = "blobrefs"    // "<alg>:<hex>" -> uint64 number of index entries
+	bIndex       = "index"       // bundle_id \x00 artifact_key -> indexRecord
+	bDescriptors = "descriptors" // name \x00 version -> descRecord
+	bAliases     = "aliases"     // legacy type -> aliasRecord
+	bDIDs        = "dids"        // did -> didRecord
+	bSchemaIDs   = "schemaids"   // bundle_id \x00 $id -> artifact key
+	bHighwater   = "highwater"   // bundle_id -> uint64 highest version ever imported
+	bAudit       = "audit"       // uint64 seq -> audit entry (CBOR)
+	bPending     = "pending"     // bundle_id -> pendingRecord (staged, uncommitted import)
+	bReplay      = "replay"      // replay/idempotency cache (agent)
+	bReplayExp   = "replay_exp"  // expiry index of the replay cache
+)
+
+func allBuckets() []string {
+	return []string{bMeta, bTrust, bBundles, bBlobs, bBlobRefs, bIndex, bDescriptors, bAliases, bDIDs,
+		bSchemaIDs, bHighwater, bAudit, bPending, bReplay, bReplayExp}
+}
+
+// bucket returns a bucket of the store (they always exist after Open).
+func bucket(tx *bolt.Tx, name string) *bolt.Bucket { return tx.Bucket([]byte(name)) }
+
+// Meta keys.
+const (
+	kSchemaVersion = "schema_version"
+	kGeneration    = "generation"
+	kAuditHead     = "audit_head"
+	kAuditSeq      = "audit_seq"
+)
+
+// Error names of the registry. Resolution failures carry AMP code 5002;
+// the others (import, trust, store) carry none.
+const (
+	ErrStoreInUse        amp.ErrName = "store_in_use"
+	ErrStoreMissing      amp.ErrName = "store_missing"
+	ErrStoreVersion      amp.ErrName = "store_version"
+	ErrStoreIO           amp.ErrName = "store_io"
+	ErrReadOnly          amp.ErrName = "read_only"
+	ErrRollback          amp.ErrName = "rollback"
+	ErrAlreadyImported   amp.ErrName = "already_imported"
+	ErrCapConflict       amp.ErrName = "capability_conflict"
+	ErrAliasConflict     amp.ErrName = "alias_conflict"
+	ErrDIDConflict       amp.ErrName = "did_conflict"
+	ErrUnknownBundle     amp.ErrName = "unknown_bundle"
+	ErrTrustExists       amp.ErrName = "trust_exists"
+	ErrUnknownTrust      amp.ErrName = "unknown_trust"
+	ErrInvalidTrust      amp.ErrName = "invalid_trust"
+	ErrNoLocalLocator    amp.ErrName = "no_local_locator"
+	ErrBundleMissing     amp.ErrName = "bundle_missing"
+	ErrArtifactMissing   amp.ErrName = "artifact_missing"
+	ErrBlobUnreadable    amp.ErrName = "blob_unreadable"
+	ErrHashMismatch      amp.ErrName = "hash_mismatch"
+	ErrBundleExpired     amp.ErrName = "bundle_expired"
+	ErrSchemaUnavailable amp.ErrName = "schema_unavailable"
+	ErrAuditBroken       amp.ErrName = "audit_broken"
+)
+
+func fail(name amp.ErrName, format string, args ...any) *amp.Error {
+	return amp.Named(0, name, format, args...)
+}
+
+// unavailable is a resolution failure: always 5002 (RFC 004 §5.3).
+func unavailable(name amp.ErrName, format string, args ...any) *amp.Error {
+	return amp.Named(amp.CodeUnavailable, name, format, args...)
+}
+
+// Options configures Open.
+type Options struct {
+	// Now is the clock (expiry, audit times). Default time.Now.
+	Now func() time.Time
+	// ReadOnly opens the store with a shared lock; writes fail.
+	ReadOnly bool
+	// Create creates the store file when it does not exist. Without it a
+	// missing store is ErrStoreMissing (commands that only read never
+	// create an empty store by mistake).
+	Create bool
+	// LockTimeout bounds the wait for the file lock held by another
+	// process (an agent, for example). Default 250 ms: a command never
+	// hangs on a store in use.
+	LockTimeout time.Duration
+	// AllowExpired serves schemas of expired bundles. Off by default:
+	// resolution fails closed with 5002 bundle_expired.
+	AllowExpired bool
+	// MaxArtifactSize caps one artifact at import. Default 256 MiB.
+	MaxArtifactSize int64
+	// StageBatchBytes is how many artifact bytes an import stages per
+	// transaction. Default 4 MiB.
+	StageBatchBytes int
+	// Fault, when set, is called at each named step of an import and of a
+	// removal; a non-nil error aborts there. Tests inject faults with it.
+	Fault func(step string) error
+}
+
+// Store is the local registry: a bbolt file (DESIGN §4). It is safe for
+// concurrent use; writes are serialized.
+type Store struct {
+	db   *bolt.DB
+	opts Options
+	path string
+
+	// mu serializes every write of this process (imports, removals, trust
+	// changes); bbolt's file lock keeps other processes out.
+	mu sync.Mutex
+
+	// gen mirrors meta/generation for lock-free cache checks.
+	gen atomic.Uint64
+
+	schemas *schemaCache
+	catalog catalogCache
+	didDocs didCache
+}
+
+// Open opens (or, with Create, creates) the store at path. It checks the
+// schema version, and, when writable, rolls back an import that a crash
+// interrupted (FORMAT: the pending journal), so that the store is exactly as
+// it was before that import.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 250 * time.Millisecond
+	}
+	if opts.MaxArtifactSize <= 0 {
+		opts.MaxArtifactSize = 256 << 20
+	}
+	if opts.StageBatchBytes <= 0 {
+		opts.StageBatchBytes = 4 << 20
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && (!opts.Create || opts.ReadOnly):
+		return nil, fail(ErrStoreMissing, "store does not exist").WithCause(err)
+	case err == nil && !st.Mode().IsRegular():
+		return nil, fail(ErrStoreIO, "store path is not a regular file")
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fail(ErrStoreIO, "cannot stat the store").WithCause(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:      opts.LockTimeout,
+		ReadOnly:     opts.ReadOnly,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fail(ErrStoreInUse, "store is locked by another process (a running agent?)").WithCause(err)
+		}
+		return nil, fail(ErrStoreIO, "cannot open the store").WithCause(err)
+	}
+	s := &Store{db: db, opts: opts, path: path, schemas: newSchemaCache()}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// init creates the buckets of a new store, checks the version of an
+// existing one, recovers an interrupted import and loads the generation.
+func (s *Store) init() error {
+	if !s.opts.ReadOnly {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			meta := bucket(tx, bMeta)
+			if meta == nil {
+				for _, b := range allBuckets() {
+					if _, err := tx.CreateBucket([]byte(b)); err != nil {
+						return err
+					}
+				}
+				meta = bucket(tx, bMeta)
+				if err := meta.Put([]byte(kSchemaVersion), u64(SchemaVersion)); err != nil {
+					return err
+				}
+				return meta.Put([]byte(kGeneration), u64(0))
+			}
+			return nil
+		})
+		if err != nil {
+			return fail(ErrStoreIO, "cannot initialize the store").WithCause(err)
+		}
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta := bucket(tx, bMeta)
+		if meta == nil {
+			return fail(ErrStoreVersion, "file is not an ampbundle store")
+		}
+		if v := getU64(meta.Get([]byte(kSchemaVersion))); v != SchemaVersion {
+			return fail(ErrStoreVersion, "store schema version %d is not supported (this build supports %d)", v, SchemaVersion)
+		}
+		for _, b := range allBuckets() {
+			if bucket(tx, b) == nil {
+				return fail(ErrStoreVersion, "store lacks bucket %s", b)
+			}
+		}
+		s.gen.Store(getU64(meta.Get([]byte(kGeneration))))
+		return nil
+	})
+	if err != nil {
+		return amp.AsError(err)
+	}
+	if !s.opts.ReadOnly {
+		return s.recoverPending()
+	}
+	return nil
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path returns the store's file name.
+func (s *Store) Path() string { return s.path }
+
+// Generation returns the store generation: it changes with every import,
+// removal and trust change, so caches and paging cursors can notice.
+func (s *Store) Generation() uint64 { return s.gen.Load() }
+
+func (s *Store) writable() error {
+	if s.opts.ReadOnly {
+		return fail(ErrReadOnly, "store is open read-only")
+	}
+	return nil
+}
+
+func (s *Store) fault(step string) error {
+	if s.opts.Fault == nil {
+		return nil
+	}
+	if err := s.opts.Fault(step); err != nil {
+		return fail(ErrStoreIO, "fault injected at %s", step).WithCause(err)
+	}
+	return nil
+}
+
+// bumpGeneration increments the generation inside a write transaction and
+// returns the new value; the in-memory mirror is set after commit.
+func bumpGeneration(tx *bolt.Tx) (uint64, error) {
+	meta := bucket(tx, bMeta)
+	g := getU64(meta.Get([]byte(kGeneration))) + 1
+	return g, meta.Put([]byte(kGeneration), u64(g))
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+func getU64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+// key2 joins two key parts with a NUL byte (neither part contains one).
+func key2(a, b string) []byte {
+	k := make([]byte, 0, len(a)+1+len(b))
+	k = append(k, a...)
+	k = append(k, 0)
+	return append(k, b...)
+}
+
+// clone copies bytes out of a transaction (bbolt slices are valid only
+// inside it).
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}

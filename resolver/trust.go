@@ -1,0 +1,188 @@
+package resolver
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"sort"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// TrustKey is a publisher key the store trusts, with its scopes.
+type TrustKey struct {
+	Name    string
+	Key     ed25519.PublicKey
+	Scopes  []string
+	AddedAt string
+}
+
+// DID returns the key's did:key.
+func (k TrustKey) DID() string { return amp.DIDKey(k.Key) }
+
+const maxTrustName = 64
+
+func validTrustName(n string) bool {
+	if n == "" || len(n) > maxTrustName {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._-@", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// TrustAdd trusts a publisher key for the given scopes ("*" or
+// reverse-domain prefixes such as "org.example"). Names are unique, and a
+// key is trusted under one name only. Audited; changes the generation.
+func (s *Store) TrustAdd(name string, key ed25519.PublicKey, scopes []string) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if !validTrustName(name) {
+		return fail(ErrInvalidTrust, "trust name must be 1-%d characters of [A-Za-z0-9._-@]", maxTrustName)
+	}
+	if len(key) != ed25519.PublicKeySize {
+		return fail(ErrInvalidTrust, "trusted key must be an ed25519 public key")
+	}
+	if len(scopes) == 0 {
+		return fail(ErrInvalidTrust, "a trusted key needs at least one scope (a reverse-domain prefix, or * for everything)")
+	}
+	clean := make([]string, 0, len(scopes))
+	for _, sc := range scopes {
+		if err := bundle.ValidateScope(sc); err != nil {
+			return fail(ErrInvalidTrust, "scope must be * or a reverse-domain prefix such as org.example").WithCause(err)
+		}
+		sc = strings.TrimSuffix(sc, ".")
+		if sc == "" {
+			sc = "*"
+		}
+		clean = append(clean, sc)
+	}
+	sort.Strings(clean)
+	clean = dedup(clean)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gen uint64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := bucket(tx, bTrust)
+		if b.Get([]byte(name)) != nil {
+			return fail(ErrTrustExists, "a trusted key named %s exists; remove it first", name)
+		}
+		if err := b.ForEach(func(_, v []byte) error {
+			var r trustRecord
+			if err := decode(v, &r); err != nil {
+				return err
+			}
+			if bytes.Equal(r.Key, key) {
+				return fail(ErrTrustExists, "this key is already trusted as %s", r.Name)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		now := s.opts.Now()
+		if err := b.Put([]byte(name), encode(trustRecord{Name: name, Key: key, Scopes: clean, AddedAt: formatTime(now)})); err != nil {
+			return err
+		}
+		if err := appendAudit(tx, now, AuditEntry{Action: "trust_add", TrustName: name, Key: amp.DIDKey(key), Scopes: clean}); err != nil {
+			return err
+		}
+		var err error
+		gen, err = bumpGeneration(tx)
+		return err
+	})
+	if err != nil {
+		return amp.AsError(wrapTx(err))
+	}
+	s.gen.Store(gen)
+	return nil
+}
+
+// TrustRemove stops trusting a key for future imports. Bundles it signed
+// stay installed (they were verified when imported); remove them with
+// Remove if they must go. Audited; changes the generation.
+func (s *Store) TrustRemove(name string) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gen uint64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := bucket(tx, bTrust)
+		raw := b.Get([]byte(name))
+		if raw == nil {
+			return fail(ErrUnknownTrust, "no trusted key is named %s", name)
+		}
+		var r trustRecord
+		if err := decode(raw, &r); err != nil {
+			return err
+		}
+		if err := b.Delete([]byte(name)); err != nil {
+			return err
+		}
+		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "trust_remove", TrustName: name, Key: amp.DIDKey(r.Key), Scopes: r.Scopes}); err != nil {
+			return err
+		}
+		var err error
+		gen, err = bumpGeneration(tx)
+		return err
+	})
+	if err != nil {
+		return amp.AsError(wrapTx(err))
+	}
+	s.gen.Store(gen)
+	return nil
+}
+
+// TrustList returns the trusted keys, by name.
+func (s *Store) TrustList() ([]TrustKey, error) {
+	var out []TrustKey
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return bucket(tx, bTrust).ForEach(func(_, v []byte) error {
+			var r trustRecord
+			if err := decode(v, &r); err != nil {
+				return err
+			}
+			out = append(out, TrustKey{Name: r.Name, Key: ed25519.PublicKey(clone(r.Key)), Scopes: r.Scopes, AddedAt: r.AddedAt})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	return out, nil
+}
+
+// policy returns the bundle trust policy of the store.
+func (s *Store) policy() (*bundle.Policy, error) {
+	keys, err := s.TrustList()
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, amp.Named(0, bundle.ErrUntrustedKey, "the store trusts no publisher key yet (ampbundle trust add)")
+	}
+	p := &bundle.Policy{}
+	for _, k := range keys {
+		p.Keys = append(p.Keys, bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes})
+	}
+	return p, nil
+}
+
+func dedup(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
