@@ -32,6 +32,14 @@ func newApp(env *cliutil.Env) *cli.App {
 			buildCommand(env),
 			verifyCommand(env),
 			inspectCommand(env),
+			trustCommand(env),
+			importCommand(env),
+			lsCommand(env),
+			rmCommand(env),
+			exportCommand(env),
+			checkCommand(env),
+			resolveCommand(env),
+			auditCommand(env),
 		},
 	}
 }

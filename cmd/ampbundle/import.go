@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+func importCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "import",
+		Usage:     "verify a bundle and install it in the store, all or nothing",
+		ArgsUsage: "FILE",
+		Description: `Verifies the bundle FILE against the store's trusted keys (signature and
+namespace scope first, then every artifact's size and hash as it streams)
+and installs it in one transaction: a failed or interrupted import leaves
+the store exactly as it was. A newer version of an installed bundle_id
+replaces the older one. A version not newer than the highest ever imported
+for its bundle_id is refused as a rollback, even after 'ampbundle rm';
+--allow-downgrade accepts it and records a downgrade in the audit log.
+Importing the bundle that is already installed changes nothing.
+
+The store must exist: 'ampbundle trust add' creates it.`,
+		Flags: []cli.Flag{
+			dbFlag,
+			&cli.BoolFlag{Name: "allow-downgrade", Usage: "accept a version not newer than the highest ever imported (audited)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) (err error) {
+			if err := cliutil.ExactArgs(c, 1, "the bundle FILE"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "db"); err != nil {
+				return err
+			}
+			path := c.Args().First()
+			f, err := os.Open(path)
+			if err != nil {
+				return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
+			}
+			defer f.Close()
+			total, err := artifactBytes(f)
+			if err != nil {
+				return err
+			}
+			s, err := openStore(env, c, readWrite)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, &err)
+			prog := cliutil.NewProgress(env, c.Bool("json"), "importing", total)
+			res, err := s.Import(c.Context, f, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), Progress: prog.Update})
+			prog.Done()
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, importView(path, res))
+			}
+			printImport(env, path, res)
+			return nil
+		},
+	}
+}
+
+// artifactBytes reads the manifest at the head of f for the progress total
+// and rewinds f. A file whose head does not decode gives total 0: the
+// import itself then reports what is wrong with it.
+func artifactBytes(f *os.File) (int64, error) {
+	var total int64
+	if in, err := bundle.Inspect(f, 0); err == nil {
+		for _, a := range in.Manifest.Artifacts {
+			total += int64(a.Size)
+		}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, cliutil.Failf("io_error", "cannot read the bundle").WithCause(err)
+	}
+	return total, nil
+}
+
+// importJSON is the JSON view of an import.
+type importJSON struct {
+	File            string   `json:"file"`
+	BundleID        string   `json:"bundle_id"`
+	Version         uint64   `json:"version"`
+	PreviousVersion uint64   `json:"previous_version,omitempty"`
+	Unchanged       bool     `json:"unchanged"`
+	Downgrade       bool     `json:"downgrade"`
+	Warning         string   `json:"warning,omitempty"`
+	Signers         []string `json:"signers"`
+	Capabilities    []string `json:"capabilities"`
+	Artifacts       int      `json:"artifacts"`
+	NewBlobs        int      `json:"new_blobs"`
+	Generation      uint64   `json:"generation"`
+}
+
+func importView(path string, r *resolver.ImportResult) importJSON {
+	v := importJSON{File: path, BundleID: r.BundleID, Version: r.Version, PreviousVersion: r.PreviousVersion,
+		Unchanged: r.Unchanged, Downgrade: r.Downgrade, Signers: r.Signers, Capabilities: r.Capabilities,
+		Artifacts: r.Artifacts, NewBlobs: r.NewBlobs, Generation: r.Generation}
+	if v.Signers == nil {
+		v.Signers = []string{}
+	}
+	if v.Capabilities == nil {
+		v.Capabilities = []string{}
+	}
+	if r.Downgrade {
+		v.Warning = downgradeWarning(r)
+	}
+	return v
+}
+
+func downgradeWarning(r *resolver.ImportResult) string {
+	return fmt.Sprintf("downgrade: %s version %d is not newer than the highest version ever imported; accepted because of --allow-downgrade and recorded in the audit log", r.BundleID, r.Version)
+}
+
+func printImport(env *cliutil.Env, path string, r *resolver.ImportResult) {
+	w := env.Stdout
+	if r.Unchanged {
+		fmt.Fprintf(w, "unchanged: %s version %d from %s is already installed (verified again, nothing written)\n", r.BundleID, r.Version, path)
+		return
+	}
+	if r.Downgrade {
+		// Loud: on stderr as well, where an operator piping stdout sees it.
+		fmt.Fprintf(env.Stderr, "WARNING: %s\n", downgradeWarning(r))
+	}
+	switch {
+	case r.Downgrade && r.PreviousVersion != 0:
+		fmt.Fprintf(w, "DOWNGRADED %s from version %d to version %d\n", r.BundleID, r.PreviousVersion, r.Version)
+	case r.Downgrade:
+		fmt.Fprintf(w, "DOWNGRADED %s: imported version %d\n", r.BundleID, r.Version)
+	case r.PreviousVersion != 0:
+		fmt.Fprintf(w, "upgraded %s from version %d to version %d\n", r.BundleID, r.PreviousVersion, r.Version)
+	default:
+		fmt.Fprintf(w, "imported %s version %d\n", r.BundleID, r.Version)
+	}
+	fmt.Fprintf(w, "  signed by     %s\n", strings.Join(r.Signers, ", "))
+	fmt.Fprintf(w, "  capabilities  %s\n", strings.Join(r.Capabilities, ", "))
+	fmt.Fprintf(w, "  artifacts     %d (%d new blobs, the others shared)\n", r.Artifacts, r.NewBlobs)
+	fmt.Fprintf(w, "  generation    %d\n", r.Generation)
+}

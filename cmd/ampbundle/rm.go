@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+)
+
+func rmCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "rm",
+		Usage:     "remove an installed bundle",
+		ArgsUsage: "BUNDLE_ID",
+		Description: `Uninstalls BUNDLE_ID in one transaction: its artifacts, capabilities,
+aliases and DID documents go, and blobs no other bundle shares are deleted.
+The high-water mark of the bundle_id stays: no version up to the highest
+ever imported can be imported again without --allow-downgrade (rollback
+protection). Audited.`,
+		Flags: []cli.Flag{dbFlag, jsonFlag},
+		Action: func(c *cli.Context) (err error) {
+			if err := cliutil.ExactArgs(c, 1, "the BUNDLE_ID to remove"); err != nil {
+				return err
+			}
+			s, err := openStore(env, c, readWrite)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, &err)
+			id := c.Args().First()
+			var highest uint64
+			bundles, err := s.Bundles()
+			if err != nil {
+				return err
+			}
+			for _, b := range bundles {
+				if b.BundleID == id {
+					highest = b.Highest
+				}
+			}
+			version, err := s.Remove(id)
+			if err != nil {
+				return storeHint(err, c.String("db"))
+			}
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, map[string]any{
+					"removed": id, "version": version, "highest_version": highest, "generation": s.Generation(),
+				})
+			}
+			fmt.Fprintf(env.Stdout, "removed %s version %d\n", id, version)
+			fmt.Fprintf(env.Stdout, "the high-water mark stays at version %d: importing %s version %d or lower again needs --allow-downgrade\n", highest, id, highest)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/keyfile"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+func trustCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:  "trust",
+		Usage: "manage the publisher keys a store trusts",
+		Subcommands: []*cli.Command{
+			trustAddCommand(env),
+			trustLsCommand(env),
+			trustRmCommand(env),
+		},
+	}
+}
+
+// trustJSON is the JSON view of a trusted key.
+type trustJSON struct {
+	Name    string   `json:"name"`
+	Key     string   `json:"key"` // did:key
+	Scopes  []string `json:"scopes"`
+	AddedAt string   `json:"added_at"`
+}
+
+func trustView(k resolver.TrustKey) trustJSON {
+	return trustJSON{Name: k.Name, Key: k.DID(), Scopes: k.Scopes, AddedAt: k.AddedAt}
+}
+
+func findTrust(keys []resolver.TrustKey, name string) (resolver.TrustKey, bool) {
+	for _, k := range keys {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return resolver.TrustKey{}, false
+}
+
+func trustAddCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "add",
+		Usage:     "trust a publisher key for namespaces (creates the store)",
+		ArgsUsage: "PUB",
+		Description: `Trusts the publisher key PUB (a public key PEM file or a did:key) under
+--name for the namespaces given by --scope: "*" for every namespace, or a
+reverse-domain prefix such as org.example, which covers org.example and
+everything under it at a label boundary (org.example.translate, not
+org.examples). A bundle is imported only when a trusted key covers its
+bundle_id and every capability and DID it carries.
+
+Creates the store when --db does not exist yet: this is how a store is born.
+Names are unique, and a key is trusted under one name only. Audited.`,
+		Flags: []cli.Flag{
+			dbFlag,
+			&cli.StringFlag{Name: "name", Usage: "`NAME` of the key in this store: 1-64 of [A-Za-z0-9._-@] (required)"},
+			&cli.StringSliceFlag{Name: "scope", Usage: "namespace `PREFIX` the key may sign for, or * (repeatable, required)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) (err error) {
+			if err := cliutil.ExactArgs(c, 1, "the publisher key PUB (a PEM file or a did:key)"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "db", "name"); err != nil {
+				return err
+			}
+			if len(c.StringSlice("scope")) == 0 {
+				return cliutil.WithHint(cliutil.Usagef("missing required flag --scope"),
+					"give the namespaces the key may sign for: --scope org.example (repeatable), or --scope '*' for all")
+			}
+			pub, err := keyfile.ParsePublic(c.Args().First())
+			if err != nil {
+				return err
+			}
+			db := c.String("db")
+			_, statErr := os.Stat(db)
+			created := errors.Is(statErr, fs.ErrNotExist)
+			s, err := openStore(env, c, create)
+			if err != nil {
+				return err
+			}
+			name := c.String("name")
+			if err := s.TrustAdd(name, pub, c.StringSlice("scope")); err != nil {
+				// Leave behind no empty store that this command created
+				// for nothing.
+				empty := created && s.Generation() == 0
+				s.Close()
+				if empty {
+					os.Remove(db)
+				}
+				return err
+			}
+			defer closeStore(s, &err)
+			keys, err := s.TrustList()
+			if err != nil {
+				return err
+			}
+			k, _ := findTrust(keys, name)
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"store": db, "created": created, "trusted": trustView(k)})
+			}
+			if created {
+				fmt.Fprintf(env.Stdout, "created store %s\n", db)
+			}
+			fmt.Fprintf(env.Stdout, "trusted %s (%s) for %s\n", k.Name, k.DID(), strings.Join(k.Scopes, ", "))
+			return nil
+		},
+	}
+}
+
+func trustLsCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "ls",
+		Usage:     "list the trusted publisher keys",
+		ArgsUsage: " ",
+		Description: `Lists the keys the store trusts, by name: did:key, scopes and when each
+was added. Opens the store read-only.`,
+		Flags: []cli.Flag{dbFlag, jsonFlag},
+		Action: func(c *cli.Context) (err error) {
+			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+				return err
+			}
+			s, err := openStore(env, c, readOnly)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, &err)
+			keys, err := s.TrustList()
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				out := []trustJSON{}
+				for _, k := range keys {
+					out = append(out, trustView(k))
+				}
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"keys": out})
+			}
+			if len(keys) == 0 {
+				fmt.Fprintln(env.Stdout, "no trusted keys")
+				return nil
+			}
+			for _, k := range keys {
+				fmt.Fprintf(env.Stdout, "%s\n  key     %s\n  scopes  %s\n  added   %s\n", k.Name, k.DID(), strings.Join(k.Scopes, ", "), k.AddedAt)
+			}
+			return nil
+		},
+	}
+}
+
+func trustRmCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "rm",
+		Usage:     "stop trusting a publisher key",
+		ArgsUsage: "NAME",
+		Description: `Stops trusting the key named NAME for future imports. Bundles it signed
+stay installed (they were verified when they were imported); the command
+lists them, and 'ampbundle rm BUNDLE_ID' removes one. Audited.`,
+		Flags: []cli.Flag{dbFlag, jsonFlag},
+		Action: func(c *cli.Context) (err error) {
+			if err := cliutil.ExactArgs(c, 1, "the NAME of a trusted key"); err != nil {
+				return err
+			}
+			s, err := openStore(env, c, readWrite)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, &err)
+			name := c.Args().First()
+			keys, err := s.TrustList()
+			if err != nil {
+				return err
+			}
+			k, _ := findTrust(keys, name)
+			if err := s.TrustRemove(name); err != nil {
+				return err
+			}
+			bundles, err := s.Bundles()
+			if err != nil {
+				return err
+			}
+			signed := []string{}
+			for _, b := range bundles {
+				if slices.Contains(b.Signers, name) {
+					signed = append(signed, b.BundleID)
+				}
+			}
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"removed": trustView(k), "still_installed": signed})
+			}
+			fmt.Fprintf(env.Stdout, "no longer trusting %s (%s)\n", name, k.DID())
+			if len(signed) > 0 {
+				fmt.Fprintf(env.Stdout, "still installed, signed by %s: %s (remove with 'ampbundle rm BUNDLE_ID')\n", name, strings.Join(signed, ", "))
+			}
+			return nil
+		},
+	}
+}
