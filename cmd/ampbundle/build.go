@@ -32,7 +32,7 @@ bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.`,
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "bundle `FILE` to write (required)"},
 			&cli.StringFlag{Name: "key", Usage: "publisher private key `PEM` file (required; mode 0600)"},
 			&cli.StringFlag{Name: "created", Usage: "created_at as an RFC 3339 `TIME`"},
-			&cli.StringFlag{Name: "hash", Value: capability.HashSHA256, Usage: "artifact hash: sha-256 or sha-512"},
+			&cli.StringFlag{Name: "hash", Value: capability.HashSHA256, Usage: "artifact hash `ALG`: sha-256 or sha-512"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
