@@ -157,7 +157,7 @@ func ErrorBodyOf(err error) ErrorBody {
 	if code == 0 {
 		code = CodeInternalError
 	}
-	retry := code.Retryable()
+	retry := code.Retryable() && !e.Final
 	b := ErrorBody{Code: code, Category: code.Category(), Message: SafeMessage(e), Retry: &retry}
 	if e.Details != nil {
 		if d, err := Marshal(e.Details); err == nil {

@@ -200,3 +200,33 @@ func TestUnmarshalShape(t *testing.T) {
 		t.Fatalf("duplicate key: got %v", err)
 	}
 }
+
+// TestFixedKeyOrder checks the fixed key orders used by SigInput and Encode
+// against a sort by encoded bytes (RFC 8949 §4.2.1).
+func TestFixedKeyOrder(t *testing.T) {
+	for _, keys := range [][]string{
+		{"id", "to", "ts", "ttl", "typ", "from", "reply_to", "thread_id"},
+		{"v", "id", "to", "ts", "enc", "ext", "sig", "ttl", "typ", "body", "from", "reply_to", "thread_id"},
+		{"alg", "mode", "nonce", "ciphertext"},
+	} {
+		for i := 1; i < len(keys); i++ {
+			if bytes.Compare(textKey(keys[i-1]), textKey(keys[i])) >= 0 {
+				t.Fatalf("%q does not sort before %q", keys[i-1], keys[i])
+			}
+		}
+	}
+	// Every combination of optional fields encodes deterministically.
+	f := newFixture(t)
+	for _, m := range []*Message{
+		{V: 1, Type: TypePing, From: f.alice.DID, To: To(f.bob.DID), Sig: make([]byte, 64)},
+		{V: 1, Type: TypePing, From: f.alice.DID, To: ToList(f.bob.DID, f.alice.DID), Sig: make([]byte, 64), ReplyTo: []byte{}, ThreadID: []byte{1}, Ext: []byte{0xa0}},
+		{V: 1, Type: TypePing, From: f.alice.DID, To: To(f.bob.DID), Sig: make([]byte, 64), Enc: &Encrypted{Alg: EncAlg, Mode: EncMode, Nonce: make([]byte, 24), Ciphertext: []byte{1}}, Ext: []byte{0xa0}},
+	} {
+		if enc := m.Encode(); !(Limits{}).IsCanonical(enc) {
+			t.Fatalf("encoding %x is not deterministic", enc)
+		}
+		if si := m.SigInput(); !(Limits{}).IsCanonical(si) {
+			t.Fatalf("sig input %x is not deterministic", si)
+		}
+	}
+}

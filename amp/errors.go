@@ -189,6 +189,10 @@ type Error struct {
 	Message string  // safe, lowercase, no raw input
 	Details any     // optional structured details, safe to send to a peer
 	Err     error   // cause, for logs; never sent to a peer
+	// Final marks an error that a retry of the same message cannot
+	// change, whatever its code's Retry column says (for example an
+	// answer kept in a replay cache); ErrorBodyOf then sends retry false.
+	Final bool
 }
 
 // NewError returns an *Error with the code's default name.

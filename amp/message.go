@@ -1,11 +1,9 @@
 package amp
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"io"
-	"sort"
 	"strings"
 )
 
@@ -123,39 +121,39 @@ func appendRecipients(dst []byte, r Recipients) []byte {
 	return dst
 }
 
-// field is one encoded key/value pair of a map under construction.
-type field struct{ k, v []byte }
+// The keys of the signed headers and of the envelope are fixed, so their
+// deterministic order (RFC 8949 §4.2.1: by encoded bytes, which puts shorter
+// text keys first) is fixed too. Writing the pairs in that order avoids
+// building and sorting a map for every message; TestFixedKeyOrder checks
+// the order against a sort.
+//
+//	signed headers: id, to, ts, ttl, typ, from, reply_to, thread_id
+//	envelope:       v, id, to, ts, enc, ext, sig, ttl, typ, body, from, reply_to, thread_id
 
-// appendMap appends a map of the given pairs, sorted by encoded key (RFC 8949
-// §4.2.1). Keys must be distinct.
-func appendMap(dst []byte, fields []field) []byte {
-	sort.Slice(fields, func(i, j int) bool { return bytes.Compare(fields[i].k, fields[j].k) < 0 })
-	dst = appendHead(dst, majorMap, uint64(len(fields)))
-	for _, f := range fields {
-		dst = append(append(dst, f.k...), f.v...)
-	}
-	return dst
-}
-
-func textKey(s string) []byte { return appendText(nil, s) }
-
-// signedHeaders returns the signed-headers map of Sig_Input (RFC 001 §8.1).
-func (m *Message) signedHeaders() []field {
-	fs := []field{
-		{textKey("id"), appendBytes(nil, m.ID[:])},
-		{textKey("typ"), appendUint(nil, uint64(m.Type))},
-		{textKey("ts"), appendUint(nil, m.TS)},
-		{textKey("ttl"), appendUint(nil, m.TTL)},
-		{textKey("from"), appendText(nil, m.From)},
-		{textKey("to"), appendRecipients(nil, m.To)},
-	}
+// appendSignedHeaders appends the signed-headers map of Sig_Input
+// (RFC 001 §8.1).
+func (m *Message) appendSignedHeaders(dst []byte) []byte {
+	n := uint64(6)
 	if m.ReplyTo != nil {
-		fs = append(fs, field{textKey("reply_to"), appendBytes(nil, m.ReplyTo)})
+		n++
 	}
 	if m.ThreadID != nil {
-		fs = append(fs, field{textKey("thread_id"), appendBytes(nil, m.ThreadID)})
+		n++
 	}
-	return fs
+	dst = appendHead(dst, majorMap, n)
+	dst = appendBytes(appendText(dst, "id"), m.ID[:])
+	dst = appendRecipients(appendText(dst, "to"), m.To)
+	dst = appendUint(appendText(dst, "ts"), m.TS)
+	dst = appendUint(appendText(dst, "ttl"), m.TTL)
+	dst = appendUint(appendText(dst, "typ"), uint64(m.Type))
+	dst = appendText(appendText(dst, "from"), m.From)
+	if m.ReplyTo != nil {
+		dst = appendBytes(appendText(dst, "reply_to"), m.ReplyTo)
+	}
+	if m.ThreadID != nil {
+		dst = appendBytes(appendText(dst, "thread_id"), m.ThreadID)
+	}
+	return dst
 }
 
 // sigContext is the Sig_Input context string.
@@ -172,11 +170,11 @@ func (m *Message) SigInput() []byte {
 	if body == nil {
 		body = []byte{0xf6}
 	}
-	out := make([]byte, 0, 96+len(m.From)+len(body)+32*len(m.To.DIDs))
+	out := make([]byte, 0, 96+len(m.From)+len(body)+len(m.ReplyTo)+len(m.ThreadID)+40*len(m.To.DIDs))
 	out = appendHead(out, majorArray, 4)
 	out = appendText(out, sigContext)
 	out = appendBytes(out, []byte{}) // protected header: h'' (0x40), never null
-	out = appendMap(out, m.signedHeaders())
+	out = m.appendSignedHeaders(out)
 	return appendBytes(out, body)
 }
 
@@ -184,28 +182,53 @@ func (m *Message) SigInput() []byte {
 // encrypted message carries `enc` and no `body`; a plaintext one carries
 // `body` (null when Body is nil).
 func (m *Message) Encode() []byte {
-	fs := append(m.signedHeaders(),
-		field{textKey("v"), appendUint(nil, m.V)},
-		field{textKey("sig"), appendBytes(nil, m.Sig)},
-	)
-	if m.Enc != nil {
-		fs = append(fs, field{textKey("enc"), appendMap(nil, []field{
-			{textKey("alg"), appendText(nil, m.Enc.Alg)},
-			{textKey("mode"), appendText(nil, m.Enc.Mode)},
-			{textKey("nonce"), appendBytes(nil, m.Enc.Nonce)},
-			{textKey("ciphertext"), appendBytes(nil, m.Enc.Ciphertext)},
-		})})
-	} else {
-		body := m.Body
-		if body == nil {
-			body = []byte{0xf6}
+	body := m.Body
+	if body == nil {
+		body = []byte{0xf6}
+	}
+	n := uint64(9) // v id to ts sig ttl typ from + body or enc
+	for _, present := range []bool{m.Ext != nil, m.ReplyTo != nil, m.ThreadID != nil} {
+		if present {
+			n++
 		}
-		fs = append(fs, field{textKey("body"), body})
+	}
+	size := 128 + len(m.From) + len(m.Sig) + len(m.Ext) + len(m.ReplyTo) + len(m.ThreadID) + 40*len(m.To.DIDs)
+	if m.Enc != nil {
+		size += len(m.Enc.Ciphertext) + 80
+	} else {
+		size += len(body)
+	}
+	dst := make([]byte, 0, size)
+	dst = appendHead(dst, majorMap, n)
+	dst = appendUint(appendText(dst, "v"), m.V)
+	dst = appendBytes(appendText(dst, "id"), m.ID[:])
+	dst = appendRecipients(appendText(dst, "to"), m.To)
+	dst = appendUint(appendText(dst, "ts"), m.TS)
+	if m.Enc != nil {
+		// enc map keys in deterministic order: alg, mode, nonce, ciphertext.
+		dst = appendHead(appendText(dst, "enc"), majorMap, 4)
+		dst = appendText(appendText(dst, "alg"), m.Enc.Alg)
+		dst = appendText(appendText(dst, "mode"), m.Enc.Mode)
+		dst = appendBytes(appendText(dst, "nonce"), m.Enc.Nonce)
+		dst = appendBytes(appendText(dst, "ciphertext"), m.Enc.Ciphertext)
 	}
 	if m.Ext != nil {
-		fs = append(fs, field{textKey("ext"), m.Ext})
+		dst = append(appendText(dst, "ext"), m.Ext...)
 	}
-	return appendMap(nil, fs)
+	dst = appendBytes(appendText(dst, "sig"), m.Sig)
+	dst = appendUint(appendText(dst, "ttl"), m.TTL)
+	dst = appendUint(appendText(dst, "typ"), uint64(m.Type))
+	if m.Enc == nil {
+		dst = append(appendText(dst, "body"), body...)
+	}
+	dst = appendText(appendText(dst, "from"), m.From)
+	if m.ReplyTo != nil {
+		dst = appendBytes(appendText(dst, "reply_to"), m.ReplyTo)
+	}
+	if m.ThreadID != nil {
+		dst = appendBytes(appendText(dst, "thread_id"), m.ThreadID)
+	}
+	return dst
 }
 
 // rawMessage is a message envelope split into its fields by decodeEnvelope.
@@ -295,69 +318,69 @@ func wrongType(field, want string) *Error {
 // decodeEnvelope is validation step 1 (RFC 001 §4.1 shape): data is one
 // accepted CBOR item within l, a map with text keys naming only envelope
 // fields, each present field of its CDDL type. Presence and values are
-// checked by later steps.
+// checked by later steps. One pass, no allocation beyond the result.
 func decodeEnvelope(data []byte, l Limits) (*rawMessage, error) {
 	if _, err := l.Canonical(data); err != nil {
 		return nil, err
 	}
-	keys, vals, err := mapEntries(data, "message")
-	if err != nil {
-		return nil, err
+	h, _ := readHead(data, 0)
+	if h.major != majorMap {
+		return nil, Named(CodeInvalidMessage, "wrong_shape", "message is not a cbor map")
 	}
-	var r rawMessage
-	for i, k := range keys {
-		v := vals[i]
+	r := &rawMessage{}
+	off := h.size
+	for i := uint64(0); i < h.arg; i++ {
+		kh, _ := readHead(data, off)
+		if kh.major != majorText {
+			return nil, Named(CodeInvalidMessage, "wrong_shape", "message has a key that is not a text string")
+		}
+		kEnd := itemEnd(data, off)
+		key := data[off+kh.size : kEnd]
+		vEnd := itemEnd(data, kEnd)
+		v := data[kEnd:vEnd]
+		off = vEnd
+		vh, _ := readHead(v, 0)
 		var slot *[]byte
-		var check func([]byte) bool
+		ok := true
 		want := ""
-		switch k {
+		switch string(key) {
 		case "v":
-			slot, want = &r.v, "an unsigned integer"
-			check = func(b []byte) bool { _, ok := asUint(b); return ok }
+			slot, ok, want = &r.v, vh.major == majorUint, "an unsigned integer"
 		case "id":
-			slot, want = &r.id, "a 16-byte byte string"
-			check = func(b []byte) bool { x, ok := asBytes(b); return ok && len(x) == idSize }
+			slot, ok, want = &r.id, vh.major == majorBytes && vh.arg == idSize, "a 16-byte byte string"
 		case "typ":
-			slot, want = &r.typ, "an unsigned integer"
-			check = func(b []byte) bool { _, ok := asUint(b); return ok }
+			slot, ok, want = &r.typ, vh.major == majorUint, "an unsigned integer"
 		case "ts":
-			slot, want = &r.ts, "an unsigned integer"
-			check = func(b []byte) bool { _, ok := asUint(b); return ok }
+			slot, ok, want = &r.ts, vh.major == majorUint, "an unsigned integer"
 		case "ttl":
-			slot, want = &r.ttl, "an unsigned integer"
-			check = func(b []byte) bool { _, ok := asUint(b); return ok }
+			slot, ok, want = &r.ttl, vh.major == majorUint, "an unsigned integer"
 		case "from":
-			slot, want = &r.from, "a text string"
-			check = func(b []byte) bool { _, ok := asText(b); return ok }
+			slot, ok, want = &r.from, vh.major == majorText, "a text string"
 		case "to":
+			_, ok = decodeRecipients(v)
 			slot, want = &r.to, "a text string or a non-empty array of text strings"
-			check = func(b []byte) bool { _, ok := decodeRecipients(b); return ok }
 		case "reply_to":
-			slot, want = &r.replyTo, "a byte string"
-			check = func(b []byte) bool { _, ok := asBytes(b); return ok }
+			slot, ok, want = &r.replyTo, vh.major == majorBytes, "a byte string"
 		case "thread_id":
-			slot, want = &r.threadID, "a byte string"
-			check = func(b []byte) bool { _, ok := asBytes(b); return ok }
+			slot, ok, want = &r.threadID, vh.major == majorBytes, "a byte string"
 		case "sig":
-			slot, want = &r.sig, "a byte string"
-			check = func(b []byte) bool { _, ok := asBytes(b); return ok }
+			slot, ok, want = &r.sig, vh.major == majorBytes, "a byte string"
 		case "body":
-			slot, check = &r.body, func([]byte) bool { return true }
+			slot = &r.body
 		case "enc":
-			slot, want = &r.enc, "a map"
-			check = func(b []byte) bool { h, _ := readHead(b, 0); return h.major == majorMap }
+			slot, ok, want = &r.enc, vh.major == majorMap, "a map"
 		case "ext":
-			slot, want = &r.ext, "a map with text keys"
-			check = func(b []byte) bool { _, _, err := mapEntries(b, "ext"); return err == nil }
+			_, _, err := mapEntries(v, "ext")
+			slot, ok, want = &r.ext, err == nil, "a map with text keys"
 		default:
 			return nil, Named(CodeInvalidMessage, "unknown_field", "message has a field that is not part of the amp envelope")
 		}
-		if !check(v) {
-			return nil, wrongType(k, want)
+		if !ok {
+			return nil, wrongType(string(key), want)
 		}
 		*slot = v
 	}
-	return &r, nil
+	return r, nil
 }
 
 // decodeRecipients reads the `to` item.

@@ -135,6 +135,9 @@ type Store struct {
 	schemas *schemaCache
 	catalog catalogCache
 	didDocs didCache
+
+	groupOnce sync.Once
+	committer *groupCommitter
 }
 
 // Open opens (or, with Create, creates) the store at path. It checks the

@@ -1,0 +1,477 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// Handler executes one capability invocation. params is the invocation's
+// params in the JSON data model (map[string]any, []any, string, int64,
+// uint64, float64, json.Number, bool, nil), already validated against the
+// capability's input schema. The result must be in the same model (or
+// anything amp.Marshal encodes to it); it is validated against the output
+// schema before it is sent. The caller's DID is CallerFrom(ctx). A returned
+// *amp.Error keeps its code and message; any other error becomes 5001 with
+// a generic message. ctx ends at the invocation's timeout.
+type Handler func(ctx context.Context, params any) (any, error)
+
+type callerKey struct{}
+
+// CallerFrom returns the authenticated DID of the caller of a handler.
+func CallerFrom(ctx context.Context) string {
+	s, _ := ctx.Value(callerKey{}).(string)
+	return s
+}
+
+// Registry is what the agent needs of the local registry; *resolver.Store
+// implements it.
+type Registry interface {
+	Catalog() (*resolver.Catalog, error)
+	Schema(ref capability.SchemaRef) (SchemaValidator, error)
+	amp.DIDResolver
+}
+
+// SchemaValidator validates a JSON-model value (see internal/offlineschema).
+type SchemaValidator interface {
+	Validate(v any) error
+}
+
+// storeRegistry adapts *resolver.Store to Registry.
+type storeRegistry struct{ *resolver.Store }
+
+func (r storeRegistry) Schema(ref capability.SchemaRef) (SchemaValidator, error) {
+	s, err := r.Store.Schema(ref)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Config configures an Agent. New checks all of it.
+type Config struct {
+	// Identity is the agent's DID and keys. A did:key DID must be the
+	// did:key of the signing key; another DID (did:web) must have its DID
+	// document in the store, listing the signing key (and the agreement key,
+	// when there is one).
+	Identity amp.Identity
+	// Store is the local registry: descriptors, schemas, DID documents,
+	// and, unless Replay is set, the durable replay cache.
+	Store *resolver.Store
+	// Policy authorizes callers. Required: use Rules{} to deny everyone.
+	Policy Policy
+	// Handlers maps capability ids ("name:version") to their handlers. Each
+	// id must be installed in the store when the agent is built.
+	Handlers map[string]Handler
+	// Now is the clock. Required.
+	Now func() time.Time
+	// Rand is the CSPRNG for message ids, nonces, cursor keys and jitter.
+	// Required.
+	Rand io.Reader
+	// Logger receives structured logs. Nil discards them.
+	Logger *slog.Logger
+	// Replay keeps replies for idempotency. Nil uses the store (durable,
+	// group-committed). NewMemoryReplay gives a non-durable cache.
+	Replay ReplayCache
+	// Limits caps incoming messages (default: 16 MiB, amp defaults).
+	Limits amp.Limits
+	// MaxClockSkew as in amp.ReceiverConfig (default 30 s).
+	MaxClockSkew time.Duration
+	// MaxTTL is the longest message ttl accepted, since replies are kept
+	// for the ttl (default 7 days).
+	MaxTTL time.Duration
+	// DefaultTimeout applies to an invocation without timeout_ms (default
+	// 30 s); MaxTimeout bounds timeout_ms (default 60 s, RFC 001 §16.4).
+	DefaultTimeout, MaxTimeout time.Duration
+	// DefaultLimit and MaxLimit bound CAP_QUERY pages (default 20, 100).
+	DefaultLimit, MaxLimit int
+	// CursorTTL is how long a paging cursor stays valid (default 10 min).
+	CursorTTL time.Duration
+	// SweepEvery is how often expired replay entries are swept, during
+	// Handle (default 1 min).
+	SweepEvery time.Duration
+	// registry overrides Store for tests.
+	registry Registry
+}
+
+// Agent is an embedded AMP agent: give it message bytes, get signed reply
+// bytes back. Safe for concurrent use.
+type Agent struct {
+	cfg       Config
+	reg       Registry
+	recv      *amp.Receiver
+	send      *amp.Sender
+	log       *slog.Logger
+	handlers  map[capability.ID]Handler
+	byName    map[string][]capability.Version // served versions per name, ascending
+	cursorKey []byte
+	replay    ReplayCache
+
+	mu       sync.Mutex
+	inflight map[string]*call
+	// nextSweep is the Unix time (ns) of the next replay sweep.
+	nextSweep atomic.Int64
+}
+
+type call struct {
+	done  chan struct{}
+	reply []byte
+	err   error
+}
+
+func misconfigured(format string, args ...any) error {
+	return amp.Named(0, "misconfigured", format, args...)
+}
+
+// New checks cfg and returns an Agent. A misconfigured agent is an error,
+// never a half-working value (ACDP-0007 §3.5.1).
+func New(cfg Config) (*Agent, error) {
+	switch {
+	case cfg.Store == nil && cfg.registry == nil:
+		return nil, misconfigured("the agent needs the local registry (Store)")
+	case cfg.Policy == nil:
+		return nil, misconfigured("the agent needs a policy (Rules{} denies everyone)")
+	case cfg.Now == nil:
+		return nil, misconfigured("the agent needs a clock")
+	case cfg.Rand == nil:
+		return nil, misconfigured("the agent needs a source of randomness")
+	case len(cfg.Identity.SigningKey) != ed25519.PrivateKeySize:
+		return nil, misconfigured("the agent identity needs an ed25519 signing key")
+	case !amp.ValidDID(cfg.Identity.DID) || amp.BareDID(cfg.Identity.DID) != cfg.Identity.DID:
+		return nil, misconfigured("the agent identity needs a did (without fragment)")
+	}
+	setDefault := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	setDefault(&cfg.MaxTTL, 7*24*time.Hour)
+	setDefault(&cfg.DefaultTimeout, 30*time.Second)
+	setDefault(&cfg.MaxTimeout, 60*time.Second)
+	setDefault(&cfg.CursorTTL, 10*time.Minute)
+	setDefault(&cfg.SweepEvery, time.Minute)
+	setDefault(&cfg.MaxClockSkew, amp.DefaultMaxClockSkew)
+	if cfg.DefaultTimeout > cfg.MaxTimeout {
+		cfg.DefaultTimeout = cfg.MaxTimeout
+	}
+	if cfg.DefaultLimit <= 0 {
+		cfg.DefaultLimit = 20
+	}
+	if cfg.MaxLimit <= 0 {
+		cfg.MaxLimit = 100
+	}
+	if cfg.DefaultLimit > cfg.MaxLimit {
+		cfg.DefaultLimit = cfg.MaxLimit
+	}
+
+	a := &Agent{cfg: cfg, log: cfg.Logger, inflight: map[string]*call{},
+		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{}}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	a.reg = cfg.registry
+	if a.reg == nil {
+		a.reg = storeRegistry{cfg.Store}
+	}
+	a.replay = cfg.Replay
+	if a.replay == nil {
+		if cfg.Store == nil {
+			return nil, misconfigured("the agent needs a replay cache or a store to keep one in")
+		}
+		a.replay = storeReplay{cfg.Store}
+	}
+	if err := a.checkIdentity(); err != nil {
+		return nil, err
+	}
+	cat, err := a.reg.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	for idStr, h := range cfg.Handlers {
+		id, err := capability.ParseID(idStr)
+		if err != nil {
+			return nil, misconfigured("handler id %q is not a capability id", idStr)
+		}
+		if h == nil {
+			return nil, misconfigured("handler for %s is nil", id)
+		}
+		if _, ok := cat.Lookup(id); !ok {
+			return nil, misconfigured("there is a handler for %s, but the registry has no such capability (import its bundle first)", id)
+		}
+		a.handlers[id] = h
+		a.byName[id.Name] = append(a.byName[id.Name], id.Version)
+	}
+	for name, vs := range a.byName {
+		capabilitySortVersions(vs)
+		a.byName[name] = vs
+	}
+	a.cursorKey = make([]byte, 32)
+	if _, err := io.ReadFull(cfg.Rand, a.cursorKey); err != nil {
+		return nil, misconfigured("cannot read randomness for the cursor key")
+	}
+	var agree []*amp.AgreementKey
+	if cfg.Identity.Agreement != nil {
+		agree = []*amp.AgreementKey{cfg.Identity.Agreement}
+	}
+	shared := amp.NewSharedKeys(0)
+	if a.recv, err = amp.NewReceiver(amp.ReceiverConfig{Limits: cfg.Limits, Now: cfg.Now, MaxClockSkew: cfg.MaxClockSkew,
+		DIDs: a.reg, AgreementKeys: agree, SharedKeys: shared}); err != nil {
+		return nil, err
+	}
+	if a.send, err = amp.NewSender(amp.SenderConfig{Identity: cfg.Identity, Rand: cfg.Rand, Now: cfg.Now, DIDs: a.reg, SharedKeys: shared}); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// checkIdentity makes sure peers can verify what the agent signs.
+func (a *Agent) checkIdentity() error {
+	id := a.cfg.Identity
+	pub := id.SigningKey.Public().(ed25519.PublicKey)
+	doc, err := amp.ResolveDID(context.Background(), a.reg, id.DID)
+	if err != nil {
+		return misconfigured("the agent's did cannot be resolved (a did:web needs its did document in an imported bundle)")
+	}
+	key, err := doc.SigningKey(id.DID, a.cfg.Now())
+	if err != nil || !bytes.Equal(key.PublicKey, pub) {
+		return misconfigured("the agent's did document does not list the agent's signing key")
+	}
+	if id.Agreement != nil {
+		ks, err := doc.AgreementKeys(a.cfg.Now())
+		if err != nil || !bytes.Equal(ks[0].PublicKey, id.Agreement.Public[:]) {
+			return misconfigured("the agent's did document does not list the agent's key agreement key first")
+		}
+	}
+	return nil
+}
+
+// DID returns the agent's DID.
+func (a *Agent) DID() string { return a.cfg.Identity.DID }
+
+// Handle processes one incoming message and returns the signed reply.
+//
+// Every reply is signed by the agent, addressed to the sender, and carries
+// reply_to = the request's id (DESIGN §7 invariant 6); a reply to an
+// encrypted request is encrypted. A message that is valid but not served,
+// or refused after authentication, gets a signed ERROR. A message that
+// fails validation but names its sender and id (attributable) gets a
+// signed ERROR too; bytes that do not even name a sender and an id return
+// an error (an *amp.Error, 1001) and no reply: transports answer those
+// without a signed message (HTTP 400).
+//
+// Replies to authenticated messages are kept for the message's ttl in the
+// replay cache: a duplicate (same sender, same id) gets the byte-identical
+// reply, concurrent duplicates included, and a handler never runs twice
+// (DESIGN §7 invariant 4).
+func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
+	a.maybeSweep()
+	m, err := a.recv.Receive(ctx, data)
+	if err != nil {
+		return a.rejectInvalid(ctx, data, err)
+	}
+	now := a.cfg.Now()
+	if m.TTL > uint64(a.cfg.MaxTTL.Milliseconds()) {
+		return a.replyError(ctx, m, amp.Named(amp.CodeInvalidTimestamp, "ttl_too_long",
+			"message ttl is longer than this agent keeps replies (%s)", a.cfg.MaxTTL))
+	}
+	sender := amp.BareDID(m.From)
+	key := sender + "\x00" + string(m.ID[:])
+	// Concurrent duplicates wait for the first.
+	a.mu.Lock()
+	if c, ok := a.inflight[key]; ok {
+		a.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.reply, c.err
+		case <-ctx.Done():
+			return nil, amp.Wrap(amp.CodeTimeout, ctx.Err(), "gave up waiting for the first copy of this message")
+		}
+	}
+	c := &call{done: make(chan struct{})}
+	a.inflight[key] = c
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.inflight, key)
+		a.mu.Unlock()
+		close(c.done)
+	}()
+	c.reply, c.err = a.handleOnce(ctx, m, sender, now)
+	return c.reply, c.err
+}
+
+// expiry is when a message's reply may be forgotten: its ts + ttl (for
+// ttl = 0, ts + the clock skew it is accepted within), plus the skew.
+func (a *Agent) expiry(m *amp.Message) time.Time {
+	ttl := time.Duration(m.TTL) * time.Millisecond
+	if m.TTL == 0 {
+		ttl = a.cfg.MaxClockSkew
+	}
+	return time.UnixMilli(int64(m.TS)).Add(ttl + a.cfg.MaxClockSkew)
+}
+
+func (a *Agent) handleOnce(ctx context.Context, m *amp.Message, sender string, now time.Time) ([]byte, error) {
+	exp := a.expiry(m)
+	state, cached, err := a.replay.Lookup(sender, m.ID)
+	if err != nil {
+		a.log.Error("replay cache unavailable", "err", err, "from", sender, "id", m.ID.String())
+		return a.replyError(ctx, m, amp.NewError(amp.CodeUnavailable, "agent temporarily unavailable"))
+	}
+	switch state {
+	case resolver.ReplayDone:
+		a.log.Info("duplicate answered from the replay cache", "from", sender, "id", m.ID.String(), "typ", m.Type.Name())
+		return cached, nil
+	case resolver.ReplayInProgress:
+		// An earlier process began running this invocation's handler and
+		// stopped before it stored the reply: running it again could run
+		// it twice, so the outcome is reported as unknown, for good.
+		a.log.Warn("duplicate of an invocation whose outcome was lost", "from", sender, "id", m.ID.String())
+		e := amp.Named(amp.CodeInternalError, "outcome_unknown", "an earlier attempt of this message was interrupted; it is not run again")
+		e.Final = true
+		reply, err := a.replyError(ctx, m, e)
+		if err == nil {
+			err = a.replay.Complete(sender, m.ID, reply, exp)
+		}
+		return reply, err
+	}
+	start := time.Now()
+	typ, body, perr := a.dispatch(ctx, m)
+	var reply []byte
+	if perr != nil {
+		reply, err = a.replyError(ctx, m, perr)
+	} else {
+		reply, err = a.reply(ctx, m, typ, body)
+	}
+	if err != nil {
+		return nil, err
+	}
+	code := amp.Code(0)
+	if perr != nil {
+		code = amp.CodeOf(perr)
+	}
+	a.log.Info("message handled", "from", sender, "id", m.ID.String(), "typ", m.Type.Name(),
+		"encrypted", m.Encrypted(), "code", uint16(code), "duration", time.Since(start))
+	// A retryable refusal before anything ran is not kept: RFC 001 §16.3
+	// has the sender retry it with the same id, and it must then be
+	// evaluated again. Everything else is final for this id.
+	if perr != nil && code.Retryable() {
+		return reply, nil
+	}
+	if err := a.replay.Complete(sender, m.ID, reply, exp); err != nil {
+		// Without a stored reply a retry could run the handler again; an
+		// invocation's marker stays, so a retry is answered outcome_unknown.
+		a.log.Error("cannot store the reply in the replay cache", "err", err, "from", sender, "id", m.ID.String())
+		return nil, amp.NewError(amp.CodeUnavailable, "agent temporarily unavailable")
+	}
+	return reply, nil
+}
+
+// dispatch answers one authenticated message: the reply's type and body,
+// or an error for a signed ERROR reply.
+func (a *Agent) dispatch(ctx context.Context, m *amp.Message) (amp.Type, []byte, error) {
+	switch m.Type {
+	case amp.TypePing:
+		return amp.TypePong, nil, nil
+	case amp.TypeHello:
+		h, err := amp.DecodeHello(m.Body)
+		if err != nil {
+			return 0, nil, err
+		}
+		if sel, ok := amp.SelectVersion(h, []uint64{1}); ok {
+			body, err := amp.Marshal(amp.HelloAckBody{Selected: sel})
+			return amp.TypeHelloAck, body, err
+		}
+		body, err := amp.Marshal(amp.HelloRejectBody{Reason: "this agent speaks AMP major version 1 only"})
+		return amp.TypeHelloReject, body, err
+	case amp.TypeCapQuery:
+		return a.query(m)
+	case amp.TypeCapInvoke:
+		return a.invoke(ctx, m)
+	}
+	return 0, nil, amp.Named(amp.CodeUnknownType, "not_served", "this agent does not serve %s messages", m.Type.Name())
+}
+
+// reply builds and signs the reply to m (encrypted when m was).
+func (a *Agent) reply(ctx context.Context, m *amp.Message, typ amp.Type, body []byte) ([]byte, error) {
+	ttl := time.Duration(m.TTL) * time.Millisecond
+	if m.TTL == 0 {
+		ttl = -1 // answer a ttl = 0 message with ttl = 0
+	}
+	_, out, err := a.send.Seal(ctx, amp.Draft{Type: typ, To: amp.To(amp.BareDID(m.From)), TTL: ttl,
+		ReplyTo: m.ID[:], ThreadID: m.ThreadID, Body: body, Encrypt: m.Encrypted()})
+	if err != nil {
+		a.log.Error("cannot build a reply", "err", err, "to", m.From, "id", m.ID.String())
+		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot build the reply")
+	}
+	return out, nil
+}
+
+// replyError answers m with a signed ERROR.
+func (a *Agent) replyError(ctx context.Context, m *amp.Message, err error) ([]byte, error) {
+	body, merr := amp.Marshal(amp.ErrorBodyOf(err))
+	if merr != nil {
+		return nil, amp.Wrap(amp.CodeInternalError, merr, "cannot encode an error body")
+	}
+	return a.reply(ctx, m, amp.TypeError, body)
+}
+
+// rejectInvalid answers a message that failed validation. It is not
+// authenticated, so its reply is neither cached nor encrypted, and only
+// attributable messages get one.
+func (a *Agent) rejectInvalid(ctx context.Context, data []byte, verr error) ([]byte, error) {
+	in, err := a.recv.Limits().Inspect(data)
+	if err != nil || in.ID == "" || !amp.ValidDID(in.From) {
+		a.log.Info("unattributable message refused", "code", uint16(amp.CodeOf(verr)), "name", string(amp.NameOf(verr)))
+		if err != nil {
+			return nil, err
+		}
+		return nil, amp.Named(amp.CodeInvalidMessage, "unattributable", "message does not name its sender and id")
+	}
+	var id amp.ID
+	b, _ := hex.DecodeString(in.ID)
+	copy(id[:], b)
+	a.log.Info("message refused", "from", in.From, "id", in.ID, "code", uint16(amp.CodeOf(verr)), "name", string(amp.NameOf(verr)))
+	body, err := amp.Marshal(amp.ErrorBodyOf(verr))
+	if err != nil {
+		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot encode an error body")
+	}
+	_, out, err := a.send.Seal(ctx, amp.Draft{Type: amp.TypeError, To: amp.To(amp.BareDID(in.From)), ReplyTo: id[:], Body: body})
+	if err != nil {
+		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot build the reply")
+	}
+	return out, nil
+}
+
+// maybeSweep drops expired replay entries now and then, in the background.
+func (a *Agent) maybeSweep() {
+	now := a.cfg.Now()
+	next := a.nextSweep.Load()
+	if now.UnixNano() < next || !a.nextSweep.CompareAndSwap(next, now.Add(a.cfg.SweepEvery).UnixNano()) {
+		return
+	}
+	go func() {
+		if n, err := a.replay.Sweep(now); err != nil {
+			a.log.Warn("replay sweep failed", "err", err)
+		} else if n > 0 {
+			a.log.Debug("replay entries swept", "count", n)
+		}
+	}()
+}
+
+// Sweep deletes expired replay entries now.
+func (a *Agent) Sweep() (int, error) { return a.replay.Sweep(a.cfg.Now()) }
+
+func capabilitySortVersions(vs []capability.Version) {
+	sort.Slice(vs, func(i, j int) bool { return capability.OrderOldestFirst.CompareVersions(vs[i], vs[j]) < 0 })
+}

@@ -1,0 +1,305 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+)
+
+// Transport carries one message to the peer and returns its reply (the HTTP
+// binding is one; Loopback is another). An error is a failure to deliver
+// or to get an answer; a reply that is an AMP ERROR is not an error here.
+type Transport interface {
+	RoundTrip(ctx context.Context, msg []byte) ([]byte, error)
+}
+
+// TransportFunc adapts a function to Transport.
+type TransportFunc func(ctx context.Context, msg []byte) ([]byte, error)
+
+// RoundTrip calls f.
+func (f TransportFunc) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) { return f(ctx, msg) }
+
+// Loopback is a Transport into an Agent in the same process.
+func Loopback(a *Agent) Transport {
+	return TransportFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return a.Handle(ctx, msg) })
+}
+
+// Retry is the sender's retry policy (RFC 001 §16.3): a delivery failure, or
+// an ERROR reply marked retryable (5xxx), is retried with the SAME message
+// (same id, same signature), after min(Base * 2^attempt, Max) scaled by a
+// random factor in [0.5, 1) (jitter), at most MaxAttempts times in all. A
+// CAP_RESULT is final for its message id and is never retried: the
+// provider's replay cache would only repeat it.
+type Retry struct {
+	MaxAttempts int           // default 5
+	Base        time.Duration // default 1 s
+	Max         time.Duration // default 60 s
+	// Sleep waits d or until ctx ends; tests replace it. Default: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// Identity signs the requests.
+	Identity amp.Identity
+	// Peer is the provider's DID; its replies must come from it.
+	Peer string
+	// Transport carries the messages. Required.
+	Transport Transport
+	// DIDs resolves the peer's DID when it is not a did:key.
+	DIDs amp.DIDResolver
+	// Now and Rand are the clock and CSPRNG. Required.
+	Now  func() time.Time
+	Rand io.Reader
+	// TTL of requests (default 24 h).
+	TTL time.Duration
+	// Encrypt sends every request with authcrypt.
+	Encrypt bool
+	// Retry is the retry policy.
+	Retry Retry
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Limits caps replies.
+	Limits amp.Limits
+}
+
+// Client sends AMP requests to one provider and checks its replies.
+type Client struct {
+	cfg  ClientConfig
+	send *amp.Sender
+	recv *amp.Receiver
+	log  *slog.Logger
+}
+
+// NewClient checks cfg and returns a Client.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	switch {
+	case cfg.Transport == nil:
+		return nil, misconfigured("the client needs a transport")
+	case !amp.ValidDID(cfg.Peer):
+		return nil, misconfigured("the client needs the provider's did")
+	case cfg.Now == nil || cfg.Rand == nil:
+		return nil, misconfigured("the client needs a clock and randomness")
+	}
+	if cfg.Retry.MaxAttempts <= 0 {
+		cfg.Retry.MaxAttempts = 5
+	}
+	if cfg.Retry.Base <= 0 {
+		cfg.Retry.Base = time.Second
+	}
+	if cfg.Retry.Max <= 0 {
+		cfg.Retry.Max = 60 * time.Second
+	}
+	if cfg.Retry.Sleep == nil {
+		cfg.Retry.Sleep = func(ctx context.Context, d time.Duration) error {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = amp.DefaultTTL
+	}
+	c := &Client{cfg: cfg, log: cfg.Logger}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	shared := amp.NewSharedKeys(0)
+	var err error
+	if c.send, err = amp.NewSender(amp.SenderConfig{Identity: cfg.Identity, Rand: cfg.Rand, Now: cfg.Now, DIDs: cfg.DIDs, SharedKeys: shared}); err != nil {
+		return nil, err
+	}
+	var agree []*amp.AgreementKey
+	if cfg.Identity.Agreement != nil {
+		agree = []*amp.AgreementKey{cfg.Identity.Agreement}
+	}
+	if c.recv, err = amp.NewReceiver(amp.ReceiverConfig{Now: cfg.Now, DIDs: cfg.DIDs, AgreementKeys: agree, SharedKeys: shared, Limits: cfg.Limits}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Exchange is one request and its verified reply.
+type Exchange struct {
+	Request  *amp.Message
+	Reply    *amp.Message
+	Attempts int
+}
+
+// Do sends one request of type typ with body and returns the verified reply.
+// An ERROR reply is returned as its *amp.Error (after the retries it
+// allows), together with the exchange.
+func (c *Client) Do(ctx context.Context, typ amp.Type, body []byte) (*Exchange, error) {
+	req, msg, err := c.send.Seal(ctx, amp.Draft{Type: typ, To: amp.To(c.cfg.Peer), TTL: c.cfg.TTL, Body: body, Encrypt: c.cfg.Encrypt})
+	if err != nil {
+		return nil, err
+	}
+	return c.Send(ctx, req, msg)
+}
+
+// Send delivers an already sealed request (msg, the encoding of req) and
+// verifies the reply, retrying as Retry says.
+func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Exchange, error) {
+	ex := &Exchange{Request: req}
+	var lastErr error
+	for attempt := 0; attempt < c.cfg.Retry.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			if err := c.cfg.Retry.Sleep(ctx, c.backoff(attempt-1)); err != nil {
+				return ex, amp.Wrap(amp.CodeTimeout, err, "gave up retrying")
+			}
+		}
+		ex.Attempts = attempt + 1
+		raw, err := c.cfg.Transport.RoundTrip(ctx, msg)
+		if err != nil {
+			lastErr = err
+			if !amp.AsError(err).Code.Retryable() {
+				return ex, err
+			}
+			c.log.Warn("delivery failed; retrying with the same message", "id", req.ID.String(), "attempt", attempt+1, "err", err)
+			continue
+		}
+		reply, err := c.verify(ctx, raw, req)
+		if err != nil {
+			return ex, err
+		}
+		ex.Reply = reply
+		if reply.Type != amp.TypeError {
+			return ex, nil
+		}
+		eb, err := amp.DecodeError(reply.Body)
+		if err != nil {
+			return ex, err
+		}
+		lastErr = eb.AsError()
+		if eb.Retry == nil || !*eb.Retry {
+			return ex, lastErr
+		}
+		c.log.Warn("provider asked to retry; retrying with the same message", "id", req.ID.String(), "attempt", attempt+1, "code", uint16(eb.Code))
+	}
+	return ex, lastErr
+}
+
+// backoff is the wait before retry number n+1.
+func (c *Client) backoff(n int) time.Duration {
+	d := c.cfg.Retry.Base << n
+	if d <= 0 || d > c.cfg.Retry.Max {
+		d = c.cfg.Retry.Max
+	}
+	var b [8]byte
+	io.ReadFull(c.cfg.Rand, b[:])
+	frac := float64(binary.BigEndian.Uint64(b[:])>>11) / (1 << 53) // [0, 1)
+	return time.Duration(float64(d) * (0.5 + frac/2))
+}
+
+// verify checks a reply: a valid AMP message (signature against the
+// provider's key), from the provider, to us, correlated with the request.
+// A reply_to that does not match is 4001 (RFC 004 §9, A.12, A.13).
+func (c *Client) verify(ctx context.Context, raw []byte, req *amp.Message) (*amp.Message, error) {
+	reply, err := c.recv.Receive(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	if amp.BareDID(reply.From) != amp.BareDID(c.cfg.Peer) {
+		return nil, amp.Named(amp.CodeBadRequest, "wrong_sender", "the reply is not from the provider")
+	}
+	if !reply.To.Contains(c.cfg.Identity.DID) {
+		return nil, amp.Named(amp.CodeBadRequest, "wrong_recipient", "the reply is not addressed to this client")
+	}
+	if !bytes.Equal(reply.ReplyTo, req.ID[:]) {
+		return nil, amp.Named(amp.CodeBadRequest, "reply_mismatch", "the reply's reply_to is not the request's id")
+	}
+	return reply, nil
+}
+
+// expect checks the reply type.
+func expect(ex *Exchange, t amp.Type) error {
+	if ex.Reply.Type != t {
+		return amp.Named(amp.CodeBadRequest, "unexpected_reply", "expected %s, got %s", t.Name(), ex.Reply.Type.Name())
+	}
+	return nil
+}
+
+// Ping sends a PING and waits for the PONG.
+func (c *Client) Ping(ctx context.Context) error {
+	ex, err := c.Do(ctx, amp.TypePing, nil)
+	if err != nil {
+		return err
+	}
+	return expect(ex, amp.TypePong)
+}
+
+// Query sends one CAP_QUERY and returns the CAP_DECLARE.
+func (c *Client) Query(ctx context.Context, q capability.Query) (*capability.Declare, *Exchange, error) {
+	body, err := q.Encode()
+	if err != nil {
+		return nil, nil, err
+	}
+	ex, err := c.Do(ctx, amp.TypeCapQuery, body)
+	if err != nil {
+		return nil, ex, err
+	}
+	if err := expect(ex, amp.TypeCapDeclare); err != nil {
+		return nil, ex, err
+	}
+	d, err := capability.DecodeDeclare(ex.Reply.Body)
+	if err != nil {
+		return nil, ex, err
+	}
+	return &d, ex, nil
+}
+
+// maxPages bounds QueryAll.
+const maxPages = 10_000
+
+// QueryAll follows the cursors of a query to its last page and returns
+// every descriptor, in the provider's order.
+func (c *Client) QueryAll(ctx context.Context, q capability.Query) ([]capability.Descriptor, error) {
+	var out []capability.Descriptor
+	for page := 0; page < maxPages; page++ {
+		d, _, err := c.Query(ctx, q)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, d.Capabilities...)
+		if d.NextCursor == "" {
+			return out, nil
+		}
+		q.Cursor = d.NextCursor
+	}
+	return out, amp.Named(amp.CodeBadRequest, "too_many_pages", "the provider returned more than %d pages", maxPages)
+}
+
+// Invoke sends a CAP_INVOKE and returns the CAP_RESULT. A result with
+// status "error" is returned together with its error.
+func (c *Client) Invoke(ctx context.Context, inv capability.Invoke) (*capability.Result, *Exchange, error) {
+	body, err := inv.Encode()
+	if err != nil {
+		return nil, nil, err
+	}
+	ex, err := c.Do(ctx, amp.TypeCapInvoke, body)
+	if err != nil {
+		return nil, ex, err
+	}
+	if err := expect(ex, amp.TypeCapResult); err != nil {
+		return nil, ex, err
+	}
+	r, err := capability.DecodeResult(ex.Reply.Body)
+	if err != nil {
+		return nil, ex, err
+	}
+	if r.Status == capability.StatusError && r.Error != nil {
+		return &r, ex, r.Error.AsError()
+	}
+	return &r, ex, nil
+}

@@ -1,0 +1,62 @@
+// Package agent is the embedded AMP agent runtime: give it an identity,
+// the local registry and a policy, register handlers, hand it message
+// bytes, get signed reply bytes back.
+//
+//	a, err := agent.New(agent.Config{
+//		Identity: id,                       // did:key, or a did:web documented in the store
+//		Store:    store,                    // *resolver.Store: schemas, DIDs, replay cache
+//		Policy:   agent.Rules{{Caller: "*", Prefix: "org.example"}},
+//		Handlers: map[string]agent.Handler{"org.example.translate.text:2.1.0": translate},
+//		Now:      time.Now, Rand: rand.Reader, Logger: logger,
+//	})
+//	reply, err := a.Handle(ctx, requestBytes)
+//
+// # Pipeline
+//
+// Handle validates the message with amp (shape, version, type, fields,
+// time, sender keys, decryption, signature), answers a duplicate from the
+// replay cache, then dispatches by type: PING (PONG), HELLO (HELLO_ACK or
+// HELLO_REJECT), CAP_QUERY (CAP_DECLARE, paged) and CAP_INVOKE (CAP_RESULT);
+// anything else is ERROR 1005. Every reply is signed by the agent, addressed
+// to the sender, carries reply_to = the request's id, and is encrypted when
+// the request was (DESIGN §7 invariant 6).
+//
+// CAP_INVOKE is checked in the order of RFC 004 §7.2: body shape (4001),
+// coarse policy (3001), capability identity (4002), capability policy
+// (3001), version and negotiation (4003), input schema (4004), and a caller
+// who may not use a capability gets the same 3001 whether it exists or not.
+// Schemas come only from the registry, hash-verified, compiled offline; any
+// doubt is 5002 and nothing is validated against unverified bytes (DESIGN §7
+// invariants 1 and 2). An accepted invocation gets exactly one terminal
+// CAP_RESULT (invariant 5): the handler's result, validated against the
+// output schema, or an error (5001 for a handler failure or an invalid
+// result, 5003 for a timeout, 5002 when the output schema is unavailable).
+//
+// # Idempotency
+//
+// The reply to (sender, message id) is kept in the replay cache for the
+// message's ttl (RFC 001 §8.4, §16.2): a duplicate, concurrent or after a
+// restart, gets the byte-identical reply, and a handler never runs twice
+// (invariant 4). Before a handler runs, an in-progress marker is written
+// durably; if the process dies before the reply is stored, a retry of that
+// message gets a final 5001 "outcome unknown" instead of a second execution.
+// Retryable refusals before anything ran (5xxx) are not kept, so that a
+// retry with the same id (RFC 001 §16.3) is evaluated again. The store's
+// cache group-commits: concurrent callers share one fsync.
+//
+// # Paging
+//
+// CAP_DECLARE carries next_cursor (ERRATA) when more pages exist. Cursors
+// are opaque, HMAC-protected, bound to the caller, the filter and the
+// order, and expire; anything else is 4001. Paging is keyset paging: no
+// duplicates or skips within an unchanged registry; across an import or
+// removal the next page continues after the same position (see query.go).
+//
+// # Client
+//
+// Client builds, signs (optionally encrypts) and sends CAP_QUERY and
+// CAP_INVOKE over a Transport, verifies each reply (signature against the
+// provider's key, sender, recipient, reply_to: a mismatch is 4001, RFC 004
+// A.12/A.13), and retries delivery failures and retryable ERRORs with the
+// same message, with exponential backoff and jitter (RFC 001 §16.3).
+package agent

@@ -1,0 +1,201 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// invoke answers a CAP_INVOKE. The checks run in exactly the order of
+// RFC 004 §7.2; a failure before execution is an ERROR reply:
+//
+//  1. body shape and required fields                     → 1001 / 4001
+//  2. coarse policy on the caller                        → 3001
+//  3. capability identity (name, legacy type)            → 4002
+//     (a caller who could not use the name anyway gets 3001: existence
+//     is never revealed to an unauthorized caller, A.9)
+//  4. capability-scoped policy                           → 3001
+//  5. version: exact, or negotiated (§6.3)               → 4003
+//  6. input schema, from verified bytes only             → 5002 / 4004
+//
+// Then the handler runs with the request's timeout_ms (bounded by
+// MaxTimeout), and exactly one terminal CAP_RESULT answers: success with
+// the result, or error: the handler's failure (5001, or the code of an
+// *amp.Error it returns), a timeout (5003), a result that violates the
+// output schema (5001, logged), an output schema that cannot be resolved
+// (5002).
+func (a *Agent) invoke(ctx context.Context, m *amp.Message) (amp.Type, []byte, error) {
+	// 1.
+	inv, err := capability.DecodeInvoke(m.Body)
+	if err != nil {
+		return 0, nil, err
+	}
+	caller := amp.BareDID(m.From)
+	// 2.
+	if !a.cfg.Policy.AllowCaller(caller) {
+		return 0, nil, unauthorized()
+	}
+	cat, err := a.reg.Catalog()
+	if err != nil {
+		a.log.Error("catalog unavailable", "err", err)
+		return 0, nil, unavailable()
+	}
+	// 3.
+	name := inv.ID.Name
+	if !inv.ByID() {
+		if name, err = a.resolveName(cat, inv.Capability, inv.Type); err != nil {
+			if amp.CodeOf(err) == amp.CodeCapabilityNotFound {
+				return 0, nil, amp.Named(amp.CodeCapabilityNotFound, "capability_not_found", "no such capability")
+			}
+			return 0, nil, err
+		}
+	}
+	versions := a.byName[name]
+	if len(versions) == 0 {
+		if !a.cfg.Policy.AllowCapability(caller, name) {
+			return 0, nil, unauthorized()
+		}
+		return 0, nil, amp.Named(amp.CodeCapabilityNotFound, "capability_not_found", "no such capability")
+	}
+	// 4.
+	if !a.cfg.Policy.AllowCapability(caller, name) {
+		return 0, nil, unauthorized()
+	}
+	// 5.
+	var id capability.ID
+	switch {
+	case inv.ByID():
+		id, err = capability.MatchExact(name, inv.ID.Version, versions)
+	case inv.Negotiate != nil:
+		id, err = capability.Negotiate(name, *inv.Negotiate, versions)
+	default:
+		id, err = capability.MatchExact(name, inv.Version, versions)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	entry, ok := cat.Lookup(id)
+	if !ok {
+		// Configured, but its bundle is gone: fail closed.
+		a.log.Error("capability configured but not in the registry", "capability", id.String())
+		return 0, nil, unavailable()
+	}
+	// 6.
+	inSchema, err := a.reg.Schema(entry.Descriptor.InputSchema)
+	if err != nil {
+		a.log.Error("input schema unavailable", "capability", id.String(), "err", err)
+		return 0, nil, unavailable()
+	}
+	params, err := offlineschema.ValueFromCBOR(inv.Params)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := inSchema.Validate(params); err != nil {
+		return 0, nil, err
+	}
+	// Accepted: from here on, exactly one CAP_RESULT. First record,
+	// durably, that the handler is about to run (DESIGN §7 invariant 4).
+	switch state, _, err := a.replay.Begin(caller, m.ID, a.expiry(m)); {
+	case err != nil:
+		a.log.Error("replay cache unavailable", "err", err)
+		return 0, nil, amp.NewError(amp.CodeUnavailable, "agent temporarily unavailable")
+	case state != resolver.ReplayNew:
+		// Another process wrote this id meanwhile: never run twice.
+		return 0, nil, amp.Named(amp.CodeInternalError, "outcome_unknown", "this message is already being processed")
+	}
+	timeout := a.cfg.DefaultTimeout
+	if inv.TimeoutMS != nil {
+		timeout = time.Duration(*inv.TimeoutMS) * time.Millisecond
+		if timeout <= 0 || timeout > a.cfg.MaxTimeout {
+			timeout = a.cfg.MaxTimeout
+		}
+	}
+	res := a.execute(ctx, caller, id, entry, params, timeout)
+	body, err := res.Encode()
+	if err != nil {
+		a.log.Error("cannot encode a result", "capability", id.String(), "err", err)
+		body, err = capability.NewErrorResult(amp.NewError(amp.CodeInternalError, "internal error")).Encode()
+		if err != nil {
+			return 0, nil, amp.Wrap(amp.CodeInternalError, err, "cannot encode a result")
+		}
+	}
+	return amp.TypeCapResult, body, nil
+}
+
+// execute runs the handler and checks its result; it always returns a
+// terminal result.
+func (a *Agent) execute(ctx context.Context, caller string, id capability.ID, entry resolver.Entry, params any, timeout time.Duration) capability.Result {
+	out, err := a.runHandler(ctx, caller, id, params, timeout)
+	if err != nil {
+		return capability.NewErrorResult(err)
+	}
+	outSchema, err := a.reg.Schema(entry.Descriptor.OutputSchema)
+	if err != nil {
+		a.log.Error("output schema unavailable", "capability", id.String(), "err", err)
+		return capability.NewErrorResult(unavailable())
+	}
+	enc, err := offlineschema.ToCBOR(out)
+	if err == nil {
+		var model any
+		if model, err = offlineschema.ValueFromCBOR(enc); err == nil {
+			err = outSchema.Validate(model)
+		}
+	}
+	if err != nil {
+		a.log.Error("handler result does not match the output schema", "capability", id.String(), "err", err,
+			"details", fmt.Sprint(amp.AsError(err).Details))
+		return capability.NewErrorResult(amp.Named(amp.CodeInternalError, "invalid_result", "the capability produced an invalid result"))
+	}
+	return capability.Result{Status: capability.StatusSuccess, Result: enc}
+}
+
+// runHandler runs the handler with a deadline, turning a panic into 5001
+// and the deadline into 5003. A handler that ignores its context keeps
+// running in the background after the timeout, but its result is dropped.
+func (a *Agent) runHandler(ctx context.Context, caller string, id capability.ID, params any, timeout time.Duration) (any, error) {
+	h := a.handlers[id]
+	hctx, cancel := context.WithTimeout(context.WithValue(ctx, callerKey{}, caller), timeout)
+	defer cancel()
+	type outcome struct {
+		v   any
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				a.log.Error("handler panicked", "capability", id.String(), "panic", fmt.Sprint(p))
+				done <- outcome{err: amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")}
+			}
+		}()
+		v, err := h(hctx, params)
+		done <- outcome{v, err}
+	}()
+	select {
+	case o := <-done:
+		if o.err == nil {
+			return o.v, nil
+		}
+		if errors.Is(o.err, context.DeadlineExceeded) && hctx.Err() != nil {
+			return nil, amp.Named(amp.CodeTimeout, "timeout", "the capability did not finish in time")
+		}
+		var ae *amp.Error
+		if errors.As(o.err, &ae) && ae.Code != 0 {
+			return nil, ae
+		}
+		a.log.Warn("handler failed", "capability", id.String(), "err", o.err)
+		return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
+	case <-hctx.Done():
+		if ctx.Err() != nil && !errors.Is(hctx.Err(), context.DeadlineExceeded) {
+			return nil, amp.Named(amp.CodeUnavailable, "canceled", "the invocation was canceled")
+		}
+		a.log.Warn("handler timed out", "capability", id.String(), "timeout", timeout)
+		return nil, amp.Named(amp.CodeTimeout, "timeout", "the capability did not finish in time")
+	}
+}
