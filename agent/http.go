@@ -1,0 +1,262 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// The HTTP binding (transport-notes.md, from the RFC 002 draft).
+const (
+	// MessagesPath is where AMP messages are POSTed.
+	MessagesPath = "/amp/v1/messages"
+	// HealthPath answers GET with the agent's status.
+	HealthPath = "/healthz"
+	// ContentType of requests and replies.
+	ContentType = "application/cbor"
+	// TransportVersionHeader carries the binding version ("1").
+	TransportVersionHeader = "X-AMP-Transport-Version"
+	// DefaultMaxBody is the agent endpoint limit of transport-notes.md.
+	DefaultMaxBody = 16 << 20
+)
+
+// HTTPOptions configures the HTTP binding.
+type HTTPOptions struct {
+	// MaxBody caps a request body (default 16 MiB; at least 1 MiB is
+	// required by the binding). A larger body is 413 and is not read.
+	MaxBody int64
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Health adds fields to the GET /healthz answer.
+	Health func() map[string]any
+}
+
+// NewHTTPHandler serves a on the HTTP binding:
+//
+//	POST /amp/v1/messages  one AMP message (application/cbor) -> 200 with the
+//	                       signed reply (application/cbor)
+//	GET  /healthz          200 {"status":"ok","did":...}
+//
+// A body over MaxBody is 413 (refused from Content-Length before it is
+// read, and cut off while reading otherwise). Bytes that cannot be decoded
+// into an attributable message are 400 with a CBOR error body (code 1001);
+// an unsupported X-AMP-Transport-Version is 400 (1004); a Content-Type other
+// than application/cbor is 415; anything but POST is 405; other paths 404.
+// Transport success is not application success: refusals of attributable
+// messages are signed ERROR messages in a 200.
+func NewHTTPHandler(a *Agent, opts HTTPOptions) http.Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(MessagesPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(TransportVersionHeader, "1")
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			httpError(w, http.StatusMethodNotAllowed, amp.NewError(amp.CodeInvalidMessage, "only POST is accepted here"))
+			return
+		}
+		if v := r.Header.Get(TransportVersionHeader); v != "" && v != "1" {
+			httpError(w, http.StatusBadRequest, amp.NewError(amp.CodeUnsupportedVersion, "this agent speaks transport version 1 only"))
+			return
+		}
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, ContentType) {
+			httpError(w, http.StatusUnsupportedMediaType, amp.NewError(amp.CodeInvalidMessage, "content type must be application/cbor"))
+			return
+		}
+		if r.ContentLength > opts.MaxBody {
+			log.Info("request refused: body over the limit", "remote", r.RemoteAddr, "length", r.ContentLength)
+			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, opts.MaxBody))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
+				return
+			}
+			httpError(w, http.StatusBadRequest, amp.NewError(amp.CodeInvalidMessage, "cannot read the request body"))
+			return
+		}
+		reply, err := a.Handle(r.Context(), body)
+		if err != nil {
+			status := http.StatusBadRequest
+			switch amp.CodeOf(err) {
+			case amp.CodeInvalidMessage, amp.CodeUnsupportedVersion, amp.CodeUnknownType, amp.CodeInvalidTimestamp, amp.CodeInvalidSignature:
+			case amp.CodeUnauthorized:
+				status = http.StatusForbidden
+			case amp.CodeUnavailable, amp.CodeOverloaded, amp.CodeTimeout:
+				status = http.StatusServiceUnavailable
+			default:
+				status = http.StatusInternalServerError
+			}
+			httpError(w, status, err)
+			return
+		}
+		w.Header().Set("Content-Type", ContentType)
+		w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(reply)
+	})
+	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		doc := map[string]any{"status": "ok", "did": a.DID()}
+		if opts.Health != nil {
+			for k, v := range opts.Health() {
+				doc[k] = v
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(doc)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		httpError(w, http.StatusNotFound, amp.NewError(amp.CodeEndpointUnreachable, "no such route"))
+	})
+	return mux
+}
+
+// httpError answers with an unsigned CBOR error body (RFC 001 error-body):
+// for failures that cannot be attributed to a sender, so no signed ERROR
+// can be addressed.
+func httpError(w http.ResponseWriter, status int, err error) {
+	body, merr := amp.Marshal(amp.ErrorBodyOf(err))
+	if merr != nil {
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
+	w.Header().Set("Content-Type", ContentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// NewHTTPServer returns an http.Server for h with timeouts on headers,
+// reads, writes and idle connections. writeTimeout must exceed the longest
+// invocation (Config.MaxTimeout).
+func NewHTTPServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *http.Server {
+	if writeTimeout <= 0 {
+		writeTimeout = 90 * time.Second
+	}
+	s := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	if log != nil {
+		s.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	}
+	return s
+}
+
+// HTTPTransport is the client side of the HTTP binding: it POSTs each
+// message to BaseURL + /amp/v1/messages and returns the reply, reusing
+// connections.
+type HTTPTransport struct {
+	url    string
+	client *http.Client
+	max    int64
+}
+
+// NewHTTPTransport returns a transport to the agent at baseURL
+// ("http://127.0.0.1:8080"). maxConns bounds idle connections kept per host
+// (default 64: above the usual client concurrency, so connections are
+// reused, FACTS.md). Replies over 16 MiB are refused.
+func NewHTTPTransport(baseURL string, maxConns int) (*HTTPTransport, error) {
+	baseURL = strings.TrimRight(baseURL, "/")
+	if !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") {
+		return nil, misconfigured("the agent url must start with http:// or https://")
+	}
+	if maxConns <= 0 {
+		maxConns = 64
+	}
+	tr := &http.Transport{
+		Proxy:                 nil, // never through a proxy: an air-gapped site has none to trust
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          maxConns,
+		MaxIdleConnsPerHost:   maxConns,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 0, // invocations take their time; the context bounds them
+		ForceAttemptHTTP2:     true,
+	}
+	return &HTTPTransport{url: baseURL + MessagesPath, client: &http.Client{Transport: tr}, max: DefaultMaxBody}, nil
+}
+
+// RoundTrip implements Transport. Delivery failures are 2002 (retryable);
+// a 413 or 400 is the agent refusing the bytes (1001, with its CBOR error
+// body when it sent one); 429 and 503 are 2003 (retryable); 5xx is 5001.
+func (t *HTTPTransport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(msg))
+	if err != nil {
+		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "cannot build the request")
+	}
+	req.Header.Set("Content-Type", ContentType)
+	req.Header.Set("Accept", ContentType)
+	req.Header.Set(TransportVersionHeader, "1")
+	resp, err := t.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, amp.Wrap(amp.CodeTimeout, err, "no reply in time")
+		}
+		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "cannot reach the agent")
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, t.max+1))
+	if err != nil {
+		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "the reply was cut off")
+	}
+	if int64(len(body)) > t.max {
+		return nil, amp.NewError(amp.CodeInvalidMessage, "the reply is larger than %d bytes", t.max)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return body, nil
+	}
+	// A CBOR error body, when the agent sent one, says what went wrong.
+	var peerErr *amp.Error
+	if eb, err := amp.DecodeError(body); err == nil {
+		peerErr = eb.AsError()
+	}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+		return nil, amp.NewError(amp.CodeRelayRejected, "the agent is busy or unavailable (http %d)", resp.StatusCode)
+	case peerErr != nil:
+		return nil, peerErr
+	case resp.StatusCode == http.StatusRequestEntityTooLarge:
+		return nil, amp.NewError(amp.CodeInvalidMessage, "the message is too large for the agent")
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, amp.NewError(amp.CodeEndpointUnreachable, "no amp endpoint at this url (http 404)")
+	case resp.StatusCode >= 500:
+		return nil, amp.NewError(amp.CodeInternalError, "the agent failed (http %d)", resp.StatusCode)
+	}
+	return nil, amp.NewError(amp.CodeInvalidMessage, "the agent refused the message (http %d)", resp.StatusCode)
+}
+
+// Close closes idle connections.
+func (t *HTTPTransport) Close() { t.client.CloseIdleConnections() }
+
+// String describes the transport.
+func (t *HTTPTransport) String() string { return fmt.Sprintf("http %s", t.url) }

@@ -1,0 +1,283 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+)
+
+// serveHTTP starts the agent of e on a loopback port and returns its URL.
+func serveHTTP(t *testing.T, e *env, opts HTTPOptions) (string, *http.Server) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewHTTPServer(NewHTTPHandler(e.agent, opts), 10*time.Second, nil)
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String(), srv
+}
+
+func httpClient(t *testing.T, e *env, url string, id amp.Identity, encrypt bool) *Client {
+	t.Helper()
+	tr, err := NewHTTPTransport(url, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClient(ClientConfig{Identity: id, Peer: e.provider.DID, Transport: tr, Now: e.clock.Now, Rand: rand.Reader,
+		Encrypt: encrypt, Retry: Retry{Sleep: func(context.Context, time.Duration) error { return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestHTTPTwoAgents: agent A's handler invokes agent B over HTTP; a caller
+// invokes A over HTTP; plain and encrypted.
+func TestHTTPTwoAgents(t *testing.T) {
+	b := newEnv(t)
+	urlB, _ := serveHTTP(t, b, HTTPOptions{})
+	for _, encrypt := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "encrypted"}[encrypt], func(t *testing.T) {
+			var a *env
+			a = newEnv(t, withHandler("org.agentries.translate:1.0.0", func(ctx context.Context, p any) (any, error) {
+				// A calls B with its own identity; B's policy must allow A.
+				tr, _ := NewHTTPTransport(urlB, 2)
+				c, err := NewClient(ClientConfig{Identity: a.provider, Peer: b.provider.DID, Transport: tr, Now: a.clock.Now, Rand: rand.Reader, Encrypt: encrypt})
+				if err != nil {
+					return nil, err
+				}
+				id, _ := capability.ParseID("org.agentries.code-review:2.1.0")
+				params, _ := amp.Marshal(goodParams)
+				r, _, err := c.Invoke(ctx, capability.Invoke{ID: id, Params: params})
+				if err != nil {
+					return nil, err
+				}
+				var out map[string]any
+				amp.Unmarshal(r.Result, &out)
+				return map[string]any{"via": "A", "b_version": out["version"]}, nil
+			}))
+			// B trusts A as a caller.
+			b.agent.cfg.Policy = append(b.agent.cfg.Policy.(Rules), Rule{Caller: a.provider.DID, Prefix: "org.agentries"})
+			urlA, _ := serveHTTP(t, a, HTTPOptions{})
+			c := httpClient(t, a, urlA, a.caller, encrypt)
+			id, _ := capability.ParseID("org.agentries.translate:1.0.0")
+			params, _ := amp.Marshal(map[string]any{"x": 1})
+			r, ex, err := c.Invoke(context.Background(), capability.Invoke{ID: id, Params: params})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out map[string]any
+			amp.Unmarshal(r.Result, &out)
+			if out["b_version"] != "org.agentries.code-review:2.1.0" || ex.Reply.Encrypted() != encrypt {
+				t.Fatalf("result %v, encrypted reply %v", out, ex.Reply.Encrypted())
+			}
+		})
+	}
+}
+
+func TestHTTPPagingAndReplay(t *testing.T) {
+	e := newEnv(t)
+	url, _ := serveHTTP(t, e, HTTPOptions{})
+	c := httpClient(t, e, url, e.caller, false)
+	limit := uint64(2)
+	q := capability.Query{Filter: capability.Filter{Capability: "org.agentries.paging"}, Limit: &limit}
+	pages := 0
+	seen := map[string]bool{}
+	for {
+		d, _, err := c.Query(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, desc := range d.Capabilities {
+			if seen[desc.ID().String()] {
+				t.Fatalf("duplicate %s across pages", desc.ID())
+			}
+			seen[desc.ID().String()] = true
+		}
+		if d.NextCursor == "" {
+			break
+		}
+		q.Cursor = d.NextCursor
+	}
+	if pages != 3 || len(seen) != 5 {
+		t.Fatalf("%d pages, %d descriptors", pages, len(seen))
+	}
+	// Replay over HTTP: the same bytes twice, the same reply twice.
+	_, msg := e.seal(e.caller, amp.TypeCapInvoke, invokeBody(t, "org.agentries.code-review:2.1.0", goodParams))
+	var replies [][]byte
+	for i := 0; i < 2; i++ {
+		resp, err := http.Post(url+MessagesPath, ContentType, bytes.NewReader(msg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != ContentType {
+			t.Fatalf("status %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		replies = append(replies, body)
+	}
+	if !bytes.Equal(replies[0], replies[1]) || e.count("org.agentries.code-review:2.1.0").Load() != 1 {
+		t.Fatal("a replay over http was not answered byte-identically, or ran the handler twice")
+	}
+}
+
+// TestHTTPStatuses: 413 without reading, 400 with a CBOR 1001 body, 405,
+// 415, 404, healthz.
+func TestHTTPStatuses(t *testing.T) {
+	e := newEnv(t)
+	url, _ := serveHTTP(t, e, HTTPOptions{MaxBody: 1 << 20})
+	post := func(body io.Reader, ct string, length int64) (*http.Response, []byte) {
+		req, _ := http.NewRequest(http.MethodPost, url+MessagesPath, body)
+		req.Header.Set("Content-Type", ct)
+		if length >= 0 {
+			req.ContentLength = length
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	// 413 from Content-Length: the body is never sent in full.
+	var sent atomic.Int64
+	big := &countingReader{n: 64 << 20, sent: &sent}
+	resp, body := post(big, ContentType, 64<<20)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized: %d", resp.StatusCode)
+	}
+	if sent.Load() > 8<<20 {
+		t.Fatalf("the server read %d bytes of a refused body", sent.Load())
+	}
+	if eb, err := amp.DecodeError(body); err != nil || eb.Code != amp.CodeInvalidMessage {
+		t.Fatalf("413 body: %v %v", eb, err)
+	}
+	// 413 for a streamed body without Content-Length.
+	resp, _ = post(io.LimitReader(&countingReader{n: 2 << 20, sent: new(atomic.Int64)}, 2<<20), ContentType, -1)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("chunked oversized: %d", resp.StatusCode)
+	}
+	// 400: bytes that name no sender.
+	resp, body = post(strings.NewReader("not cbor at all"), ContentType, -1)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("garbage: %d", resp.StatusCode)
+	}
+	if eb, err := amp.DecodeError(body); err != nil || eb.Code != amp.CodeInvalidMessage {
+		t.Fatalf("400 body: %v %v", eb, err)
+	}
+	resp, _ = post(strings.NewReader("{}"), "application/json", -1)
+	if resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("json: %d", resp.StatusCode)
+	}
+	for path, want := range map[string]int{MessagesPath: 405, "/nope": 404} {
+		r, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != want {
+			t.Fatalf("GET %s: %d", path, r.StatusCode)
+		}
+	}
+	r, err := http.Get(url + HealthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]any
+	json.NewDecoder(r.Body).Decode(&h)
+	r.Body.Close()
+	if h["status"] != "ok" || h["did"] != e.provider.DID {
+		t.Fatalf("healthz %v", h)
+	}
+	// An attributable but invalid message is a signed ERROR in a 200.
+	req, msg := e.seal(e.caller, amp.TypePing, nil)
+	bad := bytes.Replace(msg, req.Sig, make([]byte, 64), 1)
+	resp, body = post(bytes.NewReader(bad), ContentType, -1)
+	if resp.StatusCode != 200 || errorOf(t, e.receive(e.caller, body)).Code != amp.CodeInvalidSignature {
+		t.Fatalf("forged message: %d", resp.StatusCode)
+	}
+}
+
+type countingReader struct {
+	n    int64
+	sent *atomic.Int64
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.n {
+		p = p[:r.n]
+	}
+	for i := range p {
+		p[i] = 0xa1
+	}
+	r.n -= int64(len(p))
+	r.sent.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// TestHTTPShutdownFinishesInFlight: a graceful shutdown lets an in-flight
+// invocation finish and answer.
+func TestHTTPShutdownFinishesInFlight(t *testing.T) {
+	started := make(chan struct{})
+	e := newEnv(t, withHandler("org.agentries.code-review:2.1.0", func(ctx context.Context, p any) (any, error) {
+		close(started)
+		time.Sleep(300 * time.Millisecond)
+		return map[string]any{"issues": []any{}, "version": "finished"}, nil
+	}))
+	url, srv := serveHTTP(t, e, HTTPOptions{})
+	c := httpClient(t, e, url, e.caller, false)
+	done := make(chan error, 1)
+	go func() {
+		id, _ := capability.ParseID("org.agentries.code-review:2.1.0")
+		p, _ := amp.Marshal(goodParams)
+		r, _, err := c.Invoke(context.Background(), capability.Invoke{ID: id, Params: p})
+		if err == nil && r.Status != capability.StatusSuccess {
+			err = errors.New("not a success")
+		}
+		done <- err
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the in-flight invocation did not complete: %v", err)
+	}
+	// After shutdown, nothing is served.
+	if _, err := http.Get(url + HealthPath); err == nil {
+		t.Fatal("the server still answers after shutdown")
+	}
+}
+
+func TestHTTPTransportErrors(t *testing.T) {
+	if _, err := NewHTTPTransport("ftp://x", 0); err == nil {
+		t.Fatal("ftp url accepted")
+	}
+	tr, _ := NewHTTPTransport("http://127.0.0.1:1", 1)
+	_, err := tr.RoundTrip(context.Background(), []byte{0xf6})
+	if !errors.Is(err, amp.CodeEndpointUnreachable) {
+		t.Fatalf("closed port: %v", err)
+	}
+}
