@@ -1,5 +1,6 @@
-// Command ampagent is the AMP agent tool: identities, message inspection and
-// verification, and (in later commands) the agent daemon and its client.
+// Command ampagent is the AMP agent tool: the agent daemon (serve), its
+// client (query, invoke), identities (keygen), message inspection and
+// verification (msg), and a self-contained demo of the whole job (demo).
 //
 // See docs/CLI.md for every command, flag and exit code.
 package main
@@ -25,8 +26,12 @@ func run(ctx context.Context, env *cliutil.Env, args []string) int {
 func newApp(env *cliutil.Env) *cli.App {
 	return &cli.App{
 		Name:  "ampagent",
-		Usage: "AMP agent: identities, message inspection and verification",
+		Usage: "AMP agent: serve capabilities from a local registry, query and invoke agents",
 		Commands: []*cli.Command{
+			demoCommand(env),
+			serveCommand(env),
+			queryCommand(env),
+			invokeCommand(env),
 			keygenCommand(env),
 			msgCommand(env),
 		},
