@@ -1,0 +1,578 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// SocketPath is the default socket of the store at db.
+func SocketPath(db string) string { return db + ".admin.sock" }
+
+// maxUpload bounds an uploaded bundle (the store's own caps bound each
+// artifact; this bounds the request).
+const maxUpload = 8 << 30
+
+// errorDoc is the error document of the socket (and of the CLI contract).
+type errorDoc struct {
+	Error struct {
+		Code    string `json:"code"`
+		AMPCode uint16 `json:"amp_code,omitempty"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	e := amp.AsError(err)
+	var doc errorDoc
+	doc.Error.Code, doc.Error.AMPCode, doc.Error.Message = string(amp.NameOf(e)), uint16(e.Code), e.Message
+	status := http.StatusBadRequest
+	switch {
+	case e.Code == amp.CodeInternalError || errors.Is(err, resolver.ErrStoreIO):
+		status = http.StatusInternalServerError
+	case errors.Is(err, resolver.ErrUnknownBundle) || errors.Is(err, resolver.ErrUnknownTrust):
+		status = http.StatusNotFound
+	}
+	writeJSON(w, status, doc)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// TrustKey is a trusted key on the socket (the key as a did:key).
+type TrustKey struct {
+	Name    string   `json:"name"`
+	Key     string   `json:"key"`
+	Scopes  []string `json:"scopes"`
+	AddedAt string   `json:"added_at"`
+}
+
+// Catalog is resolver.Catalog on the socket.
+type Catalog struct {
+	Generation uint64            `json:"generation"`
+	Entries    []CatalogEntry    `json:"entries"`
+	Aliases    map[string]string `json:"aliases"`
+}
+
+// CatalogEntry is one installed descriptor.
+type CatalogEntry struct {
+	BundleID   string                `json:"bundle_id"`
+	Descriptor capability.Descriptor `json:"descriptor"`
+}
+
+// resolveRequest is the body of /v1/resolve: the local locator and hash of
+// a schema reference (a uri is never used, so it is not sent).
+type resolveRequest struct {
+	BundleID    string `json:"bundle_id"`
+	ArtifactKey string `json:"artifact_key"`
+	HashAlg     string `json:"hash_alg"`
+	Hash        string `json:"hash"`
+}
+
+type auditDoc struct {
+	Entries  []resolver.AuditEntry `json:"entries"`
+	Head     string                `json:"head"`
+	Verified bool                  `json:"verified"`
+	Error    *errorDoc             `json:"error,omitempty"`
+}
+
+// NewHandler serves the admin API over s.
+func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	post := func(path string, fn func(w http.ResponseWriter, r *http.Request) (any, error)) {
+		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+			v, err := fn(w, r)
+			if err != nil {
+				log.Warn("admin request failed", "path", path, "err", err)
+				writeError(w, err)
+				return
+			}
+			if v != nil {
+				writeJSON(w, http.StatusOK, v)
+			}
+		})
+	}
+	get := func(path string, fn func(w http.ResponseWriter, r *http.Request) (any, error)) {
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+			v, err := fn(w, r)
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			if v != nil {
+				writeJSON(w, http.StatusOK, v)
+			}
+		})
+	}
+	decodeBody := func(r *http.Request, v any) error {
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			return amp.Named(0, "bad_request", "the request body is not the expected json")
+		}
+		return nil
+	}
+	post("/v1/import", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		res, err := s.Import(r.Context(), http.MaxBytesReader(w, r.Body, maxUpload), resolver.ImportOptions{AllowDowngrade: r.URL.Query().Get("allow_downgrade") == "1"})
+		if err == nil {
+			log.Info("bundle imported through the admin socket", "bundle_id", res.BundleID, "version", res.Version,
+				"previous", res.PreviousVersion, "downgrade", res.Downgrade, "unchanged", res.Unchanged)
+		}
+		return res, err
+	})
+	post("/v1/remove", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		var req struct {
+			BundleID string `json:"bundle_id"`
+		}
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+		v, err := s.Remove(req.BundleID)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("bundle removed through the admin socket", "bundle_id", req.BundleID, "version", v)
+		return map[string]any{"bundle_id": req.BundleID, "version": v}, nil
+	})
+	post("/v1/trust/add", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		var req struct {
+			Name   string   `json:"name"`
+			Key    string   `json:"key"`
+			Scopes []string `json:"scopes"`
+		}
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+		pub, err := didKeyPublic(req.Key)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"name": req.Name}, s.TrustAdd(req.Name, pub, req.Scopes)
+	})
+	post("/v1/trust/remove", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		var req struct {
+			Name string `json:"name"`
+		}
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+		return map[string]any{"name": req.Name}, s.TrustRemove(req.Name)
+	})
+	get("/v1/trust", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		keys, err := s.TrustList()
+		out := []TrustKey{}
+		for _, k := range keys {
+			out = append(out, TrustKey{Name: k.Name, Key: k.DID(), Scopes: k.Scopes, AddedAt: k.AddedAt})
+		}
+		return out, err
+	})
+	get("/v1/bundles", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		bs, err := s.Bundles()
+		if bs == nil {
+			bs = []resolver.Bundle{}
+		}
+		return bs, err
+	})
+	get("/v1/catalog", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		c, err := s.Catalog()
+		if err != nil {
+			return nil, err
+		}
+		out := Catalog{Generation: c.Generation, Aliases: c.Aliases, Entries: []CatalogEntry{}}
+		for _, name := range c.Names {
+			for _, e := range c.ByName[name] {
+				out.Entries = append(out.Entries, CatalogEntry{BundleID: e.BundleID, Descriptor: e.Descriptor})
+			}
+		}
+		return out, nil
+	})
+	get("/v1/check", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		ps, err := s.Check()
+		if ps == nil {
+			ps = []resolver.Problem{}
+		}
+		return ps, err
+	})
+	get("/v1/audit", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		entries, err := s.Audit()
+		if err != nil {
+			return nil, err
+		}
+		head, err := s.AuditHead()
+		if err != nil {
+			return nil, err
+		}
+		doc := auditDoc{Entries: entries, Head: fmt.Sprintf("%x", head), Verified: true}
+		if verr := s.VerifyAudit(); verr != nil {
+			doc.Verified = false
+			e := amp.AsError(verr)
+			doc.Error = &errorDoc{}
+			doc.Error.Error.Code, doc.Error.Error.Message = string(amp.NameOf(e)), e.Message
+		}
+		return doc, nil
+	})
+	get("/v1/export", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		// Buffer-free streaming would commit to a 200 before the last
+		// artifact is checked; a failed check must be an error, so the
+		// export is checked into a temporary file first.
+		tmp, err := os.CreateTemp("", "ampbundle-export-*")
+		if err != nil {
+			return nil, amp.Named(0, resolver.ErrStoreIO, "cannot stage the export").WithCause(err)
+		}
+		defer os.Remove(tmp.Name())
+		defer tmp.Close()
+		if err := s.Export(r.URL.Query().Get("bundle_id"), tmp); err != nil {
+			return nil, err
+		}
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return nil, amp.Named(0, resolver.ErrStoreIO, "cannot stage the export").WithCause(err)
+		}
+		w.Header().Set("Content-Type", "application/ampbundle")
+		w.WriteHeader(http.StatusOK)
+		io.Copy(w, tmp)
+		return nil, nil
+	})
+	post("/v1/resolve", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		var req resolveRequest
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+		h, err := hex.DecodeString(req.Hash)
+		if err != nil {
+			return nil, amp.Named(0, "bad_request", "the hash is not hex")
+		}
+		data, err := s.Resolve(capability.SchemaRef{BundleID: req.BundleID, ArtifactKey: req.ArtifactKey, HashAlg: req.HashAlg, Hash: h})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{"data": base64.StdEncoding.EncodeToString(data)}, nil
+	})
+	return peerCheck(mux)
+}
+
+// peerCheck serves only connections from this process's user (the socket's
+// mode already restricts it; this holds where modes are not enforced).
+func peerCheck(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if uid, ok := r.Context().Value(peerUIDKey{}).(int); ok && uid != os.Getuid() {
+			writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]string{"code": "forbidden", "message": "only the agent's user may administer it"}})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type peerUIDKey struct{}
+
+// ConnContext records the peer's uid of a Unix socket connection (Linux
+// SO_PEERCRED); use it as http.Server.ConnContext.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ctx
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return ctx
+	}
+	uid := -1
+	raw.Control(func(fd uintptr) {
+		if cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED); err == nil {
+			uid = int(cred.Uid)
+		}
+	})
+	return context.WithValue(ctx, peerUIDKey{}, uid)
+}
+
+// Listen creates the admin socket at path, mode 0600. A socket file left by
+// an agent that is gone is replaced; one that answers belongs to a running
+// agent, and Listen refuses (two agents on one store cannot both run).
+func Listen(path string) (net.Listener, error) {
+	if st, err := os.Lstat(path); err == nil {
+		if st.Mode()&os.ModeSocket == 0 {
+			return nil, amp.Named(0, "admin_socket", "the admin socket path exists and is not a socket")
+		}
+		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil, amp.Named(0, "admin_socket", "another agent already listens on the admin socket")
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, amp.Named(0, "admin_socket", "cannot remove a stale admin socket").WithCause(err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, amp.Named(0, "admin_socket", "cannot check the admin socket path").WithCause(err)
+	}
+	// Create it inaccessible, then open it to the owner only.
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, amp.Named(0, "admin_socket", "cannot listen on the admin socket").WithCause(err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, amp.Named(0, "admin_socket", "cannot restrict the admin socket").WithCause(err)
+	}
+	return ln, nil
+}
+
+// Client talks to a running agent's admin socket. Its methods mirror
+// resolver.Store's.
+type Client struct {
+	path string
+	http *http.Client
+}
+
+// Dial connects to the admin socket at path; it fails fast when nothing
+// listens there.
+func Dial(path string) (*Client, error) {
+	c, err := net.DialTimeout("unix", path, 500*time.Millisecond)
+	if err != nil {
+		return nil, amp.Named(0, "admin_socket", "no agent answers on the admin socket").WithCause(err)
+	}
+	c.Close()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
+	return &Client{path: path, http: &http.Client{Transport: tr}}, nil
+}
+
+// Path returns the socket path.
+func (c *Client) Path() string { return c.path }
+
+// Close releases the client's connections.
+func (c *Client) Close() error { c.http.CloseIdleConnections(); return nil }
+
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ct string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://agent"+path, body)
+	if err != nil {
+		return amp.Named(0, "admin_socket", "cannot build the admin request").WithCause(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return amp.Named(0, "admin_socket", "the agent did not answer on the admin socket").WithCause(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var doc errorDoc
+		if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc) != nil || doc.Error.Code == "" {
+			return amp.Named(0, "admin_socket", "the agent answered http %d", resp.StatusCode)
+		}
+		return amp.Named(amp.Code(doc.Error.AMPCode), amp.ErrName(doc.Error.Code), "%s", doc.Error.Message)
+	}
+	if w, ok := out.(io.Writer); ok {
+		if _, err := io.Copy(w, resp.Body); err != nil {
+			return amp.Named(0, "admin_socket", "the agent's answer was cut off").WithCause(err)
+		}
+		return nil
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out); err != nil {
+		return amp.Named(0, "admin_socket", "the agent's answer does not decode").WithCause(err)
+	}
+	return nil
+}
+
+func jsonBody(v any) (io.Reader, string) {
+	b, _ := json.Marshal(v)
+	return bytes.NewReader(b), "application/json"
+}
+
+// Import uploads a bundle; the agent verifies and installs it.
+func (c *Client) Import(ctx context.Context, r io.Reader, opts resolver.ImportOptions) (*resolver.ImportResult, error) {
+	q := ""
+	if opts.AllowDowngrade {
+		q = "?allow_downgrade=1"
+	}
+	var res resolver.ImportResult
+	if opts.Progress != nil {
+		r = &progressReader{r: r, fn: opts.Progress}
+	}
+	if err := c.do(ctx, http.MethodPost, "/v1/import"+q, r, "application/ampbundle", &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Remove removes an installed bundle.
+func (c *Client) Remove(bundleID string) (uint64, error) {
+	var res struct {
+		Version uint64 `json:"version"`
+	}
+	body, ct := jsonBody(map[string]string{"bundle_id": bundleID})
+	err := c.do(context.Background(), http.MethodPost, "/v1/remove", body, ct, &res)
+	return res.Version, err
+}
+
+// TrustAdd trusts a key.
+func (c *Client) TrustAdd(name string, key ed25519.PublicKey, scopes []string) error {
+	body, ct := jsonBody(map[string]any{"name": name, "key": amp.DIDKey(key), "scopes": scopes})
+	return c.do(context.Background(), http.MethodPost, "/v1/trust/add", body, ct, nil)
+}
+
+// TrustRemove stops trusting a key.
+func (c *Client) TrustRemove(name string) error {
+	body, ct := jsonBody(map[string]string{"name": name})
+	return c.do(context.Background(), http.MethodPost, "/v1/trust/remove", body, ct, nil)
+}
+
+// TrustList lists the trusted keys.
+func (c *Client) TrustList() ([]resolver.TrustKey, error) {
+	var keys []TrustKey
+	if err := c.do(context.Background(), http.MethodGet, "/v1/trust", nil, "", &keys); err != nil {
+		return nil, err
+	}
+	out := make([]resolver.TrustKey, 0, len(keys))
+	for _, k := range keys {
+		pub, err := didKeyPublic(k.Key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resolver.TrustKey{Name: k.Name, Key: pub, Scopes: k.Scopes, AddedAt: k.AddedAt})
+	}
+	return out, nil
+}
+
+// Bundles lists the installed bundles.
+func (c *Client) Bundles() ([]resolver.Bundle, error) {
+	var bs []resolver.Bundle
+	return bs, c.do(context.Background(), http.MethodGet, "/v1/bundles", nil, "", &bs)
+}
+
+// Catalog returns the installed descriptors.
+func (c *Client) Catalog() (*resolver.Catalog, error) {
+	var doc Catalog
+	if err := c.do(context.Background(), http.MethodGet, "/v1/catalog", nil, "", &doc); err != nil {
+		return nil, err
+	}
+	cat := &resolver.Catalog{Generation: doc.Generation, Aliases: doc.Aliases, ByName: map[string][]resolver.Entry{}}
+	for _, e := range doc.Entries {
+		name := e.Descriptor.Name
+		if _, seen := cat.ByName[name]; !seen {
+			cat.Names = append(cat.Names, name)
+		}
+		cat.ByName[name] = append(cat.ByName[name], resolver.Entry{Descriptor: e.Descriptor, BundleID: e.BundleID})
+	}
+	return cat, nil
+}
+
+// Check runs the store check in the agent.
+func (c *Client) Check() ([]resolver.Problem, error) {
+	var ps []resolver.Problem
+	return ps, c.do(context.Background(), http.MethodGet, "/v1/check", nil, "", &ps)
+}
+
+func (c *Client) audit() (*auditDoc, error) {
+	var doc auditDoc
+	if err := c.do(context.Background(), http.MethodGet, "/v1/audit", nil, "", &doc); err != nil {
+		return nil, err
+	}
+	return &doc, nil
+}
+
+// Audit returns the audit log, oldest first.
+func (c *Client) Audit() ([]resolver.AuditEntry, error) {
+	doc, err := c.audit()
+	if err != nil {
+		return nil, err
+	}
+	return doc.Entries, nil
+}
+
+// AuditHead returns the hash of the last audit entry.
+func (c *Client) AuditHead() ([]byte, error) {
+	doc, err := c.audit()
+	if err != nil {
+		return nil, err
+	}
+	return hex.DecodeString(doc.Head)
+}
+
+// VerifyAudit checks the audit chain (in the agent).
+func (c *Client) VerifyAudit() error {
+	doc, err := c.audit()
+	if err != nil {
+		return err
+	}
+	if !doc.Verified && doc.Error != nil {
+		return amp.Named(0, amp.ErrName(doc.Error.Error.Code), "%s", doc.Error.Error.Message)
+	}
+	return nil
+}
+
+// Export writes an installed bundle to w, byte-identical to the file
+// imported (checked by the agent before it sends anything).
+func (c *Client) Export(bundleID string, w io.Writer) error {
+	return c.do(context.Background(), http.MethodGet, "/v1/export?bundle_id="+url.QueryEscape(bundleID), nil, "", w)
+}
+
+// Resolve returns the verified bytes of a schema reference.
+func (c *Client) Resolve(ref capability.SchemaRef) ([]byte, error) {
+	body, ct := jsonBody(resolveRequest{BundleID: ref.BundleID, ArtifactKey: ref.ArtifactKey, HashAlg: ref.HashAlg, Hash: hex.EncodeToString(ref.Hash)})
+	var res struct {
+		Data string `json:"data"`
+	}
+	if err := c.do(context.Background(), http.MethodPost, "/v1/resolve", body, ct, &res); err != nil {
+		return nil, err
+	}
+	b, err := base64.StdEncoding.DecodeString(res.Data)
+	if err != nil {
+		return nil, amp.Named(0, "admin_socket", "the agent's answer does not decode")
+	}
+	return b, nil
+}
+
+func didKeyPublic(s string) (ed25519.PublicKey, error) {
+	doc, err := amp.DIDKeyDocument(s)
+	if err == nil {
+		for _, m := range doc.Methods {
+			if m.KeyType == amp.KeyEd25519 {
+				return ed25519.PublicKey(m.PublicKey), nil
+			}
+		}
+	}
+	return nil, amp.Named(0, resolver.ErrInvalidTrust, "the key must be an ed25519 did:key")
+}
+
+type progressReader struct {
+	r  io.Reader
+	n  int64
+	fn func(int64)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.n += int64(n)
+	p.fn(p.n)
+	return n, err
+}
