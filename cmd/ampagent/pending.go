@@ -14,7 +14,6 @@ func pending(name string) *cli.Command {
 	}}
 }
 
-func queryCommand(*cliutil.Env) *cli.Command  { return pending("query") }
 func invokeCommand(*cliutil.Env) *cli.Command { return pending("invoke") }
 func demoCommand(*cliutil.Env) *cli.Command   { return pending("demo") }
 func serveCommand(*cliutil.Env) *cli.Command  { return pending("serve") }

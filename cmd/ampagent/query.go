@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+)
+
+func queryCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "query",
+		Usage:     "ask an agent which capabilities it serves (CAP_QUERY)",
+		ArgsUsage: "URL",
+		Description: `Sends a signed CAP_QUERY to the agent at URL (the HTTP binding: POST
+URL/amp/v1/messages), verifies the CAP_DECLARE it answers (the provider's
+signature, sender, recipient and reply_to) and prints the descriptors.
+
+The filter is exactly one of --capability NAME and --type T (a legacy
+alias), optionally narrowed by --version RANGE. Results come in pages of at
+most --limit descriptors, newest version first unless --order says
+otherwise; a page that is not the last names the cursor of the next one
+(--cursor, with the same filter and order), and --all follows every page.
+
+The caller is the identity in --key (ampagent keygen), by its did:key or by
+--did. --to is the provider's DID: a did:key carries its own keys; any other
+DID needs its DID document in --to-doc, to check the signed replies.`,
+		Flags: append(clientFlags(),
+			&cli.StringFlag{Name: "capability", Usage: "capability `NAME` to look for"},
+			&cli.StringFlag{Name: "type", Usage: "legacy `TYPE` alias to look for"},
+			&cli.StringFlag{Name: "version", Usage: "only versions in `RANGE` (\">=2.0.0 <3.0.0\")"},
+			&cli.StringFlag{Name: "order", Usage: "`ORDER` of versions: newest-first (default) or oldest-first"},
+			&cli.Uint64Flag{Name: "limit", Usage: "at most `N` descriptors per page (the agent may cap it)"},
+			&cli.StringFlag{Name: "cursor", Usage: "continue after the page that returned `CURSOR`"},
+			&cli.BoolFlag{Name: "all", Usage: "follow next_cursor to the last page"},
+		),
+		Action: func(c *cli.Context) error {
+			q, err := queryFromFlags(c)
+			if err != nil {
+				return err
+			}
+			s, err := dial(env, c, false, 0)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			var (
+				descs []capability.Descriptor
+				next  string
+				pages int
+			)
+			for {
+				d, _, err := s.client.Query(s.ctx, q)
+				if err != nil {
+					return err
+				}
+				pages++
+				descs = append(descs, d.Capabilities...)
+				next = d.NextCursor
+				if !c.Bool("all") || next == "" {
+					break
+				}
+				if pages >= maxQueryPages {
+					return amp.Named(amp.CodeBadRequest, "too_many_pages", "the provider returned more than %d pages", maxQueryPages)
+				}
+				if next == q.Cursor {
+					return amp.Named(amp.CodeBadRequest, "cursor_loop", "the provider returned the same cursor twice")
+				}
+				q.Cursor = next
+			}
+			if c.Bool("json") {
+				caps := make([]json.RawMessage, len(descs))
+				for i, d := range descs {
+					if caps[i], err = json.Marshal(d); err != nil {
+						return amp.Wrap(amp.CodeBadRequest, err, "a descriptor has no json form")
+					}
+				}
+				out := map[string]any{"provider": s.peer, "verified": true, "pages": pages, "capabilities": caps}
+				if next != "" {
+					out["next_cursor"] = next
+				}
+				return cliutil.PrintJSON(env.Stdout, out)
+			}
+			fmt.Fprintf(env.Stdout, "CAP_DECLARE from %s (signature and reply_to verified), %d page(s), %d capability version(s)\n",
+				s.peer, pages, len(descs))
+			for _, d := range descs {
+				printDescriptor(env.Stdout, d)
+			}
+			if next != "" {
+				fmt.Fprintf(env.Stdout, "more: --cursor %s\n", next)
+			}
+			return nil
+		},
+	}
+}
+
+// maxQueryPages bounds --all against a provider that never stops.
+const maxQueryPages = 10_000
+
+// queryFromFlags builds the CAP_QUERY body from the flags; every mistake is
+// a usage error.
+func queryFromFlags(c *cli.Context) (capability.Query, error) {
+	var q capability.Query
+	if err := cliutil.ExactArgs(c, 1, "the agent URL"); err != nil {
+		return q, err
+	}
+	switch {
+	case c.IsSet("capability") && c.IsSet("type"):
+		return q, cliutil.Usagef("give --capability or --type, not both")
+	case c.IsSet("capability"):
+		q.Filter.Capability = c.String("capability")
+		if err := capability.ValidateName(q.Filter.Capability); err != nil {
+			return q, cliutil.Usagef("--capability: %s", amp.AsError(err).Message)
+		}
+	case c.IsSet("type"):
+		if q.Filter.Type = c.String("type"); q.Filter.Type == "" {
+			return q, cliutil.Usagef("--type must not be empty")
+		}
+	default:
+		return q, cliutil.WithHint(cliutil.Usagef("nothing to look for"), "give --capability NAME or --type T")
+	}
+	if c.IsSet("version") {
+		r, err := capability.ParseRange(c.String("version"))
+		if err != nil {
+			return q, cliutil.Usagef("--version: %s", amp.AsError(err).Message)
+		}
+		q.Filter.Version = r
+	}
+	if c.IsSet("order") {
+		switch o := capability.Order(c.String("order")); o {
+		case capability.OrderNewestFirst, capability.OrderOldestFirst:
+			q.Order = o
+		default:
+			return q, cliutil.Usagef("--order must be newest-first or oldest-first")
+		}
+	}
+	if c.IsSet("limit") {
+		n := c.Uint64("limit")
+		if n == 0 {
+			return q, cliutil.Usagef("--limit must be at least 1")
+		}
+		q.Limit = &n
+	}
+	if c.IsSet("cursor") {
+		if q.Cursor = c.String("cursor"); q.Cursor == "" {
+			return q, cliutil.Usagef("--cursor must not be empty")
+		}
+	}
+	return q, nil
+}
+
+// printDescriptor writes one descriptor for people: its id, what it
+// supports, and where its schemas are.
+func printDescriptor(w io.Writer, d capability.Descriptor) {
+	fmt.Fprintf(w, "%s\n", d.ID())
+	if d.SupportedRanges != nil {
+		fmt.Fprintf(w, "  supports:   %s\n", joinRanges(d.SupportedRanges))
+	}
+	if d.DeprecatedRanges != nil {
+		fmt.Fprintf(w, "  deprecated: %s\n", joinRanges(d.DeprecatedRanges))
+	}
+	fmt.Fprintf(w, "  input:      %s\n", schemaRefText(d.InputSchema))
+	fmt.Fprintf(w, "  output:     %s\n", schemaRefText(d.OutputSchema))
+	if d.Notes != "" {
+		fmt.Fprintf(w, "  notes:      %s\n", d.Notes)
+	}
+}
+
+func joinRanges(rs []capability.Range) string {
+	if len(rs) == 0 {
+		return "(none)"
+	}
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = fmt.Sprintf("%q", r.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+func schemaRefText(r capability.SchemaRef) string {
+	where := r.URI
+	if r.BundleID != "" {
+		where = r.BundleID + ":" + r.ArtifactKey
+	}
+	h := hex.EncodeToString(r.Hash)
+	if len(h) > 16 {
+		h = h[:16] + "…"
+	}
+	return fmt.Sprintf("%s (%s %s)", where, r.HashAlg, h)
+}
+
+// clientFlags are the flags query and invoke share: who calls whom, and how
+// long to wait.
+func clientFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "key", Usage: "caller identity `FILE` (ampagent keygen; mode 0600) (required)"},
+		&cli.StringFlag{Name: "did", Usage: "caller `DID` when it is not the did:key of --key (a did:web listing those keys)"},
+		&cli.StringFlag{Name: "to", Usage: "the provider's `DID` (required)"},
+		&cli.StringFlag{Name: "to-doc", Usage: "the provider's DID document `FILE` (JSON); required unless --to is a did:key"},
+		&cli.DurationFlag{Name: "wait", Value: 60 * time.Second, Usage: "give up after `DURATION`, retries included"},
+		jsonFlag,
+	}
+}
+
+// session is a client of one provider over the HTTP binding, with the
+// context that bounds the whole command.
+type session struct {
+	client    *agent.Client
+	transport *agent.HTTPTransport
+	peer      string
+	ctx       context.Context
+	cancel    context.CancelFunc
+}
+
+func (s *session) close() {
+	s.cancel()
+	s.transport.Close()
+}
+
+// Client retry policy of the CLI: bounded, so that a command gives up in
+// seconds rather than the library's minutes (RFC 001 §16.3 allows either).
+const (
+	cliRetryAttempts = 3
+	cliRetryBase     = 500 * time.Millisecond
+	cliRetryMax      = 4 * time.Second
+)
+
+// dial checks the shared flags and builds the client. Usage mistakes are
+// found before any file is read. extra lengthens the deadline (an
+// invocation's own timeout).
+func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (*session, error) {
+	if err := cliutil.Require(c, "key", "to"); err != nil {
+		return nil, err
+	}
+	base := strings.TrimRight(c.Args().First(), "/")
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, cliutil.WithHint(cliutil.Usagef("the agent URL must be http:// or https:// with a host"), "for example http://127.0.0.1:8080")
+	}
+	peer := c.String("to")
+	if !amp.ValidDID(peer) || amp.BareDID(peer) != peer {
+		return nil, cliutil.Usagef("--to must be a did without a fragment")
+	}
+	wait := c.Duration("wait")
+	if wait <= 0 {
+		return nil, cliutil.Usagef("--wait must be positive")
+	}
+	isKey := strings.HasPrefix(peer, "did:key:")
+	switch {
+	case isKey && c.IsSet("to-doc"):
+		return nil, cliutil.Usagef("--to-doc is for a provider that is not a did:key: a did:key carries its own keys")
+	case !isKey && !c.IsSet("to-doc"):
+		return nil, cliutil.WithHint(cliutil.Usagef("the provider is not a did:key: its replies cannot be verified without its did document"),
+			"give --to-doc FILE, the provider's DID document")
+	}
+	var dids amp.DIDResolver
+	if !isKey {
+		data, err := os.ReadFile(c.String("to-doc"))
+		if err != nil {
+			return nil, cliutil.Failf("io_error", "cannot read the provider's did document").WithCause(err)
+		}
+		doc, err := amp.ParseDIDDocument(data)
+		if err != nil {
+			return nil, err
+		}
+		if doc.ID != peer {
+			return nil, cliutil.Usagef("the document in --to-doc is not the one of --to (its id differs)")
+		}
+		dids = staticDIDs{doc}
+	}
+	id, err := loadIdentity(c.String("key"), c.String("did"))
+	if err != nil {
+		return nil, err
+	}
+	tr, err := agent.NewHTTPTransport(base, 2)
+	if err != nil {
+		return nil, err
+	}
+	deadline := wait + extra
+	client, err := agent.NewClient(agent.ClientConfig{
+		Identity: id, Peer: peer, Transport: tr, DIDs: dids, Now: env.Now, Rand: env.Rand,
+		// A request outlives the command by a minute at most: the
+		// provider keeps its reply (idempotency) for the ttl.
+		TTL:     deadline + time.Minute,
+		Encrypt: encrypt,
+		Retry:   agent.Retry{MaxAttempts: cliRetryAttempts, Base: cliRetryBase, Max: cliRetryMax},
+	})
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(c.Context, deadline)
+	return &session{client: client, transport: tr, peer: peer, ctx: ctx, cancel: cancel}, nil
+}
