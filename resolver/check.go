@@ -169,7 +169,7 @@ func (s *Store) Check() ([]Problem, error) {
 			return nil
 		})
 		if n := bucket(tx, bPending).Stats().KeyN; n > 0 {
-			add("pending", "%d interrupted import(s) await recovery (open the store read-write once)", n)
+			add("pending", "%d interrupted import(s) await recovery (any command that opens the store read-write recovers them: ampbundle import, rm, trust add or rm, or ampagent serve)", n)
 		}
 		if err := verifyAudit(tx); err != nil {
 			add("audit", "%s", amp.SafeMessage(err))

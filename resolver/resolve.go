@@ -99,7 +99,7 @@ func checkHash(data []byte, alg string, want []byte, bundleID, key string) error
 	}
 	h.Write(data)
 	if subtle.ConstantTimeCompare(h.Sum(nil), want) != 1 {
-		return unavailable(ErrHashMismatch, "the stored bytes of %s in bundle %s do not match their %s hash", key, bundleID, alg)
+		return unavailable(ErrHashMismatch, "the stored bytes of %s in bundle %s do not match the expected %s hash (a stale reference, or the store was altered)", key, bundleID, alg)
 	}
 	return nil
 }

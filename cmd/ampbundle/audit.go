@@ -25,7 +25,7 @@ could rewrite the whole chain, but not a head kept elsewhere.
 
 Exit 1 with audit_broken when the chain does not verify (the entries are
 still listed first, without --json). Opens the store read-only.`,
-		Flags: []cli.Flag{dbFlag, jsonFlag},
+		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 				return err

@@ -29,7 +29,7 @@ interrupted imports, and the audit chain. Opens the store read-only.
 Exit 0 when the store is sound. Otherwise each problem is printed on stderr
 as "problem: [KIND] MESSAGE" (with --json too) and the command fails with
 store_damaged, whose message counts the problems by kind.`,
-		Flags: []cli.Flag{dbFlag, jsonFlag},
+		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 				return err
@@ -72,11 +72,11 @@ store_damaged, whose message counts the problems by kind.`,
 			}
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{
-					"ok": true, "store": s.Path(), "bundles": len(bundles), "trusted_keys": len(keys),
+					"ok": true, "store": c.String("db"), "bundles": len(bundles), "trusted_keys": len(keys),
 					"generation": s.Generation(), "audit_head": hex.EncodeToString(head),
 				})
 			}
-			fmt.Fprintf(env.Stdout, "store %s is sound: %d bundle(s), %d trusted key(s), generation %d\n", s.Path(), len(bundles), len(keys), s.Generation())
+			fmt.Fprintf(env.Stdout, "store %s is sound: %d bundle(s), %d trusted key(s), generation %d\n", c.String("db"), len(bundles), len(keys), s.Generation())
 			return nil
 		},
 	}

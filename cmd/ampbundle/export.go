@@ -27,6 +27,7 @@ the same folder, synced, then renamed into place): on failure nothing is left
 behind and an existing FILE is untouched. Opens the store read-only.`,
 		Flags: []cli.Flag{
 			dbFlag,
+			adminSocketFlag,
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "bundle `FILE` to write (required)"},
 			jsonFlag,
 		},
@@ -76,7 +77,7 @@ behind and an existing FILE is untouched. Opens the store read-only.`,
 // exportAtomic exports bundle id into a temporary file next to out, syncs
 // it and renames it into place; on any failure the temporary file is
 // removed and out is untouched.
-func exportAtomic(s *resolver.Store, id, out string, progress func(int64)) (int64, string, error) {
+func exportAtomic(s registry, id, out string, progress func(int64)) (int64, string, error) {
 	f, err := os.CreateTemp(filepath.Dir(out), ".ampbundle-export-*.tmp")
 	if err != nil {
 		return 0, "", cliutil.Failf("io_error", "cannot create the output file").WithCause(err)

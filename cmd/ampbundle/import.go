@@ -30,6 +30,7 @@ Importing the bundle that is already installed changes nothing.
 The store must exist: 'ampbundle trust add' creates it.`,
 		Flags: []cli.Flag{
 			dbFlag,
+			adminSocketFlag,
 			&cli.BoolFlag{Name: "allow-downgrade", Usage: "accept a version not newer than the highest ever imported (audited)"},
 			jsonFlag,
 		},

@@ -23,7 +23,7 @@ import and expiry times, signers, artifact count and bytes), the
 capabilities they provide (each version with its providing bundle; --json
 adds the input and output schema references, ready for 'ampbundle
 resolve'), and the legacy type aliases. Opens the store read-only.`,
-		Flags: []cli.Flag{dbFlag, jsonFlag},
+		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 				return err

@@ -29,6 +29,7 @@ mismatch) is AMP 5002 UNAVAILABLE, and nothing is written to stdout but the
 --json error document. Opens the store read-only.`,
 		Flags: []cli.Flag{
 			dbFlag,
+			adminSocketFlag,
 			&cli.StringFlag{Name: "bundle-id", Usage: "`BUNDLE_ID` of the reference (required)"},
 			&cli.StringFlag{Name: "artifact-key", Usage: "artifact `KEY` of the reference (required)"},
 			&cli.StringFlag{Name: "hash-alg", Value: capability.HashSHA256, Usage: "`ALG` of --hash: sha-256 or sha-512"},

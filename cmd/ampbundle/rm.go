@@ -18,7 +18,7 @@ aliases and DID documents go, and blobs no other bundle shares are deleted.
 The high-water mark of the bundle_id stays: no version up to the highest
 ever imported can be imported again without --allow-downgrade (rollback
 protection). Audited.`,
-		Flags: []cli.Flag{dbFlag, jsonFlag},
+		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 1, "the BUNDLE_ID to remove"); err != nil {
 				return err

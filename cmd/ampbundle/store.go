@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/resolver"
 )
@@ -20,6 +25,35 @@ const storeLockTimeout = 250 * time.Millisecond
 // dbFlag names the store file of the registry commands.
 var dbFlag = &cli.StringFlag{Name: "db", Usage: "registry store `FILE` (bbolt; required)"}
 
+// adminSocketFlag names the admin socket of an agent serving the store.
+var adminSocketFlag = &cli.StringFlag{Name: "admin-socket", Usage: "admin socket `PATH` of the agent serving the store, used when it holds the store (default DB.admin.sock)"}
+
+// registry is what the registry commands use of a store: the store itself,
+// or, while a running agent holds it, that agent's admin socket, which
+// runs the very same resolver.Store methods in the agent.
+type registry interface {
+	Import(ctx context.Context, r io.Reader, opts resolver.ImportOptions) (*resolver.ImportResult, error)
+	Remove(bundleID string) (uint64, error)
+	TrustAdd(name string, key ed25519.PublicKey, scopes []string) error
+	TrustRemove(name string) error
+	TrustList() ([]resolver.TrustKey, error)
+	Bundles() ([]resolver.Bundle, error)
+	Catalog() (*resolver.Catalog, error)
+	Check() ([]resolver.Problem, error)
+	Audit() ([]resolver.AuditEntry, error)
+	AuditHead() ([]byte, error)
+	VerifyAudit() error
+	Export(bundleID string, w io.Writer) error
+	Resolve(ref capability.SchemaRef) ([]byte, error)
+	Generation() uint64
+	Close() error
+}
+
+var (
+	_ registry = (*resolver.Store)(nil)
+	_ registry = (*admin.Client)(nil)
+)
+
 // How a command opens the store.
 type storeMode int
 
@@ -31,26 +65,39 @@ const (
 
 // Hints shown with the store errors every registry command can meet.
 const (
-	hintStoreInUse   = "the store is used by a running agent or another ampbundle command; stop it and try again"
+	hintStoreInUse   = "another ampbundle command holds the store, or an agent without an admin socket (--admin-socket); wait for it or stop it"
 	hintStoreMissing = "a store is created by trusting a publisher key: ampbundle trust add PUB --db %s --name NAME --scope PREFIX"
 	hintUnknown      = "'ampbundle ls --db %s' lists the installed bundles"
 )
 
-// openStore opens the store named by --db in the given mode.
-func openStore(env *cliutil.Env, c *cli.Context, mode storeMode) (*resolver.Store, error) {
+// openStore opens the store named by --db in the given mode. When the
+// store is in use and an agent answers on its admin socket, the command
+// goes through the agent instead (a note on stderr says so).
+func openStore(env *cliutil.Env, c *cli.Context, mode storeMode) (registry, error) {
 	if err := cliutil.Require(c, "db"); err != nil {
 		return nil, err
 	}
-	s, err := resolver.Open(c.String("db"), resolver.Options{
+	db := c.String("db")
+	s, err := resolver.Open(db, resolver.Options{
 		Now:         env.Now,
 		ReadOnly:    mode == readOnly,
 		Create:      mode == create,
 		LockTimeout: storeLockTimeout,
 	})
-	if err != nil {
-		return nil, storeHint(err, c.String("db"))
+	if err == nil {
+		return s, nil
 	}
-	return s, nil
+	if errors.Is(err, resolver.ErrStoreInUse) {
+		sock := c.String("admin-socket")
+		if sock == "" {
+			sock = admin.SocketPath(db)
+		}
+		if ac, aerr := admin.Dial(sock); aerr == nil {
+			fmt.Fprintf(env.Stderr, "note: the store is held by a running agent; using its admin socket %s\n", sock)
+			return ac, nil
+		}
+	}
+	return nil, storeHint(err, db)
 }
 
 // storeHint attaches the operator's next step to an error of the store db.
@@ -68,7 +115,7 @@ func storeHint(err error, db string) error {
 
 // closeStore closes s, reporting a close failure only when the command
 // itself succeeded (a failed commit shows up at close for bbolt).
-func closeStore(s *resolver.Store, err *error) {
+func closeStore(s registry, err *error) {
 	if cerr := s.Close(); cerr != nil && *err == nil {
 		*err = amp.Named(0, resolver.ErrStoreIO, "cannot close the store").WithCause(cerr)
 	}

@@ -185,7 +185,7 @@ func TestStoreInUse(t *testing.T) {
 	} {
 		failsWith(t, "store_in_use", args...)
 		r := runCLI(t, nil, args...)
-		if r.code != 1 || !strings.Contains(r.stderr, "hint: the store is used by a running agent") {
+		if r.code != 1 || !strings.Contains(r.stderr, "hint: another ampbundle command holds the store") {
 			t.Fatalf("%v: exit %d, stderr %s", args, r.code, r.stderr)
 		}
 	}

@@ -64,6 +64,7 @@ Creates the store when --db does not exist yet: this is how a store is born.
 Names are unique, and a key is trusted under one name only. Audited.`,
 		Flags: []cli.Flag{
 			dbFlag,
+			adminSocketFlag,
 			&cli.StringFlag{Name: "name", Usage: "`NAME` of the key in this store: 1-64 of [A-Za-z0-9._-@] (required)"},
 			&cli.StringSliceFlag{Name: "scope", Usage: "namespace `PREFIX` the key may sign for, or * (repeatable, required)"},
 			jsonFlag,
@@ -126,7 +127,7 @@ func trustLsCommand(env *cliutil.Env) *cli.Command {
 		ArgsUsage: " ",
 		Description: `Lists the keys the store trusts, by name: did:key, scopes and when each
 was added. Opens the store read-only.`,
-		Flags: []cli.Flag{dbFlag, jsonFlag},
+		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 				return err
@@ -167,7 +168,7 @@ func trustRmCommand(env *cliutil.Env) *cli.Command {
 		Description: `Stops trusting the key named NAME for future imports. Bundles it signed
 stay installed (they were verified when they were imported); the command
 lists them, and 'ampbundle rm BUNDLE_ID' removes one. Audited.`,
-		Flags: []cli.Flag{dbFlag, jsonFlag},
+		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 1, "the NAME of a trusted key"); err != nil {
 				return err

@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -97,6 +99,14 @@ type auditDoc struct {
 	Error    *errorDoc             `json:"error,omitempty"`
 }
 
+// GenerationHeader carries the store's generation (resolver.Store.Generation)
+// after the request, on every answer.
+const GenerationHeader = "X-Store-Generation"
+
+func setGeneration(w http.ResponseWriter, s *resolver.Store) {
+	w.Header().Set(GenerationHeader, strconv.FormatUint(s.Generation(), 10))
+}
+
 // NewHandler serves the admin API over s.
 func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 	if log == nil {
@@ -106,6 +116,7 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 	post := func(path string, fn func(w http.ResponseWriter, r *http.Request) (any, error)) {
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
 			v, err := fn(w, r)
+			setGeneration(w, s)
 			if err != nil {
 				log.Warn("admin request failed", "path", path, "err", err)
 				writeError(w, err)
@@ -118,6 +129,7 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 	}
 	get := func(path string, fn func(w http.ResponseWriter, r *http.Request) (any, error)) {
 		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+			setGeneration(w, s)
 			v, err := fn(w, r)
 			if err != nil {
 				writeError(w, err)
@@ -345,6 +357,7 @@ func Listen(path string) (net.Listener, error) {
 type Client struct {
 	path string
 	http *http.Client
+	gen  atomic.Uint64
 }
 
 // Dial connects to the admin socket at path; it fails fast when nothing
@@ -365,6 +378,9 @@ func Dial(path string) (*Client, error) {
 // Path returns the socket path.
 func (c *Client) Path() string { return c.path }
 
+// Generation is the store's generation as of the last answer.
+func (c *Client) Generation() uint64 { return c.gen.Load() }
+
 // Close releases the client's connections.
 func (c *Client) Close() error { c.http.CloseIdleConnections(); return nil }
 
@@ -381,6 +397,9 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ct
 		return amp.Named(0, "admin_socket", "the agent did not answer on the admin socket").WithCause(err)
 	}
 	defer resp.Body.Close()
+	if g, err := strconv.ParseUint(resp.Header.Get(GenerationHeader), 10, 64); err == nil {
+		c.gen.Store(g)
+	}
 	if resp.StatusCode != http.StatusOK {
 		var doc errorDoc
 		if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc) != nil || doc.Error.Code == "" {

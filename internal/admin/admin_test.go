@@ -82,6 +82,9 @@ func TestRoundTrip(t *testing.T) {
 	if progressed != int64(len(file)) {
 		t.Fatalf("progress reported %d of %d bytes", progressed, len(file))
 	}
+	if c.Generation() != s.Generation() || c.Generation() == 0 {
+		t.Fatalf("client generation %d, store %d", c.Generation(), s.Generation())
+	}
 	// The change is in the agent's store, not in a copy.
 	if bs, _ := s.Bundles(); len(bs) != 1 || bs[0].BundleID != "org.example.translate" {
 		t.Fatalf("store bundles %+v", bs)

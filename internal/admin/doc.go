@@ -25,6 +25,7 @@
 //	POST /v1/resolve                    {"bundle_id","artifact_key","hash_alg","hash"} (hash in hex)
 //	                                                           -> {"data"} (the verified bytes, base64)
 //
+// Every answer carries the store's generation in X-Store-Generation.
 // Errors are {"error":{"code","amp_code","message"}} with a 4xx or 5xx
 // status, and come back to the client as the *amp.Error they were.
 package admin

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ampbundle/ampbundle/internal/admin"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// holdStore opens db as a serving agent does (exclusive lock) and serves
+// its admin socket at sock.
+func holdStore(t *testing.T, db, sock string) *resolver.Store {
+	t.Helper()
+	s, err := resolver.Open(db, resolver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := admin.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: admin.NewHandler(s, nil), ConnContext: admin.ConnContext}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close(); s.Close() })
+	return s
+}
+
+const viaAgent = "note: the store is held by a running agent; using its admin socket"
+
+// TestAdminSocketFallback: while an agent holds the store, every registry
+// command works through the agent's admin socket, with the same output and
+// the same refusals (wrong key, tampering, rollback) as offline.
+func TestAdminSocketFallback(t *testing.T) {
+	db := storeWithSamples(t)
+	offlineLs := mustRun(t, "ls", "--db", db).stdout
+	offlineAudit := mustRun(t, "audit", "--db", db).stdout
+	s := holdStore(t, db, admin.SocketPath(db))
+
+	via := func(args ...string) result {
+		t.Helper()
+		r := mustRun(t, args...)
+		if !strings.Contains(r.stderr, viaAgent) {
+			t.Fatalf("%v did not go through the admin socket: %s", args, r.stderr)
+		}
+		return r
+	}
+	if got := via("ls", "--db", db).stdout; got != offlineLs {
+		t.Fatalf("ls through the agent differs:\n%s\noffline:\n%s", got, offlineLs)
+	}
+	if got := via("audit", "--db", db).stdout; got != offlineAudit {
+		t.Fatalf("audit through the agent differs:\n%s\noffline:\n%s", got, offlineAudit)
+	}
+	via("check", "--db", db)
+	if r := via("trust", "ls", "--db", db); !strings.Contains(r.stdout, exampleDID) {
+		t.Fatalf("trust ls: %s", r.stdout)
+	}
+	schema, err := os.ReadFile(filepath.Join(testdata, "translate", schemaKey100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := via("resolve", "--db", db, "--bundle-id", translateID, "--artifact-key", schemaKey100, "--hash", sha256hex(schema)); r.stdout != string(schema) {
+		t.Fatal("resolve through the agent returned other bytes")
+	}
+	out := filepath.Join(t.TempDir(), "exported.ampb")
+	via("export", translateID, "--db", db, "--out", out)
+	exported, _ := os.ReadFile(out)
+	original, _ := os.ReadFile(sampleFile("translate"))
+	if string(exported) != string(original) {
+		t.Fatal("export through the agent is not byte-identical")
+	}
+
+	// Refusals keep their names.
+	failsWith(t, "hash_mismatch", "resolve", "--db", db, "--bundle-id", translateID, "--artifact-key", schemaKey100, "--hash", sha256hex([]byte("x")))
+	tampered := filepath.Join(t.TempDir(), "tampered.ampb")
+	original[len(original)-10] ^= 1
+	os.WriteFile(tampered, original, 0o600)
+	if r := runCLI(t, nil, "import", tampered, "--db", db); r.code != 1 {
+		t.Fatalf("tampered import through the agent: exit %d", r.code)
+	}
+
+	// Changes land in the agent's store at once.
+	via("rm", geoID, "--db", db)
+	if bs, _ := s.Bundles(); len(bs) != 1 {
+		t.Fatalf("after rm through the agent: %+v", bs)
+	}
+	via("import", translateVersion(t, 2), "--db", db)
+	if bs, _ := s.Bundles(); len(bs) != 1 || bs[0].Version != 2 {
+		t.Fatalf("after import through the agent: %+v", bs)
+	}
+	failsWith(t, "rollback", "import", sampleFile("translate"), "--db", db)
+	via("trust", "rm", "acme", "--db", db)
+	if keys, _ := s.TrustList(); len(keys) != 1 {
+		t.Fatalf("after trust rm through the agent: %+v", keys)
+	}
+	via("trust", "add", samplePub("acme-publisher"), "--db", db, "--name", "acme", "--scope", "com.acme")
+	if err := s.VerifyAudit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAdminSocketFlag: --admin-socket names a socket elsewhere; without an
+// answering socket the command fails at once with store_in_use.
+func TestAdminSocketFlag(t *testing.T) {
+	db := storeWithSamples(t)
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	holdStore(t, db, sock)
+	failsWith(t, "store_in_use", "ls", "--db", db)
+	if r := mustRun(t, "ls", "--db", db, "--admin-socket", sock); !strings.Contains(r.stderr, viaAgent) {
+		t.Fatalf("--admin-socket not used: %s", r.stderr)
+	}
+}
