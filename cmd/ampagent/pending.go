@@ -14,6 +14,5 @@ func pending(name string) *cli.Command {
 	}}
 }
 
-func invokeCommand(*cliutil.Env) *cli.Command { return pending("invoke") }
-func demoCommand(*cliutil.Env) *cli.Command   { return pending("demo") }
-func serveCommand(*cliutil.Env) *cli.Command  { return pending("serve") }
+func demoCommand(*cliutil.Env) *cli.Command  { return pending("demo") }
+func serveCommand(*cliutil.Env) *cli.Command { return pending("serve") }

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
+)
+
+func invokeCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "invoke",
+		Usage:     "invoke a capability of an agent (CAP_INVOKE)",
+		ArgsUsage: "URL",
+		Description: `Sends a signed (with --encrypt also authcrypt-encrypted) CAP_INVOKE to the
+agent at URL, verifies the reply (the provider's signature, sender,
+recipient and reply_to = the request's id) and prints the CAP_RESULT.
+
+The target is either --id NAME:VERSION, or --capability NAME with exactly
+one of --version V (that exact version) or negotiation hints: --prefer V,
+--accept V,V,... (in order of preference) and --range R, at least one of
+them; the provider picks the version (RFC 004 §6.3).
+
+--params is the input as JSON text, or @FILE to read it from a file (@- for
+stdin). It is sent as CBOR; the provider validates it against the input
+schema of the version it runs.
+
+A refusal (an ERROR reply: 3001 unauthorized, 4002 unknown capability, 4004
+schema violation, 5002 unavailable, ...), a failed invocation (CAP_RESULT
+with status error) and a reply that does not verify all exit 1 with the AMP
+code. Retryable failures (delivery, 5xxx) are retried a few times with the
+same message.`,
+		Flags: append(clientFlags(),
+			&cli.StringFlag{Name: "id", Usage: "capability `ID` to run (name:version)"},
+			&cli.StringFlag{Name: "capability", Usage: "capability `NAME` to run, with --version or negotiation hints"},
+			&cli.StringFlag{Name: "version", Usage: "run exactly `VERSION` of --capability"},
+			&cli.StringFlag{Name: "prefer", Usage: "negotiation: preferred `VERSION`"},
+			&cli.StringSliceFlag{Name: "accept", Usage: "negotiation: acceptable `VERSIONS`, in order (comma-separated or repeated)"},
+			&cli.StringFlag{Name: "range", Usage: "negotiation: the highest version in `RANGE`"},
+			&cli.StringFlag{Name: "params", Usage: "input as `JSON` text, or @FILE (@- for stdin) (required)"},
+			&cli.Uint64Flag{Name: "timeout-ms", Usage: "ask the provider to give up after `MS` milliseconds"},
+			&cli.BoolFlag{Name: "encrypt", Usage: "encrypt the request (authcrypt); the reply comes back encrypted"},
+		),
+		Action: func(c *cli.Context) error {
+			if err := cliutil.ExactArgs(c, 1, "the agent URL"); err != nil {
+				return err
+			}
+			inv, target, err := invokeFromFlags(c)
+			if err != nil {
+				return err
+			}
+			var extra time.Duration
+			if inv.TimeoutMS != nil {
+				extra = time.Duration(*inv.TimeoutMS) * time.Millisecond
+			}
+			params, err := readParams(env, c)
+			if err != nil {
+				return err
+			}
+			inv.Params = params
+			s, err := dial(env, c, c.Bool("encrypt"), extra)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			res, ex, err := s.client.Invoke(s.ctx, inv)
+			if err != nil {
+				return withDetailsHint(err)
+			}
+			result, err := amp.JSONValue(res.Result)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, map[string]any{
+					"status": res.Status, "result": result, "target": target,
+					"provider": s.peer, "request_id": ex.Request.ID.String(), "reply_id": ex.Reply.ID.String(),
+					"verified": true, "encrypted": ex.Reply.Encrypted(), "attempts": ex.Attempts,
+				})
+			}
+			how := "signature and reply_to verified"
+			if ex.Reply.Encrypted() {
+				how += ", encrypted"
+			}
+			fmt.Fprintf(env.Stdout, "CAP_RESULT %s for %s from %s (%s)\nrequest %s, reply %s\n",
+				res.Status, target, s.peer, how, ex.Request.ID, ex.Reply.ID)
+			return cliutil.PrintJSON(env.Stdout, result)
+		},
+	}
+}
+
+// invokeFromFlags builds the CAP_INVOKE body (without params) from the
+// target flags, and names the target for the output. Every mistake is a
+// usage error.
+func invokeFromFlags(c *cli.Context) (capability.Invoke, string, error) {
+	var inv capability.Invoke
+	hints := c.IsSet("prefer") || c.IsSet("accept") || c.IsSet("range")
+	switch {
+	case c.IsSet("id") && (c.IsSet("capability") || c.IsSet("version") || hints):
+		return inv, "", cliutil.Usagef("--id names the version: do not combine it with --capability, --version, --prefer, --accept or --range")
+	case c.IsSet("id"):
+		id, err := capability.ParseID(c.String("id"))
+		if err != nil {
+			return inv, "", cliutil.Usagef("--id: %s", amp.AsError(err).Message)
+		}
+		inv.ID = id
+		return inv, id.String(), finishInvoke(c, &inv)
+	case !c.IsSet("capability"):
+		return inv, "", cliutil.WithHint(cliutil.Usagef("nothing to invoke"), "give --id NAME:VERSION, or --capability NAME with --version or --prefer/--accept/--range")
+	}
+	inv.Capability = c.String("capability")
+	if err := capability.ValidateName(inv.Capability); err != nil {
+		return inv, "", cliutil.Usagef("--capability: %s", amp.AsError(err).Message)
+	}
+	switch {
+	case c.IsSet("version") && hints:
+		return inv, "", cliutil.Usagef("give --version or negotiation hints (--prefer, --accept, --range), not both")
+	case c.IsSet("version"):
+		v, err := capability.ParseVersion(c.String("version"))
+		if err != nil {
+			return inv, "", cliutil.Usagef("--version: %s", amp.AsError(err).Message)
+		}
+		inv.Version = v
+		return inv, inv.Capability + ":" + v.String(), finishInvoke(c, &inv)
+	case !hints:
+		return inv, "", cliutil.WithHint(cliutil.Usagef("--capability needs a version"), "give --version V, or let the provider choose with --prefer V, --accept V,V and/or --range R")
+	}
+	h := &capability.NegotiateHints{}
+	if c.IsSet("prefer") {
+		v, err := capability.ParseVersion(c.String("prefer"))
+		if err != nil {
+			return inv, "", cliutil.Usagef("--prefer: %s", amp.AsError(err).Message)
+		}
+		h.Preferred = v
+	}
+	if c.IsSet("accept") {
+		h.Acceptable = []capability.Version{}
+		for _, s := range c.StringSlice("accept") {
+			v, err := capability.ParseVersion(strings.TrimSpace(s))
+			if err != nil {
+				return inv, "", cliutil.Usagef("--accept: %s", amp.AsError(err).Message)
+			}
+			h.Acceptable = append(h.Acceptable, v)
+		}
+		if len(h.Acceptable) > capability.MaxAcceptable {
+			return inv, "", cliutil.Usagef("--accept takes at most %d versions", capability.MaxAcceptable)
+		}
+	}
+	if c.IsSet("range") {
+		r, err := capability.ParseRange(c.String("range"))
+		if err != nil {
+			return inv, "", cliutil.Usagef("--range: %s", amp.AsError(err).Message)
+		}
+		h.Range = r
+	}
+	inv.Negotiate = h
+	return inv, inv.Capability + " (negotiated)", finishInvoke(c, &inv)
+}
+
+// finishInvoke reads the flags every form shares, except the params.
+func finishInvoke(c *cli.Context, inv *capability.Invoke) error {
+	if err := cliutil.Require(c, "params"); err != nil {
+		return err
+	}
+	if c.IsSet("timeout-ms") {
+		ms := c.Uint64("timeout-ms")
+		if ms == 0 || ms > uint64(24*time.Hour/time.Millisecond) {
+			return cliutil.Usagef("--timeout-ms must be between 1 and 86400000")
+		}
+		inv.TimeoutMS = &ms
+	}
+	return nil
+}
+
+// readParams turns --params (JSON text, @FILE or @-) into CBOR. JSON that
+// is not valid, or has no CBOR form, is a usage error; a file that cannot be
+// read is a failure.
+func readParams(env *cliutil.Env, c *cli.Context) (cbor.RawMessage, error) {
+	p := c.String("params")
+	data := []byte(p)
+	if name, ok := strings.CutPrefix(p, "@"); ok {
+		if name == "" {
+			return nil, cliutil.Usagef("--params @FILE needs a file name (or @- for stdin)")
+		}
+		var err error
+		if data, err = cliutil.ReadInput(env, name, offlineschema.MaxJSONSize, false); err != nil {
+			return nil, err
+		}
+	}
+	v, err := offlineschema.ValueFromJSON(data)
+	if err != nil {
+		return nil, cliutil.Usagef("--params is not usable JSON: %s", amp.AsError(err).Message)
+	}
+	out, err := offlineschema.ToCBOR(v)
+	if err != nil {
+		return nil, cliutil.Usagef("--params is not usable JSON: %s", amp.AsError(err).Message)
+	}
+	return out, nil
+}
+
+// withDetailsHint adds the details a provider sent with an error (for a
+// schema violation: where, and which keyword) as a hint for people; the
+// --json error document has no place for them.
+func withDetailsHint(err error) error {
+	var e *amp.Error
+	if !errors.As(err, &e) || e.Details == nil {
+		return err
+	}
+	raw, ok := e.Details.(cbor.RawMessage)
+	if !ok {
+		return err
+	}
+	if vs := violationsText(raw); vs != "" {
+		return cliutil.WithHint(err, "the provider reports: "+vs)
+	}
+	j, jerr := amp.JSONValue(raw)
+	if jerr != nil {
+		return err
+	}
+	return cliutil.WithHint(err, "details from the provider: "+string(j))
+}
+
+// decodeViolations reads schema-violation details, or returns nil.
+func decodeViolations(raw []byte) []offlineschema.Violation {
+	var vs []offlineschema.Violation
+	if err := amp.Unmarshal(raw, &vs); err != nil {
+		return nil
+	}
+	return vs
+}
+
+// violationsText is "/target: required; /text: minLength", or "".
+func violationsText(raw []byte) string {
+	vs := decodeViolations(raw)
+	s := make([]string, 0, len(vs))
+	for _, v := range vs {
+		if v.Keyword == "" {
+			return ""
+		}
+		loc := v.InstanceLocation
+		if loc == "" {
+			loc = "(the whole value)"
+		}
+		s = append(s, loc+": "+v.Keyword)
+	}
+	return strings.Join(s, "; ")
+}
