@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,20 @@ func BenchmarkInvokeInProcess(b *testing.B) {
 // reply.
 func BenchmarkInvokePrimitives(b *testing.B) {
 	e := newEnv(b)
+	work := primitives(b, e)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := work(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// primitives returns the work of BenchmarkInvokePrimitives on one presigned
+// message; it is safe for concurrent use.
+func primitives(b *testing.B, e *env) func() error {
+	b.Helper()
 	msgs := presign(b, e, 1)
 	r, _ := amp.NewReceiver(amp.ReceiverConfig{Now: e.clock.Now})
 	m, err := r.Receive(context.Background(), msgs[0])
@@ -94,30 +109,29 @@ func BenchmarkInvokePrimitives(b *testing.B) {
 	}
 	inv, _ := capability.DecodeInvoke(m.Body)
 	reply := make([]byte, 420)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	return func() error {
 		if _, err := (amp.Limits{}).Canonical(msgs[0]); err != nil {
-			b.Fatal(err)
+			return err
 		}
 		if !ed25519.Verify(pub, sigInput, m.Sig) {
-			b.Fatal("verify")
+			return errors.New("verify")
 		}
 		v, err := offlineschema.ValueFromCBOR(inv.Params)
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 		if err := sch.Validate(v); err != nil {
-			b.Fatal(err)
+			return err
 		}
 		result := map[string]any{"issues": []any{}, "version": "noop"}
 		if err := outSch.Validate(result); err != nil {
-			b.Fatal(err)
+			return err
 		}
 		if _, err := amp.Marshal(map[string]any{"status": "success", "result": result}); err != nil {
-			b.Fatal(err)
+			return err
 		}
 		ed25519.Sign(e.provider.SigningKey, reply)
+		return nil
 	}
 }
 
