@@ -32,6 +32,7 @@ import (
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/keyfile"
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -643,12 +644,13 @@ func demoNegotiated(params string) (capability.Invoke, error) {
 		Negotiate: &capability.NegotiateHints{Preferred: vs[0], Acceptable: vs[1:]}}, nil
 }
 
+// jsonToCBOR converts JSON params as invoke --params does.
 func jsonToCBOR(s string) ([]byte, error) {
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
+	v, err := offlineschema.ValueFromJSON([]byte(s))
+	if err != nil {
 		return nil, err
 	}
-	return amp.Marshal(v)
+	return offlineschema.ToCBOR(v)
 }
 
 const demoParams = `{"text":"hello, world","target":"fr"}`
