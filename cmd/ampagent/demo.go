@@ -572,7 +572,7 @@ func (d *demo) exchangeNote(s *demoStep, prefix string, ex *agent.Exchange) {
 	}
 	how := func(m *amp.Message) string {
 		if m.Encrypted() {
-			return " (authcrypt; decrypted here)"
+			return " (authcrypt on the wire)"
 		}
 		return ""
 	}
