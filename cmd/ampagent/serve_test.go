@@ -1,0 +1,387 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/admin"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/keyfile"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+func sampleFile(t *testing.T, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "bundles", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// serveStore creates a store that trusts the example publisher and holds
+// the translate sample; it returns the store path and a private copy
+// (mode 0600) of the test-only agent key.
+func serveStore(t *testing.T) (db, key string) {
+	t.Helper()
+	dir := t.TempDir()
+	db = filepath.Join(dir, "store.db")
+	s, err := resolver.Open(db, resolver.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := keyfile.ParsePublicPEM(sampleFile(t, "keys/TEST-ONLY-example-publisher.pub.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TrustAdd("example", pub, []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Import(context.Background(), bytes.NewReader(sampleFile(t, "translate.ampb")), resolver.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	key = filepath.Join(dir, "agent.key")
+	if err := os.WriteFile(key, sampleFile(t, "keys/TEST-ONLY-translator-agent.key.pem"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return db, key
+}
+
+// running is an `ampagent serve` run in the test process.
+type running struct {
+	url, did, sock string
+	stop           func() result
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while serve writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startServe runs serve with --json on 127.0.0.1:0 and waits for its
+// "listening" document. stop sends SIGTERM and returns the outcome.
+func startServe(t *testing.T, args ...string) *running {
+	t.Helper()
+	pr, pw := io.Pipe()
+	var stderr lockedBuffer
+	sigs := make(chan os.Signal, 1)
+	env := &cliutil.Env{Stdin: strings.NewReader(""), Stdout: pw, Stderr: &stderr,
+		Now: time.Now, Rand: rand.Reader, Getenv: func(string) string { return "" }, Signals: sigs}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(context.Background(), env, append([]string{"ampagent", "serve", "--json", "--listen", "127.0.0.1:0"}, args...))
+		pw.Close()
+	}()
+	var doc struct {
+		Listening   string `json:"listening"`
+		DID         string `json:"did"`
+		AdminSocket string `json:"admin_socket"`
+	}
+	dec := json.NewDecoder(pr)
+	if err := dec.Decode(&doc); err != nil || doc.Listening == "" {
+		t.Fatalf("serve did not start: %v\nstderr: %s", err, stderr.String())
+	}
+	rest := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(io.MultiReader(dec.Buffered(), pr)); rest <- string(b) }()
+	r := &running{url: doc.Listening, did: doc.DID, sock: doc.AdminSocket}
+	var once sync.Once
+	var res result
+	r.stop = func() result {
+		once.Do(func() {
+			sigs <- syscall.SIGTERM
+			select {
+			case code := <-done:
+				res = result{code: code, stdout: <-rest, stderr: stderr.String()}
+			case <-time.After(30 * time.Second):
+				t.Fatal("serve did not stop on SIGTERM")
+			}
+		})
+		return res
+	}
+	t.Cleanup(func() { r.stop() })
+	return r
+}
+
+// serveFails runs serve expecting it to refuse to start; it returns the
+// error code of the --json document and the exit code.
+func serveFails(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	r := runCLI(t, "", append([]string{"serve", "--json"}, args...)...)
+	if r.code == 0 {
+		t.Fatalf("serve started: %s", r.stdout)
+	}
+	code, _ := errorDoc(t, r)
+	return code, r.code
+}
+
+func newTestClient(t *testing.T, url, peer string) *agent.Client {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := (&keyfile.Keys{Ed25519: priv}).Identity("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := agent.NewHTTPTransport(url, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := agent.NewClient(agent.ClientConfig{Identity: id, Peer: peer, Transport: tr, Now: time.Now, Rand: rand.Reader,
+		Retry: agent.Retry{MaxAttempts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func invokeID(t *testing.T, c *agent.Client, id string, params map[string]any, timeoutMS uint64) (map[string]any, error) {
+	t.Helper()
+	capID, err := capability.ParseID(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := amp.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := capability.Invoke{ID: capID, Params: p}
+	if timeoutMS > 0 {
+		inv.TimeoutMS = &timeoutMS
+	}
+	res, _, err := c.Invoke(context.Background(), inv)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := amp.Unmarshal(res.Result, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out, nil
+}
+
+func writeConfig(t *testing.T, cfg any) string {
+	t.Helper()
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, "config.json", string(b))
+}
+
+// TestServeExecHandlers runs the agent with program handlers and checks each
+// outcome a program can have: success, non-zero exit (5001, its stderr
+// never reaches the caller), output that breaks the output schema (5001),
+// and a program still running at the deadline (5003, its whole process
+// group killed).
+func TestServeExecHandlers(t *testing.T) {
+	db, key := serveStore(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	cfg := writeConfig(t, map[string]any{
+		"allow": []string{"*=org.example."},
+		"handlers": map[string]any{
+			// Upper-cases the text (reads stdin; its env names the caller).
+			"org.example.translate.text:2.1.0": map[string]any{"command": []string{"/bin/sh", "-c",
+				`read -r line; t=$(printf '%s' "$line" | sed 's/.*"text":"\([^"]*\)".*/\1/' | tr a-z A-Z); printf '{"text":"%s","detected_source":"%s"}' "$t" "$MODE"`},
+				"env": map[string]string{"MODE": "en"}},
+			"org.example.translate.text:2.0.0": map[string]any{"command": []string{"/bin/sh", "-c", `echo "SECRET-STDERR" >&2; exit 3`}},
+			"org.example.translate.text:1.5.0": map[string]any{"command": []string{"/bin/sh", "-c", `echo '{"nope":1}'`}},
+			// Leaves a grandchild behind: the kill must take the group.
+			"org.example.translate.text:1.0.0": map[string]any{"command": []string{"/bin/sh", "-c",
+				`sleep 60 & echo $! > ` + pidFile + `; wait`}},
+		},
+	})
+	r := startServe(t, "--db", db, "--key", key, "--config", cfg)
+	c := newTestClient(t, r.url, r.did)
+
+	out, err := invokeID(t, c, "org.example.translate.text:2.1.0", map[string]any{"text": "hello", "target": "fr"}, 0)
+	if err != nil || out["text"] != "HELLO" || out["detected_source"] != "en" {
+		t.Fatalf("success: %v %v", out, err)
+	}
+	_, err = invokeID(t, c, "org.example.translate.text:2.0.0", map[string]any{"text": "hello", "target": "fr"}, 0)
+	if !errors.Is(err, amp.CodeInternalError) || strings.Contains(err.Error(), "SECRET") {
+		t.Fatalf("failing program: %v", err)
+	}
+	_, err = invokeID(t, c, "org.example.translate.text:1.5.0", map[string]any{"text": "hello", "lang": "fr"}, 0)
+	if !errors.Is(err, amp.CodeInternalError) {
+		t.Fatalf("invalid output: %v", err)
+	}
+	start := time.Now()
+	_, err = invokeID(t, c, "org.example.translate.text:1.0.0", map[string]any{"text": "hello", "lang": "fr"}, 300)
+	if !errors.Is(err, amp.CodeTimeout) {
+		t.Fatalf("slow program: %v", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("the deadline did not stop the program")
+	}
+	pidText, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("the handler's child survived the deadline")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	res := r.stop()
+	if res.code != 0 {
+		t.Fatalf("serve exit %d: %s", res.code, res.stderr)
+	}
+	if !strings.Contains(res.stderr, "SECRET-STDERR") {
+		t.Error("the program's stderr did not reach the log")
+	}
+	if _, err := os.Stat(r.sock); !errors.Is(err, os.ErrNotExist) {
+		t.Error("the admin socket was left behind")
+	}
+}
+
+// TestServeAdminSocket: while the agent holds the store, the admin socket
+// imports and removes, and the running agent sees it at once (removal
+// fails closed with 5002).
+func TestServeAdminSocket(t *testing.T) {
+	db, key := serveStore(t)
+	cfg := writeConfig(t, map[string]any{"allow": []string{"*=org.example."},
+		"handlers": map[string]any{"org.example.translate.text:2.1.0": map[string]any{"command": []string{"/bin/sh", "-c", `echo '{"text":"x","detected_source":"en"}'`}}}})
+	r := startServe(t, "--db", db, "--key", key, "--config", cfg)
+	if r.sock != admin.SocketPath(db) {
+		t.Fatalf("admin socket %q", r.sock)
+	}
+	// The store is held: an offline open fails, the socket works.
+	if _, err := resolver.Open(db, resolver.Options{LockTimeout: 50 * time.Millisecond}); !errors.Is(err, resolver.ErrStoreInUse) {
+		t.Fatalf("offline open while serving: %v", err)
+	}
+	ac, err := admin.Dial(r.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	c := newTestClient(t, r.url, r.did)
+	params := map[string]any{"text": "hello", "target": "fr"}
+	if _, err := invokeID(t, c, "org.example.translate.text:2.1.0", params, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ac.Remove("org.example.translate"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := invokeID(t, c, "org.example.translate.text:2.1.0", params, 0); !errors.Is(err, amp.CodeUnavailable) {
+		t.Fatalf("after removal: %v", err)
+	}
+	if _, err := ac.Import(context.Background(), bytes.NewReader(sampleFile(t, "translate.ampb")), resolver.ImportOptions{AllowDowngrade: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := invokeID(t, c, "org.example.translate.text:2.1.0", params, 0); err != nil {
+		t.Fatalf("after re-import: %v", err)
+	}
+	// Health answers on the HTTP binding.
+	resp, err := http.Get(r.url + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// TestServeRefusesToStart: every misconfiguration is refused before
+// anything listens, with a precise code.
+func TestServeRefusesToStart(t *testing.T) {
+	db, key := serveStore(t)
+	loose := filepath.Join(t.TempDir(), "loose.key")
+	os.WriteFile(loose, sampleFile(t, "keys/TEST-ONLY-translator-agent.key.pem"), 0o600)
+	os.Chmod(loose, 0o644)
+	emptyDB := filepath.Join(t.TempDir(), "empty.db")
+	s, err := resolver.Open(emptyDB, resolver.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	unknownHandler := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.nope:1.0.0": map[string]any{"command": []string{"/bin/true"}}}})
+	noCommand := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.translate.text:2.1.0": map[string]any{"command": []string{}}}})
+	unknownField := writeFile(t, "typo.json", `{"listen":"127.0.0.1:0","handler":{}}`)
+	notJSON := writeFile(t, "bad.json", `{"listen":`)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code string
+		exit int
+	}{
+		{"key readable by others", []string{"--db", db, "--key", loose, "--listen", "127.0.0.1:0"}, "insecure_key_file", 1},
+		{"missing key", []string{"--db", db, "--key", filepath.Join(t.TempDir(), "none"), "--listen", "127.0.0.1:0"}, "key_unreadable", 1},
+		{"missing store", []string{"--db", filepath.Join(t.TempDir(), "none.db"), "--key", key, "--listen", "127.0.0.1:0"}, string(resolver.ErrStoreMissing), 1},
+		{"empty trust store", []string{"--db", emptyDB, "--key", key, "--listen", "127.0.0.1:0"}, "empty_trust_store", 1},
+		{"handler for an unknown capability", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", unknownHandler}, "misconfigured", 1},
+		{"handler without a command", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", noCommand}, "invalid_config", 1},
+		{"unknown config field", []string{"--db", db, "--key", key, "--config", unknownField}, "invalid_config", 1},
+		{"config not json", []string{"--db", db, "--key", key, "--config", notJSON}, "invalid_config", 1},
+		{"network listen without consent", []string{"--db", db, "--key", key, "--listen", "0.0.0.0:0"}, "unsafe_listen", 1},
+		{"no listen address", []string{"--db", db, "--key", key}, "usage", 2},
+		{"bad allow rule", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--allow", "nonsense"}, "usage", 2},
+		{"tiny body limit", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--max-body", "10"}, "invalid_config", 1},
+		{"did:web not in the store", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--did", "did:web:nobody.example.org"}, "misconfigured", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, exit := serveFails(t, tc.args...)
+			if exit != tc.exit || (tc.code != "" && code != tc.code) {
+				t.Fatalf("got %s exit %d, want %s exit %d", code, exit, tc.code, tc.exit)
+			}
+		})
+	}
+	// A store in use by another agent: the second one refuses and leaves
+	// the first one's admin socket alone.
+	r := startServe(t, "--db", db, "--key", key, "--allow", "*=org.example.")
+	code, _ := serveFails(t, "--db", db, "--key", key, "--listen", "127.0.0.1:0")
+	if code != string(resolver.ErrStoreInUse) {
+		t.Fatalf("second agent: %s", code)
+	}
+	if _, err := admin.Dial(r.sock); err != nil {
+		t.Fatalf("the first agent's socket is gone: %v", err)
+	}
+}
+
+// alive reports whether process pid runs (a zombie waiting for its new
+// parent to reap it does not).
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	// pid (comm) STATE ...; comm may hold spaces, so split after the ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
