@@ -1,8 +1,3 @@
-// Command ampbundle builds, verifies and inspects signed capability-schema
-// bundles, and manages the local registry they are imported into.
-//
-// See docs/CLI.md for every command, flag and exit code, and docs/FORMAT.md
-// for the file format.
 package main
 
 import (
