@@ -208,7 +208,7 @@ func readParams(env *cliutil.Env, c *cli.Context) (cbor.RawMessage, error) {
 
 // withDetailsHint adds the details a provider sent with an error (for a
 // schema violation: where, and which keyword) as a hint for people; the
-// --json error document has no place for them.
+// --json error document carries them as "details".
 func withDetailsHint(err error) error {
 	var e *amp.Error
 	if !errors.As(err, &e) || e.Details == nil {

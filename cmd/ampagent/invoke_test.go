@@ -143,6 +143,20 @@ func TestInvokeRefusals(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "amp 4004 SCHEMA_VIOLATION") || !strings.Contains(r.stderr, "/target: required") {
 		t.Fatalf("human 4004: exit %d\n%s", r.code, r.stderr)
 	}
+	// For programs, the --json error document carries the details.
+	r = runCLI(t, "", "invoke", ta.url, "--key", ta.caller, "--to", ta.did, "--id", translateCap+":2.1.0", "--params", `{"text":"hello"}`, "--json")
+	var doc struct {
+		Error struct {
+			Details []struct {
+				InstanceLocation string `json:"instance_location"`
+				Keyword          string `json:"keyword"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Error.Details) != 1 ||
+		doc.Error.Details[0].InstanceLocation != "/target" || doc.Error.Details[0].Keyword != "required" {
+		t.Fatalf("json 4004 details: %v %s", err, r.stdout)
+	}
 	// A failed execution is a CAP_RESULT with status error: exit 1 too.
 	r = runCLI(t, "", "invoke", ta.url, "--key", ta.caller, "--to", ta.did, "--id", translateCap+":1.0.0", "--params", `{"text":"fail","lang":"fr"}`, "--json")
 	if name, code := errorDoc(t, r); r.code != 1 || code != 4001 || name != "untranslatable" {

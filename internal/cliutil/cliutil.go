@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fxamacker/cbor/v2"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
@@ -77,6 +78,10 @@ type ErrorBody struct {
 	Code    string `json:"code"`
 	AMPCode uint16 `json:"amp_code,omitempty"`
 	Message string `json:"message"`
+	// Details are the structured details of the error when it has any (a
+	// schema violation's locations and keywords, also when a provider
+	// sent them), as JSON.
+	Details json.RawMessage `json:"details,omitempty"`
 }
 
 // ErrorDoc returns the error document for err.
@@ -87,12 +92,34 @@ func ErrorDoc(err error) ErrorJSON {
 		if msg == "" {
 			msg = amp.SafeMessage(e)
 		}
-		return ErrorJSON{ErrorBody{Code: string(amp.NameOf(e)), AMPCode: uint16(e.Code), Message: msg}}
+		return ErrorJSON{ErrorBody{Code: string(amp.NameOf(e)), AMPCode: uint16(e.Code), Message: msg, Details: detailsJSON(e.Details)}}
 	}
 	if IsUsage(err) {
 		return ErrorJSON{ErrorBody{Code: "usage", Message: err.Error()}}
 	}
 	return ErrorJSON{ErrorBody{Code: "error", Message: err.Error()}}
+}
+
+// detailsJSON renders error details as JSON: CBOR details (as received from
+// a peer) through amp.JSONValue, anything else through encoding/json. Nil
+// when there are none or they do not convert.
+func detailsJSON(d any) json.RawMessage {
+	switch v := d.(type) {
+	case nil:
+		return nil
+	case cbor.RawMessage:
+		j, err := amp.JSONValue(v)
+		if err != nil {
+			return nil
+		}
+		return j
+	default:
+		j, err := json.Marshal(v)
+		if err != nil {
+			return nil
+		}
+		return j
+	}
 }
 
 // humanError is the text printed on stderr for err: the message, and the
