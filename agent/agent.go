@@ -280,6 +280,14 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 	if err != nil {
 		return a.rejectInvalid(ctx, data, err)
 	}
+	// A message signed for another agent is not ours to act on: else a
+	// plaintext CAP_INVOKE meant for X could be replayed to this agent and
+	// run here as its sender (RFC 001 §15.3: 3001, not intended for this
+	// recipient). Nothing is recorded for it.
+	if !m.To.Contains(a.cfg.Identity.DID) {
+		a.log.Warn("message not addressed to this agent", "from", m.From, "id", m.ID.String(), "typ", m.Type.Name())
+		return a.replyError(ctx, m, amp.Named(amp.CodeUnauthorized, "not_a_recipient", "the message is not addressed to this agent"))
+	}
 	now := a.cfg.Now()
 	if m.TTL > uint64(a.cfg.MaxTTL.Milliseconds()) {
 		return a.replyError(ctx, m, amp.Named(amp.CodeInvalidTimestamp, "ttl_too_long",

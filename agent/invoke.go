@@ -49,10 +49,7 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message) (amp.Type, []byte, e
 	// 3.
 	name := inv.ID.Name
 	if !inv.ByID() {
-		if name, err = a.resolveName(cat, inv.Capability, inv.Type); err != nil {
-			if amp.CodeOf(err) == amp.CodeCapabilityNotFound {
-				return 0, nil, amp.Named(amp.CodeCapabilityNotFound, "capability_not_found", "no such capability")
-			}
+		if name, err = a.resolveName(cat, caller, inv.Capability, inv.Type); err != nil {
 			return 0, nil, err
 		}
 	}

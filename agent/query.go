@@ -37,12 +37,32 @@ func (a *Agent) served(cat *resolver.Catalog, name string) (entries []resolver.E
 }
 
 // resolveName returns the canonical name a filter or invocation names:
-// capability wins over the legacy type (RFC 004 §6.1).
-func (a *Agent) resolveName(cat *resolver.Catalog, capName, typ string) (string, error) {
+// capability wins over the legacy type (RFC 004 §6.1). A legacy type is
+// resolved as if the capabilities the caller may not use did not exist:
+// their names and the aliases to them are left out, and every failure to
+// find one is the same 4002, so that neither the answer, nor its message,
+// nor an ambiguity's candidates tell the caller about the others.
+func (a *Agent) resolveName(cat *resolver.Catalog, caller, capName, typ string) (string, error) {
 	if capName != "" {
 		return capName, nil
 	}
-	return cat.ResolveType(typ)
+	visible := make([]string, 0, len(cat.Names))
+	for _, n := range cat.Names {
+		if a.cfg.Policy.AllowCapability(caller, n) {
+			visible = append(visible, n)
+		}
+	}
+	aliases := make(map[string]string, len(cat.Aliases))
+	for t, n := range cat.Aliases {
+		if a.cfg.Policy.AllowCapability(caller, n) {
+			aliases[t] = n
+		}
+	}
+	name, err := capability.ResolveType(typ, aliases, visible)
+	if err != nil && amp.CodeOf(err) == amp.CodeCapabilityNotFound {
+		return "", amp.Named(amp.CodeCapabilityNotFound, "capability_not_found", "no such capability")
+	}
+	return name, err
 }
 
 // query answers a CAP_QUERY (RFC 004 §6.1, §6.5) with a CAP_DECLARE.
@@ -60,7 +80,7 @@ func (a *Agent) query(m *amp.Message) (amp.Type, []byte, error) {
 		a.log.Error("catalog unavailable", "err", err)
 		return 0, nil, unavailable()
 	}
-	name, err := a.resolveName(cat, q.Filter.Capability, q.Filter.Type)
+	name, err := a.resolveName(cat, caller, q.Filter.Capability, q.Filter.Type)
 	if err != nil {
 		return 0, nil, err
 	}
