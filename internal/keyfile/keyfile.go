@@ -31,17 +31,26 @@ func fail(name amp.ErrName, format string, args ...any) *amp.Error {
 // *ecdh.PrivateKey on X25519), in that order, as PKCS#8 PEM blocks to a new
 // file of mode 0600. An existing file is never overwritten.
 func WritePrivate(path string, keys ...any) error {
+	data, err := privatePEM(keys...)
+	if err != nil {
+		return err
+	}
+	return writeNew(path, data, 0o600)
+}
+
+// privatePEM encodes keys as PKCS#8 PEM blocks.
+func privatePEM(keys ...any) ([]byte, error) {
 	var buf bytes.Buffer
 	for _, k := range keys {
 		der, err := x509.MarshalPKCS8PrivateKey(k)
 		if err != nil {
-			return fail("key_error", "cannot encode private key").WithCause(err)
+			return nil, fail("key_error", "cannot encode private key").WithCause(err)
 		}
 		if err := pem.Encode(&buf, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
-			return fail("key_error", "cannot encode private key").WithCause(err)
+			return nil, fail("key_error", "cannot encode private key").WithCause(err)
 		}
 	}
-	return writeNew(path, buf.Bytes(), 0o600)
+	return buf.Bytes(), nil
 }
 
 // WritePublic writes an Ed25519 public key as PKIX PEM to a new file.
