@@ -27,16 +27,16 @@ type ImportOptions struct {
 
 // ImportResult describes a completed import.
 type ImportResult struct {
-	BundleID        string
-	Version         uint64
-	PreviousVersion uint64 // 0 when the bundle_id was not installed
-	Downgrade       bool
-	Unchanged       bool // the same bundle was already installed: nothing changed
-	Signers         []string
-	Artifacts       int
-	NewBlobs        int // blobs the import added (the others were shared)
-	Capabilities    []string
-	Generation      uint64
+	BundleID        string   `json:"bundle_id"`
+	Version         uint64   `json:"version"`
+	PreviousVersion uint64   `json:"previous_version,omitempty"` // 0 when the bundle_id was not installed
+	Downgrade       bool     `json:"downgrade"`
+	Unchanged       bool     `json:"unchanged"` // the same bundle was already installed: nothing changed
+	Signers         []string `json:"signers"`
+	Artifacts       int      `json:"artifacts"`
+	NewBlobs        int      `json:"new_blobs"` // blobs the import added (the others were shared)
+	Capabilities    []string `json:"capabilities"`
+	Generation      uint64   `json:"generation"`
 }
 
 // staged is one verified artifact on its way into the store.

@@ -111,14 +111,14 @@ func (s *Store) Catalog() (*Catalog, error) {
 
 // Bundle describes an installed bundle.
 type Bundle struct {
-	BundleID   string
-	Version    uint64
-	ImportedAt string
-	ExpiresAt  string
-	Signers    []string
-	Artifacts  uint64
-	Bytes      uint64
-	Highest    uint64 // the highest version ever imported
+	BundleID   string   `json:"bundle_id"`
+	Version    uint64   `json:"version"`
+	ImportedAt string   `json:"imported_at"`
+	ExpiresAt  string   `json:"expires_at,omitempty"`
+	Signers    []string `json:"signers"`
+	Artifacts  uint64   `json:"artifacts"`
+	Bytes      uint64   `json:"bytes"`
+	Highest    uint64   `json:"highest_version"` // the highest version ever imported
 }
 
 // Bundles lists the installed bundles, by bundle_id.

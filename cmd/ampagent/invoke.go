@@ -61,6 +61,10 @@ same message.`,
 			if inv.TimeoutMS != nil {
 				extra = time.Duration(*inv.TimeoutMS) * time.Millisecond
 			}
+			// Usage mistakes before any file is read.
+			if err := cliutil.Require(c, "key", "to"); err != nil {
+				return err
+			}
 			params, err := readParams(env, c)
 			if err != nil {
 				return err

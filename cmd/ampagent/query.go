@@ -83,7 +83,7 @@ DID needs its DID document in --to-doc, to check the signed replies.`,
 			if c.Bool("json") {
 				caps := make([]json.RawMessage, len(descs))
 				for i, d := range descs {
-					if caps[i], err = json.Marshal(d); err != nil {
+					if caps[i], err = cliutil.MarshalJSON(d); err != nil {
 						return amp.Wrap(amp.CodeBadRequest, err, "a descriptor has no json form")
 					}
 				}

@@ -226,7 +226,11 @@ func TestQueryPages(t *testing.T) {
 	ta := startAgents(t)
 	base := []string{"query", ta.url, "--key", ta.caller, "--to", ta.did, "--capability", translateCap, "--limit", "2", "--json"}
 
-	all := parseQuery(t, runCLI(t, "", append(base, "--all")...))
+	allRun := runCLI(t, "", append(base, "--all")...)
+	if !strings.Contains(allRun.stdout, `">=2.0.0 <2.2.0"`) {
+		t.Fatalf("ranges are not printed as they are (html escaping?):\n%s", allRun.stdout)
+	}
+	all := parseQuery(t, allRun)
 	if !slices.Equal(all.versions(), []string{"2.1.0", "2.0.0", "1.5.0", "1.0.0"}) || all.Pages != 2 || all.NextCursor != "" || !all.Verified || all.Provider != ta.did {
 		t.Fatalf("--all: %+v", all)
 	}

@@ -122,16 +122,17 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 		if err != nil {
 			return nil, cliutil.Failf("invalid_config", "cannot read the config file").WithCause(err)
 		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(cfg); err != nil {
-			var se *json.SyntaxError
-			if errors.As(err, &se) {
-				return nil, cliutil.Failf("invalid_config", "the config file is not valid json (offset %d)", se.Offset)
-			}
-			return nil, cliutil.Failf("invalid_config", "the config file does not have the expected fields: %s", strings.TrimPrefix(err.Error(), "json: "))
+		if err := decodeConfig(data, cfg); err != nil {
+			return nil, err
 		}
 	}
+	if err := checkRules(cfg.Allow, "in the config file", func(msg string) error { return cliutil.Failf("invalid_config", "%s", msg) }); err != nil {
+		return nil, err
+	}
+	if err := checkRules(c.StringSlice("allow"), "given with --allow", func(msg string) error { return cliutil.Usagef("%s", msg) }); err != nil {
+		return nil, err
+	}
+	cfg.Allow = append(cfg.Allow, c.StringSlice("allow")...)
 	if c.IsSet("listen") {
 		cfg.Listen = c.String("listen")
 	}
@@ -141,22 +142,73 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 	if c.IsSet("admin-socket") {
 		cfg.AdminSocket = c.String("admin-socket")
 	}
+	if cfg.MaxBodyBytes != 0 && cfg.MaxBodyBytes < 1<<20 {
+		return nil, cliutil.Failf("invalid_config", "max_body_bytes must be at least 1 MiB (the binding's minimum)")
+	}
 	if c.IsSet("max-body") {
+		if c.Int64("max-body") < 1<<20 {
+			return nil, cliutil.Usagef("--max-body must be at least 1 MiB (the binding's minimum)")
+		}
 		cfg.MaxBodyBytes = c.Int64("max-body")
 	}
-	cfg.Allow = append(cfg.Allow, c.StringSlice("allow")...)
+	if cfg.MaxTimeoutMS < 0 {
+		return nil, cliutil.Failf("invalid_config", "max_timeout_ms must be positive (leave it out for the default, 60000)")
+	}
 	if cfg.Listen == "" {
 		return nil, cliutil.Usagef("give --listen ADDR (or \"listen\" in the config file)")
-	}
-	if cfg.MaxBodyBytes != 0 && cfg.MaxBodyBytes < 1<<20 {
-		return nil, cliutil.Failf("invalid_config", "the message size limit must be at least 1 MiB (the binding's minimum)")
 	}
 	for id, h := range cfg.Handlers {
 		if len(h.Command) == 0 || h.Command[0] == "" {
 			return nil, cliutil.Failf("invalid_config", "handler %s has no command", id)
 		}
+		for k := range h.Env {
+			switch {
+			case k == "" || strings.ContainsAny(k, "=\x00"):
+				return nil, cliutil.Failf("invalid_config", "handler %s: an environment variable name is empty or holds '=' or NUL", id)
+			case reservedEnv[k]:
+				return nil, cliutil.Failf("invalid_config", "handler %s: %s is set by the agent and cannot be configured", id, k)
+			}
+		}
 	}
 	return cfg, nil
+}
+
+// reservedEnv are the variables the agent sets for a program handler: a
+// config that could set them could make a program believe another caller
+// invoked it.
+var reservedEnv = map[string]bool{"AMP_CAPABILITY": true, "AMP_CALLER": true}
+
+// decodeConfig decodes exactly one JSON object with known fields only.
+// Field names are quoted back to the operator (they are keys of their own
+// file, never values).
+func decodeConfig(data []byte, cfg *serveConfig) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(cfg)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return cliutil.Failf("invalid_config", "the config file is not valid json (offset %d)", se.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return cliutil.Failf("invalid_config", "the config file is not valid json (it ends too early)")
+	case err != nil:
+		return cliutil.Failf("invalid_config", "the config file does not have the expected fields: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return cliutil.Failf("invalid_config", "the config file has data after its json object (offset %d)", dec.InputOffset())
+	}
+	return nil
+}
+
+// checkRules checks allow rules, naming a bad one by its position (the
+// rule itself is not echoed).
+func checkRules(rules []string, where string, fail func(string) error) error {
+	for i, s := range rules {
+		if _, err := agent.ParseRule(s); err != nil {
+			return fail(fmt.Sprintf("allow rule %d %s: %s", i+1, where, amp.SafeMessage(err)))
+		}
+	}
+	return nil
 }
 
 func newLogger(env *cliutil.Env, format, level string) (*slog.Logger, error) {
@@ -218,9 +270,9 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	}
 	var rules agent.Rules
 	for _, s := range cfg.Allow {
-		r, err := agent.ParseRule(s)
+		r, err := agent.ParseRule(s) // checked by loadServeConfig
 		if err != nil {
-			return cliutil.Usagef("allow rule %q: %s", s, amp.SafeMessage(err))
+			return err
 		}
 		rules = append(rules, r)
 	}
@@ -329,9 +381,12 @@ func runProgram(capID string, h execHandler, log *slog.Logger) agent.Handler {
 		cmd.WaitDelay = 2 * time.Second
 		err = cmd.Run()
 		switch {
-		case ctx.Err() != nil:
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			log.Warn("handler program killed at its deadline", "capability", capID)
 			return nil, context.DeadlineExceeded
+		case ctx.Err() != nil:
+			log.Warn("handler program killed: the invocation was canceled", "capability", capID)
+			return nil, ctx.Err()
 		case err != nil:
 			log.Warn("handler program failed", "capability", capID, "err", err, "stderr", stderr.String())
 			return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")

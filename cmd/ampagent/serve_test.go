@@ -335,6 +335,12 @@ func TestServeRefusesToStart(t *testing.T) {
 	noCommand := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.translate.text:2.1.0": map[string]any{"command": []string{}}}})
 	unknownField := writeFile(t, "typo.json", `{"listen":"127.0.0.1:0","handler":{}}`)
 	notJSON := writeFile(t, "bad.json", `{"listen":`)
+	truncated := writeFile(t, "truncated.json", `{"listen":"127.0.0.1:0"`)
+	trailing := writeFile(t, "trailing.json", `{"listen":"127.0.0.1:0"} {"listen":"0.0.0.0:80"}`)
+	spoofCaller := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.translate.text:2.1.0": map[string]any{"command": []string{"/bin/true"}, "env": map[string]string{"AMP_CALLER": "did:key:zSpoofed"}}}})
+	badRuleInConfig := writeConfig(t, map[string]any{"allow": []string{"SECRET-LOOKING-RULE"}})
+	tinyBodyInConfig := writeConfig(t, map[string]any{"max_body_bytes": 10})
+	negativeTimeout := writeConfig(t, map[string]any{"max_timeout_ms": -1})
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -352,7 +358,13 @@ func TestServeRefusesToStart(t *testing.T) {
 		{"network listen without consent", []string{"--db", db, "--key", key, "--listen", "0.0.0.0:0"}, "unsafe_listen", 1},
 		{"no listen address", []string{"--db", db, "--key", key}, "usage", 2},
 		{"bad allow rule", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--allow", "nonsense"}, "usage", 2},
-		{"tiny body limit", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--max-body", "10"}, "invalid_config", 1},
+		{"tiny body limit", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--max-body", "10"}, "usage", 2},
+		{"tiny body limit in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", tinyBodyInConfig}, "invalid_config", 1},
+		{"negative timeout in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", negativeTimeout}, "invalid_config", 1},
+		{"config cut short", []string{"--db", db, "--key", key, "--config", truncated}, "invalid_config", 1},
+		{"data after the config object", []string{"--db", db, "--key", key, "--config", trailing}, "invalid_config", 1},
+		{"handler env sets AMP_CALLER (spoofing)", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", spoofCaller}, "invalid_config", 1},
+		{"bad allow rule in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", badRuleInConfig}, "invalid_config", 1},
 		{"did:web not in the store", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--did", "did:web:nobody.example.org"}, "misconfigured", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -361,6 +373,11 @@ func TestServeRefusesToStart(t *testing.T) {
 				t.Fatalf("got %s exit %d, want %s exit %d", code, exit, tc.code, tc.exit)
 			}
 		})
+	}
+	// A rule is named by its position, never echoed.
+	r0 := runCLI(t, "", "serve", "--json", "--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", badRuleInConfig)
+	if strings.Contains(r0.stdout+r0.stderr, "SECRET-LOOKING-RULE") || !strings.Contains(r0.stdout, "allow rule 1 in the config file") {
+		t.Fatalf("bad rule report: %s %s", r0.stdout, r0.stderr)
 	}
 	// A store in use by another agent: the second one refuses and leaves
 	// the first one's admin socket alone.

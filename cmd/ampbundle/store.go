@@ -65,7 +65,7 @@ const (
 
 // Hints shown with the store errors every registry command can meet.
 const (
-	hintStoreInUse   = "another ampbundle command holds the store, or an agent without an admin socket (--admin-socket); wait for it or stop it"
+	hintStoreInUse   = "another ampbundle command holds the store, or an agent whose admin socket is not at the default path (give it with --admin-socket); wait for it or stop it"
 	hintStoreMissing = "a store is created by trusting a publisher key: ampbundle trust add PUB --db %s --name NAME --scope PREFIX"
 	hintUnknown      = "'ampbundle ls --db %s' lists the installed bundles"
 )

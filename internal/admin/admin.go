@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -36,9 +37,10 @@ const maxUpload = 8 << 30
 // errorDoc is the error document of the socket (and of the CLI contract).
 type errorDoc struct {
 	Error struct {
-		Code    string `json:"code"`
-		AMPCode uint16 `json:"amp_code,omitempty"`
-		Message string `json:"message"`
+		Code    string          `json:"code"`
+		AMPCode uint16          `json:"amp_code,omitempty"`
+		Message string          `json:"message"`
+		Details json.RawMessage `json:"details,omitempty"`
 	} `json:"error"`
 }
 
@@ -46,6 +48,11 @@ func writeError(w http.ResponseWriter, err error) {
 	e := amp.AsError(err)
 	var doc errorDoc
 	doc.Error.Code, doc.Error.AMPCode, doc.Error.Message = string(amp.NameOf(e)), uint16(e.Code), e.Message
+	if e.Details != nil {
+		if d, err := json.Marshal(e.Details); err == nil {
+			doc.Error.Details = d
+		}
+	}
 	status := http.StatusBadRequest
 	switch {
 	case e.Code == amp.CodeInternalError || errors.Is(err, resolver.ErrStoreIO):
@@ -183,7 +190,11 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"name": req.Name}, s.TrustAdd(req.Name, pub, req.Scopes)
+		if err := s.TrustAdd(req.Name, pub, req.Scopes); err != nil {
+			return nil, err
+		}
+		log.Info("key trusted through the admin socket", "name", req.Name, "key", req.Key, "scopes", req.Scopes)
+		return map[string]any{"name": req.Name}, nil
 	})
 	post("/v1/trust/remove", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		var req struct {
@@ -192,7 +203,11 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 		if err := decodeBody(r, &req); err != nil {
 			return nil, err
 		}
-		return map[string]any{"name": req.Name}, s.TrustRemove(req.Name)
+		if err := s.TrustRemove(req.Name); err != nil {
+			return nil, err
+		}
+		log.Info("key no longer trusted, through the admin socket", "name", req.Name)
+		return map[string]any{"name": req.Name}, nil
 	})
 	get("/v1/trust", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		keys, err := s.TrustList()
@@ -358,6 +373,9 @@ type Client struct {
 	path string
 	http *http.Client
 	gen  atomic.Uint64
+
+	mu    sync.Mutex
+	audit *auditDoc // the snapshot Audit, AuditHead and VerifyAudit share
 }
 
 // Dial connects to the admin socket at path; it fails fast when nothing
@@ -405,7 +423,11 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ct
 		if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc) != nil || doc.Error.Code == "" {
 			return amp.Named(0, "admin_socket", "the agent answered http %d", resp.StatusCode)
 		}
-		return amp.Named(amp.Code(doc.Error.AMPCode), amp.ErrName(doc.Error.Code), "%s", doc.Error.Message)
+		e := amp.Named(amp.Code(doc.Error.AMPCode), amp.ErrName(doc.Error.Code), "%s", doc.Error.Message)
+		if len(doc.Error.Details) > 0 {
+			e = e.WithDetails(doc.Error.Details)
+		}
+		return e
 	}
 	if w, ok := out.(io.Writer); ok {
 		if _, err := io.Copy(w, resp.Body); err != nil {
@@ -511,17 +533,26 @@ func (c *Client) Check() ([]resolver.Problem, error) {
 	return ps, c.do(context.Background(), http.MethodGet, "/v1/check", nil, "", &ps)
 }
 
-func (c *Client) audit() (*auditDoc, error) {
+// auditSnapshot fetches the audit log, chain head and verdict in one
+// request, once per Client: Audit, AuditHead and VerifyAudit of one Client
+// describe the same moment (a later change needs a new Client).
+func (c *Client) auditSnapshot() (*auditDoc, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.audit != nil {
+		return c.audit, nil
+	}
 	var doc auditDoc
 	if err := c.do(context.Background(), http.MethodGet, "/v1/audit", nil, "", &doc); err != nil {
 		return nil, err
 	}
-	return &doc, nil
+	c.audit = &doc
+	return c.audit, nil
 }
 
 // Audit returns the audit log, oldest first.
 func (c *Client) Audit() ([]resolver.AuditEntry, error) {
-	doc, err := c.audit()
+	doc, err := c.auditSnapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -530,7 +561,7 @@ func (c *Client) Audit() ([]resolver.AuditEntry, error) {
 
 // AuditHead returns the hash of the last audit entry.
 func (c *Client) AuditHead() ([]byte, error) {
-	doc, err := c.audit()
+	doc, err := c.auditSnapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -539,7 +570,7 @@ func (c *Client) AuditHead() ([]byte, error) {
 
 // VerifyAudit checks the audit chain (in the agent).
 func (c *Client) VerifyAudit() error {
-	doc, err := c.audit()
+	doc, err := c.auditSnapshot()
 	if err != nil {
 		return err
 	}

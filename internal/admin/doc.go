@@ -25,7 +25,11 @@
 //	POST /v1/resolve                    {"bundle_id","artifact_key","hash_alg","hash"} (hash in hex)
 //	                                                           -> {"data"} (the verified bytes, base64)
 //
-// Every answer carries the store's generation in X-Store-Generation.
-// Errors are {"error":{"code","amp_code","message"}} with a 4xx or 5xx
+// JSON field names are snake_case (resolver.Bundle, resolver.ImportResult,
+// resolver.AuditEntry, resolver.Problem); byte fields of audit entries are
+// base64, as encoding/json writes them. Every answer carries the store's
+// generation in X-Store-Generation. A Client answers Audit, AuditHead and
+// VerifyAudit from one snapshot, taken at the first of them.
+// Errors are {"error":{"code","amp_code","message","details"}} with a 4xx or 5xx
 // status, and come back to the client as the *amp.Error they were.
 package admin

@@ -1,6 +1,7 @@
 package cliutil
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -149,6 +150,18 @@ func (h hinted) Unwrap() error { return h.error }
 
 // WithHint attaches a hint shown after the error in human output.
 func WithHint(err error, hint string) error { return hinted{err, hint} }
+
+// MarshalJSON is json.Marshal without HTML escaping ("<" stays "<"), as
+// PrintJSON prints.
+func MarshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
 
 // PrintJSON writes v as one JSON document (indented) and a newline.
 func PrintJSON(w io.Writer, v any) error {
