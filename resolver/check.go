@@ -47,7 +47,7 @@ func (s *Store) Check() ([]Problem, error) {
 				return nil
 			}
 			refs[ir.Blob]++
-			data := bucket(tx, bBlobs).Get([]byte(ir.Blob))
+			data := getBlob(tx, []byte(ir.Blob))
 			switch {
 			case data == nil:
 				add("index", "index entry %q points at a missing blob", printableKey(k))
@@ -58,9 +58,11 @@ func (s *Store) Check() ([]Problem, error) {
 		}); err != nil {
 			return err
 		}
-		if err := bucket(tx, bBlobs).ForEach(func(k, v []byte) error {
+		if err := forEachBlob(tx, func(k, v []byte) error {
 			key := string(k)
-			if err := checkBlob(v, key, "", ""); err != nil {
+			if v == nil {
+				add("blob", "blob %s is not stored as a blob", key)
+			} else if err := checkBlob(v, key, "", ""); err != nil {
 				add("blob", "blob %s does not match its hash (tampered or corrupted)", key)
 			}
 			if refs[key] == 0 {
@@ -74,7 +76,7 @@ func (s *Store) Check() ([]Problem, error) {
 			return err
 		}
 		if err := bucket(tx, bBlobRefs).ForEach(func(k, _ []byte) error {
-			if bucket(tx, bBlobs).Get(k) == nil {
+			if !hasBlob(tx, k) {
 				add("blob", "reference count kept for missing blob %s", k)
 			}
 			return nil

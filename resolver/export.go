@@ -42,7 +42,7 @@ func (s *Store) Export(bundleID string, w io.Writer) error {
 			if err := decode(raw, &ir); err != nil {
 				return err
 			}
-			data := bucket(tx, bBlobs).Get([]byte(ir.Blob))
+			data := getBlob(tx, []byte(ir.Blob))
 			if data == nil {
 				return unavailable(ErrBlobUnreadable, "the bytes of %s in bundle %s are missing from the store", a.Key, bundleID)
 			}

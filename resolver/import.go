@@ -197,17 +197,16 @@ func (s *Store) stage(ctx context.Context, br *bundle.Reader, pending *pendingRe
 			return err
 		}
 		err := s.db.Update(func(tx *bolt.Tx) error {
-			blobs := bucket(tx, bBlobs)
 			// Sorted keys keep bbolt fast (FACTS.md).
 			sort.Slice(batch, func(i, j int) bool {
 				return BlobKey(batch[i].HashAlg, batch[i].Hash) < BlobKey(batch[j].HashAlg, batch[j].Hash)
 			})
 			for _, a := range batch {
 				k := BlobKey(a.HashAlg, a.Hash)
-				if blobs.Get([]byte(k)) != nil {
+				if hasBlob(tx, []byte(k)) {
 					continue // shared with an installed bundle
 				}
-				if err := blobs.Put([]byte(k), a.Data); err != nil {
+				if err := putBlob(tx, []byte(k), a.Data); err != nil {
 					return err
 				}
 				pending.Blobs = append(pending.Blobs, k)
@@ -283,10 +282,10 @@ func (s *Store) rollback(p *pendingRecord) {
 }
 
 func rollbackPending(tx *bolt.Tx, p *pendingRecord) error {
-	blobs, refs := bucket(tx, bBlobs), bucket(tx, bBlobRefs)
+	refs := bucket(tx, bBlobRefs)
 	for _, k := range p.Blobs {
 		if refs.Get([]byte(k)) == nil {
-			if err := blobs.Delete([]byte(k)); err != nil {
+			if err := deleteBlob(tx, []byte(k)); err != nil {
 				return err
 			}
 		}
@@ -397,10 +396,10 @@ func install(tx *bolt.Tx, m *bundle.Manifest, signed []byte, arts []staged, res 
 	if err := checkDIDs(tx, m.BundleID, arts); err != nil {
 		return err
 	}
-	index, refs, blobs := bucket(tx, bIndex), bucket(tx, bBlobRefs), bucket(tx, bBlobs)
+	index, refs := bucket(tx, bIndex), bucket(tx, bBlobRefs)
 	var total uint64
 	for _, a := range arts {
-		if blobs.Get([]byte(a.blob)) == nil {
+		if !hasBlob(tx, []byte(a.blob)) {
 			return fail(ErrStoreIO, "a staged blob is missing")
 		}
 		if err := index.Put(key2(m.BundleID, a.entry.Key), encode(indexRecord{Blob: a.blob, MediaType: a.entry.MediaType, Size: a.entry.Size})); err != nil {
@@ -561,11 +560,11 @@ func uninstall(tx *bolt.Tx, bundleID string) ([]string, error) {
 
 // deleteOrphans deletes the listed blobs that no index entry references.
 func deleteOrphans(tx *bolt.Tx, blobs []string) error {
-	refs, b := bucket(tx, bBlobRefs), bucket(tx, bBlobs)
+	refs := bucket(tx, bBlobRefs)
 	sort.Strings(blobs)
 	for _, k := range blobs {
 		if refs.Get([]byte(k)) == nil {
-			if err := b.Delete([]byte(k)); err != nil {
+			if err := deleteBlob(tx, []byte(k)); err != nil {
 				return err
 			}
 		}

@@ -73,7 +73,7 @@ func (s *Store) artifact(tx *bolt.Tx, bundleID, key string) ([]byte, indexRecord
 	if err := decode(raw, &ir); err != nil {
 		return nil, indexRecord{}, unavailable(ErrBlobUnreadable, "the index entry of %s in bundle %s is unreadable", key, bundleID).WithCause(err)
 	}
-	data := bucket(tx, bBlobs).Get([]byte(ir.Blob))
+	data := getBlob(tx, []byte(ir.Blob))
 	if data == nil {
 		return nil, indexRecord{}, unavailable(ErrBlobUnreadable, "the bytes of %s in bundle %s are missing from the store", key, bundleID)
 	}

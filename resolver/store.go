@@ -16,16 +16,19 @@ import (
 )
 
 // SchemaVersion is the layout version of the store, written at creation and
-// checked on every open.
-const SchemaVersion = 1
+// checked on every open. Version 2 stores each blob in a bucket of its own
+// (blobs.go); version 1, never released, stored them as plain values and
+// is refused as store_version.
+const SchemaVersion = 2
 
 // Bucket names (DESIGN §4). All are created when a store is created, so
-// that no operation ever adds or removes a bucket.
+// that no operation ever adds or removes one of them (the per-blob buckets
+// inside bBlobs come and go with their blobs).
 const (
 	bMeta        = "meta"        // schema_version, generation, audit head
 	bTrust       = "trust"       // name -> trustRecord
 	bBundles     = "bundles"     // bundle_id -> bundleRecord
-	bBlobs       = "blobs"       // "<alg>:<hex>" -> bytes
+	bBlobs       = "blobs"       // "<alg>:<hex>" -> bucket {"d": bytes} (blobs.go)
 	bBlobRefs    = "blobrefs"    // "<alg>:<hex>" -> uint64 number of index entries
 	bIndex       = "index"       // bundle_id \x00 artifact_key -> indexRecord
 	bDescriptors = "descriptors" // name \x00 version -> descRecord
