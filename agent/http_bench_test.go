@@ -63,24 +63,20 @@ func runLoad(b *testing.B, url string, n int, msg func(i int) []byte) {
 // loopback, 1/8/64 concurrent clients, each message distinct (no replay
 // hits), replay cache in memory. Compare with BenchmarkHTTPBaseline at the
 // same client count (DESIGN §8: >= 80 %).
-func BenchmarkHTTPInvoke(b *testing.B) {
-	for _, n := range loadClients {
-		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
-			e := newEnv(b, withHandler("org.agentries.code-review:2.1.0", noop), withConfig(func(c *Config) { c.Replay = NewMemoryReplay() }))
-			msgs := presign(b, e, b.N)
-			srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{}))
-			defer srv.Close()
-			runLoad(b, srv.URL, n, func(i int) []byte { return msgs[i] })
-		})
-	}
-}
+func BenchmarkHTTPInvoke(b *testing.B) { benchHTTPAgent(b, true) }
 
 // BenchmarkHTTPInvokeDurable: the same with the durable replay cache (the
 // agent's default: one marker and one reply per invocation, group commit).
-func BenchmarkHTTPInvokeDurable(b *testing.B) {
+func BenchmarkHTTPInvokeDurable(b *testing.B) { benchHTTPAgent(b, false) }
+
+func benchHTTPAgent(b *testing.B, memoryReplay bool) {
 	for _, n := range loadClients {
 		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
-			e := newEnv(b, withHandler("org.agentries.code-review:2.1.0", noop))
+			opts := []envOption{withHandler("org.agentries.code-review:2.1.0", noop)}
+			if memoryReplay {
+				opts = append(opts, withConfig(func(c *Config) { c.Replay = NewMemoryReplay() }))
+			}
+			e := newEnv(b, opts...)
 			msgs := presign(b, e, b.N)
 			srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{}))
 			defer srv.Close()

@@ -120,12 +120,15 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 		log = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	post := func(path string, fn func(w http.ResponseWriter, r *http.Request) (any, error)) {
-		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
-			v, err := fn(w, r)
+	route := func(method, path string, fn func(w http.ResponseWriter, r *http.Request) (any, error)) {
+		mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
 			setGeneration(w, s)
+			v, err := fn(w, r)
+			setGeneration(w, s) // after a change, the new generation
 			if err != nil {
-				log.Warn("admin request failed", "path", path, "err", err)
+				if method == http.MethodPost {
+					log.Warn("admin request failed", "path", path, "err", err)
+				}
 				writeError(w, err)
 				return
 			}
@@ -134,18 +137,11 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 			}
 		})
 	}
+	post := func(path string, fn func(w http.ResponseWriter, r *http.Request) (any, error)) {
+		route(http.MethodPost, path, fn)
+	}
 	get := func(path string, fn func(w http.ResponseWriter, r *http.Request) (any, error)) {
-		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
-			setGeneration(w, s)
-			v, err := fn(w, r)
-			if err != nil {
-				writeError(w, err)
-				return
-			}
-			if v != nil {
-				writeJSON(w, http.StatusOK, v)
-			}
-		})
+		route(http.MethodGet, path, fn)
 	}
 	decodeBody := func(r *http.Request, v any) error {
 		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
