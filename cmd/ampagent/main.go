@@ -33,5 +33,8 @@ func newApp(env *cliutil.Env) *cli.App {
 	}
 }
 
+// maxDIDDocFile bounds a DID document file (--to-doc, --did-doc).
+const maxDIDDocFile = 1 << 20
+
 // jsonFlag is the --json flag every command has.
 var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout (errors too)"}

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -167,9 +166,9 @@ func senderDocument(c *cli.Context, from string) (*amp.DIDDocument, error) {
 		if c.IsSet("sender-x25519") {
 			return nil, cliutil.Usagef("--sender-x25519 goes with --pub or --pub-file; a DID document carries its own key agreement key")
 		}
-		data, err := os.ReadFile(c.String("did-doc"))
+		data, err := cliutil.ReadFile(c.String("did-doc"), maxDIDDocFile, "did document")
 		if err != nil {
-			return nil, cliutil.Failf("io_error", "cannot read the did document").WithCause(err)
+			return nil, err
 		}
 		return amp.ParseDIDDocument(data)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -266,9 +265,9 @@ func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (
 	}
 	var dids amp.DIDResolver
 	if !isKey {
-		data, err := os.ReadFile(c.String("to-doc"))
+		data, err := cliutil.ReadFile(c.String("to-doc"), maxDIDDocFile, "provider's did document")
 		if err != nil {
-			return nil, cliutil.Failf("io_error", "cannot read the provider's did document").WithCause(err)
+			return nil, err
 		}
 		doc, err := amp.ParseDIDDocument(data)
 		if err != nil {

@@ -118,9 +118,9 @@ requests finish.`,
 func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 	cfg := &serveConfig{}
 	if c.IsSet("config") {
-		data, err := os.ReadFile(c.String("config"))
+		data, err := cliutil.ReadFile(c.String("config"), maxConfigFile, "config file")
 		if err != nil {
-			return nil, cliutil.Failf("invalid_config", "cannot read the config file").WithCause(err)
+			return nil, cliutil.Failf("invalid_config", "%s", amp.SafeMessage(err)).WithCause(err)
 		}
 		if err := decodeConfig(data, cfg); err != nil {
 			return nil, err
@@ -172,6 +172,9 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 	}
 	return cfg, nil
 }
+
+// maxConfigFile bounds the config file.
+const maxConfigFile = 4 << 20
 
 // reservedEnv are the variables the agent sets for a program handler: a
 // config that could set them could make a program believe another caller

@@ -362,6 +362,25 @@ func ExactArgs(c *cli.Context, n int, names string) error {
 // MaxInputSize bounds what ReadInput reads.
 const MaxInputSize = 64 << 20
 
+// ReadFile reads a small file the user named (a config, a DID document),
+// refusing one over max bytes with limit_exceeded without reading it all.
+// what names the file in errors.
+func ReadFile(path string, max int64, what string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, Failf("io_error", "cannot read the %s", what).WithCause(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, Failf("io_error", "cannot read the %s", what).WithCause(err)
+	}
+	if int64(len(data)) > max {
+		return nil, Failf("limit_exceeded", "the %s is larger than %d bytes", what, max)
+	}
+	return data, nil
+}
+
 // ReadInput reads the named file, or stdin for "-", up to max bytes. With
 // asHex the content is hex text (whitespace ignored).
 func ReadInput(env *Env, name string, max int64, asHex bool) ([]byte, error) {

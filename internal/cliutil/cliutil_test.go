@@ -1,10 +1,15 @@
 package cliutil
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/amp"
 )
 
 func TestNormalize(t *testing.T) {
@@ -28,5 +33,27 @@ func TestNormalize(t *testing.T) {
 		if got := Normalize(app, tt.in); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%v: got %v, want %v", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestReadFile: a file the user names is read whole only when it is within
+// its cap (threat: a huge or endless file, e.g. /dev/zero, exhausting memory).
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, make([]byte, 100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(p, 100, "file"); err != nil || len(b) != 100 {
+		t.Fatalf("at the cap: %d %v", len(b), err)
+	}
+	if _, err := ReadFile(p, 99, "file"); !errors.Is(err, amp.ErrName("limit_exceeded")) {
+		t.Fatalf("over the cap: %v", err)
+	}
+	if _, err := ReadFile("/dev/zero", 1<<10, "file"); !errors.Is(err, amp.ErrName("limit_exceeded")) {
+		t.Fatalf("endless file: %v", err)
+	}
+	if _, err := ReadFile(filepath.Join(dir, "none"), 10, "file"); !errors.Is(err, amp.ErrName("io_error")) {
+		t.Fatalf("missing file: %v", err)
 	}
 }

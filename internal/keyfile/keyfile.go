@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -219,7 +220,12 @@ func ParsePublic(s string) (ed25519.PublicKey, error) {
 		}
 		return nil, fail("invalid_public_key", "did:key holds no ed25519 key")
 	}
-	data, err := os.ReadFile(s)
+	f, err := os.Open(s)
+	if err != nil {
+		return nil, fail("key_unreadable", "cannot read public key file").WithCause(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
 	if err != nil {
 		return nil, fail("key_unreadable", "cannot read public key file").WithCause(err)
 	}
