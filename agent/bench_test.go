@@ -26,7 +26,12 @@ var benchParams = map[string]any{"code": "func main() { println(\"hello\") }", "
 // is then set to the last one.
 func presign(b *testing.B, e *env, n int) [][]byte {
 	b.Helper()
-	body := invokeBody(b, "org.agentries.code-review:2.1.0", benchParams)
+	return presignBody(b, e, n, amp.TypeCapInvoke, invokeBody(b, "org.agentries.code-review:2.1.0", benchParams))
+}
+
+// presignBody is presign for any message type and body.
+func presignBody(b *testing.B, e *env, n int, typ amp.Type, body []byte) [][]byte {
+	b.Helper()
 	sendClock := &clock{t: e.clock.Now()}
 	s, err := amp.NewSender(amp.SenderConfig{Identity: e.caller, Rand: rand.Reader, Now: sendClock.Now})
 	if err != nil {
@@ -36,7 +41,7 @@ func presign(b *testing.B, e *env, n int) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
 		sendClock.Add(50 * time.Microsecond)
-		_, m, err := s.Seal(context.Background(), amp.Draft{Type: amp.TypeCapInvoke, To: amp.To(e.provider.DID), Body: body})
+		_, m, err := s.Seal(context.Background(), amp.Draft{Type: typ, To: amp.To(e.provider.DID), Body: body})
 		if err != nil {
 			b.Fatal(err)
 		}

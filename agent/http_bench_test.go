@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/ed25519"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
 )
 
 // loadClients are the concurrent client counts of the HTTP benchmarks.
@@ -106,6 +110,82 @@ func BenchmarkHTTPBaseline(b *testing.B) {
 				}
 				w.Header().Set("Content-Type", "application/cbor")
 				w.Write(reply)
+			}))
+			defer srv.Close()
+			runLoad(b, srv.URL, n, func(int) []byte { return msgs[0] })
+		})
+	}
+}
+
+// benchQuery is the CAP_QUERY of the HTTP query benchmarks: every version
+// of a capability with five (one page).
+func benchQuery(b *testing.B) []byte {
+	b.Helper()
+	q, err := capability.Query{Filter: capability.Filter{Capability: "org.agentries.paging"}}.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return q
+}
+
+// BenchmarkHTTPQuery: signed CAP_QUERYs (one page of five descriptors) over
+// the HTTP binding, 1/8/64 clients, each message distinct. Compare with
+// BenchmarkHTTPQueryBaseline.
+func BenchmarkHTTPQuery(b *testing.B) {
+	for _, n := range loadClients {
+		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
+			e := newEnv(b, withConfig(func(c *Config) { c.Replay = NewMemoryReplay() }))
+			msgs := presignBody(b, e, b.N, amp.TypeCapQuery, benchQuery(b))
+			srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{}))
+			defer srv.Close()
+			runLoad(b, srv.URL, n, func(i int) []byte { return msgs[i] })
+		})
+	}
+}
+
+// BenchmarkHTTPQueryBaseline: a minimal net/http server doing only the
+// primitives of a query per request: canonical CBOR of the message, Ed25519
+// verify, the CAP_DECLARE body encoded, Ed25519 sign of a reply of the
+// agent's size.
+func BenchmarkHTTPQueryBaseline(b *testing.B) {
+	for _, n := range loadClients {
+		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
+			e := newEnv(b, withConfig(func(c *Config) { c.Replay = NewMemoryReplay() }))
+			msgs := presignBody(b, e, 1, amp.TypeCapQuery, benchQuery(b))
+			// The agent's real answer gives the declare body and reply size.
+			raw, err := e.agent.Handle(context.Background(), msgs[0])
+			if err != nil {
+				b.Fatal(err)
+			}
+			reply := e.receive(e.caller, raw)
+			decl, err := capability.DecodeDeclare(reply.Body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r, _ := amp.NewReceiver(amp.ReceiverConfig{Now: e.clock.Now})
+			m, err := r.Receive(context.Background(), msgs[0])
+			if err != nil {
+				b.Fatal(err)
+			}
+			sigInput, pub := m.SigInput(), e.caller.SigningKey.Public().(ed25519.PublicKey)
+			out := make([]byte, len(raw))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+				if err != nil {
+					http.Error(w, "read", http.StatusBadRequest)
+					return
+				}
+				if _, err := (amp.Limits{}).Canonical(body); err != nil || !ed25519.Verify(pub, sigInput, m.Sig) {
+					http.Error(w, "verify", http.StatusBadRequest)
+					return
+				}
+				if _, err := decl.Encode(); err != nil {
+					http.Error(w, "encode", http.StatusInternalServerError)
+					return
+				}
+				ed25519.Sign(e.provider.SigningKey, out)
+				w.Header().Set("Content-Type", "application/cbor")
+				w.Write(out)
 			}))
 			defer srv.Close()
 			runLoad(b, srv.URL, n, func(int) []byte { return msgs[0] })
