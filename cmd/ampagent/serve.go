@@ -374,13 +374,7 @@ func runProgram(capID string, h execHandler, log *slog.Logger) agent.Handler {
 		stdout.max, stderr.max = maxProgramOutput, 64<<10
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		// Its own process group, killed whole at the deadline.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error {
-			if cmd.Process != nil {
-				return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
-			return nil
-		}
+		killGroupOnCancel(cmd)
 		cmd.WaitDelay = 2 * time.Second
 		err = cmd.Run()
 		switch {

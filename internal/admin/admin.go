@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -297,11 +296,12 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 	return peerCheck(mux)
 }
 
-// peerCheck serves only connections from this process's user (the socket's
+// peerCheck serves only connections from this process's user, as recorded
+// by ConnContext; a request whose peer is unknown is refused (the socket's
 // mode already restricts it; this holds where modes are not enforced).
 func peerCheck(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if uid, ok := r.Context().Value(peerUIDKey{}).(int); ok && uid != os.Getuid() {
+		if uid, ok := r.Context().Value(peerUIDKey{}).(int); !ok || uid < 0 || uid != os.Getuid() {
 			writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]string{"code": "forbidden", "message": "only the agent's user may administer it"}})
 			return
 		}
@@ -310,26 +310,6 @@ func peerCheck(h http.Handler) http.Handler {
 }
 
 type peerUIDKey struct{}
-
-// ConnContext records the peer's uid of a Unix socket connection (Linux
-// SO_PEERCRED); use it as http.Server.ConnContext.
-func ConnContext(ctx context.Context, c net.Conn) context.Context {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return ctx
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return ctx
-	}
-	uid := -1
-	raw.Control(func(fd uintptr) {
-		if cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED); err == nil {
-			uid = int(cred.Uid)
-		}
-	})
-	return context.WithValue(ctx, peerUIDKey{}, uid)
-}
 
 // Listen creates the admin socket at path, mode 0600. A socket file left by
 // an agent that is gone is replaced; one that answers belongs to a running
@@ -349,10 +329,8 @@ func Listen(path string) (net.Listener, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, amp.Named(0, "admin_socket", "cannot check the admin socket path").WithCause(err)
 	}
-	// Create it inaccessible, then open it to the owner only.
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
+	// Create it inaccessible to others from the start, then make sure.
+	ln, err := listenPrivate(path)
 	if err != nil {
 		return nil, amp.Named(0, "admin_socket", "cannot listen on the admin socket").WithCause(err)
 	}

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package main
+
+import "os/exec"
+
+// killGroupOnCancel: without Unix process groups only the program itself
+// is killed when its context ends (exec.CommandContext's default).
+func killGroupOnCancel(*exec.Cmd) {}
