@@ -14,8 +14,10 @@
 // # Pipeline
 //
 // Handle validates the message with amp (shape, version, type, fields,
-// time, sender keys, decryption, signature), answers a duplicate from the
-// replay cache, then dispatches by type: PING (PONG), HELLO (HELLO_ACK or
+// time, sender keys, decryption, signature), refuses with 3001 a message
+// whose "to" does not name this agent (a message signed for another agent
+// is never acted on here), answers a duplicate from the replay cache, then
+// dispatches by type: PING (PONG), HELLO (HELLO_ACK or
 // HELLO_REJECT), CAP_QUERY (CAP_DECLARE, paged) and CAP_INVOKE (CAP_RESULT);
 // anything else is ERROR 1005. Every reply is signed by the agent, addressed
 // to the sender, carries reply_to = the request's id, and is encrypted when
@@ -25,6 +27,8 @@
 // coarse policy (3001), capability identity (4002), capability policy
 // (3001), version and negotiation (4003), input schema (4004), and a caller
 // who may not use a capability gets the same 3001 whether it exists or not.
+// A legacy type is resolved among the capabilities the caller may use only,
+// so no answer, message or candidate list tells it about the others.
 // Schemas come only from the registry, hash-verified, compiled offline; any
 // doubt is 5002 and nothing is validated against unverified bytes (DESIGN §7
 // invariants 1 and 2). An accepted invocation gets exactly one terminal
