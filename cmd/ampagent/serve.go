@@ -36,6 +36,9 @@ type serveConfig struct {
 	MaxTimeoutMS int64                  `json:"max_timeout_ms"`
 	AdminSocket  string                 `json:"admin_socket"`
 	Handlers     map[string]execHandler `json:"handlers"`
+
+	// rules are Allow, parsed (the file's, then --allow's).
+	rules agent.Rules
 }
 
 // execHandler runs a program for a capability: params as JSON on stdin, the
@@ -126,13 +129,15 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 			return nil, err
 		}
 	}
-	if err := checkRules(cfg.Allow, "in the config file", func(msg string) error { return cliutil.Failf("invalid_config", "%s", msg) }); err != nil {
+	fileRules, err := parseRules(cfg.Allow, "in the config file", func(msg string) error { return cliutil.Failf("invalid_config", "%s", msg) })
+	if err != nil {
 		return nil, err
 	}
-	if err := checkRules(c.StringSlice("allow"), "given with --allow", func(msg string) error { return cliutil.Usagef("%s", msg) }); err != nil {
+	flagRules, err := parseRules(c.StringSlice("allow"), "given with --allow", func(msg string) error { return cliutil.Usagef("%s", msg) })
+	if err != nil {
 		return nil, err
 	}
-	cfg.Allow = append(cfg.Allow, c.StringSlice("allow")...)
+	cfg.rules = append(fileRules, flagRules...)
 	if c.IsSet("listen") {
 		cfg.Listen = c.String("listen")
 	}
@@ -203,15 +208,18 @@ func decodeConfig(data []byte, cfg *serveConfig) error {
 	return nil
 }
 
-// checkRules checks allow rules, naming a bad one by its position (the
+// parseRules parses allow rules, naming a bad one by its position (the
 // rule itself is not echoed).
-func checkRules(rules []string, where string, fail func(string) error) error {
+func parseRules(rules []string, where string, fail func(string) error) (agent.Rules, error) {
+	var out agent.Rules
 	for i, s := range rules {
-		if _, err := agent.ParseRule(s); err != nil {
-			return fail(fmt.Sprintf("allow rule %d %s: %s", i+1, where, amp.SafeMessage(err)))
+		r, err := agent.ParseRule(s)
+		if err != nil {
+			return nil, fail(fmt.Sprintf("allow rule %d %s: %s", i+1, where, amp.SafeMessage(err)))
 		}
+		out = append(out, r)
 	}
-	return nil
+	return out, nil
 }
 
 func newLogger(env *cliutil.Env, format, level string) (*slog.Logger, error) {
@@ -271,14 +279,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		return cliutil.WithHint(cliutil.Failf("empty_trust_store", "the store trusts no publisher key: nothing in it can be verified"),
 			"ampbundle trust add PUB --db "+db+" --name NAME --scope PREFIX")
 	}
-	var rules agent.Rules
-	for _, s := range cfg.Allow {
-		r, err := agent.ParseRule(s) // checked by loadServeConfig
-		if err != nil {
-			return err
-		}
-		rules = append(rules, r)
-	}
+	rules := cfg.rules
 	if len(rules) == 0 {
 		log.Warn("no allow rules: every caller is refused (--allow CALLER=PREFIX)")
 	}
