@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -67,13 +68,24 @@ func runLoad(b *testing.B, url string, n int, msg func(i int) []byte) {
 // loopback, 1/8/64 concurrent clients, each message distinct (no replay
 // hits), replay cache in memory. Compare with BenchmarkHTTPBaseline at the
 // same client count (DESIGN §8: >= 80 %).
-func BenchmarkHTTPInvoke(b *testing.B) { benchHTTPAgent(b, true) }
+func BenchmarkHTTPInvoke(b *testing.B) {
+	benchHTTPAgent(b, true, amp.TypeCapInvoke, func(b *testing.B) []byte { return invokeBody(b, "org.agentries.code-review:2.1.0", benchParams) })
+}
 
 // BenchmarkHTTPInvokeDurable: the same with the durable replay cache (the
 // agent's default: one marker and one reply per invocation, group commit).
-func BenchmarkHTTPInvokeDurable(b *testing.B) { benchHTTPAgent(b, false) }
+func BenchmarkHTTPInvokeDurable(b *testing.B) {
+	benchHTTPAgent(b, false, amp.TypeCapInvoke, func(b *testing.B) []byte { return invokeBody(b, "org.agentries.code-review:2.1.0", benchParams) })
+}
 
-func benchHTTPAgent(b *testing.B, memoryReplay bool) {
+// BenchmarkHTTPQuery: signed CAP_QUERYs (one page of five descriptors) over
+// the HTTP binding, 1/8/64 clients, each message distinct. Compare with
+// BenchmarkHTTPQueryBaseline.
+func BenchmarkHTTPQuery(b *testing.B) { benchHTTPAgent(b, true, amp.TypeCapQuery, benchQuery) }
+
+// benchHTTPAgent loads the agent's HTTP binding with distinct presigned
+// messages of type typ and body body(b).
+func benchHTTPAgent(b *testing.B, memoryReplay bool, typ amp.Type, body func(*testing.B) []byte) {
 	for _, n := range loadClients {
 		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
 			opts := []envOption{withHandler("org.agentries.code-review:2.1.0", noop)}
@@ -81,10 +93,37 @@ func benchHTTPAgent(b *testing.B, memoryReplay bool) {
 				opts = append(opts, withConfig(func(c *Config) { c.Replay = NewMemoryReplay() }))
 			}
 			e := newEnv(b, opts...)
-			msgs := presign(b, e, b.N)
+			msgs := presignBody(b, e, b.N, typ, body(b))
 			srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{}))
 			defer srv.Close()
 			runLoad(b, srv.URL, n, func(i int) []byte { return msgs[i] })
+		})
+	}
+}
+
+// benchHTTPBaseline loads a minimal net/http server that reads each body,
+// runs work on it and answers reply: setup returns the message to send,
+// the work and the reply.
+func benchHTTPBaseline(b *testing.B, setup func(b *testing.B, e *env) (msg []byte, work func(body []byte) error, reply []byte)) {
+	for _, n := range loadClients {
+		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
+			e := newEnv(b, withConfig(func(c *Config) { c.Replay = NewMemoryReplay() }))
+			msg, work, reply := setup(b, e)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+				if err != nil {
+					http.Error(w, "read", http.StatusBadRequest)
+					return
+				}
+				if err := work(body); err != nil {
+					http.Error(w, "work", http.StatusInternalServerError)
+					return
+				}
+				w.Header().Set("Content-Type", "application/cbor")
+				w.Write(reply)
+			}))
+			defer srv.Close()
+			runLoad(b, srv.URL, n, func(int) []byte { return msg })
 		})
 	}
 }
@@ -93,28 +132,10 @@ func benchHTTPAgent(b *testing.B, memoryReplay bool) {
 // primitives of an invocation (BenchmarkInvokePrimitives) per request, on
 // the same path, with the same client and a reply of the same size.
 func BenchmarkHTTPBaseline(b *testing.B) {
-	for _, n := range loadClients {
-		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
-			e := newEnv(b)
-			work := primitives(b, e)
-			msgs := presign(b, e, 1)
-			reply := make([]byte, 420)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if _, err := io.ReadAll(io.LimitReader(r.Body, 1<<20)); err != nil {
-					http.Error(w, "read", http.StatusBadRequest)
-					return
-				}
-				if err := work(); err != nil {
-					http.Error(w, "work", http.StatusInternalServerError)
-					return
-				}
-				w.Header().Set("Content-Type", "application/cbor")
-				w.Write(reply)
-			}))
-			defer srv.Close()
-			runLoad(b, srv.URL, n, func(int) []byte { return msgs[0] })
-		})
-	}
+	benchHTTPBaseline(b, func(b *testing.B, e *env) ([]byte, func([]byte) error, []byte) {
+		work := primitives(b, e)
+		return presign(b, e, 1)[0], func([]byte) error { return work() }, make([]byte, 420)
+	})
 }
 
 // benchQuery is the CAP_QUERY of the HTTP query benchmarks: every version
@@ -128,67 +149,42 @@ func benchQuery(b *testing.B) []byte {
 	return q
 }
 
-// BenchmarkHTTPQuery: signed CAP_QUERYs (one page of five descriptors) over
-// the HTTP binding, 1/8/64 clients, each message distinct. Compare with
-// BenchmarkHTTPQueryBaseline.
-func BenchmarkHTTPQuery(b *testing.B) {
-	for _, n := range loadClients {
-		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
-			e := newEnv(b, withConfig(func(c *Config) { c.Replay = NewMemoryReplay() }))
-			msgs := presignBody(b, e, b.N, amp.TypeCapQuery, benchQuery(b))
-			srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{}))
-			defer srv.Close()
-			runLoad(b, srv.URL, n, func(i int) []byte { return msgs[i] })
-		})
-	}
-}
-
 // BenchmarkHTTPQueryBaseline: a minimal net/http server doing only the
 // primitives of a query per request: canonical CBOR of the message, Ed25519
 // verify, the CAP_DECLARE body encoded, Ed25519 sign of a reply of the
 // agent's size.
 func BenchmarkHTTPQueryBaseline(b *testing.B) {
-	for _, n := range loadClients {
-		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
-			e := newEnv(b, withConfig(func(c *Config) { c.Replay = NewMemoryReplay() }))
-			msgs := presignBody(b, e, 1, amp.TypeCapQuery, benchQuery(b))
-			// The agent's real answer gives the declare body and reply size.
-			raw, err := e.agent.Handle(context.Background(), msgs[0])
-			if err != nil {
-				b.Fatal(err)
+	benchHTTPBaseline(b, func(b *testing.B, e *env) ([]byte, func([]byte) error, []byte) {
+		msg := presignBody(b, e, 1, amp.TypeCapQuery, benchQuery(b))[0]
+		// The agent's real answer gives the declare body and reply size.
+		raw, err := e.agent.Handle(context.Background(), msg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		decl, err := capability.DecodeDeclare(e.receive(e.caller, raw).Body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, _ := amp.NewReceiver(amp.ReceiverConfig{Now: e.clock.Now})
+		m, err := r.Receive(context.Background(), msg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sigInput, pub := m.SigInput(), e.caller.SigningKey.Public().(ed25519.PublicKey)
+		sig := make([]byte, len(raw))
+		work := func(body []byte) error {
+			if _, err := (amp.Limits{}).Canonical(body); err != nil {
+				return err
 			}
-			reply := e.receive(e.caller, raw)
-			decl, err := capability.DecodeDeclare(reply.Body)
-			if err != nil {
-				b.Fatal(err)
+			if !ed25519.Verify(pub, sigInput, m.Sig) {
+				return errors.New("verify")
 			}
-			r, _ := amp.NewReceiver(amp.ReceiverConfig{Now: e.clock.Now})
-			m, err := r.Receive(context.Background(), msgs[0])
-			if err != nil {
-				b.Fatal(err)
+			if _, err := decl.Encode(); err != nil {
+				return err
 			}
-			sigInput, pub := m.SigInput(), e.caller.SigningKey.Public().(ed25519.PublicKey)
-			out := make([]byte, len(raw))
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-				if err != nil {
-					http.Error(w, "read", http.StatusBadRequest)
-					return
-				}
-				if _, err := (amp.Limits{}).Canonical(body); err != nil || !ed25519.Verify(pub, sigInput, m.Sig) {
-					http.Error(w, "verify", http.StatusBadRequest)
-					return
-				}
-				if _, err := decl.Encode(); err != nil {
-					http.Error(w, "encode", http.StatusInternalServerError)
-					return
-				}
-				ed25519.Sign(e.provider.SigningKey, out)
-				w.Header().Set("Content-Type", "application/cbor")
-				w.Write(out)
-			}))
-			defer srv.Close()
-			runLoad(b, srv.URL, n, func(int) []byte { return msgs[0] })
-		})
-	}
+			ed25519.Sign(e.provider.SigningKey, sig)
+			return nil
+		}
+		return msg, work, raw
+	})
 }
