@@ -262,7 +262,7 @@ func (a *Agent) DID() string { return a.cfg.Identity.DID }
 // Handle processes one incoming message and returns the signed reply.
 //
 // Every reply is signed by the agent, addressed to the sender, and carries
-// reply_to = the request's id (DESIGN §7 invariant 6); a reply to an
+// reply_to = the request's id (docs/ARCHITECTURE.md, invariant 6); a reply to an
 // encrypted request is encrypted. A message that is valid but not served,
 // or refused after authentication, gets a signed ERROR. A message that
 // fails validation but names its sender and id (attributable) gets a
@@ -273,7 +273,7 @@ func (a *Agent) DID() string { return a.cfg.Identity.DID }
 // Replies to authenticated messages are kept for the message's ttl in the
 // replay cache: a duplicate (same sender, same id) gets the byte-identical
 // reply, concurrent duplicates included, and a handler never runs twice
-// (DESIGN §7 invariant 4).
+// (docs/ARCHITECTURE.md, invariant 4).
 func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 	a.maybeSweep()
 	m, err := a.recv.Receive(ctx, data)

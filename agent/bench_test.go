@@ -59,7 +59,7 @@ func noop(ctx context.Context, p any) (any, error) {
 // verified input schema, a no-op handler, output schema, encoding and
 // signing of the CAP_RESULT. Replay cache in memory (durability is
 // measured by BenchmarkIdempotency*). Compare with BenchmarkInvokePrimitives
-// (DESIGN §8: >= 80 %).
+// (target, docs/PERFORMANCE.md: >= 80 %).
 func BenchmarkInvokeInProcess(b *testing.B) {
 	e := newEnv(b, withHandler("org.agentries.code-review:2.1.0", noop), withConfig(func(c *Config) { c.Replay = NewMemoryReplay() }))
 	msgs := presign(b, e, b.N)
@@ -200,7 +200,7 @@ func BenchmarkIdempotencyDurablePerCall(b *testing.B) {
 	benchIdempotency(b, func(e *env) ReplayCache { return &serialReplay{s: storeReplay{e.store}} })
 }
 
-// BenchmarkIdempotencyMemory: the same, non-durable (the DESIGN §8
+// BenchmarkIdempotencyMemory: the same, non-durable (the docs/PERFORMANCE.md
 // reference: durable >= 90 % of this).
 func BenchmarkIdempotencyMemory(b *testing.B) {
 	benchIdempotency(b, func(*env) ReplayCache { return NewMemoryReplay() })

@@ -21,7 +21,7 @@
 // HELLO_REJECT), CAP_QUERY (CAP_DECLARE, paged) and CAP_INVOKE (CAP_RESULT);
 // anything else is ERROR 1005. Every reply is signed by the agent, addressed
 // to the sender, carries reply_to = the request's id, and is encrypted when
-// the request was (DESIGN §7 invariant 6).
+// the request was (docs/ARCHITECTURE.md, invariant 6).
 //
 // CAP_INVOKE is checked in the order of RFC 004 §7.2: body shape (4001),
 // coarse policy (3001), capability identity (4002), capability policy
@@ -30,7 +30,7 @@
 // A legacy type is resolved among the capabilities the caller may use only,
 // so no answer, message or candidate list tells it about the others.
 // Schemas come only from the registry, hash-verified, compiled offline; any
-// doubt is 5002 and nothing is validated against unverified bytes (DESIGN §7
+// doubt is 5002 and nothing is validated against unverified bytes (docs/ARCHITECTURE.md,
 // invariants 1 and 2). An accepted invocation gets exactly one terminal
 // CAP_RESULT (invariant 5): the handler's result, validated against the
 // output schema, or an error (5001 for a handler failure or an invalid
@@ -50,7 +50,7 @@
 //
 // # Paging
 //
-// CAP_DECLARE carries next_cursor (ERRATA) when more pages exist. Cursors
+// CAP_DECLARE carries next_cursor (docs/SPEC-DECISIONS.md CAP-1) when more pages exist. Cursors
 // are opaque, HMAC-protected, bound to the caller, the filter and the
 // order, and expire; anything else is 4001. Paging is keyset paging: no
 // duplicates or skips within an unchanged registry; across an import or

@@ -17,7 +17,8 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 )
 
-// The HTTP binding (transport-notes.md, from the RFC 002 draft).
+// The HTTP binding of the public RFC 002 draft (Transport Bindings, v0.15;
+// docs/SPEC-DECISIONS.md TRANSPORT-1).
 const (
 	// MessagesPath is where AMP messages are POSTed.
 	MessagesPath = "/amp/v1/messages"
@@ -27,7 +28,7 @@ const (
 	ContentType = "application/cbor"
 	// TransportVersionHeader carries the binding version ("1").
 	TransportVersionHeader = "X-AMP-Transport-Version"
-	// DefaultMaxBody is the agent endpoint limit of transport-notes.md.
+	// DefaultMaxBody is the agent endpoint limit the RFC 002 draft recommends.
 	DefaultMaxBody = 16 << 20
 )
 
@@ -184,7 +185,7 @@ type HTTPTransport struct {
 // NewHTTPTransport returns a transport to the agent at baseURL
 // ("http://127.0.0.1:8080"). maxConns bounds idle connections kept per host
 // (default 64: above the usual client concurrency, so connections are
-// reused, FACTS.md). Replies over 16 MiB are refused.
+// reused: net/http keeps only 2 idle connections per host by default). Replies over 16 MiB are refused.
 func NewHTTPTransport(baseURL string, maxConns int) (*HTTPTransport, error) {
 	baseURL = strings.TrimRight(baseURL, "/")
 	if !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") {

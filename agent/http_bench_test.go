@@ -67,7 +67,7 @@ func runLoad(b *testing.B, url string, n int, msg func(i int) []byte) {
 // BenchmarkHTTPInvoke: signed CAP_INVOKEs over the HTTP binding on
 // loopback, 1/8/64 concurrent clients, each message distinct (no replay
 // hits), replay cache in memory. Compare with BenchmarkHTTPBaseline at the
-// same client count (DESIGN §8: >= 80 %).
+// same client count (target, docs/PERFORMANCE.md: >= 80 %).
 func BenchmarkHTTPInvoke(b *testing.B) {
 	benchHTTPAgent(b, true, amp.TypeCapInvoke, func(b *testing.B) []byte { return invokeBody(b, "org.agentries.code-review:2.1.0", benchParams) })
 }

@@ -97,7 +97,7 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message) (amp.Type, []byte, e
 		return 0, nil, err
 	}
 	// Accepted: from here on, exactly one CAP_RESULT. First record,
-	// durably, that the handler is about to run (DESIGN §7 invariant 4).
+	// durably, that the handler is about to run (docs/ARCHITECTURE.md, invariant 4).
 	switch state, _, err := a.replay.Begin(caller, m.ID, a.expiry(m)); {
 	case err != nil:
 		a.log.Error("replay cache unavailable", "err", err)

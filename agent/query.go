@@ -159,7 +159,7 @@ func (a *Agent) query(m *amp.Message) (amp.Type, []byte, error) {
 	return amp.TypeCapDeclare, body, nil
 }
 
-// Cursors (RFC 004 §6.5, ERRATA): opaque to clients, tamper-evident
+// Cursors (RFC 004 §6.5, docs/SPEC-DECISIONS.md CAP-1): opaque to clients, tamper-evident
 // (HMAC-SHA256 with a key drawn at agent start), bound to the caller, the
 // filter and the order, and valid for CursorTTL. A cursor holds the
 // position after which the next page starts (keyset paging): pages of one

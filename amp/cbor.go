@@ -18,7 +18,7 @@ import (
 // hostile length header costs nothing.
 type Limits struct {
 	// MaxMessageSize caps a whole encoded message in bytes. Default 16 MiB
-	// (transport-notes.md: recommended agent endpoint limit).
+	// (the agent endpoint limit the RFC 002 draft recommends).
 	MaxMessageSize int
 	// MaxDepth caps the nesting of arrays, maps and tags. Default 32.
 	MaxDepth int
@@ -73,7 +73,7 @@ func (l Limits) withDefaults() Limits {
 // lengths, map keys sorted by their encoded bytes.
 //
 // Every tag, every integer, every float and every simple value is kept
-// exactly; only encoding choices change (ERRATA 9). When data is already
+// exactly; only encoding choices change (docs/SPEC-DECISIONS.md AMP-9). When data is already
 // deterministic, Canonical returns data itself without copying.
 //
 // Refused with 1001 invalid_message: trailing bytes, truncation, indefinite

@@ -36,7 +36,7 @@ func TestCanonical(t *testing.T) {
 		{"negative int kept", "3863", "3863", ""},
 		{"non-minimal negative int", "390063", "3863", ""},
 		{"map keys sorted by encoded bytes", "a2 626262 01 6161 02", "a2 6161 02 626262 01", ""},
-		{"shorter text keys first (ERRATA 4)", "a2 6161 01 60 02", "a2 60 02 6161 01", ""},
+		{"shorter text keys first (SPEC-DECISIONS AMP-4)", "a2 6161 01 60 02", "a2 60 02 6161 01", ""},
 		{"nested map with non-text keys", "a2 20 80 01 a1 f5 f4", "a2 01 a1 f5 f4 20 80", ""},
 		{"tag 1 epoch kept", "c11a5f5e1000", "c11a5f5e1000", ""},
 		{"tag 1 with non-minimal content", "c11b000000005f5e1000", "c11a5f5e1000", ""},

@@ -102,7 +102,7 @@ func X25519PublicFromEd25519(pub []byte) ([32]byte, error) {
 
 // SharedKeys caches NaCl box shared keys per (own public key, peer public
 // key) pair: precomputing costs one X25519 (~70 µs), using a cached key ~2 µs
-// (FACTS.md). It holds at most its capacity; when full, an arbitrary entry
+// (docs/PERFORMANCE.md). It holds at most its capacity; when full, an arbitrary entry
 // is dropped. The zero value is not usable; use NewSharedKeys. Safe for
 // concurrent use.
 type SharedKeys struct {

@@ -1,5 +1,5 @@
 // Package amp implements the message layer of the Agent Messaging Protocol,
-// RFC 001 (v0.30), with the corrections of ../shared/spec/ERRATA.md.
+// RFC 001 (v0.30), with the corrections and decisions of docs/SPEC-DECISIONS.md.
 //
 // It owns the wire format and nothing else: the message model and its type
 // and error codes, deterministic CBOR with a strict decoder, message ids,
@@ -28,14 +28,14 @@
 //	   41 f6                bstr(deterministic_cbor(body)) = h'f6' (null)
 //
 // and the message itself is the map {v, id, to, ts, sig, ttl, typ, body,
-// from} in the same key order. Shorter text keys sort first (ERRATA 4).
+// from} in the same key order. Shorter text keys sort first (docs/SPEC-DECISIONS.md AMP-4).
 //
 // # Deterministic CBOR
 //
 // Limits.Canonical is the one place where CBOR is checked and made
 // deterministic. It works on bytes, not on decoded Go values, so every tag,
 // bignum, float, negative integer and non-text map key survives exactly
-// (ERRATA 9). It refuses, with 1001: indefinite lengths, duplicate map keys,
+// (docs/SPEC-DECISIONS.md AMP-9). It refuses, with 1001: indefinite lengths, duplicate map keys,
 // invalid UTF-8, trailing bytes, truncation, ill-formed simple values, and
 // anything over the caps in Limits (size, depth, array and map length,
 // string length). Length headers are checked against the bytes that remain

@@ -176,7 +176,7 @@ type ErrName string
 // Error returns the name itself.
 func (n ErrName) Error() string { return string(n) }
 
-// Error is the one error type of this project (STYLE.md §5). It carries the
+// Error is the one error type of this project. It carries the
 // AMP code when one applies, a stable snake_case name, a message that is safe
 // to show to a peer (it never echoes raw input), optional structured details,
 // and the underlying cause.

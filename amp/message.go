@@ -159,7 +159,7 @@ func (m *Message) appendSignedHeaders(dst []byte) []byte {
 // sigContext is the Sig_Input context string.
 const sigContext = "AMP-v1"
 
-// SigInput returns CBOR_Encode(Sig_Input) for m (RFC 001 §8.1, ERRATA 5):
+// SigInput returns CBOR_Encode(Sig_Input) for m (RFC 001 §8.1, docs/SPEC-DECISIONS.md AMP-5):
 //
 //	["AMP-v1", h'', {id, typ, ts, ttl, from, to, ?reply_to, ?thread_id}, bstr(body)]
 //

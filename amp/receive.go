@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Timing rules of RFC 001 §8.3 and ERRATA 7-8.
+// Timing rules of RFC 001 §8.3 and docs/SPEC-DECISIONS.md AMP-7, AMP-8.
 const (
 	// DefaultMaxClockSkew is MAX_CLOCK_SKEW.
 	DefaultMaxClockSkew = 30 * time.Second
@@ -82,10 +82,10 @@ func (r *Receiver) Limits() Limits { return r.cfg.Limits }
 //  1. decode and shape (RFC 001 §4.1): one strict CBOR item within the caps,
 //     a map of envelope fields of their CDDL types          → 1001
 //  2. `v` is a supported major version (§13.1)             → 1004
-//  3. `typ` is a registered type code (§4.3, ERRATA 2)     → 1005
+//  3. `typ` is a registered type code (§4.3, SPEC-DECISIONS AMP-2) → 1005
 //  4. required fields present, exactly one of body/enc, DIDs
 //     well-formed, enc of the authcrypt profile (§4.1)      → 1001
-//  5. time (§8.3, ERRATA 7-8): not expired (now > ts+ttl; TTL=0 accepted
+//  5. time (§8.3, SPEC-DECISIONS AMP-7, AMP-8): not expired (now > ts+ttl; TTL=0 accepted
 //     while now-ts <= skew), not in the future (ts > now+skew), id
 //     timestamp within 1 s of ts                           → 1003
 //  6. sender's keys from its DID document (§8.9)           → 3001
@@ -96,9 +96,9 @@ func (r *Receiver) Limits() Limits { return r.cfg.Limits }
 // CBOR item (§8.6 step 4) → 1001.
 //
 // The cheap checks come first, so a forged or stale message costs no
-// signature verification (FACTS.md). Replay detection is not part of
-// Receive: it needs state (RFC 001 §8.4) and belongs to the caller, after
-// Receive has authenticated the sender.
+// signature verification (~40 µs, against ~0.1 µs for the cheap checks).
+// Replay detection is not part of Receive: it needs state (RFC 001 §8.4)
+// and belongs to the caller, after Receive has authenticated the sender.
 func (r *Receiver) Receive(ctx context.Context, data []byte) (*Message, error) {
 	// Step 1.
 	raw, err := decodeEnvelope(data, r.cfg.Limits)
@@ -257,7 +257,7 @@ func (r *Receiver) checkTime(m *Message) error {
 	if m.TS > n && m.TS-n > skew {
 		return Named(CodeInvalidTimestamp, "future_timestamp", "message timestamp is too far in the future")
 	}
-	// Expiry: now > ts + ttl, computed without overflow. TTL=0 (ERRATA 8):
+	// Expiry: now > ts + ttl, computed without overflow. TTL=0 (SPEC-DECISIONS AMP-8):
 	// a direct recipient accepts it while now - ts is within the skew.
 	if n > m.TS {
 		age := n - m.TS

@@ -209,7 +209,7 @@ func TestReceiveValidationOrder(t *testing.T) {
 	}
 }
 
-// TestReceiveTime covers the boundaries of RFC 001 §8.3 and ERRATA 7-8.
+// TestReceiveTime covers the boundaries of RFC 001 §8.3 and docs/SPEC-DECISIONS.md AMP-7, AMP-8.
 func TestReceiveTime(t *testing.T) {
 	f := newFixture(t)
 	base := uint64(f.now.UnixMilli())
@@ -230,7 +230,7 @@ func TestReceiveTime(t *testing.T) {
 		{"fresh", base, 1000, base, ""},
 		{"expires exactly now", base - 1000, 1000, base - 1000, ""},
 		{"expired by 1 ms", base - 1001, 1000, base - 1001, "expired"},
-		{"ttl 0 within the skew (ERRATA 8)", base - skew, 0, base - skew, ""},
+		{"ttl 0 within the skew (SPEC-DECISIONS AMP-8)", base - skew, 0, base - skew, ""},
 		{"ttl 0 older than the skew", base - skew - 1, 0, base - skew - 1, "expired"},
 		{"future within the skew", base + skew, 1000, base + skew, ""},
 		{"future beyond the skew", base + skew + 1, 1000, base + skew + 1, "future_timestamp"},
@@ -257,7 +257,7 @@ func TestReceiveTime(t *testing.T) {
 	}
 }
 
-// TestTaggedBodyVerifies is ERRATA 9: a body with tags, bignums, floats,
+// TestTaggedBodyVerifies is docs/SPEC-DECISIONS.md AMP-9: a body with tags, bignums, floats,
 // negative integers, nested maps with non-text keys and an unknown tag
 // verifies when it was signed correctly, also when it travels in a
 // non-deterministic encoding of the same values.

@@ -30,7 +30,7 @@ func largeDraft(tb testing.TB, n, size int) (*Draft, int64) {
 
 // BenchmarkVerifyLarge: NewReader + VerifyRest over a 64 MiB bundle (16
 // artifacts of 4 MiB), next to SHA-256 over the same bytes in the same run
-// (BenchmarkSHA256Large). DESIGN §8 target: <= 1.15x.
+// (BenchmarkSHA256Large). Target (docs/PERFORMANCE.md): <= 1.15x.
 func BenchmarkVerifyLarge(b *testing.B) {
 	k := testKey(1)
 	d, _ := largeDraft(b, 16, 4<<20)
@@ -141,7 +141,7 @@ func BenchmarkVerifyLargeFile(b *testing.B) {
 	}
 }
 
-// BenchmarkSHA256LargeFile: SHA-256 over the same file (the DESIGN §8
+// BenchmarkSHA256LargeFile: SHA-256 over the same file (the docs/PERFORMANCE.md
 // baseline for verify).
 func BenchmarkSHA256LargeFile(b *testing.B) {
 	path, _ := largeFile(b)

@@ -15,7 +15,7 @@ const (
 	ErrUntrustedKey         amp.ErrName = "untrusted_key"         // no signature by a trusted key
 	ErrUntrustedNamespace   amp.ErrName = "untrusted_namespace"   // signer not trusted for the bundle_id, a capability namespace or a DID
 	ErrExpired              amp.ErrName = "expired"               // now >= expires_at
-	ErrInconsistent         amp.ErrName = "inconsistent_manifest" // manifest rules (DESIGN §3, FORMAT.md §4)
+	ErrInconsistent         amp.ErrName = "inconsistent_manifest" // manifest rules (docs/FORMAT.md §4)
 
 	// The artifacts.
 	ErrUnsafeKey     amp.ErrName = "unsafe_key"     // an artifact key that is not a safe relative path

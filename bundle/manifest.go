@@ -203,7 +203,7 @@ func ValidateBundleID(id string) error {
 }
 
 // ValidateKey checks that an artifact key is safe to use as a relative path
-// on any operating system (DESIGN §3): 1-255 bytes, "/"-separated segments
+// on any operating system (docs/FORMAT.md): 1-255 bytes, "/"-separated segments
 // of [A-Za-z0-9._-] (at most 16), no empty, "." or ".." segment, no leading
 // or trailing "/", no backslash or other separator, no segment starting with
 // "." or "-" (hidden files, flags), and no two keys equal ignoring case is

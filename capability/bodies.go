@@ -6,7 +6,7 @@ import (
 )
 
 // Bodies of the four capability messages (RFC 001 types 0x20-0x23; RFC 004
-// §6.4, §7.4, ERRATA "next_cursor"). Each Decode* function takes the body
+// §6.4, §7.4, docs/SPEC-DECISIONS.md CAP-1). Each Decode* function takes the body
 // bytes of a message and returns the typed body:
 //
 //   - bytes that are not one valid CBOR item: 1001 (amp's strict decoder);
@@ -199,7 +199,7 @@ func decodeBody(body []byte, kind string) (*object, error) {
 }
 
 // Declare is a CAP_DECLARE body (§6.2, §6.4): one or more descriptors, and
-// the cursor of the next page when there is one (ERRATA: optional
+// the cursor of the next page when there is one (docs/SPEC-DECISIONS.md CAP-1: optional
 // "next_cursor", omitted on the last page).
 type Declare struct {
 	Capabilities []Descriptor // non-empty

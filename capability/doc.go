@@ -1,5 +1,5 @@
 // Package capability is the RFC 004 (v0.6) capability model, with the
-// decisions of ../shared/spec/ERRATA.md: capability names and ids, SemVer
+// decisions of docs/SPEC-DECISIONS.md: capability names and ids, SemVer
 // versions and the §4.4 range subset, schema descriptors and their
 // consistency rules, the four CAP_* message bodies, deterministic
 // negotiation, and result ordering. It is pure: no I/O, no database, no
@@ -94,7 +94,7 @@
 // capability and version, when also present, must agree with the id) or by
 // capability/type with exactly one of version and negotiate. CAP_RESULT is
 // status "success" with result, or "error" with error (code 1-65535).
-// CAP_DECLARE may carry "next_cursor" (ERRATA). Present text fields are
+// CAP_DECLARE may carry "next_cursor" (docs/SPEC-DECISIONS.md CAP-1). Present text fields are
 // never empty, so "" means absent everywhere and every value has one
 // encoding. An acceptable list holds at most 64 versions.
 //

@@ -15,7 +15,7 @@ import (
 
 // BenchmarkImport64MiB imports a 64 MiB bundle (256 artifacts of 256 KiB)
 // into a fresh store, fsync'd. Compare with BenchmarkImportBaseline, the
-// same bytes hashed and copied once to an fsync'd file (DESIGN §8: <= 2x).
+// same bytes hashed and copied once to an fsync'd file (target, docs/PERFORMANCE.md: <= 2x).
 func BenchmarkImport64MiB(b *testing.B) {
 	data := largeBundle(b, 256, 256<<10)
 	b.SetBytes(int64(len(data)))
@@ -67,7 +67,7 @@ func benchStore(b *testing.B) (*Store, capability.SchemaRef) {
 	return s, descriptor(b, s, "org.example.translate.text:2.1.0").InputSchema
 }
 
-// BenchmarkSchemaWarm: a cached, verified, compiled schema (DESIGN §8:
+// BenchmarkSchemaWarm: a cached, verified, compiled schema (target, docs/PERFORMANCE.md:
 // <= 1 µs).
 func BenchmarkSchemaWarm(b *testing.B) {
 	s, ref := benchStore(b)
@@ -123,7 +123,7 @@ func BenchmarkResolve(b *testing.B) {
 // BenchmarkImportPeakHeap reports the peak live heap while importing
 // bundles of 32 and 128 MiB (artifacts of 1 MiB): it should stay flat in the
 // bundle size, bounded by the largest artifact and the staging batch
-// (DESIGN §8).
+// (docs/PERFORMANCE.md).
 func BenchmarkImportPeakHeap(b *testing.B) {
 	for _, n := range []int{32, 128} {
 		b.Run(fmt.Sprintf("%dMiB", n), func(b *testing.B) {

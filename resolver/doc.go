@@ -6,7 +6,7 @@
 //
 // # Model
 //
-// A Store is one bbolt file (DESIGN §4) with these buckets:
+// A Store is one bbolt file (docs/ARCHITECTURE.md, "The store") with these buckets:
 //
 //	trust        publisher keys and the reverse-domain scopes they may sign for
 //	bundles      installed bundles, each with its signed manifest exactly as received

@@ -48,7 +48,7 @@ type staged struct {
 }
 
 // Import verifies the bundle in r against the store's trust keys and
-// installs it, all or nothing (DESIGN §7 invariant 3).
+// installs it, all or nothing (docs/ARCHITECTURE.md, invariant 3).
 //
 // The bundle is verified by bundle.Reader: signature and trust scope before
 // any artifact, then each artifact's size and hash as it streams. Then it is
@@ -197,7 +197,8 @@ func (s *Store) stage(ctx context.Context, br *bundle.Reader, pending *pendingRe
 			return err
 		}
 		err := s.db.Update(func(tx *bolt.Tx) error {
-			// Sorted keys keep bbolt fast (FACTS.md).
+			// Sorted keys keep bbolt fast: random inserts slow a large
+			// transaction down by an order of magnitude.
 			sort.Slice(batch, func(i, j int) bool {
 				return BlobKey(batch[i].HashAlg, batch[i].Hash) < BlobKey(batch[j].HashAlg, batch[j].Hash)
 			})

@@ -17,7 +17,7 @@ import (
 
 // Resolve returns the bytes of a schema reference from the local store
 // only, after checking them against the reference's hash (RFC 004 §5.3,
-// DESIGN §7 invariants 1 and 2). Every failure is 5002 UNAVAILABLE, with a
+// docs/ARCHITECTURE.md, invariants 1 and 2). Every failure is 5002 UNAVAILABLE, with a
 // name saying which:
 //
 //   - no_local_locator: the reference has no bundle_id and artifact_key

@@ -21,7 +21,7 @@ import (
 // is refused as store_version.
 const SchemaVersion = 2
 
-// Bucket names (DESIGN §4). All are created when a store is created, so
+// Bucket names (docs/ARCHITECTURE.md, "The store"). All are created when a store is created, so
 // that no operation ever adds or removes one of them (the per-blob buckets
 // inside bBlobs come and go with their blobs).
 const (
@@ -121,7 +121,7 @@ type Options struct {
 	Fault func(step string) error
 }
 
-// Store is the local registry: a bbolt file (DESIGN §4). It is safe for
+// Store is the local registry: a bbolt file (docs/ARCHITECTURE.md, "The store"). It is safe for
 // concurrent use; writes are serialized.
 type Store struct {
 	db   *bolt.DB

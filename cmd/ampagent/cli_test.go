@@ -103,7 +103,7 @@ func TestMsgVerifyA2(t *testing.T) {
 	if code, amp := errorDoc(t, r); r.code != 1 || amp != 1002 || code != "invalid_signature" {
 		t.Fatalf("flipped bit: exit %d, %s %d", r.code, code, amp)
 	}
-	// Flags after the positional argument mean the same (DESIGN §6).
+	// Flags after the positional argument mean the same (docs/CLI.md).
 	r = runCLI(t, "", "msg", "verify", good, "--hex", "--json", "--pub", a1Pub, "--now", "1707141600001")
 	if code, amp := errorDoc(t, r); r.code != 1 || amp != 1003 || code != "expired" {
 		t.Fatalf("past ts+ttl: exit %d, %s %d", r.code, code, amp)

@@ -1,5 +1,5 @@
 // Package cliutil holds what the ampbundle and ampagent commands share: the
-// CLI contract of DESIGN.md §6 (flags before or after positional arguments,
+// CLI contract of docs/CLI.md (flags before or after positional arguments,
 // --json output, exit codes), the I/O environment injected into commands,
 // and small input helpers.
 //

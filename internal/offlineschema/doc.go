@@ -1,7 +1,7 @@
 // Package offlineschema compiles the JSON Schemas of one bundle and validates
 // capability params against them, for agents that must never touch the
-// network (RFC 004 §5.3, Offline Registry Profile; DESIGN §7 invariants 1
-// and 2). It wraps github.com/santhosh-tekuri/jsonschema/v5 (v5.3.1) so that
+// network (RFC 004 §5.3, Offline Registry Profile; docs/ARCHITECTURE.md,
+// invariants 1 and 2). It wraps github.com/santhosh-tekuri/jsonschema/v5 (v5.3.1) so that
 // no resolution path can open a file or a connection, and so that every
 // error is an *amp.Error whose message never echoes schema text or values.
 //
