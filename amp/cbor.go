@@ -112,104 +112,6 @@ func (l Limits) IsCanonical(data []byte) bool {
 	return err == nil && len(out) == len(data) && (len(out) == 0 || &out[0] == &data[0])
 }
 
-// Head of a CBOR data item.
-type head struct {
-	major   byte
-	info    byte   // additional information (low 5 bits)
-	arg     uint64 // argument
-	size    int    // bytes taken by the head
-	minimal bool   // argument encoded in its shortest form
-}
-
-const (
-	majorUint   = 0
-	majorNegint = 1
-	majorBytes  = 2
-	majorText   = 3
-	majorArray  = 4
-	majorMap    = 5
-	majorTag    = 6
-	majorSimple = 7
-)
-
-func errTruncated() *Error {
-	return Named(CodeInvalidMessage, "truncated", "cbor input is truncated")
-}
-
-// readHead decodes the head at data[off:]. It rejects reserved additional
-// information (28-30) and indefinite lengths (31).
-func readHead(data []byte, off int) (head, error) {
-	if off >= len(data) {
-		return head{}, errTruncated()
-	}
-	b := data[off]
-	h := head{major: b >> 5, info: b & 0x1f}
-	switch {
-	case h.info < 24:
-		h.arg, h.size, h.minimal = uint64(h.info), 1, true
-	case h.info == 24:
-		if off+2 > len(data) {
-			return head{}, errTruncated()
-		}
-		h.arg, h.size = uint64(data[off+1]), 2
-		h.minimal = h.arg >= 24
-	case h.info == 25:
-		if off+3 > len(data) {
-			return head{}, errTruncated()
-		}
-		h.arg, h.size = uint64(binary.BigEndian.Uint16(data[off+1:])), 3
-		h.minimal = h.arg > math.MaxUint8
-	case h.info == 26:
-		if off+5 > len(data) {
-			return head{}, errTruncated()
-		}
-		h.arg, h.size = uint64(binary.BigEndian.Uint32(data[off+1:])), 5
-		h.minimal = h.arg > math.MaxUint16
-	case h.info == 27:
-		if off+9 > len(data) {
-			return head{}, errTruncated()
-		}
-		h.arg, h.size = binary.BigEndian.Uint64(data[off+1:]), 9
-		h.minimal = h.arg > math.MaxUint32
-	case h.info == 31:
-		if h.major == majorSimple {
-			return head{}, NewError(CodeInvalidMessage, "unexpected cbor break code")
-		}
-		return head{}, Named(CodeInvalidMessage, "indefinite_length", "indefinite-length cbor items are not accepted")
-	default:
-		return head{}, NewError(CodeInvalidMessage, "reserved cbor additional information %d", h.info)
-	}
-	if h.major == majorSimple {
-		// Floats are checked by the caller; simple values must be
-		// well-formed (RFC 8949 §3.3: a one-byte simple value below 32 is
-		// not well-formed).
-		if h.info == 24 && h.arg < 32 {
-			return head{}, NewError(CodeInvalidMessage, "ill-formed cbor simple value")
-		}
-		if h.info == 24 {
-			h.minimal = true
-		}
-	}
-	return h, nil
-}
-
-// appendHead appends the shortest head for (major, arg).
-func appendHead(dst []byte, major byte, arg uint64) []byte {
-	m := major << 5
-	switch {
-	case arg < 24:
-		return append(dst, m|byte(arg))
-	case arg <= math.MaxUint8:
-		return append(dst, m|24, byte(arg))
-	case arg <= math.MaxUint16:
-		return append(dst, m|25, byte(arg>>8), byte(arg))
-	case arg <= math.MaxUint32:
-		return append(dst, m|26, byte(arg>>24), byte(arg>>16), byte(arg>>8), byte(arg))
-	}
-	return append(dst, m|27, byte(arg>>56), byte(arg>>48), byte(arg>>40), byte(arg>>32),
-		byte(arg>>24), byte(arg>>16), byte(arg>>8), byte(arg))
-}
-
 // scanner walks one data item, enforcing the caps, and records whether the
 // encoding is already deterministic. It never allocates.
 type scanner struct {
@@ -220,60 +122,60 @@ type scanner struct {
 }
 
 func (s *scanner) item(depth int) error {
-	h, err := readHead(s.data, s.off)
+	h, err := ReadHead(s.data, s.off)
 	if err != nil {
 		return err
 	}
 	start := s.off
-	s.off += h.size
-	if !h.minimal {
+	s.off += h.Size
+	if !h.Minimal {
 		s.canonical = false
 	}
-	switch h.major {
-	case majorUint, majorNegint:
+	switch h.Major {
+	case MajorUint, MajorNegint:
 		return nil
-	case majorBytes, majorText:
-		if h.arg > uint64(s.lim.MaxStringLen) {
-			return Named(CodeInvalidMessage, "limit_exceeded", "cbor string of %d bytes is over the %d-byte limit", h.arg, s.lim.MaxStringLen)
+	case MajorBytes, MajorText:
+		if h.Arg > uint64(s.lim.MaxStringLen) {
+			return Named(CodeInvalidMessage, "limit_exceeded", "cbor string of %d bytes is over the %d-byte limit", h.Arg, s.lim.MaxStringLen)
 		}
-		if h.arg > uint64(len(s.data)-s.off) {
+		if h.Arg > uint64(len(s.data)-s.off) {
 			return errTruncated()
 		}
-		n := int(h.arg)
-		if h.major == majorText && !utf8.Valid(s.data[s.off:s.off+n]) {
+		n := int(h.Arg)
+		if h.Major == MajorText && !utf8.Valid(s.data[s.off:s.off+n]) {
 			return Named(CodeInvalidMessage, "invalid_utf8", "cbor text string is not valid utf-8")
 		}
 		s.off += n
 		return nil
-	case majorArray:
+	case MajorArray:
 		if depth >= s.lim.MaxDepth {
 			return Named(CodeInvalidMessage, "limit_exceeded", "cbor nesting is deeper than %d", s.lim.MaxDepth)
 		}
-		if h.arg > uint64(s.lim.MaxArrayLen) {
-			return Named(CodeInvalidMessage, "limit_exceeded", "cbor array of %d items is over the %d-item limit", h.arg, s.lim.MaxArrayLen)
+		if h.Arg > uint64(s.lim.MaxArrayLen) {
+			return Named(CodeInvalidMessage, "limit_exceeded", "cbor array of %d items is over the %d-item limit", h.Arg, s.lim.MaxArrayLen)
 		}
 		// Every element takes at least one byte.
-		if h.arg > uint64(len(s.data)-s.off) {
+		if h.Arg > uint64(len(s.data)-s.off) {
 			return errTruncated()
 		}
-		for i := uint64(0); i < h.arg; i++ {
+		for i := uint64(0); i < h.Arg; i++ {
 			if err := s.item(depth + 1); err != nil {
 				return err
 			}
 		}
 		return nil
-	case majorMap:
+	case MajorMap:
 		if depth >= s.lim.MaxDepth {
 			return Named(CodeInvalidMessage, "limit_exceeded", "cbor nesting is deeper than %d", s.lim.MaxDepth)
 		}
-		if h.arg > uint64(s.lim.MaxMapPairs) {
-			return Named(CodeInvalidMessage, "limit_exceeded", "cbor map of %d pairs is over the %d-pair limit", h.arg, s.lim.MaxMapPairs)
+		if h.Arg > uint64(s.lim.MaxMapPairs) {
+			return Named(CodeInvalidMessage, "limit_exceeded", "cbor map of %d pairs is over the %d-pair limit", h.Arg, s.lim.MaxMapPairs)
 		}
-		if h.arg > uint64(len(s.data)-s.off)/2 {
+		if h.Arg > uint64(len(s.data)-s.off)/2 {
 			return errTruncated()
 		}
 		var prevKey []byte
-		for i := uint64(0); i < h.arg; i++ {
+		for i := uint64(0); i < h.Arg; i++ {
 			ks := s.off
 			if err := s.item(depth + 1); err != nil {
 				return err
@@ -292,15 +194,15 @@ func (s *scanner) item(depth int) error {
 			}
 		}
 		return nil
-	case majorTag:
+	case MajorTag:
 		if depth >= s.lim.MaxDepth {
 			return Named(CodeInvalidMessage, "limit_exceeded", "cbor nesting is deeper than %d", s.lim.MaxDepth)
 		}
 		return s.item(depth + 1)
 	default: // majorSimple
-		switch h.info {
+		switch h.Info {
 		case 25, 26, 27:
-			if !floatIsShortest(s.data[start : start+h.size]) {
+			if !floatIsShortest(s.data[start : start+h.Size]) {
 				s.canonical = false
 			}
 		}
@@ -312,30 +214,30 @@ func (s *scanner) item(depth int) error {
 // to dst and returns the new dst and the offset after the item. The input
 // must have passed the scanner.
 func canonicalize(dst, data []byte, off int) ([]byte, int, error) {
-	h, err := readHead(data, off)
+	h, err := ReadHead(data, off)
 	if err != nil {
 		return nil, 0, err
 	}
 	start := off
-	off += h.size
-	switch h.major {
-	case majorUint, majorNegint:
-		return appendHead(dst, h.major, h.arg), off, nil
-	case majorBytes, majorText:
-		n := int(h.arg)
-		dst = appendHead(dst, h.major, h.arg)
+	off += h.Size
+	switch h.Major {
+	case MajorUint, MajorNegint:
+		return AppendHead(dst, h.Major, h.Arg), off, nil
+	case MajorBytes, MajorText:
+		n := int(h.Arg)
+		dst = AppendHead(dst, h.Major, h.Arg)
 		return append(dst, data[off:off+n]...), off + n, nil
-	case majorArray:
-		dst = appendHead(dst, majorArray, h.arg)
-		for i := uint64(0); i < h.arg; i++ {
+	case MajorArray:
+		dst = AppendHead(dst, MajorArray, h.Arg)
+		for i := uint64(0); i < h.Arg; i++ {
 			if dst, off, err = canonicalize(dst, data, off); err != nil {
 				return nil, 0, err
 			}
 		}
 		return dst, off, nil
-	case majorMap:
+	case MajorMap:
 		type pair struct{ k, v []byte }
-		pairs := make([]pair, h.arg)
+		pairs := make([]pair, h.Arg)
 		for i := range pairs {
 			var k, v []byte
 			if k, off, err = canonicalize(nil, data, off); err != nil {
@@ -352,16 +254,16 @@ func canonicalize(dst, data []byte, off int) ([]byte, int, error) {
 				return nil, 0, Named(CodeInvalidMessage, "duplicate_map_key", "duplicate key in cbor map")
 			}
 		}
-		dst = appendHead(dst, majorMap, h.arg)
+		dst = AppendHead(dst, MajorMap, h.Arg)
 		for _, p := range pairs {
 			dst = append(append(dst, p.k...), p.v...)
 		}
 		return dst, off, nil
-	case majorTag:
-		dst = appendHead(dst, majorTag, h.arg)
+	case MajorTag:
+		dst = AppendHead(dst, MajorTag, h.Arg)
 		return canonicalize(dst, data, off)
 	default:
-		switch h.info {
+		switch h.Info {
 		case 25, 26, 27:
 			return appendShortestFloat(dst, data[start:off]), off, nil
 		}

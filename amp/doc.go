@@ -41,6 +41,15 @@
 // string length). Length headers are checked against the bytes that remain
 // before anything is read, so a hostile header allocates nothing.
 //
+// ReadHead, ReadHeadFrom, SkipItem and ReadItem are the project's one strict
+// CBOR head and item reader, used by every package that walks CBOR by hand
+// (bundle files, capability bodies, schema values, transport frames): no
+// indefinite lengths, no reserved additional information, no ill-formed
+// simple values, every length checked against what remains (and, for
+// ReadItem, against a size and depth budget) before anything is allocated.
+// Head.Minimal tells a caller that needs deterministic heads whether the
+// argument is in its shortest form.
+//
 // # Receiving
 //
 // Receiver.Receive validates a message in a fixed order, cheapest first:

@@ -12,7 +12,7 @@ type field struct{ k, v []byte }
 // §4.2.1). Keys must be distinct.
 func appendMap(dst []byte, fields []field) []byte {
 	sort.Slice(fields, func(i, j int) bool { return bytes.Compare(fields[i].k, fields[j].k) < 0 })
-	dst = appendHead(dst, majorMap, uint64(len(fields)))
+	dst = AppendHead(dst, MajorMap, uint64(len(fields)))
 	for _, f := range fields {
 		dst = append(append(dst, f.k...), f.v...)
 	}

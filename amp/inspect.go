@@ -133,52 +133,52 @@ func appendJSONString(dst []byte, s string) []byte {
 
 // appendJSON renders the item at data[off:], which has passed the scanner.
 func appendJSON(dst, data []byte, off int) ([]byte, int) {
-	h, _ := readHead(data, off)
+	h, _ := ReadHead(data, off)
 	start := off
-	off += h.size
-	switch h.major {
-	case majorUint:
-		return strconv.AppendUint(dst, h.arg, 10), off
-	case majorNegint:
-		if h.arg < math.MaxInt64 {
-			return strconv.AppendInt(dst, -1-int64(h.arg), 10), off
+	off += h.Size
+	switch h.Major {
+	case MajorUint:
+		return strconv.AppendUint(dst, h.Arg, 10), off
+	case MajorNegint:
+		if h.Arg < math.MaxInt64 {
+			return strconv.AppendInt(dst, -1-int64(h.Arg), 10), off
 		}
 		// -1 - arg does not fit an int64: write it out by hand.
-		if h.arg == math.MaxUint64 {
+		if h.Arg == math.MaxUint64 {
 			return append(dst, "-18446744073709551616"...), off
 		}
 		dst = append(dst, '-')
-		return strconv.AppendUint(dst, h.arg+1, 10), off
-	case majorBytes:
-		n := int(h.arg)
+		return strconv.AppendUint(dst, h.Arg+1, 10), off
+	case MajorBytes:
+		n := int(h.Arg)
 		dst = append(dst, `{"bytes":"`...)
 		dst = hex.AppendEncode(dst, data[off:off+n])
 		return append(dst, `"}`...), off + n
-	case majorText:
-		n := int(h.arg)
+	case MajorText:
+		n := int(h.Arg)
 		return appendJSONString(dst, string(data[off:off+n])), off + n
-	case majorArray:
+	case MajorArray:
 		dst = append(dst, '[')
-		for i := uint64(0); i < h.arg; i++ {
+		for i := uint64(0); i < h.Arg; i++ {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
 			dst, off = appendJSON(dst, data, off)
 		}
 		return append(dst, ']'), off
-	case majorMap:
+	case MajorMap:
 		allText := true
 		p := off
-		for i := uint64(0); i < h.arg; i++ {
-			kh, _ := readHead(data, p)
-			if kh.major != majorText {
+		for i := uint64(0); i < h.Arg; i++ {
+			kh, _ := ReadHead(data, p)
+			if kh.Major != MajorText {
 				allText = false
 			}
 			p = itemEnd(data, itemEnd(data, p))
 		}
 		if allText {
 			dst = append(dst, '{')
-			for i := uint64(0); i < h.arg; i++ {
+			for i := uint64(0); i < h.Arg; i++ {
 				if i > 0 {
 					dst = append(dst, ',')
 				}
@@ -189,7 +189,7 @@ func appendJSON(dst, data []byte, off int) ([]byte, int) {
 			return append(dst, '}'), off
 		}
 		dst = append(dst, `{"map":[`...)
-		for i := uint64(0); i < h.arg; i++ {
+		for i := uint64(0); i < h.Arg; i++ {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -200,15 +200,15 @@ func appendJSON(dst, data []byte, off int) ([]byte, int) {
 			dst = append(dst, '}')
 		}
 		return append(dst, "]}"...), off
-	case majorTag:
+	case MajorTag:
 		dst = append(dst, `{"tag":`...)
-		dst = strconv.AppendUint(dst, h.arg, 10)
+		dst = strconv.AppendUint(dst, h.Arg, 10)
 		dst = append(dst, `,"value":`...)
 		dst, off = appendJSON(dst, data, off)
 		return append(dst, '}'), off
 	}
 	// Simple values and floats.
-	switch h.info {
+	switch h.Info {
 	case 20:
 		return append(dst, "false"...), off
 	case 21:
@@ -228,7 +228,7 @@ func appendJSON(dst, data []byte, off int) ([]byte, int) {
 		return strconv.AppendFloat(dst, f, 'g', -1, 64), off
 	}
 	dst = append(dst, `{"simple":`...)
-	dst = strconv.AppendUint(dst, h.arg, 10)
+	dst = strconv.AppendUint(dst, h.Arg, 10)
 	return append(dst, '}'), off
 }
 

@@ -100,21 +100,21 @@ func (m *Message) Encrypted() bool { return m.Enc != nil }
 
 // Small deterministic-CBOR writers used for the envelope and Sig_Input.
 
-func appendUint(dst []byte, v uint64) []byte { return appendHead(dst, majorUint, v) }
+func appendUint(dst []byte, v uint64) []byte { return AppendHead(dst, MajorUint, v) }
 
 func appendText(dst []byte, s string) []byte {
-	return append(appendHead(dst, majorText, uint64(len(s))), s...)
+	return append(AppendHead(dst, MajorText, uint64(len(s))), s...)
 }
 
 func appendBytes(dst, b []byte) []byte {
-	return append(appendHead(dst, majorBytes, uint64(len(b))), b...)
+	return append(AppendHead(dst, MajorBytes, uint64(len(b))), b...)
 }
 
 func appendRecipients(dst []byte, r Recipients) []byte {
 	if !r.List && len(r.DIDs) == 1 {
 		return appendText(dst, r.DIDs[0])
 	}
-	dst = appendHead(dst, majorArray, uint64(len(r.DIDs)))
+	dst = AppendHead(dst, MajorArray, uint64(len(r.DIDs)))
 	for _, d := range r.DIDs {
 		dst = appendText(dst, d)
 	}
@@ -140,7 +140,7 @@ func (m *Message) appendSignedHeaders(dst []byte) []byte {
 	if m.ThreadID != nil {
 		n++
 	}
-	dst = appendHead(dst, majorMap, n)
+	dst = AppendHead(dst, MajorMap, n)
 	dst = appendBytes(appendText(dst, "id"), m.ID[:])
 	dst = appendRecipients(appendText(dst, "to"), m.To)
 	dst = appendUint(appendText(dst, "ts"), m.TS)
@@ -171,7 +171,7 @@ func (m *Message) SigInput() []byte {
 		body = []byte{0xf6}
 	}
 	out := make([]byte, 0, 96+len(m.From)+len(body)+len(m.ReplyTo)+len(m.ThreadID)+40*len(m.To.DIDs))
-	out = appendHead(out, majorArray, 4)
+	out = AppendHead(out, MajorArray, 4)
 	out = appendText(out, sigContext)
 	out = appendBytes(out, []byte{}) // protected header: h'' (0x40), never null
 	out = m.appendSignedHeaders(out)
@@ -199,14 +199,14 @@ func (m *Message) Encode() []byte {
 		size += len(body)
 	}
 	dst := make([]byte, 0, size)
-	dst = appendHead(dst, majorMap, n)
+	dst = AppendHead(dst, MajorMap, n)
 	dst = appendUint(appendText(dst, "v"), m.V)
 	dst = appendBytes(appendText(dst, "id"), m.ID[:])
 	dst = appendRecipients(appendText(dst, "to"), m.To)
 	dst = appendUint(appendText(dst, "ts"), m.TS)
 	if m.Enc != nil {
 		// enc map keys in deterministic order: alg, mode, nonce, ciphertext.
-		dst = appendHead(appendText(dst, "enc"), majorMap, 4)
+		dst = AppendHead(appendText(dst, "enc"), MajorMap, 4)
 		dst = appendText(appendText(dst, "alg"), m.Enc.Alg)
 		dst = appendText(appendText(dst, "mode"), m.Enc.Mode)
 		dst = appendBytes(appendText(dst, "nonce"), m.Enc.Nonce)
@@ -240,20 +240,20 @@ type rawMessage struct {
 // itemEnd returns the offset just past the item at data[off:]. data must
 // have passed the scanner.
 func itemEnd(data []byte, off int) int {
-	h, _ := readHead(data, off)
-	off += h.size
-	switch h.major {
-	case majorBytes, majorText:
-		return off + int(h.arg)
-	case majorArray:
-		for i := uint64(0); i < h.arg; i++ {
+	h, _ := ReadHead(data, off)
+	off += h.Size
+	switch h.Major {
+	case MajorBytes, MajorText:
+		return off + int(h.Arg)
+	case MajorArray:
+		for i := uint64(0); i < h.Arg; i++ {
 			off = itemEnd(data, off)
 		}
-	case majorMap:
-		for i := uint64(0); i < 2*h.arg; i++ {
+	case MajorMap:
+		for i := uint64(0); i < 2*h.Arg; i++ {
 			off = itemEnd(data, off)
 		}
-	case majorTag:
+	case MajorTag:
 		return itemEnd(data, off)
 	}
 	return off
@@ -262,20 +262,20 @@ func itemEnd(data []byte, off int) int {
 // mapEntries returns the encoded keys and values of the map item data. It
 // requires text keys and refuses anything else with a 1001 naming what.
 func mapEntries(data []byte, what string) (keys []string, vals [][]byte, err error) {
-	h, _ := readHead(data, 0)
-	if h.major != majorMap {
+	h, _ := ReadHead(data, 0)
+	if h.Major != MajorMap {
 		return nil, nil, Named(CodeInvalidMessage, "wrong_shape", "%s is not a cbor map", what)
 	}
-	off := h.size
-	keys = make([]string, 0, h.arg)
-	vals = make([][]byte, 0, h.arg)
-	for i := uint64(0); i < h.arg; i++ {
-		kh, _ := readHead(data, off)
-		if kh.major != majorText {
+	off := h.Size
+	keys = make([]string, 0, h.Arg)
+	vals = make([][]byte, 0, h.Arg)
+	for i := uint64(0); i < h.Arg; i++ {
+		kh, _ := ReadHead(data, off)
+		if kh.Major != MajorText {
 			return nil, nil, Named(CodeInvalidMessage, "wrong_shape", "%s has a key that is not a text string", what)
 		}
 		kEnd := itemEnd(data, off)
-		k := string(data[off+kh.size : kEnd])
+		k := string(data[off+kh.Size : kEnd])
 		vEnd := itemEnd(data, kEnd)
 		keys = append(keys, k)
 		vals = append(vals, data[kEnd:vEnd])
@@ -288,27 +288,27 @@ func mapEntries(data []byte, what string) (keys []string, vals [][]byte, err err
 // another type.
 
 func asUint(item []byte) (uint64, bool) {
-	h, err := readHead(item, 0)
-	if err != nil || h.major != majorUint {
+	h, err := ReadHead(item, 0)
+	if err != nil || h.Major != MajorUint {
 		return 0, false
 	}
-	return h.arg, true
+	return h.Arg, true
 }
 
 func asText(item []byte) (string, bool) {
-	h, err := readHead(item, 0)
-	if err != nil || h.major != majorText {
+	h, err := ReadHead(item, 0)
+	if err != nil || h.Major != MajorText {
 		return "", false
 	}
-	return string(item[h.size : h.size+int(h.arg)]), true
+	return string(item[h.Size : h.Size+int(h.Arg)]), true
 }
 
 func asBytes(item []byte) ([]byte, bool) {
-	h, err := readHead(item, 0)
-	if err != nil || h.major != majorBytes {
+	h, err := ReadHead(item, 0)
+	if err != nil || h.Major != MajorBytes {
 		return nil, false
 	}
-	return item[h.size : h.size+int(h.arg) : h.size+int(h.arg)], true
+	return item[h.Size : h.Size+int(h.Arg) : h.Size+int(h.Arg)], true
 }
 
 func wrongType(field, want string) *Error {
@@ -323,52 +323,52 @@ func decodeEnvelope(data []byte, l Limits) (*rawMessage, error) {
 	if _, err := l.Canonical(data); err != nil {
 		return nil, err
 	}
-	h, _ := readHead(data, 0)
-	if h.major != majorMap {
+	h, _ := ReadHead(data, 0)
+	if h.Major != MajorMap {
 		return nil, Named(CodeInvalidMessage, "wrong_shape", "message is not a cbor map")
 	}
 	r := &rawMessage{}
-	off := h.size
-	for i := uint64(0); i < h.arg; i++ {
-		kh, _ := readHead(data, off)
-		if kh.major != majorText {
+	off := h.Size
+	for i := uint64(0); i < h.Arg; i++ {
+		kh, _ := ReadHead(data, off)
+		if kh.Major != MajorText {
 			return nil, Named(CodeInvalidMessage, "wrong_shape", "message has a key that is not a text string")
 		}
 		kEnd := itemEnd(data, off)
-		key := data[off+kh.size : kEnd]
+		key := data[off+kh.Size : kEnd]
 		vEnd := itemEnd(data, kEnd)
 		v := data[kEnd:vEnd]
 		off = vEnd
-		vh, _ := readHead(v, 0)
+		vh, _ := ReadHead(v, 0)
 		var slot *[]byte
 		ok := true
 		want := ""
 		switch string(key) {
 		case "v":
-			slot, ok, want = &r.v, vh.major == majorUint, "an unsigned integer"
+			slot, ok, want = &r.v, vh.Major == MajorUint, "an unsigned integer"
 		case "id":
-			slot, ok, want = &r.id, vh.major == majorBytes && vh.arg == idSize, "a 16-byte byte string"
+			slot, ok, want = &r.id, vh.Major == MajorBytes && vh.Arg == idSize, "a 16-byte byte string"
 		case "typ":
-			slot, ok, want = &r.typ, vh.major == majorUint, "an unsigned integer"
+			slot, ok, want = &r.typ, vh.Major == MajorUint, "an unsigned integer"
 		case "ts":
-			slot, ok, want = &r.ts, vh.major == majorUint, "an unsigned integer"
+			slot, ok, want = &r.ts, vh.Major == MajorUint, "an unsigned integer"
 		case "ttl":
-			slot, ok, want = &r.ttl, vh.major == majorUint, "an unsigned integer"
+			slot, ok, want = &r.ttl, vh.Major == MajorUint, "an unsigned integer"
 		case "from":
-			slot, ok, want = &r.from, vh.major == majorText, "a text string"
+			slot, ok, want = &r.from, vh.Major == MajorText, "a text string"
 		case "to":
 			_, ok = decodeRecipients(v)
 			slot, want = &r.to, "a text string or a non-empty array of text strings"
 		case "reply_to":
-			slot, ok, want = &r.replyTo, vh.major == majorBytes, "a byte string"
+			slot, ok, want = &r.replyTo, vh.Major == MajorBytes, "a byte string"
 		case "thread_id":
-			slot, ok, want = &r.threadID, vh.major == majorBytes, "a byte string"
+			slot, ok, want = &r.threadID, vh.Major == MajorBytes, "a byte string"
 		case "sig":
-			slot, ok, want = &r.sig, vh.major == majorBytes, "a byte string"
+			slot, ok, want = &r.sig, vh.Major == MajorBytes, "a byte string"
 		case "body":
 			slot = &r.body
 		case "enc":
-			slot, ok, want = &r.enc, vh.major == majorMap, "a map"
+			slot, ok, want = &r.enc, vh.Major == MajorMap, "a map"
 		case "ext":
 			_, _, err := mapEntries(v, "ext")
 			slot, ok, want = &r.ext, err == nil, "a map with text keys"
@@ -388,13 +388,13 @@ func decodeRecipients(item []byte) (Recipients, bool) {
 	if s, ok := asText(item); ok {
 		return To(s), true
 	}
-	h, err := readHead(item, 0)
-	if err != nil || h.major != majorArray || h.arg == 0 {
+	h, err := ReadHead(item, 0)
+	if err != nil || h.Major != MajorArray || h.Arg == 0 {
 		return Recipients{}, false
 	}
-	r := Recipients{List: true, DIDs: make([]string, 0, h.arg)}
-	off := h.size
-	for i := uint64(0); i < h.arg; i++ {
+	r := Recipients{List: true, DIDs: make([]string, 0, h.Arg)}
+	off := h.Size
+	for i := uint64(0); i < h.Arg; i++ {
 		end := itemEnd(item, off)
 		s, ok := asText(item[off:end])
 		if !ok {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/ed25519"
-	"encoding/binary"
 	"errors"
 	"io"
 
@@ -23,6 +22,7 @@ const (
 	sigContext        = "Signature"
 	MaxSignatures     = 8 // signatures carried by one bundle
 	maxKIDLen         = 256
+	maxManifestDepth  = 16 // nesting inside item 0
 	coseSignatureSize = ed25519.SignatureSize
 )
 
@@ -180,110 +180,25 @@ func (o *signedObject) verify(p *Policy) ([]*TrustedKey, error) {
 	return ok, nil
 }
 
-// Streaming reads of CBOR heads and items.
-
-// readHead reads one CBOR head from br. It refuses indefinite lengths and
-// reserved values. EOF before the first byte is io.EOF; inside the head it
-// is ErrTruncated.
-func readHead(br *bufio.Reader) (major byte, arg uint64, raw []byte, err error) {
-	b, err := br.ReadByte()
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	major, info := b>>5, b&0x1f
-	raw = []byte{b}
-	var n int
-	switch {
-	case info < 24:
-		return major, uint64(info), raw, nil
-	case info == 24:
-		n = 1
-	case info == 25:
-		n = 2
-	case info == 26:
-		n = 4
-	case info == 27:
-		n = 8
-	default:
-		return 0, 0, nil, fail(ErrMalformed, "indefinite-length or reserved cbor item")
-	}
-	var buf [8]byte
-	if _, err := io.ReadFull(br, buf[8-n:]); err != nil {
-		return 0, 0, nil, fail(ErrTruncated, "file ends inside a cbor head")
-	}
-	arg = binary.BigEndian.Uint64(buf[:])
-	return major, arg, append(raw, buf[8-n:]...), nil
-}
-
-// minimalHead reports whether raw is the shortest head for its argument.
-func minimalHead(raw []byte, arg uint64) bool {
-	switch len(raw) {
-	case 1:
-		return true
-	case 2:
-		return arg >= 24
-	case 3:
-		return arg > 0xff
-	case 5:
-		return arg > 0xffff
-	}
-	return arg > 0xffffffff
-}
-
-// readItem reads one complete CBOR data item from br, at most budget bytes
-// in all and nested at most 16 deep (FORMAT.md §6). Nothing is allocated
-// for a length before it is checked against the budget.
+// readItem reads item 0 of a bundle from br with amp's strict reader: at
+// most budget bytes in all and nested at most 16 deep (docs/FORMAT.md §5,
+// §6). Nothing is allocated for a length before it is checked against the
+// budget.
 func readItem(br *bufio.Reader, budget int64) ([]byte, error) {
-	var out bytes.Buffer
-	remaining := budget
-	var walk func(depth int) error
-	walk = func(depth int) error {
-		if depth > 16 {
-			return fail(ErrMalformed, "signed manifest nests too deeply")
-		}
-		major, arg, raw, err := readHead(br)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return fail(ErrTruncated, "file ends inside the signed manifest")
-			}
-			return err
-		}
-		if remaining -= int64(len(raw)); remaining < 0 {
-			return fail(ErrTooLarge, "signed manifest is larger than %d bytes", budget)
-		}
-		out.Write(raw)
-		switch major {
-		case 2, 3:
-			if arg > uint64(remaining) {
-				return fail(ErrTooLarge, "signed manifest is larger than %d bytes", budget)
-			}
-			remaining -= int64(arg)
-			if _, err := io.CopyN(&out, br, int64(arg)); err != nil {
-				return fail(ErrTruncated, "file ends inside the signed manifest")
-			}
-		case 4, 5:
-			n := arg
-			if major == 5 {
-				if arg > uint64(remaining)/2 {
-					return fail(ErrTooLarge, "signed manifest is larger than %d bytes", budget)
-				}
-				n = 2 * arg
-			}
-			if n > uint64(remaining) {
-				return fail(ErrTooLarge, "signed manifest is larger than %d bytes", budget)
-			}
-			for i := uint64(0); i < n; i++ {
-				if err := walk(depth + 1); err != nil {
-					return err
-				}
-			}
-		case 6:
-			return walk(depth + 1)
-		}
-		return nil
+	item, err := amp.ReadItem(br, budget, maxManifestDepth)
+	switch {
+	case err == nil:
+		return item, nil
+	case errors.Is(err, io.EOF), errors.Is(err, amp.ErrTruncated):
+		return nil, fail(ErrTruncated, "file ends inside the signed manifest")
+	case errors.Is(err, amp.ErrLimitExceeded):
+		return nil, fail(ErrTooLarge, "signed manifest is larger than %d bytes", budget)
+	case errors.Is(err, amp.ErrTooDeep):
+		return nil, fail(ErrMalformed, "signed manifest nests too deeply")
 	}
-	if err := walk(0); err != nil {
-		return nil, err
+	var ae *amp.Error
+	if errors.As(err, &ae) {
+		return nil, fail(ErrMalformed, "signed manifest is not valid cbor").WithCause(err)
 	}
-	return out.Bytes(), nil
+	return nil, err
 }

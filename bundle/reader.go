@@ -193,18 +193,22 @@ func (r *Reader) next1(keep bool) (*Artifact, error) {
 		return nil, r.end()
 	}
 	e := arts[r.next]
-	major, arg, raw, err := readHead(r.br)
+	hd, err := amp.ReadHeadFrom(r.br)
 	switch {
 	case errors.Is(err, io.EOF):
 		return nil, fail(ErrCountMismatch, "bundle ends after %d of %d artifacts", r.next, len(arts))
+	case errors.Is(err, amp.ErrTruncated):
+		return nil, fail(ErrTruncated, "file ends inside a cbor head")
+	case errors.As(err, new(*amp.Error)):
+		return nil, fail(ErrMalformed, "indefinite-length or reserved cbor item").WithCause(err)
 	case err != nil:
 		return nil, err
-	case major != 2:
+	case hd.Major != amp.MajorBytes:
 		return nil, fail(ErrMalformed, "artifact %s is not a cbor byte string", e.Key)
-	case !minimalHead(raw, arg):
+	case !hd.Minimal:
 		return nil, fail(ErrMalformed, "artifact %s has a non-deterministic length header", e.Key)
-	case arg != e.Size:
-		return nil, fail(ErrSizeMismatch, "artifact %s has %d bytes, the manifest says %d", e.Key, arg, e.Size)
+	case hd.Arg != e.Size:
+		return nil, fail(ErrSizeMismatch, "artifact %s has %d bytes, the manifest says %d", e.Key, hd.Arg, e.Size)
 	}
 	h, err := NewHash(e.HashAlg)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // 4001, decided here.
 //
 // After that gate the bytes are known to be well-formed deterministic CBOR,
-// so fields are read straight from them with a small head reader (still
+// so fields are read straight from them with amp's strict head reader (still
 // bounds-checked) instead of a reflective decode per field. The buffer is
 // copied once, so no decoded value aliases the caller's input, and raw
 // values (params, result, details, Extra) are capacity-limited slices of
@@ -29,11 +29,11 @@ import (
 
 // CBOR major types.
 const (
-	majorUint  = 0
-	majorBytes = 2
-	majorText  = 3
-	majorArray = 4
-	majorMap   = 5
+	majorUint  = amp.MajorUint
+	majorBytes = amp.MajorBytes
+	majorText  = amp.MajorText
+	majorArray = amp.MajorArray
+	majorMap   = amp.MajorMap
 )
 
 func majorOf(raw []byte) int {
@@ -56,67 +56,20 @@ func canonicalBody(body []byte) ([]byte, error) {
 	return canon, nil
 }
 
-// head reads the head of the item at b[off:]: major type, argument, and
-// the offset after the head.
+// head reads the head of the item at b[off:] with amp's strict reader:
+// major type, argument, and the offset after the head.
 func head(b []byte, off int) (major byte, arg uint64, next int, ok bool) {
-	if off < 0 || off >= len(b) {
-		return 0, 0, 0, false
+	h, err := amp.ReadHead(b, off)
+	if err != nil {
+		return 0, 0, 0, false // indefinite, reserved, truncated: refused by amp
 	}
-	major, info := b[off]>>5, b[off]&0x1f
-	n := 0
-	switch {
-	case info < 24:
-		return major, uint64(info), off + 1, true
-	case info == 24:
-		n = 1
-	case info == 25:
-		n = 2
-	case info == 26:
-		n = 4
-	case info == 27:
-		n = 8
-	default:
-		return 0, 0, 0, false // indefinite or reserved: refused by amp
-	}
-	if len(b)-off-1 < n {
-		return 0, 0, 0, false
-	}
-	for _, c := range b[off+1 : off+1+n] {
-		arg = arg<<8 | uint64(c)
-	}
-	return major, arg, off + 1 + n, true
+	return h.Major, h.Arg, off + h.Size, true
 }
 
 // skip returns the offset after the item at b[off:].
 func skip(b []byte, off int) (int, bool) {
-	major, arg, next, ok := head(b, off)
-	if !ok {
-		return 0, false
-	}
-	switch major {
-	case majorBytes, majorText:
-		if arg > uint64(len(b)-next) {
-			return 0, false
-		}
-		return next + int(arg), true
-	case majorArray, majorMap:
-		n := arg
-		if major == majorMap {
-			n *= 2
-		}
-		if n > uint64(len(b)-next) {
-			return 0, false
-		}
-		for i := uint64(0); i < n; i++ {
-			if next, ok = skip(b, next); !ok {
-				return 0, false
-			}
-		}
-		return next, true
-	case 6: // tag
-		return skip(b, next)
-	}
-	return next, true // integers, floats, simple values: the head is all
+	next, err := amp.SkipItem(b, off)
+	return next, err == nil
 }
 
 // malformed is the error for bytes the head reader cannot follow. amp's

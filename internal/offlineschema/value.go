@@ -3,6 +3,7 @@ package offlineschema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -79,40 +80,21 @@ type cborReader struct {
 	path path
 }
 
-// head reads the head of the next item. Indefinite lengths and reserved
-// additional information are refused.
+// head reads the head of the next item with amp's strict reader
+// (indefinite lengths, reserved additional information and ill-formed
+// simple values are refused).
 func (r *cborReader) head() (major, info byte, arg uint64, err error) {
-	if r.off >= len(r.data) {
-		return 0, 0, 0, malformed("truncated")
+	h, herr := amp.ReadHead(r.data, r.off)
+	if herr != nil {
+		what := "refused head"
+		var ae *amp.Error
+		if errors.As(herr, &ae) {
+			what = ae.Message
+		}
+		return 0, 0, 0, malformed(what)
 	}
-	b := r.data[r.off]
-	major, info = b>>5, b&0x1f
-	r.off++
-	n := 0
-	switch {
-	case info < 24:
-		return major, info, uint64(info), nil
-	case info == 24:
-		n = 1
-	case info == 25:
-		n = 2
-	case info == 26:
-		n = 4
-	case info == 27:
-		n = 8
-	case info == 31:
-		return 0, 0, 0, malformed("indefinite length")
-	default:
-		return 0, 0, 0, malformed("reserved additional information")
-	}
-	if len(r.data)-r.off < n {
-		return 0, 0, 0, malformed("truncated")
-	}
-	for _, c := range r.data[r.off : r.off+n] {
-		arg = arg<<8 | uint64(c)
-	}
-	r.off += n
-	return major, info, arg, nil
+	r.off += h.Size
+	return h.Major, h.Info, h.Arg, nil
 }
 
 // text reads the bytes of a text string of length n.
