@@ -28,7 +28,9 @@ type Problem struct {
 // installed bundle's signed manifest against its index entries, descriptors,
 // aliases and DID entries; every descriptor, alias, DID and $id entry
 // against an installed bundle; high-water marks not below installed
-// versions; no interrupted import; the audit chain.
+// versions; no interrupted import (kind "pending": the blobs it staged and
+// the import itself, which the next read-write open rolls back); the audit
+// chain.
 func (s *Store) Check() ([]Problem, error) {
 	var ps []Problem
 	add := func(kind, format string, args ...any) {
@@ -38,6 +40,18 @@ func (s *Store) Check() ([]Problem, error) {
 		for err := range tx.Check() {
 			add("bbolt", "%v", err)
 		}
+		// Blobs staged by an interrupted import are referenced by its
+		// pending record only, until recovery deletes them.
+		staged := map[string]bool{}
+		_ = bucket(tx, bPending).ForEach(func(_, v []byte) error {
+			var p pendingRecord
+			if decode(v, &p) == nil {
+				for _, b := range p.Blobs {
+					staged[b] = true
+				}
+			}
+			return nil
+		})
 		// Blobs and reference counts.
 		refs := map[string]uint64{}
 		if err := bucket(tx, bIndex).ForEach(func(k, v []byte) error {
@@ -66,7 +80,11 @@ func (s *Store) Check() ([]Problem, error) {
 				add("blob", "blob %s does not match its hash (tampered or corrupted)", key)
 			}
 			if refs[key] == 0 {
-				add("blob", "blob %s is referenced by no index entry", key)
+				if staged[key] {
+					add("pending", "blob %s was staged by an interrupted import", key)
+				} else {
+					add("blob", "blob %s is referenced by no index entry", key)
+				}
 			}
 			if got := getU64(bucket(tx, bBlobRefs).Get(k)); got != refs[key] {
 				add("blob", "blob %s has reference count %d, the index references it %d times", key, got, refs[key])

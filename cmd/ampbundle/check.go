@@ -10,10 +10,27 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // errStoreDamaged is the error name of a check that found problems.
 const errStoreDamaged amp.ErrName = "store_damaged"
+
+// errStoreNeedsRecovery is the error name of a check that found only an
+// interrupted import: nothing is damaged, and the next read-write open (or
+// check --repair) rolls it back.
+const errStoreNeedsRecovery amp.ErrName = "store_needs_recovery"
+
+// recoverable are the problem kinds that a read-write open repairs by
+// itself (an interrupted import is rolled back).
+var recoverable = map[string]bool{"pending": true}
+
+// checkReport is the details of store_damaged and store_needs_recovery:
+// every problem, and whether all of them are recoverable.
+type checkReport struct {
+	Problems    []resolver.Problem `json:"problems"`
+	Recoverable bool               `json:"recoverable"`
+}
 
 func checkCommand(env *cliutil.Env) *cli.Command {
 	return &cli.Command{
@@ -24,17 +41,33 @@ func checkCommand(env *cliutil.Env) *cli.Command {
 every index of the store against every other and against the signed
 manifests: bbolt's page consistency, blobs and reference counts, index
 entries, descriptors, aliases, DID and $id entries, high-water marks,
-interrupted imports, and the audit chain. Opens the store read-only.
+interrupted imports, and the audit chain. Opens the store read-only, or
+read-write with --repair.
 
-Exit 0 when the store is sound. Otherwise each problem is printed on stderr
-as "problem: [KIND] MESSAGE" (with --json too) and the command fails with
-store_damaged, whose message counts the problems by kind.`,
-		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
+Exit 0 when the store is sound. Otherwise the command fails, and each
+problem is listed as "problem: [KIND] MESSAGE" on stderr, or with --json in
+the error's details ({"problems":[{"kind","message"}],"recoverable"}):
+
+  store_needs_recovery  only interrupted imports (a crash or kill during
+                        'ampbundle import'): nothing installed is damaged;
+                        'check --repair', or any command that opens the
+                        store read-write, rolls them back
+  store_damaged         anything else: do not serve from this store
+
+--repair opens the store read-write, which rolls back interrupted imports,
+then checks it; it repairs nothing else.`,
+		Flags: []cli.Flag{dbFlag, adminSocketFlag,
+			&cli.BoolFlag{Name: "repair", Usage: "open read-write first: roll back interrupted imports, then check"},
+			jsonFlag},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 				return err
 			}
-			s, err := openStore(env, c, readOnly)
+			mode := readOnly
+			if c.Bool("repair") {
+				mode = readWrite
+			}
+			s, err := openStore(env, c, mode)
 			if err != nil {
 				return err
 			}
@@ -44,19 +77,7 @@ store_damaged, whose message counts the problems by kind.`,
 				return err
 			}
 			if len(problems) > 0 {
-				kinds := map[string]int{}
-				for _, p := range problems {
-					fmt.Fprintf(env.Stderr, "problem: [%s] %s\n", p.Kind, p.Message)
-					kinds[p.Kind]++
-				}
-				var counts []string
-				for k, n := range kinds {
-					counts = append(counts, fmt.Sprintf("%s %d", k, n))
-				}
-				sort.Strings(counts)
-				return cliutil.WithHint(
-					cliutil.Failf(errStoreDamaged, "store check found %d problem(s) (%s), listed on stderr", len(problems), strings.Join(counts, ", ")),
-					"do not serve from this store: restore it from a backup, or build a new one by importing the bundle files again")
+				return checkFailure(env, c, problems)
 			}
 			bundles, err := s.Bundles()
 			if err != nil {
@@ -80,4 +101,36 @@ store_damaged, whose message counts the problems by kind.`,
 			return nil
 		},
 	}
+}
+
+// checkFailure is the error of a check that found problems: problems on
+// stderr for humans, in the details with --json.
+func checkFailure(env *cliutil.Env, c *cli.Context, problems []resolver.Problem) error {
+	kinds := map[string]int{}
+	all := true
+	for _, p := range problems {
+		if !c.Bool("json") {
+			fmt.Fprintf(env.Stderr, "problem: [%s] %s\n", p.Kind, p.Message)
+		}
+		kinds[p.Kind]++
+		all = all && recoverable[p.Kind]
+	}
+	var counts []string
+	for k, n := range kinds {
+		counts = append(counts, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(counts)
+	where := "listed on stderr"
+	if c.Bool("json") {
+		where = "listed in the details"
+	}
+	report := checkReport{Problems: problems, Recoverable: all}
+	if all {
+		return cliutil.WithHint(
+			cliutil.Failf(errStoreNeedsRecovery, "store check found only what interrupted imports left (%d problem(s), %s): nothing installed is damaged", len(problems), where).WithDetails(report),
+			"ampbundle check --repair --db "+c.String("db")+" rolls them back (so does any command that opens the store read-write, or starting the agent)")
+	}
+	return cliutil.WithHint(
+		cliutil.Failf(errStoreDamaged, "store check found %d problem(s) (%s), %s", len(problems), strings.Join(counts, ", "), where).WithDetails(report),
+		"do not serve from this store: restore it from a backup, or build a new one by importing the bundle files again")
 }

@@ -124,20 +124,37 @@ func detailsJSON(d any) json.RawMessage {
 }
 
 // humanError is the text printed on stderr for err: the message, and the
-// cause when it adds something (a file name, an OS error).
+// causes when they add something (a file name, an OS error). A cause that
+// is itself an *amp.Error adds its message only, never its error name, and
+// not at all when it repeats the message before it
+// ("cannot read the config file: open x: no such file", not
+// "cannot read the config file: io_error: cannot read the config file: ...").
 func humanError(err error) string {
 	var e *amp.Error
-	if errors.As(err, &e) {
-		s := e.Message
-		if e.Code != 0 {
-			s = fmt.Sprintf("%s (amp %d %s)", s, uint16(e.Code), e.Code.Name())
-		}
-		if e.Err != nil {
-			s += ": " + e.Err.Error()
-		}
-		return s
+	if !errors.As(err, &e) {
+		return err.Error()
 	}
-	return err.Error()
+	s := e.Message
+	if s == "" {
+		s = amp.SafeMessage(e)
+	}
+	if e.Code != 0 {
+		s = fmt.Sprintf("%s (amp %d %s)", s, uint16(e.Code), e.Code.Name())
+	}
+	last := e.Message
+	for cause := e.Err; cause != nil; {
+		ce, ok := cause.(*amp.Error)
+		if !ok {
+			s += ": " + cause.Error()
+			break
+		}
+		if ce.Message != "" && ce.Message != last && !strings.Contains(s, ce.Message) {
+			s += ": " + ce.Message
+			last = ce.Message
+		}
+		cause = ce.Err
+	}
+	return s
 }
 
 // hinted is an error with a hint for humans ("did you forget --trust?").
@@ -252,44 +269,15 @@ func takesValue(flags []cli.Flag, name string) bool {
 
 // Run runs app with args under the CLI contract and returns the exit code.
 func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
-	app.Writer, app.ErrWriter = env.Stdout, env.Stderr
-	app.ExitErrHandler = func(*cli.Context, error) {} // never os.Exit from inside
-	app.HideHelpCommand = true
-	usage := func(_ *cli.Context, err error, _ bool) error { return Usagef("%s", err.Error()) }
-	app.OnUsageError = usage
-	var setUsage func([]*cli.Command)
-	setUsage = func(cs []*cli.Command) {
-		for _, c := range cs {
-			c.OnUsageError = usage
-			setUsage(c.Subcommands)
+	Prepare(app, env)
+	if len(args) > 0 && args[len(args)-1] == "--generate-bash-completion" {
+		// Shell completion: urfave/cli reads the request from the last
+		// argument, which Normalize would move.
+		if err := app.RunContext(ctx, args); err != nil {
+			return 1
 		}
+		return 0
 	}
-	setUsage(app.Commands)
-	if app.Action == nil {
-		app.Action = func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return Usagef("unknown command")
-			}
-			_ = cli.ShowAppHelp(c)
-			return Usagef("no command given")
-		}
-	}
-	var setNotFound func([]*cli.Command)
-	setNotFound = func(cs []*cli.Command) {
-		for _, c := range cs {
-			if len(c.Subcommands) > 0 && c.Action == nil {
-				c.Action = func(cc *cli.Context) error {
-					_ = cli.ShowSubcommandHelp(cc)
-					if cc.NArg() > 0 {
-						return Usagef("unknown command")
-					}
-					return Usagef("no command given")
-				}
-			}
-			setNotFound(c.Subcommands)
-		}
-	}
-	setNotFound(app.Commands)
 	args = Normalize(app, args)
 	jsonMode := false
 	for _, a := range args {

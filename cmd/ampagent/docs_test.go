@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+)
+
+// TestReferenceDocsMatchCommands: the man page and the markdown reference
+// in docs/ are what the commands generate (threat: an operator reading a
+// reference that no longer matches the binary). Regenerate them with
+// `go run ./cmd/PROGRAM gen-docs docs`.
+func TestReferenceDocsMatchCommands(t *testing.T) {
+	env := &cliutil.Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+	app := newApp(env)
+	cliutil.Prepare(app, env)
+	files, err := cliutil.DocFiles(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 {
+		t.Fatalf("generated %d files, want a man page and a reference", len(files))
+	}
+	for rel, want := range files {
+		got, err := os.ReadFile(filepath.Join("..", "..", "docs", rel))
+		if err != nil {
+			t.Fatalf("%v (run: go run ./cmd/%s gen-docs docs)", err, app.Name)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("docs/%s differs from what the commands generate (run: go run ./cmd/%s gen-docs docs)", rel, app.Name)
+		}
+	}
+}
