@@ -2,9 +2,11 @@ package ampbundle
 
 import "embed"
 
-// Samples is testdata/bundles: the sample bundle sources (translate, geo)
-// and their TEST-ONLY keys. Never trust those keys outside tests and the
-// demo.
+// Samples is the sample bundle sources of testdata/bundles (translate,
+// geo), without their keys: the TEST-ONLY private keys of
+// testdata/bundles/keys stay out of every binary (a test in cmd/ampagent
+// checks the built tools for them), and `ampagent demo` makes its own
+// publisher key at run time.
 //
-//go:embed testdata/bundles/translate testdata/bundles/geo testdata/bundles/keys
+//go:embed testdata/bundles/translate testdata/bundles/geo
 var Samples embed.FS

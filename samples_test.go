@@ -5,10 +5,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
-// TestSamplesEmbedded: the embedded samples are exactly testdata/bundles.
+// TestSamplesEmbedded: the embedded samples are exactly the sources under
+// testdata/bundles, and no key file is among them.
 func TestSamplesEmbedded(t *testing.T) {
 	n := 0
 	err := fs.WalkDir(Samples, ".", func(p string, d fs.DirEntry, err error) error {
@@ -16,6 +18,9 @@ func TestSamplesEmbedded(t *testing.T) {
 			return err
 		}
 		n++
+		if strings.Contains(p, "/keys/") || strings.HasSuffix(p, ".pem") {
+			t.Errorf("%s is embedded: key files must stay out of the binary", p)
+		}
 		embedded, _ := Samples.ReadFile(p)
 		onDisk, err := os.ReadFile(filepath.FromSlash(p))
 		if err != nil || !bytes.Equal(embedded, onDisk) {

@@ -44,9 +44,9 @@ func demoCommand(env *cliutil.Env) *cli.Command {
 		Description: `Runs, in a new temporary folder and with nothing but this binary, what
 publishers, operators, agents and callers do, and prints it as a transcript:
 
-  1. build the sample bundle org.example.translate (embedded in the binary)
-     with its TEST-ONLY publisher key, trust that key for org.example in a
-     new store, import the bundle
+  1. make a publisher key for this run only, build the sample bundle
+     org.example.translate (its source is embedded in the binary) with it,
+     trust that key for org.example in a new store, import the bundle
   2. start an agent (a fresh did:key) on 127.0.0.1 with a free port, serving
      the four versions of org.example.translate.text to one caller
   3. a paged CAP_QUERY: two pages of two, following next_cursor
@@ -101,17 +101,20 @@ holds the error document).`,
 	}
 }
 
-// The demo's fixed inputs: the embedded sample and its publisher key.
+// The demo's fixed inputs: the embedded sample source. Its publisher key
+// is made at run time: the repository's TEST-ONLY private keys are not
+// embedded in the binary.
 const (
 	demoSample     = "testdata/bundles/translate"
-	demoKey        = "testdata/bundles/keys/TEST-ONLY-example-publisher.key.pem"
+	demoKeyFile    = "demo-publisher.key.pem"
 	demoCapability = "org.example.translate.text"
 	demoBundleID   = "org.example.translate"
 	demoNamespace  = "org.example"
 )
 
 // demoCreated is the created_at of the sample bundles (testdata/bundles
-// README): the demo builds byte for byte the committed translate.ampb.
+// README): with the sample's own key, the demo would build byte for byte
+// the committed translate.ampb (a test checks it).
 var demoCreated = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
 var demoVersions = []string{"1.0.0", "1.5.0", "2.0.0", "2.1.0"}
@@ -215,6 +218,8 @@ type demo struct {
 	// tweak, in tests, changes the agent's configuration (to see the demo
 	// notice an agent that misbehaves).
 	tweak func(*agent.Config)
+	// publisher, in tests, replaces the publisher key made at run time.
+	publisher ed25519.PrivateKey
 }
 
 func (d *demo) run(keep bool) (err error) {
@@ -294,28 +299,28 @@ func (d *demo) summary() error {
 	return nil
 }
 
-// stepImport: build the bundle from the embedded source with the TEST-ONLY
-// key, create the store, trust the key for org.example, import.
+// stepImport: make a publisher key, build the bundle from the embedded
+// source with it, create the store, trust the key for org.example, import.
 func (d *demo) stepImport(s *demoStep) error {
 	src := filepath.Join(d.dir, "source", "translate")
 	if err := extract(ampbundle.Samples, demoSample, src); err != nil {
 		return err
 	}
-	keyData, err := ampbundle.Samples.ReadFile(demoKey)
-	if err != nil {
-		return cliutil.Failf("io_error", "the embedded sample key is missing").WithCause(err)
+	key := d.publisher
+	if key == nil {
+		id, err := newIdentity(d.env.Rand)
+		if err != nil {
+			return err
+		}
+		key = id.SigningKey
 	}
-	keyPath := filepath.Join(d.dir, "TEST-ONLY-example-publisher.key.pem")
-	if err := os.WriteFile(keyPath, keyData, 0o600); err != nil {
-		return cliutil.Failf("io_error", "cannot write the sample key").WithCause(err)
-	}
-	key, err := keyfile.ReadSigningKey(keyPath)
-	if err != nil {
+	keyPath := filepath.Join(d.dir, demoKeyFile)
+	if err := keyfile.WritePrivate(keyPath, key); err != nil {
 		return err
 	}
 	pub := key.Public().(ed25519.PublicKey)
 	s.note("source", "source", "the embedded "+demoSample+", extracted to "+src)
-	s.note("signer", "signed by", amp.DIDKey(pub)+" (TEST-ONLY example publisher key, mode 0600)")
+	s.note("signer", "signed by", amp.DIDKey(pub)+" (a publisher key made for this run, "+demoKeyFile+", mode 0600)")
 
 	draft, err := bundle.LoadSource(src, bundle.SourceOptions{CreatedAt: demoCreated, Signer: pub})
 	if err != nil {
@@ -354,7 +359,7 @@ func (d *demo) stepImport(s *demoStep) error {
 		return err
 	}
 	d.closers = append(d.closers, func() { d.store.Close() })
-	if err := d.store.TrustAdd("example-publisher-TEST-ONLY", pub, []string{demoNamespace}); err != nil {
+	if err := d.store.TrustAdd("demo-publisher", pub, []string{demoNamespace}); err != nil {
 		return err
 	}
 	s.note("trusted", "trusted", amp.DIDKey(pub)+" for "+demoNamespace)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,7 +17,9 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/keyfile"
 )
 
 // TestDemo runs the demo as a user would: exit 0, a transcript that shows
@@ -64,8 +67,8 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// TestDemoJSON: one document, every step ok, and the bundle it built is
-// byte for byte the committed sample (same source, key and created_at).
+// TestDemoJSON: one document, every step ok, signed with a key made for
+// the run.
 func TestDemoJSON(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	r := runCLI(t, "", "demo", "--json", "--keep")
@@ -94,18 +97,20 @@ func TestDemoJSON(t *testing.T) {
 			t.Errorf("step %d %q: ok %v, %d checks", s.Number, s.Name, s.OK, len(s.Checks))
 		}
 	}
-	sample, err := os.ReadFile(filepath.Join(samplesDir, "translate.ampb"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(sample)
-	if got := doc.Steps[0].Details["sha256"]; got != hex.EncodeToString(sum[:]) {
-		t.Errorf("built bundle sha256 %v, the committed sample has %x", got, sum)
-	}
-	// --keep kept the folder, with the bundle, the store and the 0600 key.
-	st, err := os.Stat(filepath.Join(doc.Dir, "TEST-ONLY-example-publisher.key.pem"))
+	// The publisher key was made for this run: 0600 in the kept folder,
+	// and none of the repository's TEST-ONLY keys.
+	st, err := os.Stat(filepath.Join(doc.Dir, demoKeyFile))
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("key in the kept folder: %v %v", st, err)
+	}
+	signer, _ := doc.Steps[0].Details["signer"].(string)
+	for _, k := range testOnlyKeys(t) {
+		if strings.Contains(signer, amp.DIDKey(k.Public().(ed25519.PublicKey))) {
+			t.Errorf("the demo signed with a TEST-ONLY key: %s", signer)
+		}
+	}
+	if !strings.HasPrefix(signer, "did:key:") {
+		t.Errorf("signer %q", signer)
 	}
 	for _, f := range []string{"translate.ampb", "store.db"} {
 		if _, err := os.Stat(filepath.Join(doc.Dir, f)); err != nil {
@@ -114,6 +119,35 @@ func TestDemoJSON(t *testing.T) {
 	}
 	if r := runCLI(t, "", "demo", "extra"); r.code != 2 {
 		t.Fatalf("demo with an argument: exit %d", r.code)
+	}
+}
+
+// TestDemoBuildsTheCommittedSample: given the sample's own TEST-ONLY key,
+// the demo builds byte for byte the committed translate.ampb (same source,
+// key and created_at): what it shows is the real build.
+func TestDemoBuildsTheCommittedSample(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	data, err := os.ReadFile(filepath.Join(samplesDir, "keys", "TEST-ONLY-example-publisher.key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := keyfile.ParsePrivate(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	env := &cliutil.Env{Stdout: &out, Stderr: io.Discard, Now: testNow, Rand: rand.Reader}
+	d := &demo{env: env, ctx: context.Background(), t: &transcript{w: &out}, publisher: keys.Ed25519}
+	if err := d.run(false); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	sample, err := os.ReadFile(filepath.Join(samplesDir, "translate.ampb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(sample)
+	if got := d.t.steps[0].Details["sha256"]; got != hex.EncodeToString(sum[:]) {
+		t.Errorf("built bundle sha256 %v, the committed sample has %x", got, sum)
 	}
 }
 
