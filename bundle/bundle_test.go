@@ -263,9 +263,13 @@ func TestMultipleSignatures(t *testing.T) {
 	}
 	_, _, err := readAll(data, trust(c, "*"), testNow)
 	expectName(t, err, ErrUntrustedKey)
+	// Signatures are sorted by kid whatever order the keys were given in.
 	in, err := Inspect(bytes.NewReader(data), 0)
-	if err != nil || len(in.Signatures) != 2 || in.Signatures[1].KID != amp.DIDKey(b.Public().(ed25519.PublicKey)) {
+	if err != nil || len(in.Signatures) != 2 || in.Signatures[0].KID >= in.Signatures[1].KID {
 		t.Fatalf("inspect: %v %v", in, err)
+	}
+	if !bytes.Equal(build(t, smallDraft(t), b, a), data) {
+		t.Fatal("the order of the signing keys changes the file")
 	}
 }
 

@@ -36,16 +36,18 @@ type Signature struct {
 	Sig []byte
 }
 
-// signedObject is the decoded first item of a bundle: a COSE_Sign whose
-// payload is the manifest.
+// signedObject is a decoded COSE_Sign: the first item of a bundle (its
+// payload is the manifest) or a statement (statement.go).
 type signedObject struct {
 	bodyProtected []byte
 	payload       []byte
 	signatures    []Signature
 }
 
-func bodyProtectedHeader() []byte {
-	b, _ := amp.Marshal(map[int]string{coseHeaderCType: MediaTypeManifest})
+// bodyProtectedHeader is the protected header of a COSE_Sign whose payload
+// has content type ctype.
+func bodyProtectedHeader(ctype string) []byte {
+	b, _ := amp.Marshal(map[int]string{coseHeaderCType: ctype})
 	return b
 }
 
@@ -62,22 +64,63 @@ func sigStructure(bodyProtected, signProtected, payload []byte) []byte {
 	return b
 }
 
-// signManifest returns the encoded COSE_Sign over payload with one
-// signature per key.
+// signManifest returns the encoded COSE_Sign over a manifest payload with
+// one signature per key.
 func signManifest(payload []byte, keys ...ed25519.PrivateKey) ([]byte, error) {
+	return signCOSE(MediaTypeManifest, payload, keys)
+}
+
+// signCOSE returns the encoded COSE_Sign over payload (content type ctype)
+// with one signature per key, sorted by kid (FORMAT.md §2: the file is a
+// function of the set of keys, not of the order they were given in). The
+// same key twice is refused: it would count once anyway.
+func signCOSE(ctype string, payload []byte, keys []ed25519.PrivateKey) ([]byte, error) {
 	if len(keys) == 0 || len(keys) > MaxSignatures {
-		return nil, fail(ErrInconsistent, "a bundle carries 1 to %d signatures", MaxSignatures)
+		return nil, fail(ErrInconsistent, "a signed object carries 1 to %d signatures", MaxSignatures)
 	}
-	body := bodyProtectedHeader()
-	sigs := make([]any, 0, len(keys))
+	o := &signedObject{bodyProtected: bodyProtectedHeader(ctype), payload: payload}
 	for _, k := range keys {
-		prot := signProtectedHeader(KeyID(k.Public().(ed25519.PublicKey)))
-		sig := ed25519.Sign(k, sigStructure(body, prot, payload))
-		sigs = append(sigs, []any{prot, map[int]any{}, sig})
+		if err := o.addSignature(k); err != nil {
+			return nil, err
+		}
 	}
-	out, err := amp.Marshal(cbor.Tag{Number: coseSignTag, Content: []any{body, map[int]any{}, payload, sigs}})
+	return o.encode()
+}
+
+// addSignature signs o with k and inserts the signature before the first
+// one whose kid sorts after k's (bytewise): a sorted list stays sorted and
+// the signatures already there keep their order and bytes.
+func (o *signedObject) addSignature(k ed25519.PrivateKey) error {
+	kid := KeyID(k.Public().(ed25519.PublicKey))
+	at := len(o.signatures)
+	for i, s := range o.signatures {
+		if s.KID == string(kid) {
+			return fail(ErrDuplicateSigner, "the object already carries a signature by %s", kid)
+		}
+		if at == len(o.signatures) && s.KID > string(kid) {
+			at = i
+		}
+	}
+	if len(o.signatures) >= MaxSignatures {
+		return fail(ErrTooLarge, "a signed object carries at most %d signatures", MaxSignatures)
+	}
+	prot := signProtectedHeader(kid)
+	s := Signature{KID: string(kid), Protected: prot, Sig: ed25519.Sign(k, sigStructure(o.bodyProtected, prot, o.payload))}
+	o.signatures = append(o.signatures, Signature{})
+	copy(o.signatures[at+1:], o.signatures[at:])
+	o.signatures[at] = s
+	return nil
+}
+
+// encode returns the deterministic encoding of o.
+func (o *signedObject) encode() ([]byte, error) {
+	sigs := make([]any, 0, len(o.signatures))
+	for _, s := range o.signatures {
+		sigs = append(sigs, []any{s.Protected, map[int]any{}, s.Sig})
+	}
+	out, err := amp.Marshal(cbor.Tag{Number: coseSignTag, Content: []any{o.bodyProtected, map[int]any{}, o.payload, sigs}})
 	if err != nil {
-		return nil, fail(ErrMalformed, "cannot encode the signed manifest").WithCause(err)
+		return nil, fail(ErrMalformed, "cannot encode the signed object").WithCause(err)
 	}
 	return out, nil
 }
@@ -85,13 +128,42 @@ func signManifest(payload []byte, keys ...ed25519.PrivateKey) ([]byte, error) {
 // decodeSigned parses the first item of a bundle. It checks structure and
 // headers only; signatures are verified by the caller.
 func decodeSigned(item []byte) (*signedObject, error) {
+	return decodeCOSE(item, MediaTypeManifest)
+}
+
+// coseContentType returns the content type of an encoded COSE_Sign without
+// checking anything else ("" when item is not one).
+func coseContentType(item []byte) string {
+	var tag cbor.RawTag
+	if err := amp.Unmarshal(item, &tag); err != nil || tag.Number != coseSignTag {
+		return ""
+	}
+	var parts []cbor.RawMessage
+	if err := amp.Unmarshal(tag.Content, &parts); err != nil || len(parts) != 4 {
+		return ""
+	}
+	var prot []byte
+	if err := amp.Unmarshal(parts[0], &prot); err != nil {
+		return ""
+	}
+	var hdr map[int]string
+	if err := amp.Unmarshal(prot, &hdr); err != nil || len(hdr) != 1 {
+		return ""
+	}
+	return hdr[coseHeaderCType]
+}
+
+// decodeCOSE parses a COSE_Sign whose payload has content type ctype. It
+// checks structure and headers only; signatures are verified by the
+// caller.
+func decodeCOSE(item []byte, ctype string) (*signedObject, error) {
 	lim := amp.Limits{MaxMessageSize: len(item) + 1, MaxArrayLen: MaxArtifacts, MaxMapPairs: MaxAliases}
 	canon, err := lim.Canonical(item)
 	if err != nil {
-		return nil, fail(ErrMalformed, "signed manifest is not valid cbor").WithCause(err)
+		return nil, fail(ErrMalformed, "signed object is not valid cbor").WithCause(err)
 	}
 	if !bytes.Equal(canon, item) {
-		return nil, fail(ErrMalformed, "signed manifest is not in deterministic cbor encoding")
+		return nil, fail(ErrMalformed, "signed object is not in deterministic cbor encoding")
 	}
 	var tag cbor.RawTag
 	if err := amp.Unmarshal(item, &tag); err != nil || tag.Number != coseSignTag {
@@ -102,8 +174,8 @@ func decodeSigned(item []byte) (*signedObject, error) {
 		return nil, fail(ErrUnknownFormat, "COSE_Sign must be an array of 4 items")
 	}
 	o := &signedObject{}
-	if err := amp.Unmarshal(parts[0], &o.bodyProtected); err != nil || !bytes.Equal(o.bodyProtected, bodyProtectedHeader()) {
-		return nil, fail(ErrUnknownFormat, "COSE_Sign protected header must be exactly {3: %q}", MediaTypeManifest)
+	if err := amp.Unmarshal(parts[0], &o.bodyProtected); err != nil || !bytes.Equal(o.bodyProtected, bodyProtectedHeader(ctype)) {
+		return nil, fail(ErrUnknownFormat, "COSE_Sign protected header must be exactly {3: %q}", ctype)
 	}
 	if !bytes.Equal(parts[1], []byte{0xa0}) {
 		return nil, fail(ErrUnknownFormat, "COSE_Sign unprotected header must be empty")
@@ -116,8 +188,9 @@ func decodeSigned(item []byte) (*signedObject, error) {
 		return nil, fail(ErrUnknownFormat, "COSE_Sign must carry at least one signature")
 	}
 	if len(sigs) > MaxSignatures {
-		return nil, fail(ErrTooLarge, "bundle carries more than %d signatures", MaxSignatures)
+		return nil, fail(ErrTooLarge, "signed object carries more than %d signatures", MaxSignatures)
 	}
+	kids := map[string]bool{}
 	for _, raw := range sigs {
 		var sp []cbor.RawMessage
 		if err := amp.Unmarshal(raw, &sp); err != nil || len(sp) != 3 {
@@ -147,6 +220,12 @@ func decodeSigned(item []byte) (*signedObject, error) {
 			return nil, fail(ErrUnknownFormat, "COSE_Signature protected header is not in its one allowed form")
 		}
 		s.KID = string(kid)
+		// One signature per key: a second one could only be an attempt
+		// to count one key twice toward a threshold.
+		if kids[s.KID] {
+			return nil, fail(ErrDuplicateSigner, "two signatures carry the same kid")
+		}
+		kids[s.KID] = true
 		if !bytes.Equal(sp[1], []byte{0xa0}) {
 			return nil, fail(ErrUnknownFormat, "COSE_Signature unprotected header must be empty")
 		}
@@ -158,24 +237,32 @@ func decodeSigned(item []byte) (*signedObject, error) {
 	return o, nil
 }
 
-// verify checks the signatures against p and returns the trusted keys whose
-// signatures verify. A trusted key with a bad signature fails at once
-// (tampering); signatures by keys p does not know are ignored; no verified
-// trusted signature at all is ErrUntrustedKey.
+// verify checks the signatures against p and returns the distinct trusted
+// keys whose signatures verify. A trusted key with a bad signature fails
+// at once (tampering); signatures by keys p does not know are ignored; no
+// verified trusted signature at all is ErrUntrustedKey. Keys are counted
+// by their kid after deduplication: the same key under two names of p
+// counts once.
 func (o *signedObject) verify(p *Policy) ([]*TrustedKey, error) {
 	var ok []*TrustedKey
+	seen := map[string]bool{}
 	for _, s := range o.signatures {
 		k, known := p.find([]byte(s.KID))
 		if !known {
 			continue
 		}
 		if !ed25519.Verify(k.Key, sigStructure(o.bodyProtected, s.Protected, o.payload), s.Sig) {
-			return nil, fail(ErrBadSignature, "signature by trusted key %q does not verify", k.Name)
+			return nil, fail(ErrBadSignature, "signature by trusted key %q does not verify", k.Name).
+				WithDetails(map[string]any{"signer": k.Name, "key": amp.DIDKey(k.Key)})
 		}
+		if seen[string(k.Key)] {
+			continue
+		}
+		seen[string(k.Key)] = true
 		ok = append(ok, k)
 	}
 	if len(ok) == 0 {
-		return nil, fail(ErrUntrustedKey, "bundle is not signed by a trusted key")
+		return nil, fail(ErrUntrustedKey, "not signed by a trusted key (%d signature(s), none by a key this policy trusts)", len(o.signatures))
 	}
 	return ok, nil
 }

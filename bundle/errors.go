@@ -16,6 +16,8 @@ const (
 	ErrUntrustedNamespace   amp.ErrName = "untrusted_namespace"   // signer not trusted for the bundle_id, a capability namespace or a DID
 	ErrExpired              amp.ErrName = "expired"               // now >= expires_at
 	ErrInconsistent         amp.ErrName = "inconsistent_manifest" // manifest rules (docs/FORMAT.md §4)
+	ErrDuplicateSigner      amp.ErrName = "duplicate_signer"      // two signatures by one key
+	ErrThreshold            amp.ErrName = "threshold_not_met"     // fewer distinct trusted signers than the scope's threshold
 
 	// The artifacts.
 	ErrUnsafeKey     amp.ErrName = "unsafe_key"     // an artifact key that is not a safe relative path

@@ -82,13 +82,8 @@ func NewReader(r io.Reader, opts ReaderOptions) (*Reader, error) {
 	if rd.manifest, err = DecodeManifest(rd.obj.payload); err != nil {
 		return nil, err
 	}
-	for _, k := range verified {
-		if k.coversManifest(rd.manifest) {
-			rd.signers = append(rd.signers, k)
-		}
-	}
-	if len(rd.signers) == 0 {
-		return nil, fail(ErrUntrustedNamespace, "no signer is trusted for bundle %s and every capability namespace it carries", rd.manifest.BundleID)
+	if rd.signers, err = admit(opts.Policy, rd.manifest, verified); err != nil {
+		return nil, err
 	}
 	if exp := rd.manifest.ExpiresAt; exp != nil && !opts.Now().Before(*exp) {
 		return nil, fail(ErrExpired, "bundle expired at %s", exp.Format(time.RFC3339))
@@ -254,12 +249,7 @@ func (r *Reader) checkDID(e ArtifactEntry, data []byte) error {
 	if err != nil {
 		return fail(ErrInconsistent, "artifact %s is not a valid did document", e.Key).WithCause(err)
 	}
-	for _, k := range r.signers {
-		if k.coversDID(doc.ID) {
-			return nil
-		}
-	}
-	return fail(ErrUntrustedNamespace, "no signer is trusted for the did of artifact %s", e.Key)
+	return admitDID(r.opts.Policy, r.signers, e.Key, doc.ID)
 }
 
 // end checks that nothing follows the last artifact.

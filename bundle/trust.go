@@ -28,6 +28,40 @@ func KeyID(pub ed25519.PublicKey) []byte { return []byte(amp.DIDKey(pub)) }
 // Policy is the set of keys a Reader trusts. The zero Policy trusts nothing.
 type Policy struct {
 	Keys []TrustedKey
+	// Thresholds maps a scope ("*" or a reverse-domain prefix) to the
+	// number of distinct trusted keys that must sign what lies under it
+	// (FORMAT.md §5). A name under several scopes needs the largest of
+	// their thresholds; a name under none needs 1.
+	Thresholds map[string]int
+}
+
+// Required returns the number of distinct trusted signers a name (a bundle
+// id, a capability namespace, a reversed did:web host) needs, and the scope
+// that sets it ("" for the default of 1).
+func (p *Policy) Required(name string) (int, string) {
+	need, by := 1, ""
+	if p == nil {
+		return need, by
+	}
+	for sc, n := range p.Thresholds {
+		if underScope(name, sc) && (n > need || n == need && by != "" && sc > by) {
+			need, by = n, sc
+		}
+	}
+	return need, by
+}
+
+// requiredFor returns the threshold a manifest needs: the largest over its
+// bundle id and capability namespaces, with the name and scope setting it.
+func (p *Policy) requiredFor(m *Manifest) (need int, name, scope string) {
+	need, scope = p.Required(m.BundleID)
+	name = m.BundleID
+	for _, ns := range m.Namespaces() {
+		if n, sc := p.Required(ns); n > need {
+			need, name, scope = n, ns, sc
+		}
+	}
+	return need, name, scope
 }
 
 // find returns the trusted key whose kid is kid.

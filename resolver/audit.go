@@ -29,6 +29,7 @@ type AuditEntry struct {
 	TrustName       string   `cbor:"trust_name,omitempty" json:"trust_name,omitempty"`
 	Key             string   `cbor:"key,omitempty" json:"key,omitempty"` // did:key
 	Scopes          []string `cbor:"scopes,omitempty" json:"scopes,omitempty"`
+	Threshold       uint64   `cbor:"threshold,omitempty" json:"threshold,omitempty"`
 	Prev            []byte   `cbor:"prev" json:"prev"`
 }
 

@@ -40,11 +40,12 @@ const (
 	bPending     = "pending"     // bundle_id -> pendingRecord (staged, uncommitted import)
 	bReplay      = "replay"      // replay/idempotency cache (agent)
 	bReplayExp   = "replay_exp"  // expiry index of the replay cache
+	bTrustPolicy = "trustpolicy" // scope -> uint64 threshold (threshold.go)
 )
 
 func allBuckets() []string {
 	return []string{bMeta, bTrust, bBundles, bBlobs, bBlobRefs, bIndex, bDescriptors, bAliases, bDIDs,
-		bSchemaIDs, bHighwater, bAudit, bPending, bReplay, bReplayExp}
+		bSchemaIDs, bHighwater, bAudit, bPending, bReplay, bReplayExp, bTrustPolicy}
 }
 
 // bucket returns a bucket of the store (they always exist after Open).
@@ -206,6 +207,16 @@ func (s *Store) init() error {
 				}
 				return meta.Put([]byte(kGeneration), u64(0))
 			}
+			// A store of this schema version written before a bucket
+			// was added gets it, empty, the first time it is opened
+			// writable (trust thresholds, revocations).
+			if getU64(meta.Get([]byte(kSchemaVersion))) == SchemaVersion {
+				for _, b := range allBuckets() {
+					if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
+						return err
+					}
+				}
+			}
 			return nil
 		})
 		if err != nil {
@@ -222,7 +233,7 @@ func (s *Store) init() error {
 		}
 		for _, b := range allBuckets() {
 			if bucket(tx, b) == nil {
-				return fail(ErrStoreVersion, "store lacks bucket %s", b)
+				return fail(ErrStoreVersion, "store lacks bucket %s (open it once with a command that writes, such as trust add, to add it)", b)
 			}
 		}
 		s.gen.Store(getU64(meta.Get([]byte(kGeneration))))

@@ -171,6 +171,9 @@ func (s *Store) policy() (*bundle.Policy, error) {
 		return nil, amp.Named(0, bundle.ErrUntrustedKey, "the store trusts no publisher key yet (ampbundle trust add)")
 	}
 	p := &bundle.Policy{}
+	if p.Thresholds, err = s.TrustThresholds(); err != nil {
+		return nil, err
+	}
 	for _, k := range keys {
 		p.Keys = append(p.Keys, bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes})
 	}

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"time"
 
@@ -30,7 +32,7 @@ renamed into place). Same source + same key + same created time = identical
 bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "bundle `FILE` to write (required)"},
-			&cli.StringFlag{Name: "key", Usage: "publisher private key `PEM` file (required; mode 0600)"},
+			&cli.StringSliceFlag{Name: "key", Usage: "publisher private key `PEM` file (required, mode 0600; repeatable: one signature per key, co-signing)"},
 			&cli.StringFlag{Name: "created", Usage: "created_at as an RFC 3339 `TIME`"},
 			&cli.StringFlag{Name: "hash", Value: capability.HashSHA256, Usage: "artifact hash `ALG`: sha-256 or sha-512"},
 			jsonFlag,
@@ -49,12 +51,12 @@ bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.`,
 			if err != nil {
 				return err
 			}
-			key, err := keyfile.ReadSigningKey(c.String("key"))
+			keys, err := signingKeys(c.StringSlice("key"))
 			if err != nil {
 				return err
 			}
 			d, err := bundle.LoadSource(c.Args().First(), bundle.SourceOptions{
-				HashAlg: c.String("hash"), CreatedAt: created, Signer: key.Public().(ed25519.PublicKey)})
+				HashAlg: c.String("hash"), CreatedAt: created, Signer: keys[0].Public().(ed25519.PublicKey)})
 			if err != nil {
 				return err
 			}
@@ -64,7 +66,9 @@ bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.`,
 			}
 			prog := cliutil.NewProgress(env, c.Bool("json"), "building", total)
 			out := c.String("out")
-			m, size, sum, err := writeAtomic(out, d, key, prog)
+			m, size, sum, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
+				return bundle.Write(w, d, keys, bundle.WriteOptions{Progress: prog.Update})
+			})
 			prog.Done()
 			if err != nil {
 				return err
@@ -72,7 +76,7 @@ bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.`,
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{
 					"file": out, "size": size, "sha256": sum,
-					"bundle": summarize("", m, []sigInfo{{KID: string(bundle.KeyID(key.Public().(ed25519.PublicKey)))}}, false),
+					"bundle": summarize("", m, keyInfos(keys), false),
 				})
 			}
 			fmt.Fprintf(env.Stdout, "wrote %s: %s version %d, %d artifacts, %d capabilities, %d bytes, sha256 %s\n",
@@ -101,9 +105,45 @@ func createdAt(env *cliutil.Env, c *cli.Context) (time.Time, error) {
 	return env.Now().UTC().Truncate(time.Second), nil
 }
 
-// writeAtomic writes the bundle to a temporary file next to out and renames
-// it into place, so that out is either the old file or the complete new one.
-func writeAtomic(out string, d *bundle.Draft, key ed25519.PrivateKey, prog *cliutil.Progress) (*bundle.Manifest, int64, string, error) {
+// signingKeys reads the --key files: at least one, each key once.
+func signingKeys(paths []string) ([]ed25519.PrivateKey, error) {
+	if len(paths) == 0 {
+		return nil, cliutil.Usagef("missing required flag --key")
+	}
+	if len(paths) > bundle.MaxSignatures {
+		return nil, cliutil.Usagef("--key given %d times; a bundle carries at most %d signatures", len(paths), bundle.MaxSignatures)
+	}
+	var keys []ed25519.PrivateKey
+	seen := map[string]bool{}
+	for _, p := range paths {
+		k, err := keyfile.ReadSigningKey(p)
+		if err != nil {
+			return nil, err
+		}
+		did := string(bundle.KeyID(k.Public().(ed25519.PublicKey)))
+		if seen[did] {
+			return nil, cliutil.Usagef("two --key files hold the same key (%s); each key signs once", did)
+		}
+		seen[did] = true
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// keyInfos lists the signatures the keys make, in file (kid) order.
+func keyInfos(keys []ed25519.PrivateKey) []sigInfo {
+	var out []sigInfo
+	for _, k := range keys {
+		out = append(out, sigInfo{KID: string(bundle.KeyID(k.Public().(ed25519.PublicKey)))})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].KID < out[j].KID })
+	return out
+}
+
+// writeAtomic writes a file through write to a temporary file next to out
+// and renames it into place, so that out is either the old file or the
+// complete new one.
+func writeAtomic(out string, write func(io.Writer) (*bundle.Manifest, error)) (*bundle.Manifest, int64, string, error) {
 	f, err := os.CreateTemp(filepath.Dir(out), ".ampbundle-*.tmp")
 	if err != nil {
 		return nil, 0, "", cliutil.Failf("io_error", "cannot create the output file").WithCause(err)
@@ -111,7 +151,7 @@ func writeAtomic(out string, d *bundle.Draft, key ed25519.PrivateKey, prog *cliu
 	defer os.Remove(f.Name()) // after a successful rename this is a no-op
 	h := sha256.New()
 	cw := &countingWriter{w: f, h: h}
-	m, err := bundle.Write(cw, d, []ed25519.PrivateKey{key}, bundle.WriteOptions{Progress: prog.Update})
+	m, err := write(cw)
 	if err != nil {
 		f.Close()
 		return nil, 0, "", err

@@ -25,6 +25,7 @@ func newApp(env *cliutil.Env) *cli.App {
 		Commands: []*cli.Command{
 			keygenCommand(env),
 			buildCommand(env),
+			signCommand(env),
 			verifyCommand(env),
 			inspectCommand(env),
 			trustCommand(env),

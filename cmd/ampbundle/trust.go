@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -23,6 +26,7 @@ func trustCommand(env *cliutil.Env) *cli.Command {
 			trustAddCommand(env),
 			trustLsCommand(env),
 			trustRmCommand(env),
+			trustThresholdCommand(env),
 		},
 	}
 }
@@ -67,6 +71,7 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 			adminSocketFlag,
 			&cli.StringFlag{Name: "name", Usage: "`NAME` of the key in this store: 1-64 of [A-Za-z0-9._-@] (required)"},
 			&cli.StringSliceFlag{Name: "scope", Usage: "namespace `PREFIX` the key may sign for, or * (repeatable, required)"},
+			&cli.IntFlag{Name: "threshold", Usage: "also set the threshold of each --scope to `N` distinct trusted signatures (trust threshold)"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) (err error) {
@@ -92,6 +97,13 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 				return err
 			}
 			name := c.String("name")
+			var direct *resolver.Store
+			if c.IsSet("threshold") {
+				if direct, err = directStore(s, "--threshold"); err != nil {
+					s.Close()
+					return err
+				}
+			}
 			if err := s.TrustAdd(name, pub, c.StringSlice("scope")); err != nil {
 				// Leave behind no empty store that this command created
 				// for nothing.
@@ -108,6 +120,13 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 				return err
 			}
 			k, _ := findTrust(keys, name)
+			if direct != nil {
+				for _, sc := range k.Scopes {
+					if err := direct.TrustSetThreshold(sc, c.Int("threshold")); err != nil {
+						return err
+					}
+				}
+			}
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"store": db, "created": created, "trusted": trustView(k)})
 			}
@@ -115,6 +134,9 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 				fmt.Fprintf(env.Stdout, "created store %s\n", db)
 			}
 			fmt.Fprintf(env.Stdout, "trusted %s (%s) for %s\n", k.Name, k.DID(), strings.Join(k.Scopes, ", "))
+			if direct != nil {
+				fmt.Fprintf(env.Stdout, "threshold of %s: %d distinct trusted signatures\n", strings.Join(k.Scopes, ", "), c.Int("threshold"))
+			}
 			return nil
 		},
 	}
@@ -141,19 +163,27 @@ was added. Opens the store read-only.`,
 			if err != nil {
 				return err
 			}
+			thresholds := map[string]int{}
+			if st, ok := s.(*resolver.Store); ok {
+				if thresholds, err = st.TrustThresholds(); err != nil {
+					return err
+				}
+			}
 			if c.Bool("json") {
 				out := []trustJSON{}
 				for _, k := range keys {
 					out = append(out, trustView(k))
 				}
-				return cliutil.PrintJSON(env.Stdout, map[string]any{"keys": out})
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"keys": out, "thresholds": thresholds})
 			}
 			if len(keys) == 0 {
 				fmt.Fprintln(env.Stdout, "no trusted keys")
-				return nil
 			}
 			for _, k := range keys {
 				fmt.Fprintf(env.Stdout, "%s\n  key     %s\n  scopes  %s\n  added   %s\n", k.Name, k.DID(), strings.Join(k.Scopes, ", "), k.AddedAt)
+			}
+			for _, sc := range slices.Sorted(maps.Keys(thresholds)) {
+				fmt.Fprintf(env.Stdout, "threshold %s: %d distinct trusted signatures\n", sc, thresholds[sc])
 			}
 			return nil
 		},
@@ -203,6 +233,80 @@ lists them, and 'ampbundle rm BUNDLE_ID' removes one. Audited.`,
 			fmt.Fprintf(env.Stdout, "no longer trusting %s (%s)\n", name, k.DID())
 			if len(signed) > 0 {
 				fmt.Fprintf(env.Stdout, "still installed, signed by %s: %s (remove with 'ampbundle rm BUNDLE_ID')\n", name, strings.Join(signed, ", "))
+			}
+			return nil
+		},
+	}
+}
+
+// directStore returns the store itself: what a command needs that the
+// admin socket of a running agent does not offer.
+func directStore(s registry, what string) (*resolver.Store, error) {
+	st, ok := s.(*resolver.Store)
+	if !ok {
+		return nil, cliutil.WithHint(cliutil.Failf(resolver.ErrStoreInUse, "%s needs the store itself, which a running agent holds", what),
+			"stop the agent, run the command, start the agent again")
+	}
+	return st, nil
+}
+
+func trustThresholdCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "threshold",
+		Usage:     "set how many distinct trusted keys must sign a scope",
+		ArgsUsage: "SCOPE N",
+		Description: `Sets the threshold of SCOPE ("*" or a reverse-domain prefix) to N: a
+bundle whose bundle_id, a capability namespace or a did:web host lies under
+SCOPE is imported only when at least N distinct keys, each trusted for the
+bundle_id and every namespace it carries, signed it with a valid signature
+(docs/FORMAT.md §5). A name under several scopes needs the largest of
+their thresholds; N=1 is the default and removes the setting. Applies to
+imports from now on. Audited.`,
+		Flags: []cli.Flag{dbFlag, jsonFlag},
+		Action: func(c *cli.Context) (err error) {
+			if err := cliutil.ExactArgs(c, 2, "the SCOPE and the threshold N"); err != nil {
+				return err
+			}
+			n, perr := strconv.Atoi(c.Args().Get(1))
+			if perr != nil || n < 1 || n > bundle.MaxSignatures {
+				return cliutil.Usagef("the threshold N must be a whole number from 1 to %d", bundle.MaxSignatures)
+			}
+			s, err := openStore(env, c, readWrite)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, &err)
+			st, err := directStore(s, "trust threshold")
+			if err != nil {
+				return err
+			}
+			scope := c.Args().First()
+			if err := st.TrustSetThreshold(scope, n); err != nil {
+				return err
+			}
+			keys, err := st.TrustList()
+			if err != nil {
+				return err
+			}
+			covering := 0
+			for _, k := range keys {
+				for _, sc := range k.Scopes {
+					if sc == "*" || sc == strings.TrimSuffix(scope, ".") || strings.HasPrefix(strings.TrimSuffix(scope, "."), sc+".") {
+						covering++
+						break
+					}
+				}
+			}
+			warning := ""
+			if covering < n {
+				warning = fmt.Sprintf("only %d trusted key(s) cover %s: imports under it fail until more are trusted", covering, scope)
+			}
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"scope": scope, "threshold": n, "covering_keys": covering, "warning": warning})
+			}
+			fmt.Fprintf(env.Stdout, "threshold of %s: %d distinct trusted signatures (%d trusted key(s) cover it)\n", scope, n, covering)
+			if warning != "" {
+				fmt.Fprintf(env.Stderr, "WARNING: %s\n", warning)
 			}
 			return nil
 		},

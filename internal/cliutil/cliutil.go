@@ -241,6 +241,90 @@ func Normalize(app *cli.App, args []string) []string {
 	return append(out, positional...)
 }
 
+// RepeatedFlag refuses a flag given more than once when it takes one
+// value: urfave/cli would silently keep the last one ("build --key a --key
+// b" signing with b only). Slice flags (--scope, --key of build) are
+// repeatable by design, and a bare boolean switch may be repeated (it
+// cannot mean two things), but not next to an explicit "--flag=false".
+// args must be normalized (Normalize).
+func RepeatedFlag(app *cli.App, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	rest := args[1:]
+	flags := app.Flags
+	cmds := app.Commands
+	for len(rest) > 0 {
+		c := findCommand(cmds, rest[0])
+		if c == nil {
+			break
+		}
+		rest = rest[1:]
+		cmds, flags = c.Subcommands, c.Flags
+		if len(c.Subcommands) == 0 {
+			break
+		}
+	}
+	seen := map[cli.Flag]string{}
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" {
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := lookupFlag(flags, name)
+		if f == nil {
+			continue // unknown: the parser refuses it
+		}
+		if !hasValue && takesValue(flags, name) {
+			i++
+		}
+		if repeatable(f) {
+			continue
+		}
+		// A bare boolean switch said twice means the same thing twice;
+		// "--json --json=false" is a contradiction and refused.
+		if _, isBool := f.(*cli.BoolFlag); isBool && !hasValue {
+			if _, dup := seen[f]; !dup {
+				seen[f] = name
+			}
+			continue
+		}
+		if prev, dup := seen[f]; dup {
+			if prev == name {
+				return Usagef("flag --%s is given more than once; it takes one value", name)
+			}
+			return Usagef("flags --%s and --%s are the same flag; give it once", prev, name)
+		}
+		seen[f] = name
+	}
+	return nil
+}
+
+func lookupFlag(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// repeatable reports whether a flag collects several values.
+func repeatable(f cli.Flag) bool {
+	switch f.(type) {
+	case *cli.StringSliceFlag, *cli.IntSliceFlag, *cli.Int64SliceFlag, *cli.UintSliceFlag,
+		*cli.Uint64SliceFlag, *cli.Float64SliceFlag:
+		return true
+	}
+	return false
+}
+
 func findCommand(cmds []*cli.Command, name string) *cli.Command {
 	for _, c := range cmds {
 		for _, n := range c.Names() {
@@ -279,6 +363,20 @@ func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
 		return 0
 	}
 	args = Normalize(app, args)
+	if err := RepeatedFlag(app, args); err != nil {
+		fmt.Fprintf(env.Stderr, "%s: %s\n", app.Name, err.Error())
+		fmt.Fprintf(env.Stderr, "run '%s --help' for usage\n", strings.Join(commandPath(app, args), " "))
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			if a == "--json" || a == "-json" || a == "--json=true" {
+				_ = PrintJSON(env.Stdout, ErrorDoc(err))
+				break
+			}
+		}
+		return 2
+	}
 	jsonMode := false
 	for _, a := range args {
 		if a == "--" {

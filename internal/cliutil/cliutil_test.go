@@ -57,3 +57,38 @@ func TestReadFile(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+// TestRepeatedFlagLastWinsRefused: a flag that takes one value given twice
+// is a usage error (threat: "build --key a --key b" silently signing with
+// b only); slice flags stay repeatable.
+func TestRepeatedFlagLastWinsRefused(t *testing.T) {
+	app := &cli.App{Name: "x", Commands: []*cli.Command{
+		{Name: "build", Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "key"}, &cli.BoolFlag{Name: "json"}, &cli.StringFlag{Name: "out", Aliases: []string{"o"}},
+		}},
+		{Name: "trust", Subcommands: []*cli.Command{{Name: "add", Flags: []cli.Flag{&cli.StringFlag{Name: "db"}}}}},
+	}}
+	tests := []struct {
+		args []string
+		bad  bool
+	}{
+		{[]string{"x", "build", "--key", "a", "--key", "b", "SRC"}, false},
+		{[]string{"x", "build", "--out", "a", "--out", "b", "SRC"}, true},
+		{[]string{"x", "build", "--out=a", "-o", "b", "SRC"}, true},
+		{[]string{"x", "build", "--json", "--json", "SRC"}, false},
+		{[]string{"x", "build", "--json", "--json=false", "SRC"}, true},
+		{[]string{"x", "build", "--out", "--out", "SRC"}, false}, // "--out" is the value of the first
+		{[]string{"x", "trust", "add", "--db", "a", "--db", "b", "P"}, true},
+		{[]string{"x", "trust", "add", "--db", "a", "--", "--db", "b"}, false},
+		{[]string{"x", "build", "--out", "a", "SRC"}, false},
+	}
+	for _, tt := range tests {
+		err := RepeatedFlag(app, Normalize(app, tt.args))
+		if (err != nil) != tt.bad {
+			t.Errorf("%v: err %v, want refused=%v", tt.args, err, tt.bad)
+		}
+		if err != nil && !IsUsage(err) {
+			t.Errorf("%v: %v is not a usage error", tt.args, err)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package bundle
+
+import (
+	"bufio"
+	"crypto/ed25519"
+	"io"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// CosignOptions configures Cosign.
+type CosignOptions struct {
+	// Now is the clock: an expired bundle is not signed. Required.
+	Now func() time.Time
+	// MaxManifestSize and MaxArtifactSize are the reader caps
+	// (FORMAT.md §6); zero means the defaults.
+	MaxManifestSize int64
+	MaxArtifactSize int64
+}
+
+// KeyFromKID returns the Ed25519 public key a kid names (a did:key).
+func KeyFromKID(kid string) (ed25519.PublicKey, bool) {
+	doc, err := amp.DIDKeyDocument(kid)
+	if err != nil {
+		return nil, false
+	}
+	for _, m := range doc.Methods {
+		if m.KeyType == amp.KeyEd25519 && len(m.PublicKey) == ed25519.PublicKeySize {
+			return ed25519.PublicKey(m.PublicKey), true
+		}
+	}
+	return nil, false
+}
+
+// verifyAll checks every signature of o against the key its kid names,
+// whoever that is: a co-signer adds a signature only to an object whose
+// signatures are all genuine (nothing is signed that did not verify).
+func (o *signedObject) verifyAll() error {
+	for _, s := range o.signatures {
+		pub, ok := KeyFromKID(s.KID)
+		if !ok {
+			return fail(ErrUnknownFormat, "a signature's kid is not an ed25519 did:key")
+		}
+		if !ed25519.Verify(pub, sigStructure(o.bodyProtected, s.Protected, o.payload), s.Sig) {
+			return fail(ErrBadSignature, "the signature by %s does not verify", s.KID)
+		}
+	}
+	return nil
+}
+
+// selfPolicy trusts every signer of o for everything: what a co-signer
+// checks a bundle with before adding a signature (its artifacts, DID
+// documents and structure), since it may not hold a trust store.
+func (o *signedObject) selfPolicy() *Policy {
+	p := &Policy{}
+	for _, s := range o.signatures {
+		if pub, ok := KeyFromKID(s.KID); ok {
+			p.Keys = append(p.Keys, TrustedKey{Name: s.KID, Key: pub, Scopes: []string{"*"}})
+		}
+	}
+	return p
+}
+
+// Cosign adds key's signature to the bundle read from r and writes the
+// result to w (FORMAT.md §2, "Co-signing"). The manifest, the artifacts and
+// the signatures already there are unchanged, byte for byte: only one
+// COSE_Signature is inserted, at its place in kid order. Before anything
+// is signed the bundle is verified whole: every existing signature against
+// the key its kid names, the manifest rules, expiry, every artifact's size
+// and hash, nothing trailing. A key that already signed is refused
+// (duplicate_signer), as is a ninth signature.
+//
+// w receives the new signed manifest before the artifacts are verified;
+// on error, what was written must be discarded (the CLI writes to a
+// temporary file that it renames only on success).
+func Cosign(w io.Writer, r io.Reader, key ed25519.PrivateKey, opts CosignOptions) (*Manifest, error) {
+	if opts.Now == nil || len(key) != ed25519.PrivateKeySize {
+		return nil, fail(ErrIO, "cosign needs a clock and an ed25519 key")
+	}
+	if opts.MaxManifestSize <= 0 {
+		opts.MaxManifestSize = DefaultMaxManifestSize
+	}
+	if opts.MaxArtifactSize <= 0 {
+		opts.MaxArtifactSize = DefaultMaxArtifactSize
+	}
+	br := bufio.NewReaderSize(r, readBufferSize)
+	_, obj, err := readSigned(br, opts.MaxManifestSize)
+	if err != nil {
+		return nil, err
+	}
+	if err := obj.verifyAll(); err != nil {
+		return nil, err
+	}
+	m, err := DecodeManifest(obj.payload)
+	if err != nil {
+		return nil, err
+	}
+	if exp := m.ExpiresAt; exp != nil && !opts.Now().Before(*exp) {
+		return nil, fail(ErrExpired, "bundle expired at %s; an expired bundle is not signed", exp.Format(time.RFC3339))
+	}
+	policy := obj.selfPolicy()
+	ropts := ReaderOptions{Policy: policy, Now: opts.Now, MaxManifestSize: opts.MaxManifestSize, MaxArtifactSize: opts.MaxArtifactSize}
+	for _, a := range m.Artifacts {
+		if a.Size > uint64(opts.MaxArtifactSize) {
+			return nil, fail(ErrTooLarge, "artifact %s is larger than the %d-byte limit", a.Key, opts.MaxArtifactSize)
+		}
+	}
+	verified, err := obj.verify(policy)
+	if err != nil {
+		return nil, err
+	}
+	if err := obj.addSignature(key); err != nil {
+		return nil, err
+	}
+	out, err := obj.encode()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(out); err != nil {
+		return nil, fail(ErrIO, "cannot write the bundle").WithCause(err)
+	}
+	// The artifacts are copied exactly as read while they are verified.
+	rd := &Reader{br: bufio.NewReaderSize(io.TeeReader(br, w), readBufferSize), opts: ropts, obj: obj, manifest: m, signers: verified}
+	if err := rd.VerifyRest(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
