@@ -37,7 +37,7 @@ type Signature struct {
 }
 
 // signedObject is a decoded COSE_Sign: the first item of a bundle (its
-// payload is the manifest) or a statement (statement.go).
+// payload is the manifest) or another signed object of FORMAT.md.
 type signedObject struct {
 	bodyProtected []byte
 	payload       []byte
