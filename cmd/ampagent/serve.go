@@ -237,21 +237,8 @@ func newLogger(env *cliutil.Env, format, level string) (*slog.Logger, error) {
 	return nil, cliutil.Usagef("--log-format must be text or json")
 }
 
-// loopback reports whether addr listens only on a loopback interface.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveConfig, log *slog.Logger) error {
-	if !loopback(cfg.Listen) && !c.Bool("unsafe-listen") {
+	if !cliutil.Loopback(cfg.Listen) && !c.Bool("unsafe-listen") {
 		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the listen address is not a loopback address: plain http would be reachable from the network"),
 			"listen on 127.0.0.1, put the agent behind a tls proxy, or say --unsafe-listen")
 	}

@@ -33,6 +33,7 @@ func newApp(env *cliutil.Env) *cli.App {
 			lsCommand(env),
 			rmCommand(env),
 			exportCommand(env),
+			serveCommand(env),
 			checkCommand(env),
 			resolveCommand(env),
 			auditCommand(env),

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -510,4 +511,18 @@ func DecodeHexN(flag, s string, n int) ([]byte, error) {
 		return nil, Usagef("--%s must be %d bytes of hex", flag, n)
 	}
 	return b, nil
+}
+
+// Loopback reports whether the listen address addr ("host:port") listens
+// only on a loopback interface ("localhost", 127.0.0.0/8, ::1).
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

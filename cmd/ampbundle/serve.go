@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/internal/admin"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/mirror"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// DefaultMirrorListen is where 'ampbundle serve' listens by default.
+const DefaultMirrorListen = "127.0.0.1:8470"
+
+func serveCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve the store read-only over HTTP: a mirror for 'ampbundle sync'",
+		Description: `Serves the bundles installed in the store DB, read-only, on --listen:
+the signed bundle files byte for byte (/bundles/BUNDLE_ID), the RFC 004 §5.1
+paths of every capability (/cap-registry/NAME/VERSION/descriptor.cbor,
+descriptor.json, input.schema.json, output.schema.json), an index with the
+generation and hashes (/index.json) and the capabilities document
+(/.well-known/ampbundle-registry.json). docs/FORMAT.md specifies them.
+
+The mirror opens the store read-only only while it takes a snapshot (at start,
+then when the store generation changes, checked every --refresh), so imports
+on the station keep working; when a running agent holds the store, the mirror
+reads it through the agent's admin socket. Bundle files are re-created from
+the store with every artifact hash checked, into the --spool folder.
+
+Loopback only unless --tls-cert/--tls-key are given or --unsafe-listen says
+plain HTTP on the network is intended. SIGINT or SIGTERM stops it.`,
+		Flags: []cli.Flag{
+			dbFlag,
+			adminSocketFlag,
+			&cli.StringFlag{Name: "listen", Value: DefaultMirrorListen, Usage: "`ADDR` to listen on"},
+			&cli.BoolFlag{Name: "unsafe-listen", Usage: "allow plain HTTP on a non-loopback address"},
+			&cli.StringFlag{Name: "tls-cert", Usage: "TLS certificate chain `PEM` (with --tls-key)"},
+			&cli.StringFlag{Name: "tls-key", Usage: "TLS private key `PEM` (with --tls-cert)"},
+			&cli.StringFlag{Name: "spool", Usage: "`DIR` for the bundle files served (default: a fresh temporary folder, removed on exit)"},
+			&cli.DurationFlag{Name: "refresh", Value: mirror.DefaultRefresh, Usage: "how often to look for a new store generation"},
+			&cli.IntFlag{Name: "max-in-flight", Value: mirror.DefaultMaxInFlight, Usage: "requests served at once; more get 503 overloaded"},
+			&cli.IntFlag{Name: "max-conns", Value: 1024, Usage: "connections open at once; more wait in the backlog"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "db"); err != nil {
+				return err
+			}
+			return runMirror(c.Context, env, c)
+		},
+	}
+}
+
+func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
+	listen, cert, key := c.String("listen"), c.String("tls-cert"), c.String("tls-key")
+	if (cert == "") != (key == "") {
+		return cliutil.Usagef("give both --tls-cert and --tls-key, or neither")
+	}
+	if c.Int("max-conns") < 1 {
+		return cliutil.Usagef("--max-conns must be at least 1")
+	}
+	if cert == "" && !cliutil.Loopback(listen) && !c.Bool("unsafe-listen") {
+		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the listen address is not a loopback address: plain http would be reachable from the network"),
+			"listen on 127.0.0.1, give --tls-cert and --tls-key, or say --unsafe-listen")
+	}
+	var tlsCfg *tls.Config
+	if cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return cliutil.Failf("tls_config", "cannot load the tls certificate and key").WithCause(err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
+	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
+	db := c.String("db")
+	sock := c.String("admin-socket")
+	if sock == "" {
+		sock = admin.SocketPath(db)
+	}
+	spool := c.String("spool")
+	if spool == "" {
+		dir, err := os.MkdirTemp("", "ampbundle-mirror-")
+		if err != nil {
+			return cliutil.Failf("io_error", "cannot create the spool folder").WithCause(err)
+		}
+		defer os.RemoveAll(dir)
+		spool = dir
+	}
+	open := func() (mirror.Source, error) {
+		s, err := resolver.Open(db, resolver.Options{Now: env.Now, ReadOnly: true, LockTimeout: storeLockTimeout})
+		if err == nil {
+			return s, nil
+		}
+		if errors.Is(err, resolver.ErrStoreInUse) {
+			if ac, aerr := admin.Dial(sock); aerr == nil {
+				return ac, nil
+			}
+		}
+		return nil, storeHint(err, db)
+	}
+	m, err := mirror.New(mirror.Options{Open: open, SpoolDir: spool, Refresh: c.Duration("refresh"),
+		MaxInFlight: c.Int("max-in-flight"), Logger: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return cliutil.Failf("listen_failed", "cannot listen on the address").WithCause(err)
+	}
+	ln = mirror.LimitListener(ln, c.Int("max-conns"))
+	scheme := "http"
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+		scheme = "https"
+	}
+	srv := mirror.NewHTTPServer(m, 0, log)
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go m.Run(rctx)
+	errs := make(chan error, 1)
+	go func() { errs <- srv.Serve(ln) }()
+	url := scheme + "://" + ln.Addr().String()
+	log.Info("mirror serving", "url", url, "generation", m.Generation())
+	if c.Bool("json") {
+		cliutil.PrintJSON(env.Stdout, map[string]any{"listening": url, "generation": m.Generation()})
+	} else {
+		fmt.Fprintf(env.Stdout, "serving %s read-only on %s (generation %d)\n", db, url, m.Generation())
+	}
+	sigs := env.Signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
+	var runErr error
+	select {
+	case s := <-sigs:
+		log.Info("shutting down", "signal", s.String())
+	case <-ctx.Done():
+		log.Info("shutting down", "reason", "context ended")
+	case err := <-errs:
+		runErr = cliutil.Failf("serve_failed", "the server stopped").WithCause(err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("graceful shutdown incomplete", "err", err)
+	}
+	return runErr
+}

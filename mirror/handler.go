@@ -1,0 +1,195 @@
+package mirror
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ServeHTTP serves the current snapshot (see the package documentation).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, CodeOverloaded)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed)
+		return
+	}
+	snap := s.cur.Load()
+	if snap == nil {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable)
+		return
+	}
+	route := ParseRoute(r.URL.Path)
+	switch route.Kind {
+	case RouteWellKnown:
+		// Moderately stable (ACDP-0007 §3.6), but it carries the generation.
+		serveMem(w, r, snap.files[WellKnownPath], "public, max-age=60")
+	case RouteIndex:
+		serveMem(w, r, snap.files[IndexPath], "no-cache")
+	case RouteCapability:
+		f := snap.files[CapabilityPath(route.ID, route.File)]
+		if f == nil {
+			writeError(w, http.StatusNotFound, CodeNotFound)
+			return
+		}
+		serveMem(w, r, f, "no-cache")
+	case RouteBundle:
+		b := snap.bundles[route.BundleID]
+		if b == nil {
+			writeError(w, http.StatusNotFound, CodeNotFound)
+			return
+		}
+		s.serveBundle(w, r, b)
+	default:
+		writeError(w, http.StatusNotFound, CodeNotFound)
+	}
+}
+
+// notModified reports whether If-None-Match matches etag (weak comparison,
+// RFC 9110 §13.1.2; "*" matches).
+func notModified(r *http.Request, etag string) bool {
+	inm := r.Header.Get("If-None-Match")
+	if inm == "" || len(inm) > 4096 {
+		return false
+	}
+	for _, t := range strings.Split(inm, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}
+
+func commonHeaders(w http.ResponseWriter, etag, ctype, cache string) {
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Content-Type", ctype)
+	h.Set("Cache-Control", cache)
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+func serveMem(w http.ResponseWriter, r *http.Request, f *memFile, cache string) {
+	commonHeaders(w, f.etag, f.ctype, cache)
+	if notModified(r, f.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(f.body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		w.Write(f.body)
+	}
+}
+
+// serveBundle serves a bundle file: conditional GET, one byte range (with
+// If-Range), HEAD.
+func (s *Server) serveBundle(w http.ResponseWriter, r *http.Request, b *bundleFile) {
+	commonHeaders(w, b.etag, "application/ampbundle", "no-cache")
+	w.Header().Set("Accept-Ranges", "bytes")
+	if notModified(r, b.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	start, length, res := int64(0), b.size, RangeIgnore
+	if rh := r.Header.Get("Range"); rh != "" {
+		if ir := r.Header.Get("If-Range"); ir == "" || ir == b.etag {
+			start, length, res = ParseRange(rh, b.size)
+		}
+	}
+	switch res {
+	case RangeIgnore:
+		start, length = 0, b.size
+	case RangeUnsatisfiable:
+		w.Header().Set("Content-Range", "bytes */"+strconv.FormatInt(b.size, 10))
+		writeError(w, http.StatusRequestedRangeNotSatisfiable, CodeRangeNotSatisfy)
+		return
+	}
+	f, err := os.Open(b.path)
+	if err != nil {
+		s.log.Error("mirror spool file unreadable", "bundle_sha256", b.sha256, "err", err)
+		writeError(w, http.StatusInternalServerError, CodeInternal)
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Length", strconv.FormatInt(length, 10))
+	if res == RangePartial {
+		w.Header().Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(start+length-1, 10)+"/"+strconv.FormatInt(b.size, 10))
+		w.WriteHeader(http.StatusPartialContent)
+	} else {
+		w.WriteHeader(http.StatusOK)
+	}
+	if r.Method == http.MethodGet {
+		io.Copy(w, io.NewSectionReader(f, start, length))
+	}
+}
+
+// NewHTTPServer returns an http.Server for h with the hardening of the
+// agent's server: timeouts on headers, reads, writes and idle connections,
+// a 64 KiB header limit, and the server's own error log routed to log.
+// writeTimeout bounds one answer (a large bundle on a slow link needs
+// more than the default 10 minutes).
+func NewHTTPServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *http.Server {
+	if writeTimeout <= 0 {
+		writeTimeout = 10 * time.Minute
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	if log != nil {
+		srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	}
+	return srv
+}
+
+// LimitListener accepts at most n connections at once: the next Accept
+// waits until one closes (the kernel backlog queues the rest).
+func LimitListener(l net.Listener, n int) net.Listener {
+	return &limitListener{Listener: l, sem: make(chan struct{}, n)}
+}
+
+type limitListener struct {
+	net.Listener
+	sem chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	l.sem <- struct{}{}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}

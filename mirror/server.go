@@ -1,0 +1,371 @@
+package mirror
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// Source is what the mirror reads of a store: a *resolver.Store opened
+// read-only, or a client of the admin socket of an agent holding it.
+type Source interface {
+	Generation() uint64
+	Bundles() ([]resolver.Bundle, error)
+	Catalog() (*resolver.Catalog, error)
+	Export(bundleID string, w io.Writer) error
+	Resolve(ref capability.SchemaRef) ([]byte, error)
+	Close() error
+}
+
+// Defaults of Options.
+const (
+	DefaultRefresh        = 5 * time.Second
+	DefaultMaxInFlight    = 256
+	DefaultMaxBundleBytes = 1 << 30
+	DefaultMaxIndexBytes  = 16 << 20
+)
+
+// Options configures a Server.
+type Options struct {
+	// Open opens the store for one snapshot; the server closes what it
+	// returns as soon as the snapshot is taken. Required.
+	Open func() (Source, error)
+	// SpoolDir holds the bundle files of the current snapshot (named by
+	// their SHA-256). Required; the server owns its *.bundle files.
+	SpoolDir string
+	// Refresh is how often the server looks for a new store generation.
+	// Default 5 s.
+	Refresh time.Duration
+	// MaxInFlight bounds the requests served at once; beyond it, 503
+	// overloaded. Default 256.
+	MaxInFlight int
+	// MaxBundleBytes bounds one bundle file of the snapshot (a larger one
+	// is left out of the snapshot and logged). Default 1 GiB.
+	MaxBundleBytes int64
+	// MaxIndexBytes bounds the index document. Default 16 MiB.
+	MaxIndexBytes int64
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is the read-only mirror: an http.Handler over the latest
+// snapshot of a store.
+type Server struct {
+	opts  Options
+	log   *slog.Logger
+	caps  Capabilities
+	cur   atomic.Pointer[snapshot]
+	slots chan struct{}
+	mu    sync.Mutex // serializes Refresh
+}
+
+// New checks opts and the capabilities document they imply (a
+// misconfigured server refuses to start, naming the field), takes the
+// first snapshot of the store and returns the server.
+func New(opts Options) (*Server, error) {
+	if opts.Open == nil {
+		return nil, amp.Named(0, ErrMisconfigured, "mirror: open is required")
+	}
+	if opts.SpoolDir == "" {
+		return nil, amp.Named(0, ErrMisconfigured, "mirror: spool_dir is required")
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = DefaultRefresh
+	}
+	if opts.MaxInFlight == 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.MaxBundleBytes == 0 {
+		opts.MaxBundleBytes = DefaultMaxBundleBytes
+	}
+	if opts.MaxIndexBytes == 0 {
+		opts.MaxIndexBytes = DefaultMaxIndexBytes
+	}
+	s := &Server{opts: opts, log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.caps = Capabilities{
+		RegistryVersion:     RegistryVersion,
+		Profiles:            []string{ProfileOffline, ProfileMirror},
+		BundleFormat:        bundle.Format,
+		HashAlgorithms:      []string{capability.HashSHA256, capability.HashSHA512},
+		SignatureAlgorithms: []string{SignatureEd25519},
+		Limits: Limits{MaxBundleBytes: opts.MaxBundleBytes, MaxIndexBytes: opts.MaxIndexBytes,
+			MaxPathBytes: maxPathLen, MaxInFlight: opts.MaxInFlight},
+		Endpoints: mirrorEndpoints(),
+	}
+	if err := s.caps.Check(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.SpoolDir, 0o700); err != nil {
+		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot create the spool folder").WithCause(err)
+	}
+	s.slots = make(chan struct{}, opts.MaxInFlight)
+	if err := s.Refresh(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Capabilities returns the capabilities document the server would serve
+// now.
+func (s *Server) Capabilities() Capabilities {
+	c := s.caps
+	if snap := s.cur.Load(); snap != nil {
+		c.Generation = snap.gen
+	}
+	return c
+}
+
+// Generation is the store generation of the snapshot being served.
+func (s *Server) Generation() uint64 {
+	if snap := s.cur.Load(); snap != nil {
+		return snap.gen
+	}
+	return 0
+}
+
+// Run refreshes the snapshot every Options.Refresh until ctx ends. A
+// failed refresh keeps serving the previous snapshot and is logged.
+func (s *Server) Run(ctx context.Context) {
+	t := time.NewTicker(s.opts.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.Refresh(); err != nil {
+				s.log.Warn("mirror refresh failed; serving the previous snapshot", "err", err)
+			}
+		}
+	}
+}
+
+// Refresh opens the store, and, when its generation differs from the
+// snapshot being served, takes a new snapshot and swaps it in.
+func (s *Server) Refresh() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src, err := s.opts.Open()
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	old := s.cur.Load()
+	if old != nil && old.gen == src.Generation() {
+		return nil
+	}
+	snap, err := s.build(src, old)
+	if err != nil {
+		return err
+	}
+	s.cur.Store(snap)
+	s.prune(snap)
+	s.log.Info("mirror snapshot", "generation", snap.gen, "bundles", len(snap.bundles), "files", len(snap.files))
+	return nil
+}
+
+// snapshot is what the mirror serves at one store generation.
+type snapshot struct {
+	gen     uint64
+	files   map[string]*memFile    // path -> document
+	bundles map[string]*bundleFile // bundle_id -> file in the spool
+}
+
+// memFile is a small document kept in memory.
+type memFile struct {
+	body  []byte
+	ctype string
+	etag  string
+}
+
+// bundleFile is a signed bundle file in the spool folder.
+type bundleFile struct {
+	key    string // bundle_id, version and import time: unchanged means same file
+	path   string
+	size   int64
+	sha256 string
+	etag   string
+}
+
+func etagOf(alg string, sum []byte) string { return `"` + alg + ":" + hex.EncodeToString(sum) + `"` }
+
+func newMemFile(body []byte, ctype string) *memFile {
+	sum := sha256.Sum256(body)
+	return &memFile{body: body, ctype: ctype, etag: etagOf(capability.HashSHA256, sum[:])}
+}
+
+// build takes a snapshot of src. Bundle files of old whose bundle is
+// unchanged are reused; the others are exported again (Export checks every
+// artifact hash, so a tampered store yields no file).
+func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
+	snap := &snapshot{gen: src.Generation(), files: map[string]*memFile{}, bundles: map[string]*bundleFile{}}
+	bs, err := src.Bundles()
+	if err != nil {
+		return nil, err
+	}
+	ix := Index{Format: IndexFormat, Generation: snap.gen, Bundles: []IndexEntry{}, Capabilities: []IndexCap{}}
+	for _, b := range bs {
+		key := b.BundleID + "\x00" + strconv.FormatUint(b.Version, 10) + "\x00" + b.ImportedAt
+		var bf *bundleFile
+		if old != nil && old.bundles[b.BundleID] != nil && old.bundles[b.BundleID].key == key {
+			bf = old.bundles[b.BundleID]
+		} else if bf, err = s.export(src, b.BundleID, key); err != nil {
+			s.log.Warn("bundle left out of the mirror", "bundle_id", b.BundleID, "err", err)
+			continue
+		}
+		snap.bundles[b.BundleID] = bf
+		ix.Bundles = append(ix.Bundles, IndexEntry{BundleID: b.BundleID, Version: b.Version, ExpiresAt: b.ExpiresAt,
+			Size: bf.size, SHA256: bf.sha256, Href: BundlesPrefix + b.BundleID})
+	}
+	cat, err := src.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range cat.Names {
+		for _, e := range cat.ByName[name] {
+			if snap.bundles[e.BundleID] == nil {
+				continue // its bundle is not served: neither are its files
+			}
+			ic, err := s.addCapability(src, snap, e)
+			if err != nil {
+				s.log.Warn("capability left out of the mirror", "id", e.Descriptor.ID().String(), "err", err)
+				continue
+			}
+			ix.Capabilities = append(ix.Capabilities, ic)
+		}
+	}
+	body, err := json.Marshal(ix)
+	if err != nil {
+		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot encode the index").WithCause(err)
+	}
+	if int64(len(body)) > s.opts.MaxIndexBytes {
+		return nil, amp.Named(0, ErrMisconfigured, "mirror: the index is larger than limits.max_index_bytes")
+	}
+	snap.files[IndexPath] = newMemFile(append(body, '\n'), "application/json")
+	caps := s.caps
+	caps.Generation = snap.gen
+	wk, err := json.Marshal(caps)
+	if err != nil {
+		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot encode the capabilities document").WithCause(err)
+	}
+	snap.files[WellKnownPath] = newMemFile(append(wk, '\n'), "application/json")
+	return snap, nil
+}
+
+// addCapability adds the four files of one capability version.
+func (s *Server) addCapability(src Source, snap *snapshot, e resolver.Entry) (IndexCap, error) {
+	d := e.Descriptor
+	id := d.ID()
+	cb, err := d.Encode()
+	if err != nil {
+		return IndexCap{}, err
+	}
+	js, err := d.MarshalJSON()
+	if err != nil {
+		return IndexCap{}, err
+	}
+	in, err := src.Resolve(d.InputSchema)
+	if err != nil {
+		return IndexCap{}, err
+	}
+	out, err := src.Resolve(d.OutputSchema)
+	if err != nil {
+		return IndexCap{}, err
+	}
+	cbf := newMemFile(cb, "application/cbor")
+	snap.files[CapabilityPath(id, FileDescriptorCBOR)] = cbf
+	snap.files[CapabilityPath(id, FileDescriptorJSON)] = newMemFile(append(js, '\n'), "application/json")
+	ic := IndexCap{ID: id.String(), BundleID: e.BundleID,
+		Descriptor: IndexFile{Href: CapabilityPath(id, FileDescriptorCBOR), HashAlg: capability.HashSHA256, Hash: cbf.etag[len(`"sha-256:`) : len(cbf.etag)-1]}}
+	for _, x := range []struct {
+		file string
+		ref  capability.SchemaRef
+		data []byte
+		dst  *IndexFile
+	}{{FileInputSchema, d.InputSchema, in, &ic.InputSchema}, {FileOutputSchema, d.OutputSchema, out, &ic.OutputSchema}} {
+		ct := x.ref.MediaType
+		if ct == "" {
+			ct = bundle.MediaTypeSchema
+		}
+		// The schema's own hash (verified by Resolve) is its ETag.
+		p := CapabilityPath(id, x.file)
+		snap.files[p] = &memFile{body: x.data, ctype: ct, etag: etagOf(x.ref.HashAlg, x.ref.Hash)}
+		*x.dst = IndexFile{Href: p, HashAlg: x.ref.HashAlg, Hash: hex.EncodeToString(x.ref.Hash)}
+	}
+	return ic, nil
+}
+
+// export writes bundle id into the spool folder as <sha256>.bundle.
+func (s *Server) export(src Source, id, key string) (*bundleFile, error) {
+	f, err := os.CreateTemp(s.opts.SpoolDir, ".export-*.tmp")
+	if err != nil {
+		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot write to the spool folder").WithCause(err)
+	}
+	defer os.Remove(f.Name())
+	h := sha256.New()
+	lw := &limitWriter{w: io.MultiWriter(f, h), left: s.opts.MaxBundleBytes}
+	err = src.Export(id, lw)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	sum := h.Sum(nil)
+	name := filepath.Join(s.opts.SpoolDir, hex.EncodeToString(sum)+".bundle")
+	if err := os.Rename(f.Name(), name); err != nil {
+		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot write to the spool folder").WithCause(err)
+	}
+	size := s.opts.MaxBundleBytes - lw.left
+	return &bundleFile{key: key, path: name, size: size, sha256: hex.EncodeToString(sum), etag: etagOf(capability.HashSHA256, sum)}, nil
+}
+
+// prune removes spool files that the current snapshot does not serve. A
+// request still reading one keeps its open file.
+func (s *Server) prune(snap *snapshot) {
+	keep := map[string]bool{}
+	for _, b := range snap.bundles {
+		keep[b.path] = true
+	}
+	names, _ := filepath.Glob(filepath.Join(s.opts.SpoolDir, "*.bundle"))
+	for _, n := range names {
+		if !keep[n] {
+			os.Remove(n)
+		}
+	}
+}
+
+// limitWriter fails once more than left bytes are written.
+type limitWriter struct {
+	w    io.Writer
+	left int64
+}
+
+var errTooLarge = errors.New("bundle is larger than limits.max_bundle_bytes")
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > l.left {
+		return 0, errTooLarge
+	}
+	n, err := l.w.Write(p)
+	l.left -= int64(n)
+	return n, err
+}

@@ -1,0 +1,211 @@
+package mirror
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/capability"
+)
+
+// Names used in the capabilities document (docs/FORMAT.md, "Well-known
+// capabilities document"). The pattern is ACDP-0007 §3; the names are ours.
+const (
+	// RegistryVersion is the version of the document this package writes.
+	RegistryVersion = "1.0.0"
+	// ProfileOffline is the Offline Registry Profile of RFC 004 §5.3: every
+	// schema is resolved from a local bundle store.
+	ProfileOffline = "offline-registry"
+	// ProfileMirror says the server serves its bundle files (/bundles/...)
+	// and an index (/index.json) for 'ampbundle sync'.
+	ProfileMirror = "bundle-mirror"
+	// ProfileAgent says the server is an AMP agent (POST /amp/v1/messages).
+	ProfileAgent = "amp-agent"
+	// SignatureEd25519 is the only signature algorithm of bundles (COSE
+	// EdDSA, -8).
+	SignatureEd25519 = "ed25519"
+)
+
+// ErrMisconfigured names a capabilities document, or a server
+// configuration, that fails Check: the server refuses to start.
+const ErrMisconfigured amp.ErrName = "misconfigured"
+
+// Capabilities is the well-known capabilities document. Unknown top-level
+// keys of a document read with DecodeCapabilities are kept in Extra
+// (forward compatible, ACDP-0007 §3.3); limits are closed.
+type Capabilities struct {
+	RegistryVersion     string            `json:"ampbundle_registry_version"`
+	Profiles            []string          `json:"profiles"`
+	BundleFormat        string            `json:"bundle_format"`
+	HashAlgorithms      []string          `json:"hash_algorithms"`
+	SignatureAlgorithms []string          `json:"signature_algorithms"`
+	Limits              Limits            `json:"limits"`
+	Endpoints           map[string]string `json:"endpoints"`
+	Generation          uint64            `json:"generation"`
+	// Extra holds top-level keys this version does not define.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// Limits are the bounds a server applies and a client may rely on.
+type Limits struct {
+	// MaxBundleBytes is the largest bundle file served or accepted.
+	MaxBundleBytes int64 `json:"max_bundle_bytes"`
+	// MaxIndexBytes is the largest index document served.
+	MaxIndexBytes int64 `json:"max_index_bytes"`
+	// MaxPathBytes is the longest request path looked at.
+	MaxPathBytes int `json:"max_path_bytes"`
+	// MaxInFlight is how many requests are served at once; more get 503.
+	MaxInFlight int `json:"max_in_flight"`
+}
+
+// Check validates the document (the consumer checklist of ACDP-0007 §3.5
+// in our names). A server runs it once at construction and refuses to
+// start when it fails; a client runs it on a fetched document before it
+// relies on it. The error is misconfigured and names the failing field.
+func (c *Capabilities) Check() error {
+	bad := func(field, why string) error {
+		return amp.Named(0, ErrMisconfigured, "capabilities document: %s %s", field, why)
+	}
+	if !semverCore(c.RegistryVersion) {
+		return bad("ampbundle_registry_version", "must be MAJOR.MINOR.PATCH")
+	}
+	if c.RegistryVersion[0] != '1' || c.RegistryVersion[1] != '.' {
+		return bad("ampbundle_registry_version", "must have major version 1")
+	}
+	if !slices.Contains(c.Profiles, ProfileOffline) {
+		return bad("profiles", `must contain "`+ProfileOffline+`"`)
+	}
+	if c.BundleFormat != bundle.Format {
+		return bad("bundle_format", `must be "`+bundle.Format+`"`)
+	}
+	if !slices.Contains(c.HashAlgorithms, capability.HashSHA256) {
+		return bad("hash_algorithms", `must contain "sha-256"`)
+	}
+	for _, a := range c.HashAlgorithms {
+		if _, ok := capability.HashSize(a); !ok {
+			return bad("hash_algorithms", "names an algorithm RFC 004 §4.2 does not define")
+		}
+	}
+	if !slices.Contains(c.SignatureAlgorithms, SignatureEd25519) {
+		return bad("signature_algorithms", `must contain "ed25519"`)
+	}
+	switch {
+	case c.Limits.MaxBundleBytes < 1<<10:
+		return bad("limits.max_bundle_bytes", "must be at least 1024")
+	case c.Limits.MaxIndexBytes < 1<<10:
+		return bad("limits.max_index_bytes", "must be at least 1024")
+	case c.Limits.MaxPathBytes < 256:
+		return bad("limits.max_path_bytes", "must be at least 256")
+	case c.Limits.MaxInFlight < 1:
+		return bad("limits.max_in_flight", "must be at least 1")
+	}
+	if slices.Contains(c.Profiles, ProfileMirror) {
+		for _, k := range []string{"index", "bundles"} {
+			if c.Endpoints[k] == "" {
+				return bad("endpoints."+k, "must be present for the "+ProfileMirror+" profile")
+			}
+		}
+	}
+	for k, v := range c.Endpoints {
+		if len(v) == 0 || v[0] != '/' {
+			return bad("endpoints."+k, "must be an absolute path")
+		}
+	}
+	return nil
+}
+
+// semverCore reports whether s is MAJOR.MINOR.PATCH with no leading zeros.
+func semverCore(s string) bool {
+	parts, n := 0, 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '.' {
+			if n == 0 || (n > 1 && s[i-n] == '0') {
+				return false
+			}
+			parts, n = parts+1, 0
+			continue
+		}
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+		n++
+	}
+	return parts == 3
+}
+
+// MarshalJSON writes the document, Extra keys included.
+func (c Capabilities) MarshalJSON() ([]byte, error) {
+	type plain Capabilities
+	b, err := json.Marshal(plain(c))
+	if err != nil || len(c.Extra) == 0 {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range c.Extra {
+		if _, known := m[k]; !known {
+			m[k] = v
+		}
+	}
+	return json.Marshal(m)
+}
+
+// DecodeCapabilities reads a capabilities document: unknown top-level keys
+// are kept (Extra), unknown keys of limits are refused (the object is
+// closed), and the document is checked (Check).
+func DecodeCapabilities(data []byte) (*Capabilities, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+		return nil, amp.Named(0, ErrMisconfigured, "capabilities document is not a JSON object")
+	}
+	type plain Capabilities
+	var c plain
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, amp.Named(0, ErrMisconfigured, "capabilities document has a field of the wrong type")
+	}
+	if raw, ok := top["limits"]; ok {
+		var lim map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &lim); err != nil {
+			return nil, amp.Named(0, ErrMisconfigured, "capabilities document: limits must be an object")
+		}
+		for k := range lim {
+			switch k {
+			case "max_bundle_bytes", "max_index_bytes", "max_path_bytes", "max_in_flight":
+			default:
+				return nil, amp.Named(0, ErrMisconfigured, "capabilities document: limits has an unknown field")
+			}
+		}
+	}
+	out := Capabilities(c)
+	for k, v := range top {
+		switch k {
+		case "ampbundle_registry_version", "profiles", "bundle_format", "hash_algorithms",
+			"signature_algorithms", "limits", "endpoints", "generation":
+		default:
+			if out.Extra == nil {
+				out.Extra = map[string]json.RawMessage{}
+			}
+			out.Extra[k] = v
+		}
+	}
+	if err := out.Check(); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// mirrorEndpoints are the endpoints a mirror announces.
+func mirrorEndpoints() map[string]string {
+	return map[string]string{
+		"well_known":      WellKnownPath,
+		"index":           IndexPath,
+		"bundles":         BundlesPrefix + "{bundle_id}",
+		"descriptor_cbor": RegistryPrefix + "{name}/{version}/" + FileDescriptorCBOR,
+		"descriptor_json": RegistryPrefix + "{name}/{version}/" + FileDescriptorJSON,
+		"input_schema":    RegistryPrefix + "{name}/{version}/" + FileInputSchema,
+		"output_schema":   RegistryPrefix + "{name}/{version}/" + FileOutputSchema,
+	}
+}
