@@ -262,7 +262,7 @@ func (o *signedObject) verify(p *Policy) ([]*TrustedKey, error) {
 		ok = append(ok, k)
 	}
 	if len(ok) == 0 {
-		return nil, fail(ErrUntrustedKey, "not signed by a trusted key (%d signature(s), none by a key this policy trusts)", len(o.signatures))
+		return nil, untrustedKeyError(o)
 	}
 	return ok, nil
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ampbundle/ampbundle/bundle"
 )
 
 // TestImportSamples: both samples import with the right trust; a second
@@ -140,5 +143,31 @@ func TestImportProgress(t *testing.T) {
 	r = runCLI(t, nil, "import", translateVersion(t, 2), "--db", db)
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("non-tty import: %d %q", r.code, r.stderr)
+	}
+}
+
+// TestUntrustedKeyNamesTheSigner: a bundle signed by a key the store does
+// not trust is refused naming the signer's did:key, in the human message
+// and as --json details (threat: an operator who cannot tell which key
+// signed a bundle trusts the wrong one, or widens trust to get past it).
+func TestUntrustedKeyNamesTheSigner(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "acme-only.db")
+	mustRun(t, "trust", "add", samplePub("acme-publisher"), "--db", db, "--name", "acme", "--scope", "*")
+	r := failsWith(t, "untrusted_key", "import", sampleFile("translate"), "--db", db)
+	var doc struct {
+		Error struct {
+			Message string                     `json:"message"`
+			Details bundle.UntrustedKeyDetails `json:"details"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(doc.Error.Message, exampleDID) || len(doc.Error.Details.Signers) != 1 || doc.Error.Details.Signers[0].Key != exampleDID {
+		t.Fatalf("untrusted_key: %s", r.stdout)
+	}
+	h := runCLI(t, nil, "import", sampleFile("translate"), "--db", db)
+	if h.code != 1 || !strings.Contains(h.stderr, "signed by "+exampleDID) || strings.Contains(h.stderr, "untrusted_key") {
+		t.Fatalf("human untrusted_key: %q", h.stderr)
 	}
 }
