@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/hex"
 	"io"
 	"log/slog"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -66,8 +65,7 @@ type Config struct {
 	// document in the store, listing the signing key (and the agreement key,
 	// when there is one).
 	Identity amp.Identity
-	// Store is the local registry: descriptors, schemas, DID documents,
-	// and, unless Replay is set, the durable replay cache.
+	// Store is the local registry: descriptors, schemas, DID documents.
 	Store *resolver.Store
 	// Policy authorizes callers. Required: use Rules{} to deny everyone.
 	Policy Policy
@@ -81,9 +79,13 @@ type Config struct {
 	Rand io.Reader
 	// Logger receives structured logs. Nil discards them.
 	Logger *slog.Logger
-	// Replay keeps replies for idempotency. Nil uses the store (durable,
-	// group-committed). NewMemoryReplay gives a non-durable cache.
-	Replay ReplayCache
+	// Ledger is the idempotency ledger. Nil opens the durable one beside
+	// the store, in the file Store.Path() + ".ledger" (never the registry
+	// file), with LedgerLimits; Close closes it.
+	Ledger *ledger.Ledger
+	// LedgerLimits bound the ledger New opens (default: 256 MiB, 1/8 of it
+	// per caller).
+	LedgerLimits ledger.Limits
 	// Limits caps incoming messages (default: 16 MiB, amp defaults).
 	Limits amp.Limits
 	// MaxClockSkew as in amp.ReceiverConfig (default 30 s).
@@ -94,11 +96,15 @@ type Config struct {
 	// DefaultTimeout applies to an invocation without timeout_ms (default
 	// 30 s); MaxTimeout bounds timeout_ms (default 60 s, RFC 001 §16.4).
 	DefaultTimeout, MaxTimeout time.Duration
+	// MaxParamItems bounds the items of an invocation's params (and of a
+	// handler's result) once expanded, all arrays and maps together
+	// (default offlineschema.DefaultMaxItems, 262,144).
+	MaxParamItems int
 	// DefaultLimit and MaxLimit bound CAP_QUERY pages (default 20, 100).
 	DefaultLimit, MaxLimit int
 	// CursorTTL is how long a paging cursor stays valid (default 10 min).
 	CursorTTL time.Duration
-	// SweepEvery is how often expired replay entries are swept, during
+	// SweepEvery is how often expired ledger entries are swept, during
 	// Handle (default 1 min).
 	SweepEvery time.Duration
 	// registry overrides Store for tests.
@@ -116,18 +122,10 @@ type Agent struct {
 	handlers  map[capability.ID]Handler
 	byName    map[string][]capability.Version // served versions per name, ascending
 	cursorKey []byte
-	replay    ReplayCache
-
-	mu       sync.Mutex
-	inflight map[string]*call
+	ledger    *ledger.Ledger
+	ownLedger bool
 	// nextSweep is the Unix time (ns) of the next replay sweep.
 	nextSweep atomic.Int64
-}
-
-type call struct {
-	done  chan struct{}
-	reply []byte
-	err   error
 }
 
 func misconfigured(format string, args ...any) error {
@@ -175,7 +173,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.DefaultLimit = cfg.MaxLimit
 	}
 
-	a := &Agent{cfg: cfg, log: cfg.Logger, inflight: map[string]*call{},
+	a := &Agent{cfg: cfg, log: cfg.Logger,
 		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{}}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -183,13 +181,6 @@ func New(cfg Config) (*Agent, error) {
 	a.reg = cfg.registry
 	if a.reg == nil {
 		a.reg = storeRegistry{cfg.Store}
-	}
-	a.replay = cfg.Replay
-	if a.replay == nil {
-		if cfg.Store == nil {
-			return nil, misconfigured("the agent needs a replay cache or a store to keep one in")
-		}
-		a.replay = storeReplay{cfg.Store}
 	}
 	if err := a.checkIdentity(); err != nil {
 		return nil, err
@@ -232,6 +223,21 @@ func New(cfg Config) (*Agent, error) {
 	if a.send, err = amp.NewSender(amp.SenderConfig{Identity: cfg.Identity, Rand: cfg.Rand, Now: cfg.Now, DIDs: a.reg, SharedKeys: shared}); err != nil {
 		return nil, err
 	}
+	a.ledger = cfg.Ledger
+	if a.ledger == nil {
+		if cfg.Store == nil {
+			return nil, misconfigured("the agent needs an idempotency ledger or a store to keep one beside")
+		}
+		bs, err := ledger.OpenBolt(cfg.Store.Path()+".ledger", ledger.BoltOptions{Limits: cfg.LedgerLimits, Now: cfg.Now})
+		if err != nil {
+			return nil, err
+		}
+		if a.ledger, err = ledger.New(bs, ledger.Options{Now: cfg.Now}); err != nil {
+			bs.Close()
+			return nil, err
+		}
+		a.ownLedger = true
+	}
 	return a, nil
 }
 
@@ -261,24 +267,28 @@ func (a *Agent) DID() string { return a.cfg.Identity.DID }
 
 // Handle processes one incoming message and returns the signed reply.
 //
-// Every reply is signed by the agent, addressed to the sender, and carries
-// reply_to = the request's id (docs/ARCHITECTURE.md, invariant 6); a reply to an
-// encrypted request is encrypted. A message that is valid but not served,
-// or refused after authentication, gets a signed ERROR. A message that
-// fails validation but names its sender and id (attributable) gets a
-// signed ERROR too; bytes that do not even name a sender and an id return
-// an error (an *amp.Error, 1001) and no reply: transports answer those
-// without a signed message (HTTP 400).
+// A message that does not verify (shape, version, type, fields, time,
+// sender key, decryption, signature: amp.Receiver) gets no signed answer:
+// nothing of it is trusted, its claimed sender included. Handle returns an
+// *UnverifiedError (an *amp.Error inside) and transports answer it unsigned
+// (HTTP 400 with a CBOR error body, docs/FORMAT.md).
 //
-// Replies to authenticated messages are kept for the message's ttl in the
-// replay cache: a duplicate (same sender, same id) gets the byte-identical
-// reply, concurrent duplicates included, and a handler never runs twice
-// (docs/ARCHITECTURE.md, invariant 4).
+// Every reply is signed by the agent, addressed to the sender, and carries
+// reply_to = the request's id; a reply to an encrypted request is
+// encrypted. A verified message that is not served, or refused, gets a
+// signed ERROR.
+//
+// Each verified message goes through the idempotency ledger (package
+// ledger): a duplicate (same sender, same id) gets the byte-identical
+// reply, concurrent duplicates included, and a handler never runs twice.
+// Once a message is claimed, its processing no longer depends on ctx: a
+// caller that goes away does not change the recorded outcome.
 func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 	a.maybeSweep()
 	m, err := a.recv.Receive(ctx, data)
 	if err != nil {
-		return a.rejectInvalid(ctx, data, err)
+		a.log.Info("unverified message refused", "code", uint16(amp.CodeOf(err)), "name", string(amp.NameOf(err)))
+		return nil, &UnverifiedError{Err: amp.AsError(err)}
 	}
 	// A message signed for another agent is not ours to act on: else a
 	// plaintext CAP_INVOKE meant for X could be replayed to this agent and
@@ -288,36 +298,44 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 		a.log.Warn("message not addressed to this agent", "from", m.From, "id", m.ID.String(), "typ", m.Type.Name())
 		return a.replyError(ctx, m, amp.Named(amp.CodeUnauthorized, "not_a_recipient", "the message is not addressed to this agent"))
 	}
-	now := a.cfg.Now()
 	if m.TTL > uint64(a.cfg.MaxTTL.Milliseconds()) {
 		return a.replyError(ctx, m, amp.Named(amp.CodeInvalidTimestamp, "ttl_too_long",
 			"message ttl is longer than this agent keeps replies (%s)", a.cfg.MaxTTL))
 	}
 	sender := amp.BareDID(m.From)
-	key := sender + "\x00" + string(m.ID[:])
-	// Concurrent duplicates wait for the first.
-	a.mu.Lock()
-	if c, ok := a.inflight[key]; ok {
-		a.mu.Unlock()
-		select {
-		case <-c.done:
-			return c.reply, c.err
-		case <-ctx.Done():
-			return nil, amp.Wrap(amp.CodeTimeout, ctx.Err(), "gave up waiting for the first copy of this message")
+	for {
+		st, err := a.ledger.Start(sender, m.ID, a.expiry(m))
+		if err != nil {
+			a.log.Error("idempotency ledger unavailable", "err", err, "from", sender, "id", m.ID.String())
+			return a.replyError(ctx, m, unavailable())
 		}
+		switch st.State {
+		case ledger.Done:
+			a.log.Info("duplicate answered from the ledger", "from", sender, "id", m.ID.String(), "typ", m.Type.Name())
+			return st.Reply, nil
+		case ledger.Busy:
+			select {
+			case <-st.Wait:
+				continue
+			case <-ctx.Done():
+				return nil, amp.Wrap(amp.CodeTimeout, ctx.Err(), "gave up waiting for the first copy of this message")
+			}
+		case ledger.Lost:
+			return a.answerLost(context.WithoutCancel(ctx), m, st.Ticket)
+		}
+		return a.handleClaimed(context.WithoutCancel(ctx), m, sender, st.Ticket)
 	}
-	c := &call{done: make(chan struct{})}
-	a.inflight[key] = c
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		delete(a.inflight, key)
-		a.mu.Unlock()
-		close(c.done)
-	}()
-	c.reply, c.err = a.handleOnce(ctx, m, sender, now)
-	return c.reply, c.err
 }
+
+// UnverifiedError is what Handle returns for a message that did not
+// verify: transports answer it without a signed message.
+type UnverifiedError struct{ Err *amp.Error }
+
+// Error implements error.
+func (e *UnverifiedError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the *amp.Error.
+func (e *UnverifiedError) Unwrap() error { return e.Err }
 
 // expiry is when a message's reply may be forgotten: its ts + ttl (for
 // ttl = 0, ts + the clock skew it is accepted within), plus the skew.
@@ -329,39 +347,45 @@ func (a *Agent) expiry(m *amp.Message) time.Time {
 	return time.UnixMilli(int64(m.TS)).Add(ttl + a.cfg.MaxClockSkew)
 }
 
-func (a *Agent) handleOnce(ctx context.Context, m *amp.Message, sender string, now time.Time) ([]byte, error) {
-	exp := a.expiry(m)
-	state, cached, err := a.replay.Lookup(sender, m.ID)
+// answerLost answers a CAP_INVOKE whose handler an earlier process began
+// and whose reply was lost: running it again could run it twice, so the
+// terminal CAP_RESULT says the outcome is unknown, and is recorded.
+func (a *Agent) answerLost(ctx context.Context, m *amp.Message, t *ledger.Ticket) ([]byte, error) {
+	a.log.Warn("duplicate of an invocation whose outcome was lost", "from", m.From, "id", m.ID.String())
+	body, err := capability.NewErrorResult(amp.Named(amp.CodeInternalError, "outcome_unknown",
+		"an earlier attempt of this invocation was interrupted; it is not run again")).Encode()
 	if err != nil {
-		a.log.Error("replay cache unavailable", "err", err, "from", sender, "id", m.ID.String())
-		return a.replyError(ctx, m, amp.NewError(amp.CodeUnavailable, "agent temporarily unavailable"))
+		t.Abandon()
+		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot encode a result")
 	}
-	switch state {
-	case resolver.ReplayDone:
-		a.log.Info("duplicate answered from the replay cache", "from", sender, "id", m.ID.String(), "typ", m.Type.Name())
-		return cached, nil
-	case resolver.ReplayInProgress:
-		// An earlier process began running this invocation's handler and
-		// stopped before it stored the reply: running it again could run
-		// it twice, so the outcome is reported as unknown, for good.
-		a.log.Warn("duplicate of an invocation whose outcome was lost", "from", sender, "id", m.ID.String())
-		e := amp.Named(amp.CodeInternalError, "outcome_unknown", "an earlier attempt of this message was interrupted; it is not run again")
-		e.Final = true
-		reply, err := a.replyError(ctx, m, e)
-		if err == nil {
-			err = a.replay.Complete(sender, m.ID, reply, exp)
-		}
-		return reply, err
+	reply, err := a.reply(ctx, m, amp.TypeCapResult, body)
+	if err != nil {
+		t.Abandon()
+		return nil, err
 	}
+	if err := t.Finish(reply); err != nil {
+		a.log.Error("cannot record a reply in the ledger", "err", err, "from", m.From, "id", m.ID.String())
+		t.Abandon()
+		return nil, unavailable()
+	}
+	return reply, nil
+}
+
+// handleClaimed processes a message this call holds the ledger ticket of.
+func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string, t *ledger.Ticket) ([]byte, error) {
 	start := time.Now()
-	typ, body, perr := a.dispatch(ctx, m)
+	typ, body, perr := a.dispatch(ctx, m, t)
 	var reply []byte
+	var err error
 	if perr != nil {
 		reply, err = a.replyError(ctx, m, perr)
 	} else {
 		reply, err = a.reply(ctx, m, typ, body)
 	}
 	if err != nil {
+		// A running ticket stays running: a retry is answered "outcome
+		// unknown", never run again.
+		t.Abandon()
 		return nil, err
 	}
 	code := amp.Code(0)
@@ -372,22 +396,38 @@ func (a *Agent) handleOnce(ctx context.Context, m *amp.Message, sender string, n
 		"encrypted", m.Encrypted(), "code", uint16(code), "duration", time.Since(start))
 	// A retryable refusal before anything ran is not kept: RFC 001 §16.3
 	// has the sender retry it with the same id, and it must then be
-	// evaluated again. Everything else is final for this id.
-	if perr != nil && code.Retryable() {
+	// evaluated again. Everything else is final for this id: durably when
+	// a handler ran, in the ledger's bounded memory cache otherwise.
+	if perr != nil && code.Retryable() && !t.Durable() {
+		t.Abandon()
 		return reply, nil
 	}
-	if err := a.replay.Complete(sender, m.ID, reply, exp); err != nil {
-		// Without a stored reply a retry could run the handler again; an
-		// invocation's marker stays, so a retry is answered outcome_unknown.
-		a.log.Error("cannot store the reply in the replay cache", "err", err, "from", sender, "id", m.ID.String())
-		return nil, amp.NewError(amp.CodeUnavailable, "agent temporarily unavailable")
+	err = t.Finish(reply)
+	if err != nil && t.Durable() && amp.CodeOf(err).Retryable() && (amp.NameOf(err) == ledger.ErrFull || amp.NameOf(err) == ledger.ErrCallerFull) {
+		// The result does not fit the ledger: record a small terminal
+		// result instead, which always fits what Running reserved.
+		a.log.Error("result too large for the idempotency ledger; answering an error result", "from", sender, "id", m.ID.String(), "bytes", len(reply))
+		var small []byte
+		if b, eerr := capability.NewErrorResult(amp.Named(amp.CodeOverloaded, "result_not_recorded",
+			"the result could not be recorded for replays; it was not sent")).Encode(); eerr == nil {
+			if small, err = a.reply(ctx, m, amp.TypeCapResult, b); err == nil {
+				if err = t.Finish(small); err == nil {
+					reply = small
+				}
+			}
+		}
+	}
+	if err != nil {
+		a.log.Error("cannot record a reply in the ledger", "err", err, "from", sender, "id", m.ID.String())
+		t.Abandon()
+		return nil, unavailable()
 	}
 	return reply, nil
 }
 
 // dispatch answers one authenticated message: the reply's type and body,
 // or an error for a signed ERROR reply.
-func (a *Agent) dispatch(ctx context.Context, m *amp.Message) (amp.Type, []byte, error) {
+func (a *Agent) dispatch(ctx context.Context, m *amp.Message, t *ledger.Ticket) (amp.Type, []byte, error) {
 	switch m.Type {
 	case amp.TypePing:
 		return amp.TypePong, nil, nil
@@ -405,7 +445,7 @@ func (a *Agent) dispatch(ctx context.Context, m *amp.Message) (amp.Type, []byte,
 	case amp.TypeCapQuery:
 		return a.query(m)
 	case amp.TypeCapInvoke:
-		return a.invoke(ctx, m)
+		return a.invoke(ctx, m, t)
 	}
 	return 0, nil, amp.Named(amp.CodeUnknownType, "not_served", "this agent does not serve %s messages", m.Type.Name())
 }
@@ -434,34 +474,8 @@ func (a *Agent) replyError(ctx context.Context, m *amp.Message, err error) ([]by
 	return a.reply(ctx, m, amp.TypeError, body)
 }
 
-// rejectInvalid answers a message that failed validation. It is not
-// authenticated, so its reply is neither cached nor encrypted, and only
-// attributable messages get one.
-func (a *Agent) rejectInvalid(ctx context.Context, data []byte, verr error) ([]byte, error) {
-	in, err := a.recv.Limits().Inspect(data)
-	if err != nil || in.ID == "" || !amp.ValidDID(in.From) {
-		a.log.Info("unattributable message refused", "code", uint16(amp.CodeOf(verr)), "name", string(amp.NameOf(verr)))
-		if err != nil {
-			return nil, err
-		}
-		return nil, amp.Named(amp.CodeInvalidMessage, "unattributable", "message does not name its sender and id")
-	}
-	var id amp.ID
-	b, _ := hex.DecodeString(in.ID)
-	copy(id[:], b)
-	a.log.Info("message refused", "from", in.From, "id", in.ID, "code", uint16(amp.CodeOf(verr)), "name", string(amp.NameOf(verr)))
-	body, err := amp.Marshal(amp.ErrorBodyOf(verr))
-	if err != nil {
-		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot encode an error body")
-	}
-	_, out, err := a.send.Seal(ctx, amp.Draft{Type: amp.TypeError, To: amp.To(amp.BareDID(in.From)), ReplyTo: id[:], Body: body})
-	if err != nil {
-		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot build the reply")
-	}
-	return out, nil
-}
-
-// maybeSweep drops expired replay entries now and then, in the background.
+// maybeSweep drops expired ledger entries now and then, in the background
+// (commits also reclaim a few each).
 func (a *Agent) maybeSweep() {
 	now := a.cfg.Now()
 	next := a.nextSweep.Load()
@@ -469,16 +483,27 @@ func (a *Agent) maybeSweep() {
 		return
 	}
 	go func() {
-		if n, err := a.replay.Sweep(now); err != nil {
-			a.log.Warn("replay sweep failed", "err", err)
+		if n, err := a.ledger.Sweep(now); err != nil {
+			a.log.Warn("ledger sweep failed", "err", err)
 		} else if n > 0 {
-			a.log.Debug("replay entries swept", "count", n)
+			a.log.Debug("ledger entries swept", "count", n)
 		}
 	}()
 }
 
-// Sweep deletes expired replay entries now.
-func (a *Agent) Sweep() (int, error) { return a.replay.Sweep(a.cfg.Now()) }
+// Sweep deletes expired ledger entries now.
+func (a *Agent) Sweep() (int, error) { return a.ledger.Sweep(a.cfg.Now()) }
+
+// Ledger returns the agent's idempotency ledger.
+func (a *Agent) Ledger() *ledger.Ledger { return a.ledger }
+
+// Close closes the ledger when the agent opened it (Config.Ledger nil).
+func (a *Agent) Close() error {
+	if a.ownLedger {
+		return a.ledger.Close()
+	}
+	return nil
+}
 
 func capabilitySortVersions(vs []capability.Version) {
 	sort.Slice(vs, func(i, j int) bool { return capability.OrderOldestFirst.CompareVersions(vs[i], vs[j]) < 0 })

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/internal/keyfile"
@@ -133,6 +134,7 @@ func TestReplayAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.agent.Close()
 	e.store.Close()
 	s, err := resolver.Open(e.path, resolver.Options{Now: e.clock.Now})
 	if err != nil {
@@ -150,6 +152,7 @@ func TestReplayAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer a2.Close()
 	again, err := a2.Handle(context.Background(), msg)
 	if err != nil || !bytes.Equal(again, first) {
 		t.Fatalf("after restart: different reply (%v)", err)
@@ -159,21 +162,27 @@ func TestReplayAcrossRestart(t *testing.T) {
 	}
 }
 
-// TestOutcomeUnknownAfterCrash: a marker without a reply (the process died
-// while the handler ran) is never run again.
+// TestOutcomeUnknownAfterCrash: a ledger entry marked running without a
+// reply (the process died while the handler ran) is never run again, and
+// is answered by a terminal CAP_RESULT (RFC 004 §2.2), not an ERROR.
 func TestOutcomeUnknownAfterCrash(t *testing.T) {
 	e := newEnv(t)
 	req, msg := e.seal(e.caller, amp.TypeCapInvoke, invokeBody(t, "org.agentries.code-review:2.1.0", goodParams))
-	if _, _, err := e.store.ReplayBegin(e.caller.DID, req.ID, t0.Add(time.Hour)); err != nil {
+	st, err := e.agent.Ledger().Start(e.caller.DID, req.ID, t0.Add(time.Hour))
+	if err != nil || st.State != ledger.Fresh {
+		t.Fatal(st.State, err)
+	}
+	if err := st.Ticket.Running(); err != nil {
 		t.Fatal(err)
 	}
+	st.Ticket.Abandon() // the crash: running, never finished
 	raw, err := e.agent.Handle(context.Background(), msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eb := errorOf(t, e.receive(e.caller, raw))
-	if eb.Code != amp.CodeInternalError || eb.Retry == nil || *eb.Retry || !contains(eb.Message, "interrupted") {
-		t.Fatalf("got %d %q retry %v; want a final 5001", eb.Code, eb.Message, eb.Retry)
+	res := resultOf(t, e.receive(e.caller, raw))
+	if res.Status != capability.StatusError || res.Error == nil || res.Error.Code != amp.CodeInternalError || !contains(res.Error.Message, "interrupted") {
+		t.Fatalf("got %+v; want a CAP_RESULT error 5001 outcome unknown", res)
 	}
 	again, _ := e.agent.Handle(context.Background(), msg)
 	if !bytes.Equal(again, raw) || e.count("org.agentries.code-review:2.1.0").Load() != 0 {
@@ -349,22 +358,35 @@ func TestControlMessages(t *testing.T) {
 	}
 }
 
-// TestInvalidMessages: attributable failures get a signed ERROR; bytes
-// that name no sender get an error and no reply.
-func TestInvalidMessages(t *testing.T) {
+// TestForgedSenderGetsNoSignedReply: a message whose signature does not
+// verify, or whose sender's key cannot be found, gets no agent-signed
+// answer (threat: anyone obtaining agent-signed ERRORs addressed to any
+// DID, one junk request each): Handle returns an *UnverifiedError and no
+// bytes, and the forged copy does not poison the ledger.
+func TestForgedSenderGetsNoSignedReply(t *testing.T) {
 	e := newEnv(t)
 	req, msg := e.seal(e.caller, amp.TypePing, nil)
-	bad := bytes.Replace(msg, req.Sig, append([]byte{req.Sig[0] ^ 1}, req.Sig[1:]...), 1)
-	raw, err := e.agent.Handle(context.Background(), bad)
+	forged := bytes.Replace(msg, req.Sig, append([]byte{req.Sig[0] ^ 1}, req.Sig[1:]...), 1)
+	// A sender whose key cannot be found: a did:web without a document.
+	ghost := identity(t, 77)
+	ghost.DID = "did:web:ghost.example"
+	s, err := amp.NewSender(amp.SenderConfig{Identity: ghost, Rand: rand.Reader, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply := e.receive(e.caller, raw)
-	if errorOf(t, reply).Code != amp.CodeInvalidSignature || !bytes.Equal(reply.ReplyTo, req.ID[:]) {
-		t.Fatal("a forged message did not get a correlated 1002")
+	_, unknownKey, err := s.Seal(context.Background(), amp.Draft{Type: amp.TypePing, To: amp.To(e.provider.DID)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The forged copy did not poison the cache: the genuine one is served.
-	raw, _ = e.agent.Handle(context.Background(), msg)
+	for name, data := range map[string][]byte{"forged signature": forged, "sender key not found": unknownKey, "garbage": []byte("garbage")} {
+		out, err := e.agent.Handle(context.Background(), data)
+		var ue *UnverifiedError
+		if out != nil || !errors.As(err, &ue) {
+			t.Fatalf("%s: %d reply bytes, error %v; want no reply and an UnverifiedError", name, len(out), err)
+		}
+	}
+	// The forged copy did not poison the ledger: the genuine one is served.
+	raw, _ := e.agent.Handle(context.Background(), msg)
 	if e.receive(e.caller, raw).Type != amp.TypePong {
 		t.Fatal("the genuine message after a forged copy was not answered")
 	}
@@ -372,7 +394,7 @@ func TestInvalidMessages(t *testing.T) {
 		t.Fatalf("garbage: %v %v", out, err)
 	}
 	// A ttl longer than the agent keeps replies is refused.
-	s, _ := amp.NewSender(amp.SenderConfig{Identity: e.caller, Rand: rand.Reader, Now: e.clock.Now})
+	s, _ = amp.NewSender(amp.SenderConfig{Identity: e.caller, Rand: rand.Reader, Now: e.clock.Now})
 	_, long, _ := s.Seal(context.Background(), amp.Draft{Type: amp.TypePing, To: amp.To(e.provider.DID), TTL: 30 * 24 * time.Hour})
 	raw, _ = e.agent.Handle(context.Background(), long)
 	if errorOf(t, e.receive(e.caller, raw)).Code != amp.CodeInvalidTimestamp {
@@ -435,6 +457,7 @@ func TestDIDWebIdentityFromStore(t *testing.T) {
 		return map[string]any{"text": "hallo", "detected_source": "en"}, nil
 	}}
 	cfg.Policy = Rules{{Caller: "*", Prefix: "org.example"}}
+	cfg.Ledger = memoryLedger(t, e.clock.Now, ledger.Limits{})
 	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -496,17 +519,25 @@ func TestClientRetry(t *testing.T) {
 	}
 }
 
+// TestSweep: invocations are kept durably until they expire, then swept;
+// PINGs are never written durably.
 func TestSweep(t *testing.T) {
 	e := newEnv(t)
 	for i := 0; i < 5; i++ {
 		e.exchange(e.caller, amp.TypePing, nil)
 	}
-	if n := e.store.ReplayLen(); n != 5 {
-		t.Fatalf("%d replay entries", n)
+	if n := e.agent.Ledger().Usage().Entries; n != 0 {
+		t.Fatalf("%d durable ledger entries for pings", n)
+	}
+	for i := 0; i < 3; i++ {
+		e.exchange(e.caller, amp.TypeCapInvoke, invokeBody(t, "org.agentries.code-review:2.1.0", goodParams))
+	}
+	if n := e.agent.Ledger().Usage().Entries; n != 3 {
+		t.Fatalf("%d durable ledger entries for 3 invocations", n)
 	}
 	e.clock.Add(25 * time.Hour)
-	if n, err := e.agent.Sweep(); err != nil || n != 5 || e.store.ReplayLen() != 0 {
-		t.Fatalf("swept %d (%v), %d left", n, err, e.store.ReplayLen())
+	if n, err := e.agent.Sweep(); err != nil || n != 3 || e.agent.Ledger().Usage().Entries != 0 {
+		t.Fatalf("swept %d (%v), %d left", n, err, e.agent.Ledger().Usage().Entries)
 	}
 }
 

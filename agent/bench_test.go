@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
-	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // benchParams is a small, realistic invocation (~60-byte params).
@@ -57,11 +55,11 @@ func noop(ctx context.Context, p any) (any, error) {
 // BenchmarkInvokeInProcess: one signed CAP_INVOKE handled by the agent:
 // strict decode, envelope checks, did:key, signature, policy, negotiation,
 // verified input schema, a no-op handler, output schema, encoding and
-// signing of the CAP_RESULT. Replay cache in memory (durability is
-// measured by BenchmarkIdempotency*). Compare with BenchmarkInvokePrimitives
+// signing of the CAP_RESULT. Ledger in memory (durability is measured by
+// BenchmarkIdempotency*). Compare with BenchmarkInvokePrimitives
 // (target, docs/PERFORMANCE.md: >= 80 %).
 func BenchmarkInvokeInProcess(b *testing.B) {
-	e := newEnv(b, withHandler("org.agentries.code-review:2.1.0", noop), withConfig(func(c *Config) { c.Replay = NewMemoryReplay() }))
+	e := newEnv(b, withHandler("org.agentries.code-review:2.1.0", noop), withMemoryLedger())
 	msgs := presign(b, e, b.N)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -140,40 +138,9 @@ func primitives(b *testing.B, e *env) func() error {
 	}
 }
 
-// serialReplay forces one bbolt commit per call: the store's group
-// committer only groups calls that overlap, and this lock keeps them apart.
-type serialReplay struct {
-	mu sync.Mutex
-	s  storeReplay
-}
-
-func (r *serialReplay) Lookup(sender string, id amp.ID) (resolver.ReplayState, []byte, error) {
-	return r.s.Lookup(sender, id)
-}
-func (r *serialReplay) Begin(sender string, id amp.ID, exp time.Time) (resolver.ReplayState, []byte, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.s.Begin(sender, id, exp)
-}
-func (r *serialReplay) Complete(sender string, id amp.ID, reply []byte, exp time.Time) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.s.Complete(sender, id, reply, exp)
-}
-func (r *serialReplay) Sweep(now time.Time) (int, error) { return r.s.Sweep(now) }
-
 // benchIdempotency runs signed CAP_INVOKEs from 64 concurrent callers.
-func benchIdempotency(b *testing.B, replay func(e *env) ReplayCache) {
-	e := newEnv(b, withHandler("org.agentries.code-review:2.1.0", noop))
-	if replay != nil {
-		e.cfg.Replay = replay(e)
-		e.cfg.Handlers = e.handlers
-		a, err := New(e.cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		e.agent = a
-	}
+func benchIdempotency(b *testing.B, opts ...envOption) {
+	e := newEnv(b, append([]envOption{withHandler("org.agentries.code-review:2.1.0", noop)}, opts...)...)
 	msgs := presign(b, e, b.N)
 	var next atomic.Int64
 	ctx := context.Background()
@@ -191,17 +158,10 @@ func benchIdempotency(b *testing.B, replay func(e *env) ReplayCache) {
 	})
 }
 
-// BenchmarkIdempotencyDurableGroup: durable replay cache with group commit
-// (the default), 64 callers.
-func BenchmarkIdempotencyDurableGroup(b *testing.B) { benchIdempotency(b, nil) }
+// BenchmarkIdempotencyDurable: the durable ledger (its own bbolt file,
+// leader-based group commit; the agent's default), 64 callers.
+func BenchmarkIdempotencyDurable(b *testing.B) { benchIdempotency(b) }
 
-// BenchmarkIdempotencyDurablePerCall: durable, one bbolt commit per call.
-func BenchmarkIdempotencyDurablePerCall(b *testing.B) {
-	benchIdempotency(b, func(e *env) ReplayCache { return &serialReplay{s: storeReplay{e.store}} })
-}
-
-// BenchmarkIdempotencyMemory: the same, non-durable (the docs/PERFORMANCE.md
-// reference: durable >= 90 % of this).
-func BenchmarkIdempotencyMemory(b *testing.B) {
-	benchIdempotency(b, func(*env) ReplayCache { return NewMemoryReplay() })
-}
+// BenchmarkIdempotencyMemory: the same, non-durable (the reference:
+// durable >= 90 % of this).
+func BenchmarkIdempotencyMemory(b *testing.B) { benchIdempotency(b, withMemoryLedger()) }

@@ -35,7 +35,7 @@ func Loopback(a *Agent) Transport {
 // (same id, same signature), after min(Base * 2^attempt, Max) scaled by a
 // random factor in [0.5, 1) (jitter), at most MaxAttempts times in all. A
 // CAP_RESULT is final for its message id and is never retried: the
-// provider's replay cache would only repeat it.
+// provider's idempotency ledger would only repeat it.
 type Retry struct {
 	MaxAttempts int           // default 5
 	Base        time.Duration // default 1 s

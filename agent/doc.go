@@ -4,7 +4,7 @@
 //
 //	a, err := agent.New(agent.Config{
 //		Identity: id,                       // did:key, or a did:web documented in the store
-//		Store:    store,                    // *resolver.Store: schemas, DIDs, replay cache
+//		Store:    store,                    // *resolver.Store: schemas, DIDs (ledger beside it)
 //		Policy:   agent.Rules{{Caller: "*", Prefix: "org.example"}},
 //		Handlers: map[string]agent.Handler{"org.example.translate.text:2.1.0": translate},
 //		Now:      time.Now, Rand: rand.Reader, Logger: logger,
@@ -14,9 +14,11 @@
 // # Pipeline
 //
 // Handle validates the message with amp (shape, version, type, fields,
-// time, sender keys, decryption, signature), refuses with 3001 a message
-// whose "to" does not name this agent (a message signed for another agent
-// is never acted on here), answers a duplicate from the replay cache, then
+// time, sender keys, decryption, signature); a message that does not verify
+// gets no signed answer at all (an *UnverifiedError, which the HTTP binding
+// answers 400 with an unsigned CBOR error body). It refuses with 3001 a
+// message whose "to" does not name this agent (a message signed for another
+// agent is never acted on here), answers a duplicate from the ledger, then
 // dispatches by type: PING (PONG), HELLO (HELLO_ACK or
 // HELLO_REJECT), CAP_QUERY (CAP_DECLARE, paged) and CAP_INVOKE (CAP_RESULT);
 // anything else is ERROR 1005. Every reply is signed by the agent, addressed
@@ -29,24 +31,32 @@
 // who may not use a capability gets the same 3001 whether it exists or not.
 // A legacy type is resolved among the capabilities the caller may use only,
 // so no answer, message or candidate list tells it about the others.
-// Schemas come only from the registry, hash-verified, compiled offline; any
-// doubt is 5002 and nothing is validated against unverified bytes (docs/ARCHITECTURE.md,
-// invariants 1 and 2). An accepted invocation gets exactly one terminal
-// CAP_RESULT (invariant 5): the handler's result, validated against the
-// output schema, or an error (5001 for a handler failure or an invalid
-// result, 5003 for a timeout, 5002 when the output schema is unavailable).
+// Both schemas (input and output, each with its whole $ref closure) come
+// only from the registry, hash-verified, compiled offline, and are resolved
+// before the handler starts; any doubt is 5002 and nothing runs or is
+// validated against unverified bytes. Params are expanded within an item
+// budget (Config.MaxParamItems). An accepted invocation gets exactly one
+// terminal CAP_RESULT (RFC 004 §2.2): the handler's result, validated
+// against the output schema, or an error (5001 for a handler failure, an
+// invalid result or an outcome lost in a crash, 5003 for a timeout). The
+// handler runs on its own context with the invocation's deadline: a caller
+// that disconnects changes nothing, and its retry gets the real result.
 //
 // # Idempotency
 //
-// The reply to (sender, message id) is kept in the replay cache for the
-// message's ttl (RFC 001 §8.4, §16.2): a duplicate, concurrent or after a
-// restart, gets the byte-identical reply, and a handler never runs twice
-// (invariant 4). Before a handler runs, an in-progress marker is written
-// durably; if the process dies before the reply is stored, a retry of that
-// message gets a final 5001 "outcome unknown" instead of a second execution.
-// Retryable refusals before anything ran (5xxx) are not kept, so that a
-// retry with the same id (RFC 001 §16.3) is evaluated again. The store's
-// cache group-commits: concurrent callers share one fsync.
+// The agent's idempotency ledger (package ledger; by default a bbolt file
+// of its own beside the registry, Store.Path() + ".ledger") keeps the reply
+// to (sender, message id) for the message's ttl (RFC 001 §8.4, §16.2): a
+// duplicate, concurrent or after a restart, gets the byte-identical reply,
+// and a handler never runs twice. Just before a handler runs, the ledger
+// records durably that it runs; the reply is durable before it is sent; if
+// the process dies in between, a retry gets a final CAP_RESULT 5001
+// "outcome unknown" instead of a second execution. Only invocations that
+// ran a handler are written durably: PING, queries and refusals live in a
+// bounded memory cache, and retryable refusals are not kept at all, so that
+// a retry with the same id (RFC 001 §16.3) is evaluated again. The ledger
+// has a byte budget and a per-caller share; beyond them an invocation is
+// refused, retryably, before anything runs.
 //
 // # Paging
 //

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
@@ -134,7 +135,23 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.agent.Close() })
 	return e
+}
+
+// memoryLedger is a non-durable ledger for tests and benchmarks.
+func memoryLedger(t testing.TB, now func() time.Time, lim ledger.Limits) *ledger.Ledger {
+	t.Helper()
+	l, err := ledger.New(ledger.NewMemory(lim), ledger.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// withMemoryLedger gives the agent a non-durable ledger.
+func withMemoryLedger() envOption {
+	return func(e *env) { e.cfg.Ledger = memoryLedger(e.t, e.clock.Now, ledger.Limits{}) }
 }
 
 func must(t testing.TB, err error) {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -32,11 +33,29 @@ const (
 	DefaultMaxBody = 16 << 20
 )
 
+// Defaults of the binding's admission limits.
+const (
+	DefaultMaxInFlight      = 64
+	DefaultMaxInFlightBytes = 64 << 20
+	DefaultRetryAfter       = time.Second
+)
+
 // HTTPOptions configures the HTTP binding.
 type HTTPOptions struct {
 	// MaxBody caps a request body (default 16 MiB; at least 1 MiB is
 	// required by the binding). A larger body is 413 and is not read.
 	MaxBody int64
+	// MaxInFlight caps the messages being read or processed at once
+	// (default 64). Beyond it a request is answered 503 with Retry-After
+	// at once: never queued.
+	MaxInFlight int
+	// MaxInFlightBytes caps the request bytes held in memory at once, all
+	// requests together (default 64 MiB, at least MaxBody). A body is
+	// charged as it is read; one that does not fit is 503 with
+	// Retry-After.
+	MaxInFlightBytes int64
+	// RetryAfter is the Retry-After of a 503 (default 1 s).
+	RetryAfter time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Health adds fields to the GET /healthz answer.
@@ -49,20 +68,43 @@ type HTTPOptions struct {
 //	                       signed reply (application/cbor)
 //	GET  /healthz          200 {"status":"ok","did":...}
 //
-// A body over MaxBody is 413 (refused from Content-Length before it is
-// read, and cut off while reading otherwise). Bytes that cannot be decoded
-// into an attributable message are 400 with a CBOR error body (code 1001);
-// an unsupported X-AMP-Transport-Version is 400 (1004); a Content-Type other
-// than application/cbor is 415; anything but POST is 405; other paths 404.
-// Transport success is not application success: refusals of attributable
-// messages are signed ERROR messages in a 200.
+// Refusals without a signed answer carry an unsigned CBOR error body
+// (docs/FORMAT.md, "Transport error body"): a body over MaxBody is 413
+// (refused from Content-Length before it is read, and cut off while
+// reading otherwise); a message that does not verify (malformed, stale,
+// unknown sender key, bad signature) is 400, whatever sender it claims:
+// nothing is signed in answer to what did not verify; an unsupported
+// X-AMP-Transport-Version is 400 (1004); more than MaxInFlight requests or
+// MaxInFlightBytes bytes at once is 503 with Retry-After (5004); a
+// Content-Type other than application/cbor is 415; anything but POST is
+// 405; other paths 404. Transport success is not application success:
+// refusals of verified messages are signed ERROR messages in a 200.
 func NewHTTPHandler(a *Agent, opts HTTPOptions) http.Handler {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.MaxInFlightBytes <= 0 {
+		opts.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	if opts.MaxInFlightBytes < opts.MaxBody {
+		opts.MaxInFlightBytes = opts.MaxBody
+	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = DefaultRetryAfter
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	adm := &admission{maxReqs: int64(opts.MaxInFlight), maxBytes: opts.MaxInFlightBytes}
+	retryAfter := strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second))
+	busy := func(w http.ResponseWriter, what string) {
+		log.Warn("request refused: agent busy", "limit", what)
+		w.Header().Set("Retry-After", retryAfter)
+		httpError(w, http.StatusServiceUnavailable, amp.Named(amp.CodeOverloaded, "busy", "the agent is busy; retry later"))
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(MessagesPath, func(w http.ResponseWriter, r *http.Request) {
@@ -86,25 +128,43 @@ func NewHTTPHandler(a *Agent, opts HTTPOptions) http.Handler {
 			httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, opts.MaxBody))
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
-				return
+		if !adm.enter() {
+			w.Header().Set("Connection", "close")
+			busy(w, "requests")
+			return
+		}
+		var held int64
+		defer func() { adm.leave(held) }()
+		body, err := readBody(r.Body, r.ContentLength, opts.MaxBody, func(n int64) bool {
+			if !adm.charge(n) {
+				return false
 			}
+			held += n
+			return true
+		})
+		switch {
+		case errors.Is(err, errTooLarge):
+			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
+			return
+		case errors.Is(err, errNoRoom):
+			w.Header().Set("Connection", "close")
+			busy(w, "bytes")
+			return
+		case err != nil:
 			httpError(w, http.StatusBadRequest, amp.NewError(amp.CodeInvalidMessage, "cannot read the request body"))
 			return
 		}
 		reply, err := a.Handle(r.Context(), body)
+		body = nil
 		if err != nil {
+			var ue *UnverifiedError
 			status := http.StatusBadRequest
-			switch amp.CodeOf(err) {
-			case amp.CodeInvalidMessage, amp.CodeUnsupportedVersion, amp.CodeUnknownType, amp.CodeInvalidTimestamp, amp.CodeInvalidSignature:
-			case amp.CodeUnauthorized:
-				status = http.StatusForbidden
-			case amp.CodeUnavailable, amp.CodeOverloaded, amp.CodeTimeout:
+			switch {
+			case errors.As(err, &ue):
+			case amp.CodeOf(err) == amp.CodeUnavailable, amp.CodeOf(err) == amp.CodeOverloaded, amp.CodeOf(err) == amp.CodeTimeout:
 				status = http.StatusServiceUnavailable
+				w.Header().Set("Retry-After", retryAfter)
 			default:
 				status = http.StatusInternalServerError
 			}
@@ -135,6 +195,104 @@ func NewHTTPHandler(a *Agent, opts HTTPOptions) http.Handler {
 		httpError(w, http.StatusNotFound, amp.NewError(amp.CodeEndpointUnreachable, "no such route"))
 	})
 	return mux
+}
+
+// admission counts the requests and request bytes in flight; it never
+// queues: a request that does not fit is refused at once.
+type admission struct {
+	maxReqs, maxBytes int64
+	mu                sync.Mutex
+	reqs, bytes       int64
+}
+
+func (a *admission) enter() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.reqs >= a.maxReqs {
+		return false
+	}
+	a.reqs++
+	return true
+}
+
+func (a *admission) charge(n int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bytes+n > a.maxBytes {
+		return false
+	}
+	a.bytes += n
+	return true
+}
+
+func (a *admission) leave(held int64) {
+	a.mu.Lock()
+	a.reqs--
+	a.bytes -= held
+	a.mu.Unlock()
+}
+
+var (
+	errTooLarge = errors.New("body over the limit")
+	errNoRoom   = errors.New("no room for the body")
+)
+
+// readChunk is how much of a body of unknown length is charged at a time.
+const readChunk = 64 << 10
+
+// readBody reads a body of at most max bytes, charging every byte to
+// charge before it is held: a body of known length (length >= 0) at once,
+// one of unknown length chunk by chunk. It never holds more than max+1
+// bytes.
+func readBody(r io.Reader, length, max int64, charge func(int64) bool) ([]byte, error) {
+	if length >= 0 {
+		if !charge(length + 1) {
+			return nil, errNoRoom
+		}
+		buf := make([]byte, length+1)
+		n, err := io.ReadFull(r, buf)
+		switch {
+		case err == nil:
+			return nil, errTooLarge // more bytes than announced
+		case errors.Is(err, io.ErrUnexpectedEOF) && int64(n) == length, errors.Is(err, io.EOF) && length == 0:
+			return buf[:n], nil
+		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	var buf []byte
+	for {
+		if int64(len(buf)) > max {
+			return nil, errTooLarge
+		}
+		if len(buf) == cap(buf) {
+			grow := int64(cap(buf))
+			if grow < readChunk {
+				grow = readChunk
+			}
+			if int64(cap(buf))+grow > max+1 {
+				grow = max + 1 - int64(cap(buf))
+			}
+			if !charge(grow) {
+				return nil, errNoRoom
+			}
+			nb := make([]byte, len(buf), int64(cap(buf))+grow)
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			if int64(len(buf)) > max {
+				return nil, errTooLarge
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // httpError answers with an unsigned CBOR error body (RFC 001 error-body):

@@ -66,14 +66,14 @@ func runLoad(b *testing.B, url string, n int, msg func(i int) []byte) {
 
 // BenchmarkHTTPInvoke: signed CAP_INVOKEs over the HTTP binding on
 // loopback, 1/8/64 concurrent clients, each message distinct (no replay
-// hits), replay cache in memory. Compare with BenchmarkHTTPBaseline at the
+// hits), idempotency ledger in memory. Compare with BenchmarkHTTPBaseline at the
 // same client count (target, docs/PERFORMANCE.md: >= 80 %).
 func BenchmarkHTTPInvoke(b *testing.B) {
 	benchHTTPAgent(b, true, amp.TypeCapInvoke, func(b *testing.B) []byte { return invokeBody(b, "org.agentries.code-review:2.1.0", benchParams) })
 }
 
-// BenchmarkHTTPInvokeDurable: the same with the durable replay cache (the
-// agent's default: one marker and one reply per invocation, group commit).
+// BenchmarkHTTPInvokeDurable: the same with the durable ledger (the agent's
+// default: one running mark and one reply per invocation, group commit).
 func BenchmarkHTTPInvokeDurable(b *testing.B) {
 	benchHTTPAgent(b, false, amp.TypeCapInvoke, func(b *testing.B) []byte { return invokeBody(b, "org.agentries.code-review:2.1.0", benchParams) })
 }
@@ -85,12 +85,12 @@ func BenchmarkHTTPQuery(b *testing.B) { benchHTTPAgent(b, true, amp.TypeCapQuery
 
 // benchHTTPAgent loads the agent's HTTP binding with distinct presigned
 // messages of type typ and body body(b).
-func benchHTTPAgent(b *testing.B, memoryReplay bool, typ amp.Type, body func(*testing.B) []byte) {
+func benchHTTPAgent(b *testing.B, memoryLedger bool, typ amp.Type, body func(*testing.B) []byte) {
 	for _, n := range loadClients {
 		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
 			opts := []envOption{withHandler("org.agentries.code-review:2.1.0", noop)}
-			if memoryReplay {
-				opts = append(opts, withConfig(func(c *Config) { c.Replay = NewMemoryReplay() }))
+			if memoryLedger {
+				opts = append(opts, withMemoryLedger())
 			}
 			e := newEnv(b, opts...)
 			msgs := presignBody(b, e, b.N, typ, body(b))
@@ -107,7 +107,7 @@ func benchHTTPAgent(b *testing.B, memoryReplay bool, typ amp.Type, body func(*te
 func benchHTTPBaseline(b *testing.B, setup func(b *testing.B, e *env) (msg []byte, work func(body []byte) error, reply []byte)) {
 	for _, n := range loadClients {
 		b.Run("clients="+strconv.Itoa(n), func(b *testing.B) {
-			e := newEnv(b, withConfig(func(c *Config) { c.Replay = NewMemoryReplay() }))
+			e := newEnv(b, withMemoryLedger())
 			msg, work, reply := setup(b, e)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))

@@ -206,12 +206,13 @@ func TestHTTPStatuses(t *testing.T) {
 	if h["status"] != "ok" || h["did"] != e.provider.DID {
 		t.Fatalf("healthz %v", h)
 	}
-	// An attributable but invalid message is a signed ERROR in a 200.
+	// A message whose signature does not verify gets an unsigned 400 with
+	// a CBOR error body, never an ERROR signed for the claimed sender.
 	req, msg := e.seal(e.caller, amp.TypePing, nil)
 	bad := bytes.Replace(msg, req.Sig, make([]byte, 64), 1)
 	resp, body = post(bytes.NewReader(bad), ContentType, -1)
-	if resp.StatusCode != 200 || errorOf(t, e.receive(e.caller, body)).Code != amp.CodeInvalidSignature {
-		t.Fatalf("forged message: %d", resp.StatusCode)
+	if eb, err := amp.DecodeError(body); resp.StatusCode != 400 || err != nil || eb.Code != amp.CodeInvalidSignature {
+		t.Fatalf("forged message: %d %v", resp.StatusCode, err)
 	}
 }
 

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
-	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // invoke answers a CAP_INVOKE. The checks run in exactly the order of
@@ -22,15 +22,20 @@ import (
 //     is never revealed to an unauthorized caller, A.9)
 //  4. capability-scoped policy                           → 3001
 //  5. version: exact, or negotiated (§6.3)               → 4003
-//  6. input schema, from verified bytes only             → 5002 / 4004
+//  6. input and output schemas, each with its whole $ref closure,
+//     resolved from verified, hash-checked bytes; params expanded within
+//     an item budget and validated                     → 5002 / 1001 / 4004
+//  7. the ledger records, durably, that the handler runs → 5004 / 3005
+//     (retryable: the ledger's byte budget or the caller's share is
+//     used up)
 //
-// Then the handler runs with the request's timeout_ms (bounded by
-// MaxTimeout), and exactly one terminal CAP_RESULT answers: success with
+// Nothing runs before all of these pass. Then the handler runs on its own
+// context (the request's timeout_ms, bounded by MaxTimeout; not the
+// transport's), and exactly one terminal CAP_RESULT answers: success with
 // the result, or error: the handler's failure (5001, or the code of an
 // *amp.Error it returns), a timeout (5003), a result that violates the
-// output schema (5001, logged), an output schema that cannot be resolved
-// (5002).
-func (a *Agent) invoke(ctx context.Context, m *amp.Message) (amp.Type, []byte, error) {
+// output schema (5001, logged).
+func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (amp.Type, []byte, error) {
 	// 1.
 	inv, err := capability.DecodeInvoke(m.Body)
 	if err != nil {
@@ -83,28 +88,35 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message) (amp.Type, []byte, e
 		a.log.Error("capability configured but not in the registry", "capability", id.String())
 		return 0, nil, unavailable()
 	}
-	// 6.
+	// 6. Both schemas before anything runs: a tampered or missing output
+	// schema must not let the handler run and then fail (the store's
+	// Schema resolves and hash-checks the whole $ref closure, offline).
 	inSchema, err := a.reg.Schema(entry.Descriptor.InputSchema)
 	if err != nil {
 		a.log.Error("input schema unavailable", "capability", id.String(), "err", err)
 		return 0, nil, unavailable()
 	}
-	params, err := offlineschema.ValueFromCBOR(inv.Params)
+	outSchema, err := a.reg.Schema(entry.Descriptor.OutputSchema)
+	if err != nil {
+		a.log.Error("output schema unavailable", "capability", id.String(), "err", err)
+		return 0, nil, unavailable()
+	}
+	params, err := offlineschema.ValueFromCBORBudget(inv.Params, a.cfg.MaxParamItems)
 	if err != nil {
 		return 0, nil, err
 	}
 	if err := inSchema.Validate(params); err != nil {
 		return 0, nil, err
 	}
-	// Accepted: from here on, exactly one CAP_RESULT. First record,
-	// durably, that the handler is about to run (docs/ARCHITECTURE.md, invariant 4).
-	switch state, _, err := a.replay.Begin(caller, m.ID, a.expiry(m)); {
-	case err != nil:
-		a.log.Error("replay cache unavailable", "err", err)
-		return 0, nil, amp.NewError(amp.CodeUnavailable, "agent temporarily unavailable")
-	case state != resolver.ReplayNew:
-		// Another process wrote this id meanwhile: never run twice.
-		return 0, nil, amp.Named(amp.CodeInternalError, "outcome_unknown", "this message is already being processed")
+	// 7. Accepted: record, durably, that the handler is about to run. From
+	// here on, exactly one CAP_RESULT.
+	if err := t.Running(); err != nil {
+		if n := amp.NameOf(err); n == ledger.ErrFull || n == ledger.ErrCallerFull {
+			a.log.Warn("invocation refused: idempotency ledger quota", "name", string(n), "from", caller, "usage", fmt.Sprint(a.ledger.Usage()))
+			return 0, nil, err
+		}
+		a.log.Error("idempotency ledger unavailable", "err", err)
+		return 0, nil, unavailable()
 	}
 	timeout := a.cfg.DefaultTimeout
 	if inv.TimeoutMS != nil {
@@ -113,7 +125,7 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message) (amp.Type, []byte, e
 			timeout = a.cfg.MaxTimeout
 		}
 	}
-	res := a.execute(ctx, caller, id, entry, params, timeout)
+	res := a.execute(caller, id, outSchema, params, timeout)
 	body, err := res.Encode()
 	if err != nil {
 		a.log.Error("cannot encode a result", "capability", id.String(), "err", err)
@@ -127,20 +139,15 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message) (amp.Type, []byte, e
 
 // execute runs the handler and checks its result; it always returns a
 // terminal result.
-func (a *Agent) execute(ctx context.Context, caller string, id capability.ID, entry resolver.Entry, params any, timeout time.Duration) capability.Result {
-	out, err := a.runHandler(ctx, caller, id, params, timeout)
+func (a *Agent) execute(caller string, id capability.ID, outSchema SchemaValidator, params any, timeout time.Duration) capability.Result {
+	out, err := a.runHandler(caller, id, params, timeout)
 	if err != nil {
 		return capability.NewErrorResult(err)
-	}
-	outSchema, err := a.reg.Schema(entry.Descriptor.OutputSchema)
-	if err != nil {
-		a.log.Error("output schema unavailable", "capability", id.String(), "err", err)
-		return capability.NewErrorResult(unavailable())
 	}
 	enc, err := offlineschema.ToCBOR(out)
 	if err == nil {
 		var model any
-		if model, err = offlineschema.ValueFromCBOR(enc); err == nil {
+		if model, err = offlineschema.ValueFromCBORBudget(enc, a.cfg.MaxParamItems); err == nil {
 			err = outSchema.Validate(model)
 		}
 	}
@@ -152,12 +159,13 @@ func (a *Agent) execute(ctx context.Context, caller string, id capability.ID, en
 	return capability.Result{Status: capability.StatusSuccess, Result: enc}
 }
 
-// runHandler runs the handler with a deadline, turning a panic into 5001
+// runHandler runs the handler on its own context, detached from the
+// transport's, with the invocation's deadline, turning a panic into 5001
 // and the deadline into 5003. A handler that ignores its context keeps
 // running in the background after the timeout, but its result is dropped.
-func (a *Agent) runHandler(ctx context.Context, caller string, id capability.ID, params any, timeout time.Duration) (any, error) {
+func (a *Agent) runHandler(caller string, id capability.ID, params any, timeout time.Duration) (any, error) {
 	h := a.handlers[id]
-	hctx, cancel := context.WithTimeout(context.WithValue(ctx, callerKey{}, caller), timeout)
+	hctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callerKey{}, caller), timeout)
 	defer cancel()
 	type outcome struct {
 		v   any
@@ -189,9 +197,6 @@ func (a *Agent) runHandler(ctx context.Context, caller string, id capability.ID,
 		a.log.Warn("handler failed", "capability", id.String(), "err", o.err)
 		return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
 	case <-hctx.Done():
-		if ctx.Err() != nil && !errors.Is(hctx.Err(), context.DeadlineExceeded) {
-			return nil, amp.Named(amp.CodeUnavailable, "canceled", "the invocation was canceled")
-		}
 		a.log.Warn("handler timed out", "capability", id.String(), "timeout", timeout)
 		return nil, amp.Named(amp.CodeTimeout, "timeout", "the capability did not finish in time")
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"testing"
 
+	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 )
@@ -62,6 +63,7 @@ func TestNotARecipient(t *testing.T) {
 func TestLegacyTypeLeaksNothing(t *testing.T) {
 	e := newEnv(t)
 	e.cfg.Policy = Rules{{Caller: e.caller.DID, Prefix: "com.example."}}
+	e.cfg.Ledger = memoryLedger(t, e.clock.Now, ledger.Limits{})
 	a, err := New(e.cfg)
 	if err != nil {
 		t.Fatal(err)

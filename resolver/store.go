@@ -38,14 +38,12 @@ const (
 	bHighwater   = "highwater"   // bundle_id -> uint64 highest version ever imported
 	bAudit       = "audit"       // uint64 seq -> audit entry (CBOR)
 	bPending     = "pending"     // bundle_id -> pendingRecord (staged, uncommitted import)
-	bReplay      = "replay"      // replay/idempotency cache (agent)
-	bReplayExp   = "replay_exp"  // expiry index of the replay cache
 	bTrustPolicy = "trustpolicy" // scope -> uint64 threshold (threshold.go)
 )
 
 func allBuckets() []string {
 	return []string{bMeta, bTrust, bBundles, bBlobs, bBlobRefs, bIndex, bDescriptors, bAliases, bDIDs,
-		bSchemaIDs, bHighwater, bAudit, bPending, bReplay, bReplayExp, bTrustPolicy}
+		bSchemaIDs, bHighwater, bAudit, bPending, bTrustPolicy}
 }
 
 // bucket returns a bucket of the store (they always exist after Open).
@@ -139,9 +137,6 @@ type Store struct {
 	schemas *schemaCache
 	catalog catalogCache
 	didDocs didCache
-
-	groupOnce sync.Once
-	committer *groupCommitter
 }
 
 // Open opens (or, with Create, creates) the store at path. It checks the

@@ -459,6 +459,7 @@ func (d *demo) stepServe(s *demoStep) error {
 	if err != nil {
 		return err
 	}
+	d.closers = append(d.closers, func() { a.Close() })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return cliutil.Failf("io_error", "cannot listen on 127.0.0.1").WithCause(err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -144,6 +145,7 @@ func startAgents(t *testing.T) *testAgents {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { a.Close() })
 	ta.did = provider.DID
 	ta.handler = agent.NewHTTPHandler(a, agent.HTTPOptions{})
 	ta.url = serve(t, ta.handler)
@@ -162,7 +164,13 @@ func startAgents(t *testing.T) *testAgents {
 	if err != nil {
 		t.Fatal(err)
 	}
-	web, err := agent.New(agent.Config{Identity: webID, Store: s, Policy: policy, Handlers: handlers, Now: testNow, Rand: rand.Reader})
+	// A second agent on the same store keeps its own ledger (the store's
+	// ledger file belongs to the first).
+	webLedger, err := ledger.New(ledger.NewMemory(ledger.Limits{}), ledger.Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, err := agent.New(agent.Config{Identity: webID, Store: s, Policy: policy, Handlers: handlers, Now: testNow, Rand: rand.Reader, Ledger: webLedger})
 	if err != nil {
 		t.Fatal(err)
 	}

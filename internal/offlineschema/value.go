@@ -55,7 +55,23 @@ const negMinUint64 = "-18446744073709551616"
 // (truncated, indefinite length, invalid UTF-8, duplicate key, trailing
 // bytes) are 1001 invalid_message: the caller should have refused them.
 func ValueFromCBOR(item []byte) (any, error) {
-	r := cborReader{data: item}
+	return ValueFromCBORBudget(item, 0)
+}
+
+// DefaultMaxItems is the item budget of ValueFromCBORBudget when none is
+// given: every array element, map value and scalar counts one.
+const DefaultMaxItems = 1 << 18
+
+// ValueFromCBORBudget is ValueFromCBOR with a total item budget (maxItems
+// <= 0: DefaultMaxItems): a value of more items, in all its arrays and maps
+// together, is refused with 1001 limit_exceeded before it is expanded
+// further. Per-array caps alone let 250 arrays of 65,536 zeros (16 MiB)
+// expand into 16 million values.
+func ValueFromCBORBudget(item []byte, maxItems int) (any, error) {
+	if maxItems <= 0 {
+		maxItems = DefaultMaxItems
+	}
+	r := cborReader{data: item, budget: maxItems}
 	v, err := r.value(0)
 	if err != nil {
 		return nil, err
@@ -75,9 +91,10 @@ func tooDeep(code amp.Code, p path) *amp.Error {
 }
 
 type cborReader struct {
-	data []byte
-	off  int
-	path path
+	data   []byte
+	off    int
+	path   path
+	budget int // items left
 }
 
 // head reads the head of the next item with amp's strict reader
@@ -115,6 +132,9 @@ func (r *cborReader) value(depth int) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.budget--; r.budget < 0 {
+		return nil, amp.Named(amp.CodeInvalidMessage, ErrLimitExceeded, "value has more items than this agent accepts")
+	}
 	switch major {
 	case 0:
 		if arg <= math.MaxInt64 {
@@ -140,6 +160,9 @@ func (r *cborReader) value(depth int) (any, error) {
 		if arg > uint64(len(r.data)-r.off) { // every element takes a byte
 			return nil, malformed("truncated")
 		}
+		if arg > uint64(r.budget) {
+			return nil, amp.Named(amp.CodeInvalidMessage, ErrLimitExceeded, "value has more items than this agent accepts")
+		}
 		arr := make([]any, arg)
 		for i := range arr {
 			r.path = append(r.path, segment{index: i})
@@ -155,6 +178,9 @@ func (r *cborReader) value(depth int) (any, error) {
 		}
 		if arg > uint64(len(r.data)-r.off)/2 {
 			return nil, malformed("truncated")
+		}
+		if arg > uint64(r.budget) {
+			return nil, amp.Named(amp.CodeInvalidMessage, ErrLimitExceeded, "value has more items than this agent accepts")
 		}
 		m := make(map[string]any, arg)
 		for i := uint64(0); i < arg; i++ {

@@ -1,0 +1,75 @@
+// Package ledger is the agent's idempotency ledger (RFC 001 §8.4, §16.2;
+// RFC 004 §2.2): for each (sender DID, message id) it remembers whether a
+// handler has started and, once it has finished, the exact reply bytes, so
+// that a duplicate never runs a handler twice and always gets the
+// byte-identical reply.
+//
+// # Use
+//
+//	s := ledger.Start(sender, id, expires)
+//	switch s.State {
+//	case ledger.Done:    send s.Reply                      // a replay
+//	case ledger.Busy:    wait for s.Wait, then Start again // a concurrent copy runs
+//	case ledger.Lost:    s.Ticket.Finish(outcome-unknown result) and send it
+//	case ledger.Fresh:   check everything; then
+//	                     s.Ticket.Running()  (durable, just before the handler)
+//	                     run the handler
+//	                     s.Ticket.Finish(reply)  (durable, before sending)
+//	                  or s.Ticket.Finish(refusal) without Running: kept in
+//	                     memory only, a bounded cache
+//	                  or s.Ticket.Abandon()  (retryable refusal: nothing kept)
+//	}
+//
+// # States and transitions
+//
+// A key is in one of these states. "Durable" states are in the Store (a
+// bbolt file of its own, see OpenBolt; or memory, see NewMemory); the
+// others live in the Ledger value of this process only.
+//
+//	state      where     meaning
+//	absent     -         never seen (or expired and reclaimed)
+//	claimed    process   a Ticket is out; nothing written yet
+//	volatile   process   answered without running anything (PING, a
+//	                     refusal, a query); reply in the bounded cache
+//	running    durable   the handler was about to start; no reply yet
+//	done       durable   the reply is recorded
+//
+//	from      event                          to        Start reports
+//	absent    Start                          claimed   Fresh (Ticket)
+//	claimed   Start (concurrent copy)        claimed   Busy (Wait)
+//	claimed   Ticket.Running ok              running   -
+//	claimed   Ticket.Running refused (quota) claimed   - (caller refuses, retryable)
+//	claimed   Ticket.Finish                  volatile  - (Busy waiters retry: Done)
+//	claimed   Ticket.Abandon                 absent    - (Busy waiters retry: Fresh)
+//	running   Ticket.Finish ok               done      -
+//	running   Start (this process runs it)   running   Busy (Wait)
+//	running   Start (no Ticket out: crash)   running   Lost (Ticket, claimed)
+//	done      Start                          done      Done (Reply)
+//	volatile  Start                          volatile  Done (Reply)
+//	volatile  evicted from the cache         absent    -
+//	running   expired, swept                 absent    -
+//	done      expired, swept                 absent    -
+//
+// Lost is the one case where the outcome of a handler is unknown: an
+// earlier process marked it running and stopped before recording the
+// reply. Running it again could run it twice, so the caller records and
+// sends a terminal "outcome unknown" result instead (Ticket.Finish on a
+// Lost ticket is durable).
+//
+// # Quotas
+//
+// The Store keeps its bytes (keys, records and expiry index, counted with a
+// fixed per-entry overhead) within Limits.Budget (default 256 MiB) and each
+// sender within Limits.PerCaller. Running refuses with ErrFull or
+// ErrCallerFull (both retryable) when the entry would not fit; Finish may
+// refuse a reply larger than what was reserved for it, and the caller then
+// records a small error result instead, which always fits the reservation.
+// Expired entries are reclaimed a few at a time in every commit, and by
+// Sweep, so the file stops growing under steady load (bbolt reuses freed
+// pages; it never shrinks).
+//
+// Only what a handler ran for is written durably: PING, refusals and
+// answers of senders the policy does not know go to a bounded in-memory
+// cache, which answers their replays while it holds them; after eviction a
+// replay is evaluated again, and gives the same refusal (RFC 001 §16.2).
+package ledger

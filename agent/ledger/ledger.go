@@ -1,0 +1,342 @@
+package ledger
+
+import (
+	"sync"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// State is what Start reports about a key.
+type State uint8
+
+const (
+	// Fresh: the key was not seen. The caller holds a Ticket.
+	Fresh State = iota + 1
+	// Done: a reply is recorded; send Start.Reply unchanged.
+	Done
+	// Busy: a copy of the message is being processed in this process;
+	// wait for Start.Wait to close, then call Start again.
+	Busy
+	// Lost: an earlier process began running the handler and stopped
+	// before recording its reply. The caller holds a Ticket, must not run
+	// the handler, and records an "outcome unknown" result with Finish.
+	Lost
+)
+
+var stateNames = [...]string{Fresh: "fresh", Done: "done", Busy: "busy", Lost: "lost"}
+
+// String returns the state's name.
+func (s State) String() string {
+	if int(s) < len(stateNames) && stateNames[s] != "" {
+		return stateNames[s]
+	}
+	return "invalid"
+}
+
+// Errors. All are *amp.Error values; the quota errors are retryable.
+const (
+	// ErrFull: the ledger's byte budget is reached (5004, retryable).
+	ErrFull amp.ErrName = "ledger_full"
+	// ErrCallerFull: the sender's share of the ledger is used up (3005,
+	// retryable).
+	ErrCallerFull amp.ErrName = "caller_quota_exceeded"
+	// ErrLedgerIO: the durable store failed (5002).
+	ErrLedgerIO amp.ErrName = "ledger_unavailable"
+	// ErrTicketUsed: a Ticket was used after it was finished or abandoned
+	// (a programming error).
+	ErrTicketUsed amp.ErrName = "ticket_used"
+)
+
+// Key names one message: the sender's bare DID and the message id.
+type Key struct {
+	Sender string
+	ID     [16]byte
+}
+
+func (k Key) bytes() []byte {
+	b := make([]byte, 0, len(k.Sender)+17)
+	b = append(b, k.Sender...)
+	b = append(b, 0)
+	return append(b, k.ID[:]...)
+}
+
+// Record is a key's durable entry.
+type Record struct {
+	// Reply is nil while the handler runs (state running), the reply
+	// bytes once done.
+	Reply   []byte
+	Expires time.Time
+}
+
+// Store is the durable part of the ledger: one interface, so that another
+// backend (a replicated one) can replace the bbolt file without touching
+// the agent. Implementations must be safe for concurrent use; the Ledger
+// never calls MarkRunning or Finish twice concurrently for one key.
+type Store interface {
+	// Lookup returns k's record, if there is one that has not expired.
+	Lookup(k Key) (Record, bool, error)
+	// MarkRunning records, durably before it returns, that k's handler is
+	// about to run. It refuses with ErrFull or ErrCallerFull when the
+	// entry (with Limits.ReplyReserve for its reply) does not fit.
+	MarkRunning(k Key, expires time.Time) error
+	// Finish records k's reply durably before it returns. k was marked
+	// running. A reply larger than the reservation may be refused with
+	// ErrFull or ErrCallerFull; one within it never is.
+	Finish(k Key, reply []byte) error
+	// Sweep deletes the entries expired at now (at most max; max <= 0
+	// means all) and returns how many it deleted.
+	Sweep(now time.Time, max int) (int, error)
+	// Usage reports the accounted bytes and entries.
+	Usage() Usage
+	// Close releases the store.
+	Close() error
+}
+
+// Usage is what a Store holds.
+type Usage struct {
+	Entries int   `json:"entries"`
+	Bytes   int64 `json:"bytes"`
+	Budget  int64 `json:"budget"`
+}
+
+// Options configures a Ledger.
+type Options struct {
+	// VolatileBytes bounds the in-memory cache of replies that were not
+	// written durably (default 8 MiB); VolatileEntries bounds its count
+	// (default 65,536).
+	VolatileBytes   int64
+	VolatileEntries int
+	// Now is the clock (required): volatile entries expire with their
+	// message.
+	Now func() time.Time
+}
+
+// Ledger is the idempotency state machine over a Store (see the package
+// documentation for its states). Safe for concurrent use.
+type Ledger struct {
+	store Store
+	opts  Options
+
+	mu       sync.Mutex
+	claimed  map[Key]chan struct{}
+	volatile volatileCache
+}
+
+// New returns a Ledger over store.
+func New(store Store, opts Options) (*Ledger, error) {
+	if store == nil {
+		return nil, amp.Named(0, "misconfigured", "the ledger needs a store")
+	}
+	if opts.Now == nil {
+		return nil, amp.Named(0, "misconfigured", "the ledger needs a clock")
+	}
+	if opts.VolatileBytes <= 0 {
+		opts.VolatileBytes = 8 << 20
+	}
+	if opts.VolatileEntries <= 0 {
+		opts.VolatileEntries = 1 << 16
+	}
+	return &Ledger{store: store, opts: opts, claimed: map[Key]chan struct{}{},
+		volatile: volatileCache{maxBytes: opts.VolatileBytes, maxEntries: opts.VolatileEntries, m: map[Key]volatileEntry{}}}, nil
+}
+
+// Start is what the ledger knows about a message.
+type Start struct {
+	State State
+	// Reply is the recorded reply (Done).
+	Reply []byte
+	// Wait closes when the concurrent copy is finished (Busy).
+	Wait <-chan struct{}
+	// Ticket is the caller's claim on the key (Fresh, Lost).
+	Ticket *Ticket
+}
+
+// Start looks up (sender, id). expires is when the message's reply may be
+// forgotten. An error means the store failed; nothing was claimed.
+func (l *Ledger) Start(sender string, id [16]byte, expires time.Time) (Start, error) {
+	k := Key{Sender: sender, ID: id}
+	now := l.opts.Now()
+	l.mu.Lock()
+	if c, ok := l.claimed[k]; ok {
+		l.mu.Unlock()
+		return Start{State: Busy, Wait: c}, nil
+	}
+	if reply, ok := l.volatile.get(k, now); ok {
+		l.mu.Unlock()
+		return Start{State: Done, Reply: reply}, nil
+	}
+	c := make(chan struct{})
+	l.claimed[k] = c
+	l.mu.Unlock()
+	rec, ok, err := l.store.Lookup(k)
+	if err != nil {
+		l.release(k, c)
+		return Start{}, err
+	}
+	switch {
+	case ok && rec.Reply != nil:
+		l.release(k, c)
+		return Start{State: Done, Reply: rec.Reply}, nil
+	case ok:
+		return Start{State: Lost, Ticket: &Ticket{l: l, k: k, c: c, expires: rec.Expires, running: true}}, nil
+	}
+	return Start{State: Fresh, Ticket: &Ticket{l: l, k: k, c: c, expires: expires}}, nil
+}
+
+func (l *Ledger) release(k Key, c chan struct{}) {
+	l.mu.Lock()
+	delete(l.claimed, k)
+	l.mu.Unlock()
+	close(c)
+}
+
+// Sweep deletes the entries expired at now from the store and the cache.
+func (l *Ledger) Sweep(now time.Time) (int, error) {
+	l.mu.Lock()
+	l.volatile.sweep(now)
+	l.mu.Unlock()
+	return l.store.Sweep(now, 0)
+}
+
+// Usage reports the store's usage.
+func (l *Ledger) Usage() Usage { return l.store.Usage() }
+
+// Close closes the store.
+func (l *Ledger) Close() error { return l.store.Close() }
+
+// Ticket is the claim of one caller on one key: exactly one of Finish or
+// Abandon ends it.
+type Ticket struct {
+	l       *Ledger
+	k       Key
+	c       chan struct{}
+	expires time.Time
+	running bool
+	ended   bool
+}
+
+// Running records durably that the handler is about to run. After it
+// succeeds, the ticket must end with Finish (else the key stays running
+// and a later Start reports Lost). ErrFull and ErrCallerFull are
+// retryable refusals: nothing was written; end the ticket with Abandon.
+func (t *Ticket) Running() error {
+	if t.ended {
+		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger ticket already ended")
+	}
+	if t.running {
+		return nil
+	}
+	if err := t.l.store.MarkRunning(t.k, t.expires); err != nil {
+		return err
+	}
+	t.running = true
+	return nil
+}
+
+// Finish records reply and ends the ticket. After Running (and for a Lost
+// ticket) it is durable before Finish returns; otherwise the reply goes to
+// the bounded in-memory cache only. On a store error the ticket stays
+// open: the caller may Finish again with another (smaller) reply.
+func (t *Ticket) Finish(reply []byte) error {
+	if t.ended {
+		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger ticket already ended")
+	}
+	reply = append([]byte{}, reply...) // non-nil: nil means running
+	if t.running {
+		if err := t.l.store.Finish(t.k, reply); err != nil {
+			return err
+		}
+	} else {
+		t.l.mu.Lock()
+		t.l.volatile.put(t.k, reply, t.expires, t.l.opts.Now())
+		t.l.mu.Unlock()
+	}
+	t.end()
+	return nil
+}
+
+// Abandon ends the ticket without recording anything: for a retryable
+// refusal, which the sender retries with the same id (RFC 001 §16.3). On
+// a running ticket it leaves the key running: a later Start reports Lost.
+func (t *Ticket) Abandon() {
+	if !t.ended {
+		t.end()
+	}
+}
+
+// Durable reports whether Running succeeded (or the ticket is Lost's).
+func (t *Ticket) Durable() bool { return t.running }
+
+func (t *Ticket) end() {
+	t.ended = true
+	t.l.release(t.k, t.c)
+}
+
+// volatileCache is a bounded FIFO of replies that were not written
+// durably. Callers hold the Ledger's lock.
+type volatileCache struct {
+	maxBytes   int64
+	maxEntries int
+	bytes      int64
+	m          map[Key]volatileEntry
+	order      []Key // insertion order; may hold keys already removed
+}
+
+type volatileEntry struct {
+	reply   []byte
+	expires time.Time
+}
+
+func volatileSize(k Key, reply []byte) int64 { return int64(len(k.Sender) + 16 + len(reply) + 64) }
+
+func (c *volatileCache) get(k Key, now time.Time) ([]byte, bool) {
+	e, ok := c.m[k]
+	if !ok {
+		return nil, false
+	}
+	if now.After(e.expires) {
+		c.remove(k)
+		return nil, false
+	}
+	return e.reply, true
+}
+
+func (c *volatileCache) remove(k Key) {
+	if e, ok := c.m[k]; ok {
+		c.bytes -= volatileSize(k, e.reply)
+		delete(c.m, k)
+	}
+}
+
+func (c *volatileCache) put(k Key, reply []byte, expires, now time.Time) {
+	size := volatileSize(k, reply)
+	if size > c.maxBytes/4 || !now.Before(expires) {
+		return // too large to keep, or already expired: a replay is evaluated again
+	}
+	c.remove(k)
+	for len(c.order) > 0 && (c.bytes+size > c.maxBytes || len(c.m)+1 > c.maxEntries) {
+		c.remove(c.order[0])
+		c.order = c.order[1:]
+	}
+	if len(c.order) > 2*c.maxEntries { // compact removed keys
+		kept := make([]Key, 0, len(c.m))
+		for _, o := range c.order {
+			if _, ok := c.m[o]; ok {
+				kept = append(kept, o)
+			}
+		}
+		c.order = kept
+	}
+	c.m[k] = volatileEntry{reply: reply, expires: expires}
+	c.order = append(c.order, k)
+	c.bytes += size
+}
+
+func (c *volatileCache) sweep(now time.Time) {
+	for k, e := range c.m {
+		if now.After(e.expires) {
+			c.remove(k)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package ledger
+
+import (
+	"sync"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// MemoryStore is a Store in memory: the same quotas and states as the
+// bbolt store, not durable (a restart forgets it). For tests, benchmarks
+// and agents whose handlers have no side effects.
+type MemoryStore struct {
+	acct *accounts
+	mu   sync.Mutex
+	m    map[Key]Record
+}
+
+// NewMemory returns an empty MemoryStore.
+func NewMemory(lim Limits) *MemoryStore {
+	return &MemoryStore{acct: newAccounts(lim), m: map[Key]Record{}}
+}
+
+// Lookup implements Store.
+func (s *MemoryStore) Lookup(k Key) (Record, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.m[k]
+	return r, ok, nil
+}
+
+// MarkRunning implements Store.
+func (s *MemoryStore) MarkRunning(k Key, expires time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[k]; ok {
+		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger entry already exists")
+	}
+	if err := s.acct.reserve(k.Sender, entryCost(k, s.acct.lim.ReplyReserve), true); err != nil {
+		return err
+	}
+	s.m[k] = Record{Expires: expires}
+	return nil
+}
+
+// Finish implements Store.
+func (s *MemoryStore) Finish(k Key, reply []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.m[k]
+	if !ok {
+		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger entry is not running")
+	}
+	if err := s.acct.grow(k.Sender, int64(len(reply))-s.acct.lim.ReplyReserve); err != nil {
+		return err
+	}
+	r.Reply = reply
+	s.m[k] = r
+	return nil
+}
+
+// Sweep implements Store.
+func (s *MemoryStore) Sweep(now time.Time, max int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, r := range s.m {
+		if max > 0 && n >= max {
+			break
+		}
+		if now.After(r.Expires) {
+			s.acct.release(k.Sender, recordCost(k, r, s.acct.lim))
+			delete(s.m, k)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// recordCost is what a stored record counts.
+func recordCost(k Key, r Record, lim Limits) int64 {
+	if r.Reply == nil {
+		return entryCost(k, lim.ReplyReserve)
+	}
+	return entryCost(k, int64(len(r.Reply)))
+}
+
+// Usage implements Store.
+func (s *MemoryStore) Usage() Usage { return s.acct.usage() }
+
+// Close implements Store.
+func (s *MemoryStore) Close() error { return nil }
