@@ -20,12 +20,12 @@
 //	highwater    bundle_id -> highest version ever imported (kept after removal)
 //	audit        hash-chained log of imports, downgrades, removals, trust changes
 //	pending      journal of an import whose blobs are staged but not committed
+//	meta         schema version, generation, audit head
 //
 // The agent's idempotency ledger is not in this file: it lives in a bbolt
 // file of its own beside it (package agent/ledger, <db>.ledger), so the
 // registry stays read-mostly and small. Stores written by earlier builds
 // may hold unused "replay" and "replay_exp" buckets; they are ignored.
-//	meta         schema version, generation, audit head
 //
 // The store's schema version is checked on every open. Its generation
 // changes with every import, removal and trust change; caches (compiled
