@@ -31,12 +31,20 @@ type ReaderOptions struct {
 	// Progress, when set, is called with the number of artifact bytes read
 	// so far.
 	Progress func(done int64)
+	// AllowDelta accepts a delta bundle (FORMAT.md §12). Its omitted
+	// artifacts come out of Next with FromBase set and no bytes: the caller
+	// takes them from the base (after CheckBase) and must check them
+	// itself. Without it a delta is refused with ErrDeltaBundle.
+	AllowDelta bool
 }
 
 // Artifact is one verified artifact: its manifest entry and its bytes.
 type Artifact struct {
 	ArtifactEntry
 	Data []byte
+	// FromBase is set for an artifact a delta bundle omits: Data is nil,
+	// and the bytes are the base's (Reader.CheckBase).
+	FromBase bool
 }
 
 // Reader reads a bundle as a stream. NewReader verifies the signatures, the
@@ -50,6 +58,8 @@ type Reader struct {
 	obj      *signedObject
 	manifest *Manifest
 	signers  []*TrustedKey // verified, and in scope for the whole manifest
+	delta    *Delta        // the verified delta header, nil for a full bundle
+	omit     []bool        // by manifest index: artifacts a delta omits
 	next     int           // index of the next artifact
 	done     int64
 	finished bool
@@ -71,10 +81,32 @@ func NewReader(r io.Reader, opts ReaderOptions) (*Reader, error) {
 		opts.MaxArtifactSize = DefaultMaxArtifactSize
 	}
 	rd := &Reader{br: bufio.NewReaderSize(r, readBufferSize), opts: opts}
-	var err error
-	if rd.signed, rd.obj, err = readSigned(rd.br, opts.MaxManifestSize); err != nil {
+	item, err := readItem(rd.br, opts.MaxManifestSize)
+	if err != nil {
 		return nil, err
 	}
+	var hdrSigners []*TrustedKey
+	if coseContentType(item) == MediaTypeDelta {
+		if !opts.AllowDelta {
+			return nil, fail(ErrDeltaBundle, "this is a delta bundle: it carries only what its base lacks; import it into a store that holds the base")
+		}
+		obj, err := decodeCOSE(item, MediaTypeDelta)
+		if err != nil {
+			return nil, err
+		}
+		if hdrSigners, err = rd.readDelta(obj); err != nil {
+			return nil, err
+		}
+		// Item 1 is the full bundle's signed manifest.
+		if item, err = readItem(rd.br, opts.MaxManifestSize); err != nil {
+			return nil, err
+		}
+	}
+	obj, err := decodeSigned(item)
+	if err != nil {
+		return nil, err
+	}
+	rd.signed, rd.obj = item, obj
 	verified, err := rd.obj.verify(opts.Policy)
 	if err != nil {
 		return nil, err
@@ -91,6 +123,11 @@ func NewReader(r io.Reader, opts ReaderOptions) (*Reader, error) {
 	for _, a := range rd.manifest.Artifacts {
 		if a.Size > uint64(opts.MaxArtifactSize) {
 			return nil, fail(ErrTooLarge, "artifact %s is larger than the %d-byte limit", a.Key, opts.MaxArtifactSize)
+		}
+	}
+	if rd.delta != nil {
+		if err := rd.checkDelta(hdrSigners); err != nil {
+			return nil, err
 		}
 	}
 	return rd, nil
@@ -188,6 +225,10 @@ func (r *Reader) next1(keep bool) (*Artifact, error) {
 		return nil, r.end()
 	}
 	e := arts[r.next]
+	if r.omit != nil && r.omit[r.next] {
+		r.next++
+		return &Artifact{ArtifactEntry: e, FromBase: true}, nil
+	}
 	hd, err := amp.ReadHeadFrom(r.br)
 	switch {
 	case errors.Is(err, io.EOF):

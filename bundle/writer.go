@@ -63,6 +63,16 @@ type WriteOptions struct {
 // with their size; if a source changes between the two reads, Write fails
 // and what it wrote must be discarded.
 func Write(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOptions) (*Manifest, error) {
+	return writeBundle(w, d, keys, opts, nil)
+}
+
+// deltaHook, given the manifest and its signed bytes, returns what to
+// write before them (a delta header) and which artifacts (by manifest
+// index) to leave out.
+type deltaHook func(m *Manifest, signed []byte) (head []byte, omit []bool, err error)
+
+// writeBundle is Write, and WriteDelta when delta is set.
+func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOptions, delta deltaHook) (*Manifest, error) {
 	if len(keys) == 0 {
 		return nil, fail(ErrInconsistent, "a bundle needs at least one signing key")
 	}
@@ -123,6 +133,17 @@ func Write(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOptions) 
 	if err != nil {
 		return nil, err
 	}
+	var omit []bool
+	if delta != nil {
+		head, o, err := delta(m, signed)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(head); err != nil {
+			return nil, fail(ErrIO, "cannot write the bundle").WithCause(err)
+		}
+		omit = o
+	}
 	if _, err := w.Write(signed); err != nil {
 		return nil, fail(ErrIO, "cannot write the bundle").WithCause(err)
 	}
@@ -130,6 +151,9 @@ func Write(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOptions) 
 	var done int64
 	for i, s := range srcs {
 		e := m.Artifacts[i]
+		if omit != nil && omit[i] {
+			continue // a delta takes it from its base
+		}
 		if _, err := w.Write(ByteStringHead(e.Size)); err != nil {
 			return nil, fail(ErrIO, "cannot write the bundle").WithCause(err)
 		}

@@ -23,6 +23,13 @@ type ImportOptions struct {
 	AllowDowngrade bool
 	// Progress, when set, is called with the artifact bytes read so far.
 	Progress func(done int64)
+	// SkipBaseRehash, for a delta bundle, takes the artifacts it omits
+	// from the base's blobs after checking only their content address and
+	// size, not re-hashing their bytes (DID documents are always
+	// re-hashed). The blobs were hashed when the base was imported and
+	// 'ampbundle check' re-hashes them; without this option every one is
+	// re-hashed, so a delta import reads the whole base.
+	SkipBaseRehash bool
 }
 
 // ImportResult describes a completed import.
@@ -37,6 +44,18 @@ type ImportResult struct {
 	NewBlobs        int      `json:"new_blobs"` // blobs the import added (the others were shared)
 	Capabilities    []string `json:"capabilities"`
 	Generation      uint64   `json:"generation"`
+	// Delta is set when the file was a delta bundle: the base it applied
+	// to and how much it took from it.
+	Delta *DeltaResult `json:"delta,omitempty"`
+}
+
+// DeltaResult describes what a delta import took from its base.
+type DeltaResult struct {
+	Base          string `json:"base"` // "bundle_id version N (manifest sha256 …)"
+	BaseVersion   uint64 `json:"base_version"`
+	FromBase      int    `json:"from_base"`       // artifacts taken from the base
+	FromBaseBytes uint64 `json:"from_base_bytes"` // their total size
+	Rehashed      bool   `json:"rehashed"`        // whether their bytes were re-hashed
 }
 
 // staged is one verified artifact on its way into the store.
@@ -81,7 +100,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (*I
 		return nil, err
 	}
 	br, err := bundle.NewReader(r, bundle.ReaderOptions{Policy: policy, Now: s.opts.Now,
-		MaxArtifactSize: s.opts.MaxArtifactSize, Progress: opts.Progress})
+		MaxArtifactSize: s.opts.MaxArtifactSize, Progress: opts.Progress, AllowDelta: true})
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +126,20 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (*I
 	if err != nil {
 		return nil, err
 	}
+	var base *deltaBase
+	if d := br.Delta(); d != nil {
+		n, size := br.Omitted()
+		res.Delta = &DeltaResult{Base: d.Base.String(), BaseVersion: d.Base.Version, FromBase: n, FromBaseBytes: size, Rehashed: !opts.SkipBaseRehash}
+		if !unchanged {
+			if err := s.db.View(func(tx *bolt.Tx) error {
+				var err error
+				base, err = loadDeltaBase(tx, br)
+				return err
+			}); err != nil {
+				return nil, amp.AsError(err)
+			}
+		}
+	}
 	if unchanged {
 		res.Unchanged = true
 		// Still read it all: a file that matches the installed manifest
@@ -125,7 +158,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (*I
 			s.rollback(pending)
 		}
 	}()
-	arts, err := s.stage(ctx, br, pending)
+	arts, err := s.stage(ctx, br, pending, base, opts.SkipBaseRehash)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +170,11 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (*I
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		if _, err := checkAgainstStore(tx, m, signed, opts.AllowDowngrade, res); err != nil {
 			return err
+		}
+		if base != nil {
+			if err := checkBaseStill(tx, base.ref); err != nil {
+				return err
+			}
 		}
 		if err := s.fault("commit-inside"); err != nil {
 			return err
@@ -184,7 +222,10 @@ func wrapTx(err error) error {
 
 // stage reads every artifact (verified by the reader) and writes new blobs
 // in batches, journaling them in pending.
-func (s *Store) stage(ctx context.Context, br *bundle.Reader, pending *pendingRecord) ([]staged, error) {
+//
+// For a delta (base set), the artifacts it omits are the base's blobs,
+// checked by fromBase; nothing is staged for them.
+func (s *Store) stage(ctx context.Context, br *bundle.Reader, pending *pendingRecord, base *deltaBase, skipRehash bool) ([]staged, error) {
 	var arts []staged
 	var batch []*bundle.Artifact
 	batchBytes := 0
@@ -230,6 +271,17 @@ func (s *Store) stage(ctx context.Context, br *bundle.Reader, pending *pendingRe
 		}
 		if err != nil {
 			return nil, err
+		}
+		if a.FromBase {
+			if base == nil {
+				return nil, fail(bundle.ErrDeltaBaseMissing, "a delta artifact without a base")
+			}
+			st, err := s.fromBase(br, a, base, skipRehash)
+			if err != nil {
+				return nil, err
+			}
+			arts = append(arts, st)
+			continue
 		}
 		st := staged{entry: a.ArtifactEntry, blob: BlobKey(a.HashAlg, a.Hash)}
 		switch a.MediaType {

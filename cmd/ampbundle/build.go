@@ -29,12 +29,21 @@ func buildCommand(env *cliutil.Env) *cli.Command {
 descriptor, JSON Schema ($refs must resolve inside the bundle) and DID
 document, and writes the signed bundle to FILE (atomically: a temporary file
 renamed into place). Same source + same key + same created time = identical
-bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.`,
+bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.
+
+With --base OLD.ampb (or --base-from-db DB, the version of the same
+bundle_id installed there) it writes a delta bundle (docs/FORMAT.md §12):
+the full bundle's signed manifest, a signed header naming the exact base,
+and only the artifacts the base does not carry. 'ampbundle import' of the
+delta into a store holding that base installs exactly the full bundle, and
+'ampbundle export' then writes the full bundle byte for byte.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "bundle `FILE` to write (required)"},
 			&cli.StringSliceFlag{Name: "key", Usage: "publisher private key `PEM` file (required, mode 0600; repeatable: one signature per key, co-signing)"},
 			&cli.StringFlag{Name: "created", Usage: "created_at as an RFC 3339 `TIME`"},
 			&cli.StringFlag{Name: "hash", Value: capability.HashSHA256, Usage: "artifact hash `ALG`: sha-256 or sha-512"},
+			&cli.StringFlag{Name: "base", Usage: "write a delta against the base bundle `OLD.ampb`"},
+			&cli.StringFlag{Name: "base-from-db", Usage: "write a delta against the version installed in the store `DB`"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -43,6 +52,9 @@ bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.`,
 			}
 			if err := cliutil.Require(c, "out", "key"); err != nil {
 				return err
+			}
+			if c.IsSet("base") && c.IsSet("base-from-db") {
+				return cliutil.Usagef("give --base or --base-from-db, not both")
 			}
 			if h := c.String("hash"); h != capability.HashSHA256 && h != capability.HashSHA512 {
 				return cliutil.Usagef("--hash must be sha-256 or sha-512")
@@ -64,9 +76,19 @@ bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.`,
 			for _, s := range d.Artifacts {
 				total += s.Size
 			}
+			baseSigned, err := buildBase(env, c, d.BundleID)
+			if err != nil {
+				return err
+			}
 			prog := cliutil.NewProgress(env, c.Bool("json"), "building", total)
 			out := c.String("out")
+			var delta *bundle.Delta
 			m, size, sum, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
+				if baseSigned != nil {
+					m, dh, err := bundle.WriteDelta(w, d, keys, baseSigned, bundle.WriteOptions{Progress: prog.Update})
+					delta = dh
+					return m, err
+				}
 				return bundle.Write(w, d, keys, bundle.WriteOptions{Progress: prog.Update})
 			})
 			prog.Done()
@@ -74,13 +96,26 @@ bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.`,
 				return err
 			}
 			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, map[string]any{
+				v := map[string]any{
 					"file": out, "size": size, "sha256": sum,
 					"bundle": summarize("", m, keyInfos(keys), false),
-				})
+				}
+				if delta != nil {
+					v["delta"] = deltaView(m, delta)
+				}
+				return cliutil.PrintJSON(env.Stdout, v)
 			}
-			fmt.Fprintf(env.Stdout, "wrote %s: %s version %d, %d artifacts, %d capabilities, %d bytes, sha256 %s\n",
-				out, m.BundleID, m.Version, len(m.Artifacts), len(m.Capabilities), size, sum)
+			kind := "wrote"
+			if delta != nil {
+				kind = "wrote delta"
+			}
+			fmt.Fprintf(env.Stdout, "%s %s: %s version %d, %d artifacts, %d capabilities, %d bytes, sha256 %s\n",
+				kind, out, m.BundleID, m.Version, len(m.Artifacts), len(m.Capabilities), size, sum)
+			if delta != nil {
+				dv := deltaView(m, delta)
+				fmt.Fprintf(env.Stdout, "  base          %s\n  carries       %d artifacts; %d (%d bytes) come from the base\n",
+					dv.Base, len(m.Artifacts)-dv.Omitted, dv.Omitted, dv.OmittedBytes)
+			}
 			return nil
 		},
 	}

@@ -27,11 +27,19 @@ for its bundle_id is refused as a rollback, even after 'ampbundle rm';
 --allow-downgrade accepts it and records a downgrade in the audit log.
 Importing the bundle that is already installed changes nothing.
 
+A delta bundle (built with 'ampbundle build --base') is accepted when the
+store holds the exact base it names (else delta_base_missing, naming the
+base); the artifacts it omits are the base's blobs, re-hashed against the
+full signed manifest unless --skip-base-rehash (then checked by content
+address and size; 'ampbundle check' re-hashes every blob). The result is
+exactly the state the full bundle gives.
+
 The store must exist: 'ampbundle trust add' creates it.`,
 		Flags: []cli.Flag{
 			dbFlag,
 			adminSocketFlag,
 			&cli.BoolFlag{Name: "allow-downgrade", Usage: "accept a version not newer than the highest ever imported (audited)"},
+			&cli.BoolFlag{Name: "skip-base-rehash", Usage: "for a delta, take the base's blobs by content address and size without re-hashing them"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) (err error) {
@@ -57,7 +65,7 @@ The store must exist: 'ampbundle trust add' creates it.`,
 			}
 			defer closeStore(s, &err)
 			prog := cliutil.NewProgress(env, c.Bool("json"), "importing", total)
-			res, err := s.Import(c.Context, f, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), Progress: prog.Update})
+			res, err := s.Import(c.Context, f, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update})
 			prog.Done()
 			if err != nil {
 				return err
@@ -101,12 +109,14 @@ type importJSON struct {
 	Artifacts       int      `json:"artifacts"`
 	NewBlobs        int      `json:"new_blobs"`
 	Generation      uint64   `json:"generation"`
+	// Delta is set when FILE was a delta bundle.
+	Delta *resolver.DeltaResult `json:"delta,omitempty"`
 }
 
 func importView(path string, r *resolver.ImportResult) importJSON {
 	v := importJSON{File: path, BundleID: r.BundleID, Version: r.Version, PreviousVersion: r.PreviousVersion,
 		Unchanged: r.Unchanged, Downgrade: r.Downgrade, Signers: r.Signers, Capabilities: r.Capabilities,
-		Artifacts: r.Artifacts, NewBlobs: r.NewBlobs, Generation: r.Generation}
+		Artifacts: r.Artifacts, NewBlobs: r.NewBlobs, Generation: r.Generation, Delta: r.Delta}
 	if v.Signers == nil {
 		v.Signers = []string{}
 	}
@@ -146,5 +156,8 @@ func printImport(env *cliutil.Env, path string, r *resolver.ImportResult) {
 	fmt.Fprintf(w, "  signed by     %s\n", strings.Join(r.Signers, ", "))
 	fmt.Fprintf(w, "  capabilities  %s\n", strings.Join(r.Capabilities, ", "))
 	fmt.Fprintf(w, "  artifacts     %d (%d new blobs, the others shared)\n", r.Artifacts, r.NewBlobs)
+	if r.Delta != nil {
+		printDelta(env, r.Delta)
+	}
 	fmt.Fprintf(w, "  generation    %d\n", r.Generation)
 }

@@ -77,7 +77,12 @@ func openStore(env *cliutil.Env, c *cli.Context, mode storeMode) (registry, erro
 	if err := cliutil.Require(c, "db"); err != nil {
 		return nil, err
 	}
-	db := c.String("db")
+	return openStoreAt(env, c.String("db"), c.String("admin-socket"), mode)
+}
+
+// openStoreAt is openStore for the store file db and admin socket sock
+// (empty: the default next to db).
+func openStoreAt(env *cliutil.Env, db, sock string, mode storeMode) (registry, error) {
 	s, err := resolver.Open(db, resolver.Options{
 		Now:         env.Now,
 		ReadOnly:    mode == readOnly,
@@ -88,7 +93,6 @@ func openStore(env *cliutil.Env, c *cli.Context, mode storeMode) (registry, erro
 		return s, nil
 	}
 	if errors.Is(err, resolver.ErrStoreInUse) {
-		sock := c.String("admin-socket")
 		if sock == "" {
 			sock = admin.SocketPath(db)
 		}

@@ -22,7 +22,13 @@ func verifyCommand(env *cliutil.Env) *cli.Command {
 		Description: `Checks the bundle as an import would, without a store: the signature by
 one of the --trust keys (a public key PEM file or a did:key, trusted here
 for every namespace), the manifest, expiry, and every artifact's size and
-hash. Exit 0 only when all of it verifies.`,
+hash. Exit 0 only when all of it verifies.
+
+A delta bundle (docs/FORMAT.md §12) verifies as far as the file goes: the
+signed header and its binding to the full signed manifest, the manifest,
+and every artifact the delta carries. The artifacts it takes from its base
+are named as such (they are verified when the delta is imported into a
+store holding the base).`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "trust", Usage: "trusted publisher key: `PUB` PEM file or did:key (repeatable, required)"},
 			jsonFlag,
@@ -45,7 +51,7 @@ hash. Exit 0 only when all of it verifies.`,
 			}
 			defer f.Close()
 			var prog *cliutil.Progress
-			r, err := bundle.NewReader(f, bundle.ReaderOptions{Policy: policy, Now: env.Now, Progress: func(n int64) { prog.Update(n) }})
+			r, err := bundle.NewReader(f, bundle.ReaderOptions{Policy: policy, Now: env.Now, Progress: func(n int64) { prog.Update(n) }, AllowDelta: true})
 			if err != nil {
 				return err
 			}
@@ -61,6 +67,16 @@ hash. Exit 0 only when all of it verifies.`,
 			}
 			sigs := signatureInfo(r.Signatures(), r.Signers())
 			s := summarize(path, r.Manifest(), sigs, true)
+			if d := r.Delta(); d != nil {
+				dv := deltaView(r.Manifest(), d)
+				if c.Bool("json") {
+					return cliutil.PrintJSON(env.Stdout, map[string]any{"verified": true, "delta": dv, "needs_base": dv.Omitted > 0, "bundle": s})
+				}
+				fmt.Fprintf(env.Stdout, "verified delta: signatures and the %d artifacts %s carries; %d artifacts (%d bytes) come from base %s and are verified on import into a store holding it\n",
+					len(s.Artifacts)-dv.Omitted, path, dv.Omitted, dv.OmittedBytes, dv.Base)
+				s.print(env.Stdout)
+				return nil
+			}
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"verified": true, "bundle": s})
 			}

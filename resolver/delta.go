@@ -1,0 +1,110 @@
+package resolver
+
+import (
+	"bytes"
+	"crypto/sha256"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// Importing a delta bundle (docs/FORMAT.md §12): the store must hold the
+// exact base the delta names; the artifacts the delta omits are the base's
+// blobs, checked against the full manifest before they are referenced.
+
+// deltaBase is what an import of a delta takes from the installed base.
+type deltaBase struct {
+	ref bundle.BaseRef
+	// schemaIDs maps a blob of the base to the top-level $id of its schema
+	// artifact: the same bytes declare the same $id, so an omitted schema
+	// is indexed without parsing it again.
+	schemaIDs map[string]string
+}
+
+// loadDeltaBase checks that the store holds the exact base of the delta
+// br reads, and collects what the import takes from it.
+func loadDeltaBase(tx *bolt.Tx, br *bundle.Reader) (*deltaBase, error) {
+	d := br.Delta()
+	raw := bucket(tx, bBundles).Get([]byte(d.Base.BundleID))
+	if raw == nil {
+		return nil, fail(bundle.ErrDeltaBaseMissing, "delta needs base %s installed; the store holds no version of %s (import the base or the full bundle first)", d.Base, d.Base.BundleID)
+	}
+	var rec bundleRecord
+	if err := decode(raw, &rec); err != nil {
+		return nil, err
+	}
+	if sum := sha256.Sum256(rec.Signed); rec.Version != d.Base.Version || !bytes.Equal(sum[:], d.Base.ManifestSHA256) {
+		return nil, fail(bundle.ErrDeltaBaseMissing, "delta needs base %s installed; the store holds %s version %d (a different manifest); import the full bundle instead", d.Base, rec.BundleID, rec.Version)
+	}
+	if err := br.CheckBase(rec.Signed); err != nil {
+		return nil, err
+	}
+	base := &deltaBase{ref: d.Base, schemaIDs: map[string]string{}}
+	prefix := key2(d.Base.BundleID, "")
+	blobOf := map[string]string{}
+	c := bucket(tx, bIndex).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var ir indexRecord
+		if err := decode(v, &ir); err != nil {
+			return nil, err
+		}
+		blobOf[string(k[len(prefix):])] = ir.Blob
+	}
+	c = bucket(tx, bSchemaIDs).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if blob, ok := blobOf[string(v)]; ok {
+			base.schemaIDs[blob] = string(k[len(prefix):])
+		}
+	}
+	return base, nil
+}
+
+// checkBaseStill repeats, inside the final transaction, that the base is
+// the one the import was checked against.
+func checkBaseStill(tx *bolt.Tx, ref bundle.BaseRef) error {
+	raw := bucket(tx, bBundles).Get([]byte(ref.BundleID))
+	if raw == nil {
+		return fail(bundle.ErrDeltaBaseMissing, "delta needs base %s installed; it was removed during the import", ref)
+	}
+	var rec bundleRecord
+	if err := decode(raw, &rec); err != nil {
+		return err
+	}
+	if sum := sha256.Sum256(rec.Signed); !bytes.Equal(sum[:], ref.ManifestSHA256) {
+		return fail(bundle.ErrDeltaBaseMissing, "delta needs base %s installed; it was replaced during the import", ref)
+	}
+	return nil
+}
+
+// fromBase stages an artifact the delta omits: the base's blob with the
+// artifact's content address, verified by the reader against the full
+// signed manifest (size; hash unless skipRehash; DID scope).
+func (s *Store) fromBase(br *bundle.Reader, a *bundle.Artifact, base *deltaBase, skipRehash bool) (staged, error) {
+	st := staged{entry: a.ArtifactEntry, blob: BlobKey(a.HashAlg, a.Hash)}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		data := getBlob(tx, []byte(st.blob))
+		if data == nil {
+			return fail(bundle.ErrDeltaBaseMissing, "the store lacks the bytes of %s that the delta takes from base %s", a.Key, base.ref)
+		}
+		if err := br.VerifyFromBase(a, data, !skipRehash); err != nil {
+			return err
+		}
+		if a.MediaType == bundle.MediaTypeDID {
+			doc, err := amp.ParseDIDDocument(data)
+			if err != nil {
+				return fail(bundle.ErrInconsistent, "artifact %s is not a valid did document", a.Key).WithCause(err)
+			}
+			st.did = doc.ID
+		}
+		return nil
+	})
+	if err != nil {
+		return staged{}, amp.AsError(err)
+	}
+	if a.MediaType == bundle.MediaTypeSchema {
+		st.schemaID = base.schemaIDs[st.blob]
+	}
+	return st, nil
+}
