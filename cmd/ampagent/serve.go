@@ -60,7 +60,11 @@ func serveCommand(env *cliutil.Env) *cli.Command {
 an imported bundle), opens the registry (--db, created by 'ampbundle trust
 add' and filled by 'ampbundle import'), applies the policy (default: deny
 everyone; --allow CALLER=PREFIX rules and the config file's "allow") and
-serves POST /amp/v1/messages and GET /healthz on --listen.
+serves POST /amp/v1/messages, GET /healthz (liveness: the process answers)
+and GET /readyz (readiness, JSON; 503 when not ready: the store cannot be
+read, its check finds a problem, a handler program is missing or not
+executable, or an installed bundle is expired or expires within
+--ready-expiry-window) on --listen.
 
 Capabilities run as programs listed in the config file (--config):
 
@@ -80,7 +84,8 @@ uses by itself when it finds the store in use.
 
 The agent refuses to start when the key file is unreadable or readable by
 others, the store is missing or in use, the store trusts no publisher, a
-handler names a capability the registry does not have, or the listen
+handler names a capability the registry does not have, a handler program
+is missing or not executable (unless --allow-missing-handlers), or the listen
 address is not a loopback address (plain HTTP on a network) unless
 --unsafe-listen says so. SIGINT or SIGTERM stops it gracefully: in-flight
 requests finish.`,
@@ -94,6 +99,9 @@ requests finish.`,
 			&cli.BoolFlag{Name: "unsafe-listen", Usage: "allow a non-loopback listen address (plain HTTP reachable from the network)"},
 			&cli.StringFlag{Name: "admin-socket", Usage: "admin socket `PATH` (default DB.admin.sock)"},
 			&cli.Int64Flag{Name: "max-body", Usage: "largest accepted message in `BYTES` (default 16 MiB)"},
+			&cli.BoolFlag{Name: "allow-missing-handlers", Usage: "start even when a handler program is missing or not executable (logged, and /readyz reports it)"},
+			&cli.DurationFlag{Name: "ready-expiry-window", Value: defaultExpiryWindow, Usage: "/readyz reports not ready when an installed bundle expires within `DURATION` (0: only when expired)"},
+			&cli.DurationFlag{Name: "ready-recheck", Value: defaultRecheck, Usage: "/readyz re-runs the store check at least every `DURATION` (and whenever the store changes)"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn, error"},
 			jsonFlag,
@@ -270,6 +278,18 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if len(rules) == 0 {
 		log.Warn("no allow rules: every caller is refused (--allow CALLER=PREFIX)")
 	}
+	for _, p := range handlerProblems(cfg.Handlers) {
+		if !c.Bool("allow-missing-handlers") {
+			return cliutil.WithHint(cliutil.Failf("handler_program_missing", "the handler of %s cannot run: %s", p.Subject, p.Message),
+				"install the program (an absolute path, or a name in PATH), fix the config file's \"handlers\", or start anyway with --allow-missing-handlers")
+		}
+		log.Warn("handler program cannot run; its invocations will fail (5001)", "capability", p.Subject, "problem", p.Message)
+	}
+	if c.Duration("ready-expiry-window") < 0 || c.Duration("ready-recheck") <= 0 {
+		return cliutil.Usagef("--ready-expiry-window must not be negative and --ready-recheck must be positive")
+	}
+	ready := &readiness{store: store, handlers: cfg.Handlers, now: env.Now,
+		window: c.Duration("ready-expiry-window"), recheck: c.Duration("ready-recheck")}
 	handlers := map[string]agent.Handler{}
 	for capID, h := range cfg.Handlers {
 		handlers[capID] = runProgram(capID, h, log)
@@ -290,7 +310,10 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	}
 	h := agent.NewHTTPHandler(a, agent.HTTPOptions{MaxBody: cfg.MaxBodyBytes, Logger: log,
 		Health: func() map[string]any { return map[string]any{"generation": store.Generation()} }})
-	srv := agent.NewHTTPServer(h, maxTimeout+30*time.Second, log)
+	mux := http.NewServeMux()
+	mux.Handle(ReadyPath, ready)
+	mux.Handle("/", h)
+	srv := agent.NewHTTPServer(mux, maxTimeout+30*time.Second, log)
 	sock := cfg.AdminSocket
 	if sock == "" {
 		sock = admin.SocketPath(db)

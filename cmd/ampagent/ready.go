@@ -1,0 +1,222 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// ReadyPath answers GET with the agent's readiness (docs/CLI.md §3.4).
+const ReadyPath = "/readyz"
+
+// Defaults of the readiness checks.
+const (
+	defaultExpiryWindow = 24 * time.Hour
+	defaultRecheck      = 10 * time.Minute
+	// maxReadyProblems bounds the problems one /readyz answer lists.
+	maxReadyProblems = 50
+)
+
+// readyProblem is one reason the agent is not ready.
+type readyProblem struct {
+	// Check is the check that failed: store, integrity, handlers, expiry.
+	Check string `json:"check"`
+	// Code is a stable snake_case name.
+	Code string `json:"code"`
+	// Subject is what the problem is about: a capability, a bundle id.
+	Subject string `json:"subject,omitempty"`
+	// Message says what is wrong, for people.
+	Message string `json:"message"`
+}
+
+// readyReport is the /readyz answer.
+type readyReport struct {
+	Status     string         `json:"status"` // "ready" or "not_ready"
+	Generation uint64         `json:"generation"`
+	CheckedAt  string         `json:"integrity_checked_at,omitempty"`
+	Problems   []readyProblem `json:"problems"`
+}
+
+// readiness answers /readyz: the store answers, the store's check finds
+// nothing (re-run when the store's generation changes and at least every
+// recheck), every handler program is present and executable, and no
+// installed bundle is expired or expires within window.
+type readiness struct {
+	store    *resolver.Store
+	handlers map[string]execHandler
+	now      func() time.Time
+	window   time.Duration
+	recheck  time.Duration
+
+	mu        sync.Mutex // one integrity check at a time; guards the fields below
+	checked   bool
+	checkedAt time.Time
+	checkGen  uint64
+	integrity []readyProblem
+}
+
+// report runs the checks.
+func (r *readiness) report() readyReport {
+	rep := readyReport{Generation: r.store.Generation(), Problems: []readyProblem{}}
+	add := func(p readyProblem) {
+		if len(rep.Problems) < maxReadyProblems {
+			rep.Problems = append(rep.Problems, p)
+		}
+	}
+	bundles, err := r.store.Bundles()
+	if err != nil {
+		add(readyProblem{Check: "store", Code: "store_unreadable", Message: "the store cannot be read"})
+	}
+	integrity, at := r.integrityProblems()
+	rep.CheckedAt = at.UTC().Format(time.RFC3339)
+	for _, p := range integrity {
+		add(p)
+	}
+	for _, p := range handlerProblems(r.handlers) {
+		add(p)
+	}
+	for _, p := range expiryProblems(bundles, r.now(), r.window) {
+		add(p)
+	}
+	rep.Status = "ready"
+	if len(rep.Problems) > 0 {
+		rep.Status = "not_ready"
+	}
+	return rep
+}
+
+// integrityProblems returns the problems of the store's check, running it
+// again when the generation changed or the last run is older than recheck.
+func (r *readiness) integrityProblems() ([]readyProblem, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	gen, now := r.store.Generation(), r.now()
+	if r.checked && gen == r.checkGen && now.Sub(r.checkedAt) < r.recheck {
+		return r.integrity, r.checkedAt
+	}
+	var out []readyProblem
+	problems, err := r.store.Check()
+	switch {
+	case err != nil:
+		out = append(out, readyProblem{Check: "integrity", Code: "store_unreadable", Message: "the store check could not run"})
+	default:
+		for _, p := range problems {
+			out = append(out, readyProblem{Check: "integrity", Code: "store_damaged", Subject: p.Kind, Message: p.Message})
+		}
+	}
+	r.checked, r.checkedAt, r.checkGen, r.integrity = true, now, gen, out
+	return out, now
+}
+
+// handlerProblems checks that every handler program is present and
+// executable.
+func handlerProblems(handlers map[string]execHandler) []readyProblem {
+	ids := make([]string, 0, len(handlers))
+	for id := range handlers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var out []readyProblem
+	for _, id := range ids {
+		if err := checkProgram(handlers[id]); err != nil {
+			out = append(out, readyProblem{Check: "handlers", Code: "handler_program_missing", Subject: id, Message: err.Error()})
+		}
+	}
+	return out
+}
+
+// programPath is the file exec would run for h: an absolute path as is, a
+// relative path with a separator under h.Dir, a bare name looked up in
+// PATH.
+func programPath(h execHandler) (string, error) {
+	p := h.Command[0]
+	switch {
+	case filepath.IsAbs(p):
+		return p, nil
+	case strings.ContainsRune(p, filepath.Separator):
+		return filepath.Join(h.Dir, p), nil
+	}
+	found, err := exec.LookPath(p)
+	if err != nil && !errors.Is(err, exec.ErrDot) {
+		return "", fmt.Errorf("program %s is not in PATH", p)
+	}
+	return found, nil
+}
+
+// checkProgram reports whether the program of h exists, is a regular file
+// and is executable by someone (the file's own x bits; the OS decides the
+// rest when it runs).
+func checkProgram(h execHandler) error {
+	p, err := programPath(h)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("program %s does not exist", p)
+	case err != nil:
+		return fmt.Errorf("program %s cannot be examined", p)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("program %s is not a regular file", p)
+	case fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("program %s is not executable", p)
+	}
+	return nil
+}
+
+// expiryProblems reports the bundles expired at now or expiring within
+// window.
+func expiryProblems(bundles []resolver.Bundle, now time.Time, window time.Duration) []readyProblem {
+	var out []readyProblem
+	for _, b := range bundles {
+		if b.ExpiresAt == "" {
+			continue
+		}
+		exp, err := time.Parse(time.RFC3339, b.ExpiresAt)
+		switch {
+		case err != nil:
+			out = append(out, readyProblem{Check: "expiry", Code: "bundle_expiry_unreadable", Subject: b.BundleID, Message: "the bundle's expiry time does not parse"})
+		case !now.Before(exp):
+			out = append(out, readyProblem{Check: "expiry", Code: "bundle_expired", Subject: b.BundleID,
+				Message: fmt.Sprintf("bundle %s expired at %s: its schemas are no longer served", b.BundleID, b.ExpiresAt)})
+		case exp.Sub(now) <= window:
+			out = append(out, readyProblem{Check: "expiry", Code: "bundle_expiring", Subject: b.BundleID,
+				Message: fmt.Sprintf("bundle %s expires at %s, within %s: import its next version", b.BundleID, b.ExpiresAt, window)})
+		}
+	}
+	return out
+}
+
+// ServeHTTP answers GET /readyz: 200 when ready, 503 when not, with the
+// report as JSON either way.
+func (r *readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	rep := r.report()
+	body, err := json.Marshal(rep)
+	if err != nil {
+		http.Error(w, "cannot encode the report", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if rep.Status != "ready" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	w.Write(append(body, '\n'))
+}

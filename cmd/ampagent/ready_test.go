@@ -1,0 +1,174 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// getReady fetches /readyz and decodes it.
+func getReady(t *testing.T, url string) (int, readyReport) {
+	t.Helper()
+	resp, err := http.Get(url + ReadyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rep readyReport
+	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+		t.Fatalf("readyz body: %v", err)
+	}
+	return resp.StatusCode, rep
+}
+
+// hasProblem reports whether rep lists a problem of the check and code
+// about subject ("" matches any subject).
+func hasProblem(rep readyReport, check, code, subject string) bool {
+	for _, p := range rep.Problems {
+		if p.Check == check && p.Code == code && (subject == "" || p.Subject == subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// okHandler is a handler config whose program exists.
+var okHandler = map[string]any{"command": []string{"/bin/sh", "-c", `echo '{"text":"x","detected_source":"en"}'`}}
+
+// TestReadyzSoundAgent: a sound store, present programs and a far expiry
+// are ready (200), while /healthz stays the liveness answer.
+func TestReadyzSoundAgent(t *testing.T) {
+	db, key := serveStore(t)
+	cfg := writeConfig(t, map[string]any{"allow": []string{"*=org.example."},
+		"handlers": map[string]any{"org.example.translate.text:2.1.0": okHandler}})
+	r := startServe(t, "--db", db, "--key", key, "--config", cfg)
+	code, rep := getReady(t, r.url)
+	if code != http.StatusOK || rep.Status != "ready" || len(rep.Problems) != 0 || rep.Generation == 0 || rep.CheckedAt == "" {
+		t.Fatalf("readyz: %d %+v", code, rep)
+	}
+}
+
+// TestReadyzTamperedStore: a store whose schema bytes were altered on disk
+// is not ready (threat: a health check saying ok while every invocation of
+// the tampered capability fails closed, so no one replaces the store).
+func TestReadyzTamperedStore(t *testing.T) {
+	db, key := serveStore(t)
+	schema := sampleFile(t, "translate/capabilities/org.example.translate.text/1.0.0/output.schema.json")
+	raw, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := 0; ; {
+		j := bytes.Index(raw[i:], schema)
+		if j < 0 {
+			break
+		}
+		raw[i+j+len(schema)/2] ^= 0x01
+		i += j + len(schema)
+		n++
+	}
+	if n == 0 {
+		t.Fatal("the schema is not in the store file")
+	}
+	if err := os.WriteFile(db, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startServe(t, "--db", db, "--key", key, "--allow", "*=org.example.")
+	code, rep := getReady(t, r.url)
+	if code != http.StatusServiceUnavailable || rep.Status != "not_ready" || !hasProblem(rep, "integrity", "store_damaged", "blob") {
+		t.Fatalf("readyz on a tampered store: %d %+v", code, rep)
+	}
+	resp, err := http.Get(r.url + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz (liveness) on a tampered store: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// TestReadyzMissingHandlerProgram: serve refuses to start when a handler's
+// program does not exist or is not executable (threat: an agent that
+// advertises a capability and answers every invocation 5001); with
+// --allow-missing-handlers it starts, and /readyz names the capability.
+func TestReadyzMissingHandlerProgram(t *testing.T) {
+	db, key := serveStore(t)
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "translate")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, program, detail string }{
+		{"missing", filepath.Join(dir, "none"), "does not exist"},
+		{"not executable", notExec, "is not executable"},
+		{"a directory", dir, "is not a regular file"},
+		{"not in PATH", "no-such-program-h16a", "is not in PATH"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := writeConfig(t, map[string]any{"allow": []string{"*=org.example."},
+				"handlers": map[string]any{
+					"org.example.translate.text:2.1.0": map[string]any{"command": []string{tc.program}},
+					"org.example.translate.text:2.0.0": okHandler,
+				}})
+			res := runCLI(t, "", "serve", "--json", "--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", cfg)
+			code, _ := errorDoc(t, res)
+			if res.code != 1 || code != "handler_program_missing" || !bytes.Contains([]byte(res.stdout), []byte(tc.detail)) {
+				t.Fatalf("serve with a %s program: exit %d %s", tc.name, res.code, res.stdout)
+			}
+			r := startServe(t, "--db", db, "--key", key, "--config", cfg, "--allow-missing-handlers")
+			status, rep := getReady(t, r.url)
+			if status != http.StatusServiceUnavailable || !hasProblem(rep, "handlers", "handler_program_missing", "org.example.translate.text:2.1.0") ||
+				hasProblem(rep, "handlers", "handler_program_missing", "org.example.translate.text:2.0.0") {
+				t.Fatalf("readyz: %d %+v", status, rep)
+			}
+			if res := r.stop(); !bytes.Contains([]byte(res.stderr), []byte("handler program cannot run")) {
+				t.Fatalf("no warning logged: %s", res.stderr)
+			}
+		})
+	}
+}
+
+// TestReadyzExpiringBundle: a bundle that expires within the window makes
+// the agent not ready before it expires (threat: schemas silently stop
+// being served at the expiry, failing every invocation closed).
+func TestReadyzExpiringBundle(t *testing.T) {
+	db, key := serveStore(t)
+	r := startServe(t, "--db", db, "--key", key, "--allow", "*=org.example.", "--ready-expiry-window", "100000h")
+	code, rep := getReady(t, r.url)
+	if code != http.StatusServiceUnavailable || !hasProblem(rep, "expiry", "bundle_expiring", "org.example.translate") {
+		t.Fatalf("readyz with an expiring bundle: %d %+v", code, rep)
+	}
+}
+
+// TestExpiryProblems covers the expiry check's cases with a fixed clock.
+func TestExpiryProblems(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name, expires, want string
+	}{
+		{"no expiry", "", ""},
+		{"far", "2031-01-01T00:00:00Z", ""},
+		{"within the window", "2030-01-01T12:00:00Z", "bundle_expiring"},
+		{"at the window's edge", "2030-01-02T00:00:00Z", "bundle_expiring"},
+		{"expired now", "2030-01-01T00:00:00Z", "bundle_expired"},
+		{"expired", "2029-01-01T00:00:00Z", "bundle_expired"},
+		{"unreadable", "soon", "bundle_expiry_unreadable"},
+	}
+	for _, tt := range tests {
+		ps := expiryProblems([]resolver.Bundle{{BundleID: "org.example.b", ExpiresAt: tt.expires}}, now, 24*time.Hour)
+		got := ""
+		if len(ps) == 1 {
+			got = ps[0].Code
+		}
+		if got != tt.want || len(ps) > 1 {
+			t.Errorf("%s: %+v, want %q", tt.name, ps, tt.want)
+		}
+	}
+}
