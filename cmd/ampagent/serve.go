@@ -304,6 +304,9 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if err != nil {
 		return err
 	}
+	// The agent owns the ledger file beside the store: closed (its lock
+	// released) when serve returns, after the servers stopped.
+	defer a.Close()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return cliutil.Failf("listen_failed", "cannot listen on the address").WithCause(err)

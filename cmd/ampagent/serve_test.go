@@ -111,8 +111,13 @@ func startServe(t *testing.T, args ...string) *running {
 		AdminSocket string `json:"admin_socket"`
 	}
 	dec := json.NewDecoder(pr)
-	if err := dec.Decode(&doc); err != nil || doc.Listening == "" {
-		t.Fatalf("serve did not start: %v\nstderr: %s", err, stderr.String())
+	var raw json.RawMessage
+	err := dec.Decode(&raw)
+	if err == nil {
+		err = json.Unmarshal(raw, &doc)
+	}
+	if err != nil || doc.Listening == "" {
+		t.Fatalf("serve did not start: %v %s\nstderr: %s", err, raw, stderr.String())
 	}
 	rest := make(chan string, 1)
 	go func() { b, _ := io.ReadAll(io.MultiReader(dec.Buffered(), pr)); rest <- string(b) }()
