@@ -85,3 +85,5 @@ func DecodeIndex(data []byte) (*Index, error) {
 	}
 	return &ix, nil
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

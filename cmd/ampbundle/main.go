@@ -34,6 +34,7 @@ func newApp(env *cliutil.Env) *cli.App {
 			rmCommand(env),
 			exportCommand(env),
 			serveCommand(env),
+			syncCommand(env),
 			checkCommand(env),
 			resolveCommand(env),
 			auditCommand(env),

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -391,6 +392,10 @@ func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
 	if err == nil {
 		return 0
 	}
+	var status ExitStatus
+	if errors.As(err, &status) {
+		return int(status)
+	}
 	code := 1
 	if IsUsage(err) {
 		code = 2
@@ -526,3 +531,11 @@ func Loopback(addr string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// ExitStatus, returned by a command, ends it with that exit code and
+// prints nothing more: the command has already printed its result. It is
+// for commands whose successful outcomes differ in a way scripts and
+// timers branch on (ampbundle sync); failures stay errors (exit 1).
+type ExitStatus int
+
+func (e ExitStatus) Error() string { return "exit status " + strconv.Itoa(int(e)) }

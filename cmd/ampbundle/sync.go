@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/mirror"
+)
+
+// Exit codes of 'ampbundle sync' beyond the CLI contract (docs/CLI.md).
+const (
+	syncExitImported = 10 // at least one bundle imported (or, with --dry-run, would be), none refused
+	syncExitRefused  = 11 // at least one bundle refused; the store is unchanged by it
+)
+
+func syncCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "sync",
+		Usage:     "import what a mirror ('ampbundle serve') has that the store lacks, verified like import",
+		ArgsUsage: "URL",
+		Description: `Pulls from the mirror at URL every bundle it offers that is newer than
+what the store DB has installed, and imports each exactly as 'ampbundle import'
+does: signature and namespace trust, every artifact's size and hash, rollback;
+all or nothing, audited. The mirror is never trusted: its capabilities
+document is checked, each file must match the index (bundle_id, version, size,
+SHA-256) before it is offered to the import, a version not newer than the
+installed one is refused before any download, and a refused file changes
+nothing. Only URL is dialled: no proxy, no redirect is followed.
+
+Interrupted downloads resume: partial files stay in DB.sync/ (one per bundle
+file the mirror offers, each at most the bundle size limit; files the mirror
+no longer offers are removed). --dry-run only says what would be imported.
+
+Exit codes, for timers: 0 nothing new; 10 imported (with --dry-run: would
+import); 11 at least one bundle refused (the others may have been imported);
+1 the sync could not run (mirror unreachable or malformed, store error);
+2 usage.`,
+		Flags: []cli.Flag{
+			dbFlag,
+			adminSocketFlag,
+			&cli.BoolFlag{Name: "dry-run", Usage: "only report what would be imported"},
+			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificates `PEM` to verify an https mirror with (default: the system roots)"},
+			&cli.DurationFlag{Name: "timeout", Value: 0, Usage: "give up after `DURATION` (default: no limit; each request has its own timeouts)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) (err error) {
+			if err := cliutil.ExactArgs(c, 1, "the mirror URL"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "db"); err != nil {
+				return err
+			}
+			var tlsCfg *tls.Config
+			if p := c.String("tls-ca"); p != "" {
+				pem, err := cliutil.ReadFile(p, 1<<20, "the CA file")
+				if err != nil {
+					return err
+				}
+				pool := x509.NewCertPool()
+				if !pool.AppendCertsFromPEM(pem) {
+					return cliutil.Failf("tls_config", "the CA file holds no PEM certificate")
+				}
+				tlsCfg = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+			}
+			mode := readWrite
+			if c.Bool("dry-run") {
+				mode = readOnly
+			}
+			s, err := openStore(env, c, mode)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, &err)
+			ctx := c.Context
+			if d := c.Duration("timeout"); d > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, d)
+				defer cancel()
+			}
+			log := slog.New(slog.DiscardHandler)
+			rep, err := mirror.Sync(ctx, s, mirror.SyncOptions{URL: c.Args().First(), SpoolDir: c.String("db") + ".sync",
+				DryRun: c.Bool("dry-run"), TLS: tlsCfg, Logger: log})
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				if err := cliutil.PrintJSON(env.Stdout, rep); err != nil {
+					return err
+				}
+			} else {
+				printSync(env, rep)
+			}
+			switch {
+			case rep.Count(mirror.OutcomeRefused) > 0:
+				return cliutil.ExitStatus(syncExitRefused)
+			case rep.Count(mirror.OutcomeImported) > 0 || rep.Count(mirror.OutcomePlanned) > 0:
+				return cliutil.ExitStatus(syncExitImported)
+			}
+			return nil
+		},
+	}
+}
+
+func printSync(env *cliutil.Env, rep *mirror.SyncReport) {
+	w := env.Stdout
+	for _, it := range rep.Items {
+		switch it.Outcome {
+		case mirror.OutcomeImported:
+			if it.PreviousVersion != 0 {
+				fmt.Fprintf(w, "imported %s version %d (was %d)\n", it.BundleID, it.Version, it.PreviousVersion)
+			} else {
+				fmt.Fprintf(w, "imported %s version %d\n", it.BundleID, it.Version)
+			}
+		case mirror.OutcomePlanned:
+			fmt.Fprintf(w, "would import %s version %d\n", it.BundleID, it.Version)
+		case mirror.OutcomeCurrent:
+			fmt.Fprintf(w, "up to date %s version %d\n", it.BundleID, it.Version)
+		case mirror.OutcomeRefused:
+			fmt.Fprintf(w, "REFUSED %s version %d: %s (%s); the store is unchanged by it\n", it.BundleID, it.Version, it.Message, it.Error)
+		}
+	}
+	fmt.Fprintf(w, "%d imported, %d up to date, %d refused (mirror generation %d)\n",
+		rep.Count(mirror.OutcomeImported), rep.Count(mirror.OutcomeCurrent), rep.Count(mirror.OutcomeRefused), rep.Generation)
+	if rep.DryRun {
+		fmt.Fprintf(w, "dry run: %d would be imported, nothing was written\n", rep.Count(mirror.OutcomePlanned))
+	}
+}

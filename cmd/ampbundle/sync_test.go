@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/mirror"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+func syncJSON(t *testing.T, url, db string, extra ...string) (int, mirror.SyncReport) {
+	t.Helper()
+	r := runCLI(t, nil, append([]string{"sync", url, "--db", db, "--json"}, extra...)...)
+	var rep mirror.SyncReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("sync: exit %d, not a report: %s\n%s", r.code, r.stdout, r.stderr)
+	}
+	return r.code, rep
+}
+
+// invokeTranslate runs an agent over the store db on loopback HTTP and
+// invokes the translate capability through it.
+func invokeTranslate(t *testing.T, db string) string {
+	t.Helper()
+	store, err := resolver.Open(db, resolver.Options{Now: func() time.Time { return cliNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	newIdentity := func() amp.Identity {
+		_, k, _ := ed25519.GenerateKey(rand.Reader)
+		x, _ := amp.AgreementKeyFromEd25519(k)
+		return amp.Identity{DID: amp.DIDKey(k.Public().(ed25519.PublicKey)), SigningKey: k, Agreement: x}
+	}
+	provider, caller := newIdentity(), newIdentity()
+	a, err := agent.New(agent.Config{Identity: provider, Store: store, Now: func() time.Time { return cliNow }, Rand: rand.Reader,
+		Policy: agent.Rules{{Caller: caller.DID, Prefix: "org.example"}},
+		Handlers: map[string]agent.Handler{"org.example.translate.text:2.1.0": func(ctx context.Context, params any) (any, error) {
+			p := params.(map[string]any)
+			return map[string]any{"text": "[" + p["target"].(string) + "] " + p["text"].(string), "detected_source": "en"}, nil
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	srv := httptest.NewServer(agent.NewHTTPHandler(a, agent.HTTPOptions{}))
+	defer srv.Close()
+	tr, err := agent.NewHTTPTransport(srv.URL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	c, err := agent.NewClient(agent.ClientConfig{Identity: caller, Peer: provider.DID, Transport: tr, Now: func() time.Time { return cliNow }, Rand: rand.Reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := capability.ParseVersion("2.1.0")
+	params, _ := amp.Marshal(map[string]any{"text": "hello", "target": "de"})
+	res, _, err := c.Invoke(context.Background(), capability.Invoke{ID: capability.ID{Name: "org.example.translate.text", Version: v}, Params: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := amp.JSONValue(res.Result)
+	return string(out)
+}
+
+// The site of the issue: one import station served by 'ampbundle serve',
+// three agent stores synced from it, each then serving invocations; a
+// tampered mirror in front of the same station changes none of them.
+func TestStationMirrorThreeAgentsEndToEnd(t *testing.T) {
+	station := storeWithSamples(t)
+	url := startMirrorCLI(t, station)
+	// A mirror that flips one byte in the middle of every bundle file, and
+	// whose index says so (the hashes and sizes match what it serves).
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Get(url + r.URL.Path)
+		if err != nil {
+			http.Error(w, "x", 502)
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/bundles/"):
+			body[len(body)/2] ^= 1
+		case r.URL.Path == "/index.json":
+			var ix mirror.Index
+			json.Unmarshal(body, &ix)
+			for i, e := range ix.Bundles {
+				b := fetch(t, url+e.Href)
+				b[len(b)/2] ^= 1
+				ix.Bundles[i].SHA256 = sha256hex(b)
+			}
+			body, _ = json.Marshal(ix)
+		}
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		w.Write(body)
+	}))
+	defer evil.Close()
+
+	for i := range 3 {
+		db := newStore(t)
+		before := mustRun(t, "ls", "--db", db, "--json").stdout
+		code, rep := syncJSON(t, evil.URL, db)
+		if code != syncExitRefused || rep.Count(mirror.OutcomeRefused) != 2 {
+			t.Fatalf("agent %d, tampered mirror: exit %d, %+v", i, code, rep.Items)
+		}
+		if after := mustRun(t, "ls", "--db", db, "--json").stdout; after != before {
+			t.Fatalf("agent %d: a tampered mirror changed the store", i)
+		}
+		code, rep = syncJSON(t, url, db, "--dry-run")
+		if code != syncExitImported || rep.Count(mirror.OutcomePlanned) != 2 {
+			t.Fatalf("agent %d, dry run: exit %d, %+v", i, code, rep.Items)
+		}
+		code, rep = syncJSON(t, url, db)
+		if code != syncExitImported || rep.Count(mirror.OutcomeImported) != 2 {
+			t.Fatalf("agent %d: exit %d, %+v", i, code, rep.Items)
+		}
+		if code, _ := syncJSON(t, url, db); code != 0 {
+			t.Fatalf("agent %d, second sync: exit %d, want 0 (nothing new)", i, code)
+		}
+		if got := invokeTranslate(t, db); got != `{"text":"[de] hello","detected_source":"en"}` {
+			t.Fatalf("agent %d: invocation gave %s", i, got)
+		}
+		// The audit log of the agent store records the imports.
+		if a := mustRun(t, "audit", "--db", db).stdout; strings.Count(a, " import ") != 2 {
+			t.Fatalf("agent %d audit:\n%s", i, a)
+		}
+	}
+	// An unreachable mirror is exit 1, not "nothing new".
+	db := newStore(t)
+	failsWith(t, "mirror_unreachable", "sync", "http://127.0.0.1:1", "--db", db)
+}
+
+func fetch(t *testing.T, url string) []byte {
+	t.Helper()
+	_, b := httpGet(t, url)
+	return b
+}

@@ -1,0 +1,490 @@
+package mirror
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// Target is the store a sync imports into: a *resolver.Store opened
+// read-write, or the admin socket client of an agent holding it.
+type Target interface {
+	Bundles() ([]resolver.Bundle, error)
+	Import(ctx context.Context, r io.Reader, opts resolver.ImportOptions) (*resolver.ImportResult, error)
+}
+
+// Error names of a sync (docs/CLI.md, "ampbundle sync").
+const (
+	ErrMirrorUnreachable amp.ErrName = "mirror_unreachable" // cannot connect, or an HTTP failure
+	ErrMirrorRefused     amp.ErrName = "mirror_refused"     // the mirror answered with an error status
+	ErrBadMirror         amp.ErrName = "bad_mirror"         // its capabilities document fails Check or lacks bundle-mirror
+	ErrOlderOffered      amp.ErrName = "older_offered"      // a version not newer than the one installed
+	ErrIndexMismatch     amp.ErrName = "index_mismatch"     // the file is not what the index says (id, version, size, hash)
+	ErrIncomplete        amp.ErrName = "download_incomplete"
+	ErrTooLarge          amp.ErrName = "limit_exceeded"
+)
+
+// SyncOptions configures Sync.
+type SyncOptions struct {
+	// URL is the mirror's base URL (http:// or https://, no query). Sync
+	// dials nothing else: redirects are refused, no proxy is used.
+	URL string
+	// SpoolDir keeps partial downloads between runs, one file per offered
+	// bundle file, named by bundle_id and SHA-256. Required.
+	SpoolDir string
+	// DryRun only reports what would be downloaded and imported.
+	DryRun bool
+	// MaxBundleBytes bounds one bundle file. Default 1 GiB.
+	MaxBundleBytes int64
+	// MaxIndexBytes bounds the index. Default 16 MiB.
+	MaxIndexBytes int64
+	// TLS configures https (a private CA, for example); nil uses the
+	// system roots.
+	TLS *tls.Config
+	// Client replaces the HTTP client (tests); it must refuse redirects.
+	Client *http.Client
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Progress, when set, is called with the bytes of the current bundle
+	// file received so far and its size.
+	Progress func(bundleID string, done, total int64)
+}
+
+// Outcome of one offered bundle.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeImported Outcome = "imported"   // verified and imported
+	OutcomeCurrent  Outcome = "up_to_date" // the same version is installed
+	OutcomePlanned  Outcome = "would_import"
+	OutcomeRefused  Outcome = "refused" // not imported; Error says why; the store is unchanged
+)
+
+// SyncItem is what happened to one bundle the mirror offers.
+type SyncItem struct {
+	BundleID        string  `json:"bundle_id"`
+	Version         uint64  `json:"version"`
+	PreviousVersion uint64  `json:"previous_version,omitempty"`
+	Outcome         Outcome `json:"outcome"`
+	Resumed         int64   `json:"resumed_from,omitempty"` // bytes kept from an interrupted download
+	Error           string  `json:"error,omitempty"`        // error name when refused
+	Message         string  `json:"message,omitempty"`
+}
+
+// SyncReport is the result of a sync.
+type SyncReport struct {
+	URL        string     `json:"url"`
+	Generation uint64     `json:"mirror_generation"`
+	DryRun     bool       `json:"dry_run"`
+	Items      []SyncItem `json:"bundles"`
+}
+
+// Count returns how many items have outcome o.
+func (r *SyncReport) Count(o Outcome) int {
+	n := 0
+	for _, it := range r.Items {
+		if it.Outcome == o {
+			n++
+		}
+	}
+	return n
+}
+
+// Sync pulls from the mirror at opts.URL every bundle it offers that is
+// newer than what t has installed, and imports each through t.Import, which
+// verifies it exactly as 'ampbundle import' does (signature, trust scope,
+// every artifact's size and hash, rollback) and installs it atomically.
+// Nothing the mirror says is trusted: its capabilities document is checked,
+// its index only selects what to download, each file must match the index
+// (bundle_id, version, size, SHA-256) before it is even offered to Import,
+// and an older version is refused before any download.
+//
+// An error is returned when the sync could not run at all (the mirror is
+// unreachable or malformed, the store fails); a refused bundle is an item
+// of the report, and the other bundles are still synced.
+func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) {
+	c, err := newSyncClient(opts)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.DryRun {
+		if err := os.MkdirAll(opts.SpoolDir, 0o700); err != nil {
+			return nil, amp.Named(0, resolver.ErrStoreIO, "cannot create the sync spool folder").WithCause(err)
+		}
+	}
+	wk, err := c.getSmall(ctx, WellKnownPath, 64<<10)
+	if err != nil {
+		return nil, err
+	}
+	caps, err := DecodeCapabilities(wk)
+	if err != nil {
+		return nil, amp.Named(0, ErrBadMirror, "the mirror's capabilities document is not acceptable").WithCause(err)
+	}
+	if !containsStr(caps.Profiles, ProfileMirror) {
+		return nil, amp.Named(0, ErrBadMirror, "the server does not declare the %s profile", ProfileMirror)
+	}
+	raw, err := c.getSmall(ctx, IndexPath, min(c.opts.MaxIndexBytes, caps.Limits.MaxIndexBytes))
+	if err != nil {
+		return nil, err
+	}
+	ix, err := DecodeIndex(raw)
+	if err != nil {
+		return nil, err
+	}
+	local, err := t.Bundles()
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]resolver.Bundle{}
+	for _, b := range local {
+		have[b.BundleID] = b
+	}
+	rep := &SyncReport{URL: c.base.String(), Generation: ix.Generation, DryRun: opts.DryRun, Items: []SyncItem{}}
+	keep := map[string]bool{}
+	for _, e := range ix.Bundles {
+		it := SyncItem{BundleID: e.BundleID, Version: e.Version}
+		b, installed := have[e.BundleID]
+		if installed {
+			it.PreviousVersion = b.Version
+		}
+		switch {
+		case installed && b.Version == e.Version:
+			it.Outcome = OutcomeCurrent
+		case installed && (e.Version < b.Version || e.Version <= b.Highest):
+			refuse(&it, amp.Named(0, ErrOlderOffered, "the mirror offers version %d, not newer than version %d installed (highest ever %d): ignored", e.Version, b.Version, b.Highest))
+		case e.Size > c.opts.MaxBundleBytes:
+			refuse(&it, amp.Named(0, ErrTooLarge, "the mirror offers a file of %d bytes, over the limit of %d", e.Size, c.opts.MaxBundleBytes))
+		case opts.DryRun:
+			it.Outcome = OutcomePlanned
+		default:
+			keep[partName(e)] = true
+			c.fetchAndImport(ctx, t, e, &it)
+		}
+		rep.Items = append(rep.Items, it)
+		if ctx.Err() != nil {
+			return rep, amp.Named(0, ErrMirrorUnreachable, "sync interrupted").WithCause(ctx.Err())
+		}
+	}
+	if !opts.DryRun {
+		c.pruneSpool(keep)
+	}
+	return rep, nil
+}
+
+func refuse(it *SyncItem, err error) {
+	it.Outcome = OutcomeRefused
+	it.Error = string(amp.NameOf(err))
+	if it.Error == "" {
+		it.Error = "refused"
+	}
+	it.Message = amp.AsError(err).Message
+}
+
+func containsStr(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+type syncClient struct {
+	opts SyncOptions
+	base *url.URL
+	http *http.Client
+	log  *slog.Logger
+}
+
+var errRedirect = errors.New("redirect refused")
+
+func newSyncClient(opts SyncOptions) (*syncClient, error) {
+	u, err := url.Parse(opts.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, amp.Named(0, ErrMisconfigured, "the mirror url must be http:// or https://HOST[:PORT][/PATH], without user, query or fragment")
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	if !opts.DryRun && opts.SpoolDir == "" {
+		return nil, amp.Named(0, ErrMisconfigured, "sync: spool_dir is required")
+	}
+	if opts.MaxBundleBytes <= 0 {
+		opts.MaxBundleBytes = DefaultMaxBundleBytes
+	}
+	if opts.MaxIndexBytes <= 0 {
+		opts.MaxIndexBytes = DefaultMaxIndexBytes
+	}
+	c := &syncClient{opts: opts, base: u, http: opts.Client, log: opts.Logger}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.http == nil {
+		c.http = &http.Client{
+			Transport: &http.Transport{
+				Proxy:                  nil, // never through a proxy
+				DialContext:            (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+				TLSClientConfig:        opts.TLS,
+				TLSHandshakeTimeout:    10 * time.Second,
+				ResponseHeaderTimeout:  30 * time.Second,
+				MaxIdleConnsPerHost:    2,
+				MaxResponseHeaderBytes: 64 << 10,
+			},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect },
+		}
+	}
+	return c, nil
+}
+
+func (c *syncClient) url(p string) string {
+	u := *c.base
+	u.Path = c.base.Path + p
+	return u.String()
+}
+
+// do sends a GET for path p and returns the response when its status is
+// one of ok; otherwise an error (the mirror's envelope code, when it sent
+// one, is in the message).
+func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, ok ...int) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(p), nil)
+	if err != nil {
+		return nil, amp.Named(0, ErrMisconfigured, "cannot build the request").WithCause(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if errors.Is(err, errRedirect) {
+			return nil, amp.Named(0, ErrMirrorRefused, "the mirror answered %s with a redirect: refused (only the configured url is used)", p)
+		}
+		return nil, amp.Named(0, ErrMirrorUnreachable, "cannot reach the mirror").WithCause(err)
+	}
+	for _, s := range ok {
+		if resp.StatusCode == s {
+			return resp, nil
+		}
+	}
+	code := envelopeCode(resp)
+	resp.Body.Close()
+	return nil, amp.Named(0, ErrMirrorRefused, "the mirror answered %s with http %d%s", p, resp.StatusCode, code)
+}
+
+// envelopeCode returns " (code)" from the mirror's error envelope, or "".
+func envelopeCode(resp *http.Response) string {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	var env struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if jsonUnmarshal(b, &env) == nil && env.Error.Code != "" && len(env.Error.Code) <= 64 && safeCode(env.Error.Code) {
+		return " (" + env.Error.Code + ")"
+	}
+	return ""
+}
+
+// safeCode reports whether s is snake_case (so that it can be printed).
+func safeCode(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if (s[i] < 'a' || s[i] > 'z') && s[i] != '_' && (s[i] < '0' || s[i] > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// getSmall GETs a document of at most max bytes.
+func (c *syncClient) getSmall(ctx context.Context, p string, max int64) ([]byte, error) {
+	resp, err := c.do(ctx, p, nil, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.ContentLength > max {
+		return nil, amp.Named(0, ErrTooLarge, "the mirror's %s is larger than %d bytes", p, max)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, amp.Named(0, ErrMirrorUnreachable, "the mirror's answer was cut off").WithCause(err)
+	}
+	if int64(len(b)) > max {
+		return nil, amp.Named(0, ErrTooLarge, "the mirror's %s is larger than %d bytes", p, max)
+	}
+	return b, nil
+}
+
+// partName is the spool file of an offered bundle file.
+func partName(e IndexEntry) string { return e.BundleID + "-" + e.SHA256 + ".part" }
+
+// fetchAndImport downloads e (resuming a partial file), checks it against
+// the index, and imports it.
+func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry, it *SyncItem) {
+	path := filepath.Join(c.opts.SpoolDir, partName(e))
+	resumed, err := c.download(ctx, e, path)
+	it.Resumed = resumed
+	if err != nil {
+		refuse(it, err)
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		refuse(it, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err))
+		return
+	}
+	defer f.Close()
+	// The file is the one the index names, or it is not offered to Import.
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		refuse(it, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err))
+		return
+	}
+	if hex.EncodeToString(h.Sum(nil)) != e.SHA256 {
+		os.Remove(path)
+		refuse(it, amp.Named(0, ErrIndexMismatch, "the file served is not the one the index names (sha-256 differs): discarded"))
+		return
+	}
+	f.Seek(0, io.SeekStart)
+	in, err := bundle.Inspect(f, 0)
+	if err != nil {
+		os.Remove(path)
+		refuse(it, err)
+		return
+	}
+	if in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version {
+		os.Remove(path)
+		refuse(it, amp.Named(0, ErrIndexMismatch, "the file served is bundle %s version %d, not what the index names: discarded", in.Manifest.BundleID, in.Manifest.Version))
+		return
+	}
+	f.Seek(0, io.SeekStart)
+	res, err := t.Import(ctx, f, resolver.ImportOptions{})
+	if err != nil {
+		var ae *amp.Error
+		if errors.As(err, &ae) && (ae.Name == resolver.ErrStoreInUse || ae.Name == resolver.ErrStoreIO) {
+			refuse(it, err) // keep the file: the next run imports it without a download
+			return
+		}
+		os.Remove(path)
+		refuse(it, err)
+		c.log.Warn("bundle from the mirror refused", "bundle_id", e.BundleID, "version", e.Version, "err", err)
+		return
+	}
+	os.Remove(path)
+	it.Outcome = OutcomeImported
+	it.PreviousVersion = res.PreviousVersion
+	if res.Unchanged {
+		it.Outcome = OutcomeCurrent
+	}
+	c.log.Info("bundle imported from the mirror", "bundle_id", res.BundleID, "version", res.Version, "generation", res.Generation)
+}
+
+// download completes the spool file path for e and returns how many bytes
+// of an earlier, interrupted download it kept. The file never exceeds
+// e.Size bytes; an answer that is cut off leaves what arrived, for the
+// next run to resume.
+func (c *syncClient) download(ctx context.Context, e IndexEntry, path string) (int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return 0, amp.Named(0, resolver.ErrStoreIO, "cannot write to the sync spool folder").WithCause(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, amp.Named(0, resolver.ErrStoreIO, "cannot write to the sync spool folder").WithCause(err)
+	}
+	have := st.Size()
+	if have > e.Size {
+		have = 0
+	}
+	if have == e.Size {
+		return have, nil
+	}
+	etag := `"sha-256:` + e.SHA256 + `"`
+	hdr := map[string]string{}
+	if have > 0 {
+		hdr["Range"] = "bytes=" + strconv.FormatInt(have, 10) + "-"
+		hdr["If-Range"] = etag
+	}
+	resp, err := c.do(ctx, e.Href, hdr, http.StatusOK, http.StatusPartialContent)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	resumed := int64(0)
+	if resp.StatusCode == http.StatusPartialContent {
+		want := fmt.Sprintf("bytes %d-%d/%d", have, e.Size-1, e.Size)
+		if resp.Header.Get("Content-Range") != want {
+			return 0, amp.Named(0, ErrIndexMismatch, "the mirror answered the resume with another range")
+		}
+		resumed = have
+	} else {
+		have = 0
+	}
+	if err := f.Truncate(have); err != nil {
+		return 0, amp.Named(0, resolver.ErrStoreIO, "cannot write to the sync spool folder").WithCause(err)
+	}
+	if _, err := f.Seek(have, io.SeekStart); err != nil {
+		return 0, amp.Named(0, resolver.ErrStoreIO, "cannot write to the sync spool folder").WithCause(err)
+	}
+	left := e.Size - have
+	pw := &progressCounter{done: have, total: e.Size, id: e.BundleID, fn: c.opts.Progress}
+	n, err := io.Copy(io.MultiWriter(f, pw), io.LimitReader(resp.Body, left))
+	if err != nil && n < left {
+		return resumed, amp.Named(0, ErrIncomplete, "the download of %s stopped after %d of %d bytes; the next sync resumes it", e.BundleID, have+n, e.Size).WithCause(err)
+	}
+	if n < left {
+		return resumed, amp.Named(0, ErrIncomplete, "the mirror sent %d of %d bytes of %s; the next sync resumes it", have+n, e.Size, e.BundleID)
+	}
+	// More than the index said: the file is not the one named.
+	if extra, _ := io.CopyN(io.Discard, resp.Body, 1); extra > 0 {
+		f.Close()
+		os.Remove(path)
+		return resumed, amp.Named(0, ErrIndexMismatch, "the mirror sent more bytes than the index names for %s: discarded", e.BundleID)
+	}
+	if err := f.Sync(); err != nil {
+		return resumed, amp.Named(0, resolver.ErrStoreIO, "cannot write to the sync spool folder").WithCause(err)
+	}
+	return resumed, nil
+}
+
+// pruneSpool removes partial files of bundle files the mirror no longer
+// offers, so that the spool holds at most one file per offered bundle.
+func (c *syncClient) pruneSpool(keep map[string]bool) {
+	names, _ := filepath.Glob(filepath.Join(c.opts.SpoolDir, "*.part"))
+	for _, n := range names {
+		if !keep[filepath.Base(n)] {
+			os.Remove(n)
+		}
+	}
+}
+
+type progressCounter struct {
+	done, total int64
+	id          string
+	fn          func(string, int64, int64)
+}
+
+func (p *progressCounter) Write(b []byte) (int, error) {
+	p.done += int64(len(b))
+	if p.fn != nil {
+		p.fn(p.id, p.done, p.total)
+	}
+	return len(b), nil
+}
