@@ -1,0 +1,1157 @@
+package compat
+
+import (
+	"fmt"
+	"math/big"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Verdict is the outcome of one check.
+type Verdict string
+
+// Verdicts. Unknown is what the checker could not decide; it is never
+// read as compatible.
+const (
+	Compatible   Verdict = "compatible"
+	Incompatible Verdict = "incompatible"
+	Unknown      Verdict = "unknown"
+)
+
+// Finding is one reason a check is not Compatible.
+type Finding struct {
+	// Verdict is Incompatible (the rule proves an instance is lost) or
+	// Unknown (the checker cannot decide here).
+	Verdict Verdict `json:"verdict"`
+	// Rule names the change (docs/FORMAT.md lists the rules).
+	Rule string `json:"rule"`
+	// Pointer is the keyword location in the accepting schema, from its
+	// root, through "$ref" and "allOf" as JSON Schema output formats
+	// write it ("/properties/lang/$ref/enum").
+	Pointer string `json:"pointer"`
+	// Artifact and At locate that keyword: the artifact key and the JSON
+	// pointer inside that artifact.
+	Artifact string `json:"artifact,omitempty"`
+	At       string `json:"at,omitempty"`
+	// Detail says what was compared (a property name, a bound), in the
+	// checker's words; it quotes no instance data.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Report is the result of one check: Compatible with no findings, or the
+// findings, sorted by pointer and rule.
+type Report struct {
+	Verdict  Verdict   `json:"verdict"`
+	Findings []Finding `json:"findings,omitempty"`
+}
+
+// Source is one bundle's schemas as the checker reads them: the loader and
+// a cache of parsed documents. It is safe for concurrent use; reuse one
+// Source for every check over the same bundle.
+type Source struct {
+	s *side
+}
+
+// NewSource wraps a Loader.
+func NewSource(l Loader) *Source { return &Source{s: newSide(l)} }
+
+// Subsumes reports whether every instance valid under producer is valid
+// under acceptor. The input side of a capability is backward compatible
+// when Subsumes(oldInput, newInput) is Compatible; the output side is
+// forward compatible when Subsumes(newOutput, oldOutput) is Compatible.
+// Findings point into the acceptor.
+func Subsumes(producerSrc *Source, producerKey string, acceptorSrc *Source, acceptorKey string) Report {
+	if producerSrc == nil || acceptorSrc == nil {
+		return Report{Verdict: Unknown, Findings: []Finding{{Verdict: Unknown, Rule: "unreadable_schema", Detail: "no schema source"}}}
+	}
+	c := &checker{a: producerSrc.s, b: acceptorSrc.s, memo: map[string]int{}, assumed: maxInt}
+	return c.run(producerKey, acceptorKey)
+}
+
+// Backward checks the input side: every request valid for the old input
+// schema is valid for the new one.
+func Backward(oldSrc *Source, oldKey string, newSrc *Source, newKey string) Report {
+	return Subsumes(oldSrc, oldKey, newSrc, newKey)
+}
+
+// Forward checks the output side: every result valid for the new output
+// schema is valid for the old one.
+func Forward(oldSrc *Source, oldKey string, newSrc *Source, newKey string) Report {
+	return Subsumes(newSrc, newKey, oldSrc, oldKey)
+}
+
+// part is one schema object of a conjunction, with the keyword location
+// that reached it and the scope (root of the conjunction) it belongs to,
+// which is what unevaluatedProperties sees.
+type part struct {
+	n     node
+	path  string
+	scope int
+}
+
+// view is a flattened conjunction: every schema object reached through
+// "$ref" and "allOf", whether one of them is false, and references that
+// could not be resolved.
+type view struct {
+	parts []part
+	never bool
+	fpath string // where the false is
+	bad   []Finding
+}
+
+type checker struct {
+	a, b  *side
+	steps int
+	depth int
+	over  bool
+	memo  map[string]int // depth while in progress, provenMark once proven
+	// assumed is the lowest depth of an in-progress pair assumed by the
+	// current computation.
+	assumed int
+	regexp  map[string]*regexp.Regexp
+}
+
+const (
+	// provenMark marks a memoised proof; in-progress entries hold their
+	// depth (>= 0).
+	provenMark = -1
+	maxInt     = int(^uint(0) >> 1)
+)
+
+func (c *checker) run(aKey, bKey string) Report {
+	var fs []Finding
+	da, ea := c.a.load(aKey)
+	db, eb := c.b.load(bKey)
+	switch {
+	case ea != "":
+		fs = []Finding{{Verdict: Unknown, Rule: "unreadable_schema", Pointer: "", Detail: ea}}
+	case eb != "":
+		fs = []Finding{{Verdict: Unknown, Rule: "unreadable_schema", Pointer: "", Artifact: bKey, Detail: eb}}
+	default:
+		ra := part{n: mkNode(da, "", da.base, da.root)}
+		rb := part{n: mkNode(db, "", db.base, db.root)}
+		fs = c.subset([]part{ra}, []part{rb})
+	}
+	return report(fs)
+}
+
+// report sorts, deduplicates and summarises findings.
+func report(fs []Finding) Report {
+	sort.Slice(fs, func(i, j int) bool {
+		if fs[i].Pointer != fs[j].Pointer {
+			return fs[i].Pointer < fs[j].Pointer
+		}
+		if fs[i].Rule != fs[j].Rule {
+			return fs[i].Rule < fs[j].Rule
+		}
+		if fs[i].Verdict != fs[j].Verdict {
+			return fs[i].Verdict < fs[j].Verdict
+		}
+		return fs[i].Detail < fs[j].Detail
+	})
+	out := fs[:0]
+	for i, f := range fs {
+		if i > 0 && f == fs[i-1] {
+			continue
+		}
+		out = append(out, f)
+	}
+	r := Report{Verdict: Compatible}
+	if len(out) > 0 {
+		r.Findings = out
+		r.Verdict = Unknown
+		for _, f := range out {
+			if f.Verdict == Incompatible {
+				r.Verdict = Incompatible
+				break
+			}
+		}
+	}
+	return r
+}
+
+// finding builds a finding at keyword kw of part p.
+func finding(v Verdict, rule string, p part, kw string, format string, args ...any) Finding {
+	f := Finding{Verdict: v, Rule: rule, Pointer: p.path, Artifact: p.n.doc.key, At: p.n.ptr}
+	if kw != "" {
+		f.Pointer += "/" + escape(kw)
+		f.At += "/" + escape(kw)
+	}
+	if format != "" {
+		f.Detail = fmt.Sprintf(format, args...)
+	}
+	return f
+}
+
+// flatten expands "$ref" and "allOf" of each root into one conjunction.
+func (c *checker) flatten(s *side, roots []part) view {
+	var v view
+	type seenKey struct {
+		scope int
+		id    string
+	}
+	var seen []seenKey
+	var walk func(p part)
+	walk = func(p part) {
+		key := seenKey{p.scope, p.n.id()}
+		for _, x := range seen {
+			if x == key {
+				return
+			}
+		}
+		if len(seen) > 4096 {
+			if len(v.bad) == 0 {
+				v.bad = append(v.bad, finding(Unknown, "too_complex", p, "", "more than 4096 schemas in one conjunction"))
+			}
+			return
+		}
+		seen = append(seen, key)
+		switch x := p.n.v.(type) {
+		case bool:
+			if !x && !v.never {
+				v.never, v.fpath = true, p.path
+			}
+			return
+		case map[string]any:
+			v.parts = append(v.parts, p)
+			if r, ok := x["$ref"].(string); ok {
+				t, e := s.resolve(p.n, r)
+				if e != "" {
+					v.bad = append(v.bad, finding(Unknown, "unresolved_ref", p, "$ref", "%s", e))
+				} else {
+					walk(part{n: t, path: p.path + "/$ref", scope: p.scope})
+				}
+			}
+			if all, ok := x["allOf"].([]any); ok {
+				for i := range all {
+					if ch, ok := p.n.child("allOf", strconv.Itoa(i)); ok {
+						walk(part{n: ch, path: p.path + "/allOf/" + strconv.Itoa(i), scope: p.scope})
+					}
+				}
+			}
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	return v
+}
+
+func memoKey(a, b []part) string {
+	var sb strings.Builder
+	ids := func(ps []part) {
+		if len(ps) == 1 {
+			sb.WriteString(strconv.Itoa(ps[0].scope))
+			sb.WriteByte('|')
+			sb.WriteString(ps[0].n.id())
+			return
+		}
+		s := make([]string, len(ps))
+		for i, p := range ps {
+			s[i] = strconv.Itoa(p.scope) + "|" + p.n.id()
+		}
+		sort.Strings(s)
+		for _, x := range s {
+			sb.WriteString(x)
+			sb.WriteByte(0)
+		}
+	}
+	ids(a)
+	sb.WriteByte(1)
+	ids(b)
+	return sb.String()
+}
+
+// subset returns the findings that keep "every instance of the
+// conjunction a is valid under the conjunction b" from being proven; none
+// means proven.
+func (c *checker) subset(a, b []part) []Finding {
+	if len(b) == 0 {
+		return nil
+	}
+	c.steps++
+	if c.steps > MaxSteps || c.depth > MaxDepth {
+		if !c.over {
+			c.over = true
+			return []Finding{finding(Unknown, "too_complex", b[0], "", "the comparison exceeds the checker's bounds")}
+		}
+		return []Finding{{Verdict: Unknown, Rule: "too_complex"}}
+	}
+	if len(a) == 1 && len(b) == 1 && sameLeaf(a[0].n.v, b[0].n.v) {
+		return nil
+	}
+	key := memoKey(a, b)
+	if m, ok := c.memo[key]; ok {
+		if m >= 0 {
+			// In progress at depth m: assumed while it is being proven
+			// (coinduction; sound because instances are finite). What
+			// is proven under this assumption is only remembered once
+			// the assumption itself is proven.
+			c.assumed = min(c.assumed, m)
+		}
+		return nil
+	}
+	my := c.depth
+	c.memo[key] = my
+	saved := c.assumed
+	c.assumed = maxInt
+	c.depth++
+	fs := c.subsetOnce(a, b)
+	c.depth--
+	if len(fs) == 0 && c.assumed >= my {
+		c.memo[key] = provenMark
+	} else {
+		delete(c.memo, key)
+	}
+	if c.assumed >= my {
+		c.assumed = saved
+	} else {
+		c.assumed = min(saved, c.assumed)
+	}
+	return fs
+}
+
+func (c *checker) subsetOnce(a, b []part) []Finding {
+	va := c.flatten(c.a, a)
+	if len(va.bad) > 0 {
+		// A producer reference that names nothing in the bundle: the
+		// schema cannot be used, and nothing is claimed about it.
+		out := make([]Finding, len(va.bad))
+		for i, f := range va.bad {
+			f.Detail = "in the producing schema: " + f.Detail
+			out[i] = f
+		}
+		return out
+	}
+	if va.never {
+		return nil
+	}
+	vb := c.flatten(c.b, b)
+	if len(vb.bad) > 0 {
+		return vb.bad
+	}
+	fs := c.direct(va, vb)
+	if len(fs) == 0 {
+		return nil
+	}
+	// A union on the producing side: every branch must be covered.
+	have := map[string]bool{}
+	for _, p := range va.parts {
+		have[p.n.id()] = true
+	}
+	for _, p := range va.parts {
+		m := p.n.v.(map[string]any)
+		for _, kw := range []string{"anyOf", "oneOf"} {
+			branches, ok := m[kw].([]any)
+			if !ok || expanded(have, p, kw, len(branches)) {
+				continue
+			}
+			var all []Finding
+			for i := range branches {
+				br, ok := p.n.child(kw, strconv.Itoa(i))
+				if !ok {
+					continue
+				}
+				ext := append(append([]part(nil), a...), part{n: br, path: p.path + "/" + kw + "/" + strconv.Itoa(i), scope: -1})
+				all = append(all, c.subset(ext, b)...)
+			}
+			return all
+		}
+	}
+	if len(a) == 1 && len(b) == 1 {
+		fs = refChanged(c, a[0], b[0], fs)
+	}
+	return fs
+}
+
+// refChanged adds a ref_target_changed finding when both sides are a
+// reference to different targets and the targets differ in meaning.
+func refChanged(c *checker, a, b part, fs []Finding) []Finding {
+	ma, ok1 := a.n.v.(map[string]any)
+	mb, ok2 := b.n.v.(map[string]any)
+	if !ok1 || !ok2 {
+		return fs
+	}
+	ra, ok1 := ma["$ref"].(string)
+	rb, ok2 := mb["$ref"].(string)
+	if !ok1 || !ok2 {
+		return fs
+	}
+	ta, e1 := c.a.resolve(a.n, ra)
+	tb, e2 := c.b.resolve(b.n, rb)
+	if e1 != "" || e2 != "" || ta.doc.key+"#"+ta.ptr == tb.doc.key+"#"+tb.ptr {
+		return fs
+	}
+	v := Unknown
+	for _, f := range fs {
+		if f.Verdict == Incompatible {
+			v = Incompatible
+		}
+	}
+	return append(fs, finding(v, "ref_target_changed", b, "$ref", "the reference now names %s#%s", tb.doc.key, tb.ptr))
+}
+
+// facts are what the producing conjunction guarantees.
+type facts struct {
+	types    typeSet
+	enum     []any // nil: not finite
+	hasEnum  bool
+	lower    *bound
+	upper    *bound
+	mults    []*big.Rat
+	minLen   *big.Rat
+	maxLen   *big.Rat
+	patterns map[string]bool
+	formats  map[string]bool
+	minItems *big.Rat
+	maxItems *big.Rat
+	unique   bool
+	minProps *big.Rat
+	maxProps *big.Rat
+	required map[string]bool
+	// opaque: the producer has assertions the checker does not use;
+	// a rule's "incompatible" is then only "unknown".
+	opaque bool
+}
+
+type bound struct {
+	r    *big.Rat
+	excl bool
+}
+
+// opaqueKeywords restrict the producer in ways the checker ignores
+// (ignoring a producer constraint is sound, but makes "incompatible"
+// uncertain).
+var opaqueKeywords = []string{"not", "if", "dependentSchemas", "dependentRequired", "propertyNames",
+	"contains", "$dynamicRef", "$recursiveRef", "unevaluatedItems", "patternProperties"}
+
+func maxRat(a, b *big.Rat) *big.Rat {
+	if a == nil || (b != nil && b.Cmp(a) > 0) {
+		return b
+	}
+	return a
+}
+
+func minRat(a, b *big.Rat) *big.Rat {
+	if a == nil || (b != nil && b.Cmp(a) < 0) {
+		return b
+	}
+	return a
+}
+
+func (c *checker) factsOf(va view) facts {
+	f := facts{types: tAll}
+	for _, p := range va.parts {
+		m := p.n.v.(map[string]any)
+		if t, ok := m["type"]; ok {
+			if ts, ok := typeOfKeyword(t); ok {
+				f.types &= ts
+			}
+		}
+		var vals []any
+		has := false
+		if e, ok := m["enum"].([]any); ok {
+			vals, has = e, true
+		}
+		if cv, ok := m["const"]; ok {
+			vals, has = []any{cv}, true
+		}
+		if has {
+			if !f.hasEnum {
+				f.enum, f.hasEnum = append([]any(nil), vals...), true
+			} else {
+				var keep []any
+				for _, x := range f.enum {
+					for _, y := range vals {
+						if equal(x, y) {
+							keep = append(keep, x)
+							break
+						}
+					}
+				}
+				f.enum = keep
+			}
+		}
+		if r, ok := ratOf(m["minimum"]); ok {
+			f.lower = tighterLower(f.lower, &bound{r: r})
+		}
+		if r, ok := ratOf(m["exclusiveMinimum"]); ok {
+			f.lower = tighterLower(f.lower, &bound{r: r, excl: true})
+		}
+		if r, ok := ratOf(m["maximum"]); ok {
+			f.upper = tighterUpper(f.upper, &bound{r: r})
+		}
+		if r, ok := ratOf(m["exclusiveMaximum"]); ok {
+			f.upper = tighterUpper(f.upper, &bound{r: r, excl: true})
+		}
+		if r, ok := ratOf(m["multipleOf"]); ok && r.Sign() > 0 {
+			f.mults = append(f.mults, r)
+		}
+		if r, ok := intOf(m["minLength"]); ok {
+			f.minLen = maxRat(f.minLen, r)
+		}
+		if r, ok := intOf(m["maxLength"]); ok {
+			f.maxLen = minRat(f.maxLen, r)
+		}
+		if s, ok := m["pattern"].(string); ok {
+			f.patterns = setAdd(f.patterns, s)
+		}
+		if s, ok := m["format"].(string); ok {
+			f.formats = setAdd(f.formats, s)
+		}
+		if r, ok := intOf(m["minItems"]); ok {
+			f.minItems = maxRat(f.minItems, r)
+		}
+		if r, ok := intOf(m["maxItems"]); ok {
+			f.maxItems = minRat(f.maxItems, r)
+		}
+		if u, ok := m["uniqueItems"].(bool); ok && u {
+			f.unique = true
+		}
+		if r, ok := intOf(m["minProperties"]); ok {
+			f.minProps = maxRat(f.minProps, r)
+		}
+		if r, ok := intOf(m["maxProperties"]); ok {
+			f.maxProps = minRat(f.maxProps, r)
+		}
+		if req, ok := m["required"].([]any); ok {
+			for _, r := range req {
+				if s, ok := r.(string); ok {
+					f.required = setAdd(f.required, s)
+				}
+			}
+		}
+		for _, kw := range opaqueKeywords {
+			if _, ok := m[kw]; ok {
+				f.opaque = true
+			}
+		}
+	}
+	if f.hasEnum {
+		var t typeSet
+		var keep []any
+		for _, x := range f.enum {
+			if typeOfValue(x)&f.types != 0 || (typeOfValue(x) == tInt && f.types&tInt != 0) {
+				keep = append(keep, x)
+				t |= typeOfValue(x)
+			}
+		}
+		f.enum = keep
+		f.types &= t
+	}
+	return f
+}
+
+func tighterLower(a, b *bound) *bound {
+	if a == nil {
+		return b
+	}
+	switch c := b.r.Cmp(a.r); {
+	case c > 0:
+		return b
+	case c == 0 && b.excl:
+		return b
+	}
+	return a
+}
+
+func tighterUpper(a, b *bound) *bound {
+	if a == nil {
+		return b
+	}
+	switch c := b.r.Cmp(a.r); {
+	case c < 0:
+		return b
+	case c == 0 && b.excl:
+		return b
+	}
+	return a
+}
+
+// annotation and structural keywords that assert nothing by themselves.
+var ignored = map[string]bool{
+	"$schema": true, "$id": true, "$anchor": true, "$dynamicAnchor": true, "$defs": true, "definitions": true,
+	"$comment": true, "$vocabulary": true, "title": true, "description": true, "default": true, "examples": true,
+	"deprecated": true, "readOnly": true, "writeOnly": true, "contentEncoding": true, "contentMediaType": true,
+	"contentSchema": true, "$ref": true, "allOf": true, "then": true, "else": true,
+	// handled as groups
+	"properties": true, "additionalProperties": true, "patternProperties": true, "unevaluatedProperties": true,
+	"items": true, "prefixItems": true,
+	// handled with contains
+	"minContains": true, "maxContains": true,
+}
+
+// undecided keywords: accepted only when a producer part carries the same
+// value (and it holds no reference).
+var undecided = map[string]bool{
+	"not": true, "if": true, "dependentSchemas": true, "propertyNames": true, "contains": true,
+	"unevaluatedItems": true, "$dynamicRef": true, "$recursiveRef": true,
+	"dependencies": true, "additionalItems": true,
+}
+
+func (c *checker) direct(va, vb view) []Finding {
+	if vb.never {
+		p := part{n: vb.parts0(), path: vb.fpath}
+		return []Finding{{Verdict: Incompatible, Rule: "schema_false", Pointer: vb.fpath, Artifact: p.n.docKey()}}
+	}
+	f := c.factsOf(va)
+	var fs []Finding
+	// producer-side uncertainty turns incompatible into unknown at this
+	// level.
+	add := func(x Finding) {
+		if x.Verdict == Incompatible && f.opaque {
+			x.Verdict = Unknown
+		}
+		fs = append(fs, x)
+	}
+	if f.types == 0 {
+		return nil // the producer admits nothing
+	}
+	for _, p := range vb.parts {
+		m := p.n.v.(map[string]any)
+		for _, kw := range sortedKeys(m) {
+			val := m[kw]
+			switch {
+			case ignored[kw]:
+			case kw == "type":
+				t, ok := typeOfKeyword(val)
+				if !ok {
+					add(finding(Unknown, "invalid_keyword", p, kw, ""))
+				} else if f.types&^t != 0 && !(f.types&^t == tInt && t&tInt != 0) {
+					add(finding(Incompatible, "type_narrowed", p, kw, "%s no longer accepted", (f.types &^ t).String()))
+				}
+			case kw == "enum" || kw == "const":
+				var allowed []any
+				if kw == "enum" {
+					e, ok := val.([]any)
+					if !ok {
+						add(finding(Unknown, "invalid_keyword", p, kw, ""))
+						continue
+					}
+					allowed = e
+				} else {
+					allowed = []any{val}
+				}
+				rule := "enum_narrowed"
+				if kw == "const" {
+					rule = "const_changed"
+				}
+				if !f.hasEnum {
+					if f.types == tNull && containsValue(allowed, nil) {
+						continue
+					}
+					if f.types == tInt && f.lower != nil && f.upper != nil {
+						// A bounded integer range is finite: whether
+						// the list holds it is not decided.
+						add(finding(Unknown, rule, p, kw, "a bounded integer range is not compared with listed values"))
+						continue
+					}
+					add(finding(Incompatible, rule, p, kw, "the producer is not limited to listed values"))
+					continue
+				}
+				for i, x := range f.enum {
+					if !containsValue(allowed, x) {
+						add(finding(Incompatible, rule, p, kw, "value %d of the producer's list is not accepted", i))
+						break
+					}
+				}
+			case kw == "minimum" || kw == "exclusiveMinimum" || kw == "maximum" || kw == "exclusiveMaximum":
+				if f.types&tNum == 0 {
+					continue
+				}
+				r, ok := ratOf(val)
+				if !ok {
+					add(finding(Unknown, "invalid_keyword", p, kw, ""))
+					continue
+				}
+				if !c.numBound(f, kw, r) {
+					add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
+				}
+			case kw == "multipleOf":
+				if f.types&tNum == 0 {
+					continue
+				}
+				r, ok := ratOf(val)
+				if !ok || r.Sign() <= 0 {
+					add(finding(Unknown, "invalid_keyword", p, kw, ""))
+					continue
+				}
+				if !multipleOK(f, r) {
+					add(finding(Incompatible, "multiple_of_changed", p, kw, "multipleOf %s", r.RatString()))
+				}
+			case kw == "minLength" || kw == "maxLength":
+				if f.types&tString == 0 {
+					continue
+				}
+				r, ok := intOf(val)
+				if !ok {
+					add(finding(Unknown, "invalid_keyword", p, kw, ""))
+					continue
+				}
+				if !lenOK(f, kw, r) {
+					add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
+				}
+			case kw == "pattern":
+				if f.types&tString == 0 {
+					continue
+				}
+				s, ok := val.(string)
+				if !ok {
+					add(finding(Unknown, "invalid_keyword", p, kw, ""))
+					continue
+				}
+				if f.patterns[s] {
+					continue
+				}
+				if f.hasEnum {
+					re := c.compile(s)
+					if re == nil {
+						add(finding(Unknown, "invalid_keyword", p, kw, "the pattern does not compile"))
+						continue
+					}
+					okAll := true
+					for _, x := range f.enum {
+						if xs, ok := x.(string); ok && !re.MatchString(xs) {
+							okAll = false
+						}
+					}
+					if !okAll {
+						add(finding(Incompatible, "pattern_changed", p, kw, "a listed value no longer matches"))
+					}
+					continue
+				}
+				add(finding(Incompatible, "pattern_changed", p, kw, "the pattern is not one the producer guarantees"))
+			case kw == "format":
+				if f.types&tString == 0 {
+					continue
+				}
+				s, _ := val.(string)
+				if f.formats[s] {
+					continue
+				}
+				if f.hasEnum {
+					add(finding(Unknown, "format_changed", p, kw, "listed values are not checked against formats"))
+					continue
+				}
+				add(finding(Incompatible, "format_changed", p, kw, "format %q is not one the producer guarantees", s))
+			case kw == "minItems" || kw == "maxItems" || kw == "minProperties" || kw == "maxProperties":
+				t := tArray
+				if kw == "minProperties" || kw == "maxProperties" {
+					t = tObject
+				}
+				if f.types&t == 0 {
+					continue
+				}
+				r, ok := intOf(val)
+				if !ok {
+					add(finding(Unknown, "invalid_keyword", p, kw, ""))
+					continue
+				}
+				if f.hasEnum {
+					add(finding(Unknown, "enum_not_checked", p, kw, "listed values are not checked against %s", kw))
+					continue
+				}
+				if !countOK(f, kw, r) {
+					add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
+				}
+			case kw == "uniqueItems":
+				u, _ := val.(bool)
+				if !u || f.types&tArray == 0 || f.unique {
+					continue
+				}
+				if f.maxItems != nil && f.maxItems.Cmp(big.NewRat(1, 1)) <= 0 {
+					continue
+				}
+				add(finding(Incompatible, "unique_items_added", p, kw, ""))
+			case kw == "required":
+				if f.types&tObject == 0 {
+					continue
+				}
+				req, ok := val.([]any)
+				if !ok {
+					add(finding(Unknown, "invalid_keyword", p, kw, ""))
+					continue
+				}
+				if f.hasEnum {
+					add(finding(Unknown, "enum_not_checked", p, kw, "listed values are not checked against required"))
+					continue
+				}
+				for _, r := range req {
+					if s, ok := r.(string); ok && !f.required[s] {
+						add(finding(Incompatible, "required_added", p, kw, "property %q", s))
+					}
+				}
+			case kw == "dependentRequired":
+				deps, ok := val.(map[string]any)
+				if !ok {
+					add(finding(Unknown, "invalid_keyword", p, kw, ""))
+					continue
+				}
+				if f.types&tObject == 0 || c.sameKeyword(va, kw, val) {
+					continue
+				}
+				for _, k := range sortedKeys(deps) {
+					list, _ := deps[k].([]any)
+					for _, d := range list {
+						if s, ok := d.(string); !ok || !f.required[s] {
+							add(finding(Unknown, "dependency_added", p, kw, "property %q", k))
+						}
+					}
+				}
+			case kw == "anyOf" || kw == "oneOf":
+				fs = append(fs, c.union(va, f, p, kw)...)
+			case undecided[kw]:
+				if c.sameKeyword(va, kw, val) {
+					continue
+				}
+				add(finding(Unknown, "undecided_keyword", p, kw, "%s is only compared for identity", kw))
+			default:
+				// Unknown keywords are annotations in draft 2020-12.
+			}
+		}
+	}
+	if f.types&tObject != 0 && !f.hasEnum {
+		fs = append(fs, c.objects(va, vb, f)...)
+	} else if f.types&tObject != 0 && hasAnyKeyword(vb, "properties", "additionalProperties", "patternProperties", "unevaluatedProperties") {
+		fs = append(fs, finding(Unknown, "enum_not_checked", vb.parts[0], "", "listed objects are not checked"))
+	}
+	if f.types&tArray != 0 && !f.hasEnum {
+		fs = append(fs, c.arrays(va, vb, f)...)
+	} else if f.types&tArray != 0 && hasAnyKeyword(vb, "items", "prefixItems") {
+		fs = append(fs, finding(Unknown, "enum_not_checked", vb.parts[0], "", "listed arrays are not checked"))
+	}
+	for i := range fs {
+		if fs[i].Verdict == Incompatible && f.opaque {
+			fs[i].Verdict = Unknown
+		}
+	}
+	return fs
+}
+
+func (v view) parts0() node {
+	if len(v.parts) > 0 {
+		return v.parts[0].n
+	}
+	return node{}
+}
+
+func (n node) docKey() string {
+	if n.doc == nil {
+		return ""
+	}
+	return n.doc.key
+}
+
+func hasAnyKeyword(v view, kws ...string) bool {
+	for _, p := range v.parts {
+		m := p.n.v.(map[string]any)
+		for _, k := range kws {
+			if _, ok := m[k]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sameKeyword reports whether a producer part carries the same keyword
+// value, with no reference inside that could resolve differently.
+func (c *checker) sameKeyword(va view, kw string, val any) bool {
+	if containsRef(val) {
+		return false
+	}
+	for _, p := range va.parts {
+		if x, ok := p.n.v.(map[string]any)[kw]; ok && equal(x, val) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsValue(list []any, v any) bool {
+	for _, x := range list {
+		if equal(x, v) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *checker) compile(s string) *regexp.Regexp {
+	if c.regexp == nil {
+		c.regexp = map[string]*regexp.Regexp{}
+	}
+	if re, ok := c.regexp[s]; ok {
+		return re
+	}
+	re, err := regexp.Compile(s)
+	if err != nil {
+		re = nil
+	}
+	c.regexp[s] = re
+	return re
+}
+
+// numBound: every number the producer admits satisfies kw r.
+func (c *checker) numBound(f facts, kw string, r *big.Rat) bool {
+	if f.hasEnum {
+		for _, x := range f.enum {
+			v, ok := ratOf(x)
+			if !ok {
+				continue
+			}
+			cmp := v.Cmp(r)
+			if (kw == "minimum" && cmp < 0) || (kw == "exclusiveMinimum" && cmp <= 0) ||
+				(kw == "maximum" && cmp > 0) || (kw == "exclusiveMaximum" && cmp >= 0) {
+				return false
+			}
+		}
+		return true
+	}
+	switch kw {
+	case "minimum", "exclusiveMinimum":
+		if f.lower == nil {
+			return false
+		}
+		cmp := f.lower.r.Cmp(r)
+		return cmp > 0 || (cmp == 0 && (kw == "minimum" || f.lower.excl))
+	default:
+		if f.upper == nil {
+			return false
+		}
+		cmp := f.upper.r.Cmp(r)
+		return cmp < 0 || (cmp == 0 && (kw == "maximum" || f.upper.excl))
+	}
+}
+
+func isIntRat(r *big.Rat) bool { return r.IsInt() }
+
+func multipleOK(f facts, m *big.Rat) bool {
+	if f.hasEnum {
+		for _, x := range f.enum {
+			v, ok := ratOf(x)
+			if ok && !isIntRat(new(big.Rat).Quo(v, m)) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, a := range f.mults {
+		if isIntRat(new(big.Rat).Quo(a, m)) {
+			return true
+		}
+	}
+	// An integer-only producer is a multiple of 1/k.
+	if f.types&tNum == tInt && isIntRat(new(big.Rat).Inv(m)) {
+		return true
+	}
+	return false
+}
+
+func lenOK(f facts, kw string, r *big.Rat) bool {
+	if f.hasEnum {
+		for _, x := range f.enum {
+			s, ok := x.(string)
+			if !ok {
+				continue
+			}
+			n := big.NewRat(int64(utf8.RuneCountInString(s)), 1)
+			if (kw == "minLength" && n.Cmp(r) < 0) || (kw == "maxLength" && n.Cmp(r) > 0) {
+				return false
+			}
+		}
+		return true
+	}
+	if kw == "minLength" {
+		return r.Sign() == 0 || (f.minLen != nil && f.minLen.Cmp(r) >= 0)
+	}
+	return f.maxLen != nil && f.maxLen.Cmp(r) <= 0
+}
+
+func countOK(f facts, kw string, r *big.Rat) bool {
+	switch kw {
+	case "minItems":
+		return r.Sign() == 0 || (f.minItems != nil && f.minItems.Cmp(r) >= 0)
+	case "maxItems":
+		return f.maxItems != nil && f.maxItems.Cmp(r) <= 0
+	case "minProperties":
+		if r.Sign() == 0 {
+			return true
+		}
+		return (f.minProps != nil && f.minProps.Cmp(r) >= 0) || big.NewRat(int64(len(f.required)), 1).Cmp(r) >= 0
+	default:
+		return f.maxProps != nil && f.maxProps.Cmp(r) <= 0
+	}
+}
+
+// union checks a producer against one anyOf/oneOf of the acceptor.
+func (c *checker) union(va view, f facts, p part, kw string) []Finding {
+	list, ok := p.n.v.(map[string]any)[kw].([]any)
+	if !ok || len(list) == 0 {
+		return []Finding{finding(Unknown, "invalid_keyword", p, kw, "")}
+	}
+	if c.sameKeyword(va, kw, list) {
+		return nil
+	}
+	branches := make([]part, 0, len(list))
+	for i := range list {
+		if ch, ok := p.n.child(kw, strconv.Itoa(i)); ok {
+			branches = append(branches, part{n: ch, path: p.path + "/" + kw + "/" + strconv.Itoa(i), scope: 0})
+		}
+	}
+	var union typeSet
+	for i, br := range branches {
+		bv := c.flatten(c.b, []part{br})
+		if !bv.never && len(bv.bad) == 0 {
+			union |= c.factsOfB(bv)
+		} else if len(bv.bad) > 0 {
+			union = tAll
+		}
+		if len(c.subset(va.parts, []part{br})) != 0 {
+			continue
+		}
+		if kw == "anyOf" {
+			return nil
+		}
+		// oneOf: the producer must match no other branch.
+		exclusive := true
+		for j, other := range branches {
+			if j != i && !c.disjoint(c.a, va.parts, c.b, []part{other}) {
+				exclusive = false
+				break
+			}
+		}
+		if exclusive {
+			return nil
+		}
+		return []Finding{finding(Unknown, "one_of_ambiguous", p, kw, "branch %d covers the producer, exclusivity not proven", i)}
+	}
+	// Split the producer by type: each type it admits must be covered by
+	// one branch (anyOf only; "type" lists written as anyOf).
+	if kw == "anyOf" && f.types&(f.types-1) != 0 {
+		covered := true
+		for _, t := range []typeSet{tNull, tBool, tObject, tArray, tInt, tFrac, tString} {
+			if f.types&t == 0 || (t == tInt && f.types&tFrac != 0) {
+				continue
+			}
+			name := t.String()
+			if t == tFrac {
+				name = "number"
+			}
+			restricted := append(append([]part(nil), va.parts...), typePart(name))
+			one := false
+			for _, br := range branches {
+				if len(c.subset(restricted, []part{br})) == 0 {
+					one = true
+					break
+				}
+			}
+			if !one {
+				covered = false
+				break
+			}
+		}
+		if covered {
+			return nil
+		}
+	}
+	if lost := f.types &^ union; lost != 0 && !(lost == tInt && union&tInt != 0) {
+		return []Finding{finding(Incompatible, "type_narrowed", p, kw, "%s no longer accepted", lost.String())}
+	}
+	return []Finding{finding(Unknown, kw+"_not_covered", p, kw, "no single branch is proven to cover the producer")}
+}
+
+// factsOfB is the type set a flattened acceptor conjunction admits.
+func (c *checker) factsOfB(v view) typeSet {
+	t := tAll
+	for _, p := range v.parts {
+		m := p.n.v.(map[string]any)
+		if x, ok := m["type"]; ok {
+			if ts, ok := typeOfKeyword(x); ok {
+				t &= ts
+			}
+		}
+		if e, ok := m["enum"].([]any); ok {
+			var et typeSet
+			for _, x := range e {
+				et |= typeOfValue(x)
+			}
+			t &= et
+		}
+		if cv, ok := m["const"]; ok {
+			t &= typeOfValue(cv)
+		}
+	}
+	return t
+}
+
+// disjoint reports whether no instance is valid under both conjunctions:
+// their types do not meet, or both require a property whose listed values
+// do not meet (a discriminator).
+func (c *checker) disjoint(sx *side, x []part, sy *side, y []part) bool {
+	vx, vy := c.flatten(sx, x), c.flatten(sy, y)
+	if vx.never || vy.never {
+		return true
+	}
+	tx, ty := c.factsOfB(vx), c.factsOfB(vy)
+	if tx&ty == 0 {
+		return true
+	}
+	fx, fy := c.factsOf(vx), c.factsOf(vy)
+	for name := range fx.required {
+		if !fy.required[name] {
+			continue
+		}
+		ex := c.flatten(sx, c.propertyParts(sx, vx, name, false))
+		ey := c.flatten(sy, c.propertyParts(sy, vy, name, false))
+		gx, gy := c.factsOf(ex), c.factsOf(ey)
+		if !gx.hasEnum || !gy.hasEnum {
+			continue
+		}
+		meet := false
+		for _, a := range gx.enum {
+			if containsValue(gy.enum, a) {
+				meet = true
+			}
+		}
+		if !meet {
+			return true
+		}
+	}
+	return false
+}
+
+// typePart is a synthetic producer conjunct {"type": name}, used to split
+// a producer by type.
+func typePart(name string) part {
+	d := &document{key: "\x00type:" + name, base: "ampbundle:///", root: map[string]any{"type": name}}
+	return part{n: mkNode(d, "", d.base, d.root), path: "", scope: -2}
+}
+
+// expanded reports whether a branch of the union kw of p is already part
+// of the conjunction (the union was split before).
+func expanded(have map[string]bool, p part, kw string, n int) bool {
+	for i := 0; i < n; i++ {
+		if have[p.n.id()+"/"+kw+"/"+strconv.Itoa(i)] {
+			return true
+		}
+	}
+	return false
+}
+
+func setAdd(m map[string]bool, k string) map[string]bool {
+	if m == nil {
+		m = map[string]bool{}
+	}
+	m[k] = true
+	return m
+}
+
+// sameLeaf reports whether two schema values are equal JSON holding no
+// reference (and no $id): they then accept exactly the same instances.
+func sameLeaf(a, b any) bool {
+	return equal(a, b) && !containsRef(a)
+}

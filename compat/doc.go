@@ -1,0 +1,84 @@
+// Package compat decides whether two versions of a capability's JSON
+// Schemas (draft 2020-12) are compatible, over each schema's whole "$ref"
+// closure inside one bundle, with a verdict a verifier can re-derive:
+// Compatible, Incompatible, or Unknown. Unknown is what the checker cannot
+// decide; it is never read as compatible.
+//
+// # Questions
+//
+// Subsumes(producer, acceptor) asks whether every instance valid under the
+// producing schema is valid under the accepting one. For a capability
+// (RFC 004 §8, §10):
+//
+//   - the input side is backward compatible when every request valid for
+//     the old input schema is valid for the new one: Backward, that is
+//     Subsumes(oldInput, newInput);
+//   - the output side is forward compatible when every result valid for
+//     the new output schema is valid for the old one: Forward, that is
+//     Subsumes(newOutput, oldOutput).
+//
+// Versions asks both for a caller written for one version served by
+// another.
+//
+// # Schemas
+//
+// A Source wraps a Loader, the same shape as the offline schema compiler's:
+// verified artifact bytes by key, and the key that declares an absolute
+// "$id". Each artifact has the synthetic URL "ampbundle:///" + key; a
+// relative "$ref" resolves against it (or against the document's absolute
+// "$id") by RFC 3986, then a fragment that is a JSON pointer or a
+// "$anchor" selects the subschema. A reference to anything the bundle does
+// not hold is never followed: the check is Unknown (unresolved_ref).
+//
+// # Method
+//
+// The checker compares the two schemas structurally. "$ref" and "allOf" are
+// flattened into a conjunction on each side. Every assertion of the
+// accepting side must be implied by the producing side; keywords of the
+// producing side the checker does not use are dropped, which only makes it
+// larger (sound). Property, item and union schemas are compared
+// recursively; a pair met again while it is being compared is assumed
+// (coinduction), which is sound because instances are finite, so recursive
+// schemas terminate. anyOf/oneOf on the producing side are split into
+// branches; an acceptor's anyOf needs one branch to cover the producer (or
+// each of the producer's types); an acceptor's oneOf also needs the other
+// branches proven disjoint (by type, or by a required property with
+// disjoint listed values, a discriminator).
+//
+// Findings name a rule and the JSON Pointer of the keyword in the
+// accepting schema, as an evaluation path from its root through "$ref"
+// and "allOf" ("/properties/lang/$ref/enum"), plus the artifact key and
+// pointer inside that artifact. Rules:
+//
+//	required_added             the acceptor requires a property the producer does not guarantee
+//	property_removed           a property the producer allows is refused (false, or additionalProperties/unevaluatedProperties false)
+//	additional_properties_closed  unlisted properties the producer allows are refused
+//	type_narrowed              a type the producer admits is refused ("type", or no anyOf branch admits it)
+//	enum_narrowed, const_changed  a value the producer admits is not listed
+//	bounds_tightened           minimum/maximum (exclusive or not), min/maxLength, min/maxItems, min/maxProperties
+//	multiple_of_changed        multipleOf not implied by the producer's
+//	pattern_changed            a pattern the producer does not carry verbatim (regular expressions are compared as text)
+//	format_changed             a format the producer does not carry
+//	unique_items_added         uniqueItems the producer does not guarantee
+//	ref_target_changed         both sides reference different targets that differ in meaning
+//	schema_false               the acceptor is false where the producer admits something
+//
+// and, always Unknown: unresolved_ref, undecided_keyword (not, if,
+// dependentSchemas, propertyNames, contains, unevaluatedItems,
+// $dynamicRef, patternProperties on one side only, unevaluatedProperties
+// next to conditional applicators: accepted only when both sides carry the
+// same value with no reference in it), dependency_added, one_of_ambiguous,
+// anyOf_not_covered, oneOf_not_covered, enum_not_checked, invalid_keyword,
+// unreadable_schema, too_complex. An Incompatible rule becomes Unknown
+// where the producer has assertions the checker leaves out (it might be
+// the reason the instance cannot occur).
+//
+// # Bounds
+//
+// Schemas are publisher input: a document is at most MaxDocumentSize bytes
+// and MaxNesting deep, a check at most MaxSteps comparisons and MaxDepth
+// nested ones; beyond, the verdict is Unknown (too_complex). Numbers are
+// compared exactly (math/big) and exponents beyond four digits are not
+// read. There is no package-level mutable state; a Source caches parsed
+// documents and resolved references and is safe for concurrent use.
+package compat

@@ -1,0 +1,303 @@
+package compat
+
+import (
+	"strconv"
+)
+
+// conditional applicators make the set of evaluated properties depend on
+// the instance; unevaluatedProperties next to them is not decided.
+var conditional = []string{"anyOf", "oneOf", "if", "dependentSchemas", "$dynamicRef", "$recursiveRef"}
+
+// propertyParts is the conjunction of the schemas that apply to property
+// name (or, with other set, to a property no part lists) in a flattened
+// conjunction. ignorePatterns treats every name as matching no
+// patternProperties (used when both sides carry the same patterns). unc
+// lists what could not be decided (only meaningful for the acceptor: for
+// the producer, leaving a schema out is sound).
+func (c *checker) propertyParts(s *side, v view, name string, other bool) []part {
+	ps, _ := c.propertyPartsUnc(v, name, other, false)
+	return ps
+}
+
+func (c *checker) propertyPartsUnc(v view, name string, other, ignorePatterns bool) (out []part, unc []Finding) {
+	// evaluated reports, per scope, whether name is evaluated by some part
+	// and whether that is certain.
+	type scopeInfo struct {
+		scope                int
+		evaluated, uncertain bool
+	}
+	var scopes []scopeInfo
+	get := func(scope int) *scopeInfo {
+		for i := range scopes {
+			if scopes[i].scope == scope {
+				return &scopes[i]
+			}
+		}
+		scopes = append(scopes, scopeInfo{scope: scope})
+		return &scopes[len(scopes)-1]
+	}
+	hasUneval := false
+	for _, p := range v.parts {
+		if _, ok := p.n.v.(map[string]any)["unevaluatedProperties"]; ok {
+			hasUneval = true
+		}
+	}
+	for _, p := range v.parts {
+		if !hasUneval {
+			break
+		}
+		m := p.n.v.(map[string]any)
+		si := get(p.scope)
+		for _, kw := range conditional {
+			if _, ok := m[kw]; ok {
+				si.uncertain = true
+			}
+		}
+		if _, ok := m["additionalProperties"]; ok {
+			si.evaluated = true
+		}
+		if props, ok := m["properties"].(map[string]any); ok && !other {
+			if _, ok := props[name]; ok {
+				si.evaluated = true
+			}
+		}
+		if pp, ok := m["patternProperties"].(map[string]any); ok && len(pp) > 0 && !ignorePatterns {
+			if other {
+				si.uncertain = true
+			} else {
+				for pat := range pp {
+					re := c.compile(pat)
+					if re == nil {
+						si.uncertain = true
+					} else if re.MatchString(name) {
+						si.evaluated = true
+					}
+				}
+			}
+		}
+	}
+	for _, p := range v.parts {
+		m := p.n.v.(map[string]any)
+		props, _ := m["properties"].(map[string]any)
+		if _, ok := props[name]; ok && !other {
+			if ch, ok := p.n.child("properties", name); ok {
+				out = append(out, part{n: ch, path: p.path + "/properties/" + escape(name), scope: p.scope})
+			}
+		} else {
+			matched := false
+			patterned := false
+			if pp, ok := m["patternProperties"].(map[string]any); ok && len(pp) > 0 && !ignorePatterns {
+				patterned = true
+				if !other {
+					for _, pat := range sortedKeys(pp) {
+						re := c.compile(pat)
+						if re == nil {
+							unc = append(unc, finding(Unknown, "invalid_keyword", p, "patternProperties", "a pattern does not compile"))
+							continue
+						}
+						if re.MatchString(name) {
+							matched = true
+							if ch, ok := p.n.child("patternProperties", pat); ok {
+								out = append(out, part{n: ch, path: p.path + "/patternProperties/" + escape(pat), scope: p.scope})
+							}
+						}
+					}
+				}
+			}
+			if other && patterned {
+				// An unlisted name may match a pattern: only the same
+				// patterns on both sides are decided (ignorePatterns).
+				unc = append(unc, finding(Unknown, "undecided_keyword", p, "patternProperties", "patterns are only compared for identity"))
+			} else if _, ok := m["additionalProperties"]; ok && !matched {
+				if ch, ok := p.n.child("additionalProperties"); ok {
+					out = append(out, part{n: ch, path: p.path + "/additionalProperties", scope: p.scope})
+				}
+			}
+		}
+		if _, ok := m["unevaluatedProperties"]; ok {
+			si := get(p.scope)
+			switch {
+			case si.uncertain:
+				unc = append(unc, finding(Unknown, "undecided_keyword", p, "unevaluatedProperties", "evaluated properties depend on the instance"))
+			case !si.evaluated:
+				if ch, ok := p.n.child("unevaluatedProperties"); ok {
+					out = append(out, part{n: ch, path: p.path + "/unevaluatedProperties", scope: p.scope})
+				}
+			}
+		}
+	}
+	return out, unc
+}
+
+// allFalse reports whether every part is the schema false.
+func allFalse(ps []part) bool {
+	if len(ps) == 0 {
+		return false
+	}
+	for _, p := range ps {
+		if b, ok := p.n.v.(bool); !ok || b {
+			return false
+		}
+	}
+	return true
+}
+
+// samePatterns reports whether some producer part carries exactly the
+// patternProperties of every acceptor part that has them.
+func (c *checker) samePatterns(va, vb view) bool {
+	for _, p := range vb.parts {
+		pp, ok := p.n.v.(map[string]any)["patternProperties"]
+		if !ok {
+			continue
+		}
+		if !c.sameKeyword(va, "patternProperties", pp) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *checker) objects(va, vb view, f facts) []Finding {
+	if !hasAnyKeyword(vb, "properties", "additionalProperties", "patternProperties", "unevaluatedProperties") {
+		return nil
+	}
+	var fs []Finding
+	names := map[string]bool{}
+	for _, v := range []view{va, vb} {
+		for _, p := range v.parts {
+			if props, ok := p.n.v.(map[string]any)["properties"].(map[string]any); ok {
+				for k := range props {
+					names[k] = true
+				}
+			}
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for k := range names {
+		sorted = append(sorted, k)
+	}
+	sortStrings(sorted)
+	check := func(name string, other, ignore bool) {
+		bp, unc := c.propertyPartsUnc(vb, name, other, ignore)
+		fs = append(fs, unc...)
+		if len(bp) == 0 {
+			return
+		}
+		ap, aunc := c.propertyPartsUnc(va, name, other, ignore)
+		sub := c.subset(ap, bp)
+		if len(sub) == 0 {
+			return
+		}
+		if len(aunc) > 0 {
+			// The producer has constraints here the checker left out:
+			// a loss is possible, not proven.
+			sub = uncertain(sub)
+			f.opaque = true
+		}
+		if allFalse(bp) {
+			v := Incompatible
+			if f.opaque {
+				v = Unknown
+			}
+			if other {
+				fs = append(fs, Finding{Verdict: v, Rule: "additional_properties_closed", Pointer: bp[0].path, Artifact: bp[0].n.doc.key, At: bp[0].n.ptr,
+					Detail: "properties the producer leaves open are refused"})
+			} else {
+				fs = append(fs, Finding{Verdict: v, Rule: "property_removed", Pointer: bp[0].path, Artifact: bp[0].n.doc.key, At: bp[0].n.ptr,
+					Detail: "property " + strconv.Quote(name)})
+			}
+			return
+		}
+		fs = append(fs, sub...)
+	}
+	for _, name := range sorted {
+		check(name, false, false)
+	}
+	check("", true, c.samePatterns(va, vb))
+	return fs
+}
+
+// itemParts is the conjunction of the schemas that apply to array index
+// i (or, with tail set, to every index past all prefixItems).
+func (c *checker) itemParts(v view, i int, tail bool) (out []part, unc []Finding) {
+	for _, p := range v.parts {
+		m := p.n.v.(map[string]any)
+		prefix, _ := m["prefixItems"].([]any)
+		if !tail && i < len(prefix) {
+			if ch, ok := p.n.child("prefixItems", strconv.Itoa(i)); ok {
+				out = append(out, part{n: ch, path: p.path + "/prefixItems/" + strconv.Itoa(i), scope: p.scope})
+			}
+			continue
+		}
+		if it, ok := m["items"]; ok {
+			if _, isArr := it.([]any); isArr {
+				unc = append(unc, finding(Unknown, "undecided_keyword", p, "items", "array-form items (draft 2019-09 and older) is not compared"))
+				continue
+			}
+			if ch, ok := p.n.child("items"); ok {
+				out = append(out, part{n: ch, path: p.path + "/items", scope: p.scope})
+			}
+		}
+	}
+	return out, unc
+}
+
+func (c *checker) arrays(va, vb view, f facts) []Finding {
+	if !hasAnyKeyword(vb, "items", "prefixItems") {
+		return nil
+	}
+	var fs []Finding
+	n := 0
+	for _, v := range []view{va, vb} {
+		for _, p := range v.parts {
+			if prefix, ok := p.n.v.(map[string]any)["prefixItems"].([]any); ok {
+				n = max(n, len(prefix))
+			}
+		}
+	}
+	limit := func(i int) bool { // index i cannot exist in a producer array
+		return f.maxItems != nil && f.maxItems.IsInt() && f.maxItems.Num().IsInt64() && f.maxItems.Num().Int64() <= int64(i)
+	}
+	for i := 0; i < n; i++ {
+		if limit(i) {
+			return fs
+		}
+		bp, unc := c.itemParts(vb, i, false)
+		fs = append(fs, unc...)
+		if len(bp) == 0 {
+			continue
+		}
+		ap, aunc := c.itemParts(va, i, false)
+		sub := c.subset(ap, bp)
+		if len(aunc) > 0 {
+			sub = uncertain(sub)
+		}
+		fs = append(fs, sub...)
+	}
+	if limit(n) {
+		return fs
+	}
+	bp, unc := c.itemParts(vb, n, true)
+	fs = append(fs, unc...)
+	if len(bp) > 0 {
+		ap, aunc := c.itemParts(va, n, true)
+		sub := c.subset(ap, bp)
+		if len(aunc) > 0 {
+			sub = uncertain(sub)
+		}
+		fs = append(fs, sub...)
+	}
+	return fs
+}
+
+// uncertain turns incompatible findings into unknown ones.
+func uncertain(fs []Finding) []Finding {
+	out := make([]Finding, len(fs))
+	for i, f := range fs {
+		if f.Verdict == Incompatible {
+			f.Verdict = Unknown
+		}
+		out[i] = f
+	}
+	return out
+}

@@ -1,0 +1,209 @@
+package compat
+
+import (
+	"encoding/json"
+	"math/big"
+	"sort"
+	"strings"
+)
+
+// typeSet is a set of JSON types. "number" is numInt|numFrac: an integer
+// value (including 1.0) has type integer, so integer ⊆ number.
+type typeSet uint8
+
+const (
+	tNull typeSet = 1 << iota
+	tBool
+	tObject
+	tArray
+	tInt
+	tFrac
+	tString
+	tAll = tNull | tBool | tObject | tArray | tInt | tFrac | tString
+	tNum = tInt | tFrac
+)
+
+func typeBits(name string) (typeSet, bool) {
+	switch name {
+	case "null":
+		return tNull, true
+	case "boolean":
+		return tBool, true
+	case "object":
+		return tObject, true
+	case "array":
+		return tArray, true
+	case "integer":
+		return tInt, true
+	case "number":
+		return tNum, true
+	case "string":
+		return tString, true
+	}
+	return 0, false
+}
+
+// typeOfKeyword reads a "type" keyword value; ok is false when malformed.
+func typeOfKeyword(v any) (typeSet, bool) {
+	switch x := v.(type) {
+	case string:
+		return typeBits(x)
+	case []any:
+		var t typeSet
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return 0, false
+			}
+			b, ok := typeBits(s)
+			if !ok {
+				return 0, false
+			}
+			t |= b
+		}
+		return t, true
+	}
+	return 0, false
+}
+
+// typeOfValue is the type of one JSON value.
+func typeOfValue(v any) typeSet {
+	switch x := v.(type) {
+	case nil:
+		return tNull
+	case bool:
+		return tBool
+	case map[string]any:
+		return tObject
+	case []any:
+		return tArray
+	case string:
+		return tString
+	case json.Number:
+		if r, ok := ratOf(x); ok && r.IsInt() {
+			return tInt
+		}
+		return tFrac
+	}
+	return 0
+}
+
+func (t typeSet) String() string {
+	names := []string{}
+	for _, e := range []struct {
+		b typeSet
+		n string
+	}{{tNull, "null"}, {tBool, "boolean"}, {tObject, "object"}, {tArray, "array"}, {tInt, "integer"}, {tFrac, "number"}, {tString, "string"}} {
+		if t&e.b != 0 {
+			names = append(names, e.n)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// ratOf reads a JSON number exactly. Exponents are bounded so that a
+// number cannot cost unbounded memory.
+func ratOf(v any) (*big.Rat, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return nil, false
+	}
+	s := string(n)
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		exp := strings.TrimLeft(s[i+1:], "+-")
+		if len(exp) > 4 {
+			return nil, false
+		}
+	}
+	r, ok := new(big.Rat).SetString(s)
+	return r, ok
+}
+
+// intOf reads a non-negative integer keyword value (minLength, ...).
+func intOf(v any) (*big.Rat, bool) {
+	r, ok := ratOf(v)
+	if !ok || !r.IsInt() || r.Sign() < 0 {
+		return nil, false
+	}
+	return r, true
+}
+
+// equal is JSON equality: numbers by value, objects by members.
+func equal(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case json.Number:
+		ra, ok1 := ratOf(x)
+		rb, ok2 := ratOf(b)
+		if !ok1 || !ok2 {
+			y, ok := b.(json.Number)
+			return ok && x == y
+		}
+		return ra.Cmp(rb) == 0
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !equal(xv, yv) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// containsRef reports whether a schema value holds a reference anywhere,
+// so that textual equality does not imply equal meaning.
+func containsRef(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if k == "$ref" || k == "$dynamicRef" || k == "$recursiveRef" || k == "$id" {
+				return true
+			}
+			if containsRef(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if containsRef(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
