@@ -100,17 +100,20 @@ func TestFaultAtEveryStep(t *testing.T) {
 func TestFailedStreamLeavesNothing(t *testing.T) {
 	s := newStore(t, func(o *Options) { o.StageBatchBytes = 1 })
 	data := largeBundle(t, 8, 32<<10)
-	before := dump(t, s)
+	before := dumpBesidesAudit(t, s)
 	bad := bytes.Clone(data)
 	bad[len(bad)-200] ^= 1 // inside the last artifacts
 	_, err := importBytes(t, s, bad, ImportOptions{})
 	expectName(t, err, bundle.ErrHashMismatch)
-	if dump(t, s) != before {
+	if dumpBesidesAudit(t, s) != before {
 		t.Fatal("a failed import left staged blobs behind")
+	}
+	if e := lastAudit(t, s); e.Action != "import_refused" || e.Verdict != string(bundle.ErrHashMismatch) {
+		t.Fatalf("refusal audited as %+v", e)
 	}
 	// Truncated files (truncation) likewise.
 	_, err = importBytes(t, s, data[:len(data)/2], ImportOptions{})
-	if err == nil || dump(t, s) != before {
+	if err == nil || dumpBesidesAudit(t, s) != before {
 		t.Fatalf("truncated import: %v", err)
 	}
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 )
 
-// AuditEntry is one record of the audit log: an import, a downgrade, a
-// removal or a trust change. Entries are chained: each carries the SHA-256
+// AuditEntry is one record of the audit log: an import (accepted,
+// unchanged or refused), a downgrade, a removal or a trust change
+// (docs/FORMAT.md §20 lists the fields). Entries are chained: each carries the SHA-256
 // of the previous entry's encoding (32 zero bytes for the first), and the
 // store keeps the hash of the last, so that editing, removing or reordering
 // entries breaks the chain (VerifyAudit). The chain is tamper-evident, not
@@ -20,7 +21,7 @@ import (
 type AuditEntry struct {
 	Seq             uint64   `cbor:"seq" json:"seq"`
 	At              string   `cbor:"at" json:"at"`
-	Action          string   `cbor:"action" json:"action"` // import, downgrade, remove, trust_add, trust_remove
+	Action          string   `cbor:"action" json:"action"` // import, downgrade, import_refused, remove, trust_add, trust_remove, trust_threshold, ...
 	BundleID        string   `cbor:"bundle_id,omitempty" json:"bundle_id,omitempty"`
 	Version         uint64   `cbor:"version,omitempty" json:"version,omitempty"`
 	PreviousVersion uint64   `cbor:"previous_version,omitempty" json:"previous_version,omitempty"`
@@ -30,7 +31,33 @@ type AuditEntry struct {
 	Key             string   `cbor:"key,omitempty" json:"key,omitempty"` // did:key
 	Scopes          []string `cbor:"scopes,omitempty" json:"scopes,omitempty"`
 	Threshold       uint64   `cbor:"threshold,omitempty" json:"threshold,omitempty"`
-	Prev            []byte   `cbor:"prev" json:"prev"`
+	// Actor is who did it: the operating-system user and host of the
+	// process that changed the store (Options.Actor).
+	Actor *Actor `cbor:"actor,omitempty" json:"actor,omitempty"`
+	// FileSHA256 is the SHA-256 of the whole file an import read (or, for
+	// a refusal, of the file as the caller hashed it).
+	FileSHA256 []byte `cbor:"file_sha256,omitempty" json:"file_sha256,omitempty"`
+	// Verdict is "accepted" for what took effect, "unchanged" for an
+	// import of the bundle already installed, else the error name of the
+	// refusal.
+	Verdict string `cbor:"verdict,omitempty" json:"verdict,omitempty"`
+	Prev    []byte `cbor:"prev" json:"prev"`
+}
+
+// Actor identifies who changed a store: the numeric user id and the host
+// name of the process (-1 for a uid where the system has none).
+type Actor struct {
+	UID  int64  `cbor:"uid" json:"uid"`
+	Host string `cbor:"host" json:"host"`
+}
+
+// actor returns the configured actor (nil when none is).
+func (s *Store) actor() *Actor {
+	if s.opts.Actor == nil {
+		return nil
+	}
+	a := *s.opts.Actor
+	return &a
 }
 
 // appendAudit appends an entry inside a write transaction.

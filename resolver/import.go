@@ -30,6 +30,11 @@ type ImportOptions struct {
 	// 'ampbundle check' re-hashes them; without this option every one is
 	// re-hashed, so a delta import reads the whole base.
 	SkipBaseRehash bool
+	// FileSHA256, when set, is the SHA-256 of the whole file as the
+	// caller hashed it. A refusal's audit entry records it (the store
+	// stops reading a refused file, so it cannot hash it); an accepted
+	// import records the hash of the bytes the store itself read.
+	FileSHA256 []byte
 }
 
 // ImportResult describes a completed import.
@@ -86,12 +91,26 @@ type staged struct {
 // A newer version of an installed bundle_id replaces the older one in the
 // same final transaction; blobs nothing references any more are deleted.
 // Importing the very bundle that is installed is a no-op (Unchanged).
-func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (*ImportResult, error) {
+//
+// Every outcome is audited with the actor and the file's SHA-256: an
+// accepted import ("import" or "downgrade"), an unchanged one
+// ("import_unchanged") and a refusal ("import_refused", its verdict the
+// error name; bundle id, version and signers only when the manifest
+// verified), except failures of the store itself (store_io).
+func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ *ImportResult, err error) {
 	if err := s.writable(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	fileHash := sha256.New()
+	r = io.TeeReader(r, fileHash)
+	var verified *ImportResult // set once the manifest verified
+	defer func() {
+		if err != nil {
+			s.auditRefusal(err, verified, opts.FileSHA256)
+		}
+	}()
 	policy, err := s.policy()
 	if err != nil {
 		return nil, err
@@ -110,6 +129,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (*I
 	for _, k := range br.Signers() {
 		res.Signers = append(res.Signers, k.Name)
 	}
+	verified = res
 	for _, d := range m.Capabilities {
 		res.Capabilities = append(res.Capabilities, d.ID().String())
 	}
@@ -146,6 +166,14 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (*I
 		// but carries altered artifacts is refused, not reported as fine.
 		if err := br.VerifyRest(); err != nil {
 			return nil, err
+		}
+		sum := fileHash.Sum(nil)
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			return appendAudit(tx, s.opts.Now(), AuditEntry{Action: "import_unchanged", Actor: s.actor(), Verdict: "unchanged",
+				BundleID: m.BundleID, Version: m.Version, Signers: res.Signers, ManifestSHA256: sha256sum(signed), FileSHA256: sum})
+		})
+		if err != nil {
+			return nil, amp.AsError(wrapTx(err))
 		}
 		res.Generation = s.gen.Load()
 		return res, nil
@@ -186,7 +214,8 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (*I
 				return err
 			}
 		}
-		if err := install(tx, m, signed, arts, res, s.opts.Now()); err != nil {
+		entry := AuditEntry{Actor: s.actor(), FileSHA256: fileHash.Sum(nil)}
+		if err := install(tx, m, signed, arts, res, s.opts.Now(), entry); err != nil {
 			return err
 		}
 		if err := deleteOrphans(tx, orphans); err != nil {
@@ -445,7 +474,8 @@ func checkDIDs(tx *bolt.Tx, bundleID string, arts []staged) error {
 }
 
 // install writes everything of a verified bundle whose blobs are staged.
-func install(tx *bolt.Tx, m *bundle.Manifest, signed []byte, arts []staged, res *ImportResult, now time.Time) error {
+// entry carries the audit fields the caller knows (actor, file hash).
+func install(tx *bolt.Tx, m *bundle.Manifest, signed []byte, arts []staged, res *ImportResult, now time.Time, entry AuditEntry) error {
 	if err := checkDIDs(tx, m.BundleID, arts); err != nil {
 		return err
 	}
@@ -517,9 +547,10 @@ func install(tx *bolt.Tx, m *bundle.Manifest, signed []byte, arts []staged, res 
 	if res.Downgrade {
 		action = "downgrade"
 	}
-	sum := sha256.Sum256(signed)
-	return appendAudit(tx, now, AuditEntry{Action: action, BundleID: m.BundleID, Version: m.Version,
-		PreviousVersion: res.PreviousVersion, Signers: res.Signers, ManifestSHA256: sum[:]})
+	entry.Action, entry.Verdict = action, verdictAccepted
+	entry.BundleID, entry.Version, entry.PreviousVersion = m.BundleID, m.Version, res.PreviousVersion
+	entry.Signers, entry.ManifestSHA256 = res.Signers, sha256sum(signed)
+	return appendAudit(tx, now, entry)
 }
 
 // uninstall removes every record of an installed bundle. The high-water
@@ -700,7 +731,7 @@ func (s *Store) Remove(bundleID string) (uint64, error) {
 		if err := s.fault("remove"); err != nil {
 			return err
 		}
-		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "remove", BundleID: bundleID, Version: rec.Version}); err != nil {
+		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "remove", Actor: s.actor(), Verdict: verdictAccepted, BundleID: bundleID, Version: rec.Version}); err != nil {
 			return err
 		}
 		gen, err = bumpGeneration(tx)
@@ -711,4 +742,29 @@ func (s *Store) Remove(bundleID string) (uint64, error) {
 	}
 	s.gen.Store(gen)
 	return version, nil
+}
+
+// verdictAccepted is the verdict of an audit entry for a change that took
+// effect.
+const verdictAccepted = "accepted"
+
+func sha256sum(b []byte) []byte {
+	sum := sha256.Sum256(b)
+	return sum[:]
+}
+
+// auditRefusal records a refused import. Failures of the store itself are
+// not refusals (and an entry could not be written anyway); neither is a
+// canceled import. The refusal's verdict is the error name; what the file
+// claims is recorded only when its manifest verified (verified non-nil).
+func (s *Store) auditRefusal(err error, verified *ImportResult, fileSHA256 []byte) {
+	name := amp.NameOf(amp.AsError(err))
+	if name == "" || name == ErrStoreIO || name == ErrReadOnly || name == ErrStoreInUse {
+		return
+	}
+	e := AuditEntry{Action: "import_refused", Actor: s.actor(), Verdict: string(name), FileSHA256: clone(fileSHA256)}
+	if verified != nil {
+		e.BundleID, e.Version, e.Signers = verified.BundleID, verified.Version, verified.Signers
+	}
+	_ = s.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, s.opts.Now(), e) })
 }

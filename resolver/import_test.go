@@ -80,11 +80,14 @@ func TestRollback(t *testing.T) {
 	s := newStore(t)
 	v1, v2 := variant(t, 1, nil), variant(t, 2, nil)
 	mustImport(t, s, v2)
-	before := dump(t, s)
+	before := dumpBesidesAudit(t, s)
 	_, err := importBytes(t, s, v1, ImportOptions{})
 	expectName(t, err, ErrRollback)
-	if dump(t, s) != before {
+	if dumpBesidesAudit(t, s) != before {
 		t.Fatal("a refused rollback changed the store")
+	}
+	if e := lastAudit(t, s); e.Action != "import_refused" || e.Verdict != string(ErrRollback) || e.BundleID != "org.example.translate" || e.Version != 1 {
+		t.Fatalf("refusal audited as %+v", e)
 	}
 	// Removal keeps the high-water mark.
 	if _, err := s.Remove("org.example.translate"); err != nil {

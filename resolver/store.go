@@ -115,6 +115,9 @@ type Options struct {
 	// StageBatchBytes is how many artifact bytes an import stages per
 	// transaction. Default 4 MiB.
 	StageBatchBytes int
+	// Actor, when set, is recorded in every audit entry this store
+	// writes: who changed the store (the CLI sets its uid and host).
+	Actor *Actor
 	// Fault, when set, is called at each named step of an import and of a
 	// removal; a non-nil error aborts there. Tests inject faults with it.
 	Fault func(step string) error

@@ -139,6 +139,42 @@ func dump(t testing.TB, s *Store) string {
 	return b.String()
 }
 
+// dumpBesidesAudit is dump without the audit log and its head: what a
+// refused import may change (it appends its refusal entry).
+func dumpBesidesAudit(t testing.TB, s *Store) string {
+	t.Helper()
+	var b strings.Builder
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
+			if string(name) == bAudit {
+				return nil
+			}
+			fmt.Fprintf(&b, "[%s]\n", name)
+			return bk.ForEach(func(k, v []byte) error {
+				if string(name) == bMeta && (string(k) == kAuditHead || string(k) == kAuditSeq) {
+					return nil
+				}
+				fmt.Fprintf(&b, "%x=%x\n", k, v)
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// lastAudit returns the newest audit entry.
+func lastAudit(t testing.TB, s *Store) AuditEntry {
+	t.Helper()
+	log, err := s.Audit()
+	if err != nil || len(log) == 0 {
+		t.Fatalf("audit: %v (%d entries)", err, len(log))
+	}
+	return log[len(log)-1]
+}
+
 func expectName(t *testing.T, err error, name amp.ErrName) {
 	t.Helper()
 	if !errors.Is(err, name) {

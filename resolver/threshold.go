@@ -51,7 +51,7 @@ func (s *Store) TrustSetThreshold(scope string, n int) error {
 		if err != nil {
 			return err
 		}
-		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "trust_threshold", Scopes: []string{sc}, Threshold: uint64(n)}); err != nil {
+		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Actor: s.actor(), Verdict: verdictAccepted, Action: "trust_threshold", Scopes: []string{sc}, Threshold: uint64(n)}); err != nil {
 			return err
 		}
 		gen, err = bumpGeneration(tx)

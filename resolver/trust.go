@@ -91,7 +91,7 @@ func (s *Store) TrustAdd(name string, key ed25519.PublicKey, scopes []string) er
 		if err := b.Put([]byte(name), encode(trustRecord{Name: name, Key: key, Scopes: clean, AddedAt: formatTime(now)})); err != nil {
 			return err
 		}
-		if err := appendAudit(tx, now, AuditEntry{Action: "trust_add", TrustName: name, Key: amp.DIDKey(key), Scopes: clean}); err != nil {
+		if err := appendAudit(tx, now, AuditEntry{Actor: s.actor(), Verdict: verdictAccepted, Action: "trust_add", TrustName: name, Key: amp.DIDKey(key), Scopes: clean}); err != nil {
 			return err
 		}
 		var err error
@@ -128,7 +128,7 @@ func (s *Store) TrustRemove(name string) error {
 		if err := b.Delete([]byte(name)); err != nil {
 			return err
 		}
-		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "trust_remove", TrustName: name, Key: amp.DIDKey(r.Key), Scopes: r.Scopes}); err != nil {
+		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Actor: s.actor(), Verdict: verdictAccepted, Action: "trust_remove", TrustName: name, Key: amp.DIDKey(r.Key), Scopes: r.Scopes}); err != nil {
 			return err
 		}
 		var err error

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -23,9 +24,15 @@ links the entries. Prints the head hash (the SHA-256 of the last entry):
 record it somewhere else, because someone able to rewrite the store file
 could rewrite the whole chain, but not a head kept elsewhere.
 
+--expect-head HEX checks the log against a head recorded earlier: HEX must
+be the hash of one of the entries (the log may have grown since), else
+audit_broken. 'ampbundle receipt' exports entries signed by a site key.
+
 Exit 1 with audit_broken when the chain does not verify (the entries are
 still listed first, without --json). Opens the store read-only.`,
-		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
+		Flags: []cli.Flag{dbFlag, adminSocketFlag,
+			&cli.StringFlag{Name: "expect-head", Usage: "audit head `HEX` recorded elsewhere, which must be in the chain"},
+			jsonFlag},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 				return err
@@ -43,7 +50,24 @@ still listed first, without --json). Opens the store read-only.`,
 			if err != nil {
 				return storeIO("cannot read the audit head", err)
 			}
+			var expect []byte
+			if c.IsSet("expect-head") {
+				if expect, err = cliutil.DecodeHexN("expect-head", c.String("expect-head"), 32); err != nil {
+					return err
+				}
+			}
 			verr := s.VerifyAudit()
+			var expectAt int // seq of the entry the expected head names
+			if verr == nil && expect != nil {
+				for _, e := range entries {
+					if bytes.Equal(resolver.AuditEntryHash(e), expect) {
+						expectAt = int(e.Seq)
+					}
+				}
+				if expectAt == 0 {
+					verr = cliutil.Failf(resolver.ErrAuditBroken, "the expected head is not the hash of any entry of this log (%d entries): the log was rewritten, or the head belongs to another store", len(entries))
+				}
+			}
 			if c.Bool("json") {
 				if verr != nil {
 					return storeIO("cannot verify the audit log", verr)
@@ -52,9 +76,11 @@ still listed first, without --json). Opens the store read-only.`,
 				for _, e := range entries {
 					out = append(out, auditView(e))
 				}
-				return cliutil.PrintJSON(env.Stdout, map[string]any{
-					"verified": true, "count": len(entries), "head": hex.EncodeToString(head), "entries": out,
-				})
+				doc := map[string]any{"verified": true, "count": len(entries), "head": hex.EncodeToString(head), "entries": out}
+				if expect != nil {
+					doc["expected_head_seq"] = expectAt
+				}
+				return cliutil.PrintJSON(env.Stdout, doc)
 			}
 			for _, e := range entries {
 				printAudit(env.Stdout, e)
@@ -67,6 +93,9 @@ still listed first, without --json). Opens the store read-only.`,
 				return nil
 			}
 			fmt.Fprintf(env.Stdout, "audit chain verified: %d entries\nhead sha256 %s\n", len(entries), hex.EncodeToString(head))
+			if expect != nil {
+				fmt.Fprintf(env.Stdout, "expected head is entry %d; %d entries after it\n", expectAt, len(entries)-expectAt)
+			}
 			return nil
 		},
 	}
@@ -74,31 +103,40 @@ still listed first, without --json). Opens the store read-only.`,
 
 // auditJSON is an audit entry with its hashes in hex.
 type auditJSON struct {
-	Seq             uint64   `json:"seq"`
-	At              string   `json:"at"`
-	Action          string   `json:"action"`
-	BundleID        string   `json:"bundle_id,omitempty"`
-	Version         uint64   `json:"version,omitempty"`
-	PreviousVersion uint64   `json:"previous_version,omitempty"`
-	Signers         []string `json:"signers,omitempty"`
-	ManifestSHA256  string   `json:"manifest_sha256,omitempty"`
-	TrustName       string   `json:"trust_name,omitempty"`
-	Key             string   `json:"key,omitempty"`
-	Scopes          []string `json:"scopes,omitempty"`
-	Prev            string   `json:"prev"`
+	Seq             uint64          `json:"seq"`
+	At              string          `json:"at"`
+	Action          string          `json:"action"`
+	BundleID        string          `json:"bundle_id,omitempty"`
+	Version         uint64          `json:"version,omitempty"`
+	PreviousVersion uint64          `json:"previous_version,omitempty"`
+	Signers         []string        `json:"signers,omitempty"`
+	ManifestSHA256  string          `json:"manifest_sha256,omitempty"`
+	TrustName       string          `json:"trust_name,omitempty"`
+	Key             string          `json:"key,omitempty"`
+	Scopes          []string        `json:"scopes,omitempty"`
+	Threshold       uint64          `json:"threshold,omitempty"`
+	Actor           *resolver.Actor `json:"actor,omitempty"`
+	FileSHA256      string          `json:"file_sha256,omitempty"`
+	Verdict         string          `json:"verdict,omitempty"`
+	Prev            string          `json:"prev"`
 }
 
 func auditView(e resolver.AuditEntry) auditJSON {
 	return auditJSON{Seq: e.Seq, At: e.At, Action: e.Action, BundleID: e.BundleID, Version: e.Version,
 		PreviousVersion: e.PreviousVersion, Signers: e.Signers, ManifestSHA256: hex.EncodeToString(e.ManifestSHA256),
-		TrustName: e.TrustName, Key: e.Key, Scopes: e.Scopes, Prev: hex.EncodeToString(e.Prev)}
+		TrustName: e.TrustName, Key: e.Key, Scopes: e.Scopes, Threshold: e.Threshold, Actor: e.Actor,
+		FileSHA256: hex.EncodeToString(e.FileSHA256), Verdict: e.Verdict, Prev: hex.EncodeToString(e.Prev)}
 }
 
 func printAudit(w io.Writer, e resolver.AuditEntry) {
 	var what string
 	switch {
+	case e.Action == "trust_threshold":
+		what = fmt.Sprintf("%s threshold %d", strings.Join(e.Scopes, ", "), e.Threshold)
 	case e.TrustName != "":
 		what = fmt.Sprintf("%s %s scopes %s", e.TrustName, e.Key, strings.Join(e.Scopes, ", "))
+	case e.BundleID == "":
+		what = "file sha256 " + hex.EncodeToString(e.FileSHA256)
 	default:
 		what = fmt.Sprintf("%s version %d", e.BundleID, e.Version)
 		if e.PreviousVersion != 0 {
@@ -107,6 +145,12 @@ func printAudit(w io.Writer, e resolver.AuditEntry) {
 		if len(e.Signers) > 0 {
 			what += " signed by " + strings.Join(e.Signers, ", ")
 		}
+	}
+	if e.Verdict != "" && e.Verdict != "accepted" {
+		what += " verdict " + e.Verdict
+	}
+	if e.Actor != nil {
+		what += fmt.Sprintf(" by uid %d on %s", e.Actor.UID, e.Actor.Host)
 	}
 	fmt.Fprintf(w, "%4d  %s  %-12s  %s\n", e.Seq, e.At, e.Action, what)
 }

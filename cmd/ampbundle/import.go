@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -59,13 +60,19 @@ The store must exist: 'ampbundle trust add' creates it.`,
 			if err != nil {
 				return err
 			}
+			// The audit entry of a refusal names the file by its hash;
+			// the store stops reading a refused file, so hash it first.
+			fileSum, err := fileSHA256(f)
+			if err != nil {
+				return err
+			}
 			s, err := openStore(env, c, readWrite)
 			if err != nil {
 				return err
 			}
 			defer closeStore(s, &err)
 			prog := cliutil.NewProgress(env, c.Bool("json"), "importing", total)
-			res, err := s.Import(c.Context, f, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update})
+			res, err := s.Import(c.Context, f, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: fileSum})
 			prog.Done()
 			if err != nil {
 				return err
@@ -93,6 +100,18 @@ func artifactBytes(f *os.File) (int64, error) {
 		return 0, cliutil.Failf("io_error", "cannot read the bundle").WithCause(err)
 	}
 	return total, nil
+}
+
+// fileSHA256 hashes f from the start and rewinds it.
+func fileSHA256(f *os.File) ([]byte, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, cliutil.Failf("io_error", "cannot read the bundle").WithCause(err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, cliutil.Failf("io_error", "cannot read the bundle").WithCause(err)
+	}
+	return h.Sum(nil), nil
 }
 
 // importJSON is the JSON view of an import.

@@ -121,10 +121,10 @@ func TestImportRollback(t *testing.T) {
 	for _, e := range audit.Entries {
 		actions = append(actions, e.Action)
 	}
-	if got := strings.Join(actions, " "); got != "trust_add trust_add import downgrade downgrade" {
+	if got := strings.Join(actions, " "); got != "trust_add trust_add import import_refused import_refused downgrade downgrade" {
 		t.Fatalf("audit actions: %s", got)
 	}
-	if e := audit.Entries[3]; e.BundleID != translateID || e.Version != 1 || e.PreviousVersion != 3 {
+	if e := audit.Entries[5]; e.BundleID != translateID || e.Version != 1 || e.PreviousVersion != 3 {
 		t.Fatalf("downgrade entry: %+v", e)
 	}
 }

@@ -38,6 +38,7 @@ func newApp(env *cliutil.Env) *cli.App {
 			checkCommand(env),
 			resolveCommand(env),
 			auditCommand(env),
+			receiptCommand(env),
 		},
 	}
 }

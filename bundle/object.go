@@ -1,0 +1,61 @@
+package bundle
+
+import (
+	"crypto/ed25519"
+)
+
+// Content types of the signed objects of FORMAT.md besides the bundle
+// manifest: each is a COSE_Sign exactly like item 0 of a bundle (§2), with
+// its own content type in the body's protected header.
+const (
+	MediaTypeReceipt    = "application/ampbundle-receipt+cbor"    // FORMAT.md §20
+	MediaTypeRevocation = "application/ampbundle-revocation+cbor" // FORMAT.md §21
+)
+
+// SignedObject is a decoded COSE_Sign of FORMAT.md §2 and its payload. Its
+// signatures are not verified by DecodeObject: VerifyAll or Verify does it.
+type SignedObject struct {
+	ContentType string
+	Payload     []byte
+	Signatures  []Signature
+	obj         *signedObject
+}
+
+// SignObject returns the deterministic COSE_Sign of payload, content type
+// ctype, signed by each key (signatures sorted by kid, one per key).
+func SignObject(ctype string, payload []byte, keys []ed25519.PrivateKey) ([]byte, error) {
+	return signCOSE(ctype, payload, keys)
+}
+
+// DecodeObject decodes a COSE_Sign whose content type must be ctype, with
+// the checks of FORMAT.md §2 (deterministic encoding, the one allowed form
+// of every header, 1 to 8 signatures, one per kid).
+func DecodeObject(item []byte, ctype string) (*SignedObject, error) {
+	o, err := decodeCOSE(item, ctype)
+	if err != nil {
+		return nil, err
+	}
+	return &SignedObject{ContentType: ctype, Payload: o.payload, Signatures: append([]Signature(nil), o.signatures...), obj: o}, nil
+}
+
+// ContentType returns the content type of an encoded COSE_Sign ("" when
+// item is not one): how an importer tells a bundle from a statement.
+func ContentType(item []byte) string { return coseContentType(item) }
+
+// VerifyAll checks every signature against the key its kid names.
+func (o *SignedObject) VerifyAll() error { return o.obj.verifyAll() }
+
+// Verify checks the signatures against p (FORMAT.md §2: unknown keys
+// ignored, a bad trusted signature fails) and returns the distinct trusted
+// keys whose signatures verify.
+func (o *SignedObject) Verify(p *Policy) ([]TrustedKey, error) {
+	ks, err := o.obj.verify(p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TrustedKey, len(ks))
+	for i, k := range ks {
+		out[i] = *k
+	}
+	return out, nil
+}

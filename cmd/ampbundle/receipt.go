@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/keyfile"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+func receiptCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "receipt",
+		Usage:     "export a signed receipt of the audit log (or verify one)",
+		ArgsUsage: " ",
+		Description: `Exports audit entries --from N --to M (default: all) as a receipt signed
+by the site key --key, to -o FILE: the entries exactly as stored, the hash
+the first chains to and the head the last gives (docs/FORMAT.md §20). An
+auditor verifies it without the store ('ampbundle receipt verify', or any
+implementation of the documented format). The chain is verified before
+anything is signed. Opens the store read-only.`,
+		Flags: []cli.Flag{dbFlag, adminSocketFlag,
+			&cli.StringFlag{Name: "key", Usage: "site private key `PEM` file that signs the receipt (required; mode 0600)"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "receipt `FILE` to write (required)"},
+			&cli.Uint64Flag{Name: "from", Value: 1, Usage: "first entry `SEQ`"},
+			&cli.Uint64Flag{Name: "to", Usage: "last entry `SEQ` (default: the newest)"},
+			jsonFlag},
+		Subcommands: []*cli.Command{receiptVerifyCommand(env)},
+		Action: func(c *cli.Context) (err error) {
+			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "db", "key", "out"); err != nil {
+				return err
+			}
+			key, err := keyfile.ReadSigningKey(c.String("key"))
+			if err != nil {
+				return err
+			}
+			s, err := openStore(env, c, readOnly)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, &err)
+			if err := s.VerifyAudit(); err != nil {
+				return storeIO("cannot verify the audit log", err)
+			}
+			log, err := s.Audit()
+			if err != nil {
+				return err
+			}
+			data, err := resolver.BuildReceipt(log, c.Uint64("from"), c.Uint64("to"), key, env.Now())
+			if err != nil {
+				return err
+			}
+			r, err := resolver.VerifyReceipt(data, key.Public().(ed25519.PublicKey))
+			if err != nil {
+				return err
+			}
+			out := c.String("out")
+			if _, _, _, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
+				_, err := w.Write(data)
+				return nil, err
+			}); err != nil {
+				return err
+			}
+			last := r.FirstSeq + uint64(len(r.Entries)) - 1
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "site": r.Site, "first_seq": r.FirstSeq,
+					"last_seq": last, "head": hex.EncodeToString(r.Head), "size": len(data)})
+			}
+			fmt.Fprintf(env.Stdout, "wrote %s: entries %d..%d signed by %s\nhead sha256 %s\n", out, r.FirstSeq, last, r.Site, hex.EncodeToString(r.Head))
+			return nil
+		},
+	}
+}
+
+func receiptVerifyCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "verify",
+		Usage:     "verify a receipt without the store",
+		ArgsUsage: "FILE",
+		Description: `Verifies the receipt FILE (docs/FORMAT.md §20): its signature by the site
+key it names, which must be --site when given; the chain of its entries;
+and, with --expect-head HEX, that a head recorded earlier is one of its
+entries' hashes or the hash its first entry chains to. Lists the entries.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "site", Usage: "expected site public key: `PUB` PEM file or did:key"},
+			&cli.StringFlag{Name: "expect-head", Usage: "audit head `HEX` that must be in the receipt's chain"},
+			jsonFlag},
+		Action: func(c *cli.Context) error {
+			if err := cliutil.ExactArgs(c, 1, "the receipt FILE"); err != nil {
+				return err
+			}
+			var site ed25519.PublicKey
+			if c.IsSet("site") {
+				var err error
+				if site, err = keyfile.ParsePublic(c.String("site")); err != nil {
+					return err
+				}
+			}
+			var expect []byte
+			if c.IsSet("expect-head") {
+				var err error
+				if expect, err = cliutil.DecodeHexN("expect-head", c.String("expect-head"), 32); err != nil {
+					return err
+				}
+			}
+			data, err := cliutil.ReadFile(c.Args().First(), resolver.MaxReceiptSize, "receipt")
+			if err != nil {
+				return err
+			}
+			r, err := resolver.VerifyReceipt(data, site)
+			if err != nil {
+				return err
+			}
+			expectAt := -1
+			if expect != nil {
+				if bytes.Equal(r.Prev, expect) {
+					expectAt = int(r.FirstSeq) - 1
+				}
+				for _, e := range r.Entries {
+					if bytes.Equal(resolver.AuditEntryHash(e), expect) {
+						expectAt = int(e.Seq)
+					}
+				}
+				if expectAt < 0 {
+					return cliutil.Failf(resolver.ErrInvalidReceipt, "the expected head is not in the receipt's chain")
+				}
+			}
+			if c.Bool("json") {
+				out := []auditJSON{}
+				for _, e := range r.Entries {
+					out = append(out, auditView(e))
+				}
+				doc := map[string]any{"verified": true, "site": r.Site, "site_checked": site != nil, "issued_at": r.IssuedAt,
+					"first_seq": r.FirstSeq, "prev": hex.EncodeToString(r.Prev), "head": hex.EncodeToString(r.Head), "entries": out}
+				if expect != nil {
+					doc["expected_head_seq"] = expectAt
+				}
+				return cliutil.PrintJSON(env.Stdout, doc)
+			}
+			for _, e := range r.Entries {
+				printAudit(env.Stdout, e)
+			}
+			fmt.Fprintf(env.Stdout, "receipt verified: %d entries signed by %s", len(r.Entries), r.Site)
+			if site == nil {
+				fmt.Fprint(env.Stdout, " (site key not checked: give --site)")
+			}
+			fmt.Fprintf(env.Stdout, "\nhead sha256 %s\n", hex.EncodeToString(r.Head))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestReceiptExportVerifyAndTamper: every import, refusal and trust change
+// is in the log with actor and verdict; the receipt verifies against the
+// site key and a head kept from before; a flipped byte, another site key
+// and an unknown head are refused; audit --expect-head accepts an old head
+// and refuses a foreign one.
+func TestReceiptExportVerifyAndTamper(t *testing.T) {
+	db := newStore(t)
+	var before struct {
+		Head string `json:"head"`
+	}
+	mustJSON(t, &before, "audit", "--db", db)
+	mustRun(t, "import", translateVersion(t, 2), "--db", db)
+	failsWith(t, "rollback", "import", sampleFile("translate"), "--db", db)
+	var log struct {
+		Head    string `json:"head"`
+		Entries []struct {
+			Action     string `json:"action"`
+			Verdict    string `json:"verdict"`
+			FileSHA256 string `json:"file_sha256"`
+			Actor      *struct {
+				UID  int64  `json:"uid"`
+				Host string `json:"host"`
+			} `json:"actor"`
+		} `json:"entries"`
+	}
+	mustJSON(t, &log, "audit", "--db", db, "--expect-head", before.Head)
+	last := log.Entries[len(log.Entries)-1]
+	if last.Action != "import_refused" || last.Verdict != "rollback" || len(last.FileSHA256) != 64 || last.Actor == nil || last.Actor.UID != int64(os.Getuid()) {
+		t.Fatalf("refusal entry %+v", last)
+	}
+	failsWith(t, "audit_broken", "audit", "--db", db, "--expect-head", "00"+before.Head[2:])
+
+	keys, pubs := officers(t, 2)
+	out := filepath.Join(t.TempDir(), "r.receipt")
+	mustRun(t, "receipt", "--db", db, "--key", keys[0], "-o", out)
+	var v struct {
+		Verified bool   `json:"verified"`
+		Head     string `json:"head"`
+		At       int    `json:"expected_head_seq"`
+	}
+	mustJSON(t, &v, "receipt", "verify", out, "--site", pubs[0], "--expect-head", before.Head)
+	if !v.Verified || v.Head != log.Head || v.At != 2 {
+		t.Fatalf("verify %+v, store head %s", v, log.Head)
+	}
+	failsWith(t, "invalid_receipt", "receipt", "verify", out, "--site", pubs[1])
+	failsWith(t, "invalid_receipt", "receipt", "verify", out, "--expect-head", "11"+before.Head[2:])
+	data, _ := os.ReadFile(out)
+	data[len(data)/2] ^= 1
+	bad := filepath.Join(t.TempDir(), "bad.receipt")
+	os.WriteFile(bad, data, 0o644)
+	failsWith(t, "invalid_receipt", "receipt", "verify", bad, "--site", pubs[0])
+}
