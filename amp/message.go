@@ -520,3 +520,22 @@ func validFragment(f string) bool {
 	}
 	return true
 }
+
+// EnvelopeIDs returns the id and the reply_to of the message in data (nil
+// when absent) after the shape check of validation step 1 (the bytes are
+// one accepted CBOR map of envelope fields within l). It authenticates
+// nothing: a transport uses it to match replies to requests, and the
+// matched reply is then validated in full by its receiver.
+func (l Limits) EnvelopeIDs(data []byte) (id, replyTo []byte, err error) {
+	r, err := decodeEnvelope(data, l)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.id != nil {
+		id, _ = asBytes(r.id)
+	}
+	if r.replyTo != nil {
+		replyTo, _ = asBytes(r.replyTo)
+	}
+	return id, replyTo, nil
+}

@@ -1,0 +1,444 @@
+package ampstcp
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// ClientOptions configure a Transport.
+type ClientOptions struct {
+	// TLS is the TLS configuration for amps:// (RootCAs, ServerName ...).
+	// nil uses the system roots and the URL's host. Its MinVersion is
+	// raised to TLS 1.2.
+	TLS *tls.Config
+	// AllowPlainRemote allows amp:// (no TLS) to a host that is not a
+	// loopback address. Off by default: plain TCP is for loopback only.
+	AllowPlainRemote bool
+	// MaxMessageSize is the largest reply accepted, announced in the
+	// handshake (default 16 MiB).
+	MaxMessageSize int
+	// DialTimeout bounds connecting, TLS included (10 s), and
+	// HandshakeTimeout the HANDSHAKE exchange (10 s).
+	DialTimeout      time.Duration
+	HandshakeTimeout time.Duration
+	// WriteTimeout bounds the write of one frame (30 s).
+	WriteTimeout time.Duration
+	// DID is announced in the handshake (informational).
+	DID string
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Transport is the client side of the binding: it sends each message as an
+// AMP_MESSAGE frame on one connection, many in flight at once, and matches
+// each reply to its request by the reply's reply_to (an ERROR frame by its
+// message_id). It redials when the connection ends; after a GOAWAY the old
+// connection finishes what it carries while new messages go to a new one.
+// It satisfies agent.Transport. Safe for concurrent use.
+type Transport struct {
+	addr  string
+	tls   *tls.Config // nil for amp://
+	opts  ClientOptions
+	log   *slog.Logger
+	url   string
+	mu    sync.Mutex
+	cur   *clientConn
+	close bool
+}
+
+// NewTransport returns a transport to the agent at rawURL:
+// "amps://host:port" (TLS) or "amp://host:port" (plain; loopback only
+// unless opts.AllowPlainRemote). Nothing is dialed before the first
+// message.
+func NewTransport(rawURL string, opts ClientOptions) (*Transport, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "amp" && u.Scheme != "amps") || u.Host == "" || u.Port() == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return nil, amp.Named(amp.CodeInvalidMessage, "invalid_url", "the agent url must be amp://HOST:PORT or amps://HOST:PORT")
+	}
+	if u.Scheme == "amp" && !opts.AllowPlainRemote && !LoopbackHost(u.Hostname()) {
+		return nil, amp.Named(amp.CodeUnauthorized, "plain_remote", "plain amp:// is for loopback addresses only; use amps:// (tls)")
+	}
+	if opts.MaxMessageSize <= 0 {
+		opts.MaxMessageSize = amp.DefaultMaxMessageSize
+	}
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = 10 * time.Second
+	}
+	if opts.HandshakeTimeout <= 0 {
+		opts.HandshakeTimeout = 10 * time.Second
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 30 * time.Second
+	}
+	t := &Transport{addr: u.Host, opts: opts, url: u.Scheme + "://" + u.Host, log: opts.Logger}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	if u.Scheme == "amps" {
+		cfg := &tls.Config{}
+		if opts.TLS != nil {
+			cfg = opts.TLS.Clone()
+		}
+		if cfg.MinVersion < tls.VersionTLS12 {
+			cfg.MinVersion = tls.VersionTLS12
+		}
+		if cfg.ServerName == "" {
+			cfg.ServerName = u.Hostname()
+		}
+		t.tls = cfg
+	}
+	return t, nil
+}
+
+// LoopbackHost reports whether host is "localhost" or a loopback IP.
+func LoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// String describes the transport.
+func (t *Transport) String() string { return "tcp " + t.url }
+
+// Close closes the connection; messages in flight fail with 2002.
+func (t *Transport) Close() {
+	t.mu.Lock()
+	t.close = true
+	c := t.cur
+	t.cur = nil
+	t.mu.Unlock()
+	if c != nil {
+		c.fail(amp.NewError(amp.CodeEndpointUnreachable, "the transport was closed"))
+	}
+}
+
+// conn returns the current connection, dialing one when there is none or
+// the current one is going away.
+func (t *Transport) conn(ctx context.Context) (*clientConn, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.close {
+		return nil, amp.NewError(amp.CodeEndpointUnreachable, "the transport was closed")
+	}
+	if t.cur != nil && t.cur.usable() {
+		return t.cur, nil
+	}
+	c, err := t.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.cur = c
+	return c, nil
+}
+
+func (t *Transport) dial(ctx context.Context) (*clientConn, error) {
+	dctx, cancel := context.WithTimeout(ctx, t.opts.DialTimeout)
+	defer cancel()
+	d := net.Dialer{KeepAlive: 30 * time.Second}
+	raw, err := d.DialContext(dctx, "tcp", t.addr)
+	if err != nil {
+		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "cannot reach the agent")
+	}
+	nc := raw
+	if t.tls != nil {
+		tc := tls.Client(raw, t.tls)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			raw.Close()
+			return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "tls handshake with the agent failed")
+		}
+		nc = tc
+	}
+	c := &clientConn{t: t, conn: nc, br: bufio.NewReaderSize(nc, 64<<10),
+		pending: map[[16]byte]chan result{}, out: make(chan []byte, 256), done: make(chan struct{})}
+	if err := c.handshake(); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	go c.readLoop()
+	go c.writer()
+	return c, nil
+}
+
+// RoundTrip sends msg and returns the reply whose reply_to is msg's id.
+// Delivery failures are 2002 (retryable); an ERROR frame about msg is
+// returned as the peer's error; the end of ctx is 5003.
+func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
+	rawID, _, err := amp.Limits{MaxMessageSize: len(msg) + 1}.EnvelopeIDs(msg)
+	if err != nil || len(rawID) != 16 {
+		return nil, amp.NewError(amp.CodeInvalidMessage, "the message has no 16-byte id to match its reply")
+	}
+	var id [16]byte
+	copy(id[:], rawID)
+	ch := make(chan result, 1)
+	var c *clientConn
+	for attempt := 0; ; attempt++ {
+		if c, err = t.conn(ctx); err != nil {
+			return nil, err
+		}
+		if len(msg) > c.peerMax {
+			return nil, amp.Named(amp.CodeInvalidMessage, ErrFrameTooLarge, "the message is larger than the agent accepts (%d bytes)", c.peerMax)
+		}
+		err = c.register(id, ch)
+		if err == nil {
+			break
+		}
+		// A connection that began to go away since it was picked: take
+		// the next one.
+		if !errors.Is(err, errGoingAway) || attempt == 2 {
+			return nil, err
+		}
+	}
+	select {
+	case c.out <- AppendFrame(nil, FrameMessage, msg):
+	case <-c.done:
+		c.unregister(id)
+		return nil, c.err
+	case <-ctx.Done():
+		c.unregister(id)
+		return nil, amp.Wrap(amp.CodeTimeout, ctx.Err(), "no reply in time")
+	}
+	select {
+	case r := <-ch:
+		return r.reply, r.err
+	case <-ctx.Done():
+		c.unregister(id)
+		return nil, amp.Wrap(amp.CodeTimeout, ctx.Err(), "no reply in time")
+	}
+}
+
+type result struct {
+	reply []byte
+	err   error
+}
+
+// clientConn is one connection of a Transport.
+type clientConn struct {
+	t       *Transport
+	conn    net.Conn
+	br      *bufio.Reader
+	peerMax int
+	out     chan []byte
+	done    chan struct{}
+
+	mu        sync.Mutex
+	pending   map[[16]byte]chan result
+	goingAway bool
+	failed    bool
+	err       error // set before done is closed
+}
+
+func (c *clientConn) usable() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.goingAway && !c.failed
+}
+
+func (c *clientConn) register(id [16]byte, ch chan result) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failed {
+		return c.err
+	}
+	if c.goingAway {
+		return errGoingAway
+	}
+	if _, dup := c.pending[id]; dup {
+		return amp.NewError(amp.CodeInvalidMessage, "a message with this id is already in flight")
+	}
+	c.pending[id] = ch
+	return nil
+}
+
+func (c *clientConn) unregister(id [16]byte) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	idle := c.goingAway && len(c.pending) == 0
+	c.mu.Unlock()
+	if idle {
+		c.conn.Close()
+	}
+}
+
+// deliver hands r to the request with id; false when none waits for it.
+func (c *clientConn) deliver(id []byte, r result) bool {
+	if len(id) != 16 {
+		return false
+	}
+	var k [16]byte
+	copy(k[:], id)
+	c.mu.Lock()
+	ch, ok := c.pending[k]
+	delete(c.pending, k)
+	idle := c.goingAway && len(c.pending) == 0
+	c.mu.Unlock()
+	if ok {
+		ch <- r
+	}
+	if idle {
+		// Drained after GOAWAY: close, the server sees the end.
+		c.conn.Close()
+	}
+	return ok
+}
+
+// fail ends the connection: every waiting request gets err.
+func (c *clientConn) fail(err error) {
+	c.mu.Lock()
+	if c.failed {
+		c.mu.Unlock()
+		return
+	}
+	c.failed = true
+	c.err = err
+	pending := c.pending
+	c.pending = map[[16]byte]chan result{}
+	c.mu.Unlock()
+	close(c.done)
+	c.conn.Close()
+	for _, ch := range pending {
+		ch <- result{err: err}
+	}
+}
+
+func (c *clientConn) handshake() error {
+	o := c.t.opts
+	c.conn.SetDeadline(time.Now().Add(o.HandshakeTimeout))
+	defer c.conn.SetDeadline(time.Time{})
+	req := EncodeHandshakeRequest(HandshakeRequest{Version: Version, MaxMsgSize: uint64(o.MaxMessageSize), DID: o.DID})
+	if _, err := c.conn.Write(AppendFrame(nil, FrameHandshake, req)); err != nil {
+		return amp.Wrap(amp.CodeEndpointUnreachable, err, "cannot send the handshake")
+	}
+	f, err := ReadFrame(c.br, MaxControlPayload+1)
+	if err != nil {
+		if errors.As(err, new(*amp.Error)) {
+			return err
+		}
+		return amp.Wrap(amp.CodeEndpointUnreachable, err, "no handshake answer from the agent")
+	}
+	switch f.Type {
+	case FrameHandshake:
+	case FrameError:
+		ef, err := DecodeErrorFrame(f.Payload)
+		if err != nil {
+			return err
+		}
+		if ef.Error.Code == amp.CodeOverloaded {
+			return amp.NewError(amp.CodeRelayRejected, "the agent is busy: %s", ef.Error.Message)
+		}
+		return ef.Error.AsError()
+	default:
+		return amp.Named(amp.CodeInvalidMessage, ErrProtocol, "the agent did not answer the handshake first")
+	}
+	resp, err := DecodeHandshakeResponse(f.Payload)
+	if err != nil {
+		return err
+	}
+	if !resp.Accepted {
+		if resp.Error != nil {
+			return amp.Named(resp.Error.Code, ErrHandshakeRefused, "the agent refused the handshake: %s", resp.Error.Message)
+		}
+		return amp.Named(amp.CodeUnsupportedVersion, ErrHandshakeRefused, "the agent refused the handshake")
+	}
+	if resp.Version != Version {
+		return amp.Named(amp.CodeUnsupportedVersion, ErrHandshakeRefused, "the agent answered with version %d of the tcp binding", resp.Version)
+	}
+	c.peerMax = int(min(resp.MaxMsgSize, 1<<31-1))
+	return nil
+}
+
+// writer writes queued frames, flushing when the queue is empty.
+func (c *clientConn) writer() {
+	bw := bufio.NewWriterSize(c.conn, 64<<10)
+	for {
+		select {
+		case f := <-c.out:
+			c.conn.SetWriteDeadline(time.Now().Add(c.t.opts.WriteTimeout))
+			_, err := bw.Write(f)
+			if err == nil && len(c.out) == 0 {
+				err = bw.Flush()
+			}
+			if err != nil {
+				c.fail(amp.Wrap(amp.CodeEndpointUnreachable, err, "the connection to the agent failed"))
+				return
+			}
+		case <-c.done:
+			return
+		}
+	}
+}
+
+func (c *clientConn) readLoop() {
+	for {
+		f, err := ReadFrame(c.br, c.t.opts.MaxMessageSize+1)
+		if err != nil {
+			c.mu.Lock()
+			drained := c.goingAway && len(c.pending) == 0
+			c.mu.Unlock()
+			if !drained {
+				c.t.log.Info("tcp connection ended", "err", err)
+			}
+			if errors.As(err, new(*amp.Error)) {
+				c.conn.SetWriteDeadline(time.Now().Add(c.t.opts.WriteTimeout))
+				c.conn.Write(AppendFrame(nil, FrameError, EncodeErrorFrame(err, nil)))
+			}
+			c.fail(amp.Wrap(amp.CodeEndpointUnreachable, err, "the connection to the agent ended"))
+			return
+		}
+		switch f.Type {
+		case FrameMessage:
+			_, replyTo, err := amp.Limits{MaxMessageSize: c.t.opts.MaxMessageSize}.EnvelopeIDs(f.Payload)
+			if err != nil || !c.deliver(replyTo, result{reply: f.Payload}) {
+				// A late reply (its caller gave up) or one that answers
+				// nothing we sent: dropped.
+				c.t.log.Debug("tcp reply matches no request: dropped")
+			}
+		case FrameError:
+			ef, err := DecodeErrorFrame(f.Payload)
+			if err != nil {
+				c.fail(err)
+				return
+			}
+			if ef.MessageID == nil {
+				c.fail(ef.Error.AsError())
+				return
+			}
+			c.deliver(ef.MessageID, result{err: ef.Error.AsError()})
+		case FramePing:
+			select {
+			case c.out <- AppendFrame(nil, FramePong, f.Payload):
+			case <-c.done:
+				return
+			}
+		case FramePong:
+		case FrameGoAway:
+			c.mu.Lock()
+			c.goingAway = true
+			idle := len(c.pending) == 0
+			c.mu.Unlock()
+			if idle {
+				c.conn.Close()
+			}
+		case FrameHandshake:
+			c.fail(amp.Named(amp.CodeInvalidMessage, ErrProtocol, "a second HANDSHAKE from the agent"))
+			return
+		}
+	}
+}
+
+// errGoingAway: the connection received GOAWAY; use another.
+const errGoingAway = amp.ErrName("going_away")
+
+var _ fmt.Stringer = (*Transport)(nil)

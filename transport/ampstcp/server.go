@@ -1,0 +1,499 @@
+package ampstcp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// Handler answers one AMP message with the reply to send back (nil for
+// none). An error means the bytes could not be attributed to a sender, so
+// no signed reply can be addressed: it travels as an ERROR frame. An
+// *agent.Agent is a Handler.
+type Handler interface {
+	Handle(ctx context.Context, msg []byte) ([]byte, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, msg []byte) ([]byte, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, msg []byte) ([]byte, error) { return f(ctx, msg) }
+
+// ServerOptions are the limits of a Server. The zero value of a field means
+// its default.
+type ServerOptions struct {
+	// MaxMessageSize caps one AMP message (default 16 MiB, at least 1 MiB).
+	MaxMessageSize int
+	// MaxConns caps open connections (default 256). One more is answered
+	// with an ERROR frame (5004 overloaded, retryable) and closed.
+	MaxConns int
+	// MaxInFlight caps the messages being handled per connection (default
+	// 64); MaxInFlightTotal caps them for the whole server (default 512).
+	// Beyond either, the connection is not read until one finishes (the
+	// peer's writes block: nothing is refused or lost).
+	MaxInFlight      int
+	MaxInFlightTotal int
+	// HandshakeTimeout bounds the wait for the client's HANDSHAKE (5 s).
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes a connection with no frame and nothing in flight
+	// for that long (120 s).
+	IdleTimeout time.Duration
+	// FrameTimeout bounds the arrival of a frame once its first byte came
+	// (30 s).
+	FrameTimeout time.Duration
+	// WriteTimeout bounds the write of one frame (30 s).
+	WriteTimeout time.Duration
+	// DrainTimeout bounds a connection after GOAWAY (30 s): the peer
+	// should finish and close it; then it is closed.
+	DrainTimeout time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+func (o ServerOptions) withDefaults() ServerOptions {
+	if o.MaxMessageSize <= 0 {
+		o.MaxMessageSize = amp.DefaultMaxMessageSize
+	}
+	if o.MaxMessageSize < MinMessageSize {
+		o.MaxMessageSize = MinMessageSize
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 256
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 64
+	}
+	if o.MaxInFlightTotal <= 0 {
+		o.MaxInFlightTotal = 512
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = 5 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 120 * time.Second
+	}
+	if o.FrameTimeout <= 0 {
+		o.FrameTimeout = 30 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 30 * time.Second
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("ampstcp: server closed")
+
+// Server serves a Handler on the AMPS/TCP binding. Serve it on a
+// net.Listener, or on a tls.Listener for amps://.
+type Server struct {
+	h        Handler
+	opts     ServerOptions
+	inflight chan struct{} // server-wide slots
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*serverConn]struct{}
+	closing   bool
+	wg        sync.WaitGroup
+}
+
+// NewServer returns a Server for h.
+func NewServer(h Handler, opts ServerOptions) *Server {
+	opts = opts.withDefaults()
+	return &Server{h: h, opts: opts, inflight: make(chan struct{}, opts.MaxInFlightTotal),
+		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}}
+}
+
+// Serve accepts connections on ln until Shutdown or Close (ErrServerClosed)
+// or an accept error.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Temporary: back off like net/http.
+				if delay == 0 {
+					delay = 5 * time.Millisecond
+				} else if delay *= 2; delay > time.Second {
+					delay = time.Second
+				}
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			c.Close()
+			return ErrServerClosed
+		}
+		if len(s.conns) >= s.opts.MaxConns {
+			s.mu.Unlock()
+			s.opts.Logger.Warn("tcp connection refused: too many connections", "remote", c.RemoteAddr().String())
+			go refuse(c, s.opts.WriteTimeout, amp.NewError(amp.CodeOverloaded, "too many connections; retry later"))
+			continue
+		}
+		sc := newServerConn(s, c)
+		s.conns[sc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go sc.serve()
+	}
+}
+
+// refuse writes one connection-level ERROR frame and closes c.
+func refuse(c net.Conn, timeout time.Duration, err error) {
+	c.SetWriteDeadline(time.Now().Add(timeout))
+	c.Write(AppendFrame(nil, FrameError, EncodeErrorFrame(err, nil)))
+	c.Close()
+}
+
+// Shutdown stops accepting, sends GOAWAY on every connection and waits
+// until each is drained (the peer closed it, nothing in flight) or ctx
+// ends, then closes what remains. Messages that arrive on a connection
+// after its GOAWAY are still handled: nothing the peer sent is lost.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.goAway()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close closes every listener and connection at once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.conn.Close()
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// serverConn is one accepted connection.
+type serverConn struct {
+	s      *Server
+	conn   net.Conn
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    chan []byte   // frames to write
+	done   chan struct{} // closed when the connection ends
+	slots  chan struct{} // per-connection in-flight slots
+	peer   int           // the peer's max_msg_size
+	active sync.WaitGroup
+
+	inflight atomic.Int64
+	goaway   atomic.Bool
+	goOnce   sync.Once
+	ready    atomic.Bool // handshake done
+}
+
+func newServerConn(s *Server, c net.Conn) *serverConn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &serverConn{s: s, conn: c, ctx: ctx, cancel: cancel,
+		log:   s.opts.Logger.With("remote", c.RemoteAddr().String()),
+		out:   make(chan []byte, s.opts.MaxInFlight+4),
+		done:  make(chan struct{}),
+		slots: make(chan struct{}, s.opts.MaxInFlight)}
+}
+
+// goAway sends GOAWAY once (after the handshake; before it, the
+// connection is closed) and starts the drain timer.
+func (c *serverConn) goAway() {
+	c.goOnce.Do(func() {
+		c.goaway.Store(true)
+		if !c.ready.Load() {
+			c.conn.Close()
+			return
+		}
+		c.send(AppendFrame(nil, FrameGoAway, nil))
+		// The read loop now waits at most DrainTimeout for more frames.
+		c.conn.SetReadDeadline(time.Now().Add(c.s.opts.DrainTimeout))
+		time.AfterFunc(c.s.opts.DrainTimeout, func() { c.conn.Close() })
+	})
+}
+
+// send queues a frame for the writer; it gives up when the connection ends.
+func (c *serverConn) send(frame []byte) {
+	select {
+	case c.out <- frame:
+	case <-c.done:
+	}
+}
+
+func (c *serverConn) serve() {
+	defer c.s.wg.Done()
+	defer func() {
+		c.s.mu.Lock()
+		delete(c.s.conns, c)
+		c.s.mu.Unlock()
+	}()
+	br := bufio.NewReaderSize(c.conn, 64<<10)
+	if !c.handshake(br) {
+		close(c.done)
+		c.cancel()
+		c.conn.Close()
+		return
+	}
+	writerDone := make(chan struct{})
+	go func() { c.writer(); close(writerDone) }()
+	err := c.readLoop(br)
+	// Let what is in flight finish and be written, then close.
+	c.active.Wait()
+	if err != nil {
+		c.sendErrorAndWait(err)
+	}
+	close(c.done)
+	<-writerDone
+	c.cancel()
+	c.conn.Close()
+}
+
+// sendErrorAndWait queues a connection-level ERROR frame.
+func (c *serverConn) sendErrorAndWait(err error) {
+	select {
+	case c.out <- AppendFrame(nil, FrameError, EncodeErrorFrame(err, nil)):
+	default:
+	}
+}
+
+func (c *serverConn) handshake(br *bufio.Reader) bool {
+	o := c.s.opts
+	c.conn.SetReadDeadline(time.Now().Add(o.HandshakeTimeout))
+	f, err := ReadFrame(br, MaxControlPayload+1)
+	if err != nil {
+		if isTimeout(err) {
+			c.log.Info("tcp handshake timed out")
+		}
+		if errors.As(err, new(*amp.Error)) {
+			refuse(c.conn, o.WriteTimeout, err)
+		}
+		return false
+	}
+	if f.Type != FrameHandshake {
+		refuse(c.conn, o.WriteTimeout, amp.Named(amp.CodeInvalidMessage, ErrProtocol, "the first frame must be a HANDSHAKE"))
+		return false
+	}
+	resp := HandshakeResponse{Version: Version, MaxMsgSize: uint64(o.MaxMessageSize)}
+	q, err := DecodeHandshakeRequest(f.Payload)
+	switch {
+	case err != nil:
+		eb := amp.ErrorBodyOf(err)
+		resp.Error = &eb
+	case q.Version != Version:
+		eb := amp.ErrorBodyOf(amp.NewError(amp.CodeUnsupportedVersion, "this agent speaks version %d of the tcp binding only", Version))
+		resp.Error = &eb
+	default:
+		resp.Accepted = true
+	}
+	c.conn.SetWriteDeadline(time.Now().Add(o.WriteTimeout))
+	if _, err := c.conn.Write(AppendFrame(nil, FrameHandshake, EncodeHandshakeResponse(resp))); err != nil || !resp.Accepted {
+		return false
+	}
+	c.peer = int(min(q.MaxMsgSize, uint64(amp.DefaultMaxMessageSize*64)))
+	c.ready.Store(true)
+	// A Shutdown during the handshake closes the connection before any
+	// message was read.
+	return !c.goaway.Load()
+}
+
+// writer writes queued frames, flushing when the queue is empty.
+func (c *serverConn) writer() {
+	bw := bufio.NewWriterSize(c.conn, 64<<10)
+	for {
+		var f []byte
+		select {
+		case f = <-c.out:
+		case <-c.done:
+			// Write what is left, then stop.
+			for {
+				select {
+				case f = <-c.out:
+					c.conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+					if _, err := bw.Write(f); err != nil {
+						return
+					}
+				default:
+					bw.Flush()
+					return
+				}
+			}
+		}
+		c.conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+		if _, err := bw.Write(f); err != nil {
+			c.conn.Close()
+			c.drainQueue()
+			return
+		}
+		if len(c.out) == 0 {
+			if err := bw.Flush(); err != nil {
+				c.conn.Close()
+				c.drainQueue()
+				return
+			}
+		}
+	}
+}
+
+// drainQueue discards queued frames after a write failure, so that senders
+// never block.
+func (c *serverConn) drainQueue() {
+	for {
+		select {
+		case <-c.out:
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// readLoop reads frames until the peer closes, a protocol error (returned,
+// for an ERROR frame) or a timeout.
+func (c *serverConn) readLoop(br *bufio.Reader) error {
+	o := c.s.opts
+	for {
+		// Wait for the first byte of the next frame: idle timeout, unless
+		// messages are in flight (the peer is waiting for replies).
+		if !c.goaway.Load() {
+			c.conn.SetReadDeadline(time.Now().Add(o.IdleTimeout))
+		}
+		if _, err := br.Peek(1); err != nil {
+			if isTimeout(err) && c.inflight.Load() > 0 && !c.goaway.Load() {
+				continue
+			}
+			if isTimeout(err) && !c.goaway.Load() {
+				c.log.Info("tcp connection idle: closed")
+			}
+			return nil
+		}
+		if !c.goaway.Load() {
+			c.conn.SetReadDeadline(time.Now().Add(o.FrameTimeout))
+		}
+		f, err := ReadFrame(br, c.s.opts.MaxMessageSize+1)
+		if err != nil {
+			if errors.As(err, new(*amp.Error)) {
+				c.log.Info("tcp frame refused", "error", amp.NameOf(err))
+				return err
+			}
+			return nil
+		}
+		switch f.Type {
+		case FrameMessage:
+			if err := c.dispatch(f.Payload); err != nil {
+				return err
+			}
+		case FramePing:
+			c.send(AppendFrame(nil, FramePong, f.Payload))
+		case FramePong:
+		case FrameGoAway:
+			// The client leaves: it sends no more; replies still go out.
+		case FrameError:
+			if ef, err := DecodeErrorFrame(f.Payload); err == nil {
+				c.log.Info("tcp peer sent an error", "code", uint16(ef.Error.Code))
+			}
+			return nil
+		case FrameHandshake:
+			return amp.Named(amp.CodeInvalidMessage, ErrProtocol, "a second HANDSHAKE on the connection")
+		}
+	}
+}
+
+// dispatch hands one message to the handler in its own goroutine once a
+// per-connection and a server-wide slot are free.
+func (c *serverConn) dispatch(msg []byte) error {
+	select {
+	case c.slots <- struct{}{}:
+	case <-c.ctx.Done():
+		return nil
+	}
+	select {
+	case c.s.inflight <- struct{}{}:
+	case <-c.ctx.Done():
+		<-c.slots
+		return nil
+	}
+	c.inflight.Add(1)
+	c.active.Add(1)
+	go func() {
+		defer func() {
+			<-c.s.inflight
+			<-c.slots
+			c.inflight.Add(-1)
+			c.active.Done()
+		}()
+		reply, err := c.s.h.Handle(c.ctx, msg)
+		switch {
+		case err != nil:
+			id, _, _ := amp.Limits{MaxMessageSize: c.s.opts.MaxMessageSize}.EnvelopeIDs(msg)
+			if len(id) != 16 {
+				id = nil
+			}
+			c.send(AppendFrame(nil, FrameError, EncodeErrorFrame(err, id)))
+		case reply == nil:
+		case len(reply) > c.peer:
+			c.log.Warn("tcp reply larger than the peer accepts: refused", "size", len(reply), "peer_max", c.peer)
+			id, _, _ := amp.Limits{MaxMessageSize: c.s.opts.MaxMessageSize}.EnvelopeIDs(msg)
+			c.send(AppendFrame(nil, FrameError, EncodeErrorFrame(
+				amp.Named(amp.CodeInvalidMessage, ErrFrameTooLarge, "the reply is larger than the max_msg_size of the handshake"), id)))
+		default:
+			c.send(AppendFrame(nil, FrameMessage, reply))
+		}
+	}()
+	return nil
+}
