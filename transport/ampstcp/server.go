@@ -253,15 +253,19 @@ func newServerConn(s *Server, c net.Conn) *serverConn {
 		slots: make(chan struct{}, s.opts.MaxInFlight)}
 }
 
-// goAway sends GOAWAY once (after the handshake; before it, the
-// connection is closed) and starts the drain timer.
+// goAway marks the connection as going away and, once the handshake is
+// done, sends GOAWAY (a connection still in its handshake completes it and
+// then gets the GOAWAY, so a client never loses a message to a restart).
 func (c *serverConn) goAway() {
+	c.goaway.Store(true)
+	if c.ready.Load() {
+		c.sendGoAway()
+	}
+}
+
+// sendGoAway sends GOAWAY once and starts the drain timer.
+func (c *serverConn) sendGoAway() {
 	c.goOnce.Do(func() {
-		c.goaway.Store(true)
-		if !c.ready.Load() {
-			c.conn.Close()
-			return
-		}
 		c.send(AppendFrame(nil, FrameGoAway, nil))
 		// The read loop now waits at most DrainTimeout for more frames.
 		c.conn.SetReadDeadline(time.Now().Add(c.s.opts.DrainTimeout))
@@ -293,6 +297,10 @@ func (c *serverConn) serve() {
 	}
 	writerDone := make(chan struct{})
 	go func() { c.writer(); close(writerDone) }()
+	c.ready.Store(true)
+	if c.goaway.Load() {
+		c.sendGoAway()
+	}
 	err := c.readLoop(br)
 	// Let what is in flight finish and be written, then close.
 	c.active.Wait()
@@ -347,10 +355,7 @@ func (c *serverConn) handshake(br *bufio.Reader) bool {
 		return false
 	}
 	c.peer = int(min(q.MaxMsgSize, uint64(amp.DefaultMaxMessageSize*64)))
-	c.ready.Store(true)
-	// A Shutdown during the handshake closes the connection before any
-	// message was read.
-	return !c.goaway.Load()
+	return true
 }
 
 // writer writes queued frames, flushing when the queue is empty.
