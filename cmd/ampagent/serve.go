@@ -20,6 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
@@ -36,6 +37,19 @@ type serveConfig struct {
 	MaxTimeoutMS int64                  `json:"max_timeout_ms"`
 	AdminSocket  string                 `json:"admin_socket"`
 	Handlers     map[string]execHandler `json:"handlers"`
+	// Ledger is the idempotency ledger file (default DB.ledger).
+	Ledger string `json:"ledger"`
+	// LedgerBudgetBytes and LedgerCallerBytes bound the ledger (defaults
+	// 256 MiB and 1/8 of the budget).
+	LedgerBudgetBytes int64 `json:"ledger_budget_bytes"`
+	LedgerCallerBytes int64 `json:"ledger_caller_bytes"`
+	// MaxInFlight and MaxInFlightBytes bound the requests and request
+	// bytes processed at once (defaults 64 and 64 MiB).
+	MaxInFlight      int   `json:"max_in_flight"`
+	MaxInFlightBytes int64 `json:"max_in_flight_bytes"`
+	// MaxParamItems bounds the items of an invocation's params once
+	// expanded (default 262,144).
+	MaxParamItems int `json:"max_param_items"`
 
 	// rules are Allow, parsed (the file's, then --allow's).
 	rules agent.Rules
@@ -102,6 +116,10 @@ requests finish.`,
 			&cli.BoolFlag{Name: "allow-missing-handlers", Usage: "start even when a handler program is missing or not executable (logged, and /readyz reports it)"},
 			&cli.DurationFlag{Name: "ready-expiry-window", Value: defaultExpiryWindow, Usage: "/readyz reports not ready when an installed bundle expires within `DURATION` (0: only when expired)"},
 			&cli.DurationFlag{Name: "ready-recheck", Value: defaultRecheck, Usage: "/readyz re-runs the store check at least every `DURATION` (and whenever the store changes)"},
+			&cli.StringFlag{Name: "ledger", Usage: "idempotency ledger `FILE` (default DB.ledger)"},
+			&cli.Int64Flag{Name: "ledger-budget", Usage: "largest size of the idempotency ledger in `BYTES` (default 256 MiB)"},
+			&cli.IntFlag{Name: "max-in-flight", Usage: "most requests processed at once, `N` (default 64); beyond it 503"},
+			&cli.Int64Flag{Name: "max-in-flight-bytes", Usage: "most request bytes held at once, `BYTES` (default 64 MiB); beyond it 503"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn, error"},
 			jsonFlag,
@@ -163,6 +181,36 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 			return nil, cliutil.Usagef("--max-body must be at least 1 MiB (the binding's minimum)")
 		}
 		cfg.MaxBodyBytes = c.Int64("max-body")
+	}
+	if c.IsSet("ledger") {
+		cfg.Ledger = c.String("ledger")
+	}
+	if c.IsSet("ledger-budget") {
+		cfg.LedgerBudgetBytes = c.Int64("ledger-budget")
+		if cfg.LedgerBudgetBytes < 1<<20 {
+			return nil, cliutil.Usagef("--ledger-budget must be at least 1 MiB")
+		}
+	}
+	if c.IsSet("max-in-flight") {
+		if cfg.MaxInFlight = c.Int("max-in-flight"); cfg.MaxInFlight < 1 {
+			return nil, cliutil.Usagef("--max-in-flight must be at least 1")
+		}
+	}
+	if c.IsSet("max-in-flight-bytes") {
+		if cfg.MaxInFlightBytes = c.Int64("max-in-flight-bytes"); cfg.MaxInFlightBytes < 1<<20 {
+			return nil, cliutil.Usagef("--max-in-flight-bytes must be at least 1 MiB")
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+		min  int64
+	}{{"ledger_budget_bytes", cfg.LedgerBudgetBytes, 1 << 20}, {"ledger_caller_bytes", cfg.LedgerCallerBytes, 64 << 10},
+		{"max_in_flight", int64(cfg.MaxInFlight), 1}, {"max_in_flight_bytes", cfg.MaxInFlightBytes, 1 << 20},
+		{"max_param_items", int64(cfg.MaxParamItems), 1}} {
+		if f.v != 0 && f.v < f.min {
+			return nil, cliutil.Failf("invalid_config", "%s must be at least %d (leave it out for the default)", f.name, f.min)
+		}
 	}
 	if cfg.MaxTimeoutMS < 0 {
 		return nil, cliutil.Failf("invalid_config", "max_timeout_ms must be positive (leave it out for the default, 60000)")
@@ -298,8 +346,22 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if cfg.MaxTimeoutMS > 0 {
 		maxTimeout = time.Duration(cfg.MaxTimeoutMS) * time.Millisecond
 	}
+	ledgerPath := cfg.Ledger
+	if ledgerPath == "" {
+		ledgerPath = db + ".ledger"
+	}
+	ledgerStore, err := ledger.OpenBolt(ledgerPath, ledger.BoltOptions{Now: env.Now, LockTimeout: 250 * time.Millisecond,
+		Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes}})
+	if err != nil {
+		return cliutil.WithHint(err, "another agent may hold the ledger file; each agent needs its own (--ledger FILE)")
+	}
+	defer ledgerStore.Close()
+	led, err := ledger.New(ledgerStore, ledger.Options{Now: env.Now})
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Config{Identity: id, Store: store, Policy: rules, Handlers: handlers,
-		Now: env.Now, Rand: env.Rand, Logger: log, MaxTimeout: maxTimeout,
+		Now: env.Now, Rand: env.Rand, Logger: log, MaxTimeout: maxTimeout, Ledger: led, MaxParamItems: cfg.MaxParamItems,
 		Limits: amp.Limits{MaxMessageSize: int(cfg.MaxBodyBytes)}})
 	if err != nil {
 		return err
@@ -312,7 +374,11 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		return cliutil.Failf("listen_failed", "cannot listen on the address").WithCause(err)
 	}
 	h := agent.NewHTTPHandler(a, agent.HTTPOptions{MaxBody: cfg.MaxBodyBytes, Logger: log,
-		Health: func() map[string]any { return map[string]any{"generation": store.Generation()} }})
+		MaxInFlight: cfg.MaxInFlight, MaxInFlightBytes: cfg.MaxInFlightBytes,
+		Health: func() map[string]any {
+			u := ledgerStore.Usage()
+			return map[string]any{"generation": store.Generation(), "ledger_entries": u.Entries, "ledger_bytes": u.Bytes, "ledger_budget": u.Budget}
+		}})
 	mux := http.NewServeMux()
 	mux.Handle(ReadyPath, ready)
 	mux.Handle("/", h)
@@ -367,8 +433,14 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	return runErr
 }
 
-// maxProgramOutput bounds what a handler program may print.
-const maxProgramOutput = 16 << 20
+// Caps on what a handler program may print: its stdout (the result) and
+// its stderr (kept for the log), and how much of the stderr one log line
+// carries.
+const (
+	maxProgramOutput = 16 << 20
+	maxProgramStderr = 64 << 10
+	maxLoggedStderr  = 4 << 10
+)
 
 // runProgram is the agent.Handler of an exec handler.
 func runProgram(capID string, h execHandler, log *slog.Logger) agent.Handler {
@@ -377,21 +449,28 @@ func runProgram(capID string, h execHandler, log *slog.Logger) agent.Handler {
 		if err != nil {
 			return nil, amp.NewError(amp.CodeInternalError, "the capability failed")
 		}
-		cmd := exec.CommandContext(ctx, h.Command[0], h.Command[1:]...)
+		// A program that prints more than its cap is killed at once: its
+		// output is not read further, so it costs no memory.
+		pctx, kill := context.WithCancel(ctx)
+		defer kill()
+		cmd := exec.CommandContext(pctx, h.Command[0], h.Command[1:]...)
 		cmd.Dir = h.Dir
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "AMP_CAPABILITY=" + capID, "AMP_CALLER=" + agent.CallerFrom(ctx)}
 		for k, v := range h.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 		cmd.Stdin = bytes.NewReader(in)
-		var stdout, stderr limitedBuffer
-		stdout.max, stderr.max = maxProgramOutput, 64<<10
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		stdout := &cappedWriter{max: maxProgramOutput, onOver: kill}
+		stderr := &cappedWriter{max: maxProgramStderr}
+		cmd.Stdout, cmd.Stderr = stdout, stderr
 		// Its own process group, killed whole at the deadline.
 		killGroupOnCancel(cmd)
 		cmd.WaitDelay = 2 * time.Second
 		err = cmd.Run()
 		switch {
+		case stdout.Over():
+			log.Warn("handler program printed too much; killed", "capability", capID, "limit", maxProgramOutput)
+			return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			log.Warn("handler program killed at its deadline", "capability", capID)
 			return nil, context.DeadlineExceeded
@@ -399,10 +478,8 @@ func runProgram(capID string, h execHandler, log *slog.Logger) agent.Handler {
 			log.Warn("handler program killed: the invocation was canceled", "capability", capID)
 			return nil, ctx.Err()
 		case err != nil:
-			log.Warn("handler program failed", "capability", capID, "err", err, "stderr", stderr.String())
-			return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
-		case stdout.over:
-			log.Warn("handler program printed too much", "capability", capID)
+			excerpt, cut := stderr.Excerpt(maxLoggedStderr)
+			log.Warn("handler program failed", "capability", capID, "err", err, "stderr", excerpt, "stderr_truncated", cut)
 			return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
 		}
 		out, err := offlineschema.ValueFromJSON(stdout.Bytes())
@@ -414,22 +491,55 @@ func runProgram(capID string, h execHandler, log *slog.Logger) agent.Handler {
 	}
 }
 
-// limitedBuffer keeps at most max bytes and notes whether more came.
-type limitedBuffer struct {
-	bytes.Buffer
-	max  int
-	over bool
+// cappedWriter keeps at most max bytes and notes whether more came; with
+// onOver, it calls it and stops the copy, else it discards the rest. It is a
+// plain io.Writer on purpose: it has no ReadFrom, so os/exec copies
+// through Write, 32 KiB at a time, and the cap holds (a bytes.Buffer's
+// ReadFrom would read everything).
+type cappedWriter struct {
+	buf    []byte
+	max    int
+	over   bool
+	onOver func()
 }
 
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); len(p) > room {
-		b.over = true
-		if room > 0 {
-			b.Buffer.Write(p[:room])
-		}
+func (w *cappedWriter) Write(p []byte) (int, error) {
+	room := w.max - len(w.buf)
+	keep := min(len(p), room)
+	if need := len(w.buf) + keep; need > cap(w.buf) {
+		// Double, within the cap: the copies cost at most 2x the output.
+		nb := make([]byte, len(w.buf), min(max(2*cap(w.buf), need, 4096), w.max))
+		copy(nb, w.buf)
+		w.buf = nb
+	}
+	w.buf = append(w.buf, p[:keep]...)
+	if len(p) <= room {
 		return len(p), nil
 	}
-	return b.Buffer.Write(p)
+	w.over = true
+	if w.onOver == nil {
+		return len(p), nil // discarded: the program goes on, nothing is kept
+	}
+	w.onOver()
+	// Report an error so the copy stops: nothing more is read.
+	return room, errOutputCapped
 }
 
-var _ io.Writer = (*limitedBuffer)(nil)
+var errOutputCapped = errors.New("output over its cap")
+
+// Bytes returns what was kept.
+func (w *cappedWriter) Bytes() []byte { return w.buf }
+
+// Over reports whether more than max bytes came.
+func (w *cappedWriter) Over() bool { return w.over }
+
+// Excerpt returns at most n bytes of what was kept, as text, and whether
+// anything was cut.
+func (w *cappedWriter) Excerpt(n int) (string, bool) {
+	if len(w.buf) <= n {
+		return string(w.buf), w.over
+	}
+	return string(w.buf[:n]), true
+}
+
+var _ io.Writer = (*cappedWriter)(nil)

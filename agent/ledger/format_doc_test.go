@@ -1,0 +1,77 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// docBlock returns the text between two markers of docs/FORMAT.md.
+func docBlock(t *testing.T, begin, end string) string {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/FORMAT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
+	if a < 0 || b < a {
+		t.Fatalf("docs/FORMAT.md has no %s block", begin)
+	}
+	return string(doc[a+len(begin) : b])
+}
+
+// hexColumn joins the hex words of each line up to its annotation.
+func hexColumn(t *testing.T, lines []string) []byte {
+	t.Helper()
+	var out []byte
+	for _, l := range lines {
+		for _, w := range strings.Fields(l) {
+			b, err := hex.DecodeString(w)
+			if err != nil {
+				break // the annotation starts
+			}
+			out = append(out, b...)
+		}
+	}
+	return out
+}
+
+// TestFormatDocLedgerEntry: the annotated ledger entry of docs/FORMAT.md
+// decodes to what it says, and the store encodes that record to exactly
+// those bytes (threat: a second implementation built from the doc reading
+// or writing a ledger this one cannot).
+func TestFormatDocLedgerEntry(t *testing.T) {
+	block := docBlock(t, "<!-- ledger-entry-hex:begin -->", "<!-- ledger-entry-hex:end -->")
+	var keyLines, valueLines []string
+	cur := &keyLines
+	for _, l := range strings.Split(block, "\n") {
+		switch {
+		case strings.HasPrefix(l, "key:"):
+			cur, l = &keyLines, strings.TrimPrefix(l, "key:")
+		case strings.HasPrefix(l, "value:"):
+			cur, l = &valueLines, strings.TrimPrefix(l, "value:")
+		case strings.HasPrefix(l, "```"):
+			continue
+		}
+		*cur = append(*cur, l)
+	}
+	key, value := hexColumn(t, keyLines), hexColumn(t, valueLines)
+	if len(key) == 0 || len(value) == 0 {
+		t.Fatal("the example has no key or value bytes")
+	}
+	k, rec, ok := decodeEntry(key, value)
+	if !ok {
+		t.Fatal("the example entry is refused as malformed")
+	}
+	wantID, _ := hex.DecodeString("000001a201ac483ba55da43cfd20eb36")
+	if k.Sender != "did:key:z6MkExample" || !bytes.Equal(k.ID[:], wantID) ||
+		!rec.Expires.Equal(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)) || !bytes.Equal(rec.Reply, []byte{0xa1, 0x01, 0x02}) {
+		t.Fatalf("decoded %+v %+v", k, rec)
+	}
+	if !bytes.Equal(k.bytes(), key) || !bytes.Equal(encodeRecord(stateDone, rec.Expires.UnixMilli(), rec.Reply), value) {
+		t.Fatal("the store does not encode the example's record to the example's bytes")
+	}
+}
