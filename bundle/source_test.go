@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
-	"github.com/ampbundle/ampbundle/internal/keyfile"
+	"github.com/ampbundle/ampbundle/keyfile"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/bundles/*.ampb from their sources")

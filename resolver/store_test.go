@@ -19,7 +19,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
-	"github.com/ampbundle/ampbundle/internal/keyfile"
+	"github.com/ampbundle/ampbundle/keyfile"
 )
 
 var testNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)

@@ -19,7 +19,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
-	"github.com/ampbundle/ampbundle/internal/keyfile"
+	"github.com/ampbundle/ampbundle/keyfile"
 )
 
 // TestDemo runs the demo as a user would: exit 0, a transcript that shows

@@ -1,22 +1,24 @@
 package main
 
 import (
+	"github.com/urfave/cli/v2"
+
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
-	"github.com/ampbundle/ampbundle/internal/keyfile"
+	"github.com/ampbundle/ampbundle/keyfile"
 )
 
 // loadIdentity reads an agent key file (ampagent keygen: an Ed25519 and an
 // X25519 PKCS#8 key; a file readable by others is refused) and returns the
 // identity: the did:key of the Ed25519 key, or did when it is set (a
 // did:web whose document lists these keys).
-func loadIdentity(keyPath, did string) (amp.Identity, error) {
-	keys, err := keyfile.ReadPrivate(keyPath)
+func loadIdentity(c *cli.Context, env *cliutil.Env, keyPath, did string) (amp.Identity, error) {
+	keys, err := cliutil.ReadPrivateKey(c, env, keyPath)
 	if err != nil {
 		return amp.Identity{}, err
 	}
 	if keys.Ed25519 == nil {
-		return amp.Identity{}, cliutil.Failf("invalid_key_file", "the key file holds no ed25519 signing key")
+		return amp.Identity{}, cliutil.Failf(keyfile.ErrInvalidKeyFile, "the key file holds no ed25519 signing key")
 	}
 	if did != "" && (!amp.ValidDID(did) || amp.BareDID(did) != did) {
 		return amp.Identity{}, cliutil.Usagef("--did must be a did without a fragment")

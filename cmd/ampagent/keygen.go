@@ -10,7 +10,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
-	"github.com/ampbundle/ampbundle/internal/keyfile"
+	"github.com/ampbundle/ampbundle/keyfile"
 )
 
 func keygenCommand(env *cliutil.Env) *cli.Command {
@@ -31,6 +31,8 @@ private key file that group or others can read.`,
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "new key `FILE` to write (required)"},
+			&cli.BoolFlag{Name: "encrypt", Usage: "encrypt the private key under a passphrase (from --passphrase-file, $AMP_KEY_PASSPHRASE, or asked twice on the terminal)"},
+			cliutil.PassphraseFileFlag(),
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -39,6 +41,15 @@ private key file that group or others can read.`,
 			}
 			if err := cliutil.Require(c, "out"); err != nil {
 				return err
+			}
+			var passphrase []byte
+			if c.Bool("encrypt") {
+				var err error
+				if passphrase, err = cliutil.NewPassphrase(c, env); err != nil {
+					return err
+				}
+			} else if c.IsSet("passphrase-file") {
+				return cliutil.Usagef("--passphrase-file needs --encrypt")
 			}
 			seed := make([]byte, ed25519.SeedSize)
 			if _, err := env.Rand.Read(seed); err != nil {
@@ -54,7 +65,11 @@ private key file that group or others can read.`,
 				return cliutil.Failf("key_error", "cannot build the x25519 key").WithCause(err)
 			}
 			out := c.String("out")
-			if err := keyfile.WritePrivate(out, priv, xpriv); err != nil {
+			write := func() error { return keyfile.WritePrivate(out, priv, xpriv) }
+			if passphrase != nil {
+				write = func() error { return keyfile.WritePrivateEncrypted(out, passphrase, env.Rand, priv, xpriv) }
+			}
+			if err := write(); err != nil {
 				return err
 			}
 			did := amp.DIDKey(priv.Public().(ed25519.PublicKey))

@@ -29,6 +29,7 @@ func newApp(env *cliutil.Env) *cli.App {
 			invokeCommand(env),
 			keygenCommand(env),
 			msgCommand(env),
+			cliutil.KeyShowCommand(env, jsonFlag),
 		},
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
-	"github.com/ampbundle/ampbundle/internal/keyfile"
+	"github.com/ampbundle/ampbundle/keyfile"
 )
 
 func msgCommand(env *cliutil.Env) *cli.Command {
@@ -90,7 +90,8 @@ key comes from --x25519-key (a PEM file, e.g. an ampagent key file) or
 			&cli.StringFlag{Name: "pub-file", Usage: "sender's Ed25519 public key `PEM` file"},
 			&cli.StringFlag{Name: "did-doc", Usage: "sender's DID document `FILE` (JSON)"},
 			&cli.Int64Flag{Name: "now", Usage: "evaluate at this Unix time in `MS` (default: now)"},
-			&cli.StringFlag{Name: "x25519-key", Usage: "recipient's X25519 private key `PEM` file"},
+			&cli.StringFlag{Name: "x25519-key", Usage: "recipient's X25519 private key `FILE` (PKCS#8, PEM or DER)"},
+			cliutil.PassphraseFileFlag(),
 			&cli.StringFlag{Name: "x25519-seed", Usage: "recipient's X25519 private key, 32 bytes of `HEX`"},
 			&cli.StringFlag{Name: "sender-x25519", Usage: "sender's X25519 public key, 32 bytes of `HEX`"},
 			jsonFlag,
@@ -117,7 +118,7 @@ key comes from --x25519-key (a PEM file, e.g. an ampagent key file) or
 			if doc != nil {
 				cfg.DIDs = staticDIDs{doc}
 			}
-			if k, err := recipientKey(c); err != nil {
+			if k, err := recipientKey(c, env); err != nil {
 				return err
 			} else if k != nil {
 				cfg.AgreementKeys = []*amp.AgreementKey{k}
@@ -216,7 +217,7 @@ func senderDocument(c *cli.Context, from string) (*amp.DIDDocument, error) {
 }
 
 // recipientKey reads the recipient's X25519 private key, if given.
-func recipientKey(c *cli.Context) (*amp.AgreementKey, error) {
+func recipientKey(c *cli.Context, env *cliutil.Env) (*amp.AgreementKey, error) {
 	switch {
 	case c.IsSet("x25519-key") && c.IsSet("x25519-seed"):
 		return nil, cliutil.Usagef("give --x25519-key or --x25519-seed, not both")
@@ -229,7 +230,7 @@ func recipientKey(c *cli.Context) (*amp.AgreementKey, error) {
 		copy(p[:], b)
 		return amp.NewAgreementKey(p)
 	case c.IsSet("x25519-key"):
-		keys, err := keyfile.ReadPrivate(c.String("x25519-key"))
+		keys, err := cliutil.ReadPrivateKey(c, env, c.String("x25519-key"))
 		if err != nil {
 			return nil, err
 		}

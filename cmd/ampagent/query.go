@@ -205,6 +205,7 @@ func schemaRefText(r capability.SchemaRef) string {
 func clientFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "key", Usage: "caller identity `FILE` (ampagent keygen; mode 0600) (required)"},
+		cliutil.PassphraseFileFlag(),
 		&cli.StringFlag{Name: "did", Usage: "caller `DID` when it is not the did:key of --key (a did:web listing those keys)"},
 		&cli.StringFlag{Name: "to", Usage: "the provider's `DID` (required)"},
 		&cli.StringFlag{Name: "to-doc", Usage: "the provider's DID document `FILE` (JSON); required unless --to is a did:key"},
@@ -278,7 +279,7 @@ func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (
 		}
 		dids = staticDIDs{doc}
 	}
-	id, err := loadIdentity(c.String("key"), c.String("did"))
+	id, err := loadIdentity(c, env, c.String("key"), c.String("did"))
 	if err != nil {
 		return nil, err
 	}

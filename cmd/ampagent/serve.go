@@ -106,6 +106,7 @@ requests finish.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "db", Usage: "registry store `FILE` (required)"},
 			&cli.StringFlag{Name: "key", Usage: "agent key `FILE` from 'ampagent keygen' (required)"},
+			cliutil.PassphraseFileFlag(),
 			&cli.StringFlag{Name: "did", Usage: "agent `DID` (a did:web documented in the store; default: the key's did:key)"},
 			&cli.StringFlag{Name: "listen", Usage: "`ADDR` to listen on, e.g. 127.0.0.1:8080"},
 			&cli.StringFlag{Name: "config", Usage: "config `FILE` (JSON): handlers, allow rules, limits"},
@@ -298,7 +299,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the listen address is not a loopback address: plain http would be reachable from the network"),
 			"listen on 127.0.0.1, put the agent behind a tls proxy, or say --unsafe-listen")
 	}
-	id, err := loadIdentity(c.String("key"), cfg.DID)
+	id, err := loadIdentity(c, env, c.String("key"), cfg.DID)
 	if err != nil {
 		return err
 	}

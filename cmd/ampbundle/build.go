@@ -17,7 +17,6 @@ import (
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
-	"github.com/ampbundle/ampbundle/internal/keyfile"
 )
 
 func buildCommand(env *cliutil.Env) *cli.Command {
@@ -38,6 +37,7 @@ and only the artifacts the base does not carry. 'ampbundle import' of the
 delta into a store holding that base installs exactly the full bundle, and
 'ampbundle export' then writes the full bundle byte for byte.`,
 		Flags: []cli.Flag{
+			cliutil.PassphraseFileFlag(),
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "bundle `FILE` to write (required)"},
 			&cli.StringSliceFlag{Name: "key", Usage: "publisher private key `PEM` file (required, mode 0600; repeatable: one signature per key, co-signing)"},
 			&cli.StringFlag{Name: "created", Usage: "created_at as an RFC 3339 `TIME`"},
@@ -63,7 +63,7 @@ delta into a store holding that base installs exactly the full bundle, and
 			if err != nil {
 				return err
 			}
-			keys, err := signingKeys(c.StringSlice("key"))
+			keys, err := signingKeys(c, env, c.StringSlice("key"))
 			if err != nil {
 				return err
 			}
@@ -141,7 +141,7 @@ func createdAt(env *cliutil.Env, c *cli.Context) (time.Time, error) {
 }
 
 // signingKeys reads the --key files: at least one, each key once.
-func signingKeys(paths []string) ([]ed25519.PrivateKey, error) {
+func signingKeys(c *cli.Context, env *cliutil.Env, paths []string) ([]ed25519.PrivateKey, error) {
 	if len(paths) == 0 {
 		return nil, cliutil.Usagef("missing required flag --key")
 	}
@@ -151,7 +151,7 @@ func signingKeys(paths []string) ([]ed25519.PrivateKey, error) {
 	var keys []ed25519.PrivateKey
 	seen := map[string]bool{}
 	for _, p := range paths {
-		k, err := keyfile.ReadSigningKey(p)
+		k, err := cliutil.ReadSigningKey(c, env, p)
 		if err != nil {
 			return nil, err
 		}

@@ -39,6 +39,7 @@ func newApp(env *cliutil.Env) *cli.App {
 			resolveCommand(env),
 			auditCommand(env),
 			receiptCommand(env),
+			cliutil.KeyShowCommand(env, jsonFlag),
 		},
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
-	"github.com/ampbundle/ampbundle/internal/keyfile"
+	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -27,7 +27,8 @@ auditor verifies it without the store ('ampbundle receipt verify', or any
 implementation of the documented format). The chain is verified before
 anything is signed. Opens the store read-only.`,
 		Flags: []cli.Flag{dbFlag, adminSocketFlag,
-			&cli.StringFlag{Name: "key", Usage: "site private key `PEM` file that signs the receipt (required; mode 0600)"},
+			&cli.StringFlag{Name: "key", Usage: "site private key `FILE` that signs the receipt (required; mode 0600)"},
+			cliutil.PassphraseFileFlag(),
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "receipt `FILE` to write (required)"},
 			&cli.Uint64Flag{Name: "from", Value: 1, Usage: "first entry `SEQ`"},
 			&cli.Uint64Flag{Name: "to", Usage: "last entry `SEQ` (default: the newest)"},
@@ -40,7 +41,7 @@ anything is signed. Opens the store read-only.`,
 			if err := cliutil.Require(c, "db", "key", "out"); err != nil {
 				return err
 			}
-			key, err := keyfile.ReadSigningKey(c.String("key"))
+			key, err := cliutil.ReadSigningKey(c, env, c.String("key"))
 			if err != nil {
 				return err
 			}

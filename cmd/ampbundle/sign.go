@@ -10,7 +10,6 @@ import (
 
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
-	"github.com/ampbundle/ampbundle/internal/keyfile"
 )
 
 func signCommand(env *cliutil.Env) *cli.Command {
@@ -29,7 +28,8 @@ against the key its kid names, the manifest, expiry, every artifact's size
 and hash. A key that already signed is refused (duplicate_signer), as is a
 ninth signature. Writes --out (default: FILE itself), atomically.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "key", Usage: "private key `PEM` file of the co-signer (required; mode 0600)"},
+			&cli.StringFlag{Name: "key", Usage: "private key `FILE` of the co-signer (required; mode 0600)"},
+			cliutil.PassphraseFileFlag(),
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "`FILE` to write (default: the input, replaced atomically)"},
 			jsonFlag,
 		},
@@ -40,7 +40,7 @@ ninth signature. Writes --out (default: FILE itself), atomically.`,
 			if err := cliutil.Require(c, "key"); err != nil {
 				return err
 			}
-			key, err := keyfile.ReadSigningKey(c.String("key"))
+			key, err := cliutil.ReadSigningKey(c, env, c.String("key"))
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
-	"github.com/ampbundle/ampbundle/internal/keyfile"
+	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 

@@ -39,6 +39,9 @@ type Env struct {
 	StderrIsTerminal bool
 	// Signals, when set, delivers SIGINT/SIGTERM to long-running commands.
 	Signals <-chan os.Signal
+	// ReadPassword, when set, asks the user for a secret on the
+	// controlling terminal, without echo. Nil when there is no terminal.
+	ReadPassword func(prompt string) ([]byte, error)
 }
 
 // OS returns the environment of the running process.
@@ -47,6 +50,7 @@ func OS() *Env {
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Now: time.Now, Rand: rand.Reader, Getenv: os.Getenv,
 		StderrIsTerminal: term.IsTerminal(int(os.Stderr.Fd())),
+		ReadPassword:     terminalPassword(),
 	}
 }
 

@@ -1,0 +1,217 @@
+package cliutil
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/keyfile"
+)
+
+// PassphraseEnv is the environment variable that holds the passphrase of
+// an encrypted private key, for services.
+const PassphraseEnv = "AMP_KEY_PASSPHRASE"
+
+// maxPassphraseFile bounds a passphrase file.
+const maxPassphraseFile = 4 << 10
+
+// PassphraseFileFlag returns the --passphrase-file flag of every command
+// that reads or encrypts a private key.
+func PassphraseFileFlag() cli.Flag {
+	return &cli.StringFlag{Name: "passphrase-file", Usage: "read the passphrase of an encrypted key from the first line of `FILE` (mode 0600); otherwise $" + PassphraseEnv + ", otherwise asked on the terminal"}
+}
+
+// terminalPassword returns a prompt on the controlling terminal, or nil
+// when the process has none.
+func terminalPassword() func(string) ([]byte, error) {
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		return nil
+	}
+	return func(prompt string) ([]byte, error) {
+		fmt.Fprint(os.Stderr, prompt)
+		p, err := term.ReadPassword(int(os.Stdin.Fd()))
+		fmt.Fprintln(os.Stderr)
+		return p, err
+	}
+}
+
+// Passphrase returns the passphrase source of a command, in this order:
+// --passphrase-file (its first line; the file must be a regular file that
+// only its owner can read), $AMP_KEY_PASSPHRASE, a prompt on the terminal.
+// With none of them it fails with key_encrypted and a hint. It is called
+// only when a key is encrypted.
+func Passphrase(c *cli.Context, env *Env, what string) keyfile.Passphrase {
+	return func() ([]byte, error) {
+		if path := c.String("passphrase-file"); path != "" {
+			return readPassphraseFile(path)
+		}
+		if env.Getenv != nil {
+			if p := env.Getenv(PassphraseEnv); p != "" {
+				return []byte(p), nil
+			}
+		}
+		if env.ReadPassword != nil {
+			p, err := env.ReadPassword("passphrase for " + what + ": ")
+			if err != nil {
+				return nil, Failf("key_unreadable", "cannot read the passphrase from the terminal").WithCause(err)
+			}
+			return p, nil
+		}
+		return nil, WithHint(Failf(keyfile.ErrKeyEncrypted, "%s is encrypted and no passphrase was given", what),
+			"give --passphrase-file FILE or $"+PassphraseEnv+", or run on a terminal")
+	}
+}
+
+// NewPassphrase returns the passphrase for a key about to be encrypted:
+// from --passphrase-file or $AMP_KEY_PASSPHRASE, or asked twice on the
+// terminal. An empty passphrase is refused.
+func NewPassphrase(c *cli.Context, env *Env) ([]byte, error) {
+	if c.String("passphrase-file") == "" && (env.Getenv == nil || env.Getenv(PassphraseEnv) == "") && env.ReadPassword != nil {
+		p, err := env.ReadPassword("new passphrase: ")
+		if err != nil {
+			return nil, Failf("key_unreadable", "cannot read the passphrase from the terminal").WithCause(err)
+		}
+		again, err := env.ReadPassword("the same passphrase again: ")
+		if err != nil {
+			return nil, Failf("key_unreadable", "cannot read the passphrase from the terminal").WithCause(err)
+		}
+		if !bytes.Equal(p, again) {
+			return nil, Failf("passphrase_mismatch", "the two passphrases differ")
+		}
+		if len(p) == 0 {
+			return nil, Failf("empty_passphrase", "an empty passphrase encrypts nothing")
+		}
+		return p, nil
+	}
+	p, err := Passphrase(c, env, "the new key")()
+	if err != nil {
+		return nil, err
+	}
+	if len(p) == 0 {
+		return nil, Failf("empty_passphrase", "an empty passphrase encrypts nothing")
+	}
+	return p, nil
+}
+
+func readPassphraseFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, Failf("key_unreadable", "cannot open the passphrase file").WithCause(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, Failf("key_unreadable", "the passphrase file is not a regular file").WithCause(err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, Failf(keyfile.ErrInsecureKeyFile, "the passphrase file is readable or writable by group or others (mode %04o); run chmod 600 on it", st.Mode().Perm())
+	}
+	if st.Size() > maxPassphraseFile {
+		return nil, Failf("key_unreadable", "the passphrase file is larger than %d bytes", maxPassphraseFile)
+	}
+	data := make([]byte, st.Size())
+	if _, err := f.ReadAt(data, 0); err != nil {
+		return nil, Failf("key_unreadable", "cannot read the passphrase file").WithCause(err)
+	}
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r")), nil
+}
+
+// ReadPrivateKey reads the private key file of flag --key (or another
+// flag) with the command's passphrase sources.
+func ReadPrivateKey(c *cli.Context, env *Env, path string) (*keyfile.Keys, error) {
+	return keyfile.ReadPrivateWith(path, keyfile.Options{Passphrase: Passphrase(c, env, "key file "+path)})
+}
+
+// ReadSigningKey is ReadPrivateKey for a file that must hold an Ed25519
+// signing key.
+func ReadSigningKey(c *cli.Context, env *Env, path string) (ed25519.PrivateKey, error) {
+	k, err := ReadPrivateKey(c, env, path)
+	if err != nil {
+		return nil, err
+	}
+	if k.Ed25519 == nil {
+		return nil, Failf(keyfile.ErrInvalidKeyFile, "the key file holds no ed25519 signing key")
+	}
+	return k.Ed25519, nil
+}
+
+// KeyShowCommand is `key show FILE` of both tools: the public key and the
+// did:key of a private key file (asking for the passphrase of an encrypted
+// one) or of a public key file, PEM or DER.
+func KeyShowCommand(env *Env, jsonFlag cli.Flag) *cli.Command {
+	return &cli.Command{
+		Name:  "key",
+		Usage: "show what a key file holds",
+		Subcommands: []*cli.Command{{
+			Name:      "show",
+			Usage:     "print the public key and did:key of a key file",
+			ArgsUsage: "FILE",
+			Description: `Reads a private key file (PKCS#8, PEM or DER, encrypted or not; mode 0600)
+or a public key file (PKIX, PEM or DER) and prints the Ed25519 public key as
+PEM and its did:key, and whether the file also holds an X25519 key
+agreement key. An encrypted key's passphrase comes from --passphrase-file,
+$AMP_KEY_PASSPHRASE or the terminal. Nothing secret is printed.`,
+			Flags: []cli.Flag{PassphraseFileFlag(), jsonFlag},
+			Action: func(c *cli.Context) error {
+				if err := ExactArgs(c, 1, "FILE"); err != nil {
+					return err
+				}
+				path := c.Args().First()
+				data, err := ReadFile(path, 64<<10, "key file")
+				if err != nil {
+					return err
+				}
+				doc := struct {
+					File      string `json:"file"`
+					Kind      string `json:"kind"`
+					Encrypted bool   `json:"encrypted"`
+					DID       string `json:"did,omitempty"`
+					PublicKey string `json:"public_key_pem,omitempty"`
+					X25519    bool   `json:"x25519"`
+				}{File: path}
+				var pub ed25519.PublicKey
+				if p, perr := keyfile.ParsePublicKey(data); perr == nil {
+					doc.Kind, pub = "public", p
+				} else {
+					doc.Kind = "private"
+					doc.Encrypted = keyfile.IsEncrypted(data)
+					keys, err := ReadPrivateKey(c, env, path)
+					if err != nil {
+						return err
+					}
+					doc.X25519 = keys.X25519 != nil
+					if keys.Ed25519 != nil {
+						pub = keys.Ed25519.Public().(ed25519.PublicKey)
+					}
+				}
+				if pub != nil {
+					doc.DID = amp.DIDKey(pub)
+					doc.PublicKey = string(keyfile.PublicPEM(pub))
+				}
+				if c.Bool("json") {
+					return PrintJSON(env.Stdout, doc)
+				}
+				enc := ""
+				if doc.Encrypted {
+					enc = ", encrypted"
+				}
+				fmt.Fprintf(env.Stdout, "%s: %s key%s\n", path, doc.Kind, enc)
+				if doc.DID != "" {
+					fmt.Fprintf(env.Stdout, "did: %s\n%s", doc.DID, doc.PublicKey)
+				} else {
+					fmt.Fprintln(env.Stdout, "no ed25519 signing key")
+				}
+				if doc.X25519 {
+					fmt.Fprintln(env.Stdout, "also an x25519 key agreement key")
+				}
+				return nil
+			},
+		}},
+	}
+}

@@ -1,0 +1,451 @@
+package keyfile
+
+import (
+	"bytes"
+	"crypto/ecdh"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/asn1"
+	"encoding/pem"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// maxKeyFile bounds what is read from a key file.
+const maxKeyFile = 64 << 10
+
+// Error names of this package (the Name of its *amp.Error values).
+const (
+	// ErrKeyUnreadable: the file cannot be opened, stat'd or read.
+	ErrKeyUnreadable amp.ErrName = "key_unreadable"
+	// ErrInsecureKeyFile: a private key file that group or others may read
+	// or write.
+	ErrInsecureKeyFile amp.ErrName = "insecure_key_file"
+	// ErrInvalidKeyFile: the file is not a key file this package reads.
+	ErrInvalidKeyFile amp.ErrName = "invalid_key_file"
+	// ErrKeyEncrypted: the private key is encrypted and no passphrase was
+	// given.
+	ErrKeyEncrypted amp.ErrName = "key_encrypted"
+	// ErrWrongPassphrase: decryption failed: a wrong passphrase or a
+	// damaged file (the two cannot be told apart).
+	ErrWrongPassphrase amp.ErrName = "wrong_passphrase"
+	// ErrUnsupportedEncryption: the key is encrypted with a scheme or
+	// parameters this package does not implement.
+	ErrUnsupportedEncryption amp.ErrName = "unsupported_key_encryption"
+	// ErrInvalidPublicKey: not an Ed25519 public key as PEM, DER or did:key.
+	ErrInvalidPublicKey amp.ErrName = "invalid_public_key"
+	// ErrKeyError: a key cannot be encoded or generated.
+	ErrKeyError amp.ErrName = "key_error"
+	// ErrFileExists: the writer refuses to overwrite a file.
+	ErrFileExists amp.ErrName = "file_exists"
+	// ErrIOError: a key file cannot be written.
+	ErrIOError amp.ErrName = "io_error"
+)
+
+// Passphrase returns the passphrase of an encrypted private key. It is
+// called only when a key is encrypted, at most once per parse.
+type Passphrase func() ([]byte, error)
+
+// Options tell the readers how to open encrypted keys. The zero value
+// reads unencrypted keys only: an encrypted one is ErrKeyEncrypted.
+type Options struct {
+	// Passphrase, when set, supplies the passphrase of an encrypted key.
+	Passphrase Passphrase
+}
+
+// Keys are the private keys found in a key file.
+type Keys struct {
+	Ed25519 ed25519.PrivateKey // nil when absent
+	X25519  *ecdh.PrivateKey   // nil when absent
+}
+
+func fail(name amp.ErrName, format string, args ...any) *amp.Error {
+	return amp.Named(0, name, format, args...)
+}
+
+// WritePrivate writes the given keys (ed25519.PrivateKey and/or
+// *ecdh.PrivateKey on X25519), in that order, as PKCS#8 PEM blocks to a new
+// file of mode 0600. An existing file is never overwritten.
+func WritePrivate(path string, keys ...any) error {
+	data, err := privatePEM(keys...)
+	if err != nil {
+		return err
+	}
+	return writeNew(path, data, 0o600)
+}
+
+// WritePrivateEncrypted is WritePrivate with each key encrypted under
+// passphrase: "ENCRYPTED PRIVATE KEY" PEM blocks, PKCS#8 with PBES2,
+// scrypt (N = 2^14, r = 8, p = 1) and AES-256-CBC, which OpenSSL reads too
+// (`openssl pkey -in FILE`). rand supplies the salts and IVs. An empty
+// passphrase is refused.
+func WritePrivateEncrypted(path string, passphrase []byte, rand io.Reader, keys ...any) error {
+	data, err := EncryptedPEM(passphrase, rand, keys...)
+	if err != nil {
+		return err
+	}
+	return writeNew(path, data, 0o600)
+}
+
+// EncryptedPEM returns the bytes WritePrivateEncrypted writes.
+func EncryptedPEM(passphrase []byte, rand io.Reader, keys ...any) ([]byte, error) {
+	return encryptedPEM(passphrase, rand, defaultScheme(), keys...)
+}
+
+func encryptedPEM(passphrase []byte, rand io.Reader, s encryptScheme, keys ...any) ([]byte, error) {
+	if len(passphrase) == 0 {
+		return nil, fail(ErrKeyError, "refusing to encrypt a key with an empty passphrase")
+	}
+	var buf bytes.Buffer
+	for _, k := range keys {
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			return nil, fail(ErrKeyError, "cannot encode private key").WithCause(err)
+		}
+		enc, err := encryptPKCS8(der, passphrase, rand, s)
+		if err != nil {
+			return nil, err
+		}
+		if err := pem.Encode(&buf, &pem.Block{Type: "ENCRYPTED PRIVATE KEY", Bytes: enc}); err != nil {
+			return nil, fail(ErrKeyError, "cannot encode private key").WithCause(err)
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// privatePEM encodes keys as PKCS#8 PEM blocks.
+func privatePEM(keys ...any) ([]byte, error) {
+	var buf bytes.Buffer
+	for _, k := range keys {
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			return nil, fail(ErrKeyError, "cannot encode private key").WithCause(err)
+		}
+		if err := pem.Encode(&buf, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
+			return nil, fail(ErrKeyError, "cannot encode private key").WithCause(err)
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// WritePublic writes an Ed25519 public key as PKIX PEM to a new file.
+func WritePublic(path string, pub ed25519.PublicKey) error {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return fail(ErrKeyError, "cannot encode public key").WithCause(err)
+	}
+	return writeNew(path, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644)
+}
+
+// PublicPEM returns the PKIX PEM of an Ed25519 public key.
+func PublicPEM(pub ed25519.PublicKey) []byte {
+	der, _ := x509.MarshalPKIXPublicKey(pub)
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+func writeNew(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fail(ErrFileExists, "refusing to overwrite an existing file").WithCause(err)
+		}
+		return fail(ErrIOError, "cannot create key file").WithCause(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fail(ErrIOError, "cannot write key file").WithCause(err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fail(ErrIOError, "cannot write key file").WithCause(err)
+	}
+	return f.Close()
+}
+
+// ReadPrivate reads a private key file (see ReadPrivateWith) that is not
+// encrypted.
+func ReadPrivate(path string) (*Keys, error) {
+	return ReadPrivateWith(path, Options{})
+}
+
+// ReadPrivateWith reads a private key file after checking that it is a
+// regular file only its owner can read or write, and parses it with
+// ParsePrivateWith.
+func ReadPrivateWith(path string, o Options) (*Keys, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fail(ErrKeyUnreadable, "cannot open private key file").WithCause(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fail(ErrKeyUnreadable, "cannot stat private key file").WithCause(err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fail(ErrKeyUnreadable, "private key path is not a regular file")
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fail(ErrInsecureKeyFile, "private key file is readable or writable by group or others (mode %04o); run chmod 600 on it", st.Mode().Perm())
+	}
+	if st.Size() > maxKeyFile {
+		return nil, fail(ErrInvalidKeyFile, "private key file is too large")
+	}
+	data := make([]byte, st.Size())
+	if _, err := f.ReadAt(data, 0); err != nil {
+		return nil, fail(ErrKeyUnreadable, "cannot read private key file").WithCause(err)
+	}
+	return ParsePrivateWith(data, o)
+}
+
+// ParsePrivate parses a private key file that is not encrypted (see
+// ParsePrivateWith).
+func ParsePrivate(data []byte) (*Keys, error) {
+	return ParsePrivateWith(data, Options{})
+}
+
+// IsEncrypted reports whether data (a key file's bytes) holds an encrypted
+// private key, so that a caller can ask for a passphrase only then.
+func IsEncrypted(data []byte) bool {
+	if isDER(data) {
+		return derIsEncrypted(data)
+	}
+	for rest := data; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			return false
+		}
+		if block.Type == "ENCRYPTED PRIVATE KEY" {
+			return true
+		}
+	}
+}
+
+// ParsePrivateWith parses private keys: one or more PEM blocks, each a
+// PKCS#8 "PRIVATE KEY" or a PKCS#8 "ENCRYPTED PRIVATE KEY" (PBES2 with
+// PBKDF2 or scrypt, AES-CBC or AES-GCM), or one PKCS#8 key in DER,
+// encrypted or not. Every key must be Ed25519 or X25519, at most one of
+// each. An encrypted key needs o.Passphrase (ErrKeyEncrypted otherwise),
+// which is asked once for the whole file.
+func ParsePrivateWith(data []byte, o Options) (*Keys, error) {
+	return parsePrivate(data, o, defaultLimits())
+}
+
+func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
+	var pass []byte
+	asked := false
+	decrypt := func(der []byte) ([]byte, error) {
+		if !asked {
+			if o.Passphrase == nil {
+				return nil, fail(ErrKeyEncrypted, "private key is encrypted and no passphrase was given")
+			}
+			p, err := o.Passphrase()
+			if err != nil {
+				return nil, err
+			}
+			pass, asked = p, true
+		}
+		return decryptPKCS8(der, pass, lim)
+	}
+	keys := &Keys{}
+	if isDER(data) {
+		der := data
+		if derIsEncrypted(data) {
+			var err error
+			if der, err = decrypt(data); err != nil {
+				return nil, err
+			}
+		}
+		if err := keys.add(der); err != nil {
+			return nil, err
+		}
+		return keys, nil
+	}
+	rest := data
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		der := block.Bytes
+		switch block.Type {
+		case "PRIVATE KEY":
+			if block.Headers["Proc-Type"] != "" {
+				return nil, fail(ErrUnsupportedEncryption, "key file uses legacy pem encryption (Proc-Type), which is not supported; convert it with `openssl pkcs8 -topk8 -v2 aes-256-cbc`")
+			}
+		case "ENCRYPTED PRIVATE KEY":
+			var err error
+			if der, err = decrypt(block.Bytes); err != nil {
+				return nil, err
+			}
+		case "OPENSSH PRIVATE KEY":
+			return nil, fail(ErrInvalidKeyFile, "key file is an openssh private key; this tool reads pkcs#8 keys (make one with `keygen`)")
+		case "PUBLIC KEY":
+			return nil, fail(ErrInvalidKeyFile, "key file holds a public key where a private key is needed")
+		default:
+			return nil, fail(ErrInvalidKeyFile, "key file holds a pem block that is not a pkcs#8 private key")
+		}
+		if err := keys.add(der); err != nil {
+			return nil, err
+		}
+	}
+	if keys.Ed25519 == nil && keys.X25519 == nil {
+		return nil, fail(ErrInvalidKeyFile, "key file holds neither a pem nor a der private key")
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		return nil, fail(ErrInvalidKeyFile, "key file has data after its pem blocks")
+	}
+	return keys, nil
+}
+
+// add parses one PKCS#8 PrivateKeyInfo into k.
+func (k *Keys) add(der []byte) error {
+	key, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return fail(ErrInvalidKeyFile, "key file holds an unreadable pkcs#8 key")
+	}
+	switch key := key.(type) {
+	case ed25519.PrivateKey:
+		if k.Ed25519 != nil {
+			return fail(ErrInvalidKeyFile, "key file holds two ed25519 keys")
+		}
+		k.Ed25519 = key
+	case *ecdh.PrivateKey:
+		if key.Curve() != ecdh.X25519() || k.X25519 != nil {
+			return fail(ErrInvalidKeyFile, "key file holds an unsupported or repeated key agreement key")
+		}
+		k.X25519 = key
+	default:
+		return fail(ErrInvalidKeyFile, "key file holds a key that is neither ed25519 nor x25519")
+	}
+	return nil
+}
+
+// isDER reports whether data looks like one DER SEQUENCE (a PEM file
+// starts with text).
+func isDER(data []byte) bool {
+	return len(data) > 2 && data[0] == 0x30
+}
+
+// derIsEncrypted tells an EncryptedPrivateKeyInfo (a SEQUENCE whose first
+// element is a SEQUENCE, the algorithm) from a PrivateKeyInfo (whose first
+// element is the INTEGER version).
+func derIsEncrypted(data []byte) bool {
+	var outer asn1.RawValue
+	if _, err := asn1.Unmarshal(data, &outer); err != nil || outer.Tag != asn1.TagSequence || len(outer.Bytes) == 0 {
+		return false
+	}
+	return outer.Bytes[0] == 0x30
+}
+
+// ReadSigningKey reads a private key file that must hold an Ed25519 key.
+func ReadSigningKey(path string) (ed25519.PrivateKey, error) {
+	k, err := ReadPrivate(path)
+	if err != nil {
+		return nil, err
+	}
+	if k.Ed25519 == nil {
+		return nil, fail(ErrInvalidKeyFile, "key file holds no ed25519 signing key")
+	}
+	return k.Ed25519, nil
+}
+
+// Identity returns the AMP identity of a key file: the Ed25519 key, and the
+// X25519 key of the file or, when the file has none, the one derived from
+// the Ed25519 key (the did:key key agreement key). The DID is did (when not
+// empty) or the did:key of the Ed25519 key.
+func (k *Keys) Identity(did string) (amp.Identity, error) {
+	if k.Ed25519 == nil && k.X25519 != nil && did == "" {
+		// A lone X25519 key: usable for decryption only.
+		var priv [32]byte
+		copy(priv[:], k.X25519.Bytes())
+		x, err := amp.NewAgreementKey(priv)
+		return amp.Identity{Agreement: x}, err
+	}
+	if k.Ed25519 == nil {
+		return amp.Identity{}, fail(ErrInvalidKeyFile, "key file holds no ed25519 signing key")
+	}
+	id := amp.Identity{DID: did, SigningKey: k.Ed25519}
+	if did == "" {
+		id.DID = amp.DIDKey(k.Ed25519.Public().(ed25519.PublicKey))
+	}
+	var err error
+	if k.X25519 != nil {
+		var priv [32]byte
+		copy(priv[:], k.X25519.Bytes())
+		id.Agreement, err = amp.NewAgreementKey(priv)
+	} else {
+		id.Agreement, err = amp.AgreementKeyFromEd25519(k.Ed25519)
+	}
+	if err != nil {
+		return amp.Identity{}, err
+	}
+	return id, nil
+}
+
+// ParsePublic reads a public key given as a did:key ("did:key:z6Mk…") or as
+// the path of a PKIX PEM or DER file.
+func ParsePublic(s string) (ed25519.PublicKey, error) {
+	if strings.HasPrefix(s, "did:key:") {
+		doc, err := amp.DIDKeyDocument(amp.BareDID(s))
+		if err != nil {
+			return nil, fail(ErrInvalidPublicKey, "not an ed25519 did:key")
+		}
+		for _, m := range doc.Methods {
+			if m.KeyType == amp.KeyEd25519 {
+				return ed25519.PublicKey(m.PublicKey), nil
+			}
+		}
+		return nil, fail(ErrInvalidPublicKey, "did:key holds no ed25519 key")
+	}
+	f, err := os.Open(s)
+	if err != nil {
+		return nil, fail(ErrKeyUnreadable, "cannot read public key file").WithCause(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, fail(ErrKeyUnreadable, "cannot read public key file").WithCause(err)
+	}
+	if len(data) > maxKeyFile {
+		return nil, fail(ErrInvalidPublicKey, "public key file is too large")
+	}
+	return ParsePublicKey(data)
+}
+
+// ParsePublicKey parses an Ed25519 public key given as one PKIX PEM
+// "PUBLIC KEY" block or as PKIX DER.
+func ParsePublicKey(data []byte) (ed25519.PublicKey, error) {
+	if isDER(data) {
+		return parsePKIX(data)
+	}
+	return ParsePublicPEM(data)
+}
+
+// ParsePublicPEM parses one PKIX PEM Ed25519 public key.
+func ParsePublicPEM(data []byte) (ed25519.PublicKey, error) {
+	block, rest := pem.Decode(data)
+	if block == nil || block.Type != "PUBLIC KEY" || len(bytes.TrimSpace(rest)) != 0 {
+		return nil, fail(ErrInvalidPublicKey, "public key file is not one pem \"PUBLIC KEY\" block")
+	}
+	return parsePKIX(block.Bytes)
+}
+
+func parsePKIX(der []byte) (ed25519.PublicKey, error) {
+	k, err := x509.ParsePKIXPublicKey(der)
+	if err != nil {
+		return nil, fail(ErrInvalidPublicKey, "public key file holds an unreadable key")
+	}
+	pub, ok := k.(ed25519.PublicKey)
+	if !ok {
+		return nil, fail(ErrInvalidPublicKey, "public key is not ed25519")
+	}
+	return pub, nil
+}
