@@ -44,38 +44,62 @@ The store must exist: 'ampbundle trust add' creates it.`,
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) (err error) {
-			if err := cliutil.ExactArgs(c, 1, "the bundle FILE"); err != nil {
-				return err
+			split := c.NArg() >= 1 && isPartIndexFile(c.Args().First())
+			if !split {
+				if err := cliutil.ExactArgs(c, 1, "the bundle FILE (or a part index and the PLACEs of its parts)"); err != nil {
+					return err
+				}
 			}
 			if err := cliutil.Require(c, "db"); err != nil {
 				return err
 			}
 			path := c.Args().First()
-			f, err := os.Open(path)
-			if err != nil {
-				return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
-			}
-			defer f.Close()
-			total, err := artifactBytes(f)
-			if err != nil {
-				return err
-			}
-			// The audit entry of a refusal names the file by its hash;
-			// the store stops reading a refused file, so hash it first.
-			fileSum, err := fileSHA256(f)
-			if err != nil {
-				return err
+			var src io.Reader
+			var total int64
+			var fileSum []byte
+			explain := func(err error) error { return err }
+			if !split {
+				f, err := os.Open(path)
+				if err != nil {
+					return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
+				}
+				defer f.Close()
+				if total, err = artifactBytes(f); err != nil {
+					return err
+				}
+				// The audit entry of a refusal names the file by its
+				// hash; the store stops reading a refused file, so hash
+				// it first.
+				if fileSum, err = fileSHA256(f); err != nil {
+					return err
+				}
+				src = f
 			}
 			s, err := openStore(env, c, readWrite)
 			if err != nil {
 				return err
 			}
 			defer closeStore(s, &err)
+			if split {
+				// The part index is verified with the store's trust, like
+				// the bundle it carries.
+				policy, err := storePolicy(s)
+				if err != nil {
+					return err
+				}
+				parts, err := openParts(c.Args().Slice(), policy, false)
+				if err != nil {
+					return err
+				}
+				defer parts.Close()
+				// The whole file's hash is in the signed index.
+				src, explain, total, fileSum = parts, parts.Explain, int64(parts.x.Size), parts.x.SHA256
+			}
 			prog := cliutil.NewProgress(env, c.Bool("json"), "importing", total)
-			res, err := s.Import(c.Context, f, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: fileSum})
+			res, err := s.Import(c.Context, src, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: fileSum})
 			prog.Done()
 			if err != nil {
-				return err
+				return explain(err)
 			}
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, importView(path, res))

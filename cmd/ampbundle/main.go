@@ -33,6 +33,8 @@ func newApp(env *cliutil.Env) *cli.App {
 			lsCommand(env),
 			rmCommand(env),
 			exportCommand(env),
+			splitCommand(env),
+			joinCommand(env),
 			serveCommand(env),
 			syncCommand(env),
 			checkCommand(env),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,8 +35,11 @@ store holding the base).`,
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
-			if err := cliutil.ExactArgs(c, 1, "the bundle FILE"); err != nil {
-				return err
+			split := c.NArg() >= 1 && isPartIndexFile(c.Args().First())
+			if !split {
+				if err := cliutil.ExactArgs(c, 1, "the bundle FILE (or a part index and the PLACEs of its parts)"); err != nil {
+					return err
+				}
 			}
 			if len(c.StringSlice("trust")) == 0 {
 				return cliutil.WithHint(cliutil.Usagef("missing required flag --trust"), "give the publisher's public key: --trust publisher.pub.pem or --trust did:key:z6Mk…")
@@ -45,15 +49,27 @@ store holding the base).`,
 				return err
 			}
 			path := c.Args().First()
-			f, err := os.Open(path)
-			if err != nil {
-				return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
+			var src io.Reader
+			explain := func(err error) error { return err }
+			var parts *partsInput
+			if split {
+				if parts, err = openParts(c.Args().Slice(), policy, false); err != nil {
+					return err
+				}
+				defer parts.Close()
+				src, explain = parts, parts.Explain
+			} else {
+				f, err := os.Open(path)
+				if err != nil {
+					return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
+				}
+				defer f.Close()
+				src = f
 			}
-			defer f.Close()
 			var prog *cliutil.Progress
-			r, err := bundle.NewReader(f, bundle.ReaderOptions{Policy: policy, Now: env.Now, Progress: func(n int64) { prog.Update(n) }, AllowDelta: true})
+			r, err := bundle.NewReader(src, bundle.ReaderOptions{Policy: policy, Now: env.Now, Progress: func(n int64) { prog.Update(n) }, AllowDelta: true})
 			if err != nil {
-				return err
+				return explain(err)
 			}
 			var total int64
 			for _, a := range r.Manifest().Artifacts {
@@ -63,7 +79,15 @@ store holding the base).`,
 			err = r.VerifyRest()
 			prog.Done()
 			if err != nil {
-				return err
+				return explain(err)
+			}
+			if split {
+				// The last part's and the whole's hashes are checked at the
+				// end of the stream, which VerifyRest reached.
+				if err := parts.Err(); err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stderr, "read %d parts of %s, each matching the signed part index (signed by %s)\n", len(parts.x.Parts), parts.x.Name, strings.Join(parts.signers, ", "))
 			}
 			sigs := signatureInfo(r.Signatures(), r.Signers())
 			s := summarize(path, r.Manifest(), sigs, true)

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+)
+
+// Split media: 'ampbundle split', 'ampbundle join', and the part index as
+// input of verify and import (docs/FORMAT.md §13).
+
+func splitCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "split",
+		Usage:     "cut a bundle file into numbered parts plus a signed part index",
+		ArgsUsage: "FILE",
+		Description: `Cuts the bundle file FILE (full or delta) into parts of at most SIZE
+bytes, named FILE.part001, FILE.part002, … (plain slices: concatenated in
+order they are FILE), and writes the part index FILE.parts: the SHA-256 of
+every part and of the whole, signed by --key (docs/FORMAT.md §13). verify and
+import take the index and the folders the parts are in, in any order, and
+stream through the parts without joining them; join recreates FILE.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "size", Usage: "largest part `SIZE`: bytes, or with K, M, G (KiB, MiB, GiB), e.g. 700M (required)"},
+			&cli.StringSliceFlag{Name: "key", Usage: "publisher private key `PEM` file that signs the index (required, mode 0600; repeatable)"},
+			&cli.StringFlag{Name: "out-dir", Usage: "`DIR` for the parts and the index (default: FILE's folder)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if err := cliutil.ExactArgs(c, 1, "the bundle FILE"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "size", "key"); err != nil {
+				return err
+			}
+			size, err := parseSize(c.String("size"))
+			if err != nil {
+				return err
+			}
+			keys, err := signingKeys(c.StringSlice("key"))
+			if err != nil {
+				return err
+			}
+			path := c.Args().First()
+			dir := c.String("out-dir")
+			if dir == "" {
+				dir = filepath.Dir(path)
+			}
+			index, x, err := bundle.SplitFile(path, dir, size, keys)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				parts := make([]map[string]any, len(x.Parts))
+				for i, p := range x.Parts {
+					parts[i] = map[string]any{"file": filepath.Join(dir, p.Name), "size": p.Size, "sha256": fmt.Sprintf("%x", p.SHA256)}
+				}
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"index": index, "bundle_id": x.BundleID, "version": x.Version,
+					"size": x.Size, "sha256": fmt.Sprintf("%x", x.SHA256), "parts": parts})
+			}
+			fmt.Fprintf(env.Stdout, "split %s (%s version %d, %d bytes) into %d parts of at most %d bytes\n", path, x.BundleID, x.Version, x.Size, len(x.Parts), size)
+			for _, p := range x.Parts {
+				fmt.Fprintf(env.Stdout, "  %s  %d bytes\n", filepath.Join(dir, p.Name), p.Size)
+			}
+			fmt.Fprintf(env.Stdout, "  index %s (signed; carry it with the parts)\n", index)
+			return nil
+		},
+	}
+}
+
+func joinCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "join",
+		Usage:     "recreate a bundle file from its part index and parts",
+		ArgsUsage: "INDEX [PLACE...]",
+		Description: `Reads the part index INDEX (FILE.parts), finds the parts in the PLACEs
+(files or folders, any order; default: INDEX's folder), checks each part's
+size and SHA-256 and the whole's SHA-256 as it streams, and writes the
+original bytes to -o FILE atomically. With --trust the index signature is
+checked too (verify and import always check it). Not needed for verify or
+import, which read the parts directly.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "`FILE` to write (required)"},
+			&cli.StringSliceFlag{Name: "trust", Usage: "trusted publisher key: `PUB` PEM file or did:key (repeatable)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 {
+				return cliutil.Usagef("expected the part INDEX and optionally the PLACEs of its parts")
+			}
+			if err := cliutil.Require(c, "out"); err != nil {
+				return err
+			}
+			policy := &bundle.Policy{}
+			check := len(c.StringSlice("trust")) > 0
+			if check {
+				var err error
+				if policy, err = trustFlags(c.StringSlice("trust")); err != nil {
+					return err
+				}
+			}
+			in, err := openParts(c.Args().Slice(), policy, !check)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			out := c.String("out")
+			size, sum, err := copyAtomic(out, in)
+			if err != nil {
+				return in.Explain(err)
+			}
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "size": size, "sha256": sum, "parts": len(in.x.Parts), "signature_checked": check})
+			}
+			fmt.Fprintf(env.Stdout, "joined %d parts into %s: %d bytes, sha256 %s\n", len(in.x.Parts), out, size, sum)
+			return nil
+		},
+	}
+}
+
+// partsInput is a split bundle opened for reading.
+type partsInput struct {
+	*bundle.PartsReader
+	x       *bundle.PartIndex
+	signers []string
+}
+
+// isPartIndexFile reports whether path starts like a part index.
+func isPartIndexFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	return bundle.IsPartIndex(head[:n])
+}
+
+// openParts reads the part index args[0], verified against policy (or
+// only decoded when unchecked), finds its parts in args[1:] (default: the
+// index's folder) and returns the stream over them.
+func openParts(args []string, policy *bundle.Policy, unchecked bool) (*partsInput, error) {
+	f, err := os.Open(args[0])
+	if err != nil {
+		return nil, cliutil.Failf("io_error", "cannot open the part index").WithCause(err)
+	}
+	defer f.Close()
+	var x *bundle.PartIndex
+	var signers []string
+	if unchecked {
+		x, err = bundle.DecodePartIndexFile(f)
+	} else {
+		x, signers, err = bundle.ReadPartIndex(f, policy)
+	}
+	if err != nil {
+		return nil, err
+	}
+	places := args[1:]
+	if len(places) == 0 {
+		places = []string{filepath.Dir(args[0])}
+	}
+	paths, err := bundle.LocateParts(x, places)
+	if err != nil {
+		return nil, err
+	}
+	return &partsInput{PartsReader: bundle.NewPartsReader(x, paths), x: x, signers: signers}, nil
+}
+
+// storePolicy is the store's trusted keys as a policy (each key with its
+// scopes), for checking a part index.
+func storePolicy(s registry) (*bundle.Policy, error) {
+	keys, err := s.TrustList()
+	if err != nil {
+		return nil, err
+	}
+	p := &bundle.Policy{}
+	for _, k := range keys {
+		p.Keys = append(p.Keys, bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes})
+	}
+	return p, nil
+}
+
+// parseSize reads a part size: bytes, or a number with K, M or G (KiB,
+// MiB, GiB; an optional trailing "B" or "iB" is accepted).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(t, "K"):
+		mult, t = 1<<10, strings.TrimSuffix(t, "K")
+	case strings.HasSuffix(t, "M"):
+		mult, t = 1<<20, strings.TrimSuffix(t, "M")
+	case strings.HasSuffix(t, "G"):
+		mult, t = 1<<30, strings.TrimSuffix(t, "G")
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, cliutil.Usagef("--size must be a number of bytes, or with K, M or G, such as 700M")
+	}
+	if n*mult < bundle.MinPartSize {
+		return 0, cliutil.Usagef("--size must be at least %d bytes (64K)", bundle.MinPartSize)
+	}
+	return n * mult, nil
+}
+
+// copyAtomic copies r to a temporary file next to out and renames it into
+// place; it returns the size and SHA-256 written.
+func copyAtomic(out string, r io.Reader) (int64, string, error) {
+	_, size, sum, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
+		_, err := io.Copy(w, r)
+		return nil, err
+	})
+	return size, sum, err
+}
