@@ -190,6 +190,12 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	if err != nil {
 		return nil, err
 	}
+	// Every schema must compile offline from this bundle alone, as build
+	// requires: else the bundle would install, check would call the store
+	// sound, and only a caller would find out (as a 5002).
+	if err := s.checkSchemasCompile(arts); err != nil {
+		return nil, err
+	}
 	res.NewBlobs = len(pending.Blobs)
 	if err := s.fault("commit"); err != nil {
 		return nil, err
@@ -238,6 +244,58 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	s.gen.Store(gen)
 	res.Generation = gen
 	return res, nil
+}
+
+// stagedLoader resolves schemas among the artifacts of the bundle being
+// imported: its staged (or shared, or base) blobs, all verified by the
+// reader, looked up by artifact key and by top-level $id.
+type stagedLoader struct {
+	tx    *bolt.Tx
+	byKey map[string]staged
+	ids   map[string]string
+}
+
+func (l *stagedLoader) Load(key string) ([]byte, error) {
+	st, ok := l.byKey[key]
+	if !ok || st.entry.MediaType != bundle.MediaTypeSchema {
+		return nil, fail(ErrArtifactMissing, "no schema artifact %s in the bundle", key)
+	}
+	b := getBlob(l.tx, []byte(st.blob))
+	if b == nil {
+		return nil, fail(ErrBlobUnreadable, "artifact %s is not staged", key)
+	}
+	return clone(b), nil
+}
+
+func (l *stagedLoader) KeyForID(id string) (string, bool) {
+	k, ok := l.ids[id]
+	return k, ok
+}
+
+// checkSchemasCompile compiles every schema artifact of arts offline.
+func (s *Store) checkSchemasCompile(arts []staged) error {
+	l := &stagedLoader{byKey: map[string]staged{}, ids: map[string]string{}}
+	var keys []string
+	for _, a := range arts {
+		if a.entry.MediaType != bundle.MediaTypeSchema {
+			continue
+		}
+		l.byKey[a.entry.Key] = a
+		keys = append(keys, a.entry.Key)
+		if a.schemaID != "" {
+			l.ids[a.schemaID] = a.entry.Key
+		}
+	}
+	sort.Strings(keys)
+	return s.db.View(func(tx *bolt.Tx) error {
+		l.tx = tx
+		for _, k := range keys {
+			if _, err := offlineschema.Compile(l, k, offlineschema.Options{}); err != nil {
+				return fail(ErrSchemaNotOffline, "schema %s does not compile offline from the bundle: %s", k, amp.SafeMessage(err)).WithCause(err)
+			}
+		}
+		return nil
+	})
 }
 
 // wrapTx keeps *amp.Error values and labels anything else as a store I/O

@@ -231,9 +231,13 @@ func noExternalLoads(t *testing.T) {
 	t.Cleanup(func() { jsonschema.Loaders, jsonschema.LoadURL = saved, savedURL })
 }
 
-// TestOfflineNoNetworkNoFile: a schema whose $ref points at https, http or
-// file is 5002, and neither a dial nor a file open happens.
-func TestOfflineNoNetworkNoFile(t *testing.T) {
+// TestImportRefusesSchemasThatCannotCompileOffline: a signed bundle whose
+// schema $refs https, http or file, escapes the bundle, names a missing
+// artifact, uses a remote $schema or loops through $refs is refused by
+// import (schema_not_offline), as build refuses its source, and nothing
+// is dialed or opened (threat: a bundle that installs, passes check, and
+// fails only when a caller invokes it).
+func TestImportRefusesSchemasThatCannotCompileOffline(t *testing.T) {
 	noExternalLoads(t)
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -243,47 +247,56 @@ func TestOfflineNoNetworkNoFile(t *testing.T) {
 	defer srv.Close()
 	local := filepath.Join(t.TempDir(), "local.json")
 	os.WriteFile(local, []byte(`{"type":"string"}`), 0o644)
-	refs := map[string]string{
-		"https":    `{"$ref":"https://json.schemastore.org/package.json"}`,
-		"http":     `{"$ref":"` + srv.URL + `/schema.json"}`,
-		"file":     `{"$ref":"file://` + local + `"}`,
-		"relative": `{"properties":{"x":{"$ref":"../../../../../../` + local + `"}}}`,
+	cases := map[string]map[string]string{ // case -> extra schema files; "in" is the input schema
+		"https":     {"in": `{"$ref":"https://json.schemastore.org/package.json"}`},
+		"http":      {"in": `{"$ref":"` + srv.URL + `/schema.json"}`},
+		"file":      {"in": `{"$ref":"file://` + local + `"}`},
+		"relative":  {"in": `{"properties":{"x":{"$ref":"../../../../../../` + local + `"}}}`},
+		"dangling":  {"in": `{"$ref":"missing.schema.json"}`},
+		"schema":    {"in": `{"$schema":"https://example.com/my-meta-schema","type":"object"}`},
+		"ref-cycle": {"in": `{"$ref":"#/definitions/a","definitions":{"a":{"$ref":"#/definitions/b"},"b":{"$ref":"#/definitions/a"}}}`},
 	}
 	k := sampleKey(t, "example-publisher")
-	d := &bundle.Draft{BundleID: "org.example.offline", Version: 1, CreatedAt: testNow.Add(-time.Hour)}
-	for name, schema := range refs {
-		key := "capabilities/org.example.offline." + name + "/1.0.0/input.schema.json"
-		out := "capabilities/org.example.offline." + name + "/1.0.0/output.schema.json"
-		d.Artifacts = append(d.Artifacts, bundle.BytesSource(key, bundle.MediaTypeSchema, []byte(schema)),
-			bundle.BytesSource(out, bundle.MediaTypeSchema, []byte(`{}`)))
-		v, _ := capability.ParseVersion("1.0.0")
-		d.Capabilities = append(d.Capabilities, capability.Descriptor{Name: "org.example.offline." + name, Version: v,
-			InputSchema: capability.SchemaRef{ArtifactKey: key}, OutputSchema: capability.SchemaRef{ArtifactKey: out}})
-	}
-	var buf bytes.Buffer
-	// bundle.Write checks the format, not the schemas (ampbundle build
-	// would refuse these).
-	if _, err := bundle.Write(&buf, d, []ed25519.PrivateKey{k}, bundle.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	s := newStore(t)
-	mustImport(t, s, buf.Bytes())
-	for name := range refs {
+	g := s.Generation()
+	for name, files := range cases {
 		t.Run(name, func(t *testing.T) {
-			ref := descriptor(t, s, "org.example.offline."+name+":1.0.0").InputSchema
+			dir := "capabilities/org.example.offline." + name + "/1.0.0/"
+			d := &bundle.Draft{BundleID: "org.example.offline." + name, Version: 1, CreatedAt: testNow.Add(-time.Hour)}
+			for f, body := range files {
+				key := dir + f + ".schema.json"
+				if f == "in" {
+					key = dir + "input.schema.json"
+				}
+				d.Artifacts = append(d.Artifacts, bundle.BytesSource(key, bundle.MediaTypeSchema, []byte(body)))
+			}
+			d.Artifacts = append(d.Artifacts, bundle.BytesSource(dir+"output.schema.json", bundle.MediaTypeSchema, []byte(`{}`)))
+			v, _ := capability.ParseVersion("1.0.0")
+			d.Capabilities = append(d.Capabilities, capability.Descriptor{Name: "org.example.offline." + name, Version: v,
+				InputSchema: capability.SchemaRef{ArtifactKey: dir + "input.schema.json"}, OutputSchema: capability.SchemaRef{ArtifactKey: dir + "output.schema.json"}})
+			var buf bytes.Buffer
+			// bundle.Write checks the format, not the schemas (ampbundle
+			// build would refuse these).
+			if _, err := bundle.Write(&buf, d, []ed25519.PrivateKey{k}, bundle.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
 			done := make(chan error, 1)
-			go func() { _, err := s.Schema(ref); done <- err }()
+			go func() { _, err := importBytes(t, s, buf.Bytes(), ImportOptions{}); done <- err }()
 			select {
 			case err := <-done:
-				// unresolved (schema_unavailable), or, for the relative
-				// escape, a key of this bundle that does not exist.
-				if !errors.Is(err, amp.CodeUnavailable) || !(errors.Is(err, ErrSchemaUnavailable) || errors.Is(err, ErrArtifactMissing)) {
-					t.Fatalf("got %v, want 5002", err)
+				if !errors.Is(err, ErrSchemaNotOffline) {
+					t.Fatalf("import: %v, want schema_not_offline", err)
 				}
 			case <-time.After(10 * time.Second):
-				t.Fatal("compiling blocked (a load was attempted)")
+				t.Fatal("import blocked (a load was attempted)")
 			}
 		})
+	}
+	if s.Generation() != g {
+		t.Fatal("a refused import changed the store")
+	}
+	if bs, _ := s.Bundles(); len(bs) != 0 {
+		t.Fatalf("%d bundles installed", len(bs))
 	}
 	if hits.Load() != 0 {
 		t.Fatalf("the http server received %d requests", hits.Load())

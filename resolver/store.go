@@ -82,6 +82,10 @@ const (
 	ErrBundleExpired     amp.ErrName = "bundle_expired"
 	ErrSchemaUnavailable amp.ErrName = "schema_unavailable"
 	ErrAuditBroken       amp.ErrName = "audit_broken"
+	// ErrSchemaNotOffline: a bundle's schema does not compile from the
+	// bundle alone (a dangling or remote $ref, a remote $schema, a $ref
+	// cycle the compiler rejects); import refuses it as build does.
+	ErrSchemaNotOffline amp.ErrName = "schema_not_offline"
 )
 
 func fail(name amp.ErrName, format string, args ...any) *amp.Error {
