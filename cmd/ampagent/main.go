@@ -30,6 +30,7 @@ func newApp(env *cliutil.Env) *cli.App {
 			keygenCommand(env),
 			msgCommand(env),
 			cliutil.KeyShowCommand(env, jsonFlag),
+			cardCommand(env),
 		},
 	}
 }
