@@ -45,7 +45,7 @@ stream through the parts without joining them; join recreates FILE.`,
 			if err != nil {
 				return err
 			}
-			keys, err := signingKeys(c.StringSlice("key"))
+			keys, err := signingKeys(c, env, c.StringSlice("key"))
 			if err != nil {
 				return err
 			}
