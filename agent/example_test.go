@@ -1,81 +1,226 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
-	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
-// An agent serving the translate sample bundle, and a client invoking it
-// with version negotiation, in one process.
-func Example() {
-	dir, _ := os.MkdirTemp("", "agent-example")
-	defer os.RemoveAll(dir)
-	now := func() time.Time { return time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC) }
+// These examples import only the module's public packages, so they can be
+// copied into another module as they are. They build their own small
+// bundle (one capability, org.example.greet.hello 1.0.0) with a publisher
+// key made on the spot, where a real deployment imports a bundle file that
+// crossed the air gap (ampbundle import).
 
-	// The registry: trust the (test-only) publisher, import its bundle.
+// exampleSource is a bundle source folder: bundle.json and one capability
+// with its input and output schemas (docs/FORMAT.md §8).
+func exampleSource() map[string]string {
+	return map[string]string{
+		"bundle.json": `{"bundle_id": "org.example.greet", "version": 1}`,
+		"capabilities/org.example.greet.hello/1.0.0/capability.json": `{}`,
+		"capabilities/org.example.greet.hello/1.0.0/input.schema.json": `{
+		"type": "object", "required": ["name"], "additionalProperties": false,
+		"properties": {"name": {"type": "string", "maxLength": 64}}}`,
+		"capabilities/org.example.greet.hello/1.0.0/output.schema.json": `{
+		"type": "object", "required": ["greeting"],
+		"properties": {"greeting": {"type": "string"}}}`,
+	}
+}
+
+// exampleRegistry creates a store in dir, builds the example bundle,
+// trusts its publisher for org.example and imports it.
+func exampleRegistry(dir string, now func() time.Time) (*resolver.Store, error) {
+	src := filepath.Join(dir, "source")
+	for name, body := range exampleSource() {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	pub, publisher, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	draft, err := bundle.LoadSource(src, bundle.SourceOptions{CreatedAt: now(), Signer: pub})
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "greet.ampb")
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := bundle.Write(f, draft, []ed25519.PrivateKey{publisher}, bundle.WriteOptions{}); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+
 	store, err := resolver.Open(filepath.Join(dir, "store.db"), resolver.Options{Now: now, Create: true})
 	if err != nil {
-		panic(err)
+		return nil, err
+	}
+	if err := store.TrustAdd("example-publisher", pub, []string{"org.example"}); err != nil {
+		store.Close()
+		return nil, err
+	}
+	in, err := os.Open(file)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	defer in.Close()
+	if _, err := store.Import(context.Background(), in, resolver.ImportOptions{}); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
+// v100 is version 1.0.0.
+func v100() capability.Version {
+	v, _ := capability.ParseVersion("1.0.0")
+	return v
+}
+
+// exampleIdentity is a fresh did:key identity.
+func exampleIdentity() amp.Identity {
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	x, _ := amp.AgreementKeyFromEd25519(k)
+	return amp.Identity{DID: amp.DIDKey(k.Public().(ed25519.PublicKey)), SigningKey: k, Agreement: x}
+}
+
+// hello is the handler of org.example.greet.hello 1.0.0: params and result
+// arrive and leave already validated against the bundle's schemas.
+func hello(ctx context.Context, params any) (any, error) {
+	name := params.(map[string]any)["name"].(string)
+	return map[string]any{"greeting": "hello, " + name}, nil
+}
+
+// An agent serving a bundle from its local registry, and a client invoking
+// it, in one process: the client's signed (and here encrypted) message goes
+// straight to the agent's Handle.
+func Example() {
+	dir, _ := os.MkdirTemp("", "agent-example-")
+	defer os.RemoveAll(dir)
+	now := time.Now
+
+	store, err := exampleRegistry(dir, now)
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
 	defer store.Close()
-	pub, _ := keyfile.ParsePublic("../testdata/bundles/keys/TEST-ONLY-example-publisher.pub.pem")
-	store.TrustAdd("example", pub, []string{"org.example"})
-	data, _ := os.ReadFile("../testdata/bundles/translate.ampb")
-	if _, err := store.Import(context.Background(), bytes.NewReader(data), resolver.ImportOptions{}); err != nil {
-		panic(err)
-	}
 
-	newIdentity := func() amp.Identity {
-		_, k, _ := ed25519.GenerateKey(rand.Reader)
-		x, _ := amp.AgreementKeyFromEd25519(k)
-		return amp.Identity{DID: amp.DIDKey(k.Public().(ed25519.PublicKey)), SigningKey: k, Agreement: x}
-	}
-	provider, caller := newIdentity(), newIdentity()
-
+	provider, caller := exampleIdentity(), exampleIdentity()
 	a, err := agent.New(agent.Config{
 		Identity: provider, Store: store, Now: now, Rand: rand.Reader,
-		Policy: agent.Rules{{Caller: caller.DID, Prefix: "org.example"}},
-		Handlers: map[string]agent.Handler{
-			"org.example.translate.text:2.1.0": func(ctx context.Context, params any) (any, error) {
-				p := params.(map[string]any)
-				return map[string]any{"text": "[" + p["target"].(string) + "] " + p["text"].(string), "detected_source": "en"}, nil
-			},
-		},
+		Policy:   agent.Rules{{Caller: caller.DID, Prefix: "org.example"}},
+		Handlers: map[string]agent.Handler{"org.example.greet.hello:1.0.0": hello},
 	})
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 
-	c, err := agent.NewClient(agent.ClientConfig{Identity: caller, Peer: provider.DID, Transport: agent.Loopback(a),
-		Now: now, Rand: rand.Reader, Encrypt: true})
+	c, err := agent.NewClient(agent.ClientConfig{Identity: caller, Peer: provider.DID,
+		Transport: agent.Loopback(a), Now: now, Rand: rand.Reader, Encrypt: true})
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
-	prefer, _ := capability.ParseVersion("2.2.0")
-	accept, _ := capability.ParseVersion("2.1.0")
-	params, _ := amp.Marshal(map[string]any{"text": "hello", "target": "de"})
+	params, _ := amp.Marshal(map[string]any{"name": "world"})
 	res, ex, err := c.Invoke(context.Background(), capability.Invoke{
-		Capability: "org.example.translate.text",
-		Negotiate:  &capability.NegotiateHints{Preferred: prefer, Acceptable: []capability.Version{accept}},
+		Capability: "org.example.greet.hello",
+		Version:    v100(),
 		Params:     params,
 	})
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 	out, _ := amp.JSONValue(res.Result)
-	fmt.Println(res.Status, string(out), ex.Reply.Encrypted())
+	fmt.Println(res.Status, string(out), "encrypted:", ex.Reply.Encrypted())
+
+	// Params that break the input schema never reach the handler.
+	bad, _ := amp.Marshal(map[string]any{"name": 42})
+	_, _, err = c.Invoke(context.Background(), capability.Invoke{
+		Capability: "org.example.greet.hello", Version: v100(), Params: bad})
+	fmt.Println(err != nil)
 	// Output:
-	// success {"text":"[de] hello","detected_source":"en"} true
+	// success {"greeting":"hello, world"} encrypted: true
+	// true
+}
+
+// The same agent over the HTTP binding (POST /amp/v1/messages) on a
+// loopback port, and a client that reaches it over HTTP.
+func Example_http() {
+	dir, _ := os.MkdirTemp("", "agent-example-http-")
+	defer os.RemoveAll(dir)
+	now := time.Now
+
+	store, err := exampleRegistry(dir, now)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer store.Close()
+
+	provider, caller := exampleIdentity(), exampleIdentity()
+	a, err := agent.New(agent.Config{
+		Identity: provider, Store: store, Now: now, Rand: rand.Reader,
+		Policy:   agent.Rules{{Caller: caller.DID, Prefix: "org.example"}},
+		Handlers: map[string]agent.Handler{"org.example.greet.hello:1.0.0": hello},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv := agent.NewHTTPServer(agent.NewHTTPHandler(a, agent.HTTPOptions{}), time.Minute, nil)
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	transport, err := agent.NewHTTPTransport("http://"+ln.Addr().String(), 0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := agent.NewClient(agent.ClientConfig{Identity: caller, Peer: provider.DID,
+		Transport: transport, Now: now, Rand: rand.Reader})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	params, _ := amp.Marshal(map[string]any{"name": "http"})
+	res, _, err := c.Invoke(context.Background(), capability.Invoke{
+		Capability: "org.example.greet.hello", Version: v100(), Params: params})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := amp.JSONValue(res.Result)
+	fmt.Println(res.Status, string(out))
+	// Output:
+	// success {"greeting":"hello, http"}
 }

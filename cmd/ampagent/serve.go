@@ -22,7 +22,6 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
-	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -384,22 +383,21 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	mux.Handle(ReadyPath, ready)
 	mux.Handle("/", h)
 	srv := agent.NewHTTPServer(mux, maxTimeout+30*time.Second, log)
-	sock := cfg.AdminSocket
-	if sock == "" {
-		sock = admin.SocketPath(db)
-	}
-	adminLn, err := admin.Listen(sock)
+	adminSrv, err := agent.ServeAdmin(store, cfg.AdminSocket, log)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	adminSrv := &http.Server{Handler: admin.NewHandler(store, log), ConnContext: admin.ConnContext,
-		ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
-	defer os.Remove(sock)
+	defer adminSrv.Close()
+	sock := adminSrv.Path()
 
 	errs := make(chan error, 2)
 	go func() { errs <- srv.Serve(ln) }()
-	go func() { errs <- adminSrv.Serve(adminLn) }()
+	go func() {
+		if err := <-adminSrv.Done(); err != nil {
+			errs <- err
+		}
+	}()
 	url := "http://" + ln.Addr().String()
 	log.Info("agent serving", "url", url, "did", id.DID, "handlers", len(handlers), "rules", len(rules), "admin_socket", sock)
 	if c.Bool("json") {
