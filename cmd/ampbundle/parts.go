@@ -30,7 +30,8 @@ import take the index and the folders the parts are in, in any order, and
 stream through the parts without joining them; join recreates FILE.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "size", Usage: "largest part `SIZE`: bytes, or with K, M, G (KiB, MiB, GiB), e.g. 700M (required)"},
-			&cli.StringSliceFlag{Name: "key", Usage: "publisher private key `PEM` file that signs the index (required, mode 0600; repeatable)"},
+			&cli.StringSliceFlag{Name: "key", Usage: "publisher private key `FILE` that signs the index (required, mode 0600; repeatable)"},
+			cliutil.PassphraseFileFlag(),
 			&cli.StringFlag{Name: "out-dir", Usage: "`DIR` for the parts and the index (default: FILE's folder)"},
 			jsonFlag,
 		},
