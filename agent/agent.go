@@ -34,6 +34,15 @@ func CallerFrom(ctx context.Context) string {
 	return s
 }
 
+type messageIDKey struct{}
+
+// MessageIDFrom returns the id (hex) of the CAP_INVOKE a handler runs for,
+// for its log lines.
+func MessageIDFrom(ctx context.Context) string {
+	s, _ := ctx.Value(messageIDKey{}).(string)
+	return s
+}
+
 // Registry is what the agent needs of the local registry; *resolver.Store
 // implements it.
 type Registry interface {
@@ -79,6 +88,10 @@ type Config struct {
 	Rand io.Reader
 	// Logger receives structured logs. Nil discards them.
 	Logger *slog.Logger
+	// Observe, when set, is called once for each message Handle processed
+	// (metrics): its type, outcome code, capability and duration. It runs
+	// on the request's goroutine and must not block.
+	Observe func(Observation)
 	// Ledger is the idempotency ledger. Nil opens the durable one beside
 	// the store, in the file Store.Path() + ".ledger" (never the registry
 	// file), with LedgerLimits; Close closes it.
@@ -285,9 +298,12 @@ func (a *Agent) DID() string { return a.cfg.Identity.DID }
 // caller that goes away does not change the recorded outcome.
 func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 	a.maybeSweep()
+	start := time.Now()
 	m, err := a.recv.Receive(ctx, data)
 	if err != nil {
-		a.log.Info("unverified message refused", "code", uint16(amp.CodeOf(err)), "name", string(amp.NameOf(err)))
+		code, name := amp.CodeOf(err), amp.NameOf(err)
+		a.reqLog(ctx).Info("unverified message refused", "code", uint16(code), "name", string(name))
+		a.observe(Observation{Code: code, Name: name, Duration: time.Since(start)})
 		return nil, &UnverifiedError{Err: amp.AsError(err)}
 	}
 	// A message signed for another agent is not ours to act on: else a
@@ -311,7 +327,8 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 		}
 		switch st.State {
 		case ledger.Done:
-			a.log.Info("duplicate answered from the ledger", "from", sender, "id", m.ID.String(), "typ", m.Type.Name())
+			a.reqLog(ctx).Info("duplicate answered from the ledger", "from", sender, "id", m.ID.String(), "typ", m.Type.Name())
+			a.observe(Observation{Type: m.Type, Duplicate: true, Duration: time.Since(start)})
 			return st.Reply, nil
 		case ledger.Busy:
 			select {
@@ -374,6 +391,8 @@ func (a *Agent) answerLost(ctx context.Context, m *amp.Message, t *ledger.Ticket
 // handleClaimed processes a message this call holds the ledger ticket of.
 func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string, t *ledger.Ticket) ([]byte, error) {
 	start := time.Now()
+	n := &note{}
+	ctx = context.WithValue(ctx, noteKey{}, n)
 	typ, body, perr := a.dispatch(ctx, m, t)
 	var reply []byte
 	var err error
@@ -388,12 +407,25 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 		t.Abandon()
 		return nil, err
 	}
-	code := amp.Code(0)
+	code, name := n.code, n.name
 	if perr != nil {
-		code = amp.CodeOf(perr)
+		code, name = amp.CodeOf(perr), amp.NameOf(perr)
 	}
-	a.log.Info("message handled", "from", sender, "id", m.ID.String(), "typ", m.Type.Name(),
-		"encrypted", m.Encrypted(), "code", uint16(code), "duration", time.Since(start))
+	outcome := "ok"
+	if code != 0 {
+		outcome = code.Name()
+	}
+	d := time.Since(start)
+	attrs := []any{"from", sender, "id", m.ID.String(), "typ", m.Type.Name(), "encrypted", m.Encrypted()}
+	if n.capability != "" {
+		attrs = append(attrs, "capability", n.capability)
+	}
+	attrs = append(attrs, "code", uint16(code), "outcome", outcome)
+	if name != "" {
+		attrs = append(attrs, "name", string(name))
+	}
+	a.reqLog(ctx).Info("message handled", append(attrs, "duration", d)...)
+	a.observe(Observation{Type: m.Type, Code: code, Name: name, Capability: n.capability, Duration: d})
 	// A retryable refusal before anything ran is not kept: RFC 001 §16.3
 	// has the sender retry it with the same id, and it must then be
 	// evaluated again. Everything else is final for this id: durably when

@@ -101,8 +101,8 @@ func NewHTTPHandler(a *Agent, opts HTTPOptions) http.Handler {
 	}
 	adm := &admission{maxReqs: int64(opts.MaxInFlight), maxBytes: opts.MaxInFlightBytes}
 	retryAfter := strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second))
-	busy := func(w http.ResponseWriter, what string) {
-		log.Warn("request refused: agent busy", "limit", what)
+	busy := func(w http.ResponseWriter, r *http.Request, what string) {
+		requestLog(r.Context(), log).Warn("request refused: agent busy", "limit", what)
 		w.Header().Set("Retry-After", retryAfter)
 		httpError(w, http.StatusServiceUnavailable, amp.Named(amp.CodeOverloaded, "busy", "the agent is busy; retry later"))
 	}
@@ -123,14 +123,14 @@ func NewHTTPHandler(a *Agent, opts HTTPOptions) http.Handler {
 			return
 		}
 		if r.ContentLength > opts.MaxBody {
-			log.Info("request refused: body over the limit", "remote", r.RemoteAddr, "length", r.ContentLength)
+			requestLog(r.Context(), log).Info("request refused: body over the limit", "length", r.ContentLength)
 			w.Header().Set("Connection", "close")
 			httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
 			return
 		}
 		if !adm.enter() {
 			w.Header().Set("Connection", "close")
-			busy(w, "requests")
+			busy(w, r, "requests")
 			return
 		}
 		var held int64
@@ -149,7 +149,7 @@ func NewHTTPHandler(a *Agent, opts HTTPOptions) http.Handler {
 			return
 		case errors.Is(err, errNoRoom):
 			w.Header().Set("Connection", "close")
-			busy(w, "bytes")
+			busy(w, r, "bytes")
 			return
 		case err != nil:
 			httpError(w, http.StatusBadRequest, amp.NewError(amp.CodeInvalidMessage, "cannot read the request body"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/ampbundle/ampbundle/agent/ledger"
@@ -82,6 +83,9 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 	if err != nil {
 		return 0, nil, err
 	}
+	if n := noteFrom(ctx); n != nil {
+		n.capability = id.String()
+	}
 	entry, ok := cat.Lookup(id)
 	if !ok {
 		// Configured, but its bundle is gone: fail closed.
@@ -125,7 +129,10 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 			timeout = a.cfg.MaxTimeout
 		}
 	}
-	res := a.execute(caller, id, outSchema, params, timeout)
+	res := a.execute(a.reqLog(ctx).With("id", m.ID.String()), caller, m.ID.String(), id, outSchema, params, timeout)
+	if n := noteFrom(ctx); n != nil && res.Error != nil {
+		n.code, n.name = res.Error.Code, amp.ErrName(res.Error.Name)
+	}
 	body, err := res.Encode()
 	if err != nil {
 		a.log.Error("cannot encode a result", "capability", id.String(), "err", err)
@@ -139,8 +146,8 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 
 // execute runs the handler and checks its result; it always returns a
 // terminal result.
-func (a *Agent) execute(caller string, id capability.ID, outSchema SchemaValidator, params any, timeout time.Duration) capability.Result {
-	out, err := a.runHandler(caller, id, params, timeout)
+func (a *Agent) execute(log *slog.Logger, caller, msgID string, id capability.ID, outSchema SchemaValidator, params any, timeout time.Duration) capability.Result {
+	out, err := a.runHandler(log, caller, msgID, id, params, timeout)
 	if err != nil {
 		return capability.NewErrorResult(err)
 	}
@@ -152,7 +159,7 @@ func (a *Agent) execute(caller string, id capability.ID, outSchema SchemaValidat
 		}
 	}
 	if err != nil {
-		a.log.Error("handler result does not match the output schema", "capability", id.String(), "err", err,
+		log.Error("handler result does not match the output schema", "capability", id.String(), "err", err,
 			"details", fmt.Sprint(amp.AsError(err).Details))
 		return capability.NewErrorResult(amp.Named(amp.CodeInternalError, "invalid_result", "the capability produced an invalid result"))
 	}
@@ -163,9 +170,9 @@ func (a *Agent) execute(caller string, id capability.ID, outSchema SchemaValidat
 // transport's, with the invocation's deadline, turning a panic into 5001
 // and the deadline into 5003. A handler that ignores its context keeps
 // running in the background after the timeout, but its result is dropped.
-func (a *Agent) runHandler(caller string, id capability.ID, params any, timeout time.Duration) (any, error) {
+func (a *Agent) runHandler(log *slog.Logger, caller, msgID string, id capability.ID, params any, timeout time.Duration) (any, error) {
 	h := a.handlers[id]
-	hctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callerKey{}, caller), timeout)
+	hctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(context.Background(), callerKey{}, caller), messageIDKey{}, msgID), timeout)
 	defer cancel()
 	type outcome struct {
 		v   any
@@ -175,7 +182,7 @@ func (a *Agent) runHandler(caller string, id capability.ID, params any, timeout 
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				a.log.Error("handler panicked", "capability", id.String(), "panic", fmt.Sprint(p))
+				log.Error("handler panicked", "capability", id.String(), "panic", fmt.Sprint(p))
 				done <- outcome{err: amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")}
 			}
 		}()
@@ -194,10 +201,10 @@ func (a *Agent) runHandler(caller string, id capability.ID, params any, timeout 
 		if errors.As(o.err, &ae) && ae.Code != 0 {
 			return nil, ae
 		}
-		a.log.Warn("handler failed", "capability", id.String(), "err", o.err)
+		log.Warn("handler failed", "capability", id.String(), "err", o.err)
 		return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
 	case <-hctx.Done():
-		a.log.Warn("handler timed out", "capability", id.String(), "timeout", timeout)
+		log.Warn("handler timed out", "capability", id.String(), "timeout", timeout)
 		return nil, amp.Named(amp.CodeTimeout, "timeout", "the capability did not finish in time")
 	}
 }

@@ -31,7 +31,7 @@ func TestHandlerOutputFloodIsCapped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			h := runProgram("org.example.flood:1.0.0", execHandler{Command: []string{"/bin/sh", "-c", tc.script}}, log)
+			h := runProgram("org.example.flood:1.0.0", execHandler{Command: []string{"/bin/sh", "-c", tc.script}}, log, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			var before, after runtime.MemStats

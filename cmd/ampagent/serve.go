@@ -36,6 +36,8 @@ type serveConfig struct {
 	MaxTimeoutMS int64                  `json:"max_timeout_ms"`
 	AdminSocket  string                 `json:"admin_socket"`
 	Handlers     map[string]execHandler `json:"handlers"`
+	// MetricsListen is the address of the metrics listener (default none).
+	MetricsListen string `json:"metrics_listen"`
 	// Ledger is the idempotency ledger file (default DB.ledger).
 	Ledger string `json:"ledger"`
 	// LedgerBudgetBytes and LedgerCallerBytes bound the ledger (defaults
@@ -112,6 +114,7 @@ requests finish.`,
 			&cli.StringSliceFlag{Name: "allow", Usage: "allow `CALLER=PREFIX` (repeatable), e.g. '*=org.example.'"},
 			&cli.BoolFlag{Name: "unsafe-listen", Usage: "allow a non-loopback listen address (plain HTTP reachable from the network)"},
 			&cli.StringFlag{Name: "admin-socket", Usage: "admin socket `PATH` (default DB.admin.sock)"},
+			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics on GET /metrics at `ADDR`, a listener of its own (default: no metrics listener)"},
 			&cli.Int64Flag{Name: "max-body", Usage: "largest accepted message in `BYTES` (default 16 MiB)"},
 			&cli.BoolFlag{Name: "allow-missing-handlers", Usage: "start even when a handler program is missing or not executable (logged, and /readyz reports it)"},
 			&cli.DurationFlag{Name: "ready-expiry-window", Value: defaultExpiryWindow, Usage: "/readyz reports not ready when an installed bundle expires within `DURATION` (0: only when expired)"},
@@ -172,6 +175,9 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 	}
 	if c.IsSet("admin-socket") {
 		cfg.AdminSocket = c.String("admin-socket")
+	}
+	if c.IsSet("metrics-listen") {
+		cfg.MetricsListen = c.String("metrics-listen")
 	}
 	if cfg.MaxBodyBytes != 0 && cfg.MaxBodyBytes < 1<<20 {
 		return nil, cliutil.Failf("invalid_config", "max_body_bytes must be at least 1 MiB (the binding's minimum)")
@@ -278,12 +284,21 @@ func parseRules(rules []string, where string, fail func(string) error) (agent.Ru
 	return out, nil
 }
 
+// durationText logs a duration as Go's duration text ("26.5ms"), in the
+// JSON format too (where log/slog would write bare nanoseconds).
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
+}
+
 func newLogger(env *cliutil.Env, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, cliutil.Usagef("--log-level must be debug, info, warn or error")
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: durationText}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(env.Stderr, opts)), nil
@@ -294,6 +309,10 @@ func newLogger(env *cliutil.Env, format, level string) (*slog.Logger, error) {
 }
 
 func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveConfig, log *slog.Logger) error {
+	if cfg.MetricsListen != "" && !cliutil.Loopback(cfg.MetricsListen) && !c.Bool("unsafe-listen") {
+		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the metrics listen address is not a loopback address: the metrics would be reachable from the network"),
+			"listen on 127.0.0.1, put a tls proxy in front, or say --unsafe-listen")
+	}
 	if !cliutil.Loopback(cfg.Listen) && !c.Bool("unsafe-listen") {
 		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the listen address is not a loopback address: plain http would be reachable from the network"),
 			"listen on 127.0.0.1, put the agent behind a tls proxy, or say --unsafe-listen")
@@ -338,9 +357,14 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	}
 	ready := &readiness{store: store, handlers: cfg.Handlers, now: env.Now,
 		window: c.Duration("ready-expiry-window"), recheck: c.Duration("ready-recheck")}
+	var a *agent.Agent
+	met := newMetrics(store, func() (int, int64, int64) {
+		u := a.LedgerUsage()
+		return u.Entries, u.Bytes, u.Budget
+	})
 	handlers := map[string]agent.Handler{}
 	for capID, h := range cfg.Handlers {
-		handlers[capID] = runProgram(capID, h, log)
+		handlers[capID] = runProgram(capID, h, log, met)
 	}
 	maxTimeout := 60 * time.Second
 	if cfg.MaxTimeoutMS > 0 {
@@ -360,7 +384,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(agent.Config{Identity: id, Store: store, Policy: rules, Handlers: handlers,
+	a, err = agent.New(agent.Config{Identity: id, Store: store, Policy: rules, Handlers: handlers, Observe: met.observe,
 		Now: env.Now, Rand: env.Rand, Logger: log, MaxTimeout: maxTimeout, Ledger: led, MaxParamItems: cfg.MaxParamItems,
 		Limits: amp.Limits{MaxMessageSize: int(cfg.MaxBodyBytes)}})
 	if err != nil {
@@ -382,16 +406,26 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	mux := http.NewServeMux()
 	mux.Handle(ReadyPath, ready)
 	mux.Handle("/", h)
-	srv := agent.NewHTTPServer(mux, maxTimeout+30*time.Second, log)
+	srv := agent.NewHTTPServer(instrument(mux, met, log), maxTimeout+30*time.Second, log)
+	var metricsLn net.Listener
+	if cfg.MetricsListen != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			ln.Close()
+			return cliutil.Failf("listen_failed", "cannot listen on the metrics address").WithCause(err)
+		}
+	}
 	adminSrv, err := agent.ServeAdmin(store, cfg.AdminSocket, log)
 	if err != nil {
 		ln.Close()
+		if metricsLn != nil {
+			metricsLn.Close()
+		}
 		return err
 	}
 	defer adminSrv.Close()
 	sock := adminSrv.Path()
 
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	go func() { errs <- srv.Serve(ln) }()
 	go func() {
 		if err := <-adminSrv.Done(); err != nil {
@@ -399,11 +433,26 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		}
 	}()
 	url := "http://" + ln.Addr().String()
-	log.Info("agent serving", "url", url, "did", id.DID, "handlers", len(handlers), "rules", len(rules), "admin_socket", sock)
+	startDoc := map[string]any{"listening": url, "did": id.DID, "admin_socket": sock}
+	var metricsSrv *http.Server
+	metricsURL := ""
+	if metricsLn != nil {
+		mmux := http.NewServeMux()
+		mmux.Handle(MetricsPath, met.handler())
+		metricsSrv = &http.Server{Handler: mmux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+		go func() { errs <- metricsSrv.Serve(metricsLn) }()
+		metricsURL = "http://" + metricsLn.Addr().String() + MetricsPath
+		startDoc["metrics"] = metricsURL
+	}
+	log.Info("agent serving", "url", url, "did", id.DID, "handlers", len(handlers), "rules", len(rules), "admin_socket", sock, "metrics", metricsURL)
 	if c.Bool("json") {
-		cliutil.PrintJSON(env.Stdout, map[string]any{"listening": url, "did": id.DID, "admin_socket": sock})
+		cliutil.PrintJSON(env.Stdout, startDoc)
 	} else {
 		fmt.Fprintf(env.Stdout, "listening on %s as %s (admin socket %s)\n", url, id.DID, sock)
+		if metricsURL != "" {
+			fmt.Fprintf(env.Stdout, "metrics on %s\n", metricsURL)
+		}
 	}
 
 	sigs := env.Signals
@@ -428,6 +477,9 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		log.Warn("graceful shutdown incomplete", "err", err)
 	}
 	adminSrv.Shutdown(sctx)
+	if metricsSrv != nil {
+		metricsSrv.Shutdown(sctx)
+	}
 	log.Info("stopped")
 	return runErr
 }
@@ -442,7 +494,9 @@ const (
 )
 
 // runProgram is the agent.Handler of an exec handler.
-func runProgram(capID string, h execHandler, log *slog.Logger) agent.Handler {
+// Its log lines name the capability, the message id and the program's run
+// time; each run and failure is counted in met.
+func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) agent.Handler {
 	return func(ctx context.Context, params any) (any, error) {
 		in, err := json.Marshal(params)
 		if err != nil {
@@ -465,27 +519,35 @@ func runProgram(capID string, h execHandler, log *slog.Logger) agent.Handler {
 		// Its own process group, killed whole at the deadline.
 		killGroupOnCancel(cmd)
 		cmd.WaitDelay = 2 * time.Second
+		start := time.Now()
 		err = cmd.Run()
+		plog := log.With("capability", capID, "id", agent.MessageIDFrom(ctx), "duration", time.Since(start))
 		switch {
 		case stdout.Over():
-			log.Warn("handler program printed too much; killed", "capability", capID, "limit", maxProgramOutput)
+			met.handlerRun(capID, "output_too_large")
+			plog.Warn("handler program printed too much; killed", "limit", maxProgramOutput)
 			return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			log.Warn("handler program killed at its deadline", "capability", capID)
+			met.handlerRun(capID, "timeout")
+			plog.Warn("handler program killed at its deadline")
 			return nil, context.DeadlineExceeded
 		case ctx.Err() != nil:
-			log.Warn("handler program killed: the invocation was canceled", "capability", capID)
+			met.handlerRun(capID, "canceled")
+			plog.Warn("handler program killed: the invocation was canceled")
 			return nil, ctx.Err()
 		case err != nil:
+			met.handlerRun(capID, "exit")
 			excerpt, cut := stderr.Excerpt(maxLoggedStderr)
-			log.Warn("handler program failed", "capability", capID, "err", err, "stderr", excerpt, "stderr_truncated", cut)
+			plog.Warn("handler program failed", "err", err, "stderr", excerpt, "stderr_truncated", cut)
 			return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
 		}
 		out, err := offlineschema.ValueFromJSON(stdout.Bytes())
 		if err != nil {
-			log.Warn("handler program printed something that is not json", "capability", capID)
+			met.handlerRun(capID, "invalid_json")
+			plog.Warn("handler program printed something that is not json")
 			return nil, amp.Named(amp.CodeInternalError, "invalid_result", "the capability produced an invalid result")
 		}
+		met.handlerRun(capID, "")
 		return out, nil
 	}
 }

@@ -70,6 +70,7 @@ func serveStore(t *testing.T) (db, key string) {
 // running is an `ampagent serve` run in the test process.
 type running struct {
 	url, did, sock string
+	metrics        string // the metrics URL, with --metrics-listen
 	stop           func() result
 }
 
@@ -109,6 +110,7 @@ func startServe(t *testing.T, args ...string) *running {
 		Listening   string `json:"listening"`
 		DID         string `json:"did"`
 		AdminSocket string `json:"admin_socket"`
+		Metrics     string `json:"metrics"`
 	}
 	dec := json.NewDecoder(pr)
 	var raw json.RawMessage
@@ -121,7 +123,7 @@ func startServe(t *testing.T, args ...string) *running {
 	}
 	rest := make(chan string, 1)
 	go func() { b, _ := io.ReadAll(io.MultiReader(dec.Buffered(), pr)); rest <- string(b) }()
-	r := &running{url: doc.Listening, did: doc.DID, sock: doc.AdminSocket}
+	r := &running{url: doc.Listening, did: doc.DID, sock: doc.AdminSocket, metrics: doc.Metrics}
 	var once sync.Once
 	var res result
 	r.stop = func() result {
