@@ -59,3 +59,29 @@ func (o *SignedObject) Verify(p *Policy) ([]TrustedKey, error) {
 	}
 	return out, nil
 }
+
+// CosignStatement adds key's signature to a signed statement (a one-item
+// file such as a revocation, FORMAT.md §21) after checking its form and
+// every signature already there: the result differs from data only by the
+// inserted COSE_Signature, at its place in kid order.
+func CosignStatement(data []byte, key ed25519.PrivateKey) ([]byte, error) {
+	switch ct := ContentType(data); ct {
+	case MediaTypeRevocation:
+		if _, _, err := ParseRevocation(data); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fail(ErrUnknownFormat, "not a signed statement this version can co-sign")
+	}
+	o, err := decodeCOSE(data, MediaTypeRevocation)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.verifyAll(); err != nil {
+		return nil, err
+	}
+	if err := o.addSignature(key); err != nil {
+		return nil, err
+	}
+	return o.encode()
+}

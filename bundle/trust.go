@@ -51,6 +51,13 @@ func (p *Policy) Required(name string) (int, string) {
 	return need, by
 }
 
+// RequiredFor returns the number of distinct trusted signers m needs: the
+// largest threshold over its bundle id and capability namespaces.
+func (p *Policy) RequiredFor(m *Manifest) int {
+	n, _, _ := p.requiredFor(m)
+	return n
+}
+
 // requiredFor returns the threshold a manifest needs: the largest over its
 // bundle id and capability namespaces, with the name and scope setting it.
 func (p *Policy) requiredFor(m *Manifest) (need int, name, scope string) {

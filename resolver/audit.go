@@ -31,6 +31,11 @@ type AuditEntry struct {
 	Key             string   `cbor:"key,omitempty" json:"key,omitempty"` // did:key
 	Scopes          []string `cbor:"scopes,omitempty" json:"scopes,omitempty"`
 	Threshold       uint64   `cbor:"threshold,omitempty" json:"threshold,omitempty"`
+	// RevokedKeys are the did:keys a revocation names; RevokedBundles the
+	// bundle versions it names and the installed bundles it (or trust rm
+	// --fail-closed) failed closed, as bundle_id@version.
+	RevokedKeys    []string `cbor:"revoked_keys,omitempty" json:"revoked_keys,omitempty"`
+	RevokedBundles []string `cbor:"revoked_bundles,omitempty" json:"revoked_bundles,omitempty"`
 	// Actor is who did it: the operating-system user and host of the
 	// process that changed the store (Options.Actor).
 	Actor *Actor `cbor:"actor,omitempty" json:"actor,omitempty"`

@@ -467,6 +467,9 @@ func (s *Store) recoverPending() error {
 // bundle is already installed.
 func checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDowngrade bool, res *ImportResult) (bool, error) {
 	res.PreviousVersion, res.Downgrade = 0, false
+	if versionRevoked(tx, m.BundleID, m.Version) {
+		return false, fail(ErrRevoked, "bundle %s version %d is revoked (a revocation statement this store applied); import a newer version", m.BundleID, m.Version)
+	}
 	if raw := bucket(tx, bBundles).Get([]byte(m.BundleID)); raw != nil {
 		var cur bundleRecord
 		if err := decode(raw, &cur); err != nil {

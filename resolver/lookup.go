@@ -72,10 +72,18 @@ func (s *Store) Catalog() (*Catalog, error) {
 	c := &Catalog{ByName: map[string][]Entry{}, Aliases: map[string]string{}}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c.Generation = getU64(bucket(tx, bMeta).Get([]byte(kGeneration)))
+		// A revoked bundle's capabilities are not offered (fail closed).
+		revoked, err := revokedBundles(tx)
+		if err != nil {
+			return err
+		}
 		if err := bucket(tx, bDescriptors).ForEach(func(_, v []byte) error {
 			var dr descRecord
 			if err := decode(v, &dr); err != nil {
 				return err
+			}
+			if revoked[dr.BundleID] {
+				return nil
 			}
 			d, err := capability.DecodeDescriptor(dr.Descriptor)
 			if err != nil {
@@ -119,6 +127,9 @@ type Bundle struct {
 	Artifacts  uint64   `json:"artifacts"`
 	Bytes      uint64   `json:"bytes"`
 	Highest    uint64   `json:"highest_version"` // the highest version ever imported
+	// Revoked, when set, says why the bundle fails closed (5002
+	// bundle_revoked at every use): a revocation or trust rm --fail-closed.
+	Revoked string `json:"revoked,omitempty"`
 }
 
 // Bundles lists the installed bundles, by bundle_id.
@@ -132,7 +143,7 @@ func (s *Store) Bundles() ([]Bundle, error) {
 				return err
 			}
 			out = append(out, Bundle{BundleID: r.BundleID, Version: r.Version, ImportedAt: r.ImportedAt, ExpiresAt: r.ExpiresAt,
-				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k))})
+				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k)), Revoked: r.Revoked})
 			return nil
 		})
 	})

@@ -28,6 +28,8 @@ type bundleRecord struct {
 	ExpiresAt  string   `cbor:"expires_at,omitempty"`
 	Artifacts  uint64   `cbor:"artifacts"`
 	Bytes      uint64   `cbor:"bytes"`
+	// Revoked, when set, says why the bundle fails closed (revoke.go).
+	Revoked string `cbor:"revoked,omitempty"`
 }
 
 // indexRecord maps (bundle_id, artifact_key) to a blob.

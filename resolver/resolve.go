@@ -62,6 +62,9 @@ func (s *Store) artifact(tx *bolt.Tx, bundleID, key string) ([]byte, indexRecord
 	if err := decode(raw, &rec); err != nil {
 		return nil, indexRecord{}, unavailable(ErrBlobUnreadable, "the record of bundle %s is unreadable", bundleID).WithCause(err)
 	}
+	if rec.Revoked != "" {
+		return nil, indexRecord{}, unavailable(ErrBundleRevoked, "bundle %s version %d is revoked: %s", bundleID, rec.Version, rec.Revoked)
+	}
 	if exp, ok := expiry(rec); ok && !s.opts.AllowExpired && !s.opts.Now().Before(exp) {
 		return nil, indexRecord{}, unavailable(ErrBundleExpired, "bundle %s expired at %s", bundleID, rec.ExpiresAt)
 	}

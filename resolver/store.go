@@ -39,11 +39,12 @@ const (
 	bAudit       = "audit"       // uint64 seq -> audit entry (CBOR)
 	bPending     = "pending"     // bundle_id -> pendingRecord (staged, uncommitted import)
 	bTrustPolicy = "trustpolicy" // scope -> uint64 threshold (threshold.go)
+	bRevoked     = "revoked"     // "k" \x00 did:key, "b" \x00 bundle_id \x00 uint64 version -> revokedRecord (revoke.go)
 )
 
 func allBuckets() []string {
 	return []string{bMeta, bTrust, bBundles, bBlobs, bBlobRefs, bIndex, bDescriptors, bAliases, bDIDs,
-		bSchemaIDs, bHighwater, bAudit, bPending, bTrustPolicy}
+		bSchemaIDs, bHighwater, bAudit, bPending, bTrustPolicy, bRevoked}
 }
 
 // bucket returns a bucket of the store (they always exist after Open).
@@ -86,6 +87,10 @@ const (
 	// bundle alone (a dangling or remote $ref, a remote $schema, a $ref
 	// cycle the compiler rejects); import refuses it as build does.
 	ErrSchemaNotOffline amp.ErrName = "schema_not_offline"
+	ErrBundleRevoked    amp.ErrName = "bundle_revoked"          // 5002: an installed bundle that a revocation or trust rm --fail-closed failed closed
+	ErrRevoked          amp.ErrName = "revoked"                 // import of a revoked bundle version
+	ErrKeyRevoked       amp.ErrName = "key_revoked"             // trust add of a revoked key
+	ErrRevocationScope  amp.ErrName = "revocation_out_of_scope" // a revocation of a key trusted beyond the statement's scope
 )
 
 func fail(name amp.ErrName, format string, args ...any) *amp.Error {

@@ -72,6 +72,9 @@ func (s *Store) TrustAdd(name string, key ed25519.PublicKey, scopes []string) er
 	var gen uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := bucket(tx, bTrust)
+		if keyRevoked(tx, amp.DIDKey(key)) {
+			return fail(ErrKeyRevoked, "key %s is revoked (a revocation statement this store applied); it cannot be trusted again", amp.DIDKey(key))
+		}
 		if b.Get([]byte(name)) != nil {
 			return fail(ErrTrustExists, "a trusted key named %s exists; remove it first", name)
 		}
@@ -116,19 +119,7 @@ func (s *Store) TrustRemove(name string) error {
 	defer s.mu.Unlock()
 	var gen uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := bucket(tx, bTrust)
-		raw := b.Get([]byte(name))
-		if raw == nil {
-			return fail(ErrUnknownTrust, "no trusted key is named %s", name)
-		}
-		var r trustRecord
-		if err := decode(raw, &r); err != nil {
-			return err
-		}
-		if err := b.Delete([]byte(name)); err != nil {
-			return err
-		}
-		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Actor: s.actor(), Verdict: verdictAccepted, Action: "trust_remove", TrustName: name, Key: amp.DIDKey(r.Key), Scopes: r.Scopes}); err != nil {
+		if err := s.trustRemoveTx(tx, name); err != nil {
 			return err
 		}
 		var err error
@@ -140,6 +131,23 @@ func (s *Store) TrustRemove(name string) error {
 	}
 	s.gen.Store(gen)
 	return nil
+}
+
+// trustRemoveTx deletes a trust entry and audits it.
+func (s *Store) trustRemoveTx(tx *bolt.Tx, name string) error {
+	b := bucket(tx, bTrust)
+	raw := b.Get([]byte(name))
+	if raw == nil {
+		return fail(ErrUnknownTrust, "no trusted key is named %s", name)
+	}
+	var r trustRecord
+	if err := decode(raw, &r); err != nil {
+		return err
+	}
+	if err := b.Delete([]byte(name)); err != nil {
+		return err
+	}
+	return appendAudit(tx, s.opts.Now(), AuditEntry{Actor: s.actor(), Verdict: verdictAccepted, Action: "trust_remove", TrustName: name, Key: amp.DIDKey(r.Key), Scopes: r.Scopes})
 }
 
 // TrustList returns the trusted keys, by name.

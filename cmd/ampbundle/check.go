@@ -91,13 +91,24 @@ then checks it; it repairs nothing else.`,
 			if err != nil {
 				return storeIO("cannot read the audit head", err)
 			}
+			// Revoked bundles are sound but fail closed: listed, so that
+			// an operator removes them or imports a newer version.
+			revoked := []string{}
+			for _, b := range bundles {
+				if b.Revoked != "" {
+					revoked = append(revoked, fmt.Sprintf("%s@%d", b.BundleID, b.Version))
+				}
+			}
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{
 					"ok": true, "store": c.String("db"), "bundles": len(bundles), "trusted_keys": len(keys),
-					"generation": s.Generation(), "audit_head": hex.EncodeToString(head),
+					"generation": s.Generation(), "audit_head": hex.EncodeToString(head), "revoked": revoked,
 				})
 			}
 			fmt.Fprintf(env.Stdout, "store %s is sound: %d bundle(s), %d trusted key(s), generation %d\n", c.String("db"), len(bundles), len(keys), s.Generation())
+			if len(revoked) > 0 {
+				fmt.Fprintf(env.Stdout, "revoked, failing closed (5002 bundle_revoked): %s\n", strings.Join(revoked, ", "))
+			}
 			return nil
 		},
 	}

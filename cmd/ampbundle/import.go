@@ -64,6 +64,11 @@ The store must exist: 'ampbundle trust add' creates it.`,
 					return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
 				}
 				defer f.Close()
+				if stmt, err := readStatement(f); err != nil {
+					return err
+				} else if stmt != nil {
+					return importStatement(env, c, path, stmt)
+				}
 				if total, err = artifactBytes(f); err != nil {
 					return err
 				}
@@ -124,6 +129,63 @@ func artifactBytes(f *os.File) (int64, error) {
 		return 0, cliutil.Failf("io_error", "cannot read the bundle").WithCause(err)
 	}
 	return total, nil
+}
+
+// readStatement returns the content of f when it is a signed statement (a
+// revocation, docs/FORMAT.md §21) rather than a bundle, and rewinds f.
+// Statements are one small CBOR item; a bundle is not one item.
+func readStatement(f *os.File) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(f, bundle.MaxRevocationSize+1))
+	if err != nil {
+		return nil, cliutil.Failf("io_error", "cannot read the file").WithCause(err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, cliutil.Failf("io_error", "cannot read the file").WithCause(err)
+	}
+	if len(data) <= bundle.MaxRevocationSize && bundle.ContentType(data) == bundle.MediaTypeRevocation {
+		return data, nil
+	}
+	return nil, nil
+}
+
+// importStatement applies a revocation statement to the store.
+func importStatement(env *cliutil.Env, c *cli.Context, path string, data []byte) (err error) {
+	s, err := openStore(env, c, readWrite)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	st, err := directStore(s, "importing a revocation")
+	if err != nil {
+		return err
+	}
+	res, err := st.ApplyRevocation(data)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return cliutil.PrintJSON(env.Stdout, map[string]any{"file": path, "revocation": res})
+	}
+	w := env.Stdout
+	if res.Unchanged {
+		fmt.Fprintf(w, "unchanged: the revocation in %s was already applied\n", path)
+		return nil
+	}
+	fmt.Fprintf(w, "applied revocation for %s signed by %s\n", res.Scope, strings.Join(res.Signers, ", "))
+	if len(res.RevokedKeys) > 0 {
+		fmt.Fprintf(w, "  revoked keys      %s\n", strings.Join(res.RevokedKeys, ", "))
+	}
+	if len(res.RemovedTrust) > 0 {
+		fmt.Fprintf(w, "  no longer trusted %s\n", strings.Join(res.RemovedTrust, ", "))
+	}
+	if len(res.RevokedBundles) > 0 {
+		fmt.Fprintf(w, "  revoked versions  %s\n", strings.Join(res.RevokedBundles, ", "))
+	}
+	if len(res.FailedClosed) > 0 {
+		fmt.Fprintf(w, "  FAILED CLOSED     %s (5002 bundle_revoked from now on; listed by ls and check)\n", strings.Join(res.FailedClosed, ", "))
+	}
+	fmt.Fprintf(w, "  generation        %d\n", res.Generation)
+	return nil
 }
 
 // fileSHA256 hashes f from the start and rewinds it.

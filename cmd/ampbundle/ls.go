@@ -67,6 +67,7 @@ type bundleJSON struct {
 	Signers        []string `json:"signers"`
 	Artifacts      uint64   `json:"artifacts"`
 	Bytes          uint64   `json:"bytes"`
+	Revoked        string   `json:"revoked,omitempty"` // why it fails closed
 }
 
 type capJSON struct {
@@ -102,7 +103,7 @@ func lsView(bundles []resolver.Bundle, cat *resolver.Catalog) lsJSON {
 			signers = []string{}
 		}
 		v.Bundles = append(v.Bundles, bundleJSON{BundleID: b.BundleID, Version: b.Version, HighestVersion: b.Highest,
-			ImportedAt: b.ImportedAt, ExpiresAt: b.ExpiresAt, Signers: signers, Artifacts: b.Artifacts, Bytes: b.Bytes})
+			ImportedAt: b.ImportedAt, ExpiresAt: b.ExpiresAt, Signers: signers, Artifacts: b.Artifacts, Bytes: b.Bytes, Revoked: b.Revoked})
 	}
 	for _, name := range cat.Names {
 		cj := capJSON{Name: name, Versions: []capVersionJSON{}}
@@ -132,6 +133,9 @@ func (v lsJSON) print(env *cliutil.Env) {
 		}
 		fmt.Fprintf(w, "  signed by  %s\n", strings.Join(b.Signers, ", "))
 		fmt.Fprintf(w, "  artifacts  %d (%d bytes)\n", b.Artifacts, b.Bytes)
+		if b.Revoked != "" {
+			fmt.Fprintf(w, "  REVOKED    fails closed (5002 bundle_revoked): %s\n", b.Revoked)
+		}
 	}
 	width := 0
 	for _, c := range v.Capabilities {

@@ -26,6 +26,7 @@ func newApp(env *cliutil.Env) *cli.App {
 			keygenCommand(env),
 			buildCommand(env),
 			signCommand(env),
+			revokeCommand(env),
 			verifyCommand(env),
 			inspectCommand(env),
 			trustCommand(env),

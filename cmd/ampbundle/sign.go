@@ -26,7 +26,10 @@ the file 'build' writes with all the keys at once.
 Before signing, the whole bundle is verified: every existing signature
 against the key its kid names, the manifest, expiry, every artifact's size
 and hash. A key that already signed is refused (duplicate_signer), as is a
-ninth signature. Writes --out (default: FILE itself), atomically.`,
+ninth signature. Writes --out (default: FILE itself), atomically.
+
+FILE may also be a revocation statement ('ampbundle revoke'): the signature
+is added the same way, after its form and signatures are checked.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "key", Usage: "private key `FILE` of the co-signer (required; mode 0600)"},
 			cliutil.PassphraseFileFlag(),
@@ -54,6 +57,11 @@ ninth signature. Writes --out (default: FILE itself), atomically.`,
 				return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
 			}
 			defer f.Close()
+			if stmt, err := readStatement(f); err != nil {
+				return err
+			} else if stmt != nil {
+				return signStatement(env, c, in, out, stmt, key)
+			}
 			m, size, sum, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
 				return bundle.Cosign(w, f, key, bundle.CosignOptions{Now: env.Now})
 			})

@@ -197,8 +197,13 @@ func trustRmCommand(env *cliutil.Env) *cli.Command {
 		ArgsUsage: "NAME",
 		Description: `Stops trusting the key named NAME for future imports. Bundles it signed
 stay installed (they were verified when they were imported); the command
-lists them, and 'ampbundle rm BUNDLE_ID' removes one. Audited.`,
-		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
+lists them, and 'ampbundle rm BUNDLE_ID' removes one. With --fail-closed,
+every installed bundle it signed whose other still-trusted signers are
+fewer than its threshold fails closed from now on (5002 bundle_revoked at
+every use, listed by ls and check). Audited.`,
+		Flags: []cli.Flag{dbFlag, adminSocketFlag,
+			&cli.BoolFlag{Name: "fail-closed", Usage: "also fail closed the installed bundles that depended on this key"},
+			jsonFlag},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 1, "the NAME of a trusted key"); err != nil {
 				return err
@@ -214,7 +219,18 @@ lists them, and 'ampbundle rm BUNDLE_ID' removes one. Audited.`,
 				return err
 			}
 			k, _ := findTrust(keys, name)
-			if err := s.TrustRemove(name); err != nil {
+			failed := []string{}
+			if c.Bool("fail-closed") {
+				st, err := directStore(s, "--fail-closed")
+				if err != nil {
+					return err
+				}
+				f, err := st.TrustRemoveFailClosed(name)
+				if err != nil {
+					return err
+				}
+				failed = append(failed, f...)
+			} else if err := s.TrustRemove(name); err != nil {
 				return err
 			}
 			bundles, err := s.Bundles()
@@ -223,16 +239,23 @@ lists them, and 'ampbundle rm BUNDLE_ID' removes one. Audited.`,
 			}
 			signed := []string{}
 			for _, b := range bundles {
-				if slices.Contains(b.Signers, name) {
+				if slices.Contains(b.Signers, name) && b.Revoked == "" {
 					signed = append(signed, b.BundleID)
 				}
 			}
 			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, map[string]any{"removed": trustView(k), "still_installed": signed})
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"removed": trustView(k), "still_installed": signed, "failed_closed": failed})
 			}
 			fmt.Fprintf(env.Stdout, "no longer trusting %s (%s)\n", name, k.DID())
+			if len(failed) > 0 {
+				fmt.Fprintf(env.Stdout, "failed closed (5002 bundle_revoked from now on): %s\n", strings.Join(failed, ", "))
+			}
 			if len(signed) > 0 {
-				fmt.Fprintf(env.Stdout, "still installed, signed by %s: %s (remove with 'ampbundle rm BUNDLE_ID')\n", name, strings.Join(signed, ", "))
+				hint := "remove with 'ampbundle rm BUNDLE_ID', or run again with --fail-closed"
+				if c.Bool("fail-closed") {
+					hint = "other trusted signers still meet their threshold"
+				}
+				fmt.Fprintf(env.Stdout, "still installed and served, signed by %s: %s (%s)\n", name, strings.Join(signed, ", "), hint)
 			}
 			return nil
 		},

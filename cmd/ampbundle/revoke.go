@@ -1,0 +1,134 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/keyfile"
+)
+
+func revokeCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "revoke",
+		Usage:     "write a signed revocation statement for keys or bundle versions",
+		ArgsUsage: " ",
+		Description: `Writes to -o FILE a revocation statement (docs/FORMAT.md §21) for the
+namespace --scope, signed by each --key: the keys --revoke-key (a public
+key PEM file or a did:key) and the bundle versions --revoke-bundle
+(BUNDLE_ID@VERSION) must no longer be trusted. It travels like a bundle:
+'ampbundle import FILE' applies it to a store, where it is valid when
+signed by the threshold of distinct keys trusted for --scope ('ampbundle
+sign' adds a co-signature). There, installed bundles it covers fail closed
+at their next use (5002 bundle_revoked) and are listed by ls and check.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "statement `FILE` to write (required)"},
+			&cli.StringSliceFlag{Name: "key", Usage: "signer's private key `PEM` file (required; repeatable)"},
+			cliutil.PassphraseFileFlag(),
+			&cli.StringFlag{Name: "scope", Usage: "namespace `PREFIX` (or *) the statement speaks for (required)"},
+			&cli.StringSliceFlag{Name: "revoke-key", Usage: "key to revoke: `PUB` PEM file or did:key (repeatable)"},
+			&cli.StringSliceFlag{Name: "revoke-bundle", Usage: "bundle version to revoke: `BUNDLE_ID@VERSION` (repeatable)"},
+			&cli.StringFlag{Name: "created", Usage: "created_at as an RFC 3339 `TIME` (default: now)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "out", "scope"); err != nil {
+				return err
+			}
+			if len(c.StringSlice("revoke-key")) == 0 && len(c.StringSlice("revoke-bundle")) == 0 {
+				return cliutil.Usagef("nothing to revoke: give --revoke-key or --revoke-bundle")
+			}
+			keys, err := signingKeys(c, env, c.StringSlice("key"))
+			if err != nil {
+				return err
+			}
+			created := env.Now().UTC().Truncate(time.Second)
+			if c.IsSet("created") {
+				t, err := time.Parse(time.RFC3339, c.String("created"))
+				if err != nil {
+					return cliutil.Usagef("--created must be an RFC 3339 time such as 2026-11-22T10:00:00Z")
+				}
+				created = t.UTC().Truncate(time.Second)
+			}
+			r := &bundle.Revocation{Format: bundle.RevocationFormat, Scope: strings.TrimSuffix(c.String("scope"), "."), CreatedAt: created.Format(time.RFC3339)}
+			for _, k := range c.StringSlice("revoke-key") {
+				pub, err := keyfile.ParsePublic(k)
+				if err != nil {
+					return err
+				}
+				r.Keys = append(r.Keys, amp.DIDKey(pub))
+			}
+			for _, b := range c.StringSlice("revoke-bundle") {
+				id, v, ok := strings.Cut(b, "@")
+				n, err := strconv.ParseUint(v, 10, 64)
+				if !ok || err != nil || n < 1 {
+					return cliutil.Usagef("--revoke-bundle takes BUNDLE_ID@VERSION, such as org.example.translate@3")
+				}
+				r.Bundles = append(r.Bundles, bundle.BundleVersion{BundleID: id, Version: n})
+			}
+			r.Normalize()
+			data, err := bundle.SignRevocation(r, keys)
+			if err != nil {
+				return err
+			}
+			out := c.String("out")
+			if _, _, _, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
+				_, err := w.Write(data)
+				return nil, err
+			}); err != nil {
+				return err
+			}
+			var signers []string
+			for _, s := range keyInfos(keys) {
+				signers = append(signers, s.KID)
+			}
+			if c.Bool("json") {
+				bv := []string{}
+				for _, b := range r.Bundles {
+					bv = append(bv, b.String())
+				}
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "scope": r.Scope, "keys": nonNil(r.Keys), "bundles": bv, "signers": signers, "size": len(data)})
+			}
+			fmt.Fprintf(env.Stdout, "wrote %s: revocation for %s of %d key(s) and %d bundle version(s), signed by %d key(s)\n", out, r.Scope, len(r.Keys), len(r.Bundles), len(keys))
+			return nil
+		},
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// signStatement co-signs a statement file (sign FILE when FILE is one).
+func signStatement(env *cliutil.Env, c *cli.Context, in, out string, data []byte, key ed25519.PrivateKey) error {
+	signed, err := bundle.CosignStatement(data, key)
+	if err != nil {
+		return err
+	}
+	if _, _, _, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
+		_, err := w.Write(signed)
+		return nil, err
+	}); err != nil {
+		return err
+	}
+	kid := string(bundle.KeyID(key.Public().(ed25519.PublicKey)))
+	if c.Bool("json") {
+		return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "size": len(signed), "statement": true, "added": kid})
+	}
+	fmt.Fprintf(env.Stdout, "signed the statement %s with %s: wrote %s, %d bytes\n", in, kid, out, len(signed))
+	return nil
+}

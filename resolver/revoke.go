@@ -1,0 +1,325 @@
+package resolver
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// revokedRecord is what the store keeps of one revoked key or bundle
+// version: the statement that revoked it.
+type revokedRecord struct {
+	StatementSHA256 []byte `cbor:"statement_sha256,omitempty"` // empty for trust rm --fail-closed
+	At              string `cbor:"at"`
+}
+
+func revokedKeyKey(did string) []byte { return key2("k", did) }
+
+func revokedBundleKey(id string, version uint64) []byte {
+	return append(key2("b", id), append([]byte{0}, u64(version)...)...)
+}
+
+// revokedBundles returns the installed bundles that fail closed.
+func revokedBundles(tx *bolt.Tx) (map[string]bool, error) {
+	out := map[string]bool{}
+	err := bucket(tx, bBundles).ForEach(func(k, v []byte) error {
+		var r bundleRecord
+		if err := decode(v, &r); err != nil {
+			return err
+		}
+		if r.Revoked != "" {
+			out[r.BundleID] = true
+		}
+		return nil
+	})
+	return out, err
+}
+
+// keyRevoked reports whether the store holds a revocation of the key.
+func keyRevoked(tx *bolt.Tx, did string) bool {
+	return bucket(tx, bRevoked).Get(revokedKeyKey(did)) != nil
+}
+
+// versionRevoked reports whether a bundle version is revoked.
+func versionRevoked(tx *bolt.Tx, id string, version uint64) bool {
+	return bucket(tx, bRevoked).Get(revokedBundleKey(id, version)) != nil
+}
+
+// thresholdPolicy is the policy of the store's thresholds alone.
+func thresholdPolicy(tx *bolt.Tx) *bundle.Policy {
+	p := &bundle.Policy{Thresholds: map[string]int{}}
+	_ = bucket(tx, bTrustPolicy).ForEach(func(k, v []byte) error {
+		p.Thresholds[string(k)] = int(getU64(v))
+		return nil
+	})
+	return p
+}
+
+// failClosed marks the installed bundles that can no longer be trusted:
+// every version listed in versions, and every bundle one of whose counted
+// signers is in gone when the signers that remain trusted are fewer than
+// the threshold now in force for it. reason says why. It returns them as
+// "bundle_id@version", sorted.
+func failClosed(tx *bolt.Tx, gone map[string]bool, versions map[bundle.BundleVersion]bool, reason string) ([]string, error) {
+	trusted := map[string]bool{}
+	if err := bucket(tx, bTrust).ForEach(func(k, _ []byte) error {
+		trusted[string(k)] = true
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	policy := thresholdPolicy(tx)
+	b := bucket(tx, bBundles)
+	var marked []bundleRecord
+	err := b.ForEach(func(_, v []byte) error {
+		var r bundleRecord
+		if err := decode(v, &r); err != nil {
+			return err
+		}
+		if r.Revoked != "" {
+			return nil
+		}
+		why := ""
+		if versions[bundle.BundleVersion{BundleID: r.BundleID, Version: r.Version}] {
+			why = "this version is revoked"
+		} else {
+			hit, remaining := false, 0
+			for _, n := range r.Signers {
+				if gone[n] {
+					hit = true
+				} else if trusted[n] {
+					remaining++
+				}
+			}
+			if !hit {
+				return nil
+			}
+			need := 1
+			if obj, err := bundle.DecodeObject(r.Signed, bundle.MediaTypeManifest); err == nil {
+				if m, err := bundle.DecodeManifest(obj.Payload); err == nil {
+					need = policy.RequiredFor(m)
+				} else {
+					need = bundle.MaxSignatures + 1 // unreadable: fail closed
+				}
+			} else {
+				need = bundle.MaxSignatures + 1
+			}
+			if remaining >= need {
+				return nil
+			}
+			why = reason
+		}
+		r.Revoked = why
+		marked = append(marked, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range marked {
+		if err := b.Put([]byte(r.BundleID), encode(r)); err != nil {
+			return nil, err
+		}
+		out = append(out, bundle.BundleVersion{BundleID: r.BundleID, Version: r.Version}.String())
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// RevokeOptions configures ApplyRevocation.
+type RevokeOptions struct{}
+
+// RevokeResult describes an applied revocation statement.
+type RevokeResult struct {
+	Scope          string   `json:"scope"`
+	Signers        []string `json:"signers"`
+	RevokedKeys    []string `json:"revoked_keys"`     // did:keys the statement names
+	RemovedTrust   []string `json:"removed_trust"`    // names of trusted keys it removed
+	RevokedBundles []string `json:"revoked_versions"` // bundle_id@version it names
+	FailedClosed   []string `json:"failed_closed"`    // installed bundles that now fail closed
+	Unchanged      bool     `json:"unchanged"`        // everything it says was already recorded
+	Generation     uint64   `json:"generation"`
+}
+
+// ApplyRevocation verifies a revocation statement (docs/FORMAT.md §21)
+// against the store's trust and applies it, in one transaction: the keys
+// it names are no longer trusted (their trust entries go, and trust add
+// refuses them), the bundle versions it names can no longer be imported,
+// and every installed bundle it covers fails closed at its next use (5002
+// bundle_revoked): a version it names, or a bundle signed by a revoked key
+// whose other still-trusted signers are fewer than its threshold. Installed
+// bundles stay listed (ls, check) until removed or replaced by a newer
+// version. A statement is valid when signed by the threshold of distinct
+// keys trusted for its scope; it may revoke only keys trusted for nothing
+// beyond that scope (revocation_out_of_scope). Audited ("revoke"; a refusal
+// as "import_refused"); changes the generation.
+func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fileSum := sha256sum(data)
+	defer func() {
+		if err != nil {
+			s.auditRefusal(err, nil, fileSum)
+		}
+	}()
+	rev, obj, err := bundle.ParseRevocation(data)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := s.policy()
+	if err != nil {
+		return nil, err
+	}
+	signers, err := bundle.VerifyStatement(obj, policy, rev.Scope)
+	if err != nil {
+		return nil, err
+	}
+	res := &RevokeResult{Scope: rev.Scope, RevokedKeys: append([]string{}, rev.Keys...), RemovedTrust: []string{}, RevokedBundles: []string{}, FailedClosed: []string{}}
+	for _, k := range signers {
+		res.Signers = append(res.Signers, k.Name)
+	}
+	for _, b := range rev.Bundles {
+		res.RevokedBundles = append(res.RevokedBundles, b.String())
+	}
+	var gen uint64
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		now := formatTime(s.opts.Now())
+		rec := encode(revokedRecord{StatementSHA256: fileSum, At: now})
+		rb := bucket(tx, bRevoked)
+		tb := bucket(tx, bTrust)
+		gone := map[string]bool{}
+		fresh := false
+		for _, did := range rev.Keys {
+			pub, _ := bundle.KeyFromKID(did)
+			if err := tb.ForEach(func(_, v []byte) error {
+				var r trustRecord
+				if err := decode(v, &r); err != nil {
+					return err
+				}
+				if !bytes.Equal(r.Key, pub) {
+					return nil
+				}
+				if !bundle.ScopesUnder(r.Scopes, rev.Scope) {
+					return fail(ErrRevocationScope, "key %s (%s) is trusted for %s, beyond the statement's scope %s: only a statement for a scope covering all of them revokes it",
+						r.Name, did, strings.Join(r.Scopes, ", "), rev.Scope)
+				}
+				gone[r.Name] = true
+				return nil
+			}); err != nil {
+				return err
+			}
+			if rb.Get(revokedKeyKey(did)) == nil {
+				fresh = true
+				if err := rb.Put(revokedKeyKey(did), rec); err != nil {
+					return err
+				}
+			}
+		}
+		versions := map[bundle.BundleVersion]bool{}
+		for _, b := range rev.Bundles {
+			versions[b] = true
+			if rb.Get(revokedBundleKey(b.BundleID, b.Version)) == nil {
+				fresh = true
+				if err := rb.Put(revokedBundleKey(b.BundleID, b.Version), rec); err != nil {
+					return err
+				}
+			}
+		}
+		for name := range gone {
+			res.RemovedTrust = append(res.RemovedTrust, name)
+			if err := tb.Delete([]byte(name)); err != nil {
+				return err
+			}
+		}
+		sort.Strings(res.RemovedTrust)
+		failed, err := failClosed(tx, gone, versions, "a signer's key is revoked and the signers still trusted are fewer than the threshold")
+		if err != nil {
+			return err
+		}
+		res.FailedClosed = append(res.FailedClosed, failed...)
+		res.Unchanged = !fresh && len(gone) == 0 && len(failed) == 0
+		verdict := verdictAccepted
+		if res.Unchanged {
+			verdict = "unchanged"
+		}
+		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "revoke", Actor: s.actor(), Verdict: verdict, Scopes: []string{rev.Scope},
+			Signers: res.Signers, FileSHA256: fileSum, RevokedKeys: rev.Keys, RevokedBundles: appendStrings(res.RevokedBundles, res.FailedClosed)}); err != nil {
+			return err
+		}
+		if res.Unchanged {
+			return nil
+		}
+		gen, err = bumpGeneration(tx)
+		return err
+	})
+	if err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	if gen != 0 {
+		s.gen.Store(gen)
+	}
+	res.Generation = s.gen.Load()
+	return res, nil
+}
+
+func appendStrings(a, b []string) []string {
+	out := append([]string{}, a...)
+	for _, v := range b {
+		dup := false
+		for _, w := range a {
+			dup = dup || w == v
+		}
+		if !dup {
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TrustRemoveFailClosed stops trusting a key, as TrustRemove, and in the
+// same transaction fails closed every installed bundle it signed whose
+// other still-trusted signers are fewer than its threshold (5002
+// bundle_revoked from then on). It returns those bundles. Audited
+// ("trust_remove", then "fail_closed" when it failed any).
+func (s *Store) TrustRemoveFailClosed(name string) ([]string, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gen uint64
+	var failed []string
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := s.trustRemoveTx(tx, name); err != nil {
+			return err
+		}
+		var err error
+		failed, err = failClosed(tx, map[string]bool{name: true}, nil, "its signer "+name+" is no longer trusted (trust rm --fail-closed)")
+		if err != nil {
+			return err
+		}
+		if len(failed) > 0 {
+			if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "fail_closed", Actor: s.actor(), Verdict: verdictAccepted,
+				TrustName: name, RevokedBundles: failed}); err != nil {
+				return err
+			}
+		}
+		gen, err = bumpGeneration(tx)
+		return err
+	})
+	if err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	s.gen.Store(gen)
+	return failed, nil
+}
