@@ -17,6 +17,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 )
 
@@ -240,6 +241,13 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 			}
 		}
 	}
+	// Compatibility claims: derived from the schemas, signed with the
+	// manifest; a policy they contradict is refused (docs/FORMAT.md).
+	annotated, err := compat.Annotate(d.Capabilities, compat.NewSource(schemas))
+	if err != nil {
+		return nil, err
+	}
+	d.Capabilities = annotated
 	if len(d.Aliases) > 0 {
 		names := map[string]bool{}
 		for _, c := range d.Capabilities {
@@ -282,6 +290,9 @@ func loadDescriptor(dirKey string, files map[string][]byte, bundleID, alg string
 	}
 	if _, ok := obj["id"]; ok {
 		return capability.Descriptor{}, srcErr(cfgKey, "id is computed from the folder names; remove it")
+	}
+	if _, ok := obj["compat_claims"]; ok {
+		return capability.Descriptor{}, srcErr(cfgKey, "compat_claims are computed by the builder; remove them")
 	}
 	obj["name"], _ = json.Marshal(name)
 	obj["version"], _ = json.Marshal(version)

@@ -161,6 +161,14 @@ type Descriptor struct {
 	// DeprecatedRanges ("deprecated_ranges"); nil means absent.
 	DeprecatedRanges []Range
 	Notes            string // "notes"; empty means absent
+	// Policy is the provider's compatibility policy ("policy", RFC 004
+	// §8); empty means absent, which behaves as PolicyStrict.
+	Policy Policy
+	// CompatClaims ("compat_claims") are the verdicts, computed and signed
+	// by the bundle builder, for callers of the other versions of this
+	// capability in the bundle that SupportedRanges cover. Sorted by
+	// version, one per version; nil means absent.
+	CompatClaims []CompatClaim
 	// Extra holds fields this version does not define (§10), as
 	// deterministic CBOR, re-encoded unchanged. Nil when there are none.
 	Extra map[string]cbor.RawMessage
@@ -231,7 +239,31 @@ func (d Descriptor) validate(p Profile, path string) error {
 			return badRequest(ErrInvalidRange, "%s is not a parsed range", indexPath(fieldPath(path, "deprecated_ranges"), i))
 		}
 	}
+	if err := d.validateCompat(path); err != nil {
+		return err
+	}
 	return checkExtra(d.Extra, "descriptor", path)
+}
+
+// validateCompat checks policy and compat_claims.
+func (d Descriptor) validateCompat(path string) error {
+	if !d.Policy.Valid() {
+		return badRequest(ErrInvalidField, "%s must be strict, range or bridge", fieldPath(path, "policy"))
+	}
+	for i, c := range d.CompatClaims {
+		ip := indexPath(fieldPath(path, "compat_claims"), i)
+		switch {
+		case c.Version.IsZero():
+			return badRequest(ErrMissingField, "%s.version is required", ip)
+		case c.Version == d.Version:
+			return badRequest(ErrInvalidField, "%s names the descriptor's own version", ip)
+		case !validVerdict(c.Input) || !validVerdict(c.Output):
+			return badRequest(ErrInvalidField, "%s: input and output must be compatible, incompatible or unknown", ip)
+		case i > 0 && d.CompatClaims[i-1].Version.Compare(c.Version) >= 0:
+			return badRequest(ErrInvalidField, "%s: claims must be sorted by version, one per version", ip)
+		}
+	}
+	return nil
 }
 
 // DecodeDescriptor decodes one capability-descriptor from CBOR and checks
@@ -294,7 +326,18 @@ func decodeDescriptor(raw []byte, path string) (Descriptor, error) {
 	if d.Notes, _, err = o.text("notes"); err != nil {
 		return Descriptor{}, err
 	}
+	policy, _, err := o.text("policy")
+	if err != nil {
+		return Descriptor{}, err
+	}
+	d.Policy = Policy(policy)
+	if d.CompatClaims, err = o.claims("compat_claims"); err != nil {
+		return Descriptor{}, err
+	}
 	d.Extra = o.extra()
+	if err := d.validateCompat(path); err != nil {
+		return Descriptor{}, err
+	}
 	return d, nil
 }
 
@@ -314,6 +357,40 @@ func (o *object) ranges(key string) ([]Range, error) {
 		}
 		if out[i], err = ParseRange(s); err != nil {
 			return nil, at(ip(), err)
+		}
+	}
+	return out, nil
+}
+
+// claims takes an optional array of compat claims; nil when absent.
+func (o *object) claims(key string) ([]CompatClaim, error) {
+	items, ok, err := o.array(key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	p := fieldPath(o.path, key)
+	out := make([]CompatClaim, len(items))
+	for i, it := range items {
+		c, err := decodeObject(it, indexPath(p, i), "compat claim")
+		if err != nil {
+			return nil, err
+		}
+		v, err := c.requiredText("version")
+		if err != nil {
+			return nil, err
+		}
+		var why string
+		if out[i].Version, why = parseVersion(v); why != "" {
+			return nil, badRequest(ErrInvalidVersion, "%s.version: version %s", indexPath(p, i), why)
+		}
+		if out[i].Input, err = c.requiredText("input"); err != nil {
+			return nil, err
+		}
+		if out[i].Output, err = c.requiredText("output"); err != nil {
+			return nil, err
+		}
+		if len(c.extra()) != 0 {
+			return nil, badRequest(ErrInvalidField, "%s has an unknown field", indexPath(p, i))
 		}
 	}
 	return out, nil
@@ -360,6 +437,16 @@ func (d Descriptor) cborMap(path string) (map[string]any, error) {
 	}
 	if d.Notes != "" {
 		m["notes"] = d.Notes
+	}
+	if d.Policy != "" {
+		m["policy"] = string(d.Policy)
+	}
+	if d.CompatClaims != nil {
+		cs := make([]any, len(d.CompatClaims))
+		for i, c := range d.CompatClaims {
+			cs[i] = map[string]any{"version": c.Version.String(), "input": c.Input, "output": c.Output}
+		}
+		m["compat_claims"] = cs
 	}
 	// validate checked both schema-refs' Extra and d.Extra.
 	if err := putExtra(m["input_schema"].(map[string]any), d.InputSchema.Extra, "schema-ref"); err != nil {

@@ -325,7 +325,8 @@ func isKnownField(kind, key string) bool {
 	switch kind {
 	case "descriptor":
 		switch key {
-		case "id", "name", "version", "input_schema", "output_schema", "supported_ranges", "deprecated_ranges", "notes":
+		case "id", "name", "version", "input_schema", "output_schema", "supported_ranges", "deprecated_ranges", "notes",
+			"policy", "compat_claims":
 			return true
 		}
 	case "schema-ref":

@@ -197,6 +197,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 		return nil, err
 	}
 	res.NewBlobs = len(pending.Blobs)
+	if err := s.checkClaims(m, arts); err != nil {
+		return nil, err
+	}
 	if err := s.fault("commit"); err != nil {
 		return nil, err
 	}
