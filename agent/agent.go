@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"io"
 	"log/slog"
+	"runtime"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -137,6 +138,8 @@ type Agent struct {
 	cursorKey []byte
 	ledger    *ledger.Ledger
 	ownLedger bool
+	// cpu holds a slot per goroutine computing in Handle (see idle).
+	cpu chan struct{}
 	// nextSweep is the Unix time (ns) of the next replay sweep.
 	nextSweep atomic.Int64
 }
@@ -186,7 +189,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.DefaultLimit = cfg.MaxLimit
 	}
 
-	a := &Agent{cfg: cfg, log: cfg.Logger,
+	a := &Agent{cfg: cfg, log: cfg.Logger, cpu: make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
 		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{}}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -299,6 +302,8 @@ func (a *Agent) DID() string { return a.cfg.Identity.DID }
 func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 	a.maybeSweep()
 	start := time.Now()
+	a.cpu <- struct{}{}
+	defer func() { <-a.cpu }()
 	m, err := a.recv.Receive(ctx, data)
 	if err != nil {
 		code, name := amp.CodeOf(err), amp.NameOf(err)
@@ -331,17 +336,43 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 			a.observe(Observation{Type: m.Type, Duplicate: true, Duration: time.Since(start)})
 			return st.Reply, nil
 		case ledger.Busy:
-			select {
-			case <-st.Wait:
-				continue
-			case <-ctx.Done():
-				return nil, amp.Wrap(amp.CodeTimeout, ctx.Err(), "gave up waiting for the first copy of this message")
+			var werr error
+			a.idle(func() {
+				select {
+				case <-st.Wait:
+				case <-ctx.Done():
+					werr = amp.Wrap(amp.CodeTimeout, ctx.Err(), "gave up waiting for the first copy of this message")
+				}
+			})
+			if werr != nil {
+				return nil, werr
 			}
+			continue
 		case ledger.Lost:
 			return a.answerLost(context.WithoutCancel(ctx), m, st.Ticket)
 		}
 		return a.handleClaimed(context.WithoutCancel(ctx), m, sender, st.Ticket)
 	}
+}
+
+// idle runs f, which waits (for the disk, a handler, another copy),
+// without holding one of the agent's CPU slots: the goroutines that may
+// compute at once are bounded by cpuSlots, so that a goroutine coming back
+// from a durable write (the ledger's group commit) finds a short run queue
+// instead of waiting behind every caller's cryptography.
+func (a *Agent) idle(f func()) {
+	<-a.cpu
+	defer func() { a.cpu <- struct{}{} }()
+	f()
+}
+
+// finish records a reply in the ledger, idle while it is made durable.
+func (a *Agent) finish(t *ledger.Ticket, reply []byte) (err error) {
+	if !t.Durable() {
+		return t.Finish(reply)
+	}
+	a.idle(func() { err = t.Finish(reply) })
+	return err
 }
 
 // UnverifiedError is what Handle returns for a message that did not
@@ -380,7 +411,7 @@ func (a *Agent) answerLost(ctx context.Context, m *amp.Message, t *ledger.Ticket
 		t.Abandon()
 		return nil, err
 	}
-	if err := t.Finish(reply); err != nil {
+	if err := a.finish(t, reply); err != nil {
 		a.log.Error("cannot record a reply in the ledger", "err", err, "from", m.From, "id", m.ID.String())
 		t.Abandon()
 		return nil, unavailable()
@@ -434,7 +465,7 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 		t.Abandon()
 		return reply, nil
 	}
-	err = t.Finish(reply)
+	err = a.finish(t, reply)
 	if err != nil && t.Durable() && amp.CodeOf(err).Retryable() && (amp.NameOf(err) == ledger.ErrFull || amp.NameOf(err) == ledger.ErrCallerFull) {
 		// The result does not fit the ledger: record a small terminal
 		// result instead, which always fits what Running reserved.
@@ -443,7 +474,7 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 		if b, eerr := capability.NewErrorResult(amp.Named(amp.CodeOverloaded, "result_not_recorded",
 			"the result could not be recorded for replays; it was not sent")).Encode(); eerr == nil {
 			if small, err = a.reply(ctx, m, amp.TypeCapResult, b); err == nil {
-				if err = t.Finish(small); err == nil {
+				if err = a.finish(t, small); err == nil {
 					reply = small
 				}
 			}

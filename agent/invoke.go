@@ -114,7 +114,9 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 	}
 	// 7. Accepted: record, durably, that the handler is about to run. From
 	// here on, exactly one CAP_RESULT.
-	if err := t.Running(); err != nil {
+	var rerr error
+	a.idle(func() { rerr = t.Running() })
+	if err := rerr; err != nil {
 		if n := amp.NameOf(err); n == ledger.ErrFull || n == ledger.ErrCallerFull {
 			a.log.Warn("invocation refused: idempotency ledger quota", "name", string(n), "from", caller, "usage", fmt.Sprint(a.ledger.Usage()))
 			return 0, nil, err
@@ -147,7 +149,9 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 // execute runs the handler and checks its result; it always returns a
 // terminal result.
 func (a *Agent) execute(log *slog.Logger, caller, msgID string, id capability.ID, outSchema SchemaValidator, params any, timeout time.Duration) capability.Result {
-	out, err := a.runHandler(log, caller, msgID, id, params, timeout)
+	var out any
+	var err error
+	a.idle(func() { out, err = a.runHandler(log, caller, msgID, id, params, timeout) })
 	if err != nil {
 		return capability.NewErrorResult(err)
 	}

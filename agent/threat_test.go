@@ -213,13 +213,15 @@ func TestClientDisconnectThenRetry(t *testing.T) {
 	}
 }
 
-// bombParams is a map of 250 arrays of 65,536 zeros: each array within the
-// per-array cap, 16 million items in all (the memory bomb).
-func bombParams(t testing.TB) []byte {
+// bombParams is a map of n arrays of 65,536 zeros: each array within the
+// per-array cap; at n = 250, 16 MiB and 16 million items (the shape that
+// took the agent to gigabytes). The test uses n = 64 (4 MiB, 4 million
+// items, 16 times the item budget) to stay quick on a shared machine.
+func bombParams(t testing.TB, n int) []byte {
 	t.Helper()
 	arr := append([]byte{0x9a, 0x00, 0x01, 0x00, 0x00}, make([]byte, 65536)...) // array(65536) of 0
-	out := []byte{0xb8, 250}                                                    // map(250)
-	for i := 0; i < 250; i++ {
+	out := []byte{0xb8, byte(n)}                                                // map(n)
+	for i := 0; i < n; i++ {
 		k := []byte{0x63, 'k', byte('a' + i/26%26), byte('a' + i%26)}
 		out = append(out, k...)
 		out = append(out, arr...)
@@ -227,16 +229,16 @@ func bombParams(t testing.TB) []byte {
 	return out
 }
 
-// TestMemoryBombIsBounded: a 16 MiB message whose params expand to 16
-// million items, unauthenticated (no from/id) and signed by an allowed
+// TestMemoryBombIsBounded: a message whose params expand to 4 million
+// items (16 times the budget), unauthenticated (no from/id) and signed by an allowed
 // caller, sent by several clients at once, is refused, and the agent
 // allocates a bounded multiple of the bytes it admitted; requests beyond
 // the in-flight byte cap get 503 with Retry-After without being read
 // (threat: a few requests taking the agent to gigabytes of memory).
 func TestMemoryBombIsBounded(t *testing.T) {
 	e := newEnv(t)
-	params := bombParams(t)
-	if len(params) > 16<<20 {
+	params := bombParams(t, 64)
+	if len(params) > 5<<20 {
 		t.Fatalf("bomb is %d bytes", len(params))
 	}
 	// Unauthenticated: the raw map, no envelope fields at all.
@@ -248,14 +250,14 @@ func TestMemoryBombIsBounded(t *testing.T) {
 	}
 	_, auth := e.seal(e.caller, amp.TypeCapInvoke, body)
 	const clients = 4
-	const inFlight = 24 << 20 // one 16 MiB body at a time
+	const inFlight = 6 << 20 // one 4 MiB body at a time
 	for _, tc := range []struct {
 		name   string
 		msg    []byte
 		status int
 	}{{"unauthenticated", unauth, http.StatusBadRequest}, {"authenticated", auth, http.StatusOK}} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{MaxBody: 17 << 20, MaxInFlightBytes: inFlight}))
+			srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{MaxBody: 5 << 20, MaxInFlightBytes: inFlight}))
 			defer srv.Close()
 			runtime.GC()
 			var before, after runtime.MemStats
@@ -301,10 +303,10 @@ func TestMemoryBombIsBounded(t *testing.T) {
 			}
 			// The client side of this test allocates too (reading replies is
 			// small; the request bodies are shared, not copied), so the bound
-			// is per admitted request: a few copies of the 16 MiB body, not
-			// the 16 million expanded items (>= 256 MiB each).
+			// is per admitted request: a few copies of the 4 MiB body, not
+			// the 4 million expanded items (>= 64 MiB each).
 			perRequest := (after.TotalAlloc - before.TotalAlloc) / uint64(admitted.Load())
-			if perRequest > 96<<20 {
+			if perRequest > 32<<20 {
 				t.Fatalf("%d MiB allocated per admitted request (%d admitted, %d busy)", perRequest>>20, admitted.Load(), busy.Load())
 			}
 			t.Logf("%d admitted, %d refused busy, %d MiB allocated per admitted request", admitted.Load(), busy.Load(), perRequest>>20)

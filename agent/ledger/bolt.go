@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -61,6 +62,7 @@ type BoltStore struct {
 	cond    *sync.Cond
 	queue   []*boltOp
 	leading bool
+	commits atomic.Int64 // bbolt write transactions, for benchmarks
 }
 
 // OpenBolt opens or creates the ledger file at path.
@@ -365,6 +367,7 @@ func (s *BoltStore) commit(fn func(*bolt.Tx) error) error {
 }
 
 func (s *BoltStore) run(batch []*boltOp) {
+	s.commits.Add(1)
 	now := s.now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		// Keys of one sender grow with time (ids begin with their

@@ -1,0 +1,62 @@
+package ledger
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// benchLedger runs Start, Running and Finish (a 500-byte reply) for
+// distinct keys from 64 concurrent callers: the ledger's own cost, without
+// the agent's.
+func benchLedger(b *testing.B, store func(b *testing.B, c *clock) Store) {
+	c := newClock()
+	l, err := New(store(b, c), Options{Now: c.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reply := bytes.Repeat([]byte{7}, 500)
+	var next atomic.Int64
+	b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(next.Add(1))
+			st, err := l.Start(fmt.Sprintf("did:key:z%04d", i%64), id(i), c.Now().Add(time.Hour))
+			if err != nil || st.State != Fresh {
+				b.Fatal(st.State, err)
+			}
+			if err := st.Ticket.Running(); err != nil {
+				b.Fatal(err)
+			}
+			if err := st.Ticket.Finish(reply); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkLedgerBolt: the durable store, 64 callers.
+func BenchmarkLedgerBolt(b *testing.B) {
+	benchLedger(b, func(b *testing.B, c *clock) Store {
+		s, err := OpenBolt(filepath.Join(b.TempDir(), "l"), BoltOptions{Now: c.Now})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			b.ReportMetric(float64(s.commits.Load()), "commits")
+			s.Close()
+		})
+		return s
+	})
+}
+
+// BenchmarkLedgerMemory: the memory store, 64 callers.
+func BenchmarkLedgerMemory(b *testing.B) {
+	benchLedger(b, func(*testing.B, *clock) Store { return NewMemory(Limits{}) })
+}
