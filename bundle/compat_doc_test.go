@@ -39,7 +39,8 @@ func docBlock(t *testing.T, name string) []byte {
 	return []byte(strings.Join(lines, "\n"))
 }
 
-// TestFormatDocCompatExample keeps docs/FORMAT.md, "Compatibility policy and signed claims" honest: building the
+// TestFormatDocCompatExample keeps the annotated example of docs/FORMAT.md
+// ("Compatibility policy and signed claims") honest: building the
 // translate sample with the policy shown gives exactly the annotated
 // descriptor, claims and all.
 func TestFormatDocCompatExample(t *testing.T) {
@@ -86,7 +87,7 @@ func TestFormatDocCompatExample(t *testing.T) {
 	}
 	wantJSON, _ := json.Marshal(want)
 	if !bytes.Equal(gotJSON, wantJSON) {
-		t.Fatalf("docs/FORMAT.md, "Compatibility policy and signed claims" descriptor differs from what build produces:\n doc %s\nbuild %s", wantJSON, gotJSON)
+		t.Fatalf("the docs/FORMAT.md compatibility example descriptor differs from what build produces:\n doc %s\nbuild %s", wantJSON, gotJSON)
 	}
 	if len(got.CompatClaims) == 0 {
 		t.Fatal("the example shows no claim")

@@ -11,7 +11,8 @@ import (
 // imported from its own staged schemas (the stagedLoader of the offline
 // compile check) and refuses (false_compatibility_claim) a bundle whose
 // signed claims or policy they contradict: a publisher's checker bug or a
-// forged claim never reaches an agent (docs/FORMAT.md, "Compatibility policy and signed claims").
+// forged claim never reaches an agent (docs/FORMAT.md, "Compatibility
+// policy and signed claims").
 func (s *Store) checkClaims(m *bundle.Manifest, arts []staged) error {
 	declared := false
 	for _, d := range m.Capabilities {
