@@ -29,6 +29,11 @@ func TestReferenceDocsMatchCommands(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v (run: go run ./cmd/%s gen-docs docs)", err, app.Name)
 		}
+		// Honest defaults: a zero that the command refuses, or that means
+		// "not given", is never shown as the default.
+		if bytes.Contains(want, []byte("(default: 0)")) || bytes.Contains(want, []byte("(default: 0s)")) {
+			t.Errorf("%s shows a zero default", rel)
+		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("docs/%s differs from what the commands generate (run: go run ./cmd/%s gen-docs docs)", rel, app.Name)
 		}

@@ -46,7 +46,7 @@ same message.`,
 			&cli.StringSliceFlag{Name: "accept", Usage: "negotiation: acceptable `VERSIONS`, in order (comma-separated or repeated)"},
 			&cli.StringFlag{Name: "range", Usage: "negotiation: the highest version in `RANGE`"},
 			&cli.StringFlag{Name: "params", Usage: "input as `JSON` text, or @FILE (@- for stdin) (required)"},
-			&cli.Uint64Flag{Name: "timeout-ms", Usage: "ask the provider to give up after `MS` milliseconds"},
+			&cli.Uint64Flag{Name: "timeout-ms", Usage: "ask the provider to give up after `MS` milliseconds (default: not sent, the provider's default applies)"},
 			&cli.BoolFlag{Name: "encrypt", Usage: "encrypt the request (authcrypt); the reply comes back encrypted"},
 		),
 		Action: func(c *cli.Context) error {

@@ -71,7 +71,7 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 			adminSocketFlag,
 			&cli.StringFlag{Name: "name", Usage: "`NAME` of the key in this store: 1-64 of [A-Za-z0-9._-@] (required)"},
 			&cli.StringSliceFlag{Name: "scope", Usage: "namespace `PREFIX` the key may sign for, or * (repeatable, required)"},
-			&cli.IntFlag{Name: "threshold", Usage: "also set the threshold of each --scope to `N` distinct trusted signatures (trust threshold)"},
+			&cli.IntFlag{Name: "threshold", Usage: "also set the threshold of each --scope to `N` distinct trusted signatures (trust threshold) (default: thresholds unchanged)"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) (err error) {

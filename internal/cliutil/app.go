@@ -73,8 +73,9 @@ func (b BuildInfo) String() string {
 // "(repeatable, required)"), not "required unless ...".
 var requiredUsage = regexp.MustCompile(`[(;,] ?required[;)]`)
 
-// defaultInUsage matches "(default X)" written in a usage text.
-var defaultInUsage = regexp.MustCompile(`\s*\(default ([^)]*)\)`)
+// defaultInUsage matches "(default X)" or "(default: X)" written in a usage
+// text.
+var defaultInUsage = regexp.MustCompile(`\s*\(default:? ([^)]*)\)`)
 
 // Prepare applies the CLI contract to app before it runs or documents
 // itself: the writers of env, no os.Exit, usage errors, the help command,

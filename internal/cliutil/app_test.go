@@ -116,3 +116,20 @@ func TestCompletionScripts(t *testing.T) {
 		t.Fatalf("unknown shell: exit %d", code)
 	}
 }
+
+// TestHonestDefaultWithColon: a default written "(default: X)" in the
+// usage is shown once, never followed by urfave/cli's "(default: 0)".
+func TestHonestDefaultWithColon(t *testing.T) {
+	app := &cli.App{Name: "x", Commands: []*cli.Command{{Name: "c", Flags: []cli.Flag{
+		&cli.Uint64Flag{Name: "now", Usage: "at `MS` (default: now)"},
+		&cli.DurationFlag{Name: "timeout", Usage: "after `D` (default: no limit; each request has its own)"},
+	}, Action: func(*cli.Context) error { return nil }}}}
+	var out bytes.Buffer
+	if code := Run(context.Background(), app, &Env{Stdout: &out, Stderr: &out}, []string{"x", "c", "--help"}); code != 0 {
+		t.Fatal(code)
+	}
+	if strings.Contains(out.String(), "(default: 0") || !strings.Contains(out.String(), "at MS (default: now)") ||
+		!strings.Contains(out.String(), "(default: no limit; each request has its own)") {
+		t.Fatalf("help:\n%s", out.String())
+	}
+}
