@@ -12,6 +12,10 @@ type Inspection struct {
 	Manifest       *Manifest
 	Signatures     []Signature
 	SignedManifest []byte
+	// Delta is the (unverified) delta header when the file is a delta
+	// bundle (FORMAT.md §12); Manifest is then the full bundle's, which the
+	// delta carries.
+	Delta *Delta
 }
 
 // Inspect reads the signed manifest of the bundle in r without verifying
@@ -20,7 +24,25 @@ func Inspect(r io.Reader, maxManifestSize int64) (*Inspection, error) {
 	if maxManifestSize <= 0 {
 		maxManifestSize = DefaultMaxManifestSize
 	}
-	item, obj, err := readSigned(bufio.NewReaderSize(r, readBufferSize), maxManifestSize)
+	br := bufio.NewReaderSize(r, readBufferSize)
+	item, err := readItem(br, maxManifestSize)
+	if err != nil {
+		return nil, err
+	}
+	var delta *Delta
+	if coseContentType(item) == MediaTypeDelta {
+		hdr, err := decodeCOSE(item, MediaTypeDelta)
+		if err != nil {
+			return nil, err
+		}
+		if delta, err = DecodeDelta(hdr.payload); err != nil {
+			return nil, err
+		}
+		if item, err = readItem(br, maxManifestSize); err != nil {
+			return nil, err
+		}
+	}
+	obj, err := decodeSigned(item)
 	if err != nil {
 		return nil, err
 	}
@@ -28,5 +50,5 @@ func Inspect(r io.Reader, maxManifestSize int64) (*Inspection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Inspection{Manifest: m, Signatures: obj.signatures, SignedManifest: item}, nil
+	return &Inspection{Manifest: m, Signatures: obj.signatures, SignedManifest: item, Delta: delta}, nil
 }

@@ -44,7 +44,7 @@ func buildBase(env *cliutil.Env, c *cli.Context, bundleID string) ([]byte, error
 		defer f.Close()
 		in, err := bundle.Inspect(f, 0)
 		if err != nil {
-			return nil, cliutil.WithHint(err, "--base must be a full bundle file (.ampb) of an earlier version")
+			return nil, cliutil.WithHint(err, "--base must be a bundle file (full or delta) of an earlier version of the same bundle_id")
 		}
 		return in.SignedManifest, nil
 	case c.IsSet("base-from-db"):

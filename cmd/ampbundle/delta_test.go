@@ -79,6 +79,22 @@ func TestDeltaBuildImportExport(t *testing.T) {
 	if got, _ := os.ReadFile(out); !bytes.Equal(got, fullBytes) {
 		t.Fatal("export after a delta import is not the full build byte for byte")
 	}
+	// inspect shows the delta and the full manifest it carries.
+	var in summary
+	mustJSON(t, &in, "inspect", delta)
+	if in.Delta == nil || in.Delta.Omitted != built.Delta.Omitted || in.Version != 2 {
+		t.Fatalf("inspect of a delta: %+v", in)
+	}
+	// A delta serves as the base of the next delta: its item 1 is the
+	// signed manifest the store holds after importing it.
+	v3 := filepath.Join(dir, "v3.delta.ampb")
+	data, _ := os.ReadFile(filepath.Join(src, "bundle.json"))
+	os.WriteFile(filepath.Join(src, "bundle.json"), bytes.Replace(data, []byte(`"version": 2,`), []byte(`"version": 3,`), 1), 0o644)
+	mustRun(t, "build", src, "-o", v3, "--key", key, "--created", created, "--base", delta)
+	mustJSON(t, &res, "import", v3, "--db", db)
+	if res.Version != 3 || res.Delta == nil || res.Delta.BaseVersion != 2 {
+		t.Fatalf("import of a delta built over a delta: %+v", res)
+	}
 	r := runCLI(t, nil, "build", src, "-o", delta, "--key", key, "--base", full, "--base-from-db", db)
 	if r.code != 2 {
 		t.Fatalf("--base with --base-from-db: exit %d", r.code)

@@ -34,10 +34,18 @@ verified: not the signature, not the artifacts ('ampbundle verify' does).`,
 				return err
 			}
 			s := summarize(path, in.Manifest, signatureInfo(in.Signatures, nil), false)
+			if in.Delta != nil {
+				dv := deltaView(in.Manifest, in.Delta)
+				s.Delta = &dv
+			}
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, s)
 			}
 			fmt.Fprintln(env.Stdout, "signature NOT checked: run 'ampbundle verify FILE --trust PUB' to verify")
+			if s.Delta != nil {
+				fmt.Fprintf(env.Stdout, "DELTA over base %s: %d artifacts (%d bytes) come from the base; the manifest below is the full bundle's\n",
+					s.Delta.Base, s.Delta.Omitted, s.Delta.OmittedBytes)
+			}
 			s.print(env.Stdout)
 			return nil
 		},

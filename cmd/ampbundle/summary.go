@@ -23,6 +23,8 @@ type summary struct {
 	Artifacts        []artInfo         `json:"artifacts"`
 	Capabilities     []capInfo         `json:"capabilities"`
 	Aliases          map[string]string `json:"aliases,omitempty"`
+	// Delta is set for a delta bundle: its base and what it takes from it.
+	Delta *deltaJSON `json:"delta,omitempty"`
 }
 
 type sigInfo struct {
