@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/fxamacker/cbor/v2"
+
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
@@ -22,7 +24,9 @@ import (
 //     (a caller who could not use the name anyway gets 3001: existence
 //     is never revealed to an unauthorized caller, A.9)
 //  4. capability-scoped policy                           → 3001
-//  5. version: exact, or negotiated (§6.3)               → 4003
+//  5. version: exact, or negotiated (§6.3), else served  → 4003
+//     in place by a provided version under policy range
+//     with a signed compatible claim (agent/compat.go)
 //  6. input and output schemas, each with its whole $ref closure,
 //     resolved from verified, hash-checked bytes; params expanded within
 //     an item budget and validated                     → 5002 / 1001 / 4004
@@ -80,6 +84,13 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 	default:
 		id, err = capability.MatchExact(name, inv.Version, versions)
 	}
+	asked := id.Version
+	if amp.CodeOf(err) == amp.CodeVersionMismatch {
+		// The range policy (served in place under a proven claim).
+		if served, v, ok := servedInPlace(cat, name, requestedVersions(inv, cat, name), versions); ok {
+			id, asked, err = served, v, nil
+		}
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -132,6 +143,17 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		}
 	}
 	res := a.execute(a.reqLog(ctx).With("id", m.ID.String()), caller, m.ID.String(), id, outSchema, params, timeout)
+	if extra, deprecated := compatExtra(entry.Descriptor, id, asked); extra != nil {
+		if deprecated {
+			a.reqLog(ctx).Warn("deprecated version requested", "capability", id.String(), "requested", asked.String(), "from", caller)
+		}
+		if res.Extra == nil {
+			res.Extra = map[string]cbor.RawMessage{}
+		}
+		for k, v := range extra {
+			res.Extra[k] = v
+		}
+	}
 	if n := noteFrom(ctx); n != nil && res.Error != nil {
 		n.code, n.name = res.Error.Code, amp.ErrName(res.Error.Name)
 	}

@@ -1,0 +1,110 @@
+package agent
+
+import (
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// CAP_RESULT extension fields (RFC 004 §10) an agent adds when the
+// compatibility policy was involved (docs/FORMAT.md, "Compatibility policy
+// and signed claims").
+const (
+	// ResultServedID names the capability id that actually ran, when it
+	// is not the version the caller asked for (range policy).
+	ResultServedID = "served_id"
+	// ResultDeprecated is true when the caller's version is in the
+	// deprecated_ranges of the descriptor that served it.
+	ResultDeprecated = "deprecated"
+)
+
+// requestedVersions lists the concrete versions a CAP_INVOKE asks for, in
+// the requester's order: the exact version; or the preferred version, then
+// the acceptable list, then the catalog's versions of name inside the
+// range, highest first.
+func requestedVersions(inv capability.Invoke, cat *resolver.Catalog, name string) []capability.Version {
+	switch {
+	case inv.ByID():
+		return []capability.Version{inv.ID.Version}
+	case inv.Negotiate == nil:
+		return []capability.Version{inv.Version}
+	}
+	h := inv.Negotiate
+	var out []capability.Version
+	if !h.Preferred.IsZero() {
+		out = append(out, h.Preferred)
+	}
+	out = append(out, h.Acceptable...)
+	if !h.Range.IsZero() {
+		vs := cat.Versions(name)
+		for i := len(vs) - 1; i >= 0; i-- {
+			if h.Range.Contains(vs[i]) {
+				out = append(out, vs[i])
+			}
+		}
+	}
+	return out
+}
+
+// servedInPlace is the range policy, tried only when RFC 004 §6.3 found no
+// provided version: for each requested version v in the requester's
+// order, the highest provided version p whose descriptor has policy
+// "range", whose supported_ranges cover v, and whose signed claim for v is
+// compatible on both sides (checked by the builder, re-derived at import)
+// serves it. Strict (or absent) policies never serve another version.
+func servedInPlace(cat *resolver.Catalog, name string, requested, provided []capability.Version) (served capability.ID, asked capability.Version, ok bool) {
+	for _, v := range requested {
+		if v.IsZero() {
+			continue
+		}
+		for i := len(provided) - 1; i >= 0; i-- {
+			id := capability.ID{Name: name, Version: provided[i]}
+			e, found := cat.Lookup(id)
+			if !found || e.Descriptor.Policy != capability.PolicyRange || !e.Descriptor.Supports(v) {
+				continue
+			}
+			if c, has := e.Descriptor.Claim(v); has && c.Compatible() {
+				return id, v, true
+			}
+		}
+	}
+	return capability.ID{}, capability.Version{}, false
+}
+
+// compatExtra returns the CAP_RESULT extension fields for an invocation of
+// served on behalf of a caller of asked, or nil.
+func compatExtra(d capability.Descriptor, served capability.ID, asked capability.Version) (map[string][]byte, bool) {
+	m := map[string][]byte{}
+	deprecated := d.Deprecated(asked)
+	if served.Version != asked {
+		b, err := amp.Marshal(served.String())
+		if err == nil {
+			m[ResultServedID] = b
+		}
+	}
+	if deprecated {
+		b, err := amp.Marshal(true)
+		if err == nil {
+			m[ResultDeprecated] = b
+		}
+	}
+	if len(m) == 0 {
+		return nil, false
+	}
+	return m, deprecated
+}
+
+// servesInRange reports whether d, under policy range, serves a version in
+// r in place: it holds a compatible claim for one (CAP_QUERY lists it for
+// such a filter, as CAP_INVOKE would serve it).
+func servesInRange(d capability.Descriptor, r capability.Range) bool {
+	if d.Policy != capability.PolicyRange {
+		return false
+	}
+	for _, c := range d.CompatClaims {
+		if r.Contains(c.Version) && c.Compatible() && d.Supports(c.Version) {
+			return true
+		}
+	}
+	return false
+}
