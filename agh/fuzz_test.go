@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -107,6 +108,28 @@ func FuzzVerifyCapability(f *testing.F) {
 		}
 		if _, err := VerifyCapability(tb.Capability); err != nil {
 			t.Fatalf("own transfer does not verify: %v\n%s", err, tb.Capability)
+		}
+	})
+}
+
+// FuzzParseCatalogQuery: an accepted query asks for the catalog, and each
+// id it names is non-empty and trimmed.
+func FuzzParseCatalogQuery(f *testing.F) {
+	for _, s := range []string{"", "id=a", "id=a&id=b", "id=", "ids=a", "id=%zz", "id=a;b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		req, err := ParseCatalogQuery(q)
+		if err != nil {
+			return
+		}
+		if !req.Rich {
+			t.Fatal("catalog query without the catalog")
+		}
+		for _, id := range req.IDs {
+			if id == "" || id != strings.TrimSpace(id) {
+				t.Fatalf("id %q", id)
+			}
 		}
 	})
 }

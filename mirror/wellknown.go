@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"encoding/json"
+	"net/http"
 	"slices"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -49,10 +50,12 @@ type Capabilities struct {
 
 // Limits are the bounds a server applies and a client may rely on.
 type Limits struct {
-	// MaxBundleBytes is the largest bundle file served or accepted.
-	MaxBundleBytes int64 `json:"max_bundle_bytes"`
-	// MaxIndexBytes is the largest index document served.
-	MaxIndexBytes int64 `json:"max_index_bytes"`
+	// MaxBundleBytes is the largest bundle file served (bundle-mirror).
+	MaxBundleBytes int64 `json:"max_bundle_bytes,omitempty"`
+	// MaxIndexBytes is the largest index document served (bundle-mirror).
+	MaxIndexBytes int64 `json:"max_index_bytes,omitempty"`
+	// MaxMessageBytes is the largest AMP message accepted (amp-agent).
+	MaxMessageBytes int64 `json:"max_message_bytes,omitempty"`
 	// MaxPathBytes is the longest request path looked at.
 	MaxPathBytes int `json:"max_path_bytes"`
 	// MaxInFlight is how many requests are served at once; more get 503.
@@ -90,21 +93,35 @@ func (c *Capabilities) Check() error {
 	if !slices.Contains(c.SignatureAlgorithms, SignatureEd25519) {
 		return bad("signature_algorithms", `must contain "ed25519"`)
 	}
+	mirror, agent := slices.Contains(c.Profiles, ProfileMirror), slices.Contains(c.Profiles, ProfileAgent)
 	switch {
-	case c.Limits.MaxBundleBytes < 1<<10:
+	case (mirror || c.Limits.MaxBundleBytes != 0) && c.Limits.MaxBundleBytes < 1<<10:
 		return bad("limits.max_bundle_bytes", "must be at least 1024")
-	case c.Limits.MaxIndexBytes < 1<<10:
+	case (mirror || c.Limits.MaxIndexBytes != 0) && c.Limits.MaxIndexBytes < 1<<10:
 		return bad("limits.max_index_bytes", "must be at least 1024")
+	case (agent || c.Limits.MaxMessageBytes != 0) && c.Limits.MaxMessageBytes < 1<<20:
+		return bad("limits.max_message_bytes", "must be at least 1048576 (the HTTP binding's minimum)")
 	case c.Limits.MaxPathBytes < 256:
 		return bad("limits.max_path_bytes", "must be at least 256")
 	case c.Limits.MaxInFlight < 1:
 		return bad("limits.max_in_flight", "must be at least 1")
 	}
-	if slices.Contains(c.Profiles, ProfileMirror) {
-		for _, k := range []string{"index", "bundles"} {
+	need := func(profile string, keys ...string) error {
+		for _, k := range keys {
 			if c.Endpoints[k] == "" {
-				return bad("endpoints."+k, "must be present for the "+ProfileMirror+" profile")
+				return bad("endpoints."+k, "must be present for the "+profile+" profile")
 			}
+		}
+		return nil
+	}
+	if mirror {
+		if err := need(ProfileMirror, "index", "bundles"); err != nil {
+			return err
+		}
+	}
+	if agent {
+		if err := need(ProfileAgent, "messages"); err != nil {
+			return err
 		}
 	}
 	for k, v := range c.Endpoints {
@@ -173,7 +190,7 @@ func DecodeCapabilities(data []byte) (*Capabilities, error) {
 		}
 		for k := range lim {
 			switch k {
-			case "max_bundle_bytes", "max_index_bytes", "max_path_bytes", "max_in_flight":
+			case "max_bundle_bytes", "max_index_bytes", "max_message_bytes", "max_path_bytes", "max_in_flight":
 			default:
 				return nil, amp.Named(0, ErrMisconfigured, "capabilities document: limits has an unknown field")
 			}
@@ -208,4 +225,55 @@ func mirrorEndpoints() map[string]string {
 		"input_schema":    RegistryPrefix + "{name}/{version}/" + FileInputSchema,
 		"output_schema":   RegistryPrefix + "{name}/{version}/" + FileOutputSchema,
 	}
+}
+
+// AgentCapabilities returns the capabilities document of an AMP agent
+// (profiles offline-registry and amp-agent): messagesPath and healthPath
+// are its endpoints, extra endpoints (the AGH projection, for example) are
+// added as given.
+func AgentCapabilities(messagesPath, healthPath string, maxMessage int64, maxInFlight int, extra map[string]string) Capabilities {
+	ep := map[string]string{"well_known": WellKnownPath, "messages": messagesPath, "health": healthPath}
+	for k, v := range extra {
+		ep[k] = v
+	}
+	return Capabilities{
+		RegistryVersion:     RegistryVersion,
+		Profiles:            []string{ProfileOffline, ProfileAgent},
+		BundleFormat:        bundle.Format,
+		HashAlgorithms:      []string{capability.HashSHA256, capability.HashSHA512},
+		SignatureAlgorithms: []string{SignatureEd25519},
+		Limits:              Limits{MaxMessageBytes: maxMessage, MaxPathBytes: maxPathLen, MaxInFlight: maxInFlight},
+		Endpoints:           ep,
+	}
+}
+
+// WellKnownHandler serves c at WellKnownPath (GET, HEAD), its generation
+// read from generation at each request; every other request is the JSON
+// error envelope. c is checked first: a misconfigured document is an error
+// naming the field, and nothing is served.
+func WellKnownHandler(c Capabilities, generation func() uint64) (http.Handler, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed)
+			return
+		}
+		if r.URL.Path != WellKnownPath {
+			writeError(w, http.StatusNotFound, CodeNotFound)
+			return
+		}
+		doc := c
+		if generation != nil {
+			doc.Generation = generation()
+		}
+		body, err := json.Marshal(doc)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, CodeInternal)
+			return
+		}
+		serveMem(w, r, newMemFile(append(body, '\n'), "application/json"), "public, max-age=60")
+	}), nil
 }

@@ -21,9 +21,11 @@ import (
 
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/agh"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
+	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -116,6 +118,7 @@ requests finish.`,
 			&cli.StringFlag{Name: "admin-socket", Usage: "admin socket `PATH` (default DB.admin.sock)"},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics on GET /metrics at `ADDR`, a listener of its own (default: no metrics listener)"},
 			&cli.Int64Flag{Name: "max-body", Usage: "largest accepted message in `BYTES` (default 16 MiB)"},
+			&cli.BoolFlag{Name: "agh", Usage: "also serve the AGH capability discovery projection (peer card, catalog, transfer) under /agh/v0/"},
 			&cli.BoolFlag{Name: "allow-missing-handlers", Usage: "start even when a handler program is missing or not executable (logged, and /readyz reports it)"},
 			&cli.DurationFlag{Name: "ready-expiry-window", Value: defaultExpiryWindow, Usage: "/readyz reports not ready when an installed bundle expires within `DURATION` (0: only when expired)"},
 			&cli.DurationFlag{Name: "ready-recheck", Value: defaultRecheck, Usage: "/readyz re-runs the store check at least every `DURATION` (and whenever the store changes)"},
@@ -406,6 +409,10 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	mux := http.NewServeMux()
 	mux.Handle(ReadyPath, ready)
 	mux.Handle("/", h)
+	if err := mountDiscovery(mux, c.Bool("agh"), cfg, store, id.DID); err != nil {
+		ln.Close()
+		return err
+	}
 	srv := agent.NewHTTPServer(instrument(mux, met, log), maxTimeout+30*time.Second, log)
 	var metricsLn net.Listener
 	if cfg.MetricsListen != "" {
@@ -604,3 +611,42 @@ func (w *cappedWriter) Excerpt(n int) (string, bool) {
 }
 
 var _ io.Writer = (*cappedWriter)(nil)
+
+// mountDiscovery adds the well-known capabilities document and, with
+// withAGH, the AGH projection of the store's catalog to mux. The document
+// is checked first: a misconfigured one stops serve before it starts.
+func mountDiscovery(mux *http.ServeMux, withAGH bool, cfg *serveConfig, store *resolver.Store, did string) error {
+	maxBody, inFlight := cfg.MaxBodyBytes, cfg.MaxInFlight
+	if maxBody <= 0 {
+		maxBody = agent.DefaultMaxBody
+	}
+	if inFlight <= 0 {
+		inFlight = agent.DefaultMaxInFlight
+	}
+	extra := map[string]string{}
+	if withAGH {
+		extra["agh_peer_card"] = agh.PeerCardPath
+		extra["agh_catalog"] = agh.CatalogPath
+		extra["agh_capability"] = agh.CapabilityPrefix + "{id}"
+	}
+	wk, err := mirror.WellKnownHandler(mirror.AgentCapabilities(agent.MessagesPath, agent.HealthPath, maxBody, inFlight, extra), store.Generation)
+	if err != nil {
+		return err
+	}
+	mux.Handle(mirror.WellKnownPath, wk)
+	if withAGH {
+		peer, _ := json.Marshal(did)
+		mux.Handle("/agh/v0/", agh.NewHandler(agh.HandlerOptions{
+			Catalog: func() ([]agh.Capability, error) {
+				cat, err := store.Catalog()
+				if err != nil {
+					return nil, err
+				}
+				return agh.FromCatalog(cat), nil
+			},
+			Card: map[string]json.RawMessage{"peer_id": peer, "profiles_supported": json.RawMessage(`["agh-network/v0"]`),
+				"artifacts_supported": json.RawMessage(`["capability"]`)},
+		}))
+	}
+	return nil
+}

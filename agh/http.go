@@ -1,0 +1,154 @@
+package agh
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Paths of the AGH projection served over HTTP by 'ampagent serve --agh'
+// (docs/FORMAT.md, "AGH projection").
+const (
+	PeerCardPath     = "/agh/v0/peer-card"
+	CatalogPath      = "/agh/v0/capability-catalog"
+	CapabilityPrefix = "/agh/v0/capabilities/"
+)
+
+// maxQuery bounds the query string of a catalog request.
+const maxQuery = 8 << 10
+
+// HandlerOptions configures NewHandler.
+type HandlerOptions struct {
+	// Catalog returns the current catalog, in catalog order. Required.
+	Catalog func() ([]Capability, error)
+	// Card holds the card members other than capabilities and ext
+	// (peer_id, display_name, ...).
+	Card map[string]json.RawMessage
+	// MaxBytes bounds a response (default MaxDocumentBytes): a larger one
+	// is refused (500 too_large) rather than sent.
+	MaxBytes int
+}
+
+// ParseCatalogQuery reads the query of a catalog request: "id" may be
+// repeated to narrow the catalog (catalog order is kept whatever the order
+// of the ids); no "id" means the whole catalog; "id=" alone asks for
+// nothing and gets []. Any other parameter, or a query over 8 KiB, is
+// invalid_document.
+func ParseCatalogQuery(raw string) (WhoisRequest, error) {
+	req := WhoisRequest{Rich: true}
+	if len(raw) > maxQuery {
+		return req, invalid("catalog query too long")
+	}
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return req, invalid("catalog query does not parse")
+	}
+	for k, vs := range q {
+		if k != "id" {
+			return req, invalid("catalog query has an unknown parameter")
+		}
+		req.Filter = true
+		for _, v := range vs {
+			if v = strings.TrimSpace(v); v != "" {
+				req.IDs = append(req.IDs, v)
+			}
+		}
+	}
+	return req, nil
+}
+
+// NewHandler serves the three projections of the catalog, read-only:
+//
+//	GET PeerCardPath                      the peer card (brief discovery)
+//	GET CatalogPath[?id=ID&id=...]        {"agh.capability_catalog": {...}}
+//	GET CapabilityPrefix + ID             {"capability": {...}} (transfer)
+//
+// Every failure is {"error":{"code","message"}} with a fixed message:
+// not_found, method_not_allowed, invalid_request, too_large,
+// internal_error.
+func NewHandler(opts HandlerOptions) http.Handler {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = MaxDocumentBytes
+	}
+	send := func(w http.ResponseWriter, r *http.Request, v any) {
+		body, err := marshalNoEscape(v)
+		if err != nil {
+			fail(w, http.StatusInternalServerError, "internal_error", "the projection failed")
+			return
+		}
+		if len(body) > opts.MaxBytes {
+			fail(w, http.StatusInternalServerError, "too_large", "the answer would exceed the size limit")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			w.Write(append(body, '\n'))
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			fail(w, http.StatusMethodNotAllowed, "method_not_allowed", "only GET and HEAD are served")
+			return
+		}
+		cat, err := opts.Catalog()
+		if err != nil {
+			fail(w, http.StatusServiceUnavailable, "internal_error", "the catalog is not available")
+			return
+		}
+		switch p := r.URL.Path; {
+		case p == PeerCardPath && r.URL.RawQuery == "":
+			card := &PeerCard{Extra: opts.Card}
+			if err := ProjectPeerCard(card, cat); err != nil {
+				fail(w, http.StatusInternalServerError, "internal_error", "the projection failed")
+				return
+			}
+			send(w, r, card)
+		case p == CatalogPath:
+			req, err := ParseCatalogQuery(r.URL.RawQuery)
+			if err != nil {
+				fail(w, http.StatusBadRequest, "invalid_request", "the catalog query is not valid")
+				return
+			}
+			rich, err := RichCatalog(cat, req, opts.MaxBytes)
+			if err != nil {
+				fail(w, http.StatusInternalServerError, "too_large", "the answer would exceed the size limit")
+				return
+			}
+			send(w, r, map[string]any{ExtCatalog: rich})
+		case strings.HasPrefix(p, CapabilityPrefix) && r.URL.RawQuery == "":
+			id := p[len(CapabilityPrefix):]
+			for _, c := range cat {
+				if c.ID == id {
+					body, err := TransferBody(c)
+					if err != nil {
+						fail(w, http.StatusInternalServerError, "internal_error", "the projection failed")
+						return
+					}
+					send(w, r, json.RawMessage(body))
+					return
+				}
+			}
+			fail(w, http.StatusNotFound, "not_found", "no such resource")
+		default:
+			fail(w, http.StatusNotFound, "not_found", "no such resource")
+		}
+	})
+}
+
+// fail writes the JSON error envelope; code and message are constants.
+func fail(w http.ResponseWriter, status int, code, message string) {
+	body := `{"error":{"code":"` + code + `","message":"` + message + `"}}` + "\n"
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write([]byte(body))
+}
