@@ -172,3 +172,37 @@ func TestExpiryProblems(t *testing.T) {
 		}
 	}
 }
+
+// TestReadyzRecheck: the store check behind /readyz is re-run when the
+// store's generation changes and once --ready-recheck has passed, and not
+// in between (threat: a readiness probe re-hashing the whole store on
+// every request; or a stale "sound" kept after the store changed).
+func TestReadyzRecheck(t *testing.T) {
+	db, _ := serveStore(t)
+	s, err := resolver.Open(db, resolver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &readiness{store: s, now: func() time.Time { return now }, window: time.Hour, recheck: 10 * time.Minute}
+	first := r.report()
+	if first.Status != "ready" || first.CheckedAt != "2030-01-01T00:00:00Z" {
+		t.Fatalf("first: %+v", first)
+	}
+	now = now.Add(5 * time.Minute)
+	if rep := r.report(); rep.CheckedAt != first.CheckedAt {
+		t.Fatalf("re-checked within the interval: %+v", rep)
+	}
+	if _, err := s.Remove("org.example.translate"); err != nil {
+		t.Fatal(err)
+	}
+	rep := r.report()
+	if rep.CheckedAt != "2030-01-01T00:05:00Z" || rep.Generation == first.Generation {
+		t.Fatalf("not re-checked after the store changed: %+v", rep)
+	}
+	now = now.Add(11 * time.Minute)
+	if rep := r.report(); rep.CheckedAt != "2030-01-01T00:16:00Z" {
+		t.Fatalf("not re-checked after the interval: %+v", rep)
+	}
+}
