@@ -48,12 +48,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		serveMem(w, r, f, "no-cache")
 	case RouteBundle:
-		b := snap.bundles[route.BundleID]
-		if b == nil {
-			writeError(w, http.StatusNotFound, CodeNotFound)
-			return
+		// A refresh may prune the file of an older snapshot between the
+		// lookup and the open: look again in the newest snapshot once.
+		for range 2 {
+			b := snap.bundles[route.BundleID]
+			if b == nil {
+				writeError(w, http.StatusNotFound, CodeNotFound)
+				return
+			}
+			f, err := os.Open(b.path)
+			if err == nil {
+				defer f.Close()
+				s.serveBundle(w, r, b, f)
+				return
+			}
+			s.log.Warn("mirror spool file unreadable", "bundle_sha256", b.sha256, "err", err)
+			snap = s.cur.Load()
 		}
-		s.serveBundle(w, r, b)
+		writeError(w, http.StatusInternalServerError, CodeInternal)
 	default:
 		writeError(w, http.StatusNotFound, CodeNotFound)
 	}
@@ -98,7 +110,7 @@ func serveMem(w http.ResponseWriter, r *http.Request, f *memFile, cache string) 
 
 // serveBundle serves a bundle file: conditional GET, one byte range (with
 // If-Range), HEAD.
-func (s *Server) serveBundle(w http.ResponseWriter, r *http.Request, b *bundleFile) {
+func (s *Server) serveBundle(w http.ResponseWriter, r *http.Request, b *bundleFile, f *os.File) {
 	commonHeaders(w, b.etag, "application/ampbundle", "no-cache")
 	w.Header().Set("Accept-Ranges", "bytes")
 	if notModified(r, b.etag) {
@@ -119,13 +131,6 @@ func (s *Server) serveBundle(w http.ResponseWriter, r *http.Request, b *bundleFi
 		writeError(w, http.StatusRequestedRangeNotSatisfiable, CodeRangeNotSatisfy)
 		return
 	}
-	f, err := os.Open(b.path)
-	if err != nil {
-		s.log.Error("mirror spool file unreadable", "bundle_sha256", b.sha256, "err", err)
-		writeError(w, http.StatusInternalServerError, CodeInternal)
-		return
-	}
-	defer f.Close()
 	w.Header().Set("Content-Length", strconv.FormatInt(length, 10))
 	if res == RangePartial {
 		w.Header().Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(start+length-1, 10)+"/"+strconv.FormatInt(b.size, 10))

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -263,5 +264,43 @@ func TestMirrorRefusesToStartMisconfigured(t *testing.T) {
 				t.Fatalf("err %v, want misconfigured naming %s", err, c.field)
 			}
 		})
+	}
+}
+
+// A station store whose artifact bytes were altered on disk: the mirror
+// serves neither the bundle file nor its schemas (Export and Resolve check
+// every hash), so it can never hand altered bytes on.
+func TestTamperedStationStoreIsNotServed(t *testing.T) {
+	p := newStore(t, testBundle(t, 1))
+	schema := []byte(`"title":"echo v1"`)
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := 0; ; {
+		j := bytes.Index(raw[i:], schema)
+		if j < 0 {
+			break
+		}
+		raw[i+j+len(schema)/2] ^= 0x01
+		i += j + len(schema)
+		n++
+	}
+	if n == 0 {
+		t.Fatal("the schema is not in the store file")
+	}
+	if err := os.WriteFile(p, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, ts := startMirror(t, p, nil)
+	for _, path := range []string{"/bundles/org.example.echo", "/cap-registry/org.example.echo/1.1.0/input.schema.json", "/cap-registry/org.example.echo/1.1.0/descriptor.cbor"} {
+		resp, body := get(t, "GET", ts.URL+path, nil)
+		wantEnvelope(t, resp, body, 404, CodeNotFound)
+	}
+	_, body := get(t, "GET", ts.URL+IndexPath, nil)
+	ix, err := DecodeIndex(body)
+	if err != nil || len(ix.Bundles) != 0 || len(ix.Capabilities) != 0 {
+		t.Fatalf("index lists a tampered bundle: %s", body)
 	}
 }
