@@ -1,0 +1,44 @@
+package ledger_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ampbundle/ampbundle/agent/ledger"
+)
+
+// Example walks one message through the ledger: claimed, marked running
+// (durable) just before its handler runs, finished with its reply (durable)
+// before the reply is sent; a duplicate then gets the same bytes.
+func Example() {
+	dir, _ := os.MkdirTemp("", "ledger")
+	defer os.RemoveAll(dir)
+	now := func() time.Time { return time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC) }
+	store, err := ledger.OpenBolt(filepath.Join(dir, "registry.db.ledger"), ledger.BoltOptions{Now: now})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	l, _ := ledger.New(store, ledger.Options{Now: now})
+	defer l.Close()
+
+	id := [16]byte{0x01}
+	st, _ := l.Start("did:key:z6MkCaller", id, now().Add(time.Hour))
+	fmt.Println("first copy:", st.State)
+	if err := st.Ticket.Running(); err != nil { // durable before the handler runs
+		fmt.Println(err)
+		return
+	}
+	reply := []byte("signed CAP_RESULT bytes")
+	if err := st.Ticket.Finish(reply); err != nil { // durable before the reply is sent
+		fmt.Println(err)
+		return
+	}
+	again, _ := l.Start("did:key:z6MkCaller", id, now().Add(time.Hour))
+	fmt.Printf("duplicate: %s, %q\n", again.State, again.Reply)
+	// Output:
+	// first copy: fresh
+	// duplicate: done, "signed CAP_RESULT bytes"
+}
