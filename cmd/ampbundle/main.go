@@ -29,6 +29,7 @@ func newApp(env *cliutil.Env) *cli.App {
 			revokeCommand(env),
 			verifyCommand(env),
 			inspectCommand(env),
+			compatCommand(env),
 			trustCommand(env),
 			importCommand(env),
 			lsCommand(env),

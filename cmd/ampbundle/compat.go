@@ -1,0 +1,231 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/compat"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// fileLoader serves the schema artifacts of a verified bundle file.
+type fileLoader struct {
+	files map[string][]byte
+	ids   map[string]string
+}
+
+func (l *fileLoader) Load(key string) ([]byte, error) {
+	b, ok := l.files[key]
+	if !ok {
+		return nil, os.ErrNotExist
+	}
+	return b, nil
+}
+
+func (l *fileLoader) KeyForID(id string) (string, bool) {
+	k, ok := l.ids[id]
+	return k, ok
+}
+
+func compatCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "compat",
+		Usage:     "show the compatibility matrix of capability versions",
+		ArgsUsage: "[FILE]",
+		Description: `For every capability, every requester version × provider version: full
+(requests of the requester's version are valid for the provider's, and
+results of the provider's valid for the requester's), partial (the pair
+works without the listed fields), incompatible (with the rule and the JSON
+Pointer where it breaks) or unknown (the checker cannot decide; never read
+as compatible). Versions come from a bundle FILE (verified with --trust,
+every schema hash-checked), from the store (--db), or both: then the
+file's versions are compared with those the store has installed (a version
+in both is taken from the file). --capability limits the output to one
+name.`,
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "trust", Usage: "trusted publisher key for FILE: `PUB` PEM file or did:key (repeatable; required with FILE)"},
+			dbFlag, adminSocketFlag,
+			&cli.StringFlag{Name: "capability", Usage: "only this capability `NAME`"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) (err error) {
+			if c.NArg() > 1 {
+				return cliutil.Usagef("at most one bundle FILE")
+			}
+			if c.NArg() == 0 && c.String("db") == "" {
+				return cliutil.WithHint(cliutil.Usagef("give a bundle FILE, --db, or both"), "ampbundle compat bundle.ampb --trust publisher.pub.pem")
+			}
+			var ps []compat.Provided
+			fromFile := map[string]bool{}
+			if c.NArg() == 1 {
+				if len(c.StringSlice("trust")) == 0 {
+					return cliutil.WithHint(cliutil.Usagef("missing required flag --trust"), "give the publisher's public key: --trust publisher.pub.pem or --trust did:key:z6Mk…")
+				}
+				fps, err := compatFromFile(env, c.Args().First(), c.StringSlice("trust"))
+				if err != nil {
+					return err
+				}
+				for _, p := range fps {
+					fromFile[p.Descriptor.ID().String()] = true
+				}
+				ps = append(ps, fps...)
+			}
+			if c.String("db") != "" {
+				reg, err := openStore(env, c, readOnly)
+				if err != nil {
+					return err
+				}
+				defer closeStore(reg, &err)
+				s, ok := reg.(*resolver.Store)
+				if !ok {
+					return cliutil.WithHint(cliutil.Failf("store_in_use", "compat reads the store's schemas directly, and a running agent holds it"), "run compat on a copy of the store (ampbundle export, then compat FILE), or stop the agent")
+				}
+				cat, err := s.Catalog()
+				if err != nil {
+					return err
+				}
+				srcs := map[string]*compat.Source{}
+				for _, name := range cat.Names {
+					for _, e := range cat.ByName[name] {
+						if fromFile[e.Descriptor.ID().String()] {
+							continue
+						}
+						src := srcs[e.BundleID]
+						if src == nil {
+							src = compat.NewSource(s.Loader(e.BundleID))
+							srcs[e.BundleID] = src
+						}
+						ps = append(ps, compat.Provided{Descriptor: e.Descriptor, Src: src})
+					}
+				}
+			}
+			if name := c.String("capability"); name != "" {
+				var keep []compat.Provided
+				for _, p := range ps {
+					if p.Descriptor.Name == name {
+						keep = append(keep, p)
+					}
+				}
+				if len(keep) == 0 {
+					return cliutil.Failf("capability_not_found", "no version of %s here", name)
+				}
+				ps = keep
+			}
+			ms := compat.Matrices(ps)
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"matrices": ms})
+			}
+			printMatrices(env.Stdout, ms)
+			return nil
+		},
+	}
+}
+
+// compatFromFile verifies a bundle file and keeps its schema artifacts.
+func compatFromFile(env *cliutil.Env, path string, trust []string) ([]compat.Provided, error) {
+	policy, err := trustFlags(trust)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
+	}
+	defer f.Close()
+	r, err := bundle.NewReader(f, bundle.ReaderOptions{Policy: policy, Now: env.Now})
+	if err != nil {
+		return nil, err
+	}
+	l := &fileLoader{files: map[string][]byte{}, ids: map[string]string{}}
+	for {
+		a, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if a.MediaType != bundle.MediaTypeSchema {
+			continue
+		}
+		l.files[a.Key] = a.Data
+		if id := schemaIDOf(a.Data); id != "" {
+			l.ids[id] = a.Key
+		}
+	}
+	src := compat.NewSource(l)
+	var ps []compat.Provided
+	for _, d := range r.Manifest().Capabilities {
+		ps = append(ps, compat.Provided{Descriptor: d, Src: src})
+	}
+	return ps, nil
+}
+
+var levelMark = map[string]string{
+	compat.LevelFull: "✅ full", compat.LevelPartial: "⚠️ partial", compat.LevelIncompatible: "❌ incompatible", compat.LevelUnknown: "? unknown",
+}
+
+func printMatrices(w io.Writer, ms []compat.Matrix) {
+	for i, m := range ms {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s (rows: requester version, columns: provider version)\n", m.Capability)
+		width := 16
+		fmt.Fprintf(w, "%-12s", "")
+		for _, v := range m.Versions {
+			fmt.Fprintf(w, " %-*s", width, v)
+		}
+		fmt.Fprintln(w)
+		n := len(m.Versions)
+		for r := 0; r < n; r++ {
+			fmt.Fprintf(w, "%-12s", m.Versions[r])
+			for p := 0; p < n; p++ {
+				mark := levelMark[m.Cells[r*n+p].Level]
+				fmt.Fprintf(w, " %s%s", mark, strings.Repeat(" ", max(0, width-len([]rune(mark)))))
+			}
+			fmt.Fprintln(w)
+		}
+		for _, cell := range m.Cells {
+			if cell.Level == compat.LevelFull {
+				continue
+			}
+			fmt.Fprintf(w, "  %s caller on %s provider: %s\n", cell.Requester, cell.Provider, cell.Level)
+			for _, side := range []struct {
+				name string
+				r    compat.Report
+			}{{"input", cell.Input}, {"output", cell.Output}} {
+				for _, f := range side.r.Findings {
+					fmt.Fprintf(w, "    %s %s %s at %s", side.name, f.Verdict, f.Rule, pointerOrRoot(f.Pointer))
+					if f.Detail != "" {
+						fmt.Fprintf(w, " (%s)", f.Detail)
+					}
+					fmt.Fprintln(w)
+				}
+			}
+		}
+	}
+}
+
+func pointerOrRoot(p string) string {
+	if p == "" {
+		return "the root"
+	}
+	return p
+}
+
+// schemaIDOf is the top-level absolute $id of a schema document, or "".
+func schemaIDOf(doc []byte) string {
+	id, err := offlineschema.SchemaID(doc)
+	if err != nil {
+		return ""
+	}
+	return id
+}

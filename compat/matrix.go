@@ -1,0 +1,114 @@
+package compat
+
+import (
+	"sort"
+
+	"github.com/ampbundle/ampbundle/capability"
+)
+
+// Provided is one capability version and the Source its schemas are read
+// from (versions of one capability may come from different bundles).
+type Provided struct {
+	Descriptor capability.Descriptor
+	Src        *Source
+}
+
+// Levels of a matrix cell (RFC 004 early proposal §3.2).
+const (
+	// LevelFull: every request of the requester's version is valid for
+	// the provider's, and every result of the provider's is valid for the
+	// requester's.
+	LevelFull = "full"
+	// LevelPartial: the pair works without some fields: the requester may
+	// send properties the provider refuses, or expects properties the
+	// provider does not guarantee (Lost lists them); nothing else breaks.
+	LevelPartial = "partial"
+	// LevelIncompatible: a rule proves a request or result is lost.
+	LevelIncompatible = "incompatible"
+	// LevelUnknown: the checker could not decide.
+	LevelUnknown = "unknown"
+)
+
+// Cell is one requester version × provider version.
+type Cell struct {
+	Requester string    `json:"requester"`
+	Provider  string    `json:"provider"`
+	Level     string    `json:"level"`
+	Lost      []Finding `json:"lost,omitempty"`
+	Input     Report    `json:"input"`
+	Output    Report    `json:"output"`
+}
+
+// Matrix is the compatibility matrix of one capability: its versions
+// ascending, and a cell for every ordered pair (requester-major order).
+type Matrix struct {
+	Capability string   `json:"capability"`
+	Versions   []string `json:"versions"`
+	Cells      []Cell   `json:"cells"`
+}
+
+// Matrices computes the matrix of every capability among ps, by name
+// ascending.
+func Matrices(ps []Provided) []Matrix {
+	byName := map[string][]Provided{}
+	for _, p := range ps {
+		byName[p.Descriptor.Name] = append(byName[p.Descriptor.Name], p)
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]Matrix, 0, len(names))
+	for _, n := range names {
+		vs := byName[n]
+		sort.SliceStable(vs, func(i, j int) bool {
+			return capability.OrderOldestFirst.CompareVersions(vs[i].Descriptor.Version, vs[j].Descriptor.Version) < 0
+		})
+		m := Matrix{Capability: n}
+		for _, v := range vs {
+			m.Versions = append(m.Versions, v.Descriptor.Version.String())
+		}
+		for _, r := range vs {
+			for _, p := range vs {
+				m.Cells = append(m.Cells, cell(r, p))
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func cell(r, p Provided) Cell {
+	c := Cell{Requester: r.Descriptor.Version.String(), Provider: p.Descriptor.Version.String()}
+	pr := Versions(
+		Version{Src: r.Src, Input: r.Descriptor.InputSchema.ArtifactKey, Output: r.Descriptor.OutputSchema.ArtifactKey},
+		Version{Src: p.Src, Input: p.Descriptor.InputSchema.ArtifactKey, Output: p.Descriptor.OutputSchema.ArtifactKey})
+	c.Input, c.Output = pr.Input, pr.Output
+	switch pr.Verdict() {
+	case Compatible:
+		c.Level = LevelFull
+		return c
+	case Unknown:
+		c.Level = LevelUnknown
+		return c
+	}
+	// Partial when every finding is a field the pair can do without.
+	var lost []Finding
+	for _, f := range pr.Input.Findings {
+		if f.Verdict != Incompatible || (f.Rule != "property_removed" && f.Rule != "additional_properties_closed") {
+			c.Level = LevelIncompatible
+			return c
+		}
+		lost = append(lost, f)
+	}
+	for _, f := range pr.Output.Findings {
+		if f.Verdict != Incompatible || f.Rule != "required_added" {
+			c.Level = LevelIncompatible
+			return c
+		}
+		lost = append(lost, f)
+	}
+	c.Level, c.Lost = LevelPartial, lost
+	return c
+}
