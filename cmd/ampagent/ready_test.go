@@ -206,3 +206,34 @@ func TestReadyzRecheck(t *testing.T) {
 		t.Fatalf("not re-checked after the interval: %+v", rep)
 	}
 }
+
+// TestReadyzDocExample: the /readyz example in docs/CLI.md is exactly the
+// shape the agent writes (known fields only), and is what a missing
+// handler program produces.
+func TestReadyzDocExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "CLI.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := bytes.Index(doc, []byte(`{"status":"not_ready"`))
+	if start < 0 {
+		t.Fatal("no /readyz example in docs/CLI.md")
+	}
+	end := bytes.Index(doc[start:], []byte("```"))
+	if end < 0 {
+		t.Fatal("the /readyz example does not end")
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc[start : start+end]))
+	dec.DisallowUnknownFields()
+	var rep readyReport
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("the documented /readyz answer does not decode: %v", err)
+	}
+	want := handlerProblems(map[string]execHandler{"org.example.translate.text:2.1.0": {Command: []string{"/usr/local/bin/translate"}}})
+	if _, err := os.Stat("/usr/local/bin/translate"); err == nil {
+		t.Skip("this machine has /usr/local/bin/translate")
+	}
+	if rep.Status != "not_ready" || len(rep.Problems) != 1 || len(want) != 1 || rep.Problems[0] != want[0] {
+		t.Fatalf("documented %+v, the agent says %+v", rep.Problems, want)
+	}
+}

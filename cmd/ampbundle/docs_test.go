@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/internal/cliutil"
@@ -37,5 +38,18 @@ func TestReferenceDocsMatchCommands(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("docs/%s differs from what the commands generate (run: go run ./cmd/%s gen-docs docs)", rel, app.Name)
 		}
+	}
+}
+
+// TestHelpReachesSubcommands: "ampbundle help trust add" shows the help of
+// trust add, with its required flags in the USAGE line; "help" alone lists
+// the commands.
+func TestHelpReachesSubcommands(t *testing.T) {
+	r := runCLI(t, nil, "help", "trust", "add")
+	if r.code != 0 || !strings.Contains(r.stdout, "ampbundle trust add --db FILE --name NAME --scope PREFIX [options] PUB") {
+		t.Fatalf("help trust add: %d %q", r.code, r.stdout)
+	}
+	if r := runCLI(t, nil, "help"); r.code != 0 || !strings.Contains(r.stdout, "import") || !strings.Contains(r.stdout, "completion") {
+		t.Fatalf("help: %d %q", r.code, r.stdout)
 	}
 }

@@ -94,6 +94,9 @@ func Prepare(app *cli.App, env *Env) {
 			&cli.BoolFlag{Name: "version", Usage: "print the version, VCS revision and build time, and exit", DisableDefaultText: true},
 			&cli.BoolFlag{Name: "json", Usage: "with --version: print it as one JSON document", DisableDefaultText: true})
 	}
+	if findCommand(app.Commands, "help") == nil {
+		app.Commands = append(app.Commands, helpCommand(app))
+	}
 	if findCommand(app.Commands, "completion") == nil {
 		app.Commands = append(app.Commands, completionCommand(app))
 	}
@@ -323,6 +326,32 @@ fails when they differ from what this writes).`,
 				}
 			}
 			return nil
+		},
+	}
+}
+
+// helpCommand is "help [COMMAND...]": the app's help, or the help of a
+// command at any depth ("ampbundle help trust add"), which urfave/cli's
+// own help command does not reach.
+func helpCommand(app *cli.App) *cli.Command {
+	return &cli.Command{
+		Name:      "help",
+		Aliases:   []string{"h"},
+		Usage:     "show the commands, or the help of one command",
+		ArgsUsage: "[COMMAND [SUBCOMMAND]]",
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return cli.ShowAppHelp(c)
+			}
+			cmds := app.Commands
+			for _, a := range c.Args().Slice() {
+				cmd := findCommand(cmds, a)
+				if cmd == nil || a == "help" || a == "h" {
+					return Usagef("unknown command")
+				}
+				cmds = cmd.Subcommands
+			}
+			return app.RunContext(c.Context, append(append([]string{app.Name}, c.Args().Slice()...), "--help"))
 		},
 	}
 }

@@ -61,6 +61,9 @@ func TestHelpShowsRequiredFlagsAndRealDefaults(t *testing.T) {
 	if code, out, _ := runApp(t, "help"); code != 0 || !strings.Contains(out, "build") {
 		t.Fatalf("help: %d %q", code, out)
 	}
+	if code, _, _ := runApp(t, "help", "nope"); code != 2 {
+		t.Fatalf("help of an unknown command: exit %d", code)
+	}
 }
 
 // TestHumanErrorSaysItOnce: a wrapped error is printed once, without the
