@@ -41,6 +41,10 @@ type SourceOptions struct {
 	// Signer is the public key that will sign: the default publisher is
 	// its did:key, and a did:key publisher must be it.
 	Signer ed25519.PublicKey
+	// Progress, when set, is told how far each phase of the checks is:
+	// "indexing schemas" (each read, hashed and parsed once) and "checking
+	// schemas" (each compiled offline), in bytes of schema files.
+	Progress func(phase string, done, total int64)
 }
 
 // bundleConfig is bundle.json.
@@ -60,21 +64,23 @@ func srcErr(file, format string, args ...any) *amp.Error {
 	return e
 }
 
-// memLoader serves schema artifacts from memory to the offline compiler.
-type memLoader struct {
-	files map[string][]byte
+// diskLoader serves the schema files of a source folder to the offline
+// compiler, read from disk when asked: a source's schemas are never all in
+// memory at once (docs/PERFORMANCE.md, P8).
+type diskLoader struct {
+	files map[string]string // artifact key -> path on disk
 	ids   map[string]string
 }
 
-func (l *memLoader) Load(key string) ([]byte, error) {
-	b, ok := l.files[key]
+func (l *diskLoader) Load(key string) ([]byte, error) {
+	p, ok := l.files[key]
 	if !ok {
 		return nil, fs.ErrNotExist
 	}
-	return b, nil
+	return readSourceFile(p)
 }
 
-func (l *memLoader) KeyForID(id string) (string, bool) {
+func (l *diskLoader) KeyForID(id string) (string, bool) {
 	k, ok := l.ids[id]
 	return k, ok
 }
@@ -90,7 +96,13 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 	if _, err := NewHash(alg); err != nil {
 		return nil, err
 	}
-	files := map[string][]byte{} // every file by its slash path
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string, int64, int64) {}
+	}
+	files := map[string][]byte{} // small files (configs, DID documents) by slash path
+	onDisk := map[string]string{} // schema files: slash path -> path on disk
+	sizes := map[string]int64{}
 	folded := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -117,6 +129,18 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 			return srcErr(rel, "differs from %s only in letter case", other)
 		}
 		folded[strings.ToLower(rel)] = rel
+		if isSchemaPath(rel) {
+			// Schemas are read when checked and when written, never kept.
+			info, err := d.Info()
+			if err != nil {
+				return srcErr(rel, "cannot be read").WithCause(err)
+			}
+			if info.Size() > maxSourceFile {
+				return srcErr(rel, "cannot be read").WithCause(errors.New("file is larger than 16 MiB"))
+			}
+			onDisk[rel], sizes[rel] = p, info.Size()
+			return nil
+		}
 		data, err := readSourceFile(p)
 		if err != nil {
 			return srcErr(rel, "cannot be read").WithCause(err)
@@ -166,9 +190,12 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 
 	// Classify the files: capability configs, schemas, DID documents.
 	caps := map[string]string{} // capability folder -> its capability.json path
-	schemas := &memLoader{files: map[string][]byte{}, ids: map[string]string{}}
+	schemas := &diskLoader{files: map[string]string{}, ids: map[string]string{}}
 	var keys []string
 	for k := range files {
+		keys = append(keys, k)
+	}
+	for k := range onDisk {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -180,8 +207,8 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 			caps[path.Dir(k)] = k
 		case segs[0] == "capabilities" && len(segs) == 4 && strings.HasSuffix(k, ".json"),
 			segs[0] == "schemas" && len(segs) >= 2 && strings.HasSuffix(k, ".json"):
-			schemas.files[k] = files[k]
-			d.Artifacts = append(d.Artifacts, BytesSource(k, MediaTypeSchema, files[k]))
+			schemas.files[k] = onDisk[k]
+			d.Artifacts = append(d.Artifacts, fileSource(k, MediaTypeSchema, onDisk[k], sizes[k]))
 		case segs[0] == "dids" && len(segs) == 2 && strings.HasSuffix(k, ".json"):
 			dids = append(dids, k)
 			d.Artifacts = append(d.Artifacts, BytesSource(k, MediaTypeDID, files[k]))
@@ -190,9 +217,24 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 		}
 	}
 
-	// Schemas: $id index, then every schema must compile offline.
+	// Schemas: $id index and hashes (one read each), then every schema
+	// must compile offline (each root once; its $refs are read again).
+	var schemaBytes, done int64
+	for k := range schemas.files {
+		schemaBytes += sizes[k]
+	}
+	hashes := map[string]string{}
 	for _, k := range sortedKeys(schemas.files) {
-		id, err := offlineschema.SchemaID(schemas.files[k])
+		data, err := schemas.Load(k)
+		if err != nil {
+			return nil, srcErr(k, "cannot be read").WithCause(err)
+		}
+		h, _ := NewHash(alg)
+		h.Write(data)
+		hashes[k] = hex.EncodeToString(h.Sum(nil))
+		id, err := offlineschema.SchemaID(data)
+		done += int64(len(data))
+		progress("indexing schemas", done, schemaBytes)
 		if err != nil {
 			return nil, srcErr(k, "is not a json schema object").WithCause(err)
 		}
@@ -204,11 +246,14 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 		}
 		schemas.ids[id] = k
 	}
+	done = 0
 	for _, k := range sortedKeys(schemas.files) {
 		if _, err := offlineschema.Compile(schemas, k, offlineschema.Options{}); err != nil {
 			e := amp.AsError(err)
 			return nil, srcErr(k, "%s", e.Message).WithCause(err)
 		}
+		done += sizes[k]
+		progress("checking schemas", done, schemaBytes)
 	}
 
 	// DID documents.
@@ -226,7 +271,7 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 
 	// Descriptors.
 	for _, dirKey := range sortedKeys(caps) {
-		desc, err := loadDescriptor(dirKey, files, d.BundleID, alg)
+		desc, err := loadDescriptor(dirKey, files, hashes, d.BundleID, alg)
 		if err != nil {
 			return nil, err
 		}
@@ -263,7 +308,7 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 }
 
 // loadDescriptor builds the descriptor of capabilities/<name>/<version>.
-func loadDescriptor(dirKey string, files map[string][]byte, bundleID, alg string) (capability.Descriptor, error) {
+func loadDescriptor(dirKey string, files map[string][]byte, hashes map[string]string, bundleID, alg string) (capability.Descriptor, error) {
 	cfgKey := dirKey + "/" + capabilityFile
 	segs := strings.Split(dirKey, "/")
 	name, version := segs[1], segs[2]
@@ -299,7 +344,7 @@ func loadDescriptor(dirKey string, files map[string][]byte, bundleID, alg string
 	obj["id"], _ = json.Marshal(name + ":" + version)
 	for field, file := range map[string]string{"input_schema": inputSchema, "output_schema": outputSchema} {
 		key := dirKey + "/" + file
-		data, ok := files[key]
+		sum, ok := hashes[key]
 		if !ok {
 			return capability.Descriptor{}, srcErr(key, "is missing")
 		}
@@ -314,10 +359,8 @@ func loadDescriptor(dirKey string, files map[string][]byte, bundleID, alg string
 				}
 			}
 		}
-		h, _ := NewHash(alg)
-		h.Write(data)
 		for k, v := range map[string]string{"bundle_id": bundleID, "artifact_key": key, "hash_alg": alg,
-			"hash": hex.EncodeToString(h.Sum(nil)), "media_type": MediaTypeSchema} {
+			"hash": sum, "media_type": MediaTypeSchema} {
 			ref[k], _ = json.Marshal(v)
 		}
 		obj[field], _ = json.Marshal(ref)
@@ -331,6 +374,28 @@ func loadDescriptor(dirKey string, files map[string][]byte, bundleID, alg string
 		return capability.Descriptor{}, srcErr(cfgKey, "is not a valid capability descriptor: %s", amp.SafeMessage(err))
 	}
 	return desc, nil
+}
+
+// isSchemaPath reports whether a source path is where a JSON Schema
+// artifact lives (docs/FORMAT.md §8): schemas/**/*.json, and the json files
+// of a capability folder other than capability.json.
+func isSchemaPath(rel string) bool {
+	segs := strings.Split(rel, "/")
+	return strings.HasSuffix(rel, ".json") &&
+		((segs[0] == "capabilities" && len(segs) == 4 && segs[3] != capabilityFile) ||
+			(segs[0] == "schemas" && len(segs) >= 2))
+}
+
+// fileSource is a Source over a source file, opened each time Write reads
+// it. Write hashes it, then copies it, and fails if the two reads differ.
+func fileSource(key, mediaType, p string, size int64) Source {
+	return Source{Key: key, MediaType: mediaType, Size: size, Open: func() (io.ReadCloser, error) {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fail(ErrIO, "cannot read %s", key).WithCause(err)
+		}
+		return f, nil
+	}}
 }
 
 func readSourceFile(p string) ([]byte, error) {

@@ -67,8 +67,11 @@ delta into a store holding that base installs exactly the full bundle, and
 			if err != nil {
 				return err
 			}
+			phase, phasesDone := cliutil.Phases(env, c.Bool("json"))
 			d, err := bundle.LoadSource(c.Args().First(), bundle.SourceOptions{
-				HashAlg: c.String("hash"), CreatedAt: created, Signer: keys[0].Public().(ed25519.PublicKey)})
+				HashAlg: c.String("hash"), CreatedAt: created, Signer: keys[0].Public().(ed25519.PublicKey),
+				Progress: phase})
+			phasesDone()
 			if err != nil {
 				return err
 			}

@@ -1,11 +1,14 @@
 package cliutil
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -90,5 +93,40 @@ func TestRepeatedFlagLastWinsRefused(t *testing.T) {
 		if err != nil && !IsUsage(err) {
 			t.Errorf("%v: %v is not a usage error", tt.args, err)
 		}
+	}
+}
+
+// TestPhasesDrawEachPhase: a long build shows where it is in every phase
+// on a terminal, and nothing at all under --json.
+func TestPhasesDrawEachPhase(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		terminal bool
+		json     bool
+		want     []string
+	}{
+		{"terminal", true, false, []string{"indexing schemas", "checking schemas", "100%"}},
+		{"json", true, true, nil},
+		{"not a terminal", false, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			clock := time.Unix(0, 0)
+			env := &Env{Stderr: &buf, StderrIsTerminal: tc.terminal, Now: func() time.Time { clock = clock.Add(time.Second); return clock }}
+			update, done := Phases(env, tc.json)
+			update("indexing schemas", 50, 100)
+			update("indexing schemas", 100, 100)
+			update("checking schemas", 100, 100)
+			done()
+			out := buf.String()
+			if tc.want == nil && out != "" {
+				t.Fatalf("drew %q", out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output %q lacks %q", out, w)
+				}
+			}
+		})
 	}
 }

@@ -66,3 +66,20 @@ func byteSize(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// Phases returns a progress callback for work in named phases (a phase
+// name, bytes done, bytes in the phase): each phase gets its own line,
+// drawn like NewProgress's and cleared when the next phase starts or when
+// the returned done function is called.
+func Phases(env *Env, jsonMode bool) (update func(phase string, done, total int64), done func()) {
+	var cur *Progress
+	var name string
+	update = func(phase string, d, total int64) {
+		if cur == nil || phase != name {
+			cur.Done()
+			cur, name = NewProgress(env, jsonMode, phase, total), phase
+		}
+		cur.Update(d)
+	}
+	return update, func() { cur.Done() }
+}
