@@ -100,7 +100,7 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 	if progress == nil {
 		progress = func(string, int64, int64) {}
 	}
-	files := map[string][]byte{} // small files (configs, DID documents) by slash path
+	files := map[string][]byte{}  // small files (configs, DID documents) by slash path
 	onDisk := map[string]string{} // schema files: slash path -> path on disk
 	sizes := map[string]int64{}
 	folded := map[string]string{}
