@@ -190,8 +190,14 @@ func (s *Store) Schema(ref capability.SchemaRef) (*offlineschema.Schema, error) 
 		}
 		c.mu.Unlock()
 	}
-	// Compile once, even when many callers ask at the same time.
+	// Compile once, even when many callers ask at the same time. A caller
+	// that missed the cache above may find the entry now: a concurrent
+	// compilation can have finished in between.
 	c.mu.Lock()
+	if e := c.entries[k]; e != nil && e.gen.Load() == gen {
+		c.mu.Unlock()
+		return e.schema, nil
+	}
 	if call, ok := c.inflight[k]; ok {
 		c.mu.Unlock()
 		<-call.done
