@@ -1,10 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"crypto/ed25519"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/compat"
+	"github.com/ampbundle/ampbundle/keyfile"
 )
 
 type compatJSON struct {
@@ -62,5 +70,76 @@ func TestCompatMatrixFromFileStoreAndBoth(t *testing.T) {
 	}
 	if u := runCLI(t, nil, "compat"); u.code != 2 {
 		t.Fatalf("no input: exit %d", u.code)
+	}
+}
+
+// TestFalseCompatibilityClaimEndToEnd: through the CLI, build refuses a
+// range policy its schemas contradict, and import refuses a signed bundle
+// whose claims were forged after the checker ran (exit 1, nothing
+// installed).
+func TestFalseCompatibilityClaimEndToEnd(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "translate")
+	if err := os.CopyFS(src, os.DirFS(filepath.Join(testdata, "translate"))); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(src, "capabilities", "org.example.translate.text", "2.1.0", "capability.json")
+	in := filepath.Join(src, "capabilities", "org.example.translate.text", "2.1.0", "input.schema.json")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(cfg, []byte(`{"policy": "range", "supported_ranges": [">=2.0.0 <2.2.0"]}`), 0o644))
+	orig, err := os.ReadFile(in)
+	must(err)
+	stricter := bytes.Replace(orig, []byte(`"target"
+  ],`), []byte(`"target",
+    "formality"
+  ],`), 1)
+	if bytes.Equal(stricter, orig) {
+		t.Fatal("the fixture edit did not apply")
+	}
+	must(os.WriteFile(in, stricter, 0o644))
+	out := filepath.Join(t.TempDir(), "x.ampb")
+	r := runCLI(t, nil, "build", src, "-o", out, "--key", sampleKey(t, "example-publisher"), "--created", "2026-11-10T00:00:00Z", "--json")
+	if r.code != 1 || errorCode(t, r) != "compatibility_claim_unproven" {
+		t.Fatalf("build: %d %s", r.code, r.stdout)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("a refused build left a file")
+	}
+
+	// The same bundle built as strict (claims say incompatible), then
+	// forged into a range policy with compatible claims and re-signed.
+	must(os.WriteFile(cfg, []byte(`{"policy": "strict", "supported_ranges": [">=2.0.0 <2.2.0"]}`), 0o644))
+	keyPEM, err := os.ReadFile(filepath.Join(testdata, "keys", "TEST-ONLY-example-publisher.key.pem"))
+	must(err)
+	k, err := keyfile.ParsePrivate(keyPEM)
+	must(err)
+	d, err := bundle.LoadSource(src, bundle.SourceOptions{CreatedAt: cliNow.Add(-time.Hour), Signer: k.Ed25519.Public().(ed25519.PublicKey)})
+	must(err)
+	for i := range d.Capabilities {
+		if d.Capabilities[i].Version.String() == "2.1.0" {
+			d.Capabilities[i].Policy = capability.PolicyRange
+			for j := range d.Capabilities[i].CompatClaims {
+				d.Capabilities[i].CompatClaims[j].Input = capability.VerdictCompatible
+				d.Capabilities[i].CompatClaims[j].Output = capability.VerdictCompatible
+			}
+		}
+	}
+	var buf bytes.Buffer
+	_, err = bundle.Write(&buf, d, []ed25519.PrivateKey{k.Ed25519}, bundle.WriteOptions{})
+	must(err)
+	must(os.WriteFile(out, buf.Bytes(), 0o644))
+	db := newStore(t)
+	r = runCLI(t, nil, "import", out, "--db", db, "--json")
+	if r.code != 1 || errorCode(t, r) != "false_compatibility_claim" {
+		t.Fatalf("import: %d %s", r.code, r.stdout)
+	}
+	var ls lsJSON
+	mustJSON(t, &ls, "ls", "--db", db)
+	if len(ls.Bundles) != 0 {
+		t.Fatalf("a refused bundle was installed: %+v", ls.Bundles)
 	}
 }
