@@ -229,21 +229,20 @@ func bombParams(t testing.TB, n int) []byte {
 	return out
 }
 
-// TestMemoryBombIsBounded: a message whose params expand to 4 million
-// items (16 times the budget), unauthenticated (no from/id) and signed by an allowed
+// TestMemoryBombIsBounded: a 4 MiB message of 4 million items (four times
+// the message item budget), and a signed invocation whose params expand to
+// 786,432 items (three times the params item budget), unauthenticated (no from/id) and signed by an allowed
 // caller, sent by several clients at once, is refused, and the agent
 // allocates a bounded multiple of the bytes it admitted; requests beyond
 // the in-flight byte cap get 503 with Retry-After without being read
 // (threat: a few requests taking the agent to gigabytes of memory).
 func TestMemoryBombIsBounded(t *testing.T) {
 	e := newEnv(t)
-	params := bombParams(t, 64)
-	if len(params) > 5<<20 {
-		t.Fatalf("bomb is %d bytes", len(params))
-	}
 	// Unauthenticated: the raw map, no envelope fields at all.
-	unauth := params
-	// Authenticated: a CAP_INVOKE of the allowed caller carrying it.
+	unauth := bombParams(t, 64)
+	// Authenticated: a CAP_INVOKE of the allowed caller carrying 12 arrays
+	// (within the message's item budget, over the params' one).
+	params := bombParams(t, 12)
 	body, err := capability.Invoke{ID: capability.ID{Name: "org.agentries.code-review", Version: mustVersion(t, "2.1.0")}, Params: params}.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +254,14 @@ func TestMemoryBombIsBounded(t *testing.T) {
 		name   string
 		msg    []byte
 		status int
-	}{{"unauthenticated", unauth, http.StatusBadRequest}, {"authenticated", auth, http.StatusOK}} {
+		bound  uint64 // bytes allocated per admitted request
+	}{
+		// A few copies of the body at most; expanded, 4 million items
+		// would be >= 64 MiB.
+		{"unauthenticated", unauth, http.StatusBadRequest, 16 << 20},
+		// Expanded, 786,432 items would be >= 12 MiB.
+		{"authenticated", auth, http.StatusOK, 8 << 20},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{MaxBody: 5 << 20, MaxInFlightBytes: inFlight}))
 			defer srv.Close()
@@ -303,13 +309,12 @@ func TestMemoryBombIsBounded(t *testing.T) {
 			}
 			// The client side of this test allocates too (reading replies is
 			// small; the request bodies are shared, not copied), so the bound
-			// is per admitted request: a few copies of the 4 MiB body, not
-			// the 4 million expanded items (>= 64 MiB each).
+			// is per admitted request.
 			perRequest := (after.TotalAlloc - before.TotalAlloc) / uint64(admitted.Load())
-			if perRequest > 32<<20 {
+			if perRequest > tc.bound {
 				t.Fatalf("%d MiB allocated per admitted request (%d admitted, %d busy)", perRequest>>20, admitted.Load(), busy.Load())
 			}
-			t.Logf("%d admitted, %d refused busy, %d MiB allocated per admitted request", admitted.Load(), busy.Load(), perRequest>>20)
+			t.Logf("%d admitted, %d refused busy, %d KiB allocated per admitted request", admitted.Load(), busy.Load(), perRequest>>10)
 		})
 	}
 }

@@ -29,6 +29,11 @@ type Limits struct {
 	// MaxStringLen caps one byte or text string in bytes. Default: the
 	// message size cap.
 	MaxStringLen int
+	// MaxItems caps the data items of one CBOR item in all, every array
+	// element, map key and value, tag content and scalar counted (default
+	// 1,048,576): the per-array and per-map caps alone let a 16 MiB map of
+	// 250 arrays hold 16 million items.
+	MaxItems int
 }
 
 // Default caps.
@@ -37,6 +42,7 @@ const (
 	DefaultMaxDepth       = 32
 	DefaultMaxArrayLen    = 1 << 16
 	DefaultMaxMapPairs    = 1 << 16
+	DefaultMaxItems       = 1 << 20
 	// maxDepthCeiling bounds MaxDepth whatever the caller asks for, so the
 	// recursive walk can never exhaust the stack.
 	maxDepthCeiling = 1024
@@ -60,6 +66,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxMapPairs <= 0 {
 		l.MaxMapPairs = DefaultMaxMapPairs
+	}
+	if l.MaxItems <= 0 {
+		l.MaxItems = DefaultMaxItems
 	}
 	if l.MaxStringLen <= 0 || l.MaxStringLen > l.MaxMessageSize {
 		l.MaxStringLen = l.MaxMessageSize
@@ -119,12 +128,16 @@ type scanner struct {
 	off       int
 	lim       Limits
 	canonical bool
+	items     int
 }
 
 func (s *scanner) item(depth int) error {
 	h, err := ReadHead(s.data, s.off)
 	if err != nil {
 		return err
+	}
+	if s.items++; s.items > s.lim.MaxItems {
+		return Named(CodeInvalidMessage, "limit_exceeded", "cbor item holds more than %d items", s.lim.MaxItems)
 	}
 	start := s.off
 	s.off += h.Size

@@ -36,7 +36,7 @@ import (
 // pings of an allowed caller (some sent twice, whose replies must be
 // byte-identical), invocations of a handler that floods its stdout, and
 // hostile traffic: forged signatures, garbage, 16 MiB unauthenticated
-// memory bombs, the same bomb signed by the allowed caller, pings and
+// memory bombs, a bomb signed by the allowed caller, pings and
 // invocations from fresh did:keys, bodies over the size limit. It prints
 // the agent's peak RSS (VmHWM), the ledger file's size and every count, and
 // fails on any unexpected answer.
@@ -124,7 +124,9 @@ func TestSoak(t *testing.T) {
 	}
 	bomb := soakBomb(250)
 	signedBomb := func() []byte {
-		b, _ := capability.Invoke{ID: capability.ID{Name: "org.example.translate.text", Version: mustParseVersion(t, "2.1.0")}, Params: bomb}.Encode()
+		// The largest a sender can sign: within the message's item budget
+		// (1,048,576), three times the params' (262,144).
+		b, _ := capability.Invoke{ID: capability.ID{Name: "org.example.translate.text", Version: mustParseVersion(t, "2.1.0")}, Params: soakBomb(12)}.Encode()
 		return seal(caller, amp.TypeCapInvoke, b)
 	}()
 
@@ -197,7 +199,7 @@ func TestSoak(t *testing.T) {
 		}},
 		{"garbage", []int{400}, func() []byte { b := make([]byte, 4096); rand.Read(b); return b }},
 		{"unauthenticated 16 MiB bomb", []int{400, 503}, func() []byte { return bomb }},
-		{"signed 16 MiB bomb", []int{200, 503}, func() []byte { return signedBomb }},
+		{"signed 786,432-item bomb", []int{200, 503}, func() []byte { return signedBomb }},
 		{"fresh did:key ping", []int{200, 503}, func() []byte {
 			_, k, _ := ed25519.GenerateKey(rand.Reader)
 			return seal(amp.Identity{DID: amp.DIDKey(k.Public().(ed25519.PublicKey)), SigningKey: k}, amp.TypePing, nil)
