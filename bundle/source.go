@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -68,16 +69,31 @@ func srcErr(file, format string, args ...any) *amp.Error {
 // compiler, read from disk when asked: a source's schemas are never all in
 // memory at once (docs/PERFORMANCE.md, P8).
 type diskLoader struct {
-	files map[string]string // artifact key -> path on disk
-	ids   map[string]string
+	files  map[string]string // artifact key -> path on disk
+	ids    map[string]string
+	alg    string
+	hashes map[string]string // artifact key -> hash of the bytes first read
 }
 
+// Load reads a schema file; once its hash is known, bytes that differ from
+// the first read are refused, so that what is compiled is what was indexed.
 func (l *diskLoader) Load(key string) ([]byte, error) {
 	p, ok := l.files[key]
 	if !ok {
 		return nil, fs.ErrNotExist
 	}
-	return readSourceFile(p)
+	data, err := readSourceFile(p)
+	if err != nil {
+		return nil, err
+	}
+	if want, ok := l.hashes[key]; ok {
+		h, _ := NewHash(l.alg)
+		h.Write(data)
+		if hex.EncodeToString(h.Sum(nil)) != want {
+			return nil, srcErr(key, "changed while the bundle was being built")
+		}
+	}
+	return data, nil
 }
 
 func (l *diskLoader) KeyForID(id string) (string, bool) {
@@ -190,7 +206,7 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 
 	// Classify the files: capability configs, schemas, DID documents.
 	caps := map[string]string{} // capability folder -> its capability.json path
-	schemas := &diskLoader{files: map[string]string{}, ids: map[string]string{}}
+	schemas := &diskLoader{files: map[string]string{}, ids: map[string]string{}, alg: alg, hashes: map[string]string{}}
 	var keys []string
 	for k := range files {
 		keys = append(keys, k)
@@ -208,7 +224,7 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 		case segs[0] == "capabilities" && len(segs) == 4 && strings.HasSuffix(k, ".json"),
 			segs[0] == "schemas" && len(segs) >= 2 && strings.HasSuffix(k, ".json"):
 			schemas.files[k] = onDisk[k]
-			d.Artifacts = append(d.Artifacts, fileSource(k, MediaTypeSchema, onDisk[k], sizes[k]))
+			d.Artifacts = append(d.Artifacts, fileSource(k, MediaTypeSchema, onDisk[k], sizes[k], schemas))
 		case segs[0] == "dids" && len(segs) == 2 && strings.HasSuffix(k, ".json"):
 			dids = append(dids, k)
 			d.Artifacts = append(d.Artifacts, BytesSource(k, MediaTypeDID, files[k]))
@@ -223,7 +239,7 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 	for k := range schemas.files {
 		schemaBytes += sizes[k]
 	}
-	hashes := map[string]string{}
+	hashes := schemas.hashes
 	for _, k := range sortedKeys(schemas.files) {
 		data, err := schemas.Load(k)
 		if err != nil {
@@ -386,17 +402,40 @@ func isSchemaPath(rel string) bool {
 			(segs[0] == "schemas" && len(segs) >= 2))
 }
 
-// fileSource is a Source over a source file, opened each time Write reads
-// it. Write hashes it, then copies it, and fails if the two reads differ.
-func fileSource(key, mediaType, p string, size int64) Source {
+// fileSource is a Source over a schema file, opened each time Write reads
+// it. Each read is hashed as it goes and refused at its end if the bytes
+// are not those LoadSource checked (l.hashes): what is written is what was
+// compiled.
+func fileSource(key, mediaType, p string, size int64, l *diskLoader) Source {
 	return Source{Key: key, MediaType: mediaType, Size: size, Open: func() (io.ReadCloser, error) {
 		f, err := os.Open(p)
 		if err != nil {
 			return nil, fail(ErrIO, "cannot read %s", key).WithCause(err)
 		}
-		return f, nil
+		h, _ := NewHash(l.alg)
+		return &checkedFile{f: f, h: h, key: key, want: l.hashes[key]}, nil
 	}}
 }
+
+// checkedFile hashes a file as it is read and fails at its end when the
+// hash is not want.
+type checkedFile struct {
+	f    *os.File
+	h    hash.Hash
+	key  string
+	want string
+}
+
+func (c *checkedFile) Read(b []byte) (int, error) {
+	n, err := c.f.Read(b)
+	c.h.Write(b[:n])
+	if err == io.EOF && hex.EncodeToString(c.h.Sum(nil)) != c.want {
+		return n, srcErr(c.key, "changed while the bundle was being built")
+	}
+	return n, err
+}
+
+func (c *checkedFile) Close() error { return c.f.Close() }
 
 func readSourceFile(p string) ([]byte, error) {
 	f, err := os.Open(p)

@@ -17,8 +17,9 @@ import (
 // Build of a large source (docs/PERFORMANCE.md, P8): `ampbundle build` of a
 // source of many large schemas against its primitives, JSON parsing of
 // every schema plus SHA-256 of every file, in the same run. Target: <= 2x.
-// The size is AMPBUNDLE_BUILD_MB (default 64: 16 schemas of 4 MiB; the P8
-// figure uses 256: 64 schemas).
+// The size is AMPBUNDLE_BUILD_MB (default 64) in schemas of
+// AMPBUNDLE_BUILD_SCHEMA_KB (default 4096: 16 schemas of 4 MiB; P8 names
+// 256 MB in 64 schemas of 4 MiB).
 
 // writeLargeSource writes a source folder of n/2 capabilities, each with an
 // input and an output schema of about size bytes: an object schema with
@@ -66,14 +67,21 @@ func writeLargeSource(tb testing.TB, dir string, n, size int) int64 {
 	return total
 }
 
+// largeSourceSize: AMPBUNDLE_BUILD_MB in total (default 64), in schemas of
+// AMPBUNDLE_BUILD_SCHEMA_KB each (default 4096).
 func largeSourceSize() (n, size int) {
-	mb := 64
-	if s := os.Getenv("AMPBUNDLE_BUILD_MB"); s != "" {
-		if v, err := strconv.Atoi(s); err == nil && v >= 8 {
-			mb = v
-		}
+	mb, kb := 64, 4096
+	if v, err := strconv.Atoi(os.Getenv("AMPBUNDLE_BUILD_MB")); err == nil && v >= 1 {
+		mb = v
 	}
-	return mb / 4, 4 << 20
+	if v, err := strconv.Atoi(os.Getenv("AMPBUNDLE_BUILD_SCHEMA_KB")); err == nil && v >= 16 {
+		kb = v
+	}
+	n = mb * 1024 / kb
+	if n < 2 {
+		n = 2
+	}
+	return n, kb << 10
 }
 
 // BenchmarkBuildSource: LoadSource + Write to a file, as `ampbundle build`.

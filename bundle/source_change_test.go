@@ -1,0 +1,43 @@
+package bundle
+
+import (
+	"crypto/ed25519"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBuildRefusesSchemaChangedAfterCheck: a build no longer holds the
+// source's schemas in memory between checking and writing them, so a
+// schema edited (or swapped) in between must not reach the bundle unchecked:
+// the write fails, naming the file, whichever schema changed.
+func TestBuildRefusesSchemaChangedAfterCheck(t *testing.T) {
+	for _, victim := range []string{
+		"capabilities/org.example.translate.text/2.1.0/input.schema.json",
+		"schemas/common/text.json",
+	} {
+		t.Run(victim, func(t *testing.T) {
+			dir := copyTree(t, filepath.Join("..", "testdata", "bundles", "translate"))
+			k := testKey(1)
+			d, err := LoadSource(dir, SourceOptions{CreatedAt: time.Unix(1_700_000_000, 0), Signer: k.Public().(ed25519.PublicKey)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, filepath.FromSlash(victim))
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, append(data, ' '), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = Write(io.Discard, d, []ed25519.PrivateKey{k}, WriteOptions{})
+			if err == nil || !strings.Contains(err.Error(), victim+": changed while the bundle was being built") {
+				t.Fatalf("write after %s changed: %v", victim, err)
+			}
+		})
+	}
+}
