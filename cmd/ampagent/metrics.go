@@ -210,7 +210,9 @@ func instrument(next http.Handler, m *metrics, log *slog.Logger) http.Handler {
 		d := time.Since(start)
 		m.httpReqs.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
 		m.httpDur.WithLabelValues(route).Observe(d.Seconds())
-		if rec.status >= 400 && !agent.Logged(ctx) {
+		// A 503 from /readyz is an answer, not a refusal: a probe polling a
+		// not-ready agent does not fill the log (the report says why).
+		if rec.status >= 400 && !agent.Logged(ctx) && !(route == ReadyPath && rec.status == http.StatusServiceUnavailable) {
 			log.Info("http request refused", "status", rec.status, "method", methodOf(r.Method), "route", route,
 				"remote", r.RemoteAddr, "length", r.ContentLength, "duration", d)
 		}

@@ -145,6 +145,9 @@ func TestReadyzExpiringBundle(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !hasProblem(rep, "expiry", "bundle_expiring", "org.example.translate") {
 		t.Fatalf("readyz with an expiring bundle: %d %+v", code, rep)
 	}
+	if res := r.stop(); bytes.Contains([]byte(res.stderr), []byte("http request refused")) {
+		t.Fatalf("a not-ready answer logged as a refusal: %s", res.stderr)
+	}
 }
 
 // TestExpiryProblems covers the expiry check's cases with a fixed clock.
