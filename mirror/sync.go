@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -60,6 +62,11 @@ type SyncOptions struct {
 	TLS *tls.Config
 	// Client replaces the HTTP client (tests); it must refuse redirects.
 	Client *http.Client
+	// StallTimeout bounds how long an answer may stall: when fewer than
+	// StallMinBytes bytes of a body arrive within StallTimeout, the request
+	// is abandoned (a slow-trickling mirror cannot hold a sync forever; a
+	// bundle file cut this way resumes on the next run). Default 30 s.
+	StallTimeout time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Progress, when set, is called with the bytes of the current bundle
@@ -232,6 +239,9 @@ func newSyncClient(opts SyncOptions) (*syncClient, error) {
 	if opts.MaxIndexBytes <= 0 {
 		opts.MaxIndexBytes = DefaultMaxIndexBytes
 	}
+	if opts.StallTimeout <= 0 {
+		opts.StallTimeout = DefaultStallTimeout
+	}
 	c := &syncClient{opts: opts, base: u, http: opts.Client, log: opts.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -263,8 +273,10 @@ func (c *syncClient) url(p string) string {
 // one of ok; otherwise an error (the mirror's envelope code, when it sent
 // one, is in the message).
 func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, ok ...int) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(p), nil)
+	rctx, cancel := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, c.url(p), nil)
 	if err != nil {
+		cancel()
 		return nil, amp.Named(0, ErrMisconfigured, "cannot build the request").WithCause(err)
 	}
 	for k, v := range hdr {
@@ -272,11 +284,13 @@ func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, ok
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		cancel()
 		if errors.Is(err, errRedirect) {
 			return nil, amp.Named(0, ErrMirrorRefused, "the mirror answered %s with a redirect: refused (only the configured url is used)", p)
 		}
 		return nil, amp.Named(0, ErrMirrorUnreachable, "cannot reach the mirror").WithCause(err)
 	}
+	resp.Body = newStallBody(resp.Body, cancel, c.opts.StallTimeout)
 	for _, s := range ok {
 		if resp.StatusCode == s {
 			return resp, nil
@@ -473,6 +487,72 @@ func (c *syncClient) pruneSpool(keep map[string]bool) {
 			os.Remove(n)
 		}
 	}
+}
+
+// DefaultStallTimeout is the default of SyncOptions.StallTimeout.
+const DefaultStallTimeout = 30 * time.Second
+
+// StallMinBytes is the least a body must deliver per StallTimeout window.
+const StallMinBytes = 1 << 10
+
+// errStalled is the cause of a read abandoned by the stall watchdog.
+var errStalled = errors.New("the mirror stalled: too few bytes within the stall timeout")
+
+// stallBody is a response body watched by a timer: at the end of each
+// window, if fewer than StallMinBytes arrived during it, the request's
+// context is cancelled and reads fail with errStalled.
+type stallBody struct {
+	body    io.ReadCloser
+	cancel  context.CancelFunc
+	done    chan struct{}
+	once    sync.Once
+	n       atomic.Int64
+	stalled atomic.Bool
+}
+
+func newStallBody(body io.ReadCloser, cancel context.CancelFunc, window time.Duration) *stallBody {
+	b := &stallBody{body: body, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		t := time.NewTicker(window)
+		defer t.Stop()
+		last := int64(0)
+		for {
+			select {
+			case <-b.done:
+				return
+			case <-t.C:
+				n := b.n.Load()
+				if n-last < StallMinBytes {
+					b.stalled.Store(true)
+					cancel()
+					return
+				}
+				last = n
+			}
+		}
+	}()
+	return b
+}
+
+func (b *stallBody) stop() { b.once.Do(func() { close(b.done) }) }
+
+func (b *stallBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	b.n.Add(int64(n))
+	switch {
+	case err == io.EOF:
+		b.stop()
+	case err != nil && b.stalled.Load():
+		err = errStalled
+	}
+	return n, err
+}
+
+func (b *stallBody) Close() error {
+	b.stop()
+	err := b.body.Close()
+	b.cancel()
+	return err
 }
 
 type progressCounter struct {
