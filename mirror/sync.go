@@ -57,6 +57,12 @@ type SyncOptions struct {
 	MaxBundleBytes int64
 	// MaxIndexBytes bounds the index. Default 16 MiB.
 	MaxIndexBytes int64
+	// MaxSpoolBytes bounds the partial files kept in SpoolDir together: a
+	// download that would take the spool past it is refused
+	// (limit_exceeded) before it starts, so a mirror offering many large
+	// files cut off mid-way cannot fill the disk. Default the larger of
+	// 4 GiB and twice MaxBundleBytes.
+	MaxSpoolBytes int64
 	// TLS configures https (a private CA, for example); nil uses the
 	// system roots.
 	TLS *tls.Config
@@ -239,6 +245,9 @@ func newSyncClient(opts SyncOptions) (*syncClient, error) {
 	if opts.MaxIndexBytes <= 0 {
 		opts.MaxIndexBytes = DefaultMaxIndexBytes
 	}
+	if opts.MaxSpoolBytes <= 0 {
+		opts.MaxSpoolBytes = max(4<<30, 2*opts.MaxBundleBytes)
+	}
 	if opts.StallTimeout <= 0 {
 		opts.StallTimeout = DefaultStallTimeout
 	}
@@ -352,6 +361,10 @@ func partName(e IndexEntry) string { return e.BundleID + "-" + e.SHA256 + ".part
 // the index, and imports it.
 func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry, it *SyncItem) {
 	path := filepath.Join(c.opts.SpoolDir, partName(e))
+	if used := c.spoolUsed(path); used+e.Size > c.opts.MaxSpoolBytes {
+		refuse(it, amp.Named(0, ErrTooLarge, "the sync spool folder holds %d bytes of partial downloads; %d more would pass its limit of %d", used, e.Size, c.opts.MaxSpoolBytes))
+		return
+	}
 	resumed, err := c.download(ctx, e, path)
 	it.Resumed = resumed
 	if err != nil {
@@ -476,6 +489,22 @@ func (c *syncClient) download(ctx context.Context, e IndexEntry, path string) (i
 		return resumed, amp.Named(0, resolver.ErrStoreIO, "cannot write to the sync spool folder").WithCause(err)
 	}
 	return resumed, nil
+}
+
+// spoolUsed is the size of the partial files in the spool other than
+// path.
+func (c *syncClient) spoolUsed(path string) int64 {
+	names, _ := filepath.Glob(filepath.Join(c.opts.SpoolDir, "*.part"))
+	n := int64(0)
+	for _, name := range names {
+		if name == path {
+			continue
+		}
+		if st, err := os.Lstat(name); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
 }
 
 // pruneSpool removes partial files of bundle files the mirror no longer

@@ -2,9 +2,14 @@ package mirror
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +59,63 @@ func TestSyncAbandonsSlowlorisMirrorBody(t *testing.T) {
 	}
 	if state(t, s) != before {
 		t.Fatal("a stalled download changed the store")
+	}
+}
+
+// cutMany is a hostile mirror whose index offers n bundle files of size
+// bytes each and which cuts every download after half of it.
+func cutMany(m http.Handler, n int, size int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == IndexPath:
+			ix := Index{Format: IndexFormat, Generation: 9, Capabilities: []IndexCap{}}
+			for i := range n {
+				id := "org.example.b" + strconv.Itoa(i)
+				ix.Bundles = append(ix.Bundles, IndexEntry{BundleID: id, Version: 1, Size: size,
+					SHA256: strings.Repeat("ab", 32), Href: BundlesPrefix + id})
+			}
+			json.NewEncoder(w).Encode(ix)
+		case strings.HasPrefix(r.URL.Path, BundlesPrefix):
+			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+			w.WriteHeader(http.StatusOK)
+			w.Write(make([]byte, size/2))
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		default:
+			m.ServeHTTP(w, r)
+		}
+	})
+}
+
+func TestSyncSpoolCannotBeFilledByManyCutDownloads(t *testing.T) {
+	m, _ := startMirror(t, newStore(t), nil)
+	const size, limit = 64 << 10, 100 << 10
+	ts := httptest.NewUnstartedServer(cutMany(m, 8, size))
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	ts.Start()
+	defer ts.Close()
+	s := agentStore(t)
+	spool := filepath.Join(filepath.Dir(s.Path()), "sync")
+	rep, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.MaxSpoolBytes = limit })
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedForSpace := 0
+	for _, it := range rep.Items {
+		if it.Error == string(ErrTooLarge) {
+			refusedForSpace++
+		}
+	}
+	names, _ := filepath.Glob(filepath.Join(spool, "*"))
+	total := int64(0)
+	for _, n := range names {
+		st, err := os.Stat(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += st.Size()
+	}
+	if total > limit || refusedForSpace == 0 {
+		t.Fatalf("spool holds %d bytes in %d files (limit %d), %d refused for space", total, len(names), limit, refusedForSpace)
 	}
 }
