@@ -65,15 +65,20 @@ func (o *SignedObject) Verify(p *Policy) ([]TrustedKey, error) {
 // every signature already there: the result differs from data only by the
 // inserted COSE_Signature, at its place in kid order.
 func CosignStatement(data []byte, key ed25519.PrivateKey) ([]byte, error) {
-	switch ct := ContentType(data); ct {
+	ct := ContentType(data)
+	switch ct {
 	case MediaTypeRevocation:
 		if _, _, err := ParseRevocation(data); err != nil {
+			return nil, err
+		}
+	case MediaTypeRotation:
+		if _, _, err := ParseRotation(data); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, fail(ErrUnknownFormat, "not a signed statement this version can co-sign")
 	}
-	o, err := decodeCOSE(data, MediaTypeRevocation)
+	o, err := decodeCOSE(data, ct)
 	if err != nil {
 		return nil, err
 	}

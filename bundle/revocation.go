@@ -212,3 +212,11 @@ func ScopesUnder(keyScopes []string, scope string) bool {
 	}
 	return true
 }
+
+// KeyCoversScope reports whether a key trusted for keyScopes speaks for
+// everything under scope (one of its scopes is scope or contains it; for
+// "*", only "*").
+func KeyCoversScope(keyScopes []string, scope string) bool {
+	k := TrustedKey{Scopes: keyScopes}
+	return k.coversScope(scope)
+}

@@ -34,7 +34,13 @@ type AuditEntry struct {
 	// RevokedKeys are the did:keys a revocation names; RevokedBundles the
 	// bundle versions it names and the installed bundles it (or trust rm
 	// --fail-closed) failed closed, as bundle_id@version.
-	RevokedKeys    []string `cbor:"revoked_keys,omitempty" json:"revoked_keys,omitempty"`
+	RevokedKeys []string `cbor:"revoked_keys,omitempty" json:"revoked_keys,omitempty"`
+	// Sequence, AddedKeys and RetiredKeys describe an applied trust
+	// statement (a rotation): its number in the scope's chain, and the
+	// did:keys it added and retired.
+	Sequence       uint64   `cbor:"sequence,omitempty" json:"sequence,omitempty"`
+	AddedKeys      []string `cbor:"added_keys,omitempty" json:"added_keys,omitempty"`
+	RetiredKeys    []string `cbor:"retired_keys,omitempty" json:"retired_keys,omitempty"`
 	RevokedBundles []string `cbor:"revoked_bundles,omitempty" json:"revoked_bundles,omitempty"`
 	// Actor is who did it: the operating-system user and host of the
 	// process that changed the store (Options.Actor).

@@ -39,12 +39,13 @@ const (
 	bAudit       = "audit"       // uint64 seq -> audit entry (CBOR)
 	bPending     = "pending"     // bundle_id -> pendingRecord (staged, uncommitted import)
 	bTrustPolicy = "trustpolicy" // scope -> uint64 threshold (threshold.go)
+	bTrustChain  = "trustchain"  // scope \x00 uint64 sequence -> trust statement (rotation.go)
 	bRevoked     = "revoked"     // "k" \x00 did:key, "b" \x00 bundle_id \x00 uint64 version -> revokedRecord (revoke.go)
 )
 
 func allBuckets() []string {
 	return []string{bMeta, bTrust, bBundles, bBlobs, bBlobRefs, bIndex, bDescriptors, bAliases, bDIDs,
-		bSchemaIDs, bHighwater, bAudit, bPending, bTrustPolicy, bRevoked}
+		bSchemaIDs, bHighwater, bAudit, bPending, bTrustPolicy, bRevoked, bTrustChain}
 }
 
 // bucket returns a bucket of the store (they always exist after Open).
@@ -91,6 +92,8 @@ const (
 	ErrRevoked          amp.ErrName = "revoked"                 // import of a revoked bundle version
 	ErrKeyRevoked       amp.ErrName = "key_revoked"             // trust add of a revoked key
 	ErrRevocationScope  amp.ErrName = "revocation_out_of_scope" // a revocation of a key trusted beyond the statement's scope
+	ErrRotationGap      amp.ErrName = "rotation_gap"            // a trust statement after a missing one
+	ErrRotationFork     amp.ErrName = "rotation_fork"           // a trust statement that is not the one this store applied, or chains to another
 )
 
 func fail(name amp.ErrName, format string, args ...any) *amp.Error {

@@ -142,7 +142,7 @@ func readStatement(f *os.File) ([]byte, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, cliutil.Failf("io_error", "cannot read the file").WithCause(err)
 	}
-	if len(data) <= bundle.MaxRevocationSize && bundle.ContentType(data) == bundle.MediaTypeRevocation {
+	if ct := bundle.ContentType(data); len(data) <= bundle.MaxRevocationSize && (ct == bundle.MediaTypeRevocation || ct == bundle.MediaTypeRotation) {
 		return data, nil
 	}
 	return nil, nil
@@ -155,9 +155,12 @@ func importStatement(env *cliutil.Env, c *cli.Context, path string, data []byte)
 		return err
 	}
 	defer closeStore(s, &err)
-	st, err := directStore(s, "importing a revocation")
+	st, err := directStore(s, "importing a signed statement")
 	if err != nil {
 		return err
+	}
+	if bundle.ContentType(data) == bundle.MediaTypeRotation {
+		return applyRotation(env, c, st, path, data)
 	}
 	res, err := st.ApplyRevocation(data)
 	if err != nil {
@@ -185,6 +188,31 @@ func importStatement(env *cliutil.Env, c *cli.Context, path string, data []byte)
 		fmt.Fprintf(w, "  FAILED CLOSED     %s (5002 bundle_revoked from now on; listed by ls and check)\n", strings.Join(res.FailedClosed, ", "))
 	}
 	fmt.Fprintf(w, "  generation        %d\n", res.Generation)
+	return nil
+}
+
+// applyRotation applies a trust statement to the store.
+func applyRotation(env *cliutil.Env, c *cli.Context, st *resolver.Store, path string, data []byte) error {
+	res, err := st.ApplyRotation(data)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return cliutil.PrintJSON(env.Stdout, map[string]any{"file": path, "rotation": res})
+	}
+	w := env.Stdout
+	if res.Unchanged {
+		fmt.Fprintf(w, "unchanged: trust statement %d of %s was already applied\n", res.Sequence, res.Scope)
+		return nil
+	}
+	fmt.Fprintf(w, "applied trust statement %d of %s signed by %s\n", res.Sequence, res.Scope, strings.Join(res.Signers, ", "))
+	fmt.Fprintf(w, "  added      %s\n", strings.Join(res.Added, ", "))
+	fmt.Fprintf(w, "  retired    %s\n", strings.Join(res.Retired, ", "))
+	fmt.Fprintf(w, "  threshold  %d\n", res.Threshold)
+	if len(res.StillInstalled) > 0 {
+		fmt.Fprintf(w, "  still installed, signed by a retired key: %s (verified before the rotation)\n", strings.Join(res.StillInstalled, ", "))
+	}
+	fmt.Fprintf(w, "  generation %d\n", res.Generation)
 	return nil
 }
 

@@ -27,6 +27,7 @@ func newApp(env *cliutil.Env) *cli.App {
 			buildCommand(env),
 			signCommand(env),
 			revokeCommand(env),
+			rotateCommand(env),
 			verifyCommand(env),
 			inspectCommand(env),
 			compatCommand(env),

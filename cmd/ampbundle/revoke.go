@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"strconv"
@@ -131,4 +132,111 @@ func signStatement(env *cliutil.Env, c *cli.Context, in, out string, data []byte
 	}
 	fmt.Fprintf(env.Stdout, "signed the statement %s with %s: wrote %s, %d bytes\n", in, kid, out, len(signed))
 	return nil
+}
+
+func rotateCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "rotate",
+		Usage:     "write a signed trust statement: add and retire keys of a scope",
+		ArgsUsage: " ",
+		Description: `Writes to -o FILE the next trust statement of the chain of --scope
+(docs/FORMAT.md §22), signed by each --key: it trusts the keys --add
+NAME=PUB for the scope, retires the keys --retire PUB and sets the scope's
+threshold to --threshold. The first statement of a scope has no --after;
+each next one names the statement before it with --after FILE (its
+sequence follows, and it chains to its SHA-256). 'ampbundle import FILE'
+applies it when the scope's current threshold of trusted keys signed it
+('ampbundle sign' adds co-signatures); an operator who missed several
+imports them in order.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "statement `FILE` to write (required)"},
+			&cli.StringSliceFlag{Name: "key", Usage: "signer's private key `PEM` file (required; repeatable)"},
+			cliutil.PassphraseFileFlag(),
+			&cli.StringFlag{Name: "scope", Usage: "namespace `PREFIX` (or *) of the chain (required)"},
+			&cli.StringFlag{Name: "after", Usage: "the previous statement `FILE` of the chain (none for the first)"},
+			&cli.IntFlag{Name: "threshold", Value: 1, Usage: "the scope's threshold from this statement on, `N` 1-8"},
+			&cli.StringSliceFlag{Name: "add", Usage: "key to trust for the scope: `NAME=PUB` (PEM file or did:key; repeatable)"},
+			&cli.StringSliceFlag{Name: "retire", Usage: "key to retire: `PUB` PEM file or did:key (repeatable)"},
+			&cli.StringFlag{Name: "created", Usage: "created_at as an RFC 3339 `TIME` (default: now)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "out", "scope"); err != nil {
+				return err
+			}
+			keys, err := signingKeys(c, env, c.StringSlice("key"))
+			if err != nil {
+				return err
+			}
+			created := env.Now().UTC().Truncate(time.Second)
+			if c.IsSet("created") {
+				t, err := time.Parse(time.RFC3339, c.String("created"))
+				if err != nil {
+					return cliutil.Usagef("--created must be an RFC 3339 time such as 2026-11-22T10:00:00Z")
+				}
+				created = t.UTC().Truncate(time.Second)
+			}
+			r := &bundle.Rotation{Format: bundle.RotationFormat, Scope: strings.TrimSuffix(c.String("scope"), "."), Sequence: 1,
+				Prev: make([]byte, 32), CreatedAt: created.Format(time.RFC3339), Threshold: uint64(max(c.Int("threshold"), 0))}
+			if c.IsSet("after") {
+				prev, err := cliutil.ReadFile(c.String("after"), bundle.MaxRevocationSize, "previous trust statement")
+				if err != nil {
+					return err
+				}
+				p, _, err := bundle.ParseRotation(prev)
+				if err != nil {
+					return err
+				}
+				if p.Scope != r.Scope {
+					return cliutil.Usagef("--after names a statement of scope %s, not of --scope", p.Scope)
+				}
+				r.Sequence, r.Prev = p.Sequence+1, sha256Sum(prev)
+			}
+			for _, a := range c.StringSlice("add") {
+				name, pubArg, ok := strings.Cut(a, "=")
+				if !ok {
+					return cliutil.Usagef("--add takes NAME=PUB")
+				}
+				pub, err := keyfile.ParsePublic(pubArg)
+				if err != nil {
+					return err
+				}
+				r.Add = append(r.Add, bundle.NamedKey{Name: name, Key: amp.DIDKey(pub)})
+			}
+			for _, k := range c.StringSlice("retire") {
+				pub, err := keyfile.ParsePublic(k)
+				if err != nil {
+					return err
+				}
+				r.Retire = append(r.Retire, amp.DIDKey(pub))
+			}
+			r.Normalize()
+			data, err := bundle.SignRotation(r, keys)
+			if err != nil {
+				return err
+			}
+			out := c.String("out")
+			if _, _, _, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
+				_, err := w.Write(data)
+				return nil, err
+			}); err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "scope": r.Scope, "sequence": r.Sequence,
+					"threshold": r.Threshold, "added": len(r.Add), "retired": len(r.Retire), "size": len(data)})
+			}
+			fmt.Fprintf(env.Stdout, "wrote %s: trust statement %d of %s (adds %d, retires %d, threshold %d), signed by %d key(s)\n",
+				out, r.Sequence, r.Scope, len(r.Add), len(r.Retire), r.Threshold, len(keys))
+			return nil
+		},
+	}
+}
+
+func sha256Sum(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
 }

@@ -164,8 +164,12 @@ was added. Opens the store read-only.`,
 				return err
 			}
 			thresholds := map[string]int{}
+			chains := map[string]uint64{}
 			if st, ok := s.(*resolver.Store); ok {
 				if thresholds, err = st.TrustThresholds(); err != nil {
+					return err
+				}
+				if chains, err = st.TrustChains(); err != nil {
 					return err
 				}
 			}
@@ -174,7 +178,7 @@ was added. Opens the store read-only.`,
 				for _, k := range keys {
 					out = append(out, trustView(k))
 				}
-				return cliutil.PrintJSON(env.Stdout, map[string]any{"keys": out, "thresholds": thresholds})
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"keys": out, "thresholds": thresholds, "chains": chains})
 			}
 			if len(keys) == 0 {
 				fmt.Fprintln(env.Stdout, "no trusted keys")
@@ -184,6 +188,9 @@ was added. Opens the store read-only.`,
 			}
 			for _, sc := range slices.Sorted(maps.Keys(thresholds)) {
 				fmt.Fprintf(env.Stdout, "threshold %s: %d distinct trusted signatures\n", sc, thresholds[sc])
+			}
+			for _, sc := range slices.Sorted(maps.Keys(chains)) {
+				fmt.Fprintf(env.Stdout, "trust statements %s: applied up to %d\n", sc, chains[sc])
 			}
 			return nil
 		},
