@@ -67,6 +67,16 @@ func TestDeltaBuildImportExport(t *testing.T) {
 	if !ver.Verified || !ver.NeedsBase || ver.Delta.Omitted != built.Delta.Omitted {
 		t.Fatalf("verify delta: %+v", ver)
 	}
+	// With --base the omitted artifacts are verified too, against the
+	// verified base; a base that is not the one named is refused.
+	mustJSON(t, &ver, "verify", delta, "--trust", samplePub("example-publisher"), "--base", sampleFile("translate"))
+	if !ver.Verified || ver.NeedsBase {
+		t.Fatalf("verify delta --base: %+v", ver)
+	}
+	failsWith(t, "delta_base_missing", "verify", delta, "--trust", samplePub("example-publisher"), "--base", full)
+	if r := runCLI(t, nil, "verify", full, "--trust", samplePub("example-publisher"), "--base", full); r.code != 2 {
+		t.Fatalf("verify FULL --base: exit %d", r.code)
+	}
 	empty := newStore(t)
 	failsWith(t, "delta_base_missing", "import", delta, "--db", empty)
 	var res importJSON
