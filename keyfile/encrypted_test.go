@@ -2,6 +2,8 @@ package keyfile
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -13,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -211,4 +214,61 @@ func TestOpenSSLReadsOurEncryptedKeys(t *testing.T) {
 	if err := exec.Command(openssl, "pkey", "-in", path, "-passin", "pass:wrong", "-noout").Run(); err == nil {
 		t.Fatal("openssl opened our key with a wrong passphrase")
 	}
+}
+
+// TestWrongPassphraseWithValidCBCPadding: AES-CBC carries no integrity
+// check, so some wrong passphrases decrypt to valid padding. Such a
+// passphrase must still be called wrong_passphrase, never a damaged or
+// foreign key file (a flaky name would send an operator the wrong way).
+func TestWrongPassphraseWithValidCBCPadding(t *testing.T) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := encryptScheme{iterations: 1, keyLen: 16}
+	pemData, err := encryptedPEM([]byte("right"), rand.Reader, s, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(pemData)
+	found := 0
+	for i := 0; i < 20000 && found < 3; i++ {
+		wrong := []byte("wrong-" + strconv.Itoa(i))
+		if !cbcPaddingValid(t, block.Bytes, wrong) {
+			continue // invalid padding: the ordinary case
+		}
+		found++
+		_, err := ParsePrivateWith(pemData, fixedPassphrase(string(wrong)))
+		if errName(err) != ErrWrongPassphrase {
+			t.Fatalf("passphrase %q decrypts to valid padding and is reported as %v, want %s", wrong, err, ErrWrongPassphrase)
+		}
+	}
+	if found == 0 {
+		t.Fatal("no wrong passphrase with valid padding found: the test checked nothing")
+	}
+}
+
+// cbcPaddingValid decrypts an AES-CBC EncryptedPrivateKeyInfo with pass
+// and reports whether its PKCS#7 padding is valid.
+func cbcPaddingValid(t *testing.T, der, pass []byte) bool {
+	t.Helper()
+	var info encryptedPrivateKeyInfo
+	var p pbes2Params
+	var iv []byte
+	if !unmarshalExact(der, &info) || !unmarshalExact(info.Algo.Parameters.FullBytes, &p) ||
+		!unmarshalExact(p.EncryptionScheme.Parameters.FullBytes, &iv) {
+		t.Fatal("cannot parse the encrypted key")
+	}
+	key, err := deriveKey(p.KeyDerivationFunc, pass, 16, defaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := make([]byte, len(info.EncryptedData))
+	cipher.NewCBCDecrypter(b, iv).CryptBlocks(plain, info.EncryptedData)
+	_, ok := unpad(plain)
+	return ok
 }

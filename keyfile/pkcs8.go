@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/subtle"
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"hash"
@@ -191,6 +192,12 @@ func decryptPKCS8(der []byte, passphrase []byte, lim kdfLimits) ([]byte, error) 
 		cipher.NewCBCDecrypter(block, iv).CryptBlocks(plain, ct)
 		var ok bool
 		if plain, ok = unpad(plain); !ok {
+			return nil, fail(ErrWrongPassphrase, "cannot decrypt the private key: wrong passphrase, or the file is damaged")
+		}
+		// AES-CBC has no integrity check: a wrong passphrase gives valid
+		// padding about once in 256 tries. What it decrypted to must then
+		// still be a private key, or it was the wrong passphrase too.
+		if _, err := x509.ParsePKCS8PrivateKey(plain); err != nil {
 			return nil, fail(ErrWrongPassphrase, "cannot decrypt the private key: wrong passphrase, or the file is damaged")
 		}
 	}
