@@ -250,3 +250,29 @@ func TestTamperedTransferFailsVerification(t *testing.T) {
 		}
 	}
 }
+
+// Different documents must never share a canonical form: encoding/json
+// alone maps invalid UTF-8 and lone surrogates to U+FFFD, so each of these
+// would digest like the document with a literal U+FFFD.
+func TestCanonicalDigestCollisionByLoneSurrogateOrInvalidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		ok        bool
+	}{
+		{"lone high surrogate", `{"a":"\ud800"}`, false},
+		{"lone low surrogate", `{"a":"\udc00x"}`, false},
+		{"high then non-low escape", `["\ud800\u0041"]`, false},
+		{"invalid utf-8 byte", "{\"a\":\"\xff\"}", false},
+		{"invalid utf-8 in a name", "{\"\xc3\":1}", false},
+		{"surrogate pair", `["\ud83d\ude00"]`, true},
+		{"escaped backslash then u", `["\\ud800"]`, true},
+		{"literal replacement char", `["` + "\uFFFD" + `"]`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Canonical([]byte(tc.doc))
+			if (err == nil) != tc.ok {
+				t.Fatalf("Canonical(%q) err = %v, want ok=%v", tc.doc, err, tc.ok)
+			}
+		})
+	}
+}

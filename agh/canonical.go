@@ -23,6 +23,15 @@ var errNotCanonical = errors.New("value has no canonical JSON form")
 // form. Duplicate member names, invalid UTF-8, nesting deeper than 32 and
 // non-finite numbers are refused.
 func Canonical(data []byte) ([]byte, error) {
+	// encoding/json replaces invalid UTF-8 and lone surrogate escapes with
+	// U+FFFD: two different documents would share one canonical form (and
+	// one digest). RFC 8785 §3.2.2.2 needs I-JSON strings: refuse both.
+	if !utf8.Valid(data) {
+		return nil, errors.New("invalid UTF-8")
+	}
+	if err := checkSurrogates(data); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := readValue(dec, 0)
@@ -110,6 +119,43 @@ func readValue(dec *json.Decoder, depth int) (any, error) {
 	default:
 		return t, nil // json.Number, bool, nil
 	}
+}
+
+// checkSurrogates refuses a \u escape of a UTF-16 surrogate that is not
+// a high surrogate followed by a \u escape of a low one. Backslashes occur
+// only inside strings of valid JSON, so the text is scanned escape by
+// escape without tracking strings.
+func checkSurrogates(data []byte) error {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(data) || data[i] != '\\' || data[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(data[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			i++ // a two-character escape
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			lo, ok := hex4(i + 6)
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return errors.New("lone UTF-16 surrogate in a string")
+			}
+			i += 11
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return errors.New("lone UTF-16 surrogate in a string")
+		default:
+			i += 5
+		}
+	}
+	return nil
 }
 
 func writeCanonical(buf *bytes.Buffer, v any) error {
