@@ -118,7 +118,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	if err := s.fault("verify"); err != nil {
 		return nil, err
 	}
-	br, err := bundle.NewReader(r, bundle.ReaderOptions{Policy: policy, Now: s.opts.Now,
+	br, err := bundle.NewReader(r, bundle.ReaderOptions{Policy: policy, Now: s.now,
 		MaxArtifactSize: s.opts.MaxArtifactSize, Progress: opts.Progress, AllowDelta: true})
 	if err != nil {
 		return nil, err
@@ -204,6 +204,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 		return nil, err
 	}
 	var gen uint64
+	var floor int64
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		if _, err := checkAgainstStore(tx, m, signed, opts.AllowDowngrade, res); err != nil {
 			return err
@@ -227,6 +228,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 		if err := install(tx, m, signed, arts, res, s.opts.Now(), entry); err != nil {
 			return err
 		}
+		if floor, err = raiseFloor(tx, m.CreatedAt); err != nil {
+			return err
+		}
 		if err := deleteOrphans(tx, orphans); err != nil {
 			return err
 		}
@@ -245,6 +249,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	}
 	ok = true
 	s.gen.Store(gen)
+	if floor > s.floor.Load() {
+		s.floor.Store(floor)
+	}
 	res.Generation = gen
 	return res, nil
 }

@@ -65,7 +65,7 @@ func (s *Store) artifact(tx *bolt.Tx, bundleID, key string) ([]byte, indexRecord
 	if rec.Revoked != "" {
 		return nil, indexRecord{}, unavailable(ErrBundleRevoked, "bundle %s version %d is revoked: %s", bundleID, rec.Version, rec.Revoked)
 	}
-	if exp, ok := expiry(rec); ok && !s.opts.AllowExpired && !s.opts.Now().Before(exp) {
+	if exp, ok := expiry(rec); ok && !s.opts.AllowExpired && !s.now().Before(exp) {
 		return nil, indexRecord{}, unavailable(ErrBundleExpired, "bundle %s expired at %s", bundleID, rec.ExpiresAt)
 	}
 	raw = bucket(tx, bIndex).Get(key2(bundleID, key))
@@ -177,7 +177,7 @@ func (s *Store) Schema(ref capability.SchemaRef) (*offlineschema.Schema, error) 
 	e := c.entries[k]
 	c.mu.RUnlock()
 	if e != nil {
-		if !e.expires.IsZero() && !s.opts.AllowExpired && !s.opts.Now().Before(e.expires) {
+		if !e.expires.IsZero() && !s.opts.AllowExpired && !s.now().Before(e.expires) {
 			return nil, unavailable(ErrBundleExpired, "bundle %s has expired", ref.BundleID)
 		}
 		if e.gen.Load() == gen || s.stillValid(e, ref.BundleID) {

@@ -148,6 +148,8 @@ type Store struct {
 
 	// gen mirrors meta/generation for lock-free cache checks.
 	gen atomic.Uint64
+	// floor mirrors meta/time_floor (clock.go).
+	floor atomic.Int64
 
 	schemas *schemaCache
 	catalog catalogCache
@@ -247,6 +249,7 @@ func (s *Store) init() error {
 			}
 		}
 		s.gen.Store(getU64(meta.Get([]byte(kGeneration))))
+		s.loadFloor(tx)
 		return nil
 	})
 	if err != nil {
