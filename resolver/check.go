@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
 )
 
 // Problem is one inconsistency found by Check.
@@ -28,7 +30,7 @@ type Problem struct {
 // installed bundle's signed manifest against its index entries, descriptors,
 // aliases and DID entries; every descriptor, alias, DID and $id entry
 // against an installed bundle; high-water marks not below installed
-// versions; no interrupted import (kind "pending": the blobs it staged and
+// versions; every schema compiling offline from its bundle; no interrupted import (kind "pending": the blobs it staged and
 // the import itself, which the next read-write open rolls back); the audit
 // chain.
 func (s *Store) Check() ([]Problem, error) {
@@ -123,6 +125,20 @@ func (s *Store) Check() ([]Problem, error) {
 				add("bundle", "high-water mark of %s (%d) is below its installed version %d", k, hw, rec.Version)
 			}
 			checkBundleIndex(tx, m, add)
+			// Every schema compiles offline from its bundle, as import
+			// requires (a store written before that check, or altered).
+			for _, a := range m.Artifacts {
+				if a.MediaType != bundle.MediaTypeSchema {
+					continue
+				}
+				l := &checkLoader{tx: tx, bundle: m.BundleID}
+				// Altered or missing bytes are the blob and index checks'
+				// problems; reported here only when the bytes are sound.
+				if _, err := offlineschema.Compile(l, a.Key, offlineschema.Options{}); err != nil &&
+					!errors.Is(err, ErrHashMismatch) && !errors.Is(err, ErrBlobUnreadable) {
+					add("schema", "schema %s of bundle %s does not compile offline: %s", a.Key, m.BundleID, amp.SafeMessage(err))
+				}
+			}
 			return nil
 		}); err != nil {
 			return err
@@ -201,6 +217,38 @@ func (s *Store) Check() ([]Problem, error) {
 	}
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Kind < ps[j].Kind })
 	return ps, nil
+}
+
+// checkLoader loads a bundle's artifacts for Check: from the index and the
+// blobs, hash-checked, whatever the bundle's revocation or expiry (those are
+// refusals at use, not damage).
+type checkLoader struct {
+	tx     *bolt.Tx
+	bundle string
+}
+
+func (l *checkLoader) Load(key string) ([]byte, error) {
+	raw := bucket(l.tx, bIndex).Get(key2(l.bundle, key))
+	if raw == nil {
+		return nil, fail(ErrArtifactMissing, "bundle %s has no artifact %s", l.bundle, key)
+	}
+	var ir indexRecord
+	if err := decode(raw, &ir); err != nil {
+		return nil, fail(ErrBlobUnreadable, "the index entry of %s is unreadable", key)
+	}
+	data := getBlob(l.tx, []byte(ir.Blob))
+	if data == nil {
+		return nil, fail(ErrBlobUnreadable, "the bytes of %s are missing", key)
+	}
+	if err := checkBlob(data, ir.Blob, l.bundle, key); err != nil {
+		return nil, err
+	}
+	return clone(data), nil
+}
+
+func (l *checkLoader) KeyForID(id string) (string, bool) {
+	k := bucket(l.tx, bSchemaIDs).Get(key2(l.bundle, id))
+	return string(k), k != nil
 }
 
 // checkBundleIndex compares one manifest with the store's entries for it.

@@ -1,10 +1,13 @@
 package resolver
 
 import (
+	"strings"
+
 	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
+	bolt "go.etcd.io/bbolt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -116,6 +119,38 @@ func TestA11_OfflineArtifactMissing(t *testing.T) {
 			expect5002(t, err, tt.want)
 		})
 	}
+}
+
+// TestCheckReportsSchemaThatNoLongerCompiles: a schema whose $ref target
+// is gone from the store (a store altered, or written before import
+// refused such bundles) is a "schema" problem of check (threat: a store
+// called sound whose capabilities fail only when a caller invokes them).
+func TestCheckReportsSchemaThatNoLongerCompiles(t *testing.T) {
+	s := newStore(t)
+	mustImport(t, s, sampleBytes(t, "translate"))
+	// Drop the index entry of a schema others $ref (and put it back at the
+	// end: the store's own cleanup checks it is sound).
+	k := key2("org.example.translate", "schemas/common/text.json")
+	var saved []byte
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		saved = clone(bucket(tx, bIndex).Get(k))
+		return bucket(tx, bIndex).Delete(k)
+	}); err != nil || saved == nil {
+		t.Fatal(err)
+	}
+	ps, err := s.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return bucket(tx, bIndex).Put(k, saved) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.Kind == "schema" && strings.Contains(p.Message, "does not compile offline") {
+			return
+		}
+	}
+	t.Fatalf("check did not report the schema that no longer compiles: %v", ps)
 }
 
 // TestTamperedBlobInFile: change a stored blob's bytes directly in the bbolt
