@@ -21,7 +21,8 @@ func invokeCommand(env *cliutil.Env) *cli.Command {
 		Usage:     "invoke a capability of an agent (CAP_INVOKE)",
 		ArgsUsage: "URL",
 		Description: `Sends a signed (with --encrypt also authcrypt-encrypted) CAP_INVOKE to the
-agent at URL, verifies the reply (the provider's signature, sender,
+agent at URL (http://, https://, amps:// or amp://, as for 'ampagent
+query'), verifies the reply (the provider's signature, sender,
 recipient and reply_to = the request's id) and prints the CAP_RESULT.
 
 The target is either --id NAME:VERSION, or --capability NAME with exactly

@@ -23,8 +23,10 @@ func queryCommand(env *cliutil.Env) *cli.Command {
 		Name:      "query",
 		Usage:     "ask an agent which capabilities it serves (CAP_QUERY)",
 		ArgsUsage: "URL",
-		Description: `Sends a signed CAP_QUERY to the agent at URL (the HTTP binding: POST
-URL/amp/v1/messages), verifies the CAP_DECLARE it answers (the provider's
+		Description: `Sends a signed CAP_QUERY to the agent at URL (http:// or https://: the HTTP
+binding, POST URL/amp/v1/messages; amps:// or amp://: the TCP binding of
+docs/TRANSPORT.md, --tls-ca for a private CA, plain amp:// only to a loopback
+address unless --unsafe-plain-tcp), verifies the CAP_DECLARE it answers (the provider's
 signature, sender, recipient and reply_to) and prints the descriptors.
 
 The filter is exactly one of --capability NAME and --type T (a legacy
@@ -203,7 +205,7 @@ func schemaRefText(r capability.SchemaRef) string {
 // clientFlags are the flags query and invoke share: who calls whom, and how
 // long to wait.
 func clientFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "key", Usage: "caller identity `FILE` (ampagent keygen; mode 0600) (required)"},
 		cliutil.PassphraseFileFlag(),
 		&cli.StringFlag{Name: "did", Usage: "caller `DID` when it is not the did:key of --key (a did:web listing those keys)"},
@@ -211,17 +213,23 @@ func clientFlags() []cli.Flag {
 		&cli.StringFlag{Name: "to-doc", Usage: "the provider's DID document `FILE` (JSON); required unless --to is a did:key"},
 		&cli.DurationFlag{Name: "wait", Value: 60 * time.Second, Usage: "give up after `DURATION`, retries included"},
 		jsonFlag,
-	}
+	}, tcpClientFlags()...)
 }
 
-// session is a client of one provider over the HTTP binding, with the
+// session is a client of one provider over either binding, with the
 // context that bounds the whole command.
 type session struct {
 	client    *agent.Client
-	transport *agent.HTTPTransport
+	transport transport
 	peer      string
 	ctx       context.Context
 	cancel    context.CancelFunc
+}
+
+// transport is a client transport of either binding.
+type transport interface {
+	agent.Transport
+	Close()
 }
 
 func (s *session) close() {
@@ -245,8 +253,12 @@ func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (
 		return nil, err
 	}
 	base := strings.TrimRight(c.Args().First(), "/")
-	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, cliutil.WithHint(cliutil.Usagef("the agent URL must be http:// or https:// with a host"), "for example http://127.0.0.1:8080")
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "amp" && u.Scheme != "amps") || u.Host == "" {
+		return nil, cliutil.WithHint(cliutil.Usagef("the agent URL must be http://, https://, amp:// or amps:// with a host"), "for example http://127.0.0.1:8080 or amps://agents.example.org:7443")
+	}
+	if (c.IsSet("tls-ca") || c.Bool("unsafe-plain-tcp")) && u.Scheme != "amp" && u.Scheme != "amps" {
+		return nil, cliutil.Usagef("--tls-ca and --unsafe-plain-tcp are for amp:// and amps:// agent URLs")
 	}
 	peer := c.String("to")
 	if !amp.ValidDID(peer) || amp.BareDID(peer) != peer {
@@ -283,7 +295,12 @@ func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (
 	if err != nil {
 		return nil, err
 	}
-	tr, err := agent.NewHTTPTransport(base, 2)
+	var tr transport
+	if u.Scheme == "amp" || u.Scheme == "amps" {
+		tr, err = tcpTransport(c, base, id.DID)
+	} else {
+		tr, err = agent.NewHTTPTransport(base, 2)
+	}
 	if err != nil {
 		return nil, err
 	}

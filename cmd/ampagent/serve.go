@@ -81,7 +81,10 @@ serves POST /amp/v1/messages, GET /healthz (liveness: the process answers)
 and GET /readyz (readiness, JSON; 503 when not ready: the store cannot be
 read, its check finds a problem, a handler program is missing or not
 executable, or an installed bundle is expired or expires within
---ready-expiry-window) on --listen.
+--ready-expiry-window) on --listen. With --listen-tcp it also serves the
+AMPS/TCP binding (docs/TRANSPORT.md): TLS (amps://) with --tls-cert and
+--tls-key, plain (amp://) otherwise, which needs a loopback address unless
+--unsafe-listen.
 
 Capabilities run as programs listed in the config file (--config):
 
@@ -106,7 +109,7 @@ is missing or not executable (unless --allow-missing-handlers), or the listen
 address is not a loopback address (plain HTTP on a network) unless
 --unsafe-listen says so. SIGINT or SIGTERM stops it gracefully: in-flight
 requests finish.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "db", Usage: "registry store `FILE` (required)"},
 			&cli.StringFlag{Name: "key", Usage: "agent key `FILE` from 'ampagent keygen' (required)"},
 			cliutil.PassphraseFileFlag(),
@@ -114,7 +117,7 @@ requests finish.`,
 			&cli.StringFlag{Name: "listen", Usage: "`ADDR` to listen on, e.g. 127.0.0.1:8080"},
 			&cli.StringFlag{Name: "config", Usage: "config `FILE` (JSON): handlers, allow rules, limits"},
 			&cli.StringSliceFlag{Name: "allow", Usage: "allow `CALLER=PREFIX` (repeatable), e.g. '*=org.example.'"},
-			&cli.BoolFlag{Name: "unsafe-listen", Usage: "allow a non-loopback listen address (plain HTTP reachable from the network)"},
+			&cli.BoolFlag{Name: "unsafe-listen", Usage: "allow a non-loopback listen address for plain HTTP (and plain TCP without --tls-cert)"},
 			&cli.StringFlag{Name: "admin-socket", Usage: "admin socket `PATH` (default DB.admin.sock)"},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics on GET /metrics at `ADDR`, a listener of its own (default: no metrics listener)"},
 			&cli.Int64Flag{Name: "max-body", Usage: "largest accepted message in `BYTES` (default 16 MiB)"},
@@ -129,7 +132,7 @@ requests finish.`,
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn, error"},
 			jsonFlag,
-		},
+		}, tcpServeFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 				return err
@@ -396,8 +399,15 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	// The agent owns the ledger file beside the store: closed (its lock
 	// released) when serve returns, after the servers stopped.
 	defer a.Close()
+	tcpLn, tcpURL, err := tcpListener(c)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		if tcpLn != nil {
+			tcpLn.Close()
+		}
 		return cliutil.Failf("listen_failed", "cannot listen on the address").WithCause(err)
 	}
 	h := agent.NewHTTPHandler(a, agent.HTTPOptions{MaxBody: cfg.MaxBodyBytes, Logger: log,
@@ -418,6 +428,9 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if cfg.MetricsListen != "" {
 		if metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
 			ln.Close()
+			if tcpLn != nil {
+				tcpLn.Close()
+			}
 			return cliutil.Failf("listen_failed", "cannot listen on the metrics address").WithCause(err)
 		}
 	}
@@ -427,20 +440,30 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		if metricsLn != nil {
 			metricsLn.Close()
 		}
+		if tcpLn != nil {
+			tcpLn.Close()
+		}
 		return err
 	}
 	defer adminSrv.Close()
 	sock := adminSrv.Path()
 
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	go func() { errs <- srv.Serve(ln) }()
 	go func() {
 		if err := <-adminSrv.Done(); err != nil {
 			errs <- err
 		}
 	}()
+	stopTCP := func(context.Context) error { return nil }
+	if tcpLn != nil {
+		stopTCP = startTCP(tcpLn, a, int(cfg.MaxBodyBytes), log, errs)
+	}
 	url := "http://" + ln.Addr().String()
 	startDoc := map[string]any{"listening": url, "did": id.DID, "admin_socket": sock}
+	if tcpURL != "" {
+		startDoc["listening_tcp"] = tcpURL
+	}
 	var metricsSrv *http.Server
 	metricsURL := ""
 	if metricsLn != nil {
@@ -452,11 +475,14 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		metricsURL = "http://" + metricsLn.Addr().String() + MetricsPath
 		startDoc["metrics"] = metricsURL
 	}
-	log.Info("agent serving", "url", url, "did", id.DID, "handlers", len(handlers), "rules", len(rules), "admin_socket", sock, "metrics", metricsURL)
+	log.Info("agent serving", "url", url, "tcp_url", tcpURL, "did", id.DID, "handlers", len(handlers), "rules", len(rules), "admin_socket", sock, "metrics", metricsURL)
 	if c.Bool("json") {
 		cliutil.PrintJSON(env.Stdout, startDoc)
 	} else {
 		fmt.Fprintf(env.Stdout, "listening on %s as %s (admin socket %s)\n", url, id.DID, sock)
+		if tcpURL != "" {
+			fmt.Fprintf(env.Stdout, "listening on %s (tcp binding)\n", tcpURL)
+		}
 		if metricsURL != "" {
 			fmt.Fprintf(env.Stdout, "metrics on %s\n", metricsURL)
 		}
@@ -480,8 +506,13 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), maxTimeout+5*time.Second)
 	defer cancel()
+	tcpStopped := make(chan error, 1)
+	go func() { tcpStopped <- stopTCP(sctx) }()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("graceful shutdown incomplete", "err", err)
+	}
+	if err := <-tcpStopped; err != nil {
+		log.Warn("graceful tcp shutdown incomplete", "err", err)
 	}
 	adminSrv.Shutdown(sctx)
 	if metricsSrv != nil {

@@ -69,9 +69,9 @@ func serveStore(t *testing.T) (db, key string) {
 
 // running is an `ampagent serve` run in the test process.
 type running struct {
-	url, did, sock string
-	metrics        string // the metrics URL, with --metrics-listen
-	stop           func() result
+	url, tcpURL, did, sock string
+	metrics                string // the metrics URL, with --metrics-listen
+	stop                   func() result
 }
 
 // lockedBuffer is a bytes.Buffer safe to read while serve writes.
@@ -108,6 +108,7 @@ func startServe(t *testing.T, args ...string) *running {
 	}()
 	var doc struct {
 		Listening   string `json:"listening"`
+		TCP         string `json:"listening_tcp"`
 		DID         string `json:"did"`
 		AdminSocket string `json:"admin_socket"`
 		Metrics     string `json:"metrics"`
@@ -123,7 +124,7 @@ func startServe(t *testing.T, args ...string) *running {
 	}
 	rest := make(chan string, 1)
 	go func() { b, _ := io.ReadAll(io.MultiReader(dec.Buffered(), pr)); rest <- string(b) }()
-	r := &running{url: doc.Listening, did: doc.DID, sock: doc.AdminSocket, metrics: doc.Metrics}
+	r := &running{url: doc.Listening, tcpURL: doc.TCP, did: doc.DID, sock: doc.AdminSocket, metrics: doc.Metrics}
 	var once sync.Once
 	var res result
 	r.stop = func() result {

@@ -81,11 +81,10 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	}
 	var tlsCfg *tls.Config
 	if cert != "" {
-		pair, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return cliutil.Failf("tls_config", "cannot load the tls certificate and key").WithCause(err)
+		var err error
+		if tlsCfg, err = cliutil.ServerTLS(cert, key); err != nil {
+			return err
 		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	db := c.String("db")

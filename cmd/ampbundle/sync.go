@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"log/slog"
 
@@ -58,15 +57,10 @@ import); 11 at least one bundle refused (the others may have been imported);
 			}
 			var tlsCfg *tls.Config
 			if p := c.String("tls-ca"); p != "" {
-				pem, err := cliutil.ReadFile(p, 1<<20, "the CA file")
-				if err != nil {
+				var err error
+				if tlsCfg, err = cliutil.ClientTLS(p); err != nil {
 					return err
 				}
-				pool := x509.NewCertPool()
-				if !pool.AppendCertsFromPEM(pem) {
-					return cliutil.Failf("tls_config", "the CA file holds no PEM certificate")
-				}
-				tlsCfg = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 			}
 			mode := readWrite
 			if c.Bool("dry-run") {

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/transport/ampstcp"
+)
+
+// The AMPS/TCP binding in the CLI (docs/TRANSPORT.md).
+
+// tcpServeFlags are serve's flags for the TCP listener.
+func tcpServeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "listen-tcp", Usage: "also serve the AMPS/TCP binding on `ADDR`, e.g. 127.0.0.1:7443"},
+		&cli.StringFlag{Name: "tls-cert", Usage: "TLS certificate chain `FILE` (PEM) for --listen-tcp (amps://)"},
+		&cli.StringFlag{Name: "tls-key", Usage: "TLS private key `FILE` (PEM) for --tls-cert"},
+	}
+}
+
+// tcpClientFlags are query's and invoke's flags for amp:// and amps://.
+func tcpClientFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "tls-ca", Usage: "trust the CA certificates in `FILE` (PEM) for an amps:// agent (default: the system roots)"},
+		&cli.BoolFlag{Name: "unsafe-plain-tcp", Usage: "allow amp:// (no TLS) to an agent that is not on a loopback address"},
+	}
+}
+
+// tcpListener checks the TCP flags and opens the listener: TLS when a
+// certificate is given, plain only on loopback unless --unsafe-listen.
+// It returns nil when --listen-tcp is not given.
+func tcpListener(c *cli.Context) (net.Listener, string, error) {
+	addr := c.String("listen-tcp")
+	cert, key := c.String("tls-cert"), c.String("tls-key")
+	if addr == "" {
+		if cert != "" || key != "" {
+			return nil, "", cliutil.Usagef("--tls-cert and --tls-key are for --listen-tcp")
+		}
+		return nil, "", nil
+	}
+	if (cert == "") != (key == "") {
+		return nil, "", cliutil.Usagef("give both --tls-cert and --tls-key, or neither")
+	}
+	if cert == "" && !cliutil.Loopback(addr) && !c.Bool("unsafe-listen") {
+		return nil, "", cliutil.WithHint(cliutil.Failf("unsafe_listen", "the tcp listen address is not a loopback address: plain tcp would be reachable from the network"),
+			"give --tls-cert and --tls-key (amps://), listen on 127.0.0.1, or say --unsafe-listen")
+	}
+	var cfg *tls.Config
+	if cert != "" {
+		var err error
+		if cfg, err = cliutil.ServerTLS(cert, key); err != nil {
+			return nil, "", err
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", cliutil.Failf("listen_failed", "cannot listen on the tcp address").WithCause(err)
+	}
+	url := "amp://" + ln.Addr().String()
+	if cfg != nil {
+		ln = tls.NewListener(ln, cfg)
+		url = "amps://" + ln.Addr().String()
+	}
+	return ln, url, nil
+}
+
+// startTCP serves a on ln and returns the function that drains it
+// (GOAWAY, then in-flight messages finish).
+func startTCP(ln net.Listener, a *agent.Agent, maxMessage int, log *slog.Logger, errs chan<- error) func(context.Context) error {
+	srv := ampstcp.NewServer(a, ampstcp.ServerOptions{MaxMessageSize: maxMessage, Logger: log})
+	go func() { errs <- srv.Serve(ln) }()
+	return srv.Shutdown
+}
+
+// tcpTransport builds the client transport for an amp:// or amps:// URL.
+func tcpTransport(c *cli.Context, rawURL, did string) (*ampstcp.Transport, error) {
+	opts := ampstcp.ClientOptions{AllowPlainRemote: c.Bool("unsafe-plain-tcp"), DID: did, DialTimeout: 10 * time.Second}
+	if c.IsSet("tls-ca") {
+		cfg, err := cliutil.ClientTLS(c.String("tls-ca"))
+		if err != nil {
+			return nil, err
+		}
+		opts.TLS = cfg
+	}
+	tr, err := ampstcp.NewTransport(rawURL, opts)
+	switch {
+	case err == nil:
+		return tr, nil
+	case amp.NameOf(err) == "plain_remote":
+		return nil, cliutil.WithHint(cliutil.Failf("unsafe_plain_tcp", "plain amp:// would cross the network unencrypted: the agent is not on a loopback address"),
+			"use amps:// (tls), an agent on 127.0.0.1, or say --unsafe-plain-tcp")
+	}
+	return nil, cliutil.WithHint(cliutil.Usagef("the agent URL must be amp://HOST:PORT or amps://HOST:PORT"), "for example amps://agents.example.org:7443")
+}
