@@ -121,6 +121,11 @@ type Config struct {
 	// SweepEvery is how often expired ledger entries are swept, during
 	// Handle (default 1 min).
 	SweepEvery time.Duration
+	// Receipts receives the reports (ACK, PROC_OK, PROC_FAIL, ERROR,
+	// PROCESSING) that arrive about the agent's own outbound messages; they
+	// are never answered. Outbox.Receive fits here. Nil: logged only. It
+	// runs in the Handle call; it must not block.
+	Receipts func(ctx context.Context, r Receipt)
 	// registry overrides Store for tests.
 	registry Registry
 }
@@ -311,6 +316,11 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 		a.observe(Observation{Code: code, Name: name, Duration: time.Since(start)})
 		return nil, &UnverifiedError{Err: amp.AsError(err)}
 	}
+	// Reports are never answered, not even with an error.
+	if isReport(m.Type) {
+		a.handleReport(ctx, m)
+		return nil, nil
+	}
 	// A message signed for another agent is not ours to act on: else a
 	// plaintext CAP_INVOKE meant for X could be replayed to this agent and
 	// run here as its sender (RFC 001 §15.3: 3001, not intended for this
@@ -322,6 +332,9 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 	if m.TTL > uint64(a.cfg.MaxTTL.Milliseconds()) {
 		return a.replyError(ctx, m, amp.Named(amp.CodeInvalidTimestamp, "ttl_too_long",
 			"message ttl is longer than this agent keeps replies (%s)", a.cfg.MaxTTL))
+	}
+	if m.Type == amp.TypeBatch {
+		return a.handleBatch(ctx, m)
 	}
 	sender := amp.BareDID(m.From)
 	for {

@@ -171,6 +171,13 @@ func NewHTTPHandler(a *Agent, opts HTTPOptions) http.Handler {
 			httpError(w, status, err)
 			return
 		}
+		if reply == nil {
+			// A report (ACK, PROC_*, ERROR, PROCESSING) or a BATCH of
+			// reports: taken, never answered (the asynchronous path of the
+			// binding).
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
 		w.Header().Set("Content-Type", ContentType)
 		w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
 		w.WriteHeader(http.StatusOK)
@@ -390,6 +397,10 @@ func (t *HTTPTransport) RoundTrip(ctx context.Context, msg []byte) ([]byte, erro
 	}
 	if int64(len(body)) > t.max {
 		return nil, amp.NewError(amp.CodeInvalidMessage, "the reply is larger than %d bytes", t.max)
+	}
+	if resp.StatusCode == http.StatusAccepted {
+		// Taken without a reply: the message was a report.
+		return nil, nil
 	}
 	if resp.StatusCode == http.StatusOK {
 		return body, nil

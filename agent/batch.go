@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// MaxBatchItems caps the items of one BATCH; a larger batch is refused as a
+// whole (1001 batch_too_large) before any item is looked at.
+const MaxBatchItems = 256
+
+// batchKey marks the context of an item handled inside a BATCH.
+type batchKey struct{}
+
+// handleBatch answers a verified BATCH addressed to this agent (RFC 001
+// §4.5). Each item goes through Handle exactly as if it had arrived alone
+// (its own signature, recipient check, idempotency ledger entry and
+// policy), in item order. The synchronous reply is a signed BATCH whose
+// items are the replies, in item order: the reply to an item (reply_to =
+// the item's id), an item that needs no reply (ACK, PROC_*, ERROR,
+// PROCESSING) contributes nothing, and an item that cannot be decoded or
+// verified is answered by a signed ERROR with reply_to = the container's
+// id and batch_index = its index. No reply at all (every item was a
+// report) is no reply. The container is not recorded in the ledger: a
+// replayed BATCH replays each item from its own entry, so every item
+// reply is byte-identical to the first one (the container's signature is
+// new). See docs/SPEC-DECISIONS.md (BATCH-1).
+func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error) {
+	if ctx.Value(batchKey{}) != nil {
+		return a.replyError(ctx, m, amp.Named(amp.CodeInvalidMessage, "nested_batch", "a batch item must not be a batch"))
+	}
+	b, err := amp.DecodeBatch(m.Body)
+	if err != nil {
+		return a.replyError(ctx, m, err)
+	}
+	if len(b.Items) > MaxBatchItems {
+		return a.replyError(ctx, m, amp.Named(amp.CodeInvalidMessage, "batch_too_large", "a batch carries at most %d items", MaxBatchItems))
+	}
+	// The replies must fit one message to the sender: the container's
+	// own envelope and signature take less than this margin.
+	budget := a.maxMessage() - 4096
+	ictx := context.WithValue(ctx, batchKey{}, true)
+	var replies [][]byte
+	size := 0
+	for i, item := range b.Items {
+		reply, err := a.Handle(ictx, item)
+		if err != nil {
+			if reply, err = a.batchItemError(ctx, m, i, err); err != nil {
+				return nil, err
+			}
+		}
+		if reply == nil {
+			continue
+		}
+		if size+len(reply)+16 > budget {
+			// The item ran and its reply is in the ledger: sent alone, the
+			// same item gets it back.
+			a.log.Warn("batch reply over the message limit; item answered with an error", "from", m.From, "id", m.ID.String(), "batch_index", i)
+			if reply, err = a.batchItemError(ctx, m, i, amp.Named(amp.CodeOverloaded, "batch_reply_too_large",
+				"the replies do not fit one message; send this item alone to get its reply")); err != nil {
+				return nil, err
+			}
+		}
+		size += len(reply) + 16
+		replies = append(replies, reply)
+	}
+	if len(replies) == 0 {
+		return nil, nil
+	}
+	body, err := amp.Marshal(amp.BatchBody{Items: replies})
+	if err != nil {
+		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot encode the batch reply")
+	}
+	return a.reply(ctx, m, amp.TypeBatch, body)
+}
+
+// batchItemError is the signed ERROR about item i of the container m.
+func (a *Agent) batchItemError(ctx context.Context, m *amp.Message, i int, err error) ([]byte, error) {
+	eb := amp.BatchItem{Index: i, Err: err}.ErrorBody()
+	body, merr := amp.Marshal(eb)
+	if merr != nil {
+		return nil, amp.Wrap(amp.CodeInternalError, merr, "cannot encode an error body")
+	}
+	return a.reply(ctx, m, amp.TypeError, body)
+}
+
+// maxMessage is the agent's message size cap.
+func (a *Agent) maxMessage() int {
+	if a.cfg.Limits.MaxMessageSize > 0 {
+		return a.cfg.Limits.MaxMessageSize
+	}
+	return amp.DefaultMaxMessageSize
+}
