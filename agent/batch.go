@@ -44,7 +44,12 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 	var replies [][]byte
 	size := 0
 	for i, item := range b.Items {
-		reply, err := a.Handle(ictx, item)
+		// The item takes a CPU slot of its own in Handle: the container
+		// gives its slot back meanwhile, so that concurrent batches
+		// cannot hold every slot while their items wait for one.
+		var reply []byte
+		var err error
+		a.idle(func() { reply, err = a.Handle(ictx, item) })
 		if err != nil {
 			if reply, err = a.batchItemError(ctx, m, i, err); err != nil {
 				return nil, err
