@@ -67,7 +67,7 @@ func ParseCatalogQuery(raw string) (WhoisRequest, error) {
 //
 // Every failure is {"error":{"code","message"}} with a fixed message:
 // not_found, method_not_allowed, invalid_request, too_large,
-// internal_error.
+// internal_error, unavailable (docs/FORMAT.md, "AGH projection").
 func NewHandler(opts HandlerOptions) http.Handler {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = MaxDocumentBytes
@@ -99,7 +99,8 @@ func NewHandler(opts HandlerOptions) http.Handler {
 		}
 		cat, err := opts.Catalog()
 		if err != nil {
-			fail(w, http.StatusServiceUnavailable, "internal_error", "the catalog is not available")
+			w.Header().Set("Retry-After", "1")
+			fail(w, http.StatusServiceUnavailable, "unavailable", "the catalog is not available; retry shortly")
 			return
 		}
 		switch p := r.URL.Path; {
