@@ -268,6 +268,7 @@ func (d *demo) run(keep bool) (err error) {
 		{"a caller the policy does not know: 3001", d.stepUnauthorized},
 		{"the same signed message twice: one run, byte-identical replies", d.stepReplay},
 		{"the bundle removed: the same invocation fails closed with 5002", d.stepRemoved},
+		{"trust across air gaps: 2-of-3 co-signing, a key rotation, a revocation", d.stepTrust},
 	} {
 		s := d.t.step(st.name)
 		if err := st.fn(s); err != nil {

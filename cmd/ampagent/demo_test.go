@@ -89,11 +89,11 @@ func TestDemoJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, r.stdout)
 	}
-	if !doc.OK || len(doc.Steps) != 9 {
+	if !doc.OK || len(doc.Steps) != 10 {
 		t.Fatalf("ok %v, %d steps", doc.OK, len(doc.Steps))
 	}
 	for _, s := range doc.Steps {
-		if !s.OK || (s.Number < 9 && len(s.Checks) == 0) {
+		if !s.OK || (s.Number < 10 && len(s.Checks) == 0) {
 			t.Errorf("step %d %q: ok %v, %d checks", s.Number, s.Name, s.OK, len(s.Checks))
 		}
 	}
