@@ -401,7 +401,7 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		return
 	}
 	f.Seek(0, io.SeekStart)
-	res, err := t.Import(ctx, f, resolver.ImportOptions{})
+	res, err := t.Import(ctx, f, resolver.ImportOptions{Source: c.url(e.Href)})
 	if err != nil {
 		var ae *amp.Error
 		if errors.As(err, &ae) && (ae.Name == resolver.ErrStoreInUse || ae.Name == resolver.ErrStoreIO) {

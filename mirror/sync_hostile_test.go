@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -117,5 +118,39 @@ func TestSyncSpoolCannotBeFilledByManyCutDownloads(t *testing.T) {
 	}
 	if total > limit || refusedForSpace == 0 {
 		t.Fatalf("spool holds %d bytes in %d files (limit %d), %d refused for space", total, len(names), limit, refusedForSpace)
+	}
+}
+
+// An auditor must be able to tell which mirror a bundle came from, for an
+// accepted import and for a refused (tampered) one.
+func TestSyncAuditNamesTheMirrorFileOfEveryImport(t *testing.T) {
+	v1, v2 := testBundle(t, 1), testBundle(t, 2)
+	_, good := startMirror(t, newStore(t, v1), nil)
+	m2, _ := startMirror(t, newStore(t, v2), nil)
+	flipLast := func(b []byte) []byte { b[len(b)-2] ^= 0x01; return b } // inside the last artifact
+	flipped := flipLast(append([]byte(nil), v2...))
+	bad := httptest.NewServer(tamper(m2, flipLast, func(ix []byte) []byte { return bytes.ReplaceAll(ix, []byte(sum(v2)), []byte(sum(flipped))) }))
+	defer bad.Close()
+	s := agentStore(t)
+	for _, u := range []string{good.URL, bad.URL} {
+		if _, err := syncOnce(t, s, u, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := s.Audit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range entries {
+		if e.Source != "" {
+			got[e.Action] = e.Source
+		}
+	}
+	if got["import"] != good.URL+"/bundles/org.example.echo" {
+		t.Errorf("accepted import audited with source %q", got["import"])
+	}
+	if got["import_refused"] != bad.URL+"/bundles/org.example.echo" {
+		t.Errorf("refused import audited with source %q (entries %+v)", got["import_refused"], got)
 	}
 }

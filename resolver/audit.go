@@ -48,6 +48,9 @@ type AuditEntry struct {
 	// FileSHA256 is the SHA-256 of the whole file an import read (or, for
 	// a refusal, of the file as the caller hashed it).
 	FileSHA256 []byte `cbor:"file_sha256,omitempty" json:"file_sha256,omitempty"`
+	// Source is where an imported file came from, when the importer said
+	// (ImportOptions.Source: the mirror file's URL for 'ampbundle sync').
+	Source string `cbor:"source,omitempty" json:"source,omitempty"`
 	// Verdict is "accepted" for what took effect, "unchanged" for an
 	// import of the bundle already installed, else the error name of the
 	// refusal.

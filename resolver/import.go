@@ -35,6 +35,32 @@ type ImportOptions struct {
 	// stops reading a refused file, so it cannot hash it); an accepted
 	// import records the hash of the bytes the store itself read.
 	FileSHA256 []byte
+	// Source, when set, says where the file came from (the URL of the
+	// mirror file for 'ampbundle sync'). The audit entry of the import,
+	// accepted, unchanged or refused, records it as "source". At most
+	// MaxSourceBytes of printable ASCII, else the import is refused
+	// (bad_source) before the file is read.
+	Source string
+}
+
+// MaxSourceBytes bounds ImportOptions.Source.
+const MaxSourceBytes = 2048
+
+// ErrBadSource names an ImportOptions.Source that is too long or holds a
+// byte outside printable ASCII.
+const ErrBadSource amp.ErrName = "bad_source"
+
+// checkSource validates ImportOptions.Source.
+func checkSource(s string) error {
+	if len(s) > MaxSourceBytes {
+		return amp.Named(0, ErrBadSource, "the import source is longer than %d bytes", MaxSourceBytes)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return amp.Named(0, ErrBadSource, "the import source must be printable ascii without spaces (a url)")
+		}
+	}
+	return nil
 }
 
 // ImportResult describes a completed import.
@@ -101,6 +127,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	if err := s.writable(); err != nil {
 		return nil, err
 	}
+	if err := checkSource(opts.Source); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fileHash := sha256.New()
@@ -108,7 +137,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	var verified *ImportResult // set once the manifest verified
 	defer func() {
 		if err != nil {
-			s.auditRefusal(err, verified, opts.FileSHA256)
+			s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source)
 		}
 	}()
 	policy, err := s.policy()
@@ -170,7 +199,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 		sum := fileHash.Sum(nil)
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			return appendAudit(tx, s.opts.Now(), AuditEntry{Action: "import_unchanged", Actor: s.actor(), Verdict: "unchanged",
-				BundleID: m.BundleID, Version: m.Version, Signers: res.Signers, ManifestSHA256: sha256sum(signed), FileSHA256: sum})
+				BundleID: m.BundleID, Version: m.Version, Signers: res.Signers, ManifestSHA256: sha256sum(signed), FileSHA256: sum, Source: opts.Source})
 		})
 		if err != nil {
 			return nil, amp.AsError(wrapTx(err))
@@ -224,7 +253,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 				return err
 			}
 		}
-		entry := AuditEntry{Actor: s.actor(), FileSHA256: fileHash.Sum(nil)}
+		entry := AuditEntry{Actor: s.actor(), FileSHA256: fileHash.Sum(nil), Source: opts.Source}
 		if err := install(tx, m, signed, arts, res, s.opts.Now(), entry); err != nil {
 			return err
 		}
@@ -829,11 +858,16 @@ func sha256sum(b []byte) []byte {
 // canceled import. The refusal's verdict is the error name; what the file
 // claims is recorded only when its manifest verified (verified non-nil).
 func (s *Store) auditRefusal(err error, verified *ImportResult, fileSHA256 []byte) {
+	s.auditRefusalFrom(err, verified, fileSHA256, "")
+}
+
+// auditRefusalFrom is auditRefusal with the import's source recorded.
+func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 []byte, source string) {
 	name := amp.NameOf(amp.AsError(err))
 	if name == "" || name == ErrStoreIO || name == ErrReadOnly || name == ErrStoreInUse {
 		return
 	}
-	e := AuditEntry{Action: "import_refused", Actor: s.actor(), Verdict: string(name), FileSHA256: clone(fileSHA256)}
+	e := AuditEntry{Action: "import_refused", Actor: s.actor(), Verdict: string(name), FileSHA256: clone(fileSHA256), Source: source}
 	if verified != nil {
 		e.BundleID, e.Version, e.Signers = verified.BundleID, verified.Version, verified.Signers
 	}

@@ -151,7 +151,9 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 		return nil
 	}
 	post("/v1/import", func(w http.ResponseWriter, r *http.Request) (any, error) {
-		res, err := s.Import(r.Context(), http.MaxBytesReader(w, r.Body, maxUpload), resolver.ImportOptions{AllowDowngrade: r.URL.Query().Get("allow_downgrade") == "1"})
+		q := r.URL.Query()
+		res, err := s.Import(r.Context(), http.MaxBytesReader(w, r.Body, maxUpload), resolver.ImportOptions{AllowDowngrade: q.Get("allow_downgrade") == "1",
+			Source: q.Get("source")})
 		if err == nil {
 			log.Info("bundle imported through the admin socket", "bundle_id", res.BundleID, "version", res.Version,
 				"previous", res.PreviousVersion, "downgrade", res.Downgrade, "unchanged", res.Unchanged)
@@ -425,9 +427,16 @@ func jsonBody(v any) (io.Reader, string) {
 
 // Import uploads a bundle; the agent verifies and installs it.
 func (c *Client) Import(ctx context.Context, r io.Reader, opts resolver.ImportOptions) (*resolver.ImportResult, error) {
-	q := ""
+	v := url.Values{}
 	if opts.AllowDowngrade {
-		q = "?allow_downgrade=1"
+		v.Set("allow_downgrade", "1")
+	}
+	if opts.Source != "" {
+		v.Set("source", opts.Source) // an older agent ignores it
+	}
+	q := ""
+	if len(v) > 0 {
+		q = "?" + v.Encode()
 	}
 	var res resolver.ImportResult
 	if opts.Progress != nil {

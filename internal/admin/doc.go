@@ -12,7 +12,9 @@
 // The protocol is HTTP/1.1 over the socket, JSON in and out (bundle and
 // schema bytes raw):
 //
-//	POST /v1/import?allow_downgrade=1   body: the bundle file  -> resolver.ImportResult
+//	POST /v1/import?allow_downgrade=1&source=URL   body: the bundle file  -> resolver.ImportResult
+//	                                    (both parameters optional; source, URL-encoded, is
+//	                                    recorded in the audit entry; an older agent ignores it)
 //	POST /v1/remove                     {"bundle_id"}          -> {"bundle_id","version"}
 //	POST /v1/trust/add                  {"name","key","scopes"} (key: a did:key)
 //	POST /v1/trust/remove               {"name"}
