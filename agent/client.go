@@ -67,6 +67,10 @@ type ClientConfig struct {
 	Logger *slog.Logger
 	// Limits caps replies.
 	Limits amp.Limits
+	// Outbox, when set, keeps every request sent until it is answered,
+	// confirmed by a report (give Outbox.Receive to the agent's
+	// Config.Receipts) or expired, and exposes its state.
+	Outbox *Outbox
 }
 
 // Client sends AMP requests to one provider and checks its replies.
@@ -152,6 +156,11 @@ func (c *Client) Do(ctx context.Context, typ amp.Type, body []byte) (*Exchange, 
 // verifies the reply, retrying as Retry says.
 func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Exchange, error) {
 	ex := &Exchange{Request: req}
+	if c.cfg.Outbox != nil {
+		if err := c.cfg.Outbox.Add(req); err != nil {
+			return ex, err
+		}
+	}
 	var lastErr error
 	for attempt := 0; attempt < c.cfg.Retry.MaxAttempts; attempt++ {
 		if attempt > 0 {
@@ -174,6 +183,9 @@ func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Excha
 			return ex, err
 		}
 		ex.Reply = reply
+		if c.cfg.Outbox != nil {
+			c.cfg.Outbox.Answered(req.ID)
+		}
 		if reply.Type != amp.TypeError {
 			return ex, nil
 		}
