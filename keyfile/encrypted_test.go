@@ -272,3 +272,18 @@ func cbcPaddingValid(t *testing.T, der, pass []byte) bool {
 	_, ok := unpad(plain)
 	return ok
 }
+
+// TestWrongPassphraseThatPassesPadding: with AES-CBC a wrong passphrase
+// yields valid padding about once in 256 tries; the garbage it decrypts to
+// must still be reported as a wrong passphrase, not as a different error
+// that sends the operator looking at the file's format.
+func TestWrongPassphraseThatPassesPadding(t *testing.T) {
+	enc, err := encryptPKCS8([]byte("not a PrivateKeyInfo at all"), []byte("p"), rand.Reader, encryptScheme{iterations: 10, keyLen: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := pem.EncodeToMemory(&pem.Block{Type: "ENCRYPTED PRIVATE KEY", Bytes: enc})
+	if _, err := ParsePrivateWith(data, fixedPassphrase("p")); errName(err) != ErrWrongPassphrase {
+		t.Fatalf("got %v, want %s", err, ErrWrongPassphrase)
+	}
+}

@@ -251,7 +251,16 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 			}
 			pass, asked = p, true
 		}
-		return decryptPKCS8(der, pass, lim)
+		plain, err := decryptPKCS8(der, pass, lim)
+		if err != nil {
+			return nil, err
+		}
+		// A wrong passphrase passes the CBC padding check about once in
+		// 256 tries; what it decrypts to is then not a key.
+		if _, err := x509.ParsePKCS8PrivateKey(plain); err != nil {
+			return nil, fail(ErrWrongPassphrase, "cannot decrypt the private key: wrong passphrase, or the file is damaged")
+		}
+		return plain, nil
 	}
 	keys := &Keys{}
 	if isDER(data) {
