@@ -1,0 +1,15 @@
+// Package conformance is an independent second implementation of the
+// verifier side of docs/FORMAT.md, written from that document alone.
+//
+// Its tests build the project's ampbundle CLI, use it to write real files
+// (a co-signed bundle, trust statements, a revocation statement, a signed
+// import receipt) and check every byte of them with code of their own: the
+// COSE_Sign layout and Sig_structure of §2, the did:key kid form, the
+// signature order, deterministic CBOR, the payload fields of §3, §20, §21
+// and §22, the audit chain of §20.1 and the statement chain of §22. They
+// import only the standard library, golang.org/x/crypto and
+// github.com/fxamacker/cbor/v2, never a package of this module, so a
+// mismatch between the document and the bytes fails here even when the
+// reference implementation agrees with itself. Each check is also run on a
+// tampered copy, which must be refused, so no check passes vacuously.
+package conformance
