@@ -290,3 +290,24 @@ func TestPeerCheck(t *testing.T) {
 		}
 	}
 }
+
+// A sync through an agent's socket must audit the mirror URL just as a
+// direct import does (the source travels URL-encoded as ?source=); a
+// query-like source must not smuggle allow_downgrade.
+func TestImportSourceReachesTheAuditThroughTheSocket(t *testing.T) {
+	s, _, c := serve(t)
+	if err := c.TrustAdd("example", publisher(t), []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	src := "http://10.0.0.5:8470/bundles/org.example.translate?x=1&allow_downgrade=1"
+	if _, err := c.Import(context.Background(), bytes.NewReader(sample(t, "translate.ampb")), resolver.ImportOptions{Source: src}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Audit()
+	if err != nil || len(a) == 0 {
+		t.Fatal(err)
+	}
+	if e := a[len(a)-1]; e.Action != "import" || e.Source != src {
+		t.Fatalf("last audit entry %+v, want an import from %s", e, src)
+	}
+}
