@@ -52,6 +52,24 @@ func exampleReceipt(t *testing.T) []byte {
 	return r
 }
 
+// docHexF is the receipt example of docs/FORMAT.md, for fuzz seeds.
+func docHexF(f *testing.F) []byte {
+	doc, err := os.ReadFile("../docs/FORMAT.md")
+	if err != nil {
+		f.Fatal(err)
+	}
+	const begin, end = "<!-- receipt-example-hex:begin -->", "<!-- receipt-example-hex:end -->"
+	a, b := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
+	if a < 0 || b < a {
+		f.Fatal("no receipt example in docs/FORMAT.md")
+	}
+	out, err := hex.DecodeString(strings.Join(strings.Fields(strings.Trim(string(doc[a+len(begin):b]), "\n`")), ""))
+	if err != nil {
+		f.Fatal(err)
+	}
+	return out
+}
+
 // docHex returns the bytes of the hex block between two markers of a doc.
 func docHex(t *testing.T, path, name string) []byte {
 	t.Helper()
