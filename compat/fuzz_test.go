@@ -2,6 +2,8 @@ package compat
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -42,6 +44,34 @@ func FuzzSubsumes(f *testing.F) {
 			if r := Subsumes(NewSource(la), "schema.json", NewSource(lb), "false.json"); r.Verdict == Compatible {
 				t.Fatalf("%q called compatible with false", a)
 			}
+		}
+	})
+}
+
+// FuzzParseBridge: a publisher's bridge document never panics the parser,
+// and whatever parses applies to any object without panicking, leaving the
+// input unchanged.
+func FuzzParseBridge(f *testing.F) {
+	if seed, err := os.ReadFile(filepath.Join("..", "testdata", "compat", "bridge", "example.json")); err == nil {
+		f.Add(seed)
+	}
+	f.Add([]byte(`{"bridge":1,"input":[{"op":"move","from":"/a","to":"/b/c"}]}`))
+	f.Add([]byte(`{"bridge":1,"output":[{"op":"default","path":"/a~1b","value":[{}]}]}`))
+	f.Add([]byte(`{"bridge":1,"bridge":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := ParseBridge(data)
+		if err != nil {
+			return
+		}
+		in := map[string]any{"a": map[string]any{"b": 1.0}, "text": "x", "lang": "de"}
+		if _, err := b.ApplyInput(in); err != nil && errName(err) != ErrBridgeConflict {
+			t.Fatalf("apply error %v", err)
+		}
+		if _, err := b.ApplyOutput(in); err != nil && errName(err) != ErrBridgeConflict {
+			t.Fatalf("apply error %v", err)
+		}
+		if len(in) != 3 {
+			t.Fatal("input modified")
 		}
 	})
 }
