@@ -3,6 +3,7 @@ package agent
 import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -46,12 +47,14 @@ func requestedVersions(inv capability.Invoke, cat *resolver.Catalog, name string
 	return out
 }
 
-// servedInPlace is the range policy, tried only when RFC 004 §6.3 found no
-// provided version: for each requested version v in the requester's
-// order, the highest provided version p whose descriptor has policy
-// "range", whose supported_ranges cover v, and whose signed claim for v is
-// compatible on both sides (checked by the builder, re-derived at import)
-// serves it. Strict (or absent) policies never serve another version.
+// servedInPlace is the range and bridge policy, tried only when RFC 004
+// §6.3 found no provided version: for each requested version v in the
+// requester's order, the highest provided version p whose supported_ranges
+// cover v and whose descriptor has policy "range" with a signed claim for
+// v compatible on both sides (checked by the builder, re-derived at
+// import), or policy "bridge" with a bridge and a claim for v (the bundle
+// carries v, so its bridge was checked against v's schemas), serves it.
+// Strict (or absent) policies never serve another version.
 func servedInPlace(cat *resolver.Catalog, name string, requested, provided []capability.Version) (served capability.ID, asked capability.Version, ok bool) {
 	for _, v := range requested {
 		if v.IsZero() {
@@ -60,11 +63,21 @@ func servedInPlace(cat *resolver.Catalog, name string, requested, provided []cap
 		for i := len(provided) - 1; i >= 0; i-- {
 			id := capability.ID{Name: name, Version: provided[i]}
 			e, found := cat.Lookup(id)
-			if !found || e.Descriptor.Policy != capability.PolicyRange || !e.Descriptor.Supports(v) {
+			if !found || !e.Descriptor.Supports(v) {
 				continue
 			}
-			if c, has := e.Descriptor.Claim(v); has && c.Compatible() {
-				return id, v, true
+			c, has := e.Descriptor.Claim(v)
+			switch e.Descriptor.Policy {
+			case capability.PolicyRange:
+				if has && c.Compatible() {
+					return id, v, true
+				}
+			case capability.PolicyBridge:
+				// The bridge was checked against this caller's output
+				// schema because the bundle carries it (it has a claim).
+				if has && e.Descriptor.Bridge != nil {
+					return id, v, true
+				}
 			}
 		}
 	}
@@ -107,4 +120,31 @@ func servesInRange(d capability.Descriptor, r capability.Range) bool {
 		}
 	}
 	return false
+}
+
+// artifactResolver is the part of *resolver.Store that returns an
+// artifact's bytes after checking them against a reference's hash.
+type artifactResolver interface {
+	Resolve(ref capability.SchemaRef) ([]byte, error)
+}
+
+// loadBridge returns the verified, parsed bridge of d, or a 5002 (logged):
+// the bytes are hash-checked by the registry before they are parsed.
+func (a *Agent) loadBridge(d capability.Descriptor) (*compat.Bridge, error) {
+	r, ok := a.reg.(artifactResolver)
+	if !ok || d.Bridge == nil {
+		a.log.Error("bridge unavailable", "capability", d.ID().String(), "err", "the registry cannot resolve bridge artifacts")
+		return nil, unavailable()
+	}
+	data, err := r.Resolve(*d.Bridge)
+	if err != nil {
+		a.log.Error("bridge unavailable", "capability", d.ID().String(), "err", err)
+		return nil, unavailable()
+	}
+	b, err := compat.ParseBridge(data)
+	if err != nil {
+		a.log.Error("bridge unusable", "capability", d.ID().String(), "err", err)
+		return nil, unavailable()
+	}
+	return b, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 )
 
@@ -116,9 +117,22 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		a.log.Error("output schema unavailable", "capability", id.String(), "err", err)
 		return 0, nil, unavailable()
 	}
+	// A bridged caller: the verified bridge, before anything runs.
+	var bridge *compat.Bridge
+	if entry.Descriptor.Policy == capability.PolicyBridge && id.Version != asked {
+		if bridge, err = a.loadBridge(entry.Descriptor); err != nil {
+			return 0, nil, err
+		}
+	}
 	params, err := offlineschema.ValueFromCBORBudget(inv.Params, a.cfg.MaxParamItems)
 	if err != nil {
 		return 0, nil, err
+	}
+	if bridge != nil {
+		// The caller's shape into the provider's, before validation.
+		if params, err = bridge.ApplyInput(params); err != nil {
+			return 0, nil, amp.Named(amp.CodeSchemaViolation, compat.ErrBridgeConflict, "the request does not fit the version bridge")
+		}
 	}
 	if err := inSchema.Validate(params); err != nil {
 		return 0, nil, err
@@ -142,7 +156,7 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 			timeout = a.cfg.MaxTimeout
 		}
 	}
-	res := a.execute(a.reqLog(ctx).With("id", m.ID.String()), caller, m.ID.String(), id, outSchema, params, timeout)
+	res := a.execute(a.reqLog(ctx).With("id", m.ID.String()), caller, m.ID.String(), id, outSchema, bridge, params, timeout)
 	if extra, deprecated := compatExtra(entry.Descriptor, id, asked); extra != nil {
 		if deprecated {
 			a.reqLog(ctx).Warn("deprecated version requested", "capability", id.String(), "requested", asked.String(), "from", caller)
@@ -170,7 +184,8 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 
 // execute runs the handler and checks its result; it always returns a
 // terminal result.
-func (a *Agent) execute(log *slog.Logger, caller, msgID string, id capability.ID, outSchema SchemaValidator, params any, timeout time.Duration) capability.Result {
+// A non-nil bridge turns the validated result into the caller's shape.
+func (a *Agent) execute(log *slog.Logger, caller, msgID string, id capability.ID, outSchema SchemaValidator, bridge *compat.Bridge, params any, timeout time.Duration) capability.Result {
 	var out any
 	var err error
 	a.idle(func() { out, err = a.runHandler(log, caller, msgID, id, params, timeout) })
@@ -188,6 +203,19 @@ func (a *Agent) execute(log *slog.Logger, caller, msgID string, id capability.ID
 		log.Error("handler result does not match the output schema", "capability", id.String(), "err", err,
 			"details", fmt.Sprint(amp.AsError(err).Details))
 		return capability.NewErrorResult(amp.Named(amp.CodeInternalError, "invalid_result", "the capability produced an invalid result"))
+	}
+	if bridge != nil {
+		// After output validation: the provider's shape into the caller's.
+		var model, bridged any
+		if model, err = offlineschema.ValueFromCBORBudget(enc, a.cfg.MaxParamItems); err == nil {
+			if bridged, err = bridge.ApplyOutput(model); err == nil {
+				enc, err = offlineschema.ToCBOR(bridged)
+			}
+		}
+		if err != nil {
+			log.Error("handler result does not fit the version bridge", "capability", id.String(), "err", err)
+			return capability.NewErrorResult(amp.Named(amp.CodeInternalError, "invalid_result", "the capability produced an invalid result"))
+		}
 	}
 	return capability.Result{Status: capability.StatusSuccess, Result: enc}
 }

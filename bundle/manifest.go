@@ -13,6 +13,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/compat"
 )
 
 // Format is the value of the manifest's "format" field in this version.
@@ -22,6 +23,7 @@ const Format = "ampbundle/1"
 const (
 	MediaTypeSchema   = "application/schema+json"
 	MediaTypeDID      = "application/did+json"
+	MediaTypeBridge   = compat.BridgeMediaType // a bridge document (docs/FORMAT.md, "Bridges")
 	MediaTypeManifest = "application/ampbundle-manifest+cbor"
 )
 
@@ -314,6 +316,19 @@ func (m *Manifest) Validate() error {
 			}
 		}
 		names[d.Name] = true
+		if d.Bridge != nil {
+			a, ok := byKey[d.Bridge.ArtifactKey]
+			switch {
+			case d.Bridge.BundleID != m.BundleID || !ok:
+				return fail(ErrInconsistent, "a bridge reference names an artifact the bundle does not carry")
+			case a.MediaType != MediaTypeBridge:
+				return fail(ErrInconsistent, "a bridge reference names an artifact that is not a bridge")
+			case d.Bridge.HashAlg != a.HashAlg || !bytes.Equal(d.Bridge.Hash, a.Hash):
+				return fail(ErrInconsistent, "a bridge reference's hash differs from its artifact's")
+			case d.Bridge.MediaType != "" && d.Bridge.MediaType != a.MediaType:
+				return fail(ErrInconsistent, "a bridge reference's media type differs from its artifact's")
+			}
+		}
 		for _, ref := range []capability.SchemaRef{d.InputSchema, d.OutputSchema} {
 			if ref.BundleID != m.BundleID {
 				return fail(ErrInconsistent, "a schema reference names another bundle")

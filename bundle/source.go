@@ -26,6 +26,7 @@ import (
 const (
 	bundleFile     = "bundle.json"
 	capabilityFile = "capability.json"
+	bridgeFile     = "bridge.json"
 	inputSchema    = "input.schema.json"
 	outputSchema   = "output.schema.json"
 	// maxSourceFile bounds one source file: sources are JSON documents,
@@ -94,6 +95,21 @@ func (l *diskLoader) Load(key string) ([]byte, error) {
 		}
 	}
 	return data, nil
+}
+
+// bridgeLoader serves the schemas of a diskLoader and, to the
+// compatibility checks only, the bridge documents read in memory: a schema
+// can never load a bridge as a schema.
+type bridgeLoader struct {
+	*diskLoader
+	bridges map[string][]byte
+}
+
+func (l bridgeLoader) Load(key string) ([]byte, error) {
+	if b, ok := l.bridges[key]; ok {
+		return b, nil
+	}
+	return l.diskLoader.Load(key)
 }
 
 func (l *diskLoader) KeyForID(id string) (string, bool) {
@@ -216,11 +232,18 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 	}
 	sort.Strings(keys)
 	var dids []string
+	bridges := map[string][]byte{}
 	for _, k := range keys {
 		segs := strings.Split(k, "/")
 		switch {
 		case segs[0] == "capabilities" && len(segs) == 4 && segs[3] == capabilityFile:
 			caps[path.Dir(k)] = k
+		case segs[0] == "capabilities" && len(segs) == 4 && segs[3] == bridgeFile:
+			if _, err := compat.ParseBridge(files[k]); err != nil {
+				return nil, srcErr(k, "is not a valid bridge: %s", amp.SafeMessage(err)).WithCause(err)
+			}
+			bridges[k] = files[k]
+			d.Artifacts = append(d.Artifacts, BytesSource(k, MediaTypeBridge, files[k]))
 		case segs[0] == "capabilities" && len(segs) == 4 && strings.HasSuffix(k, ".json"),
 			segs[0] == "schemas" && len(segs) >= 2 && strings.HasSuffix(k, ".json"):
 			schemas.files[k] = onDisk[k]
@@ -285,6 +308,12 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 		seenDID[doc.ID] = k
 	}
 
+	for k, b := range bridges {
+		h, _ := NewHash(alg)
+		h.Write(b)
+		hashes[k] = hex.EncodeToString(h.Sum(nil))
+	}
+
 	// Descriptors.
 	for _, dirKey := range sortedKeys(caps) {
 		desc, err := loadDescriptor(dirKey, files, hashes, d.BundleID, alg)
@@ -304,7 +333,7 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 	}
 	// Compatibility claims: derived from the schemas, signed with the
 	// manifest; a policy they contradict is refused (docs/FORMAT.md).
-	annotated, err := compat.Annotate(d.Capabilities, compat.NewSource(schemas))
+	annotated, err := compat.Annotate(d.Capabilities, compat.NewSource(bridgeLoader{schemas, bridges}))
 	if err != nil {
 		return nil, err
 	}
@@ -381,6 +410,14 @@ func loadDescriptor(dirKey string, files map[string][]byte, hashes map[string]st
 		}
 		obj[field], _ = json.Marshal(ref)
 	}
+	bridgeKey := dirKey + "/" + bridgeFile
+	if _, ok := obj["bridge"]; ok {
+		return capability.Descriptor{}, srcErr(cfgKey, "bridge is computed from %s; remove it", bridgeFile)
+	}
+	if sum, ok := hashes[bridgeKey]; ok {
+		obj["bridge"], _ = json.Marshal(map[string]string{"bundle_id": bundleID, "artifact_key": bridgeKey,
+			"hash_alg": alg, "hash": sum, "media_type": MediaTypeBridge})
+	}
 	full, _ := json.Marshal(obj)
 	desc, err := capability.DecodeDescriptorJSON(full)
 	if err != nil {
@@ -398,7 +435,7 @@ func loadDescriptor(dirKey string, files map[string][]byte, hashes map[string]st
 func isSchemaPath(rel string) bool {
 	segs := strings.Split(rel, "/")
 	return strings.HasSuffix(rel, ".json") &&
-		((segs[0] == "capabilities" && len(segs) == 4 && segs[3] != capabilityFile) ||
+		((segs[0] == "capabilities" && len(segs) == 4 && segs[3] != capabilityFile && segs[3] != bridgeFile) ||
 			(segs[0] == "schemas" && len(segs) >= 2))
 }
 

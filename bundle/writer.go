@@ -116,7 +116,13 @@ func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOpt
 	copy(m.Capabilities, d.Capabilities)
 	for i := range m.Capabilities {
 		c := &m.Capabilities[i]
-		for _, ref := range []*capability.SchemaRef{&c.InputSchema, &c.OutputSchema} {
+		refs := []*capability.SchemaRef{&c.InputSchema, &c.OutputSchema}
+		if c.Bridge != nil {
+			b := *c.Bridge // the draft's reference stays as it was
+			c.Bridge = &b
+			refs = append(refs, c.Bridge)
+		}
+		for _, ref := range refs {
 			a, ok := m.Artifact(ref.ArtifactKey)
 			if !ok {
 				return nil, fail(ErrInconsistent, "capability %s references artifact %q that the bundle does not carry", c.ID(), ref.ArtifactKey)

@@ -169,6 +169,12 @@ type Descriptor struct {
 	// capability in the bundle that SupportedRanges cover. Sorted by
 	// version, one per version; nil means absent.
 	CompatClaims []CompatClaim
+	// Bridge ("bridge") references the bridge artifact (a declarative
+	// adapter, docs/FORMAT.md "Bridges") that serves callers of the
+	// versions SupportedRanges cover under PolicyBridge, located and
+	// hash-checked like a schema. Nil means absent; present only with
+	// PolicyBridge, which requires it.
+	Bridge *SchemaRef
 	// Extra holds fields this version does not define (§10), as
 	// deterministic CBOR, re-encoded unchanged. Nil when there are none.
 	Extra map[string]cbor.RawMessage
@@ -242,6 +248,11 @@ func (d Descriptor) validate(p Profile, path string) error {
 	if err := d.validateCompat(path); err != nil {
 		return err
 	}
+	if d.Bridge != nil {
+		if err := d.Bridge.validate(p, fieldPath(path, "bridge")); err != nil {
+			return err
+		}
+	}
 	return checkExtra(d.Extra, "descriptor", path)
 }
 
@@ -249,6 +260,9 @@ func (d Descriptor) validate(p Profile, path string) error {
 func (d Descriptor) validateCompat(path string) error {
 	if !d.Policy.Valid() {
 		return badRequest(ErrInvalidField, "%s must be strict, range or bridge", fieldPath(path, "policy"))
+	}
+	if (d.Policy == PolicyBridge) != (d.Bridge != nil) {
+		return badRequest(ErrInvalidField, "%s: policy bridge and a bridge reference come together", fieldPath(path, "bridge"))
 	}
 	for i, c := range d.CompatClaims {
 		ip := indexPath(fieldPath(path, "compat_claims"), i)
@@ -333,6 +347,13 @@ func decodeDescriptor(raw []byte, path string) (Descriptor, error) {
 	d.Policy = Policy(policy)
 	if d.CompatClaims, err = o.claims("compat_claims"); err != nil {
 		return Descriptor{}, err
+	}
+	if raw, ok := o.raw("bridge"); ok {
+		ref, err := decodeSchemaRef(raw, fieldPath(path, "bridge"))
+		if err != nil {
+			return Descriptor{}, err
+		}
+		d.Bridge = &ref
 	}
 	d.Extra = o.extra()
 	if err := d.validateCompat(path); err != nil {
@@ -447,6 +468,13 @@ func (d Descriptor) cborMap(path string) (map[string]any, error) {
 			cs[i] = map[string]any{"version": c.Version.String(), "input": c.Input, "output": c.Output}
 		}
 		m["compat_claims"] = cs
+	}
+	if d.Bridge != nil {
+		b := d.Bridge.cborMap()
+		if err := putExtra(b, d.Bridge.Extra, "schema-ref"); err != nil {
+			return nil, err
+		}
+		m["bridge"] = b
 	}
 	// validate checked both schema-refs' Extra and d.Extra.
 	if err := putExtra(m["input_schema"].(map[string]any), d.InputSchema.Extra, "schema-ref"); err != nil {

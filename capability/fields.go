@@ -326,7 +326,7 @@ func isKnownField(kind, key string) bool {
 	case "descriptor":
 		switch key {
 		case "id", "name", "version", "input_schema", "output_schema", "supported_ranges", "deprecated_ranges", "notes",
-			"policy", "compat_claims":
+			"policy", "compat_claims", "bridge":
 			return true
 		}
 	case "schema-ref":

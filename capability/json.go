@@ -40,7 +40,7 @@ func DecodeDescriptorJSON(data []byte) (Descriptor, error) {
 		return Descriptor{}, err
 	}
 	if m, ok := v.(map[string]any); ok {
-		for _, key := range []string{"input_schema", "output_schema"} {
+		for _, key := range []string{"input_schema", "output_schema", "bridge"} {
 			ref, ok := m[key].(map[string]any)
 			if !ok {
 				continue

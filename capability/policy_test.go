@@ -23,6 +23,10 @@ func TestForgedOrMalformedPolicyAndClaimsRefused(t *testing.T) {
 		want        amp.ErrName // "" = valid
 	}{
 		{"absent", ``, ""},
+		{"bridge policy with its bridge", `,"policy":"bridge","bridge":{"bundle_id":"org.example.b","artifact_key":"b.json","hash_alg":"sha-256","hash":"abababababababababababababababababababababababababababababababab"}`, ""},
+		{"bridge policy without a bridge", `,"policy":"bridge"`, ErrInvalidField},
+		{"bridge without the policy", `,"policy":"range","bridge":{"bundle_id":"org.example.b","artifact_key":"b.json","hash_alg":"sha-256","hash":"abababababababababababababababababababababababababababababababab"}`, ErrInvalidField},
+		{"bridge without a hash", `,"policy":"bridge","bridge":{"bundle_id":"org.example.b","artifact_key":"b.json","hash_alg":"sha-256"}`, ErrMissingField},
 		{"range with claims", `,"policy":"range","compat_claims":[{"version":"2.0.0","input":"compatible","output":"compatible"},{"version":"2.0.5","input":"unknown","output":"incompatible"}]`, ""},
 		{"unknown policy", `,"policy":"lenient"`, ErrInvalidField},
 		{"empty policy", `,"policy":""`, ErrInvalidField},

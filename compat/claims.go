@@ -56,7 +56,12 @@ func covered(d capability.Descriptor, v capability.Version) bool {
 func policyProblem(d capability.Descriptor, claims []capability.CompatClaim) string {
 	switch d.Policy.Effective() {
 	case capability.PolicyBridge:
-		return "policy bridge needs declarative adapters, which this version does not support"
+		if len(d.SupportedRanges) == 0 {
+			return "policy bridge needs supported_ranges"
+		}
+		if d.Bridge == nil {
+			return "policy bridge needs a bridge"
+		}
 	case capability.PolicyRange:
 		if len(d.SupportedRanges) == 0 {
 			return "policy range needs supported_ranges"
@@ -81,6 +86,9 @@ func Annotate(descs []capability.Descriptor, src *Source) ([]capability.Descript
 		if why := policyProblem(d, claims[i]); why != "" {
 			return nil, amp.Named(0, ErrClaimUnproven, "%s: %s", d.ID().String(), why)
 		}
+		if err := checkDescriptorBridge(descs, d, src); err != nil {
+			return nil, err
+		}
 		d.CompatClaims = claims[i]
 		out[i] = d
 	}
@@ -104,6 +112,9 @@ func VerifyClaims(descs []capability.Descriptor, src *Source) error {
 		if why := policyProblem(d, claims[i]); why != "" {
 			return amp.Named(0, ErrFalseClaim, "%s: %s", d.ID().String(), why)
 		}
+		if err := checkDescriptorBridge(descs, d, src); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -118,4 +129,42 @@ func sameClaims(a, b []capability.CompatClaim) bool {
 		}
 	}
 	return true
+}
+
+// checkDescriptorBridge re-checks the bridge of a descriptor under policy
+// bridge from the bundle's own bytes: the bytes have the reference's hash,
+// parse (ParseBridge), and remove no member that the provider's input
+// schema requires (input side) or that the output schema of any carried
+// version its supported_ranges cover requires (output side; CheckBridge).
+// Any failure is ErrBridgeMalformed or ErrBridgeDropsRequired, code 0.
+func checkDescriptorBridge(descs []capability.Descriptor, d capability.Descriptor, src *Source) error {
+	if d.Bridge == nil {
+		return nil
+	}
+	id := d.ID().String()
+	data, err := src.s.l.Load(d.Bridge.ArtifactKey)
+	if err != nil || !d.Bridge.Matches(data) {
+		return amp.Named(0, ErrBridgeMalformed, "%s: the bridge artifact is missing or does not match its hash", id)
+	}
+	b, err := ParseBridge(data)
+	if err != nil {
+		return amp.Named(0, ErrBridgeMalformed, "%s: %s", id, amp.SafeMessage(err))
+	}
+	in := Schema{Loader: src.s.l, Key: d.InputSchema.ArtifactKey}
+	checked := false
+	for _, caller := range descs {
+		if caller.Name != d.Name || caller.Version == d.Version || !covered(d, caller.Version) {
+			continue
+		}
+		checked = true
+		if err := CheckBridge(b, in, Schema{Loader: src.s.l, Key: caller.OutputSchema.ArtifactKey}); err != nil {
+			return amp.Named(0, ErrBridgeDropsRequired, "%s (for callers of %s): %s", id, caller.Version.String(), amp.SafeMessage(err))
+		}
+	}
+	if !checked {
+		// No covered caller is carried: nothing is served through the
+		// bridge, but its input side is still checked.
+		return CheckBridge(&Bridge{Input: b.Input}, in, Schema{})
+	}
+	return nil
 }

@@ -23,9 +23,9 @@ func (s *Store) checkClaims(m *bundle.Manifest, arts []staged) error {
 	if !declared {
 		return nil
 	}
-	l := &stagedLoader{byKey: map[string]staged{}, ids: map[string]string{}}
+	l := &stagedLoader{byKey: map[string]staged{}, ids: map[string]string{}, bridges: true}
 	for _, a := range arts {
-		if a.entry.MediaType != bundle.MediaTypeSchema {
+		if a.entry.MediaType != bundle.MediaTypeSchema && a.entry.MediaType != bundle.MediaTypeBridge {
 			continue
 		}
 		l.byKey[a.entry.Key] = a

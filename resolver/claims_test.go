@@ -168,3 +168,96 @@ func TestFalseCompatibilityClaimRefusedAtImport(t *testing.T) {
 		})
 	}
 }
+
+const (
+	bridgePolicy  = `{"policy": "bridge", "supported_ranges": [">=1.0.0 <2.0.0"]}`
+	goodBridge    = `{"bridge": 1, "input": [{"op": "rename", "from": "/lang", "to": "/target"}], "output": [{"op": "drop-optional", "path": "/detected_source"}]}`
+	droppingInput = `{"bridge": 1, "input": [{"op": "drop-optional", "path": "/text"}]}`
+	// The 1.x output schemas require text: a bridge must not remove it.
+	droppingOutput = `{"bridge": 1, "output": [{"op": "rename", "from": "/text", "to": "/translated"}]}`
+)
+
+// TestBridgeBuiltAndImported: a bridge.json beside capability.json becomes
+// a bridge artifact referenced (bundle_id, artifact_key, hash) from the
+// descriptor, and the importer re-checks and accepts it.
+func TestBridgeBuiltAndImported(t *testing.T) {
+	d, err := loadDraft(t, translateSource(t, map[string]string{
+		translate21 + "capability.json": bridgePolicy,
+		translate21 + "bridge.json":     goodBridge,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := descriptorOf(t, d, "2.1.0")
+	if desc.Bridge == nil || desc.Bridge.ArtifactKey != translate21+"bridge.json" || desc.Bridge.MediaType != bundle.MediaTypeBridge || len(desc.Bridge.Hash) == 0 {
+		t.Fatalf("bridge reference %+v", desc.Bridge)
+	}
+	if len(desc.CompatClaims) != 2 {
+		t.Fatalf("claims %+v, want one per carried 1.x version", desc.CompatClaims)
+	}
+	s := newStore(t)
+	mustImport(t, s, signDraft(t, d))
+}
+
+// TestBuildRefusesBridgeDroppingRequiredField: a bridge removing a member
+// the provider's input schema, or a covered caller's output schema,
+// requires is refused at build; so are a malformed bridge, a bridge
+// policy without a bridge, and a bridge without the policy.
+func TestBuildRefusesBridgeDroppingRequiredField(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		edits map[string]string
+		want  amp.ErrName
+		text  string
+	}{
+		{"input drops required", map[string]string{translate21 + "capability.json": bridgePolicy, translate21 + "bridge.json": droppingInput}, compat.ErrBridgeDropsRequired, "/text"},
+		{"output drops what callers require", map[string]string{translate21 + "capability.json": bridgePolicy, translate21 + "bridge.json": droppingOutput}, compat.ErrBridgeDropsRequired, "/text"},
+		{"malformed", map[string]string{translate21 + "capability.json": bridgePolicy, translate21 + "bridge.json": `{"bridge": 1, "input": [{"op": "eval", "path": "/text"}]}`}, "", "not a valid bridge"},
+		{"policy without bridge", map[string]string{translate21 + "capability.json": bridgePolicy}, "", "bridge"},
+		{"bridge without policy", map[string]string{translate21 + "capability.json": rangePolicy, translate21 + "bridge.json": goodBridge}, "", "bridge"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := loadDraft(t, translateSource(t, c.edits))
+			if err == nil {
+				t.Fatal("built")
+			}
+			if c.want != "" && !hasName(err, c.want) {
+				t.Fatalf("err %v, want %s", err, c.want)
+			}
+			if !strings.Contains(err.Error(), c.text) {
+				t.Fatalf("err %v does not say %q", err, c.text)
+			}
+		})
+	}
+}
+
+// TestForgedBridgeRefusedAtImport: a publisher whose builder skipped the
+// checks signs a bridge that drops a required field; the importer
+// re-checks it from the bundle's own bytes and installs nothing.
+func TestForgedBridgeRefusedAtImport(t *testing.T) {
+	for name, forged := range map[string]string{"drops required input": droppingInput, "drops required output": droppingOutput} {
+		t.Run(name, func(t *testing.T) {
+			d, err := loadDraft(t, translateSource(t, map[string]string{
+				translate21 + "capability.json": bridgePolicy,
+				translate21 + "bridge.json":     goodBridge,
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range d.Artifacts {
+				if a.Key == translate21+"bridge.json" {
+					d.Artifacts[i] = bundle.BytesSource(a.Key, bundle.MediaTypeBridge, []byte(forged))
+				}
+			}
+			s := newStore(t)
+			before := dumpBesidesAudit(t, s)
+			_, err = importBytes(t, s, signDraft(t, d), ImportOptions{})
+			if !hasName(err, compat.ErrBridgeDropsRequired) {
+				t.Fatalf("err %v, want %s", err, compat.ErrBridgeDropsRequired)
+			}
+			if after := dumpBesidesAudit(t, s); after != before {
+				t.Error("a refused import changed the store")
+			}
+		})
+	}
+}

@@ -292,11 +292,14 @@ type stagedLoader struct {
 	tx    *bolt.Tx
 	byKey map[string]staged
 	ids   map[string]string
+	// bridges lets Load serve bridge artifacts too (the compatibility
+	// re-check only; a schema never loads a bridge as a schema).
+	bridges bool
 }
 
 func (l *stagedLoader) Load(key string) ([]byte, error) {
 	st, ok := l.byKey[key]
-	if !ok || st.entry.MediaType != bundle.MediaTypeSchema {
+	if !ok || (st.entry.MediaType != bundle.MediaTypeSchema && !(l.bridges && st.entry.MediaType == bundle.MediaTypeBridge)) {
 		return nil, fail(ErrArtifactMissing, "no schema artifact %s in the bundle", key)
 	}
 	b := getBlob(l.tx, []byte(st.blob))
