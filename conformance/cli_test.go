@@ -301,5 +301,6 @@ func TestCLIOutputsMatchFormatDocByIndependentVerifier(t *testing.T) {
 		t.Fatal("a receipt verified against a site key that did not sign it")
 	}
 	refusesEveryFlip(t, "receipt", rc, func(b []byte) error { _, err := verifyReceipt(b, did["site"]); return err })
+	checkStatementReaderAgrees(t, bin, db, s2, loadKey(t, p("a.pem")), loadKey(t, p("c.pem")), loadKey(t, p("site.pem")))
 	checkReceiptReaderAgrees(t, bin, rc, loadKey(t, p("site.pem")), loadKey(t, p("a.pem")), p("site.pub"))
 }

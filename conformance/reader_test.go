@@ -319,3 +319,87 @@ func checkReceiptReaderAgrees(t *testing.T, bin string, cliReceipt []byte, site,
 		})
 	}
 }
+
+// statementFile signs a statement payload with the keys (sorted by kid, as
+// FORMAT.md §2 asks of writers) under content type ct.
+func statementFile(t *testing.T, ct string, fields map[string]any, keys ...ed25519.PrivateKey) []byte {
+	t.Helper()
+	bodyProt := mustDet(t, map[int]string{3: ct})
+	payload := mustDet(t, fields)
+	var sigs []signer
+	for _, k := range keys {
+		sigs = append(sigs, signFor(t, k, bodyProt, payload, -8))
+	}
+	for i := range sigs {
+		for j := i + 1; j < len(sigs); j++ {
+			if bytes.Compare(sigs[j].prot, sigs[i].prot) < 0 {
+				sigs[i], sigs[j] = sigs[j], sigs[i]
+			}
+		}
+	}
+	return coseBytes(t, bodyProt, nil, payload, sigs, nil)
+}
+
+// checkStatementReaderAgrees imports statements written by this package's own
+// code into the store db, where a and c are trusted for org.example with
+// threshold 2 and statements 1 and 2 (lastFile) are applied, and requires
+// each to be applied or refused as FORMAT.md §21 and §22 say.
+func checkStatementReaderAgrees(t *testing.T, bin, db string, lastFile []byte, a, c, stranger ed25519.PrivateKey) {
+	t.Helper()
+	const trustCT, revCT = "application/ampbundle-trust+cbor", "application/ampbundle-revocation+cbor"
+	ts := func(seq uint64, prev []byte, created string) map[string]any {
+		return map[string]any{"format": "ampbundle-trust/1", "scope": "org.example", "sequence": seq,
+			"prev": prev, "created_at": created, "threshold": uint64(2)}
+	}
+	s3 := statementFile(t, trustCT, ts(3, sha256Of(lastFile), "2026-11-04T00:00:00Z"), a, c)
+	strangerDid := pubToDidKey(stranger.Public().(ed25519.PublicKey))
+	rev := func(keys ...any) map[string]any {
+		return map[string]any{"format": "ampbundle-revocation/1", "scope": "org.example",
+			"created_at": "2026-11-04T00:00:00Z", "keys": keys}
+	}
+	other := pubToDidKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, 32)).Public().(ed25519.PublicKey))
+	lo, hi := strangerDid, other
+	if hi < lo {
+		lo, hi = hi, lo
+	}
+	cases := []struct {
+		name string
+		file []byte
+		want string // "" = applied
+	}{
+		{"StatementAheadOfTheChainIsRotationGap", statementFile(t, trustCT, ts(4, make([]byte, 32), "2026-11-04T00:00:00Z"), a, c), "rotation_gap"},
+		{"StatementChainingElsewhereIsRotationFork", statementFile(t, trustCT, ts(3, make([]byte, 32), "2026-11-04T00:00:00Z"), a, c), "rotation_fork"},
+		{"StatementBelowTheThresholdIsRefused", statementFile(t, trustCT, ts(3, sha256Of(lastFile), "2026-11-04T00:00:00Z"), a), "threshold_not_met"},
+		{"IndependentlyWrittenStatementIsApplied", s3, ""},
+		{"TheSameStatementAgainIsANoOp", s3, ""},
+		{"AnotherStatementThreeIsRotationFork", statementFile(t, trustCT, ts(3, sha256Of(lastFile), "2026-11-05T00:00:00Z"), a, c), "rotation_fork"},
+		{"UnsortedRevokedKeysAreInvalid", statementFile(t, revCT, rev(hi, lo), a, c), "invalid_statement"},
+		{"EmptyRevocationIsInvalid", statementFile(t, revCT, map[string]any{"format": "ampbundle-revocation/1", "scope": "org.example", "created_at": "2026-11-04T00:00:00Z"}, a, c), "invalid_statement"},
+		{"RevocationBelowTheThresholdIsRefused", statementFile(t, revCT, rev(strangerDid), a), "threshold_not_met"},
+		{"RevocationByAnUntrustedKeyIsRefused", statementFile(t, revCT, rev(strangerDid), stranger), "untrusted_key"},
+		{"IndependentlyWrittenRevocationIsApplied", statementFile(t, revCT, rev(lo, hi), a, c), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "s.cbor")
+			if err := os.WriteFile(f, tc.file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, code := runAllowFail(t, bin, "import", f, "--db", db, "--json")
+			var res struct {
+				Error struct {
+					Code string `json:"code"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("import --json printed %q", out)
+			}
+			if tc.want == "" && code != 0 {
+				t.Fatalf("import refused a statement the document allows: %s", out)
+			}
+			if tc.want != "" && (code != 1 || res.Error.Code != tc.want) {
+				t.Fatalf("import: exit %d %s, the document says %s", code, out, tc.want)
+			}
+		})
+	}
+}
