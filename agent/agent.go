@@ -126,6 +126,17 @@ type Config struct {
 	// are never answered. Outbox.Receive fits here. Nil: logged only. It
 	// runs in the Handle call; it must not block.
 	Receipts func(ctx context.Context, r Receipt)
+	// Streams receives each stream (RFC 001 §6.2) once all its chunks
+	// arrived and its SHA-256 verified: info describes it, content reads
+	// it once (from memory, or from its spool file beyond
+	// StreamLimits.SpoolThreshold), valid only during the call. A nil
+	// error is answered by the stream's single ACK (verified: true); an
+	// *amp.Error by an ERROR with its code, any other error by 5001
+	// stream_not_accepted. It runs in the Handle call of the STREAM_END,
+	// without holding a CPU slot. Nil: STREAM_* are not served (1005).
+	Streams func(ctx context.Context, info StreamInfo, content io.Reader) error
+	// StreamLimits bound open streams (see StreamLimits for defaults).
+	StreamLimits StreamLimits
 	// registry overrides Store for tests.
 	registry Registry
 }
@@ -147,6 +158,8 @@ type Agent struct {
 	cpu chan struct{}
 	// nextSweep is the Unix time (ns) of the next replay sweep.
 	nextSweep atomic.Int64
+	// streams holds the open incoming streams.
+	streams *streams
 }
 
 func misconfigured(format string, args ...any) error {
@@ -195,7 +208,8 @@ func New(cfg Config) (*Agent, error) {
 	}
 
 	a := &Agent{cfg: cfg, log: cfg.Logger, cpu: make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
-		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{}}
+		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{},
+		streams: newStreams(cfg.StreamLimits)}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -347,6 +361,9 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 		case ledger.Done:
 			a.reqLog(ctx).Info("duplicate answered from the ledger", "from", sender, "id", m.ID.String(), "typ", m.Type.Name())
 			a.observe(Observation{Type: m.Type, Duplicate: true, Duration: time.Since(start)})
+			if len(st.Reply) == 0 {
+				return nil, nil // recorded as needing no reply (STREAM_DATA)
+			}
 			return st.Reply, nil
 		case ledger.Busy:
 			var werr error
@@ -440,9 +457,11 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 	typ, body, perr := a.dispatch(ctx, m, t)
 	var reply []byte
 	var err error
-	if perr != nil {
+	switch {
+	case perr != nil:
 		reply, err = a.replyError(ctx, m, perr)
-	} else {
+	case typ == noReply:
+	default:
 		reply, err = a.reply(ctx, m, typ, body)
 	}
 	if err != nil {
@@ -522,6 +541,8 @@ func (a *Agent) dispatch(ctx context.Context, m *amp.Message, t *ledger.Ticket) 
 		return a.query(m)
 	case amp.TypeCapInvoke:
 		return a.invoke(ctx, m, t)
+	case amp.TypeStreamStart, amp.TypeStreamData, amp.TypeStreamEnd:
+		return a.stream(ctx, m)
 	}
 	return 0, nil, amp.Named(amp.CodeUnknownType, "not_served", "this agent does not serve %s messages", m.Type.Name())
 }
@@ -558,6 +579,7 @@ func (a *Agent) maybeSweep() {
 	if now.UnixNano() < next || !a.nextSweep.CompareAndSwap(next, now.Add(a.cfg.SweepEvery).UnixNano()) {
 		return
 	}
+	a.streams.reclaim(now)
 	go func() {
 		if n, err := a.ledger.Sweep(now); err != nil {
 			a.log.Warn("ledger sweep failed", "err", err)
@@ -573,8 +595,10 @@ func (a *Agent) Sweep() (int, error) { return a.ledger.Sweep(a.cfg.Now()) }
 // Ledger returns the agent's idempotency ledger.
 func (a *Agent) Ledger() *ledger.Ledger { return a.ledger }
 
-// Close closes the ledger when the agent opened it (Config.Ledger nil).
+// Close drops the open streams (removing their spool files) and closes
+// the ledger when the agent opened it (Config.Ledger nil).
 func (a *Agent) Close() error {
+	a.streams.closeAll()
 	if a.ownLedger {
 		return a.ledger.Close()
 	}
