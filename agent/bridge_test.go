@@ -202,3 +202,25 @@ func TestTamperedBridgeArtifactRunsNothing(t *testing.T) {
 		t.Fatalf("the handler ran %d times behind a tampered bridge", runs.Load())
 	}
 }
+
+// TestQueryListsBridgeServedVersions: a CAP_QUERY for a range only the
+// bridged callers fall in lists the descriptor that serves them through
+// its bridge, as CAP_INVOKE would; without a bridge the answer stays 4003.
+func TestQueryListsBridgeServedVersions(t *testing.T) {
+	var runs atomic.Int64
+	e := newEnv(t, withBridgeBundle(t, &runs))
+	url, _ := serveHTTP(t, e, HTTPOptions{})
+	c := httpClient(t, e, url, e.caller, false)
+	r, _ := capability.ParseRange(">=1.0.0 <2.0.0")
+	d, _, err := c.Query(context.Background(), capability.Query{Filter: capability.Filter{Capability: "org.agentries.translate-v", Version: r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Capabilities) != 1 || d.Capabilities[0].ID().String() != "org.agentries.translate-v:2.0.0" || d.Capabilities[0].Bridge == nil {
+		t.Fatalf("declare %+v", d.Capabilities)
+	}
+	_, _, err = c.Query(context.Background(), capability.Query{Filter: capability.Filter{Capability: "org.agentries.translate-v-nobridge", Version: r}})
+	if amp.CodeOf(err) != amp.CodeVersionMismatch {
+		t.Fatalf("no bridge: err %v, want 4003", err)
+	}
+}

@@ -107,16 +107,24 @@ func compatExtra(d capability.Descriptor, served capability.ID, asked capability
 	return m, deprecated
 }
 
-// servesInRange reports whether d, under policy range, serves a version in
-// r in place: it holds a compatible claim for one (CAP_QUERY lists it for
-// such a filter, as CAP_INVOKE would serve it).
+// servesInRange reports whether d serves a version in r in place, as
+// servedInPlace would: under policy range it holds a compatible claim for
+// one; under policy bridge, with its bridge, any claim for one (CAP_QUERY
+// lists it for such a filter, as CAP_INVOKE would serve it).
 func servesInRange(d capability.Descriptor, r capability.Range) bool {
-	if d.Policy != capability.PolicyRange {
-		return false
-	}
 	for _, c := range d.CompatClaims {
-		if r.Contains(c.Version) && c.Compatible() && d.Supports(c.Version) {
-			return true
+		if !r.Contains(c.Version) || !d.Supports(c.Version) {
+			continue
+		}
+		switch d.Policy {
+		case capability.PolicyRange:
+			if c.Compatible() {
+				return true
+			}
+		case capability.PolicyBridge:
+			if d.Bridge != nil {
+				return true
+			}
 		}
 	}
 	return false

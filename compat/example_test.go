@@ -42,3 +42,26 @@ func ExampleBackward() {
 	// required_added /required
 	// compatible
 }
+
+func ExampleParseBridge() {
+	b, err := compat.ParseBridge([]byte(`{"bridge": 1,
+		"input":  [{"op": "rename", "from": "/text", "to": "/source_text"},
+		           {"op": "default", "path": "/options/formality", "value": "neutral"}],
+		"output": [{"op": "rename", "from": "/translated_text", "to": "/translation"}]}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	req, _ := b.ApplyInput(map[string]any{"text": "Hallo"})
+	res, _ := b.ApplyOutput(map[string]any{"translated_text": "Hello"})
+	fmt.Println(req)
+	fmt.Println(res)
+	// A required field of the provider's input may never be removed.
+	drop, _ := compat.ParseBridge([]byte(`{"bridge": 1, "input": [{"op": "drop-optional", "path": "/q"}]}`))
+	err = compat.CheckBridge(drop, compat.Schema{Loader: files{"in.json": `{"type":"object","required":["q"]}`}, Key: "in.json"}, compat.Schema{})
+	fmt.Println(err != nil)
+	// Output:
+	// map[options:map[formality:neutral] source_text:Hallo]
+	// map[translation:Hello]
+	// true
+}
