@@ -58,6 +58,27 @@
 // has a byte budget and a per-caller share; beyond them an invocation is
 // refused, retryably, before anything runs.
 //
+// # Streams
+//
+// With Config.Streams set, the agent receives STREAM_START, STREAM_DATA
+// and STREAM_END (RFC 001 §6.2–6.3). Each of them goes through the whole
+// pipeline alone (signature, recipient, idempotency ledger, the policy's
+// AllowCaller); streams are keyed by (sender, stream_id). STREAM_START
+// reserves the stream's total_size against StreamLimits (open streams per
+// sender and in all, bytes in flight in all: beyond them a retryable 5004
+// refusal) before any memory or disk is used; content up to
+// StreamLimits.SpoolThreshold is held in memory, larger content is written
+// to a temporary file in StreamLimits.SpoolDir. Chunks may arrive in any
+// order; an identical duplicate is ignored, a different one discards the
+// stream. STREAM_START and STREAM_DATA get no reply (HTTP 202, no TCP
+// frame); a refusal gets an ERROR. STREAM_END is answered, once, by an ACK
+// (stream_id, chunks_received, verified: true) after every chunk arrived,
+// the SHA-256 of the content matched and Config.Streams accepted it; or by
+// an ERROR whose details.reason names the cause (missing_chunks,
+// hash_mismatch, ...). A stream idle for StreamLimits.Idle (agent clock) is
+// reclaimed and its spool file removed (Agent.ReclaimStreams; Handle does
+// it too). See docs/SPEC-DECISIONS.md STREAM-1..5.
+//
 // # Paging
 //
 // CAP_DECLARE carries next_cursor (docs/SPEC-DECISIONS.md CAP-1) when more pages exist. Cursors

@@ -204,6 +204,9 @@ func wantStreamError(t *testing.T, m *amp.Message, code amp.Code, name string) {
 	if len(eb.Details) > 0 {
 		must(t, amp.Unmarshal(eb.Details, &d))
 	}
+	if id, ok := d["stream_id"]; ok && id == "" {
+		t.Fatalf("empty stream_id in details %v", d)
+	}
 	if eb.Code != code || d["reason"] != name {
 		t.Fatalf("error %d %v (%s), want %d %s", eb.Code, d, eb.Message, code, name)
 	}
@@ -307,7 +310,13 @@ func TestStreamHashMismatchRejectsTransfer(t *testing.T) {
 	content := []byte("abcdefgh")
 	e.send(amp.TypeStreamStart, startBody(t, "s", content, 8))
 	e.send(amp.TypeStreamData, dataBody(t, "s", 0, content))
-	wantStreamError(t, e.send(amp.TypeStreamEnd, endBody(t, "s", []byte("abcdefgX"))), amp.CodeInvalidMessage, "hash_mismatch")
+	m := e.send(amp.TypeStreamEnd, endBody(t, "s", []byte("abcdefgX")))
+	wantStreamError(t, m, amp.CodeInvalidMessage, "hash_mismatch")
+	var d map[string]any
+	must(t, amp.Unmarshal(errorOf(t, m).Details, &d))
+	if d["stream_id"] != "s" || len(d) != 2 {
+		t.Fatalf("details %v, want reason and stream_id (docs/SPEC-DECISIONS.md STREAM-4)", d)
+	}
 	if len(rec.info) != 0 || e.agent.OpenStreams() != 0 {
 		t.Fatalf("hand-offs %d, open %d", len(rec.info), e.agent.OpenStreams())
 	}
