@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -429,5 +430,51 @@ func TestStreamFromUnauthorizedCallerRefused(t *testing.T) {
 	}
 	if e.agent.OpenStreams() != 0 {
 		t.Fatal("stream opened for an unauthorized caller")
+	}
+}
+
+// TestStreamOverHTTPAndConcurrentChunks: over the HTTP binding the
+// accepted STREAM_START and STREAM_DATA are 202 without a body and the
+// STREAM_END gets the ACK; chunks posted concurrently (out of order, some
+// twice) are all taken.
+func TestStreamOverHTTPAndConcurrentChunks(t *testing.T) {
+	e, rec := streamEnv(t, StreamLimits{SpoolThreshold: 64, SpoolDir: t.TempDir()})
+	url, _ := serveHTTP(t, e, HTTPOptions{MaxBody: 1 << 20})
+	post := func(typ amp.Type, body []byte) (int, []byte) {
+		_, msg := e.seal(e.caller, typ, body)
+		resp, err := http.Post(url+MessagesPath, ContentType, bytes.NewReader(msg))
+		if err != nil {
+			t.Error(err)
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	content := bytes.Repeat([]byte("stream over http "), 40)
+	cs := chunks(content, 32)
+	if st, b := post(amp.TypeStreamStart, startBody(t, "h", content, 32)); st != http.StatusAccepted || len(b) != 0 {
+		t.Fatalf("STREAM_START: %d %x", st, b)
+	}
+	var wg sync.WaitGroup
+	for i := len(cs) - 1; i >= 0; i-- {
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if st, b := post(amp.TypeStreamData, dataBody(t, "h", uint64(i), cs[i])); st != http.StatusAccepted || len(b) != 0 {
+					t.Errorf("chunk %d: %d %x", i, st, b)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	st, b := post(amp.TypeStreamEnd, endBody(t, "h", content))
+	if st != http.StatusOK {
+		t.Fatalf("STREAM_END: %d", st)
+	}
+	wantAck(t, e.receive(e.caller, b), "h", uint64(len(cs)))
+	if !bytes.Equal(rec.got["h"], content) {
+		t.Fatal("content differs")
 	}
 }
