@@ -95,7 +95,9 @@ func TestDocsIndexExampleHasTheServedShape(t *testing.T) {
 	if err := json.Unmarshal([]byte(jsonBlocks(t, formatSection(t, "### 11.1 "))[0]), &example); err != nil {
 		t.Fatal(err)
 	}
-	_, ts := startMirror(t, newStore(t, testBundle(t, 1)), nil)
+	p := newStore(t, testBundle(t, 1))
+	applyStatements(t, p, strangerRevocation(t, 1))
+	_, ts := startMirror(t, p, nil)
 	resp, err := ts.Client().Get(ts.URL + IndexPath)
 	if err != nil {
 		t.Fatal(err)

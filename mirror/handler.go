@@ -47,6 +47,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		serveMem(w, r, f, "no-cache")
+	case RouteStatement:
+		// Immutable: the path is the hash of the bytes.
+		f := snap.files[StatementsPrefix+route.SHA256]
+		if f == nil {
+			writeError(w, http.StatusNotFound, CodeNotFound)
+			return
+		}
+		serveMem(w, r, f, "public, max-age=31536000, immutable")
 	case RouteBundle:
 		// A refresh may prune the file of an older snapshot between the
 		// lookup and the open: look again in the newest snapshot once.

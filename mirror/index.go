@@ -20,6 +20,19 @@ type Index struct {
 	Generation   uint64       `json:"generation"`
 	Bundles      []IndexEntry `json:"bundles"`
 	Capabilities []IndexCap   `json:"capabilities"`
+	// Statements lists the signed trust and revocation statements the
+	// mirror's store has applied, in the order it applied them. Absent
+	// from indexes of older mirrors (read as none).
+	Statements []IndexStatement `json:"statements"`
+}
+
+// IndexStatement is one signed trust (docs/FORMAT.md §22) or revocation
+// (§21) statement, served byte for byte at Href.
+type IndexStatement struct {
+	ContentType string `json:"content_type"` // application/ampbundle-trust+cbor or application/ampbundle-revocation+cbor
+	Size        int64  `json:"size"`
+	SHA256      string `json:"sha256"` // lowercase hex of the whole file
+	Href        string `json:"href"`   // StatementsPrefix + sha256
 }
 
 // IndexEntry is one installed bundle: its signed file at Href.
@@ -83,7 +96,30 @@ func DecodeIndex(data []byte) (*Index, error) {
 			return nil, amp.Named(0, ErrBadIndex, "the mirror index has an unexpected href for %s", e.BundleID)
 		}
 	}
+	if len(ix.Statements) > MaxIndexStatements {
+		return nil, amp.Named(0, ErrBadIndex, "the mirror index lists more than %d statements", MaxIndexStatements)
+	}
+	seenSt := map[string]bool{}
+	for i, st := range ix.Statements {
+		if !isLowerHex64(st.SHA256) || seenSt[st.SHA256] {
+			return nil, amp.Named(0, ErrBadIndex, "the mirror index has a bad or repeated sha256 for statement %d", i)
+		}
+		seenSt[st.SHA256] = true
+		if st.ContentType != bundle.MediaTypeRevocation && st.ContentType != bundle.MediaTypeRotation {
+			return nil, amp.Named(0, ErrBadIndex, "the mirror index has an unknown content_type for statement %d", i)
+		}
+		if st.Size <= 0 || st.Size > bundle.MaxRevocationSize {
+			return nil, amp.Named(0, ErrBadIndex, "the mirror index has a bad size for statement %d", i)
+		}
+		if st.Href != StatementsPrefix+st.SHA256 {
+			return nil, amp.Named(0, ErrBadIndex, "the mirror index has an unexpected href for statement %d", i)
+		}
+	}
 	return &ix, nil
 }
+
+// MaxIndexStatements bounds the statements an index may list (and so what
+// one sync downloads: at most this many files of bundle.MaxRevocationSize).
+const MaxIndexStatements = 10000
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

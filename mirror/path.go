@@ -15,6 +15,9 @@ const (
 	IndexPath = "/index.json"
 	// BundlesPrefix precedes a bundle_id: /bundles/{bundle_id}.
 	BundlesPrefix = "/bundles/"
+	// StatementsPrefix precedes the lowercase hex SHA-256 of a signed
+	// trust or revocation statement: /statements/{sha256}.
+	StatementsPrefix = "/statements/"
 	// RegistryPrefix precedes the RFC 004 §5.1 paths:
 	// /cap-registry/{capability-name}/{version}/{file}.
 	RegistryPrefix = "/cap-registry/"
@@ -36,6 +39,7 @@ const maxPathLen = 1024
 type Route struct {
 	Kind     RouteKind
 	BundleID string        // RouteBundle
+	SHA256   string        // RouteStatement: 64 lowercase hex
 	ID       capability.ID // RouteCapability
 	File     string        // RouteCapability: one of the File* names
 }
@@ -50,6 +54,7 @@ const (
 	RouteIndex
 	RouteBundle
 	RouteCapability
+	RouteStatement
 )
 
 // ParseRoute maps a request path (already unescaped, as in
@@ -72,6 +77,12 @@ func ParseRoute(p string) Route {
 			return Route{}
 		}
 		return Route{Kind: RouteBundle, BundleID: id}
+	}
+	if h, ok := strings.CutPrefix(p, StatementsPrefix); ok {
+		if !isLowerHex64(h) {
+			return Route{}
+		}
+		return Route{Kind: RouteStatement, SHA256: h}
 	}
 	rest, ok := strings.CutPrefix(p, RegistryPrefix)
 	if !ok {
@@ -99,4 +110,17 @@ func ParseRoute(p string) Route {
 // CapabilityPath returns the RFC 004 §5.1 path of file for id.
 func CapabilityPath(id capability.ID, file string) string {
 	return RegistryPrefix + id.Name + "/" + id.Version.String() + "/" + file
+}
+
+// isLowerHex64 reports whether s is 64 lowercase hex digits (a SHA-256).
+func isLowerHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -252,6 +252,9 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 			ix.Capabilities = append(ix.Capabilities, ic)
 		}
 	}
+	if ix.Statements, err = addStatements(src, snap); err != nil {
+		return nil, err
+	}
 	body, err := json.Marshal(ix)
 	if err != nil {
 		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot encode the index").WithCause(err)
@@ -271,6 +274,38 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 }
 
 // addCapability adds the four files of one capability version.
+// StatementSource is a Source that also lists the signed trust and
+// revocation statements its store applied, in order (a *resolver.Store
+// does).
+type StatementSource interface {
+	Statements() ([]resolver.Statement, error)
+}
+
+// addStatements serves the store's applied statements, in application
+// order, each at its hash (at most MaxIndexStatements, the newest dropped
+// beyond: a syncing store refuses a longer index).
+// A Source without a Statements method (a StatementSource) serves none.
+func addStatements(src Source, snap *snapshot) ([]IndexStatement, error) {
+	out := []IndexStatement{}
+	ss, ok := src.(StatementSource)
+	if !ok {
+		return out, nil
+	}
+	sts, err := ss.Statements()
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range sts {
+		if len(out) == MaxIndexStatements {
+			break
+		}
+		h := hex.EncodeToString(st.SHA256)
+		snap.files[StatementsPrefix+h] = &memFile{body: st.Data, ctype: st.ContentType, etag: etagOf(capability.HashSHA256, st.SHA256)}
+		out = append(out, IndexStatement{ContentType: st.ContentType, Size: int64(len(st.Data)), SHA256: h, Href: StatementsPrefix + h})
+	}
+	return out, nil
+}
+
 func (s *Server) addCapability(src Source, snap *snapshot, e resolver.Entry) (IndexCap, error) {
 	d := e.Descriptor
 	id := d.ID()

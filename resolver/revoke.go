@@ -247,6 +247,9 @@ func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
 		}
 		res.FailedClosed = append(res.FailedClosed, failed...)
 		res.Unchanged = !fresh && len(gone) == 0 && len(failed) == 0
+		if err := recordStatement(tx, data, fileSum); err != nil {
+			return err
+		}
 		verdict := verdictAccepted
 		if res.Unchanged {
 			verdict = "unchanged"

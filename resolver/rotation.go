@@ -213,6 +213,9 @@ func (s *Store) ApplyRotation(data []byte) (_ *RotateResult, err error) {
 		if err := bucket(tx, bTrustChain).Put(chainKey(rot.Scope, rot.Sequence), data); err != nil {
 			return err
 		}
+		if err := recordStatement(tx, data, sum); err != nil {
+			return err
+		}
 		if err := bucket(tx, bBundles).ForEach(func(_, v []byte) error {
 			var r bundleRecord
 			if err := decode(v, &r); err != nil {

@@ -41,11 +41,12 @@ const (
 	bTrustPolicy = "trustpolicy" // scope -> uint64 threshold (threshold.go)
 	bTrustChain  = "trustchain"  // scope \x00 uint64 sequence -> trust statement (rotation.go)
 	bRevoked     = "revoked"     // "k" \x00 did:key, "b" \x00 bundle_id \x00 uint64 version -> revokedRecord (revoke.go)
+	bStatements  = "statements"  // "s" uint64 seq -> signed statement bytes, "h" sha256 -> uint64 seq (statements.go)
 )
 
 func allBuckets() []string {
 	return []string{bMeta, bTrust, bBundles, bBlobs, bBlobRefs, bIndex, bDescriptors, bAliases, bDIDs,
-		bSchemaIDs, bHighwater, bAudit, bPending, bTrustPolicy, bRevoked, bTrustChain}
+		bSchemaIDs, bHighwater, bAudit, bPending, bTrustPolicy, bRevoked, bTrustChain, bStatements}
 }
 
 // bucket returns a bucket of the store (they always exist after Open).
