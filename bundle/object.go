@@ -75,6 +75,10 @@ func CosignStatement(data []byte, key ed25519.PrivateKey) ([]byte, error) {
 		if _, _, err := ParseRotation(data); err != nil {
 			return nil, err
 		}
+	case MediaTypeHeartbeat:
+		if _, _, err := ParseHeartbeat(data); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fail(ErrUnknownFormat, "not a signed statement this version can co-sign")
 	}

@@ -77,12 +77,16 @@ func (s *Store) Catalog() (*Catalog, error) {
 		if err != nil {
 			return err
 		}
+		stale, err := staleBundles(tx)
+		if err != nil {
+			return err
+		}
 		if err := bucket(tx, bDescriptors).ForEach(func(_, v []byte) error {
 			var dr descRecord
 			if err := decode(v, &dr); err != nil {
 				return err
 			}
-			if revoked[dr.BundleID] {
+			if revoked[dr.BundleID] || stale[dr.BundleID] != "" {
 				return nil
 			}
 			d, err := capability.DecodeDescriptor(dr.Descriptor)
@@ -130,6 +134,9 @@ type Bundle struct {
 	// Revoked, when set, says why the bundle fails closed (5002
 	// bundle_revoked at every use): a revocation or trust rm --fail-closed.
 	Revoked string `json:"revoked,omitempty"`
+	// Stale, when set, says why the bundle fails closed as older than the
+	// freshness policy allows (5002 bundle_stale at every use).
+	Stale string `json:"stale,omitempty"`
 }
 
 // Bundles lists the installed bundles, by bundle_id.
@@ -143,7 +150,8 @@ func (s *Store) Bundles() ([]Bundle, error) {
 				return err
 			}
 			out = append(out, Bundle{BundleID: r.BundleID, Version: r.Version, ImportedAt: r.ImportedAt, ExpiresAt: r.ExpiresAt,
-				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k)), Revoked: r.Revoked})
+				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k)), Revoked: r.Revoked,
+				Stale: staleReason(tx, r.BundleID, r.Version)})
 			return nil
 		})
 	})

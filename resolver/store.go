@@ -42,11 +42,13 @@ const (
 	bTrustChain  = "trustchain"  // scope \x00 uint64 sequence -> trust statement (rotation.go)
 	bRevoked     = "revoked"     // "k" \x00 did:key, "b" \x00 bundle_id \x00 uint64 version -> revokedRecord (revoke.go)
 	bStatements  = "statements"  // "s" uint64 seq -> signed statement bytes, "h" sha256 -> uint64 seq (statements.go)
+	bHeartbeat   = "heartbeat"   // bundle_id -> heartbeatRecord, the newest heartbeat of the line (heartbeat.go)
+	bFreshness   = "freshness"   // scope -> freshnessRecord, the operator's staleness bound (heartbeat.go)
 )
 
 func allBuckets() []string {
 	return []string{bMeta, bTrust, bBundles, bBlobs, bBlobRefs, bIndex, bDescriptors, bAliases, bDIDs,
-		bSchemaIDs, bHighwater, bAudit, bPending, bTrustPolicy, bRevoked, bTrustChain, bStatements}
+		bSchemaIDs, bHighwater, bAudit, bPending, bTrustPolicy, bRevoked, bTrustChain, bStatements, bHeartbeat, bFreshness}
 }
 
 // bucket returns a bucket of the store (they always exist after Open).
@@ -93,6 +95,8 @@ const (
 	ErrRevoked          amp.ErrName = "revoked"                 // import of a revoked bundle version
 	ErrKeyRevoked       amp.ErrName = "key_revoked"             // trust add of a revoked key
 	ErrRevocationScope  amp.ErrName = "revocation_out_of_scope" // a revocation of a key trusted beyond the statement's scope
+	ErrBundleStale      amp.ErrName = "bundle_stale"            // 5002: an installed bundle older than the freshness policy allows (heartbeat.go)
+	ErrHeartbeatOlder   amp.ErrName = "heartbeat_replayed"      // a heartbeat older than the newest this store holds for the line
 	ErrRotationGap      amp.ErrName = "rotation_gap"            // a trust statement after a missing one
 	ErrRotationFork     amp.ErrName = "rotation_fork"           // a trust statement that is not the one this store applied, or chains to another
 )

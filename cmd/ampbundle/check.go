@@ -93,19 +93,25 @@ then checks it; it repairs nothing else.`,
 			}
 			// Revoked bundles are sound but fail closed: listed, so that
 			// an operator removes them or imports a newer version.
-			revoked := []string{}
+			revoked, stale := []string{}, []string{}
 			for _, b := range bundles {
 				if b.Revoked != "" {
 					revoked = append(revoked, fmt.Sprintf("%s@%d", b.BundleID, b.Version))
+				}
+				if b.Stale != "" {
+					stale = append(stale, fmt.Sprintf("%s@%d", b.BundleID, b.Version))
 				}
 			}
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{
 					"ok": true, "store": c.String("db"), "bundles": len(bundles), "trusted_keys": len(keys),
-					"generation": s.Generation(), "audit_head": hex.EncodeToString(head), "revoked": revoked,
+					"generation": s.Generation(), "audit_head": hex.EncodeToString(head), "revoked": revoked, "stale": stale,
 				})
 			}
 			fmt.Fprintf(env.Stdout, "store %s is sound: %d bundle(s), %d trusted key(s), generation %d\n", c.String("db"), len(bundles), len(keys), s.Generation())
+			if len(stale) > 0 {
+				fmt.Fprintf(env.Stdout, "stale, failing closed (5002 bundle_stale): %s\n", strings.Join(stale, ", "))
+			}
 			if len(revoked) > 0 {
 				fmt.Fprintf(env.Stdout, "revoked, failing closed (5002 bundle_revoked): %s\n", strings.Join(revoked, ", "))
 			}

@@ -142,7 +142,7 @@ func readStatement(f *os.File) ([]byte, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, cliutil.Failf("io_error", "cannot read the file").WithCause(err)
 	}
-	if ct := bundle.ContentType(data); len(data) <= bundle.MaxRevocationSize && (ct == bundle.MediaTypeRevocation || ct == bundle.MediaTypeRotation) {
+	if ct := bundle.ContentType(data); len(data) <= bundle.MaxRevocationSize && (ct == bundle.MediaTypeRevocation || ct == bundle.MediaTypeRotation || ct == bundle.MediaTypeHeartbeat) {
 		return data, nil
 	}
 	return nil, nil
@@ -161,6 +161,9 @@ func importStatement(env *cliutil.Env, c *cli.Context, path string, data []byte)
 	}
 	if bundle.ContentType(data) == bundle.MediaTypeRotation {
 		return applyRotation(env, c, st, path, data)
+	}
+	if bundle.ContentType(data) == bundle.MediaTypeHeartbeat {
+		return applyHeartbeat(env, c, st, path, data)
 	}
 	res, err := st.ApplyRevocation(data)
 	if err != nil {

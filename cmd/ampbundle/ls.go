@@ -68,6 +68,7 @@ type bundleJSON struct {
 	Artifacts      uint64   `json:"artifacts"`
 	Bytes          uint64   `json:"bytes"`
 	Revoked        string   `json:"revoked,omitempty"` // why it fails closed
+	Stale          string   `json:"stale,omitempty"`   // why it fails closed as stale (freshness policy)
 }
 
 type capJSON struct {
@@ -103,7 +104,7 @@ func lsView(bundles []resolver.Bundle, cat *resolver.Catalog) lsJSON {
 			signers = []string{}
 		}
 		v.Bundles = append(v.Bundles, bundleJSON{BundleID: b.BundleID, Version: b.Version, HighestVersion: b.Highest,
-			ImportedAt: b.ImportedAt, ExpiresAt: b.ExpiresAt, Signers: signers, Artifacts: b.Artifacts, Bytes: b.Bytes, Revoked: b.Revoked})
+			ImportedAt: b.ImportedAt, ExpiresAt: b.ExpiresAt, Signers: signers, Artifacts: b.Artifacts, Bytes: b.Bytes, Revoked: b.Revoked, Stale: b.Stale})
 	}
 	for _, name := range cat.Names {
 		cj := capJSON{Name: name, Versions: []capVersionJSON{}}
@@ -135,6 +136,9 @@ func (v lsJSON) print(env *cliutil.Env) {
 		fmt.Fprintf(w, "  artifacts  %d (%d bytes)\n", b.Artifacts, b.Bytes)
 		if b.Revoked != "" {
 			fmt.Fprintf(w, "  REVOKED    fails closed (5002 bundle_revoked): %s\n", b.Revoked)
+		}
+		if b.Stale != "" {
+			fmt.Fprintf(w, "  STALE      fails closed (5002 bundle_stale): %s\n", b.Stale)
 		}
 	}
 	width := 0

@@ -28,6 +28,7 @@ func newApp(env *cliutil.Env) *cli.App {
 			signCommand(env),
 			revokeCommand(env),
 			rotateCommand(env),
+			heartbeatCommand(env),
 			verifyCommand(env),
 			inspectCommand(env),
 			compatCommand(env),

@@ -27,6 +27,7 @@ func trustCommand(env *cliutil.Env) *cli.Command {
 			trustLsCommand(env),
 			trustRmCommand(env),
 			trustThresholdCommand(env),
+			trustFreshnessCommand(env),
 		},
 	}
 }

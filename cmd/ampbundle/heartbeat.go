@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+func heartbeatCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "heartbeat",
+		Usage:     "write a signed heartbeat: bundle line ID is at version >= N",
+		ArgsUsage: " ",
+		Description: `Writes to --out FILE a heartbeat statement (docs/FORMAT.md §23), signed by
+each --key: at its signed time, the bundle line --bundle-id is at version
+--version or later. It travels like a bundle: 'ampbundle import FILE'
+applies it to a store, where it is valid when signed by the threshold of
+distinct keys trusted for the bundle id ('ampbundle sign' adds a
+co-signature). A store keeps the newest heartbeat of each line and refuses
+an older one; with a freshness policy ('ampbundle trust freshness'), an
+installed bundle too many versions behind fails closed (5002 bundle_stale).`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "statement `FILE` to write (required)"},
+			&cli.StringSliceFlag{Name: "key", Usage: "signer's private key `PEM` file (required; repeatable)"},
+			cliutil.PassphraseFileFlag(),
+			&cli.StringFlag{Name: "bundle-id", Usage: "bundle line `ID` the heartbeat speaks for (required)"},
+			&cli.StringFlag{Name: "version", Usage: "the line is at version `N` or later (required, >= 1)"},
+			&cli.StringFlag{Name: "created", Usage: "created_at as an RFC 3339 `TIME` (default: now)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "out", "bundle-id", "version"); err != nil {
+				return err
+			}
+			version, perr := strconv.ParseUint(c.String("version"), 10, 64)
+			if perr != nil || version < 1 {
+				return cliutil.Usagef("--version must be a whole number >= 1")
+			}
+			keys, err := signingKeys(c, env, c.StringSlice("key"))
+			if err != nil {
+				return err
+			}
+			created := env.Now().UTC().Truncate(time.Second)
+			if c.IsSet("created") {
+				t, err := time.Parse(time.RFC3339, c.String("created"))
+				if err != nil {
+					return cliutil.Usagef("--created must be an RFC 3339 time such as 2026-11-22T10:00:00Z")
+				}
+				created = t.UTC().Truncate(time.Second)
+			}
+			h := &bundle.Heartbeat{Format: bundle.HeartbeatFormat, BundleID: c.String("bundle-id"), Version: version, CreatedAt: created.Format(time.RFC3339)}
+			data, err := bundle.SignHeartbeat(h, keys)
+			if err != nil {
+				return err
+			}
+			out := c.String("out")
+			if _, _, _, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
+				_, err := w.Write(data)
+				return nil, err
+			}); err != nil {
+				return err
+			}
+			var signers []string
+			for _, s := range keyInfos(keys) {
+				signers = append(signers, s.KID)
+			}
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "bundle_id": h.BundleID, "version": h.Version, "created_at": h.CreatedAt, "signers": signers, "size": len(data)})
+			}
+			fmt.Fprintf(env.Stdout, "wrote %s: heartbeat for %s at version >= %d (signed %s), signed by %d key(s)\n", out, h.BundleID, h.Version, h.CreatedAt, len(keys))
+			return nil
+		},
+	}
+}
+
+// applyHeartbeat applies a heartbeat statement to the store.
+func applyHeartbeat(env *cliutil.Env, c *cli.Context, st *resolver.Store, path string, data []byte) error {
+	res, err := st.ApplyHeartbeat(data)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return cliutil.PrintJSON(env.Stdout, map[string]any{"file": path, "heartbeat": res})
+	}
+	w := env.Stdout
+	if res.Unchanged {
+		fmt.Fprintf(w, "unchanged: the heartbeat in %s was already applied\n", path)
+		return nil
+	}
+	fmt.Fprintf(w, "applied heartbeat: %s is at version >= %d (signed %s) by %s\n", res.BundleID, res.Version, res.CreatedAt, strings.Join(res.Signers, ", "))
+	if res.Stale != "" {
+		fmt.Fprintf(w, "  STALE      %s@%d fails closed (5002 bundle_stale; listed by ls and check): %s\n", res.BundleID, res.Installed, res.Stale)
+	}
+	fmt.Fprintf(w, "  generation %d\n", res.Generation)
+	return nil
+}
+
+func trustFreshnessCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "freshness",
+		Usage:     "set how many versions an installed bundle may lag its newest heartbeat",
+		ArgsUsage: " ",
+		Description: `Sets the freshness policy of --scope ("*", the default, or a
+reverse-domain prefix or bundle id): an installed bundle under it whose
+line's newest applied heartbeat (docs/FORMAT.md §23) names a version more
+than --max-versions above the installed one fails closed at its next use
+(5002 bundle_stale) and is listed by ls and check, until a newer version is
+imported. The most specific scope wins. It never depends on the local
+clock. Without flags, lists the policy. Audited.`,
+		Flags: []cli.Flag{
+			dbFlag,
+			&cli.StringFlag{Name: "scope", Value: "*", Usage: "`SCOPE` the bound applies to"},
+			&cli.StringFlag{Name: "max-versions", Usage: "at most `N` versions behind the newest heartbeat (0: must be at it)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) (err error) {
+			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+				return err
+			}
+			var max uint64
+			if c.IsSet("max-versions") {
+				n, perr := strconv.ParseUint(c.String("max-versions"), 10, 64)
+				if perr != nil {
+					return cliutil.Usagef("--max-versions must be a whole number >= 0")
+				}
+				max = n
+			}
+			s, err := openStore(env, c, readWrite)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, &err)
+			st, err := directStore(s, "trust freshness")
+			if err != nil {
+				return err
+			}
+			if c.IsSet("max-versions") {
+				if err := st.SetFreshness(c.String("scope"), max); err != nil {
+					return err
+				}
+			}
+			pol, err := st.FreshnessPolicy()
+			if err != nil {
+				return err
+			}
+			if pol == nil {
+				pol = []resolver.Freshness{}
+			}
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"freshness": pol})
+			}
+			if len(pol) == 0 {
+				fmt.Fprintln(env.Stdout, "no freshness policy: heartbeats are recorded but nothing fails closed as stale")
+			}
+			for _, p := range pol {
+				fmt.Fprintf(env.Stdout, "%s: at most %d version(s) behind the newest heartbeat\n", p.Scope, p.MaxVersions)
+			}
+			return nil
+		},
+	}
+}

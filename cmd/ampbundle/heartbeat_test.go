@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFreezeAttackThroughTheCLI: an operator keeps importing version 1
+// while the publisher's heartbeat says version 3; with trust freshness
+// --max-versions 1 the bundle fails closed (5002 bundle_stale), ls and
+// check list it; an older heartbeat replayed is refused, and a heartbeat
+// signed by a key trusted for another scope is refused.
+func TestFreezeAttackThroughTheCLI(t *testing.T) {
+	keys, pubs := officers(t, 2)
+	dir := t.TempDir()
+	b := filepath.Join(dir, "t.ampb")
+	mustRun(t, "build", filepath.Join(testdata, "translate"), "-o", b, "--key", keys[0], "--created", "2026-11-01T00:00:00Z")
+	db := filepath.Join(t.TempDir(), "store.db")
+	mustRun(t, "trust", "add", pubs[0], "--db", db, "--name", "officer-a", "--scope", "org.example")
+	mustRun(t, "trust", "add", pubs[1], "--db", db, "--name", "officer-b", "--scope", "com.acme")
+	mustRun(t, "import", b, "--db", db)
+	mustRun(t, "trust", "freshness", "--max-versions", "1", "--db", db)
+	key := "dids/translator.json"
+	want, _ := os.ReadFile(filepath.Join(testdata, "translate", key))
+	resolveArgs := []string{"resolve", "--db", db, "--bundle-id", translateID, "--artifact-key", key, "--hash", sha256hex(want)}
+	mustRun(t, resolveArgs...)
+
+	other := filepath.Join(dir, "hb-other.cbor")
+	mustRun(t, "heartbeat", "-o", other, "--bundle-id", translateID, "--version", "3", "--key", keys[1], "--created", "2026-11-22T00:00:00Z")
+	failsWith(t, "untrusted_namespace", "import", other, "--db", db)
+
+	hb := filepath.Join(dir, "hb3.cbor")
+	mustRun(t, "heartbeat", "-o", hb, "--bundle-id", translateID, "--version", "3", "--key", keys[0], "--created", "2026-11-22T00:00:00Z")
+	var res struct {
+		Heartbeat struct {
+			Stale     string `json:"stale"`
+			Installed uint64 `json:"installed_version"`
+		} `json:"heartbeat"`
+	}
+	mustJSON(t, &res, "import", hb, "--db", db)
+	if res.Heartbeat.Stale == "" || res.Heartbeat.Installed != 1 {
+		t.Fatalf("heartbeat %+v", res)
+	}
+	r := failsWith(t, "bundle_stale", resolveArgs...)
+	if ampCode(t, r) != 5002 {
+		t.Fatalf("amp code %d", ampCode(t, r))
+	}
+	if r := mustRun(t, "ls", "--db", db); !strings.Contains(r.stdout, "STALE") {
+		t.Fatalf("ls does not list the stale bundle:\n%s", r.stdout)
+	}
+	var chk struct {
+		Stale []string `json:"stale"`
+	}
+	mustJSON(t, &chk, "check", "--db", db)
+	if strings.Join(chk.Stale, ",") != translateID+"@1" {
+		t.Fatalf("check %+v", chk)
+	}
+	old := filepath.Join(dir, "hb2.cbor")
+	mustRun(t, "heartbeat", "-o", old, "--bundle-id", translateID, "--version", "2", "--key", keys[0], "--created", "2026-11-21T00:00:00Z")
+	failsWith(t, "heartbeat_replayed", "import", old, "--db", db)
+	if r := mustRun(t, "trust", "freshness", "--db", db); !strings.Contains(r.stdout, "*: at most 1 version(s)") {
+		t.Fatalf("freshness list:\n%s", r.stdout)
+	}
+	if r := runCLI(t, nil, "heartbeat", "-o", old, "--bundle-id", translateID, "--version", "0", "--key", keys[0], "--json"); r.code != 2 || errorCode(t, r) != "usage" {
+		t.Fatalf("--version 0: exit %d %s", r.code, r.stdout)
+	}
+}
