@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +142,127 @@ func TestHostileIndexStatementsRefused(t *testing.T) {
 	ix, err = DecodeIndex([]byte(`{"format":"ampbundle-mirror-index/1","generation":1,"bundles":[],"capabilities":[]}`))
 	if err != nil || len(ix.Statements) != 0 {
 		t.Fatalf("an older index: %v", err)
+	}
+}
+
+// flipStatements flips one byte of every statement body h serves (a
+// tampered mirror).
+type flipStatements struct{ h http.Handler }
+
+func (f flipStatements) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.URL.Path, StatementsPrefix) {
+		f.h.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, r)
+	body := rec.Body.Bytes()
+	if len(body) > 0 {
+		body[len(body)/2] ^= 1
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	w.Write(body)
+}
+
+func revokedEcho1(t *testing.T, signers ...ed25519.PrivateKey) []byte {
+	return signedRevocation(t, nil, []bundle.BundleVersion{{BundleID: "org.example.echo", Version: 1}}, signers...)
+}
+
+func echoRevoked(t *testing.T, s *resolver.Store) bool {
+	t.Helper()
+	bs, err := s.Bundles()
+	if err != nil || len(bs) != 1 {
+		t.Fatalf("bundles %+v %v", bs, err)
+	}
+	return bs[0].Revoked != ""
+}
+
+// TestSyncedRevocationReachesInstalledBundleFailsClosed: a revocation the
+// station applied reaches an agent store through sync, verified against
+// the agent's own trust, and the installed bundle it names fails closed;
+// a second sync finds it applied and changes nothing.
+func TestSyncedRevocationReachesInstalledBundleFailsClosed(t *testing.T) {
+	p := newStore(t, testBundle(t, 1))
+	rev := revokedEcho1(t, testKey)
+	applyStatements(t, p, rev)
+	_, ts := startMirror(t, p, nil)
+	s := agentStore(t, testBundle(t, 1))
+	if echoRevoked(t, s) {
+		t.Fatal("revoked before the sync")
+	}
+	dry, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.DryRun = true })
+	if err != nil || len(dry.Statements) != 1 || dry.Statements[0].Outcome != OutcomePlanned || echoRevoked(t, s) {
+		t.Fatalf("dry run: %+v %v", dry, err)
+	}
+	rep, err := syncOnce(t, s, ts.URL, nil)
+	if err != nil || len(rep.Statements) != 1 || rep.Statements[0].Outcome != OutcomeImported {
+		t.Fatalf("sync: %+v %v", rep, err)
+	}
+	if !echoRevoked(t, s) {
+		t.Fatal("the synced revocation did not reach the installed bundle")
+	}
+	sum := sha256.Sum256(rev)
+	if has, _ := s.HasStatement(sum[:]); !has {
+		t.Fatal("the applied statement is not kept")
+	}
+	before := state(t, s)
+	rep, err = syncOnce(t, s, ts.URL, nil)
+	if err != nil || rep.Statements[0].Outcome != OutcomeCurrent || state(t, s) != before {
+		t.Fatalf("second sync: %+v %v", rep, err)
+	}
+}
+
+// TestTamperedStatementFromMirrorChangesNothing: a mirror that serves a
+// statement differing by one bit from what its index lists gets it
+// refused (index_mismatch) before the store sees it.
+func TestTamperedStatementFromMirrorChangesNothing(t *testing.T) {
+	p := newStore(t, testBundle(t, 1))
+	applyStatements(t, p, revokedEcho1(t, testKey))
+	m, _ := startMirror(t, p, nil)
+	ts := httptest.NewServer(flipStatements{m})
+	defer ts.Close()
+	s := agentStore(t, testBundle(t, 1))
+	before := state(t, s)
+	rep, err := syncOnce(t, s, ts.URL, nil)
+	if err != nil || len(rep.Statements) != 1 || rep.Statements[0].Outcome != OutcomeRefused || rep.Statements[0].Error != string(ErrIndexMismatch) {
+		t.Fatalf("sync: %+v %v", rep, err)
+	}
+	if echoRevoked(t, s) || state(t, s) != before || rep.Count(OutcomeRefused) != 1 {
+		t.Fatalf("a tampered statement changed the store: %s -> %s", before, state(t, s))
+	}
+}
+
+// TestStatementSignedByUntrustedKeyChangesNothing: a station that trusts
+// a key the agent does not serves a revocation signed by it; the agent
+// verifies it against its own trust, refuses it (untrusted_key), keeps its
+// bundle, and audits the refusal.
+func TestStatementSignedByUntrustedKeyChangesNothing(t *testing.T) {
+	rogue := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+	p := newStore(t, testBundle(t, 1))
+	st, err := resolver.Open(p, resolver.Options{Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.TrustAdd("rogue", rogue.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	applyStatements(t, p, revokedEcho1(t, rogue))
+	_, ts := startMirror(t, p, nil)
+	s := agentStore(t, testBundle(t, 1))
+	before := state(t, s)
+	rep, err := syncOnce(t, s, ts.URL, nil)
+	if err != nil || len(rep.Statements) != 1 || rep.Statements[0].Outcome != OutcomeRefused || rep.Statements[0].Error != string(bundle.ErrUntrustedKey) {
+		t.Fatalf("sync: %+v %v", rep, err)
+	}
+	if echoRevoked(t, s) || state(t, s) != before {
+		t.Fatalf("a statement by an untrusted key changed the store: %s -> %s", before, state(t, s))
+	}
+	a, _ := s.Audit()
+	if len(a) == 0 || a[len(a)-1].Action != "import_refused" {
+		t.Fatal("the refusal is not audited")
 	}
 }

@@ -108,12 +108,21 @@ type SyncReport struct {
 	Generation uint64     `json:"mirror_generation"`
 	DryRun     bool       `json:"dry_run"`
 	Items      []SyncItem `json:"bundles"`
+	// Statements are the signed trust and revocation statements the
+	// mirror lists, applied before the bundles (a revocation reaches the
+	// bundles of the same run).
+	Statements []StatementItem `json:"statements"`
 }
 
 // Count returns how many items have outcome o.
 func (r *SyncReport) Count(o Outcome) int {
 	n := 0
 	for _, it := range r.Items {
+		if it.Outcome == o {
+			n++
+		}
+	}
+	for _, it := range r.Statements {
 		if it.Outcome == o {
 			n++
 		}
@@ -162,6 +171,10 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	if err != nil {
 		return nil, err
 	}
+	rep := &SyncReport{URL: c.base.String(), Generation: ix.Generation, DryRun: opts.DryRun, Items: []SyncItem{}}
+	if rep.Statements, err = c.syncStatements(ctx, t, ix, opts.DryRun); err != nil {
+		return rep, err
+	}
 	local, err := t.Bundles()
 	if err != nil {
 		return nil, err
@@ -170,7 +183,6 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	for _, b := range local {
 		have[b.BundleID] = b
 	}
-	rep := &SyncReport{URL: c.base.String(), Generation: ix.Generation, DryRun: opts.DryRun, Items: []SyncItem{}}
 	keep := map[string]bool{}
 	for _, e := range ix.Bundles {
 		it := SyncItem{BundleID: e.BundleID, Version: e.Version}

@@ -32,12 +32,17 @@ SHA-256) before it is offered to the import, a version not newer than the
 installed one is refused before any download, and a refused file changes
 nothing. Only URL is dialled: no proxy, no redirect is followed.
 
+Signed trust and revocation statements the mirror lists are applied first,
+in order, exactly as 'ampbundle import FILE' applies one (verified against
+the store's own trust), so a revocation reaches the bundles of the same run.
+
 Interrupted downloads resume: partial files stay in DB.sync/ (one per bundle
 file the mirror offers, each at most the bundle size limit; files the mirror
 no longer offers are removed). --dry-run only says what would be imported.
 
-Exit codes, for timers: 0 nothing new; 10 imported (with --dry-run: would
-import); 11 at least one bundle refused (the others may have been imported);
+Exit codes, for timers: 0 nothing new; 10 imported or applied (with
+--dry-run: would import); 11 at least one bundle or statement refused (the others may have been
+imported);
 1 the sync could not run (mirror unreachable or malformed, store error);
 2 usage.`,
 		Flags: []cli.Flag{
@@ -103,6 +108,16 @@ import); 11 at least one bundle refused (the others may have been imported);
 
 func printSync(env *cliutil.Env, rep *mirror.SyncReport) {
 	w := env.Stdout
+	for _, st := range rep.Statements {
+		switch st.Outcome {
+		case mirror.OutcomeImported:
+			fmt.Fprintf(w, "applied statement %s (%s)\n", st.SHA256, st.ContentType)
+		case mirror.OutcomePlanned:
+			fmt.Fprintf(w, "would apply statement %s (%s)\n", st.SHA256, st.ContentType)
+		case mirror.OutcomeRefused:
+			fmt.Fprintf(w, "REFUSED statement %s: %s (%s); the store is unchanged by it\n", st.SHA256, st.Message, st.Error)
+		}
+	}
 	for _, it := range rep.Items {
 		switch it.Outcome {
 		case mirror.OutcomeImported:

@@ -1,0 +1,106 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// StatementTarget is a Target that can also apply signed trust and
+// revocation statements (a *resolver.Store). Sync applies the statements
+// a mirror lists only to such a target; to another it reports none.
+type StatementTarget interface {
+	HasStatement(sum []byte) (bool, error)
+	ApplyRevocation(data []byte) (*resolver.RevokeResult, error)
+	ApplyRotation(data []byte) (*resolver.RotateResult, error)
+}
+
+// StatementItem is what happened to one statement the mirror lists.
+type StatementItem struct {
+	SHA256      string  `json:"sha256"`
+	ContentType string  `json:"content_type"`
+	Outcome     Outcome `json:"outcome"` // imported = applied
+	Error       string  `json:"error,omitempty"`
+	Message     string  `json:"message,omitempty"`
+}
+
+// syncStatements applies, in the index order, every statement of ix that t
+// has not applied, each exactly as 'ampbundle import FILE' applies it:
+// downloaded (bounded by the statement size limit), checked against the
+// index's size, type and SHA-256, then verified by the store against its
+// own trust. A refused statement changes nothing and is reported; the
+// following ones are still tried (a gap in a trust chain refuses them as
+// the store would).
+func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dryRun bool) ([]StatementItem, error) {
+	out := []StatementItem{}
+	st, ok := t.(StatementTarget)
+	if !ok {
+		return out, nil
+	}
+	for _, e := range ix.Statements {
+		it := StatementItem{SHA256: e.SHA256, ContentType: e.ContentType}
+		sum, _ := hex.DecodeString(e.SHA256) // checked by DecodeIndex
+		has, err := st.HasStatement(sum)
+		if err != nil {
+			return out, err
+		}
+		switch {
+		case has:
+			it.Outcome = OutcomeCurrent
+		case dryRun:
+			it.Outcome = OutcomePlanned
+		default:
+			c.fetchAndApply(ctx, st, e, sum, &it)
+		}
+		out = append(out, it)
+		if ctx.Err() != nil {
+			return out, amp.Named(0, ErrMirrorUnreachable, "sync interrupted").WithCause(ctx.Err())
+		}
+	}
+	return out, nil
+}
+
+func (c *syncClient) fetchAndApply(ctx context.Context, st StatementTarget, e IndexStatement, sum []byte, it *StatementItem) {
+	data, err := c.getSmall(ctx, e.Href, min(e.Size, bundle.MaxRevocationSize))
+	if err != nil {
+		refuseStatement(it, err)
+		return
+	}
+	got := sha256.Sum256(data)
+	if int64(len(data)) != e.Size || !bytes.Equal(got[:], sum) || bundle.ContentType(data) != e.ContentType {
+		refuseStatement(it, amp.Named(0, ErrIndexMismatch, "the statement served is not the one the index lists (size, type or SHA-256 differ): ignored"))
+		return
+	}
+	var unchanged bool
+	if e.ContentType == bundle.MediaTypeRotation {
+		res, err := st.ApplyRotation(data)
+		if err != nil {
+			refuseStatement(it, err)
+			return
+		}
+		unchanged = res.Unchanged
+	} else {
+		res, err := st.ApplyRevocation(data)
+		if err != nil {
+			refuseStatement(it, err)
+			return
+		}
+		unchanged = res.Unchanged
+	}
+	it.Outcome = OutcomeImported
+	if unchanged {
+		it.Outcome = OutcomeCurrent
+	}
+	c.log.Info("statement applied", "sha256", e.SHA256, "content_type", e.ContentType, "unchanged", unchanged)
+}
+
+func refuseStatement(it *StatementItem, err error) {
+	var b SyncItem
+	refuse(&b, err)
+	it.Outcome, it.Error, it.Message = b.Outcome, b.Error, b.Message
+}
