@@ -5,9 +5,11 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -264,5 +266,89 @@ func TestStatementSignedByUntrustedKeyChangesNothing(t *testing.T) {
 	a, _ := s.Audit()
 	if len(a) == 0 || a[len(a)-1].Action != "import_refused" {
 		t.Fatal("the refusal is not audited")
+	}
+}
+
+// rotationAfter signs, by signers, trust statement seq for org.example
+// after prev (nil for the first), adding the key named name.
+func rotationAfter(t *testing.T, prev []byte, seq uint64, name string, add ed25519.PrivateKey, signers ...ed25519.PrivateKey) []byte {
+	t.Helper()
+	r := &bundle.Rotation{Format: bundle.RotationFormat, Scope: "org.example", Sequence: seq, Prev: make([]byte, 32),
+		CreatedAt: "2026-11-20T10:00:00Z", Threshold: 1,
+		Add: []bundle.NamedKey{{Name: name, Key: amp.DIDKey(add.Public().(ed25519.PublicKey))}}}
+	if prev != nil {
+		sum := sha256.Sum256(prev)
+		r.Prev = sum[:]
+	}
+	r.Normalize()
+	data, err := bundle.SignRotation(r, signers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// reverseIndexStatements serves h with the index's statements reversed (a
+// mirror offering a trust chain out of order).
+type reverseIndexStatements struct{ h http.Handler }
+
+func (v reverseIndexStatements) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != IndexPath {
+		v.h.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	v.h.ServeHTTP(rec, r)
+	var ix Index
+	if err := json.Unmarshal(rec.Body.Bytes(), &ix); err != nil {
+		http.Error(w, "bad index", 500)
+		return
+	}
+	slices.Reverse(ix.Statements)
+	body, _ := json.Marshal(ix)
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+}
+
+// TestOutOfOrderTrustStatementsFromMirrorRefused: a mirror listing a trust
+// chain out of order gets the statement that skips ahead refused
+// (rotation_gap) with nothing changed by it; the one in order is applied,
+// and a later sync from an honest mirror completes the chain.
+func TestOutOfOrderTrustStatementsFromMirrorRefused(t *testing.T) {
+	k2 := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{21}, ed25519.SeedSize))
+	k3 := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{22}, ed25519.SeedSize))
+	s1 := rotationAfter(t, nil, 1, "second", k2, testKey)
+	s2 := rotationAfter(t, s1, 2, "third", k3, k2)
+	p := newStore(t, testBundle(t, 1))
+	st, err := resolver.Open(p, resolver.Options{Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range [][]byte{s1, s2} {
+		if _, err := st.ApplyRotation(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	m, honest := startMirror(t, p, nil)
+	ts := httptest.NewServer(reverseIndexStatements{m})
+	defer ts.Close()
+	s := agentStore(t, testBundle(t, 1))
+	rep, err := syncOnce(t, s, ts.URL, nil)
+	if err != nil || len(rep.Statements) != 2 {
+		t.Fatalf("sync: %+v %v", rep, err)
+	}
+	if rep.Statements[0].Outcome != OutcomeRefused || rep.Statements[0].Error != string(resolver.ErrRotationGap) || rep.Statements[1].Outcome != OutcomeImported {
+		t.Fatalf("out of order: %+v", rep.Statements)
+	}
+	if chains, _ := s.TrustChains(); chains["org.example"] != 1 {
+		t.Fatalf("chain after the out-of-order sync: %v", chains)
+	}
+	rep, err = syncOnce(t, s, honest.URL, nil)
+	if err != nil || rep.Statements[0].Outcome != OutcomeCurrent || rep.Statements[1].Outcome != OutcomeImported {
+		t.Fatalf("honest sync: %+v %v", rep, err)
+	}
+	if chains, _ := s.TrustChains(); chains["org.example"] != 2 {
+		t.Fatalf("chain after the honest sync: %v", chains)
 	}
 }
