@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -21,7 +22,14 @@ type heartbeatRecord struct {
 // freshnessRecord is the operator's staleness bound for a scope.
 type freshnessRecord struct {
 	MaxVersions uint64 `cbor:"max_versions"`
+	// MaxAgeSeconds, when set, bounds how long (by signed times, never
+	// the local clock) an installed version may go without being vouched
+	// for as current.
+	MaxAgeSeconds uint64 `cbor:"max_age_seconds,omitempty"`
 }
+
+// noVersionBound is MaxVersions when only an age bound is set.
+const noVersionBound = ^uint64(0)
 
 // HeartbeatResult describes an applied heartbeat statement.
 type HeartbeatResult struct {
@@ -165,11 +173,63 @@ func staleReason(tx *bolt.Tx, bundleID string, installed uint64) string {
 	if err := decode(raw, &hb); err != nil {
 		return "the stored heartbeat is unreadable"
 	}
-	if hb.Version > installed && hb.Version-installed > pol.MaxVersions {
+	if pol.MaxVersions != noVersionBound && hb.Version > installed && hb.Version-installed > pol.MaxVersions {
 		return fmt.Sprintf("installed version %d is %d versions behind the publisher's heartbeat (version >= %d, signed %s); the freshness policy of %s allows %d",
 			installed, hb.Version-installed, hb.Version, hb.CreatedAt, scopeName(scope), pol.MaxVersions)
 	}
+	if pol.MaxAgeSeconds == 0 {
+		return ""
+	}
+	// Age: from the latest signed time at which the installed version was
+	// vouched for as current (its own created_at, or the kept heartbeat's
+	// when that names no newer version) to the newest signed time the
+	// store has seen (the time floor). The local clock plays no part.
+	vouched, ok := bundleCreated(tx, bundleID)
+	if !ok {
+		return "the installed bundle's manifest is unreadable"
+	}
+	if hb.Version <= installed {
+		if t, err := parseRFC3339(hb.CreatedAt); err == nil && t > vouched {
+			vouched = t
+		}
+	}
+	floor := int64(getU64(bucket(tx, bMeta).Get([]byte(kTimeFloor))))
+	if age := floor - vouched; age > 0 && uint64(age) > pol.MaxAgeSeconds {
+		return fmt.Sprintf("installed version %d was last vouched for as current %s, %s before the newest signed time this store has seen (%s); the freshness policy of %s allows %s",
+			installed, time.Unix(vouched, 0).UTC().Format(time.RFC3339), days(uint64(age)), time.Unix(floor, 0).UTC().Format(time.RFC3339),
+			scopeName(scope), days(pol.MaxAgeSeconds))
+	}
 	return ""
+}
+
+func days(sec uint64) string {
+	if sec%86400 == 0 {
+		return fmt.Sprintf("%dd", sec/86400)
+	}
+	return (time.Duration(sec) * time.Second).String()
+}
+
+func parseRFC3339(s string) (int64, error) {
+	t, err := time.Parse(time.RFC3339, s)
+	return t.Unix(), err
+}
+
+// bundleCreated returns the signed created_at of the installed bundle.
+func bundleCreated(tx *bolt.Tx, bundleID string) (int64, bool) {
+	var r bundleRecord
+	raw := bucket(tx, bBundles).Get([]byte(bundleID))
+	if raw == nil || decode(raw, &r) != nil {
+		return 0, false
+	}
+	obj, err := bundle.DecodeObject(r.Signed, bundle.MediaTypeManifest)
+	if err != nil {
+		return 0, false
+	}
+	m, err := bundle.DecodeManifest(obj.Payload)
+	if err != nil {
+		return 0, false
+	}
+	return m.CreatedAt.Unix(), true
 }
 
 func scopeName(scope string) string {
@@ -201,8 +261,11 @@ func staleBundles(tx *bolt.Tx) (map[string]string, error) {
 
 // Freshness is an operator's staleness bound for a scope.
 type Freshness struct {
-	Scope       string `json:"scope"`
-	MaxVersions uint64 `json:"max_versions"`
+	Scope string `json:"scope"`
+	// MaxVersions is nil when only an age bound is set.
+	MaxVersions *uint64 `json:"max_versions"`
+	// MaxAgeSeconds is 0 when no age bound is set.
+	MaxAgeSeconds uint64 `json:"max_age_seconds,omitempty"`
 }
 
 // SetFreshness sets the staleness bound for scope ("*" or a reverse-domain
@@ -211,6 +274,28 @@ type Freshness struct {
 // more than maxVersions above the installed one. Audited
 // ("trust_freshness", the bound in threshold); changes the generation.
 func (s *Store) SetFreshness(scope string, maxVersions uint64) error {
+	return s.SetFreshnessPolicy(scope, &maxVersions, 0)
+}
+
+// SetFreshnessPolicy sets the staleness bounds for scope: maxVersions (nil:
+// no bound in versions) as SetFreshness, and maxAge (0: none): an installed
+// bundle under scope also fails closed when the newest signed time the
+// store has seen (its time floor) is more than maxAge after the latest
+// signed time its version was vouched for as current (its created_at, or
+// a heartbeat of its line naming no newer version). Audited
+// ("trust_freshness": threshold = max versions, version = max age in
+// seconds); changes the generation.
+func (s *Store) SetFreshnessPolicy(scope string, maxVersions *uint64, maxAge time.Duration) error {
+	rec := freshnessRecord{MaxVersions: noVersionBound, MaxAgeSeconds: uint64(maxAge / time.Second)}
+	if maxVersions != nil {
+		if *maxVersions == noVersionBound {
+			return fail(ErrInvalidTrust, "max versions is too large")
+		}
+		rec.MaxVersions = *maxVersions
+	}
+	if maxVersions == nil && rec.MaxAgeSeconds == 0 {
+		return fail(ErrInvalidTrust, "a freshness policy bounds versions, age, or both")
+	}
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -222,11 +307,11 @@ func (s *Store) SetFreshness(scope string, maxVersions uint64) error {
 	defer s.mu.Unlock()
 	var gen uint64
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		if err := bucket(tx, bFreshness).Put([]byte(scope), encode(freshnessRecord{MaxVersions: maxVersions})); err != nil {
+		if err := bucket(tx, bFreshness).Put([]byte(scope), encode(rec)); err != nil {
 			return err
 		}
 		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "trust_freshness", Actor: s.actor(), Verdict: verdictAccepted,
-			Scopes: []string{scope}, Threshold: maxVersions}); err != nil {
+			Scopes: []string{scope}, Threshold: rec.MaxVersions, Version: rec.MaxAgeSeconds}); err != nil {
 			return err
 		}
 		var err error
@@ -249,7 +334,12 @@ func (s *Store) FreshnessPolicy() ([]Freshness, error) {
 			if err := decode(v, &r); err != nil {
 				return err
 			}
-			out = append(out, Freshness{Scope: string(k), MaxVersions: r.MaxVersions})
+			f := Freshness{Scope: string(k), MaxAgeSeconds: r.MaxAgeSeconds}
+			if r.MaxVersions != noVersionBound {
+				n := r.MaxVersions
+				f.MaxVersions = &n
+			}
+			out = append(out, f)
 			return nil
 		})
 	})

@@ -259,3 +259,64 @@ func TestWrongClockWithHeartbeats(t *testing.T) {
 		expect5002(t, err, ErrBundleStale)
 	}
 }
+
+// TestFreezeAttackByAgeWithWrongClock: with a bound in days, an installed
+// version not vouched for as current within 30 days of the newest signed
+// time the store has seen fails closed (5002 bundle_stale), whatever the
+// local clock says (set back to 1970 or forward by a year); a heartbeat of
+// its line naming no newer version vouches for it again, one naming a
+// newer version does not (the installed bundle's own created_at counts).
+func TestFreezeAttackByAgeWithWrongClock(t *testing.T) {
+	clock := testNow
+	s := newStore(t, func(o *Options) { o.Now = func() time.Time { return clock } })
+	k := sampleKey(t, "example-publisher")
+	mustImport(t, s, variant(t, 1, nil))
+	ref := descriptorRef(t, s)
+	day := 24 * time.Hour
+	if err := s.SetFreshnessPolicy("org.example", nil, 30*day); err != nil {
+		t.Fatal(err)
+	}
+	floorAt := func(at time.Time) {
+		t.Helper()
+		if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.other", 1, at, k)); err != nil && !errors.Is(err, ErrHeartbeatOlder) {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name  string
+		apply func()
+		stale bool
+	}{
+		{"nothing newer seen", func() {}, false},
+		{"the line vouched for at +10d", func() {
+			if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.translate", 1, testNow.Add(10*day), k)); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"newest signed time +39d", func() { floorAt(testNow.Add(39 * day)) }, false},
+		{"newest signed time +41d", func() { floorAt(testNow.Add(41 * day)) }, true},
+		{"the line vouched for again at +42d", func() {
+			if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.translate", 1, testNow.Add(42*day), k)); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"a newer version announced at +50d", func() {
+			if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.translate", 2, testNow.Add(50*day), k)); err != nil {
+				t.Fatal(err)
+			}
+		}, true}, // it no longer vouches: the age counts from version 1's own created_at
+	}
+	for _, st := range steps {
+		st.apply()
+		for _, wrong := range []time.Time{time.Unix(0, 0), testNow, testNow.Add(365 * day)} {
+			clock = wrong
+			_, err := s.Resolve(ref)
+			if st.stale {
+				expect5002(t, err, ErrBundleStale)
+			} else if err != nil {
+				t.Fatalf("%s, clock %v: %v", st.name, wrong, err)
+			}
+		}
+		clock = testNow
+	}
+}

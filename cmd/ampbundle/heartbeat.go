@@ -122,19 +122,28 @@ clock. Without flags, lists the policy. Audited.`,
 			dbFlag,
 			&cli.StringFlag{Name: "scope", Value: "*", Usage: "`SCOPE` the bound applies to"},
 			&cli.StringFlag{Name: "max-versions", Usage: "at most `N` versions behind the newest heartbeat (0: must be at it)"},
+			&cli.StringFlag{Name: "max-age", Usage: "at most `AGE` (e.g. 30d, 12h) between the last signed time the installed version was vouched for as current and the newest signed time seen"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 				return err
 			}
-			var max uint64
+			var maxVersions *uint64
 			if c.IsSet("max-versions") {
-				n, perr := strconv.ParseUint(c.String("max-versions"), 10, 64)
+				n, perr := strconv.ParseUint(c.String("max-versions"), 10, 32)
 				if perr != nil {
 					return cliutil.Usagef("--max-versions must be a whole number >= 0")
 				}
-				max = n
+				maxVersions = &n
+			}
+			var maxAge time.Duration
+			if c.IsSet("max-age") {
+				d, ok := parseAge(c.String("max-age"))
+				if !ok {
+					return cliutil.Usagef("--max-age takes a whole number of days (30d) or hours (12h), at least one hour")
+				}
+				maxAge = d
 			}
 			s, err := openStore(env, c, readWrite)
 			if err != nil {
@@ -145,8 +154,8 @@ clock. Without flags, lists the policy. Audited.`,
 			if err != nil {
 				return err
 			}
-			if c.IsSet("max-versions") {
-				if err := st.SetFreshness(c.String("scope"), max); err != nil {
+			if maxVersions != nil || maxAge > 0 {
+				if err := st.SetFreshnessPolicy(c.String("scope"), maxVersions, maxAge); err != nil {
 					return err
 				}
 			}
@@ -164,9 +173,41 @@ clock. Without flags, lists the policy. Audited.`,
 				fmt.Fprintln(env.Stdout, "no freshness policy: heartbeats are recorded but nothing fails closed as stale")
 			}
 			for _, p := range pol {
-				fmt.Fprintf(env.Stdout, "%s: at most %d version(s) behind the newest heartbeat\n", p.Scope, p.MaxVersions)
+				var parts []string
+				if p.MaxVersions != nil {
+					parts = append(parts, fmt.Sprintf("at most %d version(s) behind the newest heartbeat", *p.MaxVersions))
+				}
+				if p.MaxAgeSeconds > 0 {
+					parts = append(parts, fmt.Sprintf("vouched for as current within %s of the newest signed time", time.Duration(p.MaxAgeSeconds)*time.Second))
+				}
+				fmt.Fprintf(env.Stdout, "%s: %s\n", p.Scope, strings.Join(parts, "; "))
 			}
 			return nil
 		},
 	}
+}
+
+// parseAge reads "30d" or "12h" (whole days or hours, at least one hour,
+// at most 100 years).
+func parseAge(s string) (time.Duration, bool) {
+	if len(s) < 2 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s[:len(s)-1], 10, 32)
+	if err != nil || n == 0 {
+		return 0, false
+	}
+	switch s[len(s)-1] {
+	case 'd':
+		if n > 36500 {
+			return 0, false
+		}
+		return time.Duration(n) * 24 * time.Hour, true
+	case 'h':
+		if n > 36500*24 {
+			return 0, false
+		}
+		return time.Duration(n) * time.Hour, true
+	}
+	return 0, false
 }

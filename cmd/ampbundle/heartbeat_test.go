@@ -60,6 +60,23 @@ func TestFreezeAttackThroughTheCLI(t *testing.T) {
 	old := filepath.Join(dir, "hb2.cbor")
 	mustRun(t, "heartbeat", "-o", old, "--bundle-id", translateID, "--version", "2", "--key", keys[0], "--created", "2026-11-21T00:00:00Z")
 	failsWith(t, "heartbeat_replayed", "import", old, "--db", db)
+	mustRun(t, "trust", "freshness", "--scope", "org.example", "--max-age", "30d", "--db", db)
+	var pol struct {
+		Freshness []struct {
+			Scope         string  `json:"scope"`
+			MaxVersions   *uint64 `json:"max_versions"`
+			MaxAgeSeconds uint64  `json:"max_age_seconds"`
+		} `json:"freshness"`
+	}
+	mustJSON(t, &pol, "trust", "freshness", "--db", db)
+	if len(pol.Freshness) != 2 || pol.Freshness[1].Scope != "org.example" || pol.Freshness[1].MaxVersions != nil || pol.Freshness[1].MaxAgeSeconds != 30*86400 {
+		t.Fatalf("policy %+v", pol)
+	}
+	for _, bad := range []string{"30", "0d", "1.5d", "-3d", "99999999d"} {
+		if r := runCLI(t, nil, "trust", "freshness", "--max-age", bad, "--db", db, "--json"); r.code != 2 || errorCode(t, r) != "usage" {
+			t.Fatalf("--max-age %s: exit %d %s", bad, r.code, r.stdout)
+		}
+	}
 	if r := mustRun(t, "trust", "freshness", "--db", db); !strings.Contains(r.stdout, "*: at most 1 version(s)") {
 		t.Fatalf("freshness list:\n%s", r.stdout)
 	}
