@@ -10,7 +10,8 @@ import (
 func FuzzParseRoute(f *testing.F) {
 	for _, s := range []string{"/index.json", WellKnownPath, "/bundles/org.example.echo", "/bundles/../x",
 		"/cap-registry/org.example.echo/1.0.0/descriptor.cbor", "/cap-registry/org.example.echo/01.0.0/input.schema.json",
-		"/cap-registry/org.example.echo/1.0.0+build.1/output.schema.json", "/cap-registry//1.0.0/descriptor.json", ""} {
+		"/cap-registry/org.example.echo/1.0.0+build.1/output.schema.json", "/cap-registry//1.0.0/descriptor.json", "",
+		"/statements/" + strings.Repeat("ab", 32), "/statements/" + strings.Repeat("AB", 32), "/statements/../index.json"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
@@ -24,6 +25,10 @@ func FuzzParseRoute(f *testing.F) {
 		case RouteCapability:
 			if CapabilityPath(r.ID, r.File) != p {
 				t.Fatalf("%q routed to %q", p, CapabilityPath(r.ID, r.File))
+			}
+		case RouteStatement:
+			if StatementsPrefix+r.SHA256 != p || !isLowerHex64(r.SHA256) {
+				t.Fatalf("%q routed to statement %q", p, r.SHA256)
 			}
 		case RouteIndex, RouteWellKnown:
 			if p != IndexPath && p != WellKnownPath {
@@ -76,6 +81,8 @@ func FuzzDecodeCapabilities(f *testing.F) {
 // with documented hrefs.
 func FuzzDecodeIndex(f *testing.F) {
 	f.Add([]byte(`{"format":"ampbundle-mirror-index/1","generation":1,"bundles":[],"capabilities":[]}`))
+	h := strings.Repeat("0f", 32)
+	f.Add([]byte(`{"format":"ampbundle-mirror-index/1","generation":1,"bundles":[],"capabilities":[],"statements":[{"content_type":"application/ampbundle-trust+cbor","size":9,"sha256":"` + h + `","href":"/statements/` + h + `"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ix, err := DecodeIndex(data)
 		if err != nil {
@@ -84,6 +91,11 @@ func FuzzDecodeIndex(f *testing.F) {
 		for _, e := range ix.Bundles {
 			if ParseRoute(e.Href).Kind != RouteBundle {
 				t.Fatalf("href %q accepted", e.Href)
+			}
+		}
+		for _, e := range ix.Statements {
+			if r := ParseRoute(e.Href); r.Kind != RouteStatement || r.SHA256 != e.SHA256 {
+				t.Fatalf("statement href %q accepted", e.Href)
 			}
 		}
 	})
