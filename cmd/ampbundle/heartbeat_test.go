@@ -84,3 +84,34 @@ func TestFreezeAttackThroughTheCLI(t *testing.T) {
 		t.Fatalf("--version 0: exit %d %s", r.code, r.stdout)
 	}
 }
+
+// TestHeartbeatBelowThresholdThenCosigned: under a 2-of-2 threshold a
+// heartbeat signed by one officer is refused (threshold_not_met) and the
+// installed bundle keeps working; co-signed in another room with
+// 'ampbundle sign' it applies and the frozen bundle fails closed.
+func TestHeartbeatBelowThresholdThenCosigned(t *testing.T) {
+	keys, pubs := officers(t, 2)
+	dir := t.TempDir()
+	b := filepath.Join(dir, "t.ampb")
+	mustRun(t, "build", filepath.Join(testdata, "translate"), "-o", b, "--key", keys[0], "--key", keys[1], "--created", "2026-11-01T00:00:00Z")
+	db := filepath.Join(t.TempDir(), "store.db")
+	for i, n := range []string{"officer-a", "officer-b"} {
+		mustRun(t, "trust", "add", pubs[i], "--db", db, "--name", n, "--scope", "org.example")
+	}
+	mustRun(t, "trust", "threshold", "org.example", "2", "--db", db)
+	mustRun(t, "import", b, "--db", db)
+	mustRun(t, "trust", "freshness", "--max-versions", "0", "--db", db)
+	key := "dids/translator.json"
+	want, _ := os.ReadFile(filepath.Join(testdata, "translate", key))
+	resolveArgs := []string{"resolve", "--db", db, "--bundle-id", translateID, "--artifact-key", key, "--hash", sha256hex(want)}
+	hb := filepath.Join(dir, "hb.cbor")
+	mustRun(t, "heartbeat", "-o", hb, "--bundle-id", translateID, "--version", "2", "--key", keys[0], "--created", "2026-11-22T00:00:00Z")
+	failsWith(t, "threshold_not_met", "import", hb, "--db", db)
+	mustRun(t, resolveArgs...)
+	mustRun(t, "sign", hb, "--key", keys[1])
+	mustRun(t, "import", hb, "--db", db)
+	failsWith(t, "bundle_stale", resolveArgs...)
+	if r := mustRun(t, "import", hb, "--db", db); !strings.Contains(r.stdout, "unchanged") {
+		t.Fatalf("re-import: %s", r.stdout)
+	}
+}
