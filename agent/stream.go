@@ -295,15 +295,22 @@ func (a *Agent) streamStart(sender string, b amp.StreamStartBody, now time.Time)
 	return nil
 }
 
-// lookup finds the open stream of sender, locked.
-func (t *streams) lookup(sender, id string) (*inStream, error) {
+// lookup finds the open stream of sender, locked. The stream's lock is
+// waited for through idle, without a CPU slot: its holder may be handing
+// the stream to the application (streamEnd), and needs a slot back when
+// that returns; waiting for the lock while holding a slot would let a
+// sender fill every slot with copies aimed at one stream and stop the
+// agent.
+func (t *streams) lookup(sender, id string, idle func(func())) (*inStream, error) {
 	t.mu.Lock()
 	s := t.open[streamKey{sender, id}]
 	t.mu.Unlock()
 	if s == nil {
 		return nil, streamRefusal(amp.CodeInvalidMessage, "unknown_stream", id, "no open stream has this stream_id (never started, finished, or reclaimed after its timeout)")
 	}
-	s.mu.Lock()
+	if !s.mu.TryLock() {
+		idle(s.mu.Lock)
+	}
 	if s.closed {
 		s.mu.Unlock()
 		return nil, streamRefusal(amp.CodeInvalidMessage, "unknown_stream", id, "no open stream has this stream_id (never started, finished, or reclaimed after its timeout)")
@@ -319,7 +326,7 @@ func (s *inStream) chunkLen(i uint64) uint64 {
 }
 
 func (a *Agent) streamData(sender string, d amp.StreamDataBody, now time.Time) error {
-	s, err := a.streams.lookup(sender, d.StreamID)
+	s, err := a.streams.lookup(sender, d.StreamID, a.idle)
 	if err != nil {
 		return err
 	}
@@ -366,7 +373,7 @@ func (a *Agent) streamData(sender string, d amp.StreamDataBody, now time.Time) e
 }
 
 func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBody, now time.Time) (amp.Type, []byte, error) {
-	s, err := a.streams.lookup(sender, e.StreamID)
+	s, err := a.streams.lookup(sender, e.StreamID, a.idle)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -8,10 +8,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -476,5 +478,53 @@ func TestStreamOverHTTPAndConcurrentChunks(t *testing.T) {
 	wantAck(t, e.receive(e.caller, b), "h", uint64(len(cs)))
 	if !bytes.Equal(rec.got["h"], content) {
 		t.Fatal("content differs")
+	}
+}
+
+// TestStreamCopiesCannotDeadlockTheCPUSlots: while the application reads a
+// finished stream, a sender fills every CPU slot with fresh STREAM_DATA
+// messages for that stream. They must wait for the stream without holding
+// a slot; otherwise the STREAM_END could never take its slot back, and no
+// message at all (not even an unauthenticated PING) would be answered again.
+func TestStreamCopiesCannotDeadlockTheCPUSlots(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	e := newEnv(t, withMemoryLedger(), withConfig(func(c *Config) {
+		c.Streams = func(ctx context.Context, info StreamInfo, r io.Reader) error {
+			close(entered)
+			<-release
+			return nil
+		}
+	}))
+	content := bytes.Repeat([]byte("x"), 32)
+	e.send(amp.TypeStreamStart, startBody(t, "s", content, 16))
+	for i, c := range chunks(content, 16) {
+		e.send(amp.TypeStreamData, dataBody(t, "s", uint64(i), c))
+	}
+	_, end := e.seal(e.caller, amp.TypeStreamEnd, endBody(t, "s", content))
+	endDone := make(chan struct{})
+	go func() { e.agent.Handle(context.Background(), end); close(endDone) }()
+	<-entered
+	slots := 2 * runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for i := 0; i < slots+2; i++ {
+		_, dup := e.seal(e.caller, amp.TypeStreamData, dataBody(t, "s", 0, content[:16]))
+		wg.Add(1)
+		go func() { defer wg.Done(); e.agent.Handle(context.Background(), dup) }()
+	}
+	time.Sleep(200 * time.Millisecond) // let the copies reach the stream's lock
+	close(release)
+	select {
+	case <-endDone:
+	case <-time.After(10 * time.Second):
+		// A deadlock is permanent: the test's cleanup (Agent.Close) and
+		// a panic's cleanup would hang too, so end the binary, failing.
+		fmt.Fprintf(os.Stderr, "--- FAIL: TestStreamCopiesCannotDeadlockTheCPUSlots: STREAM_END never finished: the %d CPU slots are held by copies waiting for its stream\n", slots)
+		os.Exit(1)
+	}
+	wg.Wait()
+	_, ping := e.seal(e.caller, amp.TypePing, nil)
+	if _, err := e.agent.Handle(context.Background(), ping); err != nil {
+		t.Fatal(err)
 	}
 }
