@@ -219,3 +219,22 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// writeFileAtomic writes data to out as writeAtomic does (a signed
+// statement or a receipt: small, already encoded).
+func writeFileAtomic(out string, data []byte) error {
+	_, _, _, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
+		_, err := w.Write(data)
+		return nil, err
+	})
+	return err
+}
+
+// signerKIDs returns the did:keys of keys, in the order given.
+func signerKIDs(keys []ed25519.PrivateKey) []string {
+	var kids []string
+	for _, s := range keyInfos(keys) {
+		kids = append(kids, s.KID)
+	}
+	return kids
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -65,16 +64,10 @@ installed bundle too many versions behind fails closed (5002 bundle_stale).`,
 				return err
 			}
 			out := c.String("out")
-			if _, _, _, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
-				_, err := w.Write(data)
-				return nil, err
-			}); err != nil {
+			if err := writeFileAtomic(out, data); err != nil {
 				return err
 			}
-			var signers []string
-			for _, s := range keyInfos(keys) {
-				signers = append(signers, s.KID)
-			}
+			signers := signerKIDs(keys)
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "bundle_id": h.BundleID, "version": h.Version, "created_at": h.CreatedAt, "signers": signers, "size": len(data)})
 			}

@@ -5,11 +5,9 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"fmt"
-	"io"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -66,10 +64,7 @@ anything is signed. Opens the store read-only.`,
 				return err
 			}
 			out := c.String("out")
-			if _, _, _, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
-				_, err := w.Write(data)
-				return nil, err
-			}); err != nil {
+			if err := writeFileAtomic(out, data); err != nil {
 				return err
 			}
 			last := r.FirstSeq + uint64(len(r.Entries)) - 1

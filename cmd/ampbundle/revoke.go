@@ -84,16 +84,10 @@ at their next use (5002 bundle_revoked) and are listed by ls and check.`,
 				return err
 			}
 			out := c.String("out")
-			if _, _, _, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
-				_, err := w.Write(data)
-				return nil, err
-			}); err != nil {
+			if err := writeFileAtomic(out, data); err != nil {
 				return err
 			}
-			var signers []string
-			for _, s := range keyInfos(keys) {
-				signers = append(signers, s.KID)
-			}
+			signers := signerKIDs(keys)
 			if c.Bool("json") {
 				bv := []string{}
 				for _, b := range r.Bundles {
@@ -219,10 +213,7 @@ imports them in order.`,
 				return err
 			}
 			out := c.String("out")
-			if _, _, _, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
-				_, err := w.Write(data)
-				return nil, err
-			}); err != nil {
+			if err := writeFileAtomic(out, data); err != nil {
 				return err
 			}
 			if c.Bool("json") {
