@@ -137,8 +137,17 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 	if err := inSchema.Validate(params); err != nil {
 		return 0, nil, err
 	}
+	timeout := a.cfg.DefaultTimeout
+	if inv.TimeoutMS != nil {
+		timeout = time.Duration(*inv.TimeoutMS) * time.Millisecond
+		if timeout <= 0 || timeout > a.cfg.MaxTimeout {
+			timeout = a.cfg.MaxTimeout
+		}
+	}
 	// 7. Accepted: record, durably, that the handler is about to run. From
-	// here on, exactly one CAP_RESULT.
+	// here on, exactly one CAP_RESULT. The entry outlives the handler's
+	// longest run (a ttl = 0 message's own expiry may come first).
+	t.Extend(a.cfg.Now().Add(timeout + a.cfg.MaxClockSkew))
 	var rerr error
 	a.idle(func() { rerr = t.Running() })
 	if err := rerr; err != nil {
@@ -148,13 +157,6 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		}
 		a.log.Error("idempotency ledger unavailable", "err", err)
 		return 0, nil, unavailable()
-	}
-	timeout := a.cfg.DefaultTimeout
-	if inv.TimeoutMS != nil {
-		timeout = time.Duration(*inv.TimeoutMS) * time.Millisecond
-		if timeout <= 0 || timeout > a.cfg.MaxTimeout {
-			timeout = a.cfg.MaxTimeout
-		}
 	}
 	res := a.execute(a.reqLog(ctx).With("id", m.ID.String()), caller, m.ID.String(), id, outSchema, bridge, params, timeout)
 	if extra, deprecated := compatExtra(entry.Descriptor, id, asked); extra != nil {

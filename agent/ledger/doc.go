@@ -48,7 +48,13 @@
 //	volatile  Start                          volatile  Done (Reply)
 //	volatile  evicted from the cache         absent    -
 //	running   expired, swept                 absent    -
+//	absent    Ticket.Finish (running ticket) done      - (entry re-created)
 //	done      expired, swept                 absent    -
+//
+// A running entry expires no earlier than the handler's longest run
+// (Ticket.Extend, before Running); should it still be reclaimed while the
+// handler runs (a clock that jumps), Finish records the reply again
+// instead of dropping it.
 //
 // Lost is the one case where the outcome of a handler is unknown: an
 // earlier process marked it running and stopped before recording the

@@ -216,6 +216,15 @@ type Ticket struct {
 	ended   bool
 }
 
+// Extend moves the ticket's expiry to expires when that is later (never
+// earlier), before Running: an entry must outlive the handler's longest
+// run, or it could be reclaimed while the handler runs.
+func (t *Ticket) Extend(expires time.Time) {
+	if !t.running && expires.After(t.expires) {
+		t.expires = expires
+	}
+}
+
 // Running records durably that the handler is about to run. After it
 // succeeds, the ticket must end with Finish (else the key stays running
 // and a later Start reports Lost). ErrFull and ErrCallerFull are
@@ -244,7 +253,21 @@ func (t *Ticket) Finish(reply []byte) error {
 	}
 	reply = append([]byte{}, reply...) // non-nil: nil means running
 	if t.running {
-		if err := t.l.store.Finish(t.k, reply); err != nil {
+		err := t.l.store.Finish(t.k, reply)
+		if amp.NameOf(err) == ErrTicketUsed {
+			// The running entry went missing (reclaimed, on a clock that
+			// jumped past its expiry): the reply is not dropped but
+			// recorded again, within the quotas, kept at least a minute
+			// so that a retry already in flight finds it.
+			exp := t.expires
+			if now := t.l.opts.Now(); exp.Before(now.Add(time.Minute)) {
+				exp = now.Add(time.Minute)
+			}
+			if err = t.l.store.MarkRunning(t.k, exp); err == nil {
+				err = t.l.store.Finish(t.k, reply)
+			}
+		}
+		if err != nil {
 			return err
 		}
 	} else {

@@ -1,0 +1,101 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"testing"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+)
+
+// sealTTL signs a request from id to the provider with the given ttl
+// (negative: ttl = 0).
+func (e *env) sealTTL(id amp.Identity, typ amp.Type, body []byte, ttl time.Duration) (*amp.Message, []byte) {
+	e.t.Helper()
+	s, err := amp.NewSender(amp.SenderConfig{Identity: id, Rand: rand.Reader, Now: e.clock.Now})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	m, b, err := s.Seal(context.Background(), amp.Draft{Type: typ, To: amp.To(e.provider.DID), Body: body, TTL: ttl})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m, b
+}
+
+// TestRunningEntryExpiringMidRunKeepsItsResult: a ttl = 0 invocation
+// with a 60 s timeout whose handler runs past ts + ttl + skew (the
+// message's own expiry) while the ledger is swept keeps its entry, and the
+// caller gets the handler's CAP_RESULT, recorded for replays; even when
+// the clock jumps past every expiry and the entry is reclaimed, the result
+// is sent and recorded, not dropped (threat: the entry reclaimed while
+// running, Finish finding nothing, the result lost and a retry running
+// the handler a second time).
+func TestRunningEntryExpiringMidRunKeepsItsResult(t *testing.T) {
+	const id = "org.agentries.code-review:2.1.0"
+	for _, tc := range []struct {
+		name      string
+		runFor    time.Duration // agent time the handler takes
+		reclaimed bool          // the running entry is swept meanwhile
+	}{
+		{"handler within its timeout", 61 * time.Second, false},
+		{"clock jumps past every expiry", 10 * time.Minute, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release, started := make(chan struct{}), make(chan struct{})
+			e := newEnv(t, withHandler(id, func(ctx context.Context, p any) (any, error) {
+				close(started)
+				<-release
+				return map[string]any{"issues": []any{}, "version": "ran"}, nil
+			}))
+			cid, _ := capability.ParseID(id)
+			params, _ := amp.Marshal(goodParams)
+			timeout := uint64(60_000)
+			body, err := capability.Invoke{ID: cid, Params: params, TimeoutMS: &timeout}.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, msg := e.sealTTL(e.caller, amp.TypeCapInvoke, body, -1)
+			type out struct {
+				raw []byte
+				err error
+			}
+			done := make(chan out, 1)
+			go func() {
+				raw, err := e.agent.Handle(context.Background(), msg)
+				done <- out{raw, err}
+			}()
+			<-started
+			e.clock.Add(tc.runFor)
+			n, err := e.agent.Sweep()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (n == 1) != tc.reclaimed {
+				t.Fatalf("sweep reclaimed %d entries while the handler ran", n)
+			}
+			close(release)
+			o := <-done
+			if o.err != nil {
+				t.Fatalf("the handler's result was lost: %v", o.err)
+			}
+			reply := e.receive(e.caller, o.raw)
+			if res := resultOf(t, reply); res.Status != capability.StatusSuccess || resultVersion(t, res) != "ran" {
+				t.Fatalf("got %+v, want the handler's result", res)
+			}
+			st, err := e.agent.Ledger().Start(e.caller.DID, req.ID, e.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Ticket != nil {
+				st.Ticket.Abandon()
+			}
+			if st.State.String() != "done" || !bytes.Equal(st.Reply, o.raw) {
+				t.Fatalf("the ledger holds %s for the invocation, want its reply (done)", st.State)
+			}
+		})
+	}
+}
