@@ -425,18 +425,25 @@ func (a *Agent) expiry(m *amp.Message) time.Time {
 	return time.UnixMilli(int64(m.TS)).Add(ttl + a.cfg.MaxClockSkew)
 }
 
-// answerLost answers a CAP_INVOKE whose handler an earlier process began
-// and whose reply was lost: running it again could run it twice, so the
-// terminal CAP_RESULT says the outcome is unknown, and is recorded.
+// answerLost answers a message whose handler (or stream hand-over) an
+// earlier process began and whose reply was lost: running it again could
+// run it twice, so the answer says the outcome is unknown, and is
+// recorded: for a CAP_INVOKE a terminal CAP_RESULT, else an ERROR.
 func (a *Agent) answerLost(ctx context.Context, m *amp.Message, t *ledger.Ticket) ([]byte, error) {
-	a.log.Warn("duplicate of an invocation whose outcome was lost", "from", m.From, "id", m.ID.String())
-	body, err := capability.NewErrorResult(amp.Named(amp.CodeInternalError, "outcome_unknown",
-		"an earlier attempt of this invocation was interrupted; it is not run again")).Encode()
+	a.log.Warn("duplicate of a message whose outcome was lost", "from", m.From, "id", m.ID.String(), "typ", m.Type.Name())
+	lost := amp.Named(amp.CodeInternalError, "outcome_unknown", "an earlier attempt of this message was interrupted; it is not run again")
+	typ, body, err := amp.TypeCapResult, []byte(nil), error(nil)
+	if m.Type == amp.TypeCapInvoke {
+		body, err = capability.NewErrorResult(lost).Encode()
+	} else {
+		typ = amp.TypeError
+		body, err = amp.Marshal(amp.ErrorBodyOf(lost))
+	}
 	if err != nil {
 		t.Abandon()
 		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot encode a result")
 	}
-	reply, err := a.reply(ctx, m, amp.TypeCapResult, body)
+	reply, err := a.reply(ctx, m, typ, body)
 	if err != nil {
 		t.Abandon()
 		return nil, err
@@ -542,7 +549,7 @@ func (a *Agent) dispatch(ctx context.Context, m *amp.Message, t *ledger.Ticket) 
 	case amp.TypeCapInvoke:
 		return a.invoke(ctx, m, t)
 	case amp.TypeStreamStart, amp.TypeStreamData, amp.TypeStreamEnd:
-		return a.stream(ctx, m)
+		return a.stream(ctx, m, t)
 	}
 	return 0, nil, amp.Named(amp.CodeUnknownType, "not_served", "this agent does not serve %s messages", m.Type.Name())
 }

@@ -75,7 +75,11 @@
 // (stream_id, chunks_received, verified: true) after every chunk arrived,
 // the SHA-256 of the content matched and Config.Streams accepted it; or by
 // an ERROR whose details.reason names the cause (missing_chunks,
-// hash_mismatch, ...). A stream idle for StreamLimits.Idle (agent clock) is
+// hash_mismatch, ...). The ACK of an accepted stream is recorded durably
+// in the ledger, like a handler's result: a replayed STREAM_END gets the
+// same ACK and the application never sees a stream twice. A retryable
+// refusal (a spool file error, a retryable *amp.Error of the application)
+// keeps the stream, so that the retry can succeed. A stream idle for StreamLimits.Idle (agent clock) is
 // reclaimed and its spool file removed (Agent.ReclaimStreams; Handle does
 // it too). See docs/SPEC-DECISIONS.md STREAM-1..5.
 //

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 )
@@ -97,5 +100,78 @@ func TestRunningEntryExpiringMidRunKeepsItsResult(t *testing.T) {
 				t.Fatalf("the ledger holds %s for the invocation, want its reply (done)", st.State)
 			}
 		})
+	}
+}
+
+// TestStreamEndAckSurvivesAReplayCacheFlush: once the application accepted
+// a stream, a replayed STREAM_END gets the byte-identical ACK even after
+// the sender flushed the ledger's volatile cache with PINGs, and the
+// application is not handed the stream again (threat: a replay answered
+// unknown_stream although the callback ran, so the sender believes the
+// transfer failed).
+func TestStreamEndAckSurvivesAReplayCacheFlush(t *testing.T) {
+	rec := &received{}
+	var calls atomic.Int64
+	e := newEnv(t, withConfig(func(c *Config) {
+		l, err := ledger.New(ledger.NewMemory(ledger.Limits{}), ledger.Options{Now: func() time.Time { return t0 }, VolatileEntries: 8})
+		must(t, err)
+		c.Ledger = l
+		c.Streams = func(ctx context.Context, info StreamInfo, r io.Reader) error {
+			calls.Add(1)
+			return rec.handler(ctx, info, r)
+		}
+	}))
+	content := []byte("hello")
+	e.send(amp.TypeStreamStart, startBody(t, "s", content, 8))
+	e.send(amp.TypeStreamData, dataBody(t, "s", 0, content))
+	_, end := e.seal(e.caller, amp.TypeStreamEnd, endBody(t, "s", content))
+	first, err := e.agent.Handle(context.Background(), end)
+	must(t, err)
+	wantAck(t, e.receive(e.caller, first), "s", 1)
+	for i := 0; i < 32; i++ {
+		e.send(amp.TypePing, nil)
+	}
+	again, err := e.agent.Handle(context.Background(), end)
+	must(t, err)
+	if !bytes.Equal(again, first) {
+		t.Fatalf("the replayed STREAM_END got %s, not its ACK", e.receive(e.caller, again).Type)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("the application was handed the stream %d times", calls.Load())
+	}
+}
+
+// TestRetryableStreamRefusalKeepsTheStream: an application that refuses a
+// complete stream with a retryable error (5004) gets the STREAM_END again,
+// with the same id (RFC 001 §16.3), and the stream is still there to be
+// handed over (threat: a retryable refusal that drops the stream, so the
+// retry can only fail with unknown_stream and the transfer is lost).
+func TestRetryableStreamRefusalKeepsTheStream(t *testing.T) {
+	rec := &received{}
+	var calls atomic.Int64
+	e := newEnv(t, withMemoryLedger(), withConfig(func(c *Config) {
+		c.Streams = func(ctx context.Context, info StreamInfo, r io.Reader) error {
+			if calls.Add(1) == 1 {
+				return amp.Named(amp.CodeOverloaded, "busy", "the application is busy; retry")
+			}
+			return rec.handler(ctx, info, r)
+		}
+	}))
+	content := []byte("hello, again")
+	e.send(amp.TypeStreamStart, startBody(t, "s", content, 4))
+	for i, c := range chunks(content, 4) {
+		e.send(amp.TypeStreamData, dataBody(t, "s", uint64(i), c))
+	}
+	_, end := e.seal(e.caller, amp.TypeStreamEnd, endBody(t, "s", content))
+	raw, err := e.agent.Handle(context.Background(), end)
+	must(t, err)
+	if eb := errorOf(t, e.receive(e.caller, raw)); eb.Code != amp.CodeOverloaded {
+		t.Fatalf("first STREAM_END got %d, want the application's 5004", eb.Code)
+	}
+	raw, err = e.agent.Handle(context.Background(), end)
+	must(t, err)
+	wantAck(t, e.receive(e.caller, raw), "s", 3)
+	if !bytes.Equal(rec.got["s"], content) || calls.Load() != 2 {
+		t.Fatalf("application got %q after %d calls", rec.got["s"], calls.Load())
 	}
 }

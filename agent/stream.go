@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 )
 
@@ -207,7 +208,7 @@ const maxStreamID = 256
 
 // stream handles a verified, addressed STREAM_START, STREAM_DATA or
 // STREAM_END (RFC 001 §6.2–6.3; docs/SPEC-DECISIONS.md STREAM-1..).
-func (a *Agent) stream(ctx context.Context, m *amp.Message) (amp.Type, []byte, error) {
+func (a *Agent) stream(ctx context.Context, m *amp.Message, t *ledger.Ticket) (amp.Type, []byte, error) {
 	if a.cfg.Streams == nil {
 		return 0, nil, amp.Named(amp.CodeUnknownType, "not_served", "this agent does not serve %s messages", m.Type.Name())
 	}
@@ -235,7 +236,7 @@ func (a *Agent) stream(ctx context.Context, m *amp.Message) (amp.Type, []byte, e
 		if err != nil {
 			return 0, nil, err
 		}
-		return a.streamEnd(ctx, sender, b, now)
+		return a.streamEnd(ctx, sender, b, now, t)
 	}
 }
 
@@ -345,8 +346,8 @@ func (a *Agent) streamData(sender string, d amp.StreamDataBody, now time.Time) e
 		prev := make([]byte, len(d.Data))
 		if s.file != nil {
 			if _, err := s.file.ReadAt(prev, int64(off)); err != nil {
+				// Retryable: the stream stays, the sender may resend.
 				a.log.Error("cannot read a stream spool file", "err", err)
-				a.streams.drop(s)
 				return unavailable()
 			}
 		} else {
@@ -360,8 +361,9 @@ func (a *Agent) streamData(sender string, d amp.StreamDataBody, now time.Time) e
 	}
 	if s.file != nil {
 		if _, err := s.file.WriteAt(d.Data, int64(off)); err != nil {
+			// Retryable: the chunk is not counted, the stream stays (and
+			// is reclaimed when idle), so the sender's retry can land.
 			a.log.Error("cannot write a stream spool file", "err", err)
-			a.streams.drop(s)
 			return unavailable()
 		}
 	} else {
@@ -372,7 +374,16 @@ func (a *Agent) streamData(sender string, d amp.StreamDataBody, now time.Time) e
 	return nil
 }
 
-func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBody, now time.Time) (amp.Type, []byte, error) {
+// streamEnd hands a complete, verified stream to the application. The
+// stream is dropped once its outcome is final: accepted, a hash mismatch,
+// a refusal for good. A retryable failure (reading the spool file, or a
+// retryable *amp.Error of the application) keeps it, so that the sender's
+// retry of the STREAM_END with the same id (RFC 001 §16.3) can succeed;
+// it is reclaimed when idle otherwise. An accepted stream's ACK is recorded
+// durably in the ledger (as if a handler ran: the application acted on
+// it), so that a replay gets the same ACK for the message's ttl however
+// busy the ledger's volatile cache is.
+func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBody, now time.Time, t *ledger.Ticket) (amp.Type, []byte, error) {
 	s, err := a.streams.lookup(sender, e.StreamID, a.idle)
 	if err != nil {
 		return 0, nil, err
@@ -391,7 +402,6 @@ func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBod
 	h := sha256.New()
 	if _, err := io.Copy(h, content); err != nil {
 		a.log.Error("cannot read a stream spool file", "err", err)
-		a.streams.drop(s)
 		return 0, nil, unavailable()
 	}
 	sum := h.Sum(nil)
@@ -399,7 +409,6 @@ func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBod
 		a.streams.drop(s)
 		return 0, nil, streamRefusal(amp.CodeInvalidMessage, "hash_mismatch", e.StreamID, "the stream's SHA-256 does not match its STREAM_END hash; the transfer is rejected")
 	}
-	defer a.streams.drop(s)
 	if _, err := content.Seek(0, io.SeekStart); err != nil {
 		return 0, nil, unavailable()
 	}
@@ -412,7 +421,18 @@ func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBod
 			a.log.Error("stream handler failed", "err", herr, "from", sender, "stream_id", s.start.StreamID)
 			herr = streamRefusal(amp.CodeInternalError, "stream_not_accepted", s.start.StreamID, "the application did not accept the stream")
 		}
+		if !amp.CodeOf(herr).Retryable() {
+			a.streams.drop(s)
+		}
 		return 0, nil, herr
+	}
+	a.streams.drop(s)
+	var rerr error
+	a.idle(func() { rerr = t.Running() })
+	if rerr != nil {
+		// The stream was accepted: the ACK is still sent, kept in the
+		// volatile cache only.
+		a.log.Warn("stream ack not recorded durably", "err", rerr, "from", sender, "stream_id", s.start.StreamID)
 	}
 	n, ok := s.start.TotalChunks, true
 	body, err := amp.Marshal(amp.AckBody{AckSource: amp.AckFromRecipient, ReceivedAt: uint64(now.UnixMilli()),
