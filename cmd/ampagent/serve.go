@@ -457,7 +457,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	}()
 	stopTCP := func(context.Context) error { return nil }
 	if tcpLn != nil {
-		stopTCP = startTCP(tcpLn, a, int(cfg.MaxBodyBytes), log, errs)
+		stopTCP = startTCP(tcpLn, a, int(cfg.MaxBodyBytes), cfg.MaxInFlightBytes, log, errs)
 	}
 	url := "http://" + ln.Addr().String()
 	startDoc := map[string]any{"listening": url, "did": id.DID, "admin_socket": sock}

@@ -64,19 +64,35 @@ const readChunk = 64 << 10
 // io.EOF before the first byte is returned as is; inside the frame it is
 // io.ErrUnexpectedEOF.
 func ReadFrame(r *bufio.Reader, maxLen int) (Frame, error) {
-	var hdr [frameHeader]byte
-	if _, err := io.ReadFull(r, hdr[:1]); err != nil {
+	typ, size, err := readFrameHeader(r, maxLen)
+	if err != nil {
 		return Frame{}, err
 	}
+	payload, err := readPayload(r, size)
+	if err != nil {
+		return Frame{}, err
+	}
+	return Frame{Type: typ, Payload: payload}, nil
+}
+
+// readFrameHeader reads the length and type of a frame and checks them as
+// ReadFrame does; it returns the type and the payload size. The server
+// charges an AMP_MESSAGE's size to its in-flight byte budget between this
+// and readPayload, so that no payload byte is held before it fits.
+func readFrameHeader(r *bufio.Reader, maxLen int) (byte, int, error) {
+	var hdr [frameHeader]byte
+	if _, err := io.ReadFull(r, hdr[:1]); err != nil {
+		return 0, 0, err
+	}
 	if _, err := io.ReadFull(r, hdr[1:4]); err != nil {
-		return Frame{}, unexpected(err)
+		return 0, 0, unexpected(err)
 	}
 	n := binary.BigEndian.Uint32(hdr[:4])
 	if n == 0 {
-		return Frame{}, amp.Named(amp.CodeInvalidMessage, ErrEmptyFrame, "frame length is 0 (it counts the frame type, so it is at least 1)")
+		return 0, 0, amp.Named(amp.CodeInvalidMessage, ErrEmptyFrame, "frame length is 0 (it counts the frame type, so it is at least 1)")
 	}
 	if _, err := io.ReadFull(r, hdr[4:]); err != nil {
-		return Frame{}, unexpected(err)
+		return 0, 0, unexpected(err)
 	}
 	typ := hdr[4]
 	limit := uint64(maxLen)
@@ -87,29 +103,28 @@ func ReadFrame(r *bufio.Reader, maxLen int) (Frame, error) {
 	case FramePing, FramePong:
 		limit = MaxPingPayload + 1
 	default:
-		return Frame{}, amp.Named(amp.CodeInvalidMessage, ErrUnknownFrame, "unknown frame type 0x%02x", typ)
+		return 0, 0, amp.Named(amp.CodeInvalidMessage, ErrUnknownFrame, "unknown frame type 0x%02x", typ)
 	}
 	if uint64(n) > limit {
-		return Frame{}, amp.Named(amp.CodeInvalidMessage, ErrFrameTooLarge, "frame of %d bytes is over the %d-byte limit", n, limit)
+		return 0, 0, amp.Named(amp.CodeInvalidMessage, ErrFrameTooLarge, "frame of %d bytes is over the %d-byte limit", n, limit)
 	}
-	size := int(n) - 1
-	first := size
-	if first > readChunk {
-		first = readChunk
-	}
+	return typ, int(n) - 1, nil
+}
+
+// readPayload reads size bytes, growing its buffer with the bytes that
+// arrive (at most readChunk ahead of them).
+func readPayload(r *bufio.Reader, size int) ([]byte, error) {
+	first := min(size, readChunk)
 	buf := make([]byte, 0, first)
 	for len(buf) < size {
-		chunk := size - len(buf)
-		if chunk > readChunk {
-			chunk = readChunk
-		}
+		chunk := min(size-len(buf), readChunk)
 		k := len(buf)
 		buf = append(buf, make([]byte, chunk)...)
 		if _, err := io.ReadFull(r, buf[k:]); err != nil {
-			return Frame{}, unexpected(err)
+			return nil, unexpected(err)
 		}
 	}
-	return Frame{Type: typ, Payload: buf}, nil
+	return buf, nil
 }
 
 func unexpected(err error) error {

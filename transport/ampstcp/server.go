@@ -41,6 +41,19 @@ type ServerOptions struct {
 	// peer's writes block: nothing is refused or lost).
 	MaxInFlight      int
 	MaxInFlightTotal int
+	// MaxInFlightBytes caps the bytes of the messages in flight, all
+	// connections together (default DefaultMaxInFlightBytes, 64 MiB like
+	// the HTTP binding; at least MaxMessageSize). MaxConnInFlightBytes
+	// caps them per connection (default a quarter of MaxInFlightBytes, at
+	// least MaxMessageSize, at most MaxInFlightBytes). A message is charged
+	// its frame's declared size as soon as the frame header is read and
+	// before any payload byte is held, and stays charged until its reply
+	// frame is written (a reply larger than its request is charged its own
+	// size); a frame that does not fit waits, first come first served, and
+	// the connection is not read meanwhile (back-pressure, like the counts
+	// above).
+	MaxInFlightBytes     int64
+	MaxConnInFlightBytes int64
 	// HandshakeTimeout bounds the wait for the client's HANDSHAKE (5 s).
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection with no frame and nothing in flight
@@ -74,6 +87,14 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	if o.MaxInFlightTotal <= 0 {
 		o.MaxInFlightTotal = 512
 	}
+	if o.MaxInFlightBytes <= 0 {
+		o.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	o.MaxInFlightBytes = max(o.MaxInFlightBytes, int64(o.MaxMessageSize))
+	if o.MaxConnInFlightBytes <= 0 {
+		o.MaxConnInFlightBytes = o.MaxInFlightBytes / 4
+	}
+	o.MaxConnInFlightBytes = min(max(o.MaxConnInFlightBytes, int64(o.MaxMessageSize)), o.MaxInFlightBytes)
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = 5 * time.Second
 	}
@@ -95,6 +116,10 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	return o
 }
 
+// DefaultMaxInFlightBytes is the default cap on the message bytes a Server
+// holds at once (the HTTP binding's default).
+const DefaultMaxInFlightBytes = 64 << 20
+
 // ErrServerClosed is returned by Serve after Shutdown or Close.
 var ErrServerClosed = errors.New("ampstcp: server closed")
 
@@ -104,6 +129,7 @@ type Server struct {
 	h        Handler
 	opts     ServerOptions
 	inflight chan struct{} // server-wide slots
+	bytes    *budget       // server-wide bytes in flight
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -116,8 +142,14 @@ type Server struct {
 func NewServer(h Handler, opts ServerOptions) *Server {
 	opts = opts.withDefaults()
 	return &Server{h: h, opts: opts, inflight: make(chan struct{}, opts.MaxInFlightTotal),
+		bytes:     newBudget(opts.MaxInFlightBytes),
 		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}}
 }
+
+// InFlightBytes is the message bytes the server holds now, all
+// connections together (at most MaxInFlightBytes, plus what replies larger
+// than their requests add).
+func (s *Server) InFlightBytes() int64 { return s.bytes.inUse() }
 
 // Serve accepts connections on ln until Shutdown or Close (ErrServerClosed)
 // or an accept error.
@@ -219,7 +251,7 @@ func (s *Server) Close() error {
 		ln.Close()
 	}
 	for c := range s.conns {
-		c.conn.Close()
+		c.shut()
 	}
 	s.mu.Unlock()
 	return nil
@@ -232,15 +264,18 @@ type serverConn struct {
 	log    *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
-	out    chan []byte   // frames to write
+	out    chan outFrame // frames to write
 	done   chan struct{} // closed when the connection ends
+	stop   chan struct{} // closed when the connection is being torn down
 	slots  chan struct{} // per-connection in-flight slots
+	bytes  *budget       // per-connection bytes in flight
 	peer   int           // the peer's max_msg_size
 	active sync.WaitGroup
 
 	inflight atomic.Int64
 	goaway   atomic.Bool
 	goOnce   sync.Once
+	stopOnce sync.Once
 	ready    atomic.Bool // handshake done
 }
 
@@ -248,9 +283,44 @@ func newServerConn(s *Server, c net.Conn) *serverConn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &serverConn{s: s, conn: c, ctx: ctx, cancel: cancel,
 		log:   s.opts.Logger.With("remote", c.RemoteAddr().String()),
-		out:   make(chan []byte, s.opts.MaxInFlight+4),
+		out:   make(chan outFrame, s.opts.MaxInFlight+4),
 		done:  make(chan struct{}),
-		slots: make(chan struct{}, s.opts.MaxInFlight)}
+		stop:  make(chan struct{}),
+		slots: make(chan struct{}, s.opts.MaxInFlight),
+		bytes: newBudget(s.opts.MaxConnInFlightBytes)}
+}
+
+// outFrame is a frame to write and the in-flight bytes it releases once
+// written (or dropped).
+type outFrame struct {
+	b      []byte
+	charge int64
+}
+
+// shut closes the connection and wakes a read loop waiting for in-flight
+// bytes.
+func (c *serverConn) shut() {
+	c.stopOnce.Do(func() { close(c.stop) })
+	c.conn.Close()
+}
+
+// reserve charges n in-flight bytes to the connection and the server,
+// waiting until they fit; false when the connection is torn down first.
+func (c *serverConn) reserve(n int64) bool {
+	if !c.bytes.acquire(n, c.stop) {
+		return false
+	}
+	if !c.s.bytes.acquire(n, c.stop) {
+		c.bytes.release(n)
+		return false
+	}
+	return true
+}
+
+// release gives back n in-flight bytes.
+func (c *serverConn) release(n int64) {
+	c.bytes.release(n)
+	c.s.bytes.release(n)
 }
 
 // goAway marks the connection as going away and, once the handshake is
@@ -266,18 +336,20 @@ func (c *serverConn) goAway() {
 // sendGoAway sends GOAWAY once and starts the drain timer.
 func (c *serverConn) sendGoAway() {
 	c.goOnce.Do(func() {
-		c.send(AppendFrame(nil, FrameGoAway, nil))
+		c.send(outFrame{b: AppendFrame(nil, FrameGoAway, nil)})
 		// The read loop now waits at most DrainTimeout for more frames.
 		c.conn.SetReadDeadline(time.Now().Add(c.s.opts.DrainTimeout))
-		time.AfterFunc(c.s.opts.DrainTimeout, func() { c.conn.Close() })
+		time.AfterFunc(c.s.opts.DrainTimeout, c.shut)
 	})
 }
 
-// send queues a frame for the writer; it gives up when the connection ends.
-func (c *serverConn) send(frame []byte) {
+// send queues a frame for the writer; it gives up (and releases the
+// frame's charge) when the connection ends.
+func (c *serverConn) send(f outFrame) {
 	select {
-	case c.out <- frame:
+	case c.out <- f:
 	case <-c.done:
+		c.release(f.charge)
 	}
 }
 
@@ -292,7 +364,7 @@ func (c *serverConn) serve() {
 	if !c.handshake(br) {
 		close(c.done)
 		c.cancel()
-		c.conn.Close()
+		c.shut()
 		return
 	}
 	writerDone := make(chan struct{})
@@ -310,13 +382,13 @@ func (c *serverConn) serve() {
 	close(c.done)
 	<-writerDone
 	c.cancel()
-	c.conn.Close()
+	c.shut()
 }
 
 // sendErrorAndWait queues a connection-level ERROR frame.
 func (c *serverConn) sendErrorAndWait(err error) {
 	select {
-	case c.out <- AppendFrame(nil, FrameError, EncodeErrorFrame(err, nil)):
+	case c.out <- outFrame{b: AppendFrame(nil, FrameError, EncodeErrorFrame(err, nil))}:
 	default:
 	}
 }
@@ -358,50 +430,54 @@ func (c *serverConn) handshake(br *bufio.Reader) bool {
 	return true
 }
 
-// writer writes queued frames, flushing when the queue is empty.
+// writer writes queued frames, flushing when the queue is empty. A frame's
+// in-flight bytes are released once it is handed to the connection.
 func (c *serverConn) writer() {
 	bw := bufio.NewWriterSize(c.conn, 64<<10)
 	for {
-		var f []byte
+		var f outFrame
 		select {
 		case f = <-c.out:
 		case <-c.done:
 			// Write what is left, then stop.
+			var err error
 			for {
 				select {
 				case f = <-c.out:
-					c.conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
-					if _, err := bw.Write(f); err != nil {
-						return
+					if err == nil {
+						c.conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+						_, err = bw.Write(f.b)
 					}
+					c.release(f.charge)
 				default:
-					bw.Flush()
+					if err == nil {
+						bw.Flush()
+					}
 					return
 				}
 			}
 		}
 		c.conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
-		if _, err := bw.Write(f); err != nil {
-			c.conn.Close()
+		_, err := bw.Write(f.b)
+		c.release(f.charge)
+		if err == nil && len(c.out) == 0 {
+			err = bw.Flush()
+		}
+		if err != nil {
+			c.shut()
 			c.drainQueue()
 			return
-		}
-		if len(c.out) == 0 {
-			if err := bw.Flush(); err != nil {
-				c.conn.Close()
-				c.drainQueue()
-				return
-			}
 		}
 	}
 }
 
 // drainQueue discards queued frames after a write failure, so that senders
-// never block.
+// never block, and releases their charges.
 func (c *serverConn) drainQueue() {
 	for {
 		select {
-		case <-c.out:
+		case f := <-c.out:
+			c.release(f.charge)
 		case <-c.done:
 			return
 		}
@@ -430,7 +506,7 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 		if !c.goaway.Load() {
 			c.conn.SetReadDeadline(time.Now().Add(o.FrameTimeout))
 		}
-		f, err := ReadFrame(br, c.s.opts.MaxMessageSize+1)
+		typ, size, err := readFrameHeader(br, o.MaxMessageSize+1)
 		if err != nil {
 			if errors.As(err, new(*amp.Error)) {
 				c.log.Info("tcp frame refused", "error", amp.NameOf(err))
@@ -438,13 +514,29 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 			}
 			return nil
 		}
+		var charge int64
+		if typ == FrameMessage {
+			// Charge the declared size before holding any of it; while it
+			// does not fit, the connection is not read.
+			charge = int64(size)
+			if !c.reserve(charge) {
+				return nil
+			}
+			if !c.goaway.Load() {
+				c.conn.SetReadDeadline(time.Now().Add(o.FrameTimeout))
+			}
+		}
+		payload, err := readPayload(br, size)
+		if err != nil {
+			c.release(charge)
+			return nil
+		}
+		f := Frame{Type: typ, Payload: payload}
 		switch f.Type {
 		case FrameMessage:
-			if err := c.dispatch(f.Payload); err != nil {
-				return err
-			}
+			c.dispatch(f.Payload, charge)
 		case FramePing:
-			c.send(AppendFrame(nil, FramePong, f.Payload))
+			c.send(outFrame{b: AppendFrame(nil, FramePong, f.Payload)})
 		case FramePong:
 		case FrameGoAway:
 			// The client leaves: it sends no more; replies still go out.
@@ -459,19 +551,22 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 	}
 }
 
-// dispatch hands one message to the handler in its own goroutine once a
-// per-connection and a server-wide slot are free.
-func (c *serverConn) dispatch(msg []byte) error {
+// dispatch hands one message, charged charge in-flight bytes, to the
+// handler in its own goroutine once a per-connection and a server-wide slot
+// are free.
+func (c *serverConn) dispatch(msg []byte, charge int64) {
 	select {
 	case c.slots <- struct{}{}:
 	case <-c.ctx.Done():
-		return nil
+		c.release(charge)
+		return
 	}
 	select {
 	case c.s.inflight <- struct{}{}:
 	case <-c.ctx.Done():
 		<-c.slots
-		return nil
+		c.release(charge)
+		return
 	}
 	c.inflight.Add(1)
 	c.active.Add(1)
@@ -482,6 +577,7 @@ func (c *serverConn) dispatch(msg []byte) error {
 			c.inflight.Add(-1)
 			c.active.Done()
 		}()
+		var frame []byte
 		reply, err := c.s.h.Handle(c.ctx, msg)
 		switch {
 		case err != nil:
@@ -489,16 +585,29 @@ func (c *serverConn) dispatch(msg []byte) error {
 			if len(id) != 16 {
 				id = nil
 			}
-			c.send(AppendFrame(nil, FrameError, EncodeErrorFrame(err, id)))
+			frame = AppendFrame(nil, FrameError, EncodeErrorFrame(err, id))
 		case reply == nil:
 		case len(reply) > c.peer:
 			c.log.Warn("tcp reply larger than the peer accepts: refused", "size", len(reply), "peer_max", c.peer)
 			id, _, _ := amp.Limits{MaxMessageSize: c.s.opts.MaxMessageSize}.EnvelopeIDs(msg)
-			c.send(AppendFrame(nil, FrameError, EncodeErrorFrame(
-				amp.Named(amp.CodeInvalidMessage, ErrFrameTooLarge, "the reply is larger than the max_msg_size of the handshake"), id)))
+			frame = AppendFrame(nil, FrameError, EncodeErrorFrame(
+				amp.Named(amp.CodeInvalidMessage, ErrFrameTooLarge, "the reply is larger than the max_msg_size of the handshake"), id))
 		default:
-			c.send(AppendFrame(nil, FrameMessage, reply))
+			frame = AppendFrame(nil, FrameMessage, reply)
 		}
+		msg = nil
+		if frame == nil {
+			c.release(charge)
+			return
+		}
+		// The reply stays charged until it is written; one larger than
+		// its request is charged its own size (without waiting: the
+		// handler's work is done, and what it holds must drain).
+		if extra := int64(len(frame)) - charge; extra > 0 {
+			c.bytes.force(extra)
+			c.s.bytes.force(extra)
+			charge += extra
+		}
+		c.send(outFrame{b: frame, charge: charge})
 	}()
-	return nil
 }

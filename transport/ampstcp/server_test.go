@@ -111,11 +111,16 @@ func roundTripAll(t *testing.T, tr *Transport, n int) {
 
 func TestRepliesMatchedToRequestsWhenOutOfOrder(t *testing.T) {
 	var count atomic.Int64
-	_, addr := startServer(t, echo(t, 2*time.Millisecond, &count), ServerOptions{MaxInFlight: 16})
+	srv, addr := startServer(t, echo(t, 2*time.Millisecond, &count), ServerOptions{MaxInFlight: 16})
 	tr := newTransport(t, addr, ClientOptions{})
 	roundTripAll(t, tr, 2000)
 	if count.Load() != 2000 {
 		t.Fatalf("handler ran %d times for 2000 messages", count.Load())
+	}
+	// Every reply was written: nothing stays charged to the byte budget.
+	settle(srv.InFlightBytes, 20*time.Millisecond, 5*time.Second)
+	if left := srv.InFlightBytes(); left != 0 {
+		t.Fatalf("%d in-flight bytes still accounted after every reply", left)
 	}
 }
 

@@ -1,0 +1,167 @@
+package ampstcp
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// holdingHandler keeps every message until release is closed and records
+// the payload bytes it holds at once (the bytes the server keeps alive for
+// messages being handled) and their peak.
+type holdingHandler struct {
+	release chan struct{}
+	held    atomic.Int64
+	peak    atomic.Int64
+	handled atomic.Int64
+}
+
+func (h *holdingHandler) Handle(ctx context.Context, msg []byte) ([]byte, error) {
+	n := h.held.Add(int64(len(msg)))
+	for {
+		p := h.peak.Load()
+		if n <= p || h.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	<-h.release
+	h.held.Add(-int64(len(msg)))
+	h.handled.Add(1)
+	return nil, nil
+}
+
+// settle waits until v stops changing for quiet (or limit passes).
+func settle(v func() int64, quiet, limit time.Duration) {
+	last, since, end := v(), time.Now(), time.Now().Add(limit)
+	for time.Now().Before(end) {
+		time.Sleep(10 * time.Millisecond)
+		if cur := v(); cur != last {
+			last, since = cur, time.Now()
+		} else if time.Since(since) >= quiet {
+			return
+		}
+	}
+}
+
+// Several peers pipelining large frames must not make the server hold more
+// than MaxInFlightBytes before anything is verified (the HTTP binding's
+// 64 MiB): counting messages alone let 256 connections x 64 frames of
+// 16 MiB pin gigabytes. Beyond the cap the server stops reading (TCP
+// back-pressure): nothing is refused and every message is handled once
+// the held ones finish.
+func TestPipelinedLargeFramesCannotPinMoreThanMaxInFlightBytes(t *testing.T) {
+	const (
+		perConn  = 72
+		frameLen = 256 << 10
+	)
+	for _, c := range []struct {
+		name     string
+		conns    int
+		opts     ServerOptions
+		maxBytes int64
+	}{
+		// The defaults: the counts alone (64 per connection, 512 in all)
+		// would admit 6 x 64 frames = 96 MiB.
+		{"defaults", 6, ServerOptions{}, DefaultMaxInFlightBytes},
+		{"server cap", 6, ServerOptions{MaxInFlightBytes: 8 << 20, MaxConnInFlightBytes: 2 << 20, MaxMessageSize: 1 << 20}, 8 << 20},
+		// One connection cannot take the whole server budget.
+		{"connection cap", 1, ServerOptions{MaxConnInFlightBytes: 2 << 20, MaxMessageSize: 1 << 20}, 2 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &holdingHandler{release: make(chan struct{})}
+			srv, addr := startServer(t, h, c.opts)
+			payload := make([]byte, frameLen)
+			frame := AppendFrame(nil, FrameMessage, payload)
+			var writers sync.WaitGroup
+			conns := c.conns
+			for i := 0; i < conns; i++ {
+				r := dialRaw(t, addr)
+				r.c.SetDeadline(time.Now().Add(60 * time.Second))
+				if !r.handshake(1).Accepted {
+					t.Fatal("handshake refused")
+				}
+				writers.Add(1)
+				go func() {
+					defer writers.Done()
+					for j := 0; j < perConn; j++ {
+						if _, err := r.c.Write(frame); err != nil {
+							t.Errorf("write %d: %v", j, err)
+							return
+						}
+					}
+				}()
+			}
+			settle(h.held.Load, 300*time.Millisecond, 20*time.Second)
+			peak, accounted := h.peak.Load(), srv.InFlightBytes()
+			if peak > c.maxBytes || accounted > c.maxBytes {
+				t.Fatalf("the server held %d bytes of messages (accounted %d), over the %d-byte cap", peak, accounted, c.maxBytes)
+			}
+			// The bound was reached, not merely never approached.
+			if peak < c.maxBytes-int64(frameLen*conns) {
+				t.Fatalf("only %d bytes held of %d offered: the test did not load the server", peak, int64(conns*perConn*frameLen))
+			}
+			close(h.release)
+			writers.Wait()
+			deadline := time.Now().Add(30 * time.Second)
+			for h.handled.Load() < int64(conns*perConn) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := h.handled.Load(); got != int64(conns*perConn) {
+				t.Fatalf("handled %d of %d messages: back-pressure lost some", got, conns*perConn)
+			}
+			settle(srv.InFlightBytes, 50*time.Millisecond, 5*time.Second)
+			if left := srv.InFlightBytes(); left != 0 {
+				t.Fatalf("%d bytes still accounted after every message finished", left)
+			}
+		})
+	}
+}
+
+// A stream of small frames must not starve a large one waiting for room
+// (first come, first served), and a connection torn down while it waits
+// keeps nothing charged.
+func TestLargeFrameIsNotStarvedBySmallOnes(t *testing.T) {
+	b := newBudget(10)
+	never := make(chan struct{})
+	if !b.acquire(8, never) {
+		t.Fatal("first charge refused")
+	}
+	large := make(chan bool)
+	go func() { large <- b.acquire(5, never) }()
+	for {
+		b.mu.Lock()
+		n := len(b.waiters)
+		b.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	small := make(chan bool)
+	go func() { small <- b.acquire(1, never) }()
+	select {
+	case <-small:
+		t.Fatal("a small charge overtook the large one waiting before it")
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.release(8)
+	if !<-large || !<-small {
+		t.Fatal("waiters not admitted after the release")
+	}
+	if got := b.inUse(); got != 6 {
+		t.Fatalf("in use %d, want 6", got)
+	}
+	stop := make(chan struct{})
+	gaveUp := make(chan bool)
+	go func() { gaveUp <- b.acquire(9, stop) }()
+	close(stop)
+	if <-gaveUp {
+		t.Fatal("a torn-down waiter was admitted")
+	}
+	b.release(6)
+	if got := b.inUse(); got != 0 {
+		t.Fatalf("in use %d after every release, want 0", got)
+	}
+}
