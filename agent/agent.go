@@ -14,6 +14,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -123,9 +124,9 @@ type Config struct {
 	SweepEvery time.Duration
 	// Receipts receives the reports (ACK, PROC_OK, PROC_FAIL, ERROR,
 	// PROCESSING) that arrive about the agent's own outbound messages; they
-	// are never answered. Outbox.Receive fits here. Nil: logged only. It
+	// are never answered. client.Outbox.Receive fits here. Nil: logged only. It
 	// runs in the Handle call; it must not block.
-	Receipts func(ctx context.Context, r Receipt)
+	Receipts func(ctx context.Context, r client.Receipt)
 	// Streams receives each stream (RFC 001 §6.2) once all its chunks
 	// arrived and its SHA-256 verified: info describes it, content reads
 	// it once (from memory, or from its spool file beyond
@@ -411,6 +412,9 @@ type UnverifiedError struct{ Err *amp.Error }
 
 // Error implements error.
 func (e *UnverifiedError) Error() string { return e.Err.Error() }
+
+// Unverified marks the error for the transports (amphttp answers it 400).
+func (e *UnverifiedError) Unverified() bool { return true }
 
 // Unwrap returns the *amp.Error.
 func (e *UnverifiedError) Unwrap() error { return e.Err }

@@ -16,6 +16,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
 )
@@ -462,7 +463,7 @@ func TestDIDWebIdentityFromStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewClient(ClientConfig{Identity: e.caller, Peer: id.DID, Transport: Loopback(a), DIDs: e.store,
+	c, err := client.New(client.Config{Identity: e.caller, Peer: id.DID, Transport: Loopback(a), DIDs: e.store,
 		Now: e.clock.Now, Rand: rand.Reader, Encrypt: true})
 	if err != nil {
 		t.Fatal(err)
@@ -481,7 +482,7 @@ func TestClientRetry(t *testing.T) {
 	e := newEnv(t)
 	var sent [][]byte
 	fails := 2
-	tr := TransportFunc(func(ctx context.Context, msg []byte) ([]byte, error) {
+	tr := client.TransportFunc(func(ctx context.Context, msg []byte) ([]byte, error) {
 		sent = append(sent, msg)
 		if fails > 0 {
 			fails--
@@ -490,8 +491,8 @@ func TestClientRetry(t *testing.T) {
 		return e.agent.Handle(ctx, msg)
 	})
 	var waits []time.Duration
-	c, err := NewClient(ClientConfig{Identity: e.caller, Peer: e.provider.DID, Transport: tr, Now: e.clock.Now, Rand: rand.Reader,
-		Retry: Retry{Base: time.Second, Max: 60 * time.Second, Sleep: func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return nil }}})
+	c, err := client.New(client.Config{Identity: e.caller, Peer: e.provider.DID, Transport: tr, Now: e.clock.Now, Rand: rand.Reader,
+		Retry: client.Retry{Base: time.Second, Max: 60 * time.Second, Sleep: func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return nil }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,8 +510,8 @@ func TestClientRetry(t *testing.T) {
 	}
 	// A non-retryable failure is not retried.
 	sent = nil
-	c2, _ := NewClient(ClientConfig{Identity: e.caller, Peer: e.provider.DID, Now: e.clock.Now, Rand: rand.Reader,
-		Transport: TransportFunc(func(ctx context.Context, msg []byte) ([]byte, error) {
+	c2, _ := client.New(client.Config{Identity: e.caller, Peer: e.provider.DID, Now: e.clock.Now, Rand: rand.Reader,
+		Transport: client.TransportFunc(func(ctx context.Context, msg []byte) ([]byte, error) {
 			sent = append(sent, msg)
 			return nil, amp.NewError(amp.CodeUnauthorized, "no")
 		})})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/client"
 )
 
 const reviewID = "org.agentries.code-review:2.1.0"
@@ -162,9 +163,9 @@ func mustQuery(t *testing.T) []byte {
 
 func TestReportsAreNeverAnsweredNotEvenWithAnError(t *testing.T) {
 	var mu sync.Mutex
-	var got []Receipt
+	var got []client.Receipt
 	e := newEnv(t, withConfig(func(c *Config) {
-		c.Receipts = func(ctx context.Context, r Receipt) { mu.Lock(); got = append(got, r); mu.Unlock() }
+		c.Receipts = func(ctx context.Context, r client.Receipt) { mu.Lock(); got = append(got, r); mu.Unlock() }
 	}))
 	ref := make([]byte, 16)
 	rand.Read(ref)

@@ -17,6 +17,7 @@ import (
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 const (
@@ -109,7 +110,7 @@ func withBridgeBundle(t *testing.T, runs *atomic.Int64) envOption {
 func TestBridgeServesOldCallerOverHTTP(t *testing.T) {
 	var runs atomic.Int64
 	e := newEnv(t, withBridgeBundle(t, &runs))
-	url, _ := serveHTTP(t, e, HTTPOptions{})
+	url, _ := serveHTTP(t, e, amphttp.Options{})
 	c := httpClient(t, e, url, e.caller, false)
 	invoke := func(id string, params any) (*capability.Result, error) {
 		pid, err := capability.ParseID(id)
@@ -209,7 +210,7 @@ func TestTamperedBridgeArtifactRunsNothing(t *testing.T) {
 func TestQueryListsBridgeServedVersions(t *testing.T) {
 	var runs atomic.Int64
 	e := newEnv(t, withBridgeBundle(t, &runs))
-	url, _ := serveHTTP(t, e, HTTPOptions{})
+	url, _ := serveHTTP(t, e, amphttp.Options{})
 	c := httpClient(t, e, url, e.caller, false)
 	r, _ := capability.ParseRange(">=1.0.0 <2.0.0")
 	d, _, err := c.Query(context.Background(), capability.Query{Filter: capability.Filter{Capability: "org.agentries.translate-v", Version: r}})

@@ -12,6 +12,7 @@ import (
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/compat"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 const (
@@ -97,7 +98,7 @@ func withPolicyBundle(t *testing.T) envOption {
 // strict, or for a version the ranges do not cover, the answer is 4003.
 func TestRangePolicyServesCoveredVersionOverHTTP(t *testing.T) {
 	e := newEnv(t, withPolicyBundle(t))
-	url, _ := serveHTTP(t, e, HTTPOptions{})
+	url, _ := serveHTTP(t, e, amphttp.Options{})
 	c := httpClient(t, e, url, e.caller, false)
 	params, _ := amp.Marshal(map[string]any{"text": "a long text"})
 	byID := func(s string) capability.Invoke {
@@ -151,7 +152,7 @@ func TestRangePolicyServesCoveredVersionOverHTTP(t *testing.T) {
 // range (its claims say which); under strict the answer stays 4003.
 func TestQueryListsRangeServedVersions(t *testing.T) {
 	e := newEnv(t, withPolicyBundle(t))
-	url, _ := serveHTTP(t, e, HTTPOptions{})
+	url, _ := serveHTTP(t, e, amphttp.Options{})
 	c := httpClient(t, e, url, e.caller, false)
 	r, _ := capability.ParseRange(">=2.0.0 <2.1.0")
 	d, _, err := c.Query(context.Background(), capability.Query{Filter: capability.Filter{Capability: "org.agentries.summarize", Version: r}})

@@ -91,21 +91,20 @@
 // duplicates or skips within an unchanged registry; across an import or
 // removal the next page continues after the same position (see query.go).
 //
-// # Client
+// # Callers and transports
 //
-// Client builds, signs (optionally encrypts) and sends CAP_QUERY and
-// CAP_INVOKE over a Transport, verifies each reply (signature against the
-// provider's key, sender, recipient, reply_to: a mismatch is 4001, RFC 004
-// A.12/A.13), and retries delivery failures and retryable ERRORs with the
-// same message, with exponential backoff and jitter (RFC 001 §16.3).
+// Calling agents is package client (Client, Outbox); the bindings are
+// packages transport/amphttp and transport/ampstcp, which serve an *Agent
+// and carry a client's messages. Loopback is a client.Transport into an
+// Agent in the same process.
 //
 // # Embedding
 //
 // The examples (Example, Example_http, ExampleServeAdmin) import only
 // public packages and can be copied into another module: a local registry
 // (resolver.Open, TrustAdd, Import), an Agent with its handlers, served
-// in-process through Loopback or over HTTP through NewHTTPHandler and
-// NewHTTPServer, and a Client. Key files are read with package keyfile.
+// in-process through Loopback or over HTTP through amphttp.NewHandler and
+// amphttp.NewServer, and a client.Client. Key files are read with package keyfile.
 // A program that embeds the agent holds its store open as `ampagent serve`
 // does; ServeAdmin serves the store's admin socket (docs/CLI.md §1.7) so
 // that `ampbundle` can import, remove and inspect meanwhile.

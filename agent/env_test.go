@@ -17,6 +17,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -183,10 +184,10 @@ func (e *env) echo(id string) Handler {
 }
 
 // client returns a client of the provider for id, over the loopback.
-func (e *env) client(id amp.Identity, encrypt bool) *Client {
+func (e *env) client(id amp.Identity, encrypt bool) *client.Client {
 	e.t.Helper()
-	c, err := NewClient(ClientConfig{Identity: id, Peer: e.provider.DID, Transport: Loopback(e.agent), Now: e.clock.Now,
-		Rand: rand.Reader, Encrypt: encrypt, Retry: Retry{Sleep: func(context.Context, time.Duration) error { return nil }}})
+	c, err := client.New(client.Config{Identity: id, Peer: e.provider.DID, Transport: Loopback(e.agent), Now: e.clock.Now,
+		Rand: rand.Reader, Encrypt: encrypt, Retry: client.Retry{Sleep: func(context.Context, time.Duration) error { return nil }}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -14,7 +14,9 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // These examples import only the module's public packages, so they can be
@@ -139,7 +141,7 @@ func Example() {
 		return
 	}
 
-	c, err := agent.NewClient(agent.ClientConfig{Identity: caller, Peer: provider.DID,
+	c, err := client.New(client.Config{Identity: caller, Peer: provider.DID,
 		Transport: agent.Loopback(a), Now: now, Rand: rand.Reader, Encrypt: true})
 	if err != nil {
 		fmt.Println(err)
@@ -197,16 +199,16 @@ func Example_http() {
 		fmt.Println(err)
 		return
 	}
-	srv := agent.NewHTTPServer(agent.NewHTTPHandler(a, agent.HTTPOptions{}), time.Minute, nil)
+	srv := amphttp.NewServer(amphttp.NewHandler(a, amphttp.Options{}), time.Minute, nil)
 	go srv.Serve(ln)
 	defer srv.Close()
 
-	transport, err := agent.NewHTTPTransport("http://"+ln.Addr().String(), 0)
+	transport, err := amphttp.NewTransport("http://"+ln.Addr().String(), 0)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	c, err := agent.NewClient(agent.ClientConfig{Identity: caller, Peer: provider.DID,
+	c, err := client.New(client.Config{Identity: caller, Peer: provider.DID,
 		Transport: transport, Now: now, Rand: rand.Reader})
 	if err != nil {
 		fmt.Println(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // TestFormatDocTransportErrorBody: the transport error body of
@@ -43,15 +44,15 @@ func TestFormatDocTransportErrorBody(t *testing.T) {
 	e := newEnv(t)
 	req, msg := e.seal(e.caller, amp.TypePing, nil)
 	forged := bytes.Replace(msg, req.Sig, make([]byte, 64), 1)
-	srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{}))
+	srv := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{}))
 	defer srv.Close()
-	resp, err := http.Post(srv.URL+MessagesPath, ContentType, bytes.NewReader(forged))
+	resp, err := http.Post(srv.URL+amphttp.MessagesPath, amphttp.ContentType, bytes.NewReader(forged))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != ContentType || !bytes.Equal(got, want) {
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != amphttp.ContentType || !bytes.Equal(got, want) {
 		t.Fatalf("status %d, body %x; the doc says 400 with %x", resp.StatusCode, got, want)
 	}
 	if eb, err := amp.DecodeError(got); err != nil || eb.Code != amp.CodeInvalidSignature {

@@ -16,17 +16,18 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // loadClients are the concurrent client counts of the HTTP benchmarks.
 var loadClients = []int{1, 8, 64}
 
 // runLoad posts msg(i) for i in [0, b.N) to url from n concurrent clients
-// (keep-alive connections, the agent's own HTTPTransport) and reports
+// (keep-alive connections, the agent's own amphttp.Transport) and reports
 // requests per second and the p50 and p99 latency.
 func runLoad(b *testing.B, url string, n int, msg func(i int) []byte) {
 	b.Helper()
-	tr, err := NewHTTPTransport(url, n)
+	tr, err := amphttp.NewTransport(url, n)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func benchHTTPAgent(b *testing.B, memoryLedger bool, typ amp.Type, body func(*te
 			}
 			e := newEnv(b, opts...)
 			msgs := presignBody(b, e, b.N, typ, body(b))
-			srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{}))
+			srv := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{}))
 			defer srv.Close()
 			runLoad(b, srv.URL, n, func(i int) []byte { return msgs[i] })
 		})

@@ -16,29 +16,31 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/client"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // serveHTTP starts the agent of e on a loopback port and returns its URL.
-func serveHTTP(t *testing.T, e *env, opts HTTPOptions) (string, *http.Server) {
+func serveHTTP(t *testing.T, e *env, opts amphttp.Options) (string, *http.Server) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewHTTPServer(NewHTTPHandler(e.agent, opts), 10*time.Second, nil)
+	srv := amphttp.NewServer(amphttp.NewHandler(e.agent, opts), 10*time.Second, nil)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String(), srv
 }
 
-func httpClient(t *testing.T, e *env, url string, id amp.Identity, encrypt bool) *Client {
+func httpClient(t *testing.T, e *env, url string, id amp.Identity, encrypt bool) *client.Client {
 	t.Helper()
-	tr, err := NewHTTPTransport(url, 8)
+	tr, err := amphttp.NewTransport(url, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewClient(ClientConfig{Identity: id, Peer: e.provider.DID, Transport: tr, Now: e.clock.Now, Rand: rand.Reader,
-		Encrypt: encrypt, Retry: Retry{Sleep: func(context.Context, time.Duration) error { return nil }}})
+	c, err := client.New(client.Config{Identity: id, Peer: e.provider.DID, Transport: tr, Now: e.clock.Now, Rand: rand.Reader,
+		Encrypt: encrypt, Retry: client.Retry{Sleep: func(context.Context, time.Duration) error { return nil }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,14 +51,14 @@ func httpClient(t *testing.T, e *env, url string, id amp.Identity, encrypt bool)
 // invokes A over HTTP; plain and encrypted.
 func TestHTTPTwoAgents(t *testing.T) {
 	b := newEnv(t)
-	urlB, _ := serveHTTP(t, b, HTTPOptions{})
+	urlB, _ := serveHTTP(t, b, amphttp.Options{})
 	for _, encrypt := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "encrypted"}[encrypt], func(t *testing.T) {
 			var a *env
 			a = newEnv(t, withHandler("org.agentries.translate:1.0.0", func(ctx context.Context, p any) (any, error) {
 				// A calls B with its own identity; B's policy must allow A.
-				tr, _ := NewHTTPTransport(urlB, 2)
-				c, err := NewClient(ClientConfig{Identity: a.provider, Peer: b.provider.DID, Transport: tr, Now: a.clock.Now, Rand: rand.Reader, Encrypt: encrypt})
+				tr, _ := amphttp.NewTransport(urlB, 2)
+				c, err := client.New(client.Config{Identity: a.provider, Peer: b.provider.DID, Transport: tr, Now: a.clock.Now, Rand: rand.Reader, Encrypt: encrypt})
 				if err != nil {
 					return nil, err
 				}
@@ -72,7 +74,7 @@ func TestHTTPTwoAgents(t *testing.T) {
 			}))
 			// B trusts A as a caller.
 			b.agent.cfg.Policy = append(b.agent.cfg.Policy.(Rules), Rule{Caller: a.provider.DID, Prefix: "org.agentries"})
-			urlA, _ := serveHTTP(t, a, HTTPOptions{})
+			urlA, _ := serveHTTP(t, a, amphttp.Options{})
 			c := httpClient(t, a, urlA, a.caller, encrypt)
 			id, _ := capability.ParseID("org.agentries.translate:1.0.0")
 			params, _ := amp.Marshal(map[string]any{"x": 1})
@@ -91,7 +93,7 @@ func TestHTTPTwoAgents(t *testing.T) {
 
 func TestHTTPPagingAndReplay(t *testing.T) {
 	e := newEnv(t)
-	url, _ := serveHTTP(t, e, HTTPOptions{})
+	url, _ := serveHTTP(t, e, amphttp.Options{})
 	c := httpClient(t, e, url, e.caller, false)
 	limit := uint64(2)
 	q := capability.Query{Filter: capability.Filter{Capability: "org.agentries.paging"}, Limit: &limit}
@@ -121,13 +123,13 @@ func TestHTTPPagingAndReplay(t *testing.T) {
 	_, msg := e.seal(e.caller, amp.TypeCapInvoke, invokeBody(t, "org.agentries.code-review:2.1.0", goodParams))
 	var replies [][]byte
 	for i := 0; i < 2; i++ {
-		resp, err := http.Post(url+MessagesPath, ContentType, bytes.NewReader(msg))
+		resp, err := http.Post(url+amphttp.MessagesPath, amphttp.ContentType, bytes.NewReader(msg))
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != ContentType {
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != amphttp.ContentType {
 			t.Fatalf("status %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
 		replies = append(replies, body)
@@ -141,9 +143,9 @@ func TestHTTPPagingAndReplay(t *testing.T) {
 // 415, 404, healthz.
 func TestHTTPStatuses(t *testing.T) {
 	e := newEnv(t)
-	url, _ := serveHTTP(t, e, HTTPOptions{MaxBody: 1 << 20})
+	url, _ := serveHTTP(t, e, amphttp.Options{MaxBody: 1 << 20})
 	post := func(body io.Reader, ct string, length int64) (*http.Response, []byte) {
-		req, _ := http.NewRequest(http.MethodPost, url+MessagesPath, body)
+		req, _ := http.NewRequest(http.MethodPost, url+amphttp.MessagesPath, body)
 		req.Header.Set("Content-Type", ct)
 		if length >= 0 {
 			req.ContentLength = length
@@ -159,7 +161,7 @@ func TestHTTPStatuses(t *testing.T) {
 	// 413 from Content-Length: the body is never sent in full.
 	var sent atomic.Int64
 	big := &countingReader{n: 64 << 20, sent: &sent}
-	resp, body := post(big, ContentType, 64<<20)
+	resp, body := post(big, amphttp.ContentType, 64<<20)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("oversized: %d", resp.StatusCode)
 	}
@@ -170,12 +172,12 @@ func TestHTTPStatuses(t *testing.T) {
 		t.Fatalf("413 body: %v %v", eb, err)
 	}
 	// 413 for a streamed body without Content-Length.
-	resp, _ = post(io.LimitReader(&countingReader{n: 2 << 20, sent: new(atomic.Int64)}, 2<<20), ContentType, -1)
+	resp, _ = post(io.LimitReader(&countingReader{n: 2 << 20, sent: new(atomic.Int64)}, 2<<20), amphttp.ContentType, -1)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("chunked oversized: %d", resp.StatusCode)
 	}
 	// 400: bytes that name no sender.
-	resp, body = post(strings.NewReader("not cbor at all"), ContentType, -1)
+	resp, body = post(strings.NewReader("not cbor at all"), amphttp.ContentType, -1)
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("garbage: %d", resp.StatusCode)
 	}
@@ -186,7 +188,7 @@ func TestHTTPStatuses(t *testing.T) {
 	if resp.StatusCode != http.StatusUnsupportedMediaType {
 		t.Fatalf("json: %d", resp.StatusCode)
 	}
-	for path, want := range map[string]int{MessagesPath: 405, "/nope": 404} {
+	for path, want := range map[string]int{amphttp.MessagesPath: 405, "/nope": 404} {
 		r, err := http.Get(url + path)
 		if err != nil {
 			t.Fatal(err)
@@ -196,7 +198,7 @@ func TestHTTPStatuses(t *testing.T) {
 			t.Fatalf("GET %s: %d", path, r.StatusCode)
 		}
 	}
-	r, err := http.Get(url + HealthPath)
+	r, err := http.Get(url + amphttp.HealthPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +212,7 @@ func TestHTTPStatuses(t *testing.T) {
 	// a CBOR error body, never an ERROR signed for the claimed sender.
 	req, msg := e.seal(e.caller, amp.TypePing, nil)
 	bad := bytes.Replace(msg, req.Sig, make([]byte, 64), 1)
-	resp, body = post(bytes.NewReader(bad), ContentType, -1)
+	resp, body = post(bytes.NewReader(bad), amphttp.ContentType, -1)
 	if eb, err := amp.DecodeError(body); resp.StatusCode != 400 || err != nil || eb.Code != amp.CodeInvalidSignature {
 		t.Fatalf("forged message: %d %v", resp.StatusCode, err)
 	}
@@ -245,7 +247,7 @@ func TestHTTPShutdownFinishesInFlight(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		return map[string]any{"issues": []any{}, "version": "finished"}, nil
 	}))
-	url, srv := serveHTTP(t, e, HTTPOptions{})
+	url, srv := serveHTTP(t, e, amphttp.Options{})
 	c := httpClient(t, e, url, e.caller, false)
 	done := make(chan error, 1)
 	go func() {
@@ -267,18 +269,7 @@ func TestHTTPShutdownFinishesInFlight(t *testing.T) {
 		t.Fatalf("the in-flight invocation did not complete: %v", err)
 	}
 	// After shutdown, nothing is served.
-	if _, err := http.Get(url + HealthPath); err == nil {
+	if _, err := http.Get(url + amphttp.HealthPath); err == nil {
 		t.Fatal("the server still answers after shutdown")
-	}
-}
-
-func TestHTTPTransportErrors(t *testing.T) {
-	if _, err := NewHTTPTransport("ftp://x", 0); err == nil {
-		t.Fatal("ftp url accepted")
-	}
-	tr, _ := NewHTTPTransport("http://127.0.0.1:1", 1)
-	_, err := tr.RoundTrip(context.Background(), []byte{0xf6})
-	if !errors.Is(err, amp.CodeEndpointUnreachable) {
-		t.Fatalf("closed port: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Observation is one message Handle processed, for metrics (Config.Observe).
@@ -28,31 +29,6 @@ type Observation struct {
 	Duplicate bool
 }
 
-// request is the request-scoped state a transport attaches with
-// WithRemote: where the message came from, and whether the agent logged
-// its outcome (so that the transport does not log it again).
-type request struct {
-	remote string
-	logged bool
-}
-
-type requestKey struct{}
-
-// WithRemote returns ctx for one transport request from the peer address
-// remote: Handle's log lines for the message name it ("remote"), and
-// Logged reports afterwards whether Handle logged the message's outcome.
-func WithRemote(ctx context.Context, remote string) context.Context {
-	return context.WithValue(ctx, requestKey{}, &request{remote: remote})
-}
-
-// Logged reports whether Handle, called with ctx from WithRemote, logged
-// the outcome of the message (a transport logs the requests it refused
-// itself, once).
-func Logged(ctx context.Context) bool {
-	r, _ := ctx.Value(requestKey{}).(*request)
-	return r != nil && r.logged
-}
-
 // note collects what handling one message found out, for its log line and
 // the Observation: the capability and the result's code and name.
 type note struct {
@@ -69,19 +45,7 @@ func noteFrom(ctx context.Context) *note {
 }
 
 // reqLog returns the agent's request-scoped logger for ctx.
-func (a *Agent) reqLog(ctx context.Context) *slog.Logger { return requestLog(ctx, a.log) }
-
-// requestLog returns log for the request of ctx: with the peer's address
-// when the transport gave it (WithRemote), and the request marked as
-// logged.
-func requestLog(ctx context.Context, log *slog.Logger) *slog.Logger {
-	r, _ := ctx.Value(requestKey{}).(*request)
-	if r == nil {
-		return log
-	}
-	r.logged = true
-	return log.With("remote", r.remote)
-}
+func (a *Agent) reqLog(ctx context.Context) *slog.Logger { return transport.Log(ctx, a.log) }
 
 // observe reports o to Config.Observe.
 func (a *Agent) observe(o Observation) {

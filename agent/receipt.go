@@ -4,24 +4,8 @@ import (
 	"context"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/client"
 )
-
-// Receipt is a report about a message this agent sent: an ACK, PROC_OK,
-// PROC_FAIL, ERROR or PROCESSING that arrived on its own (not as the
-// synchronous reply of a request). It has been verified (signature,
-// sender keys, time) and is addressed to this agent; its body has the
-// shape of its type. Whether it really concerns one of the agent's
-// outbound messages, and whether its sender may report on it (RFC 001
-// §16.1 ack_source rules), is for the receiver of Config.Receipts to
-// decide: Outbox.Receive does.
-type Receipt struct {
-	// Message is the verified report.
-	Message *amp.Message
-	// Ack is the decoded ACK body (TypeAck only).
-	Ack *amp.AckBody
-	// Error is the decoded ERROR body (TypeError only).
-	Error *amp.ErrorBody
-}
 
 // isReport reports whether typ is a report that is never answered: an
 // ERROR or ACK answered with an ERROR would let two agents bounce errors
@@ -46,7 +30,7 @@ func (a *Agent) handleReport(ctx context.Context, m *amp.Message) {
 		a.log.Info("report without reply_to: dropped", "from", m.From, "id", m.ID.String(), "typ", m.Type.Name())
 		return
 	}
-	r := Receipt{Message: m}
+	r := client.Receipt{Message: m}
 	var err error
 	switch m.Type {
 	case amp.TypeAck:

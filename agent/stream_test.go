@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // received records what Config.Streams was handed.
@@ -441,10 +442,10 @@ func TestStreamFromUnauthorizedCallerRefused(t *testing.T) {
 // twice) are all taken.
 func TestStreamOverHTTPAndConcurrentChunks(t *testing.T) {
 	e, rec := streamEnv(t, StreamLimits{SpoolThreshold: 64, SpoolDir: t.TempDir()})
-	url, _ := serveHTTP(t, e, HTTPOptions{MaxBody: 1 << 20})
+	url, _ := serveHTTP(t, e, amphttp.Options{MaxBody: 1 << 20})
 	post := func(typ amp.Type, body []byte) (int, []byte) {
 		_, msg := e.seal(e.caller, typ, body)
-		resp, err := http.Post(url+MessagesPath, ContentType, bytes.NewReader(msg))
+		resp, err := http.Post(url+amphttp.MessagesPath, amphttp.ContentType, bytes.NewReader(msg))
 		if err != nil {
 			t.Error(err)
 			return 0, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // TestTamperedOutputSchemaRunsNothing: the stored output schema's bytes are
@@ -164,14 +165,14 @@ func TestClientDisconnectThenRetry(t *testing.T) {
 		<-release
 		return map[string]any{"issues": []any{}, "version": "the real result"}, nil
 	}))
-	srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{}))
+	srv := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{}))
 	defer srv.Close()
 	_, msg := e.seal(e.caller, amp.TypeCapInvoke, invokeBody(t, "org.agentries.code-review:2.1.0", goodParams))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+MessagesPath, bytes.NewReader(msg))
-		req.Header.Set("Content-Type", ContentType)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+amphttp.MessagesPath, bytes.NewReader(msg))
+		req.Header.Set("Content-Type", amphttp.ContentType)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
@@ -187,7 +188,7 @@ func TestClientDisconnectThenRetry(t *testing.T) {
 	// finishes.
 	retry := make(chan []byte, 1)
 	go func() {
-		resp, err := http.Post(srv.URL+MessagesPath, ContentType, bytes.NewReader(msg))
+		resp, err := http.Post(srv.URL+amphttp.MessagesPath, amphttp.ContentType, bytes.NewReader(msg))
 		if err != nil {
 			retry <- nil
 			return
@@ -263,7 +264,7 @@ func TestMemoryBombIsBounded(t *testing.T) {
 		{"authenticated", auth, http.StatusOK, 8 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{MaxBody: 5 << 20, MaxInFlightBytes: inFlight}))
+			srv := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{MaxBody: 5 << 20, MaxInFlightBytes: inFlight}))
 			defer srv.Close()
 			runtime.GC()
 			var before, after runtime.MemStats
@@ -276,7 +277,7 @@ func TestMemoryBombIsBounded(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					resp, err := http.Post(srv.URL+MessagesPath, ContentType, bytes.NewReader(tc.msg))
+					resp, err := http.Post(srv.URL+amphttp.MessagesPath, amphttp.ContentType, bytes.NewReader(tc.msg))
 					if err != nil {
 						t.Error(err)
 						return
@@ -330,12 +331,12 @@ func TestInFlightCapAnswers503(t *testing.T) {
 		<-release
 		return map[string]any{"issues": []any{}, "version": "x"}, nil
 	}))
-	srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{MaxInFlight: 1, MaxBody: 1 << 20, MaxInFlightBytes: 1 << 20}))
+	srv := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{MaxInFlight: 1, MaxBody: 1 << 20, MaxInFlightBytes: 1 << 20}))
 	defer srv.Close()
 	_, slow := e.seal(e.caller, amp.TypeCapInvoke, invokeBody(t, "org.agentries.code-review:2.1.0", goodParams))
 	first := make(chan int, 1)
 	go func() {
-		resp, err := http.Post(srv.URL+MessagesPath, ContentType, bytes.NewReader(slow))
+		resp, err := http.Post(srv.URL+amphttp.MessagesPath, amphttp.ContentType, bytes.NewReader(slow))
 		if err != nil {
 			first <- 0
 			return
@@ -345,7 +346,7 @@ func TestInFlightCapAnswers503(t *testing.T) {
 	}()
 	<-started
 	_, ping := e.seal(e.caller, amp.TypePing, nil)
-	resp, err := http.Post(srv.URL+MessagesPath, ContentType, bytes.NewReader(ping))
+	resp, err := http.Post(srv.URL+amphttp.MessagesPath, amphttp.ContentType, bytes.NewReader(ping))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,8 +362,8 @@ func TestInFlightCapAnswers503(t *testing.T) {
 	}
 	// Bytes: a streamed body is charged as it is read; a 1 MiB body of
 	// unknown length needs MaxBody + 1 bytes of room, over the 1 MiB cap.
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+MessagesPath, io.MultiReader(bytes.NewReader(make([]byte, 1<<20))) /* no length */)
-	req.Header.Set("Content-Type", ContentType)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+amphttp.MessagesPath, io.MultiReader(bytes.NewReader(make([]byte, 1<<20))) /* no length */)
+	req.Header.Set("Content-Type", amphttp.ContentType)
 	req.ContentLength = -1
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {

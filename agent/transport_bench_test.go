@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 	"github.com/ampbundle/ampbundle/transport/ampstcp"
 )
 
@@ -66,9 +67,9 @@ func BenchmarkTransports(b *testing.B) {
 	b.Run("http", func(b *testing.B) {
 		e := setup(b)
 		msgs := presign(b, e, b.N)
-		srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{}))
+		srv := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{}))
 		defer srv.Close()
-		tr, err := NewHTTPTransport(srv.URL, benchCallers)
+		tr, err := amphttp.NewTransport(srv.URL, benchCallers)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -105,9 +106,9 @@ func BenchmarkTransports(b *testing.B) {
 			}
 			_, containers[i] = e.seal(e.caller, amp.TypeBatch, body)
 		}
-		srv := httptest.NewServer(NewHTTPHandler(e.agent, HTTPOptions{}))
+		srv := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{}))
 		defer srv.Close()
-		tr, err := NewHTTPTransport(srv.URL, benchCallers)
+		tr, err := amphttp.NewTransport(srv.URL, benchCallers)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/client"
 )
 
 // RFC 004 Appendix A vectors, run end to end through an agent: their
@@ -281,8 +282,8 @@ func TestA09_UnauthorizedProbe(t *testing.T) {
 // tamperingTransport delivers to the agent, then re-signs the agent's reply
 // with the provider's key after changing its reply_to: a provider that
 // answers with a correctly signed but uncorrelated reply.
-func tamperingTransport(e *env, replyTo string) Transport {
-	return TransportFunc(func(ctx context.Context, msg []byte) ([]byte, error) {
+func tamperingTransport(e *env, replyTo string) client.Transport {
+	return client.TransportFunc(func(ctx context.Context, msg []byte) ([]byte, error) {
 		raw, err := e.agent.Handle(ctx, msg)
 		if err != nil {
 			return nil, err
@@ -308,7 +309,7 @@ func tamperingTransport(e *env, replyTo string) Transport {
 func runCorrelation(t *testing.T, prefix string) {
 	v := loadVector(t, prefix)
 	e := newEnv(t)
-	c, err := NewClient(ClientConfig{Identity: e.caller, Peer: e.provider.DID, Transport: tamperingTransport(e, v.Input.ReplyTo),
+	c, err := client.New(client.Config{Identity: e.caller, Peer: e.provider.DID, Transport: tamperingTransport(e, v.Input.ReplyTo),
 		Now: e.clock.Now, Rand: rand.Reader})
 	if err != nil {
 		t.Fatal(err)

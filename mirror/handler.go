@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // ServeHTTP serves the current snapshot (see the package documentation).
@@ -160,18 +162,7 @@ func NewHTTPServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger)
 	if writeTimeout <= 0 {
 		writeTimeout = 10 * time.Minute
 	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-	}
-	if log != nil {
-		srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
-	}
-	return srv
+	return amphttp.NewServer(h, writeTimeout, log)
 }
 
 // LimitListener accepts at most n connections at once: the next Accept

@@ -30,10 +30,12 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 func demoCommand(env *cliutil.Env) *cli.Command {
@@ -210,9 +212,9 @@ type demo struct {
 	runs     map[string]*atomic.Int64 // capability id -> handler runs
 
 	wire     *wireLog
-	plain    *agent.Client // the caller
-	secret   *agent.Client // the caller, encrypting
-	outsider *agent.Client // the stranger
+	plain    *client.Client // the caller
+	secret   *client.Client // the caller, encrypting
+	outsider *client.Client // the stranger
 	closers  []func()
 
 	// tweak, in tests, changes the agent's configuration (to see the demo
@@ -465,7 +467,7 @@ func (d *demo) stepServe(s *demoStep) error {
 	if err != nil {
 		return cliutil.Failf("io_error", "cannot listen on 127.0.0.1").WithCause(err)
 	}
-	d.srv = agent.NewHTTPServer(agent.NewHTTPHandler(a, agent.HTTPOptions{}), 30*time.Second, nil)
+	d.srv = amphttp.NewServer(amphttp.NewHandler(a, amphttp.Options{}), 30*time.Second, nil)
 	go d.srv.Serve(ln)
 	d.closers = append(d.closers, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -476,14 +478,14 @@ func (d *demo) stepServe(s *demoStep) error {
 	})
 	d.url = "http://" + ln.Addr().String()
 	s.note("agent", "agent", d.provider.DID)
-	s.note("url", "listening", d.url+agent.MessagesPath)
+	s.note("url", "listening", d.url+amphttp.MessagesPath)
 	s.note("handlers", "handlers", strings.Join(slices.Sorted(maps.Keys(handlers)), ", "))
 	s.note("policy", "policy", "only "+d.caller.DID+" may use "+demoNamespace+".*")
 
 	// The binding answers a health check.
 	hc := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 5 * time.Second}
 	defer hc.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(d.ctx, http.MethodGet, d.url+agent.HealthPath, nil)
+	req, err := http.NewRequestWithContext(d.ctx, http.MethodGet, d.url+amphttp.HealthPath, nil)
 	if err != nil {
 		return err
 	}
@@ -498,18 +500,18 @@ func (d *demo) stepServe(s *demoStep) error {
 	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&health)
 	resp.Body.Close()
 	s.check(err == nil && resp.StatusCode == http.StatusOK && health.Status == "ok" && health.DID == d.provider.DID,
-		"GET %s answers 200 with the agent's did", agent.HealthPath)
+		"GET %s answers 200 with the agent's did", amphttp.HealthPath)
 
-	tr, err := agent.NewHTTPTransport(d.url, 4)
+	tr, err := amphttp.NewTransport(d.url, 4)
 	if err != nil {
 		return err
 	}
 	d.closers = append(d.closers, tr.Close)
 	d.wire = &wireLog{next: tr}
-	client := func(id amp.Identity, encrypt bool) (*agent.Client, error) {
-		return agent.NewClient(agent.ClientConfig{Identity: id, Peer: d.provider.DID, Transport: d.wire,
+	client := func(id amp.Identity, encrypt bool) (*client.Client, error) {
+		return client.New(client.Config{Identity: id, Peer: d.provider.DID, Transport: d.wire,
 			Now: d.env.Now, Rand: d.env.Rand, Encrypt: encrypt,
-			Retry: agent.Retry{MaxAttempts: 3, Base: 20 * time.Millisecond, Max: 100 * time.Millisecond}})
+			Retry: client.Retry{MaxAttempts: 3, Base: 20 * time.Millisecond, Max: 100 * time.Millisecond}})
 	}
 	if d.plain, err = client(d.caller, false); err != nil {
 		return err
@@ -538,7 +540,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // wireLog is the HTTP transport, recording the bytes that crossed it.
 type wireLog struct {
-	next agent.Transport
+	next client.Transport
 	mu   sync.Mutex
 	sent [][]byte
 	got  [][]byte
@@ -573,7 +575,7 @@ func bodyJSON(body []byte) json.RawMessage {
 
 // exchangeNote shows one verified exchange: what was sent and what came
 // back, and checks the correlation the client verified.
-func (d *demo) exchangeNote(s *demoStep, prefix string, ex *agent.Exchange) {
+func (d *demo) exchangeNote(s *demoStep, prefix string, ex *client.Exchange) {
 	if ex == nil || ex.Request == nil {
 		return
 	}
@@ -720,7 +722,7 @@ func (d *demo) ranSince(before map[string]int64) []string {
 
 // refusal checks that err is the AMP code want carried by a verified ERROR
 // reply, and returns the error.
-func (d *demo) refusal(s *demoStep, ex *agent.Exchange, err error, want amp.Code) *amp.Error {
+func (d *demo) refusal(s *demoStep, ex *client.Exchange, err error, want amp.Code) *amp.Error {
 	var e *amp.Error
 	if !errors.As(err, &e) {
 		s.check(false, "an ERROR reply with %d %s", uint16(want), want.Name())

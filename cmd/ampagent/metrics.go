@@ -12,6 +12,8 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // MetricsPath is where the metrics listener answers (docs/CLI.md §3.4).
@@ -174,7 +176,7 @@ func (r *statusRecorder) Write(p []byte) (int, error) {
 // itself is the peer's and is never echoed).
 func routeOf(path string) string {
 	switch path {
-	case agent.MessagesPath, agent.HealthPath, ReadyPath:
+	case amphttp.MessagesPath, amphttp.HealthPath, ReadyPath:
 		return path
 	}
 	return "other"
@@ -201,7 +203,7 @@ func instrument(next http.Handler, m *metrics, log *slog.Logger) http.Handler {
 		route := routeOf(r.URL.Path)
 		m.inflight.Inc()
 		defer m.inflight.Dec()
-		ctx := agent.WithRemote(r.Context(), r.RemoteAddr)
+		ctx := transport.WithRemote(r.Context(), r.RemoteAddr)
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(ctx))
 		if rec.status == 0 {
@@ -212,7 +214,7 @@ func instrument(next http.Handler, m *metrics, log *slog.Logger) http.Handler {
 		m.httpDur.WithLabelValues(route).Observe(d.Seconds())
 		// A 503 from /readyz is an answer, not a refusal: a probe polling a
 		// not-ready agent does not fill the log (the report says why).
-		if rec.status >= 400 && !agent.Logged(ctx) && !(route == ReadyPath && rec.status == http.StatusServiceUnavailable) {
+		if rec.status >= 400 && !transport.Logged(ctx) && !(route == ReadyPath && rec.status == http.StatusServiceUnavailable) {
 			log.Info("http request refused", "status", rec.status, "method", methodOf(r.Method), "route", route,
 				"remote", r.RemoteAddr, "length", r.ContentLength, "duration", d)
 		}

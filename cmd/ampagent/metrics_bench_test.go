@@ -12,6 +12,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // BenchmarkInstrumentOverhead measures what serve's HTTP wrapper (metrics,
@@ -41,7 +42,7 @@ func BenchmarkInstrumentOverhead(b *testing.B) {
 		{"instrumented", instrument(observed, m, log)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			req := httptest.NewRequest(http.MethodPost, agent.MessagesPath, nil)
+			req := httptest.NewRequest(http.MethodPost, amphttp.MessagesPath, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				w := httptest.NewRecorder()

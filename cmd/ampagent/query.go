@@ -12,10 +12,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 func queryCommand(env *cliutil.Env) *cli.Command {
@@ -219,16 +220,16 @@ func clientFlags() []cli.Flag {
 // session is a client of one provider over either binding, with the
 // context that bounds the whole command.
 type session struct {
-	client    *agent.Client
-	transport transport
+	client    *client.Client
+	transport clientTransport
 	peer      string
 	ctx       context.Context
 	cancel    context.CancelFunc
 }
 
-// transport is a client transport of either binding.
-type transport interface {
-	agent.Transport
+// clientTransport is a client transport of either binding.
+type clientTransport interface {
+	client.Transport
 	Close()
 }
 
@@ -295,28 +296,28 @@ func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (
 	if err != nil {
 		return nil, err
 	}
-	var tr transport
+	var tr clientTransport
 	if u.Scheme == "amp" || u.Scheme == "amps" {
 		tr, err = tcpTransport(c, base, id.DID)
 	} else {
-		tr, err = agent.NewHTTPTransport(base, 2)
+		tr, err = amphttp.NewTransport(base, 2)
 	}
 	if err != nil {
 		return nil, err
 	}
 	deadline := wait + extra
-	client, err := agent.NewClient(agent.ClientConfig{
+	cl, err := client.New(client.Config{
 		Identity: id, Peer: peer, Transport: tr, DIDs: dids, Now: env.Now, Rand: env.Rand,
 		// A request outlives the command by a minute at most: the
 		// provider keeps its reply (idempotency) for the ttl.
 		TTL:     deadline + time.Minute,
 		Encrypt: encrypt,
-		Retry:   agent.Retry{MaxAttempts: cliRetryAttempts, Base: cliRetryBase, Max: cliRetryMax},
+		Retry:   client.Retry{MaxAttempts: cliRetryAttempts, Base: cliRetryBase, Max: cliRetryMax},
 	})
 	if err != nil {
 		tr.Close()
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(c.Context, deadline)
-	return &session{client: client, transport: tr, peer: peer, ctx: ctx, cancel: cancel}, nil
+	return &session{client: cl, transport: tr, peer: peer, ctx: ctx, cancel: cancel}, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // testNow is runCLI's clock; the test agents share it.
@@ -92,7 +93,7 @@ func serve(t *testing.T, h http.Handler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := agent.NewHTTPServer(h, 10*time.Second, nil)
+	srv := amphttp.NewServer(h, 10*time.Second, nil)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()
@@ -147,7 +148,7 @@ func startAgents(t *testing.T) *testAgents {
 	}
 	t.Cleanup(func() { a.Close() })
 	ta.did = provider.DID
-	ta.handler = agent.NewHTTPHandler(a, agent.HTTPOptions{})
+	ta.handler = amphttp.NewHandler(a, amphttp.Options{})
 	ta.url = serve(t, ta.handler)
 
 	// The sample's did:web agent: its document is in the bundle, its keys
@@ -174,7 +175,7 @@ func startAgents(t *testing.T) *testAgents {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ta.webURL = serve(t, agent.NewHTTPHandler(web, agent.HTTPOptions{}))
+	ta.webURL = serve(t, amphttp.NewHandler(web, amphttp.Options{}))
 	return ta
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // serveConfig is the --config file (JSON). Flags override it.
@@ -410,7 +411,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		}
 		return cliutil.Failf("listen_failed", "cannot listen on the address").WithCause(err)
 	}
-	h := agent.NewHTTPHandler(a, agent.HTTPOptions{MaxBody: cfg.MaxBodyBytes, Logger: log,
+	h := amphttp.NewHandler(a, amphttp.Options{MaxBody: cfg.MaxBodyBytes, Logger: log,
 		MaxInFlight: cfg.MaxInFlight, MaxInFlightBytes: cfg.MaxInFlightBytes,
 		Health: func() map[string]any {
 			u := ledgerStore.Usage()
@@ -423,7 +424,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		ln.Close()
 		return err
 	}
-	srv := agent.NewHTTPServer(instrument(mux, met, log), maxTimeout+30*time.Second, log)
+	srv := amphttp.NewServer(instrument(mux, met, log), maxTimeout+30*time.Second, log)
 	var metricsLn net.Listener
 	if cfg.MetricsListen != "" {
 		if metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
@@ -649,10 +650,10 @@ var _ io.Writer = (*cappedWriter)(nil)
 func mountDiscovery(mux *http.ServeMux, withAGH bool, cfg *serveConfig, store *resolver.Store, did string) error {
 	maxBody, inFlight := cfg.MaxBodyBytes, cfg.MaxInFlight
 	if maxBody <= 0 {
-		maxBody = agent.DefaultMaxBody
+		maxBody = amphttp.DefaultMaxBody
 	}
 	if inFlight <= 0 {
-		inFlight = agent.DefaultMaxInFlight
+		inFlight = amphttp.DefaultMaxInFlight
 	}
 	extra := map[string]string{}
 	if withAGH {
@@ -660,7 +661,7 @@ func mountDiscovery(mux *http.ServeMux, withAGH bool, cfg *serveConfig, store *r
 		extra["agh_catalog"] = agh.CatalogPath
 		extra["agh_capability"] = agh.CapabilityPrefix + "{id}"
 	}
-	wk, err := mirror.WellKnownHandler(mirror.AgentCapabilities(agent.MessagesPath, agent.HealthPath, maxBody, inFlight, extra), store.Generation)
+	wk, err := mirror.WellKnownHandler(mirror.AgentCapabilities(amphttp.MessagesPath, amphttp.HealthPath, maxBody, inFlight, extra), store.Generation)
 	if err != nil {
 		return err
 	}

@@ -20,13 +20,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 func sampleFile(t *testing.T, rel string) []byte {
@@ -155,7 +156,7 @@ func serveFails(t *testing.T, args ...string) (string, int) {
 	return code, r.code
 }
 
-func newTestClient(t *testing.T, url, peer string) *agent.Client {
+func newTestClient(t *testing.T, url, peer string) *client.Client {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -165,19 +166,19 @@ func newTestClient(t *testing.T, url, peer string) *agent.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := agent.NewHTTPTransport(url, 4)
+	tr, err := amphttp.NewTransport(url, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := agent.NewClient(agent.ClientConfig{Identity: id, Peer: peer, Transport: tr, Now: time.Now, Rand: rand.Reader,
-		Retry: agent.Retry{MaxAttempts: 1}})
+	c, err := client.New(client.Config{Identity: id, Peer: peer, Transport: tr, Now: time.Now, Rand: rand.Reader,
+		Retry: client.Retry{MaxAttempts: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func invokeID(t *testing.T, c *agent.Client, id string, params map[string]any, timeoutMS uint64) (map[string]any, error) {
+func invokeID(t *testing.T, c *client.Client, id string, params map[string]any, timeoutMS uint64) (map[string]any, error) {
 	t.Helper()
 	capID, err := capability.ParseID(id)
 	if err != nil {

@@ -15,8 +15,10 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 func syncJSON(t *testing.T, url, db string, extra ...string) (int, mirror.SyncReport) {
@@ -54,14 +56,14 @@ func invokeTranslate(t *testing.T, db string) string {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	srv := httptest.NewServer(agent.NewHTTPHandler(a, agent.HTTPOptions{}))
+	srv := httptest.NewServer(amphttp.NewHandler(a, amphttp.Options{}))
 	defer srv.Close()
-	tr, err := agent.NewHTTPTransport(srv.URL, 0)
+	tr, err := amphttp.NewTransport(srv.URL, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	c, err := agent.NewClient(agent.ClientConfig{Identity: caller, Peer: provider.DID, Transport: tr, Now: func() time.Time { return cliNow }, Rand: rand.Reader})
+	c, err := client.New(client.Config{Identity: caller, Peer: provider.DID, Transport: tr, Now: func() time.Time { return cliNow }, Rand: rand.Reader})
 	if err != nil {
 		t.Fatal(err)
 	}

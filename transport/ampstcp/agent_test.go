@@ -22,6 +22,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
 	"github.com/ampbundle/ampbundle/transport/ampstcp"
@@ -147,7 +148,7 @@ func TestTwoAgentsPipelineTenThousandInvocationsOnOneConnection(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tr.Close()
-			c, err := agent.NewClient(agent.ClientConfig{Identity: caller, Peer: prov.DID, Transport: tr, Now: time.Now, Rand: rand.Reader})
+			c, err := client.New(client.Config{Identity: caller, Peer: prov.DID, Transport: tr, Now: time.Now, Rand: rand.Reader})
 			if err != nil {
 				t.Fatal(err)
 			}

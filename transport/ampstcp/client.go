@@ -44,7 +44,7 @@ type ClientOptions struct {
 // each reply to its request by the reply's reply_to (an ERROR frame by its
 // message_id). It redials when the connection ends; after a GOAWAY the old
 // connection finishes what it carries while new messages go to a new one.
-// It satisfies agent.Transport. Safe for concurrent use.
+// It satisfies client.Transport. Safe for concurrent use.
 type Transport struct {
 	addr  string
 	tls   *tls.Config // nil for amp://

@@ -16,7 +16,8 @@
 // as the HTTP binding: frame and message size, connections, messages and
 // message bytes in flight per connection and in all (a frame's declared
 // size is charged before its payload is read; beyond a cap the connection
-// is not read), handshake, frame, idle and write timeouts. Transport is the client side; it satisfies agent.Transport.
+// is not read), handshake, frame, idle and write timeouts. Transport is
+// the client side; it satisfies client.Transport.
 // amps:// is TLS; plain amp:// is refused to anything but a loopback
 // address unless ClientOptions.AllowPlainRemote says otherwise.
 //

@@ -1,4 +1,4 @@
-package agent
+package client
 
 import (
 	"context"
@@ -32,9 +32,9 @@ type Outbound struct {
 	Report *amp.Message
 }
 
-// Outbox keeps the agent's outbound messages until they are confirmed
+// Outbox keeps a sender's outbound messages until they are confirmed
 // (processed, failed or answered) or expire (RFC 001 §16.5), and matches
-// the reports that arrive about them: Receive fits Config.Receipts. An ACK
+// the reports that arrive about them: Receive fits agent.Config.Receipts. An ACK
 // must pass the §16.1 rules (amp.CheckAck: a recipient ACK from a
 // recipient of the original, a relay ACK from a trusted relay); a PROC_*
 // or ERROR must come from a recipient of the original. A report that

@@ -1,4 +1,4 @@
-package agent
+package client
 
 import (
 	"bytes"
@@ -12,9 +12,16 @@ import (
 	"github.com/ampbundle/ampbundle/capability"
 )
 
-// Transport carries one message to the peer and returns its reply (the HTTP
-// binding is one; Loopback is another). An error is a failure to deliver
-// or to get an answer; a reply that is an AMP ERROR is not an error here.
+func misconfigured(format string, args ...any) error {
+	return amp.Named(0, "misconfigured", format, args...)
+}
+
+// Transport carries one message to the peer and returns its reply: a nil
+// reply with a nil error means the peer took the message without a reply
+// (a report). The HTTP binding (amphttp.Transport) and the AMPS/TCP
+// binding (ampstcp.Transport) are transports; agent.Loopback is one into
+// an agent in the same process. An error is a failure to deliver or to get
+// an answer; a reply that is an AMP ERROR is not an error here.
 type Transport interface {
 	RoundTrip(ctx context.Context, msg []byte) ([]byte, error)
 }
@@ -24,11 +31,6 @@ type TransportFunc func(ctx context.Context, msg []byte) ([]byte, error)
 
 // RoundTrip calls f.
 func (f TransportFunc) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) { return f(ctx, msg) }
-
-// Loopback is a Transport into an Agent in the same process.
-func Loopback(a *Agent) Transport {
-	return TransportFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return a.Handle(ctx, msg) })
-}
 
 // Retry is the sender's retry policy (RFC 001 §16.3): a delivery failure, or
 // an ERROR reply marked retryable (5xxx), is retried with the SAME message
@@ -44,8 +46,8 @@ type Retry struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// ClientConfig configures a Client.
-type ClientConfig struct {
+// Config configures a Client.
+type Config struct {
 	// Identity signs the requests.
 	Identity amp.Identity
 	// Peer is the provider's DID; its replies must come from it.
@@ -68,21 +70,21 @@ type ClientConfig struct {
 	// Limits caps replies.
 	Limits amp.Limits
 	// Outbox, when set, keeps every request sent until it is answered,
-	// confirmed by a report (give Outbox.Receive to the agent's
-	// Config.Receipts) or expired, and exposes its state.
+	// confirmed by a report (give Outbox.Receive to the receiving agent's
+	// agent.Config.Receipts) or expired, and exposes its state.
 	Outbox *Outbox
 }
 
 // Client sends AMP requests to one provider and checks its replies.
 type Client struct {
-	cfg  ClientConfig
+	cfg  Config
 	send *amp.Sender
 	recv *amp.Receiver
 	log  *slog.Logger
 }
 
-// NewClient checks cfg and returns a Client.
-func NewClient(cfg ClientConfig) (*Client, error) {
+// New checks cfg and returns a Client.
+func New(cfg Config) (*Client, error) {
 	switch {
 	case cfg.Transport == nil:
 		return nil, misconfigured("the client needs a transport")

@@ -1,4 +1,4 @@
-package agent
+package client
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 )
 
 func TestOutboxAcceptsOnlyReportsTheRulesAllow(t *testing.T) {
-	e := newEnv(t)
+	e := newParties(t)
 	ob := NewOutbox(4, e.clock.Now, []string{e.stranger.DID})
 	// The caller sent a message to the provider.
-	req, _ := e.seal(e.caller, amp.TypePing, nil)
+	req := e.seal(t, e.caller, amp.TypePing, nil)
 	if err := ob.Add(req); err != nil {
 		t.Fatal(err)
 	}
@@ -53,17 +53,17 @@ func TestOutboxAcceptsOnlyReportsTheRulesAllow(t *testing.T) {
 }
 
 func TestOutboxExpiresAndStaysBounded(t *testing.T) {
-	e := newEnv(t)
+	e := newParties(t)
 	ob := NewOutbox(2, e.clock.Now, nil)
 	var ids []amp.ID
 	for i := 0; i < 2; i++ {
-		m, _ := e.seal(e.caller, amp.TypePing, nil)
+		m := e.seal(t, e.caller, amp.TypePing, nil)
 		if err := ob.Add(m); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, m.ID)
 	}
-	m3, _ := e.seal(e.caller, amp.TypePing, nil)
+	m3 := e.seal(t, e.caller, amp.TypePing, nil)
 	if err := ob.Add(m3); amp.CodeOf(err) != amp.CodeOverloaded {
 		t.Fatalf("third message in a full outbox: %v", err)
 	}
@@ -77,9 +77,9 @@ func TestOutboxExpiresAndStaysBounded(t *testing.T) {
 }
 
 func TestClientRecordsAnsweredRequestsInItsOutbox(t *testing.T) {
-	e := newEnv(t)
+	e := newParties(t)
 	ob := NewOutbox(0, e.clock.Now, nil)
-	c, err := NewClient(ClientConfig{Identity: e.caller, Peer: e.provider.DID, Transport: Loopback(e.agent), Now: e.clock.Now,
+	c, err := New(Config{Identity: e.caller, Peer: e.provider.DID, Transport: e.pongProvider(t), Now: e.clock.Now,
 		Rand: rand.Reader, Outbox: ob})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package agent
+package amphttp
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // The HTTP binding of the public RFC 002 draft (Transport Bindings, v0.15;
@@ -40,8 +41,19 @@ const (
 	DefaultRetryAfter       = time.Second
 )
 
-// HTTPOptions configures the HTTP binding.
-type HTTPOptions struct {
+// Handler answers one AMP message with the reply to send back (nil for
+// none: the message was a report). An error whose type has a method
+// Unverified() bool that returns true (agent.UnverifiedError) means the
+// bytes did not verify, so no signed reply can be addressed: it is
+// answered 400 with an unsigned error body. An *agent.Agent is a Handler.
+type Handler interface {
+	Handle(ctx context.Context, msg []byte) ([]byte, error)
+	// DID is the agent's DID, shown by GET /healthz.
+	DID() string
+}
+
+// Options configures the HTTP binding's server side.
+type Options struct {
 	// MaxBody caps a request body (default 16 MiB; at least 1 MiB is
 	// required by the binding). A larger body is 413 and is not read.
 	MaxBody int64
@@ -62,7 +74,7 @@ type HTTPOptions struct {
 	Health func() map[string]any
 }
 
-// NewHTTPHandler serves a on the HTTP binding:
+// NewHandler serves a on the HTTP binding:
 //
 //	POST /amp/v1/messages  one AMP message (application/cbor) -> 200 with the
 //	                       signed reply (application/cbor)
@@ -79,7 +91,7 @@ type HTTPOptions struct {
 // Content-Type other than application/cbor is 415; anything but POST is
 // 405; other paths 404. Transport success is not application success:
 // refusals of verified messages are signed ERROR messages in a 200.
-func NewHTTPHandler(a *Agent, opts HTTPOptions) http.Handler {
+func NewHandler(a Handler, opts Options) http.Handler {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
@@ -102,7 +114,7 @@ func NewHTTPHandler(a *Agent, opts HTTPOptions) http.Handler {
 	adm := &admission{maxReqs: int64(opts.MaxInFlight), maxBytes: opts.MaxInFlightBytes}
 	retryAfter := strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second))
 	busy := func(w http.ResponseWriter, r *http.Request, what string) {
-		requestLog(r.Context(), log).Warn("request refused: agent busy", "limit", what)
+		transport.Log(r.Context(), log).Warn("request refused: agent busy", "limit", what)
 		w.Header().Set("Retry-After", retryAfter)
 		httpError(w, http.StatusServiceUnavailable, amp.Named(amp.CodeOverloaded, "busy", "the agent is busy; retry later"))
 	}
@@ -123,7 +135,7 @@ func NewHTTPHandler(a *Agent, opts HTTPOptions) http.Handler {
 			return
 		}
 		if r.ContentLength > opts.MaxBody {
-			requestLog(r.Context(), log).Info("request refused: body over the limit", "length", r.ContentLength)
+			transport.Log(r.Context(), log).Info("request refused: body over the limit", "length", r.ContentLength)
 			w.Header().Set("Connection", "close")
 			httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
 			return
@@ -158,10 +170,10 @@ func NewHTTPHandler(a *Agent, opts HTTPOptions) http.Handler {
 		reply, err := a.Handle(r.Context(), body)
 		body = nil
 		if err != nil {
-			var ue *UnverifiedError
+			var ue interface{ Unverified() bool }
 			status := http.StatusBadRequest
 			switch {
-			case errors.As(err, &ue):
+			case errors.As(err, &ue) && ue.Unverified():
 			case amp.CodeOf(err) == amp.CodeUnavailable, amp.CodeOf(err) == amp.CodeOverloaded, amp.CodeOf(err) == amp.CodeTimeout:
 				status = http.StatusServiceUnavailable
 				w.Header().Set("Retry-After", retryAfter)
@@ -317,10 +329,10 @@ func httpError(w http.ResponseWriter, status int, err error) {
 	w.Write(body)
 }
 
-// NewHTTPServer returns an http.Server for h with timeouts on headers,
+// NewServer returns an http.Server for h with timeouts on headers,
 // reads, writes and idle connections. writeTimeout must exceed the longest
-// invocation (Config.MaxTimeout).
-func NewHTTPServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *http.Server {
+// invocation (agent.Config.MaxTimeout).
+func NewServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *http.Server {
 	if writeTimeout <= 0 {
 		writeTimeout = 90 * time.Second
 	}
@@ -338,23 +350,24 @@ func NewHTTPServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger)
 	return s
 }
 
-// HTTPTransport is the client side of the HTTP binding: it POSTs each
+// Transport is the client side of the HTTP binding: it POSTs each
 // message to BaseURL + /amp/v1/messages and returns the reply, reusing
-// connections.
-type HTTPTransport struct {
+// connections. It satisfies client.Transport. Safe for concurrent use.
+type Transport struct {
 	url    string
 	client *http.Client
 	max    int64
 }
 
-// NewHTTPTransport returns a transport to the agent at baseURL
+// NewTransport returns a transport to the agent at baseURL
 // ("http://127.0.0.1:8080"). maxConns bounds idle connections kept per host
 // (default 64: above the usual client concurrency, so connections are
-// reused: net/http keeps only 2 idle connections per host by default). Replies over 16 MiB are refused.
-func NewHTTPTransport(baseURL string, maxConns int) (*HTTPTransport, error) {
+// reused: net/http keeps only 2 idle connections per host by default).
+// Replies over 16 MiB are refused.
+func NewTransport(baseURL string, maxConns int) (*Transport, error) {
 	baseURL = strings.TrimRight(baseURL, "/")
 	if !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") {
-		return nil, misconfigured("the agent url must start with http:// or https://")
+		return nil, amp.Named(0, "misconfigured", "the agent url must start with http:// or https://")
 	}
 	if maxConns <= 0 {
 		maxConns = 64
@@ -369,13 +382,13 @@ func NewHTTPTransport(baseURL string, maxConns int) (*HTTPTransport, error) {
 		ResponseHeaderTimeout: 0, // invocations take their time; the context bounds them
 		ForceAttemptHTTP2:     true,
 	}
-	return &HTTPTransport{url: baseURL + MessagesPath, client: &http.Client{Transport: tr}, max: DefaultMaxBody}, nil
+	return &Transport{url: baseURL + MessagesPath, client: &http.Client{Transport: tr}, max: DefaultMaxBody}, nil
 }
 
-// RoundTrip implements Transport. Delivery failures are 2002 (retryable);
+// RoundTrip implements client.Transport. Delivery failures are 2002 (retryable);
 // a 413 or 400 is the agent refusing the bytes (1001, with its CBOR error
 // body when it sent one); 429 and 503 are 2003 (retryable); 5xx is 5001.
-func (t *HTTPTransport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
+func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(msg))
 	if err != nil {
 		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "cannot build the request")
@@ -426,7 +439,7 @@ func (t *HTTPTransport) RoundTrip(ctx context.Context, msg []byte) ([]byte, erro
 }
 
 // Close closes idle connections.
-func (t *HTTPTransport) Close() { t.client.CloseIdleConnections() }
+func (t *Transport) Close() { t.client.CloseIdleConnections() }
 
 // String describes the transport.
-func (t *HTTPTransport) String() string { return fmt.Sprintf("http %s", t.url) }
+func (t *Transport) String() string { return fmt.Sprintf("http %s", t.url) }

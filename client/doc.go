@@ -1,0 +1,20 @@
+// Package client calls AMP agents: Client builds, signs (optionally
+// encrypts) and sends PING, CAP_QUERY and CAP_INVOKE over a Transport,
+// verifies each reply (signature against the provider's key, sender,
+// recipient, reply_to: a mismatch is 4001, RFC 004 A.12/A.13), and
+// retries delivery failures and retryable ERRORs with the same message,
+// with exponential backoff and jitter (RFC 001 §16.3).
+//
+// Transports: amphttp.Transport (HTTP binding) and ampstcp.Transport
+// (AMPS/TCP binding) from the transport packages, agent.Loopback into an
+// agent in the same process, or any TransportFunc.
+//
+// Outbox keeps outbound messages until they are answered, confirmed by a
+// report (ACK, PROC_OK, PROC_FAIL, ERROR: RFC 001 §16.1 ack_source rules)
+// or expired (§16.5), and exposes their state; its Receive method takes
+// the Receipts an agent hands over (agent.Config.Receipts).
+//
+// The package depends on amp and capability only: a program that only
+// calls agents links neither the agent runtime, nor the registry's
+// database (bbolt), nor the JSON Schema compiler. A test keeps it so.
+package client
