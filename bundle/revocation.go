@@ -160,8 +160,9 @@ func ParseRevocation(data []byte) (*Revocation, *SignedObject, error) {
 
 // VerifyStatement checks that a statement about scope is signed by enough
 // keys of p (FORMAT.md §21): the distinct trusted keys whose signatures
-// verify and who are trusted for scope itself must reach the threshold p
-// sets for scope. It returns the keys that counted.
+// verify and who are trusted for scope itself must reach the largest
+// threshold p sets for scope, a scope containing it or a scope under it
+// (Policy.RequiredWithin). It returns the keys that counted.
 func VerifyStatement(obj *SignedObject, p *Policy, scope string) ([]TrustedKey, error) {
 	verified, err := obj.Verify(p)
 	if err != nil {
@@ -175,7 +176,7 @@ func VerifyStatement(obj *SignedObject, p *Policy, scope string) ([]TrustedKey, 
 			in = append(in, k)
 		}
 	}
-	need, by := p.Required(scope)
+	need, by := p.RequiredWithin(scope)
 	if len(in) >= need && len(in) > 0 {
 		out := make([]TrustedKey, len(in))
 		for i, k := range in {
@@ -219,4 +220,51 @@ func ScopesUnder(keyScopes []string, scope string) bool {
 func KeyCoversScope(keyScopes []string, scope string) bool {
 	k := TrustedKey{Scopes: keyScopes}
 	return k.coversScope(scope)
+}
+
+// VerifyFor checks that a signed object is signed as a bundle with manifest
+// m must be (FORMAT.md §5 step 4): the distinct trusted keys of p whose
+// signatures verify and that are trusted for the bundle id and every
+// capability namespace of m reach the largest threshold of those names. It
+// returns the keys that counted. A statement about a bundle line
+// (a heartbeat, FORMAT.md §23) and the re-count of an installed bundle's
+// remaining signers (§21) use it.
+func VerifyFor(obj *SignedObject, p *Policy, m *Manifest) ([]TrustedKey, error) {
+	verified, err := obj.Verify(p)
+	if err != nil {
+		return nil, err
+	}
+	ptrs := make([]*TrustedKey, len(verified))
+	for i := range verified {
+		ptrs[i] = &verified[i]
+	}
+	in, err := admit(p, m, ptrs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TrustedKey, len(in))
+	for i, k := range in {
+		out[i] = *k
+	}
+	return out, nil
+}
+
+// ManifestUnder reports whether the bundle id and every capability
+// namespace of m lie under scope: what a statement about scope may reach.
+func ManifestUnder(m *Manifest, scope string) bool {
+	if !underScope(m.BundleID, scope) {
+		return false
+	}
+	for _, ns := range m.Namespaces() {
+		if !underScope(ns, scope) {
+			return false
+		}
+	}
+	return true
+}
+
+// ScopesOverlap reports whether two scopes share a name: one equals or
+// contains the other.
+func ScopesOverlap(a, b string) bool {
+	return a == "*" || b == "*" || underScope(a, b) || underScope(b, a)
 }

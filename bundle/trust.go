@@ -51,6 +51,25 @@ func (p *Policy) Required(name string) (int, string) {
 	return need, by
 }
 
+// RequiredWithin returns the number of distinct trusted signers a
+// statement about scope needs (FORMAT.md §21): the largest threshold of
+// scope, of every scope containing it, and of every scope under it (what
+// the statement changes for scope reaches every narrower scope: keys it
+// adds count there, keys it retires or revokes may be trusted there), and
+// the scope that sets it ("" for the default of 1).
+func (p *Policy) RequiredWithin(scope string) (int, string) {
+	need, by := p.Required(scope)
+	if p == nil {
+		return need, by
+	}
+	for sc, n := range p.Thresholds {
+		if (scope == "*" || sc != "*" && underScope(sc, scope)) && (n > need || n == need && by != "" && sc > by) {
+			need, by = n, sc
+		}
+	}
+	return need, by
+}
+
 // RequiredFor returns the number of distinct trusted signers m needs: the
 // largest threshold over its bundle id and capability namespaces.
 func (p *Policy) RequiredFor(m *Manifest) int {

@@ -78,6 +78,8 @@ type ImportResult struct {
 	// Delta is set when the file was a delta bundle: the base it applied
 	// to and how much it took from it.
 	Delta *DeltaResult `json:"delta,omitempty"`
+	// signerKeys are the did:keys of the signers that counted.
+	signerKeys []string
 }
 
 // DeltaResult describes what a delta import took from its base.
@@ -157,6 +159,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	res := &ImportResult{BundleID: m.BundleID, Version: m.Version}
 	for _, k := range br.Signers() {
 		res.Signers = append(res.Signers, k.Name)
+		res.signerKeys = append(res.signerKeys, amp.DIDKey(k.Key))
 	}
 	verified = res
 	for _, d := range m.Capabilities {
@@ -633,7 +636,7 @@ func install(tx *bolt.Tx, m *bundle.Manifest, signed []byte, arts []staged, res 
 		}
 	}
 	rec := bundleRecord{BundleID: m.BundleID, Version: m.Version, Signed: signed, ImportedAt: formatTime(now),
-		Signers: res.Signers, Artifacts: uint64(len(arts)), Bytes: total}
+		Signers: res.Signers, SignerKeys: res.signerKeys, Artifacts: uint64(len(arts)), Bytes: total}
 	if m.ExpiresAt != nil {
 		rec.ExpiresAt = formatTime(*m.ExpiresAt)
 	}

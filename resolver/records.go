@@ -25,6 +25,9 @@ type bundleRecord struct {
 	Signed     []byte   `cbor:"signed"` // the COSE_Sign item exactly as received
 	ImportedAt string   `cbor:"imported_at"`
 	Signers    []string `cbor:"signers"` // trust names whose signatures verified
+	// SignerKeys are the did:keys of the signers that counted at import
+	// (absent in records written before they were kept).
+	SignerKeys []string `cbor:"signer_keys,omitempty"`
 	ExpiresAt  string   `cbor:"expires_at,omitempty"`
 	Artifacts  uint64   `cbor:"artifacts"`
 	Bytes      uint64   `cbor:"bytes"`

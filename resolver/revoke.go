@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,6 +17,10 @@ import (
 type revokedRecord struct {
 	StatementSHA256 []byte `cbor:"statement_sha256,omitempty"` // empty for trust rm --fail-closed
 	At              string `cbor:"at"`
+	// Scopes are the scopes of the statements that revoked a key (absent
+	// in records written before they were kept: read as "*"). A key is
+	// refused for a scope that overlaps one of them (docs/FORMAT.md §21).
+	Scopes []string `cbor:"scopes,omitempty"`
 }
 
 func revokedKeyKey(did string) []byte { return key2("k", did) }
@@ -40,9 +45,28 @@ func revokedBundles(tx *bolt.Tx) (map[string]bool, error) {
 	return out, err
 }
 
-// keyRevoked reports whether the store holds a revocation of the key.
-func keyRevoked(tx *bolt.Tx, did string) bool {
-	return bucket(tx, bRevoked).Get(revokedKeyKey(did)) != nil
+// keyRevokedFor returns the scope of a revocation this store applied to
+// the key that overlaps one of scopes (a scope equal to, containing or
+// under it), and whether there is one: the key cannot be trusted for those
+// scopes. A revocation by the keys of com.acme does not stop an operator
+// from trusting the key for org.example.
+func keyRevokedFor(tx *bolt.Tx, did string, scopes []string) (string, bool) {
+	raw := bucket(tx, bRevoked).Get(revokedKeyKey(did))
+	if raw == nil {
+		return "", false
+	}
+	var r revokedRecord
+	if decode(raw, &r) != nil || len(r.Scopes) == 0 {
+		return "*", true // unreadable or from before scopes were kept: everywhere
+	}
+	for _, rs := range r.Scopes {
+		for _, sc := range scopes {
+			if bundle.ScopesOverlap(rs, sc) {
+				return rs, true
+			}
+		}
+	}
+	return "", false
 }
 
 // versionRevoked reports whether a bundle version is revoked.
@@ -60,23 +84,69 @@ func thresholdPolicy(tx *bolt.Tx) *bundle.Policy {
 	return p
 }
 
-// failClosed marks the installed bundles that can no longer be trusted:
-// every version listed in versions, and every bundle one of whose counted
-// signers is in gone when the signers that remain trusted are fewer than
-// the threshold now in force for it. reason says why. It returns them as
-// "bundle_id@version", sorted.
-func failClosed(tx *bolt.Tx, gone map[string]bool, versions map[bundle.BundleVersion]bool, reason string) ([]string, error) {
-	trusted := map[string]bool{}
-	if err := bucket(tx, bTrust).ForEach(func(k, _ []byte) error {
-		trusted[string(k)] = true
+// policyTx returns the store's trust policy (keys and thresholds) as seen
+// inside tx.
+func policyTx(tx *bolt.Tx) (*bundle.Policy, error) {
+	p := thresholdPolicy(tx)
+	err := bucket(tx, bTrust).ForEach(func(_, v []byte) error {
+		var r trustRecord
+		if err := decode(v, &r); err != nil {
+			return err
+		}
+		p.Keys = append(p.Keys, bundle.TrustedKey{Name: r.Name, Key: r.Key, Scopes: r.Scopes})
 		return nil
-	}); err != nil {
+	})
+	return p, err
+}
+
+// signedBy reports whether one of the signatures of obj is by a key in
+// dids, whether or not the store trusts it.
+func signedBy(obj *bundle.SignedObject, dids map[string]bool) bool {
+	for _, sg := range obj.Signatures {
+		if dids[amp.BareDID(sg.KID)] {
+			return true
+		}
+	}
+	return false
+}
+
+// remainingSigners returns the policy of the keys that still vouch for an
+// installed bundle: trusted now, not in gone, and (when the record keeps
+// them) among the signers that counted when it was imported.
+func remainingSigners(p *bundle.Policy, r *bundleRecord, gone map[string]bool) *bundle.Policy {
+	counted := map[string]bool{}
+	for _, k := range r.SignerKeys {
+		counted[k] = true
+	}
+	out := &bundle.Policy{Thresholds: p.Thresholds}
+	for _, k := range p.Keys {
+		did := amp.DIDKey(k.Key)
+		if gone[did] || len(counted) > 0 && !counted[did] {
+			continue
+		}
+		out.Keys = append(out.Keys, k)
+	}
+	return out
+}
+
+// failClosed marks the installed bundles that can no longer be trusted
+// (docs/FORMAT.md §21): every version listed in versions, and every bundle
+// whose signed manifest carries a signature by a key in gone (did:keys,
+// matched against the signatures' kids whether or not a trust entry still
+// names the key) when the signers that still vouch for it — counted at its
+// import, trusted now for its bundle id and every namespace, not in gone,
+// counted by key — are fewer than the threshold now in force for it.
+// within, when not "", limits that second rule to bundles whose bundle id
+// and namespaces all lie under the scope within. reason says why. It
+// returns them as "bundle_id@version", sorted.
+func failClosed(tx *bolt.Tx, gone map[string]bool, versions map[bundle.BundleVersion]bool, within, reason string) ([]string, error) {
+	policy, err := policyTx(tx)
+	if err != nil {
 		return nil, err
 	}
-	policy := thresholdPolicy(tx)
 	b := bucket(tx, bBundles)
 	var marked []bundleRecord
-	err := b.ForEach(func(_, v []byte) error {
+	err = b.ForEach(func(_, v []byte) error {
 		var r bundleRecord
 		if err := decode(v, &r); err != nil {
 			return err
@@ -87,32 +157,26 @@ func failClosed(tx *bolt.Tx, gone map[string]bool, versions map[bundle.BundleVer
 		why := ""
 		if versions[bundle.BundleVersion{BundleID: r.BundleID, Version: r.Version}] {
 			why = "this version is revoked"
-		} else {
-			hit, remaining := false, 0
-			for _, n := range r.Signers {
-				if gone[n] {
-					hit = true
-				} else if trusted[n] {
-					remaining++
-				}
+		} else if len(gone) > 0 {
+			obj, err := bundle.DecodeObject(r.Signed, bundle.MediaTypeManifest)
+			var m *bundle.Manifest
+			if err == nil {
+				m, err = bundle.DecodeManifest(obj.Payload)
 			}
-			if !hit {
+			switch {
+			case err != nil:
+				why = "its signed manifest is unreadable" // cannot tell who signed it: fail closed
+			case !signedBy(obj, gone), within != "" && !bundle.ManifestUnder(m, within):
 				return nil
-			}
-			need := 1
-			if obj, err := bundle.DecodeObject(r.Signed, bundle.MediaTypeManifest); err == nil {
-				if m, err := bundle.DecodeManifest(obj.Payload); err == nil {
-					need = policy.RequiredFor(m)
-				} else {
-					need = bundle.MaxSignatures + 1 // unreadable: fail closed
+			default:
+				if _, err := bundle.VerifyFor(obj, remainingSigners(policy, &r, gone), m); err == nil {
+					return nil
 				}
-			} else {
-				need = bundle.MaxSignatures + 1
+				why = reason
 			}
-			if remaining >= need {
-				return nil
-			}
-			why = reason
+		}
+		if why == "" {
+			return nil
 		}
 		r.Revoked = why
 		marked = append(marked, r)
@@ -150,15 +214,17 @@ type RevokeResult struct {
 // ApplyRevocation verifies a revocation statement (docs/FORMAT.md §21)
 // against the store's trust and applies it, in one transaction: the keys
 // it names are no longer trusted (their trust entries go, and trust add
-// refuses them), the bundle versions it names can no longer be imported,
-// and every installed bundle it covers fails closed at its next use (5002
-// bundle_revoked): a version it names, or a bundle signed by a revoked key
-// whose other still-trusted signers are fewer than its threshold. Installed
-// bundles stay listed (ls, check) until removed or replaced by a newer
-// version. A statement is valid when signed by the threshold of distinct
-// keys trusted for its scope; it may revoke only keys trusted for nothing
-// beyond that scope (revocation_out_of_scope). Audited ("revoke"; a refusal
-// as "import_refused"); changes the generation.
+// refuses them for any scope overlapping the statement's), the bundle
+// versions it names can no longer be imported, and every installed bundle
+// it covers fails closed at its next use (5002 bundle_revoked): a version
+// it names, or a bundle under its scope signed by a revoked key (matched by
+// kid, trusted or not) whose remaining signers, counted by key, are fewer
+// than its threshold (failClosed). Installed bundles stay listed (ls,
+// check) until removed or replaced by a newer version. A statement is valid
+// when signed by distinct keys trusted for its scope reaching
+// bundle.Policy.RequiredWithin of it; it may revoke only keys trusted for
+// nothing beyond that scope (revocation_out_of_scope). Audited ("revoke";
+// a refusal as "import_refused"); changes the generation.
 func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -193,12 +259,13 @@ func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
 	var gen uint64
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		now := formatTime(s.opts.Now())
-		rec := encode(revokedRecord{StatementSHA256: fileSum, At: now})
 		rb := bucket(tx, bRevoked)
 		tb := bucket(tx, bTrust)
-		gone := map[string]bool{}
+		gone := map[string]bool{}     // trust names the statement removes
+		goneKeys := map[string]bool{} // every did:key it names
 		fresh := false
 		for _, did := range rev.Keys {
+			goneKeys[did] = true
 			pub, _ := bundle.KeyFromKID(did)
 			if err := tb.ForEach(func(_, v []byte) error {
 				var r trustRecord
@@ -217,13 +284,20 @@ func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
 			}); err != nil {
 				return err
 			}
-			if rb.Get(revokedKeyKey(did)) == nil {
-				fresh = true
-				if err := rb.Put(revokedKeyKey(did), rec); err != nil {
-					return err
+			rr := revokedRecord{StatementSHA256: fileSum, At: now, Scopes: []string{rev.Scope}}
+			if raw := rb.Get(revokedKeyKey(did)); raw != nil {
+				if decode(raw, &rr) != nil || len(rr.Scopes) == 0 || slices.Contains(rr.Scopes, rev.Scope) {
+					continue // already revoked for this scope (or everywhere)
 				}
+				rr.Scopes = append(rr.Scopes, rev.Scope)
+				sort.Strings(rr.Scopes)
+			}
+			fresh = true
+			if err := rb.Put(revokedKeyKey(did), encode(rr)); err != nil {
+				return err
 			}
 		}
+		rec := encode(revokedRecord{StatementSHA256: fileSum, At: now})
 		versions := map[bundle.BundleVersion]bool{}
 		for _, b := range rev.Bundles {
 			versions[b] = true
@@ -241,7 +315,7 @@ func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
 			}
 		}
 		sort.Strings(res.RemovedTrust)
-		failed, err := failClosed(tx, gone, versions, "a signer's key is revoked and the signers still trusted are fewer than the threshold")
+		failed, err := failClosed(tx, goneKeys, versions, rev.Scope, "a signer's key is revoked and the signers still trusted are fewer than the threshold")
 		if err != nil {
 			return err
 		}
@@ -303,11 +377,17 @@ func (s *Store) TrustRemoveFailClosed(name string) ([]string, error) {
 	var gen uint64
 	var failed []string
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		var r trustRecord
+		if raw := bucket(tx, bTrust).Get([]byte(name)); raw != nil {
+			if err := decode(raw, &r); err != nil {
+				return err
+			}
+		}
 		if err := s.trustRemoveTx(tx, name); err != nil {
 			return err
 		}
 		var err error
-		failed, err = failClosed(tx, map[string]bool{name: true}, nil, "its signer "+name+" is no longer trusted (trust rm --fail-closed)")
+		failed, err = failClosed(tx, map[string]bool{amp.DIDKey(r.Key): true}, nil, "", "its signer "+name+" is no longer trusted (trust rm --fail-closed)")
 		if err != nil {
 			return err
 		}

@@ -66,8 +66,9 @@ func (s *Store) TrustChains() (map[string]uint64, error) {
 // it in one transaction: it must be the next of its scope's chain
 // (sequence one more than the last applied, prev its SHA-256; a later one
 // is rotation_gap, another statement of an applied number or one chaining
-// elsewhere rotation_fork), signed by the threshold of distinct keys
-// trusted for the scope before it. Then its added keys are trusted for the
+// elsewhere rotation_fork), signed by distinct keys trusted for the scope
+// reaching, before it, the largest threshold of the scope, of a scope
+// containing it or of a scope under it (bundle.Policy.RequiredWithin). Then its added keys are trusted for the
 // scope, its retired keys are no longer trusted (their signatures count
 // for no import from now on; bundles they signed stay installed), and the
 // scope's threshold is set; a statement that would leave fewer keys for
@@ -166,8 +167,8 @@ func (s *Store) ApplyRotation(data []byte) (_ *RotateResult, err error) {
 		}
 		now := formatTime(s.opts.Now())
 		for _, a := range rot.Add {
-			if keyRevoked(tx, a.Key) {
-				return fail(ErrKeyRevoked, "the statement adds %s, which this store has revoked", a.Key)
+			if by, ok := keyRevokedFor(tx, a.Key, []string{rot.Scope}); ok {
+				return fail(ErrKeyRevoked, "the statement adds %s, which this store has revoked for scope %s", a.Key, by)
 			}
 			if r := find(a.Key); r != nil && !gone[r.Name] {
 				if bundle.KeyCoversScope(r.Scopes, rot.Scope) {

@@ -72,8 +72,8 @@ func (s *Store) TrustAdd(name string, key ed25519.PublicKey, scopes []string) er
 	var gen uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := bucket(tx, bTrust)
-		if keyRevoked(tx, amp.DIDKey(key)) {
-			return fail(ErrKeyRevoked, "key %s is revoked (a revocation statement this store applied); it cannot be trusted again", amp.DIDKey(key))
+		if by, ok := keyRevokedFor(tx, amp.DIDKey(key), clean); ok {
+			return fail(ErrKeyRevoked, "key %s is revoked for scope %s (a revocation statement this store applied); it cannot be trusted for a scope overlapping it", amp.DIDKey(key), by)
 		}
 		if b.Get([]byte(name)) != nil {
 			return fail(ErrTrustExists, "a trusted key named %s exists; remove it first", name)

@@ -1,0 +1,207 @@
+package resolver
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"testing"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// Attacks on the trust statements found by a review: each test reproduces
+// one hole and checks it stays closed.
+
+// bankStore trusts key p (seed 51) for org.example with the default
+// threshold 1, and keys b1..b3 (seeds 52-54) for org.example.bank with a
+// threshold of 3.
+func bankStore(t *testing.T) (s *Store, p ed25519.PrivateKey, bank []ed25519.PrivateKey) {
+	t.Helper()
+	s = rotationStoreWith(t, map[string]ed25519.PrivateKey{"p": testKeyN(51)}, "org.example")
+	bank = []ed25519.PrivateKey{testKeyN(52), testKeyN(53), testKeyN(54)}
+	for i, k := range bank {
+		if err := s.TrustAdd([]string{"b1", "b2", "b3"}[i], pub(k), []string{"org.example.bank"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.TrustSetThreshold("org.example.bank", 3); err != nil {
+		t.Fatal(err)
+	}
+	return s, testKeyN(51), bank
+}
+
+// TestThresholdBypassByParentScopeKey: one key of org.example (threshold
+// 1) cannot, alone, sign a statement that changes what org.example.bank
+// (threshold 3) trusts: adding keys that would count for bank bundles,
+// retiring or revoking bank keys, or revoking bank bundle versions all
+// need the bank threshold of keys trusted for the statement's scope.
+func TestThresholdBypassByParentScopeKey(t *testing.T) {
+	s, p, bank := bankStore(t)
+	x1, x2 := testKeyN(61), testKeyN(62)
+	tests := []struct {
+		name  string
+		apply func([]byte) error
+		data  []byte
+	}{
+		{"rotation adding two keys", rot(s), rotation(t, nil, 1, 1, map[string]ed25519.PrivateKey{"x1": x1, "x2": x2}, nil, p)},
+		{"rotation retiring a bank key", rot(s), rotation(t, nil, 1, 1, nil, []ed25519.PrivateKey{bank[0]}, p)},
+		{"revocation of a bank key", rev(s), revocation(t, "org.example", []string{didOfPriv(bank[0])}, nil, p)},
+		{"revocation of a key nobody trusts yet", rev(s), revocation(t, "org.example", []string{didOfPriv(x1)}, nil, p)},
+	}
+	for _, tt := range tests {
+		before := dumpBesidesAudit(t, s)
+		err := tt.apply(tt.data)
+		if !errors.Is(err, bundle.ErrThreshold) {
+			t.Fatalf("%s: got %v, want %s", tt.name, err, bundle.ErrThreshold)
+		}
+		if dumpBesidesAudit(t, s) != before {
+			t.Fatalf("%s: a refused statement changed the store", tt.name)
+		}
+	}
+	// A statement about the bank scope itself still needs its three keys
+	// and no more.
+	if _, err := s.ApplyRevocation(revocation(t, "org.example.bank", []string{didOfPriv(x1)}, nil, bank...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rot(s *Store) func([]byte) error {
+	return func(b []byte) error { _, err := s.ApplyRotation(b); return err }
+}
+
+func rev(s *Store) func([]byte) error {
+	return func(b []byte) error { _, err := s.ApplyRevocation(b); return err }
+}
+
+// rotationStoreWith opens a store trusting keys for scope.
+func rotationStoreWith(t *testing.T, keys map[string]ed25519.PrivateKey, scope string) *Store {
+	t.Helper()
+	s := rotationStore(t)
+	if err := s.TrustRemove("a"); err != nil {
+		t.Fatal(err)
+	}
+	for n, k := range keys {
+		if err := s.TrustAdd(n, pub(k), []string{scope}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// TestRevocationOfRetiredKeyReachesItsBundles: revoking a key after
+// retiring it (as docs/FORMAT.md §22 advises) or after trust rm fails
+// closed the installed bundles it signed, although no trust entry names
+// the key any more; a statement of another scope reaches none of them.
+func TestRevocationOfRetiredKeyReachesItsBundles(t *testing.T) {
+	a, b := testKeyN(41), testKeyN(42)
+	tests := []struct {
+		name   string
+		forget func(t *testing.T, s *Store)
+	}{
+		{"retired by a trust statement", func(t *testing.T, s *Store) {
+			if _, err := s.ApplyRotation(rotation(t, nil, 1, 1, map[string]ed25519.PrivateKey{"b": b}, []ed25519.PrivateKey{a}, a)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"removed by trust rm", func(t *testing.T, s *Store) {
+			if err := s.TrustAdd("b", pub(b), []string{"org.example"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.TrustRemove("a"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := rotationStore(t)
+			mustImport(t, s, cosigned(t, 1, a))
+			tt.forget(t, s)
+			if err := s.TrustAdd("acme", pub(sampleKey(t, "acme-publisher")), []string{"com.acme"}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.ApplyRevocation(revocation(t, "com.acme", []string{didOfPriv(a)}, nil, sampleKey(t, "acme-publisher")))
+			if err != nil || len(res.FailedClosed) != 0 {
+				t.Fatalf("a statement of com.acme failed closed %v (%v)", res, err)
+			}
+			res, err = s.ApplyRevocation(revocation(t, "org.example", []string{didOfPriv(a)}, nil, b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.FailedClosed) != 1 || res.FailedClosed[0] != "org.example.translate@1" {
+				t.Fatalf("failed closed %v", res.FailedClosed)
+			}
+			_, err = s.Resolve(descriptorRef(t, s))
+			expect5002(t, err, ErrBundleRevoked)
+		})
+	}
+}
+
+// TestRevocationRemainingSignerCountedByKeyNotName: a new key trusted
+// under the name of a removed signer does not count as a signer of the
+// bundles the old key signed.
+func TestRevocationRemainingSignerCountedByKeyNotName(t *testing.T) {
+	a, b, c, a2 := testKeyN(11), testKeyN(12), testKeyN(13), testKeyN(15)
+	s := rotationStoreWith(t, map[string]ed25519.PrivateKey{"a": a, "b": b, "c": c}, "org.example")
+	if err := s.TrustSetThreshold("org.example", 2); err != nil {
+		t.Fatal(err)
+	}
+	mustImport(t, s, cosigned(t, 1, a, b, c))
+	if err := s.TrustRemove("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TrustAdd("a", pub(a2), []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	// b revoked: of the signers a, b, c only c is still trusted, one of two.
+	res, err := s.ApplyRevocation(revocation(t, "org.example", []string{didOfPriv(b)}, nil, a2, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.FailedClosed) != 1 {
+		t.Fatalf("failed closed %v: the new key named a was counted as a signer", res.FailedClosed)
+	}
+	_, err = s.Resolve(descriptorRef(t, s))
+	expect5002(t, err, ErrBundleRevoked)
+}
+
+// TestPreRevocationByAnotherScopeCannotBlockTrust: a revocation of a key
+// the store does not trust, signed by the keys of com.acme, blocks that
+// key only for scopes overlapping com.acme: trust add and rotation for
+// org.example still accept it.
+func TestPreRevocationByAnotherScopeCannotBlockTrust(t *testing.T) {
+	s := newStore(t)
+	acme, example := sampleKey(t, "acme-publisher"), sampleKey(t, "example-publisher")
+	k := testKeyN(21)
+	if _, err := s.ApplyRevocation(revocation(t, "com.acme", []string{didOfPriv(k)}, nil, acme)); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		scope string
+		want  amp.ErrName // "" for accepted
+	}{
+		{"com.acme.tools", ErrKeyRevoked},
+		{"com.acme", ErrKeyRevoked},
+		{"*", ErrKeyRevoked},
+		{"com", ErrKeyRevoked},
+		{"org.example", ""},
+	}
+	for _, tt := range tests {
+		err := s.TrustAdd("k", pub(k), []string{tt.scope})
+		if tt.want != "" {
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("%s: got %v, want %s", tt.scope, err, tt.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tt.scope, err)
+		}
+		if err := s.TrustRemove("k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.ApplyRotation(rotation(t, nil, 1, 1, map[string]ed25519.PrivateKey{"k": k}, nil, example)); err != nil {
+		t.Fatalf("rotation adding the key for org.example: %v", err)
+	}
+}
