@@ -20,6 +20,11 @@ const MaxReceiptSize = 64 << 20
 // ErrInvalidReceipt names a receipt that does not verify.
 const ErrInvalidReceipt amp.ErrName = "invalid_receipt"
 
+// ErrSiteKeyRequired names a receipt verification without the expected
+// site key: a receipt proves only who signed it, so it is never reported
+// as verified against nothing.
+const ErrSiteKeyRequired amp.ErrName = "site_key_required"
+
 // receiptPayload is the signed payload of a receipt.
 type receiptPayload struct {
 	Format   string   `cbor:"format"`
@@ -82,14 +87,30 @@ func BuildReceipt(log []AuditEntry, from, to uint64, site ed25519.PrivateKey, no
 	return bundle.SignObject(bundle.MediaTypeReceipt, encode(p), []ed25519.PrivateKey{site})
 }
 
-// VerifyReceipt checks a receipt (docs/FORMAT.md §20): one COSE_Sign of
-// the receipt content type, one signature that verifies with the key of
-// its kid, the kid equal to the payload's site (and to site, when given),
-// a closed deterministic payload, and entries that chain: consecutive
-// sequence numbers from first_seq, the first's prev equal to prev (32 zero
-// bytes when first_seq is 1), each next prev the SHA-256 of the entry
-// before, and the SHA-256 of the last equal to head.
+// VerifyReceipt checks a receipt (docs/FORMAT.md §20) against the site key
+// the verifier expects: one COSE_Sign of the receipt content type, one
+// signature that verifies with the key of its kid, the kid equal to the
+// payload's site and to site, a closed deterministic payload, and entries
+// that chain: consecutive sequence numbers from first_seq, the first's prev
+// equal to prev (32 zero bytes when first_seq is 1), each next prev the
+// SHA-256 of the entry before, and the SHA-256 of the last equal to head.
+// Without site (nil) it fails with site_key_required, naming the key the
+// receipt claims: anyone can sign a well-formed receipt with a key of
+// their own.
 func VerifyReceipt(data []byte, site ed25519.PublicKey) (*Receipt, error) {
+	r, err := checkReceipt(data, site)
+	if err != nil {
+		return nil, err
+	}
+	if site == nil {
+		return nil, fail(ErrSiteKeyRequired, "the receipt is signed by %s, and nothing says that is the site's key: verify it against the site's public key (receipt verify --site PUB)", r.Site)
+	}
+	return r, nil
+}
+
+// checkReceipt is VerifyReceipt without the requirement of a site key:
+// with site nil it checks everything but who the site is.
+func checkReceipt(data []byte, site ed25519.PublicKey) (*Receipt, error) {
 	if len(data) > MaxReceiptSize {
 		return nil, fail(ErrInvalidReceipt, "receipt is larger than %d bytes", MaxReceiptSize)
 	}

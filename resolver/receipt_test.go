@@ -157,11 +157,14 @@ func TestReceiptTampering(t *testing.T) {
 		}
 	}
 	// Without an expected site key, a receipt re-signed by another key
-	// verifies as that key's receipt: the caller must compare the site.
-	r, err := VerifyReceipt(tests[2].data, nil)
+	// is well formed as that key's receipt, and is never reported as
+	// verified: site_key_required.
+	r, err := checkReceipt(tests[2].data, nil)
 	if err != nil || r.Site == didOf(site) {
 		t.Fatalf("%v %v", r, err)
 	}
+	_, err = VerifyReceipt(tests[2].data, nil)
+	expectName(t, err, ErrSiteKeyRequired)
 }
 
 func didOf(k ed25519.PrivateKey) string { return string(bundle.KeyID(pub(k))) }

@@ -84,11 +84,12 @@ func receiptVerifyCommand(env *cliutil.Env) *cli.Command {
 		Usage:     "verify a receipt without the store",
 		ArgsUsage: "FILE",
 		Description: `Verifies the receipt FILE (docs/FORMAT.md §20): its signature by the site
-key it names, which must be --site when given; the chain of its entries;
-and, with --expect-head HEX, that a head recorded earlier is one of its
-entries' hashes or the hash its first entry chains to. Lists the entries.`,
+key --site (required: a receipt proves only who signed it, so without --site
+it fails with site_key_required, naming the key it claims); the chain of its
+entries; and, with --expect-head HEX, that a head recorded earlier is one of
+its entries' hashes or the hash its first entry chains to. Lists the entries.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "site", Usage: "expected site public key: `PUB` PEM file or did:key"},
+			&cli.StringFlag{Name: "site", Usage: "the site's public key the receipt must be signed by (required): `PUB` PEM file or did:key"},
 			&cli.StringFlag{Name: "expect-head", Usage: "audit head `HEX` that must be in the receipt's chain"},
 			jsonFlag},
 		Action: func(c *cli.Context) error {
@@ -136,7 +137,7 @@ entries' hashes or the hash its first entry chains to. Lists the entries.`,
 				for _, e := range r.Entries {
 					out = append(out, auditView(e))
 				}
-				doc := map[string]any{"verified": true, "site": r.Site, "site_checked": site != nil, "issued_at": r.IssuedAt,
+				doc := map[string]any{"verified": true, "site": r.Site, "site_checked": true, "issued_at": r.IssuedAt,
 					"first_seq": r.FirstSeq, "prev": hex.EncodeToString(r.Prev), "head": hex.EncodeToString(r.Head), "entries": out}
 				if expect != nil {
 					doc["expected_head_seq"] = expectAt
@@ -146,11 +147,7 @@ entries' hashes or the hash its first entry chains to. Lists the entries.`,
 			for _, e := range r.Entries {
 				printAudit(env.Stdout, e)
 			}
-			fmt.Fprintf(env.Stdout, "receipt verified: %d entries signed by %s", len(r.Entries), r.Site)
-			if site == nil {
-				fmt.Fprint(env.Stdout, " (site key not checked: give --site)")
-			}
-			fmt.Fprintf(env.Stdout, "\nhead sha256 %s\n", hex.EncodeToString(r.Head))
+			fmt.Fprintf(env.Stdout, "receipt verified: %d entries signed by the site key %s\nhead sha256 %s\n", len(r.Entries), r.Site, hex.EncodeToString(r.Head))
 			return nil
 		},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -51,10 +52,27 @@ func TestReceiptExportVerifyAndTamper(t *testing.T) {
 		t.Fatalf("verify %+v, store head %s", v, log.Head)
 	}
 	failsWith(t, "invalid_receipt", "receipt", "verify", out, "--site", pubs[1])
-	failsWith(t, "invalid_receipt", "receipt", "verify", out, "--expect-head", "11"+before.Head[2:])
+	failsWith(t, "invalid_receipt", "receipt", "verify", out, "--site", pubs[0], "--expect-head", "11"+before.Head[2:])
 	data, _ := os.ReadFile(out)
 	data[len(data)/2] ^= 1
 	bad := filepath.Join(t.TempDir(), "bad.receipt")
 	os.WriteFile(bad, data, 0o644)
 	failsWith(t, "invalid_receipt", "receipt", "verify", bad, "--site", pubs[0])
+}
+
+// TestReceiptSignedByAnyoneNotVerifiedWithoutSite: a receipt proves only
+// who signed it; without --site, verify must not say "verified" for a
+// receipt anyone could have signed with a key of their own: it fails
+// (site_key_required, exit 1) naming the key the receipt claims.
+func TestReceiptSignedByAnyoneNotVerifiedWithoutSite(t *testing.T) {
+	db := newStore(t)
+	keys, pubs := officers(t, 2)
+	out := filepath.Join(t.TempDir(), "r.receipt")
+	mustRun(t, "receipt", "--db", db, "--key", keys[1], "-o", out) // a stranger's key
+	failsWith(t, "site_key_required", "receipt", "verify", out)
+	if r := runCLI(t, nil, "receipt", "verify", out); r.code != 1 || strings.Contains(r.stdout, "verified") || !strings.Contains(r.stderr, "--site") {
+		t.Fatalf("without --site: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	failsWith(t, "invalid_receipt", "receipt", "verify", out, "--site", pubs[0])
+	mustRun(t, "receipt", "verify", out, "--site", pubs[1])
 }
