@@ -96,7 +96,9 @@ type Config struct {
 	Observe func(Observation)
 	// Ledger is the idempotency ledger. Nil opens the durable one beside
 	// the store, in the file Store.Path() + ".ledger" (never the registry
-	// file), with LedgerLimits; Close closes it.
+	// file), with LedgerLimits; Close closes it. New makes the ledger
+	// charge its per-caller quotas to the policy's principals
+	// (Ledger.SetPrincipal with PrincipalOf): one ledger serves one agent.
 	Ledger *ledger.Ledger
 	// LedgerLimits bound the ledger New opens (default: 256 MiB, 1/8 of it
 	// per caller).
@@ -210,7 +212,8 @@ func New(cfg Config) (*Agent, error) {
 
 	a := &Agent{cfg: cfg, log: cfg.Logger, cpu: make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
 		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{},
-		streams: newStreams(cfg.StreamLimits)}
+	}
+	a.streams = newStreams(cfg.StreamLimits, a.principal)
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -274,8 +277,12 @@ func New(cfg Config) (*Agent, error) {
 		}
 		a.ownLedger = true
 	}
+	a.ledger.SetPrincipal(a.principal)
 	return a, nil
 }
+
+// principal is the quota bucket of a sender (PrincipalOf the policy).
+func (a *Agent) principal(sender string) string { return PrincipalOf(a.cfg.Policy, sender) }
 
 // checkIdentity makes sure peers can verify what the agent signs.
 func (a *Agent) checkIdentity() error {

@@ -56,7 +56,18 @@
 // bounded memory cache, and retryable refusals are not kept at all, so that
 // a retry with the same id (RFC 001 §16.3) is evaluated again. The ledger
 // has a byte budget and a per-caller share; beyond them an invocation is
-// refused, retryably, before anything runs.
+// refused, retryably, before anything runs. A running entry is kept at
+// least as long as the handler may run.
+//
+// # Quotas per principal
+//
+// The per-caller quotas (the ledger's share, the share of its volatile
+// cache, open streams) are charged to the caller's principal, not its DID
+// (Principals, PrincipalOf): with Rules, a caller named by a rule is its
+// own principal, and every other caller — admitted by a "*" rule, or not at
+// all — shares one, SharedPrincipal, since a did:key costs nothing to make.
+// A Policy that does not implement Principals charges everyone to
+// SharedPrincipal. See docs/SPEC-DECISIONS.md AGENT-7.
 //
 // # Streams
 //

@@ -15,6 +15,30 @@ type Policy interface {
 	AllowCapability(caller, name string) bool
 }
 
+// SharedPrincipal is the principal of every caller a policy does not name
+// (admitted by a "*" rule, or not admitted at all): they share one quota.
+const SharedPrincipal = "*"
+
+// Principals is implemented by a Policy that says which principal a caller
+// is charged to: the agent's per-caller quotas (the idempotency ledger's
+// share, its volatile cache's share, open streams) are per principal, not
+// per DID, because a did:key costs nothing to make: under an open policy,
+// fresh identities would each get a full share. Principal must be a pure
+// function of the caller. A Policy without it charges every caller to
+// SharedPrincipal (fail closed: one quota for all).
+type Principals interface {
+	Principal(caller string) string
+}
+
+// PrincipalOf returns the principal p charges caller to: p.Principal when
+// p implements Principals, SharedPrincipal otherwise.
+func PrincipalOf(p Policy, caller string) string {
+	if pp, ok := p.(Principals); ok {
+		return pp.Principal(caller)
+	}
+	return SharedPrincipal
+}
+
 // Rule lets Caller use the capabilities under Prefix.
 //
 // Caller is a DID or "*" (any authenticated caller). Prefix is "*" (every
@@ -67,6 +91,19 @@ func (rs Rules) AllowCaller(caller string) bool {
 		}
 	}
 	return false
+}
+
+// Principal implements Principals: a caller named by a rule (its DID) is
+// its own principal; every other caller (admitted by a "*" rule only, or
+// not at all) is SharedPrincipal.
+func (rs Rules) Principal(caller string) string {
+	bare := amp.BareDID(caller)
+	for _, r := range rs {
+		if r.Caller == bare {
+			return bare
+		}
+	}
+	return SharedPrincipal
 }
 
 // AllowCapability reports whether some rule for the caller covers name.

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"io"
 	"sync/atomic"
@@ -173,5 +174,114 @@ func TestRetryableStreamRefusalKeepsTheStream(t *testing.T) {
 	wantAck(t, e.receive(e.caller, raw), "s", 3)
 	if !bytes.Equal(rec.got["s"], content) || calls.Load() != 2 {
 		t.Fatalf("application got %q after %d calls", rec.got["s"], calls.Load())
+	}
+}
+
+// freshIdentity is a did:key made on the spot, as an attacker makes them.
+func freshIdentity(t testing.TB) amp.Identity {
+	_, k, err := ed25519.GenerateKey(rand.Reader)
+	must(t, err)
+	x, err := amp.AgreementKeyFromEd25519(k)
+	must(t, err)
+	return amp.Identity{DID: amp.DIDKey(k.Public().(ed25519.PublicKey)), SigningKey: k, Agreement: x}
+}
+
+// openPolicy lets anyone use org.agentries and names e.caller too.
+func openPolicy(e *env) Rules {
+	return Rules{{Caller: "*", Prefix: "org.agentries"}, {Caller: e.caller.DID, Prefix: "org.agentries"}}
+}
+
+// TestFreshDIDKeysShareOneLedgerQuota: under an open policy, invocations
+// from many fresh did:keys are charged to one shared quota, so they are
+// refused (3005, retryable) once that share is used, and a caller the
+// policy names still has its own share of the ledger (threat: free
+// identities each taking a full per-caller share until the whole budget,
+// kept for days, is theirs and every named caller gets 5004).
+func TestFreshDIDKeysShareOneLedgerQuota(t *testing.T) {
+	const id = "org.agentries.code-review:2.1.0"
+	e := newEnv(t, withConfig(func(c *Config) {
+		c.Ledger = memoryLedger(t, func() time.Time { return t0 }, ledger.Limits{Budget: 64 << 10, PerCaller: 16 << 10})
+	}), func(e *env) { e.cfg.Policy = openPolicy(e) })
+	refused := 0
+	for i := 0; i < 40; i++ {
+		stranger := freshIdentity(t)
+		_, raw := e.seal(stranger, amp.TypeCapInvoke, invokeBody(t, id, goodParams))
+		out, err := e.agent.Handle(context.Background(), raw)
+		must(t, err)
+		reply := e.receive(stranger, out)
+		if reply.Type == amp.TypeError {
+			if eb := errorOf(t, reply); eb.Code != amp.CodeRateLimited || eb.Retry == nil || !*eb.Retry {
+				t.Fatalf("fresh did:key %d refused with %d (retry %v), want 3005 retryable", i, eb.Code, eb.Retry)
+			}
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Fatal("40 fresh did:keys were never held to one shared quota")
+	}
+	if u := e.agent.Ledger().Usage(); u.Bytes > 16<<10 {
+		t.Fatalf("fresh did:keys hold %d ledger bytes, more than one caller's share", u.Bytes)
+	}
+	_, reply := e.exchange(e.caller, amp.TypeCapInvoke, invokeBody(t, id, goodParams))
+	if res := resultOf(t, reply); res.Status != capability.StatusSuccess {
+		t.Fatalf("the named caller got %+v after the flood", res)
+	}
+}
+
+// TestFreshDIDKeysShareOneStreamQuota: under an open policy, fresh
+// did:keys share one caller's allowance of open streams, and a caller the
+// policy names can still open one (threat: free identities taking every
+// stream slot of the agent).
+func TestFreshDIDKeysShareOneStreamQuota(t *testing.T) {
+	rec := &received{}
+	e := newEnv(t, withMemoryLedger(), withConfig(func(c *Config) {
+		c.Streams = rec.handler
+		c.StreamLimits = StreamLimits{PerSender: 2, MaxStreams: 8}
+	}), func(e *env) { e.cfg.Policy = openPolicy(e) })
+	content := []byte("data")
+	opened := 0
+	for i := 0; i < 10; i++ {
+		stranger := freshIdentity(t)
+		_, raw := e.seal(stranger, amp.TypeStreamStart, startBody(t, "s", content, 4))
+		out, err := e.agent.Handle(context.Background(), raw)
+		must(t, err)
+		if out == nil {
+			opened++
+		}
+	}
+	if opened != 2 {
+		t.Fatalf("10 fresh did:keys opened %d streams, want the 2 of one shared allowance", opened)
+	}
+	if m := e.send(amp.TypeStreamStart, startBody(t, "mine", content, 4)); m != nil {
+		t.Fatalf("the named caller's STREAM_START got %s after the flood", m.Type)
+	}
+}
+
+// TestPingFloodCannotEvictAnotherCallersReplies: a refusal kept in the
+// ledger's volatile cache for a named caller is still answered
+// byte-identically after other senders (fresh did:keys) sent more PINGs
+// than the cache holds (threat: anyone flushing the cache so that
+// replays stop getting the same bytes, RFC 001 §16.2).
+func TestPingFloodCannotEvictAnotherCallersReplies(t *testing.T) {
+	e := newEnv(t, withConfig(func(c *Config) {
+		l, err := ledger.New(ledger.NewMemory(ledger.Limits{}), ledger.Options{Now: func() time.Time { return t0 }, VolatileEntries: 64})
+		must(t, err)
+		c.Ledger = l
+	}), func(e *env) { e.cfg.Policy = openPolicy(e) })
+	_, msg := e.seal(e.caller, amp.TypeCapInvoke, invokeBody(t, "org.agentries.nothing:1.0.0", goodParams))
+	first, err := e.agent.Handle(context.Background(), msg)
+	must(t, err)
+	if eb := errorOf(t, e.receive(e.caller, first)); eb.Code != amp.CodeCapabilityNotFound {
+		t.Fatalf("got %d, want 4002", eb.Code)
+	}
+	for i := 0; i < 200; i++ {
+		_, raw := e.seal(freshIdentity(t), amp.TypePing, nil)
+		_, err := e.agent.Handle(context.Background(), raw)
+		must(t, err)
+	}
+	again, err := e.agent.Handle(context.Background(), msg)
+	must(t, err)
+	if !bytes.Equal(again, first) {
+		t.Fatal("the named caller's refusal was evicted by other senders' PINGs: its replay got different bytes")
 	}
 }

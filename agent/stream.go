@@ -32,6 +32,8 @@ type StreamInfo struct {
 type StreamLimits struct {
 	// PerSender caps the open streams of one sender (default 4); beyond
 	// it STREAM_START is refused, retryably (5004 too_many_streams).
+	// Senders are counted by principal (see Principals): the callers the
+	// policy does not name share one PerSender.
 	PerSender int
 	// MaxStreams caps the open streams of all senders together (default
 	// 256), refused the same way.
@@ -88,6 +90,7 @@ type streamKey struct{ sender, id string }
 type inStream struct {
 	mu       sync.Mutex
 	key      streamKey
+	bucket   string // the sender's principal, charged for the stream
 	start    amp.StreamStartBody
 	mem      []byte   // content when not spooled
 	file     *os.File // spool file, or nil
@@ -99,16 +102,17 @@ type inStream struct {
 
 // streams is the agent's table of open streams.
 type streams struct {
-	mu       sync.Mutex
-	lim      StreamLimits
-	open     map[streamKey]*inStream
-	perSend  map[string]int
-	inFlight uint64
+	mu        sync.Mutex
+	lim       StreamLimits
+	open      map[streamKey]*inStream
+	perSend   map[string]int // open streams per principal
+	inFlight  uint64
+	principal func(sender string) string
 }
 
-func newStreams(lim StreamLimits) *streams {
+func newStreams(lim StreamLimits, principal func(sender string) string) *streams {
 	lim.setDefaults()
-	return &streams{lim: lim, open: map[streamKey]*inStream{}, perSend: map[string]int{}}
+	return &streams{lim: lim, open: map[streamKey]*inStream{}, perSend: map[string]int{}, principal: principal}
 }
 
 // release frees s's resources; the table lock is held.
@@ -117,8 +121,8 @@ func (t *streams) release(s *inStream) {
 		return
 	}
 	delete(t.open, s.key)
-	if t.perSend[s.key.sender]--; t.perSend[s.key.sender] <= 0 {
-		delete(t.perSend, s.key.sender)
+	if t.perSend[s.bucket]--; t.perSend[s.bucket] <= 0 {
+		delete(t.perSend, s.bucket)
 	}
 	t.inFlight -= s.start.TotalSize
 }
@@ -252,15 +256,15 @@ func (a *Agent) streamStart(sender string, b amp.StreamStartBody, now time.Time)
 	if b.TotalChunks > t.lim.MaxChunks {
 		return streamRefusal(amp.CodeInvalidMessage, "limit_exceeded", b.StreamID, "a stream has at most %d chunks", t.lim.MaxChunks)
 	}
-	s := &inStream{key: streamKey{sender, b.StreamID}, start: b, have: make([]uint64, (b.TotalChunks+63)/64), last: now}
+	s := &inStream{key: streamKey{sender, b.StreamID}, bucket: t.principal(sender), start: b, have: make([]uint64, (b.TotalChunks+63)/64), last: now}
 	t.mu.Lock()
 	switch {
 	case t.open[s.key] != nil:
 		t.mu.Unlock()
 		return streamRefusal(amp.CodeInvalidMessage, "stream_exists", b.StreamID, "a stream with this stream_id is already open")
-	case t.perSend[sender] >= t.lim.PerSender:
+	case t.perSend[s.bucket] >= t.lim.PerSender:
 		t.mu.Unlock()
-		return streamRefusal(amp.CodeOverloaded, "too_many_streams", b.StreamID, "this sender has %d open streams, the most allowed; finish one and retry", t.lim.PerSender)
+		return streamRefusal(amp.CodeOverloaded, "too_many_streams", b.StreamID, "this sender has %d open streams, the most allowed (callers the policy does not name share them); finish one and retry", t.lim.PerSender)
 	case len(t.open) >= t.lim.MaxStreams:
 		t.mu.Unlock()
 		return streamRefusal(amp.CodeOverloaded, "too_many_streams", b.StreamID, "the agent has too many open streams; retry later")
@@ -270,7 +274,7 @@ func (a *Agent) streamStart(sender string, b amp.StreamStartBody, now time.Time)
 	}
 	// Reserved before any memory or disk is used.
 	t.open[s.key] = s
-	t.perSend[sender]++
+	t.perSend[s.bucket]++
 	t.inFlight += b.TotalSize
 	s.mu.Lock()
 	t.mu.Unlock()

@@ -308,6 +308,11 @@ func (s *BoltStore) reclaim(tx *bolt.Tx, now time.Time, max int) (int, error) {
 // Usage implements Store.
 func (s *BoltStore) Usage() Usage { return s.acct.usage() }
 
+// SetPrincipal implements PrincipalStore.
+func (s *BoltStore) SetPrincipal(principal func(sender string) string) {
+	s.acct.setPrincipal(principal)
+}
+
 // FileSize returns the size of the ledger file in bytes.
 func (s *BoltStore) FileSize() int64 {
 	var n int64

@@ -66,7 +66,9 @@
 //
 // The Store keeps its bytes (keys, records and expiry index, counted with a
 // fixed per-entry overhead) within Limits.Budget (default 256 MiB) and each
-// sender within Limits.PerCaller. Running refuses with ErrFull or
+// sender within Limits.PerCaller; Ledger.SetPrincipal groups senders into
+// principals that share one PerCaller (and one share of the volatile
+// cache), so that identities that cost nothing to make do not each get one. Running refuses with ErrFull or
 // ErrCallerFull (both retryable) when the entry would not fit; Finish may
 // refuse a reply larger than what was reserved for it, and the caller then
 // records a small error result instead, which always fits the reservation.

@@ -104,7 +104,8 @@ type Usage struct {
 type Options struct {
 	// VolatileBytes bounds the in-memory cache of replies that were not
 	// written durably (default 8 MiB); VolatileEntries bounds its count
-	// (default 65,536).
+	// (default 65,536). One principal (see SetPrincipal) holds at most
+	// 1/8 of each.
 	VolatileBytes   int64
 	VolatileEntries int
 	// Now is the clock (required): volatile entries expire with their
@@ -118,9 +119,10 @@ type Ledger struct {
 	store Store
 	opts  Options
 
-	mu       sync.Mutex
-	claimed  map[Key]chan struct{}
-	volatile volatileCache
+	mu        sync.Mutex
+	claimed   map[Key]chan struct{}
+	volatile  volatileCache
+	principal func(sender string) string
 }
 
 // New returns a Ledger over store.
@@ -138,7 +140,39 @@ func New(store Store, opts Options) (*Ledger, error) {
 		opts.VolatileEntries = 1 << 16
 	}
 	return &Ledger{store: store, opts: opts, claimed: map[Key]chan struct{}{},
-		volatile: volatileCache{maxBytes: opts.VolatileBytes, maxEntries: opts.VolatileEntries, m: map[Key]volatileEntry{}}}, nil
+		volatile: newVolatileCache(opts.VolatileBytes, opts.VolatileEntries)}, nil
+}
+
+// PrincipalStore is a Store whose per-caller quota can be charged to
+// principals instead of senders (BoltStore and MemoryStore are).
+type PrincipalStore interface {
+	Store
+	// SetPrincipal charges each sender's bytes to principal(sender) from
+	// now on, what is already recorded included.
+	SetPrincipal(principal func(sender string) string)
+}
+
+// SetPrincipal groups senders for the quotas: the store's per-caller
+// share (when the store is a PrincipalStore) and the volatile cache's
+// share are charged to principal(sender), for example the policy rule
+// that admitted the sender, so that identities that cost nothing to make
+// (did:key) share one quota instead of getting one each. principal must be
+// a pure function of the sender; nil restores one quota per sender. Call
+// it before the ledger is used.
+func (l *Ledger) SetPrincipal(principal func(sender string) string) {
+	l.mu.Lock()
+	l.principal = principal
+	l.mu.Unlock()
+	if ps, ok := l.store.(PrincipalStore); ok {
+		ps.SetPrincipal(principal)
+	}
+}
+
+func (l *Ledger) bucket(sender string) string {
+	if l.principal == nil {
+		return sender
+	}
+	return l.principal(sender)
 }
 
 // Start is what the ledger knows about a message.
@@ -272,7 +306,7 @@ func (t *Ticket) Finish(reply []byte) error {
 		}
 	} else {
 		t.l.mu.Lock()
-		t.l.volatile.put(t.k, reply, t.expires, t.l.opts.Now())
+		t.l.volatile.put(t.k, t.l.bucket(t.k.Sender), reply, t.expires, t.l.opts.Now())
 		t.l.mu.Unlock()
 	}
 	t.end()
@@ -297,18 +331,36 @@ func (t *Ticket) end() {
 }
 
 // volatileCache is a bounded FIFO of replies that were not written
-// durably. Callers hold the Ledger's lock.
+// durably, with a share per principal: a principal's entries beyond its
+// share (1/8 of the bytes and entries) evict its own oldest, so that one
+// sender (or all the senders of one principal) cannot flush the replies
+// kept for others. Callers hold the Ledger's lock.
 type volatileCache struct {
-	maxBytes   int64
-	maxEntries int
-	bytes      int64
-	m          map[Key]volatileEntry
-	order      []Key // insertion order; may hold keys already removed
+	maxBytes     int64
+	maxEntries   int
+	shareBytes   int64
+	shareEntries int
+	bytes        int64
+	m            map[Key]volatileEntry
+	order        []Key // insertion order; may hold keys already removed
+	buckets      map[string]*volatileBucket
+}
+
+type volatileBucket struct {
+	bytes   int64
+	entries int
+	order   []Key // insertion order; may hold keys already removed
 }
 
 type volatileEntry struct {
-	reply   []byte
-	expires time.Time
+	reply     []byte
+	expires   time.Time
+	principal string
+}
+
+func newVolatileCache(maxBytes int64, maxEntries int) volatileCache {
+	return volatileCache{maxBytes: maxBytes, maxEntries: maxEntries, shareBytes: max(maxBytes/8, 1),
+		shareEntries: max(maxEntries/8, 1), m: map[Key]volatileEntry{}, buckets: map[string]*volatileBucket{}}
 }
 
 func volatileSize(k Key, reply []byte) int64 { return int64(len(k.Sender) + 16 + len(reply) + 64) }
@@ -326,33 +378,64 @@ func (c *volatileCache) get(k Key, now time.Time) ([]byte, bool) {
 }
 
 func (c *volatileCache) remove(k Key) {
-	if e, ok := c.m[k]; ok {
-		c.bytes -= volatileSize(k, e.reply)
-		delete(c.m, k)
+	e, ok := c.m[k]
+	if !ok {
+		return
+	}
+	size := volatileSize(k, e.reply)
+	c.bytes -= size
+	delete(c.m, k)
+	if b := c.buckets[e.principal]; b != nil {
+		b.bytes -= size
+		if b.entries--; b.entries <= 0 {
+			delete(c.buckets, e.principal)
+		}
 	}
 }
 
-func (c *volatileCache) put(k Key, reply []byte, expires, now time.Time) {
+// compact drops removed keys from order once it is much longer than live.
+func (c *volatileCache) compact(order []Key, live int) []Key {
+	if len(order) <= 2*live+16 {
+		return order
+	}
+	kept := make([]Key, 0, live)
+	for _, o := range order {
+		if _, ok := c.m[o]; ok {
+			kept = append(kept, o)
+		}
+	}
+	return kept
+}
+
+func (c *volatileCache) put(k Key, principal string, reply []byte, expires, now time.Time) {
 	size := volatileSize(k, reply)
-	if size > c.maxBytes/4 || !now.Before(expires) {
+	if size > c.shareBytes || size > c.maxBytes/4 || !now.Before(expires) {
 		return // too large to keep, or already expired: a replay is evaluated again
 	}
 	c.remove(k)
+	// The principal's own oldest make room within its share first.
+	if b := c.buckets[principal]; b != nil {
+		for len(b.order) > 0 && (b.bytes+size > c.shareBytes || b.entries+1 > c.shareEntries) {
+			if e, ok := c.m[b.order[0]]; ok && e.principal == principal {
+				c.remove(b.order[0])
+			}
+			b.order = b.order[1:]
+		}
+	}
 	for len(c.order) > 0 && (c.bytes+size > c.maxBytes || len(c.m)+1 > c.maxEntries) {
 		c.remove(c.order[0])
 		c.order = c.order[1:]
 	}
-	if len(c.order) > 2*c.maxEntries { // compact removed keys
-		kept := make([]Key, 0, len(c.m))
-		for _, o := range c.order {
-			if _, ok := c.m[o]; ok {
-				kept = append(kept, o)
-			}
-		}
-		c.order = kept
+	b := c.buckets[principal] // possibly emptied (and deleted) above
+	if b == nil {
+		b = &volatileBucket{}
+		c.buckets[principal] = b
 	}
-	c.m[k] = volatileEntry{reply: reply, expires: expires}
-	c.order = append(c.order, k)
+	c.m[k] = volatileEntry{reply: reply, expires: expires, principal: principal}
+	c.order = append(c.compact(c.order, len(c.m)), k)
+	b.order = append(c.compact(b.order, b.entries), k)
+	b.entries++
+	b.bytes += size
 	c.bytes += size
 }
 

@@ -88,5 +88,10 @@ func recordCost(k Key, r Record, lim Limits) int64 {
 // Usage implements Store.
 func (s *MemoryStore) Usage() Usage { return s.acct.usage() }
 
+// SetPrincipal implements PrincipalStore.
+func (s *MemoryStore) SetPrincipal(principal func(sender string) string) {
+	s.acct.setPrincipal(principal)
+}
+
 // Close implements Store.
 func (s *MemoryStore) Close() error { return nil }

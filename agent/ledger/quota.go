@@ -10,7 +10,9 @@ import (
 type Limits struct {
 	// Budget caps the accounted bytes of the store (default 256 MiB).
 	Budget int64
-	// PerCaller caps the accounted bytes of one sender (default Budget/8).
+	// PerCaller caps the accounted bytes of one sender, or of one
+	// principal when the Ledger's SetPrincipal groups senders (default
+	// Budget/8).
 	PerCaller int64
 	// ReplyReserve is reserved for an entry's reply when it is marked
 	// running (default 4 KiB, at least 1 KiB): a reply within it is always
@@ -48,17 +50,40 @@ func entryCost(k Key, n int64) int64 {
 	return 2*int64(len(k.Sender)+17) + n + entryOverhead
 }
 
-// accounts tracks the bytes of a Store, in total and per sender.
+// accounts tracks the bytes of a Store, in total, per sender and per
+// principal (the quota bucket a sender is charged to, see
+// Ledger.SetPrincipal; by default each sender is its own).
 type accounts struct {
-	lim     Limits
-	mu      sync.Mutex
-	total   int64
-	entries int
-	per     map[string]int64
+	lim       Limits
+	mu        sync.Mutex
+	total     int64
+	entries   int
+	per       map[string]int64 // per sender
+	byBucket  map[string]int64 // per principal
+	principal func(sender string) string
 }
 
 func newAccounts(lim Limits) *accounts {
-	return &accounts{lim: lim.withDefaults(), per: map[string]int64{}}
+	return &accounts{lim: lim.withDefaults(), per: map[string]int64{}, byBucket: map[string]int64{}}
+}
+
+func (a *accounts) bucket(sender string) string {
+	if a.principal == nil {
+		return sender
+	}
+	return a.principal(sender)
+}
+
+// setPrincipal charges each sender's bytes to principal(sender) from now
+// on, re-bucketing what is already accounted. nil: each sender alone.
+func (a *accounts) setPrincipal(principal func(sender string) string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.principal = principal
+	a.byBucket = make(map[string]int64, len(a.per))
+	for s, n := range a.per {
+		a.byBucket[a.bucket(s)] += n
+	}
 }
 
 // reserve charges n bytes to sender, or refuses without charging.
@@ -68,8 +93,8 @@ func (a *accounts) reserve(sender string, n int64, newEntry bool) error {
 	if a.total+n > a.lim.Budget {
 		return amp.Named(amp.CodeOverloaded, ErrFull, "the agent's idempotency ledger is full; retry later")
 	}
-	if a.per[sender]+n > a.lim.PerCaller {
-		return amp.Named(amp.CodeRateLimited, ErrCallerFull, "this caller has too many unexpired invocations recorded; retry later")
+	if a.byBucket[a.bucket(sender)]+n > a.lim.PerCaller {
+		return amp.Named(amp.CodeRateLimited, ErrCallerFull, "this caller's share of the agent's idempotency ledger is used up (callers the policy does not name share one); retry later")
 	}
 	a.charge(sender, n, newEntry)
 	return nil
@@ -85,6 +110,12 @@ func (a *accounts) charge(sender string, n int64, newEntry bool) {
 		a.per[sender] = v
 	} else {
 		delete(a.per, sender)
+	}
+	b := a.bucket(sender)
+	if v := a.byBucket[b] + n; v > 0 {
+		a.byBucket[b] = v
+	} else {
+		delete(a.byBucket, b)
 	}
 }
 
