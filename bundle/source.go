@@ -44,9 +44,16 @@ type SourceOptions struct {
 	// its did:key, and a did:key publisher must be it.
 	Signer ed25519.PublicKey
 	// Progress, when set, is told how far each phase of the checks is:
-	// "indexing schemas" (each read, hashed and parsed once) and "checking
-	// schemas" (each compiled offline), in bytes of schema files.
+	// "indexing schemas" (each read, hashed, parsed and checked quickly
+	// once) and "checking schemas" (references resolved; compiled offline
+	// where the quick check cannot vouch), in bytes of schema files.
 	Progress func(phase string, done, total int64)
+	// FullSchemaCheck compiles every schema with the JSON Schema library,
+	// as an importer does, instead of the quick check that compiles only
+	// what it cannot vouch for (docs/SPEC-DECISIONS.md, "Build's quick
+	// schema check"). It is slower: the library's compile time grows with
+	// the square of the number of subschemas of a document.
+	FullSchemaCheck bool
 }
 
 // bundleConfig is bundle.json.
@@ -256,13 +263,18 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 		}
 	}
 
-	// Schemas: $id index and hashes (one read each), then every schema
-	// must compile offline (each root once; its $refs are read again).
+	// Schemas: one read each to hash it, index its $id and check it
+	// quickly (offlineschema.QuickCheck: parsed once, then dropped); then
+	// every schema's references are resolved, and a schema the quick check
+	// cannot vouch for is compiled offline, its $refs read again
+	// (docs/PERFORMANCE.md, P8). With FullSchemaCheck every schema is
+	// compiled.
 	var schemaBytes, done int64
 	for k := range schemas.files {
 		schemaBytes += sizes[k]
 	}
 	hashes := schemas.hashes
+	quick := offlineschema.NewQuickCheck()
 	for _, k := range sortedKeys(schemas.files) {
 		data, err := schemas.Load(k)
 		if err != nil {
@@ -271,7 +283,7 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 		h, _ := NewHash(alg)
 		h.Write(data)
 		hashes[k] = hex.EncodeToString(h.Sum(nil))
-		id, err := offlineschema.SchemaID(data)
+		id, err := quick.Add(k, data)
 		done += int64(len(data))
 		progress("indexing schemas", done, schemaBytes)
 		if err != nil {
@@ -287,7 +299,13 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 	}
 	done = 0
 	for _, k := range sortedKeys(schemas.files) {
-		if _, err := offlineschema.Compile(schemas, k, offlineschema.Options{}); err != nil {
+		var err error
+		if opts.FullSchemaCheck {
+			_, err = offlineschema.Compile(schemas, k, offlineschema.Options{})
+		} else {
+			err = quick.Check(schemas, k, offlineschema.Options{})
+		}
+		if err != nil {
 			e := amp.AsError(err)
 			return nil, srcErr(k, "%s", e.Message).WithCause(err)
 		}

@@ -30,6 +30,12 @@ document, and writes the signed bundle to FILE (atomically: a temporary file
 renamed into place). Same source + same key + same created time = identical
 bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.
 
+Schemas get a quick linear check (JSON, draft, every $ref resolving inside
+the bundle, patterns, formats, keyword types; docs/SPEC-DECISIONS.md
+SCHEMA-2); a schema it cannot vouch for is compiled with the JSON Schema
+library, and so is every schema with --full-schema-check. 'ampbundle
+import' always compiles every schema.
+
 With --base OLD.ampb (or --base-from-db DB, the version of the same
 bundle_id installed there) it writes a delta bundle (docs/FORMAT.md §12):
 the full bundle's signed manifest, a signed header naming the exact base,
@@ -44,6 +50,7 @@ delta into a store holding that base installs exactly the full bundle, and
 			&cli.StringFlag{Name: "hash", Value: capability.HashSHA256, Usage: "artifact hash `ALG`: sha-256 or sha-512"},
 			&cli.StringFlag{Name: "base", Usage: "write a delta against the base bundle `OLD.ampb`"},
 			&cli.StringFlag{Name: "base-from-db", Usage: "write a delta against the version installed in the store `DB`"},
+			&cli.BoolFlag{Name: "full-schema-check", Usage: "compile every JSON Schema as an importer does, instead of compiling only what the quick check cannot vouch for (slower for large schemas)"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -70,7 +77,7 @@ delta into a store holding that base installs exactly the full bundle, and
 			phase, phasesDone := cliutil.Phases(env, c.Bool("json"))
 			d, err := bundle.LoadSource(c.Args().First(), bundle.SourceOptions{
 				HashAlg: c.String("hash"), CreatedAt: created, Signer: keys[0].Public().(ed25519.PublicKey),
-				Progress: phase})
+				Progress: phase, FullSchemaCheck: c.Bool("full-schema-check")})
 			phasesDone()
 			if err != nil {
 				return err

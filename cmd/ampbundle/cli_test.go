@@ -201,3 +201,34 @@ func TestKeygen(t *testing.T) {
 		t.Fatalf("%d %s", r.code, r.stdout)
 	}
 }
+
+// TestBuildQuickCheckLeavesALoopToImport: a schema whose only flaw is a
+// $ref loop inside one document passes build's quick check (a documented
+// limit, docs/SPEC-DECISIONS.md SCHEMA-2), but import, which compiles
+// every schema, refuses the bundle (threat: a schema that would make
+// validation loop reaching a store); build --full-schema-check refuses it
+// at build time, naming the file.
+func TestBuildQuickCheckLeavesALoopToImport(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "translate")
+	if err := os.CopyFS(src, os.DirFS(filepath.Join(testdata, "translate"))); err != nil {
+		t.Fatal(err)
+	}
+	const loop = "schemas/common/loop.json"
+	if err := os.WriteFile(filepath.Join(src, filepath.FromSlash(loop)), []byte(`{"$ref": "#"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key := sampleKey(t, "example-publisher")
+	out := filepath.Join(t.TempDir(), "loop.ampb")
+	r := runCLI(t, nil, "build", src, "-o", out, "--key", key, "--full-schema-check", "--json")
+	if r.code != 1 || errorCode(t, r) != "invalid_source" || !strings.Contains(r.stdout, loop) {
+		t.Fatalf("build --full-schema-check: %d %s", r.code, r.stdout)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("a refused build left an output file")
+	}
+	mustRun(t, "build", src, "-o", out, "--key", key)
+	r = runCLI(t, nil, "import", out, "--db", newStore(t), "--json")
+	if r.code != 1 || errorCode(t, r) != "schema_not_offline" {
+		t.Fatalf("import of the quick-checked bundle: %d %s", r.code, r.stdout)
+	}
+}

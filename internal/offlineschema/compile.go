@@ -375,24 +375,26 @@ func index(root *jsonschema.Schema, rootKey string) (map[string]*jsonschema.Sche
 // (invalid_schema, code 0) when doc is not a JSON object or the id is not a
 // string.
 func SchemaID(doc []byte) (string, error) {
-	var m map[string]json.RawMessage
+	var m map[string]any
 	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
 		return "", amp.Named(0, ErrInvalidSchema, "schema document is not a json object").WithCause(err)
 	}
+	return idOf(m)
+}
+
+// idOf is SchemaID over a parsed document.
+func idOf(m map[string]any) (string, error) {
 	field := "$id"
-	if raw, ok := m["$schema"]; ok {
-		var s string
-		if json.Unmarshal(raw, &s) == nil && isDraft4(s) {
-			field = "id"
-		}
+	if s, ok := m["$schema"].(string); ok && isDraft4(s) {
+		field = "id"
 	}
 	raw, ok := m[field]
 	if !ok {
 		return "", nil
 	}
-	var id string
-	if err := json.Unmarshal(raw, &id); err != nil {
-		return "", amp.Named(0, ErrInvalidSchema, "schema document has a %s that is not a string", field).WithCause(err)
+	id, ok := raw.(string)
+	if !ok {
+		return "", amp.Named(0, ErrInvalidSchema, "schema document has a %s that is not a string", field)
 	}
 	if i := strings.IndexByte(id, '#'); i >= 0 {
 		id = id[:i]

@@ -3,6 +3,7 @@ package offlineschema
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -89,6 +90,49 @@ func FuzzValueFromCBOR(f *testing.F) {
 		}
 		if !bytes.Equal(out, canon) {
 			t.Fatalf("ToCBOR = %x, deterministic form %x", out, canon)
+		}
+	})
+}
+
+// FuzzQuickCheck adds arbitrary bytes as the root artifact of the TestResolve
+// bundle to a QuickCheck. It must never panic; Add's errors are SchemaID's;
+// and whatever the quick pass vouches for without compiling, Compile
+// accepts too, but for a $ref loop (the documented limit): the quick check
+// must never let through a reference Compile refuses.
+func FuzzQuickCheck(f *testing.F) {
+	for _, c := range quickCases() {
+		f.Add([]byte(c.files[qk]))
+	}
+	f.Add([]byte(paramsSchema))
+	f.Add([]byte(`{"$ref": "../common.json#/$defs/lang", "properties": {"a": {"$ref": "https://schemas.example.com/common.json#named"}}}`))
+	f.Add([]byte(`{"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"$ref": "#/definitions/a"}], "definitions": {"a": {"type": "string"}}}`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		files := with(bundleFiles, rootKey, string(doc))
+		l := newLoader(files)
+		q := NewQuickCheck()
+		for _, k := range sortedDocKeys(files) {
+			id, err := q.Add(k, []byte(files[k]))
+			if want, werr := SchemaID([]byte(files[k])); id != want || (err == nil) != (werr == nil) {
+				t.Fatalf("%s: Add %q %v, SchemaID %q %v", k, id, err, want, werr)
+			}
+		}
+		if q.NeedsCompile(rootKey) == "not added" {
+			return
+		}
+		qerr := q.Check(l, rootKey, Options{})
+		if q.NeedsCompile(rootKey) != "" {
+			if qerr != nil {
+				if _, ok := qerr.(*amp.Error); !ok {
+					t.Fatalf("error %T %v", qerr, qerr)
+				}
+			}
+			return
+		}
+		if qerr != nil {
+			t.Fatalf("vouched for, yet an error: %v", qerr)
+		}
+		if _, err := Compile(l, rootKey, Options{}); err != nil && !strings.Contains(amp.AsError(err).Message, "reference loop") {
+			t.Fatalf("the quick check vouched for a schema Compile refuses: %v", err)
 		}
 	})
 }

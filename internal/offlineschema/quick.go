@@ -1,0 +1,636 @@
+package offlineschema
+
+import (
+	"encoding/json"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// QuickCheck checks the schemas of one bundle in one linear pass each,
+// instead of compiling each (what a bundle builder needs to stay within a
+// small multiple of parsing its files; docs/PERFORMANCE.md, P8). It is not
+// a weaker Compile: whenever the quick pass finds a problem, or meets a
+// construct it does not cover, Check compiles that schema with Compile and
+// returns Compile's verdict, so it never refuses a schema that Compile
+// accepts and every error it returns is Compile's error. What the quick
+// pass vouches for without compiling is listed in docs/SPEC-DECISIONS.md
+// ("Build's quick schema check"): JSON, the draft (2020-12 or draft-07),
+// every $ref resolving to an artifact of the bundle and, with a fragment,
+// to a schema inside it, patterns that compile, implemented formats, and
+// the types of the common keywords. It does not detect $ref loops nor every
+// meta-schema rule: an importer's full Compile does.
+//
+// Use: Add every artifact (each is parsed once and dropped), then Check
+// each key. A QuickCheck is not safe for concurrent use.
+type QuickCheck struct {
+	docs     map[string]*scanned
+	ids      map[string]string // absolute $id -> key
+	patterns map[string]bool   // pattern -> compiles
+	resolved bool
+}
+
+// scanned is what the quick pass keeps of one document: its references,
+// its anchors, and why it must be compiled ("" when it need not be).
+type scanned struct {
+	draft   int
+	anchors map[string]struct{}
+	refs    []quickRef
+	full    string
+}
+
+// quickRef is one reference to another document (or to this one by a
+// different URI), kept until every $id is known.
+type quickRef struct {
+	uri  string // absolute, without fragment
+	frag string // "" (the document), a JSON pointer, or an anchor name
+}
+
+// NewQuickCheck returns an empty QuickCheck.
+func NewQuickCheck() *QuickCheck {
+	return &QuickCheck{docs: map[string]*scanned{}, ids: map[string]string{}, patterns: map[string]bool{}}
+}
+
+// Add parses the schema artifact at key (its bytes as verified by the
+// caller) and returns its top-level "$id" exactly as SchemaID does, with
+// SchemaID's errors for a document that is not a JSON object. A key added
+// twice is refused (invalid_schema).
+func (q *QuickCheck) Add(key string, data []byte) (string, error) {
+	if _, dup := q.docs[key]; dup || !validKey(key) {
+		return "", amp.Named(0, ErrInvalidSchema, "artifact key is invalid or added twice")
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return "", amp.Named(0, ErrInvalidSchema, "schema document is not a json object").WithCause(err)
+	}
+	id, err := idOf(m)
+	if err != nil {
+		return "", err
+	}
+	s := &scanned{}
+	q.docs[key] = s
+	q.resolved = false
+	if id != "" {
+		if _, dup := q.ids[id]; dup {
+			s.full = "another document declares the same $id"
+			return id, nil
+		}
+		q.ids[id] = key
+	}
+	s.scan(q, key, m)
+	return id, nil
+}
+
+// Check returns nil when the quick pass vouches for the schema at key,
+// and otherwise the result of Compile(l, key, opts). l serves the same
+// bytes that were added; it is used only for a document that another one
+// references with a JSON pointer, and for Compile.
+func (q *QuickCheck) Check(l Loader, key string, opts Options) error {
+	s, ok := q.docs[key]
+	if !ok {
+		return amp.Named(0, ErrUnresolvedRef, "schema %q was not added to the quick check", key)
+	}
+	if !q.resolved {
+		q.resolve(l)
+	}
+	if s.full == "" {
+		return nil
+	}
+	_, err := Compile(l, key, opts)
+	return err
+}
+
+// NeedsCompile reports why the quick pass could not vouch for the schema
+// at key ("" when it could). It is meaningful after the first Check.
+func (q *QuickCheck) NeedsCompile(key string) string {
+	if s, ok := q.docs[key]; ok {
+		return s.full
+	}
+	return "not added"
+}
+
+// resolve maps every cross-document reference to its artifact, checks
+// the JSON pointers by reading each referenced document once more, and
+// marks for compilation every document that references one the quick
+// pass could not vouch for (to a fixed point).
+func (q *QuickCheck) resolve(l Loader) {
+	q.resolved = true
+	type ptrRef struct {
+		from string
+		ptr  string
+	}
+	pointers := map[string][]ptrRef{} // target key -> pointers into it
+	for _, from := range sortedDocKeys(q.docs) {
+		s := q.docs[from]
+		if s.full != "" {
+			continue
+		}
+		for _, r := range s.refs {
+			to, ok := q.keyOf(r.uri)
+			if !ok {
+				s.full = "a reference names no artifact of the bundle"
+				break
+			}
+			t := q.docs[to]
+			switch {
+			case r.frag == "":
+			case r.frag[0] == '/':
+				pointers[to] = append(pointers[to], ptrRef{from, r.frag})
+			case t.draft != 2020:
+				s.full = "an anchor reference into a document that is not draft 2020-12"
+			default:
+				if _, ok := t.anchors[r.frag]; !ok {
+					s.full = "a reference names an anchor that does not exist"
+				}
+			}
+			if s.full != "" {
+				break
+			}
+		}
+	}
+	for _, to := range sortedDocKeys(pointers) {
+		refs := pointers[to]
+		var root any
+		data, err := l.Load(to)
+		if err == nil {
+			err = json.Unmarshal(data, &root)
+		}
+		for _, r := range refs {
+			if err != nil || !schemaAt(root, r.ptr, q.docs[to].draft) {
+				q.docs[r.from].full = "a json pointer reference does not name a schema"
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, from := range sortedDocKeys(q.docs) {
+			s := q.docs[from]
+			if s.full != "" {
+				continue
+			}
+			for _, r := range s.refs {
+				if to, _ := q.keyOf(r.uri); to != from && q.docs[to].full != "" {
+					s.full = "it references a document that must be compiled"
+					changed = true
+					break
+				}
+			}
+		}
+	}
+}
+
+// keyOf maps an absolute URI without fragment to the key of an added
+// document: a synthetic artifact URL, or an absolute $id.
+func (q *QuickCheck) keyOf(uri string) (string, bool) {
+	if u, err := url.Parse(uri); err == nil && u.Scheme == urlScheme {
+		k, ok := keyOfURL(u)
+		if _, added := q.docs[k]; !ok || !added {
+			return "", false
+		}
+		return k, true
+	}
+	k, ok := q.ids[uri]
+	return k, ok
+}
+
+func sortedDocKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// quickDraft returns the draft (2020 or 7) a "$schema" value names, or 0
+// for any other value; the spellings are those the library accepts.
+func quickDraft(v any, present bool) int {
+	if !present {
+		return 2020 // the default, see Compile
+	}
+	s, ok := v.(string)
+	if !ok {
+		return 0
+	}
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "#/"), "#")
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "http://"), "https://")
+	switch s {
+	case "json-schema.org/draft/2020-12/schema":
+		return 2020
+	case "json-schema.org/draft-07/schema":
+		return 7
+	}
+	return 0
+}
+
+// schemaKw reports whether the value of kw is one schema in draft d (the
+// draft-07 "items" may also be an array: the callers handle it).
+func schemaKw(d int, kw string) bool {
+	switch kw {
+	case "additionalProperties", "propertyNames", "contains", "not", "if", "then", "else":
+		return true
+	case "items", "unevaluatedItems", "unevaluatedProperties", "contentSchema":
+		return d == 2020
+	case "additionalItems":
+		return d == 7
+	}
+	return false
+}
+
+// arrayKw reports whether the value of kw is a non-empty array of schemas
+// in draft d.
+func arrayKw(d int, kw string) bool {
+	switch kw {
+	case "allOf", "anyOf", "oneOf":
+		return true
+	case "prefixItems":
+		return d == 2020
+	}
+	return false
+}
+
+// mapKw reports whether the value of kw is an object of schemas in draft
+// d. Both drafts' meta-schemas describe "definitions" (and "dependencies",
+// handled apart); the walk visits them too.
+func mapKw(d int, kw string) bool {
+	switch kw {
+	case "properties", "patternProperties", "definitions":
+		return true
+	case "$defs", "dependentSchemas":
+		return d == 2020
+	}
+	return false
+}
+
+// leftToCompile reports whether kw is a keyword the quick pass does not
+// cover (dynamic scope, vocabularies): a document using it is compiled.
+func leftToCompile(kw string) bool {
+	switch kw {
+	case "$dynamicAnchor", "$dynamicRef", "$recursiveAnchor", "$recursiveRef", "$vocabulary":
+		return true
+	}
+	return false
+}
+
+// anchorName is the grammar of a 2020-12 "$anchor".
+var anchorName = regexp.MustCompile(`^[A-Za-z_][-A-Za-z0-9._]*$`)
+
+// scan walks one parsed document: draft, base URI, every subschema. It
+// sets s.full at the first thing it does not vouch for, and stops there.
+func (s *scanned) scan(q *QuickCheck, key string, root map[string]any) {
+	sv, has := root["$schema"]
+	s.draft = quickDraft(sv, has)
+	if s.draft == 0 {
+		s.full = "its $schema is not draft 2020-12 or draft-07"
+		return
+	}
+	base, _ := url.Parse(artifactURL(key))
+	if v, ok := root["$id"]; ok {
+		// Only the plain form: http(s), a host, no fragment, and stable
+		// under resolution (the library resolves references against it).
+		id, _ := v.(string)
+		u, err := url.Parse(id)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ToLower(u.Host) != u.Host ||
+			strings.Contains(id, "#") || !quickURIChars(id) || u.ResolveReference(&url.URL{}).String() != id {
+			s.full = "its $id is not a plain absolute http(s) uri"
+			return
+		}
+		base = u
+	}
+	w := &walker{q: q, s: s, base: base, self: base.String()}
+	if w.schema(root, true); s.full != "" {
+		return
+	}
+	for _, p := range w.local {
+		if !schemaAt(root, p, s.draft) {
+			s.full = "a json pointer reference does not name a schema"
+			return
+		}
+	}
+}
+
+// walker is the state of one document's walk.
+type walker struct {
+	q     *QuickCheck
+	s     *scanned
+	base  *url.URL
+	self  string   // base.String(): references to it are local
+	local []string // JSON pointers into this document
+}
+
+func (w *walker) stop(why string) bool {
+	w.s.full = why
+	return false
+}
+
+// schema checks one (sub)schema and walks its subschemas; false stops the
+// walk (w.s.full says why).
+func (w *walker) schema(v any, root bool) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		if _, ok := v.(bool); ok {
+			return true
+		}
+		return w.stop("a subschema is neither an object nor a boolean")
+	}
+	d := w.s.draft
+	for kw, val := range m {
+		switch {
+		case leftToCompile(kw):
+			return w.stop("it uses " + kw)
+		case kw == "$id" || kw == "$schema":
+			if !root {
+				return w.stop("a subschema has its own " + kw)
+			}
+		case kw == "$anchor" && d == 2020:
+			a, ok := val.(string)
+			if !ok || !anchorName.MatchString(a) {
+				return w.stop("an $anchor is not a plain name")
+			}
+			if w.s.anchors == nil {
+				w.s.anchors = map[string]struct{}{}
+			}
+			if _, dup := w.s.anchors[a]; dup {
+				return w.stop("an $anchor is declared twice")
+			}
+			w.s.anchors[a] = struct{}{}
+		case kw == "$ref":
+			if !w.ref(val) {
+				return false
+			}
+		case kw == "format":
+			if f, ok := val.(string); !ok || !knownFormat(f) {
+				return w.stop("a format is not one this validator implements")
+			}
+		case kw == "pattern":
+			if p, ok := val.(string); !ok || !w.q.compiles(p) {
+				return w.stop("a pattern does not compile")
+			}
+		case schemaKw(d, kw) || (kw == "items" && d == 7):
+			if arr, ok := val.([]any); ok && kw == "items" && d == 7 {
+				for _, x := range arr {
+					if !w.schema(x, false) {
+						return false
+					}
+				}
+			} else if !w.schema(val, false) {
+				return false
+			}
+		case arrayKw(d, kw):
+			arr, ok := val.([]any)
+			if !ok || len(arr) == 0 {
+				return w.stop(kw + " is not a non-empty array")
+			}
+			for _, x := range arr {
+				if !w.schema(x, false) {
+					return false
+				}
+			}
+		case mapKw(d, kw):
+			obj, ok := val.(map[string]any)
+			if !ok {
+				return w.stop(kw + " is not an object")
+			}
+			for name, x := range obj {
+				if kw == "patternProperties" && !w.q.compiles(name) {
+					return w.stop("a pattern does not compile")
+				}
+				if !w.schema(x, false) {
+					return false
+				}
+			}
+		case kw == "dependencies":
+			obj, ok := val.(map[string]any)
+			if !ok {
+				return w.stop(kw + " is not an object")
+			}
+			for _, x := range obj {
+				if arr, ok := x.([]any); ok {
+					if !stringArray(arr) {
+						return w.stop(kw + " holds an array that is not of unique strings")
+					}
+				} else if !w.schema(x, false) {
+					return false
+				}
+			}
+		default:
+			if !keywordValueOK(kw, val) {
+				return w.stop(kw + " has a value of the wrong type")
+			}
+		}
+	}
+	return true
+}
+
+// ref records one "$ref", resolved against the document's base URI as the
+// library resolves it (an absolute reference is kept as written): local
+// when it names this document, else kept for resolve.
+func (w *walker) ref(v any) bool {
+	r, ok := v.(string)
+	if !ok || !quickURIChars(r) {
+		return w.stop("a $ref is not a plain uri reference")
+	}
+	u, err := url.Parse(r)
+	if err != nil || (u.Scheme != "" && !strings.HasPrefix(r, u.Scheme+":")) || strings.ToLower(u.Host) != u.Host {
+		// Not parsed, or a scheme or host a resolver may normalise.
+		return w.stop("a $ref is not a plain uri reference")
+	}
+	uri, frag, _ := strings.Cut(r, "#")
+	if !u.IsAbs() {
+		t := w.base.ResolveReference(u)
+		t.Fragment, t.RawFragment = "", ""
+		uri = t.String()
+	}
+	if uri == w.self {
+		switch {
+		case frag == "":
+		case frag[0] == '/':
+			w.local = append(w.local, frag)
+		default:
+			// Anchors are checked when the whole document is known.
+			w.s.refs = append(w.s.refs, quickRef{uri: uri, frag: frag})
+		}
+		return true
+	}
+	w.s.refs = append(w.s.refs, quickRef{uri: uri, frag: frag})
+	return true
+}
+
+// compiles reports whether pattern compiles as the library compiles it
+// (Go regexp), once per distinct pattern.
+func (q *QuickCheck) compiles(pattern string) bool {
+	ok, seen := q.patterns[pattern]
+	if !seen {
+		_, err := regexp.Compile(pattern)
+		ok = err == nil
+		q.patterns[pattern] = ok
+	}
+	return ok
+}
+
+// quickURIChars reports whether s holds only characters whose meaning in
+// a URI reference is unambiguous (no percent-encoding, no spaces, no
+// characters a resolver might encode differently): anything else is left
+// to Compile.
+func quickURIChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~:/#$@+,;=", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// schemaAt reports whether the JSON pointer p names, in the document root
+// of the given draft, a schema the walk visited: every step goes through a
+// subschema keyword, and the value there is an object or a boolean.
+func schemaAt(root any, p string, draft int) bool {
+	if p == "/" {
+		return false
+	}
+	segs := strings.Split(p, "/")[1:]
+	node := root
+	for i := 0; i < len(segs); i++ {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return false
+		}
+		kw := unescapeToken(segs[i])
+		if kw == "$id" || kw == "$schema" {
+			return false
+		}
+		val, ok := m[kw]
+		if !ok {
+			return false
+		}
+		switch {
+		case schemaKw(draft, kw) || (kw == "items" && draft == 7 && !isArray(val)):
+			node = val
+		case arrayKw(draft, kw) || (kw == "items" && draft == 7):
+			arr, ok := val.([]any)
+			if !ok || i+1 >= len(segs) {
+				return false
+			}
+			i++
+			n, err := strconv.Atoi(segs[i])
+			if err != nil || n < 0 || n >= len(arr) || strconv.Itoa(n) != segs[i] {
+				return false
+			}
+			node = arr[n]
+		case mapKw(draft, kw) || kw == "dependencies":
+			obj, ok := val.(map[string]any)
+			if !ok || i+1 >= len(segs) {
+				return false
+			}
+			i++
+			x, ok := obj[unescapeToken(segs[i])]
+			if !ok || isArray(x) {
+				return false
+			}
+			node = x
+		default:
+			return false
+		}
+	}
+	switch node.(type) {
+	case map[string]any, bool:
+		return true
+	}
+	return false
+}
+
+func isArray(v any) bool {
+	_, ok := v.([]any)
+	return ok
+}
+
+// unescapeToken undoes escapeToken (RFC 6901).
+func unescapeToken(s string) string {
+	if !strings.Contains(s, "~") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+}
+
+// simpleType reports whether s is a name "type" accepts.
+func simpleType(s string) bool {
+	switch s {
+	case "null", "boolean", "object", "array", "number", "string", "integer":
+		return true
+	}
+	return false
+}
+
+// keywordValueOK checks the type of the common keywords' values as the
+// meta-schemas of both drafts require; other keywords are not checked.
+func keywordValueOK(kw string, v any) bool {
+	switch kw {
+	case "type":
+		if s, ok := v.(string); ok {
+			return simpleType(s)
+		}
+		arr, ok := v.([]any)
+		if !ok || len(arr) == 0 || !stringArray(arr) {
+			return false
+		}
+		for _, x := range arr {
+			if !simpleType(x.(string)) {
+				return false
+			}
+		}
+		return true
+	case "maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties", "maxContains", "minContains":
+		f, ok := v.(float64)
+		return ok && f >= 0 && f == float64(int64(f))
+	case "multipleOf":
+		f, ok := v.(float64)
+		return ok && f > 0
+	case "maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum":
+		_, ok := v.(float64)
+		return ok
+	case "required":
+		arr, ok := v.([]any)
+		return ok && stringArray(arr)
+	case "enum", "examples":
+		_, ok := v.([]any)
+		return ok
+	case "uniqueItems", "readOnly", "writeOnly", "deprecated":
+		_, ok := v.(bool)
+		return ok
+	case "title", "description", "$comment", "contentEncoding", "contentMediaType":
+		_, ok := v.(string)
+		return ok
+	case "dependentRequired":
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		for _, x := range obj {
+			if arr, ok := x.([]any); !ok || !stringArray(arr) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// stringArray reports whether arr holds only strings, each once.
+func stringArray(arr []any) bool {
+	seen := make(map[string]bool, len(arr))
+	for _, x := range arr {
+		s, ok := x.(string)
+		if !ok || seen[s] {
+			return false
+		}
+		seen[s] = true
+	}
+	return true
+}
