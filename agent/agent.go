@@ -267,7 +267,7 @@ func New(cfg Config) (*Agent, error) {
 		if cfg.Store == nil {
 			return nil, misconfigured("the agent needs an idempotency ledger or a store to keep one beside")
 		}
-		bs, err := ledger.OpenBolt(cfg.Store.Path()+".ledger", ledger.BoltOptions{Limits: cfg.LedgerLimits, Now: cfg.Now})
+		bs, _, err := ledger.OpenFile(cfg.Store.Path(), ledger.FileOptions{Limits: cfg.LedgerLimits, Now: cfg.Now})
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"github.com/ampbundle/ampbundle/agent/ledger"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -158,9 +159,27 @@ func benchIdempotency(b *testing.B, opts ...envOption) {
 	})
 }
 
-// BenchmarkIdempotencyDurable: the durable ledger (its own bbolt file,
-// leader-based group commit; the agent's default), 64 callers.
+// BenchmarkIdempotencyDurable: the durable ledger (the agent's default:
+// the write-ahead log beside the store, one fdatasync per group), 64
+// callers.
 func BenchmarkIdempotencyDurable(b *testing.B) { benchIdempotency(b) }
+
+// BenchmarkIdempotencyDurableBolt: the same with the bbolt ledger (two
+// fdatasyncs and a page rewrite per commit), for comparison.
+func BenchmarkIdempotencyDurableBolt(b *testing.B) {
+	benchIdempotency(b, func(e *env) {
+		s, _, err := ledger.OpenFile(e.path, ledger.FileOptions{Kind: ledger.KindBolt, Now: e.clock.Now})
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, err := ledger.New(s, ledger.Options{Now: e.clock.Now})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { l.Close() })
+		e.cfg.Ledger = l
+	})
+}
 
 // BenchmarkIdempotencyMemory: the same, non-durable (the reference:
 // durable >= 90 % of this).

@@ -81,7 +81,7 @@ func TestTamperedOutputSchemaRunsNothing(t *testing.T) {
 // disk with replay entries kept for days).
 func TestLedgerFloodFromFreshDIDKeys(t *testing.T) {
 	e := newEnv(t)
-	before, err := os.Stat(e.path + ".ledger")
+	before, err := os.Stat(e.path + ".ledger.wal")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestLedgerFloodFromFreshDIDKeys(t *testing.T) {
 	if u := e.agent.Ledger().Usage(); u.Entries != 0 || u.Bytes != 0 {
 		t.Fatalf("ledger holds %+v after a flood from unknown callers", u)
 	}
-	after, err := os.Stat(e.path + ".ledger")
+	after, err := os.Stat(e.path + ".ledger.wal")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,21 @@ func BenchmarkLedgerBolt(b *testing.B) {
 	})
 }
 
+// BenchmarkLedgerWAL: the write-ahead log, 64 callers.
+func BenchmarkLedgerWAL(b *testing.B) {
+	benchLedger(b, func(b *testing.B, c *clock) Store {
+		s, err := OpenWAL(filepath.Join(b.TempDir(), "l"), WALOptions{Now: c.Now})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			b.ReportMetric(float64(s.groups.Load()), "groups")
+			s.Close()
+		})
+		return s
+	})
+}
+
 // BenchmarkLedgerMemory: the memory store, 64 callers.
 func BenchmarkLedgerMemory(b *testing.B) {
 	benchLedger(b, func(*testing.B, *clock) Store { return NewMemory(Limits{}) })

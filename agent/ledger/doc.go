@@ -23,6 +23,7 @@
 // # States and transitions
 //
 // A key is in one of these states. "Durable" states are in the Store (a
+// write-ahead log of its own, see OpenWAL, the default of OpenFile; a
 // bbolt file of its own, see OpenBolt; or memory, see NewMemory); the
 // others live in the Ledger value of this process only.
 //
@@ -74,7 +75,20 @@
 // records a small error result instead, which always fits the reservation.
 // Expired entries are reclaimed a few at a time in every commit, and by
 // Sweep, so the file stops growing under steady load (bbolt reuses freed
-// pages; it never shrinks).
+// pages; it never shrinks; the write-ahead log is rewritten with its live
+// entries only when its dead records exceed a slack, so it never exceeds
+// the budget plus that slack).
+//
+// # Durability
+//
+// Both durable stores commit in groups: the first writer to find no
+// commit running writes everything queued and makes it durable (the log:
+// one write and one fdatasync per group; bbolt: one transaction, two
+// fdatasyncs), the others wait and form the next group. No writer is
+// answered before its group is durable. The log's records are checksummed
+// per group; a torn last group (a crash during its write) is truncated on
+// open, damage before an intact group fails the open (ErrLedgerCorrupt).
+// The formats are specified in docs/FORMAT.md.
 //
 // Only what a handler ran for is written durably: PING, refusals and
 // answers of senders the policy does not know go to a bounded in-memory

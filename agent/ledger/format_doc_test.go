@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +74,54 @@ func TestFormatDocLedgerEntry(t *testing.T) {
 	}
 	if !bytes.Equal(k.bytes(), key) || !bytes.Equal(encodeRecord(stateDone, rec.Expires.UnixMilli(), rec.Reply), value) {
 		t.Fatal("the store does not encode the example's record to the example's bytes")
+	}
+}
+
+// TestFormatDocLedgerWAL: the annotated log of docs/FORMAT.md is byte for
+// byte what the store writes for that running-then-done sequence, and
+// opened, it replays the reply (threat: a second implementation built
+// from the doc writing or reading a log this one cannot).
+func TestFormatDocLedgerWAL(t *testing.T) {
+	block := docBlock(t, "<!-- ledger-wal-hex:begin -->", "<!-- ledger-wal-hex:end -->")
+	var lines []string
+	for _, l := range strings.Split(block, "\n") {
+		if !strings.HasPrefix(l, "```") {
+			lines = append(lines, l)
+		}
+	}
+	doc := hexColumn(t, lines)
+	wantID, _ := hex.DecodeString("000001a201ac483ba55da43cfd20eb36")
+	k := Key{Sender: "did:key:z6MkExample"}
+	copy(k.ID[:], wantID)
+	expires := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { return expires.Add(-time.Hour) }
+
+	path := filepath.Join(t.TempDir(), "l.wal")
+	s, err := OpenWAL(path, WALOptions{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkRunning(k, expires); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(k, []byte{0xa1, 0x01, 0x02}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	written, _ := os.ReadFile(path)
+	if !bytes.Equal(written, doc) {
+		t.Fatalf("the store writes\n%x\nthe doc shows\n%x", written, doc)
+	}
+
+	docPath := filepath.Join(t.TempDir(), "doc.wal")
+	os.WriteFile(docPath, doc, 0o600)
+	s, err = OpenWAL(docPath, WALOptions{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec, ok, err := s.Lookup(k)
+	if err != nil || !ok || !bytes.Equal(rec.Reply, []byte{0xa1, 0x01, 0x02}) || !rec.Expires.Equal(expires) {
+		t.Fatalf("the doc's log replays %+v %v %v", rec, ok, err)
 	}
 }

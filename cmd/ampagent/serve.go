@@ -41,8 +41,11 @@ type serveConfig struct {
 	Handlers     map[string]execHandler `json:"handlers"`
 	// MetricsListen is the address of the metrics listener (default none).
 	MetricsListen string `json:"metrics_listen"`
-	// Ledger is the idempotency ledger file (default DB.ledger).
+	// Ledger is the idempotency ledger file (default DB.ledger.wal, or
+	// DB.ledger for the bbolt store).
 	Ledger string `json:"ledger"`
+	// LedgerStore is the ledger's kind: "wal" (default) or "bbolt".
+	LedgerStore string `json:"ledger_store"`
 	// LedgerBudgetBytes and LedgerCallerBytes bound the ledger (defaults
 	// 256 MiB and 1/8 of the budget).
 	LedgerBudgetBytes int64 `json:"ledger_budget_bytes"`
@@ -126,7 +129,8 @@ requests finish.`,
 			&cli.BoolFlag{Name: "allow-missing-handlers", Usage: "start even when a handler program is missing or not executable (logged, and /readyz reports it)"},
 			&cli.DurationFlag{Name: "ready-expiry-window", Value: defaultExpiryWindow, Usage: "/readyz reports not ready when an installed bundle expires within `DURATION` (0: only when expired)"},
 			&cli.DurationFlag{Name: "ready-recheck", Value: defaultRecheck, Usage: "/readyz re-runs the store check at least every `DURATION` (and whenever the store changes)"},
-			&cli.StringFlag{Name: "ledger", Usage: "idempotency ledger `FILE` (default DB.ledger)"},
+			&cli.StringFlag{Name: "ledger", Usage: "idempotency ledger `FILE` (default DB.ledger.wal, or DB.ledger with --ledger-store bbolt)"},
+			&cli.StringFlag{Name: "ledger-store", Usage: "idempotency ledger `KIND`: wal (write-ahead log, the default) or bbolt"},
 			&cli.Int64Flag{Name: "ledger-budget", Usage: "largest size of the idempotency ledger in `BYTES` (default 256 MiB)"},
 			&cli.IntFlag{Name: "max-in-flight", Usage: "most requests processed at once, `N` (default 64); beyond it 503"},
 			&cli.Int64Flag{Name: "max-in-flight-bytes", Usage: "most request bytes held at once, `BYTES` (default 64 MiB); beyond it 503"},
@@ -197,6 +201,17 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 	}
 	if c.IsSet("ledger") {
 		cfg.Ledger = c.String("ledger")
+	}
+	if c.IsSet("ledger-store") {
+		cfg.LedgerStore = c.String("ledger-store")
+	}
+	switch cfg.LedgerStore {
+	case "", ledger.KindWAL, ledger.KindBolt:
+	default:
+		if c.IsSet("ledger-store") {
+			return nil, cliutil.Usagef("--ledger-store must be wal or bbolt")
+		}
+		return nil, cliutil.Failf("invalid_config", "ledger_store must be wal or bbolt (leave it out for the default, wal)")
 	}
 	if c.IsSet("ledger-budget") {
 		cfg.LedgerBudgetBytes = c.Int64("ledger-budget")
@@ -377,15 +392,13 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if cfg.MaxTimeoutMS > 0 {
 		maxTimeout = time.Duration(cfg.MaxTimeoutMS) * time.Millisecond
 	}
-	ledgerPath := cfg.Ledger
-	if ledgerPath == "" {
-		ledgerPath = db + ".ledger"
-	}
-	ledgerStore, err := ledger.OpenBolt(ledgerPath, ledger.BoltOptions{Now: env.Now, LockTimeout: 250 * time.Millisecond,
+	ledgerStore, ledgerKind, err := ledger.OpenFile(db, ledger.FileOptions{Now: env.Now, LockTimeout: 250 * time.Millisecond,
+		Kind: cfg.LedgerStore, Path: cfg.Ledger,
 		Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes}})
 	if err != nil {
 		return cliutil.WithHint(err, "another agent may hold the ledger file; each agent needs its own (--ledger FILE)")
 	}
+	log.Info("idempotency ledger", "store", ledgerKind)
 	defer ledgerStore.Close()
 	led, err := ledger.New(ledgerStore, ledger.Options{Now: env.Now})
 	if err != nil {

@@ -236,7 +236,7 @@ func TestSoak(t *testing.T) {
 			rss = strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:"))
 		}
 	}
-	fi, err := os.Stat(db + ".ledger")
+	fi, err := os.Stat(db + ".ledger.wal")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,695 @@
+package ledger
+
+import (
+	"bufio"
+	"container/heap"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// ErrLedgerCorrupt: the ledger file is damaged before its last group (not
+// a torn write of the last group, which is truncated on open); the
+// operator must decide (5002).
+const ErrLedgerCorrupt amp.ErrName = "ledger_corrupt"
+
+// WALOptions configures OpenWAL.
+type WALOptions struct {
+	Limits
+	// Now is the clock for reclaiming expired entries (required).
+	Now func() time.Time
+	// LockTimeout bounds the wait for the file lock (default 1 s).
+	LockTimeout time.Duration
+	// Slack is how many bytes of dead records (superseded or expired) the
+	// file may hold before it is compacted (default max(Budget/8, 1 MiB)).
+	// The file never exceeds Budget + Slack + 64 KiB.
+	Slack int64
+}
+
+// WALStore is a durable Store: an append-only write-ahead log in a file
+// of its own (by convention the registry's file name + ".ledger.wal"),
+// with an in-memory index rebuilt by replaying the log on open.
+//
+// Writes go through a leader-based group committer: the first writer to
+// find no commit running appends everything queued as one checksummed
+// group and calls fdatasync once for it; writers arriving meanwhile wait
+// and form the next group. When the dead records in the file exceed the
+// slack, the leader first rewrites the live entries into a new file and
+// renames it over the old one. A separate lock file (path + ".lock",
+// flock) keeps a second process out.
+type WALStore struct {
+	path  string
+	lock  *os.File
+	acct  *accounts
+	now   func() time.Time
+	slack int64
+	sync  func(*os.File) error // fdatasync; replaced by tests to count
+
+	// idx guards the index, the file handle and its size: Lookup reads
+	// them shared; the leader changes them exclusively.
+	idx      sync.RWMutex
+	f        *os.File
+	size     int64
+	seq      uint64 // the last group's sequence number
+	m        map[Key]walEntry
+	exp      expiryHeap
+	liveDisk int64 // bytes of the live entries' records
+	broken   error // a failed fdatasync: the file's state is unknown
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []*walOp
+	leading bool
+	closed  bool
+
+	groups, compactions atomic.Int64
+}
+
+type walEntry struct {
+	expires int64 // Unix ms
+	off     int64 // file offset of the reply (done)
+	n       uint32
+	done    bool
+}
+
+func (e walEntry) disk(k Key) int64 {
+	if !e.done {
+		return walRecordSize(k.Sender, 0)
+	}
+	return walRecordSize(k.Sender, int(e.n))
+}
+
+// OpenWAL opens or creates the write-ahead log ledger at path. A torn last
+// group (a crash during its write) is truncated; damage before it fails
+// with ErrLedgerCorrupt.
+func OpenWAL(path string, opts WALOptions) (*WALStore, error) {
+	return openWAL(path, opts, fdatasync)
+}
+
+func openWAL(path string, opts WALOptions, syncFn func(*os.File) error) (*WALStore, error) {
+	if opts.Now == nil {
+		return nil, amp.Named(0, "misconfigured", "the ledger needs a clock")
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = time.Second
+	}
+	s := &WALStore{path: path, acct: newAccounts(opts.Limits), now: opts.Now, sync: syncFn, m: map[Key]walEntry{}}
+	s.slack = opts.Slack
+	if s.slack <= 0 {
+		s.slack = max(s.acct.lim.Budget/8, 1<<20)
+	}
+	s.cond = sync.NewCond(&s.mu)
+	lock, err := lockFile(path+".lock", opts.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lock
+	if err := s.load(); err != nil {
+		if s.f != nil {
+			s.f.Close()
+		}
+		unlockFile(lock)
+		return nil, err
+	}
+	return s, nil
+}
+
+func walIOError(msg string, err error) *amp.Error {
+	return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "%s", msg).WithCause(err)
+}
+
+// load opens (or creates) the file and replays it into the index.
+func (s *WALStore) load() error {
+	os.Remove(s.path + ".compact") // a compaction that did not finish
+	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := s.create(s.path); err != nil {
+			return err
+		}
+		f, err = os.OpenFile(s.path, os.O_RDWR, 0)
+	}
+	if err != nil {
+		return walIOError("cannot open the ledger file", err)
+	}
+	s.f = f
+	st, err := f.Stat()
+	if err != nil {
+		return walIOError("cannot open the ledger file", err)
+	}
+	end, err := s.replay(f, st.Size())
+	if err != nil {
+		return err
+	}
+	if end < st.Size() { // a torn last group: never acknowledged, drop it
+		if err := f.Truncate(end); err != nil {
+			return walIOError("cannot truncate the ledger file's torn tail", err)
+		}
+		if err := s.sync(f); err != nil {
+			return walIOError("cannot sync the ledger file", err)
+		}
+	}
+	s.size = end
+	now := s.now().UnixMilli()
+	for k, e := range s.m {
+		if e.expires < now {
+			delete(s.m, k)
+			continue
+		}
+		s.acct.charge(k.Sender, e.cost(k, s.acct.lim), true)
+		s.liveDisk += e.disk(k)
+		s.exp = append(s.exp, expiryItem{e.expires, k})
+	}
+	heap.Init(&s.exp)
+	return nil
+}
+
+// cost is what the entry counts in the accounts (as recordCost).
+func (e walEntry) cost(k Key, lim Limits) int64 {
+	if !e.done {
+		return entryCost(k, lim.ReplyReserve)
+	}
+	return entryCost(k, int64(e.n))
+}
+
+// create writes an empty log at path atomically (header only).
+func (s *WALStore) create(path string) error {
+	tmp := path + ".compact"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return walIOError("cannot create the ledger file", err)
+	}
+	_, err = f.Write([]byte(WALFormatID))
+	if err == nil {
+		err = s.sync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return walIOError("cannot create the ledger file", err)
+	}
+	return nil
+}
+
+// replay reads the log into s.m and returns the end of its last intact
+// group.
+func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<16)
+	head := make([]byte, len(WALFormatID))
+	if _, err := io.ReadFull(r, head); err != nil || string(head) != WALFormatID {
+		return 0, amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the ledger file is not a write-ahead log ledger (%q)", WALFormatID[:len(WALFormatID)-1])
+	}
+	off := int64(len(WALFormatID))
+	first := true
+	var gh [walGroupHeader]byte
+	for off < size {
+		var n uint32
+		var seq uint64
+		var crc uint32
+		_, err := io.ReadFull(r, gh[:])
+		if err == nil {
+			n, seq, crc, err = parseWALGroupHeader(gh[:])
+		}
+		if err == nil && int64(n) > size-off-walGroupHeader {
+			err = io.ErrUnexpectedEOF
+		}
+		if err == nil && !first && seq != s.seq+1 {
+			err = fmt.Errorf("group sequence %d after %d", seq, s.seq)
+		}
+		var recs []walRecord
+		if err == nil {
+			p := make([]byte, n)
+			if _, err = io.ReadFull(r, p); err == nil {
+				recs, err = parseWALPayload(p, crc)
+			}
+		}
+		if err != nil {
+			return off, s.tornOrCorrupt(f, off, size, err)
+		}
+		base := off + walGroupHeader
+		for _, rec := range recs {
+			e := walEntry{expires: rec.expires, done: rec.typ == stateDone}
+			if e.done {
+				e.off, e.n = base+int64(rec.replyAt), uint32(len(rec.reply))
+			}
+			s.m[rec.key] = e
+		}
+		s.seq, first = seq, false
+		off = base + int64(n)
+	}
+	return off, nil
+}
+
+// tornOrCorrupt decides what an unreadable group at off is. If no intact
+// group follows it, it is the torn tail of a write that was never
+// acknowledged (nil: the caller truncates). If one does, records that
+// were acknowledged lie beyond the damage: the open fails.
+func (s *WALStore) tornOrCorrupt(f *os.File, off, size int64, cause error) error {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, off+1, size-off-1), 1<<16)
+	var win []byte
+	buf := make([]byte, 1<<16)
+	pos := off + 1 // file offset of win[0]
+	for {
+		n, err := r.Read(buf)
+		win = append(win, buf[:n]...)
+		for len(win) >= walGroupHeader {
+			if plen, _, crc, herr := parseWALGroupHeader(win); herr == nil && int64(plen) <= size-pos-walGroupHeader {
+				p := make([]byte, plen)
+				if _, rerr := f.ReadAt(p, pos+walGroupHeader); rerr == nil {
+					if _, perr := parseWALPayload(p, crc); perr == nil {
+						return amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
+							"the ledger file is damaged at byte %d (%v) and intact records follow at byte %d; move it aside only if no invocation it records may be retried", off, cause, pos)
+					}
+				}
+			}
+			win, pos = win[1:], pos+1
+		}
+		if err != nil {
+			return nil
+		}
+		win = append(win[:0:0], win...) // keep the window small
+	}
+}
+
+// Lookup implements Store.
+func (s *WALStore) Lookup(k Key) (Record, bool, error) {
+	s.idx.RLock()
+	defer s.idx.RUnlock()
+	e, ok := s.m[k]
+	if !ok {
+		return Record{}, false, nil
+	}
+	rec := Record{Expires: time.UnixMilli(e.expires)}
+	if e.done {
+		rec.Reply = make([]byte, e.n)
+		if _, err := s.f.ReadAt(rec.Reply, e.off); err != nil {
+			return Record{}, false, walIOError("the idempotency ledger is unavailable", err)
+		}
+	}
+	return rec, true, nil
+}
+
+// MarkRunning implements Store.
+func (s *WALStore) MarkRunning(k Key, expires time.Time) error {
+	if len(k.Sender) == 0 || len(k.Sender) > maxWALSender {
+		return amp.Named(amp.CodeInternalError, ErrLedgerIO, "the sender cannot be recorded in the ledger")
+	}
+	s.idx.RLock()
+	_, exists := s.m[k]
+	s.idx.RUnlock()
+	if exists {
+		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger entry already exists")
+	}
+	cost := entryCost(k, s.acct.lim.ReplyReserve)
+	if err := s.acct.reserve(k.Sender, cost, true); err != nil {
+		return err
+	}
+	op := &walOp{kind: stateRunning, k: k, expires: expires.UnixMilli()}
+	if err := s.commit(op); err != nil {
+		s.acct.release(k.Sender, cost)
+		return err
+	}
+	return nil
+}
+
+// Finish implements Store.
+func (s *WALStore) Finish(k Key, reply []byte) error {
+	if int64(len(reply)) > 1<<31 {
+		return amp.Named(amp.CodeOverloaded, ErrFull, "the reply is too large for the idempotency ledger")
+	}
+	s.idx.RLock()
+	e, ok := s.m[k]
+	s.idx.RUnlock()
+	if !ok {
+		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger entry is not running")
+	}
+	old := e.cost(k, s.acct.lim)
+	delta := entryCost(k, int64(len(reply))) - old
+	if err := s.acct.grow(k.Sender, delta); err != nil {
+		return err
+	}
+	op := &walOp{kind: stateDone, k: k, expires: e.expires, reply: reply, delta: delta}
+	if err := s.commit(op); err != nil {
+		s.acct.lock()
+		s.acct.charge(k.Sender, -delta, false)
+		s.acct.unlock()
+		return err
+	}
+	if op.gone {
+		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger entry is not running")
+	}
+	return nil
+}
+
+// Sweep implements Store. It runs in the commit pipeline, like every
+// change of the index.
+func (s *WALStore) Sweep(now time.Time, max int) (int, error) {
+	if max <= 0 {
+		max = 1 << 30
+	}
+	op := &walOp{kind: opSweep, expires: now.UnixMilli(), max: max}
+	err := s.commit(op)
+	return op.swept, err
+}
+
+// Usage implements Store.
+func (s *WALStore) Usage() Usage { return s.acct.usage() }
+
+// FileSize returns the size of the log file in bytes.
+func (s *WALStore) FileSize() int64 {
+	s.idx.RLock()
+	defer s.idx.RUnlock()
+	return s.size
+}
+
+// Close implements Store. Writers still queued fail.
+func (s *WALStore) Close() error {
+	s.mu.Lock()
+	for s.leading {
+		s.cond.Wait()
+	}
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	s.idx.Lock()
+	err := s.f.Close()
+	s.idx.Unlock()
+	if uerr := unlockFile(s.lock); err == nil {
+		err = uerr
+	}
+	return err
+}
+
+// Group commit.
+
+const opSweep byte = 0xff
+
+type walOp struct {
+	kind    byte // stateRunning, stateDone or opSweep
+	k       Key
+	expires int64
+	reply   []byte
+	delta   int64 // accounted growth of a Finish
+	max     int   // sweep
+	swept   int
+	gone    bool // Finish: the entry was reclaimed before it was applied
+	insert  bool // a done record of an entry not yet in the index (migration)
+	err     error
+	done    bool
+}
+
+// maxGroupBytes ends a group early (a group always holds one record).
+const maxGroupBytes = 4 << 20
+
+func (s *WALStore) commit(op *walOp) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the idempotency ledger is closed")
+	}
+	s.queue = append(s.queue, op)
+	for !op.done {
+		if s.leading {
+			s.cond.Wait()
+			continue
+		}
+		if s.closed {
+			break
+		}
+		s.leading = true
+		n, bytes := 0, 0
+		for n < len(s.queue) && n < maxGroup && bytes < maxGroupBytes {
+			bytes += len(s.queue[n].reply) + len(s.queue[n].k.Sender) + walRecordFixed
+			n++
+		}
+		batch := append([]*walOp(nil), s.queue[:n]...)
+		s.queue = append(s.queue[:0], s.queue[n:]...)
+		s.mu.Unlock()
+		s.run(batch)
+		s.mu.Lock()
+		for _, o := range batch {
+			o.done = true
+		}
+		s.leading = false
+		s.cond.Broadcast()
+	}
+	s.mu.Unlock()
+	if !op.done {
+		return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the idempotency ledger is closed")
+	}
+	return op.err
+}
+
+// run appends batch as one group, durably, and applies it to the index.
+// Only the leader changes the index, the file and its size, each change
+// under s.idx; it reads them without the lock, and holds the lock neither
+// while it writes nor while it syncs, so lookups go on meanwhile.
+func (s *WALStore) run(batch []*walOp) {
+	fail := func(err error) {
+		for _, o := range batch {
+			o.err = err
+		}
+	}
+	if s.broken != nil {
+		fail(walIOError("the idempotency ledger is unavailable after a failed write; restart the agent", s.broken))
+		return
+	}
+	now := s.now().UnixMilli()
+	s.idx.Lock()
+	for _, o := range batch {
+		if o.kind == opSweep {
+			o.swept = s.reclaim(o.expires, o.max)
+		}
+	}
+	s.reclaim(now, reclaimPerOp*len(batch))
+	s.idx.Unlock()
+	var writes []*walOp
+	payload, grow := 0, int64(0)
+	for _, o := range batch {
+		if o.kind == opSweep {
+			continue
+		}
+		writes = append(writes, o)
+		payload += int(walRecordSize(o.k.Sender, len(o.reply)))
+		grow += walRecordSize(o.k.Sender, len(o.reply))
+		if e, ok := s.m[o.k]; ok && o.kind == stateDone {
+			grow -= e.disk(o.k)
+		}
+	}
+	if len(writes) == 0 {
+		return
+	}
+	// Dead bytes after this group: compact first if they would exceed
+	// the slack.
+	if s.size+int64(walGroupHeader+payload)-(s.liveDisk+grow) > s.slack+int64(len(WALFormatID)) {
+		if err := s.compact(); err != nil {
+			fail(err)
+			return
+		}
+	}
+	g := make([]byte, walGroupHeader, walGroupHeader+payload)
+	at := make([]int, len(writes))
+	for i, o := range writes {
+		g, at[i] = appendWALRecord(g, o.kind, o.k, o.expires, o.reply)
+	}
+	putWALGroupHeader(g, s.seq+1)
+	if _, err := s.f.WriteAt(g, s.size); err != nil {
+		if terr := s.f.Truncate(s.size); terr != nil {
+			s.broken = terr
+		}
+		fail(walIOError("cannot write the idempotency ledger", err))
+		return
+	}
+	if err := s.sync(s.f); err != nil {
+		// After a failed fdatasync the page cache may not match the
+		// disk: refuse everything until the file is read again.
+		s.broken = err
+		fail(walIOError("cannot sync the idempotency ledger", err))
+		return
+	}
+	s.groups.Add(1)
+	s.idx.Lock()
+	defer s.idx.Unlock()
+	base := s.size
+	s.size += int64(len(g))
+	s.seq++
+	for i, o := range writes {
+		switch o.kind {
+		case stateRunning:
+			e := walEntry{expires: o.expires}
+			s.m[o.k] = e
+			s.liveDisk += e.disk(o.k)
+			heap.Push(&s.exp, expiryItem{o.expires, o.k})
+		case stateDone:
+			e, ok := s.m[o.k]
+			if !ok && o.insert {
+				e, ok = walEntry{expires: o.expires}, true
+				s.liveDisk += e.disk(o.k)
+				heap.Push(&s.exp, expiryItem{o.expires, o.k})
+			}
+			if !ok { // reclaimed meanwhile (expired): the record is dead
+				o.gone = true
+				s.acct.lock()
+				s.acct.charge(o.k.Sender, -o.delta, false)
+				s.acct.unlock()
+				continue
+			}
+			s.liveDisk -= e.disk(o.k)
+			e.done, e.off, e.n = true, base+int64(at[i]), uint32(len(o.reply))
+			s.m[o.k] = e
+			s.liveDisk += e.disk(o.k)
+		}
+	}
+}
+
+// reclaim drops up to max entries expired at now (Unix ms) from the index
+// and the accounts; their records become dead bytes of the file.
+func (s *WALStore) reclaim(now int64, max int) int {
+	n := 0
+	for n < max && len(s.exp) > 0 && s.exp[0].expires < now {
+		it := heap.Pop(&s.exp).(expiryItem)
+		e, ok := s.m[it.k]
+		if !ok || e.expires != it.expires {
+			continue
+		}
+		delete(s.m, it.k)
+		s.liveDisk -= e.disk(it.k)
+		s.acct.release(it.k.Sender, e.cost(it.k, s.acct.lim))
+		n++
+	}
+	return n
+}
+
+// compact rewrites the live entries into path + ".compact", makes it
+// durable, renames it over the log and switches to it. Called by the
+// leader, which alone changes the index: it reads the index unlocked and
+// takes s.idx only to switch, so lookups go on while it copies.
+func (s *WALStore) compact() error {
+	tmp := s.path + ".compact"
+	nf, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return walIOError("cannot compact the idempotency ledger", err)
+	}
+	fail := func(err error) error {
+		nf.Close()
+		os.Remove(tmp)
+		return walIOError("cannot compact the idempotency ledger", err)
+	}
+	w := bufio.NewWriterSize(nf, 1<<20)
+	w.WriteString(WALFormatID)
+	size, seq := int64(len(WALFormatID)), s.seq
+	offs := make(map[Key]int64, len(s.m))
+	var g []byte
+	var keys []Key
+	var ats []int
+	flush := func() error {
+		if len(keys) == 0 {
+			return nil
+		}
+		seq++
+		putWALGroupHeader(g, seq)
+		if _, err := w.Write(g); err != nil {
+			return err
+		}
+		for i, k := range keys {
+			if ats[i] >= 0 {
+				offs[k] = size + int64(ats[i])
+			}
+		}
+		size += int64(len(g))
+		g, keys, ats = g[:0], keys[:0], ats[:0]
+		return nil
+	}
+	var reply []byte
+	for k, e := range s.m {
+		if len(g) == 0 {
+			g = append(g, make([]byte, walGroupHeader)...)
+		}
+		at := -1
+		if e.done {
+			if cap(reply) < int(e.n) {
+				reply = make([]byte, e.n)
+			}
+			reply = reply[:e.n]
+			if _, err := s.f.ReadAt(reply, e.off); err != nil {
+				return fail(err)
+			}
+			g, at = appendWALRecord(g, stateDone, k, e.expires, reply)
+		} else {
+			g, _ = appendWALRecord(g, stateRunning, k, e.expires, nil)
+		}
+		keys, ats = append(keys, k), append(ats, at)
+		if len(g) >= maxGroupBytes {
+			if err := flush(); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return fail(err)
+	}
+	if err := w.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := s.sync(nf); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(filepath.Dir(s.path)); err != nil {
+		// The rename happened; whether it is durable is unknown, and both
+		// files hold the same live entries: carry on with the new one.
+		_ = err
+	}
+	s.idx.Lock()
+	for k, off := range offs {
+		e := s.m[k]
+		e.off = off
+		s.m[k] = e
+	}
+	old := s.f
+	s.f, s.size, s.seq = nf, size, seq
+	s.idx.Unlock()
+	old.Close()
+	s.compactions.Add(1)
+	return nil
+}
+
+// expiryHeap orders keys by expiry (a min-heap); it may hold stale items,
+// which reclaim skips.
+type expiryItem struct {
+	expires int64
+	k       Key
+}
+
+type expiryHeap []expiryItem
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].expires < h[j].expires }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiryItem)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
+}
