@@ -144,7 +144,8 @@ func New(store Store, opts Options) (*Ledger, error) {
 }
 
 // PrincipalStore is a Store whose per-caller quota can be charged to
-// principals instead of senders (BoltStore and MemoryStore are).
+// principals instead of senders (BoltStore, WALStore and MemoryStore
+// are).
 type PrincipalStore interface {
 	Store
 	// SetPrincipal charges each sender's bytes to principal(sender) from

@@ -369,6 +369,11 @@ func (s *WALStore) Sweep(now time.Time, max int) (int, error) {
 // Usage implements Store.
 func (s *WALStore) Usage() Usage { return s.acct.usage() }
 
+// SetPrincipal implements PrincipalStore.
+func (s *WALStore) SetPrincipal(principal func(sender string) string) {
+	s.acct.setPrincipal(principal)
+}
+
 // FileSize returns the size of the log file in bytes.
 func (s *WALStore) FileSize() int64 {
 	s.idx.RLock()
