@@ -136,10 +136,15 @@ type Config struct {
 	// error is answered by the stream's single ACK (verified: true); an
 	// *amp.Error by an ERROR with its code, any other error by 5001
 	// stream_not_accepted. It runs in the Handle call of the STREAM_END,
-	// without holding a CPU slot. Nil: STREAM_* are not served (1005).
+	// without holding a CPU slot. Nil (and no ParamStreams): STREAM_* are
+	// not served (1005). Streams of invocation params never come here.
 	Streams func(ctx context.Context, info StreamInfo, content io.Reader) error
 	// StreamLimits bound open streams (see StreamLimits for defaults).
 	StreamLimits StreamLimits
+	// ParamStreams, when set, lets callers send the params of a CAP_INVOKE
+	// too large for one message as a stream first (docs/SPEC-DECISIONS.md
+	// STREAM-6; stream_invoke.go). Nil: a params stream is refused.
+	ParamStreams *ParamStreamLimits
 	// registry overrides Store for tests.
 	registry Registry
 }
@@ -163,6 +168,7 @@ type Agent struct {
 	nextSweep atomic.Int64
 	// streams holds the open incoming streams.
 	streams *streams
+	params  *paramKeeper // nil: params streams are not taken
 }
 
 func misconfigured(format string, args ...any) error {
@@ -214,6 +220,7 @@ func New(cfg Config) (*Agent, error) {
 		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{},
 	}
 	a.streams = newStreams(cfg.StreamLimits, a.principal)
+	a.params = newParamKeeper(cfg.ParamStreams, cfg.StreamLimits, a.principal)
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -617,6 +624,7 @@ func (a *Agent) Ledger() *ledger.Ledger { return a.ledger }
 // the ledger when the agent opened it (Config.Ledger nil).
 func (a *Agent) Close() error {
 	a.streams.closeAll()
+	a.params.closeAll()
 	if a.ownLedger {
 		return a.ledger.Close()
 	}

@@ -94,6 +94,13 @@
 // reclaimed and its spool file removed (Agent.ReclaimStreams; Handle does
 // it too). See docs/SPEC-DECISIONS.md STREAM-1..5.
 //
+// A stream may also carry the params of a CAP_INVOKE too large for one
+// message (Config.ParamStreams; docs/SPEC-DECISIONS.md STREAM-6): a
+// stream of content type capability.ParamsContentType is kept, not handed
+// to Config.Streams, until a CAP_INVOKE of the same sender names it and
+// its SHA-256 in params_stream; its content then goes through the
+// pipeline as the invocation's params, validated like inline ones, once.
+//
 // # Paging
 //
 // CAP_DECLARE carries next_cursor (docs/SPEC-DECISIONS.md CAP-1) when more pages exist. Cursors

@@ -124,7 +124,11 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 			return 0, nil, err
 		}
 	}
-	params, err := offlineschema.ValueFromCBORBudget(inv.Params, a.cfg.MaxParamItems)
+	rawParams, err := a.invokeParams(caller, inv)
+	if err != nil {
+		return 0, nil, err
+	}
+	params, err := offlineschema.ValueFromCBORBudget(rawParams, a.cfg.MaxParamItems)
 	if err != nil {
 		return 0, nil, err
 	}

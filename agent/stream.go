@@ -213,7 +213,7 @@ const maxStreamID = 256
 // stream handles a verified, addressed STREAM_START, STREAM_DATA or
 // STREAM_END (RFC 001 §6.2–6.3; docs/SPEC-DECISIONS.md STREAM-1..).
 func (a *Agent) stream(ctx context.Context, m *amp.Message, t *ledger.Ticket) (amp.Type, []byte, error) {
-	if a.cfg.Streams == nil {
+	if !a.streamsServed() {
 		return 0, nil, amp.Named(amp.CodeUnknownType, "not_served", "this agent does not serve %s messages", m.Type.Name())
 	}
 	sender := amp.BareDID(m.From)
@@ -249,6 +249,9 @@ func (a *Agent) streamStart(sender string, b amp.StreamStartBody, now time.Time)
 	// The layout, hash and size checks are the Reassembler's (RFC 001 §6.2).
 	if len(b.StreamID) > maxStreamID || len(b.ContentType) > 256 || len(b.Filename) > 1024 {
 		return streamRefusal(amp.CodeInvalidMessage, "limit_exceeded", "", "stream_id, content_type or filename is too long")
+	}
+	if err := a.acceptStream(b); err != nil {
+		return err
 	}
 	if _, err := amp.NewReassembler(b, t.lim.MaxBytes); err != nil {
 		return streamRefusal(amp.CodeOf(err), amp.NameOf(err), b.StreamID, "%s", amp.AsError(err).Message)
@@ -419,7 +422,7 @@ func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBod
 	info := StreamInfo{Sender: sender, StreamID: s.start.StreamID, ContentType: s.start.ContentType, Filename: s.start.Filename,
 		Size: s.start.TotalSize, Chunks: s.start.TotalChunks, SHA256: sum}
 	var herr error
-	a.idle(func() { herr = a.cfg.Streams(ctx, info, io.LimitReader(content, int64(s.start.TotalSize))) })
+	a.idle(func() { herr = a.deliverStream(ctx, info, io.LimitReader(content, int64(s.start.TotalSize))) })
 	if herr != nil {
 		if _, ok := herr.(*amp.Error); !ok {
 			a.log.Error("stream handler failed", "err", herr, "from", sender, "stream_id", s.start.StreamID)

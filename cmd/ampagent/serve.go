@@ -57,6 +57,17 @@ type serveConfig struct {
 	// MaxParamItems bounds the items of an invocation's params once
 	// expanded (default 262,144).
 	MaxParamItems int `json:"max_param_items"`
+	// StreamDir enables STREAM_* for the params of a CAP_INVOKE too large
+	// for one message, spooled in this directory (default: not served).
+	StreamDir string `json:"stream_dir"`
+	// StreamMaxBytes bounds the bytes of open streams, and those of
+	// verified params waiting for their CAP_INVOKE (default 256 MiB each).
+	StreamMaxBytes int64 `json:"stream_max_bytes"`
+	// StreamMaxParamsBytes bounds one params stream (default 64 MiB).
+	StreamMaxParamsBytes int64 `json:"stream_max_params_bytes"`
+	// StreamPerSender bounds one sender's open streams and its waiting
+	// params (default 4 each).
+	StreamPerSender int `json:"stream_per_sender"`
 
 	// rules are Allow, parsed (the file's, then --allow's).
 	rules agent.Rules
@@ -134,6 +145,9 @@ requests finish.`,
 			&cli.Int64Flag{Name: "ledger-budget", Usage: "largest size of the idempotency ledger in `BYTES` (default 256 MiB)"},
 			&cli.IntFlag{Name: "max-in-flight", Usage: "most requests processed at once, `N` (default 64); beyond it 503"},
 			&cli.Int64Flag{Name: "max-in-flight-bytes", Usage: "most request bytes held at once, `BYTES` (default 64 MiB); beyond it 503"},
+			&cli.StringFlag{Name: "stream-dir", Usage: "take the params of invocations too large for one message as streams, spooled in `DIR` (an existing directory of the agent's own)"},
+			&cli.Int64Flag{Name: "stream-max-bytes", Usage: "most bytes of open streams, and of streamed params waiting for their invocation, `BYTES` each (default 256 MiB)"},
+			&cli.Int64Flag{Name: "stream-max-params", Usage: "largest streamed params of one invocation in `BYTES` (default 64 MiB)"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn, error"},
 			jsonFlag,
@@ -229,13 +243,33 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 			return nil, cliutil.Usagef("--max-in-flight-bytes must be at least 1 MiB")
 		}
 	}
+	if c.IsSet("stream-dir") {
+		cfg.StreamDir = c.String("stream-dir")
+	}
+	if c.IsSet("stream-max-bytes") {
+		if cfg.StreamMaxBytes = c.Int64("stream-max-bytes"); cfg.StreamMaxBytes < 1<<20 {
+			return nil, cliutil.Usagef("--stream-max-bytes must be at least 1 MiB")
+		}
+	}
+	if c.IsSet("stream-max-params") {
+		if cfg.StreamMaxParamsBytes = c.Int64("stream-max-params"); cfg.StreamMaxParamsBytes < 1<<10 {
+			return nil, cliutil.Usagef("--stream-max-params must be at least 1 KiB")
+		}
+	}
+	if cfg.StreamMaxBytes != 0 && cfg.StreamMaxParamsBytes > cfg.StreamMaxBytes {
+		return nil, cliutil.Usagef("the largest streamed params (--stream-max-params) cannot exceed --stream-max-bytes")
+	}
+	if cfg.StreamDir == "" && (cfg.StreamMaxBytes != 0 || cfg.StreamMaxParamsBytes != 0 || cfg.StreamPerSender != 0) {
+		return nil, cliutil.WithHint(cliutil.Usagef("the stream limits are for an agent that takes streams"), "give --stream-dir DIR (or \"stream_dir\" in the config file)")
+	}
 	for _, f := range []struct {
 		name string
 		v    int64
 		min  int64
 	}{{"ledger_budget_bytes", cfg.LedgerBudgetBytes, 1 << 20}, {"ledger_caller_bytes", cfg.LedgerCallerBytes, 64 << 10},
 		{"max_in_flight", int64(cfg.MaxInFlight), 1}, {"max_in_flight_bytes", cfg.MaxInFlightBytes, 1 << 20},
-		{"max_param_items", int64(cfg.MaxParamItems), 1}} {
+		{"max_param_items", int64(cfg.MaxParamItems), 1}, {"stream_max_bytes", cfg.StreamMaxBytes, 1 << 20},
+		{"stream_max_params_bytes", cfg.StreamMaxParamsBytes, 1 << 10}, {"stream_per_sender", int64(cfg.StreamPerSender), 1}} {
 		if f.v != 0 && f.v < f.min {
 			return nil, cliutil.Failf("invalid_config", "%s must be at least %d (leave it out for the default)", f.name, f.min)
 		}
@@ -404,9 +438,14 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if err != nil {
 		return err
 	}
+	streamLimits, paramStreams, err := streamConfig(cfg, log)
+	if err != nil {
+		return err
+	}
 	a, err = agent.New(agent.Config{Identity: id, Store: store, Policy: rules, Handlers: handlers, Observe: met.observe,
 		Now: env.Now, Rand: env.Rand, Logger: log, MaxTimeout: maxTimeout, Ledger: led, MaxParamItems: cfg.MaxParamItems,
-		Limits: amp.Limits{MaxMessageSize: int(cfg.MaxBodyBytes)}})
+		Limits:       amp.Limits{MaxMessageSize: int(cfg.MaxBodyBytes)},
+		StreamLimits: streamLimits, ParamStreams: paramStreams})
 	if err != nil {
 		return err
 	}

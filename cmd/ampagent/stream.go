@@ -1,0 +1,55 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+)
+
+// Spool file name prefixes of the agent (agent/stream.go, agent/stream_invoke.go).
+var spoolPrefixes = []string{"ampstream-", "ampparams-"}
+
+// streamConfig turns the stream settings into the agent's limits. Without
+// a stream directory, streams are not served (nil). The directory must
+// exist and be a directory that only its owner may write to; spool files a
+// previous run left (it died with streams open) are removed first.
+func streamConfig(cfg *serveConfig, log *slog.Logger) (agent.StreamLimits, *agent.ParamStreamLimits, error) {
+	if cfg.StreamDir == "" {
+		return agent.StreamLimits{}, nil, nil
+	}
+	st, err := os.Stat(cfg.StreamDir)
+	switch {
+	case err != nil:
+		return agent.StreamLimits{}, nil, cliutil.WithHint(cliutil.Failf("invalid_stream_dir", "cannot use the stream directory").WithCause(err),
+			"create it first, for the agent's user only: install -d -m 0700 DIR")
+	case !st.IsDir():
+		return agent.StreamLimits{}, nil, cliutil.Failf("invalid_stream_dir", "the stream directory is not a directory")
+	case st.Mode().Perm()&0o022 != 0:
+		return agent.StreamLimits{}, nil, cliutil.WithHint(cliutil.Failf("invalid_stream_dir", "others may write to the stream directory"),
+			"chmod go-w DIR: spooled content must be the agent's alone")
+	}
+	entries, err := os.ReadDir(cfg.StreamDir)
+	if err != nil {
+		return agent.StreamLimits{}, nil, cliutil.Failf("invalid_stream_dir", "cannot read the stream directory").WithCause(err)
+	}
+	removed := 0
+	for _, e := range entries {
+		for _, p := range spoolPrefixes {
+			if e.Type().IsRegular() && strings.HasPrefix(e.Name(), p) {
+				if os.Remove(filepath.Join(cfg.StreamDir, e.Name())) == nil {
+					removed++
+				}
+			}
+		}
+	}
+	if removed > 0 {
+		log.Info("removed spool files left by a previous run", "files", removed)
+	}
+	lim := agent.StreamLimits{SpoolDir: cfg.StreamDir, MaxBytes: uint64(cfg.StreamMaxBytes), PerSender: cfg.StreamPerSender}
+	params := &agent.ParamStreamLimits{MaxSize: uint64(cfg.StreamMaxParamsBytes), MaxBytes: uint64(cfg.StreamMaxBytes), PerSender: cfg.StreamPerSender}
+	return lim, params, nil
+}
