@@ -18,6 +18,12 @@ const MediaTypeHeartbeat = "application/ampbundle-heartbeat+cbor"
 // MaxHeartbeatSize bounds a heartbeat statement file (FORMAT.md §23).
 const MaxHeartbeatSize = 64 << 10
 
+// MaxHeartbeatJump bounds how far a heartbeat's version may lie above what
+// a store knows of the line (the highest version it imported and the
+// version of the heartbeat it keeps), FORMAT.md §23: one heartbeat cannot
+// pin a line stale for ever.
+const MaxHeartbeatJump = 1_000_000
+
 // Heartbeat is the payload of a heartbeat statement: the publisher says,
 // at its signed time CreatedAt, that bundle line BundleID is at version
 // Version or later.

@@ -187,3 +187,8 @@ func (k *TrustedKey) coversDID(did string) bool {
 	name, ok := DIDScopeName(did)
 	return ok && k.covers(name)
 }
+
+// KeyCoversManifest reports whether key k may publish a bundle with
+// manifest m: its scopes cover the bundle id and every capability
+// namespace (FORMAT.md §5 step 4).
+func KeyCoversManifest(k TrustedKey, m *Manifest) bool { return k.coversManifest(m) }

@@ -473,7 +473,7 @@ func verifyReceipt(file []byte, site string) ([]map[string]any, error) {
 		}
 		switch em["action"] {
 		case "import", "downgrade", "import_unchanged", "import_refused", "remove", "trust_add",
-			"trust_remove", "trust_threshold", "revoke", "fail_closed", "rotate":
+			"trust_remove", "trust_threshold", "revoke", "fail_closed", "rotate", "heartbeat", "trust_freshness", "heartbeat_reset":
 		default:
 			return nil, fmt.Errorf("entry %d: action %v is not one of §20.1", i, em["action"])
 		}

@@ -1,35 +1,51 @@
 package resolver
 
 import (
+	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
 )
 
-// kTimeFloor is the meta key of the time floor: the latest created_at (Unix
-// seconds) of any bundle this store accepted.
+// Time floors (docs/SPEC-DECISIONS.md TRUST-5, TRUST-8).
+//
+// Publishers sign created_at; once the store accepted a bundle or a
+// heartbeat created at T, each key that counted for it has said "it is at
+// least T". The store keeps, per key, the latest such time (meta
+// "key_floor" \x00 did:key). A bundle's expiry is judged by the later of
+// the local clock and the bundle's floor: the latest time that keys still
+// trusted for its bundle id and every namespace, as many as its threshold,
+// have each signed (the threshold-th largest of their floors). So a clock
+// set back (or reset to 1970 by a dead battery) cannot make an expired
+// bundle valid again once enough of its own keys signed a later time, and
+// a time signed by a key of another scope, or by fewer keys than the
+// bundle's threshold, moves nothing of it. A clock set forward expires
+// bundles early: that fails closed, and no floor ever takes the local
+// clock's word for anything.
+
+// kTimeFloor is the meta key of the newest signed time any key vouched for
+// (informative, and a cheap upper bound of every bundle's floor).
 const kTimeFloor = "time_floor"
 
-// now is the clock expiry is judged by: the injected clock, but never
-// earlier than the time floor. Publishers sign created_at; once a bundle
-// created at T was accepted, this store knows it is at least T, so a clock
-// set back (or reset to 1970 by a dead battery) cannot make an expired
-// bundle valid again. A clock set forward expires bundles early: that fails
-// closed, and the floor never takes the local clock's word for anything.
-func (s *Store) now() time.Time {
-	n := s.opts.Now()
-	if f := s.floor.Load(); f > n.Unix() {
-		return time.Unix(f, 0).UTC()
-	}
-	return n
-}
+func keyFloorKey(did string) []byte { return key2("key_floor", did) }
 
-// raiseFloor records a signed created_at inside a write transaction and
-// returns the new floor.
-func raiseFloor(tx *bolt.Tx, created time.Time) (int64, error) {
+// raiseFloors records a signed created_at for each did:key that counted
+// for it, inside a write transaction, and returns the new newest time.
+func raiseFloors(tx *bolt.Tx, created time.Time, dids []string) (int64, error) {
 	meta := bucket(tx, bMeta)
+	c := created.Unix()
+	for _, did := range dids {
+		if f := int64(getU64(meta.Get(keyFloorKey(did)))); c > f {
+			if err := meta.Put(keyFloorKey(did), u64(uint64(c))); err != nil {
+				return 0, err
+			}
+		}
+	}
 	f := int64(getU64(meta.Get([]byte(kTimeFloor))))
-	if c := created.Unix(); c > f {
+	if c > f {
 		f = c
 		if err := meta.Put([]byte(kTimeFloor), u64(uint64(f))); err != nil {
 			return 0, err
@@ -38,11 +54,118 @@ func raiseFloor(tx *bolt.Tx, created time.Time) (int64, error) {
 	return f, nil
 }
 
-// loadFloor reads the time floor into memory.
+// loadFloor reads the newest signed time into memory.
 func (s *Store) loadFloor(tx *bolt.Tx) {
 	s.floor.Store(int64(getU64(bucket(tx, bMeta).Get([]byte(kTimeFloor)))))
 }
 
-// TimeFloor returns the latest created_at of the bundles this store
-// accepted: the earliest "now" it will judge expiry by.
+// manifestFloor returns the floor a bundle with manifest m is judged by
+// under policy p: the threshold-th largest time floor of the keys of p
+// trusted for its bundle id and every namespace (0 when fewer keys have
+// one).
+func manifestFloor(tx *bolt.Tx, p *bundle.Policy, m *bundle.Manifest) int64 {
+	meta := bucket(tx, bMeta)
+	var fs []int64
+	for _, k := range p.Keys {
+		if bundle.KeyCoversManifest(k, m) {
+			fs = append(fs, int64(getU64(meta.Get(keyFloorKey(amp.DIDKey(k.Key))))))
+		}
+	}
+	need := p.RequiredFor(m)
+	if len(fs) < need {
+		return 0
+	}
+	sort.Slice(fs, func(i, j int) bool { return fs[i] > fs[j] })
+	return fs[need-1]
+}
+
+// recordFloor returns the floor of an installed bundle (0 when its
+// manifest or the trust policy is unreadable: the local clock alone then).
+func recordFloor(tx *bolt.Tx, rec *bundleRecord) int64 {
+	m, ok := recordManifest(rec)
+	if !ok {
+		return 0
+	}
+	p, err := policyTx(tx)
+	if err != nil {
+		return 0
+	}
+	return manifestFloor(tx, p, m)
+}
+
+// recordManifest decodes the signed manifest kept with an installed
+// bundle.
+func recordManifest(rec *bundleRecord) (*bundle.Manifest, bool) {
+	obj, err := bundle.DecodeObject(rec.Signed, bundle.MediaTypeManifest)
+	if err != nil {
+		return nil, false
+	}
+	m, err := bundle.DecodeManifest(obj.Payload)
+	return m, err == nil
+}
+
+// expiredAt reports whether an installed bundle expiring at exp is expired:
+// by the local clock, or by its floor. The floor is computed only when the
+// newest signed time of any key reaches exp (otherwise no floor can).
+func (s *Store) expiredAt(tx *bolt.Tx, rec *bundleRecord, exp time.Time) bool {
+	if !s.opts.Now().Before(exp) {
+		return true
+	}
+	if s.floor.Load() < exp.Unix() {
+		return false
+	}
+	return recordFloor(tx, rec) >= exp.Unix()
+}
+
+// TimeFloor returns the newest signed time any key vouched for in a bundle
+// or heartbeat this store accepted. A bundle's expiry is judged by its own
+// floor (BundleFloor), which is never later.
 func (s *Store) TimeFloor() time.Time { return time.Unix(s.floor.Load(), 0).UTC() }
+
+// BundleFloor returns the time floor the installed bundle bundleID is
+// judged by: the latest time that keys trusted for it, as many as its
+// threshold, have each signed. ok is false when it is not installed.
+func (s *Store) BundleFloor(bundleID string) (t time.Time, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		raw := bucket(tx, bBundles).Get([]byte(bundleID))
+		if raw == nil {
+			return nil
+		}
+		var rec bundleRecord
+		if err := decode(raw, &rec); err != nil {
+			return err
+		}
+		t, ok = time.Unix(recordFloor(tx, &rec), 0).UTC(), true
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, false, amp.AsError(wrapTx(err))
+	}
+	return t, ok, nil
+}
+
+// checkFloorExpiry refuses a bundle being imported whose expires_at its
+// own keys' floor has passed (bundle.ErrExpired, as the reader's clock
+// check).
+func (s *Store) checkFloorExpiry(m *bundle.Manifest) error {
+	if m.ExpiresAt == nil || s.floor.Load() < m.ExpiresAt.Unix() {
+		return nil
+	}
+	var f int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		p, err := policyTx(tx)
+		if err != nil {
+			return err
+		}
+		f = manifestFloor(tx, p, m)
+		return nil
+	})
+	if err != nil {
+		return amp.AsError(wrapTx(err))
+	}
+	if f >= m.ExpiresAt.Unix() {
+		return fail(bundle.ErrExpired, "bundle %s expired at %s: keys trusted for it have signed a later time (%s)", m.BundleID,
+			m.ExpiresAt.UTC().Format(time.RFC3339), time.Unix(f, 0).UTC().Format(time.RFC3339))
+	}
+	return nil
+}

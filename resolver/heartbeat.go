@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -17,6 +18,10 @@ type heartbeatRecord struct {
 	CreatedAt       string `cbor:"created_at"`
 	StatementSHA256 []byte `cbor:"statement_sha256"`
 	At              string `cbor:"at"`
+	// Signers are the did:keys that counted for it (absent in records
+	// written before they were kept: such a heartbeat counts as before).
+	// It makes a bundle stale only while they still vouch for it.
+	Signers []string `cbor:"signers,omitempty"`
 }
 
 // freshnessRecord is the operator's staleness bound for a scope.
@@ -45,12 +50,17 @@ type HeartbeatResult struct {
 
 // ApplyHeartbeat verifies a heartbeat statement (docs/FORMAT.md §23) and
 // records it as the newest heartbeat of its bundle line. It must be signed
-// by the threshold of distinct keys trusted for the bundle_id (as a bundle
-// of that id would be). A heartbeat older than the one held (a lower
-// version, or an earlier created_at) is refused (heartbeat_replayed): the
-// store never goes back. Its created_at raises the time floor, so expiry
-// can only come sooner. Audited ("heartbeat"; a refusal as
-// "import_refused"); changes the generation when it records something.
+// as a bundle of the line would be: by distinct keys trusted for the
+// bundle_id and every capability namespace of the installed bundle (the
+// bundle_id alone when none is installed), reaching the largest threshold
+// of those names. A heartbeat older than the one held (a lower version,
+// or an earlier created_at) is refused (heartbeat_replayed): the store
+// never goes back; one whose version lies more than
+// bundle.MaxHeartbeatJump above what the store knows of the line is
+// refused too (heartbeat_too_far). Its created_at raises the time floor of
+// each key that counted, so expiry can only come sooner. Audited
+// ("heartbeat"; a refusal as "import_refused"); changes the generation
+// when it records something.
 func (s *Store) ApplyHeartbeat(data []byte) (_ *HeartbeatResult, err error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -72,17 +82,37 @@ func (s *Store) ApplyHeartbeat(data []byte) (_ *HeartbeatResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	signers, err := bundle.VerifyStatement(obj, policy, hb.BundleID)
+	line := &bundle.Manifest{BundleID: hb.BundleID}
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if raw := bucket(tx, bBundles).Get([]byte(hb.BundleID)); raw != nil {
+			var r bundleRecord
+			if err := decode(raw, &r); err != nil {
+				return err
+			}
+			m, ok := recordManifest(&r)
+			if !ok {
+				return fail(ErrStoreIO, "the installed manifest of %s is unreadable", hb.BundleID)
+			}
+			line = m
+		}
+		return nil
+	}); err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	signers, err := bundle.VerifyFor(obj, policy, line)
 	if err != nil {
 		return nil, err
 	}
 	res := &HeartbeatResult{BundleID: hb.BundleID, Version: hb.Version, CreatedAt: hb.CreatedAt}
+	var dids []string
 	for _, k := range signers {
 		res.Signers = append(res.Signers, k.Name)
+		dids = append(dids, amp.DIDKey(k.Key))
 	}
 	var gen uint64
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		hbk := bucket(tx, bHeartbeat)
+		known := getU64(bucket(tx, bHighwater).Get([]byte(hb.BundleID)))
 		if raw := hbk.Get([]byte(hb.BundleID)); raw != nil {
 			var old heartbeatRecord
 			if err := decode(raw, &old); err != nil {
@@ -93,6 +123,11 @@ func (s *Store) ApplyHeartbeat(data []byte) (_ *HeartbeatResult, err error) {
 					hb.BundleID, hb.Version, hb.CreatedAt, old.Version, old.CreatedAt)
 			}
 			res.Unchanged = hb.Version == old.Version && hb.CreatedAt == old.CreatedAt
+			known = max(known, old.Version)
+		}
+		if hb.Version > known && hb.Version-known > bundle.MaxHeartbeatJump {
+			return fail(ErrHeartbeatTooFar, "this heartbeat says %s is at version >= %d, more than %d above version %d, the newest this store knows of the line; refused so that one statement cannot pin the line stale (docs/FORMAT.md §23)",
+				hb.BundleID, hb.Version, bundle.MaxHeartbeatJump, known)
 		}
 		if raw := bucket(tx, bBundles).Get([]byte(hb.BundleID)); raw != nil {
 			var r bundleRecord
@@ -112,10 +147,10 @@ func (s *Store) ApplyHeartbeat(data []byte) (_ *HeartbeatResult, err error) {
 			return nil
 		}
 		if err := hbk.Put([]byte(hb.BundleID), encode(heartbeatRecord{Version: hb.Version, CreatedAt: hb.CreatedAt, StatementSHA256: fileSum,
-			At: formatTime(s.opts.Now())})); err != nil {
+			At: formatTime(s.opts.Now()), Signers: dids})); err != nil {
 			return err
 		}
-		if _, err := raiseFloor(tx, created); err != nil {
+		if _, err := raiseFloors(tx, created, dids); err != nil {
 			return err
 		}
 		if res.Installed != 0 {
@@ -159,7 +194,10 @@ func freshnessFor(tx *bolt.Tx, bundleID string) (rec freshnessRecord, scope stri
 
 // staleReason says why the installed version of bundleID is older than the
 // freshness policy allows, or "" when it is not: the newest heartbeat of
-// the line says it is at a version more than max_versions above it.
+// the line — while its signers still vouch for the installed bundle —
+// says it is at a version more than max_versions above it, or the newest
+// time its own keys signed is more than max_age after it was last vouched
+// for as current.
 func staleReason(tx *bolt.Tx, bundleID string, installed uint64) string {
 	raw := bucket(tx, bHeartbeat).Get([]byte(bundleID))
 	if raw == nil {
@@ -173,7 +211,20 @@ func staleReason(tx *bolt.Tx, bundleID string, installed uint64) string {
 	if err := decode(raw, &hb); err != nil {
 		return "the stored heartbeat is unreadable"
 	}
-	if pol.MaxVersions != noVersionBound && hb.Version > installed && hb.Version-installed > pol.MaxVersions {
+	var rec bundleRecord
+	if r := bucket(tx, bBundles).Get([]byte(bundleID)); r == nil || decode(r, &rec) != nil {
+		return "the installed bundle's record is unreadable"
+	}
+	m, ok := recordManifest(&rec)
+	if !ok {
+		return "the installed bundle's manifest is unreadable"
+	}
+	p, err := policyTx(tx)
+	if err != nil {
+		return "the trust policy is unreadable"
+	}
+	counts := heartbeatVouches(p, &hb, m)
+	if counts && pol.MaxVersions != noVersionBound && hb.Version > installed && hb.Version-installed > pol.MaxVersions {
 		return fmt.Sprintf("installed version %d is %d versions behind the publisher's heartbeat (version >= %d, signed %s); the freshness policy of %s allows %d",
 			installed, hb.Version-installed, hb.Version, hb.CreatedAt, scopeName(scope), pol.MaxVersions)
 	}
@@ -182,24 +233,38 @@ func staleReason(tx *bolt.Tx, bundleID string, installed uint64) string {
 	}
 	// Age: from the latest signed time at which the installed version was
 	// vouched for as current (its own created_at, or the kept heartbeat's
-	// when that names no newer version) to the newest signed time the
-	// store has seen (the time floor). The local clock plays no part.
-	vouched, ok := bundleCreated(tx, bundleID)
-	if !ok {
-		return "the installed bundle's manifest is unreadable"
-	}
-	if hb.Version <= installed {
+	// when that names no newer version) to the newest time enough of its
+	// own keys have signed (its floor). The local clock plays no part.
+	vouched := m.CreatedAt.Unix()
+	if counts && hb.Version <= installed {
 		if t, err := parseRFC3339(hb.CreatedAt); err == nil && t > vouched {
 			vouched = t
 		}
 	}
-	floor := int64(getU64(bucket(tx, bMeta).Get([]byte(kTimeFloor))))
+	floor := manifestFloor(tx, p, m)
 	if age := floor - vouched; age > 0 && uint64(age) > pol.MaxAgeSeconds {
-		return fmt.Sprintf("installed version %d was last vouched for as current %s, %s before the newest signed time this store has seen (%s); the freshness policy of %s allows %s",
+		return fmt.Sprintf("installed version %d was last vouched for as current %s, %s before the newest time its keys have signed (%s); the freshness policy of %s allows %s",
 			installed, time.Unix(vouched, 0).UTC().Format(time.RFC3339), days(uint64(age)), time.Unix(floor, 0).UTC().Format(time.RFC3339),
 			scopeName(scope), days(pol.MaxAgeSeconds))
 	}
 	return ""
+}
+
+// heartbeatVouches reports whether a kept heartbeat still speaks for the
+// installed bundle m: the keys that counted for it that p still trusts for
+// m's bundle id and every namespace reach m's threshold. A heartbeat kept
+// before its signers were recorded counts as it did then.
+func heartbeatVouches(p *bundle.Policy, hb *heartbeatRecord, m *bundle.Manifest) bool {
+	if len(hb.Signers) == 0 {
+		return true
+	}
+	n := 0
+	for _, k := range p.Keys {
+		if slices.Contains(hb.Signers, amp.DIDKey(k.Key)) && bundle.KeyCoversManifest(k, m) {
+			n++
+		}
+	}
+	return n >= p.RequiredFor(m)
 }
 
 func days(sec uint64) string {
@@ -212,24 +277,6 @@ func days(sec uint64) string {
 func parseRFC3339(s string) (int64, error) {
 	t, err := time.Parse(time.RFC3339, s)
 	return t.Unix(), err
-}
-
-// bundleCreated returns the signed created_at of the installed bundle.
-func bundleCreated(tx *bolt.Tx, bundleID string) (int64, bool) {
-	var r bundleRecord
-	raw := bucket(tx, bBundles).Get([]byte(bundleID))
-	if raw == nil || decode(raw, &r) != nil {
-		return 0, false
-	}
-	obj, err := bundle.DecodeObject(r.Signed, bundle.MediaTypeManifest)
-	if err != nil {
-		return 0, false
-	}
-	m, err := bundle.DecodeManifest(obj.Payload)
-	if err != nil {
-		return 0, false
-	}
-	return m.CreatedAt.Unix(), true
 }
 
 func scopeName(scope string) string {
@@ -347,4 +394,47 @@ func (s *Store) FreshnessPolicy() ([]Freshness, error) {
 		return nil, amp.AsError(wrapTx(err))
 	}
 	return out, nil
+}
+
+// ResetHeartbeat forgets the heartbeat kept for the bundle line bundleID:
+// the operator's way out when a heartbeat pins a line stale (a publisher's
+// mistake, or a key since revoked). The line then takes heartbeats again
+// from the versions this store knows of it. Audited ("heartbeat_reset",
+// with the forgotten heartbeat's version and file hash); changes the
+// generation. It returns the forgotten heartbeat's version; no_heartbeat
+// when none is kept.
+func (s *Store) ResetHeartbeat(bundleID string) (uint64, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gen, version uint64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		hbk := bucket(tx, bHeartbeat)
+		raw := hbk.Get([]byte(bundleID))
+		if raw == nil {
+			return fail(ErrNoHeartbeat, "no heartbeat is kept for the line %s (ampbundle trust freshness lists the policy; ls shows what is stale)", bundleID)
+		}
+		var old heartbeatRecord
+		if err := decode(raw, &old); err != nil {
+			return err
+		}
+		version = old.Version
+		if err := hbk.Delete([]byte(bundleID)); err != nil {
+			return err
+		}
+		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "heartbeat_reset", Actor: s.actor(), Verdict: verdictAccepted,
+			BundleID: bundleID, Version: old.Version, FileSHA256: old.StatementSHA256}); err != nil {
+			return err
+		}
+		var err error
+		gen, err = bumpGeneration(tx)
+		return err
+	})
+	if err != nil {
+		return 0, amp.AsError(wrapTx(err))
+	}
+	s.gen.Store(gen)
+	return version, nil
 }

@@ -149,7 +149,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	if err := s.fault("verify"); err != nil {
 		return nil, err
 	}
-	br, err := bundle.NewReader(r, bundle.ReaderOptions{Policy: policy, Now: s.now,
+	br, err := bundle.NewReader(r, bundle.ReaderOptions{Policy: policy, Now: s.opts.Now,
 		MaxArtifactSize: s.opts.MaxArtifactSize, Progress: opts.Progress, AllowDelta: true})
 	if err != nil {
 		return nil, err
@@ -167,6 +167,12 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	}
 	res.Artifacts = len(m.Artifacts)
 
+	// The reader judged expiry by the local clock; the bundle's floor (the
+	// latest time enough of its keys signed, clock.go) can only make it
+	// expire sooner.
+	if err := s.checkFloorExpiry(m); err != nil {
+		return nil, err
+	}
 	// Cheap refusals before reading any artifact; repeated in the final
 	// transaction.
 	var unchanged bool
@@ -260,7 +266,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 		if err := install(tx, m, signed, arts, res, s.opts.Now(), entry); err != nil {
 			return err
 		}
-		if floor, err = raiseFloor(tx, m.CreatedAt); err != nil {
+		if floor, err = raiseFloors(tx, m.CreatedAt, res.signerKeys); err != nil {
 			return err
 		}
 		if err := deleteOrphans(tx, orphans); err != nil {

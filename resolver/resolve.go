@@ -68,7 +68,7 @@ func (s *Store) artifact(tx *bolt.Tx, bundleID, key string) ([]byte, indexRecord
 	if why := staleReason(tx, bundleID, rec.Version); why != "" {
 		return nil, indexRecord{}, unavailable(ErrBundleStale, "bundle %s is stale: %s; import a newer version", bundleID, why)
 	}
-	if exp, ok := expiry(rec); ok && !s.opts.AllowExpired && !s.now().Before(exp) {
+	if exp, ok := expiry(rec); ok && !s.opts.AllowExpired && s.expiredAt(tx, &rec, exp) {
 		return nil, indexRecord{}, unavailable(ErrBundleExpired, "bundle %s expired at %s", bundleID, rec.ExpiresAt)
 	}
 	raw = bucket(tx, bIndex).Get(key2(bundleID, key))
@@ -180,7 +180,9 @@ func (s *Store) Schema(ref capability.SchemaRef) (*offlineschema.Schema, error) 
 	e := c.entries[k]
 	c.mu.RUnlock()
 	if e != nil {
-		if !e.expires.IsZero() && !s.opts.AllowExpired && !s.now().Before(e.expires) {
+		// The bundle's floor was checked when the entry was compiled or
+		// last re-checked, and moves only with the generation.
+		if !e.expires.IsZero() && !s.opts.AllowExpired && !s.opts.Now().Before(e.expires) {
 			return nil, unavailable(ErrBundleExpired, "bundle %s has expired", ref.BundleID)
 		}
 		if e.gen.Load() == gen || s.stillValid(e, ref.BundleID) {

@@ -97,6 +97,8 @@ const (
 	ErrRevocationScope  amp.ErrName = "revocation_out_of_scope" // a revocation of a key trusted beyond the statement's scope
 	ErrBundleStale      amp.ErrName = "bundle_stale"            // 5002: an installed bundle older than the freshness policy allows (heartbeat.go)
 	ErrHeartbeatOlder   amp.ErrName = "heartbeat_replayed"      // a heartbeat older than the newest this store holds for the line
+	ErrHeartbeatTooFar  amp.ErrName = "heartbeat_too_far"       // a heartbeat more than bundle.MaxHeartbeatJump versions above what the store knows of the line
+	ErrNoHeartbeat      amp.ErrName = "no_heartbeat"            // a heartbeat reset of a line without one
 	ErrRotationGap      amp.ErrName = "rotation_gap"            // a trust statement after a missing one
 	ErrRotationFork     amp.ErrName = "rotation_fork"           // a trust statement that is not the one this store applied, or chains to another
 )

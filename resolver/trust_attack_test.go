@@ -1,9 +1,12 @@
 package resolver
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"errors"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
@@ -203,5 +206,191 @@ func TestPreRevocationByAnotherScopeCannotBlockTrust(t *testing.T) {
 	}
 	if _, err := s.ApplyRotation(rotation(t, nil, 1, 1, map[string]ed25519.PrivateKey{"k": k}, nil, example)); err != nil {
 		t.Fatalf("rotation adding the key for org.example: %v", err)
+	}
+}
+
+// expiringStore trusts the example publisher (org.example), the acme
+// publisher (com.acme) and key e2 (seed 71, org.example), with a threshold
+// of 2 for org.example.translate, and holds translate version 1 co-signed
+// by the example publisher and e2, expiring a day after testNow.
+func expiringStore(t *testing.T, clock *time.Time) (s *Store, example, e2 ed25519.PrivateKey) {
+	t.Helper()
+	s = newStore(t, func(o *Options) { o.Now = func() time.Time { return *clock } })
+	example, e2 = sampleKey(t, "example-publisher"), testKeyN(71)
+	if err := s.TrustAdd("e2", pub(e2), []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TrustSetThreshold("org.example.translate", 2); err != nil {
+		t.Fatal(err)
+	}
+	exp := testNow.Add(24 * time.Hour)
+	mustImport(t, s, cosignedDraft(t, 1, func(d *bundle.Draft) { d.ExpiresAt = &exp }, example, e2))
+	return s, example, e2
+}
+
+// cosignedDraft builds the translate sample at version, edited, signed by
+// keys.
+func cosignedDraft(t *testing.T, version uint64, edit func(*bundle.Draft), keys ...ed25519.PrivateKey) []byte {
+	t.Helper()
+	d, err := bundle.LoadSource(filepath.Join(samplesDir, "translate"), bundle.SourceOptions{CreatedAt: testNow.Add(-time.Hour), Signer: pub(keys[0])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Version = version
+	if edit != nil {
+		edit(d)
+	}
+	var buf bytes.Buffer
+	if _, err := bundle.Write(&buf, d, keys, bundle.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestTimeFloorPushedByKeyOfAnotherScope: a signed time far in the future,
+// accepted from keys that could not sign a bundle (another scope's key, or
+// fewer keys than its threshold), does not move the time its expiry is
+// judged by: it neither expires it nor blocks importing its next version.
+// A time signed by enough keys trusted for it still does, whatever the
+// local clock says.
+func TestTimeFloorPushedByKeyOfAnotherScope(t *testing.T) {
+	far := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		push func(t *testing.T, s *Store, example, e2 ed25519.PrivateKey)
+	}{
+		{"heartbeat by a key of com.acme", func(t *testing.T, s *Store, _, _ ed25519.PrivateKey) {
+			if _, err := s.ApplyHeartbeat(heartbeat(t, "com.acme.tools", 1, far, sampleKey(t, "acme-publisher"))); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"heartbeat of another line by one key of a two-key bundle", func(t *testing.T, s *Store, example, _ ed25519.PrivateKey) {
+			if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.other", 1, far, example)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := testNow
+			s, example, e2 := expiringStore(t, &clock)
+			tt.push(t, s, example, e2)
+			if _, err := s.Resolve(descriptorRef(t, s)); err != nil {
+				t.Fatalf("a time the bundle's keys did not sign expired it: %v", err)
+			}
+			exp := testNow.Add(48 * time.Hour)
+			mustImport(t, s, cosignedDraft(t, 2, func(d *bundle.Draft) { d.ExpiresAt = &exp }, example, e2))
+			ref := descriptorRef(t, s)
+			if _, err := s.Resolve(ref); err != nil {
+				t.Fatal(err)
+			}
+			// Both keys vouch for a time after the expiry: with the clock
+			// set back, the bundle stays expired.
+			if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.translate", 2, testNow.Add(72*time.Hour), example, e2)); err != nil {
+				t.Fatal(err)
+			}
+			clock = time.Unix(0, 0)
+			_, err := s.Resolve(ref)
+			expect5002(t, err, ErrBundleExpired)
+		})
+	}
+}
+
+// TestHeartbeatThresholdBypassByNamespace: a heartbeat of a line counts
+// its signers as a bundle of that line would: over the bundle id and every
+// capability namespace of the installed bundle, so one key cannot pin a
+// line (org.example.tools) whose namespace (org.example.translate)
+// needs two.
+func TestHeartbeatThresholdBypassByNamespace(t *testing.T) {
+	s := newStore(t)
+	example, e2 := sampleKey(t, "example-publisher"), testKeyN(71)
+	if err := s.TrustAdd("e2", pub(e2), []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TrustSetThreshold("org.example.translate", 2); err != nil {
+		t.Fatal(err)
+	}
+	mustImport(t, s, cosignedDraft(t, 1, func(d *bundle.Draft) { d.BundleID = "org.example.tools" }, example, e2))
+	if err := s.SetFreshness("*", 1); err != nil {
+		t.Fatal(err)
+	}
+	ref := descriptorRef(t, s)
+	before := dumpBesidesAudit(t, s)
+	_, err := s.ApplyHeartbeat(heartbeat(t, "org.example.tools", 9, testNow, example))
+	expectName(t, err, bundle.ErrThreshold)
+	if dumpBesidesAudit(t, s) != before {
+		t.Fatal("a refused heartbeat changed the store")
+	}
+	if _, err := s.Resolve(ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.tools", 9, testNow, example, e2)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Resolve(ref)
+	expect5002(t, err, ErrBundleStale)
+}
+
+// TestHeartbeatPinnedAtMaxVersion: a heartbeat claiming version 2^64-1
+// (or any jump beyond bundle.MaxHeartbeatJump over what the store knows of
+// the line) is refused, so it cannot pin the line stale for ever; a pin
+// within the cap is undone by the operator's audited reset.
+func TestHeartbeatPinnedAtMaxVersion(t *testing.T) {
+	clock := testNow
+	s, example, e2 := expiringStore(t, &clock)
+	if err := s.SetFreshness("*", 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []uint64{^uint64(0), 1 + bundle.MaxHeartbeatJump + 1} {
+		_, err := s.ApplyHeartbeat(heartbeat(t, "org.example.translate", v, testNow, example, e2))
+		expectName(t, err, ErrHeartbeatTooFar)
+	}
+	if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.translate", 1+bundle.MaxHeartbeatJump, testNow, example, e2)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Resolve(descriptorRef(t, s))
+	expect5002(t, err, ErrBundleStale)
+	if _, err := s.ResetHeartbeat("org.example.other"); !errors.Is(err, ErrNoHeartbeat) {
+		t.Fatalf("reset of a line without a heartbeat: %v", err)
+	}
+	if v, err := s.ResetHeartbeat("org.example.translate"); err != nil || v != 1+bundle.MaxHeartbeatJump {
+		t.Fatalf("reset: %d %v", v, err)
+	}
+	if e := lastAudit(t, s); e.Action != "heartbeat_reset" || e.BundleID != "org.example.translate" || e.Version != 1+bundle.MaxHeartbeatJump {
+		t.Fatalf("audit %+v", e)
+	}
+	if _, err := s.Resolve(descriptorRef(t, s)); err != nil {
+		t.Fatalf("after the reset: %v", err)
+	}
+	// The line takes heartbeats again from where the store knows it is.
+	if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.translate", 2, testNow, example, e2)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHeartbeatOfRevokedSignerStopsCounting: a kept heartbeat counts only
+// while its signers still vouch for the installed bundle: once its signer
+// is revoked the line is no longer stale because of it.
+func TestHeartbeatOfRevokedSignerStopsCounting(t *testing.T) {
+	s := newStore(t)
+	k := sampleKey(t, "example-publisher")
+	e2 := testKeyN(71)
+	if err := s.TrustAdd("e2", pub(e2), []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	mustImport(t, s, cosigned(t, 1, k, e2))
+	if err := s.SetFreshness("*", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.translate", 5, testNow, k)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Resolve(descriptorRef(t, s))
+	expect5002(t, err, ErrBundleStale)
+	if _, err := s.ApplyRevocation(revocation(t, "org.example", []string{didOfPriv(k)}, nil, e2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resolve(descriptorRef(t, s)); err != nil {
+		t.Fatalf("a heartbeat by a revoked key still pins the line: %v", err)
 	}
 }

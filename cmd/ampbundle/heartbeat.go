@@ -110,12 +110,18 @@ line's newest applied heartbeat (docs/FORMAT.md §23) names a version more
 than --max-versions above the installed one fails closed at its next use
 (5002 bundle_stale) and is listed by ls and check, until a newer version is
 imported. The most specific scope wins. It never depends on the local
-clock. Without flags, lists the policy. Audited.`,
+clock. Without flags, lists the policy. Audited.
+
+--reset LINE forgets the heartbeat kept for the bundle line LINE (a bundle
+id): the way out when a heartbeat pins a line stale (a publisher's mistake,
+or a key since revoked); the line then takes heartbeats again from the
+versions the store knows of it. Audited as heartbeat_reset.`,
 		Flags: []cli.Flag{
 			dbFlag,
 			&cli.StringFlag{Name: "scope", Value: "*", Usage: "`SCOPE` the bound applies to"},
 			&cli.StringFlag{Name: "max-versions", Usage: "at most `N` versions behind the newest heartbeat (0: must be at it)"},
 			&cli.StringFlag{Name: "max-age", Usage: "at most `AGE` (e.g. 30d, 12h) between the last signed time the installed version was vouched for as current and the newest signed time seen"},
+			&cli.StringFlag{Name: "reset", Usage: "forget the heartbeat kept for the bundle line `LINE` (audited)"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) (err error) {
@@ -138,6 +144,10 @@ clock. Without flags, lists the policy. Audited.`,
 				}
 				maxAge = d
 			}
+			reset := c.String("reset")
+			if c.IsSet("reset") && (maxVersions != nil || maxAge > 0 || c.IsSet("scope")) {
+				return cliutil.Usagef("--reset LINE takes no --max-versions, --max-age or --scope")
+			}
 			s, err := openStore(env, c, readWrite)
 			if err != nil {
 				return err
@@ -146,6 +156,17 @@ clock. Without flags, lists the policy. Audited.`,
 			st, err := directStore(s, "trust freshness")
 			if err != nil {
 				return err
+			}
+			if c.IsSet("reset") {
+				v, err := st.ResetHeartbeat(reset)
+				if err != nil {
+					return err
+				}
+				if c.Bool("json") {
+					return cliutil.PrintJSON(env.Stdout, map[string]any{"reset": reset, "forgotten_version": v})
+				}
+				fmt.Fprintf(env.Stdout, "forgot the heartbeat of %s (version >= %d); nothing of the line is stale because of it any more\n", reset, v)
+				return nil
 			}
 			if maxVersions != nil || maxAge > 0 {
 				if err := st.SetFreshnessPolicy(c.String("scope"), maxVersions, maxAge); err != nil {

@@ -115,3 +115,54 @@ func TestHeartbeatBelowThresholdThenCosigned(t *testing.T) {
 		t.Fatalf("re-import: %s", r.stdout)
 	}
 }
+
+// TestHeartbeatPinResetThroughTheCLI: a heartbeat that pins a line stale
+// is forgotten by trust freshness --reset LINE (audited), after which the
+// bundle is served again; a heartbeat beyond the version cap is refused;
+// --reset of a line without one is no_heartbeat, and with a bound is a
+// usage error.
+func TestHeartbeatPinResetThroughTheCLI(t *testing.T) {
+	keys, pubs := officers(t, 1)
+	dir := t.TempDir()
+	b := filepath.Join(dir, "t.ampb")
+	mustRun(t, "build", filepath.Join(testdata, "translate"), "-o", b, "--key", keys[0], "--created", "2026-11-01T00:00:00Z")
+	db := filepath.Join(t.TempDir(), "store.db")
+	mustRun(t, "trust", "add", pubs[0], "--db", db, "--name", "officer-a", "--scope", "org.example")
+	mustRun(t, "import", b, "--db", db)
+	mustRun(t, "trust", "freshness", "--max-versions", "1", "--db", db)
+	key := "dids/translator.json"
+	want, _ := os.ReadFile(filepath.Join(testdata, "translate", key))
+	resolveArgs := []string{"resolve", "--db", db, "--bundle-id", translateID, "--artifact-key", key, "--hash", sha256hex(want)}
+
+	far := filepath.Join(dir, "hb-far.cbor")
+	mustRun(t, "heartbeat", "-o", far, "--bundle-id", translateID, "--version", "18446744073709551615", "--key", keys[0], "--created", "2026-11-22T00:00:00Z")
+	failsWith(t, "heartbeat_too_far", "import", far, "--db", db)
+	hb := filepath.Join(dir, "hb.cbor")
+	mustRun(t, "heartbeat", "-o", hb, "--bundle-id", translateID, "--version", "900", "--key", keys[0], "--created", "2026-11-22T00:00:00Z")
+	mustRun(t, "import", hb, "--db", db)
+	failsWith(t, "bundle_stale", resolveArgs...)
+
+	if r := runCLI(t, nil, "trust", "freshness", "--reset", translateID, "--max-versions", "2", "--db", db); r.code != 2 {
+		t.Fatalf("--reset with a bound: exit %d", r.code)
+	}
+	var res struct {
+		Reset     string `json:"reset"`
+		Forgotten uint64 `json:"forgotten_version"`
+	}
+	mustJSON(t, &res, "trust", "freshness", "--reset", translateID, "--db", db)
+	if res.Reset != translateID || res.Forgotten != 900 {
+		t.Fatalf("reset %+v", res)
+	}
+	mustRun(t, resolveArgs...)
+	var log struct {
+		Entries []struct {
+			Action   string `json:"action"`
+			BundleID string `json:"bundle_id"`
+		} `json:"entries"`
+	}
+	mustJSON(t, &log, "audit", "--db", db)
+	if e := log.Entries[len(log.Entries)-1]; e.Action != "heartbeat_reset" || e.BundleID != translateID {
+		t.Fatalf("audit %+v", e)
+	}
+	failsWith(t, "no_heartbeat", "trust", "freshness", "--reset", translateID, "--db", db)
+}
