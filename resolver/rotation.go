@@ -150,7 +150,8 @@ func (s *Store) ApplyRotation(data []byte) (_ *RotateResult, err error) {
 			}
 			return nil
 		}
-		gone := map[string]bool{}
+		gone := map[string]bool{}    // trust names retired
+		retired := map[string]bool{} // their did:keys
 		for _, did := range rot.Retire {
 			r := find(did)
 			if r == nil {
@@ -160,6 +161,7 @@ func (s *Store) ApplyRotation(data []byte) (_ *RotateResult, err error) {
 				return fail(ErrRevocationScope, "key %s is trusted for %s, beyond the statement's scope %s", r.Name, strings.Join(r.Scopes, ", "), rot.Scope)
 			}
 			gone[r.Name] = true
+			retired[did] = true
 			res.Retired = append(res.Retired, r.Name)
 			if err := tb.Delete([]byte(r.Name)); err != nil {
 				return err
@@ -222,11 +224,10 @@ func (s *Store) ApplyRotation(data []byte) (_ *RotateResult, err error) {
 			if err := decode(v, &r); err != nil {
 				return err
 			}
-			for _, n := range r.Signers {
-				if gone[n] {
-					res.StillInstalled = append(res.StillInstalled, bundle.BundleVersion{BundleID: r.BundleID, Version: r.Version}.String())
-					break
-				}
+			// By key, as revocation matches (a trust name may since
+			// have been given to another key).
+			if obj, err := bundle.DecodeObject(r.Signed, bundle.MediaTypeManifest); err == nil && signedBy(obj, retired) {
+				res.StillInstalled = append(res.StillInstalled, bundle.BundleVersion{BundleID: r.BundleID, Version: r.Version}.String())
 			}
 			return nil
 		}); err != nil {

@@ -102,8 +102,12 @@ func TestRevocationOfRetiredKeyReachesItsBundles(t *testing.T) {
 		forget func(t *testing.T, s *Store)
 	}{
 		{"retired by a trust statement", func(t *testing.T, s *Store) {
-			if _, err := s.ApplyRotation(rotation(t, nil, 1, 1, map[string]ed25519.PrivateKey{"b": b}, []ed25519.PrivateKey{a}, a)); err != nil {
+			res, err := s.ApplyRotation(rotation(t, nil, 1, 1, map[string]ed25519.PrivateKey{"b": b}, []ed25519.PrivateKey{a}, a))
+			if err != nil {
 				t.Fatal(err)
+			}
+			if len(res.StillInstalled) != 1 || res.StillInstalled[0] != "org.example.translate@1" {
+				t.Fatalf("still installed %v", res.StillInstalled)
 			}
 		}},
 		{"removed by trust rm", func(t *testing.T, s *Store) {
