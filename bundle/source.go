@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -254,7 +253,7 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 		case segs[0] == "capabilities" && len(segs) == 4 && strings.HasSuffix(k, ".json"),
 			segs[0] == "schemas" && len(segs) >= 2 && strings.HasSuffix(k, ".json"):
 			schemas.files[k] = onDisk[k]
-			d.Artifacts = append(d.Artifacts, fileSource(k, MediaTypeSchema, onDisk[k], sizes[k], schemas))
+			d.Artifacts = append(d.Artifacts, fileSource(k, MediaTypeSchema, onDisk[k], sizes[k]))
 		case segs[0] == "dids" && len(segs) == 2 && strings.HasSuffix(k, ".json"):
 			dids = append(dids, k)
 			d.Artifacts = append(d.Artifacts, BytesSource(k, MediaTypeDID, files[k]))
@@ -275,6 +274,7 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 	}
 	hashes := schemas.hashes
 	quick := offlineschema.NewQuickCheck()
+	checked := map[string]Source{} // size and hash of the bytes checked, by key
 	for _, k := range sortedKeys(schemas.files) {
 		data, err := schemas.Load(k)
 		if err != nil {
@@ -282,7 +282,9 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 		}
 		h, _ := NewHash(alg)
 		h.Write(data)
-		hashes[k] = hex.EncodeToString(h.Sum(nil))
+		sum := h.Sum(nil)
+		hashes[k] = hex.EncodeToString(sum)
+		checked[k] = Source{Size: int64(len(data)), Hash: sum}
 		id, err := quick.Add(k, data)
 		done += int64(len(data))
 		progress("indexing schemas", done, schemaBytes)
@@ -311,6 +313,11 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 		}
 		done += sizes[k]
 		progress("checking schemas", done, schemaBytes)
+	}
+	for i, a := range d.Artifacts {
+		if c, ok := checked[a.Key]; ok {
+			d.Artifacts[i].Size, d.Artifacts[i].Hash = c.Size, c.Hash
+		}
 	}
 
 	// DID documents.
@@ -457,40 +464,19 @@ func isSchemaPath(rel string) bool {
 			(segs[0] == "schemas" && len(segs) >= 2))
 }
 
-// fileSource is a Source over a schema file, opened each time Write reads
-// it. Each read is hashed as it goes and refused at its end if the bytes
-// are not those LoadSource checked (l.hashes): what is written is what was
-// compiled.
-func fileSource(key, mediaType, p string, size int64, l *diskLoader) Source {
+// fileSource is a Source over a schema file, opened when Write copies it.
+// LoadSource sets its Size and Hash to those of the bytes it checked, and
+// Write refuses bytes that do not match them: what is written is what was
+// checked.
+func fileSource(key, mediaType, p string, size int64) Source {
 	return Source{Key: key, MediaType: mediaType, Size: size, Open: func() (io.ReadCloser, error) {
 		f, err := os.Open(p)
 		if err != nil {
 			return nil, fail(ErrIO, "cannot read %s", key).WithCause(err)
 		}
-		h, _ := NewHash(l.alg)
-		return &checkedFile{f: f, h: h, key: key, want: l.hashes[key]}, nil
+		return f, nil
 	}}
 }
-
-// checkedFile hashes a file as it is read and fails at its end when the
-// hash is not want.
-type checkedFile struct {
-	f    *os.File
-	h    hash.Hash
-	key  string
-	want string
-}
-
-func (c *checkedFile) Read(b []byte) (int, error) {
-	n, err := c.f.Read(b)
-	c.h.Write(b[:n])
-	if err == io.EOF && hex.EncodeToString(c.h.Sum(nil)) != c.want {
-		return n, srcErr(c.key, "changed while the bundle was being built")
-	}
-	return n, err
-}
-
-func (c *checkedFile) Close() error { return c.f.Close() }
 
 func readSourceFile(p string) ([]byte, error) {
 	f, err := os.Open(p)

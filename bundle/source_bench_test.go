@@ -68,9 +68,10 @@ func writeLargeSource(tb testing.TB, dir string, n, size int) int64 {
 }
 
 // largeSourceSize: AMPBUNDLE_BUILD_MB in total (default 4), in schemas of
-// AMPBUNDLE_BUILD_SCHEMA_KB each (default 256). The defaults keep a
-// -benchtime 1x pass over every benchmark short; docs/PERFORMANCE.md gives
-// the sizes P8 is measured at.
+// AMPBUNDLE_BUILD_SCHEMA_KB each (default 256), or AMPBUNDLE_BUILD_SCHEMAS
+// schemas of that size when it is set. The defaults keep a -benchtime 1x
+// pass over every benchmark short; docs/PERFORMANCE.md gives the sizes P8
+// is measured at.
 func largeSourceSize() (n, size int) {
 	mb, kb := 4, 256
 	if v, err := strconv.Atoi(os.Getenv("AMPBUNDLE_BUILD_MB")); err == nil && v >= 1 {
@@ -80,16 +81,33 @@ func largeSourceSize() (n, size int) {
 		kb = v
 	}
 	n = mb * 1024 / kb
+	if v, err := strconv.Atoi(os.Getenv("AMPBUNDLE_BUILD_SCHEMAS")); err == nil && v >= 1 {
+		n = v
+	}
 	if n < 2 {
 		n = 2
 	}
 	return n, kb << 10
 }
 
+// largeSourceDir is where the benchmarks write their source: a fresh
+// temporary folder, or AMPBUNDLE_BUILD_SRC (created, and kept afterwards)
+// so that the real command can be timed over the same source.
+func largeSourceDir(b *testing.B) string {
+	dir := os.Getenv("AMPBUNDLE_BUILD_SRC")
+	if dir == "" {
+		return b.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
 // BenchmarkBuildSource: LoadSource + Write to a file, as `ampbundle build`.
 func BenchmarkBuildSource(b *testing.B) {
 	n, size := largeSourceSize()
-	src := b.TempDir()
+	src := largeSourceDir(b)
 	total := writeLargeSource(b, src, n, size)
 	out := filepath.Join(b.TempDir(), "large.ampb")
 	k := testKey(1)

@@ -17,11 +17,19 @@ type Source struct {
 	Key       string
 	MediaType string
 	// Open returns the artifact's bytes. Write calls it twice: once to hash,
-	// once to copy; both reads must give the same bytes.
+	// once to copy; both reads must give the same bytes. With Hash set it
+	// calls it once, to copy.
 	Open func() (io.ReadCloser, error)
 	// Size is the expected size, used only for progress reports (-1 when
-	// unknown).
+	// unknown), unless Hash is set: then it is the exact size.
 	Size int64
+	// Hash, when set, is the hash of the artifact's bytes under the
+	// draft's HashAlg, computed by the caller from what it checked
+	// (LoadSource does). Write puts it and Size in the manifest without
+	// reading the artifact, then hashes the bytes it copies and fails
+	// (invalid_source) when they differ: what is written is what was
+	// checked.
+	Hash []byte
 }
 
 // BytesSource returns a Source over bytes in memory.
@@ -105,9 +113,12 @@ func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOpt
 		if i > 0 && srcs[i-1].Key == s.Key {
 			return nil, fail(ErrDuplicateKey, "two artifacts have the key %s", s.Key)
 		}
-		size, sum, err := hashSource(s, alg, nil)
-		if err != nil {
-			return nil, err
+		size, sum := uint64(s.Size), s.Hash
+		if s.Hash == nil || s.Size < 0 {
+			var err error
+			if size, sum, err = hashSource(s, alg, nil); err != nil {
+				return nil, err
+			}
 		}
 		m.Artifacts = append(m.Artifacts, ArtifactEntry{Key: s.Key, MediaType: s.MediaType, Size: size, HashAlg: alg, Hash: sum})
 	}
