@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,10 +57,7 @@ type BoltStore struct {
 	acct *accounts
 	now  func() time.Time
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	queue   []*boltOp
-	leading bool
+	gc      *groupCommit[*boltOp]
 	commits atomic.Int64 // bbolt write transactions, for benchmarks
 }
 
@@ -80,8 +76,7 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 		}
 		return nil, amp.Named(amp.CodeUnavailable, ErrLedgerIO, "cannot open the ledger file").WithCause(err)
 	}
-	s := &BoltStore{db: db, acct: newAccounts(opts.Limits), now: opts.Now}
-	s.cond = sync.NewCond(&s.mu)
+	s := &BoltStore{db: db, acct: newAccounts(opts.Limits), now: opts.Now, gc: newGroupCommit[*boltOp]()}
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bMeta)
 		if err != nil {
@@ -326,9 +321,8 @@ func (s *BoltStore) Close() error { return s.db.Close() }
 // Group commit.
 
 type boltOp struct {
-	fn   func(*bolt.Tx) error
-	err  error
-	done bool
+	fn  func(*bolt.Tx) error
+	err error
 }
 
 // maxGroup bounds one commit; reclaimPerOp is how many expired entries
@@ -344,30 +338,7 @@ const (
 // alone, so that one failure fails only itself.
 func (s *BoltStore) commit(fn func(*bolt.Tx) error) error {
 	op := &boltOp{fn: fn}
-	s.mu.Lock()
-	s.queue = append(s.queue, op)
-	for !op.done {
-		if s.leading {
-			s.cond.Wait()
-			continue
-		}
-		s.leading = true
-		n := len(s.queue)
-		if n > maxGroup {
-			n = maxGroup
-		}
-		batch := append([]*boltOp(nil), s.queue[:n]...)
-		s.queue = append(s.queue[:0], s.queue[n:]...)
-		s.mu.Unlock()
-		s.run(batch)
-		s.mu.Lock()
-		for _, o := range batch {
-			o.done = true
-		}
-		s.leading = false
-		s.cond.Broadcast()
-	}
-	s.mu.Unlock()
+	s.gc.do(op, func(q []*boltOp) int { return min(len(q), maxGroup) }, s.run)
 	return op.err
 }
 

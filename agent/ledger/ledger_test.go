@@ -30,38 +30,33 @@ func id(n int) [16]byte {
 // stores returns each Store implementation, fresh, with its reopen
 // function (nil when it is not durable).
 func stores(lim Limits) map[string]func(t *testing.T, c *clock) (Store, func() Store) {
+	durable := func(file string, open func(path string, c *clock) (Store, error)) func(t *testing.T, c *clock) (Store, func() Store) {
+		return func(t *testing.T, c *clock) (Store, func() Store) {
+			path := filepath.Join(t.TempDir(), file)
+			var cur Store
+			reopen := func() Store {
+				if cur != nil {
+					cur.Close()
+				}
+				s, err := open(path, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cur = s
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+			return reopen(), reopen
+		}
+	}
 	return map[string]func(t *testing.T, c *clock) (Store, func() Store){
 		"memory": func(*testing.T, *clock) (Store, func() Store) { return NewMemory(lim), nil },
-		"bolt": func(t *testing.T, c *clock) (Store, func() Store) {
-			path := filepath.Join(t.TempDir(), "registry.db.ledger")
-			var cur *BoltStore
-			open := func() Store {
-				s, err := OpenBolt(path, BoltOptions{Limits: lim, Now: c.Now})
-				if err != nil {
-					t.Fatal(err)
-				}
-				cur = s
-				t.Cleanup(func() { s.Close() })
-				return s
-			}
-			s := open()
-			return s, func() Store { cur.Close(); return open() }
-		},
-		"wal": func(t *testing.T, c *clock) (Store, func() Store) {
-			path := filepath.Join(t.TempDir(), "registry.db.ledger.wal")
-			var cur *WALStore
-			open := func() Store {
-				s, err := OpenWAL(path, WALOptions{Limits: lim, Now: c.Now})
-				if err != nil {
-					t.Fatal(err)
-				}
-				cur = s
-				t.Cleanup(func() { s.Close() })
-				return s
-			}
-			s := open()
-			return s, func() Store { cur.Close(); return open() }
-		},
+		"bolt": durable("registry.db.ledger", func(path string, c *clock) (Store, error) {
+			return OpenBolt(path, BoltOptions{Limits: lim, Now: c.Now})
+		}),
+		"wal": durable("registry.db.ledger.wal", func(path string, c *clock) (Store, error) {
+			return OpenWAL(path, WALOptions{Limits: lim, Now: c.Now})
+		}),
 	}
 }
 

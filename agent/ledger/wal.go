@@ -63,11 +63,7 @@ type WALStore struct {
 	liveDisk int64 // bytes of the live entries' records
 	broken   error // a failed fdatasync: the file's state is unknown
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	queue   []*walOp
-	leading bool
-	closed  bool
+	gc *groupCommit[*walOp]
 
 	groups, compactions atomic.Int64
 }
@@ -105,7 +101,7 @@ func openWAL(path string, opts WALOptions, syncFn func(*os.File) error) (*WALSto
 	if s.slack <= 0 {
 		s.slack = max(s.acct.lim.Budget/8, 1<<20)
 	}
-	s.cond = sync.NewCond(&s.mu)
+	s.gc = newGroupCommit[*walOp]()
 	lock, err := lockFile(path+".lock", opts.LockTimeout)
 	if err != nil {
 		return nil, err
@@ -383,20 +379,14 @@ func (s *WALStore) FileSize() int64 {
 
 // Close implements Store. Writers still queued fail.
 func (s *WALStore) Close() error {
-	s.mu.Lock()
-	for s.leading {
-		s.cond.Wait()
-	}
-	if s.closed {
-		s.mu.Unlock()
+	s.gc.close()
+	s.idx.Lock()
+	defer s.idx.Unlock()
+	if s.f == nil {
 		return nil
 	}
-	s.closed = true
-	s.cond.Broadcast()
-	s.mu.Unlock()
-	s.idx.Lock()
 	err := s.f.Close()
-	s.idx.Unlock()
+	s.f = nil
 	if uerr := unlockFile(s.lock); err == nil {
 		err = uerr
 	}
@@ -418,49 +408,27 @@ type walOp struct {
 	gone    bool // Finish: the entry was reclaimed before it was applied
 	insert  bool // a done record of an entry not yet in the index (migration)
 	err     error
-	done    bool
 }
 
 // maxGroupBytes ends a group early (a group always holds one record).
 const maxGroupBytes = 4 << 20
 
 func (s *WALStore) commit(op *walOp) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the idempotency ledger is closed")
-	}
-	s.queue = append(s.queue, op)
-	for !op.done {
-		if s.leading {
-			s.cond.Wait()
-			continue
-		}
-		if s.closed {
-			break
-		}
-		s.leading = true
-		n, bytes := 0, 0
-		for n < len(s.queue) && n < maxGroup && bytes < maxGroupBytes {
-			bytes += len(s.queue[n].reply) + len(s.queue[n].k.Sender) + walRecordFixed
-			n++
-		}
-		batch := append([]*walOp(nil), s.queue[:n]...)
-		s.queue = append(s.queue[:0], s.queue[n:]...)
-		s.mu.Unlock()
-		s.run(batch)
-		s.mu.Lock()
-		for _, o := range batch {
-			o.done = true
-		}
-		s.leading = false
-		s.cond.Broadcast()
-	}
-	s.mu.Unlock()
-	if !op.done {
+	if !s.gc.do(op, takeWALGroup, s.run) {
 		return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the idempotency ledger is closed")
 	}
 	return op.err
+}
+
+// takeWALGroup: at most maxGroup ops, and no more once maxGroupBytes is
+// reached.
+func takeWALGroup(q []*walOp) int {
+	n, bytes := 0, 0
+	for n < len(q) && n < maxGroup && bytes < maxGroupBytes {
+		bytes += len(q[n].reply) + len(q[n].k.Sender) + walRecordFixed
+		n++
+	}
+	return n
 }
 
 // run appends batch as one group, durably, and applies it to the index.

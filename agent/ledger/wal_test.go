@@ -311,9 +311,9 @@ func TestWALSyncsOnceBeforeAcknowledgingEachGroup(t *testing.T) {
 	}
 	for queued := 0; queued < 63; {
 		time.Sleep(time.Millisecond)
-		s.mu.Lock()
-		queued = len(s.queue)
-		s.mu.Unlock()
+		s.gc.mu.Lock()
+		queued = len(s.gc.queue)
+		s.gc.mu.Unlock()
 	}
 	if acked.Load() != 0 {
 		t.Fatal("a write was acknowledged before its group was synced")
