@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -57,6 +58,9 @@ type DIDDocument struct {
 	Authentication  []string
 	AssertionMethod []string
 	KeyAgreement    []string
+	// Relays are the bare DIDs of the relays the document's
+	// AgentMessagingRelay services name (didservice.go).
+	Relays []string
 }
 
 // Caps on DID documents, checked before and while parsing.
@@ -77,6 +81,7 @@ type jsonDoc struct {
 	Authentication     []json.RawMessage `json:"authentication,omitempty"`
 	AssertionMethod    []json.RawMessage `json:"assertionMethod,omitempty"`
 	KeyAgreement       []json.RawMessage `json:"keyAgreement,omitempty"`
+	Service            []json.RawMessage `json:"service,omitempty"`
 }
 
 type jsonMethod struct {
@@ -182,6 +187,9 @@ func ParseDIDDocument(data []byte) (*DIDDocument, error) {
 		return nil, err
 	}
 	if doc.KeyAgreement, err = rel(jd.KeyAgreement); err != nil {
+		return nil, err
+	}
+	if doc.Relays, err = parseServices(doc.ID, jd.Service); err != nil {
 		return nil, err
 	}
 	return doc, nil
@@ -499,6 +507,11 @@ func DIDKeyDocument(did string) (*DIDDocument, error) {
 // MarshalJSON writes the document as W3C DID Core JSON with Multikey
 // verification methods and relationships as references.
 func (d *DIDDocument) MarshalJSON() ([]byte, error) {
+	type outService struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Endpoint string `json:"serviceEndpoint"`
+	}
 	type outMethod struct {
 		ID                 string `json:"id"`
 		Type               string `json:"type"`
@@ -508,12 +521,13 @@ func (d *DIDDocument) MarshalJSON() ([]byte, error) {
 		Expires            string `json:"expires,omitempty"`
 	}
 	out := struct {
-		Context            []string    `json:"@context"`
-		ID                 string      `json:"id"`
-		VerificationMethod []outMethod `json:"verificationMethod"`
-		Authentication     []string    `json:"authentication,omitempty"`
-		AssertionMethod    []string    `json:"assertionMethod,omitempty"`
-		KeyAgreement       []string    `json:"keyAgreement,omitempty"`
+		Context            []string     `json:"@context"`
+		ID                 string       `json:"id"`
+		VerificationMethod []outMethod  `json:"verificationMethod"`
+		Authentication     []string     `json:"authentication,omitempty"`
+		AssertionMethod    []string     `json:"assertionMethod,omitempty"`
+		KeyAgreement       []string     `json:"keyAgreement,omitempty"`
+		Service            []outService `json:"service,omitempty"`
 	}{
 		Context:         []string{"https://www.w3.org/ns/did/v1", "https://w3id.org/security/multikey/v1"},
 		ID:              d.ID,
@@ -533,6 +547,9 @@ func (d *DIDDocument) MarshalJSON() ([]byte, error) {
 			om.Expires = m.Expires.UTC().Format(time.RFC3339)
 		}
 		out.VerificationMethod = append(out.VerificationMethod, om)
+	}
+	for i, r := range d.Relays {
+		out.Service = append(out.Service, outService{ID: fmt.Sprintf("#relay-%d", i+1), Type: RelayServiceType, Endpoint: r})
 	}
 	return json.Marshal(out)
 }

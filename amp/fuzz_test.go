@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -118,6 +119,8 @@ func FuzzParseDIDDocument(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"id":"did:web:a.example","verificationMethod":[{"id":"#k","type":"Ed25519VerificationKey2018","publicKeyBase58":"8HH5gYEeNc3z7PYXmd54d4x6qAfCNrqQqEB3nS7Zfu7K"}],"authentication":["#k"]}`))
+	f.Add([]byte(`{"id":"did:web:a.example","service":[{"id":"#r","type":"AgentMessagingRelay","serviceEndpoint":"did:web:relay.example"}]}`))
+	f.Add([]byte(`{"id":"did:web:a.example","service":[{"id":"#r","type":["AgentMessagingRelay"],"serviceEndpoint":[{"uri":"did:web:relay.example","routingKeys":["did:web:m.example#k"]},"https://relay.example"]}]}`))
 	now := time.Unix(1_800_000_000, 0)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		doc, err := ParseDIDDocument(data)
@@ -132,6 +135,14 @@ func FuzzParseDIDDocument(f *testing.F) {
 		back, err := ParseDIDDocument(js)
 		if err != nil {
 			t.Fatalf("own output does not parse: %v\n%s", err, js)
+		}
+		if strings.Join(doc.Relays, " ") != strings.Join(back.Relays, " ") {
+			t.Fatalf("relays changed in a round trip: %v / %v", doc.Relays, back.Relays)
+		}
+		for _, r := range doc.Relays {
+			if !ValidDID(r) || BareDID(r) != r {
+				t.Fatalf("relay %q is not a bare did", r)
+			}
 		}
 		a, errA := doc.SigningKey(doc.ID, now)
 		b, errB := back.SigningKey(doc.ID, now)

@@ -34,28 +34,83 @@ type Outbound struct {
 
 // Outbox keeps a sender's outbound messages until they are confirmed
 // (processed, failed or answered) or expire (RFC 001 §16.5), and matches
-// the reports that arrive about them: Receive fits agent.Config.Receipts. An ACK
-// must pass the §16.1 rules (amp.CheckAck: a recipient ACK from a
-// recipient of the original, a relay ACK from a trusted relay); a PROC_*
-// or ERROR must come from a recipient of the original. A report that
-// matches nothing, or breaks a rule, changes nothing. At most max
-// messages are kept; expired and confirmed ones make room first. Safe for
-// concurrent use.
+// the reports that arrive about them: Receive fits agent.Config.Receipts.
+// An ACK must pass the §16.1 rules (amp.CheckAck: a recipient ACK from a
+// recipient of the original, a relay ACK from a relay the sender's or the
+// recipient's DID document lists as an AgentMessagingRelay service, or
+// one the operator configured); a PROC_* or ERROR must come from a
+// recipient of the original. A report that matches nothing, or breaks a
+// rule, changes nothing. At most Max messages are kept; expired and
+// confirmed ones make room first. Safe for concurrent use.
 type Outbox struct {
-	mu     sync.Mutex
-	max    int
-	now    func() time.Time
-	relays []string
-	m      map[amp.ID]*Outbound
+	mu       sync.Mutex
+	max      int
+	now      func() time.Time
+	always   []string            // relays trusted for every message
+	relaysOf map[string][]string // recipient DID -> relays its document lists
+	m        map[amp.ID]*Outbound
 }
 
-// NewOutbox returns an Outbox of at most max messages (default 65,536)
-// with the clock now and the DIDs of the relays trusted to ACK.
-func NewOutbox(max int, now func() time.Time, trustedRelays []string) *Outbox {
-	if max <= 0 {
-		max = 1 << 16
+// OutboxConfig configures an Outbox.
+type OutboxConfig struct {
+	// Max bounds the messages kept (default 65,536).
+	Max int
+	// Now is the clock. Required.
+	Now func() time.Time
+	// Self is the sender's own DID document, when it has one: the relays
+	// its AgentMessagingRelay services name may ACK any of its messages.
+	Self *amp.DIDDocument
+	// Documents are the recipients' DID documents, supplied by the
+	// operator (offline; see ReadDIDDocuments): the relays a recipient's
+	// document names may ACK the messages to that recipient (to the
+	// ack_target when the ACK names one). A DID given twice is refused.
+	Documents []*amp.DIDDocument
+	// TrustedRelays are relay DIDs the operator trusts for every message,
+	// beside the documents.
+	TrustedRelays []string
+}
+
+// NewOutbox checks cfg and returns an Outbox.
+func NewOutbox(cfg OutboxConfig) (*Outbox, error) {
+	if cfg.Now == nil {
+		return nil, misconfigured("the outbox needs a clock")
 	}
-	return &Outbox{max: max, now: now, relays: trustedRelays, m: map[amp.ID]*Outbound{}}
+	if cfg.Max <= 0 {
+		cfg.Max = 1 << 16
+	}
+	o := &Outbox{max: cfg.Max, now: cfg.Now, relaysOf: map[string][]string{}, m: map[amp.ID]*Outbound{}}
+	for _, r := range cfg.TrustedRelays {
+		if !amp.ValidDID(r) {
+			return nil, misconfigured("a trusted relay is not a did")
+		}
+		o.always = append(o.always, amp.BareDID(r))
+	}
+	if cfg.Self != nil {
+		o.always = append(o.always, cfg.Self.Relays...)
+	}
+	for _, d := range cfg.Documents {
+		if d == nil {
+			return nil, misconfigured("a recipient's did document is missing")
+		}
+		if _, dup := o.relaysOf[d.ID]; dup {
+			return nil, misconfigured("two did documents are given for the same did")
+		}
+		o.relaysOf[d.ID] = append([]string{}, d.Relays...)
+	}
+	return o, nil
+}
+
+// trustedRelays are the relays that may ACK a message to recipients to,
+// for the recipient target when the ACK names one.
+func (o *Outbox) trustedRelays(to amp.Recipients, target string) []string {
+	out := append([]string(nil), o.always...)
+	if target != "" {
+		return append(out, o.relaysOf[amp.BareDID(target)]...)
+	}
+	for _, r := range to.DIDs {
+		out = append(out, o.relaysOf[amp.BareDID(r)]...)
+	}
+	return out
 }
 
 func final(s OutState) bool { return s == OutProcessed || s == OutFailed || s == OutAnswered }
@@ -125,7 +180,11 @@ func (o *Outbox) Receive(_ context.Context, r Receipt) bool {
 	}
 	switch m.Type {
 	case amp.TypeAck:
-		if _, err := amp.CheckAck(m, e.To, o.relays); err != nil {
+		b, err := amp.DecodeAck(m.Body)
+		if err != nil {
+			return false
+		}
+		if _, err := amp.CheckAck(m, e.To, o.trustedRelays(e.To, b.AckTarget)); err != nil {
 			return false
 		}
 		e.State, e.Report = OutDelivered, m

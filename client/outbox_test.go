@@ -9,9 +9,18 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 )
 
+func mustOutbox(t *testing.T, cfg OutboxConfig) *Outbox {
+	t.Helper()
+	o, err := NewOutbox(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
 func TestOutboxAcceptsOnlyReportsTheRulesAllow(t *testing.T) {
 	e := newParties(t)
-	ob := NewOutbox(4, e.clock.Now, []string{e.stranger.DID})
+	ob := mustOutbox(t, OutboxConfig{Max: 4, Now: e.clock.Now, TrustedRelays: []string{e.stranger.DID}})
 	// The caller sent a message to the provider.
 	req := e.seal(t, e.caller, amp.TypePing, nil)
 	if err := ob.Add(req); err != nil {
@@ -54,7 +63,7 @@ func TestOutboxAcceptsOnlyReportsTheRulesAllow(t *testing.T) {
 
 func TestOutboxExpiresAndStaysBounded(t *testing.T) {
 	e := newParties(t)
-	ob := NewOutbox(2, e.clock.Now, nil)
+	ob := mustOutbox(t, OutboxConfig{Max: 2, Now: e.clock.Now})
 	var ids []amp.ID
 	for i := 0; i < 2; i++ {
 		m := e.seal(t, e.caller, amp.TypePing, nil)
@@ -78,7 +87,7 @@ func TestOutboxExpiresAndStaysBounded(t *testing.T) {
 
 func TestClientRecordsAnsweredRequestsInItsOutbox(t *testing.T) {
 	e := newParties(t)
-	ob := NewOutbox(0, e.clock.Now, nil)
+	ob := mustOutbox(t, OutboxConfig{Now: e.clock.Now})
 	c, err := New(Config{Identity: e.caller, Peer: e.provider.DID, Transport: e.pongProvider(t), Now: e.clock.Now,
 		Rand: rand.Reader, Outbox: ob})
 	if err != nil {
