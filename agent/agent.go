@@ -28,21 +28,35 @@ import (
 // a generic message. ctx ends at the invocation's timeout.
 type Handler func(ctx context.Context, params any) (any, error)
 
-type callerKey struct{}
+// invocationKey is the context key of an invocation's caller and message
+// id (one value: one allocation per invocation, not two).
+type invocationKey struct{}
+
+type invocation struct {
+	caller string
+	id     amp.ID
+}
+
+// msgID is the message id in hex, for log lines.
+func (v *invocation) msgID() string { return v.id.String() }
 
 // CallerFrom returns the authenticated DID of the caller of a handler.
 func CallerFrom(ctx context.Context) string {
-	s, _ := ctx.Value(callerKey{}).(string)
-	return s
+	v, _ := ctx.Value(invocationKey{}).(*invocation)
+	if v == nil {
+		return ""
+	}
+	return v.caller
 }
-
-type messageIDKey struct{}
 
 // MessageIDFrom returns the id (hex) of the CAP_INVOKE a handler runs for,
 // for its log lines.
 func MessageIDFrom(ctx context.Context) string {
-	s, _ := ctx.Value(messageIDKey{}).(string)
-	return s
+	v, _ := ctx.Value(invocationKey{}).(*invocation)
+	if v == nil {
+		return ""
+	}
+	return v.msgID()
 }
 
 // Registry is what the agent needs of the local registry; *resolver.Store
@@ -113,6 +127,17 @@ type Config struct {
 	// DefaultTimeout applies to an invocation without timeout_ms (default
 	// 30 s); MaxTimeout bounds timeout_ms (default 60 s, RFC 001 §16.4).
 	DefaultTimeout, MaxTimeout time.Duration
+	// InlineHandlers declares that every handler honours its context:
+	// it returns promptly once ctx is done. The agent then runs each
+	// handler on the goroutine that called Handle, with the invocation's
+	// deadline on its context, instead of on a goroutine of its own (which
+	// costs a goroutine start and two context switches per invocation). A
+	// handler that returns after its deadline still gets 5003 (its result
+	// is dropped), but the reply waits for it. Leave it false for handlers
+	// that may block regardless of their context: each then runs detached,
+	// and the 5003 CAP_RESULT is sent at the deadline even when the handler
+	// never returns.
+	InlineHandlers bool
 	// MaxParamItems bounds the items of an invocation's params (and of a
 	// handler's result) once expanded, all arrays and maps together
 	// (default offlineschema.DefaultMaxItems, 262,144).
@@ -504,15 +529,17 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 		outcome = code.Name()
 	}
 	d := time.Since(start)
-	attrs := []any{"from", sender, "id", m.ID.String(), "typ", m.Type.Name(), "encrypted", m.Encrypted()}
-	if n.capability != "" {
-		attrs = append(attrs, "capability", n.capability)
+	if log := a.reqLog(ctx); log.Enabled(ctx, slog.LevelInfo) {
+		attrs := []any{"from", sender, "id", m.ID.String(), "typ", m.Type.Name(), "encrypted", m.Encrypted()}
+		if n.capability != "" {
+			attrs = append(attrs, "capability", n.capability)
+		}
+		attrs = append(attrs, "code", uint16(code), "outcome", outcome)
+		if name != "" {
+			attrs = append(attrs, "name", string(name))
+		}
+		log.Info("message handled", append(attrs, "duration", d)...)
 	}
-	attrs = append(attrs, "code", uint16(code), "outcome", outcome)
-	if name != "" {
-		attrs = append(attrs, "name", string(name))
-	}
-	a.reqLog(ctx).Info("message handled", append(attrs, "duration", d)...)
 	a.observe(Observation{Type: m.Type, Code: code, Name: name, Capability: n.capability, Duration: d})
 	// A retryable refusal before anything ran is not kept: RFC 001 §16.3
 	// has the sender retry it with the same id, and it must then be

@@ -5,7 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -192,8 +192,15 @@ func TestOutcomeUnknownAfterCrash(t *testing.T) {
 }
 
 // TestExactlyOneResultUnderLoad: every accepted invocation gets exactly one
-// terminal CAP_RESULT, whatever its handler does, under parallel load.
+// terminal CAP_RESULT, whatever its handler does, under parallel load,
+// with handlers detached and inline (Config.InlineHandlers).
 func TestExactlyOneResultUnderLoad(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) { exactlyOneResultUnderLoad(t, inline) })
+	}
+}
+
+func exactlyOneResultUnderLoad(t *testing.T, inline bool) {
 	kinds := []string{"ok", "slow", "fail", "panic", "timeout", "bad-output"}
 	var runs sync.Map
 	h := func(ctx context.Context, p any) (any, error) {
@@ -216,7 +223,7 @@ func TestExactlyOneResultUnderLoad(t *testing.T) {
 		}
 		return map[string]any{"issues": []any{}, "version": "ok"}, nil
 	}
-	e := newEnv(t, withHandler("org.agentries.code-review:2.1.0", h))
+	e := newEnv(t, withHandler("org.agentries.code-review:2.1.0", h), withConfig(func(c *Config) { c.InlineHandlers = inline }))
 	want := map[string]struct {
 		status string
 		code   amp.Code

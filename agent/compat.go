@@ -87,17 +87,20 @@ func servedInPlace(cat *resolver.Catalog, name string, requested, provided []cap
 // compatExtra returns the CAP_RESULT extension fields for an invocation of
 // served on behalf of a caller of asked, or nil.
 func compatExtra(d capability.Descriptor, served capability.ID, asked capability.Version) (map[string][]byte, bool) {
-	m := map[string][]byte{}
+	var m map[string][]byte // allocated only when there is something to say
 	deprecated := d.Deprecated(asked)
 	if served.Version != asked {
 		b, err := amp.Marshal(served.String())
 		if err == nil {
-			m[ResultServedID] = b
+			m = map[string][]byte{ResultServedID: b}
 		}
 	}
 	if deprecated {
 		b, err := amp.Marshal(true)
 		if err == nil {
+			if m == nil {
+				m = map[string][]byte{}
+			}
 			m[ResultDeprecated] = b
 		}
 	}

@@ -162,7 +162,7 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		a.log.Error("idempotency ledger unavailable", "err", err)
 		return 0, nil, unavailable()
 	}
-	res := a.execute(a.reqLog(ctx).With("id", m.ID.String()), caller, m.ID.String(), id, outSchema, bridge, params, timeout)
+	res := a.execute(a.reqLog(ctx), &invocation{caller: caller, id: m.ID}, id, outSchema, bridge, params, timeout)
 	if extra, deprecated := compatExtra(entry.Descriptor, id, asked); extra != nil {
 		if deprecated {
 			a.reqLog(ctx).Warn("deprecated version requested", "capability", id.String(), "requested", asked.String(), "from", caller)
@@ -191,10 +191,10 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 // execute runs the handler and checks its result; it always returns a
 // terminal result.
 // A non-nil bridge turns the validated result into the caller's shape.
-func (a *Agent) execute(log *slog.Logger, caller, msgID string, id capability.ID, outSchema SchemaValidator, bridge *compat.Bridge, params any, timeout time.Duration) capability.Result {
+func (a *Agent) execute(log *slog.Logger, inv *invocation, id capability.ID, outSchema SchemaValidator, bridge *compat.Bridge, params any, timeout time.Duration) capability.Result {
 	var out any
 	var err error
-	a.idle(func() { out, err = a.runHandler(log, caller, msgID, id, params, timeout) })
+	a.idle(func() { out, err = a.runHandler(log, inv, id, params, timeout) })
 	if err != nil {
 		return capability.NewErrorResult(err)
 	}
@@ -206,7 +206,7 @@ func (a *Agent) execute(log *slog.Logger, caller, msgID string, id capability.ID
 		}
 	}
 	if err != nil {
-		log.Error("handler result does not match the output schema", "capability", id.String(), "err", err,
+		log.Error("handler result does not match the output schema", "id", inv.msgID(), "capability", id.String(), "err", err,
 			"details", fmt.Sprint(amp.AsError(err).Details))
 		return capability.NewErrorResult(amp.Named(amp.CodeInternalError, "invalid_result", "the capability produced an invalid result"))
 	}
@@ -219,7 +219,7 @@ func (a *Agent) execute(log *slog.Logger, caller, msgID string, id capability.ID
 			}
 		}
 		if err != nil {
-			log.Error("handler result does not fit the version bridge", "capability", id.String(), "err", err)
+			log.Error("handler result does not fit the version bridge", "id", inv.msgID(), "capability", id.String(), "err", err)
 			return capability.NewErrorResult(amp.Named(amp.CodeInternalError, "invalid_result", "the capability produced an invalid result"))
 		}
 	}
@@ -228,43 +228,65 @@ func (a *Agent) execute(log *slog.Logger, caller, msgID string, id capability.ID
 
 // runHandler runs the handler on its own context, detached from the
 // transport's, with the invocation's deadline, turning a panic into 5001
-// and the deadline into 5003. A handler that ignores its context keeps
-// running in the background after the timeout, but its result is dropped.
-func (a *Agent) runHandler(log *slog.Logger, caller, msgID string, id capability.ID, params any, timeout time.Duration) (any, error) {
+// and the deadline into 5003. With Config.InlineHandlers the handler runs
+// on this goroutine (it honours its context: no goroutine start, no
+// context switch); otherwise on a goroutine of its own, so that a handler
+// that ignores its context cannot hold the reply past the deadline: it
+// keeps running in the background, and its result is dropped.
+func (a *Agent) runHandler(log *slog.Logger, inv *invocation, id capability.ID, params any, timeout time.Duration) (any, error) {
 	h := a.handlers[id]
-	hctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(context.Background(), callerKey{}, caller), messageIDKey{}, msgID), timeout)
+	hctx, cancel := context.WithTimeout(context.WithValue(context.Background(), invocationKey{}, inv), timeout)
 	defer cancel()
+	if a.cfg.InlineHandlers {
+		v, err := callHandler(hctx, log, inv, id, h, params)
+		if hctx.Err() != nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
+			// Returned after its deadline: the same outcome as detached.
+			log.Warn("handler timed out", "id", inv.msgID(), "capability", id.String(), "timeout", timeout)
+			return nil, amp.Named(amp.CodeTimeout, "timeout", "the capability did not finish in time")
+		}
+		return handlerOutcome(log, inv, id, hctx, v, err)
+	}
 	type outcome struct {
 		v   any
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				log.Error("handler panicked", "capability", id.String(), "panic", fmt.Sprint(p))
-				done <- outcome{err: amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")}
-			}
-		}()
-		v, err := h(hctx, params)
+		v, err := callHandler(hctx, log, inv, id, h, params)
 		done <- outcome{v, err}
 	}()
 	select {
 	case o := <-done:
-		if o.err == nil {
-			return o.v, nil
-		}
-		if errors.Is(o.err, context.DeadlineExceeded) && hctx.Err() != nil {
-			return nil, amp.Named(amp.CodeTimeout, "timeout", "the capability did not finish in time")
-		}
-		var ae *amp.Error
-		if errors.As(o.err, &ae) && ae.Code != 0 {
-			return nil, ae
-		}
-		log.Warn("handler failed", "capability", id.String(), "err", o.err)
-		return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
+		return handlerOutcome(log, inv, id, hctx, o.v, o.err)
 	case <-hctx.Done():
-		log.Warn("handler timed out", "capability", id.String(), "timeout", timeout)
+		log.Warn("handler timed out", "id", inv.msgID(), "capability", id.String(), "timeout", timeout)
 		return nil, amp.Named(amp.CodeTimeout, "timeout", "the capability did not finish in time")
 	}
+}
+
+// callHandler calls h, turning a panic into 5001.
+func callHandler(ctx context.Context, log *slog.Logger, inv *invocation, id capability.ID, h Handler, params any) (v any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("handler panicked", "id", inv.msgID(), "capability", id.String(), "panic", fmt.Sprint(p))
+			v, err = nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
+		}
+	}()
+	return h(ctx, params)
+}
+
+// handlerOutcome maps what a handler returned to the invocation's outcome.
+func handlerOutcome(log *slog.Logger, inv *invocation, id capability.ID, hctx context.Context, v any, err error) (any, error) {
+	if err == nil {
+		return v, nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) && hctx.Err() != nil {
+		return nil, amp.Named(amp.CodeTimeout, "timeout", "the capability did not finish in time")
+	}
+	var ae *amp.Error
+	if errors.As(err, &ae) && ae.Code != 0 {
+		return nil, ae
+	}
+	log.Warn("handler failed", "id", inv.msgID(), "capability", id.String(), "err", err)
+	return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
 }

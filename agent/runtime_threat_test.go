@@ -285,3 +285,21 @@ func TestPingFloodCannotEvictAnotherCallersReplies(t *testing.T) {
 		t.Fatal("the named caller's refusal was evicted by other senders' PINGs: its replay got different bytes")
 	}
 }
+
+// TestInlineHandlerIgnoringItsDeadlineGetsTimeout: with InlineHandlers, a
+// handler that ignores its context and returns after its deadline gets
+// the same CAP_RESULT 5003 as a detached one; its late result is never
+// sent (threat: running handlers on the caller's goroutine turning a
+// deadline into a suggestion).
+func TestInlineHandlerIgnoringItsDeadlineGetsTimeout(t *testing.T) {
+	const id = "org.agentries.code-review:2.1.0"
+	e := newEnv(t, withConfig(func(c *Config) { c.InlineHandlers = true; c.MaxTimeout = 20 * time.Millisecond }),
+		withHandler(id, func(ctx context.Context, p any) (any, error) {
+			time.Sleep(60 * time.Millisecond) // ignores its context
+			return map[string]any{"issues": []any{}, "version": "late"}, nil
+		}))
+	_, reply := e.exchange(e.caller, amp.TypeCapInvoke, invokeBody(t, id, goodParams))
+	if r := resultOf(t, reply); r.Error == nil || r.Error.Code != amp.CodeTimeout {
+		t.Fatalf("got %+v, want CAP_RESULT 5003", r)
+	}
+}
