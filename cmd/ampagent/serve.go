@@ -429,7 +429,9 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	ledgerStore, ledgerKind, err := ledger.OpenFile(db, ledger.FileOptions{Now: env.Now, LockTimeout: 250 * time.Millisecond,
 		Kind: cfg.LedgerStore, Path: cfg.Ledger,
 		Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes}})
-	if err != nil {
+	if amp.NameOf(err) == ledger.ErrLedgerCorrupt {
+		return cliutil.WithHint(err, "the ledger records invocations that may still be retried: restore it from a backup, or move it aside only once the longest ttl the agent accepts (7 days) has passed")
+	} else if err != nil {
 		return cliutil.WithHint(err, "another agent may hold the ledger file; each agent needs its own (--ledger FILE)")
 	}
 	log.Info("idempotency ledger", "store", ledgerKind)

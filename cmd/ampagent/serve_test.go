@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/client"
@@ -352,6 +353,13 @@ func TestServeRefusesToStart(t *testing.T) {
 	badRuleInConfig := writeConfig(t, map[string]any{"allow": []string{"SECRET-LOOKING-RULE"}})
 	tinyBodyInConfig := writeConfig(t, map[string]any{"max_body_bytes": 10})
 	negativeTimeout := writeConfig(t, map[string]any{"max_timeout_ms": -1})
+	badLedgerStore := writeConfig(t, map[string]any{"ledger_store": "sqlite"})
+	corruptLedger, boltLedger := damagedLedger(t), filepath.Join(t.TempDir(), "old.ledger")
+	if b, err := ledger.OpenBolt(boltLedger, ledger.BoltOptions{Now: time.Now}); err != nil {
+		t.Fatal(err)
+	} else {
+		b.Close()
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -377,6 +385,10 @@ func TestServeRefusesToStart(t *testing.T) {
 		{"handler env sets AMP_CALLER (spoofing)", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", spoofCaller}, "invalid_config", 1},
 		{"bad allow rule in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", badRuleInConfig}, "invalid_config", 1},
 		{"did:web not in the store", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--did", "did:web:nobody.example.org"}, "misconfigured", 1},
+		{"unknown ledger store", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger-store", "sqlite"}, "usage", 2},
+		{"unknown ledger store in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", badLedgerStore}, "invalid_config", 1},
+		{"ledger damaged before intact records", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger", corruptLedger}, string(ledger.ErrLedgerCorrupt), 1},
+		{"bbolt ledger opened as a log", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger", boltLedger}, string(ledger.ErrLedgerIO), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, exit := serveFails(t, tc.args...)
@@ -399,6 +411,61 @@ func TestServeRefusesToStart(t *testing.T) {
 	}
 	if _, err := admin.Dial(r.sock); err != nil {
 		t.Fatalf("the first agent's socket is gone: %v", err)
+	}
+}
+
+// damagedLedger writes a write-ahead log ledger of two groups and damages
+// the first one's payload (an intact group follows it: not a torn tail).
+func damagedLedger(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "damaged.ledger.wal")
+	s, err := ledger.OpenWAL(path, ledger.WALOptions{Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := byte(0); i < 2; i++ {
+		if err := s.MarkRunning(ledger.Key{Sender: "did:key:zX", ID: [16]byte{i}}, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(ledger.WALFormatID)+20+5] ^= 1
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestServeLedgerStores: serve keeps its idempotency ledger in the
+// write-ahead log beside the store by default and in a bbolt file with
+// --ledger-store bbolt, never in the store file.
+func TestServeLedgerStores(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		file   string
+		absent string
+	}{
+		{"default", nil, ".ledger.wal", ".ledger"},
+		{"bbolt", []string{"--ledger-store", "bbolt"}, ".ledger", ".ledger.wal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, key := serveStore(t)
+			r := startServe(t, append([]string{"--db", db, "--key", key}, tc.args...)...)
+			if res := r.stop(); res.code != 0 {
+				t.Fatalf("serve: %d %s", res.code, res.stderr)
+			}
+			if _, err := os.Stat(db + tc.file); err != nil {
+				t.Fatalf("no ledger at %s: %v", tc.file, err)
+			}
+			if _, err := os.Stat(db + tc.absent); !os.IsNotExist(err) {
+				t.Fatalf("a %s file too: %v", tc.absent, err)
+			}
+		})
 	}
 }
 
