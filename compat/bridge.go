@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/strictjson"
 )
 
 // BridgeMediaType is the media type of a bridge artifact (docs/FORMAT.md,
@@ -79,8 +79,8 @@ func ParseBridge(data []byte) (*Bridge, error) {
 	if len(data) > MaxBridgeSize {
 		return nil, malformed("larger than %d bytes", MaxBridgeSize)
 	}
-	if err := strictJSON(data); err != nil {
-		return nil, err
+	if err := strictjson.Check(data, maxBridgeNesting); err != nil {
+		return nil, malformed("%s", err.Error())
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
@@ -103,63 +103,6 @@ func ParseBridge(data []byte) (*Bridge, error) {
 		return nil, err
 	}
 	return b, nil
-}
-
-// strictJSON checks data is exactly one JSON value, with no duplicate
-// object member and nesting within maxBridgeNesting.
-func strictJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type frame struct {
-		obj    bool
-		keys   map[string]bool
-		expKey bool
-	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return malformed("not valid JSON")
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				if top != nil && top.obj {
-					top.expKey = true
-				}
-				if len(stack) >= maxBridgeNesting {
-					return malformed("nested deeper than %d", maxBridgeNesting)
-				}
-				stack = append(stack, &frame{obj: d == '{', keys: map[string]bool{}, expKey: true})
-			default:
-				stack = stack[:len(stack)-1]
-			}
-			continue
-		}
-		if top != nil && top.obj {
-			if top.expKey {
-				k, _ := tok.(string)
-				if top.keys[k] {
-					return malformed("duplicate member %q", k)
-				}
-				top.keys[k] = true
-				top.expKey = false
-			} else {
-				top.expKey = true
-			}
-		}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return malformed("trailing data")
-	}
-	return nil
 }
 
 func parseOps(raw json.RawMessage, side string) ([]BridgeOp, error) {

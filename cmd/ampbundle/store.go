@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -79,6 +80,30 @@ func openStore(env *cliutil.Env, c *cli.Context, mode storeMode) (registry, erro
 		return nil, err
 	}
 	return openStoreAt(env, c.String("db"), c.String("admin-socket"), mode)
+}
+
+// openCreating opens --db, creating the store when it does not exist yet
+// (how a store is born: trust add, trust policy apply). discard closes it
+// after a failure and removes it again when this command created it and
+// nothing was written since.
+func openCreating(env *cliutil.Env, c *cli.Context) (s registry, created bool, discard func(), err error) {
+	if err := cliutil.Require(c, "db"); err != nil {
+		return nil, false, nil, err
+	}
+	db := c.String("db")
+	_, statErr := os.Stat(db)
+	created = errors.Is(statErr, fs.ErrNotExist)
+	if s, err = openStore(env, c, create); err != nil {
+		return nil, false, nil, err
+	}
+	discard = func() {
+		empty := created && s.Generation() == 0
+		s.Close()
+		if empty {
+			os.Remove(db)
+		}
+	}
+	return s, created, discard, nil
 }
 
 // openStoreAt is openStore for the store file db and admin socket sock

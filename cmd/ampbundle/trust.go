@@ -1,11 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +25,7 @@ func trustCommand(env *cliutil.Env) *cli.Command {
 			trustRmCommand(env),
 			trustThresholdCommand(env),
 			trustFreshnessCommand(env),
+			trustPolicyCommand(env),
 		},
 	}
 }
@@ -91,9 +89,7 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 				return err
 			}
 			db := c.String("db")
-			_, statErr := os.Stat(db)
-			created := errors.Is(statErr, fs.ErrNotExist)
-			s, err := openStore(env, c, create)
+			s, created, discard, err := openCreating(env, c)
 			if err != nil {
 				return err
 			}
@@ -101,18 +97,12 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 			var direct *resolver.Store
 			if c.IsSet("threshold") {
 				if direct, err = directStore(s, "--threshold"); err != nil {
-					s.Close()
+					discard()
 					return err
 				}
 			}
 			if err := s.TrustAdd(name, pub, c.StringSlice("scope")); err != nil {
-				// Leave behind no empty store that this command created
-				// for nothing.
-				empty := created && s.Generation() == 0
-				s.Close()
-				if empty {
-					os.Remove(db)
-				}
+				discard() // leave behind no empty store created for nothing
 				return err
 			}
 			defer closeStore(s, &err)
