@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"runtime"
 	"sync"
 	"time"
 
@@ -162,7 +163,7 @@ func (t *Transport) dial(ctx context.Context) (*clientConn, error) {
 		nc = tc
 	}
 	c := &clientConn{t: t, conn: nc, br: bufio.NewReaderSize(nc, 64<<10),
-		pending: map[[16]byte]chan result{}, out: make(chan []byte, 256), done: make(chan struct{})}
+		pending: map[[16]byte]chan result{}, out: make(chan outFrame, 256), done: make(chan struct{})}
 	if err := c.handshake(); err != nil {
 		nc.Close()
 		return nil, err
@@ -202,7 +203,7 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 		}
 	}
 	select {
-	case c.out <- AppendFrame(nil, FrameMessage, msg):
+	case c.out <- outFrame{typ: FrameMessage, payload: msg}:
 	case <-c.done:
 		c.unregister(id)
 		return nil, c.err
@@ -230,7 +231,7 @@ type clientConn struct {
 	conn    net.Conn
 	br      *bufio.Reader
 	peerMax int
-	out     chan []byte
+	out     chan outFrame
 	done    chan struct{}
 
 	mu        sync.Mutex
@@ -366,9 +367,14 @@ func (c *clientConn) writer() {
 		select {
 		case f := <-c.out:
 			c.conn.SetWriteDeadline(time.Now().Add(c.t.opts.WriteTimeout))
-			_, err := bw.Write(f)
+			err := f.writeTo(bw)
 			if err == nil && len(c.out) == 0 {
-				err = bw.Flush()
+				// Let callers about to send queue first: one write for
+				// many frames.
+				runtime.Gosched()
+				if len(c.out) == 0 {
+					err = bw.Flush()
+				}
 			}
 			if err != nil {
 				c.fail(amp.Wrap(amp.CodeEndpointUnreachable, err, "the connection to the agent failed"))
@@ -418,7 +424,7 @@ func (c *clientConn) readLoop() {
 			c.deliver(ef.MessageID, result{err: ef.Error.AsError()})
 		case FramePing:
 			select {
-			case c.out <- AppendFrame(nil, FramePong, f.Payload):
+			case c.out <- outFrame{typ: FramePong, payload: f.Payload}:
 			case <-c.done:
 				return
 			}

@@ -3,9 +3,11 @@ package ampstcp
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -130,6 +132,9 @@ type Server struct {
 	opts     ServerOptions
 	inflight chan struct{} // server-wide slots
 	bytes    *budget       // server-wide bytes in flight
+	work     chan func()   // hands a message to an idle worker
+	quit     chan struct{} // closed by Close: idle workers leave
+	quitOnce sync.Once
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -142,7 +147,8 @@ type Server struct {
 func NewServer(h Handler, opts ServerOptions) *Server {
 	opts = opts.withDefaults()
 	return &Server{h: h, opts: opts, inflight: make(chan struct{}, opts.MaxInFlightTotal),
-		bytes:     newBudget(opts.MaxInFlightBytes),
+		bytes: newBudget(opts.MaxInFlightBytes),
+		work:  make(chan func()), quit: make(chan struct{}),
 		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}}
 }
 
@@ -210,6 +216,40 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
+// workerIdle is how long an idle worker waits for the next message.
+const workerIdle = 10 * time.Second
+
+// run runs task on an idle worker, or on a new one when none is idle. A
+// worker is a goroutine that handles one message after another: its stack
+// has grown to what verifying and signing need, where a goroutine per
+// message would grow a fresh stack (copying it several times) for each.
+// There are at most as many workers as messages in flight at once
+// (MaxInFlightTotal); one idle for workerIdle leaves.
+func (s *Server) run(task func()) {
+	select {
+	case s.work <- task:
+	default:
+		go s.worker(task)
+	}
+}
+
+func (s *Server) worker(task func()) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		task()
+		task = nil
+		idle.Reset(workerIdle)
+		select {
+		case task = <-s.work:
+		case <-idle.C:
+			return
+		case <-s.quit:
+			return
+		}
+	}
+}
+
 // refuse writes one connection-level ERROR frame and closes c.
 func refuse(c net.Conn, timeout time.Duration, err error) {
 	c.SetWriteDeadline(time.Now().Add(timeout))
@@ -235,6 +275,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		s.quitOnce.Do(func() { close(s.quit) })
 		return nil
 	case <-ctx.Done():
 		s.Close()
@@ -245,6 +286,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Close closes every listener and connection at once.
 func (s *Server) Close() error {
+	s.quitOnce.Do(func() { close(s.quit) })
 	s.mu.Lock()
 	s.closing = true
 	for ln := range s.listeners {
@@ -290,11 +332,25 @@ func newServerConn(s *Server, c net.Conn) *serverConn {
 		bytes: newBudget(s.opts.MaxConnInFlightBytes)}
 }
 
-// outFrame is a frame to write and the in-flight bytes it releases once
-// written (or dropped).
+// outFrame is a frame to write (its type and payload, written without
+// being copied into one buffer first) and the in-flight bytes it releases
+// once written (or dropped).
 type outFrame struct {
-	b      []byte
-	charge int64
+	typ     byte
+	payload []byte
+	charge  int64
+}
+
+// writeTo writes the frame to bw.
+func (f outFrame) writeTo(bw *bufio.Writer) error {
+	var hdr [frameHeader]byte
+	binary.BigEndian.PutUint32(hdr[:4], uint32(len(f.payload)+1))
+	hdr[4] = f.typ
+	if _, err := bw.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err := bw.Write(f.payload)
+	return err
 }
 
 // shut closes the connection and wakes a read loop waiting for in-flight
@@ -336,7 +392,7 @@ func (c *serverConn) goAway() {
 // sendGoAway sends GOAWAY once and starts the drain timer.
 func (c *serverConn) sendGoAway() {
 	c.goOnce.Do(func() {
-		c.send(outFrame{b: AppendFrame(nil, FrameGoAway, nil)})
+		c.send(outFrame{typ: FrameGoAway})
 		// The read loop now waits at most DrainTimeout for more frames.
 		c.conn.SetReadDeadline(time.Now().Add(c.s.opts.DrainTimeout))
 		time.AfterFunc(c.s.opts.DrainTimeout, c.shut)
@@ -388,7 +444,7 @@ func (c *serverConn) serve() {
 // sendErrorAndWait queues a connection-level ERROR frame.
 func (c *serverConn) sendErrorAndWait(err error) {
 	select {
-	case c.out <- outFrame{b: AppendFrame(nil, FrameError, EncodeErrorFrame(err, nil))}:
+	case c.out <- outFrame{typ: FrameError, payload: EncodeErrorFrame(err, nil)}:
 	default:
 	}
 }
@@ -446,7 +502,7 @@ func (c *serverConn) writer() {
 				case f = <-c.out:
 					if err == nil {
 						c.conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
-						_, err = bw.Write(f.b)
+						err = f.writeTo(bw)
 					}
 					c.release(f.charge)
 				default:
@@ -458,10 +514,15 @@ func (c *serverConn) writer() {
 			}
 		}
 		c.conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
-		_, err := bw.Write(f.b)
+		err := f.writeTo(bw)
 		c.release(f.charge)
 		if err == nil && len(c.out) == 0 {
-			err = bw.Flush()
+			// Let the handlers that are about to reply queue first, so
+			// that one write carries many frames.
+			runtime.Gosched()
+			if len(c.out) == 0 {
+				err = bw.Flush()
+			}
 		}
 		if err != nil {
 			c.shut()
@@ -536,7 +597,7 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 		case FrameMessage:
 			c.dispatch(f.Payload, charge)
 		case FramePing:
-			c.send(outFrame{b: AppendFrame(nil, FramePong, f.Payload)})
+			c.send(outFrame{typ: FramePong, payload: f.Payload})
 		case FramePong:
 		case FrameGoAway:
 			// The client leaves: it sends no more; replies still go out.
@@ -570,14 +631,14 @@ func (c *serverConn) dispatch(msg []byte, charge int64) {
 	}
 	c.inflight.Add(1)
 	c.active.Add(1)
-	go func() {
+	c.s.run(func() {
 		defer func() {
 			<-c.s.inflight
 			<-c.slots
 			c.inflight.Add(-1)
 			c.active.Done()
 		}()
-		var frame []byte
+		var f outFrame
 		reply, err := c.s.h.Handle(c.ctx, msg)
 		switch {
 		case err != nil:
@@ -585,29 +646,30 @@ func (c *serverConn) dispatch(msg []byte, charge int64) {
 			if len(id) != 16 {
 				id = nil
 			}
-			frame = AppendFrame(nil, FrameError, EncodeErrorFrame(err, id))
+			f = outFrame{typ: FrameError, payload: EncodeErrorFrame(err, id)}
 		case reply == nil:
 		case len(reply) > c.peer:
 			c.log.Warn("tcp reply larger than the peer accepts: refused", "size", len(reply), "peer_max", c.peer)
 			id, _, _ := amp.Limits{MaxMessageSize: c.s.opts.MaxMessageSize}.EnvelopeIDs(msg)
-			frame = AppendFrame(nil, FrameError, EncodeErrorFrame(
-				amp.Named(amp.CodeInvalidMessage, ErrFrameTooLarge, "the reply is larger than the max_msg_size of the handshake"), id))
+			f = outFrame{typ: FrameError, payload: EncodeErrorFrame(
+				amp.Named(amp.CodeInvalidMessage, ErrFrameTooLarge, "the reply is larger than the max_msg_size of the handshake"), id)}
 		default:
-			frame = AppendFrame(nil, FrameMessage, reply)
+			f = outFrame{typ: FrameMessage, payload: reply}
 		}
 		msg = nil
-		if frame == nil {
+		if f.typ == 0 {
 			c.release(charge)
 			return
 		}
 		// The reply stays charged until it is written; one larger than
 		// its request is charged its own size (without waiting: the
 		// handler's work is done, and what it holds must drain).
-		if extra := int64(len(frame)) - charge; extra > 0 {
+		if extra := int64(len(f.payload)) - charge; extra > 0 {
 			c.bytes.force(extra)
 			c.s.bytes.force(extra)
 			charge += extra
 		}
-		c.send(outFrame{b: frame, charge: charge})
-	}()
+		f.charge = charge
+		c.send(f)
+	})
 }
