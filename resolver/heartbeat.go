@@ -62,17 +62,11 @@ type HeartbeatResult struct {
 // ("heartbeat"; a refusal as "import_refused"); changes the generation
 // when it records something.
 func (s *Store) ApplyHeartbeat(data []byte) (_ *HeartbeatResult, err error) {
-	if err := s.writable(); err != nil {
+	fileSum, end, err := s.beginStatement(data)
+	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fileSum := sha256sum(data)
-	defer func() {
-		if err != nil {
-			s.auditRefusal(err, nil, fileSum)
-		}
-	}()
+	defer end(&err)
 	hb, obj, err := bundle.ParseHeartbeat(data)
 	if err != nil {
 		return nil, err

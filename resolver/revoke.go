@@ -226,17 +226,11 @@ type RevokeResult struct {
 // nothing beyond that scope (revocation_out_of_scope). Audited ("revoke";
 // a refusal as "import_refused"); changes the generation.
 func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
-	if err := s.writable(); err != nil {
+	fileSum, end, err := s.beginStatement(data)
+	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fileSum := sha256sum(data)
-	defer func() {
-		if err != nil {
-			s.auditRefusal(err, nil, fileSum)
-		}
-	}()
+	defer end(&err)
 	rev, obj, err := bundle.ParseRevocation(data)
 	if err != nil {
 		return nil, err

@@ -76,17 +76,11 @@ func (s *Store) TrustChains() (map[string]uint64, error) {
 // statement. Applying one again changes nothing. Audited ("rotate");
 // changes the generation.
 func (s *Store) ApplyRotation(data []byte) (_ *RotateResult, err error) {
-	if err := s.writable(); err != nil {
+	sum, end, err := s.beginStatement(data)
+	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sum := sha256sum(data)
-	defer func() {
-		if err != nil {
-			s.auditRefusal(err, nil, sum)
-		}
-	}()
+	defer end(&err)
 	rot, obj, err := bundle.ParseRotation(data)
 	if err != nil {
 		return nil, err

@@ -75,3 +75,21 @@ func (s *Store) HasStatement(sum []byte) (bool, error) {
 	}
 	return has, nil
 }
+
+// beginStatement takes the store's write lock to apply the signed
+// statement data (a revocation, trust statement or heartbeat) and returns
+// the SHA-256 of the file and the function that ends it: it audits a
+// refusal (import_refused, with the file's hash) and releases the lock.
+func (s *Store) beginStatement(data []byte) (sum []byte, end func(*error), err error) {
+	if err := s.writable(); err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	sum = sha256sum(data)
+	return sum, func(errp *error) {
+		if *errp != nil {
+			s.auditRefusal(*errp, nil, sum)
+		}
+		s.mu.Unlock()
+	}, nil
+}
