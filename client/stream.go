@@ -6,6 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
@@ -117,6 +120,16 @@ func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (s
 	if _, err := c.Post(ctx, amp.TypeStreamStart, start); err != nil {
 		return s.ID, nil, err
 	}
+	_, oneWay := c.cfg.Transport.(OneWay)
+	if oneWay && chunks > 0 {
+		// A binding that handles messages concurrently (AMPS/TCP) may
+		// take a chunk before the STREAM_START: wait until the stream is
+		// open. A STREAM_END before any chunk is sent cannot complete it
+		// (STREAM-3: it is answered missing_chunks and the stream stays).
+		if _, err := c.endStream(ctx, s.ID, make([]byte, sha256.Size), true, "missing_chunks"); err != nil {
+			return s.ID, nil, err
+		}
+	}
 	h := sha256.New()
 	buf := make([]byte, s.ChunkSize)
 	for i := uint64(0); i < chunks; i++ {
@@ -136,11 +149,7 @@ func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (s
 			return s.ID, nil, err
 		}
 	}
-	end, err := amp.Marshal(amp.StreamEndBody{StreamID: s.ID, Hash: h.Sum(nil)})
-	if err != nil {
-		return s.ID, nil, err
-	}
-	ex, err := c.Do(ctx, amp.TypeStreamEnd, end)
+	ex, err := c.endStream(ctx, s.ID, h.Sum(nil), oneWay, "")
 	if err != nil {
 		return s.ID, nil, err
 	}
@@ -155,6 +164,63 @@ func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (s
 		return s.ID, &ack, amp.Named(amp.CodeBadRequest, "stream_not_verified", "the provider did not acknowledge the stream as verified")
 	}
 	return s.ID, &ack, nil
+}
+
+// endProbes bounds the STREAM_ENDs endStream sends for one stream.
+const endProbes = 30
+
+// endStream sends a STREAM_END with hash and returns the exchange. Over a
+// OneWay transport the chunks (or the STREAM_START) may still be in
+// flight: while the answer is unknown_stream or missing_chunks it sends a
+// new STREAM_END (a new message: STREAM-3 keeps the stream open) after a
+// short wait, at most endProbes times. until, when set, is the refusal
+// that ends the wait successfully (the probe for an open stream).
+func (c *Client) endStream(ctx context.Context, id string, hash []byte, oneWay bool, until string) (*Exchange, error) {
+	body, err := amp.Marshal(amp.StreamEndBody{StreamID: id, Hash: hash})
+	if err != nil {
+		return nil, err
+	}
+	wait := 5 * time.Millisecond
+	for probe := 1; ; probe++ {
+		ex, err := c.Do(ctx, amp.TypeStreamEnd, body)
+		reason := reasonOf(err)
+		switch {
+		case err == nil || !oneWay:
+			return ex, err
+		case until != "" && reason == until:
+			return ex, nil
+		case reason != "unknown_stream" && reason != "missing_chunks":
+			return ex, err
+		case probe == endProbes:
+			return ex, amp.Named(amp.CodeTimeout, "stream_incomplete", "the agent did not receive the whole stream (its last answer: %s)", amp.SafeMessage(err))
+		}
+		if err := c.cfg.Retry.Sleep(ctx, wait); err != nil {
+			return ex, amp.Wrap(amp.CodeTimeout, err, "gave up waiting for the stream")
+		}
+		if wait *= 2; wait > 500*time.Millisecond {
+			wait = 500 * time.Millisecond
+		}
+	}
+}
+
+// reasonOf is details.reason of a peer's ERROR (docs/SPEC-DECISIONS.md
+// STREAM-4), or "".
+func reasonOf(err error) string {
+	e := amp.AsError(err)
+	if e == nil {
+		return ""
+	}
+	raw, ok := e.Details.(cbor.RawMessage)
+	if !ok {
+		return ""
+	}
+	var d struct {
+		Reason string `cbor:"reason"`
+	}
+	if amp.Unmarshal(raw, &d) != nil {
+		return ""
+	}
+	return d.Reason
 }
 
 // InvokeLarge invokes with params too large for one message

@@ -40,8 +40,9 @@ func newIdentity(t testing.TB) amp.Identity {
 	return amp.Identity{DID: amp.DIDKey(k.Public().(ed25519.PublicKey)), SigningKey: k, Agreement: x}
 }
 
-// provider is an agent serving the translate sample bundle.
-func provider(t testing.TB, caller amp.Identity) (*agent.Agent, amp.Identity) {
+// provider is an agent serving the translate sample bundle; opts adjust
+// its configuration.
+func provider(t testing.TB, caller amp.Identity, opts ...func(*agent.Config)) (*agent.Agent, amp.Identity) {
 	t.Helper()
 	store, err := resolver.Open(filepath.Join(t.TempDir(), "store.db"), resolver.Options{Now: time.Now, Create: true})
 	if err != nil {
@@ -63,12 +64,16 @@ func provider(t testing.TB, caller amp.Identity) (*agent.Agent, amp.Identity) {
 		t.Fatal(err)
 	}
 	id := newIdentity(t)
-	a, err := agent.New(agent.Config{Identity: id, Store: store, Now: time.Now, Rand: rand.Reader,
+	cfg := agent.Config{Identity: id, Store: store, Now: time.Now, Rand: rand.Reader,
 		Policy: agent.Rules{{Caller: caller.DID, Prefix: "org.example"}},
 		Handlers: map[string]agent.Handler{"org.example.translate.text:2.1.0": func(ctx context.Context, params any) (any, error) {
 			p := params.(map[string]any)
 			return map[string]any{"text": p["text"], "detected_source": "en"}, nil
-		}}})
+		}}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
