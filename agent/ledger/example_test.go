@@ -16,11 +16,14 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "ledger")
 	defer os.RemoveAll(dir)
 	now := func() time.Time { return time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC) }
-	store, err := ledger.OpenBolt(filepath.Join(dir, "registry.db.ledger"), ledger.BoltOptions{Now: now})
+	// The default durable store: a write-ahead log beside the registry
+	// file (registry.db.ledger.wal).
+	store, kind, err := ledger.OpenFile(filepath.Join(dir, "registry.db"), ledger.FileOptions{Now: now})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	fmt.Println("store:", kind)
 	l, _ := ledger.New(store, ledger.Options{Now: now})
 	defer l.Close()
 
@@ -39,6 +42,7 @@ func Example() {
 	again, _ := l.Start("did:key:z6MkCaller", id, now().Add(time.Hour))
 	fmt.Printf("duplicate: %s, %q\n", again.State, again.Reply)
 	// Output:
+	// store: wal
 	// first copy: fresh
 	// duplicate: done, "signed CAP_RESULT bytes"
 }
