@@ -29,7 +29,7 @@ func (t *Transport) Send(ctx context.Context, msg []byte) error {
 		return amp.Named(amp.CodeInvalidMessage, ErrFrameTooLarge, "the message is larger than the agent accepts (%d bytes)", c.peerMax)
 	}
 	select {
-	case c.out <- AppendFrame(nil, FrameMessage, msg):
+	case c.out <- outFrame{typ: FrameMessage, payload: msg}:
 		return nil
 	case <-c.done:
 		return c.err
