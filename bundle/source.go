@@ -48,10 +48,11 @@ type SourceOptions struct {
 	// where the quick check cannot vouch), in bytes of schema files.
 	Progress func(phase string, done, total int64)
 	// FullSchemaCheck compiles every schema with the JSON Schema library,
-	// as an importer does, instead of the quick check that compiles only
-	// what it cannot vouch for (docs/SPEC-DECISIONS.md, "Build's quick
-	// schema check"). It is slower: the library's compile time grows with
-	// the square of the number of subschemas of a document.
+	// instead of the linear check (offlineschema.QuickCheck) that compiles
+	// only what it cannot vouch for and refuses exactly the same schemas
+	// (docs/SPEC-DECISIONS.md, SCHEMA-2). It is slower: the library's
+	// compile time grows with the square of the number of subschemas of a
+	// document.
 	FullSchemaCheck bool
 }
 

@@ -290,6 +290,9 @@ func TestImportRefusesSchemasThatCannotCompileOffline(t *testing.T) {
 		"dangling":  {"in": `{"$ref":"missing.schema.json"}`},
 		"schema":    {"in": `{"$schema":"https://example.com/my-meta-schema","type":"object"}`},
 		"ref-cycle": {"in": `{"$ref":"#/definitions/a","definitions":{"a":{"$ref":"#/definitions/b"},"b":{"$ref":"#/definitions/a"}}}`},
+		"root-loop": {"in": `{"$ref":"#"}`},
+		"loop-via-common": {"in": `{"$ref":"common.schema.json#/$defs/a"}`,
+			"common": `{"$defs":{"a":{"allOf":[{"$ref":"#/$defs/b"}]},"b":{"$ref":"input.schema.json"}}}`},
 	}
 	k := sampleKey(t, "example-publisher")
 	s := newStore(t)

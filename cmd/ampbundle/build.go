@@ -30,11 +30,10 @@ document, and writes the signed bundle to FILE (atomically: a temporary file
 renamed into place). Same source + same key + same created time = identical
 bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.
 
-Schemas get a quick linear check (JSON, draft, every $ref resolving inside
-the bundle, patterns, formats, keyword types; docs/SPEC-DECISIONS.md
-SCHEMA-2); a schema it cannot vouch for is compiled with the JSON Schema
-library, and so is every schema with --full-schema-check. 'ampbundle
-import' always compiles every schema.
+Schemas get a linear check that refuses exactly what compiling them would
+(docs/SPEC-DECISIONS.md SCHEMA-2): it compiles with the JSON Schema library
+only the schemas it cannot vouch for; --full-schema-check compiles every
+schema.
 
 With --base OLD.ampb (or --base-from-db DB, the version of the same
 bundle_id installed there) it writes a delta bundle (docs/FORMAT.md §12):
@@ -50,7 +49,7 @@ delta into a store holding that base installs exactly the full bundle, and
 			&cli.StringFlag{Name: "hash", Value: capability.HashSHA256, Usage: "artifact hash `ALG`: sha-256 or sha-512"},
 			&cli.StringFlag{Name: "base", Usage: "write a delta against the base bundle `OLD.ampb`"},
 			&cli.StringFlag{Name: "base-from-db", Usage: "write a delta against the version installed in the store `DB`"},
-			&cli.BoolFlag{Name: "full-schema-check", Usage: "compile every JSON Schema as an importer does, instead of compiling only what the quick check cannot vouch for (slower for large schemas)"},
+			&cli.BoolFlag{Name: "full-schema-check", Usage: "compile every JSON Schema, instead of only those the linear check cannot vouch for (slower for large schemas)"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {

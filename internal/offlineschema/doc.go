@@ -24,12 +24,12 @@
 //     handler's result back into deterministic CBOR, ValueFromJSON reads
 //     the model from JSON (command-line params). SchemaID gives the "$id" a
 //     resolver indexes for Loader.KeyForID.
-//   - QuickCheck is a linear pass over a bundle's parsed schemas for a
-//     builder: it compiles, with Compile, only the schemas it cannot vouch
-//     for, so its verdicts are Compile's but for a $ref loop inside one
-//     document, which it does not detect (docs/SPEC-DECISIONS.md,
-//     SCHEMA-2). Compile's time grows with the square of the number of
-//     subschemas of a document; QuickCheck's is about one JSON parse.
+//   - QuickCheck checks all the schemas of a bundle (for a builder or an
+//     importer) with one linear pass each, and compiles with Compile only
+//     the schemas it cannot vouch for, so its verdicts and errors are
+//     Compile's (docs/SPEC-DECISIONS.md, SCHEMA-2). Compile's time grows
+//     with the square of the number of subschemas of a document;
+//     QuickCheck's is about one JSON parse.
 //
 // # URLs
 //

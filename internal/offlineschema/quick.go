@@ -11,19 +11,21 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 )
 
-// QuickCheck checks the schemas of one bundle in one linear pass each,
-// instead of compiling each (what a bundle builder needs to stay within a
-// small multiple of parsing its files; docs/PERFORMANCE.md, P8). It is not
-// a weaker Compile: whenever the quick pass finds a problem, or meets a
-// construct it does not cover, Check compiles that schema with Compile and
-// returns Compile's verdict, so it never refuses a schema that Compile
-// accepts and every error it returns is Compile's error. What the quick
-// pass vouches for without compiling is listed in docs/SPEC-DECISIONS.md
-// ("Build's quick schema check"): JSON, the draft (2020-12 or draft-07),
+// QuickCheck checks that the schemas of one bundle compile offline with one
+// linear pass each, instead of compiling each (Compile's time grows with
+// the square of the number of subschemas of a document; a builder and an
+// importer must stay within a small multiple of parsing their files,
+// docs/PERFORMANCE.md, P8). It is not a weaker Compile: it vouches for a
+// schema only when it is certain Compile accepts it, and whenever the pass
+// finds a problem, or meets a construct it does not cover, Check compiles
+// that schema with Compile and returns Compile's verdict. So it refuses
+// what Compile refuses, never refuses what Compile accepts, and every
+// error it returns is Compile's. What the pass vouches for is listed in
+// docs/SPEC-DECISIONS.md, SCHEMA-2: JSON, the draft (2020-12 or draft-07),
 // every $ref resolving to an artifact of the bundle and, with a fragment,
-// to a schema inside it, patterns that compile, implemented formats, and
-// the types of the common keywords. It does not detect $ref loops nor every
-// meta-schema rule: an importer's full Compile does.
+// to a schema inside it, no $ref naming a schema that applies another $ref
+// to the same instance (so no loop), patterns that compile, implemented
+// formats, and the types of the keywords the meta-schemas constrain.
 //
 // Use: Add every artifact (each is parsed once and dropped), then Check
 // each key. A QuickCheck is not safe for concurrent use.
@@ -35,10 +37,12 @@ type QuickCheck struct {
 }
 
 // scanned is what the quick pass keeps of one document: its references,
-// its anchors, and why it must be compiled ("" when it need not be).
+// its anchors (with whether each is hot, see hot), whether its root is
+// hot, and why it must be compiled ("" when it need not be).
 type scanned struct {
 	draft   int
-	anchors map[string]struct{}
+	rootHot bool
+	anchors map[string]bool
 	refs    []quickRef
 	full    string
 }
@@ -57,23 +61,26 @@ func NewQuickCheck() *QuickCheck {
 
 // Add parses the schema artifact at key (its bytes as verified by the
 // caller) and returns its top-level "$id" exactly as SchemaID does, with
-// SchemaID's errors for a document that is not a JSON object. A key added
-// twice is refused (invalid_schema).
+// SchemaID's errors for a document that is not a JSON object; such a
+// document is still added, for Check to compile (a boolean schema
+// document compiles). A key added twice is refused (invalid_schema).
 func (q *QuickCheck) Add(key string, data []byte) (string, error) {
 	if _, dup := q.docs[key]; dup || !validKey(key) {
 		return "", amp.Named(0, ErrInvalidSchema, "artifact key is invalid or added twice")
 	}
+	s := &scanned{}
+	q.docs[key] = s
+	q.resolved = false
 	var m map[string]any
 	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		s.full = "it is not a json object"
 		return "", amp.Named(0, ErrInvalidSchema, "schema document is not a json object").WithCause(err)
 	}
 	id, err := idOf(m)
 	if err != nil {
+		s.full = "its $id is not a string"
 		return "", err
 	}
-	s := &scanned{}
-	q.docs[key] = s
-	q.resolved = false
 	if id != "" {
 		if _, dup := q.ids[id]; dup {
 			s.full = "another document declares the same $id"
@@ -138,13 +145,18 @@ func (q *QuickCheck) resolve(l Loader) {
 			t := q.docs[to]
 			switch {
 			case r.frag == "":
+				if t.rootHot {
+					s.full = possibleLoop
+				}
 			case r.frag[0] == '/':
 				pointers[to] = append(pointers[to], ptrRef{from, r.frag})
 			case t.draft != 2020:
 				s.full = "an anchor reference into a document that is not draft 2020-12"
 			default:
-				if _, ok := t.anchors[r.frag]; !ok {
+				if isHot, ok := t.anchors[r.frag]; !ok {
 					s.full = "a reference names an anchor that does not exist"
+				} else if isHot {
+					s.full = possibleLoop
 				}
 			}
 			if s.full != "" {
@@ -160,8 +172,12 @@ func (q *QuickCheck) resolve(l Loader) {
 			err = json.Unmarshal(data, &root)
 		}
 		for _, r := range refs {
-			if err != nil || !schemaAt(root, r.ptr, q.docs[to].draft) {
+			node, ok := schemaAt(root, r.ptr, q.docs[to].draft)
+			switch {
+			case err != nil || !ok:
 				q.docs[r.from].full = "a json pointer reference does not name a schema"
+			case hot(node):
+				q.docs[r.from].full = possibleLoop
 			}
 		}
 	}
@@ -301,16 +317,65 @@ func (s *scanned) scan(q *QuickCheck, key string, root map[string]any) {
 		}
 		base = u
 	}
+	s.rootHot = hot(root)
 	w := &walker{q: q, s: s, base: base, self: base.String()}
 	if w.schema(root, true); s.full != "" {
 		return
 	}
 	for _, p := range w.local {
-		if !schemaAt(root, p, s.draft) {
+		node, ok := schemaAt(root, p, s.draft)
+		if !ok {
 			s.full = "a json pointer reference does not name a schema"
 			return
 		}
+		if hot(node) {
+			s.full = possibleLoop
+			return
+		}
 	}
+}
+
+// possibleLoop is why a document whose $ref names a hot schema is compiled.
+const possibleLoop = "a $ref names a schema that applies another $ref to the same instance (a possible loop)"
+
+// hot reports whether applying the schema v applies a "$ref" to the same
+// instance: v has one, or one of its subschemas that apply to the same
+// instance (not, allOf, anyOf, oneOf, if, then, else, dependencies,
+// dependentSchemas, contentSchema: the keywords along which the library
+// looks for loops) is hot. A reference loop is a cycle of references each
+// naming a hot schema, so a document none of whose references names a hot
+// schema has no loop; one that has such a reference is compiled, and the
+// library decides.
+func hot(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	if _, ok := m["$ref"]; ok {
+		return true
+	}
+	for _, kw := range [...]string{"not", "if", "then", "else", "contentSchema"} {
+		if hot(m[kw]) {
+			return true
+		}
+	}
+	for _, kw := range [...]string{"allOf", "anyOf", "oneOf"} {
+		arr, _ := m[kw].([]any)
+		for _, x := range arr {
+			if hot(x) {
+				return true
+			}
+		}
+	}
+	for _, kw := range [...]string{"dependencies", "dependentSchemas"} {
+		obj, _ := m[kw].(map[string]any)
+		for _, x := range obj {
+			if hot(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // walker is the state of one document's walk.
@@ -352,12 +417,12 @@ func (w *walker) schema(v any, root bool) bool {
 				return w.stop("an $anchor is not a plain name")
 			}
 			if w.s.anchors == nil {
-				w.s.anchors = map[string]struct{}{}
+				w.s.anchors = map[string]bool{}
 			}
 			if _, dup := w.s.anchors[a]; dup {
 				return w.stop("an $anchor is declared twice")
 			}
-			w.s.anchors[a] = struct{}{}
+			w.s.anchors[a] = hot(m)
 		case kw == "$ref":
 			if !w.ref(val) {
 				return false
@@ -448,6 +513,9 @@ func (w *walker) ref(v any) bool {
 	if uri == w.self {
 		switch {
 		case frag == "":
+			if w.s.rootHot {
+				return w.stop(possibleLoop)
+			}
 		case frag[0] == '/':
 			w.local = append(w.local, frag)
 		default:
@@ -489,27 +557,28 @@ func quickURIChars(s string) bool {
 	return true
 }
 
-// schemaAt reports whether the JSON pointer p names, in the document root
-// of the given draft, a schema the walk visited: every step goes through a
-// subschema keyword, and the value there is an object or a boolean.
-func schemaAt(root any, p string, draft int) bool {
+// schemaAt returns the schema the JSON pointer p names in the document
+// root of the given draft, if it is one the walk visited: every step goes
+// through a subschema keyword, and the value there is an object or a
+// boolean.
+func schemaAt(root any, p string, draft int) (any, bool) {
 	if p == "/" {
-		return false
+		return nil, false
 	}
 	segs := strings.Split(p, "/")[1:]
 	node := root
 	for i := 0; i < len(segs); i++ {
 		m, ok := node.(map[string]any)
 		if !ok {
-			return false
+			return nil, false
 		}
 		kw := unescapeToken(segs[i])
 		if kw == "$id" || kw == "$schema" {
-			return false
+			return nil, false
 		}
 		val, ok := m[kw]
 		if !ok {
-			return false
+			return nil, false
 		}
 		switch {
 		case schemaKw(draft, kw) || (kw == "items" && draft == 7 && !isArray(val)):
@@ -517,34 +586,34 @@ func schemaAt(root any, p string, draft int) bool {
 		case arrayKw(draft, kw) || (kw == "items" && draft == 7):
 			arr, ok := val.([]any)
 			if !ok || i+1 >= len(segs) {
-				return false
+				return nil, false
 			}
 			i++
 			n, err := strconv.Atoi(segs[i])
 			if err != nil || n < 0 || n >= len(arr) || strconv.Itoa(n) != segs[i] {
-				return false
+				return nil, false
 			}
 			node = arr[n]
 		case mapKw(draft, kw) || kw == "dependencies":
 			obj, ok := val.(map[string]any)
 			if !ok || i+1 >= len(segs) {
-				return false
+				return nil, false
 			}
 			i++
 			x, ok := obj[unescapeToken(segs[i])]
 			if !ok || isArray(x) {
-				return false
+				return nil, false
 			}
 			node = x
 		default:
-			return false
+			return nil, false
 		}
 	}
 	switch node.(type) {
 	case map[string]any, bool:
-		return true
+		return node, true
 	}
-	return false
+	return nil, false
 }
 
 func isArray(v any) bool {

@@ -19,10 +19,6 @@ type quickCase struct {
 	vouched bool
 	// err: the verdict of Compile (and so of Check); "" = accepted.
 	err amp.ErrName
-	// gap: Compile refuses key but the quick pass vouches for it, a
-	// limit documented in docs/SPEC-DECISIONS.md (loops, meta-schema
-	// rules the quick pass does not check).
-	gap bool
 }
 
 const qk = "capabilities/q/1.0.0/input.schema.json"
@@ -71,19 +67,22 @@ func quickCases() []quickCase {
 		{name: "a referenced artifact the quick pass cannot vouch for", files: quickFiles(`{"$ref": "../../../schemas/common.json#/$defs/lang"}`, "schemas/common.json", `{"$defs": {"lang": {"type": "string"}, "bad": {"$ref": "https://evil.example.org/x"}}}`), key: qk},
 		{name: "percent-encoded ref is compiled", files: quickFiles(`{"$ref": "a%20b.json"}`, "capabilities/q/1.0.0/a b.json", `{"type": "string"}`), key: qk},
 
-		// Loops. Compile refuses a loop inside one document and the quick
-		// pass does not see it (a documented gap); across documents
-		// Compile accepts the loop, and so does the quick pass.
-		{name: "ref loop", files: quickFiles(`{"$ref": "#"}`), key: qk, err: ErrInvalidSchema, gap: true},
-		{name: "ref loop across documents, which Compile accepts too", files: quickFiles(`{"$ref": "../../../schemas/b.json"}`, "schemas/b.json", `{"allOf": [{"$ref": "../capabilities/q/1.0.0/input.schema.json"}]}`), key: qk, vouched: true},
+		// Loops: a $ref naming a schema that applies another $ref to the
+		// same instance is compiled, and the library decides.
+		{name: "ref loop at the root", files: quickFiles(`{"$ref": "#"}`), key: qk, err: ErrInvalidSchema},
+		{name: "ref loop through $defs", files: quickFiles(`{"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}}, "properties": {"x": {"$ref": "#/$defs/a"}}}`), key: qk, err: ErrInvalidSchema},
+		{name: "ref loop through anchors", files: quickFiles(`{"$defs": {"a": {"$anchor": "a", "not": {"$ref": "#b"}}, "b": {"$anchor": "b", "$ref": "#a"}}, "$ref": "#a"}`), key: qk, err: ErrInvalidSchema},
+		{name: "ref loop across documents, which Compile accepts", files: quickFiles(`{"$ref": "../../../schemas/b.json"}`, "schemas/b.json", `{"allOf": [{"$ref": "../capabilities/q/1.0.0/input.schema.json"}]}`), key: qk},
+		{name: "alias chain without a loop is compiled", files: quickFiles(`{"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"type": "string"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}`), key: qk},
+		{name: "recursion through properties is not a loop", files: quickFiles(`{"$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}}, "$ref": "#/$defs/node"}`), key: qk, vouched: true},
 	}
 }
 
-// TestQuickCheckNeverVouchesForWhatCompileRefuses: build's quick check
-// (the threat: a bundle built with a schema that references the network,
-// the file system or nothing, or that does not compile) agrees with
-// Compile on every case but the documented gaps, and never refuses what
-// Compile accepts.
+// TestQuickCheckNeverVouchesForWhatCompileRefuses: the quick check (the
+// threat: a bundle built or imported with a schema that references the
+// network, the file system or nothing, loops, or does not compile) gives
+// Compile's verdict on every case, and vouches without compiling for the
+// common shapes.
 func TestQuickCheckNeverVouchesForWhatCompileRefuses(t *testing.T) {
 	for _, tt := range quickCases() {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,10 +105,6 @@ func TestQuickCheckNeverVouchesForWhatCompileRefuses(t *testing.T) {
 			qerr := q.Check(l, tt.key, Options{})
 			why := q.NeedsCompile(tt.key)
 			switch {
-			case tt.gap:
-				if qerr != nil || why != "" {
-					t.Fatalf("the documented gap closed: quick check gave %v (%s); update docs/SPEC-DECISIONS.md", qerr, why)
-				}
 			case tt.vouched:
 				if qerr != nil || why != "" {
 					t.Fatalf("not vouched for: %v (%s)", qerr, why)
