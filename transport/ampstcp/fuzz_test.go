@@ -67,3 +67,37 @@ func FuzzDecodeHandshake(f *testing.F) {
 		check(err)
 	})
 }
+
+// FuzzTopBytesRoutesLikeTheStrictReader: the client's light route reader
+// never panics, and on every message the strict reader accepts it finds
+// the same id and reply_to (a reply is never routed to another request
+// than the one the verified message answers).
+func FuzzTopBytesRoutesLikeTheStrictReader(f *testing.F) {
+	id, rt := newID(), newID()
+	for _, m := range []map[string]any{
+		{"id": id},
+		{"id": id, "reply_to": rt},
+		{"v": 1, "id": id, "typ": 16, "body": map[string]any{"reply_to": newID(), "x": []any{1, "a", map[string]any{}}}, "reply_to": rt},
+		{"id": "text", "reply_to": 7},
+		{"body": map[string]any{"id": id}},
+	} {
+		b, err := amp.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add(unhex(f, "a2 62 6964 50 00000000000000000000000000000001 62 6964 41 00"))
+	f.Add(unhex(f, "a1 62 6964 5a ffffffff"))
+	f.Add([]byte{0xbf, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		gotID, gotRT := topBytes(data, "id"), topBytes(data, "reply_to")
+		wantID, wantRT, err := amp.Limits{}.EnvelopeIDs(data)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(gotID, wantID) || !bytes.Equal(gotRT, wantRT) {
+			t.Fatalf("route (%x, %x), strict reader (%x, %x)", gotID, gotRT, wantID, wantRT)
+		}
+	})
+}
