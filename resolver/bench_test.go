@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
 )
 
@@ -112,6 +114,31 @@ func BenchmarkSchemaCold(b *testing.B) {
 // BenchmarkResolve: look up + re-hash one schema's bytes.
 func BenchmarkResolve(b *testing.B) {
 	s, ref := benchStore(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Resolve(ref); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResolveUnderFreshnessPolicy is BenchmarkResolve for a line with
+// a kept heartbeat and a freshness policy: every use re-checks that the
+// heartbeat's signers still vouch for the installed bundle (its manifest
+// and the trust policy are read again), docs/FORMAT.md §23.
+func BenchmarkResolveUnderFreshnessPolicy(b *testing.B) {
+	s, ref := benchStore(b)
+	if err := s.SetFreshness("*", 5); err != nil {
+		b.Fatal(err)
+	}
+	hb, err := bundle.SignHeartbeat(&bundle.Heartbeat{Format: bundle.HeartbeatFormat, BundleID: "org.example.translate", Version: 2,
+		CreatedAt: testNow.Format(time.RFC3339)}, []ed25519.PrivateKey{sampleKey(b, "example-publisher")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.ApplyHeartbeat(hb); err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Resolve(ref); err != nil {

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"sort"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -114,7 +115,7 @@ func (s *Store) expiredAt(tx *bolt.Tx, rec *bundleRecord, exp time.Time) bool {
 	if s.floor.Load() < exp.Unix() {
 		return false
 	}
-	return recordFloor(tx, rec) >= exp.Unix()
+	return s.judged.floor(tx, rec) >= exp.Unix()
 }
 
 // TimeFloor returns the newest signed time any key vouched for in a bundle
@@ -168,4 +169,83 @@ func (s *Store) checkFloorExpiry(m *bundle.Manifest) error {
 			m.ExpiresAt.UTC().Format(time.RFC3339), time.Unix(f, 0).UTC().Format(time.RFC3339))
 	}
 	return nil
+}
+
+// judgedCache keeps, for one store generation, what was judged of each
+// installed bundle from the store's state alone: its time floor and why it
+// is stale. Everything they depend on (trust, thresholds, floors,
+// heartbeats, freshness policy, the installed record) changes only with
+// the generation, read from the transaction itself, so a cache entry
+// never outlives the state it was computed from, even when another
+// process writes the store.
+type judgedCache struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[string]judged
+}
+
+// judged is what judgedCache keeps of one bundle.
+type judged struct {
+	floor, stale bool // which of the two below is known
+	floorAt      int64
+	staleWhy     string
+}
+
+// get returns the entry of bundleID at generation gen.
+func (c *judgedCache) get(gen uint64, bundleID string) judged {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen || c.m == nil {
+		return judged{}
+	}
+	return c.m[bundleID]
+}
+
+// put merges what was computed at generation gen into the entry of
+// bundleID (nothing when the generation moved on meanwhile).
+func (c *judgedCache) put(gen uint64, bundleID string, j judged) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen || c.m == nil {
+		if gen < c.gen {
+			return
+		}
+		c.gen, c.m = gen, map[string]judged{}
+	}
+	cur := c.m[bundleID]
+	if j.floor {
+		cur.floor, cur.floorAt = true, j.floorAt
+	}
+	if j.stale {
+		cur.stale, cur.staleWhy = true, j.staleWhy
+	}
+	c.m[bundleID] = cur
+}
+
+func txGeneration(tx *bolt.Tx) uint64 { return getU64(bucket(tx, bMeta).Get([]byte(kGeneration))) }
+
+// floor returns recordFloor of an installed bundle, cached per generation.
+func (c *judgedCache) floor(tx *bolt.Tx, rec *bundleRecord) int64 {
+	gen := txGeneration(tx)
+	if j := c.get(gen, rec.BundleID); j.floor {
+		return j.floorAt
+	}
+	f := recordFloor(tx, rec)
+	c.put(gen, rec.BundleID, judged{floor: true, floorAt: f})
+	return f
+}
+
+// staleReason returns staleReason of an installed bundle, cached per
+// generation.
+func (c *judgedCache) staleReason(tx *bolt.Tx, bundleID string, installed uint64) string {
+	if bucket(tx, bHeartbeat).Get([]byte(bundleID)) == nil {
+		return "" // no heartbeat, nothing stale: no need to look further
+	}
+	gen := txGeneration(tx)
+	if j := c.get(gen, bundleID); j.stale {
+		return j.staleWhy
+	}
+	why := staleReason(tx, bundleID, installed)
+	c.put(gen, bundleID, judged{stale: true, staleWhy: why})
+	return why
 }

@@ -161,6 +161,7 @@ type Store struct {
 	schemas *schemaCache
 	catalog catalogCache
 	didDocs didCache
+	judged  judgedCache
 }
 
 // Open opens (or, with Create, creates) the store at path. It checks the
