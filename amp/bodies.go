@@ -74,7 +74,9 @@ func DecodeAck(body []byte) (AckBody, error) {
 // CheckAck applies the ACK validation rules of RFC 001 §16.1 to an ACK that
 // Receive has already authenticated (so `from` signed it): a recipient ACK
 // must come from one of the original message's recipients, a relay ACK from
-// one of trustedRelays (DIDs configured by the operator); an `ack_target`
+// one of trustedRelays (the relays the sender's or the recipient's DID
+// document lists as AgentMessagingRelay services, DIDDocument.Relays, or
+// that the operator configured: client.Outbox gathers them); an `ack_target`
 // must be one of the original recipients. Violations are 1001.
 func CheckAck(ack *Message, originalTo Recipients, trustedRelays []string) (AckBody, error) {
 	if ack.Type != TypeAck {
