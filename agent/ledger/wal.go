@@ -29,7 +29,7 @@ type WALOptions struct {
 	LockTimeout time.Duration
 	// Slack is how many bytes of dead records (superseded or expired) the
 	// file may hold before it is compacted (default max(Budget/8, 1 MiB)).
-	// The file never exceeds Budget + Slack + 64 KiB.
+	// The file never exceeds Budget + Slack + 43 bytes (docs/FORMAT.md).
 	Slack int64
 }
 
