@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 )
@@ -32,7 +33,11 @@ them; the provider picks the version (RFC 004 §6.3).
 
 --params is the input as JSON text, or @FILE to read it from a file (@- for
 stdin). It is sent as CBOR; the provider validates it against the input
-schema of the version it runs.
+schema of the version it runs. With --stream-params the params travel
+first as a stream (chunks of 256 KiB), which the provider acknowledges once
+their SHA-256 matched, and the invocation then names that stream: for
+params larger than one message the provider accepts (the provider must take
+params streams: ampagent serve --stream-dir).
 
 A refusal (an ERROR reply: 3001 unauthorized, 4002 unknown capability, 4004
 schema violation, 5002 unavailable, ...), a failed invocation (CAP_RESULT
@@ -49,6 +54,7 @@ same message.`,
 			&cli.StringFlag{Name: "params", Usage: "input as `JSON` text, or @FILE (@- for stdin) (required)"},
 			&cli.Uint64Flag{Name: "timeout-ms", Usage: "ask the provider to give up after `MS` milliseconds (default: not sent, the provider's default applies)"},
 			&cli.BoolFlag{Name: "encrypt", Usage: "encrypt the request (authcrypt); the reply comes back encrypted"},
+			&cli.BoolFlag{Name: "stream-params", Usage: "send the params as a stream first, then the invocation naming it (params larger than one message)"},
 		),
 		Action: func(c *cli.Context) error {
 			if err := cliutil.ExactArgs(c, 1, "the agent URL"); err != nil {
@@ -76,7 +82,13 @@ same message.`,
 				return err
 			}
 			defer s.close()
-			res, ex, err := s.client.Invoke(s.ctx, inv)
+			var res *capability.Result
+			var ex *client.Exchange
+			if c.Bool("stream-params") {
+				res, ex, err = s.client.InvokeLarge(s.ctx, inv, params, 0)
+			} else {
+				res, ex, err = s.client.Invoke(s.ctx, inv)
+			}
 			if err != nil {
 				return withDetailsHint(err)
 			}
@@ -89,6 +101,7 @@ same message.`,
 					"status": res.Status, "result": result, "target": target,
 					"provider": s.peer, "request_id": ex.Request.ID.String(), "reply_id": ex.Reply.ID.String(),
 					"verified": true, "encrypted": ex.Reply.Encrypted(), "attempts": ex.Attempts,
+					"streamed_params": c.Bool("stream-params"),
 				})
 			}
 			how := "signature and reply_to verified"

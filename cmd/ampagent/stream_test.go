@@ -16,7 +16,8 @@ import (
 
 // TestServeTakesInvocationParamsByStream: with --stream-dir, serve takes
 // the params of an invocation as a stream (chunked, verified, then named
-// by the CAP_INVOKE) and runs the handler on them; streamed params over
+// by the CAP_INVOKE) and runs the handler on them, from the client API and
+// from ampagent invoke --stream-params over HTTP and TCP; streamed params over
 // the message limit that break the input schema are refused like inline
 // ones; a document stream is refused at its start (serve has no
 // application to hand documents to); spool files of a previous run are
@@ -39,7 +40,7 @@ func TestServeTakesInvocationParamsByStream(t *testing.T) {
 				`n=$(wc -c | tr -d ' '); printf '{"text":"%s","detected_source":"en"}' "$n"`}},
 		},
 	})
-	r := startServe(t, "--db", db, "--key", key, "--config", cfg, "--stream-dir", spool, "--max-body", "1048576")
+	r := startServe(t, "--db", db, "--key", key, "--config", cfg, "--stream-dir", spool, "--max-body", "1048576", "--listen-tcp", "127.0.0.1:0")
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("a stale spool file was left at start")
 	}
@@ -58,6 +59,16 @@ func TestServeTakesInvocationParamsByStream(t *testing.T) {
 	var out map[string]any
 	if err := amp.Unmarshal(res.Result, &out); err != nil || out["text"] == "" || out["text"] == "0" {
 		t.Fatalf("the handler did not get the streamed params: %v %v", out, err)
+	}
+
+	// The same through the command: ampagent invoke --stream-params.
+	kf, _ := keygen(t, t.TempDir(), "caller.pem")
+	for _, url := range []string{r.url, r.tcpURL} {
+		inv := runCLINow(t, "invoke", url, "--json", "--key", kf, "--to", r.did, "--id", "org.example.translate.text:2.1.0",
+			"--params", `{"text":"`+strings.Repeat("c", 3000)+`","target":"fr"}`, "--stream-params")
+		if inv.code != 0 || !strings.Contains(inv.stdout, `"streamed_params": true`) || !strings.Contains(inv.stdout, `"status": "success"`) {
+			t.Fatalf("invoke %s --stream-params: exit %d\n%s\n%s", url, inv.code, inv.stdout, inv.stderr)
+		}
 	}
 
 	huge, _ := amp.Marshal(map[string]any{"text": strings.Repeat("a", 2<<20), "target": "fr"})
