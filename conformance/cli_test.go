@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -303,4 +305,69 @@ func TestCLIOutputsMatchFormatDocByIndependentVerifier(t *testing.T) {
 	refusesEveryFlip(t, "receipt", rc, func(b []byte) error { _, err := verifyReceipt(b, did["site"]); return err })
 	checkStatementReaderAgrees(t, bin, db, s2, loadKey(t, p("a.pem")), loadKey(t, p("c.pem")), loadKey(t, p("site.pem")))
 	checkReceiptReaderAgrees(t, bin, rc, loadKey(t, p("site.pem")), loadKey(t, p("a.pem")), p("site.pub"))
+}
+
+// TestTrustPolicyWrittenFromTheDocIsApplied writes trust policy files from
+// docs/FORMAT.md ("Trust policy files") alone: a well-formed one is applied
+// and the store then trusts exactly what it says; one with a member twice,
+// an unknown member, or a threshold its keys cannot reach is refused
+// (invalid_policy) and leaves no store behind.
+func TestTrustPolicyWrittenFromTheDocIsApplied(t *testing.T) {
+	bin := buildCLI(t)
+	dir := t.TempDir()
+	k1 := pubToDidKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32)).Public().(ed25519.PublicKey))
+	k2 := pubToDidKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{8}, 32)).Public().(ed25519.PublicKey))
+	policy := func(extra, threshold string) string {
+		return `{"format": "ampbundle-trust-policy/1",` + extra + `
+  "keys": [{"name": "one", "key": "` + k1 + `", "scopes": ["org.example."]},
+           {"name": "two", "key": "` + k2 + `", "scopes": ["org.example", "com.acme"]}],
+  "thresholds": {"org.example": ` + threshold + `}}`
+	}
+	cases := []struct {
+		name, doc, want string
+	}{
+		{"MemberTwice", policy(` "format": "ampbundle-trust-policy/1",`, "2"), "invalid_policy"},
+		{"UnknownMember", policy(` "comment": "x",`, "2"), "invalid_policy"},
+		{"UnreachableThreshold", policy("", "3"), "invalid_policy"},
+		{"WellFormed", policy("", "2"), ""},
+	}
+	for _, tc := range cases {
+		db := filepath.Join(dir, tc.name+".db")
+		f := filepath.Join(dir, tc.name+".json")
+		if err := os.WriteFile(f, []byte(tc.doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, code := runAllowFail(t, bin, "trust", "policy", "apply", f, "--db", db, "--json")
+		if tc.want != "" {
+			if code != 1 || !strings.Contains(out, `"code":"`+tc.want+`"`) && !strings.Contains(out, `"code": "`+tc.want+`"`) {
+				t.Fatalf("%s: exit %d %s, the document says %s", tc.name, code, out, tc.want)
+			}
+			if _, err := os.Stat(db); err == nil {
+				t.Fatalf("%s: a refused policy left a store behind", tc.name)
+			}
+			continue
+		}
+		if code != 0 {
+			t.Fatalf("%s: refused a policy the document allows: %s", tc.name, out)
+		}
+		ls, _ := runAllowFail(t, bin, "trust", "ls", "--db", db, "--json")
+		var got struct {
+			Keys []struct {
+				Name   string   `json:"name"`
+				Key    string   `json:"key"`
+				Scopes []string `json:"scopes"`
+			} `json:"keys"`
+			Thresholds map[string]int `json:"thresholds"`
+		}
+		if err := json.Unmarshal([]byte(ls), &got); err != nil {
+			t.Fatalf("trust ls --json printed %q", ls)
+		}
+		byName := map[string]string{}
+		for _, k := range got.Keys {
+			byName[k.Name] = k.Key + " " + strings.Join(k.Scopes, ",")
+		}
+		if len(got.Keys) != 2 || byName["one"] != k1+" org.example" || byName["two"] != k2+" com.acme,org.example" || got.Thresholds["org.example"] != 2 {
+			t.Fatalf("%s: the store trusts %v, thresholds %v", tc.name, byName, got.Thresholds)
+		}
+	}
 }

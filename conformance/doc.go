@@ -6,7 +6,9 @@
 // import receipt) and check every byte of them with code of their own: the
 // COSE_Sign layout and Sig_structure of §2, the did:key kid form, the
 // signature order, deterministic CBOR, the payload fields of §3, §20, §21
-// and §22, the audit chain of §20.1 and the statement chain of §22. They
+// and §22, the audit chain of §20.1 and the statement chain of §22; and it
+// writes statements (§21-§23, including the heartbeat version cap) and
+// trust policy files of its own for the CLI to apply or refuse. They
 // import only the standard library, golang.org/x/crypto and
 // github.com/fxamacker/cbor/v2, never a package of this module, so a
 // mismatch between the document and the bytes fails here even when the

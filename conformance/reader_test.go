@@ -346,7 +346,11 @@ func statementFile(t *testing.T, ct string, fields map[string]any, keys ...ed255
 // each to be applied or refused as FORMAT.md §21 and §22 say.
 func checkStatementReaderAgrees(t *testing.T, bin, db string, lastFile []byte, a, c, stranger ed25519.PrivateKey) {
 	t.Helper()
-	const trustCT, revCT = "application/ampbundle-trust+cbor", "application/ampbundle-revocation+cbor"
+	const trustCT, revCT, hbCT = "application/ampbundle-trust+cbor", "application/ampbundle-revocation+cbor", "application/ampbundle-heartbeat+cbor"
+	hb := func(version uint64) map[string]any {
+		return map[string]any{"format": "ampbundle-heartbeat/1", "bundle_id": "org.example.conformance", "version": version,
+			"created_at": "2026-11-04T00:00:00Z"}
+	}
 	ts := func(seq uint64, prev []byte, created string) map[string]any {
 		return map[string]any{"format": "ampbundle-trust/1", "scope": "org.example", "sequence": seq,
 			"prev": prev, "created_at": created, "threshold": uint64(2)}
@@ -378,6 +382,11 @@ func checkStatementReaderAgrees(t *testing.T, bin, db string, lastFile []byte, a
 		{"RevocationBelowTheThresholdIsRefused", statementFile(t, revCT, rev(strangerDid), a), "threshold_not_met"},
 		{"RevocationByAnUntrustedKeyIsRefused", statementFile(t, revCT, rev(strangerDid), stranger), "untrusted_key"},
 		{"IndependentlyWrittenRevocationIsApplied", statementFile(t, revCT, rev(lo, hi), a, c), ""},
+		// §23 version cap: more than 1,000,000 above what the store knows
+		// of the line (never imported: 0) is refused; at the cap, applied.
+		{"HeartbeatBeyondTheVersionCapIsRefused", statementFile(t, hbCT, hb(1_000_001), a, c), "heartbeat_too_far"},
+		{"HeartbeatBelowTheThresholdIsRefused", statementFile(t, hbCT, hb(1_000_000), a), "threshold_not_met"},
+		{"HeartbeatAtTheVersionCapIsApplied", statementFile(t, hbCT, hb(1_000_000), a, c), ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
