@@ -32,6 +32,9 @@ type FileOptions struct {
 	// Path is the ledger file. Default: the registry file's name +
 	// ".ledger.wal" (KindWAL) or + ".ledger" (KindBolt).
 	Path string
+	// Migrated, when set, is told about a migration from a bbolt ledger:
+	// the old file's new name, the log's and the entries copied.
+	Migrated func(old, log string, entries int)
 }
 
 // OpenFile opens the durable ledger of the agent whose registry file is
@@ -68,8 +71,12 @@ func OpenFile(registryPath string, o FileOptions) (Store, string, error) {
 		path = registryPath + ".ledger.wal"
 		old := registryPath + ".ledger"
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && isBoltFile(old) {
-			if err := migrateBolt(old, path, wopts); err != nil {
+			n, err := migrateBolt(old, path, wopts)
+			if err != nil {
 				return nil, "", err
+			}
+			if o.Migrated != nil {
+				o.Migrated(old+".migrated", path, n)
 			}
 		}
 	} else if isBoltFile(path) {
@@ -100,11 +107,11 @@ func isBoltFile(path string) bool {
 }
 
 // migrateBolt copies the unexpired entries of the bbolt ledger at old
-// into a new log at path (see OpenFile).
-func migrateBolt(old, path string, o WALOptions) error {
+// into a new log at path (see OpenFile) and returns how many it copied.
+func migrateBolt(old, path string, o WALOptions) (int, error) {
 	b, err := OpenBolt(old, BoltOptions{Now: o.Now, LockTimeout: o.LockTimeout})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer b.Close()
 	tmp := path + ".migrating"
@@ -112,13 +119,13 @@ func migrateBolt(old, path string, o WALOptions) error {
 	os.Remove(tmp + ".compact")
 	w, err := openWAL(tmp, WALOptions{Limits: Limits{Budget: 1 << 62}, Now: o.Now, LockTimeout: o.LockTimeout}, fdatasync)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	cleanup := func(err error) error {
+	cleanup := func(err error) (int, error) {
 		w.Close()
 		os.Remove(tmp)
 		os.Remove(tmp + ".lock")
-		return amp.AsError(err)
+		return 0, amp.AsError(err)
 	}
 	now := o.Now().UnixMilli()
 	var ops []*walOp
@@ -133,7 +140,7 @@ func migrateBolt(old, path string, o WALOptions) error {
 		}
 		ops = ops[:0]
 	}
-	var size int
+	var size, copied int
 	verr := b.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bEntries).ForEach(func(k, v []byte) error {
 			key, rec, ok := decodeEntry(k, v)
@@ -148,6 +155,7 @@ func migrateBolt(old, path string, o WALOptions) error {
 				op = &walOp{kind: stateDone, k: key, expires: rec.Expires.UnixMilli(), reply: rec.Reply, insert: true}
 			}
 			ops = append(ops, op)
+			copied++
 			if size += len(rec.Reply) + len(key.Sender) + walRecordFixed; size >= maxGroupBytes || len(ops) >= maxGroup {
 				flush()
 				size = 0
@@ -168,13 +176,13 @@ func migrateBolt(old, path string, o WALOptions) error {
 	os.Remove(tmp + ".lock")
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return walIOError("cannot put the migrated ledger in place", err)
+		return 0, walIOError("cannot put the migrated ledger in place", err)
 	}
 	if err := syncDir(filepath.Dir(path)); err != nil {
-		return walIOError("cannot put the migrated ledger in place", err)
+		return 0, walIOError("cannot put the migrated ledger in place", err)
 	}
 	if err := os.Rename(old, old+".migrated"); err != nil {
-		return walIOError("the ledger was migrated but the bbolt file could not be renamed", err)
+		return 0, walIOError("the ledger was migrated but the bbolt file could not be renamed", err)
 	}
-	return nil
+	return copied, nil
 }

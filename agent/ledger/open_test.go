@@ -33,9 +33,18 @@ func TestOpenFileMigratesAnOldBoltLedgerOnce(t *testing.T) {
 	b.Close()
 	c.Add(time.Minute) // key 2 expired
 	for round := 0; round < 2; round++ {
-		s, kind, err := OpenFile(reg, FileOptions{Now: c.Now})
+		migrated := -1
+		s, kind, err := OpenFile(reg, FileOptions{Now: c.Now, Migrated: func(old, log string, n int) {
+			if old != reg+".ledger.migrated" || log != reg+".ledger.wal" {
+				t.Errorf("migrated %s to %s", old, log)
+			}
+			migrated = n
+		}})
 		if err != nil || kind != KindWAL {
 			t.Fatalf("round %d: %v %s", round, err, kind)
+		}
+		if want := map[int]int{0: 2, 1: -1}[round]; migrated != want {
+			t.Fatalf("round %d: %d entries migrated, want %d (-1: no migration)", round, migrated, want)
 		}
 		l, _ := New(s, Options{Now: c.Now})
 		for i, want := range []State{Done, Lost, Fresh} {

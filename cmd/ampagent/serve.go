@@ -428,6 +428,9 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	}
 	ledgerStore, ledgerKind, err := ledger.OpenFile(db, ledger.FileOptions{Now: env.Now, LockTimeout: 250 * time.Millisecond,
 		Kind: cfg.LedgerStore, Path: cfg.Ledger,
+		Migrated: func(old, wal string, n int) {
+			log.Warn("idempotency ledger migrated from bbolt to the write-ahead log; delete the old file when you like", "old", old, "ledger", wal, "entries", n)
+		},
 		Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes}})
 	if amp.NameOf(err) == ledger.ErrLedgerCorrupt {
 		return cliutil.WithHint(err, "the ledger records invocations that may still be retried: restore it from a backup, or move it aside only once the longest ttl the agent accepts (7 days) has passed")
