@@ -250,26 +250,43 @@ func TestLedgerFloodStaysWithinBudget(t *testing.T) {
 }
 
 // TestLedgerPerCallerShare: with room in the budget, one sender is
-// refused at its share and another sender still gets in.
+// refused at its share and another sender still gets in; a durable store
+// reopened still holds the sender to its share (threat: a restart handing
+// every caller a fresh quota).
 func TestLedgerPerCallerShare(t *testing.T) {
-	c := newClock()
-	l, _ := New(NewMemory(Limits{Budget: 1 << 20, PerCaller: 32 << 10}), Options{Now: c.Now})
-	var err error
-	i := 0
-	for ; err == nil && i < 1000; i++ {
-		st, _ := l.Start("did:key:zgreedy", id(i), c.Now().Add(time.Hour))
-		if err = st.Ticket.Running(); err != nil {
-			st.Ticket.Abandon()
-		} else {
+	for sname, mk := range stores(Limits{Budget: 1 << 20, PerCaller: 32 << 10}) {
+		t.Run(sname, func(t *testing.T) {
+			c := newClock()
+			store, reopen := mk(t, c)
+			l, _ := New(store, Options{Now: c.Now})
+			var err error
+			i := 0
+			for ; err == nil && i < 1000; i++ {
+				st, _ := l.Start("did:key:zgreedy", id(i), c.Now().Add(time.Hour))
+				if err = st.Ticket.Running(); err != nil {
+					st.Ticket.Abandon()
+				} else {
+					st.Ticket.Finish([]byte("r"))
+				}
+			}
+			if amp.NameOf(err) != ErrCallerFull || !amp.CodeOf(err).Retryable() || i > 300 {
+				t.Fatalf("after %d: %v", i, err)
+			}
+			st, _ := l.Start("did:key:zother", id(1), c.Now().Add(time.Hour))
+			if err := st.Ticket.Running(); err != nil {
+				t.Fatalf("another caller refused: %v", err)
+			}
 			st.Ticket.Finish([]byte("r"))
-		}
-	}
-	if amp.NameOf(err) != ErrCallerFull || !amp.CodeOf(err).Retryable() || i > 300 {
-		t.Fatalf("after %d: %v", i, err)
-	}
-	st, _ := l.Start("did:key:zother", id(1), c.Now().Add(time.Hour))
-	if err := st.Ticket.Running(); err != nil {
-		t.Fatalf("another caller refused: %v", err)
+			if reopen == nil {
+				return
+			}
+			l, _ = New(reopen(), Options{Now: c.Now})
+			st, _ = l.Start("did:key:zgreedy", id(5000), c.Now().Add(time.Hour))
+			if err := st.Ticket.Running(); amp.NameOf(err) != ErrCallerFull {
+				t.Fatalf("after a restart the greedy caller got %v", err)
+			}
+			st.Ticket.Abandon()
+		})
 	}
 }
 
