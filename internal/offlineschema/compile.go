@@ -409,9 +409,15 @@ func idOf(m map[string]any) (string, error) {
 // isDraft4 reports whether a $schema value names draft-04, as jsonschema
 // v5.3.1 recognises it (http or https, optional empty fragment).
 func isDraft4(s string) bool {
+	return metaSchemaName(s) == "json-schema.org/draft-04/schema"
+}
+
+// metaSchemaName is a $schema value without its scheme (http or https) and
+// without an empty fragment ("#" or "#/"), the forms jsonschema v5.3.1
+// treats as the same meta-schema.
+func metaSchemaName(s string) string {
 	if i := strings.IndexByte(s, '#'); i >= 0 && (s[i:] == "#" || s[i:] == "#/") {
 		s = s[:i]
 	}
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "http://"), "https://")
-	return s == "json-schema.org/draft-04/schema"
+	return strings.TrimPrefix(strings.TrimPrefix(s, "http://"), "https://")
 }

@@ -3,6 +3,8 @@ package offlineschema
 import (
 	"bytes"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -108,7 +110,7 @@ func FuzzQuickCheck(f *testing.F) {
 		files := with(bundleFiles, rootKey, string(doc))
 		l := newLoader(files)
 		q := NewQuickCheck()
-		for _, k := range sortedDocKeys(files) {
+		for _, k := range slices.Sorted(maps.Keys(files)) {
 			id, err := q.Add(k, []byte(files[k]))
 			if want, werr := SchemaID([]byte(files[k])); id != want || (err == nil) != (werr == nil) {
 				t.Fatalf("%s: Add %q %v, SchemaID %q %v", k, id, err, want, werr)

@@ -2,9 +2,10 @@ package offlineschema
 
 import (
 	"encoding/json"
+	"maps"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -131,7 +132,7 @@ func (q *QuickCheck) resolve(l Loader) {
 		ptr  string
 	}
 	pointers := map[string][]ptrRef{} // target key -> pointers into it
-	for _, from := range sortedDocKeys(q.docs) {
+	for _, from := range slices.Sorted(maps.Keys(q.docs)) {
 		s := q.docs[from]
 		if s.full != "" {
 			continue
@@ -164,7 +165,7 @@ func (q *QuickCheck) resolve(l Loader) {
 			}
 		}
 	}
-	for _, to := range sortedDocKeys(pointers) {
+	for _, to := range slices.Sorted(maps.Keys(pointers)) {
 		refs := pointers[to]
 		var root any
 		data, err := l.Load(to)
@@ -183,7 +184,7 @@ func (q *QuickCheck) resolve(l Loader) {
 	}
 	for changed := true; changed; {
 		changed = false
-		for _, from := range sortedDocKeys(q.docs) {
+		for _, from := range slices.Sorted(maps.Keys(q.docs)) {
 			s := q.docs[from]
 			if s.full != "" {
 				continue
@@ -213,15 +214,6 @@ func (q *QuickCheck) keyOf(uri string) (string, bool) {
 	return k, ok
 }
 
-func sortedDocKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // quickDraft returns the draft (2020 or 7) a "$schema" value names, or 0
 // for any other value; the spellings are those the library accepts.
 func quickDraft(v any, present bool) int {
@@ -232,9 +224,7 @@ func quickDraft(v any, present bool) int {
 	if !ok {
 		return 0
 	}
-	s = strings.TrimSuffix(strings.TrimSuffix(s, "#/"), "#")
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "http://"), "https://")
-	switch s {
+	switch metaSchemaName(s) {
 	case "json-schema.org/draft/2020-12/schema":
 		return 2020
 	case "json-schema.org/draft-07/schema":

@@ -3,6 +3,8 @@ package offlineschema
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,7 +90,7 @@ func TestQuickCheckNeverVouchesForWhatCompileRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newLoader(tt.files)
 			q := NewQuickCheck()
-			for _, k := range sortedDocKeys(tt.files) {
+			for _, k := range slices.Sorted(maps.Keys(tt.files)) {
 				if _, err := q.Add(k, []byte(tt.files[k])); err != nil {
 					t.Fatalf("Add(%s): %v", k, err)
 				}
@@ -136,7 +138,7 @@ func TestQuickCheckAgreesOnTheCompileSuite(t *testing.T) {
 	l := newLoader(bundleFiles)
 	q := NewQuickCheck()
 	added := 0
-	for _, k := range sortedDocKeys(bundleFiles) {
+	for _, k := range slices.Sorted(maps.Keys(bundleFiles)) {
 		if _, err := q.Add(k, []byte(bundleFiles[k])); err == nil {
 			added++
 		}
@@ -144,7 +146,7 @@ func TestQuickCheckAgreesOnTheCompileSuite(t *testing.T) {
 	if added < 5 {
 		t.Fatalf("only %d documents added", added)
 	}
-	for _, k := range sortedDocKeys(bundleFiles) {
+	for _, k := range slices.Sorted(maps.Keys(bundleFiles)) {
 		if q.NeedsCompile(k) == "not added" {
 			continue
 		}
