@@ -247,3 +247,57 @@ func TestParamsStreamBounds(t *testing.T) {
 		}
 	})
 }
+
+// lossyOneWay is a OneWay transport into an agent that loses the STREAM_DATA
+// of index lose the first time it is sent (a connection that died under a
+// send-only frame).
+type lossyOneWay struct {
+	a    *Agent
+	recv *amp.Receiver
+	lose uint64
+	mu   sync.Mutex
+	lost bool
+}
+
+func (l *lossyOneWay) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
+	return l.a.Handle(ctx, msg)
+}
+
+func (l *lossyOneWay) Send(ctx context.Context, msg []byte) error {
+	m, err := l.recv.Receive(ctx, msg)
+	if err == nil && m.Type == amp.TypeStreamData {
+		if d, err := amp.DecodeStreamData(m.Body); err == nil && d.Index == l.lose {
+			l.mu.Lock()
+			first := !l.lost
+			l.lost = true
+			l.mu.Unlock()
+			if first {
+				return nil
+			}
+		}
+	}
+	_, err = l.a.Handle(ctx, msg)
+	return err
+}
+
+// TestStreamedParamsSurviveALostChunk: a chunk lost on a send-only path
+// shows in the STREAM_END's answer (missing_chunks); the client sends the
+// chunks again once and the invocation runs, on the right params.
+func TestStreamedParamsSurviveALostChunk(t *testing.T) {
+	e, _, got := paramsEnv(t, &ParamStreamLimits{})
+	recv, err := amp.NewReceiver(amp.ReceiverConfig{Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(client.Config{Identity: e.caller, Peer: e.provider.DID, Transport: &lossyOneWay{a: e.agent, recv: recv, lose: 2},
+		Now: e.clock.Now, Rand: rand.Reader, Retry: client.Retry{Sleep: func(context.Context, time.Duration) error { return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.InvokeLarge(context.Background(), translateInvoke(t), bigText(t, 100<<10), 16<<10); err != nil {
+		t.Fatal(err)
+	}
+	if g := got(); len(g) != 1 || g[0] != 100<<10 {
+		t.Fatalf("the handler got %v", g)
+	}
+}

@@ -89,9 +89,12 @@ type Stream struct {
 // DefaultChunkSize is the chunk size of SendStream when none is given.
 const DefaultChunkSize = 256 << 10
 
-// SendStream sends content (s.Size bytes, read once, never held whole) as
+// SendStream sends content (s.Size bytes, never held whole) as
 // STREAM_START, STREAM_DATA in order and STREAM_END with its SHA-256, and
-// returns the provider's ACK once it says verified: true. Any other answer
+// returns the provider's ACK once it says verified: true. Over a OneWay
+// transport, when chunks were lost and content is an io.Seeker, the chunks
+// are sent once more (docs/TRANSPORT.md §4); content is read once
+// otherwise. Any other answer
 // is an error: the provider's ERROR (stream_id in its details), or
 // unexpected_reply. It returns the stream_id used.
 func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (string, *amp.AckBody, error) {
@@ -130,26 +133,26 @@ func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (s
 			return s.ID, nil, err
 		}
 	}
-	h := sha256.New()
-	buf := make([]byte, s.ChunkSize)
-	for i := uint64(0); i < chunks; i++ {
-		n := s.ChunkSize
-		if i == chunks-1 {
-			n = s.Size - i*s.ChunkSize
-		}
-		if _, err := io.ReadFull(content, buf[:n]); err != nil {
-			return s.ID, nil, amp.Wrap(amp.CodeInvalidMessage, err, "the content is shorter than its size")
-		}
-		h.Write(buf[:n])
-		data, err := amp.Marshal(amp.StreamDataBody{StreamID: s.ID, Index: i, Data: buf[:n]})
-		if err != nil {
-			return s.ID, nil, err
-		}
-		if _, err := c.Post(ctx, amp.TypeStreamData, data); err != nil {
-			return s.ID, nil, err
+	sum, err := c.sendChunks(ctx, s, chunks, content)
+	if err != nil {
+		return s.ID, nil, err
+	}
+	ex, err := c.endStream(ctx, s.ID, sum, oneWay, "")
+	if rs, ok := content.(io.Seeker); ok && oneWay && amp.NameOf(err) == "stream_incomplete" {
+		// A chunk sent without a reply was lost (a connection that ended
+		// under it): send them all again, once; the agent ignores the
+		// copies of what it has (STREAM-3).
+		if _, serr := rs.Seek(0, io.SeekStart); serr == nil {
+			again, err2 := c.sendChunks(ctx, s, chunks, content)
+			if err2 != nil {
+				return s.ID, nil, err2
+			}
+			if !bytes.Equal(again, sum) {
+				return s.ID, nil, amp.Named(amp.CodeInvalidMessage, "content_changed", "the content changed while it was sent again")
+			}
+			ex, err = c.endStream(ctx, s.ID, sum, oneWay, "")
 		}
 	}
-	ex, err := c.endStream(ctx, s.ID, h.Sum(nil), oneWay, "")
 	if err != nil {
 		return s.ID, nil, err
 	}
@@ -164,6 +167,31 @@ func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (s
 		return s.ID, &ack, amp.Named(amp.CodeBadRequest, "stream_not_verified", "the provider did not acknowledge the stream as verified")
 	}
 	return s.ID, &ack, nil
+}
+
+// sendChunks sends the chunks of s read from content and returns the
+// SHA-256 of the content.
+func (c *Client) sendChunks(ctx context.Context, s Stream, chunks uint64, content io.Reader) ([]byte, error) {
+	h := sha256.New()
+	buf := make([]byte, s.ChunkSize)
+	for i := uint64(0); i < chunks; i++ {
+		n := s.ChunkSize
+		if i == chunks-1 {
+			n = s.Size - i*s.ChunkSize
+		}
+		if _, err := io.ReadFull(content, buf[:n]); err != nil {
+			return nil, amp.Wrap(amp.CodeInvalidMessage, err, "the content is shorter than its size")
+		}
+		h.Write(buf[:n])
+		data, err := amp.Marshal(amp.StreamDataBody{StreamID: s.ID, Index: i, Data: buf[:n]})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.Post(ctx, amp.TypeStreamData, data); err != nil {
+			return nil, err
+		}
+	}
+	return h.Sum(nil), nil
 }
 
 // endProbes bounds the STREAM_ENDs endStream sends for one stream.
