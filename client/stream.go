@@ -91,12 +91,11 @@ const DefaultChunkSize = 256 << 10
 
 // SendStream sends content (s.Size bytes, never held whole) as
 // STREAM_START, STREAM_DATA in order and STREAM_END with its SHA-256, and
-// returns the provider's ACK once it says verified: true. Over a OneWay
-// transport, when chunks were lost and content is an io.Seeker, the chunks
-// are sent once more (docs/TRANSPORT.md §4); content is read once
-// otherwise. Any other answer
-// is an error: the provider's ERROR (stream_id in its details), or
-// unexpected_reply. It returns the stream_id used.
+// returns the stream_id used and the provider's ACK once it says
+// verified: true. Any other answer is an error: the provider's ERROR
+// (stream_id in its details), or unexpected_reply. Content is read once;
+// over a OneWay transport, when chunks were lost and content is an
+// io.Seeker, it is read and sent once more (docs/TRANSPORT.md §4).
 func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (string, *amp.AckBody, error) {
 	if s.ID == "" {
 		var b [16]byte
