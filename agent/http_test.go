@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,105 +134,6 @@ func TestHTTPPagingAndReplay(t *testing.T) {
 	if !bytes.Equal(replies[0], replies[1]) || e.count("org.agentries.code-review:2.1.0").Load() != 1 {
 		t.Fatal("a replay over http was not answered byte-identically, or ran the handler twice")
 	}
-}
-
-// TestHTTPStatuses: 413 without reading, 400 with a CBOR 1001 body, 405,
-// 415, 404, healthz.
-func TestHTTPStatuses(t *testing.T) {
-	e := newEnv(t)
-	url, _ := serveHTTP(t, e, amphttp.Options{MaxBody: 1 << 20})
-	post := func(body io.Reader, ct string, length int64) (*http.Response, []byte) {
-		req, _ := http.NewRequest(http.MethodPost, url+amphttp.MessagesPath, body)
-		req.Header.Set("Content-Type", ct)
-		if length >= 0 {
-			req.ContentLength = length
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, b
-	}
-	// 413 from Content-Length: the body is never sent in full.
-	var sent atomic.Int64
-	big := &countingReader{n: 64 << 20, sent: &sent}
-	resp, body := post(big, amphttp.ContentType, 64<<20)
-	if resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Fatalf("oversized: %d", resp.StatusCode)
-	}
-	if sent.Load() > 8<<20 {
-		t.Fatalf("the server read %d bytes of a refused body", sent.Load())
-	}
-	if eb, err := amp.DecodeError(body); err != nil || eb.Code != amp.CodeInvalidMessage {
-		t.Fatalf("413 body: %v %v", eb, err)
-	}
-	// 413 for a streamed body without Content-Length.
-	resp, _ = post(io.LimitReader(&countingReader{n: 2 << 20, sent: new(atomic.Int64)}, 2<<20), amphttp.ContentType, -1)
-	if resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Fatalf("chunked oversized: %d", resp.StatusCode)
-	}
-	// 400: bytes that name no sender.
-	resp, body = post(strings.NewReader("not cbor at all"), amphttp.ContentType, -1)
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("garbage: %d", resp.StatusCode)
-	}
-	if eb, err := amp.DecodeError(body); err != nil || eb.Code != amp.CodeInvalidMessage {
-		t.Fatalf("400 body: %v %v", eb, err)
-	}
-	resp, _ = post(strings.NewReader("{}"), "application/json", -1)
-	if resp.StatusCode != http.StatusUnsupportedMediaType {
-		t.Fatalf("json: %d", resp.StatusCode)
-	}
-	for path, want := range map[string]int{amphttp.MessagesPath: 405, "/nope": 404} {
-		r, err := http.Get(url + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Body.Close()
-		if r.StatusCode != want {
-			t.Fatalf("GET %s: %d", path, r.StatusCode)
-		}
-	}
-	r, err := http.Get(url + amphttp.HealthPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h map[string]any
-	json.NewDecoder(r.Body).Decode(&h)
-	r.Body.Close()
-	if h["status"] != "ok" || h["did"] != e.provider.DID {
-		t.Fatalf("healthz %v", h)
-	}
-	// A message whose signature does not verify gets an unsigned 400 with
-	// a CBOR error body, never an ERROR signed for the claimed sender.
-	req, msg := e.seal(e.caller, amp.TypePing, nil)
-	bad := bytes.Replace(msg, req.Sig, make([]byte, 64), 1)
-	resp, body = post(bytes.NewReader(bad), amphttp.ContentType, -1)
-	if eb, err := amp.DecodeError(body); resp.StatusCode != 400 || err != nil || eb.Code != amp.CodeInvalidSignature {
-		t.Fatalf("forged message: %d %v", resp.StatusCode, err)
-	}
-}
-
-type countingReader struct {
-	n    int64
-	sent *atomic.Int64
-}
-
-func (r *countingReader) Read(p []byte) (int, error) {
-	if r.n <= 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > r.n {
-		p = p[:r.n]
-	}
-	for i := range p {
-		p[i] = 0xa1
-	}
-	r.n -= int64(len(p))
-	r.sent.Add(int64(len(p)))
-	return len(p), nil
 }
 
 // TestHTTPShutdownFinishesInFlight: a graceful shutdown lets an in-flight
