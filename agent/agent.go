@@ -138,6 +138,12 @@ type Config struct {
 	// and the 5003 CAP_RESULT is sent at the deadline even when the handler
 	// never returns.
 	InlineHandlers bool
+	// MaxBatchDuration bounds how long a BATCH starts items (default
+	// MaxTimeout): an item not started by then is answered, unprocessed,
+	// by a retryable ERROR 5003 batch_deadline_exceeded with its
+	// batch_index. A batch thus takes at most MaxBatchDuration plus one
+	// item's timeout, not every item's timeout in turn.
+	MaxBatchDuration time.Duration
 	// MaxParamItems bounds the items of an invocation's params (and of a
 	// handler's result) once expanded, all arrays and maps together
 	// (default offlineschema.DefaultMaxItems, 262,144).
@@ -228,6 +234,7 @@ func New(cfg Config) (*Agent, error) {
 	setDefault(&cfg.CursorTTL, 10*time.Minute)
 	setDefault(&cfg.SweepEvery, time.Minute)
 	setDefault(&cfg.MaxClockSkew, amp.DefaultMaxClockSkew)
+	setDefault(&cfg.MaxBatchDuration, cfg.MaxTimeout)
 	if cfg.DefaultTimeout > cfg.MaxTimeout {
 		cfg.DefaultTimeout = cfg.MaxTimeout
 	}

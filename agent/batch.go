@@ -41,6 +41,10 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 	// own envelope and signature take less than this margin.
 	budget := a.maxMessage() - 4096
 	ictx := context.WithValue(ctx, batchKey{}, true)
+	// No item is started after the batch's deadline (Config.MaxBatchDuration):
+	// those are answered retryably, unprocessed, so that one request cannot
+	// hold its connection for every item's full timeout in turn.
+	deadline := a.cfg.Now().Add(a.cfg.MaxBatchDuration)
 	var replies [][]byte
 	size := 0
 	for i, item := range b.Items {
@@ -49,7 +53,12 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 		// cannot hold every slot while their items wait for one.
 		var reply []byte
 		var err error
-		a.idle(func() { reply, err = a.Handle(ictx, item) })
+		if a.cfg.Now().Before(deadline) {
+			a.idle(func() { reply, err = a.Handle(ictx, item) })
+		} else {
+			err = amp.Named(amp.CodeTimeout, "batch_deadline_exceeded",
+				"the batch ran out of time before this item was started; nothing of it ran: send it again")
+		}
 		if err != nil {
 			if reply, err = a.batchItemError(ctx, m, i, err); err != nil {
 				return nil, err

@@ -303,3 +303,49 @@ func TestInlineHandlerIgnoringItsDeadlineGetsTimeout(t *testing.T) {
 		t.Fatalf("got %+v, want CAP_RESULT 5003", r)
 	}
 }
+
+// TestBatchStopsStartingItemsAtItsDeadline: a BATCH whose items run long
+// starts no item after Config.MaxBatchDuration; the rest are answered,
+// unprocessed, by a retryable ERROR 5003 with their batch_index, and each
+// of them sent again alone runs (threat: one request holding the agent's
+// connection and CPU for 256 items × 60 s in turn).
+func TestBatchStopsStartingItemsAtItsDeadline(t *testing.T) {
+	var e *env
+	var runs atomic.Int64
+	e = newEnv(t, withConfig(func(c *Config) { c.MaxBatchDuration = time.Minute }),
+		withHandler(reviewID, func(ctx context.Context, p any) (any, error) {
+			runs.Add(1)
+			e.clock.Add(40 * time.Second) // each item takes 40 s of agent time
+			return map[string]any{"issues": []any{}, "version": "ran"}, nil
+		}))
+	var items [][]byte
+	for i := 0; i < 4; i++ {
+		_, m := e.seal(e.caller, amp.TypeCapInvoke, invokeBody(t, reviewID, goodParams))
+		items = append(items, m)
+	}
+	c, container := e.batchOf(e.caller, items...)
+	_, replies, _ := e.batchReplies(e.caller, container)
+	if len(replies) != 4 {
+		t.Fatalf("%d replies for 4 items", len(replies))
+	}
+	for i := 0; i < 2; i++ {
+		if res := resultOf(t, replies[i]); res.Status != capability.StatusSuccess {
+			t.Fatalf("item %d started before the deadline: %+v", i, res)
+		}
+	}
+	for i := 2; i < 4; i++ {
+		eb := errorOf(t, replies[i])
+		if eb.Code != amp.CodeTimeout || eb.Retry == nil || !*eb.Retry || eb.BatchIndex == nil || *eb.BatchIndex != uint64(i) ||
+			!bytes.Equal(replies[i].ReplyTo, c.ID[:]) {
+			t.Fatalf("item %d after the deadline: %+v", i, eb)
+		}
+	}
+	if runs.Load() != 2 {
+		t.Fatalf("the handler ran %d times, want 2 (no item started after the deadline)", runs.Load())
+	}
+	raw, err := e.agent.Handle(context.Background(), items[3])
+	must(t, err)
+	if res := resultOf(t, e.receive(e.caller, raw)); res.Status != capability.StatusSuccess || runs.Load() != 3 {
+		t.Fatalf("item 3 sent alone: %+v after %d runs", res, runs.Load())
+	}
+}
