@@ -95,19 +95,25 @@ func FuzzValueFromCBOR(f *testing.F) {
 	})
 }
 
-// FuzzQuickCheck adds arbitrary bytes as the root artifact of the TestResolve
-// bundle to a QuickCheck. It must never panic; Add's errors are SchemaID's;
+// FuzzQuickCheck adds two arbitrary documents, the root artifact and the
+// shared "capabilities/x/common.json" it can reference, to a QuickCheck over
+// the TestResolve bundle. It must never panic; Add's errors are SchemaID's;
 // and whatever the quick pass vouches for without compiling, Compile
 // accepts too.
 func FuzzQuickCheck(f *testing.F) {
+	const sharedKey = "capabilities/x/common.json"
+	shared := bundleFiles[sharedKey]
 	for _, c := range quickCases() {
-		f.Add([]byte(c.files[qk]))
+		f.Add([]byte(c.files[qk]), []byte(shared))
 	}
-	f.Add([]byte(paramsSchema))
-	f.Add([]byte(`{"$ref": "../common.json#/$defs/lang", "properties": {"a": {"$ref": "https://schemas.example.com/common.json#named"}}}`))
-	f.Add([]byte(`{"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"$ref": "#/definitions/a"}], "definitions": {"a": {"type": "string"}}}`))
-	f.Fuzz(func(t *testing.T, doc []byte) {
-		files := with(bundleFiles, rootKey, string(doc))
+	f.Add([]byte(paramsSchema), []byte(shared))
+	f.Add([]byte(`{"$ref": "../common.json#/$defs/lang", "properties": {"a": {"$ref": "https://schemas.example.com/common.json#named"}}}`), []byte(shared))
+	f.Add([]byte(`{"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"$ref": "#/definitions/a"}], "definitions": {"a": {"type": "string"}}}`), []byte(shared))
+	f.Add([]byte(`{"$ref": "../common.json#/$defs/a"}`), []byte(`{"$defs": {"a": {"anyOf": [{"$ref": "1.0.0/input.schema.json"}]}}}`))
+	f.Add([]byte(`{"properties": {"x": {"$ref": "../common.json#l"}}}`), []byte(`{"$defs": {"l": {"$anchor": "l", "$ref": "#/$defs/m"}, "m": {"not": {"$ref": "#l"}}}}`))
+	f.Add([]byte(`{"$ref": "https://schemas.example.com/c.json#/properties/p"}`), []byte(`{"$id": "https://schemas.example.com/c.json", "properties": {"p": {"format": "date"}}}`))
+	f.Fuzz(func(t *testing.T, doc, other []byte) {
+		files := with(with(bundleFiles, rootKey, string(doc)), sharedKey, string(other))
 		l := newLoader(files)
 		q := NewQuickCheck()
 		for _, k := range slices.Sorted(maps.Keys(files)) {
@@ -116,23 +122,22 @@ func FuzzQuickCheck(f *testing.F) {
 				t.Fatalf("%s: Add %q %v, SchemaID %q %v", k, id, err, want, werr)
 			}
 		}
-		if q.NeedsCompile(rootKey) == "not added" {
-			return
-		}
-		qerr := q.Check(l, rootKey, Options{})
-		if q.NeedsCompile(rootKey) != "" {
-			if qerr != nil {
-				if _, ok := qerr.(*amp.Error); !ok {
-					t.Fatalf("error %T %v", qerr, qerr)
+		for _, k := range []string{rootKey, sharedKey} {
+			qerr := q.Check(l, k, Options{})
+			if q.NeedsCompile(k) != "" {
+				if qerr != nil {
+					if _, ok := qerr.(*amp.Error); !ok {
+						t.Fatalf("%s: error %T %v", k, qerr, qerr)
+					}
 				}
+				continue
 			}
-			return
-		}
-		if qerr != nil {
-			t.Fatalf("vouched for, yet an error: %v", qerr)
-		}
-		if _, err := Compile(l, rootKey, Options{}); err != nil {
-			t.Fatalf("the quick check vouched for a schema Compile refuses: %v", err)
+			if qerr != nil {
+				t.Fatalf("%s: vouched for, yet an error: %v", k, qerr)
+			}
+			if _, err := Compile(l, k, Options{}); err != nil {
+				t.Fatalf("%s: the quick check vouched for a schema Compile refuses: %v", k, err)
+			}
 		}
 	})
 }
