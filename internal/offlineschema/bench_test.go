@@ -1,6 +1,9 @@
 package offlineschema
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -85,6 +88,53 @@ func BenchmarkToCBOR(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := ToCBOR(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// largeSchema is a draft 2020-12 object schema of about size bytes: many
+// string properties with a bound, a pattern and a description, the shape
+// of docs/PERFORMANCE.md's P8 sources.
+func largeSchema(size int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {`)
+	for j := 0; b.Len() < size-100; j++ {
+		if j > 0 {
+			b.WriteString(",\n")
+		}
+		fmt.Fprintf(&b, `"field_%06d": {"type": "string", "maxLength": 64, "pattern": "^[a-z0-9_]+$", "description": "field %d, described at some length so that the schema is large"}`, j, j)
+	}
+	b.WriteString(`}, "additionalProperties": false}`)
+	return []byte(b.String())
+}
+
+// BenchmarkQuickCheck: Add and Check of one 1 MiB schema (vouched for,
+// nothing compiled), against BenchmarkQuickCheckBaseline, the JSON parse of
+// the same bytes (encoding/json into any) that it cannot do without.
+func BenchmarkQuickCheck(b *testing.B) {
+	doc := largeSchema(1 << 20)
+	l := newLoader(map[string]string{rootKey: string(doc)})
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		q := NewQuickCheck()
+		if _, err := q.Add(rootKey, doc); err != nil {
+			b.Fatal(err)
+		}
+		if err := q.Check(l, rootKey, Options{}); err != nil || q.NeedsCompile(rootKey) != "" {
+			b.Fatal(err, q.NeedsCompile(rootKey))
+		}
+	}
+}
+
+func BenchmarkQuickCheckBaseline(b *testing.B) {
+	doc := largeSchema(1 << 20)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var v any
+		if err := json.Unmarshal(doc, &v); err != nil {
 			b.Fatal(err)
 		}
 	}
