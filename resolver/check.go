@@ -126,15 +126,25 @@ func (s *Store) Check() ([]Problem, error) {
 			}
 			checkBundleIndex(tx, m, add)
 			// Every schema compiles offline from its bundle, as import
-			// requires (a store written before that check, or altered).
+			// requires (a store written before that check, or altered),
+			// checked as import checks it (offlineschema.QuickCheck).
+			l := &checkLoader{tx: tx, bundle: m.BundleID}
+			q := offlineschema.NewQuickCheck()
 			for _, a := range m.Artifacts {
 				if a.MediaType != bundle.MediaTypeSchema {
 					continue
 				}
-				l := &checkLoader{tx: tx, bundle: m.BundleID}
+				if data, err := l.Load(a.Key); err == nil {
+					_, _ = q.Add(a.Key, data) // unreadable or refused: Check compiles it
+				}
+			}
+			for _, a := range m.Artifacts {
+				if a.MediaType != bundle.MediaTypeSchema {
+					continue
+				}
 				// Altered or missing bytes are the blob and index checks'
 				// problems; reported here only when the bytes are sound.
-				if _, err := offlineschema.Compile(l, a.Key, offlineschema.Options{}); err != nil &&
+				if err := q.Check(l, a.Key, offlineschema.Options{}); err != nil &&
 					!errors.Is(err, ErrHashMismatch) && !errors.Is(err, ErrBlobUnreadable) {
 					add("schema", "schema %s of bundle %s does not compile offline: %s", a.Key, m.BundleID, amp.SafeMessage(err))
 				}

@@ -94,18 +94,15 @@ func (q *QuickCheck) Add(key string, data []byte) (string, error) {
 }
 
 // Check returns nil when the quick pass vouches for the schema at key,
-// and otherwise the result of Compile(l, key, opts). l serves the same
-// bytes that were added; it is used only for a document that another one
-// references with a JSON pointer, and for Compile.
+// and otherwise the result of Compile(l, key, opts) (also for a key that
+// was not added). l serves the same bytes that were added; it is used only
+// for a document that another one references with a JSON pointer, and for
+// Compile.
 func (q *QuickCheck) Check(l Loader, key string, opts Options) error {
-	s, ok := q.docs[key]
-	if !ok {
-		return amp.Named(0, ErrUnresolvedRef, "schema %q was not added to the quick check", key)
-	}
 	if !q.resolved {
 		q.resolve(l)
 	}
-	if s.full == "" {
+	if s, ok := q.docs[key]; ok && s.full == "" {
 		return nil
 	}
 	_, err := Compile(l, key, opts)
