@@ -197,11 +197,18 @@ func (e *env) client(id amp.Identity, encrypt bool) *client.Client {
 // seal signs a request from id to the provider.
 func (e *env) seal(id amp.Identity, typ amp.Type, body []byte) (*amp.Message, []byte) {
 	e.t.Helper()
+	return e.sealTTL(id, typ, body, 0)
+}
+
+// sealTTL is seal with the given ttl (0: the default ttl; negative:
+// ttl = 0).
+func (e *env) sealTTL(id amp.Identity, typ amp.Type, body []byte, ttl time.Duration) (*amp.Message, []byte) {
+	e.t.Helper()
 	s, err := amp.NewSender(amp.SenderConfig{Identity: id, Rand: rand.Reader, Now: e.clock.Now})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	m, b, err := s.Seal(context.Background(), amp.Draft{Type: typ, To: amp.To(e.provider.DID), Body: body})
+	m, b, err := s.Seal(context.Background(), amp.Draft{Type: typ, To: amp.To(e.provider.DID), Body: body, TTL: ttl})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -15,21 +15,6 @@ import (
 	"github.com/ampbundle/ampbundle/capability"
 )
 
-// sealTTL signs a request from id to the provider with the given ttl
-// (negative: ttl = 0).
-func (e *env) sealTTL(id amp.Identity, typ amp.Type, body []byte, ttl time.Duration) (*amp.Message, []byte) {
-	e.t.Helper()
-	s, err := amp.NewSender(amp.SenderConfig{Identity: id, Rand: rand.Reader, Now: e.clock.Now})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	m, b, err := s.Seal(context.Background(), amp.Draft{Type: typ, To: amp.To(e.provider.DID), Body: body, TTL: ttl})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return m, b
-}
-
 // TestRunningEntryExpiringMidRunKeepsItsResult: a ttl = 0 invocation
 // with a 60 s timeout whose handler runs past ts + ttl + skew (the
 // message's own expiry) while the ledger is swept keeps its entry, and the
