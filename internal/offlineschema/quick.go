@@ -32,8 +32,9 @@ import (
 // each key. A QuickCheck is not safe for concurrent use.
 type QuickCheck struct {
 	docs     map[string]*scanned
-	ids      map[string]string // absolute $id -> key
-	patterns map[string]bool   // pattern -> compiles
+	ids      map[string]string   // absolute $id -> key
+	dupIDs   map[string]struct{} // $ids declared twice: resolved by no one
+	patterns map[string]bool     // pattern -> compiles
 	resolved bool
 }
 
@@ -57,7 +58,7 @@ type quickRef struct {
 
 // NewQuickCheck returns an empty QuickCheck.
 func NewQuickCheck() *QuickCheck {
-	return &QuickCheck{docs: map[string]*scanned{}, ids: map[string]string{}, patterns: map[string]bool{}}
+	return &QuickCheck{docs: map[string]*scanned{}, ids: map[string]string{}, dupIDs: map[string]struct{}{}, patterns: map[string]bool{}}
 }
 
 // Add parses the schema artifact at key (its bytes as verified by the
@@ -83,7 +84,15 @@ func (q *QuickCheck) Add(key string, data []byte) (string, error) {
 		return "", err
 	}
 	if id != "" {
-		if _, dup := q.ids[id]; dup {
+		// Which of two documents a loader serves for one $id is the
+		// loader's choice: the pass resolves such an $id for no one, so
+		// that both documents and every reference to it are compiled.
+		if prev, dup := q.ids[id]; dup {
+			q.docs[prev].full = "another document declares the same $id"
+			delete(q.ids, id)
+			q.dupIDs[id] = struct{}{}
+		}
+		if _, dup := q.dupIDs[id]; dup {
 			s.full = "another document declares the same $id"
 			return id, nil
 		}
@@ -169,13 +178,18 @@ func (q *QuickCheck) resolve(l Loader) {
 		if err == nil {
 			err = json.Unmarshal(data, &root)
 		}
+		problems := map[string]string{}
 		for _, r := range refs {
-			node, ok := schemaAt(root, r.ptr, q.docs[to].draft)
+			why, seen := problems[r.ptr]
 			switch {
-			case err != nil || !ok:
-				q.docs[r.from].full = "a json pointer reference does not name a schema"
-			case hot(node):
-				q.docs[r.from].full = possibleLoop
+			case err != nil:
+				why = "a json pointer reference names a document that cannot be read"
+			case !seen:
+				why = pointerProblem(root, r.ptr, q.docs[to].draft)
+				problems[r.ptr] = why
+			}
+			if why != "" {
+				q.docs[r.from].full = why
 			}
 		}
 	}
@@ -309,17 +323,31 @@ func (s *scanned) scan(q *QuickCheck, key string, root map[string]any) {
 	if w.schema(root, true); s.full != "" {
 		return
 	}
+	seen := map[string]bool{}
 	for _, p := range w.local {
-		node, ok := schemaAt(root, p, s.draft)
-		if !ok {
-			s.full = "a json pointer reference does not name a schema"
-			return
+		if seen[p] {
+			continue
 		}
-		if hot(node) {
-			s.full = possibleLoop
+		seen[p] = true
+		if why := pointerProblem(root, p, s.draft); why != "" {
+			s.full = why
 			return
 		}
 	}
+}
+
+// pointerProblem is why the JSON pointer p into the document root of the
+// given draft cannot be vouched for ("" when it can): it names no schema
+// the walk visited, or a hot one.
+func pointerProblem(root any, p string, draft int) string {
+	node, ok := schemaAt(root, p, draft)
+	switch {
+	case !ok:
+		return "a json pointer reference does not name a schema"
+	case hot(node):
+		return possibleLoop
+	}
+	return ""
 }
 
 // possibleLoop is why a document whose $ref names a hot schema is compiled.
