@@ -116,7 +116,7 @@ func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOpt
 		size, sum := uint64(s.Size), s.Hash
 		if s.Hash == nil || s.Size < 0 {
 			var err error
-			if size, sum, err = hashSource(s, alg, nil); err != nil {
+			if size, sum, err = hashSource(s, alg, nil, -1); err != nil {
 				return nil, err
 			}
 		}
@@ -174,7 +174,9 @@ func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOpt
 		if _, err := w.Write(ByteStringHead(e.Size)); err != nil {
 			return nil, fail(ErrIO, "cannot write the bundle").WithCause(err)
 		}
-		size, sum, err := hashSource(s, alg, w)
+		// At most one byte more than the manifest says is copied: a
+		// source that grew is refused without reading all of it.
+		size, sum, err := hashSource(s, alg, w, int64(e.Size)+1)
 		if err != nil {
 			return nil, err
 		}
@@ -189,19 +191,24 @@ func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOpt
 	return m, nil
 }
 
-// hashSource reads s once, hashing it and copying it to w when w is set.
-func hashSource(s Source, alg string, w io.Writer) (uint64, []byte, error) {
+// hashSource reads s once, hashing it and copying it to w when w is set;
+// at most max bytes when max >= 0.
+func hashSource(s Source, alg string, w io.Writer, max int64) (uint64, []byte, error) {
 	rc, err := s.Open()
 	if err != nil {
 		return 0, nil, fail(ErrIO, "cannot read artifact %s", s.Key).WithCause(err)
 	}
 	defer rc.Close()
+	var r io.Reader = rc
+	if max >= 0 {
+		r = io.LimitReader(rc, max)
+	}
 	h, _ := NewHash(alg)
 	dst := io.Writer(h)
 	if w != nil {
 		dst = io.MultiWriter(h, w)
 	}
-	n, err := io.Copy(dst, rc)
+	n, err := io.Copy(dst, r)
 	if err != nil {
 		return 0, nil, fail(ErrIO, "cannot read or write artifact %s", s.Key).WithCause(err)
 	}
