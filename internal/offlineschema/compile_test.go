@@ -3,6 +3,7 @@ package offlineschema
 import (
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -146,6 +147,17 @@ func TestResolve(t *testing.T) {
 			s, err := Compile(l, key, Options{OnExternalLoad: func(u string) { external = append(external, u) }})
 			if !slices.Equal(external, tt.external) {
 				t.Errorf("external loads %q, want %q", external, tt.external)
+			}
+			if tt.ids == nil {
+				// The quick check gives the same verdict (docs/SPEC-DECISIONS.md SCHEMA-2).
+				q, ql := NewQuickCheck(), newLoader(files)
+				for _, k := range slices.Sorted(maps.Keys(files)) {
+					_, _ = q.Add(k, []byte(files[k]))
+				}
+				qerr := q.Check(ql, key, Options{})
+				if (err == nil) != (qerr == nil) || (err != nil && amp.AsError(err).Message != amp.AsError(qerr).Message) {
+					t.Errorf("quick check %v (%s), Compile %v", qerr, q.NeedsCompile(key), err)
+				}
 			}
 			if tt.err != "" {
 				e := ampErr(t, err, tt.err, 0)
