@@ -319,16 +319,14 @@ func (s *scanned) scan(q *QuickCheck, key string, root map[string]any) {
 		base = u
 	}
 	s.rootHot = hot(root)
-	w := &walker{q: q, s: s, base: base, self: base.String()}
+	w := &walker{q: q, s: s, base: base, self: base.String(), local: map[string]struct{}{}, refs: map[quickRef]struct{}{}}
 	if w.schema(root, true); s.full != "" {
 		return
 	}
-	seen := map[string]bool{}
-	for _, p := range w.local {
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
+	s.refs = slices.SortedFunc(maps.Keys(w.refs), func(a, b quickRef) int {
+		return strings.Compare(a.uri+"#"+a.frag, b.uri+"#"+b.frag)
+	})
+	for p := range w.local {
 		if why := pointerProblem(root, p, s.draft); why != "" {
 			s.full = why
 			return
@@ -398,8 +396,9 @@ type walker struct {
 	q     *QuickCheck
 	s     *scanned
 	base  *url.URL
-	self  string   // base.String(): references to it are local
-	local []string // JSON pointers into this document
+	self  string                // base.String(): references to it are local
+	local map[string]struct{}   // JSON pointers into this document
+	refs  map[quickRef]struct{} // references kept for resolve, each once
 }
 
 func (w *walker) stop(why string) bool {
@@ -532,14 +531,26 @@ func (w *walker) ref(v any) bool {
 				return w.stop(possibleLoop)
 			}
 		case frag[0] == '/':
-			w.local = append(w.local, frag)
+			w.local[frag] = struct{}{}
 		default:
 			// Anchors are checked when the whole document is known.
-			w.s.refs = append(w.s.refs, quickRef{uri: uri, frag: frag})
+			return w.keep(quickRef{uri: uri, frag: frag})
 		}
 		return true
 	}
-	w.s.refs = append(w.s.refs, quickRef{uri: uri, frag: frag})
+	return w.keep(quickRef{uri: uri, frag: frag})
+}
+
+// maxQuickRefs bounds the distinct references the pass keeps for one
+// document until resolve; a document with more is compiled instead.
+const maxQuickRefs = 10000
+
+// keep records a reference for resolve, once.
+func (w *walker) keep(r quickRef) bool {
+	if _, dup := w.refs[r]; !dup && len(w.refs) >= maxQuickRefs {
+		return w.stop("it has too many distinct references for the quick pass")
+	}
+	w.refs[r] = struct{}{}
 	return true
 }
 

@@ -200,3 +200,39 @@ func TestQuickCheckSameIDTwiceIsCompiled(t *testing.T) {
 		t.Fatalf("a key added twice: %v", err)
 	}
 }
+
+// TestQuickCheckBoundsTheReferencesItKeeps: references are kept once each
+// until every $id is known, and a document with more than maxQuickRefs
+// distinct ones is left to Compile (threat: a source of schemas made of
+// distinct references holding the builder's memory until the end).
+func TestQuickCheckBoundsTheReferencesItKeeps(t *testing.T) {
+	doc := func(n int, distinct bool) []byte {
+		var b strings.Builder
+		b.WriteString(`{"properties": {`)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			frag := "x"
+			if distinct {
+				frag = fmt.Sprintf("x%d", i)
+			}
+			fmt.Fprintf(&b, `"p%d": {"$ref": "https://schemas.example.com/common.json#/$defs/%s"}`, i, frag)
+		}
+		b.WriteString(`}}`)
+		return []byte(b.String())
+	}
+	q := NewQuickCheck()
+	if _, err := q.Add("schemas/same.json", doc(maxQuickRefs+1, false)); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(q.docs["schemas/same.json"].refs); got != 1 || q.NeedsCompile("schemas/same.json") != "" {
+		t.Fatalf("%d references kept for one repeated reference (%s)", got, q.NeedsCompile("schemas/same.json"))
+	}
+	if _, err := q.Add("schemas/distinct.json", doc(maxQuickRefs+1, true)); err != nil {
+		t.Fatal(err)
+	}
+	if q.NeedsCompile("schemas/distinct.json") == "" || len(q.docs["schemas/distinct.json"].refs) != 0 {
+		t.Fatal("a document with too many distinct references was kept for the quick pass")
+	}
+}
