@@ -2,6 +2,8 @@ package ampstcp
 
 import (
 	"context"
+	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -163,5 +165,36 @@ func TestLargeFrameIsNotStarvedBySmallOnes(t *testing.T) {
 	b.release(6)
 	if got := b.inUse(); got != 0 {
 		t.Fatalf("in use %d after every release, want 0", got)
+	}
+}
+
+// The worker goroutines that handle messages are bounded by the messages in
+// flight and leave when the server closes: a server that is closed and
+// reopened (a reload, a test suite) does not pile up goroutines.
+func TestWorkersLeaveWhenTheServerCloses(t *testing.T) {
+	before := runtime.NumGoroutine()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(echo(t, time.Millisecond, nil), ServerOptions{MaxInFlight: 32})
+	go srv.Serve(ln)
+	tr, err := NewTransport("amp://"+ln.Addr().String(), ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTripAll(t, tr, 500)
+	during := runtime.NumGoroutine()
+	if during > before+32+16 {
+		t.Fatalf("%d goroutines with at most 32 messages in flight (%d before)", during, before)
+	}
+	tr.Close()
+	srv.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines after Close, %d before", n, before)
 	}
 }
