@@ -108,9 +108,8 @@ func BenchmarkTransports(b *testing.B) {
 		defer tr.Close()
 		runCallers(b, msgs, 1, tr.RoundTrip)
 	})
-	b.Run("http-batch32", func(b *testing.B) {
-		e := setup(b)
-		const per = 32
+	// batches presigns b.N invocations in containers of per items.
+	batches := func(b *testing.B, e *env, per int) [][]byte {
 		n := (b.N + per - 1) / per
 		items := presign(b, e, n*per)
 		containers := make([][]byte, n)
@@ -121,6 +120,18 @@ func BenchmarkTransports(b *testing.B) {
 			}
 			_, containers[i] = e.seal(e.caller, amp.TypeBatch, body)
 		}
+		return containers
+	}
+	// The same BATCHes handed to the agent directly: what a batch costs
+	// without a transport.
+	b.Run("inprocess-batch32", func(b *testing.B) {
+		e := setup(b)
+		runCallers(b, batches(b, e, 32), 32, e.agent.Handle)
+	})
+	b.Run("http-batch32", func(b *testing.B) {
+		e := setup(b)
+		const per = 32
+		containers := batches(b, e, per)
 		srv := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{}))
 		defer srv.Close()
 		tr, err := amphttp.NewTransport(srv.URL, benchCallers)
