@@ -1,6 +1,8 @@
 package ampstcp
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"net"
 	"runtime"
@@ -8,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
 )
 
 // holdingHandler keeps every message until release is closed and records
@@ -196,5 +200,105 @@ func TestWorkersLeaveWhenTheServerCloses(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Fatalf("%d goroutines after Close, %d before", n, before)
+	}
+}
+
+// paddedMessage is fakeMessage with a body of n bytes.
+func paddedMessage(t testing.TB, id, replyTo []byte, n int) []byte {
+	m := map[string]any{"id": id, "body": make([]byte, n)}
+	if replyTo != nil {
+		m["reply_to"] = replyTo
+	}
+	b, err := amp.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// pipeListener accepts one in-memory connection (net.Pipe: a write blocks
+// until the other end reads), then nothing until closed.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.closed) }); return nil }
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// A peer that sends large requests and never reads the replies must not
+// pin the byte budget with the size of those requests: once handled, a
+// message is charged its reply's size. Otherwise one such peer (or four,
+// with the per-connection default) stalls every other connection until the
+// write timeout.
+func TestUnreadRepliesDoNotPinTheirRequestsBytes(t *testing.T) {
+	const (
+		budget   = 8 << 20
+		reqLen   = 256 << 10
+		replyLen = 16 << 10
+	)
+	var handled atomic.Int64
+	h := HandlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) {
+		handled.Add(1)
+		id, _, err := amp.Limits{}.EnvelopeIDs(msg)
+		if err != nil || len(id) != 16 {
+			id = newID() // the attacker's padding: a reply that routes nowhere
+		}
+		return paddedMessage(t, newID(), id, replyLen), nil
+	})
+	srv := NewServer(h, ServerOptions{MaxInFlightBytes: budget, MaxConnInFlightBytes: budget, MaxMessageSize: 1 << 20})
+	t.Cleanup(func() { srv.Close() })
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(raw)
+	pl := &pipeListener{conns: make(chan net.Conn, 1), closed: make(chan struct{})}
+	go srv.Serve(pl)
+
+	// The attacker: 64 requests of 256 KiB (twice the budget) on a
+	// connection it never reads after the handshake.
+	server, peer := net.Pipe()
+	t.Cleanup(func() { peer.Close() })
+	pl.conns <- server
+	r := &rawConn{t: t, c: peer, br: bufio.NewReader(peer)}
+	if !r.handshake(1).Accepted {
+		t.Fatal("handshake refused")
+	}
+	frame := AppendFrame(nil, FrameMessage, make([]byte, reqLen))
+	go func() {
+		for i := 0; i < 64; i++ {
+			if _, err := peer.Write(frame); err != nil {
+				return
+			}
+		}
+	}()
+	settle(handled.Load, 300*time.Millisecond, 20*time.Second)
+
+	// Another client still gets through.
+	tr := newTransport(t, raw.Addr().String(), ClientOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	id := newID()
+	reply, err := tr.RoundTrip(ctx, paddedMessage(t, id, nil, reqLen))
+	if err != nil {
+		t.Fatalf("a second client was stalled by a peer that does not read: %v (server holds %d bytes, handled %d)", err, srv.InFlightBytes(), handled.Load())
+	}
+	if _, rt, _ := (amp.Limits{}).EnvelopeIDs(reply); !bytes.Equal(rt, id) {
+		t.Fatal("the reply does not answer the request")
+	}
+	// What stays charged for the attacker is its unread replies, bounded
+	// by its write queue and its messages in flight.
+	if held := srv.InFlightBytes(); held > (64+68)*(replyLen+64) {
+		t.Fatalf("%d bytes held for unread replies of %d bytes", held, replyLen)
 	}
 }

@@ -49,11 +49,10 @@ type ServerOptions struct {
 	// caps them per connection (default a quarter of MaxInFlightBytes, at
 	// least MaxMessageSize, at most MaxInFlightBytes). A message is charged
 	// its frame's declared size as soon as the frame header is read and
-	// before any payload byte is held, and stays charged until its reply
-	// frame is written (a reply larger than its request is charged its own
-	// size); a frame that does not fit waits, first come first served, and
-	// the connection is not read meanwhile (back-pressure, like the counts
-	// above).
+	// before any payload byte is held, until it is handled; then its reply
+	// is charged its own size until it is written. A frame that does not
+	// fit waits, first come first served, and the connection is not read
+	// meanwhile (back-pressure, like the counts above).
 	MaxInFlightBytes     int64
 	MaxConnInFlightBytes int64
 	// HandshakeTimeout bounds the wait for the client's HANDSHAKE (5 s).
@@ -661,15 +660,21 @@ func (c *serverConn) dispatch(msg []byte, charge int64) {
 			c.release(charge)
 			return
 		}
-		// The reply stays charged until it is written; one larger than
-		// its request is charged its own size (without waiting: the
-		// handler's work is done, and what it holds must drain).
-		if extra := int64(len(f.payload)) - charge; extra > 0 {
-			c.bytes.force(extra)
-			c.s.bytes.force(extra)
-			charge += extra
+		// From here the connection holds the reply, not the request: the
+		// charge becomes the reply's size until it is written. A peer that
+		// does not read its replies so pins only their bytes, not those of
+		// the requests that caused them. A reply larger than its request
+		// is charged without waiting: the handler's work is done, and what
+		// it holds must drain.
+		want := int64(len(f.payload))
+		switch {
+		case want > charge:
+			c.bytes.force(want - charge)
+			c.s.bytes.force(want - charge)
+		case want < charge:
+			c.release(charge - want)
 		}
-		f.charge = charge
+		f.charge = want
 		c.send(f)
 	})
 }
