@@ -203,38 +203,6 @@ func TestWorkersLeaveWhenTheServerCloses(t *testing.T) {
 	}
 }
 
-// paddedMessage is fakeMessage with a body of n bytes.
-func paddedMessage(t testing.TB, id, replyTo []byte, n int) []byte {
-	m := map[string]any{"id": id, "body": make([]byte, n)}
-	if replyTo != nil {
-		m["reply_to"] = replyTo
-	}
-	b, err := amp.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// pipeListener accepts one in-memory connection (net.Pipe: a write blocks
-// until the other end reads), then nothing until closed.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.closed) }); return nil }
-func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
-
 // A peer that sends large requests and never reads the replies must not
 // pin the byte budget with the size of those requests: once handled, a
 // message is charged its reply's size. Otherwise one such peer (or four,
@@ -262,14 +230,16 @@ func TestUnreadRepliesDoNotPinTheirRequestsBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	go srv.Serve(raw)
-	pl := &pipeListener{conns: make(chan net.Conn, 1), closed: make(chan struct{})}
+	// The attacker's connection is in memory (net.Pipe: a write blocks
+	// until the other end reads), handed to the server by a switchListener.
+	pl := &switchListener{ch: make(chan net.Conn, 1), closed: make(chan struct{}), addr: raw.Addr()}
 	go srv.Serve(pl)
 
 	// The attacker: 64 requests of 256 KiB (twice the budget) on a
 	// connection it never reads after the handshake.
 	server, peer := net.Pipe()
 	t.Cleanup(func() { peer.Close() })
-	pl.conns <- server
+	pl.ch <- server
 	r := &rawConn{t: t, c: peer, br: bufio.NewReader(peer)}
 	if !r.handshake(1).Accepted {
 		t.Fatal("handshake refused")

@@ -19,9 +19,17 @@ import (
 // fakeMessage is the smallest envelope the binding can route: {id} or
 // {id, reply_to}. The binding never authenticates; the agent does.
 func fakeMessage(t testing.TB, id, replyTo []byte) []byte {
+	return paddedMessage(t, id, replyTo, 0)
+}
+
+// paddedMessage is fakeMessage with a body of n bytes (none for 0).
+func paddedMessage(t testing.TB, id, replyTo []byte, n int) []byte {
 	m := map[string]any{"id": id}
 	if replyTo != nil {
 		m["reply_to"] = replyTo
+	}
+	if n > 0 {
+		m["body"] = make([]byte, n)
 	}
 	b, err := amp.Marshal(m)
 	if err != nil {
