@@ -85,7 +85,7 @@ func BenchmarkMessageDecodeOnly(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := requiredFields(raw); err != nil {
+		if _, err := requiredFields(&raw); err != nil {
 			b.Fatal(err)
 		}
 	}

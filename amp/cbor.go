@@ -90,28 +90,51 @@ func (l Limits) withDefaults() Limits {
 // UTF-8 in text strings, reserved or ill-formed simple values, and anything
 // over the caps in l.
 func (l Limits) Canonical(data []byte) ([]byte, error) {
+	out, _, err := l.check(data, false)
+	return out, err
+}
+
+// topPairs holds where the pairs of a top-level map are, as recorded by
+// the scanner: for pair i, off[3i] is the start of its key, off[3i+1] the
+// start of its value and off[3i+2] the end of its value. Only the first
+// envelopeFields pairs fit; lost records that there were more.
+type topPairs struct {
+	off   [3 * envelopeFields]int
+	n     int
+	lost  bool
+	isMap bool
+}
+
+// complete reports whether every pair of a top-level map was recorded.
+func (t *topPairs) complete() bool { return t.isMap && !t.lost }
+
+// check is Canonical; with record set it also returns where the pairs of a
+// top-level map are. The offsets come from the same walk that checks the
+// caps, so a caller that splits a message into its fields needs no second
+// pass over it.
+func (l Limits) check(data []byte, record bool) ([]byte, topPairs, error) {
 	l = l.withDefaults()
 	if len(data) > l.MaxMessageSize {
-		return nil, NewError(CodeInvalidMessage, "cbor item of %d bytes is over the %d-byte limit", len(data), l.MaxMessageSize)
+		return nil, topPairs{}, NewError(CodeInvalidMessage, "cbor item of %d bytes is over the %d-byte limit", len(data), l.MaxMessageSize)
 	}
 	if len(data) == 0 {
-		return nil, NewError(CodeInvalidMessage, "empty cbor input")
+		return nil, topPairs{}, NewError(CodeInvalidMessage, "empty cbor input")
 	}
-	s := scanner{data: data, lim: l, canonical: true}
+	s := scanner{data: data, lim: l, canonical: true, record: record}
 	if err := s.item(0); err != nil {
-		return nil, err
+		return nil, topPairs{}, err
 	}
 	if s.off != len(data) {
-		return nil, NewError(CodeInvalidMessage, "%d trailing bytes after cbor item", len(data)-s.off)
+		return nil, topPairs{}, NewError(CodeInvalidMessage, "%d trailing bytes after cbor item", len(data)-s.off)
 	}
 	if s.canonical {
-		return data, nil
+		return data, s.top, nil
 	}
 	out, _, err := canonicalize(nil, data, 0)
 	if err != nil {
-		return nil, err
+		return nil, topPairs{}, err
 	}
-	return out, nil
+	return out, s.top, nil
 }
 
 // IsCanonical reports whether data is a single accepted CBOR item already in
@@ -129,6 +152,9 @@ type scanner struct {
 	lim       Limits
 	canonical bool
 	items     int
+	// record asks for the offsets of a top-level map's pairs in top.
+	record bool
+	top    topPairs
 }
 
 func (s *scanner) item(depth int) error {
@@ -187,6 +213,8 @@ func (s *scanner) item(depth int) error {
 		if h.Arg > uint64(len(s.data)-s.off)/2 {
 			return errTruncated()
 		}
+		record := depth == 0 && s.record
+		s.top.isMap = record
 		var prevKey []byte
 		for i := uint64(0); i < h.Arg; i++ {
 			ks := s.off
@@ -194,6 +222,7 @@ func (s *scanner) item(depth int) error {
 				return err
 			}
 			key := s.data[ks:s.off]
+			vs := s.off
 			// In a deterministic map the encoded keys are strictly
 			// increasing, which also rules out duplicates. Anything else
 			// is left to canonicalize, which compares keys in their
@@ -204,6 +233,14 @@ func (s *scanner) item(depth int) error {
 			prevKey = key
 			if err := s.item(depth + 1); err != nil {
 				return err
+			}
+			if record {
+				if t := &s.top; t.n < envelopeFields {
+					t.off[3*t.n], t.off[3*t.n+1], t.off[3*t.n+2] = ks, vs, s.off
+					t.n++
+				} else {
+					t.lost = true
+				}
 			}
 		}
 		return nil

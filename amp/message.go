@@ -166,11 +166,35 @@ const sigContext = "AMP-v1"
 // where body is m.Body, which must already be the deterministic encoding of
 // the plaintext body (CBOR null, 0xf6, when there is no payload).
 func (m *Message) SigInput() []byte {
+	return m.AppendSigInput(make([]byte, 0, m.sigInputSize()))
+}
+
+// sigInputStack is the size of the stack buffers Sig_Input is built in on
+// the hot paths; a larger Sig_Input (a large body) goes to the heap.
+const sigInputStack = 1024
+
+// sigInputSize bounds the length of m's Sig_Input from above.
+func (m *Message) sigInputSize() int {
+	n := 160 + len(m.From) + len(m.Body) + len(m.ReplyTo) + len(m.ThreadID)
+	for _, d := range m.To.DIDs {
+		n += 9 + len(d)
+	}
+	return n
+}
+
+// AppendSigInput appends CBOR_Encode(Sig_Input) for m (see SigInput) to dst
+// and returns the extended buffer: a caller that signs or verifies many
+// messages builds it in a buffer of its own instead of a fresh allocation.
+func (m *Message) AppendSigInput(dst []byte) []byte {
 	body := m.Body
 	if body == nil {
 		body = []byte{0xf6}
 	}
-	out := make([]byte, 0, 96+len(m.From)+len(body)+len(m.ReplyTo)+len(m.ThreadID)+40*len(m.To.DIDs))
+	out := dst
+	if need := m.sigInputSize(); cap(out)-len(out) < need {
+		out = make([]byte, len(dst), len(dst)+need)
+		copy(out, dst)
+	}
 	out = AppendHead(out, MajorArray, 4)
 	out = appendText(out, sigContext)
 	out = appendBytes(out, []byte{}) // protected header: h'' (0x40), never null
@@ -235,7 +259,14 @@ func (m *Message) Encode() []byte {
 // A nil slice means the field is absent.
 type rawMessage struct {
 	v, id, typ, ts, ttl, from, to, replyTo, threadID, sig, body, enc, ext []byte
+	// canonical reports that the whole message was already in
+	// deterministic form, and so is every field's item.
+	canonical bool
 }
+
+// envelopeFields is the number of distinct envelope fields (RFC 001 §4.1):
+// a map with more pairs repeats or adds a key, and is refused.
+const envelopeFields = 13
 
 // itemEnd returns the offset just past the item at data[off:]. data must
 // have passed the scanner.
@@ -318,69 +349,115 @@ func wrongType(field, want string) *Error {
 // decodeEnvelope is validation step 1 (RFC 001 §4.1 shape): data is one
 // accepted CBOR item within l, a map with text keys naming only envelope
 // fields, each present field of its CDDL type. Presence and values are
-// checked by later steps. One pass, no allocation beyond the result.
-func decodeEnvelope(data []byte, l Limits) (*rawMessage, error) {
-	if _, err := l.Canonical(data); err != nil {
-		return nil, err
+// checked by later steps. The walk that checks the caps also records where
+// each top-level pair is, so the fields are sliced out without a second
+// pass; nothing is allocated.
+func decodeEnvelope(data []byte, l Limits) (rawMessage, error) {
+	out, top, err := l.check(data, true)
+	if err != nil {
+		return rawMessage{}, err
 	}
 	h, _ := ReadHead(data, 0)
 	if h.Major != MajorMap {
-		return nil, Named(CodeInvalidMessage, "wrong_shape", "message is not a cbor map")
+		return rawMessage{}, Named(CodeInvalidMessage, "wrong_shape", "message is not a cbor map")
 	}
-	r := &rawMessage{}
-	off := h.Size
-	for i := uint64(0); i < h.Arg; i++ {
-		kh, _ := ReadHead(data, off)
-		if kh.Major != MajorText {
-			return nil, Named(CodeInvalidMessage, "wrong_shape", "message has a key that is not a text string")
+	r := rawMessage{canonical: len(out) == len(data) && &out[0] == &data[0]}
+	if !top.complete() {
+		// More pairs than envelope fields: walk them again to find the
+		// offending key (an unknown field, or a repeated one that
+		// canonicalization already refused).
+		off := h.Size
+		for i := uint64(0); i < h.Arg; i++ {
+			kEnd := itemEnd(data, off)
+			vEnd := itemEnd(data, kEnd)
+			if err := r.set(data, off, kEnd, vEnd); err != nil {
+				return rawMessage{}, err
+			}
+			off = vEnd
 		}
-		kEnd := itemEnd(data, off)
-		key := data[off+kh.Size : kEnd]
-		vEnd := itemEnd(data, kEnd)
-		v := data[kEnd:vEnd]
-		off = vEnd
-		vh, _ := ReadHead(v, 0)
-		var slot *[]byte
-		ok := true
-		want := ""
-		switch string(key) {
-		case "v":
-			slot, ok, want = &r.v, vh.Major == MajorUint, "an unsigned integer"
-		case "id":
-			slot, ok, want = &r.id, vh.Major == MajorBytes && vh.Arg == idSize, "a 16-byte byte string"
-		case "typ":
-			slot, ok, want = &r.typ, vh.Major == MajorUint, "an unsigned integer"
-		case "ts":
-			slot, ok, want = &r.ts, vh.Major == MajorUint, "an unsigned integer"
-		case "ttl":
-			slot, ok, want = &r.ttl, vh.Major == MajorUint, "an unsigned integer"
-		case "from":
-			slot, ok, want = &r.from, vh.Major == MajorText, "a text string"
-		case "to":
-			_, ok = decodeRecipients(v)
-			slot, want = &r.to, "a text string or a non-empty array of text strings"
-		case "reply_to":
-			slot, ok, want = &r.replyTo, vh.Major == MajorBytes, "a byte string"
-		case "thread_id":
-			slot, ok, want = &r.threadID, vh.Major == MajorBytes, "a byte string"
-		case "sig":
-			slot, ok, want = &r.sig, vh.Major == MajorBytes, "a byte string"
-		case "body":
-			slot = &r.body
-		case "enc":
-			slot, ok, want = &r.enc, vh.Major == MajorMap, "a map"
-		case "ext":
-			_, _, err := mapEntries(v, "ext")
-			slot, ok, want = &r.ext, err == nil, "a map with text keys"
-		default:
-			return nil, Named(CodeInvalidMessage, "unknown_field", "message has a field that is not part of the amp envelope")
+		return r, nil
+	}
+	for i := 0; i < top.n; i++ {
+		if err := r.set(data, top.off[3*i], top.off[3*i+1], top.off[3*i+2]); err != nil {
+			return rawMessage{}, err
 		}
-		if !ok {
-			return nil, wrongType(string(key), want)
-		}
-		*slot = v
 	}
 	return r, nil
+}
+
+// set checks the envelope pair whose key is data[k:v] and whose value is
+// data[v:end], and records the value in its field.
+func (r *rawMessage) set(data []byte, k, v, end int) error {
+	kh, _ := ReadHead(data, k)
+	if kh.Major != MajorText {
+		return Named(CodeInvalidMessage, "wrong_shape", "message has a key that is not a text string")
+	}
+	key := data[k+kh.Size : v]
+	val := data[v:end]
+	vh, _ := ReadHead(val, 0)
+	var slot *[]byte
+	ok := true
+	want := ""
+	switch string(key) {
+	case "v":
+		slot, ok, want = &r.v, vh.Major == MajorUint, "an unsigned integer"
+	case "id":
+		slot, ok, want = &r.id, vh.Major == MajorBytes && vh.Arg == idSize, "a 16-byte byte string"
+	case "typ":
+		slot, ok, want = &r.typ, vh.Major == MajorUint, "an unsigned integer"
+	case "ts":
+		slot, ok, want = &r.ts, vh.Major == MajorUint, "an unsigned integer"
+	case "ttl":
+		slot, ok, want = &r.ttl, vh.Major == MajorUint, "an unsigned integer"
+	case "from":
+		slot, ok, want = &r.from, vh.Major == MajorText, "a text string"
+	case "to":
+		slot, ok, want = &r.to, validRecipients(val), "a text string or a non-empty array of text strings"
+	case "reply_to":
+		slot, ok, want = &r.replyTo, vh.Major == MajorBytes, "a byte string"
+	case "thread_id":
+		slot, ok, want = &r.threadID, vh.Major == MajorBytes, "a byte string"
+	case "sig":
+		slot, ok, want = &r.sig, vh.Major == MajorBytes, "a byte string"
+	case "body":
+		slot = &r.body
+	case "enc":
+		slot, ok, want = &r.enc, vh.Major == MajorMap, "a map"
+	case "ext":
+		_, _, err := mapEntries(val, "ext")
+		slot, ok, want = &r.ext, err == nil, "a map with text keys"
+	default:
+		return Named(CodeInvalidMessage, "unknown_field", "message has a field that is not part of the amp envelope")
+	}
+	if !ok {
+		return wrongType(string(key), want)
+	}
+	*slot = val
+	return nil
+}
+
+// validRecipients reports whether the `to` item has the shape
+// decodeRecipients accepts, without building the list.
+func validRecipients(item []byte) bool {
+	h, err := ReadHead(item, 0)
+	if err != nil {
+		return false
+	}
+	if h.Major == MajorText {
+		return true
+	}
+	if h.Major != MajorArray || h.Arg == 0 {
+		return false
+	}
+	off := h.Size
+	for i := uint64(0); i < h.Arg; i++ {
+		eh, err := ReadHead(item, off)
+		if err != nil || eh.Major != MajorText {
+			return false
+		}
+		off += eh.Size + int(eh.Arg)
+	}
+	return true
 }
 
 // decodeRecipients reads the `to` item.

@@ -120,7 +120,7 @@ func (r *Receiver) Receive(ctx context.Context, data []byte) (*Message, error) {
 		}
 	}
 	// Step 4.
-	m, err := requiredFields(raw)
+	m, err := requiredFields(&raw)
 	if err != nil {
 		return nil, err
 	}
@@ -152,11 +152,16 @@ func (r *Receiver) Receive(ctx context.Context, data []byte) (*Message, error) {
 		if m.Body, err = r.decrypt(m.Enc, senderX); err != nil {
 			return nil, err
 		}
+	} else if raw.canonical {
+		// Step 1 found the whole message deterministic, so its body item
+		// is already in the form Sig_Input takes.
+		m.Body = raw.body
 	} else if m.Body, err = r.cfg.Limits.Canonical(raw.body); err != nil {
 		return nil, err // unreachable: step 1 checked the whole message
 	}
-	// Step 8.
-	if len(m.Sig) != SigSize || !ed25519.Verify(signing.PublicKey, m.SigInput(), m.Sig) {
+	// Step 8. Sig_Input is built in a buffer on the stack when it fits.
+	var buf [sigInputStack]byte
+	if len(m.Sig) != SigSize || !ed25519.Verify(signing.PublicKey, m.AppendSigInput(buf[:0]), m.Sig) {
 		return nil, Named(CodeInvalidSignature, "invalid_signature", "signature verification failed")
 	}
 	if m.Enc != nil {

@@ -21,7 +21,8 @@ func Sign(m *Message, key ed25519.PrivateKey) error {
 		return err
 	}
 	m.Body = body
-	m.Sig = ed25519.Sign(key, m.SigInput())
+	var buf [sigInputStack]byte
+	m.Sig = ed25519.Sign(key, m.AppendSigInput(buf[:0]))
 	return nil
 }
 
