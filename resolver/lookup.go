@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -166,6 +167,10 @@ func (s *Store) Bundles() ([]Bundle, error) {
 type didEntry struct {
 	doc *amp.DIDDocument
 	gen uint64
+	// expires is when the bundle that carries the document expires (zero
+	// when it does not): the clock moves without the generation, so every
+	// hit re-checks it.
+	expires time.Time
 }
 
 type didCache struct {
@@ -176,17 +181,23 @@ type didCache struct {
 // ResolveDID implements amp.DIDResolver over the DID documents of installed
 // bundles: the document's bytes are checked against the hash its bundle
 // declared before they are parsed. An unknown DID, or any doubt, is an
-// error (amp turns it into 3001).
+// error (amp turns it into 3001). A document is served only while its
+// bundle is: revoked, stale or expired bundles (5002) resolve no DID. The
+// cache of parsed documents is keyed by store generation and re-checks the
+// bundle's expiry against the clock on every hit, since time passes
+// without a store change.
 func (s *Store) ResolveDID(_ context.Context, did string) (*amp.DIDDocument, error) {
 	did = amp.BareDID(did)
 	gen := s.gen.Load()
 	s.didDocs.mu.Lock()
-	if e, ok := s.didDocs.m[did]; ok && e.gen == gen {
+	if e, ok := s.didDocs.m[did]; ok && e.gen == gen &&
+		(e.expires.IsZero() || s.opts.AllowExpired || s.opts.Now().Before(e.expires)) {
 		s.didDocs.mu.Unlock()
 		return e.doc, nil
 	}
 	s.didDocs.mu.Unlock()
 	var doc *amp.DIDDocument
+	var expires time.Time
 	err := s.db.View(func(tx *bolt.Tx) error {
 		raw := bucket(tx, bDIDs).Get([]byte(did))
 		if raw == nil {
@@ -199,6 +210,15 @@ func (s *Store) ResolveDID(_ context.Context, did string) (*amp.DIDDocument, err
 		data, ir, err := s.artifact(tx, dr.BundleID, dr.ArtifactKey)
 		if err != nil {
 			return err
+		}
+		// artifact judged the bundle served (not revoked, stale or
+		// expired) now; keep its expiry for the cache's later hits.
+		var rec bundleRecord
+		if err := decode(bucket(tx, bBundles).Get([]byte(dr.BundleID)), &rec); err != nil {
+			return err
+		}
+		if exp, ok := expiry(rec); ok {
+			expires = exp
 		}
 		if err := checkBlob(data, ir.Blob, dr.BundleID, dr.ArtifactKey); err != nil {
 			return err
@@ -221,7 +241,7 @@ func (s *Store) ResolveDID(_ context.Context, did string) (*amp.DIDDocument, err
 	if len(s.didDocs.m) > 4096 {
 		clear(s.didDocs.m)
 	}
-	s.didDocs.m[did] = didEntry{doc: doc, gen: gen}
+	s.didDocs.m[did] = didEntry{doc: doc, gen: gen, expires: expires}
 	s.didDocs.mu.Unlock()
 	return doc, nil
 }
