@@ -214,7 +214,9 @@ func (s *scanner) item(depth int) error {
 			return errTruncated()
 		}
 		record := depth == 0 && s.record
-		s.top.isMap = record
+		if record {
+			s.top.isMap = true
+		}
 		var prevKey []byte
 		for i := uint64(0); i < h.Arg; i++ {
 			ks := s.off

@@ -134,6 +134,11 @@ func ReadHead(data []byte, off int) (Head, error) {
 	if off < 0 || off >= len(data) {
 		return Head{}, errTruncated()
 	}
+	// Fast path for the commonest heads, the argument in the initial byte
+	// itself: always minimal, never reserved (what headFrom decides too).
+	if b := data[off]; b&0x1f < 24 {
+		return Head{Major: b >> 5, Info: b & 0x1f, Arg: uint64(b & 0x1f), Size: 1, Minimal: true}, nil
+	}
 	return headFrom(data[off], data[off+1:])
 }
 

@@ -180,3 +180,21 @@ func FuzzReadItem(f *testing.F) {
 		}
 	})
 }
+
+// TestReadHeadFastPathIsTheStrictReader: ReadHead answers heads whose
+// argument sits in the initial byte without the general reader. A fast
+// path that accepted what the strict reader refuses (or read another
+// argument) would let one byte mean two things; so for every initial
+// byte, with every possible continuation length, both must agree.
+func TestReadHeadFastPathIsTheStrictReader(t *testing.T) {
+	for b := 0; b < 256; b++ {
+		for _, rest := range [][]byte{nil, {0x18}, {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08}} {
+			data := append([]byte{byte(b)}, rest...)
+			got, gerr := ReadHead(data, 0)
+			want, werr := headFrom(byte(b), rest)
+			if (gerr == nil) != (werr == nil) || NameOf(gerr) != NameOf(werr) || got != want {
+				t.Fatalf("initial byte %#02x: ReadHead %+v (%v), strict reader %+v (%v)", b, got, gerr, want, werr)
+			}
+		}
+	}
+}
