@@ -660,6 +660,20 @@ func (r Result) Encode() ([]byte, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
+	if r.Status == StatusSuccess && len(r.Extra) == 0 {
+		// The common reply, {"result": ..., "status": "success"}, written
+		// with its keys in deterministic order (both 6 bytes; "result"
+		// sorts first) instead of through a map and reflection. Marshal
+		// of the raw bytes canonicalizes them under the same rules and
+		// caps as the map below would, so the bytes are the same.
+		out := make([]byte, 0, len(r.Result)+24)
+		out = amp.AppendHead(out, amp.MajorMap, 2)
+		out = append(amp.AppendHead(out, amp.MajorText, 6), "result"...)
+		out = append(out, r.Result...)
+		out = append(amp.AppendHead(out, amp.MajorText, 6), "status"...)
+		out = append(amp.AppendHead(out, amp.MajorText, uint64(len(StatusSuccess))), StatusSuccess...)
+		return amp.Marshal(cbor.RawMessage(out))
+	}
 	m := map[string]any{"status": r.Status}
 	if r.Status == StatusSuccess {
 		m["result"] = r.Result
