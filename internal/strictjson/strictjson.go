@@ -2,12 +2,32 @@ package strictjson
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
+
+// maxEchoedName is how many bytes of a member name an error repeats.
+const maxEchoedName = 64
+
+// quoteName returns a member name as errors show it: quoted, escaped,
+// cut to maxEchoedName bytes (at a rune boundary) with "..." when longer.
+func quoteName(name string) string {
+	if len(name) <= maxEchoedName {
+		return strconv.QuoteToASCII(name)
+	}
+	cut := maxEchoedName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return strconv.QuoteToASCII(name[:cut]) + "..."
+}
 
 // Check reports whether data is exactly one JSON value with no duplicate
 // object member and arrays and objects nested at most maxDepth deep.
@@ -57,7 +77,7 @@ func Check(data []byte, maxDepth int) error {
 			if top.expKey {
 				k, _ := tok.(string)
 				if top.keys[k] {
-					return fmt.Errorf("duplicate member %q", k)
+					return fmt.Errorf("duplicate member %s", quoteName(k))
 				}
 				top.keys[k] = true
 				top.expKey = false
@@ -73,9 +93,16 @@ func Check(data []byte, maxDepth int) error {
 }
 
 // Decode checks data as Check does and decodes it into v, refusing a
-// member v has no field for.
+// member v has no field for. Member names of objects decoded into structs
+// must be spelt exactly as the field's JSON name: encoding/json would match
+// "Scopes" or "SCOPES" to the field "scopes" (and let a second spelling
+// replace or merge into the first), so a name that differs only by case is
+// refused as an unknown member. Map keys are compared exactly.
 func Decode(data []byte, v any, maxDepth int) error {
 	if err := Check(data, maxDepth); err != nil {
+		return err
+	}
+	if err := exactNames(data, reflect.TypeOf(v)); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -84,12 +111,124 @@ func Decode(data []byte, v any, maxDepth int) error {
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &te):
-			return fmt.Errorf("member %q has the wrong type", te.Field)
+			return fmt.Errorf("member %s has the wrong type", quoteName(te.Field))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return errors.New("unknown member " + strings.TrimPrefix(err.Error(), "json: unknown field "))
+			name, uerr := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+			if uerr != nil {
+				return errors.New("unknown member")
+			}
+			return errors.New("unknown member " + quoteName(name))
 		default:
 			return errors.New("not valid JSON")
 		}
 	}
 	return nil
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+var textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// exactNames walks data (already checked by Check) along type t and
+// refuses an object member decoded into a struct whose name is not exactly
+// the JSON name of one of its fields. Types that decode themselves, and
+// values of other kinds, are not walked.
+func exactNames(data []byte, t reflect.Type) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		if t.Implements(unmarshalerType) || t.Implements(textUnmarshalerType) {
+			return nil
+		}
+		t = t.Elem()
+	}
+	if t == nil || reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return nil
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if trimmed[0] != '{' {
+			return nil // the decoder reports the wrong type
+		}
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(trimmed, &members); err != nil {
+			return errors.New("not valid JSON")
+		}
+		fields := map[string]reflect.Type{}
+		structFields(t, fields, 0)
+		for name, raw := range members {
+			ft, ok := fields[name]
+			if !ok {
+				return errors.New("unknown member " + quoteName(name))
+			}
+			if err := exactNames(raw, ft); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if trimmed[0] != '[' {
+			return nil
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(trimmed, &items); err != nil {
+			return errors.New("not valid JSON")
+		}
+		for _, raw := range items {
+			if err := exactNames(raw, t.Elem()); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if trimmed[0] != '{' {
+			return nil
+		}
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(trimmed, &members); err != nil {
+			return errors.New("not valid JSON")
+		}
+		for _, raw := range members {
+			if err := exactNames(raw, t.Elem()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// structFields records the JSON name and type of each field encoding/json
+// decodes into a struct of type t, following embedded structs (depth
+// bounded: a type cannot embed itself by value).
+func structFields(t reflect.Type, out map[string]reflect.Type, depth int) {
+	if depth > 16 {
+		return
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if f.Anonymous && name == "" {
+			et := ft
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				structFields(et, out, depth+1)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, taken := out[name]; !taken || depth == 0 {
+			out[name] = ft
+		}
+	}
 }
