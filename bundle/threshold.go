@@ -117,3 +117,16 @@ func scopeLabel(s string) string {
 	}
 	return s
 }
+
+// VerifyDIDFor checks that signers — keys that counted for a bundle's
+// manifest (VerifyFor) — vouch for a DID document it carries as import
+// requires (FORMAT.md §5 step 7): as many of them trusted for the DID's
+// domain as the threshold of that name (of "*" for a DID without a domain).
+// key names the artifact in errors.
+func VerifyDIDFor(p *Policy, signers []TrustedKey, key, did string) error {
+	ptrs := make([]*TrustedKey, len(signers))
+	for i := range signers {
+		ptrs[i] = &signers[i]
+	}
+	return admitDID(p, ptrs, key, did)
+}

@@ -110,6 +110,99 @@ func signedBy(obj *bundle.SignedObject, dids map[string]bool) bool {
 	return false
 }
 
+// bundleDIDs returns the DID documents an installed bundle carries, as
+// (did, artifact key) pairs, sorted by did.
+func bundleDIDs(tx *bolt.Tx, bundleID string) ([][2]string, error) {
+	var out [][2]string
+	err := bucket(tx, bDIDs).ForEach(func(k, v []byte) error {
+		var dr didRecord
+		if err := decode(v, &dr); err != nil {
+			return err
+		}
+		if dr.BundleID == bundleID {
+			out = append(out, [2]string{string(k), dr.ArtifactKey})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// vouchFor checks that the keys of p whose signatures on obj verify vouch
+// for the installed bundle bundleID with manifest m as its import required
+// (docs/FORMAT.md §5 steps 4 and 7): enough of them trusted for its bundle
+// id and every namespace (bundle.VerifyFor), and, for every DID document
+// it carries, enough of those trusted for the DID's domain. The recount of
+// a bundle's remaining signers and the check of a statement that reaches
+// one bundle (a version revocation) both use it, so neither needs less
+// than the bundle's own names.
+func vouchFor(tx *bolt.Tx, obj *bundle.SignedObject, p *bundle.Policy, m *bundle.Manifest, bundleID string) error {
+	signers, err := bundle.VerifyFor(obj, p, m)
+	if err != nil {
+		return err
+	}
+	dids, err := bundleDIDs(tx, bundleID)
+	if err != nil {
+		return err
+	}
+	for _, d := range dids {
+		if err := bundle.VerifyDIDFor(p, signers, d[1], d[0]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// installedManifest returns the signed manifest of the installed bundle
+// bundleID, or ok false when none is installed.
+func installedManifest(tx *bolt.Tx, bundleID string) (r bundleRecord, obj *bundle.SignedObject, m *bundle.Manifest, ok bool, err error) {
+	raw := bucket(tx, bBundles).Get([]byte(bundleID))
+	if raw == nil {
+		return r, nil, nil, false, nil
+	}
+	if err = decode(raw, &r); err != nil {
+		return r, nil, nil, false, err
+	}
+	if obj, err = bundle.DecodeObject(r.Signed, bundle.MediaTypeManifest); err == nil {
+		m, err = bundle.DecodeManifest(obj.Payload)
+	}
+	return r, obj, m, true, err
+}
+
+// checkVersionAuthority refuses a revocation of bundle versions whose
+// counted signers (those VerifyStatement returned, trusted for the
+// statement's scope) do not vouch for the line as its own bundle needs
+// (docs/FORMAT.md §21): for a line installed, the threshold of its bundle
+// id, every namespace and every DID it carries (vouchFor over the installed
+// manifest); for a line not installed, whose other names the store cannot
+// know, the threshold of its bundle id and every scope around or under it
+// (bundle.Policy.RequiredWithin).
+func checkVersionAuthority(tx *bolt.Tx, obj *bundle.SignedObject, policy *bundle.Policy, signers []bundle.TrustedKey, versions []bundle.BundleVersion) error {
+	counted := &bundle.Policy{Keys: signers, Thresholds: policy.Thresholds}
+	seen := map[string]bool{}
+	for _, v := range versions {
+		if seen[v.BundleID] {
+			continue
+		}
+		seen[v.BundleID] = true
+		_, _, m, ok, err := installedManifest(tx, v.BundleID)
+		switch {
+		case err != nil:
+			return fail(ErrStoreIO, "the signed manifest of installed bundle %s is unreadable", v.BundleID).WithCause(err)
+		case ok:
+			if err := vouchFor(tx, obj, counted, m, v.BundleID); err != nil {
+				e := amp.AsError(err)
+				return amp.Named(e.Code, e.Name, "the revocation of versions of %s is not signed as the installed bundle itself must be: %s", v.BundleID, e.Message).WithDetails(e.Details)
+			}
+		default:
+			if need, by := policy.RequiredWithin(v.BundleID); len(signers) < need {
+				return fail(bundle.ErrThreshold, "the revocation of versions of %s needs %d signatures by distinct keys trusted for it (threshold of scope %s); found %d",
+					v.BundleID, need, by, len(signers))
+			}
+		}
+	}
+	return nil
+}
+
 // remainingSigners returns the policy of the keys that still vouch for an
 // installed bundle: trusted now, not in gone, and (when the record keeps
 // them) among the signers that counted when it was imported.
@@ -252,6 +345,9 @@ func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
 	}
 	var gen uint64
 	err = s.db.Update(func(tx *bolt.Tx) error {
+		if err := checkVersionAuthority(tx, obj, policy, signers, rev.Bundles); err != nil {
+			return err
+		}
 		now := formatTime(s.opts.Now())
 		rb := bucket(tx, bRevoked)
 		tb := bucket(tx, bTrust)

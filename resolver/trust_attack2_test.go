@@ -1,6 +1,8 @@
 package resolver
 
 import (
+	"crypto/ed25519"
+	"errors"
 	"testing"
 	"time"
 
@@ -29,4 +31,46 @@ func TestExpiredBundleDIDServedFromCache(t *testing.T) {
 	if _, err := s.ResolveDID(t.Context(), did); err == nil {
 		t.Fatalf("bundle expired an hour ago (Resolve: %v), yet its DID document still resolves from the cache", rerr)
 	}
+}
+
+// TestVersionRevocationByKeyBelowBundleThreshold: a revocation of bundle
+// versions is counted against its scope (the bundle id's prefix) only,
+// never against the threshold of the bundle's capability namespaces: one
+// key, below what the bundle needs, fails the installed bundle closed and
+// pre-revokes its next versions. (The key path of failClosed requires the
+// manifest to lie wholly under the scope; the version path does not.)
+func TestVersionRevocationByKeyBelowBundleThreshold(t *testing.T) {
+	s, _, e2, b := splitStore(t)
+	mustImport(t, s, b(1))
+	var vs []bundle.BundleVersion
+	for v := uint64(1); v <= 50; v++ {
+		vs = append(vs, bundle.BundleVersion{BundleID: "org.example.tools.translate", Version: v})
+	}
+	res, err := s.ApplyRevocation(revocation(t, "org.example.tools", nil, vs, e2))
+	if err == nil {
+		t.Fatalf("one key below the bundle's threshold of 2 revoked it and its next 49 versions: %+v", res)
+	}
+	if !errors.Is(err, bundle.ErrThreshold) {
+		t.Logf("refused with %v", err)
+	}
+}
+
+// splitStore trusts the example publisher and e2 (seed 71) for org.example;
+// the capability namespace org.example.translate needs 2 keys, while the
+// bundle id org.example.tools.translate (threshold 1) does not: a line
+// whose id lies in a weaker scope than its capabilities.
+func splitStore(t *testing.T) (s *Store, example, e2 ed25519.PrivateKey, bundleBytes func(v uint64) []byte) {
+	t.Helper()
+	s = newStore(t)
+	example, e2 = sampleKey(t, "example-publisher"), testKeyN(71)
+	if err := s.TrustAdd("e2", pub(e2), []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TrustSetThreshold("org.example.translate", 2); err != nil {
+		t.Fatal(err)
+	}
+	bundleBytes = func(v uint64) []byte {
+		return cosignedDraft(t, v, func(d *bundle.Draft) { d.BundleID = "org.example.tools.translate" }, example, e2)
+	}
+	return s, example, e2, bundleBytes
 }
