@@ -228,7 +228,10 @@ func remainingSigners(p *bundle.Policy, r *bundleRecord, gone map[string]bool) *
 // matched against the signatures' kids whether or not a trust entry still
 // names the key) when the signers that still vouch for it — counted at its
 // import, trusted now for its bundle id and every namespace, not in gone,
-// counted by key — are fewer than the threshold now in force for it.
+// counted by key — no longer vouch for it as its import required: fewer
+// than the threshold now in force for its names or, for a DID document it
+// carries, fewer trusted for the DID's domain than that name's threshold
+// (vouchFor).
 // within, when not "", limits that second rule to bundles whose bundle id
 // and namespaces all lie under the scope within. reason says why. It
 // returns them as "bundle_id@version", sorted.
@@ -262,7 +265,7 @@ func failClosed(tx *bolt.Tx, gone map[string]bool, versions map[bundle.BundleVer
 			case !signedBy(obj, gone), within != "" && !bundle.ManifestUnder(m, within):
 				return nil
 			default:
-				if _, err := bundle.VerifyFor(obj, remainingSigners(policy, &r, gone), m); err == nil {
+				if err := vouchFor(tx, obj, remainingSigners(policy, &r, gone), m, r.BundleID); err == nil {
 					return nil
 				}
 				why = reason

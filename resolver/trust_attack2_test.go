@@ -74,3 +74,31 @@ func splitStore(t *testing.T) (s *Store, example, e2 ed25519.PrivateKey, bundleB
 	}
 	return s, example, e2, bundleBytes
 }
+
+// TestRevocationRecountIgnoresDIDThreshold: the DID document a bundle
+// carries (did:web:translator.example.org, scope org.example.translator)
+// needs 3 signers at import (FORMAT §5 step 7), but the recount of the
+// remaining signers after a revocation (failClosed -> VerifyFor) checks
+// only the bundle id and namespaces: with one of the three revoked, the
+// bundle stays served and its DID document resolves, vouched for by 2.
+func TestRevocationRecountIgnoresDIDThreshold(t *testing.T) {
+	s := newStore(t) // example (org.example), acme (com.acme)
+	example, e2, e3 := sampleKey(t, "example-publisher"), testKeyN(71), testKeyN(72)
+	for n, k := range map[string]ed25519.PrivateKey{"e2": e2, "e3": e3} {
+		if err := s.TrustAdd(n, pub(k), []string{"org.example"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.TrustSetThreshold("org.example.translator", 3); err != nil {
+		t.Fatal(err)
+	}
+	mustImport(t, s, cosignedDraft(t, 1, nil, example, e2, e3))
+	res, err := s.ApplyRevocation(revocation(t, "org.example", []string{didOfPriv(e3)}, nil, example, e2, e3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.FailedClosed) == 0 {
+		doc, derr := s.ResolveDID(t.Context(), "did:web:translator.example.org")
+		t.Fatalf("DID threshold 3, one of 3 signers revoked: nothing failed closed; did resolves: %v (err %v)", doc != nil, derr)
+	}
+}
