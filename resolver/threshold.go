@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -35,25 +36,16 @@ func (s *Store) TrustSetThreshold(scope string, n int) error {
 		return err
 	}
 	if n < 1 || n > bundle.MaxSignatures {
-		return fail(ErrInvalidTrust, "a threshold is 1 to %d signatures (a bundle carries at most %d)", bundle.MaxSignatures, bundle.MaxSignatures)
+		return thresholdRange()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var gen uint64
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		b := bucket(tx, bTrustPolicy)
+		if err := putThreshold(tx, s.opts.Now(), s.actor(), sc, uint64(n)); err != nil {
+			return err
+		}
 		var err error
-		if n == 1 {
-			err = b.Delete([]byte(sc))
-		} else {
-			err = b.Put([]byte(sc), u64(uint64(n)))
-		}
-		if err != nil {
-			return err
-		}
-		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Actor: s.actor(), Verdict: verdictAccepted, Action: "trust_threshold", Scopes: []string{sc}, Threshold: uint64(n)}); err != nil {
-			return err
-		}
 		gen, err = bumpGeneration(tx)
 		return err
 	})
@@ -82,4 +74,24 @@ func (s *Store) TrustThresholds() (map[string]int, error) {
 		return nil, amp.AsError(wrapTx(err))
 	}
 	return out, nil
+}
+
+func thresholdRange() error {
+	return fail(ErrInvalidTrust, "a threshold is 1 to %d signatures (a bundle carries at most %d)", bundle.MaxSignatures, bundle.MaxSignatures)
+}
+
+// putThreshold sets the threshold of the stored scope sc to n (1 removes
+// the setting) and audits it as trust_threshold.
+func putThreshold(tx *bolt.Tx, now time.Time, actor *Actor, sc string, n uint64) error {
+	b := bucket(tx, bTrustPolicy)
+	var err error
+	if n == 1 {
+		err = b.Delete([]byte(sc))
+	} else {
+		err = b.Put([]byte(sc), u64(n))
+	}
+	if err != nil {
+		return err
+	}
+	return appendAudit(tx, now, AuditEntry{Actor: actor, Verdict: verdictAccepted, Action: "trust_threshold", Scopes: []string{sc}, Threshold: n})
 }

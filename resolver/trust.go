@@ -42,6 +42,24 @@ func validTrustName(n string) bool {
 // reverse-domain prefixes such as "org.example"). Names are unique, and a
 // key is trusted under one name only. Audited; changes the generation.
 func (s *Store) TrustAdd(name string, key ed25519.PublicKey, scopes []string) error {
+	return s.trustAdd(name, key, scopes, 0)
+}
+
+// TrustAddWithThreshold trusts a key as TrustAdd does and sets the
+// threshold of each of its scopes to n (as TrustSetThreshold does), in one
+// transaction: n out of range, or any refusal of the key, changes nothing.
+// Audited (one trust_add and one trust_threshold entry per scope); changes
+// the generation once.
+func (s *Store) TrustAddWithThreshold(name string, key ed25519.PublicKey, scopes []string, n int) error {
+	if n < 1 || n > bundle.MaxSignatures {
+		return thresholdRange()
+	}
+	return s.trustAdd(name, key, scopes, n)
+}
+
+// trustAdd is TrustAdd, and with threshold > 0 also sets the threshold of
+// every scope, in the same transaction.
+func (s *Store) trustAdd(name string, key ed25519.PublicKey, scopes []string, threshold int) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -96,6 +114,13 @@ func (s *Store) TrustAdd(name string, key ed25519.PublicKey, scopes []string) er
 		}
 		if err := appendAudit(tx, now, AuditEntry{Actor: s.actor(), Verdict: verdictAccepted, Action: "trust_add", TrustName: name, Key: amp.DIDKey(key), Scopes: clean}); err != nil {
 			return err
+		}
+		if threshold > 0 {
+			for _, sc := range clean {
+				if err := putThreshold(tx, s.opts.Now(), s.actor(), sc, uint64(threshold)); err != nil {
+					return err
+				}
+			}
 		}
 		var err error
 		gen, err = bumpGeneration(tx)

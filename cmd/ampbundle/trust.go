@@ -101,7 +101,14 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 					return err
 				}
 			}
-			if err := s.TrustAdd(name, pub, c.StringSlice("scope")); err != nil {
+			// The key and its scopes' thresholds in one transaction: a
+			// threshold out of range trusts nothing.
+			if direct != nil {
+				err = direct.TrustAddWithThreshold(name, pub, c.StringSlice("scope"), c.Int("threshold"))
+			} else {
+				err = s.TrustAdd(name, pub, c.StringSlice("scope"))
+			}
+			if err != nil {
 				discard() // leave behind no empty store created for nothing
 				return err
 			}
@@ -111,13 +118,6 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 				return err
 			}
 			k, _ := findTrust(keys, name)
-			if direct != nil {
-				for _, sc := range k.Scopes {
-					if err := direct.TrustSetThreshold(sc, c.Int("threshold")); err != nil {
-						return err
-					}
-				}
-			}
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"store": db, "created": created, "trusted": trustView(k)})
 			}
