@@ -69,6 +69,28 @@ func keyRevokedFor(tx *bolt.Tx, did string, scopes []string) (string, bool) {
 	return "", false
 }
 
+// withdrawScope splits the scopes a key is trusted for at the scope of a
+// statement that revokes or retires it (docs/FORMAT.md §21, §22): the
+// scopes under the statement's scope are withdrawn, the scopes disjoint
+// from it are kept and returned. ok is false when one of the key's scopes
+// is broader than the statement's ("*" under a narrower statement, or a
+// scope containing it): only a statement of that broader scope speaks for
+// it. A key trusted for org.example and com.acme revoked by org.example's
+// threshold keeps com.acme alone.
+func withdrawScope(keyScopes []string, scope string) (kept []string, ok bool) {
+	kept = []string{}
+	for _, sc := range keyScopes {
+		switch {
+		case bundle.ScopesUnder([]string{sc}, scope):
+		case bundle.ScopesOverlap(sc, scope):
+			return nil, false
+		default:
+			kept = append(kept, sc)
+		}
+	}
+	return kept, true
+}
+
 // versionRevoked reports whether a bundle version is revoked.
 func versionRevoked(tx *bolt.Tx, id string, version uint64) bool {
 	return bucket(tx, bRevoked).Get(revokedBundleKey(id, version)) != nil
@@ -297,10 +319,13 @@ type RevokeOptions struct{}
 
 // RevokeResult describes an applied revocation statement.
 type RevokeResult struct {
-	Scope          string   `json:"scope"`
-	Signers        []string `json:"signers"`
-	RevokedKeys    []string `json:"revoked_keys"`     // did:keys the statement names
-	RemovedTrust   []string `json:"removed_trust"`    // names of trusted keys it removed
+	Scope        string   `json:"scope"`
+	Signers      []string `json:"signers"`
+	RevokedKeys  []string `json:"revoked_keys"`  // did:keys the statement names
+	RemovedTrust []string `json:"removed_trust"` // names of trusted keys it removed
+	// NarrowedTrust are the names of revoked keys still trusted for scopes
+	// disjoint from the statement's (their trust for its scope is removed).
+	NarrowedTrust  []string `json:"narrowed_trust"`
 	RevokedBundles []string `json:"revoked_versions"` // bundle_id@version it names
 	FailedClosed   []string `json:"failed_closed"`    // installed bundles that now fail closed
 	Unchanged      bool     `json:"unchanged"`        // everything it says was already recorded
@@ -318,8 +343,10 @@ type RevokeResult struct {
 // than its threshold (failClosed). Installed bundles stay listed (ls,
 // check) until removed or replaced by a newer version. A statement is valid
 // when signed by distinct keys trusted for its scope reaching
-// bundle.Policy.RequiredWithin of it; it may revoke only keys trusted for
-// nothing beyond that scope (revocation_out_of_scope). Audited ("revoke";
+// bundle.Policy.RequiredWithin of it; it revokes a key for the scopes
+// under its own (withdrawScope: the key stays trusted for disjoint scopes,
+// NarrowedTrust) and refuses a key trusted for a broader scope
+// (revocation_out_of_scope). Audited ("revoke";
 // a refusal as "import_refused"); changes the generation.
 func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
 	fileSum, end, err := s.beginStatement(data)
@@ -339,7 +366,7 @@ func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &RevokeResult{Scope: rev.Scope, RevokedKeys: append([]string{}, rev.Keys...), RemovedTrust: []string{}, RevokedBundles: []string{}, FailedClosed: []string{}}
+	res := &RevokeResult{Scope: rev.Scope, RevokedKeys: append([]string{}, rev.Keys...), RemovedTrust: []string{}, NarrowedTrust: []string{}, RevokedBundles: []string{}, FailedClosed: []string{}}
 	for _, k := range signers {
 		res.Signers = append(res.Signers, k.Name)
 	}
@@ -355,6 +382,7 @@ func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
 		rb := bucket(tx, bRevoked)
 		tb := bucket(tx, bTrust)
 		gone := map[string]bool{}     // trust names the statement removes
+		var narrowed []trustRecord    // keys it leaves trusted for scopes disjoint from its own
 		goneKeys := map[string]bool{} // every did:key it names
 		fresh := false
 		for _, did := range rev.Keys {
@@ -368,11 +396,20 @@ func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
 				if !bytes.Equal(r.Key, pub) {
 					return nil
 				}
-				if !bundle.ScopesUnder(r.Scopes, rev.Scope) {
-					return fail(ErrRevocationScope, "key %s (%s) is trusted for %s, beyond the statement's scope %s: only a statement for a scope covering all of them revokes it",
+				kept, ok := withdrawScope(r.Scopes, rev.Scope)
+				if !ok {
+					return fail(ErrRevocationScope, "key %s (%s) is trusted for %s, broader than the statement's scope %s: only a statement for a scope covering it revokes it there",
 						r.Name, did, strings.Join(r.Scopes, ", "), rev.Scope)
 				}
-				gone[r.Name] = true
+				if len(kept) == 0 {
+					gone[r.Name] = true
+					return nil
+				}
+				if len(kept) == len(r.Scopes) {
+					return nil // trusted only for scopes disjoint from the statement's
+				}
+				r.Scopes = kept
+				narrowed = append(narrowed, r)
 				return nil
 			}); err != nil {
 				return err
@@ -408,12 +445,19 @@ func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
 			}
 		}
 		sort.Strings(res.RemovedTrust)
+		for _, r := range narrowed {
+			res.NarrowedTrust = append(res.NarrowedTrust, r.Name)
+			if err := tb.Put([]byte(r.Name), encode(r)); err != nil {
+				return err
+			}
+		}
+		sort.Strings(res.NarrowedTrust)
 		failed, err := failClosed(tx, goneKeys, versions, rev.Scope, "a signer's key is revoked and the signers still trusted are fewer than the threshold")
 		if err != nil {
 			return err
 		}
 		res.FailedClosed = append(res.FailedClosed, failed...)
-		res.Unchanged = !fresh && len(gone) == 0 && len(failed) == 0
+		res.Unchanged = !fresh && len(gone) == 0 && len(narrowed) == 0 && len(failed) == 0
 		if err := recordStatement(tx, data, fileSum); err != nil {
 			return err
 		}

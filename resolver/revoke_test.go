@@ -134,7 +134,7 @@ func descriptorRef(t *testing.T, s *Store) capability.SchemaRef {
 
 // TestRevocationScopeAndThreshold: a statement counts distinct keys
 // trusted for its scope against that scope's threshold; it cannot revoke
-// a key trusted beyond its scope; a co-signed bundle fails closed only when
+// a key trusted for a broader scope; a co-signed bundle fails closed only when
 // the signers left are below its threshold.
 func TestRevocationScopeAndThreshold(t *testing.T) {
 	a, b, c := testKeyN(11), testKeyN(12), testKeyN(13)
@@ -156,7 +156,7 @@ func TestRevocationScopeAndThreshold(t *testing.T) {
 	}{
 		{"one signer below the threshold", revocation(t, "org.example", []string{didOfPriv(c)}, nil, a), bundle.ErrThreshold},
 		{"signed by a key of another scope", revocation(t, "org.example", []string{didOfPriv(c)}, nil, a, acme), bundle.ErrThreshold},
-		{"key trusted beyond the scope", revocation(t, "com.acme", []string{didOfPriv(a)}, nil, acme), ErrRevocationScope},
+		{"key trusted for a broader scope", revocation(t, "org.example.tools", []string{didOfPriv(c)}, nil, a, b), ErrRevocationScope},
 	}
 	for _, tt := range tests {
 		before := dumpBesidesAudit(t, s)

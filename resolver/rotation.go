@@ -151,12 +151,23 @@ func (s *Store) ApplyRotation(data []byte) (_ *RotateResult, err error) {
 			if r == nil {
 				continue // not trusted here: nothing to retire
 			}
-			if !bundle.ScopesUnder(r.Scopes, rot.Scope) {
-				return fail(ErrRevocationScope, "key %s is trusted for %s, beyond the statement's scope %s", r.Name, strings.Join(r.Scopes, ", "), rot.Scope)
+			kept, ok := withdrawScope(r.Scopes, rot.Scope)
+			if !ok {
+				return fail(ErrRevocationScope, "key %s is trusted for %s, broader than the statement's scope %s", r.Name, strings.Join(r.Scopes, ", "), rot.Scope)
 			}
-			gone[r.Name] = true
+			if len(kept) == len(r.Scopes) {
+				continue // trusted only for scopes disjoint from the statement's: nothing to retire
+			}
 			retired[did] = true
 			res.Retired = append(res.Retired, r.Name)
+			if len(kept) > 0 { // still trusted for scopes disjoint from rot.Scope
+				r.Scopes = kept
+				if err := tb.Put([]byte(r.Name), encode(*r)); err != nil {
+					return err
+				}
+				continue
+			}
+			gone[r.Name] = true
 			if err := tb.Delete([]byte(r.Name)); err != nil {
 				return err
 			}

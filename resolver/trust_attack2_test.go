@@ -102,3 +102,57 @@ func TestRevocationRecountIgnoresDIDThreshold(t *testing.T) {
 		t.Fatalf("DID threshold 3, one of 3 signers revoked: nothing failed closed; did resolves: %v (err %v)", doc != nil, derr)
 	}
 }
+
+// TestRevocationDodgedByKeyTrustedForASecondScope: key k is trusted for
+// org.example and com.acme. org.example's keys (their full threshold)
+// revoke it and, in the same statement, a bundle version: the whole
+// statement is refused (revocation_out_of_scope), so k stays trusted for
+// org.example and the version stays installable. A compromised key is
+// shielded from its own scope's owners by being trusted somewhere else.
+func TestRevocationDodgedByKeyTrustedForASecondScope(t *testing.T) {
+	s := rotationStore(t) // a (seed 41) for org.example
+	k := testKeyN(81)
+	if err := s.TrustAdd("k", pub(k), []string{"com.acme", "org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.ApplyRevocation(revocation(t, "org.example", []string{didOfPriv(k)},
+		[]bundle.BundleVersion{{BundleID: "org.example.translate", Version: 7}}, testKeyN(41)))
+	keys, _ := s.TrustList()
+	for _, tk := range keys {
+		if tk.Name == "k" {
+			for _, sc := range tk.Scopes {
+				if sc == "org.example" {
+					t.Fatalf("org.example's revocation of k left k trusted for org.example (err %v)", err)
+				}
+			}
+		}
+	}
+}
+
+// TestRetirementDodgedByKeyTrustedForASecondScope: the same hole through a
+// trust statement's retire list: org.example's threshold retires k for
+// org.example even though k is also trusted for com.acme, where it stays.
+func TestRetirementDodgedByKeyTrustedForASecondScope(t *testing.T) {
+	s := rotationStore(t) // a (seed 41) for org.example
+	a, b, k := testKeyN(41), testKeyN(42), testKeyN(81)
+	if err := s.TrustAdd("k", pub(k), []string{"com.acme", "org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.ApplyRotation(rotation(t, nil, 1, 1, map[string]ed25519.PrivateKey{"b": b}, []ed25519.PrivateKey{k}, a))
+	if err != nil {
+		t.Fatalf("org.example's trust statement retiring k was refused: %v", err)
+	}
+	if len(res.Retired) != 1 || res.Retired[0] != "k" {
+		t.Fatalf("retired %v, want [k]", res.Retired)
+	}
+	keys, _ := s.TrustList()
+	var scopes []string
+	for _, tk := range keys {
+		if tk.Name == "k" {
+			scopes = tk.Scopes
+		}
+	}
+	if len(scopes) != 1 || scopes[0] != "com.acme" {
+		t.Fatalf("k is trusted for %v after org.example retired it, want [com.acme]", scopes)
+	}
+}

@@ -184,6 +184,9 @@ func importStatement(env *cliutil.Env, c *cli.Context, path string, data []byte)
 	if len(res.RemovedTrust) > 0 {
 		fmt.Fprintf(w, "  no longer trusted %s\n", strings.Join(res.RemovedTrust, ", "))
 	}
+	if len(res.NarrowedTrust) > 0 {
+		fmt.Fprintf(w, "  no longer trusted for %s: %s (still trusted for other scopes; see trust ls)\n", res.Scope, strings.Join(res.NarrowedTrust, ", "))
+	}
 	if len(res.RevokedBundles) > 0 {
 		fmt.Fprintf(w, "  revoked versions  %s\n", strings.Join(res.RevokedBundles, ", "))
 	}
