@@ -129,7 +129,11 @@ type PolicyResult struct {
 // in one transaction, or changes nothing: each listed key is trusted under
 // its name for exactly its scopes (kept when already so; a name or key
 // trusted otherwise is trust_exists, a key revoked for an overlapping
-// scope key_revoked), each listed threshold is set, and then every listed
+// scope key_revoked; a key not trusted now that an applied trust statement
+// retired for an overlapping scope, and no later statement of that scope
+// added again, invalid_policy), each listed threshold is set (one below
+// the store's is invalid_policy: a file never lowers a threshold, so an
+// older copy cannot undo a rotation), and then every listed
 // threshold must be reachable: at least that many trusted keys cover its
 // scope (invalid_policy otherwise, naming the scope). Keys it does not
 // list are left as they are and reported. Audited (one trust_add or
@@ -147,6 +151,10 @@ func (s *Store) ApplyTrustPolicy(p *TrustPolicy) (*PolicyResult, error) {
 		tb := bucket(tx, bTrust)
 		listed := map[string]bool{}
 		now := s.opts.Now()
+		retired, err := retiredKeys(tx)
+		if err != nil {
+			return err
+		}
 		for _, k := range p.Keys {
 			listed[k.Name] = true
 			pub, _ := bundle.KeyFromKID(k.Key)
@@ -179,6 +187,9 @@ func (s *Store) ApplyTrustPolicy(p *TrustPolicy) (*PolicyResult, error) {
 				res.Kept = append(res.Kept, same)
 				continue
 			}
+			if by, ok := retiredFor(retired[keyID(k.Key)], k.Scopes); ok {
+				return invalidPolicy("key %s (%s) was retired for scope %s by a trust statement this store applied: a policy file does not trust it again (an older copy of the file?); trust add it if that is intended", k.Name, k.Key, by)
+			}
 			if err := tb.Put([]byte(k.Name), encode(trustRecord{Name: k.Name, Key: pub, Scopes: k.Scopes, AddedAt: formatTime(now)})); err != nil {
 				return err
 			}
@@ -202,16 +213,10 @@ func (s *Store) ApplyTrustPolicy(p *TrustPolicy) (*PolicyResult, error) {
 			if cur == n {
 				continue
 			}
-			var err error
-			if n == 1 {
-				err = pb.Delete([]byte(sc))
-			} else {
-				err = pb.Put([]byte(sc), u64(n))
+			if n < cur {
+				return invalidPolicy("the threshold of %s is %d in this store: a policy file never lowers a threshold (an older copy of the file?); trust threshold %s %d does, deliberately", sc, cur, sc, n)
 			}
-			if err != nil {
-				return err
-			}
-			if err := appendAudit(tx, now, AuditEntry{Actor: s.actor(), Verdict: verdictAccepted, Action: "trust_threshold", Scopes: []string{sc}, Threshold: n}); err != nil {
+			if err := putThreshold(tx, now, s.actor(), sc, n); err != nil {
 				return err
 			}
 			res.Thresholds[sc] = n
@@ -252,4 +257,64 @@ func (s *Store) ApplyTrustPolicy(p *TrustPolicy) (*PolicyResult, error) {
 	}
 	res.Generation = s.gen.Load()
 	return res, nil
+}
+
+// retiredKeys returns, per did:key, the scopes whose trust statements
+// retired it and did not add it again later, read from the statements the
+// store keeps for each scope's chain (in sequence order).
+func retiredKeys(tx *bolt.Tx) (map[string][]string, error) {
+	byScope := map[string]map[string]bool{} // scope -> did -> retired
+	err := bucket(tx, bTrustChain).ForEach(func(k, v []byte) error {
+		i := bytes.IndexByte(k, 0)
+		if i <= 0 || len(k) != i+9 {
+			return nil // not a chain entry
+		}
+		rot, _, err := bundle.ParseRotation(v)
+		if err != nil {
+			return fail(ErrStoreIO, "trust statement %d of scope %s kept by this store is unreadable", getU64(k[i+1:]), k[:i]).WithCause(err)
+		}
+		m := byScope[rot.Scope]
+		if m == nil {
+			m = map[string]bool{}
+			byScope[rot.Scope] = m
+		}
+		for _, did := range rot.Retire {
+			m[keyID(did)] = true
+		}
+		for _, a := range rot.Add {
+			delete(m, keyID(a.Key))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for sc, m := range byScope {
+		for did := range m {
+			out[did] = append(out[did], sc)
+		}
+	}
+	return out, nil
+}
+
+// keyID is the one spelling of an Ed25519 did:key the store compares by.
+func keyID(did string) string {
+	if pub, ok := bundle.KeyFromKID(did); ok {
+		return amp.DIDKey(pub)
+	}
+	return did
+}
+
+// retiredFor returns a scope of retiredIn overlapping one of scopes.
+func retiredFor(retiredIn, scopes []string) (string, bool) {
+	sort.Strings(retiredIn)
+	for _, rs := range retiredIn {
+		for _, sc := range scopes {
+			if bundle.ScopesOverlap(rs, sc) {
+				return rs, true
+			}
+		}
+	}
+	return "", false
 }
