@@ -107,17 +107,28 @@ func (s *Store) ApplyHeartbeat(data []byte) (_ *HeartbeatResult, err error) {
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		hbk := bucket(tx, bHeartbeat)
 		known := getU64(bucket(tx, bHighwater).Get([]byte(hb.BundleID)))
+		p, err := policyTx(tx)
+		if err != nil {
+			return err
+		}
 		if raw := hbk.Get([]byte(hb.BundleID)); raw != nil {
 			var old heartbeatRecord
 			if err := decode(raw, &old); err != nil {
 				return fail(ErrStoreIO, "the stored heartbeat of %s is unreadable", hb.BundleID).WithCause(err)
 			}
-			if hb.Version < old.Version || hb.CreatedAt < old.CreatedAt {
-				return fail(ErrHeartbeatOlder, "this heartbeat (%s at version >= %d, signed %s) is older than the one already applied (version >= %d, signed %s); a store never goes back",
-					hb.BundleID, hb.Version, hb.CreatedAt, old.Version, old.CreatedAt)
+			// Only a kept heartbeat that still vouches for the line as
+			// this one must (its signers, trusted now, reach the line's
+			// threshold) holds it back: one that does not (signed below
+			// the threshold of the line installed since, or by keys no
+			// longer trusted) never blocks one that does, nor moves the
+			// jump bound; it is replaced.
+			if heartbeatVouches(p, &old, line) {
+				if err := olderHeartbeat(hb, &old); err != nil {
+					return err
+				}
+				res.Unchanged = hb.Version == old.Version && hb.CreatedAt == old.CreatedAt
+				known = max(known, old.Version)
 			}
-			res.Unchanged = hb.Version == old.Version && hb.CreatedAt == old.CreatedAt
-			known = max(known, old.Version)
 		}
 		if hb.Version > known && hb.Version-known > bundle.MaxHeartbeatJump {
 			return fail(ErrHeartbeatTooFar, "this heartbeat says %s is at version >= %d, more than %d above version %d, the newest this store knows of the line; refused so that one statement cannot pin the line stale (docs/FORMAT.md §23)",
@@ -242,6 +253,16 @@ func staleReason(tx *bolt.Tx, bundleID string, installed uint64) string {
 			scopeName(scope), days(pol.MaxAgeSeconds))
 	}
 	return ""
+}
+
+// olderHeartbeat refuses hb when it is older than the kept heartbeat old
+// (a lower version or an earlier created_at): a store never goes back.
+func olderHeartbeat(hb *bundle.Heartbeat, old *heartbeatRecord) error {
+	if hb.Version < old.Version || hb.CreatedAt < old.CreatedAt {
+		return fail(ErrHeartbeatOlder, "this heartbeat (%s at version >= %d, signed %s) is older than the one already applied (version >= %d, signed %s); a store never goes back",
+			hb.BundleID, hb.Version, hb.CreatedAt, old.Version, old.CreatedAt)
+	}
+	return nil
 }
 
 // heartbeatVouches reports whether a kept heartbeat still speaks for the

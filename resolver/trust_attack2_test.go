@@ -156,3 +156,31 @@ func TestRetirementDodgedByKeyTrustedForASecondScope(t *testing.T) {
 		t.Fatalf("k is trusted for %v after org.example retired it, want [com.acme]", scopes)
 	}
 }
+
+// TestHeartbeatFreezeByKeyBelowLineThreshold: one key, below the threshold
+// of the line's capabilities, signs a heartbeat while the line is not
+// installed (fresh site, or after rm). It is accepted (counted on the
+// bundle id alone), never vouches for the installed bundle, yet every
+// later genuine heartbeat (signed by the full threshold) is refused as
+// "older": freshness for the line is silently switched off and a stale
+// bundle keeps being served.
+func TestHeartbeatFreezeByKeyBelowLineThreshold(t *testing.T) {
+	s, example, e2, b := splitStore(t)
+	const line = "org.example.tools.translate"
+	// The attacker: e2 alone, created_at far ahead, version within the cap.
+	if _, err := s.ApplyHeartbeat(heartbeat(t, line, 1_000_000, testNow.Add(50*365*24*time.Hour), e2)); err != nil {
+		t.Logf("under-threshold heartbeat refused (safe): %v", err)
+	}
+	mustImport(t, s, b(1))
+	if err := s.SetFreshness("*", 1); err != nil {
+		t.Fatal(err)
+	}
+	// The genuine publisher, both keys: the line is at version 5.
+	res, err := s.ApplyHeartbeat(heartbeat(t, line, 5, testNow.Add(time.Hour), example, e2))
+	if err != nil {
+		t.Fatalf("a heartbeat signed by the line's full threshold is refused because of one signed by a single key below it: %v", err)
+	}
+	if res.Stale == "" {
+		t.Fatalf("installed version 1 is 4 versions behind with max 1, yet not stale: %+v", res)
+	}
+}
