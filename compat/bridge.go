@@ -88,7 +88,7 @@ func ParseBridge(data []byte) (*Bridge, error) {
 	}
 	for k := range doc {
 		if k != "bridge" && k != "input" && k != "output" {
-			return nil, malformed("unknown member %q", k)
+			return nil, malformed("unknown member %s", strictjson.QuoteName(k))
 		}
 	}
 	if v, ok := doc["bridge"]; !ok || string(v) != "1" {
@@ -145,22 +145,22 @@ func parseOp(m map[string]json.RawMessage) (BridgeOp, error) {
 	}
 	for k := range m {
 		if !contains(allowed, k) {
-			return op, errors.New("member " + quote(k) + " is not allowed for " + op.Op)
+			return op, errors.New("member " + strictjson.QuoteName(k) + " is not allowed for " + op.Op)
 		}
 	}
 	for _, k := range allowed[1:] {
 		if _, ok := m[k]; !ok {
-			return op, errors.New(op.Op + " needs " + quote(k))
+			return op, errors.New(op.Op + " needs " + strictjson.QuoteName(k))
 		}
 	}
 	ptr := func(k string) ([]string, error) {
 		var s string
 		if err := json.Unmarshal(m[k], &s); err != nil {
-			return nil, errors.New(quote(k) + " must be a string")
+			return nil, errors.New(strictjson.QuoteName(k) + " must be a string")
 		}
 		p, err := parsePointer(s)
 		if err != nil {
-			return nil, errors.New(quote(k) + ": " + err.Error())
+			return nil, errors.New(strictjson.QuoteName(k) + ": " + err.Error())
 		}
 		return p, nil
 	}
@@ -195,11 +195,6 @@ func parseOp(m map[string]json.RawMessage) (BridgeOp, error) {
 		}
 	}
 	return op, nil
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 func contains(list []string, s string) bool {
@@ -377,7 +372,7 @@ func CheckBridge(b *Bridge, input, output Schema) error {
 			if root == nil {
 				var err error
 				if root, err = loadJSON(s.target); err != nil {
-					return amp.Named(0, ErrBridgeDropsRequired, "bridge %s[%d]: the target schema %s cannot be read", s.name, i, quote(s.target.Key))
+					return amp.Named(0, ErrBridgeDropsRequired, "bridge %s[%d]: the target schema %s cannot be read", s.name, i, strictjson.QuoteName(s.target.Key))
 				}
 			}
 			if why := requiredAt(root, removed); why != "" {
@@ -446,7 +441,7 @@ func requiredAt(root any, p []string) string {
 			_, addl := m["additionalProperties"].(map[string]any)
 			_, uneval := m["unevaluatedProperties"].(map[string]any)
 			if pat || addl || uneval {
-				return "the target schema describes " + quote(p[depth]) + " only through patternProperties, additionalProperties or unevaluatedProperties, which the builder cannot prove safe"
+				return "the target schema describes " + strictjson.QuoteName(p[depth]) + " only through patternProperties, additionalProperties or unevaluatedProperties, which the builder cannot prove safe"
 			}
 			return "" // the parent is not described: nothing requires it
 		}

@@ -225,3 +225,24 @@ func TestBridgeFormatDocExample(t *testing.T) {
 		}
 	}
 }
+
+// TestBridgeErrorDoesNotEchoLongOrRawMemberName: a bridge document is
+// peer-supplied (it travels in bundles); a refused member name reaches the
+// error escaped and cut, never as 60 KiB or terminal control bytes.
+func TestBridgeErrorDoesNotEchoLongOrRawMemberName(t *testing.T) {
+	long := strings.Repeat("m", 60000)
+	tests := []struct{ name, doc string }{
+		{"long top member", `{"bridge":1,"` + long + `":1}`},
+		{"long op member", `{"bridge":1,"input":[{"op":"drop-optional","path":"/a","` + long + `":1}]}`},
+		{"control bytes", `{"bridge":1,"\u001b]0;pwned\u0007":1}`},
+	}
+	for _, tt := range tests {
+		_, err := ParseBridge([]byte(tt.doc))
+		if !errors.Is(err, ErrBridgeMalformed) {
+			t.Fatalf("%s: got %v, want %s", tt.name, err, ErrBridgeMalformed)
+		}
+		if msg := err.Error(); len(msg) > 200 || strings.ContainsAny(msg, "\x1b\x07") {
+			t.Errorf("%s: error echoes the member name raw or unbounded (%d bytes): %.120q", tt.name, len(msg), msg)
+		}
+	}
+}

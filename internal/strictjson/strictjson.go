@@ -16,9 +16,9 @@ import (
 // maxEchoedName is how many bytes of a member name an error repeats.
 const maxEchoedName = 64
 
-// quoteName returns a member name as errors show it: quoted, escaped,
-// cut to maxEchoedName bytes (at a rune boundary) with "..." when longer.
-func quoteName(name string) string {
+// QuoteName returns a member name as errors show it: quoted, escaped to
+// ASCII, cut to 64 bytes (at a rune boundary) with "..." when longer.
+func QuoteName(name string) string {
 	if len(name) <= maxEchoedName {
 		return strconv.QuoteToASCII(name)
 	}
@@ -77,7 +77,7 @@ func Check(data []byte, maxDepth int) error {
 			if top.expKey {
 				k, _ := tok.(string)
 				if top.keys[k] {
-					return fmt.Errorf("duplicate member %s", quoteName(k))
+					return fmt.Errorf("duplicate member %s", QuoteName(k))
 				}
 				top.keys[k] = true
 				top.expKey = false
@@ -111,13 +111,13 @@ func Decode(data []byte, v any, maxDepth int) error {
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &te):
-			return fmt.Errorf("member %s has the wrong type", quoteName(te.Field))
+			return fmt.Errorf("member %s has the wrong type", QuoteName(te.Field))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			name, uerr := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
 			if uerr != nil {
 				return errors.New("unknown member")
 			}
-			return errors.New("unknown member " + quoteName(name))
+			return errors.New("unknown member " + QuoteName(name))
 		default:
 			return errors.New("not valid JSON")
 		}
@@ -160,7 +160,7 @@ func exactNames(data []byte, t reflect.Type) error {
 		for name, raw := range members {
 			ft, ok := fields[name]
 			if !ok {
-				return errors.New("unknown member " + quoteName(name))
+				return errors.New("unknown member " + QuoteName(name))
 			}
 			if err := exactNames(raw, ft); err != nil {
 				return err

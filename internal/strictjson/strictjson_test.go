@@ -47,14 +47,22 @@ func TestDecodeRefusesUnknownMembers(t *testing.T) {
 	}
 }
 
-// FuzzCheck: no input panics Check or Decode.
+// FuzzCheck: no input panics Check or Decode, into a map or a struct.
 func FuzzCheck(f *testing.F) {
 	f.Add([]byte(`{"a": [1, {"b": "c"}]}`))
 	f.Add([]byte(`{"a": 1, "a": 2}`))
+	f.Add([]byte(`{"keys": [{"scopes": ["x"], "Scopes": ["*"]}], "th": {"a": 1}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_ = Check(data, 8)
 		var v map[string]any
 		_ = Decode(data, &v, 8)
+		var s struct {
+			Keys []struct {
+				Scopes []string `json:"scopes"`
+			} `json:"keys"`
+			Th map[string]int `json:"th"`
+		}
+		_ = Decode(data, &s, 8) // walks the struct along the document
 	})
 }
 
