@@ -21,14 +21,8 @@ func decodeEnvelopeTwoPass(data []byte, l Limits) (rawMessage, error) {
 		return rawMessage{}, Named(CodeInvalidMessage, "wrong_shape", "message is not a cbor map")
 	}
 	r := rawMessage{canonical: l.IsCanonical(data) && bytes.Equal(out, data)}
-	off := h.Size
-	for i := uint64(0); i < h.Arg; i++ {
-		kEnd := itemEnd(data, off)
-		vEnd := itemEnd(data, kEnd)
-		if err := r.set(data, off, kEnd, vEnd); err != nil {
-			return rawMessage{}, err
-		}
-		off = vEnd
+	if err := r.setByWalk(data, h); err != nil {
+		return rawMessage{}, err
 	}
 	return r, nil
 }

@@ -366,14 +366,8 @@ func decodeEnvelope(data []byte, l Limits) (rawMessage, error) {
 		// More pairs than envelope fields: walk them again to find the
 		// offending key (an unknown field, or a repeated one that
 		// canonicalization already refused).
-		off := h.Size
-		for i := uint64(0); i < h.Arg; i++ {
-			kEnd := itemEnd(data, off)
-			vEnd := itemEnd(data, kEnd)
-			if err := r.set(data, off, kEnd, vEnd); err != nil {
-				return rawMessage{}, err
-			}
-			off = vEnd
+		if err := r.setByWalk(data, h); err != nil {
+			return rawMessage{}, err
 		}
 		return r, nil
 	}
@@ -383,6 +377,21 @@ func decodeEnvelope(data []byte, l Limits) (rawMessage, error) {
 		}
 	}
 	return r, nil
+}
+
+// setByWalk sets the fields from the map whose head h starts data by
+// walking its pairs item by item. data must have passed the scanner.
+func (r *rawMessage) setByWalk(data []byte, h Head) error {
+	off := h.Size
+	for i := uint64(0); i < h.Arg; i++ {
+		kEnd := itemEnd(data, off)
+		vEnd := itemEnd(data, kEnd)
+		if err := r.set(data, off, kEnd, vEnd); err != nil {
+			return err
+		}
+		off = vEnd
+	}
+	return nil
 }
 
 // set checks the envelope pair whose key is data[k:v] and whose value is
