@@ -193,8 +193,14 @@ func VerifyStatement(obj *SignedObject, p *Policy, scope string) ([]TrustedKey, 
 }
 
 // coversScope reports whether the key speaks for everything under scope:
-// one of its scopes is scope or contains it ("*" only by "*").
+// one of its scopes is scope or contains it ("*" only by "*"), and no
+// Except scope overlaps it.
 func (k *TrustedKey) coversScope(scope string) bool {
+	for _, e := range k.Except {
+		if ScopesOverlap(e, scope) {
+			return false // a statement about scope reaches where the key was revoked
+		}
+	}
 	for _, s := range k.Scopes {
 		if s == "*" || scope != "*" && underScope(scope, s) {
 			return true

@@ -19,6 +19,11 @@ type TrustedKey struct {
 	// of every capability it carries and the host of every did:web
 	// document it carries each fall under one of the scopes.
 	Scopes []string
+	// Except are scopes the key counts for nowhere under, whatever Scopes
+	// say: where it was revoked (FORMAT.md §21). A key trusted for "*"
+	// after the keys of com.acme revoked it counts for everything but
+	// com.acme and the names under it.
+	Except []string
 }
 
 // KeyID returns the COSE kid of an Ed25519 public key: the UTF-8 bytes of
@@ -122,8 +127,23 @@ func underScope(name, scope string) bool {
 	return name == scope || strings.HasPrefix(name, scope+".")
 }
 
-// covers reports whether one of the key's scopes covers name.
+// excepted reports whether name lies under one of the key's Except
+// scopes.
+func (k *TrustedKey) excepted(name string) bool {
+	for _, s := range k.Except {
+		if underScope(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// covers reports whether one of the key's scopes covers name (and none of
+// its Except scopes does).
 func (k *TrustedKey) covers(name string) bool {
+	if k.excepted(name) {
+		return false
+	}
 	for _, s := range k.Scopes {
 		if underScope(name, s) {
 			return true
@@ -179,12 +199,15 @@ func DIDScopeName(did string) (string, bool) {
 
 // coversDID reports whether the key may publish a DID document for did.
 func (k *TrustedKey) coversDID(did string) bool {
+	name, ok := DIDScopeName(did)
+	if ok && k.excepted(name) || !ok && len(k.Except) > 0 {
+		return false
+	}
 	for _, s := range k.Scopes {
 		if s == "*" {
 			return true
 		}
 	}
-	name, ok := DIDScopeName(did)
 	return ok && k.covers(name)
 }
 

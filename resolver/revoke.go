@@ -45,23 +45,33 @@ func revokedBundles(tx *bolt.Tx) (map[string]bool, error) {
 	return out, err
 }
 
-// keyRevokedFor returns the scope of a revocation this store applied to
-// the key that overlaps one of scopes (a scope equal to, containing or
-// under it), and whether there is one: the key cannot be trusted for those
-// scopes. A revocation by the keys of com.acme does not stop an operator
-// from trusting the key for org.example.
-func keyRevokedFor(tx *bolt.Tx, did string, scopes []string) (string, bool) {
+// revokedScopes returns the scopes of the revocations this store applied
+// to a key (nil when none): "*" for a record unreadable or written before
+// scopes were kept.
+func revokedScopes(tx *bolt.Tx, did string) []string {
 	raw := bucket(tx, bRevoked).Get(revokedKeyKey(did))
 	if raw == nil {
-		return "", false
+		return nil
 	}
 	var r revokedRecord
 	if decode(raw, &r) != nil || len(r.Scopes) == 0 {
-		return "*", true // unreadable or from before scopes were kept: everywhere
+		return []string{"*"}
 	}
-	for _, rs := range r.Scopes {
+	return r.Scopes
+}
+
+// keyRevokedFor returns the scope of a revocation this store applied to
+// the key that one of scopes lies under (equals it or is narrower), and
+// whether there is one: the key cannot be trusted for those scopes. A
+// revocation by the keys of com.acme does not stop an operator from
+// trusting the key for org.example, nor for a broader scope such as "*":
+// there the key counts for everything but what it was revoked for
+// (bundle.TrustedKey.Except, set by policyTx), so one scope's keys cannot
+// block a key for scopes beyond their authority.
+func keyRevokedFor(tx *bolt.Tx, did string, scopes []string) (string, bool) {
+	for _, rs := range revokedScopes(tx, did) {
 		for _, sc := range scopes {
-			if bundle.ScopesOverlap(rs, sc) {
+			if bundle.ScopesUnder([]string{sc}, rs) {
 				return rs, true
 			}
 		}
@@ -107,7 +117,7 @@ func thresholdPolicy(tx *bolt.Tx) *bundle.Policy {
 }
 
 // policyTx returns the store's trust policy (keys and thresholds) as seen
-// inside tx.
+// inside tx; a key revoked for some scopes counts nowhere under them.
 func policyTx(tx *bolt.Tx) (*bundle.Policy, error) {
 	p := thresholdPolicy(tx)
 	err := bucket(tx, bTrust).ForEach(func(_, v []byte) error {
@@ -115,7 +125,7 @@ func policyTx(tx *bolt.Tx) (*bundle.Policy, error) {
 		if err := decode(v, &r); err != nil {
 			return err
 		}
-		p.Keys = append(p.Keys, bundle.TrustedKey{Name: r.Name, Key: r.Key, Scopes: r.Scopes})
+		p.Keys = append(p.Keys, bundle.TrustedKey{Name: r.Name, Key: r.Key, Scopes: r.Scopes, Except: revokedScopes(tx, amp.DIDKey(r.Key))})
 		return nil
 	})
 	return p, err

@@ -194,21 +194,19 @@ func (s *Store) TrustList() ([]TrustKey, error) {
 	return out, nil
 }
 
-// policy returns the bundle trust policy of the store.
+// policy returns the bundle trust policy of the store (policyTx).
 func (s *Store) policy() (*bundle.Policy, error) {
-	keys, err := s.TrustList()
+	var p *bundle.Policy
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		p, err = policyTx(tx)
+		return err
+	})
 	if err != nil {
-		return nil, err
+		return nil, amp.AsError(wrapTx(err))
 	}
-	if len(keys) == 0 {
+	if len(p.Keys) == 0 {
 		return nil, amp.Named(0, bundle.ErrUntrustedKey, "the store trusts no publisher key yet (ampbundle trust add)")
-	}
-	p := &bundle.Policy{}
-	if p.Thresholds, err = s.TrustThresholds(); err != nil {
-		return nil, err
-	}
-	for _, k := range keys {
-		p.Keys = append(p.Keys, bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes})
 	}
 	return p, nil
 }

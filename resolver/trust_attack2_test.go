@@ -184,3 +184,71 @@ func TestHeartbeatFreezeByKeyBelowLineThreshold(t *testing.T) {
 		t.Fatalf("installed version 1 is 4 versions behind with max 1, yet not stale: %+v", res)
 	}
 }
+
+// TestPreRevocationByLeafKeyBlocksRootKey: item 6 of the earlier review,
+// still open for parent scopes: one key trusted only for com.acme
+// pre-revokes a key nobody trusts yet; the operator can then never trust
+// that key for "*" (nor a rotation of "*" add it), since "*" overlaps
+// every scope, and revocations cannot be undone.
+func TestPreRevocationByLeafKeyBlocksRootKey(t *testing.T) {
+	s := newStore(t) // example (org.example), acme (com.acme)
+	root := testKeyN(91)
+	if _, err := s.ApplyRevocation(revocation(t, "com.acme", []string{didOfPriv(root)}, nil, sampleKey(t, "acme-publisher"))); err != nil {
+		t.Logf("pre-revocation refused (safe): %v", err)
+	}
+	if err := s.TrustAdd("root", pub(root), []string{"*"}); err != nil {
+		t.Fatalf("one com.acme key blocked the operator from trusting a new root key for *: %v", err)
+	}
+}
+
+// TestRevokedKeyTrustedBroaderCountsNowhereItWasRevoked: once com.acme's
+// keys have revoked k, trusting k for "*" (allowed, so that a leaf scope
+// cannot block a root key) does not let k count for com.acme's names, for
+// a DID of its domain, or for a statement reaching com.acme.
+func TestRevokedKeyTrustedBroaderCountsNowhereItWasRevoked(t *testing.T) {
+	s := newStore(t) // example (org.example), acme (com.acme)
+	k := testKeyN(91)
+	if _, err := s.ApplyRevocation(revocation(t, "com.acme", []string{didOfPriv(k)}, nil, sampleKey(t, "acme-publisher"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TrustAdd("root", pub(k), []string{"*"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root bundle.TrustedKey
+	for _, tk := range p.Keys {
+		if tk.Name == "root" {
+			root = tk
+		}
+	}
+	tests := []struct {
+		bundleID string
+		counts   bool
+	}{
+		{"com.acme.tools", false},
+		{"com.acme", false},
+		{"org.example.tools", true},
+		{"com.acmex.tools", true},
+	}
+	for _, tt := range tests {
+		if got := bundle.KeyCoversManifest(root, &bundle.Manifest{BundleID: tt.bundleID}); got != tt.counts {
+			t.Errorf("%s: root key counts = %v, want %v", tt.bundleID, got, tt.counts)
+		}
+	}
+	if err := bundle.VerifyDIDFor(p, []bundle.TrustedKey{root}, "dids/tools.json", "did:web:tools.acme.com"); err == nil {
+		t.Error("the root key vouches alone for a did:web of com.acme, where it was revoked")
+	}
+	if err := bundle.VerifyDIDFor(p, []bundle.TrustedKey{root}, "dids/tools.json", "did:web:tools.example.org"); err != nil {
+		t.Errorf("the root key does not vouch for a did:web of org.example: %v", err)
+	}
+	if bundle.KeyCoversScope(root.Scopes, "*") && len(root.Except) == 0 {
+		t.Fatalf("the policy does not carry the revocation of root for com.acme: %+v", root)
+	}
+	// A statement about * reaches com.acme: root cannot sign it alone.
+	if _, err := s.ApplyRevocation(revocation(t, "*", []string{didOfPriv(testKeyN(92))}, nil, k)); err == nil {
+		t.Fatal("a key revoked for com.acme signed a statement about * alone")
+	}
+}
