@@ -267,7 +267,13 @@ func remainingSigners(p *bundle.Policy, r *bundleRecord, gone map[string]bool) *
 // within, when not "", limits that second rule to bundles whose bundle id
 // and namespaces all lie under the scope within. reason says why. It
 // returns them as "bundle_id@version", sorted.
-func failClosed(tx *bolt.Tx, gone map[string]bool, versions map[bundle.BundleVersion]bool, within, reason string) ([]string, error) {
+//
+// narrowed are did:keys the statement left trusted for scopes disjoint
+// from within (withdrawScope): every bundle they signed, under within or
+// not, is recounted as the store now trusts them (a bundle with a name
+// under within no longer counts them), since a key that lost part of its
+// trust may have been what a bundle spanning two scopes needed.
+func failClosed(tx *bolt.Tx, gone, narrowed map[string]bool, versions map[bundle.BundleVersion]bool, within, reason string) ([]string, error) {
 	policy, err := policyTx(tx)
 	if err != nil {
 		return nil, err
@@ -285,7 +291,7 @@ func failClosed(tx *bolt.Tx, gone map[string]bool, versions map[bundle.BundleVer
 		why := ""
 		if versions[bundle.BundleVersion{BundleID: r.BundleID, Version: r.Version}] {
 			why = "this version is revoked"
-		} else if len(gone) > 0 {
+		} else if len(gone) > 0 || len(narrowed) > 0 {
 			obj, err := bundle.DecodeObject(r.Signed, bundle.MediaTypeManifest)
 			var m *bundle.Manifest
 			if err == nil {
@@ -294,13 +300,18 @@ func failClosed(tx *bolt.Tx, gone map[string]bool, versions map[bundle.BundleVer
 			switch {
 			case err != nil:
 				why = "its signed manifest is unreadable" // cannot tell who signed it: fail closed
-			case !signedBy(obj, gone), within != "" && !bundle.ManifestUnder(m, within):
-				return nil
-			default:
+			case signedBy(obj, gone) && (within == "" || bundle.ManifestUnder(m, within)):
 				if err := vouchFor(tx, obj, remainingSigners(policy, &r, gone), m, r.BundleID); err == nil {
 					return nil
 				}
 				why = reason
+			case signedBy(obj, narrowed):
+				if err := vouchFor(tx, obj, remainingSigners(policy, &r, nil), m, r.BundleID); err == nil {
+					return nil
+				}
+				why = reason
+			default:
+				return nil
 			}
 		}
 		if why == "" {
@@ -455,14 +466,16 @@ func (s *Store) ApplyRevocation(data []byte) (_ *RevokeResult, err error) {
 			}
 		}
 		sort.Strings(res.RemovedTrust)
+		narrowedKeys := map[string]bool{}
 		for _, r := range narrowed {
+			narrowedKeys[amp.DIDKey(r.Key)] = true
 			res.NarrowedTrust = append(res.NarrowedTrust, r.Name)
 			if err := tb.Put([]byte(r.Name), encode(r)); err != nil {
 				return err
 			}
 		}
 		sort.Strings(res.NarrowedTrust)
-		failed, err := failClosed(tx, goneKeys, versions, rev.Scope, "a signer's key is revoked and the signers still trusted are fewer than the threshold")
+		failed, err := failClosed(tx, goneKeys, narrowedKeys, versions, rev.Scope, "a signer's key is revoked and the signers still trusted are fewer than the threshold")
 		if err != nil {
 			return err
 		}
@@ -534,7 +547,7 @@ func (s *Store) TrustRemoveFailClosed(name string) ([]string, error) {
 			return err
 		}
 		var err error
-		failed, err = failClosed(tx, map[string]bool{amp.DIDKey(r.Key): true}, nil, "", "its signer "+name+" is no longer trusted (trust rm --fail-closed)")
+		failed, err = failClosed(tx, map[string]bool{amp.DIDKey(r.Key): true}, nil, nil, "", "its signer "+name+" is no longer trusted (trust rm --fail-closed)")
 		if err != nil {
 			return err
 		}

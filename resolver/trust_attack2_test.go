@@ -252,3 +252,26 @@ func TestRevokedKeyTrustedBroaderCountsNowhereItWasRevoked(t *testing.T) {
 		t.Fatal("a key revoked for com.acme signed a statement about * alone")
 	}
 }
+
+// TestNarrowedKeyStillVouchesForBundleSpanningTwoScopes: when org.example
+// revokes a key also trusted for com.acme (it stays trusted there), a
+// bundle it signed alone whose id lies in com.acme and whose namespace lies
+// in org.example no longer has a signer trusted for all its names: it must
+// fail closed, though it is not wholly under the statement's scope.
+func TestNarrowedKeyStillVouchesForBundleSpanningTwoScopes(t *testing.T) {
+	s := newStore(t) // example (org.example), acme (com.acme)
+	k := testKeyN(81)
+	if err := s.TrustAdd("k", pub(k), []string{"com.acme", "org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	mustImport(t, s, cosignedDraft(t, 1, func(d *bundle.Draft) { d.BundleID = "com.acme.translate" }, k))
+	res, err := s.ApplyRevocation(revocation(t, "org.example", []string{didOfPriv(k)}, nil, sampleKey(t, "example-publisher")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.NarrowedTrust) != 1 || len(res.FailedClosed) != 1 || res.FailedClosed[0] != "com.acme.translate@1" {
+		t.Fatalf("k lost its trust for org.example, yet the bundle it alone vouched for (namespace org.example.translate) stays served: %+v", res)
+	}
+	_, err = s.Resolve(descriptorRef(t, s))
+	expect5002(t, err, ErrBundleRevoked)
+}
