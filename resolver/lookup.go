@@ -29,6 +29,9 @@ type Catalog struct {
 	ByName map[string][]Entry
 	// Aliases maps legacy types to canonical names.
 	Aliases map[string]string
+	// validUntil is the earliest expiry of the bundles it offers (zero
+	// when none expires): the clock moves without the generation.
+	validUntil time.Time
 }
 
 // Versions returns the versions of name, ascending.
@@ -63,11 +66,14 @@ type catalogCache struct {
 }
 
 // Catalog returns the snapshot of the current generation, rebuilding it
-// when the generation changed.
+// when the generation changed or a bundle it offers has expired since.
+// Revoked, stale and expired bundles (unless Options.AllowExpired) offer
+// nothing: their every use fails 5002.
 func (s *Store) Catalog() (*Catalog, error) {
 	s.catalog.mu.Lock()
 	defer s.catalog.mu.Unlock()
-	if c := s.catalog.cur; c != nil && c.Generation == s.gen.Load() {
+	if c := s.catalog.cur; c != nil && c.Generation == s.gen.Load() &&
+		(c.validUntil.IsZero() || s.opts.AllowExpired || s.opts.Now().Before(c.validUntil)) {
 		return c, nil
 	}
 	c := &Catalog{ByName: map[string][]Entry{}, Aliases: map[string]string{}}
@@ -82,12 +88,33 @@ func (s *Store) Catalog() (*Catalog, error) {
 		if err != nil {
 			return err
 		}
+		// Nor an expired one's (5002 bundle_expired at every use).
+		expired := map[string]bool{}
+		if !s.opts.AllowExpired {
+			if err := bucket(tx, bBundles).ForEach(func(_, v []byte) error {
+				var r bundleRecord
+				if err := decode(v, &r); err != nil {
+					return err
+				}
+				exp, ok := expiry(r)
+				switch {
+				case !ok:
+				case s.expiredAt(tx, &r, exp):
+					expired[r.BundleID] = true
+				case c.validUntil.IsZero() || exp.Before(c.validUntil):
+					c.validUntil = exp
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
 		if err := bucket(tx, bDescriptors).ForEach(func(_, v []byte) error {
 			var dr descRecord
 			if err := decode(v, &dr); err != nil {
 				return err
 			}
-			if revoked[dr.BundleID] || stale[dr.BundleID] != "" {
+			if revoked[dr.BundleID] || stale[dr.BundleID] != "" || expired[dr.BundleID] {
 				return nil
 			}
 			d, err := capability.DecodeDescriptor(dr.Descriptor)

@@ -275,3 +275,28 @@ func TestNarrowedKeyStillVouchesForBundleSpanningTwoScopes(t *testing.T) {
 	_, err = s.Resolve(descriptorRef(t, s))
 	expect5002(t, err, ErrBundleRevoked)
 }
+
+// TestExpiredBundleOfferedByCatalog: the catalog (what CAP_QUERY offers)
+// is cached per store generation; once a bundle expires by the clock, with
+// no store change, it must stop offering the bundle's capabilities, as
+// Resolve stops serving them (unless the store allows expired bundles).
+func TestExpiredBundleOfferedByCatalog(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		clock := testNow
+		s := newStore(t, func(o *Options) { o.Now = func() time.Time { return clock }; o.AllowExpired = allow })
+		exp := testNow.Add(time.Hour)
+		mustImport(t, s, cosignedDraft(t, 1, func(d *bundle.Draft) { d.ExpiresAt = &exp }, sampleKey(t, "example-publisher")))
+		c, err := s.Catalog()
+		if err != nil || len(c.Names) == 0 {
+			t.Fatalf("allow=%v: before expiry the catalog offers nothing: %v", allow, err)
+		}
+		clock = testNow.Add(2 * time.Hour)
+		c, err = s.Catalog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if offered := len(c.Names) > 0; offered != allow {
+			t.Fatalf("allow expired=%v: after expiry the catalog offers %v", allow, c.Names)
+		}
+	}
+}
