@@ -50,13 +50,9 @@ installed bundle too many versions behind fails closed (5002 bundle_stale).`,
 			if err != nil {
 				return err
 			}
-			created := env.Now().UTC().Truncate(time.Second)
-			if c.IsSet("created") {
-				t, err := time.Parse(time.RFC3339, c.String("created"))
-				if err != nil {
-					return cliutil.Usagef("--created must be an RFC 3339 time such as 2026-11-22T10:00:00Z")
-				}
-				created = t.UTC().Truncate(time.Second)
+			created, err := statementCreated(c, env)
+			if err != nil {
+				return err
 			}
 			h := &bundle.Heartbeat{Format: bundle.HeartbeatFormat, BundleID: c.String("bundle-id"), Version: version, CreatedAt: created.Format(time.RFC3339)}
 			data, err := bundle.SignHeartbeat(h, keys)

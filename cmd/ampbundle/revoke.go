@@ -54,13 +54,9 @@ at their next use (5002 bundle_revoked) and are listed by ls and check.`,
 			if err != nil {
 				return err
 			}
-			created := env.Now().UTC().Truncate(time.Second)
-			if c.IsSet("created") {
-				t, err := time.Parse(time.RFC3339, c.String("created"))
-				if err != nil {
-					return cliutil.Usagef("--created must be an RFC 3339 time such as 2026-11-22T10:00:00Z")
-				}
-				created = t.UTC().Truncate(time.Second)
+			created, err := statementCreated(c, env)
+			if err != nil {
+				return err
 			}
 			r := &bundle.Revocation{Format: bundle.RevocationFormat, Scope: strings.TrimSuffix(c.String("scope"), "."), CreatedAt: created.Format(time.RFC3339)}
 			for _, k := range c.StringSlice("revoke-key") {
@@ -165,13 +161,9 @@ imports them in order.`,
 			if err != nil {
 				return err
 			}
-			created := env.Now().UTC().Truncate(time.Second)
-			if c.IsSet("created") {
-				t, err := time.Parse(time.RFC3339, c.String("created"))
-				if err != nil {
-					return cliutil.Usagef("--created must be an RFC 3339 time such as 2026-11-22T10:00:00Z")
-				}
-				created = t.UTC().Truncate(time.Second)
+			created, err := statementCreated(c, env)
+			if err != nil {
+				return err
 			}
 			r := &bundle.Rotation{Format: bundle.RotationFormat, Scope: strings.TrimSuffix(c.String("scope"), "."), Sequence: 1,
 				Prev: make([]byte, 32), CreatedAt: created.Format(time.RFC3339), Threshold: uint64(max(c.Int("threshold"), 0))}
@@ -230,4 +222,18 @@ imports them in order.`,
 func sha256Sum(b []byte) []byte {
 	s := sha256.Sum256(b)
 	return s[:]
+}
+
+// statementCreated is a statement's created_at: --created (RFC 3339), else
+// now; truncated to the second, in UTC. Shared by revoke, rotate and
+// heartbeat.
+func statementCreated(c *cli.Context, env *cliutil.Env) (time.Time, error) {
+	if !c.IsSet("created") {
+		return env.Now().UTC().Truncate(time.Second), nil
+	}
+	t, err := time.Parse(time.RFC3339, c.String("created"))
+	if err != nil {
+		return time.Time{}, cliutil.Usagef("--created must be an RFC 3339 time such as 2026-11-22T10:00:00Z")
+	}
+	return t.UTC().Truncate(time.Second), nil
 }
