@@ -76,7 +76,8 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 		}
 		return nil, amp.Named(amp.CodeUnavailable, ErrLedgerIO, "cannot open the ledger file").WithCause(err)
 	}
-	s := &BoltStore{db: db, acct: newAccounts(opts.Limits), now: opts.Now, gc: newGroupCommit[*boltOp]()}
+	s := &BoltStore{db: db, acct: newAccounts(opts.Limits), now: opts.Now}
+	s.gc = newGroupCommit(func(q []*boltOp) int { return min(len(q), maxGroup) }, s.run)
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bMeta)
 		if err != nil {
@@ -308,6 +309,9 @@ func (s *BoltStore) SetPrincipal(principal func(sender string) string) {
 	s.acct.setPrincipal(principal)
 }
 
+// setActive implements activeSetter.
+func (s *BoltStore) setActive(active func() int) { s.gc.active = active }
+
 // FileSize returns the size of the ledger file in bytes.
 func (s *BoltStore) FileSize() int64 {
 	var n int64
@@ -338,10 +342,13 @@ const (
 // alone, so that one failure fails only itself.
 func (s *BoltStore) commit(fn func(*bolt.Tx) error) error {
 	op := &boltOp{fn: fn}
-	s.gc.do(op, func(q []*boltOp) int { return min(len(q), maxGroup) }, s.run)
+	if !s.gc.do(op) {
+		return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the idempotency ledger is closed")
+	}
 	return op.err
 }
 
+// run commits batch in one transaction.
 func (s *BoltStore) run(batch []*boltOp) {
 	s.commits.Add(1)
 	now := s.now()

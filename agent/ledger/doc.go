@@ -81,11 +81,15 @@
 //
 // # Durability
 //
-// Both durable stores commit in groups: the first writer to find no
-// commit running writes everything queued and makes it durable (the log:
-// one write and one fdatasync per group; bbolt: one transaction, two
-// fdatasyncs), the others wait and form the next group. No writer is
-// answered before its group is durable. The log's records are checksummed
+// Both durable stores commit in groups: a writer that finds no commit
+// running writes everything queued and makes it durable (the log: one
+// write and one fdatasync per group, over zeros reserved ahead so that
+// the file's length need not be synced; bbolt: one transaction, two
+// fdatasyncs), the others wait and form the next group. Under load a
+// group gathers: it waits (at most 2 ms) until all the writers the Ledger
+// expects soon are queued but a few per processor, which keep the
+// processors busy while it syncs; with few writers it starts at once. No
+// writer is answered before its group is durable. The log's records are checksummed
 // per group; a torn last group (a crash during its write) is truncated on
 // open, damage before an intact group fails the open (ErrLedgerCorrupt).
 // The formats are specified in docs/FORMAT.md.

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -119,6 +120,10 @@ type Ledger struct {
 	store Store
 	opts  Options
 
+	// open counts the tickets out, inHandler those between a successful
+	// Running and their Finish (active).
+	open, inHandler atomic.Int64
+
 	mu        sync.Mutex
 	claimed   map[Key]chan struct{}
 	volatile  volatileCache
@@ -139,9 +144,23 @@ func New(store Store, opts Options) (*Ledger, error) {
 	if opts.VolatileEntries <= 0 {
 		opts.VolatileEntries = 1 << 16
 	}
-	return &Ledger{store: store, opts: opts, claimed: map[Key]chan struct{}{},
-		volatile: newVolatileCache(opts.VolatileBytes, opts.VolatileEntries)}, nil
+	l := &Ledger{store: store, opts: opts, claimed: map[Key]chan struct{}{},
+		volatile: newVolatileCache(opts.VolatileBytes, opts.VolatileEntries)}
+	if a, ok := store.(activeSetter); ok {
+		a.setActive(l.active)
+	}
+	return l, nil
 }
+
+// activeSetter is a store that gathers its writes into groups
+// (groupCommit): active reports how many writers it may expect soon.
+type activeSetter interface {
+	setActive(active func() int)
+}
+
+// active is how many tickets may write soon: those claimed, less those
+// whose handler runs (after Running, before Finish; it may run long).
+func (l *Ledger) active() int { return int(l.open.Load() - l.inHandler.Load()) }
 
 // PrincipalStore is a Store whose per-caller quota can be charged to
 // principals instead of senders (BoltStore, WALStore and MemoryStore
@@ -214,8 +233,10 @@ func (l *Ledger) Start(sender string, id [16]byte, expires time.Time) (Start, er
 		l.release(k, c)
 		return Start{State: Done, Reply: rec.Reply}, nil
 	case ok:
+		l.open.Add(1)
 		return Start{State: Lost, Ticket: &Ticket{l: l, k: k, c: c, expires: rec.Expires, running: true}}, nil
 	}
+	l.open.Add(1)
 	return Start{State: Fresh, Ticket: &Ticket{l: l, k: k, c: c, expires: expires}}, nil
 }
 
@@ -243,12 +264,20 @@ func (l *Ledger) Close() error { return l.store.Close() }
 // Ticket is the claim of one caller on one key: exactly one of Finish or
 // Abandon ends it.
 type Ticket struct {
-	l       *Ledger
-	k       Key
-	c       chan struct{}
-	expires time.Time
-	running bool
-	ended   bool
+	l         *Ledger
+	k         Key
+	c         chan struct{}
+	expires   time.Time
+	running   bool
+	inHandler bool // counted in Ledger.inHandler
+	ended     bool
+}
+
+func (t *Ticket) leaveHandler() {
+	if t.inHandler {
+		t.inHandler = false
+		t.l.inHandler.Add(-1)
+	}
 }
 
 // Extend moves the ticket's expiry to expires when that is later (never
@@ -274,7 +303,8 @@ func (t *Ticket) Running() error {
 	if err := t.l.store.MarkRunning(t.k, t.expires); err != nil {
 		return err
 	}
-	t.running = true
+	t.running, t.inHandler = true, true
+	t.l.inHandler.Add(1)
 	return nil
 }
 
@@ -287,6 +317,7 @@ func (t *Ticket) Finish(reply []byte) error {
 		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger ticket already ended")
 	}
 	reply = append([]byte{}, reply...) // non-nil: nil means running
+	t.leaveHandler()
 	if t.running {
 		err := t.l.store.Finish(t.k, reply)
 		if amp.NameOf(err) == ErrTicketUsed {
@@ -328,6 +359,8 @@ func (t *Ticket) Durable() bool { return t.running }
 
 func (t *Ticket) end() {
 	t.ended = true
+	t.leaveHandler()
+	t.l.open.Add(-1)
 	t.l.release(t.k, t.c)
 }
 

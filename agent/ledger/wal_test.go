@@ -33,9 +33,10 @@ func openTestWAL(t *testing.T, path string, c *clock, opts WALOptions) *WALStore
 // walHistory is a log written one operation (one group) at a time, with
 // what had been acknowledged when the file had each size.
 type walHistory struct {
-	data  []byte
-	marks []walMark
-	keys  int
+	data    []byte // the log
+	reserve int    // the zeros the writer left after it
+	marks   []walMark
+	keys    int
 }
 
 type walMark struct {
@@ -83,13 +84,18 @@ func writeHistory(t *testing.T, c *clock) walHistory {
 		h.marks = append(h.marks, cur)
 	}
 	s.Close()
-	var err error
-	if h.data, err = os.ReadFile(path); err != nil {
+	file, err := os.ReadFile(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if int64(len(h.data)) != cur.size {
-		t.Fatalf("file of %d bytes, store says %d", len(h.data), cur.size)
+	// The log, then the writer's reserve: zeros only.
+	if int64(len(file)) < cur.size || int64(len(file)) > cur.size+walReserve+walGroupHeader+int64(len(replyFor(4)))+200 {
+		t.Fatalf("file of %d bytes, store says %d", len(file), cur.size)
 	}
+	if bytes.ContainsFunc(file[cur.size:], func(r rune) bool { return r != 0 }) {
+		t.Fatal("the bytes after the log are not zeros")
+	}
+	h.data, h.reserve = file[:cur.size], len(file)-int(cur.size)
 	return h
 }
 
@@ -136,11 +142,13 @@ func checkRecovered(t *testing.T, c *clock, path string, m walMark, keys int) {
 }
 
 // TestWALCrashAtAnyByteKeepsWhatWasAcknowledged: a process killed while
-// it appends leaves any prefix of the log on disk. Reopened at every
-// byte (group boundaries and mid-record alike), the log recovers exactly
-// what was acknowledged before the cut: replies replay byte for byte, a
-// Running whose reply was not recorded is Lost (outcome unknown, never a
-// second run), and the torn tail is truncated, not misread.
+// it appends leaves any prefix of the log on disk, followed by the zeros
+// the writer reserved (or by nothing, when it died before reserving).
+// Reopened at every byte (group boundaries and mid-record alike), the log
+// recovers exactly what was acknowledged before the cut: replies replay
+// byte for byte, a Running whose reply was not recorded is Lost (outcome
+// unknown, never a second run), and the torn tail is truncated, not
+// misread.
 func TestWALCrashAtAnyByteKeepsWhatWasAcknowledged(t *testing.T) {
 	c := newClock()
 	h := writeHistory(t, c)
@@ -152,12 +160,25 @@ func TestWALCrashAtAnyByteKeepsWhatWasAcknowledged(t *testing.T) {
 				m = mk
 			}
 		}
-		if err := os.WriteFile(path, h.data[:cut], 0o600); err != nil {
-			t.Fatal(err)
-		}
-		t.Run(strconv.Itoa(cut), func(t *testing.T) { checkRecovered(t, c, path, m, h.keys) })
-		if t.Failed() {
-			return
+		for _, zeros := range []int{0, 8 << 10} {
+			if err := os.WriteFile(path, append(bytes.Clone(h.data[:cut]), make([]byte, zeros)...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			want := m
+			if zeros > 0 {
+				// The reserve's zeros complete a group whose missing bytes
+				// were zeros: it is on disk whole, and recovered (as after a
+				// crash between its write and its sync's return).
+				for _, mk := range h.marks {
+					if mk.size > int64(cut) && !bytes.ContainsFunc(h.data[cut:mk.size], func(r rune) bool { return r != 0 }) {
+						want = mk
+					}
+				}
+			}
+			t.Run(strconv.Itoa(cut)+"+"+strconv.Itoa(zeros), func(t *testing.T) { checkRecovered(t, c, path, want, h.keys) })
+			if t.Failed() {
+				return
+			}
 		}
 	}
 }
@@ -183,6 +204,7 @@ func TestWALDamageIsTornTailOrRefused(t *testing.T) {
 		want    walMark
 	}{
 		{"zeros after the last group", append(bytes.Clone(h.data), make([]byte, 4096)...), false, last},
+		{"the writer's whole reserve after the last group", append(bytes.Clone(h.data), make([]byte, h.reserve)...), false, last},
 		{"junk after the last group", append(bytes.Clone(h.data), []byte("\x00\x00\x00\x30junk that is no group")...), false, last},
 		{"last group's payload damaged", flip(last.size - 3), false, beforeLast},
 		{"last group's header damaged", flip(beforeLast.size + 5), false, beforeLast},
@@ -459,8 +481,9 @@ func TestWALCompactionUnderLoadKeepsEveryLiveEntry(t *testing.T) {
 // TestWALFileStaysWithinBudgetPlusSlack: a churn of many callers with
 // mixed lifetimes against a small budget: the accounted bytes never pass
 // the budget, refusals are the retryable ledger_full or
-// caller_quota_exceeded, and the file never passes Budget + Slack (+ the
-// 23-byte file header and one group header).
+// caller_quota_exceeded, the log never passes Budget + Slack (+ the
+// 23-byte file header and one group header), and the file on disk never
+// passes that plus the writer's 1 MiB reserve of zeros.
 func TestWALFileStaysWithinBudgetPlusSlack(t *testing.T) {
 	c := newClock()
 	lim := Limits{Budget: 96 << 10, PerCaller: 24 << 10}
@@ -498,7 +521,10 @@ func TestWALFileStaysWithinBudgetPlusSlack(t *testing.T) {
 			t.Fatalf("accounted %d over the budget", u.Bytes)
 		}
 		if s.FileSize() > bound {
-			t.Fatalf("op %d: file of %d bytes over %d", i, s.FileSize(), bound)
+			t.Fatalf("op %d: log of %d bytes over %d", i, s.FileSize(), bound)
+		}
+		if fi, err := os.Stat(s.path); err != nil || fi.Size() > bound+walReserve {
+			t.Fatalf("op %d: file of %d bytes over %d (%v)", i, fi.Size(), bound+walReserve, err)
 		}
 	}
 	if refused[ErrFull]+refused[ErrCallerFull] == 0 || s.compactions.Load() == 0 {

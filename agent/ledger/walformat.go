@@ -86,11 +86,13 @@ func parseWALGroupHeader(h []byte) (n uint32, seq uint64, crc uint32, err error)
 	if len(h) < walGroupHeader {
 		return 0, 0, 0, errWALHeader
 	}
-	if crc32.Checksum(h[:16], castagnoli) != binary.BigEndian.Uint32(h[16:20]) {
-		return 0, 0, 0, errWALHeader
-	}
+	// The length first: the writer's reserve of zeros is rejected without
+	// a checksum at every byte.
 	n = binary.BigEndian.Uint32(h[0:4])
 	if n < walRecordFixed+1 {
+		return 0, 0, 0, errWALHeader
+	}
+	if crc32.Checksum(h[:16], castagnoli) != binary.BigEndian.Uint32(h[16:20]) {
 		return 0, 0, 0, errWALHeader
 	}
 	return n, binary.BigEndian.Uint64(h[4:12]), binary.BigEndian.Uint32(h[12:16]), nil
