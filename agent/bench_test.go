@@ -161,6 +161,8 @@ func benchIdempotency(b *testing.B, opts ...envOption) {
 	b.SetParallelism(64 / runtime.GOMAXPROCS(0))
 	b.ReportAllocs()
 	b.ResetTimer()
+	start := cpuTime()
+	defer reportCPU(b, start)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := next.Add(1) - 1

@@ -72,7 +72,7 @@ func processCPU(b *testing.B) time.Duration {
 // docs/PERFORMANCE.md.
 func BenchmarkTransports(b *testing.B) {
 	setup := func(b *testing.B) *env {
-		return newEnv(b, withHandler("org.agentries.code-review:2.1.0", noop), withMemoryLedger())
+		return newEnv(b, withHandler("org.agentries.code-review:2.1.0", noop), withMemoryLedger(), withConfig(func(c *Config) { c.InlineHandlers = true }))
 	}
 	b.Run("inprocess", func(b *testing.B) {
 		e := setup(b)
