@@ -66,6 +66,12 @@ type WALStore struct {
 	broken   error // a failed fdatasync: the file's state is unknown
 
 	gc *groupCommit[*walOp]
+	// scratch holds the leader's reused buffers.
+	scratch struct {
+		group  []byte
+		at     []int
+		writes []*walOp
+	}
 
 	groups, compactions atomic.Int64
 }
@@ -459,7 +465,7 @@ func (s *WALStore) run(batch []*walOp) {
 	}
 	s.reclaim(now, reclaimPerOp*len(batch))
 	s.idx.Unlock()
-	var writes []*walOp
+	writes := s.scratch.writes[:0]
 	payload, grow := 0, int64(0)
 	for _, o := range batch {
 		if o.kind == opSweep {
@@ -483,8 +489,18 @@ func (s *WALStore) run(batch []*walOp) {
 			return
 		}
 	}
-	g := make([]byte, walGroupHeader, walGroupHeader+payload)
-	at := make([]int, len(writes))
+	// The group's bytes, record offsets and ops are built in buffers the
+	// leader reuses (one group at a time); a group's reply bytes are read
+	// back from the file, never from the buffer.
+	g := append(s.scratch.group[:0], make([]byte, walGroupHeader)...)
+	at := append(s.scratch.at[:0], make([]int, len(writes))...)
+	defer func() {
+		if cap(g) <= maxGroupBytes+walGroupHeader {
+			s.scratch.group = g[:0]
+		}
+		clear(writes)
+		s.scratch.writes, s.scratch.at = writes[:0], at[:0]
+	}()
 	for i, o := range writes {
 		g, at[i] = appendWALRecord(g, o.kind, o.k, o.expires, o.reply)
 	}
