@@ -499,9 +499,9 @@ func (a *Agent) answerLost(ctx context.Context, m *amp.Message, t *ledger.Ticket
 		return nil, err
 	}
 	if err := a.finish(t, reply); err != nil {
-		a.log.Error("cannot record a reply in the ledger", "err", err, "from", m.From, "id", m.ID.String())
+		// Nothing ran here; the answer is true whether recorded or not.
+		a.log.Error("outcome-unknown reply sent but not recorded in the ledger", "err", err, "from", m.From, "id", m.ID.String())
 		t.Abandon()
-		return nil, unavailable()
 	}
 	return reply, nil
 }
@@ -572,8 +572,17 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 		}
 	}
 	if err != nil {
-		a.log.Error("cannot record a reply in the ledger", "err", err, "from", sender, "id", m.ID.String())
 		t.Abandon()
+		if t.Durable() {
+			// The handler ran: its outcome is sent although the ledger
+			// could not record it (a failed disk; the log refuses every
+			// write until the agent restarts). A retry is answered from
+			// the running entry: "outcome unknown", never a second run.
+			// Answering 5002 instead would lose an outcome that exists.
+			a.log.Error("reply sent but not recorded in the ledger: a retry gets outcome_unknown", "err", err, "from", sender, "id", m.ID.String())
+			return reply, nil
+		}
+		a.log.Error("cannot record a reply in the ledger", "err", err, "from", sender, "id", m.ID.String())
 		return nil, unavailable()
 	}
 	return reply, nil

@@ -334,3 +334,54 @@ func TestBatchStopsStartingItemsAtItsDeadline(t *testing.T) {
 		t.Fatalf("item 3 sent alone: %+v after %d runs", res, runs.Load())
 	}
 }
+
+// failingFinishStore is a durable store whose disk fails after Running:
+// every Finish returns ledger_unavailable.
+type failingFinishStore struct {
+	*ledger.MemoryStore
+	finishes atomic.Int64
+}
+
+func (s *failingFinishStore) Finish(k ledger.Key, reply []byte) error {
+	s.finishes.Add(1)
+	return amp.Named(amp.CodeUnavailable, ledger.ErrLedgerIO, "disk failed")
+}
+
+// TestLedgerFailureAfterTheHandlerRanStillSendsItsResult: the disk fails
+// between Running and Finish (threat: an outcome that exists is lost, the
+// caller is told to retry, and the retry can only say "outcome unknown").
+// The handler's own CAP_RESULT is sent, signed; a retry of the same
+// message does not run the handler again and is answered "outcome
+// unknown" (a CAP_RESULT), also when that answer cannot be recorded.
+func TestLedgerFailureAfterTheHandlerRanStillSendsItsResult(t *testing.T) {
+	const id = "org.agentries.code-review:2.1.0"
+	store := &failingFinishStore{MemoryStore: ledger.NewMemory(ledger.Limits{})}
+	var runs atomic.Int64
+	e := newEnv(t, withHandler(id, func(ctx context.Context, p any) (any, error) {
+		runs.Add(1)
+		return map[string]any{"issues": []any{}, "version": "ran once"}, nil
+	}), withConfig(func(c *Config) {
+		l, err := ledger.New(store, ledger.Options{Now: time.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Ledger = l
+	}))
+	_, msg := e.seal(e.caller, amp.TypeCapInvoke, invokeBody(t, id, goodParams))
+	raw, err := e.agent.Handle(context.Background(), msg)
+	if err != nil {
+		t.Fatalf("the handler ran, but the caller got %v", err)
+	}
+	res := resultOf(t, e.receive(e.caller, raw))
+	if res.Status != capability.StatusSuccess || runs.Load() != 1 || store.finishes.Load() == 0 {
+		t.Fatalf("result %+v after %d runs and %d Finish attempts", res, runs.Load(), store.finishes.Load())
+	}
+	raw, err = e.agent.Handle(context.Background(), msg)
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	res = resultOf(t, e.receive(e.caller, raw))
+	if res.Status == capability.StatusSuccess || res.Error == nil || res.Error.Name != "outcome_unknown" || runs.Load() != 1 {
+		t.Fatalf("retry answered %+v after %d runs", res, runs.Load())
+	}
+}
