@@ -163,6 +163,10 @@ func benchIdempotency(b *testing.B, opts ...envOption) {
 	b.ResetTimer()
 	start := cpuTime()
 	defer reportCPU(b, start)
+	if w, ok := e.agent.Ledger().Store().(*ledger.WALStore); ok {
+		groups := w.Groups()
+		defer func() { b.ReportMetric(float64(w.Groups()-groups)/float64(b.N), "groups/op") }()
+	}
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := next.Add(1) - 1

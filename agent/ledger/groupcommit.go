@@ -7,11 +7,15 @@ import (
 )
 
 // Gathering (see groupCommit): a durable write waits at most maxGather
-// for others to join its group, and a group does not wait while fewer
-// than computing writers per processor would be left running.
+// for others to join its group, and a group does not wait for the last
+// computing writers per processor: they keep the processors busy while
+// it syncs. Four cover about two fdatasyncs of the work a writer does
+// between two durable writes on the 2-core machine of
+// docs/PERFORMANCE.md (P6: 2 per processor gathered cohorts, 3 to 5
+// measured alike within the noise).
 const (
 	maxGather = 2 * time.Millisecond
-	computing = 3
+	computing = 4
 )
 
 // groupCommit is the leader-based group committer both durable stores

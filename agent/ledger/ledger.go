@@ -258,6 +258,9 @@ func (l *Ledger) Sweep(now time.Time) (int, error) {
 // Usage reports the store's usage.
 func (l *Ledger) Usage() Usage { return l.store.Usage() }
 
+// Store returns the ledger's store.
+func (l *Ledger) Store() Store { return l.store }
+
 // Close closes the store.
 func (l *Ledger) Close() error { return l.store.Close() }
 

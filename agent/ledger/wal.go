@@ -381,7 +381,12 @@ func (s *WALStore) SetPrincipal(principal func(sender string) string) {
 	s.acct.setPrincipal(principal)
 }
 
-// FileSize returns the size of the log file in bytes.
+// Groups returns how many groups the log has made durable since it was
+// opened (each one write and one fdatasync).
+func (s *WALStore) Groups() int64 { return s.groups.Load() }
+
+// FileSize returns the size of the log in bytes (the file holds the
+// writer's reserve of zeros beyond it).
 func (s *WALStore) FileSize() int64 {
 	s.idx.RLock()
 	defer s.idx.RUnlock()
