@@ -15,6 +15,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/client"
+	"github.com/ampbundle/ampbundle/internal/workers"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -200,6 +201,8 @@ type Agent struct {
 	// streams holds the open incoming streams.
 	streams *streams
 	params  *paramKeeper // nil: params streams are not taken
+	// workers run detached handlers (not Config.InlineHandlers).
+	workers *workers.Pool
 }
 
 func misconfigured(format string, args ...any) error {
@@ -250,6 +253,7 @@ func New(cfg Config) (*Agent, error) {
 
 	a := &Agent{cfg: cfg, log: cfg.Logger, cpu: make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
 		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{},
+		workers: workers.New(0),
 	}
 	a.streams = newStreams(cfg.StreamLimits, a.principal)
 	a.params = newParamKeeper(cfg.ParamStreams, cfg.StreamLimits, a.principal)
@@ -666,6 +670,7 @@ func (a *Agent) Ledger() *ledger.Ledger { return a.ledger }
 // Close drops the open streams (removing their spool files) and closes
 // the ledger when the agent opened it (Config.Ledger nil).
 func (a *Agent) Close() error {
+	a.workers.Close()
 	a.streams.closeAll()
 	a.params.closeAll()
 	if a.ownLedger {

@@ -251,10 +251,10 @@ func (a *Agent) runHandler(log *slog.Logger, inv *invocation, id capability.ID, 
 		err error
 	}
 	done := make(chan outcome, 1)
-	go func() {
+	a.workers.Go(func() {
 		v, err := callHandler(hctx, log, inv, id, h, params)
 		done <- outcome{v, err}
-	}()
+	})
 	select {
 	case o := <-done:
 		return handlerOutcome(log, inv, id, hctx, o.v, o.err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/workers"
 )
 
 // Handler answers one AMP message with the reply to send back (nil for
@@ -131,9 +132,10 @@ type Server struct {
 	opts     ServerOptions
 	inflight chan struct{} // server-wide slots
 	bytes    *budget       // server-wide bytes in flight
-	work     chan func()   // hands a message to an idle worker
-	quit     chan struct{} // closed by Close: idle workers leave
-	quitOnce sync.Once
+	// workers handle the messages: at most as many as are in flight
+	// (MaxInFlightTotal), reused, so their stacks have grown to what
+	// verifying and signing need.
+	workers *workers.Pool
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -146,8 +148,8 @@ type Server struct {
 func NewServer(h Handler, opts ServerOptions) *Server {
 	opts = opts.withDefaults()
 	return &Server{h: h, opts: opts, inflight: make(chan struct{}, opts.MaxInFlightTotal),
-		bytes: newBudget(opts.MaxInFlightBytes),
-		work:  make(chan func()), quit: make(chan struct{}),
+		bytes:     newBudget(opts.MaxInFlightBytes),
+		workers:   workers.New(0),
 		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}}
 }
 
@@ -215,40 +217,6 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// workerIdle is how long an idle worker waits for the next message.
-const workerIdle = 10 * time.Second
-
-// run runs task on an idle worker, or on a new one when none is idle. A
-// worker is a goroutine that handles one message after another: its stack
-// has grown to what verifying and signing need, where a goroutine per
-// message would grow a fresh stack (copying it several times) for each.
-// There are at most as many workers as messages in flight at once
-// (MaxInFlightTotal); one idle for workerIdle leaves.
-func (s *Server) run(task func()) {
-	select {
-	case s.work <- task:
-	default:
-		go s.worker(task)
-	}
-}
-
-func (s *Server) worker(task func()) {
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		task()
-		task = nil
-		idle.Reset(workerIdle)
-		select {
-		case task = <-s.work:
-		case <-idle.C:
-			return
-		case <-s.quit:
-			return
-		}
-	}
-}
-
 // refuse writes one connection-level ERROR frame and closes c.
 func refuse(c net.Conn, timeout time.Duration, err error) {
 	c.SetWriteDeadline(time.Now().Add(timeout))
@@ -274,7 +242,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		s.quitOnce.Do(func() { close(s.quit) })
+		s.workers.Close()
 		return nil
 	case <-ctx.Done():
 		s.Close()
@@ -285,7 +253,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Close closes every listener and connection at once.
 func (s *Server) Close() error {
-	s.quitOnce.Do(func() { close(s.quit) })
+	s.workers.Close()
 	s.mu.Lock()
 	s.closing = true
 	for ln := range s.listeners {
@@ -630,7 +598,7 @@ func (c *serverConn) dispatch(msg []byte, charge int64) {
 	}
 	c.inflight.Add(1)
 	c.active.Add(1)
-	c.s.run(func() {
+	c.s.workers.Go(func() {
 		defer func() {
 			<-c.s.inflight
 			<-c.slots
