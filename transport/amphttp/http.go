@@ -66,12 +66,25 @@ type Options struct {
 	// charged as it is read; one that does not fit is 503 with
 	// Retry-After.
 	MaxInFlightBytes int64
+	// MaxPeerInFlightBytes caps the bytes one peer (an IP address, an
+	// IPv6 /64: transport.Peer) holds of them, all its requests together
+	// (default a quarter of MaxInFlightBytes, at least MaxBody, at most
+	// MaxInFlightBytes): beyond it, 503 with Retry-After.
+	MaxPeerInFlightBytes int64
+	// MinDataRate is the slowest a body may arrive, in bytes per second
+	// (default transport.MinDataRate, 1 MiB/s): a body of declared length
+	// n is charged at once and gets transport.FrameGrace (5 s) + n /
+	// MinDataRate to arrive (at most the server's 30 s read timeout); one
+	// of unknown length gets the same for what it has sent so far.
+	MinDataRate int64
 	// RetryAfter is the Retry-After of a 503 (default 1 s).
 	RetryAfter time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Health adds fields to the GET /healthz answer.
 	Health func() map[string]any
+	// grace replaces transport.FrameGrace (tests).
+	grace time.Duration
 }
 
 // NewHandler serves a on the HTTP binding:
@@ -104,6 +117,10 @@ func NewHandler(a Handler, opts Options) http.Handler {
 	if opts.MaxInFlightBytes < opts.MaxBody {
 		opts.MaxInFlightBytes = opts.MaxBody
 	}
+	if opts.MaxPeerInFlightBytes <= 0 {
+		opts.MaxPeerInFlightBytes = opts.MaxInFlightBytes / 4
+	}
+	opts.MaxPeerInFlightBytes = min(max(opts.MaxPeerInFlightBytes, opts.MaxBody), opts.MaxInFlightBytes)
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = DefaultRetryAfter
 	}
@@ -111,7 +128,8 @@ func NewHandler(a Handler, opts Options) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	adm := &admission{maxReqs: int64(opts.MaxInFlight), maxBytes: opts.MaxInFlightBytes}
+	adm := &admission{maxReqs: int64(opts.MaxInFlight), maxBytes: opts.MaxInFlightBytes,
+		maxPeer: opts.MaxPeerInFlightBytes, peers: map[string]int64{}}
 	retryAfter := strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second))
 	busy := func(w http.ResponseWriter, r *http.Request, what string) {
 		transport.Log(r.Context(), log).Warn("request refused: agent busy", "limit", what)
@@ -146,12 +164,16 @@ func NewHandler(a Handler, opts Options) http.Handler {
 			return
 		}
 		var held int64
-		defer func() { adm.leave(held) }()
+		peer := transport.Peer(r.RemoteAddr)
+		defer func() { adm.leave(peer, held) }()
+		// What is charged must keep coming (MinDataRate).
+		start, rc := time.Now(), http.NewResponseController(w)
 		body, err := readBody(r.Body, r.ContentLength, opts.MaxBody, func(n int64) bool {
-			if !adm.charge(n) {
+			if !adm.charge(peer, n) {
 				return false
 			}
 			held += n
+			rc.SetReadDeadline(start.Add(transport.DataDeadline(held, opts.MinDataRate, opts.grace, readTimeout)))
 			return true
 		})
 		switch {
@@ -219,9 +241,10 @@ func NewHandler(a Handler, opts Options) http.Handler {
 // admission counts the requests and request bytes in flight; it never
 // queues: a request that does not fit is refused at once.
 type admission struct {
-	maxReqs, maxBytes int64
-	mu                sync.Mutex
-	reqs, bytes       int64
+	maxReqs, maxBytes, maxPeer int64
+	mu                         sync.Mutex
+	reqs, bytes                int64
+	peers                      map[string]int64 // bytes held by peer
 }
 
 func (a *admission) enter() bool {
@@ -234,20 +257,26 @@ func (a *admission) enter() bool {
 	return true
 }
 
-func (a *admission) charge(n int64) bool {
+func (a *admission) charge(peer string, n int64) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.bytes+n > a.maxBytes {
+	if a.bytes+n > a.maxBytes || a.peers[peer]+n > a.maxPeer {
 		return false
 	}
 	a.bytes += n
+	a.peers[peer] += n
 	return true
 }
 
-func (a *admission) leave(held int64) {
+func (a *admission) leave(peer string, held int64) {
 	a.mu.Lock()
 	a.reqs--
 	a.bytes -= held
+	if held != 0 {
+		if a.peers[peer] -= held; a.peers[peer] <= 0 {
+			delete(a.peers, peer)
+		}
+	}
 	a.mu.Unlock()
 }
 
@@ -255,6 +284,10 @@ var (
 	errTooLarge = errors.New("body over the limit")
 	errNoRoom   = errors.New("no room for the body")
 )
+
+// readTimeout bounds the reading of a request (NewServer), and so the
+// time a body's charge may be held.
+const readTimeout = 30 * time.Second
 
 // readChunk is how much of a body of unknown length is charged at a time.
 const readChunk = 64 << 10
@@ -339,7 +372,7 @@ func NewServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *ht
 	s := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,

@@ -54,9 +54,11 @@ func settle(v func() int64, quiet, limit time.Duration) {
 // Several peers pipelining large frames must not make the server hold more
 // than MaxInFlightBytes before anything is verified (the HTTP binding's
 // 64 MiB): counting messages alone let 256 connections x 64 frames of
-// 16 MiB pin gigabytes. Beyond the cap the server stops reading (TCP
-// back-pressure): nothing is refused and every message is handled once
-// the held ones finish.
+// 16 MiB pin gigabytes; nor may one peer, however many connections it
+// opens, hold more than its share (MaxPeerInFlightBytes). Beyond a cap
+// the server stops reading (TCP back-pressure): nothing is refused and
+// every message is handled once the held ones finish. Peers are
+// distinct loopback addresses (127.0.0.10 and up).
 func TestPipelinedLargeFramesCannotPinMoreThanMaxInFlightBytes(t *testing.T) {
 	const (
 		perConn  = 72
@@ -65,15 +67,19 @@ func TestPipelinedLargeFramesCannotPinMoreThanMaxInFlightBytes(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		conns    int
+		onePeer  bool // all connections from one address
 		opts     ServerOptions
 		maxBytes int64
 	}{
 		// The defaults: the counts alone (64 per connection, 512 in all)
 		// would admit 6 x 64 frames = 96 MiB.
-		{"defaults", 6, ServerOptions{}, DefaultMaxInFlightBytes},
-		{"server cap", 6, ServerOptions{MaxInFlightBytes: 8 << 20, MaxConnInFlightBytes: 2 << 20, MaxMessageSize: 1 << 20}, 8 << 20},
+		{"defaults", 6, false, ServerOptions{}, DefaultMaxInFlightBytes},
+		{"server cap", 6, false, ServerOptions{MaxInFlightBytes: 8 << 20, MaxConnInFlightBytes: 2 << 20, MaxMessageSize: 1 << 20}, 8 << 20},
 		// One connection cannot take the whole server budget.
-		{"connection cap", 1, ServerOptions{MaxConnInFlightBytes: 2 << 20, MaxMessageSize: 1 << 20}, 2 << 20},
+		{"connection cap", 1, false, ServerOptions{MaxConnInFlightBytes: 2 << 20, MaxMessageSize: 1 << 20}, 2 << 20},
+		// Nor can one peer with many connections (the default share: a
+		// quarter of 64 MiB).
+		{"peer cap", 6, true, ServerOptions{}, DefaultMaxInFlightBytes / 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := &holdingHandler{release: make(chan struct{})}
@@ -83,7 +89,11 @@ func TestPipelinedLargeFramesCannotPinMoreThanMaxInFlightBytes(t *testing.T) {
 			var writers sync.WaitGroup
 			conns := c.conns
 			for i := 0; i < conns; i++ {
-				r := dialRaw(t, addr)
+				from := &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(10+i))}
+				if c.onePeer {
+					from.IP = net.IPv4(127, 0, 0, 10)
+				}
+				r := dialRawFrom(t, addr, from)
 				r.c.SetDeadline(time.Now().Add(60 * time.Second))
 				if !r.handshake(1).Accepted {
 					t.Fatal("handshake refused")

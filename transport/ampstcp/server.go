@@ -14,6 +14,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/workers"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Handler answers one AMP message with the reply to send back (nil for
@@ -56,6 +57,18 @@ type ServerOptions struct {
 	// meanwhile (back-pressure, like the counts above).
 	MaxInFlightBytes     int64
 	MaxConnInFlightBytes int64
+	// MaxPeerInFlightBytes caps them per peer: all the connections from
+	// one IP address (an IPv6 /64; transport.Peer) together (default a
+	// quarter of MaxInFlightBytes, at least MaxMessageSize, at most
+	// MaxInFlightBytes), so that one host cannot take the whole budget
+	// by opening connections.
+	MaxPeerInFlightBytes int64
+	// MinDataRate is the slowest a message frame may arrive once its
+	// header is read, in bytes per second (default transport.MinDataRate,
+	// 1 MiB/s): a frame declaring n bytes gets transport.FrameGrace (5 s)
+	// + n / MinDataRate, at most FrameTimeout, since its declared size is
+	// charged at once.
+	MinDataRate int64
 	// HandshakeTimeout bounds the wait for the client's HANDSHAKE (5 s).
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection with no frame and nothing in flight
@@ -71,6 +84,8 @@ type ServerOptions struct {
 	DrainTimeout time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// frameGrace replaces transport.FrameGrace (tests).
+	frameGrace time.Duration
 }
 
 func (o ServerOptions) withDefaults() ServerOptions {
@@ -97,6 +112,13 @@ func (o ServerOptions) withDefaults() ServerOptions {
 		o.MaxConnInFlightBytes = o.MaxInFlightBytes / 4
 	}
 	o.MaxConnInFlightBytes = min(max(o.MaxConnInFlightBytes, int64(o.MaxMessageSize)), o.MaxInFlightBytes)
+	if o.MaxPeerInFlightBytes <= 0 {
+		o.MaxPeerInFlightBytes = o.MaxInFlightBytes / 4
+	}
+	o.MaxPeerInFlightBytes = min(max(o.MaxPeerInFlightBytes, int64(o.MaxMessageSize)), o.MaxInFlightBytes)
+	if o.MinDataRate <= 0 {
+		o.MinDataRate = transport.MinDataRate
+	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = 5 * time.Second
 	}
@@ -140,6 +162,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*serverConn]struct{}
+	peers     map[string]*peerShare // by transport.Peer
 	closing   bool
 	wg        sync.WaitGroup
 }
@@ -150,7 +173,34 @@ func NewServer(h Handler, opts ServerOptions) *Server {
 	return &Server{h: h, opts: opts, inflight: make(chan struct{}, opts.MaxInFlightTotal),
 		bytes:     newBudget(opts.MaxInFlightBytes),
 		workers:   workers.New(0),
-		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}}
+		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}, peers: map[string]*peerShare{}}
+}
+
+// peerShare is the in-flight byte budget of one peer, shared by its
+// connections (conns: how many hold it).
+type peerShare struct {
+	bytes *budget
+	conns int
+}
+
+// peerOf returns the share of remote's peer, counting one more
+// connection. s.mu is held.
+func (s *Server) peerOf(remote string) *peerShare {
+	key := transport.Peer(remote)
+	p := s.peers[key]
+	if p == nil {
+		p = &peerShare{bytes: newBudget(s.opts.MaxPeerInFlightBytes)}
+		s.peers[key] = p
+	}
+	p.conns++
+	return p
+}
+
+// leavePeer counts one connection of remote's peer less. s.mu is held.
+func (s *Server) leavePeer(remote string, p *peerShare) {
+	if p.conns--; p.conns == 0 {
+		delete(s.peers, transport.Peer(remote))
+	}
 }
 
 // InFlightBytes is the message bytes the server holds now, all
@@ -210,6 +260,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		sc := newServerConn(s, c)
+		sc.share = s.peerOf(c.RemoteAddr().String())
 		s.conns[sc] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -278,6 +329,7 @@ type serverConn struct {
 	stop   chan struct{} // closed when the connection is being torn down
 	slots  chan struct{} // per-connection in-flight slots
 	bytes  *budget       // per-connection bytes in flight
+	share  *peerShare    // its peer's share of the bytes (set by Serve)
 	peer   int           // the peer's max_msg_size
 	active sync.WaitGroup
 
@@ -327,22 +379,36 @@ func (c *serverConn) shut() {
 	c.conn.Close()
 }
 
-// reserve charges n in-flight bytes to the connection and the server,
-// waiting until they fit; false when the connection is torn down first.
+// reserve charges n in-flight bytes to the connection, its peer and the
+// server, waiting until they fit; false when the connection is torn down
+// first.
 func (c *serverConn) reserve(n int64) bool {
 	if !c.bytes.acquire(n, c.stop) {
 		return false
 	}
+	if !c.share.bytes.acquire(n, c.stop) {
+		c.bytes.release(n)
+		return false
+	}
 	if !c.s.bytes.acquire(n, c.stop) {
+		c.share.bytes.release(n)
 		c.bytes.release(n)
 		return false
 	}
 	return true
 }
 
+// force charges n in-flight bytes without waiting.
+func (c *serverConn) force(n int64) {
+	c.bytes.force(n)
+	c.share.bytes.force(n)
+	c.s.bytes.force(n)
+}
+
 // release gives back n in-flight bytes.
 func (c *serverConn) release(n int64) {
 	c.bytes.release(n)
+	c.share.bytes.release(n)
 	c.s.bytes.release(n)
 }
 
@@ -381,6 +447,7 @@ func (c *serverConn) serve() {
 	defer func() {
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
+		c.s.leavePeer(c.conn.RemoteAddr().String(), c.share)
 		c.s.mu.Unlock()
 	}()
 	br := bufio.NewReaderSize(c.conn, 64<<10)
@@ -550,8 +617,9 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 			if !c.reserve(charge) {
 				return nil
 			}
+			// The charge is held from now on: the frame must keep coming.
 			if !c.goaway.Load() {
-				c.conn.SetReadDeadline(time.Now().Add(o.FrameTimeout))
+				c.conn.SetReadDeadline(time.Now().Add(transport.DataDeadline(charge, o.MinDataRate, o.frameGrace, o.FrameTimeout)))
 			}
 		}
 		payload, err := readPayload(br, size)
@@ -637,8 +705,7 @@ func (c *serverConn) dispatch(msg []byte, charge int64) {
 		want := int64(len(f.payload))
 		switch {
 		case want > charge:
-			c.bytes.force(want - charge)
-			c.s.bytes.force(want - charge)
+			c.force(want - charge)
 		case want < charge:
 			c.release(charge - want)
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -139,8 +140,11 @@ type rawConn struct {
 	br *bufio.Reader
 }
 
-func dialRaw(t *testing.T, addr string) *rawConn {
-	c, err := net.Dial("tcp", addr)
+func dialRaw(t *testing.T, addr string) *rawConn { return dialRawFrom(t, addr, nil) }
+
+// dialRawFrom is dialRaw from the local address from (nil: any).
+func dialRawFrom(t *testing.T, addr string, from net.Addr) *rawConn {
+	c, err := (&net.Dialer{LocalAddr: from}).Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,5 +416,40 @@ func TestGoAwayDuringLoadLosesNothing(t *testing.T) {
 	<-done
 	if count.Load() != 3000 {
 		t.Fatalf("handled %d of 3000", count.Load())
+	}
+}
+
+// TestDeclaredFrameNotSentGivesItsChargeBack: a peer that declares a
+// large frame and then sends almost nothing holds the declared bytes of
+// the in-flight budget only until the frame is overdue at the minimum
+// data rate, not for the whole frame timeout (threat: four such
+// connections pinning the budget for every other peer, at no cost).
+func TestDeclaredFrameNotSentGivesItsChargeBack(t *testing.T) {
+	opts := ServerOptions{FrameTimeout: time.Minute, MinDataRate: 8 << 20, frameGrace: 200 * time.Millisecond}
+	srv, addr := startServer(t, echo(t, 0, nil), opts)
+	r := dialRaw(t, addr)
+	r.c.SetDeadline(time.Now().Add(20 * time.Second))
+	r.handshake(1)
+	// A MESSAGE frame declaring 8 MiB, of which one byte comes.
+	r.write(append(binary.BigEndian.AppendUint32(nil, 8<<20+1), FrameMessage, 0xa1))
+	for deadline := time.Now().Add(5 * time.Second); srv.InFlightBytes() < 8<<20; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the declared frame was not charged (%d bytes)", srv.InFlightBytes())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	for srv.InFlightBytes() != 0 {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("%d bytes still charged after %v", srv.InFlightBytes(), time.Since(start))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// 200 ms of grace + 1 s for 8 MiB at 8 MiB/s, then the connection goes.
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the charge was held %v", took)
+	}
+	if _, err := r.frame(); err == nil {
+		t.Fatal("the connection is still open")
 	}
 }

@@ -1,0 +1,74 @@
+package amphttp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// slowBody opens a connection from the loopback address from and sends
+// the head of a POST declaring n body bytes and one byte of the body: the
+// server charges n at once.
+func slowBody(t *testing.T, srv *httptest.Server, from string, n int) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: agent\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\nx", MessagesPath, ContentType, n)
+	return c
+}
+
+// postFrom posts a small body from the loopback address from.
+func postFrom(t *testing.T, srv *httptest.Server, from string) int {
+	t.Helper()
+	tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}).DialContext}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Post(srv.URL+MessagesPath, ContentType, strings.NewReader("ping"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestOnePeerCannotHoldTheWholeBudget: a host that declares large bodies
+// and sends nothing holds at most its peer's share of the in-flight bytes
+// (threat: a few connections pinning the budget for everyone): beyond the
+// share it gets 503, another host is still served; and each declared body
+// gives its charge back once it is overdue at the minimum data rate.
+func TestOnePeerCannotHoldTheWholeBudget(t *testing.T) {
+	h := handlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return []byte{0xa0}, nil })
+	opts := Options{MaxBody: 1 << 20, MaxInFlight: 64, MaxInFlightBytes: 8 << 20, MaxPeerInFlightBytes: 2 << 20,
+		MinDataRate: 8 << 20, grace: 300 * time.Millisecond}
+	srv := httptest.NewUnstartedServer(NewHandler(h, opts))
+	srv.Config = NewServer(srv.Config.Handler, 0, nil)
+	srv.Start()
+	defer srv.Close()
+	// Two declared 1 MiB bodies fill 127.0.0.10's share (2 MiB).
+	slowBody(t, srv, "127.0.0.10", 1<<20-1)
+	slowBody(t, srv, "127.0.0.10", 1<<20-1)
+	time.Sleep(100 * time.Millisecond)
+	if s := postFrom(t, srv, "127.0.0.10"); s != http.StatusServiceUnavailable {
+		t.Fatalf("a peer over its share: %d, want 503", s)
+	}
+	if s := postFrom(t, srv, "127.0.0.11"); s != http.StatusOK {
+		t.Fatalf("another peer: %d, want 200", s)
+	}
+	// 300 ms of grace and 1/8 s for 1 MiB at 8 MiB/s: then the slow
+	// bodies are cut off and their charge is back.
+	deadline := time.Now().Add(5 * time.Second)
+	for postFrom(t, srv, "127.0.0.10") != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow bodies still hold the peer's share")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,56 @@
+package transport
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Peer names the party a transport charges for what it holds on a
+// connection's behalf (in-flight bytes): the IP address of remote (an
+// address "host:port", as net.Conn.RemoteAddr().String() and
+// http.Request.RemoteAddr give it), or for IPv6 its /64 network, since a
+// host on such a network can use any of its addresses. Anything else (a
+// pipe, a Unix socket) is one peer, named as given.
+func Peer(remote string) string {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return remote
+	}
+	a := ap.Addr().Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	p, err := a.Prefix(64)
+	if err != nil {
+		return a.String()
+	}
+	return p.String()
+}
+
+// MinDataRate is the default rate below which a body or frame being
+// received is given up: a peer that declares n bytes has FrameGrace + n /
+// MinDataRate to send them (never more than the binding's own read
+// timeout). In-flight bytes are charged when the size is declared, so
+// without it a peer could hold the charge for a large message for the
+// whole read timeout while sending nothing.
+const MinDataRate = 1 << 20 // bytes per second
+
+// FrameGrace is the time a body or frame gets before MinDataRate counts.
+const FrameGrace = 5 * time.Second
+
+// DataDeadline is how long n declared bytes may take to arrive: grace
+// (FrameGrace when zero or less), then n at rate (bytes per second;
+// MinDataRate when zero or less), at most limit (when above zero).
+func DataDeadline(n, rate int64, grace, limit time.Duration) time.Duration {
+	if rate <= 0 {
+		rate = MinDataRate
+	}
+	if grace <= 0 {
+		grace = FrameGrace
+	}
+	d := grace + time.Duration(n)*time.Second/time.Duration(rate)
+	if limit > 0 && d > limit {
+		d = limit
+	}
+	return d
+}

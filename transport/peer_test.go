@@ -1,0 +1,52 @@
+package transport
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPeerGroupsWhatOnePartyControls: the addresses one party can use
+// freely are one peer (threat: a host opening many connections, or using
+// many addresses of its IPv6 network, to hold more than its share).
+func TestPeerGroupsWhatOnePartyControls(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"10.0.0.7:40000", "10.0.0.7:40001"},
+		{"[2001:db8:1:2::1]:443", "[2001:db8:1:2:ffff::9]:80"},
+		{"[::ffff:10.0.0.7]:1", "10.0.0.7:2"},
+		{"pipe", "pipe"},
+	} {
+		if Peer(tc.a) != Peer(tc.b) {
+			t.Errorf("%s and %s are different peers: %q, %q", tc.a, tc.b, Peer(tc.a), Peer(tc.b))
+		}
+	}
+	for _, tc := range []struct{ a, b string }{
+		{"10.0.0.7:40000", "10.0.0.8:40000"},
+		{"[2001:db8:1:2::1]:443", "[2001:db8:1:3::1]:443"},
+	} {
+		if Peer(tc.a) == Peer(tc.b) {
+			t.Errorf("%s and %s are one peer %q", tc.a, tc.b, Peer(tc.a))
+		}
+	}
+}
+
+// TestDataDeadlineScalesWithTheDeclaredSize: a small message gets the
+// grace only, a large one a second per MiB more, never past the limit
+// (threat: a declared 16 MiB frame held for the whole read timeout with
+// nothing sent).
+func TestDataDeadlineScalesWithTheDeclaredSize(t *testing.T) {
+	for _, tc := range []struct {
+		n     int64
+		rate  int64
+		limit time.Duration
+		want  time.Duration
+	}{
+		{1 << 10, 0, 30 * time.Second, FrameGrace + 976562*time.Nanosecond},
+		{16 << 20, 0, 30 * time.Second, FrameGrace + 16*time.Second},
+		{16 << 20, 1 << 20, 10 * time.Second, 10 * time.Second},
+		{4 << 20, 2 << 20, 0, FrameGrace + 2*time.Second},
+	} {
+		if got := DataDeadline(tc.n, tc.rate, 0, tc.limit); got != tc.want {
+			t.Errorf("DataDeadline(%d, %d, %v) = %v, want %v", tc.n, tc.rate, tc.limit, got, tc.want)
+		}
+	}
+}
