@@ -562,18 +562,27 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 	}
 	err = a.finish(t, reply)
 	if err != nil && t.Durable() && amp.CodeOf(err).Retryable() && (amp.NameOf(err) == ledger.ErrFull || amp.NameOf(err) == ledger.ErrCallerFull) {
-		// The result does not fit the ledger: record a small terminal
-		// result instead, which always fits what Running reserved.
+		// The result does not fit the ledger: it is withheld, and a small
+		// terminal result answers instead, recorded when it fits (it
+		// does within what Running reserved, unless the request's own
+		// fields it echoes, thread_id, are that large). The full result
+		// is never sent unrecorded.
 		a.log.Error("result too large for the idempotency ledger; answering an error result", "from", sender, "id", m.ID.String(), "bytes", len(reply))
-		var small []byte
-		if b, eerr := capability.NewErrorResult(amp.Named(amp.CodeOverloaded, "result_not_recorded",
-			"the result could not be recorded for replays; it was not sent")).Encode(); eerr == nil {
-			if small, err = a.reply(ctx, m, amp.TypeCapResult, b); err == nil {
-				if err = a.finish(t, small); err == nil {
-					reply = small
-				}
-			}
+		b, eerr := capability.NewErrorResult(amp.Named(amp.CodeOverloaded, "result_not_recorded",
+			"the result could not be recorded for replays; it was not sent")).Encode()
+		small, serr := []byte(nil), eerr
+		if eerr == nil {
+			small, serr = a.reply(ctx, m, amp.TypeCapResult, b)
 		}
+		if serr != nil {
+			t.Abandon()
+			return nil, unavailable()
+		}
+		if err = a.finish(t, small); err != nil {
+			t.Abandon()
+			a.log.Error("error result sent but not recorded in the ledger: a retry gets outcome_unknown", "err", err, "from", sender, "id", m.ID.String())
+		}
+		return small, nil
 	}
 	if err != nil {
 		t.Abandon()

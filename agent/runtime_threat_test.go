@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -383,5 +385,56 @@ func TestLedgerFailureAfterTheHandlerRanStillSendsItsResult(t *testing.T) {
 	res = resultOf(t, e.receive(e.caller, raw))
 	if res.Status == capability.StatusSuccess || res.Error == nil || res.Error.Name != "outcome_unknown" || runs.Load() != 1 {
 		t.Fatalf("retry answered %+v after %d runs", res, runs.Load())
+	}
+}
+
+// TestResultOverQuotaIsNeverSentUnrecorded: a result the ledger cannot
+// hold (the caller's quota) is withheld and answered result_not_recorded;
+// also when that small answer cannot be recorded either because the
+// request's thread_id it echoes is large (threat: a caller filling its own
+// quota and padding thread_id to receive results the quota withholds,
+// with nothing recorded for replays). The handler runs once; a retry is
+// never the full result.
+func TestResultOverQuotaIsNeverSentUnrecorded(t *testing.T) {
+	for _, threadLen := range []int{0, 2048} {
+		t.Run(fmt.Sprintf("thread_id of %d bytes", threadLen), func(t *testing.T) {
+			const id = "org.agentries.code-review:2.1.0"
+			var runs atomic.Int64
+			e := newEnv(t, withHandler(id, func(ctx context.Context, p any) (any, error) {
+				runs.Add(1)
+				return map[string]any{"issues": []any{}, "version": strings.Repeat("S", 3000)}, nil
+			}), withConfig(func(c *Config) {
+				c.Ledger = memoryLedger(t, func() time.Time { return t0 }, ledger.Limits{Budget: 1500, PerCaller: 1500, ReplyReserve: 1024})
+			}))
+			s, err := amp.NewSender(amp.SenderConfig{Identity: e.caller, Rand: rand.Reader, Now: e.clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var thread []byte
+			if threadLen > 0 {
+				thread = make([]byte, threadLen)
+			}
+			_, msg, err := s.Seal(context.Background(), amp.Draft{Type: amp.TypeCapInvoke, To: amp.To(e.provider.DID),
+				Body: invokeBody(t, id, goodParams), ThreadID: thread})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for attempt := 0; attempt < 2; attempt++ {
+				raw, err := e.agent.Handle(context.Background(), msg)
+				if err != nil {
+					t.Fatalf("attempt %d: %v", attempt, err)
+				}
+				res := resultOf(t, e.receive(e.caller, raw))
+				if res.Status == capability.StatusSuccess || res.Error == nil {
+					t.Fatalf("attempt %d: the %d-byte result was sent although the ledger could not hold it", attempt, len(raw))
+				}
+				if attempt == 0 && res.Error.Name != "result_not_recorded" {
+					t.Fatalf("answered %s, want result_not_recorded", res.Error.Name)
+				}
+			}
+			if runs.Load() != 1 {
+				t.Fatalf("the handler ran %d times", runs.Load())
+			}
+		})
 	}
 }
