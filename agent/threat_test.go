@@ -6,7 +6,9 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -360,17 +362,25 @@ func TestInFlightCapAnswers503(t *testing.T) {
 	if s := <-first; s != http.StatusOK {
 		t.Fatalf("first request: %d", s)
 	}
-	// Bytes: a streamed body is charged as it is read; a 1 MiB body of
-	// unknown length needs MaxBody + 1 bytes of room, over the 1 MiB cap.
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+amphttp.MessagesPath, io.MultiReader(bytes.NewReader(make([]byte, 1<<20))) /* no length */)
-	req.Header.Set("Content-Type", amphttp.ContentType)
-	req.ContentLength = -1
-	resp, err = http.DefaultClient.Do(req)
+	// Bytes: a body declared as 1 MiB is charged at once (MaxBody + 1, the
+	// whole budget) while it is still coming; another request meanwhile,
+	// from another address, finds no room.
+	srv2 := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{MaxInFlight: 4, MaxBody: 1 << 20, MaxInFlightBytes: 1 << 20}))
+	defer srv2.Close()
+	hold, err := net.Dial("tcp", srv2.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	fmt.Fprintf(hold, "POST %s HTTP/1.1\r\nHost: agent\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\nx", amphttp.MessagesPath, amphttp.ContentType, 1<<20)
+	time.Sleep(100 * time.Millisecond)
+	other := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+	resp, err = other.Post(srv2.URL+amphttp.MessagesPath, amphttp.ContentType, bytes.NewReader(ping))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("a streamed body over the in-flight bytes: %d, want 503", resp.StatusCode)
+		t.Fatalf("a body while the in-flight bytes are taken: %d, want 503", resp.StatusCode)
 	}
 }

@@ -31,9 +31,11 @@ func Peer(remote string) string {
 // received is given up: a peer that declares n bytes has FrameGrace + n /
 // MinDataRate to send them (never more than the binding's own read
 // timeout). In-flight bytes are charged when the size is declared, so
-// without it a peer could hold the charge for a large message for the
-// whole read timeout while sending nothing.
-const MinDataRate = 1 << 20 // bytes per second
+// without it a peer could hold the charge of any message for the whole
+// read timeout while sending nothing. 128 KiB/s serves links of 1 Mbit/s
+// and faster; the largest message (16 MiB) needs about 560 KiB/s to fit
+// in the 30 s read timeout anyway.
+const MinDataRate = 128 << 10 // bytes per second
 
 // FrameGrace is the time a body or frame gets before MinDataRate counts.
 const FrameGrace = 5 * time.Second

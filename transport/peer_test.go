@@ -29,8 +29,8 @@ func TestPeerGroupsWhatOnePartyControls(t *testing.T) {
 	}
 }
 
-// TestDataDeadlineScalesWithTheDeclaredSize: a small message gets the
-// grace only, a large one a second per MiB more, never past the limit
+// TestDataDeadlineScalesWithTheDeclaredSize: a small message gets about
+// the grace only, a larger one 8 s per MiB more, never past the limit
 // (threat: a declared 16 MiB frame held for the whole read timeout with
 // nothing sent).
 func TestDataDeadlineScalesWithTheDeclaredSize(t *testing.T) {
@@ -40,8 +40,9 @@ func TestDataDeadlineScalesWithTheDeclaredSize(t *testing.T) {
 		limit time.Duration
 		want  time.Duration
 	}{
-		{1 << 10, 0, 30 * time.Second, FrameGrace + 976562*time.Nanosecond},
-		{16 << 20, 0, 30 * time.Second, FrameGrace + 16*time.Second},
+		{1 << 10, 0, 30 * time.Second, FrameGrace + 7812500*time.Nanosecond},
+		{1 << 20, 0, 30 * time.Second, FrameGrace + 8*time.Second},
+		{16 << 20, 0, 30 * time.Second, 30 * time.Second},
 		{16 << 20, 1 << 20, 10 * time.Second, 10 * time.Second},
 		{4 << 20, 2 << 20, 0, FrameGrace + 2*time.Second},
 	} {

@@ -510,11 +510,18 @@ func (s *WALStore) run(batch []*walOp) {
 		g, at[i] = appendWALRecord(g, o.kind, o.k, o.expires, o.reply)
 	}
 	putWALGroupHeader(g, s.seq+1)
-	err := s.reserve(s.size + int64(len(g)))
-	if err == nil {
-		_, err = s.f.WriteAt(g, s.size)
+	end := s.size + int64(len(g))
+	if err := s.reserve(end); err != nil {
+		// No room for the reserve (a nearly full disk): drop what of it
+		// was written, and append the group alone.
+		if terr := s.f.Truncate(s.size); terr != nil {
+			s.broken = terr
+			fail(walIOError("cannot write the idempotency ledger", err))
+			return
+		}
+		s.alloc = s.size
 	}
-	if err != nil {
+	if _, err := s.f.WriteAt(g, s.size); err != nil {
 		if terr := s.f.Truncate(s.size); terr != nil {
 			s.broken = terr
 		}
@@ -522,6 +529,7 @@ func (s *WALStore) run(batch []*walOp) {
 		fail(walIOError("cannot write the idempotency ledger", err))
 		return
 	}
+	s.alloc = max(s.alloc, end)
 	if err := s.sync(s.f); err != nil {
 		// After a failed fdatasync the page cache may not match the
 		// disk: refuse everything until the file is read again.
@@ -588,7 +596,7 @@ func (s *WALStore) reserve(end int64) error {
 	}
 	target := end + walReserve
 	zeros := make([]byte, 64<<10)
-	for off := s.alloc; off < target; {
+	for off := max(s.alloc, s.size); off < target; {
 		n := min(int64(len(zeros)), target-off)
 		if _, err := s.f.WriteAt(zeros[:n], off); err != nil {
 			return err

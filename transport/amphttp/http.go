@@ -72,7 +72,7 @@ type Options struct {
 	// MaxInFlightBytes): beyond it, 503 with Retry-After.
 	MaxPeerInFlightBytes int64
 	// MinDataRate is the slowest a body may arrive, in bytes per second
-	// (default transport.MinDataRate, 1 MiB/s): a body of declared length
+	// (default transport.MinDataRate, 128 KiB/s): a body of declared length
 	// n is charged at once and gets transport.FrameGrace (5 s) + n /
 	// MinDataRate to arrive (at most the server's 30 s read timeout); one
 	// of unknown length gets the same for what it has sent so far.
@@ -114,13 +114,13 @@ func NewHandler(a Handler, opts Options) http.Handler {
 	if opts.MaxInFlightBytes <= 0 {
 		opts.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
-	if opts.MaxInFlightBytes < opts.MaxBody {
-		opts.MaxInFlightBytes = opts.MaxBody
-	}
+	// A body of MaxBody is charged one byte more (to see a byte too
+	// many): both caps leave room for it.
+	opts.MaxInFlightBytes = max(opts.MaxInFlightBytes, opts.MaxBody+1)
 	if opts.MaxPeerInFlightBytes <= 0 {
 		opts.MaxPeerInFlightBytes = opts.MaxInFlightBytes / 4
 	}
-	opts.MaxPeerInFlightBytes = min(max(opts.MaxPeerInFlightBytes, opts.MaxBody), opts.MaxInFlightBytes)
+	opts.MaxPeerInFlightBytes = min(max(opts.MaxPeerInFlightBytes, opts.MaxBody+1), opts.MaxInFlightBytes)
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = DefaultRetryAfter
 	}
@@ -257,6 +257,7 @@ func (a *admission) enter() bool {
 	return true
 }
 
+// charge admits n more bytes for peer.
 func (a *admission) charge(peer string, n int64) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -3,6 +3,7 @@ package amphttp
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -70,5 +71,45 @@ func TestOnePeerCannotHoldTheWholeBudget(t *testing.T) {
 			t.Fatal("the slow bodies still hold the peer's share")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBodyOfMaxBodyIsServed: a body of exactly MaxBody is charged one byte
+// more (to see a byte too many) and must still be served with nothing
+// else in flight, when the caps are as small as MaxBody allows (found by
+// review: the peer share of the defaults, 16 MiB, refused a 16 MiB body
+// with 503 on every retry).
+func TestBodyOfMaxBodyIsServed(t *testing.T) {
+	h := handlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return []byte{0xa0}, nil })
+	for name, opts := range map[string]Options{
+		"defaults":                {},
+		"peer share = MaxBody":    {MaxBody: 1 << 20, MaxInFlightBytes: 4 << 20},
+		"whole budget = MaxBody":  {MaxBody: 1 << 20, MaxInFlightBytes: 1 << 20},
+		"explicit share below it": {MaxBody: 1 << 20, MaxInFlightBytes: 8 << 20, MaxPeerInFlightBytes: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(NewHandler(h, opts))
+			defer srv.Close()
+			n := int(opts.MaxBody)
+			if n == 0 {
+				n = DefaultMaxBody
+			}
+			for _, length := range []int64{int64(n), -1} { // declared, then chunked
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+MessagesPath, strings.NewReader(strings.Repeat("x", n)))
+				req.Header.Set("Content-Type", ContentType)
+				req.ContentLength = length
+				if length < 0 {
+					req.Body = io.NopCloser(strings.NewReader(strings.Repeat("x", n)))
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("a body of MaxBody (%d bytes, length %d), nothing else in flight: %d", n, length, resp.StatusCode)
+				}
+			}
+		})
 	}
 }

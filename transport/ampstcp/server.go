@@ -65,7 +65,7 @@ type ServerOptions struct {
 	MaxPeerInFlightBytes int64
 	// MinDataRate is the slowest a message frame may arrive once its
 	// header is read, in bytes per second (default transport.MinDataRate,
-	// 1 MiB/s): a frame declaring n bytes gets transport.FrameGrace (5 s)
+	// 128 KiB/s): a frame declaring n bytes gets transport.FrameGrace (5 s)
 	// + n / MinDataRate, at most FrameTimeout, since its declared size is
 	// charged at once.
 	MinDataRate int64
