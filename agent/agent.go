@@ -568,13 +568,13 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 		// fields it echoes, thread_id, are that large). The full result
 		// is never sent unrecorded.
 		a.log.Error("result too large for the idempotency ledger; answering an error result", "from", sender, "id", m.ID.String(), "bytes", len(reply))
-		b, eerr := capability.NewErrorResult(amp.Named(amp.CodeOverloaded, "result_not_recorded",
+		var small []byte
+		b, err := capability.NewErrorResult(amp.Named(amp.CodeOverloaded, "result_not_recorded",
 			"the result could not be recorded for replays; it was not sent")).Encode()
-		small, serr := []byte(nil), eerr
-		if eerr == nil {
-			small, serr = a.reply(ctx, m, amp.TypeCapResult, b)
+		if err == nil {
+			small, err = a.reply(ctx, m, amp.TypeCapResult, b)
 		}
-		if serr != nil {
+		if err != nil {
 			t.Abandon()
 			return nil, unavailable()
 		}

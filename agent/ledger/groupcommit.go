@@ -52,8 +52,10 @@ type groupCommit[T any] struct {
 	queue   []*groupWaiter[T]
 	leading bool
 	closed  bool
-	// active, when set, is how many writers are expected to write soon.
+	// active, when set, is how many writers are expected to write soon;
+	// keep of them (computing per processor) are not waited for.
 	active func() int
+	keep   int
 	gather time.Duration
 	// take returns how many of the queued ops (oldest first) the next
 	// group holds; run runs one group.
@@ -73,7 +75,9 @@ type groupWaiter[T any] struct {
 }
 
 func newGroupCommit[T any](take func(queued []T) int, run func(group []T)) *groupCommit[T] {
-	g := &groupCommit[T]{gather: maxGather, take: take, run: run}
+	// GOMAXPROCS is read once: the runtime takes its scheduler lock to
+	// answer, too dear for every queued op.
+	g := &groupCommit[T]{gather: maxGather, keep: computing * runtime.GOMAXPROCS(0), take: take, run: run}
 	g.idle = sync.NewCond(&g.mu)
 	return g
 }
@@ -85,7 +89,7 @@ func (g *groupCommit[T]) ready(now time.Time) bool {
 	}
 	need := 1
 	if g.active != nil {
-		need = max(need, g.active()-computing*runtime.GOMAXPROCS(0))
+		need = max(need, g.active()-g.keep)
 	}
 	return len(g.queue) >= need || now.Sub(g.queue[0].since) >= g.gather
 }

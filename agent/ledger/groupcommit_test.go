@@ -43,8 +43,7 @@ func (r *recordingCommitter) sizes() []int {
 // fdatasync), not forty.
 func TestGroupCommitGathersWritersOnTheirWay(t *testing.T) {
 	const writers = 40
-	keep := computing * runtime.GOMAXPROCS(0)
-	r := newRecordingCommitter(func() int { return writers + keep }, time.Minute)
+	r := newRecordingCommitter(func() int { return writers + computing*runtime.GOMAXPROCS(0) }, time.Minute)
 	var wg sync.WaitGroup
 	var acked atomic.Int64
 	for i := 0; i < writers; i++ {

@@ -55,15 +55,18 @@ type WALStore struct {
 
 	// idx guards the index, the file handle and its size: Lookup reads
 	// them shared; the leader changes them exclusively.
-	idx      sync.RWMutex
-	f        *os.File
-	size     int64  // the end of the last group
-	alloc    int64  // the file's length: size plus the zero reserve after it
-	seq      uint64 // the last group's sequence number
-	m        map[Key]walEntry
-	exp      expiryHeap
-	liveDisk int64 // bytes of the live entries' records
-	broken   error // a failed fdatasync: the file's state is unknown
+	idx   sync.RWMutex
+	f     *os.File
+	size  int64 // the end of the last group
+	alloc int64 // the file's length: size plus the zero reserve after it
+	// noReserve: groups ending before it are appended without a reserve
+	// (the last one could not be written: a disk nearly full).
+	noReserve int64
+	seq       uint64 // the last group's sequence number
+	m         map[Key]walEntry
+	exp       expiryHeap
+	liveDisk  int64 // bytes of the live entries' records
+	broken    error // a failed fdatasync: the file's state is unknown
 
 	gc *groupCommit[*walOp]
 	// scratch holds the leader's reused buffers.
@@ -470,7 +473,14 @@ func (s *WALStore) run(batch []*walOp) {
 	}
 	s.reclaim(now, reclaimPerOp*len(batch))
 	s.idx.Unlock()
+	// The group's ops, bytes and record offsets are built in buffers the
+	// leader reuses (one group at a time); a group's reply bytes are read
+	// back from the file, never from the buffer.
 	writes := s.scratch.writes[:0]
+	defer func() {
+		clear(writes) // the ops and their replies are not kept alive
+		s.scratch.writes = writes[:0]
+	}()
 	payload, grow := 0, int64(0)
 	for _, o := range batch {
 		if o.kind == opSweep {
@@ -494,17 +504,13 @@ func (s *WALStore) run(batch []*walOp) {
 			return
 		}
 	}
-	// The group's bytes, record offsets and ops are built in buffers the
-	// leader reuses (one group at a time); a group's reply bytes are read
-	// back from the file, never from the buffer.
 	g := append(s.scratch.group[:0], make([]byte, walGroupHeader)...)
 	at := append(s.scratch.at[:0], make([]int, len(writes))...)
 	defer func() {
 		if cap(g) <= maxGroupBytes+walGroupHeader {
 			s.scratch.group = g[:0]
 		}
-		clear(writes)
-		s.scratch.writes, s.scratch.at = writes[:0], at[:0]
+		s.scratch.at = at[:0]
 	}()
 	for i, o := range writes {
 		g, at[i] = appendWALRecord(g, o.kind, o.k, o.expires, o.reply)
@@ -519,7 +525,9 @@ func (s *WALStore) run(batch []*walOp) {
 			fail(walIOError("cannot write the idempotency ledger", err))
 			return
 		}
-		s.alloc = s.size
+		// Not again for the next MiB of log: each try writes zeros up to
+		// the end of the free space.
+		s.alloc, s.noReserve = s.size, end+walReserve
 	}
 	if _, err := s.f.WriteAt(g, s.size); err != nil {
 		if terr := s.f.Truncate(s.size); terr != nil {
@@ -588,10 +596,11 @@ func (s *WALStore) apply(writes []*walOp, at []int, n int) {
 const walReserve = 1 << 20
 
 // reserve makes the file at least end + walReserve bytes long, all zeros
-// beyond the log, when end passes the reserve already written. The next
-// fdatasync makes the zeros durable with the group written over them.
+// beyond the log, when end passes the reserve already written (and is
+// not below noReserve). The next fdatasync makes the zeros durable with
+// the group written over them.
 func (s *WALStore) reserve(end int64) error {
-	if end <= s.alloc {
+	if end <= s.alloc || end < s.noReserve {
 		return nil
 	}
 	target := end + walReserve
@@ -714,7 +723,7 @@ func (s *WALStore) compact() error {
 		s.m[k] = e
 	}
 	old := s.f
-	s.f, s.size, s.alloc, s.seq = nf, size, size, seq
+	s.f, s.size, s.alloc, s.seq, s.noReserve = nf, size, size, seq, 0
 	s.idx.Unlock()
 	old.Close()
 	s.compactions.Add(1)

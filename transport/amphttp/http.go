@@ -62,14 +62,15 @@ type Options struct {
 	// at once: never queued.
 	MaxInFlight int
 	// MaxInFlightBytes caps the request bytes held in memory at once, all
-	// requests together (default 64 MiB, at least MaxBody). A body is
-	// charged as it is read; one that does not fit is 503 with
+	// requests together (default 64 MiB, at least MaxBody + 1: a body is
+	// charged a byte more than its length, to see a byte too many). A
+	// body is charged as it is read; one that does not fit is 503 with
 	// Retry-After.
 	MaxInFlightBytes int64
 	// MaxPeerInFlightBytes caps the bytes one peer (an IP address, an
 	// IPv6 /64: transport.Peer) holds of them, all its requests together
-	// (default a quarter of MaxInFlightBytes, at least MaxBody, at most
-	// MaxInFlightBytes): beyond it, 503 with Retry-After.
+	// (default a quarter of MaxInFlightBytes, at least MaxBody + 1, at
+	// most MaxInFlightBytes): beyond it, 503 with Retry-After.
 	MaxPeerInFlightBytes int64
 	// MinDataRate is the slowest a body may arrive, in bytes per second
 	// (default transport.MinDataRate, 128 KiB/s): a body of declared length

@@ -176,9 +176,10 @@ func NewServer(h Handler, opts ServerOptions) *Server {
 		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}, peers: map[string]*peerShare{}}
 }
 
-// peerShare is the in-flight byte budget of one peer, shared by its
-// connections (conns: how many hold it).
+// peerShare is the in-flight byte budget of one peer (key, its
+// transport.Peer), shared by its connections (conns: how many hold it).
 type peerShare struct {
+	key   string
 	bytes *budget
 	conns int
 }
@@ -189,17 +190,17 @@ func (s *Server) peerOf(remote string) *peerShare {
 	key := transport.Peer(remote)
 	p := s.peers[key]
 	if p == nil {
-		p = &peerShare{bytes: newBudget(s.opts.MaxPeerInFlightBytes)}
+		p = &peerShare{key: key, bytes: newBudget(s.opts.MaxPeerInFlightBytes)}
 		s.peers[key] = p
 	}
 	p.conns++
 	return p
 }
 
-// leavePeer counts one connection of remote's peer less. s.mu is held.
-func (s *Server) leavePeer(remote string, p *peerShare) {
+// leavePeer counts one connection of p's peer less. s.mu is held.
+func (s *Server) leavePeer(p *peerShare) {
 	if p.conns--; p.conns == 0 {
-		delete(s.peers, transport.Peer(remote))
+		delete(s.peers, p.key)
 	}
 }
 
@@ -447,7 +448,7 @@ func (c *serverConn) serve() {
 	defer func() {
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
-		c.s.leavePeer(c.conn.RemoteAddr().String(), c.share)
+		c.s.leavePeer(c.share)
 		c.s.mu.Unlock()
 	}()
 	br := bufio.NewReaderSize(c.conn, 64<<10)
