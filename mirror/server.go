@@ -61,6 +61,9 @@ type Options struct {
 	MaxIndexBytes int64
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Now is the clock that decides when a served bundle has expired and
+	// the snapshot must be taken again; nil is time.Now.
+	Now func() time.Time
 }
 
 // Server is the read-only mirror: an http.Handler over the latest
@@ -95,6 +98,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxIndexBytes == 0 {
 		opts.MaxIndexBytes = DefaultMaxIndexBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	s := &Server{opts: opts, log: opts.Logger}
 	if s.log == nil {
@@ -159,7 +165,8 @@ func (s *Server) Run(ctx context.Context) {
 }
 
 // Refresh opens the store, and, when its generation differs from the
-// snapshot being served, takes a new snapshot and swaps it in.
+// snapshot being served or a bundle the snapshot serves has expired since,
+// takes a new snapshot and swaps it in.
 func (s *Server) Refresh() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -169,7 +176,7 @@ func (s *Server) Refresh() error {
 	}
 	defer src.Close()
 	old := s.cur.Load()
-	if old != nil && old.gen == src.Generation() {
+	if old != nil && old.gen == src.Generation() && (old.validUntil.IsZero() || s.opts.Now().Before(old.validUntil)) {
 		return nil
 	}
 	snap, err := s.build(src, old)
@@ -187,6 +194,10 @@ type snapshot struct {
 	gen     uint64
 	files   map[string]*memFile    // path -> document
 	bundles map[string]*bundleFile // bundle_id -> file in the spool
+	// validUntil is the earliest expiry of a served bundle (zero: none
+	// expires): from then on the snapshot serves a bundle its store would
+	// no longer use, and is taken again.
+	validUntil time.Time
 }
 
 // memFile is a small document kept in memory.
@@ -223,6 +234,22 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 	}
 	ix := Index{Format: IndexFormat, Generation: snap.gen, Bundles: []IndexEntry{}, Capabilities: []IndexCap{}}
 	for _, b := range bs {
+		// Only what the store would use is served: a bundle that fails
+		// closed there (revoked, stale, expired) is not distributed further.
+		if reason := failedClosed(b); reason != "" {
+			s.log.Info("bundle left out of the mirror: it fails closed in the store", "bundle_id", b.BundleID, "reason", reason)
+			continue
+		}
+		if b.ExpiresAt != "" {
+			exp, err := time.Parse(time.RFC3339, b.ExpiresAt)
+			if err != nil {
+				s.log.Warn("bundle left out of the mirror: unreadable expiry", "bundle_id", b.BundleID)
+				continue
+			}
+			if snap.validUntil.IsZero() || exp.Before(snap.validUntil) {
+				snap.validUntil = exp
+			}
+		}
 		key := b.BundleID + "\x00" + strconv.FormatUint(b.Version, 10) + "\x00" + b.ImportedAt
 		var bf *bundleFile
 		if old != nil && old.bundles[b.BundleID] != nil && old.bundles[b.BundleID].key == key {
@@ -273,7 +300,20 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 	return snap, nil
 }
 
-// addCapability adds the four files of one capability version.
+// failedClosed says why the store would refuse every use of b ("" when it
+// would not).
+func failedClosed(b resolver.Bundle) string {
+	switch {
+	case b.Revoked != "":
+		return "revoked"
+	case b.Stale != "":
+		return "stale"
+	case b.Expired:
+		return "expired"
+	}
+	return ""
+}
+
 // StatementSource is a Source that also lists the signed trust and
 // revocation statements its store applied, in order (a *resolver.Store
 // does).
@@ -306,6 +346,7 @@ func addStatements(src Source, snap *snapshot) ([]IndexStatement, error) {
 	return out, nil
 }
 
+// addCapability adds the four files of one capability version.
 func (s *Server) addCapability(src Source, snap *snapshot, e resolver.Entry) (IndexCap, error) {
 	d := e.Descriptor
 	id := d.ID()

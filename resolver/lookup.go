@@ -165,6 +165,10 @@ type Bundle struct {
 	// Stale, when set, says why the bundle fails closed as older than the
 	// freshness policy allows (5002 bundle_stale at every use).
 	Stale string `json:"stale,omitempty"`
+	// Expired is set when the bundle has expired, by the store's clock or
+	// by the signed times of the keys trusted for it (5002 bundle_expired
+	// at every use, unless the store was opened with AllowExpired).
+	Expired bool `json:"expired,omitempty"`
 }
 
 // Bundles lists the installed bundles, by bundle_id.
@@ -177,9 +181,10 @@ func (s *Store) Bundles() ([]Bundle, error) {
 			if err := decode(v, &r); err != nil {
 				return err
 			}
+			exp, ok := expiry(r)
 			out = append(out, Bundle{BundleID: r.BundleID, Version: r.Version, ImportedAt: r.ImportedAt, ExpiresAt: r.ExpiresAt,
 				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k)), Revoked: r.Revoked,
-				Stale: staleReason(tx, r.BundleID, r.Version)})
+				Stale: staleReason(tx, r.BundleID, r.Version), Expired: ok && s.expiredAt(tx, &r, exp)})
 			return nil
 		})
 	})

@@ -24,11 +24,17 @@ func exportCommand(env *cliutil.Env) *cli.Command {
 hash on the way out: a tampered store fails with 5002 hash_mismatch instead
 of handing altered bytes on. FILE is written atomically (a temporary file in
 the same folder, synced, then renamed into place): on failure nothing is left
-behind and an existing FILE is untouched. Opens the store read-only.`,
+behind and an existing FILE is untouched. Opens the store read-only.
+
+A bundle that fails closed in the store (revoked, stale or expired: see ls) is
+not exported (bundle_revoked, bundle_stale, bundle_expired), so that it is not
+carried to another site by mistake; --allow-failed-closed exports it anyway,
+e.g. as evidence.`,
 		Flags: []cli.Flag{
 			dbFlag,
 			adminSocketFlag,
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "bundle `FILE` to write (required)"},
+			&cli.BoolFlag{Name: "allow-failed-closed", Usage: "export a bundle the store fails closed (revoked, stale, expired)"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) (err error) {
@@ -57,6 +63,11 @@ behind and an existing FILE is untouched. Opens the store read-only.`,
 			if b == nil {
 				return storeHint(cliutil.Failf(resolver.ErrUnknownBundle, "bundle %s is not installed", id), c.String("db"))
 			}
+			if !c.Bool("allow-failed-closed") {
+				if err := failedClosed(b); err != nil {
+					return err
+				}
+			}
 			prog := cliutil.NewProgress(env, c.Bool("json"), "exporting", int64(b.Bytes))
 			size, sum, err := exportAtomic(s, id, out, func(n int64) { prog.Update(min(n, int64(b.Bytes))) })
 			prog.Done()
@@ -72,6 +83,21 @@ behind and an existing FILE is untouched. Opens the store read-only.`,
 			return nil
 		},
 	}
+}
+
+// failedClosed refuses a bundle that every use of fails closed in its
+// store, naming why.
+func failedClosed(b *resolver.Bundle) error {
+	const hint = "; --allow-failed-closed exports it anyway"
+	switch {
+	case b.Revoked != "":
+		return cliutil.Failf(resolver.ErrBundleRevoked, "bundle %s fails closed in this store (revoked: %s)%s", b.BundleID, b.Revoked, hint)
+	case b.Stale != "":
+		return cliutil.Failf(resolver.ErrBundleStale, "bundle %s fails closed in this store (stale: %s)%s", b.BundleID, b.Stale, hint)
+	case b.Expired:
+		return cliutil.Failf(resolver.ErrBundleExpired, "bundle %s fails closed in this store (expired at %s)%s", b.BundleID, b.ExpiresAt, hint)
+	}
+	return nil
 }
 
 // exportAtomic exports bundle id into a temporary file next to out, syncs

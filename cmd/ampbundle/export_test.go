@@ -52,3 +52,27 @@ func TestExportByteIdentical(t *testing.T) {
 		t.Fatalf("export without -o: exit %d", r.code)
 	}
 }
+
+// TestFailedClosedBundleIsNotExportedByMistake: a bundle the store fails
+// closed (here after trust rm --fail-closed) is not exported, so that it is
+// not carried to another site; --allow-failed-closed exports it, byte for
+// byte; a bundle that does not fail closed is exported as before.
+func TestFailedClosedBundleIsNotExportedByMistake(t *testing.T) {
+	db := storeWithSamples(t)
+	mustRun(t, "trust", "rm", "example", "--db", db, "--fail-closed")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "translate.ampb")
+	failsWith(t, "bundle_revoked", "export", translateID, "--db", db, "-o", out)
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("a refused export left %s (%v)", out, err)
+	}
+	mustRun(t, "export", translateID, "--db", db, "-o", out, "--allow-failed-closed")
+	want, err := os.ReadFile(sampleFile("translate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("export with --allow-failed-closed differs from the imported file (%v)", err)
+	}
+	mustRun(t, "export", geoID, "--db", db, "-o", filepath.Join(dir, "geo.ampb"))
+}

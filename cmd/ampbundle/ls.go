@@ -69,6 +69,7 @@ type bundleJSON struct {
 	Bytes          uint64   `json:"bytes"`
 	Revoked        string   `json:"revoked,omitempty"` // why it fails closed
 	Stale          string   `json:"stale,omitempty"`   // why it fails closed as stale (freshness policy)
+	Expired        bool     `json:"expired,omitempty"` // it fails closed as expired
 }
 
 type capJSON struct {
@@ -104,7 +105,7 @@ func lsView(bundles []resolver.Bundle, cat *resolver.Catalog) lsJSON {
 			signers = []string{}
 		}
 		v.Bundles = append(v.Bundles, bundleJSON{BundleID: b.BundleID, Version: b.Version, HighestVersion: b.Highest,
-			ImportedAt: b.ImportedAt, ExpiresAt: b.ExpiresAt, Signers: signers, Artifacts: b.Artifacts, Bytes: b.Bytes, Revoked: b.Revoked, Stale: b.Stale})
+			ImportedAt: b.ImportedAt, ExpiresAt: b.ExpiresAt, Signers: signers, Artifacts: b.Artifacts, Bytes: b.Bytes, Revoked: b.Revoked, Stale: b.Stale, Expired: b.Expired})
 	}
 	for _, name := range cat.Names {
 		cj := capJSON{Name: name, Versions: []capVersionJSON{}}
@@ -139,6 +140,9 @@ func (v lsJSON) print(env *cliutil.Env) {
 		}
 		if b.Stale != "" {
 			fmt.Fprintf(w, "  STALE      fails closed (5002 bundle_stale): %s\n", b.Stale)
+		}
+		if b.Expired {
+			fmt.Fprintf(w, "  EXPIRED    fails closed (5002 bundle_expired)\n")
 		}
 	}
 	width := 0
