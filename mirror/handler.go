@@ -8,9 +8,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/ampbundle/ampbundle/transport"
 	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
@@ -166,34 +166,10 @@ func NewHTTPServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger)
 }
 
 // LimitListener accepts at most n connections at once: the next Accept
-// waits until one closes (the kernel backlog queues the rest).
+// waits until one closes (the kernel backlog queues the rest). One peer
+// (an IP address, an IPv6 /64) has at most a quarter of them open (at
+// least 1); a connection over its share is closed at once
+// (transport.LimitListener).
 func LimitListener(l net.Listener, n int) net.Listener {
-	return &limitListener{Listener: l, sem: make(chan struct{}, n)}
-}
-
-type limitListener struct {
-	net.Listener
-	sem chan struct{}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	l.sem <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
+	return transport.LimitListener(l, n, n/4)
 }

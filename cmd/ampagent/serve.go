@@ -27,7 +27,9 @@ import (
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport"
 	"github.com/ampbundle/ampbundle/transport/amphttp"
+	"github.com/ampbundle/ampbundle/transport/ampstcp"
 )
 
 // serveConfig is the --config file (JSON). Flags override it.
@@ -54,6 +56,12 @@ type serveConfig struct {
 	// bytes processed at once (defaults 64 and 64 MiB).
 	MaxInFlight      int   `json:"max_in_flight"`
 	MaxInFlightBytes int64 `json:"max_in_flight_bytes"`
+	// MaxConns bounds the open connections of each listener (HTTP, TCP),
+	// default 1024; MaxPeerConns those of one peer (an IP address, an
+	// IPv6 /64), default a quarter of MaxConns. One peer also gets a
+	// quarter of MaxInFlight and of MaxInFlightBytes.
+	MaxConns     int `json:"max_conns"`
+	MaxPeerConns int `json:"max_peer_conns"`
 	// MaxParamItems bounds the items of an invocation's params once
 	// expanded (default 262,144).
 	MaxParamItems int `json:"max_param_items"`
@@ -145,6 +153,8 @@ requests finish.`,
 			&cli.Int64Flag{Name: "ledger-budget", Usage: "largest size of the idempotency ledger in `BYTES` (default 256 MiB)"},
 			&cli.IntFlag{Name: "max-in-flight", Usage: "most requests processed at once, `N` (default 64); beyond it 503"},
 			&cli.Int64Flag{Name: "max-in-flight-bytes", Usage: "most request bytes held at once, `BYTES` (default 64 MiB); beyond it 503"},
+			&cli.IntFlag{Name: "max-conns", Usage: "most connections open at once on each listener, `N` (default 1024); more wait in the kernel backlog"},
+			&cli.IntFlag{Name: "max-peer-conns", Usage: "most connections open at once from one address (an IPv6 /64), `N` (default a quarter of --max-conns); more are closed at once"},
 			&cli.StringFlag{Name: "stream-dir", Usage: "take the params of invocations too large for one message as streams, spooled in `DIR` (an existing directory of the agent's own)"},
 			&cli.Int64Flag{Name: "stream-max-bytes", Usage: "most bytes of open streams, and of streamed params waiting for their invocation, `BYTES` each (default 256 MiB)"},
 			&cli.Int64Flag{Name: "stream-max-params", Usage: "largest streamed params of one invocation in `BYTES` (default 64 MiB)"},
@@ -243,6 +253,25 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 			return nil, cliutil.Usagef("--max-in-flight-bytes must be at least 1 MiB")
 		}
 	}
+	if c.IsSet("max-conns") {
+		if cfg.MaxConns = c.Int("max-conns"); cfg.MaxConns < 1 {
+			return nil, cliutil.Usagef("--max-conns must be at least 1")
+		}
+	}
+	if c.IsSet("max-peer-conns") {
+		if cfg.MaxPeerConns = c.Int("max-peer-conns"); cfg.MaxPeerConns < 1 {
+			return nil, cliutil.Usagef("--max-peer-conns must be at least 1")
+		}
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = defaultMaxConns
+	}
+	if cfg.MaxPeerConns == 0 {
+		cfg.MaxPeerConns = max(cfg.MaxConns/4, 1)
+	}
+	if cfg.MaxPeerConns > cfg.MaxConns {
+		return nil, cliutil.Failf("invalid_config", "max_peer_conns (%d) cannot exceed max_conns (%d)", cfg.MaxPeerConns, cfg.MaxConns)
+	}
 	if c.IsSet("stream-dir") {
 		cfg.StreamDir = c.String("stream-dir")
 	}
@@ -268,6 +297,7 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 		min  int64
 	}{{"ledger_budget_bytes", cfg.LedgerBudgetBytes, 1 << 20}, {"ledger_caller_bytes", cfg.LedgerCallerBytes, 64 << 10},
 		{"max_in_flight", int64(cfg.MaxInFlight), 1}, {"max_in_flight_bytes", cfg.MaxInFlightBytes, 1 << 20},
+		{"max_conns", int64(cfg.MaxConns), 1}, {"max_peer_conns", int64(cfg.MaxPeerConns), 1},
 		{"max_param_items", int64(cfg.MaxParamItems), 1}, {"stream_max_bytes", cfg.StreamMaxBytes, 1 << 20},
 		{"stream_max_params_bytes", cfg.StreamMaxParamsBytes, 1 << 10}, {"stream_per_sender", int64(cfg.StreamPerSender), 1}} {
 		if f.v != 0 && f.v < f.min {
@@ -298,6 +328,10 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 
 // maxConfigFile bounds the config file.
 const maxConfigFile = 4 << 20
+
+// defaultMaxConns is the default of --max-conns: connections open at once
+// on each listener.
+const defaultMaxConns = 1024
 
 // reservedEnv are the variables the agent sets for a program handler: a
 // config that could set them could make a program believe another caller
@@ -468,11 +502,14 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		}
 		return cliutil.Failf("listen_failed", "cannot listen on the address").WithCause(err)
 	}
+	limited := transport.LimitListener(ln, cfg.MaxConns, cfg.MaxPeerConns)
+	ln = limited
 	h := amphttp.NewHandler(a, amphttp.Options{MaxBody: cfg.MaxBodyBytes, Logger: log,
 		MaxInFlight: cfg.MaxInFlight, MaxInFlightBytes: cfg.MaxInFlightBytes,
 		Health: func() map[string]any {
 			u := ledgerStore.Usage()
-			return map[string]any{"generation": store.Generation(), "ledger_entries": u.Entries, "ledger_bytes": u.Bytes, "ledger_budget": u.Budget}
+			return map[string]any{"generation": store.Generation(), "ledger_entries": u.Entries, "ledger_bytes": u.Bytes, "ledger_budget": u.Budget,
+				"http_conns": limited.Open(), "http_conns_refused": limited.Refused()}
 		}})
 	mux := http.NewServeMux()
 	mux.Handle(ReadyPath, ready)
@@ -515,7 +552,8 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	}()
 	stopTCP := func(context.Context) error { return nil }
 	if tcpLn != nil {
-		stopTCP = startTCP(tcpLn, a, int(cfg.MaxBodyBytes), cfg.MaxInFlightBytes, log, errs)
+		stopTCP = startTCP(tcpLn, a, ampstcp.ServerOptions{MaxMessageSize: int(cfg.MaxBodyBytes), MaxInFlightBytes: cfg.MaxInFlightBytes,
+			MaxConns: cfg.MaxConns, MaxPeerConns: cfg.MaxPeerConns, Logger: log}, errs)
 	}
 	url := "http://" + ln.Addr().String()
 	startDoc := map[string]any{"listening": url, "did": id.DID, "admin_socket": sock}

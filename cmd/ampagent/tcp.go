@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"log/slog"
 	"net"
 	"time"
 
@@ -73,11 +72,11 @@ func tcpListener(c *cli.Context) (net.Listener, string, error) {
 }
 
 // startTCP serves a on ln and returns the function that drains it
-// (GOAWAY, then in-flight messages finish). maxInFlightBytes is the HTTP
-// listener's --max-in-flight-bytes: the TCP listener holds as much at most
-// (0: the default).
-func startTCP(ln net.Listener, a *agent.Agent, maxMessage int, maxInFlightBytes int64, log *slog.Logger, errs chan<- error) func(context.Context) error {
-	srv := ampstcp.NewServer(a, ampstcp.ServerOptions{MaxMessageSize: maxMessage, MaxInFlightBytes: maxInFlightBytes, Logger: log})
+// (GOAWAY, then in-flight messages finish). opts carry the HTTP listener's
+// limits (--max-in-flight-bytes, --max-conns, --max-peer-conns): the TCP
+// listener holds as much at most.
+func startTCP(ln net.Listener, a *agent.Agent, opts ampstcp.ServerOptions, errs chan<- error) func(context.Context) error {
+	srv := ampstcp.NewServer(a, opts)
 	go func() { errs <- srv.Serve(ln) }()
 	return srv.Shutdown
 }

@@ -61,6 +61,12 @@ type Options struct {
 	// (default 64). Beyond it a request is answered 503 with Retry-After
 	// at once: never queued.
 	MaxInFlight int
+	// MaxPeerInFlight caps the requests of one peer (an IP address, an
+	// IPv6 /64: transport.Peer) among them (default a quarter of
+	// MaxInFlight, at least 1, at most MaxInFlight): beyond it, 503 with
+	// Retry-After, so that one host cannot hold every slot (by sending
+	// bodies slowly, for example).
+	MaxPeerInFlight int
 	// MaxInFlightBytes caps the request bytes held in memory at once, all
 	// requests together (default 64 MiB, at least MaxBody + 1: a body is
 	// charged a byte more than its length, to see a byte too many). A
@@ -101,7 +107,8 @@ type Options struct {
 // unknown sender key, bad signature) is 400, whatever sender it claims:
 // nothing is signed in answer to what did not verify; an unsupported
 // X-AMP-Transport-Version is 400 (1004); more than MaxInFlight requests or
-// MaxInFlightBytes bytes at once is 503 with Retry-After (5004); a
+// MaxInFlightBytes bytes at once, or than a peer's share of them
+// (MaxPeerInFlight, MaxPeerInFlightBytes), is 503 with Retry-After (5004); a
 // Content-Type other than application/cbor is 415; anything but POST is
 // 405; other paths 404. Transport success is not application success:
 // refusals of verified messages are signed ERROR messages in a 200.
@@ -112,6 +119,10 @@ func NewHandler(a Handler, opts Options) http.Handler {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
+	if opts.MaxPeerInFlight <= 0 {
+		opts.MaxPeerInFlight = opts.MaxInFlight / 4
+	}
+	opts.MaxPeerInFlight = min(max(opts.MaxPeerInFlight, 1), opts.MaxInFlight)
 	if opts.MaxInFlightBytes <= 0 {
 		opts.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
@@ -129,8 +140,8 @@ func NewHandler(a Handler, opts Options) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	adm := &admission{maxReqs: int64(opts.MaxInFlight), maxBytes: opts.MaxInFlightBytes,
-		maxPeer: opts.MaxPeerInFlightBytes, peers: map[string]int64{}}
+	adm := &admission{maxReqs: int64(opts.MaxInFlight), maxPeerReqs: int64(opts.MaxPeerInFlight),
+		maxBytes: opts.MaxInFlightBytes, maxPeer: opts.MaxPeerInFlightBytes, peers: map[string]*peerLoad{}}
 	retryAfter := strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second))
 	busy := func(w http.ResponseWriter, r *http.Request, what string) {
 		transport.Log(r.Context(), log).Warn("request refused: agent busy", "limit", what)
@@ -155,17 +166,17 @@ func NewHandler(a Handler, opts Options) http.Handler {
 		}
 		if r.ContentLength > opts.MaxBody {
 			transport.Log(r.Context(), log).Info("request refused: body over the limit", "length", r.ContentLength)
-			w.Header().Set("Connection", "close")
+			closeNow(w)
 			httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
 			return
 		}
-		if !adm.enter() {
-			w.Header().Set("Connection", "close")
-			busy(w, r, "requests")
+		peer := transport.Peer(r.RemoteAddr)
+		if what := adm.enter(peer); what != "" {
+			closeNow(w)
+			busy(w, r, what)
 			return
 		}
 		var held int64
-		peer := transport.Peer(r.RemoteAddr)
 		defer func() { adm.leave(peer, held) }()
 		// What is charged must keep coming (MinDataRate).
 		start, rc := time.Now(), http.NewResponseController(w)
@@ -179,11 +190,11 @@ func NewHandler(a Handler, opts Options) http.Handler {
 		})
 		switch {
 		case errors.Is(err, errTooLarge):
-			w.Header().Set("Connection", "close")
+			closeNow(w)
 			httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
 			return
 		case errors.Is(err, errNoRoom):
-			w.Header().Set("Connection", "close")
+			closeNow(w)
 			busy(w, r, "bytes")
 			return
 		case err != nil:
@@ -239,45 +250,63 @@ func NewHandler(a Handler, opts Options) http.Handler {
 	return mux
 }
 
-// admission counts the requests and request bytes in flight; it never
-// queues: a request that does not fit is refused at once.
+// admission counts the requests and request bytes in flight, in all and
+// by peer; it never queues: a request that does not fit is refused at
+// once.
 type admission struct {
-	maxReqs, maxBytes, maxPeer int64
-	mu                         sync.Mutex
-	reqs, bytes                int64
-	peers                      map[string]int64 // bytes held by peer
+	maxReqs, maxPeerReqs, maxBytes, maxPeer int64
+	mu                                      sync.Mutex
+	reqs, bytes                             int64
+	peers                                   map[string]*peerLoad
 }
 
-func (a *admission) enter() bool {
+// peerLoad is what one peer holds: requests and bytes.
+type peerLoad struct{ reqs, bytes int64 }
+
+// enter admits one more request from peer, or names the limit it meets
+// ("requests", "peer_requests").
+func (a *admission) enter(peer string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.reqs >= a.maxReqs {
-		return false
+		return "requests"
+	}
+	p := a.peers[peer]
+	if p == nil {
+		p = &peerLoad{}
+		a.peers[peer] = p
+	}
+	if p.reqs >= a.maxPeerReqs {
+		return "peer_requests"
 	}
 	a.reqs++
-	return true
+	p.reqs++
+	return ""
 }
 
-// charge admits n more bytes for peer.
+// charge admits n more bytes for peer (which entered).
 func (a *admission) charge(peer string, n int64) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.bytes+n > a.maxBytes || a.peers[peer]+n > a.maxPeer {
+	p := a.peers[peer]
+	if a.bytes+n > a.maxBytes || p.bytes+n > a.maxPeer {
 		return false
 	}
 	a.bytes += n
-	a.peers[peer] += n
+	p.bytes += n
 	return true
 }
 
+// leave ends a request of peer that held held bytes.
 func (a *admission) leave(peer string, held int64) {
 	a.mu.Lock()
 	a.reqs--
 	a.bytes -= held
-	if held != 0 {
-		if a.peers[peer] -= held; a.peers[peer] <= 0 {
-			delete(a.peers, peer)
-		}
+	p := a.peers[peer]
+	p.reqs--
+	p.bytes -= held
+	if p.reqs <= 0 {
+		delete(a.peers, peer)
 	}
 	a.mu.Unlock()
 }
@@ -347,6 +376,15 @@ func readBody(r io.Reader, length, max int64, charge func(int64) bool) ([]byte, 
 			return nil, err
 		}
 	}
+}
+
+// closeNow makes the connection close after the response, and at once:
+// the rest of a body left unread is not waited for (net/http would
+// otherwise read up to 256 KiB of it, for as long as the read timeout
+// allows, before closing).
+func closeNow(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // httpError answers with an unsigned CBOR error body (RFC 001 error-body):

@@ -113,3 +113,29 @@ func TestBodyOfMaxBodyIsServed(t *testing.T) {
 		})
 	}
 }
+
+// TestOnePeerCannotHoldEveryRequestSlot: a host that opens requests and
+// trickles their bodies holds at most its share of the request slots
+// (threat: a handful of tiny, slow requests refusing everyone else with
+// 503 for as long as the host renews them): beyond the share it gets 503,
+// another host is still served.
+func TestOnePeerCannotHoldEveryRequestSlot(t *testing.T) {
+	h := handlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return []byte{0xa0}, nil })
+	opts := Options{MaxInFlight: 8, MaxPeerInFlight: 2, grace: 2 * time.Second}
+	srv := httptest.NewUnstartedServer(NewHandler(h, opts))
+	srv.Config = NewServer(srv.Config.Handler, 0, nil)
+	srv.Start()
+	defer srv.Close()
+	for range 8 {
+		slowBody(t, srv, "127.0.0.20", 100)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if s := postFrom(t, srv, "127.0.0.20"); s != http.StatusServiceUnavailable {
+		t.Fatalf("a peer holding its share of the slots: %d, want 503", s)
+	}
+	for _, other := range []string{"127.0.0.21", "127.0.0.22"} {
+		if s := postFrom(t, srv, other); s != http.StatusOK {
+			t.Fatalf("another peer (%s): %d, want 200", other, s)
+		}
+	}
+}

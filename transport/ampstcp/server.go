@@ -39,6 +39,11 @@ type ServerOptions struct {
 	// MaxConns caps open connections (default 256). One more is answered
 	// with an ERROR frame (5004 overloaded, retryable) and closed.
 	MaxConns int
+	// MaxPeerConns caps the open connections of one peer (an IP address,
+	// an IPv6 /64: transport.Peer), default a quarter of MaxConns, at least
+	// 1, at most MaxConns: one more is answered like one over MaxConns, so
+	// that one host cannot take every connection.
+	MaxPeerConns int
 	// MaxInFlight caps the messages being handled per connection (default
 	// 64); MaxInFlightTotal caps them for the whole server (default 512).
 	// Beyond either, the connection is not read until one finishes (the
@@ -98,6 +103,10 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	if o.MaxConns <= 0 {
 		o.MaxConns = 256
 	}
+	if o.MaxPeerConns <= 0 {
+		o.MaxPeerConns = o.MaxConns / 4
+	}
+	o.MaxPeerConns = min(max(o.MaxPeerConns, 1), o.MaxConns)
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 64
 	}
@@ -184,10 +193,9 @@ type peerShare struct {
 	conns int
 }
 
-// peerOf returns the share of remote's peer, counting one more
-// connection. s.mu is held.
-func (s *Server) peerOf(remote string) *peerShare {
-	key := transport.Peer(remote)
+// peerOf returns the share of the peer key (a transport.Peer), counting
+// one more connection. s.mu is held.
+func (s *Server) peerOf(key string) *peerShare {
 	p := s.peers[key]
 	if p == nil {
 		p = &peerShare{key: key, bytes: newBudget(s.opts.MaxPeerInFlightBytes)}
@@ -260,8 +268,15 @@ func (s *Server) Serve(ln net.Listener) error {
 			go refuse(c, s.opts.WriteTimeout, amp.NewError(amp.CodeOverloaded, "too many connections; retry later"))
 			continue
 		}
+		key := transport.Peer(c.RemoteAddr().String())
+		if p := s.peers[key]; p != nil && p.conns >= s.opts.MaxPeerConns {
+			s.mu.Unlock()
+			s.opts.Logger.Warn("tcp connection refused: too many connections from the peer", "peer", key)
+			go refuse(c, s.opts.WriteTimeout, amp.NewError(amp.CodeOverloaded, "too many connections from this address; retry later"))
+			continue
+		}
 		sc := newServerConn(s, c)
-		sc.share = s.peerOf(c.RemoteAddr().String())
+		sc.share = s.peerOf(key)
 		s.conns[sc] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()

@@ -453,3 +453,46 @@ func TestDeclaredFrameNotSentGivesItsChargeBack(t *testing.T) {
 		t.Fatal("the connection is still open")
 	}
 }
+
+// TestOnePeerCannotTakeEveryConnection: a host that opens connections and
+// sends nothing on them keeps at most its share open (threat: one host
+// holding every connection, idle for IdleTimeout and renewed, so that
+// nobody else connects): the next is answered with a retryable ERROR
+// frame and closed, another host still connects and is served.
+func TestOnePeerCannotTakeEveryConnection(t *testing.T) {
+	_, addr := startServer(t, echo(t, 0, nil), ServerOptions{MaxConns: 8, MaxPeerConns: 2})
+	from := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 40)}
+	held := []*rawConn{dialRawFrom(t, addr, from), dialRawFrom(t, addr, from)}
+	for _, r := range held {
+		if !r.handshake(1).Accepted {
+			t.Fatal("a connection within the share was refused")
+		}
+	}
+	over := dialRawFrom(t, addr, from)
+	f, err := over.frame()
+	if err != nil || f.Type != FrameError {
+		t.Fatalf("a connection over the peer's share: frame type %d, %v; want an ERROR frame", f.Type, err)
+	}
+	ef, err := DecodeErrorFrame(f.Payload)
+	if err != nil || ef.Error.Code != amp.CodeOverloaded || !ef.Error.Code.Retryable() {
+		t.Fatalf("error frame %+v %v, want 5004 (retryable)", ef, err)
+	}
+	over.expectClosed()
+	other := dialRawFrom(t, addr, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 41)})
+	if !other.handshake(1).Accepted {
+		t.Fatal("another peer was refused")
+	}
+	held[0].c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		again := dialRawFrom(t, addr, from)
+		again.write(AppendFrame(nil, FrameHandshake, EncodeHandshakeRequest(HandshakeRequest{Version: 1, MaxMsgSize: 1 << 20})))
+		if f, err := again.frame(); err == nil && f.Type == FrameHandshake {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a closed connection did not give its peer's slot back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

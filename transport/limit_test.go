@@ -1,0 +1,109 @@
+package transport
+
+import (
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// dialFrom connects to l from the loopback address from.
+func dialFrom(t *testing.T, l net.Listener, from string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// closedByServer reports whether the server closed c (it reads EOF)
+// within wait.
+func closedByServer(c net.Conn, wait time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(wait))
+	_, err := c.Read(make([]byte, 1))
+	return errors.Is(err, io.EOF)
+}
+
+// TestOnePeerCannotTakeEveryConnection: a host that opens connections and
+// sends nothing on them keeps at most its share open (threat: one host
+// holding every connection a server accepts, so that nobody else
+// connects): the next is closed at once, another host is still accepted,
+// and a closed connection gives its peer's slot back.
+func TestOnePeerCannotTakeEveryConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := LimitListener(ln, 8, 2)
+	defer l.Close()
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	a1, a2 := dialFrom(t, ln, "127.0.0.30"), dialFrom(t, ln, "127.0.0.30")
+	first := []net.Conn{<-accepted, <-accepted}
+	over := dialFrom(t, ln, "127.0.0.30")
+	if !closedByServer(over, 2*time.Second) {
+		t.Fatal("a third connection from a peer with a share of 2 was kept open")
+	}
+	if l.Refused() != 1 {
+		t.Fatalf("refused %d, want 1", l.Refused())
+	}
+	dialFrom(t, ln, "127.0.0.31")
+	select {
+	case <-accepted:
+	case <-time.After(time.Second):
+		t.Fatal("another peer was not accepted")
+	}
+	if closedByServer(a1, 100*time.Millisecond) || closedByServer(a2, 100*time.Millisecond) {
+		t.Fatal("the connections within the share were closed")
+	}
+	first[0].Close()
+	dialFrom(t, ln, "127.0.0.30")
+	select {
+	case <-accepted:
+	case <-time.After(time.Second):
+		t.Fatal("a closed connection did not give its peer's slot back")
+	}
+	if l.Open() != 3 {
+		t.Fatalf("open %d, want 3", l.Open())
+	}
+}
+
+// TestLimitedListenerCloseEndsAWaitingAccept: Accept waiting for a free
+// slot returns once the listener is closed (a server shutting down is not
+// held by a full listener).
+func TestLimitedListenerCloseEndsAWaitingAccept(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := LimitListener(ln, 1, 1)
+	dialFrom(t, ln, "127.0.0.1")
+	if _, err := l.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := l.Accept(); done <- err }()
+	time.Sleep(50 * time.Millisecond)
+	l.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Accept after Close: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Accept still waits after Close")
+	}
+}
