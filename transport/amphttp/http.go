@@ -455,10 +455,20 @@ func NewTransport(baseURL string, maxConns int) (*Transport, error) {
 		ResponseHeaderTimeout: 0, // invocations take their time; the context bounds them
 		ForceAttemptHTTP2:     true,
 	}
-	return &Transport{url: baseURL + MessagesPath, client: &http.Client{Transport: tr}, max: DefaultMaxBody}, nil
+	// Redirects are never followed: the message goes to the URL the user
+	// gave and nowhere else (a hostile agent would otherwise have the
+	// signed message re-posted to any host, a local service included, or
+	// make the client fetch a URL of its choosing).
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Transport{url: baseURL + MessagesPath, client: &http.Client{Transport: tr, CheckRedirect: noRedirect}, max: DefaultMaxBody}, nil
 }
 
+// ErrRedirect names the refusal of a redirect: the client never follows
+// one.
+const ErrRedirect amp.ErrName = "redirect_refused"
+
 // RoundTrip implements client.Transport. Delivery failures are 2002 (retryable);
+// a redirect is never followed (2002 redirect_refused);
 // a 413 or 400 is the agent refusing the bytes (1001, with its CBOR error
 // body when it sent one); 429 and 503 are 2003 (retryable); 5xx is 5001.
 func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
@@ -505,6 +515,8 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 		return nil, amp.NewError(amp.CodeInvalidMessage, "the message is too large for the agent")
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, amp.NewError(amp.CodeEndpointUnreachable, "no amp endpoint at this url (http 404)")
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return nil, amp.Named(amp.CodeEndpointUnreachable, ErrRedirect, "the agent answered with a redirect (http %d), which is not followed: give the agent's own url", resp.StatusCode)
 	case resp.StatusCode >= 500:
 		return nil, amp.NewError(amp.CodeInternalError, "the agent failed (http %d)", resp.StatusCode)
 	}
