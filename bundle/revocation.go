@@ -220,13 +220,19 @@ func ScopesUnder(keyScopes []string, scope string) bool {
 	return true
 }
 
-// KeyCoversScope reports whether a key trusted for keyScopes speaks for
-// everything under scope (one of its scopes is scope or contains it; for
-// "*", only "*").
+// KeyCoversScope reports whether scopes contain everything under scope
+// (one of them is scope or contains it; for "*", only "*"). It knows
+// nothing of revocations: to ask whether a trusted key speaks for scope,
+// use TrustedKey.CoversScope, which honours its Except scopes.
 func KeyCoversScope(keyScopes []string, scope string) bool {
 	k := TrustedKey{Scopes: keyScopes}
 	return k.coversScope(scope)
 }
+
+// CoversScope reports whether the key speaks for everything under scope:
+// one of its scopes is scope or contains it ("*" only by "*"), and none of
+// its Except scopes (where it was revoked) overlaps scope.
+func (k TrustedKey) CoversScope(scope string) bool { return k.coversScope(scope) }
 
 // VerifyFor checks that a signed object is signed as a bundle with manifest
 // m must be (FORMAT.md §5 step 4): the distinct trusted keys of p whose

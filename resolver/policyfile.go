@@ -228,7 +228,7 @@ func (s *Store) ApplyTrustPolicy(p *TrustPolicy) (*PolicyResult, error) {
 		for _, sc := range scopes {
 			covering := 0
 			for _, k := range pol.Keys {
-				if bundle.KeyCoversScope(k.Scopes, sc) {
+				if k.CoversScope(sc) {
 					covering++
 				}
 			}

@@ -178,7 +178,7 @@ func (s *Store) ApplyRotation(data []byte) (_ *RotateResult, err error) {
 				return fail(ErrKeyRevoked, "the statement adds %s, which this store has revoked for scope %s", a.Key, by)
 			}
 			if r := find(a.Key); r != nil && !gone[r.Name] {
-				if bundle.KeyCoversScope(r.Scopes, rot.Scope) {
+				if (bundle.TrustedKey{Scopes: r.Scopes, Except: revokedScopes(tx, amp.DIDKey(r.Key))}).CoversScope(rot.Scope) {
 					continue // already trusted for the scope
 				}
 				return fail(ErrTrustExists, "the statement adds %s, already trusted as %s for other scopes", a.Key, r.Name)
@@ -208,8 +208,8 @@ func (s *Store) ApplyRotation(data []byte) (_ *RotateResult, err error) {
 			if err := decode(v, &r); err != nil {
 				return err
 			}
-			if bundle.KeyCoversScope(r.Scopes, rot.Scope) {
-				covering++
+			if (bundle.TrustedKey{Scopes: r.Scopes, Except: revokedScopes(tx, amp.DIDKey(r.Key))}).CoversScope(rot.Scope) {
+				covering++ // a key revoked where rot.Scope reaches counts for nothing there
 			}
 			return nil
 		}); err != nil {

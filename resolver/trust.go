@@ -18,6 +18,10 @@ type TrustKey struct {
 	Key     ed25519.PublicKey
 	Scopes  []string
 	AddedAt string
+	// Except are the scopes a revocation this store applied names the
+	// key for: it counts for nothing under them, whatever Scopes say
+	// (bundle.TrustedKey.Except).
+	Except []string
 }
 
 // DID returns the key's did:key.
@@ -184,7 +188,8 @@ func (s *Store) TrustList() ([]TrustKey, error) {
 			if err := decode(v, &r); err != nil {
 				return err
 			}
-			out = append(out, TrustKey{Name: r.Name, Key: ed25519.PublicKey(clone(r.Key)), Scopes: r.Scopes, AddedAt: r.AddedAt})
+			out = append(out, TrustKey{Name: r.Name, Key: ed25519.PublicKey(clone(r.Key)), Scopes: r.Scopes, AddedAt: r.AddedAt,
+				Except: revokedScopes(tx, amp.DIDKey(r.Key))})
 			return nil
 		})
 	})

@@ -3,6 +3,7 @@ package resolver
 import (
 	"crypto/ed25519"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,5 +299,70 @@ func TestExpiredBundleOfferedByCatalog(t *testing.T) {
 		if offered := len(c.Names) > 0; offered != allow {
 			t.Fatalf("allow expired=%v: after expiry the catalog offers %v", allow, c.Names)
 		}
+	}
+}
+
+// TestRevokedKeyIsNotCountedTowardAThresholdWhereItWasRevoked: a key
+// revoked for com.acme and trusted again for "*" counts for nothing under
+// com.acme, so a trust policy setting com.acme's threshold to 2 with that
+// key and one com.acme key is refused (only one key could sign there:
+// nothing under com.acme could be imported); TrustList shows where the key
+// was revoked.
+func TestRevokedKeyIsNotCountedTowardAThresholdWhereItWasRevoked(t *testing.T) {
+	s := newStore(t) // example (org.example), acme (com.acme)
+	k := testKeyN(93)
+	if _, err := s.ApplyRevocation(revocation(t, "com.acme", []string{didOfPriv(k)}, nil, sampleKey(t, "acme-publisher"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TrustAdd("root", pub(k), []string{"*"}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.TrustList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root TrustKey
+	for _, tk := range keys {
+		if tk.Name == "root" {
+			root = tk
+		}
+	}
+	if strings.Join(root.Except, ",") != "com.acme" {
+		t.Fatalf("trust list: root except %v, want [com.acme]", root.Except)
+	}
+	before := dumpBesidesAudit(t, s)
+	_, err = s.ApplyTrustPolicy(&TrustPolicy{Format: TrustPolicyFormat, Keys: []TrustPolicyKey{
+		{Name: "acme", Key: didOfPriv(sampleKey(t, "acme-publisher")), Scopes: []string{"com.acme"}},
+		{Name: "root", Key: didOfPriv(k), Scopes: []string{"*"}},
+	}, Thresholds: map[string]uint64{"com.acme": 2}})
+	if !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), "com.acme") {
+		t.Fatalf("a threshold of 2 for com.acme, with one key able to sign there: %v, want invalid_policy", err)
+	}
+	if dumpBesidesAudit(t, s) != before {
+		t.Fatal("a refused policy changed the store")
+	}
+}
+
+// TestRotationCannotCountAKeyWhereItWasRevoked: a rotation raising
+// org.example's threshold to 2 is refused when the second key covering
+// org.example is one revoked there and trusted again for "*": it counts
+// for nothing under org.example, and the rotation would leave nothing
+// under it importable.
+func TestRotationCannotCountAKeyWhereItWasRevoked(t *testing.T) {
+	s := rotationStore(t) // a (seed 41) for org.example
+	a, k := testKeyN(41), testKeyN(94)
+	if _, err := s.ApplyRevocation(revocation(t, "org.example", []string{didOfPriv(k)}, nil, a)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TrustAdd("root", pub(k), []string{"*"}); err != nil {
+		t.Fatal(err)
+	}
+	before := dumpBesidesAudit(t, s)
+	_, err := s.ApplyRotation(rotation(t, nil, 1, 2, nil, nil, a))
+	if !errors.Is(err, bundle.ErrInvalidStatement) {
+		t.Fatalf("a threshold of 2 with one key able to sign under org.example: %v, want invalid_statement", err)
+	}
+	if dumpBesidesAudit(t, s) != before {
+		t.Fatal("a refused rotation changed the store")
 	}
 }

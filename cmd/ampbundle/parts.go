@@ -185,7 +185,7 @@ func storePolicy(s registry) (*bundle.Policy, error) {
 	}
 	p := &bundle.Policy{}
 	for _, k := range keys {
-		p.Keys = append(p.Keys, bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes})
+		p.Keys = append(p.Keys, bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes, Except: k.Except})
 	}
 	return p, nil
 }

@@ -36,10 +36,11 @@ type trustJSON struct {
 	Key     string   `json:"key"` // did:key
 	Scopes  []string `json:"scopes"`
 	AddedAt string   `json:"added_at"`
+	Except  []string `json:"except,omitempty"` // scopes it was revoked for
 }
 
 func trustView(k resolver.TrustKey) trustJSON {
-	return trustJSON{Name: k.Name, Key: k.DID(), Scopes: k.Scopes, AddedAt: k.AddedAt}
+	return trustJSON{Name: k.Name, Key: k.DID(), Scopes: k.Scopes, AddedAt: k.AddedAt, Except: k.Except}
 }
 
 func findTrust(keys []resolver.TrustKey, name string) (resolver.TrustKey, bool) {
@@ -176,6 +177,9 @@ was added. Opens the store read-only.`,
 			}
 			for _, k := range keys {
 				fmt.Fprintf(env.Stdout, "%s\n  key     %s\n  scopes  %s\n  added   %s\n", k.Name, k.DID(), strings.Join(k.Scopes, ", "), k.AddedAt)
+				if len(k.Except) > 0 {
+					fmt.Fprintf(env.Stdout, "  except  %s (revoked there: counts for nothing under them)\n", strings.Join(k.Except, ", "))
+				}
 			}
 			for _, sc := range slices.Sorted(maps.Keys(thresholds)) {
 				fmt.Fprintf(env.Stdout, "threshold %s: %d distinct trusted signatures\n", sc, thresholds[sc])

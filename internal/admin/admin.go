@@ -74,6 +74,8 @@ type TrustKey struct {
 	Key     string   `json:"key"`
 	Scopes  []string `json:"scopes"`
 	AddedAt string   `json:"added_at"`
+	// Except are the scopes the key was revoked for (resolver.TrustKey).
+	Except []string `json:"except,omitempty"`
 }
 
 // Catalog is resolver.Catalog on the socket.
@@ -210,7 +212,7 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 		keys, err := s.TrustList()
 		out := []TrustKey{}
 		for _, k := range keys {
-			out = append(out, TrustKey{Name: k.Name, Key: k.DID(), Scopes: k.Scopes, AddedAt: k.AddedAt})
+			out = append(out, TrustKey{Name: k.Name, Key: k.DID(), Scopes: k.Scopes, AddedAt: k.AddedAt, Except: k.Except})
 		}
 		return out, err
 	})
@@ -482,7 +484,7 @@ func (c *Client) TrustList() ([]resolver.TrustKey, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, resolver.TrustKey{Name: k.Name, Key: pub, Scopes: k.Scopes, AddedAt: k.AddedAt})
+		out = append(out, resolver.TrustKey{Name: k.Name, Key: pub, Scopes: k.Scopes, AddedAt: k.AddedAt, Except: k.Except})
 	}
 	return out, nil
 }
