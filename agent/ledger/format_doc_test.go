@@ -96,8 +96,13 @@ func TestFormatDocLedgerWAL(t *testing.T) {
 	expires := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	now := func() time.Time { return expires.Add(-time.Hour) }
 
+	// The example's group key: the bytes 00 to 0f.
+	key := make([]byte, walKeySize)
+	for i := range key {
+		key[i] = byte(i)
+	}
 	path := filepath.Join(t.TempDir(), "l.wal")
-	s, err := OpenWAL(path, WALOptions{Now: now})
+	s, err := OpenWAL(path, WALOptions{Now: now, Rand: bytes.NewReader(key)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,9 +43,10 @@ func FuzzDecodeEntry(f *testing.F) {
 // readings of one file).
 func FuzzWALGroup(f *testing.F) {
 	k := Key{Sender: "did:key:z6MkExample", ID: [16]byte{1, 2, 3}}
+	wf := newWALFormat(testWALKey)
 	g, _ := appendWALRecord(make([]byte, walGroupHeader), stateRunning, k, 1795348800000, nil)
 	g, _ = appendWALRecord(g, stateDone, k, 1795348800000, []byte{0xa1, 0x01, 0x02})
-	putWALGroupHeader(g, 7)
+	wf.putGroupHeader(g, 7)
 	f.Add(g)
 	f.Add(g[walGroupHeader:])
 	f.Add(g[:walGroupHeader+3])
@@ -55,7 +56,7 @@ func FuzzWALGroup(f *testing.F) {
 				t.Fatalf("payload %x does not re-encode", b)
 			}
 		}
-		n, seq, crc, err := parseWALGroupHeader(b)
+		n, seq, crc, err := wf.parseGroupHeader(b)
 		if err != nil || int64(n) > int64(len(b)-walGroupHeader) {
 			return
 		}
@@ -64,12 +65,15 @@ func FuzzWALGroup(f *testing.F) {
 			return
 		}
 		again := append(make([]byte, walGroupHeader), encodeWALRecords(recs)...)
-		putWALGroupHeader(again, seq)
+		wf.putGroupHeader(again, seq)
 		if !bytes.Equal(again, b[:walGroupHeader+int(n)]) {
 			t.Fatalf("group %x does not re-encode", b)
 		}
 	})
 }
+
+// testWALKey is the group key of the files these tests write by hand.
+var testWALKey = bytes.Repeat([]byte{0x5a}, walKeySize)
 
 func encodeWALRecords(recs []walRecord) []byte {
 	var out []byte
@@ -79,16 +83,18 @@ func encodeWALRecords(recs []walRecord) []byte {
 	return out
 }
 
-// FuzzWALReplay: any bytes after the header, opened as a log. Threats: a
-// crash or a hang on a damaged file, and a recovery that is not stable (a
-// file accepted, possibly truncated, must reopen to the same state and
-// size: a torn tail is cut once, never misread differently the next time).
+// FuzzWALReplay: any bytes after the header and key, opened as a log.
+// Threats: a crash or a hang on a damaged file, and a recovery that is not
+// stable (a file accepted, possibly truncated, must reopen to the same
+// state and size: a torn tail is cut once, never misread differently the
+// next time).
 func FuzzWALReplay(f *testing.F) {
 	k := Key{Sender: "did:key:z6MkExample", ID: [16]byte{1, 2, 3}}
+	wf := newWALFormat(testWALKey)
 	g1, _ := appendWALRecord(make([]byte, walGroupHeader), stateRunning, k, 1795352400000, nil)
-	putWALGroupHeader(g1, 1)
+	wf.putGroupHeader(g1, 1)
 	g2, _ := appendWALRecord(make([]byte, walGroupHeader), stateDone, k, 1795352400000, []byte{0xa1, 0x01, 0x02})
-	putWALGroupHeader(g2, 2)
+	wf.putGroupHeader(g2, 2)
 	f.Add(append(append([]byte{}, g1...), g2...))
 	f.Add(append(append([]byte{}, g1...), g2[:30]...))
 	f.Add(append(append([]byte{}, g2...), g1...))
@@ -96,7 +102,7 @@ func FuzzWALReplay(f *testing.F) {
 	c := newClock()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		path := filepath.Join(t.TempDir(), "l.wal")
-		if err := os.WriteFile(path, append([]byte(WALFormatID), body...), 0o600); err != nil {
+		if err := os.WriteFile(path, append(append([]byte(WALFormatID), testWALKey...), body...), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		s, err := OpenWAL(path, WALOptions{Now: c.Now})

@@ -3,6 +3,7 @@ package ledger
 import (
 	"bufio"
 	"container/heap"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -29,9 +30,11 @@ type WALOptions struct {
 	LockTimeout time.Duration
 	// Slack is how many bytes of dead records (superseded or expired) the
 	// file may hold before it is compacted (default max(Budget/8, 1 MiB)).
-	// The file never exceeds Budget + Slack + 43 bytes of log, plus the
+	// The file never exceeds Budget + Slack + 67 bytes of log, plus the
 	// 1 MiB of zeros the writer keeps after it (docs/FORMAT.md).
 	Slack int64
+	// Rand is the source of each file's group key (default crypto/rand).
+	Rand io.Reader
 }
 
 // WALStore is a durable Store: an append-only write-ahead log in a file
@@ -52,6 +55,7 @@ type WALStore struct {
 	now   func() time.Time
 	slack int64
 	sync  func(*os.File) error // fdatasync; replaced by tests to count
+	rand  io.Reader
 
 	// idx guards the index, the file handle and its size: Lookup reads
 	// them shared; the leader changes them exclusively.
@@ -62,7 +66,8 @@ type WALStore struct {
 	// noReserve: groups ending before it are appended without a reserve
 	// (the last one could not be written: a disk nearly full).
 	noReserve int64
-	seq       uint64 // the last group's sequence number
+	wf        *walFormat // the file's format and key
+	seq       uint64     // the last group's sequence number
 	m         map[Key]walEntry
 	exp       expiryHeap
 	liveDisk  int64 // bytes of the live entries' records
@@ -107,7 +112,10 @@ func openWAL(path string, opts WALOptions, syncFn func(*os.File) error) (*WALSto
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = time.Second
 	}
-	s := &WALStore{path: path, acct: newAccounts(opts.Limits), now: opts.Now, sync: syncFn, m: map[Key]walEntry{}}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	s := &WALStore{path: path, acct: newAccounts(opts.Limits), now: opts.Now, sync: syncFn, rand: opts.Rand, m: map[Key]walEntry{}}
 	s.slack = opts.Slack
 	if s.slack <= 0 {
 		s.slack = max(s.acct.lim.Budget/8, 1<<20)
@@ -163,6 +171,12 @@ func (s *WALStore) load() error {
 		}
 	}
 	s.size, s.alloc = end, end
+	if s.wf.key == nil {
+		// A version 1 file: rewritten at once as version 2 (with a key).
+		if err := s.compact(); err != nil {
+			return err
+		}
+	}
 	now := s.now().UnixMilli()
 	for k, e := range s.m {
 		if e.expires < now {
@@ -185,14 +199,29 @@ func (e walEntry) cost(k Key, lim Limits) int64 {
 	return entryCost(k, int64(e.n))
 }
 
+// newFileHeader returns the header of a new file (with a new key) and its
+// format.
+func (s *WALStore) newFileHeader() ([]byte, *walFormat, error) {
+	h := make([]byte, walFileHeader)
+	copy(h, WALFormatID)
+	if _, err := io.ReadFull(s.rand, h[len(WALFormatID):]); err != nil {
+		return nil, nil, err
+	}
+	return h, newWALFormat(h[len(WALFormatID):]), nil
+}
+
 // create writes an empty log at path atomically (header only).
 func (s *WALStore) create(path string) error {
+	h, _, err := s.newFileHeader()
+	if err != nil {
+		return walIOError("cannot create the ledger file: no randomness for its key", err)
+	}
 	tmp := path + ".compact"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return walIOError("cannot create the ledger file", err)
 	}
-	_, err = f.Write([]byte(WALFormatID))
+	_, err = f.Write(h)
 	if err == nil {
 		err = s.sync(f)
 	}
@@ -216,22 +245,34 @@ func (s *WALStore) create(path string) error {
 // group.
 func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<16)
-	head := make([]byte, len(WALFormatID))
-	if _, err := io.ReadFull(r, head); err != nil || string(head) != WALFormatID {
+	head := make([]byte, walFileHeader)
+	_, err := io.ReadFull(r, head[:len(WALFormatID)])
+	switch {
+	case err == nil && string(head[:len(WALFormatID)]) == walFormatV1:
+		s.wf = newWALFormat(nil)
+	case err == nil && string(head[:len(WALFormatID)]) == WALFormatID:
+		if _, err = io.ReadFull(r, head[len(WALFormatID):]); err == nil {
+			s.wf = newWALFormat(head[len(WALFormatID):])
+		}
+	default:
+		err = errors.New("unknown header")
+	}
+	if err != nil {
 		return 0, amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the ledger file is not a write-ahead log ledger (%q)", WALFormatID[:len(WALFormatID)-1])
 	}
-	off := int64(len(WALFormatID))
+	off := int64(s.wf.fileHeaderSize())
 	first := true
-	var gh [walGroupHeader]byte
+	hs := s.wf.headerSize()
+	gh := make([]byte, hs)
 	for off < size {
 		var n uint32
 		var seq uint64
 		var crc uint32
-		_, err := io.ReadFull(r, gh[:])
+		_, err := io.ReadFull(r, gh)
 		if err == nil {
-			n, seq, crc, err = parseWALGroupHeader(gh[:])
+			n, seq, crc, err = s.wf.parseGroupHeader(gh)
 		}
-		if err == nil && int64(n) > size-off-walGroupHeader {
+		if err == nil && int64(n) > size-off-int64(hs) {
 			err = io.ErrUnexpectedEOF
 		}
 		if err == nil && !first && seq != s.seq+1 {
@@ -247,7 +288,7 @@ func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
 		if err != nil {
 			return off, s.tornOrCorrupt(f, off, size, err)
 		}
-		base := off + walGroupHeader
+		base := off + int64(hs)
 		for _, rec := range recs {
 			e := walEntry{expires: rec.expires, done: rec.typ == stateDone}
 			if e.done {
@@ -273,10 +314,11 @@ func (s *WALStore) tornOrCorrupt(f *os.File, off, size int64, cause error) error
 	for {
 		n, err := r.Read(buf)
 		win = append(win, buf[:n]...)
-		for len(win) >= walGroupHeader {
-			if plen, _, crc, herr := parseWALGroupHeader(win); herr == nil && int64(plen) <= size-pos-walGroupHeader {
+		hs := s.wf.headerSize()
+		for len(win) >= hs {
+			if plen, _, crc, herr := s.wf.parseGroupHeader(win); herr == nil && int64(plen) <= size-pos-int64(hs) {
 				p := make([]byte, plen)
-				if _, rerr := f.ReadAt(p, pos+walGroupHeader); rerr == nil {
+				if _, rerr := f.ReadAt(p, pos+int64(hs)); rerr == nil {
 					if _, perr := parseWALPayload(p, crc); perr == nil {
 						return amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
 							"the ledger file is damaged at byte %d (%v) and intact records follow at byte %d; move it aside only if no invocation it records may be retried", off, cause, pos)
@@ -498,7 +540,7 @@ func (s *WALStore) run(batch []*walOp) {
 	}
 	// Dead bytes after this group: compact first if they would exceed
 	// the slack.
-	if s.size+int64(walGroupHeader+payload)-(s.liveDisk+grow) > s.slack+int64(len(WALFormatID)) {
+	if s.size+int64(walGroupHeader+payload)-(s.liveDisk+grow) > s.slack+int64(walFileHeader) {
 		if err := s.compact(); err != nil {
 			fail(err)
 			return
@@ -515,7 +557,7 @@ func (s *WALStore) run(batch []*walOp) {
 	for i, o := range writes {
 		g, at[i] = appendWALRecord(g, o.kind, o.k, o.expires, o.reply)
 	}
-	putWALGroupHeader(g, s.seq+1)
+	s.wf.putGroupHeader(g, s.seq+1)
 	end := s.size + int64(len(g))
 	if err := s.reserve(end); err != nil {
 		// No room for the reserve (a nearly full disk): drop what of it
@@ -639,6 +681,10 @@ func (s *WALStore) reclaim(now int64, max int) int {
 // leader, which alone changes the index: it reads the index unlocked and
 // takes s.idx only to switch, so lookups go on while it copies.
 func (s *WALStore) compact() error {
+	head, wf, err := s.newFileHeader()
+	if err != nil {
+		return walIOError("cannot compact the idempotency ledger: no randomness for the new file's key", err)
+	}
 	tmp := s.path + ".compact"
 	nf, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -650,8 +696,8 @@ func (s *WALStore) compact() error {
 		return walIOError("cannot compact the idempotency ledger", err)
 	}
 	w := bufio.NewWriterSize(nf, 1<<20)
-	w.WriteString(WALFormatID)
-	size, seq := int64(len(WALFormatID)), s.seq
+	w.Write(head)
+	size, seq := int64(len(head)), s.seq
 	offs := make(map[Key]int64, len(s.m))
 	var g []byte
 	var keys []Key
@@ -661,7 +707,7 @@ func (s *WALStore) compact() error {
 			return nil
 		}
 		seq++
-		putWALGroupHeader(g, seq)
+		wf.putGroupHeader(g, seq)
 		if _, err := w.Write(g); err != nil {
 			return err
 		}
@@ -723,7 +769,7 @@ func (s *WALStore) compact() error {
 		s.m[k] = e
 	}
 	old := s.f
-	s.f, s.size, s.alloc, s.seq, s.noReserve = nf, size, size, seq, 0
+	s.f, s.size, s.alloc, s.seq, s.noReserve, s.wf = nf, size, size, seq, 0, wf
 	s.idx.Unlock()
 	old.Close()
 	s.compactions.Add(1)

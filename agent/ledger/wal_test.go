@@ -153,7 +153,9 @@ func TestWALCrashAtAnyByteKeepsWhatWasAcknowledged(t *testing.T) {
 	c := newClock()
 	h := writeHistory(t, c)
 	path := filepath.Join(t.TempDir(), "cut.wal")
-	for cut := len(WALFormatID); cut <= len(h.data); cut++ {
+	// The header and key are written whole (a new file is renamed into
+	// place once synced): every cut after them.
+	for cut := walFileHeader; cut <= len(h.data); cut++ {
 		m := h.marks[0]
 		for _, mk := range h.marks {
 			if mk.size <= int64(cut) {

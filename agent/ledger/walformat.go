@@ -1,21 +1,26 @@
 package ledger
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"hash"
 	"hash/crc32"
 )
 
 // The write-ahead log file (docs/FORMAT.md, "Idempotency ledger
 // write-ahead log"):
 //
-//	file    = header *group
-//	header  = "ampbundle-ledger-wal/1\n"                    23 bytes
-//	group   = length seq payload-crc header-crc payload
+//	file    = header key *group
+//	header  = "ampbundle-ledger-wal/2\n"                    23 bytes
+//	key     = 16 random bytes, the file's group key
+//	group   = length seq payload-crc header-crc tag payload
 //	  length      uint32 BE, bytes of payload (>= 1 record)
 //	  seq         uint64 BE, the previous group's seq + 1
 //	  payload-crc uint32 BE, CRC-32C (Castagnoli) of payload
 //	  header-crc  uint32 BE, CRC-32C of the 16 bytes before it
+//	  tag         8 bytes, HMAC-SHA256(key, the 20 bytes before it)[:8]
 //	payload = 1*record
 //	record  = type expires sender-len sender id reply-len reply
 //	  type        1 byte: 1 running, 2 done
@@ -25,16 +30,115 @@ import (
 //	  id          16 bytes, the message id
 //	  reply-len   uint32 BE, 0 for running
 //	  reply       the reply bytes (done)
+//
+// Version 1 files (no key, groups without a tag) are still read, and
+// rewritten as version 2 when opened.
 const (
 	// WALFormatID is the first line of a write-ahead log ledger file.
-	WALFormatID = "ampbundle-ledger-wal/1\n"
+	WALFormatID = "ampbundle-ledger-wal/2\n"
+	// walFormatV1 is the first line of a version 1 file.
+	walFormatV1 = "ampbundle-ledger-wal/1\n"
 
-	walGroupHeader = 20
-	walRecordFixed = 1 + 8 + 2 + 16 + 4
-	maxWALSender   = 1<<16 - 1
+	walKeySize = 16
+	// walFileHeader is the size of a file's header and key.
+	walFileHeader = len(WALFormatID) + walKeySize
+	walTagSize    = 8
+	// walGroupHeader is the size of a group header (walGroupHeaderV1 in
+	// a version 1 file).
+	walGroupHeader   = 28
+	walGroupHeaderV1 = 20
+	walRecordFixed   = 1 + 8 + 2 + 16 + 4
+	maxWALSender     = 1<<16 - 1
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// walFormat writes and checks the group headers of one file: version 2
+// with the file's key (a tag keyed by it: bytes a caller had the agent
+// write, inside a reply, can never pass for a group), or version 1
+// without (key nil). Not safe for concurrent use: each file has one
+// writer (the leader) and is read alone on open.
+type walFormat struct {
+	key []byte
+	mac hash.Hash
+	sum []byte
+}
+
+// newWALFormat returns the format of a version 2 file with key, or of a
+// version 1 file when key is nil.
+func newWALFormat(key []byte) *walFormat {
+	f := &walFormat{key: key}
+	if key != nil {
+		f.mac = hmac.New(sha256.New, key)
+		f.sum = make([]byte, 0, sha256.Size)
+	}
+	return f
+}
+
+// headerSize is the size of the file's group headers.
+func (f *walFormat) headerSize() int {
+	if f.key == nil {
+		return walGroupHeaderV1
+	}
+	return walGroupHeader
+}
+
+// fileHeaderSize is the size of the file's header (and key).
+func (f *walFormat) fileHeaderSize() int {
+	if f.key == nil {
+		return len(walFormatV1)
+	}
+	return walFileHeader
+}
+
+// tag computes the tag of a group header's first 20 bytes.
+func (f *walFormat) tag(h []byte) []byte {
+	f.mac.Reset()
+	f.mac.Write(h[:20])
+	f.sum = f.mac.Sum(f.sum[:0])
+	return f.sum[:walTagSize]
+}
+
+// putGroupHeader fills the first headerSize bytes of g, whose payload
+// follows them.
+func (f *walFormat) putGroupHeader(g []byte, seq uint64) {
+	payload := g[f.headerSize():]
+	binary.BigEndian.PutUint32(g[0:4], uint32(len(payload)))
+	binary.BigEndian.PutUint64(g[4:12], seq)
+	binary.BigEndian.PutUint32(g[12:16], crc32.Checksum(payload, castagnoli))
+	binary.BigEndian.PutUint32(g[16:20], crc32.Checksum(g[:16], castagnoli))
+	if f.key != nil {
+		copy(g[20:walGroupHeader], f.tag(g))
+	}
+}
+
+var (
+	errWALHeader  = errors.New("group header checksum mismatch")
+	errWALPayload = errors.New("group payload checksum mismatch")
+	errWALRecord  = errors.New("malformed record")
+)
+
+// parseGroupHeader checks a group header and returns its payload length,
+// sequence number and payload checksum.
+func (f *walFormat) parseGroupHeader(h []byte) (n uint32, seq uint64, crc uint32, err error) {
+	if len(h) < f.headerSize() {
+		return 0, 0, 0, errWALHeader
+	}
+	// The length first: the writer's reserve of zeros is rejected without
+	// a checksum at every byte; then the checksum, which random bytes
+	// fail; then the tag, which only the file's writer can make.
+	n = binary.BigEndian.Uint32(h[0:4])
+	if n < walRecordFixed+1 {
+		return 0, 0, 0, errWALHeader
+	}
+	if crc32.Checksum(h[:16], castagnoli) != binary.BigEndian.Uint32(h[16:20]) {
+		return 0, 0, 0, errWALHeader
+	}
+	if f.key != nil && !hmac.Equal(f.tag(h), h[20:walGroupHeader]) {
+		return 0, 0, 0, errWALHeader
+	}
+	return n, binary.BigEndian.Uint64(h[4:12]), binary.BigEndian.Uint32(h[12:16]), nil
+}
 
 // walRecord is one decoded record; reply aliases the payload it was read
 // from, at offset replyAt within it.
@@ -62,40 +166,6 @@ func appendWALRecord(b []byte, typ byte, k Key, expires int64, reply []byte) ([]
 	b = binary.BigEndian.AppendUint32(b, uint32(len(reply)))
 	at := len(b)
 	return append(b, reply...), at
-}
-
-// putWALGroupHeader fills the first walGroupHeader bytes of g, whose
-// payload follows them.
-func putWALGroupHeader(g []byte, seq uint64) {
-	payload := g[walGroupHeader:]
-	binary.BigEndian.PutUint32(g[0:4], uint32(len(payload)))
-	binary.BigEndian.PutUint64(g[4:12], seq)
-	binary.BigEndian.PutUint32(g[12:16], crc32.Checksum(payload, castagnoli))
-	binary.BigEndian.PutUint32(g[16:20], crc32.Checksum(g[:16], castagnoli))
-}
-
-var (
-	errWALHeader  = errors.New("group header checksum mismatch")
-	errWALPayload = errors.New("group payload checksum mismatch")
-	errWALRecord  = errors.New("malformed record")
-)
-
-// parseWALGroupHeader checks a group header and returns its payload length,
-// sequence number and payload checksum.
-func parseWALGroupHeader(h []byte) (n uint32, seq uint64, crc uint32, err error) {
-	if len(h) < walGroupHeader {
-		return 0, 0, 0, errWALHeader
-	}
-	// The length first: the writer's reserve of zeros is rejected without
-	// a checksum at every byte.
-	n = binary.BigEndian.Uint32(h[0:4])
-	if n < walRecordFixed+1 {
-		return 0, 0, 0, errWALHeader
-	}
-	if crc32.Checksum(h[:16], castagnoli) != binary.BigEndian.Uint32(h[16:20]) {
-		return 0, 0, 0, errWALHeader
-	}
-	return n, binary.BigEndian.Uint64(h[4:12]), binary.BigEndian.Uint32(h[12:16]), nil
 }
 
 // parseWALPayload checks a group payload against its checksum and decodes

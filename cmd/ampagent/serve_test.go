@@ -433,7 +433,9 @@ func damagedLedger(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[len(ledger.WALFormatID)+20+5] ^= 1
+	// A byte of the first group's payload: after the header, the 16-byte
+	// key and the 28-byte group header (docs/FORMAT.md).
+	b[len(ledger.WALFormatID)+16+28+5] ^= 1
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
