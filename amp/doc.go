@@ -39,7 +39,10 @@
 // invalid UTF-8, trailing bytes, truncation, ill-formed simple values, and
 // anything over the caps in Limits (size, depth, array and map length,
 // string length). Length headers are checked against the bytes that remain
-// before anything is read, so a hostile header allocates nothing.
+// before anything is read, so a hostile header allocates nothing. The
+// envelope's own fields have bounds too: a DID of at most 2048 bytes, and
+// reply_to and thread_id of at most MaxRefBytes (docs/SPEC-DECISIONS.md
+// AMP-11).
 //
 // ReadHead, ReadHeadFrom, SkipItem and ReadItem are the project's one strict
 // CBOR head and item reader, used by every package that walks CBOR by hand

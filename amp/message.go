@@ -62,6 +62,10 @@ const (
 	SigSize     = 64
 	idSize      = 16
 	maxDIDBytes = 2048
+	// MaxRefBytes caps reply_to and thread_id (RFC 001 leaves both
+	// unbounded byte strings; docs/SPEC-DECISIONS.md AMP-11): a message id
+	// is 16 bytes, a thread id is whatever its sender chose.
+	MaxRefBytes = 256
 )
 
 // Encrypted is the `enc` field of an encrypted message.
@@ -423,9 +427,9 @@ func (r *rawMessage) set(data []byte, k, v, end int) error {
 	case "to":
 		slot, ok, want = &r.to, validRecipients(val), "a text string or a non-empty array of text strings"
 	case "reply_to":
-		slot, ok, want = &r.replyTo, vh.Major == MajorBytes, "a byte string"
+		slot, ok, want = &r.replyTo, vh.Major == MajorBytes && vh.Arg <= MaxRefBytes, "a byte string of at most 256 bytes"
 	case "thread_id":
-		slot, ok, want = &r.threadID, vh.Major == MajorBytes, "a byte string"
+		slot, ok, want = &r.threadID, vh.Major == MajorBytes && vh.Arg <= MaxRefBytes, "a byte string of at most 256 bytes"
 	case "sig":
 		slot, ok, want = &r.sig, vh.Major == MajorBytes, "a byte string"
 	case "body":

@@ -150,6 +150,8 @@ func TestReceiveValidationOrder(t *testing.T) {
 		err  ErrName
 	}{
 		{1, "shape: id of the wrong type", edit(t, plain, func(m map[string][]byte) { allLater(m); m["id"] = appendText(nil, "x") }), CodeInvalidMessage, "wrong_shape"},
+		{1, "shape: thread_id over 256 bytes", edit(t, plain, func(m map[string][]byte) { allLater(m); m["thread_id"] = appendBytes(nil, make([]byte, MaxRefBytes+1)) }), CodeInvalidMessage, "wrong_shape"},
+		{1, "shape: reply_to over 256 bytes", edit(t, plain, func(m map[string][]byte) { allLater(m); m["reply_to"] = appendBytes(nil, make([]byte, MaxRefBytes+1)) }), CodeInvalidMessage, "wrong_shape"},
 		{1, "shape: unknown envelope field", edit(t, plain, func(m map[string][]byte) { allLater(m); m["extra"] = u(1) }), CodeInvalidMessage, "unknown_field"},
 		{1, "shape: not a map", hx("8101"), CodeInvalidMessage, "wrong_shape"},
 		{1, "shape: malformed cbor", append(edit(t, plain, allLater), 0x00), CodeInvalidMessage, "invalid_message"},
@@ -399,5 +401,27 @@ func TestNewReceiverRefusesMisconfiguration(t *testing.T) {
 	}
 	if _, err := NewSender(SenderConfig{Identity: Identity{DID: "did:key:x"}}); err == nil {
 		t.Fatal("sender without keys accepted")
+	}
+}
+
+// TestThreadIDIsBoundedBothWays: a thread_id or reply_to of 256 bytes is
+// received, one byte more is refused as 1001 before the signature is
+// checked (threat: a caller making every reply the agent records as large
+// as a message), and Seal never produces what a receiver refuses.
+func TestThreadIDIsBoundedBothWays(t *testing.T) {
+	f := newFixture(t)
+	at := f.seal(t, Draft{Body: hx("a1616101"), ThreadID: bytes.Repeat([]byte{7}, MaxRefBytes), ReplyTo: bytes.Repeat([]byte{8}, MaxRefBytes)})
+	if _, err := f.recv.Receive(context.Background(), at); err != nil {
+		t.Fatalf("thread_id and reply_to of %d bytes: %v", MaxRefBytes, err)
+	}
+	over := edit(t, at, func(m map[string][]byte) { m["thread_id"] = appendBytes(nil, make([]byte, MaxRefBytes+1)) })
+	if _, err := f.recv.Receive(context.Background(), over); CodeOf(err) != CodeInvalidMessage || NameOf(err) != "wrong_shape" {
+		t.Fatalf("thread_id of %d bytes: %v, want 1001 wrong_shape", MaxRefBytes+1, err)
+	}
+	for _, d := range []Draft{{ThreadID: make([]byte, MaxRefBytes+1)}, {ReplyTo: make([]byte, MaxRefBytes+1)}} {
+		d.Type, d.To, d.Body = TypeMessage, To(f.bob.DID), hx("01")
+		if _, _, err := f.sender.Seal(context.Background(), d); err == nil {
+			t.Fatal("Seal made a message with a reference over the bound")
+		}
 	}
 }

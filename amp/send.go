@@ -147,6 +147,9 @@ func (s *Sender) Seal(ctx context.Context, d Draft) (*Message, []byte, error) {
 	if len(d.To.DIDs) == 0 {
 		return nil, nil, NewError(CodeInternalError, "a message needs at least one recipient")
 	}
+	if len(d.ReplyTo) > MaxRefBytes || len(d.ThreadID) > MaxRefBytes {
+		return nil, nil, NewError(CodeInternalError, "reply_to and thread_id are at most %d bytes", MaxRefBytes)
+	}
 	m := &Message{V: s.cfg.Version, ID: id, Type: d.Type, TS: ts, TTL: ttl, From: s.cfg.Identity.DID,
 		To: d.To, ReplyTo: d.ReplyTo, ThreadID: d.ThreadID, Body: d.Body}
 	if d.Type.IsHandshake() {
