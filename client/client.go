@@ -69,6 +69,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Limits caps replies.
 	Limits amp.Limits
+	// QueryLimits bound what QueryAll reads of a provider's pages.
+	QueryLimits QueryLimits
 	// Outbox, when set, keeps every request sent until it is answered,
 	// confirmed by a report (give Outbox.Receive to the receiving agent's
 	// agent.Config.Receipts) or expired, and exposes its state.
@@ -117,6 +119,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.TTL == 0 {
 		cfg.TTL = amp.DefaultTTL
 	}
+	cfg.QueryLimits = cfg.QueryLimits.withDefaults()
 	c := &Client{cfg: cfg, log: cfg.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -273,25 +276,108 @@ func (c *Client) Query(ctx context.Context, q capability.Query) (*capability.Dec
 	return &d, ex, nil
 }
 
-// maxPages bounds QueryAll.
-const maxPages = 10_000
+// Defaults of QueryLimits.
+const (
+	// DefaultMaxQueryPages is the most pages QueryAll reads.
+	DefaultMaxQueryPages = 10_000
+	// DefaultMaxQueryDescriptors is the most descriptors QueryAll keeps,
+	// all pages together.
+	DefaultMaxQueryDescriptors = 50_000
+	// DefaultMaxQueryBytes is the most bytes of CAP_DECLARE bodies QueryAll
+	// reads, all pages together (32 MiB).
+	DefaultMaxQueryBytes = 32 << 20
+)
+
+// Names of the errors by which QueryAll refuses a provider's pages, all
+// 4001: the provider's answer, not the caller, is at fault.
+const (
+	// ErrTooManyPages: the provider named a next page after MaxPages pages.
+	ErrTooManyPages = amp.ErrName("too_many_pages")
+	// ErrCursorLoop: the provider named as next a cursor it had already
+	// named (or the one the query started from).
+	ErrCursorLoop = amp.ErrName("cursor_loop")
+	// ErrQueryTooLarge: the pages hold more than MaxDescriptors
+	// descriptors or MaxBytes bytes in all.
+	ErrQueryTooLarge = amp.ErrName("query_too_large")
+)
+
+// QueryLimits bound what QueryAll reads and keeps of a provider's pages,
+// which a hostile provider could otherwise make as many and as large as it
+// likes. A field of zero or less takes its default.
+type QueryLimits struct {
+	// MaxPages is the most pages read (DefaultMaxQueryPages).
+	MaxPages int
+	// MaxDescriptors is the most descriptors kept, all pages together
+	// (DefaultMaxQueryDescriptors).
+	MaxDescriptors int
+	// MaxBytes is the most bytes of CAP_DECLARE bodies (the descriptors
+	// and cursors as the provider encoded them) read, all pages together
+	// (DefaultMaxQueryBytes).
+	MaxBytes int64
+}
+
+func (l QueryLimits) withDefaults() QueryLimits {
+	if l.MaxPages <= 0 {
+		l.MaxPages = DefaultMaxQueryPages
+	}
+	if l.MaxDescriptors <= 0 {
+		l.MaxDescriptors = DefaultMaxQueryDescriptors
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxQueryBytes
+	}
+	return l
+}
 
 // QueryAll follows the cursors of a query to its last page and returns
-// every descriptor, in the provider's order.
+// every descriptor, in the provider's order. It returns every descriptor
+// or an error, never a part: past Config.QueryLimits it fails with
+// ErrTooManyPages or ErrQueryTooLarge, and a cursor the provider names a
+// second time (or the query's own Cursor) is ErrCursorLoop.
 func (c *Client) QueryAll(ctx context.Context, q capability.Query) ([]capability.Descriptor, error) {
-	var out []capability.Descriptor
-	for page := 0; page < maxPages; page++ {
-		d, _, err := c.Query(ctx, q)
+	out, _, err := c.QueryAllPages(ctx, q)
+	return out, err
+}
+
+// QueryAllPages is QueryAll that also returns the number of pages read
+// (0 with an error).
+func (c *Client) QueryAllPages(ctx context.Context, q capability.Query) ([]capability.Descriptor, int, error) {
+	lim := c.cfg.QueryLimits
+	var (
+		out  []capability.Descriptor
+		read int64
+		// Every cursor seen: at most MaxPages of them, and their bytes
+		// count in MaxBytes (each came in a body).
+		seen = map[string]struct{}{}
+	)
+	if q.Cursor != "" {
+		seen[q.Cursor] = struct{}{}
+	}
+	for pages := 1; ; pages++ {
+		d, ex, err := c.Query(ctx, q)
 		if err != nil {
-			return out, err
+			return nil, 0, err
+		}
+		read += int64(len(ex.Reply.Body))
+		if read > lim.MaxBytes {
+			return nil, 0, amp.Named(amp.CodeBadRequest, ErrQueryTooLarge, "the provider's pages hold more than %d bytes in all", lim.MaxBytes)
+		}
+		if len(d.Capabilities) > lim.MaxDescriptors-len(out) {
+			return nil, 0, amp.Named(amp.CodeBadRequest, ErrQueryTooLarge, "the provider's pages hold more than %d descriptors in all", lim.MaxDescriptors)
 		}
 		out = append(out, d.Capabilities...)
 		if d.NextCursor == "" {
-			return out, nil
+			return out, pages, nil
 		}
+		if _, dup := seen[d.NextCursor]; dup {
+			return nil, 0, amp.Named(amp.CodeBadRequest, ErrCursorLoop, "the provider returned a cursor it had returned before")
+		}
+		if pages >= lim.MaxPages {
+			return nil, 0, amp.Named(amp.CodeBadRequest, ErrTooManyPages, "the provider returned more than %d pages", lim.MaxPages)
+		}
+		seen[d.NextCursor] = struct{}{}
 		q.Cursor = d.NextCursor
 	}
-	return out, amp.Named(amp.CodeBadRequest, "too_many_pages", "the provider returned more than %d pages", maxPages)
 }
 
 // Invoke sends a CAP_INVOKE and returns the CAP_RESULT. A result with
