@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -34,7 +35,10 @@ The filter is exactly one of --capability NAME and --type T (a legacy
 alias), optionally narrowed by --version RANGE. Results come in pages of at
 most --limit descriptors, newest version first unless --order says
 otherwise; a page that is not the last names the cursor of the next one
-(--cursor, with the same filter and order), and --all follows every page.
+(--cursor, with the same filter and order), and --all follows every page:
+at most 10,000 pages, 50,000 descriptors and 32 MiB of pages in all, and
+never a cursor twice (past that, query_too_large, too_many_pages or
+cursor_loop, and nothing is printed).
 
 The caller is the identity in --key (ampagent keygen), by its did:key or by
 --did. --to is the provider's DID: a did:key carries its own keys; any other
@@ -63,24 +67,22 @@ DID needs its DID document in --to-doc, to check the signed replies.`,
 				next  string
 				pages int
 			)
-			for {
+			if c.Bool("all") {
+				// The client's default QueryLimits bound the pages, the
+				// descriptors and the bytes kept, and refuse any cursor
+				// named twice.
+				if descs, pages, err = s.client.QueryAllPages(s.ctx, q); err != nil {
+					if errors.Is(err, client.ErrQueryTooLarge) || errors.Is(err, client.ErrTooManyPages) {
+						return cliutil.WithHint(err, "read the pages one at a time with --cursor, without --all")
+					}
+					return err
+				}
+			} else {
 				d, _, err := s.client.Query(s.ctx, q)
 				if err != nil {
 					return err
 				}
-				pages++
-				descs = append(descs, d.Capabilities...)
-				next = d.NextCursor
-				if !c.Bool("all") || next == "" {
-					break
-				}
-				if pages >= maxQueryPages {
-					return amp.Named(amp.CodeBadRequest, "too_many_pages", "the provider returned more than %d pages", maxQueryPages)
-				}
-				if next == q.Cursor {
-					return amp.Named(amp.CodeBadRequest, "cursor_loop", "the provider returned the same cursor twice")
-				}
-				q.Cursor = next
+				descs, next, pages = d.Capabilities, d.NextCursor, 1
 			}
 			if c.Bool("json") {
 				caps := make([]json.RawMessage, len(descs))
@@ -107,9 +109,6 @@ DID needs its DID document in --to-doc, to check the signed replies.`,
 		},
 	}
 }
-
-// maxQueryPages bounds --all against a provider that never stops.
-const maxQueryPages = 10_000
 
 // queryFromFlags builds the CAP_QUERY body from the flags; every mistake is
 // a usage error.
