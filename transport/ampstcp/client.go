@@ -53,7 +53,8 @@ type Transport struct {
 	log   *slog.Logger
 	url   string
 	mu    sync.Mutex
-	cur   *clientConn
+	cur   *clientConn              // where new messages go
+	conns map[*clientConn]struct{} // every live connection: cur and those draining after a GOAWAY
 	close bool
 }
 
@@ -82,7 +83,7 @@ func NewTransport(rawURL string, opts ClientOptions) (*Transport, error) {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
 	}
-	t := &Transport{addr: u.Host, opts: opts, url: u.Scheme + "://" + u.Host, log: opts.Logger}
+	t := &Transport{addr: u.Host, opts: opts, url: u.Scheme + "://" + u.Host, log: opts.Logger, conns: map[*clientConn]struct{}{}}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
@@ -114,16 +115,28 @@ func LoopbackHost(host string) bool {
 // String describes the transport.
 func (t *Transport) String() string { return "tcp " + t.url }
 
-// Close closes the connection; messages in flight fail with 2002.
+// Close closes every connection, those draining after a GOAWAY included;
+// messages in flight fail with 2002, and so does every later call.
 func (t *Transport) Close() {
 	t.mu.Lock()
 	t.close = true
-	c := t.cur
+	conns := t.conns
+	t.conns = nil
 	t.cur = nil
 	t.mu.Unlock()
-	if c != nil {
+	for c := range conns {
 		c.fail(amp.NewError(amp.CodeEndpointUnreachable, "the transport was closed"))
 	}
+}
+
+// forget drops c, which failed, from the live connections.
+func (t *Transport) forget(c *clientConn) {
+	t.mu.Lock()
+	delete(t.conns, c)
+	if t.cur == c {
+		t.cur = nil
+	}
+	t.mu.Unlock()
 }
 
 // conn returns the current connection, dialing one when there is none or
@@ -141,7 +154,10 @@ func (t *Transport) conn(ctx context.Context) (*clientConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.conns[c] = struct{}{}
 	t.cur = c
+	go c.readLoop()
+	go c.writer()
 	return c, nil
 }
 
@@ -168,8 +184,6 @@ func (t *Transport) dial(ctx context.Context) (*clientConn, error) {
 		nc.Close()
 		return nil, err
 	}
-	go c.readLoop()
-	go c.writer()
 	return c, nil
 }
 
@@ -310,6 +324,7 @@ func (c *clientConn) fail(err error) {
 	c.mu.Unlock()
 	close(c.done)
 	c.conn.Close()
+	c.t.forget(c)
 	for _, ch := range pending {
 		ch <- result{err: err}
 	}
