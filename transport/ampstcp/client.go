@@ -29,7 +29,8 @@ type ClientOptions struct {
 	// handshake (default 16 MiB).
 	MaxMessageSize int
 	// DialTimeout bounds connecting, TLS included (10 s), and
-	// HandshakeTimeout the HANDSHAKE exchange (10 s).
+	// HandshakeTimeout the HANDSHAKE exchange (10 s). Both end sooner
+	// with the context of the call that dials.
 	DialTimeout      time.Duration
 	HandshakeTimeout time.Duration
 	// WriteTimeout bounds the write of one frame (30 s).
@@ -45,17 +46,34 @@ type ClientOptions struct {
 // each reply to its request by the reply's reply_to (an ERROR frame by its
 // message_id). It redials when the connection ends; after a GOAWAY the old
 // connection finishes what it carries while new messages go to a new one.
-// It satisfies client.Transport. Safe for concurrent use.
+// One dial at a time: callers that need a connection meanwhile wait for it,
+// each only as long as its own context allows. It satisfies
+// client.Transport. Safe for concurrent use.
 type Transport struct {
-	addr  string
-	tls   *tls.Config // nil for amp://
-	opts  ClientOptions
-	log   *slog.Logger
-	url   string
-	mu    sync.Mutex
-	cur   *clientConn              // where new messages go
-	conns map[*clientConn]struct{} // every live connection: cur and those draining after a GOAWAY
-	close bool
+	addr string
+	tls  *tls.Config // nil for amp://
+	opts ClientOptions
+	log  *slog.Logger
+	url  string
+
+	mu      sync.Mutex
+	cur     *clientConn              // where new messages go
+	conns   map[*clientConn]struct{} // every live connection: cur and those draining after a GOAWAY
+	dialing *dialCall                // the dial in progress, if any
+	closed  bool
+}
+
+// dialCall is one dial, which every caller that needs a connection
+// meanwhile waits for.
+type dialCall struct {
+	done   chan struct{} // closed when c or err is set
+	cancel context.CancelFunc
+	c      *clientConn
+	err    error
+	// abandoned: the dial ended because its context did (the caller
+	// that dialed gave up, or Close), not because of the agent; a waiter
+	// with time left dials again.
+	abandoned bool
 }
 
 // NewTransport returns a transport to the agent at rawURL:
@@ -115,18 +133,27 @@ func LoopbackHost(host string) bool {
 // String describes the transport.
 func (t *Transport) String() string { return "tcp " + t.url }
 
-// Close closes every connection, those draining after a GOAWAY included;
-// messages in flight fail with 2002, and so does every later call.
+// Close closes every connection, those draining after a GOAWAY included,
+// and ends a dial in progress; messages in flight fail with 2002, and so
+// does every later call.
 func (t *Transport) Close() {
 	t.mu.Lock()
-	t.close = true
+	t.closed = true
 	conns := t.conns
 	t.conns = nil
 	t.cur = nil
+	d := t.dialing
 	t.mu.Unlock()
-	for c := range conns {
-		c.fail(amp.NewError(amp.CodeEndpointUnreachable, "the transport was closed"))
+	if d != nil {
+		d.cancel()
 	}
+	for c := range conns {
+		c.fail(errClosed())
+	}
+}
+
+func errClosed() error {
+	return amp.NewError(amp.CodeEndpointUnreachable, "the transport was closed")
 }
 
 // forget drops c, which failed, from the live connections.
@@ -140,51 +167,123 @@ func (t *Transport) forget(c *clientConn) {
 }
 
 // conn returns the current connection, dialing one when there is none or
-// the current one is going away.
+// the current one is going away. t.mu is not held while dialing: a caller
+// that finds a dial in progress waits for it or for the end of its own
+// context, whichever comes first.
 func (t *Transport) conn(ctx context.Context) (*clientConn, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.close {
-		return nil, amp.NewError(amp.CodeEndpointUnreachable, "the transport was closed")
+	for {
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			return nil, errClosed()
+		}
+		if c := t.cur; c != nil && c.usable() {
+			t.mu.Unlock()
+			return c, nil
+		}
+		d := t.dialing
+		if d == nil {
+			dctx, cancel := context.WithCancel(ctx)
+			d = &dialCall{done: make(chan struct{}), cancel: cancel}
+			t.dialing = d
+			t.mu.Unlock()
+			t.runDial(dctx, d)
+		} else {
+			t.mu.Unlock()
+		}
+		select {
+		case <-d.done:
+		case <-ctx.Done():
+			return nil, amp.Wrap(amp.CodeTimeout, ctx.Err(), "no connection to the agent in time")
+		}
+		if d.err == nil {
+			return d.c, nil
+		}
+		if !d.abandoned || ctx.Err() != nil {
+			return nil, d.err
+		}
+		// The caller that dialed gave up before the agent answered; this
+		// one has time left: dial again (or find Close).
 	}
-	if t.cur != nil && t.cur.usable() {
-		return t.cur, nil
-	}
-	c, err := t.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	t.conns[c] = struct{}{}
-	t.cur = c
-	go c.readLoop()
-	go c.writer()
-	return c, nil
 }
 
+// runDial dials for d and makes the connection the current one.
+func (t *Transport) runDial(ctx context.Context, d *dialCall) {
+	c, err := t.dial(ctx)
+	t.mu.Lock()
+	if t.dialing == d {
+		t.dialing = nil
+	}
+	if err == nil && t.closed {
+		c.conn.Close()
+		c, err = nil, errClosed()
+	}
+	if err == nil {
+		t.conns[c] = struct{}{}
+		t.cur = c
+	}
+	d.c, d.err, d.abandoned = c, err, err != nil && ctxEnded(ctx) != nil
+	t.mu.Unlock()
+	d.cancel()
+	close(d.done)
+	if c != nil {
+		go c.readLoop()
+		go c.writer()
+	}
+}
+
+// dial connects and exchanges the handshake, each step ending with ctx.
+// The connection's loops are not started.
 func (t *Transport) dial(ctx context.Context) (*clientConn, error) {
 	dctx, cancel := context.WithTimeout(ctx, t.opts.DialTimeout)
 	defer cancel()
 	d := net.Dialer{KeepAlive: 30 * time.Second}
 	raw, err := d.DialContext(dctx, "tcp", t.addr)
 	if err != nil {
-		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "cannot reach the agent")
+		return nil, dialErr(ctx, err, "cannot reach the agent")
 	}
 	nc := raw
 	if t.tls != nil {
 		tc := tls.Client(raw, t.tls)
 		if err := tc.HandshakeContext(dctx); err != nil {
 			raw.Close()
-			return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "tls handshake with the agent failed")
+			return nil, dialErr(ctx, err, "tls handshake with the agent failed")
 		}
 		nc = tc
 	}
 	c := &clientConn{t: t, conn: nc, br: bufio.NewReaderSize(nc, 64<<10),
 		pending: map[[16]byte]chan result{}, out: make(chan outFrame, 256), done: make(chan struct{})}
-	if err := c.handshake(); err != nil {
+	if err := c.handshake(ctx); err != nil {
 		nc.Close()
-		return nil, err
+		return nil, dialErr(ctx, err, "")
 	}
 	return c, nil
+}
+
+// ctxEnded is ctx.Err(), or context.DeadlineExceeded once the deadline
+// passed: a connection deadline set to the context's may fire before
+// the context's own timer.
+func ctxEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// dialErr is err, a failure to dial, as the caller sees it: the end of
+// ctx is 5003, anything else 2002 with msg (an *amp.Error as it is when
+// msg is empty).
+func dialErr(ctx context.Context, err error, msg string) error {
+	if cerr := ctxEnded(ctx); cerr != nil {
+		return amp.Wrap(amp.CodeTimeout, cerr, "no connection to the agent in time")
+	}
+	if msg == "" {
+		return err
+	}
+	return amp.Wrap(amp.CodeEndpointUnreachable, err, "%s", msg)
 }
 
 // RoundTrip sends msg and returns the reply whose reply_to is msg's id.
@@ -330,10 +429,18 @@ func (c *clientConn) fail(err error) {
 	}
 }
 
-func (c *clientConn) handshake() error {
+// handshake exchanges the HANDSHAKE frames within HandshakeTimeout or
+// until ctx ends, which closes the connection.
+func (c *clientConn) handshake(ctx context.Context) error {
 	o := c.t.opts
-	c.conn.SetDeadline(time.Now().Add(o.HandshakeTimeout))
+	deadline := time.Now().Add(o.HandshakeTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.conn.SetDeadline(deadline)
 	defer c.conn.SetDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { c.conn.Close() })
+	defer stop()
 	req := EncodeHandshakeRequest(HandshakeRequest{Version: Version, MaxMsgSize: uint64(o.MaxMessageSize), DID: o.DID})
 	if _, err := c.conn.Write(AppendFrame(nil, FrameHandshake, req)); err != nil {
 		return amp.Wrap(amp.CodeEndpointUnreachable, err, "cannot send the handshake")
@@ -373,6 +480,10 @@ func (c *clientConn) handshake() error {
 		return amp.Named(amp.CodeUnsupportedVersion, ErrHandshakeRefused, "the agent answered with version %d of the tcp binding", resp.Version)
 	}
 	c.peerMax = int(min(resp.MaxMsgSize, 1<<31-1))
+	if !stop() {
+		// ctx ended as the handshake did: the connection is closed.
+		return amp.Wrap(amp.CodeTimeout, ctx.Err(), "no connection to the agent in time")
+	}
 	return nil
 }
 

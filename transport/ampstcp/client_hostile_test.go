@@ -175,3 +175,143 @@ func TestCloseEndsRequestsOnAConnectionThatGotGoaway(t *testing.T) {
 		t.Errorf("%d goroutines 5 s after Close, %d before", n, before)
 	}
 }
+
+// TestSilentHandshakeHonorsTheCallerContext: an agent that accepts the TCP
+// connection and never answers the HANDSHAKE holds a RoundTrip only as
+// long as its context, a deadline or a cancel, not HandshakeTimeout; the
+// end of the context closes the connection (the agent sees it), and the
+// error is 5003.
+func TestSilentHandshakeHonorsTheCallerContext(t *testing.T) {
+	closed := make(chan struct{}, 4)
+	a := newHostileAgent(t, func(i int, c net.Conn, br *bufio.Reader) {
+		drain(br) // reads the HANDSHAKE, answers nothing
+		closed <- struct{}{}
+	})
+	tr, err := NewTransport(a.url(), ClientOptions{HandshakeTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 100*time.Millisecond)
+		}},
+		{"cancel", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel)
+			return ctx, cancel
+		}},
+	} {
+		ctx, cancel := tc.ctx()
+		start := time.Now()
+		_, err := tr.RoundTrip(ctx, fakeMessage(t, newID(), nil))
+		cancel()
+		if el := time.Since(start); el > 2*time.Second {
+			t.Errorf("%s: a silent handshake held RoundTrip for %v (context of 100 ms, HandshakeTimeout 5 s)", tc.name, el)
+		}
+		if !errors.Is(err, amp.CodeTimeout) {
+			t.Errorf("%s: %v, want 5003", tc.name, err)
+		}
+		select {
+		case <-closed:
+		case <-time.After(2 * time.Second):
+			t.Errorf("%s: the connection stayed open after the context ended", tc.name)
+		}
+	}
+}
+
+// TestSilentHandshakeDoesNotHoldOtherCallersOrClose: while one caller
+// (without deadline) waits for a silent agent's HANDSHAKE, another caller
+// gives up when its own context ends, and Close returns at once and ends
+// the first caller with 2002; the dial held the transport's lock for
+// HandshakeTimeout, blocking both.
+func TestSilentHandshakeDoesNotHoldOtherCallersOrClose(t *testing.T) {
+	a := newHostileAgent(t, func(i int, c net.Conn, br *bufio.Reader) { drain(br) })
+	before := runtime.NumGoroutine()
+	tr, err := NewTransport(a.url(), ClientOptions{HandshakeTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := roundTripAsync(tr, context.Background(), fakeMessage(t, newID(), nil))
+	for {
+		tr.mu.Lock()
+		dialing := tr.dialing != nil
+		tr.mu.Unlock()
+		if dialing {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = tr.RoundTrip(ctx, fakeMessage(t, newID(), nil))
+	if el := time.Since(start); el > 2*time.Second || !errors.Is(err, amp.CodeTimeout) {
+		t.Errorf("second caller (100 ms context): %v after %v, want 5003 at once", err, el)
+	}
+	start = time.Now()
+	tr.Close()
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("Close took %v during a silent handshake", el)
+	}
+	if err := waitErr(t, first, 2*time.Second, "first caller, after Close"); !errors.Is(err, amp.CodeEndpointUnreachable) {
+		t.Errorf("first caller: %v, want 2002 (closed)", err)
+	}
+	if n := goroutinesBackTo(before); n > before {
+		t.Errorf("%d goroutines 5 s after Close, %d before", n, before)
+	}
+}
+
+// TestWaiterDialsAgainWhenTheDialerGivesUp: a caller that waits for
+// another's dial does not inherit that caller's short context: when the
+// dialer gives up, the waiter dials again and gets its reply.
+func TestWaiterDialsAgainWhenTheDialerGivesUp(t *testing.T) {
+	a := newHostileAgent(t, func(i int, c net.Conn, br *bufio.Reader) {
+		if i == 0 {
+			drain(br) // the first connection: a handshake never answered
+			return
+		}
+		if !acceptHandshake(c, br) {
+			return
+		}
+		for {
+			f, err := ReadFrame(br, 16<<20)
+			if err != nil {
+				return
+			}
+			if f.Type == FrameMessage {
+				c.Write(AppendFrame(nil, FrameMessage, fakeMessage(t, newID(), topBytes(f.Payload, "id"))))
+			}
+		}
+	})
+	tr, err := NewTransport(a.url(), ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	short, cancel := context.WithCancel(context.Background())
+	dialer := roundTripAsync(tr, short, fakeMessage(t, newID(), nil))
+	for {
+		tr.mu.Lock()
+		dialing := tr.dialing != nil
+		tr.mu.Unlock()
+		if dialing {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	waiter := roundTripAsync(tr, ctx, fakeMessage(t, newID(), nil))
+	time.Sleep(20 * time.Millisecond) // the waiter waits on the dial
+	cancel()
+	if err := waitErr(t, dialer, 2*time.Second, "dialer"); !errors.Is(err, amp.CodeTimeout) {
+		t.Errorf("dialer: %v, want 5003", err)
+	}
+	if err := waitErr(t, waiter, 5*time.Second, "waiter"); err != nil {
+		t.Errorf("waiter: %v, want its reply", err)
+	}
+}
