@@ -135,15 +135,18 @@ func detailsJSON(d any) json.RawMessage {
 // not at all when it repeats the message before it
 // ("cannot read the config file: open x: no such file", not
 // "cannot read the config file: io_error: cannot read the config file: ...").
+// Messages and causes may carry a peer's or a file's text (a provider's
+// ERROR message, a mirror document's key): each is shown through Sanitize.
 func humanError(err error) string {
 	var e *amp.Error
 	if !errors.As(err, &e) {
-		return err.Error()
+		return Sanitize(err.Error())
 	}
-	s := e.Message
-	if s == "" {
-		s = amp.SafeMessage(e)
+	msg := e.Message
+	if msg == "" {
+		msg = amp.SafeMessage(e)
 	}
+	s := Sanitize(msg)
 	if e.Code != 0 {
 		s = fmt.Sprintf("%s (amp %d %s)", s, uint16(e.Code), e.Code.Name())
 	}
@@ -151,11 +154,11 @@ func humanError(err error) string {
 	for cause := e.Err; cause != nil; {
 		ce, ok := cause.(*amp.Error)
 		if !ok {
-			s += ": " + cause.Error()
+			s += ": " + Sanitize(cause.Error())
 			break
 		}
-		if ce.Message != "" && ce.Message != last && !strings.Contains(s, ce.Message) {
-			s += ": " + ce.Message
+		if ce.Message != "" && ce.Message != last && !strings.Contains(s, Sanitize(ce.Message)) {
+			s += ": " + Sanitize(ce.Message)
 			last = ce.Message
 		}
 		cause = ce.Err
@@ -370,7 +373,7 @@ func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
 	}
 	args = Normalize(app, args)
 	if err := RepeatedFlag(app, args); err != nil {
-		fmt.Fprintf(env.Stderr, "%s: %s\n", app.Name, err.Error())
+		fmt.Fprintf(env.Stderr, "%s: %s\n", app.Name, Sanitize(err.Error()))
 		fmt.Fprintf(env.Stderr, "run '%s --help' for usage\n", strings.Join(commandPath(app, args), " "))
 		for _, a := range args {
 			if a == "--" {
@@ -411,7 +414,7 @@ func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "%s: %s\n", app.Name, humanError(err))
 		var h hinted
 		if errors.As(err, &h) {
-			fmt.Fprintf(env.Stderr, "hint: %s\n", h.hint)
+			fmt.Fprintf(env.Stderr, "hint: %s\n", Sanitize(h.hint))
 		}
 		if code == 2 {
 			fmt.Fprintf(env.Stderr, "run '%s --help' for usage\n", strings.Join(commandPath(app, args), " "))
