@@ -54,7 +54,11 @@ CBOR tags are {"tag":N,"value":...} and maps with non-text keys are
 			if err != nil {
 				return err
 			}
-			return cliutil.PrintJSON(env.Stdout, in)
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, in)
+			}
+			// The same JSON, for a terminal: the message is anyone's.
+			return cliutil.PrintHumanJSON(env.Stdout, in)
 		},
 	}
 }
@@ -145,7 +149,7 @@ key comes from --x25519-key (a PEM file, e.g. an ampagent key file) or
 			if m.Encrypted() {
 				fmt.Fprint(env.Stdout, " (encrypted)")
 			}
-			fmt.Fprintf(env.Stdout, "\nbody: %s\n", body)
+			fmt.Fprintf(env.Stdout, "\nbody: %s\n", cliutil.SanitizeJSON(body))
 			return nil
 		},
 	}

@@ -103,7 +103,7 @@ DID needs its DID document in --to-doc, to check the signed replies.`,
 				printDescriptor(env.Stdout, d)
 			}
 			if next != "" {
-				fmt.Fprintf(env.Stdout, "more: --cursor %s\n", next)
+				fmt.Fprintf(env.Stdout, "more: --cursor %s\n", cliutil.Sanitize(next))
 			}
 			return nil
 		},
@@ -163,9 +163,10 @@ func queryFromFlags(c *cli.Context) (capability.Query, error) {
 }
 
 // printDescriptor writes one descriptor for people: its id, what it
-// supports, and where its schemas are.
+// supports, and where its schemas are. The descriptor comes from a peer (or
+// a bundle): its text is shown through cliutil.Sanitize.
 func printDescriptor(w io.Writer, d capability.Descriptor) {
-	fmt.Fprintf(w, "%s\n", d.ID())
+	fmt.Fprintf(w, "%s\n", cliutil.Sanitize(d.ID().String()))
 	if d.SupportedRanges != nil {
 		fmt.Fprintf(w, "  supports:   %s\n", joinRanges(d.SupportedRanges))
 	}
@@ -175,7 +176,7 @@ func printDescriptor(w io.Writer, d capability.Descriptor) {
 	fmt.Fprintf(w, "  input:      %s\n", schemaRefText(d.InputSchema))
 	fmt.Fprintf(w, "  output:     %s\n", schemaRefText(d.OutputSchema))
 	if d.Notes != "" {
-		fmt.Fprintf(w, "  notes:      %s\n", d.Notes)
+		fmt.Fprintf(w, "  notes:      %s\n", cliutil.Sanitize(d.Notes))
 	}
 }
 
@@ -199,7 +200,7 @@ func schemaRefText(r capability.SchemaRef) string {
 	if len(h) > 16 {
 		h = h[:16] + "…"
 	}
-	return fmt.Sprintf("%s (%s %s)", where, r.HashAlg, h)
+	return fmt.Sprintf("%s (%s %s)", cliutil.Sanitize(where), cliutil.Sanitize(r.HashAlg), h)
 }
 
 // clientFlags are the flags query and invoke share: who calls whom, and how

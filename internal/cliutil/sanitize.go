@@ -45,16 +45,22 @@ func SanitizeJoin(ss []string, sep string) string {
 	return strings.Join(out, sep)
 }
 
-// PrintHumanJSON writes v as PrintJSON does, for a person reading a
-// terminal: the runes encoding/json leaves as they are but a terminal may
-// act on (DEL, C1 controls, bidi controls; see Sanitize) are written as
-// \uHHHH escapes, which JSON reads back as the same string.
+// SanitizeJSON renders JSON text (encoding/json's, or amp.JSONValue's) for
+// a person reading a terminal: the runes JSON encoders leave as they are
+// but a terminal may act on (DEL, C1 controls, bidi controls; see Sanitize)
+// become \uHHHH escapes, which JSON reads back as the same string. Newlines
+// are kept and nothing is cut: the JSON stays valid and whole.
+func SanitizeJSON(j []byte) string { return escapeText(string(j), 0, true) }
+
+// PrintHumanJSON writes v as PrintJSON does, through SanitizeJSON: for JSON
+// shown to people, such as a provider's result without --json. --json
+// output itself stays PrintJSON's.
 func PrintHumanJSON(w io.Writer, v any) error {
 	var b bytes.Buffer
 	if err := PrintJSON(&b, v); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, escapeText(b.String(), 0, true))
+	_, err := io.WriteString(w, SanitizeJSON(b.Bytes()))
 	return err
 }
 
