@@ -126,10 +126,22 @@ func (c *Capabilities) Check() error {
 	}
 	for k, v := range c.Endpoints {
 		if len(v) == 0 || v[0] != '/' {
-			return bad("endpoints."+k, "must be an absolute path")
+			return bad(endpointField(k), "must be an absolute path")
 		}
 	}
 	return nil
+}
+
+// endpointField names the endpoints entry k in an error: by its key when
+// the key is a short snake_case name, and without it otherwise. The key is
+// the document author's text (a mirror's, for a client): one that is not a
+// plain name is not repeated, so that an error shown on a terminal cannot
+// carry the author's control sequences.
+func endpointField(k string) string {
+	if k != "" && len(k) <= 64 && safeCode(k) {
+		return "endpoints." + k
+	}
+	return "an endpoints entry (whose key is not a plain name)"
 }
 
 // semverCore reports whether s is MAJOR.MINOR.PATCH with no leading zeros.

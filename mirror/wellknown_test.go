@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ampbundle/ampbundle/internal/termtest"
 )
 
 // The annotated example of docs/FORMAT.md: it decodes, passes Check, keeps
@@ -70,5 +72,38 @@ func TestMisconfiguredCapabilitiesNameTheField(t *testing.T) {
 				t.Fatalf("err %v, want misconfigured naming %s", err, field)
 			}
 		})
+	}
+}
+
+// TestCapabilitiesErrorCannotCarryTerminalSequences: an endpoints key that
+// is not a plain name is not repeated in the error (which 'ampbundle sync'
+// prints), while a plain one still names the field (threat: a hostile
+// mirror writing terminal sequences through its capabilities document).
+func TestCapabilitiesErrorCannotCarryTerminalSequences(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "mirror", "well-known.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withKey := func(k string) error {
+		var doc map[string]any
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["endpoints"].(map[string]any)[k] = "relative"
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = DecodeCapabilities(b)
+		if !errors.Is(err, ErrMisconfigured) {
+			t.Fatalf("key %.40q: err %v, want misconfigured", k, err)
+		}
+		return err
+	}
+	for _, p := range termtest.Payloads {
+		termtest.Check(t, p.Name, withKey(p.Text).Error(), 200)
+	}
+	if err := withKey("x_status"); !strings.Contains(err.Error(), "endpoints.x_status must be an absolute path") {
+		t.Errorf("a plain key is not named: %v", err)
 	}
 }
