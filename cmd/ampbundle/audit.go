@@ -152,5 +152,7 @@ func printAudit(w io.Writer, e resolver.AuditEntry) {
 	if e.Actor != nil {
 		what += fmt.Sprintf(" by uid %d on %s", e.Actor.UID, e.Actor.Host)
 	}
-	fmt.Fprintf(w, "%4d  %s  %-12s  %s\n", e.Seq, e.At, e.Action, what)
+	// The entry is the store's text (a store may come from elsewhere, to be
+	// audited): shown through cliutil.Sanitize.
+	fmt.Fprintf(w, "%4d  %s  %-12s  %s\n", e.Seq, cliutil.Sanitize(e.At), cliutil.Sanitize(e.Action), cliutil.Sanitize(what))
 }

@@ -110,10 +110,10 @@ then checks it; it repairs nothing else.`,
 			}
 			fmt.Fprintf(env.Stdout, "store %s is sound: %d bundle(s), %d trusted key(s), generation %d\n", c.String("db"), len(bundles), len(keys), s.Generation())
 			if len(stale) > 0 {
-				fmt.Fprintf(env.Stdout, "stale, failing closed (5002 bundle_stale): %s\n", strings.Join(stale, ", "))
+				fmt.Fprintf(env.Stdout, "stale, failing closed (5002 bundle_stale): %s\n", cliutil.SanitizeJoin(stale, ", "))
 			}
 			if len(revoked) > 0 {
-				fmt.Fprintf(env.Stdout, "revoked, failing closed (5002 bundle_revoked): %s\n", strings.Join(revoked, ", "))
+				fmt.Fprintf(env.Stdout, "revoked, failing closed (5002 bundle_revoked): %s\n", cliutil.SanitizeJoin(revoked, ", "))
 			}
 			return nil
 		},
@@ -127,7 +127,7 @@ func checkFailure(env *cliutil.Env, c *cli.Context, problems []resolver.Problem)
 	all := true
 	for _, p := range problems {
 		if !c.Bool("json") {
-			fmt.Fprintf(env.Stderr, "problem: [%s] %s\n", p.Kind, p.Message)
+			fmt.Fprintf(env.Stderr, "problem: [%s] %s\n", cliutil.Sanitize(p.Kind), cliutil.Sanitize(p.Message))
 		}
 		kinds[p.Kind]++
 		all = all && recoverable[p.Kind]

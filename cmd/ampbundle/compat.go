@@ -172,21 +172,25 @@ var levelMark = map[string]string{
 	compat.LevelFull: "✅ full", compat.LevelPartial: "⚠️ partial", compat.LevelIncompatible: "❌ incompatible", compat.LevelUnknown: "? unknown",
 }
 
+// printMatrices writes the matrices for people. Versions, pointers and
+// details come from the bundles' descriptors and schemas: each goes
+// through cliutil.Sanitize.
 func printMatrices(w io.Writer, ms []compat.Matrix) {
+	S := cliutil.Sanitize
 	for i, m := range ms {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s (rows: requester version, columns: provider version)\n", m.Capability)
+		fmt.Fprintf(w, "%s (rows: requester version, columns: provider version)\n", S(m.Capability))
 		width := 16
 		fmt.Fprintf(w, "%-12s", "")
 		for _, v := range m.Versions {
-			fmt.Fprintf(w, " %-*s", width, v)
+			fmt.Fprintf(w, " %-*s", width, S(v))
 		}
 		fmt.Fprintln(w)
 		n := len(m.Versions)
 		for r := 0; r < n; r++ {
-			fmt.Fprintf(w, "%-12s", m.Versions[r])
+			fmt.Fprintf(w, "%-12s", S(m.Versions[r]))
 			for p := 0; p < n; p++ {
 				mark := levelMark[m.Cells[r*n+p].Level]
 				fmt.Fprintf(w, " %s%s", mark, strings.Repeat(" ", max(0, width-len([]rune(mark)))))
@@ -197,15 +201,15 @@ func printMatrices(w io.Writer, ms []compat.Matrix) {
 			if cell.Level == compat.LevelFull {
 				continue
 			}
-			fmt.Fprintf(w, "  %s caller on %s provider: %s\n", cell.Requester, cell.Provider, cell.Level)
+			fmt.Fprintf(w, "  %s caller on %s provider: %s\n", S(cell.Requester), S(cell.Provider), S(cell.Level))
 			for _, side := range []struct {
 				name string
 				r    compat.Report
 			}{{"input", cell.Input}, {"output", cell.Output}} {
 				for _, f := range side.r.Findings {
-					fmt.Fprintf(w, "    %s %s %s at %s", side.name, f.Verdict, f.Rule, pointerOrRoot(f.Pointer))
+					fmt.Fprintf(w, "    %s %s %s at %s", side.name, f.Verdict, S(f.Rule), S(pointerOrRoot(f.Pointer)))
 					if f.Detail != "" {
-						fmt.Fprintf(w, " (%s)", f.Detail)
+						fmt.Fprintf(w, " (%s)", S(f.Detail))
 					}
 					fmt.Fprintln(w)
 				}

@@ -92,5 +92,5 @@ func printDelta(env *cliutil.Env, d *resolver.DeltaResult) {
 	if !d.Rehashed {
 		how = "checked by content address and size, not re-hashed"
 	}
-	fmt.Fprintf(env.Stdout, "  delta over    %s: %d artifacts (%d bytes) taken from the base, %s\n", d.Base, d.FromBase, d.FromBaseBytes, how)
+	fmt.Fprintf(env.Stdout, "  delta over    %s: %d artifacts (%d bytes) taken from the base, %s\n", cliutil.Sanitize(d.Base), d.FromBase, d.FromBaseBytes, how)
 }

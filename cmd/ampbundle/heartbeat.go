@@ -87,9 +87,10 @@ func applyHeartbeat(env *cliutil.Env, c *cli.Context, st *resolver.Store, path s
 		fmt.Fprintf(w, "unchanged: the heartbeat in %s was already applied\n", path)
 		return nil
 	}
-	fmt.Fprintf(w, "applied heartbeat: %s is at version >= %d (signed %s) by %s\n", res.BundleID, res.Version, res.CreatedAt, strings.Join(res.Signers, ", "))
+	S := cliutil.Sanitize // the statement's text
+	fmt.Fprintf(w, "applied heartbeat: %s is at version >= %d (signed %s) by %s\n", S(res.BundleID), res.Version, S(res.CreatedAt), cliutil.SanitizeJoin(res.Signers, ", "))
 	if res.Stale != "" {
-		fmt.Fprintf(w, "  STALE      %s@%d fails closed (5002 bundle_stale; listed by ls and check): %s\n", res.BundleID, res.Installed, res.Stale)
+		fmt.Fprintf(w, "  STALE      %s@%d fails closed (5002 bundle_stale; listed by ls and check): %s\n", S(res.BundleID), res.Installed, S(res.Stale))
 	}
 	fmt.Fprintf(w, "  generation %d\n", res.Generation)
 	return nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -177,21 +176,22 @@ func importStatement(env *cliutil.Env, c *cli.Context, path string, data []byte)
 		fmt.Fprintf(w, "unchanged: the revocation in %s was already applied\n", path)
 		return nil
 	}
-	fmt.Fprintf(w, "applied revocation for %s signed by %s\n", res.Scope, strings.Join(res.Signers, ", "))
+	S, J := cliutil.Sanitize, cliutil.SanitizeJoin // the statement's text
+	fmt.Fprintf(w, "applied revocation for %s signed by %s\n", S(res.Scope), J(res.Signers, ", "))
 	if len(res.RevokedKeys) > 0 {
-		fmt.Fprintf(w, "  revoked keys      %s\n", strings.Join(res.RevokedKeys, ", "))
+		fmt.Fprintf(w, "  revoked keys      %s\n", J(res.RevokedKeys, ", "))
 	}
 	if len(res.RemovedTrust) > 0 {
-		fmt.Fprintf(w, "  no longer trusted %s\n", strings.Join(res.RemovedTrust, ", "))
+		fmt.Fprintf(w, "  no longer trusted %s\n", J(res.RemovedTrust, ", "))
 	}
 	if len(res.NarrowedTrust) > 0 {
-		fmt.Fprintf(w, "  no longer trusted for %s: %s (still trusted for other scopes; see trust ls)\n", res.Scope, strings.Join(res.NarrowedTrust, ", "))
+		fmt.Fprintf(w, "  no longer trusted for %s: %s (still trusted for other scopes; see trust ls)\n", S(res.Scope), J(res.NarrowedTrust, ", "))
 	}
 	if len(res.RevokedBundles) > 0 {
-		fmt.Fprintf(w, "  revoked versions  %s\n", strings.Join(res.RevokedBundles, ", "))
+		fmt.Fprintf(w, "  revoked versions  %s\n", J(res.RevokedBundles, ", "))
 	}
 	if len(res.FailedClosed) > 0 {
-		fmt.Fprintf(w, "  FAILED CLOSED     %s (5002 bundle_revoked from now on; listed by ls and check)\n", strings.Join(res.FailedClosed, ", "))
+		fmt.Fprintf(w, "  FAILED CLOSED     %s (5002 bundle_revoked from now on; listed by ls and check)\n", J(res.FailedClosed, ", "))
 	}
 	fmt.Fprintf(w, "  generation        %d\n", res.Generation)
 	return nil
@@ -208,15 +208,16 @@ func applyRotation(env *cliutil.Env, c *cli.Context, st *resolver.Store, path st
 	}
 	w := env.Stdout
 	if res.Unchanged {
-		fmt.Fprintf(w, "unchanged: trust statement %d of %s was already applied\n", res.Sequence, res.Scope)
+		fmt.Fprintf(w, "unchanged: trust statement %d of %s was already applied\n", res.Sequence, cliutil.Sanitize(res.Scope))
 		return nil
 	}
-	fmt.Fprintf(w, "applied trust statement %d of %s signed by %s\n", res.Sequence, res.Scope, strings.Join(res.Signers, ", "))
-	fmt.Fprintf(w, "  added      %s\n", strings.Join(res.Added, ", "))
-	fmt.Fprintf(w, "  retired    %s\n", strings.Join(res.Retired, ", "))
+	S, J := cliutil.Sanitize, cliutil.SanitizeJoin // the statement's text
+	fmt.Fprintf(w, "applied trust statement %d of %s signed by %s\n", res.Sequence, S(res.Scope), J(res.Signers, ", "))
+	fmt.Fprintf(w, "  added      %s\n", J(res.Added, ", "))
+	fmt.Fprintf(w, "  retired    %s\n", J(res.Retired, ", "))
 	fmt.Fprintf(w, "  threshold  %d\n", res.Threshold)
 	if len(res.StillInstalled) > 0 {
-		fmt.Fprintf(w, "  still installed, signed by a retired key: %s (verified before the rotation)\n", strings.Join(res.StillInstalled, ", "))
+		fmt.Fprintf(w, "  still installed, signed by a retired key: %s (verified before the rotation)\n", J(res.StillInstalled, ", "))
 	}
 	fmt.Fprintf(w, "  generation %d\n", res.Generation)
 	return nil
@@ -272,28 +273,31 @@ func downgradeWarning(r *resolver.ImportResult) string {
 	return fmt.Sprintf("downgrade: %s version %d is not newer than the highest version ever imported; accepted because of --allow-downgrade and recorded in the audit log", r.BundleID, r.Version)
 }
 
+// printImport writes the import for people; the bundle's text goes through
+// cliutil.Sanitize.
 func printImport(env *cliutil.Env, path string, r *resolver.ImportResult) {
 	w := env.Stdout
+	S := cliutil.Sanitize
 	if r.Unchanged {
-		fmt.Fprintf(w, "unchanged: %s version %d from %s is already installed (verified again, nothing written)\n", r.BundleID, r.Version, path)
+		fmt.Fprintf(w, "unchanged: %s version %d from %s is already installed (verified again, nothing written)\n", S(r.BundleID), r.Version, path)
 		return
 	}
 	if r.Downgrade {
 		// Loud: on stderr as well, where an operator piping stdout sees it.
-		fmt.Fprintf(env.Stderr, "WARNING: %s\n", downgradeWarning(r))
+		fmt.Fprintf(env.Stderr, "WARNING: %s\n", S(downgradeWarning(r)))
 	}
 	switch {
 	case r.Downgrade && r.PreviousVersion != 0:
-		fmt.Fprintf(w, "DOWNGRADED %s from version %d to version %d\n", r.BundleID, r.PreviousVersion, r.Version)
+		fmt.Fprintf(w, "DOWNGRADED %s from version %d to version %d\n", S(r.BundleID), r.PreviousVersion, r.Version)
 	case r.Downgrade:
-		fmt.Fprintf(w, "DOWNGRADED %s: imported version %d\n", r.BundleID, r.Version)
+		fmt.Fprintf(w, "DOWNGRADED %s: imported version %d\n", S(r.BundleID), r.Version)
 	case r.PreviousVersion != 0:
-		fmt.Fprintf(w, "upgraded %s from version %d to version %d\n", r.BundleID, r.PreviousVersion, r.Version)
+		fmt.Fprintf(w, "upgraded %s from version %d to version %d\n", S(r.BundleID), r.PreviousVersion, r.Version)
 	default:
-		fmt.Fprintf(w, "imported %s version %d\n", r.BundleID, r.Version)
+		fmt.Fprintf(w, "imported %s version %d\n", S(r.BundleID), r.Version)
 	}
-	fmt.Fprintf(w, "  signed by     %s\n", strings.Join(r.Signers, ", "))
-	fmt.Fprintf(w, "  capabilities  %s\n", strings.Join(r.Capabilities, ", "))
+	fmt.Fprintf(w, "  signed by     %s\n", cliutil.SanitizeJoin(r.Signers, ", "))
+	fmt.Fprintf(w, "  capabilities  %s\n", cliutil.SanitizeJoin(r.Capabilities, ", "))
 	fmt.Fprintf(w, "  artifacts     %d (%d new blobs, the others shared)\n", r.Artifacts, r.NewBlobs)
 	if r.Delta != nil {
 		printDelta(env, r.Delta)

@@ -44,7 +44,7 @@ verified: not the signature, not the artifacts ('ampbundle verify' does).`,
 			fmt.Fprintln(env.Stdout, "signature NOT checked: run 'ampbundle verify FILE --trust PUB' to verify")
 			if s.Delta != nil {
 				fmt.Fprintf(env.Stdout, "DELTA over base %s: %d artifacts (%d bytes) come from the base; the manifest below is the full bundle's\n",
-					s.Delta.Base, s.Delta.Omitted, s.Delta.OmittedBytes)
+					cliutil.Sanitize(s.Delta.Base), s.Delta.Omitted, s.Delta.OmittedBytes)
 			}
 			s.print(env.Stdout)
 			return nil

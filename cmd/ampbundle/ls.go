@@ -122,24 +122,27 @@ func lsView(bundles []resolver.Bundle, cat *resolver.Catalog) lsJSON {
 	return v
 }
 
+// print writes the listing for people. Its text comes from the installed
+// bundles and statements: each field goes through cliutil.Sanitize.
 func (v lsJSON) print(env *cliutil.Env) {
 	w := env.Stdout
+	S := cliutil.Sanitize
 	if len(v.Bundles) == 0 {
 		fmt.Fprintln(w, "no bundles installed")
 	}
 	for _, b := range v.Bundles {
-		fmt.Fprintf(w, "%s version %d (highest ever %d)\n", b.BundleID, b.Version, b.HighestVersion)
-		fmt.Fprintf(w, "  imported   %s\n", b.ImportedAt)
+		fmt.Fprintf(w, "%s version %d (highest ever %d)\n", S(b.BundleID), b.Version, b.HighestVersion)
+		fmt.Fprintf(w, "  imported   %s\n", S(b.ImportedAt))
 		if b.ExpiresAt != "" {
-			fmt.Fprintf(w, "  expires    %s\n", b.ExpiresAt)
+			fmt.Fprintf(w, "  expires    %s\n", S(b.ExpiresAt))
 		}
-		fmt.Fprintf(w, "  signed by  %s\n", strings.Join(b.Signers, ", "))
+		fmt.Fprintf(w, "  signed by  %s\n", cliutil.SanitizeJoin(b.Signers, ", "))
 		fmt.Fprintf(w, "  artifacts  %d (%d bytes)\n", b.Artifacts, b.Bytes)
 		if b.Revoked != "" {
-			fmt.Fprintf(w, "  REVOKED    fails closed (5002 bundle_revoked): %s\n", b.Revoked)
+			fmt.Fprintf(w, "  REVOKED    fails closed (5002 bundle_revoked): %s\n", S(b.Revoked))
 		}
 		if b.Stale != "" {
-			fmt.Fprintf(w, "  STALE      fails closed (5002 bundle_stale): %s\n", b.Stale)
+			fmt.Fprintf(w, "  STALE      fails closed (5002 bundle_stale): %s\n", S(b.Stale))
 		}
 		if b.Expired {
 			fmt.Fprintf(w, "  EXPIRED    fails closed (5002 bundle_expired)\n")
@@ -161,10 +164,10 @@ func (v lsJSON) print(env *cliutil.Env) {
 			for ; j < len(c.Versions) && c.Versions[j].BundleID == c.Versions[i].BundleID; j++ {
 				vs = append(vs, c.Versions[j].Version)
 			}
-			groups = append(groups, fmt.Sprintf("%s (%s)", strings.Join(vs, ", "), c.Versions[i].BundleID))
+			groups = append(groups, fmt.Sprintf("%s (%s)", cliutil.SanitizeJoin(vs, ", "), S(c.Versions[i].BundleID)))
 			i = j
 		}
-		fmt.Fprintf(w, "  %-*s  %s\n", width, c.Name, strings.Join(groups, "; "))
+		fmt.Fprintf(w, "  %-*s  %s\n", width, S(c.Name), strings.Join(groups, "; "))
 	}
 	types := make([]string, 0, len(v.Aliases))
 	for t := range v.Aliases {
@@ -172,6 +175,6 @@ func (v lsJSON) print(env *cliutil.Env) {
 	}
 	slices.Sort(types)
 	for _, t := range types {
-		fmt.Fprintf(w, "alias  %s -> %s\n", t, v.Aliases[t])
+		fmt.Fprintf(w, "alias  %s -> %s\n", S(t), S(v.Aliases[t]))
 	}
 }

@@ -4,10 +4,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
 // summary is the JSON view of a bundle shared by build, verify and inspect.
@@ -70,40 +70,43 @@ func summarize(file string, m *bundle.Manifest, sigs []sigInfo, checked bool) su
 	return s
 }
 
-// print writes the human form.
+// print writes the human form. Its text comes from the bundle file, which
+// inspect shows before any signature is checked: each field goes through
+// cliutil.Sanitize.
 func (s summary) print(w io.Writer) {
-	fmt.Fprintf(w, "bundle     %s version %d\n", s.BundleID, s.Version)
-	fmt.Fprintf(w, "created    %s\n", s.CreatedAt)
+	S := cliutil.Sanitize
+	fmt.Fprintf(w, "bundle     %s version %d\n", S(s.BundleID), s.Version)
+	fmt.Fprintf(w, "created    %s\n", S(s.CreatedAt))
 	if s.ExpiresAt != "" {
-		fmt.Fprintf(w, "expires    %s\n", s.ExpiresAt)
+		fmt.Fprintf(w, "expires    %s\n", S(s.ExpiresAt))
 	}
-	fmt.Fprintf(w, "publisher  %s\n", s.Publisher)
+	fmt.Fprintf(w, "publisher  %s\n", S(s.Publisher))
 	for _, sig := range s.Signatures {
 		state := "NOT CHECKED"
 		switch {
 		case sig.Verified:
-			state = "verified, trusted as " + sig.TrustedAs
+			state = "verified, trusted as " + S(sig.TrustedAs)
 		case s.SignatureChecked:
 			state = "not by a trusted key"
 		}
-		fmt.Fprintf(w, "signed by  %s (%s)\n", sig.KID, state)
+		fmt.Fprintf(w, "signed by  %s (%s)\n", S(sig.KID), state)
 	}
 	fmt.Fprintf(w, "artifacts  %d\n", len(s.Artifacts))
 	for _, a := range s.Artifacts {
-		fmt.Fprintf(w, "  %-60s %8d  %s:%s…  %s\n", a.Key, a.Size, a.HashAlg, a.Hash[:16], a.MediaType)
+		fmt.Fprintf(w, "  %-60s %8d  %s:%s…  %s\n", S(a.Key), a.Size, S(a.HashAlg), a.Hash[:16], S(a.MediaType))
 	}
 	fmt.Fprintf(w, "capabilities %d\n", len(s.Capabilities))
 	for _, c := range s.Capabilities {
-		line := "  " + c.ID
+		line := "  " + S(c.ID)
 		if len(c.SupportedRanges) > 0 {
-			line += "  supports " + strings.Join(c.SupportedRanges, ", ")
+			line += "  supports " + cliutil.SanitizeJoin(c.SupportedRanges, ", ")
 		}
 		if len(c.DeprecatedRanges) > 0 {
-			line += "  deprecates " + strings.Join(c.DeprecatedRanges, ", ")
+			line += "  deprecates " + cliutil.SanitizeJoin(c.DeprecatedRanges, ", ")
 		}
 		fmt.Fprintln(w, line)
 	}
 	for typ, name := range s.Aliases {
-		fmt.Fprintf(w, "alias      %s -> %s\n", typ, name)
+		fmt.Fprintf(w, "alias      %s -> %s\n", S(typ), S(name))
 	}
 }

@@ -106,32 +106,36 @@ imported);
 	}
 }
 
+// printSync writes the report for people. Its text comes from the mirror
+// (and from errors that may quote it): each field goes through
+// cliutil.Sanitize.
 func printSync(env *cliutil.Env, rep *mirror.SyncReport) {
 	w := env.Stdout
+	S := cliutil.Sanitize
 	for _, st := range rep.Statements {
 		switch st.Outcome {
 		case mirror.OutcomeImported:
-			fmt.Fprintf(w, "applied statement %s (%s)\n", st.SHA256, st.ContentType)
+			fmt.Fprintf(w, "applied statement %s (%s)\n", S(st.SHA256), S(st.ContentType))
 		case mirror.OutcomePlanned:
-			fmt.Fprintf(w, "would apply statement %s (%s)\n", st.SHA256, st.ContentType)
+			fmt.Fprintf(w, "would apply statement %s (%s)\n", S(st.SHA256), S(st.ContentType))
 		case mirror.OutcomeRefused:
-			fmt.Fprintf(w, "REFUSED statement %s: %s (%s); the store is unchanged by it\n", st.SHA256, st.Message, st.Error)
+			fmt.Fprintf(w, "REFUSED statement %s: %s (%s); the store is unchanged by it\n", S(st.SHA256), S(st.Message), S(st.Error))
 		}
 	}
 	for _, it := range rep.Items {
 		switch it.Outcome {
 		case mirror.OutcomeImported:
 			if it.PreviousVersion != 0 {
-				fmt.Fprintf(w, "imported %s version %d (was %d)\n", it.BundleID, it.Version, it.PreviousVersion)
+				fmt.Fprintf(w, "imported %s version %d (was %d)\n", S(it.BundleID), it.Version, it.PreviousVersion)
 			} else {
-				fmt.Fprintf(w, "imported %s version %d\n", it.BundleID, it.Version)
+				fmt.Fprintf(w, "imported %s version %d\n", S(it.BundleID), it.Version)
 			}
 		case mirror.OutcomePlanned:
-			fmt.Fprintf(w, "would import %s version %d\n", it.BundleID, it.Version)
+			fmt.Fprintf(w, "would import %s version %d\n", S(it.BundleID), it.Version)
 		case mirror.OutcomeCurrent:
-			fmt.Fprintf(w, "up to date %s version %d\n", it.BundleID, it.Version)
+			fmt.Fprintf(w, "up to date %s version %d\n", S(it.BundleID), it.Version)
 		case mirror.OutcomeRefused:
-			fmt.Fprintf(w, "REFUSED %s version %d: %s (%s); the store is unchanged by it\n", it.BundleID, it.Version, it.Message, it.Error)
+			fmt.Fprintf(w, "REFUSED %s version %d: %s (%s); the store is unchanged by it\n", S(it.BundleID), it.Version, S(it.Message), S(it.Error))
 		}
 	}
 	fmt.Fprintf(w, "%d imported, %d up to date, %d refused (mirror generation %d)\n",

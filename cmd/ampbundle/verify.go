@@ -91,7 +91,7 @@ store holding the base).`,
 					return err
 				}
 				out["parts"] = map[string]any{"index": path, "count": len(parts.x.Parts), "signers": parts.signers}
-				fmt.Fprintf(env.Stderr, "read %d parts of %s, each matching the signed part index (signed by %s)\n", len(parts.x.Parts), parts.x.Name, strings.Join(parts.signers, ", "))
+				fmt.Fprintf(env.Stderr, "read %d parts of %s, each matching the signed part index (signed by %s)\n", len(parts.x.Parts), cliutil.Sanitize(parts.x.Name), cliutil.SanitizeJoin(parts.signers, ", "))
 			}
 			sigs := signatureInfo(r.Signatures(), r.Signers())
 			s := summarize(path, r.Manifest(), sigs, true)
@@ -113,10 +113,10 @@ store holding the base).`,
 				}
 				if baseChecked {
 					fmt.Fprintf(env.Stdout, "verified delta with its base: signatures, the %d artifacts %s carries, and the %d artifacts (%d bytes) it takes from base %s, verified in %s\n",
-						len(s.Artifacts)-dv.Omitted, path, dv.Omitted, dv.OmittedBytes, dv.Base, c.String("base"))
+						len(s.Artifacts)-dv.Omitted, path, dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base), c.String("base"))
 				} else {
 					fmt.Fprintf(env.Stdout, "verified delta: signatures and the %d artifacts %s carries; %d artifacts (%d bytes) come from base %s and are verified on import into a store holding it, or here with --base\n",
-						len(s.Artifacts)-dv.Omitted, path, dv.Omitted, dv.OmittedBytes, dv.Base)
+						len(s.Artifacts)-dv.Omitted, path, dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base))
 				}
 				s.print(env.Stdout)
 				return nil
