@@ -1,8 +1,10 @@
 package mirror
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
@@ -16,13 +18,17 @@ const IndexFormat = "ampbundle-mirror-index/1"
 // (docs/FORMAT.md, "Mirror index"). It is a hint, never trusted: 'sync'
 // verifies every bundle it downloads as 'import' does.
 type Index struct {
-	Format       string       `json:"format"`
-	Generation   uint64       `json:"generation"`
-	Bundles      []IndexEntry `json:"bundles"`
-	Capabilities []IndexCap   `json:"capabilities"`
+	Format     string `json:"format"`
+	Generation uint64 `json:"generation"`
+	// Bundles lists each installed bundle once (at most MaxIndexBundles).
+	Bundles []IndexEntry `json:"bundles"`
+	// Capabilities lists every installed capability version (at most
+	// MaxIndexCapabilities). Sync does not use it and does not hold it.
+	Capabilities []IndexCap `json:"capabilities"`
 	// Statements lists the signed trust and revocation statements the
 	// mirror's store has applied, in the order it applied them. Absent
-	// from indexes of older mirrors (read as none).
+	// from indexes of older mirrors (read as none). At most
+	// MaxIndexStatements.
 	Statements []IndexStatement `json:"statements"`
 }
 
@@ -66,60 +72,190 @@ type IndexFile struct {
 // rules of docs/FORMAT.md.
 const ErrBadIndex amp.ErrName = "bad_index"
 
+// Counts an index may list (docs/FORMAT.md §11.1). A reader refuses a
+// longer list (bad_index) while it decodes it, before it holds more than
+// the limit: what an index costs in memory is bounded by these counts and
+// by its size, not by what its entries expand to.
+const (
+	// MaxIndexBundles bounds the bundles an index may list (and so the
+	// bundle files one sync downloads).
+	MaxIndexBundles = 10_000
+	// MaxIndexCapabilities bounds the capabilities an index may list: more
+	// than an index of the default size limit (16 MiB) can hold, since one
+	// entry takes at least 400 bytes of JSON, so no real mirror reaches it.
+	MaxIndexCapabilities = 100_000
+	// MaxIndexStatements bounds the statements an index may list (and so
+	// what one sync downloads: at most this many files of
+	// bundle.MaxRevocationSize).
+	MaxIndexStatements = 10_000
+)
+
 // DecodeIndex reads and checks an index document: the format, every
 // bundle_id valid and listed once, hashes of the right length, hrefs of the
-// documented form. Unknown keys are ignored (forward compatible).
-func DecodeIndex(data []byte) (*Index, error) {
-	var ix Index
-	if err := json.Unmarshal(data, &ix); err != nil {
-		return nil, amp.Named(0, ErrBadIndex, "the mirror index is not valid JSON of the documented shape")
+// documented form, and at most MaxIndexBundles bundles,
+// MaxIndexCapabilities capabilities and MaxIndexStatements statements.
+// Unknown keys are ignored (forward compatible).
+//
+// The lists are decoded one entry at a time and each entry is checked as
+// it is read, so memory stays within a small multiple of len(data) plus at
+// most MaxIndexCapabilities unchecked capability entries (each
+// unsafe.Sizeof(IndexCap{}) bytes). Sync does not use the capabilities and
+// does not hold them at all.
+func DecodeIndex(data []byte) (*Index, error) { return decodeIndex(data, true) }
+
+// decodeIndex is DecodeIndex; with keepCaps false the capabilities are
+// counted and checked to be JSON values, never decoded nor held.
+func decodeIndex(data []byte, keepCaps bool) (*Index, error) {
+	w := indexWire{Capabilities: capList{keep: keepCaps}}
+	if err := json.Unmarshal(data, &w); err != nil {
+		var ae *amp.Error
+		if errors.As(err, &ae) {
+			return nil, ae
+		}
+		return nil, badShape()
 	}
-	if ix.Format != IndexFormat {
+	if w.Format != IndexFormat {
 		return nil, amp.Named(0, ErrBadIndex, "the mirror index has an unknown format")
 	}
+	return &Index{Format: w.Format, Generation: w.Generation, Bundles: w.Bundles.list,
+		Capabilities: w.Capabilities.list, Statements: w.Statements.list}, nil
+}
+
+func badShape() error {
+	return amp.Named(0, ErrBadIndex, "the mirror index is not valid JSON of the documented shape")
+}
+
+// indexWire is Index as decoded: each list reads itself entry by entry.
+// A member given twice is read twice, the last one kept (as
+// encoding/json keeps the last value of the other members).
+type indexWire struct {
+	Format       string        `json:"format"`
+	Generation   uint64        `json:"generation"`
+	Bundles      bundleList    `json:"bundles"`
+	Capabilities capList       `json:"capabilities"`
+	Statements   statementList `json:"statements"`
+}
+
+type bundleList struct{ list []IndexEntry }
+
+// UnmarshalJSON decodes and checks the bundles one at a time.
+func (l *bundleList) UnmarshalJSON(raw []byte) error {
+	l.list = nil
 	seen := map[string]bool{}
-	for i, e := range ix.Bundles {
+	return decodeArray(raw, MaxIndexBundles, "bundles", func(i int, dec *json.Decoder) error {
+		l.list = append(l.list, IndexEntry{})
+		e := &l.list[len(l.list)-1]
+		if dec.Decode(e) != nil {
+			return badShape()
+		}
 		if bundle.ValidateBundleID(e.BundleID) != nil {
-			return nil, amp.Named(0, ErrBadIndex, "the mirror index lists an invalid bundle_id (entry %d)", i)
+			return amp.Named(0, ErrBadIndex, "the mirror index lists an invalid bundle_id (entry %d)", i)
 		}
 		if seen[e.BundleID] {
-			return nil, amp.Named(0, ErrBadIndex, "the mirror index lists bundle %s twice", e.BundleID)
+			return amp.Named(0, ErrBadIndex, "the mirror index lists bundle %s twice", e.BundleID)
 		}
 		seen[e.BundleID] = true
 		if h, err := hex.DecodeString(e.SHA256); err != nil || len(h) != 32 {
-			return nil, amp.Named(0, ErrBadIndex, "the mirror index has a bad sha256 for %s", e.BundleID)
+			return amp.Named(0, ErrBadIndex, "the mirror index has a bad sha256 for %s", e.BundleID)
 		}
 		if e.Size <= 0 || e.Version == 0 {
-			return nil, amp.Named(0, ErrBadIndex, "the mirror index has a bad size or version for %s", e.BundleID)
+			return amp.Named(0, ErrBadIndex, "the mirror index has a bad size or version for %s", e.BundleID)
 		}
 		if e.Href != BundlesPrefix+e.BundleID {
-			return nil, amp.Named(0, ErrBadIndex, "the mirror index has an unexpected href for %s", e.BundleID)
+			return amp.Named(0, ErrBadIndex, "the mirror index has an unexpected href for %s", e.BundleID)
 		}
-	}
-	if len(ix.Statements) > MaxIndexStatements {
-		return nil, amp.Named(0, ErrBadIndex, "the mirror index lists more than %d statements", MaxIndexStatements)
-	}
-	seenSt := map[string]bool{}
-	for i, st := range ix.Statements {
-		if !isLowerHex64(st.SHA256) || seenSt[st.SHA256] {
-			return nil, amp.Named(0, ErrBadIndex, "the mirror index has a bad or repeated sha256 for statement %d", i)
-		}
-		seenSt[st.SHA256] = true
-		if st.ContentType != bundle.MediaTypeRevocation && st.ContentType != bundle.MediaTypeRotation {
-			return nil, amp.Named(0, ErrBadIndex, "the mirror index has an unknown content_type for statement %d", i)
-		}
-		if st.Size <= 0 || st.Size > bundle.MaxRevocationSize {
-			return nil, amp.Named(0, ErrBadIndex, "the mirror index has a bad size for statement %d", i)
-		}
-		if st.Href != StatementsPrefix+st.SHA256 {
-			return nil, amp.Named(0, ErrBadIndex, "the mirror index has an unexpected href for statement %d", i)
-		}
-	}
-	return &ix, nil
+		return nil
+	})
 }
 
-// MaxIndexStatements bounds the statements an index may list (and so what
-// one sync downloads: at most this many files of bundle.MaxRevocationSize).
-const MaxIndexStatements = 10000
+// capList holds the capabilities only when keep is set; otherwise it
+// counts them.
+type capList struct {
+	keep bool
+	list []IndexCap
+}
+
+// UnmarshalJSON counts the capabilities, checking each is a JSON value,
+// then, when they are kept, decodes them into a list of exactly that
+// length (no growth: the list is the only memory they take beyond their
+// strings).
+func (l *capList) UnmarshalJSON(raw []byte) error {
+	l.list = nil
+	n := 0
+	if err := decodeArray(raw, MaxIndexCapabilities, "capabilities", func(_ int, dec *json.Decoder) error {
+		n++
+		if dec.Decode(&skipValue{}) != nil {
+			return badShape()
+		}
+		return nil
+	}); err != nil || !l.keep {
+		return err
+	}
+	l.list = make([]IndexCap, n)
+	return decodeArray(raw, n, "capabilities", func(i int, dec *json.Decoder) error {
+		if dec.Decode(&l.list[i]) != nil {
+			return badShape()
+		}
+		return nil
+	})
+}
+
+type statementList struct{ list []IndexStatement }
+
+// UnmarshalJSON decodes and checks the statements one at a time.
+func (l *statementList) UnmarshalJSON(raw []byte) error {
+	l.list = nil
+	seen := map[string]bool{}
+	return decodeArray(raw, MaxIndexStatements, "statements", func(i int, dec *json.Decoder) error {
+		l.list = append(l.list, IndexStatement{})
+		st := &l.list[len(l.list)-1]
+		if dec.Decode(st) != nil {
+			return badShape()
+		}
+		if !isLowerHex64(st.SHA256) || seen[st.SHA256] {
+			return amp.Named(0, ErrBadIndex, "the mirror index has a bad or repeated sha256 for statement %d", i)
+		}
+		seen[st.SHA256] = true
+		if st.ContentType != bundle.MediaTypeRevocation && st.ContentType != bundle.MediaTypeRotation {
+			return amp.Named(0, ErrBadIndex, "the mirror index has an unknown content_type for statement %d", i)
+		}
+		if st.Size <= 0 || st.Size > bundle.MaxRevocationSize {
+			return amp.Named(0, ErrBadIndex, "the mirror index has a bad size for statement %d", i)
+		}
+		if st.Href != StatementsPrefix+st.SHA256 {
+			return amp.Named(0, ErrBadIndex, "the mirror index has an unexpected href for statement %d", i)
+		}
+		return nil
+	})
+}
+
+// decodeArray calls each for every element of the JSON array raw, in
+// order, with dec positioned at the element (each must read exactly it).
+// It refuses (bad_index) an array of more than max elements before it
+// reads the one past max; null is an empty array.
+func decodeArray(raw []byte, max int, what string, each func(i int, dec *json.Decoder) error) error {
+	if string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return badShape()
+	}
+	for i := 0; dec.More(); i++ {
+		if i == max {
+			return amp.Named(0, ErrBadIndex, "the mirror index lists more than %d %s", max, what)
+		}
+		if err := each(i, dec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// skipValue reads a JSON value and keeps nothing of it.
+type skipValue struct{}
+
+// UnmarshalJSON keeps nothing.
+func (skipValue) UnmarshalJSON([]byte) error { return nil }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

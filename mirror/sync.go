@@ -167,7 +167,7 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	if err != nil {
 		return nil, err
 	}
-	ix, err := DecodeIndex(raw)
+	ix, err := decodeIndex(raw, false) // the capabilities are not used: not held
 	if err != nil {
 		return nil, err
 	}
