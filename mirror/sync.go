@@ -23,6 +23,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Target is the store a sync imports into: a *resolver.Store opened
@@ -70,9 +71,18 @@ type SyncOptions struct {
 	Client *http.Client
 	// StallTimeout bounds how long an answer may stall: when fewer than
 	// StallMinBytes bytes of a body arrive within StallTimeout, the request
-	// is abandoned (a slow-trickling mirror cannot hold a sync forever; a
-	// bundle file cut this way resumes on the next run). Default 30 s.
+	// is abandoned (a bundle file cut this way resumes on the next run).
+	// Default 30 s.
 	StallTimeout time.Duration
+	// MinDataRate is the slowest an answer body may arrive on average, in
+	// bytes per second: a body of n bytes (its Content-Length, or when
+	// absent the most that is accepted for what was asked) is abandoned
+	// when it has not arrived transport.DataDeadline(n, MinDataRate,
+	// StallTimeout, 0) after its headers, StallTimeout + n / MinDataRate,
+	// however steadily it trickles. So a mirror holds a sync no longer
+	// than the files it lists take at this rate. Default
+	// transport.MinDataRate (128 KiB/s, 1 Mbit/s).
+	MinDataRate int64
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Progress, when set, is called with the bytes of the current bundle
@@ -263,6 +273,9 @@ func newSyncClient(opts SyncOptions) (*syncClient, error) {
 	if opts.StallTimeout <= 0 {
 		opts.StallTimeout = DefaultStallTimeout
 	}
+	if opts.MinDataRate <= 0 {
+		opts.MinDataRate = transport.MinDataRate
+	}
 	c := &syncClient{opts: opts, base: u, http: opts.Client, log: opts.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -292,8 +305,10 @@ func (c *syncClient) url(p string) string {
 
 // do sends a GET for path p and returns the response when its status is
 // one of ok; otherwise an error (the mirror's envelope code, when it sent
-// one, is in the message).
-func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, ok ...int) (*http.Response, error) {
+// one, is in the message). expect is the most the body may hold (what the
+// caller accepts): with the Content-Length, when smaller, it sets the
+// time the body has to arrive (bodyDeadline).
+func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, expect int64, ok ...int) (*http.Response, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, c.url(p), nil)
 	if err != nil {
@@ -311,7 +326,11 @@ func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, ok
 		}
 		return nil, amp.Named(0, ErrMirrorUnreachable, "cannot reach the mirror").WithCause(err)
 	}
-	resp.Body = newStallBody(resp.Body, cancel, c.opts.StallTimeout)
+	n := expect
+	if resp.ContentLength >= 0 && resp.ContentLength < n {
+		n = resp.ContentLength
+	}
+	resp.Body = newWatchedBody(resp.Body, cancel, c.opts.StallTimeout, n, c.bodyDeadline(n))
 	for _, s := range ok {
 		if resp.StatusCode == s {
 			return resp, nil
@@ -320,6 +339,18 @@ func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, ok
 	code := envelopeCode(resp)
 	resp.Body.Close()
 	return nil, amp.Named(0, ErrMirrorRefused, "the mirror answered %s with http %d%s", p, resp.StatusCode, code)
+}
+
+// maxTimedBytes is the largest size bodyDeadline times as given:
+// transport.DataDeadline computes n × time.Second, which overflows int64
+// past about 9.2e9 bytes. A larger body (with MaxBundleBytes raised past
+// 8 GiB) gets the time of 8 GiB; a file cut by it resumes on the next run.
+const maxTimedBytes = 8 << 30
+
+// bodyDeadline is how long after its headers a body of n bytes may take:
+// StallTimeout, then n at MinDataRate.
+func (c *syncClient) bodyDeadline(n int64) time.Duration {
+	return transport.DataDeadline(min(n, maxTimedBytes), c.opts.MinDataRate, c.opts.StallTimeout, 0)
 }
 
 // envelopeCode returns " (code)" from the mirror's error envelope, or "".
@@ -348,7 +379,7 @@ func safeCode(s string) bool {
 
 // getSmall GETs a document of at most max bytes.
 func (c *syncClient) getSmall(ctx context.Context, p string, max int64) ([]byte, error) {
-	resp, err := c.do(ctx, p, nil, http.StatusOK)
+	resp, err := c.do(ctx, p, nil, max, http.StatusOK)
 	if err != nil {
 		return nil, err
 	}
@@ -461,7 +492,7 @@ func (c *syncClient) download(ctx context.Context, e IndexEntry, path string) (i
 		hdr["Range"] = "bytes=" + strconv.FormatInt(have, 10) + "-"
 		hdr["If-Range"] = etag
 	}
-	resp, err := c.do(ctx, e.Href, hdr, http.StatusOK, http.StatusPartialContent)
+	resp, err := c.do(ctx, e.Href, hdr, e.Size, http.StatusOK, http.StatusPartialContent)
 	if err != nil {
 		return 0, err
 	}
@@ -486,7 +517,11 @@ func (c *syncClient) download(ctx context.Context, e IndexEntry, path string) (i
 	pw := &progressCounter{done: have, total: e.Size, id: e.BundleID, fn: c.opts.Progress}
 	n, err := io.Copy(io.MultiWriter(f, pw), io.LimitReader(resp.Body, left))
 	if err != nil && n < left {
-		return resumed, amp.Named(0, ErrIncomplete, "the download of %s stopped after %d of %d bytes; the next sync resumes it", e.BundleID, have+n, e.Size).WithCause(err)
+		why := ""
+		if a := abandoned(""); errors.As(err, &a) {
+			why = " (" + string(a) + ")"
+		}
+		return resumed, amp.Named(0, ErrIncomplete, "the download of %s stopped after %d of %d bytes%s; the next sync resumes it", e.BundleID, have+n, e.Size, why).WithCause(err)
 	}
 	if n < left {
 		return resumed, amp.Named(0, ErrIncomplete, "the mirror sent %d of %d bytes of %s; the next sync resumes it", have+n, e.Size, e.BundleID)
@@ -536,36 +571,52 @@ const DefaultStallTimeout = 30 * time.Second
 // StallMinBytes is the least a body must deliver per StallTimeout window.
 const StallMinBytes = 1 << 10
 
-// errStalled is the cause of a read abandoned by the stall watchdog.
-var errStalled = errors.New("the mirror stalled: too few bytes within the stall timeout")
+// abandoned is the cause of a read abandoned by the watchdog of a body:
+// it stalled, or it was too slow for its size.
+type abandoned string
 
-// stallBody is a response body watched by a timer: at the end of each
-// window, if fewer than StallMinBytes arrived during it, the request's
-// context is cancelled and reads fail with errStalled.
-type stallBody struct {
-	body    io.ReadCloser
-	cancel  context.CancelFunc
-	done    chan struct{}
-	once    sync.Once
-	n       atomic.Int64
-	stalled atomic.Bool
+func (a abandoned) Error() string { return string(a) }
+
+// errStalled is the cause of a read abandoned by the stall watchdog.
+const errStalled = abandoned("the mirror stalled: too few bytes within the stall timeout")
+
+// watchedBody is a response body watched by timers: at the end of each
+// window, if fewer than StallMinBytes arrived during it, or once its
+// deadline (bodyDeadline of its size) has passed before its end, the
+// request's context is cancelled and reads fail with the cause
+// (errStalled, or an abandoned naming the deadline).
+type watchedBody struct {
+	body   io.ReadCloser
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+	n      atomic.Int64
+	cause  atomic.Pointer[abandoned]
 }
 
-func newStallBody(body io.ReadCloser, cancel context.CancelFunc, window time.Duration) *stallBody {
-	b := &stallBody{body: body, cancel: cancel, done: make(chan struct{})}
+func newWatchedBody(body io.ReadCloser, cancel context.CancelFunc, window time.Duration, size int64, deadline time.Duration) *watchedBody {
+	b := &watchedBody{body: body, cancel: cancel, done: make(chan struct{})}
+	abandon := func(why abandoned) {
+		b.cause.Store(&why)
+		cancel()
+	}
 	go func() {
 		t := time.NewTicker(window)
 		defer t.Stop()
+		d := time.NewTimer(deadline)
+		defer d.Stop()
 		last := int64(0)
 		for {
 			select {
 			case <-b.done:
 				return
+			case <-d.C:
+				abandon(abandoned(fmt.Sprintf("the mirror sent %d bytes of an answer of up to %d within %v: slower than the minimum data rate", b.n.Load(), size, deadline)))
+				return
 			case <-t.C:
 				n := b.n.Load()
 				if n-last < StallMinBytes {
-					b.stalled.Store(true)
-					cancel()
+					abandon(errStalled)
 					return
 				}
 				last = n
@@ -575,21 +626,23 @@ func newStallBody(body io.ReadCloser, cancel context.CancelFunc, window time.Dur
 	return b
 }
 
-func (b *stallBody) stop() { b.once.Do(func() { close(b.done) }) }
+func (b *watchedBody) stop() { b.once.Do(func() { close(b.done) }) }
 
-func (b *stallBody) Read(p []byte) (int, error) {
+func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	b.n.Add(int64(n))
 	switch {
 	case err == io.EOF:
 		b.stop()
-	case err != nil && b.stalled.Load():
-		err = errStalled
+	case err != nil:
+		if why := b.cause.Load(); why != nil {
+			err = *why
+		}
 	}
 	return n, err
 }
 
-func (b *stallBody) Close() error {
+func (b *watchedBody) Close() error {
 	b.stop()
 	err := b.body.Close()
 	b.cancel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/mirror"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Exit codes of 'ampbundle sync' beyond the CLI contract (docs/CLI.md).
@@ -50,7 +51,7 @@ imported);
 			adminSocketFlag,
 			&cli.BoolFlag{Name: "dry-run", Usage: "only report what would be imported"},
 			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificates `PEM` to verify an https mirror with (default: the system roots)"},
-			&cli.DurationFlag{Name: "timeout", Value: 0, Usage: "give up after `DURATION` (default: no limit; each request has its own timeouts)"},
+			&cli.DurationFlag{Name: "timeout", Value: 0, Usage: fmt.Sprintf("give up after `DURATION` (default: no limit; each answer must arrive at %d KiB/s at least)", transport.MinDataRate>>10)},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) (err error) {
