@@ -5,11 +5,16 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
+	"io"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -115,5 +120,34 @@ func TestExpiredBundleIsNotDistributedByTheMirror(t *testing.T) {
 	}
 	if m.Generation() != gen {
 		t.Fatalf("generation %d, want %d (the store did not change)", m.Generation(), gen)
+	}
+}
+
+// manyBundles is a Source listing n bundles that exports nothing.
+type manyBundles struct {
+	Source
+	n int
+}
+
+func (m manyBundles) Generation() uint64 { return 1 }
+func (m manyBundles) Bundles() ([]resolver.Bundle, error) {
+	out := make([]resolver.Bundle, m.n)
+	for i := range out {
+		out[i] = resolver.Bundle{BundleID: "org.example.b" + strconv.Itoa(i), Version: 1}
+	}
+	return out, nil
+}
+func (m manyBundles) Export(string, io.Writer) error { return errors.New("not exported in this test") }
+func (m manyBundles) Close() error                   { return nil }
+
+// TestMirrorDoesNotServeAnIndexSyncRefuses: a store with more bundles
+// than a syncing store accepts in one index is not snapshotted (nothing is
+// exported for it): New fails naming the cap, rather than serving an index
+// every client refuses as a whole.
+func TestMirrorDoesNotServeAnIndexSyncRefuses(t *testing.T) {
+	_, err := New(Options{Open: func() (Source, error) { return manyBundles{n: MaxIndexBundles + 1}, nil },
+		SpoolDir: filepath.Join(t.TempDir(), "spool")})
+	if amp.NameOf(err) != ErrMisconfigured || !strings.Contains(err.Error(), strconv.Itoa(MaxIndexBundles)) {
+		t.Fatalf("a store of %d bundles: %v, want %s naming the cap", MaxIndexBundles+1, err, ErrMisconfigured)
 	}
 }

@@ -233,6 +233,15 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 		return nil, err
 	}
 	ix := Index{Format: IndexFormat, Generation: snap.gen, Bundles: []IndexEntry{}, Capabilities: []IndexCap{}}
+	served := 0
+	for _, b := range bs {
+		if failedClosed(b) == "" {
+			served++
+		}
+	}
+	if served > MaxIndexBundles {
+		return nil, overCap(MaxIndexBundles, "bundles")
+	}
 	for _, b := range bs {
 		// Only what the store would use is served: a bundle that fails
 		// closed there (revoked, stale, expired) is not distributed further.
@@ -282,6 +291,9 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 	if ix.Statements, err = addStatements(src, snap); err != nil {
 		return nil, err
 	}
+	if len(ix.Capabilities) > MaxIndexCapabilities {
+		return nil, overCap(MaxIndexCapabilities, "capability versions")
+	}
 	body, err := json.Marshal(ix)
 	if err != nil {
 		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot encode the index").WithCause(err)
@@ -298,6 +310,13 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 	}
 	snap.files[WellKnownPath] = newMemFile(append(wk, '\n'), "application/json")
 	return snap, nil
+}
+
+// overCap is the refusal of a snapshot whose index a syncing store would
+// refuse (DecodeIndex): the previous snapshot stays served, and the
+// refresh error names the cap.
+func overCap(n int, what string) error {
+	return amp.Named(0, ErrMisconfigured, "mirror: the store holds more than %d %s, more than a syncing store accepts in one index", n, what)
 }
 
 // failedClosed says why the store would refuse every use of b ("" when it

@@ -50,7 +50,14 @@ func DataDeadline(n, rate int64, grace, limit time.Duration) time.Duration {
 	if grace <= 0 {
 		grace = FrameGrace
 	}
-	d := grace + time.Duration(n)*time.Second/time.Duration(rate)
+	// n / rate seconds, without overflowing for any n (whole seconds,
+	// then the rest in nanoseconds).
+	const most = time.Duration(1<<63 - 1)
+	secs, rest := n/rate, n%rate
+	d := most
+	if secs < int64((most-grace)/time.Second)-1 {
+		d = grace + time.Duration(secs)*time.Second + time.Duration(float64(rest)/float64(rate)*float64(time.Second))
+	}
 	if limit > 0 && d > limit {
 		d = limit
 	}
