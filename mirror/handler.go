@@ -3,7 +3,6 @@ package mirror
 import (
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -16,14 +15,13 @@ import (
 
 // ServeHTTP serves the current snapshot (see the package documentation).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	select {
-	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
-	default:
+	peer := transport.Peer(r.RemoteAddr)
+	if !s.enter(peer) {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, CodeOverloaded)
 		return
 	}
+	defer s.leave(peer)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed)
@@ -165,11 +163,25 @@ func NewHTTPServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger)
 	return amphttp.NewServer(h, writeTimeout, log)
 }
 
-// LimitListener accepts at most n connections at once: the next Accept
-// waits until one closes (the kernel backlog queues the rest). One peer
-// (an IP address, an IPv6 /64) has at most a quarter of them open (at
-// least 1); a connection over its share is closed at once
-// (transport.LimitListener).
-func LimitListener(l net.Listener, n int) net.Listener {
-	return transport.LimitListener(l, n, n/4)
+// enter takes a request slot for peer: one of MaxInFlight, and of the
+// peer's MaxPeerInFlight. It never waits.
+func (s *Server) enter(peer string) bool {
+	s.slotMu.Lock()
+	defer s.slotMu.Unlock()
+	if s.inFlight >= s.opts.MaxInFlight || s.peers[peer] >= s.opts.MaxPeerInFlight {
+		return false
+	}
+	s.inFlight++
+	s.peers[peer]++
+	return true
+}
+
+// leave gives back a slot of peer.
+func (s *Server) leave(peer string) {
+	s.slotMu.Lock()
+	defer s.slotMu.Unlock()
+	s.inFlight--
+	if s.peers[peer]--; s.peers[peer] <= 0 {
+		delete(s.peers, peer)
+	}
 }

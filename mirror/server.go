@@ -54,6 +54,11 @@ type Options struct {
 	// MaxInFlight bounds the requests served at once; beyond it, 503
 	// overloaded. Default 256.
 	MaxInFlight int
+	// MaxPeerInFlight bounds those of one peer (an IP address, an IPv6
+	// /64: transport.Peer), so that one host reading slowly cannot hold
+	// every slot; beyond it, 503 overloaded. Default a quarter of
+	// MaxInFlight, at least 1, at most MaxInFlight.
+	MaxPeerInFlight int
 	// MaxBundleBytes bounds one bundle file of the snapshot (a larger one
 	// is left out of the snapshot and logged). Default 1 GiB.
 	MaxBundleBytes int64
@@ -69,12 +74,14 @@ type Options struct {
 // Server is the read-only mirror: an http.Handler over the latest
 // snapshot of a store.
 type Server struct {
-	opts  Options
-	log   *slog.Logger
-	caps  Capabilities
-	cur   atomic.Pointer[snapshot]
-	slots chan struct{}
-	mu    sync.Mutex // serializes Refresh
+	opts     Options
+	log      *slog.Logger
+	caps     Capabilities
+	cur      atomic.Pointer[snapshot]
+	slotMu   sync.Mutex
+	inFlight int
+	peers    map[string]int // requests in flight by peer
+	mu       sync.Mutex     // serializes Refresh
 }
 
 // New checks opts and the capabilities document they imply (a
@@ -93,6 +100,10 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxInFlight == 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
+	if opts.MaxPeerInFlight <= 0 {
+		opts.MaxPeerInFlight = opts.MaxInFlight / 4
+	}
+	opts.MaxPeerInFlight = min(max(opts.MaxPeerInFlight, 1), opts.MaxInFlight)
 	if opts.MaxBundleBytes == 0 {
 		opts.MaxBundleBytes = DefaultMaxBundleBytes
 	}
@@ -122,7 +133,7 @@ func New(opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.SpoolDir, 0o700); err != nil {
 		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot create the spool folder").WithCause(err)
 	}
-	s.slots = make(chan struct{}, opts.MaxInFlight)
+	s.peers = map[string]int{}
 	if err := s.Refresh(); err != nil {
 		return nil, err
 	}

@@ -203,12 +203,37 @@ func TestErrorsAreEnvelopesThatEchoNothing(t *testing.T) {
 
 func TestOverloadIsARetryableEnvelope(t *testing.T) {
 	m, ts := startMirror(t, newStore(t, testBundle(t, 1)), func(o *Options) { o.MaxInFlight = 1 })
-	m.slots <- struct{}{} // one request in flight
+	if !m.enter("another peer") { // one request in flight
+		t.Fatal("no slot")
+	}
 	resp, body := get(t, "GET", ts.URL+IndexPath, nil)
-	<-m.slots
+	m.leave("another peer")
 	wantEnvelope(t, resp, body, 503, CodeOverloaded)
 	if resp.Header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
+	}
+}
+
+// TestOnePeerCannotHoldEveryMirrorSlot: a host reading slowly holds at
+// most its share of the request slots (threat: one host holding every
+// slot for as long as its slow reads last, so that no other host can
+// sync): beyond its share it gets 503 overloaded, another host is served.
+func TestOnePeerCannotHoldEveryMirrorSlot(t *testing.T) {
+	m, ts := startMirror(t, newStore(t, testBundle(t, 1)), func(o *Options) { o.MaxInFlight = 8 })
+	for range 2 { // the loopback peer's share: a quarter of 8
+		if !m.enter("127.0.0.1") {
+			t.Fatal("a slot within the share was refused")
+		}
+	}
+	resp, body := get(t, "GET", ts.URL+IndexPath, nil)
+	wantEnvelope(t, resp, body, 503, CodeOverloaded)
+	if !m.enter("192.0.2.7") {
+		t.Fatal("another peer was refused a slot")
+	}
+	m.leave("192.0.2.7")
+	m.leave("127.0.0.1")
+	if resp, _ := get(t, "GET", ts.URL+IndexPath, nil); resp.StatusCode != 200 {
+		t.Fatalf("a peer back under its share: %d", resp.StatusCode)
 	}
 }
 

@@ -20,6 +20,10 @@ import (
 	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
+// maxShownCursor is the longest next-page cursor the human output prints
+// (whole, escaped); a longer one is left to --json.
+const maxShownCursor = 4096
+
 func queryCommand(env *cliutil.Env) *cli.Command {
 	return &cli.Command{
 		Name:      "query",
@@ -102,8 +106,13 @@ DID needs its DID document in --to-doc, to check the signed replies.`,
 			for _, d := range descs {
 				printDescriptor(env.Stdout, d)
 			}
-			if next != "" {
-				fmt.Fprintf(env.Stdout, "more: --cursor %s\n", cliutil.Sanitize(next))
+			switch {
+			case next == "":
+			case len(next) <= maxShownCursor:
+				// Whole (escaped): a cut cursor could not be passed back.
+				fmt.Fprintf(env.Stdout, "more: --cursor %s\n", cliutil.SanitizeWhole(next))
+			default:
+				fmt.Fprintf(env.Stdout, "more: the agent's next cursor is %d bytes long; --json shows it (next_cursor)\n", len(next))
 			}
 			return nil
 		},

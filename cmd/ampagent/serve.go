@@ -57,11 +57,13 @@ type serveConfig struct {
 	MaxInFlight      int   `json:"max_in_flight"`
 	MaxInFlightBytes int64 `json:"max_in_flight_bytes"`
 	// MaxConns bounds the open connections of each listener (HTTP, TCP),
-	// default 1024; MaxPeerConns those of one peer (an IP address, an
-	// IPv6 /64), default a quarter of MaxConns. One peer also gets a
-	// quarter of MaxInFlight and of MaxInFlightBytes.
-	MaxConns     int `json:"max_conns"`
-	MaxPeerConns int `json:"max_peer_conns"`
+	// default 1024.
+	MaxConns int `json:"max_conns"`
+	// PeerShare: one peer (an IP address, an IPv6 /64) holds at most
+	// 1/PeerShare of each listener's connections, requests and request
+	// bytes in flight (default 4; 1 lifts the per-peer limits, for an
+	// agent behind a proxy through which every caller is one peer).
+	PeerShare int `json:"peer_share"`
 	// MaxParamItems bounds the items of an invocation's params once
 	// expanded (default 262,144).
 	MaxParamItems int `json:"max_param_items"`
@@ -154,7 +156,7 @@ requests finish.`,
 			&cli.IntFlag{Name: "max-in-flight", Usage: "most requests processed at once, `N` (default 64); beyond it 503"},
 			&cli.Int64Flag{Name: "max-in-flight-bytes", Usage: "most request bytes held at once, `BYTES` (default 64 MiB); beyond it 503"},
 			&cli.IntFlag{Name: "max-conns", Usage: "most connections open at once on each listener, `N` (default 1024); more wait in the kernel backlog"},
-			&cli.IntFlag{Name: "max-peer-conns", Usage: "most connections open at once from one address (an IPv6 /64), `N` (default a quarter of --max-conns); more are closed at once"},
+			&cli.IntFlag{Name: "peer-share", Usage: "one address (an IPv6 /64) holds at most 1/`N` of the connections, requests and request bytes in flight (default 4); 1 behind a proxy, where every caller is one address"},
 			&cli.StringFlag{Name: "stream-dir", Usage: "take the params of invocations too large for one message as streams, spooled in `DIR` (an existing directory of the agent's own)"},
 			&cli.Int64Flag{Name: "stream-max-bytes", Usage: "most bytes of open streams, and of streamed params waiting for their invocation, `BYTES` each (default 256 MiB)"},
 			&cli.Int64Flag{Name: "stream-max-params", Usage: "largest streamed params of one invocation in `BYTES` (default 64 MiB)"},
@@ -258,19 +260,16 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 			return nil, cliutil.Usagef("--max-conns must be at least 1")
 		}
 	}
-	if c.IsSet("max-peer-conns") {
-		if cfg.MaxPeerConns = c.Int("max-peer-conns"); cfg.MaxPeerConns < 1 {
-			return nil, cliutil.Usagef("--max-peer-conns must be at least 1")
+	if c.IsSet("peer-share") {
+		if cfg.PeerShare = c.Int("peer-share"); cfg.PeerShare < 1 {
+			return nil, cliutil.Usagef("--peer-share must be at least 1")
 		}
 	}
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = defaultMaxConns
 	}
-	if cfg.MaxPeerConns == 0 {
-		cfg.MaxPeerConns = max(cfg.MaxConns/4, 1)
-	}
-	if cfg.MaxPeerConns > cfg.MaxConns {
-		return nil, cliutil.Failf("invalid_config", "max_peer_conns (%d) cannot exceed max_conns (%d)", cfg.MaxPeerConns, cfg.MaxConns)
+	if cfg.PeerShare == 0 {
+		cfg.PeerShare = defaultPeerShare
 	}
 	if c.IsSet("stream-dir") {
 		cfg.StreamDir = c.String("stream-dir")
@@ -297,7 +296,7 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 		min  int64
 	}{{"ledger_budget_bytes", cfg.LedgerBudgetBytes, 1 << 20}, {"ledger_caller_bytes", cfg.LedgerCallerBytes, 64 << 10},
 		{"max_in_flight", int64(cfg.MaxInFlight), 1}, {"max_in_flight_bytes", cfg.MaxInFlightBytes, 1 << 20},
-		{"max_conns", int64(cfg.MaxConns), 1}, {"max_peer_conns", int64(cfg.MaxPeerConns), 1},
+		{"max_conns", int64(cfg.MaxConns), 1}, {"peer_share", int64(cfg.PeerShare), 1},
 		{"max_param_items", int64(cfg.MaxParamItems), 1}, {"stream_max_bytes", cfg.StreamMaxBytes, 1 << 20},
 		{"stream_max_params_bytes", cfg.StreamMaxParamsBytes, 1 << 10}, {"stream_per_sender", int64(cfg.StreamPerSender), 1}} {
 		if f.v != 0 && f.v < f.min {
@@ -332,6 +331,30 @@ const maxConfigFile = 4 << 20
 // defaultMaxConns is the default of --max-conns: connections open at once
 // on each listener.
 const defaultMaxConns = 1024
+
+// defaultPeerShare is the default of --peer-share: one peer holds at most
+// a quarter of each limit.
+const defaultPeerShare = 4
+
+// tcpMaxInFlightTotal is the TCP listener's server-wide message slots
+// (ampstcp's default).
+const tcpMaxInFlightTotal = 512
+
+// inFlight is the HTTP requests processed at once.
+func inFlight(cfg *serveConfig) int {
+	if cfg.MaxInFlight > 0 {
+		return cfg.MaxInFlight
+	}
+	return amphttp.DefaultMaxInFlight
+}
+
+// inFlightBytes is the request bytes each listener may hold at once.
+func inFlightBytes(cfg *serveConfig) int64 {
+	if cfg.MaxInFlightBytes > 0 {
+		return cfg.MaxInFlightBytes
+	}
+	return amphttp.DefaultMaxInFlightBytes
+}
 
 // reservedEnv are the variables the agent sets for a program handler: a
 // config that could set them could make a program believe another caller
@@ -502,10 +525,11 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		}
 		return cliutil.Failf("listen_failed", "cannot listen on the address").WithCause(err)
 	}
-	limited := transport.LimitListener(ln, cfg.MaxConns, cfg.MaxPeerConns)
+	limited := transport.LimitListener(ln, cfg.MaxConns, cfg.MaxConns/cfg.PeerShare)
 	ln = limited
 	h := amphttp.NewHandler(a, amphttp.Options{MaxBody: cfg.MaxBodyBytes, Logger: log,
 		MaxInFlight: cfg.MaxInFlight, MaxInFlightBytes: cfg.MaxInFlightBytes,
+		MaxPeerInFlight: inFlight(cfg) / cfg.PeerShare, MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare),
 		Health: func() map[string]any {
 			u := ledgerStore.Usage()
 			return map[string]any{"generation": store.Generation(), "ledger_entries": u.Entries, "ledger_bytes": u.Bytes, "ledger_budget": u.Budget,
@@ -553,7 +577,8 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	stopTCP := func(context.Context) error { return nil }
 	if tcpLn != nil {
 		stopTCP = startTCP(tcpLn, a, ampstcp.ServerOptions{MaxMessageSize: int(cfg.MaxBodyBytes), MaxInFlightBytes: cfg.MaxInFlightBytes,
-			MaxConns: cfg.MaxConns, MaxPeerConns: cfg.MaxPeerConns, Logger: log}, errs)
+			MaxConns: cfg.MaxConns, MaxPeerConns: cfg.MaxConns / cfg.PeerShare,
+			MaxPeerInFlight: tcpMaxInFlightTotal / cfg.PeerShare, MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare), Logger: log}, errs)
 	}
 	url := "http://" + ln.Addr().String()
 	startDoc := map[string]any{"listening": url, "did": id.DID, "admin_socket": sock}

@@ -386,6 +386,8 @@ func TestServeRefusesToStart(t *testing.T) {
 		{"bad allow rule in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", badRuleInConfig}, "invalid_config", 1},
 		{"did:web not in the store", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--did", "did:web:nobody.example.org"}, "misconfigured", 1},
 		{"unknown ledger store", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger-store", "sqlite"}, "usage", 2},
+		{"peer share of 0", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--peer-share", "0"}, "usage", 2},
+		{"no connections", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--max-conns", "0"}, "usage", 2},
 		{"unknown ledger store in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", badLedgerStore}, "invalid_config", 1},
 		{"ledger damaged before intact records", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger", corruptLedger}, string(ledger.ErrLedgerCorrupt), 1},
 		{"bbolt ledger opened as a log", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger", boltLedger}, string(ledger.ErrLedgerIO), 1},

@@ -73,7 +73,7 @@ func tcpListener(c *cli.Context) (net.Listener, string, error) {
 
 // startTCP serves a on ln and returns the function that drains it
 // (GOAWAY, then in-flight messages finish). opts carry the HTTP listener's
-// limits (--max-in-flight-bytes, --max-conns, --max-peer-conns): the TCP
+// limits (--max-in-flight-bytes, --max-conns, --peer-share): the TCP
 // listener holds as much at most.
 func startTCP(ln net.Listener, a *agent.Agent, opts ampstcp.ServerOptions, errs chan<- error) func(context.Context) error {
 	srv := ampstcp.NewServer(a, opts)

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -129,30 +128,32 @@ func auditView(e resolver.AuditEntry) auditJSON {
 }
 
 func printAudit(w io.Writer, e resolver.AuditEntry) {
+	// The entry is the store's text (a store may come from elsewhere, to be
+	// audited): each field is shown through cliutil.Sanitize on its own, so
+	// that a long one is cut alone and the verdict and actor always show.
+	q, qs := cliutil.Sanitize, func(ss []string) string { return cliutil.SanitizeJoin(ss, ", ") }
 	var what string
 	switch {
 	case e.Action == "trust_threshold":
-		what = fmt.Sprintf("%s threshold %d", strings.Join(e.Scopes, ", "), e.Threshold)
+		what = fmt.Sprintf("%s threshold %d", qs(e.Scopes), e.Threshold)
 	case e.TrustName != "":
-		what = fmt.Sprintf("%s %s scopes %s", e.TrustName, e.Key, strings.Join(e.Scopes, ", "))
+		what = fmt.Sprintf("%s %s scopes %s", q(e.TrustName), q(e.Key), qs(e.Scopes))
 	case e.BundleID == "":
 		what = "file sha256 " + hex.EncodeToString(e.FileSHA256)
 	default:
-		what = fmt.Sprintf("%s version %d", e.BundleID, e.Version)
+		what = fmt.Sprintf("%s version %d", q(e.BundleID), e.Version)
 		if e.PreviousVersion != 0 {
 			what += fmt.Sprintf(" (was %d)", e.PreviousVersion)
 		}
 		if len(e.Signers) > 0 {
-			what += " signed by " + strings.Join(e.Signers, ", ")
+			what += " signed by " + qs(e.Signers)
 		}
 	}
 	if e.Verdict != "" && e.Verdict != "accepted" {
-		what += " verdict " + e.Verdict
+		what += " verdict " + q(e.Verdict)
 	}
 	if e.Actor != nil {
-		what += fmt.Sprintf(" by uid %d on %s", e.Actor.UID, e.Actor.Host)
+		what += fmt.Sprintf(" by uid %d on %s", e.Actor.UID, q(e.Actor.Host))
 	}
-	// The entry is the store's text (a store may come from elsewhere, to be
-	// audited): shown through cliutil.Sanitize.
-	fmt.Fprintf(w, "%4d  %s  %-12s  %s\n", e.Seq, cliutil.Sanitize(e.At), cliutil.Sanitize(e.Action), cliutil.Sanitize(what))
+	fmt.Fprintf(w, "%4d  %s  %-12s  %s\n", e.Seq, q(e.At), q(e.Action), what)
 }

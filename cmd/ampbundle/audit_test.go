@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ampbundle/ampbundle/resolver"
 )
 
 type auditOut struct {
@@ -77,5 +80,20 @@ func TestAuditBroken(t *testing.T) {
 	}
 	if r := mustRun(t, "audit", "--db", newStore(t)); !strings.Contains(r.stdout, "audit chain verified: 2 entries") {
 		t.Fatalf("fresh store: %s", r.stdout)
+	}
+}
+
+// TestAuditLineKeepsVerdictAndActorBesideLongFields: a long (valid) bundle
+// id and several signers are each bounded on their own in the human audit
+// trail, so the verdict and the actor, which an auditor reads the line
+// for, are never cut off.
+func TestAuditLineKeepsVerdictAndActorBesideLongFields(t *testing.T) {
+	id := "org.example." + strings.Repeat("a", 243)
+	did := "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
+	var b bytes.Buffer
+	printAudit(&b, resolver.AuditEntry{Seq: 7, At: "2026-11-27T10:00:00Z", Action: "import_unchanged", BundleID: id, Version: 3,
+		Signers: []string{did, did + "2", did + "3", did + "4"}, Verdict: "unchanged", Actor: &resolver.Actor{UID: 1000, Host: "station-1"}})
+	if !strings.Contains(b.String(), "verdict unchanged by uid 1000 on station-1") || !strings.Contains(b.String(), id) {
+		t.Fatalf("audit line (%d bytes) lost a field:\n%s", b.Len(), b.String())
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // DefaultMirrorListen is where 'ampbundle serve' listens by default.
@@ -53,6 +54,7 @@ plain HTTP on the network is intended. SIGINT or SIGTERM stops it.`,
 			&cli.DurationFlag{Name: "refresh", Value: mirror.DefaultRefresh, Usage: "how often to look for a new store generation"},
 			&cli.IntFlag{Name: "max-in-flight", Value: mirror.DefaultMaxInFlight, Usage: "requests served at once; more get 503 overloaded"},
 			&cli.IntFlag{Name: "max-conns", Value: 1024, Usage: "connections open at once; more wait in the backlog"},
+			&cli.IntFlag{Name: "peer-share", Value: 4, Usage: "one address (an IPv6 /64) holds at most 1/`N` of the connections and of the requests in flight; 1 behind a proxy, where every client is one address"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -74,6 +76,9 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	}
 	if c.Int("max-conns") < 1 {
 		return cliutil.Usagef("--max-conns must be at least 1")
+	}
+	if c.Int("peer-share") < 1 {
+		return cliutil.Usagef("--peer-share must be at least 1")
 	}
 	if cert == "" && !cliutil.Loopback(listen) && !c.Bool("unsafe-listen") {
 		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the listen address is not a loopback address: plain http would be reachable from the network"),
@@ -114,7 +119,7 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 		return nil, storeHint(err, db)
 	}
 	m, err := mirror.New(mirror.Options{Open: open, SpoolDir: spool, Refresh: c.Duration("refresh"),
-		MaxInFlight: c.Int("max-in-flight"), Logger: log})
+		MaxInFlight: c.Int("max-in-flight"), MaxPeerInFlight: c.Int("max-in-flight") / c.Int("peer-share"), Logger: log})
 	if err != nil {
 		return err
 	}
@@ -122,7 +127,7 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	if err != nil {
 		return cliutil.Failf("listen_failed", "cannot listen on the address").WithCause(err)
 	}
-	ln = mirror.LimitListener(ln, c.Int("max-conns"))
+	ln = transport.LimitListener(ln, c.Int("max-conns"), c.Int("max-conns")/c.Int("peer-share"))
 	scheme := "http"
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)

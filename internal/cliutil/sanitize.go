@@ -35,6 +35,11 @@ const MaxShown = 512
 // itself.
 func Sanitize(s string) string { return sanitize(s, MaxShown) }
 
+// SanitizeWhole is Sanitize without the length bound: for a value the
+// reader is meant to pass back whole (a paging cursor), which a cut would
+// break. The text must already be bounded by where it came from.
+func SanitizeWhole(s string) string { return sanitize(s, 0) }
+
 // SanitizeJoin is Sanitize applied to each of ss (each bounded on its own),
 // joined with sep.
 func SanitizeJoin(ss []string, sep string) string {

@@ -138,3 +138,16 @@ func TestHumanJSONCannotInjectTerminalSequences(t *testing.T) {
 		}
 	}
 }
+
+// TestSanitizeWholeKeepsAValueToPassBack: a printable cursor longer than
+// MaxShown is printed whole (a cut one would fail when passed back with
+// --cursor), while its control characters are still escaped.
+func TestSanitizeWholeKeepsAValueToPassBack(t *testing.T) {
+	cursor := strings.Repeat("c0ffee", 400)
+	if got := SanitizeWhole(cursor); got != cursor {
+		t.Fatalf("a %d-byte printable cursor came out as %d bytes", len(cursor), len(got))
+	}
+	if got := SanitizeWhole(cursor + "\x1b]0;pwned\x07"); strings.ContainsAny(got, "\x1b\x07") || !strings.HasPrefix(got, cursor) {
+		t.Fatalf("control characters kept, or the cursor cut: %q", got[len(got)-20:])
+	}
+}

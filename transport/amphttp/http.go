@@ -501,6 +501,10 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 	if resp.StatusCode == http.StatusOK {
 		return body, nil
 	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Whatever body it carries: a redirect is refused as such.
+		return nil, amp.Named(amp.CodeEndpointUnreachable, ErrRedirect, "the agent answered with a redirect (http %d), which is not followed: give the agent's own url", resp.StatusCode)
+	}
 	// A CBOR error body, when the agent sent one, says what went wrong.
 	var peerErr *amp.Error
 	if eb, err := amp.DecodeError(body); err == nil {
@@ -515,8 +519,6 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 		return nil, amp.NewError(amp.CodeInvalidMessage, "the message is too large for the agent")
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, amp.NewError(amp.CodeEndpointUnreachable, "no amp endpoint at this url (http 404)")
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return nil, amp.Named(amp.CodeEndpointUnreachable, ErrRedirect, "the agent answered with a redirect (http %d), which is not followed: give the agent's own url", resp.StatusCode)
 	case resp.StatusCode >= 500:
 		return nil, amp.NewError(amp.CodeInternalError, "the agent failed (http %d)", resp.StatusCode)
 	}

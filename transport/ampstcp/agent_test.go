@@ -3,14 +3,9 @@ package ampstcp_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -94,30 +89,6 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// selfSigned returns a server certificate for 127.0.0.1 and a pool that
-// trusts it.
-func selfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test agent"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}, pool
-}
-
 func TestTwoAgentsPipelineTenThousandInvocationsOnOneConnection(t *testing.T) {
 	n := 10000
 	if testing.Short() {
@@ -140,7 +111,7 @@ func TestTwoAgentsPipelineTenThousandInvocationsOnOneConnection(t *testing.T) {
 			url := "amp://" + raw.Addr().String()
 			opts := ampstcp.ClientOptions{}
 			if secure {
-				cert, pool := selfSigned(t)
+				cert, pool := ampstcp.SelfSigned(t)
 				ln = tls.NewListener(cl, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 				url = "amps://" + raw.Addr().String()
 				opts.TLS = &tls.Config{RootCAs: pool}

@@ -22,9 +22,12 @@ type holdingHandler struct {
 	held    atomic.Int64
 	peak    atomic.Int64
 	handled atomic.Int64
+	running atomic.Int64 // messages in Handle now
 }
 
 func (h *holdingHandler) Handle(ctx context.Context, msg []byte) ([]byte, error) {
+	h.running.Add(1)
+	defer h.running.Add(-1)
 	n := h.held.Add(int64(len(msg)))
 	for {
 		p := h.peak.Load()

@@ -3,6 +3,7 @@ package ampstcp
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -50,6 +52,12 @@ type ServerOptions struct {
 	// peer's writes block: nothing is refused or lost).
 	MaxInFlight      int
 	MaxInFlightTotal int
+	// MaxPeerInFlight caps the messages being handled for one peer (an
+	// IP address, an IPv6 /64: transport.Peer), all its connections
+	// together (default a quarter of MaxInFlightTotal, at least 1, at most
+	// MaxInFlightTotal): beyond it, its connections are not read until one
+	// finishes, so that one host cannot hold every server-wide slot.
+	MaxPeerInFlight int
 	// MaxInFlightBytes caps the bytes of the messages in flight, all
 	// connections together (default DefaultMaxInFlightBytes, 64 MiB like
 	// the HTTP binding; at least MaxMessageSize). MaxConnInFlightBytes
@@ -113,6 +121,10 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	if o.MaxInFlightTotal <= 0 {
 		o.MaxInFlightTotal = 512
 	}
+	if o.MaxPeerInFlight <= 0 {
+		o.MaxPeerInFlight = o.MaxInFlightTotal / 4
+	}
+	o.MaxPeerInFlight = min(max(o.MaxPeerInFlight, 1), o.MaxInFlightTotal)
 	if o.MaxInFlightBytes <= 0 {
 		o.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
@@ -185,11 +197,13 @@ func NewServer(h Handler, opts ServerOptions) *Server {
 		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}, peers: map[string]*peerShare{}}
 }
 
-// peerShare is the in-flight byte budget of one peer (key, its
-// transport.Peer), shared by its connections (conns: how many hold it).
+// peerShare is the in-flight byte budget and message slots of one peer
+// (key, its transport.Peer), shared by its connections (conns: how many
+// hold it).
 type peerShare struct {
 	key   string
 	bytes *budget
+	slots chan struct{}
 	conns int
 }
 
@@ -198,7 +212,7 @@ type peerShare struct {
 func (s *Server) peerOf(key string) *peerShare {
 	p := s.peers[key]
 	if p == nil {
-		p = &peerShare{key: key, bytes: newBudget(s.opts.MaxPeerInFlightBytes)}
+		p = &peerShare{key: key, bytes: newBudget(s.opts.MaxPeerInFlightBytes), slots: make(chan struct{}, s.opts.MaxPeerInFlight)}
 		s.peers[key] = p
 	}
 	p.conns++
@@ -242,9 +256,8 @@ func (s *Server) Serve(ln net.Listener) error {
 			if closing {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				// Temporary: back off like net/http.
+			if temporaryAccept(err) {
+				// Back off like net/http.
 				if delay == 0 {
 					delay = 5 * time.Millisecond
 				} else if delay *= 2; delay > time.Second {
@@ -285,10 +298,35 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // refuse writes one connection-level ERROR frame and closes c.
+// On a TLS connection nothing is written: the frame would first need a
+// TLS handshake, which waits for the peer, so that a peer sending nothing
+// would keep every refused connection open; the connection is closed at
+// once below TLS.
 func refuse(c net.Conn, timeout time.Duration, err error) {
-	c.SetWriteDeadline(time.Now().Add(timeout))
+	if tc, ok := c.(*tls.Conn); ok {
+		tc.NetConn().Close()
+		return
+	}
+	c.SetDeadline(time.Now().Add(timeout))
 	c.Write(AppendFrame(nil, FrameError, EncodeErrorFrame(err, nil)))
 	c.Close()
+}
+
+// temporaryAccept reports whether an Accept error passes (a timeout, or
+// out of file descriptors or buffers, or a connection reset before it was
+// accepted): the server backs off and goes on, as net/http does, instead
+// of stopping.
+func temporaryAccept(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.ECONNRESET} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // Shutdown stops accepting, sends GOAWAY on every connection and waits
@@ -664,8 +702,8 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 }
 
 // dispatch hands one message, charged charge in-flight bytes, to the
-// handler in its own goroutine once a per-connection and a server-wide slot
-// are free.
+// handler in its own goroutine once a per-connection, a per-peer and a
+// server-wide slot are free.
 func (c *serverConn) dispatch(msg []byte, charge int64) {
 	select {
 	case c.slots <- struct{}{}:
@@ -674,8 +712,16 @@ func (c *serverConn) dispatch(msg []byte, charge int64) {
 		return
 	}
 	select {
+	case c.share.slots <- struct{}{}:
+	case <-c.ctx.Done():
+		<-c.slots
+		c.release(charge)
+		return
+	}
+	select {
 	case c.s.inflight <- struct{}{}:
 	case <-c.ctx.Done():
+		<-c.share.slots
 		<-c.slots
 		c.release(charge)
 		return
@@ -685,6 +731,7 @@ func (c *serverConn) dispatch(msg []byte, charge int64) {
 	c.s.workers.Go(func() {
 		defer func() {
 			<-c.s.inflight
+			<-c.share.slots
 			<-c.slots
 			c.inflight.Add(-1)
 			c.active.Done()
