@@ -396,14 +396,15 @@ func TestLedgerFailureAfterTheHandlerRanStillSendsItsResult(t *testing.T) {
 }
 
 // TestResultOverQuotaIsNeverSentUnrecorded: a result the ledger cannot
-// hold (the caller's quota) is withheld and answered result_not_recorded;
-// also when that small answer cannot be recorded either because the
-// request's thread_id it echoes is large (threat: a caller filling its own
-// quota and padding thread_id to receive results the quota withholds,
-// with nothing recorded for replays). The handler runs once; a retry is
-// never the full result.
+// hold (the caller's quota) is withheld and answered result_not_recorded,
+// which is recorded and replayed byte for byte: also with the longest
+// thread_id it echoes (threat: a caller filling its own quota and padding
+// thread_id to receive results the quota withholds, with nothing recorded
+// for replays; thread_id is at most amp.MaxRefBytes, so the small answer
+// always fits the ledger's smallest reply reserve). The handler runs once;
+// a retry is never the full result.
 func TestResultOverQuotaIsNeverSentUnrecorded(t *testing.T) {
-	for _, threadLen := range []int{0, 2048} {
+	for _, threadLen := range []int{0, amp.MaxRefBytes} {
 		t.Run(fmt.Sprintf("thread_id of %d bytes", threadLen), func(t *testing.T) {
 			const id = "org.agentries.code-review:2.1.0"
 			var runs atomic.Int64
@@ -426,6 +427,7 @@ func TestResultOverQuotaIsNeverSentUnrecorded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var first []byte
 			for attempt := 0; attempt < 2; attempt++ {
 				raw, err := e.agent.Handle(context.Background(), msg)
 				if err != nil {
@@ -435,6 +437,10 @@ func TestResultOverQuotaIsNeverSentUnrecorded(t *testing.T) {
 				if res.Status == capability.StatusSuccess || res.Error == nil {
 					t.Fatalf("attempt %d: the %d-byte result was sent although the ledger could not hold it", attempt, len(raw))
 				}
+				if attempt == 1 && !bytes.Equal(raw, first) {
+					t.Fatalf("the retry got %d bytes, not the recorded %d-byte answer replayed", len(raw), len(first))
+				}
+				first = raw
 				if attempt == 0 && res.Error.Name != "result_not_recorded" {
 					t.Fatalf("answered %s, want result_not_recorded", res.Error.Name)
 				}

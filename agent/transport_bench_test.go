@@ -82,7 +82,7 @@ func BenchmarkTransports(b *testing.B) {
 	b.Run("http", func(b *testing.B) {
 		e := setup(b)
 		msgs := presign(b, e, b.N)
-		srv := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{}))
+		srv := httptest.NewServer(amphttp.NewHandler(e.agent, oneHostOptions))
 		defer srv.Close()
 		tr, err := amphttp.NewTransport(srv.URL, benchCallers)
 		if err != nil {
@@ -132,7 +132,7 @@ func BenchmarkTransports(b *testing.B) {
 		e := setup(b)
 		const per = 32
 		containers := batches(b, e, per)
-		srv := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{}))
+		srv := httptest.NewServer(amphttp.NewHandler(e.agent, oneHostOptions))
 		defer srv.Close()
 		tr, err := amphttp.NewTransport(srv.URL, benchCallers)
 		if err != nil {

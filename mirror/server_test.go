@@ -215,23 +215,32 @@ func TestOverloadIsARetryableEnvelope(t *testing.T) {
 }
 
 // TestOnePeerCannotHoldEveryMirrorSlot: a host reading slowly holds at
-// most its share of the request slots (threat: one host holding every
+// most all the request slots but one share (threat: one host holding every
 // slot for as long as its slow reads last, so that no other host can
-// sync): beyond its share it gets 503 overloaded, another host is served.
+// sync): alone it may use 6 of 8, then it gets 503 overloaded while
+// another host is still served.
 func TestOnePeerCannotHoldEveryMirrorSlot(t *testing.T) {
 	m, ts := startMirror(t, newStore(t, testBundle(t, 1)), func(o *Options) { o.MaxInFlight = 8 })
-	for range 2 { // the loopback peer's share: a quarter of 8
+	for i := range 6 { // its share of 2, then more while 2 stay free
 		if !m.enter("127.0.0.1") {
-			t.Fatal("a slot within the share was refused")
+			t.Fatalf("slot %d refused to a peer alone on the mirror", i+1)
 		}
 	}
 	resp, body := get(t, "GET", ts.URL+IndexPath, nil)
 	wantEnvelope(t, resp, body, 503, CodeOverloaded)
-	if !m.enter("192.0.2.7") {
-		t.Fatal("another peer was refused a slot")
+	for range 2 {
+		if !m.enter("192.0.2.7") {
+			t.Fatal("another peer was refused a slot of its share")
+		}
+	}
+	if m.enter("192.0.2.7") {
+		t.Fatal("a full mirror admitted a request")
 	}
 	m.leave("192.0.2.7")
-	m.leave("127.0.0.1")
+	m.leave("192.0.2.7")
+	for range 6 {
+		m.leave("127.0.0.1")
+	}
 	if resp, _ := get(t, "GET", ts.URL+IndexPath, nil); resp.StatusCode != 200 {
 		t.Fatalf("a peer back under its share: %d", resp.StatusCode)
 	}
