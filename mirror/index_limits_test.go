@@ -60,7 +60,8 @@ func allocated(f func()) uint64 {
 // (16 MiB) made of empty capability entries, which sync never uses: each
 // 3 bytes used to become a 176-byte IndexCap, 5.8 GiB allocated in all. The
 // sync must refuse it (bad_index, more than MaxIndexCapabilities) having
-// allocated no more than a few times the index itself (reading the body).
+// allocated no more than a few times the index itself (reading the body):
+// at most 8x.
 func TestSyncIndexOfEmptyCapabilityEntriesCannotAmplifyMemory(t *testing.T) {
 	m, _ := startMirror(t, newStore(t, testBundle(t, 1)), nil)
 	body := indexOfEmptyCaps((DefaultMaxIndexBytes - 200) / 3)
@@ -85,7 +86,9 @@ func TestSyncIndexOfEmptyCapabilityEntriesCannotAmplifyMemory(t *testing.T) {
 	if amp.NameOf(err) != ErrBadIndex || !strings.Contains(err.Error(), "capabilities") {
 		t.Fatalf("an index of %d capabilities: %v, want %s", len(body)/3, err, ErrBadIndex)
 	}
-	if limit := 4 * uint64(len(body)); n > limit {
+	// About 2x here (the body, read whole, and its buffer's growth); 4.3x
+	// under the race detector. Without the streaming decode: 350x.
+	if limit := 8 * uint64(len(body)); n > limit {
 		t.Errorf("a %d MiB index made the sync allocate %d MiB, over %d MiB", len(body)>>20, n>>20, limit>>20)
 	}
 	if state(t, s) != before {

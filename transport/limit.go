@@ -54,9 +54,9 @@ func (l *Limited) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		if l.peers[peer] >= l.perPeer {
 			l.mu.Unlock()
+			l.refused.Add(1)
 			<-l.sem
 			c.Close()
-			l.refused.Add(1)
 			continue
 		}
 		l.peers[peer]++
