@@ -52,6 +52,7 @@ imported);
 			&cli.BoolFlag{Name: "dry-run", Usage: "only report what would be imported"},
 			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificates `PEM` to verify an https mirror with (default: the system roots)"},
 			&cli.DurationFlag{Name: "timeout", Value: 0, Usage: fmt.Sprintf("give up after `DURATION` (default: no limit; each answer must arrive at %d KiB/s at least)", transport.MinDataRate>>10)},
+			&cli.Int64Flag{Name: "min-rate", Usage: fmt.Sprintf("the slowest an answer may arrive, in `BYTES` per second (default %d, 1 Mbit/s; at least 1024): lower it on a slower link", transport.MinDataRate)},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) (err error) {
@@ -77,6 +78,9 @@ imported);
 				return err
 			}
 			defer closeStore(s, &err)
+			if c.IsSet("min-rate") && c.Int64("min-rate") < 1<<10 {
+				return cliutil.Usagef("--min-rate must be at least 1024 bytes per second")
+			}
 			ctx := c.Context
 			if d := c.Duration("timeout"); d > 0 {
 				var cancel context.CancelFunc
@@ -85,7 +89,7 @@ imported);
 			}
 			log := slog.New(slog.DiscardHandler)
 			rep, err := mirror.Sync(ctx, s, mirror.SyncOptions{URL: c.Args().First(), SpoolDir: c.String("db") + ".sync",
-				DryRun: c.Bool("dry-run"), TLS: tlsCfg, Logger: log})
+				DryRun: c.Bool("dry-run"), TLS: tlsCfg, Logger: log, MinDataRate: c.Int64("min-rate")})
 			if err != nil {
 				return err
 			}

@@ -144,6 +144,12 @@ func TestStationMirrorThreeAgentsEndToEnd(t *testing.T) {
 	// An unreachable mirror is exit 1, not "nothing new".
 	db := newStore(t)
 	failsWith(t, "mirror_unreachable", "sync", "http://127.0.0.1:1", "--db", db)
+	// A minimum rate below 1 KiB/s would let a trickling mirror hold a
+	// sync for ever: a usage error.
+	if r := runCLI(t, nil, "sync", "http://127.0.0.1:1", "--db", db, "--min-rate", "10"); r.code != 2 {
+		t.Fatalf("--min-rate 10: exit %d, want 2", r.code)
+	}
+	failsWith(t, "mirror_unreachable", "sync", "http://127.0.0.1:1", "--db", db, "--min-rate", "4096")
 }
 
 func fetch(t *testing.T, url string) []byte {
