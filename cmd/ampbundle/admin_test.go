@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ampbundle/ampbundle/internal/admin"
+	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -113,5 +114,86 @@ func TestAdminSocketFlag(t *testing.T) {
 	failsWith(t, "store_in_use", "ls", "--db", db)
 	if r := mustRun(t, "ls", "--db", db, "--admin-socket", sock); !strings.Contains(r.stderr, viaAgent) {
 		t.Fatalf("--admin-socket not used: %s", r.stderr)
+	}
+}
+
+// TestRevocationReachesARunningAgent: a revocation imported while an agent
+// holds the store goes through its admin socket and fails the named bundle
+// closed in the agent's store at once (threat: a site that must stop its
+// agents to apply a revocation, and so delays it); applied again it
+// changes nothing; a tampered copy is refused and changes nothing.
+func TestRevocationReachesARunningAgent(t *testing.T) {
+	db := storeWithSamples(t)
+	stmt := filepath.Join(t.TempDir(), "revoke.cbor")
+	mustRun(t, "revoke", "-o", stmt, "--scope", "org.example", "--revoke-bundle", translateID+"@1",
+		"--key", sampleKey(t, "example-publisher"), "--created", "2026-11-22T00:00:00Z")
+	s := holdStore(t, db, admin.SocketPath(db))
+	data, err := os.ReadFile(stmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := filepath.Join(t.TempDir(), "tampered.cbor")
+	bad := append([]byte{}, data...)
+	bad[len(bad)-3] ^= 1
+	os.WriteFile(tampered, bad, 0o600)
+	if r := runCLI(t, nil, "import", tampered, "--db", db); r.code != 1 {
+		t.Fatalf("a tampered statement through the agent: exit %d", r.code)
+	}
+	revoked := func() bool {
+		bs, err := s.Bundles()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bs {
+			if b.BundleID == translateID {
+				return b.Revoked != ""
+			}
+		}
+		t.Fatal("the bundle is gone")
+		return false
+	}
+	if revoked() {
+		t.Fatal("a refused statement failed the bundle closed")
+	}
+	r := mustRun(t, "import", stmt, "--db", db, "--json")
+	if !strings.Contains(r.stderr, viaAgent) || !strings.Contains(r.stdout, translateID+"@1") {
+		t.Fatalf("the revocation did not go through the agent: %s %s", r.stdout, r.stderr)
+	}
+	if !revoked() {
+		t.Fatal("the running agent's store does not fail the revoked bundle closed")
+	}
+	if r := mustRun(t, "import", stmt, "--db", db, "--json"); !strings.Contains(r.stdout, `"unchanged": true`) {
+		t.Fatalf("applied again: %s", r.stdout)
+	}
+}
+
+// TestSyncedRevocationReachesARunningAgent: ampbundle sync against a store
+// a running agent holds applies the mirror's statements through the
+// agent's admin socket (they used to be skipped, listed as none, until the
+// agent was stopped): the revoked bundle fails closed in the agent's store.
+func TestSyncedRevocationReachesARunningAgent(t *testing.T) {
+	station := storeWithSamples(t)
+	stmt := filepath.Join(t.TempDir(), "revoke.cbor")
+	mustRun(t, "revoke", "-o", stmt, "--scope", "org.example", "--revoke-bundle", translateID+"@1",
+		"--key", sampleKey(t, "example-publisher"), "--created", "2026-11-22T00:00:00Z")
+	mustRun(t, "import", stmt, "--db", station)
+	url := startMirrorCLI(t, station)
+	db := storeWithSamples(t)
+	s := holdStore(t, db, admin.SocketPath(db))
+	code, rep := syncJSON(t, url, db)
+	if code != 10 || len(rep.Statements) != 1 || rep.Statements[0].Outcome != mirror.OutcomeImported {
+		t.Fatalf("sync through the agent: exit %d, statements %+v", code, rep.Statements)
+	}
+	bs, err := s.Bundles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		if b.BundleID == translateID && b.Revoked == "" {
+			t.Fatal("the synced revocation did not reach the running agent's store")
+		}
+	}
+	if code, rep := syncJSON(t, url, db); code != 0 || rep.Statements[0].Outcome != mirror.OutcomeCurrent {
+		t.Fatalf("second sync: exit %d, %+v", code, rep.Statements)
 	}
 }

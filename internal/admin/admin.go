@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/resolver"
 )
@@ -32,6 +33,10 @@ func SocketPath(db string) string { return db + ".admin.sock" }
 // maxUpload bounds an uploaded bundle (the store's own caps bound each
 // artifact; this bounds the request).
 const maxUpload = 8 << 30
+
+// maxStatement bounds an uploaded statement (the largest statement file,
+// a revocation's).
+const maxStatement = bundle.MaxRevocationSize
 
 // errorDoc is the error document of the socket (and of the CLI contract).
 type errorDoc struct {
@@ -296,6 +301,60 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 			return nil, err
 		}
 		return map[string]string{"data": base64.StdEncoding.EncodeToString(data)}, nil
+	})
+	// Signed statements (revocation, rotation, heartbeat): applied by the
+	// agent's store exactly as 'ampbundle import FILE' applies them, so
+	// that a revocation reaches a running agent without stopping it.
+	readStatement := func(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxStatement+1))
+		if err != nil || len(data) > maxStatement {
+			return nil, amp.Named(0, "limit_exceeded", "a statement is at most %d bytes", maxStatement)
+		}
+		return data, nil
+	}
+	post("/v1/statements/revocation", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		data, err := readStatement(w, r)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.ApplyRevocation(data)
+		if err == nil {
+			log.Info("revocation applied through the admin socket", "scope", res.Scope, "failed_closed", res.FailedClosed, "unchanged", res.Unchanged)
+		}
+		return res, err
+	})
+	post("/v1/statements/rotation", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		data, err := readStatement(w, r)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.ApplyRotation(data)
+		if err == nil {
+			log.Info("rotation applied through the admin socket", "scope", res.Scope, "sequence", res.Sequence, "unchanged", res.Unchanged)
+		}
+		return res, err
+	})
+	post("/v1/statements/heartbeat", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		data, err := readStatement(w, r)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.ApplyHeartbeat(data)
+		if err == nil {
+			log.Info("heartbeat applied through the admin socket", "bundle_id", res.BundleID, "version", res.Version, "unchanged", res.Unchanged)
+		}
+		return res, err
+	})
+	get("/v1/statements/has", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		sum, err := hex.DecodeString(r.URL.Query().Get("sha256"))
+		if err != nil || len(sum) != 32 {
+			return nil, amp.Named(0, "bad_request", "sha256 must be 64 hex digits")
+		}
+		has, err := s.HasStatement(sum)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]bool{"has": has}, nil
 	})
 	return peerCheck(mux)
 }
@@ -585,6 +644,52 @@ func (c *Client) Resolve(ref capability.SchemaRef) ([]byte, error) {
 		return nil, amp.Named(0, "admin_socket", "the agent's answer does not decode")
 	}
 	return b, nil
+}
+
+// applyStatement uploads a signed statement to path and decodes the
+// store's result into res.
+func (c *Client) applyStatement(path string, data []byte, res any) error {
+	return c.do(context.Background(), http.MethodPost, path, bytes.NewReader(data), "application/cbor", res)
+}
+
+// ApplyRevocation has the agent's store apply a revocation statement
+// (resolver.Store.ApplyRevocation).
+func (c *Client) ApplyRevocation(data []byte) (*resolver.RevokeResult, error) {
+	var res resolver.RevokeResult
+	if err := c.applyStatement("/v1/statements/revocation", data, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ApplyRotation has the agent's store apply a trust statement
+// (resolver.Store.ApplyRotation).
+func (c *Client) ApplyRotation(data []byte) (*resolver.RotateResult, error) {
+	var res resolver.RotateResult
+	if err := c.applyStatement("/v1/statements/rotation", data, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ApplyHeartbeat has the agent's store apply a heartbeat statement
+// (resolver.Store.ApplyHeartbeat).
+func (c *Client) ApplyHeartbeat(data []byte) (*resolver.HeartbeatResult, error) {
+	var res resolver.HeartbeatResult
+	if err := c.applyStatement("/v1/statements/heartbeat", data, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// HasStatement reports whether the agent's store applied the statement
+// whose SHA-256 is sum (resolver.Store.HasStatement).
+func (c *Client) HasStatement(sum []byte) (bool, error) {
+	var res struct {
+		Has bool `json:"has"`
+	}
+	err := c.do(context.Background(), http.MethodGet, "/v1/statements/has?sha256="+hex.EncodeToString(sum), nil, "", &res)
+	return res.Has, err
 }
 
 func didKeyPublic(s string) (ed25519.PublicKey, error) {
