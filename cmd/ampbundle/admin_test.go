@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -195,5 +196,33 @@ func TestSyncedRevocationReachesARunningAgent(t *testing.T) {
 	}
 	if code, rep := syncJSON(t, url, db); code != 0 || rep.Statements[0].Outcome != mirror.OutcomeCurrent {
 		t.Fatalf("second sync: exit %d, %+v", code, rep.Statements)
+	}
+}
+
+// TestTrustRmFailClosedReachesARunningAgent: trust rm --fail-closed while
+// an agent holds the store goes through its admin socket (threat: an
+// operator who must stop every agent to act on a compromised key): the
+// agent's store fails the key's bundles closed at once.
+func TestTrustRmFailClosedReachesARunningAgent(t *testing.T) {
+	db := storeWithSamples(t)
+	s := holdStore(t, db, admin.SocketPath(db))
+	var out struct {
+		FailedClosed []string `json:"failed_closed"`
+	}
+	r := mustRun(t, "trust", "rm", "example", "--db", db, "--fail-closed", "--json")
+	if !strings.Contains(r.stderr, viaAgent) {
+		t.Fatalf("trust rm --fail-closed did not go through the agent: %s", r.stderr)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || strings.Join(out.FailedClosed, ",") != translateID+"@1" {
+		t.Fatalf("output %s %v", r.stdout, err)
+	}
+	bs, err := s.Bundles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		if b.BundleID == translateID && b.Revoked == "" {
+			t.Fatal("the running agent's store still uses the bundle")
+		}
 	}
 }

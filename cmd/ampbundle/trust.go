@@ -223,9 +223,13 @@ every use, listed by ls and check). Audited.`,
 			k, _ := findTrust(keys, name)
 			failed := []string{}
 			if c.Bool("fail-closed") {
-				st, err := directStore(s, "--fail-closed")
-				if err != nil {
-					return err
+				// The store itself, or the admin socket of the agent
+				// holding it: the agent fails the bundles closed at once.
+				st, ok := s.(interface {
+					TrustRemoveFailClosed(name string) ([]string, error)
+				})
+				if !ok {
+					return cliutil.Failf(resolver.ErrStoreInUse, "this store cannot fail bundles closed")
 				}
 				f, err := st.TrustRemoveFailClosed(name)
 				if err != nil {

@@ -202,16 +202,24 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 	})
 	post("/v1/trust/remove", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		var req struct {
-			Name string `json:"name"`
+			Name       string `json:"name"`
+			FailClosed bool   `json:"fail_closed,omitempty"`
 		}
 		if err := decodeBody(r, &req); err != nil {
 			return nil, err
 		}
-		if err := s.TrustRemove(req.Name); err != nil {
+		failed := []string{}
+		if req.FailClosed {
+			f, err := s.TrustRemoveFailClosed(req.Name)
+			if err != nil {
+				return nil, err
+			}
+			failed = append(failed, f...)
+		} else if err := s.TrustRemove(req.Name); err != nil {
 			return nil, err
 		}
-		log.Info("key no longer trusted, through the admin socket", "name", req.Name)
-		return map[string]any{"name": req.Name}, nil
+		log.Info("key no longer trusted, through the admin socket", "name", req.Name, "failed_closed", failed)
+		return map[string]any{"name": req.Name, "failed_closed": failed}, nil
 	})
 	get("/v1/trust", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		keys, err := s.TrustList()
@@ -529,6 +537,20 @@ func (c *Client) TrustAdd(name string, key ed25519.PublicKey, scopes []string) e
 func (c *Client) TrustRemove(name string) error {
 	body, ct := jsonBody(map[string]string{"name": name})
 	return c.do(context.Background(), http.MethodPost, "/v1/trust/remove", body, ct, nil)
+}
+
+// TrustRemoveFailClosed stops trusting a key and fails closed the
+// installed bundles left below their threshold
+// (resolver.Store.TrustRemoveFailClosed).
+func (c *Client) TrustRemoveFailClosed(name string) ([]string, error) {
+	body, ct := jsonBody(map[string]any{"name": name, "fail_closed": true})
+	var res struct {
+		FailedClosed []string `json:"failed_closed"`
+	}
+	if err := c.do(context.Background(), http.MethodPost, "/v1/trust/remove", body, ct, &res); err != nil {
+		return nil, err
+	}
+	return res.FailedClosed, nil
 }
 
 // TrustList lists the trusted keys.
