@@ -14,4 +14,8 @@
 // mismatch between the document and the bytes fails here even when the
 // reference implementation agrees with itself. Each check is also run on a
 // tampered copy, which must be refused, so no check passes vacuously.
+// ledgerwal_test.go reads the idempotency ledger's write-ahead log (the
+// document's example and one a real `ampagent serve` wrote) and checks
+// that tampered and torn copies are refused or truncated as its Damage
+// rules say, by its own reader and by the agent.
 package conformance

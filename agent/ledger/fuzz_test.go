@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,6 +77,12 @@ func FuzzWALGroup(f *testing.F) {
 // testWALKey is the group key of the files these tests write by hand.
 var testWALKey = bytes.Repeat([]byte{0x5a}, walKeySize)
 
+// testWALHeader is the file header of a log with testWALKey.
+func testWALHeader() []byte {
+	h := append([]byte(WALFormatID), testWALKey...)
+	return binary.BigEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
+}
+
 func encodeWALRecords(recs []walRecord) []byte {
 	var out []byte
 	for _, r := range recs {
@@ -102,7 +110,7 @@ func FuzzWALReplay(f *testing.F) {
 	c := newClock()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		path := filepath.Join(t.TempDir(), "l.wal")
-		if err := os.WriteFile(path, append(append([]byte(WALFormatID), testWALKey...), body...), 0o600); err != nil {
+		if err := os.WriteFile(path, append(testWALHeader(), body...), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		s, err := OpenWAL(path, WALOptions{Now: c.Now})

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"container/heap"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -30,7 +32,7 @@ type WALOptions struct {
 	LockTimeout time.Duration
 	// Slack is how many bytes of dead records (superseded or expired) the
 	// file may hold before it is compacted (default max(Budget/8, 1 MiB)).
-	// The file never exceeds Budget + Slack + 67 bytes of log, plus the
+	// The file never exceeds Budget + Slack + 71 bytes of log, plus the
 	// 1 MiB of zeros the writer keeps after it (docs/FORMAT.md).
 	Slack int64
 	// Rand is the source of each file's group key (default crypto/rand).
@@ -204,10 +206,12 @@ func (e walEntry) cost(k Key, lim Limits) int64 {
 func (s *WALStore) newFileHeader() ([]byte, *walFormat, error) {
 	h := make([]byte, walFileHeader)
 	copy(h, WALFormatID)
-	if _, err := io.ReadFull(s.rand, h[len(WALFormatID):]); err != nil {
+	key := h[len(WALFormatID) : len(WALFormatID)+walKeySize]
+	if _, err := io.ReadFull(s.rand, key); err != nil {
 		return nil, nil, err
 	}
-	return h, newWALFormat(h[len(WALFormatID):]), nil
+	binary.BigEndian.PutUint32(h[walFileHeader-4:], crc32.Checksum(h[:walFileHeader-4], castagnoli))
+	return h, newWALFormat(key), nil
 }
 
 // create writes an empty log at path atomically (header only).
@@ -252,7 +256,14 @@ func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
 		s.wf = newWALFormat(nil)
 	case err == nil && string(head[:len(WALFormatID)]) == WALFormatID:
 		if _, err = io.ReadFull(r, head[len(WALFormatID):]); err == nil {
-			s.wf = newWALFormat(head[len(WALFormatID):])
+			if crc32.Checksum(head[:walFileHeader-4], castagnoli) != binary.BigEndian.Uint32(head[walFileHeader-4:]) {
+				// Every group's tag depends on the key: a damaged key
+				// would make the whole log look like a torn tail, and
+				// truncating it would lose acknowledged records.
+				return 0, amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
+					"the ledger file's header (its group key) is damaged; move it aside only if no invocation it records may be retried")
+			}
+			s.wf = newWALFormat(head[len(WALFormatID) : len(WALFormatID)+walKeySize])
 		}
 	default:
 		err = errors.New("unknown header")

@@ -495,7 +495,7 @@ func TestWALFileStaysWithinBudgetPlusSlack(t *testing.T) {
 	l, _ := New(s, Options{Now: c.Now})
 	rng := rand.New(rand.NewPCG(1, 2))
 	refused := map[amp.ErrName]int{}
-	bound := lim.Budget + opts.Slack + int64(len(WALFormatID)) + walGroupHeader
+	bound := lim.Budget + opts.Slack + int64(walFileHeader) + walGroupHeader
 	for i := 0; i < 3000; i++ {
 		c.Add(5 * time.Millisecond)
 		ttl := time.Duration(1+rng.IntN(2000)) * time.Millisecond

@@ -12,9 +12,10 @@ import (
 // The write-ahead log file (docs/FORMAT.md, "Idempotency ledger
 // write-ahead log"):
 //
-//	file    = header key *group
+//	file    = header key key-crc *group
 //	header  = "ampbundle-ledger-wal/2\n"                    23 bytes
 //	key     = 16 random bytes, the file's group key
+//	key-crc = uint32 BE, CRC-32C of the 39 bytes before it
 //	group   = length seq payload-crc header-crc tag payload
 //	  length      uint32 BE, bytes of payload (>= 1 record)
 //	  seq         uint64 BE, the previous group's seq + 1
@@ -40,8 +41,8 @@ const (
 	walFormatV1 = "ampbundle-ledger-wal/1\n"
 
 	walKeySize = 16
-	// walFileHeader is the size of a file's header and key.
-	walFileHeader = len(WALFormatID) + walKeySize
+	// walFileHeader is the size of a file's header, key and key checksum.
+	walFileHeader = len(WALFormatID) + walKeySize + 4
 	walTagSize    = 8
 	// walGroupHeader is the size of a group header (walGroupHeaderV1 in
 	// a version 1 file).

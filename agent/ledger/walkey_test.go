@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
 )
 
 // fakeGroup is a group as a caller could write it inside a reply: a
@@ -127,4 +129,41 @@ func TestVersion1LedgerIsReadThenRewrittenWithAKey(t *testing.T) {
 	}
 	check(s)
 	s.Close()
+}
+
+// TestDamagedKeyIsRefusedNotTruncated: a bit flipped in the file's group
+// key makes every group's tag fail; read as damage of the last group
+// only, the whole log would be truncated as a torn tail and acknowledged
+// replies lost, so that their retries ran handlers a second time. The
+// key's checksum catches it: the open fails with ledger_corrupt and the
+// file is left as it was.
+func TestDamagedKeyIsRefusedNotTruncated(t *testing.T) {
+	c := newClock()
+	path := filepath.Join(t.TempDir(), "l.wal")
+	s := openTestWAL(t, path, c, WALOptions{})
+	k := Key{Sender: "did:key:z6MkCaller", ID: [16]byte{3}}
+	if err := s.MarkRunning(k, c.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(k, []byte("the acknowledged reply")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int{len(WALFormatID), len(WALFormatID) + walKeySize - 1, walFileHeader - 1} {
+		damaged := append([]byte{}, file...)
+		damaged[at] ^= 0x10
+		if err := os.WriteFile(path, damaged, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := OpenWAL(path, WALOptions{Now: c.Now}); amp.NameOf(err) != ErrLedgerCorrupt {
+			t.Fatalf("a bit flipped at byte %d of the header: %v, want %s", at, err, ErrLedgerCorrupt)
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(after, damaged) {
+			t.Fatalf("a refused open changed the file (byte %d flipped)", at)
+		}
+	}
 }

@@ -567,6 +567,16 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	defer adminSrv.Close()
 	sock := adminSrv.Path()
 
+	// Signals are taken before anything is served or the start is
+	// printed: a SIGTERM as soon as the listening line appears is a
+	// graceful stop, never the default action (the process killed).
+	sigs := env.Signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
 	errs := make(chan error, 4)
 	go func() { errs <- srv.Serve(ln) }()
 	go func() {
@@ -609,13 +619,6 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		}
 	}
 
-	sigs := env.Signals
-	if sigs == nil {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-		defer signal.Stop(ch)
-		sigs = ch
-	}
 	var runErr error
 	select {
 	case s := <-sigs:

@@ -436,8 +436,8 @@ func damagedLedger(t *testing.T) string {
 		t.Fatal(err)
 	}
 	// A byte of the first group's payload: after the header, the 16-byte
-	// key and the 28-byte group header (docs/FORMAT.md).
-	b[len(ledger.WALFormatID)+16+28+5] ^= 1
+	// key, its 4-byte checksum and the 28-byte group header (docs/FORMAT.md).
+	b[len(ledger.WALFormatID)+16+4+28+5] ^= 1
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -137,6 +137,15 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go m.Run(rctx)
+	// Signals are taken before the start is printed: a SIGTERM as soon as
+	// the listening line appears is a graceful stop.
+	sigs := env.Signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
 	errs := make(chan error, 1)
 	go func() { errs <- srv.Serve(ln) }()
 	url := scheme + "://" + ln.Addr().String()
@@ -145,13 +154,6 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 		cliutil.PrintJSON(env.Stdout, map[string]any{"listening": url, "generation": m.Generation()})
 	} else {
 		fmt.Fprintf(env.Stdout, "serving %s read-only on %s (generation %d)\n", db, url, m.Generation())
-	}
-	sigs := env.Signals
-	if sigs == nil {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-		defer signal.Stop(ch)
-		sigs = ch
 	}
 	var runErr error
 	select {
