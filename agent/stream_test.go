@@ -442,7 +442,9 @@ func TestStreamFromUnauthorizedCallerRefused(t *testing.T) {
 // twice) are all taken.
 func TestStreamOverHTTPAndConcurrentChunks(t *testing.T) {
 	e, rec := streamEnv(t, StreamLimits{SpoolThreshold: 64, SpoolDir: t.TempDir()})
-	url, _ := serveHTTP(t, e, amphttp.Options{MaxBody: 1 << 20})
+	// Every chunk comes from this one host, at once: it may use every
+	// request slot (as behind a proxy), not a peer's quarter.
+	url, _ := serveHTTP(t, e, amphttp.Options{MaxBody: 1 << 20, MaxPeerInFlight: amphttp.DefaultMaxInFlight})
 	post := func(typ amp.Type, body []byte) (int, []byte) {
 		_, msg := e.seal(e.caller, typ, body)
 		resp, err := http.Post(url+amphttp.MessagesPath, amphttp.ContentType, bytes.NewReader(msg))

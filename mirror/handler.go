@@ -168,9 +168,7 @@ func NewHTTPServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger)
 func (s *Server) enter(peer string) bool {
 	s.slotMu.Lock()
 	defer s.slotMu.Unlock()
-	// Beyond its share, a peer is admitted only while a share stays free
-	// for the others (as the agent's HTTP binding does).
-	if s.inFlight >= s.opts.MaxInFlight || s.peers[peer] >= s.opts.MaxPeerInFlight && s.inFlight >= s.opts.MaxInFlight-s.opts.MaxPeerInFlight {
+	if s.inFlight >= s.opts.MaxInFlight || s.peers[peer] >= s.opts.MaxPeerInFlight {
 		return false
 	}
 	s.inFlight++

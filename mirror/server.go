@@ -54,11 +54,10 @@ type Options struct {
 	// MaxInFlight bounds the requests served at once; beyond it, 503
 	// overloaded. Default 256.
 	MaxInFlight int
-	// MaxPeerInFlight is the share of those of one peer (an IP address,
-	// an IPv6 /64: transport.Peer): beyond it a peer is admitted only while
-	// that many slots stay free for the others, else 503 overloaded, so
-	// that one host reading slowly cannot hold every slot. Default a
-	// quarter of MaxInFlight, at least 1, at most MaxInFlight.
+	// MaxPeerInFlight bounds those of one peer (an IP address, an IPv6
+	// /64: transport.Peer), so that one host reading slowly cannot hold
+	// every slot; beyond it, 503 overloaded. Default a quarter of
+	// MaxInFlight, at least 1, at most MaxInFlight.
 	MaxPeerInFlight int
 	// MaxBundleBytes bounds one bundle file of the snapshot (a larger one
 	// is left out of the snapshot and logged). Default 1 GiB.

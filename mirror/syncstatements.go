@@ -46,6 +46,13 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 		it := StatementItem{SHA256: e.SHA256, ContentType: e.ContentType}
 		sum, _ := hex.DecodeString(e.SHA256) // checked by DecodeIndex
 		has, err := st.HasStatement(sum)
+		if amp.NameOf(err) == resolver.ErrUnsupported {
+			// Through the admin socket of an agent older than this
+			// program: its statements are not synced (listed as none),
+			// its bundles still are.
+			c.log.Warn("statements not synced: the store's agent does not apply them through its admin socket", "err", err)
+			return []StatementItem{}, nil
+		}
 		if err != nil {
 			return out, err
 		}

@@ -3,6 +3,7 @@ package resolver
 import (
 	"bytes"
 	"crypto/sha256"
+	"os"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -63,6 +64,16 @@ type AuditEntry struct {
 type Actor struct {
 	UID  int64  `cbor:"uid" json:"uid"`
 	Host string `cbor:"host" json:"host"`
+}
+
+// ProcessActor is who this process is, for the audit log: its user id
+// and host name (empty when the system does not say).
+func ProcessActor() *Actor {
+	host, err := os.Hostname()
+	if err != nil {
+		host = ""
+	}
+	return &Actor{UID: int64(os.Getuid()), Host: host}
 }
 
 // actor returns the configured actor (nil when none is).

@@ -87,6 +87,9 @@ const (
 	ErrBundleExpired     amp.ErrName = "bundle_expired"
 	ErrSchemaUnavailable amp.ErrName = "schema_unavailable"
 	ErrAuditBroken       amp.ErrName = "audit_broken"
+	// ErrUnsupported: the store as reached (the admin socket of an agent
+	// older than the caller) does not offer the operation.
+	ErrUnsupported amp.ErrName = "unsupported"
 	// ErrSchemaNotOffline: a bundle's schema does not compile from the
 	// bundle alone (a dangling or remote $ref, a remote $schema, a $ref
 	// cycle the compiler rejects); import refuses it as build does.

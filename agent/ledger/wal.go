@@ -253,6 +253,20 @@ func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
 	_, err := io.ReadFull(r, head[:len(WALFormatID)])
 	switch {
 	case err == nil && string(head[:len(WALFormatID)]) == walFormatV1:
+		// A version 2 header whose line was damaged into version 1's (two
+		// bits of one byte) would read as a log of torn groups and be
+		// truncated: its key's checksum still checks against the version 2
+		// line, so it is refused instead.
+		if size >= int64(walFileHeader) {
+			h := make([]byte, walFileHeader)
+			if _, rerr := f.ReadAt(h, 0); rerr == nil {
+				copy(h, WALFormatID)
+				if crc32.Checksum(h[:walFileHeader-4], castagnoli) == binary.BigEndian.Uint32(h[walFileHeader-4:]) {
+					return 0, amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
+						"the ledger file's first line is damaged (it reads version 1 before a version 2 key); move it aside only if no invocation it records may be retried")
+				}
+			}
+		}
 		s.wf = newWALFormat(nil)
 	case err == nil && string(head[:len(WALFormatID)]) == WALFormatID:
 		if _, err = io.ReadFull(r, head[len(WALFormatID):]); err == nil {

@@ -136,7 +136,8 @@ func TestVersion1LedgerIsReadThenRewrittenWithAKey(t *testing.T) {
 // only, the whole log would be truncated as a torn tail and acknowledged
 // replies lost, so that their retries ran handlers a second time. The
 // key's checksum catches it: the open fails with ledger_corrupt and the
-// file is left as it was.
+// file is left as it was; so it does when the first line is damaged into
+// version 1's, which has no key.
 func TestDamagedKeyIsRefusedNotTruncated(t *testing.T) {
 	c := newClock()
 	path := filepath.Join(t.TempDir(), "l.wal")
@@ -153,9 +154,16 @@ func TestDamagedKeyIsRefusedNotTruncated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, at := range []int{len(WALFormatID), len(WALFormatID) + walKeySize - 1, walFileHeader - 1} {
+	for _, at := range []int{len(WALFormatID), len(WALFormatID) + walKeySize - 1, walFileHeader - 1, -1} {
 		damaged := append([]byte{}, file...)
-		damaged[at] ^= 0x10
+		if at < 0 {
+			// The first line damaged into version 1's ("/2" → "/1"):
+			// its groups would all read as torn.
+			at = len(WALFormatID) - 2
+			damaged[at] = '1'
+		} else {
+			damaged[at] ^= 0x10
+		}
 		if err := os.WriteFile(path, damaged, 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -435,7 +435,9 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		return err
 	}
 	db := c.String("db")
-	store, err := resolver.Open(db, resolver.Options{Now: env.Now, LockTimeout: 250 * time.Millisecond})
+	// The actor of what changes the store through the admin socket: its
+	// callers are this process's user (the socket refuses any other).
+	store, err := resolver.Open(db, resolver.Options{Now: env.Now, LockTimeout: 250 * time.Millisecond, Actor: resolver.ProcessActor()})
 	if err != nil {
 		switch {
 		case errors.Is(err, resolver.ErrStoreMissing):

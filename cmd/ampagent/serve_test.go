@@ -322,6 +322,17 @@ func TestServeAdminSocket(t *testing.T) {
 	if _, err := invokeID(t, c, "org.example.translate.text:2.1.0", params, 0); err != nil {
 		t.Fatalf("after re-import: %v", err)
 	}
+	// What changed the store through the socket is audited with its actor
+	// (the socket's callers are this process's user), as offline.
+	entries, err := ac.Audit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries[len(entries)-2:] {
+		if e.Actor == nil || e.Actor.UID != int64(os.Getuid()) {
+			t.Fatalf("audit entry %s through the admin socket: actor %+v, want uid %d", e.Action, e.Actor, os.Getuid())
+		}
+	}
 	// Health answers on the HTTP binding.
 	resp, err := http.Get(r.url + "/healthz")
 	if err != nil || resp.StatusCode != 200 {

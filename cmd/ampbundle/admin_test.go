@@ -226,3 +226,50 @@ func TestTrustRmFailClosedReachesARunningAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncThroughAnOlderAgentStillImportsBundles: an agent older than this
+// ampbundle has no /v1/statements/* routes (404): a sync through its
+// socket skips the mirror's statements, as such an agent always did, and
+// still imports the bundles (threat: an upgrade of the timer's ampbundle
+// before the agent is restarted stopping every sync).
+func TestSyncThroughAnOlderAgentStillImportsBundles(t *testing.T) {
+	station := storeWithSamples(t)
+	mustRun(t, "import", translateVersion(t, 2), "--db", station)
+	stmt := filepath.Join(t.TempDir(), "revoke.cbor")
+	mustRun(t, "revoke", "-o", stmt, "--scope", "org.example", "--revoke-bundle", translateID+"@1",
+		"--key", sampleKey(t, "example-publisher"), "--created", "2026-11-22T00:00:00Z")
+	mustRun(t, "import", stmt, "--db", station)
+	url := startMirrorCLI(t, station)
+
+	db := storeWithSamples(t)
+	s, err := resolver.Open(db, resolver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := admin.Listen(admin.SocketPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := admin.NewHandler(s, nil)
+	old := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/statements/") {
+			http.NotFound(w, r) // an agent from before the statement routes
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: old, ConnContext: admin.ConnContext}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close(); s.Close() })
+
+	code, rep := syncJSON(t, url, db)
+	if code != 10 || len(rep.Statements) != 0 {
+		t.Fatalf("sync through an older agent: exit %d, statements %+v", code, rep.Statements)
+	}
+	bs, _ := s.Bundles()
+	for _, b := range bs {
+		if b.BundleID == translateID && b.Version != 2 {
+			t.Fatalf("sync through an older agent: translate still at version %d (no bundle synced)", b.Version)
+		}
+	}
+}

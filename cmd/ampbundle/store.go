@@ -114,7 +114,7 @@ func openStoreAt(env *cliutil.Env, db, sock string, mode storeMode) (registry, e
 		ReadOnly:    mode == readOnly,
 		Create:      mode == create,
 		LockTimeout: storeLockTimeout,
-		Actor:       processActor(),
+		Actor:       resolver.ProcessActor(),
 	})
 	if err == nil {
 		return s, nil
@@ -159,14 +159,4 @@ func storeIO(msg string, err error) error {
 		return err
 	}
 	return amp.Named(0, resolver.ErrStoreIO, "%s", msg).WithCause(err)
-}
-
-// processActor is who this process is, for the audit log: its user id and
-// host name.
-func processActor() *resolver.Actor {
-	host, err := os.Hostname()
-	if err != nil {
-		host = ""
-	}
-	return &resolver.Actor{UID: int64(os.Getuid()), Host: host}
 }

@@ -466,6 +466,10 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ct
 	if resp.StatusCode != http.StatusOK {
 		var doc errorDoc
 		if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc) != nil || doc.Error.Code == "" {
+			if resp.StatusCode == http.StatusNotFound {
+				// No such route: an agent older than this program.
+				return amp.Named(0, resolver.ErrUnsupported, "the agent's admin socket does not offer %s (an older agent: restart it with this version)", path)
+			}
 			return amp.Named(0, "admin_socket", "the agent answered http %d", resp.StatusCode)
 		}
 		e := amp.Named(amp.Code(doc.Error.AMPCode), amp.ErrName(doc.Error.Code), "%s", doc.Error.Message)

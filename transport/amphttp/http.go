@@ -61,13 +61,13 @@ type Options struct {
 	// (default 64). Beyond it a request is answered 503 with Retry-After
 	// at once: never queued.
 	MaxInFlight int
-	// MaxPeerInFlight is the share of one peer (an IP address, an IPv6
-	// /64: transport.Peer) of those requests (default a quarter of
-	// MaxInFlight, at least 1, at most MaxInFlight). Beyond its share a
-	// peer is admitted only while MaxPeerInFlight slots stay free for the
-	// others, else 503 with Retry-After: one host can never hold every
-	// slot (by sending bodies slowly, for example), and a busy caller
-	// alone may still use most of them.
+	// MaxPeerInFlight caps the requests of one peer (an IP address, an
+	// IPv6 /64: transport.Peer) among them (default a quarter of
+	// MaxInFlight, at least 1, at most MaxInFlight): beyond it, 503 with
+	// Retry-After, so that one host cannot hold every slot (by sending
+	// bodies slowly, for example). A share lent beyond it while the server
+	// is idle would not come back while slow requests hold it: it is
+	// strict. Behind a proxy, every caller is one peer: give MaxInFlight.
 	MaxPeerInFlight int
 	// MaxInFlightBytes caps the request bytes held in memory at once, all
 	// requests together (default 64 MiB, at least MaxBody + 1: a body is
@@ -278,10 +278,7 @@ func (a *admission) enter(peer string) string {
 		p = &peerLoad{}
 		a.peers[peer] = p
 	}
-	// Beyond its share, a peer is still admitted while a share of the
-	// slots stays free for the others: one busy caller alone may use most
-	// of the server, and no peer can hold more than all but one share.
-	if p.reqs >= a.maxPeerReqs && a.reqs >= a.maxReqs-a.maxPeerReqs {
+	if p.reqs >= a.maxPeerReqs {
 		return "peer_requests"
 	}
 	a.reqs++

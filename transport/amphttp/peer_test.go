@@ -115,10 +115,10 @@ func TestBodyOfMaxBodyIsServed(t *testing.T) {
 }
 
 // TestOnePeerCannotHoldEveryRequestSlot: a host that opens requests and
-// trickles their bodies holds at most all the request slots but one share
+// trickles their bodies holds at most its share of the request slots
 // (threat: a handful of tiny, slow requests refusing everyone else with
-// 503 for as long as the host renews them): then it gets 503, and other
-// hosts are still served.
+// 503 for as long as the host renews them): beyond the share it gets 503,
+// other hosts are still served.
 func TestOnePeerCannotHoldEveryRequestSlot(t *testing.T) {
 	h := handlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return []byte{0xa0}, nil })
 	opts := Options{MaxInFlight: 8, MaxPeerInFlight: 2, grace: 2 * time.Second}
