@@ -12,9 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -572,13 +570,8 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	// Signals are taken before anything is served or the start is
 	// printed: a SIGTERM as soon as the listening line appears is a
 	// graceful stop, never the default action (the process killed).
-	sigs := env.Signals
-	if sigs == nil {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-		defer signal.Stop(ch)
-		sigs = ch
-	}
+	sigs, stopSignals := env.StopSignals()
+	defer stopSignals()
 	errs := make(chan error, 4)
 	go func() { errs <- srv.Serve(ln) }()
 	go func() {

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -139,13 +137,8 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	go m.Run(rctx)
 	// Signals are taken before the start is printed: a SIGTERM as soon as
 	// the listening line appears is a graceful stop.
-	sigs := env.Signals
-	if sigs == nil {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-		defer signal.Stop(ch)
-		sigs = ch
-	}
+	sigs, stopSignals := env.StopSignals()
+	defer stopSignals()
 	errs := make(chan error, 1)
 	go func() { errs <- srv.Serve(ln) }()
 	url := scheme + "://" + ln.Addr().String()

@@ -11,8 +11,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -42,6 +44,20 @@ type Env struct {
 	// ReadPassword, when set, asks the user for a secret on the
 	// controlling terminal, without echo. Nil when there is no terminal.
 	ReadPassword func(prompt string) ([]byte, error)
+}
+
+// StopSignals returns the channel a long-running command stops on:
+// Signals when set, else SIGINT and SIGTERM, taken from now on (call it
+// before the command serves anything or prints that it started, so that a
+// signal sent right then is a graceful stop, never the default action), and
+// the function that stops taking them.
+func (env *Env) StopSignals() (<-chan os.Signal, func()) {
+	if env.Signals != nil {
+		return env.Signals, func() {}
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	return ch, func() { signal.Stop(ch) }
 }
 
 // OS returns the environment of the running process.
