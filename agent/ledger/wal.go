@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -210,7 +209,7 @@ func (s *WALStore) newFileHeader() ([]byte, *walFormat, error) {
 	if _, err := io.ReadFull(s.rand, key); err != nil {
 		return nil, nil, err
 	}
-	binary.BigEndian.PutUint32(h[walFileHeader-4:], crc32.Checksum(h[:walFileHeader-4], castagnoli))
+	binary.BigEndian.PutUint32(h[walFileHeader-4:], walKeyCRC(h))
 	return h, newWALFormat(key), nil
 }
 
@@ -257,20 +256,14 @@ func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
 		// bits of one byte) would read as a log of torn groups and be
 		// truncated: its key's checksum still checks against the version 2
 		// line, so it is refused instead.
-		if size >= int64(walFileHeader) {
-			h := make([]byte, walFileHeader)
-			if _, rerr := f.ReadAt(h, 0); rerr == nil {
-				copy(h, WALFormatID)
-				if crc32.Checksum(h[:walFileHeader-4], castagnoli) == binary.BigEndian.Uint32(h[walFileHeader-4:]) {
-					return 0, amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
-						"the ledger file's first line is damaged (it reads version 1 before a version 2 key); move it aside only if no invocation it records may be retried")
-				}
-			}
+		if _, rerr := f.ReadAt(head, 0); rerr == nil && walHeaderChecks(head) {
+			return 0, amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
+				"the ledger file's first line is damaged (it reads version 1 before a version 2 key); move it aside only if no invocation it records may be retried")
 		}
 		s.wf = newWALFormat(nil)
 	case err == nil && string(head[:len(WALFormatID)]) == WALFormatID:
 		if _, err = io.ReadFull(r, head[len(WALFormatID):]); err == nil {
-			if crc32.Checksum(head[:walFileHeader-4], castagnoli) != binary.BigEndian.Uint32(head[walFileHeader-4:]) {
+			if !walHeaderChecks(head) {
 				// Every group's tag depends on the key: a damaged key
 				// would make the whole log look like a torn tail, and
 				// truncating it would lose acknowledged records.

@@ -54,6 +54,20 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// walKeyCRC is the key checksum of a version 2 file header h (its first
+// walFileHeader bytes): CRC-32C of the line and the key, the version 2 line
+// whatever h's first line says.
+func walKeyCRC(h []byte) uint32 {
+	c := crc32.Update(0, castagnoli, []byte(WALFormatID))
+	return crc32.Update(c, castagnoli, h[len(WALFormatID):walFileHeader-4])
+}
+
+// walHeaderChecks reports whether h's last 4 header bytes are its key
+// checksum (walKeyCRC).
+func walHeaderChecks(h []byte) bool {
+	return walKeyCRC(h) == binary.BigEndian.Uint32(h[walFileHeader-4:walFileHeader])
+}
+
 // walFormat writes and checks the group headers of one file: version 2
 // with the file's key (a tag keyed by it: bytes a caller had the agent
 // write, inside a reply, can never pass for a group), or version 1
