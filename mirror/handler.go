@@ -16,12 +16,12 @@ import (
 // ServeHTTP serves the current snapshot (see the package documentation).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	peer := transport.Peer(r.RemoteAddr)
-	if !s.enter(peer) {
+	if s.slots.Enter(peer) != "" {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, CodeOverloaded)
 		return
 	}
-	defer s.leave(peer)
+	defer s.slots.Leave(peer, 0)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed)
@@ -163,25 +163,3 @@ func NewHTTPServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger)
 	return amphttp.NewServer(h, writeTimeout, log)
 }
 
-// enter takes a request slot for peer: one of MaxInFlight, and of the
-// peer's MaxPeerInFlight. It never waits.
-func (s *Server) enter(peer string) bool {
-	s.slotMu.Lock()
-	defer s.slotMu.Unlock()
-	if s.inFlight >= s.opts.MaxInFlight || s.peers[peer] >= s.opts.MaxPeerInFlight {
-		return false
-	}
-	s.inFlight++
-	s.peers[peer]++
-	return true
-}
-
-// leave gives back a slot of peer.
-func (s *Server) leave(peer string) {
-	s.slotMu.Lock()
-	defer s.slotMu.Unlock()
-	s.inFlight--
-	if s.peers[peer]--; s.peers[peer] <= 0 {
-		delete(s.peers, peer)
-	}
-}

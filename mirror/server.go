@@ -19,6 +19,7 @@ import (
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Source is what the mirror reads of a store: a *resolver.Store opened
@@ -78,9 +79,7 @@ type Server struct {
 	log      *slog.Logger
 	caps     Capabilities
 	cur      atomic.Pointer[snapshot]
-	slotMu   sync.Mutex
-	inFlight int
-	peers    map[string]int // requests in flight by peer
+	slots *transport.Admission // requests in flight, in all and by peer
 	mu       sync.Mutex     // serializes Refresh
 }
 
@@ -133,7 +132,7 @@ func New(opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.SpoolDir, 0o700); err != nil {
 		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot create the spool folder").WithCause(err)
 	}
-	s.peers = map[string]int{}
+	s.slots = transport.NewAdmission(opts.MaxInFlight, opts.MaxPeerInFlight, 0, 0)
 	if err := s.Refresh(); err != nil {
 		return nil, err
 	}

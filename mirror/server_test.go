@@ -203,11 +203,11 @@ func TestErrorsAreEnvelopesThatEchoNothing(t *testing.T) {
 
 func TestOverloadIsARetryableEnvelope(t *testing.T) {
 	m, ts := startMirror(t, newStore(t, testBundle(t, 1)), func(o *Options) { o.MaxInFlight = 1 })
-	if !m.enter("another peer") { // one request in flight
+	if m.slots.Enter("another peer") != "" { // one request in flight
 		t.Fatal("no slot")
 	}
 	resp, body := get(t, "GET", ts.URL+IndexPath, nil)
-	m.leave("another peer")
+	m.slots.Leave("another peer", 0)
 	wantEnvelope(t, resp, body, 503, CodeOverloaded)
 	if resp.Header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
@@ -221,31 +221,31 @@ func TestOverloadIsARetryableEnvelope(t *testing.T) {
 func TestOnePeerCannotHoldEveryMirrorSlot(t *testing.T) {
 	m, ts := startMirror(t, newStore(t, testBundle(t, 1)), func(o *Options) { o.MaxInFlight = 8 })
 	for range 2 { // the loopback peer's share: a quarter of 8
-		if !m.enter("127.0.0.1") {
+		if m.slots.Enter("127.0.0.1") != "" {
 			t.Fatal("a slot within the share was refused")
 		}
 	}
 	resp, body := get(t, "GET", ts.URL+IndexPath, nil)
 	wantEnvelope(t, resp, body, 503, CodeOverloaded)
 	for range 2 {
-		if !m.enter("192.0.2.7") {
+		if m.slots.Enter("192.0.2.7") != "" {
 			t.Fatal("another peer was refused a slot of its share")
 		}
 	}
-	if m.enter("192.0.2.7") {
+	if m.slots.Enter("192.0.2.7") == "" {
 		t.Fatal("a second peer got more than its share")
 	}
-	if !m.enter("192.0.2.8") {
+	if m.slots.Enter("192.0.2.8") != "" {
 		t.Fatal("a third peer was refused: two hosts hold the mirror")
 	}
-	m.leave("192.0.2.8")
-	m.leave("192.0.2.7")
-	m.leave("192.0.2.7")
-	m.leave("127.0.0.1")
+	m.slots.Leave("192.0.2.8", 0)
+	m.slots.Leave("192.0.2.7", 0)
+	m.slots.Leave("192.0.2.7", 0)
+	m.slots.Leave("127.0.0.1", 0)
 	if resp, _ := get(t, "GET", ts.URL+IndexPath, nil); resp.StatusCode != 200 {
 		t.Fatalf("a peer back under its share: %d", resp.StatusCode)
 	}
-	m.leave("127.0.0.1")
+	m.slots.Leave("127.0.0.1", 0)
 }
 
 func TestRefreshServesNewGenerationAndPrunesOldFiles(t *testing.T) {

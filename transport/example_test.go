@@ -50,3 +50,20 @@ func ExamplePeer() {
 	// 13s
 	// 30s
 }
+
+// A server admits at most 4 requests at once, a peer at most 2 of them,
+// and refuses at once (never queues) what does not fit.
+func ExampleAdmission() {
+	adm := transport.NewAdmission(4, 2, 1<<20, 1<<18)
+	a := transport.Peer("192.0.2.7:51000")
+	fmt.Printf("%q %q %q\n", adm.Enter(a), adm.Enter(a), adm.Enter(a))
+	fmt.Println(adm.Charge(a, 1<<18), adm.Charge(a, 1))
+	fmt.Printf("%q\n", adm.Enter(transport.Peer("198.51.100.1:443")))
+	adm.Leave(a, 1<<18)
+	fmt.Printf("%q\n", adm.Enter(a))
+	// Output:
+	// "" "" "peer_requests"
+	// true false
+	// ""
+	// ""
+}

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -142,8 +141,7 @@ func NewHandler(a Handler, opts Options) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	adm := &admission{maxReqs: int64(opts.MaxInFlight), maxPeerReqs: int64(opts.MaxPeerInFlight),
-		maxBytes: opts.MaxInFlightBytes, maxPeer: opts.MaxPeerInFlightBytes, peers: map[string]*peerLoad{}}
+	adm := transport.NewAdmission(opts.MaxInFlight, opts.MaxPeerInFlight, opts.MaxInFlightBytes, opts.MaxPeerInFlightBytes)
 	retryAfter := strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second))
 	busy := func(w http.ResponseWriter, r *http.Request, what string) {
 		transport.Log(r.Context(), log).Warn("request refused: agent busy", "limit", what)
@@ -173,17 +171,17 @@ func NewHandler(a Handler, opts Options) http.Handler {
 			return
 		}
 		peer := transport.Peer(r.RemoteAddr)
-		if what := adm.enter(peer); what != "" {
+		if what := adm.Enter(peer); what != "" {
 			closeNow(w)
 			busy(w, r, what)
 			return
 		}
 		var held int64
-		defer func() { adm.leave(peer, held) }()
+		defer func() { adm.Leave(peer, held) }()
 		// What is charged must keep coming (MinDataRate).
 		start, rc := time.Now(), http.NewResponseController(w)
 		body, err := readBody(r.Body, r.ContentLength, opts.MaxBody, func(n int64) bool {
-			if !adm.charge(peer, n) {
+			if !adm.Charge(peer, n) {
 				return false
 			}
 			held += n
@@ -250,67 +248,6 @@ func NewHandler(a Handler, opts Options) http.Handler {
 		httpError(w, http.StatusNotFound, amp.NewError(amp.CodeEndpointUnreachable, "no such route"))
 	})
 	return mux
-}
-
-// admission counts the requests and request bytes in flight, in all and
-// by peer; it never queues: a request that does not fit is refused at
-// once.
-type admission struct {
-	maxReqs, maxPeerReqs, maxBytes, maxPeer int64
-	mu                                      sync.Mutex
-	reqs, bytes                             int64
-	peers                                   map[string]*peerLoad
-}
-
-// peerLoad is what one peer holds: requests and bytes.
-type peerLoad struct{ reqs, bytes int64 }
-
-// enter admits one more request from peer, or names the limit it meets
-// ("requests", "peer_requests").
-func (a *admission) enter(peer string) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.reqs >= a.maxReqs {
-		return "requests"
-	}
-	p := a.peers[peer]
-	if p == nil {
-		p = &peerLoad{}
-		a.peers[peer] = p
-	}
-	if p.reqs >= a.maxPeerReqs {
-		return "peer_requests"
-	}
-	a.reqs++
-	p.reqs++
-	return ""
-}
-
-// charge admits n more bytes for peer (which entered).
-func (a *admission) charge(peer string, n int64) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	p := a.peers[peer]
-	if a.bytes+n > a.maxBytes || p.bytes+n > a.maxPeer {
-		return false
-	}
-	a.bytes += n
-	p.bytes += n
-	return true
-}
-
-// leave ends a request of peer that held held bytes.
-func (a *admission) leave(peer string, held int64) {
-	a.mu.Lock()
-	a.reqs--
-	a.bytes -= held
-	p := a.peers[peer]
-	p.reqs--
-	p.bytes -= held
-	if p.reqs <= 0 {
-		delete(a.peers, peer)
-	}
-	a.mu.Unlock()
 }
 
 var (

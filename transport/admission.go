@@ -1,0 +1,77 @@
+package transport
+
+import "sync"
+
+// Admission counts the requests, and the request bytes, a server holds in
+// flight, in all and by peer (Peer: an IP address, an IPv6 /64), and
+// refuses at once what does not fit: it never queues. Each peer's share is
+// strict, so that a few hosts holding slow requests cannot take every
+// slot. Safe for concurrent use.
+type Admission struct {
+	maxReqs, maxPeerReqs, maxBytes, maxPeerBytes int64
+
+	mu          sync.Mutex
+	reqs, bytes int64
+	peers       map[string]*peerLoad
+}
+
+// peerLoad is what one peer holds: requests and bytes.
+type peerLoad struct{ reqs, bytes int64 }
+
+// NewAdmission admits at most maxReqs requests and maxBytes bytes at
+// once, of which one peer holds at most maxPeerReqs and maxPeerBytes. A
+// server that charges no bytes passes 0 for both and never calls Charge.
+func NewAdmission(maxReqs, maxPeerReqs int, maxBytes, maxPeerBytes int64) *Admission {
+	return &Admission{maxReqs: int64(maxReqs), maxPeerReqs: int64(maxPeerReqs), maxBytes: maxBytes, maxPeerBytes: maxPeerBytes,
+		peers: map[string]*peerLoad{}}
+}
+
+// Enter admits one more request from peer, or names the limit it meets:
+// "requests" (the server's) or "peer_requests" (the peer's share). An
+// admitted request ends with Leave.
+func (a *Admission) Enter(peer string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.reqs >= a.maxReqs {
+		return "requests"
+	}
+	p := a.peers[peer]
+	if p == nil {
+		p = &peerLoad{}
+		a.peers[peer] = p
+	}
+	if p.reqs >= a.maxPeerReqs {
+		return "peer_requests"
+	}
+	a.reqs++
+	p.reqs++
+	return ""
+}
+
+// Charge admits n more bytes for a request of peer that entered, or
+// reports that they do not fit (the server's bytes or the peer's share).
+func (a *Admission) Charge(peer string, n int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.peers[peer]
+	if a.bytes+n > a.maxBytes || p.bytes+n > a.maxPeerBytes {
+		return false
+	}
+	a.bytes += n
+	p.bytes += n
+	return true
+}
+
+// Leave ends a request of peer that was charged held bytes in all.
+func (a *Admission) Leave(peer string, held int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.reqs--
+	a.bytes -= held
+	p := a.peers[peer]
+	p.reqs--
+	p.bytes -= held
+	if p.reqs <= 0 {
+		delete(a.peers, peer)
+	}
+}
