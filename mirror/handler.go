@@ -162,4 +162,3 @@ func NewHTTPServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger)
 	}
 	return amphttp.NewServer(h, writeTimeout, log)
 }
-

@@ -75,12 +75,12 @@ type Options struct {
 // Server is the read-only mirror: an http.Handler over the latest
 // snapshot of a store.
 type Server struct {
-	opts     Options
-	log      *slog.Logger
-	caps     Capabilities
-	cur      atomic.Pointer[snapshot]
+	opts  Options
+	log   *slog.Logger
+	caps  Capabilities
+	cur   atomic.Pointer[snapshot]
 	slots *transport.Admission // requests in flight, in all and by peer
-	mu       sync.Mutex     // serializes Refresh
+	mu    sync.Mutex           // serializes Refresh
 }
 
 // New checks opts and the capabilities document they imply (a
