@@ -341,16 +341,10 @@ func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, ex
 	return nil, amp.Named(0, ErrMirrorRefused, "the mirror answered %s with http %d%s", p, resp.StatusCode, code)
 }
 
-// maxTimedBytes is the largest size bodyDeadline times as given:
-// transport.DataDeadline computes n × time.Second, which overflows int64
-// past about 9.2e9 bytes. A larger body (with MaxBundleBytes raised past
-// 8 GiB) gets the time of 8 GiB; a file cut by it resumes on the next run.
-const maxTimedBytes = 8 << 30
-
 // bodyDeadline is how long after its headers a body of n bytes may take:
 // StallTimeout, then n at MinDataRate.
 func (c *syncClient) bodyDeadline(n int64) time.Duration {
-	return transport.DataDeadline(min(n, maxTimedBytes), c.opts.MinDataRate, c.opts.StallTimeout, 0)
+	return transport.DataDeadline(n, c.opts.MinDataRate, c.opts.StallTimeout, 0)
 }
 
 // envelopeCode returns " (code)" from the mirror's error envelope, or "".
