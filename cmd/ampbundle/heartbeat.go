@@ -74,7 +74,7 @@ installed bundle too many versions behind fails closed (5002 bundle_stale).`,
 }
 
 // applyHeartbeat applies a heartbeat statement to the store.
-func applyHeartbeat(env *cliutil.Env, c *cli.Context, st statementStore, path string, data []byte) error {
+func applyHeartbeat(env *cliutil.Env, c *cli.Context, st registry, path string, data []byte) error {
 	res, err := st.ApplyHeartbeat(data)
 	if err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/bundle"
-	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/resolver"
 )
@@ -155,19 +154,15 @@ func importStatement(env *cliutil.Env, c *cli.Context, path string, data []byte)
 		return err
 	}
 	defer closeStore(s, &err)
-	// The store itself, or the admin socket of the agent holding it: a
-	// revocation reaches a running agent without stopping it.
-	st, ok := s.(statementStore)
-	if !ok {
-		return cliutil.Failf(resolver.ErrStoreInUse, "this store cannot apply statements")
-	}
+	// s is the store itself, or the admin socket of the agent holding it:
+	// a revocation reaches a running agent without stopping it.
 	if bundle.ContentType(data) == bundle.MediaTypeRotation {
-		return applyRotation(env, c, st, path, data)
+		return applyRotation(env, c, s, path, data)
 	}
 	if bundle.ContentType(data) == bundle.MediaTypeHeartbeat {
-		return applyHeartbeat(env, c, st, path, data)
+		return applyHeartbeat(env, c, s, path, data)
 	}
-	res, err := st.ApplyRevocation(data)
+	res, err := s.ApplyRevocation(data)
 	if err != nil {
 		return err
 	}
@@ -201,20 +196,7 @@ func importStatement(env *cliutil.Env, c *cli.Context, path string, data []byte)
 }
 
 // applyRotation applies a trust statement to the store.
-// statementStore applies signed statements: a *resolver.Store, or an
-// agent's admin socket (*admin.Client).
-type statementStore interface {
-	ApplyRevocation(data []byte) (*resolver.RevokeResult, error)
-	ApplyRotation(data []byte) (*resolver.RotateResult, error)
-	ApplyHeartbeat(data []byte) (*resolver.HeartbeatResult, error)
-}
-
-var (
-	_ statementStore = (*resolver.Store)(nil)
-	_ statementStore = (*admin.Client)(nil)
-)
-
-func applyRotation(env *cliutil.Env, c *cli.Context, st statementStore, path string, data []byte) error {
+func applyRotation(env *cliutil.Env, c *cli.Context, st registry, path string, data []byte) error {
 	res, err := st.ApplyRotation(data)
 	if err != nil {
 		return err

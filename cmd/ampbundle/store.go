@@ -38,6 +38,10 @@ type registry interface {
 	Remove(bundleID string) (uint64, error)
 	TrustAdd(name string, key ed25519.PublicKey, scopes []string) error
 	TrustRemove(name string) error
+	TrustRemoveFailClosed(name string) ([]string, error)
+	ApplyRevocation(data []byte) (*resolver.RevokeResult, error)
+	ApplyRotation(data []byte) (*resolver.RotateResult, error)
+	ApplyHeartbeat(data []byte) (*resolver.HeartbeatResult, error)
 	TrustList() ([]resolver.TrustKey, error)
 	Bundles() ([]resolver.Bundle, error)
 	Catalog() (*resolver.Catalog, error)

@@ -225,13 +225,7 @@ every use, listed by ls and check). Audited.`,
 			if c.Bool("fail-closed") {
 				// The store itself, or the admin socket of the agent
 				// holding it: the agent fails the bundles closed at once.
-				st, ok := s.(interface {
-					TrustRemoveFailClosed(name string) ([]string, error)
-				})
-				if !ok {
-					return cliutil.Failf(resolver.ErrStoreInUse, "this store cannot fail bundles closed")
-				}
-				f, err := st.TrustRemoveFailClosed(name)
+				f, err := s.TrustRemoveFailClosed(name)
 				if err != nil {
 					return err
 				}

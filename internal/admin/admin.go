@@ -320,39 +320,24 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 		}
 		return data, nil
 	}
-	post("/v1/statements/revocation", func(w http.ResponseWriter, r *http.Request) (any, error) {
-		data, err := readStatement(w, r)
-		if err != nil {
-			return nil, err
-		}
-		res, err := s.ApplyRevocation(data)
-		if err == nil {
-			log.Info("revocation applied through the admin socket", "scope", res.Scope, "failed_closed", res.FailedClosed, "unchanged", res.Unchanged)
-		}
-		return res, err
-	})
-	post("/v1/statements/rotation", func(w http.ResponseWriter, r *http.Request) (any, error) {
-		data, err := readStatement(w, r)
-		if err != nil {
-			return nil, err
-		}
-		res, err := s.ApplyRotation(data)
-		if err == nil {
-			log.Info("rotation applied through the admin socket", "scope", res.Scope, "sequence", res.Sequence, "unchanged", res.Unchanged)
-		}
-		return res, err
-	})
-	post("/v1/statements/heartbeat", func(w http.ResponseWriter, r *http.Request) (any, error) {
-		data, err := readStatement(w, r)
-		if err != nil {
-			return nil, err
-		}
-		res, err := s.ApplyHeartbeat(data)
-		if err == nil {
-			log.Info("heartbeat applied through the admin socket", "bundle_id", res.BundleID, "version", res.Version, "unchanged", res.Unchanged)
-		}
-		return res, err
-	})
+	for kind, apply := range map[string]func([]byte) (any, error){
+		"revocation": func(d []byte) (any, error) { return s.ApplyRevocation(d) },
+		"rotation":   func(d []byte) (any, error) { return s.ApplyRotation(d) },
+		"heartbeat":  func(d []byte) (any, error) { return s.ApplyHeartbeat(d) },
+	} {
+		post("/v1/statements/"+kind, func(w http.ResponseWriter, r *http.Request) (any, error) {
+			data, err := readStatement(w, r)
+			if err != nil {
+				return nil, err
+			}
+			res, err := apply(data)
+			if err != nil {
+				return nil, err
+			}
+			log.Info("statement applied through the admin socket", "kind", kind)
+			return res, nil
+		})
+	}
 	get("/v1/statements/has", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		sum, err := hex.DecodeString(r.URL.Query().Get("sha256"))
 		if err != nil || len(sum) != 32 {
