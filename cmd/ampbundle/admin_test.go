@@ -125,9 +125,7 @@ func TestAdminSocketFlag(t *testing.T) {
 // changes nothing; a tampered copy is refused and changes nothing.
 func TestRevocationReachesARunningAgent(t *testing.T) {
 	db := storeWithSamples(t)
-	stmt := filepath.Join(t.TempDir(), "revoke.cbor")
-	mustRun(t, "revoke", "-o", stmt, "--scope", "org.example", "--revoke-bundle", translateID+"@1",
-		"--key", sampleKey(t, "example-publisher"), "--created", "2026-11-22T00:00:00Z")
+	stmt := revokeTranslate(t)
 	s := holdStore(t, db, admin.SocketPath(db))
 	data, err := os.ReadFile(stmt)
 	if err != nil {
@@ -174,9 +172,7 @@ func TestRevocationReachesARunningAgent(t *testing.T) {
 // agent was stopped): the revoked bundle fails closed in the agent's store.
 func TestSyncedRevocationReachesARunningAgent(t *testing.T) {
 	station := storeWithSamples(t)
-	stmt := filepath.Join(t.TempDir(), "revoke.cbor")
-	mustRun(t, "revoke", "-o", stmt, "--scope", "org.example", "--revoke-bundle", translateID+"@1",
-		"--key", sampleKey(t, "example-publisher"), "--created", "2026-11-22T00:00:00Z")
+	stmt := revokeTranslate(t)
 	mustRun(t, "import", stmt, "--db", station)
 	url := startMirrorCLI(t, station)
 	db := storeWithSamples(t)
@@ -235,9 +231,7 @@ func TestTrustRmFailClosedReachesARunningAgent(t *testing.T) {
 func TestSyncThroughAnOlderAgentStillImportsBundles(t *testing.T) {
 	station := storeWithSamples(t)
 	mustRun(t, "import", translateVersion(t, 2), "--db", station)
-	stmt := filepath.Join(t.TempDir(), "revoke.cbor")
-	mustRun(t, "revoke", "-o", stmt, "--scope", "org.example", "--revoke-bundle", translateID+"@1",
-		"--key", sampleKey(t, "example-publisher"), "--created", "2026-11-22T00:00:00Z")
+	stmt := revokeTranslate(t)
 	mustRun(t, "import", stmt, "--db", station)
 	url := startMirrorCLI(t, station)
 
@@ -272,4 +266,14 @@ func TestSyncThroughAnOlderAgentStillImportsBundles(t *testing.T) {
 			t.Fatalf("sync through an older agent: translate still at version %d (no bundle synced)", b.Version)
 		}
 	}
+}
+
+// revokeTranslate writes a revocation of the translate sample's version 1,
+// signed by its publisher, and returns the file.
+func revokeTranslate(t *testing.T) string {
+	t.Helper()
+	stmt := filepath.Join(t.TempDir(), "revoke.cbor")
+	mustRun(t, "revoke", "-o", stmt, "--scope", "org.example", "--revoke-bundle", translateID+"@1",
+		"--key", sampleKey(t, "example-publisher"), "--created", "2026-11-22T00:00:00Z")
+	return stmt
 }

@@ -236,15 +236,7 @@ func TestSilentHandshakeDoesNotHoldOtherCallersOrClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := roundTripAsync(tr, context.Background(), fakeMessage(t, newID(), nil))
-	for {
-		tr.mu.Lock()
-		dialing := tr.dialing != nil
-		tr.mu.Unlock()
-		if dialing {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitDialing(tr)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -294,15 +286,7 @@ func TestWaiterDialsAgainWhenTheDialerGivesUp(t *testing.T) {
 	defer tr.Close()
 	short, cancel := context.WithCancel(context.Background())
 	dialer := roundTripAsync(tr, short, fakeMessage(t, newID(), nil))
-	for {
-		tr.mu.Lock()
-		dialing := tr.dialing != nil
-		tr.mu.Unlock()
-		if dialing {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitDialing(tr)
 	ctx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel2()
 	waiter := roundTripAsync(tr, ctx, fakeMessage(t, newID(), nil))
@@ -313,5 +297,18 @@ func TestWaiterDialsAgainWhenTheDialerGivesUp(t *testing.T) {
 	}
 	if err := waitErr(t, waiter, 5*time.Second, "waiter"); err != nil {
 		t.Errorf("waiter: %v, want its reply", err)
+	}
+}
+
+// waitDialing waits until tr has a dial in progress.
+func waitDialing(tr *Transport) {
+	for {
+		tr.mu.Lock()
+		dialing := tr.dialing != nil
+		tr.mu.Unlock()
+		if dialing {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
