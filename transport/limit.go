@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -104,6 +105,17 @@ type limitedConn struct {
 	l    *Limited
 	peer string
 	once sync.Once
+}
+
+// CloseWrite shuts the sending side of the connection when it can be
+// (TCP), so that an HTTP server can end an answer with a FIN and still
+// read what its peer sends (net/http does before closing a connection
+// whose request it did not read to the end).
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 func (c *limitedConn) Close() error {

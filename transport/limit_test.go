@@ -107,3 +107,40 @@ func TestLimitedListenerCloseEndsAWaitingAccept(t *testing.T) {
 		t.Fatal("Accept still waits after Close")
 	}
 }
+
+// TestLimitedConnCanShutItsSendingSide: a connection of a limited
+// listener still shuts its sending side alone (threat: the wrapper hiding
+// CloseWrite, an HTTP server refusing a body closes outright, and the
+// unread bytes turn its answer into a connection reset): the peer reads
+// EOF while its own bytes still reach the server.
+func TestLimitedConnCanShutItsSendingSide(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := LimitListener(ln, 4, 4)
+	defer l.Close()
+	c := dialFrom(t, ln, "127.0.0.1")
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cw, ok := s.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatal("a limited connection has no CloseWrite")
+	}
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if !closedByServer(c, 2*time.Second) {
+		t.Fatal("the peer does not read EOF after CloseWrite")
+	}
+	if _, err := c.Write([]byte("still sending")); err != nil {
+		t.Fatal(err)
+	}
+	s.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if b, err := io.ReadAll(io.LimitReader(s, 13)); err != nil || string(b) != "still sending" {
+		t.Fatalf("the server reads %q, %v after CloseWrite", b, err)
+	}
+}

@@ -149,32 +149,29 @@ func NewHandler(a Handler, opts Options) http.Handler {
 		httpError(w, http.StatusServiceUnavailable, amp.Named(amp.CodeOverloaded, "busy", "the agent is busy; retry later"))
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc(MessagesPath, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(TransportVersionHeader, "1")
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			httpError(w, http.StatusMethodNotAllowed, amp.NewError(amp.CodeInvalidMessage, "only POST is accepted here"))
-			return
-		}
+	// serve answers one POST; true means the body was left unread and
+	// the connection must be closed without losing the answer (refused):
+	// the caller does it once serve's admission is given back.
+	serve := func(w http.ResponseWriter, r *http.Request) (refused bool) {
 		if v := r.Header.Get(TransportVersionHeader); v != "" && v != "1" {
 			httpError(w, http.StatusBadRequest, amp.NewError(amp.CodeUnsupportedVersion, "this agent speaks transport version 1 only"))
-			return
+			return false
 		}
 		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, ContentType) {
 			httpError(w, http.StatusUnsupportedMediaType, amp.NewError(amp.CodeInvalidMessage, "content type must be application/cbor"))
-			return
+			return false
 		}
 		if r.ContentLength > opts.MaxBody {
 			transport.Log(r.Context(), log).Info("request refused: body over the limit", "length", r.ContentLength)
-			closeNow(w)
+			w.Header().Set("Connection", "close")
 			httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
-			return
+			return true
 		}
 		peer := transport.Peer(r.RemoteAddr)
 		if what := adm.Enter(peer); what != "" {
-			closeNow(w)
+			w.Header().Set("Connection", "close")
 			busy(w, r, what)
-			return
+			return true
 		}
 		var held int64
 		defer func() { adm.Leave(peer, held) }()
@@ -190,16 +187,16 @@ func NewHandler(a Handler, opts Options) http.Handler {
 		})
 		switch {
 		case errors.Is(err, errTooLarge):
-			closeNow(w)
+			w.Header().Set("Connection", "close")
 			httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
-			return
+			return true
 		case errors.Is(err, errNoRoom):
-			closeNow(w)
+			w.Header().Set("Connection", "close")
 			busy(w, r, "bytes")
-			return
+			return true
 		case err != nil:
 			httpError(w, http.StatusBadRequest, amp.NewError(amp.CodeInvalidMessage, "cannot read the request body"))
-			return
+			return false
 		}
 		reply, err := a.Handle(r.Context(), body)
 		body = nil
@@ -215,19 +212,31 @@ func NewHandler(a Handler, opts Options) http.Handler {
 				status = http.StatusInternalServerError
 			}
 			httpError(w, status, err)
-			return
+			return false
 		}
 		if reply == nil {
 			// A report (ACK, PROC_*, ERROR, PROCESSING) or a BATCH of
 			// reports: taken, never answered (the asynchronous path of the
 			// binding).
 			w.WriteHeader(http.StatusAccepted)
-			return
+			return false
 		}
 		w.Header().Set("Content-Type", ContentType)
 		w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
 		w.WriteHeader(http.StatusOK)
 		w.Write(reply)
+		return false
+	}
+	mux.HandleFunc(MessagesPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(TransportVersionHeader, "1")
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			httpError(w, http.StatusMethodNotAllowed, amp.NewError(amp.CodeInvalidMessage, "only POST is accepted here"))
+			return
+		}
+		if serve(w, r) {
+			closeUnread(w)
+		}
 	})
 	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -317,13 +326,48 @@ func readBody(r io.Reader, length, max int64, charge func(int64) bool) ([]byte, 
 	}
 }
 
-// closeNow makes the connection close after the response, and at once:
-// the rest of a body left unread is not waited for (net/http would
-// otherwise read up to 256 KiB of it, for as long as the read timeout
-// allows, before closing).
-func closeNow(w http.ResponseWriter) {
-	w.Header().Set("Connection", "close")
-	http.NewResponseController(w).SetReadDeadline(time.Now())
+// Closing a connection refused with its body unread.
+const (
+	// refusedLinger is how long the answer to a refused body is given
+	// to reach its peer before the connection is closed (net/http's
+	// own delay for the same purpose).
+	refusedLinger = 500 * time.Millisecond
+	// refusedDrain is how much of the rest of that body is read (and
+	// dropped) meanwhile, so that the close does not reset the
+	// connection: net/http's own allowance after a handler.
+	refusedDrain = 256 << 10
+)
+
+// closeUnread closes the connection of a request refused with its body
+// unread (413, 503), once the answer is out, without losing that answer
+// and without waiting for the rest of the body. Closed at once, a socket
+// with unread bytes answers with a TCP reset, and a client still sending
+// its body then sees "connection reset" instead of the answer (Go's own
+// client reports the failed write when it notices it first). So the
+// answer is flushed, the sending side shut (FIN), and up to refusedDrain
+// bytes read and dropped, for at most refusedLinger or until the peer
+// closes; the connection is closed then. Where the connection cannot be
+// taken over (HTTP/2: its stream ends with the answer), reading the rest
+// of the body stops at once.
+func closeUnread(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		rc.SetReadDeadline(time.Now())
+		return
+	}
+	defer conn.Close()
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	deadline := time.Now().Add(refusedLinger)
+	conn.SetReadDeadline(deadline)
+	if n, _ := io.CopyN(io.Discard, conn, refusedDrain); n == refusedDrain {
+		// Still sending: stop reading and let its window close; the
+		// answer has what remains of refusedLinger to be read.
+		time.Sleep(time.Until(deadline))
+	}
 }
 
 // httpError answers with an unsigned CBOR error body (RFC 001 error-body):
