@@ -158,6 +158,11 @@ type statusRecorder struct {
 	status int
 }
 
+// Unwrap gives http.ResponseController the connection's writer, so that
+// the binding can still set deadlines, flush and take the connection over
+// (a refused body is closed at once, docs/CLI.md §3.4).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code

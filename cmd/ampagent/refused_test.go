@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampbundle/ampbundle/transport/amphttp"
+)
+
+// TestServeRefusedBodyIsAnsweredAndClosed: through everything serve puts
+// in front of the binding (metrics, the refusal log, the connection cap),
+// a body cut off at --max-body is answered 413, the answer survives a
+// client still sending (threat: an instrumentation wrapper hiding the
+// connection from the binding, which then neither stops reading the rest
+// of the body nor avoids the reset that loses the answer), and the
+// connection is closed within seconds instead of being held while the
+// client trickles the rest.
+func TestServeRefusedBodyIsAnsweredAndClosed(t *testing.T) {
+	db, key := serveStore(t)
+	r := startServe(t, "--db", db, "--key", key, "--max-body", "1048576")
+	u, err := url.Parse(r.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	part := strings.Repeat("a", 4<<10)
+	// One chunk declared larger than --max-body, sent up to just past it.
+	go func() {
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: agent\r\nContent-Type: %s\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n", amphttp.MessagesPath, amphttp.ContentType, 2<<20)
+		for range (1<<20)/len(part) + 1 {
+			if _, err := io.WriteString(c, part); err != nil {
+				return
+			}
+		}
+	}()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
+		t.Fatalf("answer %d (close %v), want 413 and the connection closed", resp.StatusCode, resp.Close)
+	}
+	for i := range 2 {
+		if _, err := c.Write([]byte(part)); err != nil {
+			t.Fatalf("write %d after the answer: %v (the agent reset the connection)", i, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n, err := br.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Fatalf("after the answer: %d bytes, %v; want EOF (the agent shut its side)", n, err)
+	}
+	end := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := c.Write([]byte(part)); err != nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the agent still holds the refused connection after 5 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestServeSlowBodyIsCutAtTheMinimumDataRate: through serve's wrappers, a
+// body that stops coming is cut off once overdue at the binding's minimum
+// data rate (5 s of grace for a small body), not at the server's 30 s read
+// timeout (threat: a wrapper hiding the connection from the binding, so
+// that a peer trickling bodies holds its request slots and their charged
+// bytes six times as long).
+func TestServeSlowBodyIsCutAtTheMinimumDataRate(t *testing.T) {
+	db, key := serveStore(t)
+	r := startServe(t, "--db", db, "--key", key)
+	u, err := url.Parse(r.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: agent\r\nContent-Type: %s\r\nContent-Length: 100\r\n\r\nx", amphttp.MessagesPath, amphttp.ContentType)
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body within 20 s: %v", err)
+	}
+	resp.Body.Close()
+	if took := time.Since(start); resp.StatusCode != http.StatusBadRequest || took > 15*time.Second {
+		t.Fatalf("stalled body: %d after %v, want 400 after about 5 s", resp.StatusCode, took)
+	}
+}
