@@ -105,3 +105,47 @@ func TestServeSlowBodyIsCutAtTheMinimumDataRate(t *testing.T) {
 		t.Fatalf("stalled body: %d after %v, want 400 after about 5 s", resp.StatusCode, took)
 	}
 }
+
+// TestServeLogOfRefusalsIsBounded: a peer sending messages that do not
+// verify gets a log line each only up to --log-rate (threat: an
+// unauthenticated peer filling the disk with refusal lines); every
+// refusal is still accounted for, written or counted on the next line of
+// its kind (suppressed=K).
+func TestServeLogOfRefusalsIsBounded(t *testing.T) {
+	db, key := serveStore(t)
+	r := startServe(t, "--db", db, "--key", key, "--log-rate", "1")
+	post := func() {
+		resp, err := http.Post(r.url+amphttp.MessagesPath, amphttp.ContentType, strings.NewReader("not an AMP message"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("garbage: %d", resp.StatusCode)
+		}
+	}
+	for range 100 {
+		post()
+	}
+	time.Sleep(1100 * time.Millisecond)
+	post()
+	res := r.stop()
+	written, counted := 0, 0
+	for _, l := range strings.Split(res.stderr, "\n") {
+		if !strings.Contains(l, `msg="unverified message refused"`) {
+			continue
+		}
+		written++
+		if i := strings.Index(l, " suppressed="); i >= 0 {
+			var n int
+			fmt.Sscanf(l[i+len(" suppressed="):], "%d", &n)
+			counted += n
+		}
+	}
+	if written < 10 || written > 20 {
+		t.Fatalf("101 refusals at --log-rate 1: %d lines, want the burst of 10 and about one a second\n%s", written, res.stderr)
+	}
+	if written+counted != 101 {
+		t.Fatalf("%d lines written and %d counted as held back, want 101 in all", written, counted)
+	}
+}

@@ -160,6 +160,7 @@ requests finish.`,
 			&cli.Int64Flag{Name: "stream-max-params", Usage: "largest streamed params of one invocation in `BYTES` (default 64 MiB)"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn, error"},
+			cliutil.LogRateFlag(),
 			jsonFlag,
 		}, tcpServeFlags()...),
 		Action: func(c *cli.Context) error {
@@ -173,7 +174,7 @@ requests finish.`,
 			if err != nil {
 				return err
 			}
-			log, err := newLogger(env, c.String("log-format"), c.String("log-level"))
+			log, err := newLogger(env, c)
 			if err != nil {
 				return err
 			}
@@ -404,19 +405,29 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-func newLogger(env *cliutil.Env, format, level string) (*slog.Logger, error) {
+// newLogger is serve's logger: --log-format, --log-level, and --log-rate
+// lines of a kind per second at most (a peer can make the agent log a line
+// per refused request or connection).
+func newLogger(env *cliutil.Env, c *cli.Context) (*slog.Logger, error) {
 	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
+	if err := lv.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return nil, cliutil.Usagef("--log-level must be debug, info, warn or error")
 	}
 	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: durationText}
-	switch format {
+	var h slog.Handler
+	switch c.String("log-format") {
 	case "text":
-		return slog.New(slog.NewTextHandler(env.Stderr, opts)), nil
+		h = slog.NewTextHandler(env.Stderr, opts)
 	case "json":
-		return slog.New(slog.NewJSONHandler(env.Stderr, opts)), nil
+		h = slog.NewJSONHandler(env.Stderr, opts)
+	default:
+		return nil, cliutil.Usagef("--log-format must be text or json")
 	}
-	return nil, cliutil.Usagef("--log-format must be text or json")
+	h, err := cliutil.ThrottleLog(c, h)
+	if err != nil {
+		return nil, err
+	}
+	return slog.New(h), nil
 }
 
 func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveConfig, log *slog.Logger) error {

@@ -53,6 +53,7 @@ plain HTTP on the network is intended. SIGINT or SIGTERM stops it.`,
 			&cli.IntFlag{Name: "max-in-flight", Value: mirror.DefaultMaxInFlight, Usage: "requests served at once; more get 503 overloaded"},
 			&cli.IntFlag{Name: "max-conns", Value: 1024, Usage: "connections open at once; more wait in the backlog"},
 			&cli.IntFlag{Name: "peer-share", Value: 4, Usage: "one address (an IPv6 /64) holds at most 1/`N` of the connections and of the requests in flight; 1 behind a proxy, where every client is one address"},
+			cliutil.LogRateFlag(),
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -89,7 +90,11 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 			return err
 		}
 	}
-	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
+	lh, err := cliutil.ThrottleLog(c, slog.NewTextHandler(env.Stderr, nil))
+	if err != nil {
+		return err
+	}
+	log := slog.New(lh)
 	db := c.String("db")
 	sock := c.String("admin-socket")
 	if sock == "" {

@@ -1,0 +1,149 @@
+package logthrottle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clock is a settable clock.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+// lines decodes the JSON lines written to b.
+func lines(t *testing.T, b *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		out = append(out, m)
+	}
+	b.Reset()
+	return out
+}
+
+func newLogger(opts Options) (*slog.Logger, *bytes.Buffer, *clock) {
+	var b bytes.Buffer
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	opts.Now = c.now
+	return slog.New(New(slog.NewJSONHandler(&b, nil), opts)), &b, c
+}
+
+// TestFloodOfOneKindIsCutAndCounted: a peer that makes the server log a
+// line per request gets Burst lines written at once and Rate per second
+// after that (threat: filling the disk with refusal lines); what was held
+// back is counted on the next line of the kind, not lost silently.
+func TestFloodOfOneKindIsCutAndCounted(t *testing.T) {
+	log, b, c := newLogger(Options{Rate: 2, Burst: 5})
+	for range 1000 {
+		log.Warn("request refused: agent busy", "limit", "requests")
+	}
+	if got := lines(t, b); len(got) != 5 {
+		t.Fatalf("a flood of one kind: %d lines, want the burst of 5", len(got))
+	}
+	c.t = c.t.Add(time.Second)
+	for range 1000 {
+		log.Warn("request refused: agent busy", "limit", "requests")
+	}
+	got := lines(t, b)
+	if len(got) != 2 {
+		t.Fatalf("a second later: %d lines, want the rate of 2", len(got))
+	}
+	if n, _ := got[0][SuppressedKey].(float64); n != 995 {
+		t.Fatalf("first line after the cut: suppressed=%v, want 995", got[0][SuppressedKey])
+	}
+	if _, ok := got[1][SuppressedKey]; ok || got[1]["limit"] != "requests" {
+		t.Fatalf("second line: %v", got[1])
+	}
+	// A quiet spell gives the burst back, and the count of what was held
+	// back meanwhile rides on the next line.
+	c.t = c.t.Add(time.Minute)
+	log.Warn("request refused: agent busy")
+	if got := lines(t, b); len(got) != 1 || got[0][SuppressedKey] != float64(998) {
+		t.Fatalf("after a quiet spell: %v", got)
+	}
+}
+
+// TestAFloodDoesNotSilenceOtherKinds: lines of another kind (another
+// message or level) keep their own allowance during a flood (threat: a
+// flood of refusals hiding the line an operator needs).
+func TestAFloodDoesNotSilenceOtherKinds(t *testing.T) {
+	log, b, _ := newLogger(Options{Rate: 1, Burst: 3})
+	for range 100 {
+		log.Info("unverified message refused")
+	}
+	log.Error("ledger sweep failed", "err", "disk full")
+	log.Warn("unverified message refused")
+	got := lines(t, b)
+	if len(got) != 5 || got[3]["msg"] != "ledger sweep failed" || got[4]["level"] != "WARN" {
+		t.Fatalf("other kinds during a flood: %v", got)
+	}
+}
+
+// TestPeerChosenTextMakesNoNewKinds: messages that carry a peer's address
+// or numbers (net/http's "http: TLS handshake error from ADDR: …") are
+// one kind whatever the address (threat: a peer changing ports to get a
+// fresh allowance for every line, or to grow the table of kinds); and
+// however many kinds there are, the table is bounded.
+func TestPeerChosenTextMakesNoNewKinds(t *testing.T) {
+	log, b, _ := newLogger(Options{Rate: 1, Burst: 2, MaxKinds: 4})
+	for i := range 1000 {
+		log.Warn(fmt.Sprintf("http: TLS handshake error from 10.0.%d.%d:%d: EOF", i/250, i%250, 1024+i))
+		log.Warn(fmt.Sprintf("http: TLS handshake error from [2001:db8::%x]:443: EOF", i))
+	}
+	if got := lines(t, b); len(got) != 2 {
+		t.Fatalf("handshake errors from 2000 addresses: %d lines, want 2", len(got))
+	}
+	h := log.Handler().(*Handler)
+	for i := range 1000 {
+		log.Info(strings.Repeat("x", i%100) + "y")
+	}
+	if n := len(h.s.kinds); n > 4 {
+		t.Fatalf("%d kinds kept, MaxKinds is 4", n)
+	}
+	// Three new kinds fill the table with their bursts; the 997 further
+	// kinds share one burst.
+	if got := lines(t, b); len(got) != 3*2+2 {
+		t.Fatalf("1000 new kinds with room for 3: %d lines, want 8", len(got))
+	}
+}
+
+// TestDerivedLoggersShareTheAllowance: a logger with attributes (a
+// request's remote address) or a group counts against the same
+// allowance (threat: per-request loggers each getting a fresh burst).
+func TestDerivedLoggersShareTheAllowance(t *testing.T) {
+	log, b, _ := newLogger(Options{Rate: 1, Burst: 3})
+	for i := range 100 {
+		l := log.With("remote", fmt.Sprintf("10.0.0.%d:1", i))
+		if i%2 == 0 {
+			l = l.WithGroup("g")
+		}
+		l.Info("http request refused", "status", 400)
+	}
+	if got := lines(t, b); len(got) != 3 {
+		t.Fatalf("100 derived loggers: %d lines, want 3", len(got))
+	}
+}
+
+// TestNegativeRateLetsEverythingThrough: throttling can be turned off.
+func TestNegativeRateLetsEverythingThrough(t *testing.T) {
+	h := slog.NewJSONHandler(&bytes.Buffer{}, nil)
+	if New(h, Options{Rate: -1}) != slog.Handler(h) {
+		t.Fatal("Rate < 0 must return the handler unchanged")
+	}
+	if !New(h, Options{}).Enabled(context.Background(), slog.LevelInfo) {
+		t.Fatal("Enabled must follow the next handler")
+	}
+}
