@@ -326,29 +326,15 @@ func readBody(r io.Reader, length, max int64, charge func(int64) bool) ([]byte, 
 	}
 }
 
-// Closing a connection refused with its body unread.
-const (
-	// refusedLinger is how long the answer to a refused body is given
-	// to reach its peer before the connection is closed (net/http's
-	// own delay for the same purpose).
-	refusedLinger = 500 * time.Millisecond
-	// refusedDrain is how much of the rest of that body is read (and
-	// dropped) meanwhile, so that the close does not reset the
-	// connection: net/http's own allowance after a handler.
-	refusedDrain = 256 << 10
-)
-
 // closeUnread closes the connection of a request refused with its body
 // unread (413, 503), once the answer is out, without losing that answer
-// and without waiting for the rest of the body. Closed at once, a socket
-// with unread bytes answers with a TCP reset, and a client still sending
-// its body then sees "connection reset" instead of the answer (Go's own
-// client reports the failed write when it notices it first). So the
-// answer is flushed, the sending side shut (FIN), and up to refusedDrain
-// bytes read and dropped, for at most refusedLinger or until the peer
-// closes; the connection is closed then. Where the connection cannot be
-// taken over (HTTP/2: its stream ends with the answer), reading the rest
-// of the body stops at once.
+// and without waiting for the rest of the body: the answer is flushed,
+// the connection taken over and closed by transport.CloseAfterAnswer (a
+// socket closed at once with unread bytes resets the connection, and a
+// client still sending its body sees "connection reset" instead of the
+// answer; Go's own client reports the failed write when it notices it
+// first). Where the connection cannot be taken over (HTTP/2: its stream
+// ends with the answer), reading the rest of the body stops at once.
 func closeUnread(w http.ResponseWriter) {
 	rc := http.NewResponseController(w)
 	rc.Flush()
@@ -357,17 +343,7 @@ func closeUnread(w http.ResponseWriter) {
 		rc.SetReadDeadline(time.Now())
 		return
 	}
-	defer conn.Close()
-	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-	}
-	deadline := time.Now().Add(refusedLinger)
-	conn.SetReadDeadline(deadline)
-	if n, _ := io.CopyN(io.Discard, conn, refusedDrain); n == refusedDrain {
-		// Still sending: stop reading and let its window close; the
-		// answer has what remains of refusedLinger to be read.
-		time.Sleep(time.Until(deadline))
-	}
+	transport.CloseAfterAnswer(conn, transport.AnswerLinger, transport.AnswerDrain)
 }
 
 // httpError answers with an unsigned CBOR error body (RFC 001 error-body):

@@ -174,7 +174,10 @@ type Server struct {
 	h        Handler
 	opts     ServerOptions
 	inflight chan struct{} // server-wide slots
-	bytes    *budget       // server-wide bytes in flight
+	// lingering holds a slot per refused connection closing gracefully
+	// (refuse).
+	lingering chan struct{}
+	bytes     *budget // server-wide bytes in flight
 	// workers handle the messages: at most as many as are in flight
 	// (MaxInFlightTotal), reused, so their stacks have grown to what
 	// verifying and signing need.
@@ -192,6 +195,7 @@ type Server struct {
 func NewServer(h Handler, opts ServerOptions) *Server {
 	opts = opts.withDefaults()
 	return &Server{h: h, opts: opts, inflight: make(chan struct{}, opts.MaxInFlightTotal),
+		lingering: make(chan struct{}, maxLingering),
 		bytes:     newBudget(opts.MaxInFlightBytes),
 		workers:   workers.New(0),
 		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}, peers: map[string]*peerShare{}}
@@ -278,14 +282,14 @@ func (s *Server) Serve(ln net.Listener) error {
 		if len(s.conns) >= s.opts.MaxConns {
 			s.mu.Unlock()
 			s.opts.Logger.Warn("tcp connection refused: too many connections", "remote", c.RemoteAddr().String())
-			go refuse(c, s.opts.WriteTimeout, amp.NewError(amp.CodeOverloaded, "too many connections; retry later"))
+			go s.refuse(c, amp.NewError(amp.CodeOverloaded, "too many connections; retry later"))
 			continue
 		}
 		key := transport.Peer(c.RemoteAddr().String())
 		if p := s.peers[key]; p != nil && p.conns >= s.opts.MaxPeerConns {
 			s.mu.Unlock()
 			s.opts.Logger.Warn("tcp connection refused: too many connections from the peer", "peer", key)
-			go refuse(c, s.opts.WriteTimeout, amp.NewError(amp.CodeOverloaded, "too many connections from this address; retry later"))
+			go s.refuse(c, amp.NewError(amp.CodeOverloaded, "too many connections from this address; retry later"))
 			continue
 		}
 		sc := newServerConn(s, c)
@@ -297,19 +301,37 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// refuse writes one connection-level ERROR frame and closes c.
-// On a TLS connection nothing is written: the frame would first need a
-// TLS handshake, which waits for the peer, so that a peer sending nothing
-// would keep every refused connection open; the connection is closed at
-// once below TLS.
-func refuse(c net.Conn, timeout time.Duration, err error) {
-	if tc, ok := c.(*tls.Conn); ok {
+// maxLingering bounds the refused connections closed gracefully at once
+// (refuse): beyond it, one is closed at once, so that a peer opening
+// connections in a loop cannot hold more than this many file descriptors
+// beyond MaxConns.
+const maxLingering = 64
+
+// refuse writes one connection-level ERROR frame on c and closes it
+// without losing the frame to a reset while the peer still sends
+// (transport.CloseAfterAnswer: at most transport.AnswerLinger, and at
+// most maxLingering connections at once; past that c is closed at once).
+// On a TLS connection whose TLS handshake is not done, nothing is written:
+// the frame would first need that handshake, which waits for the peer, so
+// that a peer sending nothing would keep every refused connection open;
+// the connection is closed at once below TLS.
+func (s *Server) refuse(c net.Conn, err error) {
+	if tc, ok := c.(*tls.Conn); ok && !tc.ConnectionState().HandshakeComplete {
 		tc.NetConn().Close()
 		return
 	}
-	c.SetDeadline(time.Now().Add(timeout))
-	c.Write(AppendFrame(nil, FrameError, EncodeErrorFrame(err, nil)))
-	c.Close()
+	c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	if _, werr := c.Write(AppendFrame(nil, FrameError, EncodeErrorFrame(err, nil))); werr != nil {
+		c.Close()
+		return
+	}
+	select {
+	case s.lingering <- struct{}{}:
+		transport.CloseAfterAnswer(c, transport.AnswerLinger, transport.AnswerDrain)
+		<-s.lingering
+	default:
+		c.Close()
+	}
 }
 
 // temporaryAccept reports whether an Accept error passes (a timeout, or
@@ -546,12 +568,12 @@ func (c *serverConn) handshake(br *bufio.Reader) bool {
 			c.log.Info("tcp handshake timed out")
 		}
 		if errors.As(err, new(*amp.Error)) {
-			refuse(c.conn, o.WriteTimeout, err)
+			c.s.refuse(c.conn, err)
 		}
 		return false
 	}
 	if f.Type != FrameHandshake {
-		refuse(c.conn, o.WriteTimeout, amp.Named(amp.CodeInvalidMessage, ErrProtocol, "the first frame must be a HANDSHAKE"))
+		c.s.refuse(c.conn, amp.Named(amp.CodeInvalidMessage, ErrProtocol, "the first frame must be a HANDSHAKE"))
 		return false
 	}
 	resp := HandshakeResponse{Version: Version, MaxMsgSize: uint64(o.MaxMessageSize)}
