@@ -125,6 +125,17 @@ type PolicyResult struct {
 	Generation  uint64   `json:"generation"`
 }
 
+// ApplyTrustPolicyFile parses the trust policy file data
+// (ParseTrustPolicy) and applies it (ApplyTrustPolicy): what the admin
+// socket takes, so that the agent parses the file itself.
+func (s *Store) ApplyTrustPolicyFile(data []byte) (*PolicyResult, error) {
+	p, err := ParseTrustPolicy(data)
+	if err != nil {
+		return nil, err
+	}
+	return s.ApplyTrustPolicy(p)
+}
+
 // ApplyTrustPolicy makes the store trust what a trust policy file says,
 // in one transaction, or changes nothing: each listed key is trusted under
 // its name for exactly its scopes (kept when already so; a name or key

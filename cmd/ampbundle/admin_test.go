@@ -33,6 +33,33 @@ func holdStore(t *testing.T, db, sock string) *resolver.Store {
 	return s
 }
 
+// holdStoreAsOlderAgent is holdStore for an agent older than this
+// ampbundle: the admin routes for which lacks says true are not found
+// (404 without an error document).
+func holdStoreAsOlderAgent(t *testing.T, db string, lacks func(path string) bool) *resolver.Store {
+	t.Helper()
+	s, err := resolver.Open(db, resolver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := admin.Listen(admin.SocketPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := admin.NewHandler(s, nil)
+	old := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if lacks(r.URL.Path) {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: old, ConnContext: admin.ConnContext}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close(); s.Close() })
+	return s
+}
+
 const viaAgent = "note: the store is held by a running agent; using its admin socket"
 
 // TestAdminSocketFallback: while an agent holds the store, every registry
@@ -46,11 +73,7 @@ func TestAdminSocketFallback(t *testing.T) {
 
 	via := func(args ...string) result {
 		t.Helper()
-		r := mustRun(t, args...)
-		if !strings.Contains(r.stderr, viaAgent) {
-			t.Fatalf("%v did not go through the admin socket: %s", args, r.stderr)
-		}
-		return r
+		return viaAgentRun(t, args...)
 	}
 	if got := via("ls", "--db", db).stdout; got != offlineLs {
 		t.Fatalf("ls through the agent differs:\n%s\noffline:\n%s", got, offlineLs)
@@ -236,25 +259,8 @@ func TestSyncThroughAnOlderAgentStillImportsBundles(t *testing.T) {
 	url := startMirrorCLI(t, station)
 
 	db := storeWithSamples(t)
-	s, err := resolver.Open(db, resolver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := admin.Listen(admin.SocketPath(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := admin.NewHandler(s, nil)
-	old := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/statements/") {
-			http.NotFound(w, r) // an agent from before the statement routes
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-	srv := &http.Server{Handler: old, ConnContext: admin.ConnContext}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close(); s.Close() })
+	// An agent from before the statement routes.
+	s := holdStoreAsOlderAgent(t, db, func(path string) bool { return strings.HasPrefix(path, "/v1/statements/") })
 
 	code, rep := syncJSON(t, url, db)
 	if code != 10 || len(rep.Statements) != 0 {
@@ -276,4 +282,111 @@ func revokeTranslate(t *testing.T) string {
 	mustRun(t, "revoke", "-o", stmt, "--scope", "org.example", "--revoke-bundle", translateID+"@1",
 		"--key", sampleKey(t, "example-publisher"), "--created", "2026-11-22T00:00:00Z")
 	return stmt
+}
+
+// viaAgentRun runs a command that must go through the agent's admin
+// socket.
+func viaAgentRun(t *testing.T, args ...string) result {
+	t.Helper()
+	r := mustRun(t, args...)
+	if !strings.Contains(r.stderr, viaAgent) {
+		t.Fatalf("%v did not go through the admin socket: %s", args, r.stderr)
+	}
+	return r
+}
+
+// TestTrustSettingsReachARunningAgent: thresholds (trust threshold, trust
+// add --threshold), freshness bounds and heartbeat resets (trust
+// freshness) and trust policy files (trust policy apply), given while an
+// agent holds the store, go through its admin socket and change the
+// agent's store at once (threat: an operator who must stop every agent to
+// raise a threshold or bound staleness, and so puts it off); a refusal
+// keeps its name and changes nothing; trust ls through the agent lists
+// the thresholds as offline (it used to leave them out silently).
+func TestTrustSettingsReachARunningAgent(t *testing.T) {
+	db := storeWithSamples(t)
+	s := holdStore(t, db, admin.SocketPath(db))
+	thresholds := func() map[string]int {
+		th, err := s.TrustThresholds()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return th
+	}
+
+	viaAgentRun(t, "trust", "freshness", "--max-versions", "1", "--db", db)
+	viaAgentRun(t, "trust", "freshness", "--scope", "org.example", "--max-age", "30d", "--db", db)
+	pol, err := s.FreshnessPolicy()
+	if err != nil || len(pol) != 2 || pol[0].Scope != "*" || pol[0].MaxVersions == nil || *pol[0].MaxVersions != 1 ||
+		pol[1].Scope != "org.example" || pol[1].MaxAgeSeconds != 30*24*3600 {
+		t.Fatalf("freshness policy after trust freshness through the agent: %+v %v", pol, err)
+	}
+	if r := viaAgentRun(t, "trust", "freshness", "--db", db); !strings.Contains(r.stdout, "*: at most 1 version(s)") {
+		t.Fatalf("trust freshness through the agent lists:\n%s", r.stdout)
+	}
+	failsWith(t, "no_heartbeat", "trust", "freshness", "--reset", translateID, "--db", db)
+	hb := filepath.Join(t.TempDir(), "hb.cbor")
+	mustRun(t, "heartbeat", "-o", hb, "--bundle-id", translateID, "--version", "900", "--key", sampleKey(t, "example-publisher"), "--created", "2026-11-22T00:00:00Z")
+	viaAgentRun(t, "import", hb, "--db", db)
+	var reset struct {
+		Forgotten uint64 `json:"forgotten_version"`
+	}
+	if err := json.Unmarshal([]byte(viaAgentRun(t, "trust", "freshness", "--reset", translateID, "--db", db, "--json").stdout), &reset); err != nil || reset.Forgotten != 900 {
+		t.Fatalf("reset through the agent: %+v %v", reset, err)
+	}
+
+	viaAgentRun(t, "trust", "threshold", "org.example", "2", "--db", db)
+	if th := thresholds(); th["org.example"] != 2 {
+		t.Fatalf("thresholds after trust threshold through the agent: %v", th)
+	}
+	if r := viaAgentRun(t, "trust", "ls", "--db", db); !strings.Contains(r.stdout, "threshold org.example: 2 distinct trusted signatures") {
+		t.Fatalf("trust ls through the agent leaves out the threshold:\n%s", r.stdout)
+	}
+
+	viaAgentRun(t, "trust", "rm", "acme", "--db", db)
+	viaAgentRun(t, "trust", "add", samplePub("acme-publisher"), "--db", db, "--name", "acme", "--scope", "com.acme", "--threshold", "2")
+	if th := thresholds(); th["com.acme"] != 2 {
+		t.Fatalf("thresholds after trust add --threshold through the agent: %v", th)
+	}
+	// Out of range: refused as offline, and nothing trusted.
+	failsWith(t, string(resolver.ErrInvalidTrust), "trust", "add", samplePub("acme-publisher"), "--db", db, "--name", "acme-2", "--scope", "com.acme2", "--threshold", "0")
+	if keys, _ := s.TrustList(); len(keys) != 2 {
+		t.Fatalf("a refused trust add --threshold trusted a key: %+v", keys)
+	}
+
+	example := filepath.Join("..", "..", "testdata", "trust-policy", "example.json")
+	viaAgentRun(t, "trust", "policy", "apply", example, "--db", db)
+	if th := thresholds(); th["org.example.bank"] != 3 {
+		t.Fatalf("thresholds after trust policy apply through the agent: %v", th)
+	}
+	if keys, _ := s.TrustList(); len(keys) != 5 {
+		t.Fatalf("keys after trust policy apply through the agent: %d, want 5", len(keys))
+	}
+	if err := s.VerifyAudit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTrustCommandsThroughAnOlderAgent: an agent older than the threshold
+// and freshness routes (404) still lists its keys with trust ls, with a
+// note that thresholds are not shown (not a store that seems to have
+// none), and trust threshold is refused as unsupported, changing nothing.
+func TestTrustCommandsThroughAnOlderAgent(t *testing.T) {
+	db := storeWithSamples(t)
+	s := holdStoreAsOlderAgent(t, db, func(path string) bool {
+		switch path {
+		case "/v1/trust/thresholds", "/v1/trust/chains", "/v1/trust/threshold", "/v1/trust/policy", "/v1/freshness", "/v1/freshness/reset":
+			return true
+		}
+		return false
+	})
+
+	r := viaAgentRun(t, "trust", "ls", "--db", db)
+	if !strings.Contains(r.stdout, exampleDID) || !strings.Contains(r.stderr, "does not list its thresholds") {
+		t.Fatalf("trust ls through an older agent:\nstdout %s\nstderr %s", r.stdout, r.stderr)
+	}
+	failsWith(t, string(resolver.ErrUnsupported), "trust", "threshold", "org.example", "2", "--db", db)
+	if th, _ := s.TrustThresholds(); len(th) != 0 {
+		t.Fatalf("thresholds changed through an older agent: %v", th)
+	}
 }

@@ -112,9 +112,12 @@ clock. Without flags, lists the policy. Audited.
 --reset LINE forgets the heartbeat kept for the bundle line LINE (a bundle
 id): the way out when a heartbeat pins a line stale (a publisher's mistake,
 or a key since revoked); the line then takes heartbeats again from the
-versions the store knows of it. Audited as heartbeat_reset.`,
+versions the store knows of it. Audited as heartbeat_reset.
+
+Works through a running agent's admin socket.`,
 		Flags: []cli.Flag{
 			dbFlag,
+			adminSocketFlag,
 			&cli.StringFlag{Name: "scope", Value: "*", Usage: "`SCOPE` the bound applies to"},
 			&cli.StringFlag{Name: "max-versions", Usage: "at most `N` versions behind the newest heartbeat (0: must be at it)"},
 			&cli.StringFlag{Name: "max-age", Usage: "at most `AGE` (e.g. 30d, 12h) between the last signed time the installed version was vouched for as current and the newest signed time seen"},
@@ -150,12 +153,8 @@ versions the store knows of it. Audited as heartbeat_reset.`,
 				return err
 			}
 			defer closeStore(s, &err)
-			st, err := directStore(s, "trust freshness")
-			if err != nil {
-				return err
-			}
 			if c.IsSet("reset") {
-				v, err := st.ResetHeartbeat(reset)
+				v, err := s.ResetHeartbeat(reset)
 				if err != nil {
 					return err
 				}
@@ -166,11 +165,11 @@ versions the store knows of it. Audited as heartbeat_reset.`,
 				return nil
 			}
 			if maxVersions != nil || maxAge > 0 {
-				if err := st.SetFreshnessPolicy(c.String("scope"), maxVersions, maxAge); err != nil {
+				if err := s.SetFreshnessPolicy(c.String("scope"), maxVersions, maxAge); err != nil {
 					return err
 				}
 			}
-			pol, err := st.FreshnessPolicy()
+			pol, err := s.FreshnessPolicy()
 			if err != nil {
 				return err
 			}

@@ -39,6 +39,14 @@ type registry interface {
 	TrustAdd(name string, key ed25519.PublicKey, scopes []string) error
 	TrustRemove(name string) error
 	TrustRemoveFailClosed(name string) ([]string, error)
+	TrustAddWithThreshold(name string, key ed25519.PublicKey, scopes []string, n int) error
+	TrustSetThreshold(scope string, n int) error
+	TrustThresholds() (map[string]int, error)
+	TrustChains() (map[string]uint64, error)
+	ApplyTrustPolicyFile(data []byte) (*resolver.PolicyResult, error)
+	FreshnessPolicy() ([]resolver.Freshness, error)
+	SetFreshnessPolicy(scope string, maxVersions *uint64, maxAge time.Duration) error
+	ResetHeartbeat(bundleID string) (uint64, error)
 	ApplyRevocation(data []byte) (*resolver.RevokeResult, error)
 	ApplyRotation(data []byte) (*resolver.RotateResult, error)
 	ApplyHeartbeat(data []byte) (*resolver.HeartbeatResult, error)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/keyfile"
@@ -95,17 +96,10 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 				return err
 			}
 			name := c.String("name")
-			var direct *resolver.Store
-			if c.IsSet("threshold") {
-				if direct, err = directStore(s, "--threshold"); err != nil {
-					discard()
-					return err
-				}
-			}
 			// The key and its scopes' thresholds in one transaction: a
 			// threshold out of range trusts nothing.
-			if direct != nil {
-				err = direct.TrustAddWithThreshold(name, pub, c.StringSlice("scope"), c.Int("threshold"))
+			if c.IsSet("threshold") {
+				err = s.TrustAddWithThreshold(name, pub, c.StringSlice("scope"), c.Int("threshold"))
 			} else {
 				err = s.TrustAdd(name, pub, c.StringSlice("scope"))
 			}
@@ -126,7 +120,7 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 				fmt.Fprintf(env.Stdout, "created store %s\n", db)
 			}
 			fmt.Fprintf(env.Stdout, "trusted %s (%s) for %s\n", k.Name, k.DID(), strings.Join(k.Scopes, ", "))
-			if direct != nil {
+			if c.IsSet("threshold") {
 				fmt.Fprintf(env.Stdout, "threshold of %s: %d distinct trusted signatures\n", strings.Join(k.Scopes, ", "), c.Int("threshold"))
 			}
 			return nil
@@ -155,41 +149,49 @@ was added. Opens the store read-only.`,
 			if err != nil {
 				return err
 			}
-			thresholds := map[string]int{}
-			chains := map[string]uint64{}
-			if st, ok := s.(*resolver.Store); ok {
-				if thresholds, err = st.TrustThresholds(); err != nil {
-					return err
-				}
-				if chains, err = st.TrustChains(); err != nil {
-					return err
+			thresholds, err := s.TrustThresholds()
+			if err == nil {
+				var chains map[string]uint64
+				if chains, err = s.TrustChains(); err == nil {
+					return printTrust(env, c, keys, thresholds, chains)
 				}
 			}
-			if c.Bool("json") {
-				out := []trustJSON{}
-				for _, k := range keys {
-					out = append(out, trustView(k))
-				}
-				return cliutil.PrintJSON(env.Stdout, map[string]any{"keys": out, "thresholds": thresholds, "chains": chains})
+			if amp.NameOf(err) != resolver.ErrUnsupported {
+				return err
 			}
-			if len(keys) == 0 {
-				fmt.Fprintln(env.Stdout, "no trusted keys")
-			}
-			for _, k := range keys {
-				fmt.Fprintf(env.Stdout, "%s\n  key     %s\n  scopes  %s\n  added   %s\n", k.Name, k.DID(), strings.Join(k.Scopes, ", "), k.AddedAt)
-				if len(k.Except) > 0 {
-					fmt.Fprintf(env.Stdout, "  except  %s (revoked there: counts for nothing under them)\n", strings.Join(k.Except, ", "))
-				}
-			}
-			for _, sc := range slices.Sorted(maps.Keys(thresholds)) {
-				fmt.Fprintf(env.Stdout, "threshold %s: %d distinct trusted signatures\n", sc, thresholds[sc])
-			}
-			for _, sc := range slices.Sorted(maps.Keys(chains)) {
-				fmt.Fprintf(env.Stdout, "trust statements %s: applied up to %d\n", sc, chains[sc])
-			}
-			return nil
+			// An older agent lists its keys only: say what is missing
+			// rather than show a store without thresholds.
+			fmt.Fprintln(env.Stderr, "note: the running agent is older and does not list its thresholds or trust statement chains; restart it with this version to see them")
+			return printTrust(env, c, keys, map[string]int{}, map[string]uint64{})
 		},
 	}
+}
+
+// printTrust prints what trust ls lists.
+func printTrust(env *cliutil.Env, c *cli.Context, keys []resolver.TrustKey, thresholds map[string]int, chains map[string]uint64) error {
+	if c.Bool("json") {
+		out := []trustJSON{}
+		for _, k := range keys {
+			out = append(out, trustView(k))
+		}
+		return cliutil.PrintJSON(env.Stdout, map[string]any{"keys": out, "thresholds": thresholds, "chains": chains})
+	}
+	if len(keys) == 0 {
+		fmt.Fprintln(env.Stdout, "no trusted keys")
+	}
+	for _, k := range keys {
+		fmt.Fprintf(env.Stdout, "%s\n  key     %s\n  scopes  %s\n  added   %s\n", k.Name, k.DID(), strings.Join(k.Scopes, ", "), k.AddedAt)
+		if len(k.Except) > 0 {
+			fmt.Fprintf(env.Stdout, "  except  %s (revoked there: counts for nothing under them)\n", strings.Join(k.Except, ", "))
+		}
+	}
+	for _, sc := range slices.Sorted(maps.Keys(thresholds)) {
+		fmt.Fprintf(env.Stdout, "threshold %s: %d distinct trusted signatures\n", sc, thresholds[sc])
+	}
+	for _, sc := range slices.Sorted(maps.Keys(chains)) {
+		fmt.Fprintf(env.Stdout, "trust statements %s: applied up to %d\n", sc, chains[sc])
+	}
+	return nil
 }
 
 func trustRmCommand(env *cliutil.Env) *cli.Command {
@@ -262,17 +264,6 @@ every use, listed by ls and check). Audited.`,
 	}
 }
 
-// directStore returns the store itself: what a command needs that the
-// admin socket of a running agent does not offer.
-func directStore(s registry, what string) (*resolver.Store, error) {
-	st, ok := s.(*resolver.Store)
-	if !ok {
-		return nil, cliutil.WithHint(cliutil.Failf(resolver.ErrStoreInUse, "%s needs the store itself, which a running agent holds", what),
-			"stop the agent, run the command, start the agent again")
-	}
-	return st, nil
-}
-
 func trustThresholdCommand(env *cliutil.Env) *cli.Command {
 	return &cli.Command{
 		Name:      "threshold",
@@ -284,8 +275,9 @@ SCOPE is imported only when at least N distinct keys, each trusted for the
 bundle_id and every namespace it carries, signed it with a valid signature
 (docs/FORMAT.md §5). A name under several scopes needs the largest of
 their thresholds; N=1 is the default and removes the setting. Applies to
-imports from now on. Audited.`,
-		Flags: []cli.Flag{dbFlag, jsonFlag},
+imports from now on. Audited. Works through a running agent's admin
+socket.`,
+		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 2, "the SCOPE and the threshold N"); err != nil {
 				return err
@@ -299,15 +291,11 @@ imports from now on. Audited.`,
 				return err
 			}
 			defer closeStore(s, &err)
-			st, err := directStore(s, "trust threshold")
-			if err != nil {
-				return err
-			}
 			scope := c.Args().First()
-			if err := st.TrustSetThreshold(scope, n); err != nil {
+			if err := s.TrustSetThreshold(scope, n); err != nil {
 				return err
 			}
-			keys, err := st.TrustList()
+			keys, err := s.TrustList()
 			if err != nil {
 				return err
 			}

@@ -32,8 +32,9 @@ trust_exists, a revoked key key_revoked), each threshold is set, and every
 threshold must then be reachable by the keys that cover its scope
 (invalid_policy otherwise). Keys the file does not list stay trusted and are
 listed. Each change is audited. Creates the store when --db does not exist
-yet (and removes it again if the policy is refused).`,
-		Flags: []cli.Flag{dbFlag, jsonFlag},
+yet (and removes it again if the policy is refused). Works through a
+running agent's admin socket.`,
+		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 1, "the trust policy FILE"); err != nil {
 				return err
@@ -42,19 +43,16 @@ yet (and removes it again if the policy is refused).`,
 			if err != nil {
 				return err
 			}
-			p, err := resolver.ParseTrustPolicy(data)
-			if err != nil {
+			// Refused here before any store is opened or created; the
+			// store (or the agent holding it) parses it again.
+			if _, err := resolver.ParseTrustPolicy(data); err != nil {
 				return err
 			}
 			s, created, discard, err := openCreating(env, c)
 			if err != nil {
 				return err
 			}
-			st, err := directStore(s, "trust policy apply")
-			var res *resolver.PolicyResult
-			if err == nil {
-				res, err = st.ApplyTrustPolicy(p)
-			}
+			res, err := s.ApplyTrustPolicyFile(data)
 			if err != nil {
 				discard() // leave behind no empty store created for nothing
 				return err

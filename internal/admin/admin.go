@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -105,6 +106,14 @@ type resolveRequest struct {
 	Hash        string `json:"hash"`
 }
 
+// freshnessRequest is the body of POST /v1/freshness
+// (resolver.Store.SetFreshnessPolicy).
+type freshnessRequest struct {
+	Scope         string  `json:"scope"`
+	MaxVersions   *uint64 `json:"max_versions,omitempty"`
+	MaxAgeSeconds uint64  `json:"max_age_seconds,omitempty"`
+}
+
 type auditDoc struct {
 	Entries  []resolver.AuditEntry `json:"entries"`
 	Head     string                `json:"head"`
@@ -186,6 +195,9 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 			Name   string   `json:"name"`
 			Key    string   `json:"key"`
 			Scopes []string `json:"scopes"`
+			// Threshold, when set, is also set for each scope, in the
+			// same transaction (resolver.Store.TrustAddWithThreshold).
+			Threshold *int `json:"threshold,omitempty"`
 		}
 		if err := decodeBody(r, &req); err != nil {
 			return nil, err
@@ -194,11 +206,87 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		if err := s.TrustAdd(req.Name, pub, req.Scopes); err != nil {
+		threshold := 0
+		if req.Threshold != nil {
+			threshold = *req.Threshold
+			err = s.TrustAddWithThreshold(req.Name, pub, req.Scopes, threshold)
+		} else {
+			err = s.TrustAdd(req.Name, pub, req.Scopes)
+		}
+		if err != nil {
 			return nil, err
 		}
-		log.Info("key trusted through the admin socket", "name", req.Name, "key", req.Key, "scopes", req.Scopes)
+		log.Info("key trusted through the admin socket", "name", req.Name, "key", req.Key, "scopes", req.Scopes, "threshold", threshold)
 		return map[string]any{"name": req.Name}, nil
+	})
+	post("/v1/trust/threshold", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		var req struct {
+			Scope     string `json:"scope"`
+			Threshold int    `json:"threshold"`
+		}
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+		if err := s.TrustSetThreshold(req.Scope, req.Threshold); err != nil {
+			return nil, err
+		}
+		log.Info("threshold set through the admin socket", "scope", req.Scope, "threshold", req.Threshold)
+		return map[string]any{"scope": req.Scope, "threshold": req.Threshold}, nil
+	})
+	get("/v1/trust/thresholds", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		return s.TrustThresholds()
+	})
+	get("/v1/trust/chains", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		return s.TrustChains()
+	})
+	post("/v1/trust/policy", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		// One byte more than a policy may have: ParseTrustPolicy names it.
+		data, err := io.ReadAll(io.LimitReader(r.Body, resolver.MaxTrustPolicySize+1))
+		if err != nil {
+			return nil, amp.Named(0, "bad_request", "cannot read the trust policy")
+		}
+		res, err := s.ApplyTrustPolicyFile(data)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("trust policy applied through the admin socket", "added", res.Added, "thresholds", len(res.Thresholds), "unchanged", res.Unchanged)
+		return res, nil
+	})
+	get("/v1/freshness", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		pol, err := s.FreshnessPolicy()
+		if pol == nil {
+			pol = []resolver.Freshness{}
+		}
+		return pol, err
+	})
+	post("/v1/freshness", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		var req freshnessRequest
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+		maxAge := time.Duration(req.MaxAgeSeconds) * time.Second
+		if req.MaxAgeSeconds > uint64(math.MaxInt64/int64(time.Second)) {
+			return nil, amp.Named(0, resolver.ErrInvalidTrust, "max_age_seconds is too large")
+		}
+		if err := s.SetFreshnessPolicy(req.Scope, req.MaxVersions, maxAge); err != nil {
+			return nil, err
+		}
+		log.Info("freshness policy set through the admin socket", "scope", req.Scope)
+		return map[string]any{"scope": req.Scope}, nil
+	})
+	post("/v1/freshness/reset", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		var req struct {
+			BundleID string `json:"bundle_id"`
+		}
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+		v, err := s.ResetHeartbeat(req.BundleID)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("heartbeat reset through the admin socket", "bundle_id", req.BundleID, "forgotten_version", v)
+		return map[string]any{"bundle_id": req.BundleID, "forgotten_version": v}, nil
 	})
 	post("/v1/trust/remove", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		var req struct {
@@ -691,6 +779,86 @@ func (c *Client) ApplyHeartbeat(data []byte) (*resolver.HeartbeatResult, error) 
 		return nil, err
 	}
 	return &res, nil
+}
+
+// TrustAddWithThreshold has the agent's store trust key as TrustAdd does
+// and set the threshold of each scope to n, in one transaction
+// (resolver.Store.TrustAddWithThreshold). An agent older than the
+// threshold field refuses the body as not the expected json: that answer
+// is unsupported here.
+func (c *Client) TrustAddWithThreshold(name string, key ed25519.PublicKey, scopes []string, n int) error {
+	body, ct := jsonBody(map[string]any{"name": name, "key": amp.DIDKey(key), "scopes": scopes, "threshold": n})
+	err := c.do(context.Background(), http.MethodPost, "/v1/trust/add", body, ct, nil)
+	if amp.NameOf(err) == "bad_request" {
+		return amp.Named(0, resolver.ErrUnsupported, "the agent's admin socket does not take a threshold with trust add (an older agent: restart it with this version)")
+	}
+	return err
+}
+
+// TrustSetThreshold has the agent's store set the threshold of scope
+// (resolver.Store.TrustSetThreshold).
+func (c *Client) TrustSetThreshold(scope string, n int) error {
+	body, ct := jsonBody(map[string]any{"scope": scope, "threshold": n})
+	return c.do(context.Background(), http.MethodPost, "/v1/trust/threshold", body, ct, nil)
+}
+
+// TrustThresholds lists the thresholds of the agent's store
+// (resolver.Store.TrustThresholds).
+func (c *Client) TrustThresholds() (map[string]int, error) {
+	out := map[string]int{}
+	if err := c.do(context.Background(), http.MethodGet, "/v1/trust/thresholds", nil, "", &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TrustChains lists the trust statement chains of the agent's store
+// (resolver.Store.TrustChains).
+func (c *Client) TrustChains() (map[string]uint64, error) {
+	out := map[string]uint64{}
+	if err := c.do(context.Background(), http.MethodGet, "/v1/trust/chains", nil, "", &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ApplyTrustPolicyFile has the agent's store parse and apply the trust
+// policy file data (resolver.Store.ApplyTrustPolicyFile).
+func (c *Client) ApplyTrustPolicyFile(data []byte) (*resolver.PolicyResult, error) {
+	var res resolver.PolicyResult
+	if err := c.do(context.Background(), http.MethodPost, "/v1/trust/policy", bytes.NewReader(data), "application/json", &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// FreshnessPolicy lists the staleness bounds of the agent's store
+// (resolver.Store.FreshnessPolicy).
+func (c *Client) FreshnessPolicy() ([]resolver.Freshness, error) {
+	var out []resolver.Freshness
+	if err := c.do(context.Background(), http.MethodGet, "/v1/freshness", nil, "", &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SetFreshnessPolicy has the agent's store set the staleness bounds of
+// scope (resolver.Store.SetFreshnessPolicy); maxAge is sent in whole
+// seconds.
+func (c *Client) SetFreshnessPolicy(scope string, maxVersions *uint64, maxAge time.Duration) error {
+	body, ct := jsonBody(freshnessRequest{Scope: scope, MaxVersions: maxVersions, MaxAgeSeconds: uint64(maxAge / time.Second)})
+	return c.do(context.Background(), http.MethodPost, "/v1/freshness", body, ct, nil)
+}
+
+// ResetHeartbeat has the agent's store forget the heartbeat of the line
+// bundleID (resolver.Store.ResetHeartbeat).
+func (c *Client) ResetHeartbeat(bundleID string) (uint64, error) {
+	body, ct := jsonBody(map[string]string{"bundle_id": bundleID})
+	var res struct {
+		Version uint64 `json:"forgotten_version"`
+	}
+	err := c.do(context.Background(), http.MethodPost, "/v1/freshness/reset", body, ct, &res)
+	return res.Version, err
 }
 
 // HasStatement reports whether the agent's store applied the statement

@@ -193,6 +193,13 @@ func TestMalformedRequests(t *testing.T) {
 		{"POST", "/v1/trust/add", `{"name":"x","key":"did:key:zNOPE"}`},
 		{"POST", "/v1/resolve", `{"bundle_id":"b","artifact_key":"k","hash_alg":"sha-256","hash":"zz"}`},
 		{"POST", "/v1/resolve", `[]`},
+		{"POST", "/v1/trust/threshold", `{"scope":"org.example","threshold":"2"}`},
+		{"POST", "/v1/trust/threshold", `{"scope":"org.example","threshold":0}`},
+		{"POST", "/v1/trust/add", `{"name":"x","key":"did:key:z6Mkon3Necd6NkkyfoGoHxid2znGc59LU3K7mubaRcFbLfLX","scopes":["org.x"],"threshold":99}`},
+		{"POST", "/v1/freshness", `{"scope":"*"}`},
+		{"POST", "/v1/freshness", `{"scope":"*","max_age_seconds":18446744073709551615}`},
+		{"POST", "/v1/freshness/reset", `{"bundle_id":1}`},
+		{"POST", "/v1/trust/policy", `{"format":"nope"}`},
 	} {
 		req, _ := http.NewRequest(tc.method, "http://agent"+tc.path, bytes.NewBufferString(tc.body))
 		resp, err := hc.Do(req)
