@@ -541,7 +541,14 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 	}
 	d := time.Since(start)
 	if log := a.reqLog(ctx); log.Enabled(ctx, slog.LevelInfo) {
-		attrs := []any{"from", sender, "id", m.ID.String(), "typ", m.Type.Name(), "encrypted", m.Encrypted()}
+		// caller: whether an allow rule names the sender (its own
+		// principal), for the log's readers and its throttle (a named
+		// caller's lines are never held back; docs/CLI.md, "Log volume").
+		caller := "other"
+		if PrincipalOf(a.cfg.Policy, sender) != SharedPrincipal {
+			caller = "named"
+		}
+		attrs := []any{"from", sender, "caller", caller, "id", m.ID.String(), "typ", m.Type.Name(), "encrypted", m.Encrypted()}
 		if n.capability != "" {
 			attrs = append(attrs, "capability", n.capability)
 		}

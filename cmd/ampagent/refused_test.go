@@ -2,6 +2,9 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/client"
+	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
@@ -147,5 +152,60 @@ func TestServeLogOfRefusalsIsBounded(t *testing.T) {
 	}
 	if written+counted != 101 {
 		t.Fatalf("%d lines written and %d counted as held back, want 101 in all", written, counted)
+	}
+}
+
+// TestServeStrangersFloodDoesNotHideNamedCallers: a stranger (a fresh
+// did:key no allow rule names) sending verified PINGs gets its "message
+// handled" lines held back at --log-rate, but a named caller's message
+// during that flood is logged all the same (threat: a stranger's flood of
+// cheap verified messages hiding the record of what authorized callers
+// did, since both are "message handled" lines).
+func TestServeStrangersFloodDoesNotHideNamedCallers(t *testing.T) {
+	db, key := serveStore(t)
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, err := (&keyfile.Keys{Ed25519: priv}).Identity("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startServe(t, "--db", db, "--key", key, "--log-rate", "1", "--allow", named.DID+"=org.example.")
+	stranger := newTestClient(t, r.url, r.did)
+	for range 150 {
+		if err := stranger.Ping(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := amphttp.NewTransport(r.url, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(client.Config{Identity: named, Peer: r.did, Transport: tr, Now: time.Now, Rand: rand.Reader, Retry: client.Retry{MaxAttempts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res := r.stop()
+	strangers, namedLines := 0, 0
+	for _, l := range strings.Split(res.stderr, "\n") {
+		if !strings.Contains(l, `msg="message handled"`) {
+			continue
+		}
+		switch {
+		case strings.Contains(l, "from="+named.DID) && strings.Contains(l, "caller=named"):
+			namedLines++
+		case strings.Contains(l, "caller=other"):
+			strangers++
+		}
+	}
+	if namedLines != 1 {
+		t.Fatalf("the named caller's PING after a stranger's flood: %d lines, want 1\n%s", namedLines, res.stderr)
+	}
+	if strangers < 10 || strangers > 20 {
+		t.Fatalf("150 stranger PINGs at --log-rate 1: %d lines, want the burst of 10 and about one a second", strangers)
 	}
 }

@@ -648,6 +648,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if metricsSrv != nil {
 		metricsSrv.Shutdown(sctx)
 	}
+	cliutil.FlushLog(context.Background(), log)
 	log.Info("stopped")
 	return runErr
 }

@@ -167,5 +167,6 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("graceful shutdown incomplete", "err", err)
 	}
+	cliutil.FlushLog(context.Background(), log)
 	return runErr
 }

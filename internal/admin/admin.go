@@ -134,6 +134,10 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Every line says it came through the socket (and so from the
+	// agent's own user): a log throttle keeps them all (docs/CLI.md, "Log
+	// volume").
+	log = log.With("via", "admin_socket")
 	mux := http.NewServeMux()
 	route := func(method, path string, fn func(w http.ResponseWriter, r *http.Request) (any, error)) {
 		mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package cliutil
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/urfave/cli/v2"
@@ -24,5 +25,29 @@ func ThrottleLog(c *cli.Context, h slog.Handler) (slog.Handler, error) {
 	case rate == 0:
 		return h, nil
 	}
-	return logthrottle.New(h, logthrottle.Options{Rate: rate}), nil
+	// Kinds are told apart, beyond level and message, by the message
+	// type, the outcome and the error name of the serve commands' lines.
+	return logthrottle.New(h, logthrottle.Options{Rate: rate, KeyAttrs: []string{"typ", "outcome", "name"}, Exempt: KeptLogLine}), nil
+}
+
+// FlushLog writes the counts of the lines log held back under --log-rate
+// that no later line carried (a serve command calls it as it stops).
+func FlushLog(ctx context.Context, log *slog.Logger) {
+	if h, ok := log.Handler().(*logthrottle.Handler); ok {
+		h.Flush(ctx)
+	}
+}
+
+// KeptLogLine reports whether an attribute marks a line --log-rate never
+// holds back: a message from a caller an allow rule names
+// (caller=named), and what the admin socket did (via=admin_socket, the
+// agent's own user). Neither is a stranger's to multiply.
+func KeptLogLine(a slog.Attr) bool {
+	switch a.Key {
+	case "caller":
+		return a.Value.String() == "named"
+	case "via":
+		return a.Value.String() == "admin_socket"
+	}
+	return false
 }

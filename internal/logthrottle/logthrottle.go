@@ -3,6 +3,8 @@ package logthrottle
 import (
 	"context"
 	"log/slog"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,8 +19,17 @@ const (
 // same kind were held back since the last one written.
 const SuppressedKey = "suppressed"
 
-// maxKeyBytes bounds the part of a message that names its kind.
-const maxKeyBytes = 64
+// HeldBackMessage is the message of the summary line written for a kind
+// whose held-back lines no later line of its own carried: once it has
+// been quiet for a second, or at Flush. Its attributes are "kind" (the
+// kind's message and attribute values) and SuppressedKey.
+const HeldBackMessage = "log lines held back"
+
+// Bounds on the text that names a kind.
+const (
+	maxKeyBytes  = 64 // of the message
+	maxAttrBytes = 32 // of each KeyAttrs value
+)
 
 // Options configure a Handler.
 type Options struct {
@@ -27,33 +38,39 @@ type Options struct {
 	// DefaultRate.
 	Rate float64
 	// Burst is how many lines of one kind pass at once after a quiet
-	// spell (default ten seconds of Rate, at least 1).
+	// spell (default ten seconds of Rate; at least 1).
 	Burst float64
 	// MaxKinds bounds the kinds counted apart (default DefaultMaxKinds);
 	// lines of further kinds share one allowance.
 	MaxKinds int
+	// KeyAttrs names attributes of a line whose values (cut like the
+	// message) are part of its kind, so that, for example, refusals of
+	// different codes are counted apart.
+	KeyAttrs []string
+	// Exempt, when set, reports whether an attribute exempts the line
+	// that carries it, or every line of the logger that carries it
+	// (slog.Logger.With), from throttling.
+	Exempt func(slog.Attr) bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
 
-// kind is what lines are counted by: their level, and their message up to
-// its first digit or '[' (at most 64 bytes), so that messages carrying an
-// address or a number (net/http's "TLS handshake error from ADDR: …")
-// are one kind, not one per peer.
-type kind struct {
-	level slog.Level
-	msg   string
-}
-
-func kindOf(r slog.Record) kind {
-	m := r.Message
-	for i := 0; i < len(m); i++ {
-		if c := m[i]; c >= '0' && c <= '9' || c == '[' || i == maxKeyBytes {
-			m = m[:i]
-			break
+// cut returns s up to its first digit or '[', at most max bytes, so that
+// text carrying an address or a number (net/http's "TLS handshake error
+// from ADDR: …") names one kind, not one per peer.
+func cut(s string, max int) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= '0' && c <= '9' || c == '[' || i == max {
+			return s[:i]
 		}
 	}
-	return kind{r.Level, m}
+	return s
+}
+
+// kind is what lines are counted by.
+type kind struct {
+	level slog.Level
+	key   string // the cut message, then "\x00name=value" per KeyAttrs found
 }
 
 type bucket struct {
@@ -65,18 +82,17 @@ type bucket struct {
 // state is shared by a Handler and those derived from it (WithAttrs,
 // WithGroup): one allowance per kind, whatever attributes a logger adds.
 type state struct {
-	opts  Options
-	mu    sync.Mutex
-	kinds map[kind]*bucket
-	other bucket
+	opts      Options
+	root      slog.Handler // the handler New was given: summary lines carry no logger's attributes
+	mu        sync.Mutex
+	kinds     map[kind]*bucket
+	other     bucket
+	nextSweep time.Time
 }
 
 // take reports whether a line of kind k passes now and, if it does, how
 // many of its kind were held back before it.
-func (s *state) take(k kind) (pass bool, suppressed int64) {
-	now := s.opts.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *state) take(k kind, now time.Time) (pass bool, suppressed int64) {
 	b := s.kinds[k]
 	if b == nil {
 		if len(s.kinds) < s.opts.MaxKinds {
@@ -86,12 +102,7 @@ func (s *state) take(k kind) (pass bool, suppressed int64) {
 			b = &s.other
 		}
 	}
-	if d := now.Sub(b.last); d > 0 {
-		b.tokens = min(s.opts.Burst, b.tokens+d.Seconds()*s.opts.Rate)
-	}
-	if b.last.Before(now) {
-		b.last = now
-	}
+	s.refill(b, now)
 	if b.tokens < 1 {
 		b.suppressed++
 		return false, 0
@@ -101,13 +112,51 @@ func (s *state) take(k kind) (pass bool, suppressed int64) {
 	return true, suppressed
 }
 
+func (s *state) refill(b *bucket, now time.Time) {
+	if d := now.Sub(b.last); d > 0 {
+		b.tokens = min(s.opts.Burst, b.tokens+d.Seconds()*s.opts.Rate)
+		b.last = now
+	}
+}
+
+// heldBack is the count of one kind to report in a summary line.
+type heldBack struct {
+	k kind
+	n int64
+}
+
+// sweep collects (and clears) the counts of the kinds that have held
+// lines back and have been quiet for a second (all of them with force),
+// at most once a second unless forced.
+func (s *state) sweep(now time.Time, force bool) []heldBack {
+	if !force && now.Before(s.nextSweep) {
+		return nil
+	}
+	s.nextSweep = now.Add(time.Second)
+	var out []heldBack
+	for k, b := range s.kinds {
+		if b.suppressed > 0 && (force || now.Sub(b.last) >= time.Second) {
+			out = append(out, heldBack{k, b.suppressed})
+			b.suppressed = 0
+		}
+	}
+	if s.other.suppressed > 0 && (force || now.Sub(s.other.last) >= time.Second) {
+		out = append(out, heldBack{kind{key: "(other kinds)"}, s.other.suppressed})
+		s.other.suppressed = 0
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].k.key < out[j].k.key })
+	return out
+}
+
 // Handler passes records to another slog.Handler, at most Burst of one
 // kind at once and Rate per second after that; it drops the others and
 // adds SuppressedKey, their count, to the next record of their kind that
-// passes. The count of a kind that stops is written with its next line.
+// passes, or writes a HeldBackMessage line with it once the kind has been
+// quiet for a second (noticed at the next line of any kind) or at Flush.
 type Handler struct {
-	next slog.Handler
-	s    *state
+	next   slog.Handler
+	s      *state
+	exempt bool // the logger carries an Exempt attribute
 }
 
 // New returns h throttled as opts says, or h itself when opts.Rate is
@@ -120,15 +169,16 @@ func New(h slog.Handler, opts Options) slog.Handler {
 		opts.Rate = DefaultRate
 	}
 	if opts.Burst <= 0 {
-		opts.Burst = max(1, 10*opts.Rate)
+		opts.Burst = 10 * opts.Rate
 	}
+	opts.Burst = max(1, opts.Burst)
 	if opts.MaxKinds <= 0 {
 		opts.MaxKinds = DefaultMaxKinds
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &state{opts: opts, kinds: make(map[kind]*bucket)}
+	s := &state{opts: opts, root: h, kinds: make(map[kind]*bucket)}
 	s.other.tokens = opts.Burst
 	return &Handler{next: h, s: s}
 }
@@ -141,7 +191,33 @@ func (h *Handler) Enabled(ctx context.Context, l slog.Level) bool {
 // Handle writes r through the next handler unless its kind is over its
 // allowance.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
-	pass, n := h.s.take(kindOf(r))
+	exempt, k := h.exempt, kind{level: r.Level, key: cut(r.Message, maxKeyBytes)}
+	if !exempt && (h.s.opts.Exempt != nil || len(h.s.opts.KeyAttrs) > 0) {
+		var key strings.Builder
+		key.WriteString(k.key)
+		r.Attrs(func(a slog.Attr) bool {
+			if h.s.opts.Exempt != nil && h.s.opts.Exempt(a) {
+				exempt = true
+				return false
+			}
+			for _, name := range h.s.opts.KeyAttrs {
+				if a.Key == name {
+					key.WriteString("\x00" + name + "=" + cut(a.Value.String(), maxAttrBytes))
+				}
+			}
+			return true
+		})
+		k.key = key.String()
+	}
+	now := h.s.opts.Now()
+	h.s.mu.Lock()
+	pass, n := true, int64(0)
+	if !exempt {
+		pass, n = h.s.take(k, now)
+	}
+	held := h.s.sweep(now, false)
+	h.s.mu.Unlock()
+	h.writeHeldBack(ctx, now, held)
 	if !pass {
 		return nil
 	}
@@ -152,14 +228,43 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	return h.next.Handle(ctx, r)
 }
 
+// Flush writes a HeldBackMessage line for every kind that has held lines
+// back since it last wrote one (a server calls it as it stops, so that no
+// count is lost).
+func (h *Handler) Flush(ctx context.Context) {
+	now := h.s.opts.Now()
+	h.s.mu.Lock()
+	held := h.s.sweep(now, true)
+	h.s.mu.Unlock()
+	h.writeHeldBack(ctx, now, held)
+}
+
+func (h *Handler) writeHeldBack(ctx context.Context, now time.Time, held []heldBack) {
+	for _, hb := range held {
+		level := max(hb.k.level, slog.LevelInfo)
+		if !h.s.root.Enabled(ctx, level) {
+			continue
+		}
+		r := slog.NewRecord(now, level, HeldBackMessage, 0)
+		r.AddAttrs(slog.String("kind", strings.ReplaceAll(hb.k.key, "\x00", " ")), slog.Int64(SuppressedKey, hb.n))
+		h.s.root.Handle(ctx, r)
+	}
+}
+
 // WithAttrs returns a Handler over the next handler with attrs, sharing
-// this one's allowances.
+// this one's allowances; it is exempt when one of attrs is.
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &Handler{next: h.next.WithAttrs(attrs), s: h.s}
+	exempt := h.exempt
+	for _, a := range attrs {
+		if h.s.opts.Exempt != nil && h.s.opts.Exempt(a) {
+			exempt = true
+		}
+	}
+	return &Handler{next: h.next.WithAttrs(attrs), s: h.s, exempt: exempt}
 }
 
 // WithGroup returns a Handler over the next handler with the group,
 // sharing this one's allowances.
 func (h *Handler) WithGroup(name string) slog.Handler {
-	return &Handler{next: h.next.WithGroup(name), s: h.s}
+	return &Handler{next: h.next.WithGroup(name), s: h.s, exempt: h.exempt}
 }

@@ -147,3 +147,93 @@ func TestNegativeRateLetsEverythingThrough(t *testing.T) {
 		t.Fatal("Enabled must follow the next handler")
 	}
 }
+
+// TestExemptLinesAreNeverHeldBack: lines an Exempt attribute marks (an
+// authorized caller's message, an administrator's change), on the line or
+// on its logger, are all written during a flood of their own message
+// (threat: a stranger's flood of verified PINGs, logged as "message
+// handled" too, hiding the record of what authorized callers ran).
+func TestExemptLinesAreNeverHeldBack(t *testing.T) {
+	log, b, _ := newLogger(Options{Rate: 1, Burst: 2, Exempt: func(a slog.Attr) bool {
+		return a.Key == "caller" && a.Value.String() == "allowed" || a.Key == "via" && a.Value.String() == "admin_socket"
+	}})
+	admin := log.With("via", "admin_socket")
+	for i := range 100 {
+		log.Info("message handled", "caller", "other", "typ", "PING")
+		if i%10 == 0 {
+			log.Info("message handled", "caller", "allowed", "typ", "CAP_INVOKE")
+			admin.Info("key trusted through the admin socket")
+		}
+	}
+	allowed, admins, others := 0, 0, 0
+	for _, l := range lines(t, b) {
+		switch {
+		case l["caller"] == "allowed":
+			allowed++
+		case l["via"] == "admin_socket":
+			admins++
+		case l["caller"] == "other":
+			others++
+		}
+	}
+	if allowed != 10 || admins != 10 || others != 2 {
+		t.Fatalf("allowed %d (want 10), admin %d (want 10), others %d (want the burst of 2)", allowed, admins, others)
+	}
+}
+
+// TestKeyAttrsCountRefusalsApart: with KeyAttrs, lines of one message but
+// different codes are kinds of their own (threat: a peer's garbage hiding
+// another peer's bad signatures).
+func TestKeyAttrsCountRefusalsApart(t *testing.T) {
+	log, b, _ := newLogger(Options{Rate: 1, Burst: 2, KeyAttrs: []string{"name"}})
+	for range 100 {
+		log.Info("unverified message refused", "name", "malformed", "remote", "10.0.0.1:1")
+	}
+	log.Info("unverified message refused", "name", "bad_signature", "remote", "10.0.0.2:1")
+	got := lines(t, b)
+	if len(got) != 3 || got[2]["name"] != "bad_signature" {
+		t.Fatalf("a bad signature during a flood of garbage: %v", got)
+	}
+}
+
+// TestHeldBackCountsAreNotLost: the count of a kind that stops is written
+// in a summary line once it has been quiet for a second (at the next line
+// of any kind) and at Flush, so a flood that ends, or a server that stops,
+// still leaves its size in the log.
+func TestHeldBackCountsAreNotLost(t *testing.T) {
+	log, b, c := newLogger(Options{Rate: 1, Burst: 2})
+	for range 50 {
+		log.Warn("tcp connection refused: too many connections")
+	}
+	lines(t, b)
+	c.t = c.t.Add(2 * time.Second)
+	log.Info("agent serving")
+	got := lines(t, b)
+	if len(got) != 2 || got[0]["msg"] != HeldBackMessage || got[0][SuppressedKey] != float64(48) ||
+		got[0]["kind"] != "tcp connection refused: too many connections" || got[0]["level"] != "WARN" {
+		t.Fatalf("after the flood stopped: %v", got)
+	}
+	for range 30 {
+		log.Info("http request refused", "remote", "10.0.0.1:1")
+	}
+	lines(t, b)
+	log.Handler().(*Handler).Flush(context.Background())
+	got = lines(t, b)
+	if len(got) != 1 || got[0][SuppressedKey] != float64(28) || got[0]["remote"] != nil {
+		t.Fatalf("Flush: %v", got)
+	}
+	log.Handler().(*Handler).Flush(context.Background())
+	if got := lines(t, b); len(got) != 0 {
+		t.Fatalf("a second Flush wrote %v", got)
+	}
+}
+
+// TestBurstBelowOneStillWrites: a burst under one line is one line (it
+// used to hold back every line for ever).
+func TestBurstBelowOneStillWrites(t *testing.T) {
+	log, b, _ := newLogger(Options{Rate: 0.1, Burst: 0.5})
+	log.Info("x")
+	if got := lines(t, b); len(got) != 1 {
+		t.Fatalf("Burst 0.5: %d lines", len(got))
+	}
+}

@@ -329,7 +329,10 @@ func readBody(r io.Reader, length, max int64, charge func(int64) bool) ([]byte, 
 // closeUnread closes the connection of a request refused with its body
 // unread (413, 503), once the answer is out, without losing that answer
 // and without waiting for the rest of the body: the answer is flushed,
-// the connection taken over and closed by transport.CloseAfterAnswer (a
+// the connection taken over and closed by transport.CloseAfterAnswer, in
+// its own goroutine so that the request ends with the answer (its
+// duration and in-flight count leave the linger out; the connection is
+// still counted by the listener's limits until it closes) (a
 // socket closed at once with unread bytes resets the connection, and a
 // client still sending its body sees "connection reset" instead of the
 // answer; Go's own client reports the failed write when it notices it
@@ -343,7 +346,7 @@ func closeUnread(w http.ResponseWriter) {
 		rc.SetReadDeadline(time.Now())
 		return
 	}
-	transport.CloseAfterAnswer(conn, transport.AnswerLinger, transport.AnswerDrain)
+	go transport.CloseAfterAnswer(conn, transport.AnswerLinger, transport.AnswerDrain)
 }
 
 // httpError answers with an unsigned CBOR error body (RFC 001 error-body):
