@@ -97,6 +97,7 @@ func TestDocsIndexExampleHasTheServedShape(t *testing.T) {
 	}
 	p := newStore(t, testBundle(t, 1))
 	applyStatements(t, p, strangerRevocation(t, 1))
+	applyHeartbeats(t, p, signedHeartbeat(t, 4, "2026-11-20T11:00:00Z", testKey))
 	_, ts := startMirror(t, p, nil)
 	resp, err := ts.Client().Get(ts.URL + IndexPath)
 	if err != nil {

@@ -30,6 +30,23 @@ type Index struct {
 	// from indexes of older mirrors (read as none). At most
 	// MaxIndexStatements.
 	Statements []IndexStatement `json:"statements"`
+	// Heartbeats lists the heartbeat the mirror's store keeps for each
+	// bundle line (docs/FORMAT.md §23), by bundle_id. Absent from indexes
+	// of older mirrors (read as none). At most MaxIndexHeartbeats.
+	Heartbeats []IndexHeartbeat `json:"heartbeats"`
+}
+
+// IndexHeartbeat is the heartbeat statement kept for one bundle line,
+// served byte for byte at Href. Its bundle_id, version and created_at are
+// those of the statement (a syncing store skips one older than its own by
+// them, and refuses a file whose statement says otherwise).
+type IndexHeartbeat struct {
+	BundleID  string `json:"bundle_id"`
+	Version   uint64 `json:"version"`
+	CreatedAt string `json:"created_at"`
+	Size      int64  `json:"size"`
+	SHA256    string `json:"sha256"` // lowercase hex of the whole file
+	Href      string `json:"href"`   // StatementsPrefix + sha256
 }
 
 // IndexStatement is one signed trust (docs/FORMAT.md §22) or revocation
@@ -88,12 +105,16 @@ const (
 	// what one sync downloads: at most this many files of
 	// bundle.MaxRevocationSize).
 	MaxIndexStatements = 10_000
+	// MaxIndexHeartbeats bounds the heartbeats an index may list (one per
+	// bundle line; at most this many files of bundle.MaxHeartbeatSize).
+	MaxIndexHeartbeats = 10_000
 )
 
 // DecodeIndex reads and checks an index document: the format, every
 // bundle_id valid and listed once, hashes of the right length, hrefs of the
 // documented form, and at most MaxIndexBundles bundles,
-// MaxIndexCapabilities capabilities and MaxIndexStatements statements.
+// MaxIndexCapabilities capabilities, MaxIndexStatements statements and
+// MaxIndexHeartbeats heartbeats.
 // Unknown keys are ignored (forward compatible).
 //
 // The lists are decoded one entry at a time and each entry is checked as
@@ -118,7 +139,7 @@ func decodeIndex(data []byte, keepCaps bool) (*Index, error) {
 		return nil, amp.Named(0, ErrBadIndex, "the mirror index has an unknown format")
 	}
 	return &Index{Format: w.Format, Generation: w.Generation, Bundles: w.Bundles.list,
-		Capabilities: w.Capabilities.list, Statements: w.Statements.list}, nil
+		Capabilities: w.Capabilities.list, Statements: w.Statements.list, Heartbeats: w.Heartbeats.list}, nil
 }
 
 func badShape() error {
@@ -134,6 +155,7 @@ type indexWire struct {
 	Bundles      bundleList    `json:"bundles"`
 	Capabilities capList       `json:"capabilities"`
 	Statements   statementList `json:"statements"`
+	Heartbeats   heartbeatList `json:"heartbeats"`
 }
 
 type bundleList struct{ list []IndexEntry }
@@ -224,6 +246,37 @@ func (l *statementList) UnmarshalJSON(raw []byte) error {
 		}
 		if st.Href != StatementsPrefix+st.SHA256 {
 			return amp.Named(0, ErrBadIndex, "the mirror index has an unexpected href for statement %d", i)
+		}
+		return nil
+	})
+}
+
+type heartbeatList struct{ list []IndexHeartbeat }
+
+// UnmarshalJSON decodes and checks the heartbeats one at a time.
+func (l *heartbeatList) UnmarshalJSON(raw []byte) error {
+	l.list = nil
+	lines, sums := map[string]bool{}, map[string]bool{}
+	return decodeArray(raw, MaxIndexHeartbeats, "heartbeats", func(i int, dec *json.Decoder) error {
+		l.list = append(l.list, IndexHeartbeat{})
+		h := &l.list[len(l.list)-1]
+		if dec.Decode(h) != nil {
+			return badShape()
+		}
+		hb := bundle.Heartbeat{Format: bundle.HeartbeatFormat, BundleID: h.BundleID, Version: h.Version, CreatedAt: h.CreatedAt}
+		if hb.Validate() != nil || lines[h.BundleID] {
+			return amp.Named(0, ErrBadIndex, "the mirror index has a bad or repeated bundle_id, version or created_at for heartbeat %d", i)
+		}
+		lines[h.BundleID] = true
+		if !isLowerHex64(h.SHA256) || sums[h.SHA256] {
+			return amp.Named(0, ErrBadIndex, "the mirror index has a bad or repeated sha256 for heartbeat %d", i)
+		}
+		sums[h.SHA256] = true
+		if h.Size <= 0 || h.Size > bundle.MaxHeartbeatSize {
+			return amp.Named(0, ErrBadIndex, "the mirror index has a bad size for heartbeat %d", i)
+		}
+		if h.Href != StatementsPrefix+h.SHA256 {
+			return amp.Named(0, ErrBadIndex, "the mirror index has an unexpected href for heartbeat %d", i)
 		}
 		return nil
 	})

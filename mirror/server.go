@@ -301,6 +301,9 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 	if ix.Statements, err = addStatements(src, snap); err != nil {
 		return nil, err
 	}
+	if ix.Heartbeats, err = addHeartbeats(src, snap); err != nil {
+		return nil, err
+	}
 	if len(ix.Capabilities) > MaxIndexCapabilities {
 		return nil, overCap(MaxIndexCapabilities, "capability versions")
 	}
@@ -353,7 +356,9 @@ type StatementSource interface {
 // addStatements serves the store's applied statements, in application
 // order, each at its hash (at most MaxIndexStatements, the newest dropped
 // beyond: a syncing store refuses a longer index).
-// A Source without a Statements method (a StatementSource) serves none.
+// A Source without a Statements method (a StatementSource) serves none;
+// an agent too old to list them through its admin socket (unsupported)
+// too.
 func addStatements(src Source, snap *snapshot) ([]IndexStatement, error) {
 	out := []IndexStatement{}
 	ss, ok := src.(StatementSource)
@@ -361,6 +366,9 @@ func addStatements(src Source, snap *snapshot) ([]IndexStatement, error) {
 		return out, nil
 	}
 	sts, err := ss.Statements()
+	if amp.NameOf(err) == resolver.ErrUnsupported {
+		return out, nil // an agent too old to list them through its admin socket
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -371,6 +379,46 @@ func addStatements(src Source, snap *snapshot) ([]IndexStatement, error) {
 		h := hex.EncodeToString(st.SHA256)
 		snap.files[StatementsPrefix+h] = &memFile{body: st.Data, ctype: st.ContentType, etag: etagOf(capability.HashSHA256, st.SHA256)}
 		out = append(out, IndexStatement{ContentType: st.ContentType, Size: int64(len(st.Data)), SHA256: h, Href: StatementsPrefix + h})
+	}
+	return out, nil
+}
+
+// HeartbeatSource is a Source that also lists the heartbeats its store
+// keeps, one per bundle line (a *resolver.Store does).
+type HeartbeatSource interface {
+	Heartbeats() ([]resolver.KeptHeartbeat, error)
+}
+
+// addHeartbeats serves the heartbeat the store keeps for each line whose
+// bytes it has, by bundle_id, each at its hash (at most
+// MaxIndexHeartbeats, the last lines dropped beyond: a syncing store
+// refuses a longer index). A Source without a Heartbeats method (a
+// HeartbeatSource) serves none; an agent too old to list them through its
+// admin socket (unsupported) too.
+func addHeartbeats(src Source, snap *snapshot) ([]IndexHeartbeat, error) {
+	out := []IndexHeartbeat{}
+	hs, ok := src.(HeartbeatSource)
+	if !ok {
+		return out, nil
+	}
+	kept, err := hs.Heartbeats()
+	if amp.NameOf(err) == resolver.ErrUnsupported {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range kept {
+		if len(out) == MaxIndexHeartbeats {
+			break
+		}
+		if h.Data == nil || len(h.Data) > bundle.MaxHeartbeatSize {
+			continue
+		}
+		sum := hex.EncodeToString(h.SHA256)
+		snap.files[StatementsPrefix+sum] = &memFile{body: h.Data, ctype: bundle.MediaTypeHeartbeat, etag: etagOf(capability.HashSHA256, h.SHA256)}
+		out = append(out, IndexHeartbeat{BundleID: h.BundleID, Version: h.Version, CreatedAt: h.CreatedAt,
+			Size: int64(len(h.Data)), SHA256: sum, Href: StatementsPrefix + sum})
 	}
 	return out, nil
 }

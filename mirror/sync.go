@@ -122,6 +122,10 @@ type SyncReport struct {
 	// mirror lists, applied before the bundles (a revocation reaches the
 	// bundles of the same run).
 	Statements []StatementItem `json:"statements"`
+	// Heartbeats are the heartbeat statements the mirror lists, applied
+	// after the bundles (each is judged against the bundle of its line
+	// installed by then).
+	Heartbeats []HeartbeatItem `json:"heartbeats"`
 }
 
 // Count returns how many items have outcome o.
@@ -133,6 +137,11 @@ func (r *SyncReport) Count(o Outcome) int {
 		}
 	}
 	for _, it := range r.Statements {
+		if it.Outcome == o {
+			n++
+		}
+	}
+	for _, it := range r.Heartbeats {
 		if it.Outcome == o {
 			n++
 		}
@@ -181,7 +190,7 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	if err != nil {
 		return nil, err
 	}
-	rep := &SyncReport{URL: c.base.String(), Generation: ix.Generation, DryRun: opts.DryRun, Items: []SyncItem{}}
+	rep := &SyncReport{URL: c.base.String(), Generation: ix.Generation, DryRun: opts.DryRun, Items: []SyncItem{}, Heartbeats: []HeartbeatItem{}}
 	if rep.Statements, err = c.syncStatements(ctx, t, ix, opts.DryRun); err != nil {
 		return rep, err
 	}
@@ -214,23 +223,37 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 			c.fetchAndImport(ctx, t, e, &it)
 		}
 		rep.Items = append(rep.Items, it)
-		if ctx.Err() != nil {
-			return rep, amp.Named(0, ErrMirrorUnreachable, "sync interrupted").WithCause(ctx.Err())
+		if err := interrupted(ctx); err != nil {
+			return rep, err
 		}
 	}
 	if !opts.DryRun {
 		c.pruneSpool(keep)
 	}
+	if rep.Heartbeats, err = c.syncHeartbeats(ctx, t, ix, opts.DryRun); err != nil {
+		return rep, err
+	}
 	return rep, nil
 }
 
-func refuse(it *SyncItem, err error) {
-	it.Outcome = OutcomeRefused
-	it.Error = string(amp.NameOf(err))
-	if it.Error == "" {
-		it.Error = "refused"
+func refuse(it *SyncItem, err error) { it.Outcome, it.Error, it.Message = refusal(err) }
+
+// refusal is the outcome, error name and message of an item refused with
+// err.
+func refusal(err error) (Outcome, string, string) {
+	name := string(amp.NameOf(err))
+	if name == "" {
+		name = "refused"
 	}
-	it.Message = amp.AsError(err).Message
+	return OutcomeRefused, name, amp.AsError(err).Message
+}
+
+// interrupted is the error of a sync whose ctx ended between two items.
+func interrupted(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return amp.Named(0, ErrMirrorUnreachable, "sync interrupted").WithCause(ctx.Err())
+	}
+	return nil
 }
 
 func containsStr(ss []string, s string) bool {

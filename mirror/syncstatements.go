@@ -65,8 +65,8 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 			c.fetchAndApply(ctx, st, e, sum, &it)
 		}
 		out = append(out, it)
-		if ctx.Err() != nil {
-			return out, amp.Named(0, ErrMirrorUnreachable, "sync interrupted").WithCause(ctx.Err())
+		if err := interrupted(ctx); err != nil {
+			return out, err
 		}
 	}
 	return out, nil
@@ -106,8 +106,4 @@ func (c *syncClient) fetchAndApply(ctx context.Context, st StatementTarget, e In
 	c.log.Info("statement applied", "sha256", e.SHA256, "content_type", e.ContentType, "unchanged", unchanged)
 }
 
-func refuseStatement(it *StatementItem, err error) {
-	var b SyncItem
-	refuse(&b, err)
-	it.Outcome, it.Error, it.Message = b.Outcome, b.Error, b.Message
-}
+func refuseStatement(it *StatementItem, err error) { it.Outcome, it.Error, it.Message = refusal(err) }

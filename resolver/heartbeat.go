@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"time"
@@ -76,20 +77,10 @@ func (s *Store) ApplyHeartbeat(data []byte) (_ *HeartbeatResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	line := &bundle.Manifest{BundleID: hb.BundleID}
+	var line *bundle.Manifest
 	if err := s.db.View(func(tx *bolt.Tx) error {
-		if raw := bucket(tx, bBundles).Get([]byte(hb.BundleID)); raw != nil {
-			var r bundleRecord
-			if err := decode(raw, &r); err != nil {
-				return err
-			}
-			m, ok := recordManifest(&r)
-			if !ok {
-				return fail(ErrStoreIO, "the installed manifest of %s is unreadable", hb.BundleID)
-			}
-			line = m
-		}
-		return nil
+		line, err = lineOf(tx, hb.BundleID)
+		return err
 	}); err != nil {
 		return nil, amp.AsError(wrapTx(err))
 	}
@@ -155,6 +146,10 @@ func (s *Store) ApplyHeartbeat(data []byte) (_ *HeartbeatResult, err error) {
 			At: formatTime(s.opts.Now()), Signers: dids})); err != nil {
 			return err
 		}
+		// Its bytes, so that a mirror can serve it (Heartbeats).
+		if err := bucket(tx, bStatements).Put(heartbeatDataKey(hb.BundleID), bytes.Clone(data)); err != nil {
+			return err
+		}
 		if _, err := raiseFloors(tx, created, dids); err != nil {
 			return err
 		}
@@ -195,6 +190,25 @@ func freshnessFor(tx *bolt.Tx, bundleID string) (rec freshnessRecord, scope stri
 		return nil
 	})
 	return rec, scope, ok
+}
+
+// lineOf is what a heartbeat of bundleID is judged against (FORMAT.md
+// §23, "Validity"): the manifest of the installed bundle of the line, or
+// the bundle_id alone when none is installed.
+func lineOf(tx *bolt.Tx, bundleID string) (*bundle.Manifest, error) {
+	raw := bucket(tx, bBundles).Get([]byte(bundleID))
+	if raw == nil {
+		return &bundle.Manifest{BundleID: bundleID}, nil
+	}
+	var r bundleRecord
+	if err := decode(raw, &r); err != nil {
+		return nil, err
+	}
+	m, ok := recordManifest(&r)
+	if !ok {
+		return nil, fail(ErrStoreIO, "the installed manifest of %s is unreadable", bundleID)
+	}
+	return m, nil
 }
 
 // staleReason says why the installed version of bundleID is older than the
@@ -437,6 +451,9 @@ func (s *Store) ResetHeartbeat(bundleID string) (uint64, error) {
 		}
 		version = old.Version
 		if err := hbk.Delete([]byte(bundleID)); err != nil {
+			return err
+		}
+		if err := bucket(tx, bStatements).Delete(heartbeatDataKey(bundleID)); err != nil {
 			return err
 		}
 		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "heartbeat_reset", Actor: s.actor(), Verdict: verdictAccepted,

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
@@ -318,5 +320,96 @@ func TestFreezeAttackByAgeWithWrongClock(t *testing.T) {
 			}
 		}
 		clock = testNow
+	}
+}
+
+// TestKeptHeartbeatsAreServedByteForByte: the heartbeat kept for a line is
+// listed with its exact bytes (a mirror serves them, another store
+// verifies them again), the newer one replacing the older; a reset
+// forgets the bytes too; bytes that are not the record's file (left by a
+// build that did not keep them as it applied a newer heartbeat) are never
+// served as it.
+func TestKeptHeartbeatsAreServedByteForByte(t *testing.T) {
+	s := newStore(t)
+	k := sampleKey(t, "example-publisher")
+	mustImport(t, s, variant(t, 1, nil))
+	if hs, err := s.Heartbeats(); err != nil || len(hs) != 0 {
+		t.Fatalf("no heartbeat yet: %v %v", hs, err)
+	}
+	older := heartbeat(t, "org.example.translate", 2, testNow, k)
+	newer := heartbeat(t, "org.example.translate", 3, testNow.Add(time.Hour), k)
+	for _, data := range [][]byte{older, newer} {
+		if _, err := s.ApplyHeartbeat(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hs, err := s.Heartbeats()
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("kept: %v %v", hs, err)
+	}
+	h := hs[0]
+	if h.BundleID != "org.example.translate" || h.Version != 3 || string(h.Data) != string(newer) ||
+		string(h.SHA256) != string(sha256sum(newer)) || h.CreatedAt != testNow.Add(time.Hour).UTC().Format(time.RFC3339) {
+		t.Fatalf("kept heartbeat %+v", h)
+	}
+	// Bytes of another heartbeat under the line's key are not served.
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		return bucket(tx, bStatements).Put(heartbeatDataKey(h.BundleID), older)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if hs, _ := s.Heartbeats(); len(hs) != 1 || hs[0].Data != nil || hs[0].Version != 3 {
+		t.Fatalf("bytes that are not the kept heartbeat's: %+v", hs)
+	}
+	if _, err := s.ResetHeartbeat(h.BundleID); err != nil {
+		t.Fatal(err)
+	}
+	if hs, _ := s.Heartbeats(); len(hs) != 0 {
+		t.Fatalf("after a reset: %+v", hs)
+	}
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if bucket(tx, bStatements).Get(heartbeatDataKey(h.BundleID)) != nil {
+			t.Error("a reset left the heartbeat's bytes")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKeptHeartbeatHoldsBackOnlyWhileItCounts: a kept heartbeat holds back
+// (a sync need not offer it to the store) only a heartbeat the store would
+// refuse as older or leave unchanged, and only while it counts: once its
+// signer is no longer trusted, any valid heartbeat replaces it, so a sync
+// must offer it (threat: a heartbeat of a revoked key freezing the line's
+// genuine heartbeats at every synced host).
+func TestKeptHeartbeatHoldsBackOnlyWhileItCounts(t *testing.T) {
+	s := newStore(t)
+	k := sampleKey(t, "example-publisher")
+	mustImport(t, s, variant(t, 1, nil))
+	if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.translate", 3, testNow, k)); err != nil {
+		t.Fatal(err)
+	}
+	hs, err := s.Heartbeats()
+	if err != nil || len(hs) != 1 || !hs[0].Counts {
+		t.Fatalf("kept: %+v %v", hs, err)
+	}
+	h, at := hs[0], testNow.UTC().Format(time.RFC3339)
+	later := testNow.Add(time.Hour).UTC().Format(time.RFC3339)
+	earlier := testNow.Add(-time.Hour).UTC().Format(time.RFC3339)
+	for _, c := range []struct {
+		version uint64
+		created string
+		want    bool
+	}{{2, later, true}, {4, earlier, true}, {3, at, true}, {3, later, false}, {4, at, false}} {
+		if got := h.HoldsBack(c.version, c.created); got != c.want {
+			t.Errorf("HoldsBack(%d, %s) = %v, want %v", c.version, c.created, got, c.want)
+		}
+	}
+	if err := s.TrustRemove("example"); err != nil {
+		t.Fatal(err)
+	}
+	if hs, _ := s.Heartbeats(); len(hs) != 1 || hs[0].Counts || hs[0].HoldsBack(2, earlier) {
+		t.Fatalf("a heartbeat whose signer is no longer trusted still holds back: %+v", hs)
 	}
 }

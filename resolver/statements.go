@@ -5,6 +5,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 )
 
@@ -12,14 +13,80 @@ import (
 // applied, kept byte for byte as it was applied (docs/FORMAT.md §21, §22)
 // so that a mirror can serve it and another store can verify it again.
 type Statement struct {
-	Seq         uint64 // application order, from 1
-	ContentType string // bundle.MediaTypeRevocation or bundle.MediaTypeRotation
-	SHA256      []byte // of Data
-	Data        []byte // the exact signed bytes (at most bundle.MaxRevocationSize)
+	Seq         uint64 `json:"seq"`          // application order, from 1
+	ContentType string `json:"content_type"` // bundle.MediaTypeRevocation or bundle.MediaTypeRotation
+	SHA256      []byte `json:"sha256"`       // of Data
+	Data        []byte `json:"data"`         // the exact signed bytes (at most bundle.MaxRevocationSize)
 }
 
 func statementSeqKey(seq uint64) []byte  { return append([]byte{'s'}, u64(seq)...) }
 func statementHashKey(sum []byte) []byte { return append([]byte{'h'}, sum...) }
+
+// heartbeatDataKey holds the bytes of the heartbeat kept for a line (the
+// record itself is in bHeartbeat). Builds before it kept no bytes, and
+// one that applies a heartbeat without keeping them leaves bytes of an
+// older one here: Heartbeats serves the bytes only when their SHA-256 is
+// the record's.
+func heartbeatDataKey(bundleID string) []byte { return append([]byte{'b'}, bundleID...) }
+
+// KeptHeartbeat is the heartbeat a store keeps for one bundle line
+// (docs/FORMAT.md §23, "Newest only"), as a mirror serves it.
+type KeptHeartbeat struct {
+	BundleID  string `json:"bundle_id"`
+	Version   uint64 `json:"version"`
+	CreatedAt string `json:"created_at"`
+	SHA256    []byte `json:"sha256"`
+	// Counts reports whether it still vouches for its line (its signers,
+	// trusted now, reach the line's threshold: FORMAT.md §23): only then
+	// does it hold back an older heartbeat.
+	Counts bool `json:"counts"`
+	// Data is the signed file, byte for byte as applied (at most
+	// bundle.MaxHeartbeatSize); nil when the store does not have it (kept
+	// by a build that did not keep the bytes).
+	Data []byte `json:"data,omitempty"`
+}
+
+// HoldsBack reports whether a store keeping h refuses, or leaves
+// unchanged, a heartbeat of the same line at version and createdAt (RFC
+// 3339 UTC, whole seconds, as §23 has them): h counts and the other is
+// not newer (a lower version or an earlier time, or the same of both).
+func (h *KeptHeartbeat) HoldsBack(version uint64, createdAt string) bool {
+	return h.Counts && (version < h.Version || createdAt < h.CreatedAt || version == h.Version && createdAt == h.CreatedAt)
+}
+
+// Heartbeats returns the heartbeat kept for each bundle line, by
+// bundle_id.
+func (s *Store) Heartbeats() ([]KeptHeartbeat, error) {
+	out := []KeptHeartbeat{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		data := bucket(tx, bStatements)
+		p, err := policyTx(tx)
+		if err != nil {
+			return err
+		}
+		return bucket(tx, bHeartbeat).ForEach(func(k, v []byte) error {
+			var r heartbeatRecord
+			if err := decode(v, &r); err != nil {
+				return err
+			}
+			line, err := lineOf(tx, string(k))
+			if err != nil {
+				return err
+			}
+			h := KeptHeartbeat{BundleID: string(k), Version: r.Version, CreatedAt: r.CreatedAt, SHA256: bytes.Clone(r.StatementSHA256),
+				Counts: heartbeatVouches(p, &r, line)}
+			if d := data.Get(heartbeatDataKey(h.BundleID)); d != nil && bytes.Equal(sha256sum(d), r.StatementSHA256) {
+				h.Data = bytes.Clone(d)
+			}
+			out = append(out, h)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	return out, nil
+}
 
 // recordStatement keeps data, an applied statement of hash sum, in the
 // transaction that applied it; a statement already kept is not kept twice.

@@ -41,7 +41,7 @@ const (
 	bTrustPolicy = "trustpolicy" // scope -> uint64 threshold (threshold.go)
 	bTrustChain  = "trustchain"  // scope \x00 uint64 sequence -> trust statement (rotation.go)
 	bRevoked     = "revoked"     // "k" \x00 did:key, "b" \x00 bundle_id \x00 uint64 version -> revokedRecord (revoke.go)
-	bStatements  = "statements"  // "s" uint64 seq -> signed statement bytes, "h" sha256 -> uint64 seq (statements.go)
+	bStatements  = "statements"  // "s" uint64 seq -> signed statement bytes, "h" sha256 -> uint64 seq, "b" bundle_id -> the kept heartbeat's bytes (statements.go)
 	bHeartbeat   = "heartbeat"   // bundle_id -> heartbeatRecord, the newest heartbeat of the line (heartbeat.go)
 	bFreshness   = "freshness"   // scope -> freshnessRecord, the operator's staleness bound (heartbeat.go)
 )

@@ -390,3 +390,49 @@ func TestTrustCommandsThroughAnOlderAgent(t *testing.T) {
 		t.Fatalf("thresholds changed through an older agent: %v", th)
 	}
 }
+
+// TestStatementsAndHeartbeatsFlowBetweenRunningAgents: a station whose
+// store a running agent holds still serves its statements and heartbeats
+// through the mirror (it used to serve none of them then), and a host
+// whose store another agent holds takes both through that agent's admin
+// socket (threat: a revocation or a freshness signal stopping at the
+// station because agents run there, so that every host keeps using a
+// revoked or frozen bundle): the revoked key's bundle and the stale
+// bundle fail closed in the host agent's store.
+func TestStatementsAndHeartbeatsFlowBetweenRunningAgents(t *testing.T) {
+	station := storeWithSamples(t)
+	mustRun(t, "import", revokeTranslate(t), "--db", station)
+	hb := filepath.Join(t.TempDir(), "hb.cbor")
+	mustRun(t, "heartbeat", "-o", hb, "--bundle-id", geoID, "--version", "9", "--key", sampleKey(t, "acme-publisher"), "--created", "2026-11-22T00:00:00Z")
+	mustRun(t, "import", hb, "--db", station)
+	holdStore(t, station, admin.SocketPath(station))
+	url := startMirrorCLI(t, station)
+
+	db := storeWithSamples(t)
+	mustRun(t, "trust", "freshness", "--max-versions", "1", "--db", db)
+	s := holdStore(t, db, admin.SocketPath(db))
+	code, rep := syncJSON(t, url, db)
+	if code != 10 || len(rep.Statements) != 1 || rep.Statements[0].Outcome != mirror.OutcomeImported ||
+		len(rep.Heartbeats) != 1 || rep.Heartbeats[0].Outcome != mirror.OutcomeImported || rep.Heartbeats[0].Stale == "" {
+		t.Fatalf("sync between running agents: exit %d, statements %+v, heartbeats %+v", code, rep.Statements, rep.Heartbeats)
+	}
+	bs, err := s.Bundles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		switch b.BundleID {
+		case translateID:
+			if b.Revoked == "" {
+				t.Error("the revocation did not reach the host agent's store")
+			}
+		case geoID:
+			if b.Stale == "" {
+				t.Error("the heartbeat did not make the frozen bundle stale in the host agent's store")
+			}
+		}
+	}
+	if code, rep := syncJSON(t, url, db); code != 0 || rep.Heartbeats[0].Outcome != mirror.OutcomeCurrent {
+		t.Fatalf("second sync: exit %d, heartbeats %+v", code, rep.Heartbeats)
+	}
+}

@@ -36,13 +36,17 @@ nothing. Only URL is dialled: no proxy, no redirect is followed.
 Signed trust and revocation statements the mirror lists are applied first,
 in order, exactly as 'ampbundle import FILE' applies one (verified against
 the store's own trust), so a revocation reaches the bundles of the same run.
+The heartbeat the mirror keeps for each bundle line is applied after the
+bundles, the same way, unless the store keeps that one or a newer one that
+still counts: a freshness policy (trust freshness) then judges the installed
+bundles against it.
 
 Interrupted downloads resume: partial files stay in DB.sync/ (one per bundle
 file the mirror offers, each at most the bundle size limit; files the mirror
 no longer offers are removed). --dry-run only says what would be imported.
 
 Exit codes, for timers: 0 nothing new; 10 imported or applied (with
---dry-run: would import); 11 at least one bundle or statement refused (the others may have been
+--dry-run: would import); 11 at least one bundle, statement or heartbeat refused (the others may have been
 imported);
 1 the sync could not run (mirror unreachable or malformed, store error);
 2 usage.`,
@@ -141,6 +145,19 @@ func printSync(env *cliutil.Env, rep *mirror.SyncReport) {
 			fmt.Fprintf(w, "up to date %s version %d\n", S(it.BundleID), it.Version)
 		case mirror.OutcomeRefused:
 			fmt.Fprintf(w, "REFUSED %s version %d: %s (%s); the store is unchanged by it\n", S(it.BundleID), it.Version, S(it.Message), S(it.Error))
+		}
+	}
+	for _, hb := range rep.Heartbeats {
+		switch hb.Outcome {
+		case mirror.OutcomeImported:
+			fmt.Fprintf(w, "applied heartbeat: %s is at version >= %d\n", S(hb.BundleID), hb.Version)
+			if hb.Stale != "" {
+				fmt.Fprintf(w, "  STALE      %s fails closed (5002 bundle_stale): %s\n", S(hb.BundleID), S(hb.Stale))
+			}
+		case mirror.OutcomePlanned:
+			fmt.Fprintf(w, "would apply heartbeat: %s is at version >= %d\n", S(hb.BundleID), hb.Version)
+		case mirror.OutcomeRefused:
+			fmt.Fprintf(w, "REFUSED heartbeat of %s version %d: %s (%s); the store is unchanged by it\n", S(hb.BundleID), hb.Version, S(hb.Message), S(hb.Error))
 		}
 	}
 	fmt.Fprintf(w, "%d imported, %d up to date, %d refused (mirror generation %d)\n",

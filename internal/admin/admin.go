@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -430,6 +431,12 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 			return res, nil
 		})
 	}
+	get("/v1/statements", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		return s.Statements()
+	})
+	get("/v1/heartbeats", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		return s.Heartbeats()
+	})
 	get("/v1/statements/has", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		sum, err := hex.DecodeString(r.URL.Query().Get("sha256"))
 		if err != nil || len(sum) != 32 {
@@ -863,6 +870,38 @@ func (c *Client) ResetHeartbeat(bundleID string) (uint64, error) {
 	}
 	err := c.do(context.Background(), http.MethodPost, "/v1/freshness/reset", body, ct, &res)
 	return res.Version, err
+}
+
+// Statements lists the signed trust and revocation statements the agent's
+// store applied, in order (resolver.Store.Statements). Bytes that do not
+// hash to the statement's SHA-256 are refused.
+func (c *Client) Statements() ([]resolver.Statement, error) {
+	var out []resolver.Statement
+	if err := c.do(context.Background(), http.MethodGet, "/v1/statements", nil, "", &out); err != nil {
+		return nil, err
+	}
+	for _, st := range out {
+		if sum := sha256.Sum256(st.Data); !bytes.Equal(sum[:], st.SHA256) {
+			return nil, amp.Named(0, "admin_socket", "the agent's answer lists a statement whose bytes are not its own")
+		}
+	}
+	return out, nil
+}
+
+// Heartbeats lists the heartbeats the agent's store keeps
+// (resolver.Store.Heartbeats). Bytes that do not hash to the heartbeat's
+// SHA-256 are refused.
+func (c *Client) Heartbeats() ([]resolver.KeptHeartbeat, error) {
+	var out []resolver.KeptHeartbeat
+	if err := c.do(context.Background(), http.MethodGet, "/v1/heartbeats", nil, "", &out); err != nil {
+		return nil, err
+	}
+	for _, h := range out {
+		if sum := sha256.Sum256(h.Data); h.Data != nil && !bytes.Equal(sum[:], h.SHA256) {
+			return nil, amp.Named(0, "admin_socket", "the agent's answer lists a heartbeat whose bytes are not its own")
+		}
+	}
+	return out, nil
 }
 
 // HasStatement reports whether the agent's store applied the statement

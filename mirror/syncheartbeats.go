@@ -1,0 +1,117 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// HeartbeatTarget is a Target that can also apply heartbeat statements
+// and list those it keeps (a *resolver.Store). Sync applies the
+// heartbeats a mirror lists only to such a target; to another it reports
+// none.
+type HeartbeatTarget interface {
+	Heartbeats() ([]resolver.KeptHeartbeat, error)
+	ApplyHeartbeat(data []byte) (*resolver.HeartbeatResult, error)
+}
+
+// HeartbeatItem is what happened to one heartbeat the mirror lists.
+type HeartbeatItem struct {
+	BundleID string  `json:"bundle_id"`
+	Version  uint64  `json:"version"`
+	SHA256   string  `json:"sha256"`
+	Outcome  Outcome `json:"outcome"` // imported = applied; current = the store keeps it, or one it does not move back from
+	Stale    string  `json:"stale,omitempty"`
+	Error    string  `json:"error,omitempty"`
+	Message  string  `json:"message,omitempty"`
+}
+
+// syncHeartbeats applies, after the bundles, each heartbeat of ix that
+// t's store would take: one it does not keep, and that is not older than
+// the one it keeps while that one still counts (resolver.KeptHeartbeat
+// HoldsBack: the index's bundle_id, version and created_at only decide
+// what to skip; what is applied is checked against them). Each is applied
+// exactly as 'ampbundle import FILE' applies it: downloaded (bounded by
+// the heartbeat size limit), checked against the index's size and
+// SHA-256 and its statement against the index's line, version and time,
+// then verified by the store against its own trust. A refused heartbeat
+// changes nothing and is reported.
+func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dryRun bool) ([]HeartbeatItem, error) {
+	out := []HeartbeatItem{}
+	ht, ok := t.(HeartbeatTarget)
+	if !ok || len(ix.Heartbeats) == 0 {
+		return out, nil
+	}
+	kept, err := ht.Heartbeats()
+	if amp.NameOf(err) == resolver.ErrUnsupported {
+		c.log.Warn("heartbeats not synced: the store's agent does not list them through its admin socket", "err", err)
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	have := map[string]*resolver.KeptHeartbeat{}
+	for i := range kept {
+		have[kept[i].BundleID] = &kept[i]
+	}
+	for _, e := range ix.Heartbeats {
+		it := HeartbeatItem{BundleID: e.BundleID, Version: e.Version, SHA256: e.SHA256}
+		sum, _ := hex.DecodeString(e.SHA256) // checked by DecodeIndex
+		k := have[e.BundleID]
+		switch {
+		case k != nil && (bytes.Equal(k.SHA256, sum) || k.HoldsBack(e.Version, e.CreatedAt)):
+			it.Outcome = OutcomeCurrent
+		case dryRun:
+			it.Outcome = OutcomePlanned
+		default:
+			c.fetchAndApplyHeartbeat(ctx, ht, e, sum, &it)
+		}
+		out = append(out, it)
+		if err := interrupted(ctx); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTarget, e IndexHeartbeat, sum []byte, it *HeartbeatItem) {
+	refused := func(err error) { it.Outcome, it.Error, it.Message = refusal(err) }
+	data, err := c.getSmall(ctx, e.Href, min(e.Size, bundle.MaxHeartbeatSize))
+	if err != nil {
+		refused(err)
+		return
+	}
+	got := sha256.Sum256(data)
+	if int64(len(data)) != e.Size || !bytes.Equal(got[:], sum) {
+		refused(amp.Named(0, ErrIndexMismatch, "the heartbeat served is not the one the index lists (size or SHA-256 differ): ignored"))
+		return
+	}
+	// What the index said of it decided that it is worth applying: the
+	// statement must say the same (its signatures are the store's to
+	// check).
+	hb, _, err := bundle.ParseHeartbeat(data)
+	if err != nil {
+		refused(err)
+		return
+	}
+	if hb.BundleID != e.BundleID || hb.Version != e.Version || hb.CreatedAt != e.CreatedAt {
+		refused(amp.Named(0, ErrIndexMismatch, "the heartbeat served says another line, version or time than the index lists: ignored"))
+		return
+	}
+	res, err := ht.ApplyHeartbeat(data)
+	if err != nil {
+		refused(err)
+		return
+	}
+	it.Outcome = OutcomeImported
+	if res.Unchanged {
+		it.Outcome = OutcomeCurrent
+	}
+	it.Stale = res.Stale
+	c.log.Info("heartbeat applied", "bundle_id", e.BundleID, "version", e.Version, "unchanged", res.Unchanged)
+}
