@@ -84,6 +84,7 @@ func FuzzDecodeIndex(f *testing.F) {
 	f.Add([]byte(`{"format":"ampbundle-mirror-index/1","generation":1,"bundles":[],"capabilities":[]}`))
 	h := strings.Repeat("0f", 32)
 	f.Add([]byte(`{"format":"ampbundle-mirror-index/1","generation":1,"bundles":[],"capabilities":[],"statements":[{"content_type":"application/ampbundle-trust+cbor","size":9,"sha256":"` + h + `","href":"/statements/` + h + `"}]}`))
+	f.Add([]byte(`{"format":"ampbundle-mirror-index/1","generation":1,"bundles":[],"capabilities":[],"heartbeats":[{"bundle_id":"org.example.echo","version":4,"created_at":"2026-11-20T11:00:00Z","size":9,"sha256":"` + h + `","href":"/statements/` + h + `"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ix, err := DecodeIndex(data)
 		if err != nil {
@@ -97,6 +98,11 @@ func FuzzDecodeIndex(f *testing.F) {
 		for _, e := range ix.Statements {
 			if r := ParseRoute(e.Href); r.Kind != RouteStatement || r.SHA256 != e.SHA256 {
 				t.Fatalf("statement href %q accepted", e.Href)
+			}
+		}
+		for _, e := range ix.Heartbeats {
+			if r := ParseRoute(e.Href); r.Kind != RouteStatement || r.SHA256 != e.SHA256 || e.Version == 0 || e.Size < 1 {
+				t.Fatalf("heartbeat entry %+v accepted", e)
 			}
 		}
 		checkSyncDecodeAgrees(t, data)
