@@ -58,7 +58,7 @@ CBOR tags are {"tag":N,"value":...} and maps with non-text keys are
 				return cliutil.PrintJSON(env.Stdout, in)
 			}
 			// The same JSON, for a terminal: the message is anyone's.
-			return cliutil.PrintHumanJSON(env.Stdout, in)
+			return cliutil.PrintJSON(env.Stdout, in)
 		},
 	}
 }

@@ -205,12 +205,21 @@ func MarshalJSON(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// PrintJSON writes v as one JSON document (indented) and a newline.
+// PrintJSON writes v as one JSON document (indented) and a newline,
+// through SanitizeJSON: the runes encoding/json leaves as they are but a
+// terminal may act on (DEL, C1 and bidi controls, which a peer's text may
+// carry) are \uHHHH escapes, which every JSON reader reads back as the
+// same string. --json output is often read on a terminal too.
 func PrintJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, SanitizeJSON(b.Bytes()))
+	return err
 }
 
 // Normalize reorders the arguments of the command being invoked so that its

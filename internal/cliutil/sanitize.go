@@ -1,9 +1,7 @@
 package cliutil
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -31,8 +29,8 @@ const MaxShown = 512
 // At most MaxShown bytes of the escaped text are kept, never splitting an
 // escape or a character, and a text cut short ends with "…". Backslashes
 // are kept as they are: the result is for people to read, not to parse back.
-// JSON output needs none of this: encoding/json escapes the C0 controls
-// itself.
+// JSON output gets SanitizeJSON instead (PrintJSON): encoding/json
+// escapes the C0 controls itself.
 func Sanitize(s string) string { return sanitize(s, MaxShown) }
 
 // SanitizeWhole is Sanitize without the length bound: for a value the
@@ -56,18 +54,6 @@ func SanitizeJoin(ss []string, sep string) string {
 // become \uHHHH escapes, which JSON reads back as the same string. Newlines
 // are kept and nothing is cut: the JSON stays valid and whole.
 func SanitizeJSON(j []byte) string { return escapeText(string(j), 0, true) }
-
-// PrintHumanJSON writes v as PrintJSON does, through SanitizeJSON: for JSON
-// shown to people, such as a provider's result without --json. --json
-// output itself stays PrintJSON's.
-func PrintHumanJSON(w io.Writer, v any) error {
-	var b bytes.Buffer
-	if err := PrintJSON(&b, v); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, SanitizeJSON(b.Bytes()))
-	return err
-}
 
 // sanitize is Sanitize with the bound max (0: none).
 func sanitize(s string, max int) string { return escapeText(s, max, false) }

@@ -106,35 +106,36 @@ func TestRemoteErrorCannotInjectTerminalSequences(t *testing.T) {
 	}
 }
 
-// TestHumanJSONCannotInjectTerminalSequences: JSON printed for people (a
-// provider's result) escapes what encoding/json passes through (C1 and
-// bidi controls) and still reads back as the same value; --json output
-// (PrintJSON) is unchanged.
-func TestHumanJSONCannotInjectTerminalSequences(t *testing.T) {
+// TestJSONOutputCannotInjectTerminalSequences: JSON output (PrintJSON:
+// --json, and a provider's result shown to people) escapes what
+// encoding/json passes through (C1 and bidi controls: threat, a peer's text
+// driving the terminal of whoever reads --json output) and still reads
+// back as the same value.
+func TestJSONOutputCannotInjectTerminalSequences(t *testing.T) {
 	for _, p := range termtest.Payloads {
 		if p.Name == "very long text" {
 			continue // a result is shown whole
 		}
 		v := map[string]any{"text": p.Text, "list": []string{p.Text}}
-		var human, plain bytes.Buffer
-		if err := PrintHumanJSON(&human, v); err != nil {
+		var out bytes.Buffer
+		if err := PrintJSON(&out, v); err != nil {
 			t.Fatal(err)
 		}
-		if err := PrintJSON(&plain, v); err != nil {
+		termtest.Check(t, p.Name, out.String(), 1<<20)
+		var back map[string]any
+		if err := json.Unmarshal(out.Bytes(), &back); err != nil {
+			t.Fatalf("%s: %v: %s", p.Name, err, out.String())
+		}
+		// What encoding/json itself reads back from v's plain encoding.
+		var plain map[string]any
+		raw, _ := json.Marshal(v)
+		if err := json.Unmarshal(raw, &plain); err != nil {
 			t.Fatal(err)
 		}
-		termtest.Check(t, p.Name, human.String(), 1<<20)
-		var a, b any
-		if err := json.Unmarshal(human.Bytes(), &a); err != nil {
-			t.Fatalf("%s: %v: %s", p.Name, err, human.String())
-		}
-		if err := json.Unmarshal(plain.Bytes(), &b); err != nil {
-			t.Fatal(err)
-		}
-		aj, _ := json.Marshal(a)
-		bj, _ := json.Marshal(b)
-		if !bytes.Equal(aj, bj) {
-			t.Errorf("%s: the human JSON reads back as %s, want %s", p.Name, aj, bj)
+		want, _ := json.Marshal(plain)
+		got, _ := json.Marshal(back)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: the JSON output reads back as %s, want %s", p.Name, got, want)
 		}
 	}
 }
