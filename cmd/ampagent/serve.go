@@ -62,6 +62,10 @@ type serveConfig struct {
 	// bytes in flight (default 4; 1 lifts the per-peer limits, for an
 	// agent behind a proxy through which every caller is one peer).
 	PeerShare int `json:"peer_share"`
+	// TCPMaxInFlight bounds the messages the --listen-tcp listener
+	// handles at once, all connections together (default 512; a peer
+	// holds 1/PeerShare of them).
+	TCPMaxInFlight int `json:"tcp_max_in_flight"`
 	// MaxParamItems bounds the items of an invocation's params once
 	// expanded (default 262,144).
 	MaxParamItems int `json:"max_param_items"`
@@ -264,6 +268,11 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 			return nil, cliutil.Usagef("--peer-share must be at least 1")
 		}
 	}
+	if c.IsSet("tcp-max-in-flight") {
+		if cfg.TCPMaxInFlight = c.Int("tcp-max-in-flight"); cfg.TCPMaxInFlight < 1 {
+			return nil, cliutil.Usagef("--tcp-max-in-flight must be at least 1")
+		}
+	}
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = defaultMaxConns
 	}
@@ -295,7 +304,7 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 		min  int64
 	}{{"ledger_budget_bytes", cfg.LedgerBudgetBytes, 1 << 20}, {"ledger_caller_bytes", cfg.LedgerCallerBytes, 64 << 10},
 		{"max_in_flight", int64(cfg.MaxInFlight), 1}, {"max_in_flight_bytes", cfg.MaxInFlightBytes, 1 << 20},
-		{"max_conns", int64(cfg.MaxConns), 1}, {"peer_share", int64(cfg.PeerShare), 1},
+		{"max_conns", int64(cfg.MaxConns), 1}, {"peer_share", int64(cfg.PeerShare), 1}, {"tcp_max_in_flight", int64(cfg.TCPMaxInFlight), 1},
 		{"max_param_items", int64(cfg.MaxParamItems), 1}, {"stream_max_bytes", cfg.StreamMaxBytes, 1 << 20},
 		{"stream_max_params_bytes", cfg.StreamMaxParamsBytes, 1 << 10}, {"stream_per_sender", int64(cfg.StreamPerSender), 1}} {
 		if f.v != 0 && f.v < f.min {
@@ -335,9 +344,17 @@ const defaultMaxConns = 1024
 // a quarter of each limit.
 const defaultPeerShare = 4
 
-// tcpMaxInFlightTotal is the TCP listener's server-wide message slots
-// (ampstcp's default).
-const tcpMaxInFlightTotal = 512
+// defaultTCPMaxInFlight is the default of --tcp-max-in-flight: the TCP
+// listener's server-wide message slots (ampstcp's default).
+const defaultTCPMaxInFlight = 512
+
+// tcpInFlight is the TCP listener's server-wide message slots.
+func tcpInFlight(cfg *serveConfig) int {
+	if cfg.TCPMaxInFlight > 0 {
+		return cfg.TCPMaxInFlight
+	}
+	return defaultTCPMaxInFlight
+}
 
 // inFlight is the HTTP requests processed at once.
 func inFlight(cfg *serveConfig) int {
@@ -594,7 +611,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if tcpLn != nil {
 		stopTCP = startTCP(tcpLn, a, ampstcp.ServerOptions{MaxMessageSize: int(cfg.MaxBodyBytes), MaxInFlightBytes: cfg.MaxInFlightBytes,
 			MaxConns: cfg.MaxConns, MaxPeerConns: cfg.MaxConns / cfg.PeerShare,
-			MaxPeerInFlight: tcpMaxInFlightTotal / cfg.PeerShare, MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare), Logger: log}, errs)
+			MaxInFlightTotal: tcpInFlight(cfg), MaxPeerInFlight: max(1, tcpInFlight(cfg)/cfg.PeerShare), MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare), Logger: log}, errs)
 	}
 	url := "http://" + ln.Addr().String()
 	startDoc := map[string]any{"listening": url, "did": id.DID, "admin_socket": sock}

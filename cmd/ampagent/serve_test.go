@@ -365,6 +365,7 @@ func TestServeRefusesToStart(t *testing.T) {
 	tinyBodyInConfig := writeConfig(t, map[string]any{"max_body_bytes": 10})
 	negativeTimeout := writeConfig(t, map[string]any{"max_timeout_ms": -1})
 	badLedgerStore := writeConfig(t, map[string]any{"ledger_store": "sqlite"})
+	noTCPSlots := writeConfig(t, map[string]any{"tcp_max_in_flight": -1})
 	corruptLedger, boltLedger := damagedLedger(t), filepath.Join(t.TempDir(), "old.ledger")
 	if b, err := ledger.OpenBolt(boltLedger, ledger.BoltOptions{Now: time.Now}); err != nil {
 		t.Fatal(err)
@@ -399,6 +400,8 @@ func TestServeRefusesToStart(t *testing.T) {
 		{"unknown ledger store", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger-store", "sqlite"}, "usage", 2},
 		{"peer share of 0", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--peer-share", "0"}, "usage", 2},
 		{"no connections", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--max-conns", "0"}, "usage", 2},
+		{"no tcp message slots", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--tcp-max-in-flight", "0"}, "usage", 2},
+		{"no tcp message slots in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", noTCPSlots}, "invalid_config", 1},
 		{"unknown ledger store in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", badLedgerStore}, "invalid_config", 1},
 		{"ledger damaged before intact records", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger", corruptLedger}, string(ledger.ErrLedgerCorrupt), 1},
 		{"bbolt ledger opened as a log", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger", boltLedger}, string(ledger.ErrLedgerIO), 1},

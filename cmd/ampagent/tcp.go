@@ -22,6 +22,7 @@ func tcpServeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "listen-tcp", Usage: "also serve the AMPS/TCP binding on `ADDR`, e.g. 127.0.0.1:7443"},
 		&cli.StringFlag{Name: "tls-cert", Usage: "TLS certificate chain `FILE` (PEM) for --listen-tcp (amps://)"},
 		&cli.StringFlag{Name: "tls-key", Usage: "TLS private key `FILE` (PEM) for --tls-cert"},
+		&cli.IntFlag{Name: "tcp-max-in-flight", Usage: "most messages the --listen-tcp listener handles at once, all connections together, `N` (default 512); beyond it connections are not read (back-pressure)"},
 	}
 }
 

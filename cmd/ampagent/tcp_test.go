@@ -1,9 +1,12 @@
+//go:build unix
+
 package main
 
 import (
 	"bytes"
 	"context"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
@@ -17,7 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/keyfile"
+	"github.com/ampbundle/ampbundle/transport/ampstcp"
 )
 
 // tlsFiles writes a self-signed certificate for 127.0.0.1 and its key.
@@ -125,6 +131,62 @@ func TestTCPRefusesUnsafeSetups(t *testing.T) {
 			code, _ := errorDoc(t, r)
 			if code != c.code || r.code != c.exit {
 				t.Fatalf("got %s exit %d, want %s exit %d\n%s", code, r.code, c.code, c.exit, r.stdout)
+			}
+		})
+	}
+}
+
+// TestTCPMaxInFlightBoundsConcurrentHandlers: --tcp-max-in-flight caps the
+// messages the TCP listener handles at once, all connections together:
+// with 1, four pipelined invocations never overlap in their handler; with
+// the default they do (so the check can see an overlap).
+func TestTCPMaxInFlightBoundsConcurrentHandlers(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		args    []string
+		overlap bool
+	}{
+		{"one slot", []string{"--tcp-max-in-flight", "1"}, false},
+		{"default", nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db, key := serveStore(t)
+			dir := t.TempDir()
+			// A handler that notes when another runs at the same time.
+			script := `if mkdir "$D/running" 2>/dev/null; then sleep 0.3; rmdir "$D/running"; else touch "$D/overlap"; sleep 0.3; fi; ` +
+				`printf '{"text":"x","detected_source":"en"}'`
+			cfg := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.translate.text:2.1.0": map[string]any{
+				"command": []string{"/bin/sh", "-c", script}, "env": map[string]string{"D": dir}}}})
+			r := startServe(t, append([]string{"--db", db, "--key", key, "--allow", "*=org.example.", "--config", cfg, "--listen-tcp", "127.0.0.1:0"}, c.args...)...)
+			tr, err := ampstcp.NewTransport(r.tcpURL, ampstcp.ClientOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			_, priv, _ := ed25519.GenerateKey(rand.Reader)
+			id, err := (&keyfile.Keys{Ed25519: priv}).Identity("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := client.New(client.Config{Identity: id, Peer: r.did, Transport: tr, Now: time.Now, Rand: rand.Reader, Retry: client.Retry{MaxAttempts: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := make(chan error, 4)
+			for range 4 {
+				go func() {
+					_, err := invokeID(t, cl, "org.example.translate.text:2.1.0", map[string]any{"text": "hello", "target": "fr"}, 10000)
+					errs <- err
+				}()
+			}
+			for range 4 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, statErr := os.Stat(filepath.Join(dir, "overlap"))
+			if overlapped := statErr == nil; overlapped != c.overlap {
+				t.Fatalf("handlers overlapped: %v, want %v", overlapped, c.overlap)
 			}
 		})
 	}
