@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/resolver"
 )
@@ -223,5 +224,122 @@ func TestHostileIndexHeartbeatsRefused(t *testing.T) {
 	ix, err := DecodeIndex([]byte(`{"format":"ampbundle-mirror-index/1","generation":1,"bundles":[],"capabilities":[],"heartbeats":[` + ok + `]}`))
 	if err != nil || len(ix.Heartbeats) != 1 {
 		t.Fatalf("a valid heartbeat entry: %v", err)
+	}
+}
+
+// TestHeartbeatThatStoppedCountingIsAppliedAgain: a host keeping the same
+// heartbeat bytes as the mirror, but no longer counting them (one signer
+// it trusted is gone; another it trusts now also signed), is offered them
+// again and judges them against its trust of now (threat: a frozen line
+// left unflagged on every host because the bytes matched).
+func TestHeartbeatThatStoppedCountingIsAppliedAgain(t *testing.T) {
+	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+	hb := signedHeartbeat(t, 4, "2026-11-20T11:00:00Z", testKey, other)
+	p := newStore(t, testBundle(t, 1))
+	applyHeartbeats(t, p, hb)
+	_, ts := startMirror(t, p, nil)
+	s := agentStore(t, testBundle(t, 1))
+	if _, err := s.ApplyHeartbeat(hb); err != nil { // counted for testKey alone
+		t.Fatal(err)
+	}
+	if err := s.TrustRemove("example"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TrustAdd("other", other.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetFreshness("*", 1); err != nil {
+		t.Fatal(err)
+	}
+	if echoStale(t, s) {
+		t.Fatal("stale before the sync: the kept heartbeat should not count")
+	}
+	rep, err := syncOnce(t, s, ts.URL, nil)
+	if err != nil || len(rep.Heartbeats) != 1 || rep.Heartbeats[0].Outcome != OutcomeImported || !echoStale(t, s) {
+		t.Fatalf("the same bytes, no longer counting: %+v %v", rep, err)
+	}
+}
+
+// TestMirrorServesOnlyHeartbeatsThatCountServedLinesFirst: a mirror lists
+// only the heartbeats that count in its store (threat: every host
+// refusing, and auditing, a heartbeat its station no longer trusts on
+// every sync), those of the lines it serves first; a host applies only
+// heartbeats of lines it has installed (threat: a mirror listing
+// heartbeats of made-up lines for a host to download and audit).
+func TestMirrorServesOnlyHeartbeatsThatCountServedLinesFirst(t *testing.T) {
+	p := newStore(t, testBundle(t, 1))
+	aaa, err := bundle.SignHeartbeat(&bundle.Heartbeat{Format: bundle.HeartbeatFormat, BundleID: "org.example.aaa", Version: 2, CreatedAt: "2026-11-20T11:00:00Z"}, []ed25519.PrivateKey{testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyHeartbeats(t, p, aaa, signedHeartbeat(t, 4, "2026-11-20T11:00:00Z", testKey))
+	_, ts := startMirror(t, p, nil)
+	_, raw := get(t, http.MethodGet, ts.URL+IndexPath, nil)
+	ix, err := DecodeIndex(raw)
+	if err != nil || len(ix.Heartbeats) != 2 || ix.Heartbeats[0].BundleID != "org.example.echo" || ix.Heartbeats[1].BundleID != "org.example.aaa" {
+		t.Fatalf("index heartbeats, served line first: %+v %v", ix.Heartbeats, err)
+	}
+	s := agentStore(t, testBundle(t, 1))
+	rep, err := syncOnce(t, s, ts.URL, nil)
+	if err != nil || len(rep.Heartbeats) != 1 || rep.Heartbeats[0].BundleID != "org.example.echo" {
+		t.Fatalf("a host applies the heartbeats of its installed lines only: %+v %v", rep.Heartbeats, err)
+	}
+	if kept, _ := s.Heartbeats(); len(kept) != 1 {
+		t.Fatalf("kept %+v", kept)
+	}
+
+	// The station stops trusting the signer: its heartbeats count no more
+	// and are not served.
+	st, err := resolver.Open(p, resolver.Options{Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.TrustRemove("example"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	_, ts2 := startMirror(t, p, nil)
+	_, raw = get(t, http.MethodGet, ts2.URL+IndexPath, nil)
+	if ix, err := DecodeIndex(raw); err != nil || len(ix.Heartbeats) != 0 {
+		t.Fatalf("heartbeats that no longer count at the station are served: %+v %v", ix, err)
+	}
+}
+
+// cutStatements closes the connection of every request for a statement
+// file, counting them (a mirror that stalls or drops each download).
+type cutStatements struct {
+	h    http.Handler
+	hits *int
+}
+
+func (c cutStatements) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if len(r.URL.Path) > len(StatementsPrefix) && r.URL.Path[:len(StatementsPrefix)] == StatementsPrefix {
+		*c.hits++
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+		return
+	}
+	c.h.ServeHTTP(w, r)
+}
+
+// TestUnreachableMirrorEndsTheSyncAtTheFirstStatement: a mirror that
+// cannot be reached for a statement ends the sync there (exit 1,
+// mirror_unreachable) instead of the sync trying each of up to 10,000
+// statements, each allowed a minute (threat: a mirror holding a sync for
+// days).
+func TestUnreachableMirrorEndsTheSyncAtTheFirstStatement(t *testing.T) {
+	p := newStore(t, testBundle(t, 1))
+	applyStatements(t, p, strangerRevocation(t, 1), strangerRevocation(t, 2), strangerRevocation(t, 3))
+	m, _ := startMirror(t, p, nil)
+	hits := 0
+	ts := httptest.NewServer(cutStatements{m, &hits})
+	defer ts.Close()
+	s := agentStore(t, testBundle(t, 1))
+	rep, err := syncOnce(t, s, ts.URL, nil)
+	// One statement tried: net/http itself retries a GET once when a
+	// reused connection is dropped before any answer.
+	if amp.NameOf(err) != ErrMirrorUnreachable || hits > 2 || rep == nil || len(rep.Statements) != 1 {
+		t.Fatalf("sync: %v, %d statement downloads tried, report %+v", err, hits, rep)
 	}
 }

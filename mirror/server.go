@@ -301,8 +301,12 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 	if ix.Statements, err = addStatements(src, snap); err != nil {
 		return nil, err
 	}
-	if ix.Heartbeats, err = addHeartbeats(src, snap); err != nil {
+	var dropped int
+	if ix.Heartbeats, dropped, err = addHeartbeats(src, snap); err != nil {
 		return nil, err
+	}
+	if dropped > 0 {
+		s.log.Warn("heartbeats left out of the mirror index: more than the index may list", "dropped", dropped, "listed", len(ix.Heartbeats))
 	}
 	if len(ix.Capabilities) > MaxIndexCapabilities {
 		return nil, overCap(MaxIndexCapabilities, "capability versions")
@@ -389,38 +393,49 @@ type HeartbeatSource interface {
 	Heartbeats() ([]resolver.KeptHeartbeat, error)
 }
 
-// addHeartbeats serves the heartbeat the store keeps for each line whose
-// bytes it has, by bundle_id, each at its hash (at most
-// MaxIndexHeartbeats, the last lines dropped beyond: a syncing store
-// refuses a longer index). A Source without a Heartbeats method (a
-// HeartbeatSource) serves none; an agent too old to list them through its
-// admin socket (unsupported) too.
-func addHeartbeats(src Source, snap *snapshot) ([]IndexHeartbeat, error) {
+// addHeartbeats serves the heartbeats the store keeps that still count
+// there (FORMAT.md §23: a heartbeat whose signers the store no longer
+// trusts would be refused by every host that trusts as it does) and whose
+// bytes it has, each at its hash: first those of the lines whose bundle
+// this snapshot serves, then the others, each group by bundle_id, at most
+// MaxIndexHeartbeats in all (a syncing store refuses a longer index). It
+// returns how many it left out for the cap: a key trusted for a narrow
+// scope, signing heartbeats of made-up lines, could otherwise push the
+// served lines' heartbeats out of the index. A Source without a
+// Heartbeats method (a HeartbeatSource) serves none; an agent too old to
+// list them through its admin socket (unsupported) too.
+func addHeartbeats(src Source, snap *snapshot) ([]IndexHeartbeat, int, error) {
 	out := []IndexHeartbeat{}
 	hs, ok := src.(HeartbeatSource)
 	if !ok {
-		return out, nil
+		return out, 0, nil
 	}
 	kept, err := hs.Heartbeats()
 	if amp.NameOf(err) == resolver.ErrUnsupported {
-		return out, nil
+		return out, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	var served, others []resolver.KeptHeartbeat
 	for _, h := range kept {
-		if len(out) == MaxIndexHeartbeats {
-			break
+		switch {
+		case !h.Counts || h.Data == nil || len(h.Data) > bundle.MaxHeartbeatSize:
+		case snap.bundles[h.BundleID] != nil:
+			served = append(served, h)
+		default:
+			others = append(others, h)
 		}
-		if h.Data == nil || len(h.Data) > bundle.MaxHeartbeatSize {
-			continue
-		}
+	}
+	all := append(served, others...)
+	dropped := max(0, len(all)-MaxIndexHeartbeats)
+	for _, h := range all[:len(all)-dropped] {
 		sum := hex.EncodeToString(h.SHA256)
 		snap.files[StatementsPrefix+sum] = &memFile{body: h.Data, ctype: bundle.MediaTypeHeartbeat, etag: etagOf(capability.HashSHA256, h.SHA256)}
 		out = append(out, IndexHeartbeat{BundleID: h.BundleID, Version: h.Version, CreatedAt: h.CreatedAt,
 			Size: int64(len(h.Data)), SHA256: sum, Href: StatementsPrefix + sum})
 	}
-	return out, nil
+	return out, dropped, nil
 }
 
 // addCapability adds the four files of one capability version.

@@ -31,16 +31,19 @@ type HeartbeatItem struct {
 	Message  string  `json:"message,omitempty"`
 }
 
-// syncHeartbeats applies, after the bundles, each heartbeat of ix that
-// t's store would take: one it does not keep, and that is not older than
-// the one it keeps while that one still counts (resolver.KeptHeartbeat
-// HoldsBack: the index's bundle_id, version and created_at only decide
-// what to skip; what is applied is checked against them). Each is applied
-// exactly as 'ampbundle import FILE' applies it: downloaded (bounded by
-// the heartbeat size limit), checked against the index's size and
-// SHA-256 and its statement against the index's line, version and time,
-// then verified by the store against its own trust. A refused heartbeat
-// changes nothing and is reported.
+// syncHeartbeats applies, after the bundles, the heartbeats of ix for the
+// lines t has installed by then (a heartbeat judges an installed bundle;
+// so a mirror listing heartbeats of made-up lines costs a host nothing)
+// that t's store would take: not held back by the one it keeps while that
+// one counts (resolver.KeptHeartbeat HoldsBack: the index's bundle_id,
+// version and created_at only decide what to skip; what is applied is
+// checked against them). Each is applied exactly as 'ampbundle import
+// FILE' applies it: downloaded (bounded by the heartbeat size limit),
+// checked against the index's size and SHA-256 and its statement against
+// the index's line, version and time, then verified by the store against
+// its own trust. A refused heartbeat changes nothing and is reported; a
+// mirror that cannot be reached for one ends the sync (mirror_unreachable),
+// so that a mirror stalling each download cannot hold a sync for hours.
 func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dryRun bool) ([]HeartbeatItem, error) {
 	out := []HeartbeatItem{}
 	ht, ok := t.(HeartbeatTarget)
@@ -59,12 +62,25 @@ func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dr
 	for i := range kept {
 		have[kept[i].BundleID] = &kept[i]
 	}
+	bs, err := t.Bundles()
+	if err != nil {
+		return out, err
+	}
+	installed := map[string]bool{}
+	for _, b := range bs {
+		installed[b.BundleID] = true
+	}
 	for _, e := range ix.Heartbeats {
+		if !installed[e.BundleID] {
+			continue
+		}
 		it := HeartbeatItem{BundleID: e.BundleID, Version: e.Version, SHA256: e.SHA256}
 		sum, _ := hex.DecodeString(e.SHA256) // checked by DecodeIndex
-		k := have[e.BundleID]
-		switch {
-		case k != nil && (bytes.Equal(k.SHA256, sum) || k.HoldsBack(e.Version, e.CreatedAt)):
+		// The same bytes kept are skipped only while they count: applied
+		// again, a heartbeat that stopped counting is judged against the
+		// trust of now, and may count again.
+		switch k := have[e.BundleID]; {
+		case k != nil && k.HoldsBack(e.Version, e.CreatedAt):
 			it.Outcome = OutcomeCurrent
 		case dryRun:
 			it.Outcome = OutcomePlanned
@@ -72,6 +88,9 @@ func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dr
 			c.fetchAndApplyHeartbeat(ctx, ht, e, sum, &it)
 		}
 		out = append(out, it)
+		if it.Error == string(ErrMirrorUnreachable) {
+			return out, amp.Named(0, ErrMirrorUnreachable, "the mirror could not be reached for the heartbeat of %s: sync stopped", e.BundleID)
+		}
 		if err := interrupted(ctx); err != nil {
 			return out, err
 		}

@@ -35,7 +35,8 @@ type StatementItem struct {
 // index's size, type and SHA-256, then verified by the store against its
 // own trust. A refused statement changes nothing and is reported; the
 // following ones are still tried (a gap in a trust chain refuses them as
-// the store would).
+// the store would), unless the mirror could not be reached for it: that
+// ends the sync (mirror_unreachable).
 func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dryRun bool) ([]StatementItem, error) {
 	out := []StatementItem{}
 	st, ok := t.(StatementTarget)
@@ -65,6 +66,11 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 			c.fetchAndApply(ctx, st, e, sum, &it)
 		}
 		out = append(out, it)
+		if it.Error == string(ErrMirrorUnreachable) {
+			// A mirror that stalls each download would otherwise hold the
+			// sync for as many stalls as it lists statements.
+			return out, amp.Named(0, ErrMirrorUnreachable, "the mirror could not be reached for statement %s: sync stopped", e.SHA256)
+		}
 		if err := interrupted(ctx); err != nil {
 			return out, err
 		}

@@ -140,6 +140,16 @@ func (s *Store) ApplyHeartbeat(data []byte) (_ *HeartbeatResult, err error) {
 			return err
 		}
 		if res.Unchanged {
+			// The same heartbeat again: keep its bytes if a build that
+			// did not keep them applied it first, so that a mirror serves
+			// it (a new generation: what a mirror serves changed).
+			if sb := bucket(tx, bStatements); sb.Get(heartbeatDataKey(hb.BundleID)) == nil {
+				if err := sb.Put(heartbeatDataKey(hb.BundleID), bytes.Clone(data)); err != nil {
+					return err
+				}
+				gen, err = bumpGeneration(tx)
+				return err
+			}
 			return nil
 		}
 		if err := hbk.Put([]byte(hb.BundleID), encode(heartbeatRecord{Version: hb.Version, CreatedAt: hb.CreatedAt, StatementSHA256: fileSum,

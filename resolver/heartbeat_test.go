@@ -413,3 +413,33 @@ func TestKeptHeartbeatHoldsBackOnlyWhileItCounts(t *testing.T) {
 		t.Fatalf("a heartbeat whose signer is no longer trusted still holds back: %+v", hs)
 	}
 }
+
+// TestHeartbeatAppliedAgainKeepsBytesAnOlderBuildDidNot: a heartbeat
+// applied by a build that kept no bytes is served once it is applied
+// again (unchanged), without waiting for a newer one; the generation
+// changes, so that a mirror takes a new snapshot.
+func TestHeartbeatAppliedAgainKeepsBytesAnOlderBuildDidNot(t *testing.T) {
+	s := newStore(t)
+	k := sampleKey(t, "example-publisher")
+	mustImport(t, s, variant(t, 1, nil))
+	hb := heartbeat(t, "org.example.translate", 2, testNow, k)
+	if _, err := s.ApplyHeartbeat(hb); err != nil {
+		t.Fatal(err)
+	}
+	// As an older build leaves it: the record, no bytes.
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		return bucket(tx, bStatements).Delete(heartbeatDataKey("org.example.translate"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if hs, _ := s.Heartbeats(); len(hs) != 1 || hs[0].Data != nil {
+		t.Fatalf("without its bytes: %+v", hs)
+	}
+	gen := s.Generation()
+	if res, err := s.ApplyHeartbeat(hb); err != nil || !res.Unchanged {
+		t.Fatalf("applied again: %+v %v", res, err)
+	}
+	if hs, _ := s.Heartbeats(); len(hs) != 1 || string(hs[0].Data) != string(hb) || s.Generation() == gen {
+		t.Fatalf("applied again: %+v, generation %d -> %d", hs, gen, s.Generation())
+	}
+}

@@ -55,7 +55,7 @@ func (h *KeptHeartbeat) HoldsBack(version uint64, createdAt string) bool {
 }
 
 // Heartbeats returns the heartbeat kept for each bundle line, by
-// bundle_id.
+// bundle_id (a record that does not decode is left out).
 func (s *Store) Heartbeats() ([]KeptHeartbeat, error) {
 	out := []KeptHeartbeat{}
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -65,16 +65,17 @@ func (s *Store) Heartbeats() ([]KeptHeartbeat, error) {
 			return err
 		}
 		return bucket(tx, bHeartbeat).ForEach(func(k, v []byte) error {
+			// A record that does not decode is left out (its line's
+			// bundle fails closed as stale: ls and check show it), and one
+			// whose line's manifest does not decode counts for nothing;
+			// the others are still listed.
 			var r heartbeatRecord
-			if err := decode(v, &r); err != nil {
-				return err
+			if decode(v, &r) != nil {
+				return nil
 			}
 			line, err := lineOf(tx, string(k))
-			if err != nil {
-				return err
-			}
 			h := KeptHeartbeat{BundleID: string(k), Version: r.Version, CreatedAt: r.CreatedAt, SHA256: bytes.Clone(r.StatementSHA256),
-				Counts: heartbeatVouches(p, &r, line)}
+				Counts: err == nil && heartbeatVouches(p, &r, line)}
 			if d := data.Get(heartbeatDataKey(h.BundleID)); d != nil && bytes.Equal(sha256sum(d), r.StatementSHA256) {
 				h.Data = bytes.Clone(d)
 			}
