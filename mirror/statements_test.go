@@ -352,3 +352,58 @@ func TestOutOfOrderTrustStatementsFromMirrorRefused(t *testing.T) {
 		t.Fatalf("chain after the honest sync: %v", chains)
 	}
 }
+
+// TestMirrorCannotFloodTheAuditWithRefusedStatements: a mirror listing
+// many statements the host's store refuses (signed by a key only the
+// station trusts) gets at most MaxStoreRefusals of them offered to the
+// store in one sync, each an audit entry; the rest are refused without
+// reaching it (too_many_refusals), and the bundles are still synced
+// (threat: 10,000 audit entries a run, every run).
+func TestMirrorCannotFloodTheAuditWithRefusedStatements(t *testing.T) {
+	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+	p := newStore(t, testBundle(t, 1), testBundle(t, 2))
+	st, err := resolver.Open(p, resolver.Options{Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.TrustAdd("other", other.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	var sts [][]byte
+	for n := range MaxStoreRefusals + 6 {
+		stranger := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{byte(100 + n)}, ed25519.SeedSize))
+		sts = append(sts, signedRevocation(t, []string{amp.DIDKey(stranger.Public().(ed25519.PublicKey))}, nil, other))
+	}
+	applyStatements(t, p, sts...)
+	_, ts := startMirror(t, p, nil)
+	s := agentStore(t, testBundle(t, 1))
+	audit := func() int {
+		a, err := s.Audit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(a)
+	}
+	before := audit()
+	rep, err := syncOnce(t, s, ts.URL, nil)
+	if err != nil || len(rep.Statements) != MaxStoreRefusals+6 {
+		t.Fatalf("sync: %v, %d statements", err, len(rep.Statements))
+	}
+	capped := 0
+	for _, it := range rep.Statements {
+		if it.Outcome != OutcomeRefused {
+			t.Fatalf("statement %+v", it)
+		}
+		if it.Error == string(ErrTooManyRefusals) {
+			capped++
+		}
+	}
+	// One audit entry per refusal offered, and one for the bundle.
+	if capped != 6 || audit()-before != MaxStoreRefusals+1 {
+		t.Fatalf("%d not offered (want 6); audit grew by %d (want %d)", capped, audit()-before, MaxStoreRefusals+1)
+	}
+	if len(rep.Items) != 1 || rep.Items[0].Outcome != OutcomeImported {
+		t.Fatalf("the bundle was not synced: %+v", rep.Items)
+	}
+}

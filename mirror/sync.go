@@ -42,7 +42,17 @@ const (
 	ErrIndexMismatch     amp.ErrName = "index_mismatch"     // the file is not what the index says (id, version, size, hash)
 	ErrIncomplete        amp.ErrName = "download_incomplete"
 	ErrTooLarge          amp.ErrName = "limit_exceeded"
+	// ErrTooManyRefusals: the store refused MaxStoreRefusals statements
+	// and heartbeats of this sync already; the rest are not offered to it.
+	ErrTooManyRefusals amp.ErrName = "too_many_refusals"
 )
+
+// MaxStoreRefusals bounds the statements and heartbeats one sync offers to
+// the store that it refuses: each refusal is an audit entry, and a mirror
+// could list 10,000 statements signed by keys the store does not trust,
+// on every run. Past it, the rest of them are refused without being
+// offered (too_many_refusals, no audit entry); bundles are still synced.
+const MaxStoreRefusals = 64
 
 // SyncOptions configures Sync.
 type SyncOptions struct {
@@ -270,6 +280,26 @@ type syncClient struct {
 	base *url.URL
 	http *http.Client
 	log  *slog.Logger
+	// storeRefusals counts the statements and heartbeats the store
+	// refused in this sync (MaxStoreRefusals).
+	storeRefusals int
+}
+
+// offerToStore reports whether one more statement or heartbeat may be
+// offered to the store; when not, it is the refusal to report.
+func (c *syncClient) offerToStore() error {
+	if c.storeRefusals >= MaxStoreRefusals {
+		return amp.Named(0, ErrTooManyRefusals, "the store refused %d statements and heartbeats of this sync already: not offered to it (each refusal is audited)", MaxStoreRefusals)
+	}
+	return nil
+}
+
+// applied counts err, the store's answer to a statement or heartbeat.
+func (c *syncClient) applied(err error) error {
+	if err != nil {
+		c.storeRefusals++
+	}
+	return err
 }
 
 var errRedirect = errors.New("redirect refused")

@@ -122,8 +122,12 @@ func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTar
 		refused(amp.Named(0, ErrIndexMismatch, "the heartbeat served says another line, version or time than the index lists: ignored"))
 		return
 	}
+	if err := c.offerToStore(); err != nil {
+		refused(err)
+		return
+	}
 	res, err := ht.ApplyHeartbeat(data)
-	if err != nil {
+	if c.applied(err) != nil {
 		refused(err)
 		return
 	}

@@ -89,17 +89,21 @@ func (c *syncClient) fetchAndApply(ctx context.Context, st StatementTarget, e In
 		refuseStatement(it, amp.Named(0, ErrIndexMismatch, "the statement served is not the one the index lists (size, type or SHA-256 differ): ignored"))
 		return
 	}
+	if err := c.offerToStore(); err != nil {
+		refuseStatement(it, err)
+		return
+	}
 	var unchanged bool
 	if e.ContentType == bundle.MediaTypeRotation {
 		res, err := st.ApplyRotation(data)
-		if err != nil {
+		if c.applied(err) != nil {
 			refuseStatement(it, err)
 			return
 		}
 		unchanged = res.Unchanged
 	} else {
 		res, err := st.ApplyRevocation(data)
-		if err != nil {
+		if c.applied(err) != nil {
 			refuseStatement(it, err)
 			return
 		}
