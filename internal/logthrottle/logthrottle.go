@@ -43,9 +43,9 @@ type Options struct {
 	// MaxKinds bounds the kinds counted apart (default DefaultMaxKinds);
 	// lines of further kinds share one allowance.
 	MaxKinds int
-	// KeyAttrs names attributes of a line whose values (cut like the
-	// message) are part of its kind, so that, for example, refusals of
-	// different codes are counted apart.
+	// KeyAttrs names attributes of a line whose string values (cut like
+	// the message) are part of its kind, so that, for example, refusals
+	// of different error names are counted apart.
 	KeyAttrs []string
 	// Exempt, when set, reports whether an attribute exempts the line
 	// that carries it, or every line of the logger that carries it
@@ -67,16 +67,20 @@ func cut(s string, max int) string {
 	return s
 }
 
-// kind is what lines are counted by.
-type kind struct {
-	level slog.Level
-	key   string // the cut message, then "\x00name=value" per KeyAttrs found
+// appendKind appends the key of a line's kind to key: its level, its cut
+// message, then "\x00name=value" per KeyAttrs value found (the level
+// first, as one byte past NUL: levels are small numbers).
+func appendKind(key []byte, level slog.Level, msg string) []byte {
+	key = append(key, byte(level+128))
+	return append(key, cut(msg, maxKeyBytes)...)
 }
 
 type bucket struct {
 	tokens     float64
 	last       time.Time
 	suppressed int64
+	level      slog.Level
+	label      string // the kind's message and attribute values, for a summary line
 }
 
 // state is shared by a Handler and those derived from it (WithAttrs,
@@ -85,19 +89,20 @@ type state struct {
 	opts      Options
 	root      slog.Handler // the handler New was given: summary lines carry no logger's attributes
 	mu        sync.Mutex
-	kinds     map[kind]*bucket
+	kinds     map[string]*bucket // by appendKind's key
 	other     bucket
 	nextSweep time.Time
 }
 
-// take reports whether a line of kind k passes now and, if it does, how
-// many of its kind were held back before it.
-func (s *state) take(k kind, now time.Time) (pass bool, suppressed int64) {
-	b := s.kinds[k]
+// take reports whether a line of the kind key (of level) passes now and,
+// if it does, how many of its kind were held back before it. Only a new
+// kind allocates.
+func (s *state) take(key []byte, level slog.Level, now time.Time) (pass bool, suppressed int64) {
+	b := s.kinds[string(key)]
 	if b == nil {
 		if len(s.kinds) < s.opts.MaxKinds {
-			b = &bucket{tokens: s.opts.Burst, last: now}
-			s.kinds[k] = b
+			b = &bucket{tokens: s.opts.Burst, last: now, level: level, label: strings.ReplaceAll(string(key[1:]), "\x00", " ")}
+			s.kinds[string(key)] = b
 		} else {
 			b = &s.other
 		}
@@ -121,8 +126,9 @@ func (s *state) refill(b *bucket, now time.Time) {
 
 // heldBack is the count of one kind to report in a summary line.
 type heldBack struct {
-	k kind
-	n int64
+	level slog.Level
+	label string
+	n     int64
 }
 
 // sweep collects (and clears) the counts of the kinds that have held
@@ -134,17 +140,17 @@ func (s *state) sweep(now time.Time, force bool) []heldBack {
 	}
 	s.nextSweep = now.Add(time.Second)
 	var out []heldBack
-	for k, b := range s.kinds {
+	for _, b := range s.kinds {
 		if b.suppressed > 0 && (force || now.Sub(b.last) >= time.Second) {
-			out = append(out, heldBack{k, b.suppressed})
+			out = append(out, heldBack{b.level, b.label, b.suppressed})
 			b.suppressed = 0
 		}
 	}
 	if s.other.suppressed > 0 && (force || now.Sub(s.other.last) >= time.Second) {
-		out = append(out, heldBack{kind{key: "(other kinds)"}, s.other.suppressed})
+		out = append(out, heldBack{slog.LevelInfo, "(other kinds)", s.other.suppressed})
 		s.other.suppressed = 0
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].k.key < out[j].k.key })
+	sort.Slice(out, func(i, j int) bool { return out[i].label < out[j].label })
 	return out
 }
 
@@ -178,7 +184,7 @@ func New(h slog.Handler, opts Options) slog.Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &state{opts: opts, root: h, kinds: make(map[kind]*bucket)}
+	s := &state{opts: opts, root: h, kinds: make(map[string]*bucket)}
 	s.other.tokens = opts.Burst
 	return &Handler{next: h, s: s}
 }
@@ -191,29 +197,28 @@ func (h *Handler) Enabled(ctx context.Context, l slog.Level) bool {
 // Handle writes r through the next handler unless its kind is over its
 // allowance.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
-	exempt, k := h.exempt, kind{level: r.Level, key: cut(r.Message, maxKeyBytes)}
+	exempt := h.exempt
+	var buf [256]byte
+	key := appendKind(buf[:0], r.Level, r.Message)
 	if !exempt && (h.s.opts.Exempt != nil || len(h.s.opts.KeyAttrs) > 0) {
-		var key strings.Builder
-		key.WriteString(k.key)
 		r.Attrs(func(a slog.Attr) bool {
 			if h.s.opts.Exempt != nil && h.s.opts.Exempt(a) {
 				exempt = true
 				return false
 			}
 			for _, name := range h.s.opts.KeyAttrs {
-				if a.Key == name {
-					key.WriteString("\x00" + name + "=" + cut(a.Value.String(), maxAttrBytes))
+				if a.Key == name && a.Value.Kind() == slog.KindString {
+					key = append(append(append(append(key, 0), name...), '='), cut(a.Value.String(), maxAttrBytes)...)
 				}
 			}
 			return true
 		})
-		k.key = key.String()
 	}
 	now := h.s.opts.Now()
 	h.s.mu.Lock()
 	pass, n := true, int64(0)
 	if !exempt {
-		pass, n = h.s.take(k, now)
+		pass, n = h.s.take(key, r.Level, now)
 	}
 	held := h.s.sweep(now, false)
 	h.s.mu.Unlock()
@@ -241,12 +246,12 @@ func (h *Handler) Flush(ctx context.Context) {
 
 func (h *Handler) writeHeldBack(ctx context.Context, now time.Time, held []heldBack) {
 	for _, hb := range held {
-		level := max(hb.k.level, slog.LevelInfo)
+		level := max(hb.level, slog.LevelInfo)
 		if !h.s.root.Enabled(ctx, level) {
 			continue
 		}
 		r := slog.NewRecord(now, level, HeldBackMessage, 0)
-		r.AddAttrs(slog.String("kind", strings.ReplaceAll(hb.k.key, "\x00", " ")), slog.Int64(SuppressedKey, hb.n))
+		r.AddAttrs(slog.String("kind", hb.label), slog.Int64(SuppressedKey, hb.n))
 		h.s.root.Handle(ctx, r)
 	}
 }
