@@ -26,8 +26,9 @@ func ThrottleLog(c *cli.Context, h slog.Handler) (slog.Handler, error) {
 		return h, nil
 	}
 	// Kinds are told apart, beyond level and message, by the message
-	// type, the outcome and the error name of the serve commands' lines.
-	return logthrottle.New(h, logthrottle.Options{Rate: rate, KeyAttrs: []string{"typ", "outcome", "name"}, Exempt: KeptLogLine}), nil
+	// type, the outcome, the error name and the HTTP status of the serve
+	// commands' lines.
+	return logthrottle.New(h, logthrottle.Options{Rate: rate, KeyAttrs: []string{"typ", "outcome", "name", "status"}, Exempt: KeptLogLine}), nil
 }
 
 // FlushLog writes the counts of the lines log held back under --log-rate

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,9 +44,10 @@ type Options struct {
 	// MaxKinds bounds the kinds counted apart (default DefaultMaxKinds);
 	// lines of further kinds share one allowance.
 	MaxKinds int
-	// KeyAttrs names attributes of a line whose string values (cut like
-	// the message) are part of its kind, so that, for example, refusals
-	// of different error names are counted apart.
+	// KeyAttrs names attributes of a line whose values are part of its
+	// kind (strings cut like the message, integers whole: give only
+	// attributes with few values), so that, for example, refusals of
+	// different error names or HTTP statuses are counted apart.
 	KeyAttrs []string
 	// Exempt, when set, reports whether an attribute exempts the line
 	// that carries it, or every line of the logger that carries it
@@ -207,8 +209,16 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 				return false
 			}
 			for _, name := range h.s.opts.KeyAttrs {
-				if a.Key == name && a.Value.Kind() == slog.KindString {
-					key = append(append(append(append(key, 0), name...), '='), cut(a.Value.String(), maxAttrBytes)...)
+				if a.Key != name {
+					continue
+				}
+				switch v := a.Value; v.Kind() {
+				case slog.KindString:
+					key = append(append(append(append(key, 0), name...), '='), cut(v.String(), maxAttrBytes)...)
+				case slog.KindInt64:
+					key = strconv.AppendInt(append(append(append(key, 0), name...), '='), v.Int64(), 10)
+				case slog.KindUint64:
+					key = strconv.AppendUint(append(append(append(key, 0), name...), '='), v.Uint64(), 10)
 				}
 			}
 			return true

@@ -237,3 +237,18 @@ func TestBurstBelowOneStillWrites(t *testing.T) {
 		t.Fatalf("Burst 0.5: %d lines", len(got))
 	}
 }
+
+// TestIntegerKeyAttrsCountApart: an integer KeyAttrs value (an HTTP
+// status) tells kinds apart too (threat: a flood of 404s holding back
+// the 413s of an oversized-body attack).
+func TestIntegerKeyAttrsCountApart(t *testing.T) {
+	log, b, _ := newLogger(Options{Rate: 1, Burst: 2, KeyAttrs: []string{"status"}})
+	for range 50 {
+		log.Info("http request refused", "status", 404)
+	}
+	log.Info("http request refused", "status", 413)
+	got := lines(t, b)
+	if len(got) != 3 || got[2]["status"] != float64(413) {
+		t.Fatalf("a 413 during a flood of 404s: %v", got)
+	}
+}
