@@ -17,5 +17,8 @@
 // ledgerwal_test.go reads the idempotency ledger's write-ahead log (the
 // document's example and one a real `ampagent serve` wrote) and checks
 // that tampered and torn copies are refused or truncated as its Damage
-// rules say, by its own reader and by the agent.
+// rules say, by its own reader and by the agent. mirror_test.go reads a
+// real `ampbundle serve` mirror's heartbeats (§11.1, §23) with its own
+// client, and serves a mirror of its own, written from §11 alone, to the
+// real `ampbundle sync`, honest and lying.
 package conformance

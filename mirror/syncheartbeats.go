@@ -115,7 +115,7 @@ func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTar
 	// check).
 	hb, _, err := bundle.ParseHeartbeat(data)
 	if err != nil {
-		refused(err)
+		refused(amp.Named(0, ErrIndexMismatch, "the file served is not a heartbeat statement (%s): ignored", amp.NameOf(err)).WithCause(err))
 		return
 	}
 	if hb.BundleID != e.BundleID || hb.Version != e.Version || hb.CreatedAt != e.CreatedAt {
