@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,12 +310,12 @@ func TestMirrorServesOnlyHeartbeatsThatCountServedLinesFirst(t *testing.T) {
 // file, counting them (a mirror that stalls or drops each download).
 type cutStatements struct {
 	h    http.Handler
-	hits *int
+	hits *atomic.Int32
 }
 
 func (c cutStatements) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(r.URL.Path) > len(StatementsPrefix) && r.URL.Path[:len(StatementsPrefix)] == StatementsPrefix {
-		*c.hits++
+		c.hits.Add(1)
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			conn.Close()
 		}
@@ -332,14 +333,14 @@ func TestUnreachableMirrorEndsTheSyncAtTheFirstStatement(t *testing.T) {
 	p := newStore(t, testBundle(t, 1))
 	applyStatements(t, p, strangerRevocation(t, 1), strangerRevocation(t, 2), strangerRevocation(t, 3))
 	m, _ := startMirror(t, p, nil)
-	hits := 0
+	var hits atomic.Int32
 	ts := httptest.NewServer(cutStatements{m, &hits})
 	defer ts.Close()
 	s := agentStore(t, testBundle(t, 1))
 	rep, err := syncOnce(t, s, ts.URL, nil)
 	// One statement tried: net/http itself retries a GET once when a
 	// reused connection is dropped before any answer.
-	if amp.NameOf(err) != ErrMirrorUnreachable || hits > 2 || rep == nil || len(rep.Statements) != 1 {
-		t.Fatalf("sync: %v, %d statement downloads tried, report %+v", err, hits, rep)
+	if amp.NameOf(err) != ErrMirrorUnreachable || hits.Load() > 2 || rep == nil || len(rep.Statements) != 1 {
+		t.Fatalf("sync: %v, %d statement downloads tried, report %+v", err, hits.Load(), rep)
 	}
 }
