@@ -169,8 +169,12 @@ func (r *SyncReport) Count(o Outcome) int {
 // and an older version is refused before any download.
 //
 // An error is returned when the sync could not run at all (the mirror is
-// unreachable or malformed, the store fails); a refused bundle is an item
-// of the report, and the other bundles are still synced.
+// unreachable or malformed, the store fails) or a statement or heartbeat
+// download failed; a refused bundle is an item of the report, and the
+// other bundles are still synced, except that after a download the mirror
+// failed (unreachable, abandoned or cut off) the run's other downloads are
+// not tried (refused, mirror_unreachable): one stall a run, not one per
+// file.
 func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) {
 	c, err := newSyncClient(opts)
 	if err != nil {
@@ -213,6 +217,11 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 		have[b.BundleID] = b
 	}
 	keep := map[string]bool{}
+	// failing names the download the mirror failed (unreachable, or
+	// abandoned as too slow): the rest of this run's downloads are not
+	// tried, so that a mirror stalling each of 10,000 files cannot hold a
+	// sync for days; the next run resumes.
+	failing := ""
 	for _, e := range ix.Bundles {
 		it := SyncItem{BundleID: e.BundleID, Version: e.Version}
 		b, installed := have[e.BundleID]
@@ -228,9 +237,15 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 			refuse(&it, amp.Named(0, ErrTooLarge, "the mirror offers a file of %d bytes, over the limit of %d", e.Size, c.opts.MaxBundleBytes))
 		case opts.DryRun:
 			it.Outcome = OutcomePlanned
+		case failing != "":
+			keep[partName(e)] = true // its partial file stays for the next run
+			refuse(&it, amp.Named(0, ErrMirrorUnreachable, "not tried: the mirror failed the download of %s earlier in this run (the next run tries again)", failing))
 		default:
 			keep[partName(e)] = true
 			c.fetchAndImport(ctx, t, e, &it)
+			if it.Error == string(ErrMirrorUnreachable) || it.Error == string(ErrIncomplete) {
+				failing = e.BundleID
+			}
 		}
 		rep.Items = append(rep.Items, it)
 		if err := interrupted(ctx); err != nil {

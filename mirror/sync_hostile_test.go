@@ -12,8 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // trickle serves bundle files one byte every tick after honest headers (a
@@ -64,8 +67,9 @@ func TestSyncAbandonsSlowlorisMirrorBody(t *testing.T) {
 }
 
 // cutMany is a hostile mirror whose index offers n bundle files of size
-// bytes each and which cuts every download after half of it.
-func cutMany(m http.Handler, n int, size int64) http.Handler {
+// bytes each and which cuts every download after half of it; downloads
+// counts the downloads it was asked for.
+func cutMany(m http.Handler, n int, size int64, downloads *atomic.Int32) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == IndexPath:
@@ -77,6 +81,7 @@ func cutMany(m http.Handler, n int, size int64) http.Handler {
 			}
 			json.NewEncoder(w).Encode(ix)
 		case strings.HasPrefix(r.URL.Path, BundlesPrefix):
+			downloads.Add(1)
 			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 			w.WriteHeader(http.StatusOK)
 			w.Write(make([]byte, size/2))
@@ -88,27 +93,10 @@ func cutMany(m http.Handler, n int, size int64) http.Handler {
 	})
 }
 
-func TestSyncSpoolCannotBeFilledByManyCutDownloads(t *testing.T) {
-	m, _ := startMirror(t, newStore(t), nil)
-	const size, limit = 64 << 10, 100 << 10
-	ts := httptest.NewUnstartedServer(cutMany(m, 8, size))
-	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
-	ts.Start()
-	defer ts.Close()
-	s := agentStore(t)
-	spool := filepath.Join(filepath.Dir(s.Path()), "sync")
-	rep, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.MaxSpoolBytes = limit })
-	if err != nil {
-		t.Fatal(err)
-	}
-	refusedForSpace := 0
-	for _, it := range rep.Items {
-		if it.Error == string(ErrTooLarge) {
-			refusedForSpace++
-		}
-	}
-	names, _ := filepath.Glob(filepath.Join(spool, "*"))
-	total := int64(0)
+// spoolBytes is what the spool folder of s holds.
+func spoolBytes(t *testing.T, s *resolver.Store) (total int64, files int) {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(filepath.Dir(s.Path()), "sync", "*"))
 	for _, n := range names {
 		st, err := os.Stat(n)
 		if err != nil {
@@ -116,8 +104,58 @@ func TestSyncSpoolCannotBeFilledByManyCutDownloads(t *testing.T) {
 		}
 		total += st.Size()
 	}
-	if total > limit || refusedForSpace == 0 {
-		t.Fatalf("spool holds %d bytes in %d files (limit %d), %d refused for space", total, len(names), limit, refusedForSpace)
+	return total, len(names)
+}
+
+// TestSyncSpoolCannotBeFilledByManyCutDownloads: a mirror that cuts every
+// download leaves one partial file per sync run: after the first cut, the
+// run's other downloads are not tried (threat: many cut downloads filling
+// the disk, or each stalling a minute so that a run lasts days); the next
+// run resumes. And a download that would pass the spool limit is refused
+// before it starts.
+func TestSyncSpoolCannotBeFilledByManyCutDownloads(t *testing.T) {
+	m, _ := startMirror(t, newStore(t), nil)
+	const size, limit = 64 << 10, 100 << 10
+	var downloads atomic.Int32
+	ts := httptest.NewUnstartedServer(cutMany(m, 8, size, &downloads))
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	ts.Start()
+	defer ts.Close()
+	s := agentStore(t)
+	for run := range 3 {
+		downloads.Store(0)
+		rep, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.MaxSpoolBytes = limit })
+		if err != nil {
+			t.Fatal(err)
+		}
+		notTried := 0
+		for _, it := range rep.Items[1:] {
+			if it.Error == string(ErrMirrorUnreachable) {
+				notTried++
+			}
+		}
+		if n := downloads.Load(); n != 1 || rep.Items[0].Error != string(ErrIncomplete) || notTried != 7 {
+			t.Fatalf("run %d: %d downloads, first %+v, %d not tried (want 1, download_incomplete, 7)", run, n, rep.Items[0], notTried)
+		}
+		if total, files := spoolBytes(t, s); total > limit || files > 1 {
+			t.Fatalf("run %d: the spool holds %d bytes in %d files (limit %d)", run, total, files, limit)
+		}
+	}
+
+	// Files larger than the spool's room are refused before any download.
+	var big atomic.Int32
+	ts2 := httptest.NewUnstartedServer(cutMany(m, 3, 2*limit, &big))
+	ts2.Config.ErrorLog = log.New(io.Discard, "", 0)
+	ts2.Start()
+	defer ts2.Close()
+	rep, err := syncOnce(t, agentStore(t), ts2.URL, func(o *SyncOptions) { o.MaxSpoolBytes = limit })
+	if err != nil || rep.Count(OutcomeRefused) != 3 || big.Load() != 0 {
+		t.Fatalf("files over the spool limit: %+v %v, %d downloads", rep, err, big.Load())
+	}
+	for _, it := range rep.Items {
+		if it.Error != string(ErrTooLarge) {
+			t.Fatalf("a file over the spool limit: %+v, want %s", it, ErrTooLarge)
+		}
 	}
 }
 
