@@ -2,13 +2,16 @@ package mirror
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -353,12 +356,31 @@ func TestOutOfOrderTrustStatementsFromMirrorRefused(t *testing.T) {
 	}
 }
 
+// refusalsIn counts the import_refused entries of s's audit log.
+func refusalsIn(t *testing.T, s *resolver.Store) int {
+	t.Helper()
+	a, err := s.Audit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range a {
+		if e.Action == "import_refused" {
+			n++
+		}
+	}
+	return n
+}
+
 // TestMirrorCannotFloodTheAuditWithRefusedStatements: a mirror listing
-// many statements the host's store refuses (signed by a key only the
-// station trusts) gets at most MaxStoreRefusals of them offered to the
-// store in one sync, each an audit entry; the rest are refused without
-// reaching it (too_many_refusals), and the bundles are still synced
-// (threat: 10,000 audit entries a run, every run).
+// many statements no key the host trusts signed (an honest station that
+// trusts more than the host, or a hostile mirror) gets at most
+// MaxStoreRefusals of them offered to the host's store in one sync, each
+// an audit entry; the rest are refused without reaching it
+// (too_many_refusals) (threat: 10,000 audit entries a run, every run). A
+// revocation a trusted key signed, listed after them, is still applied
+// (threat: the cap keeping back a revocation for good), and the bundles
+// are still synced.
 func TestMirrorCannotFloodTheAuditWithRefusedStatements(t *testing.T) {
 	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
 	p := newStore(t, testBundle(t, 1), testBundle(t, 2))
@@ -375,23 +397,17 @@ func TestMirrorCannotFloodTheAuditWithRefusedStatements(t *testing.T) {
 		stranger := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{byte(100 + n)}, ed25519.SeedSize))
 		sts = append(sts, signedRevocation(t, []string{amp.DIDKey(stranger.Public().(ed25519.PublicKey))}, nil, other))
 	}
-	applyStatements(t, p, sts...)
+	trusted := revokedEcho1(t, testKey)
+	applyStatements(t, p, append(sts, trusted)...)
 	_, ts := startMirror(t, p, nil)
 	s := agentStore(t, testBundle(t, 1))
-	audit := func() int {
-		a, err := s.Audit()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(a)
-	}
-	before := audit()
+	before := refusalsIn(t, s)
 	rep, err := syncOnce(t, s, ts.URL, nil)
-	if err != nil || len(rep.Statements) != MaxStoreRefusals+6 {
+	if err != nil || len(rep.Statements) != MaxStoreRefusals+7 {
 		t.Fatalf("sync: %v, %d statements", err, len(rep.Statements))
 	}
 	capped := 0
-	for _, it := range rep.Statements {
+	for _, it := range rep.Statements[:MaxStoreRefusals+6] {
 		if it.Outcome != OutcomeRefused {
 			t.Fatalf("statement %+v", it)
 		}
@@ -399,11 +415,75 @@ func TestMirrorCannotFloodTheAuditWithRefusedStatements(t *testing.T) {
 			capped++
 		}
 	}
-	// One audit entry per refusal offered, and one for the bundle.
-	if capped != 6 || audit()-before != MaxStoreRefusals+1 {
-		t.Fatalf("%d not offered (want 6); audit grew by %d (want %d)", capped, audit()-before, MaxStoreRefusals+1)
+	if capped != 6 || refusalsIn(t, s)-before != MaxStoreRefusals {
+		t.Fatalf("%d not offered (want 6); %d refusals audited (want %d)", capped, refusalsIn(t, s)-before, MaxStoreRefusals)
+	}
+	sum := sha256.Sum256(trusted)
+	if last := rep.Statements[len(rep.Statements)-1]; last.Outcome != OutcomeImported {
+		t.Fatalf("the trusted revocation after the flood: %+v", last)
+	}
+	if has, _ := s.HasStatement(sum[:]); !has {
+		t.Fatal("the trusted revocation was not applied")
 	}
 	if len(rep.Items) != 1 || rep.Items[0].Outcome != OutcomeImported {
 		t.Fatalf("the bundle was not synced: %+v", rep.Items)
+	}
+}
+
+// signedBundle is a one-schema bundle id at version 1 signed by key.
+func signedBundle(t *testing.T, id string, key ed25519.PrivateKey) []byte {
+	t.Helper()
+	var file bytes.Buffer
+	if _, err := bundle.Write(&file, &bundle.Draft{BundleID: id, Version: 1, CreatedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
+		Artifacts: []bundle.Source{bundle.BytesSource("s.json", bundle.MediaTypeSchema, []byte(`{"type":"object"}`))}},
+		[]ed25519.PrivateKey{key}, bundle.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return file.Bytes()
+}
+
+// TestMirrorCannotFloodTheAuditWithRefusedBundles: the same cap holds for
+// bundle files no key the host trusts signed (threat: a mirror listing
+// thousands of tiny bundles of its own, each an audit entry every run);
+// a bundle a trusted key signed, listed after them, is still imported.
+func TestMirrorCannotFloodTheAuditWithRefusedBundles(t *testing.T) {
+	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+	var files [][]byte
+	for n := range MaxStoreRefusals + 3 {
+		files = append(files, signedBundle(t, fmt.Sprintf("org.example.a%03d", n), other))
+	}
+	files = append(files, signedBundle(t, "org.example.zz", testKey))
+	p := filepath.Join(t.TempDir(), "station.db")
+	st, err := resolver.Open(p, resolver.Options{Create: true, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, k := range map[string]ed25519.PrivateKey{"example": testKey, "other": other} {
+		if err := st.TrustAdd(name, k.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range files {
+		if _, err := st.Import(context.Background(), bytes.NewReader(f), resolver.ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	_, ts := startMirror(t, p, nil)
+	s := agentStore(t)
+	before := refusalsIn(t, s)
+	rep, err := syncOnce(t, s, ts.URL, nil)
+	if err != nil || len(rep.Items) != MaxStoreRefusals+4 {
+		t.Fatalf("sync: %v, %d bundles", err, len(rep.Items))
+	}
+	capped := 0
+	for _, it := range rep.Items {
+		if it.Error == string(ErrTooManyRefusals) {
+			capped++
+		}
+	}
+	last := rep.Items[len(rep.Items)-1]
+	if capped != 3 || refusalsIn(t, s)-before != MaxStoreRefusals || last.BundleID != "org.example.zz" || last.Outcome != OutcomeImported {
+		t.Fatalf("%d not offered (want 3), %d refusals audited (want %d), last %+v", capped, refusalsIn(t, s)-before, MaxStoreRefusals, last)
 	}
 }

@@ -47,11 +47,14 @@ const (
 	ErrTooManyRefusals amp.ErrName = "too_many_refusals"
 )
 
-// MaxStoreRefusals bounds the statements and heartbeats one sync offers to
-// the store that it refuses: each refusal is an audit entry, and a mirror
-// could list 10,000 statements signed by keys the store does not trust,
-// on every run. Past it, the rest of them are refused without being
-// offered (too_many_refusals, no audit entry); bundles are still synced.
+// MaxStoreRefusals bounds how many files one sync offers to the store
+// that carry no valid signature by a key it trusts (for any scope), which
+// it is bound to refuse: each refusal is an audit entry, and a mirror could
+// list 10,000 statements or bundles signed by keys of its own, on every
+// run. Past it, such files are refused without being offered
+// (too_many_refusals, no audit entry). A file a trusted key validly signed
+// is always offered, so the cap never keeps back one the store would
+// take.
 const MaxStoreRefusals = 64
 
 // SyncOptions configures Sync.
@@ -169,12 +172,12 @@ func (r *SyncReport) Count(o Outcome) int {
 // and an older version is refused before any download.
 //
 // An error is returned when the sync could not run at all (the mirror is
-// unreachable or malformed, the store fails) or a statement or heartbeat
-// download failed; a refused bundle is an item of the report, and the
-// other bundles are still synced, except that after a download the mirror
-// failed (unreachable, abandoned or cut off) the run's other downloads are
-// not tried (refused, mirror_unreachable): one stall a run, not one per
-// file.
+// unreachable or malformed, the store fails); a refused statement, bundle
+// or heartbeat is an item of the report, and the others are still synced,
+// except that after a download the mirror failed (unreachable, abandoned,
+// cut off, an error status) the rest of that list is not tried in this
+// run (refused, mirror_unreachable): one stall a list, not one per file.
+// At most MaxStoreRefusals files no trusted key signed are offered to t.
 func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) {
 	c, err := newSyncClient(opts)
 	if err != nil {
@@ -205,6 +208,9 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 		return nil, err
 	}
 	rep := &SyncReport{URL: c.base.String(), Generation: ix.Generation, DryRun: opts.DryRun, Items: []SyncItem{}, Heartbeats: []HeartbeatItem{}}
+	if err := c.loadTrust(t); err != nil {
+		return nil, err
+	}
 	if rep.Statements, err = c.syncStatements(ctx, t, ix, opts.DryRun); err != nil {
 		return rep, err
 	}
@@ -239,11 +245,11 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 			it.Outcome = OutcomePlanned
 		case failing != "":
 			keep[partName(e)] = true // its partial file stays for the next run
-			refuse(&it, amp.Named(0, ErrMirrorUnreachable, "not tried: the mirror failed the download of %s earlier in this run (the next run tries again)", failing))
+			refuse(&it, notTried(failing))
 		default:
 			keep[partName(e)] = true
 			c.fetchAndImport(ctx, t, e, &it)
-			if it.Error == string(ErrMirrorUnreachable) || it.Error == string(ErrIncomplete) {
+			if mirrorFailed(it.Error) {
 				failing = e.BundleID
 			}
 		}
@@ -295,26 +301,78 @@ type syncClient struct {
 	base *url.URL
 	http *http.Client
 	log  *slog.Logger
-	// storeRefusals counts the statements and heartbeats the store
-	// refused in this sync (MaxStoreRefusals).
-	storeRefusals int
+	// trusted is the store's trust, as far as it tells whether a file is
+	// vouched for (vouched); nil when the target does not list it.
+	trusted *bundle.Policy
+	// unvouched counts the files offered to the store that no key it
+	// trusts validly signed (MaxStoreRefusals).
+	unvouched int
 }
 
-// offerToStore reports whether one more statement or heartbeat may be
-// offered to the store; when not, it is the refusal to report.
-func (c *syncClient) offerToStore() error {
-	if c.storeRefusals >= MaxStoreRefusals {
-		return amp.Named(0, ErrTooManyRefusals, "the store refused %d statements and heartbeats of this sync already: not offered to it (each refusal is audited)", MaxStoreRefusals)
+// TrustLister is a Target that lists the keys its store trusts (a
+// *resolver.Store does): sync then offers it at most MaxStoreRefusals files
+// that no key it trusts signed.
+type TrustLister interface {
+	TrustList() ([]resolver.TrustKey, error)
+}
+
+// loadTrust reads t's trusted keys (again: after a trust statement, a new
+// key may vouch for what follows).
+func (c *syncClient) loadTrust(t Target) error {
+	tl, ok := t.(TrustLister)
+	if !ok {
+		return nil
 	}
+	keys, err := tl.TrustList()
+	if err != nil {
+		return err
+	}
+	p := &bundle.Policy{}
+	for _, k := range keys {
+		// Any scope: a signature that verifies by a key trusted anywhere
+		// is enough to be offered; the store judges scopes and thresholds.
+		p.Keys = append(p.Keys, bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: []string{"*"}})
+	}
+	c.trusted = p
 	return nil
 }
 
-// applied counts err, the store's answer to a statement or heartbeat.
-func (c *syncClient) applied(err error) error {
-	if err != nil {
-		c.storeRefusals++
+// offerToStore reports whether the signed object item (content type
+// ctype) may be offered to the store: always when a key it trusts validly
+// signed it (or its trust is not known); otherwise while fewer than
+// MaxStoreRefusals unvouched files were offered in this sync, each
+// counted. When not, it is the refusal to report.
+func (c *syncClient) offerToStore(item []byte, ctype string) error {
+	if c.trusted == nil {
+		return nil
 	}
-	return err
+	if obj, err := bundle.DecodeObject(item, ctype); err == nil {
+		if _, err := obj.Verify(c.trusted); err == nil {
+			return nil
+		}
+	}
+	if c.unvouched >= MaxStoreRefusals {
+		return amp.Named(0, ErrTooManyRefusals, "no key the store trusts signed it, and %d such files were offered to the store in this sync already: not offered (each refusal is audited)", MaxStoreRefusals)
+	}
+	c.unvouched++
+	return nil
+}
+
+// mirrorFailed reports whether err is the mirror failing a download (not
+// reached, too slow, cut off, or an error status): the rest of the list it
+// was in is not tried in this run.
+func mirrorFailed(errName string) bool {
+	switch amp.ErrName(errName) {
+	case ErrMirrorUnreachable, ErrIncomplete, ErrMirrorRefused:
+		return true
+	}
+	return false
+}
+
+// notTried is the refusal of a file not downloaded because the mirror
+// failed the download of failed earlier in the same list.
+func notTried(failed string) error {
+	return amp.Named(0, ErrMirrorUnreachable, "not tried: the mirror failed the download of %s earlier in this run (the next run tries again)", failed)
 }
 
 var errRedirect = errors.New("redirect refused")
@@ -503,6 +561,11 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 	if in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version {
 		os.Remove(path)
 		refuse(it, amp.Named(0, ErrIndexMismatch, "the file served is bundle %s version %d, not what the index names: discarded", in.Manifest.BundleID, in.Manifest.Version))
+		return
+	}
+	if err := c.offerToStore(in.SignedManifest, bundle.MediaTypeManifest); err != nil {
+		os.Remove(path)
+		refuse(it, err)
 		return
 	}
 	f.Seek(0, io.SeekStart)

@@ -41,9 +41,9 @@ type HeartbeatItem struct {
 // FILE' applies it: downloaded (bounded by the heartbeat size limit),
 // checked against the index's size and SHA-256 and its statement against
 // the index's line, version and time, then verified by the store against
-// its own trust. A refused heartbeat changes nothing and is reported; a
-// mirror that cannot be reached for one ends the sync (mirror_unreachable),
-// so that a mirror stalling each download cannot hold a sync for hours.
+// its own trust. A refused heartbeat changes nothing and is reported; after
+// one whose download the mirror failed, the following ones are not tried
+// in this run (mirror_unreachable): one stall a run.
 func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dryRun bool) ([]HeartbeatItem, error) {
 	out := []HeartbeatItem{}
 	ht, ok := t.(HeartbeatTarget)
@@ -70,6 +70,7 @@ func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dr
 	for _, b := range bs {
 		installed[b.BundleID] = true
 	}
+	failing := ""
 	for _, e := range ix.Heartbeats {
 		if !installed[e.BundleID] {
 			continue
@@ -84,13 +85,15 @@ func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dr
 			it.Outcome = OutcomeCurrent
 		case dryRun:
 			it.Outcome = OutcomePlanned
+		case failing != "":
+			it.Outcome, it.Error, it.Message = refusal(notTried(failing))
 		default:
 			c.fetchAndApplyHeartbeat(ctx, ht, e, sum, &it)
+			if mirrorFailed(it.Error) {
+				failing = "the heartbeat of " + e.BundleID
+			}
 		}
 		out = append(out, it)
-		if it.Error == string(ErrMirrorUnreachable) {
-			return out, amp.Named(0, ErrMirrorUnreachable, "the mirror could not be reached for the heartbeat of %s: sync stopped", e.BundleID)
-		}
 		if err := interrupted(ctx); err != nil {
 			return out, err
 		}
@@ -122,12 +125,12 @@ func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTar
 		refused(amp.Named(0, ErrIndexMismatch, "the heartbeat served says another line, version or time than the index lists: ignored"))
 		return
 	}
-	if err := c.offerToStore(); err != nil {
+	if err := c.offerToStore(data, bundle.MediaTypeHeartbeat); err != nil {
 		refused(err)
 		return
 	}
 	res, err := ht.ApplyHeartbeat(data)
-	if c.applied(err) != nil {
+	if err != nil {
 		refused(err)
 		return
 	}

@@ -35,14 +35,16 @@ type StatementItem struct {
 // index's size, type and SHA-256, then verified by the store against its
 // own trust. A refused statement changes nothing and is reported; the
 // following ones are still tried (a gap in a trust chain refuses them as
-// the store would), unless the mirror could not be reached for it: that
-// ends the sync (mirror_unreachable).
+// the store would), unless the mirror failed its download: the following
+// ones are then not tried in this run (mirror_unreachable), so that a
+// mirror stalling each download costs one stall a run.
 func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dryRun bool) ([]StatementItem, error) {
 	out := []StatementItem{}
 	st, ok := t.(StatementTarget)
 	if !ok {
 		return out, nil
 	}
+	failing := ""
 	for _, e := range ix.Statements {
 		it := StatementItem{SHA256: e.SHA256, ContentType: e.ContentType}
 		sum, _ := hex.DecodeString(e.SHA256) // checked by DecodeIndex
@@ -62,15 +64,15 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 			it.Outcome = OutcomeCurrent
 		case dryRun:
 			it.Outcome = OutcomePlanned
+		case failing != "":
+			refuseStatement(&it, notTried(failing))
 		default:
-			c.fetchAndApply(ctx, st, e, sum, &it)
+			c.fetchAndApply(ctx, t, st, e, sum, &it)
+			if mirrorFailed(it.Error) {
+				failing = "statement " + e.SHA256
+			}
 		}
 		out = append(out, it)
-		if it.Error == string(ErrMirrorUnreachable) {
-			// A mirror that stalls each download would otherwise hold the
-			// sync for as many stalls as it lists statements.
-			return out, amp.Named(0, ErrMirrorUnreachable, "the mirror could not be reached for statement %s: sync stopped", e.SHA256)
-		}
 		if err := interrupted(ctx); err != nil {
 			return out, err
 		}
@@ -78,7 +80,7 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 	return out, nil
 }
 
-func (c *syncClient) fetchAndApply(ctx context.Context, st StatementTarget, e IndexStatement, sum []byte, it *StatementItem) {
+func (c *syncClient) fetchAndApply(ctx context.Context, t Target, st StatementTarget, e IndexStatement, sum []byte, it *StatementItem) {
 	data, err := c.getSmall(ctx, e.Href, min(e.Size, bundle.MaxRevocationSize))
 	if err != nil {
 		refuseStatement(it, err)
@@ -89,21 +91,28 @@ func (c *syncClient) fetchAndApply(ctx context.Context, st StatementTarget, e In
 		refuseStatement(it, amp.Named(0, ErrIndexMismatch, "the statement served is not the one the index lists (size, type or SHA-256 differ): ignored"))
 		return
 	}
-	if err := c.offerToStore(); err != nil {
+	if err := c.offerToStore(data, e.ContentType); err != nil {
 		refuseStatement(it, err)
 		return
 	}
 	var unchanged bool
 	if e.ContentType == bundle.MediaTypeRotation {
 		res, err := st.ApplyRotation(data)
-		if c.applied(err) != nil {
+		if err != nil {
 			refuseStatement(it, err)
 			return
 		}
 		unchanged = res.Unchanged
+		if !unchanged {
+			// The keys it trusted vouch for what follows.
+			if err := c.loadTrust(t); err != nil {
+				refuseStatement(it, err)
+				return
+			}
+		}
 	} else {
 		res, err := st.ApplyRevocation(data)
-		if c.applied(err) != nil {
+		if err != nil {
 			refuseStatement(it, err)
 			return
 		}
