@@ -140,10 +140,17 @@ func (s *Store) ApplyHeartbeat(data []byte) (_ *HeartbeatResult, err error) {
 			return err
 		}
 		if res.Unchanged {
-			// The same heartbeat again: keep its bytes if a build that
-			// did not keep them applied it first, so that a mirror serves
-			// it (a new generation: what a mirror serves changed).
-			if sb := bucket(tx, bStatements); sb.Get(heartbeatDataKey(hb.BundleID)) == nil {
+			// The same heartbeat again: keep its bytes when those kept
+			// are not the record's file (a build that did not keep them,
+			// or kept an older one's, applied it first) and these are, so
+			// that a mirror serves it (a new generation: what a mirror
+			// serves changed).
+			var kept heartbeatRecord
+			if err := decode(hbk.Get([]byte(hb.BundleID)), &kept); err != nil {
+				return err
+			}
+			sb := bucket(tx, bStatements)
+			if d := sb.Get(heartbeatDataKey(hb.BundleID)); !bytes.Equal(sha256sum(d), kept.StatementSHA256) && bytes.Equal(fileSum, kept.StatementSHA256) {
 				if err := sb.Put(heartbeatDataKey(hb.BundleID), bytes.Clone(data)); err != nil {
 					return err
 				}

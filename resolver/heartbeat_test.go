@@ -443,3 +443,41 @@ func TestHeartbeatAppliedAgainKeepsBytesAnOlderBuildDidNot(t *testing.T) {
 		t.Fatalf("applied again: %+v, generation %d -> %d", hs, gen, s.Generation())
 	}
 }
+
+// TestHeartbeatAppliedAgainReplacesAnOlderOnesBytes: bytes of an older
+// heartbeat left under the line (by a build that applied a newer one
+// without keeping its bytes) are replaced when the kept heartbeat is
+// applied again; a different file with the kept one's version and time
+// (other signatures) never takes its place.
+func TestHeartbeatAppliedAgainReplacesAnOlderOnesBytes(t *testing.T) {
+	s := newStore(t)
+	k := sampleKey(t, "example-publisher")
+	mustImport(t, s, variant(t, 1, nil))
+	h2 := heartbeat(t, "org.example.translate", 2, testNow, k)
+	h3 := heartbeat(t, "org.example.translate", 3, testNow.Add(time.Hour), k)
+	for _, h := range [][]byte{h2, h3} {
+		if _, err := s.ApplyHeartbeat(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		return bucket(tx, bStatements).Put(heartbeatDataKey("org.example.translate"), h2)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The same version and time, signed by another key too: another file.
+	other := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	twin := heartbeat(t, "org.example.translate", 3, testNow.Add(time.Hour), k, other)
+	if res, err := s.ApplyHeartbeat(twin); err != nil || !res.Unchanged {
+		t.Fatalf("a twin of the kept heartbeat: %+v %v", res, err)
+	}
+	if hs, _ := s.Heartbeats(); len(hs) != 1 || hs[0].Data != nil {
+		t.Fatalf("a twin's bytes were kept as the heartbeat's: %+v", hs)
+	}
+	if _, err := s.ApplyHeartbeat(h3); err != nil {
+		t.Fatal(err)
+	}
+	if hs, _ := s.Heartbeats(); len(hs) != 1 || string(hs[0].Data) != string(h3) {
+		t.Fatalf("the kept heartbeat applied again: %+v", hs)
+	}
+}

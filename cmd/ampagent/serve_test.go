@@ -401,6 +401,7 @@ func TestServeRefusesToStart(t *testing.T) {
 		{"peer share of 0", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--peer-share", "0"}, "usage", 2},
 		{"no connections", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--max-conns", "0"}, "usage", 2},
 		{"no tcp message slots", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--tcp-max-in-flight", "0"}, "usage", 2},
+		{"tcp message slots without a tcp listener", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--tcp-max-in-flight", "8"}, "usage", 2},
 		{"no tcp message slots in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", noTCPSlots}, "invalid_config", 1},
 		{"unknown ledger store in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", badLedgerStore}, "invalid_config", 1},
 		{"ledger damaged before intact records", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger", corruptLedger}, string(ledger.ErrLedgerCorrupt), 1},

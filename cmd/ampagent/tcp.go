@@ -44,6 +44,9 @@ func tcpListener(c *cli.Context) (net.Listener, string, error) {
 		if cert != "" || key != "" {
 			return nil, "", cliutil.Usagef("--tls-cert and --tls-key are for --listen-tcp")
 		}
+		if c.IsSet("tcp-max-in-flight") {
+			return nil, "", cliutil.Usagef("--tcp-max-in-flight is for --listen-tcp")
+		}
 		return nil, "", nil
 	}
 	if (cert == "") != (key == "") {

@@ -53,16 +53,22 @@ func SanitizeJoin(ss []string, sep string) string {
 // but a terminal may act on (DEL, C1 controls, bidi controls; see Sanitize)
 // become \uHHHH escapes, which JSON reads back as the same string. Newlines
 // are kept and nothing is cut: the JSON stays valid and whole.
+//
+// JSON never holds invalid UTF-8 or raw control characters, but a
+// json.RawMessage could carry them (encoding/json does not check a raw
+// value's UTF-8): they come out as \ufffd and \u00HH, so the text stays
+// valid JSON.
 func SanitizeJSON(j []byte) string { return escapeText(string(j), 0, true) }
 
 // sanitize is Sanitize with the bound max (0: none).
 func sanitize(s string, max int) string { return escapeText(s, max, false) }
 
 // escapeText escapes s as Sanitize describes, keeping at most max bytes of
-// the result (0: no bound). With keepNewlines, "\n" is written as itself
-// (multi-line text whose lines this program laid out, such as indented
-// JSON).
-func escapeText(s string, max int, keepNewlines bool) string {
+// the result (0: no bound). With asJSON (SanitizeJSON), "\n" is written as
+// itself (the lines of indented JSON), and every escape is one JSON reads:
+// \uHHHH, and \ufffd for a byte that is not UTF-8.
+func escapeText(s string, max int, asJSON bool) string {
+	keepNewlines := asJSON
 	if plain(s, max, keepNewlines) {
 		return s
 	}
@@ -76,10 +82,14 @@ func escapeText(s string, max int, keepNewlines bool) string {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		var esc string
 		switch {
+		case r == utf8.RuneError && n == 1 && asJSON:
+			esc = `\ufffd`
 		case r == utf8.RuneError && n == 1:
 			esc = fmt.Sprintf(`\x%02x`, s[i])
 		case r == '\n' && keepNewlines:
 			esc = "\n"
+		case r < 0x20 && asJSON:
+			esc = fmt.Sprintf(`\u%04x`, r)
 		case r == '\n':
 			esc = `\n`
 		case r == '\r':

@@ -152,3 +152,20 @@ func TestSanitizeWholeKeepsAValueToPassBack(t *testing.T) {
 		t.Fatalf("control characters kept, or the cursor cut: %q", got[len(got)-20:])
 	}
 }
+
+// TestSanitizeJSONKeepsJSONValid: what encoding/json passes through in a
+// json.RawMessage (invalid UTF-8, C1 and bidi controls) comes out as
+// escapes JSON reads (threat: --json output a JSON reader refuses, or one
+// whose \x escapes are not JSON at all).
+func TestSanitizeJSONKeepsJSONValid(t *testing.T) {
+	for _, raw := range []string{"\"x\xffy\"", "\"\u009b2J\u202e\"", "{\"k\xc0\":\"\xed\xa0\x80\"}"} {
+		var out bytes.Buffer
+		if err := PrintJSON(&out, map[string]json.RawMessage{"v": json.RawMessage(raw)}); err != nil {
+			t.Fatal(err)
+		}
+		if !json.Valid(out.Bytes()) {
+			t.Errorf("%q: the output is not valid JSON: %s", raw, out.String())
+		}
+		termtest.Check(t, raw, out.String(), 1<<10)
+	}
+}

@@ -45,9 +45,10 @@ type Options struct {
 	// lines of further kinds share one allowance.
 	MaxKinds int
 	// KeyAttrs names attributes of a line whose values are part of its
-	// kind (strings cut like the message, integers whole: give only
-	// attributes with few values), so that, for example, refusals of
-	// different error names or HTTP statuses are counted apart.
+	// kind (integers whole, anything else as its text cut like the
+	// message: give only attributes with few values), so that, for
+	// example, refusals of different error names or HTTP statuses are
+	// counted apart.
 	KeyAttrs []string
 	// Exempt, when set, reports whether an attribute exempts the line
 	// that carries it, or every line of the logger that carries it
@@ -219,6 +220,10 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 					key = strconv.AppendInt(append(append(append(key, 0), name...), '='), v.Int64(), 10)
 				case slog.KindUint64:
 					key = strconv.AppendUint(append(append(append(key, 0), name...), '='), v.Uint64(), 10)
+				default:
+					// Any other value (a LogValuer, a named string type
+					// passed as any): its text, cut like a string.
+					key = append(append(append(append(key, 0), name...), '='), cut(v.Resolve().String(), maxAttrBytes)...)
 				}
 			}
 			return true

@@ -252,3 +252,21 @@ func TestIntegerKeyAttrsCountApart(t *testing.T) {
 		t.Fatalf("a 413 during a flood of 404s: %v", got)
 	}
 }
+
+// errName is a named string type, as an error name passed without
+// string() is.
+type errName string
+
+// TestKeyAttrsOfOtherTypesCountApart: a KeyAttrs value that is neither a
+// string nor an integer (a named string type passed as any) still tells
+// kinds apart (it used to be left out, merging the kinds).
+func TestKeyAttrsOfOtherTypesCountApart(t *testing.T) {
+	log, b, _ := newLogger(Options{Rate: 1, Burst: 2, KeyAttrs: []string{"name"}})
+	for range 50 {
+		log.Info("unverified message refused", "name", errName("malformed"))
+	}
+	log.Info("unverified message refused", "name", errName("bad_signature"))
+	if got := lines(t, b); len(got) != 3 || got[2]["name"] != "bad_signature" {
+		t.Fatalf("a bad signature during a flood of garbage: %v", got)
+	}
+}
