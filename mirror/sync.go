@@ -223,12 +223,16 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 		have[b.BundleID] = b
 	}
 	keep := map[string]bool{}
+	bundles := ix.Bundles
+	if !opts.DryRun {
+		bundles = c.lastFailedLast(bundles)
+	}
 	// failing names the download the mirror failed (unreachable, or
 	// abandoned as too slow): the rest of this run's downloads are not
 	// tried, so that a mirror stalling each of 10,000 files cannot hold a
 	// sync for days; the next run resumes.
 	failing := ""
-	for _, e := range ix.Bundles {
+	for _, e := range bundles {
 		it := SyncItem{BundleID: e.BundleID, Version: e.Version}
 		b, installed := have[e.BundleID]
 		if installed {
@@ -260,6 +264,7 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	}
 	if !opts.DryRun {
 		c.pruneSpool(keep)
+		c.noteFailed(failing)
 	}
 	if rep.Heartbeats, err = c.syncHeartbeats(ctx, t, ix, opts.DryRun); err != nil {
 		return rep, err
@@ -681,6 +686,40 @@ func (c *syncClient) spoolUsed(path string) int64 {
 
 // pruneSpool removes partial files of bundle files the mirror no longer
 // offers, so that the spool holds at most one file per offered bundle.
+// lastFailedFile, in the spool folder, holds the bundle_id of the bundle
+// file the mirror failed in the last run: the next run tries it last, so
+// that one file the mirror fails on every run does not keep the files
+// listed after it from ever being tried.
+const lastFailedFile = "last-failed"
+
+// lastFailedLast returns bundles with the one the mirror failed in the
+// last run (lastFailedFile) moved to the end.
+func (c *syncClient) lastFailedLast(bundles []IndexEntry) []IndexEntry {
+	b, err := os.ReadFile(filepath.Join(c.opts.SpoolDir, lastFailedFile))
+	if err != nil || len(b) > 256 {
+		return bundles
+	}
+	id := string(b)
+	for i, e := range bundles {
+		if e.BundleID == id {
+			out := append(append(append([]IndexEntry(nil), bundles[:i]...), bundles[i+1:]...), e)
+			return out
+		}
+	}
+	return bundles
+}
+
+// noteFailed records the bundle_id of the bundle file the mirror failed in
+// this run ("" for none) for the next run (lastFailedLast).
+func (c *syncClient) noteFailed(id string) {
+	p := filepath.Join(c.opts.SpoolDir, lastFailedFile)
+	if id == "" {
+		os.Remove(p)
+		return
+	}
+	os.WriteFile(p, []byte(id), 0o600)
+}
+
 func (c *syncClient) pruneSpool(keep map[string]bool) {
 	names, _ := filepath.Glob(filepath.Join(c.opts.SpoolDir, "*.part"))
 	for _, n := range names {
