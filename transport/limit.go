@@ -1,10 +1,12 @@
 package transport
 
 import (
+	"context"
 	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // LimitListener wraps a listener so that at most total connections are
@@ -81,6 +83,24 @@ func (l *Limited) Close() error {
 // Refused is how many connections were closed at once because their peer
 // had its share open.
 func (l *Limited) Refused() uint64 { return l.refused.Load() }
+
+// WaitClosed waits until every accepted connection is closed, or ctx
+// ends (its error then). A server calls it after http.Server.Shutdown,
+// which does not track the connections its handlers took over: a refused
+// one closing gracefully (CloseAfterAnswer) is closed before the process
+// exits, and so not reset.
+func (l *Limited) WaitClosed(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for l.Open() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
 
 // Open is how many accepted connections are open now.
 func (l *Limited) Open() int {

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -142,5 +143,38 @@ func TestLimitedConnCanShutItsSendingSide(t *testing.T) {
 	s.SetReadDeadline(time.Now().Add(2 * time.Second))
 	if b, err := io.ReadAll(io.LimitReader(s, 13)); err != nil || string(b) != "still sending" {
 		t.Fatalf("the server reads %q, %v after CloseWrite", b, err)
+	}
+}
+
+// TestWaitClosedWaitsForTakenOverConnections: WaitClosed returns once
+// every accepted connection is closed, including one a server took over
+// and closes on its own (threat: a server exiting while a refused
+// connection still lingers, so that its answer is reset), and no later
+// than its context.
+func TestWaitClosedWaitsForTakenOverConnections(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := LimitListener(ln, 4, 4)
+	defer l.Close()
+	dialFrom(t, ln, "127.0.0.1")
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := l.WaitClosed(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("with a connection open: %v", err)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		s.Close()
+	}()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := l.WaitClosed(ctx2); err != nil {
+		t.Fatalf("after the connection closed: %v", err)
 	}
 }

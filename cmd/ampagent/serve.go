@@ -658,6 +658,11 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("graceful shutdown incomplete", "err", err)
 	}
+	// Refused connections still closing gracefully (Shutdown does not
+	// track them): at most transport.AnswerLinger more.
+	lctx, lcancel := context.WithTimeout(sctx, transport.AnswerLinger+time.Second)
+	limited.WaitClosed(lctx)
+	lcancel()
 	if err := <-tcpStopped; err != nil {
 		log.Warn("graceful tcp shutdown incomplete", "err", err)
 	}
