@@ -176,14 +176,17 @@ func revokedEcho1(t *testing.T, signers ...ed25519.PrivateKey) []byte {
 	return signedRevocation(t, nil, []bundle.BundleVersion{{BundleID: "org.example.echo", Version: 1}}, signers...)
 }
 
-func echoRevoked(t *testing.T, s *resolver.Store) bool {
+// onlyBundle is the one bundle s has installed.
+func onlyBundle(t *testing.T, s *resolver.Store) resolver.Bundle {
 	t.Helper()
 	bs, err := s.Bundles()
 	if err != nil || len(bs) != 1 {
 		t.Fatalf("bundles %+v %v", bs, err)
 	}
-	return bs[0].Revoked != ""
+	return bs[0]
 }
+
+func echoRevoked(t *testing.T, s *resolver.Store) bool { return onlyBundle(t, s).Revoked != "" }
 
 // TestSyncedRevocationReachesInstalledBundleFailsClosed: a revocation the
 // station applied reaches an agent store through sync, verified against

@@ -21,6 +21,22 @@ import (
 	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
+// dialServe opens a raw TCP connection to r's HTTP listener, closed with
+// the test.
+func dialServe(t *testing.T, r *running) net.Conn {
+	t.Helper()
+	u, err := url.Parse(r.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // TestServeRefusedBodyIsAnsweredAndClosed: through everything serve puts
 // in front of the binding (metrics, the refusal log, the connection cap),
 // a body cut off at --max-body is answered 413, the answer survives a
@@ -31,16 +47,7 @@ import (
 // client trickles the rest.
 func TestServeRefusedBodyIsAnsweredAndClosed(t *testing.T) {
 	db, key := serveStore(t)
-	r := startServe(t, "--db", db, "--key", key, "--max-body", "1048576")
-	u, err := url.Parse(r.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialServe(t, startServe(t, "--db", db, "--key", key, "--max-body", "1048576"))
 	part := strings.Repeat("a", 4<<10)
 	// One chunk declared larger than --max-body, sent up to just past it.
 	go func() {
@@ -90,16 +97,7 @@ func TestServeRefusedBodyIsAnsweredAndClosed(t *testing.T) {
 // bytes six times as long).
 func TestServeSlowBodyIsCutAtTheMinimumDataRate(t *testing.T) {
 	db, key := serveStore(t)
-	r := startServe(t, "--db", db, "--key", key)
-	u, err := url.Parse(r.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialServe(t, startServe(t, "--db", db, "--key", key))
 	start := time.Now()
 	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: agent\r\nContent-Type: %s\r\nContent-Length: 100\r\n\r\nx", amphttp.MessagesPath, amphttp.ContentType)
 	c.SetReadDeadline(time.Now().Add(20 * time.Second))
