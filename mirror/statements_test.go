@@ -490,3 +490,46 @@ func TestMirrorCannotFloodTheAuditWithRefusedBundles(t *testing.T) {
 		t.Fatalf("%d not offered (want 3), %d refusals audited (want %d), last %+v", capped, refusalsIn(t, s)-before, MaxStoreRefusals, last)
 	}
 }
+
+// TestKeyTrustedElsewhereCannotFloodTheAudit: statements signed by a key
+// the host trusts only for another scope count toward the cap as the
+// store refuses them (threat: a key trusted for one vendor, or one a
+// revocation narrowed, adding audit entries without bound because it is
+// trusted somewhere).
+func TestKeyTrustedElsewhereCannotFloodTheAudit(t *testing.T) {
+	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+	p := newStore(t, testBundle(t, 1))
+	st, err := resolver.Open(p, resolver.Options{Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.TrustAdd("other", other.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	var sts [][]byte
+	for n := range MaxStoreRefusals + 10 {
+		stranger := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{byte(100 + n)}, ed25519.SeedSize))
+		sts = append(sts, signedRevocation(t, []string{amp.DIDKey(stranger.Public().(ed25519.PublicKey))}, nil, other))
+	}
+	applyStatements(t, p, sts...)
+	_, ts := startMirror(t, p, nil)
+	s := agentStore(t, testBundle(t, 1))
+	if err := s.TrustAdd("other", other.Public().(ed25519.PublicKey), []string{"com.vendor"}); err != nil {
+		t.Fatal(err)
+	}
+	before := refusalsIn(t, s)
+	rep, err := syncOnce(t, s, ts.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped := 0
+	for _, it := range rep.Statements {
+		if it.Error == string(ErrTooManyRefusals) {
+			capped++
+		}
+	}
+	if capped != 10 || refusalsIn(t, s)-before != MaxStoreRefusals {
+		t.Fatalf("%d not offered (want 10), %d refusals audited (want %d)", capped, refusalsIn(t, s)-before, MaxStoreRefusals)
+	}
+}

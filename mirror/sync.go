@@ -48,13 +48,14 @@ const (
 )
 
 // MaxStoreRefusals bounds how many files one sync offers to the store
-// that carry no valid signature by a key it trusts (for any scope), which
-// it is bound to refuse: each refusal is an audit entry, and a mirror could
-// list 10,000 statements or bundles signed by keys of its own, on every
-// run. Past it, such files are refused without being offered
-// (too_many_refusals, no audit entry). A file a trusted key validly signed
-// is always offered, so the cap never keeps back one the store would
-// take.
+// that it is bound to refuse for their signatures: files the keys it
+// trusts for their scope do not sign as its own checks require (the
+// scope, revocations of keys, thresholds). Each refusal is an audit entry,
+// and a mirror could list 10,000 statements or bundles signed by keys of
+// its own, or by a key trusted only elsewhere, on every run. Past it, such
+// files are refused without being offered (too_many_refusals, no audit
+// entry). A file signed as the store requires is always offered, so the
+// cap never keeps back one the store would take for its signatures.
 const MaxStoreRefusals = 64
 
 // SyncOptions configures Sync.
@@ -223,14 +224,17 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 		have[b.BundleID] = b
 	}
 	keep := map[string]bool{}
-	bundles := ix.Bundles
+	bundles, prevFailed := ix.Bundles, []string(nil)
 	if !opts.DryRun {
-		bundles = c.lastFailedLast(bundles)
+		prevFailed = c.readLastFailed()
+		bundles = lastFailedLast(bundles, prevFailed)
 	}
-	// failing names the download the mirror failed (unreachable, or
-	// abandoned as too slow): the rest of this run's downloads are not
-	// tried, so that a mirror stalling each of 10,000 files cannot hold a
-	// sync for days; the next run resumes.
+	tried := map[string]bool{}
+	// failing names the download the mirror failed (unreachable, too
+	// slow, cut off, an error status): the rest of the bundle list is not
+	// tried in this run, so that a mirror stalling each of 10,000 files
+	// costs one stall, not days; the next run tries them, the failed ones
+	// last.
 	failing := ""
 	for _, e := range bundles {
 		it := SyncItem{BundleID: e.BundleID, Version: e.Version}
@@ -255,6 +259,8 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 			c.fetchAndImport(ctx, t, e, &it)
 			if mirrorFailed(it.Error) {
 				failing = e.BundleID
+			} else {
+				tried[e.BundleID] = true
 			}
 		}
 		rep.Items = append(rep.Items, it)
@@ -264,7 +270,7 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	}
 	if !opts.DryRun {
 		c.pruneSpool(keep)
-		c.noteFailed(failing)
+		c.noteFailed(prevFailed, tried, failing)
 	}
 	if rep.Heartbeats, err = c.syncHeartbeats(ctx, t, ix, opts.DryRun); err != nil {
 		return rep, err
@@ -306,23 +312,27 @@ type syncClient struct {
 	base *url.URL
 	http *http.Client
 	log  *slog.Logger
-	// trusted is the store's trust, as far as it tells whether a file is
-	// vouched for (vouched); nil when the target does not list it.
+	// trusted is the store's trust (its keys with their scopes and
+	// revocations, and its thresholds), to tell whether a file is signed
+	// as the store requires (vouched); nil when the target does not list
+	// it: refusals are then counted after the fact.
 	trusted *bundle.Policy
-	// unvouched counts the files offered to the store that no key it
-	// trusts validly signed (MaxStoreRefusals).
+	// unvouched counts the files offered to the store that were not
+	// signed as it requires (MaxStoreRefusals).
 	unvouched int
 }
 
-// TrustLister is a Target that lists the keys its store trusts (a
-// *resolver.Store does): sync then offers it at most MaxStoreRefusals files
-// that no key it trusts signed.
+// TrustLister is a Target that lists the keys its store trusts and its
+// thresholds (a *resolver.Store does): sync then checks each file's
+// signatures as the store will before offering it, and offers at most
+// MaxStoreRefusals that fail.
 type TrustLister interface {
 	TrustList() ([]resolver.TrustKey, error)
+	TrustThresholds() (map[string]int, error)
 }
 
-// loadTrust reads t's trusted keys (again: after a trust statement, a new
-// key may vouch for what follows).
+// loadTrust reads t's trust (again after a trust or revocation statement
+// changed it in this run).
 func (c *syncClient) loadTrust(t Target) error {
 	tl, ok := t.(TrustLister)
 	if !ok {
@@ -332,35 +342,85 @@ func (c *syncClient) loadTrust(t Target) error {
 	if err != nil {
 		return err
 	}
-	p := &bundle.Policy{}
+	th, err := tl.TrustThresholds()
+	if amp.NameOf(err) == resolver.ErrUnsupported {
+		th, err = nil, nil // an older agent: a threshold of 1 everywhere, laxer than the store
+	}
+	if err != nil {
+		return err
+	}
+	p := &bundle.Policy{Thresholds: th}
 	for _, k := range keys {
-		// Any scope: a signature that verifies by a key trusted anywhere
-		// is enough to be offered; the store judges scopes and thresholds.
-		p.Keys = append(p.Keys, bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: []string{"*"}})
+		p.Keys = append(p.Keys, bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes, Except: k.Except})
 	}
 	c.trusted = p
 	return nil
 }
 
-// offerToStore reports whether the signed object item (content type
-// ctype) may be offered to the store: always when a key it trusts validly
-// signed it (or its trust is not known); otherwise while fewer than
-// MaxStoreRefusals unvouched files were offered in this sync, each
-// counted. When not, it is the refusal to report.
-func (c *syncClient) offerToStore(item []byte, ctype string) error {
-	if c.trusted == nil {
+// vouched reports whether item, a signed object of content type ctype,
+// is signed as the store requires for what it speaks of, checked with the
+// same functions the store uses: a revocation or trust statement for its
+// scope (bundle.VerifyStatement), a heartbeat for its line, by its
+// bundle_id (bundle.VerifyFor; the store also counts the installed
+// bundle's namespaces, so it may still refuse one), a bundle's signed
+// manifest m for its names (bundle.VerifyFor).
+func (c *syncClient) vouched(item []byte, ctype string, m *bundle.Manifest) bool {
+	var err error
+	switch ctype {
+	case bundle.MediaTypeRevocation:
+		var r *bundle.Revocation
+		var obj *bundle.SignedObject
+		if r, obj, err = bundle.ParseRevocation(item); err == nil {
+			_, err = bundle.VerifyStatement(obj, c.trusted, r.Scope)
+		}
+	case bundle.MediaTypeRotation:
+		var r *bundle.Rotation
+		var obj *bundle.SignedObject
+		if r, obj, err = bundle.ParseRotation(item); err == nil {
+			_, err = bundle.VerifyStatement(obj, c.trusted, r.Scope)
+		}
+	case bundle.MediaTypeHeartbeat:
+		var h *bundle.Heartbeat
+		var obj *bundle.SignedObject
+		if h, obj, err = bundle.ParseHeartbeat(item); err == nil {
+			_, err = bundle.VerifyFor(obj, c.trusted, &bundle.Manifest{BundleID: h.BundleID})
+		}
+	case bundle.MediaTypeManifest:
+		var obj *bundle.SignedObject
+		if obj, err = bundle.DecodeObject(item, ctype); err == nil {
+			_, err = bundle.VerifyFor(obj, c.trusted, m)
+		}
+	default:
+		return false
+	}
+	return err == nil
+}
+
+// offerToStore reports whether item (content type ctype; m, a bundle's
+// manifest) may be offered to the store: always when it is signed as the
+// store requires (vouched); otherwise while fewer than MaxStoreRefusals
+// such files were offered in this sync, each counted. When not, it is the
+// refusal to report. Without the store's trust, every file is offered
+// while fewer than MaxStoreRefusals were refused (storeRefused).
+func (c *syncClient) offerToStore(item []byte, ctype string, m *bundle.Manifest) error {
+	if c.trusted != nil && c.vouched(item, ctype, m) {
 		return nil
 	}
-	if obj, err := bundle.DecodeObject(item, ctype); err == nil {
-		if _, err := obj.Verify(c.trusted); err == nil {
-			return nil
-		}
-	}
 	if c.unvouched >= MaxStoreRefusals {
-		return amp.Named(0, ErrTooManyRefusals, "no key the store trusts signed it, and %d such files were offered to the store in this sync already: not offered (each refusal is audited)", MaxStoreRefusals)
+		return amp.Named(0, ErrTooManyRefusals, "not signed as the store requires, and %d such files were offered to the store in this sync already: not offered (each refusal is audited)", MaxStoreRefusals)
 	}
-	c.unvouched++
+	if c.trusted != nil {
+		c.unvouched++
+	}
 	return nil
+}
+
+// storeRefused counts a refusal by the store of a file offered without
+// knowing its trust (offerToStore).
+func (c *syncClient) storeRefused(err error) {
+	if err != nil && c.trusted == nil {
+		c.unvouched++
+	}
 }
 
 // mirrorFailed reports whether err is the mirror failing a download (not
@@ -568,7 +628,7 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		refuse(it, amp.Named(0, ErrIndexMismatch, "the file served is bundle %s version %d, not what the index names: discarded", in.Manifest.BundleID, in.Manifest.Version))
 		return
 	}
-	if err := c.offerToStore(in.SignedManifest, bundle.MediaTypeManifest); err != nil {
+	if err := c.offerToStore(in.SignedManifest, bundle.MediaTypeManifest, in.Manifest); err != nil {
 		os.Remove(path)
 		refuse(it, err)
 		return
@@ -581,6 +641,7 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 			refuse(it, err) // keep the file: the next run imports it without a download
 			return
 		}
+		c.storeRefused(err)
 		os.Remove(path)
 		refuse(it, err)
 		c.log.Warn("bundle from the mirror refused", "bundle_id", e.BundleID, "version", e.Version, "err", err)
@@ -684,42 +745,101 @@ func (c *syncClient) spoolUsed(path string) int64 {
 	return n
 }
 
-// pruneSpool removes partial files of bundle files the mirror no longer
-// offers, so that the spool holds at most one file per offered bundle.
-// lastFailedFile, in the spool folder, holds the bundle_id of the bundle
-// file the mirror failed in the last run: the next run tries it last, so
-// that one file the mirror fails on every run does not keep the files
-// listed after it from ever being tried.
-const lastFailedFile = "last-failed"
+// maxLastFailed bounds the bundle files remembered as failed (noteFailed).
+const maxLastFailed = 64
 
-// lastFailedLast returns bundles with the one the mirror failed in the
-// last run (lastFailedFile) moved to the end.
-func (c *syncClient) lastFailedLast(bundles []IndexEntry) []IndexEntry {
-	b, err := os.ReadFile(filepath.Join(c.opts.SpoolDir, lastFailedFile))
-	if err != nil || len(b) > 256 {
-		return bundles
-	}
-	id := string(b)
-	for i, e := range bundles {
-		if e.BundleID == id {
-			out := append(append(append([]IndexEntry(nil), bundles[:i]...), bundles[i+1:]...), e)
-			return out
-		}
-	}
-	return bundles
+// lastFailedPath is the spool file that names, one bundle_id a line, the
+// bundle files the mirror at this URL failed and that were not synced
+// since: the next run tries them last, so that files the mirror fails on
+// every run do not keep the files listed after them from ever being
+// tried. One file per mirror URL: syncs from several mirrors into one
+// store do not forget each other's.
+func (c *syncClient) lastFailedPath() string {
+	sum := sha256.Sum256([]byte(c.base.String()))
+	return filepath.Join(c.opts.SpoolDir, "last-failed-"+hex.EncodeToString(sum[:8]))
 }
 
-// noteFailed records the bundle_id of the bundle file the mirror failed in
-// this run ("" for none) for the next run (lastFailedLast).
-func (c *syncClient) noteFailed(id string) {
-	p := filepath.Join(c.opts.SpoolDir, lastFailedFile)
-	if id == "" {
+// readLastFailed returns the bundle_ids lastFailedPath names: read only
+// from a regular file, at most maxLastFailed valid bundle ids.
+func (c *syncClient) readLastFailed() []string {
+	p := c.lastFailedPath()
+	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, maxLastFailed*260))
+	var ids []string
+	for _, id := range strings.Split(string(b), "\n") {
+		if len(ids) < maxLastFailed && bundle.ValidateBundleID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// lastFailedLast returns bundles with the ones named in failed moved to
+// the end, in the order failed names them.
+func lastFailedLast(bundles []IndexEntry, failed []string) []IndexEntry {
+	at := map[string]int{}
+	for i, id := range failed {
+		at[id] = i + 1
+	}
+	var first []IndexEntry
+	last := make([]IndexEntry, len(failed))
+	for _, e := range bundles {
+		if i := at[e.BundleID]; i > 0 {
+			last[i-1] = e
+		} else {
+			first = append(first, e)
+		}
+	}
+	for _, e := range last {
+		if e.BundleID != "" {
+			first = append(first, e)
+		}
+	}
+	return first
+}
+
+// noteFailed writes the list the next run tries last: those of prev not
+// tried in this run (tried says which were), then failing (the one that
+// failed in this run, "" for none), at most maxLastFailed; no file when
+// it is empty. It is written whole or not at all (a temporary file
+// renamed).
+func (c *syncClient) noteFailed(prev []string, tried map[string]bool, failing string) {
+	var ids []string
+	for _, id := range prev {
+		if !tried[id] && id != failing {
+			ids = append(ids, id)
+		}
+	}
+	if failing != "" {
+		ids = append(ids, failing)
+	}
+	if len(ids) > maxLastFailed {
+		ids = ids[len(ids)-maxLastFailed:]
+	}
+	p := c.lastFailedPath()
+	if len(ids) == 0 {
 		os.Remove(p)
 		return
 	}
-	os.WriteFile(p, []byte(id), 0o600)
+	tmp, err := os.CreateTemp(c.opts.SpoolDir, ".last-failed-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.WriteString(strings.Join(ids, "\n"))
+	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), p) != nil {
+		os.Remove(tmp.Name())
+	}
 }
 
+// pruneSpool removes partial files of bundle files the mirror no longer
+// offers, so that the spool holds at most one file per offered bundle.
 func (c *syncClient) pruneSpool(keep map[string]bool) {
 	names, _ := filepath.Glob(filepath.Join(c.opts.SpoolDir, "*.part"))
 	for _, n := range names {

@@ -43,7 +43,7 @@ type HeartbeatItem struct {
 // the index's line, version and time, then verified by the store against
 // its own trust. A refused heartbeat changes nothing and is reported; after
 // one whose download the mirror failed, the following ones are not tried
-// in this run (mirror_unreachable): one stall a run.
+// in this run (mirror_unreachable): one stall a list.
 func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dryRun bool) ([]HeartbeatItem, error) {
 	out := []HeartbeatItem{}
 	ht, ok := t.(HeartbeatTarget)
@@ -125,12 +125,13 @@ func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTar
 		refused(amp.Named(0, ErrIndexMismatch, "the heartbeat served says another line, version or time than the index lists: ignored"))
 		return
 	}
-	if err := c.offerToStore(data, bundle.MediaTypeHeartbeat); err != nil {
+	if err := c.offerToStore(data, bundle.MediaTypeHeartbeat, nil); err != nil {
 		refused(err)
 		return
 	}
 	res, err := ht.ApplyHeartbeat(data)
 	if err != nil {
+		c.storeRefused(err)
 		refused(err)
 		return
 	}

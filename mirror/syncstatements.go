@@ -91,7 +91,7 @@ func (c *syncClient) fetchAndApply(ctx context.Context, t Target, st StatementTa
 		refuseStatement(it, amp.Named(0, ErrIndexMismatch, "the statement served is not the one the index lists (size, type or SHA-256 differ): ignored"))
 		return
 	}
-	if err := c.offerToStore(data, e.ContentType); err != nil {
+	if err := c.offerToStore(data, e.ContentType, nil); err != nil {
 		refuseStatement(it, err)
 		return
 	}
@@ -99,24 +99,26 @@ func (c *syncClient) fetchAndApply(ctx context.Context, t Target, st StatementTa
 	if e.ContentType == bundle.MediaTypeRotation {
 		res, err := st.ApplyRotation(data)
 		if err != nil {
+			c.storeRefused(err)
 			refuseStatement(it, err)
 			return
 		}
 		unchanged = res.Unchanged
-		if !unchanged {
-			// The keys it trusted vouch for what follows.
-			if err := c.loadTrust(t); err != nil {
-				refuseStatement(it, err)
-				return
-			}
-		}
 	} else {
 		res, err := st.ApplyRevocation(data)
 		if err != nil {
+			c.storeRefused(err)
 			refuseStatement(it, err)
 			return
 		}
 		unchanged = res.Unchanged
+	}
+	if !unchanged {
+		// The trust changed (keys added, retired or revoked): what
+		// follows is judged against the new one.
+		if err := c.loadTrust(t); err != nil {
+			c.log.Warn("the store's trust could not be read again after a statement", "err", err)
+		}
 	}
 	it.Outcome = OutcomeImported
 	if unchanged {
