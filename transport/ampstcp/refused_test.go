@@ -3,6 +3,7 @@ package ampstcp
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // wantErrorFrame reads one ERROR frame from br with the code want.
@@ -85,4 +87,29 @@ func TestTLSProtocolViolationGetsItsErrorFrame(t *testing.T) {
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	c.Write(AppendFrame(nil, FrameMessage, fakeMessage(t, newID(), nil)))
 	wantErrorFrame(t, bufio.NewReader(c), amp.CodeInvalidMessage)
+}
+
+// TestShutdownWaitsForALingeringRefusal: Shutdown returns only once a
+// connection refused at accept has finished closing gracefully (threat: a
+// server exiting while the refusal lingers, so that the ERROR frame it
+// sent is reset after all); the linger bounds the wait.
+func TestShutdownWaitsForALingeringRefusal(t *testing.T) {
+	s, addr := startServer(t, echo(t, 0, nil), ServerOptions{MaxConns: 1})
+	held := dialRaw(t, addr)
+	if !held.handshake(1).Accepted {
+		t.Fatal("the first connection's handshake was refused")
+	}
+	r := dialRaw(t, addr)
+	r.write(AppendFrame(nil, FrameHandshake, EncodeHandshakeRequest(HandshakeRequest{Version: 1, MaxMsgSize: 1 << 20})))
+	wantErrorFrame(t, r.br, amp.CodeOverloaded)
+	held.c.Close() // nothing else for Shutdown to wait for
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond {
+		t.Fatalf("Shutdown returned after %v, while the refusal was still lingering (up to %v)", took, transport.AnswerLinger)
+	}
 }

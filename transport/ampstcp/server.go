@@ -280,16 +280,16 @@ func (s *Server) Serve(ln net.Listener) error {
 			return ErrServerClosed
 		}
 		if len(s.conns) >= s.opts.MaxConns {
+			s.refuseAsync(c, amp.NewError(amp.CodeOverloaded, "too many connections; retry later"))
 			s.mu.Unlock()
 			s.opts.Logger.Warn("tcp connection refused: too many connections", "remote", c.RemoteAddr().String())
-			go s.refuse(c, amp.NewError(amp.CodeOverloaded, "too many connections; retry later"))
 			continue
 		}
 		key := transport.Peer(c.RemoteAddr().String())
 		if p := s.peers[key]; p != nil && p.conns >= s.opts.MaxPeerConns {
+			s.refuseAsync(c, amp.NewError(amp.CodeOverloaded, "too many connections from this address; retry later"))
 			s.mu.Unlock()
 			s.opts.Logger.Warn("tcp connection refused: too many connections from the peer", "peer", key)
-			go s.refuse(c, amp.NewError(amp.CodeOverloaded, "too many connections from this address; retry later"))
 			continue
 		}
 		sc := newServerConn(s, c)
@@ -299,6 +299,18 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		go sc.serve()
 	}
+}
+
+// refuseAsync refuses c in a goroutine that Shutdown waits for (as it
+// waits for the connections it serves): a refusal still lingering is not
+// cut by the process exiting. Called with s.mu held and s.closing false,
+// so that the goroutine is counted before Shutdown waits.
+func (s *Server) refuseAsync(c net.Conn, err error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.refuse(c, err)
+	}()
 }
 
 // maxLingering bounds the refused connections closed gracefully at once
