@@ -343,3 +343,20 @@ func TestUnreachableMirrorCostsOneStallARun(t *testing.T) {
 		t.Fatalf("the bundles were not synced after the failed statements: %+v", rep.Items)
 	}
 }
+
+// TestBundleEntryWithUppercaseHashIsRefused: a bundle entry's sha256 must
+// be lowercase hex, the form a syncing store compares and sends back in
+// If-Range (threat: an entry every download of which ends as
+// index_mismatch after the whole file was fetched).
+func TestBundleEntryWithUppercaseHashIsRefused(t *testing.T) {
+	entry := func(h string) string {
+		return `{"format":"ampbundle-mirror-index/1","generation":1,"capabilities":[],"bundles":[{"bundle_id":"org.example.echo","version":1,"size":10,"sha256":"` +
+			h + `","href":"/bundles/org.example.echo"}]}`
+	}
+	if _, err := DecodeIndex([]byte(entry(strings.Repeat("AB", 32)))); err == nil {
+		t.Fatal("an uppercase sha256 was accepted")
+	}
+	if _, err := DecodeIndex([]byte(entry(strings.Repeat("ab", 32)))); err != nil {
+		t.Fatalf("a lowercase sha256: %v", err)
+	}
+}

@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 
@@ -177,7 +176,7 @@ func (l *bundleList) UnmarshalJSON(raw []byte) error {
 			return amp.Named(0, ErrBadIndex, "the mirror index lists bundle %s twice", e.BundleID)
 		}
 		seen[e.BundleID] = true
-		if h, err := hex.DecodeString(e.SHA256); err != nil || len(h) != 32 {
+		if !isLowerHex64(e.SHA256) {
 			return amp.Named(0, ErrBadIndex, "the mirror index has a bad sha256 for %s", e.BundleID)
 		}
 		if e.Size <= 0 || e.Version == 0 {
