@@ -102,8 +102,8 @@ func (s *Store) ApplyHeartbeat(data []byte) (_ *HeartbeatResult, err error) {
 		if err != nil {
 			return err
 		}
+		var old heartbeatRecord // the heartbeat kept for the line, if any
 		if raw := hbk.Get([]byte(hb.BundleID)); raw != nil {
-			var old heartbeatRecord
 			if err := decode(raw, &old); err != nil {
 				return fail(ErrStoreIO, "the stored heartbeat of %s is unreadable", hb.BundleID).WithCause(err)
 			}
@@ -144,13 +144,9 @@ func (s *Store) ApplyHeartbeat(data []byte) (_ *HeartbeatResult, err error) {
 			// are not the record's file (a build that did not keep them,
 			// or kept an older one's, applied it first) and these are, so
 			// that a mirror serves it (a new generation: what a mirror
-			// serves changed).
-			var kept heartbeatRecord
-			if err := decode(hbk.Get([]byte(hb.BundleID)), &kept); err != nil {
-				return err
-			}
+			// serves changed). Unchanged means old was decoded above.
 			sb := bucket(tx, bStatements)
-			if d := sb.Get(heartbeatDataKey(hb.BundleID)); !bytes.Equal(sha256sum(d), kept.StatementSHA256) && bytes.Equal(fileSum, kept.StatementSHA256) {
+			if d := sb.Get(heartbeatDataKey(hb.BundleID)); !bytes.Equal(sha256sum(d), old.StatementSHA256) && bytes.Equal(fileSum, old.StatementSHA256) {
 				if err := sb.Put(heartbeatDataKey(hb.BundleID), bytes.Clone(data)); err != nil {
 					return err
 				}
