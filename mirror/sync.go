@@ -209,8 +209,10 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 		return nil, err
 	}
 	rep := &SyncReport{URL: c.base.String(), Generation: ix.Generation, DryRun: opts.DryRun, Items: []SyncItem{}, Heartbeats: []HeartbeatItem{}}
-	if err := c.loadTrust(t); err != nil {
-		return nil, err
+	if !opts.DryRun { // a dry run offers nothing to the store
+		if err := c.loadTrust(t); err != nil {
+			return nil, err
+		}
 	}
 	if rep.Statements, err = c.syncStatements(ctx, t, ix, opts.DryRun); err != nil {
 		return rep, err
@@ -357,53 +359,16 @@ func (c *syncClient) loadTrust(t Target) error {
 	return nil
 }
 
-// vouched reports whether item, a signed object of content type ctype,
-// is signed as the store requires for what it speaks of, checked with the
-// same functions the store uses: a revocation or trust statement for its
-// scope (bundle.VerifyStatement), a heartbeat for its line, by its
-// bundle_id (bundle.VerifyFor; the store also counts the installed
-// bundle's namespaces, so it may still refuse one), a bundle's signed
-// manifest m for its names (bundle.VerifyFor).
-func (c *syncClient) vouched(item []byte, ctype string, m *bundle.Manifest) bool {
-	var err error
-	switch ctype {
-	case bundle.MediaTypeRevocation:
-		var r *bundle.Revocation
-		var obj *bundle.SignedObject
-		if r, obj, err = bundle.ParseRevocation(item); err == nil {
-			_, err = bundle.VerifyStatement(obj, c.trusted, r.Scope)
-		}
-	case bundle.MediaTypeRotation:
-		var r *bundle.Rotation
-		var obj *bundle.SignedObject
-		if r, obj, err = bundle.ParseRotation(item); err == nil {
-			_, err = bundle.VerifyStatement(obj, c.trusted, r.Scope)
-		}
-	case bundle.MediaTypeHeartbeat:
-		var h *bundle.Heartbeat
-		var obj *bundle.SignedObject
-		if h, obj, err = bundle.ParseHeartbeat(item); err == nil {
-			_, err = bundle.VerifyFor(obj, c.trusted, &bundle.Manifest{BundleID: h.BundleID})
-		}
-	case bundle.MediaTypeManifest:
-		var obj *bundle.SignedObject
-		if obj, err = bundle.DecodeObject(item, ctype); err == nil {
-			_, err = bundle.VerifyFor(obj, c.trusted, m)
-		}
-	default:
-		return false
-	}
-	return err == nil
-}
-
-// offerToStore reports whether item (content type ctype; m, a bundle's
-// manifest) may be offered to the store: always when it is signed as the
-// store requires (vouched); otherwise while fewer than MaxStoreRefusals
-// such files were offered in this sync, each counted. When not, it is the
-// refusal to report. Without the store's trust, every file is offered
-// while fewer than MaxStoreRefusals were refused (storeRefused).
-func (c *syncClient) offerToStore(item []byte, ctype string, m *bundle.Manifest) error {
-	if c.trusted != nil && c.vouched(item, ctype, m) {
+// offerToStore reports whether a file may be offered to the store:
+// always when verify, the store's own check of its signatures (the
+// functions the store calls, bundle.VerifyStatement or bundle.VerifyFor),
+// passes against the store's trust; otherwise while fewer than
+// MaxStoreRefusals such files were offered in this sync, each counted.
+// When not, it is the refusal to report. Without the store's trust, every
+// file is offered while fewer than MaxStoreRefusals were refused
+// (storeRefused).
+func (c *syncClient) offerToStore(verify func(*bundle.Policy) error) error {
+	if c.trusted != nil && verify(c.trusted) == nil {
 		return nil
 	}
 	if c.unvouched >= MaxStoreRefusals {
@@ -628,7 +593,13 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		refuse(it, amp.Named(0, ErrIndexMismatch, "the file served is bundle %s version %d, not what the index names: discarded", in.Manifest.BundleID, in.Manifest.Version))
 		return
 	}
-	if err := c.offerToStore(in.SignedManifest, bundle.MediaTypeManifest, in.Manifest); err != nil {
+	if err := c.offerToStore(func(p *bundle.Policy) error {
+		obj, err := bundle.DecodeObject(in.SignedManifest, bundle.MediaTypeManifest)
+		if err == nil {
+			_, err = bundle.VerifyFor(obj, p, in.Manifest)
+		}
+		return err
+	}); err != nil {
 		os.Remove(path)
 		refuse(it, err)
 		return

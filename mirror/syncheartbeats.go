@@ -116,7 +116,7 @@ func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTar
 	// What the index said of it decided that it is worth applying: the
 	// statement must say the same (its signatures are the store's to
 	// check).
-	hb, _, err := bundle.ParseHeartbeat(data)
+	hb, obj, err := bundle.ParseHeartbeat(data)
 	if err != nil {
 		refused(amp.Named(0, ErrIndexMismatch, "the file served is not a heartbeat statement (%s): ignored", amp.NameOf(err)).WithCause(err))
 		return
@@ -125,7 +125,12 @@ func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTar
 		refused(amp.Named(0, ErrIndexMismatch, "the heartbeat served says another line, version or time than the index lists: ignored"))
 		return
 	}
-	if err := c.offerToStore(data, bundle.MediaTypeHeartbeat, nil); err != nil {
+	// Judged by its line's bundle_id (the store also counts the
+	// installed bundle's namespaces, so it may still refuse one).
+	if err := c.offerToStore(func(p *bundle.Policy) error {
+		_, err := bundle.VerifyFor(obj, p, &bundle.Manifest{BundleID: hb.BundleID})
+		return err
+	}); err != nil {
 		refused(err)
 		return
 	}

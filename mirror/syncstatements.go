@@ -91,7 +91,7 @@ func (c *syncClient) fetchAndApply(ctx context.Context, t Target, st StatementTa
 		refuseStatement(it, amp.Named(0, ErrIndexMismatch, "the statement served is not the one the index lists (size, type or SHA-256 differ): ignored"))
 		return
 	}
-	if err := c.offerToStore(data, e.ContentType, nil); err != nil {
+	if err := c.offerToStore(func(p *bundle.Policy) error { return verifyStatementFile(data, e.ContentType, p) }); err != nil {
 		refuseStatement(it, err)
 		return
 	}
@@ -128,3 +128,27 @@ func (c *syncClient) fetchAndApply(ctx context.Context, t Target, st StatementTa
 }
 
 func refuseStatement(it *StatementItem, err error) { it.Outcome, it.Error, it.Message = refusal(err) }
+
+// verifyStatementFile checks the signatures of a trust (rotation) or
+// revocation statement file as the store does, for its scope
+// (bundle.VerifyStatement against p).
+func verifyStatementFile(data []byte, ctype string, p *bundle.Policy) error {
+	var scope string
+	var obj *bundle.SignedObject
+	var err error
+	if ctype == bundle.MediaTypeRotation {
+		var r *bundle.Rotation
+		if r, obj, err = bundle.ParseRotation(data); err == nil {
+			scope = r.Scope
+		}
+	} else {
+		var r *bundle.Revocation
+		if r, obj, err = bundle.ParseRevocation(data); err == nil {
+			scope = r.Scope
+		}
+	}
+	if err == nil {
+		_, err = bundle.VerifyStatement(obj, p, scope)
+	}
+	return err
+}
