@@ -380,11 +380,19 @@ func addStatements(src Source, snap *snapshot) ([]IndexStatement, error) {
 		if len(out) == MaxIndexStatements {
 			break
 		}
-		h := hex.EncodeToString(st.SHA256)
-		snap.files[StatementsPrefix+h] = &memFile{body: st.Data, ctype: st.ContentType, etag: etagOf(capability.HashSHA256, st.SHA256)}
+		h := snap.addStatementFile(st.Data, st.ContentType, st.SHA256)
 		out = append(out, IndexStatement{ContentType: st.ContentType, Size: int64(len(st.Data)), SHA256: h, Href: StatementsPrefix + h})
 	}
 	return out, nil
+}
+
+// addStatementFile serves data, a signed statement file of content type
+// ctype and SHA-256 sum, at its hash (StatementsPrefix + hex), and returns
+// that hex.
+func (snap *snapshot) addStatementFile(data []byte, ctype string, sum []byte) string {
+	h := hex.EncodeToString(sum)
+	snap.files[StatementsPrefix+h] = &memFile{body: data, ctype: ctype, etag: etagOf(capability.HashSHA256, sum)}
+	return h
 }
 
 // HeartbeatSource is a Source that also lists the heartbeats its store
@@ -430,8 +438,7 @@ func addHeartbeats(src Source, snap *snapshot) ([]IndexHeartbeat, int, error) {
 	all := append(served, others...)
 	dropped := max(0, len(all)-MaxIndexHeartbeats)
 	for _, h := range all[:len(all)-dropped] {
-		sum := hex.EncodeToString(h.SHA256)
-		snap.files[StatementsPrefix+sum] = &memFile{body: h.Data, ctype: bundle.MediaTypeHeartbeat, etag: etagOf(capability.HashSHA256, h.SHA256)}
+		sum := snap.addStatementFile(h.Data, bundle.MediaTypeHeartbeat, h.SHA256)
 		out = append(out, IndexHeartbeat{BundleID: h.BundleID, Version: h.Version, CreatedAt: h.CreatedAt,
 			Size: int64(len(h.Data)), SHA256: sum, Href: StatementsPrefix + sum})
 	}

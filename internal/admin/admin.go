@@ -881,8 +881,8 @@ func (c *Client) Statements() ([]resolver.Statement, error) {
 		return nil, err
 	}
 	for _, st := range out {
-		if sum := sha256.Sum256(st.Data); !bytes.Equal(sum[:], st.SHA256) {
-			return nil, amp.Named(0, "admin_socket", "the agent's answer lists a statement whose bytes are not its own")
+		if err := ownBytes(st.Data, st.SHA256, "statement"); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -897,11 +897,23 @@ func (c *Client) Heartbeats() ([]resolver.KeptHeartbeat, error) {
 		return nil, err
 	}
 	for _, h := range out {
-		if sum := sha256.Sum256(h.Data); h.Data != nil && !bytes.Equal(sum[:], h.SHA256) {
-			return nil, amp.Named(0, "admin_socket", "the agent's answer lists a heartbeat whose bytes are not its own")
+		if h.Data == nil {
+			continue // the store does not have them
+		}
+		if err := ownBytes(h.Data, h.SHA256, "heartbeat"); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// ownBytes refuses an answer that lists a statement (what names it)
+// whose bytes data do not hash to its SHA-256 sum.
+func ownBytes(data, sum []byte, what string) error {
+	if got := sha256.Sum256(data); !bytes.Equal(got[:], sum) {
+		return amp.Named(0, "admin_socket", "the agent's answer lists a %s whose bytes are not its own", what)
+	}
+	return nil
 }
 
 // HasStatement reports whether the agent's store applied the statement

@@ -68,8 +68,7 @@ func sanitize(s string, max int) string { return escapeText(s, max, false) }
 // itself (the lines of indented JSON), and every escape is one JSON reads:
 // \uHHHH, and \ufffd for a byte that is not UTF-8.
 func escapeText(s string, max int, asJSON bool) string {
-	keepNewlines := asJSON
-	if plain(s, max, keepNewlines) {
+	if plain(s, max, asJSON) {
 		return s
 	}
 	var b strings.Builder
@@ -86,7 +85,7 @@ func escapeText(s string, max int, asJSON bool) string {
 			esc = `\ufffd`
 		case r == utf8.RuneError && n == 1:
 			esc = fmt.Sprintf(`\x%02x`, s[i])
-		case r == '\n' && keepNewlines:
+		case r == '\n' && asJSON:
 			esc = "\n"
 		case r < 0x20 && asJSON:
 			esc = fmt.Sprintf(`\u%04x`, r)
