@@ -122,11 +122,10 @@ func TestOlderHeartbeatFromAMirrorIsNotOffered(t *testing.T) {
 	}
 	// The host's heartbeat stops counting: its signer is no longer
 	// trusted; a new key is.
-	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
 	if err := s.TrustRemove("example"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TrustAdd("other", other.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
+	if err := s.TrustAdd("other", otherKey.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
 		t.Fatal(err)
 	}
 	if rep, err = syncOnce(t, s, ts.URL, nil); err != nil || rep.Heartbeats[0].Outcome != OutcomeRefused || rep.Heartbeats[0].Error == "" {
@@ -227,8 +226,7 @@ func TestHostileIndexHeartbeatsRefused(t *testing.T) {
 // again and judges them against its trust of now (threat: a frozen line
 // left unflagged on every host because the bytes matched).
 func TestHeartbeatThatStoppedCountingIsAppliedAgain(t *testing.T) {
-	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
-	hb := signedHeartbeat(t, 4, "2026-11-20T11:00:00Z", testKey, other)
+	hb := signedHeartbeat(t, 4, "2026-11-20T11:00:00Z", testKey, otherKey)
 	p := newStore(t, testBundle(t, 1))
 	applyHeartbeats(t, p, hb)
 	_, ts := startMirror(t, p, nil)
@@ -239,7 +237,7 @@ func TestHeartbeatThatStoppedCountingIsAppliedAgain(t *testing.T) {
 	if err := s.TrustRemove("example"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TrustAdd("other", other.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
+	if err := s.TrustAdd("other", otherKey.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SetFreshness("*", 1); err != nil {

@@ -359,6 +359,35 @@ func TestOutOfOrderTrustStatementsFromMirrorRefused(t *testing.T) {
 	}
 }
 
+// otherKey is a second publisher key of these tests, trusted by some of
+// their stores only.
+var otherKey = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+
+// trustOther has the (closed) store at p trust otherKey for scope.
+func trustOther(t *testing.T, p, scope string) {
+	t.Helper()
+	st, err := resolver.Open(p, resolver.Options{Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.TrustAdd("other", otherKey.Public().(ed25519.PublicKey), []string{scope}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// strangerRevocations returns n revocations for org.example, each of a
+// different key nobody trusts, signed by signer.
+func strangerRevocations(t *testing.T, n int, signer ed25519.PrivateKey) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for i := range n {
+		stranger := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{byte(100 + i)}, ed25519.SeedSize))
+		out = append(out, signedRevocation(t, []string{amp.DIDKey(stranger.Public().(ed25519.PublicKey))}, nil, signer))
+	}
+	return out
+}
+
 // refusalsIn counts the import_refused entries of s's audit log.
 func refusalsIn(t *testing.T, s *resolver.Store) int {
 	t.Helper()
@@ -385,21 +414,9 @@ func refusalsIn(t *testing.T, s *resolver.Store) int {
 // (threat: the cap keeping back a revocation for good), and the bundles
 // are still synced.
 func TestMirrorCannotFloodTheAuditWithRefusedStatements(t *testing.T) {
-	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
 	p := newStore(t, testBundle(t, 1), testBundle(t, 2))
-	st, err := resolver.Open(p, resolver.Options{Now: func() time.Time { return testNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.TrustAdd("other", other.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	var sts [][]byte
-	for n := range MaxStoreRefusals + 6 {
-		stranger := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{byte(100 + n)}, ed25519.SeedSize))
-		sts = append(sts, signedRevocation(t, []string{amp.DIDKey(stranger.Public().(ed25519.PublicKey))}, nil, other))
-	}
+	trustOther(t, p, "org.example")
+	sts := strangerRevocations(t, MaxStoreRefusals+6, otherKey)
 	trusted := revokedEcho1(t, testKey)
 	applyStatements(t, p, append(sts, trusted)...)
 	_, ts := startMirror(t, p, nil)
@@ -450,10 +467,9 @@ func signedBundle(t *testing.T, id string, key ed25519.PrivateKey) []byte {
 // thousands of tiny bundles of its own, each an audit entry every run);
 // a bundle a trusted key signed, listed after them, is still imported.
 func TestMirrorCannotFloodTheAuditWithRefusedBundles(t *testing.T) {
-	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
 	var files [][]byte
 	for n := range MaxStoreRefusals + 3 {
-		files = append(files, signedBundle(t, fmt.Sprintf("org.example.a%03d", n), other))
+		files = append(files, signedBundle(t, fmt.Sprintf("org.example.a%03d", n), otherKey))
 	}
 	files = append(files, signedBundle(t, "org.example.zz", testKey))
 	p := filepath.Join(t.TempDir(), "station.db")
@@ -461,7 +477,7 @@ func TestMirrorCannotFloodTheAuditWithRefusedBundles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, k := range map[string]ed25519.PrivateKey{"example": testKey, "other": other} {
+	for name, k := range map[string]ed25519.PrivateKey{"example": testKey, "other": otherKey} {
 		if err := st.TrustAdd(name, k.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
 			t.Fatal(err)
 		}
@@ -497,25 +513,13 @@ func TestMirrorCannotFloodTheAuditWithRefusedBundles(t *testing.T) {
 // revocation narrowed, adding audit entries without bound because it is
 // trusted somewhere).
 func TestKeyTrustedElsewhereCannotFloodTheAudit(t *testing.T) {
-	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
 	p := newStore(t, testBundle(t, 1))
-	st, err := resolver.Open(p, resolver.Options{Now: func() time.Time { return testNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.TrustAdd("other", other.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	var sts [][]byte
-	for n := range MaxStoreRefusals + 10 {
-		stranger := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{byte(100 + n)}, ed25519.SeedSize))
-		sts = append(sts, signedRevocation(t, []string{amp.DIDKey(stranger.Public().(ed25519.PublicKey))}, nil, other))
-	}
+	trustOther(t, p, "org.example")
+	sts := strangerRevocations(t, MaxStoreRefusals+10, otherKey)
 	applyStatements(t, p, sts...)
 	_, ts := startMirror(t, p, nil)
 	s := agentStore(t, testBundle(t, 1))
-	if err := s.TrustAdd("other", other.Public().(ed25519.PublicKey), []string{"com.vendor"}); err != nil {
+	if err := s.TrustAdd("other", otherKey.Public().(ed25519.PublicKey), []string{"com.vendor"}); err != nil {
 		t.Fatal(err)
 	}
 	before := refusalsIn(t, s)
