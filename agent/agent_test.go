@@ -223,7 +223,12 @@ func exactlyOneResultUnderLoad(t *testing.T, inline bool) {
 		}
 		return map[string]any{"issues": []any{}, "version": "ok"}, nil
 	}
-	e := newEnv(t, withHandler("org.agentries.code-review:2.1.0", h), withConfig(func(c *Config) { c.InlineHandlers = inline }))
+	// 150 handlers of one caller at once: each reserves its largest
+	// result in the caller's share (32 MiB / 256 KiB = 128 by default).
+	e := newEnv(t, withHandler("org.agentries.code-review:2.1.0", h), withConfig(func(c *Config) {
+		c.InlineHandlers = inline
+		c.LedgerLimits.ReplyReserve = 16 << 10
+	}))
 	want := map[string]struct {
 		status string
 		code   amp.Code

@@ -31,9 +31,10 @@ import (
 //  6. input and output schemas, each with its whole $ref closure,
 //     resolved from verified, hash-checked bytes; params expanded within
 //     an item budget and validated                     → 5002 / 1001 / 4004
-//  7. the ledger records, durably, that the handler runs → 5004 / 3005
-//     (retryable: the ledger's byte budget or the caller's share is
-//     used up)
+//  7. the ledger records, durably, that the handler runs, and     → 5004 / 3005
+//     reserves the room of its largest result: in the budget, the
+//     caller's share and on disk (retryable: budget, disk / share
+//     used up; docs/CLI.md §3.4, "Room before the run")
 //
 // Nothing runs before all of these pass. Then the handler runs on its own
 // context (the request's timeout_ms, bounded by MaxTimeout; not the
@@ -155,8 +156,9 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 	var rerr error
 	a.idle(func() { rerr = t.Running() })
 	if err := rerr; err != nil {
-		if n := amp.NameOf(err); n == ledger.ErrFull || n == ledger.ErrCallerFull {
-			a.log.Warn("invocation refused: idempotency ledger quota", "name", string(n), "from", caller, "usage", fmt.Sprint(a.ledger.Usage()))
+		if ledger.NoRoom(err) {
+			// Before the handler runs: nothing ran, the sender retries.
+			a.log.Warn("invocation refused: no room in the idempotency ledger", "name", string(amp.NameOf(err)), "from", caller, "usage", fmt.Sprint(a.ledger.Usage()))
 			return 0, nil, err
 		}
 		a.log.Error("idempotency ledger unavailable", "err", err)

@@ -212,7 +212,7 @@ func (s *BoltStore) MarkRunning(k Key, expires time.Time) error {
 // Finish implements Store.
 func (s *BoltStore) Finish(k Key, reply []byte) error {
 	delta := int64(len(reply)) - s.acct.lim.ReplyReserve
-	if err := s.acct.grow(k.Sender, delta); err != nil {
+	if err := s.acct.settle(k.Sender, delta); err != nil {
 		return err
 	}
 	key := k.bytes()

@@ -69,10 +69,21 @@
 // fixed per-entry overhead) within Limits.Budget (default 256 MiB) and each
 // sender within Limits.PerCaller; Ledger.SetPrincipal groups senders into
 // principals that share one PerCaller (and one share of the volatile
-// cache), so that identities that cost nothing to make do not each get one. Running refuses with ErrFull or
-// ErrCallerFull (both retryable) when the entry would not fit; Finish may
-// refuse a reply larger than what was reserved for it, and the caller then
-// records a small error result instead, which always fits the reservation.
+// cache), so that identities that cost nothing to make do not each get one.
+//
+// Running reserves the room of the largest reply (Limits.ReplyReserve) before
+// the handler runs: in the budget and the sender's share, and, for the
+// write-ahead log, on disk (zeros written after the log, which the reply's
+// record later overwrites, so that recording it never needs the file to
+// grow). It refuses with ErrFull, ErrCallerFull or ErrNoSpace (all
+// retryable, see NoRoom), having written nothing, when that room cannot be
+// had. Finish records a reply within the reservation and gives back what it
+// does not use; it fails then only for an I/O error the disk reports (the
+// one degraded case, docs/CLI.md §3.4). A reply larger than the reservation
+// is refused (ErrReplyTooLarge), and the caller records a small error result
+// instead, which always fits. An abandoned running ticket gives back its
+// disk; its entry stays charged to the quotas until it expires. The bbolt
+// store reserves in the quotas only: it cannot set disk aside.
 // Expired entries are reclaimed a few at a time in every commit, and by
 // Sweep, so the file stops growing under steady load (bbolt reuses freed
 // pages; it never shrinks; the write-ahead log is rewritten with its live

@@ -42,12 +42,30 @@ const (
 	// ErrCallerFull: the sender's share of the ledger is used up (3005,
 	// retryable).
 	ErrCallerFull amp.ErrName = "caller_quota_exceeded"
+	// ErrNoSpace: the disk has no room for what a new entry needs (its
+	// record and its reply's reservation) (5004, retryable).
+	ErrNoSpace amp.ErrName = "ledger_no_space"
+	// ErrReplyTooLarge: a reply is larger than what was reserved for it
+	// (Limits.ReplyReserve) (5004); the caller records a smaller one.
+	ErrReplyTooLarge amp.ErrName = "reply_too_large"
 	// ErrLedgerIO: the durable store failed (5002).
 	ErrLedgerIO amp.ErrName = "ledger_unavailable"
 	// ErrTicketUsed: a Ticket was used after it was finished or abandoned
 	// (a programming error).
 	ErrTicketUsed amp.ErrName = "ticket_used"
 )
+
+// NoRoom reports whether err is the ledger's refusal for want of room:
+// the budget (ErrFull), the sender's share (ErrCallerFull), the disk
+// (ErrNoSpace) or a reply over its reservation (ErrReplyTooLarge). From
+// Running it comes before the handler runs, and nothing was written.
+func NoRoom(err error) bool {
+	switch amp.NameOf(err) {
+	case ErrFull, ErrCallerFull, ErrNoSpace, ErrReplyTooLarge:
+		return true
+	}
+	return false
+}
 
 // Key names one message: the sender's bare DID and the message id.
 type Key struct {
@@ -78,12 +96,15 @@ type Store interface {
 	// Lookup returns k's record, if there is one that has not expired.
 	Lookup(k Key) (Record, bool, error)
 	// MarkRunning records, durably before it returns, that k's handler is
-	// about to run. It refuses with ErrFull or ErrCallerFull when the
-	// entry (with Limits.ReplyReserve for its reply) does not fit.
+	// about to run, and reserves the room of its reply: Limits.ReplyReserve
+	// bytes of the budget and of the sender's share (and, for the
+	// write-ahead log, of the disk). It refuses with ErrFull, ErrCallerFull
+	// or ErrNoSpace, having written nothing, when that room cannot be had.
 	MarkRunning(k Key, expires time.Time) error
-	// Finish records k's reply durably before it returns. k was marked
-	// running. A reply larger than the reservation may be refused with
-	// ErrFull or ErrCallerFull; one within it never is.
+	// Finish records k's reply durably before it returns, and gives back
+	// what of the reservation the reply does not use. k was marked running.
+	// A reply larger than the reservation is refused (ErrReplyTooLarge);
+	// one within it is refused only for an I/O error the disk reports.
 	Finish(k Key, reply []byte) error
 	// Sweep deletes the entries expired at now (at most max; max <= 0
 	// means all) and returns how many it deleted.
@@ -292,9 +313,10 @@ func (t *Ticket) Extend(expires time.Time) {
 	}
 }
 
-// Running records durably that the handler is about to run. After it
-// succeeds, the ticket must end with Finish (else the key stays running
-// and a later Start reports Lost). ErrFull and ErrCallerFull are
+// Running records durably that the handler is about to run, and reserves
+// the room of its reply (Store.MarkRunning). After it succeeds, the ticket
+// must end with Finish (else the key stays running and a later Start
+// reports Lost). ErrFull, ErrCallerFull and ErrNoSpace (NoRoom) are
 // retryable refusals: nothing was written; end the ticket with Abandon.
 func (t *Ticket) Running() error {
 	if t.ended {
@@ -350,11 +372,24 @@ func (t *Ticket) Finish(reply []byte) error {
 
 // Abandon ends the ticket without recording anything: for a retryable
 // refusal, which the sender retries with the same id (RFC 001 §16.3). On
-// a running ticket it leaves the key running: a later Start reports Lost.
+// a running ticket it leaves the key running: a later Start reports Lost;
+// the store keeps charging the running entry to its quotas until it
+// expires, but gives back the disk it reserved for the reply.
 func (t *Ticket) Abandon() {
-	if !t.ended {
-		t.end()
+	if t.ended {
+		return
 	}
+	if r, ok := t.l.store.(reservationReleaser); ok && t.running {
+		r.releaseReservation(t.k)
+	}
+	t.end()
+}
+
+// reservationReleaser is a store that reserves disk for a running
+// entry's reply (WALStore): releaseReservation gives it back when the
+// ticket ends without a reply.
+type reservationReleaser interface {
+	releaseReservation(k Key)
 }
 
 // Durable reports whether Running succeeded (or the ticket is Lost's).

@@ -51,7 +51,7 @@ func (s *MemoryStore) Finish(k Key, reply []byte) error {
 	if !ok {
 		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger entry is not running")
 	}
-	if err := s.acct.grow(k.Sender, int64(len(reply))-s.acct.lim.ReplyReserve); err != nil {
+	if err := s.acct.settle(k.Sender, int64(len(reply))-s.acct.lim.ReplyReserve); err != nil {
 		return err
 	}
 	r.Reply = reply

@@ -24,7 +24,7 @@ func shared(sender string) string {
 // principal keeps its own share (threat: identities that cost nothing
 // each getting a full share of the ledger).
 func TestSendersOfOnePrincipalShareOneQuota(t *testing.T) {
-	lim := Limits{Budget: 1 << 20, PerCaller: 3 * entryCost(Key{Sender: "anon-00"}, DefaultReplyReserve)}
+	lim := Limits{Budget: 4 << 20, PerCaller: 3 * entryCost(Key{Sender: "anon-00"}, DefaultReplyReserve), ReplyReserve: DefaultReplyReserve}
 	for name, open := range stores(lim) {
 		t.Run(name, func(t *testing.T) {
 			c := newClock()

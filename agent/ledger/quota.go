@@ -14,16 +14,21 @@ type Limits struct {
 	// principal when the Ledger's SetPrincipal groups senders (default
 	// Budget/8).
 	PerCaller int64
-	// ReplyReserve is reserved for an entry's reply when it is marked
-	// running (default 4 KiB, at least 1 KiB): a reply within it is always
-	// recorded, so a small error result always fits.
+	// ReplyReserve is the largest reply the store records, reserved in
+	// full when an entry is marked running (its sender's share and the
+	// budget, and on the write-ahead log the bytes on disk) and given back
+	// down to the reply's own size when it is recorded: a reply within it
+	// is always recorded, a larger one is refused (ErrReplyTooLarge), so
+	// that no handler runs whose result could not be kept. Default: 256 KiB,
+	// or PerCaller/8 when that is less (a share always holds eight running
+	// entries); at least 1 KiB, so that a small error result always fits.
 	ReplyReserve int64
 }
 
 // Default limits.
 const (
 	DefaultBudget       = 256 << 20
-	DefaultReplyReserve = 4 << 10
+	DefaultReplyReserve = 256 << 10
 	// entryOverhead is counted per entry besides its key (twice: entry and
 	// expiry index) and its reply: record header, index row, page slots.
 	entryOverhead = 96
@@ -37,7 +42,7 @@ func (l Limits) withDefaults() Limits {
 		l.PerCaller = l.Budget / 8
 	}
 	if l.ReplyReserve <= 0 {
-		l.ReplyReserve = DefaultReplyReserve
+		l.ReplyReserve = min(DefaultReplyReserve, l.PerCaller/8)
 	}
 	if l.ReplyReserve < 1<<10 {
 		l.ReplyReserve = 1 << 10
@@ -130,16 +135,19 @@ func (a *accounts) release(sender string, n int64) {
 	a.mu.Unlock()
 }
 
-// grow charges the difference between a reply and its reservation: always
-// when it is not larger, within the limits otherwise.
-func (a *accounts) grow(sender string, delta int64) error {
-	if delta <= 0 {
-		a.mu.Lock()
-		a.charge(sender, delta, false)
-		a.mu.Unlock()
-		return nil
+// settle gives back the difference between a reply and its reservation
+// (delta = the reply's cost - the reservation's). A reply larger than its
+// reservation is refused (ErrReplyTooLarge) and nothing is charged: the
+// room it would need was never secured, on disk as in the quotas.
+func (a *accounts) settle(sender string, delta int64) error {
+	if delta > 0 {
+		return amp.Named(amp.CodeOverloaded, ErrReplyTooLarge,
+			"the reply is larger than the idempotency ledger records (%d bytes)", a.lim.ReplyReserve)
 	}
-	return a.reserve(sender, delta, false)
+	a.mu.Lock()
+	a.charge(sender, delta, false)
+	a.mu.Unlock()
+	return nil
 }
 
 func (a *accounts) usage() Usage {

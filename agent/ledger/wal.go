@@ -32,10 +32,19 @@ type WALOptions struct {
 	// Slack is how many bytes of dead records (superseded or expired) the
 	// file may hold before it is compacted (default max(Budget/8, 1 MiB)).
 	// The file never exceeds Budget + Slack + 71 bytes of log, plus the
-	// 1 MiB of zeros the writer keeps after it (docs/FORMAT.md).
+	// zeros the writer keeps after it: every running entry's reservation
+	// and 1 MiB (docs/FORMAT.md). (On a full disk a compaction that cannot
+	// be written is put off, and the log grows past the slack meanwhile.)
 	Slack int64
 	// Rand is the source of each file's group key (default crypto/rand).
 	Rand io.Reader
+	// Room, when set, is asked before the log takes more of the disk: with
+	// the bytes about to be added (zeros extending the file, a compaction's
+	// new file), before they are written. An error is handled exactly as
+	// the same error from the write itself (syscall.ENOSPC: the disk is
+	// full). It is the seam through which tests simulate a full disk; nil
+	// leaves the decision to the file system alone.
+	Room func(add int64) error
 }
 
 // WALStore is a durable Store: an append-only write-ahead log in a file
@@ -57,22 +66,32 @@ type WALStore struct {
 	slack int64
 	sync  func(*os.File) error // fdatasync; replaced by tests to count
 	rand  io.Reader
+	room  func(add int64) error // WALOptions.Room
 
 	// idx guards the index, the file handle and its size: Lookup reads
 	// them shared; the leader changes them exclusively.
-	idx   sync.RWMutex
-	f     *os.File
-	size  int64 // the end of the last group
-	alloc int64 // the file's length: size plus the zero reserve after it
-	// noReserve: groups ending before it are appended without a reserve
-	// (the last one could not be written: a disk nearly full).
-	noReserve int64
-	wf        *walFormat // the file's format and key
-	seq       uint64     // the last group's sequence number
-	m         map[Key]walEntry
-	exp       expiryHeap
-	liveDisk  int64 // bytes of the live entries' records
-	broken    error // a failed fdatasync: the file's state is unknown
+	idx      sync.RWMutex
+	f        *os.File
+	size     int64      // the end of the last group
+	alloc    int64      // the file's length: size plus the zero reserve after it
+	wf       *walFormat // the file's format and key
+	seq      uint64     // the last group's sequence number
+	m        map[Key]walEntry
+	exp      expiryHeap
+	liveDisk int64 // bytes of the live entries' records
+	broken   error // a failed fdatasync: the file's state is unknown
+
+	// The leader's alone (changed only in run, apply and compact): the
+	// disk reserved for the reply of each entry this process marked
+	// running and has not finished, and their sum. The file always holds
+	// at least reserved zero bytes after the log (alloc >= size +
+	// reserved), so recording a reply within its reservation never needs
+	// the file to grow.
+	resv     map[Key]int64
+	reserved int64
+	// compactAfter: a compaction that could not be written (a full disk)
+	// is not tried again before the log reaches this size.
+	compactAfter int64
 
 	gc *groupCommit[*walOp]
 	// scratch holds the leader's reused buffers.
@@ -116,7 +135,8 @@ func openWAL(path string, opts WALOptions, syncFn func(*os.File) error) (*WALSto
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
 	}
-	s := &WALStore{path: path, acct: newAccounts(opts.Limits), now: opts.Now, sync: syncFn, rand: opts.Rand, m: map[Key]walEntry{}}
+	s := &WALStore{path: path, acct: newAccounts(opts.Limits), now: opts.Now, sync: syncFn, rand: opts.Rand, room: opts.Room,
+		m: map[Key]walEntry{}, resv: map[Key]int64{}}
 	s.slack = opts.Slack
 	if s.slack <= 0 {
 		s.slack = max(s.acct.lim.Budget/8, 1<<20)
@@ -406,7 +426,7 @@ func (s *WALStore) Finish(k Key, reply []byte) error {
 	}
 	old := e.cost(k, s.acct.lim)
 	delta := entryCost(k, int64(len(reply))) - old
-	if err := s.acct.grow(k.Sender, delta); err != nil {
+	if err := s.acct.settle(k.Sender, delta); err != nil {
 		return err
 	}
 	op := &walOp{kind: stateDone, k: k, expires: e.expires, reply: reply, delta: delta}
@@ -431,6 +451,27 @@ func (s *WALStore) Sweep(now time.Time, max int) (int, error) {
 	op := &walOp{kind: opSweep, expires: now.UnixMilli(), max: max}
 	err := s.commit(op)
 	return op.swept, err
+}
+
+// releaseReservation implements reservationReleaser: k's ticket ended
+// without a reply. It runs in the commit pipeline, which alone changes the
+// reservations.
+func (s *WALStore) releaseReservation(k Key) {
+	s.commit(&walOp{kind: opRelease, k: k})
+}
+
+// reservation is the disk a running entry of k reserves for its reply:
+// its done record with the largest reply recorded, alone in a group.
+func (s *WALStore) reservation(k Key) int64 {
+	return walRecordSize(k.Sender, int(s.acct.lim.ReplyReserve)) + walGroupHeader
+}
+
+// unreserve gives back k's reservation, if it has one.
+func (s *WALStore) unreserve(k Key) {
+	if r, ok := s.resv[k]; ok {
+		delete(s.resv, k)
+		s.reserved -= r
+	}
 }
 
 // setActive implements activeSetter.
@@ -474,18 +515,22 @@ func (s *WALStore) Close() error {
 
 // Group commit.
 
-const opSweep byte = 0xff
+const (
+	opSweep   byte = 0xff
+	opRelease byte = 0xfe // give back a reservation; writes nothing
+)
 
 type walOp struct {
-	kind    byte // stateRunning, stateDone or opSweep
+	kind    byte // stateRunning, stateDone, opSweep or opRelease
 	k       Key
 	expires int64
 	reply   []byte
 	delta   int64 // accounted growth of a Finish
 	max     int   // sweep
 	swept   int
-	gone    bool // Finish: the entry was reclaimed before it was applied
-	insert  bool // a done record of an entry not yet in the index (migration)
+	gone    bool  // Finish: the entry was reclaimed before it was applied
+	insert  bool  // a done record of an entry not yet in the index (migration)
+	rsv     int64 // running: the disk reserved for its reply (0: k has one already)
 	err     error
 }
 
@@ -515,20 +560,23 @@ func takeWALGroup(q []*walOp) int {
 // under s.idx; it reads them without the lock, and holds the lock neither
 // while it writes nor while it syncs, so lookups go on meanwhile.
 func (s *WALStore) run(batch []*walOp) {
-	fail := func(err error) {
-		for _, o := range batch {
+	fail := func(ops []*walOp, err error) {
+		for _, o := range ops {
 			o.err = err
 		}
 	}
 	if s.broken != nil {
-		fail(walIOError("the idempotency ledger is unavailable after a failed write; restart the agent", s.broken))
+		fail(batch, walIOError("the idempotency ledger is unavailable after a failed write; restart the agent", s.broken))
 		return
 	}
 	now := s.now().UnixMilli()
 	s.idx.Lock()
 	for _, o := range batch {
-		if o.kind == opSweep {
+		switch o.kind {
+		case opSweep:
 			o.swept = s.reclaim(o.expires, o.max)
+		case opRelease:
+			s.unreserve(o.k)
 		}
 	}
 	s.reclaim(now, reclaimPerOp*len(batch))
@@ -543,8 +591,12 @@ func (s *WALStore) run(batch []*walOp) {
 	}()
 	payload, grow := 0, int64(0)
 	for _, o := range batch {
-		if o.kind == opSweep {
+		if o.kind == opSweep || o.kind == opRelease {
 			continue
+		}
+		o.rsv = 0
+		if _, ok := s.resv[o.k]; !ok && o.kind == stateRunning {
+			o.rsv = s.reservation(o.k)
 		}
 		writes = append(writes, o)
 		payload += int(walRecordSize(o.k.Sender, len(o.reply)))
@@ -557,12 +609,21 @@ func (s *WALStore) run(batch []*walOp) {
 		return
 	}
 	// Dead bytes after this group: compact first if they would exceed
-	// the slack.
-	if s.size+int64(walGroupHeader+payload)-(s.liveDisk+grow) > s.slack+int64(walFileHeader) {
+	// the slack. A compaction that cannot be written (a full disk) is put
+	// off: the current file holds every reservation, so the replies of
+	// running entries are still recorded.
+	if s.size+int64(walGroupHeader+payload)-(s.liveDisk+grow) > s.slack+int64(walFileHeader) && s.size >= s.compactAfter {
 		if err := s.compact(); err != nil {
-			fail(err)
-			return
+			if s.broken != nil {
+				fail(batch, walIOError("the idempotency ledger is unavailable after a failed write; restart the agent", s.broken))
+				return
+			}
+			s.compactAfter = s.size + walReserve
 		}
+	}
+	writes = s.secure(writes)
+	if len(writes) == 0 {
+		return
 	}
 	g := append(s.scratch.group[:0], make([]byte, walGroupHeader)...)
 	at := append(s.scratch.at[:0], make([]int, len(writes))...)
@@ -576,36 +637,80 @@ func (s *WALStore) run(batch []*walOp) {
 		g, at[i] = appendWALRecord(g, o.kind, o.k, o.expires, o.reply)
 	}
 	s.wf.putGroupHeader(g, s.seq+1)
-	end := s.size + int64(len(g))
-	if err := s.reserve(end); err != nil {
-		// No room for the reserve (a nearly full disk): drop what of it
-		// was written, and append the group alone.
-		if terr := s.f.Truncate(s.size); terr != nil {
-			s.broken = terr
-			fail(walIOError("cannot write the idempotency ledger", err))
-			return
-		}
-		// Not again for the next MiB of log: each try writes zeros up to
-		// the end of the free space.
-		s.alloc, s.noReserve = s.size, end+walReserve
-	}
 	if _, err := s.f.WriteAt(g, s.size); err != nil {
-		if terr := s.f.Truncate(s.size); terr != nil {
-			s.broken = terr
+		// Within the zeros already written: only an I/O error of the
+		// disk gets here. What of the group was written is zeroed again
+		// (else a later, shorter group could leave it looking intact
+		// after the log); failing that, nothing more is written.
+		if _, zerr := s.f.WriteAt(make([]byte, len(g)), s.size); zerr != nil {
+			s.broken = err
 		}
-		s.alloc = s.size
-		fail(walIOError("cannot write the idempotency ledger", err))
+		fail(writes, walIOError("cannot write the idempotency ledger", err))
 		return
 	}
-	s.alloc = max(s.alloc, end)
 	if err := s.sync(s.f); err != nil {
 		// After a failed fdatasync the page cache may not match the
 		// disk: refuse everything until the file is read again.
 		s.broken = err
-		fail(walIOError("cannot sync the idempotency ledger", err))
+		fail(writes, walIOError("cannot sync the idempotency ledger", err))
 		return
 	}
 	s.apply(writes, at, len(g))
+}
+
+// secure makes sure the group of writes, and every reservation it leaves,
+// fit in the zeros after the log, writing more zeros when they do not.
+// When the disk has no room for them, the writes that need room of their
+// own fail (retryably, nothing written): new running entries, whose
+// handler has not run, and replies without a reservation (the outcome of
+// an entry an earlier process left running). The replies of entries with
+// a reservation always fit: it is their room. It returns the writes to
+// append.
+func (s *WALStore) secure(writes []*walOp) []*walOp {
+	need := func(ops []*walOp) int64 {
+		n := s.size + walGroupHeader + s.reserved
+		for _, o := range ops {
+			n += walRecordSize(o.k.Sender, len(o.reply)) + o.rsv
+			if o.kind == stateDone {
+				n -= s.resv[o.k]
+			}
+		}
+		return n
+	}
+	n := need(writes)
+	if n <= s.alloc {
+		return writes
+	}
+	err := s.extend(n + walReserve)
+	if err != nil && s.broken == nil {
+		err = s.extend(n) // no room for the spare reserve: just enough
+	}
+	if err == nil {
+		return writes
+	}
+	refusal := walIOError("cannot write the idempotency ledger", err)
+	if isNoSpace(err) {
+		refusal = amp.Named(amp.CodeOverloaded, ErrNoSpace,
+			"the idempotency ledger's disk has no room for this invocation's result; retry later").WithCause(err)
+	}
+	if s.broken != nil {
+		refusal = walIOError("the idempotency ledger is unavailable after a failed write; restart the agent", s.broken)
+	}
+	kept := writes[:0:0]
+	for _, o := range writes {
+		if _, reserved := s.resv[o.k]; s.broken == nil && o.kind == stateDone && reserved {
+			kept = append(kept, o)
+		} else {
+			o.err = refusal
+		}
+	}
+	if need(kept) > s.alloc { // cannot be: each reply is within its reservation
+		for _, o := range kept {
+			o.err = refusal
+		}
+		return nil
+	}
+	return kept
 }
 
 // apply records a durable group of n bytes, written at the end of the
@@ -621,11 +726,16 @@ func (s *WALStore) apply(writes []*walOp, at []int, n int) {
 	for i, o := range writes {
 		switch o.kind {
 		case stateRunning:
+			if o.rsv > 0 {
+				s.resv[o.k] = o.rsv
+				s.reserved += o.rsv
+			}
 			e := walEntry{expires: o.expires}
 			s.m[o.k] = e
 			s.liveDisk += e.disk(o.k)
 			heap.Push(&s.exp, expiryItem{o.expires, o.k})
 		case stateDone:
+			s.unreserve(o.k)
 			e, ok := s.m[o.k]
 			if !ok && o.insert {
 				e, ok = walEntry{expires: o.expires}, true
@@ -648,26 +758,33 @@ func (s *WALStore) apply(writes []*walOp, at []int, n int) {
 }
 
 // walReserve is how many zero bytes the writer keeps after the last group
-// (docs/FORMAT.md): a group is written over bytes that are already part
-// of the file, so its fdatasync flushes the data and need not record a
-// new file size (on ext4 that halves its time and its CPU: no journal
-// commit). The zeros are written in the same fdatasync as the group that
-// first needs them.
+// beyond the reservations of running entries (docs/FORMAT.md): a group is
+// written over bytes that are already part of the file, so its fdatasync
+// flushes the data and need not record a new file size (on ext4 that
+// halves its time and its CPU: no journal commit). The zeros are written
+// in the same fdatasync as the group that first needs them.
 const walReserve = 1 << 20
 
-// reserve makes the file at least end + walReserve bytes long, all zeros
-// beyond the log, when end passes the reserve already written (and is
-// not below noReserve). The next fdatasync makes the zeros durable with
-// the group written over them.
-func (s *WALStore) reserve(end int64) error {
-	if end <= s.alloc || end < s.noReserve {
+// extend makes the file target bytes long, all zeros beyond what it had
+// (the next fdatasync makes them durable with the group written over
+// them). On failure it truncates what of them it wrote: the file is as
+// it was.
+func (s *WALStore) extend(target int64) error {
+	if target <= s.alloc {
 		return nil
 	}
-	target := end + walReserve
-	zeros := make([]byte, 64<<10)
-	for off := max(s.alloc, s.size); off < target; {
+	if s.room != nil {
+		if err := s.room(target - s.alloc); err != nil {
+			return err
+		}
+	}
+	zeros := make([]byte, min(64<<10, target-s.alloc))
+	for off := s.alloc; off < target; {
 		n := min(int64(len(zeros)), target-off)
 		if _, err := s.f.WriteAt(zeros[:n], off); err != nil {
+			if terr := s.f.Truncate(s.alloc); terr != nil {
+				s.broken = terr
+			}
 			return err
 		}
 		off += n
@@ -702,6 +819,13 @@ func (s *WALStore) compact() error {
 	head, wf, err := s.newFileHeader()
 	if err != nil {
 		return walIOError("cannot compact the idempotency ledger: no randomness for the new file's key", err)
+	}
+	if s.room != nil {
+		// The new file: the live records, their group headers, and the
+		// reservations it must hold before it replaces the log.
+		if err := s.room(int64(walFileHeader) + s.liveDisk*(walGroupHeader+maxGroupBytes)/maxGroupBytes + walGroupHeader + s.reserved); err != nil {
+			return walIOError("cannot compact the idempotency ledger", err)
+		}
 	}
 	tmp := s.path + ".compact"
 	nf, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -766,6 +890,15 @@ func (s *WALStore) compact() error {
 	if err := flush(); err != nil {
 		return fail(err)
 	}
+	// The reservations of the running entries move with the log: zeros
+	// after its end, made durable with it.
+	for zeros, left := make([]byte, min(64<<10, s.reserved)), s.reserved; left > 0; {
+		n := min(int64(len(zeros)), left)
+		if _, err := w.Write(zeros[:n]); err != nil {
+			return fail(err)
+		}
+		left -= n
+	}
 	if err := w.Flush(); err != nil {
 		return fail(err)
 	}
@@ -787,7 +920,7 @@ func (s *WALStore) compact() error {
 		s.m[k] = e
 	}
 	old := s.f
-	s.f, s.size, s.alloc, s.seq, s.noReserve, s.wf = nf, size, size, seq, 0, wf
+	s.f, s.size, s.alloc, s.seq, s.wf = nf, size, size+s.reserved, seq, wf
 	s.idx.Unlock()
 	old.Close()
 	s.compactions.Add(1)

@@ -17,14 +17,15 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 )
 
-// TestWALWithoutRoomForItsReserveStillWrites: on a nearly full disk
-// (here: a file size limit of 256 KiB, set in a child process) the 1 MiB
-// reserve cannot be written; the log then appends each group alone
-// instead of refusing every write (threat: a ledger that stops working
-// while the disk still has room for its records). When even the group
-// does not fit, the write is refused retryably (5002) and nothing
-// acknowledged is lost: reopened, every reply replays.
-func TestWALWithoutRoomForItsReserveStillWrites(t *testing.T) {
+// TestWALOnAFullDiskRefusesRunningNeverTheReply: on a disk that fills up
+// (here: a real file size limit of 256 KiB, set in a child process: writes
+// past it fail with EFBIG, as they would with ENOSPC) the log refuses a
+// new running entry, retryably (5004 ledger_no_space) and before its
+// handler could run, but never the reply of an entry it accepted: that
+// reply's room was written when the entry was (threat: a full disk
+// turning into successes that were never recorded, which a retry then
+// answers "outcome unknown"). Reopened, every recorded reply replays.
+func TestWALOnAFullDiskRefusesRunningNeverTheReply(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a process")
 	}
@@ -36,12 +37,12 @@ func TestWALWithoutRoomForItsReserveStillWrites(t *testing.T) {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
 	var n int
-	var name string
-	if _, err := fmt.Sscanf(lastLine(string(out), "done "), "done %d %s", &n, &name); err != nil {
+	var step, name string
+	if _, err := fmt.Sscanf(lastLine(string(out), "done "), "done %d %s %s", &n, &step, &name); err != nil {
 		t.Fatalf("helper said %q", out)
 	}
-	if n < 100 || name != string(ErrLedgerIO) {
-		t.Fatalf("%d replies recorded before the refusal %q; want about 256 KiB of them, then ledger_unavailable", n, name)
+	if n < 100 || step != "running" || name != string(ErrNoSpace) {
+		t.Fatalf("%d replies recorded, then %s refused with %q; want about 256 KiB of them, then Running refused with %s", n, step, name, ErrNoSpace)
 	}
 	c := newClock()
 	s := openTestWAL(t, path, c, WALOptions{})
@@ -51,6 +52,9 @@ func TestWALWithoutRoomForItsReserveStillWrites(t *testing.T) {
 		if err != nil || !ok || !bytes.Equal(rec.Reply, fullReply(i)) {
 			t.Fatalf("reply %d of %d: %v %v", i, n, ok, err)
 		}
+	}
+	if _, ok, _ := s.Lookup(Key{Sender: "did:key:zFull", ID: id(n)}); ok {
+		t.Fatal("the refused entry was recorded")
 	}
 }
 
@@ -65,10 +69,11 @@ func lastLine(out, prefix string) string {
 
 func fullReply(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 1000) }
 
-// TestWALFileSizeHelperProcess is TestWALWithoutRoomForItsReserveStillWrites'
-// child: it writes Running and a 1000-byte reply, one key after another,
-// under a 256 KiB file size limit, and prints how many replies were
-// recorded before the first refusal.
+// TestWALFileSizeHelperProcess is TestWALOnAFullDiskRefusesRunningNeverTheReply's
+// child: under a 256 KiB file size limit it marks two keys running at a
+// time (reserving 4 KiB replies) and records a 1000-byte reply for each,
+// and prints how many replies were recorded before the first refusal, and
+// which step was refused.
 func TestWALFileSizeHelperProcess(t *testing.T) {
 	path := os.Getenv("LEDGER_WAL_FSIZE_HELPER")
 	if path == "" {
@@ -79,21 +84,32 @@ func TestWALFileSizeHelperProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newClock()
-	s, err := OpenWAL(path, WALOptions{Now: c.Now})
+	s, err := OpenWAL(path, WALOptions{Now: c.Now, Limits: Limits{ReplyReserve: 4 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for i := 0; i < 10000; i++ {
-		k := Key{Sender: "did:key:zFull", ID: id(i)}
-		err := s.MarkRunning(k, c.Now().Add(time.Hour))
-		if err == nil {
-			err = s.Finish(k, fullReply(i))
+	for i := 0; i < 10000; i += 2 {
+		running := 0
+		for j := i; j < i+2; j++ {
+			if err := s.MarkRunning(Key{Sender: "did:key:zFull", ID: id(j)}, c.Now().Add(time.Hour)); err != nil {
+				if j == i+1 { // the first one ran: its reply is recorded
+					if ferr := s.Finish(Key{Sender: "did:key:zFull", ID: id(i)}, fullReply(i)); ferr != nil {
+						fmt.Printf("done %d finish %s\n", i, amp.NameOf(ferr))
+						return
+					}
+				}
+				fmt.Printf("done %d running %s\n", j, amp.NameOf(err))
+				return
+			}
+			running++
 		}
-		if err != nil {
-			fmt.Printf("done %d %s\n", i, amp.NameOf(err))
-			return
+		for j := i; j < i+running; j++ {
+			if err := s.Finish(Key{Sender: "did:key:zFull", ID: id(j)}, fullReply(j)); err != nil {
+				fmt.Printf("done %d finish %s\n", j, amp.NameOf(err))
+				return
+			}
 		}
 	}
-	fmt.Println("done 10000 none")
+	fmt.Println("done 10000 none none")
 }

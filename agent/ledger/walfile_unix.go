@@ -51,3 +51,9 @@ func syncDir(dir string) error {
 	}
 	return err
 }
+
+// isNoSpace reports whether err says the disk (or the process's file size
+// limit, or a quota) has no room for more bytes.
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
+}
