@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
 )
@@ -247,10 +248,45 @@ func Identify(r io.Reader) (string, uint64, error) {
 	return m.BundleID, m.Version, nil
 }
 
-// SplitFile cuts the bundle file at path into parts of partSize bytes in
-// the folder dir and writes the signed part index there, both named after
-// the file. It returns the index file's path and the index.
+// SplitOptions are the choices of SplitFileWith.
+type SplitOptions struct {
+	// Force replaces parts and an index of the same names already in the
+	// folder; without it their presence is ErrFileExists, naming one, and
+	// nothing is written.
+	Force bool
+	// Progress, when set, is called with the bytes of the file staged so
+	// far.
+	Progress func(done int64)
+	// Now is the clock that tells a killed run's leftovers from a live
+	// one's (RemoveStaleTemps); nil: time.Now.
+	Now func() time.Time
+}
+
+// ErrFileExists names an output that is already there and is not
+// replaced without being asked to (--force).
+const ErrFileExists amp.ErrName = "file_exists"
+
+// SplitFile is SplitFileWith without options: it refuses to replace
+// existing parts or an index.
 func SplitFile(path, dir string, partSize int64, keys []ed25519.PrivateKey) (string, *PartIndex, error) {
+	return SplitFileWith(path, dir, partSize, keys, SplitOptions{})
+}
+
+// SplitFileWith cuts the bundle file at path into parts of partSize bytes
+// in the folder dir and writes the signed part index there, both named
+// after the file. It returns the index file's path and the index.
+//
+// It is all or nothing, also across a kill: every part and the index are
+// first written and synced in a temporary folder inside dir (left by a
+// killed run, it is removed by the next one: RemoveStaleTemps); then an
+// index of the same name already there is removed (with Force), the parts
+// are renamed into place and the index last. An index in dir therefore
+// always names a complete set of its own parts: a kill before the end
+// leaves no index, or the old one only when no part was replaced yet.
+func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, o SplitOptions) (string, *PartIndex, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", nil, fail(ErrIO, "cannot open the bundle").WithCause(err)
@@ -282,58 +318,86 @@ func SplitFile(path, dir string, partSize int64, keys []ed25519.PrivateKey) (str
 	if n > MaxParts {
 		return "", nil, fail(ErrTooLarge, "%d parts of %d bytes; a split has at most %d parts (choose a larger --size)", n, partSize, MaxParts)
 	}
+	names := make([]string, 0, n+1)
+	for i := 1; i <= n; i++ {
+		names = append(names, PartName(name, i, n))
+	}
+	names = append(names, IndexName(name))
+	RemoveStaleTemps(dir, o.Now())
+	if !o.Force {
+		for _, nm := range names {
+			if _, err := os.Lstat(filepath.Join(dir, nm)); err == nil {
+				return "", nil, fail(ErrFileExists, "%s exists; split replaces it only with --force", filepath.Join(dir, nm))
+			}
+		}
+	}
+	stage, lock, err := MkdirTemp(dir, "split")
+	if err != nil {
+		return "", nil, fail(ErrIO, "cannot create a temporary folder in %s", dir).WithCause(err)
+	}
+	defer lock.Close()
+	defer os.RemoveAll(stage) // empty after a commit
 	x := &PartIndex{Format: PartsFormat, BundleID: id, Version: version, Name: name, Size: uint64(size)}
 	whole := sha256.New()
 	buf := make([]byte, 256<<10)
-	var written []string
-	cleanup := func() {
-		for _, w := range written {
-			os.Remove(w)
-		}
-	}
+	var done int64
 	for i := 1; i <= n; i++ {
-		pn := PartName(name, i, n)
 		want := partSize
 		if rest := size - int64(i-1)*partSize; rest < want {
 			want = rest
 		}
-		sum, err := writePart(filepath.Join(dir, pn), io.TeeReader(io.LimitReader(f, want), whole), want, buf)
+		r := io.TeeReader(io.LimitReader(f, want), whole)
+		sum, err := writePart(filepath.Join(stage, names[i-1]), r, want, buf, func(k int64) {
+			if o.Progress != nil {
+				o.Progress(done + k)
+			}
+		})
 		if err != nil {
-			cleanup()
 			return "", nil, err
 		}
-		written = append(written, filepath.Join(dir, pn))
-		x.Parts = append(x.Parts, PartEntry{Name: pn, Size: uint64(want), SHA256: sum})
+		done += want
+		x.Parts = append(x.Parts, PartEntry{Name: names[i-1], Size: uint64(want), SHA256: sum})
 	}
 	x.SHA256 = whole.Sum(nil)
 	payload, err := x.Encode()
 	if err != nil {
-		cleanup()
 		return "", nil, err
 	}
 	signed, err := signCOSE(MediaTypePartIndex, payload, keys)
 	if err != nil {
-		cleanup()
 		return "", nil, err
 	}
-	ip := filepath.Join(dir, IndexName(name))
-	if err := writeFileAtomic(ip, signed); err != nil {
-		cleanup()
+	if err := writeSynced(filepath.Join(stage, names[n]), signed); err != nil {
 		return "", nil, err
 	}
+	syncFolder(stage)
+	// Commit: no index may name parts of another split, so an old index
+	// goes first and the new one comes last.
+	ip := filepath.Join(dir, names[n])
+	if o.Force {
+		if err := os.Remove(ip); err != nil && !os.IsNotExist(err) {
+			return "", nil, fail(ErrIO, "cannot replace %s", ip).WithCause(err)
+		}
+		syncFolder(dir)
+	}
+	for _, nm := range names {
+		if err := os.Rename(filepath.Join(stage, nm), filepath.Join(dir, nm)); err != nil {
+			return "", nil, fail(ErrIO, "cannot move %s into place", nm).WithCause(err)
+		}
+	}
+	syncFolder(dir)
 	return ip, x, nil
 }
 
-// writePart writes exactly want bytes of r to path (atomically: a
-// temporary file renamed into place) and returns their SHA-256.
-func writePart(path string, r io.Reader, want int64, buf []byte) ([]byte, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), ".ampbundle-part-*.tmp")
+// writePart writes exactly want bytes of r to path, syncs it, and returns
+// their SHA-256; progress gets the bytes written so far.
+func writePart(path string, r io.Reader, want int64, buf []byte, progress func(int64)) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fail(ErrIO, "cannot create part %s", filepath.Base(path)).WithCause(err)
 	}
-	defer os.Remove(f.Name())
 	h := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(f, h), r, buf)
+	n, err := io.CopyBuffer(&countWriter{w: io.MultiWriter(f, h), progress: progress}, r, buf)
 	if err == nil && n != want {
 		err = io.ErrUnexpectedEOF
 	}
@@ -343,21 +407,32 @@ func writePart(path string, r io.Reader, want int64, buf []byte) ([]byte, error)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
 	if err != nil {
 		return nil, fail(ErrIO, "cannot write part %s", filepath.Base(path)).WithCause(err)
 	}
 	return h.Sum(nil), nil
 }
 
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".ampbundle-parts-*.tmp")
+// countWriter reports the bytes written through it.
+type countWriter struct {
+	w        io.Writer
+	n        int64
+	progress func(int64)
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	c.progress(c.n)
+	return n, err
+}
+
+// writeSynced writes data to the new file path and syncs it.
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fail(ErrIO, "cannot create %s", filepath.Base(path)).WithCause(err)
 	}
-	defer os.Remove(f.Name())
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
@@ -365,13 +440,19 @@ func writeFileAtomic(path string, data []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
 	if err != nil {
 		return fail(ErrIO, "cannot write %s", filepath.Base(path)).WithCause(err)
 	}
 	return nil
+}
+
+// syncFolder makes renames in dir durable where the system allows it; a
+// failure is not an error (the files themselves are complete).
+func syncFolder(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }
 
 // LocateParts finds the part files of x among paths: files, or folders

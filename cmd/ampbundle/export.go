@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -23,8 +20,11 @@ func exportCommand(env *cliutil.Env) *cli.Command {
 (the same bytes, so the same signature), checking every artifact against its
 hash on the way out: a tampered store fails with 5002 hash_mismatch instead
 of handing altered bytes on. FILE is written atomically (a temporary file in
-the same folder, synced, then renamed into place): on failure nothing is left
-behind and an existing FILE is untouched. Opens the store read-only.
+the same folder, synced, then moved into place): on failure nothing is left
+behind, and an existing FILE is never replaced without --force. What a killed
+run left in the folder is removed first. With -o - the bundle goes to stdout,
+and only once every artifact checked (it is first written to a temporary
+file); the summary then goes to stderr. Opens the store read-only.
 
 A bundle that fails closed in the store (revoked, stale or expired: see ls) is
 not exported (bundle_revoked, bundle_stale, bundle_expired), so that it is not
@@ -33,7 +33,8 @@ e.g. as evidence.`,
 		Flags: []cli.Flag{
 			dbFlag,
 			adminSocketFlag,
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "bundle `FILE` to write (required)"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "bundle `FILE` to write, - for stdout (required)"},
+			forceFlag,
 			&cli.BoolFlag{Name: "allow-failed-closed", Usage: "export a bundle the store fails closed (revoked, stale, expired)"},
 			jsonFlag,
 		},
@@ -69,17 +70,19 @@ e.g. as evidence.`,
 				}
 			}
 			prog := cliutil.NewProgress(env, c.Bool("json"), "exporting", int64(b.Bytes))
-			size, sum, err := exportAtomic(s, id, out, func(n int64) { prog.Update(min(n, int64(b.Bytes))) })
+			size, sum, err := writeOutput(env, out, "export", c.Bool("force"), func(w io.Writer) error {
+				return s.Export(id, &progressWriter{w: w, progress: func(n int64) { prog.Update(min(n, int64(b.Bytes))) }})
+			})
 			prog.Done()
 			if err != nil {
 				return storeHint(err, c.String("db"))
 			}
 			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, map[string]any{
+				return cliutil.PrintJSON(summaryTo(env, out), map[string]any{
 					"bundle_id": id, "version": b.Version, "file": out, "size": size, "sha256": sum,
 				})
 			}
-			fmt.Fprintf(env.Stdout, "exported %s version %d to %s: %d bytes, sha256 %s\n", id, b.Version, out, size, sum)
+			fmt.Fprintf(summaryTo(env, out), "exported %s version %d to %s: %d bytes, sha256 %s\n", id, b.Version, outputName(out), size, sum)
 			return nil
 		},
 	}
@@ -98,40 +101,6 @@ func failedClosed(b *resolver.Bundle) error {
 		return cliutil.Failf(resolver.ErrBundleExpired, "bundle %s fails closed in this store (expired at %s)%s", b.BundleID, b.ExpiresAt, hint)
 	}
 	return nil
-}
-
-// exportAtomic exports bundle id into a temporary file next to out, syncs
-// it and renames it into place; on any failure the temporary file is
-// removed and out is untouched.
-func exportAtomic(s registry, id, out string, progress func(int64)) (int64, string, error) {
-	f, err := os.CreateTemp(filepath.Dir(out), ".ampbundle-export-*.tmp")
-	if err != nil {
-		return 0, "", cliutil.Failf("io_error", "cannot create the output file").WithCause(err)
-	}
-	defer os.Remove(f.Name()) // after a successful rename this is a no-op
-	h := sha256.New()
-	cw := &countingWriter{w: f, h: h}
-	bw := bufio.NewWriterSize(&progressWriter{w: cw, progress: progress}, 256<<10)
-	if err := s.Export(id, bw); err != nil {
-		f.Close()
-		return 0, "", err
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return 0, "", cliutil.Failf("io_error", "cannot write the output file").WithCause(err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return 0, "", cliutil.Failf("io_error", "cannot write the output file").WithCause(err)
-	}
-	if err := f.Close(); err != nil {
-		return 0, "", cliutil.Failf("io_error", "cannot write the output file").WithCause(err)
-	}
-	if err := os.Rename(f.Name(), out); err != nil {
-		return 0, "", cliutil.Failf("io_error", "cannot move the bundle into place").WithCause(err)
-	}
-	syncDir(filepath.Dir(out))
-	return cw.n, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // syncDir makes a rename durable where the system allows it; a failure is

@@ -8,7 +8,7 @@ import (
 )
 
 // TestExportByteIdentical: an export is the imported file, byte for byte,
-// and may replace an existing file.
+// and replaces an existing file with --force.
 func TestExportByteIdentical(t *testing.T) {
 	db := storeWithSamples(t)
 	dir := t.TempDir()
@@ -27,7 +27,7 @@ func TestExportByteIdentical(t *testing.T) {
 			Size     int    `json:"size"`
 			SHA256   string `json:"sha256"`
 		}
-		mustJSON(t, &res, "export", "--db", db, "-o", out, c.id)
+		mustJSON(t, &res, "export", "--db", db, "-o", out, "--force", c.id)
 		got, err := os.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -17,23 +18,28 @@ func inspectCommand(env *cliutil.Env) *cli.Command {
 		ArgsUsage: "FILE",
 		Description: `Prints bundle_id, version, times, publisher, signer key ids, artifacts
 with size and hash, and capabilities with their supported ranges. Nothing is
-verified: not the signature, not the artifacts ('ampbundle verify' does).`,
+verified: not the signature, not the artifacts ('ampbundle verify' does).
+FILE - reads the bundle from stdin.`,
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
 			if err := cliutil.ExactArgs(c, 1, "the bundle FILE"); err != nil {
 				return err
 			}
 			path := c.Args().First()
-			f, err := os.Open(path)
-			if err != nil {
-				return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
+			var src io.Reader = env.Stdin
+			if path != stdio {
+				f, err := os.Open(path)
+				if err != nil {
+					return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
+				}
+				defer f.Close()
+				src = f
 			}
-			defer f.Close()
-			in, err := bundle.Inspect(f, 0)
+			in, err := bundle.Inspect(src, 0)
 			if err != nil {
 				return err
 			}
-			s := summarize(path, in.Manifest, signatureInfo(in.Signatures, nil), false)
+			s := summarize(inputName(path), in.Manifest, signatureInfo(in.Signatures, nil), false)
 			if in.Delta != nil {
 				dv := deltaView(in.Manifest, in.Delta)
 				s.Delta = &dv

@@ -27,12 +27,20 @@ bytes, named FILE.part001, FILE.part002, … (plain slices: concatenated in
 order they are FILE), and writes the part index FILE.parts: the SHA-256 of
 every part and of the whole, signed by --key (docs/FORMAT.md §13). verify and
 import take the index and the folders the parts are in, in any order, and
-stream through the parts without joining them; join recreates FILE.`,
+stream through the parts without joining them; join recreates FILE.
+
+All or nothing, also across a kill: the parts and the index are written and
+synced in a temporary folder inside the destination first, then moved into
+place, the index last (with --force an old index of the same name is removed
+before any part is replaced), so an index there always names a complete set
+of its own parts. Existing parts or index of the same names are replaced
+only with --force. What a killed run left in the folder is removed first.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "size", Usage: "largest part `SIZE`: bytes, or with K, M, G (KiB, MiB, GiB), e.g. 700M (required)"},
 			&cli.StringSliceFlag{Name: "key", Usage: "publisher private key `FILE` that signs the index (required, mode 0600; repeatable)"},
 			cliutil.PassphraseFileFlag(),
 			&cli.StringFlag{Name: "out-dir", Usage: "`DIR` for the parts and the index (default: FILE's folder)"},
+			forceFlag,
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -55,7 +63,13 @@ stream through the parts without joining them; join recreates FILE.`,
 			if dir == "" {
 				dir = filepath.Dir(path)
 			}
-			index, x, err := bundle.SplitFile(path, dir, size, keys)
+			var total int64
+			if st, err := os.Stat(path); err == nil {
+				total = st.Size()
+			}
+			prog := cliutil.NewProgress(env, c.Bool("json"), "splitting", total)
+			index, x, err := bundle.SplitFileWith(path, dir, size, keys, bundle.SplitOptions{Force: c.Bool("force"), Progress: prog.Update, Now: env.Now})
+			prog.Done()
 			if err != nil {
 				return err
 			}
@@ -85,12 +99,16 @@ func joinCommand(env *cliutil.Env) *cli.Command {
 		Description: `Reads the part index INDEX (FILE.parts), finds the parts in the PLACEs
 (files or folders, any order; default: INDEX's folder), checks each part's
 size and SHA-256 and the whole's SHA-256 as it streams, and writes the
-original bytes to -o FILE atomically. With --trust the index signature is
-checked too (verify and import always check it). Not needed for verify or
-import, which read the parts directly.`,
+original bytes to -o FILE atomically (an existing FILE is replaced only with
+--force; what a killed run left in the folder is removed first). With -o -
+the bytes go to stdout once every part checked, and the summary to stderr.
+With --trust the index signature is checked too (verify and import always
+check it); without it, join says that the signature was not checked. Not
+needed for verify or import, which read the parts directly.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "`FILE` to write (required)"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "`FILE` to write, - for stdout (required)"},
 			&cli.StringSliceFlag{Name: "trust", Usage: "trusted publisher key: `PUB` PEM file or did:key (repeatable)"},
+			forceFlag,
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -114,14 +132,23 @@ import, which read the parts directly.`,
 			}
 			defer in.Close()
 			out := c.String("out")
-			size, sum, err := copyAtomic(out, in)
+			prog := cliutil.NewProgress(env, c.Bool("json"), "joining", int64(in.x.Size))
+			size, sum, err := writeOutput(env, out, "join", c.Bool("force"), func(w io.Writer) error {
+				_, err := io.Copy(&progressWriter{w: w, progress: prog.Update}, in)
+				return err
+			})
+			prog.Done()
 			if err != nil {
 				return in.Explain(err)
 			}
+			w := summaryTo(env, out)
 			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "size": size, "sha256": sum, "parts": len(in.x.Parts), "signature_checked": check})
+				return cliutil.PrintJSON(w, map[string]any{"file": out, "size": size, "sha256": sum, "parts": len(in.x.Parts), "signature_checked": check})
 			}
-			fmt.Fprintf(env.Stdout, "joined %d parts into %s: %d bytes, sha256 %s\n", len(in.x.Parts), out, size, sum)
+			if !check {
+				fmt.Fprintln(w, "signature NOT checked: give --trust PUB to check the part index's signature, or run 'ampbundle verify' on the result")
+			}
+			fmt.Fprintf(w, "joined %d parts into %s: %d bytes, sha256 %s\n", len(in.x.Parts), outputName(out), size, sum)
 			return nil
 		},
 	}
@@ -193,6 +220,20 @@ func storePolicy(s registry) (*bundle.Policy, error) {
 // parseSize reads a part size: bytes, or a number with K, M or G (KiB,
 // MiB, GiB; an optional trailing "B" or "iB" is accepted).
 func parseSize(s string) (int64, error) {
+	n, err := parseByteSize("--size", s)
+	if err != nil {
+		return 0, err
+	}
+	if n < bundle.MinPartSize {
+		return 0, cliutil.Usagef("--size must be at least %d bytes (64K)", bundle.MinPartSize)
+	}
+	return n, nil
+}
+
+// parseByteSize reads the value of the flag name: bytes, or a number with
+// K, M or G (KiB, MiB, GiB; an optional trailing "B" or "iB" is
+// accepted).
+func parseByteSize(name, s string) (int64, error) {
 	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
 	mult := int64(1)
 	switch {
@@ -205,20 +246,7 @@ func parseSize(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n <= 0 || n > (1<<62)/mult {
-		return 0, cliutil.Usagef("--size must be a number of bytes, or with K, M or G, such as 700M")
-	}
-	if n*mult < bundle.MinPartSize {
-		return 0, cliutil.Usagef("--size must be at least %d bytes (64K)", bundle.MinPartSize)
+		return 0, cliutil.Usagef("%s must be a number of bytes, or with K, M or G, such as 700M", name)
 	}
 	return n * mult, nil
-}
-
-// copyAtomic copies r to a temporary file next to out and renames it into
-// place; it returns the size and SHA-256 written.
-func copyAtomic(out string, r io.Reader) (int64, string, error) {
-	_, size, sum, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
-		_, err := io.Copy(w, r)
-		return nil, err
-	})
-	return size, sum, err
 }

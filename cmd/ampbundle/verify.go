@@ -30,14 +30,16 @@ A delta bundle (docs/FORMAT.md §12) verifies as far as the file goes: the
 signed header and its binding to the full signed manifest, the manifest,
 and every artifact the delta carries. The artifacts it takes from its base
 are named as such (they are verified when the delta is imported into a
-store holding the base).`,
+store holding the base).
+
+FILE - reads the bundle from stdin.`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "trust", Usage: "trusted publisher key: `PUB` PEM file or did:key (repeatable, required)"},
 			&cli.StringFlag{Name: "base", Usage: "for a delta: verify the full base bundle `OLD.ampb` too, and the omitted artifacts against it"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
-			split := c.NArg() >= 1 && isPartIndexFile(c.Args().First())
+			split := c.NArg() >= 1 && c.Args().First() != stdio && isPartIndexFile(c.Args().First())
 			if !split {
 				if err := cliutil.ExactArgs(c, 1, "the bundle FILE (or a part index and the PLACEs of its parts)"); err != nil {
 					return err
@@ -60,6 +62,8 @@ store holding the base).`,
 				}
 				defer parts.Close()
 				src, explain = parts, parts.Explain
+			} else if path == stdio {
+				src = env.Stdin
 			} else {
 				f, err := os.Open(path)
 				if err != nil {
@@ -94,7 +98,7 @@ store holding the base).`,
 				fmt.Fprintf(env.Stderr, "read %d parts of %s, each matching the signed part index (signed by %s)\n", len(parts.x.Parts), cliutil.Sanitize(parts.x.Name), cliutil.SanitizeJoin(parts.signers, ", "))
 			}
 			sigs := signatureInfo(r.Signatures(), r.Signers())
-			s := summarize(path, r.Manifest(), sigs, true)
+			s := summarize(inputName(path), r.Manifest(), sigs, true)
 			out["bundle"] = s
 			if d := r.Delta(); d != nil {
 				dv := deltaView(r.Manifest(), d)
@@ -113,10 +117,10 @@ store holding the base).`,
 				}
 				if baseChecked {
 					fmt.Fprintf(env.Stdout, "verified delta with its base: signatures, the %d artifacts %s carries, and the %d artifacts (%d bytes) it takes from base %s, verified in %s\n",
-						len(s.Artifacts)-dv.Omitted, path, dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base), c.String("base"))
+						len(s.Artifacts)-dv.Omitted, inputName(path), dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base), c.String("base"))
 				} else {
 					fmt.Fprintf(env.Stdout, "verified delta: signatures and the %d artifacts %s carries; %d artifacts (%d bytes) come from base %s and are verified on import into a store holding it, or here with --base\n",
-						len(s.Artifacts)-dv.Omitted, path, dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base))
+						len(s.Artifacts)-dv.Omitted, inputName(path), dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base))
 				}
 				s.print(env.Stdout)
 				return nil
@@ -127,7 +131,7 @@ store holding the base).`,
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, out)
 			}
-			fmt.Fprintf(env.Stdout, "verified: signature and all %d artifacts of %s\n", len(s.Artifacts), path)
+			fmt.Fprintf(env.Stdout, "verified: signature and all %d artifacts of %s\n", len(s.Artifacts), inputName(path))
 			s.print(env.Stdout)
 			return nil
 		},

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+)
+
+// Standard input and output for bundle files (docs/CLI.md §1): "-" as
+// the FILE of verify, inspect and import reads stdin; "-o -" of build,
+// export and join writes stdout. Outputs to a file are atomic and refuse
+// to replace an existing file without --force (join, export; split does
+// the same for its parts); every writer first removes what a killed run
+// left in the folder (bundle.RemoveStaleTemps).
+
+// stdio is the FILE name that means stdin or stdout.
+const stdio = "-"
+
+// forceFlag lets join, split and export replace an existing output.
+var forceFlag = &cli.BoolFlag{Name: "force", Usage: "replace an existing output file"}
+
+// defaultMaxStdin bounds what import spools of stdin (--max-stdin-size).
+const defaultMaxStdin = "4G"
+
+// summaryTo is where a writing command prints its summary: stderr when
+// stdout carries the bundle's bytes.
+func summaryTo(env *cliutil.Env, out string) io.Writer {
+	if out == stdio {
+		return env.Stderr
+	}
+	return env.Stdout
+}
+
+// writeOutput writes what write produces to out: to a temporary file of
+// kind in out's folder, synced and moved into place, never replacing an
+// existing out unless force; with out "-", to a temporary file in the
+// system's temporary folder that is copied to stdout once write has
+// succeeded (so that nothing reaches stdout from a write that fails its
+// checks half-way). It returns the size and SHA-256 written.
+func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.Writer) error) (int64, string, error) {
+	toStdout := out == stdio
+	dir := filepath.Dir(out)
+	if toStdout {
+		dir = os.TempDir()
+	}
+	bundle.RemoveStaleTemps(dir, env.Now())
+	if !toStdout && !force {
+		if _, err := os.Lstat(out); err == nil {
+			return 0, "", existsError(out)
+		}
+	}
+	f, err := bundle.CreateTemp(dir, kind)
+	if err != nil {
+		return 0, "", cliutil.Failf("io_error", "cannot create the output file").WithCause(err)
+	}
+	defer f.Close()
+	defer os.Remove(f.Name()) // after a successful move this is a no-op
+	h := sha256.New()
+	cw := &countingWriter{w: f, h: h}
+	bw := bufio.NewWriterSize(cw, 256<<10)
+	if err := write(bw); err != nil {
+		return 0, "", err
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, "", cliutil.Failf("io_error", "cannot write the output file").WithCause(err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if toStdout {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return 0, "", cliutil.Failf("io_error", "cannot read back the output").WithCause(err)
+		}
+		if _, err := io.Copy(env.Stdout, f); err != nil {
+			return 0, "", cliutil.Failf("io_error", "cannot write to stdout").WithCause(err)
+		}
+		return cw.n, sum, nil
+	}
+	if err := f.Sync(); err != nil {
+		return 0, "", cliutil.Failf("io_error", "cannot write the output file").WithCause(err)
+	}
+	if err := moveIntoPlace(f.Name(), out, force); err != nil {
+		return 0, "", err
+	}
+	syncDir(dir)
+	return cw.n, sum, nil
+}
+
+// moveIntoPlace moves the complete temporary file tmp to out. Without
+// force it links it there, which fails when out appeared meanwhile,
+// then removes tmp; where the file system has no links it checks and
+// renames.
+func moveIntoPlace(tmp, out string, force bool) error {
+	if !force {
+		err := os.Link(tmp, out)
+		if err == nil {
+			os.Remove(tmp)
+			return nil
+		}
+		if errors.Is(err, os.ErrExist) {
+			return existsError(out)
+		}
+		if _, serr := os.Lstat(out); serr == nil {
+			return existsError(out)
+		}
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return cliutil.Failf("io_error", "cannot move the output into place").WithCause(err)
+	}
+	return nil
+}
+
+func existsError(out string) error {
+	return cliutil.WithHint(cliutil.Failf(bundle.ErrFileExists, "%s exists; it is replaced only with --force", out),
+		"give another -o FILE, or --force to replace it")
+}
+
+// spooled is stdin copied to a temporary file, so that import can read
+// it more than once; Close removes it.
+type spooled struct{ *os.File }
+
+func (s spooled) Close() error {
+	err := s.File.Close()
+	os.Remove(s.Name())
+	return err
+}
+
+// spoolStdin copies stdin, at most max bytes (more is limit_exceeded,
+// and nothing is imported), to a temporary file in the system's
+// temporary folder and returns it rewound.
+func spoolStdin(env *cliutil.Env, max int64) (*spooled, error) {
+	dir := os.TempDir()
+	bundle.RemoveStaleTemps(dir, env.Now())
+	f, err := bundle.CreateTemp(dir, "stdin")
+	if err != nil {
+		return nil, cliutil.Failf("io_error", "cannot create a temporary file for stdin").WithCause(err)
+	}
+	s := &spooled{f}
+	n, err := io.Copy(f, io.LimitReader(env.Stdin, max+1))
+	if err != nil {
+		s.Close()
+		return nil, cliutil.Failf("io_error", "cannot read stdin").WithCause(err)
+	}
+	if n > max {
+		s.Close()
+		return nil, cliutil.WithHint(cliutil.Failf("limit_exceeded", "stdin holds more than %d bytes (--max-stdin-size)", max),
+			"raise --max-stdin-size, or give the bundle as a file")
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		s.Close()
+		return nil, cliutil.Failf("io_error", "cannot read back stdin").WithCause(err)
+	}
+	return s, nil
+}
+
+// inputName is how a FILE argument is named in output.
+func inputName(path string) string {
+	if path == stdio {
+		return "stdin"
+	}
+	return path
+}
+
+// outputName is how an -o FILE is named in output.
+func outputName(path string) string {
+	if path == stdio {
+		return "stdout"
+	}
+	return path
+}
+
+// writeBuilt writes a built bundle: with out "-" to stdout once complete
+// (writeOutput), else atomically to out as build always has (writeAtomic).
+func writeBuilt(env *cliutil.Env, out string, write func(io.Writer) (*bundle.Manifest, error)) (*bundle.Manifest, int64, string, error) {
+	if out != stdio {
+		return writeAtomic(out, write)
+	}
+	var m *bundle.Manifest
+	size, sum, err := writeOutput(env, out, "build", true, func(w io.Writer) error {
+		var err error
+		m, err = write(w)
+		return err
+	})
+	return m, size, sum, err
+}
