@@ -3,6 +3,7 @@ package resolver
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"os"
 	"time"
 
@@ -57,6 +58,24 @@ type AuditEntry struct {
 	// refusal.
 	Verdict string `cbor:"verdict,omitempty" json:"verdict,omitempty"`
 	Prev    []byte `cbor:"prev" json:"prev"`
+}
+
+// auditActions are the values of an audit entry's action (docs/FORMAT.md
+// §20.1), each the one the store writes for one kind of change.
+func auditActions() []string {
+	return []string{"import", "downgrade", "import_unchanged", "import_refused", "remove",
+		"trust_add", "trust_remove", "trust_threshold", "revoke", "fail_closed", "rotate",
+		"heartbeat", "trust_freshness", "heartbeat_reset"}
+}
+
+// KnownAuditAction reports whether action is one of docs/FORMAT.md §20.1.
+func KnownAuditAction(action string) bool {
+	for _, a := range auditActions() {
+		if a == action {
+			return true
+		}
+	}
+	return false
 }
 
 // Actor identifies who changed a store: the numeric user id and the host
@@ -136,46 +155,109 @@ func (s *Store) AuditHead() ([]byte, error) {
 
 // VerifyAudit checks the chain: consecutive sequence numbers from 1, each
 // entry's prev equal to the hash of the one before, and the last hash equal
-// to the stored head. A break is ErrAuditBroken naming the first bad entry.
+// to the stored head. A break is ErrAuditBroken naming the first entry that
+// is wrong (firstBadLink says which of a broken link's two entries it is).
 func (s *Store) VerifyAudit() error {
 	return s.db.View(func(tx *bolt.Tx) error { return verifyAudit(tx) })
 }
 
+// auditLink is what the chain records of one entry: the prev it stores and
+// the SHA-256 of its stored bytes.
+type auditLink struct {
+	prev []byte
+	sum  [sha256.Size]byte
+}
+
 func verifyAudit(tx *bolt.Tx) error {
-	prev := make([]byte, sha256.Size)
+	var links []auditLink
 	var seq uint64
+	// An entry that does not decode, is out of order or is not canonical
+	// is wrong by itself; the chain is only looked at before it.
+	bad := uint64(0)
+	var badErr error
 	err := bucket(tx, bAudit).ForEach(func(k, v []byte) error {
 		seq++
 		var e AuditEntry
-		if err := decode(v, &e); err != nil {
-			return fail(ErrAuditBroken, "audit entry %d does not decode", seq)
+		switch {
+		case decode(v, &e) != nil:
+			badErr = fail(ErrAuditBroken, "audit entry %d does not decode", seq)
+		case getU64(k) != seq || e.Seq != seq:
+			badErr = fail(ErrAuditBroken, "audit entry %d is missing or out of order", seq)
+		case !bytes.Equal(encode(e), v):
+			badErr = fail(ErrAuditBroken, "audit entry %d is not in its canonical encoding", seq)
 		}
-		if getU64(k) != seq || e.Seq != seq {
-			return fail(ErrAuditBroken, "audit entry %d is missing or out of order", seq)
+		if badErr != nil {
+			bad = seq
+			return errStopAudit
 		}
-		if !bytes.Equal(e.Prev, prev) {
-			return fail(ErrAuditBroken, "audit entry %d does not chain to the entry before it", seq)
-		}
-		if !bytes.Equal(encode(e), v) {
-			return fail(ErrAuditBroken, "audit entry %d is not in its canonical encoding", seq)
-		}
-		sum := sha256.Sum256(v)
-		prev = sum[:]
+		links = append(links, auditLink{prev: e.Prev, sum: sha256.Sum256(v)})
 		return nil
 	})
-	if err != nil {
+	if err != nil && err != errStopAudit {
 		return err
 	}
 	meta := bucket(tx, bMeta)
-	if getU64(meta.Get([]byte(kAuditSeq))) != seq {
-		return fail(ErrAuditBroken, "audit log has %d entries, the store records %d", seq, getU64(meta.Get([]byte(kAuditSeq))))
-	}
 	head := meta.Get([]byte(kAuditHead))
-	if seq == 0 && head == nil {
-		return nil
+	if bad == 0 {
+		if n := getU64(meta.Get([]byte(kAuditSeq))); n != seq {
+			badErr = fail(ErrAuditBroken, "audit log has %d entries, the store records %d", seq, n)
+		}
+		if seq == 0 && head == nil {
+			return badErr
+		}
 	}
-	if !bytes.Equal(head, prev) {
-		return fail(ErrAuditBroken, "the last audit entry does not match the stored head")
+	// The head records the last entry's hash only when no entry is missing
+	// or wrong by itself.
+	if i, msg := firstBadLink(links, head, badErr == nil); i > 0 {
+		return fail(ErrAuditBroken, "audit entry %d %s", i, msg)
 	}
-	return nil
+	return badErr
+}
+
+// errStopAudit ends the walk over the log at the first entry that is wrong
+// by itself.
+var errStopAudit = errors.New("stop")
+
+// firstBadLink returns the 1-based number of the first entry the chain
+// shows to be wrong, and why (0 when the chain holds). Entry i's stored
+// hash is recorded by entry i+1's prev (by the head for the last entry,
+// when withHead), and entry 1's prev is 32 zero bytes. A broken link
+// between entries i and i+1 means one of the two changed: when the link
+// after (i+1 to i+2, or to the head) holds, entry i+1's prev is as
+// written, so entry i is the one altered; when that link is broken too,
+// entry i+1's own bytes (its prev) changed, and it is named.
+func firstBadLink(links []auditLink, head []byte, withHead bool) (int, string) {
+	n := len(links)
+	// recorded(i) is what the chain says entry i (0-based) hashed to.
+	recorded := func(i int) ([]byte, bool) {
+		if i+1 < n {
+			return links[i+1].prev, true
+		}
+		return head, withHead
+	}
+	holds := func(i int) bool { // the link from entry i to what follows
+		r, ok := recorded(i)
+		return !ok || bytes.Equal(r, links[i].sum[:])
+	}
+	if n > 0 && !bytes.Equal(links[0].prev, make([]byte, sha256.Size)) {
+		if holds(0) {
+			// Entry 1's stored bytes are as the chain recorded them, but
+			// they do not start the chain: it is wrong as written.
+			return 1, "does not start the chain (its prev is not 32 zero bytes)"
+		}
+		return 1, "was altered (its prev is not 32 zero bytes and the entry after it does not chain to it)"
+	}
+	for i := 0; i < n; i++ {
+		if holds(i) {
+			continue
+		}
+		if i+1 < n && !holds(i+1) {
+			return i + 2, "was altered (it does not chain to the entry before it, and the entry after it does not chain to it)"
+		}
+		if i+1 == n {
+			return i + 1, "does not match the stored head (the last entry was altered, or the head)"
+		}
+		return i + 1, "was altered (the entry after it records another hash for it)"
+	}
+	return 0, ""
 }

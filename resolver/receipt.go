@@ -153,6 +153,9 @@ func checkReceipt(data []byte, site ed25519.PublicKey) (*Receipt, error) {
 		if err := decode(enc, &e); err != nil || !bytes.Equal(encode(e), enc) {
 			return nil, fail(ErrInvalidReceipt, "receipt entry %d is not an audit entry in its one allowed form", i+1)
 		}
+		if !KnownAuditAction(e.Action) {
+			return nil, fail(ErrInvalidReceipt, "receipt entry %d (seq %d) has an action %s does not define (docs/FORMAT.md §20.1 lists them)", i+1, e.Seq, ReceiptFormat)
+		}
 		if e.Seq != p.FirstSeq+uint64(i) {
 			return nil, fail(ErrInvalidReceipt, "receipt entry %d has sequence number %d, want %d", i+1, e.Seq, p.FirstSeq+uint64(i))
 		}
