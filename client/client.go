@@ -228,13 +228,33 @@ func (c *Client) verify(ctx context.Context, raw []byte, req *amp.Message) (*amp
 		return nil, err
 	}
 	if amp.BareDID(reply.From) != amp.BareDID(c.cfg.Peer) {
-		return nil, amp.Named(amp.CodeBadRequest, "wrong_sender", "the reply is not from the provider")
+		// The sender's DID passed the message checks (amp.ValidDID: bounded,
+		// no control characters); %q quotes it all the same.
+		return nil, amp.Named(amp.CodeBadRequest, "wrong_sender", "the reply is from %q, not from the provider %q", amp.BareDID(reply.From), amp.BareDID(c.cfg.Peer))
 	}
 	if !reply.To.Contains(c.cfg.Identity.DID) {
 		return nil, amp.Named(amp.CodeBadRequest, "wrong_recipient", "the reply is not addressed to this client")
 	}
 	if !bytes.Equal(reply.ReplyTo, req.ID[:]) {
 		return nil, amp.Named(amp.CodeBadRequest, "reply_mismatch", "the reply's reply_to is not the request's id")
+	}
+	if reply.Type == amp.TypeAck {
+		// An ACK that answers a request must have the shape and pass the
+		// rules of RFC 001 §16.1 (ack_source present and one of its two
+		// values; a recipient ACK from a recipient, a relay ACK from a
+		// trusted relay) before anyone takes it as delivery, as an ACK
+		// arriving on its own must (Outbox.Receive).
+		b, err := amp.DecodeAck(reply.Body)
+		if err != nil {
+			return nil, err
+		}
+		var relays []string
+		if c.cfg.Outbox != nil {
+			relays = c.cfg.Outbox.trustedRelays(req.To, b.AckTarget)
+		}
+		if _, err := amp.CheckAck(reply, req.To, relays); err != nil {
+			return nil, err
+		}
 	}
 	return reply, nil
 }

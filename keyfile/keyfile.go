@@ -177,7 +177,9 @@ func ReadPrivate(path string) (*Keys, error) {
 
 // ReadPrivateWith reads a private key file after checking that it is a
 // regular file only its owner can read or write, and parses it with
-// ParsePrivateWith.
+// ParsePrivateWith. A file that holds a public key is refused as one
+// before its mode is judged: a public key file is readable by all by
+// design, and "run chmod 600" would send its owner the wrong way.
 func ReadPrivateWith(path string, o Options) (*Keys, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -191,15 +193,19 @@ func ReadPrivateWith(path string, o Options) (*Keys, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fail(ErrKeyUnreadable, "private key path is not a regular file")
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fail(ErrInsecureKeyFile, "private key file is readable or writable by group or others (mode %04o); run chmod 600 on it", st.Mode().Perm())
-	}
 	if st.Size() > maxKeyFile {
 		return nil, fail(ErrInvalidKeyFile, "private key file is too large")
 	}
 	data := make([]byte, st.Size())
 	if _, err := f.ReadAt(data, 0); err != nil {
 		return nil, fail(ErrKeyUnreadable, "cannot read private key file").WithCause(err)
+	}
+	if publicKeyOnly(data) {
+		return nil, errPublicGiven()
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		clear(data)
+		return nil, fail(ErrInsecureKeyFile, "private key file is readable or writable by group or others (mode %04o); run chmod 600 on it", st.Mode().Perm())
 	}
 	return ParsePrivateWith(data, o)
 }
@@ -262,6 +268,9 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 		}
 		return plain, nil
 	}
+	if publicKeyOnly(data) {
+		return nil, errPublicGiven()
+	}
 	keys := &Keys{}
 	if isDER(data) {
 		der := data
@@ -297,7 +306,7 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 		case "OPENSSH PRIVATE KEY":
 			return nil, fail(ErrInvalidKeyFile, "key file is an openssh private key; this tool reads pkcs#8 keys (make one with `keygen`)")
 		case "PUBLIC KEY":
-			return nil, fail(ErrInvalidKeyFile, "key file holds a public key where a private key is needed")
+			return nil, errPublicGiven()
 		default:
 			return nil, fail(ErrInvalidKeyFile, "key file holds a pem block that is not a pkcs#8 private key")
 		}
@@ -335,6 +344,23 @@ func (k *Keys) add(der []byte) error {
 		return fail(ErrInvalidKeyFile, "key file holds a key that is neither ed25519 nor x25519")
 	}
 	return nil
+}
+
+// publicKeyOnly reports whether data is a public key file: PKIX DER, or
+// PEM whose first block is a "PUBLIC KEY".
+func publicKeyOnly(data []byte) bool {
+	if isDER(data) {
+		_, err := parsePKIX(data)
+		return err == nil
+	}
+	block, _ := pem.Decode(data)
+	return block != nil && block.Type == "PUBLIC KEY"
+}
+
+// errPublicGiven is the error for a public key file given where a private
+// key file is needed.
+func errPublicGiven() error {
+	return fail(ErrInvalidKeyFile, "key file holds a public key where a private key is needed (give the private key file keygen wrote with -o, not the public one)")
 }
 
 // isDER reports whether data looks like one DER SEQUENCE (a PEM file

@@ -30,7 +30,8 @@ func queryCommand(env *cliutil.Env) *cli.Command {
 		Usage:     "ask an agent which capabilities it serves (CAP_QUERY)",
 		ArgsUsage: "URL",
 		Description: `Sends a signed CAP_QUERY to the agent at URL (http:// or https://: the HTTP
-binding, POST URL/amp/v1/messages; amps:// or amp://: the TCP binding of
+binding, POST URL/amp/v1/messages, URL also given as that route itself;
+amps:// or amp://: the TCP binding of
 docs/TRANSPORT.md, --tls-ca for a private CA, plain amp:// only to a loopback
 address unless --unsafe-plain-tcp), verifies the CAP_DECLARE it answers (the provider's
 signature, sender, recipient and reply_to) and prints the descriptors.
@@ -266,6 +267,11 @@ func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "amp" && u.Scheme != "amps") || u.Host == "" {
 		return nil, cliutil.WithHint(cliutil.Usagef("the agent URL must be http://, https://, amp:// or amps:// with a host"), "for example http://127.0.0.1:8080 or amps://agents.example.org:7443")
+	}
+	if (u.Scheme == "http" || u.Scheme == "https") && strings.HasSuffix(u.Path, amphttp.MessagesPath) && u.RawQuery == "" && u.Fragment == "" {
+		// The URL of the messages route itself (as "ampagent serve" and
+		// "demo" print it): the agent's base URL is what precedes it.
+		base = strings.TrimSuffix(base, amphttp.MessagesPath)
 	}
 	if (c.IsSet("tls-ca") || c.Bool("unsafe-plain-tcp")) && u.Scheme != "amp" && u.Scheme != "amps" {
 		return nil, cliutil.Usagef("--tls-ca and --unsafe-plain-tcp are for amp:// and amps:// agent URLs")

@@ -27,7 +27,8 @@ func buildCommand(env *cliutil.Env) *cli.Command {
 		Description: `Reads the source folder SRC (layout: docs/FORMAT.md §8), checks every
 descriptor, JSON Schema ($refs must resolve inside the bundle) and DID
 document, and writes the signed bundle to FILE (atomically: a temporary file
-renamed into place). Same source + same key + same created time = identical
+renamed into place; with -o - the bundle goes to stdout once complete, the
+summary to stderr). Same source + same key + same created time = identical
 bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.
 
 Schemas get a linear check that refuses exactly what compiling them would
@@ -43,7 +44,7 @@ delta into a store holding that base installs exactly the full bundle, and
 'ampbundle export' then writes the full bundle byte for byte.`,
 		Flags: []cli.Flag{
 			cliutil.PassphraseFileFlag(),
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "bundle `FILE` to write (required)"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "bundle `FILE` to write, - for stdout (required)"},
 			&cli.StringSliceFlag{Name: "key", Usage: "publisher private key `PEM` file (required, mode 0600; repeatable: one signature per key, co-signing)"},
 			&cli.StringFlag{Name: "created", Usage: "created_at as an RFC 3339 `TIME`"},
 			&cli.StringFlag{Name: "hash", Value: capability.HashSHA256, Usage: "artifact hash `ALG`: sha-256 or sha-512"},
@@ -64,6 +65,9 @@ delta into a store holding that base installs exactly the full bundle, and
 			}
 			if h := c.String("hash"); h != capability.HashSHA256 && h != capability.HashSHA512 {
 				return cliutil.Usagef("--hash must be sha-256 or sha-512")
+			}
+			if err := sourceFolder(c.Args().First()); err != nil {
+				return err
 			}
 			created, err := createdAt(env, c)
 			if err != nil {
@@ -92,7 +96,7 @@ delta into a store holding that base installs exactly the full bundle, and
 			prog := cliutil.NewProgress(env, c.Bool("json"), "building", total)
 			out := c.String("out")
 			var delta *bundle.Delta
-			m, size, sum, err := writeAtomic(out, func(w io.Writer) (*bundle.Manifest, error) {
+			m, size, sum, err := writeBuilt(env, out, func(w io.Writer) (*bundle.Manifest, error) {
 				if baseSigned != nil {
 					m, dh, err := bundle.WriteDelta(w, d, keys, baseSigned, bundle.WriteOptions{Progress: prog.Update})
 					delta = dh
@@ -112,17 +116,17 @@ delta into a store holding that base installs exactly the full bundle, and
 				if delta != nil {
 					v["delta"] = deltaView(m, delta)
 				}
-				return cliutil.PrintJSON(env.Stdout, v)
+				return cliutil.PrintJSON(summaryTo(env, out), v)
 			}
 			kind := "wrote"
 			if delta != nil {
 				kind = "wrote delta"
 			}
-			fmt.Fprintf(env.Stdout, "%s %s: %s version %d, %d artifacts, %d capabilities, %d bytes, sha256 %s\n",
-				kind, out, m.BundleID, m.Version, len(m.Artifacts), len(m.Capabilities), size, sum)
+			fmt.Fprintf(summaryTo(env, out), "%s %s: %s version %d, %d artifacts, %d capabilities, %d bytes, sha256 %s\n",
+				kind, outputName(out), m.BundleID, m.Version, len(m.Artifacts), len(m.Capabilities), size, sum)
 			if delta != nil {
 				dv := deltaView(m, delta)
-				fmt.Fprintf(env.Stdout, "  base          %s\n  carries       %d artifacts; %d (%d bytes) come from the base\n",
+				fmt.Fprintf(summaryTo(env, out), "  base          %s\n  carries       %d artifacts; %d (%d bytes) come from the base\n",
 					dv.Base, len(m.Artifacts)-dv.Omitted, dv.Omitted, dv.OmittedBytes)
 			}
 			return nil
@@ -147,6 +151,17 @@ func createdAt(env *cliutil.Env, c *cli.Context) (time.Time, error) {
 		return time.Unix(n, 0).UTC(), nil
 	}
 	return env.Now().UTC().Truncate(time.Second), nil
+}
+
+// sourceFolder refuses a SRC that is a file (a bundle given where its
+// source folder belongs), naming what build wants, before any key is read.
+func sourceFolder(src string) error {
+	st, err := os.Stat(src)
+	if err != nil || st.IsDir() {
+		return nil // LoadSource names a missing folder
+	}
+	return cliutil.WithHint(cliutil.Failf("invalid_source", "%s is a file; build wants a source folder (one holding bundle.json)", src),
+		"to check or read a bundle file, use verify or inspect")
 }
 
 // signingKeys reads the --key files: at least one, each key once.
@@ -188,7 +203,7 @@ func keyInfos(keys []ed25519.PrivateKey) []sigInfo {
 // and renames it into place, so that out is either the old file or the
 // complete new one.
 func writeAtomic(out string, write func(io.Writer) (*bundle.Manifest, error)) (*bundle.Manifest, int64, string, error) {
-	f, err := os.CreateTemp(filepath.Dir(out), ".ampbundle-*.tmp")
+	f, err := bundle.CreateTemp(filepath.Dir(out), "build") // locked: no other run takes it for a leftover
 	if err != nil {
 		return nil, 0, "", cliutil.Failf("io_error", "cannot create the output file").WithCause(err)
 	}

@@ -44,7 +44,10 @@ entries, descriptors, aliases, DID and $id entries, high-water marks,
 interrupted imports, and the audit chain. Opens the store read-only, or
 read-write with --repair.
 
-Exit 0 when the store is sound. Otherwise the command fails, and each
+Exit 0 when the store is sound and no installed bundle has expired. A
+sound store holding expired bundles (which fail closed) fails with
+bundle_expired, listing them ({"expired","revoked","stale"} in the details
+with --json). Otherwise the command fails, and each
 problem is listed as "problem: [KIND] MESSAGE" on stderr, or with --json in
 the error's details ({"problems":[{"kind","message"}],"recoverable"}):
 
@@ -93,7 +96,7 @@ then checks it; it repairs nothing else.`,
 			}
 			// Revoked bundles are sound but fail closed: listed, so that
 			// an operator removes them or imports a newer version.
-			revoked, stale := []string{}, []string{}
+			revoked, stale, expired := []string{}, []string{}, []string{}
 			for _, b := range bundles {
 				if b.Revoked != "" {
 					revoked = append(revoked, fmt.Sprintf("%s@%d", b.BundleID, b.Version))
@@ -101,6 +104,19 @@ then checks it; it repairs nothing else.`,
 				if b.Stale != "" {
 					stale = append(stale, fmt.Sprintf("%s@%d", b.BundleID, b.Version))
 				}
+				if b.Expired {
+					expired = append(expired, fmt.Sprintf("%s@%d", b.BundleID, b.Version))
+				}
+			}
+			if len(expired) > 0 {
+				// Sound, but serving less than it was: the operator must
+				// act, so the check fails (exit 1, bundle_expired).
+				if !c.Bool("json") {
+					fmt.Fprintf(env.Stdout, "store %s is sound: %d bundle(s), %d trusted key(s), generation %d\n", c.String("db"), len(bundles), len(keys), s.Generation())
+				}
+				return cliutil.WithHint(cliutil.Failf(resolver.ErrBundleExpired, "%d bundle(s) have expired and fail closed (5002 bundle_expired): %s",
+					len(expired), strings.Join(expired, ", ")).WithDetails(map[string][]string{"expired": expired, "revoked": revoked, "stale": stale}),
+					"import a newer version of each, or remove it with 'ampbundle rm'")
 			}
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{

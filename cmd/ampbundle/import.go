@@ -25,7 +25,8 @@ the store exactly as it was. A newer version of an installed bundle_id
 replaces the older one. A version not newer than the highest ever imported
 for its bundle_id is refused as a rollback, even after 'ampbundle rm';
 --allow-downgrade accepts it and records a downgrade in the audit log.
-Importing the bundle that is already installed changes nothing.
+Importing the bundle that is already installed changes nothing. A bundle
+that expires within --expiry-warning is imported with a WARNING on stderr.
 
 A delta bundle (built with 'ampbundle build --base') is accepted when the
 store holds the exact base it names (else delta_base_missing, naming the
@@ -34,16 +35,22 @@ full signed manifest unless --skip-base-rehash (then checked by content
 address and size; 'ampbundle check' re-hashes every blob). The result is
 exactly the state the full bundle gives.
 
-The store must exist: 'ampbundle trust add' creates it.`,
+The store must exist: 'ampbundle trust add' creates it.
+
+FILE - reads the bundle (or statement) from stdin: it is first copied to a
+temporary file, at most --max-stdin-size bytes, and verified from there
+like any file; nothing lands in the store before it verifies.`,
 		Flags: []cli.Flag{
 			dbFlag,
 			adminSocketFlag,
 			&cli.BoolFlag{Name: "allow-downgrade", Usage: "accept a version not newer than the highest ever imported (audited)"},
 			&cli.BoolFlag{Name: "skip-base-rehash", Usage: "for a delta, take the base's blobs by content address and size without re-hashing them"},
+			expiryWarningFlag,
+			&cli.StringFlag{Name: "max-stdin-size", Value: defaultMaxStdin, Usage: "with FILE -, the most `SIZE` read from stdin: bytes, or with K, M, G"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) (err error) {
-			split := c.NArg() >= 1 && isPartIndexFile(c.Args().First())
+			split := c.NArg() >= 1 && c.Args().First() != stdio && isPartIndexFile(c.Args().First())
 			if !split {
 				if err := cliutil.ExactArgs(c, 1, "the bundle FILE (or a part index and the PLACEs of its parts)"); err != nil {
 					return err
@@ -58,15 +65,28 @@ The store must exist: 'ampbundle trust add' creates it.`,
 			var fileSum []byte
 			explain := func(err error) error { return err }
 			if !split {
-				f, err := os.Open(path)
-				if err != nil {
-					return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
+				var f *os.File
+				if path == stdio {
+					max, err := parseByteSize("--max-stdin-size", c.String("max-stdin-size"))
+					if err != nil {
+						return err
+					}
+					sp, err := spoolStdin(env, max)
+					if err != nil {
+						return err
+					}
+					defer sp.Close()
+					f = sp.File
+				} else {
+					if f, err = os.Open(path); err != nil {
+						return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
+					}
+					defer f.Close()
 				}
-				defer f.Close()
 				if stmt, err := readStatement(f); err != nil {
 					return err
 				} else if stmt != nil {
-					return importStatement(env, c, path, stmt)
+					return importStatement(env, c, inputName(path), stmt)
 				}
 				if total, err = artifactBytes(f); err != nil {
 					return err
@@ -105,10 +125,11 @@ The store must exist: 'ampbundle trust add' creates it.`,
 			if err != nil {
 				return explain(err)
 			}
+			warnExpiry(env, c, s, res)
 			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, importView(path, res))
+				return cliutil.PrintJSON(env.Stdout, importView(inputName(path), res))
 			}
-			printImport(env, path, res)
+			printImport(env, inputName(path), res)
 			return nil
 		},
 	}

@@ -134,7 +134,7 @@ func (v lsJSON) print(env *cliutil.Env) {
 		fmt.Fprintf(w, "%s version %d (highest ever %d)\n", S(b.BundleID), b.Version, b.HighestVersion)
 		fmt.Fprintf(w, "  imported   %s\n", S(b.ImportedAt))
 		if b.ExpiresAt != "" {
-			fmt.Fprintf(w, "  expires    %s\n", S(b.ExpiresAt))
+			fmt.Fprintf(w, "  expires    %s%s\n", S(b.ExpiresAt), soonNote(env.Now(), b.ExpiresAt))
 		}
 		fmt.Fprintf(w, "  signed by  %s\n", cliutil.SanitizeJoin(b.Signers, ", "))
 		fmt.Fprintf(w, "  artifacts  %d (%d bytes)\n", b.Artifacts, b.Bytes)

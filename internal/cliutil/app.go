@@ -94,8 +94,16 @@ func Prepare(app *cli.App, env *Env) {
 			&cli.BoolFlag{Name: "version", Usage: "print the version, VCS revision and build time, and exit", DisableDefaultText: true},
 			&cli.BoolFlag{Name: "json", Usage: "with --version: print it as one JSON document", DisableDefaultText: true})
 	}
+	if findFlag(app.Flags, "help") == nil {
+		// urfave/cli adds its --help flag only when it adds its own help
+		// command, which ours replaces.
+		app.Flags = append(app.Flags, helpFlag())
+	}
 	if findCommand(app.Commands, "help") == nil {
 		app.Commands = append(app.Commands, helpCommand(app))
+	}
+	if findCommand(app.Commands, "version") == nil {
+		app.Commands = append(app.Commands, versionCommand(app, env))
 	}
 	if findCommand(app.Commands, "completion") == nil {
 		app.Commands = append(app.Commands, completionCommand(app))
@@ -113,12 +121,21 @@ func Prepare(app *cli.App, env *Env) {
 			if c.UsageText == "" && len(c.Subcommands) == 0 {
 				c.UsageText = usageLine(full, c)
 			}
-			if len(c.Subcommands) > 0 && c.Action == nil {
+			if len(c.Subcommands) > 0 {
+				group, own := c, c.Action
+				names := strings.Fields(full)[1:]
 				c.Action = func(cc *cli.Context) error {
-					_ = cli.ShowSubcommandHelp(cc)
-					if cc.NArg() > 0 {
-						return Usagef("unknown command")
+					if cc.NArg() > 0 && cc.Args().First() == "help" {
+						// "ampbundle trust help [add]"
+						return showHelp(cc, app, append(names, cc.Args().Tail()...))
 					}
+					if own != nil {
+						return own(cc)
+					}
+					if cc.NArg() > 0 {
+						return unknownCommand(cc.Args().First(), group.Subcommands)
+					}
+					_ = cli.ShowSubcommandHelp(cc)
 					return Usagef("no command given")
 				}
 			}
@@ -130,15 +147,10 @@ func Prepare(app *cli.App, env *Env) {
 	if app.Action == nil {
 		app.Action = func(c *cli.Context) error {
 			if c.Bool("version") {
-				b := ReadBuild(app.Name)
-				if c.Bool("json") {
-					return PrintJSON(env.Stdout, b)
-				}
-				_, err := fmt.Fprintln(env.Stdout, b.String())
-				return err
+				return printVersion(env, app.Name, c.Bool("json"))
 			}
 			if c.NArg() > 0 {
-				return Usagef("unknown command")
+				return unknownCommand(c.Args().First(), app.Commands)
 			}
 			_ = cli.ShowAppHelp(c)
 			return Usagef("no command given")
@@ -224,22 +236,6 @@ func findFlag(flags []cli.Flag, name string) cli.Flag {
 	return nil
 }
 
-// completionScripts are the shell completion scripts: each asks the program
-// itself for the candidates (urfave/cli's --generate-bash-completion).
-const bashCompletion = `# bash completion for %[1]s: source it, or put it in
-# /etc/bash_completion.d/%[1]s (zsh: autoload bashcompinit && bashcompinit first)
-_%[2]s_complete() {
-  local cur="${COMP_WORDS[COMP_CWORD]}" opts
-  if [[ "$cur" == "-"* ]]; then
-    opts=$("${COMP_WORDS[@]:0:$COMP_CWORD}" "$cur" --generate-bash-completion 2>/dev/null)
-  else
-    opts=$("${COMP_WORDS[@]:0:$COMP_CWORD}" --generate-bash-completion 2>/dev/null)
-  fi
-  COMPREPLY=($(compgen -W "$opts" -- "$cur"))
-}
-complete -o bashdefault -o default -F _%[2]s_complete %[1]s
-`
-
 func completionCommand(app *cli.App) *cli.Command {
 	return &cli.Command{
 		Name:      "completion",
@@ -248,34 +244,20 @@ func completionCommand(app *cli.App) *cli.Command {
 		Description: `Prints the completion script for SHELL on stdout, e.g.
   ` + app.Name + ` completion bash > /etc/bash_completion.d/` + app.Name + `
   ` + app.Name + ` completion fish > ~/.config/fish/completions/` + app.Name + `.fish
-For zsh, load bashcompinit and source the bash script.`,
+  ` + app.Name + ` completion zsh > "${fpath[1]}/_` + app.Name + `"
+Each script asks the program for the commands and flags it offers
+("` + app.Name + ` __complete WORD..."); where it offers none, the shell
+completes file names.`,
 		Action: func(c *cli.Context) error {
 			if err := ExactArgs(c, 1, "a shell name (bash, zsh or fish)"); err != nil {
 				return err
 			}
-			switch c.Args().First() {
-			case "bash", "zsh":
-				_, err := fmt.Fprintf(c.App.Writer, bashCompletion, app.Name, strings.ReplaceAll(app.Name, "-", "_"))
-				return err
-			case "fish":
-				// Without the help command: urfave/cli's shared help
-				// command lists itself as a subcommand, and the fish
-				// generator would recurse into it forever.
-				fa := *app
-				fa.Commands = nil
-				for _, sc := range app.Commands {
-					if sc.Name != "help" {
-						fa.Commands = append(fa.Commands, sc)
-					}
-				}
-				s, err := fa.ToFishCompletion()
-				if err != nil {
-					return Failf("io_error", "cannot render the fish completion").WithCause(err)
-				}
-				_, err = fmt.Fprint(c.App.Writer, s)
-				return err
+			script := completionScript(c.Args().First(), app.Name)
+			if script == "" {
+				return Usagef("the shell must be bash, zsh or fish")
 			}
-			return Usagef("the shell must be bash, zsh or fish")
+			_, err := fmt.Fprint(c.App.Writer, script)
+			return err
 		},
 	}
 }
@@ -285,10 +267,11 @@ For zsh, load bashcompinit and source the bash script.`,
 // path. app must have been through Prepare.
 func DocFiles(app *cli.App) (map[string][]byte, error) {
 	app.Setup() // as when it runs: the help command and flag
-	man, err := app.ToMan()
+	man, err := app.ToManWithSection(1)
 	if err != nil {
 		return nil, err
 	}
+	man = manHeader(man, app.Name)
 	md, err := app.ToMarkdown()
 	if err != nil {
 		return nil, err
@@ -297,6 +280,20 @@ func DocFiles(app *cli.App) (map[string][]byte, error) {
 		filepath.Join("man", app.Name+".1"):        []byte(man),
 		filepath.Join("reference", app.Name+".md"): []byte(md),
 	}, nil
+}
+
+// manHeader rewrites the generated .TH line ("NAME 1") into the usual
+// header of a section 1 page: the title in capitals, the section, and the
+// centre heading (no date: the page is reproducible).
+func manHeader(man, name string) string {
+	th := ".TH " + strings.ToUpper(name) + ` 1 "" "` + name + `" "User Commands"`
+	lines := strings.SplitN(man, "\n", 4)
+	for i, l := range lines[:min(3, len(lines))] {
+		if strings.HasPrefix(l, ".TH ") {
+			lines[i] = th
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 func genDocsCommand(app *cli.App) *cli.Command {
@@ -343,15 +340,47 @@ func helpCommand(app *cli.App) *cli.Command {
 			if c.NArg() == 0 {
 				return cli.ShowAppHelp(c)
 			}
-			cmds := app.Commands
-			for _, a := range c.Args().Slice() {
-				cmd := findCommand(cmds, a)
-				if cmd == nil || a == "help" || a == "h" {
-					return Usagef("unknown command")
-				}
-				cmds = cmd.Subcommands
-			}
-			return app.RunContext(c.Context, append(append([]string{app.Name}, c.Args().Slice()...), "--help"))
+			return showHelp(c, app, c.Args().Slice())
 		},
 	}
+}
+
+// showHelp prints the help of the command that names (a path from the top,
+// "trust add") name, on stdout; a name that is not a command there is a
+// usage error naming it.
+func showHelp(c *cli.Context, app *cli.App, names []string) error {
+	cmds := app.Commands
+	for _, a := range names {
+		cmd := findCommand(cmds, a)
+		if cmd == nil {
+			return unknownCommand(a, cmds)
+		}
+		cmds = cmd.Subcommands
+	}
+	return app.RunContext(c.Context, append(append([]string{app.Name}, names...), "--help"))
+}
+
+// versionCommand is "version [--json]": what --version prints.
+func versionCommand(app *cli.App, env *Env) *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version, VCS revision and build time (as --version)",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print it as one JSON document"}},
+		Action: func(c *cli.Context) error {
+			if err := ExactArgs(c, 0, "no arguments"); err != nil {
+				return err
+			}
+			return printVersion(env, app.Name, c.Bool("json"))
+		},
+	}
+}
+
+// printVersion prints the BuildInfo of program, as text or as JSON.
+func printVersion(env *Env, program string, asJSON bool) error {
+	b := ReadBuild(program)
+	if asJSON {
+		return PrintJSON(env.Stdout, b)
+	}
+	_, err := fmt.Fprintln(env.Stdout, b.String())
+	return err
 }

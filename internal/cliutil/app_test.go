@@ -106,14 +106,21 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	}
 }
 
-// TestCompletionScripts: each shell gets a script naming the program; an
+// TestCompletionScripts: each shell gets a script that registers a
+// completion for the program and asks the program for the candidates
+// ("x __complete WORD..."), which are that command's flags after "-"; an
 // unknown shell is a usage error.
 func TestCompletionScripts(t *testing.T) {
-	for _, sh := range []string{"bash", "zsh", "fish"} {
+	register := map[string]string{"bash": "complete -o bashdefault -o default -F _x_complete x", "zsh": "compdef _x x", "fish": "complete -c x "}
+	for sh, reg := range register {
 		code, out, _ := runApp(t, "completion", sh)
-		if code != 0 || !strings.Contains(out, "x") || !strings.Contains(out, "build") && sh == "fish" {
+		if code != 0 || !strings.Contains(out, reg) || !strings.Contains(out, " __complete ") {
 			t.Errorf("%s: %d %q", sh, code, out)
 		}
+	}
+	code, out, _ := runApp(t, "__complete", "build", "--k")
+	if code != 0 || out != "--key\n" {
+		t.Errorf("x build --k<TAB>: %d %q", code, out)
 	}
 	if code, _, _ := runApp(t, "completion", "tcsh"); code != 2 {
 		t.Fatalf("unknown shell: exit %d", code)

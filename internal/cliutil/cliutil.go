@@ -388,11 +388,22 @@ func takesValue(flags []cli.Flag, name string) bool {
 // Run runs app with args under the CLI contract and returns the exit code.
 func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
 	Prepare(app, env)
-	if len(args) > 0 && args[len(args)-1] == "--generate-bash-completion" {
-		// Shell completion: urfave/cli reads the request from the last
-		// argument, which Normalize would move.
-		if err := app.RunContext(ctx, args); err != nil {
-			return 1
+	if len(args) > 1 && args[1] == CompleteCommand {
+		// Shell completion (the scripts of "completion SHELL").
+		for _, s := range Complete(app, args[2:]) {
+			fmt.Fprintln(env.Stdout, s)
+		}
+		return 0
+	}
+	if len(args) > 1 && args[len(args)-1] == "--generate-bash-completion" {
+		// The request of a script an older version printed: the words,
+		// and the word being typed only when it is a flag.
+		words := args[1 : len(args)-1]
+		if len(words) == 0 || !strings.HasPrefix(words[len(words)-1], "-") {
+			words = append(words[:len(words):len(words)], "")
+		}
+		for _, s := range Complete(app, words) {
+			fmt.Fprintln(env.Stdout, s)
 		}
 		return 0
 	}

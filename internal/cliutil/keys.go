@@ -156,8 +156,9 @@ func KeyShowCommand(env *Env, jsonFlag cli.Flag) *cli.Command {
 or a public key file (PKIX, PEM or DER) and prints the Ed25519 public key as
 PEM and its did:key, and whether the file also holds an X25519 key
 agreement key. An encrypted key's passphrase comes from --passphrase-file,
-$AMP_KEY_PASSPHRASE or the terminal. Nothing secret is printed.`,
-			Flags: []cli.Flag{PassphraseFileFlag(), jsonFlag},
+$AMP_KEY_PASSPHRASE or the terminal. Nothing secret is printed. With --did
+it prints the did:key alone, for scripts: did=$(ampagent key show --did FILE).`,
+			Flags: []cli.Flag{PassphraseFileFlag(), &cli.BoolFlag{Name: "did", Usage: "print only the did:key (one line)"}, jsonFlag},
 			Action: func(c *cli.Context) error {
 				if err := ExactArgs(c, 1, "FILE"); err != nil {
 					return err
@@ -194,8 +195,15 @@ $AMP_KEY_PASSPHRASE or the terminal. Nothing secret is printed.`,
 					doc.DID = amp.DIDKey(pub)
 					doc.PublicKey = string(keyfile.PublicPEM(pub))
 				}
+				if c.Bool("did") && doc.DID == "" {
+					return Failf(keyfile.ErrInvalidKeyFile, "the key file holds no ed25519 signing key: it has no did:key")
+				}
 				if c.Bool("json") {
 					return PrintJSON(env.Stdout, doc)
+				}
+				if c.Bool("did") {
+					fmt.Fprintln(env.Stdout, doc.DID)
+					return nil
 				}
 				enc := ""
 				if doc.Encrypted {
