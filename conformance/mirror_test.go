@@ -897,7 +897,7 @@ func TestSyncTakesHeartbeatsFromAMirrorWrittenFromTheDoc(t *testing.T) {
 	}
 	doSync := func(t *testing.T, m *mhbMirror, db string) (mhbSyncReport, int, string) {
 		t.Helper()
-		out, code := runAllowFail(t, bin, "sync", m.url, "--db", db, "--json")
+		out, code := runAllowFail(t, bin, "sync", m.url, "--db", db, "--json", "--detailed-exitcode")
 		var r mhbSyncReport
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("sync --json exit %d printed %q: %v", code, out, err)

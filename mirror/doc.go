@@ -18,6 +18,10 @@
 //	GET /cap-registry/{name}/{version}/descriptor.json
 //	GET /cap-registry/{name}/{version}/input.schema.json
 //	GET /cap-registry/{name}/{version}/output.schema.json
+//	GET /healthz, GET /readyz                  liveness and readiness (JSON)
+//
+// MetricsHandler serves the server's Prometheus metrics, for a listener of
+// their own.
 //
 // Every answer carries a strong ETag (the content hash); GET and HEAD
 // honour If-None-Match, bundle files honour Range and If-Range. Every
@@ -27,5 +31,7 @@
 // The server reads the store through a Source that it opens only while it
 // takes a snapshot (at start, then whenever the store generation changes),
 // so an import on the station is not blocked by the mirror for longer than
-// one snapshot.
+// one snapshot. A Source over a store that a running agent holds (its
+// admin socket) is a LiveSource: the server asks it for the generation at
+// every refresh, so it serves each of the agent's commits at the next one.
 package mirror

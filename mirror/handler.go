@@ -13,8 +13,31 @@ import (
 	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
-// ServeHTTP serves the current snapshot (see the package documentation).
+// ServeHTTP serves the current snapshot (see the package documentation),
+// and the mirror's liveness (HealthPath) and readiness (ReadyPath), which
+// answer even when every request slot is taken. Every request is counted
+// in the metrics (MetricsHandler).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	s.met.inflight.Inc()
+	rec := &statusRecorder{ResponseWriter: w}
+	route := routeLabel(r.URL.Path)
+	defer func() {
+		s.met.inflight.Dec()
+		s.met.observe(route, rec.status, time.Since(start))
+	}()
+	switch r.URL.Path {
+	case HealthPath:
+		s.serveHealth(rec, r)
+	case ReadyPath:
+		s.serveReady(rec, r)
+	default:
+		s.serveSnapshot(rec, r)
+	}
+}
+
+// serveSnapshot serves the files of the current snapshot.
+func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	peer := transport.Peer(r.RemoteAddr)
 	if s.slots.Enter(peer) != "" {
 		w.Header().Set("Retry-After", "1")

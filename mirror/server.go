@@ -24,6 +24,9 @@ import (
 
 // Source is what the mirror reads of a store: a *resolver.Store opened
 // read-only, or a client of the admin socket of an agent holding it.
+// Generation is the store's generation as of the last read; a Source
+// that learns it only from its answers (an admin socket client) is also a
+// LiveSource, which the server asks first.
 type Source interface {
 	Generation() uint64
 	Bundles() ([]resolver.Bundle, error)
@@ -32,6 +35,19 @@ type Source interface {
 	Resolve(ref capability.SchemaRef) ([]byte, error)
 	Close() error
 }
+
+// LiveSource is a Source over a store that another process keeps
+// changing while it is open (the admin socket client of a running agent):
+// FetchGeneration asks for the store's generation now. Without it, such a
+// Source would report the generation of its last answer, or 0 before the
+// first, and the server would never see the agent's commits.
+type LiveSource interface {
+	FetchGeneration() (uint64, error)
+}
+
+// maxBuildTries bounds how often one refresh takes the snapshot again
+// because the store changed while it was being read.
+const maxBuildTries = 3
 
 // Defaults of Options.
 const (
@@ -68,8 +84,13 @@ type Options struct {
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Now is the clock that decides when a served bundle has expired and
-	// the snapshot must be taken again; nil is time.Now.
+	// the snapshot must be taken again, and when /readyz re-runs the store
+	// check; nil is time.Now.
 	Now func() time.Time
+	// ReadyRecheck is how often /readyz re-runs the store check at least
+	// (it also runs when the served generation changes). Default
+	// DefaultReadyRecheck.
+	ReadyRecheck time.Duration
 }
 
 // Server is the read-only mirror: an http.Handler over the latest
@@ -81,6 +102,11 @@ type Server struct {
 	cur   atomic.Pointer[snapshot]
 	slots *transport.Admission // requests in flight, in all and by peer
 	mu    sync.Mutex           // serializes Refresh
+	met   *metrics
+
+	refreshFailing atomic.Bool // the last refresh could not read the store
+	checkMu        sync.Mutex  // one store check at a time (/readyz)
+	lastCheck      atomic.Pointer[integrity]
 }
 
 // New checks opts and the capabilities document they imply (a
@@ -112,7 +138,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.ReadyRecheck <= 0 {
+		opts.ReadyRecheck = DefaultReadyRecheck
+	}
 	s := &Server{opts: opts, log: opts.Logger}
+	s.met = newMetrics(s)
+	s.lastCheck.Store(&integrity{})
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -176,24 +207,58 @@ func (s *Server) Run(ctx context.Context) {
 
 // Refresh opens the store, and, when its generation differs from the
 // snapshot being served or a bundle the snapshot serves has expired since,
-// takes a new snapshot and swaps it in.
+// takes a new snapshot and swaps it in. A Source that is a LiveSource is
+// asked for the store's generation first, so that every commit of the
+// process holding the store is seen at the next refresh.
 func (s *Server) Refresh() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	err := s.refresh()
+	s.refreshFailing.Store(err != nil)
+	if err != nil {
+		s.met.failures.Inc()
+	}
+	return err
+}
+
+func (s *Server) refresh() error {
 	src, err := s.opts.Open()
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	live, _ := src.(LiveSource)
+	if live != nil {
+		if _, err := live.FetchGeneration(); err != nil {
+			return err
+		}
+	}
 	old := s.cur.Load()
 	if old != nil && old.gen == src.Generation() && (old.validUntil.IsZero() || s.opts.Now().Before(old.validUntil)) {
 		return nil
 	}
-	snap, err := s.build(src, old)
-	if err != nil {
-		return err
+	// A live store may commit between the reads of one snapshot: each
+	// answer then carries a newer generation than the one the snapshot
+	// started at. The snapshot is taken again (a few times at most); one
+	// still mixed is labelled with the generation it started at, older
+	// than some of what it holds, so the next refresh takes it again.
+	var snap *snapshot
+	for try := 0; ; try++ {
+		if snap, err = s.build(src, old); err != nil {
+			return err
+		}
+		if live == nil || try+1 == maxBuildTries {
+			break
+		}
+		if _, err := live.FetchGeneration(); err != nil {
+			return err
+		}
+		if src.Generation() == snap.gen {
+			break
+		}
 	}
 	s.cur.Store(snap)
+	s.met.snapshots.Inc()
 	s.prune(snap)
 	s.log.Info("mirror snapshot", "generation", snap.gen, "bundles", len(snap.bundles), "files", len(snap.files))
 	return nil

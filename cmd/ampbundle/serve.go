@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
@@ -36,8 +37,15 @@ generation and hashes (/index.json) and the capabilities document
 The mirror opens the store read-only only while it takes a snapshot (at start,
 then when the store generation changes, checked every --refresh), so imports
 on the station keep working; when a running agent holds the store, the mirror
-reads it through the agent's admin socket. Bundle files are re-created from
-the store with every artifact hash checked, into the --spool folder.
+reads it through the agent's admin socket, asking it for the store
+generation at every --refresh, so each commit of the agent is served at the
+next refresh. Bundle files are re-created from the store with every artifact
+hash checked, into the --spool folder.
+
+GET /healthz answers while the process runs; GET /readyz is 200 when a
+snapshot is served, the last refresh read the store and the store check
+finds nothing, 503 otherwise (JSON either way). --metrics-listen serves
+Prometheus metrics on GET /metrics, on a listener of its own.
 
 Loopback only unless --tls-cert/--tls-key are given or --unsafe-listen says
 plain HTTP on the network is intended. SIGINT or SIGTERM stops it.`,
@@ -50,6 +58,8 @@ plain HTTP on the network is intended. SIGINT or SIGTERM stops it.`,
 			&cli.StringFlag{Name: "tls-key", Usage: "TLS private key `PEM` (with --tls-cert)"},
 			&cli.StringFlag{Name: "spool", Usage: "`DIR` for the bundle files served (default: a fresh temporary folder, removed on exit)"},
 			&cli.DurationFlag{Name: "refresh", Value: mirror.DefaultRefresh, Usage: "how often to look for a new store generation"},
+			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics on GET /metrics at `ADDR`, a listener of its own (default: no metrics listener)"},
+			&cli.DurationFlag{Name: "ready-recheck", Value: mirror.DefaultReadyRecheck, Usage: "/readyz re-runs the store check at least every `DURATION` (and whenever the served generation changes)"},
 			&cli.IntFlag{Name: "max-in-flight", Value: mirror.DefaultMaxInFlight, Usage: "requests served at once; more get 503 overloaded"},
 			&cli.IntFlag{Name: "max-conns", Value: 1024, Usage: "connections open at once; more wait in the backlog"},
 			&cli.IntFlag{Name: "peer-share", Value: 4, Usage: "one address (an IPv6 /64) holds at most 1/`N` of the connections and of the requests in flight; 1 behind a proxy, where every client is one address"},
@@ -82,6 +92,11 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	if cert == "" && !cliutil.Loopback(listen) && !c.Bool("unsafe-listen") {
 		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the listen address is not a loopback address: plain http would be reachable from the network"),
 			"listen on 127.0.0.1, give --tls-cert and --tls-key, or say --unsafe-listen")
+	}
+	metricsListen := c.String("metrics-listen")
+	if metricsListen != "" && !cliutil.Loopback(metricsListen) && !c.Bool("unsafe-listen") {
+		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the metrics listen address is not a loopback address: the metrics would be reachable from the network"),
+			"give --metrics-listen a loopback address, or say --unsafe-listen")
 	}
 	var tlsCfg *tls.Config
 	if cert != "" {
@@ -122,13 +137,21 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 		return nil, storeHint(err, db)
 	}
 	m, err := mirror.New(mirror.Options{Open: open, SpoolDir: spool, Refresh: c.Duration("refresh"),
-		MaxInFlight: c.Int("max-in-flight"), MaxPeerInFlight: c.Int("max-in-flight") / c.Int("peer-share"), Logger: log})
+		MaxInFlight: c.Int("max-in-flight"), MaxPeerInFlight: c.Int("max-in-flight") / c.Int("peer-share"), Logger: log,
+		ReadyRecheck: c.Duration("ready-recheck")})
 	if err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return cliutil.Failf("listen_failed", "cannot listen on the address").WithCause(err)
+	}
+	var metricsLn net.Listener
+	if metricsListen != "" {
+		if metricsLn, err = net.Listen("tcp", metricsListen); err != nil {
+			ln.Close()
+			return cliutil.Failf("listen_failed", "cannot listen on the metrics address").WithCause(err)
+		}
 	}
 	ln = transport.LimitListener(ln, c.Int("max-conns"), c.Int("max-conns")/c.Int("peer-share"))
 	scheme := "http"
@@ -144,14 +167,29 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	// the listening line appears is a graceful stop.
 	sigs, stopSignals := env.StopSignals()
 	defer stopSignals()
-	errs := make(chan error, 1)
+	errs := make(chan error, 2)
 	go func() { errs <- srv.Serve(ln) }()
 	url := scheme + "://" + ln.Addr().String()
-	log.Info("mirror serving", "url", url, "generation", m.Generation())
+	startDoc := map[string]any{"listening": url, "generation": m.Generation()}
+	var metricsSrv *http.Server
+	metricsURL := ""
+	if metricsLn != nil {
+		mmux := http.NewServeMux()
+		mmux.Handle(mirror.MetricsPath, m.MetricsHandler())
+		metricsSrv = &http.Server{Handler: mmux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+		go func() { errs <- metricsSrv.Serve(metricsLn) }()
+		metricsURL = "http://" + metricsLn.Addr().String() + mirror.MetricsPath
+		startDoc["metrics"] = metricsURL
+	}
+	log.Info("mirror serving", "url", url, "generation", m.Generation(), "metrics", metricsURL)
 	if c.Bool("json") {
-		cliutil.PrintJSON(env.Stdout, map[string]any{"listening": url, "generation": m.Generation()})
+		cliutil.PrintJSON(env.Stdout, startDoc)
 	} else {
 		fmt.Fprintf(env.Stdout, "serving %s read-only on %s (generation %d)\n", db, url, m.Generation())
+		if metricsURL != "" {
+			fmt.Fprintf(env.Stdout, "metrics on %s\n", metricsURL)
+		}
 	}
 	var runErr error
 	select {
@@ -166,6 +204,9 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("graceful shutdown incomplete", "err", err)
+	}
+	if metricsSrv != nil {
+		metricsSrv.Shutdown(sctx)
 	}
 	cliutil.FlushLog(context.Background(), log)
 	return runErr

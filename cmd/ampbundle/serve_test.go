@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -40,6 +41,22 @@ func (s *syncBuffer) String() string {
 // must end it with exit 0.
 func startMirrorCLI(t *testing.T, db string, args ...string) string {
 	t.Helper()
+	return startMirrorCLIDoc(t, db, args...).Listening
+}
+
+// mirrorStart is what a mirror started by startMirrorCLIDoc printed, and
+// its log so far.
+type mirrorStart struct {
+	Listening  string `json:"listening"`
+	Generation uint64 `json:"generation"`
+	Metrics    string `json:"metrics"`
+	log        *syncBuffer
+}
+
+// startMirrorCLIDoc is startMirrorCLI returning the start document and the
+// mirror's log.
+func startMirrorCLIDoc(t *testing.T, db string, args ...string) mirrorStart {
+	t.Helper()
 	pr, pw := io.Pipe()
 	var stderr syncBuffer
 	sigs := make(chan os.Signal, 1)
@@ -50,9 +67,7 @@ func startMirrorCLI(t *testing.T, db string, args ...string) string {
 		done <- run(context.Background(), env, append([]string{"ampbundle", "serve", "--json", "--listen", "127.0.0.1:0", "--db", db}, args...))
 		pw.Close()
 	}()
-	var doc struct {
-		Listening string `json:"listening"`
-	}
+	doc := mirrorStart{log: &stderr}
 	if err := json.NewDecoder(pr).Decode(&doc); err != nil || doc.Listening == "" {
 		t.Fatalf("serve did not start: %v\nstderr: %s", err, stderr.String())
 	}
@@ -68,7 +83,7 @@ func startMirrorCLI(t *testing.T, db string, args ...string) string {
 			t.Error("serve did not stop on SIGTERM")
 		}
 	})
-	return doc.Listening
+	return doc
 }
 
 func httpGet(t *testing.T, url string) (int, []byte) {
@@ -111,4 +126,32 @@ func TestServeRefusesPlainHTTPOnTheNetwork(t *testing.T) {
 		t.Fatalf("--tls-cert without --tls-key: exit %d, want 2", r.code)
 	}
 	failsWith(t, "store_missing", "serve", "--db", db+".absent")
+}
+
+// TestServeHealthReadyMetrics: 'ampbundle serve' had none of the agent's
+// operational endpoints. It answers /healthz and /readyz on its listener
+// and, with --metrics-listen, Prometheus metrics on a listener of its own
+// (never on the mirror's: its clients do not see its traffic figures); a
+// metrics address on the network needs --unsafe-listen, as the agent's.
+func TestServeHealthReadyMetrics(t *testing.T) {
+	db := storeWithSamples(t)
+	start := startMirrorCLIDoc(t, db, "--metrics-listen", "127.0.0.1:0")
+	if code, body := httpGet(t, start.Listening+"/healthz"); code != 200 || !strings.Contains(string(body), `"status":"ok"`) {
+		t.Fatalf("/healthz: %d %s", code, body)
+	}
+	if code, body := httpGet(t, start.Listening+"/readyz"); code != 200 || !strings.Contains(string(body), `"status":"ready"`) {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	if code, _ := httpGet(t, start.Listening+"/metrics"); code != 404 {
+		t.Fatalf("/metrics on the mirror's listener: %d, want 404", code)
+	}
+	if start.Metrics == "" {
+		t.Fatal("the start document names no metrics URL")
+	}
+	code, body := httpGet(t, start.Metrics)
+	if want := fmt.Sprintf("ampbundle_mirror_generation %d\n", start.Generation); code != 200 || !strings.Contains(string(body), want) ||
+		!strings.Contains(string(body), `ampbundle_mirror_http_requests_total{route="readyz",status="200"} 1`) {
+		t.Fatalf("metrics: %d, want %q:\n%s", code, want, body)
+	}
+	failsWith(t, "unsafe_listen", "serve", "--db", db, "--metrics-listen", "0.0.0.0:0")
 }

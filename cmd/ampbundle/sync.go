@@ -13,7 +13,11 @@ import (
 	"github.com/ampbundle/ampbundle/transport"
 )
 
-// Exit codes of 'ampbundle sync' beyond the CLI contract (docs/CLI.md).
+// Exit codes of 'ampbundle sync --detailed-exitcode' beyond the CLI
+// contract (docs/CLI.md §2.16). Without the flag a sync follows the
+// contract: 0 when it ran and refused nothing (imported or not: success is
+// success for 'set -e' scripts and 'sync && ...'), 1 when something was
+// refused (the report, on stdout, says what) or it could not run.
 const (
 	syncExitImported = 10 // at least one bundle imported (or, with --dry-run, would be), none refused
 	syncExitRefused  = 11 // at least one bundle refused; the store is unchanged by it
@@ -44,16 +48,21 @@ bundles against it.
 Interrupted downloads resume: partial files stay in DB.sync/ (one per bundle
 file the mirror offers, each at most the bundle size limit; files the mirror
 no longer offers are removed). --dry-run only says what would be imported.
+On a terminal, a progress line shows each bundle file as it downloads.
 
-Exit codes, for timers: 0 nothing new; 10 imported or applied (with
---dry-run: would import); 11 at least one bundle, statement or heartbeat refused (the others may have been
-imported);
-1 the sync could not run (mirror unreachable or malformed, store error);
+Exit codes: 0 the sync ran and refused nothing, whether it imported
+something or not (also --dry-run); 1 at least one bundle, statement or
+heartbeat refused (the others may have been imported; the report says
+which), or the sync could not run (mirror unreachable or malformed, store
+error); 2 usage. With --detailed-exitcode, for timers and scripts that act
+on a change: 0 nothing new; 10 imported or applied (with --dry-run: would
+import), none refused; 11 at least one refused; 1 the sync could not run;
 2 usage.`,
 		Flags: []cli.Flag{
 			dbFlag,
 			adminSocketFlag,
 			&cli.BoolFlag{Name: "dry-run", Usage: "only report what would be imported"},
+			&cli.BoolFlag{Name: "detailed-exitcode", Usage: fmt.Sprintf("exit %d when something was imported or applied (--dry-run: would be), %d when something was refused (default: 0 and 1)", syncExitImported, syncExitRefused)},
 			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificates `PEM` to verify an https mirror with (default: the system roots)"},
 			&cli.DurationFlag{Name: "timeout", Value: 0, Usage: fmt.Sprintf("give up after `DURATION` (default: no limit; each answer must arrive at %d KiB/s at least)", transport.MinDataRate>>10)},
 			&cli.Int64Flag{Name: "min-rate", Usage: fmt.Sprintf("the slowest an answer may arrive, in `BYTES` per second (default %d, 1 Mbit/s; at least 1024): lower it on a slower link", transport.MinDataRate)},
@@ -92,8 +101,15 @@ imported);
 				defer cancel()
 			}
 			log := slog.New(slog.DiscardHandler)
+			// The bundle id comes from the mirror's index: sanitized
+			// before it reaches the terminal.
+			update, progressDone := cliutil.Phases(env, c.Bool("json"))
+			progress := func(bundleID string, done, total int64) {
+				update("downloading "+cliutil.Sanitize(bundleID), done, total)
+			}
 			rep, err := mirror.Sync(ctx, s, mirror.SyncOptions{URL: c.Args().First(), SpoolDir: c.String("db") + ".sync",
-				DryRun: c.Bool("dry-run"), TLS: tlsCfg, Logger: log, MinDataRate: c.Int64("min-rate")})
+				DryRun: c.Bool("dry-run"), TLS: tlsCfg, Logger: log, MinDataRate: c.Int64("min-rate"), Progress: progress})
+			progressDone()
 			if err != nil {
 				return err
 			}
@@ -104,15 +120,28 @@ imported);
 			} else {
 				printSync(env, rep)
 			}
-			switch {
-			case rep.Count(mirror.OutcomeRefused) > 0:
-				return cliutil.ExitStatus(syncExitRefused)
-			case rep.Count(mirror.OutcomeImported) > 0 || rep.Count(mirror.OutcomePlanned) > 0:
-				return cliutil.ExitStatus(syncExitImported)
-			}
-			return nil
+			return syncExit(rep, c.Bool("detailed-exitcode"))
 		},
 	}
+}
+
+// syncExit is the exit status of a sync that ran: with detailed
+// (--detailed-exitcode), 0, 10 or 11; without, 0 or 1. A refusal is 1
+// without an error document: the report already printed says what was
+// refused, and --json prints one document.
+func syncExit(rep *mirror.SyncReport, detailed bool) error {
+	refused := rep.Count(mirror.OutcomeRefused) > 0
+	switch {
+	case !detailed && refused:
+		return cliutil.ExitStatus(1)
+	case !detailed:
+		return nil
+	case refused:
+		return cliutil.ExitStatus(syncExitRefused)
+	case rep.Count(mirror.OutcomeImported) > 0 || rep.Count(mirror.OutcomePlanned) > 0:
+		return cliutil.ExitStatus(syncExitImported)
+	}
+	return nil
 }
 
 // printSync writes the report for people. Its text comes from the mirror

@@ -5,9 +5,12 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,9 +24,11 @@ import (
 	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
+// syncJSON runs 'sync --json --detailed-exitcode' (so that the exit code
+// says what changed) and decodes the report.
 func syncJSON(t *testing.T, url, db string, extra ...string) (int, mirror.SyncReport) {
 	t.Helper()
-	r := runCLI(t, nil, append([]string{"sync", url, "--db", db, "--json"}, extra...)...)
+	r := runCLI(t, nil, append([]string{"sync", url, "--db", db, "--json", "--detailed-exitcode"}, extra...)...)
 	var rep mirror.SyncReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("sync: exit %d, not a report: %s\n%s", r.code, r.stdout, r.stderr)
@@ -156,4 +161,103 @@ func fetch(t *testing.T, url string) []byte {
 	t.Helper()
 	_, b := httpGet(t, url)
 	return b
+}
+
+// storeTrustingExampleOnly is a store that trusts the translate sample's
+// publisher and not the geo sample's: a sync from a station serving both
+// imports one and refuses the other.
+func storeTrustingExampleOnly(t *testing.T) string {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "store.db")
+	mustRun(t, "trust", "add", samplePub("example-publisher"), "--db", db, "--name", "example", "--scope", "org.example")
+	return db
+}
+
+// TestSyncSuccessExitsZero: a sync that imported (or, with --dry-run,
+// would import) exited 10, so 'set -e' scripts and 'sync && systemctl
+// restart …' took every successful import for a failure. Without
+// --detailed-exitcode a sync that ran and refused nothing is 0 whatever it
+// imported; one that refused something is 1, as every command's refusal,
+// with the report still on stdout.
+func TestSyncSuccessExitsZero(t *testing.T) {
+	url := startMirrorCLI(t, storeWithSamples(t))
+	db := newStore(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"dry run", []string{"--dry-run"}, "dry run: 2 would be imported"},
+		{"import", nil, "2 imported, 0 up to date, 0 refused"},
+		{"nothing new", nil, "0 imported, 2 up to date, 0 refused"},
+	} {
+		r := runCLI(t, nil, append([]string{"sync", url, "--db", db}, c.args...)...)
+		if r.code != 0 || !strings.Contains(r.stdout, c.want) {
+			t.Fatalf("%s: exit %d, want 0 and %q\n%s%s", c.name, r.code, c.want, r.stdout, r.stderr)
+		}
+	}
+	partial := storeTrustingExampleOnly(t)
+	r := runCLI(t, nil, "sync", url, "--db", partial, "--json")
+	var rep mirror.SyncReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 1 ||
+		rep.Count(mirror.OutcomeImported) != 1 || rep.Count(mirror.OutcomeRefused) != 1 {
+		t.Fatalf("a sync that refused a bundle: exit %d, want 1 with the report as the one document\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestSyncDetailedExitcodeSignalsChange: what timers relied on stays,
+// asked for: with --detailed-exitcode, 10 when something was (or would be)
+// imported, 11 when something was refused, 0 when nothing is new.
+func TestSyncDetailedExitcodeSignalsChange(t *testing.T) {
+	url := startMirrorCLI(t, storeWithSamples(t))
+	db := newStore(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"dry run", []string{"--dry-run"}, syncExitImported},
+		{"import", nil, syncExitImported},
+		{"nothing new", nil, 0},
+	} {
+		if r := runCLI(t, nil, append([]string{"sync", url, "--db", db, "--detailed-exitcode"}, c.args...)...); r.code != c.want {
+			t.Fatalf("%s: exit %d, want %d\n%s%s", c.name, r.code, c.want, r.stdout, r.stderr)
+		}
+	}
+	if r := runCLI(t, nil, "sync", url, "--db", storeTrustingExampleOnly(t), "--detailed-exitcode"); r.code != syncExitRefused {
+		t.Fatalf("a refused bundle: exit %d, want %d\n%s%s", r.code, syncExitRefused, r.stdout, r.stderr)
+	}
+}
+
+// TestSyncShowsProgressOnATerminal: sync drew nothing while it downloaded,
+// unlike import. On a terminal it now draws a progress line per bundle file
+// (cleared when done); with --json, or when stderr is not a terminal,
+// nothing.
+func TestSyncShowsProgressOnATerminal(t *testing.T) {
+	url := startMirrorCLI(t, storeWithSamples(t))
+	r := runTTY(t, "sync", url, "--db", newStore(t))
+	if r.code != 0 || !strings.Contains(r.stderr, "\rdownloading "+translateID+" 100%") || !strings.Contains(r.stderr, "\r\x1b[K") {
+		t.Fatalf("sync on a terminal: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := runTTY(t, "sync", url, "--db", newStore(t), "--json"); strings.Contains(r.stderr, "downloading") {
+		t.Fatalf("sync --json drew progress: %q", r.stderr)
+	}
+	if r := runCLI(t, nil, "sync", url, "--db", newStore(t)); strings.Contains(r.stderr, "downloading") {
+		t.Fatalf("sync off a terminal drew progress: %q", r.stderr)
+	}
+}
+
+// TestSystemdSyncUnitAsksForDetailedExitCodes: the unit counts exit 10 (an
+// import) as success, which only --detailed-exitcode gives; and 11 (a
+// refusal) must stay a failure of the unit, for the journal and alerts.
+func TestSystemdSyncUnitAsksForDetailedExitCodes(t *testing.T) {
+	unit, err := os.ReadFile(filepath.Join("..", "..", "contrib", "systemd", "ampbundle-sync.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := string(unit)
+	if !strings.Contains(u, "--detailed-exitcode") || !strings.Contains(u, fmt.Sprintf("\nSuccessExitStatus=%d\n", syncExitImported)) ||
+		strings.Contains(u, fmt.Sprintf("SuccessExitStatus=%d", syncExitRefused)) {
+		t.Fatalf("ampbundle-sync.service must run sync --detailed-exitcode with SuccessExitStatus=%d only:\n%s", syncExitImported, u)
+	}
 }

@@ -322,6 +322,9 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 		}
 		return out, err
 	})
+	get("/v1/generation", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		return map[string]uint64{"generation": s.Generation()}, nil
+	})
 	get("/v1/bundles", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		bs, err := s.Bundles()
 		if bs == nil {
@@ -525,8 +528,29 @@ func Dial(path string) (*Client, error) {
 // Path returns the socket path.
 func (c *Client) Path() string { return c.path }
 
-// Generation is the store's generation as of the last answer.
+// Generation is the store's generation as of the last answer (0 before
+// the first): FetchGeneration asks the agent for the current one.
 func (c *Client) Generation() uint64 { return c.gen.Load() }
+
+// FetchGeneration asks the agent for its store's generation now, and
+// returns it (Generation then returns it too). Every commit of the agent,
+// whoever made it, bumps it: a reader that compares it with the
+// generation it last read sees every change. An agent older than this
+// program, without GET /v1/generation, is asked for its bundle list
+// instead, whose answer carries the generation as every answer does.
+func (c *Client) FetchGeneration() (uint64, error) {
+	var doc struct {
+		Generation uint64 `json:"generation"`
+	}
+	err := c.do(context.Background(), http.MethodGet, "/v1/generation", nil, "", &doc)
+	if amp.NameOf(err) == resolver.ErrUnsupported {
+		_, err = c.Bundles()
+	}
+	if err != nil {
+		return 0, err
+	}
+	return c.gen.Load(), nil
+}
 
 // Close releases the client's connections.
 func (c *Client) Close() error { c.http.CloseIdleConnections(); return nil }

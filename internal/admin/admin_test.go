@@ -318,3 +318,49 @@ func TestImportSourceReachesTheAuditThroughTheSocket(t *testing.T) {
 		t.Fatalf("last audit entry %+v, want an import from %s", e, src)
 	}
 }
+
+// TestFetchGenerationSeesEveryCommitOfTheHolder: a client's Generation
+// was only that of its last answer (0 for a fresh client), so a reader
+// polling it — the mirror over an agent's store — saw no commit. It asks
+// now, and an older agent without the route is asked for its bundle list,
+// whose answer carries the generation too.
+func TestFetchGenerationSeesEveryCommitOfTheHolder(t *testing.T) {
+	s, _, c := serve(t)
+	if err := s.TrustAdd("example", publisher(t), []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := c.FetchGeneration(); err != nil || g != s.Generation() || g == 0 || c.Generation() != g {
+		t.Fatalf("FetchGeneration %d %v, Generation %d, store at %d", g, err, c.Generation(), s.Generation())
+	}
+	if _, err := s.Import(context.Background(), bytes.NewReader(sample(t, "translate.ampb")), resolver.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := c.FetchGeneration(); err != nil || g != s.Generation() {
+		t.Fatalf("after a commit of the holder: %d %v, store at %d", g, err, s.Generation())
+	}
+
+	// An older agent: GET /v1/generation is not found.
+	h := NewHandler(s, nil)
+	older := filepath.Join(t.TempDir(), "older.sock")
+	ln, err := Listen(older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ConnContext: ConnContext, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/generation" {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	oc, err := Dial(older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	if g, err := oc.FetchGeneration(); err != nil || g != s.Generation() {
+		t.Fatalf("through an older agent: %d %v, store at %d", g, err, s.Generation())
+	}
+}

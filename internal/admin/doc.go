@@ -19,6 +19,7 @@
 //	POST /v1/trust/add                  {"name","key","scopes"} (key: a did:key)
 //	POST /v1/trust/remove               {"name"}
 //	GET  /v1/trust                                             -> [TrustKey]
+//	GET  /v1/generation                                        -> {"generation"}
 //	GET  /v1/bundles                                           -> [resolver.Bundle]
 //	GET  /v1/catalog                                           -> Catalog
 //	GET  /v1/check                                             -> [resolver.Problem]

@@ -1,0 +1,286 @@
+package mirror
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// Operational paths of the mirror, as the agent's (docs/CLI.md §2.15):
+// liveness and readiness on the mirror's listener, metrics on a listener
+// of their own.
+const (
+	HealthPath  = "/healthz"
+	ReadyPath   = "/readyz"
+	MetricsPath = "/metrics"
+)
+
+// DefaultReadyRecheck is how often /readyz re-runs the store check at
+// least (it also runs whenever the served generation changes).
+const DefaultReadyRecheck = 10 * time.Minute
+
+// maxReadyProblems bounds the problems one /readyz answer lists.
+const maxReadyProblems = 50
+
+// ReadyProblem is one reason the mirror is not ready.
+type ReadyProblem struct {
+	// Check is the check that failed: snapshot, refresh, integrity.
+	Check string `json:"check"`
+	// Code is a stable snake_case name.
+	Code string `json:"code"`
+	// Subject is what the problem is about (a problem kind of the store
+	// check).
+	Subject string `json:"subject,omitempty"`
+	// Message says what is wrong, for people.
+	Message string `json:"message"`
+}
+
+// ReadyReport is the /readyz answer.
+type ReadyReport struct {
+	// Status is "ready" or "not_ready".
+	Status string `json:"status"`
+	// Generation is the store generation of the snapshot served.
+	Generation uint64 `json:"generation"`
+	// CheckedAt is when the store check last ran (RFC 3339).
+	CheckedAt string         `json:"integrity_checked_at,omitempty"`
+	Problems  []ReadyProblem `json:"problems"`
+}
+
+// Checker is a Source that can run the store check (a *resolver.Store
+// and the admin socket client both can); /readyz uses it.
+type Checker interface {
+	Check() ([]resolver.Problem, error)
+}
+
+// integrity is the kept result of the last store check.
+type integrity struct {
+	ran      bool
+	at       time.Time
+	gen      uint64
+	problems []ReadyProblem
+}
+
+// Ready runs the readiness checks: a snapshot is served, the last refresh
+// succeeded (a mirror that cannot read its store serves an old snapshot
+// and would not see new commits), and the store check finds nothing. The
+// store check re-hashes every stored artifact: it is re-run only when the
+// served generation changed or the last run is older than
+// Options.ReadyRecheck, and while one runs, other requests get the last
+// result.
+func (s *Server) Ready() ReadyReport {
+	rep := ReadyReport{Status: "ready", Generation: s.Generation(), Problems: []ReadyProblem{}}
+	add := func(p ReadyProblem) {
+		if len(rep.Problems) < maxReadyProblems {
+			rep.Problems = append(rep.Problems, p)
+		}
+	}
+	if s.cur.Load() == nil {
+		add(ReadyProblem{Check: "snapshot", Code: "no_snapshot", Message: "no snapshot of the store is served"})
+	}
+	if s.refreshFailing.Load() {
+		add(ReadyProblem{Check: "refresh", Code: "store_unreadable",
+			Message: "the last refresh could not read the store: an older snapshot is served"})
+	}
+	in := s.integrityCheck()
+	if in.ran {
+		rep.CheckedAt = in.at.UTC().Format(time.RFC3339)
+	}
+	for _, p := range in.problems {
+		add(p)
+	}
+	if len(rep.Problems) > 0 {
+		rep.Status = "not_ready"
+	}
+	return rep
+}
+
+// integrityCheck returns the kept store check, running it again first
+// when it is due and no other request is running it.
+func (s *Server) integrityCheck() integrity {
+	if !s.checkMu.TryLock() {
+		return *s.lastCheck.Load()
+	}
+	defer s.checkMu.Unlock()
+	last, gen, now := s.lastCheck.Load(), s.Generation(), s.opts.Now()
+	if last.ran && last.gen == gen && now.Sub(last.at) < s.opts.ReadyRecheck {
+		return *last
+	}
+	next := &integrity{ran: true, at: now, gen: gen}
+	problems, err := s.check()
+	switch {
+	case err != nil:
+		next.problems = []ReadyProblem{{Check: "integrity", Code: "store_unreadable", Message: "the store check could not run"}}
+	default:
+		for _, p := range problems {
+			next.problems = append(next.problems, ReadyProblem{Check: "integrity", Code: "store_damaged", Subject: p.Kind, Message: p.Message})
+		}
+	}
+	s.lastCheck.Store(next)
+	return *next
+}
+
+// check opens the store and runs its check.
+func (s *Server) check() ([]resolver.Problem, error) {
+	src, err := s.opts.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	c, ok := src.(Checker)
+	if !ok {
+		return nil, nil // nothing to check with
+	}
+	return c.Check()
+}
+
+// serveHealth answers GET /healthz: 200 while the process answers, with
+// the generation served.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if !getOrHead(w, r) {
+		return
+	}
+	body, _ := json.Marshal(map[string]any{"status": "ok", "generation": s.Generation()})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(append(body, '\n'))
+}
+
+// serveReady answers GET /readyz: 200 when ready, 503 when not, with the
+// report as JSON either way.
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	if !getOrHead(w, r) {
+		return
+	}
+	rep := s.Ready()
+	body, err := json.Marshal(rep)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, CodeInternal)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if rep.Status != "ready" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	w.Write(append(body, '\n'))
+}
+
+// getOrHead refuses other methods with 405 and reports whether to go on.
+func getOrHead(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed)
+	return false
+}
+
+// metrics are the mirror's Prometheus metrics, in a registry of the
+// server's own. Every label value comes from a bounded set: the route
+// kinds and HTTP status codes.
+type metrics struct {
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec   // route, status
+	duration  *prometheus.HistogramVec // route
+	inflight  prometheus.Gauge
+	snapshots prometheus.Counter
+	failures  prometheus.Counter
+}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampbundle_mirror_http_requests_total",
+			Help: "HTTP requests, by route and status code."}, []string{"route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ampbundle_mirror_http_request_duration_seconds",
+			Help: "HTTP request latency, by route.", Buckets: prometheus.DefBuckets}, []string{"route"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ampbundle_mirror_http_requests_in_flight",
+			Help: "HTTP requests being served."}),
+		snapshots: prometheus.NewCounter(prometheus.CounterOpts{Name: "ampbundle_mirror_snapshots_total",
+			Help: "Snapshots of the store taken (at start and at each new generation)."}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "ampbundle_mirror_refresh_failures_total",
+			Help: "Refreshes that could not read the store (the previous snapshot stayed served)."}),
+	}
+	m.reg.MustRegister(m.requests, m.duration, m.inflight, m.snapshots, m.failures,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ampbundle_mirror_generation",
+			Help: "The store generation of the snapshot served."},
+			func() float64 { return float64(s.Generation()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ampbundle_mirror_bundles",
+			Help: "Bundles the snapshot served offers."},
+			func() float64 {
+				if snap := s.cur.Load(); snap != nil {
+					return float64(len(snap.bundles))
+				}
+				return 0
+			}),
+	)
+	return m
+}
+
+// MetricsHandler serves the server's metrics in the Prometheus text
+// format; serve it on a listener of its own (the mirror's clients need not
+// see its traffic figures).
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{Registry: s.met.reg, MaxRequestsInFlight: 4, Timeout: 30 * time.Second})
+}
+
+// routeLabel names the route of a request for the metrics.
+func routeLabel(p string) string {
+	switch p {
+	case HealthPath:
+		return "healthz"
+	case ReadyPath:
+		return "readyz"
+	}
+	switch ParseRoute(p).Kind {
+	case RouteWellKnown:
+		return "well_known"
+	case RouteIndex:
+		return "index"
+	case RouteBundle:
+		return "bundle"
+	case RouteStatement:
+		return "statement"
+	case RouteCapability:
+		return "capability"
+	}
+	return "other"
+}
+
+// statusRecorder remembers the status code a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+// Unwrap gives http.ResponseController the connection's writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(p)
+}
+
+// observe counts one request of route that ended with status.
+func (m *metrics) observe(route string, status int, d time.Duration) {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(route).Observe(d.Seconds())
+}
