@@ -13,7 +13,6 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
-	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/resolver"
 	"github.com/ampbundle/ampbundle/transport/amphttp"
@@ -95,12 +94,6 @@ func exampleRegistry(dir string, now func() time.Time) (*resolver.Store, error) 
 	return store, nil
 }
 
-// v100 is version 1.0.0.
-func v100() capability.Version {
-	v, _ := capability.ParseVersion("1.0.0")
-	return v
-}
-
 // exampleIdentity is a fresh did:key identity.
 func exampleIdentity() amp.Identity {
 	_, k, _ := ed25519.GenerateKey(rand.Reader)
@@ -108,66 +101,57 @@ func exampleIdentity() amp.Identity {
 	return amp.Identity{DID: amp.DIDKey(k.Public().(ed25519.PublicKey)), SigningKey: k, Agreement: x}
 }
 
+// Hello and Greeting are the params and result of org.example.greet.hello
+// 1.0.0: their json tags name the fields of the bundle's schemas.
+type Hello struct {
+	Name string `json:"name"`
+}
+
+// Greeting is the result of org.example.greet.hello 1.0.0.
+type Greeting struct {
+	Greeting string `json:"greeting"`
+}
+
 // hello is the handler of org.example.greet.hello 1.0.0: params and result
 // arrive and leave already validated against the bundle's schemas.
-func hello(ctx context.Context, params any) (any, error) {
-	name := params.(map[string]any)["name"].(string)
-	return map[string]any{"greeting": "hello, " + name}, nil
+func hello(ctx context.Context, in Hello) (Greeting, error) {
+	return Greeting{Greeting: "hello, " + in.Name}, nil
 }
 
 // An agent serving a bundle from its local registry, and a client invoking
 // it, in one process: the client's signed (and here encrypted) message goes
-// straight to the agent's Handle.
+// straight to the agent's Handle. The handler and the call are typed:
+// agent.Func and client.Call carry Go structs through the JSON data model.
+// The agent keeps its idempotency ledger beside the store (agent.Config's
+// Ledger says where).
 func Example() {
 	dir, _ := os.MkdirTemp("", "agent-example-")
 	defer os.RemoveAll(dir)
-	now := time.Now
-
-	store, err := exampleRegistry(dir, now)
+	store, err := exampleRegistry(dir, time.Now) // in production: resolver.Open of a store 'ampbundle import' filled
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer store.Close()
-
 	provider, caller := exampleIdentity(), exampleIdentity()
-	a, err := agent.New(agent.Config{
-		Identity: provider, Store: store, Now: now, Rand: rand.Reader,
+	a, err := agent.New(agent.Config{Identity: provider, Store: store, Now: time.Now, Rand: rand.Reader,
 		Policy:   agent.Rules{{Caller: caller.DID, Prefix: "org.example"}},
-		Handlers: map[string]agent.Handler{"org.example.greet.hello:1.0.0": hello},
-	})
+		Handlers: map[string]agent.Handler{"org.example.greet.hello:1.0.0": agent.Func(hello)}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	defer a.Close()
+	c, _ := client.New(client.Config{Identity: caller, Peer: provider.DID, Transport: agent.Loopback(a), Now: time.Now, Rand: rand.Reader, Encrypt: true})
 
-	c, err := client.New(client.Config{Identity: caller, Peer: provider.DID,
-		Transport: agent.Loopback(a), Now: now, Rand: rand.Reader, Encrypt: true})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	params, _ := amp.Marshal(map[string]any{"name": "world"})
-	res, ex, err := c.Invoke(context.Background(), capability.Invoke{
-		Capability: "org.example.greet.hello",
-		Version:    v100(),
-		Params:     params,
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	out, _ := amp.JSONValue(res.Result)
-	fmt.Println(res.Status, string(out), "encrypted:", ex.Reply.Encrypted())
-
+	out, err := client.Call[Greeting](context.Background(), c, "org.example.greet.hello:1.0.0", Hello{Name: "world"})
+	fmt.Println(out.Greeting, err)
 	// Params that break the input schema never reach the handler.
-	bad, _ := amp.Marshal(map[string]any{"name": 42})
-	_, _, err = c.Invoke(context.Background(), capability.Invoke{
-		Capability: "org.example.greet.hello", Version: v100(), Params: bad})
-	fmt.Println(err != nil)
+	_, err = client.Call[Greeting](context.Background(), c, "org.example.greet.hello:1.0.0", map[string]any{"name": 42})
+	fmt.Println(amp.NameOf(err))
 	// Output:
-	// success {"greeting":"hello, world"} encrypted: true
-	// true
+	// hello, world <nil>
+	// schema_violation
 }
 
 // The same agent over the HTTP binding (POST /amp/v1/messages) on a
@@ -188,12 +172,13 @@ func Example_http() {
 	a, err := agent.New(agent.Config{
 		Identity: provider, Store: store, Now: now, Rand: rand.Reader,
 		Policy:   agent.Rules{{Caller: caller.DID, Prefix: "org.example"}},
-		Handlers: map[string]agent.Handler{"org.example.greet.hello:1.0.0": hello},
+		Handlers: map[string]agent.Handler{"org.example.greet.hello:1.0.0": agent.Func(hello)},
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	defer a.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Println(err)
@@ -214,15 +199,8 @@ func Example_http() {
 		fmt.Println(err)
 		return
 	}
-	params, _ := amp.Marshal(map[string]any{"name": "http"})
-	res, _, err := c.Invoke(context.Background(), capability.Invoke{
-		Capability: "org.example.greet.hello", Version: v100(), Params: params})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	out, _ := amp.JSONValue(res.Result)
-	fmt.Println(res.Status, string(out))
+	out, err := client.Call[Greeting](context.Background(), c, "org.example.greet.hello:1.0.0", Hello{Name: "http"})
+	fmt.Println(out.Greeting, err)
 	// Output:
-	// success {"greeting":"hello, http"}
+	// hello, http <nil>
 }

@@ -138,8 +138,11 @@ func (s *Store) trustAdd(name string, key ed25519.PublicKey, scopes []string, th
 }
 
 // TrustRemove stops trusting a key for future imports. Bundles it signed
-// stay installed (they were verified when imported); remove them with
-// Remove if they must go. Audited; changes the generation.
+// stay installed and served (they were verified when imported); remove them
+// with Remove if they must go. This is the opt-out (ampbundle trust rm
+// --keep-serving): the safe default, which fails closed the bundles no
+// trusted key vouches for any more, is TrustRemoveFailClosed. Audited;
+// changes the generation.
 func (s *Store) TrustRemove(name string) error {
 	if err := s.writable(); err != nil {
 		return err

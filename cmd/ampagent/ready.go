@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ampbundle/ampbundle/resolver"
@@ -48,16 +49,19 @@ type readyReport struct {
 	Problems   []readyProblem `json:"problems"`
 }
 
-// readiness answers /readyz: the store answers, the store's check finds
-// nothing (re-run when the store's generation changes and at least every
-// recheck), every handler program is present and executable, and no
-// installed bundle is expired or expires within window.
+// readiness answers /readyz: the store answers and trusts at least one
+// publisher key, the store's check finds nothing (re-run when the store's
+// generation changes and at least every recheck), every handler program
+// is present and executable, and no installed bundle is expired or
+// expires within window.
 type readiness struct {
-	store    *resolver.Store
-	handlers map[string]execHandler
-	now      func() time.Time
-	window   time.Duration
-	recheck  time.Duration
+	store   *resolver.Store
+	now     func() time.Time
+	window  time.Duration
+	recheck time.Duration
+
+	// handlers are the running config's (a reload replaces them).
+	handlers atomic.Pointer[map[string]execHandler]
 
 	mu        sync.Mutex // one integrity check at a time; guards the fields below
 	checked   bool
@@ -65,6 +69,9 @@ type readiness struct {
 	checkGen  uint64
 	integrity []readyProblem
 }
+
+// setHandlers sets the handlers whose programs report checks.
+func (r *readiness) setHandlers(h map[string]execHandler) { r.handlers.Store(&h) }
 
 // report runs the checks.
 func (r *readiness) report() readyReport {
@@ -83,7 +90,16 @@ func (r *readiness) report() readyReport {
 	for _, p := range integrity {
 		add(p)
 	}
-	for _, p := range handlerProblems(r.handlers) {
+	if keys, err := r.store.TrustList(); err != nil {
+		add(readyProblem{Check: "store", Code: "store_unreadable", Message: "the store's trusted keys cannot be read"})
+	} else if len(keys) == 0 {
+		add(readyProblem{Check: "trust", Code: "empty_trust_store", Message: "the store trusts no publisher key: nothing in it can be verified"})
+	}
+	var handlers map[string]execHandler
+	if h := r.handlers.Load(); h != nil {
+		handlers = *h
+	}
+	for _, p := range handlerProblems(handlers) {
 		add(p)
 	}
 	for _, p := range expiryProblems(bundles, r.now(), r.window) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -238,5 +239,31 @@ func TestReadyzDocExample(t *testing.T) {
 	}
 	if rep.Status != "not_ready" || len(rep.Problems) != 1 || len(want) != 1 || rep.Problems[0] != want[0] {
 		t.Fatalf("documented %+v, the agent says %+v", rep.Problems, want)
+	}
+}
+
+// TestReadyzNotReadyWhenNoKeyIsTrusted: once the last trusted key is
+// removed through the admin socket, /readyz says not ready with
+// empty_trust_store (threat: a load balancer sending callers to an agent
+// that can verify nothing, which serve itself refuses to start as).
+func TestReadyzNotReadyWhenNoKeyIsTrusted(t *testing.T) {
+	db, key := serveStore(t)
+	cfg := writeConfig(t, map[string]any{"allow": []string{"*=org.example."},
+		"handlers": map[string]any{"org.example.translate.text:2.1.0": okHandler}})
+	r := startServe(t, "--db", db, "--key", key, "--config", cfg)
+	if code, rep := getReady(t, r.url); code != http.StatusOK {
+		t.Fatalf("readyz before: %d %+v", code, rep)
+	}
+	ac, err := admin.Dial(r.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	if err := ac.TrustRemove("example"); err != nil {
+		t.Fatal(err)
+	}
+	code, rep := getReady(t, r.url)
+	if code != http.StatusServiceUnavailable || rep.Status != "not_ready" || !hasProblem(rep, "trust", "empty_trust_store", "") {
+		t.Fatalf("readyz with no trusted key: %d %+v", code, rep)
 	}
 }

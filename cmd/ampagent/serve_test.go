@@ -74,6 +74,8 @@ type running struct {
 	url, tcpURL, did, sock string
 	metrics                string // the metrics URL, with --metrics-listen
 	stop                   func() result
+	signal                 func(os.Signal) // sends serve a signal (SIGHUP: reload)
+	stderr                 func() string   // its log so far
 }
 
 // lockedBuffer is a bytes.Buffer safe to read while serve writes.
@@ -126,7 +128,8 @@ func startServe(t *testing.T, args ...string) *running {
 	}
 	rest := make(chan string, 1)
 	go func() { b, _ := io.ReadAll(io.MultiReader(dec.Buffered(), pr)); rest <- string(b) }()
-	r := &running{url: doc.Listening, tcpURL: doc.TCP, did: doc.DID, sock: doc.AdminSocket, metrics: doc.Metrics}
+	r := &running{url: doc.Listening, tcpURL: doc.TCP, did: doc.DID, sock: doc.AdminSocket, metrics: doc.Metrics,
+		signal: func(s os.Signal) { sigs <- s }, stderr: stderr.String}
 	var once sync.Once
 	var res result
 	r.stop = func() result {
@@ -498,4 +501,125 @@ func alive(pid int) bool {
 	// pid (comm) STATE ...; comm may hold spaces, so split after the ')'.
 	i := bytes.LastIndexByte(stat, ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+// waitLog waits until serve's log holds the n-th line containing want.
+func waitLog(t *testing.T, r *running, want string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); strings.Count(r.stderr(), want) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve never logged %q %d times:\n%s", want, n, r.stderr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestServeReloadsConfigOnSIGHUP: SIGHUP re-reads the config file's
+// handlers and allow rules without a restart, and a bad new config is
+// refused with a log line while the running one stays (threat: a typo in
+// the config taking a running agent down, or an operator believing a
+// tightened allow list is in force when it is not).
+func TestServeReloadsConfigOnSIGHUP(t *testing.T) {
+	db, key := serveStore(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "agent.json")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(cfgPath, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handler := func(word string) string {
+		return `{"org.example.translate.text:2.1.0": {"command": ["/bin/sh", "-c", "echo '{\"text\":\"` + word + `\",\"detected_source\":\"en\"}'"]}}`
+	}
+	write(`{"allow": ["*=org.example."], "handlers": ` + handler("one") + `}`)
+	r := startServe(t, "--db", db, "--key", key, "--config", cfgPath)
+	c := newTestClient(t, r.url, r.did)
+	params := map[string]any{"text": "hello", "target": "fr"}
+	call := func() (string, error) {
+		out, err := invokeID(t, c, "org.example.translate.text:2.1.0", params, 0)
+		if err != nil {
+			return "", err
+		}
+		s, _ := out["text"].(string)
+		return s, nil
+	}
+	if got, err := call(); got != "one" || err != nil {
+		t.Fatalf("before reload: %q %v", got, err)
+	}
+
+	write(`{"allow": ["*=org.example."], "handlers": ` + handler("two") + `}`)
+	r.signal(syscall.SIGHUP)
+	waitLog(t, r, "config reloaded", 1)
+	if got, err := call(); got != "two" || err != nil {
+		t.Fatalf("after reload: %q %v", got, err)
+	}
+
+	refusals := []struct{ name, body string }{
+		{"not json", `{"allow": [`},
+		{"unknown field", `{"allow": ["*=org.example."], "handlerz": {}}`},
+		{"bad allow rule", `{"allow": ["nope"], "handlers": ` + handler("three") + `}`},
+		{"missing program", `{"allow": ["*=org.example."], "handlers": {"org.example.translate.text:2.1.0": {"command": ["` + filepath.Join(dir, "nope") + `"]}}}`},
+		{"capability not installed", `{"allow": ["*=org.example."], "handlers": {"org.example.nope.x:1.0.0": {"command": ["/bin/sh"]}}}`},
+		{"a setting only a start applies", `{"allow": ["*=org.example."], "max_in_flight": 3, "handlers": ` + handler("three") + `}`},
+	}
+	for i, tc := range refusals {
+		write(tc.body)
+		r.signal(syscall.SIGHUP)
+		waitLog(t, r, "reload refused", i+1)
+		if got, err := call(); got != "two" || err != nil {
+			t.Fatalf("%s: the running config did not stay: %q %v", tc.name, got, err)
+		}
+	}
+
+	// The allow rules reload too: an empty list refuses everyone.
+	write(`{"allow": [], "handlers": ` + handler("two") + `}`)
+	r.signal(syscall.SIGHUP)
+	waitLog(t, r, "config reloaded", 2)
+	if _, err := call(); !errors.Is(err, amp.CodeUnauthorized) {
+		t.Fatalf("after reloading an empty allow list: %v", err)
+	}
+	if res := r.stop(); res.code != 0 {
+		t.Fatalf("serve exit %d: %s", res.code, res.stderr)
+	}
+}
+
+// TestServeUnknownRouteAnswersJSON: a GET of a path the agent does not
+// serve gets 404 with a JSON error object, never a CBOR body (threat: a
+// person pasting a URL into a browser or curl getting binary on their
+// terminal), and the path is not echoed.
+func TestServeUnknownRouteAnswersJSON(t *testing.T) {
+	db, key := serveStore(t)
+	r := startServe(t, "--db", db, "--key", key, "--allow", "*=org.example.")
+	for _, path := range []string{"/", "/amp/v1/message", "/<script>x</script>", "/metrics"} {
+		resp, err := http.Get(r.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var doc struct {
+			Error struct {
+				Code    int    `json:"code"`
+				Name    string `json:"name"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != "application/json" ||
+			json.Unmarshal(body, &doc) != nil || doc.Error.Name != "no_such_route" || !strings.Contains(doc.Error.Message, amphttp.MessagesPath) {
+			t.Fatalf("GET %s: %d %s %q", path, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+		if strings.Contains(string(body), "script") {
+			t.Fatalf("GET %s: the path is echoed: %s", path, body)
+		}
+	}
+	// The routes the agent serves still answer as before.
+	resp, err := http.Get(r.url + amphttp.MessagesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("GET %s: %d", amphttp.MessagesPath, resp.StatusCode)
+	}
 }

@@ -73,7 +73,7 @@ func TestRevocationReachesInstalledBundle(t *testing.T) {
 // --fail-closed fails it closed.
 func TestTrustRmFailClosed(t *testing.T) {
 	db := storeWithSamples(t)
-	r := mustRun(t, "trust", "rm", "acme", "--db", db)
+	r := mustRun(t, "trust", "rm", "acme", "--db", db, "--keep-serving")
 	if !strings.Contains(r.stdout, "still installed and served") {
 		t.Fatalf("%s", r.stdout)
 	}

@@ -199,14 +199,19 @@ func trustRmCommand(env *cliutil.Env) *cli.Command {
 		Name:      "rm",
 		Usage:     "stop trusting a publisher key",
 		ArgsUsage: "NAME",
-		Description: `Stops trusting the key named NAME for future imports. Bundles it signed
-stay installed (they were verified when they were imported); the command
-lists them, and 'ampbundle rm BUNDLE_ID' removes one. With --fail-closed,
-every installed bundle it signed whose other still-trusted signers are
-fewer than its threshold fails closed from now on (5002 bundle_revoked at
-every use, listed by ls and check). Audited.`,
+		Description: `Stops trusting the key named NAME. Every installed bundle it signed whose
+other still-trusted signers are fewer than its threshold fails closed from
+now on (5002 bundle_revoked at every use, listed by ls and check), in the
+same transaction: a bundle nobody trusted vouches for any more is not
+served. With --keep-serving such bundles stay installed and served (they
+were verified when they were imported) and only future imports need
+another key; the command lists them, and 'ampbundle rm BUNDLE_ID' removes
+one. Audited.`,
 		Flags: []cli.Flag{dbFlag, adminSocketFlag,
-			&cli.BoolFlag{Name: "fail-closed", Usage: "also fail closed the installed bundles that depended on this key"},
+			&cli.BoolFlag{Name: "keep-serving", Usage: "keep serving the installed bundles that depended on this key (default: they fail closed)"},
+			// --fail-closed was the opt-in before it became the default;
+			// it is still accepted, and changes nothing.
+			&cli.BoolFlag{Name: "fail-closed", Hidden: true, Usage: "the default; kept for scripts written before it was"},
 			jsonFlag},
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 1, "the NAME of a trusted key"); err != nil {
@@ -224,7 +229,11 @@ every use, listed by ls and check). Audited.`,
 			}
 			k, _ := findTrust(keys, name)
 			failed := []string{}
-			if c.Bool("fail-closed") {
+			keepServing := c.Bool("keep-serving")
+			if keepServing && c.Bool("fail-closed") {
+				return cliutil.Usagef("--keep-serving and --fail-closed contradict each other (failing closed is the default)")
+			}
+			if !keepServing {
 				// The store itself, or the admin socket of the agent
 				// holding it: the agent fails the bundles closed at once.
 				f, err := s.TrustRemoveFailClosed(name)
@@ -253,8 +262,8 @@ every use, listed by ls and check). Audited.`,
 				fmt.Fprintf(env.Stdout, "failed closed (5002 bundle_revoked from now on): %s\n", strings.Join(failed, ", "))
 			}
 			if len(signed) > 0 {
-				hint := "remove with 'ampbundle rm BUNDLE_ID', or run again with --fail-closed"
-				if c.Bool("fail-closed") {
+				hint := "kept by --keep-serving: remove with 'ampbundle rm BUNDLE_ID'"
+				if !keepServing {
 					hint = "other trusted signers still meet their threshold"
 				}
 				fmt.Fprintf(env.Stdout, "still installed and served, signed by %s: %s (%s)\n", name, strings.Join(signed, ", "), hint)

@@ -41,13 +41,13 @@ func TestTrustRoundTrip(t *testing.T) {
 	if !strings.Contains(r.stdout, "example\n  key     "+exampleDID+"\n  scopes  org.example\n") {
 		t.Fatalf("trust ls: %s", r.stdout)
 	}
-	// rm; the bundle it signed stays installed and is named.
+	// rm --keep-serving; the bundle it signed stays installed and is named.
 	mustRun(t, "import", sampleFile("translate"), "--db", db)
 	var removed struct {
 		Removed        trustJSON `json:"removed"`
 		StillInstalled []string  `json:"still_installed"`
 	}
-	mustJSON(t, &removed, "trust", "rm", "--db", db, "example")
+	mustJSON(t, &removed, "trust", "rm", "--db", db, "--keep-serving", "example")
 	if removed.Removed.Key != exampleDID || len(removed.StillInstalled) != 1 || removed.StillInstalled[0] != translateID {
 		t.Fatalf("trust rm: %+v", removed)
 	}
@@ -108,5 +108,48 @@ func TestTrustRefusals(t *testing.T) {
 	}
 	if r := runCLI(t, nil, "trust", "add", pub, "--db", db, "--name", "n"); !strings.Contains(r.stderr, "hint: give the namespaces") {
 		t.Fatalf("no scope hint: %s", r.stderr)
+	}
+}
+
+// TestTrustRmOfTheLastKeyFailsItsBundlesClosed: removing the only key
+// trusted for a served bundle's scope stops that bundle being served, by
+// default (threat: an operator who stops trusting a compromised publisher
+// keeps serving what it signed, because the safe outcome needed a flag).
+// --keep-serving is the explicit opt-out, and it cannot be combined with
+// --fail-closed (the old opt-in, still accepted).
+func TestTrustRmOfTheLastKeyFailsItsBundlesClosed(t *testing.T) {
+	const key = "dids/translator.json"
+	want, err := os.ReadFile(filepath.Join(testdata, "translate", key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolveArgs := func(db string) []string {
+		return []string{"resolve", "--db", db, "--bundle-id", translateID, "--artifact-key", key, "--hash", sha256hex(want)}
+	}
+	db := storeWithSamples(t)
+	mustRun(t, resolveArgs(db)...)
+	var out struct {
+		FailedClosed   []string `json:"failed_closed"`
+		StillInstalled []string `json:"still_installed"`
+	}
+	mustJSON(t, &out, "trust", "rm", "example", "--db", db)
+	if strings.Join(out.FailedClosed, ",") != translateID+"@1" || len(out.StillInstalled) != 0 {
+		t.Fatalf("trust rm without flags: %+v", out)
+	}
+	failsWith(t, "bundle_revoked", resolveArgs(db)...)
+
+	db = storeWithSamples(t)
+	r := mustRun(t, "trust", "rm", "example", "--db", db, "--keep-serving")
+	if !strings.Contains(r.stdout, "still installed and served, signed by example: "+translateID) {
+		t.Fatalf("trust rm --keep-serving: %s", r.stdout)
+	}
+	mustRun(t, resolveArgs(db)...)
+
+	db = storeWithSamples(t)
+	if r := runCLI(t, nil, "trust", "rm", "acme", "--db", db, "--keep-serving", "--fail-closed"); r.code != 2 {
+		t.Fatalf("--keep-serving with --fail-closed: exit %d %s", r.code, r.stderr)
+	}
+	if keys := mustRun(t, "trust", "ls", "--db", db); !strings.Contains(keys.stdout, "acme") {
+		t.Fatalf("a refused trust rm removed the key: %s", keys.stdout)
 	}
 }

@@ -1,0 +1,119 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+)
+
+// Names of Call's own refusals, before anything is sent or after the
+// verified reply arrived.
+const (
+	// ErrParamsEncoding: the params have no JSON form, or a number in
+	// them has no CBOR form (code 0: the caller's own value).
+	ErrParamsEncoding amp.ErrName = "params_not_encodable"
+	// ErrResultType: the provider's result does not decode into Out
+	// (4004; the result is not quoted).
+	ErrResultType amp.ErrName = "result_type_mismatch"
+)
+
+// Call invokes the capability id ("name:version", as the keys of
+// agent.Config.Handlers) on c's peer with in as the params and decodes the
+// result into Out. in is encoded as encoding/json encodes it (json tags
+// name the fields) and sent as CBOR; the result is decoded as
+// encoding/json decodes it (amp.JSONValue's view of the CBOR). The reply
+// is checked as Invoke checks it; a CAP_RESULT with status "error" is
+// returned as its *amp.Error. For the exchange itself (the reply message,
+// encryption, negotiation hints), use Invoke.
+func Call[Out any](ctx context.Context, c *Client, id string, in any) (Out, error) {
+	var out Out
+	capID, err := capability.ParseID(id)
+	if err != nil {
+		return out, err
+	}
+	params, err := paramsCBOR(in)
+	if err != nil {
+		return out, err
+	}
+	res, _, err := c.Invoke(ctx, capability.Invoke{Capability: capID.Name, Version: capID.Version, Params: params})
+	if err != nil {
+		return out, err
+	}
+	data, err := amp.JSONValue(res.Result)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return out, amp.Named(amp.CodeSchemaViolation, ErrResultType, "the result does not fit the type it is decoded into")
+	}
+	return out, nil
+}
+
+// paramsCBOR encodes in as JSON and then as deterministic CBOR: integer
+// numbers as CBOR integers, other numbers as floats.
+func paramsCBOR(in any) ([]byte, error) {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return nil, amp.Named(0, ErrParamsEncoding, "the params have no json form").WithCause(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, amp.Named(0, ErrParamsEncoding, "the params have no json form").WithCause(err)
+	}
+	v, err = cborModel(v)
+	if err != nil {
+		return nil, err
+	}
+	return amp.Marshal(v)
+}
+
+// cborModel replaces the json.Numbers in v (as decoded with UseNumber)
+// by int64, uint64 or float64, the values amp.Marshal encodes as CBOR
+// numbers. A value encoding/json produced nests no deeper than its own
+// limit, so the recursion is bounded.
+func cborModel(v any) (any, error) {
+	switch x := v.(type) {
+	case json.Number:
+		s := string(x)
+		if !strings.ContainsAny(s, ".eE") {
+			if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return i, nil
+			}
+			if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+				return u, nil
+			}
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) {
+			return nil, amp.Named(0, ErrParamsEncoding, "a number in the params is out of range")
+		}
+		return f, nil
+	case []any:
+		for i, e := range x {
+			m, err := cborModel(e)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = m
+		}
+		return x, nil
+	case map[string]any:
+		for k, e := range x {
+			m, err := cborModel(e)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = m
+		}
+		return x, nil
+	}
+	return v, nil
+}
