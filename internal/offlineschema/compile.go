@@ -103,9 +103,11 @@ func keyOfURL(u *url.URL) (string, bool) {
 // session is the state of one Compile: the Loader, the hook, and the keys
 // loaded so far. It is the compiler's LoadURL; nothing else loads.
 type session struct {
-	l    Loader
-	opts Options
-	deps map[string]struct{}
+	l        Loader
+	opts     Options
+	deps     map[string]struct{}
+	cost     compileCost    // of every document loaded so far
+	patterns map[string]int // patternInsts cache
 }
 
 // refused is the cause of an unresolved_ref error. Its text names the URL
@@ -174,6 +176,15 @@ func (s *session) load(raw string) (io.ReadCloser, error) {
 		var v any
 		return nil, &badJSON{key: key, err: json.Unmarshal(b, &v)}
 	}
+	// Counted per load: the library loads a document once per URI.
+	c, why := measureSchema(b, func() any { return parseForMeasure(b) }, s.patterns)
+	if why == "" {
+		why = s.cost.plus(c).over()
+	}
+	if why != "" {
+		return nil, &overLimit{key: key, why: why}
+	}
+	s.cost = s.cost.plus(c)
 	if u.Scheme != urlScheme {
 		// Served by $id: the artifact must really declare it.
 		if id, err := SchemaID(b); err != nil || id != raw {
@@ -202,7 +213,7 @@ func Compile(l Loader, rootKey string, opts Options) (sch *Schema, err error) {
 	if !validKey(rootKey) {
 		return nil, amp.Named(0, ErrUnresolvedRef, "root artifact key is not a valid bundle key")
 	}
-	sess := &session{l: l, opts: opts, deps: make(map[string]struct{})}
+	sess := &session{l: l, opts: opts, deps: make(map[string]struct{}), patterns: map[string]int{}}
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
@@ -253,6 +264,10 @@ func compileError(rootKey string, err error) *amp.Error {
 	var bj *badJSON
 	if errors.As(err, &bj) {
 		return amp.Named(0, ErrInvalidSchema, "artifact %q is not valid json", bj.key).WithCause(err)
+	}
+	var ol *overLimit
+	if errors.As(err, &ol) {
+		return amp.Named(0, ErrInvalidSchema, "schema %q is over a compile limit: %s", rootKey, ol.why).WithCause(err)
 	}
 	var loop jsonschema.InfiniteLoopError
 	if errors.As(err, &loop) {
@@ -407,17 +422,38 @@ func idOf(m map[string]any) (string, error) {
 }
 
 // isDraft4 reports whether a $schema value names draft-04, as jsonschema
-// v5.3.1 recognises it (http or https, optional empty fragment).
+// v5.3.1 recognises it (libraryDraft).
 func isDraft4(s string) bool {
-	return metaSchemaName(s) == "json-schema.org/draft-04/schema"
+	return libraryDraft(s) == 4
 }
 
-// metaSchemaName is a $schema value without its scheme (http or https) and
-// without an empty fragment ("#" or "#/"), the forms jsonschema v5.3.1
-// treats as the same meta-schema.
-func metaSchemaName(s string) string {
-	if i := strings.IndexByte(s, '#'); i >= 0 && (s[i:] == "#" || s[i:] == "#/") {
-		s = s[:i]
+// libraryDraft returns the draft (4, 6, 7, 2019 or 2020) of the
+// meta-schema built into jsonschema v5.3.1 that a "$schema" value names,
+// or 0 for any other value. It is the library's findDraft, spelling for
+// spelling: "http://" (lower case, exactly) is read as "https://"; a
+// trailing "#" or "#/" cuts the value at its first "#"; then only the
+// exact URIs below match, so a value without a scheme ("json-schema.org/
+// draft/2020-12/schema"), with an upper-case scheme or host, or with
+// another fragment names none (the library then loads it as a URI, and
+// refuses one that is not absolute: "$schema must be uri").
+func libraryDraft(s string) int {
+	if rest, ok := strings.CutPrefix(s, "http://"); ok {
+		s = "https://" + rest
 	}
-	return strings.TrimPrefix(strings.TrimPrefix(s, "http://"), "https://")
+	if strings.HasSuffix(s, "#") || strings.HasSuffix(s, "#/") {
+		s = s[:strings.IndexByte(s, '#')]
+	}
+	switch s {
+	case "https://json-schema.org/schema", "https://json-schema.org/draft/2020-12/schema":
+		return 2020
+	case "https://json-schema.org/draft/2019-09/schema":
+		return 2019
+	case "https://json-schema.org/draft-07/schema":
+		return 7
+	case "https://json-schema.org/draft-06/schema":
+		return 6
+	case "https://json-schema.org/draft-04/schema":
+		return 4
+	}
+	return 0
 }

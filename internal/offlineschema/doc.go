@@ -101,6 +101,14 @@
 //   - Numbers: integers are exact (int64, uint64, or json.Number beyond),
 //     floats are float64; the library compares them as exact rationals, so
 //     "maximum": 18446744073709551615 is checked exactly.
+//   - Limits: the documents one Compile loads hold at most
+//     MaxCompileBytes, MaxCompileObjects JSON objects and
+//     MaxCompilePatternInsts regular-expression instructions in all, each
+//     document nests at most MaxSchemaNesting deep and its numbers follow
+//     the value model's caps (limits.go). Beyond them the schema is
+//     invalid_schema before the library reads the document: its compile
+//     time grows with the square of the subschemas, and it has no way to
+//     stop.
 //   - Violations: leaves of the library's error tree, except that anyOf,
 //     oneOf, not and contains are reported as themselves. "required" points
 //     at each missing property. At most MaxViolations, after sorting.

@@ -112,6 +112,13 @@ func FuzzQuickCheck(f *testing.F) {
 	f.Add([]byte(`{"$ref": "../common.json#/$defs/a"}`), []byte(`{"$defs": {"a": {"anyOf": [{"$ref": "1.0.0/input.schema.json"}]}}}`))
 	f.Add([]byte(`{"properties": {"x": {"$ref": "../common.json#l"}}}`), []byte(`{"$defs": {"l": {"$anchor": "l", "$ref": "#/$defs/m"}, "m": {"not": {"$ref": "#l"}}}}`))
 	f.Add([]byte(`{"$ref": "https://schemas.example.com/c.json#/properties/p"}`), []byte(`{"$id": "https://schemas.example.com/c.json", "properties": {"p": {"format": "date"}}}`))
+	// $schema spellings: the library's exact ones, and near misses it
+	// refuses or loads (issue 29, item 7).
+	for _, ms := range []string{"json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#/", "http://json-schema.org/schema#", "HTTP://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2020-12/schema#x#", "//json-schema.org/draft-07/schema"} {
+		f.Add([]byte(`{"$schema": "`+ms+`", "$ref": "../common.json#/$defs/lang"}`), []byte(shared))
+	}
+	// Compile limits: a pattern, a number, nesting near their caps.
+	f.Add([]byte(`{"properties": {"a": {"pattern": "a{1000}b{1000}"}}, "patternProperties": {"c{1000}": true}, "maximum": 1e400}`), []byte(`{"$defs": {"lang": {"pattern": "x{999}", "multipleOf": 1e-400}}}`))
 	f.Fuzz(func(t *testing.T, doc, other []byte) {
 		files := with(with(bundleFiles, rootKey, string(doc)), sharedKey, string(other))
 		l := newLoader(files)

@@ -26,7 +26,8 @@ import (
 // every $ref resolving to an artifact of the bundle and, with a fragment,
 // to a schema inside it, no $ref naming a schema that applies another $ref
 // to the same instance (so no loop), patterns that compile, implemented
-// formats, and the types of the keywords the meta-schemas constrain.
+// formats, the types of the keywords the meta-schemas constrain, and the
+// compile limits (limits.go) over the documents a compile would load.
 //
 // Use: Add every artifact (each is parsed once and dropped), then Check
 // each key. A QuickCheck is not safe for concurrent use.
@@ -35,6 +36,7 @@ type QuickCheck struct {
 	ids      map[string]string   // absolute $id -> key
 	dupIDs   map[string]struct{} // $ids declared twice: resolved by no one
 	patterns map[string]bool     // pattern -> compiles
+	insts    map[string]int      // patternInsts cache
 	resolved bool
 }
 
@@ -42,6 +44,7 @@ type QuickCheck struct {
 // its anchors (with whether each is hot, see hot), whether its root is
 // hot, and why it must be compiled ("" when it need not be).
 type scanned struct {
+	cost    compileCost // what the document adds to a compile
 	draft   int
 	rootHot bool
 	anchors map[string]bool
@@ -58,7 +61,7 @@ type quickRef struct {
 
 // NewQuickCheck returns an empty QuickCheck.
 func NewQuickCheck() *QuickCheck {
-	return &QuickCheck{docs: map[string]*scanned{}, ids: map[string]string{}, dupIDs: map[string]struct{}{}, patterns: map[string]bool{}}
+	return &QuickCheck{docs: map[string]*scanned{}, ids: map[string]string{}, dupIDs: map[string]struct{}{}, patterns: map[string]bool{}, insts: map[string]int{}}
 }
 
 // Add parses the schema artifact at key (its bytes as verified by the
@@ -78,6 +81,8 @@ func (q *QuickCheck) Add(key string, data []byte) (string, error) {
 		s.full = "it is not a json object"
 		return "", amp.Named(0, ErrInvalidSchema, "schema document is not a json object").WithCause(err)
 	}
+	cost, over := measureSchema(data, func() any { return m }, q.insts)
+	s.cost = cost
 	id, err := idOf(m)
 	if err != nil {
 		s.full = "its $id is not a string"
@@ -97,6 +102,10 @@ func (q *QuickCheck) Add(key string, data []byte) (string, error) {
 			return id, nil
 		}
 		q.ids[id] = key
+	}
+	if over != "" {
+		s.full = "it is over a compile limit: " + over
+		return id, nil
 	}
 	s.scan(q, key, m)
 	return id, nil
@@ -209,6 +218,45 @@ func (q *QuickCheck) resolve(l Loader) {
 			}
 		}
 	}
+	for _, from := range slices.Sorted(maps.Keys(q.docs)) {
+		if s := q.docs[from]; s.full == "" && len(s.refs) > 0 {
+			s.full = q.closureOver(from)
+		}
+	}
+}
+
+// maxQuickClosure bounds the documents the pass adds up for one schema's
+// compile limits; a schema whose references reach more is compiled.
+const maxQuickClosure = 256
+
+// closureOver adds up the cost of every document a compile of the vouched
+// schema at key loads, each once per URI it is loaded by (the library
+// loads a document once per URI, and Compile counts every load), and
+// says why that is over a compile limit ("" when it is not). Every
+// document reached is vouched for, so all its references are known.
+func (q *QuickCheck) closureOver(key string) string {
+	seen := map[string]struct{}{artifactURL(key): {}}
+	total := q.docs[key].cost
+	for stack := []string{key}; len(stack) > 0; {
+		s := q.docs[stack[len(stack)-1]]
+		stack = stack[:len(stack)-1]
+		for _, r := range s.refs {
+			if _, dup := seen[r.uri]; dup {
+				continue
+			}
+			seen[r.uri] = struct{}{}
+			to, ok := q.keyOf(r.uri)
+			if !ok || len(seen) > maxQuickClosure {
+				return "its references reach too many documents for the quick pass"
+			}
+			total = total.plus(q.docs[to].cost)
+			if why := total.over(); why != "" {
+				return "with the documents it references, it is over a compile limit: " + why
+			}
+			stack = append(stack, to)
+		}
+	}
+	return ""
 }
 
 // keyOf maps an absolute URI without fragment to the key of an added
@@ -226,7 +274,8 @@ func (q *QuickCheck) keyOf(uri string) (string, bool) {
 }
 
 // quickDraft returns the draft (2020 or 7) a "$schema" value names, or 0
-// for any other value; the spellings are those the library accepts.
+// for any other value: exactly the spellings the library reads as those
+// drafts' built-in meta-schemas (libraryDraft).
 func quickDraft(v any, present bool) int {
 	if !present {
 		return 2020 // the default, see Compile
@@ -235,11 +284,9 @@ func quickDraft(v any, present bool) int {
 	if !ok {
 		return 0
 	}
-	switch metaSchemaName(s) {
-	case "json-schema.org/draft/2020-12/schema":
-		return 2020
-	case "json-schema.org/draft-07/schema":
-		return 7
+	switch d := libraryDraft(s); d {
+	case 2020, 7:
+		return d
 	}
 	return 0
 }
@@ -543,7 +590,7 @@ func (w *walker) ref(v any) bool {
 
 // maxQuickRefs bounds the distinct references the pass keeps for one
 // document until resolve; a document with more is compiled instead.
-const maxQuickRefs = 10000
+const maxQuickRefs = 4096
 
 // keep records a reference for resolve, once.
 func (w *walker) keep(r quickRef) bool {

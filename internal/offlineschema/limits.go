@@ -1,0 +1,194 @@
+package offlineschema
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp/syntax"
+	"strconv"
+)
+
+// Limits of one Compile: what the documents it loads (the root and every
+// document its references reach, counted once per URI the library loads
+// them by) may hold together. The library's compile time grows with the
+// square of the number of subschemas, its memory with the bytes and with
+// the compiled regular expressions; beyond a limit Compile refuses the
+// schema (invalid_schema) before the library sees the document that went
+// over, and QuickCheck vouches for no schema that goes over one
+// (docs/FORMAT.md §6).
+const (
+	// MaxCompileBytes caps the bytes of the documents of one compile.
+	MaxCompileBytes = 4 << 20
+	// MaxCompileObjects caps the JSON objects (every subschema that is
+	// not a boolean is one) in the documents of one compile.
+	MaxCompileObjects = 10000
+	// MaxCompilePatternInsts caps the instructions of the compiled
+	// programs of every "pattern" and "patternProperties" regular
+	// expression in the documents of one compile, each occurrence counted
+	// ("a{1000}" is about 1,000).
+	MaxCompilePatternInsts = 200000
+	// MaxSchemaNesting caps the nesting of arrays and objects in one
+	// schema document. Numbers in a schema document obey the value
+	// model's caps: at most 100 bytes and a decimal exponent within ±400
+	// (the library turns each into a math/big rational).
+	MaxSchemaNesting = 128
+)
+
+// compileCost is what one loaded document adds to a compile.
+type compileCost struct {
+	bytes, objects, insts int
+}
+
+func (c compileCost) plus(d compileCost) compileCost {
+	return compileCost{c.bytes + d.bytes, c.objects + d.objects, c.insts + d.insts}
+}
+
+// over names the first limit c exceeds, "" when none.
+func (c compileCost) over() string {
+	switch {
+	case c.bytes > MaxCompileBytes:
+		return "more than 4 MiB in all"
+	case c.objects > MaxCompileObjects:
+		return "more than 10,000 json objects in all"
+	case c.insts > MaxCompilePatternInsts:
+		return "more than 200,000 regular expression instructions in all"
+	}
+	return ""
+}
+
+// scanSchemaJSON reads the bytes of one valid JSON document once and
+// returns its number of objects, or why it is over a per-document limit
+// (nesting, a number's length or exponent).
+func scanSchemaJSON(data []byte) (objects int, why string) {
+	depth := 0
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+		case c == '{' || c == '[':
+			if c == '{' {
+				objects++
+			}
+			if depth++; depth > MaxSchemaNesting {
+				return objects, "a document nested more than 128 deep"
+			}
+		case c == '}' || c == ']':
+			depth--
+		case c == '-' || ('0' <= c && c <= '9'):
+			j := i
+			for j < len(data) && numberByte(data[j]) {
+				j++
+			}
+			if !schemaNumberOK(data[i:j]) {
+				return objects, "a number longer than 100 bytes or with an exponent beyond 400"
+			}
+			i = j - 1
+		}
+	}
+	return objects, ""
+}
+
+// numberByte reports whether c can be part of a JSON number literal.
+func numberByte(c byte) bool {
+	return '0' <= c && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// schemaNumberOK reports whether a JSON number literal is within the
+// value model's caps (maxNumberLen, maxExponent).
+func schemaNumberOK(n []byte) bool {
+	if len(n) > maxNumberLen {
+		return false
+	}
+	if i := bytes.IndexAny(n, "eE"); i >= 0 {
+		e, err := strconv.Atoi(string(n[i+1:]))
+		return err == nil && -maxExponent <= e && e <= maxExponent
+	}
+	return true
+}
+
+// patternInsts returns the instructions of the program regexp.Compile
+// builds for p (0 for a pattern it refuses: Compile refuses the schema
+// then anyway), once per distinct pattern.
+func patternInsts(p string, cache map[string]int) int {
+	n, ok := cache[p]
+	if !ok {
+		if re, err := syntax.Parse(p, syntax.Perl); err == nil {
+			if prog, err := syntax.Compile(re.Simplify()); err == nil {
+				n = len(prog.Inst)
+			}
+		}
+		cache[p] = n
+	}
+	return n
+}
+
+// treePatternInsts sums patternInsts over every string value of a
+// "pattern" member and every member name of a "patternProperties" object,
+// anywhere in a parsed document (also where they are not keywords: the
+// count is an upper bound of what the library compiles).
+func treePatternInsts(v any, cache map[string]int) int {
+	n := 0
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			switch k {
+			case "pattern":
+				if p, ok := x.(string); ok {
+					n += patternInsts(p, cache)
+				}
+			case "patternProperties":
+				if obj, ok := x.(map[string]any); ok {
+					for p := range obj {
+						n += patternInsts(p, cache)
+					}
+				}
+			}
+			n += treePatternInsts(x, cache)
+		}
+	case []any:
+		for _, x := range v {
+			n += treePatternInsts(x, cache)
+		}
+	}
+	return n
+}
+
+// measureSchema returns what the valid JSON document data adds to a
+// compile, or why it is over a limit on its own. tree returns data parsed
+// (called only when data is within the other limits).
+func measureSchema(data []byte, tree func() any, cache map[string]int) (compileCost, string) {
+	objects, why := scanSchemaJSON(data)
+	if why != "" {
+		return compileCost{}, why
+	}
+	c := compileCost{bytes: len(data), objects: objects}
+	if why := c.over(); why != "" {
+		return c, why
+	}
+	c.insts = treePatternInsts(tree(), cache)
+	return c, c.over()
+}
+
+// parseForMeasure parses a valid JSON document as the library does
+// (numbers kept as text).
+func parseForMeasure(data []byte) any {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	_ = d.Decode(&v) // valid JSON: checked by the caller
+	return v
+}
+
+// overLimit is the cause of an invalid_schema error for a compile over a
+// limit.
+type overLimit struct {
+	key string
+	why string
+}
+
+func (o *overLimit) Error() string {
+	return "offlineschema: loading artifact " + o.key + " puts the compile over a limit: " + o.why
+}
