@@ -230,7 +230,8 @@ func (c *Client) verify(ctx context.Context, raw []byte, req *amp.Message) (*amp
 	if amp.BareDID(reply.From) != amp.BareDID(c.cfg.Peer) {
 		// The sender's DID passed the message checks (amp.ValidDID: bounded,
 		// no control characters); %q quotes it all the same.
-		return nil, amp.Named(amp.CodeBadRequest, "wrong_sender", "the reply is from %q, not from the provider %q", amp.BareDID(reply.From), amp.BareDID(c.cfg.Peer))
+		return nil, amp.Named(amp.CodeBadRequest, ErrWrongSender, "the reply is from %q, not from the provider %q", amp.BareDID(reply.From), amp.BareDID(c.cfg.Peer)).
+			WithDetails(WrongSender{From: amp.BareDID(reply.From), Provider: amp.BareDID(c.cfg.Peer)})
 	}
 	if !reply.To.Contains(c.cfg.Identity.DID) {
 		return nil, amp.Named(amp.CodeBadRequest, "wrong_recipient", "the reply is not addressed to this client")
@@ -257,6 +258,19 @@ func (c *Client) verify(ctx context.Context, raw []byte, req *amp.Message) (*amp
 		}
 	}
 	return reply, nil
+}
+
+// ErrWrongSender (4001): a reply whose signature verified, from another
+// sender than the provider the client was made for. Its details are a
+// WrongSender.
+const ErrWrongSender = amp.ErrName("wrong_sender")
+
+// WrongSender is the Details of an ErrWrongSender error: the DID whose
+// signature the reply carries (verified against that DID's keys, and
+// amp.ValidDID: bounded, no control characters), and the provider's.
+type WrongSender struct {
+	From     string `json:"from"`
+	Provider string `json:"provider"`
 }
 
 // expect checks the reply type.

@@ -363,6 +363,35 @@ func errPublicGiven() error {
 	return fail(ErrInvalidKeyFile, "key file holds a public key where a private key is needed (give the private key file keygen wrote with -o, not the public one)")
 }
 
+// privateKeyOnly reports whether data is a private key file: PEM whose
+// first block is a private key of any of the kinds ParsePrivate knows (or
+// an OpenSSH one), or PKCS#8 DER, plain or encrypted.
+func privateKeyOnly(data []byte) bool {
+	if isDER(data) {
+		if derIsEncrypted(data) {
+			var info encryptedPrivateKeyInfo
+			return unmarshalExact(data, &info)
+		}
+		_, err := x509.ParsePKCS8PrivateKey(data)
+		return err == nil
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return false
+	}
+	switch block.Type {
+	case "PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "OPENSSH PRIVATE KEY", "EC PRIVATE KEY", "RSA PRIVATE KEY":
+		return true
+	}
+	return false
+}
+
+// errPrivateGiven is the error for a private key file given where a public
+// key is needed: it names the mistake and never shows the key.
+func errPrivateGiven() error {
+	return fail(ErrInvalidPublicKey, "key file holds a private key where a public key is needed (give the public key file keygen wrote with --pub, or the did:key)")
+}
+
 // isDER reports whether data looks like one DER SEQUENCE (a PEM file
 // starts with text).
 func isDER(data []byte) bool {
@@ -459,13 +488,21 @@ func ParsePublic(s string) (ed25519.PublicKey, error) {
 // "PUBLIC KEY" block or as PKIX DER.
 func ParsePublicKey(data []byte) (ed25519.PublicKey, error) {
 	if isDER(data) {
+		if privateKeyOnly(data) {
+			return nil, errPrivateGiven()
+		}
 		return parsePKIX(data)
 	}
 	return ParsePublicPEM(data)
 }
 
-// ParsePublicPEM parses one PKIX PEM Ed25519 public key.
+// ParsePublicPEM parses one PKIX PEM Ed25519 public key. A private key
+// file is refused as such (errPrivateGiven), before anything else is said
+// of its blocks.
 func ParsePublicPEM(data []byte) (ed25519.PublicKey, error) {
+	if privateKeyOnly(data) {
+		return nil, errPrivateGiven()
+	}
 	block, rest := pem.Decode(data)
 	if block == nil || block.Type != "PUBLIC KEY" || len(bytes.TrimSpace(rest)) != 0 {
 		return nil, fail(ErrInvalidPublicKey, "public key file is not one pem \"PUBLIC KEY\" block")

@@ -45,3 +45,38 @@ func TestPublicKeyGivenAsPrivateSaysSoFirst(t *testing.T) {
 		t.Errorf("leaky private key: %v", err)
 	}
 }
+
+// TestPrivateKeyGivenAsPublicSaysSo: a private key file (PEM or DER,
+// plain or encrypted, as keygen -o and openssl write it) given where a
+// public key is needed ("verify --trust agent.key") is refused as a
+// private key, naming the file keygen --pub writes, and the key is never
+// shown (threat: "not one pem PUBLIC KEY block", which leaves the
+// operator to guess that the wrong half of the pair was given, and an
+// error that echoes private key bytes into a terminal or a log).
+func TestPrivateKeyGivenAsPublicSaysSo(t *testing.T) {
+	for _, name := range []string{"openssl-plain.pem", "openssl-plain.der", "openssl-scrypt-aes256cbc.pem", "openssl-pbkdf2-aes256cbc.der", "openssl-x25519.pem"} {
+		p := filepath.Join("testdata", name)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, parse := range map[string]func() error{
+			"ParsePublic":    func() error { _, err := ParsePublic(p); return err },
+			"ParsePublicKey": func() error { _, err := ParsePublicKey(data); return err },
+		} {
+			err := parse()
+			if !errors.Is(err, amp.ErrName(ErrInvalidPublicKey)) || !strings.Contains(err.Error(), "private key where a public key is needed") || !strings.Contains(err.Error(), "--pub") {
+				t.Errorf("%s %s: %v", what, name, err)
+			}
+		}
+	}
+	// A public key still parses, and garbage is still not a private key.
+	for _, name := range []string{"openssl-public.pem", "openssl-public.der"} {
+		if _, err := ParsePublic(filepath.Join("testdata", name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := ParsePublicKey([]byte{0x30, 0x03, 0x30, 0x01, 0x00}); err == nil || strings.Contains(err.Error(), "private key") {
+		t.Errorf("garbage DER: %v", err)
+	}
+}

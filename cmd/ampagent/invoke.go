@@ -90,7 +90,7 @@ same message.`,
 				res, ex, err = s.client.Invoke(s.ctx, inv)
 			}
 			if err != nil {
-				return withDetailsHint(err)
+				return withDetailsHint(s.explain(err))
 			}
 			result, err := amp.JSONValue(res.Result)
 			if err != nil {

@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -100,14 +104,70 @@ func TestRunAsAmpagent(t *testing.T) {
 }
 
 // TestManPageIsSectionOne: the man page is a section 1 page with the usual
-// header.
+// header, a fixed date (reproducible, never empty), and the sections a
+// reader of a man page looks for: every visible command with its
+// description, the exit status of docs/CLI.md §1.1, the signals, the files,
+// and no "help" command among the commands (threat: "man ampagent"
+// finding a page with an empty date, commands without a word of what they
+// do, no exit status for a script's author, and a "help, h" section).
 func TestManPageIsSectionOne(t *testing.T) {
-	files, err := cliutil.DocFiles(preparedApp())
+	app := preparedApp()
+	files, err := cliutil.DocFiles(app)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if man := string(files["man/ampagent.1"]); !strings.Contains(man, ".TH AMPAGENT 1 ") {
-		t.Fatalf("man page header: %.120q", man)
+	man := string(files["man/ampagent.1"])
+	if want := ".TH AMPAGENT 1 \"" + cliutil.ManDate + "\" \"ampagent\" \"User Commands\"\n"; !strings.HasPrefix(man, want) || cliutil.ManDate == "" {
+		t.Fatalf("man page header: %.120q, want %q", man, want)
+	}
+	for _, sec := range []string{"NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "EXIT STATUS", "SIGNALS", "FILES", "SEE ALSO"} {
+		if !strings.Contains(man, "\n.SH "+sec+"\n") {
+			t.Errorf("no %s section", sec)
+		}
+	}
+	for _, sig := range []string{"SIGHUP", "SIGTERM"} {
+		if _, after, _ := strings.Cut(man, ".SH SIGNALS\n"); !strings.Contains(after, sig) {
+			t.Errorf("SIGNALS does not name %s", sig)
+		}
+	}
+	if strings.Contains(man, ".SH help") || strings.Contains(man, ".SS ampagent help") {
+		t.Error("the man page lists the help command")
+	}
+	for _, p := range clitest.CommandPaths(app) {
+		if p[0] == "help" {
+			continue
+		}
+		c := app.Command(p[0])
+		for _, n := range p[1:] {
+			c = c.Command(n)
+		}
+		head := ".SS ampagent " + strings.ReplaceAll(strings.Join(p, " "), "-", `\-`) + "\n"
+		_, after, ok := strings.Cut(man, head)
+		if !ok || c.Usage == "" || !strings.HasPrefix(strings.TrimPrefix(after, "(also: h)\n.br\n"), strings.ReplaceAll(c.Usage, "-", `\-`)[:min(20, len(c.Usage))]) {
+			t.Errorf("%s: no section with its description", strings.Join(p, " "))
+		}
+	}
+	// Every exit code of docs/CLI.md §1.1's first table is in EXIT STATUS.
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "CLI.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(doc), "### 1.1 Exit codes")
+	table, _, _ = strings.Cut(table, "\n\n")
+	_, exit, _ := strings.Cut(man, ".SH EXIT STATUS\n")
+	exit, _, _ = strings.Cut(exit, "\n.SH ")
+	for _, row := range strings.Split(table, "\n") {
+		cells := strings.Split(row, "|")
+		if len(cells) < 3 || strings.TrimSpace(cells[1]) == "code" || strings.HasPrefix(strings.TrimSpace(cells[1]), "-") || strings.TrimSpace(cells[1]) == "" {
+			continue
+		}
+		code := strings.TrimSpace(cells[1])
+		if "ampagent" == "ampagent" && strings.HasPrefix(code, "10") {
+			continue // ampbundle sync only
+		}
+		if !strings.Contains(exit, "\\fB"+code+"\\fR") {
+			t.Errorf("EXIT STATUS lacks %q of docs/CLI.md §1.1", code)
+		}
 	}
 }
 
@@ -139,5 +199,66 @@ func TestWrongRecipientNamesWhoAnswered(t *testing.T) {
 	r := runCLI(t, "", "query", ta.url, "--key", ta.caller, "--to", other, "--capability", translateCap)
 	if r.code != 1 || !strings.Contains(r.stderr, ta.did) || !strings.Contains(r.stderr, other) {
 		t.Fatalf("exit %d, stderr %q (want both %s and %s named)", r.code, r.stderr, ta.did, other)
+	}
+}
+
+// TestWrongToWithEncryptNamesWhoAnswered: an encrypted call (--encrypt,
+// as the README's invoke uses) to another agent than --to, which answers
+// only that it cannot decrypt, names the agent that answered — its DID
+// verified by a signed PONG — beside --to, and hints at 'ampagent key show
+// --did'; with --json the error document carries both DIDs (threat:
+// "message cannot be decrypted (amp 3001 UNAUTHORIZED)" alone, leaving a
+// newcomer to guess that --to is wrong, and which DID is right).
+func TestWrongToWithEncryptNamesWhoAnswered(t *testing.T) {
+	ta := startAgents(t)
+	_, other := keygen(t, t.TempDir(), "other.pem")
+	args := []string{"invoke", ta.url, "--key", ta.caller, "--to", other, "--encrypt", "--id", translateCap + ":2.0.0", "--params", params2}
+	r := runCLI(t, "", args...)
+	if r.code != 1 || !strings.Contains(r.stderr, "the agent that answered is "+ta.did+", not --to "+other) ||
+		!strings.Contains(r.stderr, "hint: --to must be the DID of the agent at the URL: 'ampagent key show --did") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runCLI(t, "", append(args, "--json")...)
+	if code, amp := errorDoc(t, r); r.code != 1 || code != "unauthorized" || amp != 3001 ||
+		!strings.Contains(r.stdout, `"from": "`+ta.did+`"`) || !strings.Contains(r.stdout, `"provider": "`+other+`"`) {
+		t.Fatalf("--json: exit %d %s", r.code, r.stdout)
+	}
+	// The right --to still works encrypted: nothing is probed then.
+	if r := runCLI(t, "", "invoke", ta.url, "--key", ta.caller, "--to", ta.did, "--encrypt", "--id", translateCap+":2.0.0", "--params", params2); r.code != 0 {
+		t.Fatalf("right --to: exit %d %s", r.code, r.stderr)
+	}
+	// Without --encrypt the reply's own signature names the sender.
+	r = runCLI(t, "", "query", ta.url, "--key", ta.caller, "--to", other, "--capability", translateCap)
+	if r.code != 1 || !strings.Contains(r.stderr, "the agent that answered is "+ta.did+", not --to "+other) || !strings.Contains(r.stderr, "key show --did") {
+		t.Fatalf("plain: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestMalformedDIDKeyToIsRefusedBeforeSending: a --to did:key that does
+// not decode (did:key:zBAD, a cut or mistyped DID) is a usage error (exit
+// 2) naming --to and why, before any message is sent (threat: the request
+// signed and sent to an agent that can never answer as that DID, the
+// mistake surfacing as a confusing "the reply is from ..." — or, to an
+// attacker's endpoint, a signed request handed out for nothing).
+func TestMalformedDIDKeyToIsRefusedBeforeSending(t *testing.T) {
+	var hits atomic.Int64
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	caller, _ := keygen(t, t.TempDir(), "caller.pem")
+	for _, to := range []string{"did:key:zBAD", "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2do", "did:key:", "did:key:abc"} {
+		for _, args := range [][]string{
+			{"query", url, "--key", caller, "--to", to, "--capability", translateCap},
+			{"invoke", url, "--key", caller, "--to", to, "--encrypt", "--id", translateCap + ":2.0.0", "--params", params2},
+		} {
+			r := runCLI(t, "", args...)
+			if r.code != 2 || !strings.Contains(r.stderr, "--to "+to+" is not a") || !strings.Contains(r.stderr, "key show --did") {
+				t.Errorf("%s --to %q: exit %d, stderr %q", args[0], to, r.code, r.stderr)
+			}
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("%d requests reached the network", n)
 	}
 }

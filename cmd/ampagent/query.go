@@ -80,12 +80,12 @@ DID needs its DID document in --to-doc, to check the signed replies.`,
 					if errors.Is(err, client.ErrQueryTooLarge) || errors.Is(err, client.ErrTooManyPages) {
 						return cliutil.WithHint(err, "read the pages one at a time with --cursor, without --all")
 					}
-					return err
+					return s.explain(err)
 				}
 			} else {
 				d, _, err := s.client.Query(s.ctx, q)
 				if err != nil {
-					return err
+					return s.explain(err)
 				}
 				descs, next, pages = d.Capabilities, d.NextCursor, 1
 			}
@@ -231,6 +231,7 @@ func clientFlags() []cli.Flag {
 // context that bounds the whole command.
 type session struct {
 	client    *client.Client
+	cfg       client.Config // what client was made with (explain's PING)
 	transport clientTransport
 	peer      string
 	ctx       context.Context
@@ -277,8 +278,20 @@ func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (
 		return nil, cliutil.Usagef("--tls-ca and --unsafe-plain-tcp are for amp:// and amps:// agent URLs")
 	}
 	peer := c.String("to")
-	if !amp.ValidDID(peer) || amp.BareDID(peer) != peer {
-		return nil, cliutil.Usagef("--to must be a did without a fragment")
+	switch {
+	case !amp.ValidDID(peer):
+		return nil, cliutil.WithHint(cliutil.Usagef("--to %s is not a DID (did:METHOD:ID)", cliutil.Sanitize(peer)),
+			"give the agent's DID as 'ampagent key show --did AGENT_KEY' prints it (did:key:z6Mk...)")
+	case amp.BareDID(peer) != peer:
+		return nil, cliutil.Usagef("--to must be a DID without a fragment (no #...)")
+	case strings.HasPrefix(peer, "did:key:"):
+		// A did:key carries its keys: one that does not decode is
+		// refused here, before anything is sent to an agent that could
+		// never answer as it.
+		if _, err := amp.DIDKeyDocument(peer); err != nil {
+			return nil, cliutil.WithHint(cliutil.Usagef("--to %s is not a valid did:key: %s", cliutil.Sanitize(peer), amp.SafeMessage(err)),
+				"give the agent's DID as 'ampagent key show --did AGENT_KEY' prints it (did:key:z6Mk...)")
+		}
 	}
 	wait := c.Duration("wait")
 	if wait <= 0 {
@@ -321,18 +334,85 @@ func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (
 		return nil, err
 	}
 	deadline := wait + extra
-	cl, err := client.New(client.Config{
+	cfg := client.Config{
 		Identity: id, Peer: peer, Transport: tr, DIDs: dids, Now: env.Now, Rand: env.Rand,
 		// A request outlives the command by a minute at most: the
 		// provider keeps its reply (idempotency) for the ttl.
 		TTL:     deadline + time.Minute,
 		Encrypt: encrypt,
 		Retry:   client.Retry{MaxAttempts: cliRetryAttempts, Base: cliRetryBase, Max: cliRetryMax},
-	})
+	}
+	cl, err := client.New(cfg)
 	if err != nil {
 		tr.Close()
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(c.Context, deadline)
-	return &session{client: cl, transport: tr, peer: peer, ctx: ctx, cancel: cancel}, nil
+	return &session{client: cl, cfg: cfg, transport: tr, peer: peer, ctx: ctx, cancel: cancel}, nil
+}
+
+// keyShowHint tells how to get the DID --to wants.
+const keyShowHint = "--to must be the DID of the agent at the URL: 'ampagent key show --did AGENT_KEY' prints it"
+
+// explain makes a failed call's error say who answered, when the answer
+// shows that --to names another agent than the one at the URL:
+//
+//   - a reply signed by another agent (client.ErrWrongSender): its
+//     verified DID is named, and --to is hinted at;
+//   - an encrypted request refused with 3001 (the answer of an agent that
+//     cannot decrypt, unsigned: it names no one): the agent at the URL is
+//     asked who it is, with one plain PING, and its verified DID named
+//     when it is not --to (when it is, the refusal is --to's own and is
+//     returned as it is).
+//
+// Any other error is returned as it is.
+func (s *session) explain(err error) error {
+	var ae *amp.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	switch {
+	case ae.Name == client.ErrWrongSender:
+		if ws, ok := ae.Details.(client.WrongSender); ok {
+			return cliutil.WithHint(amp.Named(ae.Code, ae.Name, "the agent that answered is %s, not --to %s (its signature verified)", ws.From, ws.Provider).WithDetails(ws),
+				keyShowHint)
+		}
+		return cliutil.WithHint(err, keyShowHint)
+	case ae.Code == amp.CodeUnauthorized && s.cfg.Encrypt:
+		// An agent that cannot decrypt answers 3001 unsigned (over HTTP,
+		// an error body: it cannot tell whom to sign for), which names no
+		// one; an authorization refusal is 3001 too, from --to itself.
+		who := s.whoAnswers()
+		if who == "" || who == s.peer {
+			return err
+		}
+		return cliutil.WithHint(amp.Named(ae.Code, ae.Name, "the agent that answered is %s, not --to %s: it cannot decrypt a message sealed for --to's key (its identity verified by a signed PONG)", who, s.peer).
+			WithDetails(client.WrongSender{From: who, Provider: s.peer}).WithCause(err), keyShowHint)
+	}
+	return err
+}
+
+// whoAnswers asks the agent at the session's URL who it is: one PING, not
+// encrypted and not retried, whose PONG is verified against the keys of
+// the DID that signed it. It returns that DID, s.peer when the PONG is
+// from --to, or "" when no verified answer came.
+func (s *session) whoAnswers() string {
+	cfg := s.cfg
+	cfg.Encrypt = false
+	cfg.Retry = client.Retry{MaxAttempts: 1, Base: cliRetryBase, Max: cliRetryMax}
+	cl, err := client.New(cfg)
+	if err != nil {
+		return ""
+	}
+	err = cl.Ping(s.ctx)
+	if err == nil {
+		return s.peer
+	}
+	var ae *amp.Error
+	if errors.As(err, &ae) && ae.Name == client.ErrWrongSender {
+		if ws, ok := ae.Details.(client.WrongSender); ok && amp.ValidDID(ws.From) {
+			return ws.From
+		}
+	}
+	return ""
 }

@@ -51,27 +51,59 @@ func warnExpiry(env *cliutil.Env, c *cli.Context, s registry, r *resolver.Import
 	}
 }
 
-// expiresIn says how soon an expiry is, in whole days ("expires in 3 d"),
-// in hours under a day ("expires in 5 h"), or that it has passed.
+// expiresIn says how soon an expiry is ("expires in 2 d 23 h"; see
+// countdown), or that it has passed.
 func expiresIn(left time.Duration) string {
-	switch {
-	case left <= 0:
+	if left <= 0 {
 		return "has expired"
-	case left < 24*time.Hour:
-		return fmt.Sprintf("expires in %d h", int(left/time.Hour))
 	}
-	return fmt.Sprintf("expires in %d d", int(left/(24*time.Hour)))
+	return "expires in " + countdown(left)
+}
+
+// countdown writes a duration for a person counting down to (or up from)
+// an expiry, in the largest unit that says enough and never more than
+// there is (each part rounded down): under an hour in minutes ("12 min",
+// "under 1 min"), under a day in hours and minutes ("5 h 30 min", "5 h"),
+// under a week in days and hours ("2 d 23 h", "3 d"), beyond in days
+// ("20 d").
+func countdown(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d < time.Minute:
+		return "under 1 min"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d/time.Minute))
+	case d < day:
+		return withRest(int(d/time.Hour), "h", int(d%time.Hour/time.Minute), "min")
+	case d < 7*day:
+		return withRest(int(d/day), "d", int(d%day/time.Hour), "h")
+	}
+	return fmt.Sprintf("%d d", int(d/day))
+}
+
+// withRest is "N unit M rest", or "N unit" when M is 0.
+func withRest(n int, unit string, m int, rest string) string {
+	if m == 0 {
+		return fmt.Sprintf("%d %s", n, unit)
+	}
+	return fmt.Sprintf("%d %s %d %s", n, unit, m, rest)
 }
 
 // soonNote is what ls adds to a bundle's expiry line: how soon, when it is
-// under lsExpirySoon away and not past ("" otherwise, and for an expiry
-// that does not parse).
+// under lsExpirySoon away ("(expires in 2 d 23 h)"), or how long ago it
+// expired ("(EXPIRED 3 d ago)": the bundle fails closed); "" for a
+// further expiry and for one that does not parse.
 func soonNote(now time.Time, expiresAt string) string {
 	at, err := time.Parse(time.RFC3339, expiresAt)
 	if err != nil {
 		return ""
 	}
-	if left := at.Sub(now); left > 0 && left < lsExpirySoon {
+	switch left := at.Sub(now); {
+	case left <= 0 && -left < time.Minute:
+		return " (EXPIRED just now)"
+	case left <= 0:
+		return " (EXPIRED " + countdown(-left) + " ago)"
+	case left < lsExpirySoon:
 		return " (" + expiresIn(left) + ")"
 	}
 	return ""

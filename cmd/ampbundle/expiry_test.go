@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,41 @@ func TestLsCountsDownToExpiry(t *testing.T) {
 	mustRun(t, "import", sampleFile("translate"), "--db", db2)
 	if r := mustRun(t, "ls", "--db", db2); strings.Contains(r.stdout, "expires in") {
 		t.Fatalf("a far expiry is counted down:\n%s", r.stdout)
+	}
+}
+
+// TestLsSaysHowLongAgoABundleExpired: ls of a bundle whose expiry has
+// passed marks it EXPIRED with how long ago, and near or past the expiry
+// it counts in hours and minutes, not "0 h" or a day count that hides most
+// of a day (threat: an operator reading a bare date, or "(expires in 0
+// h)", and not seeing that the bundle is about to stop, or has stopped,
+// being served).
+func TestLsSaysHowLongAgoABundleExpired(t *testing.T) {
+	zeroCount := regexp.MustCompile(`[^0-9]0 (d|h|min)\b`)
+	at := cliNow.Add(20 * 24 * time.Hour)
+	db := newStore(t)
+	mustRun(t, "import", translateExpiring(t, at), "--db", db)
+	tests := []struct {
+		now  time.Time
+		want string
+	}{
+		{at.Add(-(2*24*time.Hour + 23*time.Hour + 30*time.Minute)), "(expires in 2 d 23 h)"},
+		{at.Add(-(5*time.Hour + 30*time.Minute)), "(expires in 5 h 30 min)"},
+		{at.Add(-20 * time.Minute), "(expires in 20 min)"},
+		{at.Add(-20 * time.Second), "(expires in under 1 min)"},
+		{at, "(EXPIRED just now)"},
+		{at.Add(2 * time.Hour), "(EXPIRED 2 h ago)"},
+		{at.Add(3*24*time.Hour + time.Hour), "(EXPIRED 3 d 1 h ago)"},
+		{at.Add(40 * 24 * time.Hour), "(EXPIRED 40 d ago)"},
+	}
+	for _, tt := range tests {
+		r := runCLIAt(t, tt.now, "ls", "--db", db)
+		if r.code != 0 || !strings.Contains(r.stdout, "  expires    "+at.UTC().Format(time.RFC3339)+" "+tt.want+"\n") {
+			t.Errorf("%s before the expiry: want %q in\n%s", at.Sub(tt.now), tt.want, r.stdout)
+		}
+		if zeroCount.MatchString(r.stdout) {
+			t.Errorf("a zero count: %s", r.stdout)
+		}
 	}
 }
 

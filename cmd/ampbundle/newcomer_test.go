@@ -161,16 +161,70 @@ func TestRunAsAmpbundle(t *testing.T) {
 }
 
 // TestManPageIsSectionOne: the man page is a section 1 page with the usual
-// header (threat: "man ampbundle" finding a page filed under system
-// administration, section 8, whose header does not match its file name).
+// header, a fixed date (reproducible, never empty), and the sections a
+// reader of a man page looks for: every visible command with its
+// description, the exit status of docs/CLI.md §1.1, the signals, the files,
+// and no "help" command among the commands (threat: "man ampbundle"
+// finding a page with an empty date, commands without a word of what they
+// do, no exit status for a script's author, and a "help, h" section).
 func TestManPageIsSectionOne(t *testing.T) {
-	files, err := cliutil.DocFiles(preparedApp())
+	app := preparedApp()
+	files, err := cliutil.DocFiles(app)
 	if err != nil {
 		t.Fatal(err)
 	}
 	man := string(files["man/ampbundle.1"])
-	if !strings.Contains(man, "\n.TH AMPBUNDLE 1 ") && !strings.HasPrefix(man, ".TH AMPBUNDLE 1 ") {
-		t.Fatalf("man page header: %.120q", man)
+	if want := ".TH AMPBUNDLE 1 \"" + cliutil.ManDate + "\" \"ampbundle\" \"User Commands\"\n"; !strings.HasPrefix(man, want) || cliutil.ManDate == "" {
+		t.Fatalf("man page header: %.120q, want %q", man, want)
+	}
+	for _, sec := range []string{"NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "EXIT STATUS", "SIGNALS", "FILES", "SEE ALSO"} {
+		if !strings.Contains(man, "\n.SH "+sec+"\n") {
+			t.Errorf("no %s section", sec)
+		}
+	}
+	for _, sig := range []string{"SIGTERM"} {
+		if _, after, _ := strings.Cut(man, ".SH SIGNALS\n"); !strings.Contains(after, sig) {
+			t.Errorf("SIGNALS does not name %s", sig)
+		}
+	}
+	if strings.Contains(man, ".SH help") || strings.Contains(man, ".SS ampbundle help") {
+		t.Error("the man page lists the help command")
+	}
+	for _, p := range clitest.CommandPaths(app) {
+		if p[0] == "help" {
+			continue
+		}
+		c := app.Command(p[0])
+		for _, n := range p[1:] {
+			c = c.Command(n)
+		}
+		head := ".SS ampbundle " + strings.ReplaceAll(strings.Join(p, " "), "-", `\-`) + "\n"
+		_, after, ok := strings.Cut(man, head)
+		if !ok || c.Usage == "" || !strings.HasPrefix(strings.TrimPrefix(after, "(also: h)\n.br\n"), strings.ReplaceAll(c.Usage, "-", `\-`)[:min(20, len(c.Usage))]) {
+			t.Errorf("%s: no section with its description", strings.Join(p, " "))
+		}
+	}
+	// Every exit code of docs/CLI.md §1.1's first table is in EXIT STATUS.
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "CLI.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(doc), "### 1.1 Exit codes")
+	table, _, _ = strings.Cut(table, "\n\n")
+	_, exit, _ := strings.Cut(man, ".SH EXIT STATUS\n")
+	exit, _, _ = strings.Cut(exit, "\n.SH ")
+	for _, row := range strings.Split(table, "\n") {
+		cells := strings.Split(row, "|")
+		if len(cells) < 3 || strings.TrimSpace(cells[1]) == "code" || strings.HasPrefix(strings.TrimSpace(cells[1]), "-") || strings.TrimSpace(cells[1]) == "" {
+			continue
+		}
+		code := strings.TrimSpace(cells[1])
+		if "ampbundle" == "ampagent" && strings.HasPrefix(code, "10") {
+			continue // ampbundle sync only
+		}
+		if !strings.Contains(exit, "\\fB"+code+"\\fR") {
+			t.Errorf("EXIT STATUS lacks %q of docs/CLI.md §1.1", code)
+		}
 	}
 }
 
@@ -207,5 +261,104 @@ func TestBuildWithAPublicKeySaysSoBeforeTheFileMode(t *testing.T) {
 	r := runCLI(t, nil, "build", filepath.Join(testdata, "translate"), "-o", out, "--key", pub)
 	if r.code != 1 || !strings.Contains(r.stderr, "public key where a private key is needed") || strings.Contains(r.stderr, "chmod") {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestHelpOfAnUnknownCommandNamesItAndPointsAtTheProgramsHelp: "help
+// nosuch" names what was typed (and the nearest command, when one is
+// near) and sends the reader to the help that lists the commands, not to
+// the help of the help command (threat: "run 'ampbundle help --help'", a
+// dead end that lists no command).
+func TestHelpOfAnUnknownCommandNamesItAndPointsAtTheProgramsHelp(t *testing.T) {
+	tests := []struct {
+		args       []string
+		want, next string
+	}{
+		{[]string{"help", "nosuch"}, `unknown command "nosuch"`, "run 'ampbundle --help' for usage"},
+		{[]string{"help", "imprt"}, `unknown command "imprt"; did you mean import?`, "run 'ampbundle --help' for usage"},
+		{[]string{"help", "trust", "ad"}, `unknown command "ad"; did you mean add?`, "run 'ampbundle trust --help' for usage"},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, nil, tt.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tt.want) || !strings.Contains(r.stderr, tt.next) || strings.Contains(r.stderr, "help --help") {
+			t.Errorf("%q: exit %d, stderr %q", tt.args, r.code, r.stderr)
+		}
+	}
+}
+
+// TestJSONErrorOfAnUnknownCommandWhereverJSONIsGiven: --json before or
+// after an unknown command gets the JSON error document on stdout (threat:
+// a script parsing stdout getting plain text for one order of the words).
+func TestJSONErrorOfAnUnknownCommandWhereverJSONIsGiven(t *testing.T) {
+	for _, args := range [][]string{{"--json", "imprt"}, {"imprt", "--json"}, {"--json", "help", "imprt"}} {
+		r := runCLI(t, nil, args...)
+		if r.code != 2 || errorCode(t, r) != "usage" || !strings.Contains(r.stdout, "did you mean import?") {
+			t.Errorf("%q: exit %d, stdout %q", args, r.code, r.stdout)
+		}
+	}
+}
+
+// TestVerifyWithAPrivateKeyAsTrustSaysSo: "verify --trust agent.key" (the
+// private key where the publisher's public key belongs) says that a
+// private key was given where a public key is needed, names --pub, and
+// never shows the key (threat: `public key file is not one pem "PUBLIC
+// KEY" block`, which leaves the operator to guess which file was wrong).
+func TestVerifyWithAPrivateKeyAsTrustSaysSo(t *testing.T) {
+	key := sampleKey(t, "example-publisher")
+	pem, err := os.ReadFile(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, nil, "verify", sampleFile("translate"), "--trust", key)
+	if r.code != 1 || !strings.Contains(r.stderr, "private key where a public key is needed") || !strings.Contains(r.stderr, "--pub") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	body := strings.Split(strings.TrimSpace(string(pem)), "\n")[1]
+	if strings.Contains(r.stderr, body[:16]) {
+		t.Fatal("the error shows the private key")
+	}
+}
+
+// TestSplitIntoOnePartSaysPart: a bundle that fits in one part is "split
+// into 1 part", and joined from "1 part" (threat: "1 parts", the mark of a
+// tool nobody read the output of).
+func TestSplitIntoOnePartSaysPart(t *testing.T) {
+	dir := t.TempDir()
+	r := runCLI(t, nil, "split", sampleFile("translate"), "--size", "10M", "--key", sampleKey(t, "example-publisher"), "--out-dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, " into 1 part of at most ") {
+		t.Fatalf("split: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestCompletionOffersShellsAndSkipsGivenFlags: bash, running the
+// script "completion bash" prints, offers bash, zsh and fish after
+// "completion", and does not offer --db again once it is given, while a
+// repeatable flag (--scope) is offered again (threat: TAB after
+// "completion" offering file names, and --db offered twice, which the
+// parser then refuses).
+func TestCompletionOffersShellsAndSkipsGivenFlags(t *testing.T) {
+	if got := clitest.BashComplete(t, "ampbundle", "TestRunAsAmpbundle", "completion", ""); !slices.Equal(got, []string{"bash", "fish", "zsh"}) && !slices.Equal(got, []string{"bash", "zsh", "fish"}) {
+		t.Errorf("completion <TAB>: %q", got)
+	}
+	got := clitest.BashComplete(t, "ampbundle", "TestRunAsAmpbundle", "trust", "add", "--db", "s.db", "--scope", "org.x", "--")
+	if slices.Contains(got, "--db") || !slices.Contains(got, "--scope") || !slices.Contains(got, "--name") {
+		t.Errorf("trust add --db s.db --scope org.x --<TAB>: %q", got)
+	}
+}
+
+// TestHelpAsAFileNameIsAFileName: "import help" takes help as the file to
+// import (docs/SPEC-DECISIONS.md CLI-8): the usage error is about what is
+// missing, and points at "import --help" (threat: a word read as a request
+// for help in one place and as a file in another, so that a file named
+// help cannot be imported).
+func TestHelpAsAFileNameIsAFileName(t *testing.T) {
+	r := runCLI(t, nil, "import", "help")
+	if r.code != 2 || !strings.Contains(r.stderr, "missing required flag --db") || !strings.Contains(r.stderr, "run 'ampbundle import --help' for usage") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	db := newStore(t)
+	r = runCLI(t, nil, "import", "help", "--db", db)
+	if r.code != 1 || !strings.Contains(r.stderr, "help") || strings.Contains(r.stdout, "USAGE:") {
+		t.Fatalf("with --db: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }

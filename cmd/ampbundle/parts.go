@@ -81,7 +81,7 @@ only with --force. What a killed run left in the folder is removed first.`,
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"index": index, "bundle_id": x.BundleID, "version": x.Version,
 					"size": x.Size, "sha256": fmt.Sprintf("%x", x.SHA256), "parts": parts})
 			}
-			fmt.Fprintf(env.Stdout, "split %s (%s version %d, %d bytes) into %d parts of at most %d bytes\n", path, x.BundleID, x.Version, x.Size, len(x.Parts), size)
+			fmt.Fprintf(env.Stdout, "split %s (%s version %d, %d bytes) into %s of at most %d bytes\n", path, x.BundleID, x.Version, x.Size, nParts(len(x.Parts)), size)
 			for _, p := range x.Parts {
 				fmt.Fprintf(env.Stdout, "  %s  %d bytes\n", filepath.Join(dir, p.Name), p.Size)
 			}
@@ -148,7 +148,7 @@ needed for verify or import, which read the parts directly.`,
 			if !check {
 				fmt.Fprintln(w, "signature NOT checked: give --trust PUB to check the part index's signature, or run 'ampbundle verify' on the result")
 			}
-			fmt.Fprintf(w, "joined %d parts into %s: %d bytes, sha256 %s\n", len(in.x.Parts), outputName(out), size, sum)
+			fmt.Fprintf(w, "joined %s into %s: %d bytes, sha256 %s\n", nParts(len(in.x.Parts)), outputName(out), size, sum)
 			return nil
 		},
 	}
@@ -249,4 +249,12 @@ func parseByteSize(name, s string) (int64, error) {
 		return 0, cliutil.Usagef("%s must be a number of bytes, or with K, M or G, such as 700M", name)
 	}
 	return n * mult, nil
+}
+
+// nParts is "1 part" or "N parts".
+func nParts(n int) string {
+	if n == 1 {
+		return "1 part"
+	}
+	return fmt.Sprintf("%d parts", n)
 }

@@ -263,15 +263,16 @@ completes file names.`,
 }
 
 // DocFiles returns the generated reference of app: the man page
-// (man/NAME.1) and the markdown reference (reference/NAME.md), by relative
-// path. app must have been through Prepare.
+// (man/NAME.1, renderMan) and the markdown reference (reference/NAME.md),
+// by relative path. Neither lists the help command (every page says how
+// to get help). app must have been through Prepare.
 func DocFiles(app *cli.App) (map[string][]byte, error) {
 	app.Setup() // as when it runs: the help command and flag
-	man, err := app.ToManWithSection(1)
-	if err != nil {
-		return nil, err
+	man := renderMan(app)
+	if h := findCommand(app.Commands, "help"); h != nil && !h.Hidden {
+		h.Hidden = true
+		defer func() { h.Hidden = false }()
 	}
-	man = manHeader(man, app.Name)
 	md, err := app.ToMarkdown()
 	if err != nil {
 		return nil, err
@@ -280,20 +281,6 @@ func DocFiles(app *cli.App) (map[string][]byte, error) {
 		filepath.Join("man", app.Name+".1"):        []byte(man),
 		filepath.Join("reference", app.Name+".md"): []byte(md),
 	}, nil
-}
-
-// manHeader rewrites the generated .TH line ("NAME 1") into the usual
-// header of a section 1 page: the title in capitals, the section, and the
-// centre heading (no date: the page is reproducible).
-func manHeader(man, name string) string {
-	th := ".TH " + strings.ToUpper(name) + ` 1 "" "` + name + `" "User Commands"`
-	lines := strings.SplitN(man, "\n", 4)
-	for i, l := range lines[:min(3, len(lines))] {
-		if strings.HasPrefix(l, ".TH ") {
-			lines[i] = th
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 func genDocsCommand(app *cli.App) *cli.Command {

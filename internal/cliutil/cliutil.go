@@ -463,10 +463,15 @@ func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
 func commandPath(app *cli.App, args []string) []string {
 	out := []string{app.Name}
 	cmds := app.Commands
-	for _, a := range args[1:] {
+	for i, a := range args[1:] {
 		c := findCommand(cmds, a)
 		if c == nil {
 			break
+		}
+		if i == 0 && c.Name == "help" {
+			// "help trust nosuch": the usage to read is that of
+			// "trust", not of the help command.
+			continue
 		}
 		out = append(out, a)
 		cmds = c.Subcommands

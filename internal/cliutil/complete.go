@@ -18,24 +18,33 @@ const maxTypedShown = 64
 // Complete returns the completion candidates for the last of words (the
 // word being typed, possibly empty), after the words before it (the command
 // line without the program name): the flags of the command named so far
-// when the word starts with "-", its subcommands otherwise, and nothing (file
-// names, by the shell) where a flag's value or an argument is expected.
-// app must have been through Prepare.
+// when the word starts with "-" (less those already given to it, unless
+// they are repeatable), its subcommands otherwise, the words its first
+// argument may be where it says (completionArgs: the shells of
+// "completion"), and nothing (file names, by the shell) where a flag's
+// value or another argument is expected. app must have been through
+// Prepare.
 func Complete(app *cli.App, words []string) []string {
 	if len(words) == 0 {
 		words = []string{""}
 	}
 	cur := words[len(words)-1]
 	cmds, flags := visible(app.Commands), app.Flags
-	helpMode := false // after "help": the words name commands
+	var cmd *cli.Command         // the command named so far
+	nargs := 0                   // its arguments so far
+	given := map[cli.Flag]bool{} // its flags given so far
+	helpMode := false            // after "help": the words name commands
 	for i := 0; i < len(words)-1; i++ {
 		w := words[i]
 		if w == "--" {
 			return nil // only arguments from here on
 		}
 		if len(w) > 1 && w[0] == '-' {
-			name := strings.TrimLeft(w, "-")
-			if !strings.Contains(name, "=") && takesValue(flags, name) {
+			name, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+			if f := lookupFlag(flags, name); f != nil {
+				given[f] = true
+			}
+			if !hasValue && takesValue(flags, name) {
 				if i+1 == len(words)-1 {
 					return nil // the word being typed is this flag's value
 				}
@@ -46,6 +55,7 @@ func Complete(app *cli.App, words []string) []string {
 		c := findCommand(cmds, w)
 		if c == nil {
 			cmds = nil // an argument: no subcommand follows it
+			nargs++
 			continue
 		}
 		if c.Name == "help" && !helpMode {
@@ -55,7 +65,7 @@ func Complete(app *cli.App, words []string) []string {
 		}
 		cmds = visible(c.Subcommands)
 		if !helpMode {
-			flags = c.Flags
+			cmd, flags, nargs, given = c, c.Flags, 0, map[cli.Flag]bool{}
 		}
 	}
 	var out []string
@@ -67,6 +77,9 @@ func Complete(app *cli.App, words []string) []string {
 		for _, f := range append(append([]cli.Flag{}, flags...), helpFlag()) {
 			if vf, ok := f.(cli.VisibleFlag); ok && !vf.IsVisible() {
 				continue
+			}
+			if given[f] && !repeatable(f) {
+				continue // said once already: the parser refuses it twice
 			}
 			for _, n := range f.Names() {
 				s := "--" + n
@@ -86,7 +99,28 @@ func Complete(app *cli.App, words []string) []string {
 			out = append(out, c.Name)
 		}
 	}
+	if cmd != nil && !helpMode && nargs == 0 {
+		for _, a := range completionArgs(app, cmd) {
+			if strings.HasPrefix(a, cur) {
+				out = append(out, a)
+			}
+		}
+	}
 	return out
+}
+
+// shells are the shells "completion" writes a script for, in the order
+// its help names them.
+var shells = [...]string{"bash", "zsh", "fish"}
+
+// completionArgs returns the words the first argument of cmd may be, when
+// it is one of a few fixed words (the shell of "completion"); nil when it
+// is a file name or free text, which the shell completes.
+func completionArgs(app *cli.App, cmd *cli.Command) []string {
+	if cmd.Name == "completion" && findCommand(app.Commands, "completion") == cmd {
+		return shells[:]
+	}
+	return nil
 }
 
 func visible(cmds []*cli.Command) []*cli.Command {

@@ -50,6 +50,37 @@ func TestCompleteFollowsTheCommandLine(t *testing.T) {
 	}
 }
 
+// TestCompleteOffersShellsAndSkipsGivenFlags: "completion <TAB>" offers
+// the shells it writes scripts for, and a flag already given is not
+// offered again unless it is repeatable (threat: a newcomer pressing TAB
+// after "completion" and getting file names, or being offered --db a
+// second time, which the parser then refuses as given twice).
+func TestCompleteOffersShellsAndSkipsGivenFlags(t *testing.T) {
+	app := testApp()
+	app.Commands = append(app.Commands, &cli.Command{Name: "trust", Subcommands: []*cli.Command{
+		{Name: "add", Flags: []cli.Flag{&cli.StringFlag{Name: "db", Aliases: []string{"d"}}, &cli.StringSliceFlag{Name: "scope"}, &cli.BoolFlag{Name: "json"}}},
+	}})
+	Prepare(app, &Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}})
+	tests := []struct {
+		words []string
+		want  []string
+	}{
+		{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}},
+		{[]string{"completion", "f"}, []string{"fish"}},
+		{[]string{"completion", "bash", ""}, nil},
+		{[]string{"help", "completion", ""}, nil},
+		{[]string{"trust", "add", "--db", "s.db", "--"}, []string{"--scope", "--json", "--help"}},
+		{[]string{"trust", "add", "-d", "s.db", "--"}, []string{"--scope", "--json", "--help"}},
+		{[]string{"trust", "add", "--db=s.db", "--json", "--scope", "a", "--"}, []string{"--scope", "--help"}},
+		{[]string{"trust", "add", "-"}, []string{"--db", "-d", "--scope", "--json", "--help", "-h"}},
+	}
+	for _, tt := range tests {
+		if got := Complete(app, tt.words); !slices.Equal(got, tt.want) {
+			t.Errorf("%q: %q, want %q", tt.words, got, tt.want)
+		}
+	}
+}
+
 // TestNearestCommand: a typo one or two edits from a command (a swapped
 // pair counting one) or a prefix of exactly one command gets it suggested;
 // anything further, or a one-letter alias, gets no suggestion.
