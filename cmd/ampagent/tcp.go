@@ -8,7 +8,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/transport/ampstcp"
@@ -79,7 +78,7 @@ func tcpListener(c *cli.Context) (net.Listener, string, error) {
 // (GOAWAY, then in-flight messages finish). opts carry the HTTP listener's
 // limits (--max-in-flight-bytes, --max-conns, --peer-share): the TCP
 // listener holds as much at most.
-func startTCP(ln net.Listener, a *agent.Agent, opts ampstcp.ServerOptions, errs chan<- error) func(context.Context) error {
+func startTCP(ln net.Listener, a ampstcp.Handler, opts ampstcp.ServerOptions, errs chan<- error) func(context.Context) error {
 	srv := ampstcp.NewServer(a, opts)
 	go func() { errs <- srv.Serve(ln) }()
 	return srv.Shutdown

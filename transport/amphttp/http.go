@@ -80,10 +80,12 @@ type Options struct {
 	// most MaxInFlightBytes): beyond it, 503 with Retry-After.
 	MaxPeerInFlightBytes int64
 	// MinDataRate is the slowest a body may arrive, in bytes per second
-	// (default transport.MinDataRate, 128 KiB/s): a body of declared length
-	// n is charged at once and gets transport.FrameGrace (5 s) + n /
-	// MinDataRate to arrive (at most the server's 30 s read timeout); one
-	// of unknown length gets the same for what it has sent so far.
+	// (default transport.MinDataRate, 128 KiB/s), the rule of
+	// transport.RateReader: a body of declared length is charged at once;
+	// after transport.FrameGrace (5 s), what has arrived must keep up
+	// with MinDataRate on average, or the request is cut off and its
+	// charge given back (and the whole body gets at most the server's
+	// 30 s read timeout).
 	MinDataRate int64
 	// RetryAfter is the Retry-After of a 503 (default 1 s).
 	RetryAfter time.Duration
@@ -175,14 +177,15 @@ func NewHandler(a Handler, opts Options) http.Handler {
 		}
 		var held int64
 		defer func() { adm.Leave(peer, held) }()
-		// What is charged must keep coming (MinDataRate).
-		start, rc := time.Now(), http.NewResponseController(w)
-		body, err := readBody(r.Body, r.ContentLength, opts.MaxBody, func(n int64) bool {
+		// What is charged must keep coming, at the minimum data rate
+		// (transport.RateReader: the same rule as the TCP binding's).
+		rc := http.NewResponseController(w)
+		in := transport.NewRateReader(r.Body, rc.SetReadDeadline, opts.MinDataRate, opts.grace, readTimeout)
+		body, err := readBody(in, r.ContentLength, opts.MaxBody, func(n int64) bool {
 			if !adm.Charge(peer, n) {
 				return false
 			}
 			held += n
-			rc.SetReadDeadline(start.Add(transport.DataDeadline(held, opts.MinDataRate, opts.grace, readTimeout)))
 			return true
 		})
 		switch {
@@ -198,7 +201,9 @@ func NewHandler(a Handler, opts Options) http.Handler {
 			httpError(w, http.StatusBadRequest, amp.NewError(amp.CodeInvalidMessage, "cannot read the request body"))
 			return false
 		}
-		reply, err := a.Handle(r.Context(), body)
+		// The agent hands out its processing slots by peer
+		// (transport.Fair): the context names this one.
+		reply, err := a.Handle(transport.WithPeer(r.Context(), peer), body)
 		body = nil
 		if err != nil {
 			var ue interface{ Unverified() bool }

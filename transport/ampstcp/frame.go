@@ -113,7 +113,7 @@ func readFrameHeader(r *bufio.Reader, maxLen int) (byte, int, error) {
 
 // readPayload reads size bytes, growing its buffer with the bytes that
 // arrive (at most readChunk ahead of them).
-func readPayload(r *bufio.Reader, size int) ([]byte, error) {
+func readPayload(r io.Reader, size int) ([]byte, error) {
 	first := min(size, readChunk)
 	buf := make([]byte, 0, first)
 	for len(buf) < size {

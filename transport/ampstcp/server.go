@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"runtime"
@@ -78,9 +79,11 @@ type ServerOptions struct {
 	MaxPeerInFlightBytes int64
 	// MinDataRate is the slowest a message frame may arrive once its
 	// header is read, in bytes per second (default transport.MinDataRate,
-	// 128 KiB/s): a frame declaring n bytes gets transport.FrameGrace (5 s)
-	// + n / MinDataRate, at most FrameTimeout, since its declared size is
-	// charged at once.
+	// 128 KiB/s), the HTTP binding's rule (transport.RateReader): its
+	// declared size is charged at once, so after transport.FrameGrace
+	// (5 s) what has arrived must keep up with MinDataRate on average, or
+	// the connection is closed and the charge given back; the whole frame
+	// gets at most FrameTimeout.
 	MinDataRate int64
 	// HandshakeTimeout bounds the wait for the client's HANDSHAKE (5 s).
 	HandshakeTimeout time.Duration
@@ -292,7 +295,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.opts.Logger.Warn("tcp connection refused: too many connections from the peer", "peer", key)
 			continue
 		}
-		sc := newServerConn(s, c)
+		sc := newServerConn(s, c, key)
 		sc.share = s.peerOf(key)
 		s.conns[sc] = struct{}{}
 		s.wg.Add(1)
@@ -428,8 +431,11 @@ type serverConn struct {
 	ready    atomic.Bool // handshake done
 }
 
-func newServerConn(s *Server, c net.Conn) *serverConn {
-	ctx, cancel := context.WithCancel(context.Background())
+// newServerConn serves c, from the peer key (transport.Peer): the
+// context of its messages names it (transport.WithPeer), so that the
+// handler's admission (the agent's transport.Fair) counts them by peer.
+func newServerConn(s *Server, c net.Conn, key string) *serverConn {
+	ctx, cancel := context.WithCancel(transport.WithPeer(context.Background(), key))
 	return &serverConn{s: s, conn: c, ctx: ctx, cancel: cancel,
 		log:   s.opts.Logger.With("remote", c.RemoteAddr().String()),
 		out:   make(chan outFrame, s.opts.MaxInFlight+4),
@@ -698,6 +704,7 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 			return nil
 		}
 		var charge int64
+		var src io.Reader = br
 		if typ == FrameMessage {
 			// Charge the declared size before holding any of it; while it
 			// does not fit, the connection is not read.
@@ -705,12 +712,14 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 			if !c.reserve(charge) {
 				return nil
 			}
-			// The charge is held from now on: the frame must keep coming.
-			if !c.goaway.Load() {
-				c.conn.SetReadDeadline(time.Now().Add(transport.DataDeadline(charge, o.MinDataRate, o.frameGrace, o.FrameTimeout)))
+			// The charge is held from now on: the frame must keep coming,
+			// at the minimum data rate (transport.RateReader), unless it
+			// is here already.
+			if !c.goaway.Load() && br.Buffered() < size {
+				src = transport.NewRateReader(br, c.conn.SetReadDeadline, o.MinDataRate, o.frameGrace, o.FrameTimeout)
 			}
 		}
-		payload, err := readPayload(br, size)
+		payload, err := readPayload(src, size)
 		if err != nil {
 			c.release(charge)
 			return nil

@@ -1,0 +1,298 @@
+package transport
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// ErrPeerBusy names the refusal of a message whose peer already has its
+// queue bound (Fair's maxPeerQueue) of messages waiting for a slot: 5004,
+// retryable.
+const ErrPeerBusy amp.ErrName = "peer_busy"
+
+// Fair hands out a fixed number of processing slots (the goroutines that
+// may verify, decrypt, decide and sign at once) by peer (Peer: an IP
+// address, an IPv6 /64), before any of that work is done, so that a peer
+// flooding messages — validly signed ones, or ones that fail verification
+// — spends its own share, not others'. Two rules make the share:
+//
+//   - Turns: a slot that frees goes to the next peer in turn (round robin)
+//     that has a message waiting; within a peer, messages go in arrival
+//     order.
+//   - Inside: a message counts against its peer from Enter to its done
+//     function, also while it waits without a slot (for the disk, a
+//     handler: Leave and Resume). While other peers are active (a message
+//     inside or waiting, or one answered within FairLinger), a peer gets a
+//     new slot only while it has fewer messages inside than the average of
+//     the others plus one. A flooder with 128 messages in flight therefore
+//     keeps about as many inside as the caller it competes with, not
+//     eight times as many; and a caller whose messages are mostly on the
+//     way (its replies travelling back, its next message coming) still
+//     holds the flooder to about one message inside, instead of leaving it
+//     every slot, so that what the flood costs the cores outside the gate
+//     (reading, writing, the other end) stays in proportion. A peer alone
+//     uses every slot.
+//
+// At most maxPeerQueue messages of one peer wait at once; beyond, Enter
+// refuses at once with ErrPeerBusy (5004, retryable). A goroutine that gave
+// its slot back to wait (Leave) takes one again with Resume, before any new
+// message: work admitted finishes first. Safe for concurrent use.
+type Fair struct {
+	maxQueue int
+
+	// now is the clock of FairLinger (time.Now; tests replace it).
+	now func() time.Time
+
+	mu     sync.Mutex
+	swept  time.Time // the last sweep of peers that stopped lingering
+	free   int
+	resume []chan struct{}      // Resume callers, first come first served
+	ring   []*fairPeer          // peers with messages waiting, in turn order
+	peers  map[string]*fairPeer // active peers (allowed) and lingering ones
+	inside int                  // messages inside, all peers together
+}
+
+// fairPeer is one active peer: its queue of messages waiting for a slot,
+// and how many of its messages are inside.
+type fairPeer struct {
+	key     string
+	waiters []fairWaiter
+	inside  int
+	inRing  bool
+	last    time.Time // when it last had nothing inside or waiting
+}
+
+// FairLinger is how long a peer counts as active after its last message
+// was answered: a caller keeping a few messages in flight has, at times,
+// all of them on the way (replies travelling back, the next message
+// coming), and is not gone for that.
+const FairLinger = 100 * time.Millisecond
+
+// fairWaiter is one message waiting; nested ones (a BATCH item, whose
+// container is inside already) take their turn but do not count again.
+type fairWaiter struct {
+	ready  chan struct{}
+	nested bool
+}
+
+// NewFair returns a gate of slots processing slots (at least 1) where one
+// peer has at most maxPeerQueue messages waiting (unbounded when 0 or
+// less).
+func NewFair(slots, maxPeerQueue int) *Fair {
+	return &Fair{maxQueue: maxPeerQueue, free: max(slots, 1), peers: map[string]*fairPeer{}, now: time.Now}
+}
+
+type admittedKey struct{}
+
+// Enter takes a slot for a message from the peer of ctx (PeerOf; "" for
+// callers in the same process, whose queue has no bound), waiting for its
+// turn. It returns ctx marked as admitted, and done, which gives back the
+// slot and ends the message's count (call it once, holding the slot). A
+// message entered with a ctx that is admitted already (a BATCH item,
+// handled inside its container) takes its turn like any other but is
+// not counted again. Enter returns an error, and holds nothing, when the
+// peer already has maxPeerQueue messages waiting (5004 ErrPeerBusy,
+// retryable) or when ctx ends first (2004, with the context's error).
+func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
+	key := PeerOf(ctx)
+	nested := ctx.Value(admittedKey{}) != nil
+	f.mu.Lock()
+	p := f.peers[key]
+	if p == nil {
+		p = &fairPeer{key: key}
+		f.peers[key] = p
+	}
+	if key != "" && f.maxQueue > 0 && len(p.waiters) >= f.maxQueue {
+		f.forget(p)
+		f.mu.Unlock()
+		return ctx, nil, amp.Named(amp.CodeOverloaded, ErrPeerBusy, "too many messages from this address are waiting; retry later")
+	}
+	w := fairWaiter{ready: make(chan struct{}), nested: nested}
+	p.waiters = append(p.waiters, w)
+	if !p.inRing {
+		p.inRing = true
+		f.ring = append(f.ring, p)
+	}
+	f.dispatch()
+	f.mu.Unlock()
+	done := func() { f.done(p, nested) }
+	if !nested {
+		ctx = context.WithValue(ctx, admittedKey{}, true)
+	}
+	select {
+	case <-w.ready:
+		return ctx, done, nil
+	case <-ctx.Done():
+	}
+	f.mu.Lock()
+	select {
+	case <-w.ready:
+		// Granted meanwhile: give it back.
+		f.mu.Unlock()
+		done()
+	default:
+		for i, x := range p.waiters {
+			if x.ready == w.ready {
+				p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+				break
+			}
+		}
+		f.forget(p)
+		f.dispatch()
+		f.mu.Unlock()
+	}
+	return ctx, nil, amp.Wrap(amp.CodeTimeout, ctx.Err(), "gave up waiting for a processing slot")
+}
+
+// done gives back the slot of a message of p and ends its count.
+func (f *Fair) done(p *fairPeer, nested bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !nested {
+		p.inside--
+		f.inside--
+	}
+	f.free++
+	f.forget(p)
+	f.dispatch()
+}
+
+// forget drops p from the ring when it has nothing waiting, and starts
+// its linger when it has nothing inside either. f.mu is held.
+func (f *Fair) forget(p *fairPeer) {
+	if len(p.waiters) > 0 {
+		return
+	}
+	if p.inRing {
+		p.inRing = false
+		for i, q := range f.ring {
+			if q == p {
+				f.ring = append(f.ring[:i], f.ring[i+1:]...)
+				break
+			}
+		}
+	}
+	if p.inside == 0 {
+		p.last = f.now()
+	}
+}
+
+// sweep drops the peers whose linger is over, at most once per
+// FairLinger. f.mu is held.
+func (f *Fair) sweep() {
+	now := f.now()
+	if now.Sub(f.swept) < FairLinger {
+		return
+	}
+	f.swept = now
+	for k, p := range f.peers {
+		if p.inside == 0 && len(p.waiters) == 0 && now.Sub(p.last) >= FairLinger {
+			delete(f.peers, k)
+		}
+	}
+}
+
+// allowed reports whether p may have one more message inside: when it is
+// the only active peer, or while it has fewer than the average of the
+// other active (or lingering) peers plus one. f.mu is held.
+func (f *Fair) allowed(p *fairPeer) bool {
+	others := len(f.peers) - 1
+	if others <= 0 {
+		return true
+	}
+	return p.inside < (f.inside-p.inside+others-1)/others+1
+}
+
+// dispatch hands the free slots on: to Resume callers first, then to the
+// waiting peers in turn, skipping those that have their share inside.
+// f.mu is held.
+func (f *Fair) dispatch() {
+	f.sweep()
+	for f.free > 0 {
+		if len(f.resume) > 0 {
+			close(f.resume[0])
+			f.resume[0] = nil
+			f.resume = f.resume[1:]
+			f.free--
+			continue
+		}
+		i := 0
+		for ; i < len(f.ring); i++ {
+			if p := f.ring[i]; p.waiters[0].nested || f.allowed(p) {
+				break
+			}
+		}
+		if i == len(f.ring) {
+			return
+		}
+		p := f.ring[i]
+		f.ring = append(f.ring[:i], f.ring[i+1:]...)
+		w := p.waiters[0]
+		p.waiters[0] = fairWaiter{}
+		p.waiters = p.waiters[1:]
+		if !w.nested {
+			p.inside++
+			f.inside++
+		}
+		f.free--
+		close(w.ready)
+		if len(p.waiters) > 0 {
+			// To the back of the ring: one message per peer per turn.
+			f.ring = append(f.ring, p)
+		} else {
+			p.inRing = false
+		}
+	}
+}
+
+// Leave gives back the slot of a message that goes on waiting without
+// one (for the disk, a handler); it takes one again with Resume. Its
+// count stays.
+func (f *Fair) Leave() {
+	f.mu.Lock()
+	f.free++
+	f.dispatch()
+	f.mu.Unlock()
+}
+
+// Resume takes a slot again after Leave: before any message waiting in
+// Enter, and never refused, since its message was admitted already.
+func (f *Fair) Resume() {
+	f.mu.Lock()
+	if f.free > 0 && len(f.resume) == 0 {
+		f.free--
+		f.mu.Unlock()
+		return
+	}
+	ready := make(chan struct{})
+	f.resume = append(f.resume, ready)
+	f.mu.Unlock()
+	<-ready
+}
+
+type peerKey struct{}
+
+// WithPeer returns ctx for a message received from peer (a Peer): the
+// key under which Fair, and the agent, count what it sends.
+func WithPeer(ctx context.Context, peer string) context.Context {
+	return context.WithValue(ctx, peerKey{}, peer)
+}
+
+// PeerOf is the peer of ctx (WithPeer), or "" when no transport named
+// one (a caller in the same process).
+func PeerOf(ctx context.Context) string {
+	p, _ := ctx.Value(peerKey{}).(string)
+	return p
+}
+
+// DefaultPeerQueue is the default bound on one peer's messages waiting for
+// a slot (NewFair's maxPeerQueue). It is above what either binding lets
+// one peer have in flight by default (HTTP 16, TCP 128 with ampagent
+// serve's defaults), so that there the binding's back-pressure or 503
+// comes first: a refusal answered at once lets a flooder send the next
+// message at once, and a loop of refusals costs the shared cores more
+// than not reading its connection.
+const DefaultPeerQueue = 256
