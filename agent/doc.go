@@ -81,8 +81,10 @@
 // pipeline alone (signature, recipient, idempotency ledger, the policy's
 // AllowCaller); streams are keyed by (sender, stream_id). STREAM_START
 // reserves the stream's total_size against StreamLimits (open streams per
-// sender and in all, bytes in flight in all: beyond them a retryable 5004
-// refusal) before any memory or disk is used; content up to
+// sender and in all, bytes in flight in all and their shares per sender,
+// per peer and for unnamed callers: beyond them a retryable 5004 refusal;
+// a stalled stream gives back what it did not receive, STREAM-7) before
+// any memory or disk is used; content up to
 // StreamLimits.SpoolThreshold is held in memory, larger content is written
 // to a temporary file in StreamLimits.SpoolDir. Chunks may arrive in any
 // order; an identical duplicate is ignored, a different one discards the

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"io"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // StreamInfo describes a verified stream handed to Config.Streams.
@@ -32,17 +34,63 @@ type StreamInfo struct {
 type StreamLimits struct {
 	// PerSender caps the open streams of one sender (default 4); beyond
 	// it STREAM_START is refused, retryably (5004 too_many_streams).
-	// Senders are counted by principal (see Principals): the callers the
-	// policy does not name share one PerSender.
+	// Senders are counted by principal (see Principals); the callers the
+	// policy does not name are counted by peer (see PeerShare): those of
+	// one peer share one PerSender.
 	PerSender int
 	// MaxStreams caps the open streams of all senders together (default
-	// 256), refused the same way.
+	// 256), refused the same way; the callers the policy does not name
+	// hold at most three quarters of them together. When a cap is reached,
+	// STREAM_START first evicts an open stream of a caller the policy does
+	// not name (of the same peer, for its peer's cap) that no longer keeps
+	// pace (StallGrace, MinRate): a stalled or finished-but-unended stream
+	// gives its slot back within seconds when slots are contended.
 	MaxStreams int
-	// MaxBytes caps the total_size of all open streams together (default
-	// 256 MiB): a STREAM_START that would go over it is refused retryably
-	// (5004 stream_budget_exceeded); one larger than MaxBytes on its own
-	// is refused for good (1001 limit_exceeded).
+	// MaxBytes caps the bytes charged for all open streams together
+	// (default 256 MiB): a STREAM_START charges its total_size, and one
+	// that would go over MaxBytes or a share below is refused retryably
+	// (5004 stream_budget_exceeded); one larger than MaxBytes, or than a
+	// share of its sender on its own, is refused for good (1001
+	// limit_exceeded).
 	MaxBytes uint64
+	// SenderBytes caps what the open streams of one sender, counted by its
+	// DID, are charged (default MaxBytes/4, but at least the largest params
+	// stream when ParamStreams are served; at most MaxBytes).
+	SenderBytes uint64
+	// PeerShare: the open streams of the callers the policy does not name
+	// that came from one peer are charged at most MaxBytes/PeerShare
+	// (default 4, as ampagent serve --peer-share; but at least the largest
+	// params stream), so that fresh did:keys from one host hold no more
+	// than one key. A peer is transport.PeerOf's IPv4 address, but for
+	// streams an IPv6 peer is its /48, not its /64: streams are held for
+	// seconds to minutes, and one site's /48 holds 65,536 /64s
+	// (docs/SPEC-DECISIONS.md STREAM-7). Callers the
+	// policy names are bounded by SenderBytes alone: a peer's unnamed
+	// callers (a NAT, a proxy) cannot take their room. A message that no
+	// transport named a peer for (Handle called in process) is charged to
+	// no peer.
+	PeerShare int
+	// NamedReserve is the part of MaxBytes that only callers the policy
+	// names (Principals) may hold: the other callers, all together, are
+	// charged at most MaxBytes - NamedReserve (default MaxBytes/4).
+	NamedReserve uint64
+	// StallGrace and MinRate give back what a stalled stream declared but
+	// did not receive. A stream spooled to a file (larger than
+	// SpoolThreshold) is charged its whole total_size while it keeps
+	// pace: a new chunk at least every StallGrace (default 10 s), and,
+	// StallGrace after it started, at least MinRate bytes a second since
+	// it started (default transport.MinDataRate, 128 KiB/s). Once it falls
+	// behind, its charge drops to the bytes it received (the spool file is
+	// sparse: the rest costs nothing) and the stream stays open. Its next
+	// chunk charges the whole rest again only when the stream has caught
+	// up with that pace, counted from its start; otherwise it charges what
+	// was received plus MinRate × StallGrace (a look-ahead, given back at
+	// the next check while it stays behind), or, while that does not fit,
+	// only itself, or is refused retryably (5004 stream_budget_exceeded)
+	// when not even that fits. A stream held in memory is charged its
+	// whole size while it is open.
+	StallGrace time.Duration
+	MinRate    uint64
 	// MaxChunks caps total_chunks of one stream (default 1,048,576).
 	MaxChunks uint64
 	// Idle is how long a stream may go without a STREAM_START, STREAM_DATA
@@ -66,6 +114,19 @@ func (l *StreamLimits) setDefaults() {
 	if l.MaxBytes == 0 {
 		l.MaxBytes = 256 << 20
 	}
+	if l.PeerShare <= 0 {
+		l.PeerShare = 4
+	}
+	if l.NamedReserve == 0 {
+		l.NamedReserve = l.MaxBytes / 4
+	}
+	l.NamedReserve = min(l.NamedReserve, l.MaxBytes)
+	if l.StallGrace <= 0 {
+		l.StallGrace = 10 * time.Second
+	}
+	if l.MinRate == 0 {
+		l.MinRate = transport.MinDataRate
+	}
 	if l.MaxChunks == 0 {
 		l.MaxChunks = 1 << 20
 	}
@@ -80,6 +141,21 @@ func (l *StreamLimits) setDefaults() {
 	}
 }
 
+// shares returns the byte caps of one sender, of one peer's unnamed
+// callers and of all unnamed callers (l has its defaults). largest is the
+// largest stream the agent must be able to take from one sender (the
+// largest params stream; 0: none).
+func (l *StreamLimits) shares(largest uint64) (sender, peer, shared uint64) {
+	largest = min(largest, l.MaxBytes)
+	sender = l.SenderBytes
+	if sender == 0 {
+		sender = max(l.MaxBytes/4, largest)
+	}
+	sender = min(sender, l.MaxBytes)
+	peer = min(max(l.MaxBytes/uint64(l.PeerShare), largest), l.MaxBytes)
+	return sender, peer, l.MaxBytes - l.NamedReserve
+}
+
 // noReply is the dispatch type of a message that is processed and needs no
 // reply (STREAM_START, STREAM_DATA).
 const noReply amp.Type = 0
@@ -91,28 +167,98 @@ type inStream struct {
 	mu       sync.Mutex
 	key      streamKey
 	bucket   string // the sender's principal, charged for the stream
+	peer     string // its peer (streamPeer) when unnamed, or ""
+	slot     string // whose open-stream count it is in (slotOf)
+	shared   bool   // charged to the unnamed callers' part of the budget
 	start    amp.StreamStartBody
 	mem      []byte   // content when not spooled
 	file     *os.File // spool file, or nil
 	have     []uint64 // bitmap of received chunks
 	received uint64
-	last     time.Time // last activity
+	last     time.Time // last activity (a new chunk, or an END of a complete stream)
 	closed   bool      // removed from the table; resources released
+	// The charge (StreamLimits.StallGrace): charged is what the budgets
+	// hold for the stream (changed with both locks held), got the
+	// content bytes received. The pace counts from started; lastNew is
+	// the last new chunk (or started). A stream that fell behind is
+	// charged got (plus a look-ahead after a chunk).
+	charged, got     uint64
+	started, lastNew time.Time
 }
 
 // streams is the agent's table of open streams.
 type streams struct {
-	mu        sync.Mutex
-	lim       StreamLimits
-	open      map[streamKey]*inStream
-	perSend   map[string]int // open streams per principal
-	inFlight  uint64
-	principal func(sender string) string
+	mu      sync.Mutex
+	lim     StreamLimits
+	open    map[streamKey]*inStream
+	perSend map[string]int // open streams per slot (slotOf)
+	// sharedOpen counts the open streams of unnamed callers, at most
+	// sharedSlots.
+	sharedOpen, sharedSlots int
+	principal               func(sender string) string
+	// Bytes charged: in all, per sender DID, per peer (unnamed callers),
+	// and for all unnamed callers; and the caps of the last three.
+	inFlight, shared              uint64
+	bySender, byPeer              map[string]uint64
+	senderCap, peerCap, sharedCap uint64
 }
 
-func newStreams(lim StreamLimits, principal func(sender string) string) *streams {
+// newStreams makes the table; params, when set, are the limits of params
+// streams, the largest of which one sender must be able to send.
+func newStreams(lim StreamLimits, params *ParamStreamLimits, principal func(sender string) string) *streams {
 	lim.setDefaults()
-	return &streams{lim: lim, open: map[streamKey]*inStream{}, perSend: map[string]int{}, principal: principal}
+	var largest uint64
+	if params != nil {
+		p := *params
+		p.setDefaults()
+		largest = p.MaxSize
+	}
+	t := &streams{lim: lim, open: map[streamKey]*inStream{}, perSend: map[string]int{}, principal: principal,
+		bySender: map[string]uint64{}, byPeer: map[string]uint64{}, sharedSlots: max(1, lim.MaxStreams-lim.MaxStreams/4)}
+	t.senderCap, t.peerCap, t.sharedCap = lim.shares(largest)
+	return t
+}
+
+// room says why n more bytes charged for s would not fit, or "" when they
+// fit; the table lock is held. The answers are fixed texts: nothing of the
+// peer's is echoed.
+func (t *streams) room(s *inStream, n uint64) string {
+	switch {
+	case t.inFlight+n > t.lim.MaxBytes:
+		return "the agent holds too many stream bytes; retry later"
+	case t.bySender[s.key.sender]+n > t.senderCap:
+		return "this sender holds its share of the stream bytes; finish a stream and retry"
+	case s.shared && t.shared+n > t.sharedCap:
+		return "callers the policy does not name hold their part of the stream bytes; retry later"
+	case s.peer != "" && t.byPeer[s.peer]+n > t.peerCap:
+		return "this network holds its share of the stream bytes; retry later"
+	}
+	return ""
+}
+
+// charge adds n bytes to what s is charged (negative: gives them back);
+// the table lock and s.mu are held.
+func (t *streams) charge(s *inStream, n int64) {
+	d := uint64(n)
+	s.charged += d
+	t.inFlight += d
+	addTo(t.bySender, s.key.sender, d)
+	if s.shared {
+		t.shared += d
+	}
+	if s.peer != "" {
+		addTo(t.byPeer, s.peer, d)
+	}
+}
+
+// addTo adds d (two's complement: it may take away) to m[k], deleting
+// the entry at zero.
+func addTo(m map[string]uint64, k string, d uint64) {
+	if v := m[k] + d; v != 0 {
+		m[k] = v
+	} else {
+		delete(m, k)
+	}
 }
 
 // release frees s's resources; the table lock is held.
@@ -121,10 +267,97 @@ func (t *streams) release(s *inStream) {
 		return
 	}
 	delete(t.open, s.key)
-	if t.perSend[s.bucket]--; t.perSend[s.bucket] <= 0 {
-		delete(t.perSend, s.bucket)
+	if t.perSend[s.slot]--; t.perSend[s.slot] <= 0 {
+		delete(t.perSend, s.slot)
 	}
-	t.inFlight -= s.start.TotalSize
+	if s.shared {
+		t.sharedOpen--
+	}
+	t.charge(s, -int64(s.charged))
+}
+
+// streamPeer is the peer that the streams of an unnamed caller are
+// counted by: transport.PeerOf's IPv4 address as it is, an IPv6 peer (its
+// /64, or an address) by its /48 (StreamLimits.PeerShare).
+func streamPeer(peer string) string {
+	var a netip.Addr
+	if p, err := netip.ParsePrefix(peer); err == nil && p.Bits() >= 48 {
+		a = p.Addr()
+	} else if a, err = netip.ParseAddr(peer); err != nil {
+		return peer
+	}
+	if !a.Is6() || a.Is4In6() {
+		return peer
+	}
+	p, err := a.Prefix(48)
+	if err != nil {
+		return peer
+	}
+	return p.String()
+}
+
+// slotOf is the open-stream count a stream of bucket from peer (streamPeer,
+// unnamed callers only) is in: a named caller's own, or its peer's share
+// of the unnamed callers' ("" in process: one for all of them).
+func slotOf(bucket, peer string) string {
+	if bucket == SharedPrincipal {
+		return SharedPrincipal + " " + peer
+	}
+	return bucket
+}
+
+// keepsPace reports whether s, with got bytes received and its last new
+// chunk at s.lastNew, keeps its pace at now (StreamLimits.StallGrace,
+// MinRate): a new chunk within StallGrace, and the bytes MinRate asks for
+// since the stream started, after a grace of StallGrace. s.mu is held.
+func (t *streams) keepsPace(s *inStream, got uint64, now time.Time) bool {
+	return now.Sub(s.lastNew) <= t.lim.StallGrace && t.onRate(s, got, now)
+}
+
+// onRate reports whether got bytes are what MinRate asks of s at now,
+// counted from its start after a grace of StallGrace.
+func (t *streams) onRate(s *inStream, got uint64, now time.Time) bool {
+	rate := int64(min(t.lim.MinRate, 1<<62))
+	return now.Sub(s.started) <= transport.DataDeadline(int64(min(got, 1<<62)), rate, t.lim.StallGrace, 0)
+}
+
+// lookAhead is what a stream behind its pace is charged beyond what it
+// received after a new chunk: MinRate × StallGrace.
+func (t *streams) lookAhead() uint64 {
+	b := float64(t.lim.MinRate) * t.lim.StallGrace.Seconds()
+	if b >= float64(t.lim.MaxBytes) {
+		return t.lim.MaxBytes
+	}
+	return uint64(b)
+}
+
+// stall gives back what s is charged beyond what it received; s.mu is
+// held.
+func (t *streams) stall(s *inStream) {
+	t.mu.Lock()
+	t.charge(s, -int64(s.charged-s.got))
+	t.mu.Unlock()
+}
+
+// evict drops one open stream of an unnamed caller (of peer, when
+// samePeer) that no longer keeps its pace at now, to give its slot to a
+// new stream; it reports whether it dropped one. The table lock is held;
+// a stream in use right now is not touched.
+func (t *streams) evict(peer string, samePeer bool, now time.Time) bool {
+	for _, s := range t.open {
+		if !s.shared || samePeer && s.peer != peer || !s.mu.TryLock() {
+			continue
+		}
+		if s.closed || t.keepsPace(s, s.got, now) {
+			s.mu.Unlock()
+			continue
+		}
+		t.release(s)
+		s.closeFile()
+		s.mu.Unlock()
+		return true
+	}
+	return false
 }
 
 // drop removes s from the table and deletes its spool file. s.mu is held.
@@ -147,7 +380,8 @@ func (s *inStream) closeFile() {
 }
 
 // reclaim drops the streams idle since before now - Idle and returns how
-// many it dropped.
+// many it dropped; a spooled stream that fell behind its pace gives back
+// what it declared but did not receive (StreamLimits.StallGrace).
 func (t *streams) reclaim(now time.Time) int {
 	t.mu.Lock()
 	var idle []*inStream
@@ -160,9 +394,13 @@ func (t *streams) reclaim(now time.Time) int {
 		if !s.mu.TryLock() {
 			continue // in use right now: not idle
 		}
-		if !s.closed && now.Sub(s.last) > t.lim.Idle {
+		switch {
+		case s.closed:
+		case now.Sub(s.last) > t.lim.Idle:
 			t.drop(s)
 			n++
+		case s.file != nil && s.charged > s.got && !t.keepsPace(s, s.got, now):
+			t.stall(s)
 		}
 		s.mu.Unlock()
 	}
@@ -185,8 +423,10 @@ func (t *streams) closeAll() {
 }
 
 // ReclaimStreams drops the streams that have been idle longer than
-// StreamLimits.Idle, removing their spool files, and returns how many.
-// Handle also does it now and then.
+// StreamLimits.Idle, removing their spool files, and returns how many; the
+// spooled streams that fell behind their pace give back what they declared
+// but did not receive (StreamLimits.StallGrace). Handle also does it now
+// and then.
 func (a *Agent) ReclaimStreams() int { return a.streams.reclaim(a.cfg.Now()) }
 
 // OpenStreams returns how many streams are open.
@@ -228,7 +468,7 @@ func (a *Agent) stream(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		if err != nil {
 			return 0, nil, err
 		}
-		return noReply, nil, a.streamStart(sender, b, now)
+		return noReply, nil, a.streamStart(sender, transport.PeerOf(ctx), b, now)
 	case amp.TypeStreamData:
 		b, err := amp.DecodeStreamData(m.Body)
 		if err != nil {
@@ -244,13 +484,16 @@ func (a *Agent) stream(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 	}
 }
 
-func (a *Agent) streamStart(sender string, b amp.StreamStartBody, now time.Time) error {
+// streamStart opens a stream of sender, received from peer (a
+// transport.Peer, or "" when no transport named one).
+func (a *Agent) streamStart(sender, peer string, b amp.StreamStartBody, now time.Time) error {
 	t := a.streams
 	// The layout, hash and size checks are the Reassembler's (RFC 001 §6.2).
 	if len(b.StreamID) > maxStreamID || len(b.ContentType) > 256 || len(b.Filename) > 1024 {
 		return streamRefusal(amp.CodeInvalidMessage, "limit_exceeded", "", "stream_id, content_type or filename is too long")
 	}
-	if err := a.acceptStream(b); err != nil {
+	bucket := t.principal(sender)
+	if err := a.acceptStream(b, bucket == SharedPrincipal); err != nil {
 		return err
 	}
 	if _, err := amp.NewReassembler(b, t.lim.MaxBytes); err != nil {
@@ -259,27 +502,49 @@ func (a *Agent) streamStart(sender string, b amp.StreamStartBody, now time.Time)
 	if b.TotalChunks > t.lim.MaxChunks {
 		return streamRefusal(amp.CodeInvalidMessage, "limit_exceeded", b.StreamID, "a stream has at most %d chunks", t.lim.MaxChunks)
 	}
-	s := &inStream{key: streamKey{sender, b.StreamID}, bucket: t.principal(sender), start: b, have: make([]uint64, (b.TotalChunks+63)/64), last: now}
+	s := &inStream{key: streamKey{sender, b.StreamID}, bucket: bucket, start: b, last: now, started: now, lastNew: now}
+	if s.shared = s.bucket == SharedPrincipal; s.shared {
+		s.peer = streamPeer(peer) // the peer share bounds fresh keys: unnamed callers only
+	}
+	s.slot = slotOf(bucket, s.peer)
+	// A stream that no share of its sender could ever hold is refused for
+	// good: retrying it would never help.
+	switch {
+	case b.TotalSize > t.senderCap:
+		return streamRefusal(amp.CodeInvalidMessage, "limit_exceeded", b.StreamID, "a stream is at most %d bytes, one sender's share of the stream budget", t.senderCap)
+	case s.shared && b.TotalSize > t.sharedCap:
+		return streamRefusal(amp.CodeInvalidMessage, "limit_exceeded", b.StreamID, "a stream of a caller the policy does not name is at most %d bytes", t.sharedCap)
+	case s.peer != "" && b.TotalSize > t.peerCap:
+		return streamRefusal(amp.CodeInvalidMessage, "limit_exceeded", b.StreamID, "a stream of a caller the policy does not name is at most %d bytes, one network's share of the stream budget", t.peerCap)
+	}
+	s.have = make([]uint64, (b.TotalChunks+63)/64)
 	t.mu.Lock()
 	switch {
 	case t.open[s.key] != nil:
 		t.mu.Unlock()
 		return streamRefusal(amp.CodeInvalidMessage, "stream_exists", b.StreamID, "a stream with this stream_id is already open")
-	case t.perSend[s.bucket] >= t.lim.PerSender:
+	case t.perSend[s.slot] >= t.lim.PerSender && !(s.shared && t.evict(s.peer, true, now)):
 		t.mu.Unlock()
-		return streamRefusal(amp.CodeOverloaded, "too_many_streams", b.StreamID, "this sender has %d open streams, the most allowed (callers the policy does not name share them); finish one and retry", t.lim.PerSender)
-	case len(t.open) >= t.lim.MaxStreams:
+		return streamRefusal(amp.CodeOverloaded, "too_many_streams", b.StreamID, "this sender has %d open streams, the most allowed (callers the policy does not name share them by network); finish one and retry", t.lim.PerSender)
+	case s.shared && t.sharedOpen >= t.sharedSlots && !t.evict("", false, now):
+		t.mu.Unlock()
+		return streamRefusal(amp.CodeOverloaded, "too_many_streams", b.StreamID, "callers the policy does not name hold their part of the open streams; retry later")
+	case len(t.open) >= t.lim.MaxStreams && !t.evict("", false, now):
 		t.mu.Unlock()
 		return streamRefusal(amp.CodeOverloaded, "too_many_streams", b.StreamID, "the agent has too many open streams; retry later")
-	case t.inFlight+b.TotalSize > t.lim.MaxBytes:
+	}
+	if why := t.room(s, b.TotalSize); why != "" {
 		t.mu.Unlock()
-		return streamRefusal(amp.CodeOverloaded, "stream_budget_exceeded", b.StreamID, "the agent holds too many stream bytes; retry later")
+		return streamRefusal(amp.CodeOverloaded, "stream_budget_exceeded", b.StreamID, "%s", why)
 	}
 	// Reserved before any memory or disk is used.
 	t.open[s.key] = s
-	t.perSend[s.bucket]++
-	t.inFlight += b.TotalSize
+	t.perSend[s.slot]++
+	if s.shared {
+		t.sharedOpen++
+	}
 	s.mu.Lock()
+	t.charge(s, int64(b.TotalSize))
 	t.mu.Unlock()
 	defer s.mu.Unlock()
 	if b.TotalSize > t.lim.SpoolThreshold {
@@ -345,9 +610,11 @@ func (a *Agent) streamData(sender string, d amp.StreamDataBody, now time.Time) e
 	case uint64(len(d.Data)) != s.chunkLen(d.Index):
 		return streamRefusal(amp.CodeInvalidMessage, "wrong_chunk_size", d.StreamID, "chunk has the wrong size")
 	}
-	s.last = now
 	off := d.Index * s.start.ChunkSize
 	if s.have[d.Index/64]&(1<<(d.Index%64)) != 0 {
+		// A chunk received again is no progress: it keeps the stream
+		// neither from its idle timeout nor from being evicted.
+		//
 		// A chunk received twice: identical bytes are ignored (RFC 001
 		// §6.2), different bytes end the stream.
 		prev := make([]byte, len(d.Data))
@@ -366,11 +633,22 @@ func (a *Agent) streamData(sender string, d amp.StreamDataBody, now time.Time) e
 		a.streams.drop(s)
 		return streamRefusal(amp.CodeInvalidMessage, "conflicting_chunk", d.StreamID, "chunk was received twice with different bytes; the stream is discarded")
 	}
+	n := uint64(len(d.Data))
+	extra, err := a.streams.resume(s, n, now)
+	if err != nil {
+		return err
+	}
+	s.last = now
 	if s.file != nil {
 		if _, err := s.file.WriteAt(d.Data, int64(off)); err != nil {
 			// Retryable: the chunk is not counted, the stream stays (and
 			// is reclaimed when idle), so the sender's retry can land.
 			a.log.Error("cannot write a stream spool file", "err", err)
+			if extra > 0 {
+				a.streams.mu.Lock()
+				a.streams.charge(s, -int64(extra))
+				a.streams.mu.Unlock()
+			}
 			return unavailable()
 		}
 	} else {
@@ -378,28 +656,67 @@ func (a *Agent) streamData(sender string, d amp.StreamDataBody, now time.Time) e
 	}
 	s.have[d.Index/64] |= 1 << (d.Index % 64)
 	s.received++
+	s.got += n
+	s.lastNew = now
 	return nil
+}
+
+// resume charges a new chunk of n bytes for s (s.mu held) and returns
+// what it added (undo it if the chunk is not kept). A stream charged its
+// whole size is charged already. One that fell behind charges its whole
+// rest again only when, with this chunk, it has caught up with its pace
+// counted from its start (never a fresh pace: one tiny chunk per grace
+// must not win the whole charge back); otherwise what it received plus a
+// look-ahead (lookAhead); when that does not fit, only what it received;
+// when not even that fits, the chunk is refused retryably and nothing
+// changes.
+func (t *streams) resume(s *inStream, n uint64, now time.Time) (extra uint64, err error) {
+	total, got := s.start.TotalSize, s.got+n
+	if s.charged >= total {
+		return 0, nil
+	}
+	want := total
+	if !t.onRate(s, got, now) {
+		want = min(total, got+t.lookAhead())
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, w := range []uint64{want, got} {
+		if w <= s.charged {
+			return 0, nil
+		}
+		if t.room(s, w-s.charged) == "" {
+			extra = w - s.charged
+			t.charge(s, int64(extra))
+			return extra, nil
+		}
+	}
+	return 0, streamRefusal(amp.CodeOverloaded, "stream_budget_exceeded", s.start.StreamID, "%s", t.room(s, got-s.charged))
 }
 
 // streamEnd hands a complete, verified stream to the application. The
 // stream is dropped once its outcome is final: accepted, a hash mismatch,
-// a refusal for good. A retryable failure (reading the spool file, or a
-// retryable *amp.Error of the application) keeps it, so that the sender's
-// retry of the STREAM_END with the same id (RFC 001 §16.3) can succeed;
-// it is reclaimed when idle otherwise. An accepted stream's ACK is recorded
-// durably in the ledger (as if a handler ran: the application acted on
-// it), so that a replay gets the same ACK for the message's ttl however
-// busy the ledger's volatile cache is.
+// a refusal for good. A retryable failure (reading the spool file, no
+// room for waiting params or in the ledger, or a retryable *amp.Error of
+// the application) keeps it, so that the sender's retry can succeed; it
+// is reclaimed when idle otherwise. Before the hand-over, as before a
+// handler runs, the ledger records durably that it happens and reserves
+// the room of its reply (docs/CLI.md §3.4, "Room before the run"): when
+// it cannot, the STREAM_END is refused retryably (3005, 5004) and nothing
+// was handed over, so the retry with the same id is evaluated again. After
+// it, the reply (the ACK, or the application's refusal) is recorded, so a
+// replay gets the same bytes for the message's ttl however busy the
+// ledger's volatile cache is.
 func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBody, now time.Time, t *ledger.Ticket) (amp.Type, []byte, error) {
 	s, err := a.streams.lookup(sender, e.StreamID, a.idle)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer s.mu.Unlock()
-	s.last = now
 	if s.received != s.start.TotalChunks {
 		// The stream stays open until its timeout: the sender may send
-		// the missing chunks and a new STREAM_END (STREAM-3).
+		// the missing chunks and a new STREAM_END (STREAM-3). This END
+		// is no progress: it does not keep the stream from its timeout.
 		return 0, nil, streamRefusal(amp.CodeInvalidMessage, "missing_chunks", e.StreamID, "%d of %d chunks are missing", s.start.TotalChunks-s.received, s.start.TotalChunks)
 	}
 	var content io.ReadSeeker = bytes.NewReader(s.mem)
@@ -419,10 +736,28 @@ func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBod
 	if _, err := content.Seek(0, io.SeekStart); err != nil {
 		return 0, nil, unavailable()
 	}
+	s.last = now
 	info := StreamInfo{Sender: sender, StreamID: s.start.StreamID, ContentType: s.start.ContentType, Filename: s.start.Filename,
 		Size: s.start.TotalSize, Chunks: s.start.TotalChunks, SHA256: sum}
+	// Every retryable check before the side effect: the room for waiting
+	// params, then the ledger's record and reservation.
+	kept, err := a.reserveParams(ctx, info, now)
+	if err != nil {
+		return 0, nil, err
+	}
+	var rerr error
+	a.idle(func() { rerr = t.Running() })
+	if rerr != nil {
+		a.params.cancel(kept)
+		if ledger.NoRoom(rerr) {
+			a.log.Warn("stream refused: no room in the idempotency ledger", "name", string(amp.NameOf(rerr)), "from", sender)
+			return 0, nil, rerr
+		}
+		a.log.Error("idempotency ledger unavailable", "err", rerr)
+		return 0, nil, unavailable()
+	}
 	var herr error
-	a.idle(func() { herr = a.deliverStream(ctx, info, io.LimitReader(content, int64(s.start.TotalSize))) })
+	a.idle(func() { herr = a.deliverStream(ctx, info, kept, io.LimitReader(content, int64(s.start.TotalSize))) })
 	if herr != nil {
 		if _, ok := herr.(*amp.Error); !ok {
 			a.log.Error("stream handler failed", "err", herr, "from", sender, "stream_id", s.start.StreamID)
@@ -434,13 +769,6 @@ func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBod
 		return 0, nil, herr
 	}
 	a.streams.drop(s)
-	var rerr error
-	a.idle(func() { rerr = t.Running() })
-	if rerr != nil {
-		// The stream was accepted: the ACK is still sent, kept in the
-		// volatile cache only.
-		a.log.Warn("stream ack not recorded durably", "err", rerr, "from", sender, "stream_id", s.start.StreamID)
-	}
 	n, ok := s.start.TotalChunks, true
 	body, err := amp.Marshal(amp.AckBody{AckSource: amp.AckFromRecipient, ReceivedAt: uint64(now.UnixMilli()),
 		StreamID: s.start.StreamID, ChunksReceived: &n, Verified: &ok})

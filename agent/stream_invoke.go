@@ -12,6 +12,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Params of a CAP_INVOKE carried by a stream (docs/SPEC-DECISIONS.md
@@ -22,7 +23,9 @@ import (
 // sender names it (stream_id and SHA-256) in params_stream, or until Keep
 // passes. That CAP_INVOKE then goes through the whole pipeline with the
 // stream's content as its params: the same decoding budget, the same
-// input-schema validation as inline params. The content is used once.
+// input-schema validation as inline params. The content is used once: by
+// the run, or by a final refusal; a retryable refusal before the run (no
+// room in the ledger) leaves it waiting for the retry.
 
 // ParamStreamLimits enable and bound params carried by streams. Zero
 // fields take the defaults.
@@ -31,13 +34,23 @@ type ParamStreamLimits struct {
 	// STREAM_START is refused for good (1001 limit_exceeded).
 	MaxSize uint64
 	// PerSender caps the verified params one sender may have waiting for
-	// their CAP_INVOKE (default 4; senders are counted by principal, like
-	// open streams: see Principals), MaxKept those of all senders (default
-	// 64), MaxBytes their bytes in all (default 256 MiB). Beyond them the
-	// STREAM_END is refused retryably (5004 params_budget_exceeded) and
-	// the stream stays open until it is retried or idle.
+	// their CAP_INVOKE (default 4; senders are counted like open streams:
+	// by principal, and the callers the policy does not name by peer, see
+	// StreamLimits.PerSender), MaxKept those of all senders (default 64;
+	// the callers the policy does not name hold at most three quarters),
+	// MaxBytes their bytes in all (default 256 MiB). When one is reached,
+	// params of a caller the policy does not name that waited longer than
+	// StreamLimits.StallGrace are dropped to make room (a CAP_INVOKE
+	// follows its ACK at once); beyond them the STREAM_END is refused
+	// retryably (5004 params_budget_exceeded) and the stream stays open
+	// until it is retried or idle.
 	PerSender, MaxKept int
 	MaxBytes           uint64
+	// NamedReserve is the part of MaxBytes that only the params of callers
+	// the policy names (Principals) may use: those of the other callers,
+	// all together, hold at most MaxBytes - NamedReserve (default
+	// MaxBytes/4), refused the same way beyond it.
+	NamedReserve uint64
 	// Keep is how long verified params wait for their CAP_INVOKE (default
 	// 10 min, on the agent's clock); then they are dropped.
 	Keep time.Duration
@@ -56,6 +69,10 @@ func (l *ParamStreamLimits) setDefaults() {
 	if l.MaxBytes == 0 {
 		l.MaxBytes = 256 << 20
 	}
+	if l.NamedReserve == 0 {
+		l.NamedReserve = l.MaxBytes / 4
+	}
+	l.NamedReserve = min(l.NamedReserve, l.MaxBytes)
 	if l.Keep <= 0 {
 		l.Keep = 10 * time.Minute
 	}
@@ -63,12 +80,19 @@ func (l *ParamStreamLimits) setDefaults() {
 
 // keptParams is the verified content of one params stream.
 type keptParams struct {
+	key     streamKey
 	bucket  string // the sender's principal, charged for it
+	slot    string // whose count it is in (slotOf)
+	shared  bool   // of a caller the policy does not name
 	sum     []byte
 	size    uint64
 	mem     []byte // content when small
 	file    string // spool file otherwise
+	kept    time.Time
 	expires time.Time
+	// ready: filled (fill); claimed: a CAP_INVOKE is using it (take),
+	// until it is used up or put back. Changed with the keeper's lock.
+	ready, claimed bool
 }
 
 func (k *keptParams) remove() {
@@ -82,10 +106,13 @@ type paramKeeper struct {
 	lim       ParamStreamLimits
 	threshold uint64
 	dir       string
+	grace     time.Duration // StreamLimits.StallGrace
 	mu        sync.Mutex
 	m         map[streamKey]*keptParams
-	perSend   map[string]int // waiting params per principal
+	perSend   map[string]int // waiting params per slot (slotOf)
 	bytes     uint64
+	shared    uint64 // bytes of the callers the policy does not name
+	sharedN   int    // their waiting params
 	principal func(sender string) string
 }
 
@@ -96,62 +123,138 @@ func newParamKeeper(lim *ParamStreamLimits, streams StreamLimits, principal func
 	l := *lim
 	l.setDefaults()
 	streams.setDefaults()
-	return &paramKeeper{lim: l, threshold: streams.SpoolThreshold, dir: streams.SpoolDir,
+	return &paramKeeper{lim: l, threshold: streams.SpoolThreshold, dir: streams.SpoolDir, grace: streams.StallGrace,
 		m: map[streamKey]*keptParams{}, perSend: map[string]int{}, principal: principal}
 }
 
 // unlink removes k from the table; the lock is held.
-func (p *paramKeeper) unlink(key streamKey, k *keptParams) {
-	delete(p.m, key)
-	if p.perSend[k.bucket]--; p.perSend[k.bucket] <= 0 {
-		delete(p.perSend, k.bucket)
+func (p *paramKeeper) unlink(k *keptParams) {
+	delete(p.m, k.key)
+	if p.perSend[k.slot]--; p.perSend[k.slot] <= 0 {
+		delete(p.perSend, k.slot)
 	}
 	p.bytes -= k.size
+	if k.shared {
+		p.shared -= k.size
+		p.sharedN--
+	}
 }
 
 // expire drops what waited longer than Keep; the lock is held.
 func (p *paramKeeper) expire(now time.Time) {
-	for key, k := range p.m {
-		if now.After(k.expires) {
-			p.unlink(key, k)
+	for _, k := range p.m {
+		if k.ready && !k.claimed && now.After(k.expires) {
+			p.unlink(k)
 			k.remove()
 		}
 	}
 }
 
-// keep stores the verified content of a params stream.
-func (p *paramKeeper) keep(info StreamInfo, content io.Reader, now time.Time) error {
-	key := streamKey{info.Sender, info.StreamID}
-	p.mu.Lock()
-	p.expire(now)
-	if old := p.m[key]; old != nil {
-		// The same sender reused the stream_id: the newer content wins
-		// (a CAP_INVOKE names the SHA-256 it means).
-		p.unlink(key, old)
-		old.remove()
+// fits reports whether k fits beside what waits, and, when not, whether
+// only its slot's count is full; the lock is held.
+func (p *paramKeeper) fits(k *keptParams) (ok, slotFull bool) {
+	sharedMax := max(1, p.lim.MaxKept-p.lim.MaxKept/4)
+	switch {
+	case p.perSend[k.slot] >= p.lim.PerSender:
+		return false, true
+	case len(p.m) >= p.lim.MaxKept || p.bytes+k.size > p.lim.MaxBytes:
+	case k.shared && (p.sharedN >= sharedMax || p.shared+k.size > p.lim.MaxBytes-p.lim.NamedReserve):
+	default:
+		return true, false
 	}
+	return false, false
+}
+
+// evictOld drops the oldest waiting params of a caller the policy does
+// not name (in slot, when slot is not "") that waited longer than the
+// grace, and reports whether there was one; the lock is held.
+func (p *paramKeeper) evictOld(slot string, now time.Time) bool {
+	var old *keptParams
+	for _, k := range p.m {
+		if k.shared && k.ready && !k.claimed && (slot == "" || k.slot == slot) && now.Sub(k.kept) > p.grace &&
+			(old == nil || k.kept.Before(old.kept)) {
+			old = k
+		}
+	}
+	if old == nil {
+		return false
+	}
+	p.unlink(old)
+	old.remove()
+	return true
+}
+
+// reserve makes room for the verified params of info, from peer (the
+// transport's), before the ledger records the STREAM_END; fill then
+// stores them, or cancel gives the room back.
+func (p *paramKeeper) reserve(info StreamInfo, peer string, now time.Time) (*keptParams, error) {
 	bucket := p.principal(info.Sender)
-	if p.perSend[bucket] >= p.lim.PerSender || len(p.m) >= p.lim.MaxKept || p.bytes+info.Size > p.lim.MaxBytes {
-		p.mu.Unlock()
-		return streamRefusal(amp.CodeOverloaded, "params_budget_exceeded", info.StreamID,
-			"too many verified params wait for their CAP_INVOKE; invoke or retry later")
+	shared := bucket == SharedPrincipal
+	if !shared {
+		peer = ""
+	}
+	k := &keptParams{key: streamKey{info.Sender, info.StreamID}, bucket: bucket, slot: slotOf(bucket, peer), shared: shared,
+		sum: info.SHA256, size: info.Size, kept: now, expires: now.Add(p.lim.Keep)}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.expire(now)
+	if old := p.m[k.key]; old != nil {
+		// The same sender reused the stream_id: the newer content wins
+		// (a CAP_INVOKE names the SHA-256 it means). One in use is
+		// removed by its user.
+		p.unlink(old)
+		if !old.claimed {
+			old.remove()
+		}
+	}
+	for {
+		ok, slotFull := p.fits(k)
+		if ok {
+			break
+		}
+		slot := ""
+		if slotFull {
+			slot = k.slot
+		}
+		if slotFull && !shared || !p.evictOld(slot, now) {
+			return nil, streamRefusal(amp.CodeOverloaded, "params_budget_exceeded", info.StreamID,
+				"too many verified params wait for their CAP_INVOKE; invoke or retry later")
+		}
 	}
 	// Reserved before any memory or disk is used.
-	k := &keptParams{bucket: bucket, sum: info.SHA256, size: info.Size, expires: now.Add(p.lim.Keep)}
-	p.m[key] = k
-	p.perSend[bucket]++
-	p.bytes += info.Size
-	p.mu.Unlock()
-	err := k.fill(content, p.threshold, p.dir)
-	if err != nil {
-		p.mu.Lock()
-		if p.m[key] == k {
-			p.unlink(key, k)
-		}
-		p.mu.Unlock()
-		k.remove()
+	p.m[k.key] = k
+	p.perSend[k.slot]++
+	p.bytes += k.size
+	if shared {
+		p.shared += k.size
+		p.sharedN++
 	}
-	return err
+	return k, nil
+}
+
+// cancel gives back what reserve took for k (nil: nothing).
+func (p *paramKeeper) cancel(k *keptParams) {
+	if p == nil || k == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.m[k.key] == k {
+		p.unlink(k)
+	}
+	p.mu.Unlock()
+	k.remove()
+}
+
+// store fills k with content; on failure it gives k's room back.
+func (p *paramKeeper) store(k *keptParams, content io.Reader) error {
+	if err := k.fill(content, p.threshold, p.dir); err != nil {
+		p.cancel(k)
+		return err
+	}
+	p.mu.Lock()
+	k.ready = true
+	p.mu.Unlock()
+	return nil
 }
 
 // fill copies exactly k.size bytes of content to memory or a spool file.
@@ -178,29 +281,83 @@ func (k *keptParams) fill(content io.Reader, threshold uint64, dir string) error
 	return nil
 }
 
-// take returns and forgets the params of sender's stream id if their
-// SHA-256 is sum. A reference to nothing, or to other content, is 4001 and
-// leaves what is kept alone.
-func (p *paramKeeper) take(sender string, ref capability.ParamsStream, now time.Time) ([]byte, error) {
+// paramsUse is the params a CAP_INVOKE took (take): done uses them up,
+// putBack leaves them waiting for a retry. Both may be called on nil and
+// more than once: the first call counts.
+type paramsUse struct {
+	p *paramKeeper
+	k *keptParams
+}
+
+// done forgets the params for good.
+func (u *paramsUse) done() {
+	if u == nil || u.k == nil {
+		return
+	}
+	k := u.k
+	u.k = nil
+	u.p.mu.Lock()
+	if u.p.m[k.key] == k {
+		u.p.unlink(k)
+	}
+	u.p.mu.Unlock()
+	k.remove()
+}
+
+// putBack leaves the params waiting, as before take: nothing ran.
+func (u *paramsUse) putBack() {
+	if u == nil || u.k == nil {
+		return
+	}
+	k := u.k
+	u.k = nil
+	u.p.mu.Lock()
+	kept := u.p.m[k.key] == k
+	if kept {
+		k.claimed = false
+	}
+	u.p.mu.Unlock()
+	if !kept {
+		k.remove() // replaced or dropped meanwhile
+	}
+}
+
+// take returns the params of sender's stream id if their SHA-256 is sum,
+// claimed for one CAP_INVOKE: they stay counted, and no other CAP_INVOKE
+// can take them, until the use is done or put back. A reference to
+// nothing (or to params another CAP_INVOKE holds), or to other content,
+// is 4001 and leaves what is kept alone.
+func (p *paramKeeper) take(sender string, ref capability.ParamsStream, now time.Time) (*paramsUse, []byte, error) {
 	key := streamKey{sender, ref.StreamID}
 	p.mu.Lock()
 	p.expire(now)
 	k := p.m[key]
-	if k == nil {
+	if k == nil || !k.ready || k.claimed {
 		p.mu.Unlock()
-		return nil, streamRefusal(amp.CodeBadRequest, "unknown_params_stream", ref.StreamID,
+		return nil, nil, streamRefusal(amp.CodeBadRequest, "unknown_params_stream", ref.StreamID,
 			"no verified params stream has this stream_id (never acknowledged, already used, or dropped after its time)")
 	}
 	if subtle.ConstantTimeCompare(k.sum, ref.SHA256) != 1 {
 		p.mu.Unlock()
-		return nil, streamRefusal(amp.CodeBadRequest, "params_stream_mismatch", ref.StreamID, "the params stream's SHA-256 is not the one named")
+		return nil, nil, streamRefusal(amp.CodeBadRequest, "params_stream_mismatch", ref.StreamID, "the params stream's SHA-256 is not the one named")
 	}
-	p.unlink(key, k)
+	k.claimed = true
 	p.mu.Unlock()
+	use := &paramsUse{p: p, k: k}
+	buf, err := k.read()
+	if err != nil {
+		use.putBack()
+		return nil, nil, err
+	}
+	return use, buf, nil
+}
+
+// read returns k's content, checked against its SHA-256 when it comes
+// from a file.
+func (k *keptParams) read() ([]byte, error) {
 	if k.file == "" {
 		return k.mem, nil
 	}
-	defer k.remove()
 	f, err := os.Open(k.file)
 	if err != nil {
 		return nil, unavailable()
@@ -225,9 +382,11 @@ func (p *paramKeeper) closeAll() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for key, k := range p.m {
-		p.unlink(key, k)
-		k.remove()
+	for _, k := range p.m {
+		p.unlink(k)
+		if !k.claimed {
+			k.remove() // one in use is removed by its user
+		}
 	}
 }
 
@@ -246,14 +405,19 @@ func (a *Agent) WaitingParams() int {
 func (a *Agent) streamsServed() bool { return a.cfg.Streams != nil || a.params != nil }
 
 // acceptStream decides at STREAM_START whether the agent takes a stream
-// of this content type, before anything is reserved.
-func (a *Agent) acceptStream(b amp.StreamStartBody) error {
+// of this content type, before anything is reserved; shared: from a
+// caller the policy does not name.
+func (a *Agent) acceptStream(b amp.StreamStartBody, shared bool) error {
 	if b.ContentType == capability.ParamsContentType {
 		switch {
 		case a.params == nil:
 			return streamRefusal(amp.CodeInvalidMessage, "stream_not_accepted", b.StreamID, "this agent does not take invocation params over streams")
 		case b.TotalSize > a.params.lim.MaxSize:
 			return streamRefusal(amp.CodeInvalidMessage, "limit_exceeded", b.StreamID, "params streams are at most %d bytes", a.params.lim.MaxSize)
+		case shared && b.TotalSize > a.params.lim.MaxBytes-a.params.lim.NamedReserve:
+			// Such params could never wait for their CAP_INVOKE.
+			return streamRefusal(amp.CodeInvalidMessage, "limit_exceeded", b.StreamID, "params streams of a caller the policy does not name are at most %d bytes",
+				a.params.lim.MaxBytes-a.params.lim.NamedReserve)
 		}
 		return nil
 	}
@@ -264,28 +428,42 @@ func (a *Agent) acceptStream(b amp.StreamStartBody) error {
 	return nil
 }
 
+// reserveParams makes room for a verified params stream before its
+// STREAM_END is recorded (nil for any other stream): 5004
+// params_budget_exceeded, retryably, when there is none.
+func (a *Agent) reserveParams(ctx context.Context, info StreamInfo, now time.Time) (*keptParams, error) {
+	if info.ContentType != capability.ParamsContentType || a.params == nil {
+		return nil, nil
+	}
+	return a.params.reserve(info, streamPeer(transport.PeerOf(ctx)), now)
+}
+
 // deliverStream hands a verified stream to where it goes: params to the
-// keeper, anything else to Config.Streams.
-func (a *Agent) deliverStream(ctx context.Context, info StreamInfo, content io.Reader) error {
-	if info.ContentType == capability.ParamsContentType && a.params != nil {
-		return a.params.keep(info, content, a.cfg.Now())
+// room reserveParams made for them (kept), anything else to
+// Config.Streams.
+func (a *Agent) deliverStream(ctx context.Context, info StreamInfo, kept *keptParams, content io.Reader) error {
+	if kept != nil {
+		return a.params.store(kept, content)
 	}
 	return a.cfg.Streams(ctx, info, content)
 }
 
-// invokeParams returns the CBOR params of inv: inline, or the content of
-// the params stream it names (sent by caller, verified, size-bounded).
-func (a *Agent) invokeParams(caller string, inv capability.Invoke) ([]byte, error) {
+// invokeParams returns the CBOR params of inv: inline (use nil), or the
+// content of the params stream it names (sent by caller, verified,
+// size-bounded), claimed by use: the caller puts them back when its
+// refusal is retryable and nothing ran, and uses them up otherwise.
+func (a *Agent) invokeParams(caller string, inv capability.Invoke) (params []byte, use *paramsUse, err error) {
 	ref, ok, err := capability.ParamsStreamOf(inv)
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	case !ok:
-		return inv.Params, nil
+		return inv.Params, nil, nil
 	case a.params == nil:
-		return nil, streamRefusal(amp.CodeBadRequest, "params_stream_not_served", ref.StreamID, "this agent does not take invocation params over streams")
+		return nil, nil, streamRefusal(amp.CodeBadRequest, "params_stream_not_served", ref.StreamID, "this agent does not take invocation params over streams")
 	}
-	return a.params.take(caller, ref, a.cfg.Now())
+	use, params, err = a.params.take(caller, ref, a.cfg.Now())
+	return params, use, err
 }
 
 func sha256Sum(b []byte) []byte {

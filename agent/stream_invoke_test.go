@@ -22,7 +22,7 @@ import (
 // paramsEnv is an agent that takes params streams, with small messages
 // (64 KiB), a small spool threshold and its own spool directory, and a
 // translate handler that records the length of the text it was given.
-func paramsEnv(t *testing.T, lim *ParamStreamLimits) (*env, string, func() []int) {
+func paramsEnv(t *testing.T, lim *ParamStreamLimits, opts ...envOption) (*env, string, func() []int) {
 	spool := t.TempDir()
 	var mu sync.Mutex
 	var got []int
@@ -36,7 +36,11 @@ func paramsEnv(t *testing.T, lim *ParamStreamLimits) (*env, string, func() []int
 		defer mu.Unlock()
 		got = append(got, len(params.(map[string]any)["text"].(string)))
 		return map[string]any{}, nil
-	}))
+	}), func(e *env) {
+		for _, o := range opts {
+			o(e)
+		}
+	})
 	return e, spool, func() []int { mu.Lock(); defer mu.Unlock(); return append([]int(nil), got...) }
 }
 

@@ -351,10 +351,13 @@ func TestTooManyStreamsPerSenderRetryable(t *testing.T) {
 }
 
 // TestStreamBytesBudgetExceeded: total_size of all open streams is capped;
-// a stream larger than the whole budget is refused for good.
+// a stream larger than the whole budget is refused for good. (The shares
+// within it: stream_budget_test.go.)
 func TestStreamBytesBudgetExceeded(t *testing.T) {
-	e, _ := streamEnv(t, StreamLimits{MaxBytes: 100})
-	e.send(amp.TypeStreamStart, startBody(t, "a", make([]byte, 60), 30))
+	e, _ := streamEnv(t, StreamLimits{MaxBytes: 100, SenderBytes: 100})
+	if m := e.send(amp.TypeStreamStart, startBody(t, "a", make([]byte, 60), 30)); m != nil {
+		t.Fatalf("STREAM_START answered %s", m.Type)
+	}
 	wantStreamError(t, e.send(amp.TypeStreamStart, startBody(t, "b", make([]byte, 60), 30)), amp.CodeOverloaded, "stream_budget_exceeded")
 	wantStreamError(t, e.send(amp.TypeStreamStart, startBody(t, "c", make([]byte, 101), 101)), amp.CodeInvalidMessage, "limit_exceeded")
 }
