@@ -17,6 +17,7 @@ import (
 	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/internal/workers"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Handler executes one capability invocation. params is the invocation's
@@ -110,14 +111,34 @@ type Config struct {
 	// on the request's goroutine and must not block.
 	Observe func(Observation)
 	// Ledger is the idempotency ledger. Nil opens the durable one beside
-	// the store, in the file Store.Path() + ".ledger" (never the registry
-	// file), with LedgerLimits; Close closes it. New makes the ledger
+	// the store (ledger.OpenFile with the defaults): the write-ahead log
+	// Store.Path() + ".ledger.wal", its lock file + ".ledger.wal.lock"
+	// (held while the agent is open: a second agent on the same store is
+	// refused), and, while a compaction runs, + ".ledger.wal.compact"; a
+	// bbolt ledger an older agent left at Store.Path() + ".ledger" is
+	// migrated once and renamed + ".ledger.migrated". The directory of the
+	// store must be writable. Limits are LedgerLimits; Close closes it. To
+	// place the files elsewhere, open the ledger yourself
+	// (ledger.OpenFile with FileOptions.Path, then ledger.New) and set it
+	// here. New makes the ledger
 	// charge its per-caller quotas to the policy's principals
 	// (Ledger.SetPrincipal with PrincipalOf): one ledger serves one agent.
 	Ledger *ledger.Ledger
 	// LedgerLimits bound the ledger New opens (default: 256 MiB, 1/8 of it
-	// per caller).
+	// per caller, and ReplyReserve, the largest result recorded, reserved
+	// for each running handler: 256 KiB; docs/CLI.md §3.4).
 	LedgerLimits ledger.Limits
+	// MaxResultBytes sets the largest result of a capability, by handler
+	// id ("name:version"), in bytes of the CAP_RESULT reply that carries it
+	// (the result's CBOR encoding and a few hundred bytes of envelope):
+	// the ledger reserves that much before the handler runs, and a larger
+	// result is answered by a final CAP_RESULT error 5001
+	// result_too_large, recorded (docs/CLI.md §3.4). A capability it does
+	// not name gets the ledger's Limits.ReplyReserve (LedgerLimits, or
+	// Ledger's). Each is at least ledger.MinReplyReserve; New refuses one
+	// that cannot fit in one caller's share (ledger.Limits.MaxReserve,
+	// ErrResultExceedsShare).
+	MaxResultBytes map[string]int64
 	// Limits caps incoming messages (default: 16 MiB, amp defaults).
 	Limits amp.Limits
 	// MaxClockSkew as in amp.ReceiverConfig (default 30 s).
@@ -194,8 +215,11 @@ type Agent struct {
 	cursorKey []byte
 	ledger    *ledger.Ledger
 	ownLedger bool
-	// cpu holds a slot per goroutine computing in Handle (see idle).
-	cpu chan struct{}
+	// results is the largest result of each capability (result_limit.go).
+	results resultLimits
+	// cpu holds a slot per goroutine computing in Handle (see idle),
+	// handed out round robin by the transport's peer (transport.Fair).
+	cpu *transport.Fair
 	// nextSweep is the Unix time (ns) of the next replay sweep.
 	nextSweep atomic.Int64
 	// streams holds the open incoming streams.
@@ -210,7 +234,10 @@ func misconfigured(format string, args ...any) error {
 }
 
 // New checks cfg and returns an Agent. A misconfigured agent is an error,
-// never a half-working value (ACDP-0007 §3.5.1).
+// never a half-working value (ACDP-0007 §3.5.1). Unless cfg.Ledger is set,
+// New creates (or reopens) the idempotency ledger's files beside the store,
+// Store.Path() + ".ledger.wal" and its lock file + ".ledger.wal.lock"
+// (see Config.Ledger); it writes nothing else.
 func New(cfg Config) (*Agent, error) {
 	switch {
 	case cfg.Store == nil && cfg.registry == nil:
@@ -251,11 +278,11 @@ func New(cfg Config) (*Agent, error) {
 		cfg.DefaultLimit = cfg.MaxLimit
 	}
 
-	a := &Agent{cfg: cfg, log: cfg.Logger, cpu: make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
+	a := &Agent{cfg: cfg, log: cfg.Logger, cpu: transport.NewFair(2*runtime.GOMAXPROCS(0), transport.DefaultPeerQueue),
 		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{},
 		workers: workers.New(0),
 	}
-	a.streams = newStreams(cfg.StreamLimits, a.principal)
+	a.streams = newStreams(cfg.StreamLimits, cfg.ParamStreams, a.principal)
 	a.params = newParamKeeper(cfg.ParamStreams, cfg.StreamLimits, a.principal)
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -321,6 +348,12 @@ func New(cfg Config) (*Agent, error) {
 		a.ownLedger = true
 	}
 	a.ledger.SetPrincipal(a.principal)
+	if a.results, err = newResultLimits(cfg, a.ledger); err != nil {
+		if a.ownLedger {
+			a.ledger.Close()
+		}
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -372,8 +405,13 @@ func (a *Agent) DID() string { return a.cfg.Identity.DID }
 func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 	a.maybeSweep()
 	start := time.Now()
-	a.cpu <- struct{}{}
-	defer func() { <-a.cpu }()
+	// A slot in the peer's turn, before any verification: a flood from one
+	// address waits behind its own messages, not every caller's.
+	ctx, done, err := a.cpu.Enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	m, err := a.recv.Receive(ctx, data)
 	if err != nil {
 		code, name := amp.CodeOf(err), amp.NameOf(err)
@@ -442,8 +480,8 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 // from a durable write (the ledger's group commit) finds a short run queue
 // instead of waiting behind every caller's cryptography.
 func (a *Agent) idle(f func()) {
-	<-a.cpu
-	defer func() { a.cpu <- struct{}{} }()
+	a.cpu.Leave()
+	defer a.cpu.Resume()
 	f()
 }
 
@@ -568,16 +606,16 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 		return reply, nil
 	}
 	err = a.finish(t, reply)
-	if err != nil && t.Durable() && amp.CodeOf(err).Retryable() && (amp.NameOf(err) == ledger.ErrFull || amp.NameOf(err) == ledger.ErrCallerFull) {
-		// The result does not fit the ledger: it is withheld, and a small
-		// terminal result answers instead, recorded when it fits (it
-		// does within what Running reserved, unless the request's own
-		// fields it echoes, thread_id, are that large). The full result
-		// is never sent unrecorded.
-		a.log.Error("result too large for the idempotency ledger; answering an error result", "from", sender, "id", m.ID.String(), "bytes", len(reply))
+	if err != nil && t.Durable() && amp.NameOf(err) == ledger.ErrReplyTooLarge {
+		// The reply is larger than the ledger reserved for it (its
+		// capability's largest result, Config.MaxResultBytes): it is
+		// withheld, and a small final result answers instead, recorded
+		// (it fits the smallest reservation, thread_id echoed included).
+		// The full result is never sent unrecorded; a replay gets the
+		// same answer and never runs the handler again.
+		a.log.Error("reply larger than its capability's largest result; answering result_too_large (raise max_result_bytes)", "from", sender, "id", m.ID.String(), "bytes", len(reply))
 		var small []byte
-		b, err := capability.NewErrorResult(amp.Named(amp.CodeOverloaded, "result_not_recorded",
-			"the result could not be recorded for replays; it was not sent")).Encode()
+		b, err := capability.NewErrorResult(resultTooLarge(a.results.ofNamed(n.capability))).Encode()
 		if err == nil {
 			small, err = a.reply(ctx, m, amp.TypeCapResult, b)
 		}

@@ -32,7 +32,8 @@ import (
 //     resolved from verified, hash-checked bytes; params expanded within
 //     an item budget and validated                     → 5002 / 1001 / 4004
 //  7. the ledger records, durably, that the handler runs, and     → 5004 / 3005
-//     reserves the room of its largest result: in the budget, the
+//     reserves the room of its largest result (Config.MaxResultBytes;
+//     a larger one is answered 5001 result_too_large): in the budget, the
 //     caller's share and on disk (retryable: budget, disk / share
 //     used up; docs/CLI.md §3.4, "Room before the run")
 //
@@ -125,10 +126,13 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 			return 0, nil, err
 		}
 	}
-	rawParams, err := a.invokeParams(caller, inv)
+	rawParams, use, err := a.invokeParams(caller, inv)
 	if err != nil {
 		return 0, nil, err
 	}
+	// Streamed params are used once: by the run, or by a final refusal;
+	// a retryable refusal before the run puts them back first (below).
+	defer use.done()
 	params, err := offlineschema.ValueFromCBORBudget(rawParams, a.cfg.MaxParamItems)
 	if err != nil {
 		return 0, nil, err
@@ -153,9 +157,11 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 	// here on, exactly one CAP_RESULT. The entry outlives the handler's
 	// longest run (a ttl = 0 message's own expiry may come first).
 	t.Extend(a.cfg.Now().Add(timeout + a.cfg.MaxClockSkew))
+	t.Reserve(a.results.of(id)) // its largest result (result_limit.go)
 	var rerr error
 	a.idle(func() { rerr = t.Running() })
 	if err := rerr; err != nil {
+		use.putBack() // nothing ran: the sender's retry finds its params
 		if ledger.NoRoom(err) {
 			// Before the handler runs: nothing ran, the sender retries.
 			a.log.Warn("invocation refused: no room in the idempotency ledger", "name", string(amp.NameOf(err)), "from", caller, "usage", fmt.Sprint(a.ledger.Usage()))
@@ -164,7 +170,7 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		a.log.Error("idempotency ledger unavailable", "err", err)
 		return 0, nil, unavailable()
 	}
-	res := a.execute(a.reqLog(ctx), &invocation{caller: caller, id: m.ID}, id, outSchema, bridge, params, timeout)
+	res := a.limitResult(a.execute(a.reqLog(ctx), &invocation{caller: caller, id: m.ID}, id, outSchema, bridge, params, timeout), id)
 	if extra, deprecated := compatExtra(entry.Descriptor, id, asked); extra != nil {
 		if deprecated {
 			a.reqLog(ctx).Warn("deprecated version requested", "capability", id.String(), "requested", asked.String(), "from", caller)

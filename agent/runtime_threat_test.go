@@ -137,10 +137,12 @@ func TestStreamEndAckSurvivesAReplayCacheFlush(t *testing.T) {
 }
 
 // TestRetryableStreamRefusalKeepsTheStream: an application that refuses a
-// complete stream with a retryable error (5004) gets the STREAM_END again,
-// with the same id (RFC 001 §16.3), and the stream is still there to be
-// handed over (threat: a retryable refusal that drops the stream, so the
-// retry can only fail with unknown_stream and the transfer is lost).
+// complete stream with a retryable error (5004) gets a new STREAM_END, and
+// the stream is still there to be handed over (threat: a retryable refusal
+// that drops the stream, so the retry can only fail with unknown_stream
+// and the transfer is lost). The application ran, so, as for a handler's
+// retryable error, the first message's ERROR is recorded for its id
+// (docs/SPEC-DECISIONS.md AGENT-6).
 func TestRetryableStreamRefusalKeepsTheStream(t *testing.T) {
 	rec := &received{}
 	var calls atomic.Int64
@@ -163,6 +165,10 @@ func TestRetryableStreamRefusalKeepsTheStream(t *testing.T) {
 	if eb := errorOf(t, e.receive(e.caller, raw)); eb.Code != amp.CodeOverloaded {
 		t.Fatalf("first STREAM_END got %d, want the application's 5004", eb.Code)
 	}
+	if again, err := e.agent.Handle(context.Background(), end); err != nil || !bytes.Equal(again, raw) {
+		t.Fatalf("the same STREAM_END again did not get its recorded ERROR (%v)", err)
+	}
+	_, end = e.seal(e.caller, amp.TypeStreamEnd, endBody(t, "s", content))
 	raw, err = e.agent.Handle(context.Background(), end)
 	must(t, err)
 	wantAck(t, e.receive(e.caller, raw), "s", 3)
@@ -396,7 +402,7 @@ func TestLedgerFailureAfterTheHandlerRanStillSendsItsResult(t *testing.T) {
 }
 
 // TestResultOverQuotaIsNeverSentUnrecorded: a result the ledger cannot
-// hold (the caller's quota) is withheld and answered result_not_recorded,
+// hold (the caller's quota) is withheld and answered result_too_large,
 // which is recorded and replayed byte for byte: also with the longest
 // thread_id it echoes (threat: a caller filling its own quota and padding
 // thread_id to receive results the quota withholds, with nothing recorded
@@ -441,8 +447,8 @@ func TestResultOverQuotaIsNeverSentUnrecorded(t *testing.T) {
 					t.Fatalf("the retry got %d bytes, not the recorded %d-byte answer replayed", len(raw), len(first))
 				}
 				first = raw
-				if attempt == 0 && res.Error.Name != "result_not_recorded" {
-					t.Fatalf("answered %s, want result_not_recorded", res.Error.Name)
+				if attempt == 0 && res.Error.Name != string(ErrResultTooLarge) {
+					t.Fatalf("answered %s, want %s", res.Error.Name, ErrResultTooLarge)
 				}
 			}
 			if runs.Load() != 1 {

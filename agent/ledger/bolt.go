@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,11 @@ type BoltStore struct {
 
 	gc      *groupCommit[*boltOp]
 	commits atomic.Int64 // bbolt write transactions, for benchmarks
+
+	// rsv holds the reply reservation of each entry this process marked
+	// running (one an earlier process left running has the default).
+	rsvMu sync.Mutex
+	rsv   map[Key]int64
 }
 
 // OpenBolt opens or creates the ledger file at path.
@@ -76,7 +82,7 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 		}
 		return nil, amp.Named(amp.CodeUnavailable, ErrLedgerIO, "cannot open the ledger file").WithCause(err)
 	}
-	s := &BoltStore{db: db, acct: newAccounts(opts.Limits), now: opts.Now}
+	s := &BoltStore{db: db, acct: newAccounts(opts.Limits), now: opts.Now, rsv: map[Key]int64{}}
 	s.gc = newGroupCommit(func(q []*boltOp) int { return min(len(q), maxGroup) }, s.run)
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bMeta)
@@ -103,7 +109,7 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 				if !ok {
 					return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the ledger file holds a malformed entry")
 				}
-				s.acct.charge(key.Sender, recordCost(key, rec, s.acct.lim), true)
+				s.acct.charge(key.Sender, recordCost(key, rec, s.acct.lim.ReplyReserve), true)
 				return nil
 			})
 		})
@@ -181,10 +187,42 @@ func (s *BoltStore) Lookup(k Key) (Record, bool, error) {
 
 // MarkRunning implements Store.
 func (s *BoltStore) MarkRunning(k Key, expires time.Time) error {
-	cost := entryCost(k, s.acct.lim.ReplyReserve)
+	return s.MarkRunningWithin(k, expires, 0)
+}
+
+// Limits implements ReservingStore.
+func (s *BoltStore) Limits() Limits { return s.acct.lim }
+
+// reserveOf is the reservation of k's reply, k running; take removes it.
+func (s *BoltStore) reserveOf(k Key, take bool) int64 {
+	s.rsvMu.Lock()
+	defer s.rsvMu.Unlock()
+	r, ok := s.rsv[k]
+	if !ok {
+		return s.acct.lim.ReplyReserve
+	}
+	if take {
+		delete(s.rsv, k)
+	}
+	return r
+}
+
+// MarkRunningWithin implements ReservingStore.
+func (s *BoltStore) MarkRunningWithin(k Key, expires time.Time, reserve int64) error {
+	reserve = s.acct.lim.reserveOf(reserve)
+	cost := entryCost(k, reserve)
+	s.rsvMu.Lock()
+	_, dup := s.rsv[k]
+	s.rsvMu.Unlock()
+	if dup {
+		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger entry already exists")
+	}
 	if err := s.acct.reserve(k.Sender, cost, true); err != nil {
 		return err
 	}
+	s.rsvMu.Lock()
+	s.rsv[k] = reserve
+	s.rsvMu.Unlock()
 	key, exp := k.bytes(), expires.UnixMilli()
 	var exists bool
 	err := s.commit(func(tx *bolt.Tx) error {
@@ -199,6 +237,7 @@ func (s *BoltStore) MarkRunning(k Key, expires time.Time) error {
 	})
 	if err != nil || exists {
 		s.acct.release(k.Sender, cost)
+		s.reserveOf(k, true)
 	}
 	if err != nil {
 		return ioError(err)
@@ -211,8 +250,9 @@ func (s *BoltStore) MarkRunning(k Key, expires time.Time) error {
 
 // Finish implements Store.
 func (s *BoltStore) Finish(k Key, reply []byte) error {
-	delta := int64(len(reply)) - s.acct.lim.ReplyReserve
-	if err := s.acct.settle(k.Sender, delta); err != nil {
+	reserve := s.reserveOf(k, false)
+	delta := int64(len(reply)) - reserve
+	if err := s.acct.settle(k.Sender, delta, reserve); err != nil {
 		return err
 	}
 	key := k.bytes()
@@ -233,6 +273,7 @@ func (s *BoltStore) Finish(k Key, reply []byte) error {
 	if err != nil {
 		return ioError(err)
 	}
+	s.reserveOf(k, true)
 	if missing {
 		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger entry is not running")
 	}
@@ -295,7 +336,11 @@ func (s *BoltStore) reclaim(tx *bolt.Tx, now time.Time, max int) (int, error) {
 		if err := entries.Delete(key); err != nil {
 			return n, err
 		}
-		s.acct.release(k.Sender, recordCost(k, rec, s.acct.lim))
+		reserve := s.acct.lim.ReplyReserve
+		if rec.Reply == nil {
+			reserve = s.reserveOf(k, true)
+		}
+		s.acct.release(k.Sender, recordCost(k, rec, reserve))
 		n++
 	}
 	return n, nil

@@ -71,8 +71,10 @@
 // principals that share one PerCaller (and one share of the volatile
 // cache), so that identities that cost nothing to make do not each get one.
 //
-// Running reserves the room of the largest reply (Limits.ReplyReserve) before
-// the handler runs: in the budget and the sender's share, and, for the
+// Running reserves the room of the largest reply before the handler runs
+// (the ticket's Reserve, for a capability whose largest result is its own,
+// else Limits.ReplyReserve; Limits.MaxReserve is the most one entry can
+// have): in the budget and the sender's share, and, for the
 // write-ahead log, on disk (zeros written after the log, which the reply's
 // record later overwrites, so that recording it never needs the file to
 // grow). It refuses with ErrFull, ErrCallerFull or ErrNoSpace (all

@@ -46,7 +46,8 @@ const (
 	// record and its reply's reservation) (5004, retryable).
 	ErrNoSpace amp.ErrName = "ledger_no_space"
 	// ErrReplyTooLarge: a reply is larger than what was reserved for it
-	// (Limits.ReplyReserve) (5004); the caller records a smaller one.
+	// (Ticket.Reserve, or Limits.ReplyReserve) (5004); the caller records
+	// a smaller one.
 	ErrReplyTooLarge amp.ErrName = "reply_too_large"
 	// ErrLedgerIO: the durable store failed (5002).
 	ErrLedgerIO amp.ErrName = "ledger_unavailable"
@@ -113,6 +114,22 @@ type Store interface {
 	Usage() Usage
 	// Close releases the store.
 	Close() error
+}
+
+// ReservingStore is a Store that reserves, for each running entry, the
+// room of a reply of the size it is given (BoltStore, WALStore and
+// MemoryStore are): a capability whose results are larger or smaller than
+// the default reserves what it needs, no more.
+type ReservingStore interface {
+	Store
+	// MarkRunningWithin is MarkRunning with a reservation of reserve bytes
+	// for the entry's reply instead of Limits.ReplyReserve (reserve <= 0:
+	// that default; less than MinReplyReserve: MinReplyReserve). Finish
+	// then records a reply of at most reserve bytes, and refuses a larger
+	// one (ErrReplyTooLarge).
+	MarkRunningWithin(k Key, expires time.Time, reserve int64) error
+	// Limits returns the store's limits, defaults filled in.
+	Limits() Limits
 }
 
 // Usage is what a Store holds.
@@ -279,6 +296,15 @@ func (l *Ledger) Sweep(now time.Time) (int, error) {
 // Usage reports the store's usage.
 func (l *Ledger) Usage() Usage { return l.store.Usage() }
 
+// Limits returns the limits of the ledger's store, defaults filled in,
+// when the store says them (a ReservingStore); ok is false otherwise.
+func (l *Ledger) Limits() (lim Limits, ok bool) {
+	if rs, ok := l.store.(ReservingStore); ok {
+		return rs.Limits(), true
+	}
+	return Limits{}, false
+}
+
 // Store returns the ledger's store.
 func (l *Ledger) Store() Store { return l.store }
 
@@ -292,6 +318,7 @@ type Ticket struct {
 	k         Key
 	c         chan struct{}
 	expires   time.Time
+	reserve   int64 // the reply's reservation (0: the store's default)
 	running   bool
 	inHandler bool // counted in Ledger.inHandler
 	ended     bool
@@ -313,8 +340,27 @@ func (t *Ticket) Extend(expires time.Time) {
 	}
 }
 
+// Reserve sets the room Running reserves for the reply: reserve bytes, the
+// largest reply Finish then records (on a ReservingStore; another store
+// reserves its default). Call it before Running; without it the store's
+// Limits.ReplyReserve is reserved.
+func (t *Ticket) Reserve(reserve int64) {
+	if !t.running {
+		t.reserve = reserve
+	}
+}
+
+// markRunning marks the ticket's key running in the store, reserving the
+// ticket's reservation.
+func (t *Ticket) markRunning(expires time.Time) error {
+	if rs, ok := t.l.store.(ReservingStore); ok && t.reserve > 0 {
+		return rs.MarkRunningWithin(t.k, expires, t.reserve)
+	}
+	return t.l.store.MarkRunning(t.k, expires)
+}
+
 // Running records durably that the handler is about to run, and reserves
-// the room of its reply (Store.MarkRunning). After it succeeds, the ticket
+// the room of its reply (Store.MarkRunning; see Reserve). After it succeeds, the ticket
 // must end with Finish (else the key stays running and a later Start
 // reports Lost). ErrFull, ErrCallerFull and ErrNoSpace (NoRoom) are
 // retryable refusals: nothing was written; end the ticket with Abandon.
@@ -325,7 +371,7 @@ func (t *Ticket) Running() error {
 	if t.running {
 		return nil
 	}
-	if err := t.l.store.MarkRunning(t.k, t.expires); err != nil {
+	if err := t.markRunning(t.expires); err != nil {
 		return err
 	}
 	t.running, t.inHandler = true, true
@@ -354,7 +400,7 @@ func (t *Ticket) Finish(reply []byte) error {
 			if now := t.l.opts.Now(); exp.Before(now.Add(time.Minute)) {
 				exp = now.Add(time.Minute)
 			}
-			if err = t.l.store.MarkRunning(t.k, exp); err == nil {
+			if err = t.markRunning(exp); err == nil {
 				err = t.l.store.Finish(t.k, reply)
 			}
 		}

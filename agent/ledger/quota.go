@@ -14,16 +14,46 @@ type Limits struct {
 	// principal when the Ledger's SetPrincipal groups senders (default
 	// Budget/8).
 	PerCaller int64
-	// ReplyReserve is the largest reply the store records, reserved in
-	// full when an entry is marked running (its sender's share and the
-	// budget, and on the write-ahead log the bytes on disk) and given back
-	// down to the reply's own size when it is recorded: a reply within it
-	// is always recorded, a larger one is refused (ErrReplyTooLarge), so
-	// that no handler runs whose result could not be kept. Default: 256 KiB,
-	// or PerCaller/8 when that is less (a share always holds eight running
-	// entries); at least 1 KiB, so that a small error result always fits.
+	// ReplyReserve is the largest reply the store records for an entry
+	// marked running without a reservation of its own (MarkRunning; an
+	// entry marked with ReservingStore.MarkRunningWithin, or by a Ticket
+	// given Reserve, has the one it was given). It is reserved in full
+	// when the entry is marked running (its sender's share and the budget,
+	// and on the write-ahead log the bytes on disk) and given back down to
+	// the reply's own size when it is recorded: a reply within it is
+	// always recorded, a larger one is refused (ErrReplyTooLarge), so that
+	// no handler runs whose result could not be kept. Default: 256 KiB, or
+	// PerCaller/8 when that is less (a share always holds eight running
+	// entries); at least MinReplyReserve, so that a small error result
+	// always fits.
 	ReplyReserve int64
 }
+
+// MinReplyReserve is the smallest reservation of a reply (1 KiB): a small
+// error result, the answer to a reply over its reservation, always fits.
+const MinReplyReserve = 1 << 10
+
+// Resolved returns l with its defaults filled in: the limits a store
+// opened with l applies.
+func (l Limits) Resolved() Limits { return l.withDefaults() }
+
+// MaxReserve is the largest reservation one entry may have under l: what
+// fits in one caller's share beside the entry's own bytes (for a sender of
+// up to 64 bytes, as a did:key; a longer one needs a little more room). A
+// larger one could never be had: every Running would be refused,
+// retryably, for ever.
+func (l Limits) MaxReserve() int64 {
+	l = l.withDefaults()
+	return min(l.PerCaller-entryCost(Key{}, 0)-2*maxReserveSender, maxReply)
+}
+
+// maxReserveSender is the sender length MaxReserve leaves room for (a
+// did:key is 56 bytes), and maxReply the largest reply a store records
+// (the write-ahead log's record holds a 31-bit length).
+const (
+	maxReserveSender = 64
+	maxReply         = 1<<31 - 1
+)
 
 // Default limits.
 const (
@@ -44,10 +74,20 @@ func (l Limits) withDefaults() Limits {
 	if l.ReplyReserve <= 0 {
 		l.ReplyReserve = min(DefaultReplyReserve, l.PerCaller/8)
 	}
-	if l.ReplyReserve < 1<<10 {
-		l.ReplyReserve = 1 << 10
+	if l.ReplyReserve < MinReplyReserve {
+		l.ReplyReserve = MinReplyReserve
 	}
 	return l
+}
+
+// reserveOf is the reservation of an entry marked running with reserve
+// (MarkRunningWithin): the default for reserve <= 0, at least
+// MinReplyReserve, at most maxReply.
+func (l Limits) reserveOf(reserve int64) int64 {
+	if reserve <= 0 {
+		return l.ReplyReserve
+	}
+	return min(max(reserve, MinReplyReserve), maxReply)
 }
 
 // entryCost is what an entry of key k with a reply of n bytes counts.
@@ -136,13 +176,14 @@ func (a *accounts) release(sender string, n int64) {
 }
 
 // settle gives back the difference between a reply and its reservation
-// (delta = the reply's cost - the reservation's). A reply larger than its
-// reservation is refused (ErrReplyTooLarge) and nothing is charged: the
-// room it would need was never secured, on disk as in the quotas.
-func (a *accounts) settle(sender string, delta int64) error {
+// of reserve bytes (delta = the reply's cost - the reservation's). A reply
+// larger than its reservation is refused (ErrReplyTooLarge) and nothing is
+// charged: the room it would need was never secured, on disk as in the
+// quotas.
+func (a *accounts) settle(sender string, delta, reserve int64) error {
 	if delta > 0 {
 		return amp.Named(amp.CodeOverloaded, ErrReplyTooLarge,
-			"the reply is larger than the idempotency ledger records (%d bytes)", a.lim.ReplyReserve)
+			"the reply is larger than the idempotency ledger reserved for it (%d bytes)", reserve)
 	}
 	a.mu.Lock()
 	a.charge(sender, delta, false)

@@ -107,8 +107,19 @@ type WALStore struct {
 type walEntry struct {
 	expires int64 // Unix ms
 	off     int64 // file offset of the reply (done)
-	n       uint32
-	done    bool
+	// n is the reply's length (done), or the reservation of the reply
+	// (running: MarkRunningWithin's; 0, the default, for an entry an
+	// earlier process left running).
+	n    uint32
+	done bool
+}
+
+// reserve is the reservation of a running entry's reply.
+func (e walEntry) reserve(lim Limits) int64 {
+	if e.n == 0 {
+		return lim.ReplyReserve
+	}
+	return int64(e.n)
 }
 
 func (e walEntry) disk(k Key) int64 {
@@ -215,7 +226,7 @@ func (s *WALStore) load() error {
 // cost is what the entry counts in the accounts (as recordCost).
 func (e walEntry) cost(k Key, lim Limits) int64 {
 	if !e.done {
-		return entryCost(k, lim.ReplyReserve)
+		return entryCost(k, e.reserve(lim))
 	}
 	return entryCost(k, int64(e.n))
 }
@@ -392,6 +403,16 @@ func (s *WALStore) Lookup(k Key) (Record, bool, error) {
 
 // MarkRunning implements Store.
 func (s *WALStore) MarkRunning(k Key, expires time.Time) error {
+	return s.MarkRunningWithin(k, expires, 0)
+}
+
+// Limits implements ReservingStore.
+func (s *WALStore) Limits() Limits { return s.acct.lim }
+
+// MarkRunningWithin implements ReservingStore: the reservation is charged
+// to the quotas, and set aside on disk, before the running record is
+// written.
+func (s *WALStore) MarkRunningWithin(k Key, expires time.Time, reserve int64) error {
 	if len(k.Sender) == 0 || len(k.Sender) > maxWALSender {
 		return amp.Named(amp.CodeInternalError, ErrLedgerIO, "the sender cannot be recorded in the ledger")
 	}
@@ -401,11 +422,12 @@ func (s *WALStore) MarkRunning(k Key, expires time.Time) error {
 	if exists {
 		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger entry already exists")
 	}
-	cost := entryCost(k, s.acct.lim.ReplyReserve)
+	reserve = s.acct.lim.reserveOf(reserve)
+	cost := entryCost(k, reserve)
 	if err := s.acct.reserve(k.Sender, cost, true); err != nil {
 		return err
 	}
-	op := &walOp{kind: stateRunning, k: k, expires: expires.UnixMilli()}
+	op := &walOp{kind: stateRunning, k: k, expires: expires.UnixMilli(), within: reserve}
 	if err := s.commit(op); err != nil {
 		s.acct.release(k.Sender, cost)
 		return err
@@ -415,8 +437,8 @@ func (s *WALStore) MarkRunning(k Key, expires time.Time) error {
 
 // Finish implements Store.
 func (s *WALStore) Finish(k Key, reply []byte) error {
-	if int64(len(reply)) > 1<<31 {
-		return amp.Named(amp.CodeOverloaded, ErrFull, "the reply is too large for the idempotency ledger")
+	if int64(len(reply)) > maxReply {
+		return amp.Named(amp.CodeOverloaded, ErrReplyTooLarge, "the reply is too large for the idempotency ledger")
 	}
 	s.idx.RLock()
 	e, ok := s.m[k]
@@ -426,7 +448,7 @@ func (s *WALStore) Finish(k Key, reply []byte) error {
 	}
 	old := e.cost(k, s.acct.lim)
 	delta := entryCost(k, int64(len(reply))) - old
-	if err := s.acct.settle(k.Sender, delta); err != nil {
+	if err := s.acct.settle(k.Sender, delta, e.reserve(s.acct.lim)); err != nil {
 		return err
 	}
 	op := &walOp{kind: stateDone, k: k, expires: e.expires, reply: reply, delta: delta}
@@ -460,10 +482,18 @@ func (s *WALStore) releaseReservation(k Key) {
 	s.commit(&walOp{kind: opRelease, k: k})
 }
 
-// reservation is the disk a running entry of k reserves for its reply:
-// its done record with the largest reply recorded, alone in a group.
+// reservation is the disk a running entry of k reserves for its reply by
+// default: its done record with a reply of Limits.ReplyReserve bytes,
+// alone in a group.
 func (s *WALStore) reservation(k Key) int64 {
-	return walRecordSize(k.Sender, int(s.acct.lim.ReplyReserve)) + walGroupHeader
+	return s.reservationOf(k, s.acct.lim.ReplyReserve)
+}
+
+// reservationOf is the disk a running entry of k reserves for a reply of
+// at most reserve bytes: its done record with such a reply, alone in a
+// group.
+func (s *WALStore) reservationOf(k Key, reserve int64) int64 {
+	return walRecordSize(k.Sender, int(reserve)) + walGroupHeader
 }
 
 // unreserve gives back k's reservation, if it has one.
@@ -531,6 +561,7 @@ type walOp struct {
 	gone    bool  // Finish: the entry was reclaimed before it was applied
 	insert  bool  // a done record of an entry not yet in the index (migration)
 	rsv     int64 // running: the disk reserved for its reply (0: k has one already)
+	within  int64 // running: the reservation of its reply (MarkRunningWithin)
 	err     error
 }
 
@@ -596,7 +627,7 @@ func (s *WALStore) run(batch []*walOp) {
 		}
 		o.rsv = 0
 		if _, ok := s.resv[o.k]; !ok && o.kind == stateRunning {
-			o.rsv = s.reservation(o.k)
+			o.rsv = s.reservationOf(o.k, s.acct.lim.reserveOf(o.within))
 		}
 		writes = append(writes, o)
 		payload += int(walRecordSize(o.k.Sender, len(o.reply)))
@@ -730,7 +761,7 @@ func (s *WALStore) apply(writes []*walOp, at []int, n int) {
 				s.resv[o.k] = o.rsv
 				s.reserved += o.rsv
 			}
-			e := walEntry{expires: o.expires}
+			e := walEntry{expires: o.expires, n: uint32(o.within)}
 			s.m[o.k] = e
 			s.liveDisk += e.disk(o.k)
 			heap.Push(&s.exp, expiryItem{o.expires, o.k})

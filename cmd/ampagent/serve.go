@@ -12,7 +12,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
+	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -50,6 +55,11 @@ type serveConfig struct {
 	// 256 MiB and 1/8 of the budget).
 	LedgerBudgetBytes int64 `json:"ledger_budget_bytes"`
 	LedgerCallerBytes int64 `json:"ledger_caller_bytes"`
+	// MaxResultBytes is the largest result of a handler without a
+	// "max_result_bytes" of its own, in bytes of the reply that carries it
+	// (default 256 KiB, or 1/8 of ledger_caller_bytes when that is less;
+	// docs/CLI.md §3.4).
+	MaxResultBytes int64 `json:"max_result_bytes"`
 	// MaxInFlight and MaxInFlightBytes bound the requests and request
 	// bytes processed at once (defaults 64 and 64 MiB).
 	MaxInFlight      int   `json:"max_in_flight"`
@@ -94,6 +104,9 @@ type execHandler struct {
 	Dir string `json:"dir"`
 	// Env adds variables to the program's minimal environment.
 	Env map[string]string `json:"env"`
+	// MaxResultBytes is the program's largest result, in bytes of the reply
+	// that carries it (default: the config's max_result_bytes).
+	MaxResultBytes int64 `json:"max_result_bytes"`
 }
 
 func serveCommand(env *cliutil.Env) *cli.Command {
@@ -135,7 +148,12 @@ handler names a capability the registry does not have, a handler program
 is missing or not executable (unless --allow-missing-handlers), or the listen
 address is not a loopback address (plain HTTP on a network) unless
 --unsafe-listen says so. SIGINT or SIGTERM stops it gracefully: in-flight
-requests finish.`,
+requests finish. SIGHUP reloads the config file's "handlers" and "allow"
+(and --allow): the new config is checked as at a start and applied to new
+requests, requests under way finish with the old one, and a config that
+fails a check, or that changes any other setting (those apply only at a
+start), is refused with a log line while the running one stays. A GET of
+any other path is 404 with a JSON error object.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "db", Usage: "registry store `FILE` (required)"},
 			&cli.StringFlag{Name: "key", Usage: "agent key `FILE` from 'ampagent keygen' (required)"},
@@ -155,6 +173,7 @@ requests finish.`,
 			&cli.StringFlag{Name: "ledger", Usage: "idempotency ledger `FILE` (default DB.ledger.wal, or DB.ledger with --ledger-store bbolt)"},
 			&cli.StringFlag{Name: "ledger-store", Usage: "idempotency ledger `KIND`: wal (write-ahead log, the default) or bbolt"},
 			&cli.Int64Flag{Name: "ledger-budget", Usage: "largest size of the idempotency ledger in `BYTES` (default 256 MiB)"},
+			&cli.Int64Flag{Name: "max-result-bytes", Usage: "largest result of a handler, in `BYTES` of the reply that carries it, reserved in the ledger before it runs (default 256 KiB; a handler's \"max_result_bytes\" in the config file overrides it)"},
 			&cli.IntFlag{Name: "max-in-flight", Usage: "most requests processed at once, `N` (default 64); beyond it 503"},
 			&cli.Int64Flag{Name: "max-in-flight-bytes", Usage: "most request bytes held at once, `BYTES` (default 64 MiB); beyond it 503"},
 			&cli.IntFlag{Name: "max-conns", Usage: "most connections open at once on each listener, `N` (default 1024); more wait in the kernel backlog"},
@@ -248,6 +267,11 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 			return nil, cliutil.Usagef("--ledger-budget must be at least 1 MiB")
 		}
 	}
+	if c.IsSet("max-result-bytes") {
+		if cfg.MaxResultBytes = c.Int64("max-result-bytes"); cfg.MaxResultBytes < ledger.MinReplyReserve || cfg.MaxResultBytes > maxResultBytes {
+			return nil, cliutil.Usagef("--max-result-bytes must be between 1 KiB and 16 MiB")
+		}
+	}
 	if c.IsSet("max-in-flight") {
 		if cfg.MaxInFlight = c.Int("max-in-flight"); cfg.MaxInFlight < 1 {
 			return nil, cliutil.Usagef("--max-in-flight must be at least 1")
@@ -311,6 +335,9 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 			return nil, cliutil.Failf("invalid_config", "%s must be at least %d (leave it out for the default)", f.name, f.min)
 		}
 	}
+	if v := cfg.MaxResultBytes; v != 0 && (v < ledger.MinReplyReserve || v > maxResultBytes) {
+		return nil, cliutil.Failf("invalid_config", "max_result_bytes must be between %d and %d (leave it out for the default)", ledger.MinReplyReserve, maxResultBytes)
+	}
 	if cfg.MaxTimeoutMS < 0 {
 		return nil, cliutil.Failf("invalid_config", "max_timeout_ms must be positive (leave it out for the default, 60000)")
 	}
@@ -320,6 +347,9 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 	for id, h := range cfg.Handlers {
 		if len(h.Command) == 0 || h.Command[0] == "" {
 			return nil, cliutil.Failf("invalid_config", "handler %s has no command", id)
+		}
+		if v := h.MaxResultBytes; v != 0 && (v < ledger.MinReplyReserve || v > maxResultBytes) {
+			return nil, cliutil.Failf("invalid_config", "handler %s: max_result_bytes must be between %d and %d (leave it out for the default)", id, ledger.MinReplyReserve, maxResultBytes)
 		}
 		for k := range h.Env {
 			switch {
@@ -335,6 +365,11 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 
 // maxConfigFile bounds the config file.
 const maxConfigFile = 4 << 20
+
+// maxResultBytes bounds max_result_bytes: a program prints at most
+// maxProgramOutput, and a larger reply would not fit the message size a
+// peer accepts by default (16 MiB).
+const maxResultBytes = maxProgramOutput
 
 // defaultMaxConns is the default of --max-conns: connections open at once
 // on each listener.
@@ -496,17 +531,14 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if c.Duration("ready-expiry-window") < 0 || c.Duration("ready-recheck") <= 0 {
 		return cliutil.Usagef("--ready-expiry-window must not be negative and --ready-recheck must be positive")
 	}
-	ready := &readiness{store: store, handlers: cfg.Handlers, now: env.Now,
+	ready := &readiness{store: store, now: env.Now,
 		window: c.Duration("ready-expiry-window"), recheck: c.Duration("ready-recheck")}
-	var a *agent.Agent
+	ready.setHandlers(cfg.Handlers)
+	var led *ledger.Ledger
 	met := newMetrics(store, func() (int, int64, int64) {
-		u := a.LedgerUsage()
+		u := led.Usage()
 		return u.Entries, u.Bytes, u.Budget
 	})
-	handlers := map[string]agent.Handler{}
-	for capID, h := range cfg.Handlers {
-		handlers[capID] = runProgram(capID, h, log, met)
-	}
 	maxTimeout := 60 * time.Second
 	if cfg.MaxTimeoutMS > 0 {
 		maxTimeout = time.Duration(cfg.MaxTimeoutMS) * time.Millisecond
@@ -516,7 +548,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		Migrated: func(old, wal string, n int) {
 			log.Warn("idempotency ledger migrated from bbolt to the write-ahead log; delete the old file when you like", "old", old, "ledger", wal, "entries", n)
 		},
-		Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes}})
+		Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes, ReplyReserve: cfg.MaxResultBytes}})
 	if amp.NameOf(err) == ledger.ErrLedgerCorrupt {
 		return cliutil.WithHint(err, "the ledger records invocations that may still be retried: restore it from a backup, or move it aside only once the longest ttl the agent accepts (7 days) has passed")
 	} else if err != nil {
@@ -524,24 +556,45 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	}
 	log.Info("idempotency ledger", "store", ledgerKind)
 	defer ledgerStore.Close()
-	led, err := ledger.New(ledgerStore, ledger.Options{Now: env.Now})
-	if err != nil {
+	if led, err = ledger.New(ledgerStore, ledger.Options{Now: env.Now}); err != nil {
 		return err
 	}
 	streamLimits, paramStreams, err := streamConfig(cfg, log)
 	if err != nil {
 		return err
 	}
-	a, err = agent.New(agent.Config{Identity: id, Store: store, Policy: rules, Handlers: handlers, Observe: met.observe,
-		Now: env.Now, Rand: env.Rand, Logger: log, MaxTimeout: maxTimeout, Ledger: led, MaxParamItems: cfg.MaxParamItems,
-		Limits:       amp.Limits{MaxMessageSize: int(cfg.MaxBodyBytes)},
-		StreamLimits: streamLimits, ParamStreams: paramStreams})
+	// One peer's unnamed callers hold 1/--peer-share of the stream bytes,
+	// as of its requests (1 behind a proxy: every caller is one address).
+	streamLimits.PeerShare = cfg.PeerShare
+	// newAgent builds the agent of a config's handlers and allow rules;
+	// everything else is the start's. A reload (SIGHUP) builds a new one
+	// and switches to it; the ledger, the store and the listeners stay.
+	newAgent := func(handlerCfg map[string]execHandler, rules agent.Rules) (*agent.Agent, error) {
+		handlers, maxResult := map[string]agent.Handler{}, map[string]int64{}
+		for capID, h := range handlerCfg {
+			handlers[capID] = runProgram(capID, h, log, met)
+			if h.MaxResultBytes > 0 {
+				maxResult[capID] = h.MaxResultBytes
+			}
+		}
+		a, err := agent.New(agent.Config{Identity: id, Store: store, Policy: rules, Handlers: handlers, Observe: met.observe, MaxResultBytes: maxResult,
+			Now: env.Now, Rand: env.Rand, Logger: log, MaxTimeout: maxTimeout, Ledger: led, MaxParamItems: cfg.MaxParamItems,
+			Limits:       amp.Limits{MaxMessageSize: int(cfg.MaxBodyBytes)},
+			StreamLimits: streamLimits, ParamStreams: paramStreams})
+		if amp.NameOf(err) == agent.ErrResultExceedsShare {
+			return nil, cliutil.WithHint(err, "lower the handler's \"max_result_bytes\" (or --max-result-bytes), or raise ledger_caller_bytes in the config file")
+		}
+		return a, err
+	}
+	first, err := newAgent(cfg.Handlers, rules)
 	if err != nil {
 		return err
 	}
-	// The agent owns the ledger file beside the store: closed (its lock
-	// released) when serve returns, after the servers stopped.
-	defer a.Close()
+	a := newAgentSwitch(first)
+	// The ledger file beside the store is closed (its lock released)
+	// when serve returns, after the servers stopped and every agent a
+	// reload replaced is closed.
+	defer a.close()
 	tcpLn, tcpURL, err := tcpListener(c)
 	if err != nil {
 		return err
@@ -565,7 +618,9 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		}})
 	mux := http.NewServeMux()
 	mux.Handle(ReadyPath, ready)
-	mux.Handle("/", h)
+	mux.Handle(amphttp.MessagesPath, h)
+	mux.Handle(amphttp.HealthPath, h)
+	mux.Handle("/", unknownRoute{})
 	if err := mountDiscovery(mux, c.Bool("agh"), cfg, store, id.DID); err != nil {
 		ln.Close()
 		return err
@@ -600,6 +655,8 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	// graceful stop, never the default action (the process killed).
 	sigs, stopSignals := env.StopSignals()
 	defer stopSignals()
+	reloads, stopReloads := reloadSignals(env)
+	defer stopReloads()
 	errs := make(chan error, 4)
 	go func() { errs <- srv.Serve(ln) }()
 	go func() {
@@ -629,7 +686,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		metricsURL = "http://" + metricsLn.Addr().String() + MetricsPath
 		startDoc["metrics"] = metricsURL
 	}
-	log.Info("agent serving", "url", url, "tcp_url", tcpURL, "did", id.DID, "handlers", len(handlers), "rules", len(rules), "admin_socket", sock, "metrics", metricsURL)
+	log.Info("agent serving", "url", url, "tcp_url", tcpURL, "did", id.DID, "handlers", len(cfg.Handlers), "rules", len(rules), "admin_socket", sock, "metrics", metricsURL)
 	if c.Bool("json") {
 		cliutil.PrintJSON(env.Stdout, startDoc)
 	} else {
@@ -642,14 +699,48 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		}
 	}
 
+	reload := func() {
+		next, err := loadServeConfig(c)
+		if err == nil {
+			err = checkReload(c, cfg, next)
+		}
+		var fresh *agent.Agent
+		if err == nil {
+			fresh, err = newAgent(next.Handlers, next.rules)
+		}
+		if err != nil {
+			log.Error("reload refused: the running handlers and allow rules stay", "err", amp.SafeMessage(err))
+			return
+		}
+		a.swap(fresh)
+		ready.setHandlers(next.Handlers)
+		if len(next.rules) == 0 {
+			log.Warn("no allow rules: every caller is refused (--allow CALLER=PREFIX)")
+		}
+		for _, p := range handlerProblems(next.Handlers) {
+			log.Warn("handler program cannot run; its invocations will fail (5001)", "capability", p.Subject, "problem", p.Message)
+		}
+		log.Info("config reloaded", "handlers", len(next.Handlers), "rules", len(next.rules))
+	}
 	var runErr error
-	select {
-	case s := <-sigs:
-		log.Info("shutting down", "signal", s.String())
-	case <-ctx.Done():
-		log.Info("shutting down", "reason", "context ended")
-	case err := <-errs:
-		runErr = cliutil.Failf("serve_failed", "the server stopped").WithCause(err)
+wait:
+	for {
+		select {
+		case s := <-sigs:
+			if s == syscall.SIGHUP { // an injected Env.Signals carries it too
+				reload()
+				continue
+			}
+			log.Info("shutting down", "signal", s.String())
+		case <-reloads:
+			reload()
+			continue
+		case <-ctx.Done():
+			log.Info("shutting down", "reason", "context ended")
+		case err := <-errs:
+			runErr = cliutil.Failf("serve_failed", "the server stopped").WithCause(err)
+		}
+		break wait
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), maxTimeout+5*time.Second)
 	defer cancel()
@@ -834,3 +925,123 @@ func mountDiscovery(mux *http.ServeMux, withAGH bool, cfg *serveConfig, store *r
 	}
 	return nil
 }
+
+// reloadSignals returns the channel serve reloads its config on: SIGHUP,
+// taken from now on, unless env injects its signals (tests send SIGHUP on
+// Env.Signals).
+func reloadSignals(env *cliutil.Env) (<-chan os.Signal, func()) {
+	if env.Signals != nil {
+		return nil, func() {}
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	return ch, func() { signal.Stop(ch) }
+}
+
+// checkReload refuses a reloaded config that a reload cannot apply: a
+// handler program missing (unless --allow-missing-handlers, as at the
+// start). It warns about nothing else: settings other than "handlers" and
+// "allow" are the start's, and a changed one is named in the refusal so
+// the operator knows a restart is needed.
+func checkReload(c *cli.Context, running, next *serveConfig) error {
+	if ps := handlerProblems(next.Handlers); len(ps) > 0 && !c.Bool("allow-missing-handlers") {
+		return cliutil.Failf("handler_program_missing", "the handler of %s cannot run: %s", ps[0].Subject, ps[0].Message)
+	}
+	a, b := *running, *next
+	a.Handlers, b.Handlers, a.Allow, b.Allow, a.rules, b.rules = nil, nil, nil, nil, nil, nil
+	if !reflect.DeepEqual(a, b) {
+		return cliutil.Failf("restart_needed", "the config changes settings other than \"handlers\" and \"allow\": they apply only at a start (restart the agent)")
+	}
+	return nil
+}
+
+// agentSwitch serves through the current agent and lets a reload replace
+// it: calls already in an agent finish there, and a replaced agent is
+// closed once its last call returned (its open streams end with it).
+type agentSwitch struct {
+	did    string
+	cur    atomic.Pointer[liveAgent]
+	closes sync.WaitGroup
+}
+
+// liveAgent is one agent of an agentSwitch; mu is held shared by each call
+// in it and exclusively to close it.
+type liveAgent struct {
+	mu     sync.RWMutex
+	a      *agent.Agent
+	closed bool
+}
+
+func newAgentSwitch(a *agent.Agent) *agentSwitch {
+	s := &agentSwitch{did: a.DID()}
+	s.cur.Store(&liveAgent{a: a})
+	return s
+}
+
+// Handle implements amphttp.Handler and ampstcp.Handler.
+func (s *agentSwitch) Handle(ctx context.Context, msg []byte) ([]byte, error) {
+	for {
+		l := s.cur.Load()
+		l.mu.RLock()
+		if !l.closed {
+			reply, err := l.a.Handle(ctx, msg)
+			l.mu.RUnlock()
+			return reply, err
+		}
+		// Replaced and closed between the load and the lock: the next
+		// load finds its successor.
+		l.mu.RUnlock()
+	}
+}
+
+// DID is the agent's DID (a reload keeps the identity).
+func (s *agentSwitch) DID() string { return s.did }
+
+// swap makes a the current agent and closes the one it replaces once
+// that one's calls returned.
+func (s *agentSwitch) swap(a *agent.Agent) {
+	old := s.cur.Swap(&liveAgent{a: a})
+	s.closes.Add(1)
+	go func() {
+		defer s.closes.Done()
+		old.retire()
+	}()
+}
+
+// retire waits for l's calls and closes its agent.
+func (l *liveAgent) retire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.closed = true
+		l.a.Close()
+	}
+}
+
+// close closes every agent: the replaced ones (once their calls returned)
+// and the current one.
+func (s *agentSwitch) close() {
+	s.closes.Wait()
+	s.cur.Load().retire()
+}
+
+// unknownRoute answers a request for a path the agent does not serve: 404
+// with a JSON error object (never a CBOR body, which a person at a
+// terminal or a browser cannot read), naming what is served. The path is
+// not echoed.
+type unknownRoute struct{}
+
+func (unknownRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusNotFound)
+	if r.Method == http.MethodHead {
+		return
+	}
+	w.Write([]byte(unknownRouteBody))
+}
+
+// unknownRouteBody is the answer of unknownRoute.
+var unknownRouteBody = `{"error":{"code":2002,"name":"no_such_route","message":"no such route: AMP messages go to POST ` +
+	amphttp.MessagesPath + `; GET ` + amphttp.HealthPath + ` is liveness and GET ` + ReadyPath + ` readiness"}}` + "\n"
