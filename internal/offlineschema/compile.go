@@ -46,6 +46,11 @@ type Schema struct {
 	// byLocation indexes every reachable compiled (sub)schema by its
 	// Location, so that a "required" failure can name the missing property.
 	byLocation map[string]*jsonschema.Schema
+	// cost bounds the evaluations of one Validate (cost.go).
+	cost *costTable
+	// onLibrary, if set, is called each time Validate starts the library
+	// (tests prove a refused value never reached it).
+	onLibrary func()
 }
 
 // Deps returns the artifact keys whose bytes this compiled schema used (root
@@ -106,8 +111,9 @@ type session struct {
 	l        Loader
 	opts     Options
 	deps     map[string]struct{}
-	cost     compileCost    // of every document loaded so far
-	patterns map[string]int // patternInsts cache
+	docs     map[string][]byte // the bytes of every document loaded, by key
+	cost     compileCost       // of every document loaded so far
+	patterns map[string]int    // patternInsts cache
 }
 
 // refused is the cause of an unresolved_ref error. Its text names the URL
@@ -192,6 +198,7 @@ func (s *session) load(raw string) (io.ReadCloser, error) {
 		}
 	}
 	s.deps[key] = struct{}{}
+	s.docs[key] = b
 	return io.NopCloser(bytes.NewReader(b)), nil
 }
 
@@ -213,7 +220,7 @@ func Compile(l Loader, rootKey string, opts Options) (sch *Schema, err error) {
 	if !validKey(rootKey) {
 		return nil, amp.Named(0, ErrUnresolvedRef, "root artifact key is not a valid bundle key")
 	}
-	sess := &session{l: l, opts: opts, deps: make(map[string]struct{}), patterns: map[string]int{}}
+	sess := &session{l: l, opts: opts, deps: make(map[string]struct{}), docs: map[string][]byte{}, patterns: map[string]int{}}
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
@@ -238,12 +245,16 @@ func Compile(l Loader, rootKey string, opts Options) (sch *Schema, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The worst case of one Validate, from the compiled schema, and the
+	// $dynamicRef targets no applicator leads to.
+	extra, allFound := dynamicAnchorTargets(c, sess.docs)
+	cost := analyzeCost(compiled, extra, !allFound)
 	deps := make([]string, 0, len(sess.deps))
 	for k := range sess.deps {
 		deps = append(deps, k)
 	}
 	sort.Strings(deps)
-	return &Schema{compiled: compiled, deps: deps, byLocation: byLocation}, nil
+	return &Schema{compiled: compiled, deps: deps, byLocation: byLocation, cost: cost}, nil
 }
 
 // compileError maps a library compile error to an *amp.Error whose message

@@ -34,11 +34,18 @@ func FuzzCompile(f *testing.F) {
 		`{"$dynamicAnchor": "n", "items": {"$dynamicRef": "#n"}}`,
 		`{"contentMediaType": "application/json", "contentEncoding": "base64", "contentSchema": {"type": "object"}}`,
 		`{"allOf": [{"$ref": "#/$defs/x"}], "$defs": {"x": {"required": ["a"]}}, "unevaluatedProperties": false}`,
+		// Exponential validation: refused by the cost bound (cost.go)
+		// before the library runs, for the deep value below.
+		branchingRecursion,
+		`{"items": {"oneOf": [{"$ref": "#"}, {"$ref": "#"}, {"$ref": "#"}]}}`,
+		anyOfChain(26),
+		`{"$dynamicAnchor": "n", "$ref": "#/$defs/t", "$defs": {"t": {"items": {"$dynamicRef": "#n"}}, "u": {"$dynamicAnchor": "n", "anyOf": [{"$ref": "#"}, {"$ref": "#"}]}}}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	values := []any{nil, true, int64(-3), uint64(1 << 63), 2.5, "text", []any{"a", int64(1)},
-		map[string]any{"text": "hi", "target": "en", "a": map[string]any{}}}
+		map[string]any{"text": "hi", "target": "en", "a": map[string]any{}},
+		nestA(40, "x"), nestArray(40)}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		l := newLoader(with(bundleFiles, rootKey, string(doc)))
 		s, err := Compile(l, rootKey, Options{OnExternalLoad: func(string) {}})

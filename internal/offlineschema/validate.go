@@ -38,8 +38,10 @@ type Violation struct {
 // failure is 4004 schema_violation with Details = []Violation (sorted by
 // location then keyword, deduplicated, at most MaxViolations). A value
 // outside the model is not_json_compatible (code 0: the caller's Go value,
-// not a peer's); a loop the library only finds while validating is
-// invalid_schema (code 0).
+// not a peer's), and so is a value nested deeper than MaxDepth; a loop the
+// library only finds while validating is invalid_schema (code 0). A value
+// whose worst case is over MaxValidationCost is refused before the library
+// starts: 1001 validation_too_costly (cost.go).
 func (s *Schema) Validate(v any) (err error) {
 	defer func() {
 		// The library re-panics anything but its own two panic types,
@@ -49,6 +51,14 @@ func (s *Schema) Validate(v any) (err error) {
 				WithCause(fmt.Errorf("offlineschema: jsonschema panicked: %v", r))
 		}
 	}()
+	// Before the library: a value whose worst case is over the budget
+	// is refused without being validated.
+	if err := s.checkCost(v); err != nil {
+		return err
+	}
+	if s.onLibrary != nil {
+		s.onLibrary()
+	}
 	verr := s.compiled.Validate(v)
 	if verr == nil {
 		return nil

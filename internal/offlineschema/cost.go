@@ -1,0 +1,590 @@
+package offlineschema
+
+import (
+	"bytes"
+	"math/bits"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// MaxValidationCost caps the weighted subschema evaluations one Validate
+// may need in the worst case: Validate computes an upper bound from the
+// compiled schema and the shape of the value (how many nodes at each
+// depth) and refuses a value over it (1001 validation_too_costly) before
+// the library starts. jsonschema v5 evaluates every branch of anyOf,
+// oneOf and allOf, so a schema recursing through several branches is
+// exponential in the depth of the value (docs/FORMAT.md §6). An
+// evaluation k deep weighs 1 + (k+1)·chain/6, chain being the longest
+// in-place chain of the schema (costTable.weight): a failing evaluation
+// costs the library in proportion to its scope. 2^22 lets a value of
+// DefaultMaxItems items a few levels deep through a schema that costs at
+// most 16 weighted evaluations a node (the sample and test schemas of the
+// repository need at most 15 at depth 3); BenchmarkValidationBudget
+// measures what the budget costs.
+const MaxValidationCost = 1 << 22
+
+// ErrValidationTooCostly (1001): the worst case of validating a value
+// against its schema is over MaxValidationCost subschema evaluations. The
+// value may be valid; it was not validated. The same value is refused
+// every time (not retryable).
+const ErrValidationTooCostly amp.ErrName = "validation_too_costly"
+
+// costInf is the saturated cost: over any budget, and no sum or product of
+// two costs below it overflows.
+const costInf = uint64(1) << 62
+
+func satAdd(a, b uint64) uint64 {
+	if s := a + b; s < costInf {
+		return s
+	}
+	return costInf
+}
+
+func satMul(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	if hi != 0 || lo >= costInf {
+		return costInf
+	}
+	return lo
+}
+
+// costNode is one compiled (sub)schema in the cost analysis, its
+// applicators as indexes of other nodes.
+type costNode struct {
+	// inplace: applicators evaluated at the same instance node, each
+	// once per evaluation ($ref, allOf, anyOf, oneOf, not, if, then,
+	// else, dependentSchemas, dependencies).
+	inplace []int
+	// dynamic: for $recursiveRef and $dynamicRef, every schema the
+	// reference may resolve to at run time; one of them is evaluated.
+	dynamic [][]int
+	// A child node receives at most one of props (properties and
+	// additionalProperties: one name matches one of them), every one of
+	// pattern (patternProperties), and unevalProps; at most one of
+	// items (items, additionalItems: one index, one of them), one of
+	// items2020 (prefixItems, items), and contains and unevalItems.
+	props, pattern, unevalProps   []int
+	items, items2020, arrayAlways []int
+	// names: propertyNames, evaluated on each member name (a string).
+	names []int
+	// sat: the schema can make the library do work this analysis does
+	// not model (a contentSchema); it costs costInf.
+	sat bool
+	// group: a set of schemas one dynamic reference may resolve to; the
+	// node costs the most of them and evaluates nothing itself.
+	group []int
+	// self: what evaluating the schema's own keywords counts for: 1, and
+	// 1 more for every 16 "enum" members (each compared with the value).
+	self uint64
+	// mismatch[τ]: "type" refuses an instance of kind τ; the library
+	// then returns before any other keyword.
+	mismatch [kinds]bool
+}
+
+// Kinds of instance node the analysis tells apart: "type" stops the
+// validator early on the others, so an object's applicators never run on
+// an array.
+const (
+	kindObject = iota
+	kindArray
+	kindScalar
+	kinds
+)
+
+// typeAllows reports whether a "type" list admits an instance of kind.
+func typeAllows(types []string, kind int) bool {
+	if len(types) == 0 {
+		return true
+	}
+	for _, t := range types {
+		switch {
+		case t == "object":
+			if kind == kindObject {
+				return true
+			}
+		case t == "array":
+			if kind == kindArray {
+				return true
+			}
+		case kind == kindScalar:
+			return true
+		}
+	}
+	return false
+}
+
+// costTable is the result of the analysis: perDepth[k] bounds the
+// subschema evaluations any one instance node at depth k (0: the root
+// value) receives in one Validate.
+type costTable struct {
+	perDepth [MaxDepth + 1]uint64
+	// weight[k] is what one evaluation at depth k counts for: 1 plus a
+	// sixth of the longest dynamic scope it can run in. The library
+	// builds a failing evaluation's keyword location from its whole
+	// scope, so a failure k deep costs about as much as that many
+	// successes (BenchmarkValidationBudget).
+	weight [MaxDepth + 1]uint64
+}
+
+// analyzeCost computes the costTable of root. extra are compiled schemas
+// the library may reach without an exported field leading to them (the
+// targets of $dynamicRef found in the documents). dynamicUnknown makes
+// every $dynamicRef that can resolve dynamically cost costInf (used when
+// those targets could not all be found).
+func analyzeCost(root *jsonschema.Schema, extra []*jsonschema.Schema, dynamicUnknown bool) *costTable {
+	ids := map[*jsonschema.Schema]int{}
+	var schemas []*jsonschema.Schema
+	var queue []*jsonschema.Schema
+	id := func(s *jsonschema.Schema) int {
+		if n, ok := ids[s]; ok {
+			return n
+		}
+		ids[s] = len(schemas)
+		schemas = append(schemas, s)
+		queue = append(queue, s)
+		return ids[s]
+	}
+	id(root)
+	for _, s := range extra {
+		id(s)
+	}
+	// Every reachable schema first, for the dynamic target sets.
+	for i := 0; i < len(queue); i++ {
+		forEachApplicator(queue[i], func(t *jsonschema.Schema) { id(t) })
+	}
+	recursiveAnchors := []int{}
+	dynamicAnchors := map[string][]int{}
+	for i, s := range schemas {
+		if s.RecursiveAnchor {
+			recursiveAnchors = append(recursiveAnchors, i)
+		}
+		if s.DynamicAnchor != "" {
+			dynamicAnchors[s.DynamicAnchor] = append(dynamicAnchors[s.DynamicAnchor], i)
+		}
+	}
+	// One node for each set of candidate targets, costing the most of its
+	// members: every reference to the set is then one edge, not one per
+	// member.
+	nodes := make([]costNode, len(schemas), len(schemas)+1+len(dynamicAnchors))
+	group := func(members []int) int {
+		nodes = append(nodes, costNode{group: members})
+		return len(nodes) - 1
+	}
+	recursiveGroup := group(recursiveAnchors)
+	dynamicGroups := map[string]int{}
+	for name, members := range dynamicAnchors {
+		dynamicGroups[name] = group(members)
+	}
+	for i, s := range schemas {
+		n := &nodes[i]
+		one := func(list *[]int, t *jsonschema.Schema) {
+			if t != nil {
+				*list = append(*list, ids[t])
+			}
+		}
+		many := func(list *[]int, ts []*jsonschema.Schema) {
+			for _, t := range ts {
+				one(list, t)
+			}
+		}
+		one(&n.inplace, s.Ref)
+		one(&n.inplace, s.Not)
+		one(&n.inplace, s.If)
+		one(&n.inplace, s.Then)
+		one(&n.inplace, s.Else)
+		many(&n.inplace, s.AllOf)
+		many(&n.inplace, s.AnyOf)
+		many(&n.inplace, s.OneOf)
+		for _, t := range s.DependentSchemas {
+			one(&n.inplace, t)
+		}
+		for _, d := range s.Dependencies {
+			if t, ok := d.(*jsonschema.Schema); ok {
+				one(&n.inplace, t)
+			}
+		}
+		if t := s.RecursiveRef; t != nil {
+			targets := []int{ids[t]}
+			if t.RecursiveAnchor {
+				targets = append(targets, recursiveGroup)
+			}
+			n.dynamic = append(n.dynamic, targets)
+		}
+		if t := s.DynamicRef; t != nil {
+			targets := []int{ids[t]}
+			if t.DynamicAnchor != "" {
+				if dynamicUnknown {
+					n.sat = true
+				}
+				if g, ok := dynamicGroups[t.DynamicAnchor]; ok {
+					targets = append(targets, g)
+				}
+			}
+			n.dynamic = append(n.dynamic, targets)
+		}
+		for _, t := range s.Properties {
+			one(&n.props, t)
+		}
+		if t, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+			one(&n.props, t)
+		}
+		for _, t := range s.PatternProperties {
+			one(&n.pattern, t)
+		}
+		one(&n.unevalProps, s.UnevaluatedProperties)
+		one(&n.names, s.PropertyNames)
+		switch it := s.Items.(type) {
+		case *jsonschema.Schema:
+			one(&n.items, it)
+		case []*jsonschema.Schema:
+			many(&n.items, it)
+		}
+		if t, ok := s.AdditionalItems.(*jsonschema.Schema); ok {
+			one(&n.items, t)
+		}
+		many(&n.items2020, s.PrefixItems)
+		one(&n.items2020, s.Items2020)
+		one(&n.arrayAlways, s.Contains)
+		one(&n.arrayAlways, s.UnevaluatedItems)
+		if s.ContentSchema != nil || len(s.Extensions) > 0 {
+			n.sat = true
+		}
+		for kind := range kinds {
+			n.mismatch[kind] = !typeAllows(s.Types, kind)
+		}
+		n.self = 1 + uint64(len(s.Enum))/16
+	}
+	return costLevels(nodes)
+}
+
+// forEachApplicator calls f with every subschema s applies, through every
+// exported field the validator of jsonschema v5.3.1 walks.
+func forEachApplicator(s *jsonschema.Schema, f func(*jsonschema.Schema)) {
+	one := func(t *jsonschema.Schema) {
+		if t != nil {
+			f(t)
+		}
+	}
+	anyOne := func(v any) {
+		switch v := v.(type) {
+		case *jsonschema.Schema:
+			one(v)
+		case []*jsonschema.Schema:
+			for _, t := range v {
+				one(t)
+			}
+		}
+	}
+	for _, t := range []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.DynamicRef, s.Not, s.If, s.Then, s.Else,
+		s.PropertyNames, s.UnevaluatedProperties, s.Items2020, s.Contains, s.UnevaluatedItems, s.ContentSchema} {
+		one(t)
+	}
+	for _, list := range [][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf, s.PrefixItems} {
+		for _, t := range list {
+			one(t)
+		}
+	}
+	for _, t := range s.Properties {
+		one(t)
+	}
+	for _, t := range s.PatternProperties {
+		one(t)
+	}
+	for _, t := range s.DependentSchemas {
+		one(t)
+	}
+	for _, d := range s.Dependencies {
+		anyOne(d)
+	}
+	anyOne(s.AdditionalProperties)
+	anyOne(s.Items)
+	anyOne(s.AdditionalItems)
+}
+
+// costLevels computes, for k = 0..MaxDepth and each kind τ of instance
+// node, A_τ(s, k): a bound on the evaluations that one evaluation of
+// schema s at a node of kind τ causes at any one node k levels below it
+// (k = 0: that node itself). With A*(t, k) the most of A_τ(t, k) over τ:
+//
+//	A_τ(s, k) = [k = 0]                              if "type" refuses τ
+//	A_τ(s, k) = [k = 0] + Σ in-place A_τ(t, k) + Σ dynamic max A_τ(t, k) + child_τ(s, k)
+//
+// where child_τ(s, k), k >= 1, is what one child receives: for an object
+// the most of props, the sum of pattern and unevalProps (A* at k-1), and
+// for k = 1 the scalar cost of names; for an array the most of items, the
+// most of items2020 and the sum of arrayAlways; nothing below a scalar. A
+// same-node cycle (the library refuses static ones at compile time; a
+// dynamic reference can only be over-approximated into one) costs
+// costInf. The table is A*(root, k).
+func costLevels(nodes []costNode) *costTable {
+	n := len(nodes)
+	var cur [kinds][]uint64  // A_τ(·, k)
+	var state [kinds][]uint8 // 0 new, 1 on the stack, 2 done
+	for kind := range kinds {
+		cur[kind], state[kind] = make([]uint64, n), make([]uint8, n)
+	}
+	star := make([]uint64, n) // A*(t, k-1)
+	var scalar0 []uint64      // A_scalar(t, 0), for propertyNames
+	table := &costTable{}
+	chain := longestChain(nodes)
+	for k := range table.weight {
+		table.weight[k] = satAdd(1, satMul(uint64(k+1), chain)/6)
+	}
+	maxOf := func(list []int) uint64 {
+		m := uint64(0)
+		for _, t := range list {
+			m = max(m, star[t])
+		}
+		return m
+	}
+	sumOf := func(level []uint64, list []int) uint64 {
+		s := uint64(0)
+		for _, t := range list {
+			s = satAdd(s, level[t])
+		}
+		return s
+	}
+	for k := 0; k <= MaxDepth; k++ {
+		var eval func(i, kind int) uint64
+		eval = func(i, kind int) uint64 {
+			switch state[kind][i] {
+			case 1:
+				return costInf
+			case 2:
+				return cur[kind][i]
+			}
+			nd := &nodes[i]
+			if nd.group != nil {
+				state[kind][i] = 1
+				m := uint64(0)
+				for _, t := range nd.group {
+					m = max(m, eval(t, kind))
+				}
+				cur[kind][i], state[kind][i] = m, 2
+				return m
+			}
+			c := uint64(0)
+			if k == 0 {
+				c = 1
+			}
+			if nd.mismatch[kind] {
+				cur[kind][i], state[kind][i] = c, 2
+				return c
+			}
+			if k == 0 {
+				c = nd.self
+			}
+			state[kind][i] = 1
+			if nd.sat {
+				c = costInf
+			}
+			if k > 0 {
+				switch kind {
+				case kindObject:
+					c = satAdd(c, satAdd(satAdd(maxOf(nd.props), sumOf(star, nd.pattern)), sumOf(star, nd.unevalProps)))
+					if k == 1 {
+						c = satAdd(c, sumOf(scalar0, nd.names))
+					}
+				case kindArray:
+					c = satAdd(c, satAdd(satAdd(maxOf(nd.items), maxOf(nd.items2020)), sumOf(star, nd.arrayAlways)))
+				}
+			}
+			for _, t := range nd.inplace {
+				c = satAdd(c, eval(t, kind))
+			}
+			for _, targets := range nd.dynamic {
+				m := uint64(0)
+				for _, t := range targets {
+					m = max(m, eval(t, kind))
+				}
+				c = satAdd(c, m)
+			}
+			cur[kind][i], state[kind][i] = c, 2
+			return c
+		}
+		for kind := range kinds {
+			clear(state[kind])
+			if k > 0 && kind == kindScalar {
+				clear(cur[kind]) // nothing lies below a scalar
+				continue
+			}
+			for i := range nodes {
+				eval(i, kind)
+			}
+		}
+		for i := range star {
+			star[i] = max(cur[kindObject][i], cur[kindArray][i], cur[kindScalar][i])
+		}
+		table.perDepth[k] = star[0]
+		if k == 0 {
+			scalar0 = append([]uint64(nil), cur[kindScalar]...)
+		}
+	}
+	return table
+}
+
+// longestChain returns the most schemas one chain of in-place
+// applicators (static or dynamic) evaluates at one instance node, costInf
+// when the in-place graph has a cycle.
+func longestChain(nodes []costNode) uint64 {
+	memo := make([]uint64, len(nodes))
+	state := make([]uint8, len(nodes))
+	var walk func(i int) uint64
+	walk = func(i int) uint64 {
+		switch state[i] {
+		case 1:
+			return costInf
+		case 2:
+			return memo[i]
+		}
+		state[i] = 1
+		m := uint64(0)
+		for _, t := range nodes[i].group {
+			m = max(m, walk(t))
+		}
+		if nodes[i].group != nil {
+			memo[i], state[i] = m, 2
+			return m
+		}
+		for _, t := range nodes[i].inplace {
+			m = max(m, walk(t))
+		}
+		for _, targets := range nodes[i].dynamic {
+			for _, t := range targets {
+				m = max(m, walk(t))
+			}
+		}
+		memo[i], state[i] = satAdd(m, 1), 2
+		return memo[i]
+	}
+	longest := uint64(0)
+	for i := range nodes {
+		longest = max(longest, walk(i))
+	}
+	return longest
+}
+
+// cost returns the bound on the weighted evaluations of validating a value
+// with counts[k] nodes at depth k: Σ counts[k] × perDepth[k] × weight[k],
+// saturated.
+func (t *costTable) cost(counts *[MaxDepth + 1]uint64) uint64 {
+	c := uint64(0)
+	for k, n := range counts {
+		c = satAdd(c, satMul(satMul(n, t.perDepth[k]), t.weight[k]))
+	}
+	return c
+}
+
+// shape counts the nodes of v at each depth (every array, object and
+// scalar one node; member names are not nodes). ok is false when v nests
+// deeper than MaxDepth; the walk stops there, so a Go value that contains
+// itself ends too.
+func shape(v any, depth int, counts *[MaxDepth + 1]uint64) (ok bool) {
+	if depth > MaxDepth {
+		return false
+	}
+	counts[depth]++
+	switch x := v.(type) {
+	case map[string]any:
+		for _, c := range x {
+			if !shape(c, depth+1, counts) {
+				return false
+			}
+		}
+	case []any:
+		for _, c := range x {
+			if !shape(c, depth+1, counts) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkCost refuses v before the library validates it when its worst case
+// is over MaxValidationCost or it nests deeper than MaxDepth.
+func (s *Schema) checkCost(v any) error {
+	var counts [MaxDepth + 1]uint64
+	if !shape(v, 0, &counts) {
+		return amp.Named(0, ErrNotJSONCompatible, "value is nested deeper than %d, outside the json data model", MaxDepth)
+	}
+	if s.cost == nil {
+		return nil // the zero Schema: nothing to validate with
+	}
+	if c := s.cost.cost(&counts); c > MaxValidationCost {
+		// Never the value: only its size.
+		return amp.Named(amp.CodeInvalidMessage, ErrValidationTooCostly,
+			"validating this value could take more than %d schema evaluations (a recursive schema with several branches and a deep or large value); it was not validated", MaxValidationCost)
+	}
+	return nil
+}
+
+// dynamicAnchorTargets compiles, with the compiler c that compiled the
+// schema, every object of the loaded documents that has a string
+// "$dynamicAnchor": the library resolves a $dynamicRef to such a schema
+// of a resource in its dynamic scope, even one no applicator leads to
+// ("$defs"). ok is false when one of them did not compile: the targets are
+// then not all known.
+func dynamicAnchorTargets(c *jsonschema.Compiler, docs map[string][]byte) (out []*jsonschema.Schema, ok bool) {
+	ok = true
+	done := map[string]bool{}
+	for {
+		// Compiling a target can load a further document: until none is new.
+		var keys []string
+		for key := range docs {
+			if !done[key] {
+				keys = append(keys, key)
+			}
+		}
+		if len(keys) == 0 {
+			return out, ok
+		}
+		sort.Strings(keys)
+		for _, key := range keys {
+			done[key] = true
+			data := docs[key]
+			if !bytes.Contains(data, []byte(`"$dynamicAnchor"`)) {
+				continue
+			}
+			for _, p := range dynamicAnchorPointers(parseForMeasure(data), "", nil) {
+				sch, err := c.Compile(artifactURL(key) + "#" + p)
+				if err != nil {
+					ok = false
+					continue
+				}
+				out = append(out, sch)
+			}
+		}
+	}
+}
+
+// dynamicAnchorPointers appends to out the JSON pointers (URI fragment
+// form) of every object in v, at ptr, that has a string "$dynamicAnchor".
+func dynamicAnchorPointers(v any, ptr string, out []string) []string {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, isString := x["$dynamicAnchor"].(string); isString {
+			out = append(out, ptr)
+		}
+		for k, c := range x {
+			out = dynamicAnchorPointers(c, ptr+"/"+fragmentToken(k), out)
+		}
+	case []any:
+		for i, c := range x {
+			out = dynamicAnchorPointers(c, ptr+"/"+strconv.Itoa(i), out)
+		}
+	}
+	return out
+}
+
+// fragmentToken escapes a member name as a JSON pointer token in a URI
+// fragment (RFC 6901 §6).
+func fragmentToken(s string) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+	return url.PathEscape(s)
+}
