@@ -1,0 +1,431 @@
+package conformance
+
+// must_table_test.go keeps docs/CONFORMANCE.md honest: every MUST, MUST
+// NOT, SHALL, SHALL NOT and REQUIRED of RFC 001 and RFC 004 has a row, and
+// every row names tests that exist or a docs/SPEC-DECISIONS.md entry.
+//
+// The repository stands alone: the requirement list is committed as
+// testdata/conformance/requirements.txt (one line per requirement: its ID,
+// a fingerprint of its sentence and the start of the sentence). CI places
+// a folder "shared" beside the clone whose "spec" folder holds the RFC
+// texts (specSources names the two files); when they are there, the test
+// also extracts the list again and fails if the committed one differs. To regenerate it after an RFC update:
+//
+//	go test ./conformance -run TestMustTableRequirementListMatchesRFCText -update-requirements
+//
+// Extraction rules (extractRequirements): the text is read line by line;
+// a heading "## 4." / "### 4.1" / "## Appendix A." / "### A.7" sets the
+// section; a line is cut into sentences (at ". " followed by a capital, a
+// backtick or "*"); every sentence that holds MUST, SHALL or REQUIRED as
+// a capitalised word is one requirement, except the RFC 2119 boilerplate
+// line, and nothing after a "## Changelog" heading. Requirements are
+// lettered a, b, … in order within their section: RFC001-4.1-a. The
+// fingerprint is the first 10 hex digits of SHA-256 over the sentence with
+// "*" removed and white space collapsed.
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+var updateRequirements = flag.Bool("update-requirements", false, "rewrite testdata/conformance/requirements.txt from the RFC texts beside the clone")
+
+// requirement is one normative sentence of an RFC.
+type requirement struct {
+	ID          string // RFC001-4.1-a
+	Fingerprint string // 10 hex digits
+	Text        string // the sentence, normalised
+}
+
+var (
+	headingRE = regexp.MustCompile(`^#{2,4}\s+(?:Appendix\s+)?([0-9]+(?:\.[0-9]+)*|[A-Z](?:\.[0-9]+)*)\.?\s`)
+	keywordRE = regexp.MustCompile(`\b(MUST|SHALL|REQUIRED)\b`)
+	spaceRE   = regexp.MustCompile(`\s+`)
+)
+
+// normalise removes emphasis markers and collapses white space.
+func normalise(s string) string {
+	return strings.TrimSpace(spaceRE.ReplaceAllString(strings.ReplaceAll(s, "*", ""), " "))
+}
+
+// fingerprint is the first 10 hex digits of SHA-256 of the normalised text.
+func fingerprint(s string) string {
+	h := sha256.Sum256([]byte(normalise(s)))
+	return hex.EncodeToString(h[:])[:10]
+}
+
+// sentences cuts a line at ". " followed by a capital letter, a backtick or "*".
+func sentences(line string) []string {
+	var out []string
+	start := 0
+	for i := 0; i+2 < len(line); i++ {
+		if line[i] != '.' || line[i+1] != ' ' {
+			continue
+		}
+		c := line[i+2]
+		if c >= 'A' && c <= 'Z' || c == '`' || c == '*' {
+			out = append(out, line[start:i+1])
+			start = i + 2
+		}
+	}
+	return append(out, line[start:])
+}
+
+// letters returns a, b, …, z, aa, ab, … for n = 0, 1, ….
+func letters(n int) string {
+	if n < 26 {
+		return string(rune('a' + n))
+	}
+	return letters(n/26-1) + string(rune('a'+n%26))
+}
+
+// extractRequirements lists the normative sentences of an RFC text, IDs
+// prefixed with prefix ("RFC001").
+func extractRequirements(text, prefix string) ([]requirement, error) {
+	var out []requirement
+	section := ""
+	count := map[string]int{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			if strings.HasPrefix(line, "## Changelog") {
+				break
+			}
+			if m := headingRE.FindStringSubmatch(line); m != nil {
+				section = m[1]
+			} else if strings.HasPrefix(line, "## ") {
+				section = ""
+			}
+			continue
+		}
+		if strings.Contains(line, "RFC 2119") {
+			continue // the key-word boilerplate
+		}
+		for _, s := range sentences(line) {
+			if !keywordRE.MatchString(s) {
+				continue
+			}
+			if section == "" {
+				return nil, fmt.Errorf("%s: a requirement outside a numbered section: %q", prefix, normalise(s))
+			}
+			id := fmt.Sprintf("%s-%s-%s", prefix, section, letters(count[section]))
+			count[section]++
+			out = append(out, requirement{ID: id, Fingerprint: fingerprint(s), Text: normalise(s)})
+		}
+	}
+	return out, sc.Err()
+}
+
+// specSources are the RFC files and their ID prefixes.
+var specSources = []struct{ file, prefix string }{
+	{"rfc001-amp-core.md", "RFC001"},
+	{"rfc004-capability-registry.md", "RFC004"},
+}
+
+const requirementsFile = "../testdata/conformance/requirements.txt"
+
+// formatRequirements renders the committed list.
+func formatRequirements(reqs []requirement) string {
+	var b strings.Builder
+	b.WriteString("# Normative requirements of RFC 001 (v0.30) and RFC 004 (v0.6): ID, fingerprint, start of the sentence.\n")
+	b.WriteString("# Generated by conformance/must_table_test.go (see its header); docs/CONFORMANCE.md has one row per ID.\n")
+	for _, r := range reqs {
+		short := r.Text
+		if len(short) > 100 {
+			short = short[:100]
+			for len(short) > 0 && short[len(short)-1]&0xc0 == 0x80 {
+				short = short[:len(short)-1]
+			}
+			if len(short) > 0 && short[len(short)-1] >= 0xc0 {
+				short = short[:len(short)-1]
+			}
+			short += "…"
+		}
+		fmt.Fprintf(&b, "%s\t%s\t%s\n", r.ID, r.Fingerprint, short)
+	}
+	return b.String()
+}
+
+// readCommitted parses the committed list.
+func readCommitted(t *testing.T) []requirement {
+	t.Helper()
+	data, err := os.ReadFile(requirementsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []requirement
+	seen := map[string]bool{}
+	for n, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.SplitN(line, "\t", 3)
+		if len(f) != 3 || len(f[1]) != 10 {
+			t.Fatalf("%s:%d: want ID<TAB>fingerprint<TAB>text", requirementsFile, n+1)
+		}
+		if seen[f[0]] {
+			t.Fatalf("%s:%d: %s listed twice", requirementsFile, n+1, f[0])
+		}
+		seen[f[0]] = true
+		out = append(out, requirement{ID: f[0], Fingerprint: f[1], Text: f[2]})
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s lists no requirement", requirementsFile)
+	}
+	return out
+}
+
+// TestMustTableRequirementListMatchesRFCText: the committed requirement
+// list is what the RFC texts say, when they are present beside the clone
+// (threat: an RFC revision adds a MUST that nobody maps to a test).
+// Without them, the committed list is checked for shape only and the
+// table is still checked against it by TestMustTableCoversEveryRequirement.
+func TestMustTableRequirementListMatchesRFCText(t *testing.T) {
+	var committed []requirement
+	if !*updateRequirements {
+		committed = readCommitted(t)
+	}
+	dir := filepath.Join("..", "..", "shared", "spec")
+	var all []requirement
+	for _, s := range specSources {
+		data, err := os.ReadFile(filepath.Join(dir, s.file))
+		if err != nil {
+			if *updateRequirements {
+				t.Fatalf("-update-requirements needs the RFC texts: %v", err)
+			}
+			t.Logf("RFC texts not beside the clone (%v): checked the committed list alone", err)
+			return
+		}
+		reqs, err := extractRequirements(string(data), s.prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, reqs...)
+	}
+	if *updateRequirements {
+		if err := os.WriteFile(requirementsFile, []byte(formatRequirements(all)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want := map[string]string{}
+	for _, r := range all {
+		want[r.ID] = r.Fingerprint
+	}
+	got := map[string]string{}
+	for _, r := range committed {
+		got[r.ID] = r.Fingerprint
+		if fp, ok := want[r.ID]; !ok {
+			t.Errorf("%s is committed but the RFC text has no such requirement", r.ID)
+		} else if fp != r.Fingerprint {
+			t.Errorf("%s: the RFC sentence changed (fingerprint %s, committed %s)", r.ID, fp, r.Fingerprint)
+		}
+	}
+	for _, r := range all {
+		if _, ok := got[r.ID]; !ok {
+			t.Errorf("%s is missing from %s: %q", r.ID, requirementsFile, r.Text)
+		}
+	}
+}
+
+// TestMustExtractorFindsEachKeyword: the extraction rules on a small text
+// (threat: an extractor that silently misses a keyword, a sentence or a
+// section, so the list looks complete while it is not).
+func TestMustExtractorFindsEachKeyword(t *testing.T) {
+	text := "## 1. Intro\n" +
+		"The key words MUST and REQUIRED are interpreted as in RFC 2119.\n" +
+		"### 1.2 Rules\n" +
+		"- A **MUST** hold. A second SHALL NOT fail. A third may.\n" +
+		"  ttl: uint, ; REQUIRED\n" +
+		"| Rule | `x` MUST NOT be set |\n" +
+		"Lowercase must is no keyword, nor MUSTARD.\n" +
+		"## Appendix A. Vectors\n" +
+		"### A.7 Negative\n" +
+		"- ids MUST be random.\n" +
+		"## Changelog\n" +
+		"| 0.1 | made ttl REQUIRED |\n"
+	reqs, err := extractRequirements(text, "X")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range reqs {
+		ids = append(ids, r.ID+" "+r.Text)
+	}
+	want := []string{
+		"X-1.2-a - A MUST hold.",
+		"X-1.2-b A second SHALL NOT fail.",
+		"X-1.2-c ttl: uint, ; REQUIRED",
+		"X-1.2-d | Rule | `x` MUST NOT be set |",
+		"X-A.7-a - ids MUST be random.",
+	}
+	if strings.Join(ids, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("extracted\n%s\nwant\n%s", strings.Join(ids, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := extractRequirements("## Abstract\nIt MUST.\n", "X"); err == nil {
+		t.Fatal("a requirement outside a numbered section was not reported")
+	}
+	if letters(0) != "a" || letters(25) != "z" || letters(26) != "aa" || letters(27) != "ab" {
+		t.Fatal("letters: wrong sequence")
+	}
+}
+
+// tableRow is one row of docs/CONFORMANCE.md's requirement table.
+type tableRow struct {
+	line      int
+	id        string
+	tests     []string // "dir/TestName"
+	decisions []string // SPEC-DECISIONS identifiers
+}
+
+var (
+	rowIDRE       = regexp.MustCompile("^\\|\\s*`?(RFC00[14]-[0-9A-Z][0-9.]*-[a-z]+)`?\\s*\\|")
+	testRefRE     = regexp.MustCompile("`([a-z][a-z0-9_/]*)/(Test[A-Za-z0-9_]+)`")
+	decisionRefRE = regexp.MustCompile(`→ SPEC-DECISIONS ([A-Z]+-[0-9]+)`)
+)
+
+// readTable parses the rows of docs/CONFORMANCE.md.
+func readTable(t *testing.T) []tableRow {
+	t.Helper()
+	data, err := os.ReadFile("../docs/CONFORMANCE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []tableRow
+	for n, line := range strings.Split(string(data), "\n") {
+		m := rowIDRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		r := tableRow{line: n + 1, id: m[1]}
+		for _, tm := range testRefRE.FindAllStringSubmatch(line, -1) {
+			r.tests = append(r.tests, tm[1]+"/"+tm[2])
+		}
+		for _, dm := range decisionRefRE.FindAllStringSubmatch(line, -1) {
+			r.decisions = append(r.decisions, dm[1])
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// repoTests lists "dir/TestName" for every func Test… declared at the top
+// level of a *_test.go file in the repository (dir relative to the root).
+func repoTests(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != ".." && (strings.HasPrefix(n, ".") || n == "testdata" || n == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		dir, err := filepath.Rel("..", filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Test") {
+				out[filepath.ToSlash(dir)+"/"+fd.Name.Name] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// decisionIDs lists the "### ID" entries of docs/SPEC-DECISIONS.md.
+func decisionIDs(t *testing.T) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile("../docs/SPEC-DECISIONS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	re := regexp.MustCompile(`(?m)^### ([A-Z]+-[0-9]+)\s`)
+	for _, m := range re.FindAllStringSubmatch(string(data), -1) {
+		out[m[1]] = true
+	}
+	return out
+}
+
+// TestMustTableCoversEveryRequirement: docs/CONFORMANCE.md has exactly one
+// row per requirement of the committed list, and every row names at least
+// one test that exists (a top-level func Test… in a *_test.go file of the
+// named directory) or a SPEC-DECISIONS entry that exists (threat: a MUST
+// with no test that would fail if it broke, or a row that points at a test
+// renamed or deleted long ago).
+func TestMustTableCoversEveryRequirement(t *testing.T) {
+	reqs := readCommitted(t)
+	rows := readTable(t)
+	tests := repoTests(t)
+	decisions := decisionIDs(t)
+	known := map[string]bool{}
+	for _, r := range reqs {
+		known[r.ID] = true
+	}
+	seen := map[string]int{}
+	for _, r := range rows {
+		if !known[r.id] {
+			t.Errorf("CONFORMANCE.md:%d: %s is no requirement of the committed list", r.line, r.id)
+		}
+		if prev, dup := seen[r.id]; dup {
+			t.Errorf("CONFORMANCE.md:%d: %s already has a row (line %d)", r.line, r.id, prev)
+		}
+		seen[r.id] = r.line
+		if len(r.tests) == 0 && len(r.decisions) == 0 {
+			t.Errorf("CONFORMANCE.md:%d: %s names no test and no SPEC-DECISIONS entry", r.line, r.id)
+		}
+		for _, name := range r.tests {
+			if !tests[name] {
+				t.Errorf("CONFORMANCE.md:%d: %s names %s, which does not exist", r.line, r.id, name)
+			}
+		}
+		for _, d := range r.decisions {
+			if !decisions[d] {
+				t.Errorf("CONFORMANCE.md:%d: %s names SPEC-DECISIONS %s, which does not exist", r.line, r.id, d)
+			}
+		}
+	}
+	var missing []string
+	for _, r := range reqs {
+		if _, ok := seen[r.ID]; !ok {
+			missing = append(missing, r.ID)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("CONFORMANCE.md has no row for %d requirements: %s", len(missing), strings.Join(missing, ", "))
+	}
+}
