@@ -62,16 +62,67 @@ func (a *Admission) Charge(peer string, n int64) bool {
 	return true
 }
 
-// Leave ends a request of peer that was charged held bytes in all.
-func (a *Admission) Leave(peer string, held int64) {
+// ChargePeer admits n more bytes against the share of peer only (a
+// request that entered), or reports that they do not fit: what a body
+// declares is charged to its own peer at once, and to the server, with
+// ChargeServer, only as it arrives, so that bodies trickled slowly hold
+// of the server's bytes only what they sent.
+func (a *Admission) ChargePeer(peer string, n int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.peers[peer]
+	if p.bytes+n > a.maxPeerBytes {
+		return false
+	}
+	p.bytes += n
+	return true
+}
+
+// ChargeServer admits n more bytes against the server's bytes only, or
+// reports that they do not fit (see ChargePeer).
+func (a *Admission) ChargeServer(n int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bytes+n > a.maxBytes {
+		return false
+	}
+	a.bytes += n
+	return true
+}
+
+// Leave ends a request of peer that was charged held bytes in all
+// (Charge).
+func (a *Admission) Leave(peer string, held int64) { a.LeaveHeld(peer, held, held) }
+
+// LeaveHeld ends a request of peer that was charged peerHeld bytes of
+// its share and serverHeld of the server's (ChargePeer, ChargeServer and
+// Charge together).
+func (a *Admission) LeaveHeld(peer string, peerHeld, serverHeld int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.reqs--
-	a.bytes -= held
+	a.bytes -= serverHeld
 	p := a.peers[peer]
 	p.reqs--
-	p.bytes -= held
+	p.bytes -= peerHeld
 	if p.reqs <= 0 {
 		delete(a.peers, peer)
 	}
+}
+
+// Bytes is the bytes the server holds, all peers together.
+func (a *Admission) Bytes() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.bytes
+}
+
+// PeerBytes is the bytes peer holds of its share.
+func (a *Admission) PeerBytes(peer string) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p := a.peers[peer]; p != nil {
+		return p.bytes
+	}
+	return 0
 }

@@ -46,3 +46,14 @@ func (rr *RateReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// Exclude leaves d out of the time the reading has taken: time in which
+// the reader made the peer wait (not reading, its budget full), which
+// the peer must not be cut off for. The read deadline moves by d.
+func (rr *RateReader) Exclude(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	rr.start = rr.start.Add(d)
+	rr.set(rr.start.Add(DataDeadline(rr.got, rr.rate, rr.grace, rr.limit)))
+}

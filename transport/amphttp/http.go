@@ -113,7 +113,8 @@ type Options struct {
 // MaxInFlightBytes bytes at once, or than a peer's share of them
 // (MaxPeerInFlight, MaxPeerInFlightBytes), is 503 with Retry-After (5004); a
 // Content-Type other than application/cbor is 415; anything but POST is
-// 405; other paths 404. Transport success is not application success:
+// 405 with Allow: POST and a short JSON body (readable on a terminal;
+// nothing of the request echoed); other paths 404. Transport success is not application success:
 // refusals of verified messages are signed ERROR messages in a 200.
 func NewHandler(a Handler, opts Options) http.Handler {
 	if opts.MaxBody <= 0 {
@@ -175,17 +176,25 @@ func NewHandler(a Handler, opts Options) http.Handler {
 			busy(w, r, what)
 			return true
 		}
-		var held int64
-		defer func() { adm.Leave(peer, held) }()
+		var peerHeld, serverHeld int64
+		defer func() { adm.LeaveHeld(peer, peerHeld, serverHeld) }()
 		// What is charged must keep coming, at the minimum data rate
 		// (transport.RateReader: the same rule as the TCP binding's).
+		// The declared length is charged to the peer's share at once,
+		// the server's bytes as they arrive (as on the TCP binding).
 		rc := http.NewResponseController(w)
 		in := transport.NewRateReader(r.Body, rc.SetReadDeadline, opts.MinDataRate, opts.grace, readTimeout)
 		body, err := readBody(in, r.ContentLength, opts.MaxBody, func(n int64) bool {
-			if !adm.Charge(peer, n) {
+			if !adm.ChargePeer(peer, n) {
 				return false
 			}
-			held += n
+			peerHeld += n
+			return true
+		}, func(n int64) bool {
+			if !adm.ChargeServer(n) {
+				return false
+			}
+			serverHeld += n
 			return true
 		})
 		switch {
@@ -235,8 +244,15 @@ func NewHandler(a Handler, opts Options) http.Handler {
 	mux.HandleFunc(MessagesPath, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(TransportVersionHeader, "1")
 		if r.Method != http.MethodPost {
+			// Readable where a newcomer looks (a browser, curl on a
+			// terminal): JSON, not CBOR, and nothing of the request
+			// echoed.
 			w.Header().Set("Allow", http.MethodPost)
-			httpError(w, http.StatusMethodNotAllowed, amp.NewError(amp.CodeInvalidMessage, "only POST is accepted here"))
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			io.WriteString(w, methodNotAllowedBody)
 			return
 		}
 		if serve(w, r) {
@@ -264,6 +280,12 @@ func NewHandler(a Handler, opts Options) http.Handler {
 	return mux
 }
 
+// methodNotAllowedBody answers anything but POST on MessagesPath (405).
+// It has the shape of the serve command's other JSON errors
+// ({"error":{"code","name","message"}}, docs/CLI.md).
+const methodNotAllowedBody = `{"error":{"code":1001,"name":"method_not_allowed","message":"AMP messages are POSTed here, as application/cbor; GET ` +
+	HealthPath + ` shows the agent's status"}}` + "\n"
+
 var (
 	errTooLarge = errors.New("body over the limit")
 	errNoRoom   = errors.New("no room for the body")
@@ -276,26 +298,38 @@ const readTimeout = 30 * time.Second
 // readChunk is how much of a body of unknown length is charged at a time.
 const readChunk = 64 << 10
 
-// readBody reads a body of at most max bytes, charging every byte to
-// charge before it is held: a body of known length (length >= 0) at once,
-// one of unknown length chunk by chunk. It never holds more than max+1
-// bytes.
-func readBody(r io.Reader, length, max int64, charge func(int64) bool) ([]byte, error) {
+// readBody reads a body of at most max bytes, charging every byte
+// before it is held: the peer's share (declare) with the whole length at
+// once when it is known (length >= 0), and the server's bytes (charge)
+// readChunk at a time as the body arrives; a body of unknown length is
+// charged to both chunk by chunk. It never holds more than max+1 bytes.
+func readBody(r io.Reader, length, max int64, declare, charge func(int64) bool) ([]byte, error) {
 	if length >= 0 {
-		if !charge(length + 1) {
+		if !declare(length + 1) {
 			return nil, errNoRoom
 		}
-		buf := make([]byte, length+1)
-		n, err := io.ReadFull(r, buf)
-		switch {
-		case err == nil:
-			return nil, errTooLarge // more bytes than announced
-		case errors.Is(err, io.ErrUnexpectedEOF) && int64(n) == length, errors.Is(err, io.EOF) && length == 0:
-			return buf[:n], nil
-		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-			return nil, io.ErrUnexpectedEOF
+		buf := make([]byte, 0, min(length+1, readChunk))
+		for {
+			want := min(length+1-int64(len(buf)), readChunk)
+			if !charge(want) {
+				return nil, errNoRoom
+			}
+			k := len(buf)
+			buf = append(buf, make([]byte, want)...)
+			n, err := io.ReadFull(r, buf[k:])
+			buf = buf[:k+n]
+			switch {
+			case err == nil && int64(len(buf)) <= length:
+				continue // more to come
+			case err == nil:
+				return nil, errTooLarge // more bytes than announced
+			case errors.Is(err, io.ErrUnexpectedEOF) && int64(len(buf)) == length, errors.Is(err, io.EOF) && int64(len(buf)) == length:
+				return buf, nil
+			case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
 		}
-		return nil, err
 	}
 	var buf []byte
 	for {
@@ -309,6 +343,9 @@ func readBody(r io.Reader, length, max int64, charge func(int64) bool) ([]byte, 
 			}
 			if int64(cap(buf))+grow > max+1 {
 				grow = max + 1 - int64(cap(buf))
+			}
+			if !declare(grow) {
+				return nil, errNoRoom
 			}
 			if !charge(grow) {
 				return nil, errNoRoom

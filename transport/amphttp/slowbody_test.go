@@ -3,8 +3,12 @@ package amphttp
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -76,5 +80,68 @@ func TestHTTPMessagesNameTheirPeer(t *testing.T) {
 	}
 	if p := <-peers; p != "127.0.0.31" {
 		t.Fatalf("the handler saw peer %q, want 127.0.0.31", p)
+	}
+}
+
+// TestSlowBodiesFromOtherPeersCannotHoldTheServerBudget: four hosts each
+// declare a body as large as their share and trickle it; what they
+// declared is charged to their own shares (one more request of theirs is
+// 503), but the server's bytes only what arrived, so a fifth host is
+// still answered 200 (threat: bodies charged their declared length to
+// the server when their headers came let four slow hosts fill its
+// budget, and every other caller got 503; the TCP binding follows the
+// same rule). The minimum data rate is kept out of it (a minute of
+// grace).
+func TestSlowBodiesFromOtherPeersCannotHoldTheServerBudget(t *testing.T) {
+	h := handlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return []byte{0xa0}, nil })
+	opts := Options{MaxBody: 1 << 20, MaxInFlightBytes: 4 * (1<<20 + 1), grace: time.Minute}
+	srv := httptest.NewUnstartedServer(NewHandler(h, opts))
+	srv.Config = NewServer(srv.Config.Handler, 0, nil)
+	srv.Start()
+	defer srv.Close()
+	for h := 2; h <= 5; h++ {
+		from := fmt.Sprintf("127.0.0.%d", 40+h)
+		slowBody(t, srv, from, 1<<20)
+		// Its share is taken once the slow body is admitted.
+		for deadline := time.Now().Add(10 * time.Second); postFrom(t, srv, from) != http.StatusServiceUnavailable; {
+			if time.Now().After(deadline) {
+				t.Fatalf("the slow body from %s was not charged to its share", from)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if s := postFrom(t, srv, "127.0.0.41"); s != http.StatusOK {
+		t.Fatalf("a small body from another host while four slow bodies arrive: %d, want 200", s)
+	}
+}
+
+// TestGETOnTheMessagesURLIsReadable: the URL the demo prints is the one
+// a newcomer opens in a browser or with curl; a GET there is 405 with
+// Allow: POST and a short JSON body, not binary CBOR on a terminal, and
+// nothing of the request (path, query, headers) comes back in it.
+func TestGETOnTheMessagesURLIsReadable(t *testing.T) {
+	h := handlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return []byte{0xa0}, nil })
+	srv := httptest.NewServer(NewHandler(h, Options{}))
+	defer srv.Close()
+	const marker = "zz<script>echo-me</script>"
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+MessagesPath+"?q="+url.QueryEscape(marker), nil)
+	req.Header.Set("X-Probe", marker)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != http.MethodPost {
+		t.Fatalf("GET: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	var doc struct {
+		Error struct{ Name, Message string }
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" || json.Unmarshal(body, &doc) != nil || doc.Error.Name != "method_not_allowed" {
+		t.Fatalf("GET answered %q: %q, want a JSON error", ct, body)
+	}
+	if strings.Contains(string(body), "echo-me") {
+		t.Fatalf("the answer echoes the request: %q", body)
 	}
 }

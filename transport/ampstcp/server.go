@@ -64,11 +64,21 @@ type ServerOptions struct {
 	// the HTTP binding; at least MaxMessageSize). MaxConnInFlightBytes
 	// caps them per connection (default a quarter of MaxInFlightBytes, at
 	// least MaxMessageSize, at most MaxInFlightBytes). A message is charged
-	// its frame's declared size as soon as the frame header is read and
-	// before any payload byte is held, until it is handled; then its reply
-	// is charged its own size until it is written. A frame that does not
-	// fit waits, first come first served, and the connection is not read
-	// meanwhile (back-pressure, like the counts above).
+	// its frame's declared size to its connection and its peer
+	// (MaxPeerInFlightBytes) as soon as the frame header is read and
+	// before any payload byte is held, and to the server as its bytes
+	// arrive: a frame of at most 64 KiB whole, a larger one 64 KiB at a
+	// time before each chunk is read, so that frames trickled slowly hold
+	// of the server's budget only what they sent (docs/TRANSPORT.md,
+	// "In-flight bytes"). Small frames never wait behind a large one;
+	// large frames still arriving, the oldest left out, hold at most
+	// MaxInFlightBytes less MaxMessageSize and an eighth; the oldest may
+	// grow whenever the whole cap has room (so they cannot deadlock). The charge is
+	// held until the message is handled; then its reply is charged its
+	// own size until it is written. A frame that does not fit waits and
+	// the connection is not read meanwhile (back-pressure, like the
+	// counts above); the wait does not count against its minimum data
+	// rate.
 	MaxInFlightBytes     int64
 	MaxConnInFlightBytes int64
 	// MaxPeerInFlightBytes caps them per peer: all the connections from
@@ -80,7 +90,7 @@ type ServerOptions struct {
 	// MinDataRate is the slowest a message frame may arrive once its
 	// header is read, in bytes per second (default transport.MinDataRate,
 	// 128 KiB/s), the HTTP binding's rule (transport.RateReader): its
-	// declared size is charged at once, so after transport.FrameGrace
+	// declared size is charged to its peer at once, so after transport.FrameGrace
 	// (5 s) what has arrived must keep up with MinDataRate on average, or
 	// the connection is closed and the charge given back; the whole frame
 	// gets at most FrameTimeout.
@@ -180,7 +190,7 @@ type Server struct {
 	// lingering holds a slot per refused connection closing gracefully
 	// (refuse).
 	lingering chan struct{}
-	bytes     *budget // server-wide bytes in flight
+	bytes     *serverBudget // server-wide bytes in flight
 	// workers handle the messages: at most as many as are in flight
 	// (MaxInFlightTotal), reused, so their stacks have grown to what
 	// verifying and signing need.
@@ -199,7 +209,7 @@ func NewServer(h Handler, opts ServerOptions) *Server {
 	opts = opts.withDefaults()
 	return &Server{h: h, opts: opts, inflight: make(chan struct{}, opts.MaxInFlightTotal),
 		lingering: make(chan struct{}, maxLingering),
-		bytes:     newBudget(opts.MaxInFlightBytes),
+		bytes:     newServerBudget(opts.MaxInFlightBytes, int64(opts.MaxMessageSize)),
 		workers:   workers.New(0),
 		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}, peers: map[string]*peerShare{}}
 }
@@ -235,8 +245,21 @@ func (s *Server) leavePeer(p *peerShare) {
 
 // InFlightBytes is the message bytes the server holds now, all
 // connections together (at most MaxInFlightBytes, plus what replies larger
-// than their requests add).
+// than their requests add): of a frame still arriving, the bytes received
+// and the chunk being read, not its declared size.
 func (s *Server) InFlightBytes() int64 { return s.bytes.inUse() }
+
+// peerInFlightBytes is what the peer key holds of its own share: the
+// declared sizes of its frames (tests).
+func (s *Server) peerInFlightBytes(key string) int64 {
+	s.mu.Lock()
+	p := s.peers[key]
+	s.mu.Unlock()
+	if p == nil {
+		return 0
+	}
+	return p.bytes.inUse()
+}
 
 // Serve accepts connections on ln until Shutdown or Close (ErrServerClosed)
 // or an accept error.
@@ -473,23 +496,76 @@ func (c *serverConn) shut() {
 	c.conn.Close()
 }
 
-// reserve charges n in-flight bytes to the connection, its peer and the
-// server, waiting until they fit; false when the connection is torn down
-// first.
-func (c *serverConn) reserve(n int64) bool {
+// receive reads the payload of a MESSAGE frame of size bytes, charging
+// it to the connection's and its peer's budgets at its declared size
+// before any of it is held (waiting until they fit), and to the server's
+// budget as it arrives (serverBudget: a small frame whole, a larger one
+// readChunk at a time, before each chunk is read). What is charged must
+// keep coming at the minimum data rate (transport.RateReader), not
+// counting the time the server's budget made it wait. It returns the
+// payload, all three charged size; false, with nothing charged, when the
+// connection is torn down or the peer falls behind or goes.
+func (c *serverConn) receive(br *bufio.Reader, size int) ([]byte, bool) {
+	n := int64(size)
 	if !c.bytes.acquire(n, c.stop) {
-		return false
+		return nil, false
 	}
 	if !c.share.bytes.acquire(n, c.stop) {
 		c.bytes.release(n)
-		return false
+		return nil, false
 	}
-	if !c.s.bytes.acquire(n, c.stop) {
+	giveBack := func() {
 		c.share.bytes.release(n)
 		c.bytes.release(n)
-		return false
 	}
-	return true
+	o := c.s.opts
+	var rr *transport.RateReader
+	reader := func() io.Reader {
+		if rr == nil && !c.goaway.Load() && br.Buffered() < size {
+			rr = transport.NewRateReader(br, c.conn.SetReadDeadline, o.MinDataRate, o.frameGrace, o.FrameTimeout)
+		}
+		if rr != nil {
+			return rr
+		}
+		return br
+	}
+	if size <= smallFrame {
+		if !c.s.bytes.acquireSmall(n, c.stop) {
+			giveBack()
+			return nil, false
+		}
+		payload, err := readPayload(reader(), size)
+		if err != nil {
+			c.s.bytes.release(n)
+			giveBack()
+			return nil, false
+		}
+		return payload, true
+	}
+	p := c.s.bytes.begin()
+	buf := make([]byte, 0, readChunk)
+	for len(buf) < size {
+		step := min(size-len(buf), readChunk)
+		waitFrom := time.Now()
+		if !c.s.bytes.grow(p, int64(step), c.stop) {
+			c.s.bytes.abort(p)
+			giveBack()
+			return nil, false
+		}
+		if rr != nil {
+			rr.Exclude(time.Since(waitFrom))
+		}
+		src := reader()
+		k := len(buf)
+		buf = append(buf, make([]byte, step)...)
+		if _, err := io.ReadFull(src, buf[k:]); err != nil {
+			c.s.bytes.abort(p)
+			giveBack()
+			return nil, false
+		}
+	}
+	c.s.bytes.done(p)
+	return buf, true
 }
 
 // force charges n in-flight bytes without waiting.
@@ -704,24 +780,16 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 			return nil
 		}
 		var charge int64
-		var src io.Reader = br
+		var payload []byte
 		if typ == FrameMessage {
-			// Charge the declared size before holding any of it; while it
-			// does not fit, the connection is not read.
-			charge = int64(size)
-			if !c.reserve(charge) {
+			// Charged before any of it is held; while it does not fit,
+			// the connection is not read.
+			var ok bool
+			if payload, ok = c.receive(br, size); !ok {
 				return nil
 			}
-			// The charge is held from now on: the frame must keep coming,
-			// at the minimum data rate (transport.RateReader), unless it
-			// is here already.
-			if !c.goaway.Load() && br.Buffered() < size {
-				src = transport.NewRateReader(br, c.conn.SetReadDeadline, o.MinDataRate, o.frameGrace, o.FrameTimeout)
-			}
-		}
-		payload, err := readPayload(src, size)
-		if err != nil {
-			c.release(charge)
+			charge = int64(size)
+		} else if payload, err = readPayload(br, size); err != nil {
 			return nil
 		}
 		f := Frame{Type: typ, Payload: payload}

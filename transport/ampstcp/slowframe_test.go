@@ -29,7 +29,7 @@ func TestSlowTCPFrameGivesBackItsChargeWithinSeconds(t *testing.T) {
 	r.c.SetDeadline(time.Now().Add(time.Minute))
 	r.handshake(1)
 	r.write(append(binary.BigEndian.AppendUint32(nil, 16<<20+1), FrameMessage))
-	for srv.InFlightBytes() < 16<<20 {
+	for srv.peerInFlightBytes("127.0.0.1") < 16<<20 {
 		time.Sleep(5 * time.Millisecond)
 	}
 	var sent atomic.Int64
@@ -49,9 +49,9 @@ func TestSlowTCPFrameGivesBackItsChargeWithinSeconds(t *testing.T) {
 			sent.Add(int64(len(chunk)))
 		}
 	}()
-	for srv.InFlightBytes() != 0 {
+	for srv.peerInFlightBytes("127.0.0.1") != 0 || srv.InFlightBytes() != 0 {
 		if n := sent.Load(); n >= 2<<20 {
-			t.Fatalf("the trickled frame still holds %d bytes after %d bytes were sent", srv.InFlightBytes(), n)
+			t.Fatalf("the trickled frame still holds %d bytes of its peer's share after %d bytes were sent", srv.peerInFlightBytes("127.0.0.1"), n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
