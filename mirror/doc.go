@@ -12,6 +12,7 @@
 // Endpoints (docs/FORMAT.md, "Mirror"):
 //
 //	GET /.well-known/ampbundle-registry.json   the capabilities document
+//	GET /.well-known/acdp.json                 the ACDP-0007 §3 document
 //	GET /index.json                            what is installed, with hashes
 //	GET /bundles/{bundle_id}                   the signed bundle file
 //	GET /cap-registry/{name}/{version}/descriptor.cbor   RFC 004 §5.1

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -141,6 +142,59 @@ func TestDocsErrorEnvelopeMatchesTheServer(t *testing.T) {
 	for _, r := range rows {
 		if _, ok := messages[r[1]]; !ok || status[r[1]] != r[2] {
 			t.Errorf("docs row %s %s: not a code of the server with that status", r[1], r[2])
+		}
+	}
+}
+
+// TestDocsACDPExampleIsWhatTheMirrorServes: the ACDP-0007 example of
+// docs/FORMAT.md §11.2 is what a mirror with the default options serves
+// to a consumer that dialled mirror.example.org; the annotation table
+// explains every member of it and no other; the error table is what the
+// route writes (threat: a second implementation, written from the docs,
+// that expects a document or an error we do not serve).
+func TestDocsACDPExampleIsWhatTheMirrorServes(t *testing.T) {
+	sec := formatSection(t, "#### ACDP-0007 capabilities document")
+	blocks := jsonBlocks(t, sec)
+	var example, served any
+	if err := json.Unmarshal([]byte(blocks[0]), &example); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := startMirror(t, newStore(t, testBundle(t, 1)), nil)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, ACDPWellKnownPath, nil)
+	req.Host = "mirror.example.org"
+	m.ServeHTTP(rec, req)
+	if err := json.Unmarshal(rec.Body.Bytes(), &served); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(example, served) {
+		t.Fatalf("docs/FORMAT.md example:\n%s\nthe mirror serves:\n%s", blocks[0], rec.Body)
+	}
+	members := map[string]bool{}
+	keysOf(example, "", members)
+	codes := map[string]bool{ACDPCodeNotFound: true, ACDPCodeSchemaViolation: true, ACDPCodeNotImplemented: true, ACDPCodeInternal: true}
+	annotated := map[string]bool{}
+	for _, r := range regexp.MustCompile("(?m)^\\| `([a-z_.]+)` \\| ").FindAllStringSubmatch(sec, -1) {
+		if !codes[r[1]] {
+			annotated["."+r[1]] = true
+		}
+	}
+	if !reflect.DeepEqual(sortedKeys(members), sortedKeys(annotated)) {
+		t.Fatalf("example members %v\nannotated %v", sortedKeys(members), sortedKeys(annotated))
+	}
+	errRec := httptest.NewRecorder()
+	writeACDPError(errRec, ACDPCodeNotImplemented)
+	if strings.TrimSpace(blocks[1]) != strings.TrimSpace(errRec.Body.String()) {
+		t.Fatalf("docs error example %s, the route writes %s", blocks[1], errRec.Body)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| ([0-9]{3}) \\|").FindAllStringSubmatch(sec, -1)
+	if len(rows) != len(codes) {
+		t.Fatalf("docs error table has %d codes, the route %d", len(rows), len(codes))
+	}
+	for _, r := range rows {
+		status, _ := acdpError(r[1])
+		if !codes[r[1]] || strconv.Itoa(status) != r[2] {
+			t.Errorf("docs row %s %s: the route gives it %d", r[1], r[2], status)
 		}
 	}
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // ServeHTTP serves the current snapshot (see the package documentation),
-// and the mirror's liveness (HealthPath) and readiness (ReadyPath), which
-// answer even when every request slot is taken. Every request is counted
+// and the mirror's liveness (HealthPath), readiness (ReadyPath) and
+// ACDP-0007 document (ACDPWellKnownPath), which answer even when every
+// request slot is taken. Every request is counted
 // in the metrics (MetricsHandler).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -31,6 +32,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveHealth(rec, r)
 	case ReadyPath:
 		s.serveReady(rec, r)
+	case ACDPWellKnownPath:
+		// Built from checked options, in memory, independent of the
+		// snapshot: answered like the health routes.
+		s.serveACDP(rec, r)
 	default:
 		s.serveSnapshot(rec, r)
 	}

@@ -160,6 +160,9 @@ func New(opts Options) (*Server, error) {
 	if err := s.caps.Check(); err != nil {
 		return nil, err
 	}
+	if err := s.ACDPCapabilities().Check(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(opts.SpoolDir, 0o700); err != nil {
 		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot create the spool folder").WithCause(err)
 	}
