@@ -8,9 +8,18 @@
 //     response, present only when the request's ext["agh.include"]
 //     contains "capability_catalog", narrowed by ext["agh.capability_ids"]
 //     with catalog order preserved. ParseWhoisRequest, RichCatalog.
-//   - Transfer: body.capability of a kind:"capability" envelope, one full
-//     capability document with its canonical digest. TransferBody,
+//   - Transfer: body.capability of a kind:"capability" agh-network/v0
+//     envelope, one full capability document with its canonical digest,
+//     the envelope signed by the agent's Ed25519 key (proof type
+//     "ampbundle.ed25519-jcs", over the RFC 8785 form of the envelope
+//     without its proof). TransferEnvelope, ReceiveTransfer (which refuses
+//     a bad proof, a from the proof's key does not belong to, a ts outside
+//     the window, an unknown protocol or kind, each by name),
 //     VerifyCapability.
+//
+// The peer card carries every member of the page's example (CardMembers),
+// trust_modes_supported saying whether the agent signs (TrustModes;
+// docs/SPEC-DECISIONS.md AGH-2, AGH-3).
 //
 // The canonical digest is "sha256:" and the lowercase hex SHA-256 of the
 // RFC 8785 (JCS) serialization of the capability document without its

@@ -1,8 +1,10 @@
 package agh
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -10,12 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ampbundle/ampbundle/amp"
 )
 
-// The failure table of docs/FORMAT.md ("AGH projection") is what the
-// handler answers: each documented code is produced, with its status, by
-// the request the table describes, and the body never echoes the request.
-func TestDocsAGHFailureTableMatchesTheHandler(t *testing.T) {
+// aghSection returns the "AGH projection" section of docs/FORMAT.md.
+func aghSection(t *testing.T) string {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "docs", "FORMAT.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +31,59 @@ func TestDocsAGHFailureTableMatchesTheHandler(t *testing.T) {
 	if j := strings.Index(sec[1:], "\n## "); j > 0 {
 		sec = sec[:j]
 	}
+	return sec
+}
+
+// The annotated transfer envelope of docs/FORMAT.md is
+// testdata/agh/transfer-envelope.json, is what TransferEnvelope produces
+// from the inputs the text gives, and verifies; the refusals and the ts
+// window the annotations name are the receiver's.
+func TestDocsAGHTransferEnvelopeExampleVerifies(t *testing.T) {
+	sec := aghSection(t)
+	i := strings.Index(sec, "**Transfer envelope.**")
+	if i < 0 {
+		t.Fatal("no transfer envelope paragraph")
+	}
+	block := sec[i:]
+	j := strings.Index(block, "```json\n")
+	k := strings.Index(block[j+8:], "```")
+	if j < 0 || k < 0 {
+		t.Fatal("no json example")
+	}
+	doc := []byte(block[j+8 : j+8+k])
+	gen, err := TransferEnvelope(pageCatalog()[0], &Signer{Key: testKey(1)}, "",
+		EnvelopeOptions{Now: clock, Rand: bytes.NewReader(bytes.Repeat([]byte{7}, 16))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b, c := canon(t, doc), canon(t, read(t, "transfer-envelope.json")), canon(t, gen); a != b || b != c {
+		t.Fatalf("docs, testdata and TransferEnvelope differ:\n%s\n%s\n%s", a, b, c)
+	}
+	tr, err := ReceiveTransfer(doc, ReceiveOptions{Now: clock})
+	if err != nil || !tr.Verified {
+		t.Fatalf("the documented envelope does not verify: %v", err)
+	}
+	notes := block[j+8+k:]
+	for _, name := range []amp.ErrName{ErrUnsupportedProtocol, ErrUnsupportedKind, ErrStaleTimestamp, ErrFutureTimestamp,
+		ErrExpired, ErrVerificationFailed, ErrUnsupportedProof, ErrInvalidProof, ErrSenderMismatch, ErrUnknownSender,
+		ErrBadProof, ErrMissingProof, ErrInvalidEnvelope, ErrTooLarge, ErrInvalidDocument} {
+		if !strings.Contains(notes, "`"+string(name)+"`") {
+			t.Errorf("the annotations do not name %s", name)
+		}
+	}
+	for _, w := range []string{fmt.Sprintf("now − %d s ≤ ts ≤ now + %d s", int(DefaultMaxAge.Seconds()), int(DefaultSkew.Seconds())),
+		"`" + ProofContext + "`", "`" + ProofType + "`", "`" + DefaultChannel + "`", fmt.Sprintf("%d bytes", maxIDBytes)} {
+		if !strings.Contains(notes, w) {
+			t.Errorf("the annotations do not say %q", w)
+		}
+	}
+}
+
+// The failure table of docs/FORMAT.md ("AGH projection") is what the
+// handler answers: each documented code is produced, with its status, by
+// the request the table describes, and the body never echoes the request.
+func TestDocsAGHFailureTableMatchesTheHandler(t *testing.T) {
+	sec := aghSection(t)
 	doc := map[string]int{}
 	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| ([0-9]{3}) \\|").FindAllStringSubmatch(sec, -1) {
 		doc[m[1]], _ = strconv.Atoi(m[2])

@@ -133,3 +133,30 @@ func FuzzParseCatalogQuery(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReceiveTransfer: any input is refused by name or accepted; an
+// accepted envelope is accepted again after its members are reordered and
+// re-spaced (the proof covers the canonical form, not the bytes), and a
+// verified one names a key of its from.
+func FuzzReceiveTransfer(f *testing.F) {
+	seedFiles(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o := ReceiveOptions{Now: clock, AllowUnverified: true}
+		tr, err := ReceiveTransfer(data, o)
+		if err != nil {
+			if errName(err) == "" {
+				t.Fatalf("unnamed refusal: %v", err)
+			}
+			return
+		}
+		if tr.Verified && !strings.HasPrefix(tr.KeyID, tr.From) {
+			t.Fatalf("verified by %s for %s", tr.KeyID, tr.From)
+		}
+		var m map[string]json.RawMessage
+		json.Unmarshal(data, &m)
+		again, _ := json.MarshalIndent(m, "", " ")
+		if _, err := ReceiveTransfer(again, o); err != nil {
+			t.Fatalf("re-encoded envelope refused: %v", err)
+		}
+	})
+}

@@ -1,11 +1,14 @@
 package agh
 
 import (
+	"crypto/rand"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Paths of the AGH projection served over HTTP by 'ampagent serve --agh'
@@ -24,8 +27,16 @@ type HandlerOptions struct {
 	// Catalog returns the current catalog, in catalog order. Required.
 	Catalog func() ([]Capability, error)
 	// Card holds the card members other than capabilities and ext
-	// (peer_id, display_name, ...).
+	// (peer_id, display_name, ...). Members of the seed's example that it
+	// lacks are filled from CardMembers (peer_id: the signer's DID).
 	Card map[string]json.RawMessage
+	// Signer signs the transfer envelopes; nil serves them with proof
+	// null (the seed's unverified mode), from the card's peer_id.
+	Signer *Signer
+	// Now and Rand stamp transfer envelopes (time.Now and crypto/rand
+	// when nil).
+	Now  func() time.Time
+	Rand io.Reader
 	// MaxBytes bounds a response (default MaxDocumentBytes): a larger one
 	// is refused (500 too_large) rather than sent.
 	MaxBytes int
@@ -63,7 +74,7 @@ func ParseCatalogQuery(raw string) (WhoisRequest, error) {
 //
 //	GET PeerCardPath                      the peer card (brief discovery)
 //	GET CatalogPath[?id=ID&id=...]        {"agh.capability_catalog": {...}}
-//	GET CapabilityPrefix + ID             {"capability": {...}} (transfer)
+//	GET CapabilityPrefix + ID             a kind:"capability" envelope
 //
 // Every failure is {"error":{"code","message"}} with a fixed message:
 // not_found, method_not_allowed, invalid_request, too_large,
@@ -72,6 +83,13 @@ func NewHandler(opts HandlerOptions) http.Handler {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = MaxDocumentBytes
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	members, peerID := cardDefaults(opts.Card, opts.Signer)
 	send := func(w http.ResponseWriter, r *http.Request, v any) {
 		body, err := marshalNoEscape(v)
 		if err != nil {
@@ -105,7 +123,7 @@ func NewHandler(opts HandlerOptions) http.Handler {
 		}
 		switch p := r.URL.Path; {
 		case p == PeerCardPath && r.URL.RawQuery == "":
-			card := &PeerCard{Extra: opts.Card}
+			card := &PeerCard{Extra: members}
 			if err := ProjectPeerCard(card, cat); err != nil {
 				fail(w, http.StatusInternalServerError, "internal_error", "the projection failed")
 				return
@@ -127,7 +145,7 @@ func NewHandler(opts HandlerOptions) http.Handler {
 			id := p[len(CapabilityPrefix):]
 			for _, c := range cat {
 				if c.ID == id {
-					body, err := TransferBody(c)
+					body, err := TransferEnvelope(c, opts.Signer, peerID, EnvelopeOptions{Now: opts.Now, Rand: opts.Rand})
 					if err != nil {
 						fail(w, http.StatusInternalServerError, "internal_error", "the projection failed")
 						return
@@ -152,4 +170,21 @@ func fail(w http.ResponseWriter, status int, code, message string) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	w.Write([]byte(body))
+}
+
+// cardDefaults returns card with the members of the seed's example it
+// lacks filled in, and the card's peer_id.
+func cardDefaults(card map[string]json.RawMessage, s *Signer) (map[string]json.RawMessage, string) {
+	peerID := ""
+	if raw, ok := card["peer_id"]; ok {
+		json.Unmarshal(raw, &peerID)
+	}
+	if peerID == "" && s != nil {
+		peerID, _, _ = s.resolved()
+	}
+	out := CardMembers(peerID, "", s != nil)
+	for k, v := range card {
+		out[k] = v
+	}
+	return out, peerID
 }

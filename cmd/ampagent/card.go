@@ -23,17 +23,23 @@ document: {"peer_card": {...}} with "capabilities" (ids in catalog order, []
 when the store has none) and ext["agh.capabilities_brief"] (omitted when
 empty). --catalog adds "agh.capability_catalog", the rich catalog with each
 capability's canonical digest, narrowed to the --id values when given
-(catalog order kept; unknown ids give []). --transfer ID prints instead the
-body of a kind:"capability" envelope for that capability. Opens the store
+(catalog order kept; unknown ids give []). The card carries every member of
+the AGH page's example: peer_id, display_name, profiles_supported,
+artifacts_supported and trust_modes_supported ("unverified", and
+"ampbundle.ed25519-jcs" with --key). --transfer ID prints instead a
+kind:"capability" agh-network/v0 envelope for that capability, signed by the
+agent key given with --key (required with --transfer). Opens the store
 read-only, or reads it through the admin socket of the agent holding it.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "db", Usage: "registry store `FILE` (required)"},
 			&cli.StringFlag{Name: "admin-socket", Usage: "admin socket `PATH` of the agent holding the store (default DB.admin.sock)"},
-			&cli.StringFlag{Name: "peer-id", Value: "ampagent", Usage: "the card's peer_id"},
-			&cli.StringFlag{Name: "display-name", Usage: "the card's display_name (omitted when empty)"},
+			&cli.StringFlag{Name: "peer-id", Usage: "the card's peer_id (default: the --key's DID, else ampagent)"},
+			&cli.StringFlag{Name: "display-name", Value: agh.DefaultDisplayName, Usage: "the card's display_name"},
+			&cli.StringFlag{Name: "key", Usage: "agent key `FILE` (ampagent keygen) that signs the transfer (required with --transfer)"},
+			&cli.StringFlag{Name: "did", Usage: "with --key: the agent `DID` (a did:web; default: the key's did:key)"},
 			&cli.BoolFlag{Name: "catalog", Usage: "add the rich catalog (agh.capability_catalog)"},
 			&cli.StringSliceFlag{Name: "id", Usage: "with --catalog: only this capability `ID` (repeatable)"},
-			&cli.StringFlag{Name: "transfer", Usage: "print the capability transfer body of `ID` instead"},
+			&cli.StringFlag{Name: "transfer", Usage: "print the signed transfer envelope of `ID` instead (needs --key)"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -45,6 +51,25 @@ read-only, or reads it through the admin socket of the agent holding it.`,
 			}
 			if c.IsSet("id") && !c.Bool("catalog") {
 				return cliutil.Usagef("--id narrows the rich catalog: give --catalog too")
+			}
+			if c.String("transfer") != "" && c.String("key") == "" {
+				return cliutil.Usagef("--transfer signs the envelope: give the agent --key")
+			}
+			if c.IsSet("did") && c.String("key") == "" {
+				return cliutil.Usagef("--did names the --key's DID: give --key too")
+			}
+			var signer *agh.Signer
+			peerID := "ampagent"
+			if kp := c.String("key"); kp != "" {
+				id, err := loadIdentity(c, env, kp, c.String("did"))
+				if err != nil {
+					return err
+				}
+				signer = &agh.Signer{DID: id.DID, Key: id.SigningKey}
+				peerID = id.DID
+			}
+			if c.IsSet("peer-id") {
+				peerID = c.String("peer-id")
 			}
 			db := c.String("db")
 			var cat *resolver.Catalog
@@ -71,7 +96,7 @@ read-only, or reads it through the admin socket of the agent holding it.`,
 			if id := c.String("transfer"); id != "" {
 				for _, x := range caps {
 					if x.ID == id {
-						body, err := agh.TransferBody(x)
+						body, err := agh.TransferEnvelope(x, signer, peerID, agh.EnvelopeOptions{Now: env.Now, Rand: env.Rand})
 						if err != nil {
 							return err
 						}
@@ -80,14 +105,7 @@ read-only, or reads it through the admin socket of the agent holding it.`,
 				}
 				return cliutil.Failf("unknown_capability", "the store has no capability with that id")
 			}
-			extra := map[string]json.RawMessage{}
-			extra["peer_id"], _ = json.Marshal(c.String("peer-id"))
-			if dn := c.String("display-name"); dn != "" {
-				extra["display_name"], _ = json.Marshal(dn)
-			}
-			extra["profiles_supported"] = json.RawMessage(`["agh-network/v0"]`)
-			extra["artifacts_supported"] = json.RawMessage(`["capability"]`)
-			card := &agh.PeerCard{Extra: extra}
+			card := &agh.PeerCard{Extra: agh.CardMembers(peerID, c.String("display-name"), signer != nil)}
 			if err := agh.ProjectPeerCard(card, caps); err != nil {
 				return err
 			}

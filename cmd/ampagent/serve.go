@@ -621,7 +621,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	mux.Handle(amphttp.MessagesPath, h)
 	mux.Handle(amphttp.HealthPath, h)
 	mux.Handle("/", unknownRoute{})
-	if err := mountDiscovery(mux, c.Bool("agh"), cfg, store, id.DID); err != nil {
+	if err := mountDiscovery(mux, c.Bool("agh"), cfg, store, id); err != nil {
 		ln.Close()
 		return err
 	}
@@ -887,10 +887,11 @@ func (w *cappedWriter) Excerpt(n int) (string, bool) {
 
 var _ io.Writer = (*cappedWriter)(nil)
 
-// mountDiscovery adds the well-known capabilities document and, with
-// withAGH, the AGH projection of the store's catalog to mux. The document
-// is checked first: a misconfigured one stops serve before it starts.
-func mountDiscovery(mux *http.ServeMux, withAGH bool, cfg *serveConfig, store *resolver.Store, did string) error {
+// mountDiscovery adds the well-known capabilities documents (ours and
+// ACDP-0007's) and, with withAGH, the AGH projection of the store's catalog
+// to mux. The documents are checked first: a misconfigured one stops serve
+// before it starts.
+func mountDiscovery(mux *http.ServeMux, withAGH bool, cfg *serveConfig, store *resolver.Store, id amp.Identity) error {
 	maxBody, inFlight := cfg.MaxBodyBytes, cfg.MaxInFlight
 	if maxBody <= 0 {
 		maxBody = amphttp.DefaultMaxBody
@@ -909,9 +910,17 @@ func mountDiscovery(mux *http.ServeMux, withAGH bool, cfg *serveConfig, store *r
 		return err
 	}
 	mux.Handle(mirror.WellKnownPath, wk)
+	// ACDP-0007 §3 beside it: registry_did is the agent's own DID
+	// (docs/SPEC-DECISIONS.md MIRROR-2).
+	acdp, err := mirror.ACDPHandler(mirror.AgentACDPCapabilities(id.DID, maxBody, withAGH))
+	if err != nil {
+		return err
+	}
+	mux.Handle(mirror.ACDPWellKnownPath, acdp)
 	if withAGH {
-		peer, _ := json.Marshal(did)
+		peer, _ := json.Marshal(id.DID)
 		mux.Handle("/agh/v0/", agh.NewHandler(agh.HandlerOptions{
+			Signer: &agh.Signer{DID: id.DID, Key: id.SigningKey},
 			Catalog: func() ([]agh.Capability, error) {
 				cat, err := store.Catalog()
 				if err != nil {

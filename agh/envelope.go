@@ -1,0 +1,481 @@
+package agh
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// The agh-network/v0 envelope and the proof this package signs
+// (docs/FORMAT.md, "AGH projection"; docs/SPEC-DECISIONS.md AGH-3).
+const (
+	// Protocol is the only envelope protocol this package reads or writes.
+	Protocol = "agh-network/v0"
+	// KindCapability is the kind of a capability transfer envelope.
+	KindCapability = "capability"
+	// ProofType names our proof: Ed25519 over ProofContext, a zero byte and
+	// the RFC 8785 form of the envelope without its "proof" member. The
+	// name is namespaced: AGH v0 reserves "proof" and defines no type.
+	ProofType = "ampbundle.ed25519-jcs"
+	// ProofContext prefixes the signed bytes so that a proof can never be
+	// taken for a signature of another protocol made with the same key.
+	ProofContext = "agh-network/v0 proof " + ProofType
+	// TrustUnverified is the seed's trust mode: no proof is relied on.
+	TrustUnverified = "unverified"
+	// DefaultDisplayName is the card's display_name when none is given.
+	DefaultDisplayName = "ampagent"
+	// DefaultChannel is the envelope channel when none is given.
+	DefaultChannel = "ampbundle"
+)
+
+// Acceptance window of an envelope's ts, and bounds of its members.
+const (
+	// DefaultSkew is how far in the future a ts may be (the clock skew
+	// tolerated, as MAX_CLOCK_SKEW of RFC 001).
+	DefaultSkew = 30 * time.Second
+	// DefaultMaxAge is how far in the past a ts may be: the skew plus the
+	// time a transfer may take to arrive.
+	DefaultMaxAge = 5 * time.Minute
+	// maxIDBytes bounds id, channel, from, to, reply_to and the proof key.
+	maxIDBytes = 512
+	// maxSafeInt is the largest integer an I-JSON number carries exactly.
+	maxSafeInt = 1<<53 - 1
+)
+
+// Error names of envelope reception; each is a refusal of the whole
+// envelope, made before anything of it is used.
+const (
+	// ErrInvalidEnvelope: a required member missing or of the wrong type,
+	// or a member over its bound.
+	ErrInvalidEnvelope amp.ErrName = "invalid_envelope"
+	// ErrUnsupportedProtocol: protocol is not agh-network/v0.
+	ErrUnsupportedProtocol amp.ErrName = "unsupported_protocol"
+	// ErrUnsupportedKind: a kind this receiver does not take (for a
+	// transfer, anything but "capability").
+	ErrUnsupportedKind amp.ErrName = "unsupported_kind"
+	// ErrStaleTimestamp: ts older than the accepted age.
+	ErrStaleTimestamp amp.ErrName = "stale_timestamp"
+	// ErrFutureTimestamp: ts later than now plus the skew.
+	ErrFutureTimestamp amp.ErrName = "future_timestamp"
+	// ErrExpired: expires_at is in the past.
+	ErrExpired amp.ErrName = "expired"
+	// ErrMissingProof: proof null or absent where a proof is required.
+	ErrMissingProof amp.ErrName = "missing_proof"
+	// ErrUnsupportedProof: a proof of a type other than ProofType.
+	ErrUnsupportedProof amp.ErrName = "unsupported_proof"
+	// ErrInvalidProof: a proof object of the wrong shape.
+	ErrInvalidProof amp.ErrName = "invalid_proof"
+	// ErrSenderMismatch: the proof's key belongs to another DID than from.
+	ErrSenderMismatch amp.ErrName = "sender_mismatch"
+	// ErrUnknownSender: no signing key of from could be found.
+	ErrUnknownSender amp.ErrName = "unknown_sender"
+	// ErrBadProof: the signature does not verify.
+	ErrBadProof amp.ErrName = "bad_proof"
+)
+
+// knownKinds are the core kinds of agh-network/v0.
+var knownKinds = map[string]bool{"greet": true, "whois": true, "say": true, "capability": true, "receipt": true, "trace": true}
+
+func badEnvelope(format string, args ...any) error {
+	return amp.Named(0, ErrInvalidEnvelope, format, args...)
+}
+
+// Signer signs envelopes as one agent.
+type Signer struct {
+	// DID is the agent's DID, written into "from" (and the card's
+	// peer_id). For a did:key it is derived from Key when empty.
+	DID string
+	// KeyID is the DID URL of the verification method of Key. Default:
+	// for a did:key, DID#multikey; otherwise the bare DID, which the
+	// receiver resolves to the DID's signing key as RFC 001 senders' bare
+	// DIDs are (amp.DIDDocument.SigningKey).
+	KeyID string
+	// Key signs.
+	Key ed25519.PrivateKey
+}
+
+// resolved fills the defaults of s.
+func (s *Signer) resolved() (did, keyID string, err error) {
+	if s == nil || len(s.Key) != ed25519.PrivateKeySize {
+		return "", "", invalid("the signer has no ed25519 key")
+	}
+	pub := s.Key.Public().(ed25519.PublicKey)
+	did, keyID = s.DID, s.KeyID
+	if did == "" {
+		did = amp.DIDKey(pub)
+	}
+	if keyID == "" {
+		keyID = did
+		if strings.HasPrefix(did, "did:key:") {
+			keyID = did + "#" + amp.EncodeMultikey(amp.KeyEd25519, pub)
+		}
+	}
+	if amp.BareDID(keyID) != did {
+		return "", "", invalid("the signer's key id is not a key of its DID")
+	}
+	return did, keyID, nil
+}
+
+// TrustModes returns the card's trust_modes_supported: "unverified" (what
+// the seed's peers send, and what we accept when the receiver allows it)
+// and, for a peer that signs, ProofType.
+func TrustModes(signs bool) []string {
+	if signs {
+		return []string{TrustUnverified, ProofType}
+	}
+	return []string{TrustUnverified}
+}
+
+// CardMembers returns the members of a peer card other than capabilities
+// and ext, as the seed's example has them: peer_id, display_name
+// (DefaultDisplayName when empty), profiles_supported ["agh-network/v0"],
+// artifacts_supported ["capability"] and trust_modes_supported.
+func CardMembers(peerID, displayName string, signs bool) map[string]json.RawMessage {
+	if displayName == "" {
+		displayName = DefaultDisplayName
+	}
+	enc := func(v any) json.RawMessage { b, _ := marshalNoEscape(v); return b }
+	return map[string]json.RawMessage{
+		"peer_id":               enc(peerID),
+		"display_name":          enc(displayName),
+		"profiles_supported":    enc([]string{Protocol}),
+		"artifacts_supported":   enc([]string{KindCapability}),
+		"trust_modes_supported": enc(TrustModes(signs)),
+	}
+}
+
+// EnvelopeOptions are the per-message inputs of an envelope.
+type EnvelopeOptions struct {
+	// Now is the clock (required).
+	Now func() time.Time
+	// Rand supplies the 16 random bytes of the message id (required;
+	// crypto/rand.Reader in production).
+	Rand io.Reader
+	// Channel defaults to DefaultChannel.
+	Channel string
+	// To is the target peer; omitted when empty.
+	To string
+}
+
+// TransferEnvelope returns a kind:"capability" agh-network/v0 envelope
+// carrying c with its canonical digest: protocol, id ("msg_" and 32
+// random hex digits), kind, channel, from, to (when given), ts, body
+// {"capability": {...}} and proof — signed by s, or null when s is nil
+// (the seed's unverified mode; from is then peerID).
+func TransferEnvelope(c Capability, s *Signer, peerID string, o EnvelopeOptions) (json.RawMessage, error) {
+	body, err := TransferBody(c)
+	if err != nil {
+		return nil, err
+	}
+	if o.Now == nil || o.Rand == nil {
+		return nil, invalid("an envelope needs a clock and a random source")
+	}
+	var rnd [16]byte
+	if _, err := io.ReadFull(o.Rand, rnd[:]); err != nil {
+		return nil, invalid("no randomness for the message id")
+	}
+	from := peerID
+	var did, keyID string
+	if s != nil {
+		if did, keyID, err = s.resolved(); err != nil {
+			return nil, err
+		}
+		from = did
+	}
+	if from == "" || len(from) > maxIDBytes {
+		return nil, invalid("an envelope needs a from of 1 to %d bytes", maxIDBytes)
+	}
+	channel := o.Channel
+	if channel == "" {
+		channel = DefaultChannel
+	}
+	enc := func(v any) json.RawMessage { b, _ := marshalNoEscape(v); return b }
+	m := map[string]json.RawMessage{
+		"protocol": enc(Protocol),
+		"id":       enc("msg_" + hex.EncodeToString(rnd[:])),
+		"kind":     enc(KindCapability),
+		"channel":  enc(channel),
+		"from":     enc(from),
+		"ts":       enc(o.Now().Unix()),
+		"body":     body,
+	}
+	if o.To != "" {
+		m["to"] = enc(o.To)
+	}
+	if s == nil {
+		m["proof"] = json.RawMessage("null")
+		return marshalNoEscape(m)
+	}
+	input, err := signingInput(m)
+	if err != nil {
+		return nil, err
+	}
+	sig := ed25519.Sign(s.Key, input)
+	m["proof"] = enc(map[string]string{"type": ProofType, "key": keyID, "sig": base64.RawURLEncoding.EncodeToString(sig)})
+	return marshalNoEscape(m)
+}
+
+// signingInput is ProofContext, 0x00 and the RFC 8785 form of the
+// envelope's members other than "proof".
+func signingInput(m map[string]json.RawMessage) ([]byte, error) {
+	rest := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		if k != "proof" {
+			rest[k] = v
+		}
+	}
+	raw, err := json.Marshal(rest)
+	if err != nil {
+		return nil, invalid("envelope cannot be encoded")
+	}
+	canon, err := Canonical(raw)
+	if err != nil {
+		return nil, badEnvelope("envelope has no canonical form")
+	}
+	return append([]byte(ProofContext+"\x00"), canon...), nil
+}
+
+// ReceiveOptions configures ReceiveTransfer.
+type ReceiveOptions struct {
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Skew and MaxAge bound ts (DefaultSkew, DefaultMaxAge when zero).
+	Skew, MaxAge time.Duration
+	// AllowUnverified accepts an envelope whose proof is null or absent,
+	// as the seed's v0 peers send it; the result says Verified false.
+	// Without it such an envelope is missing_proof. A proof that is
+	// present is always checked, and a bad one always refused.
+	AllowUnverified bool
+	// Resolve returns the DID document of a DID that is not a did:key
+	// (did:key needs none); nil refuses every other DID (unknown_sender).
+	Resolve func(did string) (*amp.DIDDocument, error)
+}
+
+// Transfer is an accepted capability transfer.
+type Transfer struct {
+	// ID, Channel, From, To are the envelope's members (To may be "").
+	ID, Channel, From, To string
+	// TS is the envelope's ts.
+	TS int64
+	// Capability is body.capability, its digest verified.
+	Capability Capability
+	// Verified is true when a proof by From's key verified; false for an
+	// unverified envelope accepted under AllowUnverified.
+	Verified bool
+	// KeyID is the verification method that signed it ("" unverified).
+	KeyID string
+	// Ext is the envelope's ext, kept opaque (nil when absent).
+	Ext map[string]json.RawMessage
+}
+
+// ReceiveTransfer checks a kind:"capability" envelope and returns its
+// capability. In order, each failure a named refusal and nothing used
+// before every check passed: size and JSON (too_large,
+// invalid_document); protocol (unsupported_protocol); kind
+// (unsupported_kind); the members' types and bounds (invalid_envelope);
+// ts within [now-MaxAge, now+Skew] (stale_timestamp, future_timestamp) and
+// expires_at (expired); the proof — absent (missing_proof unless
+// AllowUnverified), of another type (unsupported_proof), malformed
+// (invalid_proof), by a key of another DID than from (sender_mismatch),
+// by a key not found (unknown_sender), not verifying (bad_proof); last the
+// capability's digest (verification_failed). Members this version does not
+// know are covered by the proof and ignored.
+func ReceiveTransfer(data []byte, o ReceiveOptions) (*Transfer, error) {
+	if len(data) > MaxDocumentBytes {
+		return nil, amp.Named(0, ErrTooLarge, "envelope over %d bytes", MaxDocumentBytes)
+	}
+	if _, err := Canonical(data); err != nil {
+		return nil, invalid("envelope is not valid JSON for this profile")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return nil, invalid("envelope is not a JSON object")
+	}
+	str := func(k string, required bool) (string, error) {
+		raw, ok := m[k]
+		if !ok || string(raw) == "null" {
+			if required {
+				return "", badEnvelope("envelope lacks %s", k)
+			}
+			return "", nil
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil || (required && s == "") || len(s) > maxIDBytes {
+			return "", badEnvelope("envelope %s must be a string of 1 to %d bytes", k, maxIDBytes)
+		}
+		return s, nil
+	}
+	proto, err := str("protocol", true)
+	if err != nil {
+		return nil, err
+	}
+	if proto != Protocol {
+		return nil, amp.Named(0, ErrUnsupportedProtocol, "envelope protocol is not %s", Protocol)
+	}
+	kind, err := str("kind", true)
+	if err != nil {
+		return nil, err
+	}
+	if kind != KindCapability {
+		if knownKinds[kind] {
+			return nil, amp.Named(0, ErrUnsupportedKind, "a transfer must be of kind capability")
+		}
+		return nil, amp.Named(0, ErrUnsupportedKind, "envelope kind is not a kind of %s", Protocol)
+	}
+	t := &Transfer{}
+	for _, f := range []struct {
+		k   string
+		dst *string
+		req bool
+	}{{"id", &t.ID, true}, {"channel", &t.Channel, true}, {"from", &t.From, true}, {"to", &t.To, false}, {"reply_to", nil, false}} {
+		s, err := str(f.k, f.req)
+		if err != nil {
+			return nil, err
+		}
+		if f.dst != nil {
+			*f.dst = s
+		}
+	}
+	ts, ok, err := intMember(m, "ts")
+	if err != nil || !ok {
+		return nil, badEnvelope("envelope ts must be an integer of Unix seconds")
+	}
+	exp, hasExp, err := intMember(m, "expires_at")
+	if err != nil {
+		return nil, badEnvelope("envelope expires_at must be an integer or null")
+	}
+	var body struct {
+		Capability json.RawMessage `json:"capability"`
+	}
+	if raw, ok := m["body"]; !ok || !isObject(raw) || json.Unmarshal(raw, &body) != nil || !isObject(body.Capability) {
+		return nil, badEnvelope("envelope body must be an object with a capability object")
+	}
+	if raw, ok := m["ext"]; ok {
+		if err := json.Unmarshal(raw, &t.Ext); err != nil || !isObject(raw) {
+			return nil, badEnvelope("envelope ext must be an object")
+		}
+	}
+	t.TS = ts
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	now := o.Now()
+	skew, maxAge := o.Skew, o.MaxAge
+	if skew <= 0 {
+		skew = DefaultSkew
+	}
+	if maxAge <= 0 {
+		maxAge = DefaultMaxAge
+	}
+	if ts > now.Add(skew).Unix() {
+		return nil, amp.Named(0, ErrFutureTimestamp, "envelope ts is more than %s ahead of this clock", skew)
+	}
+	if ts < now.Add(-maxAge).Unix() {
+		return nil, amp.Named(0, ErrStaleTimestamp, "envelope ts is more than %s old", maxAge)
+	}
+	if hasExp && now.Unix() > exp {
+		return nil, amp.Named(0, ErrExpired, "envelope expires_at has passed")
+	}
+	if err := checkProof(m, t, o, now); err != nil {
+		return nil, err
+	}
+	c, err := VerifyCapability(body.Capability)
+	if err != nil {
+		return nil, err
+	}
+	t.Capability = c
+	return t, nil
+}
+
+// checkProof verifies the envelope's proof, or accepts its absence under
+// AllowUnverified.
+func checkProof(m map[string]json.RawMessage, t *Transfer, o ReceiveOptions, now time.Time) error {
+	raw, ok := m["proof"]
+	if !ok || string(raw) == "null" {
+		if o.AllowUnverified {
+			return nil
+		}
+		return amp.Named(0, ErrMissingProof, "the envelope carries no proof and unverified transfers are not accepted")
+	}
+	if !isObject(raw) {
+		return amp.Named(0, ErrInvalidProof, "envelope proof must be an object or null")
+	}
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return amp.Named(0, ErrInvalidProof, "envelope proof must be an object or null")
+	}
+	var typ, key, sig string
+	if json.Unmarshal(p["type"], &typ) != nil {
+		return amp.Named(0, ErrInvalidProof, "proof type must be a string")
+	}
+	if typ != ProofType {
+		return amp.Named(0, ErrUnsupportedProof, "proof type is not %s", ProofType)
+	}
+	if len(p) != 3 || json.Unmarshal(p["key"], &key) != nil || json.Unmarshal(p["sig"], &sig) != nil ||
+		len(key) > maxIDBytes || !amp.ValidDID(amp.BareDID(key)) {
+		return amp.Named(0, ErrInvalidProof, "proof must be {type, key: a DID or DID URL, sig}")
+	}
+	sigBytes, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || len(sigBytes) != ed25519.SignatureSize {
+		return amp.Named(0, ErrInvalidProof, "proof sig must be 64 bytes in unpadded base64url")
+	}
+	did := amp.BareDID(key)
+	if did != t.From {
+		return amp.Named(0, ErrSenderMismatch, "the proof's key does not belong to the envelope's from")
+	}
+	var doc *amp.DIDDocument
+	switch {
+	case strings.HasPrefix(did, "did:key:"):
+		doc, err = amp.DIDKeyDocument(did)
+	case o.Resolve != nil:
+		doc, err = o.Resolve(did)
+	default:
+		return amp.Named(0, ErrUnknownSender, "the sender's DID cannot be resolved here")
+	}
+	if err != nil || doc == nil {
+		return amp.Named(0, ErrUnknownSender, "the sender's DID cannot be resolved")
+	}
+	vm, err := doc.SigningKey(key, now)
+	if err != nil || len(vm.PublicKey) != ed25519.PublicKeySize {
+		return amp.Named(0, ErrUnknownSender, "the proof's key is not an active signing key of the sender")
+	}
+	input, err := signingInput(m)
+	if err != nil {
+		return err
+	}
+	if !ed25519.Verify(ed25519.PublicKey(vm.PublicKey), input, sigBytes) {
+		return amp.Named(0, ErrBadProof, "the proof's signature does not verify")
+	}
+	t.Verified, t.KeyID = true, key
+	return nil
+}
+
+// intMember reads an optional integer member (null counts as absent): an
+// integer of at most 2^53-1 in magnitude, written without fraction or
+// exponent.
+func intMember(m map[string]json.RawMessage, k string) (int64, bool, error) {
+	raw, ok := m[k]
+	if !ok || string(raw) == "null" {
+		return 0, false, nil
+	}
+	s := string(bytes.TrimSpace(raw))
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n > maxSafeInt || n < -maxSafeInt {
+		return 0, false, badEnvelope("%s must be an integer", k)
+	}
+	return n, true, nil
+}
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool {
+	s := bytes.TrimSpace(raw)
+	return len(s) > 0 && s[0] == '{'
+}
