@@ -183,23 +183,6 @@ func benchIdempotency(b *testing.B, opts ...envOption) {
 // callers.
 func BenchmarkIdempotencyDurable(b *testing.B) { benchIdempotency(b) }
 
-// BenchmarkIdempotencyDurableBolt: the same with the bbolt ledger (two
-// fdatasyncs and a page rewrite per commit), for comparison.
-func BenchmarkIdempotencyDurableBolt(b *testing.B) {
-	benchIdempotency(b, func(e *env) {
-		s, _, err := ledger.OpenFile(e.path, ledger.FileOptions{Kind: ledger.KindBolt, Now: e.clock.Now})
-		if err != nil {
-			b.Fatal(err)
-		}
-		l, err := ledger.New(s, ledger.Options{Now: e.clock.Now})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { l.Close() })
-		e.cfg.Ledger = l
-	})
-}
-
 // BenchmarkIdempotencyMemory: the same, non-durable (the reference:
 // durable >= 90 % of this).
 func BenchmarkIdempotencyMemory(b *testing.B) { benchIdempotency(b, withMemoryLedger()) }

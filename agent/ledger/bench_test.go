@@ -42,22 +42,6 @@ func benchLedger(b *testing.B, store func(b *testing.B, c *clock) Store) {
 	})
 }
 
-// BenchmarkLedgerBolt: the durable store, 64 callers.
-func BenchmarkLedgerBolt(b *testing.B) {
-	benchLedger(b, func(b *testing.B, c *clock) Store {
-		s, err := OpenBolt(filepath.Join(b.TempDir(), "l"), BoltOptions{Now: c.Now})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			b.ReportMetric(float64(s.commits.Load()), "commits")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(s.commits.Load(), 1)), "ns/commit")
-			s.Close()
-		})
-		return s
-	})
-}
-
 // BenchmarkLedgerWAL: the write-ahead log, 64 callers.
 func BenchmarkLedgerWAL(b *testing.B) {
 	benchLedger(b, func(b *testing.B, c *clock) Store {

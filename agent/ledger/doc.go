@@ -23,9 +23,10 @@
 // # States and transitions
 //
 // A key is in one of these states. "Durable" states are in the Store (a
-// write-ahead log of its own, see OpenWAL, the default of OpenFile; a
-// bbolt file of its own, see OpenBolt; or memory, see NewMemory); the
-// others live in the Ledger value of this process only.
+// write-ahead log of its own, see OpenWAL and OpenFile, or memory, see
+// NewMemory); the others live in the Ledger value of this process only.
+// The bbolt file of earlier versions is retired: OpenFile migrates it,
+// once and one way, into a new log.
 //
 //	state      where     meaning
 //	absent     -         never seen (or expired and reclaimed)
@@ -84,21 +85,18 @@
 // one degraded case, docs/CLI.md §3.4). A reply larger than the reservation
 // is refused (ErrReplyTooLarge), and the caller records a small error result
 // instead, which always fits. An abandoned running ticket gives back its
-// disk; its entry stays charged to the quotas until it expires. The bbolt
-// store reserves in the quotas only: it cannot set disk aside.
+// disk; its entry stays charged to the quotas until it expires.
 // Expired entries are reclaimed a few at a time in every commit, and by
-// Sweep, so the file stops growing under steady load (bbolt reuses freed
-// pages; it never shrinks; the write-ahead log is rewritten with its live
-// entries only when its dead records exceed a slack, so it never exceeds
-// the budget plus that slack).
+// Sweep, so the file stops growing under steady load (the write-ahead log
+// is rewritten with its live entries only when its dead records exceed a
+// slack, so it never exceeds the budget plus that slack).
 //
 // # Durability
 //
-// Both durable stores commit in groups: a writer that finds no commit
-// running writes everything queued and makes it durable (the log: one
-// write and one fdatasync per group, over zeros reserved ahead so that
-// the file's length need not be synced; bbolt: one transaction, two
-// fdatasyncs), the others wait and form the next group. Under load a
+// The log commits in groups: a writer that finds no commit running writes
+// everything queued and makes it durable (one write and one fdatasync per
+// group, over zeros reserved ahead so that the file's length need not be
+// synced), the others wait and form the next group. Under load a
 // group gathers: it waits (at most 2 ms) until all the writers the Ledger
 // expects soon are queued but a few per processor, which keep the
 // processors busy while it syncs; with few writers it starts at once. No

@@ -51,6 +51,10 @@ const (
 	ErrReplyTooLarge amp.ErrName = "reply_too_large"
 	// ErrLedgerIO: the durable store failed (5002).
 	ErrLedgerIO amp.ErrName = "ledger_unavailable"
+	// ErrLedgerMigration: a retired bbolt ledger could not be migrated to
+	// the write-ahead log (in use, damaged, or an I/O error); nothing was
+	// lost and the old file is unchanged (5002).
+	ErrLedgerMigration amp.ErrName = "ledger_migration_failed"
 	// ErrTicketUsed: a Ticket was used after it was finished or abandoned
 	// (a programming error).
 	ErrTicketUsed amp.ErrName = "ticket_used"
@@ -90,7 +94,7 @@ type Record struct {
 }
 
 // Store is the durable part of the ledger: one interface, so that another
-// backend (a replicated one) can replace the bbolt file without touching
+// backend (a replicated one) can replace the log without touching
 // the agent. Implementations must be safe for concurrent use; the Ledger
 // never calls MarkRunning or Finish twice concurrently for one key.
 type Store interface {
@@ -117,7 +121,7 @@ type Store interface {
 }
 
 // ReservingStore is a Store that reserves, for each running entry, the
-// room of a reply of the size it is given (BoltStore, WALStore and
+// room of a reply of the size it is given (WALStore and
 // MemoryStore are): a capability whose results are larger or smaller than
 // the default reserves what it needs, no more.
 type ReservingStore interface {
@@ -201,8 +205,7 @@ type activeSetter interface {
 func (l *Ledger) active() int { return int(l.open.Load() - l.inHandler.Load()) }
 
 // PrincipalStore is a Store whose per-caller quota can be charged to
-// principals instead of senders (BoltStore, WALStore and MemoryStore
-// are).
+// principals instead of senders (WALStore and MemoryStore are).
 type PrincipalStore interface {
 	Store
 	// SetPrincipal charges each sender's bytes to principal(sender) from

@@ -51,9 +51,6 @@ func stores(lim Limits) map[string]func(t *testing.T, c *clock) (Store, func() S
 	}
 	return map[string]func(t *testing.T, c *clock) (Store, func() Store){
 		"memory": func(*testing.T, *clock) (Store, func() Store) { return NewMemory(lim), nil },
-		"bolt": durable("registry.db.ledger", func(path string, c *clock) (Store, error) {
-			return OpenBolt(path, BoltOptions{Limits: lim, Now: c.Now})
-		}),
 		"wal": durable("registry.db.ledger.wal", func(path string, c *clock) (Store, error) {
 			return OpenWAL(path, WALOptions{Limits: lim, Now: c.Now})
 		}),
@@ -296,13 +293,6 @@ func TestLedgerPerCallerShare(t *testing.T) {
 // so that it compacts within the test.
 func TestLedgerReclaimKeepsFileSizeSteady(t *testing.T) {
 	durable := map[string]func(t *testing.T, c *clock) (Store, int){
-		"bolt": func(t *testing.T, c *clock) (Store, int) {
-			s, err := OpenBolt(filepath.Join(t.TempDir(), "l"), BoltOptions{Now: c.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s, 2
-		},
 		"wal": func(t *testing.T, c *clock) (Store, int) {
 			s, err := OpenWAL(filepath.Join(t.TempDir(), "l"), WALOptions{Now: c.Now, Slack: 128 << 10})
 			if err != nil {

@@ -8,7 +8,7 @@ import (
 )
 
 // MemoryStore is a Store in memory: the same quotas and states as the
-// bbolt store, not durable (a restart forgets it). For tests, benchmarks
+// write-ahead log, not durable (a restart forgets it). For tests, benchmarks
 // and agents whose handlers have no side effects.
 type MemoryStore struct {
 	acct *accounts

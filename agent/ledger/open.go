@@ -1,24 +1,23 @@
 package ledger
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/ampbundle/ampbundle/amp"
 )
 
-// Durable store kinds (FileOptions.Kind).
-const (
-	// KindWAL is the write-ahead log (OpenWAL), the default.
-	KindWAL = "wal"
-	// KindBolt is the bbolt file (OpenBolt).
-	KindBolt = "bbolt"
-)
+// KindWAL is the kind of store OpenFile opens: the write-ahead log
+// (OpenWAL), the only durable store. (The bbolt store it replaced is
+// retired: its files are migrated, see OpenFile.)
+const KindWAL = "wal"
 
 // FileOptions configures OpenFile.
 type FileOptions struct {
@@ -27,66 +26,93 @@ type FileOptions struct {
 	Now func() time.Time
 	// LockTimeout bounds the wait for the file lock (default 1 s).
 	LockTimeout time.Duration
-	// Kind is KindWAL (the default when empty) or KindBolt.
-	Kind string
 	// Path is the ledger file. Default: the registry file's name +
-	// ".ledger.wal" (KindWAL) or + ".ledger" (KindBolt).
+	// ".ledger.wal".
 	Path string
 	// Migrated, when set, is told about a migration from a bbolt ledger:
-	// the old file's new name, the log's and the entries copied.
+	// the name the old file is kept under, the log's and the entries
+	// copied.
 	Migrated func(old, log string, entries int)
+
+	// fault, when set (by this package's tests only), is called at each
+	// step of a migration and fails it with the error it returns: the
+	// seam through which tests interrupt a migration.
+	fault func(step string) error
 }
 
-// OpenFile opens the durable ledger of the agent whose registry file is
-// registryPath, and reports the kind it opened.
+// Migration steps, in order (FileOptions.fault).
+const (
+	stepRead   = "read"   // the bbolt ledger was read and its entries written to the new log
+	stepSync   = "sync"   // the new log was made durable under its temporary name
+	stepAside  = "aside"  // the bbolt ledger was kept under its migrated name
+	stepPlace  = "place"  // the new log was put in place
+	stepRetire = "retire" // the bbolt ledger's original name was given up
+)
+
+// OpenFile opens the durable ledger (the write-ahead log) of the agent
+// whose registry file is registryPath, and reports its kind (KindWAL).
 //
-// Migration: with KindWAL and the default path, when no log exists yet
-// but a bbolt ledger does (registryPath + ".ledger", written by an agent
-// before the log existed), its unexpired entries, running ones included,
-// are copied once into a new log, which is made durable and renamed into
-// place; only then is the bbolt file renamed to registryPath +
-// ".ledger.migrated" (kept for the operator to delete). A crash before the
-// log is in place leaves the bbolt file where it was, and the next start
-// migrates again. An explicit Path holding a bbolt ledger is refused with
-// KindWAL rather than migrated.
+// Migration (one way): the bbolt ledger is retired. When the file to open
+// holds one (an explicit Path naming an old bbolt ledger), or, with the
+// default path, no log exists yet but registryPath + ".ledger" holds one,
+// its unexpired entries are converted into a new log: running entries
+// stay running (a retry gets "outcome unknown"; nothing runs twice), done
+// entries keep their exact reply bytes and expiry, and the quotas are
+// recomputed from the log when it opens. The log is written under a
+// temporary name and synced; the old file is kept under the name
+// OLD.migrated-YYYYMMDD (the day of the migration, UTC; a hard link, or a
+// synced copy where the file system has none; never deleted); only then
+// is the log renamed into place and the old name given up. A failure at
+// any step before the rename removes what the migration wrote and leaves
+// the old file where it was, unchanged (ErrLedgerMigration); the next
+// open migrates again. A crash after the rename and before the old name is
+// given up leaves both names; the next open sees that the old file is
+// already kept aside, and gives the old name up.
 func OpenFile(registryPath string, o FileOptions) (Store, string, error) {
-	switch o.Kind {
-	case KindBolt:
-		path := o.Path
-		if path == "" {
-			path = registryPath + ".ledger"
-		}
-		s, err := OpenBolt(path, BoltOptions{Limits: o.Limits, Now: o.Now, LockTimeout: o.LockTimeout})
-		if err != nil {
-			return nil, "", err
-		}
-		return s, KindBolt, nil
-	case "", KindWAL:
-	default:
-		return nil, "", amp.Named(0, "misconfigured", "unknown ledger store %q (wal or bbolt)", o.Kind)
-	}
 	wopts := WALOptions{Limits: o.Limits, Now: o.Now, LockTimeout: o.LockTimeout}
-	path := o.Path
+	if o.Now == nil {
+		return nil, "", amp.Named(0, "misconfigured", "the ledger needs a clock")
+	}
+	if o.LockTimeout <= 0 {
+		wopts.LockTimeout = time.Second
+	}
+	path, old := o.Path, o.Path
 	if path == "" {
-		path = registryPath + ".ledger.wal"
-		old := registryPath + ".ledger"
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && isBoltFile(old) {
-			n, err := migrateBolt(old, path, wopts)
+		path, old = registryPath+".ledger.wal", registryPath+".ledger"
+	}
+	if isBoltFile(old) {
+		if old != path && exists(path) {
+			// Both: a crash between the rename of the log and the
+			// retirement of the old name, or an older agent run after the
+			// migration (a downgrade, not supported).
+			aside, ok := keptAside(old)
+			if !ok {
+				return nil, "", amp.Named(amp.CodeUnavailable, ErrLedgerMigration,
+					"a bbolt ledger and a write-ahead log both exist, and the bbolt ledger was never migrated; move one of them aside")
+			}
+			if err := retire(old, aside); err != nil {
+				return nil, "", err
+			}
+		} else {
+			n, aside, err := migrateBolt(old, path, wopts, o.fault)
 			if err != nil {
 				return nil, "", err
 			}
 			if o.Migrated != nil {
-				o.Migrated(old+".migrated", path, n)
+				o.Migrated(aside, path, n)
 			}
 		}
-	} else if isBoltFile(path) {
-		return nil, "", amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the ledger file is a bbolt ledger; use the bbolt store for it, or a new file for the write-ahead log")
 	}
 	s, err := OpenWAL(path, wopts)
 	if err != nil {
 		return nil, "", err
 	}
 	return s, KindWAL, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, os.ErrNotExist)
 }
 
 // isBoltFile reports whether path exists and begins like a bbolt file
@@ -106,83 +132,267 @@ func isBoltFile(path string) bool {
 	return le == 0xED0CDAED || be == 0xED0CDAED
 }
 
-// migrateBolt copies the unexpired entries of the bbolt ledger at old
-// into a new log at path (see OpenFile) and returns how many it copied.
-func migrateBolt(old, path string, o WALOptions) (int, error) {
-	b, err := OpenBolt(old, BoltOptions{Now: o.Now, LockTimeout: o.LockTimeout})
-	if err != nil {
-		return 0, err
+// asideName returns the names the old ledger may be kept under on the
+// day of now: OLD.migrated-YYYYMMDD, then with .2, .3, … after it.
+func asideName(old string, now time.Time, n int) string {
+	name := old + ".migrated-" + now.UTC().Format("20060102")
+	if n > 1 {
+		name += fmt.Sprintf(".%d", n)
 	}
-	defer b.Close()
+	return name
+}
+
+// keptAside finds the name old is already kept under (the same file, or a
+// byte-identical copy), among the names OLD.migrated-* beside it.
+func keptAside(old string) (string, bool) {
+	fi, err := os.Stat(old)
+	if err != nil {
+		return "", false
+	}
+	dir, prefix := filepath.Dir(old), filepath.Base(old)+".migrated-"
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	for _, de := range des {
+		if !strings.HasPrefix(de.Name(), prefix) || !de.Type().IsRegular() {
+			continue
+		}
+		name := filepath.Join(dir, de.Name())
+		if ai, err := os.Stat(name); err == nil && (os.SameFile(fi, ai) || (ai.Size() == fi.Size() && sameBytes(old, name))) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// sameBytes reports whether the files a and b have the same contents.
+func sameBytes(a, b string) bool {
+	fa, err := os.Open(a)
+	if err != nil {
+		return false
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return false
+	}
+	defer fb.Close()
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, ea := io.ReadFull(fa, ba)
+		nb, eb := io.ReadFull(fb, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false
+		}
+		if ea != nil || eb != nil {
+			return ea == eb || (ea == io.ErrUnexpectedEOF && eb == io.ErrUnexpectedEOF)
+		}
+	}
+}
+
+// keepAside keeps old under a free migrated name (a hard link, or a synced
+// copy), made durable, and returns that name and whether this call made it.
+func keepAside(old string, now time.Time) (string, bool, error) {
+	if name, ok := keptAside(old); ok {
+		return name, false, nil
+	}
+	n := 1
+	for exists(asideName(old, now, n)) {
+		if n++; n >= 100 {
+			return "", false, amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "no free name to keep the bbolt ledger under")
+		}
+	}
+	name := asideName(old, now, n)
+	if err := os.Link(old, name); err != nil {
+		if err := copyFile(old, name); err != nil {
+			return "", false, amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "cannot keep the bbolt ledger aside").WithCause(err)
+		}
+	}
+	if err := syncDir(filepath.Dir(old)); err != nil {
+		os.Remove(name)
+		return "", false, amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "cannot keep the bbolt ledger aside").WithCause(err)
+	}
+	return name, true, nil
+}
+
+// copyFile copies src to a new file dst and syncs it.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dst)
+	}
+	return err
+}
+
+// retire gives up the old name of a bbolt ledger already kept as aside.
+func retire(old, aside string) error {
+	if err := os.Remove(old); err != nil {
+		return amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "the ledger was migrated, but the bbolt ledger's old name cannot be given up (it is kept as %s)", filepath.Base(aside)).WithCause(err)
+	}
+	return syncDir(filepath.Dir(old))
+}
+
+// migrateBolt converts the bbolt ledger at old into a new log at path (see
+// OpenFile) and returns how many entries it copied and the name old is
+// kept under.
+func migrateBolt(old, path string, o WALOptions, fault func(string) error) (copied int, aside string, err error) {
+	step := func(name string) error {
+		if fault == nil {
+			return nil
+		}
+		if err := fault(name); err != nil {
+			return amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "the bbolt ledger was not migrated (step %s)", name).WithCause(err)
+		}
+		return nil
+	}
+	// The log's own lock keeps out, while the migration runs, another
+	// migration and an agent opening the log.
+	lock, err := lockFile(path+".lock", o.LockTimeout)
+	if err != nil {
+		return 0, "", amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "the ledger is in use by another process").WithCause(err)
+	}
+	defer unlockFile(lock)
 	tmp := path + ".migrating"
-	os.Remove(tmp)
-	os.Remove(tmp + ".compact")
+	for _, stray := range []string{tmp, tmp + ".compact", tmp + ".lock"} {
+		os.Remove(stray) // a crash of an earlier migration left it
+	}
+	// The log is written without a budget: every entry the old ledger
+	// held moves; the quotas are recomputed when the log is opened.
 	w, err := openWAL(tmp, WALOptions{Limits: Limits{Budget: 1 << 62}, Now: o.Now, LockTimeout: o.LockTimeout}, fdatasync)
 	if err != nil {
-		return 0, err
+		return 0, "", amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "cannot write the migrated ledger").WithCause(err)
 	}
-	cleanup := func(err error) (int, error) {
-		w.Close()
-		os.Remove(tmp)
-		os.Remove(tmp + ".lock")
-		return 0, amp.AsError(err)
-	}
-	now := o.Now().UnixMilli()
-	var ops []*walOp
-	flush := func() {
-		if len(ops) > 0 && err == nil {
-			w.run(ops)
-			for _, op := range ops {
-				if op.err != nil && err == nil {
-					err = op.err
-				}
+	var made string // the aside name this call made
+	placed := false // the log is in place: nothing is undone
+	defer func() {
+		if err != nil && !placed {
+			w.Close()
+			os.Remove(tmp)
+			os.Remove(tmp + ".lock")
+			if made != "" {
+				os.Remove(made) // a link or copy: old itself is untouched
 			}
 		}
-		ops = ops[:0]
+		if err != nil {
+			err = amp.AsError(err)
+			if amp.NameOf(err) != ErrLedgerMigration {
+				err = amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "the bbolt ledger was not migrated").WithCause(err)
+			}
+		}
+	}()
+	now := o.Now().UnixMilli()
+	var ops []*walOp
+	size := 0
+	flush := func() error {
+		if len(ops) == 0 {
+			return nil
+		}
+		w.run(ops)
+		for _, op := range ops {
+			if op.err != nil {
+				return op.err
+			}
+		}
+		ops, size = ops[:0], 0
+		return nil
 	}
-	var size, copied int
-	verr := b.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bEntries).ForEach(func(k, v []byte) error {
-			key, rec, ok := decodeEntry(k, v)
-			if !ok {
-				return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the bbolt ledger holds a malformed entry; it was not migrated")
-			}
-			if rec.Expires.UnixMilli() < now {
-				return nil
-			}
-			op := &walOp{kind: stateRunning, k: key, expires: rec.Expires.UnixMilli()}
-			if rec.Reply != nil {
-				op = &walOp{kind: stateDone, k: key, expires: rec.Expires.UnixMilli(), reply: rec.Reply, insert: true}
-			}
-			ops = append(ops, op)
-			copied++
-			if size += len(rec.Reply) + len(key.Sender) + walRecordFixed; size >= maxGroupBytes || len(ops) >= maxGroup {
-				flush()
-				size = 0
-			}
-			return err
-		})
+	err = readBolt(old, o.LockTimeout, func(key Key, rec Record) error {
+		exp := rec.Expires.UnixMilli()
+		if exp < now {
+			return nil // expired: any store may reclaim it
+		}
+		op := &walOp{kind: stateRunning, k: key, expires: exp}
+		if rec.Reply != nil {
+			op = &walOp{kind: stateDone, k: key, expires: exp, reply: rec.Reply, insert: true}
+		}
+		ops = append(ops, op)
+		copied++
+		if size += len(rec.Reply) + len(key.Sender) + walRecordFixed; size >= maxGroupBytes || len(ops) >= maxGroup {
+			return flush()
+		}
+		return nil
 	})
-	flush()
-	if verr != nil {
-		return cleanup(verr)
+	if err == nil {
+		err = flush()
+	}
+	if err == nil {
+		err = step(stepRead)
 	}
 	if err != nil {
-		return cleanup(err)
+		return 0, "", err
 	}
-	if err := w.Close(); err != nil {
-		return cleanup(err)
+	if err = w.Close(); err != nil {
+		return 0, "", err
 	}
+	if err = syncFile(tmp); err != nil {
+		return 0, "", err
+	}
+	if err = step(stepSync); err != nil {
+		return 0, "", err
+	}
+	if aside, made, err = keepAsideMade(old, o.Now()); err != nil {
+		return 0, "", err
+	}
+	if err = step(stepAside); err != nil {
+		return 0, "", err
+	}
+	if err = step(stepPlace); err != nil {
+		return 0, "", err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return 0, "", err
+	}
+	placed = true // from here on nothing is undone
 	os.Remove(tmp + ".lock")
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return 0, walIOError("cannot put the migrated ledger in place", err)
+	if serr := syncDir(filepath.Dir(path)); serr != nil {
+		return 0, "", amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "the migrated ledger was put in place but its directory cannot be synced").WithCause(serr)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return 0, walIOError("cannot put the migrated ledger in place", err)
+	if old != path {
+		if ferr := step(stepRetire); ferr != nil {
+			return 0, "", ferr
+		}
+		if rerr := retire(old, aside); rerr != nil {
+			return 0, "", rerr
+		}
 	}
-	if err := os.Rename(old, old+".migrated"); err != nil {
-		return 0, walIOError("the ledger was migrated but the bbolt file could not be renamed", err)
+	return copied, aside, nil
+}
+
+// keepAsideMade is keepAside, reporting the name only when this call made
+// it (for the caller to remove should the migration fail).
+func keepAsideMade(old string, now time.Time) (aside, made string, err error) {
+	aside, fresh, err := keepAside(old, now)
+	if fresh {
+		made = aside
 	}
-	return copied, nil
+	return aside, made, err
+}
+
+// syncFile makes the file at path durable (contents and length).
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

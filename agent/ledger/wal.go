@@ -565,8 +565,14 @@ type walOp struct {
 	err     error
 }
 
-// maxGroupBytes ends a group early (a group always holds one record).
-const maxGroupBytes = 4 << 20
+// maxGroup bounds one group; maxGroupBytes ends a group early (a group
+// always holds one record); reclaimPerOp is how many expired entries each
+// write reclaims, so that reclamation keeps pace with insertion.
+const (
+	maxGroup      = 1024
+	maxGroupBytes = 4 << 20
+	reclaimPerOp  = 2
+)
 
 func (s *WALStore) commit(op *walOp) error {
 	if !s.gc.do(op) {

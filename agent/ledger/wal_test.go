@@ -244,11 +244,7 @@ func TestWALRefusesWhatIsNotALog(t *testing.T) {
 	c := newClock()
 	dir := t.TempDir()
 	bolt := filepath.Join(dir, "bolt")
-	b, err := OpenBolt(bolt, BoltOptions{Now: c.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
+	writeBoltLedger(t, bolt, []boltRow{{Key{Sender: "did:key:zA", ID: id(1)}, Record{Expires: c.Now().Add(time.Hour), Reply: []byte("r")}}})
 	boltBytes, _ := os.ReadFile(bolt)
 	for name, data := range map[string][]byte{"bbolt ledger": boltBytes, "empty": {}, "other version": []byte("ampbundle-ledger-wal/2\n")} {
 		t.Run(name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package ledger
 
@@ -12,9 +12,10 @@ import (
 )
 
 // lockFile refuses: without an advisory file lock two processes could
-// share the log. Use the bbolt store on this platform.
+// share the log. This platform has no durable ledger (the bbolt store that
+// did not need the lock is retired, docs/SPEC-DECISIONS.md).
 func lockFile(string, time.Duration) (*os.File, error) {
-	return nil, amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the write-ahead log ledger needs file locking, which this platform lacks; use the bbolt ledger")
+	return nil, amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the write-ahead log ledger needs file locking, which this platform lacks; run the agent on a unix system")
 }
 
 func unlockFile(f *os.File) error { return f.Close() }

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
@@ -369,12 +371,13 @@ func TestServeRefusesToStart(t *testing.T) {
 	negativeTimeout := writeConfig(t, map[string]any{"max_timeout_ms": -1})
 	badLedgerStore := writeConfig(t, map[string]any{"ledger_store": "sqlite"})
 	noTCPSlots := writeConfig(t, map[string]any{"tcp_max_in_flight": -1})
-	corruptLedger, boltLedger := damagedLedger(t), filepath.Join(t.TempDir(), "old.ledger")
-	if b, err := ledger.OpenBolt(boltLedger, ledger.BoltOptions{Now: time.Now}); err != nil {
+	retiredStore := writeConfig(t, map[string]any{"ledger_store": "bbolt"})
+	corruptLedger, inUseLedger := damagedLedger(t), oldBoltLedger(t)
+	inUse, err := bolt.Open(inUseLedger, 0o600, nil) // an older agent still runs on it
+	if err != nil {
 		t.Fatal(err)
-	} else {
-		b.Close()
 	}
+	defer inUse.Close()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -408,7 +411,9 @@ func TestServeRefusesToStart(t *testing.T) {
 		{"no tcp message slots in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", noTCPSlots}, "invalid_config", 1},
 		{"unknown ledger store in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", badLedgerStore}, "invalid_config", 1},
 		{"ledger damaged before intact records", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger", corruptLedger}, string(ledger.ErrLedgerCorrupt), 1},
-		{"bbolt ledger opened as a log", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger", boltLedger}, string(ledger.ErrLedgerIO), 1},
+		{"retired bbolt store", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger-store", "bbolt"}, "usage", 2},
+		{"retired bbolt store in the config", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", retiredStore}, "invalid_config", 1},
+		{"bbolt ledger in use by an older agent", []string{"--db", db, "--key", key, "--listen", "127.0.0.1:0", "--ledger", inUseLedger}, string(ledger.ErrLedgerMigration), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, exit := serveFails(t, tc.args...)
@@ -462,9 +467,35 @@ func damagedLedger(t *testing.T) string {
 	return path
 }
 
+// oldBoltLedger writes an (empty) bbolt ledger as the retired store laid
+// it out (docs/FORMAT.md) and returns its path.
+func oldBoltLedger(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "old.ledger")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucket([]byte("meta"))
+		if err == nil {
+			err = meta.Put([]byte("format"), []byte("ampbundle-ledger/1"))
+		}
+		if err == nil {
+			_, err = tx.CreateBucket([]byte("entries"))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestServeLedgerStores: serve keeps its idempotency ledger in the
-// write-ahead log beside the store by default and in a bbolt file with
-// --ledger-store bbolt, never in the store file.
+// write-ahead log beside the store, never in the store file; a bbolt
+// ledger an older agent left there is migrated (one way) and kept aside.
 func TestServeLedgerStores(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -473,10 +504,16 @@ func TestServeLedgerStores(t *testing.T) {
 		absent string
 	}{
 		{"default", nil, ".ledger.wal", ".ledger"},
-		{"bbolt", []string{"--ledger-store", "bbolt"}, ".ledger", ".ledger.wal"},
+		{"deprecated wal kind", []string{"--ledger-store", "wal"}, ".ledger.wal", ".ledger"},
+		{"old bbolt ledger", nil, ".ledger.wal", ".ledger"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db, key := serveStore(t)
+			if tc.name == "old bbolt ledger" {
+				if err := os.Rename(oldBoltLedger(t), db+".ledger"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			r := startServe(t, append([]string{"--db", db, "--key", key}, tc.args...)...)
 			if res := r.stop(); res.code != 0 {
 				t.Fatalf("serve: %d %s", res.code, res.stderr)
@@ -486,6 +523,9 @@ func TestServeLedgerStores(t *testing.T) {
 			}
 			if _, err := os.Stat(db + tc.absent); !os.IsNotExist(err) {
 				t.Fatalf("a %s file too: %v", tc.absent, err)
+			}
+			if kept, _ := filepath.Glob(db + ".ledger.migrated-*"); (len(kept) == 1) != (tc.name == "old bbolt ledger") {
+				t.Fatalf("kept aside: %v", kept)
 			}
 		})
 	}
