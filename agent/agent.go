@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,7 +117,8 @@ type Config struct {
 	// (held while the agent is open: a second agent on the same store is
 	// refused), and, while a compaction runs, + ".ledger.wal.compact"; a
 	// bbolt ledger an older agent left at Store.Path() + ".ledger" is
-	// migrated once and renamed + ".ledger.migrated". The directory of the
+	// migrated once (one way) and kept as + ".ledger.migrated-YYYYMMDD"
+	// (ledger.OpenFile). The directory of the
 	// store must be writable. Limits are LedgerLimits; Close closes it. To
 	// place the files elsewhere, open the ledger yourself
 	// (ledger.OpenFile with FileOptions.Path, then ledger.New) and set it
@@ -227,6 +229,14 @@ type Agent struct {
 	params  *paramKeeper // nil: params streams are not taken
 	// workers run detached handlers (not Config.InlineHandlers).
 	workers *workers.Pool
+	// life counts the Handle and Sweep calls running, sweeps the
+	// background ledger sweeps: Shutdown waits for both (lifecycle.go).
+	life   *lifecycle
+	sweeps *sweeper
+	// closeOnce closes the streams and the ledger once; closeErr is the
+	// ledger's close error.
+	closeOnce sync.Once
+	closeErr  error
 }
 
 func misconfigured(format string, args ...any) error {
@@ -280,7 +290,7 @@ func New(cfg Config) (*Agent, error) {
 
 	a := &Agent{cfg: cfg, log: cfg.Logger, cpu: transport.NewFair(2*runtime.GOMAXPROCS(0), transport.DefaultPeerQueue),
 		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{},
-		workers: workers.New(0),
+		workers: workers.New(0), life: newLifecycle(), sweeps: newSweeper(),
 	}
 	a.streams = newStreams(cfg.StreamLimits, cfg.ParamStreams, a.principal)
 	a.params = newParamKeeper(cfg.ParamStreams, cfg.StreamLimits, a.principal)
@@ -401,8 +411,18 @@ func (a *Agent) DID() string { return a.cfg.Identity.DID }
 // ledger): a duplicate (same sender, same id) gets the byte-identical
 // reply, concurrent duplicates included, and a handler never runs twice.
 // Once a message is claimed, its processing no longer depends on ctx: a
-// caller that goes away does not change the recorded outcome.
+// caller that goes away does not change the recorded outcome; before,
+// while it waits for a processing slot, a ctx that ends gives up the wait
+// (5003 transport.ErrSlotWaitEnded, retryable: nothing ran, nothing is
+// recorded).
+//
+// Once Shutdown (or Close) has begun, Handle refuses every message at
+// once (5002 ErrAgentClosed, retryable), before any verification.
 func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
+	if !a.life.enter() {
+		return nil, agentClosed()
+	}
+	defer a.life.leave()
 	a.maybeSweep()
 	start := time.Now()
 	// A slot in the peer's turn, before any verification: a flood from one
@@ -698,7 +718,9 @@ func (a *Agent) replyError(ctx context.Context, m *amp.Message, err error) ([]by
 }
 
 // maybeSweep drops expired ledger entries now and then, in the background
-// (commits also reclaim a few each).
+// (commits also reclaim a few each). The sweep's goroutine is the agent's:
+// none starts once Shutdown has begun, and Shutdown waits for a running
+// one (the ledger closes after it).
 func (a *Agent) maybeSweep() {
 	now := a.cfg.Now()
 	next := a.nextSweep.Load()
@@ -706,7 +728,11 @@ func (a *Agent) maybeSweep() {
 		return
 	}
 	a.streams.reclaim(now)
+	if !a.sweeps.start() {
+		return
+	}
 	go func() {
+		defer a.sweeps.end()
 		if n, err := a.ledger.Sweep(now); err != nil {
 			a.log.Warn("ledger sweep failed", "err", err)
 		} else if n > 0 {
@@ -715,22 +741,30 @@ func (a *Agent) maybeSweep() {
 	}()
 }
 
-// Sweep deletes expired ledger entries now.
-func (a *Agent) Sweep() (int, error) { return a.ledger.Sweep(a.cfg.Now()) }
+// Sweep deletes expired ledger entries now. Once Shutdown (or Close) has
+// begun it refuses (ErrAgentClosed) and sweeps nothing.
+func (a *Agent) Sweep() (int, error) {
+	if !a.life.enter() {
+		return 0, agentClosed()
+	}
+	defer a.life.leave()
+	return a.ledger.Sweep(a.cfg.Now())
+}
 
 // Ledger returns the agent's idempotency ledger.
 func (a *Agent) Ledger() *ledger.Ledger { return a.ledger }
 
-// Close drops the open streams (removing their spool files) and closes
-// the ledger when the agent opened it (Config.Ledger nil).
+// Close is Shutdown with a deadline of Config.MaxTimeout, the longest an
+// invocation may run: by then every handler that honours its context has
+// returned. It refuses new messages, waits for the calls in progress and
+// the goroutines the agent started, drops the open streams (removing their
+// spool files) and closes the ledger when the agent opened it
+// (Config.Ledger nil). Its error names (ErrShutdownAbandoned) what was
+// still running at the deadline.
 func (a *Agent) Close() error {
-	a.workers.Close()
-	a.streams.closeAll()
-	a.params.closeAll()
-	if a.ownLedger {
-		return a.ledger.Close()
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.MaxTimeout)
+	defer cancel()
+	return a.Shutdown(ctx)
 }
 
 func capabilitySortVersions(vs []capability.Version) {

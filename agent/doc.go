@@ -49,8 +49,8 @@
 //
 // # Idempotency
 //
-// The agent's idempotency ledger (package ledger; by default a bbolt file
-// of its own beside the registry, Store.Path() + ".ledger") keeps the reply
+// The agent's idempotency ledger (package ledger; by default a write-ahead
+// log of its own beside the registry, Store.Path() + ".ledger.wal") keeps the reply
 // to (sender, message id) for the message's ttl (RFC 001 §8.4, §16.2): a
 // duplicate, concurrent or after a restart, gets the byte-identical reply,
 // and a handler never runs twice. Just before a handler runs, the ledger
@@ -133,4 +133,20 @@
 // A program that embeds the agent holds its store open as `ampagent serve`
 // does; ServeAdmin serves the store's admin socket (docs/CLI.md §1.7) so
 // that `ampbundle` can import, remove and inspect meanwhile.
+//
+// # Shutdown
+//
+// The agent owns every goroutine it starts: detached handlers (and the
+// workers of internal/workers that run them) and background ledger
+// sweeps. Shutdown(ctx) refuses every message from its start (5002
+// ErrAgentClosed, retryable, before any verification), starts no sweep,
+// waits until ctx ends for the calls in progress and those goroutines,
+// then closes the open streams and the ledger when the agent opened it
+// (after its last sweep: no sweep reaches a closed ledger). It never
+// cancels a handler; at its deadline it returns ErrShutdownAbandoned,
+// counting what is still running. Close is Shutdown with a deadline of
+// Config.MaxTimeout. A message waiting for a processing slot whose
+// context ends gives up the wait (5003 transport.ErrSlotWaitEnded,
+// retryable): nothing of it ran or was recorded (docs/SPEC-DECISIONS.md
+// AGENT-11).
 package agent

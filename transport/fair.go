@@ -13,6 +13,11 @@ import (
 // retryable.
 const ErrPeerBusy amp.ErrName = "peer_busy"
 
+// ErrSlotWaitEnded names the refusal of a message whose context ended
+// while it waited for a processing slot (Fair.Enter): 5003, retryable;
+// nothing of it was processed.
+const ErrSlotWaitEnded amp.ErrName = "slot_wait_ended"
+
 // Fair hands out a fixed number of processing slots (the goroutines that
 // may verify, decrypt, decide and sign at once) by peer (Peer: an IP
 // address, an IPv6 /64), before any of that work is done, so that a peer
@@ -95,7 +100,8 @@ type admittedKey struct{}
 // handled inside its container) takes its turn like any other but is
 // not counted again. Enter returns an error, and holds nothing, when the
 // peer already has maxPeerQueue messages waiting (5004 ErrPeerBusy,
-// retryable) or when ctx ends first (2004, with the context's error).
+// retryable) or when ctx ends first (5003 ErrSlotWaitEnded, retryable,
+// with the context's error as its cause).
 func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
 	key := PeerOf(ctx)
 	nested := ctx.Value(admittedKey{}) != nil
@@ -144,7 +150,7 @@ func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
 		f.dispatch()
 		f.mu.Unlock()
 	}
-	return ctx, nil, amp.Wrap(amp.CodeTimeout, ctx.Err(), "gave up waiting for a processing slot")
+	return ctx, nil, amp.Named(amp.CodeTimeout, ErrSlotWaitEnded, "gave up waiting for a processing slot").WithCause(ctx.Err())
 }
 
 // done gives back the slot of a message of p and ends its count.

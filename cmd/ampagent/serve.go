@@ -46,10 +46,11 @@ type serveConfig struct {
 	Handlers     map[string]execHandler `json:"handlers"`
 	// MetricsListen is the address of the metrics listener (default none).
 	MetricsListen string `json:"metrics_listen"`
-	// Ledger is the idempotency ledger file (default DB.ledger.wal, or
-	// DB.ledger for the bbolt store).
+	// Ledger is the idempotency ledger file (default DB.ledger.wal; a
+	// bbolt ledger found there is migrated, see ledger.OpenFile).
 	Ledger string `json:"ledger"`
-	// LedgerStore is the ledger's kind: "wal" (default) or "bbolt".
+	// LedgerStore is deprecated: "wal" (the only store) or empty; the
+	// retired "bbolt" is refused with a message saying what to do.
 	LedgerStore string `json:"ledger_store"`
 	// LedgerBudgetBytes and LedgerCallerBytes bound the ledger (defaults
 	// 256 MiB and 1/8 of the budget).
@@ -170,8 +171,8 @@ any other path is 404 with a JSON error object.`,
 			&cli.BoolFlag{Name: "allow-missing-handlers", Usage: "start even when a handler program is missing or not executable (logged, and /readyz reports it)"},
 			&cli.DurationFlag{Name: "ready-expiry-window", Value: defaultExpiryWindow, Usage: "/readyz reports not ready when an installed bundle expires within `DURATION` (0: only when expired)"},
 			&cli.DurationFlag{Name: "ready-recheck", Value: defaultRecheck, Usage: "/readyz re-runs the store check at least every `DURATION` (and whenever the store changes)"},
-			&cli.StringFlag{Name: "ledger", Usage: "idempotency ledger `FILE` (default DB.ledger.wal, or DB.ledger with --ledger-store bbolt)"},
-			&cli.StringFlag{Name: "ledger-store", Usage: "idempotency ledger `KIND`: wal (write-ahead log, the default) or bbolt"},
+			&cli.StringFlag{Name: "ledger", Usage: "idempotency ledger `FILE` (default DB.ledger.wal; a bbolt ledger found there is migrated once, one way)"},
+			&cli.StringFlag{Name: "ledger-store", Usage: "deprecated: wal, the only idempotency ledger `KIND` (bbolt is retired and refused)"},
 			&cli.Int64Flag{Name: "ledger-budget", Usage: "largest size of the idempotency ledger in `BYTES` (default 256 MiB)"},
 			&cli.Int64Flag{Name: "max-result-bytes", Usage: "largest result of a handler, in `BYTES` of the reply that carries it, reserved in the ledger before it runs (default 256 KiB; a handler's \"max_result_bytes\" in the config file overrides it)"},
 			&cli.IntFlag{Name: "max-in-flight", Usage: "most requests processed at once, `N` (default 64); beyond it 503"},
@@ -254,12 +255,18 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 		cfg.LedgerStore = c.String("ledger-store")
 	}
 	switch cfg.LedgerStore {
-	case "", ledger.KindWAL, ledger.KindBolt:
+	case "", ledger.KindWAL:
+	case "bbolt":
+		const retired = "the bbolt ledger store is retired: leave %s out; the write-ahead log migrates the bbolt ledger when it opens it (docs/CLI.md)"
+		if c.IsSet("ledger-store") {
+			return nil, cliutil.Usagef(retired, "--ledger-store")
+		}
+		return nil, cliutil.Failf("invalid_config", retired, "ledger_store")
 	default:
 		if c.IsSet("ledger-store") {
-			return nil, cliutil.Usagef("--ledger-store must be wal or bbolt")
+			return nil, cliutil.Usagef("--ledger-store is deprecated and must be wal (leave it out)")
 		}
-		return nil, cliutil.Failf("invalid_config", "ledger_store must be wal or bbolt (leave it out for the default, wal)")
+		return nil, cliutil.Failf("invalid_config", "ledger_store is deprecated and must be wal (leave it out)")
 	}
 	if c.IsSet("ledger-budget") {
 		cfg.LedgerBudgetBytes = c.Int64("ledger-budget")
@@ -544,12 +551,14 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		maxTimeout = time.Duration(cfg.MaxTimeoutMS) * time.Millisecond
 	}
 	ledgerStore, ledgerKind, err := ledger.OpenFile(db, ledger.FileOptions{Now: env.Now, LockTimeout: 250 * time.Millisecond,
-		Kind: cfg.LedgerStore, Path: cfg.Ledger,
+		Path: cfg.Ledger,
 		Migrated: func(old, wal string, n int) {
-			log.Warn("idempotency ledger migrated from bbolt to the write-ahead log; delete the old file when you like", "old", old, "ledger", wal, "entries", n)
+			log.Warn("idempotency ledger migrated from bbolt to the write-ahead log (one way); the old file is kept, delete it when you like", "kept", old, "ledger", wal, "entries", n)
 		},
 		Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes, ReplyReserve: cfg.MaxResultBytes}})
-	if amp.NameOf(err) == ledger.ErrLedgerCorrupt {
+	if amp.NameOf(err) == ledger.ErrLedgerMigration {
+		return cliutil.WithHint(err, "the bbolt ledger is unchanged and nothing was lost: stop any older agent that uses it, make room on its disk, and start again")
+	} else if amp.NameOf(err) == ledger.ErrLedgerCorrupt {
 		return cliutil.WithHint(err, "the ledger records invocations that may still be retried: restore it from a backup, or move it aside only once the longest ttl the agent accepts (7 days) has passed")
 	} else if err != nil {
 		return cliutil.WithHint(err, "another agent may hold the ledger file; each agent needs its own (--ledger FILE)")
@@ -590,7 +599,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if err != nil {
 		return err
 	}
-	a := newAgentSwitch(first)
+	a := newAgentSwitch(first, log)
 	// The ledger file beside the store is closed (its lock released)
 	// when serve returns, after the servers stopped and every agent a
 	// reload replaced is closed.
@@ -971,6 +980,8 @@ type agentSwitch struct {
 	did    string
 	cur    atomic.Pointer[liveAgent]
 	closes sync.WaitGroup
+	// log reports an agent whose close stopped waiting for its handlers.
+	log *slog.Logger
 }
 
 // liveAgent is one agent of an agentSwitch; mu is held shared by each call
@@ -981,8 +992,8 @@ type liveAgent struct {
 	closed bool
 }
 
-func newAgentSwitch(a *agent.Agent) *agentSwitch {
-	s := &agentSwitch{did: a.DID()}
+func newAgentSwitch(a *agent.Agent, log *slog.Logger) *agentSwitch {
+	s := &agentSwitch{did: a.DID(), log: log}
 	s.cur.Store(&liveAgent{a: a})
 	return s
 }
@@ -1013,17 +1024,22 @@ func (s *agentSwitch) swap(a *agent.Agent) {
 	s.closes.Add(1)
 	go func() {
 		defer s.closes.Done()
-		old.retire()
+		old.retire(s.log)
 	}()
 }
 
-// retire waits for l's calls and closes its agent.
-func (l *liveAgent) retire() {
+// retire waits for l's calls and closes its agent, which waits (up to
+// the longest invocation timeout) for the goroutines it started, detached
+// handlers included, so that the ledger closes after them; what it
+// abandoned is logged.
+func (l *liveAgent) retire(log *slog.Logger) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.closed {
 		l.closed = true
-		l.a.Close()
+		if err := l.a.Close(); err != nil {
+			log.Warn("agent shutdown incomplete", "err", err)
+		}
 	}
 }
 
@@ -1031,7 +1047,7 @@ func (l *liveAgent) retire() {
 // and the current one.
 func (s *agentSwitch) close() {
 	s.closes.Wait()
-	s.cur.Load().retire()
+	s.cur.Load().retire(s.log)
 }
 
 // unknownRoute answers a request for a path the agent does not serve: 404

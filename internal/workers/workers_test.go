@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"testing"
@@ -94,5 +95,48 @@ func TestPoolWorkersLeave(t *testing.T) {
 				t.Fatal("a task after the workers left did not run")
 			}
 		})
+	}
+}
+
+// TestPoolShutdownWaitsForBusyTasks: Shutdown returns only once every
+// worker has left, busy ones included, and at its deadline says how many
+// tasks still run (threat: a pool closed while its tasks still run, its
+// owner then tearing down what they use).
+func TestPoolShutdownWaitsForBusyTasks(t *testing.T) {
+	base := runtime.NumGoroutine()
+	p := New(time.Hour)
+	release, started := make(chan struct{}), make(chan struct{})
+	p.Go(func() { close(started); <-release })
+	<-started
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if n := p.Shutdown(ended); n != 1 {
+		t.Fatalf("Shutdown at its deadline with a task blocked: %d tasks running, want 1", n)
+	}
+	done := make(chan int, 1)
+	go func() { done <- p.Shutdown(context.Background()) }()
+	select {
+	case n := <-done:
+		t.Fatalf("Shutdown returned (%d) while a task still ran", n)
+	default:
+	}
+	close(release)
+	if n := <-done; n != 0 {
+		t.Fatalf("Shutdown after the task ended: %d tasks running", n)
+	}
+	// Go after Shutdown runs on a worker of its own, which Shutdown
+	// waits for too.
+	ran := make(chan struct{})
+	p.Go(func() { close(ran) })
+	if n := p.Shutdown(context.Background()); n != 0 {
+		t.Fatalf("Shutdown after a late task: %d running", n)
+	}
+	select {
+	case <-ran:
+	default:
+		t.Fatal("Shutdown returned before a task handed to the pool ran")
+	}
+	if n := goroutinesAtMost(t, base); n > base {
+		t.Fatalf("%d goroutines left, %d before", n, base)
 	}
 }
