@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,6 +82,12 @@ func TestReadmeByHandRuns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's shell blocks need bash: %v", err)
 	}
+	// The script runs go install: the go tool that runs this test, first
+	// on PATH, is the one it gets.
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the README's shell blocks need the go tool: %v", err)
+	}
 	const port8080 = "127.0.0.1:8080"
 	blocks := shellBlocks(readmeSection(t, "## The job, by hand"))
 	if len(blocks) != 7 {
@@ -132,7 +137,7 @@ done`, port))
 	cmd := exec.CommandContext(ctx, bash, "--noprofile", "--norc", "-c", script)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOBIN="+bin, "TMPDIR="+scratch,
-		"PATH="+bin+string(os.PathListSeparator)+filepath.Join(runtime.GOROOT(), "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+		"PATH="+bin+string(os.PathListSeparator)+filepath.Dir(goTool)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	// Its own process group, killed whole at the end: an agent the
 	// script left running never outlives the test.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

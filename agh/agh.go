@@ -83,10 +83,10 @@ func (c Capability) fields(noDigest bool) map[string]any {
 	put("artifacts_expected", c.ArtifactsExpected)
 	put("execution_outline", c.ExecutionOutline)
 	put("constraints", c.Constraints)
-	if emptyJSON(c.Examples) == false {
+	if !emptyJSON(c.Examples) {
 		m["examples"] = c.Examples
 	}
-	if emptyJSON(c.Requirements) == false {
+	if !emptyJSON(c.Requirements) {
 		m["requirements"] = c.Requirements
 	}
 	return m

@@ -223,12 +223,6 @@ type HelloRejectBody struct {
 	Reason string `cbor:"reason,omitempty"`
 }
 
-// DecodeHelloReject decodes a HELLO_REJECT body.
-func DecodeHelloReject(body []byte) (HelloRejectBody, error) {
-	var b HelloRejectBody
-	return b, decodeBody(body, "hello_reject", &b)
-}
-
 // MajorVersion returns major(x.y.z) of a HELLO version string: the decimal
 // integer before the first dot (RFC 001 §13.1). "1.0" and "1.2.3" are major
 // 1; a string that does not start with digits then a dot (or end) is not a

@@ -36,13 +36,6 @@ const (
 	majorMap   = amp.MajorMap
 )
 
-func majorOf(raw []byte) int {
-	if len(raw) == 0 {
-		return -1
-	}
-	return int(raw[0] >> 5)
-}
-
 // canonicalBody checks that body is one accepted CBOR item (1001 otherwise)
 // and returns its deterministic encoding in a buffer the caller owns.
 func canonicalBody(body []byte) ([]byte, error) {

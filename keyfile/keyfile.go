@@ -409,18 +409,6 @@ func derIsEncrypted(data []byte) bool {
 	return outer.Bytes[0] == 0x30
 }
 
-// ReadSigningKey reads a private key file that must hold an Ed25519 key.
-func ReadSigningKey(path string) (ed25519.PrivateKey, error) {
-	k, err := ReadPrivate(path)
-	if err != nil {
-		return nil, err
-	}
-	if k.Ed25519 == nil {
-		return nil, fail(ErrInvalidKeyFile, "key file holds no ed25519 signing key")
-	}
-	return k.Ed25519, nil
-}
-
 // Identity returns the AMP identity of a key file: the Ed25519 key, and the
 // X25519 key of the file or, when the file has none, the one derived from
 // the Ed25519 key (the did:key key agreement key). The DID is did (when not

@@ -60,13 +60,13 @@ func TestFaultAtEveryStep(t *testing.T) {
 			failAt, calls := 0, 0
 			s := newStore(t, func(o *Options) {
 				o.StageBatchBytes = 100 << 10 // several staging transactions
-				o.Fault = func(step string) error {
-					calls++
-					if calls == failAt {
-						return errors.New("injected at " + step)
-					}
-					return nil
+			})
+			setFaults(s, func(step string) error {
+				calls++
+				if calls == failAt {
+					return errors.New("injected at " + step)
 				}
+				return nil
 			})
 			failAt = -1
 			mustImport(t, s, variant(t, 1, nil))
@@ -120,13 +120,12 @@ func TestFailedStreamLeavesNothing(t *testing.T) {
 
 func TestFaultDuringRemove(t *testing.T) {
 	fault := false
-	s := newStore(t, func(o *Options) {
-		o.Fault = func(step string) error {
-			if fault && step == "remove" {
-				return errors.New("injected")
-			}
-			return nil
+	s := newStore(t)
+	setFaults(s, func(step string) error {
+		if fault && step == "remove" {
+			return errors.New("injected")
 		}
+		return nil
 	})
 	mustImport(t, s, sampleBytes(t, "translate"))
 	before := dump(t, s)

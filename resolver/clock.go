@@ -120,30 +120,8 @@ func (s *Store) expiredAt(tx *bolt.Tx, rec *bundleRecord, exp time.Time) bool {
 
 // TimeFloor returns the newest signed time any key vouched for in a bundle
 // or heartbeat this store accepted. A bundle's expiry is judged by its own
-// floor (BundleFloor), which is never later.
+// floor (recordFloor), which is never later.
 func (s *Store) TimeFloor() time.Time { return time.Unix(s.floor.Load(), 0).UTC() }
-
-// BundleFloor returns the time floor the installed bundle bundleID is
-// judged by: the latest time that keys trusted for it, as many as its
-// threshold, have each signed. ok is false when it is not installed.
-func (s *Store) BundleFloor(bundleID string) (t time.Time, ok bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
-		raw := bucket(tx, bBundles).Get([]byte(bundleID))
-		if raw == nil {
-			return nil
-		}
-		var rec bundleRecord
-		if err := decode(raw, &rec); err != nil {
-			return err
-		}
-		t, ok = time.Unix(recordFloor(tx, &rec), 0).UTC(), true
-		return nil
-	})
-	if err != nil {
-		return time.Time{}, false, amp.AsError(wrapTx(err))
-	}
-	return t, ok, nil
-}
 
 // checkFloorExpiry refuses a bundle being imported whose expires_at its
 // own keys' floor has passed (bundle.ErrExpired, as the reader's clock

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -49,11 +50,11 @@ func TestImportSamples(t *testing.T) {
 		t.Fatalf("re-import: %+v %v", res, err)
 	}
 	// The DID document of the bundle resolves (amp.DIDResolver).
-	doc, err := s.ResolveDID(nil, "did:web:translator.example.org")
+	doc, err := s.ResolveDID(context.Background(), "did:web:translator.example.org")
 	if err != nil || doc.ID != "did:web:translator.example.org" {
 		t.Fatalf("did: %v %v", doc, err)
 	}
-	if _, err := s.ResolveDID(nil, "did:web:nobody.example.org"); err == nil {
+	if _, err := s.ResolveDID(context.Background(), "did:web:nobody.example.org"); err == nil {
 		t.Fatal("unknown did resolved")
 	}
 }

@@ -335,9 +335,6 @@ func failClosed(tx *bolt.Tx, gone, narrowed map[string]bool, versions map[bundle
 	return out, nil
 }
 
-// RevokeOptions configures ApplyRevocation.
-type RevokeOptions struct{}
-
 // RevokeResult describes an applied revocation statement.
 type RevokeResult struct {
 	Scope        string   `json:"scope"`

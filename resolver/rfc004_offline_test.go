@@ -79,13 +79,12 @@ func TestRFC004Section5_3OfflineResolutionNeverDialsTheSchemaURI(t *testing.T) {
 		t.Fatal(err)
 	}
 	var local capability.SchemaRef
-	for _, name := range cat.Names {
-		e := cat.ByName[name][0]
+	if len(cat.Names) > 0 {
+		e := cat.ByName[cat.Names[0]][0]
 		local = e.Descriptor.InputSchema
 		if local.BundleID == "" {
 			local.BundleID = e.BundleID
 		}
-		break
 	}
 	if local.BundleID == "" || local.ArtifactKey == "" {
 		t.Fatalf("the sample's schema reference has no local locator: %+v", local)

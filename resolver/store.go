@@ -71,7 +71,6 @@ const (
 	ErrStoreIO           amp.ErrName = "store_io"
 	ErrReadOnly          amp.ErrName = "read_only"
 	ErrRollback          amp.ErrName = "rollback"
-	ErrAlreadyImported   amp.ErrName = "already_imported"
 	ErrCapConflict       amp.ErrName = "capability_conflict"
 	ErrAliasConflict     amp.ErrName = "alias_conflict"
 	ErrDIDConflict       amp.ErrName = "did_conflict"
@@ -140,9 +139,6 @@ type Options struct {
 	// Actor, when set, is recorded in every audit entry this store
 	// writes: who changed the store (the CLI sets its uid and host).
 	Actor *Actor
-	// Fault, when set, is called at each named step of an import and of a
-	// removal; a non-nil error aborts there. Tests inject faults with it.
-	Fault func(step string) error
 }
 
 // Store is the local registry: a bbolt file (docs/ARCHITECTURE.md, "The store"). It is safe for
@@ -165,6 +161,11 @@ type Store struct {
 	catalog catalogCache
 	didDocs didCache
 	judged  judgedCache
+
+	// faults is nil in every Store this package's API makes: only the
+	// package's own tests set it (export_test.go), to fail an import or a
+	// removal at a named step. No option or exported name reaches it.
+	faults func(step string) error
 }
 
 // Open opens (or, with Create, creates) the store at path. It checks the
@@ -289,11 +290,14 @@ func (s *Store) writable() error {
 	return nil
 }
 
+// fault is a named step of an import ("verify", "stage", "commit",
+// "commit-inside", "commit-end") or a removal ("remove") where a test may
+// inject a failure; in production it returns nil.
 func (s *Store) fault(step string) error {
-	if s.opts.Fault == nil {
+	if s.faults == nil {
 		return nil
 	}
-	if err := s.opts.Fault(step); err != nil {
+	if err := s.faults(step); err != nil {
 		return fail(ErrStoreIO, "fault injected at %s", step).WithCause(err)
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -332,13 +331,4 @@ func TestAudit(t *testing.T) {
 	if len(head) != 32 {
 		t.Fatalf("audit head %s", hex.EncodeToString(head))
 	}
-}
-
-func keysOf(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

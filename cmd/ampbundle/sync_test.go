@@ -93,7 +93,7 @@ func TestStationMirrorThreeAgentsEndToEnd(t *testing.T) {
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, err := http.Get(url + r.URL.Path)
 		if err != nil {
-			http.Error(w, "x", 502)
+			http.Error(w, "x", http.StatusBadGateway)
 			return
 		}
 		defer resp.Body.Close()

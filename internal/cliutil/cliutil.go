@@ -499,9 +499,6 @@ func ExactArgs(c *cli.Context, n int, names string) error {
 	return nil
 }
 
-// MaxInputSize bounds what ReadInput reads.
-const MaxInputSize = 64 << 20
-
 // ReadFile reads a small file the user named (a config, a DID document),
 // refusing one over max bytes with limit_exceeded without reading it all.
 // what names the file in errors.

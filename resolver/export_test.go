@@ -1,0 +1,6 @@
+package resolver
+
+// setFaults makes s call fn at each named step of an import and of a
+// removal (Store.fault); a non-nil error aborts there. It exists only in
+// this package's test build: production code cannot inject faults.
+func setFaults(s *Store, fn func(step string) error) { s.faults = fn }
