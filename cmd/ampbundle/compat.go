@@ -12,7 +12,6 @@ import (
 	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
-	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // fileLoader serves the schema artifacts of a verified bundle file.
@@ -83,7 +82,7 @@ name.`,
 					return err
 				}
 				defer closeStore(reg, &err)
-				s, ok := reg.(*resolver.Store)
+				s, ok := reg.Store()
 				if !ok {
 					return cliutil.WithHint(cliutil.Failf("store_in_use", "compat reads the store's schemas directly, and a running agent holds it"), "run compat on a copy of the store (ampbundle export, then compat FILE), or stop the agent")
 				}

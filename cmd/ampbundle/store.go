@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"time"
@@ -13,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/amp"
-	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -30,43 +26,10 @@ var dbFlag = &cli.StringFlag{Name: "db", Usage: "registry store `FILE` (bbolt; r
 // adminSocketFlag names the admin socket of an agent serving the store.
 var adminSocketFlag = &cli.StringFlag{Name: "admin-socket", Usage: "admin socket `PATH` of the agent serving the store, used when it holds the store (default DB.admin.sock)"}
 
-// registry is what the registry commands use of a store: the store itself,
-// or, while a running agent holds it, that agent's admin socket, which
-// runs the very same resolver.Store methods in the agent.
-type registry interface {
-	Import(ctx context.Context, r io.Reader, opts resolver.ImportOptions) (*resolver.ImportResult, error)
-	Remove(bundleID string) (uint64, error)
-	TrustAdd(name string, key ed25519.PublicKey, scopes []string) error
-	TrustRemove(name string) error
-	TrustRemoveFailClosed(name string) ([]string, error)
-	TrustAddWithThreshold(name string, key ed25519.PublicKey, scopes []string, n int) error
-	TrustSetThreshold(scope string, n int) error
-	TrustThresholds() (map[string]int, error)
-	TrustChains() (map[string]uint64, error)
-	ApplyTrustPolicyFile(data []byte) (*resolver.PolicyResult, error)
-	FreshnessPolicy() ([]resolver.Freshness, error)
-	SetFreshnessPolicy(scope string, maxVersions *uint64, maxAge time.Duration) error
-	ResetHeartbeat(bundleID string) (uint64, error)
-	ApplyRevocation(data []byte) (*resolver.RevokeResult, error)
-	ApplyRotation(data []byte) (*resolver.RotateResult, error)
-	ApplyHeartbeat(data []byte) (*resolver.HeartbeatResult, error)
-	TrustList() ([]resolver.TrustKey, error)
-	Bundles() ([]resolver.Bundle, error)
-	Catalog() (*resolver.Catalog, error)
-	Check() ([]resolver.Problem, error)
-	Audit() ([]resolver.AuditEntry, error)
-	AuditHead() ([]byte, error)
-	VerifyAudit() error
-	Export(bundleID string, w io.Writer) error
-	Resolve(ref capability.SchemaRef) ([]byte, error)
-	Generation() uint64
-	Close() error
-}
-
-var (
-	_ registry = (*resolver.Store)(nil)
-	_ registry = (*admin.Client)(nil)
-)
+// registry is what the registry commands use of a store: the store
+// itself, or, while a running agent holds it, that agent's admin socket,
+// which runs the very same operations (admin.Ops) in the agent.
+type registry = *admin.Registry
 
 // How a command opens the store.
 type storeMode int
@@ -129,7 +92,7 @@ func openStoreAt(env *cliutil.Env, db, sock string, mode storeMode) (registry, e
 		Actor:       resolver.ProcessActor(),
 	})
 	if err == nil {
-		return s, nil
+		return admin.Local(s), nil
 	}
 	if errors.Is(err, resolver.ErrStoreInUse) {
 		if sock == "" {
@@ -137,7 +100,7 @@ func openStoreAt(env *cliutil.Env, db, sock string, mode storeMode) (registry, e
 		}
 		if ac, aerr := admin.Dial(sock); aerr == nil {
 			fmt.Fprintf(env.Stderr, "note: the store is held by a running agent; using its admin socket %s\n", sock)
-			return ac, nil
+			return &ac.Registry, nil
 		}
 	}
 	return nil, storeHint(err, db)

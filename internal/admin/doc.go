@@ -10,23 +10,12 @@
 // atomic and audited exactly as an offline import.
 //
 // The protocol is HTTP/1.1 over the socket, JSON in and out (bundle and
-// schema bytes raw):
-//
-//	POST /v1/import?allow_downgrade=1&source=URL   body: the bundle file  -> resolver.ImportResult
-//	                                    (both parameters optional; source, URL-encoded, is
-//	                                    recorded in the audit entry; an older agent ignores it)
-//	POST /v1/remove                     {"bundle_id"}          -> {"bundle_id","version"}
-//	POST /v1/trust/add                  {"name","key","scopes"} (key: a did:key)
-//	POST /v1/trust/remove               {"name"}
-//	GET  /v1/trust                                             -> [TrustKey]
-//	GET  /v1/generation                                        -> {"generation"}
-//	GET  /v1/bundles                                           -> [resolver.Bundle]
-//	GET  /v1/catalog                                           -> Catalog
-//	GET  /v1/check                                             -> [resolver.Problem]
-//	GET  /v1/audit                                             -> {"entries","head","verified","error"}
-//	GET  /v1/export?bundle_id=B                                -> the bundle file
-//	POST /v1/resolve                    {"bundle_id","artifact_key","hash_alg","hash"} (hash in hex)
-//	                                                           -> {"data"} (the verified bytes, base64)
+// schema bytes raw). One table, Ops, lists every operation: its route, its
+// request and answer, and the resolver.Store call that performs it. The
+// server (NewHandler) serves each entry, and a Registry runs each on a
+// local store or, as a Client, through the socket: a new operation is an
+// entry and a Registry method. docs/CLI.md §1.7 lists the routes (a test
+// keeps the two alike).
 //
 // JSON field names are snake_case (resolver.Bundle, resolver.ImportResult,
 // resolver.AuditEntry, resolver.Problem); byte fields of audit entries are

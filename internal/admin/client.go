@@ -1,0 +1,171 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// Client talks to a running agent's admin socket: a Registry whose
+// operations run in the agent.
+type Client struct {
+	Registry
+	path string
+	http *http.Client
+	gen  atomic.Uint64
+}
+
+// Dial connects to the admin socket at path; it fails fast when nothing
+// listens there.
+func Dial(path string) (*Client, error) {
+	c, err := net.DialTimeout("unix", path, 500*time.Millisecond)
+	if err != nil {
+		return nil, amp.Named(0, "admin_socket", "no agent answers on the admin socket").WithCause(err)
+	}
+	c.Close()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
+	ac := &Client{path: path, http: &http.Client{Transport: tr}}
+	ac.Registry.client = ac
+	return ac, nil
+}
+
+// Path returns the socket path.
+func (c *Client) Path() string { return c.path }
+
+// Generation is the store's generation as of the last answer (0 before
+// the first): FetchGeneration asks the agent for the current one.
+func (c *Client) Generation() uint64 { return c.gen.Load() }
+
+// Close releases the client's connections.
+func (c *Client) Close() error { c.http.CloseIdleConnections(); return nil }
+
+// Call sends req to the agent as op's route and decodes its answer.
+func Call[Req, Resp any](c *Client, op *Op[Req, Resp], req Req) (Resp, error) {
+	if op.send != nil {
+		return op.send(c, req)
+	}
+	var resp Resp
+	var body io.Reader
+	path := op.Path
+	switch {
+	case op.Raw > 0:
+		body = bytes.NewReader(any(req).([]byte))
+	case op.Method == http.MethodGet:
+		b, _ := json.Marshal(req)
+		var q map[string]string
+		json.Unmarshal(b, &q)
+		v := url.Values{}
+		for k, s := range q {
+			v.Set(k, s)
+		}
+		path = withQuery(path, v)
+	default:
+		b, _ := json.Marshal(req)
+		body = bytes.NewReader(b)
+	}
+	ct := op.Type
+	if body != nil && ct == "" {
+		ct = "application/json"
+	}
+	return resp, c.do(context.Background(), op.Method, path, body, ct, &resp)
+}
+
+// withQuery is path with the query q (none when q is empty).
+func withQuery(path string, q url.Values) string {
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ct string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://agent"+path, body)
+	if err != nil {
+		return amp.Named(0, "admin_socket", "cannot build the admin request").WithCause(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return amp.Named(0, "admin_socket", "the agent did not answer on the admin socket").WithCause(err)
+	}
+	defer resp.Body.Close()
+	if g, err := strconv.ParseUint(resp.Header.Get(GenerationHeader), 10, 64); err == nil {
+		c.gen.Store(g)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var doc errorDoc
+		if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc) != nil || doc.Error.Code == "" {
+			if resp.StatusCode == http.StatusNotFound {
+				// No such route: an agent older than this program.
+				return amp.Named(0, resolver.ErrUnsupported, "the agent's admin socket does not offer %s (an older agent: restart it with this version)", path)
+			}
+			return amp.Named(0, "admin_socket", "the agent answered http %d", resp.StatusCode)
+		}
+		e := amp.Named(amp.Code(doc.Error.AMPCode), amp.ErrName(doc.Error.Code), "%s", doc.Error.Message)
+		if len(doc.Error.Details) > 0 {
+			e = e.WithDetails(doc.Error.Details)
+		}
+		return e
+	}
+	if w, ok := out.(io.Writer); ok {
+		if _, err := io.Copy(w, resp.Body); err != nil {
+			return amp.Named(0, "admin_socket", "the agent's answer was cut off").WithCause(err)
+		}
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out); err != nil {
+		return amp.Named(0, "admin_socket", "the agent's answer does not decode").WithCause(err)
+	}
+	return nil
+}
+
+// ownBytes refuses an answer that lists a statement (what names it)
+// whose bytes data do not hash to its SHA-256 sum.
+func ownBytes(data, sum []byte, what string) error {
+	if got := sha256.Sum256(data); !bytes.Equal(got[:], sum) {
+		return amp.Named(0, "admin_socket", "the agent's answer lists a %s whose bytes are not its own", what)
+	}
+	return nil
+}
+
+func didKeyPublic(s string) (ed25519.PublicKey, error) {
+	doc, err := amp.DIDKeyDocument(s)
+	if err == nil {
+		for _, m := range doc.Methods {
+			if m.KeyType == amp.KeyEd25519 {
+				return ed25519.PublicKey(m.PublicKey), nil
+			}
+		}
+	}
+	return nil, amp.Named(0, resolver.ErrInvalidTrust, "the key must be an ed25519 did:key")
+}
+
+type progressReader struct {
+	r  io.Reader
+	n  int64
+	fn func(int64)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.n += int64(n)
+	p.fn(p.n)
+	return n, err
+}

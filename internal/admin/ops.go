@@ -1,0 +1,559 @@
+package admin
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// maxUpload bounds an uploaded bundle (the store's own caps bound each
+// artifact; this bounds the request).
+const maxUpload = 8 << 30
+
+// maxStatement bounds an uploaded statement (the largest statement file,
+// a revocation's).
+const maxStatement = bundle.MaxRevocationSize
+
+// Spec is what an operation is on the admin socket.
+type Spec struct {
+	// Name is the Registry method that runs it; Also names the other
+	// Registry methods answered by it (an option of the same request).
+	Name string
+	Also []string
+	// Method and Path are its route: a GET takes its request in the query
+	// (a flat object of strings), a POST as a JSON body.
+	Method, Path string
+	// Mutates: it changes the store (audited by the store, and logged by
+	// the agent as coming through the socket).
+	Mutates bool
+	// Raw, when not zero, makes the request body the bytes of a file
+	// (Req is []byte), of Type, read up to Raw bytes.
+	Raw  int64
+	Type string
+	// Stream: the request or the answer is a stream (import, export),
+	// served and sent by the operation's own code instead of as JSON.
+	Stream bool
+}
+
+// Op is one store operation: its route, and Run, the resolver call that
+// performs it on a store. Req and Resp are its request and answer as they
+// travel on the socket; a Registry over a local store calls Run directly.
+type Op[Req, Resp any] struct {
+	Spec
+	Run func(s *resolver.Store, req Req) (Resp, error)
+	// Log is the line a successful change through the socket writes to
+	// the agent's log.
+	Log func(req Req, resp Resp) (string, []any)
+	// Streams: read builds the request from the HTTP request (import),
+	// serve replaces the whole handler (export), send replaces the
+	// client's request.
+	read  func(w http.ResponseWriter, r *http.Request) (Req, error)
+	serve func(s *resolver.Store, w http.ResponseWriter, r *http.Request) error
+	send  func(c *Client, req Req) (Resp, error)
+}
+
+// Operation is an Op of any request and answer types: what Ops lists.
+type Operation interface {
+	Describe() Spec
+	handle(s *resolver.Store, w http.ResponseWriter, r *http.Request) (answer any, logLine func() (string, []any), err error)
+}
+
+// Describe returns the operation's route and kind.
+func (o *Op[Req, Resp]) Describe() Spec { return o.Spec }
+
+// Ops is the table of store operations: the admin server serves each, and
+// Registry calls each, locally or through the socket. A new operation is
+// an entry here and a Registry method.
+func Ops() []Operation {
+	return []Operation{
+		opImport(), opExport(), opRemove(), opResolve(), opBundles(), opCatalog(), opCheck(), opAudit(), opGeneration(),
+		opTrustAdd(), opTrustRemove(), opTrustList(), opTrustSetThreshold(), opTrustThresholds(), opTrustChains(), opTrustPolicy(),
+		opFreshnessPolicy(), opSetFreshnessPolicy(), opResetHeartbeat(),
+		opRevocation(), opRotation(), opHeartbeat(), opStatements(), opHeartbeats(), opHasStatement(),
+	}
+}
+
+const get, post = http.MethodGet, http.MethodPost
+
+// none is the request of an operation that takes none.
+type none struct{}
+
+// orEmpty answers an empty list as [] rather than null.
+func orEmpty[T any](read func(*resolver.Store) ([]T, error)) func(*resolver.Store) ([]T, error) {
+	return func(s *resolver.Store) ([]T, error) {
+		v, err := read(s)
+		if v == nil {
+			v = []T{}
+		}
+		return v, err
+	}
+}
+
+// reading is the operation name at GET path: read, without a request.
+func reading[Resp any](name, path string, read func(*resolver.Store) (Resp, error)) *Op[none, Resp] {
+	return &Op[none, Resp]{Spec: Spec{Name: name, Method: get, Path: path},
+		Run: func(s *resolver.Store, _ none) (Resp, error) { return read(s) }}
+}
+
+// importRequest is the request of an import: a stream, with its options
+// in the query.
+type importRequest struct {
+	ctx  context.Context
+	body io.Reader
+	opts resolver.ImportOptions
+}
+
+func opImport() *Op[importRequest, *resolver.ImportResult] {
+	return &Op[importRequest, *resolver.ImportResult]{
+		Spec: Spec{Name: "Import", Method: post, Path: "/v1/import", Mutates: true, Type: "application/ampbundle", Stream: true},
+		Run: func(s *resolver.Store, req importRequest) (*resolver.ImportResult, error) {
+			return s.Import(req.ctx, req.body, req.opts)
+		},
+		Log: func(_ importRequest, res *resolver.ImportResult) (string, []any) {
+			return "bundle imported through the admin socket", []any{"bundle_id", res.BundleID, "version", res.Version,
+				"previous", res.PreviousVersion, "downgrade", res.Downgrade, "unchanged", res.Unchanged}
+		},
+		read: func(w http.ResponseWriter, r *http.Request) (importRequest, error) {
+			q := r.URL.Query()
+			return importRequest{ctx: r.Context(), body: http.MaxBytesReader(w, r.Body, maxUpload),
+				opts: resolver.ImportOptions{AllowDowngrade: q.Get("allow_downgrade") == "1", Source: q.Get("source")}}, nil
+		},
+		send: func(c *Client, req importRequest) (*resolver.ImportResult, error) {
+			q := make(map[string][]string)
+			if req.opts.AllowDowngrade {
+				q["allow_downgrade"] = []string{"1"}
+			}
+			if req.opts.Source != "" {
+				q["source"] = []string{req.opts.Source} // an older agent ignores it
+			}
+			body := req.body
+			if req.opts.Progress != nil {
+				body = &progressReader{r: body, fn: req.opts.Progress}
+			}
+			var res resolver.ImportResult
+			if err := c.do(req.ctx, post, withQuery("/v1/import", q), body, "application/ampbundle", &res); err != nil {
+				return nil, err
+			}
+			return &res, nil
+		},
+	}
+}
+
+// exportRequest is the request of an export: the bundle, in the query,
+// and where its file goes.
+type exportRequest struct {
+	BundleID string `json:"bundle_id"`
+	w        io.Writer
+}
+
+func opExport() *Op[exportRequest, none] {
+	run := func(s *resolver.Store, req exportRequest) (none, error) { return none{}, s.Export(req.BundleID, req.w) }
+	return &Op[exportRequest, none]{
+		Spec: Spec{Name: "Export", Method: get, Path: "/v1/export", Stream: true},
+		Run:  run,
+		serve: func(s *resolver.Store, w http.ResponseWriter, r *http.Request) error {
+			// Buffer-free streaming would commit to a 200 before the last
+			// artifact is checked; a failed check must be an error, so the
+			// export is checked into a temporary file first.
+			tmp, err := os.CreateTemp("", "ampbundle-export-*")
+			if err != nil {
+				return amp.Named(0, resolver.ErrStoreIO, "cannot stage the export").WithCause(err)
+			}
+			defer os.Remove(tmp.Name())
+			defer tmp.Close()
+			if _, err := run(s, exportRequest{BundleID: r.URL.Query().Get("bundle_id"), w: tmp}); err != nil {
+				return err
+			}
+			if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+				return amp.Named(0, resolver.ErrStoreIO, "cannot stage the export").WithCause(err)
+			}
+			w.Header().Set("Content-Type", "application/ampbundle")
+			w.WriteHeader(http.StatusOK)
+			io.Copy(w, tmp)
+			return nil
+		},
+		send: func(c *Client, req exportRequest) (none, error) {
+			return none{}, c.do(context.Background(), get, withQuery("/v1/export", map[string][]string{"bundle_id": {req.BundleID}}), nil, "", req.w)
+		},
+	}
+}
+
+type bundleRequest struct {
+	BundleID string `json:"bundle_id"`
+}
+
+type removeAnswer struct {
+	BundleID string `json:"bundle_id"`
+	Version  uint64 `json:"version"`
+}
+
+func opRemove() *Op[bundleRequest, removeAnswer] {
+	return &Op[bundleRequest, removeAnswer]{
+		Spec: Spec{Name: "Remove", Method: post, Path: "/v1/remove", Mutates: true},
+		Run: func(s *resolver.Store, req bundleRequest) (removeAnswer, error) {
+			v, err := s.Remove(req.BundleID)
+			return removeAnswer{req.BundleID, v}, err
+		},
+		Log: func(req bundleRequest, res removeAnswer) (string, []any) {
+			return "bundle removed through the admin socket", []any{"bundle_id", req.BundleID, "version", res.Version}
+		},
+	}
+}
+
+// resolveRequest is the request of /v1/resolve: the local locator and hash
+// of a schema reference (a uri is never used, so it is not sent).
+type resolveRequest struct {
+	BundleID    string `json:"bundle_id"`
+	ArtifactKey string `json:"artifact_key"`
+	HashAlg     string `json:"hash_alg"`
+	Hash        string `json:"hash"`
+}
+
+// dataAnswer carries bytes (base64 in JSON).
+type dataAnswer struct {
+	Data []byte `json:"data"`
+}
+
+func opResolve() *Op[resolveRequest, dataAnswer] {
+	return &Op[resolveRequest, dataAnswer]{
+		Spec: Spec{Name: "Resolve", Method: post, Path: "/v1/resolve"},
+		Run: func(s *resolver.Store, req resolveRequest) (dataAnswer, error) {
+			h, err := hex.DecodeString(req.Hash)
+			if err != nil {
+				return dataAnswer{}, amp.Named(0, "bad_request", "the hash is not hex")
+			}
+			data, err := s.Resolve(capability.SchemaRef{BundleID: req.BundleID, ArtifactKey: req.ArtifactKey, HashAlg: req.HashAlg, Hash: h})
+			return dataAnswer{data}, err
+		},
+	}
+}
+
+func opBundles() *Op[none, []resolver.Bundle] {
+	return reading("Bundles", "/v1/bundles", orEmpty((*resolver.Store).Bundles))
+}
+
+// Catalog is resolver.Catalog on the socket.
+type Catalog struct {
+	Generation uint64            `json:"generation"`
+	Entries    []CatalogEntry    `json:"entries"`
+	Aliases    map[string]string `json:"aliases"`
+}
+
+// CatalogEntry is one installed descriptor.
+type CatalogEntry struct {
+	BundleID   string                `json:"bundle_id"`
+	Descriptor capability.Descriptor `json:"descriptor"`
+}
+
+func opCatalog() *Op[none, *Catalog] {
+	return &Op[none, *Catalog]{
+		Spec: Spec{Name: "Catalog", Method: get, Path: "/v1/catalog"},
+		Run: func(s *resolver.Store, _ none) (*Catalog, error) {
+			c, err := s.Catalog()
+			if err != nil {
+				return nil, err
+			}
+			out := &Catalog{Generation: c.Generation, Aliases: c.Aliases, Entries: []CatalogEntry{}}
+			for _, name := range c.Names {
+				for _, e := range c.ByName[name] {
+					out.Entries = append(out.Entries, CatalogEntry{BundleID: e.BundleID, Descriptor: e.Descriptor})
+				}
+			}
+			return out, nil
+		},
+	}
+}
+
+func opCheck() *Op[none, []resolver.Problem] {
+	return reading("Check", "/v1/check", orEmpty((*resolver.Store).Check))
+}
+
+// auditDoc is the audit log, its head and its verdict, taken at one moment.
+type auditDoc struct {
+	Entries  []resolver.AuditEntry `json:"entries"`
+	Head     string                `json:"head"`
+	Verified bool                  `json:"verified"`
+	Error    *errorDoc             `json:"error,omitempty"`
+	// err is the verdict's own error (a local store's: it keeps its code).
+	err error
+}
+
+func opAudit() *Op[none, *auditDoc] {
+	return &Op[none, *auditDoc]{
+		Spec: Spec{Name: "Audit", Also: []string{"AuditHead", "VerifyAudit"}, Method: get, Path: "/v1/audit"},
+		Run: func(s *resolver.Store, _ none) (*auditDoc, error) {
+			entries, err := s.Audit()
+			if err != nil {
+				return nil, err
+			}
+			head, err := s.AuditHead()
+			if err != nil {
+				return nil, err
+			}
+			doc := &auditDoc{Entries: entries, Head: fmt.Sprintf("%x", head), Verified: true}
+			if doc.err = s.VerifyAudit(); doc.err != nil {
+				doc.Verified = false
+				e := amp.AsError(doc.err)
+				doc.Error = &errorDoc{}
+				doc.Error.Error.Code, doc.Error.Error.Message = string(amp.NameOf(e)), e.Message
+			}
+			return doc, nil
+		},
+	}
+}
+
+type generationAnswer struct {
+	Generation uint64 `json:"generation"`
+}
+
+func opGeneration() *Op[none, generationAnswer] {
+	return reading("FetchGeneration", "/v1/generation", func(s *resolver.Store) (generationAnswer, error) { return generationAnswer{s.Generation()}, nil })
+}
+
+type trustAddRequest struct {
+	Name   string   `json:"name"`
+	Key    string   `json:"key"` // a did:key
+	Scopes []string `json:"scopes"`
+	// Threshold, when set, is also set for each scope, in the same
+	// transaction (resolver.Store.TrustAddWithThreshold).
+	Threshold *int `json:"threshold,omitempty"`
+}
+
+type nameAnswer struct {
+	Name string `json:"name"`
+}
+
+func opTrustAdd() *Op[trustAddRequest, nameAnswer] {
+	return &Op[trustAddRequest, nameAnswer]{
+		Spec: Spec{Name: "TrustAdd", Also: []string{"TrustAddWithThreshold"}, Method: post, Path: "/v1/trust/add", Mutates: true},
+		Run: func(s *resolver.Store, req trustAddRequest) (nameAnswer, error) {
+			pub, err := didKeyPublic(req.Key)
+			if err == nil && req.Threshold != nil {
+				err = s.TrustAddWithThreshold(req.Name, pub, req.Scopes, *req.Threshold)
+			} else if err == nil {
+				err = s.TrustAdd(req.Name, pub, req.Scopes)
+			}
+			return nameAnswer{req.Name}, err
+		},
+		Log: func(req trustAddRequest, _ nameAnswer) (string, []any) {
+			threshold := 0
+			if req.Threshold != nil {
+				threshold = *req.Threshold
+			}
+			return "key trusted through the admin socket", []any{"name", req.Name, "key", req.Key, "scopes", req.Scopes, "threshold", threshold}
+		},
+	}
+}
+
+type trustRemoveRequest struct {
+	Name       string `json:"name"`
+	FailClosed bool   `json:"fail_closed,omitempty"`
+}
+
+type trustRemoveAnswer struct {
+	Name         string   `json:"name"`
+	FailedClosed []string `json:"failed_closed"`
+}
+
+func opTrustRemove() *Op[trustRemoveRequest, trustRemoveAnswer] {
+	return &Op[trustRemoveRequest, trustRemoveAnswer]{
+		Spec: Spec{Name: "TrustRemove", Also: []string{"TrustRemoveFailClosed"}, Method: post, Path: "/v1/trust/remove", Mutates: true},
+		Run: func(s *resolver.Store, req trustRemoveRequest) (trustRemoveAnswer, error) {
+			res := trustRemoveAnswer{Name: req.Name, FailedClosed: []string{}}
+			if !req.FailClosed {
+				return res, s.TrustRemove(req.Name)
+			}
+			failed, err := s.TrustRemoveFailClosed(req.Name)
+			res.FailedClosed = append(res.FailedClosed, failed...)
+			return res, err
+		},
+		Log: func(req trustRemoveRequest, res trustRemoveAnswer) (string, []any) {
+			return "key no longer trusted, through the admin socket", []any{"name", req.Name, "failed_closed", res.FailedClosed}
+		},
+	}
+}
+
+// TrustKey is a trusted key on the socket (the key as a did:key).
+type TrustKey struct {
+	Name    string   `json:"name"`
+	Key     string   `json:"key"`
+	Scopes  []string `json:"scopes"`
+	AddedAt string   `json:"added_at"`
+	// Except are the scopes the key was revoked for (resolver.TrustKey).
+	Except []string `json:"except,omitempty"`
+}
+
+func opTrustList() *Op[none, []TrustKey] {
+	return &Op[none, []TrustKey]{
+		Spec: Spec{Name: "TrustList", Method: get, Path: "/v1/trust"},
+		Run: func(s *resolver.Store, _ none) ([]TrustKey, error) {
+			keys, err := s.TrustList()
+			out := []TrustKey{}
+			for _, k := range keys {
+				out = append(out, TrustKey{Name: k.Name, Key: k.DID(), Scopes: k.Scopes, AddedAt: k.AddedAt, Except: k.Except})
+			}
+			return out, err
+		},
+	}
+}
+
+type thresholdRequest struct {
+	Scope     string `json:"scope"`
+	Threshold int    `json:"threshold"`
+}
+
+func opTrustSetThreshold() *Op[thresholdRequest, thresholdRequest] {
+	return &Op[thresholdRequest, thresholdRequest]{
+		Spec: Spec{Name: "TrustSetThreshold", Method: post, Path: "/v1/trust/threshold", Mutates: true},
+		Run: func(s *resolver.Store, req thresholdRequest) (thresholdRequest, error) {
+			return req, s.TrustSetThreshold(req.Scope, req.Threshold)
+		},
+		Log: func(req, _ thresholdRequest) (string, []any) {
+			return "threshold set through the admin socket", []any{"scope", req.Scope, "threshold", req.Threshold}
+		},
+	}
+}
+
+func opTrustThresholds() *Op[none, map[string]int] {
+	return reading("TrustThresholds", "/v1/trust/thresholds", (*resolver.Store).TrustThresholds)
+}
+
+func opTrustChains() *Op[none, map[string]uint64] {
+	return reading("TrustChains", "/v1/trust/chains", (*resolver.Store).TrustChains)
+}
+
+func opTrustPolicy() *Op[[]byte, *resolver.PolicyResult] {
+	return &Op[[]byte, *resolver.PolicyResult]{
+		// One byte more than a policy may have: ParseTrustPolicy names it.
+		Spec: Spec{Name: "ApplyTrustPolicyFile", Method: post, Path: "/v1/trust/policy", Mutates: true,
+			Raw: resolver.MaxTrustPolicySize + 1, Type: "application/json"},
+		Run: func(s *resolver.Store, data []byte) (*resolver.PolicyResult, error) {
+			return s.ApplyTrustPolicyFile(data)
+		},
+		Log: func(_ []byte, res *resolver.PolicyResult) (string, []any) {
+			return "trust policy applied through the admin socket", []any{"added", res.Added, "thresholds", len(res.Thresholds), "unchanged", res.Unchanged}
+		},
+	}
+}
+
+func opFreshnessPolicy() *Op[none, []resolver.Freshness] {
+	return reading("FreshnessPolicy", "/v1/freshness", orEmpty((*resolver.Store).FreshnessPolicy))
+}
+
+// freshnessRequest is the body of POST /v1/freshness
+// (resolver.Store.SetFreshnessPolicy).
+type freshnessRequest struct {
+	Scope         string  `json:"scope"`
+	MaxVersions   *uint64 `json:"max_versions,omitempty"`
+	MaxAgeSeconds uint64  `json:"max_age_seconds,omitempty"`
+}
+
+type scopeAnswer struct {
+	Scope string `json:"scope"`
+}
+
+func opSetFreshnessPolicy() *Op[freshnessRequest, scopeAnswer] {
+	return &Op[freshnessRequest, scopeAnswer]{
+		Spec: Spec{Name: "SetFreshnessPolicy", Method: post, Path: "/v1/freshness", Mutates: true},
+		Run: func(s *resolver.Store, req freshnessRequest) (scopeAnswer, error) {
+			if req.MaxAgeSeconds > uint64(math.MaxInt64/int64(time.Second)) {
+				return scopeAnswer{}, amp.Named(0, resolver.ErrInvalidTrust, "max_age_seconds is too large")
+			}
+			return scopeAnswer{req.Scope}, s.SetFreshnessPolicy(req.Scope, req.MaxVersions, time.Duration(req.MaxAgeSeconds)*time.Second)
+		},
+		Log: func(req freshnessRequest, _ scopeAnswer) (string, []any) {
+			return "freshness policy set through the admin socket", []any{"scope", req.Scope}
+		},
+	}
+}
+
+type resetAnswer struct {
+	BundleID string `json:"bundle_id"`
+	Version  uint64 `json:"forgotten_version"`
+}
+
+func opResetHeartbeat() *Op[bundleRequest, resetAnswer] {
+	return &Op[bundleRequest, resetAnswer]{
+		Spec: Spec{Name: "ResetHeartbeat", Method: post, Path: "/v1/freshness/reset", Mutates: true},
+		Run: func(s *resolver.Store, req bundleRequest) (resetAnswer, error) {
+			v, err := s.ResetHeartbeat(req.BundleID)
+			return resetAnswer{req.BundleID, v}, err
+		},
+		Log: func(req bundleRequest, res resetAnswer) (string, []any) {
+			return "heartbeat reset through the admin socket", []any{"bundle_id", req.BundleID, "forgotten_version", res.Version}
+		},
+	}
+}
+
+// statementOp is the operation applying a signed statement of kind
+// (revocation, rotation, heartbeat): the store applies it exactly as
+// 'ampbundle import FILE' does, so that a revocation reaches a running
+// agent without stopping it.
+func statementOp[Resp any](name, kind string, apply func(*resolver.Store, []byte) (Resp, error)) *Op[[]byte, Resp] {
+	return &Op[[]byte, Resp]{
+		Spec: Spec{Name: name, Method: post, Path: "/v1/statements/" + kind, Mutates: true, Raw: maxStatement + 1, Type: "application/cbor"},
+		Run:  apply,
+		read: func(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+			data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxStatement+1))
+			if err != nil || len(data) > maxStatement {
+				return nil, amp.Named(0, "limit_exceeded", "a statement is at most %d bytes", maxStatement)
+			}
+			return data, nil
+		},
+		Log: func([]byte, Resp) (string, []any) {
+			return "statement applied through the admin socket", []any{"kind", kind}
+		},
+	}
+}
+
+func opRevocation() *Op[[]byte, *resolver.RevokeResult] {
+	return statementOp("ApplyRevocation", "revocation", (*resolver.Store).ApplyRevocation)
+}
+
+func opRotation() *Op[[]byte, *resolver.RotateResult] {
+	return statementOp("ApplyRotation", "rotation", (*resolver.Store).ApplyRotation)
+}
+
+func opHeartbeat() *Op[[]byte, *resolver.HeartbeatResult] {
+	return statementOp("ApplyHeartbeat", "heartbeat", (*resolver.Store).ApplyHeartbeat)
+}
+
+func opStatements() *Op[none, []resolver.Statement] {
+	return reading("Statements", "/v1/statements", (*resolver.Store).Statements)
+}
+
+func opHeartbeats() *Op[none, []resolver.KeptHeartbeat] {
+	return reading("Heartbeats", "/v1/heartbeats", (*resolver.Store).Heartbeats)
+}
+
+type hasRequest struct {
+	SHA256 string `json:"sha256"` // hex
+}
+
+type hasAnswer struct {
+	Has bool `json:"has"`
+}
+
+func opHasStatement() *Op[hasRequest, hasAnswer] {
+	return &Op[hasRequest, hasAnswer]{
+		Spec: Spec{Name: "HasStatement", Method: get, Path: "/v1/statements/has"},
+		Run: func(s *resolver.Store, req hasRequest) (hasAnswer, error) {
+			sum, err := hex.DecodeString(req.SHA256)
+			if err != nil || len(sum) != 32 {
+				return hasAnswer{}, amp.Named(0, "bad_request", "sha256 must be 64 hex digits")
+			}
+			has, err := s.HasStatement(sum)
+			return hasAnswer{has}, err
+		},
+	}
+}

@@ -1,0 +1,329 @@
+package admin
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// Registry is the store API of the command line: each method runs one
+// operation of Ops, on a local store (Run, called directly) or through an
+// agent's admin socket (a Client is a Registry), with the same results
+// and the same named errors either way.
+type Registry struct {
+	local  *resolver.Store
+	client *Client
+
+	mu    sync.Mutex
+	audit *auditDoc // the snapshot Audit, AuditHead and VerifyAudit share
+}
+
+// Local is the Registry of a store this process holds.
+func Local(s *resolver.Store) *Registry { return &Registry{local: s} }
+
+// Store returns the local store, or false when the operations run in an
+// agent.
+func (r *Registry) Store() (*resolver.Store, bool) { return r.local, r.local != nil }
+
+// Generation is the store's generation (through the socket: as of the
+// last answer; FetchGeneration asks).
+func (r *Registry) Generation() uint64 {
+	if r.local != nil {
+		return r.local.Generation()
+	}
+	return r.client.Generation()
+}
+
+// Close closes the store, or the client's connections.
+func (r *Registry) Close() error {
+	if r.local != nil {
+		return r.local.Close()
+	}
+	return r.client.Close()
+}
+
+// call runs op with req: on the local store, or through the socket.
+func call[Req, Resp any](r *Registry, op *Op[Req, Resp], req Req) (Resp, error) {
+	if r.local != nil {
+		return op.Run(r.local, req)
+	}
+	return Call(r.client, op, req)
+}
+
+// Import verifies and installs a bundle (resolver.Store.Import); through
+// the socket, opts.Progress counts the bytes sent.
+func (r *Registry) Import(ctx context.Context, body io.Reader, opts resolver.ImportOptions) (*resolver.ImportResult, error) {
+	return call(r, opImport(), importRequest{ctx, body, opts})
+}
+
+// Export writes an installed bundle to w, byte-identical to the file
+// imported (through the socket: checked by the agent before it sends
+// anything).
+func (r *Registry) Export(bundleID string, w io.Writer) error {
+	_, err := call(r, opExport(), exportRequest{BundleID: bundleID, w: w})
+	return err
+}
+
+// Remove removes an installed bundle and returns its version.
+func (r *Registry) Remove(bundleID string) (uint64, error) {
+	res, err := call(r, opRemove(), bundleRequest{bundleID})
+	return res.Version, err
+}
+
+// Resolve returns the verified bytes of a schema reference.
+func (r *Registry) Resolve(ref capability.SchemaRef) ([]byte, error) {
+	res, err := call(r, opResolve(), resolveRequest{BundleID: ref.BundleID, ArtifactKey: ref.ArtifactKey, HashAlg: ref.HashAlg, Hash: hex.EncodeToString(ref.Hash)})
+	if err != nil {
+		return nil, err
+	}
+	return res.Data, nil
+}
+
+// Bundles lists the installed bundles.
+func (r *Registry) Bundles() ([]resolver.Bundle, error) { return call(r, opBundles(), none{}) }
+
+// Catalog returns the installed descriptors.
+func (r *Registry) Catalog() (*resolver.Catalog, error) {
+	if r.local != nil {
+		return r.local.Catalog()
+	}
+	doc, err := call(r, opCatalog(), none{})
+	if err != nil {
+		return nil, err
+	}
+	cat := &resolver.Catalog{Generation: doc.Generation, Aliases: doc.Aliases, ByName: map[string][]resolver.Entry{}}
+	for _, e := range doc.Entries {
+		name := e.Descriptor.Name
+		if _, seen := cat.ByName[name]; !seen {
+			cat.Names = append(cat.Names, name)
+		}
+		cat.ByName[name] = append(cat.ByName[name], resolver.Entry{Descriptor: e.Descriptor, BundleID: e.BundleID})
+	}
+	return cat, nil
+}
+
+// Check runs the store check.
+func (r *Registry) Check() ([]resolver.Problem, error) { return call(r, opCheck(), none{}) }
+
+// auditSnapshot takes the audit log, chain head and verdict in one
+// operation, once per Registry: Audit, AuditHead and VerifyAudit of one
+// Registry describe the same moment (a later change needs a new one).
+func (r *Registry) auditSnapshot() (*auditDoc, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.audit != nil {
+		return r.audit, nil
+	}
+	doc, err := call(r, opAudit(), none{})
+	if err != nil {
+		return nil, err
+	}
+	r.audit = doc
+	return doc, nil
+}
+
+// Audit returns the audit log, oldest first.
+func (r *Registry) Audit() ([]resolver.AuditEntry, error) {
+	doc, err := r.auditSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	return doc.Entries, nil
+}
+
+// AuditHead returns the hash of the last audit entry.
+func (r *Registry) AuditHead() ([]byte, error) {
+	doc, err := r.auditSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	return hex.DecodeString(doc.Head)
+}
+
+// VerifyAudit checks the audit chain.
+func (r *Registry) VerifyAudit() error {
+	doc, err := r.auditSnapshot()
+	switch {
+	case err != nil:
+		return err
+	case doc.err != nil:
+		return doc.err
+	case !doc.Verified && doc.Error != nil:
+		return amp.Named(0, amp.ErrName(doc.Error.Error.Code), "%s", doc.Error.Error.Message)
+	}
+	return nil
+}
+
+// FetchGeneration returns the store's generation now (Generation then
+// returns it too). Every commit of an agent, whoever made it, bumps it: a
+// reader that compares it with the generation it last read sees every
+// change. An agent older than this program, without GET /v1/generation,
+// is asked for its bundle list instead, whose answer carries the
+// generation as every answer does.
+func (r *Registry) FetchGeneration() (uint64, error) {
+	_, err := call(r, opGeneration(), none{})
+	if amp.NameOf(err) == resolver.ErrUnsupported {
+		_, err = r.Bundles()
+	}
+	if err != nil {
+		return 0, err
+	}
+	return r.Generation(), nil
+}
+
+// TrustAdd trusts a key for scopes.
+func (r *Registry) TrustAdd(name string, key ed25519.PublicKey, scopes []string) error {
+	_, err := call(r, opTrustAdd(), trustAddRequest{Name: name, Key: amp.DIDKey(key), Scopes: scopes})
+	return err
+}
+
+// TrustAddWithThreshold trusts key as TrustAdd does and sets the threshold
+// of each scope to n, in one transaction. An agent older than the
+// threshold field refuses the body as not the expected json: that answer
+// is unsupported here.
+func (r *Registry) TrustAddWithThreshold(name string, key ed25519.PublicKey, scopes []string, n int) error {
+	_, err := call(r, opTrustAdd(), trustAddRequest{Name: name, Key: amp.DIDKey(key), Scopes: scopes, Threshold: &n})
+	if r.client != nil && amp.NameOf(err) == "bad_request" {
+		return amp.Named(0, resolver.ErrUnsupported, "the agent's admin socket does not take a threshold with trust add (an older agent: restart it with this version)")
+	}
+	return err
+}
+
+// TrustRemove stops trusting a key.
+func (r *Registry) TrustRemove(name string) error {
+	_, err := call(r, opTrustRemove(), trustRemoveRequest{Name: name})
+	return err
+}
+
+// TrustRemoveFailClosed stops trusting a key and fails closed the
+// installed bundles left below their threshold.
+func (r *Registry) TrustRemoveFailClosed(name string) ([]string, error) {
+	res, err := call(r, opTrustRemove(), trustRemoveRequest{Name: name, FailClosed: true})
+	if err != nil {
+		return nil, err
+	}
+	return res.FailedClosed, nil
+}
+
+// TrustList lists the trusted keys.
+func (r *Registry) TrustList() ([]resolver.TrustKey, error) {
+	if r.local != nil {
+		return r.local.TrustList()
+	}
+	keys, err := call(r, opTrustList(), none{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]resolver.TrustKey, 0, len(keys))
+	for _, k := range keys {
+		pub, err := didKeyPublic(k.Key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resolver.TrustKey{Name: k.Name, Key: pub, Scopes: k.Scopes, AddedAt: k.AddedAt, Except: k.Except})
+	}
+	return out, nil
+}
+
+// TrustSetThreshold sets the threshold of scope.
+func (r *Registry) TrustSetThreshold(scope string, n int) error {
+	_, err := call(r, opTrustSetThreshold(), thresholdRequest{scope, n})
+	return err
+}
+
+// TrustThresholds lists the thresholds set.
+func (r *Registry) TrustThresholds() (map[string]int, error) {
+	return call(r, opTrustThresholds(), none{})
+}
+
+// TrustChains lists the trust statement chains applied.
+func (r *Registry) TrustChains() (map[string]uint64, error) { return call(r, opTrustChains(), none{}) }
+
+// ApplyTrustPolicyFile parses and applies the trust policy file data.
+func (r *Registry) ApplyTrustPolicyFile(data []byte) (*resolver.PolicyResult, error) {
+	return call(r, opTrustPolicy(), data)
+}
+
+// FreshnessPolicy lists the staleness bounds.
+func (r *Registry) FreshnessPolicy() ([]resolver.Freshness, error) {
+	return call(r, opFreshnessPolicy(), none{})
+}
+
+// SetFreshnessPolicy sets the staleness bounds of scope; maxAge counts in
+// whole seconds.
+func (r *Registry) SetFreshnessPolicy(scope string, maxVersions *uint64, maxAge time.Duration) error {
+	_, err := call(r, opSetFreshnessPolicy(), freshnessRequest{Scope: scope, MaxVersions: maxVersions, MaxAgeSeconds: uint64(maxAge / time.Second)})
+	return err
+}
+
+// ResetHeartbeat forgets the heartbeat of the line bundleID and returns
+// the version it named.
+func (r *Registry) ResetHeartbeat(bundleID string) (uint64, error) {
+	res, err := call(r, opResetHeartbeat(), bundleRequest{bundleID})
+	return res.Version, err
+}
+
+// ApplyRevocation applies a signed revocation statement.
+func (r *Registry) ApplyRevocation(data []byte) (*resolver.RevokeResult, error) {
+	return call(r, opRevocation(), data)
+}
+
+// ApplyRotation applies a signed trust statement.
+func (r *Registry) ApplyRotation(data []byte) (*resolver.RotateResult, error) {
+	return call(r, opRotation(), data)
+}
+
+// ApplyHeartbeat applies a signed heartbeat statement.
+func (r *Registry) ApplyHeartbeat(data []byte) (*resolver.HeartbeatResult, error) {
+	return call(r, opHeartbeat(), data)
+}
+
+// Statements lists the signed trust and revocation statements applied, in
+// order. Through the socket, bytes that do not hash to the statement's
+// SHA-256 are refused.
+func (r *Registry) Statements() ([]resolver.Statement, error) {
+	out, err := call(r, opStatements(), none{})
+	if err != nil || r.local != nil {
+		return out, err
+	}
+	for _, st := range out {
+		if err := ownBytes(st.Data, st.SHA256, "statement"); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Heartbeats lists the heartbeat kept per bundle line. Through the
+// socket, bytes that do not hash to the heartbeat's SHA-256 are refused.
+func (r *Registry) Heartbeats() ([]resolver.KeptHeartbeat, error) {
+	out, err := call(r, opHeartbeats(), none{})
+	if err != nil || r.local != nil {
+		return out, err
+	}
+	for _, h := range out {
+		if h.Data != nil { // nil: the store does not have them
+			if err := ownBytes(h.Data, h.SHA256, "heartbeat"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// HasStatement reports whether the store applied the statement whose
+// SHA-256 is sum.
+func (r *Registry) HasStatement(sum []byte) (bool, error) {
+	if r.local != nil {
+		return r.local.HasStatement(sum)
+	}
+	res, err := call(r, opHasStatement(), hasRequest{hex.EncodeToString(sum)})
+	return res.Has, err
+}

@@ -1,0 +1,199 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// SocketPath is the default socket of the store at db.
+func SocketPath(db string) string { return db + ".admin.sock" }
+
+// NewHandler serves the admin API over s: a route for each operation of
+// Ops.
+func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// Every line says it came through the socket (and so from the
+	// agent's own user): a log throttle keeps them all (docs/CLI.md, "Log
+	// volume").
+	log = log.With("via", "admin_socket")
+	mux := http.NewServeMux()
+	for _, op := range Ops() {
+		spec := op.Describe()
+		mux.HandleFunc(spec.Method+" "+spec.Path, func(w http.ResponseWriter, r *http.Request) {
+			setGeneration(w, s)
+			v, line, err := op.handle(s, w, r)
+			setGeneration(w, s) // after a change, the new generation
+			if err != nil {
+				if spec.Method == http.MethodPost {
+					log.Warn("admin request failed", "path", spec.Path, "err", err)
+				}
+				writeError(w, err)
+				return
+			}
+			if line != nil {
+				msg, args := line()
+				log.Info(msg, args...)
+			}
+			if v != nil {
+				writeJSON(w, http.StatusOK, v)
+			}
+		})
+	}
+	return peerCheck(mux)
+}
+
+// handle serves one request of o: the request decoded (a JSON body, the
+// query of a GET, or raw bytes), Run, and the answer to write as JSON.
+func (o *Op[Req, Resp]) handle(s *resolver.Store, w http.ResponseWriter, r *http.Request) (any, func() (string, []any), error) {
+	if o.serve != nil {
+		return nil, nil, o.serve(s, w, r)
+	}
+	var req Req
+	var err error
+	switch {
+	case o.read != nil:
+		req, err = o.read(w, r)
+	case o.Raw > 0:
+		var data []byte
+		if data, err = io.ReadAll(io.LimitReader(r.Body, o.Raw)); err != nil {
+			err = amp.Named(0, "bad_request", "cannot read the request body")
+		}
+		req = any(data).(Req)
+	case o.Method == http.MethodGet:
+		err = decodeQuery(r, &req)
+	default:
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if dec.Decode(&req) != nil {
+			err = amp.Named(0, "bad_request", "the request body is not the expected json")
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := o.Run(s, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	var line func() (string, []any)
+	if o.Log != nil {
+		line = func() (string, []any) { return o.Log(req, resp) }
+	}
+	return resp, line, nil
+}
+
+// decodeQuery fills req, a flat object of strings, from the query of r
+// (parameters it does not name are ignored, as an older agent ignores
+// newer ones).
+func decodeQuery(r *http.Request, req any) error {
+	q := map[string]string{}
+	for k, v := range r.URL.Query() {
+		q[k] = v[0]
+	}
+	b, _ := json.Marshal(q)
+	if json.Unmarshal(b, req) != nil {
+		return amp.Named(0, "bad_request", "the query is not the expected one")
+	}
+	return nil
+}
+
+// errorDoc is the error document of the socket (and of the CLI contract).
+type errorDoc struct {
+	Error struct {
+		Code    string          `json:"code"`
+		AMPCode uint16          `json:"amp_code,omitempty"`
+		Message string          `json:"message"`
+		Details json.RawMessage `json:"details,omitempty"`
+	} `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	e := amp.AsError(err)
+	var doc errorDoc
+	doc.Error.Code, doc.Error.AMPCode, doc.Error.Message = string(amp.NameOf(e)), uint16(e.Code), e.Message
+	if e.Details != nil {
+		if d, err := json.Marshal(e.Details); err == nil {
+			doc.Error.Details = d
+		}
+	}
+	status := http.StatusBadRequest
+	switch {
+	case e.Code == amp.CodeInternalError || errors.Is(err, resolver.ErrStoreIO):
+		status = http.StatusInternalServerError
+	case errors.Is(err, resolver.ErrUnknownBundle) || errors.Is(err, resolver.ErrUnknownTrust):
+		status = http.StatusNotFound
+	}
+	writeJSON(w, status, doc)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// GenerationHeader carries the store's generation (resolver.Store.Generation)
+// after the request, on every answer.
+const GenerationHeader = "X-Store-Generation"
+
+func setGeneration(w http.ResponseWriter, s *resolver.Store) {
+	w.Header().Set(GenerationHeader, strconv.FormatUint(s.Generation(), 10))
+}
+
+// peerCheck serves only connections from this process's user, as recorded
+// by ConnContext; a request whose peer is unknown is refused (the socket's
+// mode already restricts it; this holds where modes are not enforced).
+func peerCheck(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if uid, ok := r.Context().Value(peerUIDKey{}).(int); !ok || uid < 0 || uid != os.Getuid() {
+			writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]string{"code": "forbidden", "message": "only the agent's user may administer it"}})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type peerUIDKey struct{}
+
+// Listen creates the admin socket at path, mode 0600. A socket file left by
+// an agent that is gone is replaced; one that answers belongs to a running
+// agent, and Listen refuses (two agents on one store cannot both run).
+func Listen(path string) (net.Listener, error) {
+	if st, err := os.Lstat(path); err == nil {
+		if st.Mode()&os.ModeSocket == 0 {
+			return nil, amp.Named(0, "admin_socket", "the admin socket path exists and is not a socket")
+		}
+		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil, amp.Named(0, "admin_socket", "another agent already listens on the admin socket")
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, amp.Named(0, "admin_socket", "cannot remove a stale admin socket").WithCause(err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, amp.Named(0, "admin_socket", "cannot check the admin socket path").WithCause(err)
+	}
+	// Create it inaccessible to others from the start, then make sure.
+	ln, err := listenPrivate(path)
+	if err != nil {
+		return nil, amp.Named(0, "admin_socket", "cannot listen on the admin socket").WithCause(err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, amp.Named(0, "admin_socket", "cannot restrict the admin socket").WithCause(err)
+	}
+	return ln, nil
+}
