@@ -315,7 +315,15 @@ func readBody(r io.Reader, length, max int64, declare, charge func(int64) bool) 
 				return nil, errNoRoom
 			}
 			k := len(buf)
-			buf = append(buf, make([]byte, want)...)
+			if need := k + int(want); need > cap(buf) {
+				// Grow geometrically up to the declared length: what is
+				// held tracks what arrived, and the copies add up to at
+				// most about the length again.
+				nb := make([]byte, k, min(2*cap(buf)+need-k, int(length+1)))
+				copy(nb, buf)
+				buf = nb
+			}
+			buf = buf[:k+int(want)]
 			n, err := io.ReadFull(r, buf[k:])
 			buf = buf[:k+n]
 			switch {
