@@ -112,6 +112,9 @@ type checker struct {
 	// current computation.
 	assumed int
 	regexp  map[string]*regexp.Regexp
+	// splits counts the producer conjunctions split for unions (by
+	// listed value or type); beyond MaxSplits, unions are not split.
+	splits int
 }
 
 const (
@@ -356,7 +359,14 @@ func (c *checker) subsetOnce(a, b []part) []Finding {
 					continue
 				}
 				ext := append(append([]part(nil), a...), part{n: br, path: p.path + "/" + kw + "/" + strconv.Itoa(i), scope: -1})
-				all = append(all, c.subset(ext, b)...)
+				sub := c.subset(ext, b)
+				if kw == "oneOf" && len(sub) > 0 && !c.exclusiveBranch(p, kw, len(branches), i) {
+					// An instance of this branch that also matches
+					// another is not a producer instance: a loss is
+					// possible, not proven.
+					sub = uncertain(sub)
+				}
+				all = append(all, sub...)
 			}
 			return all
 		}
@@ -644,9 +654,14 @@ func (c *checker) direct(va, vb view) []Finding {
 						continue
 					}
 					if f.types == tInt && f.lower != nil && f.upper != nil {
-						// A bounded integer range is finite: whether
-						// the list holds it is not decided.
-						add(finding(Unknown, rule, p, kw, "a bounded integer range is not compared with listed values"))
+						// A bounded integer range is finite: listed
+						// when every integer in it is.
+						switch integersListed(f, allowed) {
+						case Incompatible:
+							add(finding(Incompatible, rule, p, kw, "an integer of the producer's range is not listed"))
+						case Unknown:
+							add(finding(Unknown, rule, p, kw, "the producer's integer range is too large to compare with listed values"))
+						}
 						continue
 					}
 					add(finding(Incompatible, rule, p, kw, "the producer is not limited to listed values"))
@@ -794,12 +809,40 @@ func (c *checker) direct(va, vb view) []Finding {
 					continue
 				}
 				for _, k := range sortedKeys(deps) {
-					list, _ := deps[k].([]any)
+					list, ok := deps[k].([]any)
+					if !ok {
+						add(finding(Unknown, "invalid_keyword", p, kw, "property %q", k))
+						continue
+					}
 					for _, d := range list {
-						if s, ok := d.(string); !ok || !f.required[s] {
-							add(finding(Unknown, "dependency_added", p, kw, "property %q", k))
+						s, ok := d.(string)
+						if !ok {
+							add(finding(Unknown, "invalid_keyword", p, kw, "property %q", k))
+							continue
+						}
+						if v := c.dependencyLost(va, f, k, s); v != "" {
+							add(finding(v, "dependency_added", p, kw, "property %q now needs %q", k, s))
 						}
 					}
+				}
+			case kw == "not" && !c.sameKeyword(va, kw, val):
+				for _, x := range c.notKeyword(va, p) {
+					add(x)
+				}
+			case kw == "if":
+				if c.sameGroup(va, m, "if", "then", "else") {
+					continue
+				}
+				for _, x := range c.ifThenElse(va, p) {
+					add(x)
+				}
+			case kw == "contains":
+				if !c.sameGroup(va, m, "contains", "minContains", "maxContains") {
+					add(finding(Unknown, "undecided_keyword", p, kw, "contains is only compared for identity, with minContains and maxContains"))
+				}
+			case kw == "dependentSchemas" && !c.sameKeyword(va, kw, val):
+				for _, x := range c.dependentSchemas(va, f, p) {
+					add(x)
 				}
 			case kw == "anyOf" || kw == "oneOf":
 				fs = append(fs, c.union(va, f, p, kw)...)
@@ -1003,59 +1046,55 @@ func (c *checker) union(va view, f facts, p part, kw string) []Finding {
 		}
 	}
 	var union typeSet
-	for i, br := range branches {
+	for _, br := range branches {
 		bv := c.flatten(c.b, []part{br})
 		if !bv.never && len(bv.bad) == 0 {
 			union |= c.factsOfB(bv)
 		} else if len(bv.bad) > 0 {
 			union = tAll
 		}
-		if len(c.subset(va.parts, []part{br})) != 0 {
-			continue
-		}
-		if kw == "anyOf" {
-			return nil
-		}
-		// oneOf: the producer must match no other branch.
-		exclusive := true
-		for j, other := range branches {
-			if j != i && !c.disjoint(c.a, va.parts, c.b, []part{other}) {
-				exclusive = false
-				break
-			}
-		}
-		if exclusive {
-			return nil
-		}
-		return []Finding{finding(Unknown, "one_of_ambiguous", p, kw, "branch %d covers the producer, exclusivity not proven", i)}
 	}
-	// Split the producer by type: each type it admits must be covered by
-	// one branch (anyOf only; "type" lists written as anyOf).
-	if kw == "anyOf" && f.types&(f.types-1) != 0 {
-		covered := true
-		for _, t := range []typeSet{tNull, tBool, tObject, tArray, tInt, tFrac, tString} {
-			if f.types&t == 0 || (t == tInt && f.types&tFrac != 0) {
-				continue
+	if kw == "oneOf" {
+		// The producer must match exactly one branch.
+		fs, done := c.oneOf(va, f, p, branches)
+		if done && (len(fs) == 0 || fs[0].Verdict == Incompatible) {
+			return fs
+		}
+		if lost := c.soleBranchLoss(va, f, branches); lost != nil {
+			return lost
+		}
+		if done {
+			return fs
+		}
+	} else {
+		for _, br := range branches {
+			if len(c.subset(va.parts, []part{br})) == 0 {
+				return nil
 			}
-			name := t.String()
-			if t == tFrac {
-				name = "number"
-			}
-			restricted := append(append([]part(nil), va.parts...), typePart(name))
-			one := false
-			for _, br := range branches {
-				if len(c.subset(restricted, []part{br})) == 0 {
-					one = true
+		}
+		// Split the producer by listed value or by type: each part must
+		// be covered by one branch ("type" lists written as anyOf).
+		if rs, ok := c.restrictions(va, f); ok && len(rs) > 1 {
+			covered := true
+			for _, r := range rs {
+				one := false
+				for _, br := range branches {
+					if len(c.subset(r, []part{br})) == 0 {
+						one = true
+						break
+					}
+				}
+				if !one {
+					covered = false
 					break
 				}
 			}
-			if !one {
-				covered = false
-				break
+			if covered {
+				return nil
 			}
 		}
-		if covered {
-			return nil
+		if lost := c.soleBranchLoss(va, f, branches); lost != nil {
+			return lost
 		}
 	}
 	if lost := f.types &^ union; lost != 0 && !(lost == tInt && union&tInt != 0) {
@@ -1089,8 +1128,8 @@ func (c *checker) factsOfB(v view) typeSet {
 }
 
 // disjoint reports whether no instance is valid under both conjunctions:
-// their types do not meet, or both require a property whose listed values
-// do not meet (a discriminator).
+// their types do not meet, their listed values do not meet, or both
+// require a property whose listed values do not meet (a discriminator).
 func (c *checker) disjoint(sx *side, x []part, sy *side, y []part) bool {
 	vx, vy := c.flatten(sx, x), c.flatten(sy, y)
 	if vx.never || vy.never {
@@ -1101,6 +1140,19 @@ func (c *checker) disjoint(sx *side, x []part, sy *side, y []part) bool {
 		return true
 	}
 	fx, fy := c.factsOf(vx), c.factsOf(vy)
+	if fx.hasEnum && fy.hasEnum {
+		// Both list their values: disjoint when no value is on both lists.
+		meet := false
+		for _, a := range fx.enum {
+			if containsValue(fy.enum, a) {
+				meet = true
+				break
+			}
+		}
+		if !meet {
+			return true
+		}
+	}
 	for name := range fx.required {
 		if !fy.required[name] {
 			continue

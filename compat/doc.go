@@ -40,10 +40,48 @@
 // recursively; a pair met again while it is being compared is assumed
 // (coinduction), which is sound because instances are finite, so recursive
 // schemas terminate. anyOf/oneOf on the producing side are split into
-// branches; an acceptor's anyOf needs one branch to cover the producer (or
-// each of the producer's types); an acceptor's oneOf also needs the other
-// branches proven disjoint (by type, or by a required property with
-// disjoint listed values, a discriminator).
+// branches (a branch of a producing oneOf that may match another branch
+// only yields Unknown: its instances there are not the producer's); an
+// acceptor's anyOf needs one branch to cover the producer (or each of the
+// producer's listed values, at most 64, or types); an acceptor's oneOf
+// needs one branch to cover the producer (or each listed value or type,
+// integers apart) and the other branches proven disjoint from it (by type,
+// by listed values, or by a required property with disjoint listed values,
+// a discriminator). Where all branches but one are disjoint from a listed
+// value or type of the producer, that branch decides it: what it loses,
+// the union loses.
+//
+// Some keywords are decided from JSON Schema 2020-12 semantics where what
+// the checker proves settles them, and stay Unknown otherwise:
+//
+//   - oneOf: Incompatible (one_of_ambiguous) when a producer instance is
+//     proven to match two branches — the producer (or its part of one type)
+//     lies inside both and is inhabited, or inside one while another branch
+//     lies inside the producer and is inhabited (anyOf [number, integer]
+//     made a oneOf loses every integer).
+//   - dependentRequired k → d: Compatible when d is required, implied
+//     through the producer's own dependentRequired, or k can never be
+//     present; Incompatible (dependency_added) when an object holding k
+//     and not d is valid for the producer (k admits a value, nothing
+//     requires d, maxProperties allows it).
+//   - not: Compatible when the producer is proven disjoint from the negated
+//     schema; Incompatible (not_matched) when a producer instance is proven
+//     to match it.
+//   - if/then/else: when every producer instance is proven to pass "if",
+//     "then" is compared; when none can, "else"; otherwise Unknown. The
+//     same "if" counts as the same only with the same "then" and "else".
+//   - dependentSchemas k → S: Compatible when k can never be present;
+//     otherwise the producer's objects holding k are compared with S.
+//   - contains counts as the same only with the same minContains and
+//     maxContains.
+//   - enum or const against a producer of integers in a bounded range of
+//     at most 1024 integers: every integer of the range (meeting its
+//     multipleOf) must be listed.
+//
+// "Inhabited" is proven by a witness built from the producer's facts (a
+// null, a boolean, a string, a number, {}, [] or a listed scalar); a
+// schema with assertions the checker leaves out is never proven inhabited,
+// so its verdict stays Unknown.
 //
 // Findings name a rule and the JSON Pointer of the keyword in the
 // accepting schema, as an evaluation path from its root through "$ref"
@@ -60,14 +98,17 @@
 //	pattern_changed            a pattern the producer does not carry verbatim (regular expressions are compared as text)
 //	format_changed             a format the producer does not carry
 //	unique_items_added         uniqueItems the producer does not guarantee
+//	dependency_added           dependentRequired the producer does not guarantee, with a producer object that breaks it
+//	one_of_ambiguous           a producer instance matches two oneOf branches (Unknown where only exclusivity is unproven)
+//	not_matched                a producer instance matches a schema under not
 //	ref_target_changed         both sides reference different targets that differ in meaning
 //	schema_false               the acceptor is false where the producer admits something
 //
-// and, always Unknown: unresolved_ref, undecided_keyword (not, if,
-// dependentSchemas, propertyNames, contains, unevaluatedItems,
-// $dynamicRef, patternProperties on one side only, unevaluatedProperties
-// next to conditional applicators: accepted only when both sides carry the
-// same value with no reference in it), dependency_added, one_of_ambiguous,
+// and, always Unknown: unresolved_ref, undecided_keyword (not, if and
+// dependentSchemas the rules above leave open; propertyNames, contains,
+// unevaluatedItems, $dynamicRef, patternProperties on one side only,
+// unevaluatedProperties next to conditional applicators: accepted only
+// when both sides carry the same value with no reference in it),
 // anyOf_not_covered, oneOf_not_covered, enum_not_checked, invalid_keyword,
 // unreadable_schema, too_complex. An Incompatible rule becomes Unknown
 // where the producer has assertions the checker leaves out (it might be
@@ -76,8 +117,9 @@
 // # Bounds
 //
 // Schemas are publisher input: a document is at most MaxDocumentSize bytes
-// and MaxNesting deep, a check at most MaxSteps comparisons and MaxDepth
-// nested ones; beyond, the verdict is Unknown (too_complex). Numbers are
+// and MaxNesting deep, a check at most MaxSteps comparisons, MaxDepth
+// nested ones and MaxSplits producers split for unions; beyond, the
+// verdict is Unknown (too_complex). Numbers are
 // compared exactly (math/big) and exponents beyond four digits are not
 // read. There is no package-level mutable state; a Source caches parsed
 // documents and resolved references and is safe for concurrent use.

@@ -140,6 +140,11 @@ func equal(a, b any) bool {
 		y, ok := b.(string)
 		return ok && x == y
 	case json.Number:
+		if y, ok := b.(json.Number); ok && (x == y || (plainInt(x) && plainInt(y))) {
+			// Equal text, or two integers in canonical form: equal
+			// exactly when the text is (no number parsing needed).
+			return x == y
+		}
 		ra, ok1 := ratOf(x)
 		rb, ok2 := ratOf(b)
 		if !ok1 || !ok2 {
@@ -207,3 +212,25 @@ func sortedKeys(m map[string]any) []string {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// plainInt reports whether n is an integer in canonical form: an optional
+// minus, then "0" or digits not starting with 0, no fraction or exponent,
+// and not "-0". Two such numbers are equal exactly when their text is.
+func plainInt(n json.Number) bool {
+	s := string(n)
+	if strings.HasPrefix(s, "-") {
+		s = s[1:]
+		if s == "0" {
+			return false
+		}
+	}
+	if s == "" || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
