@@ -96,8 +96,14 @@ func Annotate(descs []capability.Descriptor, src *Source) ([]capability.Descript
 }
 
 // VerifyClaims is what an importer does: it re-derives the verdicts and
-// refuses (ErrFalseClaim, code 0) a descriptor whose signed claims differ
-// or whose policy they contradict. A descriptor with neither a policy nor
+// refuses (ErrFalseClaim, code 0) a descriptor whose signed claims are
+// more permissive than the derived ones (a side signed "compatible" that
+// is not derived so, a version added, missing or reordered) or whose
+// policy contradicts either. A side signed "unknown" or "incompatible"
+// where the importer's checker now decides more is accepted and kept as
+// signed: it serves no caller the derived verdict would refuse, and a
+// bundle signed by an older checker keeps importing (COMPAT-5 in
+// docs/SPEC-DECISIONS.md). A descriptor with neither a policy nor
 // claims (a bundle from before policies) is left as it is: it behaves as
 // strict.
 func VerifyClaims(descs []capability.Descriptor, src *Source) error {
@@ -106,11 +112,13 @@ func VerifyClaims(descs []capability.Descriptor, src *Source) error {
 		if d.Policy == "" && d.CompatClaims == nil {
 			continue
 		}
-		if !sameClaims(d.CompatClaims, claims[i]) {
-			return amp.Named(0, ErrFalseClaim, "%s: the signed compatibility claims differ from the verdicts derived from the bundle's schemas", d.ID().String())
+		if !noMorePermissive(d.CompatClaims, claims[i]) {
+			return amp.Named(0, ErrFalseClaim, "%s: the signed compatibility claims claim more than the verdicts derived from the bundle's schemas", d.ID().String())
 		}
-		if why := policyProblem(d, claims[i]); why != "" {
-			return amp.Named(0, ErrFalseClaim, "%s: %s", d.ID().String(), why)
+		for _, cs := range [][]capability.CompatClaim{d.CompatClaims, claims[i]} {
+			if why := policyProblem(d, cs); why != "" {
+				return amp.Named(0, ErrFalseClaim, "%s: %s", d.ID().String(), why)
+			}
 		}
 		if err := checkDescriptorBridge(descs, d, src); err != nil {
 			return err
@@ -119,12 +127,20 @@ func VerifyClaims(descs []capability.Descriptor, src *Source) error {
 	return nil
 }
 
-func sameClaims(a, b []capability.CompatClaim) bool {
-	if len(a) != len(b) {
+// noMorePermissive reports whether the signed claims name exactly the
+// derived claims' versions, in order, and call no side compatible that
+// the derived verdict does not.
+func noMorePermissive(signed, derived []capability.CompatClaim) bool {
+	if len(signed) != len(derived) {
 		return false
 	}
-	for i := range a {
-		if a[i] != b[i] {
+	for i, c := range signed {
+		d := derived[i]
+		if c.Version != d.Version {
+			return false
+		}
+		if (c.Input == capability.VerdictCompatible && d.Input != capability.VerdictCompatible) ||
+			(c.Output == capability.VerdictCompatible && d.Output != capability.VerdictCompatible) {
 			return false
 		}
 	}

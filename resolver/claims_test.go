@@ -143,8 +143,8 @@ func TestFalseCompatibilityClaimRefusedAtImport(t *testing.T) {
 				v, _ := capability.ParseVersion("1.5.0")
 				d.CompatClaims = append([]capability.CompatClaim{{Version: v, Input: "compatible", Output: "compatible"}}, d.CompatClaims...)
 			}},
-		{"verdict weakened", map[string]string{translate21 + "capability.json": rangePolicy},
-			func(d *capability.Descriptor) { d.CompatClaims[0].Output = capability.VerdictUnknown }},
+		{"verdict strengthened to compatible", map[string]string{translate21 + "capability.json": `{"policy": "strict", "supported_ranges": [">=2.0.0 <2.2.0"]}`, translate21 + "input.schema.json": stricterInput},
+			func(d *capability.Descriptor) { d.CompatClaims[0].Input = capability.VerdictCompatible }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -164,6 +164,33 @@ func TestFalseCompatibilityClaimRefusedAtImport(t *testing.T) {
 			}
 			if after := dumpBesidesAudit(t, s); after != before {
 				t.Error("a refused import changed the store")
+			}
+		})
+	}
+}
+
+// TestWeakerSignedClaimFromAnOlderCheckerStillImports: a claim signed
+// "unknown" or "incompatible" where the importer's checker decides
+// "compatible" (a bundle built by an older checker that decided less)
+// serves no caller the derived verdict would refuse, so it is accepted
+// as signed (threat: every improvement of the checker turning every
+// bundle in the field into a refused import). A strict policy, so the
+// weaker claim contradicts no policy.
+func TestWeakerSignedClaimFromAnOlderCheckerStillImports(t *testing.T) {
+	for _, weaker := range []string{capability.VerdictUnknown, capability.VerdictIncompatible} {
+		t.Run(weaker, func(t *testing.T) {
+			d, err := loadDraft(t, translateSource(t, map[string]string{translate21 + "capability.json": `{"policy": "strict", "supported_ranges": [">=2.0.0 <2.2.0"]}`}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			desc := descriptorOf(t, d, "2.1.0")
+			if len(desc.CompatClaims) == 0 || desc.CompatClaims[0].Output != capability.VerdictCompatible {
+				t.Fatalf("the fixture's first claim is not compatible on output: %+v", desc.CompatClaims)
+			}
+			desc.CompatClaims[0].Output = weaker
+			s := newStore(t)
+			if _, err := importBytes(t, s, signDraft(t, d), ImportOptions{}); err != nil {
+				t.Fatalf("a claim weaker than the derived verdict was refused: %v", err)
 			}
 		})
 	}
