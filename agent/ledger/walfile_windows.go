@@ -6,42 +6,23 @@ import (
 	"errors"
 	"os"
 	"syscall"
-	"time"
 
-	"github.com/ampbundle/ampbundle/amp"
 	"golang.org/x/sys/windows"
 )
 
-// lockFile opens path and takes an exclusive LockFileEx lock on its first
-// byte, waiting at most timeout: the Windows counterpart of the flock the
-// unix build takes, so two agents never share one log. Closing the file
-// releases the lock.
-func lockFile(path string, timeout time.Duration) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, walIOError("cannot open the ledger's lock file", err)
-	}
-	deadline := time.Now().Add(timeout)
-	for {
-		ol := new(windows.Overlapped)
-		err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
-			f.Close()
-			return nil, walIOError("cannot lock the ledger file", err)
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			return nil, amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the ledger file is in use by another process")
-		}
-		time.Sleep(10 * time.Millisecond)
+// tryLock takes an exclusive LockFileEx lock on f's first byte without
+// waiting; held reports that another process holds it.
+func tryLock(f *os.File) (held bool, err error) {
+	err = windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, new(windows.Overlapped))
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, windows.ERROR_LOCK_VIOLATION):
+		return true, nil
+	default:
+		return false, err
 	}
 }
-
-// unlockFile releases the lock (closing the handle releases it).
-func unlockFile(f *os.File) error { return f.Close() }
 
 // syncDir is a no-op: Windows has no directory fsync; NTFS journals the
 // rename itself.
