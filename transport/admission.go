@@ -12,6 +12,7 @@ type Admission struct {
 
 	mu          sync.Mutex
 	reqs, bytes int64
+	large       int64 // the part of bytes charged to large bodies
 	peers       map[string]*peerLoad
 }
 
@@ -90,6 +91,58 @@ func (a *Admission) ChargeServer(n int64) bool {
 	return true
 }
 
+// SmallBody is the largest body or frame that counts as small for the
+// server's byte budget: one read step of both bindings (64 KiB).
+const SmallBody = 64 << 10
+
+// SmallReserve is the part of a server byte budget of limit bytes that
+// bodies or frames larger than SmallBody cannot take, kept for small
+// ones: an eighth. Both bindings apply it (amphttp with
+// ChargeServerLarge, ampstcp in its server budget), so that large bodies
+// sent fast and then stalled cannot leave a small message no room.
+func SmallReserve(limit int64) int64 { return limit / 8 }
+
+// ChargeServerLarge is ChargeServer for a body larger than SmallBody (or
+// of unknown length) that holds held bytes already: the large ones
+// together hold at most the server's bytes less SmallReserve, except one
+// alone (held is all the large ones hold), which may use the whole, so
+// that a body of the largest size always fits an idle server.
+func (a *Admission) ChargeServerLarge(n, held int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bytes+n > a.maxBytes || (a.large != held && a.large+n > a.maxBytes-SmallReserve(a.maxBytes)) {
+		return false
+	}
+	a.bytes += n
+	a.large += n
+	return true
+}
+
+// ForceServer charges n more bytes of the server's to a request in
+// flight without checking the cap (large: as ChargeServerLarge): for a
+// copy it holds only a moment (a body's chunks joined), which the count
+// then shows until ReleaseServer.
+func (a *Admission) ForceServer(n int64, large bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.bytes += n
+	if large {
+		a.large += n
+	}
+}
+
+// ReleaseServer gives back n bytes of the server's that a request still
+// in flight was charged (large: with ChargeServerLarge), once it holds
+// them no more.
+func (a *Admission) ReleaseServer(n int64, large bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.bytes -= n
+	if large {
+		a.large -= n
+	}
+}
+
 // Leave ends a request of peer that was charged held bytes in all
 // (Charge).
 func (a *Admission) Leave(peer string, held int64) { a.LeaveHeld(peer, held, held) }
@@ -98,10 +151,17 @@ func (a *Admission) Leave(peer string, held int64) { a.LeaveHeld(peer, held, hel
 // its share and serverHeld of the server's (ChargePeer, ChargeServer and
 // Charge together).
 func (a *Admission) LeaveHeld(peer string, peerHeld, serverHeld int64) {
+	a.LeaveHeldLarge(peer, peerHeld, serverHeld, 0)
+}
+
+// LeaveHeldLarge is LeaveHeld for a request of which largeHeld of
+// serverHeld was charged with ChargeServerLarge.
+func (a *Admission) LeaveHeldLarge(peer string, peerHeld, serverHeld, largeHeld int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.reqs--
 	a.bytes -= serverHeld
+	a.large -= largeHeld
 	p := a.peers[peer]
 	p.reqs--
 	p.bytes -= peerHeld

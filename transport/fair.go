@@ -30,16 +30,18 @@ const ErrSlotWaitEnded amp.ErrName = "slot_wait_ended"
 //   - Inside: a message counts against its peer from Enter to its done
 //     function, also while it waits without a slot (for the disk, a
 //     handler: Leave and Resume). While other peers are active (a message
-//     inside or waiting, or one answered within FairLinger), a peer gets a
-//     new slot only while it has fewer messages inside than the average of
-//     the others plus one. A flooder with 128 messages in flight therefore
+//     inside or waiting, or one answered within FairLinger after at least
+//     FairLingerBusy admitted in the last one to two FairLinger windows),
+//     a peer gets a new slot only while it has fewer messages inside than
+//     the average of the others plus one. A flooder with 128 messages in flight therefore
 //     keeps about as many inside as the caller it competes with, not
 //     eight times as many; and a caller whose messages are mostly on the
 //     way (its replies travelling back, its next message coming) still
 //     holds the flooder to about one message inside, instead of leaving it
 //     every slot, so that what the flood costs the cores outside the gate
-//     (reading, writing, the other end) stays in proportion. A peer alone
-//     uses every slot.
+//     (reading, writing, the other end) stays in proportion. An address
+//     sending one message now and then does not linger, and throttles
+//     nobody while it has nothing inside. A peer alone uses every slot.
 //
 // At most maxPeerQueue messages of one peer wait at once; beyond, Enter
 // refuses at once with ErrPeerBusy (5004, retryable). A goroutine that gave
@@ -68,6 +70,11 @@ type fairPeer struct {
 	inside  int
 	inRing  bool
 	last    time.Time // when it last had nothing inside or waiting
+
+	// Admissions by FairLinger window: cur in window win, prev in the
+	// one before.
+	win       int64
+	cur, prev int
 }
 
 // FairLinger is how long a peer counts as active after its last message
@@ -75,6 +82,40 @@ type fairPeer struct {
 // all of them on the way (replies travelling back, the next message
 // coming), and is not gone for that.
 const FairLinger = 100 * time.Millisecond
+
+// FairLingerBusy is how many of its messages a peer must have had
+// admitted in the current and the previous FairLinger window for its
+// linger to count: a caller that keeps messages coming lingers between
+// them; an address sending one cheap message now and then does not
+// (threat: counted for 100 ms after each answer, with nothing inside, it
+// held a busy caller to one message inside at a time, for about 1 KB/s
+// of bad signatures).
+const FairLingerBusy = 16
+
+// usage is how many messages of p were admitted in the current and the
+// previous FairLinger window at t.
+func (p *fairPeer) usage(t time.Time) int {
+	switch w := t.UnixNano() / int64(FairLinger); w {
+	case p.win:
+		return p.cur + p.prev
+	case p.win + 1:
+		return p.cur
+	}
+	return 0
+}
+
+// admitted counts one admission of p at t.
+func (p *fairPeer) admitted(t time.Time) {
+	w := t.UnixNano() / int64(FairLinger)
+	switch {
+	case w == p.win+1:
+		p.prev, p.cur = p.cur, 0
+	case w != p.win:
+		p.prev, p.cur = 0, 0
+	}
+	p.win = w
+	p.cur++
+}
 
 // fairWaiter is one message waiting; nested ones (a BATCH item, whose
 // container is inside already) take their turn but do not count again.
@@ -203,10 +244,16 @@ func (f *Fair) sweep() {
 
 // allowed reports whether p may have one more message inside: when it is
 // the only active peer, or while it has fewer than the average of the
-// other active (or lingering) peers plus one. f.mu is held.
-func (f *Fair) allowed(p *fairPeer) bool {
-	others := len(f.peers) - 1
-	if others <= 0 {
+// other active peers plus one. Active: a message inside or waiting, or
+// lingering after FairLingerBusy admissions or more. f.mu is held.
+func (f *Fair) allowed(p *fairPeer, now time.Time) bool {
+	others := 0
+	for _, q := range f.peers {
+		if q != p && (q.inside > 0 || len(q.waiters) > 0 || q.usage(now) >= FairLingerBusy) {
+			others++
+		}
+	}
+	if others == 0 {
 		return true
 	}
 	return p.inside < (f.inside-p.inside+others-1)/others+1
@@ -217,6 +264,7 @@ func (f *Fair) allowed(p *fairPeer) bool {
 // f.mu is held.
 func (f *Fair) dispatch() {
 	f.sweep()
+	now := f.now()
 	for f.free > 0 {
 		if len(f.resume) > 0 {
 			close(f.resume[0])
@@ -227,7 +275,7 @@ func (f *Fair) dispatch() {
 		}
 		i := 0
 		for ; i < len(f.ring); i++ {
-			if p := f.ring[i]; p.waiters[0].nested || f.allowed(p) {
+			if p := f.ring[i]; p.waiters[0].nested || f.allowed(p, now) {
 				break
 			}
 		}
@@ -242,6 +290,7 @@ func (f *Fair) dispatch() {
 		if !w.nested {
 			p.inside++
 			f.inside++
+			p.admitted(now)
 		}
 		f.free--
 		close(w.ready)

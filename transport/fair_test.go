@@ -145,12 +145,17 @@ func settled(f *Fair) int {
 // inside, the flooder gets no more than 3 inside however many slots are
 // free; once the caller is answered, the flooder gets no more than one
 // while the caller lingers (its next message may be on the way), and the
-// rest once the caller is gone.
+// rest once the caller is gone. The caller had FairLingerBusy messages
+// admitted before: a busy caller.
 func TestFloodCannotKeepMoreMessagesInsideThanOthers(t *testing.T) {
 	f := NewFair(4, 0)
 	clock := time.Unix(1000, 0)
 	f.now = func() time.Time { return clock }
 	ctx := context.Background()
+	// The caller keeps messages coming (its linger counts).
+	for range FairLingerBusy {
+		enter(t, f, "10.0.0.7")()
+	}
 	var callerDone []func()
 	for range 2 {
 		callerDone = append(callerDone, enter(t, f, "10.0.0.7"))
@@ -200,6 +205,58 @@ func TestFloodCannotKeepMoreMessagesInsideThanOthers(t *testing.T) {
 	f.dispatch()
 	f.mu.Unlock()
 	waitQueued(t, f, "10.0.0.66", 3)
+}
+
+// TestLingeringPeerDoesNotThrottleABusyCaller: a peer that sends one
+// message now and then does not throttle a busy caller while it
+// lingers, just answered, with nothing inside and nothing waiting
+// (threat: an address sending one cheap message, a bad signature, every
+// 50-90 ms counted as active for 100 ms after each answer, and a busy
+// caller then got a new slot only while it had fewer than 0 + 1 messages
+// inside: cut to 16-79 % of its throughput alone for about 1 KB/s of
+// attack). The clock stands still, inside the idle peer's linger; the
+// caller's 4 messages all get one of the 4 slots. A peer that had
+// FairLingerBusy messages admitted still counts while it lingers
+// (TestFloodCannotKeepMoreMessagesInsideThanOthers).
+func TestLingeringPeerDoesNotThrottleABusyCaller(t *testing.T) {
+	f := NewFair(4, 0)
+	clock := time.Unix(1000, 0)
+	f.now = func() time.Time { return clock }
+	for range FairLingerBusy - 1 {
+		enter(t, f, "10.0.0.66")()
+	}
+	var got []<-chan entered
+	for range 4 {
+		got = append(got, queued(f, context.Background(), "10.0.0.7"))
+	}
+	// Every message of the caller is either inside or waiting.
+	for {
+		f.mu.Lock()
+		k := 0
+		if p := f.peers["10.0.0.7"]; p != nil {
+			k = p.inside + len(p.waiters)
+		}
+		f.mu.Unlock()
+		if k == 4 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.mu.Lock()
+	inside, lingering := f.peers["10.0.0.7"].inside, f.peers["10.0.0.66"] != nil
+	f.mu.Unlock()
+	if !lingering {
+		t.Fatal("the idle peer does not linger: the test tests nothing")
+	}
+	if inside != 4 {
+		t.Fatalf("the caller has %d of its 4 messages inside with 4 slots while an idle peer lingers; want 4", inside)
+	}
+	for _, c := range got {
+		(<-c).done()
+	}
+	if f.free != 4 || f.inside != 0 {
+		t.Fatalf("after every message: free %d, inside %d; want 4, 0", f.free, f.inside)
+	}
 }
 
 // TestPeerOverItsQueueIsRefusedRetryably: one peer cannot queue without

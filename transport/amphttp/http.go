@@ -83,9 +83,10 @@ type Options struct {
 	// (default transport.MinDataRate, 128 KiB/s), the rule of
 	// transport.RateReader: a body of declared length is charged at once;
 	// after transport.FrameGrace (5 s), what has arrived must keep up
-	// with MinDataRate on average, or the request is cut off and its
-	// charge given back (and the whole body gets at most the server's
-	// 30 s read timeout).
+	// with MinDataRate on average, and no more than that grace may pass
+	// without a byte, or the request is cut off and its charge given
+	// back (and the whole body gets at most the server's 30 s read
+	// timeout).
 	MinDataRate int64
 	// RetryAfter is the Retry-After of a 503 (default 1 s).
 	RetryAfter time.Duration
@@ -177,13 +178,24 @@ func NewHandler(a Handler, opts Options) http.Handler {
 			return true
 		}
 		var peerHeld, serverHeld int64
-		defer func() { adm.LeaveHeld(peer, peerHeld, serverHeld) }()
+		large := false
+		defer func() {
+			largeHeld := int64(0)
+			if large {
+				largeHeld = serverHeld
+			}
+			adm.LeaveHeldLarge(peer, peerHeld, serverHeld, largeHeld)
+		}()
 		// What is charged must keep coming, at the minimum data rate
 		// (transport.RateReader: the same rule as the TCP binding's).
 		// The declared length is charged to the peer's share at once,
 		// the server's bytes as they arrive (as on the TCP binding).
 		rc := http.NewResponseController(w)
 		in := transport.NewRateReader(r.Body, rc.SetReadDeadline, opts.MinDataRate, opts.grace, readTimeout)
+		// A body over transport.SmallBody, or of unknown length, is
+		// large: the large ones leave transport.SmallReserve of the
+		// server's bytes to small ones, as on the TCP binding.
+		large = r.ContentLength < 0 || r.ContentLength > transport.SmallBody
 		body, err := readBody(in, r.ContentLength, opts.MaxBody, func(n int64) bool {
 			if !adm.ChargePeer(peer, n) {
 				return false
@@ -191,11 +203,22 @@ func NewHandler(a Handler, opts Options) http.Handler {
 			peerHeld += n
 			return true
 		}, func(n int64) bool {
-			if !adm.ChargeServer(n) {
-				return false
+			ok := false
+			if large {
+				ok = adm.ChargeServerLarge(n, serverHeld)
+			} else {
+				ok = adm.ChargeServer(n)
 			}
+			if ok {
+				serverHeld += n
+			}
+			return ok
+		}, func(n int64) {
+			adm.ForceServer(n, large)
 			serverHeld += n
-			return true
+		}, func(n int64) {
+			adm.ReleaseServer(n, large)
+			serverHeld -= n
 		})
 		switch {
 		case errors.Is(err, errTooLarge):
@@ -302,77 +325,67 @@ const readChunk = 64 << 10
 // before it is held: the peer's share (declare) with the whole length at
 // once when it is known (length >= 0), and the server's bytes (charge)
 // readChunk at a time as the body arrives; a body of unknown length is
-// charged to both chunk by chunk. It never holds more than max+1 bytes.
-func readBody(r io.Reader, length, max int64, declare, charge func(int64) bool) ([]byte, error) {
+// charged to both chunk by chunk. The chunks are read into buffers of
+// their own, so that what is held is what is charged (a buffer grown by
+// doubling held up to twice what was charged), and joined once at the
+// end: the joined copy is charged to the server's bytes too (force,
+// without checking the cap: the body was admitted) before it is made,
+// and the chunks' charge given back (release) once it is, so a body is
+// held twice, and charged twice, only for that copy. It never reads more
+// than max+1 bytes.
+func readBody(r io.Reader, length, max int64, declare, charge func(int64) bool, force, release func(int64)) ([]byte, error) {
+	limit := max + 1 // a byte too many shows the body is over max
 	if length >= 0 {
 		if !declare(length + 1) {
 			return nil, errNoRoom
 		}
-		buf := make([]byte, 0, min(length+1, readChunk))
-		for {
-			want := min(length+1-int64(len(buf)), readChunk)
-			if !charge(want) {
-				return nil, errNoRoom
-			}
-			k := len(buf)
-			if need := k + int(want); need > cap(buf) {
-				// Grow geometrically up to the declared length: what is
-				// held tracks what arrived, and the copies add up to at
-				// most about the length again.
-				nb := make([]byte, k, min(2*cap(buf)+need-k, int(length+1)))
-				copy(nb, buf)
-				buf = nb
-			}
-			buf = buf[:k+int(want)]
-			n, err := io.ReadFull(r, buf[k:])
-			buf = buf[:k+n]
-			switch {
-			case err == nil && int64(len(buf)) <= length:
-				continue // more to come
-			case err == nil:
-				return nil, errTooLarge // more bytes than announced
-			case errors.Is(err, io.ErrUnexpectedEOF) && int64(len(buf)) == length, errors.Is(err, io.EOF) && int64(len(buf)) == length:
-				return buf, nil
-			case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-				return nil, io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
+		limit = length + 1
 	}
-	var buf []byte
+	var chunks [][]byte
+	var total, charged int64
 	for {
-		if int64(len(buf)) > max {
+		want := min(limit-total, readChunk)
+		if want <= 0 {
 			return nil, errTooLarge
 		}
-		if len(buf) == cap(buf) {
-			grow := int64(cap(buf))
-			if grow < readChunk {
-				grow = readChunk
-			}
-			if int64(cap(buf))+grow > max+1 {
-				grow = max + 1 - int64(cap(buf))
-			}
-			if !declare(grow) {
-				return nil, errNoRoom
-			}
-			if !charge(grow) {
-				return nil, errNoRoom
-			}
-			nb := make([]byte, len(buf), int64(cap(buf))+grow)
-			copy(nb, buf)
-			buf = nb
+		if length < 0 && !declare(want) {
+			return nil, errNoRoom
 		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			if int64(len(buf)) > max {
-				return nil, errTooLarge
-			}
-			return buf, nil
+		if !charge(want) {
+			return nil, errNoRoom
 		}
-		if err != nil {
+		charged += want
+		c := make([]byte, want)
+		n, err := io.ReadFull(r, c)
+		total += int64(n)
+		if n > 0 {
+			chunks = append(chunks, c[:n])
+		}
+		switch {
+		case err == nil:
+			continue // more to come, or a byte too many (want <= 0 next)
+		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		default:
 			return nil, err
 		}
+		switch {
+		case length >= 0 && total != length:
+			return nil, io.ErrUnexpectedEOF
+		case total > max:
+			return nil, errTooLarge
+		case len(chunks) == 0:
+			return []byte{}, nil
+		case len(chunks) == 1:
+			return chunks[0], nil
+		}
+		force(total)
+		body := make([]byte, 0, total)
+		for i, c := range chunks {
+			body = append(body, c...)
+			chunks[i] = nil
+		}
+		release(charged)
+		return body, nil
 	}
 }
 

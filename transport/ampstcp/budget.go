@@ -3,6 +3,9 @@ package ampstcp
 import (
 	"container/list"
 	"sync"
+	"time"
+
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // budget counts bytes in flight under a cap. acquire waits, in arrival
@@ -104,7 +107,7 @@ func (b *budget) inUse() int64 {
 // smallFrame is the largest message frame charged to the server-wide
 // budget in one step, when its header is read; a larger one is charged as
 // its bytes arrive, readChunk at a time (serverBudget).
-const smallFrame = readChunk
+const smallFrame = transport.SmallBody
 
 // serverBudget counts the message bytes the whole server holds, under a
 // cap, so that what the server holds is what peers have sent, not what
@@ -153,10 +156,11 @@ type partialFrame struct {
 }
 
 // newServerBudget caps the server at limit bytes, for messages of at
-// most maxMsg bytes (serverBudget: largeCap is limit - maxMsg - limit/8,
+// most maxMsg bytes (serverBudget: largeCap is limit - maxMsg -
+// transport.SmallReserve(limit), an eighth,
 // at least 0: then large frames arrive one at a time).
 func newServerBudget(limit, maxMsg int64) *serverBudget {
-	return &serverBudget{max: limit, largeCap: max(limit-maxMsg-limit/8, 0)}
+	return &serverBudget{max: limit, largeCap: max(limit-maxMsg-transport.SmallReserve(limit), 0)}
 }
 
 // fitsSmall reports whether a small frame of n bytes fits. b.mu is held.
@@ -174,9 +178,27 @@ func (b *serverBudget) fitsGrow(p *partialFrame, n int64) bool {
 	return b.partial-oldest.held+n <= b.largeCap && b.used+n <= b.max
 }
 
+// expiry gives the channel that fires when a frame's lifetime is over;
+// it is called only when a charge has to wait (nil: no lifetime).
+type expiry func() <-chan time.Time
+
+// wait returns e's channel, or nil (never ready) when e is nil.
+func (e expiry) wait() <-chan time.Time {
+	if e == nil {
+		return nil
+	}
+	return e()
+}
+
 // acquireSmall charges a small frame of n bytes, waiting while it does
 // not fit; false (nothing charged) when stop closes first.
 func (b *serverBudget) acquireSmall(n int64, stop <-chan struct{}) bool {
+	return b.acquireSmallBy(n, stop, nil)
+}
+
+// acquireSmallBy is acquireSmall for a frame whose lifetime ends when
+// expire fires: then it gives up as when stop closes.
+func (b *serverBudget) acquireSmallBy(n int64, stop <-chan struct{}, expire expiry) bool {
 	b.mu.Lock()
 	if len(b.small) == 0 && b.fitsSmall(n) {
 		b.used += n
@@ -190,6 +212,7 @@ func (b *serverBudget) acquireSmall(n int64, stop <-chan struct{}) bool {
 	case <-w.ready:
 		return true
 	case <-stop:
+	case <-expire.wait():
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -222,6 +245,14 @@ func (b *serverBudget) begin() *partialFrame {
 // they do not fit; false when stop closes first (what p holds is then
 // given back by abort).
 func (b *serverBudget) grow(p *partialFrame, n int64, stop <-chan struct{}) bool {
+	return b.growBy(p, n, stop, nil)
+}
+
+// growBy is grow for a frame whose lifetime ends when expire fires: then
+// it gives up as when stop closes (threat: a frame waiting here kept its
+// charges, its rate clock stopped, for as long as the budget stayed
+// full).
+func (b *serverBudget) growBy(p *partialFrame, n int64, stop <-chan struct{}, expire expiry) bool {
 	b.mu.Lock()
 	if (len(b.large) == 0 || b.frames.Front() == p.elem) && b.fitsGrow(p, n) {
 		b.used += n
@@ -238,6 +269,7 @@ func (b *serverBudget) grow(p *partialFrame, n int64, stop <-chan struct{}) bool
 	case <-ready:
 		return true
 	case <-stop:
+	case <-expire.wait():
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -91,9 +91,11 @@ type ServerOptions struct {
 	// header is read, in bytes per second (default transport.MinDataRate,
 	// 128 KiB/s), the HTTP binding's rule (transport.RateReader): its
 	// declared size is charged to its peer at once, so after transport.FrameGrace
-	// (5 s) what has arrived must keep up with MinDataRate on average, or
-	// the connection is closed and the charge given back; the whole frame
-	// gets at most FrameTimeout.
+	// (5 s) what has arrived must keep up with MinDataRate on average,
+	// and no more than that grace may pass without a byte, or the
+	// connection is closed and the charge given back; reading gets at
+	// most FrameTimeout (waits for the server's budget left out), and
+	// the whole frame, those waits included, transport.Lifetime of it.
 	MinDataRate int64
 	// HandshakeTimeout bounds the wait for the client's HANDSHAKE (5 s).
 	HandshakeTimeout time.Duration
@@ -101,7 +103,8 @@ type ServerOptions struct {
 	// for that long (120 s).
 	IdleTimeout time.Duration
 	// FrameTimeout bounds the arrival of a frame once its first byte came
-	// (30 s).
+	// (30 s), and, doubled (transport.Lifetime), its whole life, waits
+	// for the server's budget included.
 	FrameTimeout time.Duration
 	// WriteTimeout bounds the write of one frame (30 s).
 	WriteTimeout time.Duration
@@ -500,12 +503,31 @@ func (c *serverConn) shut() {
 // it to the connection's and its peer's budgets at its declared size
 // before any of it is held (waiting until they fit), and to the server's
 // budget as it arrives (serverBudget: a small frame whole, a larger one
-// readChunk at a time, before each chunk is read). What is charged must
-// keep coming at the minimum data rate (transport.RateReader), not
-// counting the time the server's budget made it wait. It returns the
-// payload, all three charged size; false, with nothing charged, when the
-// connection is torn down or the peer falls behind or goes.
+// readChunk at a time, before each chunk is read, into a buffer of its
+// own, so that what is held is what is charged; the chunks are joined
+// once at the end, the copy charged to the server's budget while both
+// are held). What is charged must keep coming at the minimum data rate
+// and without stalling (transport.RateReader), not counting the time the
+// server's budget made it wait; and the whole frame, those waits
+// included, gets at most transport.Lifetime(FrameTimeout) from its header
+// on. It returns the payload, all three charged size; false, with
+// nothing charged, when the connection is torn down or the peer falls
+// behind, stalls or goes, or the lifetime ends.
 func (c *serverConn) receive(br *bufio.Reader, size int) ([]byte, bool) {
+	o := c.s.opts
+	end := time.Now().Add(transport.Lifetime(o.FrameTimeout))
+	var timer *time.Timer
+	expire := func() <-chan time.Time {
+		if timer == nil {
+			timer = time.NewTimer(time.Until(end))
+		}
+		return timer.C
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	n := int64(size)
 	if !c.bytes.acquire(n, c.stop) {
 		return nil, false
@@ -518,11 +540,11 @@ func (c *serverConn) receive(br *bufio.Reader, size int) ([]byte, bool) {
 		c.share.bytes.release(n)
 		c.bytes.release(n)
 	}
-	o := c.s.opts
 	var rr *transport.RateReader
 	reader := func() io.Reader {
 		if rr == nil && !c.goaway.Load() && br.Buffered() < size {
 			rr = transport.NewRateReader(br, c.conn.SetReadDeadline, o.MinDataRate, o.frameGrace, o.FrameTimeout)
+			rr.EndBy(end)
 		}
 		if rr != nil {
 			return rr
@@ -530,7 +552,7 @@ func (c *serverConn) receive(br *bufio.Reader, size int) ([]byte, bool) {
 		return br
 	}
 	if size <= smallFrame {
-		if !c.s.bytes.acquireSmall(n, c.stop) {
+		if !c.s.bytes.acquireSmallBy(n, c.stop, expire) {
 			giveBack()
 			return nil, false
 		}
@@ -543,11 +565,12 @@ func (c *serverConn) receive(br *bufio.Reader, size int) ([]byte, bool) {
 		return payload, true
 	}
 	p := c.s.bytes.begin()
-	buf := make([]byte, 0, readChunk)
-	for len(buf) < size {
-		step := min(size-len(buf), readChunk)
+	var chunks [][]byte
+	got := 0
+	for got < size {
+		step := min(size-got, readChunk)
 		waitFrom := time.Now()
-		if !c.s.bytes.grow(p, int64(step), c.stop) {
+		if !c.s.bytes.growBy(p, int64(step), c.stop, expire) {
 			c.s.bytes.abort(p)
 			giveBack()
 			return nil, false
@@ -555,16 +578,24 @@ func (c *serverConn) receive(br *bufio.Reader, size int) ([]byte, bool) {
 		if rr != nil {
 			rr.Exclude(time.Since(waitFrom))
 		}
-		src := reader()
-		k := len(buf)
-		buf = append(buf, make([]byte, step)...)
-		if _, err := io.ReadFull(src, buf[k:]); err != nil {
+		chunk := make([]byte, step)
+		if _, err := io.ReadFull(reader(), chunk); err != nil {
 			c.s.bytes.abort(p)
 			giveBack()
 			return nil, false
 		}
+		chunks = append(chunks, chunk)
+		got += step
 	}
 	c.s.bytes.done(p)
+	// The join: charged while the chunks and the copy are both held.
+	c.s.bytes.force(n)
+	buf := make([]byte, 0, size)
+	for i, chunk := range chunks {
+		buf = append(buf, chunk...)
+		chunks[i] = nil
+	}
+	c.s.bytes.release(n)
 	return buf, true
 }
 
