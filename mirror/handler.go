@@ -21,11 +21,11 @@ import (
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	s.met.inflight.Inc()
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &transport.StatusRecorder{ResponseWriter: w}
 	route := routeLabel(r.URL.Path)
 	defer func() {
 		s.met.inflight.Dec()
-		s.met.observe(route, rec.status, time.Since(start))
+		s.met.observe(route, rec.Status(), time.Since(start))
 	}()
 	switch r.URL.Path {
 	case HealthPath:

@@ -253,34 +253,8 @@ func routeLabel(p string) string {
 	return "other"
 }
 
-// statusRecorder remembers the status code a handler wrote.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-// Unwrap gives http.ResponseController the connection's writer.
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(p []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(p)
-}
-
 // observe counts one request of route that ended with status.
 func (m *metrics) observe(route string, status int, d time.Duration) {
-	if status == 0 {
-		status = http.StatusOK
-	}
 	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route).Observe(d.Seconds())
 }

@@ -152,31 +152,6 @@ func (c *bundleCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// statusRecorder remembers the status code a handler wrote.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-// Unwrap gives http.ResponseController the connection's writer, so that
-// the binding can still set deadlines, flush and take the connection over
-// (a refused body is closed at once, docs/CLI.md §3.4).
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(p []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(p)
-}
-
 // routeOf names the route of a request path for labels and logs (the path
 // itself is the peer's and is never echoed).
 func routeOf(path string) string {
@@ -209,18 +184,16 @@ func instrument(next http.Handler, m *metrics, log *slog.Logger) http.Handler {
 		m.inflight.Inc()
 		defer m.inflight.Dec()
 		ctx := transport.WithRemote(r.Context(), r.RemoteAddr)
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &transport.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(ctx))
-		if rec.status == 0 {
-			rec.status = http.StatusOK
-		}
+		status := rec.Status()
 		d := time.Since(start)
-		m.httpReqs.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+		m.httpReqs.WithLabelValues(route, strconv.Itoa(status)).Inc()
 		m.httpDur.WithLabelValues(route).Observe(d.Seconds())
 		// A 503 from /readyz is an answer, not a refusal: a probe polling a
 		// not-ready agent does not fill the log (the report says why).
-		if rec.status >= 400 && !transport.Logged(ctx) && !(route == ReadyPath && rec.status == http.StatusServiceUnavailable) {
-			log.Info("http request refused", "status", rec.status, "method", methodOf(r.Method), "route", route,
+		if status >= 400 && !transport.Logged(ctx) && !(route == ReadyPath && status == http.StatusServiceUnavailable) {
+			log.Info("http request refused", "status", status, "method", methodOf(r.Method), "route", route,
 				"remote", r.RemoteAddr, "length", r.ContentLength, "duration", d)
 		}
 	})
