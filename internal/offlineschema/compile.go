@@ -344,16 +344,6 @@ func index(root *jsonschema.Schema, rootKey string) (map[string]*jsonschema.Sche
 			stack = append(stack, s)
 		}
 	}
-	pushAny := func(v any) {
-		switch v := v.(type) {
-		case *jsonschema.Schema:
-			push(v)
-		case []*jsonschema.Schema:
-			for _, s := range v {
-				push(s)
-			}
-		}
-	}
 	seen[root] = true
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
@@ -365,30 +355,7 @@ func index(root *jsonschema.Schema, rootKey string) (map[string]*jsonschema.Sche
 			return nil, amp.Named(0, ErrInvalidSchema, "schema %q uses a format this validator does not implement", rootKey).
 				WithCause(fmt.Errorf("offlineschema: unknown format %q at %s", s.Format, s.Location))
 		}
-		for _, x := range []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.DynamicRef, s.Not, s.If, s.Then, s.Else,
-			s.PropertyNames, s.UnevaluatedProperties, s.Items2020, s.Contains, s.UnevaluatedItems, s.ContentSchema} {
-			push(x)
-		}
-		for _, list := range [][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf, s.PrefixItems} {
-			for _, x := range list {
-				push(x)
-			}
-		}
-		for _, x := range s.Properties {
-			push(x)
-		}
-		for _, x := range s.PatternProperties {
-			push(x)
-		}
-		for _, x := range s.DependentSchemas {
-			push(x)
-		}
-		for _, x := range s.Dependencies {
-			pushAny(x)
-		}
-		pushAny(s.AdditionalProperties)
-		pushAny(s.Items)
-		pushAny(s.AdditionalItems)
+		forEachApplicator(s, push)
 	}
 	return out, nil
 }

@@ -263,7 +263,8 @@ func analyzeCost(root *jsonschema.Schema, extra []*jsonschema.Schema, dynamicUnk
 }
 
 // forEachApplicator calls f with every subschema s applies, through every
-// exported field the validator of jsonschema v5.3.1 walks.
+// exported field the validator of jsonschema v5.3.1 walks: the one list
+// of applicators that the compile index and the cost bound both use.
 func forEachApplicator(s *jsonschema.Schema, f func(*jsonschema.Schema)) {
 	one := func(t *jsonschema.Schema) {
 		if t != nil {
