@@ -96,3 +96,69 @@ printf '%s\n' "${COMPREPLY[@]}"`
 	}
 	return reply
 }
+
+// CheckManPage checks the section-1 man page man of prog (what
+// cliutil.DocFiles generates for app): the header with manDate, every
+// section a man page carries, the signals named, no help command, a
+// section with its description for every command, and every exit code of
+// the first table of cliDoc's "### 1.1 Exit codes" (docs/CLI.md) in EXIT
+// STATUS, except those skip names.
+func CheckManPage(t testing.TB, app *cli.App, prog, manDate, man, cliDoc string, signals []string, skip func(code string) bool) {
+	t.Helper()
+	if want := ".TH " + strings.ToUpper(prog) + " 1 \"" + manDate + "\" \"" + prog + "\" \"User Commands\"\n"; !strings.HasPrefix(man, want) || manDate == "" {
+		t.Fatalf("man page header: %.120q, want %q", man, want)
+	}
+	for _, sec := range []string{"NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "EXIT STATUS", "SIGNALS", "FILES", "SEE ALSO"} {
+		if !strings.Contains(man, "\n.SH "+sec+"\n") {
+			t.Errorf("no %s section", sec)
+		}
+	}
+	_, sigs, _ := strings.Cut(man, ".SH SIGNALS\n")
+	for _, sig := range signals {
+		if !strings.Contains(sigs, sig) {
+			t.Errorf("SIGNALS does not name %s", sig)
+		}
+	}
+	if strings.Contains(man, ".SH help") || strings.Contains(man, ".SS "+prog+" help") {
+		t.Error("the man page lists the help command")
+	}
+	for _, p := range CommandPaths(app) {
+		if p[0] == "help" {
+			continue
+		}
+		c := app.Command(p[0])
+		for _, n := range p[1:] {
+			c = c.Command(n)
+		}
+		head := ".SS " + prog + " " + strings.ReplaceAll(strings.Join(p, " "), "-", `\-`) + "\n"
+		_, after, ok := strings.Cut(man, head)
+		if !ok || c.Usage == "" || !strings.HasPrefix(strings.TrimPrefix(after, "(also: h)\n.br\n"), strings.ReplaceAll(c.Usage, "-", `\-`)[:min(20, len(c.Usage))]) {
+			t.Errorf("%s: no section with its description", strings.Join(p, " "))
+		}
+	}
+	_, table, _ := strings.Cut(cliDoc, "### 1.1 Exit codes")
+	if i := strings.Index(table, "\n|"); i >= 0 {
+		table = table[i+1:] // the table starts at its first row
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	_, exit, _ := strings.Cut(man, ".SH EXIT STATUS\n")
+	exit, _, _ = strings.Cut(exit, "\n.SH ")
+	codes := 0
+	for _, row := range strings.Split(table, "\n") {
+		cells := strings.Split(row, "|")
+		if len(cells) < 3 || strings.TrimSpace(cells[1]) == "code" || strings.HasPrefix(strings.TrimSpace(cells[1]), "-") || strings.TrimSpace(cells[1]) == "" {
+			continue
+		}
+		codes++
+		code := strings.TrimSpace(cells[1])
+		if skip != nil && skip(code) {
+			continue
+		}
+		if !strings.Contains(exit, "\\fB"+code+"\\fR") {
+			t.Errorf("EXIT STATUS lacks %q of docs/CLI.md §1.1", code)
+		}
+	}
+	if codes == 0 {
+		t.Error("docs/CLI.md has no exit-code table under \"### 1.1 Exit codes\"")
+	}
+}
