@@ -215,3 +215,8 @@ func (k *TrustedKey) coversDID(did string) bool {
 // manifest m: its scopes cover the bundle id and every capability
 // namespace (FORMAT.md §5 step 4).
 func KeyCoversManifest(k TrustedKey, m *Manifest) bool { return k.coversManifest(m) }
+
+// ValidTrustName reports whether n can name a trusted key: 1 to 64
+// characters of [A-Za-z0-9._-@], as the keys a trust statement adds are
+// named (docs/FORMAT.md §22).
+func ValidTrustName(n string) bool { return validName(n) }

@@ -1,0 +1,156 @@
+package trust
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+	"sort"
+
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// Event is one audit entry a change writes (docs/FORMAT.md §20); the
+// store adds the sequence, time, actor and chain.
+type Event struct {
+	Action         string
+	Verdict        string
+	TrustName      string
+	Key            string // did:key
+	Scopes         []string
+	Threshold      uint64
+	BundleID       string
+	Version        uint64
+	Signers        []string
+	FileSHA256     []byte
+	RevokedKeys    []string
+	RevokedBundles []string
+	Sequence       uint64
+	AddedKeys      []string
+	RetiredKeys    []string
+}
+
+// Effects is what a store writes to go from one State to the next, in
+// the transaction in which it loaded the first: the records that differ
+// (Diff: new or changed values by key, and the keys that go), the
+// statement it keeps, and the audit events, in order.
+type Effects struct {
+	Keys       map[string]Key // by name
+	DeleteKeys []string       // names
+	// Thresholds are the scopes whose threshold changed; 1 removes the
+	// setting.
+	Thresholds     map[string]uint64
+	RevokeKeys     map[string]Revocation // did:key -> its new record
+	RevokeVersions map[bundle.BundleVersion]Revocation
+	FailClosed     map[bundle.BundleVersion]string // installed bundle -> why it now fails closed
+	Heartbeats     map[string]Heartbeat
+	// DeleteHeartbeats are the lines whose heartbeat (and its bytes) go.
+	DeleteHeartbeats []string
+	// HeartbeatData is the heartbeat file to keep for a mirror, by
+	// bundle_id.
+	HeartbeatData map[string][]byte
+	Freshness     map[string]Freshness
+	KeyFloors     map[string]int64
+	TimeFloor     int64 // the new newest signed time; 0: unchanged
+	// Chain is the trust statement appended to a scope's chain.
+	Chain *ChainLink
+	// Statement is a signed statement to keep (once) in the order of
+	// application; nil for none.
+	Statement []byte
+	Audit     []Event
+	// Changed says that the store's generation changes.
+	Changed bool
+}
+
+// Base returns e itself: the Effects of a statement kind's result, which
+// embeds them.
+func (e *Effects) Base() *Effects { return e }
+
+// ChainLink is an applied trust statement of Scope at Seq.
+type ChainLink struct {
+	Scope string
+	ChainEntry
+}
+
+// Diff returns the record changes from prev to next (the Effects fields
+// Keys to TimeFloor; Chain, Statement, Audit and Changed are the
+// caller's).
+func Diff(prev, next *State) *Effects {
+	e := &Effects{FailClosed: map[bundle.BundleVersion]string{}, HeartbeatData: map[string][]byte{}}
+	e.Keys, _ = diff(prev.Keys, next.Keys, sameKey)
+	e.DeleteKeys = removed(prev.Keys, next.Keys)
+	e.Thresholds, _ = diff(prev.Thresholds, next.Thresholds, equal)
+	for _, sc := range removed(prev.Thresholds, next.Thresholds) {
+		e.Thresholds[sc] = 1
+	}
+	e.RevokeKeys, _ = diff(prev.RevokedKeys, next.RevokedKeys, sameRevocation)
+	e.RevokeVersions, _ = diff(prev.RevokedVersions, next.RevokedVersions, func(Revocation, Revocation) bool { return true })
+	e.Heartbeats, _ = diff(prev.Heartbeats, next.Heartbeats, sameHeartbeat)
+	e.DeleteHeartbeats = removed(prev.Heartbeats, next.Heartbeats)
+	e.Freshness, _ = diff(prev.Freshness, next.Freshness, equal)
+	e.KeyFloors, _ = diff(prev.KeyFloors, next.KeyFloors, equal)
+	for id, in := range next.Installed {
+		if in.Revoked != "" && prev.Installed[id].Revoked == "" {
+			e.FailClosed[bundle.BundleVersion{BundleID: id, Version: in.Version}] = in.Revoked
+		}
+	}
+	if next.TimeFloor != prev.TimeFloor {
+		e.TimeFloor = next.TimeFloor
+	}
+	return e
+}
+
+// diff returns the entries of next that prev lacks or holds otherwise,
+// and the keys of prev that next lacks.
+func diff[K comparable, V any](prev, next map[K]V, same func(a, b V) bool) (map[K]V, []K) {
+	put := map[K]V{}
+	for k, v := range next {
+		if old, ok := prev[k]; !ok || !same(old, v) {
+			put[k] = v
+		}
+	}
+	var gone []K
+	for k := range prev {
+		if _, ok := next[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	return put, gone
+}
+
+// removed returns the keys of prev that next lacks, sorted.
+func removed[K cmp.Ordered, V any](prev, next map[K]V) []K {
+	var out []K
+	for k := range prev {
+		if _, ok := next[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func equal[V comparable](a, b V) bool { return a == b }
+
+func sameKey(a, b Key) bool {
+	return a.Name == b.Name && a.Key.Equal(b.Key) && slices.Equal(a.Scopes, b.Scopes) && a.AddedAt == b.AddedAt
+}
+
+func sameRevocation(a, b Revocation) bool {
+	return bytes.Equal(a.StatementSHA256, b.StatementSHA256) && a.At == b.At && slices.Equal(a.Scopes, b.Scopes)
+}
+
+func sameHeartbeat(a, b Heartbeat) bool {
+	return a.Version == b.Version && a.CreatedAt == b.CreatedAt && bytes.Equal(a.StatementSHA256, b.StatementSHA256) &&
+		a.At == b.At && slices.Equal(a.Signers, b.Signers) && a.Unreadable == b.Unreadable
+}
+
+// FailedClosed returns the installed bundles e fails closed, as
+// bundle_id@version, sorted.
+func (e *Effects) FailedClosed() []string {
+	out := []string{}
+	for v := range e.FailClosed {
+		out = append(out, v.String())
+	}
+	sort.Strings(out)
+	return out
+}

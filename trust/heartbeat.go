@@ -1,0 +1,235 @@
+package trust
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// HeartbeatEffects are the Effects of an applied heartbeat and what it
+// did.
+type HeartbeatEffects struct {
+	*Effects
+	BundleID  string
+	Version   uint64
+	CreatedAt string
+	Signers   []string
+	Installed uint64 // the installed version of the line; 0: none
+	Stale     string // why the installed bundle now fails closed
+	Unchanged bool
+}
+
+// ApplyHeartbeat verifies a heartbeat statement (docs/FORMAT.md §23) and
+// keeps it as the newest heartbeat of its line. It must be signed as a
+// bundle of the line would be (LineOf). A heartbeat older than the one
+// kept, while that one still vouches for the line (Vouches), is
+// heartbeat_replayed; one more than bundle.MaxHeartbeatJump versions above
+// what the store knows of the line is heartbeat_too_far. Its created_at
+// raises the time floor of each key that counted (RaiseFloors). The same
+// heartbeat again is Unchanged (its bytes are kept when they were not).
+// It reads Keys, Thresholds, RevokedKeys, Freshness, the floors, and the
+// line's Highwater, Heartbeats, HeartbeatKept and Installed entries.
+func ApplyHeartbeat(st *State, data []byte, now time.Time) (*State, *HeartbeatEffects, error) {
+	hb, obj, err := bundle.ParseHeartbeat(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	created, _ := hb.Created()
+	policy, err := st.VerifyingPolicy()
+	if err != nil {
+		return nil, nil, err
+	}
+	line, err := st.LineOf(hb.BundleID)
+	if err != nil {
+		return nil, nil, err
+	}
+	signers, err := bundle.VerifyFor(obj, policy, line)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := &HeartbeatEffects{BundleID: hb.BundleID, Version: hb.Version, CreatedAt: hb.CreatedAt}
+	var dids []string
+	for _, k := range signers {
+		res.Signers = append(res.Signers, k.Name)
+		dids = append(dids, amp.DIDKey(k.Key))
+	}
+	known := st.Highwater[hb.BundleID]
+	old, kept := st.Heartbeats[hb.BundleID]
+	if kept && old.Unreadable {
+		return nil, nil, fail(ErrStoreIO, "the stored heartbeat of %s is unreadable", hb.BundleID)
+	}
+	// Only a kept heartbeat that still vouches for the line as this one
+	// must (its signers, trusted now, reach the line's threshold) holds it
+	// back: one that does not (signed below the threshold of the line
+	// installed since, or by keys no longer trusted) never blocks one that
+	// does, nor moves the jump bound; it is replaced.
+	if kept && Vouches(policy, &old, line) {
+		if hb.Version < old.Version || hb.CreatedAt < old.CreatedAt {
+			return nil, nil, fail(ErrHeartbeatOlder, "this heartbeat (%s at version >= %d, signed %s) is older than the one already applied (version >= %d, signed %s); a store never goes back",
+				hb.BundleID, hb.Version, hb.CreatedAt, old.Version, old.CreatedAt)
+		}
+		res.Unchanged = hb.Version == old.Version && hb.CreatedAt == old.CreatedAt
+		known = max(known, old.Version)
+	}
+	if hb.Version > known && hb.Version-known > bundle.MaxHeartbeatJump {
+		return nil, nil, fail(ErrHeartbeatTooFar, "this heartbeat says %s is at version >= %d, more than %d above version %d, the newest this store knows of the line; refused so that one statement cannot pin the line stale (docs/FORMAT.md §23)",
+			hb.BundleID, hb.Version, bundle.MaxHeartbeatJump, known)
+	}
+	if in, ok := st.Installed[hb.BundleID]; ok {
+		res.Installed = in.Version
+	}
+	sum := sha256.Sum256(data)
+	next := st.Clone()
+	event := Event{Action: "heartbeat", Verdict: verdictAccepted, BundleID: hb.BundleID, Version: hb.Version, Signers: res.Signers, FileSHA256: sum[:]}
+	if res.Unchanged {
+		// The same heartbeat again: keep its bytes when those kept are not
+		// the record's file (a build that did not keep them, or kept an
+		// older one's, applied it first) and these are, so that a mirror
+		// serves it (a new generation: what a mirror serves changed).
+		event.Verdict = verdictUnchanged
+		res.Effects = &Effects{Audit: []Event{event}}
+		if !bytes.Equal(st.HeartbeatKept[hb.BundleID], old.StatementSHA256) && bytes.Equal(sum[:], old.StatementSHA256) {
+			next.HeartbeatKept[hb.BundleID] = sum[:]
+			res.HeartbeatData, res.Changed = map[string][]byte{hb.BundleID: data}, true
+		}
+		return next, res, nil
+	}
+	next.Heartbeats[hb.BundleID] = Heartbeat{Version: hb.Version, CreatedAt: hb.CreatedAt, StatementSHA256: sum[:], At: formatTime(now), Signers: dids}
+	next.HeartbeatKept[hb.BundleID] = sum[:]
+	next.raiseFloors(created, dids)
+	if res.Installed != 0 {
+		res.Stale = Stale(next, hb.BundleID)
+	}
+	res.Effects = finish(st, next, event)
+	res.HeartbeatData = map[string][]byte{hb.BundleID: data}
+	return next, res, nil
+}
+
+// LineOf is what a heartbeat of bundleID is judged against (docs/FORMAT.md
+// §23, "Validity"): the manifest of the installed bundle of the line, or
+// the bundle_id alone when none is installed.
+func (s *State) LineOf(bundleID string) (*bundle.Manifest, error) {
+	in, ok := s.Installed[bundleID]
+	if !ok {
+		return &bundle.Manifest{BundleID: bundleID}, nil
+	}
+	_, m, ok := in.Manifest()
+	if !ok {
+		return nil, fail(ErrStoreIO, "the installed manifest of %s is unreadable", bundleID)
+	}
+	return m, nil
+}
+
+// Vouches reports whether a kept heartbeat still speaks for the installed
+// bundle m: the keys that counted for it that p still trusts for m's
+// bundle id and every namespace reach m's threshold. A heartbeat kept
+// before its signers were recorded counts as it did then.
+func Vouches(p *bundle.Policy, hb *Heartbeat, m *bundle.Manifest) bool {
+	if len(hb.Signers) == 0 {
+		return true
+	}
+	n := 0
+	for _, k := range p.Keys {
+		if slices.Contains(hb.Signers, amp.DIDKey(k.Key)) && bundle.KeyCoversManifest(k, m) {
+			n++
+		}
+	}
+	return n >= p.RequiredFor(m)
+}
+
+// FreshnessFor returns the staleness bound in force for bundleID: the one
+// set for the longest scope covering it ("*" covers every id), and that
+// scope; ok is false when none is set.
+func (s *State) FreshnessFor(bundleID string) (f Freshness, scope string, ok bool) {
+	for _, sc := range slices.Sorted(maps.Keys(s.Freshness)) {
+		if !bundle.KeyCoversScope([]string{sc}, bundleID) {
+			continue
+		}
+		if ok && !(scope == "*" || sc != "*" && len(sc) > len(scope)) {
+			continue // a more specific scope already applies
+		}
+		f, scope, ok = s.Freshness[sc], sc, true
+	}
+	return f, scope, ok
+}
+
+// Stale says why the installed bundle bundleID is older than the
+// freshness policy allows, or "" when it is not: the newest heartbeat of
+// the line — while its signers still vouch for the installed bundle —
+// says it is at a version more than max_versions above it, or the newest
+// time enough of its own keys signed (Floor) is more than max_age after
+// it was last vouched for as current. The local clock plays no part. It
+// reads Keys, Thresholds, RevokedKeys, Freshness, KeyFloors and the line's
+// Heartbeats and Installed entries.
+func Stale(s *State, bundleID string) string {
+	hb, ok := s.Heartbeats[bundleID]
+	if !ok {
+		return ""
+	}
+	pol, scope, ok := s.FreshnessFor(bundleID)
+	switch in, installed := s.Installed[bundleID]; {
+	case !ok:
+		return ""
+	case hb.Unreadable:
+		return "the stored heartbeat is unreadable"
+	case !installed || in.Signed == nil:
+		return "the installed bundle's record is unreadable"
+	default:
+		_, m, ok := in.Manifest()
+		if !ok {
+			return "the installed bundle's manifest is unreadable"
+		}
+		return staleManifest(s, &hb, pol, scope, in.Version, m)
+	}
+}
+
+// staleManifest is Stale of the installed version installed with manifest
+// m, its kept heartbeat hb and the bound pol of scope.
+func staleManifest(s *State, hb *Heartbeat, pol Freshness, scope string, installed uint64, m *bundle.Manifest) string {
+	p := s.Policy()
+	counts := Vouches(p, hb, m)
+	if counts && pol.MaxVersions != NoVersionBound && hb.Version > installed && hb.Version-installed > pol.MaxVersions {
+		return fmt.Sprintf("installed version %d is %d versions behind the publisher's heartbeat (version >= %d, signed %s); the freshness policy of %s allows %d",
+			installed, hb.Version-installed, hb.Version, hb.CreatedAt, scopeName(scope), pol.MaxVersions)
+	}
+	if pol.MaxAgeSeconds == 0 {
+		return ""
+	}
+	// Age: from the latest signed time at which the installed version was
+	// vouched for as current (its own created_at, or the kept heartbeat's
+	// when that names no newer version) to the newest time enough of its
+	// own keys have signed (its floor).
+	vouched := m.CreatedAt.Unix()
+	if counts && hb.Version <= installed {
+		if t, err := time.Parse(time.RFC3339, hb.CreatedAt); err == nil && t.Unix() > vouched {
+			vouched = t.Unix()
+		}
+	}
+	floor := Floor(s, p, m)
+	if age := floor - vouched; age > 0 && uint64(age) > pol.MaxAgeSeconds {
+		return fmt.Sprintf("installed version %d was last vouched for as current %s, %s before the newest time its keys have signed (%s); the freshness policy of %s allows %s",
+			installed, time.Unix(vouched, 0).UTC().Format(time.RFC3339), days(uint64(age)), time.Unix(floor, 0).UTC().Format(time.RFC3339),
+			scopeName(scope), days(pol.MaxAgeSeconds))
+	}
+	return ""
+}
+
+func days(sec uint64) string {
+	if sec%86400 == 0 {
+		return fmt.Sprintf("%dd", sec/86400)
+	}
+	return (time.Duration(sec) * time.Second).String()
+}
+
+func scopeName(scope string) string {
+	if scope == "*" {
+		return "* (every bundle)"
+	}
+	return scope
+}

@@ -1,0 +1,140 @@
+package trust
+
+import (
+	"crypto/ed25519"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// formatTime is the stored form of a time: RFC 3339 UTC, whole seconds.
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// finish returns the effects of going from prev to next with events,
+// changing the generation.
+func finish(prev, next *State, events ...Event) *Effects {
+	e := Diff(prev, next)
+	e.Audit, e.Changed = events, true
+	return e
+}
+
+// AddKey trusts key under name for scopes and, when threshold > 0, sets
+// the threshold of each of its scopes to it (ampbundle trust add): names
+// are unique, a key is trusted under one name only, and a key revoked
+// for a scope under one of scopes is refused (key_revoked). It reads
+// Keys, Thresholds and RevokedKeys.
+func AddKey(st *State, name string, key ed25519.PublicKey, scopes []string, threshold int, now time.Time) (*State, *Effects, error) {
+	if !ValidName(name) {
+		return nil, nil, fail(ErrInvalidTrust, "trust name must be 1-%d characters of [A-Za-z0-9._-@]", MaxNameLen)
+	}
+	if len(key) != ed25519.PublicKeySize {
+		return nil, nil, fail(ErrInvalidTrust, "trusted key must be an ed25519 public key")
+	}
+	if len(scopes) == 0 {
+		return nil, nil, fail(ErrInvalidTrust, "a trusted key needs at least one scope (a reverse-domain prefix, or * for everything)")
+	}
+	clean, err := CleanScopes(scopes)
+	if err != nil {
+		return nil, nil, err
+	}
+	did := amp.DIDKey(key)
+	if by, ok := st.KeyRevokedFor(did, clean); ok {
+		return nil, nil, fail(ErrKeyRevoked, "key %s is revoked for scope %s (a revocation statement this store applied); it cannot be trusted for a scope overlapping it", did, by)
+	}
+	if _, ok := st.Keys[name]; ok {
+		return nil, nil, fail(ErrTrustExists, "a trusted key named %s exists; remove it first", name)
+	}
+	for _, k := range st.sortedKeys() {
+		if k.Key.Equal(key) {
+			return nil, nil, fail(ErrTrustExists, "this key is already trusted as %s", k.Name)
+		}
+	}
+	next := st.Clone()
+	next.Keys[name] = Key{Name: name, Key: append(ed25519.PublicKey(nil), key...), Scopes: clean, AddedAt: formatTime(now)}
+	events := []Event{{Verdict: verdictAccepted, Action: "trust_add", TrustName: name, Key: did, Scopes: clean}}
+	if threshold > 0 {
+		for _, sc := range clean {
+			events = append(events, next.setThreshold(sc, uint64(threshold)))
+		}
+	}
+	return next, finish(st, next, events...), nil
+}
+
+// setThreshold sets the threshold of the stored scope sc to n (1 removes
+// the setting) and returns its audit event.
+func (s *State) setThreshold(sc string, n uint64) Event {
+	if n == 1 {
+		delete(s.Thresholds, sc)
+	} else {
+		s.Thresholds[sc] = n
+	}
+	return Event{Verdict: verdictAccepted, Action: "trust_threshold", Scopes: []string{sc}, Threshold: n}
+}
+
+// SetThreshold sets how many distinct trusted keys must sign what lies
+// under scope (docs/FORMAT.md §5 step 4): 1 to bundle.MaxSignatures. It
+// reads Thresholds.
+func SetThreshold(st *State, scope string, n int) (*State, *Effects, error) {
+	sc, err := CleanScope(scope)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n < 1 || n > bundle.MaxSignatures {
+		return nil, nil, ThresholdRange()
+	}
+	next := st.Clone()
+	return next, finish(st, next, next.setThreshold(sc, uint64(n))), nil
+}
+
+// RemoveKey stops trusting the key named name. With failClosed, every
+// installed bundle it signed that the keys still trusted no longer vouch
+// for fails closed (ampbundle trust rm --fail-closed; failClosed below).
+// It reads Keys, Thresholds, RevokedKeys and, with failClosed, Installed.
+func RemoveKey(st *State, name string, failClosed bool) (*State, *Effects, error) {
+	k, ok := st.Keys[name]
+	if !ok {
+		return nil, nil, fail(ErrUnknownTrust, "no trusted key is named %s", name)
+	}
+	next := st.Clone()
+	delete(next.Keys, name)
+	events := []Event{{Verdict: verdictAccepted, Action: "trust_remove", TrustName: name, Key: k.DID(), Scopes: k.Scopes}}
+	if failClosed {
+		failed := next.failClosed(map[string]bool{k.DID(): true}, nil, nil, "", "its signer "+name+" is no longer trusted (trust rm --fail-closed)")
+		if len(failed) > 0 {
+			events = append(events, Event{Action: "fail_closed", Verdict: verdictAccepted, TrustName: name, RevokedBundles: failed})
+		}
+	}
+	return next, finish(st, next, events...), nil
+}
+
+// SetFreshness sets the staleness bound of scope (docs/FORMAT.md §23). f
+// bounds versions, age or both. It reads Freshness.
+func SetFreshness(st *State, scope string, f Freshness) (*State, *Effects, error) {
+	sc, err := CleanScope(scope)
+	if err != nil {
+		return nil, nil, err
+	}
+	next := st.Clone()
+	next.Freshness[sc] = f
+	return next, finish(st, next, Event{Action: "trust_freshness", Verdict: verdictAccepted,
+		Scopes: []string{sc}, Threshold: f.MaxVersions, Version: f.MaxAgeSeconds}), nil
+}
+
+// ResetHeartbeat forgets the heartbeat kept for the line bundleID and
+// returns its version (no_heartbeat when none is kept). It reads
+// Heartbeats.
+func ResetHeartbeat(st *State, bundleID string) (*State, *Effects, uint64, error) {
+	old, ok := st.Heartbeats[bundleID]
+	if !ok {
+		return nil, nil, 0, fail(ErrNoHeartbeat, "no heartbeat is kept for the line %s (ampbundle trust freshness lists the policy; ls shows what is stale)", bundleID)
+	}
+	if old.Unreadable {
+		return nil, nil, 0, fail(ErrStoreIO, "a store record does not decode")
+	}
+	next := st.Clone()
+	delete(next.Heartbeats, bundleID)
+	delete(next.HeartbeatKept, bundleID)
+	return next, finish(st, next, Event{Action: "heartbeat_reset", Verdict: verdictAccepted,
+		BundleID: bundleID, Version: old.Version, FileSHA256: old.StatementSHA256}), old.Version, nil
+}

@@ -1,0 +1,174 @@
+package trust
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// PolicyFile is a parsed trust policy file (docs/FORMAT.md, "Trust policy
+// files"): keys with their scopes in stored form, thresholds per scope.
+type PolicyFile struct {
+	Keys       []PolicyKey
+	Thresholds map[string]uint64
+}
+
+// PolicyKey is one key of a trust policy file.
+type PolicyKey struct {
+	Name   string
+	Key    string // Ed25519 did:key
+	Scopes []string
+}
+
+// PolicyEffects are the Effects of an applied trust policy file and what
+// it did, by name.
+type PolicyEffects struct {
+	*Effects
+	Added       []string          // names of the keys it trusted
+	Kept        []string          // names it lists that were already trusted as it says
+	Thresholds  map[string]uint64 // thresholds it changed
+	NotInPolicy []string          // trusted keys it does not list (left as they are)
+	Unchanged   bool
+}
+
+func invalidPolicy(format string, args ...any) *amp.Error {
+	return fail(ErrInvalidPolicy, "trust policy: "+format, args...)
+}
+
+// ApplyPolicy makes the state trust what a trust policy file says, or
+// refuses it whole: each listed key is trusted under its name for exactly
+// its scopes (kept when already so; a name or key trusted otherwise is
+// trust_exists, a key revoked for an overlapping scope key_revoked, a key
+// not trusted now that an applied trust statement retired for an
+// overlapping scope invalid_policy), each listed threshold is set (never
+// lowered: invalid_policy), and then every listed threshold must be
+// reachable by the keys trusted for its scope. It reads Keys, Thresholds,
+// RevokedKeys and Chains.
+func ApplyPolicy(st *State, p *PolicyFile, now time.Time) (*State, *PolicyEffects, error) {
+	res := &PolicyEffects{Added: []string{}, Kept: []string{}, Thresholds: map[string]uint64{}, NotInPolicy: []string{}}
+	retired, err := st.retiredKeys()
+	if err != nil {
+		return nil, nil, err
+	}
+	next := st.Clone()
+	var events []Event
+	listed := map[string]bool{}
+	for _, k := range p.Keys {
+		listed[k.Name] = true
+		added, err := next.policyKey(k, retired, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !added {
+			res.Kept = append(res.Kept, k.Name)
+			continue
+		}
+		events = append(events, Event{Verdict: verdictAccepted, Action: "trust_add", TrustName: k.Name, Key: k.Key, Scopes: k.Scopes})
+		res.Added = append(res.Added, k.Name)
+	}
+	scopes := slices.Sorted(maps.Keys(p.Thresholds))
+	for _, sc := range scopes {
+		n, cur := p.Thresholds[sc], uint64(1)
+		if v, ok := next.Thresholds[sc]; ok {
+			cur = v
+		}
+		if cur == n {
+			continue
+		}
+		if n < cur {
+			return nil, nil, invalidPolicy("the threshold of %s is %d in this store: a policy file never lowers a threshold (an older copy of the file?); trust threshold %s %d does, deliberately", sc, cur, sc, n)
+		}
+		events = append(events, next.setThreshold(sc, n))
+		res.Thresholds[sc] = n
+	}
+	for _, sc := range scopes {
+		if covering := next.covering(sc); uint64(covering) < p.Thresholds[sc] {
+			return nil, nil, invalidPolicy("the threshold of %s is %d but only %d trusted key(s) cover it: nothing under it could be imported", sc, p.Thresholds[sc], covering)
+		}
+	}
+	for _, k := range next.sortedKeys() {
+		if !listed[k.Name] {
+			res.NotInPolicy = append(res.NotInPolicy, k.Name)
+		}
+	}
+	res.Unchanged = len(res.Added) == 0 && len(res.Thresholds) == 0
+	res.Effects = finish(st, next, events...)
+	res.Changed = !res.Unchanged
+	return next, res, nil
+}
+
+// policyKey trusts one key of a policy file; added is false when it is
+// already trusted as the file says.
+func (s *State) policyKey(k PolicyKey, retired map[string][]string, now time.Time) (added bool, err error) {
+	pub, _ := bundle.KeyFromKID(k.Key)
+	if by, ok := s.KeyRevokedFor(k.Key, k.Scopes); ok {
+		return false, fail(ErrKeyRevoked, "key %s (%s) is revoked for scope %s in this store; it cannot be trusted for a scope overlapping it", k.Name, k.Key, by)
+	}
+	var same bool
+	var clash string
+	for _, r := range s.sortedKeys() {
+		keyEq := r.Key.Equal(pub)
+		switch {
+		case r.Name == k.Name && keyEq && slices.Equal(r.Scopes, k.Scopes):
+			same = true
+		case r.Name == k.Name:
+			clash = "a trusted key named " + k.Name + " is another key or has other scopes (" + strings.Join(r.Scopes, ", ") + ")"
+		case keyEq:
+			clash = "key " + k.Key + " is already trusted as " + r.Name
+		}
+	}
+	if clash != "" {
+		return false, fail(ErrTrustExists, "%s: trust rm it first, or change the policy", clash)
+	}
+	if same {
+		return false, nil
+	}
+	if by, ok := retiredFor(retired[KeyID(k.Key)], k.Scopes); ok {
+		return false, invalidPolicy("key %s (%s) was retired for scope %s by a trust statement this store applied: a policy file does not trust it again (an older copy of the file?); trust add it if that is intended", k.Name, k.Key, by)
+	}
+	s.Keys[k.Name] = Key{Name: k.Name, Key: pub, Scopes: k.Scopes, AddedAt: formatTime(now)}
+	return true, nil
+}
+
+// retiredKeys returns, per did:key, the scopes whose trust statements
+// retired it and did not add it again later, read from the statements of
+// each scope's chain (in sequence order).
+func (s *State) retiredKeys() (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, scope := range slices.Sorted(maps.Keys(s.Chains)) {
+		m := map[string]bool{}
+		for _, e := range s.Chains[scope] {
+			rot, _, err := bundle.ParseRotation(e.Data)
+			if err != nil {
+				return nil, fail(ErrStoreIO, "trust statement %d of scope %s kept by this store is unreadable", e.Seq, scope).WithCause(err)
+			}
+			for _, did := range rot.Retire {
+				m[KeyID(did)] = true
+			}
+			for _, a := range rot.Add {
+				delete(m, KeyID(a.Key))
+			}
+		}
+		for did := range m {
+			out[did] = append(out[did], scope)
+		}
+	}
+	return out, nil
+}
+
+// retiredFor returns a scope of retiredIn overlapping one of scopes.
+func retiredFor(retiredIn, scopes []string) (string, bool) {
+	slices.Sort(retiredIn)
+	for _, rs := range retiredIn {
+		for _, sc := range scopes {
+			if bundle.ScopesOverlap(rs, sc) {
+				return rs, true
+			}
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,318 @@
+package trust
+
+import (
+	"crypto/sha256"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// RevocationEffects are the Effects of an applied revocation statement
+// and what it did, by name.
+type RevocationEffects struct {
+	*Effects
+	Scope          string
+	Signers        []string // names of the keys that counted
+	RevokedKeys    []string // did:keys the statement names
+	RemovedTrust   []string // names of trusted keys it removed
+	NarrowedTrust  []string // names of keys still trusted for scopes disjoint from its own
+	RevokedBundles []string // bundle_id@version it names
+	FailedClosed   []string // installed bundles that now fail closed
+	Unchanged      bool     // everything it says was already recorded
+}
+
+// ApplyRevocation verifies a revocation statement (docs/FORMAT.md §21)
+// against the state's trust and applies it: the keys it names are no
+// longer trusted for the scopes under its own (withdrawScope; a key
+// trusted for a broader scope is revocation_out_of_scope), the versions it
+// names are revoked, and every installed bundle it covers fails closed
+// (failClosed). A statement is valid when signed by distinct keys trusted
+// for its scope reaching bundle.Policy.RequiredWithin of it, and, for each
+// line whose versions it names, as that line's own bundles must be
+// (checkVersionAuthority). It reads every field but Chains, Heartbeats,
+// Freshness and the floors.
+func ApplyRevocation(st *State, data []byte, now time.Time) (*State, *RevocationEffects, error) {
+	rev, obj, err := bundle.ParseRevocation(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	policy, signers, names, err := st.verifyStatement(obj, rev.Scope)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := &RevocationEffects{Scope: rev.Scope, Signers: names, RevokedKeys: append([]string{}, rev.Keys...), RemovedTrust: []string{}, NarrowedTrust: []string{}, RevokedBundles: []string{}}
+	for _, b := range rev.Bundles {
+		res.RevokedBundles = append(res.RevokedBundles, b.String())
+	}
+	if err := st.checkVersionAuthority(obj, policy, signers, rev.Bundles); err != nil {
+		return nil, nil, err
+	}
+	sum := sha256.Sum256(data)
+	next := st.Clone()
+	fresh, goneKeys, narrowedKeys, err := next.revokeKeys(res, rev, sum[:], formatTime(now))
+	if err != nil {
+		return nil, nil, err
+	}
+	versions := map[bundle.BundleVersion]bool{}
+	for _, b := range rev.Bundles {
+		versions[b] = true
+		if _, ok := next.RevokedVersions[b]; !ok {
+			fresh = true
+			next.RevokedVersions[b] = Revocation{StatementSHA256: sum[:], At: formatTime(now)}
+		}
+	}
+	res.FailedClosed = next.failClosed(goneKeys, narrowedKeys, versions, rev.Scope, "a signer's key is revoked and the signers still trusted are fewer than the threshold")
+	res.Unchanged = !fresh && len(res.RemovedTrust) == 0 && len(res.NarrowedTrust) == 0 && len(res.FailedClosed) == 0
+	verdict := verdictAccepted
+	if res.Unchanged {
+		verdict = verdictUnchanged
+	}
+	res.Effects = finish(st, next, Event{Action: "revoke", Verdict: verdict, Scopes: []string{rev.Scope},
+		Signers: res.Signers, FileSHA256: sum[:], RevokedKeys: rev.Keys, RevokedBundles: union(res.RevokedBundles, res.FailedClosed)})
+	res.Statement, res.Changed = data, !res.Unchanged
+	return next, res, nil
+}
+
+// revokeKeys withdraws the keys rev names from the scopes under its own
+// and records their revocation; it fills res's RemovedTrust and
+// NarrowedTrust and returns whether it recorded something new, the
+// did:keys named, and those left trusted for disjoint scopes.
+func (s *State) revokeKeys(res *RevocationEffects, rev *bundle.Revocation, sum []byte, at string) (fresh bool, named, narrowed map[string]bool, err error) {
+	named, narrowed = map[string]bool{}, map[string]bool{}
+	for _, did := range rev.Keys {
+		named[did] = true
+		if k, ok := s.keyByDID(did); ok {
+			kept, ok := withdrawScope(k.Scopes, rev.Scope)
+			switch {
+			case !ok:
+				return false, nil, nil, fail(ErrRevocationScope, "key %s (%s) is trusted for %s, broader than the statement's scope %s: only a statement for a scope covering it revokes it there",
+					k.Name, did, strings.Join(k.Scopes, ", "), rev.Scope)
+			case len(kept) == 0:
+				delete(s.Keys, k.Name)
+				res.RemovedTrust = append(res.RemovedTrust, k.Name)
+			case len(kept) < len(k.Scopes):
+				k.Scopes = kept
+				s.Keys[k.Name] = k
+				narrowed[k.DID()] = true
+				res.NarrowedTrust = append(res.NarrowedTrust, k.Name)
+			}
+		}
+		rr := Revocation{StatementSHA256: sum, At: at, Scopes: []string{rev.Scope}}
+		if old, ok := s.RevokedKeys[did]; ok {
+			if len(old.Scopes) == 0 || slices.Contains(old.Scopes, rev.Scope) {
+				continue // already revoked for this scope (or everywhere)
+			}
+			rr.At, rr.Scopes = old.At, append(slices.Clone(old.Scopes), rev.Scope)
+			if len(old.StatementSHA256) > 0 {
+				rr.StatementSHA256 = old.StatementSHA256
+			}
+			sort.Strings(rr.Scopes)
+		}
+		fresh = true
+		s.RevokedKeys[did] = rr
+	}
+	sort.Strings(res.RemovedTrust)
+	sort.Strings(res.NarrowedTrust)
+	return fresh, named, narrowed, nil
+}
+
+// verifyStatement verifies a statement of scope against the state's trust
+// (bundle.VerifyStatement) and returns the policy, the keys that counted
+// and their names.
+func (s *State) verifyStatement(obj *bundle.SignedObject, scope string) (*bundle.Policy, []bundle.TrustedKey, []string, error) {
+	policy, err := s.VerifyingPolicy()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	signers, err := bundle.VerifyStatement(obj, policy, scope)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var names []string
+	for _, k := range signers {
+		names = append(names, k.Name)
+	}
+	return policy, signers, names, nil
+}
+
+// union returns a and the strings of b not in a, sorted.
+func union(a, b []string) []string {
+	out := append([]string{}, a...)
+	for _, v := range b {
+		if !slices.Contains(a, v) {
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// withdrawScope splits the scopes a key is trusted for at the scope of a
+// statement that revokes or retires it (docs/FORMAT.md §21, §22): the
+// scopes under the statement's scope are withdrawn, the scopes disjoint
+// from it are kept and returned. ok is false when one of the key's scopes
+// is broader than the statement's ("*" under a narrower statement, or a
+// scope containing it): only a statement of that broader scope speaks for
+// it. A key trusted for org.example and com.acme revoked by org.example's
+// threshold keeps com.acme alone.
+func withdrawScope(keyScopes []string, scope string) (kept []string, ok bool) {
+	kept = []string{}
+	for _, sc := range keyScopes {
+		switch {
+		case bundle.ScopesUnder([]string{sc}, scope):
+		case bundle.ScopesOverlap(sc, scope):
+			return nil, false
+		default:
+			kept = append(kept, sc)
+		}
+	}
+	return kept, true
+}
+
+// signedBy reports whether one of the signatures of obj is by a key in
+// dids, whether or not the store trusts it.
+func signedBy(obj *bundle.SignedObject, dids map[string]bool) bool {
+	for _, sg := range obj.Signatures {
+		if dids[amp.BareDID(sg.KID)] {
+			return true
+		}
+	}
+	return false
+}
+
+// vouchFor checks that the keys of p whose signatures on obj verify vouch
+// for the installed bundle in with manifest m as its import required
+// (docs/FORMAT.md §5 steps 4 and 7): enough of them trusted for its bundle
+// id and every namespace (bundle.VerifyFor), and, for every DID document
+// it carries, enough of those trusted for the DID's domain. The recount of
+// a bundle's remaining signers and the check of a statement that reaches
+// one bundle (a version revocation) both use it, so neither needs less
+// than the bundle's own names.
+func vouchFor(obj *bundle.SignedObject, p *bundle.Policy, m *bundle.Manifest, in *Installed) error {
+	signers, err := bundle.VerifyFor(obj, p, m)
+	if err != nil {
+		return err
+	}
+	for _, d := range in.DIDs {
+		if err := bundle.VerifyDIDFor(p, signers, d[1], d[0]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkVersionAuthority refuses a revocation of bundle versions whose
+// counted signers (those VerifyStatement returned, trusted for the
+// statement's scope) do not vouch for the line as its own bundle needs
+// (docs/FORMAT.md §21): for a line installed, the threshold of its bundle
+// id, every namespace and every DID it carries (vouchFor over the installed
+// manifest); for a line not installed, whose other names the store cannot
+// know, the threshold of its bundle id and every scope around or under it
+// (bundle.Policy.RequiredWithin).
+func (s *State) checkVersionAuthority(obj *bundle.SignedObject, policy *bundle.Policy, signers []bundle.TrustedKey, versions []bundle.BundleVersion) error {
+	counted := &bundle.Policy{Keys: signers, Thresholds: policy.Thresholds}
+	seen := map[string]bool{}
+	for _, v := range versions {
+		if seen[v.BundleID] {
+			continue
+		}
+		seen[v.BundleID] = true
+		in, installed := s.Installed[v.BundleID]
+		if !installed {
+			if need, by := policy.RequiredWithin(v.BundleID); len(signers) < need {
+				return fail(bundle.ErrThreshold, "the revocation of versions of %s needs %d signatures by distinct keys trusted for it (threshold of scope %s); found %d",
+					v.BundleID, need, by, len(signers))
+			}
+			continue
+		}
+		if _, m, ok := in.Manifest(); !ok {
+			return fail(ErrStoreIO, "the signed manifest of installed bundle %s is unreadable", v.BundleID)
+		} else if err := vouchFor(obj, counted, m, &in); err != nil {
+			e := amp.AsError(err)
+			return amp.Named(e.Code, e.Name, "the revocation of versions of %s is not signed as the installed bundle itself must be: %s", v.BundleID, e.Message).WithDetails(e.Details)
+		}
+	}
+	return nil
+}
+
+// remainingSigners returns the policy of the keys that still vouch for an
+// installed bundle: trusted now, not in gone, and (when the record keeps
+// them) among the signers that counted when it was imported.
+func remainingSigners(p *bundle.Policy, in *Installed, gone map[string]bool) *bundle.Policy {
+	out := &bundle.Policy{Thresholds: p.Thresholds}
+	for _, k := range p.Keys {
+		did := amp.DIDKey(k.Key)
+		if gone[did] || len(in.Signers) > 0 && !slices.Contains(in.Signers, did) {
+			continue
+		}
+		out.Keys = append(out.Keys, k)
+	}
+	return out
+}
+
+// failClosed marks the installed bundles that can no longer be trusted
+// (docs/FORMAT.md §21): every version listed in versions, and every bundle
+// whose signed manifest carries a signature by a key in gone (did:keys,
+// matched against the signatures' kids whether or not a trust entry still
+// names the key) when the signers that still vouch for it — counted at its
+// import, trusted now for its bundle id and every namespace, not in gone,
+// counted by key — no longer vouch for it as its import required
+// (vouchFor). within, when not "", limits that second rule to bundles
+// whose bundle id and namespaces all lie under the scope within. reason
+// says why. It returns them as "bundle_id@version", sorted.
+//
+// narrowed are did:keys the statement left trusted for scopes disjoint
+// from within (withdrawScope): every bundle they signed, under within or
+// not, is recounted as the store now trusts them (a bundle with a name
+// under within no longer counts them), since a key that lost part of its
+// trust may have been what a bundle spanning two scopes needed.
+func (s *State) failClosed(gone, narrowed map[string]bool, versions map[bundle.BundleVersion]bool, within, reason string) []string {
+	policy := s.Policy()
+	out := []string{}
+	for _, id := range slices.Sorted(maps.Keys(s.Installed)) {
+		in := s.Installed[id]
+		if in.Revoked != "" {
+			continue
+		}
+		why := ""
+		if versions[bundle.BundleVersion{BundleID: in.BundleID, Version: in.Version}] {
+			why = "this version is revoked"
+		} else if len(gone) > 0 || len(narrowed) > 0 {
+			why = recount(policy, &in, gone, narrowed, within, reason)
+		}
+		if why == "" {
+			continue
+		}
+		in.Revoked = why
+		s.Installed[id] = in
+		out = append(out, bundle.BundleVersion{BundleID: in.BundleID, Version: in.Version}.String())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// recount is failClosed's second rule for one installed bundle: reason
+// when it fails closed, "" when it stays.
+func recount(policy *bundle.Policy, in *Installed, gone, narrowed map[string]bool, within, reason string) string {
+	obj, m, ok := in.Manifest()
+	switch {
+	case !ok:
+		return "its signed manifest is unreadable" // cannot tell who signed it: fail closed
+	case signedBy(obj, gone) && (within == "" || bundle.ManifestUnder(m, within)):
+		if vouchFor(obj, remainingSigners(policy, in, gone), m, in) == nil {
+			return ""
+		}
+		return reason
+	case signedBy(obj, narrowed):
+		if vouchFor(obj, remainingSigners(policy, in, nil), m, in) == nil {
+			return ""
+		}
+		return reason
+	}
+	return ""
+}

@@ -1,0 +1,171 @@
+package trust
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// RotationEffects are the Effects of an applied trust statement and what
+// it did, by name.
+type RotationEffects struct {
+	*Effects
+	Scope     string
+	Sequence  uint64
+	Threshold uint64
+	Signers   []string
+	Added     []string // names of the keys it added
+	Retired   []string // names of the trusted keys it retired
+	Unchanged bool     // this very statement was applied before
+	// StillInstalled are the installed bundles signed by a retired key,
+	// as bundle_id@version, by bundle_id.
+	StillInstalled []string
+}
+
+// chainHead returns the sequence and SHA-256 of the last applied statement
+// of scope (0, nil for none).
+func (s *State) chainHead(scope string) (uint64, []byte) {
+	c := s.Chains[scope]
+	if len(c) == 0 {
+		return 0, nil
+	}
+	sum := sha256.Sum256(c[len(c)-1].Data)
+	return c[len(c)-1].Seq, sum[:]
+}
+
+// applied returns the statement of scope the store applied at seq (nil
+// for none).
+func (s *State) applied(scope string, seq uint64) []byte {
+	for _, e := range s.Chains[scope] {
+		if e.Seq == seq {
+			return e.Data
+		}
+	}
+	return nil
+}
+
+// ApplyRotation verifies a trust statement (docs/FORMAT.md §22) and applies
+// it: it must be the next of its scope's chain (sequence one more than the
+// last applied, prev its SHA-256; a later one is rotation_gap, another
+// statement of an applied number or one chaining elsewhere rotation_fork;
+// the very statement applied before is Unchanged, and changes nothing),
+// signed by distinct keys trusted for the scope reaching, before it,
+// bundle.Policy.RequiredWithin of the scope. Then its added keys are
+// trusted for the scope, its retired keys are withdrawn from it
+// (withdrawScope), and the scope's threshold is set; a statement that
+// would leave fewer keys for the scope than its threshold is refused. It
+// reads every field but Heartbeats, Freshness and the floors.
+func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffects, error) {
+	rot, obj, err := bundle.ParseRotation(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := &RotationEffects{Scope: rot.Scope, Sequence: rot.Sequence, Threshold: rot.Threshold, Added: []string{}, Retired: []string{}, StillInstalled: []string{}}
+	// The chain position first: a statement out of order is refused
+	// whoever signed it, and one already applied is a no-op.
+	sum := sha256.Sum256(data)
+	head, headHash := st.chainHead(rot.Scope)
+	switch {
+	case rot.Sequence <= head:
+		if applied := sha256.Sum256(st.applied(rot.Scope, rot.Sequence)); applied != sum {
+			return nil, nil, fail(ErrRotationFork, "trust statement %d of scope %s is not the one this store applied (a fork of the chain)", rot.Sequence, rot.Scope)
+		}
+		res.Unchanged, res.Effects = true, &Effects{}
+		return st, res, nil
+	case rot.Sequence > head+1:
+		return nil, nil, fail(ErrRotationGap, "this store applied trust statements of scope %s up to %d: apply %d to %d first, in order", rot.Scope, head, head+1, rot.Sequence-1)
+	case head == 0 && !bytes.Equal(rot.Prev, make([]byte, 32)), head > 0 && !bytes.Equal(rot.Prev, headHash):
+		return nil, nil, fail(ErrRotationFork, "trust statement %d of scope %s does not chain to statement %d this store applied (a fork of the chain)", rot.Sequence, rot.Scope, head)
+	}
+	if _, _, res.Signers, err = st.verifyStatement(obj, rot.Scope); err != nil {
+		return nil, nil, err
+	}
+	next := st.Clone()
+	retired, err := next.retire(res, rot)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := next.add(res, rot, formatTime(now)); err != nil {
+		return nil, nil, err
+	}
+	next.setThreshold(rot.Scope, rot.Threshold)
+	if covering := next.covering(rot.Scope); uint64(covering) < rot.Threshold {
+		return nil, nil, fail(bundle.ErrInvalidStatement, "the statement would leave %d key(s) trusted for %s, fewer than its threshold %d", covering, rot.Scope, rot.Threshold)
+	}
+	link := &ChainLink{Scope: rot.Scope, ChainEntry: ChainEntry{Seq: rot.Sequence, Data: data}}
+	next.Chains[rot.Scope] = append(slices.Clone(st.Chains[rot.Scope]), link.ChainEntry)
+	for _, id := range slices.Sorted(maps.Keys(next.Installed)) {
+		// By key, as revocation matches (a trust name may since have
+		// been given to another key).
+		in := next.Installed[id]
+		if obj, err := bundle.DecodeObject(in.Signed, bundle.MediaTypeManifest); err == nil && signedBy(obj, retired) {
+			res.StillInstalled = append(res.StillInstalled, bundle.BundleVersion{BundleID: in.BundleID, Version: in.Version}.String())
+		}
+	}
+	var added []string
+	for _, a := range rot.Add {
+		added = append(added, a.Key)
+	}
+	slices.Sort(res.Retired)
+	res.Effects = finish(st, next, Event{Action: "rotate", Verdict: verdictAccepted, Scopes: []string{rot.Scope},
+		Sequence: rot.Sequence, Threshold: rot.Threshold, Signers: res.Signers, FileSHA256: sum[:], AddedKeys: added, RetiredKeys: rot.Retire})
+	res.Chain, res.Statement = link, data
+	return next, res, nil
+}
+
+// retire withdraws the keys rot retires from its scope and returns their
+// did:keys; a key trusted for a broader scope is revocation_out_of_scope.
+func (s *State) retire(res *RotationEffects, rot *bundle.Rotation) (map[string]bool, error) {
+	retired := map[string]bool{}
+	for _, did := range rot.Retire {
+		k, ok := s.keyByDID(did)
+		if !ok {
+			continue // not trusted here: nothing to retire
+		}
+		kept, ok := withdrawScope(k.Scopes, rot.Scope)
+		if !ok {
+			return nil, fail(ErrRevocationScope, "key %s is trusted for %s, broader than the statement's scope %s", k.Name, strings.Join(k.Scopes, ", "), rot.Scope)
+		}
+		if len(kept) == len(k.Scopes) {
+			continue // trusted only for scopes disjoint from the statement's: nothing to retire
+		}
+		retired[did] = true
+		res.Retired = append(res.Retired, k.Name)
+		if len(kept) > 0 { // still trusted for scopes disjoint from rot.Scope
+			k.Scopes = kept
+			s.Keys[k.Name] = k
+			continue
+		}
+		delete(s.Keys, k.Name)
+	}
+	return retired, nil
+}
+
+// add trusts the keys rot adds for its scope (a key already trusted for
+// it stays as it is).
+func (s *State) add(res *RotationEffects, rot *bundle.Rotation, at string) error {
+	for _, a := range rot.Add {
+		if by, ok := s.KeyRevokedFor(a.Key, []string{rot.Scope}); ok {
+			return fail(ErrKeyRevoked, "the statement adds %s, which this store has revoked for scope %s", a.Key, by)
+		}
+		if k, ok := s.keyByDID(a.Key); ok {
+			if tk := s.trusted(k); tk.CoversScope(rot.Scope) {
+				continue // already trusted for the scope
+			}
+			return fail(ErrTrustExists, "the statement adds %s, already trusted as %s for other scopes", a.Key, k.Name)
+		}
+		if _, ok := s.Keys[a.Name]; ok {
+			return fail(ErrTrustExists, "the statement adds a key named %s, a name this store already uses", a.Name)
+		}
+		pub, _ := bundle.KeyFromKID(a.Key)
+		s.Keys[a.Name] = Key{Name: a.Name, Key: ed25519.PublicKey(pub), Scopes: []string{rot.Scope}, AddedAt: at}
+		res.Added = append(res.Added, a.Name)
+	}
+	return nil
+}

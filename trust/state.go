@@ -1,0 +1,265 @@
+package trust
+
+import (
+	"crypto/ed25519"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// Key is a publisher key the store trusts under a name, for scopes ("*"
+// or reverse-domain prefixes, in their stored form: CleanScopes).
+type Key struct {
+	Name    string
+	Key     ed25519.PublicKey
+	Scopes  []string
+	AddedAt string // RFC 3339 UTC
+}
+
+// DID returns the key's did:key.
+func (k Key) DID() string { return amp.DIDKey(k.Key) }
+
+// Revocation is what a store keeps of a revoked key or bundle version:
+// the statement that revoked it and when. Scopes (keys only) are the
+// scopes of the statements that revoked the key; nil means everywhere
+// ("*": a record written before scopes were kept, or one unreadable).
+type Revocation struct {
+	StatementSHA256 []byte // empty for trust rm --fail-closed
+	At              string
+	Scopes          []string
+}
+
+// Heartbeat is the newest heartbeat a store applied for one bundle line
+// (docs/FORMAT.md §23).
+type Heartbeat struct {
+	Version         uint64
+	CreatedAt       string
+	StatementSHA256 []byte
+	At              string
+	// Signers are the did:keys that counted for it (nil in records kept
+	// before they were: such a heartbeat counts as it did then).
+	Signers []string
+	// Unreadable is set for a kept record that does not decode: its line
+	// fails closed as stale and takes no heartbeat until reset.
+	Unreadable bool
+}
+
+// NoVersionBound is Freshness.MaxVersions when only an age bound is set.
+const NoVersionBound = ^uint64(0)
+
+// Freshness is an operator's staleness bound for a scope.
+type Freshness struct {
+	MaxVersions   uint64 // NoVersionBound: none
+	MaxAgeSeconds uint64 // 0: none
+}
+
+// Installed is an installed bundle as trust judges it.
+type Installed struct {
+	BundleID string
+	Version  uint64
+	Signed   []byte   // the COSE_Sign manifest exactly as received
+	Signers  []string // SignerKeys: did:keys that counted at import (nil when not kept)
+	Revoked  string   // why it fails closed ("" when it does not)
+	// DIDs are the DID documents it carries: (did, artifact key), sorted.
+	DIDs [][2]string
+}
+
+// Manifest decodes the signed manifest of an installed bundle.
+func (in *Installed) Manifest() (*bundle.SignedObject, *bundle.Manifest, bool) {
+	obj, err := bundle.DecodeObject(in.Signed, bundle.MediaTypeManifest)
+	if err != nil {
+		return nil, nil, false
+	}
+	m, err := bundle.DecodeManifest(obj.Payload)
+	return obj, m, err == nil
+}
+
+// ChainEntry is one applied trust statement of a scope's chain.
+type ChainEntry struct {
+	Seq  uint64
+	Data []byte // the signed statement as applied
+}
+
+// State is the trust state of a store. The functions of this package
+// never modify a State they are given: they return a new one. Maps that
+// a store did not load (Installed, Heartbeats for other lines) are nil or
+// partial; each function says what it reads.
+type State struct {
+	Keys            map[string]Key        // by name
+	Thresholds      map[string]uint64     // scope -> n (2 to bundle.MaxSignatures; absent: 1)
+	RevokedKeys     map[string]Revocation // did:key -> revocation
+	RevokedVersions map[bundle.BundleVersion]Revocation
+	Chains          map[string][]ChainEntry // scope -> applied statements by sequence
+	Heartbeats      map[string]Heartbeat    // bundle_id -> newest kept heartbeat
+	// HeartbeatKept is, per bundle_id, the SHA-256 of the heartbeat bytes
+	// the store keeps for a mirror (absent when it keeps none).
+	HeartbeatKept map[string][]byte
+	Freshness     map[string]Freshness // scope -> bound
+	KeyFloors     map[string]int64     // did:key -> newest signed time it vouched for (Unix seconds)
+	TimeFloor     int64                // newest signed time any key vouched for
+	Highwater     map[string]uint64    // bundle_id -> highest version ever imported
+	Installed     map[string]Installed // bundle_id -> installed bundle
+}
+
+// Clone returns a copy of s whose maps can be changed without changing
+// s's (the values are copied as they are: functions replace slices, never
+// write into them).
+func (s *State) Clone() *State {
+	return &State{
+		Keys: cloneMap(s.Keys), Thresholds: cloneMap(s.Thresholds), RevokedKeys: cloneMap(s.RevokedKeys),
+		RevokedVersions: cloneMap(s.RevokedVersions), Chains: cloneMap(s.Chains), Heartbeats: cloneMap(s.Heartbeats),
+		HeartbeatKept: cloneMap(s.HeartbeatKept), Freshness: cloneMap(s.Freshness), KeyFloors: cloneMap(s.KeyFloors),
+		TimeFloor: s.TimeFloor, Highwater: cloneMap(s.Highwater), Installed: cloneMap(s.Installed),
+	}
+}
+
+func cloneMap[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return maps.Clone(m)
+}
+
+// sortedKeys returns the keys of the state by name.
+func (s *State) sortedKeys() []Key {
+	out := make([]Key, 0, len(s.Keys))
+	for _, n := range slices.Sorted(maps.Keys(s.Keys)) {
+		out = append(out, s.Keys[n])
+	}
+	return out
+}
+
+// keyByDID returns the trusted key whose did:key is did.
+func (s *State) keyByDID(did string) (Key, bool) {
+	pub, _ := bundle.KeyFromKID(did)
+	for _, k := range s.sortedKeys() {
+		if k.Key.Equal(pub) {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+// RevokedScopes returns the scopes of the revocations the store applied to
+// a key (nil when none): "*" for one that keeps no scope.
+func (s *State) RevokedScopes(did string) []string {
+	r, ok := s.RevokedKeys[did]
+	switch {
+	case !ok:
+		return nil
+	case len(r.Scopes) == 0:
+		return []string{"*"}
+	}
+	return r.Scopes
+}
+
+// KeyRevokedFor returns the scope of a revocation the store applied to
+// the key that one of scopes lies under (equals it or is narrower), and
+// whether there is one: the key cannot be trusted for those scopes. A
+// revocation by the keys of com.acme does not stop an operator from
+// trusting the key for org.example, nor for a broader scope such as "*":
+// there the key counts for everything but what it was revoked for
+// (bundle.TrustedKey.Except, set by Policy), so one scope's keys cannot
+// block a key for scopes beyond their authority.
+func (s *State) KeyRevokedFor(did string, scopes []string) (string, bool) {
+	for _, rs := range s.RevokedScopes(did) {
+		for _, sc := range scopes {
+			if bundle.ScopesUnder([]string{sc}, rs) {
+				return rs, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Policy returns the bundle trust policy of the state: its keys, by name,
+// each counting nowhere under the scopes it was revoked for, and its
+// thresholds.
+func (s *State) Policy() *bundle.Policy {
+	p := &bundle.Policy{Thresholds: make(map[string]int, len(s.Thresholds))}
+	for sc, n := range s.Thresholds {
+		p.Thresholds[sc] = int(n)
+	}
+	for _, k := range s.sortedKeys() {
+		p.Keys = append(p.Keys, s.trusted(k))
+	}
+	return p
+}
+
+func (s *State) trusted(k Key) bundle.TrustedKey {
+	return bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes, Except: s.RevokedScopes(k.DID())}
+}
+
+// VerifyingPolicy is Policy, refused (untrusted_key) when the state
+// trusts no key: nothing can be verified against it.
+func (s *State) VerifyingPolicy() (*bundle.Policy, error) {
+	if len(s.Keys) == 0 {
+		return nil, amp.Named(0, bundle.ErrUntrustedKey, "the store trusts no publisher key yet (ampbundle trust add)")
+	}
+	return s.Policy(), nil
+}
+
+// covering counts the trusted keys that cover scope (a key revoked where
+// scope reaches counts for nothing there).
+func (s *State) covering(scope string) int {
+	n := 0
+	for _, k := range s.Keys {
+		tk := s.trusted(k)
+		if tk.CoversScope(scope) {
+			n++
+		}
+	}
+	return n
+}
+
+// ValidName reports whether n is a valid trust name: 1 to MaxNameLen
+// characters of [A-Za-z0-9._-@] (bundle.ValidTrustName).
+func ValidName(n string) bool { return bundle.ValidTrustName(n) }
+
+// MaxNameLen is the longest trust name.
+const MaxNameLen = 64
+
+// CleanScope validates a trust scope and returns its stored form (no
+// trailing dot; "" and "." are "*").
+func CleanScope(sc string) (string, error) {
+	if err := bundle.ValidateScope(sc); err != nil {
+		return "", fail(ErrInvalidTrust, "scope must be * or a reverse-domain prefix such as org.example").WithCause(err)
+	}
+	sc = strings.TrimSuffix(sc, ".")
+	if sc == "" {
+		sc = "*"
+	}
+	return sc, nil
+}
+
+// CleanScopes returns the stored form of scopes, sorted and unique.
+func CleanScopes(scopes []string) ([]string, error) {
+	clean := make([]string, 0, len(scopes))
+	for _, sc := range scopes {
+		c, err := CleanScope(sc)
+		if err != nil {
+			return nil, err
+		}
+		clean = append(clean, c)
+	}
+	sort.Strings(clean)
+	return slices.Compact(clean), nil
+}
+
+// ThresholdRange is the error of a threshold outside 1 to
+// bundle.MaxSignatures.
+func ThresholdRange() error {
+	return fail(ErrInvalidTrust, "a threshold is 1 to %d signatures (a bundle carries at most %d)", bundle.MaxSignatures, bundle.MaxSignatures)
+}
+
+// KeyID is the one spelling of an Ed25519 did:key the store compares by.
+func KeyID(did string) string {
+	if pub, ok := bundle.KeyFromKID(did); ok {
+		return amp.DIDKey(pub)
+	}
+	return did
+}
