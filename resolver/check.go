@@ -42,178 +42,14 @@ func (s *Store) Check() ([]Problem, error) {
 		for err := range tx.Check() {
 			add("bbolt", "%v", err)
 		}
-		// Blobs staged by an interrupted import are referenced by its
-		// pending record only, until recovery deletes them.
-		staged := map[string]bool{}
-		_ = bucket(tx, bPending).ForEach(func(_, v []byte) error {
-			var p pendingRecord
-			if decode(v, &p) == nil {
-				for _, b := range p.Blobs {
-					staged[b] = true
-				}
-			}
-			return nil
-		})
-		// Blobs and reference counts.
-		refs := map[string]uint64{}
-		if err := bucket(tx, bIndex).ForEach(func(k, v []byte) error {
-			var ir indexRecord
-			if err := decode(v, &ir); err != nil {
-				add("index", "an index entry does not decode")
-				return nil
-			}
-			refs[ir.Blob]++
-			data := getBlob(tx, []byte(ir.Blob))
-			switch {
-			case data == nil:
-				add("index", "index entry %q points at a missing blob", printableKey(k))
-			case uint64(len(data)) != ir.Size:
-				add("index", "index entry %q has size %d, its blob %d", printableKey(k), ir.Size, len(data))
-			}
-			return nil
-		}); err != nil {
+		if err := checkBlobs(tx, add); err != nil {
 			return err
 		}
-		if err := forEachBlob(tx, func(k, v []byte) error {
-			key := string(k)
-			if v == nil {
-				add("blob", "blob %s is not stored as a blob", key)
-			} else if err := checkBlob(v, key, "", ""); err != nil {
-				add("blob", "blob %s does not match its hash (tampered or corrupted)", key)
-			}
-			if refs[key] == 0 {
-				if staged[key] {
-					add("pending", "blob %s was staged by an interrupted import", key)
-				} else {
-					add("blob", "blob %s is referenced by no index entry", key)
-				}
-			}
-			if got := getU64(bucket(tx, bBlobRefs).Get(k)); got != refs[key] {
-				add("blob", "blob %s has reference count %d, the index references it %d times", key, got, refs[key])
-			}
-			return nil
-		}); err != nil {
+		installed, err := checkBundles(tx, add)
+		if err != nil {
 			return err
 		}
-		if err := bucket(tx, bBlobRefs).ForEach(func(k, _ []byte) error {
-			if !hasBlob(tx, k) {
-				add("blob", "reference count kept for missing blob %s", k)
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		// Bundles against their signed manifests.
-		installed := map[string]*bundle.Manifest{}
-		if err := bucket(tx, bBundles).ForEach(func(k, v []byte) error {
-			var rec bundleRecord
-			if err := decode(v, &rec); err != nil {
-				add("bundle", "the record of bundle %s does not decode", k)
-				return nil
-			}
-			in, err := bundle.Inspect(bytes.NewReader(rec.Signed), int64(len(rec.Signed))+1)
-			if err != nil {
-				add("bundle", "the signed manifest of bundle %s does not decode: %s", k, amp.SafeMessage(err))
-				return nil
-			}
-			m := in.Manifest
-			installed[m.BundleID] = m
-			if m.BundleID != string(k) || m.Version != rec.Version {
-				add("bundle", "bundle record %s does not match its signed manifest", k)
-			}
-			if hw := getU64(bucket(tx, bHighwater).Get(k)); hw < rec.Version {
-				add("bundle", "high-water mark of %s (%d) is below its installed version %d", k, hw, rec.Version)
-			}
-			checkBundleIndex(tx, m, add)
-			// Every schema compiles offline from its bundle, as import
-			// requires (a store written before that check, or altered),
-			// checked as import checks it (offlineschema.QuickCheck).
-			l := &checkLoader{tx: tx, bundle: m.BundleID}
-			q := offlineschema.NewQuickCheck()
-			for _, a := range m.Artifacts {
-				if a.MediaType != bundle.MediaTypeSchema {
-					continue
-				}
-				if data, err := l.Load(a.Key); err == nil {
-					_, _ = q.Add(a.Key, data) // unreadable or refused: Check compiles it
-				}
-			}
-			for _, a := range m.Artifacts {
-				if a.MediaType != bundle.MediaTypeSchema {
-					continue
-				}
-				// Altered or missing bytes are the blob and index checks'
-				// problems; reported here only when the bytes are sound.
-				if err := q.Check(l, a.Key, offlineschema.Options{}); err != nil &&
-					!errors.Is(err, ErrHashMismatch) && !errors.Is(err, ErrBlobUnreadable) {
-					add("schema", "schema %s of bundle %s does not compile offline: %s", a.Key, m.BundleID, amp.SafeMessage(err))
-				}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		// Every other index names an installed bundle.
-		ownerOf := func(kind string, b string, match func(m *bundle.Manifest) bool) {
-			m, ok := installed[b]
-			if !ok {
-				add(kind, "a %s entry belongs to bundle %s, which is not installed", kind, b)
-				return
-			}
-			if !match(m) {
-				add(kind, "a %s entry of bundle %s is not in its signed manifest", kind, b)
-			}
-		}
-		_ = bucket(tx, bIndex).ForEach(func(k, _ []byte) error {
-			b, key, _ := bytes.Cut(k, []byte{0})
-			ownerOf("index", string(b), func(m *bundle.Manifest) bool { _, ok := m.Artifact(string(key)); return ok })
-			return nil
-		})
-		_ = bucket(tx, bDescriptors).ForEach(func(k, v []byte) error {
-			var dr descRecord
-			if decode(v, &dr) != nil {
-				add("descriptor", "a descriptor entry does not decode")
-				return nil
-			}
-			ownerOf("descriptor", dr.BundleID, func(m *bundle.Manifest) bool {
-				for _, d := range m.Capabilities {
-					enc, _ := d.Encode()
-					if bytes.Equal(key2(d.Name, d.Version.String()), k) && bytes.Equal(enc, dr.Descriptor) {
-						return true
-					}
-				}
-				return false
-			})
-			return nil
-		})
-		_ = bucket(tx, bAliases).ForEach(func(k, v []byte) error {
-			var ar aliasRecord
-			if decode(v, &ar) != nil || len(ar.Owners) == 0 {
-				add("alias", "alias %q has no owner", k)
-				return nil
-			}
-			for _, o := range ar.Owners {
-				ownerOf("alias", o, func(m *bundle.Manifest) bool { return m.Aliases[string(k)] == ar.Name })
-			}
-			return nil
-		})
-		_ = bucket(tx, bDIDs).ForEach(func(_, v []byte) error {
-			var dr didRecord
-			if decode(v, &dr) != nil {
-				add("did", "a did entry does not decode")
-				return nil
-			}
-			ownerOf("did", dr.BundleID, func(m *bundle.Manifest) bool {
-				a, ok := m.Artifact(dr.ArtifactKey)
-				return ok && a.MediaType == bundle.MediaTypeDID
-			})
-			return nil
-		})
-		_ = bucket(tx, bSchemaIDs).ForEach(func(k, v []byte) error {
-			b, _, _ := bytes.Cut(k, []byte{0})
-			ownerOf("schema id", string(b), func(m *bundle.Manifest) bool { _, ok := m.Artifact(string(v)); return ok })
-			return nil
-		})
+		checkOwners(tx, installed, add)
 		if n := bucket(tx, bPending).Stats().KeyN; n > 0 {
 			add("pending", "%d interrupted import(s) await recovery (any command that opens the store read-write recovers them: ampbundle import, rm, trust add or rm, or ampagent serve)", n)
 		}
@@ -227,6 +63,202 @@ func (s *Store) Check() ([]Problem, error) {
 	}
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Kind < ps[j].Kind })
 	return ps, nil
+}
+
+// problems is how the parts of Check report a problem.
+type problems func(kind, format string, args ...any)
+
+// checkBlobs checks every blob against its content address and the
+// reference counts against the index.
+func checkBlobs(tx *bolt.Tx, add problems) error {
+	// Blobs staged by an interrupted import are referenced by its
+	// pending record only, until recovery deletes them.
+	staged := map[string]bool{}
+	_ = bucket(tx, bPending).ForEach(func(_, v []byte) error {
+		var p pendingRecord
+		if decode(v, &p) == nil {
+			for _, b := range p.Blobs {
+				staged[b] = true
+			}
+		}
+		return nil
+	})
+	// Blobs and reference counts.
+	refs := map[string]uint64{}
+	if err := bucket(tx, bIndex).ForEach(func(k, v []byte) error {
+		var ir indexRecord
+		if err := decode(v, &ir); err != nil {
+			add("index", "an index entry does not decode")
+			return nil
+		}
+		refs[ir.Blob]++
+		data := getBlob(tx, []byte(ir.Blob))
+		switch {
+		case data == nil:
+			add("index", "index entry %q points at a missing blob", printableKey(k))
+		case uint64(len(data)) != ir.Size:
+			add("index", "index entry %q has size %d, its blob %d", printableKey(k), ir.Size, len(data))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := forEachBlob(tx, func(k, v []byte) error {
+		key := string(k)
+		if v == nil {
+			add("blob", "blob %s is not stored as a blob", key)
+		} else if err := checkBlob(v, key, "", ""); err != nil {
+			add("blob", "blob %s does not match its hash (tampered or corrupted)", key)
+		}
+		if refs[key] == 0 {
+			if staged[key] {
+				add("pending", "blob %s was staged by an interrupted import", key)
+			} else {
+				add("blob", "blob %s is referenced by no index entry", key)
+			}
+		}
+		if got := getU64(bucket(tx, bBlobRefs).Get(k)); got != refs[key] {
+			add("blob", "blob %s has reference count %d, the index references it %d times", key, got, refs[key])
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := bucket(tx, bBlobRefs).ForEach(func(k, _ []byte) error {
+		if !hasBlob(tx, k) {
+			add("blob", "reference count kept for missing blob %s", k)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkBundles checks every installed bundle against its signed manifest
+// and returns the manifests by bundle id.
+func checkBundles(tx *bolt.Tx, add problems) (map[string]*bundle.Manifest, error) {
+	// Bundles against their signed manifests.
+	installed := map[string]*bundle.Manifest{}
+	if err := bucket(tx, bBundles).ForEach(func(k, v []byte) error {
+		var rec bundleRecord
+		if err := decode(v, &rec); err != nil {
+			add("bundle", "the record of bundle %s does not decode", k)
+			return nil
+		}
+		in, err := bundle.Inspect(bytes.NewReader(rec.Signed), int64(len(rec.Signed))+1)
+		if err != nil {
+			add("bundle", "the signed manifest of bundle %s does not decode: %s", k, amp.SafeMessage(err))
+			return nil
+		}
+		m := in.Manifest
+		installed[m.BundleID] = m
+		if m.BundleID != string(k) || m.Version != rec.Version {
+			add("bundle", "bundle record %s does not match its signed manifest", k)
+		}
+		if hw := getU64(bucket(tx, bHighwater).Get(k)); hw < rec.Version {
+			add("bundle", "high-water mark of %s (%d) is below its installed version %d", k, hw, rec.Version)
+		}
+		checkBundleIndex(tx, m, add)
+		checkSchemas(tx, m, add)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return installed, nil
+}
+
+// checkSchemas checks that every schema of m compiles offline from its
+// bundle, as import requires (a store written before that check, or
+// altered), checked as import checks it (offlineschema.QuickCheck).
+func checkSchemas(tx *bolt.Tx, m *bundle.Manifest, add problems) {
+	l := &checkLoader{tx: tx, bundle: m.BundleID}
+	q := offlineschema.NewQuickCheck()
+	for _, a := range m.Artifacts {
+		if a.MediaType != bundle.MediaTypeSchema {
+			continue
+		}
+		if data, err := l.Load(a.Key); err == nil {
+			_, _ = q.Add(a.Key, data) // unreadable or refused: Check compiles it
+		}
+	}
+	for _, a := range m.Artifacts {
+		if a.MediaType != bundle.MediaTypeSchema {
+			continue
+		}
+		// Altered or missing bytes are the blob and index checks'
+		// problems; reported here only when the bytes are sound.
+		if err := q.Check(l, a.Key, offlineschema.Options{}); err != nil &&
+			!errors.Is(err, ErrHashMismatch) && !errors.Is(err, ErrBlobUnreadable) {
+			add("schema", "schema %s of bundle %s does not compile offline: %s", a.Key, m.BundleID, amp.SafeMessage(err))
+		}
+	}
+}
+
+// checkOwners checks that every other index names an installed bundle
+// whose signed manifest has the entry.
+func checkOwners(tx *bolt.Tx, installed map[string]*bundle.Manifest, add problems) {
+	// Every other index names an installed bundle.
+	ownerOf := func(kind string, b string, match func(m *bundle.Manifest) bool) {
+		m, ok := installed[b]
+		if !ok {
+			add(kind, "a %s entry belongs to bundle %s, which is not installed", kind, b)
+			return
+		}
+		if !match(m) {
+			add(kind, "a %s entry of bundle %s is not in its signed manifest", kind, b)
+		}
+	}
+	_ = bucket(tx, bIndex).ForEach(func(k, _ []byte) error {
+		b, key, _ := bytes.Cut(k, []byte{0})
+		ownerOf("index", string(b), func(m *bundle.Manifest) bool { _, ok := m.Artifact(string(key)); return ok })
+		return nil
+	})
+	_ = bucket(tx, bDescriptors).ForEach(func(k, v []byte) error {
+		var dr descRecord
+		if decode(v, &dr) != nil {
+			add("descriptor", "a descriptor entry does not decode")
+			return nil
+		}
+		ownerOf("descriptor", dr.BundleID, func(m *bundle.Manifest) bool {
+			for _, d := range m.Capabilities {
+				enc, _ := d.Encode()
+				if bytes.Equal(key2(d.Name, d.Version.String()), k) && bytes.Equal(enc, dr.Descriptor) {
+					return true
+				}
+			}
+			return false
+		})
+		return nil
+	})
+	_ = bucket(tx, bAliases).ForEach(func(k, v []byte) error {
+		var ar aliasRecord
+		if decode(v, &ar) != nil || len(ar.Owners) == 0 {
+			add("alias", "alias %q has no owner", k)
+			return nil
+		}
+		for _, o := range ar.Owners {
+			ownerOf("alias", o, func(m *bundle.Manifest) bool { return m.Aliases[string(k)] == ar.Name })
+		}
+		return nil
+	})
+	_ = bucket(tx, bDIDs).ForEach(func(_, v []byte) error {
+		var dr didRecord
+		if decode(v, &dr) != nil {
+			add("did", "a did entry does not decode")
+			return nil
+		}
+		ownerOf("did", dr.BundleID, func(m *bundle.Manifest) bool {
+			a, ok := m.Artifact(dr.ArtifactKey)
+			return ok && a.MediaType == bundle.MediaTypeDID
+		})
+		return nil
+	})
+	_ = bucket(tx, bSchemaIDs).ForEach(func(k, v []byte) error {
+		b, _, _ := bytes.Cut(k, []byte{0})
+		ownerOf("schema id", string(b), func(m *bundle.Manifest) bool { _, ok := m.Artifact(string(v)); return ok })
+		return nil
+	})
 }
 
 // checkLoader loads a bundle's artifacts for Check: from the index and the
@@ -262,7 +294,7 @@ func (l *checkLoader) KeyForID(id string) (string, bool) {
 }
 
 // checkBundleIndex compares one manifest with the store's entries for it.
-func checkBundleIndex(tx *bolt.Tx, m *bundle.Manifest, add func(kind, format string, args ...any)) {
+func checkBundleIndex(tx *bolt.Tx, m *bundle.Manifest, add problems) {
 	index := bucket(tx, bIndex)
 	for _, a := range m.Artifacts {
 		raw := index.Get(key2(m.BundleID, a.Key))

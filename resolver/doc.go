@@ -44,6 +44,16 @@
 // never a mix, because nothing references a staged blob before the final
 // commit.
 //
+// # Trust
+//
+// What the store trusts (keys and scopes, thresholds, trust statements,
+// revocations, heartbeats, freshness policies, signed-time floors) is
+// decided by package trust, on a value: each trust change loads that
+// state in its write transaction (truststate.go), calls trust, and saves
+// the returned effects (records, the statement kept, audit entries) in the
+// same transaction. Resolution asks trust whether an installed bundle is
+// stale or past its floor.
+//
 // # Resolution
 //
 // Resolve returns the verified bytes of a schema reference (bundle_id and

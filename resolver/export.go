@@ -18,12 +18,8 @@ import (
 // discard.
 func (s *Store) Export(bundleID string, w io.Writer) error {
 	err := s.db.View(func(tx *bolt.Tx) error {
-		raw := bucket(tx, bBundles).Get([]byte(bundleID))
-		if raw == nil {
-			return fail(ErrUnknownBundle, "bundle %s is not installed", bundleID)
-		}
-		var rec bundleRecord
-		if err := decode(raw, &rec); err != nil {
+		rec, err := installedRecord(tx, bundleID)
+		if err != nil {
 			return err
 		}
 		in, err := bundle.Inspect(bytes.NewReader(rec.Signed), int64(len(rec.Signed))+1)

@@ -199,22 +199,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 		}
 	}
 	if unchanged {
-		res.Unchanged = true
-		// Still read it all: a file that matches the installed manifest
-		// but carries altered artifacts is refused, not reported as fine.
-		if err := br.VerifyRest(); err != nil {
-			return nil, err
-		}
-		sum := fileHash.Sum(nil)
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			return appendAudit(tx, s.opts.Now(), AuditEntry{Action: "import_unchanged", Actor: s.actor(), Verdict: "unchanged",
-				BundleID: m.BundleID, Version: m.Version, Signers: res.Signers, ManifestSHA256: sha256sum(signed), FileSHA256: sum, Source: opts.Source})
-		})
-		if err != nil {
-			return nil, amp.AsError(wrapTx(err))
-		}
-		res.Generation = s.gen.Load()
-		return res, nil
+		return s.importUnchanged(br, res, fileHash.Sum, opts.Source)
 	}
 
 	pending := &pendingRecord{BundleID: m.BundleID, Version: m.Version, Started: formatTime(s.opts.Now())}
@@ -241,8 +226,47 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	if err := s.fault("commit"); err != nil {
 		return nil, err
 	}
-	var gen uint64
-	var floor int64
+	gen, floor, err := s.commitImport(br, arts, base, res, opts, fileHash.Sum(nil))
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	s.gen.Store(gen)
+	if floor > s.floor.Load() {
+		s.floor.Store(floor)
+	}
+	res.Generation = gen
+	return res, nil
+}
+
+// importUnchanged ends the import of the very bundle that is installed:
+// it still reads it all (a file that matches the installed manifest but
+// carries altered artifacts is refused, not reported as fine) and audits
+// it as import_unchanged.
+func (s *Store) importUnchanged(br *bundle.Reader, res *ImportResult, fileSum func([]byte) []byte, source string) (*ImportResult, error) {
+	res.Unchanged = true
+	if err := br.VerifyRest(); err != nil {
+		return nil, err
+	}
+	m := br.Manifest()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return appendAudit(tx, s.opts.Now(), AuditEntry{Action: "import_unchanged", Actor: s.actor(), Verdict: "unchanged",
+			BundleID: m.BundleID, Version: m.Version, Signers: res.Signers, ManifestSHA256: sha256sum(br.SignedManifest()), FileSHA256: fileSum(nil), Source: source})
+	})
+	if err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	res.Generation = s.gen.Load()
+	return res, nil
+}
+
+// commitImport makes a staged import visible in one transaction: the
+// store's rules again (checkAgainstStore), the base of a delta still
+// installed, the previous version uninstalled, the new one installed and
+// audited, its signers' time floors raised, orphaned blobs deleted and the
+// pending journal cleared. It returns the new generation and time floor.
+func (s *Store) commitImport(br *bundle.Reader, arts []staged, base *deltaBase, res *ImportResult, opts ImportOptions, fileSum []byte) (gen uint64, floor int64, err error) {
+	m, signed := br.Manifest(), br.SignedManifest()
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		if _, err := checkAgainstStore(tx, m, signed, opts.AllowDowngrade, res); err != nil {
 			return err
@@ -262,7 +286,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 				return err
 			}
 		}
-		entry := AuditEntry{Actor: s.actor(), FileSHA256: fileHash.Sum(nil), Source: opts.Source}
+		entry := AuditEntry{Actor: s.actor(), FileSHA256: fileSum, Source: opts.Source}
 		if err := install(tx, m, signed, arts, res, s.opts.Now(), entry); err != nil {
 			return err
 		}
@@ -283,15 +307,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 		return err
 	})
 	if err != nil {
-		return nil, amp.AsError(wrapTx(err))
+		return 0, 0, amp.AsError(wrapTx(err))
 	}
-	ok = true
-	s.gen.Store(gen)
-	if floor > s.floor.Load() {
-		s.floor.Store(floor)
-	}
-	res.Generation = gen
-	return res, nil
+	return gen, floor, nil
 }
 
 // stagedLoader resolves schemas among the artifacts of the bundle being
@@ -838,12 +856,8 @@ func (s *Store) Remove(bundleID string) (uint64, error) {
 	defer s.mu.Unlock()
 	var gen, version uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		raw := bucket(tx, bBundles).Get([]byte(bundleID))
-		if raw == nil {
-			return fail(ErrUnknownBundle, "bundle %s is not installed", bundleID)
-		}
-		var rec bundleRecord
-		if err := decode(raw, &rec); err != nil {
+		rec, err := installedRecord(tx, bundleID)
+		if err != nil {
 			return err
 		}
 		version = rec.Version
@@ -898,4 +912,15 @@ func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 [
 		e.BundleID, e.Version, e.Signers = verified.BundleID, verified.Version, verified.Signers
 	}
 	_ = s.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, s.opts.Now(), e) })
+}
+
+// installedRecord returns the record of the installed bundle bundleID
+// (unknown_bundle when none is).
+func installedRecord(tx *bolt.Tx, bundleID string) (bundleRecord, error) {
+	var rec bundleRecord
+	raw := bucket(tx, bBundles).Get([]byte(bundleID))
+	if raw == nil {
+		return rec, fail(ErrUnknownBundle, "bundle %s is not installed", bundleID)
+	}
+	return rec, decode(raw, &rec)
 }

@@ -1,15 +1,14 @@
 package resolver
 
 import (
-	"bytes"
+	"slices"
 	"sort"
-	"strings"
-
-	bolt "go.etcd.io/bbolt"
+	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/strictjson"
+	"github.com/ampbundle/ampbundle/trust"
 )
 
 // TrustPolicyFormat is the format string of a trust policy file
@@ -26,7 +25,7 @@ const (
 
 // ErrInvalidPolicy names a trust policy file that is not well formed, or
 // that the store cannot apply as a whole.
-const ErrInvalidPolicy amp.ErrName = "invalid_policy"
+const ErrInvalidPolicy = trust.ErrInvalidPolicy
 
 // TrustPolicy is a trust policy file: keys to trust with their scopes, and
 // thresholds per scope.
@@ -72,8 +71,8 @@ func ParseTrustPolicy(data []byte) (*TrustPolicy, error) {
 	names, dids := map[string]bool{}, map[string]bool{}
 	for i := range p.Keys {
 		k := &p.Keys[i]
-		if !validTrustName(k.Name) {
-			return nil, invalidPolicy("key %d: name must be 1-%d characters of [A-Za-z0-9._-@]", i+1, maxTrustName)
+		if !trust.ValidName(k.Name) {
+			return nil, invalidPolicy("key %d: name must be 1-%d characters of [A-Za-z0-9._-@]", i+1, trust.MaxNameLen)
 		}
 		if _, ok := bundle.KeyFromKID(k.Key); !ok || amp.BareDID(k.Key) != k.Key {
 			return nil, invalidPolicy("key %s: key must be an ed25519 did:key", k.Name)
@@ -86,18 +85,18 @@ func ParseTrustPolicy(data []byte) (*TrustPolicy, error) {
 			return nil, invalidPolicy("key %s: 1 to %d scopes", k.Name, MaxTrustPolicyKeyScopes)
 		}
 		for j, sc := range k.Scopes {
-			c, err := cleanScope(sc)
+			c, err := trust.CleanScope(sc)
 			if err != nil {
 				return nil, invalidPolicy("key %s: scope %d must be * or a reverse-domain prefix such as org.example", k.Name, j+1)
 			}
 			k.Scopes[j] = c
 		}
 		sort.Strings(k.Scopes)
-		k.Scopes = dedup(k.Scopes)
+		k.Scopes = slices.Compact(k.Scopes)
 	}
 	clean := make(map[string]uint64, len(p.Thresholds))
 	for sc, n := range p.Thresholds {
-		c, err := cleanScope(sc)
+		c, err := trust.CleanScope(sc)
 		if err != nil {
 			return nil, invalidPolicy("threshold scopes must be * or reverse-domain prefixes such as org.example")
 		}
@@ -137,195 +136,28 @@ func (s *Store) ApplyTrustPolicyFile(data []byte) (*PolicyResult, error) {
 }
 
 // ApplyTrustPolicy makes the store trust what a trust policy file says,
-// in one transaction, or changes nothing: each listed key is trusted under
-// its name for exactly its scopes (kept when already so; a name or key
-// trusted otherwise is trust_exists, a key revoked for an overlapping
-// scope key_revoked; a key not trusted now that an applied trust statement
-// retired for an overlapping scope, and no later statement of that scope
-// added again, invalid_policy), each listed threshold is set (one below
-// the store's is invalid_policy: a file never lowers a threshold, so an
-// older copy cannot undo a rotation), and then every listed
-// threshold must be reachable: at least that many trusted keys cover its
-// scope (invalid_policy otherwise, naming the scope). Keys it does not
+// in one transaction, or changes nothing, as trust.ApplyPolicy decides:
+// each listed key trusted for exactly its scopes (trust_exists,
+// key_revoked or invalid_policy when it cannot be), each listed threshold
+// set but never lowered, every listed threshold reachable; keys it does not
 // list are left as they are and reported. Audited (one trust_add or
 // trust_threshold entry per change); changes the generation when it
 // changes something.
 func (s *Store) ApplyTrustPolicy(p *TrustPolicy) (*PolicyResult, error) {
-	if err := s.writable(); err != nil {
-		return nil, err
+	file := &trust.PolicyFile{Thresholds: p.Thresholds}
+	for _, k := range p.Keys {
+		file.Keys = append(file.Keys, trust.PolicyKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes})
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	res := &PolicyResult{Added: []string{}, Kept: []string{}, Thresholds: map[string]uint64{}, NotInPolicy: []string{}}
-	var gen uint64
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		tb := bucket(tx, bTrust)
-		listed := map[string]bool{}
-		now := s.opts.Now()
-		retired, err := retiredKeys(tx)
-		if err != nil {
-			return err
+	var r *trust.PolicyEffects
+	gen, err := s.updateTrust(selection{chains: true}, func(st *trust.State, now time.Time) (*trust.Effects, error) {
+		var err error
+		if _, r, err = trust.ApplyPolicy(st, file, now); err != nil {
+			return nil, err
 		}
-		for _, k := range p.Keys {
-			listed[k.Name] = true
-			pub, _ := bundle.KeyFromKID(k.Key)
-			if by, ok := keyRevokedFor(tx, k.Key, k.Scopes); ok {
-				return fail(ErrKeyRevoked, "key %s (%s) is revoked for scope %s in this store; it cannot be trusted for a scope overlapping it", k.Name, k.Key, by)
-			}
-			var same, clash string
-			if err := tb.ForEach(func(_, v []byte) error {
-				var r trustRecord
-				if err := decode(v, &r); err != nil {
-					return err
-				}
-				keyEq := bytes.Equal(r.Key, pub)
-				switch {
-				case r.Name == k.Name && keyEq && strings.Join(r.Scopes, ",") == strings.Join(k.Scopes, ","):
-					same = r.Name
-				case r.Name == k.Name:
-					clash = "a trusted key named " + k.Name + " is another key or has other scopes (" + strings.Join(r.Scopes, ", ") + ")"
-				case keyEq:
-					clash = "key " + k.Key + " is already trusted as " + r.Name
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			if clash != "" {
-				return fail(ErrTrustExists, "%s: trust rm it first, or change the policy", clash)
-			}
-			if same != "" {
-				res.Kept = append(res.Kept, same)
-				continue
-			}
-			if by, ok := retiredFor(retired[keyID(k.Key)], k.Scopes); ok {
-				return invalidPolicy("key %s (%s) was retired for scope %s by a trust statement this store applied: a policy file does not trust it again (an older copy of the file?); trust add it if that is intended", k.Name, k.Key, by)
-			}
-			if err := tb.Put([]byte(k.Name), encode(trustRecord{Name: k.Name, Key: pub, Scopes: k.Scopes, AddedAt: formatTime(now)})); err != nil {
-				return err
-			}
-			if err := appendAudit(tx, now, AuditEntry{Actor: s.actor(), Verdict: verdictAccepted, Action: "trust_add", TrustName: k.Name, Key: k.Key, Scopes: k.Scopes}); err != nil {
-				return err
-			}
-			res.Added = append(res.Added, k.Name)
-		}
-		pb := bucket(tx, bTrustPolicy)
-		scopes := make([]string, 0, len(p.Thresholds))
-		for sc := range p.Thresholds {
-			scopes = append(scopes, sc)
-		}
-		sort.Strings(scopes)
-		for _, sc := range scopes {
-			n := p.Thresholds[sc]
-			cur := uint64(1)
-			if v := pb.Get([]byte(sc)); v != nil {
-				cur = getU64(v)
-			}
-			if cur == n {
-				continue
-			}
-			if n < cur {
-				return invalidPolicy("the threshold of %s is %d in this store: a policy file never lowers a threshold (an older copy of the file?); trust threshold %s %d does, deliberately", sc, cur, sc, n)
-			}
-			if err := putThreshold(tx, now, s.actor(), sc, n); err != nil {
-				return err
-			}
-			res.Thresholds[sc] = n
-		}
-		pol, err := policyTx(tx)
-		if err != nil {
-			return err
-		}
-		for _, sc := range scopes {
-			covering := 0
-			for _, k := range pol.Keys {
-				if k.CoversScope(sc) {
-					covering++
-				}
-			}
-			if uint64(covering) < p.Thresholds[sc] {
-				return invalidPolicy("the threshold of %s is %d but only %d trusted key(s) cover it: nothing under it could be imported", sc, p.Thresholds[sc], covering)
-			}
-		}
-		for _, k := range pol.Keys {
-			if !listed[k.Name] {
-				res.NotInPolicy = append(res.NotInPolicy, k.Name)
-			}
-		}
-		sort.Strings(res.NotInPolicy)
-		res.Unchanged = len(res.Added) == 0 && len(res.Thresholds) == 0
-		if res.Unchanged {
-			return nil
-		}
-		gen, err = bumpGeneration(tx)
-		return err
-	})
-	if err != nil {
-		return nil, amp.AsError(wrapTx(err))
-	}
-	if gen != 0 {
-		s.gen.Store(gen)
-	}
-	res.Generation = s.gen.Load()
-	return res, nil
-}
-
-// retiredKeys returns, per did:key, the scopes whose trust statements
-// retired it and did not add it again later, read from the statements the
-// store keeps for each scope's chain (in sequence order).
-func retiredKeys(tx *bolt.Tx) (map[string][]string, error) {
-	byScope := map[string]map[string]bool{} // scope -> did -> retired
-	err := bucket(tx, bTrustChain).ForEach(func(k, v []byte) error {
-		i := bytes.IndexByte(k, 0)
-		if i <= 0 || len(k) != i+9 {
-			return nil // not a chain entry
-		}
-		rot, _, err := bundle.ParseRotation(v)
-		if err != nil {
-			return fail(ErrStoreIO, "trust statement %d of scope %s kept by this store is unreadable", getU64(k[i+1:]), k[:i]).WithCause(err)
-		}
-		m := byScope[rot.Scope]
-		if m == nil {
-			m = map[string]bool{}
-			byScope[rot.Scope] = m
-		}
-		for _, did := range rot.Retire {
-			m[keyID(did)] = true
-		}
-		for _, a := range rot.Add {
-			delete(m, keyID(a.Key))
-		}
-		return nil
+		return r.Effects, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]string{}
-	for sc, m := range byScope {
-		for did := range m {
-			out[did] = append(out[did], sc)
-		}
-	}
-	return out, nil
-}
-
-// keyID is the one spelling of an Ed25519 did:key the store compares by.
-func keyID(did string) string {
-	if pub, ok := bundle.KeyFromKID(did); ok {
-		return amp.DIDKey(pub)
-	}
-	return did
-}
-
-// retiredFor returns a scope of retiredIn overlapping one of scopes.
-func retiredFor(retiredIn, scopes []string) (string, bool) {
-	sort.Strings(retiredIn)
-	for _, rs := range retiredIn {
-		for _, sc := range scopes {
-			if bundle.ScopesOverlap(rs, sc) {
-				return rs, true
-			}
-		}
-	}
-	return "", false
+	return &PolicyResult{Added: r.Added, Kept: r.Kept, Thresholds: r.Thresholds, NotInPolicy: r.NotInPolicy, Unchanged: r.Unchanged, Generation: gen}, nil
 }

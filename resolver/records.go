@@ -31,7 +31,7 @@ type bundleRecord struct {
 	ExpiresAt  string   `cbor:"expires_at,omitempty"`
 	Artifacts  uint64   `cbor:"artifacts"`
 	Bytes      uint64   `cbor:"bytes"`
-	// Revoked, when set, says why the bundle fails closed (revoke.go).
+	// Revoked, when set, says why the bundle fails closed (trust.ApplyRevocation, trust.RemoveKey).
 	Revoked string `cbor:"revoked,omitempty"`
 }
 

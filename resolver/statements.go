@@ -2,11 +2,14 @@ package resolver
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/trust"
 )
 
 // Statement is a signed trust or revocation statement the store has
@@ -59,29 +62,29 @@ func (h *KeptHeartbeat) HoldsBack(version uint64, createdAt string) bool {
 func (s *Store) Heartbeats() ([]KeptHeartbeat, error) {
 	out := []KeptHeartbeat{}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		data := bucket(tx, bStatements)
-		p, err := policyTx(tx)
+		st, err := loadState(tx, selection{all: true})
 		if err != nil {
 			return err
 		}
-		return bucket(tx, bHeartbeat).ForEach(func(k, v []byte) error {
-			// A record that does not decode is left out (its line's
-			// bundle fails closed as stale: ls and check show it), and one
-			// whose line's manifest does not decode counts for nothing;
-			// the others are still listed.
-			var r heartbeatRecord
-			if decode(v, &r) != nil {
-				return nil
+		p, data := st.Policy(), bucket(tx, bStatements)
+		// A record that does not decode is left out (its line's bundle
+		// fails closed as stale: ls and check show it), and one whose
+		// line's manifest does not decode counts for nothing; the others
+		// are still listed.
+		for _, id := range slices.Sorted(maps.Keys(st.Heartbeats)) {
+			r := st.Heartbeats[id]
+			if r.Unreadable {
+				continue
 			}
-			line, err := lineOf(tx, string(k))
-			h := KeptHeartbeat{BundleID: string(k), Version: r.Version, CreatedAt: r.CreatedAt, SHA256: bytes.Clone(r.StatementSHA256),
-				Counts: err == nil && heartbeatVouches(p, &r, line)}
-			if d := data.Get(heartbeatDataKey(h.BundleID)); d != nil && bytes.Equal(sha256sum(d), r.StatementSHA256) {
+			line, err := st.LineOf(id)
+			h := KeptHeartbeat{BundleID: id, Version: r.Version, CreatedAt: r.CreatedAt, SHA256: bytes.Clone(r.StatementSHA256),
+				Counts: err == nil && trust.Vouches(p, &r, line)}
+			if d := data.Get(heartbeatDataKey(id)); d != nil && bytes.Equal(sha256sum(d), r.StatementSHA256) {
 				h.Data = bytes.Clone(d)
 			}
 			out = append(out, h)
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, amp.AsError(wrapTx(err))

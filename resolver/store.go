@@ -13,6 +13,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/trust"
 )
 
 // SchemaVersion is the layout version of the store, written at creation and
@@ -38,12 +39,12 @@ const (
 	bHighwater   = "highwater"   // bundle_id -> uint64 highest version ever imported
 	bAudit       = "audit"       // uint64 seq -> audit entry (CBOR)
 	bPending     = "pending"     // bundle_id -> pendingRecord (staged, uncommitted import)
-	bTrustPolicy = "trustpolicy" // scope -> uint64 threshold (threshold.go)
-	bTrustChain  = "trustchain"  // scope \x00 uint64 sequence -> trust statement (rotation.go)
-	bRevoked     = "revoked"     // "k" \x00 did:key, "b" \x00 bundle_id \x00 uint64 version -> revokedRecord (revoke.go)
+	bTrustPolicy = "trustpolicy" // scope -> uint64 threshold (truststate.go)
+	bTrustChain  = "trustchain"  // scope \x00 uint64 sequence -> trust statement (truststate.go)
+	bRevoked     = "revoked"     // "k" \x00 did:key, "b" \x00 bundle_id \x00 uint64 version -> revokedRecord (truststate.go)
 	bStatements  = "statements"  // "s" uint64 seq -> signed statement bytes, "h" sha256 -> uint64 seq, "b" bundle_id -> the kept heartbeat's bytes (statements.go)
-	bHeartbeat   = "heartbeat"   // bundle_id -> heartbeatRecord, the newest heartbeat of the line (heartbeat.go)
-	bFreshness   = "freshness"   // scope -> freshnessRecord, the operator's staleness bound (heartbeat.go)
+	bHeartbeat   = "heartbeat"   // bundle_id -> heartbeatRecord, the newest heartbeat of the line (truststate.go)
+	bFreshness   = "freshness"   // scope -> freshnessRecord, the operator's staleness bound (truststate.go)
 )
 
 func allBuckets() []string {
@@ -75,9 +76,9 @@ const (
 	ErrAliasConflict     amp.ErrName = "alias_conflict"
 	ErrDIDConflict       amp.ErrName = "did_conflict"
 	ErrUnknownBundle     amp.ErrName = "unknown_bundle"
-	ErrTrustExists       amp.ErrName = "trust_exists"
-	ErrUnknownTrust      amp.ErrName = "unknown_trust"
-	ErrInvalidTrust      amp.ErrName = "invalid_trust"
+	ErrTrustExists                   = trust.ErrTrustExists
+	ErrUnknownTrust                  = trust.ErrUnknownTrust
+	ErrInvalidTrust                  = trust.ErrInvalidTrust
 	ErrNoLocalLocator    amp.ErrName = "no_local_locator"
 	ErrBundleMissing     amp.ErrName = "bundle_missing"
 	ErrArtifactMissing   amp.ErrName = "artifact_missing"
@@ -93,16 +94,16 @@ const (
 	// bundle alone (a dangling or remote $ref, a remote $schema, a $ref
 	// cycle the compiler rejects); import refuses it as build does.
 	ErrSchemaNotOffline amp.ErrName = "schema_not_offline"
-	ErrBundleRevoked    amp.ErrName = "bundle_revoked"          // 5002: an installed bundle that a revocation or trust rm --fail-closed failed closed
-	ErrRevoked          amp.ErrName = "revoked"                 // import of a revoked bundle version
-	ErrKeyRevoked       amp.ErrName = "key_revoked"             // trust add of a revoked key
-	ErrRevocationScope  amp.ErrName = "revocation_out_of_scope" // a revocation of a key trusted beyond the statement's scope
-	ErrBundleStale      amp.ErrName = "bundle_stale"            // 5002: an installed bundle older than the freshness policy allows (heartbeat.go)
-	ErrHeartbeatOlder   amp.ErrName = "heartbeat_replayed"      // a heartbeat older than the newest this store holds for the line
-	ErrHeartbeatTooFar  amp.ErrName = "heartbeat_too_far"       // a heartbeat more than bundle.MaxHeartbeatJump versions above what the store knows of the line
-	ErrNoHeartbeat      amp.ErrName = "no_heartbeat"            // a heartbeat reset of a line without one
-	ErrRotationGap      amp.ErrName = "rotation_gap"            // a trust statement after a missing one
-	ErrRotationFork     amp.ErrName = "rotation_fork"           // a trust statement that is not the one this store applied, or chains to another
+	ErrBundleRevoked    amp.ErrName = "bundle_revoked"         // 5002: an installed bundle that a revocation or trust rm --fail-closed failed closed
+	ErrRevoked          amp.ErrName = "revoked"                // import of a revoked bundle version
+	ErrKeyRevoked                   = trust.ErrKeyRevoked      // trust add of a revoked key
+	ErrRevocationScope              = trust.ErrRevocationScope // a revocation of a key trusted beyond the statement's scope
+	ErrBundleStale      amp.ErrName = "bundle_stale"           // 5002: an installed bundle older than the freshness policy allows (trust.Stale)
+	ErrHeartbeatOlder               = trust.ErrHeartbeatOlder  // a heartbeat older than the newest this store holds for the line
+	ErrHeartbeatTooFar              = trust.ErrHeartbeatTooFar // a heartbeat more than bundle.MaxHeartbeatJump versions above what the store knows of the line
+	ErrNoHeartbeat                  = trust.ErrNoHeartbeat     // a heartbeat reset of a line without one
+	ErrRotationGap                  = trust.ErrRotationGap     // a trust statement after a missing one
+	ErrRotationFork                 = trust.ErrRotationFork    // a trust statement that is not the one this store applied, or chains to another
 )
 
 func fail(name amp.ErrName, format string, args ...any) *amp.Error {

@@ -1,0 +1,413 @@
+package resolver
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/trust"
+)
+
+// The store's trust state is package trust's State: this file loads it
+// from the buckets inside a transaction (loadState) and writes the
+// Effects of a change back in the same transaction (saveEffects). Every
+// decision is trust's; nothing here decides.
+
+// revokedRecord is what the store keeps of one revoked key or bundle
+// version (trust.Revocation).
+type revokedRecord struct {
+	StatementSHA256 []byte   `cbor:"statement_sha256,omitempty"` // empty for trust rm --fail-closed
+	At              string   `cbor:"at"`
+	Scopes          []string `cbor:"scopes,omitempty"` // keys only; absent in records written before they were kept: "*"
+}
+
+// heartbeatRecord is the newest heartbeat a store applied for one bundle
+// line (trust.Heartbeat, docs/FORMAT.md §23).
+type heartbeatRecord struct {
+	Version         uint64   `cbor:"version"`
+	CreatedAt       string   `cbor:"created_at"`
+	StatementSHA256 []byte   `cbor:"statement_sha256"`
+	At              string   `cbor:"at"`
+	Signers         []string `cbor:"signers,omitempty"`
+}
+
+// freshnessRecord is the operator's staleness bound for a scope
+// (trust.Freshness).
+type freshnessRecord struct {
+	MaxVersions   uint64 `cbor:"max_versions"`
+	MaxAgeSeconds uint64 `cbor:"max_age_seconds,omitempty"`
+}
+
+func revokedKeyKey(did string) []byte { return key2("k", did) }
+
+func revokedBundleKey(id string, version uint64) []byte {
+	return append(key2("b", id), append([]byte{0}, u64(version)...)...)
+}
+
+func chainKey(scope string, seq uint64) []byte { return append(key2(scope, ""), u64(seq)...) }
+
+// kTimeFloor is the meta key of the newest signed time any key vouched for
+// (informative, and a cheap upper bound of every bundle's floor);
+// keyFloorKey that of one key's (docs/SPEC-DECISIONS.md TRUST-5, TRUST-8).
+const kTimeFloor = "time_floor"
+
+func keyFloorKey(did string) []byte { return key2("key_floor", did) }
+
+// selection says what of the installed bundles loadState reads: none, one
+// line (line), or all (every installed bundle, with its DID documents
+// when dids); strict refuses an installed record that does not decode
+// (else it is left out); chains reads the applied trust statements.
+type selection struct {
+	line        string
+	all, strict bool
+	dids        bool
+	chains      bool
+}
+
+var (
+	selTrust  = selection{}                                                  // keys, thresholds, revocations, freshness, floors
+	selWrite  = selection{all: true, strict: true, dids: true, chains: true} // everything
+	selJudged = selection{all: true, strict: true}                           // every installed bundle and heartbeat
+)
+
+// loadState reads the store's trust state inside tx.
+func loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
+	st := (&trust.State{}).Clone() // every map made
+	if err := bucket(tx, bTrust).ForEach(func(_, v []byte) error {
+		var r trustRecord
+		if err := decode(v, &r); err != nil {
+			return err
+		}
+		st.Keys[r.Name] = trust.Key{Name: r.Name, Key: ed25519.PublicKey(clone(r.Key)), Scopes: r.Scopes, AddedAt: r.AddedAt}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	_ = bucket(tx, bTrustPolicy).ForEach(func(k, v []byte) error { st.Thresholds[string(k)] = getU64(v); return nil })
+	loadRevoked(tx, st)
+	_ = bucket(tx, bFreshness).ForEach(func(k, v []byte) error {
+		var r freshnessRecord
+		if decode(v, &r) != nil {
+			r = freshnessRecord{} // unreadable: fail closed with the tightest bound
+		}
+		st.Freshness[string(k)] = trust.Freshness{MaxVersions: r.MaxVersions, MaxAgeSeconds: r.MaxAgeSeconds}
+		return nil
+	})
+	meta := bucket(tx, bMeta)
+	prefix := keyFloorKey("")
+	c := meta.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		st.KeyFloors[string(k[len(prefix):])] = int64(getU64(v))
+	}
+	st.TimeFloor = int64(getU64(meta.Get([]byte(kTimeFloor))))
+	if sel.chains {
+		_ = bucket(tx, bTrustChain).ForEach(func(k, v []byte) error {
+			if i := bytes.IndexByte(k, 0); i > 0 && len(k) == i+9 {
+				st.Chains[string(k[:i])] = append(st.Chains[string(k[:i])], trust.ChainEntry{Seq: getU64(k[i+1:]), Data: clone(v)})
+			}
+			return nil
+		})
+	}
+	if sel.all {
+		_ = bucket(tx, bHeartbeat).ForEach(func(k, _ []byte) error { loadLine(tx, st, string(k), false); return nil })
+		if err := bucket(tx, bBundles).ForEach(func(k, _ []byte) error { return loadLine(tx, st, string(k), sel.strict) }); err != nil {
+			return nil, err
+		}
+	} else if sel.line != "" {
+		if err := loadLine(tx, st, sel.line, sel.strict); err != nil {
+			return nil, err
+		}
+	}
+	if sel.dids {
+		if err := loadDIDs(tx, st); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// loadRevoked reads the revoked keys and versions.
+func loadRevoked(tx *bolt.Tx, st *trust.State) {
+	_ = bucket(tx, bRevoked).ForEach(func(k, v []byte) error {
+		var r revokedRecord
+		if decode(v, &r) != nil {
+			r = revokedRecord{} // unreadable: revoked everywhere
+		}
+		rec := trust.Revocation{StatementSHA256: r.StatementSHA256, At: r.At, Scopes: r.Scopes}
+		kind, rest, _ := bytes.Cut(k, []byte{0})
+		switch {
+		case string(kind) == "k":
+			st.RevokedKeys[string(rest)] = rec
+		case string(kind) == "b" && len(rest) > 9 && rest[len(rest)-9] == 0:
+			st.RevokedVersions[bundle.BundleVersion{BundleID: string(rest[:len(rest)-9]), Version: getU64(rest[len(rest)-8:])}] = rec
+		}
+		return nil
+	})
+}
+
+// loadLine reads the heartbeat, high-water mark and installed bundle of
+// the line id; with strict, an installed record that does not decode is
+// an error (else it is left out).
+func loadLine(tx *bolt.Tx, st *trust.State, id string, strict bool) error {
+	if raw := bucket(tx, bHeartbeat).Get([]byte(id)); raw != nil {
+		var r heartbeatRecord
+		h := trust.Heartbeat{Unreadable: decode(raw, &r) != nil}
+		if !h.Unreadable {
+			h = trust.Heartbeat{Version: r.Version, CreatedAt: r.CreatedAt, StatementSHA256: r.StatementSHA256, At: r.At, Signers: r.Signers}
+		}
+		st.Heartbeats[id] = h
+		if d := bucket(tx, bStatements).Get(heartbeatDataKey(id)); d != nil {
+			st.HeartbeatKept[id] = sha256sum(d)
+		}
+	}
+	if hw := bucket(tx, bHighwater).Get([]byte(id)); hw != nil {
+		st.Highwater[id] = getU64(hw)
+	}
+	raw := bucket(tx, bBundles).Get([]byte(id))
+	if raw == nil {
+		return nil
+	}
+	var r bundleRecord
+	if err := decode(raw, &r); err != nil {
+		if strict {
+			return err
+		}
+		st.Installed[id] = trust.Installed{BundleID: id} // no manifest: judged unreadable
+		return nil
+	}
+	st.Installed[id] = trust.Installed{BundleID: r.BundleID, Version: r.Version, Signed: clone(r.Signed), Signers: r.SignerKeys, Revoked: r.Revoked}
+	return nil
+}
+
+// loadDIDs reads the DID documents of the installed bundles.
+func loadDIDs(tx *bolt.Tx, st *trust.State) error {
+	return bucket(tx, bDIDs).ForEach(func(k, v []byte) error {
+		var dr didRecord
+		if err := decode(v, &dr); err != nil {
+			return err
+		}
+		if in, ok := st.Installed[dr.BundleID]; ok {
+			in.DIDs = append(in.DIDs, [2]string{string(k), dr.ArtifactKey})
+			st.Installed[dr.BundleID] = in
+		}
+		return nil
+	})
+}
+
+// putAll writes each entry of m into b, under key(k), as val(v).
+func putAll[K comparable, V any](b *bolt.Bucket, m map[K]V, key func(K) []byte, val func(V) []byte) error {
+	for k, v := range m {
+		if err := b.Put(key(k), val(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteAll deletes the keys key(k) of ks from b.
+func deleteAll[K any](b *bolt.Bucket, ks []K, key func(K) []byte) error {
+	for _, k := range ks {
+		if err := b.Delete(key(k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func bytesOf(s string) []byte { return []byte(s) }
+
+// saveEffects writes the effects of a trust change inside tx, the
+// transaction its state was loaded in.
+func (s *Store) saveEffects(tx *bolt.Tx, e *trust.Effects, now time.Time) error {
+	pb, rb, hb, sb := bucket(tx, bTrustPolicy), bucket(tx, bRevoked), bucket(tx, bHeartbeat), bucket(tx, bStatements)
+	set := make(map[string]uint64, len(e.Thresholds))
+	var ones []string
+	for sc, n := range e.Thresholds {
+		if n == 1 {
+			ones = append(ones, sc)
+		} else {
+			set[sc] = n
+		}
+	}
+	// The writes run in this order (a name deleted and put again ends
+	// put); the first error is returned and rolls the transaction back
+	// whole, so the writes after it do not matter.
+	for _, step := range []error{
+		deleteAll(bucket(tx, bTrust), e.DeleteKeys, bytesOf),
+		putAll(bucket(tx, bTrust), e.Keys, bytesOf, func(k trust.Key) []byte {
+			return encode(trustRecord{Name: k.Name, Key: k.Key, Scopes: k.Scopes, AddedAt: k.AddedAt})
+		}),
+		deleteAll(pb, ones, bytesOf),
+		putAll(pb, set, bytesOf, u64),
+		putAll(rb, e.RevokeKeys, revokedKeyKey, func(r trust.Revocation) []byte {
+			return encode(revokedRecord{StatementSHA256: r.StatementSHA256, At: r.At, Scopes: r.Scopes})
+		}),
+		putAll(rb, e.RevokeVersions, func(v bundle.BundleVersion) []byte { return revokedBundleKey(v.BundleID, v.Version) }, func(r trust.Revocation) []byte {
+			return encode(revokedRecord{StatementSHA256: r.StatementSHA256, At: r.At})
+		}),
+		putAll(bucket(tx, bFreshness), e.Freshness, bytesOf, func(f trust.Freshness) []byte {
+			return encode(freshnessRecord{MaxVersions: f.MaxVersions, MaxAgeSeconds: f.MaxAgeSeconds})
+		}),
+		failClosed(bucket(tx, bBundles), e.FailClosed),
+		putAll(hb, e.Heartbeats, bytesOf, func(h trust.Heartbeat) []byte {
+			return encode(heartbeatRecord{Version: h.Version, CreatedAt: h.CreatedAt, StatementSHA256: h.StatementSHA256, At: h.At, Signers: h.Signers})
+		}),
+		deleteAll(hb, e.DeleteHeartbeats, bytesOf),
+		deleteAll(sb, e.DeleteHeartbeats, heartbeatDataKey),
+		putAll(sb, e.HeartbeatData, heartbeatDataKey, bytes.Clone),
+		saveFloors(tx, e),
+	} {
+		if step != nil {
+			return step
+		}
+	}
+	if e.Chain != nil {
+		if err := bucket(tx, bTrustChain).Put(chainKey(e.Chain.Scope, e.Chain.Seq), e.Chain.Data); err != nil {
+			return err
+		}
+	}
+	if e.Statement != nil {
+		if err := recordStatement(tx, e.Statement, sha256sum(e.Statement)); err != nil {
+			return err
+		}
+	}
+	for _, ev := range e.Audit {
+		if err := appendAudit(tx, now, auditEntry(ev, s.actor())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failClosed sets the reason why each installed bundle of reasons fails
+// closed in its record.
+func failClosed(bb *bolt.Bucket, reasons map[bundle.BundleVersion]string) error {
+	for v, why := range reasons {
+		var r bundleRecord
+		if err := decode(bb.Get([]byte(v.BundleID)), &r); err != nil {
+			return err
+		}
+		r.Revoked = why
+		if err := bb.Put([]byte(v.BundleID), encode(r)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// saveFloors writes raised time floors.
+func saveFloors(tx *bolt.Tx, e *trust.Effects) error {
+	meta := bucket(tx, bMeta)
+	if err := putAll(meta, e.KeyFloors, keyFloorKey, func(f int64) []byte { return u64(uint64(f)) }); err != nil {
+		return err
+	}
+	if e.TimeFloor != 0 {
+		return meta.Put([]byte(kTimeFloor), u64(uint64(e.TimeFloor)))
+	}
+	return nil
+}
+
+// auditEntry is the audit entry of a trust event, by actor.
+func auditEntry(ev trust.Event, actor *Actor) AuditEntry {
+	return AuditEntry{Action: ev.Action, Verdict: ev.Verdict, Actor: actor, TrustName: ev.TrustName, Key: ev.Key, Scopes: ev.Scopes,
+		Threshold: ev.Threshold, BundleID: ev.BundleID, Version: ev.Version, Signers: ev.Signers, FileSHA256: ev.FileSHA256,
+		RevokedKeys: ev.RevokedKeys, RevokedBundles: ev.RevokedBundles, Sequence: ev.Sequence, AddedKeys: ev.AddedKeys, RetiredKeys: ev.RetiredKeys}
+}
+
+// changeTrust runs one trust change under s.mu: it loads the state
+// (sel) in a write transaction, calls change with it and the store's
+// time, saves the effects there, and changes the generation when they
+// say so. It returns the store's generation after.
+func (s *Store) changeTrust(sel selection, change func(st *trust.State, now time.Time) (*trust.Effects, error)) (uint64, error) {
+	var gen uint64
+	var floor int64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		st, err := loadState(tx, sel)
+		if err != nil {
+			return err
+		}
+		now := s.opts.Now()
+		e, err := change(st, now)
+		if err != nil {
+			return err
+		}
+		if err := s.saveEffects(tx, e, now); err != nil {
+			return err
+		}
+		floor = e.TimeFloor
+		if e.Changed {
+			gen, err = bumpGeneration(tx)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, amp.AsError(wrapTx(err))
+	}
+	if gen != 0 {
+		s.gen.Store(gen)
+	}
+	if floor > s.floor.Load() {
+		s.floor.Store(floor)
+	}
+	return s.gen.Load(), nil
+}
+
+// updateTrust is changeTrust for an operator's change: refused on a
+// read-only store, serialized with every other write.
+func (s *Store) updateTrust(sel selection, change func(st *trust.State, now time.Time) (*trust.Effects, error)) (uint64, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changeTrust(sel, change)
+}
+
+// readState loads the trust state (sel) in a read transaction.
+func (s *Store) readState(sel selection) (*trust.State, error) {
+	var st *trust.State
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		st, err = loadState(tx, sel)
+		return err
+	})
+	if err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	return st, nil
+}
+
+// applyStatement applies the signed statement data as apply decides,
+// holding the store's write lock from before it is parsed: the state it
+// loads is sel's (which may depend on the statement), and a refusal is
+// audited as import_refused (beginStatement). It returns apply's result
+// and the store's generation after.
+func applyStatement[R interface{ Base() *trust.Effects }](s *Store, data []byte, sel func() (selection, error),
+	apply func(*trust.State, []byte, time.Time) (*trust.State, R, error)) (r R, gen uint64, err error) {
+	_, end, err := s.beginStatement(data)
+	if err != nil {
+		return r, 0, err
+	}
+	defer end(&err)
+	which, err := sel()
+	if err != nil {
+		return r, 0, err
+	}
+	gen, err = s.changeTrust(which, func(st *trust.State, now time.Time) (*trust.Effects, error) {
+		_, res, err := apply(st, data, now)
+		if err != nil {
+			return nil, err
+		}
+		r = res
+		return res.Base(), nil
+	})
+	return r, gen, err
+}
+
+// everything is the selection of a statement that may reach any
+// installed bundle.
+func everything() (selection, error) { return selWrite, nil }
