@@ -30,7 +30,9 @@ import (
 // compile limits (limits.go) over the documents a compile would load.
 //
 // Use: Add every artifact (each is parsed once and dropped), then Check
-// each key. A QuickCheck is not safe for concurrent use.
+// each key. A QuickCheck is not safe for concurrent use, except that
+// Prepare (Add's parse and walk) touches none, and that after Resolve
+// Check may run on several goroutines.
 type QuickCheck struct {
 	docs     map[string]*scanned
 	ids      map[string]string   // absolute $id -> key
@@ -69,25 +71,72 @@ func NewQuickCheck() *QuickCheck {
 // SchemaID's errors for a document that is not a JSON object; such a
 // document is still added, for Check to compile (a boolean schema
 // document compiles). A key added twice is refused (invalid_schema).
+// Add(key, data) is Commit(Prepare(key, data)), with caches shared across
+// the documents of q.
 func (q *QuickCheck) Add(key string, data []byte) (string, error) {
-	if _, dup := q.docs[key]; dup || !validKey(key) {
-		return "", amp.Named(0, ErrInvalidSchema, "artifact key is invalid or added twice")
+	return q.Commit(prepare(key, data, q.patterns, q.insts))
+}
+
+// Prepared is one schema artifact parsed and walked by Prepare, not yet
+// added: Commit adds it. It holds what the pass keeps of the document
+// (references, anchors, costs), never the parsed document itself.
+type Prepared struct {
+	key    string
+	s      *scanned
+	id     string
+	err    error
+	badKey bool
+}
+
+// Prepare does the costly part of Add — the parse and the walk of the
+// document — without touching any QuickCheck, so that several documents
+// can be prepared at once on different goroutines (bundle builds do,
+// docs/PERFORMANCE.md P8). Commit then adds the results, in the order
+// that Add would have been called: the outcome is the same as Add's.
+func Prepare(key string, data []byte) *Prepared {
+	return prepare(key, data, map[string]bool{}, map[string]int{})
+}
+
+// prepare is Prepare with the pattern caches given (q's for Add).
+func prepare(key string, data []byte, patterns map[string]bool, insts map[string]int) *Prepared {
+	p := &Prepared{key: key, s: &scanned{}}
+	if !validKey(key) {
+		p.badKey = true
+		return p
 	}
-	s := &scanned{}
-	q.docs[key] = s
-	q.resolved = false
 	var m map[string]any
 	if err := json.Unmarshal(data, &m); err != nil || m == nil {
-		s.full = "it is not a json object"
-		return "", amp.Named(0, ErrInvalidSchema, "schema document is not a json object").WithCause(err)
+		p.s.full = "it is not a json object"
+		p.err = amp.Named(0, ErrInvalidSchema, "schema document is not a json object").WithCause(err)
+		return p
 	}
-	cost, over := measureSchema(data, func() any { return m }, q.insts)
-	s.cost = cost
-	id, err := idOf(m)
-	if err != nil {
-		s.full = "its $id is not a string"
-		return "", err
+	cost, over := measureSchema(data, func() any { return m }, insts)
+	p.s.cost = cost
+	if p.id, p.err = idOf(m); p.err != nil {
+		p.s.full = "its $id is not a string"
+		return p
 	}
+	if over != "" {
+		p.s.full = "it is over a compile limit: " + over
+		return p
+	}
+	p.s.scan(patterns, key, m)
+	return p
+}
+
+// Commit adds a prepared document to q and returns what Add returns for
+// it. A Prepared is committed once; a key committed twice is refused.
+func (q *QuickCheck) Commit(p *Prepared) (string, error) {
+	if _, dup := q.docs[p.key]; dup || p.badKey {
+		return "", amp.Named(0, ErrInvalidSchema, "artifact key is invalid or added twice")
+	}
+	s := p.s
+	q.docs[p.key] = s
+	q.resolved = false
+	if p.err != nil {
+		return "", p.err
+	}
+	id := p.id
 	if id != "" {
 		// Which of two documents a loader serves for one $id is the
 		// loader's choice: the pass resolves such an $id for no one, so
@@ -98,17 +147,23 @@ func (q *QuickCheck) Add(key string, data []byte) (string, error) {
 			q.dupIDs[id] = struct{}{}
 		}
 		if _, dup := q.dupIDs[id]; dup {
-			s.full = "another document declares the same $id"
+			// As Add always did: such a document is not walked.
+			*s = scanned{cost: s.cost, full: "another document declares the same $id"}
 			return id, nil
 		}
-		q.ids[id] = key
+		q.ids[id] = p.key
 	}
-	if over != "" {
-		s.full = "it is over a compile limit: " + over
-		return id, nil
-	}
-	s.scan(q, key, m)
 	return id, nil
+}
+
+// Resolve does what the first Check does: resolve every cross-document
+// reference (it may read a document through l again). After Resolve, and
+// until the next Add or Commit, Check may be called from several
+// goroutines at once.
+func (q *QuickCheck) Resolve(l Loader) {
+	if !q.resolved {
+		q.resolve(l)
+	}
 }
 
 // Check returns nil when the quick pass vouches for the schema at key,
@@ -345,7 +400,7 @@ var anchorName = regexp.MustCompile(`^[A-Za-z_][-A-Za-z0-9._]*$`)
 
 // scan walks one parsed document: draft, base URI, every subschema. It
 // sets s.full at the first thing it does not vouch for, and stops there.
-func (s *scanned) scan(q *QuickCheck, key string, root map[string]any) {
+func (s *scanned) scan(patterns map[string]bool, key string, root map[string]any) {
 	sv, has := root["$schema"]
 	s.draft = quickDraft(sv, has)
 	if s.draft == 0 {
@@ -366,7 +421,7 @@ func (s *scanned) scan(q *QuickCheck, key string, root map[string]any) {
 		base = u
 	}
 	s.rootHot = hot(root)
-	w := &walker{q: q, s: s, base: base, self: base.String(), local: map[string]struct{}{}, refs: map[quickRef]struct{}{}}
+	w := &walker{patterns: patterns, s: s, base: base, self: base.String(), local: map[string]struct{}{}, refs: map[quickRef]struct{}{}}
 	if w.schema(root, true); s.full != "" {
 		return
 	}
@@ -440,12 +495,12 @@ func hot(v any) bool {
 
 // walker is the state of one document's walk.
 type walker struct {
-	q     *QuickCheck
-	s     *scanned
-	base  *url.URL
-	self  string                // base.String(): references to it are local
-	local map[string]struct{}   // JSON pointers into this document
-	refs  map[quickRef]struct{} // references kept for resolve, each once
+	patterns map[string]bool // pattern -> compiles
+	s        *scanned
+	base     *url.URL
+	self     string                // base.String(): references to it are local
+	local    map[string]struct{}   // JSON pointers into this document
+	refs     map[quickRef]struct{} // references kept for resolve, each once
 }
 
 func (w *walker) stop(why string) bool {
@@ -493,7 +548,7 @@ func (w *walker) schema(v any, root bool) bool {
 				return w.stop("a format is not one this validator implements")
 			}
 		case kw == "pattern":
-			if p, ok := val.(string); !ok || !w.q.compiles(p) {
+			if p, ok := val.(string); !ok || !compiles(w.patterns, p) {
 				return w.stop("a pattern does not compile")
 			}
 		case schemaKw(d, kw) || (kw == "items" && d == 7):
@@ -522,7 +577,7 @@ func (w *walker) schema(v any, root bool) bool {
 				return w.stop(kw + " is not an object")
 			}
 			for name, x := range obj {
-				if kw == "patternProperties" && !w.q.compiles(name) {
+				if kw == "patternProperties" && !compiles(w.patterns, name) {
 					return w.stop("a pattern does not compile")
 				}
 				if !w.schema(x, false) {
@@ -602,13 +657,13 @@ func (w *walker) keep(r quickRef) bool {
 }
 
 // compiles reports whether pattern compiles as the library compiles it
-// (Go regexp), once per distinct pattern.
-func (q *QuickCheck) compiles(pattern string) bool {
-	ok, seen := q.patterns[pattern]
+// (Go regexp), once per distinct pattern in cache.
+func compiles(cache map[string]bool, pattern string) bool {
+	ok, seen := cache[pattern]
 	if !seen {
 		_, err := regexp.Compile(pattern)
 		ok = err == nil
-		q.patterns[pattern] = ok
+		cache[pattern] = ok
 	}
 	return ok
 }
