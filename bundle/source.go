@@ -54,6 +54,19 @@ type SourceOptions struct {
 	// compile time grows with the square of the number of subschemas of a
 	// document.
 	FullSchemaCheck bool
+	// Workers is how many schemas are read, hashed, parsed and checked at
+	// once (0: GOMAXPROCS). The bytes of the schemas in flight are bounded
+	// by Workers × the largest schema; the bundle, and the first error,
+	// are the same whatever the number (docs/PERFORMANCE.md, P8).
+	Workers int
+	// LimitMemory lowers the process's soft memory limit
+	// (runtime/debug.SetMemoryLimit) to the P8 target, 64 MiB + 4 × the
+	// largest schema × Workers, while the schemas are checked, when it is
+	// lower than the limit in force; the limit is restored on return. It is
+	// for a process that builds one bundle at a time (the ampbundle
+	// command): without it the garbage collector lets the heap grow to
+	// about twice the parse trees in flight.
+	LimitMemory bool
 }
 
 // bundleConfig is bundle.json.
@@ -128,6 +141,11 @@ func (l *diskLoader) KeyForID(id string) (string, bool) {
 // about it: layout, keys, JSON Schemas (each compiles, every $ref resolves
 // inside the bundle), DID documents, descriptors. The error names the file.
 func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
+	return loadSource(dir, opts, buildHooks{})
+}
+
+// loadSource is LoadSource with the test hooks.
+func loadSource(dir string, opts SourceOptions, hooks buildHooks) (*Draft, error) {
 	alg := opts.HashAlg
 	if alg == "" {
 		alg = capability.HashSHA256
@@ -268,52 +286,30 @@ func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
 	// every schema's references are resolved, and a schema the quick check
 	// cannot vouch for is compiled offline, its $refs read again
 	// (docs/PERFORMANCE.md, P8). With FullSchemaCheck every schema is
-	// compiled.
-	var schemaBytes, done int64
-	for k := range schemas.files {
-		schemaBytes += sizes[k]
+	// compiled. Both phases run on opts.Workers workers with the bytes in
+	// flight bounded, their results taken in key order (build_parallel.go).
+	schemaKeys := sortedKeys(schemas.files)
+	workers := buildWorkers(opts.Workers)
+	var largest int64
+	for _, k := range schemaKeys {
+		largest = max(largest, sizes[k])
+	}
+	budget, target := inFlightBudget(workers, largest)
+	if hooks.budget > 0 {
+		budget = hooks.budget
+	}
+	if opts.LimitMemory {
+		defer holdMemoryLimit(target)()
+	}
+	quick := offlineschema.NewQuickCheck()
+	checked, err := indexSchemas(schemaKeys, schemas, sizes, quick, workers, newByteBudget(budget, hooks.inFlight), progress)
+	if err != nil {
+		return nil, err
 	}
 	hashes := schemas.hashes
-	quick := offlineschema.NewQuickCheck()
-	checked := map[string]Source{} // size and hash of the bytes checked, by key
-	for _, k := range sortedKeys(schemas.files) {
-		data, err := schemas.Load(k)
-		if err != nil {
-			return nil, srcErr(k, "cannot be read").WithCause(err)
-		}
-		h, _ := NewHash(alg)
-		h.Write(data)
-		sum := h.Sum(nil)
-		hashes[k] = hex.EncodeToString(sum)
-		checked[k] = Source{Size: int64(len(data)), Hash: sum}
-		id, err := quick.Add(k, data)
-		done += int64(len(data))
-		progress("indexing schemas", done, schemaBytes)
-		if err != nil {
-			return nil, srcErr(k, "is not a json schema object").WithCause(err)
-		}
-		if id == "" {
-			continue
-		}
-		if other, dup := schemas.ids[id]; dup {
-			return nil, srcErr(k, "has the same $id as %s", other)
-		}
-		schemas.ids[id] = k
-	}
-	done = 0
-	for _, k := range sortedKeys(schemas.files) {
-		var err error
-		if opts.FullSchemaCheck {
-			_, err = offlineschema.Compile(schemas, k, offlineschema.Options{})
-		} else {
-			err = quick.Check(schemas, k, offlineschema.Options{})
-		}
-		if err != nil {
-			e := amp.AsError(err)
-			return nil, srcErr(k, "%s", e.Message).WithCause(err)
-		}
-		done += sizes[k]
-		progress("checking schemas", done, schemaBytes)
+	if err := checkSchemas(schemaKeys, schemas, sizes, quick, opts.FullSchemaCheck, workers,
+		newByteBudget(budget, hooks.inFlight), progress); err != nil {
+		return nil, err
 	}
 	for i, a := range d.Artifacts {
 		if c, ok := checked[a.Key]; ok {
@@ -480,19 +476,7 @@ func fileSource(key, mediaType, p string, size int64) Source {
 }
 
 func readSourceFile(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSourceFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxSourceFile {
-		return nil, errors.New("file is larger than 16 MiB")
-	}
-	return data, nil
+	return readSized(p, 512)
 }
 
 // strictJSON decodes one JSON value with no unknown struct fields and no

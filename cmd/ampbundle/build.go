@@ -34,7 +34,9 @@ bytes. created_at comes from --created, else SOURCE_DATE_EPOCH, else now.
 Schemas get a linear check that refuses exactly what compiling them would
 (docs/SPEC-DECISIONS.md SCHEMA-2): it compiles with the JSON Schema library
 only the schemas it cannot vouch for; --full-schema-check compiles every
-schema.
+schema. Schemas are checked --workers at a time (default: one per
+processor); the bundle and the first error reported are the same for any
+number.
 
 With --base OLD.ampb (or --base-from-db DB, the version of the same
 bundle_id installed there) it writes a delta bundle (docs/FORMAT.md §12):
@@ -51,6 +53,7 @@ delta into a store holding that base installs exactly the full bundle, and
 			&cli.StringFlag{Name: "base", Usage: "write a delta against the base bundle `OLD.ampb`"},
 			&cli.StringFlag{Name: "base-from-db", Usage: "write a delta against the version installed in the store `DB`"},
 			&cli.BoolFlag{Name: "full-schema-check", Usage: "compile every JSON Schema, instead of only those the linear check cannot vouch for (slower for large schemas)"},
+			&cli.IntFlag{Name: "workers", Usage: "check up to `N` schemas at once, holding at most N × the largest schema in flight; the output is the same for every N (default: one per processor, GOMAXPROCS)"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -66,6 +69,9 @@ delta into a store holding that base installs exactly the full bundle, and
 			if h := c.String("hash"); h != capability.HashSHA256 && h != capability.HashSHA512 {
 				return cliutil.Usagef("--hash must be sha-256 or sha-512")
 			}
+			if n := c.Int("workers"); n < 0 || n > 1024 {
+				return cliutil.Usagef("--workers must be from 0 (one per processor) to 1024")
+			}
 			if err := sourceFolder(c.Args().First()); err != nil {
 				return err
 			}
@@ -80,7 +86,7 @@ delta into a store holding that base installs exactly the full bundle, and
 			phase, phasesDone := cliutil.Phases(env, c.Bool("json"))
 			d, err := bundle.LoadSource(c.Args().First(), bundle.SourceOptions{
 				HashAlg: c.String("hash"), CreatedAt: created, Signer: keys[0].Public().(ed25519.PublicKey),
-				Progress: phase, FullSchemaCheck: c.Bool("full-schema-check")})
+				Progress: phase, FullSchemaCheck: c.Bool("full-schema-check"), Workers: c.Int("workers"), LimitMemory: true})
 			phasesDone()
 			if err != nil {
 				return err

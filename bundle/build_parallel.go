@@ -1,0 +1,324 @@
+package bundle
+
+import (
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
+)
+
+// The schema checks of a build run on a pool of workers (docs/PERFORMANCE.md,
+// P8): each schema is read, hashed, parsed and walked on one worker, and
+// the results are taken in the sorted order of the keys on the calling
+// goroutine, where everything that depends on the other schemas is done.
+// The build is therefore the same, byte for byte and error for error,
+// whatever the number of workers: the first error reported is the one of
+// the lowest-sorted key, as with one worker.
+
+// maxBuildWorkers bounds SourceOptions.Workers.
+const maxBuildWorkers = 1024
+
+// buildHooks are the test hooks of a build: the in-flight budget and a
+// look at it. The zero value is the production setting.
+type buildHooks struct {
+	// budget, when positive, replaces the default budget of bytes in
+	// flight (workers × the largest schema).
+	budget int64
+	// inFlight, when set, is called each time an item is admitted, with
+	// the bytes then in flight (that item included) and the budget.
+	inFlight func(used, budget int64)
+}
+
+// Memory of a build (docs/PERFORMANCE.md, P8): the target peak RSS is
+// 64 MiB + 4 × the largest schema × workers. A schema being checked costs
+// about 5.4 times its size in live heap: its bytes, and encoding/json's
+// parse tree of maps and interfaces (4.4 bytes per byte of a large object
+// schema, measured), on top of a base of about 32 MiB (runtime, the
+// output's buffers, the index of every schema). The bytes in flight are
+// bounded so that those trees fit in the target with room for the
+// collector, and the ampbundle command holds the collector to the target
+// (SourceOptions.LimitMemory).
+const (
+	memTargetBase = 64 << 20
+	memBase       = 32 << 20
+	heapPerByte   = 8 // live heap per schema byte in flight, with room for the collector
+	// memNotHeap is what the process's RSS holds beyond the memory the Go
+	// runtime manages (the program's text and data): the soft memory
+	// limit is the target less this.
+	memNotHeap    = 16 << 20
+	memPerLargest = 4
+)
+
+// inFlightBudget returns the bytes of schemas a build with workers
+// workers may hold in flight — workers × the largest schema, less where
+// their parse trees would not fit in the target peak RSS, never less than
+// one schema — and that target.
+func inFlightBudget(workers int, largest int64) (budget, target int64) {
+	largest = max(largest, 1)
+	target = memTargetBase + memPerLargest*largest*int64(workers)
+	budget = (target - memBase) / heapPerByte
+	return min(max(budget, largest), largest*int64(workers)), target
+}
+
+// holdMemoryLimit lowers the soft memory limit to target (less
+// memNotHeap), when that is lower than the limit in force, and returns
+// what restores it.
+func holdMemoryLimit(target int64) func() {
+	prev := debug.SetMemoryLimit(-1)
+	if target-memNotHeap >= prev {
+		return func() {}
+	}
+	debug.SetMemoryLimit(target - memNotHeap)
+	return func() { debug.SetMemoryLimit(prev) }
+}
+
+// buildWorkers returns the number of workers a build uses: n, or
+// GOMAXPROCS when n is 0 or less, at most maxBuildWorkers.
+func buildWorkers(n int) int {
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	return min(max(n, 1), maxBuildWorkers)
+}
+
+// byteBudget bounds the bytes of the items in flight. An item is admitted
+// when it fits with the others, or alone when it is larger than the whole
+// budget: the bytes in flight never exceed max(budget, one item).
+type byteBudget struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	used    int64
+	max     int64
+	stopped bool
+	hook    func(used, budget int64)
+}
+
+func newByteBudget(max int64, hook func(used, budget int64)) *byteBudget {
+	b := &byteBudget{max: max, hook: hook}
+	b.cond.L = &b.mu
+	return b
+}
+
+// acquire waits until n bytes fit and takes them; false once stopped.
+func (b *byteBudget) acquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for !b.stopped && b.used > 0 && b.used+n > b.max {
+		b.cond.Wait()
+	}
+	if b.stopped {
+		return false
+	}
+	b.used += n
+	if b.hook != nil {
+		b.hook(b.used, b.max)
+	}
+	return true
+}
+
+func (b *byteBudget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+func (b *byteBudget) stop() {
+	b.mu.Lock()
+	b.stopped = true
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+// runOrdered runs work(i) for every i in [0, n) on up to workers
+// goroutines, and hands each result to consume on the calling goroutine
+// in the order of i. Item i starts only once its cost (bytes) fits in the
+// budget b with the items in flight, and at most 2 × workers results wait
+// for consume, so memory stays bounded whatever n. It stops at the first
+// error consume returns and returns it once every item started has
+// finished: nothing of it runs after it returns. With one worker it runs
+// the items in order on the calling goroutine.
+func runOrdered[R any](workers, n int, b *byteBudget, cost func(int) int64, work func(int) R, consume func(int, R) error) error {
+	if workers = min(workers, n); workers <= 1 {
+		for i := 0; i < n; i++ {
+			c := cost(i)
+			b.acquire(c)
+			r := work(i)
+			b.release(c)
+			if err := consume(i, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	results := make([]chan R, n)
+	for i := range results {
+		results[i] = make(chan R, 1)
+	}
+	jobs := make(chan int)
+	window := make(chan struct{}, 2*workers)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1 + workers)
+	go func() { // the dispatcher: items in order, each once it is admitted
+		defer wg.Done()
+		defer close(jobs)
+		for i := 0; i < n; i++ {
+			select {
+			case window <- struct{}{}:
+			case <-done:
+				return
+			}
+			if !b.acquire(cost(i)) {
+				return
+			}
+			select {
+			case jobs <- i:
+			case <-done:
+				b.release(cost(i))
+				return
+			}
+		}
+	}()
+	for range workers {
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				r := work(i)
+				b.release(cost(i))
+				results[i] <- r
+			}
+		}()
+	}
+	var err error
+	for i := 0; i < n && err == nil; i++ {
+		err = consume(i, <-results[i])
+		<-window
+	}
+	close(done)
+	b.stop()
+	wg.Wait()
+	return err
+}
+
+// firstRead is what a worker keeps of one schema's first read: its size
+// and hash, and the quick check's parse of it (the bytes are dropped).
+type firstRead struct {
+	size int64
+	sum  []byte
+	prep *offlineschema.Prepared
+	err  error // the file could not be read
+}
+
+// indexSchemas reads, hashes and parses every schema of the source (keys,
+// sorted) on the workers, and adds them to quick in the order of keys:
+// their hashes to schemas.hashes, their $ids to schemas.ids. It returns
+// the size and hash of the bytes checked, by key.
+func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, quick *offlineschema.QuickCheck,
+	workers int, b *byteBudget, progress func(string, int64, int64)) (map[string]Source, error) {
+	var total, done int64
+	for _, k := range keys {
+		total += sizes[k]
+	}
+	checked := map[string]Source{}
+	cost := func(i int) int64 { return sizes[keys[i]] }
+	work := func(i int) firstRead {
+		k := keys[i]
+		data, err := readSized(schemas.files[k], sizes[k])
+		if err != nil {
+			return firstRead{err: err}
+		}
+		h, _ := NewHash(schemas.alg)
+		h.Write(data)
+		return firstRead{size: int64(len(data)), sum: h.Sum(nil), prep: offlineschema.Prepare(k, data)}
+	}
+	consume := func(i int, r firstRead) error {
+		k := keys[i]
+		if r.err != nil {
+			return srcErr(k, "cannot be read").WithCause(r.err)
+		}
+		schemas.hashes[k] = hex.EncodeToString(r.sum)
+		checked[k] = Source{Size: r.size, Hash: r.sum}
+		id, err := quick.Commit(r.prep)
+		done += r.size
+		progress("indexing schemas", done, total)
+		if err != nil {
+			return srcErr(k, "is not a json schema object").WithCause(err)
+		}
+		if id == "" {
+			return nil
+		}
+		if other, dup := schemas.ids[id]; dup {
+			return srcErr(k, "has the same $id as %s", other)
+		}
+		schemas.ids[id] = k
+		return nil
+	}
+	return checked, runOrdered(workers, len(keys), b, cost, work, consume)
+}
+
+// checkSchemas resolves every schema's references and compiles, on the
+// workers, each schema the quick check cannot vouch for (every schema with
+// full). The first error in the order of keys is returned.
+func checkSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, quick *offlineschema.QuickCheck, full bool,
+	workers int, b *byteBudget, progress func(string, int64, int64)) error {
+	var total, done int64
+	for _, k := range keys {
+		total += sizes[k]
+	}
+	if !full {
+		quick.Resolve(schemas) // then Check is safe for concurrent use
+	}
+	cost := func(i int) int64 { return sizes[keys[i]] }
+	work := func(i int) error {
+		if full {
+			_, err := offlineschema.Compile(schemas, keys[i], offlineschema.Options{})
+			return err
+		}
+		return quick.Check(schemas, keys[i], offlineschema.Options{})
+	}
+	consume := func(i int, err error) error {
+		if err != nil {
+			e := amp.AsError(err)
+			return srcErr(keys[i], "%s", e.Message).WithCause(err)
+		}
+		done += sizes[keys[i]]
+		progress("checking schemas", done, total)
+		return nil
+	}
+	return runOrdered(workers, len(keys), b, cost, work, consume)
+}
+
+// readSized reads a source file expected to be size bytes long into a
+// buffer of that size (no growth, no garbage), refusing more than
+// maxSourceFile bytes; a file that grew meanwhile is still read whole.
+func readSized(p string, size int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data := make([]byte, 0, min(max(size, 0), maxSourceFile)+1)
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if len(data) > maxSourceFile {
+			return nil, errors.New("file is larger than 16 MiB")
+		}
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
