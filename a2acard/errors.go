@@ -1,0 +1,47 @@
+package a2acard
+
+import "github.com/ampbundle/ampbundle/amp"
+
+// The error names of Verify (and of New and Sign for ErrInvalid). Each
+// error is an *amp.Error with no AMP code whose message never quotes the
+// card.
+const (
+	// ErrTooLarge: the card is over MaxCardBytes, or holds more than
+	// MaxSignatures signatures.
+	ErrTooLarge amp.ErrName = "card_too_large"
+	// ErrMalformed: not one I-JSON object (syntax, invalid UTF-8, a lone
+	// surrogate, trailing data, a number outside the double range,
+	// nesting deeper than jcs.MaxDepth).
+	ErrMalformed amp.ErrName = "card_malformed"
+	// ErrDuplicateMember: an object of the card names a member twice.
+	ErrDuplicateMember amp.ErrName = "card_duplicate_member"
+	// ErrNumberNotCanonical: a number of the card is not written in its
+	// RFC 8785 form (docs/SPEC-DECISIONS.md A2A-1).
+	ErrNumberNotCanonical amp.ErrName = "card_number_not_canonical"
+	// ErrUnsigned: no "signatures" member, or an empty array.
+	ErrUnsigned amp.ErrName = "card_unsigned"
+	// ErrSignatureMalformed: a signatures entry that is not an
+	// AgentCardSignature (a missing or extra member, a wrong type, bad
+	// base64url, a protected header that is not a JSON object, an
+	// unprotected header repeating or adding a protected parameter).
+	ErrSignatureMalformed amp.ErrName = "card_signature_malformed"
+	// ErrHeaderUnsupported: a protected header without typ "JOSE", or with
+	// a parameter this package does not implement (crit, b64, ...).
+	ErrHeaderUnsupported amp.ErrName = "card_header_unsupported"
+	// ErrAlgUnsupported: the signature with the expected kid is not
+	// EdDSA ("none", HS256, ES256, ...).
+	ErrAlgUnsupported amp.ErrName = "card_alg_unsupported"
+	// ErrKidMismatch: no signature's kid names the expected key.
+	ErrKidMismatch amp.ErrName = "card_kid_mismatch"
+	// ErrBadSignature: the signature with the expected kid does not verify
+	// over the canonical card with that key.
+	ErrBadSignature amp.ErrName = "card_bad_signature"
+	// ErrInvalid: the signed card is not an A2A 1.0 AgentCard (a REQUIRED
+	// member missing, empty or of the wrong type); from New and Sign, a card
+	// that cannot be written.
+	ErrInvalid amp.ErrName = "card_invalid"
+)
+
+func fail(name amp.ErrName, format string, args ...any) *amp.Error {
+	return amp.Named(0, name, format, args...)
+}

@@ -1,0 +1,272 @@
+package a2acard
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/jcs"
+)
+
+// Verified is what Verify established of a card: which key signed it,
+// the bytes that signature covers, and the members a caller shows, read
+// from those bytes.
+type Verified struct {
+	// KeyID is the kid of the signature that verified.
+	KeyID string
+	// Payload is the card's canonical form without its signatures and
+	// defaults: the bytes the signature covers.
+	Payload []byte
+	// Name and Version are the card's.
+	Name, Version string
+	// Skills are the ids of the card's skills, in card order.
+	Skills []string
+}
+
+// header is a protected header as Verify reads it.
+type header struct {
+	alg, kid, typ string
+	hasTyp        bool
+	unknown       bool // a parameter this package does not implement (crit, b64, x5c, ...)
+	names         map[string]bool
+}
+
+// Verify checks the signed A2A Agent Card data against the Ed25519 key pub
+// named by kid ("" means DIDKeyID(pub)): the card is at most MaxCardBytes
+// of I-JSON with no duplicate member and every number in its RFC 8785
+// form; every signatures entry is a well-formed AgentCardSignature; one
+// with the kid exists, is EdDSA with typ "JOSE", and verifies over the
+// canonical card without its signatures and defaults (A2A §8.4.3); any
+// other entry with the kid verifies too; and the signed card has the
+// REQUIRED members of an AgentCard. Signatures under other kids are
+// checked for form only. Nothing is returned but an error until every
+// check has passed.
+func Verify(data []byte, pub ed25519.PublicKey, kid string) (*Verified, error) {
+	if len(data) > MaxCardBytes {
+		return nil, fail(ErrTooLarge, "the card is larger than %d bytes", MaxCardBytes)
+	}
+	if len(pub) != ed25519.PublicKeySize {
+		return nil, amp.Named(0, "invalid_public_key", "the verification key is not an ed25519 public key")
+	}
+	if kid == "" {
+		kid = DIDKeyID(pub)
+	}
+	tree, err := jcs.Parse(data, jcs.MaxDepth)
+	if err != nil {
+		return nil, parseError(err)
+	}
+	card, ok := tree.(jcs.Object)
+	if !ok {
+		return nil, fail(ErrMalformed, "the card is not a JSON object")
+	}
+	if !numbersCanonical(tree) {
+		return nil, fail(ErrNumberNotCanonical, "a number of the card is not written in its RFC 8785 form")
+	}
+	sigs, err := signatureEntries(card)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := payloadOf(card)
+	if err != nil {
+		return nil, err
+	}
+	found := false
+	for _, s := range sigs {
+		h, sig, err := readSignature(s)
+		if err != nil {
+			return nil, err
+		}
+		if h.kid != kid {
+			continue
+		}
+		found = true
+		if err := h.check(); err != nil {
+			return nil, err
+		}
+		if len(sig) != ed25519.SignatureSize || !ed25519.Verify(pub, signingInput(s.Protected, payload), sig) {
+			return nil, fail(ErrBadSignature, "the signature does not verify over the canonical card with the given key")
+		}
+	}
+	if !found {
+		return nil, fail(ErrKidMismatch, "no signature of the card names the given key")
+	}
+	v, err := required(stripDefaults(card.Without("signatures"), cardShape))
+	if err != nil {
+		return nil, err
+	}
+	v.KeyID, v.Payload = kid, payload
+	return v, nil
+}
+
+// check applies this package's header policy to the signature under the
+// expected kid.
+func (h header) check() error {
+	if h.alg != Alg {
+		return fail(ErrAlgUnsupported, "the signature's alg is not EdDSA")
+	}
+	if !h.hasTyp || !strings.EqualFold(h.typ, Typ) {
+		return fail(ErrHeaderUnsupported, "the protected header's typ is not JOSE")
+	}
+	if h.unknown {
+		return fail(ErrHeaderUnsupported, "the protected header has a parameter this verifier does not implement")
+	}
+	return nil
+}
+
+// numbersCanonical reports whether every number of v is written in its
+// RFC 8785 form.
+func numbersCanonical(v any) bool {
+	switch t := v.(type) {
+	case json.Number:
+		s, err := jcs.CanonicalNumber(string(t))
+		return err == nil && s == string(t)
+	case []any:
+		for _, x := range t {
+			if !numbersCanonical(x) {
+				return false
+			}
+		}
+	case jcs.Object:
+		for _, m := range t {
+			if !numbersCanonical(m.Value) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// signatureEntries reads the card's signatures member: 1 to MaxSignatures
+// objects with a string protected and signature, an optional object
+// header, and nothing else.
+func signatureEntries(card jcs.Object) ([]Signature, error) {
+	raw, ok := card.Get("signatures")
+	if !ok || raw == nil {
+		return nil, fail(ErrUnsigned, "the card has no signatures")
+	}
+	arr, ok := raw.([]any)
+	if !ok {
+		return nil, fail(ErrSignatureMalformed, "the card's signatures is not an array")
+	}
+	if len(arr) == 0 {
+		return nil, fail(ErrUnsigned, "the card's signatures array is empty")
+	}
+	if len(arr) > MaxSignatures {
+		return nil, fail(ErrTooLarge, "the card has more than %d signatures", MaxSignatures)
+	}
+	out := make([]Signature, 0, len(arr))
+	for i, x := range arr {
+		o, ok := x.(jcs.Object)
+		if !ok {
+			return nil, fail(ErrSignatureMalformed, "signature %d is not an object", i)
+		}
+		var s Signature
+		var hasSig bool
+		for _, m := range o {
+			switch m.Name {
+			case "protected", "signature":
+				str, ok := m.Value.(string)
+				if !ok {
+					return nil, fail(ErrSignatureMalformed, "signature %d: %s is not a string", i, m.Name)
+				}
+				if m.Name == "protected" {
+					s.Protected = str
+				} else {
+					s.Signature, hasSig = str, true
+				}
+			case "header":
+				h, ok := m.Value.(jcs.Object)
+				if !ok {
+					return nil, fail(ErrSignatureMalformed, "signature %d: header is not an object", i)
+				}
+				b, _ := jcs.Marshal(h)
+				s.Header = b
+			default:
+				return nil, fail(ErrSignatureMalformed, "signature %d has a member an AgentCardSignature does not define", i)
+			}
+		}
+		// An empty signature is well-formed JWS (alg "none" has one): the
+		// header policy, then the signature check, refuse it by name.
+		if s.Protected == "" || !hasSig {
+			return nil, fail(ErrSignatureMalformed, "signature %d lacks protected or signature", i)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// decodeB64 decodes unpadded base64url, refusing any other character
+// (the decoder alone skips CR and LF) and non-zero trailing bits.
+func decodeB64(s string, max int) ([]byte, bool) {
+	if len(s) > base64.RawURLEncoding.EncodedLen(max) {
+		return nil, false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return nil, false
+		}
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	return b, err == nil
+}
+
+// readSignature decodes one entry: its protected header and signature
+// bytes, and checks that an unprotected header neither repeats a
+// protected parameter (RFC 7515 §7.2.1) nor carries one that must be
+// protected.
+func readSignature(s Signature) (header, []byte, error) {
+	hb, ok := decodeB64(s.Protected, maxHeaderBytes)
+	if !ok {
+		return header{}, nil, fail(ErrSignatureMalformed, "a protected header is not base64url")
+	}
+	sig, ok := decodeB64(s.Signature, ed25519.SignatureSize)
+	if !ok {
+		return header{}, nil, fail(ErrSignatureMalformed, "a signature is not base64url of at most %d bytes", ed25519.SignatureSize)
+	}
+	tree, err := jcs.Parse(hb, 4)
+	obj, ok := tree.(jcs.Object)
+	if err != nil || !ok {
+		return header{}, nil, fail(ErrSignatureMalformed, "a protected header is not a JSON object with unique member names")
+	}
+	h := header{names: map[string]bool{}}
+	for _, m := range obj {
+		h.names[m.Name] = true
+		str, isStr := m.Value.(string)
+		switch m.Name {
+		case "alg", "kid", "typ", "jku":
+			if !isStr {
+				return header{}, nil, fail(ErrSignatureMalformed, "a protected header's %s is not a string", m.Name)
+			}
+		}
+		switch m.Name {
+		case "alg":
+			h.alg = str
+		case "kid":
+			h.kid = str
+		case "typ":
+			h.typ, h.hasTyp = str, true
+		case "jku":
+		default:
+			h.unknown = true
+		}
+	}
+	if h.alg == "" || h.kid == "" {
+		return header{}, nil, fail(ErrSignatureMalformed, "a protected header lacks alg or kid")
+	}
+	if s.Header != nil {
+		tree, _ := jcs.Parse(s.Header, jcs.MaxDepth)
+		unprotected, _ := tree.(jcs.Object) // signatureEntries wrote it from an object
+		for _, m := range unprotected {
+			switch {
+			case h.names[m.Name]:
+				return header{}, nil, fail(ErrSignatureMalformed, "an unprotected header repeats a protected parameter")
+			case m.Name == "alg" || m.Name == "kid" || m.Name == "typ" || m.Name == "jku" || m.Name == "crit" || m.Name == "b64":
+				return header{}, nil, fail(ErrSignatureMalformed, "an unprotected header carries a parameter that must be protected")
+			}
+		}
+	}
+	return h, sig, nil
+}
