@@ -1,15 +1,23 @@
 package main
 
 import (
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/a2acard"
 	"github.com/ampbundle/ampbundle/agh"
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -28,26 +36,45 @@ the AGH page's example: peer_id, display_name, profiles_supported,
 artifacts_supported and trust_modes_supported ("unverified", and
 "ampbundle.ed25519-jcs" with --key). --transfer ID prints instead a
 kind:"capability" agh-network/v0 envelope for that capability, signed by the
-agent key given with --key (required with --transfer). Opens the store
-read-only, or reads it through the admin socket of the agent holding it.`,
+agent key given with --key (required with --transfer). --a2a prints
+instead the A2A 1.0 Agent Card of the capability versions the agent serves
+(those with a handler in --config, else all), one skill each, signed by
+--key as A2A §8.4 specifies (docs/FORMAT.md, "A2A Agent Card"); 'card
+verify' checks one. Opens the store read-only, or reads it through the
+admin socket of the agent holding it.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "db", Usage: "registry store `FILE` (required)"},
 			&cli.StringFlag{Name: "admin-socket", Usage: "admin socket `PATH` of the agent holding the store (default DB.admin.sock)"},
 			&cli.StringFlag{Name: "peer-id", Usage: "the card's peer_id (default: the --key's DID, else ampagent)"},
 			&cli.StringFlag{Name: "display-name", Value: agh.DefaultDisplayName, Usage: "the card's display_name"},
-			&cli.StringFlag{Name: "key", Usage: "agent key `FILE` (ampagent keygen) that signs the transfer (required with --transfer)"},
+			&cli.StringFlag{Name: "key", Usage: "agent key `FILE` (ampagent keygen) that signs the transfer or the A2A card (required with --transfer and --a2a)"},
 			&cli.StringFlag{Name: "did", Usage: "with --key: the agent `DID` (a did:web; default: the key's did:key)"},
 			&cli.BoolFlag{Name: "catalog", Usage: "add the rich catalog (agh.capability_catalog)"},
 			&cli.StringSliceFlag{Name: "id", Usage: "with --catalog: only this capability `ID` (repeatable)"},
 			&cli.StringFlag{Name: "transfer", Usage: "print the signed transfer envelope of `ID` instead (needs --key)"},
+			&cli.BoolFlag{Name: "a2a", Usage: "print instead the A2A Agent Card of the served capabilities, signed by --key (needs --url)"},
+			&cli.StringFlag{Name: "url", Usage: "with --a2a: the agent's AMP HTTP `URL`, the card's interface"},
+			&cli.StringFlag{Name: "kid", Usage: "with --a2a and --did: the signing key's id in the did:web document (`DIDURL`, did#fragment)"},
+			&cli.StringFlag{Name: "config", Usage: "with --a2a: the serve config `FILE`; only capabilities with a handler in it are listed (default: all)"},
+			&cli.StringFlag{Name: "description", Usage: "with --a2a: the card's `TEXT` description (default: a sentence saying what the agent serves)"},
+			&cli.StringFlag{Name: "agent-version", Value: "1.0.0", Usage: "with --a2a: the card's `VERSION`"},
 			jsonFlag,
 		},
+		Subcommands: []*cli.Command{cardVerifyCommand(env)},
 		Action: func(c *cli.Context) error {
 			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 				return err
 			}
 			if err := cliutil.Require(c, "db"); err != nil {
 				return err
+			}
+			if c.Bool("a2a") {
+				return a2aCard(c, env)
+			}
+			for _, f := range []string{"url", "kid", "config", "description", "agent-version"} {
+				if c.IsSet(f) {
+					return cliutil.Usagef("--%s goes with --a2a", f)
+				}
 			}
 			if c.IsSet("id") && !c.Bool("catalog") {
 				return cliutil.Usagef("--id narrows the rich catalog: give --catalog too")
@@ -71,27 +98,11 @@ read-only, or reads it through the admin socket of the agent holding it.`,
 			if c.IsSet("peer-id") {
 				peerID = c.String("peer-id")
 			}
-			db := c.String("db")
-			var cat *resolver.Catalog
-			s, err := resolver.Open(db, resolver.Options{Now: env.Now, ReadOnly: true})
-			if err == nil {
-				defer s.Close()
-				cat, err = s.Catalog()
-			} else if errors.Is(err, resolver.ErrStoreInUse) {
-				sock := c.String("admin-socket")
-				if sock == "" {
-					sock = admin.SocketPath(db)
-				}
-				ac, aerr := admin.Dial(sock)
-				if aerr != nil {
-					return err
-				}
-				defer ac.Close()
-				cat, err = ac.Catalog()
-			}
+			cat, closeStore, err := cardCatalog(c, env)
 			if err != nil {
 				return err
 			}
+			defer closeStore()
 			caps := agh.FromCatalog(cat)
 			if id := c.String("transfer"); id != "" {
 				for _, x := range caps {
@@ -127,4 +138,189 @@ read-only, or reads it through the admin socket of the agent holding it.`,
 			return cliutil.PrintJSON(env.Stdout, doc)
 		},
 	}
+}
+
+// cardCatalog opens the store read-only, or asks the agent holding it
+// through its admin socket, for the current catalog.
+func cardCatalog(c *cli.Context, env *cliutil.Env) (*resolver.Catalog, func(), error) {
+	db := c.String("db")
+	s, err := resolver.Open(db, resolver.Options{Now: env.Now, ReadOnly: true})
+	if err == nil {
+		cat, err := s.Catalog()
+		return cat, func() { s.Close() }, err
+	}
+	if !errors.Is(err, resolver.ErrStoreInUse) {
+		return nil, func() {}, err
+	}
+	sock := c.String("admin-socket")
+	if sock == "" {
+		sock = admin.SocketPath(db)
+	}
+	ac, aerr := admin.Dial(sock)
+	if aerr != nil {
+		return nil, func() {}, err
+	}
+	cat, err := ac.Catalog()
+	return cat, func() { ac.Close() }, err
+}
+
+// a2aCard prints the signed A2A Agent Card of the served capabilities.
+func a2aCard(c *cli.Context, env *cliutil.Env) error {
+	for _, f := range []string{"catalog", "id", "transfer", "peer-id"} {
+		if c.IsSet(f) {
+			return cliutil.Usagef("--%s does not go with --a2a", f)
+		}
+	}
+	if err := cliutil.Require(c, "key", "url"); err != nil {
+		return err
+	}
+	if c.IsSet("did") != c.IsSet("kid") {
+		return cliutil.Usagef("a did:web card names its key: give --did and --kid together (a did:key card's kid is the key's own)")
+	}
+	u, err := url.Parse(c.String("url"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return cliutil.Usagef("--url must be an absolute http or https URL")
+	}
+	id, err := loadIdentity(c, env, c.String("key"), c.String("did"))
+	if err != nil {
+		return err
+	}
+	pub := id.SigningKey.Public().(ed25519.PublicKey)
+	kid := a2acard.DIDKeyID(pub)
+	if c.IsSet("kid") {
+		kid = c.String("kid")
+		if !amp.ValidDID(kid) || !strings.Contains(kid, "#") || amp.BareDID(kid) != id.DID {
+			return cliutil.Usagef("--kid must be a DID URL of the --did with a key fragment (did#fragment)")
+		}
+	}
+	served, err := servedSet(c)
+	if err != nil {
+		return err
+	}
+	cat, closeStore, err := cardCatalog(c, env)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	var list []a2acard.Served
+	for _, x := range agh.FromCatalog(cat) {
+		if served != nil && !served[x.ID] {
+			continue
+		}
+		list = append(list, servedOf(x))
+	}
+	if len(list) == 0 {
+		return cliutil.Failf("no_served_capability", "the agent serves no capability: an A2A card needs at least one skill")
+	}
+	card, err := a2acard.New(a2acard.Options{Name: c.String("display-name"), Description: c.String("description"),
+		Version: c.String("agent-version"), URL: c.String("url")}, list)
+	if err != nil {
+		return err
+	}
+	out, err := a2acard.Sign(card, id.SigningKey, kid)
+	if err != nil {
+		return err
+	}
+	return cliutil.PrintJSON(env.Stdout, json.RawMessage(out))
+}
+
+// servedSet is the capability ids with a handler in --config, or nil
+// (every capability) without it.
+func servedSet(c *cli.Context) (map[string]bool, error) {
+	if !c.IsSet("config") {
+		return nil, nil
+	}
+	data, err := cliutil.ReadFile(c.String("config"), maxConfigFile, "config file")
+	if err != nil {
+		return nil, cliutil.Failf("invalid_config", "%s", amp.SafeMessage(err)).WithCause(err)
+	}
+	cfg := &serveConfig{}
+	if err := decodeConfig(data, cfg); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for id := range cfg.Handlers {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// servedOf is the card entry of one capability of the agh projection.
+func servedOf(x agh.Capability) a2acard.Served {
+	str := func(key string) string {
+		var s string
+		json.Unmarshal(x.Extra[key], &s)
+		return s
+	}
+	name, _, _ := strings.Cut(x.ID, ":")
+	return a2acard.Served{ID: x.ID, Name: name, Version: x.Version, Summary: x.Summary,
+		BundleID: str(agh.KeyBundleID), InputSchema: str(agh.KeyInputSchema), OutputSchema: str(agh.KeyOutputSchema)}
+}
+
+// cardVerifyCommand is 'card verify': check a signed A2A Agent Card.
+func cardVerifyCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "verify",
+		Usage:     "verify a signed A2A Agent Card against a public key",
+		ArgsUsage: "FILE|-",
+		Description: `Checks an A2A Agent Card as A2A 1.0 §8.4.3 specifies: the signature whose
+kid names --key (its did:key key id, or --kid for a did:web key), EdDSA,
+over the RFC 8785 form of the card without its signatures and defaults
+(docs/FORMAT.md, "A2A Agent Card"). The card is read up to 1 MiB, and
+refused by name: card_too_large, card_malformed, card_duplicate_member,
+card_number_not_canonical, card_unsigned, card_signature_malformed,
+card_header_unsupported, card_alg_unsupported, card_kid_mismatch,
+card_bad_signature, card_invalid. Exit 0 when it verifies, else 1.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "key", Usage: "the signer's Ed25519 public key: a PEM or DER `FILE`, or a did:key (required)"},
+			&cli.StringFlag{Name: "kid", Usage: "the key id the signature must carry (`DIDURL`; default: the key's did:key key id)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if err := cliutil.ExactArgs(c, 1, "one card FILE (or - for stdin)"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "key"); err != nil {
+				return err
+			}
+			pub, err := keyfile.ParsePublic(c.String("key"))
+			if err != nil {
+				return err
+			}
+			data, err := readCard(env, c.Args().First())
+			if err != nil {
+				return err
+			}
+			v, err := a2acard.Verify(data, pub, c.String("kid"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"valid": true, "kid": v.KeyID, "name": v.Name, "version": v.Version, "skills": v.Skills})
+			}
+			fmt.Fprintf(env.Stdout, "valid: signed by %s\nname: %s\nversion: %s\nskills: %s\n", cliutil.Sanitize(v.KeyID),
+				cliutil.Sanitize(v.Name), cliutil.Sanitize(v.Version), cliutil.SanitizeJoin(v.Skills, ", "))
+			return nil
+		},
+	}
+}
+
+// readCard reads a card file, or stdin for "-", at most one byte over
+// a2acard.MaxCardBytes: that byte makes Verify refuse it as too large
+// without the rest being read.
+func readCard(env *cliutil.Env, name string) ([]byte, error) {
+	r := env.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, cliutil.Failf("io_error", "cannot open the card").WithCause(err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, a2acard.MaxCardBytes+1))
+	if err != nil {
+		return nil, cliutil.Failf("io_error", "cannot read the card").WithCause(err)
+	}
+	return data, nil
 }
