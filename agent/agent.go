@@ -125,6 +125,8 @@ type Config struct {
 	// here. New makes the ledger
 	// charge its per-caller quotas to the policy's principals
 	// (Ledger.SetPrincipal with PrincipalOf): one ledger serves one agent.
+	// Agents of a fleet behind one address share one ledger on etcd:
+	// etcdledger.NewLedger, one per agent (docs/FLEET.md).
 	Ledger *ledger.Ledger
 	// LedgerLimits bound the ledger New opens (default: 256 MiB, 1/8 of it
 	// per caller, and ReplyReserve, the largest result recorded, reserved
@@ -461,7 +463,13 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 	}
 	sender := amp.BareDID(m.From)
 	for {
-		st, err := a.ledger.Start(sender, m.ID, a.expiry(m))
+		var st ledger.Start
+		var err error
+		if a.ledger.Shared() { // a claim on the network (etcdledger): idle meanwhile
+			a.idle(func() { st, err = a.ledger.Start(sender, m.ID, a.expiry(m)) })
+		} else {
+			st, err = a.ledger.Start(sender, m.ID, a.expiry(m))
+		}
 		if err != nil {
 			a.log.Error("idempotency ledger unavailable", "err", err, "from", sender, "id", m.ID.String())
 			return a.replyError(ctx, m, unavailable())

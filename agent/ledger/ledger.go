@@ -120,6 +120,33 @@ type Store interface {
 	Close() error
 }
 
+// SharedStore is a Store that several processes share (the agents of a
+// fleet on one etcd cluster, package etcdledger): Start claims a key
+// across all of them, so that one process checks and runs a message while
+// the copies that reach the others wait for its reply. Implementations
+// are safe for concurrent use.
+type SharedStore interface {
+	Store
+	// Claim claims k for this process, or says why it cannot. Claimed:
+	// Found is false (k is fresh), or Found with a running Record whose
+	// claimer is gone (Lost: the outcome is unknown). Not claimed: Found
+	// with a reply (done), or Wait, set while another process holds k,
+	// which closes when that may have changed (within a bounded time: the
+	// caller then claims again). An error claims nothing.
+	Claim(k Key, expires time.Time) (ClaimResult, error)
+	// Unclaim gives up this process's claim on k, if it still holds one
+	// (Finish of a running entry has given it up already).
+	Unclaim(k Key)
+}
+
+// ClaimResult is SharedStore.Claim's answer.
+type ClaimResult struct {
+	Record Record
+	Found  bool
+	// Wait is set when another process holds the key.
+	Wait <-chan struct{}
+}
+
 // ReservingStore is a Store that reserves, for each running entry, the
 // room of a reply of the size it is given (WALStore and
 // MemoryStore are): a capability whose results are larger or smaller than
@@ -264,12 +291,15 @@ func (l *Ledger) Start(sender string, id [16]byte, expires time.Time) (Start, er
 	c := make(chan struct{})
 	l.claimed[k] = c
 	l.mu.Unlock()
-	rec, ok, err := l.store.Lookup(k)
+	rec, ok, wait, err := l.lookup(k, expires)
 	if err != nil {
 		l.release(k, c)
 		return Start{}, err
 	}
 	switch {
+	case wait != nil: // held by another process of a SharedStore
+		l.release(k, c)
+		return Start{State: Busy, Wait: wait}, nil
 	case ok && rec.Reply != nil:
 		l.release(k, c)
 		return Start{State: Done, Reply: rec.Reply}, nil
@@ -279,6 +309,17 @@ func (l *Ledger) Start(sender string, id [16]byte, expires time.Time) (Start, er
 	}
 	l.open.Add(1)
 	return Start{State: Fresh, Ticket: &Ticket{l: l, k: k, c: c, expires: expires}}, nil
+}
+
+// lookup reads k's record, claiming k first on a SharedStore (wait is
+// then set while another process holds it).
+func (l *Ledger) lookup(k Key, expires time.Time) (rec Record, ok bool, wait <-chan struct{}, err error) {
+	if s, shared := l.store.(SharedStore); shared {
+		c, err := s.Claim(k, expires)
+		return c.Record, c.Found, c.Wait, err
+	}
+	rec, ok, err = l.store.Lookup(k)
+	return rec, ok, nil, err
 }
 
 func (l *Ledger) release(k Key, c chan struct{}) {
@@ -306,6 +347,13 @@ func (l *Ledger) Limits() (lim Limits, ok bool) {
 		return rs.Limits(), true
 	}
 	return Limits{}, false
+}
+
+// Shared reports whether the store is a SharedStore: Start then waits for
+// the network (a claim), and callers wait for it as for a disk.
+func (l *Ledger) Shared() bool {
+	_, ok := l.store.(SharedStore)
+	return ok
 }
 
 // Store returns the ledger's store.
@@ -447,6 +495,9 @@ func (t *Ticket) Durable() bool { return t.running }
 func (t *Ticket) end() {
 	t.ended = true
 	t.leaveHandler()
+	if s, ok := t.l.store.(SharedStore); ok {
+		s.Unclaim(t.k)
+	}
 	t.l.open.Add(-1)
 	t.l.release(t.k, t.c)
 }

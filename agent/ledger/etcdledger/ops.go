@@ -1,0 +1,380 @@
+package etcdledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// Claim implements ledger.SharedStore with one transaction: when no
+// process claims k and its entry is not done (version < 2), the claim key
+// is created under this process's session lease; otherwise the entry (and
+// the claim) are read. A claim held by another process gives Wait, which
+// closes on the next change of the claim key or after WaitPoll.
+func (s *Store) Claim(k ledger.Key, _ time.Time) (ledger.ClaimResult, error) {
+	ks := keysOf(s.prefix, k)
+	lease, err := s.sess.lease()
+	if err != nil {
+		return ledger.ClaimResult{}, err
+	}
+	var r *clientv3.TxnResponse
+	err = s.call("claim", func(ctx context.Context) error {
+		var err error
+		r, err = s.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", 0),
+			clientv3.Compare(clientv3.Version(ks.entry), "<", 2),
+		).Then(
+			clientv3.OpPut(ks.claim, s.node, clientv3.WithLease(lease)),
+			clientv3.OpGet(ks.entry),
+			clientv3.OpGet(usagePrefix(s.prefix, hash16(s.principalOf(k.Sender))), clientv3.WithPrefix()),
+		).Else(
+			clientv3.OpGet(ks.entry),
+			clientv3.OpGet(ks.claim),
+		).Commit()
+		return err
+	})
+	if err != nil {
+		return ledger.ClaimResult{}, err
+	}
+	if r.Succeeded {
+		snap, _ := snapOf(r.Responses[2].GetResponseRange(), r.Header.Revision)
+		s.mu.Lock()
+		s.claims[k] = claimInfo{lease: lease, usage: snap}
+		s.mu.Unlock()
+		kv := one(r.Responses[1])
+		if kv == nil {
+			return ledger.ClaimResult{}, nil // fresh
+		}
+		e, err := decodeEntry(kv.Value)
+		if err != nil || e.state != stateRunning {
+			s.Unclaim(k)
+			if err == nil {
+				err = amp.Named(amp.CodeUnavailable, ErrBadValue, "ledger entry on etcd: version 1 but not running")
+			}
+			return ledger.ClaimResult{}, err
+		}
+		// Running, and its claimer is gone: the outcome is unknown.
+		s.mu.Lock()
+		s.running[k] = entryRef{rev: kv.ModRevision, e: e}
+		s.mu.Unlock()
+		return ledger.ClaimResult{Found: true, Record: ledger.Record{Expires: e.expires}}, nil
+	}
+	if kv := one(r.Responses[0]); kv != nil && kv.Version >= 2 {
+		e, err := decodeEntry(kv.Value)
+		if err != nil {
+			return ledger.ClaimResult{}, err
+		}
+		if e.state == stateDone {
+			return ledger.ClaimResult{Found: true, Record: ledger.Record{Reply: e.reply, Expires: e.expires}}, nil
+		}
+	}
+	if c := one(r.Responses[1]); c != nil && clientv3.LeaseID(c.Lease) == lease {
+		// Our own claim, which this process no longer tracks (an Unclaim
+		// that did not reach etcd): give it up and claim again.
+		s.mu.Lock()
+		_, tracked := s.claims[k]
+		s.mu.Unlock()
+		if !tracked {
+			s.deleteClaim(ks.claim, lease)
+			ch := make(chan struct{})
+			close(ch)
+			return ledger.ClaimResult{Wait: ch}, nil
+		}
+	}
+	return ledger.ClaimResult{Wait: s.waitFor(ks.claim, r.Header.Revision+1)}, nil
+}
+
+// one returns the only key-value of a range response, or nil.
+func one(op *pb.ResponseOp) *mvccpb.KeyValue {
+	rr := op.GetResponseRange()
+	if rr == nil || len(rr.Kvs) != 1 {
+		return nil
+	}
+	return rr.Kvs[0]
+}
+
+// waitFor returns a channel that closes on the first change of key from
+// revision rev on, or after WaitPoll, whichever comes first.
+func (s *Store) waitFor(key string, rev int64) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(s.bg), s.o.WaitPoll)
+		defer cancel()
+		for w := range s.cli.Watch(ctx, key, clientv3.WithRev(rev)) {
+			if w.Err() != nil || len(w.Events) > 0 {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// Unclaim implements ledger.SharedStore: the claim key is deleted if it is
+// still this process's. A delete that fails is retried in the background
+// (three times); should that fail too, the claim goes with the session.
+func (s *Store) Unclaim(k ledger.Key) {
+	s.mu.Lock()
+	ci, ok := s.claims[k]
+	delete(s.claims, k)
+	delete(s.running, k)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	lease := ci.lease
+	claim := keysOf(s.prefix, k).claim
+	if s.deleteClaim(claim, lease) != nil {
+		go func() {
+			for i := 0; i < 3 && s.bg.Err() == nil; i++ {
+				time.Sleep(s.o.OpTimeout)
+				if s.deleteClaim(claim, lease) == nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+func (s *Store) deleteClaim(claim string, lease clientv3.LeaseID) error {
+	return s.call("unclaim", func(ctx context.Context) error {
+		_, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(claim), "=", lease)).
+			Then(clientv3.OpDelete(claim)).Commit()
+		return err
+	})
+}
+
+// MarkRunning implements ledger.Store.
+func (s *Store) MarkRunning(k ledger.Key, expires time.Time) error {
+	return s.MarkRunningWithin(k, expires, 0)
+}
+
+// reserveOf is the reservation of an entry marked with reserve.
+func (s *Store) reserveOf(reserve int64) int64 {
+	if reserve <= 0 {
+		reserve = s.lim.ReplyReserve
+	}
+	return min(max(reserve, ledger.MinReplyReserve), MaxReply)
+}
+
+// MarkRunningWithin implements ledger.ReservingStore: one transaction
+// creates the entry only if it is absent (create revision 0), while this
+// process's claim holds (its lease), and adds the entry's cost to the
+// principal's usage counter of the entry's expiry bucket, compared on the
+// mod revisions of all the principal's counters (no other writer since
+// they were summed); a conflict is retried (at most 16 times).
+func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64) error {
+	reserve = s.reserveOf(reserve)
+	cost := entryCost(k, reserve)
+	now := s.o.Now()
+	s.mu.Lock()
+	s.pruneTally(now)
+	full := s.usage.Bytes+cost > s.lim.Budget
+	ci, claimed := s.claims[k]
+	s.mu.Unlock()
+	claim := ci.lease
+	if full {
+		return amp.Named(amp.CodeOverloaded, ledger.ErrFull, "the agent's idempotency ledger is full; retry later")
+	}
+	ph := sha256.Sum256([]byte(s.principalOf(k.Sender)))
+	e := entry{state: stateRunning, expires: expires, reserve: reserve, end: bucketEnd(now, expires)}
+	copy(e.principal[:], ph[:16])
+	phex := hash16(s.principalOf(k.Sender))
+	ks := keysOf(s.prefix, k)
+	counter := usageKey(s.prefix, phex, e.end)
+	for attempt := 0; attempt < maxRetries; attempt++ {
+		lease, err := s.leases.get(e.end)
+		if err != nil {
+			return err
+		}
+		snap := ci.usage
+		if attempt > 0 || snap == nil {
+			if snap, err = s.readUsage(usagePrefix(s.prefix, phex)); err != nil {
+				return err
+			}
+		}
+		sum, cur, rev := snap.sum, snap.vals[counter], snap.rev
+		if sum+cost > s.lim.PerCaller {
+			return amp.Named(amp.CodeRateLimited, ledger.ErrCallerFull, "this caller's share of the agent's idempotency ledger is used up (callers the policy does not name share one); retry later")
+		}
+		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ks.entry), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(usagePrefix(s.prefix, phex)), "<", rev+1).WithPrefix()}
+		if claimed {
+			cmp = append(cmp, clientv3.Compare(clientv3.LeaseValue(ks.claim), "=", claim))
+		}
+		var r *clientv3.TxnResponse
+		err = s.call("mark", func(ctx context.Context) error {
+			r, err = s.cli.Txn(ctx).If(cmp...).Then(
+				clientv3.OpPut(ks.entry, string(e.encode()), clientv3.WithLease(lease)),
+				clientv3.OpPut(counter, itoa(cur+cost), clientv3.WithLease(lease)),
+			).Else(clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)).Commit()
+			return err
+		})
+		if amp.NameOf(err) == ledger.ErrLedgerIO && rpctypes.Error(errorsCause(err)) == rpctypes.ErrLeaseNotFound {
+			s.leases.drop(e.end)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if r.Succeeded {
+			s.mu.Lock()
+			s.running[k] = entryRef{rev: r.Header.Revision, e: e, counter: cur + cost, counterRev: r.Header.Revision}
+			s.charge(e.end, cost, 1)
+			s.mu.Unlock()
+			return nil
+		}
+		if one(r.Responses[0]) != nil {
+			return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry already exists")
+		}
+		if c := one(r.Responses[1]); claimed && (c == nil || clientv3.LeaseID(c.Lease) != claim) {
+			return amp.Named(amp.CodeUnavailable, ErrClaimLost, "this agent's claim on the message expired before its handler could start; retry")
+		}
+		contended(attempt)
+	}
+	return amp.Named(amp.CodeUnavailable, ErrContended, "the idempotency ledger is contended for this caller; retry")
+}
+
+// charge adds to this process's tally. Callers hold s.mu.
+func (s *Store) charge(end, bytes int64, entries int) {
+	b := s.tally[end]
+	b.bytes += bytes
+	b.entries += entries
+	s.tally[end] = b
+	s.usage.Bytes += bytes
+	s.usage.Entries += entries
+}
+
+// readUsage reads the counters under prefix.
+func (s *Store) readUsage(prefix string) (snap *usageSnap, err error) {
+	err = s.call("mark", func(ctx context.Context) error {
+		r, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix())
+		if err != nil {
+			return err
+		}
+		snap, err = snapOf((*pb.RangeResponse)(r), r.Header.Revision)
+		return err
+	})
+	return snap, err
+}
+
+// snapOf sums the usage counters of a range read at revision rev.
+func snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
+	snap := &usageSnap{rev: rev, vals: map[string]int64{}}
+	if r == nil {
+		return nil, amp.Named(amp.CodeUnavailable, ErrBadValue, "no usage counters in the answer")
+	}
+	for _, kv := range r.Kvs {
+		n, err := decodeCounter(kv.Value)
+		if err != nil {
+			return nil, err
+		}
+		snap.sum += n
+		snap.vals[string(kv.Key)] = n
+	}
+	return snap, nil
+}
+
+// contended waits a little before the next try of a transaction whose
+// counters changed: 1 ms more for each try.
+func contended(attempt int) { time.Sleep(time.Duration(attempt+1) * time.Millisecond) }
+
+// Finish implements ledger.Store: one transaction records the reply in
+// the running entry (its lease kept) while the entry is the one this
+// process marked or found running and its claim holds, gives back to the
+// usage counter what of the reservation the reply does not use, and
+// deletes the claim. A counter that keeps changing is left charged (after
+// 16 tries) rather than the reply unrecorded.
+func (s *Store) Finish(k ledger.Key, reply []byte) error {
+	s.mu.Lock()
+	ref, ok := s.running[k]
+	ci, claimed := s.claims[k]
+	s.mu.Unlock()
+	claim := ci.lease
+	ks := keysOf(s.prefix, k)
+	if !ok {
+		return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry is not running here")
+	}
+	if int64(len(reply)) > ref.e.reserve {
+		return amp.Named(amp.CodeOverloaded, ledger.ErrReplyTooLarge,
+			"the reply is larger than the idempotency ledger reserved for it (%d bytes)", ref.e.reserve)
+	}
+	done := ref.e
+	done.state, done.reply = stateDone, reply
+	refund := ref.e.reserve - int64(len(reply))
+	counter := usagePrefix(s.prefix, hexOf(ref.e.principal)) + itoa(ref.e.end)
+	for attempt := 0; ; attempt++ {
+		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ref.rev)}
+		if claimed {
+			cmp = append(cmp, clientv3.Compare(clientv3.LeaseValue(ks.claim), "=", claim))
+		}
+		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(done.encode()), clientv3.WithIgnoreLease()), clientv3.OpDelete(ks.claim)}
+		if attempt < maxRetries && refund > 0 {
+			cur, rev := ref.counter, ref.counterRev // as marked here: the first guess
+			if attempt > 0 || rev == 0 {
+				var err error
+				if cur, rev, err = s.readCounter(counter); err != nil {
+					return err
+				}
+			}
+			if rev > 0 {
+				cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(counter), "=", rev))
+				ops = append(ops, clientv3.OpPut(counter, itoa(max(cur-refund, 0)), clientv3.WithIgnoreLease()))
+			}
+		}
+		var r *clientv3.TxnResponse
+		err := s.call("finish", func(ctx context.Context) (err error) {
+			r, err = s.cli.Txn(ctx).If(cmp...).Then(ops...).Else(clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)).Commit()
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if r.Succeeded {
+			s.mu.Lock()
+			delete(s.running, k)
+			delete(s.claims, k)
+			if len(ops) > 2 {
+				s.charge(ref.e.end, -refund, 0)
+			}
+			s.mu.Unlock()
+			return nil
+		}
+		e := one(r.Responses[0])
+		if e == nil {
+			s.mu.Lock()
+			delete(s.running, k)
+			s.mu.Unlock()
+			return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry went missing (expired)")
+		}
+		if c := one(r.Responses[1]); e.ModRevision != ref.rev || claimed && (c == nil || clientv3.LeaseID(c.Lease) != claim) {
+			return amp.Named(amp.CodeUnavailable, ErrClaimLost, "this agent's claim on the message expired while its handler ran; a retry is answered \"outcome unknown\"")
+		}
+		if attempt >= maxRetries {
+			return amp.Named(amp.CodeUnavailable, ErrContended, "the idempotency ledger is contended for this caller")
+		}
+		contended(attempt)
+	}
+}
+
+// readCounter reads one usage counter (rev 0: absent).
+func (s *Store) readCounter(key string) (n, rev int64, err error) {
+	err = s.call("finish", func(ctx context.Context) error {
+		r, err := s.cli.Get(ctx, key)
+		if err != nil || len(r.Kvs) == 0 {
+			return err
+		}
+		rev = r.Kvs[0].ModRevision
+		n, err = decodeCounter(r.Kvs[0].Value)
+		return err
+	})
+	return n, rev, err
+}

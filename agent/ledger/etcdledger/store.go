@@ -1,0 +1,305 @@
+package etcdledger
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// Defaults of Options.
+const (
+	DefaultOpTimeout  = 2 * time.Second
+	DefaultSessionTTL = 10 * time.Second
+	DefaultWaitPoll   = time.Second
+	// maxRetries bounds the retries of a transaction whose quota counters
+	// changed under it.
+	maxRetries = 16
+)
+
+// Options configure a Store.
+type Options struct {
+	// Endpoints are the etcd members (host:port); Prefix is the key prefix
+	// (default DefaultPrefix). See ParseURL. Ignored when Client is set.
+	Endpoints []string
+	Prefix    string
+	// TLS, when set, is the client's TLS (mutual TLS: with a certificate).
+	TLS *tls.Config
+	// Client is an etcd client of the embedder's; Close leaves it open.
+	Client *clientv3.Client
+	// Limits are the ledger's limits: PerCaller holds across the fleet,
+	// Budget for the entries this process writes (docs/FLEET.md).
+	Limits ledger.Limits
+	// Now is the clock (required).
+	Now func() time.Time
+	// OpTimeout bounds every etcd call (default 2 s): slower is a refusal.
+	OpTimeout time.Duration
+	// SessionTTL is the lease of this process's claims (default 10 s),
+	// kept alive while it runs: a process that stops for longer loses its
+	// claims, and its running entries read as "outcome unknown".
+	SessionTTL time.Duration
+	// WaitPoll bounds one wait for another process's claim (default 1 s).
+	WaitPoll time.Duration
+	// Observe, when set, is called after every etcd call with its
+	// operation ("claim", "mark", "finish", "unclaim", "lookup", "lease"),
+	// duration and error. It must not block.
+	Observe func(op string, d time.Duration, err error)
+}
+
+// Store is a ledger.SharedStore on etcd v3 (docs/FORMAT.md, "Ledger on
+// etcd"). Safe for concurrent use.
+type Store struct {
+	cli       *clientv3.Client
+	ownClient bool
+	prefix    string
+	lim       ledger.Limits
+	o         Options
+	node      string
+	bg        context.Context
+	stop      context.CancelFunc
+
+	principal atomic.Pointer[func(string) string]
+	sess      session
+	leases    leaseCache
+
+	mu      sync.Mutex
+	claims  map[ledger.Key]claimInfo // keys this process has claimed
+	running map[ledger.Key]entryRef  // entries marked or found running
+	tally   map[int64]tallyBucket    // this process's entries by bucket end
+	usage   ledger.Usage
+
+	calls, errs atomic.Uint64
+	nanos       atomic.Int64
+}
+
+// entryRef is a running entry this process may finish.
+type entryRef struct {
+	rev int64 // the entry's mod revision
+	e   entry
+	// counter is the usage counter's value after the entry was marked
+	// (counterRev > 0: marked here, at that revision), the first guess
+	// of Finish.
+	counter, counterRev int64
+}
+
+// claimInfo is a claim of this process: its lease, and the principal's
+// usage counters read with it (MarkRunning's first guess).
+type claimInfo struct {
+	lease clientv3.LeaseID
+	usage *usageSnap
+}
+
+// usageSnap is a principal's usage counters at revision rev.
+type usageSnap struct {
+	sum, rev int64
+	vals     map[string]int64
+}
+
+type tallyBucket struct {
+	bytes   int64
+	entries int
+}
+
+// Open returns a Store over the etcd cluster of o. It does not wait for
+// the cluster: an unreachable one refuses each call (Ready reports it).
+func Open(o Options) (*Store, error) {
+	if o.Now == nil {
+		return nil, amp.Named(0, "misconfigured", "the etcd ledger needs a clock")
+	}
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = DefaultOpTimeout
+	}
+	if o.SessionTTL < time.Second {
+		o.SessionTTL = DefaultSessionTTL
+	}
+	if o.WaitPoll <= 0 {
+		o.WaitPoll = DefaultWaitPoll
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	s := &Store{cli: o.Client, prefix: o.Prefix, lim: o.Limits.Resolved(), o: o,
+		claims: map[ledger.Key]claimInfo{}, running: map[ledger.Key]entryRef{}, tally: map[int64]tallyBucket{}}
+	if s.cli == nil {
+		if len(o.Endpoints) == 0 {
+			return nil, amp.Named(0, "misconfigured", "the etcd ledger needs endpoints")
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: o.Endpoints, TLS: o.TLS, DialTimeout: o.OpTimeout,
+			DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: o.OpTimeout, Logger: zap.NewNop()})
+		if err != nil {
+			return nil, amp.Wrap(amp.CodeUnavailable, err, "cannot make an etcd client")
+		}
+		s.cli, s.ownClient = cli, true
+	}
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot read randomness")
+	}
+	s.node = hex.EncodeToString(id[:])
+	s.bg, s.stop = context.WithCancel(context.Background())
+	s.sess.s, s.leases.s = s, s
+	s.leases.m = map[int64]clientv3.LeaseID{}
+	s.usage.Budget = s.lim.Budget
+	return s, nil
+}
+
+// Limits returns the store's limits, defaults filled in (ReplyReserve at
+// most MaxReply).
+func (s *Store) Limits() ledger.Limits {
+	l := s.lim
+	l.ReplyReserve = min(l.ReplyReserve, MaxReply)
+	return l
+}
+
+// Node is this process's random name in its claims' values.
+func (s *Store) Node() string { return s.node }
+
+// SetPrincipal implements ledger.PrincipalStore: the per-caller share is
+// charged to principal(sender) across the fleet (every agent of it must
+// use the same policy).
+func (s *Store) SetPrincipal(principal func(sender string) string) {
+	if principal == nil {
+		s.principal.Store(nil)
+		return
+	}
+	s.principal.Store(&principal)
+}
+
+func (s *Store) principalOf(sender string) string {
+	if p := s.principal.Load(); p != nil {
+		return (*p)(sender)
+	}
+	return sender
+}
+
+// call runs one etcd call under the deadline, observed.
+func (s *Store) call(op string, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(s.bg), s.o.OpTimeout)
+	defer cancel()
+	start := time.Now()
+	err := f(ctx)
+	d := time.Since(start)
+	s.calls.Add(1)
+	s.nanos.Add(int64(d))
+	if err != nil {
+		s.errs.Add(1)
+	}
+	if s.o.Observe != nil {
+		s.o.Observe(op, d, err)
+	}
+	if err != nil {
+		var ae *amp.Error
+		if errors.As(err, &ae) {
+			return err
+		}
+		return amp.Named(amp.CodeUnavailable, ledger.ErrLedgerIO, "the etcd ledger did not answer in time (%s)", op).WithCause(err)
+	}
+	return nil
+}
+
+// Stats are the store's call counters since Open.
+type Stats struct {
+	Calls, Errors uint64
+	Latency       time.Duration // the sum over the calls
+}
+
+// Stats returns the store's call counters.
+func (s *Store) Stats() Stats {
+	return Stats{Calls: s.calls.Load(), Errors: s.errs.Load(), Latency: time.Duration(s.nanos.Load())}
+}
+
+// Ready checks that the cluster answers a linearizable read within the
+// deadline (it has a leader and a quorum).
+func (s *Store) Ready() error {
+	return s.call("ready", func(ctx context.Context) error {
+		_, err := s.cli.Get(ctx, s.prefix+"ready", clientv3.WithCountOnly())
+		return err
+	})
+}
+
+// Lookup implements ledger.Store.
+func (s *Store) Lookup(k ledger.Key) (ledger.Record, bool, error) {
+	var kv []byte
+	err := s.call("lookup", func(ctx context.Context) error {
+		r, err := s.cli.Get(ctx, keysOf(s.prefix, k).entry)
+		if err == nil && len(r.Kvs) == 1 {
+			kv = r.Kvs[0].Value
+		}
+		return err
+	})
+	if err != nil || kv == nil {
+		return ledger.Record{}, false, err
+	}
+	e, err := decodeEntry(kv)
+	if err != nil {
+		return ledger.Record{}, false, err
+	}
+	return ledger.Record{Reply: e.reply, Expires: e.expires}, true, nil
+}
+
+// Sweep implements ledger.Store: etcd deletes expired entries with their
+// leases; Sweep forgets this process's tally of them and deletes nothing.
+func (s *Store) Sweep(now time.Time, _ int) (int, error) {
+	s.mu.Lock()
+	s.pruneTally(now)
+	s.mu.Unlock()
+	s.leases.prune(now)
+	return 0, nil
+}
+
+// Usage implements ledger.Store: the entries and bytes this process wrote
+// that have not expired, and the budget (docs/FLEET.md).
+func (s *Store) Usage() ledger.Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneTally(s.o.Now())
+	return s.usage
+}
+
+// pruneTally drops the buckets ended at now. Callers hold s.mu.
+func (s *Store) pruneTally(now time.Time) {
+	for end, b := range s.tally {
+		if end < now.Unix() {
+			s.usage.Bytes -= b.bytes
+			s.usage.Entries -= b.entries
+			delete(s.tally, end)
+		}
+	}
+}
+
+// Close implements ledger.Store: it revokes this process's session (its
+// claims go at once) and closes the client it made.
+func (s *Store) Close() error {
+	s.sess.revoke()
+	s.stop()
+	if s.ownClient {
+		return s.cli.Close()
+	}
+	return nil
+}
+
+// NewLedger opens a Store with o and returns a ledger.Ledger over it: the
+// value for agent.Config.Ledger of every agent of a fleet (one Store per
+// agent process). Closing the Ledger closes the Store.
+func NewLedger(o Options) (*ledger.Ledger, error) {
+	s, err := Open(o)
+	if err != nil {
+		return nil, err
+	}
+	l, err := ledger.New(s, ledger.Options{Now: o.Now})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return l, nil
+}
