@@ -34,6 +34,16 @@ type metrics struct {
 	httpReqs    *prometheus.CounterVec // route, status
 	httpDur     *prometheus.HistogramVec
 	inflight    prometheus.Gauge
+	ledgerDur   *prometheus.HistogramVec // op (a shared ledger's calls: etcd)
+	ledgerErrs  *prometheus.CounterVec   // op
+}
+
+// observeLedger records one call of a shared ledger (etcdledger.Options.Observe).
+func (m *metrics) observeLedger(op string, d time.Duration, err error) {
+	m.ledgerDur.WithLabelValues(op).Observe(d.Seconds())
+	if err != nil {
+		m.ledgerErrs.WithLabelValues(op).Inc()
+	}
 }
 
 // newMetrics registers the agent's metrics for store and the ledger usage
@@ -61,8 +71,13 @@ func newMetrics(store *resolver.Store, ledgerUsage func() (entries int, bytes, b
 			Help: "HTTP request latency, by route.", Buckets: prometheus.DefBuckets}, []string{"route"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ampagent_http_requests_in_flight",
 			Help: "HTTP requests being served."}),
+		ledgerDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ampagent_ledger_call_duration_seconds",
+			Help:    "Latency of the shared idempotency ledger's calls (etcd), by operation.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}}, []string{"op"}),
+		ledgerErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampagent_ledger_errors_total",
+			Help: "Failed calls of the shared idempotency ledger (etcd: unreachable, no quorum, past the deadline), by operation."}, []string{"op"}),
 	}
-	m.reg.MustRegister(m.messages, m.duration, m.duplicates, m.handlerRuns, m.handlerFail, m.httpReqs, m.httpDur, m.inflight,
+	m.reg.MustRegister(m.messages, m.duration, m.duplicates, m.handlerRuns, m.handlerFail, m.httpReqs, m.httpDur, m.inflight, m.ledgerDur, m.ledgerErrs,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ampagent_store_generation",
 			Help: "The registry store's generation (bumped by every import and removal)."},
 			func() float64 { return float64(store.Generation()) }),

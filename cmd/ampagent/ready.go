@@ -60,6 +60,9 @@ type readiness struct {
 	window  time.Duration
 	recheck time.Duration
 
+	// ledger, when set, checks a shared idempotency ledger (etcd) answers.
+	ledger func() error
+
 	// handlers are the running config's (a reload replaces them).
 	handlers atomic.Pointer[map[string]execHandler]
 
@@ -104,6 +107,9 @@ func (r *readiness) report() readyReport {
 	}
 	for _, p := range expiryProblems(bundles, r.now(), r.window) {
 		add(p)
+	}
+	if r.ledger != nil && r.ledger() != nil {
+		add(readyProblem{Check: "ledger", Code: "ledger_unavailable", Message: "the shared idempotency ledger (etcd) does not answer within its deadline: invocations are refused (5002, retryable)"})
 	}
 	rep.Status = "ready"
 	if len(rep.Problems) > 0 {

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/agent/ledger/etcdledger"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+)
+
+// etcdFlags are serve's flags of the idempotency ledger on etcd
+// (--ledger etcd://HOST:PORT[,HOST:PORT…][/PREFIX]; docs/FLEET.md).
+func etcdFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "etcd-ca", Usage: "CA certificate `FILE` (PEM) that signs the etcd members' certificates (--ledger etcd://…)"},
+		&cli.StringFlag{Name: "etcd-cert", Usage: "client certificate `FILE` (PEM) for etcd, mutual TLS (with --etcd-key)"},
+		&cli.StringFlag{Name: "etcd-key", Usage: "client key `FILE` (PEM) for etcd, mutual TLS (with --etcd-cert)"},
+	}
+}
+
+// maxPEM bounds a certificate or key file read for etcd.
+const maxPEM = 1 << 20
+
+// openEtcdLedger opens the ledger on etcd when cfg.Ledger is an etcd://
+// URL (nil, "", nil otherwise): its calls are observed by met, and ready
+// reports whether it answers.
+func openEtcdLedger(c *cli.Context, cfg *serveConfig, now func() time.Time, log *slog.Logger, ready *readiness, met *metrics) (ledger.Store, string, error) {
+	if !strings.HasPrefix(cfg.Ledger, "etcd://") {
+		for _, f := range []string{"etcd-ca", "etcd-cert", "etcd-key"} {
+			if c.IsSet(f) {
+				return nil, "", cliutil.Usagef("--%s needs --ledger etcd://…", f)
+			}
+		}
+		return nil, "", nil
+	}
+	endpoints, prefix, err := etcdledger.ParseURL(cfg.Ledger)
+	if err != nil {
+		return nil, "", cliutil.Usagef("%s", err.Error())
+	}
+	tlsCfg, err := etcdTLS(c.String("etcd-ca"), c.String("etcd-cert"), c.String("etcd-key"))
+	if err != nil {
+		return nil, "", err
+	}
+	if tlsCfg == nil && !allLoopback(endpoints) {
+		return nil, "", cliutil.Usagef("an etcd ledger off this host needs TLS: give --etcd-ca (and --etcd-cert, --etcd-key for mutual TLS)")
+	}
+	s, err := etcdledger.Open(etcdledger.Options{Endpoints: endpoints, Prefix: prefix, TLS: tlsCfg, Now: now,
+		Limits:  ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes, ReplyReserve: cfg.MaxResultBytes},
+		Observe: met.observeLedger})
+	if err != nil {
+		return nil, "", err
+	}
+	ready.ledger = s.Ready
+	if err := s.Ready(); err != nil {
+		log.Warn("the etcd ledger does not answer yet; invocations are refused (5002, retryable) until it does", "endpoints", len(endpoints))
+	}
+	return s, "etcd", nil
+}
+
+// allLoopback reports whether every endpoint is a loopback address.
+func allLoopback(endpoints []string) bool {
+	for _, e := range endpoints {
+		host, _, _ := net.SplitHostPort(e)
+		ip := net.ParseIP(host)
+		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return false
+		}
+	}
+	return true
+}
+
+// etcdTLS is the client TLS of --etcd-ca, --etcd-cert and --etcd-key (nil
+// when none is given).
+func etcdTLS(ca, cert, key string) (*tls.Config, error) {
+	if ca == "" && cert == "" && key == "" {
+		return nil, nil
+	}
+	if (cert == "") != (key == "") {
+		return nil, cliutil.Usagef("--etcd-cert and --etcd-key go together")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pem, err := readPEM(ca)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, cliutil.Failf("invalid_config", "--etcd-ca holds no PEM certificate")
+		}
+		cfg.RootCAs = pool
+	}
+	if cert != "" {
+		c, err := readPEM(cert)
+		if err != nil {
+			return nil, err
+		}
+		k, err := readPEM(key)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(c, k)
+		if err != nil {
+			return nil, cliutil.Failf("invalid_config", "--etcd-cert and --etcd-key are not a certificate and its key")
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// readPEM reads a file of at most maxPEM bytes.
+func readPEM(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, cliutil.Failf("invalid_config", "cannot read an etcd TLS file").WithCause(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPEM+1))
+	if err != nil {
+		return nil, cliutil.Failf("invalid_config", "cannot read an etcd TLS file").WithCause(err)
+	}
+	if len(b) > maxPEM {
+		return nil, cliutil.Failf("invalid_config", "an etcd TLS file is larger than 1 MiB")
+	}
+	return b, nil
+}
