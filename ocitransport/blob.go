@@ -1,0 +1,150 @@
+package ocitransport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"hash"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// errStalled is the cause a body's context is cancelled with when it
+// arrives slower than the minimum data rate.
+var errStalled = errors.New("ocitransport: body below the minimum data rate")
+
+// blobReader reads one blob: at most its descriptor's size, each byte
+// hashed, the digest checked at the end (a short body or another digest
+// is an error in place of io.EOF), the minimum data rate kept.
+type blobReader struct {
+	rc     io.ReadCloser
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	desc   ocispec.Descriptor
+	v      digest.Verifier
+	left   int64
+	timer  *time.Timer
+	start  time.Time
+	n      int64
+	o      *Options
+	once   sync.Once
+}
+
+// openBlob opens desc on e's source for reading through a blobReader.
+func (e *Endpoint) openBlob(ctx context.Context, desc ocispec.Descriptor) (*blobReader, error) {
+	if desc.Size < 0 || desc.Size > e.o.MaxBlobSize {
+		return nil, fail(ErrBlobTooBig, "a blob is larger than the %d-byte limit", e.o.MaxBlobSize)
+	}
+	if desc.Digest.Validate() != nil || desc.Digest.Algorithm() != digest.SHA256 {
+		return nil, fail(ErrDigest, "a descriptor's digest is not a valid sha256 digest")
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	rc, err := e.src.Fetch(cctx, desc)
+	if err != nil {
+		cancel(nil)
+		if strings.HasSuffix(err.Error(), "mismatch Content-Length") { // oras: the answer's length is not the descriptor's
+			return nil, fail(ErrSize, "the registry answered a blob of another size than its descriptor").WithCause(err)
+		}
+		return nil, wrap(err, "fetching a blob")
+	}
+	b := &blobReader{rc: rc, ctx: cctx, cancel: cancel, desc: desc, v: desc.Digest.Verifier(), left: desc.Size, start: e.o.Now(), o: &e.o}
+	b.timer = time.AfterFunc(e.o.Grace, func() { cancel(errStalled) })
+	return b, nil
+}
+
+func (b *blobReader) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		if !b.v.Verified() {
+			return 0, fail(ErrDigest, "a blob does not match its digest")
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	b.n += int64(n)
+	b.v.Write(p[:n])
+	if n > 0 {
+		due := b.start.Add(b.o.Grace + time.Duration(float64(b.n)/float64(b.o.MinDataRate)*float64(time.Second)))
+		b.timer.Reset(due.Sub(b.o.Now()))
+	}
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(context.Cause(b.ctx), errStalled):
+		return n, fail(ErrTooSlow, "a blob arrived slower than %d bytes per second", b.o.MinDataRate)
+	case err == io.ErrUnexpectedEOF, err == io.EOF && b.left > 0:
+		return n, fail(ErrSize, "a blob is shorter than its descriptor says")
+	case err == io.EOF:
+		return n, nil // the next Read checks the digest
+	}
+	return n, wrap(err, "reading a blob")
+}
+
+func (b *blobReader) Close() error {
+	var err error
+	b.once.Do(func() {
+		b.timer.Stop()
+		err = b.rc.Close()
+		b.cancel(nil)
+	})
+	return err
+}
+
+// copyBlob streams desc from e's source into w through buf, verified.
+func (e *Endpoint) copyBlob(ctx context.Context, desc ocispec.Descriptor, w io.Writer, buf []byte) error {
+	b, err := e.openBlob(ctx, desc)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	for {
+		n, rerr := b.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return fail(ErrIO, "cannot write the blob").WithCause(err)
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// readSmall reads a small blob (a manifest, a statement) whole.
+func (e *Endpoint) readSmall(ctx context.Context, desc ocispec.Descriptor, max int64) ([]byte, error) {
+	if desc.Size > max {
+		return nil, fail(ErrManifestTooBig, "a manifest or statement is larger than %d bytes", max)
+	}
+	if desc.Size <= 0 {
+		return nil, fail(ErrManifest, "a manifest or statement descriptor has no size")
+	}
+	var out bytes.Buffer
+	out.Grow(int(desc.Size))
+	if err := e.copyBlob(ctx, desc, &out, make([]byte, 32<<10)); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// hashWriter counts and hashes what is written.
+type hashWriter struct {
+	h hash.Hash
+	n int64
+}
+
+func (w *hashWriter) Write(p []byte) (int, error) {
+	w.h.Write(p)
+	w.n += int64(len(p))
+	return len(p), nil
+}

@@ -1,0 +1,325 @@
+package ocitransport
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content/oci"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// Options configure an Endpoint. The zero value is usable: the standard
+// Docker credentials file, the system TLS roots, HTTPS only, no redirect to
+// another host, the default bounds.
+type Options struct {
+	// CredentialsFile is a Docker config.json to take credentials from
+	// (DefaultCredentialsFile gives the standard one); "" or a missing
+	// file: no credentials.
+	CredentialsFile string
+	// TLS is the client TLS configuration (nil: system roots, TLS 1.2+).
+	TLS *tls.Config
+	// PlainHTTP speaks plain HTTP to a loopback registry (127.0.0.0/8,
+	// ::1, localhost); refused for any other host not in PlainHTTPHosts.
+	PlainHTTP bool
+	// PlainHTTPHosts are the hosts (host or host:port) spoken to in plain
+	// HTTP, named by the operator.
+	PlainHTTPHosts []string
+	// AllowRedirectHosts are the hosts (host or host:port) a registry may
+	// redirect to besides itself.
+	AllowRedirectHosts []string
+	// MaxRedirects bounds the redirects of one request (DefaultMaxRedirects
+	// when 0).
+	MaxRedirects int
+	// MaxManifestSize bounds a manifest (DefaultMaxManifestSize when 0).
+	MaxManifestSize int64
+	// MaxBlobSize bounds a bundle file and each layer (DefaultMaxBlobSize
+	// when 0).
+	MaxBlobSize int64
+	// MaxLayerSize cuts a pushed bundle into layers of at most this many
+	// bytes (0: one layer).
+	MaxLayerSize int64
+	// MaxTags bounds the tags listed (DefaultMaxTags when 0).
+	MaxTags int
+	// MinDataRate is the slowest a body may arrive after Grace, in bytes
+	// per second (DefaultMinDataRate when 0).
+	MinDataRate int64
+	// Grace is the time a body gets before MinDataRate counts (30 s when 0).
+	Grace time.Duration
+	// DialContext dials the registry (nil: a net.Dialer with a 30 s
+	// timeout). A layout never dials.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Now is the clock of the rate check (nil: time.Now).
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	if o.MaxRedirects == 0 {
+		o.MaxRedirects = DefaultMaxRedirects
+	}
+	if o.MaxManifestSize <= 0 || o.MaxManifestSize > DefaultMaxManifestSize {
+		o.MaxManifestSize = DefaultMaxManifestSize
+	}
+	if o.MaxBlobSize <= 0 {
+		o.MaxBlobSize = DefaultMaxBlobSize
+	}
+	if o.MaxTags <= 0 {
+		o.MaxTags = DefaultMaxTags
+	}
+	if o.MinDataRate <= 0 {
+		o.MinDataRate = DefaultMinDataRate
+	}
+	if o.Grace <= 0 {
+		o.Grace = 30 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// readTarget is what a source must do: a registry repository, a layout.
+type readTarget interface {
+	Fetch(ctx context.Context, target ocispec.Descriptor) (io.ReadCloser, error)
+	Exists(ctx context.Context, target ocispec.Descriptor) (bool, error)
+	Predecessors(ctx context.Context, node ocispec.Descriptor) ([]ocispec.Descriptor, error)
+	Resolve(ctx context.Context, reference string) (ocispec.Descriptor, error)
+	Tags(ctx context.Context, last string, fn func(tags []string) error) error
+}
+
+// writeTarget is what a destination must do besides.
+type writeTarget interface {
+	Push(ctx context.Context, expected ocispec.Descriptor, content io.Reader) error
+	Tag(ctx context.Context, desc ocispec.Descriptor, reference string) error
+}
+
+// Endpoint is an opened registry repository or layout. Close it; a layout
+// tar opened for writing is written by Commit.
+type Endpoint struct {
+	loc  Location
+	o    Options
+	src  readTarget
+	dst  writeTarget // nil when read-only
+	repo *remote.Repository
+	// tmp is the folder a tar destination is built in.
+	tmp string
+}
+
+// Mode says how Open opens a location.
+type Mode int
+
+// Modes of Open.
+const (
+	ReadOnly  Mode = iota // a source
+	ReadWrite             // a destination
+)
+
+// Open opens loc. A layout opened ReadOnly must exist; one opened
+// ReadWrite is created. A tar opened ReadWrite is built in a temporary
+// folder next to it, starting from its current tagged content, and
+// replaced by Commit.
+func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, error) {
+	o.defaults()
+	e := &Endpoint{loc: loc, o: o}
+	switch loc.Kind {
+	case KindRegistry:
+		repo, err := openRepository(loc, &e.o)
+		if err != nil {
+			return nil, err
+		}
+		e.repo, e.src, e.dst = repo, repo, repo
+		return e, nil
+	case KindLayout:
+		if mode == ReadOnly {
+			st, err := oci.NewFromFS(ctx, os.DirFS(loc.Path))
+			if err != nil {
+				return nil, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+			}
+			e.src = st
+			return e, nil
+		}
+		st, err := oci.NewWithContext(ctx, loc.Path)
+		if err != nil {
+			return nil, fail(ErrLayout, "cannot open the OCI layout").WithCause(err)
+		}
+		e.src, e.dst = st, st
+		return e, nil
+	case KindLayoutTar:
+		if mode == ReadOnly {
+			st, err := oci.NewFromTar(ctx, loc.Path)
+			if err != nil {
+				return nil, fail(ErrLayout, "cannot read the OCI layout tar").WithCause(err)
+			}
+			e.src = st
+			return e, nil
+		}
+		return openTarDestination(ctx, e)
+	}
+	return nil, fail(ErrReference, "unknown OCI location kind")
+}
+
+// Location is where e points.
+func (e *Endpoint) Location() Location { return e.loc }
+
+// Close releases e; a tar destination not committed is discarded.
+func (e *Endpoint) Close() error {
+	if e.tmp != "" {
+		err := os.RemoveAll(e.tmp)
+		e.tmp = ""
+		return err
+	}
+	return nil
+}
+
+// DefaultCredentialsFile is the standard Docker credentials file:
+// $DOCKER_CONFIG/config.json, else $HOME/.docker/config.json ("" when
+// neither variable is set). getenv reads the environment.
+func DefaultCredentialsFile(getenv func(string) string) string {
+	if d := getenv("DOCKER_CONFIG"); d != "" {
+		return filepath.Join(d, "config.json")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".docker", "config.json")
+	}
+	return ""
+}
+
+func isLoopback(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// hostIn says whether host (host[:port]) is in list, an entry naming
+// either the host or the host and port.
+func hostIn(host string, list []string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	for _, l := range list {
+		if strings.EqualFold(l, host) || strings.EqualFold(l, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func openRepository(loc Location, o *Options) (*remote.Repository, error) {
+	plain := hostIn(loc.Registry, o.PlainHTTPHosts)
+	if o.PlainHTTP && !plain {
+		if !isLoopback(loc.Registry) {
+			return nil, fail(ErrPlainHTTP, "plain HTTP is only for a loopback registry or a host named with --plain-http-host")
+		}
+		plain = true
+	}
+	var store credentials.Store = credentials.NewMemoryStore()
+	if o.CredentialsFile != "" {
+		ds, err := credentials.NewStore(o.CredentialsFile, credentials.StoreOptions{})
+		if err != nil {
+			return nil, fail(ErrCredentials, "cannot read the registry credentials file").WithCause(err)
+		}
+		store = ds
+	}
+	repo := &remote.Repository{
+		Reference:            registry.Reference{Registry: loc.Registry, Repository: loc.Repository},
+		PlainHTTP:            plain,
+		MaxMetadataBytes:     o.MaxManifestSize,
+		SkipReferrersGC:      true,
+		TagListPageSize:      1000,
+		TagListMaxPages:      o.MaxTags/1000 + 1,
+		ReferrerListMaxPages: 10,
+		Client: &auth.Client{
+			Client:     newHTTPClient(loc.Registry, plain, o),
+			Cache:      auth.NewCache(),
+			Credential: credentials.Credential(store),
+			Header:     http.Header{"User-Agent": {"ampbundle"}},
+		},
+	}
+	return repo, nil
+}
+
+// newHTTPClient is the client of one registry: no proxy, bounded
+// redirects to allowed hosts only, dial and header deadlines.
+func newHTTPClient(host string, plain bool, o *Options) *http.Client {
+	dial := o.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.TLS != nil {
+		tlsCfg = o.TLS.Clone()
+	}
+	tr := &http.Transport{
+		DialContext:            dial,
+		TLSClientConfig:        tlsCfg,
+		TLSHandshakeTimeout:    30 * time.Second,
+		ResponseHeaderTimeout:  60 * time.Second,
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+		MaxIdleConnsPerHost:    4,
+		ForceAttemptHTTP2:      true,
+		WriteBufferSize:        256 << 10,
+		ReadBufferSize:         256 << 10,
+	}
+	max, allowed := o.MaxRedirects, o.AllowRedirectHosts
+	return &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) > max {
+			return fail(ErrRedirect, "more than %d redirects", max)
+		}
+		if !strings.EqualFold(req.URL.Host, host) && !hostIn(req.URL.Host, allowed) {
+			return fail(ErrRedirect, "a redirect to a host not allowed (allow it with --allow-redirect)")
+		}
+		if req.URL.Scheme != "https" && !(plain && strings.EqualFold(req.URL.Host, host)) && !hostIn(req.URL.Host, o.PlainHTTPHosts) {
+			return fail(ErrRedirect, "a redirect to plain HTTP")
+		}
+		return nil
+	}}
+}
+
+// wrap turns a registry or layout error into a named error; a named error
+// inside (a redirect refused, a body too slow) is kept.
+func wrap(err error, what string) error {
+	var ae *amp.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var resp *errcode.ErrorResponse
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fail(ErrTooSlow, "%s: the deadline passed", what).WithCause(err)
+	case errors.Is(err, errdef.ErrNotFound), errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound:
+		return fail(ErrNotFound, "%s: not found", what).WithCause(err)
+	case errors.Is(err, errdef.ErrSizeExceedsLimit):
+		return fail(ErrManifestTooBig, "%s: larger than the limit", what).WithCause(err)
+	}
+	return fail(ErrRegistry, "%s failed", what).WithCause(err)
+}
+
+func absDir(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return filepath.Dir(a)
+	}
+	return filepath.Dir(p)
+}

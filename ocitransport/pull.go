@@ -1,0 +1,192 @@
+package ocitransport
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry"
+
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// CopyBufferSize is the one buffer a pull or push streams through.
+const CopyBufferSize = 1 << 20
+
+// Resolve reads the manifest ref (a tag or a sha256 digest) names,
+// bounded, checks it against its descriptor (and the digest ref names)
+// and that it is an artifact of ours.
+func (e *Endpoint) Resolve(ctx context.Context, ref string) (*Artifact, error) {
+	if ref == "" {
+		return nil, fail(ErrReference, "the OCI reference names no tag or digest")
+	}
+	desc, err := e.src.Resolve(ctx, ref)
+	if err != nil {
+		return nil, wrap(err, "resolving the reference")
+	}
+	if strings.HasPrefix(ref, "sha256:") && desc.Digest.String() != ref {
+		return nil, fail(ErrDigest, "the registry answered another digest than the one asked for")
+	}
+	return e.fetchManifest(ctx, desc)
+}
+
+func (e *Endpoint) fetchManifest(ctx context.Context, desc ocispec.Descriptor) (*Artifact, error) {
+	if desc.MediaType != ocispec.MediaTypeImageManifest {
+		return nil, fail(ErrNotBundle, "the reference is not an OCI image manifest")
+	}
+	if desc.Size > e.o.MaxManifestSize {
+		return nil, fail(ErrManifestTooBig, "the manifest is larger than %d bytes", e.o.MaxManifestSize)
+	}
+	raw, err := e.readSmall(ctx, desc, e.o.MaxManifestSize)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeManifest(raw, desc, e.o.MaxBlobSize)
+}
+
+// WriteBundle streams the bundle file of a (KindBundle) into w: each layer
+// checked against its digest as it streams, the whole against the
+// manifest's size and SHA-256. On an error, w has received part of the
+// file: write to a temporary file (PullFile does).
+func (e *Endpoint) WriteBundle(ctx context.Context, a *Artifact, w io.Writer) error {
+	if a.Kind != KindBundle {
+		return fail(ErrNotBundle, "the artifact is a %s statement, not a bundle", a.Kind)
+	}
+	hw := &hashWriter{h: sha256.New()}
+	mw := io.MultiWriter(w, hw)
+	buf := make([]byte, CopyBufferSize)
+	for _, l := range a.Manifest.Layers {
+		if err := e.copyBlob(ctx, l, mw, buf); err != nil {
+			return err
+		}
+	}
+	if hw.n != a.FileSize {
+		return fail(ErrSize, "the layers are not the file size the manifest says")
+	}
+	if !bytes.Equal(hw.h.Sum(nil), a.FileSHA256) {
+		return fail(ErrDigest, "the layers are not the file the manifest's SHA-256 names")
+	}
+	return nil
+}
+
+// PullFile writes the bundle file of a to path: into a temporary file next
+// to it (bundle.CreateTemp: named and locked as the house's temporary
+// files), renamed over path only when every check passed. On an error
+// nothing is written at path.
+func (e *Endpoint) PullFile(ctx context.Context, a *Artifact, path string) (err error) {
+	f, err := bundle.CreateTemp(filepath.Dir(path), "pull")
+	if err != nil {
+		return fail(ErrIO, "cannot create the output file").WithCause(err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err = e.WriteBundle(ctx, a, f); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return fail(ErrIO, "cannot write the output file").WithCause(err)
+	}
+	if err = f.Close(); err != nil {
+		return fail(ErrIO, "cannot write the output file").WithCause(err)
+	}
+	if err = os.Chmod(f.Name(), 0o644); err != nil {
+		return fail(ErrIO, "cannot write the output file").WithCause(err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fail(ErrIO, "cannot write the output file").WithCause(err)
+	}
+	return nil
+}
+
+// Statement returns the signed statement a (a statement's artifact)
+// carries, checked against its digest. It is verified by the store that
+// applies it.
+func (e *Endpoint) Statement(ctx context.Context, a *Artifact) ([]byte, error) {
+	if a.Kind == KindBundle {
+		return nil, fail(ErrNotBundle, "the artifact is a bundle, not a statement")
+	}
+	data, err := e.readSmall(ctx, a.Manifest.Layers[0], MaxStatementSize)
+	if err != nil {
+		return nil, err
+	}
+	if StatementKind(data) != a.Kind {
+		return nil, fail(ErrManifest, "the statement is not of the kind its artifactType says")
+	}
+	return data, nil
+}
+
+// Statements returns the statements whose subject is the bundle b: the
+// OCI 1.1 referrers of its manifest (a registry without the referrers API:
+// the referrers tag schema), at most MaxReferrers, those of other
+// artifact types left out.
+func (e *Endpoint) Statements(ctx context.Context, b *Artifact) ([]*Artifact, error) {
+	descs, err := registry.Referrers(ctx, e.src, b.Descriptor, "")
+	if err != nil {
+		return nil, wrap(err, "listing the bundle's referrers")
+	}
+	if len(descs) > MaxReferrers {
+		return nil, fail(ErrTooMany, "the bundle has more than %d referrers", MaxReferrers)
+	}
+	var out []*Artifact
+	for _, d := range descs {
+		if !isStatementType(d.ArtifactType) {
+			continue
+		}
+		a, err := e.fetchManifest(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		if a.Kind == KindBundle || a.Manifest.Subject.Digest != b.Descriptor.Digest {
+			return nil, fail(ErrManifest, "a referrer's subject is not the bundle")
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func isStatementType(t string) bool {
+	for _, s := range statementTypes {
+		if s.artifactType == t {
+			return true
+		}
+	}
+	return false
+}
+
+var referrersTagRE = regexp.MustCompile(`^sha256-[0-9a-f]{64}$`)
+
+// IsReferrersTag says whether t is a tag of the referrers tag schema
+// (sha256-HEX), which holds an index of a manifest's referrers, not an
+// artifact.
+func IsReferrersTag(t string) bool { return referrersTagRE.MatchString(t) }
+
+// Tags lists the tags of the repository or layout, at most MaxTags.
+func (e *Endpoint) Tags(ctx context.Context) ([]string, error) {
+	var out []string
+	err := e.src.Tags(ctx, "", func(tags []string) error {
+		for _, t := range tags {
+			if len(out) >= e.o.MaxTags {
+				return fail(ErrTooMany, "more than %d tags", e.o.MaxTags)
+			}
+			if !ValidTag(t) {
+				continue
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "listing the tags")
+	}
+	return out, nil
+}

@@ -1,0 +1,226 @@
+package ocitransport
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"io"
+	"os"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// referencePusher pushes a manifest and tags it in one request.
+type referencePusher interface {
+	PushReference(ctx context.Context, expected ocispec.Descriptor, content io.Reader, reference string) error
+}
+
+func (e *Endpoint) writable() error {
+	if e.dst == nil {
+		return fail(ErrLayout, "the location was opened read-only")
+	}
+	return nil
+}
+
+// pushIfAbsent pushes desc from r unless the destination has it.
+func (e *Endpoint) pushIfAbsent(ctx context.Context, desc ocispec.Descriptor, open func() (io.Reader, error)) error {
+	if ok, err := e.src.Exists(ctx, desc); err == nil && ok {
+		return nil
+	}
+	r, err := open()
+	if err != nil {
+		return err
+	}
+	if err := e.dst.Push(ctx, desc, r); err != nil {
+		return wrap(err, "pushing a blob")
+	}
+	return nil
+}
+
+func (e *Endpoint) pushManifest(ctx context.Context, raw []byte, artifactType, tag string) (*Artifact, error) {
+	desc := manifestDescriptor(raw, artifactType)
+	if err := e.pushIfAbsent(ctx, emptyConfig, func() (io.Reader, error) { return bytes.NewReader([]byte("{}")), nil }); err != nil {
+		return nil, err
+	}
+	push := ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}
+	if rp, ok := e.dst.(referencePusher); ok && tag != "" {
+		if err := rp.PushReference(ctx, push, bytes.NewReader(raw), tag); err != nil {
+			return nil, wrap(err, "pushing the manifest")
+		}
+	} else {
+		if err := e.pushIfAbsent(ctx, push, func() (io.Reader, error) { return bytes.NewReader(raw), nil }); err != nil {
+			return nil, err
+		}
+		if tag != "" {
+			if err := e.dst.Tag(ctx, push, tag); err != nil {
+				return nil, wrap(err, "tagging the manifest")
+			}
+		}
+	}
+	return DecodeManifest(raw, desc, e.o.MaxBlobSize)
+}
+
+// PushBundle pushes the bundle file f as one artifact (one layer, or
+// layers of at most Options.MaxLayerSize) and tags it tag (none when
+// empty). title names the file in the layers' annotations. f must be a
+// bundle (its head is read for the bundle_id and version hints); it is
+// read twice, once to hash it, once to send it, through one buffer.
+func (e *Endpoint) PushBundle(ctx context.Context, f *os.File, title, tag string) (*Artifact, error) {
+	if err := e.writable(); err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fail(ErrIO, "cannot read the bundle").WithCause(err)
+	}
+	size := st.Size()
+	if size <= 0 || size > e.o.MaxBlobSize {
+		return nil, fail(ErrBlobTooBig, "the bundle is empty or larger than the %d-byte limit", e.o.MaxBlobSize)
+	}
+	in, err := bundle.Inspect(io.NewSectionReader(f, 0, size), 0)
+	if err != nil {
+		return nil, err
+	}
+	var layers []ocispec.Descriptor
+	var sum []byte
+	if e.repo != nil {
+		// A registry: each layer is hashed as it is sent, one pass.
+		layers, sum, err = e.streamLayers(ctx, f, size)
+		if err != nil {
+			return nil, err
+		}
+		raw := BundleManifest(layers, size, sum, title, in.Manifest.BundleID, in.Manifest.Version)
+		return e.pushManifest(ctx, raw, ArtifactTypeBundle, tag)
+	}
+	if layers, sum, err = hashLayers(f, size, e.o.MaxLayerSize); err != nil {
+		return nil, err
+	}
+	var off int64
+	for _, l := range layers {
+		start := off
+		// One layer: the file itself, which the HTTP client sends, on
+		// Linux, without copying it through user space (sendfile).
+		open := func() (io.Reader, error) {
+			if len(layers) > 1 {
+				return io.NewSectionReader(f, start, l.Size), nil
+			}
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return nil, fail(ErrIO, "cannot read the bundle").WithCause(err)
+			}
+			return f, nil
+		}
+		if err := e.pushIfAbsent(ctx, l, open); err != nil {
+			return nil, err
+		}
+		off += l.Size
+	}
+	raw := BundleManifest(layers, size, sum, title, in.Manifest.BundleID, in.Manifest.Version)
+	return e.pushManifest(ctx, raw, ArtifactTypeBundle, tag)
+}
+
+// hashLayers hashes f (size bytes) in one pass: the whole, and each layer
+// of at most max bytes (one layer when max is 0 or not below size).
+func hashLayers(f *os.File, size, max int64) ([]ocispec.Descriptor, []byte, error) {
+	if max <= 0 || max >= size {
+		max = size
+	}
+	if (size+max-1)/max > MaxLayers {
+		return nil, nil, fail(ErrTooMany, "--max-layer-size cuts the bundle into more than %d layers", MaxLayers)
+	}
+	mt := MediaTypeBundlePart
+	if max == size {
+		mt = MediaTypeBundleFile
+	}
+	whole := sha256.New()
+	buf := make([]byte, CopyBufferSize)
+	var layers []ocispec.Descriptor
+	for off := int64(0); off < size; off += max {
+		n := min(max, size-off)
+		part := sha256.New()
+		if _, err := io.CopyBuffer(io.MultiWriter(whole, part), io.NewSectionReader(f, off, n), buf); err != nil {
+			return nil, nil, fail(ErrIO, "cannot read the bundle").WithCause(err)
+		}
+		layers = append(layers, ocispec.Descriptor{MediaType: mt, Digest: digest.NewDigest(digest.SHA256, part), Size: n})
+	}
+	return layers, whole.Sum(nil), nil
+}
+
+// PushStatement pushes the signed statement data (a revocation, trust or
+// heartbeat statement) as an artifact whose subject is the bundle b. The
+// statement is not verified here: the store that applies it verifies it.
+func (e *Endpoint) PushStatement(ctx context.Context, data []byte, b *Artifact) (*Artifact, error) {
+	if err := e.writable(); err != nil {
+		return nil, err
+	}
+	if len(data) > MaxStatementSize {
+		return nil, fail(ErrBlobTooBig, "the statement is larger than %d bytes", MaxStatementSize)
+	}
+	if b.Kind != KindBundle {
+		return nil, fail(ErrNotBundle, "a statement's subject must be a bundle")
+	}
+	raw, layer, ok := StatementManifest(data, b.Descriptor)
+	if !ok {
+		return nil, fail(ErrUnsupportedKind, "the file is not a revocation, trust or heartbeat statement")
+	}
+	if err := e.pushIfAbsent(ctx, layer, func() (io.Reader, error) { return bytes.NewReader(data), nil }); err != nil {
+		return nil, err
+	}
+	a, err := DecodeManifest(raw, manifestDescriptor(raw, ""), e.o.MaxBlobSize)
+	if err != nil {
+		return nil, err
+	}
+	return e.pushManifest(ctx, raw, a.Manifest.ArtifactType, "")
+}
+
+// Copy copies the bundle src names by ref, with its statements, to dst,
+// tagged tag (none when empty): every manifest and blob read from src is
+// bounded and verified as a pull is; manifests are copied byte for byte,
+// so digests are kept. It returns the bundle's artifact and the number of
+// statements copied.
+func Copy(ctx context.Context, src *Endpoint, ref string, dst *Endpoint, tag string) (*Artifact, int, error) {
+	if err := dst.writable(); err != nil {
+		return nil, 0, err
+	}
+	a, err := src.Resolve(ctx, ref)
+	if err != nil {
+		return nil, 0, err
+	}
+	if a.Kind != KindBundle {
+		return nil, 0, fail(ErrNotBundle, "only a bundle (with its statements) is copied; this is a %s statement", a.Kind)
+	}
+	stmts, err := src.Statements(ctx, a)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := copyArtifact(ctx, src, dst, a, tag); err != nil {
+		return nil, 0, err
+	}
+	for _, s := range stmts {
+		if err := copyArtifact(ctx, src, dst, s, ""); err != nil {
+			return nil, 0, err
+		}
+	}
+	return a, len(stmts), nil
+}
+
+func copyArtifact(ctx context.Context, src, dst *Endpoint, a *Artifact, tag string) error {
+	for _, l := range a.Manifest.Layers {
+		var br *blobReader
+		err := dst.pushIfAbsent(ctx, l, func() (io.Reader, error) {
+			var err error
+			br, err = src.openBlob(ctx, l)
+			return br, err
+		})
+		if br != nil {
+			br.Close()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_, err := dst.pushManifest(ctx, a.Raw, a.Manifest.ArtifactType, tag)
+	return err
+}

@@ -1,0 +1,135 @@
+package ocitransport
+
+import (
+	"archive/tar"
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"oras.land/oras-go/v2/content/oci"
+
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// openTarDestination builds the layout in a temporary folder next to the
+// tar, starting from the tar's current bundles (with their statements)
+// when it exists. Commit writes the tar.
+func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
+	tmp, err := os.MkdirTemp(absDir(e.loc.Path), "."+filepath.Base(e.loc.Path)+".layout-*")
+	if err != nil {
+		return nil, fail(ErrIO, "cannot create a temporary folder next to the tar").WithCause(err)
+	}
+	e.tmp = tmp
+	st, err := oci.NewWithContext(ctx, tmp)
+	if err != nil {
+		e.Close()
+		return nil, fail(ErrLayout, "cannot create the OCI layout").WithCause(err)
+	}
+	e.src, e.dst = st, st
+	if _, err := os.Stat(e.loc.Path); err != nil {
+		return e, nil // a new tar
+	}
+	old, err := Open(ctx, Location{Kind: KindLayoutTar, Path: e.loc.Path}, e.o, ReadOnly)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	tags, err := old.Tags(ctx)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	for _, t := range tags {
+		if IsReferrersTag(t) {
+			continue
+		}
+		if _, _, err := Copy(ctx, old, t, e, t); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Commit writes a tar destination: the layout as a tar (oci-layout,
+// index.json, blobs/, in name order, mode 0644, no time), into a
+// temporary file renamed over the tar. Nothing to do for other locations.
+func (e *Endpoint) Commit() error {
+	if e.tmp == "" {
+		return nil
+	}
+	f, err := bundle.CreateTemp(filepath.Dir(e.loc.Path), "ocitar")
+	if err != nil {
+		return fail(ErrIO, "cannot create the tar").WithCause(err)
+	}
+	err = writeTar(f, e.tmp)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), e.loc.Path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fail(ErrIO, "cannot write the tar").WithCause(err)
+	}
+	return e.Close()
+}
+
+func writeTar(w io.Writer, root string) error {
+	var names []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil || rel == "." || rel == "ingest" || filepath.Dir(rel) == "ingest" {
+			if d.IsDir() && rel == "ingest" {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		names = append(names, rel)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	tw := tar.NewWriter(w)
+	buf := make([]byte, CopyBufferSize)
+	for _, n := range names {
+		if err := addTarEntry(tw, root, n, buf); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+func addTarEntry(tw *tar.Writer, root, name string, buf []byte) error {
+	p := filepath.Join(root, name)
+	st, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	h := &tar.Header{Name: filepath.ToSlash(name), Mode: 0o644, Typeflag: tar.TypeReg, Size: st.Size(), Format: tar.FormatPAX}
+	if st.IsDir() {
+		h = &tar.Header{Name: filepath.ToSlash(name) + "/", Mode: 0o755, Typeflag: tar.TypeDir, Format: tar.FormatPAX}
+	}
+	if err := tw.WriteHeader(h); err != nil || st.IsDir() {
+		return err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.CopyBuffer(tw, f, buf)
+	return err
+}
