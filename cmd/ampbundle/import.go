@@ -10,6 +10,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/ocitransport"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -39,8 +40,13 @@ The store must exist: 'ampbundle trust add' creates it.
 
 FILE - reads the bundle (or statement) from stdin: it is first copied to a
 temporary file, at most --max-stdin-size bytes, and verified from there
-like any file; nothing lands in the store before it verifies.`,
-		Flags: []cli.Flag{
+like any file; nothing lands in the store before it verifies.
+
+FILE oci://REGISTRY/REPO:TAG (or @sha256:HEX), oci-layout:DIR:TAG or
+oci-layout:FILE.tar:TAG pulls that artifact (see 'ampbundle pull'), checked
+against its digests, into a temporary file, and imports it from there
+exactly as a file; a layout is read without any network call.`,
+		Flags: append([]cli.Flag{
 			dbFlag,
 			adminSocketFlag,
 			&cli.BoolFlag{Name: "allow-downgrade", Usage: "accept a version not newer than the highest ever imported (audited)"},
@@ -48,8 +54,11 @@ like any file; nothing lands in the store before it verifies.`,
 			expiryWarningFlag,
 			&cli.StringFlag{Name: "max-stdin-size", Value: defaultMaxStdin, Usage: "with FILE -, the most `SIZE` read from stdin: bytes, or with K, M, G"},
 			jsonFlag,
-		},
+		}, ociFlags(false)...),
 		Action: func(c *cli.Context) (err error) {
+			if ocitransport.IsLocation(c.Args().First()) {
+				return importOCI(env, c) // oci.go
+			}
 			split := c.NArg() >= 1 && c.Args().First() != stdio && isPartIndexFile(c.Args().First())
 			if !split {
 				if err := cliutil.ExactArgs(c, 1, "the bundle FILE (or a part index and the PLACEs of its parts)"); err != nil {

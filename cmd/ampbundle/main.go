@@ -41,6 +41,8 @@ func newApp(env *cliutil.Env) *cli.App {
 			joinCommand(env),
 			serveCommand(env),
 			syncCommand(env),
+			pushCommand(env),
+			pullCommand(env),
 			checkCommand(env),
 			resolveCommand(env),
 			auditCommand(env),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/mirror"
+	"github.com/ampbundle/ampbundle/ocitransport"
 	"github.com/ampbundle/ampbundle/transport"
 )
 
@@ -27,7 +28,7 @@ func syncCommand(env *cliutil.Env) *cli.Command {
 	return &cli.Command{
 		Name:      "sync",
 		Usage:     "import what a mirror ('ampbundle serve') has that the store lacks, verified like import",
-		ArgsUsage: "URL",
+		ArgsUsage: "URL|oci://REGISTRY/REPO|oci-layout:DIR",
 		Description: `Pulls from the mirror at URL every bundle it offers that is newer than
 what the store DB has installed, and imports each exactly as 'ampbundle import'
 does: signature and namespace trust, every artifact's size and hash, rollback;
@@ -57,8 +58,15 @@ which), or the sync could not run (mirror unreachable or malformed, store
 error); 2 usage. With --detailed-exitcode, for timers and scripts that act
 on a change: 0 nothing new; 10 imported or applied (with --dry-run: would
 import), none refused; 11 at least one refused; 1 the sync could not run;
-2 usage.`,
-		Flags: []cli.Flag{
+2 usage.
+
+An OCI source (oci://REGISTRY/REPO, oci-layout:DIR or oci-layout:FILE.tar)
+is read tag by tag (--tag-pattern selects): of each bundle_id the highest
+version the tags offer is pulled and imported as 'import' does (the others
+are reported superseded), and the statements attached to the bundles
+(OCI referrers) or tagged on their own are applied, trust and revocations
+before the bundles, heartbeats after them.`,
+		Flags: append([]cli.Flag{
 			dbFlag,
 			adminSocketFlag,
 			&cli.BoolFlag{Name: "dry-run", Usage: "only report what would be imported"},
@@ -67,13 +75,17 @@ import), none refused; 11 at least one refused; 1 the sync could not run;
 			&cli.DurationFlag{Name: "timeout", Value: 0, Usage: fmt.Sprintf("give up after `DURATION` (default: no limit; each answer must arrive at %d KiB/s at least)", transport.MinDataRate>>10)},
 			&cli.Int64Flag{Name: "min-rate", Usage: fmt.Sprintf("the slowest an answer may arrive, in `BYTES` per second (default %d, 1 Mbit/s; at least 1024): lower it on a slower link", transport.MinDataRate)},
 			jsonFlag,
-		},
+			&cli.StringFlag{Name: "tag-pattern", Value: "*", Usage: "with an OCI source, sync only the tags matching `GLOB` (path.Match syntax)"},
+		}, ociFlags(true)...),
 		Action: func(c *cli.Context) (err error) {
 			if err := cliutil.ExactArgs(c, 1, "the mirror URL"); err != nil {
 				return err
 			}
 			if err := cliutil.Require(c, "db"); err != nil {
 				return err
+			}
+			if ocitransport.IsLocation(c.Args().First()) {
+				return syncOCI(env, c) // oci_sync.go
 			}
 			var tlsCfg *tls.Config
 			if p := c.String("tls-ca"); p != "" {

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/ocitransport"
+	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport"
+)
+
+// ociFlags are the flags of every command that reaches an OCI registry or
+// layout (docs/CLI.md, "OCI registries and layouts"). sync has its own
+// --tls-ca, --timeout and --min-rate, which these then leave out.
+func ociFlags(forSync bool) []cli.Flag {
+	fs := []cli.Flag{
+		&cli.StringFlag{Name: "registry-config", Usage: "Docker config.json `FILE` with the registry credentials (default $DOCKER_CONFIG/config.json, else ~/.docker/config.json)"},
+		&cli.BoolFlag{Name: "plain-http", Usage: "speak plain HTTP to a loopback registry (127.0.0.0/8, ::1, localhost); refused for any other host"},
+		&cli.StringSliceFlag{Name: "plain-http-host", Usage: "speak plain HTTP to registry `HOST` (host or host:port; repeatable)"},
+		&cli.StringSliceFlag{Name: "allow-redirect", Usage: fmt.Sprintf("let the registry redirect to `HOST` (host or host:port; repeatable; at most %d redirects; default: only to itself)", ocitransport.DefaultMaxRedirects)},
+		&cli.StringFlag{Name: "max-blob-size", Value: "4G", Usage: "the largest bundle file or layer read from an OCI location, `SIZE` in bytes or with K, M, G"},
+	}
+	if !forSync {
+		fs = append(fs,
+			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificates `PEM` to verify an https registry with (default: the system roots)"},
+			&cli.DurationFlag{Name: "timeout", Usage: "give up after `DURATION` (default: no limit; each body must arrive at the minimum rate)"},
+			&cli.Int64Flag{Name: "min-rate", Usage: fmt.Sprintf("the slowest a body may arrive, in `BYTES` per second (default %d; at least 1024)", transport.MinDataRate)})
+	}
+	return fs
+}
+
+// ociOptions reads the OCI flags.
+func ociOptions(env *cliutil.Env, c *cli.Context) (ocitransport.Options, error) {
+	o := ocitransport.Options{
+		CredentialsFile:    c.String("registry-config"),
+		PlainHTTP:          c.Bool("plain-http"),
+		PlainHTTPHosts:     c.StringSlice("plain-http-host"),
+		AllowRedirectHosts: c.StringSlice("allow-redirect"),
+		MinDataRate:        c.Int64("min-rate"),
+		Now:                env.Now,
+	}
+	if !c.IsSet("registry-config") {
+		o.CredentialsFile = ocitransport.DefaultCredentialsFile(env.Getenv)
+	}
+	if c.IsSet("min-rate") && o.MinDataRate < 1<<10 {
+		return o, cliutil.Usagef("--min-rate must be at least 1024 bytes per second")
+	}
+	var err error
+	if o.MaxBlobSize, err = parseByteSize("--max-blob-size", c.String("max-blob-size")); err != nil {
+		return o, err
+	}
+	if c.IsSet("max-layer-size") {
+		if o.MaxLayerSize, err = parseByteSize("--max-layer-size", c.String("max-layer-size")); err != nil {
+			return o, err
+		}
+	}
+	if p := c.String("tls-ca"); p != "" {
+		if o.TLS, err = cliutil.ClientTLS(p); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// ociContext is the command's context with --timeout.
+func ociContext(c *cli.Context) (context.Context, context.CancelFunc) {
+	if d := c.Duration("timeout"); d > 0 {
+		return context.WithTimeout(c.Context, d)
+	}
+	return context.WithCancel(c.Context)
+}
+
+// parseOCI parses an OCI location argument; needRef: it must name a tag
+// or digest.
+func parseOCI(arg, what string, needRef bool) (ocitransport.Location, error) {
+	loc, err := ocitransport.ParseLocation(arg)
+	if err != nil {
+		return loc, err
+	}
+	if needRef && loc.Reference == "" {
+		return loc, cliutil.Usagef("%s names no tag or digest (oci://REGISTRY/REPO:TAG, …@sha256:HEX, oci-layout:DIR:TAG)", what)
+	}
+	return loc, nil
+}
+
+// spoolOCIBundle pulls the bundle a into a temporary file (removed by
+// Close) and returns it rewound.
+func spoolOCIBundle(ctx context.Context, ep *ocitransport.Endpoint, a *ocitransport.Artifact) (*spooled, error) {
+	f, err := bundle.CreateTemp(os.TempDir(), "oci")
+	if err != nil {
+		return nil, cliutil.Failf("io_error", "cannot create a temporary file for the pulled bundle").WithCause(err)
+	}
+	sp := &spooled{f}
+	if err := ep.WriteBundle(ctx, a, f); err != nil {
+		sp.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		sp.Close()
+		return nil, cliutil.Failf("io_error", "cannot read back the pulled bundle").WithCause(err)
+	}
+	return sp, nil
+}
+
+// importOCI is 'ampbundle import oci://…' (or oci-layout:…): the artifact
+// is pulled into a temporary file, checked against its digests, and
+// imported from there exactly as a file is; a statement's artifact is
+// applied as 'import STATEMENT' applies a file. A layout is read without
+// any network call.
+func importOCI(env *cliutil.Env, c *cli.Context) (err error) {
+	if err := cliutil.ExactArgs(c, 1, "the OCI reference"); err != nil {
+		return err
+	}
+	if err := cliutil.Require(c, "db"); err != nil {
+		return err
+	}
+	loc, err := parseOCI(c.Args().First(), "the import source", true)
+	if err != nil {
+		return err
+	}
+	o, err := ociOptions(env, c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := ociContext(c)
+	defer cancel()
+	ep, err := ocitransport.Open(ctx, loc, o, ocitransport.ReadOnly)
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	a, err := ep.Resolve(ctx, loc.Reference)
+	if err != nil {
+		return err
+	}
+	name := loc.String()
+	if a.Kind != ocitransport.KindBundle {
+		data, err := ep.Statement(ctx, a)
+		if err != nil {
+			return err
+		}
+		return importStatement(env, c, name, data)
+	}
+	sp, err := spoolOCIBundle(ctx, ep, a)
+	if err != nil {
+		return err
+	}
+	defer sp.Close()
+	total, err := artifactBytes(sp.File)
+	if err != nil {
+		return err
+	}
+	s, err := openStore(env, c, readWrite)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	prog := cliutil.NewProgress(env, c.Bool("json"), "importing", total)
+	res, err := s.Import(ctx, sp.File, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: a.FileSHA256})
+	prog.Done()
+	if err != nil {
+		return err
+	}
+	warnExpiry(env, c, s, res)
+	if c.Bool("json") {
+		return cliutil.PrintJSON(env.Stdout, importView(name, res))
+	}
+	printImport(env, cliutil.Sanitize(name), res)
+	return nil
+}
+
+// errName is the error name of err for a report ("error" when it has none).
+func errName(err error) string {
+	var e *amp.Error
+	if errors.As(err, &e) {
+		return string(amp.NameOf(e))
+	}
+	return "error"
+}
+
+// errMessage is err's message without its error name.
+func errMessage(err error) string {
+	var e *amp.Error
+	if errors.As(err, &e) && e.Message != "" {
+		return e.Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sort"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/ocitransport"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// Outcomes of an OCI sync's entries.
+const (
+	ociImported   = "imported"
+	ociApplied    = "applied"
+	ociUnchanged  = "unchanged"
+	ociPlanned    = "planned"
+	ociRefused    = "refused"
+	ociSkipped    = "skipped"
+	ociSuperseded = "superseded"
+)
+
+// ociSyncEntry is one tag or statement of an OCI sync.
+type ociSyncEntry struct {
+	Ref      string `json:"ref"`
+	Kind     string `json:"kind"`
+	BundleID string `json:"bundle_id,omitempty"`
+	Version  uint64 `json:"version,omitempty"`
+	Outcome  string `json:"outcome"`
+	Error    string `json:"error,omitempty"`
+	Message  string `json:"message,omitempty"`
+
+	art *ocitransport.Artifact
+}
+
+// ociSyncReport is the report of 'ampbundle sync oci://…'.
+type ociSyncReport struct {
+	Source  string          `json:"source"`
+	Entries []*ociSyncEntry `json:"entries"`
+}
+
+func (r *ociSyncReport) count(outcome string) int {
+	n := 0
+	for _, e := range r.Entries {
+		if e.Outcome == outcome {
+			n++
+		}
+	}
+	return n
+}
+
+func refuse(e *ociSyncEntry, err error) {
+	e.Outcome, e.Error, e.Message = ociRefused, errName(err), cliutil.Sanitize(errMessage(err))
+}
+
+// syncOCI is 'ampbundle sync oci://REGISTRY/REPO' (or oci-layout:…): every
+// tag (or those --tag-pattern matches) is read; of each bundle_id the
+// highest version the tags offer is imported, verified as 'import' does;
+// the statements whose subject is such a bundle, and statements tagged on
+// their own, are applied: trust statements, then revocations, before the
+// bundles, heartbeats after them.
+func syncOCI(env *cliutil.Env, c *cli.Context) (err error) {
+	loc, err := parseOCI(c.Args().First(), "the sync source", false)
+	if err != nil {
+		return err
+	}
+	if loc.Reference != "" {
+		return cliutil.Usagef("sync reads a whole repository or layout: give no tag (select tags with --tag-pattern)")
+	}
+	pattern := c.String("tag-pattern")
+	if _, err := path.Match(pattern, ""); err != nil {
+		return cliutil.Usagef("--tag-pattern is not a valid pattern")
+	}
+	o, err := ociOptions(env, c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context
+	if d := c.Duration("timeout"); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	ep, err := ocitransport.Open(ctx, loc, o, ocitransport.ReadOnly)
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	rep, err := planOCISync(ctx, ep, loc, pattern)
+	if err != nil {
+		return err
+	}
+	mode := readWrite
+	if c.Bool("dry-run") {
+		mode = readOnly
+	}
+	s, err := openStore(env, c, mode)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	if !c.Bool("dry-run") {
+		applyOCISync(ctx, s, ep, rep)
+	}
+	if c.Bool("json") {
+		if err := cliutil.PrintJSON(env.Stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		printOCISync(env, rep)
+	}
+	return ociSyncExit(rep, c.Bool("detailed-exitcode"))
+}
+
+// planOCISync lists the tags and reads their manifests and the chosen
+// bundles' statements: the entries, in the order they are applied.
+func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitransport.Location, pattern string) (*ociSyncReport, error) {
+	tags, err := ep.Tags(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep := &ociSyncReport{Source: loc.String()}
+	best := map[string]*ociSyncEntry{}
+	var bundles []*ociSyncEntry
+	seen := map[string]bool{}
+	for _, t := range tags {
+		if ocitransport.IsReferrersTag(t) {
+			continue
+		}
+		if ok, _ := path.Match(pattern, t); !ok {
+			continue
+		}
+		e := &ociSyncEntry{Ref: loc.WithReference(t).String(), Outcome: ociPlanned}
+		rep.Entries = append(rep.Entries, e)
+		a, err := ep.Resolve(ctx, t)
+		if err != nil {
+			if errName(err) == string(ocitransport.ErrNotBundle) {
+				e.Kind, e.Outcome = "other", ociSkipped
+				continue
+			}
+			e.Kind = "unknown"
+			refuse(e, err)
+			continue
+		}
+		e.art, e.Kind, e.BundleID, e.Version = a, a.Kind, cliutil.Sanitize(a.BundleID), a.Version
+		if a.Kind == ocitransport.KindBundle {
+			bundles = append(bundles, e)
+		}
+		if a.Kind != ocitransport.KindBundle {
+			seen[a.Descriptor.Digest.String()] = true
+			continue
+		}
+		if b := best[a.BundleID]; a.BundleID != "" && b != nil {
+			if b.Version >= a.Version {
+				e.Outcome = ociSuperseded
+				continue
+			}
+			b.Outcome = ociSuperseded
+		}
+		if a.BundleID != "" {
+			best[a.BundleID] = e
+		}
+	}
+	// The statements of every bundle offered, superseded or not: a
+	// revocation attached to an older version still counts.
+	for _, b := range bundles {
+		refs, err := ep.Statements(ctx, b.art)
+		if err != nil {
+			refuse(b, err)
+			continue
+		}
+		for _, a := range refs {
+			if seen[a.Descriptor.Digest.String()] {
+				continue
+			}
+			seen[a.Descriptor.Digest.String()] = true
+			e := &ociSyncEntry{Ref: loc.WithReference(a.Descriptor.Digest.String()).String(), Kind: a.Kind, Outcome: ociPlanned, art: a}
+			rep.Entries = append(rep.Entries, e)
+		}
+	}
+	order := map[string]int{ocitransport.KindRotation: 0, ocitransport.KindRevocation: 1, ocitransport.KindBundle: 2, ocitransport.KindHeartbeat: 3}
+	sort.SliceStable(rep.Entries, func(i, j int) bool {
+		return rank(order, rep.Entries[i]) < rank(order, rep.Entries[j])
+	})
+	return rep, nil
+}
+
+func rank(order map[string]int, e *ociSyncEntry) int {
+	if r, ok := order[e.Kind]; ok && e.Outcome == ociPlanned {
+		return r
+	}
+	return -1 // reported first, applied never
+}
+
+// applyOCISync applies the planned entries in order; a refusal changes
+// nothing in the store and does not stop the others.
+func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport) {
+	for _, e := range rep.Entries {
+		if e.Outcome != ociPlanned {
+			continue
+		}
+		if e.Kind == ocitransport.KindBundle {
+			syncOCIBundle(ctx, s, ep, e)
+			continue
+		}
+		data, err := ep.Statement(ctx, e.art)
+		if err != nil {
+			refuse(e, err)
+			continue
+		}
+		unchanged := false
+		switch e.Kind {
+		case ocitransport.KindRotation:
+			var r *resolver.RotateResult
+			if r, err = s.ApplyRotation(data); err == nil {
+				unchanged = r.Unchanged
+			}
+		case ocitransport.KindRevocation:
+			var r *resolver.RevokeResult
+			if r, err = s.ApplyRevocation(data); err == nil {
+				unchanged = r.Unchanged
+			}
+		case ocitransport.KindHeartbeat:
+			var r *resolver.HeartbeatResult
+			if r, err = s.ApplyHeartbeat(data); err == nil {
+				unchanged = r.Unchanged
+			}
+		}
+		switch {
+		case err != nil:
+			refuse(e, err)
+		case unchanged:
+			e.Outcome = ociUnchanged
+		default:
+			e.Outcome = ociApplied
+		}
+	}
+}
+
+// syncOCIBundle pulls one bundle into a temporary file and imports it: the
+// file must be the bundle its annotations name (else
+// oci_annotation_mismatch), and the import verifies it as any file.
+func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e *ociSyncEntry) {
+	sp, err := spoolOCIBundle(ctx, ep, e.art)
+	if err != nil {
+		refuse(e, err)
+		return
+	}
+	defer sp.Close()
+	in, err := bundle.Inspect(sp.File, 0)
+	if err != nil {
+		refuse(e, err)
+		return
+	}
+	if e.art.BundleID != "" && (in.Manifest.BundleID != e.art.BundleID || in.Manifest.Version != e.art.Version) {
+		refuse(e, cliutil.Failf(ocitransport.ErrAnnotation, "the file is not the bundle_id and version its manifest's annotations name"))
+		return
+	}
+	if _, err := sp.File.Seek(0, 0); err != nil {
+		refuse(e, cliutil.Failf("io_error", "cannot read back the pulled bundle").WithCause(err))
+		return
+	}
+	res, err := s.Import(ctx, sp.File, resolver.ImportOptions{FileSHA256: e.art.FileSHA256})
+	if err != nil {
+		refuse(e, err)
+		return
+	}
+	e.BundleID, e.Version = cliutil.Sanitize(res.BundleID), res.Version
+	if res.Unchanged {
+		e.Outcome = ociUnchanged
+	} else {
+		e.Outcome = ociImported
+	}
+}
+
+func printOCISync(env *cliutil.Env, rep *ociSyncReport) {
+	w := env.Stdout
+	fmt.Fprintf(w, "sync from %s\n", cliutil.Sanitize(rep.Source))
+	for _, e := range rep.Entries {
+		what := e.Kind
+		if e.BundleID != "" {
+			what = fmt.Sprintf("%s %s version %d", e.Kind, e.BundleID, e.Version)
+		}
+		fmt.Fprintf(w, "  %-10s %s  %s", e.Outcome, cliutil.Sanitize(e.Ref), what)
+		if e.Error != "" {
+			fmt.Fprintf(w, "  (%s: %s)", e.Error, e.Message)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%d imported, %d applied, %d unchanged, %d refused\n", rep.count(ociImported), rep.count(ociApplied), rep.count(ociUnchanged), rep.count(ociRefused))
+}
+
+// ociSyncExit follows syncExit: 0 or 1, or with detailed 0, 10, 11.
+func ociSyncExit(rep *ociSyncReport, detailed bool) error {
+	refused := rep.count(ociRefused) > 0
+	switch {
+	case !detailed && refused:
+		return cliutil.ExitStatus(1)
+	case !detailed:
+		return nil
+	case refused:
+		return cliutil.ExitStatus(syncExitRefused)
+	case rep.count(ociImported)+rep.count(ociApplied)+rep.count(ociPlanned) > 0:
+		return cliutil.ExitStatus(syncExitImported)
+	}
+	return nil
+}

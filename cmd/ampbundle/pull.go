@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/ocitransport"
+)
+
+func pullCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:      "pull",
+		Usage:     "pull a bundle or statement from an OCI registry or layout into a file or a layout",
+		ArgsUsage: "SOURCE",
+		Description: `Pulls the artifact SOURCE names, oci://REGISTRY/REPO:TAG,
+oci://REGISTRY/REPO@sha256:HEX, oci-layout:DIR:TAG or
+oci-layout:FILE.tar:TAG, into the file --out: a bundle's layers
+concatenated, each checked against its digest as it streams and the whole
+against the manifest's size and SHA-256; a statement's one blob. A digest
+reference is checked against what the registry answers. The file is
+written to a temporary file and renamed only when every check passed:
+on any failure nothing is written. An existing FILE is replaced only with
+--force (else file_exists, before any network call).
+
+With --out oci-layout:DIR[:TAG] (or a .tar), the bundle is copied with its
+statements into that layout, for a trip across an air gap.
+
+A pull checks the transport, not the publisher: 'ampbundle import' (or
+'import oci://…' directly) verifies signatures, trust, hashes and rollback.`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "`FILE` to write, or oci-layout:DIR[:TAG] (required)"},
+			&cli.BoolFlag{Name: "force", Usage: "replace an existing FILE"},
+			jsonFlag,
+		}, ociFlags(false)...),
+		Action: func(c *cli.Context) error {
+			if err := cliutil.ExactArgs(c, 1, "the SOURCE"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "out"); err != nil {
+				return err
+			}
+			loc, err := parseOCI(c.Args().First(), "the SOURCE", true)
+			if err != nil {
+				return err
+			}
+			o, err := ociOptions(env, c)
+			if err != nil {
+				return err
+			}
+			if out := c.String("out"); !ocitransport.IsLocation(out) && !c.Bool("force") {
+				if _, err := os.Lstat(out); err == nil {
+					return existsError(out) // before any network call
+				}
+			}
+			ctx, cancel := ociContext(c)
+			defer cancel()
+			src, err := ocitransport.Open(ctx, loc, o, ocitransport.ReadOnly)
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			out := c.String("out")
+			if ocitransport.IsLocation(out) {
+				dst, err := parseOCI(out, "--out", false)
+				if err != nil {
+					return err
+				}
+				tag, err := copyTag(loc, dst)
+				if err != nil {
+					return err
+				}
+				ep, err := ocitransport.Open(ctx, dst, o, ocitransport.ReadWrite)
+				if err != nil {
+					return err
+				}
+				defer ep.Close()
+				a, n, err := ocitransport.Copy(ctx, src, loc.Reference, ep, tag)
+				if err != nil {
+					return err
+				}
+				if err := ep.Commit(); err != nil {
+					return err
+				}
+				return printPushed(env, c, "copied", dst.WithReference(tag), a, n)
+			}
+			a, err := src.Resolve(ctx, loc.Reference)
+			if err != nil {
+				return err
+			}
+			if a.Kind == ocitransport.KindBundle {
+				err = src.PullFile(ctx, a, out)
+			} else {
+				err = pullStatement(ctx, src, a, out)
+			}
+			if err != nil {
+				return err
+			}
+			return printPulled(env, c, loc, a, out)
+		},
+	}
+}
+
+// pullStatement writes a statement's blob to out: a temporary file
+// renamed over out once complete.
+func pullStatement(ctx context.Context, src *ocitransport.Endpoint, a *ocitransport.Artifact, out string) (err error) {
+	data, err := src.Statement(ctx, a)
+	if err != nil {
+		return err
+	}
+	f, err := bundle.CreateTemp(filepath.Dir(out), "pull")
+	if err != nil {
+		return cliutil.Failf("io_error", "cannot create the output file").WithCause(err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), out)
+	}
+	if err != nil {
+		return cliutil.Failf("io_error", "cannot write the output file").WithCause(err)
+	}
+	return nil
+}
+
+func printPulled(env *cliutil.Env, c *cli.Context, loc ocitransport.Location, a *ocitransport.Artifact, out string) error {
+	v := pushedJSON{Location: loc.String(), Digest: a.Descriptor.Digest.String(), Kind: a.Kind, Layers: len(a.Manifest.Layers), Size: a.FileSize, File: out}
+	if c.Bool("json") {
+		return cliutil.PrintJSON(env.Stdout, v)
+	}
+	fmt.Fprintf(env.Stdout, "pulled %s from %s to %s\n", a.Kind, cliutil.Sanitize(v.Location), cliutil.Sanitize(out))
+	fmt.Fprintf(env.Stdout, "  digest      %s\n", v.Digest)
+	if a.Kind == ocitransport.KindBundle {
+		fmt.Fprintf(env.Stdout, "  size        %d bytes (checked against its digests; import verifies the signatures)\n", v.Size)
+	}
+	return nil
+}
