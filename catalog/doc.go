@@ -1,0 +1,17 @@
+// Package catalog is the read model of a store, and the read-only HTML
+// catalog at /ui/ rendered from it.
+//
+// Read takes one consistent read of a store (the resolver read API: the
+// bundles, the capabilities and their descriptors, the schemas they name,
+// the trust keys, thresholds, freshness bounds, revocations and the audit
+// chain's head), retrying while the store generation moves under it, and
+// computes each capability's compatibility matrix with package compat. The
+// model is immutable: 'ampbundle ls --json' and 'ampbundle compat --json'
+// print views of it (Listing, Matrices), and Handler renders it as pages.
+//
+// Handler serves GET and HEAD only, renders server-side with html/template
+// (every publisher-controlled value is escaped, and long ones truncated),
+// embeds its one stylesheet, uses no script at all, and sends a strict
+// Content-Security-Policy. It takes the model again when the store
+// generation changes, checked at most every Options.Refresh.
+package catalog

@@ -1,0 +1,236 @@
+package catalog
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/transport"
+)
+
+// Prefix is the path the catalog is served under.
+const Prefix = "/ui/"
+
+// Bounds of the pages.
+const (
+	// PageSize is the most rows of one list page.
+	PageSize = 200
+	// MaxQuery is the longest search query, in bytes.
+	MaxQuery = 128
+	// DefaultRefresh is how often the handler looks for a new store
+	// generation, at most.
+	DefaultRefresh = 5 * time.Second
+	// DefaultMaxAge is how old a model may get before it is read again
+	// even at the same generation (its expiry warnings follow the clock).
+	DefaultMaxAge = time.Hour
+	// DefaultMaxInFlight bounds the pages rendered at once.
+	DefaultMaxInFlight = 16
+)
+
+// ContentSecurityPolicy is sent with every answer: nothing but the
+// page's own stylesheet and images, no script at all.
+const ContentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+//go:embed assets/style.css templates/*.html
+var files embed.FS
+
+// Options configure a Handler. Exactly one of Source and Open is set.
+type Options struct {
+	// Source is a store held open by the caller (an agent's).
+	Source Source
+	// Open opens the store for one read; what it returns is closed after
+	// the read when it is an io.Closer (the mirror's way).
+	Open func() (Source, error)
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+	// Refresh, MaxAge, MaxInFlight: defaults DefaultRefresh,
+	// DefaultMaxAge, DefaultMaxInFlight (of which one peer, an IP address
+	// or IPv6 /64, holds a quarter).
+	Refresh     time.Duration
+	MaxAge      time.Duration
+	MaxInFlight int
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Handler serves the catalog pages under Prefix.
+type Handler struct {
+	opts  Options
+	log   *slog.Logger
+	pages map[string]*template.Template
+	css   []byte
+	slots *transport.Admission // pages rendered at once, in all and by peer
+
+	mu        sync.Mutex // one refresh at a time
+	cur       atomic.Pointer[Model]
+	lastCheck atomic.Int64 // unix nanoseconds
+}
+
+// NewHandler checks opts, parses the embedded templates and takes the
+// first model.
+func NewHandler(opts Options) (*Handler, error) {
+	if (opts.Source == nil) == (opts.Open == nil) {
+		return nil, amp.Named(0, ErrMisconfigured, "catalog: give exactly one of source and open")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = DefaultRefresh
+	}
+	if opts.MaxAge <= 0 {
+		opts.MaxAge = DefaultMaxAge
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	h := &Handler{opts: opts, log: opts.Logger,
+		slots: transport.NewAdmission(opts.MaxInFlight, max(1, opts.MaxInFlight/4), 0, 0)}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	if h.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	if h.css, err = files.ReadFile("assets/style.css"); err != nil {
+		return nil, err
+	}
+	if err := h.refresh(true); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Model returns the model the pages show now.
+func (h *Handler) Model() *Model { return h.cur.Load() }
+
+// withSource runs f on the store: the one held, or one opened for it.
+func (h *Handler) withSource(f func(Source) error) error {
+	if h.opts.Source != nil {
+		return f(h.opts.Source)
+	}
+	src, err := h.opts.Open()
+	if err != nil {
+		return err
+	}
+	if c, ok := src.(io.Closer); ok {
+		defer c.Close()
+	}
+	return f(src)
+}
+
+// refresh takes the model again when the store generation moved, the
+// model is older than MaxAge, or force. Without force it costs a clock
+// read until the refresh interval has passed, and a request that finds a
+// refresh under way is served the current model rather than wait for it.
+func (h *Handler) refresh(force bool) error {
+	now := h.opts.Now()
+	if force {
+		h.mu.Lock()
+	} else if now.UnixNano()-h.lastCheck.Load() < int64(h.opts.Refresh) || !h.mu.TryLock() {
+		return nil
+	}
+	defer h.mu.Unlock()
+	h.lastCheck.Store(now.UnixNano())
+	cur := h.cur.Load()
+	return h.withSource(func(src Source) error {
+		if cur != nil && now.Sub(cur.ReadAt) < h.opts.MaxAge {
+			if g, err := generationOf(src); err != nil || g == cur.Generation {
+				return err
+			}
+		}
+		m, err := Read(src, ReadOptions{Parts: AllParts, Now: h.opts.Now, MaxMatrixVersions: DefaultMaxMatrixVersions})
+		if err != nil {
+			return err
+		}
+		h.cur.Store(m)
+		h.log.Info("catalog read", "generation", m.Generation, "capabilities", len(m.Capabilities))
+		return nil
+	})
+}
+
+// setHeaders sets the headers of every answer.
+func setHeaders(w http.ResponseWriter) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", ContentSecurityPolicy)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Cache-Control", "no-store")
+}
+
+// ServeHTTP serves GET and HEAD of the catalog pages.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setHeaders(w)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	peer := transport.Peer(r.RemoteAddr)
+	if h.slots.Enter(peer) != "" {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+		return
+	}
+	defer h.slots.Leave(peer, 0)
+	if r.URL.Path == Prefix+"style.css" {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		w.Write(h.css)
+		return
+	}
+	if err := h.refresh(false); err != nil {
+		h.log.Warn("catalog refresh failed; serving the last model", "err", err)
+	}
+	m := h.cur.Load()
+	name, data, code := route(m, r)
+	h.render(w, r, name, data, code)
+}
+
+// render executes a page into a buffer, then writes it: a failure never
+// leaves half a page.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, name string, data page, code int) {
+	var b bytes.Buffer
+	if err := h.pages[name].ExecuteTemplate(&b, "layout", data); err != nil {
+		h.log.Error("catalog page failed", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		w.Write(b.Bytes())
+	}
+}
+
+// parsePages parses the layout with each page.
+func parsePages() (map[string]*template.Template, error) {
+	funcs := template.FuncMap{"t": short, "long": long, "join": func(ss []string) string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = short(s)
+		}
+		return strings.Join(out, ", ")
+	}, "schemaText": func(s string) string { return clean(s, 1<<30) }}
+	out := map[string]*template.Template{}
+	for _, p := range []string{"index", "bundles", "bundle", "cap", "version", "compat", "trust", "schema", "search", "error"} {
+		t, err := template.New(p).Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+p+".html")
+		if err != nil {
+			return nil, err
+		}
+		out[p] = t
+	}
+	return out, nil
+}

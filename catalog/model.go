@@ -1,0 +1,541 @@
+package catalog
+
+import (
+	"encoding/hex"
+	"errors"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/compat"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// Error names of the package.
+const (
+	// ErrStoreChanging: the store generation moved during every try of a
+	// read, so no consistent model could be taken.
+	ErrStoreChanging amp.ErrName = "store_changing"
+	// ErrMisconfigured: a Handler was built without a source.
+	ErrMisconfigured amp.ErrName = "misconfigured"
+)
+
+// Defaults and bounds of a read.
+const (
+	// maxReadTries bounds how often Read takes the model again because
+	// the store generation moved while it was read.
+	maxReadTries = 3
+	// DefaultMaxSchemaBytes bounds the schema text kept for a page.
+	DefaultMaxSchemaBytes = 256 << 10
+	// DefaultMaxMatrixVersions bounds the versions of one capability in
+	// the matrices of a model read for the pages (n² cells).
+	DefaultMaxMatrixVersions = 32
+	// ExpiryWarning is how close an expiry must be to be flagged.
+	ExpiryWarning = 30 * 24 * time.Hour
+)
+
+// Source is what a model is read from: a *resolver.Store, or the admin
+// socket client of an agent holding the store (*admin.Registry).
+type Source interface {
+	Generation() uint64
+	Bundles() ([]resolver.Bundle, error)
+	Catalog() (*resolver.Catalog, error)
+	Resolve(ref capability.SchemaRef) ([]byte, error)
+}
+
+// TrustSource is the trust side of a Source; a Source without it gives a
+// model whose Trust.Available is false.
+type TrustSource interface {
+	TrustList() ([]resolver.TrustKey, error)
+	TrustThresholds() (map[string]int, error)
+	FreshnessPolicy() ([]resolver.Freshness, error)
+	Statements() ([]resolver.Statement, error)
+	AuditHead() ([]byte, error)
+}
+
+// ExportSource is a Source that can write a bundle file: Read takes each
+// bundle's signed manifest from its head (created_at, publisher) and stops.
+type ExportSource interface {
+	Export(bundleID string, w io.Writer) error
+}
+
+// liveSource is a Source whose Generation is only that of its last answer
+// (mirror.LiveSource: the admin socket client).
+type liveSource interface {
+	FetchGeneration() (uint64, error)
+}
+
+// loaderSource is a Source with a bundle loader (*resolver.Store): Read
+// uses it when ReadOptions.Loader is nil.
+type loaderSource interface {
+	Loader(bundleID string) *resolver.BundleLoader
+}
+
+// Parts say what a read takes beyond the bundles and capabilities.
+type Parts struct {
+	// Manifests: each bundle's created_at and publisher (ExportSource).
+	Manifests bool
+	// Schemas: the input and output schema of every version, and the
+	// schemas they reference that Loader finds.
+	Schemas bool
+	// Trust: keys, thresholds, freshness, revocations, the audit head.
+	Trust bool
+	// Compat: the compatibility matrix of every capability.
+	Compat bool
+	// Provided: only what the checker takes of each version (Provided),
+	// without the matrices (Compat implies it).
+	Provided bool
+}
+
+// AllParts is what the pages need.
+var AllParts = Parts{Manifests: true, Schemas: true, Trust: true, Compat: true}
+
+// ReadOptions configure Read.
+type ReadOptions struct {
+	Parts Parts
+	// Now is the clock of the expiry warnings; nil is time.Now.
+	Now func() time.Time
+	// Loader serves a bundle's schema artifacts for the matrices and the
+	// $ref links (resolver.Store.Loader); nil: only the schemas the
+	// descriptors name, read with Resolve.
+	Loader func(bundleID string) compat.Loader
+	// MaxSchemaBytes bounds one schema kept (default
+	// DefaultMaxSchemaBytes); a longer one is kept truncated.
+	MaxSchemaBytes int
+	// MaxMatrixVersions bounds the versions of one capability compared
+	// (0: no bound; the newest are kept).
+	MaxMatrixVersions int
+}
+
+// Model is one consistent read of a store. It is immutable once read.
+type Model struct {
+	Generation   uint64
+	ReadAt       time.Time
+	Bundles      []Bundle
+	Capabilities []Capability
+	Aliases      map[string]string
+	Trust        Trust
+	// Matrices are the compatibility matrices, by capability name
+	// (Parts.Compat).
+	Matrices []compat.Matrix
+
+	byName   map[string]int
+	byBundle map[string]int
+	matrix   map[string]int
+	schemas  map[SchemaLoc]Schema
+	provided []compat.Provided
+}
+
+// Bundle is an installed bundle.
+type Bundle struct {
+	resolver.Bundle
+	// CreatedAt and Publisher come from the signed manifest
+	// (Parts.Manifests); empty when not read.
+	CreatedAt string
+	Publisher string
+	// ExpiresSoon: the bundle expires within ExpiryWarning of the read.
+	ExpiresSoon bool
+	// Capabilities are the ids of the capabilities it provides.
+	Capabilities []string
+}
+
+// Capability is a capability name and its installed versions, ascending.
+type Capability struct {
+	Name     string
+	Versions []Version
+}
+
+// Version is one installed version of a capability.
+type Version struct {
+	Version    string
+	BundleID   string
+	Descriptor capability.Descriptor
+}
+
+// SchemaLoc names a schema artifact of an installed bundle.
+type SchemaLoc struct {
+	BundleID string
+	Key      string
+}
+
+// Schema is the text of a schema artifact as read (at most
+// MaxSchemaBytes of it), and the error that kept it from being read.
+type Schema struct {
+	Loc       SchemaLoc
+	ID        string // its top-level $id, if any
+	Text      []byte
+	Truncated bool
+	Err       string
+}
+
+// Trust is the store's trust configuration.
+type Trust struct {
+	// Available is false when the source has no trust reads.
+	Available   bool
+	Keys        []TrustKey
+	Thresholds  []Threshold
+	Freshness   []resolver.Freshness
+	Revocations []Revocation
+	// AuditHead is the audit chain's head, hex.
+	AuditHead string
+}
+
+// TrustKey is a trusted publisher key.
+type TrustKey struct {
+	Name, DID, AddedAt string
+	Scopes, Except     []string
+}
+
+// Threshold is the number of signatures a scope requires.
+type Threshold struct {
+	Scope string
+	N     int
+}
+
+// Revocation is an applied revocation statement.
+type Revocation struct {
+	Seq       uint64
+	SHA256    string
+	Scope     string
+	CreatedAt string
+	Keys      []string
+	Bundles   []string
+	Err       string // why its content could not be shown
+}
+
+// Read takes the model of src: one consistent read, retried while the
+// store generation moves during it.
+func Read(src Source, opts ReadOptions) (*Model, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxSchemaBytes <= 0 {
+		opts.MaxSchemaBytes = DefaultMaxSchemaBytes
+	}
+	if ls, ok := src.(loaderSource); ok && opts.Loader == nil {
+		opts.Loader = func(id string) compat.Loader { return ls.Loader(id) }
+	}
+	for range maxReadTries {
+		m, err := readOnce(src, opts)
+		if err != nil {
+			return nil, err
+		}
+		g, err := generationOf(src)
+		if err != nil {
+			return nil, err
+		}
+		if g == m.Generation {
+			return m, nil
+		}
+	}
+	return nil, amp.Named(0, ErrStoreChanging, "the store changed during every read of the catalog")
+}
+
+// generationOf is the store's generation now.
+func generationOf(src Source) (uint64, error) {
+	if l, ok := src.(liveSource); ok {
+		return l.FetchGeneration()
+	}
+	return src.Generation(), nil
+}
+
+func readOnce(src Source, opts ReadOptions) (*Model, error) {
+	cat, err := src.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	bundles, err := src.Bundles()
+	if err != nil {
+		return nil, err
+	}
+	now := opts.Now()
+	m := &Model{Generation: cat.Generation, ReadAt: now, Aliases: map[string]string{},
+		byName: map[string]int{}, byBundle: map[string]int{}, matrix: map[string]int{}, schemas: map[SchemaLoc]Schema{}}
+	maps := map[string][]string{}
+	for _, name := range cat.Names {
+		c := Capability{Name: name}
+		for _, e := range cat.ByName[name] {
+			c.Versions = append(c.Versions, Version{Version: e.Descriptor.Version.String(), BundleID: e.BundleID, Descriptor: e.Descriptor})
+			maps[e.BundleID] = append(maps[e.BundleID], e.Descriptor.ID().String())
+		}
+		m.byName[name] = len(m.Capabilities)
+		m.Capabilities = append(m.Capabilities, c)
+	}
+	for k, v := range cat.Aliases {
+		m.Aliases[k] = v
+	}
+	for _, b := range bundles {
+		mb := Bundle{Bundle: b, Capabilities: maps[b.BundleID]}
+		if t, err := time.Parse(time.RFC3339, b.ExpiresAt); err == nil && t.Sub(now) < ExpiryWarning {
+			mb.ExpiresSoon = true
+		}
+		if es, ok := src.(ExportSource); ok && opts.Parts.Manifests {
+			if man := manifestOf(es, b.BundleID); man != nil {
+				mb.CreatedAt, mb.Publisher = man.CreatedAt.UTC().Format(time.RFC3339), man.Publisher
+			}
+		}
+		m.byBundle[b.BundleID] = len(m.Bundles)
+		m.Bundles = append(m.Bundles, mb)
+	}
+	if opts.Parts.Schemas {
+		m.readSchemas(src, opts)
+	}
+	if opts.Parts.Trust {
+		if err := m.readTrust(src); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Parts.Compat || opts.Parts.Provided {
+		m.provide(opts)
+	}
+	if opts.Parts.Compat {
+		m.Matrices = compat.Matrices(m.provided)
+		for i, mx := range m.Matrices {
+			m.matrix[mx.Capability] = i
+		}
+	}
+	return m, nil
+}
+
+// manifestOf reads the signed manifest at the head of a bundle's export
+// and stops the export there: no artifact is read past it.
+func manifestOf(es ExportSource, bundleID string) *bundle.Manifest {
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pw.CloseWithError(es.Export(bundleID, pw))
+	}()
+	in, err := bundle.Inspect(pr, 0)
+	pr.CloseWithError(errManifestRead)
+	<-done
+	if err != nil {
+		return nil
+	}
+	return in.Manifest
+}
+
+var errManifestRead = errors.New("catalog: the manifest is read")
+
+// readSchemas keeps the text of each version's input and output schema.
+func (m *Model) readSchemas(src Source, opts ReadOptions) {
+	for _, c := range m.Capabilities {
+		for _, v := range c.Versions {
+			for _, ref := range []capability.SchemaRef{v.Descriptor.InputSchema, v.Descriptor.OutputSchema} {
+				loc := SchemaLoc{BundleID: v.BundleID, Key: ref.ArtifactKey}
+				if _, ok := m.schemas[loc]; ok {
+					continue
+				}
+				if ref.BundleID == "" {
+					ref.BundleID = v.BundleID
+				}
+				data, err := src.Resolve(ref)
+				m.keepSchema(loc, data, err, opts)
+			}
+		}
+	}
+	if opts.Loader == nil {
+		return
+	}
+	// The schemas they reference, as far as the bundle's loader finds
+	// them: bounded by the bundle's own artifacts.
+	queue := make([]SchemaLoc, 0, len(m.schemas))
+	for loc := range m.schemas {
+		queue = append(queue, loc)
+	}
+	sort.Slice(queue, func(i, j int) bool { return locLess(queue[i], queue[j]) })
+	loaders := map[string]compat.Loader{}
+	for len(queue) > 0 {
+		loc := queue[0]
+		queue = queue[1:]
+		l := loaders[loc.BundleID]
+		if l == nil {
+			l = opts.Loader(loc.BundleID)
+			loaders[loc.BundleID] = l
+		}
+		s := m.schemas[loc]
+		for _, ref := range refsOf(s.Text) {
+			key, ok := resolveRef(s, ref, l)
+			if !ok {
+				continue
+			}
+			next := SchemaLoc{BundleID: loc.BundleID, Key: key}
+			if _, seen := m.schemas[next]; seen {
+				continue
+			}
+			data, err := l.Load(key)
+			m.keepSchema(next, data, err, opts)
+			queue = append(queue, next)
+		}
+	}
+}
+
+func locLess(a, b SchemaLoc) bool {
+	if a.BundleID != b.BundleID {
+		return a.BundleID < b.BundleID
+	}
+	return a.Key < b.Key
+}
+
+func (m *Model) keepSchema(loc SchemaLoc, data []byte, err error, opts ReadOptions) {
+	s := Schema{Loc: loc}
+	if err != nil {
+		s.Err = string(amp.NameOf(err))
+		if s.Err == "" {
+			s.Err = "unreadable"
+		}
+		m.schemas[loc] = s
+		return
+	}
+	s.ID = schemaID(data)
+	if len(data) > opts.MaxSchemaBytes {
+		data, s.Truncated = data[:opts.MaxSchemaBytes], true
+	}
+	s.Text = data
+	m.schemas[loc] = s
+}
+
+// readTrust reads the trust side, when the source has one.
+func (m *Model) readTrust(src Source) error {
+	ts, ok := src.(TrustSource)
+	if !ok {
+		return nil
+	}
+	keys, err := ts.TrustList()
+	if err != nil {
+		return err
+	}
+	th, err := ts.TrustThresholds()
+	if err != nil {
+		return err
+	}
+	fr, err := ts.FreshnessPolicy()
+	if err != nil {
+		return err
+	}
+	st, err := ts.Statements()
+	if err != nil {
+		return err
+	}
+	head, err := ts.AuditHead()
+	if err != nil {
+		return err
+	}
+	t := Trust{Available: true, Freshness: fr, AuditHead: hex.EncodeToString(head)}
+	for _, k := range keys {
+		t.Keys = append(t.Keys, TrustKey{Name: k.Name, DID: k.DID(), AddedAt: k.AddedAt, Scopes: k.Scopes, Except: k.Except})
+	}
+	for scope, n := range th {
+		t.Thresholds = append(t.Thresholds, Threshold{Scope: scope, N: n})
+	}
+	slices.SortFunc(t.Thresholds, func(a, b Threshold) int { return strings.Compare(a.Scope, b.Scope) })
+	for _, s := range st {
+		if s.ContentType != bundle.MediaTypeRevocation {
+			continue
+		}
+		r := Revocation{Seq: s.Seq, SHA256: hex.EncodeToString(s.SHA256)}
+		if rev, _, err := bundle.ParseRevocation(s.Data); err != nil {
+			r.Err = string(amp.NameOf(err))
+		} else {
+			r.Scope, r.CreatedAt, r.Keys = rev.Scope, rev.CreatedAt, rev.Keys
+			for _, b := range rev.Bundles {
+				r.Bundles = append(r.Bundles, b.String())
+			}
+		}
+		t.Revocations = append(t.Revocations, r)
+	}
+	m.Trust = t
+	return nil
+}
+
+// provide sets up each version for the compatibility checker.
+func (m *Model) provide(opts ReadOptions) {
+	srcs := map[string]*compat.Source{}
+	for _, c := range m.Capabilities {
+		vs := c.Versions
+		if opts.MaxMatrixVersions > 0 && len(vs) > opts.MaxMatrixVersions {
+			vs = vs[len(vs)-opts.MaxMatrixVersions:]
+		}
+		for _, v := range vs {
+			s := srcs[v.BundleID]
+			if s == nil {
+				var l compat.Loader
+				if opts.Loader != nil {
+					l = opts.Loader(v.BundleID)
+				} else {
+					l = &keptLoader{m: m, bundle: v.BundleID}
+				}
+				s = compat.NewSource(l)
+				srcs[v.BundleID] = s
+			}
+			m.provided = append(m.provided, compat.Provided{Descriptor: v.Descriptor, Src: s})
+		}
+	}
+}
+
+// keptLoader serves the schemas kept in the model (a source without a
+// bundle loader): a $ref to an artifact no descriptor names is unknown.
+type keptLoader struct {
+	m      *Model
+	bundle string
+}
+
+func (l *keptLoader) Load(key string) ([]byte, error) {
+	s, ok := l.m.schemas[SchemaLoc{BundleID: l.bundle, Key: key}]
+	if !ok || s.Err != "" || s.Truncated {
+		return nil, amp.Named(0, resolver.ErrArtifactMissing, "the schema is not in the catalog read")
+	}
+	return s.Text, nil
+}
+
+func (l *keptLoader) KeyForID(id string) (string, bool) {
+	for loc, s := range l.m.schemas {
+		if loc.BundleID == l.bundle && s.ID == id {
+			return loc.Key, true
+		}
+	}
+	return "", false
+}
+
+// Provided are the store's capability versions as the compatibility
+// checker takes them (Parts.Compat or Parts.Provided), to compare with
+// others.
+func (m *Model) Provided() []compat.Provided { return slices.Clone(m.provided) }
+
+// Capability returns the capability name.
+func (m *Model) Capability(name string) (Capability, bool) {
+	i, ok := m.byName[name]
+	if !ok {
+		return Capability{}, false
+	}
+	return m.Capabilities[i], true
+}
+
+// Bundle returns the installed bundle id.
+func (m *Model) Bundle(id string) (Bundle, bool) {
+	i, ok := m.byBundle[id]
+	if !ok {
+		return Bundle{}, false
+	}
+	return m.Bundles[i], true
+}
+
+// Matrix returns the compatibility matrix of the capability name.
+func (m *Model) Matrix(name string) (compat.Matrix, bool) {
+	i, ok := m.matrix[name]
+	if !ok {
+		return compat.Matrix{}, false
+	}
+	return m.Matrices[i], true
+}
+
+// Schema returns a schema kept in the model.
+func (m *Model) Schema(loc SchemaLoc) (Schema, bool) {
+	s, ok := m.schemas[loc]
+	return s, ok
+}
