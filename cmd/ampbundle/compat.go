@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
@@ -86,22 +87,13 @@ name.`,
 				if !ok {
 					return cliutil.WithHint(cliutil.Failf("store_in_use", "compat reads the store's schemas directly, and a running agent holds it"), "run compat on a copy of the store (ampbundle export, then compat FILE), or stop the agent")
 				}
-				cat, err := s.Catalog()
+				m, err := catalog.Read(s, catalog.ReadOptions{Now: env.Now, Parts: catalog.Parts{Provided: true}})
 				if err != nil {
 					return err
 				}
-				srcs := map[string]*compat.Source{}
-				for _, name := range cat.Names {
-					for _, e := range cat.ByName[name] {
-						if fromFile[e.Descriptor.ID().String()] {
-							continue
-						}
-						src := srcs[e.BundleID]
-						if src == nil {
-							src = compat.NewSource(s.Loader(e.BundleID))
-							srcs[e.BundleID] = src
-						}
-						ps = append(ps, compat.Provided{Descriptor: e.Descriptor, Src: src})
+				for _, p := range m.Provided() {
+					if !fromFile[p.Descriptor.ID().String()] {
+						ps = append(ps, p)
 					}
 				}
 			}

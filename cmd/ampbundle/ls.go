@@ -1,16 +1,14 @@
 package main
 
 import (
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
-	"github.com/ampbundle/ampbundle/resolver"
 )
 
 func lsCommand(env *cliutil.Env) *cli.Command {
@@ -33,98 +31,27 @@ resolve'), and the legacy type aliases. Opens the store read-only.`,
 				return err
 			}
 			defer closeStore(s, &err)
-			bundles, err := s.Bundles()
+			m, err := catalog.Read(s, catalog.ReadOptions{Now: env.Now})
 			if err != nil {
 				return err
 			}
-			cat, err := s.Catalog()
-			if err != nil {
-				return err
-			}
-			v := lsView(bundles, cat)
+			v := m.Listing()
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, v)
 			}
-			v.print(env)
+			printListing(env, v)
 			return nil
 		},
 	}
 }
 
-type lsJSON struct {
-	Generation   uint64            `json:"generation"`
-	Bundles      []bundleJSON      `json:"bundles"`
-	Capabilities []capJSON         `json:"capabilities"`
-	Aliases      map[string]string `json:"aliases"`
-}
+// lsJSON is what 'ls --json' prints: the catalog model's listing view.
+type lsJSON = catalog.Listing
 
-type bundleJSON struct {
-	BundleID       string   `json:"bundle_id"`
-	Version        uint64   `json:"version"`
-	HighestVersion uint64   `json:"highest_version"`
-	ImportedAt     string   `json:"imported_at"`
-	ExpiresAt      string   `json:"expires_at,omitempty"`
-	Signers        []string `json:"signers"`
-	Artifacts      uint64   `json:"artifacts"`
-	Bytes          uint64   `json:"bytes"`
-	Revoked        string   `json:"revoked,omitempty"` // why it fails closed
-	Stale          string   `json:"stale,omitempty"`   // why it fails closed as stale (freshness policy)
-	Expired        bool     `json:"expired,omitempty"` // it fails closed as expired
-}
-
-type capJSON struct {
-	Name     string           `json:"name"`
-	Versions []capVersionJSON `json:"versions"`
-}
-
-type capVersionJSON struct {
-	Version      string  `json:"version"`
-	BundleID     string  `json:"bundle_id"`
-	InputSchema  refJSON `json:"input_schema"`
-	OutputSchema refJSON `json:"output_schema"`
-}
-
-// refJSON is a schema reference with the fields 'ampbundle resolve' takes.
-type refJSON struct {
-	BundleID    string `json:"bundle_id,omitempty"`
-	ArtifactKey string `json:"artifact_key,omitempty"`
-	HashAlg     string `json:"hash_alg"`
-	Hash        string `json:"hash"`
-	URI         string `json:"uri,omitempty"`
-}
-
-func refView(r capability.SchemaRef) refJSON {
-	return refJSON{BundleID: r.BundleID, ArtifactKey: r.ArtifactKey, HashAlg: r.HashAlg, Hash: hex.EncodeToString(r.Hash), URI: r.URI}
-}
-
-func lsView(bundles []resolver.Bundle, cat *resolver.Catalog) lsJSON {
-	v := lsJSON{Generation: cat.Generation, Bundles: []bundleJSON{}, Capabilities: []capJSON{}, Aliases: map[string]string{}}
-	for _, b := range bundles {
-		signers := b.Signers
-		if signers == nil {
-			signers = []string{}
-		}
-		v.Bundles = append(v.Bundles, bundleJSON{BundleID: b.BundleID, Version: b.Version, HighestVersion: b.Highest,
-			ImportedAt: b.ImportedAt, ExpiresAt: b.ExpiresAt, Signers: signers, Artifacts: b.Artifacts, Bytes: b.Bytes, Revoked: b.Revoked, Stale: b.Stale, Expired: b.Expired})
-	}
-	for _, name := range cat.Names {
-		cj := capJSON{Name: name, Versions: []capVersionJSON{}}
-		for _, e := range cat.ByName[name] {
-			d := e.Descriptor
-			cj.Versions = append(cj.Versions, capVersionJSON{Version: d.Version.String(), BundleID: e.BundleID,
-				InputSchema: refView(d.InputSchema), OutputSchema: refView(d.OutputSchema)})
-		}
-		v.Capabilities = append(v.Capabilities, cj)
-	}
-	for typ, name := range cat.Aliases {
-		v.Aliases[typ] = name
-	}
-	return v
-}
-
-// print writes the listing for people. Its text comes from the installed
-// bundles and statements: each field goes through cliutil.Sanitize.
-func (v lsJSON) print(env *cliutil.Env) {
+// printListing writes the listing for people. Its text comes from the
+// installed bundles and statements: each field goes through
+// cliutil.Sanitize.
+func printListing(env *cliutil.Env, v catalog.Listing) {
 	w := env.Stdout
 	S := cliutil.Sanitize
 	if len(v.Bundles) == 0 {

@@ -9,10 +9,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/mirror"
@@ -42,6 +44,9 @@ generation at every --refresh, so each commit of the agent is served at the
 next refresh. Bundle files are re-created from the store with every artifact
 hash checked, into the --spool folder.
 
+The read-only HTML catalog of the store (bundles, capabilities, schemas,
+compatibility matrices, trust) is served under /ui/ unless --catalog=false.
+
 GET /healthz answers while the process runs; GET /readyz is 200 when a
 snapshot is served, the last refresh read the store and the store check
 finds nothing, 503 otherwise (JSON either way). --metrics-listen serves
@@ -63,6 +68,7 @@ plain HTTP on the network is intended. SIGINT or SIGTERM stops it.`,
 			&cli.IntFlag{Name: "max-in-flight", Value: mirror.DefaultMaxInFlight, Usage: "requests served at once; more get 503 overloaded"},
 			&cli.IntFlag{Name: "max-conns", Value: 1024, Usage: "connections open at once; more wait in the backlog"},
 			&cli.IntFlag{Name: "peer-share", Value: 4, Usage: "one address (an IPv6 /64) holds at most 1/`N` of the connections and of the requests in flight; 1 behind a proxy, where every client is one address"},
+			&cli.BoolFlag{Name: "catalog", Value: true, Usage: "serve the read-only HTML catalog of the store under /ui/ (--catalog=false: not)"},
 			cliutil.LogRateFlag(),
 			jsonFlag,
 		},
@@ -159,7 +165,34 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 		ln = tls.NewListener(ln, tlsCfg)
 		scheme = "https"
 	}
-	srv := mirror.NewHTTPServer(m, 0, log)
+	var handler http.Handler = m
+	if c.Bool("catalog") {
+		openCatalog := func() (catalog.Source, error) {
+			s, err := open()
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		}
+		ch, err := catalog.NewHandler(catalog.Options{Open: openCatalog, Now: env.Now, Logger: log})
+		if err != nil {
+			ln.Close()
+			if metricsLn != nil {
+				metricsLn.Close()
+			}
+			return err
+		}
+		// The mirror keeps every other path exactly as before (no mux
+		// cleaning or redirects in front of it).
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, catalog.Prefix) {
+				ch.ServeHTTP(w, r)
+				return
+			}
+			m.ServeHTTP(w, r)
+		})
+	}
+	srv := mirror.NewHTTPServer(handler, 0, log)
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go m.Run(rctx)
