@@ -1,0 +1,191 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"time"
+
+	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+)
+
+// LocalCall is one invocation by a local principal: a caller the serving
+// process authenticated itself (an MCP session: the user who started the
+// stdio server, a bearer token, a client certificate), not by an AMP
+// signature. It runs the CAP_INVOKE pipeline of invoke.go unchanged.
+type LocalCall struct {
+	// Caller is the principal's DID; the policy's allow rules name it,
+	// exactly as they name an AMP sender.
+	Caller string
+	// Capability is the exact capability version to run (by-id form).
+	Capability capability.ID
+	// Params are the params as CBOR (the JSON data model).
+	Params []byte
+	// IdempotencyKey, when not empty, makes the call idempotent: every call
+	// of Caller for Capability with the same key, for LocalKeyTTL after the
+	// first, gets the first one's recorded reply, byte for byte, and the
+	// handler runs at most once (the idempotency ledger, as for an AMP
+	// message id). Without one, each call is new.
+	IdempotencyKey string
+	// Timeout bounds the handler's run (0: Config.DefaultTimeout; bounded
+	// by Config.MaxTimeout).
+	Timeout time.Duration
+}
+
+// LocalKeyTTL is how long an idempotency key of a LocalCall is honoured
+// (bounded by Config.MaxTTL).
+const LocalKeyTTL = 24 * time.Hour
+
+// MaxIdempotencyKey bounds LocalCall.IdempotencyKey, in bytes.
+const MaxIdempotencyKey = 256
+
+// LocalResult is the agent's answer to a LocalCall.
+type LocalResult struct {
+	// Reply is the agent-signed reply, addressed to the caller with
+	// reply_to the call's message id: a CAP_RESULT, or an ERROR for a
+	// refusal before the pipeline ran (3001 unauthorized, 4002, 5002 …).
+	// Anyone holding the agent's DID document checks it offline.
+	Reply []byte
+	// Type and Body are Reply's type and body (CBOR), checked: Reply
+	// verified under the agent's own key before they were taken from it.
+	Type amp.Type
+	Body []byte
+	// ID is the id of the CAP_INVOKE the call ran as (derived from the
+	// idempotency key, else random).
+	ID amp.ID
+}
+
+// LocalKeyID is the message id of a keyed LocalCall: the first 16 bytes of
+// SHA-256("ampbundle-local-invoke\x00" caller "\x00" capability id "\x00"
+// key). A key is thus scoped to its caller and capability version.
+func LocalKeyID(caller string, id capability.ID, key string) amp.ID {
+	h := sha256.New()
+	h.Write([]byte("ampbundle-local-invoke\x00" + caller + "\x00" + id.String() + "\x00" + key))
+	var out amp.ID
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// InvokeLocal runs call through the agent's CAP_INVOKE pipeline (RFC 004
+// §7.2, invoke.go: policy, identity, version, the verified schemas with
+// their $ref closure, offline validation of the params, the ledger, the
+// handler, validation of the result) as though Caller had sent the
+// CAP_INVOKE, and returns the agent's signed reply. A refused call runs
+// nothing. The error is for what has no signed reply: the agent closed
+// (5002, retryable), a malformed call (4001), a wait given up (5003).
+func (a *Agent) InvokeLocal(ctx context.Context, call LocalCall) (LocalResult, error) {
+	if !amp.ValidDID(call.Caller) || amp.BareDID(call.Caller) != call.Caller {
+		return LocalResult{}, amp.Named(amp.CodeBadRequest, "invalid_caller", "a local caller is a did without fragment")
+	}
+	if len(call.IdempotencyKey) > MaxIdempotencyKey {
+		return LocalResult{}, amp.Named(amp.CodeBadRequest, "idempotency_key_too_long", "an idempotency key has at most %d bytes", MaxIdempotencyKey)
+	}
+	inv := capability.Invoke{ID: call.Capability, Params: call.Params}
+	if call.Timeout > 0 {
+		ms := uint64(call.Timeout.Milliseconds())
+		inv.TimeoutMS = &ms
+	}
+	body, err := inv.Encode()
+	if err != nil {
+		return LocalResult{}, err
+	}
+	now := a.cfg.Now()
+	m := &amp.Message{V: 1, Type: amp.TypeCapInvoke, TS: uint64(now.UnixMilli()), From: call.Caller,
+		To: amp.To(a.cfg.Identity.DID), Body: body}
+	if call.IdempotencyKey != "" {
+		m.ID = LocalKeyID(call.Caller, call.Capability, call.IdempotencyKey)
+		m.TTL = uint64(min(LocalKeyTTL, a.cfg.MaxTTL).Milliseconds())
+	} else if m.ID, err = amp.NewID(a.cfg.Rand, m.TS); err != nil {
+		return LocalResult{}, amp.Wrap(amp.CodeInternalError, err, "cannot make a message id")
+	}
+	reply, err := a.handleLocal(ctx, m)
+	if err != nil {
+		return LocalResult{}, err
+	}
+	got, err := a.recv.Receive(ctx, reply)
+	if err != nil {
+		a.log.Error("the agent's own reply does not verify", "err", err)
+		return LocalResult{}, amp.Wrap(amp.CodeInternalError, err, "the reply does not verify")
+	}
+	return LocalResult{Reply: reply, Type: got.Type, Body: got.Body, ID: m.ID}, nil
+}
+
+// handleLocal is Handle after verification, for a message built here:
+// the same slot, the same ledger claim, the same processing.
+func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) ([]byte, error) {
+	if !a.life.enter() {
+		return nil, agentClosed()
+	}
+	defer a.life.leave()
+	a.maybeSweep()
+	ctx, done, err := a.cpu.Enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	for {
+		st, err := a.ledger.Start(m.From, m.ID, a.expiry(m))
+		if err != nil {
+			a.log.Error("idempotency ledger unavailable", "err", err, "from", m.From, "id", m.ID.String())
+			return a.replyError(ctx, m, unavailable())
+		}
+		switch st.State {
+		case ledger.Done:
+			if len(st.Reply) == 0 {
+				return a.replyError(ctx, m, unavailable())
+			}
+			return st.Reply, nil
+		case ledger.Busy:
+			var werr error
+			a.idle(func() {
+				select {
+				case <-st.Wait:
+				case <-ctx.Done():
+					werr = amp.Wrap(amp.CodeTimeout, ctx.Err(), "gave up waiting for the first call with this idempotency key")
+				}
+			})
+			if werr != nil {
+				return nil, werr
+			}
+			continue
+		case ledger.Lost:
+			return a.answerLost(context.WithoutCancel(ctx), m, st.Ticket)
+		}
+		return a.handleClaimed(context.WithoutCancel(ctx), m, m.From, st.Ticket)
+	}
+}
+
+// Served returns the capability versions this agent has a handler for,
+// by name then ascending version.
+func (a *Agent) Served() []capability.ID {
+	var out []capability.ID
+	for name, vs := range a.byName {
+		for _, v := range vs {
+			out = append(out, capability.ID{Name: name, Version: v})
+		}
+	}
+	sortIDs(out)
+	return out
+}
+
+// Allows reports whether the policy lets caller use the capability name
+// (RFC 004 §7.2 steps 2 and 4).
+func (a *Agent) Allows(caller, name string) bool {
+	return a.cfg.Policy.AllowCaller(caller) && a.cfg.Policy.AllowCapability(caller, name)
+}
+
+func sortIDs(ids []capability.ID) {
+	for i := 1; i < len(ids); i++ {
+		for j := i; j > 0 && idLess(ids[j], ids[j-1]); j-- {
+			ids[j], ids[j-1] = ids[j-1], ids[j]
+		}
+	}
+}
+
+func idLess(x, y capability.ID) bool {
+	if x.Name != y.Name {
+		return x.Name < y.Name
+	}
+	return capability.OrderOldestFirst.CompareVersions(x.Version, y.Version) < 0
+}

@@ -1,0 +1,156 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
+)
+
+// IdempotencyKey is the _meta key of a tools/call whose value (a string of
+// at most agent.MaxIdempotencyKey bytes) makes the call idempotent.
+const IdempotencyKey = "io.github.ampbundle/idempotency_key"
+
+// TimeoutKey is the _meta key of a tools/call's timeout in milliseconds
+// (bounded by the agent's largest timeout).
+const TimeoutKey = "io.github.ampbundle/timeout_ms"
+
+// ResultMeta is a tools/call result's _meta[MetaKey].
+type ResultMeta struct {
+	// Capability is the capability version that ran (or was refused).
+	Capability string `json:"capability,omitempty"`
+	// Type is the AMP type of Reply: "CAP_RESULT" or "ERROR".
+	Type string `json:"type,omitempty"`
+	// Reply is the agent-signed reply (CAP_RESULT or ERROR), base64
+	// (standard, padded): anyone with the agent's DID document checks it
+	// offline.
+	Reply string `json:"reply,omitempty"`
+	// MessageID is the hex id of the CAP_INVOKE the call ran as.
+	MessageID string `json:"message_id,omitempty"`
+	// Agent is the agent's DID.
+	Agent string `json:"agent,omitempty"`
+	// Code and Name are the error's, for an error result.
+	Code uint16 `json:"code,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// call answers one tools/call: the arguments as they came, to the agent's
+// CAP_INVOKE pipeline (our offline validation against the verified input
+// schema, the handler, validation of the result). Every outcome is a
+// result; a refusal is isError with its AMP code.
+func (b *Bridge) call(ctx context.Context, principal string, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+	ag := b.opts.Agent()
+	if p == nil {
+		return errorResult(amp.Named(amp.CodeBadRequest, "missing_params", "tools/call without params"), nil)
+	}
+	id, err := ParseToolName(p.Name)
+	if err != nil {
+		return errorResult(err, nil)
+	}
+	rm := &ResultMeta{Capability: id.String(), Agent: ag.DID()}
+	if !ag.Allows(principal, id.Name) {
+		// Never says whether the tool exists (RFC 004 A.9).
+		return errorResult(amp.Named(amp.CodeUnauthorized, "unauthorized", "not authorized"), rm)
+	}
+	call := agent.LocalCall{Caller: principal, Capability: id}
+	if call.IdempotencyKey, call.Timeout, err = callMeta(p.Meta); err != nil {
+		return errorResult(err, rm)
+	}
+	args := []byte(p.Arguments)
+	if len(args) == 0 {
+		args = []byte("{}") // MCP: arguments may be left out
+	}
+	v, err := offlineschema.ValueFromJSON(args)
+	if err != nil {
+		return errorResult(amp.Named(amp.CodeBadRequest, "invalid_arguments", "the arguments are not valid json"), rm)
+	}
+	if call.Params, err = offlineschema.ToCBOR(v); err != nil {
+		return errorResult(amp.Named(amp.CodeBadRequest, "invalid_arguments", "the arguments cannot be carried"), rm)
+	}
+	res, err := ag.InvokeLocal(ctx, call)
+	if err != nil {
+		return errorResult(err, rm)
+	}
+	rm.Reply = base64.StdEncoding.EncodeToString(res.Reply)
+	rm.MessageID = res.ID.String()
+	rm.Type = res.Type.Name()
+	switch res.Type {
+	case amp.TypeError:
+		eb, err := amp.DecodeError(res.Body)
+		if err != nil {
+			return errorResult(amp.Named(amp.CodeInternalError, "invalid_reply", "internal error"), rm)
+		}
+		return errorResult(eb.AsError(), rm)
+	case amp.TypeCapResult:
+	default:
+		return errorResult(amp.Named(amp.CodeInternalError, "invalid_reply", "internal error"), rm)
+	}
+	r, err := capability.DecodeResult(res.Body)
+	if err != nil {
+		return errorResult(amp.Named(amp.CodeInternalError, "invalid_reply", "internal error"), rm)
+	}
+	if r.Status != capability.StatusSuccess || r.Error != nil {
+		e := amp.Named(amp.CodeInternalError, "", "the capability failed")
+		if r.Error != nil {
+			e = amp.Named(r.Error.Code, amp.ErrName(r.Error.Name), "%s", r.Error.Message)
+		}
+		return errorResult(e, rm)
+	}
+	out, err := offlineschema.ValueFromCBOR(r.Result)
+	var text []byte
+	if err == nil {
+		text, err = json.Marshal(out)
+	}
+	if err != nil {
+		return errorResult(amp.Named(amp.CodeInternalError, "invalid_result", "the capability produced an invalid result"), rm)
+	}
+	cr := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, Meta: mcp.Meta{MetaKey: rm}}
+	if _, isObj := out.(map[string]any); isObj {
+		cr.StructuredContent = json.RawMessage(text)
+	}
+	return cr
+}
+
+// callMeta reads the idempotency key and the timeout of a call's _meta.
+func callMeta(m mcp.Meta) (key string, timeout time.Duration, err error) {
+	if v, ok := m[IdempotencyKey]; ok {
+		s, isStr := v.(string)
+		if !isStr || s == "" || len(s) > agent.MaxIdempotencyKey {
+			return "", 0, amp.Named(amp.CodeBadRequest, "invalid_idempotency_key", "the idempotency key is a string of 1 to %d bytes", agent.MaxIdempotencyKey)
+		}
+		key = s
+	}
+	if v, ok := m[TimeoutKey]; ok {
+		f, isNum := v.(float64)
+		if !isNum || f < 1 || f > float64(time.Hour/time.Millisecond) || f != float64(int64(f)) {
+			return "", 0, amp.Named(amp.CodeBadRequest, "invalid_timeout", "the timeout is a whole number of milliseconds, 1 to 3600000")
+		}
+		timeout = time.Duration(f) * time.Millisecond
+	}
+	return key, timeout, nil
+}
+
+// errorResult is an isError result: the text says the code, name and
+// message (never raw input), _meta[MetaKey] carries them and, when the
+// agent signed one, the reply.
+func errorResult(err error, rm *ResultMeta) *mcp.CallToolResult {
+	e := amp.AsError(err)
+	if rm == nil {
+		rm = &ResultMeta{}
+	}
+	rm.Code, rm.Name = uint16(e.Code), string(e.Name)
+	text := fmt.Sprintf("error %d", e.Code)
+	if e.Name != "" {
+		text += " " + string(e.Name)
+	}
+	text += ": " + amp.SafeMessage(e)
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}, Meta: mcp.Meta{MetaKey: rm}}
+}

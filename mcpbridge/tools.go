@@ -1,0 +1,243 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/resolver"
+)
+
+// MetaKey is the key of the bridge's entry in a tool's and a result's
+// _meta (docs/FORMAT.md, "MCP tools").
+const MetaKey = "io.github.ampbundle/verified"
+
+// DefsPrefix prefixes the $defs entries that carry the other artifacts of
+// a schema's $ref closure.
+const DefsPrefix = "ampbundle:"
+
+// ErrNotObjectSchema names a capability whose input schema is not an
+// object schema: MCP requires one, so it is not offered as a tool.
+const ErrNotObjectSchema = "input_schema_not_object"
+
+// SchemaMeta describes one listed schema in a tool's _meta.
+type SchemaMeta struct {
+	// ArtifactKey is the root schema's artifact key in its bundle.
+	ArtifactKey string `json:"artifact_key"`
+	// SHA256 is the lowercase hex SHA-256 of the root's stored bytes.
+	SHA256 string `json:"sha256"`
+	// Closure maps every artifact key of the $ref closure, root
+	// included, to the lowercase hex SHA-256 of its stored bytes.
+	Closure map[string]string `json:"closure"`
+}
+
+// PublisherKey names a publisher key whose signature on the bundle
+// verified.
+type PublisherKey struct {
+	Name string `json:"name"`
+	// DID is the key's did:key.
+	DID string `json:"did"`
+}
+
+// ToolMeta is a tool's _meta[MetaKey].
+type ToolMeta struct {
+	Capability    string         `json:"capability"`
+	BundleID      string         `json:"bundle_id"`
+	BundleVersion uint64         `json:"bundle_version"`
+	InputSchema   SchemaMeta     `json:"input_schema"`
+	OutputSchema  SchemaMeta     `json:"output_schema"`
+	PublisherKeys []PublisherKey `json:"publisher_keys"`
+	// OutputSchemaListed is false when the output schema is not an
+	// object schema: it is then not the tool's outputSchema (MCP wants
+	// an object) and structured results are not promised.
+	OutputSchemaListed bool `json:"output_schema_listed"`
+}
+
+// toolSpec is one capability version as a verified MCP tool.
+type toolSpec struct {
+	id   capability.ID
+	tool *mcp.Tool
+	// print identifies the tool's content: a change re-adds the tool.
+	print string
+}
+
+// bundleInfo is what a tool's _meta says of its bundle.
+type bundleInfo struct {
+	version uint64
+	keys    []PublisherKey
+}
+
+// bundleInfos maps the installed bundles to their version and signers'
+// keys.
+func bundleInfos(store *resolver.Store) (map[string]bundleInfo, error) {
+	bs, err := store.Bundles()
+	if err != nil {
+		return nil, err
+	}
+	trust, err := store.TrustList()
+	if err != nil {
+		return nil, err
+	}
+	dids := map[string]string{}
+	for _, k := range trust {
+		dids[k.Name] = k.DID()
+	}
+	out := map[string]bundleInfo{}
+	for _, b := range bs {
+		info := bundleInfo{version: b.Version, keys: []PublisherKey{}}
+		for _, s := range b.Signers {
+			info.keys = append(info.keys, PublisherKey{Name: s, DID: dids[s]})
+		}
+		out[b.BundleID] = info
+	}
+	return out, nil
+}
+
+// buildTool makes the tool of a catalog entry from hash-verified bytes
+// only: both schemas compiled with their whole $ref closure (the store
+// checks every artifact), the root checked against the descriptor's hash.
+func buildTool(store *resolver.Store, e resolver.Entry, info bundleInfo) (*toolSpec, error) {
+	id := capability.ID{Name: e.Descriptor.Name, Version: e.Descriptor.Version}
+	name, ok := ToolName(id)
+	if !ok {
+		return nil, amp.Named(amp.CodeUnavailable, ErrToolName, "the capability id is too long for an MCP tool name")
+	}
+	in, inMeta, inObj, err := closure(store, e.Descriptor.InputSchema)
+	if err != nil {
+		return nil, err
+	}
+	if !inObj {
+		return nil, amp.Named(amp.CodeUnavailable, ErrNotObjectSchema, "the input schema is not an object schema (MCP requires one)")
+	}
+	out, outMeta, outObj, err := closure(store, e.Descriptor.OutputSchema)
+	if err != nil {
+		return nil, err
+	}
+	meta := ToolMeta{Capability: id.String(), BundleID: e.BundleID, BundleVersion: info.version,
+		InputSchema: inMeta, OutputSchema: outMeta, PublisherKeys: info.keys, OutputSchemaListed: outObj}
+	if meta.PublisherKeys == nil {
+		meta.PublisherKeys = []PublisherKey{}
+	}
+	t := &mcp.Tool{Name: name, Title: id.String(), InputSchema: in, Meta: mcp.Meta{MetaKey: meta}}
+	if e.Descriptor.Notes != "" {
+		t.Description = e.Descriptor.Notes
+	} else {
+		t.Description = "Capability " + id.String() + " from the verified bundle " + e.BundleID + "."
+	}
+	if outObj {
+		t.OutputSchema = out
+	}
+	print, err := json.Marshal(t)
+	if err != nil {
+		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot encode a tool")
+	}
+	return &toolSpec{id: id, tool: t, print: string(print)}, nil
+}
+
+// closure returns a schema reference's JSON Schema with its whole $ref
+// closure, built from verified bytes: the root's stored bytes unchanged
+// when the closure is the root alone; otherwise a compound schema
+// document (JSON Schema 2020-12 §9.3): the root, with "$id"
+// "ampbundle:///KEY" when it has none, and each other artifact under
+// "$defs" / "ampbundle:KEY" as a resource of that URI (withID), so that
+// every $ref resolves inside the document. obj reports a root whose
+// "type" is "object".
+func closure(store *resolver.Store, ref capability.SchemaRef) (doc json.RawMessage, meta SchemaMeta, obj bool, err error) {
+	sch, err := store.Schema(ref) // the closure, compiled from verified bytes
+	if err != nil {
+		return nil, meta, false, err
+	}
+	root, err := store.Resolve(ref) // the root, against the descriptor's hash
+	if err != nil {
+		return nil, meta, false, err
+	}
+	sum := sha256.Sum256(root)
+	meta = SchemaMeta{ArtifactKey: ref.ArtifactKey, SHA256: hex.EncodeToString(sum[:]), Closure: map[string]string{ref.ArtifactKey: hex.EncodeToString(sum[:])}}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(root, &top); err != nil {
+		return nil, meta, false, amp.Named(amp.CodeUnavailable, "schema_not_object", "the schema %s is not a json object", ref.ArtifactKey)
+	}
+	obj = bytes.Equal(bytes.TrimSpace(top["type"]), []byte(`"object"`))
+	deps := sch.Deps()
+	if len(deps) <= 1 {
+		return json.RawMessage(root), meta, obj, nil
+	}
+	loader := store.Loader(ref.BundleID)
+	defs := map[string]json.RawMessage{}
+	if raw, ok := top["$defs"]; ok {
+		if err := json.Unmarshal(raw, &defs); err != nil {
+			return nil, meta, false, amp.Named(amp.CodeUnavailable, "schema_not_bundlable", "the $defs of %s is not an object", ref.ArtifactKey)
+		}
+	}
+	for _, key := range deps {
+		if key == ref.ArtifactKey {
+			continue
+		}
+		data, err := loader.Load(key) // checked against the bundle's declared hash
+		if err != nil {
+			return nil, meta, false, err
+		}
+		s := sha256.Sum256(data)
+		meta.Closure[key] = hex.EncodeToString(s[:])
+		emb, err := withID(data, key)
+		if err != nil {
+			return nil, meta, false, err
+		}
+		if _, clash := defs[DefsPrefix+key]; clash {
+			return nil, meta, false, amp.Named(amp.CodeUnavailable, "schema_not_bundlable", "the $defs of %s already has %s%s", ref.ArtifactKey, DefsPrefix, key)
+		}
+		defs[DefsPrefix+key] = emb
+	}
+	// The root keeps its own "$id" (its references resolve against it,
+	// as the compiler resolved them); else it gets its artifact's URL.
+	m := top
+	if _, ok := m["$id"]; !ok {
+		m["$id"], _ = json.Marshal((&url.URL{Scheme: "ampbundle", Path: "/" + ref.ArtifactKey}).String())
+	}
+	if m["$defs"], err = json.Marshal(defs); err != nil {
+		return nil, meta, false, amp.Wrap(amp.CodeInternalError, err, "cannot encode a schema")
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, meta, false, amp.Wrap(amp.CodeInternalError, err, "cannot encode a schema")
+	}
+	return out, meta, obj, nil
+}
+
+// withID returns the JSON object data as an embedded schema resource
+// whose URI is the artifact's URL, "ampbundle:///KEY": the object itself
+// with that "$id" when it has none; when it has its own "$id" X, a
+// resource {"$id": URL, "$ref": X, "$defs": {"artifact": data}}, so that
+// references by URL and by X both resolve. A boolean schema is returned
+// as it is.
+func withID(data []byte, key string) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		var b bool
+		if json.Unmarshal(data, &b) == nil {
+			return json.RawMessage(data), nil
+		}
+		return nil, amp.Named(amp.CodeUnavailable, "schema_not_object", "the schema %s is not a json object", key)
+	}
+	u, _ := json.Marshal((&url.URL{Scheme: "ampbundle", Path: "/" + key}).String())
+	own, ok := m["$id"]
+	if !ok {
+		m["$id"] = u
+		return json.Marshal(m)
+	}
+	if bytes.Equal(own, u) {
+		return json.RawMessage(data), nil
+	}
+	return json.Marshal(map[string]json.RawMessage{"$id": u, "$ref": own, "$defs": mustJSON(map[string]json.RawMessage{"artifact": data})})
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
