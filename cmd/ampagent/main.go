@@ -31,6 +31,7 @@ func newApp(env *cliutil.Env) *cli.App {
 			msgCommand(env),
 			cliutil.KeyShowCommand(env, jsonFlag),
 			cardCommand(env),
+			mcpCommand(env),
 		},
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/agh"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/mirror"
@@ -168,10 +169,11 @@ any other path is 404 with a JSON error object.`,
 			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics on GET /metrics at `ADDR`, a listener of its own (default: no metrics listener)"},
 			&cli.Int64Flag{Name: "max-body", Usage: "largest accepted message in `BYTES` (default 16 MiB)"},
 			&cli.BoolFlag{Name: "agh", Usage: "also serve the AGH capability discovery projection (peer card, catalog, transfer) under /agh/v0/"},
+			&cli.BoolFlag{Name: "catalog", Usage: "also serve the read-only HTML catalog of the store (bundles, capabilities, schemas, compatibility, trust) under /ui/"},
 			&cli.BoolFlag{Name: "allow-missing-handlers", Usage: "start even when a handler program is missing or not executable (logged, and /readyz reports it)"},
 			&cli.DurationFlag{Name: "ready-expiry-window", Value: defaultExpiryWindow, Usage: "/readyz reports not ready when an installed bundle expires within `DURATION` (0: only when expired)"},
 			&cli.DurationFlag{Name: "ready-recheck", Value: defaultRecheck, Usage: "/readyz re-runs the store check at least every `DURATION` (and whenever the store changes)"},
-			&cli.StringFlag{Name: "ledger", Usage: "idempotency ledger `FILE` (default DB.ledger.wal; a bbolt ledger found there is migrated once, one way)"},
+			&cli.StringFlag{Name: "ledger", Usage: "idempotency ledger `FILE` (default DB.ledger.wal; a bbolt ledger found there is migrated once, one way), or etcd://HOST:PORT[,HOST:PORT…][/PREFIX] for one ledger shared by a fleet (docs/FLEET.md)"},
 			&cli.StringFlag{Name: "ledger-store", Usage: "deprecated: wal, the only idempotency ledger `KIND` (bbolt is retired and refused)"},
 			&cli.Int64Flag{Name: "ledger-budget", Usage: "largest size of the idempotency ledger in `BYTES` (default 256 MiB)"},
 			&cli.Int64Flag{Name: "max-result-bytes", Usage: "largest result of a handler, in `BYTES` of the reply that carries it, reserved in the ledger before it runs (default 256 KiB; a handler's \"max_result_bytes\" in the config file overrides it)"},
@@ -186,7 +188,7 @@ any other path is 404 with a JSON error object.`,
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn, error"},
 			cliutil.LogRateFlag(),
 			jsonFlag,
-		}, tcpServeFlags()...),
+		}, append(append(tcpServeFlags(), mcpServeFlags()...), etcdFlags()...)...),
 		Action: func(c *cli.Context) error {
 			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 				return err
@@ -550,12 +552,15 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if cfg.MaxTimeoutMS > 0 {
 		maxTimeout = time.Duration(cfg.MaxTimeoutMS) * time.Millisecond
 	}
-	ledgerStore, ledgerKind, err := ledger.OpenFile(db, ledger.FileOptions{Now: env.Now, LockTimeout: 250 * time.Millisecond,
-		Path: cfg.Ledger,
-		Migrated: func(old, wal string, n int) {
-			log.Warn("idempotency ledger migrated from bbolt to the write-ahead log (one way); the old file is kept, delete it when you like", "kept", old, "ledger", wal, "entries", n)
-		},
-		Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes, ReplyReserve: cfg.MaxResultBytes}})
+	ledgerStore, ledgerKind, err := openEtcdLedger(c, cfg, env.Now, log, ready, met) // serve_etcd.go
+	if ledgerStore == nil && err == nil {
+		ledgerStore, ledgerKind, err = ledger.OpenFile(db, ledger.FileOptions{Now: env.Now, LockTimeout: 250 * time.Millisecond,
+			Path: cfg.Ledger,
+			Migrated: func(old, wal string, n int) {
+				log.Warn("idempotency ledger migrated from bbolt to the write-ahead log (one way); the old file is kept, delete it when you like", "kept", old, "ledger", wal, "entries", n)
+			},
+			Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes, ReplyReserve: cfg.MaxResultBytes}})
+	}
 	if amp.NameOf(err) == ledger.ErrLedgerMigration {
 		return cliutil.WithHint(err, "the bbolt ledger is unchanged and nothing was lost: stop any older agent that uses it, make room on its disk, and start again")
 	} else if amp.NameOf(err) == ledger.ErrLedgerCorrupt {
@@ -634,6 +639,14 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		ln.Close()
 		return err
 	}
+	if c.Bool("catalog") {
+		ch, err := catalog.NewHandler(catalog.Options{Source: store, Now: env.Now, Logger: log})
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		mux.Handle(catalog.Prefix, ch)
+	}
 	srv := amphttp.NewServer(instrument(mux, met, log), maxTimeout+30*time.Second, log)
 	var metricsLn net.Listener
 	if cfg.MetricsListen != "" {
@@ -679,8 +692,17 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 			MaxConns: cfg.MaxConns, MaxPeerConns: cfg.MaxConns / cfg.PeerShare,
 			MaxInFlightTotal: tcpInFlight(cfg), MaxPeerInFlight: max(1, tcpInFlight(cfg)/cfg.PeerShare), MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare), Logger: log}, errs)
 	}
+	mcpURL, stopMCP, err := startMCP(c, cfg, store, func() *agent.Agent { return a.cur.Load().a }, log, errs)
+	if err != nil {
+		stopTCP(context.Background())
+		srv.Close()
+		return err
+	}
 	url := "http://" + ln.Addr().String()
 	startDoc := map[string]any{"listening": url, "did": id.DID, "admin_socket": sock}
+	if mcpURL != "" {
+		startDoc["mcp"] = mcpURL
+	}
 	if tcpURL != "" {
 		startDoc["listening_tcp"] = tcpURL
 	}
@@ -753,6 +775,9 @@ wait:
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), maxTimeout+5*time.Second)
 	defer cancel()
+	if err := stopMCP(sctx); err != nil {
+		log.Warn("graceful mcp shutdown incomplete", "err", err)
+	}
 	tcpStopped := make(chan error, 1)
 	go func() { tcpStopped <- stopTCP(sctx) }()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/mcpbridge"
+	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
+)
+
+// mcpCommand is `ampagent mcp`: the agent's verified catalog as MCP tools
+// over stdio, for the local user who started it.
+func mcpCommand(env *cliutil.Env) *cli.Command {
+	return &cli.Command{
+		Name:  "mcp",
+		Usage: "serve the verified catalog as MCP tools over stdio (for an MCP host)",
+		Description: `Serves the Model Context Protocol over stdin and stdout (newline-delimited
+JSON-RPC) for an MCP host that starts it: each capability version the agent
+serves (the config file's "handlers") and the principal may use (the allow
+rules, as for AMP callers) is a tool whose inputSchema and outputSchema are
+the bundle's verified schemas with their whole $ref closure. tools/call
+runs the agent's CAP_INVOKE pipeline (offline validation, the handler,
+output validation) and returns the agent-signed CAP_RESULT in _meta.
+
+The caller is the local user who started the process: the principal
+--principal (default did:local:uid-UID, UID the process's user id), which
+the allow rules name (--allow did:local:uid-1000=org.example.). Nothing
+else can reach a stdio server. Logs go to stderr; stdout carries only MCP.
+
+The process holds the store as serve does: import or remove bundles with
+'ampbundle', which goes through its admin socket; the tools change and the
+host is told (notifications/tools/list_changed).`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "db", Usage: "registry store `FILE` (required)"},
+			&cli.StringFlag{Name: "key", Usage: "agent key `FILE` from 'ampagent keygen' (required)"},
+			cliutil.PassphraseFileFlag(),
+			&cli.StringFlag{Name: "did", Usage: "agent `DID` (a did:web documented in the store; default: the key's did:key)"},
+			&cli.StringFlag{Name: "config", Usage: "config `FILE` (JSON, serve's): handlers, allow rules, limits"},
+			&cli.StringSliceFlag{Name: "allow", Usage: "allow `CALLER=PREFIX` (repeatable), e.g. 'did:local:uid-1000=org.example.'"},
+			&cli.StringFlag{Name: "principal", Usage: "the `DID` the local user is, for the allow rules (default did:local:uid-UID)"},
+			&cli.StringFlag{Name: "admin-socket", Usage: "admin socket `PATH` (default DB.admin.sock)"},
+			&cli.StringFlag{Name: "ledger", Usage: "idempotency ledger `FILE` (default DB.ledger.wal)"},
+			&cli.StringFlag{Name: "listen", Hidden: true},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
+			&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "log level: debug, info, warn, error"},
+			cliutil.LogRateFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+				return err
+			}
+			if err := cliutil.Require(c, "db", "key"); err != nil {
+				return err
+			}
+			if c.IsSet("listen") {
+				return cliutil.Usagef("mcp serves stdio; for HTTP use 'ampagent serve --mcp-listen ADDR'")
+			}
+			_ = c.Set("listen", "stdio") // serve's config checks want one
+			cfg, err := loadServeConfig(c)
+			if err != nil {
+				return err
+			}
+			principal := c.String("principal")
+			if principal == "" {
+				principal = localPrincipal()
+			}
+			if !amp.ValidDID(principal) || amp.BareDID(principal) != principal {
+				return cliutil.Usagef("--principal must be a did without a fragment")
+			}
+			log, err := newLogger(env, c)
+			if err != nil {
+				return err
+			}
+			return runMCPStdio(c, env, cfg, principal, log)
+		},
+	}
+}
+
+// localPrincipal is the default principal of a stdio session: the user
+// who started the process (docs/SPEC-DECISIONS.md MCP-4).
+func localPrincipal() string {
+	if uid := os.Getuid(); uid >= 0 {
+		return "did:local:uid-" + strconv.Itoa(uid)
+	}
+	return "did:local:user"
+}
+
+// runMCPStdio opens the store, the ledger and the agent as serve does and
+// serves one MCP session on stdin and stdout.
+func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal string, log *slog.Logger) error {
+	id, err := loadIdentity(c, env, c.String("key"), cfg.DID)
+	if err != nil {
+		return err
+	}
+	db := c.String("db")
+	store, err := resolver.Open(db, resolver.Options{Now: env.Now, LockTimeout: 250 * time.Millisecond, Actor: resolver.ProcessActor()})
+	if err != nil {
+		if errors.Is(err, resolver.ErrStoreInUse) {
+			return cliutil.WithHint(err, "another agent or ampbundle command holds the store")
+		}
+		return err
+	}
+	defer store.Close()
+	bs, _, err := ledger.OpenFile(db, ledger.FileOptions{Now: env.Now, LockTimeout: 250 * time.Millisecond, Path: cfg.Ledger,
+		Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes, ReplyReserve: cfg.MaxResultBytes}})
+	if err != nil {
+		return cliutil.WithHint(err, "another agent may hold the ledger file; each agent needs its own (--ledger FILE)")
+	}
+	defer bs.Close()
+	led, err := ledger.New(bs, ledger.Options{Now: env.Now})
+	if err != nil {
+		return err
+	}
+	handlers, maxResult := map[string]agent.Handler{}, map[string]int64{}
+	for capID, h := range cfg.Handlers {
+		handlers[capID] = runProgram(capID, h, log, nil)
+		if h.MaxResultBytes > 0 {
+			maxResult[capID] = h.MaxResultBytes
+		}
+	}
+	maxTimeout := 60 * time.Second
+	if cfg.MaxTimeoutMS > 0 {
+		maxTimeout = time.Duration(cfg.MaxTimeoutMS) * time.Millisecond
+	}
+	a, err := agent.New(agent.Config{Identity: id, Store: store, Policy: cfg.rules, Handlers: handlers, MaxResultBytes: maxResult,
+		Now: env.Now, Rand: env.Rand, Logger: log, MaxTimeout: maxTimeout, Ledger: led, MaxParamItems: cfg.MaxParamItems})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	adminSrv, err := agent.ServeAdmin(store, cfg.AdminSocket, log)
+	if err != nil {
+		return err
+	}
+	defer adminSrv.Close()
+	b, err := mcpbridge.New(mcpbridge.Options{Agent: func() mcpbridge.Agent { return a }, Store: store, Logger: log,
+		Version: cliutil.ReadBuild("ampagent").Version})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(c.Context)
+	defer cancel()
+	sigs, stop := env.StopSignals()
+	defer stop()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	go b.Run(ctx)
+	log.Info("mcp serving on stdio", "did", id.DID, "principal", principal, "admin_socket", adminSrv.Path())
+	t := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}, MaxLineLength: int(mcpMaxBody(cfg))}
+	err = b.ServeStdio(ctx, principal, t)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		return cliutil.Failf("mcp_failed", "the mcp session ended: %s", amp.SafeMessage(err)).WithCause(err)
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// mcpServeFlags are serve's flags for MCP's streamable HTTP transport.
+func mcpServeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "mcp-listen", Usage: "also serve MCP (streamable HTTP) at POST/GET /mcp on `ADDR` (needs --mcp-token-file or --mcp-client-ca)"},
+		&cli.StringFlag{Name: "mcp-token-file", Usage: "bearer tokens of MCP callers: `FILE` of \"DID TOKEN\" lines (mode 0600); the allow rules name the DID"},
+		&cli.StringFlag{Name: "mcp-tls-cert", Usage: "TLS certificate chain `FILE` (PEM) for --mcp-listen"},
+		&cli.StringFlag{Name: "mcp-tls-key", Usage: "TLS private key `FILE` (PEM) for --mcp-tls-cert"},
+		&cli.StringFlag{Name: "mcp-client-ca", Usage: "mutual TLS: client certificates signed by the CAs in `FILE` (PEM) are the DID of their first DID URI SAN"},
+		&cli.StringSliceFlag{Name: "mcp-allow-origin", Usage: "an `ORIGIN` browsers may call MCP from (repeatable; default none: a request with an Origin header is 403)"},
+	}
+}
+
+// MCPPath is where serve answers MCP's streamable HTTP transport.
+const MCPPath = "/mcp"
+
+// startMCP serves MCP's streamable HTTP transport on --mcp-listen (when
+// given): never open (bearer tokens or client certificates), loopback
+// only for plain HTTP unless --unsafe-listen, bounded like the AMP
+// binding. It returns the endpoint's URL and its stop function.
+func startMCP(c *cli.Context, cfg *serveConfig, store *resolver.Store, current func() *agent.Agent, log *slog.Logger, errs chan<- error) (string, func(context.Context) error, error) {
+	none := func(context.Context) error { return nil }
+	addr := c.String("mcp-listen")
+	if addr == "" {
+		for _, f := range []string{"mcp-token-file", "mcp-tls-cert", "mcp-tls-key", "mcp-client-ca", "mcp-allow-origin"} {
+			if c.IsSet(f) {
+				return "", none, cliutil.Usagef("--%s is for --mcp-listen", f)
+			}
+		}
+		return "", none, nil
+	}
+	tlsCfg, tokens, err := mcpAuth(c, addr)
+	if err != nil {
+		return "", none, err
+	}
+	b, err := mcpbridge.New(mcpbridge.Options{Agent: func() mcpbridge.Agent { return current() }, Store: store, Logger: log,
+		Version: cliutil.ReadBuild("ampagent").Version})
+	if err != nil {
+		return "", none, err
+	}
+	h := b.HTTPHandler(mcpbridge.HTTPOptions{Tokens: tokens, ClientCerts: tlsCfg != nil && tlsCfg.ClientCAs != nil,
+		AllowedOrigins: c.StringSlice("mcp-allow-origin"), MaxBody: mcpMaxBody(cfg),
+		MaxInFlight: inFlight(cfg), MaxPeerInFlight: inFlight(cfg) / cfg.PeerShare,
+		MaxInFlightBytes: inFlightBytes(cfg), MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare)})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", none, cliutil.Failf("listen_failed", "cannot listen on the mcp address").WithCause(err)
+	}
+	limited := transport.LimitListener(ln, cfg.MaxConns, cfg.MaxConns/cfg.PeerShare)
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, h)
+	mux.Handle("/", unknownRoute{})
+	// Requests run on ctx: stopping cancels the open notification
+	// streams (a GET that never ends), so that Shutdown does not wait for
+	// them; a call already claimed in the ledger finishes regardless.
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		TLSConfig: tlsCfg, BaseContext: func(net.Listener) context.Context { return ctx }}
+	go b.Run(ctx)
+	scheme := "http"
+	go func() {
+		var err error
+		if tlsCfg != nil {
+			err = srv.ServeTLS(limited, "", "")
+		} else {
+			err = srv.Serve(limited)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs <- err
+		}
+	}()
+	if tlsCfg != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + ln.Addr().String() + MCPPath, func(sctx context.Context) error {
+		cancel()
+		return srv.Shutdown(sctx)
+	}, nil
+}
+
+// mcpMaxBody is the AMP binding's body bound (max_body_bytes, --max-body).
+func mcpMaxBody(cfg *serveConfig) int64 {
+	if cfg.MaxBodyBytes > 0 {
+		return cfg.MaxBodyBytes
+	}
+	return amphttp.DefaultMaxBody
+}
+
+// mcpAuth checks --mcp-listen's authentication flags: at least one of a
+// token file and a client CA; plain HTTP only on loopback unless
+// --unsafe-listen.
+func mcpAuth(c *cli.Context, addr string) (*tls.Config, []mcpbridge.Token, error) {
+	cert, key, ca, tokFile := c.String("mcp-tls-cert"), c.String("mcp-tls-key"), c.String("mcp-client-ca"), c.String("mcp-token-file")
+	if tokFile == "" && ca == "" {
+		return nil, nil, cliutil.WithHint(cliutil.Usagef("--mcp-listen is never open: give --mcp-token-file FILE or --mcp-client-ca FILE"),
+			"a token file holds \"DID TOKEN\" lines; the allow rules name the DID (docs/CLI.md)")
+	}
+	if (cert == "") != (key == "") {
+		return nil, nil, cliutil.Usagef("give both --mcp-tls-cert and --mcp-tls-key, or neither")
+	}
+	if ca != "" && cert == "" {
+		return nil, nil, cliutil.Usagef("--mcp-client-ca needs --mcp-tls-cert and --mcp-tls-key")
+	}
+	if cert == "" && !cliutil.Loopback(addr) && !c.Bool("unsafe-listen") {
+		return nil, nil, cliutil.WithHint(cliutil.Failf("unsafe_listen", "the mcp listen address is not a loopback address: plain http would be reachable from the network"),
+			"give --mcp-tls-cert and --mcp-tls-key, listen on 127.0.0.1, or say --unsafe-listen")
+	}
+	var tokens []mcpbridge.Token
+	if tokFile != "" {
+		if fi, err := os.Stat(tokFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			return nil, nil, cliutil.WithHint(cliutil.Failf("token_file_exposed", "the mcp token file is readable by other users"), "chmod 600 the file")
+		}
+		data, err := cliutil.ReadFile(tokFile, mcpbridge.MaxTokenFile, "mcp token file")
+		if err != nil {
+			return nil, nil, err
+		}
+		if tokens, err = mcpbridge.ParseTokenFile(data); err != nil {
+			return nil, nil, cliutil.Failf(mcpbridge.ErrTokenFile, "%s", amp.SafeMessage(err))
+		}
+		if len(tokens) == 0 && ca == "" {
+			return nil, nil, cliutil.Failf(mcpbridge.ErrTokenFile, "the mcp token file holds no token")
+		}
+	}
+	if cert == "" {
+		return nil, tokens, nil
+	}
+	cfg, err := cliutil.ServerTLS(cert, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ca != "" {
+		pem, err := cliutil.ReadFile(ca, 1<<20, "mcp client ca file")
+		if err != nil {
+			return nil, nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, nil, cliutil.Failf("invalid_ca", "the mcp client ca file holds no PEM certificate")
+		}
+		cfg.ClientCAs = pool
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+		if len(tokens) > 0 {
+			cfg.ClientAuth = tls.VerifyClientCertIfGiven
+		}
+	}
+	return cfg, tokens, nil
+}
