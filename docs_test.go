@@ -33,7 +33,9 @@ func repoFiles(t *testing.T) (gofiles, docs, data []string) {
 			return err
 		}
 		if d.IsDir() {
-			if p != "." && strings.HasPrefix(d.Name(), ".") {
+			// Dot-directories and installed packages (npm's node_modules)
+			// are not the project's own files.
+			if p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
 				return filepath.SkipDir
 			}
 			return nil

@@ -4,11 +4,6 @@
 # contrib/mcp-interop/package-lock.json (npm ci). The Go test
 # cmd/ampagent/mcp_interop_test.go fails, naming this script, when either
 # is missing. A second run is quick: nothing is reinstalled that is there.
-#
-# npm ci runs in contrib/mcp-interop/.deps (a copy of package.json and
-# package-lock.json) and contrib/mcp-interop/node_modules is a link to its
-# node_modules: the repository's document checks skip dot-directories, and
-# the packages' own Markdown is not ours to check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,14 +16,12 @@ if [ "$major" -lt 20 ]; then
   exit 1
 fi
 cd contrib/mcp-interop
-mkdir -p .deps
-if [ ! -f .deps/node_modules/@modelcontextprotocol/sdk/package.json ] ||
-   ! cmp -s package-lock.json .deps/package-lock.json || ! cmp -s package.json .deps/package.json; then
-  cp package.json package-lock.json .deps/
-  (cd .deps && npm ci --no-audit --no-fund)
-fi
-if [ ! -L node_modules ]; then
+# node_modules/.ampbundle-lock is the lock file of the last install: a
+# second run with the same lock installs nothing.
+if [ ! -f node_modules/@modelcontextprotocol/sdk/package.json ] ||
+   ! cmp -s package-lock.json node_modules/.ampbundle-lock 2>/dev/null; then
   rm -rf node_modules
-  ln -s .deps/node_modules node_modules
+  npm ci --no-audit --no-fund
+  cp package-lock.json node_modules/.ampbundle-lock
 fi
 echo "ci-mcp: node $(node --version), $(node -p 'require("./node_modules/@modelcontextprotocol/sdk/package.json").version') of @modelcontextprotocol/sdk"
