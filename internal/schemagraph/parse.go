@@ -1,0 +1,339 @@
+package schemagraph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Default bounds of Parse (zero Options fields).
+const (
+	// DefaultMaxBytes bounds one document.
+	DefaultMaxBytes = 4 << 20
+	// DefaultMaxDepth bounds the nesting of arrays and objects.
+	DefaultMaxDepth = 128
+	// DefaultMaxNodes bounds the values (scalars, arrays, objects) of one
+	// document.
+	DefaultMaxNodes = 1 << 21
+)
+
+// Options bounds and shapes one Parse. The zero value refuses duplicate
+// members, keeps numbers as json.Number and applies the default bounds.
+type Options struct {
+	MaxBytes int // 0: DefaultMaxBytes
+	MaxDepth int // 0: DefaultMaxDepth; containers nested deeper are refused
+	MaxNodes int // 0: DefaultMaxNodes
+	// Duplicate, if set, is called with the JSON pointer of a member whose
+	// name its object already holds, and the later value replaces the
+	// earlier one (as encoding/json does); nil refuses it (KindDuplicate).
+	Duplicate func(pointer string)
+	// Float64 turns numbers into float64 as encoding/json does, refusing
+	// one out of range (KindNumber); otherwise they stay json.Number.
+	Float64 bool
+	// Number, if set, vets each number literal (json.Number form only);
+	// false refuses it (KindNumber).
+	Number func(literal string) bool
+	// EncodingJSON reads the document as encoding/json does, in one
+	// decode (the fast path, docs/SPEC-DECISIONS.md BUILD-3): a member
+	// named twice keeps its last value unreported, Number and MaxNodes
+	// are not applied, and MaxDepth is checked by a scan of the bytes
+	// before the decode (encoding/json bounds nesting at 10,000 itself).
+	// It accepts and returns what the token path with Duplicate set does.
+	EncodingJSON bool
+}
+
+// Kind classifies a parse failure.
+type Kind int
+
+// The kinds of Error.
+const (
+	KindSyntax       Kind = iota + 1 // not JSON, or truncated
+	KindEmpty                        // no value at all
+	KindTrailing                     // data after the value
+	KindTooLarge                     // over MaxBytes
+	KindTooDeep                      // nested deeper than MaxDepth
+	KindTooManyNodes                 // over MaxNodes
+	KindDuplicate                    // a member name twice in one object
+	KindNumber                       // a number refused by Float64 or Number
+)
+
+// Error is a parse failure. Pointer locates it (RFC 6901) where it has a
+// place: KindTooDeep (the container), KindDuplicate (the member),
+// KindNumber (the number). Its text never repeats document content.
+type Error struct {
+	Kind    Kind
+	Pointer string
+	Cause   error // the decoder's error, for KindSyntax and KindTrailing
+}
+
+func (e *Error) Error() string {
+	switch e.Kind {
+	case KindEmpty:
+		return "schemagraph: no json value"
+	case KindTrailing:
+		return "schemagraph: trailing data after the json value"
+	case KindTooLarge:
+		return "schemagraph: document too large"
+	case KindTooDeep:
+		return "schemagraph: nested too deep"
+	case KindTooManyNodes:
+		return "schemagraph: too many values"
+	case KindDuplicate:
+		return "schemagraph: duplicate member"
+	case KindNumber:
+		return "schemagraph: number refused"
+	}
+	return "schemagraph: not valid json"
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// KindOf returns the Kind of a Parse error, 0 for any other error.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return 0
+}
+
+// Parse decodes exactly one JSON value into map[string]any, []any, string,
+// bool, nil and json.Number (or float64, Options.Float64), within the
+// bounds of o. It accepts exactly the syntax encoding/json accepts.
+func Parse(data []byte, o Options) (any, error) {
+	o.MaxBytes = orDefault(o.MaxBytes, DefaultMaxBytes)
+	o.MaxDepth = orDefault(o.MaxDepth, DefaultMaxDepth)
+	o.MaxNodes = orDefault(o.MaxNodes, DefaultMaxNodes)
+	if len(data) > o.MaxBytes {
+		return nil, &Error{Kind: KindTooLarge}
+	}
+	if o.EncodingJSON {
+		return decode(data, o)
+	}
+	p := &parser{dec: json.NewDecoder(bytes.NewReader(data)), o: o}
+	p.dec.UseNumber()
+	tok, err := p.dec.Token()
+	if err == io.EOF {
+		return nil, &Error{Kind: KindEmpty}
+	}
+	if err != nil {
+		return nil, &Error{Kind: KindSyntax, Cause: err}
+	}
+	v, err := p.value(tok, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.dec.Token(); err != io.EOF {
+		return nil, &Error{Kind: KindTrailing, Cause: err}
+	}
+	return v, nil
+}
+
+// decode is Parse with Options.EncodingJSON.
+func decode(data []byte, o Options) (any, error) {
+	if o.MaxDepth < 10000 && nesting(data) > o.MaxDepth {
+		return nil, &Error{Kind: KindTooDeep}
+	}
+	var v any
+	var err error
+	if o.Float64 {
+		err = json.Unmarshal(data, &v)
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err = dec.Decode(&v); err == nil {
+			if _, terr := dec.Token(); terr != io.EOF {
+				return nil, &Error{Kind: KindTrailing, Cause: terr}
+			}
+		}
+	}
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return v, nil
+	case errors.As(err, &te):
+		return nil, &Error{Kind: KindNumber, Cause: err}
+	case len(bytes.TrimLeft(data, " \t\r\n")) == 0:
+		return nil, &Error{Kind: KindEmpty}
+	}
+	return nil, &Error{Kind: KindSyntax, Cause: err}
+}
+
+// nesting returns how deep arrays and objects nest in data, counting
+// brackets outside strings (data not yet known to be JSON).
+func nesting(data []byte) int {
+	depth, deepest := 0, 0
+	inStr, esc := false, false
+	for _, c := range data {
+		switch {
+		case inStr:
+			if esc {
+				esc = false
+			} else if c == '\\' {
+				esc = true
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+func orDefault(v, d int) int {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+type parser struct {
+	dec   *json.Decoder
+	o     Options
+	nodes int
+	path  []string
+}
+
+func (p *parser) fail(k Kind) *Error {
+	return &Error{Kind: k, Pointer: joinPointer(p.path)}
+}
+
+func (p *parser) next() (json.Token, error) {
+	tok, err := p.dec.Token()
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, &Error{Kind: KindSyntax, Cause: err}
+	}
+	return tok, nil
+}
+
+func (p *parser) value(tok json.Token, depth int) (any, error) {
+	if p.nodes++; p.nodes > p.o.MaxNodes {
+		return nil, p.fail(KindTooManyNodes)
+	}
+	switch t := tok.(type) {
+	case json.Number:
+		return p.number(t)
+	case json.Delim:
+		if depth >= p.o.MaxDepth {
+			return nil, p.fail(KindTooDeep)
+		}
+		if t == '[' {
+			return p.array(depth)
+		}
+		return p.object(depth)
+	}
+	return tok, nil // string, bool, nil
+}
+
+func (p *parser) number(n json.Number) (any, error) {
+	if p.o.Float64 {
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			return nil, p.fail(KindNumber)
+		}
+		return f, nil
+	}
+	if p.o.Number != nil && !p.o.Number(string(n)) {
+		return nil, p.fail(KindNumber)
+	}
+	return n, nil
+}
+
+func (p *parser) array(depth int) (any, error) {
+	arr := []any{}
+	for p.dec.More() {
+		p.path = append(p.path, strconv.Itoa(len(arr)))
+		tok, err := p.next()
+		if err != nil {
+			return nil, err
+		}
+		v, err := p.value(tok, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		p.path = p.path[:len(p.path)-1]
+		arr = append(arr, v)
+	}
+	if _, err := p.next(); err != nil { // ']'
+		return nil, err
+	}
+	return arr, nil
+}
+
+func (p *parser) object(depth int) (any, error) {
+	m := map[string]any{}
+	for p.dec.More() {
+		ktok, err := p.next()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := ktok.(string) // the decoder only yields strings here
+		p.path = append(p.path, key)
+		if _, dup := m[key]; dup {
+			if p.o.Duplicate == nil {
+				return nil, p.fail(KindDuplicate)
+			}
+			p.o.Duplicate(joinPointer(p.path))
+		}
+		tok, err := p.next()
+		if err != nil {
+			return nil, err
+		}
+		v, err := p.value(tok, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		p.path = p.path[:len(p.path)-1]
+		m[key] = v
+	}
+	if _, err := p.next(); err != nil { // '}'
+		return nil, err
+	}
+	return m, nil
+}
+
+// MaxPointer bounds a pointer an Error carries: a longer one is cut after
+// its last whole token that fits, so it still names an enclosing value.
+const MaxPointer = 512
+
+// joinPointer renders path tokens as a JSON pointer, at most MaxPointer
+// bytes (plus the token that crosses the bound, as callers clip).
+func joinPointer(path []string) string {
+	var b strings.Builder
+	for _, t := range path {
+		b.WriteByte('/')
+		b.WriteString(EscapeToken(t))
+		if b.Len() > MaxPointer {
+			break
+		}
+	}
+	return b.String()
+}
+
+// EscapeToken escapes one reference token of a JSON pointer (RFC 6901).
+func EscapeToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// UnescapeToken undoes EscapeToken.
+func UnescapeToken(s string) string {
+	if !strings.Contains(s, "~") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+}
