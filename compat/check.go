@@ -609,252 +609,12 @@ func (c *checker) direct(va, vb view) []Finding {
 	}
 	f := c.factsOf(va)
 	var fs []Finding
-	// producer-side uncertainty turns incompatible into unknown at this
-	// level.
-	add := func(x Finding) {
-		if x.Verdict == Incompatible && f.opaque {
-			x.Verdict = Unknown
-		}
-		fs = append(fs, x)
-	}
 	if f.types == 0 {
 		return nil // the producer admits nothing
 	}
 	for _, p := range vb.parts {
 		m := p.n.v.(map[string]any)
-		for _, kw := range sortedKeys(m) {
-			val := m[kw]
-			switch {
-			case ignored[kw]:
-			case kw == "type":
-				t, ok := typeOfKeyword(val)
-				if !ok {
-					add(finding(Unknown, "invalid_keyword", p, kw, ""))
-				} else if f.types&^t != 0 && !(f.types&^t == tInt && t&tInt != 0) {
-					add(finding(Incompatible, "type_narrowed", p, kw, "%s no longer accepted", (f.types &^ t).String()))
-				}
-			case kw == "enum" || kw == "const":
-				var allowed []any
-				if kw == "enum" {
-					e, ok := val.([]any)
-					if !ok {
-						add(finding(Unknown, "invalid_keyword", p, kw, ""))
-						continue
-					}
-					allowed = e
-				} else {
-					allowed = []any{val}
-				}
-				rule := "enum_narrowed"
-				if kw == "const" {
-					rule = "const_changed"
-				}
-				if !f.hasEnum {
-					if f.types == tNull && containsValue(allowed, nil) {
-						continue
-					}
-					if f.types == tInt && f.lower != nil && f.upper != nil {
-						// A bounded integer range is finite: listed
-						// when every integer in it is.
-						switch integersListed(f, allowed) {
-						case Incompatible:
-							add(finding(Incompatible, rule, p, kw, "an integer of the producer's range is not listed"))
-						case Unknown:
-							add(finding(Unknown, rule, p, kw, "the producer's integer range is too large to compare with listed values"))
-						}
-						continue
-					}
-					add(finding(Incompatible, rule, p, kw, "the producer is not limited to listed values"))
-					continue
-				}
-				for i, x := range f.enum {
-					if !containsValue(allowed, x) {
-						add(finding(Incompatible, rule, p, kw, "value %d of the producer's list is not accepted", i))
-						break
-					}
-				}
-			case kw == "minimum" || kw == "exclusiveMinimum" || kw == "maximum" || kw == "exclusiveMaximum":
-				if f.types&tNum == 0 {
-					continue
-				}
-				r, ok := ratOf(val)
-				if !ok {
-					add(finding(Unknown, "invalid_keyword", p, kw, ""))
-					continue
-				}
-				if !c.numBound(f, kw, r) {
-					add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
-				}
-			case kw == "multipleOf":
-				if f.types&tNum == 0 {
-					continue
-				}
-				r, ok := ratOf(val)
-				if !ok || r.Sign() <= 0 {
-					add(finding(Unknown, "invalid_keyword", p, kw, ""))
-					continue
-				}
-				if !multipleOK(f, r) {
-					add(finding(Incompatible, "multiple_of_changed", p, kw, "multipleOf %s", r.RatString()))
-				}
-			case kw == "minLength" || kw == "maxLength":
-				if f.types&tString == 0 {
-					continue
-				}
-				r, ok := intOf(val)
-				if !ok {
-					add(finding(Unknown, "invalid_keyword", p, kw, ""))
-					continue
-				}
-				if !lenOK(f, kw, r) {
-					add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
-				}
-			case kw == "pattern":
-				if f.types&tString == 0 {
-					continue
-				}
-				s, ok := val.(string)
-				if !ok {
-					add(finding(Unknown, "invalid_keyword", p, kw, ""))
-					continue
-				}
-				if f.patterns[s] {
-					continue
-				}
-				if f.hasEnum {
-					re := c.compile(s)
-					if re == nil {
-						add(finding(Unknown, "invalid_keyword", p, kw, "the pattern does not compile"))
-						continue
-					}
-					okAll := true
-					for _, x := range f.enum {
-						if xs, ok := x.(string); ok && !re.MatchString(xs) {
-							okAll = false
-						}
-					}
-					if !okAll {
-						add(finding(Incompatible, "pattern_changed", p, kw, "a listed value no longer matches"))
-					}
-					continue
-				}
-				add(finding(Incompatible, "pattern_changed", p, kw, "the pattern is not one the producer guarantees"))
-			case kw == "format":
-				if f.types&tString == 0 {
-					continue
-				}
-				s, _ := val.(string)
-				if f.formats[s] {
-					continue
-				}
-				if f.hasEnum {
-					add(finding(Unknown, "format_changed", p, kw, "listed values are not checked against formats"))
-					continue
-				}
-				add(finding(Incompatible, "format_changed", p, kw, "format %q is not one the producer guarantees", s))
-			case kw == "minItems" || kw == "maxItems" || kw == "minProperties" || kw == "maxProperties":
-				t := tArray
-				if kw == "minProperties" || kw == "maxProperties" {
-					t = tObject
-				}
-				if f.types&t == 0 {
-					continue
-				}
-				r, ok := intOf(val)
-				if !ok {
-					add(finding(Unknown, "invalid_keyword", p, kw, ""))
-					continue
-				}
-				if f.hasEnum {
-					add(finding(Unknown, "enum_not_checked", p, kw, "listed values are not checked against %s", kw))
-					continue
-				}
-				if !countOK(f, kw, r) {
-					add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
-				}
-			case kw == "uniqueItems":
-				u, _ := val.(bool)
-				if !u || f.types&tArray == 0 || f.unique {
-					continue
-				}
-				if f.maxItems != nil && f.maxItems.Cmp(big.NewRat(1, 1)) <= 0 {
-					continue
-				}
-				add(finding(Incompatible, "unique_items_added", p, kw, ""))
-			case kw == "required":
-				if f.types&tObject == 0 {
-					continue
-				}
-				req, ok := val.([]any)
-				if !ok {
-					add(finding(Unknown, "invalid_keyword", p, kw, ""))
-					continue
-				}
-				if f.hasEnum {
-					add(finding(Unknown, "enum_not_checked", p, kw, "listed values are not checked against required"))
-					continue
-				}
-				for _, r := range req {
-					if s, ok := r.(string); ok && !f.required[s] {
-						add(finding(Incompatible, "required_added", p, kw, "property %q", s))
-					}
-				}
-			case kw == "dependentRequired":
-				deps, ok := val.(map[string]any)
-				if !ok {
-					add(finding(Unknown, "invalid_keyword", p, kw, ""))
-					continue
-				}
-				if f.types&tObject == 0 || c.sameKeyword(va, kw, val) {
-					continue
-				}
-				for _, k := range sortedKeys(deps) {
-					list, ok := deps[k].([]any)
-					if !ok {
-						add(finding(Unknown, "invalid_keyword", p, kw, "property %q", k))
-						continue
-					}
-					for _, d := range list {
-						s, ok := d.(string)
-						if !ok {
-							add(finding(Unknown, "invalid_keyword", p, kw, "property %q", k))
-							continue
-						}
-						if v := c.dependencyLost(va, f, k, s); v != "" {
-							add(finding(v, "dependency_added", p, kw, "property %q now needs %q", k, s))
-						}
-					}
-				}
-			case kw == "not" && !c.sameKeyword(va, kw, val):
-				for _, x := range c.notKeyword(va, p) {
-					add(x)
-				}
-			case kw == "if":
-				if c.sameGroup(va, m, "if", "then", "else") {
-					continue
-				}
-				for _, x := range c.ifThenElse(va, p) {
-					add(x)
-				}
-			case kw == "contains":
-				if !c.sameGroup(va, m, "contains", "minContains", "maxContains") {
-					add(finding(Unknown, "undecided_keyword", p, kw, "contains is only compared for identity, with minContains and maxContains"))
-				}
-			case kw == "dependentSchemas" && !c.sameKeyword(va, kw, val):
-				for _, x := range c.dependentSchemas(va, f, p) {
-					add(x)
-				}
-			case kw == "anyOf" || kw == "oneOf":
-				fs = append(fs, c.union(va, f, p, kw)...)
-			case undecided[kw]:
-				if c.sameKeyword(va, kw, val) {
-					continue
-				}
-				add(finding(Unknown, "undecided_keyword", p, kw, "%s is only compared for identity", kw))
-			default:
-				// Unknown keywords are annotations in draft 2020-12.
-			}
-		}
+		fs = append(fs, c.keywords(va, f, p, m)...)
 	}
 	if f.types&tObject != 0 && !f.hasEnum {
 		fs = append(fs, c.objects(va, vb, f)...)
@@ -872,6 +632,284 @@ func (c *checker) direct(va, vb view) []Finding {
 		}
 	}
 	return fs
+}
+
+// keywords checks each keyword of the consumer's part p (an object
+// schema, its members in name order) against the producer view va with
+// facts f, for direct; producer-side uncertainty turns incompatible into
+// unknown.
+func (c *checker) keywords(va view, f facts, p part, m map[string]any) []Finding {
+	var fs []Finding
+	add := func(x Finding) {
+		if x.Verdict == Incompatible && f.opaque {
+			x.Verdict = Unknown
+		}
+		fs = append(fs, x)
+	}
+	for _, kw := range sortedKeys(m) {
+		val := m[kw]
+		if !c.keywordsA(va, f, p, m, kw, val, add) && !c.keywordsB(va, f, p, m, kw, val, add) {
+			c.keywordsC(va, f, p, m, kw, val, add, &fs)
+		}
+	}
+	return fs
+}
+
+// keywordsA is the first third of keywords' switch: the types, listed
+// values and bounds of numbers and strings. It reports whether kw is one
+// of its keywords.
+func (c *checker) keywordsA(va view, f facts, p part, m map[string]any, kw string, val any, add func(Finding)) bool {
+	switch {
+	case ignored[kw]:
+	case kw == "type":
+		t, ok := typeOfKeyword(val)
+		if !ok {
+			add(finding(Unknown, "invalid_keyword", p, kw, ""))
+		} else if f.types&^t != 0 && !(f.types&^t == tInt && t&tInt != 0) {
+			add(finding(Incompatible, "type_narrowed", p, kw, "%s no longer accepted", (f.types &^ t).String()))
+		}
+	case kw == "enum" || kw == "const":
+		var allowed []any
+		if kw == "enum" {
+			e, ok := val.([]any)
+			if !ok {
+				add(finding(Unknown, "invalid_keyword", p, kw, ""))
+				return true
+			}
+			allowed = e
+		} else {
+			allowed = []any{val}
+		}
+		rule := "enum_narrowed"
+		if kw == "const" {
+			rule = "const_changed"
+		}
+		if !f.hasEnum {
+			if f.types == tNull && containsValue(allowed, nil) {
+				return true
+			}
+			if f.types == tInt && f.lower != nil && f.upper != nil {
+				// A bounded integer range is finite: listed
+				// when every integer in it is.
+				switch integersListed(f, allowed) {
+				case Incompatible:
+					add(finding(Incompatible, rule, p, kw, "an integer of the producer's range is not listed"))
+				case Unknown:
+					add(finding(Unknown, rule, p, kw, "the producer's integer range is too large to compare with listed values"))
+				}
+				return true
+			}
+			add(finding(Incompatible, rule, p, kw, "the producer is not limited to listed values"))
+			return true
+		}
+		for i, x := range f.enum {
+			if !containsValue(allowed, x) {
+				add(finding(Incompatible, rule, p, kw, "value %d of the producer's list is not accepted", i))
+				break
+			}
+		}
+	case kw == "minimum" || kw == "exclusiveMinimum" || kw == "maximum" || kw == "exclusiveMaximum":
+		if f.types&tNum == 0 {
+			return true
+		}
+		r, ok := ratOf(val)
+		if !ok {
+			add(finding(Unknown, "invalid_keyword", p, kw, ""))
+			return true
+		}
+		if !c.numBound(f, kw, r) {
+			add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
+		}
+	case kw == "multipleOf":
+		if f.types&tNum == 0 {
+			return true
+		}
+		r, ok := ratOf(val)
+		if !ok || r.Sign() <= 0 {
+			add(finding(Unknown, "invalid_keyword", p, kw, ""))
+			return true
+		}
+		if !multipleOK(f, r) {
+			add(finding(Incompatible, "multiple_of_changed", p, kw, "multipleOf %s", r.RatString()))
+		}
+	case kw == "minLength" || kw == "maxLength":
+		if f.types&tString == 0 {
+			return true
+		}
+		r, ok := intOf(val)
+		if !ok {
+			add(finding(Unknown, "invalid_keyword", p, kw, ""))
+			return true
+		}
+		if !lenOK(f, kw, r) {
+			add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// keywordsB is the second third of keywords' switch: patterns, formats,
+// counts, uniqueness and required members. It reports whether kw is one
+// of its keywords.
+func (c *checker) keywordsB(va view, f facts, p part, m map[string]any, kw string, val any, add func(Finding)) bool {
+	switch {
+	case kw == "pattern":
+		if f.types&tString == 0 {
+			return true
+		}
+		s, ok := val.(string)
+		if !ok {
+			add(finding(Unknown, "invalid_keyword", p, kw, ""))
+			return true
+		}
+		if f.patterns[s] {
+			return true
+		}
+		if f.hasEnum {
+			re := c.compile(s)
+			if re == nil {
+				add(finding(Unknown, "invalid_keyword", p, kw, "the pattern does not compile"))
+				return true
+			}
+			okAll := true
+			for _, x := range f.enum {
+				if xs, ok := x.(string); ok && !re.MatchString(xs) {
+					okAll = false
+				}
+			}
+			if !okAll {
+				add(finding(Incompatible, "pattern_changed", p, kw, "a listed value no longer matches"))
+			}
+			return true
+		}
+		add(finding(Incompatible, "pattern_changed", p, kw, "the pattern is not one the producer guarantees"))
+	case kw == "format":
+		if f.types&tString == 0 {
+			return true
+		}
+		s, _ := val.(string)
+		if f.formats[s] {
+			return true
+		}
+		if f.hasEnum {
+			add(finding(Unknown, "format_changed", p, kw, "listed values are not checked against formats"))
+			return true
+		}
+		add(finding(Incompatible, "format_changed", p, kw, "format %q is not one the producer guarantees", s))
+	case kw == "minItems" || kw == "maxItems" || kw == "minProperties" || kw == "maxProperties":
+		t := tArray
+		if kw == "minProperties" || kw == "maxProperties" {
+			t = tObject
+		}
+		if f.types&t == 0 {
+			return true
+		}
+		r, ok := intOf(val)
+		if !ok {
+			add(finding(Unknown, "invalid_keyword", p, kw, ""))
+			return true
+		}
+		if f.hasEnum {
+			add(finding(Unknown, "enum_not_checked", p, kw, "listed values are not checked against %s", kw))
+			return true
+		}
+		if !countOK(f, kw, r) {
+			add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
+		}
+	case kw == "uniqueItems":
+		u, _ := val.(bool)
+		if !u || f.types&tArray == 0 || f.unique {
+			return true
+		}
+		if f.maxItems != nil && f.maxItems.Cmp(big.NewRat(1, 1)) <= 0 {
+			return true
+		}
+		add(finding(Incompatible, "unique_items_added", p, kw, ""))
+	case kw == "required":
+		if f.types&tObject == 0 {
+			return true
+		}
+		req, ok := val.([]any)
+		if !ok {
+			add(finding(Unknown, "invalid_keyword", p, kw, ""))
+			return true
+		}
+		if f.hasEnum {
+			add(finding(Unknown, "enum_not_checked", p, kw, "listed values are not checked against required"))
+			return true
+		}
+		for _, r := range req {
+			if s, ok := r.(string); ok && !f.required[s] {
+				add(finding(Incompatible, "required_added", p, kw, "property %q", s))
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// keywordsC is the rest of keywords' switch: dependencies, applicators
+// and the keywords only compared for identity.
+func (c *checker) keywordsC(va view, f facts, p part, m map[string]any, kw string, val any, add func(Finding), fs *[]Finding) {
+	switch {
+	case kw == "dependentRequired":
+		deps, ok := val.(map[string]any)
+		if !ok {
+			add(finding(Unknown, "invalid_keyword", p, kw, ""))
+			return
+		}
+		if f.types&tObject == 0 || c.sameKeyword(va, kw, val) {
+			return
+		}
+		for _, k := range sortedKeys(deps) {
+			list, ok := deps[k].([]any)
+			if !ok {
+				add(finding(Unknown, "invalid_keyword", p, kw, "property %q", k))
+				continue
+			}
+			for _, d := range list {
+				s, ok := d.(string)
+				if !ok {
+					add(finding(Unknown, "invalid_keyword", p, kw, "property %q", k))
+					continue
+				}
+				if v := c.dependencyLost(va, f, k, s); v != "" {
+					add(finding(v, "dependency_added", p, kw, "property %q now needs %q", k, s))
+				}
+			}
+		}
+	case kw == "not" && !c.sameKeyword(va, kw, val):
+		for _, x := range c.notKeyword(va, p) {
+			add(x)
+		}
+	case kw == "if":
+		if c.sameGroup(va, m, "if", "then", "else") {
+			return
+		}
+		for _, x := range c.ifThenElse(va, p) {
+			add(x)
+		}
+	case kw == "contains":
+		if !c.sameGroup(va, m, "contains", "minContains", "maxContains") {
+			add(finding(Unknown, "undecided_keyword", p, kw, "contains is only compared for identity, with minContains and maxContains"))
+		}
+	case kw == "dependentSchemas" && !c.sameKeyword(va, kw, val):
+		for _, x := range c.dependentSchemas(va, f, p) {
+			add(x)
+		}
+	case kw == "anyOf" || kw == "oneOf":
+		*fs = append(*fs, c.union(va, f, p, kw)...)
+	case undecided[kw]:
+		if c.sameKeyword(va, kw, val) {
+			return
+		}
+		add(finding(Unknown, "undecided_keyword", p, kw, "%s is only compared for identity", kw))
+	default:
+		// Unknown keywords are annotations in draft 2020-12.
+	}
 }
 
 func (v view) parts0() node {

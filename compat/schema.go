@@ -1,15 +1,13 @@
 package compat
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
 
 // Loader supplies the verified bytes of one bundle's artifacts, by artifact
@@ -45,40 +43,19 @@ const (
 	MaxDepth = 256
 )
 
-const urlScheme = "ampbundle"
+const urlScheme = schemagraph.URLScheme
 
 // artifactURL is the synthetic absolute URL of an artifact key, the base
 // against which its relative references resolve (the offline schema
 // compiler uses the same URLs).
-func artifactURL(key string) string {
-	return (&url.URL{Scheme: urlScheme, Path: "/" + key}).String()
-}
-
-// validKey reports whether key is a relative slash path: not empty, at most
-// 1024 bytes, UTF-8, no backslash or control character, no empty, "." or
-// ".." segment.
-func validKey(key string) bool {
-	if key == "" || len(key) > 1024 || !utf8.ValidString(key) {
-		return false
-	}
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; c < 0x20 || c == 0x7f || c == '\\' {
-			return false
-		}
-	}
-	for seg := range strings.SplitSeq(key, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return false
-		}
-	}
-	return true
-}
+func artifactURL(key string) string { return schemagraph.ArtifactURL(key) }
 
 // document is one parsed schema artifact.
 type document struct {
-	key  string
-	base string // absolute $id of the root, or the synthetic URL
-	root any
+	key   string
+	base  string // absolute $id of the root, or the synthetic URL
+	root  any
+	index *schemagraph.Resource // built on the first anchor reference
 }
 
 // node is a schema value inside a document, with the base URI its
@@ -138,7 +115,7 @@ func (s *side) load(key string) (*document, string) {
 }
 
 func (s *side) parse(key string) (*document, string) {
-	if s.l == nil || !validKey(key) {
+	if s.l == nil || !schemagraph.ValidKey(key) {
 		return nil, fmt.Sprintf("artifact key %q is not a valid bundle key", key)
 	}
 	b, err := s.l.Load(key)
@@ -174,42 +151,11 @@ func (s *side) parse(key string) (*document, string) {
 }
 
 // parseJSON decodes one JSON value with numbers kept as json.Number,
-// refusing trailing data and nesting beyond MaxNesting.
+// refusing trailing data and nesting beyond MaxNesting. A member named
+// twice keeps its last value, as the library's decoder does (the fast
+// path: the checker decodes each document of a bundle once).
 func parseJSON(b []byte) (any, error) {
-	depth, maxDepth := 0, 0
-	inStr, esc := false, false
-	for _, c := range b {
-		switch {
-		case inStr:
-			if esc {
-				esc = false
-			} else if c == '\\' {
-				esc = true
-			} else if c == '"' {
-				inStr = false
-			}
-		case c == '"':
-			inStr = true
-		case c == '{' || c == '[':
-			depth++
-			maxDepth = max(maxDepth, depth)
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	if maxDepth > MaxNesting {
-		return nil, fmt.Errorf("nested deeper than %d", MaxNesting)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("trailing data")
-	}
-	return v, nil
+	return schemagraph.Parse(b, schemagraph.Options{MaxBytes: MaxDocumentSize, MaxDepth: MaxNesting, EncodingJSON: true})
 }
 
 // resolve follows a "$ref" (or "$dynamicRef" treated as a plain reference
@@ -231,18 +177,13 @@ func (s *side) resolve(n node, ref string) (node, string) {
 }
 
 func (s *side) resolveOnce(n node, ref string) (node, string) {
-	bu, err := url.Parse(n.base)
-	if err != nil {
+	u, frag, err := schemagraph.Resolve(n.base, ref)
+	switch err {
+	case schemagraph.ErrBaseURI:
 		return node{}, "the base uri is not valid"
-	}
-	ru, err := url.Parse(ref)
-	if err != nil {
+	case schemagraph.ErrRefURI:
 		return node{}, "the reference is not a valid uri"
 	}
-	u := bu.ResolveReference(ru)
-	frag := u.Fragment
-	u.Fragment = ""
-	u.RawFragment = ""
 	target := u.String()
 	var key string
 	switch {
@@ -271,7 +212,7 @@ func (s *side) resolveOnce(n node, ref string) (node, string) {
 	case frag == "":
 		return mkNode(d, "", d.base, d.root), ""
 	case strings.HasPrefix(frag, "/"):
-		v, ok := pointerGet(d.root, frag)
+		v, ok := schemagraph.Pointer(d.root, frag)
 		if !ok {
 			return node{}, fmt.Sprintf("the pointer %q is not in artifact %q", frag, key)
 		}
@@ -282,75 +223,22 @@ func (s *side) resolveOnce(n node, ref string) (node, string) {
 		}
 		return mkNode(d, frag, d.base, v), ""
 	default:
-		if p, v, ok := findAnchor(d.root, "", frag); ok {
+		s.mu.Lock()
+		if d.index == nil {
+			d.index = schemagraph.Index(d.root)
+		}
+		p, ok := d.index.Anchors[frag]
+		s.mu.Unlock()
+		if ok {
+			v, _ := schemagraph.Pointer(d.root, p)
 			return mkNode(d, p, d.base, v), ""
 		}
 		return node{}, fmt.Sprintf("the anchor %q is not in artifact %q", frag, key)
 	}
 }
 
-// pointerGet follows a JSON pointer (RFC 6901).
-func pointerGet(v any, ptr string) (any, bool) {
-	if ptr == "" {
-		return v, true
-	}
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := v.(type) {
-		case map[string]any:
-			nv, ok := x[tok]
-			if !ok {
-				return nil, false
-			}
-			v = nv
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) || (len(tok) > 1 && tok[0] == '0') {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
-}
-
-// findAnchor finds the subschema declaring "$anchor": name, not looking
-// inside embedded resources (subschemas with their own "$id").
-func findAnchor(v any, ptr, name string) (string, any, bool) {
-	switch x := v.(type) {
-	case map[string]any:
-		if ptr != "" {
-			if _, ok := x["$id"]; ok {
-				return "", nil, false
-			}
-		}
-		if a, ok := x["$anchor"].(string); ok && a == name {
-			return ptr, x, true
-		}
-		for _, k := range sortedKeys(x) {
-			if k == "enum" || k == "const" || k == "examples" || k == "default" {
-				continue
-			}
-			if p, n, ok := findAnchor(x[k], ptr+"/"+escape(k), name); ok {
-				return p, n, true
-			}
-		}
-	case []any:
-		for i, e := range x {
-			if p, n, ok := findAnchor(e, ptr+"/"+strconv.Itoa(i), name); ok {
-				return p, n, true
-			}
-		}
-	}
-	return "", nil, false
-}
-
 // escape escapes one JSON pointer token.
-func escape(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
+func escape(s string) string { return schemagraph.EscapeToken(s) }
 
 // child returns the subschema of n at the given keyword path tokens.
 func (n node) child(tokens ...string) (node, bool) {
@@ -383,12 +271,8 @@ func (n node) child(tokens ...string) (node, bool) {
 	base := n.base
 	if m, ok := v.(map[string]any); ok {
 		if id, ok := m["$id"].(string); ok {
-			if bu, err := url.Parse(base); err == nil {
-				if iu, err := url.Parse(id); err == nil {
-					r := bu.ResolveReference(iu)
-					r.Fragment = ""
-					base = r.String()
-				}
+			if u, _, err := schemagraph.Resolve(base, id); err == nil {
+				base = u.String()
 			}
 		}
 	}

@@ -9,9 +9,9 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/schemagraph"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
@@ -61,34 +61,16 @@ func (s *Schema) Deps() []string { return append([]string(nil), s.deps...) }
 const urlScheme = "ampbundle"
 
 // maxKeyLen bounds an artifact key accepted in a synthetic URL.
-const maxKeyLen = 1024
+const maxKeyLen = schemagraph.MaxKeyLen
 
 // artifactURL returns the synthetic absolute URL of an artifact key,
 // "ampbundle:///" + key with the path percent-encoded as net/url does. It is
 // the base URL against which the artifact's relative references resolve.
-func artifactURL(key string) string {
-	return (&url.URL{Scheme: urlScheme, Path: "/" + key}).String()
-}
+func artifactURL(key string) string { return schemagraph.ArtifactURL(key) }
 
 // validKey reports whether key is a relative slash path this package
-// accepts: not empty, at most maxKeyLen bytes, UTF-8, no backslash, no
-// control character, and no empty, "." or ".." segment.
-func validKey(key string) bool {
-	if key == "" || len(key) > maxKeyLen || !utf8.ValidString(key) {
-		return false
-	}
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; c < 0x20 || c == 0x7f || c == '\\' {
-			return false
-		}
-	}
-	for seg := range strings.SplitSeq(key, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return false
-		}
-	}
-	return true
-}
+// accepts (schemagraph.ValidKey).
+func validKey(key string) bool { return schemagraph.ValidKey(key) }
 
 // keyOfURL maps a synthetic artifact URL back to its key. ok is false for
 // anything that is not exactly ampbundle:///<valid key>: another scheme, a
@@ -368,11 +350,21 @@ func index(root *jsonschema.Schema, rootKey string) (map[string]*jsonschema.Sche
 // (invalid_schema, code 0) when doc is not a JSON object or the id is not a
 // string.
 func SchemaID(doc []byte) (string, error) {
-	var m map[string]any
-	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
+	v, err := parseSchema(doc)
+	m, ok := v.(map[string]any)
+	if err != nil || !ok {
 		return "", amp.Named(0, ErrInvalidSchema, "schema document is not a json object").WithCause(err)
 	}
 	return idOf(m)
+}
+
+// parseSchema parses a schema document as the library's decoder reads it
+// (a member named twice keeps its last value; nesting bounded as
+// encoding/json bounds it), with numbers as float64 as encoding/json
+// gives them: one out of float64 range refuses the document. Its size is
+// bounded by the caller (an artifact of a verified bundle).
+func parseSchema(data []byte) (any, error) {
+	return schemagraph.Parse(data, schemagraph.Options{MaxBytes: max(len(data), 1), MaxDepth: 10000, Float64: true, EncodingJSON: true})
 }
 
 // idOf is SchemaID over a parsed document.

@@ -181,85 +181,90 @@ func analyzeCost(root *jsonschema.Schema, extra []*jsonschema.Schema, dynamicUnk
 		dynamicGroups[name] = group(members)
 	}
 	for i, s := range schemas {
-		n := &nodes[i]
-		one := func(list *[]int, t *jsonschema.Schema) {
-			if t != nil {
-				*list = append(*list, ids[t])
-			}
-		}
-		many := func(list *[]int, ts []*jsonschema.Schema) {
-			for _, t := range ts {
-				one(list, t)
-			}
-		}
-		one(&n.inplace, s.Ref)
-		one(&n.inplace, s.Not)
-		one(&n.inplace, s.If)
-		one(&n.inplace, s.Then)
-		one(&n.inplace, s.Else)
-		many(&n.inplace, s.AllOf)
-		many(&n.inplace, s.AnyOf)
-		many(&n.inplace, s.OneOf)
-		for _, t := range s.DependentSchemas {
-			one(&n.inplace, t)
-		}
-		for _, d := range s.Dependencies {
-			if t, ok := d.(*jsonschema.Schema); ok {
-				one(&n.inplace, t)
-			}
-		}
-		if t := s.RecursiveRef; t != nil {
-			targets := []int{ids[t]}
-			if t.RecursiveAnchor {
-				targets = append(targets, recursiveGroup)
-			}
-			n.dynamic = append(n.dynamic, targets)
-		}
-		if t := s.DynamicRef; t != nil {
-			targets := []int{ids[t]}
-			if t.DynamicAnchor != "" {
-				if dynamicUnknown {
-					n.sat = true
-				}
-				if g, ok := dynamicGroups[t.DynamicAnchor]; ok {
-					targets = append(targets, g)
-				}
-			}
-			n.dynamic = append(n.dynamic, targets)
-		}
-		for _, t := range s.Properties {
-			one(&n.props, t)
-		}
-		if t, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
-			one(&n.props, t)
-		}
-		for _, t := range s.PatternProperties {
-			one(&n.pattern, t)
-		}
-		one(&n.unevalProps, s.UnevaluatedProperties)
-		one(&n.names, s.PropertyNames)
-		switch it := s.Items.(type) {
-		case *jsonschema.Schema:
-			one(&n.items, it)
-		case []*jsonschema.Schema:
-			many(&n.items, it)
-		}
-		if t, ok := s.AdditionalItems.(*jsonschema.Schema); ok {
-			one(&n.items, t)
-		}
-		many(&n.items2020, s.PrefixItems)
-		one(&n.items2020, s.Items2020)
-		one(&n.arrayAlways, s.Contains)
-		one(&n.arrayAlways, s.UnevaluatedItems)
-		if s.ContentSchema != nil || len(s.Extensions) > 0 {
-			n.sat = true
-		}
-		for kind := range kinds {
-			n.mismatch[kind] = !typeAllows(s.Types, kind)
-		}
-		n.self = 1 + uint64(len(s.Enum))/16
+		costEdges(&nodes[i], s, ids, recursiveGroup, dynamicGroups, dynamicUnknown)
 	}
 	return costLevels(nodes)
+}
+
+// costEdges fills the node n of schema s with its edges (by kind of
+// instance they apply to) and its own cost; see analyzeCost.
+func costEdges(n *costNode, s *jsonschema.Schema, ids map[*jsonschema.Schema]int, recursiveGroup int, dynamicGroups map[string]int, dynamicUnknown bool) {
+	one := func(list *[]int, t *jsonschema.Schema) {
+		if t != nil {
+			*list = append(*list, ids[t])
+		}
+	}
+	many := func(list *[]int, ts []*jsonschema.Schema) {
+		for _, t := range ts {
+			one(list, t)
+		}
+	}
+	one(&n.inplace, s.Ref)
+	one(&n.inplace, s.Not)
+	one(&n.inplace, s.If)
+	one(&n.inplace, s.Then)
+	one(&n.inplace, s.Else)
+	many(&n.inplace, s.AllOf)
+	many(&n.inplace, s.AnyOf)
+	many(&n.inplace, s.OneOf)
+	for _, t := range s.DependentSchemas {
+		one(&n.inplace, t)
+	}
+	for _, d := range s.Dependencies {
+		if t, ok := d.(*jsonschema.Schema); ok {
+			one(&n.inplace, t)
+		}
+	}
+	if t := s.RecursiveRef; t != nil {
+		targets := []int{ids[t]}
+		if t.RecursiveAnchor {
+			targets = append(targets, recursiveGroup)
+		}
+		n.dynamic = append(n.dynamic, targets)
+	}
+	if t := s.DynamicRef; t != nil {
+		targets := []int{ids[t]}
+		if t.DynamicAnchor != "" {
+			if dynamicUnknown {
+				n.sat = true
+			}
+			if g, ok := dynamicGroups[t.DynamicAnchor]; ok {
+				targets = append(targets, g)
+			}
+		}
+		n.dynamic = append(n.dynamic, targets)
+	}
+	for _, t := range s.Properties {
+		one(&n.props, t)
+	}
+	if t, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+		one(&n.props, t)
+	}
+	for _, t := range s.PatternProperties {
+		one(&n.pattern, t)
+	}
+	one(&n.unevalProps, s.UnevaluatedProperties)
+	one(&n.names, s.PropertyNames)
+	switch it := s.Items.(type) {
+	case *jsonschema.Schema:
+		one(&n.items, it)
+	case []*jsonschema.Schema:
+		many(&n.items, it)
+	}
+	if t, ok := s.AdditionalItems.(*jsonschema.Schema); ok {
+		one(&n.items, t)
+	}
+	many(&n.items2020, s.PrefixItems)
+	one(&n.items2020, s.Items2020)
+	one(&n.arrayAlways, s.Contains)
+	one(&n.arrayAlways, s.UnevaluatedItems)
+	if s.ContentSchema != nil || len(s.Extensions) > 0 {
+		n.sat = true
+	}
+	for kind := range kinds {
+		n.mismatch[kind] = !typeAllows(s.Types, kind)
+	}
+	n.self = 1 + uint64(len(s.Enum))/16
 }
 
 // forEachApplicator calls f with every subschema s applies, through every

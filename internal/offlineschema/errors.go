@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
 
 // Error names of this package. Every error it returns is an *amp.Error with
@@ -46,12 +47,7 @@ const (
 const maxPointerLen = 512
 
 // escapeToken escapes one reference token of a JSON pointer (RFC 6901).
-func escapeToken(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
+func escapeToken(s string) string { return schemagraph.EscapeToken(s) }
 
 // clipPointer returns p, or its longest prefix of whole segments within
 // maxPointerLen bytes.
@@ -106,5 +102,10 @@ func (p path) pointer() string {
 
 // notCompatible returns a not_json_compatible error about the value at p.
 func notCompatible(code amp.Code, p path, what string) *amp.Error {
-	return amp.Named(code, ErrNotJSONCompatible, "%s at %s is not part of the json data model", what, quotePointer(p.pointer()))
+	return notCompatibleAt(code, p.pointer(), what)
+}
+
+// notCompatibleAt is notCompatible at a JSON pointer.
+func notCompatibleAt(code amp.Code, ptr string, what string) *amp.Error {
+	return amp.Named(code, ErrNotJSONCompatible, "%s at %s is not part of the json data model", what, quotePointer(ptr))
 }

@@ -2,9 +2,10 @@ package offlineschema
 
 import (
 	"bytes"
-	"encoding/json"
 	"regexp/syntax"
 	"strconv"
+
+	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
 
 // Limits of one Compile: what the documents it loads (the root and every
@@ -175,10 +176,7 @@ func measureSchema(data []byte, tree func() any, cache map[string]int) (compileC
 // parseForMeasure parses a valid JSON document as the library does
 // (numbers kept as text).
 func parseForMeasure(data []byte) any {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	var v any
-	_ = d.Decode(&v) // valid JSON: checked by the caller
+	v, _ := schemagraph.Parse(data, schemagraph.Options{MaxBytes: max(len(data), 1), MaxDepth: 10000, EncodingJSON: true}) // valid JSON: checked by the caller
 	return v
 }
 

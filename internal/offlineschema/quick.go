@@ -1,7 +1,6 @@
 package offlineschema
 
 import (
-	"encoding/json"
 	"maps"
 	"net/url"
 	"regexp"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
 
 // QuickCheck checks that the schemas of one bundle compile offline with one
@@ -104,8 +104,9 @@ func prepare(key string, data []byte, patterns map[string]bool, insts map[string
 		p.badKey = true
 		return p
 	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+	v, err := parseSchema(data)
+	m, ok := v.(map[string]any)
+	if err != nil || !ok {
 		p.s.full = "it is not a json object"
 		p.err = amp.Named(0, ErrInvalidSchema, "schema document is not a json object").WithCause(err)
 		return p
@@ -240,7 +241,7 @@ func (q *QuickCheck) resolve(l Loader) {
 		var root any
 		data, err := l.Load(to)
 		if err == nil {
-			err = json.Unmarshal(data, &root)
+			root, err = parseSchema(data)
 		}
 		problems := map[string]string{}
 		for _, r := range refs {
@@ -501,6 +502,7 @@ type walker struct {
 	self     string                // base.String(): references to it are local
 	local    map[string]struct{}   // JSON pointers into this document
 	refs     map[quickRef]struct{} // references kept for resolve, each once
+	keys     []string              // member names of the objects being walked
 }
 
 func (w *walker) stop(why string) bool {
@@ -519,7 +521,17 @@ func (w *walker) schema(v any, root bool) bool {
 		return w.stop("a subschema is neither an object nor a boolean")
 	}
 	d := w.s.draft
-	for kw, val := range m {
+	// In name order, so that the reason to compile does not depend on
+	// map order (Add and Prepare must report the same one); the names are
+	// sorted in one buffer shared by the whole walk.
+	start := len(w.keys)
+	for kw := range m {
+		w.keys = append(w.keys, kw)
+	}
+	slices.Sort(w.keys[start:])
+	for i := start; i < start+len(m); i++ {
+		kw := w.keys[i]
+		val := m[kw]
 		switch {
 		case leftToCompile(kw):
 			return w.stop("it uses " + kw)
@@ -604,6 +616,7 @@ func (w *walker) schema(v any, root bool) bool {
 			}
 		}
 	}
+	w.keys = w.keys[:start]
 	return true
 }
 
@@ -700,7 +713,7 @@ func schemaAt(root any, p string, draft int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		kw := unescapeToken(segs[i])
+		kw := schemagraph.UnescapeToken(segs[i])
 		if kw == "$id" || kw == "$schema" {
 			return nil, false
 		}
@@ -728,7 +741,7 @@ func schemaAt(root any, p string, draft int) (any, bool) {
 				return nil, false
 			}
 			i++
-			x, ok := obj[unescapeToken(segs[i])]
+			x, ok := obj[schemagraph.UnescapeToken(segs[i])]
 			if !ok || isArray(x) {
 				return nil, false
 			}
@@ -747,14 +760,6 @@ func schemaAt(root any, p string, draft int) (any, bool) {
 func isArray(v any) bool {
 	_, ok := v.([]any)
 	return ok
-}
-
-// unescapeToken undoes escapeToken (RFC 6901).
-func unescapeToken(s string) string {
-	if !strings.Contains(s, "~") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
 // simpleType reports whether s is a name "type" accepts.

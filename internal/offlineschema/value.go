@@ -1,11 +1,9 @@
 package offlineschema
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
 	"strconv"
@@ -13,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
 
 // Limits of the JSON data model of this package.
@@ -338,106 +337,24 @@ func ValueFromJSON(data []byte) (any, error) {
 	if !utf8.Valid(data) {
 		return nil, amp.Named(0, ErrInvalidJSON, "json input is not utf-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	r := jsonReader{dec: dec}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, invalidJSON(err)
+	v, err := schemagraph.Parse(data, schemagraph.Options{MaxBytes: MaxJSONSize, MaxDepth: MaxDepth, MaxNodes: MaxJSONSize + 1, Number: numberInModel})
+	var e *schemagraph.Error
+	if !errors.As(err, &e) {
+		return v, err
 	}
-	v, err := r.value(tok, 0)
-	if err != nil {
-		return nil, err
+	switch e.Kind {
+	case schemagraph.KindEmpty:
+		return nil, amp.Named(0, ErrInvalidJSON, "json input is empty or truncated")
+	case schemagraph.KindTrailing:
+		return nil, amp.Named(0, ErrInvalidJSON, "trailing data after the json value").WithCause(e.Cause)
+	case schemagraph.KindDuplicate:
+		return nil, amp.Named(0, ErrInvalidJSON, "duplicate object key at %s", quotePointer(e.Pointer))
+	case schemagraph.KindTooDeep:
+		return nil, amp.Named(0, ErrLimitExceeded, "value at %s is nested deeper than %d", quotePointer(e.Pointer), MaxDepth)
+	case schemagraph.KindNumber:
+		return nil, notCompatibleAt(amp.CodeSchemaViolation, e.Pointer, "number out of range")
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, amp.Named(0, ErrInvalidJSON, "trailing data after the json value").WithCause(err)
-	}
-	return v, nil
-}
-
-func invalidJSON(err error) *amp.Error {
-	if err == io.EOF {
-		return amp.Named(0, ErrInvalidJSON, "json input is empty or truncated")
-	}
-	return amp.Named(0, ErrInvalidJSON, "json input is not valid json").WithCause(err)
-}
-
-type jsonReader struct {
-	dec  *json.Decoder
-	path path
-}
-
-func (r *jsonReader) next() (json.Token, error) {
-	tok, err := r.dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, invalidJSON(err)
-	}
-	return tok, nil
-}
-
-func (r *jsonReader) value(tok json.Token, depth int) (any, error) {
-	switch t := tok.(type) {
-	case json.Number:
-		if !numberInModel(string(t)) {
-			return nil, notCompatible(amp.CodeSchemaViolation, r.path, "number out of range")
-		}
-		return t, nil
-	case json.Delim:
-		if depth >= MaxDepth {
-			return nil, tooDeep(0, r.path)
-		}
-		if t == '[' {
-			arr := []any{}
-			for r.dec.More() {
-				r.path = append(r.path, segment{index: len(arr)})
-				tok, err := r.next()
-				if err != nil {
-					return nil, err
-				}
-				v, err := r.value(tok, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				r.path = r.path[:len(r.path)-1]
-				arr = append(arr, v)
-			}
-			if _, err := r.next(); err != nil { // ']'
-				return nil, err
-			}
-			return arr, nil
-		}
-		m := map[string]any{}
-		for r.dec.More() {
-			ktok, err := r.next()
-			if err != nil {
-				return nil, err
-			}
-			key, _ := ktok.(string) // the decoder only yields strings here
-			r.path = append(r.path, segment{key: key, index: -1})
-			if _, dup := m[key]; dup {
-				return nil, amp.Named(0, ErrInvalidJSON, "duplicate object key at %s", quotePointer(r.path.pointer()))
-			}
-			tok, err := r.next()
-			if err != nil {
-				return nil, err
-			}
-			v, err := r.value(tok, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			r.path = r.path[:len(r.path)-1]
-			m[key] = v
-		}
-		if _, err := r.next(); err != nil { // '}'
-			return nil, err
-		}
-		return m, nil
-	default: // string, bool, nil
-		return t, nil
-	}
+	return nil, amp.Named(0, ErrInvalidJSON, "json input is not valid json").WithCause(e.Cause)
 }
 
 // ToCBOR converts a JSON-model value back to deterministic CBOR (amp.Marshal):
