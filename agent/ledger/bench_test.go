@@ -12,9 +12,9 @@ import (
 )
 
 // benchLedger runs Start, Running and Finish (a 500-byte reply) for
-// distinct keys from 64 concurrent callers: the ledger's own cost, without
-// the agent's.
-func benchLedger(b *testing.B, store func(b *testing.B, c *clock) Store) {
+// distinct keys from callers concurrent callers (64 senders): the
+// ledger's own cost, without the agent's.
+func benchLedger(b *testing.B, callers int, store func(b *testing.B, c *clock) Store) {
 	c := newClock()
 	l, err := New(store(b, c), Options{Now: c.Now})
 	if err != nil {
@@ -22,7 +22,7 @@ func benchLedger(b *testing.B, store func(b *testing.B, c *clock) Store) {
 	}
 	reply := bytes.Repeat([]byte{7}, 500)
 	var next atomic.Int64
-	b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+	b.SetParallelism(max((callers+runtime.GOMAXPROCS(0)-1)/runtime.GOMAXPROCS(0), 1))
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -43,8 +43,13 @@ func benchLedger(b *testing.B, store func(b *testing.B, c *clock) Store) {
 }
 
 // BenchmarkLedgerWAL: the write-ahead log, 64 callers.
-func BenchmarkLedgerWAL(b *testing.B) {
-	benchLedger(b, func(b *testing.B, c *clock) Store {
+func BenchmarkLedgerWAL(b *testing.B) { benchLedgerWAL(b, 64) }
+
+// BenchmarkLedgerWAL256: the write-ahead log, 256 callers.
+func BenchmarkLedgerWAL256(b *testing.B) { benchLedgerWAL(b, 256) }
+
+func benchLedgerWAL(b *testing.B, callers int) {
+	benchLedger(b, callers, func(b *testing.B, c *clock) Store {
 		s, err := OpenWAL(filepath.Join(b.TempDir(), "l"), WALOptions{Now: c.Now})
 		if err != nil {
 			b.Fatal(err)
@@ -60,7 +65,12 @@ func BenchmarkLedgerWAL(b *testing.B) {
 
 // BenchmarkLedgerMemory: the memory store, 64 callers.
 func BenchmarkLedgerMemory(b *testing.B) {
-	benchLedger(b, func(*testing.B, *clock) Store { return NewMemory(Limits{}) })
+	benchLedger(b, 64, func(*testing.B, *clock) Store { return NewMemory(Limits{}) })
+}
+
+// BenchmarkLedgerMemory256: the memory store, 256 callers.
+func BenchmarkLedgerMemory256(b *testing.B) {
+	benchLedger(b, 256, func(*testing.B, *clock) Store { return NewMemory(Limits{}) })
 }
 
 // BenchmarkAppendSyncPrimitive: what one group cannot avoid, serially:

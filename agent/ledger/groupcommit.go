@@ -6,39 +6,123 @@ import (
 	"time"
 )
 
-// Gathering (see groupCommit): a durable write waits at most maxGather
-// for others to join its group, and a group does not wait for the last
-// computing writers per processor: they keep the processors busy while
-// it syncs. Four cover about two fdatasyncs of the work a writer does
-// between two durable writes on the 2-core machine of
-// docs/PERFORMANCE.md (P6: 2 per processor gathered cohorts, 3 to 5
-// measured alike within the noise).
+// Gathering (see groupCommit and gatherPolicy): a group waits at most
+// maxGather for others to join it, and at most gatherFlushes times the
+// time a group takes to run (its write and fdatasync, measured); it stops
+// waiting as soon as the arrivals stop for stallGaps times their measured
+// spacing, and does not wait at all when fewer than one more writer is
+// predicted within its wait. ewmaShift sets how fast the measurements
+// follow a change (each new sample weighs 1/2^ewmaShift).
 const (
-	maxGather = 2 * time.Millisecond
-	computing = 4
+	maxGather     = 2 * time.Millisecond
+	gatherFlushes = 8
+	stallGaps     = 4
+	ewmaShift     = 3
 )
+
+// gatherPolicy decides how long a queued group may still wait for more
+// writers before it runs, from two measurements it keeps: gap, the
+// spacing of arrivals (a moving average), and flush, the time a group
+// takes to run (a moving average). Its methods take the time as an
+// argument: the policy is a function of values, tested as such.
+//
+// Why wait at all: a group costs a fixed price however many ops it
+// carries (an fdatasync's system time, and the processor its thread
+// holds while the device flushes: the Go runtime lets a thread blocked
+// in a system call keep its processor until its monitor takes it back,
+// and in a busy process that monitor sleeps far longer than an
+// fdatasync lasts). While writers keep arriving, a group that waits
+// gathers more of them for the same price; the writers not yet queued
+// keep the processors busy meanwhile.
+//
+// Why not always: a writer that waits for company that does not come
+// only pays latency, and a group that gathers every writer leaves the
+// processors idle while it syncs. So when the number of writers expected
+// is known, the group does not wait for the last keep of them: those
+// keep the processors busy while it syncs. keep is the processors (one
+// writer each) plus the writers that arrive during one flush (flush /
+// gap): the work that covers the sync. It follows the machine and the
+// load: on two processors with a 150 µs flush and a writer every 25 µs
+// it is 8, the four per processor that measured best on such a machine
+// when it was a constant (docs/PERFORMANCE.md, P6).
+type gatherPolicy struct {
+	cap   time.Duration // the longest any group waits (maxGather)
+	procs int           // processors that run writers (GOMAXPROCS)
+	gap   time.Duration // mean spacing of arrivals; 0: none measured
+	flush time.Duration // mean run time of a group; 0: none measured
+	last  time.Time     // the latest arrival
+	// overlap: an op arrived while the latest group ran. Without, the
+	// writers come one after another (one caller in a loop): a lone op
+	// then runs at once, however closely the ops follow each other.
+	overlap bool
+}
+
+// ewma moves the average avg toward the sample x.
+func ewma(avg, x time.Duration) time.Duration {
+	if avg == 0 {
+		return x
+	}
+	return avg + (x-avg)>>ewmaShift
+}
+
+// arrived records an arrival at now. A spacing longer than the cap
+// counts as the cap (an idle spell says only that arrivals are sparse),
+// and one longer than stallGaps times the mean replaces the mean: the
+// stream stalled, and the first arrival after it must not wait for a
+// burst that ended.
+func (p *gatherPolicy) arrived(now time.Time) {
+	if !p.last.IsZero() {
+		d := min(max(now.Sub(p.last), 0), p.cap)
+		if d > stallGaps*p.gap {
+			p.gap = d
+		} else {
+			p.gap = ewma(p.gap, d)
+		}
+	}
+	p.last = now
+}
+
+// flushed records that a group took d to run, and whether an op
+// arrived meanwhile.
+func (p *gatherPolicy) flushed(d time.Duration, overlap bool) {
+	p.flush = ewma(p.flush, min(max(d, 0), p.cap))
+	p.overlap = overlap
+}
+
+// keep is how many writers a group leaves computing (see gatherPolicy).
+func (p *gatherPolicy) keep() int {
+	k := p.procs
+	if p.gap > 0 {
+		k += int((p.flush + p.gap - 1) / p.gap)
+	}
+	return k
+}
+
+// wait returns how much longer, from now, a group whose oldest op was
+// queued at oldest, holding queued ops, may wait; 0: run it now.
+// expected is how many writers are expected soon, the queued ones
+// included (negative: unknown).
+func (p *gatherPolicy) wait(now, oldest time.Time, queued, expected int) time.Duration {
+	if queued == 1 && !p.overlap {
+		return 0 // one writer after another: nobody else on the way
+	}
+	if expected >= 0 && queued >= expected-p.keep() {
+		return 0 // the rest keep the processors busy meanwhile
+	}
+	window := min(p.cap, gatherFlushes*p.flush)
+	if p.gap <= 0 || p.gap > window {
+		return 0 // fewer than one more writer predicted in the window
+	}
+	d := min(oldest.Add(window).Sub(now), p.last.Add(stallGaps*p.gap).Sub(now))
+	return max(d, 0)
+}
 
 // groupCommit is the leader-based group committer both durable stores
 // use. There is no committer goroutine: a caller that finds no group
-// running, and the queue ready (below), takes what is queued (as much as
-// take allows, at least one op) and runs it itself; callers arriving
-// meanwhile wait. Exactly the members of a group are woken when it is
-// durable. One group runs at a time.
-//
-// Gathering. A group costs a fixed price however many ops it carries: an
-// fdatasync's system time, and the processor its thread holds while the
-// device flushes (the Go runtime lets a thread blocked in a system call
-// keep its processor until its monitor takes it back, and in a busy
-// process that monitor sleeps far longer than an fdatasync lasts). So the
-// queue is not run the moment it holds one op while more writers are on
-// their way: it is ready once all but computing per processor of the
-// writers the ledger expects soon are queued (active: its tickets out,
-// less those whose handler runs, which may run long), or once its oldest
-// op has waited maxGather. The writers left out keep the processors busy
-// while the group's fdatasync runs; waiting for them too gathered every
-// caller into one cohort that computed, then waited for the disk,
-// together. With few writers, or active unset (a store used directly),
-// every op runs at once.
+// running, and the queue ready (gatherPolicy), takes what is queued (as
+// much as take allows, at least one op) and runs it itself; callers
+// arriving meanwhile wait. Exactly the members of a group are woken when
+// it is durable. One group runs at a time.
 //
 // The decision is taken by whoever is running when the queue becomes
 // ready: the writer whose arrival makes it ready, or the oldest queued op
@@ -52,11 +136,12 @@ type groupCommit[T any] struct {
 	queue   []*groupWaiter[T]
 	leading bool
 	closed  bool
-	// active, when set, is how many writers are expected to write soon;
-	// keep of them (computing per processor) are not waited for.
+	// active, when set, is how many writers are expected to write soon
+	// (the queued ones included); unset, the policy relies on the
+	// arrivals it measures alone.
 	active func() int
-	keep   int
-	gather time.Duration
+	policy gatherPolicy
+	now    func() time.Time
 	// take returns how many of the queued ops (oldest first) the next
 	// group holds; run runs one group.
 	take func(queued []T) int
@@ -77,21 +162,19 @@ type groupWaiter[T any] struct {
 func newGroupCommit[T any](take func(queued []T) int, run func(group []T)) *groupCommit[T] {
 	// GOMAXPROCS is read once: the runtime takes its scheduler lock to
 	// answer, too dear for every queued op.
-	g := &groupCommit[T]{gather: maxGather, keep: computing * runtime.GOMAXPROCS(0), take: take, run: run}
+	g := &groupCommit[T]{policy: gatherPolicy{cap: maxGather, procs: runtime.GOMAXPROCS(0)}, now: time.Now, take: take, run: run}
 	g.idle = sync.NewCond(&g.mu)
 	return g
 }
 
-// ready reports whether the queue may run now. g.mu is held.
-func (g *groupCommit[T]) ready(now time.Time) bool {
-	if len(g.queue) == 0 {
-		return false
-	}
-	need := 1
+// wait is how much longer the queue may wait before it runs (0: now).
+// g.mu is held and the queue is not empty.
+func (g *groupCommit[T]) wait(now time.Time) time.Duration {
+	expected := -1
 	if g.active != nil {
-		need = max(need, g.active()-g.keep)
+		expected = g.active()
 	}
-	return len(g.queue) >= need || now.Sub(g.queue[0].since) >= g.gather
+	return g.policy.wait(now, g.queue[0].since, len(g.queue), expected)
 }
 
 // poke gives w a wake-up token (it may hold one already).
@@ -113,8 +196,11 @@ func (g *groupCommit[T]) lead() {
 	group := append([]*groupWaiter[T](nil), g.queue[:n]...)
 	g.queue = append(g.queue[:0], g.queue[n:]...)
 	g.mu.Unlock()
+	start := g.now()
 	g.run(ops[:n])
+	took := g.now().Sub(start)
 	g.mu.Lock()
+	g.policy.flushed(took, len(g.queue) > 0)
 	for _, q := range group {
 		q.done = true
 		q.poke()
@@ -130,7 +216,7 @@ func (g *groupCommit[T]) do(op T) bool {
 	if w == nil {
 		w = &groupWaiter[T]{wake: make(chan struct{}, 1)}
 	}
-	w.op, w.since, w.done, w.shut = op, time.Now(), false, false
+	w.op, w.done, w.shut = op, false, false
 	select {
 	case <-w.wake: // a token left from its last use
 	default:
@@ -141,6 +227,8 @@ func (g *groupCommit[T]) do(op T) bool {
 		g.pool.Put(w)
 		return false
 	}
+	w.since = g.now()
+	g.policy.arrived(w.since)
 	g.queue = append(g.queue, w)
 	for !w.done && !w.shut {
 		if !g.leading {
@@ -152,15 +240,15 @@ func (g *groupCommit[T]) do(op T) bool {
 				g.queue = nil
 				break
 			}
-			now := time.Now()
-			if g.ready(now) {
+			d := g.wait(g.now())
+			if d <= 0 {
 				g.lead()
 				continue
 			}
 			if g.queue[0] == w {
 				// The oldest op waits for the queue to fill, at most until
-				// its gathering time is up.
-				t := time.NewTimer(g.gather - now.Sub(w.since))
+				// its gathering time is up; it looks again when woken.
+				t := time.NewTimer(d)
 				g.mu.Unlock()
 				select {
 				case <-w.wake:

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,7 +8,7 @@ import (
 )
 
 // recordingCommitter is a groupCommit over ints whose groups are
-// recorded; run blocks while hold is set.
+// recorded.
 type recordingCommitter struct {
 	g      *groupCommit[int]
 	mu     sync.Mutex
@@ -23,7 +22,7 @@ func newRecordingCommitter(active func() int, gather time.Duration) *recordingCo
 		r.groups = append(r.groups, append([]int(nil), group...))
 		r.mu.Unlock()
 	})
-	r.g.active, r.g.gather = active, gather
+	r.g.active, r.g.policy.cap = active, gather
 	return r
 }
 
@@ -37,16 +36,204 @@ func (r *recordingCommitter) sizes() []int {
 	return n
 }
 
-// TestGroupCommitGathersWritersOnTheirWay: with more writers expected
-// than the processors need to stay busy, the queue waits for them: 40
-// writers that arrive one by one are written as one group (one
-// fdatasync), not forty.
+// queued is how many ops wait in the committer's queue.
+func (r *recordingCommitter) queued() int {
+	r.g.mu.Lock()
+	defer r.g.mu.Unlock()
+	return len(r.g.queue)
+}
+
+// fakeClock is a clock the test moves by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// steady is a policy that has seen arrivals every gap and groups that
+// took flush to run, the latest arrival at last, with the cap maxGather.
+func steady(gap, flush time.Duration, last time.Time) gatherPolicy {
+	return steadyCapped(maxGather, gap, flush, last)
+}
+
+// steadyCapped is steady with another cap.
+func steadyCapped(limit, gap, flush time.Duration, last time.Time) gatherPolicy {
+	p := gatherPolicy{cap: limit, procs: 2}
+	for i := 0; i < 64; i++ {
+		p.flushed(flush, true)
+	}
+	for i := 64; i >= 0; i-- {
+		p.arrived(last.Add(-time.Duration(i) * gap))
+	}
+	return p
+}
+
+// TestGatherLoneCallerNeverWaits: a caller with nobody else on the way
+// pays no latency for gathering: nothing measured yet, no other writer
+// expected, or the first arrival after the stream went quiet (a burst
+// that ended must not make it wait for company).
+func TestGatherLoneCallerNeverWaits(t *testing.T) {
+	t0 := time.Unix(1e9, 0)
+	afterQuiet := steady(10*time.Microsecond, 200*time.Microsecond, t0)
+	afterQuiet.arrived(t0.Add(time.Second))
+	slowTrickle := steady(5*time.Millisecond, 200*time.Microsecond, t0)
+	oneByOne := steady(10*time.Microsecond, 2*time.Microsecond, t0)
+	oneByOne.flushed(2*time.Microsecond, false)
+	for _, c := range []struct {
+		name     string
+		p        gatherPolicy
+		now      time.Time
+		expected int
+	}{
+		{"nothing measured", gatherPolicy{cap: maxGather}, t0, -1},
+		{"nothing measured, writers expected", gatherPolicy{cap: maxGather}, t0, 50},
+		{"the only writer expected", steady(10*time.Microsecond, 200*time.Microsecond, t0), t0, 1},
+		{"first arrival after a quiet second", afterQuiet, t0.Add(time.Second), -1},
+		{"arrivals sparser than the window", slowTrickle, t0, -1},
+		{"one caller in a loop", oneByOne, t0, -1},
+	} {
+		if d := c.p.wait(c.now, c.now, 1, c.expected); d != 0 {
+			t.Errorf("%s: a lone caller waits %v", c.name, d)
+		}
+	}
+}
+
+// TestGatherBurstIsGathered: while writers arrive faster than a group
+// syncs, a new group waits for them (several flushes' worth, within the
+// cap), and no longer than the expected writers need to arrive.
+func TestGatherBurstIsGathered(t *testing.T) {
+	t0 := time.Unix(1e9, 0)
+	gap, flush := 10*time.Microsecond, 150*time.Microsecond
+	p := steady(gap, flush, t0)
+	// The oldest op arrived one gap ago; the stream goes on.
+	d := p.wait(t0, t0.Add(-gap), 2, -1)
+	if want := gatherFlushes*flush - gap; d > want || d < stallGaps*gap-gap {
+		t.Fatalf("a burst waits %v; want up to %v, at least until a stall", d, want)
+	}
+	// Arrivals go on: the group keeps waiting until its window is up.
+	for i := 1; i <= 100; i++ {
+		now := t0.Add(time.Duration(i) * gap)
+		p.arrived(now)
+		d := p.wait(now, t0.Add(-gap), 2+i, -1)
+		if window := gatherFlushes*flush - gap - time.Duration(i)*gap; window > 0 && d == 0 {
+			t.Fatalf("after %d arrivals the burst stopped gathering %v before its window", i, window)
+		}
+		if now.Add(d).After(t0.Add(gatherFlushes * flush)) {
+			t.Fatalf("after %d arrivals the group would wait past its window (%v)", i, d)
+		}
+	}
+	// With writers expected beyond those that keep the processors busy,
+	// it waits; once only those are left, it runs.
+	keep := p.keep()
+	if d := p.wait(t0, t0.Add(-gap), 10, 10+keep+5); d <= 0 {
+		t.Fatalf("5 writers expected beyond the %d kept: waits %v", keep, d)
+	}
+	if d := p.wait(t0, t0.Add(-gap), 10, 10+keep); d != 0 {
+		t.Fatalf("only the %d kept writers expected: waits %v", keep, d)
+	}
+}
+
+// TestGatherLeavesWritersToCoverTheFlush: a group never waits for every
+// writer (they would compute together, then all wait for the disk while
+// the processors idle): it leaves one writer per processor plus those
+// that arrive during one flush, measured, not a constant per processor.
+func TestGatherLeavesWritersToCoverTheFlush(t *testing.T) {
+	t0 := time.Unix(1e9, 0)
+	for _, c := range []struct {
+		name       string
+		procs      int
+		gap, flush time.Duration
+		keep       int
+	}{
+		{"2 processors, 150 µs flush, a writer every 25 µs", 2, 25 * time.Microsecond, 150 * time.Microsecond, 8},
+		{"16 processors, 240 µs flush, a writer every 11 µs", 16, 11 * time.Microsecond, 240 * time.Microsecond, 16 + 22},
+		{"16 processors, a fast disk", 16, 11 * time.Microsecond, 20 * time.Microsecond, 16 + 2},
+	} {
+		p := steady(c.gap, c.flush, t0)
+		p.procs = c.procs
+		if k := p.keep(); k != c.keep {
+			t.Errorf("%s: keeps %d writers computing, want %d", c.name, k, c.keep)
+		}
+		const callers = 64
+		if d := p.wait(t0, t0, callers-c.keep-1, callers); d == 0 {
+			t.Errorf("%s: with %d writers computing, the group does not wait", c.name, c.keep+1)
+		}
+		if d := p.wait(t0, t0, callers-c.keep, callers); d != 0 {
+			t.Errorf("%s: with %d writers computing, the group waits %v", c.name, c.keep, d)
+		}
+	}
+}
+
+// TestGatherSlowDiskDoesNotStarve: a disk whose flush takes 50 ms does
+// not make groups wait 8 flushes: the cap bounds every wait, and a
+// measured flush counts as at most the cap.
+func TestGatherSlowDiskDoesNotStarve(t *testing.T) {
+	t0 := time.Unix(1e9, 0)
+	p := steady(10*time.Microsecond, 50*time.Millisecond, t0)
+	if p.flush > maxGather {
+		t.Fatalf("a flush measured as %v, above the cap", p.flush)
+	}
+	if d := p.wait(t0, t0, 1, -1); d > maxGather {
+		t.Fatalf("a slow disk makes a group wait %v, past the cap %v", d, maxGather)
+	}
+	// Keep the stream going past the cap: the group must run by then.
+	for i := 1; ; i++ {
+		now := t0.Add(time.Duration(i) * 10 * time.Microsecond)
+		p.arrived(now)
+		if p.wait(now, t0, 1+i, -1) == 0 {
+			if now.Sub(t0) > maxGather {
+				t.Fatalf("the group ran %v after its oldest op, past the cap", now.Sub(t0))
+			}
+			break
+		}
+		if now.Sub(t0) > maxGather {
+			t.Fatalf("still gathering %v after its oldest op", now.Sub(t0))
+		}
+	}
+}
+
+// TestGatherStalledArrivalsDoNotHoldGroup: when the arrivals stop (every
+// other writer is in a long handler, or done), the group does not wait
+// out its window: it runs once stallGaps gaps passed without one.
+func TestGatherStalledArrivalsDoNotHoldGroup(t *testing.T) {
+	t0 := time.Unix(1e9, 0)
+	gap := 10 * time.Microsecond
+	p := steady(gap, 200*time.Microsecond, t0)
+	if d := p.wait(t0, t0, 1, 1000); d <= 0 || d > stallGaps*gap {
+		t.Fatalf("just after an arrival the group waits %v; want (0, %v]", d, stallGaps*gap)
+	}
+	if d := p.wait(t0.Add(stallGaps*gap), t0, 1, 1000); d != 0 {
+		t.Fatalf("%d gaps without an arrival, the group still waits %v", stallGaps, d)
+	}
+}
+
+// TestGroupCommitGathersWritersOnTheirWay: writers that arrive one by one
+// while more are expected are written as one group (one fdatasync), not
+// forty; the group runs when the last expected one is queued but those
+// left to keep the processors busy.
 func TestGroupCommitGathersWritersOnTheirWay(t *testing.T) {
 	const writers = 40
-	r := newRecordingCommitter(func() int { return writers + computing*runtime.GOMAXPROCS(0) }, time.Minute)
+	c := &fakeClock{t: time.Unix(1e9, 0)}
+	var keep int
+	r := newRecordingCommitter(func() int { return writers + keep }, time.Hour)
+	r.g.now = c.now
+	r.g.policy = steadyCapped(time.Hour, 10*time.Microsecond, time.Millisecond, c.now())
+	keep = r.g.policy.keep()
 	var wg sync.WaitGroup
 	var acked atomic.Int64
 	for i := 0; i < writers; i++ {
+		c.add(10 * time.Microsecond)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -54,9 +241,11 @@ func TestGroupCommitGathersWritersOnTheirWay(t *testing.T) {
 				acked.Add(1)
 			}
 		}()
-		time.Sleep(100 * time.Microsecond) // one by one
-		if i < writers-1 && len(r.sizes()) > 0 {
-			t.Fatalf("a group ran with %d of %d writers queued", i+1, writers)
+		for deadline := time.Now().Add(10 * time.Second); i < writers-1 && r.queued() != i+1; {
+			if time.Now().After(deadline) || len(r.sizes()) > 0 {
+				t.Fatalf("a group ran with %d of %d writers queued (groups %v)", i+1, writers, r.sizes())
+			}
+			time.Sleep(50 * time.Microsecond)
 		}
 	}
 	wg.Wait()
@@ -65,36 +254,35 @@ func TestGroupCommitGathersWritersOnTheirWay(t *testing.T) {
 	}
 }
 
-// TestGroupCommitNeverWaitsPastMaxGather: when the writers expected never
-// come (a count that is wrong, or handlers slower than thought), the
-// oldest op runs once its gathering time is up, not later.
-func TestGroupCommitNeverWaitsPastMaxGather(t *testing.T) {
-	const gather = 30 * time.Millisecond
-	r := newRecordingCommitter(func() int { return 1000 }, gather)
-	start := time.Now()
-	if !r.g.do(1) {
-		t.Fatal("not done")
-	}
-	took := time.Since(start)
-	if took < gather || took > gather+2*time.Second {
-		t.Fatalf("one op took %v with a gathering time of %v", took, gather)
-	}
-	if got := r.sizes(); len(got) != 1 {
-		t.Fatalf("groups %v", got)
+// TestGroupCommitStalledStreamRunsTheGroup: a group whose expected
+// writers never come (a count that is wrong, handlers slower than
+// thought) runs once arrivals stall, not after its cap (an hour here).
+func TestGroupCommitStalledStreamRunsTheGroup(t *testing.T) {
+	r := newRecordingCommitter(func() int { return 1000 }, time.Hour)
+	r.g.policy = steadyCapped(time.Hour, 100*time.Microsecond, time.Hour, time.Now())
+	done := make(chan bool)
+	go func() { done <- r.g.do(1) }()
+	select {
+	case ok := <-done:
+		if !ok || len(r.sizes()) != 1 {
+			t.Fatalf("done %v, groups %v", ok, r.sizes())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a group waited for writers that stopped arriving")
 	}
 }
 
 // TestGroupCommitFewWritersRunAtOnce: an agent that is not loaded pays no
-// latency for gathering: with no more writers expected than keep the
-// processors busy, or with no count at all (a store used directly),
-// every op runs at once.
+// latency for gathering: with no other writer expected, or with no count
+// at all (a store used directly) and ops one after another, every op runs
+// at once.
 func TestGroupCommitFewWritersRunAtOnce(t *testing.T) {
 	for name, active := range map[string]func() int{
-		"few writers": func() int { return computing * runtime.GOMAXPROCS(0) },
-		"no count":    nil,
+		"only itself expected": func() int { return 1 },
+		"no count":             nil,
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := newRecordingCommitter(active, time.Minute)
+			r := newRecordingCommitter(active, time.Hour)
 			for i := 0; i < 5; i++ {
 				start := time.Now()
 				r.g.do(i)
@@ -114,6 +302,7 @@ func TestGroupCommitFewWritersRunAtOnce(t *testing.T) {
 // forever or running after the close.
 func TestGroupCommitCloseFailsGatheringOps(t *testing.T) {
 	r := newRecordingCommitter(func() int { return 1000 }, time.Hour)
+	r.g.policy = steadyCapped(time.Hour, 10*time.Minute, time.Hour, time.Now())
 	done := make(chan bool)
 	go func() { done <- r.g.do(1) }()
 	for deadline := time.Now().Add(10 * time.Second); ; {
