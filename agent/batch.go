@@ -45,7 +45,7 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 	// those are answered retryably, unprocessed, so that one request cannot
 	// hold its connection for every item's full timeout in turn.
 	deadline := a.cfg.Now().Add(a.cfg.MaxBatchDuration)
-	var replies [][]byte
+	replies := make([][]byte, 0, len(b.Items))
 	size := 0
 	for i, item := range b.Items {
 		// The item takes a CPU slot of its own in Handle: the container

@@ -488,6 +488,31 @@ func NewTransport(baseURL string, maxConns int) (*Transport, error) {
 	return &Transport{url: baseURL + MessagesPath, client: &http.Client{Transport: tr, CheckRedirect: noRedirect}, max: DefaultMaxBody}, nil
 }
 
+// readReply reads a reply body of at most max+1 bytes (one more shows
+// it is over max). A declared length within max sizes the buffer once
+// (no doubling and copying as io.ReadAll does), but is not trusted: the
+// buffer grows past it, to max+1 at most, if more bytes come.
+func readReply(r io.Reader, length, max int64) ([]byte, error) {
+	r = io.LimitReader(r, max+1)
+	if length < 0 || length > max {
+		return io.ReadAll(r)
+	}
+	buf := make([]byte, 0, length+1) // +1: the EOF is seen without growing
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // more than declared: grow
+		}
+	}
+}
+
 // ErrRedirect names the refusal of a redirect: the client never follows
 // one.
 const ErrRedirect amp.ErrName = "redirect_refused"
@@ -512,7 +537,7 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "cannot reach the agent")
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, t.max+1))
+	body, err := readReply(resp.Body, resp.ContentLength, t.max)
 	if err != nil {
 		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "the reply was cut off")
 	}

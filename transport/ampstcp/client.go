@@ -61,6 +61,12 @@ type Transport struct {
 	conns   map[*clientConn]struct{} // every live connection: cur and those draining after a GOAWAY
 	dialing *dialCall                // the dial in progress, if any
 	closed  bool
+
+	// replies reuses the channels a RoundTrip waits on (chan result,
+	// buffered 1): one goes back only once its reply was received, when
+	// nothing can send on it any more (a registered channel is sent on
+	// at most once, by whoever removes it from pending).
+	replies sync.Pool
 }
 
 // dialCall is one dial, which every caller that needs a connection
@@ -296,7 +302,10 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 	}
 	var id [16]byte
 	copy(id[:], rawID)
-	ch := make(chan result, 1)
+	ch, _ := t.replies.Get().(chan result)
+	if ch == nil {
+		ch = make(chan result, 1)
+	}
 	var c *clientConn
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -327,6 +336,7 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 	}
 	select {
 	case r := <-ch:
+		t.replies.Put(ch)
 		return r.reply, r.err
 	case <-ctx.Done():
 		c.unregister(id)

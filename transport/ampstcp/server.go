@@ -198,6 +198,9 @@ type Server struct {
 	// (MaxInFlightTotal), reused, so their stacks have grown to what
 	// verifying and signing need.
 	workers *workers.Pool
+	// jobs reuses the messages handed to the workers (*job): a message
+	// costs no closure of its own.
+	jobs sync.Pool
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -870,51 +873,77 @@ func (c *serverConn) dispatch(msg []byte, charge int64) {
 	}
 	c.inflight.Add(1)
 	c.active.Add(1)
-	c.s.workers.Go(func() {
-		defer func() {
-			<-c.s.inflight
-			<-c.share.slots
-			<-c.slots
-			c.inflight.Add(-1)
-			c.active.Done()
-		}()
-		var f outFrame
-		reply, err := c.s.h.Handle(c.ctx, msg)
-		switch {
-		case err != nil:
-			id, _, _ := amp.Limits{MaxMessageSize: c.s.opts.MaxMessageSize}.EnvelopeIDs(msg)
-			if len(id) != 16 {
-				id = nil
-			}
-			f = outFrame{typ: FrameError, payload: EncodeErrorFrame(err, id)}
-		case reply == nil:
-		case len(reply) > c.peer:
-			c.log.Warn("tcp reply larger than the peer accepts: refused", "size", len(reply), "peer_max", c.peer)
-			id, _, _ := amp.Limits{MaxMessageSize: c.s.opts.MaxMessageSize}.EnvelopeIDs(msg)
-			f = outFrame{typ: FrameError, payload: EncodeErrorFrame(
-				amp.Named(amp.CodeInvalidMessage, ErrFrameTooLarge, "the reply is larger than the max_msg_size of the handshake"), id)}
-		default:
-			f = outFrame{typ: FrameMessage, payload: reply}
+	j, _ := c.s.jobs.Get().(*job)
+	if j == nil {
+		j = &job{}
+		j.run = j.do
+	}
+	j.c, j.msg, j.charge = c, msg, charge
+	c.s.workers.Go(j.run)
+}
+
+// job is one message handed to a worker; run (its do, bound once) is
+// what the worker runs. A job goes back to its server's pool once done.
+type job struct {
+	c      *serverConn
+	msg    []byte
+	charge int64
+	run    func()
+}
+
+func (j *job) do() {
+	c, msg, charge := j.c, j.msg, j.charge
+	*j = job{run: j.run}
+	c.s.jobs.Put(j)
+	c.handle(msg, charge)
+}
+
+// handle runs the handler on msg, charged charge in-flight bytes, and
+// queues its reply; it gives back the slots dispatch took.
+func (c *serverConn) handle(msg []byte, charge int64) {
+	defer func() {
+		<-c.s.inflight
+		<-c.share.slots
+		<-c.slots
+		c.inflight.Add(-1)
+		c.active.Done()
+	}()
+	var f outFrame
+	reply, err := c.s.h.Handle(c.ctx, msg)
+	switch {
+	case err != nil:
+		id, _, _ := amp.Limits{MaxMessageSize: c.s.opts.MaxMessageSize}.EnvelopeIDs(msg)
+		if len(id) != 16 {
+			id = nil
 		}
-		msg = nil
-		if f.typ == 0 {
-			c.release(charge)
-			return
-		}
-		// From here the connection holds the reply, not the request: the
-		// charge becomes the reply's size until it is written. A peer that
-		// does not read its replies so pins only their bytes, not those of
-		// the requests that caused them. A reply larger than its request
-		// is charged without waiting: the handler's work is done, and what
-		// it holds must drain.
-		want := int64(len(f.payload))
-		switch {
-		case want > charge:
-			c.force(want - charge)
-		case want < charge:
-			c.release(charge - want)
-		}
-		f.charge = want
-		c.send(f)
-	})
+		f = outFrame{typ: FrameError, payload: EncodeErrorFrame(err, id)}
+	case reply == nil:
+	case len(reply) > c.peer:
+		c.log.Warn("tcp reply larger than the peer accepts: refused", "size", len(reply), "peer_max", c.peer)
+		id, _, _ := amp.Limits{MaxMessageSize: c.s.opts.MaxMessageSize}.EnvelopeIDs(msg)
+		f = outFrame{typ: FrameError, payload: EncodeErrorFrame(
+			amp.Named(amp.CodeInvalidMessage, ErrFrameTooLarge, "the reply is larger than the max_msg_size of the handshake"), id)}
+	default:
+		f = outFrame{typ: FrameMessage, payload: reply}
+	}
+	msg = nil
+	if f.typ == 0 {
+		c.release(charge)
+		return
+	}
+	// From here the connection holds the reply, not the request: the
+	// charge becomes the reply's size until it is written. A peer that
+	// does not read its replies so pins only their bytes, not those of
+	// the requests that caused them. A reply larger than its request
+	// is charged without waiting: the handler's work is done, and what
+	// it holds must drain.
+	want := int64(len(f.payload))
+	switch {
+	case want > charge:
+		c.force(want - charge)
+	case want < charge:
+		c.release(charge - want)
+	}
+	f.charge = want
+	c.send(f)
 }
