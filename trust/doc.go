@@ -8,14 +8,19 @@
 //
 // Nothing here opens a file, reads a clock or holds a lock. A refused
 // statement changes nothing (err is set, next and effects are nil); an
-// accepted one returns the state after it and its Effects: what a store
+// accepted one returns the state after it, which shares no memory with
+// the state given (State.Clone is deep), and its Effects: what a store
 // must write (the records that differ between the two states, the
 // statement to keep, the audit events) in the same transaction in which it
 // loaded the state. Package resolver loads State from its bbolt store,
-// calls these functions and saves their Effects; the verdicts on an
-// installed bundle (Stale, Floor, Vouches) are functions of the same
-// value, so docs/ARCHITECTURE.md's rule holds: trust decisions are
-// functions of bytes, a key set and a time.
+// calls these functions and saves their Effects. What a store may keep
+// without bound (revoked bundle versions, DID documents) is not loaded
+// into a State: the store backs the State's Records, a read-only lookup
+// over the same transaction, which a function asks only for the versions
+// and bundles it judges, so no decision costs more as such records
+// accumulate. The verdicts on an installed bundle (Stale, Floor, Vouches)
+// are functions of the same value, so docs/ARCHITECTURE.md's rule holds:
+// trust decisions are functions of bytes, a key set and a time.
 //
 // The rules are those of docs/FORMAT.md §5 (thresholds), §21
 // (revocations), §22 (trust statements), §23 (heartbeats) and "Trust

@@ -90,7 +90,8 @@ func SetThreshold(st *State, scope string, n int) (*State, *Effects, error) {
 // RemoveKey stops trusting the key named name. With failClosed, every
 // installed bundle it signed that the keys still trusted no longer vouch
 // for fails closed (ampbundle trust rm --fail-closed; failClosed below).
-// It reads Keys, Thresholds, RevokedKeys and, with failClosed, Installed.
+// It reads Keys, Thresholds, RevokedKeys and, with failClosed, Installed
+// and the DID documents (Records) of the bundles it recounts.
 func RemoveKey(st *State, name string, failClosed bool) (*State, *Effects, error) {
 	k, ok := st.Keys[name]
 	if !ok {
@@ -122,15 +123,14 @@ func SetFreshness(st *State, scope string, f Freshness) (*State, *Effects, error
 }
 
 // ResetHeartbeat forgets the heartbeat kept for the line bundleID and
-// returns its version (no_heartbeat when none is kept). It reads
-// Heartbeats.
+// returns its version (no_heartbeat when none is kept). A kept record
+// that does not decode (Unreadable, which fails its line closed as stale
+// until reset) is forgotten too: its version is 0, and the audit event
+// carries no file hash. It reads Heartbeats.
 func ResetHeartbeat(st *State, bundleID string) (*State, *Effects, uint64, error) {
 	old, ok := st.Heartbeats[bundleID]
 	if !ok {
 		return nil, nil, 0, fail(ErrNoHeartbeat, "no heartbeat is kept for the line %s (ampbundle trust freshness lists the policy; ls shows what is stale)", bundleID)
-	}
-	if old.Unreadable {
-		return nil, nil, 0, fail(ErrStoreIO, "a store record does not decode")
 	}
 	next := st.Clone()
 	delete(next.Heartbeats, bundleID)

@@ -35,7 +35,8 @@ type RevocationEffects struct {
 // for its scope reaching bundle.Policy.RequiredWithin of it, and, for each
 // line whose versions it names, as that line's own bundles must be
 // (checkVersionAuthority). It reads every field but Chains, Heartbeats,
-// Freshness and the floors.
+// Freshness and the floors, and of Records only the versions it names and
+// the DID documents of the installed bundles it judges.
 func ApplyRevocation(st *State, data []byte, now time.Time) (*State, *RevocationEffects, error) {
 	rev, obj, err := bundle.ParseRevocation(data)
 	if err != nil {
@@ -61,7 +62,7 @@ func ApplyRevocation(st *State, data []byte, now time.Time) (*State, *Revocation
 	versions := map[bundle.BundleVersion]bool{}
 	for _, b := range rev.Bundles {
 		versions[b] = true
-		if _, ok := next.RevokedVersions[b]; !ok {
+		if _, ok := next.revokedVersion(b); !ok {
 			fresh = true
 			next.RevokedVersions[b] = Revocation{StatementSHA256: sum[:], At: formatTime(now)}
 		}
@@ -192,13 +193,18 @@ func signedBy(obj *bundle.SignedObject, dids map[string]bool) bool {
 // it carries, enough of those trusted for the DID's domain. The recount of
 // a bundle's remaining signers and the check of a statement that reaches
 // one bundle (a version revocation) both use it, so neither needs less
-// than the bundle's own names.
-func vouchFor(obj *bundle.SignedObject, p *bundle.Policy, m *bundle.Manifest, in *Installed) error {
+// than the bundle's own names. DID documents that cannot be read
+// (bundleDIDs) vouch for nothing: the error is returned.
+func (s *State) vouchFor(obj *bundle.SignedObject, p *bundle.Policy, m *bundle.Manifest, in *Installed) error {
 	signers, err := bundle.VerifyFor(obj, p, m)
 	if err != nil {
 		return err
 	}
-	for _, d := range in.DIDs {
+	dids, err := s.bundleDIDs(in.BundleID)
+	if err != nil {
+		return err
+	}
+	for _, d := range dids {
 		if err := bundle.VerifyDIDFor(p, signers, d[1], d[0]); err != nil {
 			return err
 		}
@@ -232,7 +238,7 @@ func (s *State) checkVersionAuthority(obj *bundle.SignedObject, policy *bundle.P
 		}
 		if _, m, ok := in.Manifest(); !ok {
 			return fail(ErrStoreIO, "the signed manifest of installed bundle %s is unreadable", v.BundleID)
-		} else if err := vouchFor(obj, counted, m, &in); err != nil {
+		} else if err := s.vouchFor(obj, counted, m, &in); err != nil {
 			e := amp.AsError(err)
 			return amp.Named(e.Code, e.Name, "the revocation of versions of %s is not signed as the installed bundle itself must be: %s", v.BundleID, e.Message).WithDetails(e.Details)
 		}
@@ -283,7 +289,7 @@ func (s *State) failClosed(gone, narrowed map[string]bool, versions map[bundle.B
 		if versions[bundle.BundleVersion{BundleID: in.BundleID, Version: in.Version}] {
 			why = "this version is revoked"
 		} else if len(gone) > 0 || len(narrowed) > 0 {
-			why = recount(policy, &in, gone, narrowed, within, reason)
+			why = s.recount(policy, &in, gone, narrowed, within, reason)
 		}
 		if why == "" {
 			continue
@@ -298,18 +304,18 @@ func (s *State) failClosed(gone, narrowed map[string]bool, versions map[bundle.B
 
 // recount is failClosed's second rule for one installed bundle: reason
 // when it fails closed, "" when it stays.
-func recount(policy *bundle.Policy, in *Installed, gone, narrowed map[string]bool, within, reason string) string {
+func (s *State) recount(policy *bundle.Policy, in *Installed, gone, narrowed map[string]bool, within, reason string) string {
 	obj, m, ok := in.Manifest()
 	switch {
 	case !ok:
 		return "its signed manifest is unreadable" // cannot tell who signed it: fail closed
 	case signedBy(obj, gone) && (within == "" || bundle.ManifestUnder(m, within)):
-		if vouchFor(obj, remainingSigners(policy, in, gone), m, in) == nil {
+		if s.vouchFor(obj, remainingSigners(policy, in, gone), m, in) == nil {
 			return ""
 		}
 		return reason
 	case signedBy(obj, narrowed):
-		if vouchFor(obj, remainingSigners(policy, in, nil), m, in) == nil {
+		if s.vouchFor(obj, remainingSigners(policy, in, nil), m, in) == nil {
 			return ""
 		}
 		return reason

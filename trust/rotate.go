@@ -60,7 +60,7 @@ func (s *State) applied(scope string, seq uint64) []byte {
 // trusted for the scope, its retired keys are withdrawn from it
 // (withdrawScope), and the scope's threshold is set; a statement that
 // would leave fewer keys for the scope than its threshold is refused. It
-// reads every field but Heartbeats, Freshness and the floors.
+// reads every field but Heartbeats, Freshness, the floors and Records.
 func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffects, error) {
 	rot, obj, err := bundle.ParseRotation(data)
 	if err != nil {
@@ -77,7 +77,7 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 			return nil, nil, fail(ErrRotationFork, "trust statement %d of scope %s is not the one this store applied (a fork of the chain)", rot.Sequence, rot.Scope)
 		}
 		res.Unchanged, res.Effects = true, &Effects{}
-		return st, res, nil
+		return st.Clone(), res, nil // never st itself: next shares nothing with the input
 	case rot.Sequence > head+1:
 		return nil, nil, fail(ErrRotationGap, "this store applied trust statements of scope %s up to %d: apply %d to %d first, in order", rot.Scope, head, head+1, rot.Sequence-1)
 	case head == 0 && !bytes.Equal(rot.Prev, make([]byte, 32)), head > 0 && !bytes.Equal(rot.Prev, headHash):

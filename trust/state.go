@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"maps"
 	"slices"
@@ -64,8 +65,6 @@ type Installed struct {
 	Signed   []byte   // the COSE_Sign manifest exactly as received
 	Signers  []string // SignerKeys: did:keys that counted at import (nil when not kept)
 	Revoked  string   // why it fails closed ("" when it does not)
-	// DIDs are the DID documents it carries: (did, artifact key), sorted.
-	DIDs [][2]string
 }
 
 // Manifest decodes the signed manifest of an installed bundle.
@@ -84,14 +83,39 @@ type ChainEntry struct {
 	Data []byte // the signed statement as applied
 }
 
+// Records is where a State finds what a store may keep without bound and
+// a State therefore does not hold: the revoked bundle versions (a
+// publisher trusted for one scope can revoke thousands of its own) and
+// the DID documents of the installed bundles. A store backs it with its
+// storage as it was when it loaded the State, in the same transaction
+// (package resolver reads its bbolt transaction), so the functions of this
+// package remain functions of the state: they only ask, for the versions
+// a statement names and the bundles they judge, and never write through
+// it. Its answers must not change while the State is in use.
+type Records interface {
+	// RevokedVersion returns the revocation the store keeps of the bundle
+	// version v, and whether it keeps one (a record that does not decode
+	// is one: Revocation{}).
+	RevokedVersion(v bundle.BundleVersion) (Revocation, bool)
+	// BundleDIDs returns the DID documents the installed bundle bundleID
+	// carries, as (did, artifact key) pairs sorted by did, or an error
+	// when the store cannot read them: a bundle whose DIDs cannot be read
+	// is judged as one its signers no longer vouch for.
+	BundleDIDs(bundleID string) ([][2]string, error)
+}
+
 // State is the trust state of a store. The functions of this package
-// never modify a State they are given: they return a new one. Maps that
-// a store did not load (Installed, Heartbeats for other lines) are nil or
-// partial; each function says what it reads.
+// never modify a State they are given, and the State they return shares
+// no memory with it (Clone is deep). Maps that a store did not load
+// (Installed, Heartbeats for other lines) are nil or partial; each
+// function says what it reads.
 type State struct {
-	Keys            map[string]Key        // by name
-	Thresholds      map[string]uint64     // scope -> n (2 to bundle.MaxSignatures; absent: 1)
-	RevokedKeys     map[string]Revocation // did:key -> revocation
+	Keys        map[string]Key        // by name
+	Thresholds  map[string]uint64     // scope -> n (2 to bundle.MaxSignatures; absent: 1)
+	RevokedKeys map[string]Revocation // did:key -> revocation
+	// RevokedVersions are the revoked bundle versions the State holds:
+	// those its functions added and, when Records is nil, every one the
+	// store keeps. A version absent here is looked up in Records.
 	RevokedVersions map[bundle.BundleVersion]Revocation
 	Chains          map[string][]ChainEntry // scope -> applied statements by sequence
 	Heartbeats      map[string]Heartbeat    // bundle_id -> newest kept heartbeat
@@ -103,25 +127,89 @@ type State struct {
 	TimeFloor     int64                // newest signed time any key vouched for
 	Highwater     map[string]uint64    // bundle_id -> highest version ever imported
 	Installed     map[string]Installed // bundle_id -> installed bundle
+	// Records looks up the revoked versions RevokedVersions does not hold
+	// and the DID documents of installed bundles; nil for a store that
+	// keeps no more revoked versions than RevokedVersions and no DID
+	// documents.
+	Records Records
 }
 
-// Clone returns a copy of s whose maps can be changed without changing
-// s's (the values are copied as they are: functions replace slices, never
-// write into them).
+// Clone returns a deep copy of s: changing the copy (its maps, or the
+// slices and bytes of their values) changes nothing of s. Records, a
+// read-only view of the store, is shared. Every map of the copy is made,
+// even where s's is nil.
 func (s *State) Clone() *State {
 	return &State{
-		Keys: cloneMap(s.Keys), Thresholds: cloneMap(s.Thresholds), RevokedKeys: cloneMap(s.RevokedKeys),
-		RevokedVersions: cloneMap(s.RevokedVersions), Chains: cloneMap(s.Chains), Heartbeats: cloneMap(s.Heartbeats),
-		HeartbeatKept: cloneMap(s.HeartbeatKept), Freshness: cloneMap(s.Freshness), KeyFloors: cloneMap(s.KeyFloors),
-		TimeFloor: s.TimeFloor, Highwater: cloneMap(s.Highwater), Installed: cloneMap(s.Installed),
+		Keys: cloneMap(s.Keys, cloneKey), Thresholds: cloneMap(s.Thresholds, same), RevokedKeys: cloneMap(s.RevokedKeys, cloneRevocation),
+		RevokedVersions: cloneMap(s.RevokedVersions, cloneRevocation), Chains: cloneMap(s.Chains, cloneChain),
+		Heartbeats: cloneMap(s.Heartbeats, cloneHeartbeat), HeartbeatKept: cloneMap(s.HeartbeatKept, bytes.Clone),
+		Freshness: cloneMap(s.Freshness, same), KeyFloors: cloneMap(s.KeyFloors, same), TimeFloor: s.TimeFloor,
+		Highwater: cloneMap(s.Highwater, same), Installed: cloneMap(s.Installed, cloneInstalled), Records: s.Records,
 	}
 }
 
-func cloneMap[K comparable, V any](m map[K]V) map[K]V {
-	if m == nil {
-		return map[K]V{}
+// cloneMap returns a map holding cp of each value of m (an empty map for
+// a nil one).
+func cloneMap[K comparable, V any](m map[K]V, cp func(V) V) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = cp(v)
 	}
-	return maps.Clone(m)
+	return out
+}
+
+func same[V any](v V) V { return v }
+
+func cloneKey(k Key) Key {
+	k.Key, k.Scopes = ed25519.PublicKey(bytes.Clone(k.Key)), slices.Clone(k.Scopes)
+	return k
+}
+
+func cloneRevocation(r Revocation) Revocation {
+	r.StatementSHA256, r.Scopes = bytes.Clone(r.StatementSHA256), slices.Clone(r.Scopes)
+	return r
+}
+
+func cloneChain(c []ChainEntry) []ChainEntry {
+	if c == nil {
+		return nil
+	}
+	out := make([]ChainEntry, len(c))
+	for i, e := range c {
+		out[i] = ChainEntry{Seq: e.Seq, Data: bytes.Clone(e.Data)}
+	}
+	return out
+}
+
+func cloneHeartbeat(h Heartbeat) Heartbeat {
+	h.StatementSHA256, h.Signers = bytes.Clone(h.StatementSHA256), slices.Clone(h.Signers)
+	return h
+}
+
+func cloneInstalled(in Installed) Installed {
+	in.Signed, in.Signers = bytes.Clone(in.Signed), slices.Clone(in.Signers)
+	return in
+}
+
+// revokedVersion returns the revocation of the bundle version v, from
+// RevokedVersions or else Records, and whether there is one.
+func (s *State) revokedVersion(v bundle.BundleVersion) (Revocation, bool) {
+	if r, ok := s.RevokedVersions[v]; ok {
+		return r, true
+	}
+	if s.Records == nil {
+		return Revocation{}, false
+	}
+	return s.Records.RevokedVersion(v)
+}
+
+// bundleDIDs returns the DID documents the installed bundle bundleID
+// carries (none when the State has no Records).
+func (s *State) bundleDIDs(bundleID string) ([][2]string, error) {
+	if s.Records == nil {
+		return nil, nil
+	}
+	return s.Records.BundleDIDs(bundleID)
 }
 
 // sortedKeys returns the keys of the state by name.
