@@ -18,8 +18,8 @@ import (
 
 // raiseFloors records a signed created_at for each did:key that counted
 // for it, inside a write transaction, and returns the new newest time.
-func raiseFloors(tx *bolt.Tx, created time.Time, dids []string) (int64, error) {
-	st, err := loadState(tx, selTrust)
+func (s *Store) raiseFloors(tx *bolt.Tx, created time.Time, dids []string) (int64, error) {
+	st, err := s.loadState(tx, selTrust)
 	if err != nil {
 		return 0, err
 	}
@@ -45,12 +45,12 @@ func (s *Store) expiredAt(tx *bolt.Tx, rec *bundleRecord, exp time.Time) bool {
 	if s.floor.Load() < exp.Unix() {
 		return false
 	}
-	return s.judged.floor(tx, rec) >= exp.Unix()
+	return s.judgedFloor(tx, rec) >= exp.Unix()
 }
 
 // TimeFloor returns the newest signed time any key vouched for in a bundle
 // or heartbeat this store accepted. A bundle's expiry is judged by its own
-// floor (recordFloor), which is never later.
+// floor (judgedFloor), which is never later.
 func (s *Store) TimeFloor() time.Time { return time.Unix(s.floor.Load(), 0).UTC() }
 
 // checkFloorExpiry refuses a bundle being imported whose expires_at its
@@ -119,32 +119,32 @@ func (c *judgedCache) put(gen uint64, bundleID string, j judged) {
 
 func txGeneration(tx *bolt.Tx) uint64 { return getU64(bucket(tx, bMeta).Get([]byte(kGeneration))) }
 
-// floor returns the floor of an installed bundle (trust.InstalledFloor),
-// cached per generation.
-func (c *judgedCache) floor(tx *bolt.Tx, rec *bundleRecord) int64 {
+// judgedFloor returns the floor of an installed bundle
+// (trust.InstalledFloor), cached per generation (s.judged).
+func (s *Store) judgedFloor(tx *bolt.Tx, rec *bundleRecord) int64 {
 	gen := txGeneration(tx)
-	if j := c.get(gen, rec.BundleID); j.floor {
+	if j := s.judged.get(gen, rec.BundleID); j.floor {
 		return j.floorAt
 	}
 	var f int64
-	if st, err := loadState(tx, selection{line: rec.BundleID}); err == nil {
+	if st, err := s.loadState(tx, selection{line: rec.BundleID}); err == nil {
 		f = trust.InstalledFloor(st, rec.BundleID)
 	}
-	c.put(gen, rec.BundleID, judged{floor: true, floorAt: f})
+	s.judged.put(gen, rec.BundleID, judged{floor: true, floorAt: f})
 	return f
 }
 
-// staleReason returns staleReason of an installed bundle, cached per
-// generation.
-func (c *judgedCache) staleReason(tx *bolt.Tx, bundleID string) string {
+// judgedStale returns staleReason of an installed bundle, cached per
+// generation (s.judged).
+func (s *Store) judgedStale(tx *bolt.Tx, bundleID string) string {
 	if bucket(tx, bHeartbeat).Get([]byte(bundleID)) == nil {
 		return "" // no heartbeat, nothing stale: no need to look further
 	}
 	gen := txGeneration(tx)
-	if j := c.get(gen, bundleID); j.stale {
+	if j := s.judged.get(gen, bundleID); j.stale {
 		return j.staleWhy
 	}
-	why := staleReason(tx, bundleID)
-	c.put(gen, bundleID, judged{stale: true, staleWhy: why})
+	why := s.staleReason(tx, bundleID)
+	s.judged.put(gen, bundleID, judged{stale: true, staleWhy: why})
 	return why
 }

@@ -4,3 +4,7 @@ package resolver
 // removal (Store.fault); a non-nil error aborts there. It exists only in
 // this package's test build: production code cannot inject faults.
 func setFaults(s *Store, fn func(step string) error) { s.faults = fn }
+
+// countDecodes has s tell fn of every revoked or DID record its trust
+// decisions decode (truststate.go), with the record's bucket.
+func countDecodes(s *Store, fn func(bucket string)) { s.decoded = fn }

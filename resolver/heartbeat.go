@@ -48,8 +48,8 @@ func (s *Store) ApplyHeartbeat(data []byte) (*HeartbeatResult, error) {
 
 // staleReason says why the installed bundle bundleID is older than the
 // freshness policy allows, or "" when it is not (trust.Stale).
-func staleReason(tx *bolt.Tx, bundleID string) string {
-	st, err := loadState(tx, selection{line: bundleID})
+func (s *Store) staleReason(tx *bolt.Tx, bundleID string) string {
+	st, err := s.loadState(tx, selection{line: bundleID})
 	if err != nil {
 		return "the trust policy is unreadable"
 	}
@@ -58,12 +58,12 @@ func staleReason(tx *bolt.Tx, bundleID string) string {
 
 // staleBundles returns the installed bundles that fail closed as stale,
 // with the reason.
-func staleBundles(tx *bolt.Tx) (map[string]string, error) {
+func (s *Store) staleBundles(tx *bolt.Tx) (map[string]string, error) {
 	out := map[string]string{}
 	if bucket(tx, bHeartbeat).Stats().KeyN == 0 {
 		return out, nil
 	}
-	st, err := loadState(tx, selJudged)
+	st, err := s.loadState(tx, selJudged)
 	if err != nil {
 		return nil, err
 	}

@@ -290,7 +290,7 @@ func (s *Store) commitImport(br *bundle.Reader, arts []staged, base *deltaBase, 
 		if err := install(tx, m, signed, arts, res, s.opts.Now(), entry); err != nil {
 			return err
 		}
-		if floor, err = raiseFloors(tx, m.CreatedAt, res.signerKeys); err != nil {
+		if floor, err = s.raiseFloors(tx, m.CreatedAt, res.signerKeys); err != nil {
 			return err
 		}
 		if err := deleteOrphans(tx, orphans); err != nil {

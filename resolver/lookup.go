@@ -84,7 +84,7 @@ func (s *Store) Catalog() (*Catalog, error) {
 		if err != nil {
 			return err
 		}
-		stale, err := staleBundles(tx)
+		stale, err := s.staleBundles(tx)
 		if err != nil {
 			return err
 		}
@@ -184,7 +184,7 @@ func (s *Store) Bundles() ([]Bundle, error) {
 			exp, ok := expiry(r)
 			out = append(out, Bundle{BundleID: r.BundleID, Version: r.Version, ImportedAt: r.ImportedAt, ExpiresAt: r.ExpiresAt,
 				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k)), Revoked: r.Revoked,
-				Stale: staleReason(tx, r.BundleID), Expired: ok && s.expiredAt(tx, &r, exp)})
+				Stale: s.staleReason(tx, r.BundleID), Expired: ok && s.expiredAt(tx, &r, exp)})
 			return nil
 		})
 	})

@@ -65,7 +65,7 @@ func (s *Store) artifact(tx *bolt.Tx, bundleID, key string) ([]byte, indexRecord
 	if rec.Revoked != "" {
 		return nil, indexRecord{}, unavailable(ErrBundleRevoked, "bundle %s version %d is revoked: %s", bundleID, rec.Version, rec.Revoked)
 	}
-	if why := s.judged.staleReason(tx, bundleID); why != "" {
+	if why := s.judgedStale(tx, bundleID); why != "" {
 		return nil, indexRecord{}, unavailable(ErrBundleStale, "bundle %s is stale: %s; import a newer version", bundleID, why)
 	}
 	if exp, ok := expiry(rec); ok && !s.opts.AllowExpired && s.expiredAt(tx, &rec, exp) {

@@ -167,6 +167,10 @@ type Store struct {
 	// package's own tests set it (export_test.go), to fail an import or a
 	// removal at a named step. No option or exported name reaches it.
 	faults func(step string) error
+	// decoded is nil in every Store this package's API makes: only the
+	// package's own tests set it (export_test.go), to count the revoked
+	// and DID records a trust decision decodes (truststate.go).
+	decoded func(bucket string)
 }
 
 // Open opens (or, with Create, creates) the store at path. It checks the

@@ -58,25 +58,30 @@ const kTimeFloor = "time_floor"
 func keyFloorKey(did string) []byte { return key2("key_floor", did) }
 
 // selection says what of the installed bundles loadState reads: none, one
-// line (line), or all (every installed bundle, with its DID documents
-// when dids); strict refuses an installed record that does not decode
-// (else it is left out); chains reads the applied trust statements.
+// line (line), or all (every installed bundle); strict refuses an
+// installed record that does not decode (else it is left out); chains
+// reads the applied trust statements. Revoked versions and DID documents
+// are never loaded: the State's Records looks up those a decision needs
+// (txRecords).
 type selection struct {
 	line        string
 	all, strict bool
-	dids        bool
 	chains      bool
 }
 
 var (
-	selTrust  = selection{}                                                  // keys, thresholds, revocations, freshness, floors
-	selWrite  = selection{all: true, strict: true, dids: true, chains: true} // everything
-	selJudged = selection{all: true, strict: true}                           // every installed bundle and heartbeat
+	selTrust  = selection{}                                      // keys, thresholds, revoked keys, freshness, floors
+	selWrite  = selection{all: true, strict: true, chains: true} // everything
+	selJudged = selection{all: true, strict: true}               // every installed bundle and heartbeat
 )
 
-// loadState reads the store's trust state inside tx.
-func loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
+// loadState reads the store's trust state inside tx. Its cost does not
+// grow with the revoked versions or DID documents the store keeps: the
+// State's Records reads those from tx when a decision asks (txRecords), so
+// the State must not outlive tx.
+func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 	st := (&trust.State{}).Clone() // every map made
+	st.Records = &txRecords{tx: tx, decoded: s.decoded}
 	if err := bucket(tx, bTrust).ForEach(func(_, v []byte) error {
 		var r trustRecord
 		if err := decode(v, &r); err != nil {
@@ -88,7 +93,7 @@ func loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 		return nil, err
 	}
 	_ = bucket(tx, bTrustPolicy).ForEach(func(k, v []byte) error { st.Thresholds[string(k)] = getU64(v); return nil })
-	loadRevoked(tx, st)
+	s.loadRevokedKeys(tx, st)
 	_ = bucket(tx, bFreshness).ForEach(func(k, v []byte) error {
 		var r freshnessRecord
 		if decode(v, &r) != nil {
@@ -122,31 +127,76 @@ func loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 			return nil, err
 		}
 	}
-	if sel.dids {
-		if err := loadDIDs(tx, st); err != nil {
-			return nil, err
-		}
-	}
 	return st, nil
 }
 
-// loadRevoked reads the revoked keys and versions.
-func loadRevoked(tx *bolt.Tx, st *trust.State) {
-	_ = bucket(tx, bRevoked).ForEach(func(k, v []byte) error {
-		var r revokedRecord
-		if decode(v, &r) != nil {
-			r = revokedRecord{} // unreadable: revoked everywhere
-		}
-		rec := trust.Revocation{StatementSHA256: r.StatementSHA256, At: r.At, Scopes: r.Scopes}
-		kind, rest, _ := bytes.Cut(k, []byte{0})
-		switch {
-		case string(kind) == "k":
-			st.RevokedKeys[string(rest)] = rec
-		case string(kind) == "b" && len(rest) > 9 && rest[len(rest)-9] == 0:
-			st.RevokedVersions[bundle.BundleVersion{BundleID: string(rest[:len(rest)-9]), Version: getU64(rest[len(rest)-8:])}] = rec
-		}
-		return nil
-	})
+// loadRevokedKeys reads the revoked keys (few: each is a key some scope
+// trusted), leaving the revoked versions, which sort before them, unread.
+func (s *Store) loadRevokedKeys(tx *bolt.Tx, st *trust.State) {
+	prefix := revokedKeyKey("")
+	c := bucket(tx, bRevoked).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		st.RevokedKeys[string(k[len(prefix):])] = revocationOf(v, s.decoded)
+	}
+}
+
+// revocationOf decodes a revoked record (one that does not decode is a
+// revocation everywhere), telling decoded (when set) of it.
+func revocationOf(v []byte, decoded func(bucket string)) trust.Revocation {
+	if decoded != nil {
+		decoded(bRevoked)
+	}
+	var r revokedRecord
+	if decode(v, &r) != nil {
+		r = revokedRecord{} // unreadable: revoked everywhere
+	}
+	return trust.Revocation{StatementSHA256: r.StatementSHA256, At: r.At, Scopes: r.Scopes}
+}
+
+// txRecords is the trust.Records of a State loaded in the transaction tx:
+// it reads a revoked version's record by its key, and the DID documents
+// once, on the first bundle asked for (the dids bucket is keyed by DID, so
+// one scan serves every bundle; one record that does not decode makes
+// every bundle's DIDs unreadable, as the store cannot tell whose it is).
+// decoded, when set, is told of each record it decodes (tests count them).
+type txRecords struct {
+	tx      *bolt.Tx
+	decoded func(bucket string)
+
+	dids    map[string][][2]string // by bundle id, once read
+	didsErr error
+	didsRun bool
+}
+
+// RevokedVersion implements trust.Records.
+func (r *txRecords) RevokedVersion(v bundle.BundleVersion) (trust.Revocation, bool) {
+	raw := bucket(r.tx, bRevoked).Get(revokedBundleKey(v.BundleID, v.Version))
+	if raw == nil {
+		return trust.Revocation{}, false
+	}
+	return revocationOf(raw, r.decoded), true
+}
+
+// BundleDIDs implements trust.Records.
+func (r *txRecords) BundleDIDs(bundleID string) ([][2]string, error) {
+	if !r.didsRun {
+		r.didsRun, r.dids = true, map[string][][2]string{}
+		r.didsErr = bucket(r.tx, bDIDs).ForEach(func(k, v []byte) error {
+			if r.decoded != nil {
+				r.decoded(bDIDs)
+			}
+			var dr didRecord
+			if err := decode(v, &dr); err != nil {
+				return fail(ErrStoreIO, "a DID record of the store does not decode").WithCause(err)
+			}
+			r.dids[dr.BundleID] = append(r.dids[dr.BundleID], [2]string{string(k), dr.ArtifactKey})
+			return nil
+		})
+	}
+	if r.didsErr != nil {
+		return nil, r.didsErr
+	}
+	return r.dids[bundleID], nil
 }
 
 // loadLine reads the heartbeat, high-water mark and installed bundle of
@@ -181,21 +231,6 @@ func loadLine(tx *bolt.Tx, st *trust.State, id string, strict bool) error {
 	}
 	st.Installed[id] = trust.Installed{BundleID: r.BundleID, Version: r.Version, Signed: clone(r.Signed), Signers: r.SignerKeys, Revoked: r.Revoked}
 	return nil
-}
-
-// loadDIDs reads the DID documents of the installed bundles.
-func loadDIDs(tx *bolt.Tx, st *trust.State) error {
-	return bucket(tx, bDIDs).ForEach(func(k, v []byte) error {
-		var dr didRecord
-		if err := decode(v, &dr); err != nil {
-			return err
-		}
-		if in, ok := st.Installed[dr.BundleID]; ok {
-			in.DIDs = append(in.DIDs, [2]string{string(k), dr.ArtifactKey})
-			st.Installed[dr.BundleID] = in
-		}
-		return nil
-	})
 }
 
 // putAll writes each entry of m into b, under key(k), as val(v).
@@ -326,7 +361,7 @@ func (s *Store) changeTrust(sel selection, change func(st *trust.State, now time
 	var gen uint64
 	var floor int64
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		st, err := loadState(tx, sel)
+		st, err := s.loadState(tx, sel)
 		if err != nil {
 			return err
 		}
@@ -372,13 +407,31 @@ func (s *Store) readState(sel selection) (*trust.State, error) {
 	var st *trust.State
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
-		st, err = loadState(tx, sel)
+		st, err = s.loadState(tx, sel)
 		return err
 	})
 	if err != nil {
 		return nil, amp.AsError(wrapTx(err))
 	}
+	st.Records = closedRecords{} // the transaction is gone
 	return st, nil
+}
+
+// closedRecords are the Records of a State read in a transaction since
+// closed (readState): nothing can be looked up any more, so every version
+// counts as revoked and no bundle's DID documents can be read — fail
+// closed. The decisions made on such a State (the policy, a floor) ask
+// neither.
+type closedRecords struct{}
+
+// RevokedVersion implements trust.Records.
+func (closedRecords) RevokedVersion(bundle.BundleVersion) (trust.Revocation, bool) {
+	return trust.Revocation{}, true
+}
+
+// BundleDIDs implements trust.Records.
+func (closedRecords) BundleDIDs(string) ([][2]string, error) {
+	return nil, fail(ErrStoreIO, "the trust state was read in a transaction since closed")
 }
 
 // applyStatement applies the signed statement data as apply decides,
