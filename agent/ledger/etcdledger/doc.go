@@ -15,9 +15,14 @@
 //     absent (create revision 0), while the claim holds, and charges the
 //     reply's reservation to the sender's usage counter (compared on its
 //     mod revision, retried a bounded number of times), all under a lease
-//     that ends at the message's expiry.
+//     that ends at the message's expiry plus Options.MaxClockSkew (the
+//     fleet's nodes' clocks must agree within it: docs/FLEET.md, "Clocks").
 //   - Finish records the reply in the entry, gives back the unused
 //     reservation and deletes the claim, in one transaction.
+//   - Unclaim deletes the claim, named by its create revision (never a
+//     later claim of the key); after a Running whose answer was lost, also
+//     the entry it may have made (the handler never started). A delete
+//     that fails is retried in the background while the process lives.
 //   - A node that dies while its handler runs stops renewing its session
 //     lease; etcd deletes its claims, and the next copy finds the entry
 //     running without a claimer: Lost, answered "outcome unknown", never

@@ -28,6 +28,11 @@ const (
 	// ErrContended: the sender's quota counters changed under every one of
 	// the bounded retries of a transaction (5002, retryable).
 	ErrContended amp.ErrName = "ledger_contended"
+	// ErrCounterCorrupt: a usage counter under the prefix is not a decimal
+	// count of 0 to MaxCounter, or a principal's counters sum past
+	// MaxCounter: the principal's share is refused (5002), never computed
+	// from a wrapped or guessed sum.
+	ErrCounterCorrupt amp.ErrName = "ledger_counter_corrupt"
 )
 
 // Limits of the encodings.
@@ -38,6 +43,10 @@ const (
 	// a request over --max-request-bytes (1.5 MiB by default). A larger
 	// reservation is cut to it.
 	MaxReply = 1 << 20
+	// MaxCounter is the largest usage counter, and the largest sum of one
+	// principal's counters, the store accepts (2^48 bytes, far above any
+	// etcd's backend quota): a larger one is corrupt (ErrCounterCorrupt).
+	MaxCounter = 1 << 48
 	// maxURL, maxEndpoints and maxPrefix bound a ledger URL.
 	maxURL       = 4096
 	maxEndpoints = 16
@@ -187,15 +196,24 @@ func decodeEntry(b []byte) (entry, error) {
 	return e, nil
 }
 
-// decodeCounter parses a usage counter: decimal ASCII, 0 to 2^62, no sign,
-// no leading zero.
+// decodeCounter parses a usage counter: decimal ASCII, 0 to MaxCounter, no
+// sign, no leading zero.
 func decodeCounter(b []byte) (int64, error) {
 	s := string(b)
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > 1<<62 || strconv.FormatInt(n, 10) != s {
-		return 0, amp.Named(amp.CodeUnavailable, ErrBadValue, "ledger usage counter on etcd is not a decimal count")
+	if err != nil || n < 0 || n > MaxCounter || strconv.FormatInt(n, 10) != s {
+		return 0, amp.Named(amp.CodeUnavailable, ErrCounterCorrupt, "ledger usage counter on etcd is not a decimal count of 0 to 2^48")
 	}
 	return n, nil
+}
+
+// addCounter is sum + n for a principal's counters, each of 0 to
+// MaxCounter: a sum past MaxCounter is refused, never wrapped.
+func addCounter(sum, n int64) (int64, error) {
+	if n < 0 || sum < 0 || n > MaxCounter-sum {
+		return 0, amp.Named(amp.CodeUnavailable, ErrCounterCorrupt, "ledger usage counters on etcd sum past 2^48")
+	}
+	return sum + n, nil
 }
 
 // entryCost is what an entry of key k with n reply bytes counts: the same

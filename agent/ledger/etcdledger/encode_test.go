@@ -33,8 +33,8 @@ func TestHostileEtcdValuesAreRefusedByName(t *testing.T) {
 			t.Errorf("%s: %v, want %s", name, err, ErrBadValue)
 		}
 	}
-	for _, c := range []string{"", "-1", "+1", "01", "1e3", " 1", "99999999999999999999"} {
-		if _, err := decodeCounter([]byte(c)); amp.NameOf(err) != ErrBadValue {
+	for _, c := range []string{"", "-1", "+1", "01", "1e3", " 1", "99999999999999999999", "281474976710657", "4611686018427387904"} {
+		if _, err := decodeCounter([]byte(c)); amp.NameOf(err) != ErrCounterCorrupt {
 			t.Errorf("counter %q: %v", c, err)
 		}
 	}
@@ -70,4 +70,57 @@ func TestBucketEndNeverBeforeExpiryNorMuchAfter(t *testing.T) {
 		}
 	}
 	_ = ledger.MinReplyReserve
+}
+
+// A principal's counters, each within MaxCounter, never sum past it:
+// a sum that would wrap (and lift the share) is refused as corrupt.
+func TestCounterSumPastMaxRefusedNeverWrapped(t *testing.T) {
+	for _, c := range []struct {
+		sum, n, want int64
+		ok           bool
+	}{
+		{0, 0, 0, true},
+		{1180, 1180, 2360, true},
+		{MaxCounter - 1, 1, MaxCounter, true},
+		{MaxCounter, 1, 0, false},
+		{1 << 62, 1 << 62, 0, false},
+		{-1, 1, 0, false},
+		{1, -1, 0, false},
+	} {
+		got, err := addCounter(c.sum, c.n)
+		if c.ok && (err != nil || got != c.want) {
+			t.Errorf("%d + %d: %d %v, want %d", c.sum, c.n, got, err, c.want)
+		}
+		if !c.ok && amp.NameOf(err) != ErrCounterCorrupt {
+			t.Errorf("%d + %d: %d %v, want %s", c.sum, c.n, got, err, ErrCounterCorrupt)
+		}
+	}
+}
+
+// A bucket's lease outlives its end by the fleet's clock skew (FLEET-6):
+// a node whose clock runs ahead by up to the skew never has etcd delete
+// an entry before the end, by the right clock.
+func TestBucketLeaseOutlivesEndByClockSkew(t *testing.T) {
+	end := int64(1_800_000_000)
+	at := func(sec int64, ms int) time.Time { return time.Unix(sec, int64(ms)*int64(time.Millisecond)) }
+	for _, c := range []struct {
+		now  time.Time
+		skew time.Duration
+		want int64
+	}{
+		{at(end-10, 0), 30 * time.Second, 41},
+		{at(end-10, 999), 30 * time.Second, 41},
+		{at(end-10, 0), 1500 * time.Millisecond, 13},
+		{at(end+5, 0), 30 * time.Second, 26},
+		{at(end+100, 0), 30 * time.Second, 1},
+	} {
+		if got := leaseTTL(end, c.now, c.skew); got != c.want {
+			t.Errorf("now END%+d s, skew %v: TTL %d, want %d", c.now.Unix()-end, c.skew, got, c.want)
+		}
+		// by a clock that runs skew behind this node's, the lease ends
+		// at or after end
+		if c.now.Unix() <= end && c.now.Add(-c.skew).Unix()+leaseTTL(end, c.now, c.skew) < end {
+			t.Errorf("now END%+d s, skew %v: the lease ends before END on a clock behind", c.now.Unix()-end, c.skew)
+		}
+	}
 }

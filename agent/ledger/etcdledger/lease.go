@@ -8,6 +8,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// grant is one lease grant in flight: every caller that needs the lease
+// meanwhile waits for this one (one deadline, one etcd call) instead of
+// queueing its own behind a lock.
+type grant struct {
+	done chan struct{}
+	id   clientv3.LeaseID
+	err  error
+}
+
 // session is this process's lease for its claims, kept alive while the
 // process runs; when it expires (etcd did not hear from the process in
 // SessionTTL) its claims are gone and a new one is granted.
@@ -16,15 +25,34 @@ type session struct {
 	mu     sync.Mutex
 	id     clientv3.LeaseID
 	cancel context.CancelFunc
+	flight *grant // the grant in flight, if any
 }
 
-// lease returns the live session lease, granting one if there is none.
+// lease returns the live session lease, granting one if there is none;
+// concurrent callers share one grant.
 func (se *session) lease() (clientv3.LeaseID, error) {
 	se.mu.Lock()
-	defer se.mu.Unlock()
 	if se.id != 0 {
-		return se.id, nil
+		id := se.id
+		se.mu.Unlock()
+		return id, nil
 	}
+	f := se.flight
+	if f == nil {
+		f = &grant{done: make(chan struct{})}
+		se.flight = f
+		se.mu.Unlock()
+		se.grant(f)
+	} else {
+		se.mu.Unlock()
+	}
+	<-f.done
+	return f.id, f.err
+}
+
+// grant grants the session lease, keeps it alive, and ends f.
+func (se *session) grant(f *grant) {
+	defer close(f.done)
 	var id clientv3.LeaseID
 	err := se.s.call("lease", func(ctx context.Context) error {
 		r, err := se.s.cli.Grant(ctx, int64(se.s.o.SessionTTL/time.Second))
@@ -33,16 +61,22 @@ func (se *session) lease() (clientv3.LeaseID, error) {
 		}
 		return err
 	})
-	if err != nil {
-		return 0, err
-	}
 	ctx, cancel := context.WithCancel(se.s.bg)
-	ch, err := se.s.cli.KeepAlive(ctx, id)
+	var ch <-chan *clientv3.LeaseKeepAliveResponse
+	if err == nil {
+		ch, err = se.s.cli.KeepAlive(ctx, id)
+	}
+	se.mu.Lock()
+	se.flight = nil
+	if err == nil {
+		se.id, se.cancel = id, cancel
+	}
+	se.mu.Unlock()
+	f.id, f.err = id, err
 	if err != nil {
 		cancel()
-		return 0, err
+		return
 	}
-	se.id, se.cancel = id, cancel
 	go func() {
 		for range ch { // the keep-alive answers: drained
 		}
@@ -53,7 +87,6 @@ func (se *session) lease() (clientv3.LeaseID, error) {
 		se.mu.Unlock()
 		cancel()
 	}()
-	return id, nil
 }
 
 // revoke ends the session: its claims are deleted at once.
@@ -74,24 +107,40 @@ func (se *session) revoke() {
 
 // leaseCache holds one lease per expiry bucket end (unix seconds): every
 // entry of the bucket, and its usage counters, are attached to it, so
-// that etcd deletes them together at the bucket's end.
+// that etcd deletes them together, MaxClockSkew after the bucket's end
+// (docs/SPEC-DECISIONS.md FLEET-6).
 type leaseCache struct {
-	s  *Store
-	mu sync.Mutex
-	m  map[int64]clientv3.LeaseID
+	s       *Store
+	mu      sync.Mutex
+	m       map[int64]clientv3.LeaseID
+	flights map[int64]*grant // grants in flight by bucket end
 }
 
-// get returns the lease ending at end, granted if needed.
+// get returns the lease ending at end (plus MaxClockSkew), granted if
+// needed; concurrent callers for one end share one grant.
 func (lc *leaseCache) get(end int64) (clientv3.LeaseID, error) {
 	lc.mu.Lock()
-	defer lc.mu.Unlock()
 	if id, ok := lc.m[end]; ok {
+		lc.mu.Unlock()
 		return id, nil
 	}
-	ttl := end - lc.s.o.Now().Unix() + 1
-	if ttl < 1 {
-		ttl = 1
+	f, inFlight := lc.flights[end]
+	if !inFlight {
+		f = &grant{done: make(chan struct{})}
+		lc.flights[end] = f
 	}
+	lc.mu.Unlock()
+	if !inFlight {
+		lc.grant(end, f)
+	}
+	<-f.done
+	return f.id, f.err
+}
+
+// grant grants the lease of end and ends f.
+func (lc *leaseCache) grant(end int64, f *grant) {
+	defer close(f.done)
+	ttl := leaseTTL(end, lc.s.o.Now(), lc.s.o.MaxClockSkew)
 	var id clientv3.LeaseID
 	err := lc.s.call("lease", func(ctx context.Context) error {
 		r, err := lc.s.cli.Grant(ctx, ttl)
@@ -100,11 +149,22 @@ func (lc *leaseCache) get(end int64) (clientv3.LeaseID, error) {
 		}
 		return err
 	})
-	if err != nil {
-		return 0, err
+	lc.mu.Lock()
+	delete(lc.flights, end)
+	if err == nil {
+		lc.m[end] = id
 	}
-	lc.m[end] = id
-	return id, nil
+	lc.mu.Unlock()
+	f.id, f.err = id, err
+}
+
+// leaseTTL is the TTL (seconds, at least 1) of the lease of the bucket
+// ending at end, granted at now by this node's clock: up to end plus the
+// clock skew the fleet's nodes may have between them, plus 1 s for the
+// rounding of now. A node whose clock runs up to skew ahead still keeps
+// the entry until end by any other node's clock (docs/FLEET.md, "Clocks").
+func leaseTTL(end int64, now time.Time, skew time.Duration) int64 {
+	return max(end+int64((skew+time.Second-1)/time.Second)-now.Unix()+1, 1)
 }
 
 // drop forgets the lease of end (etcd no longer has it).

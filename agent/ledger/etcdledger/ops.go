@@ -46,10 +46,11 @@ func (s *Store) Claim(k ledger.Key, _ time.Time) (ledger.ClaimResult, error) {
 	}
 	if r.Succeeded {
 		snap, _ := snapOf(r.Responses[2].GetResponseRange(), r.Header.Revision)
-		s.mu.Lock()
-		s.claims[k] = claimInfo{lease: lease, usage: snap}
-		s.mu.Unlock()
 		kv := one(r.Responses[1])
+		s.mu.Lock()
+		// The claim was created by this transaction: at its revision.
+		s.claims[k] = claimInfo{lease: lease, rev: r.Header.Revision, usage: snap, ran: kv != nil}
+		s.mu.Unlock()
 		if kv == nil {
 			return ledger.ClaimResult{}, nil // fresh
 		}
@@ -83,7 +84,7 @@ func (s *Store) Claim(k ledger.Key, _ time.Time) (ledger.ClaimResult, error) {
 		_, tracked := s.claims[k]
 		s.mu.Unlock()
 		if !tracked {
-			s.deleteClaim(ks.claim, lease)
+			_ = s.clean(cleanup{k: k, rev: c.CreateRevision})
 			ch := make(chan struct{})
 			close(ch)
 			return ledger.ClaimResult{Wait: ch}, nil
@@ -119,8 +120,11 @@ func (s *Store) waitFor(key string, rev int64) <-chan struct{} {
 }
 
 // Unclaim implements ledger.SharedStore: the claim key is deleted if it is
-// still this process's. A delete that fails is retried in the background
-// (three times); should that fail too, the claim goes with the session.
+// still the claim this process made (its create revision: never a later
+// claim of the key under the same session lease); after a Running whose
+// answer was lost, the entry it may have created goes with it (FLEET-7).
+// A delete that fails is queued and retried, with a backoff, for as long
+// as the process lives (cleaner): a live node never blocks a key.
 func (s *Store) Unclaim(k ledger.Key) {
 	s.mu.Lock()
 	ci, ok := s.claims[k]
@@ -130,26 +134,10 @@ func (s *Store) Unclaim(k ledger.Key) {
 	if !ok {
 		return
 	}
-	lease := ci.lease
-	claim := keysOf(s.prefix, k).claim
-	if s.deleteClaim(claim, lease) != nil {
-		go func() {
-			for i := 0; i < 3 && s.bg.Err() == nil; i++ {
-				time.Sleep(s.o.OpTimeout)
-				if s.deleteClaim(claim, lease) == nil {
-					return
-				}
-			}
-		}()
+	c := cleanup{k: k, rev: ci.rev, entry: ci.unsure && !ci.ran}
+	if s.clean(c) != nil {
+		s.cleaner.add(c)
 	}
-}
-
-func (s *Store) deleteClaim(claim string, lease clientv3.LeaseID) error {
-	return s.call("unclaim", func(ctx context.Context) error {
-		_, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(claim), "=", lease)).
-			Then(clientv3.OpDelete(claim)).Commit()
-		return err
-	})
 }
 
 // MarkRunning implements ledger.Store.
@@ -180,7 +168,6 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 	full := s.usage.Bytes+cost > s.lim.Budget
 	ci, claimed := s.claims[k]
 	s.mu.Unlock()
-	claim := ci.lease
 	if full {
 		return amp.Named(amp.CodeOverloaded, ledger.ErrFull, "the agent's idempotency ledger is full; retry later")
 	}
@@ -208,7 +195,7 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ks.entry), "=", 0),
 			clientv3.Compare(clientv3.ModRevision(usagePrefix(s.prefix, phex)), "<", rev+1).WithPrefix()}
 		if claimed {
-			cmp = append(cmp, clientv3.Compare(clientv3.LeaseValue(ks.claim), "=", claim))
+			cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev))
 		}
 		var r *clientv3.TxnResponse
 		err = s.call("mark", func(ctx context.Context) error {
@@ -223,19 +210,26 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 			continue
 		}
 		if err != nil {
+			if claimed {
+				s.setClaim(k, ci.rev, func(c *claimInfo) { c.unsure = true })
+			}
 			return err
 		}
 		if r.Succeeded {
 			s.mu.Lock()
-			s.running[k] = entryRef{rev: r.Header.Revision, e: e, counter: cur + cost, counterRev: r.Header.Revision}
+			s.running[k] = entryRef{rev: r.Header.Revision, e: e, charged: true, counter: cur + cost, counterRev: r.Header.Revision}
 			s.charge(e.end, cost, 1)
+			if c, ok := s.claims[k]; ok && c.rev == ci.rev {
+				c.ran = true
+				s.claims[k] = c
+			}
 			s.mu.Unlock()
 			return nil
 		}
 		if one(r.Responses[0]) != nil {
 			return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry already exists")
 		}
-		if c := one(r.Responses[1]); claimed && (c == nil || clientv3.LeaseID(c.Lease) != claim) {
+		if c := one(r.Responses[1]); claimed && (c == nil || c.CreateRevision != ci.rev) {
 			return amp.Named(amp.CodeUnavailable, ErrClaimLost, "this agent's claim on the message expired before its handler could start; retry")
 		}
 		contended(attempt)
@@ -243,14 +237,26 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 	return amp.Named(amp.CodeUnavailable, ErrContended, "the idempotency ledger is contended for this caller; retry")
 }
 
+// setClaim applies f to this process's claim on k if it is still the one
+// created at rev.
+func (s *Store) setClaim(k ledger.Key, rev int64, f func(*claimInfo)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.claims[k]; ok && c.rev == rev {
+		f(&c)
+		s.claims[k] = c
+	}
+}
+
 // charge adds to this process's tally. Callers hold s.mu.
 func (s *Store) charge(end, bytes int64, entries int) {
 	b := s.tally[end]
-	b.bytes += bytes
-	b.entries += entries
+	// Never below zero: a refund gives back at most what was charged here.
+	nb, ne := max(b.bytes+bytes, 0), max(b.entries+entries, 0)
+	s.usage.Bytes = max(s.usage.Bytes+nb-b.bytes, 0)
+	s.usage.Entries = max(s.usage.Entries+ne-b.entries, 0)
+	b.bytes, b.entries = nb, ne
 	s.tally[end] = b
-	s.usage.Bytes += bytes
-	s.usage.Entries += entries
 }
 
 // readUsage reads the counters under prefix.
@@ -277,7 +283,9 @@ func snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
 		if err != nil {
 			return nil, err
 		}
-		snap.sum += n
+		if snap.sum, err = addCounter(snap.sum, n); err != nil {
+			return nil, err
+		}
 		snap.vals[string(kv.Key)] = n
 	}
 	return snap, nil
@@ -298,7 +306,6 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	ref, ok := s.running[k]
 	ci, claimed := s.claims[k]
 	s.mu.Unlock()
-	claim := ci.lease
 	ks := keysOf(s.prefix, k)
 	if !ok {
 		return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry is not running here")
@@ -314,7 +321,7 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	for attempt := 0; ; attempt++ {
 		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ref.rev)}
 		if claimed {
-			cmp = append(cmp, clientv3.Compare(clientv3.LeaseValue(ks.claim), "=", claim))
+			cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev))
 		}
 		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(done.encode()), clientv3.WithIgnoreLease()), clientv3.OpDelete(ks.claim)}
 		if attempt < maxRetries && refund > 0 {
@@ -342,7 +349,7 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 			s.mu.Lock()
 			delete(s.running, k)
 			delete(s.claims, k)
-			if len(ops) > 2 {
+			if len(ops) > 2 && ref.charged { // only what this process charged
 				s.charge(ref.e.end, -refund, 0)
 			}
 			s.mu.Unlock()
@@ -355,7 +362,7 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 			s.mu.Unlock()
 			return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry went missing (expired)")
 		}
-		if c := one(r.Responses[1]); e.ModRevision != ref.rev || claimed && (c == nil || clientv3.LeaseID(c.Lease) != claim) {
+		if c := one(r.Responses[1]); e.ModRevision != ref.rev || claimed && (c == nil || c.CreateRevision != ci.rev) {
 			return amp.Named(amp.CodeUnavailable, ErrClaimLost, "this agent's claim on the message expired while its handler ran; a retry is answered \"outcome unknown\"")
 		}
 		if attempt >= maxRetries {

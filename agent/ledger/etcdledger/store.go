@@ -50,6 +50,13 @@ type Options struct {
 	SessionTTL time.Duration
 	// WaitPoll bounds one wait for another process's claim (default 1 s).
 	WaitPoll time.Duration
+	// MaxClockSkew is how far apart the clocks of the fleet's nodes may be
+	// (default amp.DefaultMaxClockSkew, the agent's): every entry's lease
+	// lasts this much past its bucket's end by the granting node's clock,
+	// so that a node whose clock runs up to MaxClockSkew behind still finds
+	// the entry while it accepts the message (docs/FLEET.md, "Clocks").
+	// Negative is refused.
+	MaxClockSkew time.Duration
 	// Observe, when set, is called after every etcd call with its
 	// operation ("claim", "mark", "finish", "unclaim", "lookup", "lease"),
 	// duration and error. It must not block.
@@ -71,6 +78,7 @@ type Store struct {
 	principal atomic.Pointer[func(string) string]
 	sess      session
 	leases    leaseCache
+	cleaner   cleaner
 
 	mu      sync.Mutex
 	claims  map[ledger.Key]claimInfo // keys this process has claimed
@@ -86,17 +94,28 @@ type Store struct {
 type entryRef struct {
 	rev int64 // the entry's mod revision
 	e   entry
+	// charged: this process marked the entry running and charged its
+	// cost to its own tally (a Lost entry was charged by another).
+	charged bool
 	// counter is the usage counter's value after the entry was marked
 	// (counterRev > 0: marked here, at that revision), the first guess
 	// of Finish.
 	counter, counterRev int64
 }
 
-// claimInfo is a claim of this process: its lease, and the principal's
-// usage counters read with it (MarkRunning's first guess).
+// claimInfo is a claim of this process: its lease, its create revision
+// (what names this claim, not a later one of the same key under the same
+// session lease), and the principal's usage counters read with it
+// (MarkRunning's first guess).
 type claimInfo struct {
 	lease clientv3.LeaseID
+	rev   int64
 	usage *usageSnap
+	// ran: a Running under this claim succeeded (or the entry was found
+	// Lost): the handler may have run, the entry is never deleted.
+	// unsure: a Running under it failed with its answer lost: the entry
+	// may exist, its handler never started (FLEET-7).
+	ran, unsure bool
 }
 
 // usageSnap is a principal's usage counters at revision rev.
@@ -128,6 +147,12 @@ func Open(o Options) (*Store, error) {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
+	if o.MaxClockSkew < 0 {
+		return nil, amp.Named(0, "misconfigured", "the etcd ledger's clock skew is negative")
+	}
+	if o.MaxClockSkew == 0 {
+		o.MaxClockSkew = amp.DefaultMaxClockSkew
+	}
 	s := &Store{cli: o.Client, prefix: o.Prefix, lim: o.Limits.Resolved(), o: o,
 		claims: map[ledger.Key]claimInfo{}, running: map[ledger.Key]entryRef{}, tally: map[int64]tallyBucket{}}
 	if s.cli == nil {
@@ -147,8 +172,9 @@ func Open(o Options) (*Store, error) {
 	}
 	s.node = hex.EncodeToString(id[:])
 	s.bg, s.stop = context.WithCancel(context.Background())
-	s.sess.s, s.leases.s = s, s
-	s.leases.m = map[int64]clientv3.LeaseID{}
+	s.sess.s, s.leases.s, s.cleaner.s = s, s, s
+	s.leases.m, s.leases.flights = map[int64]clientv3.LeaseID{}, map[int64]*grant{}
+	s.cleaner.q, s.cleaner.wake = map[cleanup]struct{}{}, make(chan struct{}, 1)
 	s.usage.Budget = s.lim.Budget
 	return s, nil
 }
@@ -211,11 +237,15 @@ func (s *Store) call(op string, f func(ctx context.Context) error) error {
 type Stats struct {
 	Calls, Errors uint64
 	Latency       time.Duration // the sum over the calls
+	// Cleanups is the number of given-up claims waiting for etcd to
+	// delete them (retried in the background while the process lives).
+	Cleanups int
 }
 
 // Stats returns the store's call counters.
 func (s *Store) Stats() Stats {
-	return Stats{Calls: s.calls.Load(), Errors: s.errs.Load(), Latency: time.Duration(s.nanos.Load())}
+	return Stats{Calls: s.calls.Load(), Errors: s.errs.Load(), Latency: time.Duration(s.nanos.Load()),
+		Cleanups: s.cleaner.pending()}
 }
 
 // Ready checks that the cluster answers a linearizable read within the
@@ -266,10 +296,11 @@ func (s *Store) Usage() ledger.Usage {
 	return s.usage
 }
 
-// pruneTally drops the buckets ended at now. Callers hold s.mu.
+// pruneTally drops the buckets whose leases ended at now (MaxClockSkew
+// after their end). Callers hold s.mu.
 func (s *Store) pruneTally(now time.Time) {
 	for end, b := range s.tally {
-		if end < now.Unix() {
+		if end+int64(s.o.MaxClockSkew/time.Second) < now.Unix() {
 			s.usage.Bytes -= b.bytes
 			s.usage.Entries -= b.entries
 			delete(s.tally, end)

@@ -34,11 +34,17 @@ func count(t *testing.T, cli *clientv3.Client, prefix string) int64 {
 }
 
 // A recorded reply, and its quota counter, are not kept past the
-// message's expiry: etcd deletes them with their lease.
+// message's expiry (plus the fleet's clock skew, FLEET-6): etcd deletes
+// them with their lease.
 func TestEntriesDisappearAtMessageExpiry(t *testing.T) {
 	c := etcdtest.Start(t, 3)
 	cli := c.Client()
-	s := openStore(t, c, "/expiry/", ledger.Limits{})
+	const skew = time.Second
+	s, err := etcdledger.Open(etcdledger.Options{Endpoints: c.Endpoints(), Prefix: "/expiry/", Now: time.Now, MaxClockSkew: skew})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
 	l, err := ledger.New(s, ledger.Options{Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -60,13 +66,13 @@ func TestEntriesDisappearAtMessageExpiry(t *testing.T) {
 	if n := count(t, cli, "/expiry/c/"); n != 0 {
 		t.Fatalf("%d claims left after Finish, want 0", n)
 	}
-	for deadline := expires.Add(5 * time.Second); count(t, cli, "/expiry/") > 0; time.Sleep(100 * time.Millisecond) {
+	for deadline := expires.Add(skew + 5*time.Second); count(t, cli, "/expiry/") > 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("entry still in etcd 5 s after its message expired")
+			t.Fatal("entry still in etcd 5 s after its message expired (plus the skew)")
 		}
 	}
-	if time.Now().Before(expires) {
-		t.Fatal("entry deleted before its message expired")
+	if time.Now().Before(expires.Add(skew)) {
+		t.Fatal("entry deleted before its message expired (plus the skew)")
 	}
 	if st, err := l.Start("did:example:a", [16]byte{1}, time.Now().Add(time.Minute)); err != nil || st.State != ledger.Fresh {
 		t.Fatalf("after expiry: %v %v, want fresh", st.State, err)

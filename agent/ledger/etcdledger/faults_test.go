@@ -1,0 +1,429 @@
+package etcdledger_test
+
+// Faults of a fleet's ledger: skewed clocks, answers lost on the wire,
+// an etcd that fails for a while, hostile counters. A real 3-member
+// cluster, one for all the subtests of a test.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/agent/ledger/etcdledger"
+	"github.com/ampbundle/ampbundle/agent/ledger/etcdledger/etcdtest"
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// faultyClient is an etcd client whose Txn calls pass through fault:
+// fault returns (invoke, fail): whether the call reaches etcd and whether
+// the caller then sees DeadlineExceeded (a reply lost on the way back).
+func faultyClient(t *testing.T, c *etcdtest.Cluster, fault func(*pb.TxnRequest) (invoke, fail bool)) *clientv3.Client {
+	t.Helper()
+	icpt := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if tr, ok := req.(*pb.TxnRequest); ok && strings.HasSuffix(method, "/Txn") {
+			invoke, fail := fault(tr)
+			if invoke {
+				if err := inv(ctx, method, req, reply, cc, opts...); err != nil {
+					return err
+				}
+			}
+			if fail { // as on the wire: nothing comes back before the deadline
+				<-ctx.Done()
+				return status.Error(codes.DeadlineExceeded, "review: reply lost")
+			}
+			return nil
+		}
+		return inv(ctx, method, req, reply, cc, opts...)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(icpt)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// putsRunningEntry: the transaction is MarkRunning's (a put of a running entry).
+func putsRunningEntry(tr *pb.TxnRequest) bool {
+	for _, op := range tr.Success {
+		if p := op.GetRequestPut(); p != nil && bytes.Contains(p.Key, []byte("/e/")) && len(p.Value) >= 2 && p.Value[1] == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// deletesClaimOnly: the transaction is Unclaim's (only a delete of a claim).
+func deletesClaimOnly(tr *pb.TxnRequest) bool {
+	return len(tr.Success) == 1 && tr.Success[0].GetRequestDeleteRange() != nil &&
+		bytes.Contains(tr.Success[0].GetRequestDeleteRange().Key, []byte("/c/"))
+}
+
+func mustLedger(t *testing.T, s *etcdledger.Store, now func() time.Time) *ledger.Ledger {
+	t.Helper()
+	l, err := ledger.New(s, ledger.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// opener opens a Store on the test's cluster (its endpoints unless
+// o.Client is set; time.Now unless o.Now is), closed with the test.
+type opener func(t *testing.T, o etcdledger.Options) *etcdledger.Store
+
+// Each fault, on one cluster: none runs a handler twice, none blocks a
+// message for longer than etcd fails, none corrupts a quota.
+func TestFleetLedgerFaultsNeverRunTwiceNorBlock(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	open := func(t *testing.T, o etcdledger.Options) *etcdledger.Store {
+		t.Helper()
+		if o.Client == nil {
+			o.Endpoints = c.Endpoints()
+		}
+		if o.Now == nil {
+			o.Now = time.Now
+		}
+		s, err := etcdledger.Open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	t.Run("NodeClockAheadNeverExpiresEntryEarly", func(t *testing.T) { faultNodeClockAheadNeverExpiresEntryEarly(t, c, open) })
+	t.Run("LostAnswerNeverDrivesUsageNegative", func(t *testing.T) { faultLostAnswerNeverDrivesUsageNegative(t, c, open) })
+	t.Run("LostRunningAnswerLeavesMessageRetryable", func(t *testing.T) { faultLostRunningAnswerLeavesMessageRetryable(t, c, open) })
+	t.Run("FailedUnclaimRetriedUntilEtcdReturns", func(t *testing.T) { faultFailedUnclaimRetriedUntilEtcdReturns(t, c, open) })
+	t.Run("AbandonAfterRunningNeverRunsAgain", func(t *testing.T) { faultAbandonAfterRunningNeverRunsAgain(t, c, open) })
+	t.Run("OverflowingCountersRefusedAsCorrupt", func(t *testing.T) { faultOverflowingCountersRefusedAsCorrupt(t, c, open) })
+	t.Run("LateUnclaimNeverDeletesNewerClaim", func(t *testing.T) { faultLateUnclaimNeverDeletesNewerClaim(t, c, open) })
+}
+
+// faultNodeClockAheadNeverExpiresEntryEarly: a node whose clock runs 5 s
+// ahead grants the bucket lease of its entry: were the TTL END - its now +
+// 1, the entry would be deleted 5 s before the message's ledger expiry while
+// a node on the right clock still accepts a retry, and runs the handler a
+// second time. The lease lasts MaxClockSkew longer (FLEET-6): the retry
+// finds the reply.
+func faultNodeClockAheadNeverExpiresEntryEarly(t *testing.T, c *etcdtest.Cluster, open opener) {
+	ahead := func() time.Time { return time.Now().Add(5 * time.Second) }
+	a := open(t, etcdledger.Options{Prefix: "/fault-skew/", Now: ahead})
+	b := open(t, etcdledger.Options{Prefix: "/fault-skew/"})
+	la, lb := mustLedger(t, a, ahead), mustLedger(t, b, time.Now)
+	expires := time.Now().Add(10 * time.Second) // ts + ttl + skew, the same on every node
+	id := [16]byte{0xa1}
+	st, err := la.Start("did:example:skew", id, expires)
+	if err != nil || st.State != ledger.Fresh {
+		t.Fatalf("A start: %v %v", st.State, err)
+	}
+	if err := st.Ticket.Running(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Ticket.Finish([]byte("reply of A")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(expires.Add(-2500 * time.Millisecond)))
+	st, err = lb.Start("did:example:skew", id, expires) // 2.5 s before the ledger expiry
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != ledger.Done {
+		ran := st.Ticket != nil && st.Ticket.Running() == nil
+		t.Fatalf("B, 2 s before the message expires: state %v (want Done with A's reply); B may run the handler again: %v", st.State, ran)
+	}
+}
+
+// faultLostAnswerNeverDrivesUsageNegative: a Lost answer's Finish must not
+// refund to this node's tally a reservation it never charged (another node
+// marked the entry): Usage would go negative and the node's budget grow with
+// every Lost answer.
+func faultLostAnswerNeverDrivesUsageNegative(t *testing.T, c *etcdtest.Cluster, open opener) {
+	a := open(t, etcdledger.Options{Prefix: "/fault-lost/"})
+	b := open(t, etcdledger.Options{Prefix: "/fault-lost/"})
+	la, lb := mustLedger(t, a, time.Now), mustLedger(t, b, time.Now)
+	id := [16]byte{0xb2}
+	expires := time.Now().Add(time.Minute)
+	st, err := la.Start("did:example:lost", id, expires)
+	if err != nil || st.State != ledger.Fresh {
+		t.Fatalf("A start: %v %v", st.State, err)
+	}
+	if err := st.Ticket.Running(); err != nil {
+		t.Fatal(err)
+	}
+	a.Close() // node A dies while its handler runs (its session ends)
+	st, err = lb.Start("did:example:lost", id, expires)
+	if err != nil || st.State != ledger.Lost {
+		t.Fatalf("B start: %v %v", st.State, err)
+	}
+	if err := st.Ticket.Finish([]byte("outcome unknown")); err != nil {
+		t.Fatal(err)
+	}
+	if u := b.Usage(); u.Bytes < 0 || u.Entries < 0 {
+		t.Fatalf("B's usage after answering one Lost: %+v (negative)", u)
+	} else if u.Bytes != 0 || u.Entries != 0 {
+		t.Fatalf("B's usage after answering one Lost: %+v, want nothing (B charged nothing)", u)
+	}
+}
+
+// faultLostRunningAnswerLeavesMessageRetryable: MarkRunning's transaction is
+// applied but its answer is lost (a deadline, a dropped connection): Running
+// reports a retryable refusal, the agent abandons the ticket and answers
+// 5002, nothing ran. Unclaim deletes the entry made under its claim
+// (FLEET-7), so the sender's retry runs the handler instead of being
+// answered outcome_unknown forever.
+func faultLostRunningAnswerLeavesMessageRetryable(t *testing.T, c *etcdtest.Cluster, open opener) {
+	var armed atomic.Bool
+	cli := faultyClient(t, c, func(tr *pb.TxnRequest) (bool, bool) {
+		if armed.Load() && putsRunningEntry(tr) {
+			armed.Store(false)
+			return true, true
+		}
+		return true, false
+	})
+	a := open(t, etcdledger.Options{Prefix: "/fault-amb/", Client: cli})
+	b := open(t, etcdledger.Options{Prefix: "/fault-amb/"})
+	la, lb := mustLedger(t, a, time.Now), mustLedger(t, b, time.Now)
+	id := [16]byte{0xc3}
+	expires := time.Now().Add(time.Minute)
+	st, err := la.Start("did:example:amb", id, expires)
+	if err != nil || st.State != ledger.Fresh {
+		t.Fatalf("A start: %v %v", st.State, err)
+	}
+	armed.Store(true)
+	if err := st.Ticket.Running(); err == nil {
+		t.Fatal("Running succeeded despite the lost answer")
+	} else {
+		t.Logf("Running: %v (the agent answers 5002 and abandons; the handler never ran)", err)
+	}
+	st.Ticket.Abandon()
+	st, err = lb.Start("did:example:amb", id, expires)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != ledger.Fresh {
+		t.Fatalf("the sender's retry after a retryable refusal: state %v (want Fresh: nothing ran); it is answered outcome_unknown forever", st.State)
+	}
+}
+
+// faultFailedUnclaimRetriedUntilEtcdReturns: an Unclaim whose delete fails
+// (etcd unreachable for about 8 x OpTimeout) leaves the claim under the
+// session lease, which lives as long as the node: were the retries bounded,
+// every copy of the message on the other nodes would be Busy for as long as
+// the node runs. The cleaner retries until etcd is back.
+func faultFailedUnclaimRetriedUntilEtcdReturns(t *testing.T, c *etcdtest.Cluster, open opener) {
+	var faulty atomic.Bool
+	faulty.Store(true)
+	cli := faultyClient(t, c, func(tr *pb.TxnRequest) (bool, bool) {
+		if faulty.Load() && deletesClaimOnly(tr) {
+			return false, true
+		}
+		return true, false
+	})
+	a := open(t, etcdledger.Options{Prefix: "/fault-stuck/", Client: cli, OpTimeout: 300 * time.Millisecond})
+	b := open(t, etcdledger.Options{Prefix: "/fault-stuck/"})
+	la, lb := mustLedger(t, a, time.Now), mustLedger(t, b, time.Now)
+	id := [16]byte{0xe5}
+	expires := time.Now().Add(time.Minute)
+	st, err := la.Start("did:example:stuck", id, expires)
+	if err != nil || st.State != ledger.Fresh {
+		t.Fatalf("A start: %v %v", st.State, err)
+	}
+	st.Ticket.Abandon()                 // a retryable refusal; the delete fails
+	time.Sleep(2500 * time.Millisecond) // the background retries fail too
+	if n := a.Stats().Cleanups; n != 1 {
+		t.Errorf("A's queued cleanups while etcd fails: %d, want 1 (kept, not dropped)", n)
+	}
+	faulty.Store(false) // etcd is fine again
+	deadline := time.Now().Add(12 * time.Second)
+	for {
+		st, err := lb.Start("did:example:stuck", id, expires)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State != ledger.Busy {
+			if st.State != ledger.Fresh {
+				t.Errorf("B after A's claim went: %v, want Fresh (nothing ran)", st.State)
+			}
+			if st.Ticket != nil {
+				st.Ticket.Abandon()
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B still Busy 12 s after etcd recovered (more than the session TTL): the claim of live node A is never removed")
+		}
+		<-st.Wait
+	}
+}
+
+// faultAbandonAfterRunningNeverRunsAgain: the cleanup of an abandoned ticket
+// deletes the entry only when its Running's answer was lost: a ticket
+// abandoned after a Running that succeeded (its handler may have run) leaves
+// the entry, and a copy elsewhere is answered outcome_unknown, never run
+// again.
+func faultAbandonAfterRunningNeverRunsAgain(t *testing.T, c *etcdtest.Cluster, open opener) {
+	a := open(t, etcdledger.Options{Prefix: "/fault-abandon/"})
+	b := open(t, etcdledger.Options{Prefix: "/fault-abandon/"})
+	la, lb := mustLedger(t, a, time.Now), mustLedger(t, b, time.Now)
+	id := [16]byte{0xa7}
+	expires := time.Now().Add(time.Minute)
+	st, err := la.Start("did:example:abandon", id, expires)
+	if err != nil || st.State != ledger.Fresh {
+		t.Fatalf("A start: %v %v", st.State, err)
+	}
+	if err := st.Ticket.Running(); err != nil {
+		t.Fatal(err)
+	}
+	st.Ticket.Abandon() // the handler ran; its reply could not be recorded
+	st, err = lb.Start("did:example:abandon", id, expires)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != ledger.Lost {
+		t.Fatalf("B after A abandoned a running ticket: %v, want Lost", st.State)
+	}
+	st.Ticket.Abandon()
+}
+
+// faultOverflowingCountersRefusedAsCorrupt: two counters of 2^62 written
+// under a principal's prefix by anything with write access would wrap an
+// unchecked sum negative and lift the principal's fleet-wide share: a
+// counter above MaxCounter (or a sum past it) is refused as corrupt, never
+// summed.
+func faultOverflowingCountersRefusedAsCorrupt(t *testing.T, c *etcdtest.Cluster, open opener) {
+	a := open(t, etcdledger.Options{Prefix: "/fault-ovf/", Limits: ledger.Limits{PerCaller: 1 << 20}})
+	ph := sha256.Sum256([]byte("did:example:ovf"))
+	cli := c.Client()
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, end := range []string{"1", "2"} {
+		if _, err := cli.Put(ctx, "/fault-ovf/u/"+hex.EncodeToString(ph[:16])+"/"+end, "4611686018427387904"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	la := mustLedger(t, a, time.Now)
+	st, err := la.Start("did:example:ovf", [16]byte{0xf6}, time.Now().Add(time.Minute))
+	if err != nil || st.State != ledger.Fresh {
+		t.Fatalf("start: %v %v", st.State, err)
+	}
+	if err := st.Ticket.Running(); err == nil {
+		t.Fatal("Running charged a principal whose counters sum past 2^63: the share is lifted")
+	} else if amp.NameOf(err) != etcdledger.ErrCounterCorrupt {
+		t.Fatalf("Running: %v, want %s", err, etcdledger.ErrCounterCorrupt)
+	}
+	st.Ticket.Abandon()
+}
+
+// faultLateUnclaimNeverDeletesNewerClaim: an Unclaim whose delete failed is
+// retried in the background; the node's next claim of the same key has the
+// same session lease, so a late delete guarded on the lease alone would
+// remove the claim of a handler that runs now: a copy on another node would
+// be answered outcome_unknown while A's handler runs, and A's result
+// refused. The delete is guarded on the claim's create revision.
+func faultLateUnclaimNeverDeletesNewerClaim(t *testing.T, c *etcdtest.Cluster, open opener) {
+	var fails atomic.Int32
+	fails.Store(1)
+	cli := faultyClient(t, c, func(tr *pb.TxnRequest) (bool, bool) {
+		if deletesClaimOnly(tr) && fails.Load() > 0 {
+			fails.Add(-1)
+			return false, true // never reaches etcd
+		}
+		return true, false
+	})
+	a := open(t, etcdledger.Options{Prefix: "/fault-unclaim/", Client: cli, OpTimeout: time.Second})
+	b := open(t, etcdledger.Options{Prefix: "/fault-unclaim/"})
+	la, lb := mustLedger(t, a, time.Now), mustLedger(t, b, time.Now)
+	id := [16]byte{0xd4}
+	expires := time.Now().Add(time.Minute)
+	st, err := la.Start("did:example:unclaim", id, expires)
+	if err != nil || st.State != ledger.Fresh {
+		t.Fatalf("A start: %v %v", st.State, err)
+	}
+	st.Ticket.Abandon() // a retryable refusal before the handler; the delete fails
+	var tk *ledger.Ticket
+	for i := 0; i < 5 && tk == nil; i++ { // the sender's retry reaches A again
+		st, err = la.Start("did:example:unclaim", id, expires)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch st.State {
+		case ledger.Busy:
+			<-st.Wait
+		case ledger.Fresh:
+			tk = st.Ticket
+		default:
+			t.Fatalf("A's retry: %v", st.State)
+		}
+	}
+	if tk == nil {
+		t.Fatal("A never got the ticket back")
+	}
+	if err := tk.Running(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // A's handler runs; the background delete fires
+	st, err = lb.Start("did:example:unclaim", id, expires)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != ledger.Busy {
+		t.Errorf("a copy on B while A (alive) runs the handler: state %v, want Busy", st.State)
+		if st.Ticket != nil {
+			st.Ticket.Finish([]byte("outcome unknown"))
+		}
+	}
+	if err := tk.Finish([]byte("A's result")); err != nil {
+		t.Errorf("A's Finish: %v", err)
+	}
+}
+
+// Every etcd call has a deadline; were the session lease granted under a
+// mutex held across the network call, N concurrent Starts against an
+// unreachable etcd would queue and the last wait about N x OpTimeout, not
+// OpTimeout (docs: "slower is a refusal"). They share one grant.
+func TestUnreachableEtcdConcurrentClaimsShareOneLeaseGrant(t *testing.T) {
+	const op = 300 * time.Millisecond
+	s, err := etcdledger.Open(etcdledger.Options{Endpoints: []string{"127.0.0.1:1"}, Now: time.Now, OpTimeout: op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 10
+	var worst atomic.Int64
+	done := make(chan struct{}, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			start := time.Now()
+			_, err := s.Claim(ledger.Key{Sender: "did:example:q", ID: [16]byte{byte(i)}}, time.Now().Add(time.Minute))
+			if err == nil {
+				t.Error("claim succeeded against an unreachable etcd")
+			}
+			if d := int64(time.Since(start)); d > worst.Load() {
+				worst.Store(d)
+			}
+			done <- struct{}{}
+		}(i)
+	}
+	for i := 0; i < n; i++ {
+		<-done
+	}
+	if w := time.Duration(worst.Load()); w > 3*op {
+		t.Fatalf("the slowest of %d concurrent claims took %v with OpTimeout %v", n, w, op)
+	}
+}
