@@ -43,6 +43,10 @@ type Options struct {
 	// AllowRedirectHosts are the hosts (host or host:port) a registry may
 	// redirect to besides itself.
 	AllowRedirectHosts []string
+	// AllowAuthHosts are the hosts (host or host:port) besides the
+	// registry (and AllowRedirectHosts) that credentials may be sent to:
+	// a token realm on another host (docs/SPEC-DECISIONS.md OCI-8).
+	AllowAuthHosts []string
 	// MaxRedirects bounds the redirects of one request (DefaultMaxRedirects
 	// when 0).
 	MaxRedirects int
@@ -144,6 +148,9 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 		e.repo, e.src, e.dst = repo, repo, repo
 		return e, nil
 	case KindLayout:
+		if err := checkLayoutDir(loc.Path, &e.o); err != nil {
+			return nil, err
+		}
 		if mode == ReadOnly {
 			st, err := oci.NewFromFS(ctx, os.DirFS(loc.Path))
 			if err != nil {
@@ -151,6 +158,9 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 			}
 			e.src = st
 			return e, nil
+		}
+		if err := prepareLayoutDir(loc.Path); err != nil {
+			return nil, err
 		}
 		st, err := oci.NewWithContext(ctx, loc.Path)
 		if err != nil {
@@ -160,6 +170,9 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 		return e, nil
 	case KindLayoutTar:
 		if mode == ReadOnly {
+			if err := checkLayoutTar(loc.Path, &e.o); err != nil {
+				return nil, err
+			}
 			st, err := oci.NewFromTar(ctx, loc.Path)
 			if err != nil {
 				return nil, fail(ErrLayout, "cannot read the OCI layout tar").WithCause(err)
@@ -284,7 +297,8 @@ func newHTTPClient(host string, plain bool, o *Options) *http.Client {
 		ReadBufferSize:         256 << 10,
 	}
 	max, allowed := o.MaxRedirects, o.AllowRedirectHosts
-	return &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	bt := &boundedTransport{base: tr, registry: host, plain: plain, o: o}
+	return &http.Client{Transport: bt, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if len(via) > max {
 			return fail(ErrRedirect, "more than %d redirects", max)
 		}

@@ -198,6 +198,7 @@ func checkBundleManifest(a *Artifact, maxBlob int64) error {
 		want = MediaTypeBundleFile
 	}
 	var total int64
+	seen := make(map[digest.Digest]bool, len(m.Layers))
 	for _, l := range m.Layers {
 		if err := checkLayer(l, maxBlob); err != nil {
 			return err
@@ -205,6 +206,12 @@ func checkBundleManifest(a *Artifact, maxBlob int64) error {
 		if l.MediaType != want {
 			return fail(ErrManifest, "a layer's media type is not %s", want)
 		}
+		if seen[l.Digest] {
+			// One blob listed again and again would make a small layout
+			// or registry spool a file of up to the bundle bound.
+			return fail(ErrManifest, "a bundle's manifest lists one layer digest twice")
+		}
+		seen[l.Digest] = true
 		total += l.Size
 		if total > size {
 			break

@@ -128,30 +128,75 @@ func (e *Endpoint) Statement(ctx context.Context, a *Artifact) ([]byte, error) {
 // Statements returns the statements whose subject is the bundle b: the
 // OCI 1.1 referrers of its manifest (a registry without the referrers API:
 // the referrers tag schema), at most MaxReferrers, those of other
-// artifact types left out.
+// artifact types left out. Any malformed referrer fails the whole list.
 func (e *Endpoint) Statements(ctx context.Context, b *Artifact) ([]*Artifact, error) {
-	descs, err := registry.Referrers(ctx, e.src, b.Descriptor, "")
+	out, skipped, err := e.StatementsSkipping(ctx, b)
 	if err != nil {
-		return nil, wrap(err, "listing the bundle's referrers")
+		return nil, err
 	}
-	if len(descs) > MaxReferrers {
-		return nil, fail(ErrTooMany, "the bundle has more than %d referrers", MaxReferrers)
+	if len(skipped) > 0 {
+		return nil, skipped[0]
 	}
-	var out []*Artifact
+	return out, nil
+}
+
+// StatementsSkipping is Statements that leaves out a malformed referrer
+// (its error in skipped) and keeps the others: a statement is verified by
+// the store that applies it, so one bad referrer need not hide the rest
+// (docs/SPEC-DECISIONS.md OCI-9). err is a failure of the listing itself,
+// oci_too_many past MaxReferrers, found as the pages arrive.
+func (e *Endpoint) StatementsSkipping(ctx context.Context, b *Artifact) (out []*Artifact, skipped []error, err error) {
+	descs, err := e.referrers(ctx, b.Descriptor)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, d := range descs {
 		if !isStatementType(d.ArtifactType) {
 			continue
 		}
 		a, err := e.fetchManifest(ctx, d)
-		if err != nil {
-			return nil, err
+		if err == nil && (a.Kind == KindBundle || a.Manifest.Subject.Digest != b.Descriptor.Digest) {
+			err = fail(ErrManifest, "a referrer's subject is not the bundle")
 		}
-		if a.Kind == KindBundle || a.Manifest.Subject.Digest != b.Descriptor.Digest {
-			return nil, fail(ErrManifest, "a referrer's subject is not the bundle")
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, err
+			}
+			skipped = append(skipped, err)
+			continue
 		}
 		out = append(out, a)
 	}
-	return out, nil
+	return out, skipped, nil
+}
+
+// referrers lists the referrers of desc, failing as soon as there are
+// more than MaxReferrers: a registry's pages are counted as they arrive
+// (each page bounded in bytes by the client), a layout's are in memory.
+func (e *Endpoint) referrers(ctx context.Context, desc ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	tooMany := fail(ErrTooMany, "the bundle has more than %d referrers", MaxReferrers)
+	var descs []ocispec.Descriptor
+	if e.repo != nil {
+		err := e.repo.Referrers(ctx, desc, "", func(page []ocispec.Descriptor) error {
+			if len(page) > MaxReferrers-len(descs) {
+				return tooMany
+			}
+			descs = append(descs, page...)
+			return nil
+		})
+		if err != nil {
+			return nil, wrap(err, "listing the bundle's referrers")
+		}
+		return descs, nil
+	}
+	descs, err := registry.Referrers(ctx, e.src, desc, "")
+	if err != nil {
+		return nil, wrap(err, "listing the bundle's referrers")
+	}
+	if len(descs) > MaxReferrers {
+		return nil, tooMany
+	}
+	return descs, nil
 }
 
 func isStatementType(t string) bool {

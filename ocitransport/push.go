@@ -42,6 +42,10 @@ func (e *Endpoint) pushIfAbsent(ctx context.Context, desc ocispec.Descriptor, op
 
 func (e *Endpoint) pushManifest(ctx context.Context, raw []byte, artifactType, tag string) (*Artifact, error) {
 	desc := manifestDescriptor(raw, artifactType)
+	a, err := DecodeManifest(raw, desc, e.o.MaxBlobSize)
+	if err != nil {
+		return nil, err // checked before anything is pushed
+	}
 	if err := e.pushIfAbsent(ctx, emptyConfig, func() (io.Reader, error) { return bytes.NewReader([]byte("{}")), nil }); err != nil {
 		return nil, err
 	}
@@ -60,7 +64,7 @@ func (e *Endpoint) pushManifest(ctx context.Context, raw []byte, artifactType, t
 			}
 		}
 	}
-	return DecodeManifest(raw, desc, e.o.MaxBlobSize)
+	return a, nil
 }
 
 // PushBundle pushes the bundle file f as one artifact (one layer, or
@@ -98,6 +102,10 @@ func (e *Endpoint) PushBundle(ctx context.Context, f *os.File, title, tag string
 	if layers, sum, err = hashLayers(f, size, e.o.MaxLayerSize); err != nil {
 		return nil, err
 	}
+	raw := BundleManifest(layers, size, sum, title, in.Manifest.BundleID, in.Manifest.Version)
+	if _, err := DecodeManifest(raw, manifestDescriptor(raw, ArtifactTypeBundle), e.o.MaxBlobSize); err != nil {
+		return nil, err // e.g. two equal parts: refused before any blob lands
+	}
 	var off int64
 	for _, l := range layers {
 		start := off
@@ -117,7 +125,6 @@ func (e *Endpoint) PushBundle(ctx context.Context, f *os.File, title, tag string
 		}
 		off += l.Size
 	}
-	raw := BundleManifest(layers, size, sum, title, in.Manifest.BundleID, in.Manifest.Version)
 	return e.pushManifest(ctx, raw, ArtifactTypeBundle, tag)
 }
 

@@ -93,6 +93,7 @@ const (
 	ErrAnnotation      amp.ErrName = "oci_annotation_mismatch"
 	ErrCredentials     amp.ErrName = "oci_credentials_error"
 	ErrUnsupportedKind amp.ErrName = "oci_unsupported_statement"
+	ErrAuthHost        amp.ErrName = "oci_auth_host_refused"
 )
 
 func fail(name amp.ErrName, format string, args ...any) *amp.Error {

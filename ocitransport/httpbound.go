@@ -1,0 +1,220 @@
+package ocitransport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// Bounds of the registry's answers other than blobs (a blob is bounded by
+// its descriptor and read through a blobReader).
+const (
+	// MaxReferrersPageSize bounds one page of the referrers API (and the
+	// referrers tag schema's index): MaxReferrers descriptors of ~250
+	// bytes, doubled.
+	MaxReferrersPageSize = 512 << 10
+	// MaxTagPageSize bounds one page of the tag list (DefaultMaxTags tags
+	// of up to 128 bytes, quoted, with room).
+	MaxTagPageSize = 2 << 20
+	// MaxOtherResponseSize bounds any other answer: /v2/, a token, an
+	// error, an upload step.
+	MaxOtherResponseSize = 256 << 10
+)
+
+// responseKind classifies a request by the path of the first request of
+// its redirect chain.
+type responseKind int
+
+const (
+	respOther responseKind = iota
+	respBlob
+	respManifest
+	respReferrers
+	respTags
+)
+
+// classify returns the kind of answer req expects.
+func classify(req *http.Request) responseKind {
+	first := req
+	for first.Response != nil && first.Response.Request != nil {
+		first = first.Response.Request
+	}
+	p := first.URL.Path
+	if !strings.HasPrefix(p, "/v2/") {
+		return respOther
+	}
+	switch {
+	case strings.Contains(p, "/blobs/uploads/"):
+		return respOther
+	case strings.Contains(p, "/blobs/"):
+		return respBlob
+	case strings.Contains(p, "/referrers/"):
+		return respReferrers
+	case strings.HasSuffix(p, "/tags/list"):
+		return respTags
+	case strings.Contains(p, "/manifests/"):
+		if IsReferrersTag(p[strings.LastIndex(p, "/")+1:]) {
+			return respReferrers
+		}
+		return respManifest
+	}
+	return respOther
+}
+
+// boundedTransport is the round tripper of a registry's client: it refuses
+// to send credentials where they may not go (docs/SPEC-DECISIONS.md
+// OCI-8), and bounds every answer but a blob in bytes and in time (the
+// minimum data rate after the grace period).
+type boundedTransport struct {
+	base     http.RoundTripper
+	registry string // host[:port] of the registry
+	plain    bool   // the registry is spoken to in plain HTTP
+	o        *Options
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := t.checkCredentials(req); err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	if req.URL.Scheme != "https" && !(t.plain && strings.EqualFold(req.URL.Host, t.registry)) && !hostIn(req.URL.Host, t.o.PlainHTTPHosts) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, fail(ErrPlainHTTP, "a request in plain HTTP to a host neither the registry nor named with --plain-http-host")
+	}
+	kind := classify(req)
+	if kind == respBlob && req.Method == http.MethodGet {
+		return t.base.RoundTrip(req) // bounded by the blobReader
+	}
+	limit, name := int64(MaxOtherResponseSize), ErrRegistry
+	switch kind {
+	case respManifest:
+		limit, name = t.o.MaxManifestSize, ErrManifestTooBig
+	case respReferrers:
+		limit, name = MaxReferrersPageSize, ErrTooMany
+	case respTags:
+		limit, name = MaxTagPageSize, ErrTooMany
+	}
+	ctx, cancel := context.WithCancelCause(req.Context())
+	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	resp.Body = newBoundedBody(resp.Body, ctx, cancel, limit, name, t.o)
+	return resp, nil
+}
+
+// credentialsIn says whether req carries credentials: an Authorization
+// header, or a form POST (the OAuth2 token request carries the password or
+// the refresh token in its body).
+func credentialsIn(req *http.Request) bool {
+	return req.Header.Get("Authorization") != "" || req.Method == http.MethodPost && strings.HasPrefix(req.Header.Get("Content-Type"), "application/x-www-form-urlencoded")
+}
+
+// checkCredentials refuses a request that would carry credentials to a
+// host other than the registry and those named by --allow-redirect or
+// --allow-auth-host, or in plain HTTP other than to the registry itself
+// when it is spoken to in plain HTTP (a loopback or named host).
+func (t *boundedTransport) checkCredentials(req *http.Request) error {
+	if !credentialsIn(req) {
+		return nil
+	}
+	u := req.URL
+	same := strings.EqualFold(hostPort(u), hostPort(&url.URL{Scheme: schemeOf(t.plain), Host: t.registry}))
+	if !same && !hostIn(u.Host, t.o.AllowAuthHosts) && !hostIn(u.Host, t.o.AllowRedirectHosts) {
+		return fail(ErrAuthHost, "the registry asks for credentials to be sent to a host not allowed (allow it with --allow-auth-host)")
+	}
+	if u.Scheme != "https" && !(same && t.plain) {
+		return fail(ErrAuthHost, "the registry asks for credentials to be sent in plain HTTP")
+	}
+	return nil
+}
+
+func schemeOf(plain bool) string {
+	if plain {
+		return "http"
+	}
+	return "https"
+}
+
+// hostPort is u's host with its port (the scheme's default when none).
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "443"
+	if u.Scheme == "http" {
+		port = "80"
+	}
+	return u.Host + ":" + port
+}
+
+// boundedBody is an answer's body bounded in bytes and in time: after the
+// grace period it must keep arriving at the minimum data rate, else its
+// request is cancelled and Read fails with oci_too_slow.
+type boundedBody struct {
+	rc     io.ReadCloser
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	left   int64
+	name   amp.ErrName
+	limit  int64
+	timer  *time.Timer
+	start  time.Time
+	n      int64
+	o      *Options
+	once   sync.Once
+}
+
+func newBoundedBody(rc io.ReadCloser, ctx context.Context, cancel context.CancelCauseFunc, limit int64, name amp.ErrName, o *Options) *boundedBody {
+	b := &boundedBody{rc: rc, ctx: ctx, cancel: cancel, left: limit, limit: limit, name: name, start: o.Now(), o: o}
+	b.timer = time.AfterFunc(o.Grace, func() { cancel(errStalled) })
+	return b
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte past the bound tells a body at the bound from one over.
+		var one [1]byte
+		if n, _ := io.ReadFull(b.rc, one[:]); n > 0 {
+			return 0, fail(b.name, "an answer of the registry is larger than %d bytes", b.limit)
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	b.n += int64(n)
+	if n > 0 {
+		due := b.start.Add(b.o.Grace + time.Duration(float64(b.n)/float64(b.o.MinDataRate)*float64(time.Second)))
+		b.timer.Reset(due.Sub(b.o.Now()))
+	}
+	if err != nil && err != io.EOF && errors.Is(context.Cause(b.ctx), errStalled) {
+		return n, fail(ErrTooSlow, "an answer of the registry arrived slower than %d bytes per second", b.o.MinDataRate)
+	}
+	return n, err
+}
+
+func (b *boundedBody) Close() error {
+	var err error
+	b.once.Do(func() {
+		b.timer.Stop()
+		err = b.rc.Close()
+		b.cancel(nil)
+	})
+	return err
+}

@@ -1,0 +1,483 @@
+package ocitransport
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Bounds of the pre-check of a layout (docs/FORMAT.md, "Bundles in OCI
+// registries and layouts"): oras-go reads index.json whole and every
+// manifest reachable from it, once per index.json entry, when it opens a
+// layout; nothing of it is read before these bounds passed.
+const (
+	// MaxLayoutReadBytes bounds the bytes of manifests opening a layout
+	// reads, a manifest counted once per index.json entry it is reachable
+	// from.
+	MaxLayoutReadBytes = 16 * DefaultMaxManifestSize
+	// MaxLayoutTarEntries bounds the entries of a layout tar.
+	MaxLayoutTarEntries = 100000
+	// maxOCILayoutFileSize bounds the oci-layout file.
+	maxOCILayoutFileSize = 64 << 10
+	// maxRefsPerDocument bounds the descriptors of one index or manifest.
+	maxRefsPerDocument = max(MaxLayers, DefaultMaxTags)
+)
+
+// layoutFiles is what the pre-check reads of a layout: a folder or a tar.
+type layoutFiles interface {
+	// size is the size of the regular file name (slash-separated,
+	// relative): fs.ErrNotExist when missing, a named error when it is
+	// something else (a symbolic link among them).
+	size(name string) (int64, error)
+	// read returns the n bytes of name.
+	read(name string, n int64) ([]byte, error)
+}
+
+// readByOras says whether oras-go reads a node of media type mt when it
+// indexes a layout (content.Successors): the manifests and indexes.
+func readByOras(mt string) bool {
+	switch mt {
+	case ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageIndex,
+		"application/vnd.docker.distribution.manifest.v2+json",
+		"application/vnd.docker.distribution.manifest.list.v2+json",
+		"application/vnd.oci.artifact.manifest.v1+json":
+		return true
+	}
+	return false
+}
+
+// layoutCheck walks what oras-go will read of a layout, bounded.
+type layoutCheck struct {
+	files layoutFiles
+	o     *Options
+	nodes map[digest.Digest]*layoutNode
+	bytes int64 // read by oras-go, repeats counted
+	walks int
+}
+
+// layoutNode is a manifest of the layout, read once: its size and the
+// descriptors in it that oras-go reads in turn (nil node: missing).
+type layoutNode struct {
+	size     int64
+	children []ocispec.Descriptor
+}
+
+// checkLayout refuses a layout whose index.json or manifests are over the
+// bounds before oras-go reads any of it.
+func checkLayout(files layoutFiles, o *Options) error {
+	if n, err := files.size(ocispec.ImageLayoutFile); err == nil && n > maxOCILayoutFileSize {
+		return fail(ErrLayout, "the layout's oci-layout file is larger than %d bytes", maxOCILayoutFileSize)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	n, err := files.size(ocispec.ImageIndexFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // a new layout, or oras-go says what is missing
+	}
+	if err != nil {
+		return err
+	}
+	if n > o.MaxManifestSize {
+		return fail(ErrManifestTooBig, "the layout's index.json is larger than %d bytes", o.MaxManifestSize)
+	}
+	data, err := files.read(ocispec.ImageIndexFile, n)
+	if err != nil {
+		return err
+	}
+	roots, err := decodeRefs(data, o.MaxTags, false)
+	if err != nil {
+		return err
+	}
+	c := &layoutCheck{files: files, o: o, nodes: map[digest.Digest]*layoutNode{}}
+	for _, r := range roots {
+		if err := c.walk(r, map[digest.Digest]bool{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walk follows d as oras-go indexes it: each node once per root.
+func (c *layoutCheck) walk(d ocispec.Descriptor, seen map[digest.Digest]bool) error {
+	if !readByOras(d.MediaType) || seen[d.Digest] {
+		return nil
+	}
+	seen[d.Digest] = true
+	if c.walks++; c.walks > 4*c.o.MaxTags {
+		return fail(ErrTooMany, "opening the layout would read more than %d manifests", 4*c.o.MaxTags)
+	}
+	n, err := c.node(d)
+	if err != nil || n == nil {
+		return err
+	}
+	if c.bytes += n.size; c.bytes > MaxLayoutReadBytes {
+		return fail(ErrTooMany, "opening the layout would read more than %d bytes of manifests", MaxLayoutReadBytes)
+	}
+	for _, ch := range n.children {
+		if err := c.walk(ch, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// node reads the manifest d names once, bounded (nil when missing:
+// oras-go skips it too).
+func (c *layoutCheck) node(d ocispec.Descriptor) (*layoutNode, error) {
+	if n, ok := c.nodes[d.Digest]; ok {
+		return n, nil
+	}
+	if d.Digest.Validate() != nil || d.Digest.Algorithm() != digest.SHA256 {
+		return nil, fail(ErrLayout, "the layout names a manifest by an invalid or non-sha256 digest")
+	}
+	if d.Size <= 0 || d.Size > c.o.MaxManifestSize {
+		return nil, fail(ErrManifestTooBig, "the layout names a manifest of more than %d bytes (or of no size)", c.o.MaxManifestSize)
+	}
+	name := "blobs/sha256/" + d.Digest.Encoded()
+	size, err := c.files.size(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.nodes[d.Digest] = nil
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if size != d.Size {
+		return nil, fail(ErrSize, "a manifest of the layout is not the size its descriptor says")
+	}
+	data, err := c.files.read(name, size)
+	if err != nil {
+		return nil, err
+	}
+	children, err := decodeRefs(data, maxRefsPerDocument, true)
+	if err != nil {
+		return nil, err
+	}
+	n := &layoutNode{size: size}
+	for _, ch := range children {
+		if readByOras(ch.MediaType) {
+			n.children = append(n.children, ch)
+		}
+	}
+	c.nodes[d.Digest] = n
+	return n, nil
+}
+
+// refMembers are the members of an index or manifest that hold
+// descriptors: a list, or one.
+var refMembers = map[string]bool{"manifests": true, "layers": true, "blobs": true, "config": false, "subject": false}
+
+// decodeRefs reads the descriptors of an index or manifest (its
+// manifests, layers, blobs, config and subject; only manifests when
+// !all) one at a time, at most max of them, without decoding the rest:
+// a member is matched case-insensitively as encoding/json does, and one
+// given twice is refused (encoding/json would keep the last).
+func decodeRefs(data []byte, maxRefs int, all bool) ([]ocispec.Descriptor, error) {
+	bad := func() error {
+		return fail(ErrLayout, "an index or manifest of the layout is not one JSON object of its schema")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, bad()
+	}
+	var out []ocispec.Descriptor
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return nil, bad()
+		}
+		member := ""
+		for m := range refMembers {
+			if strings.EqualFold(key, m) && (all || m == "manifests") {
+				member = m
+			}
+		}
+		if member == "" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, bad()
+			}
+			continue
+		}
+		if seen[member] {
+			return nil, fail(ErrLayout, "an index or manifest of the layout gives a member twice")
+		}
+		seen[member] = true
+		if out, err = decodeMember(dec, out, refMembers[member], maxRefs); err != nil {
+			return nil, err
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, bad()
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, bad()
+	}
+	return out, nil
+}
+
+// decodeMember appends to out the descriptor (or list of them, or null)
+// dec is at.
+func decodeMember(dec *json.Decoder, out []ocispec.Descriptor, list bool, maxRefs int) ([]ocispec.Descriptor, error) {
+	bad := fail(ErrLayout, "an index or manifest of the layout is not one JSON object of its schema")
+	one := func() error {
+		if len(out) >= maxRefs {
+			return fail(ErrTooMany, "an index or manifest of the layout has more than %d descriptors", maxRefs)
+		}
+		var d ocispec.Descriptor
+		if err := dec.Decode(&d); err != nil {
+			return bad
+		}
+		out = append(out, d)
+		return nil
+	}
+	if !list {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, bad
+		}
+		if string(raw) == "null" {
+			return out, nil
+		}
+		if len(out) >= maxRefs {
+			return nil, fail(ErrTooMany, "an index or manifest of the layout has more than %d descriptors", maxRefs)
+		}
+		var d ocispec.Descriptor
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, bad
+		}
+		return append(out, d), nil
+	}
+	t, err := dec.Token()
+	if err != nil {
+		return nil, bad
+	}
+	if t == nil {
+		return out, nil // null
+	}
+	if t != json.Delim('[') {
+		return nil, bad
+	}
+	for dec.More() {
+		if err := one(); err != nil {
+			return nil, err
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim(']') {
+		return nil, bad
+	}
+	return out, nil
+}
+
+// dirFiles is a layout folder, read without following a symbolic link.
+type dirFiles struct{ root string }
+
+func (d dirFiles) size(name string) (int64, error) {
+	st, err := os.Lstat(filepath.Join(d.root, filepath.FromSlash(name)))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, fs.ErrNotExist
+		}
+		return 0, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+	}
+	if !st.Mode().IsRegular() {
+		return 0, fail(ErrLayout, "a file of the OCI layout is a symbolic link or not a regular file")
+	}
+	return st.Size(), nil
+}
+
+func (d dirFiles) read(name string, n int64) ([]byte, error) {
+	f, err := openNoFollow(filepath.Join(d.root, filepath.FromSlash(name)))
+	if err != nil {
+		return nil, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+	}
+	defer f.Close()
+	return readExactly(f, n)
+}
+
+func readExactly(r io.Reader, n int64) ([]byte, error) {
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, fail(ErrLayout, "a file of the OCI layout is shorter than it was").WithCause(err)
+	}
+	return buf, nil
+}
+
+// checkLayoutDir refuses a layout folder whose index.json, oci-layout,
+// blobs, blobs/sha256, ingest or any blob is a symbolic link or not a
+// regular file or folder, then checks its bounds (checkLayout). A missing
+// folder passes (a destination creates it).
+func checkLayoutDir(root string, o *Options) error {
+	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for _, dir := range []string{"blobs", "blobs/sha256", "ingest"} {
+		st, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir)))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+		}
+		if !st.IsDir() {
+			return fail(ErrLayout, "the layout's %s is a symbolic link or not a folder", dir)
+		}
+	}
+	files := dirFiles{root}
+	for _, f := range []string{ocispec.ImageLayoutFile, ocispec.ImageIndexFile} {
+		if _, err := files.size(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := checkBlobFiles(filepath.Join(root, "blobs", "sha256")); err != nil {
+		return err
+	}
+	return checkLayout(files, o)
+}
+
+// checkBlobFiles refuses a blob that is not a regular file.
+func checkBlobFiles(dir string) error {
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+	}
+	defer f.Close()
+	for {
+		ents, err := f.ReadDir(1024)
+		for _, e := range ents {
+			if !e.Type().IsRegular() {
+				return fail(ErrLayout, "a blob of the layout is a symbolic link or not a regular file")
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+		}
+	}
+}
+
+// tarFiles is a layout tar: its entries' headers, read once.
+type tarFiles struct {
+	f       *os.File
+	entries map[string]tarEntry
+}
+
+type tarEntry struct {
+	off, size int64
+	reg       bool
+}
+
+// openTarFiles reads the headers of the layout tar at p (at most
+// MaxLayoutTarEntries; a name given twice is refused, which oras-go would
+// take the last of).
+func openTarFiles(p string) (*tarFiles, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fail(ErrLayout, "cannot read the OCI layout tar").WithCause(err)
+	}
+	t := &tarFiles{f: f, entries: map[string]tarEntry{}}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return t, nil
+		}
+		if err != nil {
+			f.Close()
+			return nil, fail(ErrLayout, "the OCI layout tar is malformed").WithCause(err)
+		}
+		if len(t.entries) >= MaxLayoutTarEntries {
+			f.Close()
+			return nil, fail(ErrTooMany, "the OCI layout tar has more than %d entries", MaxLayoutTarEntries)
+		}
+		pos, err := f.Seek(0, io.SeekCurrent)
+		if err != nil {
+			f.Close()
+			return nil, fail(ErrLayout, "cannot read the OCI layout tar").WithCause(err)
+		}
+		name := path.Clean(h.Name)
+		if _, dup := t.entries[name]; dup {
+			f.Close()
+			return nil, fail(ErrLayout, "the OCI layout tar names one entry twice")
+		}
+		t.entries[name] = tarEntry{off: pos, size: h.Size, reg: h.Typeflag == tar.TypeReg}
+	}
+}
+
+func (t *tarFiles) size(name string) (int64, error) {
+	e, ok := t.entries[name]
+	if !ok {
+		return 0, fs.ErrNotExist
+	}
+	if !e.reg {
+		return 0, fail(ErrLayout, "an entry of the OCI layout tar is not a regular file")
+	}
+	return e.size, nil
+}
+
+func (t *tarFiles) read(name string, n int64) ([]byte, error) {
+	e := t.entries[name]
+	return readExactly(io.NewSectionReader(t.f, e.off, min(n, e.size)), min(n, e.size))
+}
+
+// checkLayoutTar checks the bounds of the layout tar at p (checkLayout).
+func checkLayoutTar(p string, o *Options) error {
+	t, err := openTarFiles(p)
+	if err != nil {
+		return err
+	}
+	defer t.f.Close()
+	return checkLayout(t, o)
+}
+
+// prepareLayoutDir creates what is missing of a destination layout folder
+// (checked by checkLayoutDir first): the folders with Mkdir, oci-layout
+// and an empty index.json with O_EXCL, which refuses a symbolic link put
+// there since, so oras-go later rewrites files it did not create through
+// no link.
+func prepareLayoutDir(root string) error {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fail(ErrIO, "cannot create the OCI layout folder").WithCause(err)
+	}
+	for _, dir := range []string{"blobs", "blobs/sha256"} {
+		if err := os.Mkdir(filepath.Join(root, filepath.FromSlash(dir)), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fail(ErrIO, "cannot create the OCI layout folder").WithCause(err)
+		}
+	}
+	for _, f := range []struct{ name, body string }{
+		{ocispec.ImageLayoutFile, `{"imageLayoutVersion":"1.0.0"}`},
+		{ocispec.ImageIndexFile, `{"schemaVersion":2,"manifests":[]}`},
+	} {
+		fh, err := os.OpenFile(filepath.Join(root, f.name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err == nil {
+			_, err = fh.WriteString(f.body)
+			if cerr := fh.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return fail(ErrIO, "cannot create the OCI layout").WithCause(err)
+		}
+	}
+	return nil
+}
