@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -17,6 +18,11 @@ import (
 	"github.com/ampbundle/ampbundle/transport"
 )
 
+// defaultOCITimeout is the overall deadline of a push, pull, import or
+// sync that reaches an OCI location without --timeout: a registry that
+// trickles answers just above the minimum rate cannot hold it forever.
+const defaultOCITimeout = 10 * time.Minute
+
 // ociFlags are the flags of every command that reaches an OCI registry or
 // layout (docs/CLI.md, "OCI registries and layouts"). sync has its own
 // --tls-ca, --timeout and --min-rate, which these then leave out.
@@ -25,13 +31,14 @@ func ociFlags(forSync bool) []cli.Flag {
 		&cli.StringFlag{Name: "registry-config", Usage: "Docker config.json `FILE` with the registry credentials (default $DOCKER_CONFIG/config.json, else ~/.docker/config.json)"},
 		&cli.BoolFlag{Name: "plain-http", Usage: "speak plain HTTP to a loopback registry (127.0.0.0/8, ::1, localhost); refused for any other host"},
 		&cli.StringSliceFlag{Name: "plain-http-host", Usage: "speak plain HTTP to registry `HOST` (host or host:port; repeatable)"},
+		&cli.StringSliceFlag{Name: "allow-auth-host", Usage: "let the registry's token realm on `HOST` receive the credentials (host or host:port; repeatable; https only; default: only the registry and --allow-redirect hosts)"},
 		&cli.StringSliceFlag{Name: "allow-redirect", Usage: fmt.Sprintf("let the registry redirect to `HOST` (host or host:port; repeatable; at most %d redirects; default: only to itself)", ocitransport.DefaultMaxRedirects)},
 		&cli.StringFlag{Name: "max-blob-size", Value: "4G", Usage: "the largest bundle file or layer read from an OCI location, `SIZE` in bytes or with K, M, G"},
 	}
 	if !forSync {
 		fs = append(fs,
 			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificates `PEM` to verify an https registry with (default: the system roots)"},
-			&cli.DurationFlag{Name: "timeout", Usage: "give up after `DURATION` (default: no limit; each body must arrive at the minimum rate)"},
+			&cli.DurationFlag{Name: "timeout", Value: defaultOCITimeout, Usage: "give up after `DURATION` (0: no limit; each body must also arrive at the minimum rate)"},
 			&cli.Int64Flag{Name: "min-rate", Usage: fmt.Sprintf("the slowest a body may arrive, in `BYTES` per second (default %d; at least 1024)", transport.MinDataRate)})
 	}
 	return fs
@@ -44,6 +51,7 @@ func ociOptions(env *cliutil.Env, c *cli.Context) (ocitransport.Options, error) 
 		PlainHTTP:          c.Bool("plain-http"),
 		PlainHTTPHosts:     c.StringSlice("plain-http-host"),
 		AllowRedirectHosts: c.StringSlice("allow-redirect"),
+		AllowAuthHosts:     c.StringSlice("allow-auth-host"),
 		MinDataRate:        c.Int64("min-rate"),
 		Now:                env.Now,
 	}

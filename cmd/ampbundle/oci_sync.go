@@ -60,10 +60,12 @@ func refuse(e *ociSyncEntry, err error) {
 
 // syncOCI is 'ampbundle sync oci://REGISTRY/REPO' (or oci-layout:…): every
 // tag (or those --tag-pattern matches) is read; of each bundle_id the
-// highest version the tags offer is imported, verified as 'import' does;
-// the statements whose subject is such a bundle, and statements tagged on
-// their own, are applied: trust statements, then revocations, before the
-// bundles, heartbeats after them.
+// highest version the tags offer that verifies is imported, verified as
+// 'import' does (the candidates tried newest first, falling back on a
+// refusal); the statements whose subject is such a bundle, and statements
+// tagged on their own, are applied: trust statements, then revocations,
+// before the bundles, heartbeats after them. Without --timeout, the sync
+// gives up after defaultOCITimeout.
 func syncOCI(env *cliutil.Env, c *cli.Context) (err error) {
 	loc, err := parseOCI(c.Args().First(), "the sync source", false)
 	if err != nil {
@@ -81,7 +83,11 @@ func syncOCI(env *cliutil.Env, c *cli.Context) (err error) {
 		return err
 	}
 	ctx := c.Context
-	if d := c.Duration("timeout"); d > 0 {
+	d := c.Duration("timeout")
+	if !c.IsSet("timeout") {
+		d = defaultOCITimeout
+	}
+	if d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
@@ -117,15 +123,17 @@ func syncOCI(env *cliutil.Env, c *cli.Context) (err error) {
 	return ociSyncExit(rep, c.Bool("detailed-exitcode"))
 }
 
-// planOCISync lists the tags and reads their manifests and the chosen
-// bundles' statements: the entries, in the order they are applied.
+// planOCISync lists the tags and reads their manifests and the bundles'
+// statements: the entries, in the order they are applied. Every bundle is
+// planned: which version of a bundle_id lands is decided after each is
+// pulled and verified (applyOCIBundles), never from the annotations
+// (docs/SPEC-DECISIONS.md OCI-9).
 func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitransport.Location, pattern string) (*ociSyncReport, error) {
 	tags, err := ep.Tags(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rep := &ociSyncReport{Source: loc.String()}
-	best := map[string]*ociSyncEntry{}
 	var bundles []*ociSyncEntry
 	seen := map[string]bool{}
 	for _, t := range tags {
@@ -150,29 +158,22 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 		e.art, e.Kind, e.BundleID, e.Version = a, a.Kind, cliutil.Sanitize(a.BundleID), a.Version
 		if a.Kind == ocitransport.KindBundle {
 			bundles = append(bundles, e)
-		}
-		if a.Kind != ocitransport.KindBundle {
+		} else {
 			seen[a.Descriptor.Digest.String()] = true
-			continue
-		}
-		if b := best[a.BundleID]; a.BundleID != "" && b != nil {
-			if b.Version >= a.Version {
-				e.Outcome = ociSuperseded
-				continue
-			}
-			b.Outcome = ociSuperseded
-		}
-		if a.BundleID != "" {
-			best[a.BundleID] = e
 		}
 	}
-	// The statements of every bundle offered, superseded or not: a
-	// revocation attached to an older version still counts.
+	// The statements of every bundle offered: a revocation attached to an
+	// older version still counts. A referrer that is malformed, or a list
+	// over the bound, is reported and skipped: the bundle is still synced.
 	for _, b := range bundles {
-		refs, err := ep.Statements(ctx, b.art)
+		refs, skipped, err := ep.StatementsSkipping(ctx, b.art)
 		if err != nil {
-			refuse(b, err)
-			continue
+			skipped = append(skipped, err)
+		}
+		for _, serr := range skipped {
+			w := &ociSyncEntry{Ref: b.Ref, Kind: "referrers", Outcome: ociSkipped}
+			w.Error, w.Message = errName(serr), cliutil.Sanitize(errMessage(serr))
+			rep.Entries = append(rep.Entries, w)
 		}
 		for _, a := range refs {
 			if seen[a.Descriptor.Digest.String()] {
@@ -205,7 +206,7 @@ func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, re
 			continue
 		}
 		if e.Kind == ocitransport.KindBundle {
-			syncOCIBundle(ctx, s, ep, e)
+			applyOCIBundles(ctx, s, ep, rep, e)
 			continue
 		}
 		data, err := ep.Statement(ctx, e.art)
@@ -239,6 +240,37 @@ func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, re
 		default:
 			e.Outcome = ociApplied
 		}
+	}
+}
+
+// applyOCIBundles syncs the bundle e and the other candidates of its
+// bundle_id: newest first by the annotations (a hint only), each pulled,
+// checked against its annotations and verified by the import; the first
+// imported (or already installed) one supersedes the rest. A refused
+// candidate falls back to the next, so a forged or broken tag cannot keep
+// a genuine one out; a rollback refusal ends the search (every older
+// candidate would be one too). A bundle without a bundle_id annotation is
+// synced alone.
+func applyOCIBundles(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, e *ociSyncEntry) {
+	if e.art.BundleID == "" {
+		syncOCIBundle(ctx, s, ep, e)
+		return
+	}
+	var group []*ociSyncEntry
+	for _, c := range rep.Entries {
+		if c.Outcome == ociPlanned && c.Kind == ocitransport.KindBundle && c.art.BundleID == e.art.BundleID {
+			group = append(group, c)
+		}
+	}
+	sort.SliceStable(group, func(i, j int) bool { return group[i].art.Version > group[j].art.Version })
+	done := false
+	for _, c := range group {
+		if done {
+			c.Outcome = ociSuperseded
+			continue
+		}
+		syncOCIBundle(ctx, s, ep, c)
+		done = c.Outcome != ociRefused || c.Error == "rollback" || ctx.Err() != nil
 	}
 }
 

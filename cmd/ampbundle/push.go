@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,9 +68,9 @@ replaced only when the push succeeded.`,
 			var extra int
 			switch {
 			case ocitransport.IsLocation(src):
-				a, extra, err = pushCopy(c, ep, src, dst, o)
+				a, extra, err = pushCopy(ctx, ep, src, dst, o)
 			default:
-				a, err = pushFile(c, ep, src, dst)
+				a, err = pushFile(ctx, ep, src, dst)
 			}
 			if err != nil {
 				return err
@@ -83,7 +84,7 @@ replaced only when the push succeeded.`,
 }
 
 // pushCopy copies the bundle SOURCE names, with its statements, to ep.
-func pushCopy(c *cli.Context, ep *ocitransport.Endpoint, srcArg string, dst ocitransport.Location, o ocitransport.Options) (*ocitransport.Artifact, int, error) {
+func pushCopy(ctx context.Context, ep *ocitransport.Endpoint, srcArg string, dst ocitransport.Location, o ocitransport.Options) (*ocitransport.Artifact, int, error) {
 	srcLoc, err := parseOCI(srcArg, "the SOURCE", true)
 	if err != nil {
 		return nil, 0, err
@@ -92,12 +93,12 @@ func pushCopy(c *cli.Context, ep *ocitransport.Endpoint, srcArg string, dst ocit
 	if err != nil {
 		return nil, 0, err
 	}
-	src, err := ocitransport.Open(c.Context, srcLoc, o, ocitransport.ReadOnly)
+	src, err := ocitransport.Open(ctx, srcLoc, o, ocitransport.ReadOnly)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer src.Close()
-	return ocitransport.Copy(c.Context, src, srcLoc.Reference, ep, tag)
+	return ocitransport.Copy(ctx, src, srcLoc.Reference, ep, tag)
 }
 
 // copyTag is the tag a copy gets: the destination's, else the source's
@@ -113,7 +114,7 @@ func copyTag(src, dst ocitransport.Location) (string, error) {
 }
 
 // pushFile pushes a bundle file, or a statement onto the bundle dst names.
-func pushFile(c *cli.Context, ep *ocitransport.Endpoint, path string, dst ocitransport.Location) (*ocitransport.Artifact, error) {
+func pushFile(ctx context.Context, ep *ocitransport.Endpoint, path string, dst ocitransport.Location) (*ocitransport.Artifact, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, cliutil.Failf("io_error", "cannot open the file").WithCause(err)
@@ -127,16 +128,16 @@ func pushFile(c *cli.Context, ep *ocitransport.Endpoint, path string, dst ocitra
 		if dst.Reference == "" {
 			return nil, cliutil.Usagef("a statement is pushed onto a bundle: name it in DESTINATION (:TAG or @sha256:HEX)")
 		}
-		b, err := ep.Resolve(c.Context, dst.Reference)
+		b, err := ep.Resolve(ctx, dst.Reference)
 		if err != nil {
 			return nil, err
 		}
-		return ep.PushStatement(c.Context, stmt, b)
+		return ep.PushStatement(ctx, stmt, b)
 	}
 	if dst.IsDigest() {
 		return nil, cliutil.Usagef("the destination names a digest; give a TAG or none")
 	}
-	return ep.PushBundle(c.Context, f, filepath.Base(path), dst.Reference)
+	return ep.PushBundle(ctx, f, filepath.Base(path), dst.Reference)
 }
 
 // pushedJSON is the JSON view of a push or pull.
