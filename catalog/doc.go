@@ -13,5 +13,9 @@
 // (every publisher-controlled value is escaped, and long ones truncated),
 // embeds its one stylesheet, uses no script at all, and sends a strict
 // Content-Security-Policy. It takes the model again when the store
-// generation changes, checked at most every Options.Refresh.
+// generation changes, checked at most every Options.Refresh. A schema's
+// rendering is linear in its size and stops at MaxRenderBytes; a "$ref" is
+// followed or linked only in a schema position, and only to an artifact
+// signed as a JSON Schema; the manifest's publisher is shown as a claim
+// unless a verified signer has its DID.
 package catalog

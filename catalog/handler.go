@@ -32,8 +32,13 @@ const (
 	// DefaultMaxAge is how old a model may get before it is read again
 	// even at the same generation (its expiry warnings follow the clock).
 	DefaultMaxAge = time.Hour
-	// DefaultMaxInFlight bounds the pages rendered at once.
+	// DefaultMaxInFlight bounds the pages rendered at once. A page shows
+	// at most two schemas of at most MaxRenderBytes each, so the pages in
+	// flight hold a few tens of MiB at most.
 	DefaultMaxInFlight = 16
+	// DefaultPeerShare: one peer holds at most a quarter of the pages in
+	// flight.
+	DefaultPeerShare = 4
 )
 
 // ContentSecurityPolicy is sent with every answer: nothing but the
@@ -53,11 +58,15 @@ type Options struct {
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 	// Refresh, MaxAge, MaxInFlight: defaults DefaultRefresh,
-	// DefaultMaxAge, DefaultMaxInFlight (of which one peer, an IP address
-	// or IPv6 /64, holds a quarter).
+	// DefaultMaxAge, DefaultMaxInFlight.
 	Refresh     time.Duration
 	MaxAge      time.Duration
 	MaxInFlight int
+	// PeerShare: one peer (an IP address or IPv6 /64) holds at most
+	// 1/PeerShare of MaxInFlight (at least one page); 0 is
+	// DefaultPeerShare. A server passes its own --peer-share (1 behind a
+	// proxy, where every caller is one address).
+	PeerShare int
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -93,8 +102,11 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
+	if opts.PeerShare <= 0 {
+		opts.PeerShare = DefaultPeerShare
+	}
 	h := &Handler{opts: opts, log: opts.Logger,
-		slots: transport.NewAdmission(opts.MaxInFlight, max(1, opts.MaxInFlight/4), 0, 0)}
+		slots: transport.NewAdmission(opts.MaxInFlight, max(1, opts.MaxInFlight/opts.PeerShare), 0, 0)}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

@@ -129,19 +129,38 @@ type Model struct {
 	matrix   map[string]int
 	schemas  map[SchemaLoc]Schema
 	provided []compat.Provided
+	// schemaKeys are, by bundle, the keys of the artifacts whose signed
+	// manifest entry has the JSON Schema media type: the only artifacts a
+	// $ref may bring into the model.
+	schemaKeys map[string]map[string]bool
 }
 
 // Bundle is an installed bundle.
 type Bundle struct {
 	resolver.Bundle
 	// CreatedAt and Publisher come from the signed manifest
-	// (Parts.Manifests); empty when not read.
+	// (Parts.Manifests); empty when not read. Publisher is the
+	// publisher's claim: see PublisherVerified.
 	CreatedAt string
 	Publisher string
+	// PublisherVerified: Publisher is the DID of one of VerifiedSigners.
+	PublisherVerified bool
+	// VerifiedSigners are the trusted keys that signed the bundle: a key
+	// of the trust list (Parts.Trust) whose name the store recorded as a
+	// signer at import and whose did:key signed the manifest
+	// (Parts.Manifests).
+	VerifiedSigners []Signer
+	// kids are the key ids (did:key) of the manifest's signatures.
+	kids []string
 	// ExpiresSoon: the bundle expires within ExpiryWarning of the read.
 	ExpiresSoon bool
 	// Capabilities are the ids of the capabilities it provides.
 	Capabilities []string
+}
+
+// Signer is a trusted key that signed a bundle.
+type Signer struct {
+	Name, DID string
 }
 
 // Capability is a capability name and its installed versions, ascending.
@@ -171,6 +190,9 @@ type Schema struct {
 	Text      []byte
 	Truncated bool
 	Err       string
+	// refs are the document's $refs in schema positions (refsOf), read
+	// before any truncation.
+	refs []string
 }
 
 // Trust is the store's trust configuration.
@@ -255,7 +277,8 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 	}
 	now := opts.Now()
 	m := &Model{Generation: cat.Generation, ReadAt: now, Aliases: map[string]string{},
-		byName: map[string]int{}, byBundle: map[string]int{}, matrix: map[string]int{}, schemas: map[SchemaLoc]Schema{}}
+		byName: map[string]int{}, byBundle: map[string]int{}, matrix: map[string]int{}, schemas: map[SchemaLoc]Schema{},
+		schemaKeys: map[string]map[string]bool{}}
 	maps := map[string][]string{}
 	for _, name := range cat.Names {
 		c := Capability{Name: name}
@@ -274,9 +297,11 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 		if t, err := time.Parse(time.RFC3339, b.ExpiresAt); err == nil && t.Sub(now) < ExpiryWarning {
 			mb.ExpiresSoon = true
 		}
-		if es, ok := src.(ExportSource); ok && opts.Parts.Manifests {
-			if man := manifestOf(es, b.BundleID); man != nil {
-				mb.CreatedAt, mb.Publisher = man.CreatedAt.UTC().Format(time.RFC3339), man.Publisher
+		// The manifest also gives the media types of the artifacts a
+		// $ref may name (Parts.Schemas): without it none is followed.
+		if es, ok := src.(ExportSource); ok && (opts.Parts.Manifests || (opts.Parts.Schemas && opts.Loader != nil)) {
+			if in := manifestOf(es, b.BundleID); in != nil {
+				m.keepManifest(&mb, in, opts.Parts.Manifests)
 			}
 		}
 		m.byBundle[b.BundleID] = len(m.Bundles)
@@ -289,6 +314,7 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 		if err := m.readTrust(src); err != nil {
 			return nil, err
 		}
+		m.verifySigners()
 	}
 	if opts.Parts.Compat || opts.Parts.Provided {
 		m.provide(opts)
@@ -302,9 +328,50 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 	return m, nil
 }
 
+// keepManifest keeps what the pages take of a bundle's signed manifest:
+// the schema artifacts' keys and, with manifests, created_at, the
+// publisher's claim and the signatures' key ids.
+func (m *Model) keepManifest(mb *Bundle, in *bundle.Inspection, manifests bool) {
+	keys := map[string]bool{}
+	for _, a := range in.Manifest.Artifacts {
+		if a.MediaType == bundle.MediaTypeSchema {
+			keys[a.Key] = true
+		}
+	}
+	m.schemaKeys[mb.BundleID] = keys
+	if !manifests {
+		return
+	}
+	mb.CreatedAt, mb.Publisher = in.Manifest.CreatedAt.UTC().Format(time.RFC3339), in.Manifest.Publisher
+	for _, sig := range in.Signatures {
+		mb.kids = append(mb.kids, sig.KID)
+	}
+}
+
+// verifySigners sets each bundle's VerifiedSigners and whether its
+// publisher's claim names one of them. A key counts only when the store
+// recorded its name as a signer at import, it is still trusted under that
+// name, and its did:key is a key id of the manifest's signatures: a key
+// replaced under the same name since is not shown as a signer.
+func (m *Model) verifySigners() {
+	for i := range m.Bundles {
+		b := &m.Bundles[i]
+		for _, k := range m.Trust.Keys {
+			if slices.Contains(b.Signers, k.Name) && slices.Contains(b.kids, k.DID) {
+				b.VerifiedSigners = append(b.VerifiedSigners, Signer{Name: k.Name, DID: k.DID})
+				if b.Publisher != "" && b.Publisher == k.DID {
+					b.PublisherVerified = true
+				}
+			}
+		}
+	}
+}
+
 // manifestOf reads the signed manifest at the head of a bundle's export
-// and stops the export there: no artifact is read past it.
-func manifestOf(es ExportSource, bundleID string) *bundle.Manifest {
+// and stops the export there: no artifact is read past it. The
+// signatures are not checked again: the export is of a bundle the store
+// verified at import.
+func manifestOf(es ExportSource, bundleID string) *bundle.Inspection {
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
 	go func() {
@@ -317,7 +384,7 @@ func manifestOf(es ExportSource, bundleID string) *bundle.Manifest {
 	if err != nil {
 		return nil
 	}
-	return in.Manifest
+	return in
 }
 
 var errManifestRead = errors.New("catalog: the manifest is read")
@@ -359,10 +426,10 @@ func (m *Model) readSchemas(src Source, opts ReadOptions) {
 			loaders[loc.BundleID] = l
 		}
 		s := m.schemas[loc]
-		for _, ref := range refsOf(s.Text) {
+		for _, ref := range s.refs {
 			key, ok := resolveRef(s, ref, l)
-			if !ok {
-				continue
+			if !ok || !m.schemaKeys[loc.BundleID][key] {
+				continue // only an artifact signed as a JSON Schema
 			}
 			next := SchemaLoc{BundleID: loc.BundleID, Key: key}
 			if _, seen := m.schemas[next]; seen {
@@ -393,6 +460,7 @@ func (m *Model) keepSchema(loc SchemaLoc, data []byte, err error, opts ReadOptio
 		return
 	}
 	s.ID = schemaID(data)
+	s.refs = refsOf(data)
 	if len(data) > opts.MaxSchemaBytes {
 		data, s.Truncated = data[:opts.MaxSchemaBytes], true
 	}

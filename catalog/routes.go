@@ -46,6 +46,8 @@ type schemaView struct {
 	BundleID, Key, ID, Err string
 	Toks                   []Tok
 	Truncated, Found       bool
+	// Cut: the rendering stopped at MaxRenderBytes.
+	Cut bool
 }
 
 type matrixView struct {
@@ -224,6 +226,9 @@ func (m *Model) schemaView(s Schema, prefix string) schemaView {
 	v := schemaView{BundleID: s.Loc.BundleID, Key: s.Loc.Key, ID: s.ID, Err: s.Err, Truncated: s.Truncated, Found: s.Loc.Key != ""}
 	if s.Err == "" && len(s.Text) > 0 {
 		v.Toks = m.pretty(s, prefix)
+		if n := len(v.Toks); n > 0 && v.Toks[n-1].Cut {
+			v.Toks, v.Cut = v.Toks[:n-1], true
+		}
 	}
 	return v
 }

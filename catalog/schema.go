@@ -2,8 +2,10 @@ package catalog
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"hash"
 	"io"
 	"net/url"
 	"path"
@@ -26,17 +28,92 @@ func schemaID(doc []byte) string {
 	return id
 }
 
-// refsOf lists the "$ref" strings of a JSON document, at most maxRefs.
+// role is what a JSON container of a schema document is: a schema, a
+// holder of schemas, or data. Only a "$ref" member of a schema is a
+// reference; one inside "examples", "const", "enum", "default" or an
+// unknown keyword is data, never followed nor linked.
+type role uint8
+
+const (
+	roleData   role = iota
+	roleSchema      // an object that is a schema
+	roleList        // an array of schemas
+	roleMap         // an object whose member values are schemas
+	roleDeps        // an object whose member values are schemas or names
+)
+
+// childRole is the role of a container opened by open as the value of
+// member key (objects) or as an element (arrays) of a parent of role
+// parent, in a document of draft d. The schema positions are those of
+// offlineschema.KeywordShape, the quick pass's keyword table.
+func childRole(parent role, d int, key string, open json.Delim) role {
+	switch parent {
+	case roleSchema:
+		switch offlineschema.KeywordShape(d, key) {
+		case offlineschema.OneSubschema:
+			if open == '{' {
+				return roleSchema
+			}
+		case offlineschema.SubschemaArray:
+			if open == '[' {
+				return roleList
+			}
+		case offlineschema.SubschemaMap:
+			if open == '{' {
+				return roleMap
+			}
+		case offlineschema.OneOrArray:
+			if open == '{' {
+				return roleSchema
+			}
+			return roleList
+		case offlineschema.SchemaOrStringsMap:
+			if open == '{' {
+				return roleDeps
+			}
+		}
+	case roleList, roleMap, roleDeps:
+		if open == '{' {
+			return roleSchema
+		}
+	}
+	return roleData
+}
+
+// draftOf is the draft whose keyword table applies to doc: 7 when its
+// root "$schema" names draft-07, else 2020 (the default, and the table
+// used for the drafts the quick pass leaves to the compiler).
+func draftOf(doc []byte) int {
+	var root map[string]json.RawMessage
+	if json.Unmarshal(doc, &root) != nil {
+		return 2020
+	}
+	raw, ok := root["$schema"]
+	var v any
+	if ok && json.Unmarshal(raw, &v) != nil {
+		return 2020
+	}
+	if offlineschema.SchemaDraft(v, ok) == 7 {
+		return 7
+	}
+	return 2020
+}
+
+// refsOf lists the "$ref" strings of a schema document in schema
+// positions, at most maxRefs.
 func refsOf(doc []byte) []string {
-	type level struct{ obj, wantKey bool }
+	type level struct {
+		obj, wantKey bool
+		role         role
+	}
+	d := draftOf(doc)
 	var out []string
 	var stack []level
-	pending := ""
+	key := ""
 	done := func() {
 		if n := len(stack); n > 0 && stack[n-1].obj {
 			stack[n-1].wantKey = true
 		}
-		pending = ""
 	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	for len(out) < maxRefs {
@@ -44,26 +121,32 @@ func refsOf(doc []byte) []string {
 		if err != nil {
 			return out
 		}
-		if n := len(stack); n > 0 && stack[n-1].wantKey {
-			if d, ok := tok.(json.Delim); ok && d == '}' {
+		n := len(stack)
+		if n > 0 && stack[n-1].wantKey {
+			if dl, ok := tok.(json.Delim); ok && dl == '}' {
 				stack = stack[:n-1]
 				done()
 				continue
 			}
-			pending, _ = tok.(string)
+			key, _ = tok.(string)
 			stack[n-1].wantKey = false
 			continue
 		}
 		switch t := tok.(type) {
 		case json.Delim:
 			if t == '{' || t == '[' {
-				stack = append(stack, level{obj: t == '{', wantKey: t == '{'})
-				pending = ""
+				r := roleSchema
+				if n > 0 {
+					r = childRole(stack[n-1].role, d, key, t)
+				} else if t == '[' {
+					r = roleData
+				}
+				stack = append(stack, level{obj: t == '{', wantKey: t == '{', role: r})
 				continue
 			}
-			stack = stack[:max(len(stack)-1, 0)]
+			stack = stack[:max(n-1, 0)]
 		case string:
-			if pending == "$ref" {
+			if n > 0 && stack[n-1].obj && stack[n-1].role == roleSchema && key == "$ref" {
 				out = append(out, t)
 			}
 		}
@@ -104,52 +187,131 @@ func resolveRef(s Schema, ref string, l compat.Loader) (string, bool) {
 	return key, true
 }
 
+// Bounds of a rendered schema.
+const (
+	// MaxRenderBytes bounds the page bytes one schema renders to (as
+	// escaped in the page, estimated from above); the rendering stops
+	// there, with a note saying so.
+	MaxRenderBytes = 1 << 20
+	// maxIndentDepth is the deepest nesting indented further: below it
+	// every line is indented as at this depth, so no line is longer than
+	// 2*maxIndentDepth spaces before its text.
+	maxIndentDepth = 16
+	// anchorBytes is the length of the hash of a pointer an anchor id
+	// holds, in bytes (hex in the id).
+	anchorBytes = 8
+)
+
 // Tok is one piece of a pretty-printed schema: text, a link when Href is
 // set, and an anchor when ID is set. The template escapes every field.
+// Cut marks the end of a rendering stopped at MaxRenderBytes.
 type Tok struct {
 	Text string
 	Href string
 	ID   string
+	Cut  bool
 }
 
 // anchorID is the id of the node at pointer in the schema shown under
-// prefix.
+// prefix: a short hash of the pointer, so that an id is 16 hex digits
+// whatever the depth or the length of the keys on the way.
 func anchorID(prefix, pointer string) string {
-	return prefix + "-" + hex.EncodeToString([]byte(pointer))
+	h := sha256.Sum256([]byte(pointer))
+	return prefix + "-" + hex.EncodeToString(h[:anchorBytes])
 }
 
-// pretty renders doc indented, with each "$ref" value a link: to an
-// anchor in the same document ("#/…"), or to the schema page of the
-// document it names when the model holds it. Every object member is an
-// anchor. A document that is not JSON
-// comes back as one text piece.
-func (m *Model) pretty(s Schema, prefix string) []Tok {
-	p := &printer{m: m, s: s, prefix: prefix}
-	if !p.run() {
-		return []Tok{{Text: string(s.Text)}}
+// renderCost bounds from above the bytes s takes in a page once cleaned
+// (clean) and escaped by the template.
+func renderCost(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\'' || c == '&' || c == '+' || c == '<' || c == '>':
+			n += 5
+		case c < 0x20 && c != '\n' && c != '\t':
+			n += 6
+		case c >= 0x80:
+			n += 3
+		default:
+			n++
+		}
 	}
+	return n
+}
+
+// pretty renders doc indented, with each "$ref" value in a schema
+// position a link: to an anchor in the same document ("#/…"), or to the
+// schema page of the document it names when the model holds it. Every
+// object member is an anchor. A document that is not JSON comes back as
+// one text piece. The rendering stops at MaxRenderBytes: its last piece
+// is then a Cut one.
+func (m *Model) pretty(s Schema, prefix string) []Tok {
+	p := &printer{m: m, s: s, prefix: prefix, draft: draftOf(s.Text)}
+	ok := p.run()
 	p.flush()
-	if len(p.out) == 0 {
-		return []Tok{{Text: string(s.Text)}}
+	if p.cut {
+		return append(p.out, Tok{Cut: true})
+	}
+	if !ok || len(p.out) == 0 {
+		return rawText(s.Text)
 	}
 	return p.out
+}
+
+// rawText is text as one piece, cut at MaxRenderBytes.
+func rawText(text []byte) []Tok {
+	n, i := 0, 0
+	for ; i < len(text) && n < MaxRenderBytes; i++ {
+		n += renderCost(string(text[i : i+1]))
+	}
+	if i < len(text) {
+		return []Tok{{Text: strings.ToValidUTF8(string(text[:i]), "")}, {Cut: true}}
+	}
+	return []Tok{{Text: string(text)}}
 }
 
 type frame struct {
 	obj   bool
 	count int
-	path  string
+	role  role
+	// at hashes the frame's pointer; anchors under it clone it, so that
+	// an id costs the length of its own key, never of the whole pointer.
+	at hash.Hash
 }
 
 type printer struct {
 	m       *Model
 	s       Schema
 	prefix  string
+	draft   int
 	out     []Tok
 	buf     strings.Builder
 	stack   []frame
 	key     string // the member key whose value comes next
 	haveKey bool
+	size    int  // renderCost of what is written so far
+	cut     bool // stopped at MaxRenderBytes
+}
+
+// write appends text, unless the rendering is over MaxRenderBytes.
+func (p *printer) write(text string) bool {
+	if p.size += renderCost(text); p.size > MaxRenderBytes {
+		p.cut = true
+		return false
+	}
+	p.buf.WriteString(text)
+	return true
+}
+
+// emit appends a link or anchor piece, within MaxRenderBytes.
+func (p *printer) emit(t Tok) bool {
+	if p.size += renderCost(t.Text) + renderCost(t.Href) + len(t.ID); p.size > MaxRenderBytes {
+		p.cut = true
+		return false
+	}
+	p.flush()
+	p.out = append(p.out, t)
+	return true
 }
 
 func (p *printer) flush() {
@@ -159,41 +321,90 @@ func (p *printer) flush() {
 	}
 }
 
-func (p *printer) indent() {
-	p.buf.WriteByte('\n')
-	p.buf.WriteString(strings.Repeat("  ", len(p.stack)))
+func (p *printer) indent() bool {
+	return p.write("\n" + strings.Repeat("  ", min(len(p.stack), maxIndentDepth)))
 }
 
-// valuePath writes what comes before a value and returns its pointer.
-func (p *printer) valuePath() string {
+// child hashes the pointer of the member or element tok under the top
+// frame; nil at the root or when the hash cannot be cloned.
+func (p *printer) child(tok string) hash.Hash {
+	if len(p.stack) == 0 {
+		return sha256.New()
+	}
+	parent, ok := p.stack[len(p.stack)-1].at.(hash.Cloner)
+	if !ok {
+		return nil
+	}
+	c, err := parent.Clone()
+	if err != nil {
+		return nil
+	}
+	c.Write([]byte("/" + escapePointer(tok)))
+	return c
+}
+
+// value writes what comes before a value and returns the hash of its
+// pointer when it opens a container.
+func (p *printer) value(open bool) (hash.Hash, bool) {
 	n := len(p.stack)
 	if n == 0 {
-		return ""
+		if open {
+			return sha256.New(), true
+		}
+		return nil, true
 	}
 	top := &p.stack[n-1]
 	if top.obj {
 		p.haveKey = false
-		return top.path + "/" + escapePointer(p.key)
+		if open {
+			return p.child(p.key), true
+		}
+		return nil, true
 	}
-	if top.count > 0 {
-		p.buf.WriteByte(',')
+	if top.count > 0 && !p.write(",") {
+		return nil, false
 	}
-	p.indent()
-	ptr := top.path + "/" + strconv.Itoa(top.count)
+	if !p.indent() {
+		return nil, false
+	}
 	top.count++
-	return ptr
+	if open {
+		return p.child(strconv.Itoa(top.count - 1)), true
+	}
+	return nil, true
+}
+
+// member writes an object member's key, its anchor first.
+func (p *printer) member(k string) bool {
+	top := &p.stack[len(p.stack)-1]
+	if top.count > 0 && !p.write(",") {
+		return false
+	}
+	top.count++
+	if !p.indent() {
+		return false
+	}
+	// Every member is an anchor: $refs and the compatibility findings'
+	// pointers link to it.
+	if h := p.child(k); h != nil {
+		if !p.emit(Tok{ID: p.prefix + "-" + hex.EncodeToString(h.Sum(nil)[:anchorBytes])}) {
+			return false
+		}
+	}
+	p.key, p.haveKey = k, true
+	return p.write(quote(k) + ": ")
 }
 
 func (p *printer) run() bool {
 	dec := json.NewDecoder(bytes.NewReader(p.s.Text))
 	dec.UseNumber()
 	links := 0
-	for {
+	for !p.cut {
 		tok, err := dec.Token()
 		if err == io.EOF {
 			return len(p.stack) == 0
 		}
-		if err != nil || len(p.out) > 1<<20 {
+		if err != nil {
 			return false
 		}
 		n := len(p.stack)
@@ -206,30 +417,30 @@ func (p *printer) run() bool {
 				continue
 			}
 			k, _ := tok.(string)
-			top := &p.stack[n-1]
-			if top.count > 0 {
-				p.buf.WriteByte(',')
-			}
-			top.count++
-			p.indent()
-			// Every member is an anchor: $refs and the compatibility
-			// findings' pointers link to it.
-			p.flush()
-			p.out = append(p.out, Tok{ID: anchorID(p.prefix, top.path+"/"+escapePointer(k))})
-			p.buf.WriteString(quote(k) + ": ")
-			p.key, p.haveKey = k, true
+			p.member(k)
 			continue
 		}
 		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
 			p.close(rune(d))
 			continue
 		}
-		isRef := n > 0 && p.stack[n-1].obj && p.key == "$ref"
-		ptr := p.valuePath()
+		isRef := n > 0 && p.stack[n-1].obj && p.stack[n-1].role == roleSchema && p.key == "$ref"
+		key := p.key
+		d, open := tok.(json.Delim)
+		at, ok := p.value(open)
+		if !ok {
+			return false
+		}
 		switch t := tok.(type) {
 		case json.Delim:
-			p.buf.WriteRune(rune(t))
-			p.stack = append(p.stack, frame{obj: t == '{', path: ptr})
+			r := roleSchema
+			if n > 0 {
+				r = childRole(p.stack[n-1].role, p.draft, key, d)
+			} else if d == '[' {
+				r = roleData
+			}
+			p.write(string(rune(t)))
+			p.stack = append(p.stack, frame{obj: t == '{', role: r, at: at})
 		case string:
 			href := ""
 			if isRef && links < maxRefs {
@@ -237,28 +448,28 @@ func (p *printer) run() bool {
 				links++
 			}
 			if href != "" {
-				p.flush()
-				p.out = append(p.out, Tok{Text: quote(t), Href: href})
+				p.emit(Tok{Text: quote(t), Href: href})
 			} else {
-				p.buf.WriteString(quote(t))
+				p.write(quote(t))
 			}
 		case json.Number:
-			p.buf.WriteString(t.String())
+			p.write(t.String())
 		case bool:
-			p.buf.WriteString(strconv.FormatBool(t))
+			p.write(strconv.FormatBool(t))
 		case nil:
-			p.buf.WriteString("null")
+			p.write("null")
 		}
 	}
+	return false
 }
 
 func (p *printer) close(d rune) {
 	top := p.stack[len(p.stack)-1]
 	p.stack = p.stack[:len(p.stack)-1]
-	if top.count > 0 {
-		p.indent()
+	if top.count > 0 && !p.indent() {
+		return
 	}
-	p.buf.WriteRune(d)
+	p.write(string(d))
 }
 
 // refHref is the in-page link of a $ref value, or "" when it names

@@ -11,31 +11,56 @@ import (
 // page; a longer one is cut, with a mark saying so.
 const MaxText = 200
 
+// maxMarks is the most combining marks in a row shown as themselves; the
+// next ones of the run are shown as code points, so a run of marks
+// cannot stack over the text around it.
+const maxMarks = 2
+
 // clean makes a publisher-controlled string safe to show as text: each
-// control, format (bidirectional overrides among them) or invalid
-// character is shown as its code point, and the result is cut at n runes.
-// The template escapes what remains.
+// control, format (bidirectional controls and zero-width characters
+// among them), invisible filler, default-ignorable or invalid character,
+// and each combining mark past maxMarks in a row, is shown as its code
+// point, and the result is cut at n runes. The template escapes what
+// remains.
 func clean(s string, n int) string {
 	var b strings.Builder
-	runes := 0
+	runes, marks := 0, 0
 	for i, r := range s {
 		if runes >= n {
 			fmt.Fprintf(&b, "… (%d more bytes)", len(s)-i)
 			break
+		}
+		runes++
+		if unicode.In(r, unicode.Mn, unicode.Me) {
+			if marks++; marks > maxMarks {
+				fmt.Fprintf(&b, "\\u%04x", r)
+				continue
+			}
+		} else {
+			marks = 0
 		}
 		switch {
 		case r == utf8.RuneError:
 			b.WriteString("\\ufffd")
 		case r == '\n' || r == '\t':
 			b.WriteRune(r)
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r):
+		case hidden(r):
 			fmt.Fprintf(&b, "\\u%04x", r)
 		default:
 			b.WriteRune(r)
 		}
-		runes++
 	}
 	return b.String()
+}
+
+// hidden reports whether r shows as nothing, or changes how the text
+// around it shows: controls, format characters (Cf: bidirectional
+// controls, zero-width characters), line and paragraph separators, the
+// default-ignorable characters (the Hangul fillers U+115F, U+1160,
+// U+3164, U+FFA0 among them) and the blank Braille pattern U+2800.
+func hidden(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point) ||
+		r == '\u2800'
 }
 
 // short is clean at MaxText.
