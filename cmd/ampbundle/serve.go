@@ -174,7 +174,7 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 			}
 			return s, nil
 		}
-		ch, err := catalog.NewHandler(catalog.Options{Open: openCatalog, Now: env.Now, Logger: log})
+		ch, err := catalog.NewHandler(catalog.Options{Open: openCatalog, Now: env.Now, Logger: log, PeerShare: c.Int("peer-share")})
 		if err != nil {
 			ln.Close()
 			if metricsLn != nil {
