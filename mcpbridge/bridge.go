@@ -2,10 +2,12 @@ package mcpbridge
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ampbundle/ampbundle/agent"
@@ -50,6 +52,20 @@ type Bridge struct {
 
 	mu      sync.Mutex
 	servers map[string]*principalServer
+
+	// genMu guards gen, the tools verified for the current catalog
+	// generation and agent, shared by every principal.
+	genMu sync.Mutex
+	gen   *toolSet
+}
+
+// toolSet is every tool of one catalog generation and agent: each served
+// capability version present in the catalog, built from verified bytes
+// once (docs/SPEC-DECISIONS.md MCP-10).
+type toolSet struct {
+	cat   *resolver.Catalog
+	ag    Agent
+	specs []*toolSpec
 }
 
 // principalServer is the MCP server of one principal.
@@ -59,11 +75,8 @@ type principalServer struct {
 	// mu serializes syncs; listed maps the tool names to their print.
 	mu     sync.Mutex
 	listed map[string]string
-	// seen is the catalog and agent the tools were last built from.
-	seen struct {
-		cat *resolver.Catalog
-		ag  Agent
-	}
+	// seen is the tool set the tools were last made from.
+	seen *toolSet
 }
 
 // New checks opts and returns a Bridge.
@@ -106,8 +119,18 @@ func (b *Bridge) Server(principal string) *mcp.Server {
 		b.servers[principal] = ps
 	}
 	b.mu.Unlock()
-	b.sync(ps, true)
+	b.sync(ps, false)
 	return ps.server
+}
+
+// forget drops the server of a principal when it is srv (the HTTP
+// endpoint evicts an idle principal); a later Server makes a new one.
+func (b *Bridge) forget(principal string, srv *mcp.Server) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ps := b.servers[principal]; ps != nil && ps.server == srv {
+		delete(b.servers, principal)
+	}
 }
 
 // Run compares the tool lists with the store every Options.Refresh until
@@ -130,6 +153,11 @@ func (b *Bridge) Run(ctx context.Context) {
 // Refresh brings every principal's tools up to date now; with force the
 // schemas are verified again even when nothing seems to have changed.
 func (b *Bridge) Refresh(force bool) {
+	if force {
+		b.genMu.Lock()
+		b.gen = nil
+		b.genMu.Unlock()
+	}
 	b.mu.Lock()
 	all := make([]*principalServer, 0, len(b.servers))
 	for _, ps := range b.servers {
@@ -141,21 +169,73 @@ func (b *Bridge) Refresh(force bool) {
 	}
 }
 
-// sync makes ps's tools those the principal may use now, each built from
-// verified bytes; a tool whose bundle fails a check is taken away.
-func (b *Bridge) sync(ps *principalServer, force bool) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
+// tools returns the tool set of the current catalog generation and
+// agent, verifying and building it when either changed (once for all
+// principals; a refusal is logged once per generation).
+func (b *Bridge) tools() *toolSet {
 	ag := b.opts.Agent()
 	cat, err := b.opts.Store.Catalog()
 	if err != nil {
 		b.log.Error("mcp: catalog unavailable; no tools offered", "err", err)
-		cat = nil
+		return &toolSet{}
 	}
-	if !force && cat != nil && cat == ps.seen.cat && ag == ps.seen.ag {
+	b.genMu.Lock()
+	defer b.genMu.Unlock()
+	if g := b.gen; g != nil && g.cat == cat && g.ag == ag {
+		return g
+	}
+	g := &toolSet{cat: cat, ag: ag}
+	if ag != nil {
+		g.specs = b.build(ag, cat)
+	}
+	b.gen = g
+	return g
+}
+
+// build verifies and builds the tool of each capability version ag
+// serves that the catalog holds.
+func (b *Bridge) build(ag Agent, cat *resolver.Catalog) []*toolSpec {
+	var out []*toolSpec
+	var infos map[string]bundleInfo
+	for _, id := range ag.Served() {
+		e, ok := cat.Lookup(id)
+		if !ok {
+			continue // removed, revoked, expired or stale: not offered
+		}
+		if infos == nil {
+			var err error
+			if infos, err = bundleInfos(b.opts.Store); err != nil {
+				b.log.Error("mcp: bundles unavailable; no tools offered", "err", err)
+				return nil
+			}
+		}
+		s, err := buildTool(b.opts.Store, e, infos[e.BundleID])
+		if err != nil {
+			b.log.Warn("mcp: capability not offered as a tool", "capability", id.String(), "name", string(amp.NameOf(err)), "err", amp.SafeMessage(err))
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// sync makes ps's tools those the principal may use now, each built from
+// verified bytes; a tool whose bundle fails a check is taken away. With
+// force the tools are set again even when the tool set is the one they
+// were made from.
+func (b *Bridge) sync(ps *principalServer, force bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	set := b.tools()
+	if !force && set == ps.seen {
 		return
 	}
-	specs := b.specs(ag, cat, ps.principal)
+	specs := map[string]*toolSpec{}
+	for _, s := range set.specs {
+		if !s.refused.Load() && set.ag.Allows(ps.principal, s.id.Name) {
+			specs[s.tool.Name] = s
+		}
+	}
 	var gone []string
 	for name := range ps.listed {
 		if _, ok := specs[name]; !ok {
@@ -170,43 +250,32 @@ func (b *Bridge) sync(ps *principalServer, force bool) {
 		if ps.listed[name] == s.print {
 			continue
 		}
-		ps.server.AddTool(s.tool, refuseDirect)
-		ps.listed[name] = s.print
+		if b.addTool(ps.server, s) {
+			ps.listed[name] = s.print
+		} else if _, was := ps.listed[name]; was {
+			ps.server.RemoveTools(name) // never the previous version of a refused tool
+			delete(ps.listed, name)
+		}
 	}
-	ps.seen.cat, ps.seen.ag = cat, ag
+	ps.seen = set
 }
 
-// specs builds the tools of a principal: served by the agent, allowed by
-// its policy, present in the catalog, verified.
-func (b *Bridge) specs(ag Agent, cat *resolver.Catalog, principal string) map[string]*toolSpec {
-	out := map[string]*toolSpec{}
-	if cat == nil || ag == nil {
-		return out
-	}
-	var infos map[string]bundleInfo
-	for _, id := range ag.Served() {
-		if !ag.Allows(principal, id.Name) {
-			continue
-		}
-		e, ok := cat.Lookup(id)
-		if !ok {
-			continue // removed, revoked, expired or stale: not offered
-		}
-		if infos == nil {
-			var err error
-			if infos, err = bundleInfos(b.opts.Store); err != nil {
-				b.log.Error("mcp: bundles unavailable; no tools offered", "err", err)
-				return map[string]*toolSpec{}
+// addTool adds s to srv. The SDK's AddTool panics on a tool it refuses;
+// buildTool refuses what go-sdk v1.8.0 is known to refuse, and this is
+// the last line: the panic is recovered, the tool is not offered (to any
+// principal, for this generation) and the refusal is logged once.
+func (b *Bridge) addTool(srv *mcp.Server, s *toolSpec) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false
+			if !s.refused.Swap(true) {
+				// The panic's text quotes the schema: not logged.
+				b.log.Error("mcp: the mcp sdk refused a tool; not offered", "capability", s.id.String(), "name", "sdk_refused_tool")
 			}
 		}
-		s, err := buildTool(b.opts.Store, e, infos[e.BundleID])
-		if err != nil {
-			b.log.Warn("mcp: capability not offered as a tool", "capability", id.String(), "name", string(amp.NameOf(err)), "err", amp.SafeMessage(err))
-			continue
-		}
-		out[s.tool.Name] = s
-	}
-	return out
+	}()
+	srv.AddTool(s.tool, refuseDirect)
+	return true
 }
 
 // refuseDirect is the SDK-side handler of every tool: never reached, since
@@ -216,22 +285,51 @@ func refuseDirect(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, e
 	return errorResult(amp.Named(amp.CodeInternalError, "not_routed", "internal error"), nil), nil
 }
 
-// middleware re-verifies the principal's tools before each tools/list
-// and answers tools/call through the agent's pipeline.
+// middleware brings the principal's tools up to date before each
+// tools/list (verifying them only when the catalog generation or the
+// agent changed) and answers tools/call through the agent's pipeline,
+// which verifies again; an SDK error that may quote the request is
+// replaced by its code's generic text.
 func (b *Bridge) middleware(ps *principalServer) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
 			case "tools/list":
-				b.sync(ps, true)
+				b.sync(ps, false) // cheap unless the generation changed
 			case "tools/call":
 				if r, ok := req.(*mcp.CallToolRequest); ok {
 					return b.call(ctx, ps.principal, r.Params), nil
 				}
 			}
-			return next(ctx, method, req)
+			res, err := next(ctx, method, req)
+			return res, safeRPCError(err)
 		}
 	}
+}
+
+// safeRPCError replaces the message (and data) of a JSON-RPC error the SDK
+// built, which may quote the request (a params decoding error, an unknown
+// cursor), by its code's generic text. Other errors are the SDK's own
+// sentinels, passed on as they are (docs/SPEC-DECISIONS.md MCP-12).
+func safeRPCError(err error) error {
+	var we *jsonrpc.Error
+	if err == nil || !errors.As(err, &we) {
+		return err
+	}
+	text := "request failed"
+	switch we.Code {
+	case jsonrpc.CodeParseError:
+		text = "parse error"
+	case jsonrpc.CodeInvalidRequest:
+		text = "invalid request"
+	case jsonrpc.CodeMethodNotFound:
+		text = "method not found"
+	case jsonrpc.CodeInvalidParams:
+		text = "invalid params"
+	case jsonrpc.CodeInternalError:
+		text = "internal error"
+	}
+	return &jsonrpc.Error{Code: we.Code, Message: text}
 }
 
 // ServeStdio serves one MCP session over t (for the MCP stdio transport,

@@ -21,7 +21,7 @@ import (
 // connect opens a go-sdk client session to the bridge's server of
 // principal over in-memory transports; changed gets a value per
 // notifications/tools/list_changed.
-func connect(t *testing.T, e *env, principal string) (*mcp.ClientSession, chan struct{}) {
+func connect(t testing.TB, e *env, principal string) (*mcp.ClientSession, chan struct{}) {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -38,7 +38,7 @@ func connect(t *testing.T, e *env, principal string) (*mcp.ClientSession, chan s
 	return cs, changed
 }
 
-func toolNames(t *testing.T, cs *mcp.ClientSession) map[string]*mcp.Tool {
+func toolNames(t testing.TB, cs *mcp.ClientSession) map[string]*mcp.Tool {
 	t.Helper()
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {

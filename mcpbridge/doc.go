@@ -7,9 +7,10 @@
 //   - its name is ToolName of the capability id, a reversible mapping into
 //     MCP's tool-name alphabet (ParseToolName reverses it);
 //   - its inputSchema and outputSchema are the bundle's stored schemas with
-//     their whole $ref closure, built from hash-verified bytes each time
-//     the tools are listed (a compound schema document when the closure
-//     has more than the root);
+//     their whole $ref closure, built from hash-verified bytes once per
+//     catalog generation (a compound schema document when the closure
+//     has more than the root); a schema the MCP SDK would refuse (an
+//     "x-mcp-header" it does not accept) is not offered;
 //   - its _meta[MetaKey] names the bundle (id, version), the capability id,
 //     the SHA-256 of every schema artifact and the publisher keys whose
 //     signatures verified.
@@ -31,6 +32,7 @@
 // Transports: ServeStdio (the local user who started the process is the
 // principal) and HTTPHandler (streamable HTTP: bearer tokens or client
 // certificates mapped to principals, the Origin check, the AMP binding's
-// bounds). The wire details are in docs/FORMAT.md, "MCP tools"; the
-// decisions in docs/SPEC-DECISIONS.md, MCP-1 to MCP-7.
+// bounds, capped sessions per principal and in all, idle principals
+// evicted). The wire details are in docs/FORMAT.md, "MCP tools"; the
+// decisions in docs/SPEC-DECISIONS.md, MCP-1 to MCP-13.
 package mcpbridge

@@ -8,8 +8,10 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,7 +89,8 @@ func printable(s string) bool {
 
 // HTTPOptions configure the streamable HTTP endpoint.
 type HTTPOptions struct {
-	// Tokens are the bearer tokens and their principals.
+	// Tokens are the bearer tokens and their principals
+	// (HTTPEndpoint.SetTokens replaces them).
 	Tokens []Token
 	// ClientCerts: a request over TLS with a verified client certificate
 	// is the principal its certificate names: the first URI SAN that is a
@@ -100,22 +103,85 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 	// MaxBody bounds a request body (default 4 MiB).
 	MaxBody int64
-	// MaxInFlight and MaxPeerInFlight bound the requests (and open
-	// notification streams, counted apart) at once, in all and from one
-	// peer (transport.Peer); MaxInFlightBytes and MaxPeerInFlightBytes
-	// their body bytes (defaults 64, 16, 64 MiB, 16 MiB).
+	// MaxInFlight and MaxPeerInFlight bound the POST requests at once, in
+	// all and from one peer (transport.Peer); MaxInFlightBytes and
+	// MaxPeerInFlightBytes their body bytes (defaults 64, 16, 64 MiB,
+	// 16 MiB). Open notification streams (GET) are counted apart: at most
+	// MaxInFlight in all and MaxPeerInFlight per principal.
 	MaxInFlight, MaxPeerInFlight           int
 	MaxInFlightBytes, MaxPeerInFlightBytes int64
 	// SessionTimeout closes sessions idle this long (default 10 min).
 	SessionTimeout time.Duration
+	// FreshSessionTimeout closes a session that had no request after the
+	// one that opened it, this long after it opened (default 30 s).
+	FreshSessionTimeout time.Duration
+	// MaxSessions and MaxPrincipalSessions bound the live sessions, in
+	// all and of one principal (defaults 1024 and 64): a request that
+	// would open one more is 503 (in all) or 429 (the principal's), with
+	// Retry-After and a JSON-RPC error body.
+	MaxSessions, MaxPrincipalSessions int
+	// MaxPrincipals bounds the principals with a server at once (default
+	// the Bridge's Options.MaxPrincipals): the least recently used one
+	// without a live session or a request in flight makes room.
+	MaxPrincipals int
+}
+
+// ErrTooManySessions names a refused session: the caps of
+// HTTPOptions.MaxSessions or MaxPrincipalSessions are reached.
+const ErrTooManySessions = "too_many_sessions"
+
+// HTTPStats are an HTTPEndpoint's counters.
+type HTTPStats struct {
+	// Sessions are the live sessions; Principals the principals with a
+	// server.
+	Sessions, Principals int
+	// Opened, Closed and Refused count the sessions opened, closed (by
+	// the client, idleness or the endpoint) and refused at a cap;
+	// Evicted the idle principals whose server was dropped.
+	Opened, Closed, Refused, Evicted uint64
+}
+
+// HTTPEndpoint is the MCP streamable HTTP endpoint of a Bridge.
+type HTTPEndpoint struct {
+	b              *Bridge
+	o              HTTPOptions
+	posts, streams *transport.Admission
+	tokens         atomic.Pointer[[]Token]
+
+	mu         sync.Mutex
+	principals map[string]*principalEntry
+	live       map[string]*liveSession // by session id
+	pending    int                     // sessions being opened
+	tick       uint64
+	stats      HTTPStats
+}
+
+// principalEntry is one principal's SDK handler (one each: a session id is
+// bound to the principal that opened it) and its use.
+type principalEntry struct {
+	principal string
+	srv       *mcp.Server
+	sh        *mcp.StreamableHTTPHandler
+	// refs are the requests in flight; sessions and pending the live
+	// sessions and those being opened; used the last use's tick.
+	refs, sessions, pending int
+	used                    uint64
+}
+
+// liveSession is a session the endpoint counts.
+type liveSession struct {
+	ent    *principalEntry
+	ss     *mcp.ServerSession
+	active bool
+	fresh  *time.Timer
 }
 
 // HTTPHandler returns the MCP streamable HTTP endpoint: never open (a
 // request without a valid bearer token or client certificate is 401),
-// Origin checked (403), bounded (413, 503 with Retry-After). Each
+// Origin checked (403), bounded (413; 503 or 429 with Retry-After). Each
 // principal has its own SDK handler, so a session id never crosses
 // principals.
-func (b *Bridge) HTTPHandler(o HTTPOptions) http.Handler {
+func (b *Bridge) HTTPHandler(o HTTPOptions) *HTTPEndpoint {
 	if o.MaxBody <= 0 {
 		o.MaxBody = 4 << 20
 	}
@@ -136,18 +202,43 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 10 * time.Minute
 	}
-	return &httpEndpoint{b: b, o: o,
-		posts:    transport.NewAdmission(o.MaxInFlight, o.MaxPeerInFlight, o.MaxInFlightBytes, o.MaxPeerInFlightBytes),
-		streams:  transport.NewAdmission(o.MaxInFlight, o.MaxPeerInFlight, 0, 0),
-		handlers: map[string]*mcp.StreamableHTTPHandler{}}
+	if o.FreshSessionTimeout <= 0 {
+		o.FreshSessionTimeout = 30 * time.Second
+	}
+	o.FreshSessionTimeout = min(o.FreshSessionTimeout, o.SessionTimeout)
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 1024
+	}
+	if o.MaxPrincipalSessions <= 0 {
+		o.MaxPrincipalSessions = 64
+	}
+	o.MaxPrincipalSessions = min(o.MaxPrincipalSessions, o.MaxSessions)
+	if o.MaxPrincipals <= 0 || o.MaxPrincipals > b.opts.MaxPrincipals {
+		o.MaxPrincipals = b.opts.MaxPrincipals
+	}
+	h := &HTTPEndpoint{b: b, o: o,
+		posts:      transport.NewAdmission(o.MaxInFlight, o.MaxPeerInFlight, o.MaxInFlightBytes, o.MaxPeerInFlightBytes),
+		streams:    transport.NewAdmission(o.MaxInFlight, o.MaxPeerInFlight, 0, 0),
+		principals: map[string]*principalEntry{}, live: map[string]*liveSession{}}
+	h.SetTokens(o.Tokens)
+	return h
 }
 
-type httpEndpoint struct {
-	b              *Bridge
-	o              HTTPOptions
-	posts, streams *transport.Admission
-	mu             sync.Mutex
-	handlers       map[string]*mcp.StreamableHTTPHandler
+// SetTokens replaces the bearer tokens (a reloaded token file): a request
+// with a token no longer listed is 401 from now on; sessions it opened
+// stay theirs until they end (a session id alone never authenticates).
+func (h *HTTPEndpoint) SetTokens(tokens []Token) {
+	t := slices.Clone(tokens)
+	h.tokens.Store(&t)
+}
+
+// Stats returns the endpoint's counters.
+func (h *HTTPEndpoint) Stats() HTTPStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.stats
+	s.Sessions, s.Principals = len(h.live), len(h.principals)
+	return s
 }
 
 // jsonError answers an HTTP-level refusal: a JSON object with the AMP
@@ -160,7 +251,7 @@ func jsonError(w http.ResponseWriter, status int, err *amp.Error) {
 	w.Write(append(body, '\n'))
 }
 
-func (h *httpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *HTTPEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(origin) {
 		jsonError(w, http.StatusForbidden, amp.Named(amp.CodeUnauthorized, "origin_refused", "requests from this origin are refused"))
 		return
@@ -177,54 +268,79 @@ func (h *httpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	peer := transport.Peer(r.RemoteAddr)
-	adm := h.posts
+	adm, key := h.posts, peer
 	if r.Method == http.MethodGet {
-		adm = h.streams // a notification stream stays open: counted apart
+		adm, key = h.streams, principal // a notification stream stays open: counted apart, per principal
 	}
-	if what := adm.Enter(peer); what != "" {
+	if what := adm.Enter(key); what != "" {
 		h.busy(w, what)
 		return
 	}
 	held := int64(0)
-	defer func() { adm.Leave(peer, held) }()
+	defer func() { adm.Leave(key, held) }()
 	if r.Method == http.MethodPost {
 		n := r.ContentLength
 		if n < 0 {
 			n = h.o.MaxBody
 		}
-		if !adm.Charge(peer, n) {
+		if !adm.Charge(key, n) {
 			h.busy(w, "bytes")
 			return
 		}
 		held = n
 		r.Body = http.MaxBytesReader(w, r.Body, h.o.MaxBody)
 	}
-	sh := h.handler(principal)
-	if sh == nil {
+	opens := r.Method == http.MethodPost && r.Header.Get(sessionHeader) == ""
+	ent, refused := h.enter(principal, opens, r.Header.Get(sessionHeader))
+	if refused == noRoom {
 		h.busy(w, "principals")
 		return
 	}
-	sh.ServeHTTP(w, r.WithContext(transport.WithPeer(r.Context(), peer)))
+	if refused != 0 {
+		h.refuseSession(w, refused)
+		return
+	}
+	sw := &safeWriter{ResponseWriter: w}
+	defer func() { h.leave(ent, opens, sw.Header().Get(sessionHeader)) }()
+	ent.sh.ServeHTTP(sw, r.WithContext(transport.WithPeer(r.Context(), peer)))
 }
 
-func (h *httpEndpoint) busy(w http.ResponseWriter, what string) {
+// sessionHeader is the streamable HTTP transport's session id header.
+const sessionHeader = "Mcp-Session-Id"
+
+func (h *HTTPEndpoint) busy(w http.ResponseWriter, what string) {
 	h.b.log.Warn("mcp request refused: busy", "limit", what)
 	w.Header().Set("Retry-After", "1")
 	jsonError(w, http.StatusServiceUnavailable, amp.Named(amp.CodeOverloaded, "busy", "the agent is busy; retry later"))
 }
 
-func (h *httpEndpoint) originAllowed(origin string) bool {
-	for _, o := range h.o.AllowedOrigins {
-		if o == origin {
-			return true
-		}
+// refuseSession answers a request that would open a session over a cap:
+// status (503 in all, 429 for the principal) with Retry-After and a
+// JSON-RPC error (id null: the request is not read), data naming the AMP
+// code and ErrTooManySessions.
+func (h *HTTPEndpoint) refuseSession(w http.ResponseWriter, status int) {
+	limit, code := "sessions", amp.CodeOverloaded
+	if status == http.StatusTooManyRequests {
+		limit, code = "principal_sessions", amp.CodeRateLimited
 	}
-	return false
+	h.b.log.Warn("mcp session refused", "limit", limit)
+	w.Header().Set("Retry-After", "1")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
+		"code": -32000, "message": "too many sessions; retry later",
+		"data": map[string]any{"code": uint16(code), "name": ErrTooManySessions}}})
+	w.Write(append(body, '\n'))
+}
+
+func (h *HTTPEndpoint) originAllowed(origin string) bool {
+	return slices.Contains(h.o.AllowedOrigins, origin)
 }
 
 // principal authenticates r: a verified client certificate's DID, else a
 // bearer token (compared in constant time); "" when neither.
-func (h *httpEndpoint) principal(r *http.Request) string {
+func (h *HTTPEndpoint) principal(r *http.Request) string {
 	if h.o.ClientCerts && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
 		if did := certDID(r.TLS.VerifiedChains[0][0]); did != "" {
 			return did
@@ -237,7 +353,7 @@ func (h *httpEndpoint) principal(r *http.Request) string {
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(auth[len(prefix):])))
 	who := ""
-	for _, t := range h.o.Tokens {
+	for _, t := range *h.tokens.Load() {
 		if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 {
 			who = t.Principal
 		}
@@ -253,22 +369,4 @@ func certDID(c *x509.Certificate) string {
 		}
 	}
 	return ""
-}
-
-// handler is the SDK handler of a principal (one each: a session id is
-// bound to the principal that opened it).
-func (h *httpEndpoint) handler(principal string) *mcp.StreamableHTTPHandler {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if sh := h.handlers[principal]; sh != nil {
-		return sh
-	}
-	srv := h.b.Server(principal)
-	if srv == nil {
-		return nil
-	}
-	sh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{SessionTimeout: h.o.SessionTimeout, MaxRequestBodyBytes: h.o.MaxBody, JSONResponse: true})
-	h.handlers[principal] = sh
-	return sh
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/url"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -65,6 +66,8 @@ type toolSpec struct {
 	tool *mcp.Tool
 	// print identifies the tool's content: a change re-adds the tool.
 	print string
+	// refused is set once the SDK refused the tool (addTool).
+	refused atomic.Bool
 }
 
 // bundleInfo is what a tool's _meta says of its bundle.
@@ -114,6 +117,9 @@ func buildTool(store *resolver.Store, e resolver.Entry, info bundleInfo) (*toolS
 	}
 	if !inObj {
 		return nil, amp.Named(amp.CodeUnavailable, ErrNotObjectSchema, "the input schema is not an object schema (MCP requires one)")
+	}
+	if err := checkHeaderAnnotations(in); err != nil {
+		return nil, err // the SDK's AddTool would panic on it
 	}
 	out, outMeta, outObj, err := closure(store, e.Descriptor.OutputSchema)
 	if err != nil {
