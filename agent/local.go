@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"time"
@@ -73,7 +74,10 @@ func LocalKeyID(caller string, id capability.ID, key string) amp.ID {
 // handler, validation of the result) as though Caller had sent the
 // CAP_INVOKE, and returns the agent's signed reply. A refused call runs
 // nothing. The error is for what has no signed reply: the agent closed
-// (5002, retryable), a malformed call (4001), a wait given up (5003).
+// (5002, retryable), a malformed call (4001), a wait given up (5003), a
+// reply that does not answer this call (5001 reply_mismatch: its
+// reply_to is not the call's id, its to not the caller alone, or its
+// from not this agent; a ledger entry corrupted or crossed).
 func (a *Agent) InvokeLocal(ctx context.Context, call LocalCall) (LocalResult, error) {
 	if !amp.ValidDID(call.Caller) || amp.BareDID(call.Caller) != call.Caller {
 		return LocalResult{}, amp.Named(amp.CodeBadRequest, "invalid_caller", "a local caller is a did without fragment")
@@ -107,6 +111,14 @@ func (a *Agent) InvokeLocal(ctx context.Context, call LocalCall) (LocalResult, e
 	if err != nil {
 		a.log.Error("the agent's own reply does not verify", "err", err)
 		return LocalResult{}, amp.Wrap(amp.CodeInternalError, err, "the reply does not verify")
+	}
+	// The reply may come from the idempotency ledger (a keyed retry, or a
+	// store shared by a fleet): it must answer this very call, from this
+	// agent to this caller, or it is not handed out.
+	if !bytes.Equal(got.ReplyTo, m.ID[:]) || !got.To.Contains(call.Caller) || len(got.To.DIDs) != 1 ||
+		amp.BareDID(got.From) != amp.BareDID(a.cfg.Identity.DID) {
+		a.log.Error("a recorded reply answers another call; not handed out", "name", "reply_mismatch", "id", m.ID.String())
+		return LocalResult{}, amp.Named(amp.CodeInternalError, "reply_mismatch", "internal error")
 	}
 	return LocalResult{Reply: reply, Type: got.Type, Body: got.Body, ID: m.ID}, nil
 }
