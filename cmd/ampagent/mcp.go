@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -190,6 +192,8 @@ func mcpServeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "mcp-tls-key", Usage: "TLS private key `FILE` (PEM) for --mcp-tls-cert"},
 		&cli.StringFlag{Name: "mcp-client-ca", Usage: "mutual TLS: client certificates signed by the CAs in `FILE` (PEM) are the DID of their first DID URI SAN"},
 		&cli.StringSliceFlag{Name: "mcp-allow-origin", Usage: "an `ORIGIN` browsers may call MCP from (repeatable; default none: a request with an Origin header is 403)"},
+		&cli.IntFlag{Name: "mcp-max-sessions", Value: 1024, Usage: "live MCP sessions at most `N` in all (beyond: 503 with Retry-After)"},
+		&cli.IntFlag{Name: "mcp-max-principal-sessions", Value: 64, Usage: "live MCP sessions of one caller at most `N` (beyond: 429 with Retry-After)"},
 	}
 }
 
@@ -204,12 +208,15 @@ func startMCP(c *cli.Context, cfg *serveConfig, store *resolver.Store, current f
 	none := func(context.Context) error { return nil }
 	addr := c.String("mcp-listen")
 	if addr == "" {
-		for _, f := range []string{"mcp-token-file", "mcp-tls-cert", "mcp-tls-key", "mcp-client-ca", "mcp-allow-origin"} {
+		for _, f := range []string{"mcp-token-file", "mcp-tls-cert", "mcp-tls-key", "mcp-client-ca", "mcp-allow-origin", "mcp-max-sessions", "mcp-max-principal-sessions"} {
 			if c.IsSet(f) {
 				return "", none, cliutil.Usagef("--%s is for --mcp-listen", f)
 			}
 		}
 		return "", none, nil
+	}
+	if c.Int("mcp-max-sessions") < 1 || c.Int("mcp-max-principal-sessions") < 1 {
+		return "", none, cliutil.Usagef("--mcp-max-sessions and --mcp-max-principal-sessions are at least 1")
 	}
 	tlsCfg, tokens, err := mcpAuth(c, addr)
 	if err != nil {
@@ -223,7 +230,8 @@ func startMCP(c *cli.Context, cfg *serveConfig, store *resolver.Store, current f
 	h := b.HTTPHandler(mcpbridge.HTTPOptions{Tokens: tokens, ClientCerts: tlsCfg != nil && tlsCfg.ClientCAs != nil,
 		AllowedOrigins: c.StringSlice("mcp-allow-origin"), MaxBody: mcpMaxBody(cfg),
 		MaxInFlight: inFlight(cfg), MaxPeerInFlight: inFlight(cfg) / cfg.PeerShare,
-		MaxInFlightBytes: inFlightBytes(cfg), MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare)})
+		MaxInFlightBytes: inFlightBytes(cfg), MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare),
+		MaxSessions: c.Int("mcp-max-sessions"), MaxPrincipalSessions: c.Int("mcp-max-principal-sessions")})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", none, cliutil.Failf("listen_failed", "cannot listen on the mcp address").WithCause(err)
@@ -239,6 +247,7 @@ func startMCP(c *cli.Context, cfg *serveConfig, store *resolver.Store, current f
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
 		TLSConfig: tlsCfg, BaseContext: func(net.Listener) context.Context { return ctx }}
 	go b.Run(ctx)
+	stopReload := reloadMCPTokens(ctx, c, h, tlsCfg != nil && tlsCfg.ClientCAs != nil, log)
 	scheme := "http"
 	go func() {
 		var err error
@@ -255,6 +264,7 @@ func startMCP(c *cli.Context, cfg *serveConfig, store *resolver.Store, current f
 		scheme = "https"
 	}
 	return scheme + "://" + ln.Addr().String() + MCPPath, func(sctx context.Context) error {
+		stopReload()
 		cancel()
 		return srv.Shutdown(sctx)
 	}, nil
@@ -289,18 +299,9 @@ func mcpAuth(c *cli.Context, addr string) (*tls.Config, []mcpbridge.Token, error
 	}
 	var tokens []mcpbridge.Token
 	if tokFile != "" {
-		if fi, err := os.Stat(tokFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			return nil, nil, cliutil.WithHint(cliutil.Failf("token_file_exposed", "the mcp token file is readable by other users"), "chmod 600 the file")
-		}
-		data, err := cliutil.ReadFile(tokFile, mcpbridge.MaxTokenFile, "mcp token file")
-		if err != nil {
+		var err error
+		if tokens, err = readMCPTokens(tokFile, ca != ""); err != nil {
 			return nil, nil, err
-		}
-		if tokens, err = mcpbridge.ParseTokenFile(data); err != nil {
-			return nil, nil, cliutil.Failf(mcpbridge.ErrTokenFile, "%s", amp.SafeMessage(err))
-		}
-		if len(tokens) == 0 && ca == "" {
-			return nil, nil, cliutil.Failf(mcpbridge.ErrTokenFile, "the mcp token file holds no token")
 		}
 	}
 	if cert == "" {
@@ -326,4 +327,54 @@ func mcpAuth(c *cli.Context, addr string) (*tls.Config, []mcpbridge.Token, error
 		}
 	}
 	return cfg, tokens, nil
+}
+
+// readMCPTokens reads and parses a token file: mode 0600 or stricter, at
+// least one token unless client certificates authenticate too.
+func readMCPTokens(path string, certs bool) ([]mcpbridge.Token, error) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		return nil, cliutil.WithHint(cliutil.Failf("token_file_exposed", "the mcp token file is readable by other users"), "chmod 600 the file")
+	}
+	data, err := cliutil.ReadFile(path, mcpbridge.MaxTokenFile, "mcp token file")
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := mcpbridge.ParseTokenFile(data)
+	if err != nil {
+		return nil, cliutil.Failf(mcpbridge.ErrTokenFile, "%s", amp.SafeMessage(err))
+	}
+	if len(tokens) == 0 && !certs {
+		return nil, cliutil.Failf(mcpbridge.ErrTokenFile, "the mcp token file holds no token")
+	}
+	return tokens, nil
+}
+
+// reloadMCPTokens re-reads --mcp-token-file on each SIGHUP (serve's reload
+// signal) until ctx ends or the returned stop is called: a file that
+// passes the start's checks replaces the tokens (a removed token is 401
+// from then on); one that does not is logged and the running tokens stay.
+func reloadMCPTokens(ctx context.Context, c *cli.Context, h *mcpbridge.HTTPEndpoint, certs bool, log *slog.Logger) func() {
+	path := c.String("mcp-token-file")
+	if path == "" {
+		return func() {}
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ch:
+				tokens, err := readMCPTokens(path, certs)
+				if err != nil {
+					log.Error("mcp token file reload refused: the running tokens stay", "err", amp.SafeMessage(err))
+					continue
+				}
+				h.SetTokens(tokens)
+				log.Info("mcp token file reloaded", "tokens", len(tokens))
+			}
+		}
+	}()
+	return func() { signal.Stop(ch) }
 }

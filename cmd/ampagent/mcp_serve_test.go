@@ -8,8 +8,8 @@ import (
 
 // TestServeMCPIsNeverOpen: serve refuses an MCP listener nobody
 // authenticates on, a plain one off loopback, a token file others can
-// read, a malformed one, and MCP flags without --mcp-listen (threat: an
-// agent's tools reachable by anyone who can connect).
+// read, a malformed one, MCP flags without --mcp-listen, and session caps
+// under 1 (threat: an agent's tools reachable by anyone who can connect).
 func TestServeMCPIsNeverOpen(t *testing.T) {
 	db, key := serveStore(t)
 	dir := t.TempDir()
@@ -32,6 +32,8 @@ func TestServeMCPIsNeverOpen(t *testing.T) {
 		{[]string{"--mcp-listen", "127.0.0.1:0", "--mcp-token-file", weak}, "invalid_token_file", 1},
 		{[]string{"--mcp-token-file", good}, "usage", 2},
 		{[]string{"--mcp-listen", "127.0.0.1:0", "--mcp-client-ca", good}, "usage", 2},
+		{[]string{"--mcp-max-sessions", "8"}, "usage", 2},
+		{[]string{"--mcp-listen", "127.0.0.1:0", "--mcp-token-file", good, "--mcp-max-principal-sessions", "0"}, "usage", 2},
 	} {
 		name, exit := serveFails(t, append(append([]string{}, base...), c.args...)...)
 		if name != c.name || exit != c.exit {

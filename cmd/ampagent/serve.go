@@ -169,7 +169,8 @@ any other path is 404 with a JSON error object.`,
 			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics on GET /metrics at `ADDR`, a listener of its own (default: no metrics listener)"},
 			&cli.Int64Flag{Name: "max-body", Usage: "largest accepted message in `BYTES` (default 16 MiB)"},
 			&cli.BoolFlag{Name: "agh", Usage: "also serve the AGH capability discovery projection (peer card, catalog, transfer) under /agh/v0/"},
-			&cli.BoolFlag{Name: "catalog", Usage: "also serve the read-only HTML catalog of the store (bundles, capabilities, schemas, compatibility, trust) under /ui/"},
+			&cli.BoolFlag{Name: "catalog", Usage: "also serve the read-only HTML catalog of the store (bundles, capabilities, schemas, compatibility, trust) under /ui/ of --listen, which must then be a loopback address"},
+			&cli.StringFlag{Name: "catalog-listen", Usage: "serve the catalog (implies --catalog) at `ADDR`, a listener of its own, instead of on --listen; a loopback address unless --unsafe-listen"},
 			&cli.BoolFlag{Name: "allow-missing-handlers", Usage: "start even when a handler program is missing or not executable (logged, and /readyz reports it)"},
 			&cli.DurationFlag{Name: "ready-expiry-window", Value: defaultExpiryWindow, Usage: "/readyz reports not ready when an installed bundle expires within `DURATION` (0: only when expired)"},
 			&cli.DurationFlag{Name: "ready-recheck", Value: defaultRecheck, Usage: "/readyz re-runs the store check at least every `DURATION` (and whenever the store changes)"},
@@ -384,6 +385,71 @@ const maxResultBytes = maxProgramOutput
 // on each listener.
 const defaultMaxConns = 1024
 
+// checkCatalogListen refuses, before anything is opened, a catalog that
+// would face the network unasked (docs/SPEC-DECISIONS.md, CATALOG-5): a
+// --catalog-listen address off loopback without --unsafe-listen, and
+// --catalog alone on an agent listener off loopback (its AMP peers'
+// listener: --unsafe-listen was said for AMP, not for the catalog).
+func checkCatalogListen(c *cli.Context, cfg *serveConfig) error {
+	if addr := c.String("catalog-listen"); addr != "" {
+		if !cliutil.Loopback(addr) && !c.Bool("unsafe-listen") {
+			return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the catalog listen address is not a loopback address: the catalog would be reachable from the network"),
+				"give --catalog-listen a loopback address, or say --unsafe-listen")
+		}
+		return nil
+	}
+	if c.Bool("catalog") && !cliutil.Loopback(cfg.Listen) {
+		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "--catalog would serve the catalog to the agent's peers on a non-loopback listen address"),
+			"give --catalog-listen 127.0.0.1:PORT (a listener of its own), or --catalog-listen ADDR --unsafe-listen to serve it on the network")
+	}
+	return nil
+}
+
+// mountCatalog serves the catalog: on mux with --catalog, or on a
+// listener of its own with --catalog-listen, whose URL it returns. start
+// serves that listener (its failure goes to errs), stop shuts it down
+// (also when it was never started); both do nothing otherwise.
+func mountCatalog(c *cli.Context, env *cliutil.Env, cfg *serveConfig, mux *http.ServeMux, store *resolver.Store, log *slog.Logger) (string, func(chan<- error), func(), error) {
+	addr := c.String("catalog-listen")
+	if !c.Bool("catalog") && addr == "" {
+		return "", func(chan<- error) {}, func() {}, nil
+	}
+	ch, err := catalog.NewHandler(catalog.Options{Source: store, Now: env.Now, Logger: log, PeerShare: cfg.PeerShare})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if addr == "" {
+		mux.Handle(catalog.Prefix, ch)
+		return "", func(chan<- error) {}, func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, nil, cliutil.Failf("listen_failed", "cannot listen on the catalog address").WithCause(err)
+	}
+	cmux := http.NewServeMux()
+	cmux.Handle(catalog.Prefix, ch)
+	srv := &http.Server{Handler: cmux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+	limited := transport.LimitListener(ln, cfg.MaxConns, cfg.MaxConns/cfg.PeerShare)
+	start := func(errs chan<- error) {
+		go func() {
+			if err := srv.Serve(limited); !errors.Is(err, http.ErrServerClosed) {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		}()
+	}
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		limited.Close()
+	}
+	return "http://" + ln.Addr().String() + catalog.Prefix, start, stop, nil
+}
+
 // defaultPeerShare is the default of --peer-share: one peer holds at most
 // a quarter of each limit.
 const defaultPeerShare = 4
@@ -499,6 +565,9 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if !cliutil.Loopback(cfg.Listen) && !c.Bool("unsafe-listen") {
 		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the listen address is not a loopback address: plain http would be reachable from the network"),
 			"listen on 127.0.0.1, put the agent behind a tls proxy, or say --unsafe-listen")
+	}
+	if err := checkCatalogListen(c, cfg); err != nil {
+		return err
 	}
 	id, err := loadIdentity(c, env, c.String("key"), cfg.DID)
 	if err != nil {
@@ -639,14 +708,12 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		ln.Close()
 		return err
 	}
-	if c.Bool("catalog") {
-		ch, err := catalog.NewHandler(catalog.Options{Source: store, Now: env.Now, Logger: log})
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		mux.Handle(catalog.Prefix, ch)
+	catalogURL, startCatalog, stopCatalog, err := mountCatalog(c, env, cfg, mux, store, log)
+	if err != nil {
+		ln.Close()
+		return err
 	}
+	defer stopCatalog()
 	srv := amphttp.NewServer(instrument(mux, met, log), maxTimeout+30*time.Second, log)
 	var metricsLn net.Listener
 	if cfg.MetricsListen != "" {
@@ -681,6 +748,7 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	defer stopReloads()
 	errs := make(chan error, 4)
 	go func() { errs <- srv.Serve(ln) }()
+	startCatalog(errs)
 	go func() {
 		if err := <-adminSrv.Done(); err != nil {
 			errs <- err
@@ -706,6 +774,9 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 	if tcpURL != "" {
 		startDoc["listening_tcp"] = tcpURL
 	}
+	if catalogURL != "" {
+		startDoc["catalog"] = catalogURL
+	}
 	var metricsSrv *http.Server
 	metricsURL := ""
 	if metricsLn != nil {
@@ -727,6 +798,9 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		}
 		if metricsURL != "" {
 			fmt.Fprintf(env.Stdout, "metrics on %s\n", metricsURL)
+		}
+		if catalogURL != "" {
+			fmt.Fprintf(env.Stdout, "catalog on %s\n", catalogURL)
 		}
 	}
 
