@@ -43,7 +43,7 @@ func TestProjectFilesSayWhatTheyMustSay(t *testing.T) {
 	contributing := read("CONTRIBUTING.md")
 	steps := 0
 	sc := bufio.NewScanner(strings.NewReader(ci))
-	goCmd := regexp.MustCompile(`^(?:if ! )?(go (?:vet|run|test)[^>;]*?)\s*(?:>.*|;.*)?$`)
+	goCmd := regexp.MustCompile(`^(?:if ! )?(?:\./)?((?:go (?:vet|run|test)|scripts/test)[^>;]*?)\s*(?:>.*|;.*)?$`)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		m := goCmd.FindStringSubmatch(line)
