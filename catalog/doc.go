@@ -8,6 +8,9 @@
 // computes each capability's compatibility matrix with package compat. The
 // model is immutable: 'ampbundle ls --json' and 'ampbundle compat --json'
 // print views of it (Listing, Matrices), and Handler renders it as pages.
+// A bundle's signed manifest is kept as a ManifestView, the view 'ampbundle
+// inspect', 'verify' and 'build' print with --json, so the bundle page and
+// the CLI show a bundle the same way.
 //
 // Handler serves GET and HEAD only, renders server-side with html/template
 // (every publisher-controlled value is escaped, and long ones truncated),

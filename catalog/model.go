@@ -150,8 +150,10 @@ type Bundle struct {
 	// signer at import and whose did:key signed the manifest
 	// (Parts.Manifests).
 	VerifiedSigners []Signer
-	// kids are the key ids (did:key) of the manifest's signatures.
-	kids []string
+	// Manifest is the signed manifest, in the view 'ampbundle inspect
+	// --json' prints (Parts.Manifests); nil when not read. With
+	// Parts.Trust its signatures are marked Verified as VerifiedSigners.
+	Manifest *ManifestView
 	// ExpiresSoon: the bundle expires within ExpiryWarning of the read.
 	ExpiresSoon bool
 	// Capabilities are the ids of the capabilities it provides.
@@ -329,8 +331,8 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 }
 
 // keepManifest keeps what the pages take of a bundle's signed manifest:
-// the schema artifacts' keys and, with manifests, created_at, the
-// publisher's claim and the signatures' key ids.
+// the schema artifacts' keys and, with manifests, its ManifestView (the
+// one inspect prints), created_at and the publisher's claim.
 func (m *Model) keepManifest(mb *Bundle, in *bundle.Inspection, manifests bool) {
 	keys := map[string]bool{}
 	for _, a := range in.Manifest.Artifacts {
@@ -342,10 +344,9 @@ func (m *Model) keepManifest(mb *Bundle, in *bundle.Inspection, manifests bool) 
 	if !manifests {
 		return
 	}
-	mb.CreatedAt, mb.Publisher = in.Manifest.CreatedAt.UTC().Format(time.RFC3339), in.Manifest.Publisher
-	for _, sig := range in.Signatures {
-		mb.kids = append(mb.kids, sig.KID)
-	}
+	v := NewManifestView(in.Manifest, SignaturesOf(in.Signatures, nil), false)
+	mb.Manifest = &v
+	mb.CreatedAt, mb.Publisher = v.CreatedAt, v.Publisher
 }
 
 // verifySigners sets each bundle's VerifiedSigners and whether its
@@ -353,15 +354,37 @@ func (m *Model) keepManifest(mb *Bundle, in *bundle.Inspection, manifests bool) 
 // recorded its name as a signer at import, it is still trusted under that
 // name, and its did:key is a key id of the manifest's signatures: a key
 // replaced under the same name since is not shown as a signer.
+//
+// The manifest view's signatures are marked the same way: Verified and
+// TrustedAs for such a key, and SignatureChecked once the trust list was
+// read.
 func (m *Model) verifySigners() {
 	for i := range m.Bundles {
 		b := &m.Bundles[i]
+		if b.Manifest == nil {
+			continue // no key id to match: no signer shown
+		}
+		b.Manifest.SignatureChecked = m.Trust.Available
 		for _, k := range m.Trust.Keys {
-			if slices.Contains(b.Signers, k.Name) && slices.Contains(b.kids, k.DID) {
-				b.VerifiedSigners = append(b.VerifiedSigners, Signer{Name: k.Name, DID: k.DID})
-				if b.Publisher != "" && b.Publisher == k.DID {
-					b.PublisherVerified = true
+			if !slices.Contains(b.Signers, k.Name) {
+				continue
+			}
+			signed := false
+			for j := range b.Manifest.Signatures {
+				sig := &b.Manifest.Signatures[j]
+				if sig.KID == k.DID {
+					signed = true
+					if !sig.Verified {
+						sig.Verified, sig.TrustedAs = true, k.Name
+					}
 				}
+			}
+			if !signed {
+				continue
+			}
+			b.VerifiedSigners = append(b.VerifiedSigners, Signer{Name: k.Name, DID: k.DID})
+			if b.Publisher != "" && b.Publisher == k.DID {
+				b.PublisherVerified = true
 			}
 		}
 	}

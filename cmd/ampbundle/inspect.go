@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
@@ -39,9 +40,9 @@ FILE - reads the bundle from stdin.`,
 			if err != nil {
 				return err
 			}
-			s := summarize(inputName(path), in.Manifest, signatureInfo(in.Signatures, nil), false)
+			s := summarize(inputName(path), in.Manifest, catalog.SignaturesOf(in.Signatures, nil), false)
 			if in.Delta != nil {
-				dv := deltaView(in.Manifest, in.Delta)
+				dv := catalog.DeltaOf(in.Manifest, in.Delta)
 				s.Delta = &dv
 			}
 			if c.Bool("json") {
@@ -52,7 +53,7 @@ FILE - reads the bundle from stdin.`,
 				fmt.Fprintf(env.Stdout, "DELTA over base %s: %d artifacts (%d bytes) come from the base; the manifest below is the full bundle's\n",
 					cliutil.Sanitize(s.Delta.Base), s.Delta.Omitted, s.Delta.OmittedBytes)
 			}
-			s.print(env.Stdout)
+			printManifest(env.Stdout, s)
 			return nil
 		},
 	}

@@ -1,79 +1,31 @@
 package main
 
 import (
-	"encoding/hex"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
-// summary is the JSON view of a bundle shared by build, verify and inspect.
-type summary struct {
-	File             string            `json:"file,omitempty"`
-	BundleID         string            `json:"bundle_id"`
-	Version          uint64            `json:"version"`
-	CreatedAt        string            `json:"created_at"`
-	ExpiresAt        string            `json:"expires_at,omitempty"`
-	Publisher        string            `json:"publisher"`
-	SignatureChecked bool              `json:"signature_checked"`
-	Signatures       []sigInfo         `json:"signatures"`
-	Artifacts        []artInfo         `json:"artifacts"`
-	Capabilities     []capInfo         `json:"capabilities"`
-	Aliases          map[string]string `json:"aliases,omitempty"`
-	// Delta is set for a delta bundle: its base and what it takes from it.
-	Delta *deltaJSON `json:"delta,omitempty"`
-}
+// summary is the JSON view of a bundle shared by build, verify and
+// inspect: the catalog's manifest view.
+type summary = catalog.ManifestView
 
-type sigInfo struct {
-	KID       string `json:"kid"`
-	Verified  bool   `json:"verified"`
-	TrustedAs string `json:"trusted_as,omitempty"`
-}
-
-type artInfo struct {
-	Key       string `json:"key"`
-	MediaType string `json:"media_type"`
-	Size      uint64 `json:"size"`
-	HashAlg   string `json:"hash_alg"`
-	Hash      string `json:"hash"`
-}
-
-type capInfo struct {
-	ID               string   `json:"id"`
-	SupportedRanges  []string `json:"supported_ranges,omitempty"`
-	DeprecatedRanges []string `json:"deprecated_ranges,omitempty"`
-}
-
-func summarize(file string, m *bundle.Manifest, sigs []sigInfo, checked bool) summary {
-	s := summary{File: file, BundleID: m.BundleID, Version: m.Version, CreatedAt: m.CreatedAt.Format(time.RFC3339),
-		Publisher: m.Publisher, SignatureChecked: checked, Signatures: sigs, Aliases: m.Aliases,
-		Artifacts: []artInfo{}, Capabilities: []capInfo{}}
-	if m.ExpiresAt != nil {
-		s.ExpiresAt = m.ExpiresAt.Format(time.RFC3339)
-	}
-	for _, a := range m.Artifacts {
-		s.Artifacts = append(s.Artifacts, artInfo{Key: a.Key, MediaType: a.MediaType, Size: a.Size, HashAlg: a.HashAlg, Hash: hex.EncodeToString(a.Hash)})
-	}
-	for _, d := range m.Capabilities {
-		ci := capInfo{ID: d.ID().String()}
-		for _, r := range d.SupportedRanges {
-			ci.SupportedRanges = append(ci.SupportedRanges, r.String())
-		}
-		for _, r := range d.DeprecatedRanges {
-			ci.DeprecatedRanges = append(ci.DeprecatedRanges, r.String())
-		}
-		s.Capabilities = append(s.Capabilities, ci)
-	}
+// summarize is the JSON view of a bundle shared by build, verify and
+// inspect: the catalog's manifest view, the one the catalog's bundle page
+// shows, so the page and the CLI cannot disagree about a bundle.
+func summarize(file string, m *bundle.Manifest, sigs []catalog.ManifestSignature, checked bool) summary {
+	s := catalog.NewManifestView(m, sigs, checked)
+	s.File = file
 	return s
 }
 
-// print writes the human form. Its text comes from the bundle file, which
-// inspect shows before any signature is checked: each field goes through
-// cliutil.Sanitize.
-func (s summary) print(w io.Writer) {
+// printManifest writes the human form of s. Its text comes from the
+// bundle file, which inspect shows before any signature is checked: each
+// field goes through cliutil.Sanitize.
+func printManifest(w io.Writer, s summary) {
 	S := cliutil.Sanitize
 	fmt.Fprintf(w, "bundle     %s version %d\n", S(s.BundleID), s.Version)
 	fmt.Fprintf(w, "created    %s\n", S(s.CreatedAt))

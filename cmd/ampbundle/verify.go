@@ -10,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/keyfile"
 )
@@ -97,11 +97,11 @@ FILE - reads the bundle from stdin.`,
 				out["parts"] = map[string]any{"index": path, "count": len(parts.x.Parts), "signers": parts.signers}
 				fmt.Fprintf(env.Stderr, "read %d parts of %s, each matching the signed part index (signed by %s)\n", len(parts.x.Parts), cliutil.Sanitize(parts.x.Name), cliutil.SanitizeJoin(parts.signers, ", "))
 			}
-			sigs := signatureInfo(r.Signatures(), r.Signers())
+			sigs := catalog.SignaturesOf(r.Signatures(), r.Signers())
 			s := summarize(inputName(path), r.Manifest(), sigs, true)
 			out["bundle"] = s
 			if d := r.Delta(); d != nil {
-				dv := deltaView(r.Manifest(), d)
+				dv := catalog.DeltaOf(r.Manifest(), d)
 				baseChecked := false
 				if c.IsSet("base") {
 					if err := verifyBase(env, r, c.String("base"), policy); err != nil {
@@ -122,7 +122,7 @@ FILE - reads the bundle from stdin.`,
 					fmt.Fprintf(env.Stdout, "verified delta: signatures and the %d artifacts %s carries; %d artifacts (%d bytes) come from base %s and are verified on import into a store holding it, or here with --base\n",
 						len(s.Artifacts)-dv.Omitted, inputName(path), dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base))
 				}
-				s.print(env.Stdout)
+				printManifest(env.Stdout, s)
 				return nil
 			}
 			if c.IsSet("base") {
@@ -132,7 +132,7 @@ FILE - reads the bundle from stdin.`,
 				return cliutil.PrintJSON(env.Stdout, out)
 			}
 			fmt.Fprintf(env.Stdout, "verified: signature and all %d artifacts of %s\n", len(s.Artifacts), inputName(path))
-			s.print(env.Stdout)
+			printManifest(env.Stdout, s)
 			return nil
 		},
 	}
@@ -178,20 +178,4 @@ func trustFlags(values []string) (*bundle.Policy, error) {
 		p.Keys = append(p.Keys, bundle.TrustedKey{Name: name, Key: pub, Scopes: []string{"*"}})
 	}
 	return p, nil
-}
-
-// signatureInfo lists the bundle's signatures and which trusted key
-// verified each.
-func signatureInfo(sigs []bundle.Signature, signers []bundle.TrustedKey) []sigInfo {
-	var out []sigInfo
-	for _, s := range sigs {
-		si := sigInfo{KID: s.KID}
-		for _, k := range signers {
-			if s.KID == amp.DIDKey(k.Key) {
-				si.Verified, si.TrustedAs = true, k.Name
-			}
-		}
-		out = append(out, si)
-	}
-	return out
 }
