@@ -7,8 +7,8 @@
 // sha-512 hash, the capabilities and aliases), then each artifact's bytes.
 // docs/FORMAT.md specifies it completely.
 //
-// Write builds a bundle from a Draft (LoadSource reads one from a source
-// folder). NewReader verifies before anything is used: the signatures
+// Write builds a bundle from a Draft (bundlebuild.LoadSource reads one from a
+// source folder). NewReader verifies before anything is used: the signatures
 // against a Policy of trusted keys, the manifest's rules, that every signer
 // is trusted for the bundle_id, every capability namespace and every
 // did:web host it carries, and expiry; Next then yields each artifact only
@@ -17,6 +17,8 @@
 //
 // Every refusal is an *amp.Error whose name (ErrBadSignature,
 // ErrUntrustedKey, ErrHashMismatch, ErrTruncated, ...) says what was wrong;
-// errors.Is matches those names. The package is wire format only: where a
-// verified bundle goes is the resolver's business.
+// errors.Is matches those names. The package is the format only: it opens
+// no file (source folders, part files and temporary files are package
+// bundlebuild's), and where a verified bundle goes is the resolver's
+// business.
 package bundle

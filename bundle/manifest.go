@@ -13,7 +13,6 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
-	"github.com/ampbundle/ampbundle/compat"
 )
 
 // Format is the value of the manifest's "format" field in this version.
@@ -23,7 +22,7 @@ const Format = "ampbundle/1"
 const (
 	MediaTypeSchema   = "application/schema+json"
 	MediaTypeDID      = "application/did+json"
-	MediaTypeBridge   = compat.BridgeMediaType // a bridge document (docs/FORMAT.md, "Bridges")
+	MediaTypeBridge   = "application/vnd.amp.bridge+json" // a bridge document (docs/FORMAT.md, "Bridges")
 	MediaTypeManifest = "application/ampbundle-manifest+cbor"
 )
 

@@ -3,7 +3,6 @@ package bundle
 import (
 	"bytes"
 	"errors"
-	"os"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -14,12 +13,8 @@ import (
 // re-encodes to the signed payload.
 func FuzzReadPartIndex(f *testing.F) {
 	k := testKey(1)
-	dir := f.TempDir()
-	_, index, x := splitTo(f, bigDraft(f, "org.example.fuzz", 2, 80<<10), k, dir, "s.ampb", MinPartSize)
-	data, err := os.ReadFile(index)
-	if err != nil {
-		f.Fatal(err)
-	}
+	file := build(f, bigDraft(f, "org.example.fuzz", 2, 80<<10), k)
+	data, x, _ := splitBytes(f, file, "s.ampb", MinPartSize, k)
 	f.Add(data)
 	enc, _ := x.Encode()
 	f.Add(enc)

@@ -25,7 +25,7 @@ type Source struct {
 	Size int64
 	// Hash, when set, is the hash of the artifact's bytes under the
 	// draft's HashAlg, computed by the caller from what it checked
-	// (LoadSource does). Write puts it and Size in the manifest without
+	// (bundlebuild.LoadSource does). Write puts it and Size in the manifest without
 	// reading the artifact, then hashes the bytes it copies and fails
 	// (invalid_source) when they differ: what is written is what was
 	// checked.

@@ -1,4 +1,4 @@
-package bundle
+package bundlebuild
 
 import (
 	"crypto/ed25519"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/bundle"
 )
 
 // aged sets path's modification time to an hour before now.
@@ -104,7 +106,7 @@ func TestSplitLeftoverTempFilesFromAKilledRunAreRemoved(t *testing.T) {
 	os.WriteFile(filepath.Join(stage, "b.ampb.part001"), make([]byte, 1<<20), 0o600)
 	aged(t, stage, now)
 	left = append(left, stage)
-	if _, _, err := SplitFileWith(path, dir, MinPartSize, []ed25519.PrivateKey{k}, SplitOptions{Now: func() time.Time { return now }}); err != nil {
+	if _, _, err := SplitFileWith(path, dir, bundle.MinPartSize, []ed25519.PrivateKey{k}, SplitOptions{Now: func() time.Time { return now }}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range left {
@@ -128,7 +130,7 @@ func TestSplitRefusesToOverwriteWithoutForce(t *testing.T) {
 			out := t.TempDir()
 			mine := filepath.Join(out, existing)
 			os.WriteFile(mine, []byte("mine"), 0o644)
-			_, _, err := SplitFile(path, out, MinPartSize, []ed25519.PrivateKey{k})
+			_, _, err := SplitFile(path, out, bundle.MinPartSize, []ed25519.PrivateKey{k})
 			expectName(t, err, ErrFileExists)
 			if got, _ := os.ReadFile(mine); string(got) != "mine" {
 				t.Fatal("the existing file was changed")
@@ -136,12 +138,12 @@ func TestSplitRefusesToOverwriteWithoutForce(t *testing.T) {
 			if entries, _ := os.ReadDir(out); len(entries) != 1 {
 				t.Fatalf("a refused split left %d entries", len(entries))
 			}
-			index, _, err := SplitFileWith(path, out, MinPartSize, []ed25519.PrivateKey{k}, SplitOptions{Force: true})
+			index, _, err := SplitFileWith(path, out, bundle.MinPartSize, []ed25519.PrivateKey{k}, SplitOptions{Force: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			x := openIndex(t, index, &Policy{Keys: []TrustedKey{{Name: "k", Key: k.Public().(ed25519.PublicKey), Scopes: []string{"*"}}}})
-			if err := readParts(x, &Policy{Keys: []TrustedKey{{Name: "k", Key: k.Public().(ed25519.PublicKey), Scopes: []string{"*"}}}}, out); err != nil {
+			x := openIndex(t, index, &bundle.Policy{Keys: []bundle.TrustedKey{{Name: "k", Key: k.Public().(ed25519.PublicKey), Scopes: []string{"*"}}}})
+			if err := readParts(x, &bundle.Policy{Keys: []bundle.TrustedKey{{Name: "k", Key: k.Public().(ed25519.PublicKey), Scopes: []string{"*"}}}}, out); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -1,4 +1,4 @@
-package bundle
+package bundlebuild
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
 )
 
 // workerCounts are the pool sizes every parallel-build test compares.
@@ -60,7 +61,7 @@ func buildWith(t *testing.T, dir string, workers int, full bool, hooks buildHook
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if _, err := Write(&buf, d, []ed25519.PrivateKey{k}, WriteOptions{}); err != nil {
+	if _, err := bundle.Write(&buf, d, []ed25519.PrivateKey{k}, bundle.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes(), nil
@@ -82,7 +83,7 @@ func TestBuildWorkerCountCannotChangeBundleBytes(t *testing.T) {
 				t.Fatalf("%s, %d workers: %v", s.name, w, err)
 			}
 			var got bytes.Buffer
-			if _, err := Write(&got, d, []ed25519.PrivateKey{k}, WriteOptions{}); err != nil {
+			if _, err := bundle.Write(&got, d, []ed25519.PrivateKey{k}, bundle.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			want, err := os.ReadFile(filepath.Join("..", "testdata", "bundles", s.name+".ampb"))
@@ -144,8 +145,8 @@ func TestBuildFirstErrorDoesNotDependOnWorkerCount(t *testing.T) {
 			for _, full := range []bool{false, true} {
 				for _, w := range workerCounts {
 					_, err := buildWith(t, dir, w, full, buildHooks{})
-					if !errors.Is(err, ErrSource) {
-						t.Fatalf("%d workers: got %v, want %s", w, err, ErrSource)
+					if !errors.Is(err, bundle.ErrSource) {
+						t.Fatalf("%d workers: got %v, want %s", w, err, bundle.ErrSource)
 					}
 					msg := amp.AsError(err).Message
 					if !strings.HasPrefix(msg, tt.first+": ") {

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package bundle
+package bundlebuild
 
 import (
 	"os"

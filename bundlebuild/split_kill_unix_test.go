@@ -1,6 +1,6 @@
 //go:build unix
 
-package bundle
+package bundlebuild
 
 import (
 	"crypto/ed25519"
@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/bundle"
 )
 
 // TestSplitKilledMidwayLeavesNoPartialSet: a split killed (SIGKILL, no
@@ -48,14 +50,14 @@ func TestSplitKilledMidwayLeavesNoPartialSet(t *testing.T) {
 		t.Fatalf("want the one temporary folder of the killed split, got %v", names)
 	}
 	aged(t, filepath.Join(out, names[0]), time.Now())
-	index, _, err := SplitFile(path, out, MinPartSize, []ed25519.PrivateKey{k})
+	index, _, err := SplitFile(path, out, bundle.MinPartSize, []ed25519.PrivateKey{k})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(filepath.Join(out, names[0])); err == nil {
 		t.Fatal("the next split left the killed one's temporary folder")
 	}
-	p := &Policy{Keys: []TrustedKey{{Name: "k", Key: k.Public().(ed25519.PublicKey), Scopes: []string{"*"}}}}
+	p := &bundle.Policy{Keys: []bundle.TrustedKey{{Name: "k", Key: k.Public().(ed25519.PublicKey), Scopes: []string{"*"}}}}
 	if err := readParts(openIndex(t, index, p), p, out); err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +67,8 @@ func TestSplitKilledMidwayLeavesNoPartialSet(t *testing.T) {
 // middle of the second part.
 func splitKilledHelper() {
 	path, out, _ := strings.Cut(os.Getenv("AMPBUNDLE_SPLIT_KILLED_HELPER"), "|")
-	_, _, err := SplitFileWith(path, out, MinPartSize, []ed25519.PrivateKey{testKey(1)}, SplitOptions{Progress: func(done int64) {
-		if done > MinPartSize+MinPartSize/2 {
+	_, _, err := SplitFileWith(path, out, bundle.MinPartSize, []ed25519.PrivateKey{testKey(1)}, SplitOptions{Progress: func(done int64) {
+		if done > bundle.MinPartSize+bundle.MinPartSize/2 {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {}
 		}

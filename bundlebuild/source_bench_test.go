@@ -1,4 +1,4 @@
-package bundle
+package bundlebuild
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/bundle"
 )
 
 // Build of a large source (docs/PERFORMANCE.md, P8): `ampbundle build` of a
@@ -137,7 +139,7 @@ func BenchmarkBuildSource(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := Write(f, d, []ed25519.PrivateKey{k}, WriteOptions{}); err != nil {
+		if _, err := bundle.Write(f, d, []ed25519.PrivateKey{k}, bundle.WriteOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		f.Close()

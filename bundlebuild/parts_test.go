@@ -1,4 +1,4 @@
-package bundle
+package bundlebuild
 
 import (
 	"bytes"
@@ -11,24 +11,25 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
 )
 
 // bigDraft is smallDraft plus n filler artifacts of size bytes each.
-func bigDraft(t testing.TB, id string, n, size int) *Draft {
+func bigDraft(t testing.TB, id string, n, size int) *bundle.Draft {
 	d := smallDraft(t)
 	d.BundleID = id
 	for i := range n {
 		b := bytes.Repeat([]byte{byte(i), byte(i >> 8), id[len(id)-1], 0xa5}, size/4)
-		d.Artifacts = append(d.Artifacts, BytesSource("blobs/"+PartName("f", i+1, n)+".bin", "application/octet-stream", b))
+		d.Artifacts = append(d.Artifacts, bundle.BytesSource("blobs/"+bundle.PartName("f", i+1, n)+".bin", "application/octet-stream", b))
 	}
 	for i := range d.Capabilities {
 		d.Capabilities[i].Name = id + ".echo"
 	}
 	d.Aliases = nil
 	d.Publisher = ""
-	var arts []Source
+	var arts []bundle.Source
 	for _, a := range d.Artifacts {
-		if a.MediaType != MediaTypeDID {
+		if a.MediaType != bundle.MediaTypeDID {
 			arts = append(arts, a)
 		}
 	}
@@ -38,7 +39,7 @@ func bigDraft(t testing.TB, id string, n, size int) *Draft {
 
 // splitTo builds d, writes it to dir/name and splits it into parts of
 // partSize in the folder parts.
-func splitTo(t testing.TB, d *Draft, k ed25519.PrivateKey, dir, name string, partSize int64) (file []byte, index string, x *PartIndex) {
+func splitTo(t testing.TB, d *bundle.Draft, k ed25519.PrivateKey, dir, name string, partSize int64) (file []byte, index string, x *bundle.PartIndex) {
 	t.Helper()
 	file = build(t, d, k)
 	path := filepath.Join(dir, name)
@@ -54,14 +55,14 @@ func splitTo(t testing.TB, d *Draft, k ed25519.PrivateKey, dir, name string, par
 	return file, index, x
 }
 
-func openIndex(t testing.TB, path string, p *Policy) *PartIndex {
+func openIndex(t testing.TB, path string, p *bundle.Policy) *bundle.PartIndex {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	x, _, err := ReadPartIndex(f, p)
+	x, _, err := bundle.ReadPartIndex(f, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,14 +70,14 @@ func openIndex(t testing.TB, path string, p *Policy) *PartIndex {
 }
 
 // readParts locates and streams the parts, verifying the bundle inside.
-func readParts(x *PartIndex, p *Policy, paths ...string) error {
+func readParts(x *bundle.PartIndex, p *bundle.Policy, paths ...string) error {
 	found, err := LocateParts(x, paths)
 	if err != nil {
 		return err
 	}
 	pr := NewPartsReader(x, found)
 	defer pr.Close()
-	r, err := NewReader(pr, ReaderOptions{Policy: p, Now: func() time.Time { return testNow }, AllowDelta: true})
+	r, err := bundle.NewReader(pr, bundle.ReaderOptions{Policy: p, Now: func() time.Time { return testNow }, AllowDelta: true})
 	if err == nil {
 		err = r.VerifyRest()
 	}
@@ -88,7 +89,7 @@ func readParts(x *PartIndex, p *Policy, paths ...string) error {
 func TestSplitPartsInAnyOrderFromSeveralFolders(t *testing.T) {
 	k := testKey(1)
 	dir := t.TempDir()
-	file, index, x := splitTo(t, bigDraft(t, "org.example.split", 6, 100<<10), k, dir, "s.ampb", MinPartSize)
+	file, index, x := splitTo(t, bigDraft(t, "org.example.split", 6, 100<<10), k, dir, "s.ampb", bundle.MinPartSize)
 	if len(x.Parts) < 5 {
 		t.Fatalf("%d parts", len(x.Parts))
 	}
@@ -119,7 +120,7 @@ func TestSplitPartsInAnyOrderFromSeveralFolders(t *testing.T) {
 	// The index signed by an untrusted key is refused.
 	f, _ := os.Open(index)
 	defer f.Close()
-	if _, _, err := ReadPartIndex(f, trust(testKey(2), "*")); !errors.Is(err, ErrUntrustedKey) {
+	if _, _, err := bundle.ReadPartIndex(f, trust(testKey(2), "*")); !errors.Is(err, bundle.ErrUntrustedKey) {
 		t.Fatalf("index under another key: %v", err)
 	}
 }
@@ -129,8 +130,8 @@ func TestSplitPartsInAnyOrderFromSeveralFolders(t *testing.T) {
 func TestPartSwappedBetweenBundles(t *testing.T) {
 	k := testKey(1)
 	a, b := t.TempDir(), t.TempDir()
-	_, _, xa := splitTo(t, bigDraft(t, "org.example.aaaa", 6, 100<<10), k, a, "s.ampb", MinPartSize)
-	_, _, xb := splitTo(t, bigDraft(t, "org.example.bbbb", 6, 100<<10), k, b, "s.ampb", MinPartSize)
+	_, _, xa := splitTo(t, bigDraft(t, "org.example.aaaa", 6, 100<<10), k, a, "s.ampb", bundle.MinPartSize)
+	_, _, xb := splitTo(t, bigDraft(t, "org.example.bbbb", 6, 100<<10), k, b, "s.ampb", bundle.MinPartSize)
 	if len(xa.Parts) != len(xb.Parts) {
 		t.Fatalf("the two splits differ in part count: %d, %d", len(xa.Parts), len(xb.Parts))
 	}
@@ -149,7 +150,7 @@ func TestPartSwappedBetweenBundles(t *testing.T) {
 		}
 		err := readParts(xa, trust(k, "org.example"), dir)
 		var e *amp.Error
-		if !errors.As(err, &e) || e.Name != ErrPartMismatch || !bytes.Contains([]byte(e.Message), []byte(xa.Parts[i].Name)) {
+		if !errors.As(err, &e) || e.Name != bundle.ErrPartMismatch || !bytes.Contains([]byte(e.Message), []byte(xa.Parts[i].Name)) {
 			t.Fatalf("part %d swapped: %v", i+1, err)
 		}
 	}
@@ -160,12 +161,12 @@ func TestPartSwappedBetweenBundles(t *testing.T) {
 func TestPartTruncated(t *testing.T) {
 	k := testKey(1)
 	dir := t.TempDir()
-	_, _, x := splitTo(t, bigDraft(t, "org.example.trunc", 6, 100<<10), k, dir, "s.ampb", MinPartSize)
+	_, _, x := splitTo(t, bigDraft(t, "org.example.trunc", 6, 100<<10), k, dir, "s.ampb", bundle.MinPartSize)
 	victim := filepath.Join(dir, "parts", x.Parts[2].Name)
 	data, _ := os.ReadFile(victim)
 	os.WriteFile(victim, data[:len(data)-1], 0o644)
 	err := readParts(x, trust(k, "org.example"), filepath.Join(dir, "parts"))
-	if !errors.Is(err, ErrPartMismatch) || !bytes.Contains([]byte(err.Error()), []byte(x.Parts[2].Name)) {
+	if !errors.Is(err, bundle.ErrPartMismatch) || !bytes.Contains([]byte(err.Error()), []byte(x.Parts[2].Name)) {
 		t.Fatalf("truncated part: %v", err)
 	}
 	// Truncated after it was located (a medium pulled mid-read).
@@ -177,7 +178,7 @@ func TestPartTruncated(t *testing.T) {
 	os.WriteFile(victim, data[:10], 0o644)
 	pr := NewPartsReader(x, found)
 	defer pr.Close()
-	if _, err := io.Copy(io.Discard, pr); !errors.Is(err, ErrPartMismatch) || !bytes.Contains([]byte(err.Error()), []byte("part 3")) {
+	if _, err := io.Copy(io.Discard, pr); !errors.Is(err, bundle.ErrPartMismatch) || !bytes.Contains([]byte(err.Error()), []byte("part 3")) {
 		t.Fatalf("part truncated while read: %v", err)
 	}
 }
@@ -187,18 +188,18 @@ func TestPartTruncated(t *testing.T) {
 func TestPartMissingAndDuplicate(t *testing.T) {
 	k := testKey(1)
 	dir := t.TempDir()
-	_, _, x := splitTo(t, bigDraft(t, "org.example.miss", 6, 100<<10), k, dir, "s.ampb", MinPartSize)
+	_, _, x := splitTo(t, bigDraft(t, "org.example.miss", 6, 100<<10), k, dir, "s.ampb", bundle.MinPartSize)
 	parts := filepath.Join(dir, "parts")
 	other := t.TempDir()
 	data, _ := os.ReadFile(filepath.Join(parts, x.Parts[1].Name))
 	os.WriteFile(filepath.Join(other, x.Parts[1].Name), data, 0o644)
-	if _, err := LocateParts(x, []string{parts, other}); !errors.Is(err, ErrPartDuplicate) {
+	if _, err := LocateParts(x, []string{parts, other}); !errors.Is(err, bundle.ErrPartDuplicate) {
 		t.Fatalf("duplicate: %v", err)
 	}
 	os.Remove(filepath.Join(parts, x.Parts[1].Name))
 	os.Remove(filepath.Join(parts, x.Parts[3].Name))
 	_, err := LocateParts(x, []string{parts})
-	if !errors.Is(err, ErrPartMissing) || !bytes.Contains([]byte(err.Error()), []byte("2 ("+x.Parts[1].Name)) || !bytes.Contains([]byte(err.Error()), []byte("4 ("+x.Parts[3].Name)) {
+	if !errors.Is(err, bundle.ErrPartMissing) || !bytes.Contains([]byte(err.Error()), []byte("2 ("+x.Parts[1].Name)) || !bytes.Contains([]byte(err.Error()), []byte("4 ("+x.Parts[3].Name)) {
 		t.Fatalf("missing: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package bundle
+package bundlebuild
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/keyfile"
 )
 
@@ -48,7 +49,7 @@ func buildSample(t testing.TB, s sample, dir string) []byte {
 		t.Fatalf("%s: %v", s.name, err)
 	}
 	var buf bytes.Buffer
-	if _, err := Write(&buf, d, []ed25519.PrivateKey{k}, WriteOptions{}); err != nil {
+	if _, err := bundle.Write(&buf, d, []ed25519.PrivateKey{k}, bundle.WriteOptions{}); err != nil {
 		t.Fatalf("%s: %v", s.name, err)
 	}
 	return buf.Bytes()
@@ -101,11 +102,11 @@ func TestSampleBundlesVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = readAll(geo, trust(example, "org.example"), testNow) // wrong key
-	expectName(t, err, ErrUntrustedKey)
+	expectName(t, err, bundle.ErrUntrustedKey)
 	_, _, err = readAll(geo, trust(acme, "org.example"), testNow) // right key, another namespace
-	expectName(t, err, ErrUntrustedNamespace)
+	expectName(t, err, bundle.ErrUntrustedNamespace)
 	_, _, err = readAll(translate, trust(example, "org.example"), time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC))
-	expectName(t, err, ErrExpired)
+	expectName(t, err, bundle.ErrExpired)
 }
 
 // copyTree copies the translate sample source to a temporary folder.
@@ -142,49 +143,49 @@ func TestSourceRefusals(t *testing.T) {
 	}{
 		{"schema that is not json", v2 + "input.schema.json", func(d string) {
 			write(t, d, v2+"input.schema.json", `{"type":`)
-		}, ErrSource},
+		}, bundle.ErrSource},
 		{"json that is not a json schema", v2 + "output.schema.json", func(d string) {
 			write(t, d, v2+"output.schema.json", `{"type":"no-such-type"}`)
-		}, ErrSource},
+		}, bundle.ErrSource},
 		{"$ref to a missing file", v2 + "input.schema.json", func(d string) {
 			write(t, d, v2+"input.schema.json", `{"$ref":"../../../schemas/common/missing.json"}`)
-		}, ErrSource},
+		}, bundle.ErrSource},
 		{"$ref to the network", v2 + "input.schema.json", func(d string) {
 			write(t, d, v2+"input.schema.json", `{"$ref":"https://json.schemastore.org/package.json"}`)
-		}, ErrSource},
+		}, bundle.ErrSource},
 		{"$ref to the file system", v2 + "input.schema.json", func(d string) {
 			write(t, d, v2+"input.schema.json", `{"$ref":"file:///etc/hostname"}`)
-		}, ErrSource},
+		}, bundle.ErrSource},
 		{"two schemas with one $id", "schemas/common/text.json", func(d string) {
 			write(t, d, "schemas/common/text.json", `{"$id":"https://schemas.example.org/common/language.json","type":"string"}`)
-		}, ErrSource},
-		{"unexpected file", "notes.txt", func(d string) { write(t, d, "notes.txt", "hello") }, ErrSource},
-		{"hidden file", ".DS_Store", func(d string) { write(t, d, ".DS_Store", "x") }, ErrSource},
-		{"unsafe file name", "schemas/a b.json", func(d string) { write(t, d, "schemas/a b.json", "{}") }, ErrSource},
-		{"keys equal but for case", "schemas/Common/text.json", func(d string) { write(t, d, "schemas/Common/text.json", "{}") }, ErrSource},
+		}, bundle.ErrSource},
+		{"unexpected file", "notes.txt", func(d string) { write(t, d, "notes.txt", "hello") }, bundle.ErrSource},
+		{"hidden file", ".DS_Store", func(d string) { write(t, d, ".DS_Store", "x") }, bundle.ErrSource},
+		{"unsafe file name", "schemas/a b.json", func(d string) { write(t, d, "schemas/a b.json", "{}") }, bundle.ErrSource},
+		{"keys equal but for case", "schemas/Common/text.json", func(d string) { write(t, d, "schemas/Common/text.json", "{}") }, bundle.ErrSource},
 		{"name in capability.json differs from the folder", v2 + "capability.json", func(d string) {
 			write(t, d, v2+"capability.json", `{"name":"org.example.translate.other"}`)
-		}, ErrSource},
+		}, bundle.ErrSource},
 		{"unsupported range form", v2 + "capability.json", func(d string) {
 			write(t, d, v2+"capability.json", `{"supported_ranges":["^2.0.0"]}`)
-		}, ErrSource},
+		}, bundle.ErrSource},
 		{"computed field given", v2 + "capability.json", func(d string) {
 			write(t, d, v2+"capability.json", `{"input_schema":{"hash":"00"}}`)
-		}, ErrSource},
-		{"missing output schema", v2 + "output.schema.json", func(d string) { os.Remove(filepath.Join(d, v2+"output.schema.json")) }, ErrSource},
+		}, bundle.ErrSource},
+		{"missing output schema", v2 + "output.schema.json", func(d string) { os.Remove(filepath.Join(d, v2+"output.schema.json")) }, bundle.ErrSource},
 		{"folder that is not a version", "capabilities/org.example.translate.text/2.1", func(d string) {
 			os.Rename(filepath.Join(d, v2), filepath.Join(d, "capabilities/org.example.translate.text/2.1"))
-		}, ErrSource},
-		{"invalid did document", "dids/translator.json", func(d string) { write(t, d, "dids/translator.json", `{"id":"nope"}`) }, ErrSource},
+		}, bundle.ErrSource},
+		{"invalid did document", "dids/translator.json", func(d string) { write(t, d, "dids/translator.json", `{"id":"nope"}`) }, bundle.ErrSource},
 		{"alias to a missing capability", "bundle.json", func(d string) {
 			write(t, d, "bundle.json", `{"bundle_id":"org.example.translate","version":1,"aliases":{"x":"org.example.translate.nope"}}`)
-		}, ErrSource},
+		}, bundle.ErrSource},
 		{"unknown bundle.json field", "bundle.json", func(d string) {
 			write(t, d, "bundle.json", `{"bundle_id":"org.example.translate","version":1,"verison":2}`)
-		}, ErrSource},
+		}, bundle.ErrSource},
 		{"symbolic link", "schemas/link.json", func(d string) {
 			os.Symlink("/etc/hostname", filepath.Join(d, "schemas/link.json"))
-		}, ErrSource},
+		}, bundle.ErrSource},
 	}
 	src := filepath.Join("..", "testdata", "bundles", "translate")
 	for _, tt := range tests {

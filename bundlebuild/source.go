@@ -1,4 +1,4 @@
-package bundle
+package bundlebuild
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
@@ -81,7 +82,7 @@ type bundleConfig struct {
 // srcErr is a source problem naming the file (a path below the source
 // folder, the publisher's own input).
 func srcErr(file, format string, args ...any) *amp.Error {
-	e := fail(ErrSource, format, args...)
+	e := fail(bundle.ErrSource, format, args...)
 	e.Message = file + ": " + e.Message
 	return e
 }
@@ -108,7 +109,7 @@ func (l *diskLoader) Load(key string) ([]byte, error) {
 		return nil, err
 	}
 	if want, ok := l.hashes[key]; ok {
-		h, _ := NewHash(l.alg)
+		h, _ := bundle.NewHash(l.alg)
 		h.Write(data)
 		if hex.EncodeToString(h.Sum(nil)) != want {
 			return nil, srcErr(key, "changed while the bundle was being built")
@@ -140,30 +141,69 @@ func (l *diskLoader) KeyForID(id string) (string, bool) {
 // LoadSource reads a source folder (FORMAT.md §8) and checks everything
 // about it: layout, keys, JSON Schemas (each compiles, every $ref resolves
 // inside the bundle), DID documents, descriptors. The error names the file.
-func LoadSource(dir string, opts SourceOptions) (*Draft, error) {
+func LoadSource(dir string, opts SourceOptions) (*bundle.Draft, error) {
 	return loadSource(dir, opts, buildHooks{})
 }
 
-// loadSource is LoadSource with the test hooks.
-func loadSource(dir string, opts SourceOptions, hooks buildHooks) (*Draft, error) {
+// loadSource is LoadSource with the test hooks. The steps run in this
+// order, so that the first error is the same as ever: the walk, bundle.json,
+// the layout, the schemas, the DID documents, the descriptors, the claims.
+func loadSource(dir string, opts SourceOptions, hooks buildHooks) (*bundle.Draft, error) {
 	alg := opts.HashAlg
 	if alg == "" {
 		alg = capability.HashSHA256
 	}
-	if _, err := NewHash(alg); err != nil {
+	if _, err := bundle.NewHash(alg); err != nil {
 		return nil, err
 	}
 	progress := opts.Progress
 	if progress == nil {
 		progress = func(string, int64, int64) {}
 	}
-	files := map[string][]byte{}  // small files (configs, DID documents) by slash path
-	onDisk := map[string]string{} // schema files: slash path -> path on disk
-	sizes := map[string]int64{}
+	src, err := walkSource(dir)
+	if err != nil {
+		return nil, err
+	}
+	d, err := readBundleConfig(src.files, opts, alg)
+	if err != nil {
+		return nil, err
+	}
+	lay, err := classify(d, src, alg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSourceSchemas(d, src, lay.schemas, opts, hooks, progress); err != nil {
+		return nil, err
+	}
+	if err := checkDIDs(src.files, lay.dids); err != nil {
+		return nil, err
+	}
+	hashes := lay.schemas.hashes
+	for k, b := range lay.bridges {
+		h, _ := bundle.NewHash(alg)
+		h.Write(b)
+		hashes[k] = hex.EncodeToString(h.Sum(nil))
+	}
+	return describe(d, src, lay, alg)
+}
+
+// sourceFiles is what the walk of a source folder found.
+type sourceFiles struct {
+	files  map[string][]byte // small files (configs, DID documents, bridges) by slash path
+	onDisk map[string]string // schema files: slash path -> path on disk
+	sizes  map[string]int64  // schema files: slash path -> size
+}
+
+// walkSource lists a source folder: no link, no hidden folder, nothing but
+// regular files with safe keys that differ in more than letter case. Small
+// files are read; schemas are only sized (read when checked and when
+// written, never kept).
+func walkSource(dir string) (*sourceFiles, error) {
+	src := &sourceFiles{files: map[string][]byte{}, onDisk: map[string]string{}, sizes: map[string]int64{}}
 	folded := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return fail(ErrIO, "cannot read the source folder").WithCause(err)
+			return fail(bundle.ErrIO, "cannot read the source folder").WithCause(err)
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
@@ -179,7 +219,7 @@ func loadSource(dir string, opts SourceOptions, hooks buildHooks) (*Draft, error
 		if !d.Type().IsRegular() {
 			return srcErr(rel, "only regular files are allowed in a source folder")
 		}
-		if err := ValidateKey(rel); err != nil {
+		if err := bundle.ValidateKey(rel); err != nil {
 			return srcErr(rel, "%s", err.(*amp.Error).Message)
 		}
 		if other, ok := folded[strings.ToLower(rel)]; ok {
@@ -187,7 +227,6 @@ func loadSource(dir string, opts SourceOptions, hooks buildHooks) (*Draft, error
 		}
 		folded[strings.ToLower(rel)] = rel
 		if isSchemaPath(rel) {
-			// Schemas are read when checked and when written, never kept.
 			info, err := d.Info()
 			if err != nil {
 				return srcErr(rel, "cannot be read").WithCause(err)
@@ -195,19 +234,26 @@ func loadSource(dir string, opts SourceOptions, hooks buildHooks) (*Draft, error
 			if info.Size() > maxSourceFile {
 				return srcErr(rel, "cannot be read").WithCause(errors.New("file is larger than 16 MiB"))
 			}
-			onDisk[rel], sizes[rel] = p, info.Size()
+			src.onDisk[rel], src.sizes[rel] = p, info.Size()
 			return nil
 		}
 		data, err := readSourceFile(p)
 		if err != nil {
 			return srcErr(rel, "cannot be read").WithCause(err)
 		}
-		files[rel] = data
+		src.files[rel] = data
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	return src, nil
+}
+
+// readBundleConfig takes bundle.json out of files and starts the draft
+// from it: bundle_id, version, expiry, aliases, and the publisher (by
+// default the signer's did:key, which a did:key publisher must be).
+func readBundleConfig(files map[string][]byte, opts SourceOptions, alg string) (*bundle.Draft, error) {
 	cfgData, ok := files[bundleFile]
 	if !ok {
 		return nil, srcErr(bundleFile, "is missing")
@@ -217,8 +263,8 @@ func loadSource(dir string, opts SourceOptions, hooks buildHooks) (*Draft, error
 	if err := strictJSON(cfgData, &cfg); err != nil {
 		return nil, srcErr(bundleFile, "is not valid: %s", err)
 	}
-	d := &Draft{BundleID: cfg.BundleID, Version: cfg.Version, CreatedAt: opts.CreatedAt, Publisher: cfg.Publisher, HashAlg: alg, Aliases: cfg.Aliases}
-	if err := ValidateBundleID(d.BundleID); err != nil {
+	d := &bundle.Draft{BundleID: cfg.BundleID, Version: cfg.Version, CreatedAt: opts.CreatedAt, Publisher: cfg.Publisher, HashAlg: alg, Aliases: cfg.Aliases}
+	if err := bundle.ValidateBundleID(d.BundleID); err != nil {
 		return nil, srcErr(bundleFile, "bundle_id must be a reverse-domain name of at least two labels")
 	}
 	if d.Version == 0 {
@@ -244,55 +290,71 @@ func loadSource(dir string, opts SourceOptions, hooks buildHooks) (*Draft, error
 	case strings.HasPrefix(d.Publisher, "did:key:") && signerDID != "" && d.Publisher != signerDID:
 		return nil, srcErr(bundleFile, "publisher is a did:key that is not the signing key")
 	}
+	return d, nil
+}
 
-	// Classify the files: capability configs, schemas, DID documents.
-	caps := map[string]string{} // capability folder -> its capability.json path
-	schemas := &diskLoader{files: map[string]string{}, ids: map[string]string{}, alg: alg, hashes: map[string]string{}}
-	var keys []string
-	for k := range files {
-		keys = append(keys, k)
+// layout is a source's files sorted by what they are.
+type layout struct {
+	keys    []string          // every file but bundle.json, sorted
+	caps    map[string]string // capability folder -> its capability.json key
+	schemas *diskLoader
+	dids    []string
+	bridges map[string][]byte
+}
+
+// classify sorts the files of src into capability configs, bridges,
+// schemas and DID documents (in key order, the first misplaced file
+// refused), adding each artifact to d.
+func classify(d *bundle.Draft, src *sourceFiles, alg string) (*layout, error) {
+	lay := &layout{caps: map[string]string{}, bridges: map[string][]byte{},
+		schemas: &diskLoader{files: map[string]string{}, ids: map[string]string{}, alg: alg, hashes: map[string]string{}}}
+	for k := range src.files {
+		lay.keys = append(lay.keys, k)
 	}
-	for k := range onDisk {
-		keys = append(keys, k)
+	for k := range src.onDisk {
+		lay.keys = append(lay.keys, k)
 	}
-	sort.Strings(keys)
-	var dids []string
-	bridges := map[string][]byte{}
-	for _, k := range keys {
+	sort.Strings(lay.keys)
+	for _, k := range lay.keys {
 		segs := strings.Split(k, "/")
 		switch {
 		case segs[0] == "capabilities" && len(segs) == 4 && segs[3] == capabilityFile:
-			caps[path.Dir(k)] = k
+			lay.caps[path.Dir(k)] = k
 		case segs[0] == "capabilities" && len(segs) == 4 && segs[3] == bridgeFile:
-			if _, err := compat.ParseBridge(files[k]); err != nil {
+			if _, err := compat.ParseBridge(src.files[k]); err != nil {
 				return nil, srcErr(k, "is not a valid bridge: %s", amp.SafeMessage(err)).WithCause(err)
 			}
-			bridges[k] = files[k]
-			d.Artifacts = append(d.Artifacts, BytesSource(k, MediaTypeBridge, files[k]))
+			lay.bridges[k] = src.files[k]
+			d.Artifacts = append(d.Artifacts, bundle.BytesSource(k, bundle.MediaTypeBridge, src.files[k]))
 		case segs[0] == "capabilities" && len(segs) == 4 && strings.HasSuffix(k, ".json"),
 			segs[0] == "schemas" && len(segs) >= 2 && strings.HasSuffix(k, ".json"):
-			schemas.files[k] = onDisk[k]
-			d.Artifacts = append(d.Artifacts, fileSource(k, MediaTypeSchema, onDisk[k], sizes[k]))
+			lay.schemas.files[k] = src.onDisk[k]
+			d.Artifacts = append(d.Artifacts, fileSource(k, bundle.MediaTypeSchema, src.onDisk[k], src.sizes[k]))
 		case segs[0] == "dids" && len(segs) == 2 && strings.HasSuffix(k, ".json"):
-			dids = append(dids, k)
-			d.Artifacts = append(d.Artifacts, BytesSource(k, MediaTypeDID, files[k]))
+			lay.dids = append(lay.dids, k)
+			d.Artifacts = append(d.Artifacts, bundle.BytesSource(k, bundle.MediaTypeDID, src.files[k]))
 		default:
 			return nil, srcErr(k, "is not part of the source layout (bundle.json, capabilities/<name>/<version>/*.json, schemas/**/*.json, dids/*.json)")
 		}
 	}
+	return lay, nil
+}
 
-	// Schemas: one read each to hash it, index its $id and check it
-	// quickly (offlineschema.QuickCheck: parsed once, then dropped); then
-	// every schema's references are resolved, and a schema the quick check
-	// cannot vouch for is compiled offline, its $refs read again
-	// (docs/PERFORMANCE.md, P8). With FullSchemaCheck every schema is
-	// compiled. Both phases run on opts.Workers workers with the bytes in
-	// flight bounded, their results taken in key order (build_parallel.go).
+// checkSourceSchemas checks the schemas: one read each to hash it, index
+// its $id and check it quickly (offlineschema.QuickCheck: parsed once, then
+// dropped); then every schema's references are resolved, and a schema the
+// quick check cannot vouch for is compiled offline, its $refs read again
+// (docs/PERFORMANCE.md, P8). With FullSchemaCheck every schema is
+// compiled. Both phases run on opts.Workers workers with the bytes in
+// flight bounded, their results taken in key order (parallel.go). The
+// draft's schema artifacts get the size and hash of the bytes checked.
+func checkSourceSchemas(d *bundle.Draft, src *sourceFiles, schemas *diskLoader, opts SourceOptions, hooks buildHooks,
+	progress func(string, int64, int64)) error {
 	schemaKeys := sortedKeys(schemas.files)
 	workers := buildWorkers(opts.Workers)
 	var largest int64
 	for _, k := range schemaKeys {
-		largest = max(largest, sizes[k])
+		largest = max(largest, src.sizes[k])
 	}
 	budget, target := inFlightBudget(workers, largest)
 	if hooks.budget > 0 {
@@ -302,60 +364,59 @@ func loadSource(dir string, opts SourceOptions, hooks buildHooks) (*Draft, error
 		defer holdMemoryLimit(target)()
 	}
 	quick := offlineschema.NewQuickCheck()
-	checked, err := indexSchemas(schemaKeys, schemas, sizes, quick, workers, newByteBudget(budget, hooks.inFlight), progress)
+	checked, err := indexSchemas(schemaKeys, schemas, src.sizes, quick, workers, newByteBudget(budget, hooks.inFlight), progress)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	hashes := schemas.hashes
-	if err := checkSchemas(schemaKeys, schemas, sizes, quick, opts.FullSchemaCheck, workers,
+	if err := checkSchemas(schemaKeys, schemas, src.sizes, quick, opts.FullSchemaCheck, workers,
 		newByteBudget(budget, hooks.inFlight), progress); err != nil {
-		return nil, err
+		return err
 	}
 	for i, a := range d.Artifacts {
 		if c, ok := checked[a.Key]; ok {
 			d.Artifacts[i].Size, d.Artifacts[i].Hash = c.Size, c.Hash
 		}
 	}
+	return nil
+}
 
-	// DID documents.
+// checkDIDs parses every DID document; no two may document one DID.
+func checkDIDs(files map[string][]byte, dids []string) error {
 	seenDID := map[string]string{}
 	for _, k := range dids {
 		doc, err := amp.ParseDIDDocument(files[k])
 		if err != nil {
-			return nil, srcErr(k, "is not a valid did document: %s", amp.SafeMessage(err))
+			return srcErr(k, "is not a valid did document: %s", amp.SafeMessage(err))
 		}
 		if other, dup := seenDID[doc.ID]; dup {
-			return nil, srcErr(k, "documents the same did as %s", other)
+			return srcErr(k, "documents the same did as %s", other)
 		}
 		seenDID[doc.ID] = k
 	}
+	return nil
+}
 
-	for k, b := range bridges {
-		h, _ := NewHash(alg)
-		h.Write(b)
-		hashes[k] = hex.EncodeToString(h.Sum(nil))
-	}
-
-	// Descriptors.
-	for _, dirKey := range sortedKeys(caps) {
-		desc, err := loadDescriptor(dirKey, files, hashes, d.BundleID, alg)
+// describe adds the descriptors to d, every capability folder with its
+// capability.json, then the compatibility claims derived from the schemas
+// (signed with the manifest; a policy they contradict is refused,
+// docs/FORMAT.md), and checks that every alias points at a capability.
+func describe(d *bundle.Draft, src *sourceFiles, lay *layout, alg string) (*bundle.Draft, error) {
+	for _, dirKey := range sortedKeys(lay.caps) {
+		desc, err := loadDescriptor(dirKey, src.files, lay.schemas.hashes, d.BundleID, alg)
 		if err != nil {
 			return nil, err
 		}
 		d.Capabilities = append(d.Capabilities, desc)
 	}
-	// Capability folders without capability.json.
-	for _, k := range keys {
+	for _, k := range lay.keys {
 		segs := strings.Split(k, "/")
 		if segs[0] == "capabilities" && len(segs) == 4 {
-			if _, ok := caps[path.Dir(k)]; !ok {
+			if _, ok := lay.caps[path.Dir(k)]; !ok {
 				return nil, srcErr(path.Dir(k), "has no %s", capabilityFile)
 			}
 		}
 	}
-	// Compatibility claims: derived from the schemas, signed with the
-	// manifest; a policy they contradict is refused (docs/FORMAT.md).
-	annotated, err := compat.Annotate(d.Capabilities, compat.NewSource(bridgeLoader{schemas, bridges}))
+	annotated, err := compat.Annotate(d.Capabilities, compat.NewSource(bridgeLoader{lay.schemas, lay.bridges}))
 	if err != nil {
 		return nil, err
 	}
@@ -427,7 +488,7 @@ func loadDescriptor(dirKey string, files map[string][]byte, hashes map[string]st
 			}
 		}
 		for k, v := range map[string]string{"bundle_id": bundleID, "artifact_key": key, "hash_alg": alg,
-			"hash": sum, "media_type": MediaTypeSchema} {
+			"hash": sum, "media_type": bundle.MediaTypeSchema} {
 			ref[k], _ = json.Marshal(v)
 		}
 		obj[field], _ = json.Marshal(ref)
@@ -438,7 +499,7 @@ func loadDescriptor(dirKey string, files map[string][]byte, hashes map[string]st
 	}
 	if sum, ok := hashes[bridgeKey]; ok {
 		obj["bridge"], _ = json.Marshal(map[string]string{"bundle_id": bundleID, "artifact_key": bridgeKey,
-			"hash_alg": alg, "hash": sum, "media_type": MediaTypeBridge})
+			"hash_alg": alg, "hash": sum, "media_type": bundle.MediaTypeBridge})
 	}
 	full, _ := json.Marshal(obj)
 	desc, err := capability.DecodeDescriptorJSON(full)
@@ -465,11 +526,11 @@ func isSchemaPath(rel string) bool {
 // LoadSource sets its Size and Hash to those of the bytes it checked, and
 // Write refuses bytes that do not match them: what is written is what was
 // checked.
-func fileSource(key, mediaType, p string, size int64) Source {
-	return Source{Key: key, MediaType: mediaType, Size: size, Open: func() (io.ReadCloser, error) {
+func fileSource(key, mediaType, p string, size int64) bundle.Source {
+	return bundle.Source{Key: key, MediaType: mediaType, Size: size, Open: func() (io.ReadCloser, error) {
 		f, err := os.Open(p)
 		if err != nil {
-			return nil, fail(ErrIO, "cannot read %s", key).WithCause(err)
+			return nil, fail(bundle.ErrIO, "cannot read %s", key).WithCause(err)
 		}
 		return f, nil
 	}}

@@ -1,4 +1,4 @@
-package bundle
+package bundlebuild
 
 import (
 	"crypto/ed25519"
@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/bundle"
 )
 
 // BenchmarkBuildSourceVsFloor reports the P8 ratio in one run
@@ -50,7 +52,7 @@ func BenchmarkBuildSourceVsFloor(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := Write(f, d, []ed25519.PrivateKey{k}, WriteOptions{}); err != nil {
+		if _, err := bundle.Write(f, d, []ed25519.PrivateKey{k}, bundle.WriteOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		f.Close()

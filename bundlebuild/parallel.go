@@ -1,4 +1,4 @@
-package bundle
+package bundlebuild
 
 import (
 	"encoding/hex"
@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 )
 
@@ -221,12 +222,12 @@ type firstRead struct {
 // their hashes to schemas.hashes, their $ids to schemas.ids. It returns
 // the size and hash of the bytes checked, by key.
 func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, quick *offlineschema.QuickCheck,
-	workers int, b *byteBudget, progress func(string, int64, int64)) (map[string]Source, error) {
+	workers int, b *byteBudget, progress func(string, int64, int64)) (map[string]bundle.Source, error) {
 	var total, done int64
 	for _, k := range keys {
 		total += sizes[k]
 	}
-	checked := map[string]Source{}
+	checked := map[string]bundle.Source{}
 	cost := func(i int) int64 { return sizes[keys[i]] }
 	work := func(i int) firstRead {
 		k := keys[i]
@@ -234,7 +235,7 @@ func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 		if err != nil {
 			return firstRead{err: err}
 		}
-		h, _ := NewHash(schemas.alg)
+		h, _ := bundle.NewHash(schemas.alg)
 		h.Write(data)
 		return firstRead{size: int64(len(data)), sum: h.Sum(nil), prep: offlineschema.Prepare(k, data)}
 	}
@@ -244,7 +245,7 @@ func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 			return srcErr(k, "cannot be read").WithCause(r.err)
 		}
 		schemas.hashes[k] = hex.EncodeToString(r.sum)
-		checked[k] = Source{Size: r.size, Hash: r.sum}
+		checked[k] = bundle.Source{Size: r.size, Hash: r.sum}
 		id, err := quick.Commit(r.prep)
 		done += r.size
 		progress("indexing schemas", done, total)

@@ -1,4 +1,4 @@
-package bundle
+package bundlebuild
 
 import (
 	"crypto/ed25519"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/bundle"
 )
 
 // TestBuildRefusesSchemaChangedAfterCheck: a build no longer holds the
@@ -36,8 +38,8 @@ func TestBuildRefusesSchemaChangedAfterCheck(t *testing.T) {
 			if err := os.WriteFile(p, append(data, ' '), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err = Write(io.Discard, d, []ed25519.PrivateKey{k}, WriteOptions{})
-			if !errors.Is(err, ErrSource) || !strings.Contains(err.Error(), victim) || !strings.Contains(err.Error(), "changed while the bundle was being") {
+			_, err = bundle.Write(io.Discard, d, []ed25519.PrivateKey{k}, bundle.WriteOptions{})
+			if !errors.Is(err, bundle.ErrSource) || !strings.Contains(err.Error(), victim) || !strings.Contains(err.Error(), "changed while the bundle was being") {
 				t.Fatalf("write after %s changed: %v", victim, err)
 			}
 		})
@@ -69,8 +71,8 @@ func TestBuildRefusesSchemaThatGrewAfterCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out countingWriter
-	_, err = Write(&out, d, []ed25519.PrivateKey{k}, WriteOptions{})
-	if !errors.Is(err, ErrSource) || !strings.Contains(err.Error(), victim) {
+	_, err = bundle.Write(&out, d, []ed25519.PrivateKey{k}, bundle.WriteOptions{})
+	if !errors.Is(err, bundle.ErrSource) || !strings.Contains(err.Error(), victim) {
 		t.Fatalf("write after %s grew: %v", victim, err)
 	}
 	if out.n > 1<<20 {

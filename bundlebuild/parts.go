@@ -1,0 +1,424 @@
+package bundlebuild
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// Part files on disk (docs/FORMAT.md §13): SplitFile cuts a bundle file
+// into parts and writes their signed index (bundle.PartIndex, encoded and
+// signed by bundle); LocateParts and PartsReader find the parts of an
+// index and read them back as one stream, checked part by part.
+
+// SplitOptions are the choices of SplitFileWith.
+type SplitOptions struct {
+	// Force replaces parts and an index of the same names already in the
+	// folder; without it their presence is ErrFileExists, naming one, and
+	// nothing is written.
+	Force bool
+	// Progress, when set, is called with the bytes of the file staged so
+	// far.
+	Progress func(done int64)
+	// Now is the clock that tells a killed run's leftovers from a live
+	// one's (RemoveStaleTemps); nil: time.Now.
+	Now func() time.Time
+}
+
+// ErrFileExists names an output that is already there and is not
+// replaced without being asked to (--force).
+const ErrFileExists amp.ErrName = "file_exists"
+
+// SplitFile is SplitFileWith without options: it refuses to replace
+// existing parts or an index.
+func SplitFile(path, dir string, partSize int64, keys []ed25519.PrivateKey) (string, *bundle.PartIndex, error) {
+	return SplitFileWith(path, dir, partSize, keys, SplitOptions{})
+}
+
+// SplitFileWith cuts the bundle file at path into parts of partSize bytes
+// in the folder dir and writes the signed part index there, both named
+// after the file. It returns the index file's path and the index.
+//
+// It is all or nothing, also across a kill: every part and the index are
+// first written and synced in a temporary folder inside dir (left by a
+// killed run, it is removed by the next one: RemoveStaleTemps); then an
+// index of the same name already there is removed (with Force), the parts
+// are renamed into place and the index last. An index in dir therefore
+// always names a complete set of its own parts: a kill before the end
+// leaves no index, or the old one only when no part was replaced yet.
+func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, o SplitOptions) (string, *bundle.PartIndex, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", nil, fail(bundle.ErrIO, "cannot open the bundle").WithCause(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return "", nil, fail(bundle.ErrIO, "the bundle is not a regular file")
+	}
+	id, version, err := bundle.Identify(f)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", nil, fail(bundle.ErrIO, "cannot read the bundle").WithCause(err)
+	}
+	name := filepath.Base(path)
+	if !bundle.ValidFileName(name) {
+		return "", nil, fail(bundle.ErrUnsafeKey, "the file name %q cannot be used for parts: rename it to [A-Za-z0-9._-], not starting with . or -", name)
+	}
+	if partSize < bundle.MinPartSize {
+		return "", nil, fail(bundle.ErrInconsistent, "a part is at least %d bytes", bundle.MinPartSize)
+	}
+	size := st.Size()
+	if size == 0 {
+		return "", nil, fail(bundle.ErrTruncated, "the bundle file is empty")
+	}
+	n := int((size + partSize - 1) / partSize)
+	if n > bundle.MaxParts {
+		return "", nil, fail(bundle.ErrTooLarge, "%d parts of %d bytes; a split has at most %d parts (choose a larger --size)", n, partSize, bundle.MaxParts)
+	}
+	names := make([]string, 0, n+1)
+	for i := 1; i <= n; i++ {
+		names = append(names, bundle.PartName(name, i, n))
+	}
+	names = append(names, bundle.IndexName(name))
+	RemoveStaleTemps(dir, o.Now())
+	if !o.Force {
+		for _, nm := range names {
+			if _, err := os.Lstat(filepath.Join(dir, nm)); err == nil {
+				return "", nil, fail(ErrFileExists, "%s exists; split replaces it only with --force", filepath.Join(dir, nm))
+			}
+		}
+	}
+	stage, lock, err := MkdirTemp(dir, "split")
+	if err != nil {
+		return "", nil, fail(bundle.ErrIO, "cannot create a temporary folder in %s", dir).WithCause(err)
+	}
+	defer lock.Close()
+	defer os.RemoveAll(stage) // empty after a commit
+	x := &bundle.PartIndex{Format: bundle.PartsFormat, BundleID: id, Version: version, Name: name, Size: uint64(size)}
+	whole := sha256.New()
+	buf := make([]byte, 256<<10)
+	var done int64
+	for i := 1; i <= n; i++ {
+		want := partSize
+		if rest := size - int64(i-1)*partSize; rest < want {
+			want = rest
+		}
+		r := io.TeeReader(io.LimitReader(f, want), whole)
+		sum, err := writePart(filepath.Join(stage, names[i-1]), r, want, buf, func(k int64) {
+			if o.Progress != nil {
+				o.Progress(done + k)
+			}
+		})
+		if err != nil {
+			return "", nil, err
+		}
+		done += want
+		x.Parts = append(x.Parts, bundle.PartEntry{Name: names[i-1], Size: uint64(want), SHA256: sum})
+	}
+	x.SHA256 = whole.Sum(nil)
+	signed, err := bundle.SignPartIndex(x, keys)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := writeSynced(filepath.Join(stage, names[n]), signed); err != nil {
+		return "", nil, err
+	}
+	syncFolder(stage)
+	// Commit: no index may name parts of another split, so an old index
+	// goes first and the new one comes last.
+	ip := filepath.Join(dir, names[n])
+	if o.Force {
+		if err := os.Remove(ip); err != nil && !os.IsNotExist(err) {
+			return "", nil, fail(bundle.ErrIO, "cannot replace %s", ip).WithCause(err)
+		}
+		syncFolder(dir)
+	}
+	for _, nm := range names {
+		if err := os.Rename(filepath.Join(stage, nm), filepath.Join(dir, nm)); err != nil {
+			return "", nil, fail(bundle.ErrIO, "cannot move %s into place", nm).WithCause(err)
+		}
+	}
+	syncFolder(dir)
+	return ip, x, nil
+}
+
+// writePart writes exactly want bytes of r to path, syncs it, and returns
+// their SHA-256; progress gets the bytes written so far.
+func writePart(path string, r io.Reader, want int64, buf []byte, progress func(int64)) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fail(bundle.ErrIO, "cannot create part %s", filepath.Base(path)).WithCause(err)
+	}
+	h := sha256.New()
+	n, err := io.CopyBuffer(&countWriter{w: io.MultiWriter(f, h), progress: progress}, r, buf)
+	if err == nil && n != want {
+		err = io.ErrUnexpectedEOF
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fail(bundle.ErrIO, "cannot write part %s", filepath.Base(path)).WithCause(err)
+	}
+	return h.Sum(nil), nil
+}
+
+// countWriter reports the bytes written through it.
+type countWriter struct {
+	w        io.Writer
+	n        int64
+	progress func(int64)
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	c.progress(c.n)
+	return n, err
+}
+
+// writeSynced writes data to the new file path and syncs it.
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fail(bundle.ErrIO, "cannot create %s", filepath.Base(path)).WithCause(err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fail(bundle.ErrIO, "cannot write %s", filepath.Base(path)).WithCause(err)
+	}
+	return nil
+}
+
+// syncFolder makes renames in dir durable where the system allows it; a
+// failure is not an error (the files themselves are complete).
+func syncFolder(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// LocateParts finds the part files of x among paths: files, or folders
+// whose entries are searched (one level, by exact file name). Files whose
+// names the index does not list are ignored. Every part must be found
+// exactly once (else ErrPartMissing naming all missing parts, or
+// ErrPartDuplicate) and have the size the index says (else
+// ErrPartMismatch naming it). It returns the path of each part, in index
+// order. No part's bytes are read.
+func LocateParts(x *bundle.PartIndex, paths []string) ([]string, error) {
+	want := make(map[string]int, len(x.Parts))
+	for i, p := range x.Parts {
+		want[p.Name] = i
+	}
+	found := make([]string, len(x.Parts))
+	add := func(path string) error {
+		i, ok := want[filepath.Base(path)]
+		if !ok {
+			return nil
+		}
+		if found[i] != "" && !sameFile(found[i], path) {
+			return fail(bundle.ErrPartDuplicate, "part %d (%s) is given twice: %s and %s; give one", i+1, x.Parts[i].Name, found[i], path)
+		}
+		found[i] = path
+		return nil
+	}
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fail(bundle.ErrIO, "cannot read %s", p).WithCause(err)
+		}
+		if !st.IsDir() {
+			if err := add(p); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, fail(bundle.ErrIO, "cannot read the folder %s", p).WithCause(err)
+		}
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				if err := add(filepath.Join(p, e.Name())); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	var missing []string
+	for i, f := range found {
+		if f == "" {
+			missing = append(missing, fmt.Sprintf("%d (%s)", i+1, x.Parts[i].Name))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fail(bundle.ErrPartMissing, "missing part %s of %d", strings.Join(missing, ", "), len(x.Parts))
+	}
+	for i, f := range found {
+		st, err := os.Stat(f)
+		if err != nil || !st.Mode().IsRegular() {
+			return nil, fail(bundle.ErrIO, "cannot read part %d (%s)", i+1, f)
+		}
+		if uint64(st.Size()) != x.Parts[i].Size {
+			return nil, fail(bundle.ErrPartMismatch, "part %d (%s) has %d bytes, the index says %d (truncated or from another split)", i+1, f, st.Size(), x.Parts[i].Size)
+		}
+	}
+	return found, nil
+}
+
+func sameFile(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// PartsReader reads the parts of a split in index order as one stream,
+// checking each part's size and SHA-256 when it ends, and the whole's
+// SHA-256 before it reports the end. It never holds more than its read
+// buffer: the whole file is never assembled. After a failed read, Err
+// names the part that was bad.
+type PartsReader struct {
+	x     *bundle.PartIndex
+	paths []string
+	i     int // current part
+	f     *os.File
+	n     uint64 // bytes read of the current part
+	h     hash.Hash
+	whole hash.Hash
+	err   error
+	// OnPart, when set, is called after each part verified (1-based).
+	OnPart func(i int)
+}
+
+// NewPartsReader returns a reader over the parts at paths (from
+// LocateParts), in index order.
+func NewPartsReader(x *bundle.PartIndex, paths []string) *PartsReader {
+	return &PartsReader{x: x, paths: paths, whole: sha256.New()}
+}
+
+// Err returns the part error that stopped the stream, if any.
+func (p *PartsReader) Err() error { return p.err }
+
+// Read implements io.Reader.
+func (p *PartsReader) Read(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	orig := b
+	for {
+		if p.i == len(p.x.Parts) {
+			return 0, io.EOF
+		}
+		if p.f == nil {
+			f, err := os.Open(p.paths[p.i])
+			if err != nil {
+				p.err = fail(bundle.ErrIO, "cannot open part %d (%s)", p.i+1, p.paths[p.i]).WithCause(err)
+				return 0, p.err
+			}
+			p.f, p.n, p.h = f, 0, sha256.New()
+		}
+		e := p.x.Parts[p.i]
+		if rest := e.Size - p.n; uint64(len(b)) > rest {
+			b = b[:rest]
+		}
+		if len(b) > 0 {
+			n, err := p.f.Read(b)
+			p.h.Write(b[:n])
+			p.whole.Write(b[:n])
+			p.n += uint64(n)
+			if n > 0 {
+				return n, nil
+			}
+			if err == io.EOF {
+				p.err = fail(bundle.ErrPartMismatch, "part %d (%s) ends after %d bytes, the index says %d (truncated)", p.i+1, p.paths[p.i], p.n, e.Size)
+				return 0, p.err
+			}
+			if err != nil {
+				p.err = fail(bundle.ErrIO, "cannot read part %d (%s)", p.i+1, p.paths[p.i]).WithCause(err)
+				return 0, p.err
+			}
+			continue
+		}
+		// The part is complete: nothing may follow, and it must hash right.
+		var one [1]byte
+		if n, _ := p.f.Read(one[:]); n > 0 {
+			p.err = fail(bundle.ErrPartMismatch, "part %d (%s) is longer than the index says", p.i+1, p.paths[p.i])
+			return 0, p.err
+		}
+		p.f.Close()
+		p.f = nil
+		if subtle.ConstantTimeCompare(p.h.Sum(nil), e.SHA256) != 1 {
+			p.err = fail(bundle.ErrPartMismatch, "part %d (%s) does not match its sha256 in the index (altered, or a part of another split)", p.i+1, p.paths[p.i])
+			return 0, p.err
+		}
+		p.i++
+		if p.OnPart != nil {
+			p.OnPart(p.i)
+		}
+		if p.i == len(p.x.Parts) && subtle.ConstantTimeCompare(p.whole.Sum(nil), p.x.SHA256) != 1 {
+			p.err = fail(bundle.ErrPartMismatch, "the joined parts do not match the sha256 of the whole in the index")
+			return 0, p.err
+		}
+		b = orig
+	}
+}
+
+// Explain returns the part error behind err, a failure of whoever read
+// the stream: the part error that stopped the stream if there was one;
+// else, when a part was being read, its remaining bytes are hashed and a
+// part that does not match its index entry is named (so that a swapped
+// or altered part is reported as such, not only as the bundle error it
+// caused); else err itself.
+func (p *PartsReader) Explain(err error) error {
+	if p.err != nil {
+		return p.err
+	}
+	if err == nil || p.f == nil || p.i >= len(p.x.Parts) {
+		return err
+	}
+	buf := make([]byte, 64<<10)
+	for p.err == nil && p.f != nil {
+		if _, rerr := p.Read(buf); rerr != nil {
+			break
+		}
+	}
+	if p.err != nil {
+		return p.err
+	}
+	return err
+}
+
+// Close closes the open part, if any.
+func (p *PartsReader) Close() error {
+	if p.f != nil {
+		p.f.Close()
+		p.f = nil
+	}
+	return nil
+}
