@@ -13,6 +13,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/resolver"
 	"github.com/ampbundle/ampbundle/transport/amphttp"
@@ -56,7 +57,7 @@ func exampleRegistry(dir string, now func() time.Time) (*resolver.Store, error) 
 	if err != nil {
 		return nil, err
 	}
-	draft, err := bundle.LoadSource(src, bundle.SourceOptions{CreatedAt: now(), Signer: pub})
+	draft, err := bundlebuild.LoadSource(src, bundlebuild.SourceOptions{CreatedAt: now(), Signer: pub})
 	if err != nil {
 		return nil, err
 	}

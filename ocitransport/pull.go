@@ -13,7 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry"
 
-	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 )
 
 // CopyBufferSize is the one buffer a pull or push streams through.
@@ -76,11 +76,11 @@ func (e *Endpoint) WriteBundle(ctx context.Context, a *Artifact, w io.Writer) er
 }
 
 // PullFile writes the bundle file of a to path: into a temporary file next
-// to it (bundle.CreateTemp: named and locked as the house's temporary
+// to it (bundlebuild.CreateTemp: named and locked as the house's temporary
 // files), renamed over path only when every check passed. On an error
 // nothing is written at path.
 func (e *Endpoint) PullFile(ctx context.Context, a *Artifact, path string) (err error) {
-	f, err := bundle.CreateTemp(filepath.Dir(path), "pull")
+	f, err := bundlebuild.CreateTemp(filepath.Dir(path), "pull")
 	if err != nil {
 		return fail(ErrIO, "cannot create the output file").WithCause(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"oras.land/oras-go/v2/content/oci"
 
-	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 )
 
 // openTarDestination builds the layout in a temporary folder next to the
@@ -61,7 +61,7 @@ func (e *Endpoint) Commit() error {
 	if e.tmp == "" {
 		return nil
 	}
-	f, err := bundle.CreateTemp(filepath.Dir(e.loc.Path), "ocitar")
+	f, err := bundlebuild.CreateTemp(filepath.Dir(e.loc.Path), "ocitar")
 	if err != nil {
 		return fail(ErrIO, "cannot create the tar").WithCause(err)
 	}

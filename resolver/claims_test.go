@@ -13,6 +13,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/compat"
 )
@@ -53,7 +54,7 @@ func translateSource(t *testing.T, edits map[string]string) string {
 func loadDraft(t *testing.T, dir string) (*bundle.Draft, error) {
 	t.Helper()
 	k := sampleKey(t, "example-publisher")
-	return bundle.LoadSource(dir, bundle.SourceOptions{CreatedAt: testNow.Add(-time.Hour), Signer: pub(k)})
+	return bundlebuild.LoadSource(dir, bundlebuild.SourceOptions{CreatedAt: testNow.Add(-time.Hour), Signer: pub(k)})
 }
 
 func signDraft(t *testing.T, d *bundle.Draft) []byte {

@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 )
 
 // deltaOf builds the translate sample at version with edit applied, as a
@@ -18,7 +19,7 @@ func deltaOf(t testing.TB, base []byte, version uint64, edit func(d *bundle.Draf
 	t.Helper()
 	k := sampleKey(t, "example-publisher")
 	load := func() *bundle.Draft {
-		d, err := bundle.LoadSource(filepath.Join(samplesDir, "translate"), bundle.SourceOptions{CreatedAt: testNow.Add(-time.Hour), Signer: pub(k)})
+		d, err := bundlebuild.LoadSource(filepath.Join(samplesDir, "translate"), bundlebuild.SourceOptions{CreatedAt: testNow.Add(-time.Hour), Signer: pub(k)})
 		if err != nil {
 			t.Fatal(err)
 		}

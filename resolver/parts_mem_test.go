@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 )
 
 // partsMemory splits a bundle of n artifacts of 256 KiB into 1 MiB parts
@@ -40,13 +41,13 @@ func partsMemory(t *testing.T, n int) (split, verify, importPeak uint64) {
 	var index string
 	var x *bundle.PartIndex
 	split = allocated(func() {
-		if index, x, err = bundle.SplitFile(file, dir, 1<<20, []ed25519.PrivateKey{k}); err != nil {
+		if index, x, err = bundlebuild.SplitFile(file, dir, 1<<20, []ed25519.PrivateKey{k}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	os.Remove(file) // the whole file is gone: only parts remain
 	policy := &bundle.Policy{Keys: []bundle.TrustedKey{{Name: "example", Key: pub(k), Scopes: []string{"org.example"}}}}
-	stream := func() *bundle.PartsReader {
+	stream := func() *bundlebuild.PartsReader {
 		fi, err := os.Open(index)
 		if err != nil {
 			t.Fatal(err)
@@ -56,11 +57,11 @@ func partsMemory(t *testing.T, n int) (split, verify, importPeak uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		paths, err := bundle.LocateParts(got, []string{dir})
+		paths, err := bundlebuild.LocateParts(got, []string{dir})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return bundle.NewPartsReader(got, paths)
+		return bundlebuild.NewPartsReader(got, paths)
 	}
 	verify = allocated(func() {
 		pr := stream()

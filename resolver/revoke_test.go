@@ -12,6 +12,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/capability"
 )
 
@@ -33,7 +34,7 @@ func didOfPriv(k ed25519.PrivateKey) string { return amp.DIDKey(pub(k)) }
 // cosigned builds the translate sample at version, signed by keys.
 func cosigned(t *testing.T, version uint64, keys ...ed25519.PrivateKey) []byte {
 	t.Helper()
-	d, err := bundle.LoadSource(filepath.Join(samplesDir, "translate"), bundle.SourceOptions{CreatedAt: testNow.Add(-time.Hour), Signer: pub(keys[0])})
+	d, err := bundlebuild.LoadSource(filepath.Join(samplesDir, "translate"), bundlebuild.SourceOptions{CreatedAt: testNow.Add(-time.Hour), Signer: pub(keys[0])})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/keyfile"
 )
@@ -95,7 +96,7 @@ func mustImport(t testing.TB, s *Store, data []byte) *ImportResult {
 func variant(t testing.TB, version uint64, edit func(d *bundle.Draft)) []byte {
 	t.Helper()
 	k := sampleKey(t, "example-publisher")
-	d, err := bundle.LoadSource(filepath.Join(samplesDir, "translate"), bundle.SourceOptions{CreatedAt: testNow.Add(-time.Hour), Signer: pub(k)})
+	d, err := bundlebuild.LoadSource(filepath.Join(samplesDir, "translate"), bundlebuild.SourceOptions{CreatedAt: testNow.Add(-time.Hour), Signer: pub(k)})
 	if err != nil {
 		t.Fatal(err)
 	}

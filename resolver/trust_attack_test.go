@@ -10,6 +10,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 )
 
 // Attacks on the trust statements found by a review: each test reproduces
@@ -236,7 +237,7 @@ func expiringStore(t *testing.T, clock *time.Time) (s *Store, example, e2 ed2551
 // keys.
 func cosignedDraft(t *testing.T, version uint64, edit func(*bundle.Draft), keys ...ed25519.PrivateKey) []byte {
 	t.Helper()
-	d, err := bundle.LoadSource(filepath.Join(samplesDir, "translate"), bundle.SourceOptions{CreatedAt: testNow.Add(-time.Hour), Signer: pub(keys[0])})
+	d, err := bundlebuild.LoadSource(filepath.Join(samplesDir, "translate"), bundlebuild.SourceOptions{CreatedAt: testNow.Add(-time.Hour), Signer: pub(keys[0])})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
@@ -325,7 +326,7 @@ func (d *demo) stepImport(s *demoStep) error {
 	s.note("source", "source", "the embedded "+demoSample+", extracted to "+src)
 	s.note("signer", "signed by", amp.DIDKey(pub)+" (a publisher key made for this run, "+demoKeyFile+", mode 0600)")
 
-	draft, err := bundle.LoadSource(src, bundle.SourceOptions{CreatedAt: demoCreated, Signer: pub})
+	draft, err := bundlebuild.LoadSource(src, bundlebuild.SourceOptions{CreatedAt: demoCreated, Signer: pub})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -47,7 +48,7 @@ func (d *demo) stepTrust(s *demoStep) error {
 	s.note("policy", "trusts", "officers a, b, c for "+demoNamespace+"; threshold 2 distinct signatures")
 
 	src := filepath.Join(d.dir, "source", "translate")
-	draft, err := bundle.LoadSource(src, bundle.SourceOptions{CreatedAt: demoCreated, Signer: pubOf("a")})
+	draft, err := bundlebuild.LoadSource(src, bundlebuild.SourceOptions{CreatedAt: demoCreated, Signer: pubOf("a")})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
@@ -84,7 +86,7 @@ delta into a store holding that base installs exactly the full bundle, and
 				return err
 			}
 			phase, phasesDone := cliutil.Phases(env, c.Bool("json"))
-			d, err := bundle.LoadSource(c.Args().First(), bundle.SourceOptions{
+			d, err := bundlebuild.LoadSource(c.Args().First(), bundlebuild.SourceOptions{
 				HashAlg: c.String("hash"), CreatedAt: created, Signer: keys[0].Public().(ed25519.PublicKey),
 				Progress: phase, FullSchemaCheck: c.Bool("full-schema-check"), Workers: c.Int("workers"), LimitMemory: true})
 			phasesDone()
@@ -196,10 +198,10 @@ func signingKeys(c *cli.Context, env *cliutil.Env, paths []string) ([]ed25519.Pr
 }
 
 // keyInfos lists the signatures the keys make, in file (kid) order.
-func keyInfos(keys []ed25519.PrivateKey) []sigInfo {
-	var out []sigInfo
+func keyInfos(keys []ed25519.PrivateKey) []catalog.ManifestSignature {
+	var out []catalog.ManifestSignature
 	for _, k := range keys {
-		out = append(out, sigInfo{KID: string(bundle.KeyID(k.Public().(ed25519.PublicKey)))})
+		out = append(out, catalog.ManifestSignature{KID: string(bundle.KeyID(k.Public().(ed25519.PublicKey)))})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].KID < out[j].KID })
 	return out
@@ -209,7 +211,7 @@ func keyInfos(keys []ed25519.PrivateKey) []sigInfo {
 // and renames it into place, so that out is either the old file or the
 // complete new one.
 func writeAtomic(out string, write func(io.Writer) (*bundle.Manifest, error)) (*bundle.Manifest, int64, string, error) {
-	f, err := bundle.CreateTemp(filepath.Dir(out), "build") // locked: no other run takes it for a leftover
+	f, err := bundlebuild.CreateTemp(filepath.Dir(out), "build") // locked: no other run takes it for a leftover
 	if err != nil {
 		return nil, 0, "", cliutil.Failf("io_error", "cannot create the output file").WithCause(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/keyfile"
@@ -117,7 +118,7 @@ func TestFalseCompatibilityClaimEndToEnd(t *testing.T) {
 	must(err)
 	k, err := keyfile.ParsePrivate(keyPEM)
 	must(err)
-	d, err := bundle.LoadSource(src, bundle.SourceOptions{CreatedAt: cliNow.Add(-time.Hour), Signer: k.Ed25519.Public().(ed25519.PublicKey)})
+	d, err := bundlebuild.LoadSource(src, bundlebuild.SourceOptions{CreatedAt: cliNow.Add(-time.Hour), Signer: k.Ed25519.Public().(ed25519.PublicKey)})
 	must(err)
 	for i := range d.Capabilities {
 		if d.Capabilities[i].Version.String() == "2.1.0" {

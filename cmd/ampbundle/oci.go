@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/amp"
-	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/ocitransport"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -102,7 +102,7 @@ func parseOCI(arg, what string, needRef bool) (ocitransport.Location, error) {
 // spoolOCIBundle pulls the bundle a into a temporary file (removed by
 // Close) and returns it rewound.
 func spoolOCIBundle(ctx context.Context, ep *ocitransport.Endpoint, a *ocitransport.Artifact) (*spooled, error) {
-	f, err := bundle.CreateTemp(os.TempDir(), "oci")
+	f, err := bundlebuild.CreateTemp(os.TempDir(), "oci")
 	if err != nil {
 		return nil, cliutil.Failf("io_error", "cannot create a temporary file for the pulled bundle").WithCause(err)
 	}

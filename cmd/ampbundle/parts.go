@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
@@ -68,7 +69,7 @@ only with --force. What a killed run left in the folder is removed first.`,
 				total = st.Size()
 			}
 			prog := cliutil.NewProgress(env, c.Bool("json"), "splitting", total)
-			index, x, err := bundle.SplitFileWith(path, dir, size, keys, bundle.SplitOptions{Force: c.Bool("force"), Progress: prog.Update, Now: env.Now})
+			index, x, err := bundlebuild.SplitFileWith(path, dir, size, keys, bundlebuild.SplitOptions{Force: c.Bool("force"), Progress: prog.Update, Now: env.Now})
 			prog.Done()
 			if err != nil {
 				return err
@@ -156,7 +157,7 @@ needed for verify or import, which read the parts directly.`,
 
 // partsInput is a split bundle opened for reading.
 type partsInput struct {
-	*bundle.PartsReader
+	*bundlebuild.PartsReader
 	x       *bundle.PartIndex
 	signers []string
 }
@@ -196,11 +197,11 @@ func openParts(args []string, policy *bundle.Policy, unchecked bool) (*partsInpu
 	if len(places) == 0 {
 		places = []string{filepath.Dir(args[0])}
 	}
-	paths, err := bundle.LocateParts(x, places)
+	paths, err := bundlebuild.LocateParts(x, places)
 	if err != nil {
 		return nil, err
 	}
-	return &partsInput{PartsReader: bundle.NewPartsReader(x, paths), x: x, signers: signers}, nil
+	return &partsInput{PartsReader: bundlebuild.NewPartsReader(x, paths), x: x, signers: signers}, nil
 }
 
 // storePolicy is the store's trusted keys as a policy (each key with its

@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/ocitransport"
 )
@@ -113,7 +113,7 @@ func pullStatement(ctx context.Context, src *ocitransport.Endpoint, a *ocitransp
 	if err != nil {
 		return err
 	}
-	f, err := bundle.CreateTemp(filepath.Dir(out), "pull")
+	f, err := bundlebuild.CreateTemp(filepath.Dir(out), "pull")
 	if err != nil {
 		return cliutil.Failf("io_error", "cannot create the output file").WithCause(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
@@ -20,7 +21,7 @@ import (
 // export and join writes stdout. Outputs to a file are atomic and refuse
 // to replace an existing file without --force (join, export; split does
 // the same for its parts); every writer first removes what a killed run
-// left in the folder (bundle.RemoveStaleTemps).
+// left in the folder (bundlebuild.RemoveStaleTemps).
 
 // stdio is the FILE name that means stdin or stdout.
 const stdio = "-"
@@ -52,13 +53,13 @@ func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.W
 	if toStdout {
 		dir = os.TempDir()
 	}
-	bundle.RemoveStaleTemps(dir, env.Now())
+	bundlebuild.RemoveStaleTemps(dir, env.Now())
 	if !toStdout && !force {
 		if _, err := os.Lstat(out); err == nil {
 			return 0, "", existsError(out)
 		}
 	}
-	f, err := bundle.CreateTemp(dir, kind)
+	f, err := bundlebuild.CreateTemp(dir, kind)
 	if err != nil {
 		return 0, "", cliutil.Failf("io_error", "cannot create the output file").WithCause(err)
 	}
@@ -118,7 +119,7 @@ func moveIntoPlace(tmp, out string, force bool) error {
 }
 
 func existsError(out string) error {
-	return cliutil.WithHint(cliutil.Failf(bundle.ErrFileExists, "%s exists; it is replaced only with --force", out),
+	return cliutil.WithHint(cliutil.Failf(bundlebuild.ErrFileExists, "%s exists; it is replaced only with --force", out),
 		"give another -o FILE, or --force to replace it")
 }
 
@@ -137,8 +138,8 @@ func (s spooled) Close() error {
 // temporary folder and returns it rewound.
 func spoolStdin(env *cliutil.Env, max int64) (*spooled, error) {
 	dir := os.TempDir()
-	bundle.RemoveStaleTemps(dir, env.Now())
-	f, err := bundle.CreateTemp(dir, "stdin")
+	bundlebuild.RemoveStaleTemps(dir, env.Now())
+	f, err := bundlebuild.CreateTemp(dir, "stdin")
 	if err != nil {
 		return nil, cliutil.Failf("io_error", "cannot create a temporary file for stdin").WithCause(err)
 	}
