@@ -48,11 +48,23 @@ func BenchmarkFleetInvocations(b *testing.B) {
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("etcd3-%d-agents", n), func(b *testing.B) {
 			var agents []*agent.Agent
+			var stores []*etcdledger.Store
 			prefix := fmt.Sprintf("/bench%d-%d/", n, time.Now().UnixNano())
 			for i := 0; i < n; i++ {
-				agents = append(agents, benchAgent(b, filepath.Join(b.TempDir(), fmt.Sprint(i)), &etcdledger.Options{Endpoints: c.Endpoints(), Prefix: prefix}, rules, ok))
+				a, st := benchAgentStore(b, filepath.Join(b.TempDir(), fmt.Sprint(i)), &etcdledger.Options{Endpoints: c.Endpoints(), Prefix: prefix}, rules, ok)
+				agents, stores = append(agents, a), append(stores, st)
 			}
 			benchRound(b, agents, callers)
+			// The etcd calls (transactions, reads, lease grants) per
+			// invocation: 3 writes each when none is combined (FLEET-10).
+			var calls uint64
+			var spent time.Duration
+			for _, st := range stores {
+				calls += st.Stats().Calls
+				spent += st.Stats().Latency
+			}
+			b.ReportMetric(float64(calls)/float64(b.N*benchCallers*benchPerCaller), "etcd-calls/inv")
+			b.ReportMetric(float64(spent.Microseconds())/1000/float64(max(calls, 1)), "ms/etcd-call")
 		})
 	}
 }
@@ -60,6 +72,12 @@ func BenchmarkFleetInvocations(b *testing.B) {
 // benchAgent is an agent over a registry in dir: its ledger on etcd with
 // o, else the write-ahead log beside the registry.
 func benchAgent(b *testing.B, dir string, o *etcdledger.Options, rules agent.Rules, h agent.Handler) *agent.Agent {
+	a, _ := benchAgentStore(b, dir, o, rules, h)
+	return a
+}
+
+// benchAgentStore is benchAgent, with its etcd store (nil for the log).
+func benchAgentStore(b *testing.B, dir string, o *etcdledger.Options, rules agent.Rules, h agent.Handler) (*agent.Agent, *etcdledger.Store) {
 	b.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		b.Fatal(err)
@@ -77,19 +95,21 @@ func benchAgent(b *testing.B, dir string, o *etcdledger.Options, rules agent.Rul
 	}
 	cfg := agent.Config{Identity: identity(b, 30), Store: reg, Now: time.Now, Rand: rand.Reader,
 		Handlers: map[string]agent.Handler{capID: h}, Policy: rules}
+	var st *etcdledger.Store
 	if o != nil {
 		o.Now = time.Now
 		if cfg.Ledger, err = etcdledger.NewLedger(*o); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { cfg.Ledger.Close() })
+		st = cfg.Ledger.Store().(*etcdledger.Store)
 	}
 	a, err := agent.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { a.Close() })
-	return a
+	return a, st
 }
 
 // benchRound runs b.N rounds: every caller sends its invocations (sealed

@@ -28,6 +28,11 @@
 //     running without a claimer: Lost, answered "outcome unknown", never
 //     run again.
 //
+// The Claim, Running and Finish transactions of concurrent messages go to
+// etcd combined, as one transaction that succeeds only where each alone
+// would have (else each is committed again alone): one Raft commit for
+// many messages (docs/SPEC-DECISIONS.md FLEET-10).
+//
 // Every etcd call has a deadline (Options.OpTimeout); an etcd that does
 // not answer in time (unreachable, no quorum, slow) is a refusal before the
 // handler runs, which the agent answers 5002, retryable. The keys, values

@@ -25,21 +25,17 @@ func (s *Store) Claim(k ledger.Key, _ time.Time) (ledger.ClaimResult, error) {
 	if err != nil {
 		return ledger.ClaimResult{}, err
 	}
-	var r *clientv3.TxnResponse
-	err = s.call("claim", func(ctx context.Context) error {
-		var err error
-		r, err = s.cli.Txn(ctx).If(
-			clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", 0),
-			clientv3.Compare(clientv3.Version(ks.entry), "<", 2),
-		).Then(
-			clientv3.OpPut(ks.claim, s.node, clientv3.WithLease(lease)),
-			clientv3.OpGet(ks.entry),
-			clientv3.OpGet(usagePrefix(s.prefix, hash16(s.principalOf(k.Sender))), clientv3.WithPrefix()),
-		).Else(
-			clientv3.OpGet(ks.entry),
-			clientv3.OpGet(ks.claim),
-		).Commit()
-		return err
+	u := usagePrefix(s.prefix, hash16(s.principalOf(k.Sender)))
+	r, err := s.txn("claim", k, u, []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", 0),
+		clientv3.Compare(clientv3.Version(ks.entry), "<", 2),
+	}, []clientv3.Op{
+		clientv3.OpPut(ks.claim, s.node, clientv3.WithLease(lease)),
+		clientv3.OpGet(ks.entry),
+		clientv3.OpGet(u, clientv3.WithPrefix()),
+	}, []clientv3.Op{
+		clientv3.OpGet(ks.entry),
+		clientv3.OpGet(ks.claim),
 	})
 	if err != nil {
 		return ledger.ClaimResult{}, err
@@ -177,16 +173,22 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 	phex := hash16(s.principalOf(k.Sender))
 	ks := keysOf(s.prefix, k)
 	counter := usageKey(s.prefix, phex, e.end)
+	pl := s.hot.lock(usagePrefix(s.prefix, phex))
+	defer s.hot.unlock(pl)
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		lease, err := s.leases.get(e.end)
 		if err != nil {
 			return err
 		}
 		snap := ci.usage
+		if pl.snap != nil && (snap == nil || pl.snap.rev > snap.rev) {
+			snap = pl.snap // this process's own later write of the counters
+		}
 		if attempt > 0 || snap == nil {
 			if snap, err = s.readUsage(usagePrefix(s.prefix, phex)); err != nil {
 				return err
 			}
+			pl.snap = snap
 		}
 		sum, cur, rev := snap.sum, snap.vals[counter], snap.rev
 		if sum+cost > s.lim.PerCaller {
@@ -197,14 +199,10 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 		if claimed {
 			cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev))
 		}
-		var r *clientv3.TxnResponse
-		err = s.call("mark", func(ctx context.Context) error {
-			r, err = s.cli.Txn(ctx).If(cmp...).Then(
-				clientv3.OpPut(ks.entry, string(e.encode()), clientv3.WithLease(lease)),
-				clientv3.OpPut(counter, itoa(cur+cost), clientv3.WithLease(lease)),
-			).Else(clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)).Commit()
-			return err
-		})
+		r, err := s.txn("mark", k, usagePrefix(s.prefix, phex), cmp, []clientv3.Op{
+			clientv3.OpPut(ks.entry, string(e.encode()), clientv3.WithLease(lease)),
+			clientv3.OpPut(counter, itoa(cur+cost), clientv3.WithLease(lease)),
+		}, []clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
 		if amp.NameOf(err) == ledger.ErrLedgerIO && rpctypes.Error(errorsCause(err)) == rpctypes.ErrLeaseNotFound {
 			s.leases.drop(e.end)
 			continue
@@ -216,6 +214,7 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 			return err
 		}
 		if r.Succeeded {
+			pl.wrote(snap, counter, cur+cost, r.Header.Revision)
 			s.mu.Lock()
 			s.running[k] = entryRef{rev: r.Header.Revision, e: e, charged: true, counter: cur + cost, counterRev: r.Header.Revision}
 			s.charge(e.end, cost, 1)
@@ -318,6 +317,8 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	done.state, done.reply = stateDone, reply
 	refund := ref.e.reserve - int64(len(reply))
 	counter := usagePrefix(s.prefix, hexOf(ref.e.principal)) + itoa(ref.e.end)
+	pl := s.hot.lock(usagePrefix(s.prefix, hexOf(ref.e.principal)))
+	defer s.hot.unlock(pl)
 	for attempt := 0; ; attempt++ {
 		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ref.rev)}
 		if claimed {
@@ -326,26 +327,31 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(done.encode()), clientv3.WithIgnoreLease()), clientv3.OpDelete(ks.claim)}
 		if attempt < maxRetries && refund > 0 {
 			cur, rev := ref.counter, ref.counterRev // as marked here: the first guess
+			if c, ok := pl.known[counter]; ok && c.rev > rev {
+				cur, rev = c.n, c.rev // this process's own later write of it
+			}
 			if attempt > 0 || rev == 0 {
 				var err error
 				if cur, rev, err = s.readCounter(counter); err != nil {
 					return err
 				}
+				pl.known[counter] = knownCounter{n: cur, rev: rev}
 			}
 			if rev > 0 {
 				cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(counter), "=", rev))
 				ops = append(ops, clientv3.OpPut(counter, itoa(max(cur-refund, 0)), clientv3.WithIgnoreLease()))
 			}
 		}
-		var r *clientv3.TxnResponse
-		err := s.call("finish", func(ctx context.Context) (err error) {
-			r, err = s.cli.Txn(ctx).If(cmp...).Then(ops...).Else(clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)).Commit()
-			return err
-		})
+		r, err := s.txn("finish", k, usagePrefix(s.prefix, hexOf(ref.e.principal)), cmp, ops,
+			[]clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
 		if err != nil {
 			return err
 		}
 		if r.Succeeded {
+			if len(ops) > 2 {
+				pl.snap = nil // one counter compared: the others are not known
+				pl.known[counter] = knownCounter{n: opsCounter(ops[2]), rev: r.Header.Revision}
+			}
 			s.mu.Lock()
 			delete(s.running, k)
 			delete(s.claims, k)

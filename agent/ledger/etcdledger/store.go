@@ -59,7 +59,8 @@ type Options struct {
 	MaxClockSkew time.Duration
 	// Observe, when set, is called after every etcd call with its
 	// operation ("claim", "mark", "finish", "unclaim", "lookup", "lease"),
-	// duration and error. It must not block.
+	// duration and error (a combined transaction, FLEET-10, is one call,
+	// named by the operation of its first message). It must not block.
 	Observe func(op string, d time.Duration, err error)
 }
 
@@ -79,6 +80,8 @@ type Store struct {
 	sess      session
 	leases    leaseCache
 	cleaner   cleaner
+	combine   combiner
+	hot       principalLocks
 
 	mu      sync.Mutex
 	claims  map[ledger.Key]claimInfo // keys this process has claimed
@@ -172,7 +175,7 @@ func Open(o Options) (*Store, error) {
 	}
 	s.node = hex.EncodeToString(id[:])
 	s.bg, s.stop = context.WithCancel(context.Background())
-	s.sess.s, s.leases.s, s.cleaner.s = s, s, s
+	s.sess.s, s.leases.s, s.cleaner.s, s.combine.s = s, s, s, s
 	s.leases.m, s.leases.flights = map[int64]clientv3.LeaseID{}, map[int64]*grant{}
 	s.cleaner.q, s.cleaner.wake = map[cleanup]struct{}{}, make(chan struct{}, 1)
 	s.usage.Budget = s.lim.Budget
@@ -210,7 +213,12 @@ func (s *Store) principalOf(sender string) string {
 
 // call runs one etcd call under the deadline, observed.
 func (s *Store) call(op string, f func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(s.bg), s.o.OpTimeout)
+	return s.callBy(op, time.Now().Add(s.o.OpTimeout), f)
+}
+
+// callBy runs one etcd call that must answer by dl, observed.
+func (s *Store) callBy(op string, dl time.Time, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithDeadline(clientv3.WithRequireLeader(s.bg), dl)
 	defer cancel()
 	start := time.Now()
 	err := f(ctx)

@@ -1,0 +1,260 @@
+package etcdledger
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// Bounds of one combined transaction (docs/SPEC-DECISIONS.md FLEET-10):
+// etcd refuses a transaction of more than 128 comparisons or operations
+// (its --max-txn-ops default) or of more than 1.5 MiB (--max-request-bytes).
+const (
+	combineMaxOps     = 128
+	combineMaxMembers = 32
+	combineMaxBytes   = 256 << 10
+	// combineFlights is how many combined transactions one process keeps
+	// in flight at once: while one waits for etcd's commit, the next
+	// gathers the writes that arrive meanwhile.
+	combineFlights = 2
+)
+
+// txnReq is one key's transaction (Claim, MarkRunning or Finish), as
+// ops.go would commit it alone.
+type txnReq struct {
+	op    string
+	k     ledger.Key
+	usage string // the usage prefix of k's principal
+	cmp   []clientv3.Cmp
+	then  []clientv3.Op
+	els   []clientv3.Op
+	size  int
+	dl    time.Time // its deadline: now + OpTimeout when it is made
+
+	done  chan struct{}
+	r     *clientv3.TxnResponse
+	err   error
+	alone bool // the combined transaction failed: commit it alone
+}
+
+// combiner commits the transactions of concurrent keys together, as one
+// etcd transaction whose comparisons are all of theirs and whose
+// operations are all of theirs (in order): a group commit, one Raft
+// proposal (one WAL fdatasync per member) for many messages. It succeeds
+// only where every key's own transaction would have succeeded, with the
+// same writes at one revision; when it does not succeed, each key commits
+// its own transaction again alone (with its Else), as if it had never been
+// combined. Two transactions that touch one key (the entry or claim of one
+// message, or the usage counters of one principal) never share a combined
+// transaction, so that none reads or compares what another writes.
+type combiner struct {
+	s       *Store
+	mu      sync.Mutex
+	q       []*txnReq
+	flights int
+}
+
+// txn commits the transaction of k (its principal's usage prefix u):
+// combined with others' when several are waiting, else alone. Its answer
+// is what the transaction alone would have answered: on success the
+// results of then (at the combined revision), on failure those of els.
+func (s *Store) txn(op string, k ledger.Key, u string, cmp []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	t := &txnReq{op: op, k: k, usage: u, cmp: cmp, then: then, els: els, dl: time.Now().Add(s.o.OpTimeout), done: make(chan struct{})}
+	for _, o := range then {
+		t.size += len(o.KeyBytes()) + len(o.ValueBytes())
+	}
+	c := &s.combine
+	c.mu.Lock()
+	c.q = append(c.q, t)
+	if c.flights < combineFlights {
+		c.flights++
+		go c.run()
+	}
+	c.mu.Unlock()
+	<-t.done
+	if t.alone {
+		return s.txnAlone(t)
+	}
+	return t.r, t.err
+}
+
+// txnAlone commits t's own transaction, with its Else.
+func (s *Store) txnAlone(t *txnReq) (r *clientv3.TxnResponse, err error) {
+	err = s.call(t.op, func(ctx context.Context) error {
+		r, err = s.cli.Txn(ctx).If(t.cmp...).Then(t.then...).Else(t.els...).Commit()
+		return err
+	})
+	return r, err
+}
+
+// run commits the waiting transactions, a batch at a time, until none
+// waits.
+func (c *combiner) run() {
+	for {
+		c.mu.Lock()
+		batch := c.take()
+		if len(batch) == 0 {
+			c.flights--
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		c.commit(batch)
+	}
+}
+
+// take removes from the queue the next batch: in order, every waiting
+// transaction that touches no key of one taken before it, within the
+// bounds. Callers hold c.mu.
+func (c *combiner) take() []*txnReq {
+	var batch []*txnReq
+	var rest []*txnReq
+	touched := map[string]bool{}
+	ops, cmps, size := 0, 0, 0
+	for _, t := range c.q {
+		ek := keysOf("", t.k).entry
+		fits := len(batch) < combineMaxMembers && ops+len(t.then) <= combineMaxOps &&
+			cmps+len(t.cmp) <= combineMaxOps && (len(batch) == 0 || size+t.size <= combineMaxBytes)
+		if !fits || touched[ek] || touched[t.usage] {
+			rest = append(rest, t)
+			continue
+		}
+		touched[ek], touched[t.usage] = true, true
+		ops, cmps, size = ops+len(t.then), cmps+len(t.cmp), size+t.size
+		batch = append(batch, t)
+	}
+	c.q = rest
+	return batch
+}
+
+// commit commits batch: alone when it is one transaction, else combined.
+func (c *combiner) commit(batch []*txnReq) {
+	defer func() {
+		for _, t := range batch {
+			close(t.done)
+		}
+	}()
+	if len(batch) == 1 {
+		t := batch[0]
+		t.r, t.err = c.s.txnAlone(t)
+		return
+	}
+	var cmp []clientv3.Cmp
+	var then []clientv3.Op
+	dl := batch[0].dl
+	for _, t := range batch {
+		cmp, then = append(cmp, t.cmp...), append(then, t.then...)
+		if t.dl.Before(dl) {
+			dl = t.dl
+		}
+	}
+	var r *clientv3.TxnResponse
+	err := c.s.callBy(batch[0].op, dl, func(ctx context.Context) (err error) {
+		r, err = c.s.cli.Txn(ctx).If(cmp...).Then(then...).Commit()
+		return err
+	})
+	switch {
+	case err != nil && amp.NameOf(err) == ledger.ErrLedgerIO && rpctypes.Error(errorsCause(err)) == rpctypes.ErrLeaseNotFound,
+		err == nil && !r.Succeeded:
+		// One of them compared false, or wrote under a lease etcd no
+		// longer has: nothing was written; each commits alone.
+		for _, t := range batch {
+			t.alone = true
+		}
+	case err == nil && len(r.Responses) != len(then):
+		err = amp.Named(amp.CodeUnavailable, ErrBadValue, "etcd answered %d results for %d operations", len(r.Responses), len(then))
+		fallthrough
+	case err != nil:
+		for _, t := range batch {
+			t.err = err // the answer of every one is lost alike
+		}
+	default:
+		off := 0
+		for _, t := range batch {
+			t.r = &clientv3.TxnResponse{Header: r.Header, Succeeded: true, Responses: r.Responses[off : off+len(t.then)]}
+			off += len(t.then)
+		}
+	}
+}
+
+// principalLocks serialise, within this process, the transactions that
+// write one principal's usage counters (MarkRunning and Finish): the
+// messages of one sender in flight at once would otherwise race on the
+// same counter key, each compare failing on the others' writes (a hot
+// spot of retries). The holder starts from the counters as this process
+// last wrote them; a write by another node still fails the compare and is
+// read again. An entry lives only while a transaction of its principal
+// waits or runs (bounded by the calls in flight).
+type principalLocks struct {
+	mu sync.Mutex
+	m  map[string]*principalLock
+}
+
+// principalLock is one principal's lock and what the holders learnt.
+type principalLock struct {
+	mu   sync.Mutex
+	key  string
+	refs int // guarded by principalLocks.mu
+	// snap: the principal's counters as of the holder's last read or
+	// successful MarkRunning (nil: unknown); known: single counters as of
+	// the last Finish, with their mod revisions.
+	snap  *usageSnap
+	known map[string]knownCounter
+}
+
+type knownCounter struct{ n, rev int64 }
+
+// lock locks the principal whose usage prefix is u.
+func (p *principalLocks) lock(u string) *principalLock {
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = map[string]*principalLock{}
+	}
+	pl, ok := p.m[u]
+	if !ok {
+		pl = &principalLock{key: u, known: map[string]knownCounter{}}
+		p.m[u] = pl
+	}
+	pl.refs++
+	p.mu.Unlock()
+	pl.mu.Lock()
+	return pl
+}
+
+// unlock unlocks pl, forgetting it when no one else waits for it.
+func (p *principalLocks) unlock(pl *principalLock) {
+	pl.mu.Unlock()
+	p.mu.Lock()
+	if pl.refs--; pl.refs == 0 {
+		delete(p.m, pl.key)
+	}
+	p.mu.Unlock()
+}
+
+// wrote records a successful MarkRunning that compared every counter of
+// the principal against snap and wrote counter (its new value n) at
+// revision rev: the principal's counters as of rev.
+func (pl *principalLock) wrote(snap *usageSnap, counter string, n, rev int64) {
+	next := &usageSnap{sum: snap.sum - snap.vals[counter] + n, rev: rev, vals: make(map[string]int64, len(snap.vals)+1)}
+	for k, v := range snap.vals {
+		next.vals[k] = v
+	}
+	next.vals[counter] = n
+	pl.snap = next
+	pl.known[counter] = knownCounter{n: n, rev: rev}
+}
+
+// opsCounter is the value an OpPut of a counter writes (0 if unreadable).
+func opsCounter(o clientv3.Op) int64 {
+	n, err := decodeCounter(o.ValueBytes())
+	if err != nil {
+		return 0
+	}
+	return n
+}
