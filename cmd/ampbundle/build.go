@@ -122,7 +122,7 @@ delta into a store holding that base installs exactly the full bundle, and
 					"bundle": summarize("", m, keyInfos(keys), false),
 				}
 				if delta != nil {
-					v["delta"] = deltaView(m, delta)
+					v["delta"] = catalog.DeltaOf(m, delta)
 				}
 				return cliutil.PrintJSON(summaryTo(env, out), v)
 			}
@@ -133,7 +133,7 @@ delta into a store holding that base installs exactly the full bundle, and
 			fmt.Fprintf(summaryTo(env, out), "%s %s: %s version %d, %d artifacts, %d capabilities, %d bytes, sha256 %s\n",
 				kind, outputName(out), m.BundleID, m.Version, len(m.Artifacts), len(m.Capabilities), size, sum)
 			if delta != nil {
-				dv := deltaView(m, delta)
+				dv := catalog.DeltaOf(m, delta)
 				fmt.Fprintf(summaryTo(env, out), "  base          %s\n  carries       %d artifacts; %d (%d bytes) come from the base\n",
 					dv.Base, len(m.Artifacts)-dv.Omitted, dv.Omitted, dv.OmittedBytes)
 			}

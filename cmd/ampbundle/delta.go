@@ -10,27 +10,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
-// deltaJSON describes a delta bundle in --json output.
-type deltaJSON struct {
-	Base         string `json:"base"`
-	BaseVersion  uint64 `json:"base_version"`
-	Omitted      int    `json:"omitted"`       // artifacts taken from the base
-	OmittedBytes uint64 `json:"omitted_bytes"` // their total size
-}
-
-func deltaView(m *bundle.Manifest, d *bundle.Delta) deltaJSON {
-	v := deltaJSON{Base: d.Base.String(), BaseVersion: d.Base.Version, Omitted: len(d.Omitted)}
-	for _, k := range d.Omitted {
-		if a, ok := m.Artifact(k); ok {
-			v.OmittedBytes += a.Size
-		}
-	}
-	return v
-}
+// deltaJSON describes a delta bundle in --json output: the catalog's view.
+type deltaJSON = catalog.ManifestDelta
 
 // buildBase returns the signed manifest of the base named by --base or
 // --base-from-db, or nil when neither is given.
