@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +32,82 @@ import (
 // Reported: each side's req/s and p50, and overhead-% = MCP p50 / AMP p50
 // - 1 (target, docs/PERFORMANCE.md: at most 15 %).
 func BenchmarkMCPCallVsAMPInvoke(b *testing.B) {
+	benchMCPVsAMP(b, func(ctx context.Context, url string, tool string, params map[string]any) func() {
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true,
+			HTTPClient: &http.Client{Transport: bearer{benchToken, http.DefaultTransport}}}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close() })
+		return func() {
+			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: params})
+			if err != nil || r.IsError {
+				b.Fatalf("mcp call: %v %+v", err, r)
+			}
+		}
+	})
+}
+
+// BenchmarkMCPWireCallVsAMPInvoke is BenchmarkMCPCallVsAMPInvoke with the
+// MCP side driven by a plain net/http client that posts the JSON-RPC
+// tools/call an MCP host sends at the wire (session id, protocol version
+// and bearer headers, one kept-alive connection) and decodes the JSON
+// answer: the server's cost without the go-sdk client's own (its
+// jsonrpc layer, goroutine hand-offs and repeated decoding).
+func BenchmarkMCPWireCallVsAMPInvoke(b *testing.B) {
+	benchMCPVsAMP(b, func(ctx context.Context, url string, tool string, params map[string]any) func() {
+		c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+		b.Cleanup(c.CloseIdleConnections)
+		post := func(session, body string) (*http.Response, []byte) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+benchToken)
+			if session != "" {
+				req.Header.Set(sessionHeader, session)
+				req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer resp.Body.Close()
+			data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return resp, data
+		}
+		resp, _ := post("", initBody)
+		sid := resp.Header.Get(sessionHeader)
+		if resp.StatusCode != http.StatusOK || sid == "" {
+			b.Fatalf("initialize: %d", resp.StatusCode)
+		}
+		post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		args, _ := json.Marshal(params)
+		n := 1
+		return func() {
+			n++
+			body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(n) + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + string(args) + `}}`
+			resp, data := post(sid, body)
+			var r struct {
+				Result *mcp.CallToolResult `json:"result"`
+			}
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" ||
+				json.Unmarshal(data, &r) != nil || r.Result == nil || r.Result.IsError || r.Result.StructuredContent == nil {
+				b.Fatalf("mcp call: %d %.200s", resp.StatusCode, data)
+			}
+		}
+	})
+}
+
+// benchToken is the benchmarks' bearer token.
+const benchToken = "bench-token-0123456789abcdef0123456789"
+
+// benchMCPVsAMP runs the interleaved comparison; mcpClient connects an
+// MCP client to the endpoint at url and returns one tools/call.
+func benchMCPVsAMP(b *testing.B, mcpClient func(ctx context.Context, url, tool string, params map[string]any) func()) {
 	led, err := ledger.New(ledger.NewMemory(ledger.Limits{}), ledger.Options{Now: time.Now})
 	if err != nil {
 		b.Fatal(err)
@@ -35,62 +115,15 @@ func BenchmarkMCPCallVsAMPInvoke(b *testing.B) {
 	e := newEnv(b, newStoreFile(b), agent.Rules{{Caller: "*", Prefix: "*"}}, led)
 	ctx := context.Background()
 	params := map[string]any{"text": "hello", "lang": "fr"}
-
-	// AMP: a did:key caller, the binding's own client transport.
-	amps := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{}))
-	defer amps.Close()
-	tr, err := amphttp.NewTransport(amps.URL, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, ck, _ := ed25519.GenerateKey(rand.Reader)
-	caller := amp.Identity{DID: amp.DIDKey(ck.Public().(ed25519.PublicKey)), SigningKey: ck}
-	send, err := amp.NewSender(amp.SenderConfig{Identity: caller, Rand: rand.Reader, Now: time.Now, DIDs: e.store})
-	if err != nil {
-		b.Fatal(err)
-	}
-	recv, err := amp.NewReceiver(amp.ReceiverConfig{Now: time.Now, DIDs: e.store})
-	if err != nil {
-		b.Fatal(err)
-	}
 	id, _ := capability.ParseID(testCap)
-	pcbor, _ := amp.Marshal(params)
-	body, err := capability.Invoke{ID: id, Params: pcbor}.Encode()
-	if err != nil {
-		b.Fatal(err)
-	}
-	ampCall := func() {
-		_, msg, err := send.Seal(ctx, amp.Draft{Type: amp.TypeCapInvoke, To: amp.To(e.agent.DID()), TTL: time.Minute, Body: body})
-		if err != nil {
-			b.Fatal(err)
-		}
-		reply, err := tr.RoundTrip(ctx, msg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if m, err := recv.Receive(ctx, reply); err != nil || m.Type != amp.TypeCapResult {
-			b.Fatalf("amp reply: %v", err)
-		}
-	}
+	ampCall := ampCaller(b, e, id, params)
 
-	// MCP: a bearer token, the go-sdk streamable client.
-	tokens, _ := ParseTokenFile([]byte(testPrincipal + " " + "bench-token-0123456789abcdef0123456789"))
+	// MCP: a bearer token.
+	tokens, _ := ParseTokenFile([]byte(testPrincipal + " " + benchToken))
 	mcps := httptest.NewServer(e.bridge.HTTPHandler(HTTPOptions{Tokens: tokens}))
 	defer mcps.Close()
-	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcps.URL, DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearer{"bench-token-0123456789abcdef0123456789", http.DefaultTransport}}}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
 	tool, _ := ToolName(id)
-	mcpCall := func() {
-		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: params})
-		if err != nil || r.IsError {
-			b.Fatalf("mcp call: %v %+v", err, r)
-		}
-	}
+	mcpCall := mcpClient(ctx, mcps.URL, tool, params)
 	ampCall() // warm both paths (connections, compiled schemas)
 	mcpCall()
 
@@ -118,6 +151,46 @@ func BenchmarkMCPCallVsAMPInvoke(b *testing.B) {
 	b.ReportMetric((float64(mp)/float64(ap)-1)*100, "overhead-%")
 	if e.runs.Load() != int64(2*b.N+2) {
 		b.Fatalf("%d handler runs, want %d", e.runs.Load(), 2*b.N+2)
+	}
+}
+
+// ampCaller returns one signed CAP_INVOKE of id over the AMP HTTP binding
+// by a did:key caller, its reply verified.
+func ampCaller(b *testing.B, e *env, id capability.ID, params map[string]any) func() {
+	ctx := context.Background()
+	amps := httptest.NewServer(amphttp.NewHandler(e.agent, amphttp.Options{}))
+	b.Cleanup(amps.Close)
+	tr, err := amphttp.NewTransport(amps.URL, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, ck, _ := ed25519.GenerateKey(rand.Reader)
+	caller := amp.Identity{DID: amp.DIDKey(ck.Public().(ed25519.PublicKey)), SigningKey: ck}
+	send, err := amp.NewSender(amp.SenderConfig{Identity: caller, Rand: rand.Reader, Now: time.Now, DIDs: e.store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	recv, err := amp.NewReceiver(amp.ReceiverConfig{Now: time.Now, DIDs: e.store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pcbor, _ := amp.Marshal(params)
+	body, err := capability.Invoke{ID: id, Params: pcbor}.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		_, msg, err := send.Seal(ctx, amp.Draft{Type: amp.TypeCapInvoke, To: amp.To(e.agent.DID()), TTL: time.Minute, Body: body})
+		if err != nil {
+			b.Fatal(err)
+		}
+		reply, err := tr.RoundTrip(ctx, msg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if m, err := recv.Receive(ctx, reply); err != nil || m.Type != amp.TypeCapResult {
+			b.Fatalf("amp reply: %v", err)
+		}
 	}
 }
 

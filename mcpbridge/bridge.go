@@ -66,6 +66,9 @@ type toolSet struct {
 	cat   *resolver.Catalog
 	ag    Agent
 	specs []*toolSpec
+	// byName maps each spec's tool name to its capability id, so that a
+	// tools/call of a listed tool skips ParseToolName's version parse.
+	byName map[string]capability.ID
 }
 
 // principalServer is the MCP server of one principal.
@@ -188,8 +191,27 @@ func (b *Bridge) tools() *toolSet {
 	if ag != nil {
 		g.specs = b.build(ag, cat)
 	}
+	g.byName = make(map[string]capability.ID, len(g.specs))
+	for _, s := range g.specs {
+		g.byName[s.tool.Name] = s.id
+	}
 	b.gen = g
 	return g
+}
+
+// toolID maps a tool name to its capability id: the last tool set's
+// entry when it lists the tool (a cache of the parse, never a check: the
+// agent's pipeline verifies the capability again), else ParseToolName.
+func (b *Bridge) toolID(tool string) (capability.ID, error) {
+	b.genMu.Lock()
+	g := b.gen
+	b.genMu.Unlock()
+	if g != nil {
+		if id, ok := g.byName[tool]; ok {
+			return id, nil
+		}
+	}
+	return ParseToolName(tool)
 }
 
 // build verifies and builds the tool of each capability version ag

@@ -51,7 +51,7 @@ func (b *Bridge) call(ctx context.Context, principal string, p *mcp.CallToolPara
 	if p == nil {
 		return errorResult(amp.Named(amp.CodeBadRequest, "missing_params", "tools/call without params"), nil)
 	}
-	id, err := ParseToolName(p.Name)
+	id, err := b.toolID(p.Name)
 	if err != nil {
 		return errorResult(err, nil)
 	}

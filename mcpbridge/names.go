@@ -40,9 +40,8 @@ func ToolName(id capability.ID) (string, bool) {
 // version with "_" for "+". A name that does not come from ToolName is
 // 4001 invalid_tool_name (the name itself is never echoed).
 func ParseToolName(tool string) (capability.ID, error) {
-	bad := amp.Named(amp.CodeBadRequest, ErrToolName, "the tool name does not name a capability version")
 	if tool == "" || len(tool) > MaxToolName {
-		return capability.ID{}, bad
+		return capability.ID{}, badToolName()
 	}
 	var name strings.Builder
 	for i := 0; i < len(tool); i++ {
@@ -58,12 +57,17 @@ func ParseToolName(tool string) (capability.ID, error) {
 		}
 		id, err := capability.ParseID(name.String() + ":" + strings.ReplaceAll(tool[i+1:], "_", "+"))
 		if err != nil {
-			return capability.ID{}, bad
+			return capability.ID{}, badToolName()
 		}
 		if back, ok := ToolName(id); !ok || back != tool {
-			return capability.ID{}, bad
+			return capability.ID{}, badToolName()
 		}
 		return id, nil
 	}
-	return capability.ID{}, bad
+	return capability.ID{}, badToolName()
+}
+
+// badToolName is ParseToolName's refusal.
+func badToolName() error {
+	return amp.Named(amp.CodeBadRequest, ErrToolName, "the tool name does not name a capability version")
 }
