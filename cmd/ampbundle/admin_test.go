@@ -274,16 +274,6 @@ func TestSyncThroughAnOlderAgentStillImportsBundles(t *testing.T) {
 	}
 }
 
-// revokeTranslate writes a revocation of the translate sample's version 1,
-// signed by its publisher, and returns the file.
-func revokeTranslate(t *testing.T) string {
-	t.Helper()
-	stmt := filepath.Join(t.TempDir(), "revoke.cbor")
-	mustRun(t, "revoke", "-o", stmt, "--scope", "org.example", "--revoke-bundle", translateID+"@1",
-		"--key", sampleKey(t, "example-publisher"), "--created", "2026-11-22T00:00:00Z")
-	return stmt
-}
-
 // viaAgentRun runs a command that must go through the agent's admin
 // socket.
 func viaAgentRun(t *testing.T, args ...string) result {

@@ -229,3 +229,13 @@ func TestBuildRefusesASchemaLoop(t *testing.T) {
 		}
 	}
 }
+
+// revokeTranslate writes a revocation of the translate sample's version 1,
+// signed by its publisher, and returns the file.
+func revokeTranslate(t *testing.T) string {
+	t.Helper()
+	stmt := filepath.Join(t.TempDir(), "revoke.cbor")
+	mustRun(t, "revoke", "-o", stmt, "--scope", "org.example", "--revoke-bundle", translateID+"@1",
+		"--key", sampleKey(t, "example-publisher"), "--created", "2026-11-22T00:00:00Z")
+	return stmt
+}

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -114,7 +113,7 @@ func (c *Cluster) start(i int, state string) {
 		"--heartbeat-interval", "50", "--election-timeout", "500", "--snapshot-count", "100000",
 		"--logger", "zap", "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("start etcd: %v", err)
 	}
