@@ -31,15 +31,10 @@ func etcdFlags() []cli.Flag {
 const maxPEM = 1 << 20
 
 // openEtcdLedger opens the ledger on etcd when cfg.Ledger is an etcd://
-// URL (nil, "", nil otherwise): its calls are observed by met, and ready
-// reports whether it answers.
+// URL (nil, "", nil otherwise; its flags were checked by validateEtcd):
+// its calls are observed by met, and ready reports whether it answers.
 func openEtcdLedger(c *cli.Context, cfg *serveConfig, now func() time.Time, log *slog.Logger, ready *readiness, met *metrics) (ledger.Store, string, error) {
 	if !strings.HasPrefix(cfg.Ledger, "etcd://") {
-		for _, f := range []string{"etcd-ca", "etcd-cert", "etcd-key"} {
-			if c.IsSet(f) {
-				return nil, "", cliutil.Usagef("--%s needs --ledger etcd://…", f)
-			}
-		}
 		return nil, "", nil
 	}
 	endpoints, prefix, err := etcdledger.ParseURL(cfg.Ledger)
@@ -49,9 +44,6 @@ func openEtcdLedger(c *cli.Context, cfg *serveConfig, now func() time.Time, log 
 	tlsCfg, err := etcdTLS(c.String("etcd-ca"), c.String("etcd-cert"), c.String("etcd-key"))
 	if err != nil {
 		return nil, "", err
-	}
-	if tlsCfg == nil && !allLoopback(endpoints) {
-		return nil, "", cliutil.Usagef("an etcd ledger off this host needs TLS: give --etcd-ca (and --etcd-cert, --etcd-key for mutual TLS)")
 	}
 	s, err := etcdledger.Open(etcdledger.Options{Endpoints: endpoints, Prefix: prefix, TLS: tlsCfg, Now: now,
 		Limits:  ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes, ReplyReserve: cfg.MaxResultBytes},
@@ -64,6 +56,32 @@ func openEtcdLedger(c *cli.Context, cfg *serveConfig, now func() time.Time, log 
 		log.Warn("the etcd ledger does not answer yet; invocations are refused (5002, retryable) until it does", "endpoints", len(endpoints))
 	}
 	return s, "etcd", nil
+}
+
+// validateEtcd checks the etcd flags before anything is opened: they go
+// with an etcd:// ledger, whose URL parses, and an etcd off this host is
+// reached over TLS only.
+func (sc *serveConfig) validateEtcd() error {
+	given := map[string]bool{"etcd-ca": sc.etcdCA != "", "etcd-cert": sc.etcdCert != "", "etcd-key": sc.etcdKey != ""}
+	if !strings.HasPrefix(sc.Ledger, "etcd://") {
+		for _, f := range []string{"etcd-ca", "etcd-cert", "etcd-key"} {
+			if given[f] {
+				return cliutil.Usagef("--%s needs --ledger etcd://…", f)
+			}
+		}
+		return nil
+	}
+	endpoints, _, err := etcdledger.ParseURL(sc.Ledger)
+	if err != nil {
+		return cliutil.Usagef("%s", err.Error())
+	}
+	if (sc.etcdCert == "") != (sc.etcdKey == "") {
+		return cliutil.Usagef("--etcd-cert and --etcd-key go together")
+	}
+	if sc.etcdCA == "" && sc.etcdCert == "" && !allLoopback(endpoints) {
+		return cliutil.Usagef("an etcd ledger off this host needs TLS: give --etcd-ca (and --etcd-cert, --etcd-key for mutual TLS)")
+	}
+	return nil
 }
 
 // allLoopback reports whether every endpoint is a loopback address.

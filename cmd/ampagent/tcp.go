@@ -33,27 +33,13 @@ func tcpClientFlags() []cli.Flag {
 	}
 }
 
-// tcpListener checks the TCP flags and opens the listener: TLS when a
-// certificate is given, plain only on loopback unless --unsafe-listen.
+// tcpListener opens the listener of --listen-tcp (checked by
+// serveConfig.Validate): TLS when a certificate is given, plain otherwise.
 // It returns nil when --listen-tcp is not given.
-func tcpListener(c *cli.Context) (net.Listener, string, error) {
-	addr := c.String("listen-tcp")
-	cert, key := c.String("tls-cert"), c.String("tls-key")
+func tcpListener(sc *serveConfig) (net.Listener, string, error) {
+	addr, cert, key := sc.listenTCP, sc.tlsCert, sc.tlsKey
 	if addr == "" {
-		if cert != "" || key != "" {
-			return nil, "", cliutil.Usagef("--tls-cert and --tls-key are for --listen-tcp")
-		}
-		if c.IsSet("tcp-max-in-flight") {
-			return nil, "", cliutil.Usagef("--tcp-max-in-flight is for --listen-tcp")
-		}
 		return nil, "", nil
-	}
-	if (cert == "") != (key == "") {
-		return nil, "", cliutil.Usagef("give both --tls-cert and --tls-key, or neither")
-	}
-	if cert == "" && !cliutil.Loopback(addr) && !c.Bool("unsafe-listen") {
-		return nil, "", cliutil.WithHint(cliutil.Failf("unsafe_listen", "the tcp listen address is not a loopback address: plain tcp would be reachable from the network"),
-			"give --tls-cert and --tls-key (amps://), listen on 127.0.0.1, or say --unsafe-listen")
 	}
 	var cfg *tls.Config
 	if cert != "" {

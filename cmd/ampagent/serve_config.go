@@ -1,0 +1,315 @@
+package main
+
+import (
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+)
+
+// serveFlags is what serve's flags set beyond the config file's fields:
+// the listeners and the checks they take. It is part of the resolved
+// serveConfig (zero for the mcp command, whose flags do not have it).
+type serveFlags struct {
+	// serve is set for the serve command: its checks of listeners,
+	// readiness and handler programs apply (the mcp command has none).
+	serve bool
+	// set names the flags given, so that Validate words a refusal as the
+	// flag's (a usage error) or as the file's (invalid_config).
+	set map[string]bool
+	// fileMaxBody is the file's max_body_bytes before --max-body
+	// overrides it (the file's value is checked either way).
+	fileMaxBody int64
+
+	unsafeListen         bool
+	allowMissingHandlers bool
+	catalog              bool
+	catalogListen        string
+	listenTCP            string
+	tlsCert, tlsKey      string
+	etcdCA               string
+	etcdCert, etcdKey    string
+	readyExpiryWindow    time.Duration
+	readyRecheck         time.Duration
+}
+
+// loadServeConfig resolves the whole serve configuration: the --config
+// file, then the flags that override it, checked by Validate, then the
+// defaults of what was left out. A reload (SIGHUP) calls it again.
+func loadServeConfig(c *cli.Context) (*serveConfig, error) {
+	cfg := &serveConfig{}
+	if c.IsSet("config") {
+		data, err := cliutil.ReadFile(c.String("config"), maxConfigFile, "config file")
+		if err != nil {
+			return nil, cliutil.Failf("invalid_config", "%s", amp.SafeMessage(err)).WithCause(err)
+		}
+		if err := decodeConfig(data, cfg); err != nil {
+			return nil, err
+		}
+	}
+	fileRules, err := parseRules(cfg.Allow, "in the config file", func(msg string) error { return cliutil.Failf("invalid_config", "%s", msg) })
+	if err != nil {
+		return nil, err
+	}
+	flagRules, err := parseRules(c.StringSlice("allow"), "given with --allow", func(msg string) error { return cliutil.Usagef("%s", msg) })
+	if err != nil {
+		return nil, err
+	}
+	cfg.rules = append(fileRules, flagRules...)
+	cfg.applyFlags(c)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = defaultMaxConns
+	}
+	if cfg.PeerShare == 0 {
+		cfg.PeerShare = defaultPeerShare
+	}
+	return cfg, nil
+}
+
+// overridingFlags are the flags that override a field of the config file.
+var overridingFlags = []string{"listen", "did", "admin-socket", "metrics-listen", "max-body", "ledger", "ledger-store",
+	"ledger-budget", "max-result-bytes", "max-in-flight", "max-in-flight-bytes", "max-conns", "peer-share",
+	"tcp-max-in-flight", "stream-dir", "stream-max-bytes", "stream-max-params"}
+
+// applyFlags overrides the file's fields with the flags given and takes
+// serve's own flags. It checks nothing: Validate does.
+func (cfg *serveConfig) applyFlags(c *cli.Context) {
+	cfg.fileMaxBody = cfg.MaxBodyBytes
+	cfg.set = map[string]bool{}
+	for _, f := range overridingFlags {
+		cfg.set[f] = c.IsSet(f)
+	}
+	str := map[string]*string{"listen": &cfg.Listen, "did": &cfg.DID, "admin-socket": &cfg.AdminSocket,
+		"metrics-listen": &cfg.MetricsListen, "ledger": &cfg.Ledger, "ledger-store": &cfg.LedgerStore, "stream-dir": &cfg.StreamDir}
+	for name, p := range str {
+		if cfg.set[name] {
+			*p = c.String(name)
+		}
+	}
+	i64 := map[string]*int64{"max-body": &cfg.MaxBodyBytes, "ledger-budget": &cfg.LedgerBudgetBytes, "max-result-bytes": &cfg.MaxResultBytes,
+		"max-in-flight-bytes": &cfg.MaxInFlightBytes, "stream-max-bytes": &cfg.StreamMaxBytes, "stream-max-params": &cfg.StreamMaxParamsBytes}
+	for name, p := range i64 {
+		if cfg.set[name] {
+			*p = c.Int64(name)
+		}
+	}
+	ints := map[string]*int{"max-in-flight": &cfg.MaxInFlight, "max-conns": &cfg.MaxConns, "peer-share": &cfg.PeerShare, "tcp-max-in-flight": &cfg.TCPMaxInFlight}
+	for name, p := range ints {
+		if cfg.set[name] {
+			*p = c.Int(name)
+		}
+	}
+	cfg.serve = c.Command != nil && c.Command.Name == "serve"
+	cfg.unsafeListen, cfg.allowMissingHandlers = c.Bool("unsafe-listen"), c.Bool("allow-missing-handlers")
+	cfg.catalogListen, cfg.catalog = c.String("catalog-listen"), c.Bool("catalog")
+	cfg.listenTCP, cfg.tlsCert, cfg.tlsKey = c.String("listen-tcp"), c.String("tls-cert"), c.String("tls-key")
+	cfg.readyExpiryWindow, cfg.readyRecheck = c.Duration("ready-expiry-window"), c.Duration("ready-recheck")
+	cfg.etcdCA, cfg.etcdCert, cfg.etcdKey = c.String("etcd-ca"), c.String("etcd-cert"), c.String("etcd-key")
+}
+
+// Validate checks the resolved configuration: every refusal serve makes
+// before it opens anything. A setting given as a flag is refused as a
+// usage error naming the flag, one of the file as invalid_config naming
+// its field.
+func (cfg *serveConfig) Validate() error {
+	for _, check := range []func() error{cfg.validateFlags, cfg.validateFile, cfg.validateServe} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flagRange is a numeric flag's bounds (max 0: none) and its refusal.
+type flagRange struct {
+	name     string
+	v        int64
+	min, max int64
+	msg      string
+}
+
+// validateFlags checks the numeric flags given and the ledger store.
+func (cfg *serveConfig) validateFlags() error {
+	if cfg.fileMaxBody != 0 && cfg.fileMaxBody < 1<<20 {
+		return cliutil.Failf("invalid_config", "max_body_bytes must be at least 1 MiB (the binding's minimum)")
+	}
+	if cfg.set["max-body"] && cfg.MaxBodyBytes < 1<<20 {
+		return cliutil.Usagef("--max-body must be at least 1 MiB (the binding's minimum)")
+	}
+	if err := cfg.validateLedgerStore(); err != nil {
+		return err
+	}
+	for _, f := range []flagRange{
+		{"ledger-budget", cfg.LedgerBudgetBytes, 1 << 20, 0, "--ledger-budget must be at least 1 MiB"},
+		{"max-result-bytes", cfg.MaxResultBytes, ledger.MinReplyReserve, maxResultBytes, "--max-result-bytes must be between 1 KiB and 16 MiB"},
+		{"max-in-flight", int64(cfg.MaxInFlight), 1, 0, "--max-in-flight must be at least 1"},
+		{"max-in-flight-bytes", cfg.MaxInFlightBytes, 1 << 20, 0, "--max-in-flight-bytes must be at least 1 MiB"},
+		{"max-conns", int64(cfg.MaxConns), 1, 0, "--max-conns must be at least 1"},
+		{"peer-share", int64(cfg.PeerShare), 1, 0, "--peer-share must be at least 1"},
+		{"tcp-max-in-flight", int64(cfg.TCPMaxInFlight), 1, 0, "--tcp-max-in-flight must be at least 1"},
+		{"stream-max-bytes", cfg.StreamMaxBytes, 1 << 20, 0, "--stream-max-bytes must be at least 1 MiB"},
+		{"stream-max-params", cfg.StreamMaxParamsBytes, 1 << 10, 0, "--stream-max-params must be at least 1 KiB"},
+	} {
+		if cfg.set[f.name] && (f.v < f.min || (f.max != 0 && f.v > f.max)) {
+			return cliutil.Usagef("%s", f.msg)
+		}
+	}
+	if cfg.StreamMaxBytes != 0 && cfg.StreamMaxParamsBytes > cfg.StreamMaxBytes {
+		return cliutil.Usagef("the largest streamed params (--stream-max-params) cannot exceed --stream-max-bytes")
+	}
+	if cfg.StreamDir == "" && (cfg.StreamMaxBytes != 0 || cfg.StreamMaxParamsBytes != 0 || cfg.StreamPerSender != 0) {
+		return cliutil.WithHint(cliutil.Usagef("the stream limits are for an agent that takes streams"), "give --stream-dir DIR (or \"stream_dir\" in the config file)")
+	}
+	return nil
+}
+
+// validateLedgerStore refuses a ledger store other than the write-ahead
+// log (the deprecated --ledger-store, "ledger_store").
+func (cfg *serveConfig) validateLedgerStore() error {
+	switch cfg.LedgerStore {
+	case "", ledger.KindWAL:
+		return nil
+	case "bbolt":
+		const retired = "the bbolt ledger store is retired: leave %s out; the write-ahead log migrates the bbolt ledger when it opens it (docs/CLI.md)"
+		if cfg.set["ledger-store"] {
+			return cliutil.Usagef(retired, "--ledger-store")
+		}
+		return cliutil.Failf("invalid_config", retired, "ledger_store")
+	default:
+		if cfg.set["ledger-store"] {
+			return cliutil.Usagef("--ledger-store is deprecated and must be wal (leave it out)")
+		}
+		return cliutil.Failf("invalid_config", "ledger_store is deprecated and must be wal (leave it out)")
+	}
+}
+
+// validateFile checks the settings the config file may hold (a flag that
+// overrides one was checked by validateFlags), the listen address and the
+// handlers.
+func (cfg *serveConfig) validateFile() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+		min  int64
+	}{{"ledger_budget_bytes", cfg.LedgerBudgetBytes, 1 << 20}, {"ledger_caller_bytes", cfg.LedgerCallerBytes, 64 << 10},
+		{"max_in_flight", int64(cfg.MaxInFlight), 1}, {"max_in_flight_bytes", cfg.MaxInFlightBytes, 1 << 20},
+		{"max_conns", int64(cfg.MaxConns), 1}, {"peer_share", int64(cfg.PeerShare), 1}, {"tcp_max_in_flight", int64(cfg.TCPMaxInFlight), 1},
+		{"max_param_items", int64(cfg.MaxParamItems), 1}, {"stream_max_bytes", cfg.StreamMaxBytes, 1 << 20},
+		{"stream_max_params_bytes", cfg.StreamMaxParamsBytes, 1 << 10}, {"stream_per_sender", int64(cfg.StreamPerSender), 1}} {
+		if f.v != 0 && f.v < f.min {
+			return cliutil.Failf("invalid_config", "%s must be at least %d (leave it out for the default)", f.name, f.min)
+		}
+	}
+	if v := cfg.MaxResultBytes; v != 0 && (v < ledger.MinReplyReserve || v > maxResultBytes) {
+		return cliutil.Failf("invalid_config", "max_result_bytes must be between %d and %d (leave it out for the default)", ledger.MinReplyReserve, maxResultBytes)
+	}
+	if cfg.MaxTimeoutMS < 0 {
+		return cliutil.Failf("invalid_config", "max_timeout_ms must be positive (leave it out for the default, 60000)")
+	}
+	if cfg.Listen == "" {
+		return cliutil.Usagef("give --listen ADDR (or \"listen\" in the config file)")
+	}
+	return validateHandlers(cfg.Handlers)
+}
+
+// validateHandlers checks the config file's "handlers".
+func validateHandlers(handlers map[string]execHandler) error {
+	for id, h := range handlers {
+		if len(h.Command) == 0 || h.Command[0] == "" {
+			return cliutil.Failf("invalid_config", "handler %s has no command", id)
+		}
+		if v := h.MaxResultBytes; v != 0 && (v < ledger.MinReplyReserve || v > maxResultBytes) {
+			return cliutil.Failf("invalid_config", "handler %s: max_result_bytes must be between %d and %d (leave it out for the default)", id, ledger.MinReplyReserve, maxResultBytes)
+		}
+		for k := range h.Env {
+			switch {
+			case k == "" || strings.ContainsAny(k, "=\x00"):
+				return cliutil.Failf("invalid_config", "handler %s: an environment variable name is empty or holds '=' or NUL", id)
+			case reservedEnv[k]:
+				return cliutil.Failf("invalid_config", "handler %s: %s is set by the agent and cannot be configured", id, k)
+			}
+		}
+	}
+	return nil
+}
+
+// validateServe checks what only serve has: its listeners face the
+// network only when said (--unsafe-listen), the handler programs (unless
+// --allow-missing-handlers), the readiness durations, the etcd ledger's
+// flags and the TCP listener's.
+func (cfg *serveConfig) validateServe() error {
+	if !cfg.serve {
+		return nil
+	}
+	if cfg.MetricsListen != "" && !cliutil.Loopback(cfg.MetricsListen) && !cfg.unsafeListen {
+		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the metrics listen address is not a loopback address: the metrics would be reachable from the network"),
+			"listen on 127.0.0.1, put a tls proxy in front, or say --unsafe-listen")
+	}
+	if !cliutil.Loopback(cfg.Listen) && !cfg.unsafeListen {
+		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the listen address is not a loopback address: plain http would be reachable from the network"),
+			"listen on 127.0.0.1, put the agent behind a tls proxy, or say --unsafe-listen")
+	}
+	if err := cfg.validateCatalogListen(); err != nil {
+		return err
+	}
+	if ps := handlerProblems(cfg.Handlers); len(ps) > 0 && !cfg.allowMissingHandlers {
+		return cliutil.WithHint(cliutil.Failf("handler_program_missing", "the handler of %s cannot run: %s", ps[0].Subject, ps[0].Message),
+			"install the program (an absolute path, or a name in PATH), fix the config file's \"handlers\", or start anyway with --allow-missing-handlers")
+	}
+	if cfg.readyExpiryWindow < 0 || cfg.readyRecheck <= 0 {
+		return cliutil.Usagef("--ready-expiry-window must not be negative and --ready-recheck must be positive")
+	}
+	if err := cfg.validateEtcd(); err != nil { // serve_etcd.go
+		return err
+	}
+	return cfg.validateTCP()
+}
+
+// validateCatalogListen refuses a catalog that would face the network
+// unasked (docs/SPEC-DECISIONS.md, CATALOG-5): a --catalog-listen address
+// off loopback without --unsafe-listen, and --catalog alone on an agent
+// listener off loopback (its AMP peers' listener: --unsafe-listen was
+// said for AMP, not for the catalog).
+func (cfg *serveConfig) validateCatalogListen() error {
+	if cfg.catalogListen != "" {
+		if !cliutil.Loopback(cfg.catalogListen) && !cfg.unsafeListen {
+			return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the catalog listen address is not a loopback address: the catalog would be reachable from the network"),
+				"give --catalog-listen a loopback address, or say --unsafe-listen")
+		}
+		return nil
+	}
+	if cfg.catalog && !cliutil.Loopback(cfg.Listen) {
+		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "--catalog would serve the catalog to the agent's peers on a non-loopback listen address"),
+			"give --catalog-listen 127.0.0.1:PORT (a listener of its own), or --catalog-listen ADDR --unsafe-listen to serve it on the network")
+	}
+	return nil
+}
+
+// validateTCP checks the TCP listener's flags: TLS files go together and
+// with --listen-tcp, and plain TCP is on loopback unless --unsafe-listen.
+func (cfg *serveConfig) validateTCP() error {
+	if cfg.listenTCP == "" {
+		if cfg.tlsCert != "" || cfg.tlsKey != "" {
+			return cliutil.Usagef("--tls-cert and --tls-key are for --listen-tcp")
+		}
+		if cfg.set["tcp-max-in-flight"] {
+			return cliutil.Usagef("--tcp-max-in-flight is for --listen-tcp")
+		}
+		return nil
+	}
+	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
+		return cliutil.Usagef("give both --tls-cert and --tls-key, or neither")
+	}
+	if cfg.tlsCert == "" && !cliutil.Loopback(cfg.listenTCP) && !cfg.unsafeListen {
+		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the tcp listen address is not a loopback address: plain tcp would be reachable from the network"),
+			"give --tls-cert and --tls-key (amps://), listen on 127.0.0.1, or say --unsafe-listen")
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/transport"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
+	"github.com/ampbundle/ampbundle/transport/ampstcp"
+)
+
+// listen opens the listeners (TCP, HTTP, metrics) and mounts the HTTP
+// routes: messages, health, readiness, discovery and the catalog.
+func (s *server) listen() error {
+	cfg := s.cfg
+	tcpLn, tcpURL, err := tcpListener(s.cfg)
+	if err != nil {
+		return err
+	}
+	if tcpLn != nil {
+		s.tcpLn, s.tcpURL = tcpLn, tcpURL
+		s.onClose(func() { tcpLn.Close() })
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return cliutil.Failf("listen_failed", "cannot listen on the address").WithCause(err)
+	}
+	s.limited = transport.LimitListener(ln, cfg.MaxConns, cfg.MaxConns/cfg.PeerShare)
+	s.ln = s.limited
+	s.onClose(func() { s.ln.Close() })
+	mux := http.NewServeMux()
+	mux.Handle(ReadyPath, s.ready)
+	h := s.messageHandler()
+	mux.Handle(amphttp.MessagesPath, h)
+	mux.Handle(amphttp.HealthPath, h)
+	mux.Handle("/", unknownRoute{})
+	if err := mountDiscovery(mux, s.c.Bool("agh"), cfg, s.store, s.id); err != nil {
+		return err
+	}
+	catalogURL, startCatalog, stopCatalog, err := mountCatalog(s.c, s.env, cfg, mux, s.store, s.log)
+	if err != nil {
+		return err
+	}
+	s.catalogURL, s.startCatalog = catalogURL, startCatalog
+	s.onClose(stopCatalog)
+	s.srv = amphttp.NewServer(instrument(mux, s.met, s.log), s.maxTimeout+30*time.Second, s.log)
+	if cfg.MetricsListen != "" {
+		if s.metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			return cliutil.Failf("listen_failed", "cannot listen on the metrics address").WithCause(err)
+		}
+		s.onClose(func() { s.metricsLn.Close() })
+	}
+	return nil
+}
+
+// messageHandler is the HTTP binding of the agent, with its limits and
+// the health document.
+func (s *server) messageHandler() http.Handler {
+	cfg, limited, store, ledgerStore := s.cfg, s.limited, s.store, s.ledgerStore
+	return amphttp.NewHandler(s.agents, amphttp.Options{MaxBody: cfg.MaxBodyBytes, Logger: s.log,
+		MaxInFlight: cfg.MaxInFlight, MaxInFlightBytes: cfg.MaxInFlightBytes,
+		MaxPeerInFlight: inFlight(cfg) / cfg.PeerShare, MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare),
+		Health: func() map[string]any {
+			u := ledgerStore.Usage()
+			return map[string]any{"generation": store.Generation(), "ledger_entries": u.Entries, "ledger_bytes": u.Bytes, "ledger_budget": u.Budget,
+				"http_conns": limited.Open(), "http_conns_refused": limited.Refused()}
+		}})
+}
+
+// openAdmin opens the admin socket through which bundles are imported
+// and removed while the agent holds the store.
+func (s *server) openAdmin() error {
+	admin, err := agent.ServeAdmin(s.store, s.cfg.AdminSocket, s.log)
+	if err != nil {
+		return err
+	}
+	s.admin = admin
+	s.onClose(func() { admin.Close() })
+	return nil
+}
+
+// start serves every listener (HTTP, catalog, admin, TCP, MCP, metrics)
+// and prints where.
+func (s *server) start() error {
+	cfg, errs := s.cfg, s.errs
+	go func() { errs <- s.srv.Serve(s.ln) }()
+	s.startCatalog(errs)
+	go func() {
+		if err := <-s.admin.Done(); err != nil {
+			errs <- err
+		}
+	}()
+	if s.tcpLn != nil {
+		s.stopTCP = startTCP(s.tcpLn, s.agents, ampstcp.ServerOptions{MaxMessageSize: int(cfg.MaxBodyBytes), MaxInFlightBytes: cfg.MaxInFlightBytes,
+			MaxConns: cfg.MaxConns, MaxPeerConns: cfg.MaxConns / cfg.PeerShare,
+			MaxInFlightTotal: tcpInFlight(cfg), MaxPeerInFlight: max(1, tcpInFlight(cfg)/cfg.PeerShare), MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare), Logger: s.log}, errs)
+	}
+	mcpURL, stopMCP, err := startMCP(s.c, cfg, s.store, func() *agent.Agent { return s.agents.cur.Load().a }, s.log, errs)
+	if err != nil {
+		s.stopTCP(context.Background())
+		s.srv.Close()
+		return err
+	}
+	s.stopMCP = stopMCP
+	metricsURL := s.startMetrics()
+	s.announce(mcpURL, metricsURL)
+	return nil
+}
+
+// startMetrics serves the metrics listener, if any, and returns its URL.
+func (s *server) startMetrics() string {
+	if s.metricsLn == nil {
+		return ""
+	}
+	mmux := http.NewServeMux()
+	mmux.Handle(MetricsPath, s.met.handler())
+	s.metricsSrv = &http.Server{Handler: mmux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+	go func() { s.errs <- s.metricsSrv.Serve(s.metricsLn) }()
+	return "http://" + s.metricsLn.Addr().String() + MetricsPath
+}
+
+// announce logs and prints (text, or one JSON document with --json) the
+// listeners' addresses.
+func (s *server) announce(mcpURL, metricsURL string) {
+	url, did, sock := "http://"+s.ln.Addr().String(), s.id.DID, s.admin.Path()
+	doc := map[string]any{"listening": url, "did": did, "admin_socket": sock}
+	for k, v := range map[string]string{"mcp": mcpURL, "listening_tcp": s.tcpURL, "catalog": s.catalogURL, "metrics": metricsURL} {
+		if v != "" {
+			doc[k] = v
+		}
+	}
+	s.log.Info("agent serving", "url", url, "tcp_url", s.tcpURL, "did", did, "handlers", len(s.cfg.Handlers), "rules", len(s.cfg.rules), "admin_socket", sock, "metrics", metricsURL)
+	if s.c.Bool("json") {
+		cliutil.PrintJSON(s.env.Stdout, doc)
+		return
+	}
+	out := s.env.Stdout
+	fmt.Fprintf(out, "listening on %s as %s (admin socket %s)\n", url, did, sock)
+	if s.tcpURL != "" {
+		fmt.Fprintf(out, "listening on %s (tcp binding)\n", s.tcpURL)
+	}
+	if metricsURL != "" {
+		fmt.Fprintf(out, "metrics on %s\n", metricsURL)
+	}
+	if s.catalogURL != "" {
+		fmt.Fprintf(out, "catalog on %s\n", s.catalogURL)
+	}
+}
+
+// wait serves until a stop signal, ctx or a failed listener; SIGHUP
+// reloads. It returns the failure, if any.
+func (s *server) wait(ctx context.Context, sigs, reloads <-chan os.Signal) error {
+	for {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP { // an injected Env.Signals carries it too
+				s.reload()
+				continue
+			}
+			s.log.Info("shutting down", "signal", sig.String())
+			return nil
+		case <-reloads:
+			s.reload()
+		case <-ctx.Done():
+			s.log.Info("shutting down", "reason", "context ended")
+			return nil
+		case err := <-s.errs:
+			return cliutil.Failf("serve_failed", "the server stopped").WithCause(err)
+		}
+	}
+}
+
+// reload applies the config file's (and --allow's) handlers and allow
+// rules to new requests, or logs why not and keeps the running ones.
+func (s *server) reload() {
+	next, err := loadServeConfig(s.c)
+	if err == nil {
+		err = checkReload(s.cfg, next)
+	}
+	var fresh *agent.Agent
+	if err == nil {
+		fresh, err = s.newAgent(next.Handlers, next.rules)
+	}
+	if err != nil {
+		s.log.Error("reload refused: the running handlers and allow rules stay", "err", amp.SafeMessage(err))
+		return
+	}
+	s.agents.swap(fresh)
+	s.ready.setHandlers(next.Handlers)
+	s.warnConfig(next)
+	s.log.Info("config reloaded", "handlers", len(next.Handlers), "rules", len(next.rules))
+}
+
+// shutdown stops the listeners gracefully: in-flight requests finish
+// (up to the longest invocation timeout).
+func (s *server) shutdown() {
+	sctx, cancel := context.WithTimeout(context.Background(), s.maxTimeout+5*time.Second)
+	defer cancel()
+	log := s.log
+	if err := s.stopMCP(sctx); err != nil {
+		log.Warn("graceful mcp shutdown incomplete", "err", err)
+	}
+	tcpStopped := make(chan error, 1)
+	go func() { tcpStopped <- s.stopTCP(sctx) }()
+	if err := s.srv.Shutdown(sctx); err != nil {
+		log.Warn("graceful shutdown incomplete", "err", err)
+	}
+	// Refused connections still closing gracefully (Shutdown does not
+	// track them): at most transport.AnswerLinger more.
+	lctx, lcancel := context.WithTimeout(sctx, transport.AnswerLinger+time.Second)
+	s.limited.WaitClosed(lctx)
+	lcancel()
+	if err := <-tcpStopped; err != nil {
+		log.Warn("graceful tcp shutdown incomplete", "err", err)
+	}
+	s.admin.Shutdown(sctx)
+	if s.metricsSrv != nil {
+		s.metricsSrv.Shutdown(sctx)
+	}
+	cliutil.FlushLog(context.Background(), log)
+	log.Info("stopped")
+}

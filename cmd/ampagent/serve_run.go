@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport"
+)
+
+// server is one run of serve: what its steps opened, closed in reverse
+// order when it returns (undo).
+type server struct {
+	env *cliutil.Env
+	c   *cli.Context
+	cfg *serveConfig
+	log *slog.Logger
+
+	id          amp.Identity
+	store       *resolver.Store
+	ready       *readiness
+	met         *metrics
+	led         *ledger.Ledger
+	ledgerStore ledger.Store
+	maxTimeout  time.Duration
+	streams     agent.StreamLimits
+	params      *agent.ParamStreamLimits
+	agents      *agentSwitch
+
+	ln, tcpLn, metricsLn net.Listener
+	limited              *transport.Limited
+	tcpURL, catalogURL   string
+	startCatalog         func(chan<- error)
+	srv                  *http.Server
+	admin                *agent.AdminServer
+	errs                 chan error
+	stopTCP, stopMCP     func(context.Context) error
+	metricsSrv           *http.Server
+	undo                 []func()
+}
+
+// runServe runs the agent of a validated cfg until a signal, ctx or a
+// failed listener stops it.
+func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveConfig, log *slog.Logger) error {
+	s := &server{env: env, c: c, cfg: cfg, log: log, maxTimeout: 60 * time.Second,
+		errs: make(chan error, 4), stopTCP: func(context.Context) error { return nil }}
+	if cfg.MaxTimeoutMS > 0 {
+		s.maxTimeout = time.Duration(cfg.MaxTimeoutMS) * time.Millisecond
+	}
+	defer s.close()
+	for _, step := range []func() error{s.openStore, s.openLedger, s.buildAgent, s.listen, s.openAdmin} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	// Signals are taken before anything is served or the start is
+	// printed: a SIGTERM as soon as the listening line appears is a
+	// graceful stop, never the default action (the process killed).
+	sigs, stopSignals := env.StopSignals()
+	s.onClose(stopSignals)
+	reloads, stopReloads := reloadSignals(env)
+	s.onClose(stopReloads)
+	if err := s.start(); err != nil {
+		return err
+	}
+	runErr := s.wait(ctx, sigs, reloads)
+	s.shutdown()
+	return runErr
+}
+
+// onClose adds f to what close undoes.
+func (s *server) onClose(f func()) { s.undo = append(s.undo, f) }
+
+// close undoes the steps, the last first.
+func (s *server) close() {
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		s.undo[i]()
+	}
+}
+
+// openStore loads the identity and opens the store, which must trust a
+// publisher.
+func (s *server) openStore() error {
+	id, err := loadIdentity(s.c, s.env, s.c.String("key"), s.cfg.DID)
+	if err != nil {
+		return err
+	}
+	s.id = id
+	db := s.c.String("db")
+	// The actor of what changes the store through the admin socket: its
+	// callers are this process's user (the socket refuses any other).
+	store, err := resolver.Open(db, resolver.Options{Now: s.env.Now, LockTimeout: 250 * time.Millisecond, Actor: resolver.ProcessActor()})
+	if err != nil {
+		switch {
+		case errors.Is(err, resolver.ErrStoreMissing):
+			return cliutil.WithHint(err, "create the store with 'ampbundle trust add PUB --db "+db+" --name NAME --scope PREFIX' and fill it with 'ampbundle import'")
+		case errors.Is(err, resolver.ErrStoreInUse):
+			return cliutil.WithHint(err, "another agent or ampbundle command holds the store")
+		}
+		return err
+	}
+	s.store = store
+	s.onClose(func() { store.Close() })
+	keys, err := store.TrustList()
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return cliutil.WithHint(cliutil.Failf("empty_trust_store", "the store trusts no publisher key: nothing in it can be verified"),
+			"ampbundle trust add PUB --db "+db+" --name NAME --scope PREFIX")
+	}
+	s.warnConfig(s.cfg)
+	s.ready = &readiness{store: store, now: s.env.Now, window: s.cfg.readyExpiryWindow, recheck: s.cfg.readyRecheck}
+	s.ready.setHandlers(s.cfg.Handlers)
+	s.met = newMetrics(store, func() (int, int64, int64) {
+		u := s.led.Usage()
+		return u.Entries, u.Bytes, u.Budget
+	})
+	return nil
+}
+
+// warnConfig logs what a config allows but an operator should know: no
+// allow rules, a handler program that cannot run.
+func (s *server) warnConfig(cfg *serveConfig) {
+	if len(cfg.rules) == 0 {
+		s.log.Warn("no allow rules: every caller is refused (--allow CALLER=PREFIX)")
+	}
+	for _, p := range handlerProblems(cfg.Handlers) {
+		s.log.Warn("handler program cannot run; its invocations will fail (5001)", "capability", p.Subject, "problem", p.Message)
+	}
+}
+
+// openLedger opens the idempotency ledger: on etcd (serve_etcd.go) or
+// the file beside the store.
+func (s *server) openLedger() error {
+	cfg, log := s.cfg, s.log
+	ledgerStore, ledgerKind, err := openEtcdLedger(s.c, cfg, s.env.Now, log, s.ready, s.met)
+	if ledgerStore == nil && err == nil {
+		ledgerStore, ledgerKind, err = ledger.OpenFile(s.c.String("db"), ledger.FileOptions{Now: s.env.Now, LockTimeout: 250 * time.Millisecond,
+			Path: cfg.Ledger,
+			Migrated: func(old, wal string, n int) {
+				log.Warn("idempotency ledger migrated from bbolt to the write-ahead log (one way); the old file is kept, delete it when you like", "kept", old, "ledger", wal, "entries", n)
+			},
+			Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes, ReplyReserve: cfg.MaxResultBytes}})
+	}
+	if amp.NameOf(err) == ledger.ErrLedgerMigration {
+		return cliutil.WithHint(err, "the bbolt ledger is unchanged and nothing was lost: stop any older agent that uses it, make room on its disk, and start again")
+	} else if amp.NameOf(err) == ledger.ErrLedgerCorrupt {
+		return cliutil.WithHint(err, "the ledger records invocations that may still be retried: restore it from a backup, or move it aside only once the longest ttl the agent accepts (7 days) has passed")
+	} else if err != nil {
+		return cliutil.WithHint(err, "another agent may hold the ledger file; each agent needs its own (--ledger FILE)")
+	}
+	log.Info("idempotency ledger", "store", ledgerKind)
+	s.ledgerStore = ledgerStore
+	s.onClose(func() { ledgerStore.Close() })
+	s.led, err = ledger.New(ledgerStore, ledger.Options{Now: s.env.Now})
+	return err
+}
+
+// buildAgent builds the first agent, behind the switch a reload swaps.
+func (s *server) buildAgent() error {
+	var err error
+	if s.streams, s.params, err = streamConfig(s.cfg, s.log); err != nil {
+		return err
+	}
+	// One peer's unnamed callers hold 1/--peer-share of the stream bytes,
+	// as of its requests (1 behind a proxy: every caller is one address).
+	s.streams.PeerShare = s.cfg.PeerShare
+	first, err := s.newAgent(s.cfg.Handlers, s.cfg.rules)
+	if err != nil {
+		return err
+	}
+	s.agents = newAgentSwitch(first, s.log)
+	// The ledger file beside the store is closed (its lock released)
+	// when serve returns, after the servers stopped and every agent a
+	// reload replaced is closed.
+	s.onClose(s.agents.close)
+	return nil
+}
+
+// newAgent builds the agent of a config's handlers and allow rules;
+// everything else is the start's. A reload (SIGHUP) builds a new one and
+// switches to it; the ledger, the store and the listeners stay.
+func (s *server) newAgent(handlerCfg map[string]execHandler, rules agent.Rules) (*agent.Agent, error) {
+	handlers, maxResult := map[string]agent.Handler{}, map[string]int64{}
+	for capID, h := range handlerCfg {
+		handlers[capID] = runProgram(capID, h, s.log, s.met)
+		if h.MaxResultBytes > 0 {
+			maxResult[capID] = h.MaxResultBytes
+		}
+	}
+	a, err := agent.New(agent.Config{Identity: s.id, Store: s.store, Policy: rules, Handlers: handlers, Observe: s.met.observe, MaxResultBytes: maxResult,
+		Now: s.env.Now, Rand: s.env.Rand, Logger: s.log, MaxTimeout: s.maxTimeout, Ledger: s.led, MaxParamItems: s.cfg.MaxParamItems,
+		Limits:       amp.Limits{MaxMessageSize: int(s.cfg.MaxBodyBytes)},
+		StreamLimits: s.streams, ParamStreams: s.params})
+	if amp.NameOf(err) == agent.ErrResultExceedsShare {
+		return nil, cliutil.WithHint(err, "lower the handler's \"max_result_bytes\" (or --max-result-bytes), or raise ledger_caller_bytes in the config file")
+	}
+	return a, err
+}
