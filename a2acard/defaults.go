@@ -23,10 +23,24 @@ const (
 	tracked
 )
 
-// field is one member of a message: its presence and, for a message or a
-// repeated message, the shape of that message.
+// kind is the JSON type of a plain or repeated member. A value of another
+// type is never its default: it is kept, and so signed.
+type kind int
+
+const (
+	anyKind kind = iota
+	stringKind
+	boolKind
+	listKind
+	mapKind
+)
+
+// field is one member of a message: its presence, the JSON type of a
+// plain or repeated member, and, for a message or a repeated message, the
+// shape of that message.
 type field struct {
 	presence presence
+	kind     kind
 	shape    shape
 }
 
@@ -47,15 +61,17 @@ func cardShape(name string) (field, bool) {
 		return field{presence: kept, shape: skillShape}, true
 	case "provider", "documentationUrl", "iconUrl":
 		return field{presence: tracked}, true
-	case "securitySchemes", "securityRequirements":
-		return field{presence: repeated}, true
+	case "securitySchemes":
+		return field{presence: repeated, kind: mapKind}, true
+	case "securityRequirements":
+		return field{presence: repeated, kind: listKind}, true
 	}
 	return field{}, false
 }
 
 func interfaceShape(name string) (field, bool) {
 	if name == "tenant" {
-		return field{presence: plain}, true
+		return field{presence: plain, kind: stringKind}, true
 	}
 	return field{}, false
 }
@@ -65,15 +81,17 @@ func capabilitiesShape(name string) (field, bool) {
 	case "streaming", "pushNotifications", "extendedAgentCard":
 		return field{presence: tracked}, true
 	case "extensions":
-		return field{presence: repeated, shape: extensionShape}, true
+		return field{presence: repeated, kind: listKind, shape: extensionShape}, true
 	}
 	return field{}, false
 }
 
 func extensionShape(name string) (field, bool) {
 	switch name {
-	case "uri", "description", "required":
-		return field{presence: plain}, true
+	case "uri", "description":
+		return field{presence: plain, kind: stringKind}, true
+	case "required":
+		return field{presence: plain, kind: boolKind}, true
 	case "params":
 		return field{presence: tracked}, true
 	}
@@ -83,7 +101,7 @@ func extensionShape(name string) (field, bool) {
 func skillShape(name string) (field, bool) {
 	switch name {
 	case "examples", "inputModes", "outputModes", "securityRequirements":
-		return field{presence: repeated}, true
+		return field{presence: repeated, kind: listKind}, true
 	}
 	return field{}, false
 }
@@ -96,7 +114,7 @@ func stripDefaults(o jcs.Object, s shape) jcs.Object {
 	out := make(jcs.Object, 0, len(o))
 	for _, m := range o {
 		f, known := s(m.Name)
-		if known && isDefault(m.Value, f.presence) {
+		if known && isDefault(m.Value, f) {
 			continue
 		}
 		if known && f.shape != nil {
@@ -122,27 +140,30 @@ func stripValue(v any, s shape) any {
 	return v
 }
 
-func isDefault(v any, p presence) bool {
+// isDefault reports whether v is f's default value: null (unless f is
+// kept), or the empty value of f's own JSON type. A value of another type
+// (false for a string member, {} for a list) is not a default.
+func isDefault(v any, f field) bool {
 	if v == nil {
-		return p != kept
+		return f.presence != kept
 	}
-	switch p {
+	switch f.presence {
 	case plain:
 		switch t := v.(type) {
 		case string:
-			return t == ""
+			return f.kind == stringKind && t == ""
 		case bool:
-			return !t
+			return f.kind == boolKind && !t
 		case json.Number:
 			s, err := jcs.CanonicalNumber(string(t))
-			return err == nil && s == "0"
+			return f.kind == anyKind && err == nil && s == "0"
 		}
 	case repeated:
 		switch t := v.(type) {
 		case []any:
-			return len(t) == 0
+			return f.kind == listKind && len(t) == 0
 		case jcs.Object:
-			return len(t) == 0
+			return f.kind == mapKind && len(t) == 0
 		}
 	}
 	return false

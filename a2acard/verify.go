@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
-	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/jcs"
@@ -106,7 +105,7 @@ func (h header) check() error {
 	if h.alg != Alg {
 		return fail(ErrAlgUnsupported, "the signature's alg is not EdDSA")
 	}
-	if !h.hasTyp || !strings.EqualFold(h.typ, Typ) {
+	if !h.hasTyp || !asciiEqualFold(h.typ, Typ) {
 		return fail(ErrHeaderUnsupported, "the protected header's typ is not JOSE")
 	}
 	if h.unknown {
@@ -269,4 +268,26 @@ func readSignature(s Signature) (header, []byte, error) {
 		}
 	}
 	return h, sig, nil
+}
+
+// asciiEqualFold compares a and b ignoring ASCII case only, as RFC 7515
+// §4.1.9 compares typ (media type names); Unicode folding would take
+// "JO\u017fE" for "JOSE".
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
