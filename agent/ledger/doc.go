@@ -96,13 +96,20 @@
 // The log commits in groups: a writer that finds no commit running writes
 // everything queued and makes it durable (one write and one fdatasync per
 // group, over zeros reserved ahead so that the file's length need not be
-// synced), the others wait and form the next group. Under load a
-// group gathers: it waits (at most 2 ms) until all the writers the Ledger
-// expects soon are queued but a few per processor, which keep the
-// processors busy while it syncs; with few writers it starts at once. No
-// writer is answered before its group is durable. The log's records are checksummed
-// per group; a torn last group (a crash during its write) is truncated on
-// open, damage before an intact group fails the open (ErrLedgerCorrupt).
+// synced), the others wait and form the next group. A group waits for more
+// writers only while that pays, judged from what it measures (the spacing
+// of arrivals and the time a group takes to sync; see gatherPolicy in
+// groupcommit.go, docs/SPEC-DECISIONS.md PERF-1): it runs at once when its
+// writer came alone after a group nobody arrived during, when fewer than
+// one more writer is predicted within its window, or when all the writers
+// the Ledger expects soon are queued but a reserve (one per processor plus
+// those that arrive during one sync: they keep the processors busy while
+// it syncs); otherwise it waits at most the lesser of 2 ms and 8 syncs
+// from its oldest writer, and no longer than 4 arrival spacings past the
+// latest arrival. No writer is answered before its group is durable. The
+// log's records are checksummed per group; a torn last group (a crash
+// during its write) is truncated on open, damage before an intact group
+// fails the open (ErrLedgerCorrupt).
 // The formats are specified in docs/FORMAT.md.
 //
 // Only what a handler ran for is written durably: PING, refusals and
