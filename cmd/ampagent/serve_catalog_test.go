@@ -3,18 +3,12 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
 // getPage GETs url and returns the status and the body.
@@ -30,31 +24,19 @@ func getPage(t *testing.T, url string) (int, string) {
 }
 
 // startServeDoc runs serve with --json on 127.0.0.1:0 and returns its
-// start document; serve stops (SIGTERM) when the test ends.
+// start document, waiting at most serveDeadline for it (serve_test.go);
+// serve stops (SIGTERM) when the test ends.
 func startServeDoc(t *testing.T, args ...string) map[string]any {
 	t.Helper()
 	pr, pw := io.Pipe()
-	sigs := make(chan os.Signal, 1)
-	env := &cliutil.Env{Stdin: strings.NewReader(""), Stdout: pw, Stderr: io.Discard,
-		Now: time.Now, Rand: rand.Reader, Getenv: func(string) string { return "" }, Signals: sigs}
-	done := make(chan int, 1)
-	go func() {
-		done <- run(context.Background(), env, append([]string{"ampagent", "serve", "--json", "--listen", "127.0.0.1:0"}, args...))
-		pw.Close()
-	}()
+	p := launchServe(t, pw, time.Now, append([]string{"serve", "--json", "--listen", "127.0.0.1:0"}, args...)...)
+	raw := p.firstDoc(t, json.NewDecoder(pr), pr)
 	var doc map[string]any
-	if err := json.NewDecoder(pr).Decode(&doc); err != nil {
-		t.Fatalf("serve did not start: %v", err)
+	if err := json.Unmarshal(raw, &doc); err != nil || doc["listening"] == nil {
+		pr.Close()
+		t.Fatalf("serve did not start: %v %s\nstderr: %s", err, raw, p.stderr.String())
 	}
 	go io.Copy(io.Discard, pr)
-	t.Cleanup(func() {
-		sigs <- syscall.SIGTERM
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("serve did not stop on SIGTERM")
-		}
-	})
 	return doc
 }
 

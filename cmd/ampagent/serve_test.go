@@ -98,20 +98,87 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// startServe runs serve with --json on 127.0.0.1:0 and waits for its
-// "listening" document. stop sends SIGTERM and returns the outcome.
+// serveDeadline bounds how long a test waits for serve to print its start
+// document or to refuse to start: a serve that does neither (it hangs, or
+// it runs when the test expected a refusal) fails the test in seconds
+// with its log, never hangs to the package timeout.
+const serveDeadline = 30 * time.Second
+
+// serveProc is an `ampagent serve` run in a goroutine of the test process,
+// with injected stop signals and its log kept.
+type serveProc struct {
+	sigs   chan os.Signal
+	exited chan struct{} // closed once run has returned and stdout is closed
+	code   int           // run's exit code, once exited is closed
+	stderr lockedBuffer
+}
+
+// launchServe runs `ampagent argv...` with stdout (closed, when it is a
+// Closer, once run returns) and now as the clock. When the test ends,
+// serve gets SIGTERM and serveDeadline to stop.
+func launchServe(t *testing.T, stdout io.Writer, now func() time.Time, argv ...string) *serveProc {
+	t.Helper()
+	p := &serveProc{sigs: make(chan os.Signal, 1), exited: make(chan struct{})}
+	env := &cliutil.Env{Stdin: strings.NewReader(""), Stdout: stdout, Stderr: &p.stderr,
+		Now: now, Rand: rand.Reader, Getenv: func(string) string { return "" }, Signals: p.sigs}
+	go func() {
+		defer close(p.exited)
+		p.code = run(context.Background(), env, append([]string{"ampagent"}, argv...))
+		if c, ok := stdout.(io.Closer); ok {
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() {
+		p.terminate()
+		select {
+		case <-p.exited:
+		case <-time.After(serveDeadline):
+			t.Errorf("serve did not stop on SIGTERM:\n%s", p.stderr.String())
+		}
+	})
+	return p
+}
+
+// terminate sends serve SIGTERM unless one is already pending.
+func (p *serveProc) terminate() {
+	select {
+	case p.sigs <- syscall.SIGTERM:
+	default:
+	}
+}
+
+// firstDoc decodes serve's first --json document from dec. It fails the
+// test, with serve's log, when serve closes its output first or prints
+// nothing within serveDeadline (serve is then told to stop).
+func (p *serveProc) firstDoc(t *testing.T, dec *json.Decoder, out io.Closer) json.RawMessage {
+	t.Helper()
+	var raw json.RawMessage
+	got := make(chan error, 1)
+	go func() { got <- dec.Decode(&raw) }()
+	timer := time.NewTimer(serveDeadline)
+	defer timer.Stop()
+	select {
+	case err := <-got:
+		if err != nil {
+			out.Close()
+			t.Fatalf("serve did not start: %v\nstderr: %s", err, p.stderr.String())
+		}
+		return raw
+	case <-timer.C:
+		p.terminate()
+		out.Close() // unblocks the decoder; serve's later writes fail
+		t.Fatalf("serve printed no start document within %v\nstderr: %s", serveDeadline, p.stderr.String())
+		return nil
+	}
+}
+
+// startServe runs serve with --json on 127.0.0.1:0 and waits (at most
+// serveDeadline) for its "listening" document. stop sends SIGTERM and
+// returns the outcome.
 func startServe(t *testing.T, args ...string) *running {
 	t.Helper()
 	pr, pw := io.Pipe()
-	var stderr lockedBuffer
-	sigs := make(chan os.Signal, 1)
-	env := &cliutil.Env{Stdin: strings.NewReader(""), Stdout: pw, Stderr: &stderr,
-		Now: time.Now, Rand: rand.Reader, Getenv: func(string) string { return "" }, Signals: sigs}
-	done := make(chan int, 1)
-	go func() {
-		done <- run(context.Background(), env, append([]string{"ampagent", "serve", "--json", "--listen", "127.0.0.1:0"}, args...))
-		pw.Close()
-	}()
+	p := launchServe(t, pw, time.Now, append([]string{"serve", "--json", "--listen", "127.0.0.1:0"}, args...)...)
 	var doc struct {
 		Listening   string `json:"listening"`
 		TCP         string `json:"listening_tcp"`
@@ -120,28 +187,25 @@ func startServe(t *testing.T, args ...string) *running {
 		Metrics     string `json:"metrics"`
 	}
 	dec := json.NewDecoder(pr)
-	var raw json.RawMessage
-	err := dec.Decode(&raw)
-	if err == nil {
-		err = json.Unmarshal(raw, &doc)
-	}
-	if err != nil || doc.Listening == "" {
-		t.Fatalf("serve did not start: %v %s\nstderr: %s", err, raw, stderr.String())
+	raw := p.firstDoc(t, dec, pr)
+	if err := json.Unmarshal(raw, &doc); err != nil || doc.Listening == "" {
+		pr.Close()
+		t.Fatalf("serve did not start: %v %s\nstderr: %s", err, raw, p.stderr.String())
 	}
 	rest := make(chan string, 1)
 	go func() { b, _ := io.ReadAll(io.MultiReader(dec.Buffered(), pr)); rest <- string(b) }()
 	r := &running{url: doc.Listening, tcpURL: doc.TCP, did: doc.DID, sock: doc.AdminSocket, metrics: doc.Metrics,
-		signal: func(s os.Signal) { sigs <- s }, stderr: stderr.String}
+		signal: func(s os.Signal) { p.sigs <- s }, stderr: p.stderr.String}
 	var once sync.Once
 	var res result
 	r.stop = func() result {
 		once.Do(func() {
-			sigs <- syscall.SIGTERM
+			p.terminate()
 			select {
-			case code := <-done:
-				res = result{code: code, stdout: <-rest, stderr: stderr.String()}
-			case <-time.After(30 * time.Second):
-				t.Fatal("serve did not stop on SIGTERM")
+			case <-p.exited:
+				res = result{code: p.code, stdout: <-rest, stderr: p.stderr.String()}
+			case <-time.After(serveDeadline):
+				t.Fatalf("serve did not stop on SIGTERM:\n%s", p.stderr.String())
 			}
 		})
 		return res
@@ -150,13 +214,43 @@ func startServe(t *testing.T, args ...string) *running {
 	return r
 }
 
-// serveFails runs serve expecting it to refuse to start; it returns the
-// error code of the --json document and the exit code.
+// serveRefusal runs `ampagent serve args...` expecting it to refuse to
+// start, with the clock runCLI uses, and returns its outcome. It fails
+// the test at once, with serve's output, when serve prints a start
+// document instead, and after serveDeadline when it neither exits nor
+// starts.
+func serveRefusal(t *testing.T, args ...string) result {
+	t.Helper()
+	var out lockedBuffer
+	p := launchServe(t, &out, func() time.Time { return time.UnixMilli(1707055260000) }, append([]string{"serve"}, args...)...)
+	deadline := time.NewTimer(serveDeadline)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.exited:
+			return result{code: p.code, stdout: out.String(), stderr: p.stderr.String()}
+		case <-deadline.C:
+			p.terminate()
+			t.Fatalf("serve neither refused nor started within %v\nstdout: %s\nstderr: %s", serveDeadline, out.String(), p.stderr.String())
+		case <-tick.C:
+			if s := out.String(); strings.Contains(s, `"listening"`) || strings.Contains(s, "listening on ") {
+				p.terminate()
+				t.Fatalf("serve started instead of refusing:\nstdout: %s\nstderr: %s", s, p.stderr.String())
+			}
+		}
+	}
+}
+
+// serveFails runs serve --json expecting it to refuse to start (see
+// serveRefusal); it returns the error code of the --json document and the
+// exit code.
 func serveFails(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	r := runCLI(t, "", append([]string{"serve", "--json"}, args...)...)
+	r := serveRefusal(t, append([]string{"--json"}, args...)...)
 	if r.code == 0 {
-		t.Fatalf("serve started: %s", r.stdout)
+		t.Fatalf("serve exited 0 without serving: %s", r.stdout)
 	}
 	code, _ := errorDoc(t, r)
 	return code, r.code
@@ -423,7 +517,7 @@ func TestServeRefusesToStart(t *testing.T) {
 		})
 	}
 	// A rule is named by its position, never echoed.
-	r0 := runCLI(t, "", "serve", "--json", "--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", badRuleInConfig)
+	r0 := serveRefusal(t, "--json", "--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", badRuleInConfig)
 	if strings.Contains(r0.stdout+r0.stderr, "SECRET-LOOKING-RULE") || !strings.Contains(r0.stdout, "allow rule 1 in the config file") {
 		t.Fatalf("bad rule report: %s %s", r0.stdout, r0.stderr)
 	}
