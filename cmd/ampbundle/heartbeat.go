@@ -161,7 +161,7 @@ Works through a running agent's admin socket.`,
 				if c.Bool("json") {
 					return cliutil.PrintJSON(env.Stdout, map[string]any{"reset": reset, "forgotten_version": v})
 				}
-				fmt.Fprintf(env.Stdout, "forgot the heartbeat of %s (version >= %d); nothing of the line is stale because of it any more\n", reset, v)
+				fmt.Fprintln(env.Stdout, resetMessage(reset, v))
 				return nil
 			}
 			if maxVersions != nil || maxAge > 0 {
@@ -195,6 +195,18 @@ Works through a running agent's admin socket.`,
 			return nil
 		},
 	}
+}
+
+// resetMessage is what trust freshness --reset prints once the heartbeat
+// kept for line is forgotten; version is the forgotten heartbeat's. A
+// heartbeat that decodes names a version of at least 1 (docs/FORMAT.md
+// §23), so 0 means the kept record was unreadable: it had no version to
+// report, and it was what pinned the line stale.
+func resetMessage(line string, version uint64) string {
+	if version == 0 {
+		return fmt.Sprintf("cleared the unreadable heartbeat record of %s; nothing of the line is stale because of it any more", line)
+	}
+	return fmt.Sprintf("forgot the heartbeat of %s (version >= %d); nothing of the line is stale because of it any more", line, version)
 }
 
 // parseAge reads "30d" or "12h" (whole days or hours, at least one hour,

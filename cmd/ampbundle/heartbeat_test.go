@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestFreezeAttackThroughTheCLI: an operator keeps importing version 1
@@ -165,4 +167,63 @@ func TestHeartbeatPinResetThroughTheCLI(t *testing.T) {
 		t.Fatalf("audit %+v", e)
 	}
 	failsWith(t, "no_heartbeat", "trust", "freshness", "--reset", translateID, "--db", db)
+}
+
+// TestResetOfAnUnreadableHeartbeatSaysWhatItCleared: a kept heartbeat
+// record that does not decode pins its line stale (fail closed); trust
+// freshness --reset clears it, and says so, never a made-up "version >=
+// 0" that no heartbeat can name (threat: an operator misled about what
+// was pinning the line). The record is damaged directly in the store
+// file, as a bad disk or an older writer would leave it.
+func TestResetOfAnUnreadableHeartbeatSaysWhatItCleared(t *testing.T) {
+	keys, pubs := officers(t, 1)
+	dir := t.TempDir()
+	b := filepath.Join(dir, "t.ampb")
+	mustRun(t, "build", filepath.Join(testdata, "translate"), "-o", b, "--key", keys[0], "--created", "2026-11-01T00:00:00Z")
+	db := filepath.Join(t.TempDir(), "store.db")
+	mustRun(t, "trust", "add", pubs[0], "--db", db, "--name", "officer-a", "--scope", "org.example")
+	mustRun(t, "import", b, "--db", db)
+	mustRun(t, "trust", "freshness", "--max-versions", "1", "--db", db)
+	key := "dids/translator.json"
+	want, _ := os.ReadFile(filepath.Join(testdata, "translate", key))
+	resolveArgs := []string{"resolve", "--db", db, "--bundle-id", translateID, "--artifact-key", key, "--hash", sha256hex(want)}
+
+	raw, err := bolt.Open(db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = raw.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("heartbeat")).Put([]byte(translateID), []byte{0xff}) })
+	if cerr := raw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	failsWith(t, "bundle_stale", resolveArgs...)
+
+	r := mustRun(t, "trust", "freshness", "--reset", translateID, "--db", db)
+	if !strings.Contains(r.stdout, "cleared the unreadable heartbeat record of "+translateID) || strings.Contains(r.stdout, "version >=") {
+		t.Fatalf("reset of an unreadable record printed: %s", r.stdout)
+	}
+	mustRun(t, resolveArgs...)
+	failsWith(t, "no_heartbeat", "trust", "freshness", "--reset", translateID, "--db", db)
+}
+
+// TestResetMessageNamesOnlyARealVersion: the reset's line states the
+// forgotten heartbeat's version only when there was one (>= 1); 0 is the
+// unreadable record.
+func TestResetMessageNamesOnlyARealVersion(t *testing.T) {
+	for _, c := range []struct {
+		version uint64
+		want    string
+	}{
+		{900, "forgot the heartbeat of org.example.translate (version >= 900); "},
+		{1, "forgot the heartbeat of org.example.translate (version >= 1); "},
+		{0, "cleared the unreadable heartbeat record of org.example.translate; "},
+	} {
+		got := resetMessage("org.example.translate", c.version)
+		if !strings.HasPrefix(got, c.want) || strings.Contains(got, ">= 0") {
+			t.Errorf("version %d: %q, want prefix %q", c.version, got, c.want)
+		}
+	}
 }
