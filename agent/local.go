@@ -48,8 +48,10 @@ type LocalResult struct {
 	// refusal before the pipeline ran (3001 unauthorized, 4002, 5002 …).
 	// Anyone holding the agent's DID document checks it offline.
 	Reply []byte
-	// Type and Body are Reply's type and body (CBOR), checked: Reply
-	// verified under the agent's own key before they were taken from it.
+	// Type and Body are Reply's type and body (CBOR), checked: a reply
+	// read back from the idempotency ledger is verified under the agent's
+	// own key before they are taken from it; a fresh one is the reply
+	// this call has just signed.
 	Type amp.Type
 	Body []byte
 	// ID is the id of the CAP_INVOKE the call ran as (derived from the
@@ -103,18 +105,18 @@ func (a *Agent) InvokeLocal(ctx context.Context, call LocalCall) (LocalResult, e
 	} else if m.ID, err = amp.NewID(a.cfg.Rand, m.TS); err != nil {
 		return LocalResult{}, amp.Wrap(amp.CodeInternalError, err, "cannot make a message id")
 	}
-	reply, err := a.handleLocal(ctx, m)
+	reply, recorded, err := a.handleLocal(ctx, m)
 	if err != nil {
 		return LocalResult{}, err
 	}
-	got, err := a.recv.Receive(ctx, reply)
+	got, err := a.readLocalReply(ctx, reply, recorded)
 	if err != nil {
-		a.log.Error("the agent's own reply does not verify", "err", err)
-		return LocalResult{}, amp.Wrap(amp.CodeInternalError, err, "the reply does not verify")
+		return LocalResult{}, err
 	}
-	// The reply may come from the idempotency ledger (a keyed retry, or a
-	// store shared by a fleet): it must answer this very call, from this
-	// agent to this caller, or it is not handed out.
+	// A recorded reply (a keyed retry, or a store shared by a fleet) must
+	// answer this very call, from this agent to this caller, or it is not
+	// handed out. A fresh one does by construction; the check costs
+	// nothing and stays for both.
 	if !bytes.Equal(got.ReplyTo, m.ID[:]) || !got.To.Contains(call.Caller) || len(got.To.DIDs) != 1 ||
 		amp.BareDID(got.From) != amp.BareDID(a.cfg.Identity.DID) {
 		a.log.Error("a recorded reply answers another call; not handed out", "name", "reply_mismatch", "id", m.ID.String())
@@ -123,31 +125,66 @@ func (a *Agent) InvokeLocal(ctx context.Context, call LocalCall) (LocalResult, e
 	return LocalResult{Reply: reply, Type: got.Type, Body: got.Body, ID: m.ID}, nil
 }
 
+// readLocalReply reads the type and body of a local call's reply. A reply
+// read back from the idempotency ledger (recorded) may be stale, corrupted
+// or another agent's (a fleet's shared store): it is verified in full
+// (Receive: shape, time, the agent's DID document, the signature). A
+// reply this call has just built and signed, and held in memory since,
+// is only decoded (amp.Limits.DecodeOwn): verifying the agent's own
+// fresh signature again would cost an Ed25519 verification per call and
+// prove nothing (docs/SPEC-DECISIONS.md MCP-14).
+func (a *Agent) readLocalReply(ctx context.Context, reply []byte, recorded bool) (*amp.Message, error) {
+	if !recorded {
+		got, err := a.recv.Limits().DecodeOwn(reply)
+		if err != nil {
+			a.log.Error("the agent's own reply does not decode", "err", err)
+			return nil, amp.Wrap(amp.CodeInternalError, err, "the reply does not decode")
+		}
+		return got, nil
+	}
+	got, err := a.recv.Receive(ctx, reply)
+	if err != nil {
+		a.log.Error("a recorded reply does not verify; not handed out", "err", err)
+		return nil, amp.Wrap(amp.CodeInternalError, err, "the reply does not verify")
+	}
+	return got, nil
+}
+
 // handleLocal is Handle after verification, for a message built here:
-// the same slot, the same ledger claim, the same processing.
-func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) ([]byte, error) {
+// the same slot, the same ledger claim, the same processing. recorded
+// reports that the reply was read back from the ledger (ledger.Done: a
+// keyed retry, a concurrent call with the same key, or a fleet's shared
+// store) rather than built and signed by this call.
+func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) (reply []byte, recorded bool, err error) {
 	if !a.life.enter() {
-		return nil, agentClosed()
+		return nil, false, agentClosed()
 	}
 	defer a.life.leave()
 	a.maybeSweep()
 	ctx, done, err := a.cpu.Enter(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer done()
 	for {
-		st, err := a.ledger.Start(m.From, m.ID, a.expiry(m))
+		var st ledger.Start
+		if a.ledger.Shared() { // a claim on the network (etcdledger): idle meanwhile, as Handle does
+			a.idle(func() { st, err = a.ledger.Start(m.From, m.ID, a.expiry(m)) })
+		} else {
+			st, err = a.ledger.Start(m.From, m.ID, a.expiry(m))
+		}
 		if err != nil {
 			a.log.Error("idempotency ledger unavailable", "err", err, "from", m.From, "id", m.ID.String())
-			return a.replyError(ctx, m, unavailable())
+			reply, err := a.replyError(ctx, m, unavailable())
+			return reply, false, err
 		}
 		switch st.State {
 		case ledger.Done:
 			if len(st.Reply) == 0 {
-				return a.replyError(ctx, m, unavailable())
+				reply, err := a.replyError(ctx, m, unavailable())
+				return reply, false, err
 			}
-			return st.Reply, nil
+			return st.Reply, true, nil
 		case ledger.Busy:
 			var werr error
 			a.idle(func() {
@@ -158,13 +195,15 @@ func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) ([]byte, error)
 				}
 			})
 			if werr != nil {
-				return nil, werr
+				return nil, false, werr
 			}
 			continue
 		case ledger.Lost:
-			return a.answerLost(context.WithoutCancel(ctx), m, st.Ticket)
+			reply, err := a.answerLost(context.WithoutCancel(ctx), m, st.Ticket)
+			return reply, false, err
 		}
-		return a.handleClaimed(context.WithoutCancel(ctx), m, m.From, st.Ticket)
+		reply, err := a.handleClaimed(context.WithoutCancel(ctx), m, m.From, st.Ticket)
+		return reply, false, err
 	}
 }
 
