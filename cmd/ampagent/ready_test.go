@@ -118,7 +118,7 @@ func TestReadyzMissingHandlerProgram(t *testing.T) {
 					"org.example.translate.text:2.1.0": map[string]any{"command": []string{tc.program}},
 					"org.example.translate.text:2.0.0": okHandler,
 				}})
-			res := runCLI(t, "", "serve", "--json", "--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", cfg)
+			res := serveRefusal(t, "--json", "--db", db, "--key", key, "--listen", "127.0.0.1:0", "--config", cfg)
 			code, _ := errorDoc(t, res)
 			if res.code != 1 || code != "handler_program_missing" || !bytes.Contains([]byte(res.stdout), []byte(tc.detail)) {
 				t.Fatalf("serve with a %s program: exit %d %s", tc.name, res.code, res.stdout)

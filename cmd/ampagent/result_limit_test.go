@@ -104,7 +104,7 @@ func TestServeRefusesAHandlerWhoseLargestResultCannotFitAShare(t *testing.T) {
 		})
 	}
 	// The refusal names the handler, and its hint both settings.
-	r := runCLI(t, "", append([]string{"serve"}, append(base, "--config", overShare)...)...)
+	r := serveRefusal(t, append(base, "--config", overShare)...)
 	for _, want := range []string{"org.example.translate.text:2.1.0", "max_result_bytes", "ledger_caller_bytes"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Fatalf("the refusal does not name %s: %s", want, r.stderr)
