@@ -12,13 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
-	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/internal/workers"
 	"github.com/ampbundle/ampbundle/resolver"
-	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Handler executes one capability invocation. params is the invocation's
@@ -185,7 +184,7 @@ type Config struct {
 	// PROCESSING) that arrive about the agent's own outbound messages; they
 	// are never answered. client.Outbox.Receive fits here. Nil: logged only. It
 	// runs in the Handle call; it must not block.
-	Receipts func(ctx context.Context, r client.Receipt)
+	Receipts func(ctx context.Context, r amp.Receipt)
 	// Streams receives each stream (RFC 001 §6.2) once all its chunks
 	// arrived and its SHA-256 verified: info describes it, content reads
 	// it once (from memory, or from its spool file beyond
@@ -222,8 +221,8 @@ type Agent struct {
 	// results is the largest result of each capability (result_limit.go).
 	results resultLimits
 	// cpu holds a slot per goroutine computing in Handle (see idle),
-	// handed out round robin by the transport's peer (transport.Fair).
-	cpu *transport.Fair
+	// handed out round robin by the transport's peer (admission.Fair).
+	cpu *admission.Fair
 	// nextSweep is the Unix time (ns) of the next replay sweep.
 	nextSweep atomic.Int64
 	// streams holds the open incoming streams.
@@ -290,7 +289,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.DefaultLimit = cfg.MaxLimit
 	}
 
-	a := &Agent{cfg: cfg, log: cfg.Logger, cpu: transport.NewFair(2*runtime.GOMAXPROCS(0), transport.DefaultPeerQueue),
+	a := &Agent{cfg: cfg, log: cfg.Logger, cpu: admission.NewFair(2*runtime.GOMAXPROCS(0), admission.DefaultPeerQueue),
 		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{},
 		workers: workers.New(0), life: newLifecycle(), sweeps: newSweeper(),
 	}
@@ -415,7 +414,7 @@ func (a *Agent) DID() string { return a.cfg.Identity.DID }
 // Once a message is claimed, its processing no longer depends on ctx: a
 // caller that goes away does not change the recorded outcome; before,
 // while it waits for a processing slot, a ctx that ends gives up the wait
-// (5003 transport.ErrSlotWaitEnded, retryable: nothing ran, nothing is
+// (5003 admission.ErrSlotWaitEnded, retryable: nothing ran, nothing is
 // recorded).
 //
 // Once Shutdown (or Close) has begun, Handle refuses every message at

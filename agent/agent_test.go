@@ -475,7 +475,7 @@ func TestDIDWebIdentityFromStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(client.Config{Identity: e.caller, Peer: id.DID, Transport: Loopback(a), DIDs: e.store,
+	c, err := client.New(client.Config{Identity: e.caller, Peer: id.DID, Transport: client.Loopback(a), DIDs: e.store,
 		Now: e.clock.Now, Rand: rand.Reader, Encrypt: true})
 	if err != nil {
 		t.Fatal(err)

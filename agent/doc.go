@@ -120,19 +120,24 @@
 //
 // Calling agents is package client (Client, Outbox); the bindings are
 // packages transport/amphttp and transport/ampstcp, which serve an *Agent
-// and carry a client's messages. Loopback is a client.Transport into an
-// Agent in the same process.
+// and carry a client's messages; client.Loopback is a client.Transport
+// into an Agent in the same process. What the bindings and the agent
+// share (the peer of a message, its fair processing slot, the request's
+// log line) is package admission: the agent imports neither client nor
+// transport.
 //
 // # Embedding
 //
-// The examples (Example, Example_http, ExampleServeAdmin) import only
-// public packages and can be copied into another module: a local registry
-// (resolver.Open, TrustAdd, Import), an Agent with its handlers, served
-// in-process through Loopback or over HTTP through amphttp.NewHandler and
-// amphttp.NewServer, and a client.Client. Key files are read with package keyfile.
+// The examples (Example, Example_http) import only public packages and
+// can be copied into another module: a local registry (resolver.Open,
+// TrustAdd, Import), an Agent with its handlers, served in-process through
+// client.Loopback or over HTTP through amphttp.NewHandler and
+// amphttp.NewServer, and a client.Client. Key files are read with package
+// keyfile.
 // A program that embeds the agent holds its store open as `ampagent serve`
-// does; ServeAdmin serves the store's admin socket (docs/CLI.md §1.7) so
-// that `ampbundle` can import, remove and inspect meanwhile.
+// does. The admin socket through which `ampbundle` imports, removes and
+// inspects meanwhile (docs/CLI.md §1.7) is not the agent's: `ampagent
+// serve` and `ampagent mcp` serve it (internal/admin).
 //
 // # Shutdown
 //
@@ -146,7 +151,7 @@
 // cancels a handler; at its deadline it returns ErrShutdownAbandoned,
 // counting what is still running. Close is Shutdown with a deadline of
 // Config.MaxTimeout. A message waiting for a processing slot whose
-// context ends gives up the wait (5003 transport.ErrSlotWaitEnded,
+// context ends gives up the wait (5003 admission.ErrSlotWaitEnded,
 // retryable): nothing of it ran or was recorded (docs/SPEC-DECISIONS.md
 // AGENT-11).
 package agent

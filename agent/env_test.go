@@ -186,7 +186,7 @@ func (e *env) echo(id string) Handler {
 // client returns a client of the provider for id, over the loopback.
 func (e *env) client(id amp.Identity, encrypt bool) *client.Client {
 	e.t.Helper()
-	c, err := client.New(client.Config{Identity: id, Peer: e.provider.DID, Transport: Loopback(e.agent), Now: e.clock.Now,
+	c, err := client.New(client.Config{Identity: id, Peer: e.provider.DID, Transport: client.Loopback(e.agent), Now: e.clock.Now,
 		Rand: rand.Reader, Encrypt: encrypt, Retry: client.Retry{Sleep: func(context.Context, time.Duration) error { return nil }}})
 	if err != nil {
 		e.t.Fatal(err)

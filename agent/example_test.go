@@ -143,7 +143,7 @@ func Example() {
 		return
 	}
 	defer a.Close()
-	c, _ := client.New(client.Config{Identity: caller, Peer: provider.DID, Transport: agent.Loopback(a), Now: time.Now, Rand: rand.Reader, Encrypt: true})
+	c, _ := client.New(client.Config{Identity: caller, Peer: provider.DID, Transport: client.Loopback(a), Now: time.Now, Rand: rand.Reader, Encrypt: true})
 
 	out, err := client.Call[Greeting](context.Background(), c, "org.example.greet.hello:1.0.0", Hello{Name: "world"})
 	fmt.Println(out.Greeting, err)

@@ -5,9 +5,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
-	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Observation is one message Handle processed, for metrics (Config.Observe).
@@ -45,7 +45,7 @@ func noteFrom(ctx context.Context) *note {
 }
 
 // reqLog returns the agent's request-scoped logger for ctx.
-func (a *Agent) reqLog(ctx context.Context) *slog.Logger { return transport.Log(ctx, a.log) }
+func (a *Agent) reqLog(ctx context.Context) *slog.Logger { return admission.Log(ctx, a.log) }
 
 // observe reports o to Config.Observe.
 func (a *Agent) observe(o Observation) {

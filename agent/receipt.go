@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/ampbundle/ampbundle/amp"
-	"github.com/ampbundle/ampbundle/client"
 )
 
 // isReport reports whether typ is a report that is never answered: an
@@ -30,7 +29,7 @@ func (a *Agent) handleReport(ctx context.Context, m *amp.Message) {
 		a.log.Info("report without reply_to: dropped", "from", m.From, "id", m.ID.String(), "typ", m.Type.Name())
 		return
 	}
-	r := client.Receipt{Message: m}
+	r := amp.Receipt{Message: m}
 	var err error
 	switch m.Type {
 	case amp.TypeAck:

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
-	"github.com/ampbundle/ampbundle/transport"
 )
 
 // gatedStore is a memory ledger store whose Sweep can be held at a gate,
@@ -394,9 +394,9 @@ func TestHandleGivesUpWaitingForASlotWhenItsContextEnds(t *testing.T) {
 			ctx, cancel := tc.ctx()
 			defer cancel()
 			reply, err := e.agent.Handle(ctx, msg)
-			if reply != nil || amp.NameOf(err) != transport.ErrSlotWaitEnded || !amp.CodeOf(err).Retryable() ||
+			if reply != nil || amp.NameOf(err) != admission.ErrSlotWaitEnded || !amp.CodeOf(err).Retryable() ||
 				!errors.Is(err, context.Canceled) {
-				t.Fatalf("a message whose context ended waiting for a slot: %v, want retryable %s with the context's error", err, transport.ErrSlotWaitEnded)
+				t.Fatalf("a message whose context ended waiting for a slot: %v, want retryable %s with the context's error", err, admission.ErrSlotWaitEnded)
 			}
 			if n := e.count(id).Load(); n != 0 {
 				t.Fatalf("the handler ran %d times for a message that got no slot", n)

@@ -12,9 +12,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
-	"github.com/ampbundle/ampbundle/transport"
 )
 
 // StreamInfo describes a verified stream handed to Config.Streams.
@@ -61,7 +61,7 @@ type StreamLimits struct {
 	// that came from one peer are charged at most MaxBytes/PeerShare
 	// (default 4, as ampagent serve --peer-share; but at least the largest
 	// params stream), so that fresh did:keys from one host hold no more
-	// than one key. A peer is transport.PeerOf's IPv4 address, but for
+	// than one key. A peer is admission.PeerOf's IPv4 address, but for
 	// streams an IPv6 peer is its /48, not its /64: streams are held for
 	// seconds to minutes, and one site's /48 holds 65,536 /64s
 	// (docs/SPEC-DECISIONS.md STREAM-7). Callers the
@@ -79,7 +79,7 @@ type StreamLimits struct {
 	// SpoolThreshold) is charged its whole total_size while it keeps
 	// pace: a new chunk at least every StallGrace (default 10 s), and,
 	// StallGrace after it started, at least MinRate bytes a second since
-	// it started (default transport.MinDataRate, 128 KiB/s). Once it falls
+	// it started (default admission.MinDataRate, 128 KiB/s). Once it falls
 	// behind, its charge drops to the bytes it received (the spool file is
 	// sparse: the rest costs nothing) and the stream stays open. Its next
 	// chunk charges the whole rest again only when the stream has caught
@@ -125,7 +125,7 @@ func (l *StreamLimits) setDefaults() {
 		l.StallGrace = 10 * time.Second
 	}
 	if l.MinRate == 0 {
-		l.MinRate = transport.MinDataRate
+		l.MinRate = admission.MinDataRate
 	}
 	if l.MaxChunks == 0 {
 		l.MaxChunks = 1 << 20
@@ -277,7 +277,7 @@ func (t *streams) release(s *inStream) {
 }
 
 // streamPeer is the peer that the streams of an unnamed caller are
-// counted by: transport.PeerOf's IPv4 address as it is, an IPv6 peer (its
+// counted by: admission.PeerOf's IPv4 address as it is, an IPv6 peer (its
 // /64, or an address) by its /48 (StreamLimits.PeerShare).
 func streamPeer(peer string) string {
 	var a netip.Addr
@@ -318,7 +318,7 @@ func (t *streams) keepsPace(s *inStream, got uint64, now time.Time) bool {
 // counted from its start after a grace of StallGrace.
 func (t *streams) onRate(s *inStream, got uint64, now time.Time) bool {
 	rate := int64(min(t.lim.MinRate, 1<<62))
-	return now.Sub(s.started) <= transport.DataDeadline(int64(min(got, 1<<62)), rate, t.lim.StallGrace, 0)
+	return now.Sub(s.started) <= admission.DataDeadline(int64(min(got, 1<<62)), rate, t.lim.StallGrace, 0)
 }
 
 // lookAhead is what a stream behind its pace is charged beyond what it
@@ -468,7 +468,7 @@ func (a *Agent) stream(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		if err != nil {
 			return 0, nil, err
 		}
-		return noReply, nil, a.streamStart(sender, transport.PeerOf(ctx), b, now)
+		return noReply, nil, a.streamStart(sender, admission.PeerOf(ctx), b, now)
 	case amp.TypeStreamData:
 		b, err := amp.DecodeStreamData(m.Body)
 		if err != nil {

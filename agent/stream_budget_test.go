@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/client"
@@ -50,7 +51,7 @@ func (e *env) sendFrom(id amp.Identity, peer string, typ amp.Type, body []byte) 
 	_, msg := e.seal(id, typ, body)
 	ctx := context.Background()
 	if peer != "" {
-		ctx = transport.WithPeer(ctx, peer)
+		ctx = admission.WithPeer(ctx, peer)
 	}
 	raw, err := e.agent.Handle(ctx, msg)
 	if err != nil {
@@ -282,7 +283,7 @@ func TestParamsBudgetAnonymousCallersCannotTakeNamedReserve(t *testing.T) {
 	e, _, _ := paramsEnv(t, &ParamStreamLimits{MaxBytes: 64 << 10})
 	params := bigText(t, 20<<10)
 	send := func(id amp.Identity) error {
-		c, err := client.New(client.Config{Identity: id, Peer: e.provider.DID, Transport: Loopback(e.agent), Now: e.clock.Now,
+		c, err := client.New(client.Config{Identity: id, Peer: e.provider.DID, Transport: client.Loopback(e.agent), Now: e.clock.Now,
 			Rand: rand.Reader, Retry: client.Retry{MaxAttempts: 1}})
 		must(t, err)
 		_, _, err = c.SendStream(context.Background(), client.Stream{ContentType: capability.ParamsContentType, Size: uint64(len(params)), ChunkSize: 8 << 10}, bytes.NewReader(params))

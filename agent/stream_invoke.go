@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
-	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Params of a CAP_INVOKE carried by a stream (docs/SPEC-DECISIONS.md
@@ -435,7 +435,7 @@ func (a *Agent) reserveParams(ctx context.Context, info StreamInfo, now time.Tim
 	if info.ContentType != capability.ParamsContentType || a.params == nil {
 		return nil, nil
 	}
-	return a.params.reserve(info, streamPeer(transport.PeerOf(ctx)), now)
+	return a.params.reserve(info, streamPeer(admission.PeerOf(ctx)), now)
 }
 
 // deliverStream hands a verified stream to where it goes: params to the

@@ -213,7 +213,7 @@ func TestParamsStreamBounds(t *testing.T) {
 		if _, err := send(c, small); err != nil {
 			t.Fatal(err)
 		}
-		cl, err := client.New(client.Config{Identity: e.caller, Peer: e.provider.DID, Transport: Loopback(e.agent), Now: e.clock.Now,
+		cl, err := client.New(client.Config{Identity: e.caller, Peer: e.provider.DID, Transport: client.Loopback(e.agent), Now: e.clock.Now,
 			Rand: rand.Reader, Retry: client.Retry{MaxAttempts: 1}})
 		if err != nil {
 			t.Fatal(err)

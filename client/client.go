@@ -19,7 +19,7 @@ func misconfigured(format string, args ...any) error {
 // Transport carries one message to the peer and returns its reply: a nil
 // reply with a nil error means the peer took the message without a reply
 // (a report). The HTTP binding (amphttp.Transport) and the AMPS/TCP
-// binding (ampstcp.Transport) are transports; agent.Loopback is one into
+// binding (ampstcp.Transport) are transports; Loopback is one into
 // an agent in the same process. An error is a failure to deliver or to get
 // an answer; a reply that is an AMP ERROR is not an error here.
 type Transport interface {

@@ -6,7 +6,7 @@
 // with exponential backoff and jitter (RFC 001 §16.3).
 //
 // Transports: amphttp.Transport (HTTP binding) and ampstcp.Transport
-// (AMPS/TCP binding) from the transport packages, agent.Loopback into an
+// (AMPS/TCP binding) from the transport packages, Loopback into an
 // agent in the same process, or any TransportFunc.
 //
 // Post sends a message that may get no reply (a report, a stream chunk),

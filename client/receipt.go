@@ -9,12 +9,6 @@ import "github.com/ampbundle/ampbundle/amp"
 // the agent; its body has the shape of its type. Whether it really
 // concerns one of the outbound messages, and whether its sender may report
 // on it (RFC 001 §16.1 ack_source rules), is for its receiver to decide:
-// Outbox.Receive does.
-type Receipt struct {
-	// Message is the verified report.
-	Message *amp.Message
-	// Ack is the decoded ACK body (TypeAck only).
-	Ack *amp.AckBody
-	// Error is the decoded ERROR body (TypeError only).
-	Error *amp.ErrorBody
-}
+// Outbox.Receive does. It is amp.Receipt, which the agent hands to
+// Config.Receipts without importing this package.
+type Receipt = amp.Receipt

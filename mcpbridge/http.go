@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/transport"
 )
@@ -302,7 +303,7 @@ func (h *HTTPEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sw := &safeWriter{ResponseWriter: w}
 	defer func() { h.leave(ent, opens, sw.Header().Get(sessionHeader)) }()
-	ent.sh.ServeHTTP(sw, r.WithContext(transport.WithPeer(r.Context(), peer)))
+	ent.sh.ServeHTTP(sw, r.WithContext(admission.WithPeer(r.Context(), peer)))
 }
 
 // sessionHeader is the streamable HTTP transport's session id header.

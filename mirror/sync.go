@@ -20,10 +20,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/resolver"
-	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Target is the store a sync imports into: a *resolver.Store opened
@@ -91,11 +91,11 @@ type SyncOptions struct {
 	// MinDataRate is the slowest an answer body may arrive on average, in
 	// bytes per second: a body of n bytes (its Content-Length, or when
 	// absent the most that is accepted for what was asked) is abandoned
-	// when it has not arrived transport.DataDeadline(n, MinDataRate,
+	// when it has not arrived admission.DataDeadline(n, MinDataRate,
 	// StallTimeout, 0) after its headers, StallTimeout + n / MinDataRate,
 	// however steadily it trickles. So a mirror holds a sync no longer
 	// than the files it lists take at this rate. Default
-	// transport.MinDataRate (128 KiB/s, 1 Mbit/s).
+	// admission.MinDataRate (128 KiB/s, 1 Mbit/s).
 	MinDataRate int64
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -430,7 +430,7 @@ func newSyncClient(opts SyncOptions) (*syncClient, error) {
 		opts.StallTimeout = DefaultStallTimeout
 	}
 	if opts.MinDataRate <= 0 {
-		opts.MinDataRate = transport.MinDataRate
+		opts.MinDataRate = admission.MinDataRate
 	}
 	c := &syncClient{opts: opts, base: u, http: opts.Client, log: opts.Logger}
 	if c.log == nil {
@@ -500,7 +500,7 @@ func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, ex
 // bodyDeadline is how long after its headers a body of n bytes may take:
 // StallTimeout, then n at MinDataRate.
 func (c *syncClient) bodyDeadline(n int64) time.Duration {
-	return transport.DataDeadline(n, c.opts.MinDataRate, c.opts.StallTimeout, 0)
+	return admission.DataDeadline(n, c.opts.MinDataRate, c.opts.StallTimeout, 0)
 }
 
 // envelopeCode returns " (code)" from the mirror's error envelope, or "".

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
-	"github.com/ampbundle/ampbundle/transport"
 )
 
 // trickleBody writes body in chunks of chunk bytes, one every pause, with
@@ -64,7 +64,7 @@ func TestSyncAbandonsAnIndexTricklingPastTheStallWatchdog(t *testing.T) {
 	start := time.Now()
 	_, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.StallTimeout, o.MinDataRate = window, rate })
 	el := time.Since(start)
-	deadline := transport.DataDeadline(int64(size), rate, window, 0)
+	deadline := admission.DataDeadline(int64(size), rate, window, 0)
 	t.Logf("sync took %v for a deadline of %v; err %v", el, deadline, err)
 	if amp.NameOf(err) != ErrMirrorUnreachable || !strings.Contains(err.Error(), "minimum data rate") {
 		t.Fatalf("a trickled index: %v, want %s (slower than the minimum data rate)", err, ErrMirrorUnreachable)
@@ -98,7 +98,7 @@ func TestSyncAbandonsABundleFileTricklingPastTheStallWatchdog(t *testing.T) {
 	start := time.Now()
 	rep, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.StallTimeout, o.MinDataRate = window, rate })
 	el := time.Since(start)
-	deadline := transport.DataDeadline(size, rate, window, 0)
+	deadline := admission.DataDeadline(size, rate, window, 0)
 	if err != nil || len(rep.Items) != 1 || rep.Items[0].Error != string(ErrIncomplete) || !strings.Contains(rep.Items[0].Message, "minimum data rate") {
 		t.Fatalf("a trickled bundle file: %+v %v, want one item %s (slower than the minimum data rate)", rep, err, ErrIncomplete)
 	}

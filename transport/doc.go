@@ -1,9 +1,11 @@
-// Package transport holds what the AMP bindings (amphttp, ampstcp) and the
-// agent runtime share about one transport request: the peer's address for
-// the log lines, and whether the outcome was logged already, so that a
-// request is logged once, by whoever refused or answered it; the peer a
-// request counts against (Peer, WithPeer) and what each peer may hold
-// (Admission, LimitListener); the minimum data rate of a body or frame
-// (RateReader); and the agent's processing slots, handed out fairly by
-// peer (Fair).
+// Package transport holds what the AMP bindings (amphttp, ampstcp) share
+// about the connections and requests they serve: the peer a connection
+// counts against (Peer) and what each peer may hold (Admission,
+// LimitListener); the minimum data rate of a body or frame (RateReader);
+// closing a refused connection without losing its answer
+// (CloseAfterAnswer); the status a wrapped handler answered, for metrics
+// (StatusRecorder). What the agent runtime shares with the bindings (the
+// peer of a message, the request's log line, the fair processing slots,
+// the data deadline) is in package admission, which the agent imports
+// without importing this package.
 package transport

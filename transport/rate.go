@@ -3,6 +3,8 @@ package transport
 import (
 	"io"
 	"time"
+
+	"github.com/ampbundle/ampbundle/admission"
 )
 
 // RateReader reads a body or frame whose declared size is already charged
@@ -11,7 +13,7 @@ import (
 // of which cuts the reading:
 //
 //   - Rate: after grace, what has arrived must keep up with rate on
-//     average since the reading began: start + DataDeadline(got, rate,
+//     average since the reading began: start + admission.DataDeadline(got, rate,
 //     grace, limit), moved on by every byte that arrives. A peer that
 //     trickles a large frame is cut off a moment after grace, when it
 //     falls behind, and gives its charge back then, not once the whole
@@ -45,8 +47,8 @@ func Lifetime(limit time.Duration) time.Duration { return 2 * limit }
 // NewRateReader reads from r, a connection's reader (or a body read from
 // one) whose read deadline set moves: set is called now, with the
 // deadline of the first byte (grace from now), and after every read that
-// brings bytes. rate, grace and limit are as for DataDeadline (the
-// defaults MinDataRate and FrameGrace when zero or less; limit 0: no
+// brings bytes. rate, grace and limit are as for admission.DataDeadline (the
+// defaults admission.MinDataRate and admission.FrameGrace when zero or less; limit 0: no
 // bound); grace is also the stall grace, and the reading ends at most
 // Lifetime(limit) from now.
 func NewRateReader(r io.Reader, set func(time.Time) error, rate int64, grace, limit time.Duration) *RateReader {
@@ -56,7 +58,7 @@ func NewRateReader(r io.Reader, set func(time.Time) error, rate int64, grace, li
 // newRateReader is NewRateReader with its clock (tests inject one).
 func newRateReader(r io.Reader, set func(time.Time) error, rate int64, grace, limit time.Duration, now func() time.Time) *RateReader {
 	if grace <= 0 {
-		grace = FrameGrace
+		grace = admission.FrameGrace
 	}
 	t := now()
 	rr := &RateReader{r: r, set: set, now: now, start: t, last: t, rate: rate, grace: grace, limit: limit}
@@ -69,7 +71,7 @@ func newRateReader(r io.Reader, set func(time.Time) error, rate int64, grace, li
 
 // deadline is the read deadline now: the earliest of the three bounds.
 func (rr *RateReader) deadline() time.Time {
-	d := rr.start.Add(DataDeadline(rr.got, rr.rate, rr.grace, rr.limit))
+	d := rr.start.Add(admission.DataDeadline(rr.got, rr.rate, rr.grace, rr.limit))
 	if s := rr.last.Add(rr.grace); rr.got > 0 && s.Before(d) {
 		d = s
 	}

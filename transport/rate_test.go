@@ -5,6 +5,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/admission"
 )
 
 // clockedReader is a RateReader over src with a clock the test moves and
@@ -31,16 +33,16 @@ func newClockedReader(src io.Reader, grace, limit time.Duration) *clockedReader 
 // grace from that moment, where the average alone gave the 30 s limit.
 func TestFastThenStalledBodiesAreCutWithinTheStallGrace(t *testing.T) {
 	const size = 16<<20 - 1
-	c := newClockedReader(bytes.NewReader(make([]byte, size)), FrameGrace, 30*time.Second)
-	if want := c.clock.Add(FrameGrace); !c.deadline.Equal(want) {
+	c := newClockedReader(bytes.NewReader(make([]byte, size)), admission.FrameGrace, 30*time.Second)
+	if want := c.clock.Add(admission.FrameGrace); !c.deadline.Equal(want) {
 		t.Fatalf("first byte due at %v, want the grace, %v", c.deadline, want)
 	}
 	c.clock = c.clock.Add(time.Second)
 	if _, err := io.ReadFull(c.rr, make([]byte, size)); err != nil {
 		t.Fatal(err)
 	}
-	if want := c.clock.Add(FrameGrace); !c.deadline.Equal(want) {
-		t.Fatalf("after %d bytes at once, the next is due at %v (%v after them); want the stall grace, %v", size, c.deadline, c.deadline.Sub(c.clock), FrameGrace)
+	if want := c.clock.Add(admission.FrameGrace); !c.deadline.Equal(want) {
+		t.Fatalf("after %d bytes at once, the next is due at %v (%v after them); want the stall grace, %v", size, c.deadline, c.deadline.Sub(c.clock), admission.FrameGrace)
 	}
 }
 
@@ -52,7 +54,7 @@ func TestFastThenStalledBodiesAreCutWithinTheStallGrace(t *testing.T) {
 // while docs/TRANSPORT.md promised the frame timeout).
 func TestWaitingFrameHasABoundedLifetime(t *testing.T) {
 	const limit = 30 * time.Second
-	c := newClockedReader(bytes.NewReader(make([]byte, 1<<20)), FrameGrace, limit)
+	c := newClockedReader(bytes.NewReader(make([]byte, 1<<20)), admission.FrameGrace, limit)
 	end := c.clock.Add(Lifetime(limit))
 	for range 10 {
 		c.clock = c.clock.Add(time.Minute)

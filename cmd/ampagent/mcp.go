@@ -21,6 +21,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/mcpbridge"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -148,7 +149,7 @@ func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal s
 		return err
 	}
 	defer a.Close()
-	adminSrv, err := agent.ServeAdmin(store, cfg.AdminSocket, log)
+	adminSrv, err := admin.Serve(store, cfg.AdminSocket, log)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -198,7 +199,7 @@ func instrument(next http.Handler, m *metrics, log *slog.Logger) http.Handler {
 		route := routeOf(r.URL.Path)
 		m.inflight.Inc()
 		defer m.inflight.Dec()
-		ctx := transport.WithRemote(r.Context(), r.RemoteAddr)
+		ctx := admission.WithRemote(r.Context(), r.RemoteAddr)
 		rec := &transport.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(ctx))
 		status := rec.Status()
@@ -207,7 +208,7 @@ func instrument(next http.Handler, m *metrics, log *slog.Logger) http.Handler {
 		m.httpDur.WithLabelValues(route).Observe(d.Seconds())
 		// A 503 from /readyz is an answer, not a refusal: a probe polling a
 		// not-ready agent does not fill the log (the report says why).
-		if status >= 400 && !transport.Logged(ctx) && !(route == ReadyPath && status == http.StatusServiceUnavailable) {
+		if status >= 400 && !admission.Logged(ctx) && !(route == ReadyPath && status == http.StatusServiceUnavailable) {
 			log.Info("http request refused", "status", status, "method", methodOf(r.Method), "route", route,
 				"remote", r.RemoteAddr, "length", r.ContentLength, "duration", d)
 		}

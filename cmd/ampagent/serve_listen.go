@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/transport"
 	"github.com/ampbundle/ampbundle/transport/amphttp"
@@ -78,7 +79,7 @@ func (s *server) messageHandler() http.Handler {
 // openAdmin opens the admin socket through which bundles are imported
 // and removed while the agent holds the store.
 func (s *server) openAdmin() error {
-	admin, err := agent.ServeAdmin(s.store, s.cfg.AdminSocket, s.log)
+	admin, err := admin.Serve(s.store, s.cfg.AdminSocket, s.log)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/resolver"
 	"github.com/ampbundle/ampbundle/transport"
@@ -42,7 +43,7 @@ type server struct {
 	tcpURL, catalogURL   string
 	startCatalog         func(chan<- error)
 	srv                  *http.Server
-	admin                *agent.AdminServer
+	admin                *admin.Server
 	errs                 chan error
 	stopTCP, stopMCP     func(context.Context) error
 	metricsSrv           *http.Server

@@ -9,20 +9,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampbundle/ampbundle/agent"
+	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // holdStoreAsAgent opens db and serves its admin socket exactly as
-// 'ampagent serve' does (agent.ServeAdmin at the default path).
+// 'ampagent serve' does (admin.Serve at the default path).
 func holdStoreAsAgent(t *testing.T, db string) *resolver.Store {
 	t.Helper()
 	s, err := resolver.Open(db, resolver.Options{Now: func() time.Time { return cliNow }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := agent.ServeAdmin(s, "", nil)
+	srv, err := admin.Serve(s, "", nil)
 	if err != nil {
 		s.Close()
 		t.Fatal(err)

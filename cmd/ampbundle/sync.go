@@ -8,10 +8,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/ocitransport"
-	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Exit codes of 'ampbundle sync --detailed-exitcode' beyond the CLI
@@ -72,8 +72,8 @@ before the bundles, heartbeats after them.`,
 			&cli.BoolFlag{Name: "dry-run", Usage: "only report what would be imported"},
 			&cli.BoolFlag{Name: "detailed-exitcode", Usage: fmt.Sprintf("exit %d when something was imported or applied (--dry-run: would be), %d when something was refused (default: 0 and 1)", syncExitImported, syncExitRefused)},
 			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificates `PEM` to verify an https mirror with (default: the system roots)"},
-			&cli.DurationFlag{Name: "timeout", Value: 0, Usage: fmt.Sprintf("give up after `DURATION` (default: no limit from a mirror, 10m from an OCI source; each answer must arrive at %d KiB/s at least)", transport.MinDataRate>>10)},
-			&cli.Int64Flag{Name: "min-rate", Usage: fmt.Sprintf("the slowest an answer may arrive, in `BYTES` per second (default %d, 1 Mbit/s; at least 1024): lower it on a slower link", transport.MinDataRate)},
+			&cli.DurationFlag{Name: "timeout", Value: 0, Usage: fmt.Sprintf("give up after `DURATION` (default: no limit from a mirror, 10m from an OCI source; each answer must arrive at %d KiB/s at least)", admission.MinDataRate>>10)},
+			&cli.Int64Flag{Name: "min-rate", Usage: fmt.Sprintf("the slowest an answer may arrive, in `BYTES` per second (default %d, 1 Mbit/s; at least 1024): lower it on a slower link", admission.MinDataRate)},
 			jsonFlag,
 			&cli.StringFlag{Name: "tag-pattern", Value: "*", Usage: "with an OCI source, sync only the tags matching `GLOB` (path.Match syntax)"},
 		}, ociFlags(true)...),

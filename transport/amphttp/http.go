@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/transport"
 )
@@ -80,9 +81,9 @@ type Options struct {
 	// most MaxInFlightBytes): beyond it, 503 with Retry-After.
 	MaxPeerInFlightBytes int64
 	// MinDataRate is the slowest a body may arrive, in bytes per second
-	// (default transport.MinDataRate, 128 KiB/s), the rule of
+	// (default admission.MinDataRate, 128 KiB/s), the rule of
 	// transport.RateReader: a body of declared length is charged at once;
-	// after transport.FrameGrace (5 s), what has arrived must keep up
+	// after admission.FrameGrace (5 s), what has arrived must keep up
 	// with MinDataRate on average, and no more than that grace may pass
 	// without a byte, or the request is cut off and its charge given
 	// back (and the whole body gets at most the server's 30 s read
@@ -94,7 +95,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Health adds fields to the GET /healthz answer.
 	Health func() map[string]any
-	// grace replaces transport.FrameGrace (tests).
+	// grace replaces admission.FrameGrace (tests).
 	grace time.Duration
 }
 
@@ -148,7 +149,7 @@ func NewHandler(a Handler, opts Options) http.Handler {
 	adm := transport.NewAdmission(opts.MaxInFlight, opts.MaxPeerInFlight, opts.MaxInFlightBytes, opts.MaxPeerInFlightBytes)
 	retryAfter := strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second))
 	busy := func(w http.ResponseWriter, r *http.Request, what string) {
-		transport.Log(r.Context(), log).Warn("request refused: agent busy", "limit", what)
+		admission.Log(r.Context(), log).Warn("request refused: agent busy", "limit", what)
 		w.Header().Set("Retry-After", retryAfter)
 		httpError(w, http.StatusServiceUnavailable, amp.Named(amp.CodeOverloaded, "busy", "the agent is busy; retry later"))
 	}
@@ -166,7 +167,7 @@ func NewHandler(a Handler, opts Options) http.Handler {
 			return false
 		}
 		if r.ContentLength > opts.MaxBody {
-			transport.Log(r.Context(), log).Info("request refused: body over the limit", "length", r.ContentLength)
+			admission.Log(r.Context(), log).Info("request refused: body over the limit", "length", r.ContentLength)
 			w.Header().Set("Connection", "close")
 			httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
 			return true
@@ -234,8 +235,8 @@ func NewHandler(a Handler, opts Options) http.Handler {
 			return false
 		}
 		// The agent hands out its processing slots by peer
-		// (transport.Fair): the context names this one.
-		reply, err := a.Handle(transport.WithPeer(r.Context(), peer), body)
+		// (admission.Fair): the context names this one.
+		reply, err := a.Handle(admission.WithPeer(r.Context(), peer), body)
 		body = nil
 		if err != nil {
 			var ue interface{ Unverified() bool }

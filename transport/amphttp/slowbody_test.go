@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampbundle/ampbundle/transport"
+	"github.com/ampbundle/ampbundle/admission"
 )
 
 // TestSlowHTTPBodyGivesBackItsChargeWithinSeconds: a body declaring
@@ -64,13 +64,13 @@ func TestSlowHTTPBodyGivesBackItsChargeWithinSeconds(t *testing.T) {
 }
 
 // TestHTTPMessagesNameTheirPeer: the context a message is handled in
-// names its peer (transport.PeerOf), so that the agent's processing
+// names its peer (admission.PeerOf), so that the agent's processing
 // slots are handed out by peer (threat: without it every HTTP caller is
 // one peer to the agent's fair admission, and a flood takes every slot).
 func TestHTTPMessagesNameTheirPeer(t *testing.T) {
 	peers := make(chan string, 1)
 	h := handlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) {
-		peers <- transport.PeerOf(ctx)
+		peers <- admission.PeerOf(ctx)
 		return []byte{0xa0}, nil
 	})
 	srv := httptest.NewServer(NewHandler(h, Options{}))

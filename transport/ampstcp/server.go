@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/workers"
 	"github.com/ampbundle/ampbundle/transport"
@@ -88,9 +89,9 @@ type ServerOptions struct {
 	// by opening connections.
 	MaxPeerInFlightBytes int64
 	// MinDataRate is the slowest a message frame may arrive once its
-	// header is read, in bytes per second (default transport.MinDataRate,
+	// header is read, in bytes per second (default admission.MinDataRate,
 	// 128 KiB/s), the HTTP binding's rule (transport.RateReader): its
-	// declared size is charged to its peer at once, so after transport.FrameGrace
+	// declared size is charged to its peer at once, so after admission.FrameGrace
 	// (5 s) what has arrived must keep up with MinDataRate on average,
 	// and no more than that grace may pass without a byte, or the
 	// connection is closed and the charge given back; reading gets at
@@ -113,7 +114,7 @@ type ServerOptions struct {
 	DrainTimeout time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
-	// frameGrace replaces transport.FrameGrace (tests).
+	// frameGrace replaces admission.FrameGrace (tests).
 	frameGrace time.Duration
 }
 
@@ -154,7 +155,7 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	}
 	o.MaxPeerInFlightBytes = min(max(o.MaxPeerInFlightBytes, int64(o.MaxMessageSize)), o.MaxInFlightBytes)
 	if o.MinDataRate <= 0 {
-		o.MinDataRate = transport.MinDataRate
+		o.MinDataRate = admission.MinDataRate
 	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = 5 * time.Second
@@ -461,10 +462,10 @@ type serverConn struct {
 }
 
 // newServerConn serves c, from the peer key (transport.Peer): the
-// context of its messages names it (transport.WithPeer), so that the
-// handler's admission (the agent's transport.Fair) counts them by peer.
+// context of its messages names it (admission.WithPeer), so that the
+// handler's admission (the agent's admission.Fair) counts them by peer.
 func newServerConn(s *Server, c net.Conn, key string) *serverConn {
-	ctx, cancel := context.WithCancel(transport.WithPeer(context.Background(), key))
+	ctx, cancel := context.WithCancel(admission.WithPeer(context.Background(), key))
 	return &serverConn{s: s, conn: c, ctx: ctx, cancel: cancel,
 		log:   s.opts.Logger.With("remote", c.RemoteAddr().String()),
 		out:   make(chan outFrame, s.opts.MaxInFlight+4),

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampbundle/ampbundle/transport"
+	"github.com/ampbundle/ampbundle/admission"
 )
 
 // TestSlowTCPFrameGivesBackItsChargeWithinSeconds: a frame declaring
@@ -62,13 +62,13 @@ func TestSlowTCPFrameGivesBackItsChargeWithinSeconds(t *testing.T) {
 }
 
 // TestTCPMessagesNameTheirPeer: the context a message is handled in names
-// its peer (transport.PeerOf), so that the agent's processing slots are
+// its peer (admission.PeerOf), so that the agent's processing slots are
 // handed out by peer (threat: without it every TCP caller is one peer to
 // the agent's fair admission, and a flood over TCP takes every slot).
 func TestTCPMessagesNameTheirPeer(t *testing.T) {
 	peers := make(chan string, 1)
 	h := HandlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) {
-		peers <- transport.PeerOf(ctx)
+		peers <- admission.PeerOf(ctx)
 		return echo(t, 0, nil).Handle(ctx, msg)
 	})
 	_, addr := startServer(t, h, ServerOptions{})

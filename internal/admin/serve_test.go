@@ -1,6 +1,6 @@
 //go:build unix
 
-package agent_test
+package admin
 
 import (
 	"bytes"
@@ -10,19 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampbundle/ampbundle/agent"
-	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
-// TestEmbeddedAgentServesAdminSocket: a program that embeds the agent holds
+// TestAdminSocketOfAHeldStoreReachesItAndIsPrivate: a program that embeds the agent holds
 // the store's single write lock; without the admin socket an operator
 // cannot import a fix or remove a compromised bundle while it runs. Through
-// ServeAdmin, a removal made over the socket takes effect in the running
+// Serve, a removal made over the socket takes effect in the running
 // store, a second server on the same socket is refused, and Close removes
 // the socket.
-func TestEmbeddedAgentServesAdminSocket(t *testing.T) {
+func TestAdminSocketOfAHeldStoreReachesItAndIsPrivate(t *testing.T) {
 	dir := t.TempDir()
 	now := func() time.Time { return time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC) }
 	store, err := resolver.Open(filepath.Join(dir, "store.db"), resolver.Options{Now: now, Create: true})
@@ -30,23 +28,23 @@ func TestEmbeddedAgentServesAdminSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	importSample(t, store)
+	importSampleBundle(t, store)
 
-	srv, err := agent.ServeAdmin(store, "", nil)
+	srv, err := Serve(store, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := agent.AdminSocketPath(store.Path()); srv.Path() != want {
+	if want := SocketPath(store.Path()); srv.Path() != want {
 		t.Fatalf("socket %s, want %s", srv.Path(), want)
 	}
 	if st, err := os.Stat(srv.Path()); err != nil || st.Mode().Perm()&0o077 != 0 {
 		t.Fatalf("socket %v %v: must be private to its user", st, err)
 	}
-	if _, err := agent.ServeAdmin(store, srv.Path(), nil); err == nil {
+	if _, err := Serve(store, srv.Path(), nil); err == nil {
 		t.Fatal("a second admin server on the same socket was allowed")
 	}
 
-	c, err := admin.Dial(srv.Path())
+	c, err := Dial(srv.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,9 +71,9 @@ func TestEmbeddedAgentServesAdminSocket(t *testing.T) {
 	}
 }
 
-func importSample(t *testing.T, store *resolver.Store) {
+func importSampleBundle(t *testing.T, store *resolver.Store) {
 	t.Helper()
-	pubPEM, err := os.ReadFile("../testdata/bundles/keys/TEST-ONLY-example-publisher.pub.pem")
+	pubPEM, err := os.ReadFile("../../testdata/bundles/keys/TEST-ONLY-example-publisher.pub.pem")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +84,7 @@ func importSample(t *testing.T, store *resolver.Store) {
 	if err := store.TrustAdd("example", pub, []string{"org.example"}); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile("../testdata/bundles/translate.ampb")
+	data, err := os.ReadFile("../../testdata/bundles/translate.ampb")
 	if err != nil {
 		t.Fatal(err)
 	}

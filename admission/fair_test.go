@@ -1,4 +1,4 @@
-package transport
+package admission
 
 import (
 	"context"
@@ -419,7 +419,7 @@ func TestPeerOfNamesTheTransportsPeer(t *testing.T) {
 	if p := PeerOf(context.Background()); p != "" {
 		t.Fatalf("no peer: %q", p)
 	}
-	if p := PeerOf(WithPeer(context.Background(), Peer("10.1.2.3:4"))); p != "10.1.2.3" {
+	if p := PeerOf(WithPeer(context.Background(), "10.1.2.3")); p != "10.1.2.3" {
 		t.Fatalf("peer %q", p)
 	}
 }

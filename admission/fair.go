@@ -1,4 +1,4 @@
-package transport
+package admission
 
 import (
 	"context"
@@ -19,7 +19,7 @@ const ErrPeerBusy amp.ErrName = "peer_busy"
 const ErrSlotWaitEnded amp.ErrName = "slot_wait_ended"
 
 // Fair hands out a fixed number of processing slots (the goroutines that
-// may verify, decrypt, decide and sign at once) by peer (Peer: an IP
+// may verify, decrypt, decide and sign at once) by peer (transport.Peer: an IP
 // address, an IPv6 /64), before any of that work is done, so that a peer
 // flooding messages — validly signed ones, or ones that fail verification
 // — spends its own share, not others'. Two rules make the share:
@@ -330,8 +330,8 @@ func (f *Fair) Resume() {
 
 type peerKey struct{}
 
-// WithPeer returns ctx for a message received from peer (a Peer): the
-// key under which Fair, and the agent, count what it sends.
+// WithPeer returns ctx for a message received from peer (as transport.Peer
+// names it): the key under which Fair, and the agent, count what it sends.
 func WithPeer(ctx context.Context, peer string) context.Context {
 	return context.WithValue(ctx, peerKey{}, peer)
 }

@@ -1,4 +1,4 @@
-package transport
+package admission
 
 import (
 	"context"
