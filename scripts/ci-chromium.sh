@@ -6,9 +6,7 @@
 set -euo pipefail
 
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
-  if [ ! -d /var/lib/apt/lists/partial ] || [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v partial)" ]; then
-    apt-get update
-  fi
+  apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-dejavu-core
 fi
 echo "ci-chromium: $(command -v chromium || command -v chromium-browser)"
