@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"io"
 	"log/slog"
 	"runtime"
@@ -461,43 +462,64 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 		return a.handleBatch(ctx, m)
 	}
 	sender := amp.BareDID(m.From)
+	st, err := a.claim(ctx, m, sender)
+	switch {
+	case errors.Is(err, errLedgerUnavailable):
+		return a.replyError(ctx, m, unavailable())
+	case err != nil:
+		return nil, err
+	}
+	switch st.State {
+	case ledger.Done:
+		a.reqLog(ctx).Info("duplicate answered from the ledger", "from", sender, "id", m.ID.String(), "typ", m.Type.Name())
+		a.observe(Observation{Type: m.Type, Duplicate: true, Duration: time.Since(start)})
+		if len(st.Reply) == 0 {
+			return nil, nil // recorded as needing no reply (STREAM_DATA)
+		}
+		return st.Reply, nil
+	case ledger.Lost:
+		return a.answerLost(context.WithoutCancel(ctx), m, st.Ticket)
+	}
+	return a.handleClaimed(context.WithoutCancel(ctx), m, sender, st.Ticket)
+}
+
+// errLedgerUnavailable is claim's error when the ledger cannot start an
+// entry; the caller answers 5002 (logged by claim).
+var errLedgerUnavailable = errors.New("idempotency ledger unavailable")
+
+// claim starts m's ledger entry for sender, waiting (without a CPU slot)
+// while another copy of m is being processed: it returns a Start whose
+// State is Fresh (the caller holds the ticket and runs the handler), Done
+// or Lost; errLedgerUnavailable when the ledger failed; a 5003 error when
+// ctx ended while waiting. A shared ledger's Start (a claim on the
+// network, etcdledger) is made idle too.
+func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string) (ledger.Start, error) {
 	for {
 		var st ledger.Start
 		var err error
-		if a.ledger.Shared() { // a claim on the network (etcdledger): idle meanwhile
+		if a.ledger.Shared() {
 			a.idle(func() { st, err = a.ledger.Start(sender, m.ID, a.expiry(m)) })
 		} else {
 			st, err = a.ledger.Start(sender, m.ID, a.expiry(m))
 		}
 		if err != nil {
 			a.log.Error("idempotency ledger unavailable", "err", err, "from", sender, "id", m.ID.String())
-			return a.replyError(ctx, m, unavailable())
+			return st, errLedgerUnavailable
 		}
-		switch st.State {
-		case ledger.Done:
-			a.reqLog(ctx).Info("duplicate answered from the ledger", "from", sender, "id", m.ID.String(), "typ", m.Type.Name())
-			a.observe(Observation{Type: m.Type, Duplicate: true, Duration: time.Since(start)})
-			if len(st.Reply) == 0 {
-				return nil, nil // recorded as needing no reply (STREAM_DATA)
-			}
-			return st.Reply, nil
-		case ledger.Busy:
-			var werr error
-			a.idle(func() {
-				select {
-				case <-st.Wait:
-				case <-ctx.Done():
-					werr = amp.Wrap(amp.CodeTimeout, ctx.Err(), "gave up waiting for the first copy of this message")
-				}
-			})
-			if werr != nil {
-				return nil, werr
-			}
-			continue
-		case ledger.Lost:
-			return a.answerLost(context.WithoutCancel(ctx), m, st.Ticket)
+		if st.State != ledger.Busy {
+			return st, nil
 		}
-		return a.handleClaimed(context.WithoutCancel(ctx), m, sender, st.Ticket)
+		var werr error
+		a.idle(func() {
+			select {
+			case <-st.Wait:
+			case <-ctx.Done():
+				werr = amp.Wrap(amp.CodeTimeout, ctx.Err(), "gave up waiting for the first copy of this message")
+			}
+		})
+		if werr != nil {
+			return st, werr
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"time"
 
 	"github.com/ampbundle/ampbundle/agent/ledger"
@@ -166,45 +167,27 @@ func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) (reply []byte, 
 		return nil, false, err
 	}
 	defer done()
-	for {
-		var st ledger.Start
-		if a.ledger.Shared() { // a claim on the network (etcdledger): idle meanwhile, as Handle does
-			a.idle(func() { st, err = a.ledger.Start(m.From, m.ID, a.expiry(m)) })
-		} else {
-			st, err = a.ledger.Start(m.From, m.ID, a.expiry(m))
-		}
-		if err != nil {
-			a.log.Error("idempotency ledger unavailable", "err", err, "from", m.From, "id", m.ID.String())
+	st, err := a.claim(ctx, m, m.From)
+	switch {
+	case errors.Is(err, errLedgerUnavailable):
+		reply, err := a.replyError(ctx, m, unavailable())
+		return reply, false, err
+	case err != nil:
+		return nil, false, err
+	}
+	switch st.State {
+	case ledger.Done:
+		if len(st.Reply) == 0 {
 			reply, err := a.replyError(ctx, m, unavailable())
 			return reply, false, err
 		}
-		switch st.State {
-		case ledger.Done:
-			if len(st.Reply) == 0 {
-				reply, err := a.replyError(ctx, m, unavailable())
-				return reply, false, err
-			}
-			return st.Reply, true, nil
-		case ledger.Busy:
-			var werr error
-			a.idle(func() {
-				select {
-				case <-st.Wait:
-				case <-ctx.Done():
-					werr = amp.Wrap(amp.CodeTimeout, ctx.Err(), "gave up waiting for the first call with this idempotency key")
-				}
-			})
-			if werr != nil {
-				return nil, false, werr
-			}
-			continue
-		case ledger.Lost:
-			reply, err := a.answerLost(context.WithoutCancel(ctx), m, st.Ticket)
-			return reply, false, err
-		}
-		reply, err := a.handleClaimed(context.WithoutCancel(ctx), m, m.From, st.Ticket)
+		return st.Reply, true, nil
+	case ledger.Lost:
+		reply, err := a.answerLost(context.WithoutCancel(ctx), m, st.Ticket)
 		return reply, false, err
 	}
+	reply, err = a.handleClaimed(context.WithoutCancel(ctx), m, m.From, st.Ticket)
+	return reply, false, err
 }
 
 // Served returns the capability versions this agent has a handler for,
