@@ -329,16 +329,5 @@ func printOCISync(env *cliutil.Env, rep *ociSyncReport) {
 
 // ociSyncExit follows syncExit: 0 or 1, or with detailed 0, 10, 11.
 func ociSyncExit(rep *ociSyncReport, detailed bool) error {
-	refused := rep.count(ociRefused) > 0
-	switch {
-	case !detailed && refused:
-		return cliutil.ExitStatus(1)
-	case !detailed:
-		return nil
-	case refused:
-		return cliutil.ExitStatus(syncExitRefused)
-	case rep.count(ociImported)+rep.count(ociApplied)+rep.count(ociPlanned) > 0:
-		return cliutil.ExitStatus(syncExitImported)
-	}
-	return nil
+	return syncExitOf(rep.count(ociRefused), rep.count(ociImported)+rep.count(ociApplied)+rep.count(ociPlanned), detailed)
 }

@@ -142,15 +142,21 @@ before the bundles, heartbeats after them.`,
 // without an error document: the report already printed says what was
 // refused, and --json prints one document.
 func syncExit(rep *mirror.SyncReport, detailed bool) error {
-	refused := rep.Count(mirror.OutcomeRefused) > 0
+	return syncExitOf(rep.Count(mirror.OutcomeRefused), rep.Count(mirror.OutcomeImported)+rep.Count(mirror.OutcomePlanned), detailed)
+}
+
+// syncExitOf is the exit rule of every sync (a mirror's, an OCI
+// repository's), from how many things were refused and how many were
+// imported, applied or (--dry-run) would be.
+func syncExitOf(refused, changed int, detailed bool) error {
 	switch {
-	case !detailed && refused:
+	case !detailed && refused > 0:
 		return cliutil.ExitStatus(1)
 	case !detailed:
 		return nil
-	case refused:
+	case refused > 0:
 		return cliutil.ExitStatus(syncExitRefused)
-	case rep.Count(mirror.OutcomeImported) > 0 || rep.Count(mirror.OutcomePlanned) > 0:
+	case changed > 0:
 		return cliutil.ExitStatus(syncExitImported)
 	}
 	return nil
