@@ -2,5 +2,5 @@
 // client (query, invoke), identities (keygen), message inspection and
 // verification (msg), and a self-contained demo of the whole job (demo).
 //
-// See docs/CLI.md for every command, flag and exit code.
+// See docs/CLI.md for every command's contract, docs/reference/ for its flags.
 package main
