@@ -3,7 +3,6 @@ package amphttp
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/transport"
 )
@@ -119,6 +117,31 @@ type Options struct {
 // nothing of the request echoed); other paths 404. Transport success is not application success:
 // refusals of verified messages are signed ERROR messages in a 200.
 func NewHandler(a Handler, opts Options) http.Handler {
+	opts = opts.withDefaults()
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &server{
+		a:          a,
+		opts:       opts,
+		log:        log,
+		adm:        transport.NewAdmission(opts.MaxInFlight, opts.MaxPeerInFlight, opts.MaxInFlightBytes, opts.MaxPeerInFlightBytes),
+		retryAfter: strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second)),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(MessagesPath, s.messages)
+	mux.HandleFunc(HealthPath, s.health)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		httpError(w, http.StatusNotFound, amp.NewError(amp.CodeEndpointUnreachable, "no such route"))
+	})
+	return mux
+}
+
+// withDefaults fills the limits left zero and brings the others into
+// the ranges Options documents, so that the server reads each limit
+// once, already valid.
+func (opts Options) withDefaults() Options {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
@@ -142,166 +165,7 @@ func NewHandler(a Handler, opts Options) http.Handler {
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = DefaultRetryAfter
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	adm := transport.NewAdmission(opts.MaxInFlight, opts.MaxPeerInFlight, opts.MaxInFlightBytes, opts.MaxPeerInFlightBytes)
-	retryAfter := strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second))
-	busy := func(w http.ResponseWriter, r *http.Request, what string) {
-		admission.Log(r.Context(), log).Warn("request refused: agent busy", "limit", what)
-		w.Header().Set("Retry-After", retryAfter)
-		httpError(w, http.StatusServiceUnavailable, amp.Named(amp.CodeOverloaded, "busy", "the agent is busy; retry later"))
-	}
-	mux := http.NewServeMux()
-	// serve answers one POST; true means the body was left unread and
-	// the connection must be closed without losing the answer (refused):
-	// the caller does it once serve's admission is given back.
-	serve := func(w http.ResponseWriter, r *http.Request) (refused bool) {
-		if v := r.Header.Get(TransportVersionHeader); v != "" && v != "1" {
-			httpError(w, http.StatusBadRequest, amp.NewError(amp.CodeUnsupportedVersion, "this agent speaks transport version 1 only"))
-			return false
-		}
-		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, ContentType) {
-			httpError(w, http.StatusUnsupportedMediaType, amp.NewError(amp.CodeInvalidMessage, "content type must be application/cbor"))
-			return false
-		}
-		if r.ContentLength > opts.MaxBody {
-			admission.Log(r.Context(), log).Info("request refused: body over the limit", "length", r.ContentLength)
-			w.Header().Set("Connection", "close")
-			httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
-			return true
-		}
-		peer := transport.Peer(r.RemoteAddr)
-		if what := adm.Enter(peer); what != "" {
-			w.Header().Set("Connection", "close")
-			busy(w, r, what)
-			return true
-		}
-		var peerHeld, serverHeld int64
-		large := false
-		defer func() {
-			largeHeld := int64(0)
-			if large {
-				largeHeld = serverHeld
-			}
-			adm.LeaveHeldLarge(peer, peerHeld, serverHeld, largeHeld)
-		}()
-		// What is charged must keep coming, at the minimum data rate
-		// (transport.RateReader: the same rule as the TCP binding's).
-		// The declared length is charged to the peer's share at once,
-		// the server's bytes as they arrive (as on the TCP binding).
-		rc := http.NewResponseController(w)
-		in := transport.NewRateReader(r.Body, rc.SetReadDeadline, opts.MinDataRate, opts.grace, readTimeout)
-		// A body over transport.SmallBody, or of unknown length, is
-		// large: the large ones leave transport.SmallReserve of the
-		// server's bytes to small ones, as on the TCP binding.
-		large = r.ContentLength < 0 || r.ContentLength > transport.SmallBody
-		body, err := readBody(in, r.ContentLength, opts.MaxBody, func(n int64) bool {
-			if !adm.ChargePeer(peer, n) {
-				return false
-			}
-			peerHeld += n
-			return true
-		}, func(n int64) bool {
-			ok := false
-			if large {
-				ok = adm.ChargeServerLarge(n, serverHeld)
-			} else {
-				ok = adm.ChargeServer(n)
-			}
-			if ok {
-				serverHeld += n
-			}
-			return ok
-		}, func(n int64) {
-			adm.ForceServer(n, large)
-			serverHeld += n
-		}, func(n int64) {
-			adm.ReleaseServer(n, large)
-			serverHeld -= n
-		})
-		switch {
-		case errors.Is(err, errTooLarge):
-			w.Header().Set("Connection", "close")
-			httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", opts.MaxBody))
-			return true
-		case errors.Is(err, errNoRoom):
-			w.Header().Set("Connection", "close")
-			busy(w, r, "bytes")
-			return true
-		case err != nil:
-			httpError(w, http.StatusBadRequest, amp.NewError(amp.CodeInvalidMessage, "cannot read the request body"))
-			return false
-		}
-		// The agent hands out its processing slots by peer
-		// (admission.Fair): the context names this one.
-		reply, err := a.Handle(admission.WithPeer(r.Context(), peer), body)
-		body = nil
-		if err != nil {
-			var ue interface{ Unverified() bool }
-			status := http.StatusBadRequest
-			switch {
-			case errors.As(err, &ue) && ue.Unverified():
-			case amp.CodeOf(err) == amp.CodeUnavailable, amp.CodeOf(err) == amp.CodeOverloaded, amp.CodeOf(err) == amp.CodeTimeout:
-				status = http.StatusServiceUnavailable
-				w.Header().Set("Retry-After", retryAfter)
-			default:
-				status = http.StatusInternalServerError
-			}
-			httpError(w, status, err)
-			return false
-		}
-		if reply == nil {
-			// A report (ACK, PROC_*, ERROR, PROCESSING) or a BATCH of
-			// reports: taken, never answered (the asynchronous path of the
-			// binding).
-			w.WriteHeader(http.StatusAccepted)
-			return false
-		}
-		w.Header().Set("Content-Type", ContentType)
-		w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
-		w.WriteHeader(http.StatusOK)
-		w.Write(reply)
-		return false
-	}
-	mux.HandleFunc(MessagesPath, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(TransportVersionHeader, "1")
-		if r.Method != http.MethodPost {
-			// Readable where a newcomer looks (a browser, curl on a
-			// terminal): JSON, not CBOR, and nothing of the request
-			// echoed.
-			w.Header().Set("Allow", http.MethodPost)
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Cache-Control", "no-store")
-			w.Header().Set("X-Content-Type-Options", "nosniff")
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			io.WriteString(w, methodNotAllowedBody)
-			return
-		}
-		if serve(w, r) {
-			closeUnread(w)
-		}
-	})
-	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		doc := map[string]any{"status": "ok", "did": a.DID()}
-		if opts.Health != nil {
-			for k, v := range opts.Health() {
-				doc[k] = v
-			}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(doc)
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		httpError(w, http.StatusNotFound, amp.NewError(amp.CodeEndpointUnreachable, "no such route"))
-	})
-	return mux
+	return opts
 }
 
 // methodNotAllowedBody answers anything but POST on MessagesPath (405).
