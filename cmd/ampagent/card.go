@@ -61,83 +61,105 @@ admin socket of the agent holding it.`,
 			jsonFlag,
 		},
 		Subcommands: []*cli.Command{cardVerifyCommand(env)},
-		Action: func(c *cli.Context) error {
-			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
-				return err
+		Action:      func(c *cli.Context) error { return runCard(env, c) },
+	}
+}
+
+// runCard is 'ampagent card': the A2A card (a2aCard), a capability's
+// signed transfer envelope (cardTransfer), or the peer card, with the
+// rich catalog on --catalog. Every flag is checked, and the key read,
+// before the store is opened.
+func runCard(env *cliutil.Env, c *cli.Context) error {
+	if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+		return err
+	}
+	if err := cliutil.Require(c, "db"); err != nil {
+		return err
+	}
+	if c.Bool("a2a") {
+		return a2aCard(c, env)
+	}
+	if err := checkCardFlags(c); err != nil {
+		return err
+	}
+	var signer *agh.Signer
+	peerID := "ampagent"
+	if kp := c.String("key"); kp != "" {
+		id, err := loadIdentity(c, env, kp, c.String("did"))
+		if err != nil {
+			return err
+		}
+		signer = &agh.Signer{DID: id.DID, Key: id.SigningKey}
+		peerID = id.DID
+	}
+	if c.IsSet("peer-id") {
+		peerID = c.String("peer-id")
+	}
+	cat, closeStore, err := cardCatalog(c, env)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	caps := agh.FromCatalog(cat)
+	if id := c.String("transfer"); id != "" {
+		return cardTransfer(env, caps, id, signer, peerID)
+	}
+	card := &agh.PeerCard{Extra: agh.CardMembers(peerID, c.String("display-name"), signer != nil)}
+	if err := agh.ProjectPeerCard(card, caps); err != nil {
+		return err
+	}
+	doc := map[string]any{"peer_card": card}
+	if c.Bool("catalog") {
+		req := agh.WhoisRequest{Rich: true}
+		if c.IsSet("id") {
+			req.Filter = true
+			for _, id := range c.StringSlice("id") {
+				req.IDs = append(req.IDs, strings.TrimSpace(id))
 			}
-			if err := cliutil.Require(c, "db"); err != nil {
-				return err
-			}
-			if c.Bool("a2a") {
-				return a2aCard(c, env)
-			}
-			for _, f := range []string{"url", "kid", "config", "description", "agent-version"} {
-				if c.IsSet(f) {
-					return cliutil.Usagef("--%s goes with --a2a", f)
-				}
-			}
-			if c.IsSet("id") && !c.Bool("catalog") {
-				return cliutil.Usagef("--id narrows the rich catalog: give --catalog too")
-			}
-			if c.String("transfer") != "" && c.String("key") == "" {
-				return cliutil.Usagef("--transfer signs the envelope: give the agent --key")
-			}
-			if c.IsSet("did") && c.String("key") == "" {
-				return cliutil.Usagef("--did names the --key's DID: give --key too")
-			}
-			var signer *agh.Signer
-			peerID := "ampagent"
-			if kp := c.String("key"); kp != "" {
-				id, err := loadIdentity(c, env, kp, c.String("did"))
-				if err != nil {
-					return err
-				}
-				signer = &agh.Signer{DID: id.DID, Key: id.SigningKey}
-				peerID = id.DID
-			}
-			if c.IsSet("peer-id") {
-				peerID = c.String("peer-id")
-			}
-			cat, closeStore, err := cardCatalog(c, env)
+		}
+		rich, err := agh.RichCatalog(caps, req, agh.MaxDocumentBytes)
+		if err != nil {
+			return err
+		}
+		doc["ext"] = map[string]any{agh.ExtCatalog: rich}
+	}
+	return cliutil.PrintJSON(env.Stdout, doc)
+}
+
+// checkCardFlags refuses, without --a2a, the flags that only go with it
+// and the ones missing what they need (--id without --catalog,
+// --transfer or --did without --key).
+func checkCardFlags(c *cli.Context) error {
+	for _, f := range []string{"url", "kid", "config", "description", "agent-version"} {
+		if c.IsSet(f) {
+			return cliutil.Usagef("--%s goes with --a2a", f)
+		}
+	}
+	if c.IsSet("id") && !c.Bool("catalog") {
+		return cliutil.Usagef("--id narrows the rich catalog: give --catalog too")
+	}
+	if c.String("transfer") != "" && c.String("key") == "" {
+		return cliutil.Usagef("--transfer signs the envelope: give the agent --key")
+	}
+	if c.IsSet("did") && c.String("key") == "" {
+		return cliutil.Usagef("--did names the --key's DID: give --key too")
+	}
+	return nil
+}
+
+// cardTransfer prints the signed agh-network/v0 transfer envelope of the
+// capability id among caps.
+func cardTransfer(env *cliutil.Env, caps []agh.Capability, id string, signer *agh.Signer, peerID string) error {
+	for _, x := range caps {
+		if x.ID == id {
+			body, err := agh.TransferEnvelope(x, signer, peerID, agh.EnvelopeOptions{Now: env.Now, Rand: env.Rand})
 			if err != nil {
 				return err
 			}
-			defer closeStore()
-			caps := agh.FromCatalog(cat)
-			if id := c.String("transfer"); id != "" {
-				for _, x := range caps {
-					if x.ID == id {
-						body, err := agh.TransferEnvelope(x, signer, peerID, agh.EnvelopeOptions{Now: env.Now, Rand: env.Rand})
-						if err != nil {
-							return err
-						}
-						return cliutil.PrintJSON(env.Stdout, json.RawMessage(body))
-					}
-				}
-				return cliutil.Failf("unknown_capability", "the store has no capability with that id")
-			}
-			card := &agh.PeerCard{Extra: agh.CardMembers(peerID, c.String("display-name"), signer != nil)}
-			if err := agh.ProjectPeerCard(card, caps); err != nil {
-				return err
-			}
-			doc := map[string]any{"peer_card": card}
-			if c.Bool("catalog") {
-				req := agh.WhoisRequest{Rich: true}
-				if c.IsSet("id") {
-					req.Filter = true
-					for _, id := range c.StringSlice("id") {
-						req.IDs = append(req.IDs, strings.TrimSpace(id))
-					}
-				}
-				rich, err := agh.RichCatalog(caps, req, agh.MaxDocumentBytes)
-				if err != nil {
-					return err
-				}
-				doc["ext"] = map[string]any{agh.ExtCatalog: rich}
-			}
-			return cliutil.PrintJSON(env.Stdout, doc)
-		},
+			return cliutil.PrintJSON(env.Stdout, json.RawMessage(body))
+		}
 	}
+	return cliutil.Failf("unknown_capability", "the store has no capability with that id")
 }
 
 // cardCatalog opens the store read-only, or asks the agent holding it

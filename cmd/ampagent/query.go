@@ -264,61 +264,21 @@ func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (
 	if err := cliutil.Require(c, "key", "to"); err != nil {
 		return nil, err
 	}
-	base := strings.TrimRight(c.Args().First(), "/")
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "amp" && u.Scheme != "amps") || u.Host == "" {
-		return nil, cliutil.WithHint(cliutil.Usagef("the agent URL must be http://, https://, amp:// or amps:// with a host"), "for example http://127.0.0.1:8080 or amps://agents.example.org:7443")
-	}
-	if (u.Scheme == "http" || u.Scheme == "https") && strings.HasSuffix(u.Path, amphttp.MessagesPath) && u.RawQuery == "" && u.Fragment == "" {
-		// The URL of the messages route itself (as "ampagent serve" and
-		// "demo" print it): the agent's base URL is what precedes it.
-		base = strings.TrimSuffix(base, amphttp.MessagesPath)
-	}
-	if (c.IsSet("tls-ca") || c.Bool("unsafe-plain-tcp")) && u.Scheme != "amp" && u.Scheme != "amps" {
-		return nil, cliutil.Usagef("--tls-ca and --unsafe-plain-tcp are for amp:// and amps:// agent URLs")
+	base, u, err := agentURL(c)
+	if err != nil {
+		return nil, err
 	}
 	peer := c.String("to")
-	switch {
-	case !amp.ValidDID(peer):
-		return nil, cliutil.WithHint(cliutil.Usagef("--to %s is not a DID (did:METHOD:ID)", cliutil.Sanitize(peer)),
-			"give the agent's DID as 'ampagent key show --did AGENT_KEY' prints it (did:key:z6Mk...)")
-	case amp.BareDID(peer) != peer:
-		return nil, cliutil.Usagef("--to must be a DID without a fragment (no #...)")
-	case strings.HasPrefix(peer, "did:key:"):
-		// A did:key carries its keys: one that does not decode is
-		// refused here, before anything is sent to an agent that could
-		// never answer as it.
-		if _, err := amp.DIDKeyDocument(peer); err != nil {
-			return nil, cliutil.WithHint(cliutil.Usagef("--to %s is not a valid did:key: %s", cliutil.Sanitize(peer), amp.SafeMessage(err)),
-				"give the agent's DID as 'ampagent key show --did AGENT_KEY' prints it (did:key:z6Mk...)")
-		}
+	if err := checkPeerDID(peer); err != nil {
+		return nil, err
 	}
 	wait := c.Duration("wait")
 	if wait <= 0 {
 		return nil, cliutil.Usagef("--wait must be positive")
 	}
-	isKey := strings.HasPrefix(peer, "did:key:")
-	switch {
-	case isKey && c.IsSet("to-doc"):
-		return nil, cliutil.Usagef("--to-doc is for a provider that is not a did:key: a did:key carries its own keys")
-	case !isKey && !c.IsSet("to-doc"):
-		return nil, cliutil.WithHint(cliutil.Usagef("the provider is not a did:key: its replies cannot be verified without its did document"),
-			"give --to-doc FILE, the provider's DID document")
-	}
-	var dids amp.DIDResolver
-	if !isKey {
-		data, err := cliutil.ReadFile(c.String("to-doc"), maxDIDDocFile, "provider's did document")
-		if err != nil {
-			return nil, err
-		}
-		doc, err := amp.ParseDIDDocument(data)
-		if err != nil {
-			return nil, err
-		}
-		if doc.ID != peer {
-			return nil, cliutil.Usagef("the document in --to-doc is not the one of --to (its id differs)")
-		}
-		dids = staticDIDs{doc}
+	dids, err := peerDIDs(c, peer)
+	if err != nil {
+		return nil, err
 	}
 	id, err := loadIdentity(c, env, c.String("key"), c.String("did"))
 	if err != nil {
@@ -349,6 +309,76 @@ func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (
 	}
 	ctx, cancel := context.WithTimeout(c.Context, deadline)
 	return &session{client: cl, cfg: cfg, transport: tr, peer: peer, ctx: ctx, cancel: cancel}, nil
+}
+
+// agentURL checks the agent URL argument (http, https, amp or amps, with
+// a host; --tls-ca and --unsafe-plain-tcp only with amp and amps) and
+// returns the base the transport is given: the URL of the messages route
+// itself is cut back to the agent's base URL.
+func agentURL(c *cli.Context) (string, *url.URL, error) {
+	base := strings.TrimRight(c.Args().First(), "/")
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "amp" && u.Scheme != "amps") || u.Host == "" {
+		return "", nil, cliutil.WithHint(cliutil.Usagef("the agent URL must be http://, https://, amp:// or amps:// with a host"), "for example http://127.0.0.1:8080 or amps://agents.example.org:7443")
+	}
+	if (u.Scheme == "http" || u.Scheme == "https") && strings.HasSuffix(u.Path, amphttp.MessagesPath) && u.RawQuery == "" && u.Fragment == "" {
+		// The URL of the messages route itself (as "ampagent serve" and
+		// "demo" print it): the agent's base URL is what precedes it.
+		base = strings.TrimSuffix(base, amphttp.MessagesPath)
+	}
+	if (c.IsSet("tls-ca") || c.Bool("unsafe-plain-tcp")) && u.Scheme != "amp" && u.Scheme != "amps" {
+		return "", nil, cliutil.Usagef("--tls-ca and --unsafe-plain-tcp are for amp:// and amps:// agent URLs")
+	}
+	return base, u, nil
+}
+
+// checkPeerDID refuses a --to that is not a bare DID, or a did:key whose
+// keys do not decode, before anything is sent to an agent that could
+// never answer as it.
+func checkPeerDID(peer string) error {
+	switch {
+	case !amp.ValidDID(peer):
+		return cliutil.WithHint(cliutil.Usagef("--to %s is not a DID (did:METHOD:ID)", cliutil.Sanitize(peer)),
+			"give the agent's DID as 'ampagent key show --did AGENT_KEY' prints it (did:key:z6Mk...)")
+	case amp.BareDID(peer) != peer:
+		return cliutil.Usagef("--to must be a DID without a fragment (no #...)")
+	case strings.HasPrefix(peer, "did:key:"):
+		// A did:key carries its keys: one that does not decode is
+		// refused here.
+		if _, err := amp.DIDKeyDocument(peer); err != nil {
+			return cliutil.WithHint(cliutil.Usagef("--to %s is not a valid did:key: %s", cliutil.Sanitize(peer), amp.SafeMessage(err)),
+				"give the agent's DID as 'ampagent key show --did AGENT_KEY' prints it (did:key:z6Mk...)")
+		}
+	}
+	return nil
+}
+
+// peerDIDs is how the provider's replies are verified: a did:key carries
+// its own keys (nil: the client resolves it), any other DID needs its
+// document (--to-doc), whose id must be --to.
+func peerDIDs(c *cli.Context, peer string) (amp.DIDResolver, error) {
+	isKey := strings.HasPrefix(peer, "did:key:")
+	switch {
+	case isKey && c.IsSet("to-doc"):
+		return nil, cliutil.Usagef("--to-doc is for a provider that is not a did:key: a did:key carries its own keys")
+	case !isKey && !c.IsSet("to-doc"):
+		return nil, cliutil.WithHint(cliutil.Usagef("the provider is not a did:key: its replies cannot be verified without its did document"),
+			"give --to-doc FILE, the provider's DID document")
+	case isKey:
+		return nil, nil
+	}
+	data, err := cliutil.ReadFile(c.String("to-doc"), maxDIDDocFile, "provider's did document")
+	if err != nil {
+		return nil, err
+	}
+	doc, err := amp.ParseDIDDocument(data)
+	if err != nil {
+		return nil, err
+	}
+	if doc.ID != peer {
+		return nil, cliutil.Usagef("the document in --to-doc is not the one of --to (its id differs)")
+	}
+	return staticDIDs{doc}, nil
 }
 
 // keyShowHint tells how to get the DID --to wants.

@@ -58,88 +58,121 @@ delta into a store holding that base installs exactly the full bundle, and
 			&cli.IntFlag{Name: "workers", Usage: "check up to `N` schemas at once, holding at most N × the largest schema in flight; the output is the same for every N (default: one per processor, GOMAXPROCS)"},
 			jsonFlag,
 		},
-		Action: func(c *cli.Context) error {
-			if err := cliutil.ExactArgs(c, 1, "the source folder SRC"); err != nil {
-				return err
-			}
-			if err := cliutil.Require(c, "out", "key"); err != nil {
-				return err
-			}
-			if c.IsSet("base") && c.IsSet("base-from-db") {
-				return cliutil.Usagef("give --base or --base-from-db, not both")
-			}
-			if h := c.String("hash"); h != capability.HashSHA256 && h != capability.HashSHA512 {
-				return cliutil.Usagef("--hash must be sha-256 or sha-512")
-			}
-			if n := c.Int("workers"); n < 0 || n > 1024 {
-				return cliutil.Usagef("--workers must be from 0 (one per processor) to 1024")
-			}
-			if err := sourceFolder(c.Args().First()); err != nil {
-				return err
-			}
-			created, err := createdAt(env, c)
-			if err != nil {
-				return err
-			}
-			keys, err := signingKeys(c, env, c.StringSlice("key"))
-			if err != nil {
-				return err
-			}
-			phase, phasesDone := cliutil.Phases(env, c.Bool("json"))
-			d, err := bundlebuild.LoadSource(c.Args().First(), bundlebuild.SourceOptions{
-				HashAlg: c.String("hash"), CreatedAt: created, Signer: keys[0].Public().(ed25519.PublicKey),
-				Progress: phase, FullSchemaCheck: c.Bool("full-schema-check"), Workers: c.Int("workers"), LimitMemory: true})
-			phasesDone()
-			if err != nil {
-				return err
-			}
-			var total int64
-			for _, s := range d.Artifacts {
-				total += s.Size
-			}
-			baseSigned, err := buildBase(env, c, d.BundleID)
-			if err != nil {
-				return err
-			}
-			prog := cliutil.NewProgress(env, c.Bool("json"), "building", total)
-			out := c.String("out")
-			var delta *bundle.Delta
-			m, size, sum, err := writeBuilt(env, out, func(w io.Writer) (*bundle.Manifest, error) {
-				if baseSigned != nil {
-					m, dh, err := bundle.WriteDelta(w, d, keys, baseSigned, bundle.WriteOptions{Progress: prog.Update})
-					delta = dh
-					return m, err
-				}
-				return bundle.Write(w, d, keys, bundle.WriteOptions{Progress: prog.Update})
-			})
-			prog.Done()
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				v := map[string]any{
-					"file": out, "size": size, "sha256": sum,
-					"bundle": summarize("", m, keyInfos(keys), false),
-				}
-				if delta != nil {
-					v["delta"] = catalog.DeltaOf(m, delta)
-				}
-				return cliutil.PrintJSON(summaryTo(env, out), v)
-			}
-			kind := "wrote"
-			if delta != nil {
-				kind = "wrote delta"
-			}
-			fmt.Fprintf(summaryTo(env, out), "%s %s: %s version %d, %d artifacts, %d capabilities, %d bytes, sha256 %s\n",
-				kind, outputName(out), m.BundleID, m.Version, len(m.Artifacts), len(m.Capabilities), size, sum)
-			if delta != nil {
-				dv := catalog.DeltaOf(m, delta)
-				fmt.Fprintf(summaryTo(env, out), "  base          %s\n  carries       %d artifacts; %d (%d bytes) come from the base\n",
-					dv.Base, len(m.Artifacts)-dv.Omitted, dv.Omitted, dv.OmittedBytes)
-			}
-			return nil
-		},
+		Action: func(c *cli.Context) error { return runBuild(env, c) },
 	}
+}
+
+// runBuild is 'ampbundle build': the flags and the source folder are
+// checked and the keys read before the source is loaded; the bundle (or
+// the delta against its base) is written atomically, then reported.
+func runBuild(env *cliutil.Env, c *cli.Context) error {
+	if err := checkBuildFlags(c); err != nil {
+		return err
+	}
+	if err := sourceFolder(c.Args().First()); err != nil {
+		return err
+	}
+	created, err := createdAt(env, c)
+	if err != nil {
+		return err
+	}
+	keys, err := signingKeys(c, env, c.StringSlice("key"))
+	if err != nil {
+		return err
+	}
+	phase, phasesDone := cliutil.Phases(env, c.Bool("json"))
+	d, err := bundlebuild.LoadSource(c.Args().First(), bundlebuild.SourceOptions{
+		HashAlg: c.String("hash"), CreatedAt: created, Signer: keys[0].Public().(ed25519.PublicKey),
+		Progress: phase, FullSchemaCheck: c.Bool("full-schema-check"), Workers: c.Int("workers"), LimitMemory: true})
+	phasesDone()
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, s := range d.Artifacts {
+		total += s.Size
+	}
+	baseSigned, err := buildBase(env, c, d.BundleID)
+	if err != nil {
+		return err
+	}
+	prog := cliutil.NewProgress(env, c.Bool("json"), "building", total)
+	out := c.String("out")
+	var delta *bundle.Delta
+	m, size, sum, err := writeBuilt(env, out, func(w io.Writer) (*bundle.Manifest, error) {
+		if baseSigned != nil {
+			m, dh, err := bundle.WriteDelta(w, d, keys, baseSigned, bundle.WriteOptions{Progress: prog.Update})
+			delta = dh
+			return m, err
+		}
+		return bundle.Write(w, d, keys, bundle.WriteOptions{Progress: prog.Update})
+	})
+	prog.Done()
+	if err != nil {
+		return err
+	}
+	return reportBuilt(env, c, builtBundle{out: out, m: m, delta: delta, size: size, sum: sum, keys: keys})
+}
+
+// checkBuildFlags refuses flags that cannot make a bundle, before any
+// file is read.
+func checkBuildFlags(c *cli.Context) error {
+	if err := cliutil.ExactArgs(c, 1, "the source folder SRC"); err != nil {
+		return err
+	}
+	if err := cliutil.Require(c, "out", "key"); err != nil {
+		return err
+	}
+	if c.IsSet("base") && c.IsSet("base-from-db") {
+		return cliutil.Usagef("give --base or --base-from-db, not both")
+	}
+	if h := c.String("hash"); h != capability.HashSHA256 && h != capability.HashSHA512 {
+		return cliutil.Usagef("--hash must be sha-256 or sha-512")
+	}
+	if n := c.Int("workers"); n < 0 || n > 1024 {
+		return cliutil.Usagef("--workers must be from 0 (one per processor) to 1024")
+	}
+	return nil
+}
+
+// builtBundle is what build wrote: the file (out), its manifest, the
+// delta header when it is a delta, its size and SHA-256, and the keys
+// that signed it.
+type builtBundle struct {
+	out   string
+	m     *bundle.Manifest
+	delta *bundle.Delta
+	size  int64
+	sum   string
+	keys  []ed25519.PrivateKey
+}
+
+// reportBuilt writes the summary of a build, as JSON or for people, to
+// stdout, or to stderr when the bundle itself went to stdout.
+func reportBuilt(env *cliutil.Env, c *cli.Context, b builtBundle) error {
+	m, delta, out := b.m, b.delta, b.out
+	if c.Bool("json") {
+		v := map[string]any{
+			"file": out, "size": b.size, "sha256": b.sum,
+			"bundle": summarize("", m, keyInfos(b.keys), false),
+		}
+		if delta != nil {
+			v["delta"] = catalog.DeltaOf(m, delta)
+		}
+		return cliutil.PrintJSON(summaryTo(env, out), v)
+	}
+	kind := "wrote"
+	if delta != nil {
+		kind = "wrote delta"
+	}
+	fmt.Fprintf(summaryTo(env, out), "%s %s: %s version %d, %d artifacts, %d capabilities, %d bytes, sha256 %s\n",
+		kind, outputName(out), m.BundleID, m.Version, len(m.Artifacts), len(m.Capabilities), b.size, b.sum)
+	if delta != nil {
+		dv := catalog.DeltaOf(m, delta)
+		fmt.Fprintf(summaryTo(env, out), "  base          %s\n  carries       %d artifacts; %d (%d bytes) come from the base\n",
+			dv.Base, len(m.Artifacts)-dv.Omitted, dv.Omitted, dv.OmittedBytes)
+	}
+	return nil
 }
 
 // createdAt picks the bundle's created_at.

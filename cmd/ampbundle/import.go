@@ -55,93 +55,125 @@ exactly as a file; a layout is read without any network call.`,
 			&cli.StringFlag{Name: "max-stdin-size", Value: defaultMaxStdin, Usage: "with FILE -, the most `SIZE` read from stdin: bytes, or with K, M, G"},
 			jsonFlag,
 		}, ociFlags(false)...),
-		Action: func(c *cli.Context) (err error) {
-			if ocitransport.IsLocation(c.Args().First()) {
-				return importOCI(env, c) // oci.go
-			}
-			split := c.NArg() >= 1 && c.Args().First() != stdio && isPartIndexFile(c.Args().First())
-			if !split {
-				if err := cliutil.ExactArgs(c, 1, "the bundle FILE (or a part index and the PLACEs of its parts)"); err != nil {
-					return err
-				}
-			}
-			if err := cliutil.Require(c, "db"); err != nil {
-				return err
-			}
-			path := c.Args().First()
-			var src io.Reader
-			var total int64
-			var fileSum []byte
-			explain := func(err error) error { return err }
-			if !split {
-				var f *os.File
-				if path == stdio {
-					max, err := parseByteSize("--max-stdin-size", c.String("max-stdin-size"))
-					if err != nil {
-						return err
-					}
-					sp, err := spoolStdin(env, max)
-					if err != nil {
-						return err
-					}
-					defer sp.Close()
-					f = sp.File
-				} else {
-					if f, err = os.Open(path); err != nil {
-						return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
-					}
-					defer f.Close()
-				}
-				if stmt, err := readStatement(f); err != nil {
-					return err
-				} else if stmt != nil {
-					return importStatement(env, c, inputName(path), stmt)
-				}
-				if total, err = artifactBytes(f); err != nil {
-					return err
-				}
-				// The audit entry of a refusal names the file by its
-				// hash; the store stops reading a refused file, so hash
-				// it first.
-				if fileSum, err = fileSHA256(f); err != nil {
-					return err
-				}
-				src = f
-			}
-			s, err := openStore(env, c, readWrite)
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, &err)
-			if split {
-				// The part index is verified with the store's trust, like
-				// the bundle it carries.
-				policy, err := storePolicy(s)
-				if err != nil {
-					return err
-				}
-				parts, err := openParts(c.Args().Slice(), policy, false)
-				if err != nil {
-					return err
-				}
-				defer parts.Close()
-				// The whole file's hash is in the signed index.
-				src, explain, total, fileSum = parts, parts.Explain, int64(parts.x.Size), parts.x.SHA256
-			}
-			prog := cliutil.NewProgress(env, c.Bool("json"), "importing", total)
-			res, err := s.Import(c.Context, src, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: fileSum})
-			prog.Done()
-			if err != nil {
-				return explain(err)
-			}
-			warnExpiry(env, c, s, res)
-			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, importView(inputName(path), res))
-			}
-			printImport(env, inputName(path), res)
-			return nil
-		},
+		Action: func(c *cli.Context) error { return runImport(env, c) },
 	}
+}
+
+// importInput is what an import reads: the bundle's bytes (src), their
+// artifacts' total size for the progress, the whole file's SHA-256 for
+// the audit entry of a refusal, and how a failure is explained (a split
+// bundle names the part at fault).
+type importInput struct {
+	src     io.Reader
+	total   int64
+	fileSum []byte
+	explain func(error) error
+}
+
+// runImport is 'ampbundle import': an OCI location is pulled first
+// (importOCI), a statement is applied (importStatement), a bundle file
+// or a split bundle's part index is imported. The file is read whole
+// (hashed) before the store is opened.
+func runImport(env *cliutil.Env, c *cli.Context) (err error) {
+	if ocitransport.IsLocation(c.Args().First()) {
+		return importOCI(env, c) // oci.go
+	}
+	split := c.NArg() >= 1 && c.Args().First() != stdio && isPartIndexFile(c.Args().First())
+	if !split {
+		if err := cliutil.ExactArgs(c, 1, "the bundle FILE (or a part index and the PLACEs of its parts)"); err != nil {
+			return err
+		}
+	}
+	if err := cliutil.Require(c, "db"); err != nil {
+		return err
+	}
+	path := c.Args().First()
+	in := importInput{explain: func(err error) error { return err }}
+	if !split {
+		f, closer, err := openImportFile(env, c, path)
+		if err != nil {
+			return err
+		}
+		defer closer.Close()
+		if stmt, err := readStatement(f); err != nil {
+			return err
+		} else if stmt != nil {
+			return importStatement(env, c, inputName(path), stmt)
+		}
+		if in, err = fileInput(f); err != nil {
+			return err
+		}
+	}
+	s, err := openStore(env, c, readWrite)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	if split {
+		// The part index is verified with the store's trust, like
+		// the bundle it carries.
+		policy, err := storePolicy(s)
+		if err != nil {
+			return err
+		}
+		parts, err := openParts(c.Args().Slice(), policy, false)
+		if err != nil {
+			return err
+		}
+		defer parts.Close()
+		// The whole file's hash is in the signed index.
+		in = importInput{src: parts, explain: parts.Explain, total: int64(parts.x.Size), fileSum: parts.x.SHA256}
+	}
+	prog := cliutil.NewProgress(env, c.Bool("json"), "importing", in.total)
+	res, err := s.Import(c.Context, in.src, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: in.fileSum})
+	prog.Done()
+	if err != nil {
+		return in.explain(err)
+	}
+	warnExpiry(env, c, s, res)
+	if c.Bool("json") {
+		return cliutil.PrintJSON(env.Stdout, importView(inputName(path), res))
+	}
+	printImport(env, inputName(path), res)
+	return nil
+}
+
+// openImportFile opens the bundle file of an import: path, or with -
+// stdin copied to a temporary file first (at most --max-stdin-size
+// bytes), so that it is read like any file. closer releases it.
+func openImportFile(env *cliutil.Env, c *cli.Context, path string) (*os.File, io.Closer, error) {
+	if path != stdio {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
+		}
+		return f, f, nil
+	}
+	max, err := parseByteSize("--max-stdin-size", c.String("max-stdin-size"))
+	if err != nil {
+		return nil, nil, err
+	}
+	sp, err := spoolStdin(env, max)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sp.File, sp, nil
+}
+
+// fileInput is the import input of a whole bundle file: its artifacts'
+// size for the progress, and its hash, taken before the store reads it
+// (the audit entry of a refusal names the file by its hash, and the
+// store stops reading a refused file).
+func fileInput(f *os.File) (importInput, error) {
+	total, err := artifactBytes(f)
+	if err != nil {
+		return importInput{}, err
+	}
+	fileSum, err := fileSHA256(f)
+	if err != nil {
+		return importInput{}, err
+	}
+	return importInput{src: f, total: total, fileSum: fileSum, explain: func(err error) error { return err }}, nil
 }
 
 // artifactBytes reads the manifest at the head of f for the progress total

@@ -84,32 +84,14 @@ plain HTTP on the network is intended. SIGINT or SIGTERM stops it.`,
 	}
 }
 
+// runMirror runs 'ampbundle serve' until a signal, the end of ctx or a
+// server failure: every flag is checked and every listener opened before
+// anything is served or printed, so that a bad flag or address fails the
+// command with nothing started.
 func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
-	listen, cert, key := c.String("listen"), c.String("tls-cert"), c.String("tls-key")
-	if (cert == "") != (key == "") {
-		return cliutil.Usagef("give both --tls-cert and --tls-key, or neither")
-	}
-	if c.Int("max-conns") < 1 {
-		return cliutil.Usagef("--max-conns must be at least 1")
-	}
-	if c.Int("peer-share") < 1 {
-		return cliutil.Usagef("--peer-share must be at least 1")
-	}
-	if cert == "" && !cliutil.Loopback(listen) && !c.Bool("unsafe-listen") {
-		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the listen address is not a loopback address: plain http would be reachable from the network"),
-			"listen on 127.0.0.1, give --tls-cert and --tls-key, or say --unsafe-listen")
-	}
-	metricsListen := c.String("metrics-listen")
-	if metricsListen != "" && !cliutil.Loopback(metricsListen) && !c.Bool("unsafe-listen") {
-		return cliutil.WithHint(cliutil.Failf("unsafe_listen", "the metrics listen address is not a loopback address: the metrics would be reachable from the network"),
-			"give --metrics-listen a loopback address, or say --unsafe-listen")
-	}
-	var tlsCfg *tls.Config
-	if cert != "" {
-		var err error
-		if tlsCfg, err = cliutil.ServerTLS(cert, key); err != nil {
-			return err
-		}
+	tlsCfg, err := checkMirrorFlags(c)
+	if err != nil {
+		return err
 	}
 	lh, err := cliutil.ThrottleLog(c, slog.NewTextHandler(env.Stderr, nil))
 	if err != nil {
@@ -117,80 +99,26 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	}
 	log := slog.New(lh)
 	db := c.String("db")
-	sock := c.String("admin-socket")
-	if sock == "" {
-		sock = admin.SocketPath(db)
+	spool, removeSpool, err := mirrorSpool(c.String("spool"))
+	if err != nil {
+		return err
 	}
-	spool := c.String("spool")
-	if spool == "" {
-		dir, err := os.MkdirTemp("", "ampbundle-mirror-")
-		if err != nil {
-			return cliutil.Failf("io_error", "cannot create the spool folder").WithCause(err)
-		}
-		defer os.RemoveAll(dir)
-		spool = dir
-	}
-	open := func() (mirror.Source, error) {
-		s, err := resolver.Open(db, resolver.Options{Now: env.Now, ReadOnly: true, LockTimeout: storeLockTimeout})
-		if err == nil {
-			return s, nil
-		}
-		if errors.Is(err, resolver.ErrStoreInUse) {
-			if ac, aerr := admin.Dial(sock); aerr == nil {
-				return ac, nil
-			}
-		}
-		return nil, storeHint(err, db)
-	}
+	defer removeSpool()
+	open := mirrorOpener(env, db, c.String("admin-socket"))
 	m, err := mirror.New(mirror.Options{Open: open, SpoolDir: spool, Refresh: c.Duration("refresh"),
 		MaxInFlight: c.Int("max-in-flight"), MaxPeerInFlight: c.Int("max-in-flight") / c.Int("peer-share"), Logger: log,
 		ReadyRecheck: c.Duration("ready-recheck")})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", listen)
+	lns, err := listenMirror(c, tlsCfg)
 	if err != nil {
-		return cliutil.Failf("listen_failed", "cannot listen on the address").WithCause(err)
+		return err
 	}
-	var metricsLn net.Listener
-	if metricsListen != "" {
-		if metricsLn, err = net.Listen("tcp", metricsListen); err != nil {
-			ln.Close()
-			return cliutil.Failf("listen_failed", "cannot listen on the metrics address").WithCause(err)
-		}
-	}
-	ln = transport.LimitListener(ln, c.Int("max-conns"), c.Int("max-conns")/c.Int("peer-share"))
-	scheme := "http"
-	if tlsCfg != nil {
-		ln = tls.NewListener(ln, tlsCfg)
-		scheme = "https"
-	}
-	var handler http.Handler = m
-	if c.Bool("catalog") {
-		openCatalog := func() (catalog.Source, error) {
-			s, err := open()
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
-		}
-		ch, err := catalog.NewHandler(catalog.Options{Open: openCatalog, Now: env.Now, Logger: log, PeerShare: c.Int("peer-share")})
-		if err != nil {
-			ln.Close()
-			if metricsLn != nil {
-				metricsLn.Close()
-			}
-			return err
-		}
-		// The mirror keeps every other path exactly as before (no mux
-		// cleaning or redirects in front of it).
-		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasPrefix(r.URL.Path, catalog.Prefix) {
-				ch.ServeHTTP(w, r)
-				return
-			}
-			m.ServeHTTP(w, r)
-		})
+	handler, err := mirrorHandler(c, env, log, m, open)
+	if err != nil {
+		lns.close()
+		return err
 	}
 	srv := mirror.NewHTTPServer(handler, 0, log)
 	rctx, stop := context.WithCancel(ctx)
@@ -201,18 +129,11 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	sigs, stopSignals := env.StopSignals()
 	defer stopSignals()
 	errs := make(chan error, 2)
-	go func() { errs <- srv.Serve(ln) }()
-	url := scheme + "://" + ln.Addr().String()
+	go func() { errs <- srv.Serve(lns.main) }()
+	url := lns.scheme + "://" + lns.main.Addr().String()
 	startDoc := map[string]any{"listening": url, "generation": m.Generation()}
-	var metricsSrv *http.Server
-	metricsURL := ""
-	if metricsLn != nil {
-		mmux := http.NewServeMux()
-		mmux.Handle(mirror.MetricsPath, m.MetricsHandler())
-		metricsSrv = &http.Server{Handler: mmux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-			WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
-		go func() { errs <- metricsSrv.Serve(metricsLn) }()
-		metricsURL = "http://" + metricsLn.Addr().String() + mirror.MetricsPath
+	metricsSrv, metricsURL := serveMirrorMetrics(m, lns.metrics, errs)
+	if metricsURL != "" {
 		startDoc["metrics"] = metricsURL
 	}
 	log.Info("mirror serving", "url", url, "generation", m.Generation(), "metrics", metricsURL)
@@ -224,15 +145,7 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 			fmt.Fprintf(env.Stdout, "metrics on %s\n", metricsURL)
 		}
 	}
-	var runErr error
-	select {
-	case s := <-sigs:
-		log.Info("shutting down", "signal", s.String())
-	case <-ctx.Done():
-		log.Info("shutting down", "reason", "context ended")
-	case err := <-errs:
-		runErr = cliutil.Failf("serve_failed", "the server stopped").WithCause(err)
-	}
+	runErr := waitMirror(ctx, log, sigs, errs)
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -243,4 +156,164 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	}
 	cliutil.FlushLog(context.Background(), log)
 	return runErr
+}
+
+// checkMirrorFlags refuses what 'ampbundle serve' must not start with
+// (half a TLS pair, limits under 1, plain HTTP or metrics reachable from
+// the network unasked) and loads the TLS configuration, nil for plain
+// HTTP.
+func checkMirrorFlags(c *cli.Context) (*tls.Config, error) {
+	listen, cert, key := c.String("listen"), c.String("tls-cert"), c.String("tls-key")
+	if (cert == "") != (key == "") {
+		return nil, cliutil.Usagef("give both --tls-cert and --tls-key, or neither")
+	}
+	if c.Int("max-conns") < 1 {
+		return nil, cliutil.Usagef("--max-conns must be at least 1")
+	}
+	if c.Int("peer-share") < 1 {
+		return nil, cliutil.Usagef("--peer-share must be at least 1")
+	}
+	if cert == "" && !cliutil.Loopback(listen) && !c.Bool("unsafe-listen") {
+		return nil, cliutil.WithHint(cliutil.Failf("unsafe_listen", "the listen address is not a loopback address: plain http would be reachable from the network"),
+			"listen on 127.0.0.1, give --tls-cert and --tls-key, or say --unsafe-listen")
+	}
+	metricsListen := c.String("metrics-listen")
+	if metricsListen != "" && !cliutil.Loopback(metricsListen) && !c.Bool("unsafe-listen") {
+		return nil, cliutil.WithHint(cliutil.Failf("unsafe_listen", "the metrics listen address is not a loopback address: the metrics would be reachable from the network"),
+			"give --metrics-listen a loopback address, or say --unsafe-listen")
+	}
+	if cert == "" {
+		return nil, nil
+	}
+	return cliutil.ServerTLS(cert, key)
+}
+
+// mirrorSpool returns the folder the bundle files are served from: the
+// one given, or a fresh temporary folder that remove deletes on exit.
+func mirrorSpool(spool string) (dir string, remove func(), err error) {
+	if spool != "" {
+		return spool, func() {}, nil
+	}
+	dir, err = os.MkdirTemp("", "ampbundle-mirror-")
+	if err != nil {
+		return "", nil, cliutil.Failf("io_error", "cannot create the spool folder").WithCause(err)
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// mirrorOpener returns how the mirror reads the store at each snapshot:
+// the store file, read-only, or, when a running agent holds it, that
+// agent's admin socket (sock, or the one next to db).
+func mirrorOpener(env *cliutil.Env, db, sock string) func() (mirror.Source, error) {
+	if sock == "" {
+		sock = admin.SocketPath(db)
+	}
+	return func() (mirror.Source, error) {
+		s, err := resolver.Open(db, resolver.Options{Now: env.Now, ReadOnly: true, LockTimeout: storeLockTimeout})
+		if err == nil {
+			return s, nil
+		}
+		if errors.Is(err, resolver.ErrStoreInUse) {
+			if ac, aerr := admin.Dial(sock); aerr == nil {
+				return ac, nil
+			}
+		}
+		return nil, storeHint(err, db)
+	}
+}
+
+// mirrorListeners are the listeners of 'ampbundle serve': main (limited
+// by --max-conns and --peer-share, under TLS when configured, scheme
+// saying which) and metrics (nil without --metrics-listen).
+type mirrorListeners struct {
+	main, metrics net.Listener
+	scheme        string
+}
+
+// close closes both listeners (before anything was served on them).
+func (l mirrorListeners) close() {
+	l.main.Close()
+	if l.metrics != nil {
+		l.metrics.Close()
+	}
+}
+
+// listenMirror opens the listeners of 'ampbundle serve', closing the
+// first when the second cannot be opened.
+func listenMirror(c *cli.Context, tlsCfg *tls.Config) (mirrorListeners, error) {
+	ln, err := net.Listen("tcp", c.String("listen"))
+	if err != nil {
+		return mirrorListeners{}, cliutil.Failf("listen_failed", "cannot listen on the address").WithCause(err)
+	}
+	var metricsLn net.Listener
+	if metricsListen := c.String("metrics-listen"); metricsListen != "" {
+		if metricsLn, err = net.Listen("tcp", metricsListen); err != nil {
+			ln.Close()
+			return mirrorListeners{}, cliutil.Failf("listen_failed", "cannot listen on the metrics address").WithCause(err)
+		}
+	}
+	ln = transport.LimitListener(ln, c.Int("max-conns"), c.Int("max-conns")/c.Int("peer-share"))
+	scheme := "http"
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+		scheme = "https"
+	}
+	return mirrorListeners{main: ln, metrics: metricsLn, scheme: scheme}, nil
+}
+
+// mirrorHandler is what the main listener serves: the mirror, and the
+// read-only catalog under catalog.Prefix unless --catalog=false.
+func mirrorHandler(c *cli.Context, env *cliutil.Env, log *slog.Logger, m *mirror.Server, open func() (mirror.Source, error)) (http.Handler, error) {
+	if !c.Bool("catalog") {
+		return m, nil
+	}
+	openCatalog := func() (catalog.Source, error) {
+		s, err := open()
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	ch, err := catalog.NewHandler(catalog.Options{Open: openCatalog, Now: env.Now, Logger: log, PeerShare: c.Int("peer-share")})
+	if err != nil {
+		return nil, err
+	}
+	// The mirror keeps every other path exactly as before (no mux
+	// cleaning or redirects in front of it).
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, catalog.Prefix) {
+			ch.ServeHTTP(w, r)
+			return
+		}
+		m.ServeHTTP(w, r)
+	}), nil
+}
+
+// serveMirrorMetrics serves the mirror's metrics on ln, a listener of
+// their own, its failure sent to errs; it returns the server and the
+// metrics URL, or nil and "" without ln.
+func serveMirrorMetrics(m *mirror.Server, ln net.Listener, errs chan<- error) (*http.Server, string) {
+	if ln == nil {
+		return nil, ""
+	}
+	mmux := http.NewServeMux()
+	mmux.Handle(mirror.MetricsPath, m.MetricsHandler())
+	srv := &http.Server{Handler: mmux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+	go func() { errs <- srv.Serve(ln) }()
+	return srv, "http://" + ln.Addr().String() + mirror.MetricsPath
+}
+
+// waitMirror waits for what ends the mirror: a signal or the end of ctx
+// (a graceful stop, nil), or a server's failure (serve_failed).
+func waitMirror(ctx context.Context, log *slog.Logger, sigs <-chan os.Signal, errs <-chan error) error {
+	select {
+	case s := <-sigs:
+		log.Info("shutting down", "signal", s.String())
+	case <-ctx.Done():
+		log.Info("shutting down", "reason", "context ended")
+	case err := <-errs:
+		return cliutil.Failf("serve_failed", "the server stopped").WithCause(err)
+	}
+	return nil
 }

@@ -38,104 +38,143 @@ FILE - reads the bundle from stdin.`,
 			&cli.StringFlag{Name: "base", Usage: "for a delta: verify the full base bundle `OLD.ampb` too, and the omitted artifacts against it"},
 			jsonFlag,
 		},
-		Action: func(c *cli.Context) error {
-			split := c.NArg() >= 1 && c.Args().First() != stdio && isPartIndexFile(c.Args().First())
-			if !split {
-				if err := cliutil.ExactArgs(c, 1, "the bundle FILE (or a part index and the PLACEs of its parts)"); err != nil {
-					return err
-				}
-			}
-			if len(c.StringSlice("trust")) == 0 {
-				return cliutil.WithHint(cliutil.Usagef("missing required flag --trust"), "give the publisher's public key: --trust publisher.pub.pem or --trust did:key:z6Mk…")
-			}
-			policy, err := trustFlags(c.StringSlice("trust"))
-			if err != nil {
-				return err
-			}
-			path := c.Args().First()
-			var src io.Reader
-			explain := func(err error) error { return err }
-			var parts *partsInput
-			if split {
-				if parts, err = openParts(c.Args().Slice(), policy, false); err != nil {
-					return err
-				}
-				defer parts.Close()
-				src, explain = parts, parts.Explain
-			} else if path == stdio {
-				src = env.Stdin
-			} else {
-				f, err := os.Open(path)
-				if err != nil {
-					return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
-				}
-				defer f.Close()
-				src = f
-			}
-			var prog *cliutil.Progress
-			r, err := bundle.NewReader(src, bundle.ReaderOptions{Policy: policy, Now: env.Now, Progress: func(n int64) { prog.Update(n) }, AllowDelta: true})
-			if err != nil {
-				return explain(err)
-			}
-			var total int64
-			for _, a := range r.Manifest().Artifacts {
-				total += int64(a.Size)
-			}
-			prog = cliutil.NewProgress(env, c.Bool("json"), "verifying", total)
-			err = r.VerifyRest()
-			prog.Done()
-			if err != nil {
-				return explain(err)
-			}
-			out := map[string]any{"verified": true}
-			if split {
-				// The last part's and the whole's hashes are checked at the
-				// end of the stream, which VerifyRest reached.
-				if err := parts.Err(); err != nil {
-					return err
-				}
-				out["parts"] = map[string]any{"index": path, "count": len(parts.x.Parts), "signers": parts.signers}
-				fmt.Fprintf(env.Stderr, "read %d parts of %s, each matching the signed part index (signed by %s)\n", len(parts.x.Parts), cliutil.Sanitize(parts.x.Name), cliutil.SanitizeJoin(parts.signers, ", "))
-			}
-			sigs := catalog.SignaturesOf(r.Signatures(), r.Signers())
-			s := summarize(inputName(path), r.Manifest(), sigs, true)
-			out["bundle"] = s
-			if d := r.Delta(); d != nil {
-				dv := catalog.DeltaOf(r.Manifest(), d)
-				baseChecked := false
-				if c.IsSet("base") {
-					if err := verifyBase(env, r, c.String("base"), policy); err != nil {
-						return err
-					}
-					baseChecked = true
-				} else if dv.Omitted == 0 {
-					baseChecked = true
-				}
-				out["delta"], out["needs_base"] = dv, !baseChecked
-				if c.Bool("json") {
-					return cliutil.PrintJSON(env.Stdout, out)
-				}
-				if baseChecked {
-					fmt.Fprintf(env.Stdout, "verified delta with its base: signatures, the %d artifacts %s carries, and the %d artifacts (%d bytes) it takes from base %s, verified in %s\n",
-						len(s.Artifacts)-dv.Omitted, inputName(path), dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base), c.String("base"))
-				} else {
-					fmt.Fprintf(env.Stdout, "verified delta: signatures and the %d artifacts %s carries; %d artifacts (%d bytes) come from base %s and are verified on import into a store holding it, or here with --base\n",
-						len(s.Artifacts)-dv.Omitted, inputName(path), dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base))
-				}
-				printManifest(env.Stdout, s)
-				return nil
-			}
-			if c.IsSet("base") {
-				return cliutil.Usagef("--base applies to a delta bundle; %s is a full bundle", path)
-			}
-			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, out)
-			}
-			fmt.Fprintf(env.Stdout, "verified: signature and all %d artifacts of %s\n", len(s.Artifacts), inputName(path))
-			printManifest(env.Stdout, s)
-			return nil
-		},
+		Action: func(c *cli.Context) error { return runVerify(env, c) },
 	}
+}
+
+// runVerify is 'ampbundle verify': the bundle (a file, stdin, or a split
+// bundle's part index and parts) is verified whole against the --trust
+// keys, then reported as a full bundle or as a delta (reportDelta).
+func runVerify(env *cliutil.Env, c *cli.Context) error {
+	split := c.NArg() >= 1 && c.Args().First() != stdio && isPartIndexFile(c.Args().First())
+	if !split {
+		if err := cliutil.ExactArgs(c, 1, "the bundle FILE (or a part index and the PLACEs of its parts)"); err != nil {
+			return err
+		}
+	}
+	if len(c.StringSlice("trust")) == 0 {
+		return cliutil.WithHint(cliutil.Usagef("missing required flag --trust"), "give the publisher's public key: --trust publisher.pub.pem or --trust did:key:z6Mk…")
+	}
+	policy, err := trustFlags(c.StringSlice("trust"))
+	if err != nil {
+		return err
+	}
+	path := c.Args().First()
+	src, parts, closer, err := openVerifyInput(env, c, split, policy)
+	if err != nil {
+		return err
+	}
+	if closer != nil {
+		defer closer.Close()
+	}
+	explain := func(err error) error { return err }
+	if parts != nil {
+		explain = parts.Explain
+	}
+	r, err := verifyStream(env, c, src, policy)
+	if err != nil {
+		return explain(err)
+	}
+	out := map[string]any{"verified": true}
+	if split {
+		// The last part's and the whole's hashes are checked at the
+		// end of the stream, which VerifyRest reached.
+		if err := parts.Err(); err != nil {
+			return err
+		}
+		out["parts"] = map[string]any{"index": path, "count": len(parts.x.Parts), "signers": parts.signers}
+		fmt.Fprintf(env.Stderr, "read %d parts of %s, each matching the signed part index (signed by %s)\n", len(parts.x.Parts), cliutil.Sanitize(parts.x.Name), cliutil.SanitizeJoin(parts.signers, ", "))
+	}
+	sigs := catalog.SignaturesOf(r.Signatures(), r.Signers())
+	s := summarize(inputName(path), r.Manifest(), sigs, true)
+	out["bundle"] = s
+	if r.Delta() != nil {
+		return reportDelta(env, c, r, s, out, policy)
+	}
+	if c.IsSet("base") {
+		return cliutil.Usagef("--base applies to a delta bundle; %s is a full bundle", path)
+	}
+	if c.Bool("json") {
+		return cliutil.PrintJSON(env.Stdout, out)
+	}
+	fmt.Fprintf(env.Stdout, "verified: signature and all %d artifacts of %s\n", len(s.Artifacts), inputName(path))
+	printManifest(env.Stdout, s)
+	return nil
+}
+
+// openVerifyInput opens what verify reads: the parts of a split bundle
+// (parts, its index verified with policy), stdin, or the file. closer,
+// when not nil, releases it.
+func openVerifyInput(env *cliutil.Env, c *cli.Context, split bool, policy *bundle.Policy) (io.Reader, *partsInput, io.Closer, error) {
+	path := c.Args().First()
+	switch {
+	case split:
+		parts, err := openParts(c.Args().Slice(), policy, false)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return parts, parts, parts, nil
+	case path == stdio:
+		return env.Stdin, nil, nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, nil, cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
+	}
+	return f, nil, f, nil
+}
+
+// verifyStream verifies the bundle read from src: signature and manifest
+// first, then every artifact the file carries, with a progress sized by
+// the verified manifest.
+func verifyStream(env *cliutil.Env, c *cli.Context, src io.Reader, policy *bundle.Policy) (*bundle.Reader, error) {
+	var prog *cliutil.Progress
+	r, err := bundle.NewReader(src, bundle.ReaderOptions{Policy: policy, Now: env.Now, Progress: func(n int64) { prog.Update(n) }, AllowDelta: true})
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, a := range r.Manifest().Artifacts {
+		total += int64(a.Size)
+	}
+	prog = cliutil.NewProgress(env, c.Bool("json"), "verifying", total)
+	err = r.VerifyRest()
+	prog.Done()
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// reportDelta ends the verification of a delta: the artifacts it takes
+// from its base are verified against --base when given (or when it omits
+// none), and the report says which were verified and which are left to
+// the import.
+func reportDelta(env *cliutil.Env, c *cli.Context, r *bundle.Reader, s summary, out map[string]any, policy *bundle.Policy) error {
+	path := c.Args().First()
+	dv := catalog.DeltaOf(r.Manifest(), r.Delta())
+	baseChecked := false
+	if c.IsSet("base") {
+		if err := verifyBase(env, r, c.String("base"), policy); err != nil {
+			return err
+		}
+		baseChecked = true
+	} else if dv.Omitted == 0 {
+		baseChecked = true
+	}
+	out["delta"], out["needs_base"] = dv, !baseChecked
+	if c.Bool("json") {
+		return cliutil.PrintJSON(env.Stdout, out)
+	}
+	if baseChecked {
+		fmt.Fprintf(env.Stdout, "verified delta with its base: signatures, the %d artifacts %s carries, and the %d artifacts (%d bytes) it takes from base %s, verified in %s\n",
+			len(s.Artifacts)-dv.Omitted, inputName(path), dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base), c.String("base"))
+	} else {
+		fmt.Fprintf(env.Stdout, "verified delta: signatures and the %d artifacts %s carries; %d artifacts (%d bytes) come from base %s and are verified on import into a store holding it, or here with --base\n",
+			len(s.Artifacts)-dv.Omitted, inputName(path), dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base))
+	}
+	printManifest(env.Stdout, s)
+	return nil
 }
 
 // verifyBase verifies the full bundle at path (signatures, manifest, every
