@@ -299,46 +299,87 @@ func ReceiveTransfer(data []byte, o ReceiveOptions) (*Transfer, error) {
 	if err := json.Unmarshal(data, &m); err != nil || m == nil {
 		return nil, invalid("envelope is not a JSON object")
 	}
-	str := func(k string, required bool) (string, error) {
-		raw, ok := m[k]
-		if !ok || string(raw) == "null" {
-			if required {
-				return "", badEnvelope("envelope lacks %s", k)
-			}
-			return "", nil
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil || (required && s == "") || len(s) > maxIDBytes {
-			return "", badEnvelope("envelope %s must be a string of 1 to %d bytes", k, maxIDBytes)
-		}
-		return s, nil
+	if err := checkTransferKind(m); err != nil {
+		return nil, err
 	}
-	proto, err := str("protocol", true)
+	t, capability, exp, err := transferMembers(m)
 	if err != nil {
 		return nil, err
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	now := o.Now()
+	if err := checkTransferTimes(t.TS, exp, o, now); err != nil {
+		return nil, err
+	}
+	if err := checkProof(m, t, o, now); err != nil {
+		return nil, err
+	}
+	c, err := VerifyCapability(capability)
+	if err != nil {
+		return nil, err
+	}
+	t.Capability = c
+	return t, nil
+}
+
+// envelopeString reads the string member k of an envelope: absent or
+// null is "" (badEnvelope when required), present it must be a string of
+// at most maxIDBytes (and not empty when required).
+func envelopeString(m map[string]json.RawMessage, k string, required bool) (string, error) {
+	raw, ok := m[k]
+	if !ok || string(raw) == "null" {
+		if required {
+			return "", badEnvelope("envelope lacks %s", k)
+		}
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || (required && s == "") || len(s) > maxIDBytes {
+		return "", badEnvelope("envelope %s must be a string of 1 to %d bytes", k, maxIDBytes)
+	}
+	return s, nil
+}
+
+// checkTransferKind refuses an envelope of another protocol, or of a
+// kind other than capability (naming whether the kind is one of the
+// protocol's at all).
+func checkTransferKind(m map[string]json.RawMessage) error {
+	proto, err := envelopeString(m, "protocol", true)
+	if err != nil {
+		return err
 	}
 	if proto != Protocol {
-		return nil, amp.Named(0, ErrUnsupportedProtocol, "envelope protocol is not %s", Protocol)
+		return amp.Named(0, ErrUnsupportedProtocol, "envelope protocol is not %s", Protocol)
 	}
-	kind, err := str("kind", true)
+	kind, err := envelopeString(m, "kind", true)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if kind != KindCapability {
 		if knownKinds[kind] {
-			return nil, amp.Named(0, ErrUnsupportedKind, "a transfer must be of kind capability")
+			return amp.Named(0, ErrUnsupportedKind, "a transfer must be of kind capability")
 		}
-		return nil, amp.Named(0, ErrUnsupportedKind, "envelope kind is not a kind of %s", Protocol)
+		return amp.Named(0, ErrUnsupportedKind, "envelope kind is not a kind of %s", Protocol)
 	}
-	t := &Transfer{}
+	return nil
+}
+
+// transferMembers reads the members of a transfer envelope, each of its
+// type and within its bounds (invalid_envelope): the ids, ts, ext and
+// the body's capability object (returned unverified), and expires_at (exp,
+// nil when absent or null).
+func transferMembers(m map[string]json.RawMessage) (t *Transfer, capability json.RawMessage, exp *int64, err error) {
+	t = &Transfer{}
 	for _, f := range []struct {
 		k   string
 		dst *string
 		req bool
 	}{{"id", &t.ID, true}, {"channel", &t.Channel, true}, {"from", &t.From, true}, {"to", &t.To, false}, {"reply_to", nil, false}} {
-		s, err := str(f.k, f.req)
+		s, err := envelopeString(m, f.k, f.req)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		if f.dst != nil {
 			*f.dst = s
@@ -346,28 +387,34 @@ func ReceiveTransfer(data []byte, o ReceiveOptions) (*Transfer, error) {
 	}
 	ts, ok, err := intMember(m, "ts")
 	if err != nil || !ok {
-		return nil, badEnvelope("envelope ts must be an integer of Unix seconds")
+		return nil, nil, nil, badEnvelope("envelope ts must be an integer of Unix seconds")
 	}
-	exp, hasExp, err := intMember(m, "expires_at")
+	e, hasExp, err := intMember(m, "expires_at")
 	if err != nil {
-		return nil, badEnvelope("envelope expires_at must be an integer or null")
+		return nil, nil, nil, badEnvelope("envelope expires_at must be an integer or null")
+	}
+	if hasExp {
+		exp = &e
 	}
 	var body struct {
 		Capability json.RawMessage `json:"capability"`
 	}
 	if raw, ok := m["body"]; !ok || !isObject(raw) || json.Unmarshal(raw, &body) != nil || !isObject(body.Capability) {
-		return nil, badEnvelope("envelope body must be an object with a capability object")
+		return nil, nil, nil, badEnvelope("envelope body must be an object with a capability object")
 	}
 	if raw, ok := m["ext"]; ok {
 		if err := json.Unmarshal(raw, &t.Ext); err != nil || !isObject(raw) {
-			return nil, badEnvelope("envelope ext must be an object")
+			return nil, nil, nil, badEnvelope("envelope ext must be an object")
 		}
 	}
 	t.TS = ts
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	now := o.Now()
+	return t, body.Capability, exp, nil
+}
+
+// checkTransferTimes refuses an envelope whose ts is not within
+// [now-MaxAge, now+Skew] (the defaults where o gives none), or whose
+// expires_at (exp, when set) has passed.
+func checkTransferTimes(ts int64, exp *int64, o ReceiveOptions, now time.Time) error {
 	skew, maxAge := o.Skew, o.MaxAge
 	if skew <= 0 {
 		skew = DefaultSkew
@@ -376,23 +423,15 @@ func ReceiveTransfer(data []byte, o ReceiveOptions) (*Transfer, error) {
 		maxAge = DefaultMaxAge
 	}
 	if ts > now.Add(skew).Unix() {
-		return nil, amp.Named(0, ErrFutureTimestamp, "envelope ts is more than %s ahead of this clock", skew)
+		return amp.Named(0, ErrFutureTimestamp, "envelope ts is more than %s ahead of this clock", skew)
 	}
 	if ts < now.Add(-maxAge).Unix() {
-		return nil, amp.Named(0, ErrStaleTimestamp, "envelope ts is more than %s old", maxAge)
+		return amp.Named(0, ErrStaleTimestamp, "envelope ts is more than %s old", maxAge)
 	}
-	if hasExp && now.Unix() > exp {
-		return nil, amp.Named(0, ErrExpired, "envelope expires_at has passed")
+	if exp != nil && now.Unix() > *exp {
+		return amp.Named(0, ErrExpired, "envelope expires_at has passed")
 	}
-	if err := checkProof(m, t, o, now); err != nil {
-		return nil, err
-	}
-	c, err := VerifyCapability(body.Capability)
-	if err != nil {
-		return nil, err
-	}
-	t.Capability = c
-	return t, nil
+	return nil
 }
 
 // checkProof verifies the envelope's proof, or accepts its absence under

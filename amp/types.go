@@ -59,91 +59,58 @@ const (
 	TypeExtension Type = 0xF0
 )
 
+// typeNames is the registry of RFC 001 §4.3, indexed by type code: one
+// entry per registered type, "" for the codes left unregistered. It is a
+// table, not a switch, so that registering a type is one line.
+var typeNames = [...]string{
+	TypePing:            "PING",
+	TypePong:            "PONG",
+	TypeAck:             "ACK",
+	TypeProcOK:          "PROC_OK",
+	TypeProcFail:        "PROC_FAIL",
+	TypeContactRequest:  "CONTACT_REQUEST",
+	TypeContactResponse: "CONTACT_RESPONSE",
+	TypeContactRevoke:   "CONTACT_REVOKE",
+	TypeProcessing:      "PROCESSING",
+	TypeProgress:        "PROGRESS",
+	TypeInputRequired:   "INPUT_REQUIRED",
+	TypeError:           "ERROR",
+	TypeMessage:         "MESSAGE",
+	TypeRequest:         "REQUEST",
+	TypeResponse:        "RESPONSE",
+	TypeStreamStart:     "STREAM_START",
+	TypeStreamData:      "STREAM_DATA",
+	TypeStreamEnd:       "STREAM_END",
+	TypeBatch:           "BATCH",
+	TypeCapQuery:        "CAP_QUERY",
+	TypeCapDeclare:      "CAP_DECLARE",
+	TypeCapInvoke:       "CAP_INVOKE",
+	TypeCapResult:       "CAP_RESULT",
+	TypeDocSend:         "DOC_SEND",
+	TypeDocRequest:      "DOC_REQUEST",
+	TypeCredIssue:       "CRED_ISSUE",
+	TypeCredRequest:     "CRED_REQUEST",
+	TypeCredPresent:     "CRED_PRESENT",
+	TypeCredVerify:      "CRED_VERIFY",
+	TypeDelegGrant:      "DELEG_GRANT",
+	TypeDelegRevoke:     "DELEG_REVOKE",
+	TypeDelegQuery:      "DELEG_QUERY",
+	TypePresence:        "PRESENCE",
+	TypePresenceQuery:   "PRESENCE_QUERY",
+	TypePresenceSub:     "PRESENCE_SUB",
+	TypePresenceUnsub:   "PRESENCE_UNSUB",
+	TypeHello:           "HELLO",
+	TypeHelloAck:        "HELLO_ACK",
+	TypeHelloReject:     "HELLO_REJECT",
+	TypeExtension:       "EXTENSION",
+}
+
 // typeName returns the registry name of t, or "" when t is not registered.
 func typeName(t Type) string {
-	switch t {
-	case TypePing:
-		return "PING"
-	case TypePong:
-		return "PONG"
-	case TypeAck:
-		return "ACK"
-	case TypeProcOK:
-		return "PROC_OK"
-	case TypeProcFail:
-		return "PROC_FAIL"
-	case TypeContactRequest:
-		return "CONTACT_REQUEST"
-	case TypeContactResponse:
-		return "CONTACT_RESPONSE"
-	case TypeContactRevoke:
-		return "CONTACT_REVOKE"
-	case TypeProcessing:
-		return "PROCESSING"
-	case TypeProgress:
-		return "PROGRESS"
-	case TypeInputRequired:
-		return "INPUT_REQUIRED"
-	case TypeError:
-		return "ERROR"
-	case TypeMessage:
-		return "MESSAGE"
-	case TypeRequest:
-		return "REQUEST"
-	case TypeResponse:
-		return "RESPONSE"
-	case TypeStreamStart:
-		return "STREAM_START"
-	case TypeStreamData:
-		return "STREAM_DATA"
-	case TypeStreamEnd:
-		return "STREAM_END"
-	case TypeBatch:
-		return "BATCH"
-	case TypeCapQuery:
-		return "CAP_QUERY"
-	case TypeCapDeclare:
-		return "CAP_DECLARE"
-	case TypeCapInvoke:
-		return "CAP_INVOKE"
-	case TypeCapResult:
-		return "CAP_RESULT"
-	case TypeDocSend:
-		return "DOC_SEND"
-	case TypeDocRequest:
-		return "DOC_REQUEST"
-	case TypeCredIssue:
-		return "CRED_ISSUE"
-	case TypeCredRequest:
-		return "CRED_REQUEST"
-	case TypeCredPresent:
-		return "CRED_PRESENT"
-	case TypeCredVerify:
-		return "CRED_VERIFY"
-	case TypeDelegGrant:
-		return "DELEG_GRANT"
-	case TypeDelegRevoke:
-		return "DELEG_REVOKE"
-	case TypeDelegQuery:
-		return "DELEG_QUERY"
-	case TypePresence:
-		return "PRESENCE"
-	case TypePresenceQuery:
-		return "PRESENCE_QUERY"
-	case TypePresenceSub:
-		return "PRESENCE_SUB"
-	case TypePresenceUnsub:
-		return "PRESENCE_UNSUB"
-	case TypeHello:
-		return "HELLO"
-	case TypeHelloAck:
-		return "HELLO_ACK"
-	case TypeHelloReject:
-		return "HELLO_REJECT"
-	case TypeExtension:
-		return "EXTENSION"
+	if t >= Type(len(typeNames)) {
+		return ""
 	}
-	return ""
+	return typeNames[t]
 }
 
 // Known reports whether t is a registered type code of RFC 001 §4.3.

@@ -243,8 +243,28 @@ func NewHash(alg string) (hash.Hash, error) {
 }
 
 // Validate checks every rule of FORMAT.md §4 that the manifest alone can
-// decide.
+// decide: the header fields and counts, then each artifact, each
+// capability (and what its references name among the artifacts), then
+// the aliases (what they name among the capabilities), the first broken
+// rule reported.
 func (m *Manifest) Validate() error {
+	if err := m.validateHeader(); err != nil {
+		return err
+	}
+	byKey, err := m.validateArtifacts()
+	if err != nil {
+		return err
+	}
+	names, err := m.validateCapabilities(byKey)
+	if err != nil {
+		return err
+	}
+	return m.validateAliases(names)
+}
+
+// validateHeader checks the manifest's own fields and that its lists
+// are within the format's counts, before any list is walked.
+func (m *Manifest) validateHeader() error {
 	if m.Format != Format {
 		return fail(ErrUnknownFormat, "manifest format is not %s", Format)
 	}
@@ -266,84 +286,135 @@ func (m *Manifest) Validate() error {
 	if len(m.Artifacts) > MaxArtifacts || len(m.Capabilities) > MaxCapabilities || len(m.Aliases) > MaxAliases {
 		return fail(ErrTooLarge, "manifest lists more artifacts, capabilities or aliases than format %s allows", Format)
 	}
+	return nil
+}
+
+// validateArtifacts checks each artifact entry and their order (sorted
+// by key, no two keys equal even in letter case) and returns them by
+// key, for the capabilities' references.
+func (m *Manifest) validateArtifacts() (map[string]*ArtifactEntry, error) {
 	byKey := make(map[string]*ArtifactEntry, len(m.Artifacts))
 	folded := make(map[string]bool, len(m.Artifacts))
 	for i := range m.Artifacts {
 		a := &m.Artifacts[i]
 		if err := ValidateKey(a.Key); err != nil {
-			return err
+			return nil, err
 		}
 		if i > 0 {
 			switch c := strings.Compare(m.Artifacts[i-1].Key, a.Key); {
 			case c == 0:
-				return fail(ErrDuplicateKey, "two artifacts have the same key")
+				return nil, fail(ErrDuplicateKey, "two artifacts have the same key")
 			case c > 0:
-				return fail(ErrInconsistent, "artifacts are not sorted by key")
+				return nil, fail(ErrInconsistent, "artifacts are not sorted by key")
 			}
 		}
 		// Keys that differ only in case collide on case-insensitive file
 		// systems when exported.
 		if lower := strings.ToLower(a.Key); folded[lower] {
-			return fail(ErrDuplicateKey, "two artifact keys differ only in letter case")
+			return nil, fail(ErrDuplicateKey, "two artifact keys differ only in letter case")
 		} else {
 			folded[lower] = true
 		}
-		if a.MediaType == "" || len(a.MediaType) > maxMediaTypeLen || !strings.Contains(a.MediaType, "/") {
-			return fail(ErrInconsistent, "artifact media_type must be a media type")
-		}
-		if a.MediaType == MediaTypeDID && a.Size > amp.MaxDIDDocumentSize {
-			return fail(ErrTooLarge, "a did document artifact is larger than %d bytes", amp.MaxDIDDocumentSize)
-		}
-		n, ok := capability.HashSize(a.HashAlg)
-		if !ok || len(a.Hash) != n {
-			return fail(ErrInconsistent, "artifact hash_alg must be sha-256 or sha-512 with a hash of its size")
+		if err := a.validate(); err != nil {
+			return nil, err
 		}
 		byKey[a.Key] = a
 	}
+	return byKey, nil
+}
+
+// validate checks what one artifact entry says of itself: a media type,
+// the size a DID document may have, a hash of its algorithm's size.
+func (a *ArtifactEntry) validate() error {
+	if a.MediaType == "" || len(a.MediaType) > maxMediaTypeLen || !strings.Contains(a.MediaType, "/") {
+		return fail(ErrInconsistent, "artifact media_type must be a media type")
+	}
+	if a.MediaType == MediaTypeDID && a.Size > amp.MaxDIDDocumentSize {
+		return fail(ErrTooLarge, "a did document artifact is larger than %d bytes", amp.MaxDIDDocumentSize)
+	}
+	n, ok := capability.HashSize(a.HashAlg)
+	if !ok || len(a.Hash) != n {
+		return fail(ErrInconsistent, "artifact hash_alg must be sha-256 or sha-512 with a hash of its size")
+	}
+	return nil
+}
+
+// validateCapabilities checks each descriptor under the offline profile,
+// their order, and that every artifact a descriptor references (a
+// bridge, its schemas) is carried with the same hash; it returns the
+// capability names, for the aliases.
+func (m *Manifest) validateCapabilities(byKey map[string]*ArtifactEntry) (map[string]bool, error) {
 	names := make(map[string]bool, len(m.Capabilities))
 	for i := range m.Capabilities {
 		d := &m.Capabilities[i]
 		if err := d.Validate(capability.ProfileOffline); err != nil {
-			return fail(ErrInconsistent, "capability descriptor is not valid under the offline registry profile").WithCause(err)
+			return nil, fail(ErrInconsistent, "capability descriptor is not valid under the offline registry profile").WithCause(err)
 		}
 		if i > 0 {
 			p := &m.Capabilities[i-1]
 			if c := compareDescriptors(p, d); c == 0 {
-				return fail(ErrInconsistent, "two capability descriptors have the same id")
+				return nil, fail(ErrInconsistent, "two capability descriptors have the same id")
 			} else if c > 0 {
-				return fail(ErrInconsistent, "capabilities are not sorted by name and version")
+				return nil, fail(ErrInconsistent, "capabilities are not sorted by name and version")
 			}
 		}
 		names[d.Name] = true
-		if d.Bridge != nil {
-			a, ok := byKey[d.Bridge.ArtifactKey]
-			switch {
-			case d.Bridge.BundleID != m.BundleID || !ok:
-				return fail(ErrInconsistent, "a bridge reference names an artifact the bundle does not carry")
-			case a.MediaType != MediaTypeBridge:
-				return fail(ErrInconsistent, "a bridge reference names an artifact that is not a bridge")
-			case d.Bridge.HashAlg != a.HashAlg || !bytes.Equal(d.Bridge.Hash, a.Hash):
-				return fail(ErrInconsistent, "a bridge reference's hash differs from its artifact's")
-			case d.Bridge.MediaType != "" && d.Bridge.MediaType != a.MediaType:
-				return fail(ErrInconsistent, "a bridge reference's media type differs from its artifact's")
-			}
+		if err := m.validateBridgeRef(d, byKey); err != nil {
+			return nil, err
 		}
-		for _, ref := range []capability.SchemaRef{d.InputSchema, d.OutputSchema} {
-			if ref.BundleID != m.BundleID {
-				return fail(ErrInconsistent, "a schema reference names another bundle")
-			}
-			a, ok := byKey[ref.ArtifactKey]
-			if !ok {
-				return fail(ErrInconsistent, "a schema reference names an artifact the bundle does not carry")
-			}
-			if ref.HashAlg != a.HashAlg || !bytes.Equal(ref.Hash, a.Hash) {
-				return fail(ErrInconsistent, "a schema reference's hash differs from its artifact's")
-			}
-			if ref.MediaType != "" && ref.MediaType != a.MediaType {
-				return fail(ErrInconsistent, "a schema reference's media type differs from its artifact's")
-			}
+		if err := m.validateSchemaRefs(d, byKey); err != nil {
+			return nil, err
 		}
 	}
+	return names, nil
+}
+
+// validateBridgeRef checks that the bridge d references, if any, is an
+// artifact of this bundle with the media type of a bridge and the hash
+// the reference names.
+func (m *Manifest) validateBridgeRef(d *capability.Descriptor, byKey map[string]*ArtifactEntry) error {
+	if d.Bridge == nil {
+		return nil
+	}
+	a, ok := byKey[d.Bridge.ArtifactKey]
+	switch {
+	case d.Bridge.BundleID != m.BundleID || !ok:
+		return fail(ErrInconsistent, "a bridge reference names an artifact the bundle does not carry")
+	case a.MediaType != MediaTypeBridge:
+		return fail(ErrInconsistent, "a bridge reference names an artifact that is not a bridge")
+	case d.Bridge.HashAlg != a.HashAlg || !bytes.Equal(d.Bridge.Hash, a.Hash):
+		return fail(ErrInconsistent, "a bridge reference's hash differs from its artifact's")
+	case d.Bridge.MediaType != "" && d.Bridge.MediaType != a.MediaType:
+		return fail(ErrInconsistent, "a bridge reference's media type differs from its artifact's")
+	}
+	return nil
+}
+
+// validateSchemaRefs checks that d's input and output schemas are
+// artifacts of this bundle, with the hash (and media type, when given)
+// the references name.
+func (m *Manifest) validateSchemaRefs(d *capability.Descriptor, byKey map[string]*ArtifactEntry) error {
+	for _, ref := range []capability.SchemaRef{d.InputSchema, d.OutputSchema} {
+		if ref.BundleID != m.BundleID {
+			return fail(ErrInconsistent, "a schema reference names another bundle")
+		}
+		a, ok := byKey[ref.ArtifactKey]
+		if !ok {
+			return fail(ErrInconsistent, "a schema reference names an artifact the bundle does not carry")
+		}
+		if ref.HashAlg != a.HashAlg || !bytes.Equal(ref.Hash, a.Hash) {
+			return fail(ErrInconsistent, "a schema reference's hash differs from its artifact's")
+		}
+		if ref.MediaType != "" && ref.MediaType != a.MediaType {
+			return fail(ErrInconsistent, "a schema reference's media type differs from its artifact's")
+		}
+	}
+	return nil
+}
+
+// validateAliases checks each alias: printable text of bounded length
+// naming a capability this bundle carries.
+func (m *Manifest) validateAliases(names map[string]bool) error {
 	for typ, target := range m.Aliases {
 		if typ == "" || len(typ) > maxAliasLen || strings.ContainsFunc(typ, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
 			return fail(ErrInconsistent, "an alias must be 1 to %d bytes of printable text without spaces", maxAliasLen)

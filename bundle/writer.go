@@ -79,7 +79,9 @@ func Write(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOptions) 
 // index) to leave out.
 type deltaHook func(m *Manifest, signed []byte) (head []byte, omit []bool, err error)
 
-// writeBundle is Write, and WriteDelta when delta is set.
+// writeBundle is Write, and WriteDelta when delta is set. It reads every
+// artifact twice: once to hash it into the manifest (hashArtifacts), once
+// to copy it after the signed manifest (copyArtifacts), re-hashed.
 func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOptions, delta deltaHook) (*Manifest, error) {
 	if len(keys) == 0 {
 		return nil, fail(ErrInconsistent, "a bundle needs at least one signing key")
@@ -91,55 +93,14 @@ func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOpt
 	if _, err := NewHash(alg); err != nil {
 		return nil, err
 	}
-	m := &Manifest{Format: Format, BundleID: d.BundleID, Version: d.Version,
-		CreatedAt: d.CreatedAt.UTC().Truncate(time.Second), Publisher: d.Publisher, Aliases: d.Aliases}
-	if d.ExpiresAt != nil {
-		t := d.ExpiresAt.UTC().Truncate(time.Second)
-		m.ExpiresAt = &t
-	}
-	if m.Publisher == "" {
-		m.Publisher = amp.DIDKey(keys[0].Public().(ed25519.PublicKey))
-	}
-	if len(m.Aliases) == 0 {
-		m.Aliases = nil
-	}
+	m := draftManifest(d, keys)
 	srcs := append([]Source(nil), d.Artifacts...)
 	sort.SliceStable(srcs, func(i, j int) bool { return srcs[i].Key < srcs[j].Key })
-	// Pass 1: sizes and hashes.
-	for i, s := range srcs {
-		if err := ValidateKey(s.Key); err != nil {
-			return nil, err
-		}
-		if i > 0 && srcs[i-1].Key == s.Key {
-			return nil, fail(ErrDuplicateKey, "two artifacts have the key %s", s.Key)
-		}
-		size, sum := uint64(s.Size), s.Hash
-		if s.Hash == nil || s.Size < 0 {
-			var err error
-			if size, sum, err = hashSource(s, alg, nil, -1); err != nil {
-				return nil, err
-			}
-		}
-		m.Artifacts = append(m.Artifacts, ArtifactEntry{Key: s.Key, MediaType: s.MediaType, Size: size, HashAlg: alg, Hash: sum})
+	if err := m.hashArtifacts(srcs, alg); err != nil {
+		return nil, err
 	}
-	// Complete the schema references from the artifacts they name.
-	m.Capabilities = make([]capability.Descriptor, len(d.Capabilities))
-	copy(m.Capabilities, d.Capabilities)
-	for i := range m.Capabilities {
-		c := &m.Capabilities[i]
-		refs := []*capability.SchemaRef{&c.InputSchema, &c.OutputSchema}
-		if c.Bridge != nil {
-			b := *c.Bridge // the draft's reference stays as it was
-			c.Bridge = &b
-			refs = append(refs, c.Bridge)
-		}
-		for _, ref := range refs {
-			a, ok := m.Artifact(ref.ArtifactKey)
-			if !ok {
-				return nil, fail(ErrInconsistent, "capability %s references artifact %q that the bundle does not carry", c.ID(), ref.ArtifactKey)
-			}
-			ref.BundleID, ref.HashAlg, ref.Hash, ref.MediaType = m.BundleID, a.HashAlg, a.Hash, a.MediaType
-		}
+	if err := m.completeRefs(d.Capabilities); err != nil {
+		return nil, err
 	}
 	SortCapabilities(m.Capabilities)
 	payload, err := m.Encode() // validates every manifest rule
@@ -164,7 +125,84 @@ func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOpt
 	if _, err := w.Write(signed); err != nil {
 		return nil, fail(ErrIO, "cannot write the bundle").WithCause(err)
 	}
-	// Pass 2: the artifacts, in manifest order, each re-hashed as copied.
+	if err := m.copyArtifacts(w, srcs, alg, omit, opts.Progress); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// draftManifest is the manifest's header from the draft: times in UTC
+// whole seconds, the publisher defaulted to the first key's did:key, no
+// empty alias map (so that it encodes as absent).
+func draftManifest(d *Draft, keys []ed25519.PrivateKey) *Manifest {
+	m := &Manifest{Format: Format, BundleID: d.BundleID, Version: d.Version,
+		CreatedAt: d.CreatedAt.UTC().Truncate(time.Second), Publisher: d.Publisher, Aliases: d.Aliases}
+	if d.ExpiresAt != nil {
+		t := d.ExpiresAt.UTC().Truncate(time.Second)
+		m.ExpiresAt = &t
+	}
+	if m.Publisher == "" {
+		m.Publisher = amp.DIDKey(keys[0].Public().(ed25519.PublicKey))
+	}
+	if len(m.Aliases) == 0 {
+		m.Aliases = nil
+	}
+	return m
+}
+
+// hashArtifacts is the first pass: the artifact entries, in key order,
+// with sizes and hashes (read from each source unless the draft gives
+// both).
+func (m *Manifest) hashArtifacts(srcs []Source, alg string) error {
+	for i, s := range srcs {
+		if err := ValidateKey(s.Key); err != nil {
+			return err
+		}
+		if i > 0 && srcs[i-1].Key == s.Key {
+			return fail(ErrDuplicateKey, "two artifacts have the key %s", s.Key)
+		}
+		size, sum := uint64(s.Size), s.Hash
+		if s.Hash == nil || s.Size < 0 {
+			var err error
+			if size, sum, err = hashSource(s, alg, nil, -1); err != nil {
+				return err
+			}
+		}
+		m.Artifacts = append(m.Artifacts, ArtifactEntry{Key: s.Key, MediaType: s.MediaType, Size: size, HashAlg: alg, Hash: sum})
+	}
+	return nil
+}
+
+// completeRefs copies the draft's descriptors into m, their schema and
+// bridge references completed from the artifacts they name (bundle,
+// hash, media type); the draft's own references stay as they were.
+func (m *Manifest) completeRefs(ds []capability.Descriptor) error {
+	m.Capabilities = make([]capability.Descriptor, len(ds))
+	copy(m.Capabilities, ds)
+	for i := range m.Capabilities {
+		c := &m.Capabilities[i]
+		refs := []*capability.SchemaRef{&c.InputSchema, &c.OutputSchema}
+		if c.Bridge != nil {
+			b := *c.Bridge // the draft's reference stays as it was
+			c.Bridge = &b
+			refs = append(refs, c.Bridge)
+		}
+		for _, ref := range refs {
+			a, ok := m.Artifact(ref.ArtifactKey)
+			if !ok {
+				return fail(ErrInconsistent, "capability %s references artifact %q that the bundle does not carry", c.ID(), ref.ArtifactKey)
+			}
+			ref.BundleID, ref.HashAlg, ref.Hash, ref.MediaType = m.BundleID, a.HashAlg, a.Hash, a.MediaType
+		}
+	}
+	return nil
+}
+
+// copyArtifacts is the second pass: the artifacts, in manifest order,
+// each re-hashed as copied to w and refused if it is no longer what the
+// signed manifest says; those omit marks (a delta's) are left out.
+// progress, when set, is called with the bytes copied so far.
+func (m *Manifest) copyArtifacts(w io.Writer, srcs []Source, alg string, omit []bool, progress func(int64)) error {
 	var done int64
 	for i, s := range srcs {
 		e := m.Artifacts[i]
@@ -172,23 +210,23 @@ func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOpt
 			continue // a delta takes it from its base
 		}
 		if _, err := w.Write(ByteStringHead(e.Size)); err != nil {
-			return nil, fail(ErrIO, "cannot write the bundle").WithCause(err)
+			return fail(ErrIO, "cannot write the bundle").WithCause(err)
 		}
 		// At most one byte more than the manifest says is copied: a
 		// source that grew is refused without reading all of it.
 		size, sum, err := hashSource(s, alg, w, int64(e.Size)+1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if size != e.Size || subtle.ConstantTimeCompare(sum, e.Hash) != 1 {
-			return nil, fail(ErrSource, "artifact %s changed while the bundle was being written", e.Key)
+			return fail(ErrSource, "artifact %s changed while the bundle was being written", e.Key)
 		}
 		done += int64(size)
-		if opts.Progress != nil {
-			opts.Progress(done)
+		if progress != nil {
+			progress(done)
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // hashSource reads s once, hashing it and copying it to w when w is set;

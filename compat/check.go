@@ -452,93 +452,14 @@ func minRat(a, b *big.Rat) *big.Rat {
 	return a
 }
 
+// factsOf is what every instance the producer view va admits is known
+// to satisfy: the conjunction of its parts' assertions (addPart), then
+// the listed values narrowed to the admitted types and the types to
+// those of the listed values.
 func (c *checker) factsOf(va view) facts {
 	f := facts{types: tAll}
 	for _, p := range va.parts {
-		m := p.n.v.(map[string]any)
-		if t, ok := m["type"]; ok {
-			if ts, ok := typeOfKeyword(t); ok {
-				f.types &= ts
-			}
-		}
-		var vals []any
-		has := false
-		if e, ok := m["enum"].([]any); ok {
-			vals, has = e, true
-		}
-		if cv, ok := m["const"]; ok {
-			vals, has = []any{cv}, true
-		}
-		if has {
-			if !f.hasEnum {
-				f.enum, f.hasEnum = append([]any(nil), vals...), true
-			} else {
-				var keep []any
-				for _, x := range f.enum {
-					for _, y := range vals {
-						if equal(x, y) {
-							keep = append(keep, x)
-							break
-						}
-					}
-				}
-				f.enum = keep
-			}
-		}
-		if r, ok := ratOf(m["minimum"]); ok {
-			f.lower = tighterLower(f.lower, &bound{r: r})
-		}
-		if r, ok := ratOf(m["exclusiveMinimum"]); ok {
-			f.lower = tighterLower(f.lower, &bound{r: r, excl: true})
-		}
-		if r, ok := ratOf(m["maximum"]); ok {
-			f.upper = tighterUpper(f.upper, &bound{r: r})
-		}
-		if r, ok := ratOf(m["exclusiveMaximum"]); ok {
-			f.upper = tighterUpper(f.upper, &bound{r: r, excl: true})
-		}
-		if r, ok := ratOf(m["multipleOf"]); ok && r.Sign() > 0 {
-			f.mults = append(f.mults, r)
-		}
-		if r, ok := intOf(m["minLength"]); ok {
-			f.minLen = maxRat(f.minLen, r)
-		}
-		if r, ok := intOf(m["maxLength"]); ok {
-			f.maxLen = minRat(f.maxLen, r)
-		}
-		if s, ok := m["pattern"].(string); ok {
-			f.patterns = setAdd(f.patterns, s)
-		}
-		if s, ok := m["format"].(string); ok {
-			f.formats = setAdd(f.formats, s)
-		}
-		if r, ok := intOf(m["minItems"]); ok {
-			f.minItems = maxRat(f.minItems, r)
-		}
-		if r, ok := intOf(m["maxItems"]); ok {
-			f.maxItems = minRat(f.maxItems, r)
-		}
-		if u, ok := m["uniqueItems"].(bool); ok && u {
-			f.unique = true
-		}
-		if r, ok := intOf(m["minProperties"]); ok {
-			f.minProps = maxRat(f.minProps, r)
-		}
-		if r, ok := intOf(m["maxProperties"]); ok {
-			f.maxProps = minRat(f.maxProps, r)
-		}
-		if req, ok := m["required"].([]any); ok {
-			for _, r := range req {
-				if s, ok := r.(string); ok {
-					f.required = setAdd(f.required, s)
-				}
-			}
-		}
-		for _, kw := range opaqueKeywords {
-			if _, ok := m[kw]; ok {
-				f.opaque = true
-			}
-		}
+		f.addPart(p.n.v.(map[string]any))
 	}
 	if f.hasEnum {
 		var t typeSet
@@ -553,6 +474,109 @@ func (c *checker) factsOf(va view) facts {
 		f.types &= t
 	}
 	return f
+}
+
+// addPart adds what one part (an object schema m) asserts: its types,
+// listed values (addListed), numeric and length bounds, patterns and
+// formats, counts and required members (addCounts); a keyword the
+// checker does not use makes the facts opaque.
+func (f *facts) addPart(m map[string]any) {
+	if t, ok := m["type"]; ok {
+		if ts, ok := typeOfKeyword(t); ok {
+			f.types &= ts
+		}
+	}
+	f.addListed(m)
+	if r, ok := ratOf(m["minimum"]); ok {
+		f.lower = tighterLower(f.lower, &bound{r: r})
+	}
+	if r, ok := ratOf(m["exclusiveMinimum"]); ok {
+		f.lower = tighterLower(f.lower, &bound{r: r, excl: true})
+	}
+	if r, ok := ratOf(m["maximum"]); ok {
+		f.upper = tighterUpper(f.upper, &bound{r: r})
+	}
+	if r, ok := ratOf(m["exclusiveMaximum"]); ok {
+		f.upper = tighterUpper(f.upper, &bound{r: r, excl: true})
+	}
+	if r, ok := ratOf(m["multipleOf"]); ok && r.Sign() > 0 {
+		f.mults = append(f.mults, r)
+	}
+	if r, ok := intOf(m["minLength"]); ok {
+		f.minLen = maxRat(f.minLen, r)
+	}
+	if r, ok := intOf(m["maxLength"]); ok {
+		f.maxLen = minRat(f.maxLen, r)
+	}
+	if s, ok := m["pattern"].(string); ok {
+		f.patterns = setAdd(f.patterns, s)
+	}
+	if s, ok := m["format"].(string); ok {
+		f.formats = setAdd(f.formats, s)
+	}
+	f.addCounts(m)
+	for _, kw := range opaqueKeywords {
+		if _, ok := m[kw]; ok {
+			f.opaque = true
+		}
+	}
+}
+
+// addListed intersects the listed values with the part's enum or const
+// (const wins when both are given).
+func (f *facts) addListed(m map[string]any) {
+	var vals []any
+	has := false
+	if e, ok := m["enum"].([]any); ok {
+		vals, has = e, true
+	}
+	if cv, ok := m["const"]; ok {
+		vals, has = []any{cv}, true
+	}
+	if !has {
+		return
+	}
+	if !f.hasEnum {
+		f.enum, f.hasEnum = append([]any(nil), vals...), true
+		return
+	}
+	var keep []any
+	for _, x := range f.enum {
+		for _, y := range vals {
+			if equal(x, y) {
+				keep = append(keep, x)
+				break
+			}
+		}
+	}
+	f.enum = keep
+}
+
+// addCounts adds the part's item and property counts, uniqueness and
+// required members.
+func (f *facts) addCounts(m map[string]any) {
+	if r, ok := intOf(m["minItems"]); ok {
+		f.minItems = maxRat(f.minItems, r)
+	}
+	if r, ok := intOf(m["maxItems"]); ok {
+		f.maxItems = minRat(f.maxItems, r)
+	}
+	if u, ok := m["uniqueItems"].(bool); ok && u {
+		f.unique = true
+	}
+	if r, ok := intOf(m["minProperties"]); ok {
+		f.minProps = maxRat(f.minProps, r)
+	}
+	if r, ok := intOf(m["maxProperties"]); ok {
+		f.maxProps = minRat(f.maxProps, r)
+	}
+	if req, ok := m["required"].([]any); ok {
+		for _, r := range req {
+			if s, ok := r.(string); ok {
+				f.required = setAdd(f.required, s)
+			}
+		}
+	}
 }
 
 func tighterLower(a, b *bound) *bound {
@@ -669,85 +693,112 @@ func (c *checker) keywordsA(va view, f facts, p part, m map[string]any, kw strin
 			add(finding(Incompatible, "type_narrowed", p, kw, "%s no longer accepted", (f.types &^ t).String()))
 		}
 	case kw == "enum" || kw == "const":
-		var allowed []any
-		if kw == "enum" {
-			e, ok := val.([]any)
-			if !ok {
-				add(finding(Unknown, "invalid_keyword", p, kw, ""))
-				return true
-			}
-			allowed = e
-		} else {
-			allowed = []any{val}
-		}
-		rule := "enum_narrowed"
-		if kw == "const" {
-			rule = "const_changed"
-		}
-		if !f.hasEnum {
-			if f.types == tNull && containsValue(allowed, nil) {
-				return true
-			}
-			if f.types == tInt && f.lower != nil && f.upper != nil {
-				// A bounded integer range is finite: listed
-				// when every integer in it is.
-				switch integersListed(f, allowed) {
-				case Incompatible:
-					add(finding(Incompatible, rule, p, kw, "an integer of the producer's range is not listed"))
-				case Unknown:
-					add(finding(Unknown, rule, p, kw, "the producer's integer range is too large to compare with listed values"))
-				}
-				return true
-			}
-			add(finding(Incompatible, rule, p, kw, "the producer is not limited to listed values"))
-			return true
-		}
-		for i, x := range f.enum {
-			if !containsValue(allowed, x) {
-				add(finding(Incompatible, rule, p, kw, "value %d of the producer's list is not accepted", i))
-				break
-			}
-		}
+		listedKeyword(f, p, kw, val, add)
 	case kw == "minimum" || kw == "exclusiveMinimum" || kw == "maximum" || kw == "exclusiveMaximum":
-		if f.types&tNum == 0 {
-			return true
-		}
-		r, ok := ratOf(val)
-		if !ok {
-			add(finding(Unknown, "invalid_keyword", p, kw, ""))
-			return true
-		}
-		if !c.numBound(f, kw, r) {
-			add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
-		}
+		c.numBoundKeyword(f, p, kw, val, add)
 	case kw == "multipleOf":
-		if f.types&tNum == 0 {
-			return true
-		}
-		r, ok := ratOf(val)
-		if !ok || r.Sign() <= 0 {
-			add(finding(Unknown, "invalid_keyword", p, kw, ""))
-			return true
-		}
-		if !multipleOK(f, r) {
-			add(finding(Incompatible, "multiple_of_changed", p, kw, "multipleOf %s", r.RatString()))
-		}
+		multipleOfKeyword(f, p, kw, val, add)
 	case kw == "minLength" || kw == "maxLength":
-		if f.types&tString == 0 {
-			return true
-		}
-		r, ok := intOf(val)
-		if !ok {
-			add(finding(Unknown, "invalid_keyword", p, kw, ""))
-			return true
-		}
-		if !lenOK(f, kw, r) {
-			add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
-		}
+		lengthKeyword(f, p, kw, val, add)
 	default:
 		return false
 	}
 	return true
+}
+
+// listedKeyword checks the consumer's enum or const: every value the
+// producer may send must be listed. A producer that lists no values is
+// only limited to them when it sends nothing but null, or integers of a
+// bounded range small enough to enumerate.
+func listedKeyword(f facts, p part, kw string, val any, add func(Finding)) {
+	var allowed []any
+	if kw == "enum" {
+		e, ok := val.([]any)
+		if !ok {
+			add(finding(Unknown, "invalid_keyword", p, kw, ""))
+			return
+		}
+		allowed = e
+	} else {
+		allowed = []any{val}
+	}
+	rule := "enum_narrowed"
+	if kw == "const" {
+		rule = "const_changed"
+	}
+	if !f.hasEnum {
+		if f.types == tNull && containsValue(allowed, nil) {
+			return
+		}
+		if f.types == tInt && f.lower != nil && f.upper != nil {
+			// A bounded integer range is finite: listed
+			// when every integer in it is.
+			switch integersListed(f, allowed) {
+			case Incompatible:
+				add(finding(Incompatible, rule, p, kw, "an integer of the producer's range is not listed"))
+			case Unknown:
+				add(finding(Unknown, rule, p, kw, "the producer's integer range is too large to compare with listed values"))
+			}
+			return
+		}
+		add(finding(Incompatible, rule, p, kw, "the producer is not limited to listed values"))
+		return
+	}
+	for i, x := range f.enum {
+		if !containsValue(allowed, x) {
+			add(finding(Incompatible, rule, p, kw, "value %d of the producer's list is not accepted", i))
+			break
+		}
+	}
+}
+
+// numBoundKeyword checks a consumer's numeric bound (minimum,
+// exclusiveMinimum, maximum, exclusiveMaximum) against the producer's,
+// when the producer may send numbers.
+func (c *checker) numBoundKeyword(f facts, p part, kw string, val any, add func(Finding)) {
+	if f.types&tNum == 0 {
+		return
+	}
+	r, ok := ratOf(val)
+	if !ok {
+		add(finding(Unknown, "invalid_keyword", p, kw, ""))
+		return
+	}
+	if !c.numBound(f, kw, r) {
+		add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
+	}
+}
+
+// multipleOfKeyword checks a consumer's multipleOf: every number the
+// producer may send must be a multiple of it.
+func multipleOfKeyword(f facts, p part, kw string, val any, add func(Finding)) {
+	if f.types&tNum == 0 {
+		return
+	}
+	r, ok := ratOf(val)
+	if !ok || r.Sign() <= 0 {
+		add(finding(Unknown, "invalid_keyword", p, kw, ""))
+		return
+	}
+	if !multipleOK(f, r) {
+		add(finding(Incompatible, "multiple_of_changed", p, kw, "multipleOf %s", r.RatString()))
+	}
+}
+
+// lengthKeyword checks a consumer's minLength or maxLength against the
+// producer's string lengths.
+func lengthKeyword(f facts, p part, kw string, val any, add func(Finding)) {
+	if f.types&tString == 0 {
+		return
+	}
+	r, ok := intOf(val)
+	if !ok {
+		add(finding(Unknown, "invalid_keyword", p, kw, ""))
+		return
+	}
+	if !lenOK(f, kw, r) {
+		add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
+	}
 }
 
 // keywordsB is the second third of keywords' switch: patterns, formats,
@@ -756,35 +807,7 @@ func (c *checker) keywordsA(va view, f facts, p part, m map[string]any, kw strin
 func (c *checker) keywordsB(va view, f facts, p part, m map[string]any, kw string, val any, add func(Finding)) bool {
 	switch {
 	case kw == "pattern":
-		if f.types&tString == 0 {
-			return true
-		}
-		s, ok := val.(string)
-		if !ok {
-			add(finding(Unknown, "invalid_keyword", p, kw, ""))
-			return true
-		}
-		if f.patterns[s] {
-			return true
-		}
-		if f.hasEnum {
-			re := c.compile(s)
-			if re == nil {
-				add(finding(Unknown, "invalid_keyword", p, kw, "the pattern does not compile"))
-				return true
-			}
-			okAll := true
-			for _, x := range f.enum {
-				if xs, ok := x.(string); ok && !re.MatchString(xs) {
-					okAll = false
-				}
-			}
-			if !okAll {
-				add(finding(Incompatible, "pattern_changed", p, kw, "a listed value no longer matches"))
-			}
-			return true
-		}
-		add(finding(Incompatible, "pattern_changed", p, kw, "the pattern is not one the producer guarantees"))
+		c.patternKeyword(f, p, kw, val, add)
 	case kw == "format":
 		if f.types&tString == 0 {
 			return true
@@ -799,25 +822,7 @@ func (c *checker) keywordsB(va view, f facts, p part, m map[string]any, kw strin
 		}
 		add(finding(Incompatible, "format_changed", p, kw, "format %q is not one the producer guarantees", s))
 	case kw == "minItems" || kw == "maxItems" || kw == "minProperties" || kw == "maxProperties":
-		t := tArray
-		if kw == "minProperties" || kw == "maxProperties" {
-			t = tObject
-		}
-		if f.types&t == 0 {
-			return true
-		}
-		r, ok := intOf(val)
-		if !ok {
-			add(finding(Unknown, "invalid_keyword", p, kw, ""))
-			return true
-		}
-		if f.hasEnum {
-			add(finding(Unknown, "enum_not_checked", p, kw, "listed values are not checked against %s", kw))
-			return true
-		}
-		if !countOK(f, kw, r) {
-			add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
-		}
+		countKeyword(f, p, kw, val, add)
 	case kw == "uniqueItems":
 		u, _ := val.(bool)
 		if !u || f.types&tArray == 0 || f.unique {
@@ -828,27 +833,91 @@ func (c *checker) keywordsB(va view, f facts, p part, m map[string]any, kw strin
 		}
 		add(finding(Incompatible, "unique_items_added", p, kw, ""))
 	case kw == "required":
-		if f.types&tObject == 0 {
-			return true
-		}
-		req, ok := val.([]any)
-		if !ok {
-			add(finding(Unknown, "invalid_keyword", p, kw, ""))
-			return true
-		}
-		if f.hasEnum {
-			add(finding(Unknown, "enum_not_checked", p, kw, "listed values are not checked against required"))
-			return true
-		}
-		for _, r := range req {
-			if s, ok := r.(string); ok && !f.required[s] {
-				add(finding(Incompatible, "required_added", p, kw, "property %q", s))
-			}
-		}
+		requiredKeyword(f, p, kw, val, add)
 	default:
 		return false
 	}
 	return true
+}
+
+// patternKeyword checks a consumer's pattern: the producer guarantees
+// the same pattern, or every string it lists matches it.
+func (c *checker) patternKeyword(f facts, p part, kw string, val any, add func(Finding)) {
+	if f.types&tString == 0 {
+		return
+	}
+	s, ok := val.(string)
+	if !ok {
+		add(finding(Unknown, "invalid_keyword", p, kw, ""))
+		return
+	}
+	if f.patterns[s] {
+		return
+	}
+	if !f.hasEnum {
+		add(finding(Incompatible, "pattern_changed", p, kw, "the pattern is not one the producer guarantees"))
+		return
+	}
+	re := c.compile(s)
+	if re == nil {
+		add(finding(Unknown, "invalid_keyword", p, kw, "the pattern does not compile"))
+		return
+	}
+	okAll := true
+	for _, x := range f.enum {
+		if xs, ok := x.(string); ok && !re.MatchString(xs) {
+			okAll = false
+		}
+	}
+	if !okAll {
+		add(finding(Incompatible, "pattern_changed", p, kw, "a listed value no longer matches"))
+	}
+}
+
+// countKeyword checks a consumer's item or property count against the
+// producer's, when the producer may send arrays (objects).
+func countKeyword(f facts, p part, kw string, val any, add func(Finding)) {
+	t := tArray
+	if kw == "minProperties" || kw == "maxProperties" {
+		t = tObject
+	}
+	if f.types&t == 0 {
+		return
+	}
+	r, ok := intOf(val)
+	if !ok {
+		add(finding(Unknown, "invalid_keyword", p, kw, ""))
+		return
+	}
+	if f.hasEnum {
+		add(finding(Unknown, "enum_not_checked", p, kw, "listed values are not checked against %s", kw))
+		return
+	}
+	if !countOK(f, kw, r) {
+		add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
+	}
+}
+
+// requiredKeyword checks a consumer's required: every member it requires
+// must be one the producer requires.
+func requiredKeyword(f facts, p part, kw string, val any, add func(Finding)) {
+	if f.types&tObject == 0 {
+		return
+	}
+	req, ok := val.([]any)
+	if !ok {
+		add(finding(Unknown, "invalid_keyword", p, kw, ""))
+		return
+	}
+	if f.hasEnum {
+		add(finding(Unknown, "enum_not_checked", p, kw, "listed values are not checked against required"))
+		return
+	}
+	for _, r := range req {
+		if s, ok := r.(string); ok && !f.required[s] {
+			add(finding(Incompatible, "required_added", p, kw, "property %q", s))
+		}
+	}
 }
 
 // keywordsC is the rest of keywords' switch: dependencies, applicators

@@ -24,9 +24,29 @@ func (c *checker) inhabited(s *side, ps []part) bool {
 		return true
 	}
 	v := c.flatten(s, ps)
-	if v.never || len(v.bad) > 0 {
+	if v.never || len(v.bad) > 0 || !factsCover(v) {
 		return false
 	}
+	f := c.factsOf(v)
+	if f.opaque || f.types == 0 {
+		return false
+	}
+	if f.hasEnum {
+		for _, x := range f.enum {
+			if c.scalarWitness(f, x) {
+				return true
+			}
+		}
+		return false
+	}
+	return plainWitness(f)
+}
+
+// factsCover reports whether the facts of the flattened view v say all
+// that its parts assert, as far as a witness goes: no oneOf (a witness of
+// one branch may match another), every anyOf expanded into the view, and
+// a "type" and an "enum" of the shapes factsOf reads.
+func factsCover(v view) bool {
 	have := map[string]bool{}
 	for _, p := range v.parts {
 		have[p.n.id()] = true
@@ -54,18 +74,13 @@ func (c *checker) inhabited(s *side, ps []part) bool {
 			}
 		}
 	}
-	f := c.factsOf(v)
-	if f.opaque || f.types == 0 {
-		return false
-	}
-	if f.hasEnum {
-		for _, x := range f.enum {
-			if c.scalarWitness(f, x) {
-				return true
-			}
-		}
-		return false
-	}
+	return true
+}
+
+// plainWitness reports whether the facts f, listing no values, admit a
+// null, a boolean, a string, a number, the empty object or the empty
+// array.
+func plainWitness(f facts) bool {
 	if f.types&(tNull|tBool) != 0 {
 		return true // null and booleans meet every other keyword
 	}

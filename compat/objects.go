@@ -19,35 +19,72 @@ func (c *checker) propertyParts(s *side, v view, name string, other bool) []part
 	return ps
 }
 
+// propertyPartsUnc is propertyParts with what could not be decided: for
+// each part, the subschemas its properties, patternProperties and
+// additionalProperties give the property (memberParts), then its
+// unevaluatedProperties where no part of its scope evaluates the name
+// (evaluatedIn).
 func (c *checker) propertyPartsUnc(v view, name string, other, ignorePatterns bool) (out []part, unc []Finding) {
-	// evaluated reports, per scope, whether name is evaluated by some part
-	// and whether that is certain.
-	type scopeInfo struct {
-		scope                int
-		evaluated, uncertain bool
-	}
-	var scopes []scopeInfo
-	get := func(scope int) *scopeInfo {
-		for i := range scopes {
-			if scopes[i].scope == scope {
-				return &scopes[i]
+	scopes := c.evaluatedIn(v, name, other, ignorePatterns)
+	for _, p := range v.parts {
+		m := p.n.v.(map[string]any)
+		out, unc = c.memberParts(p, m, name, other, ignorePatterns, out, unc)
+		if _, ok := m["unevaluatedProperties"]; ok {
+			si := scopes.get(p.scope)
+			switch {
+			case si.uncertain:
+				unc = append(unc, finding(Unknown, "undecided_keyword", p, "unevaluatedProperties", "evaluated properties depend on the instance"))
+			case !si.evaluated:
+				if ch, ok := p.n.child("unevaluatedProperties"); ok {
+					out = append(out, part{n: ch, path: p.path + "/unevaluatedProperties", scope: p.scope})
+				}
 			}
 		}
-		scopes = append(scopes, scopeInfo{scope: scope})
-		return &scopes[len(scopes)-1]
 	}
+	return out, unc
+}
+
+// evalScope says, for one scope, whether the property is evaluated by
+// some part of it and whether that is certain: what decides whether its
+// unevaluatedProperties applies.
+type evalScope struct {
+	scope                int
+	evaluated, uncertain bool
+}
+
+// evalScopes are the scopes of a view's parts, in the order met.
+type evalScopes []evalScope
+
+// get returns the entry of scope, appending a fresh one if there is
+// none.
+func (ss *evalScopes) get(scope int) *evalScope {
+	for i := range *ss {
+		if (*ss)[i].scope == scope {
+			return &(*ss)[i]
+		}
+	}
+	*ss = append(*ss, evalScope{scope: scope})
+	return &(*ss)[len(*ss)-1]
+}
+
+// evaluatedIn computes, per scope, whether the property (name, or an
+// unlisted one with other) is evaluated there: only when some part has
+// unevaluatedProperties (nil otherwise). A conditional applicator, or a
+// pattern that cannot be decided, makes it uncertain.
+func (c *checker) evaluatedIn(v view, name string, other, ignorePatterns bool) evalScopes {
 	hasUneval := false
 	for _, p := range v.parts {
 		if _, ok := p.n.v.(map[string]any)["unevaluatedProperties"]; ok {
 			hasUneval = true
 		}
 	}
+	if !hasUneval {
+		return nil
+	}
+	var scopes evalScopes
 	for _, p := range v.parts {
-		if !hasUneval {
-			break
-		}
 		m := p.n.v.(map[string]any)
-		si := get(p.scope)
+		si := scopes.get(p.scope)
 		for _, kw := range conditional {
 			if _, ok := m[kw]; ok {
 				si.uncertain = true
@@ -62,71 +99,80 @@ func (c *checker) propertyPartsUnc(v view, name string, other, ignorePatterns bo
 			}
 		}
 		if pp, ok := m["patternProperties"].(map[string]any); ok && len(pp) > 0 && !ignorePatterns {
-			if other {
-				si.uncertain = true
-			} else {
-				for pat := range pp {
-					re := c.compile(pat)
-					if re == nil {
-						si.uncertain = true
-					} else if re.MatchString(name) {
-						si.evaluated = true
-					}
-				}
-			}
+			c.patternsEvaluate(si, pp, name, other)
 		}
 	}
-	for _, p := range v.parts {
-		m := p.n.v.(map[string]any)
-		props, _ := m["properties"].(map[string]any)
-		if _, ok := props[name]; ok && !other {
-			if ch, ok := p.n.child("properties", name); ok {
-				out = append(out, part{n: ch, path: p.path + "/properties/" + escape(name), scope: p.scope})
-			}
-		} else {
-			matched := false
-			patterned := false
-			if pp, ok := m["patternProperties"].(map[string]any); ok && len(pp) > 0 && !ignorePatterns {
-				patterned = true
-				if !other {
-					for _, pat := range sortedKeys(pp) {
-						re := c.compile(pat)
-						if re == nil {
-							unc = append(unc, finding(Unknown, "invalid_keyword", p, "patternProperties", "a pattern does not compile"))
-							continue
-						}
-						if re.MatchString(name) {
-							matched = true
-							if ch, ok := p.n.child("patternProperties", pat); ok {
-								out = append(out, part{n: ch, path: p.path + "/patternProperties/" + escape(pat), scope: p.scope})
-							}
-						}
-					}
-				}
-			}
-			if other && patterned {
-				// An unlisted name may match a pattern: only the same
-				// patterns on both sides are decided (ignorePatterns).
-				unc = append(unc, finding(Unknown, "undecided_keyword", p, "patternProperties", "patterns are only compared for identity"))
-			} else if _, ok := m["additionalProperties"]; ok && !matched {
-				if ch, ok := p.n.child("additionalProperties"); ok {
-					out = append(out, part{n: ch, path: p.path + "/additionalProperties", scope: p.scope})
-				}
-			}
+	return scopes
+}
+
+// patternsEvaluate marks si evaluated when a pattern of pp matches name,
+// uncertain when one does not compile or the name is unlisted (other).
+func (c *checker) patternsEvaluate(si *evalScope, pp map[string]any, name string, other bool) {
+	if other {
+		si.uncertain = true
+		return
+	}
+	for pat := range pp {
+		re := c.compile(pat)
+		if re == nil {
+			si.uncertain = true
+		} else if re.MatchString(name) {
+			si.evaluated = true
 		}
-		if _, ok := m["unevaluatedProperties"]; ok {
-			si := get(p.scope)
-			switch {
-			case si.uncertain:
-				unc = append(unc, finding(Unknown, "undecided_keyword", p, "unevaluatedProperties", "evaluated properties depend on the instance"))
-			case !si.evaluated:
-				if ch, ok := p.n.child("unevaluatedProperties"); ok {
-					out = append(out, part{n: ch, path: p.path + "/unevaluatedProperties", scope: p.scope})
-				}
-			}
+	}
+}
+
+// memberParts appends to out the subschemas part p (its object m) gives
+// the property: its properties entry for name; else those of the
+// patternProperties it matches, or additionalProperties when it matches
+// none. An unlisted name (other) against patterns is undecided (unc).
+func (c *checker) memberParts(p part, m map[string]any, name string, other, ignorePatterns bool, out []part, unc []Finding) ([]part, []Finding) {
+	props, _ := m["properties"].(map[string]any)
+	if _, ok := props[name]; ok && !other {
+		if ch, ok := p.n.child("properties", name); ok {
+			out = append(out, part{n: ch, path: p.path + "/properties/" + escape(name), scope: p.scope})
+		}
+		return out, unc
+	}
+	matched := false
+	patterned := false
+	if pp, ok := m["patternProperties"].(map[string]any); ok && len(pp) > 0 && !ignorePatterns {
+		patterned = true
+		if !other {
+			out, unc, matched = c.patternParts(p, pp, name, out, unc)
+		}
+	}
+	if other && patterned {
+		// An unlisted name may match a pattern: only the same
+		// patterns on both sides are decided (ignorePatterns).
+		unc = append(unc, finding(Unknown, "undecided_keyword", p, "patternProperties", "patterns are only compared for identity"))
+	} else if _, ok := m["additionalProperties"]; ok && !matched {
+		if ch, ok := p.n.child("additionalProperties"); ok {
+			out = append(out, part{n: ch, path: p.path + "/additionalProperties", scope: p.scope})
 		}
 	}
 	return out, unc
+}
+
+// patternParts appends the subschemas of the patterns of pp (part p's
+// patternProperties) that match name, in pattern order; matched says
+// whether any did. A pattern that does not compile is undecided.
+func (c *checker) patternParts(p part, pp map[string]any, name string, out []part, unc []Finding) ([]part, []Finding, bool) {
+	matched := false
+	for _, pat := range sortedKeys(pp) {
+		re := c.compile(pat)
+		if re == nil {
+			unc = append(unc, finding(Unknown, "invalid_keyword", p, "patternProperties", "a pattern does not compile"))
+			continue
+		}
+		if re.MatchString(name) {
+			matched = true
+			if ch, ok := p.n.child("patternProperties", pat); ok {
+				out = append(out, part{n: ch, path: p.path + "/patternProperties/" + escape(pat), scope: p.scope})
+			}
+		}
+	}
+	return out, unc, matched
 }
 
 // allFalse reports whether every part is the schema false.

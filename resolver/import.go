@@ -155,17 +155,8 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 		return nil, err
 	}
 	m := br.Manifest()
-	signed := br.SignedManifest()
-	res := &ImportResult{BundleID: m.BundleID, Version: m.Version}
-	for _, k := range br.Signers() {
-		res.Signers = append(res.Signers, k.Name)
-		res.signerKeys = append(res.signerKeys, amp.DIDKey(k.Key))
-	}
+	res := importResultOf(br)
 	verified = res
-	for _, d := range m.Capabilities {
-		res.Capabilities = append(res.Capabilities, d.ID().String())
-	}
-	res.Artifacts = len(m.Artifacts)
 
 	// The reader judged expiry by the local clock; the bundle's floor (the
 	// latest time enough of its keys signed, clock.go) can only make it
@@ -173,30 +164,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	if err := s.checkFloorExpiry(m); err != nil {
 		return nil, err
 	}
-	// Cheap refusals before reading any artifact; repeated in the final
-	// transaction.
-	var unchanged bool
-	err = s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		unchanged, err = checkAgainstStore(tx, m, signed, opts.AllowDowngrade, res)
-		return err
-	})
+	unchanged, base, err := s.checkBeforeStaging(br, opts, res)
 	if err != nil {
 		return nil, err
-	}
-	var base *deltaBase
-	if d := br.Delta(); d != nil {
-		n, size := br.Omitted()
-		res.Delta = &DeltaResult{Base: d.Base.String(), BaseVersion: d.Base.Version, FromBase: n, FromBaseBytes: size, Rehashed: !opts.SkipBaseRehash}
-		if !unchanged {
-			if err := s.db.View(func(tx *bolt.Tx) error {
-				var err error
-				base, err = loadDeltaBase(tx, br)
-				return err
-			}); err != nil {
-				return nil, amp.AsError(err)
-			}
-		}
 	}
 	if unchanged {
 		return s.importUnchanged(br, res, fileHash.Sum, opts.Source)
@@ -237,6 +207,57 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	}
 	res.Generation = gen
 	return res, nil
+}
+
+// importResultOf is what an import reports of a bundle whose manifest
+// verified: its id, version, signers (names and did:keys), capability
+// ids and artifact count; the rest is filled in as the import proceeds.
+func importResultOf(br *bundle.Reader) *ImportResult {
+	m := br.Manifest()
+	res := &ImportResult{BundleID: m.BundleID, Version: m.Version}
+	for _, k := range br.Signers() {
+		res.Signers = append(res.Signers, k.Name)
+		res.signerKeys = append(res.signerKeys, amp.DIDKey(k.Key))
+	}
+	for _, d := range m.Capabilities {
+		res.Capabilities = append(res.Capabilities, d.ID().String())
+	}
+	res.Artifacts = len(m.Artifacts)
+	return res
+}
+
+// checkBeforeStaging makes the cheap refusals before any artifact is
+// read (repeated in the final transaction): whether the store takes this
+// version (checkAgainstStore), and whether it is the very bundle
+// installed (unchanged). For a delta it records what comes from the base
+// and, unless unchanged, loads that base (base).
+func (s *Store) checkBeforeStaging(br *bundle.Reader, opts ImportOptions, res *ImportResult) (unchanged bool, base *deltaBase, err error) {
+	m, signed := br.Manifest(), br.SignedManifest()
+	err = s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		unchanged, err = checkAgainstStore(tx, m, signed, opts.AllowDowngrade, res)
+		return err
+	})
+	if err != nil {
+		return false, nil, err
+	}
+	d := br.Delta()
+	if d == nil {
+		return unchanged, nil, nil
+	}
+	n, size := br.Omitted()
+	res.Delta = &DeltaResult{Base: d.Base.String(), BaseVersion: d.Base.Version, FromBase: n, FromBaseBytes: size, Rehashed: !opts.SkipBaseRehash}
+	if unchanged {
+		return true, nil, nil
+	}
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		base, err = loadDeltaBase(tx, br)
+		return err
+	}); err != nil {
+		return false, nil, amp.AsError(err)
+	}
+	return false, base, nil
 }
 
 // importUnchanged ends the import of the very bundle that is installed:
@@ -397,40 +418,7 @@ func wrapTx(err error) error {
 // checked by fromBase; nothing is staged for them.
 func (s *Store) stage(ctx context.Context, br *bundle.Reader, pending *pendingRecord, base *deltaBase, skipRehash bool) ([]staged, error) {
 	var arts []staged
-	var batch []*bundle.Artifact
-	batchBytes := 0
-	seen := map[string]bool{}
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		if err := s.fault("stage"); err != nil {
-			return err
-		}
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			// Sorted keys keep bbolt fast: random inserts slow a large
-			// transaction down by an order of magnitude.
-			sort.Slice(batch, func(i, j int) bool {
-				return BlobKey(batch[i].HashAlg, batch[i].Hash) < BlobKey(batch[j].HashAlg, batch[j].Hash)
-			})
-			for _, a := range batch {
-				k := BlobKey(a.HashAlg, a.Hash)
-				if hasBlob(tx, []byte(k)) {
-					continue // shared with an installed bundle
-				}
-				if err := putBlob(tx, []byte(k), a.Data); err != nil {
-					return err
-				}
-				pending.Blobs = append(pending.Blobs, k)
-			}
-			return bucket(tx, bPending).Put([]byte(pending.BundleID), encode(pending))
-		})
-		batch, batchBytes = batch[:0], 0
-		if err != nil {
-			return wrapTx(err)
-		}
-		return nil
-	}
+	b := &blobBatch{s: s, pending: pending, seen: map[string]bool{}}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fail(ErrStoreIO, "import canceled").WithCause(err)
@@ -453,49 +441,124 @@ func (s *Store) stage(ctx context.Context, br *bundle.Reader, pending *pendingRe
 			arts = append(arts, st)
 			continue
 		}
-		st := staged{entry: a.ArtifactEntry, blob: BlobKey(a.HashAlg, a.Hash)}
-		switch a.MediaType {
-		case bundle.MediaTypeSchema:
-			// The $id index lets compiled schemas resolve absolute $refs
-			// inside their bundle. The bytes are verified (Next).
-			if id, err := offlineschema.SchemaID(a.Data); err == nil {
-				st.schemaID = id
-			}
-		case bundle.MediaTypeDID:
-			doc, err := amp.ParseDIDDocument(a.Data)
-			if err != nil {
-				return nil, fail(bundle.ErrInconsistent, "artifact %s is not a valid did document", a.Key).WithCause(err)
-			}
-			st.did = doc.ID
+		st, err := stagedOf(a)
+		if err != nil {
+			return nil, err
 		}
 		arts = append(arts, st)
-		if !seen[st.blob] {
-			seen[st.blob] = true
-			batch = append(batch, a)
-			batchBytes += len(a.Data)
-			if batchBytes >= s.opts.StageBatchBytes {
-				if err := flush(); err != nil {
-					return nil, err
-				}
-			}
+		if err := b.add(a, st.blob); err != nil {
+			return nil, err
 		}
 	}
-	if err := flush(); err != nil {
+	if err := b.flush(); err != nil {
 		return nil, err
 	}
-	// Two schemas of one bundle with the same $id would make $ref
-	// resolution ambiguous.
+	if err := uniqueSchemaIDs(arts); err != nil {
+		return nil, err
+	}
+	return arts, nil
+}
+
+// stagedOf is the staged record of a verified artifact the file carries:
+// its blob key, the $id of a schema (for the index that lets compiled
+// schemas resolve absolute $refs inside their bundle) and the id of a DID
+// document, which must parse.
+func stagedOf(a *bundle.Artifact) (staged, error) {
+	st := staged{entry: a.ArtifactEntry, blob: BlobKey(a.HashAlg, a.Hash)}
+	switch a.MediaType {
+	case bundle.MediaTypeSchema:
+		// The bytes are verified (Next).
+		if id, err := offlineschema.SchemaID(a.Data); err == nil {
+			st.schemaID = id
+		}
+	case bundle.MediaTypeDID:
+		doc, err := amp.ParseDIDDocument(a.Data)
+		if err != nil {
+			return staged{}, fail(bundle.ErrInconsistent, "artifact %s is not a valid did document", a.Key).WithCause(err)
+		}
+		st.did = doc.ID
+	}
+	return st, nil
+}
+
+// uniqueSchemaIDs refuses two schemas of one bundle with the same $id,
+// which would make $ref resolution ambiguous.
+func uniqueSchemaIDs(arts []staged) error {
 	ids := map[string]bool{}
 	for _, a := range arts {
 		if a.schemaID == "" {
 			continue
 		}
 		if ids[a.schemaID] {
-			return nil, fail(bundle.ErrInconsistent, "two schema artifacts declare the same $id")
+			return fail(bundle.ErrInconsistent, "two schema artifacts declare the same $id")
 		}
 		ids[a.schemaID] = true
 	}
-	return arts, nil
+	return nil
+}
+
+// blobBatch gathers the new blobs of an import and writes them a few MiB
+// at a time (Options.StageBatchBytes), each batch in its own transaction
+// that also records them in the pending journal, so that memory holds
+// one batch, not the bundle. A blob is added once (seen), however many
+// artifacts share it.
+type blobBatch struct {
+	s       *Store
+	pending *pendingRecord
+	batch   []*bundle.Artifact
+	bytes   int
+	seen    map[string]bool
+}
+
+// add queues a's blob (key blob) unless already queued, and writes the
+// batch once it holds StageBatchBytes.
+func (b *blobBatch) add(a *bundle.Artifact, blob string) error {
+	if b.seen[blob] {
+		return nil
+	}
+	b.seen[blob] = true
+	b.batch = append(b.batch, a)
+	b.bytes += len(a.Data)
+	if b.bytes >= b.s.opts.StageBatchBytes {
+		return b.flush()
+	}
+	return nil
+}
+
+// flush writes the queued blobs the store does not hold yet (a blob
+// shared with an installed bundle is not written again) and the journal
+// naming them, in one transaction.
+func (b *blobBatch) flush() error {
+	if len(b.batch) == 0 {
+		return nil
+	}
+	if err := b.s.fault("stage"); err != nil {
+		return err
+	}
+	batch, pending := b.batch, b.pending
+	err := b.s.db.Update(func(tx *bolt.Tx) error {
+		// Sorted keys keep bbolt fast: random inserts slow a large
+		// transaction down by an order of magnitude.
+		sort.Slice(batch, func(i, j int) bool {
+			return BlobKey(batch[i].HashAlg, batch[i].Hash) < BlobKey(batch[j].HashAlg, batch[j].Hash)
+		})
+		for _, a := range batch {
+			k := BlobKey(a.HashAlg, a.Hash)
+			if hasBlob(tx, []byte(k)) {
+				continue // shared with an installed bundle
+			}
+			if err := putBlob(tx, []byte(k), a.Data); err != nil {
+				return err
+			}
+			pending.Blobs = append(pending.Blobs, k)
+		}
+		return bucket(tx, bPending).Put([]byte(pending.BundleID), encode(pending))
+	})
+	b.batch, b.bytes = b.batch[:0], 0
+	if err != nil {
+		return wrapTx(err)
+	}
+	return nil
 }
 
 // rollback deletes the blobs a failed import staged (those nothing

@@ -250,17 +250,12 @@ func retire(old, aside string) error {
 
 // migrateBolt converts the bbolt ledger at old into a new log at path (see
 // OpenFile) and returns how many entries it copied and the name old is
-// kept under.
+// kept under. The log is written under a temporary name (copyBolt),
+// made durable, and renamed into place only once old is kept aside: a
+// failure before the rename undoes what this call made and leaves old
+// untouched; after it, nothing is undone.
 func migrateBolt(old, path string, o WALOptions, fault func(string) error) (copied int, aside string, err error) {
-	step := func(name string) error {
-		if fault == nil {
-			return nil
-		}
-		if err := fault(name); err != nil {
-			return amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "the bbolt ledger was not migrated (step %s)", name).WithCause(err)
-		}
-		return nil
-	}
+	step := migrationFault(fault)
 	// The log's own lock keeps out, while the migration runs, another
 	// migration and an agent opening the log.
 	lock, err := lockFile(path+".lock", o.LockTimeout)
@@ -296,6 +291,63 @@ func migrateBolt(old, path string, o WALOptions, fault func(string) error) (copi
 			}
 		}
 	}()
+	if copied, err = copyBolt(old, w, o); err == nil {
+		err = step(stepRead)
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	if err = sealMigrated(w, tmp, step); err != nil {
+		return 0, "", err
+	}
+	if aside, made, err = keepAsideMade(old, o.Now()); err != nil {
+		return 0, "", err
+	}
+	if err = step(stepAside); err != nil {
+		return 0, "", err
+	}
+	if err = step(stepPlace); err != nil {
+		return 0, "", err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return 0, "", err
+	}
+	placed = true // from here on nothing is undone
+	os.Remove(tmp + ".lock")
+	if serr := syncDir(filepath.Dir(path)); serr != nil {
+		return 0, "", amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "the migrated ledger was put in place but its directory cannot be synced").WithCause(serr)
+	}
+	if old != path {
+		if ferr := step(stepRetire); ferr != nil {
+			return 0, "", ferr
+		}
+		if rerr := retire(old, aside); rerr != nil {
+			return 0, "", rerr
+		}
+	}
+	return copied, aside, nil
+}
+
+// migrationFault turns the test hook fault (nil in production) into the
+// check run at each named step of a migration: a failure injected there
+// is reported as ErrLedgerMigration, naming the step.
+func migrationFault(fault func(string) error) func(string) error {
+	return func(name string) error {
+		if fault == nil {
+			return nil
+		}
+		if err := fault(name); err != nil {
+			return amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "the bbolt ledger was not migrated (step %s)", name).WithCause(err)
+		}
+		return nil
+	}
+}
+
+// copyBolt writes every unexpired entry of the bbolt ledger at old into
+// the log w, in groups as the log commits them (maxGroup entries or
+// maxGroupBytes at most), and returns how many it copied. An expired
+// entry is left behind: any store may reclaim it.
+func copyBolt(old string, w *WALStore, o WALOptions) (copied int, err error) {
 	now := o.Now().UnixMilli()
 	var ops []*walOp
 	size := 0
@@ -331,47 +383,19 @@ func migrateBolt(old, path string, o WALOptions, fault func(string) error) (copi
 	if err == nil {
 		err = flush()
 	}
-	if err == nil {
-		err = step(stepRead)
+	return copied, err
+}
+
+// sealMigrated closes the migrated log at tmp and makes it durable
+// before anything of the old ledger is touched.
+func sealMigrated(w *WALStore, tmp string, step func(string) error) error {
+	if err := w.Close(); err != nil {
+		return err
 	}
-	if err != nil {
-		return 0, "", err
+	if err := syncFile(tmp); err != nil {
+		return err
 	}
-	if err = w.Close(); err != nil {
-		return 0, "", err
-	}
-	if err = syncFile(tmp); err != nil {
-		return 0, "", err
-	}
-	if err = step(stepSync); err != nil {
-		return 0, "", err
-	}
-	if aside, made, err = keepAsideMade(old, o.Now()); err != nil {
-		return 0, "", err
-	}
-	if err = step(stepAside); err != nil {
-		return 0, "", err
-	}
-	if err = step(stepPlace); err != nil {
-		return 0, "", err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return 0, "", err
-	}
-	placed = true // from here on nothing is undone
-	os.Remove(tmp + ".lock")
-	if serr := syncDir(filepath.Dir(path)); serr != nil {
-		return 0, "", amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "the migrated ledger was put in place but its directory cannot be synced").WithCause(serr)
-	}
-	if old != path {
-		if ferr := step(stepRetire); ferr != nil {
-			return 0, "", ferr
-		}
-		if rerr := retire(old, aside); rerr != nil {
-			return 0, "", rerr
-		}
-	}
-	return copied, aside, nil
+	return step(stepSync)
 }
 
 // keepAsideMade is keepAside, reporting the name only when this call made

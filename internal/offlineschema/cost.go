@@ -328,110 +328,151 @@ func forEachApplicator(s *jsonschema.Schema, f func(*jsonschema.Schema)) {
 // dynamic reference can only be over-approximated into one) costs
 // costInf. The table is A*(root, k).
 func costLevels(nodes []costNode) *costTable {
-	n := len(nodes)
-	var cur [kinds][]uint64  // A_τ(·, k)
-	var state [kinds][]uint8 // 0 new, 1 on the stack, 2 done
-	for kind := range kinds {
-		cur[kind], state[kind] = make([]uint64, n), make([]uint8, n)
-	}
-	star := make([]uint64, n) // A*(t, k-1)
-	var scalar0 []uint64      // A_scalar(t, 0), for propertyNames
+	e := newCostEval(nodes)
 	table := &costTable{}
 	chain := longestChain(nodes)
 	for k := range table.weight {
 		table.weight[k] = satAdd(1, satMul(uint64(k+1), chain)/6)
 	}
-	maxOf := func(list []int) uint64 {
-		m := uint64(0)
-		for _, t := range list {
-			m = max(m, star[t])
-		}
-		return m
-	}
-	sumOf := func(level []uint64, list []int) uint64 {
-		s := uint64(0)
-		for _, t := range list {
-			s = satAdd(s, level[t])
-		}
-		return s
-	}
 	for k := 0; k <= MaxDepth; k++ {
-		var eval func(i, kind int) uint64
-		eval = func(i, kind int) uint64 {
-			switch state[kind][i] {
-			case 1:
-				return costInf
-			case 2:
-				return cur[kind][i]
-			}
-			nd := &nodes[i]
-			if nd.group != nil {
-				state[kind][i] = 1
-				m := uint64(0)
-				for _, t := range nd.group {
-					m = max(m, eval(t, kind))
-				}
-				cur[kind][i], state[kind][i] = m, 2
-				return m
-			}
-			c := uint64(0)
-			if k == 0 {
-				c = 1
-			}
-			if nd.mismatch[kind] {
-				cur[kind][i], state[kind][i] = c, 2
-				return c
-			}
-			if k == 0 {
-				c = nd.self
-			}
-			state[kind][i] = 1
-			if nd.sat {
-				c = costInf
-			}
-			if k > 0 {
-				switch kind {
-				case kindObject:
-					c = satAdd(c, satAdd(satAdd(maxOf(nd.props), sumOf(star, nd.pattern)), sumOf(star, nd.unevalProps)))
-					if k == 1 {
-						c = satAdd(c, sumOf(scalar0, nd.names))
-					}
-				case kindArray:
-					c = satAdd(c, satAdd(satAdd(maxOf(nd.items), maxOf(nd.items2020)), sumOf(star, nd.arrayAlways)))
-				}
-			}
-			for _, t := range nd.inplace {
-				c = satAdd(c, eval(t, kind))
-			}
-			for _, targets := range nd.dynamic {
-				m := uint64(0)
-				for _, t := range targets {
-					m = max(m, eval(t, kind))
-				}
-				c = satAdd(c, m)
-			}
-			cur[kind][i], state[kind][i] = c, 2
-			return c
-		}
-		for kind := range kinds {
-			clear(state[kind])
-			if k > 0 && kind == kindScalar {
-				clear(cur[kind]) // nothing lies below a scalar
-				continue
-			}
-			for i := range nodes {
-				eval(i, kind)
-			}
-		}
-		for i := range star {
-			star[i] = max(cur[kindObject][i], cur[kindArray][i], cur[kindScalar][i])
-		}
-		table.perDepth[k] = star[0]
+		e.level(k)
+		table.perDepth[k] = e.star[0]
 		if k == 0 {
-			scalar0 = append([]uint64(nil), cur[kindScalar]...)
+			e.scalar0 = append([]uint64(nil), e.cur[kindScalar]...)
 		}
 	}
 	return table
+}
+
+// costEval holds costLevels' tables while it computes one level k after
+// the other: A_τ(·, k) (cur) from A*(·, k-1) (star).
+type costEval struct {
+	nodes []costNode
+	k     int
+	cur   [kinds][]uint64 // A_τ(·, k)
+	state [kinds][]uint8  // 0 new, 1 on the stack, 2 done
+	star  []uint64        // A*(t, k-1), then A*(t, k) once level returns
+	// scalar0 is A_scalar(t, 0), for propertyNames.
+	scalar0 []uint64
+}
+
+// newCostEval allocates the tables of costLevels for nodes, once for
+// every level.
+func newCostEval(nodes []costNode) *costEval {
+	n := len(nodes)
+	e := &costEval{nodes: nodes, star: make([]uint64, n)}
+	for kind := range kinds {
+		e.cur[kind], e.state[kind] = make([]uint64, n), make([]uint8, n)
+	}
+	return e
+}
+
+// level computes A_τ(·, k) for every node and kind, then A*(·, k) into
+// star.
+func (e *costEval) level(k int) {
+	e.k = k
+	for kind := range kinds {
+		clear(e.state[kind])
+		if k > 0 && kind == kindScalar {
+			clear(e.cur[kind]) // nothing lies below a scalar
+			continue
+		}
+		for i := range e.nodes {
+			e.eval(i, kind)
+		}
+	}
+	for i := range e.star {
+		e.star[i] = max(e.cur[kindObject][i], e.cur[kindArray][i], e.cur[kindScalar][i])
+	}
+}
+
+// eval is A_kind(i, k), memoized in cur; a node met again while it is
+// being evaluated (a same-node cycle) costs costInf.
+func (e *costEval) eval(i, kind int) uint64 {
+	switch e.state[kind][i] {
+	case 1:
+		return costInf
+	case 2:
+		return e.cur[kind][i]
+	}
+	nd := &e.nodes[i]
+	if nd.group != nil {
+		e.state[kind][i] = 1
+		m := e.maxEval(nd.group, kind)
+		e.cur[kind][i], e.state[kind][i] = m, 2
+		return m
+	}
+	c := uint64(0)
+	if e.k == 0 {
+		c = 1
+	}
+	if nd.mismatch[kind] {
+		e.cur[kind][i], e.state[kind][i] = c, 2
+		return c
+	}
+	if e.k == 0 {
+		c = nd.self
+	}
+	e.state[kind][i] = 1
+	if nd.sat {
+		c = costInf
+	}
+	c = satAdd(c, e.child(nd, kind))
+	for _, t := range nd.inplace {
+		c = satAdd(c, e.eval(t, kind))
+	}
+	for _, targets := range nd.dynamic {
+		c = satAdd(c, e.maxEval(targets, kind))
+	}
+	e.cur[kind][i], e.state[kind][i] = c, 2
+	return c
+}
+
+// maxEval is the most of A_kind(t, k) over targets (one of them is
+// evaluated).
+func (e *costEval) maxEval(targets []int, kind int) uint64 {
+	m := uint64(0)
+	for _, t := range targets {
+		m = max(m, e.eval(t, kind))
+	}
+	return m
+}
+
+// child is child_kind(nd, k): what one child of a node of that kind
+// receives, k >= 1 (nothing at k = 0, nor below a scalar).
+func (e *costEval) child(nd *costNode, kind int) uint64 {
+	if e.k == 0 {
+		return 0
+	}
+	switch kind {
+	case kindObject:
+		c := satAdd(satAdd(e.maxStar(nd.props), sumOf(e.star, nd.pattern)), sumOf(e.star, nd.unevalProps))
+		if e.k == 1 {
+			c = satAdd(c, sumOf(e.scalar0, nd.names))
+		}
+		return c
+	case kindArray:
+		return satAdd(satAdd(e.maxStar(nd.items), e.maxStar(nd.items2020)), sumOf(e.star, nd.arrayAlways))
+	}
+	return 0
+}
+
+// maxStar is the most of A*(t, k-1) over list.
+func (e *costEval) maxStar(list []int) uint64 {
+	m := uint64(0)
+	for _, t := range list {
+		m = max(m, e.star[t])
+	}
+	return m
+}
+
+// sumOf is the (saturating) sum of level[t] over list.
+func sumOf(level []uint64, list []int) uint64 {
+	s := uint64(0)
+	for _, t := range list {
+		s = satAdd(s, level[t])
+	}
+	return s
 }
 
 // longestChain returns the most schemas one chain of in-place

@@ -520,7 +520,6 @@ func (w *walker) schema(v any, root bool) bool {
 		}
 		return w.stop("a subschema is neither an object nor a boolean")
 	}
-	d := w.s.draft
 	// In name order, so that the reason to compile does not depend on
 	// map order (Add and Prepare must report the same one); the names are
 	// sorted in one buffer shared by the whole walk.
@@ -530,93 +529,125 @@ func (w *walker) schema(v any, root bool) bool {
 	}
 	slices.Sort(w.keys[start:])
 	for i := start; i < start+len(m); i++ {
-		kw := w.keys[i]
-		val := m[kw]
-		switch {
-		case leftToCompile(kw):
-			return w.stop("it uses " + kw)
-		case kw == "$id" || kw == "$schema":
-			if !root {
-				return w.stop("a subschema has its own " + kw)
-			}
-		case kw == "$anchor" && d == 2020:
-			a, ok := val.(string)
-			if !ok || !anchorName.MatchString(a) {
-				return w.stop("an $anchor is not a plain name")
-			}
-			if w.s.anchors == nil {
-				w.s.anchors = map[string]bool{}
-			}
-			if _, dup := w.s.anchors[a]; dup {
-				return w.stop("an $anchor is declared twice")
-			}
-			w.s.anchors[a] = hot(m)
-		case kw == "$ref":
-			if !w.ref(val) {
-				return false
-			}
-		case kw == "format":
-			if f, ok := val.(string); !ok || !knownFormat(f) {
-				return w.stop("a format is not one this validator implements")
-			}
-		case kw == "pattern":
-			if p, ok := val.(string); !ok || !compiles(w.patterns, p) {
-				return w.stop("a pattern does not compile")
-			}
-		case schemaKw(d, kw) || (kw == "items" && d == 7):
-			if arr, ok := val.([]any); ok && kw == "items" && d == 7 {
-				for _, x := range arr {
-					if !w.schema(x, false) {
-						return false
-					}
-				}
-			} else if !w.schema(val, false) {
-				return false
-			}
-		case arrayKw(d, kw):
-			arr, ok := val.([]any)
-			if !ok || len(arr) == 0 {
-				return w.stop(kw + " is not a non-empty array")
-			}
-			for _, x := range arr {
-				if !w.schema(x, false) {
-					return false
-				}
-			}
-		case mapKw(d, kw):
-			obj, ok := val.(map[string]any)
-			if !ok {
-				return w.stop(kw + " is not an object")
-			}
-			for name, x := range obj {
-				if kw == "patternProperties" && !compiles(w.patterns, name) {
-					return w.stop("a pattern does not compile")
-				}
-				if !w.schema(x, false) {
-					return false
-				}
-			}
-		case kw == "dependencies":
-			obj, ok := val.(map[string]any)
-			if !ok {
-				return w.stop(kw + " is not an object")
-			}
-			for _, x := range obj {
-				if arr, ok := x.([]any); ok {
-					if !stringArray(arr) {
-						return w.stop(kw + " holds an array that is not of unique strings")
-					}
-				} else if !w.schema(x, false) {
-					return false
-				}
-			}
-		default:
-			if !keywordValueOK(kw, val) {
-				return w.stop(kw + " has a value of the wrong type")
-			}
+		if !w.keyword(m, w.keys[i], root) {
+			return false
 		}
 	}
 	w.keys = w.keys[:start]
+	return true
+}
+
+// keyword checks one keyword kw of the schema object m: a keyword left to
+// the library's compile stops the walk, the identifying keywords are
+// checked where they may stand, the ones holding subschemas are walked
+// (by the shape of their value: one schema, an array, a map), the others
+// must have a value of their type. false stops the walk.
+func (w *walker) keyword(m map[string]any, kw string, root bool) bool {
+	d, val := w.s.draft, m[kw]
+	switch {
+	case leftToCompile(kw):
+		return w.stop("it uses " + kw)
+	case kw == "$id" || kw == "$schema":
+		if !root {
+			return w.stop("a subschema has its own " + kw)
+		}
+	case kw == "$anchor" && d == 2020:
+		return w.anchor(m, val)
+	case kw == "$ref":
+		return w.ref(val)
+	case kw == "format":
+		if f, ok := val.(string); !ok || !knownFormat(f) {
+			return w.stop("a format is not one this validator implements")
+		}
+	case kw == "pattern":
+		if p, ok := val.(string); !ok || !compiles(w.patterns, p) {
+			return w.stop("a pattern does not compile")
+		}
+	case schemaKw(d, kw) || (kw == "items" && d == 7):
+		if arr, ok := val.([]any); ok && kw == "items" && d == 7 {
+			return w.schemas(arr)
+		}
+		return w.schema(val, false)
+	case arrayKw(d, kw):
+		arr, ok := val.([]any)
+		if !ok || len(arr) == 0 {
+			return w.stop(kw + " is not a non-empty array")
+		}
+		return w.schemas(arr)
+	case mapKw(d, kw):
+		return w.schemaMap(kw, val)
+	case kw == "dependencies":
+		return w.dependencies(val)
+	default:
+		if !keywordValueOK(kw, val) {
+			return w.stop(kw + " has a value of the wrong type")
+		}
+	}
+	return true
+}
+
+// anchor records the "$anchor" val of the schema m (draft 2020-12): a
+// plain name, declared once in the document.
+func (w *walker) anchor(m map[string]any, val any) bool {
+	a, ok := val.(string)
+	if !ok || !anchorName.MatchString(a) {
+		return w.stop("an $anchor is not a plain name")
+	}
+	if w.s.anchors == nil {
+		w.s.anchors = map[string]bool{}
+	}
+	if _, dup := w.s.anchors[a]; dup {
+		return w.stop("an $anchor is declared twice")
+	}
+	w.s.anchors[a] = hot(m)
+	return true
+}
+
+// schemas walks each subschema of an array keyword's value.
+func (w *walker) schemas(arr []any) bool {
+	for _, x := range arr {
+		if !w.schema(x, false) {
+			return false
+		}
+	}
+	return true
+}
+
+// schemaMap walks the subschemas of a keyword whose value maps names to
+// subschemas (properties, patternProperties, …); the names of
+// patternProperties are patterns, which must compile.
+func (w *walker) schemaMap(kw string, val any) bool {
+	obj, ok := val.(map[string]any)
+	if !ok {
+		return w.stop(kw + " is not an object")
+	}
+	for name, x := range obj {
+		if kw == "patternProperties" && !compiles(w.patterns, name) {
+			return w.stop("a pattern does not compile")
+		}
+		if !w.schema(x, false) {
+			return false
+		}
+	}
+	return true
+}
+
+// dependencies walks draft 7's "dependencies": each value is an array of
+// unique property names or a subschema.
+func (w *walker) dependencies(val any) bool {
+	obj, ok := val.(map[string]any)
+	if !ok {
+		return w.stop("dependencies is not an object")
+	}
+	for _, x := range obj {
+		if arr, ok := x.([]any); ok {
+			if !stringArray(arr) {
+				return w.stop("dependencies holds an array that is not of unique strings")
+			}
+		} else if !w.schema(x, false) {
+			return false
+		}
+	}
 	return true
 }
 

@@ -126,6 +126,10 @@ func (r *cborReader) text(n uint64) (string, error) {
 	return string(b), nil
 }
 
+// value reads the next item, depth levels down, into the JSON data model
+// (ValueFromCBOR), each item charged to the budget before it is read
+// further: integers (number), text, arrays (array), maps (object), the
+// simple values and floats (simple); the rest is not JSON.
 func (r *cborReader) value(depth int) (any, error) {
 	major, info, arg, err := r.head()
 	if err != nil {
@@ -135,81 +139,110 @@ func (r *cborReader) value(depth int) (any, error) {
 		return nil, amp.Named(amp.CodeInvalidMessage, ErrLimitExceeded, "value has more items than this agent accepts")
 	}
 	switch major {
-	case 0:
-		if arg <= math.MaxInt64 {
-			return int64(arg), nil
-		}
-		return arg, nil
-	case 1:
-		if arg <= math.MaxInt64 {
-			return -1 - int64(arg), nil
-		}
-		if arg == math.MaxUint64 {
-			return json.Number(negMinUint64), nil
-		}
-		return json.Number("-" + strconv.FormatUint(arg+1, 10)), nil
+	case 0, 1:
+		return number(major, arg), nil
 	case 2:
 		return nil, notCompatible(amp.CodeSchemaViolation, r.path, "byte string")
 	case 3:
 		return r.text(arg)
 	case 4:
-		if depth >= MaxDepth {
-			return nil, tooDeep(amp.CodeInvalidMessage, r.path)
-		}
-		if arg > uint64(len(r.data)-r.off) { // every element takes a byte
-			return nil, malformed("truncated")
-		}
-		if arg > uint64(r.budget) {
-			return nil, amp.Named(amp.CodeInvalidMessage, ErrLimitExceeded, "value has more items than this agent accepts")
-		}
-		arr := make([]any, arg)
-		for i := range arr {
-			r.path = append(r.path, segment{index: i})
-			if arr[i], err = r.value(depth + 1); err != nil {
-				return nil, err
-			}
-			r.path = r.path[:len(r.path)-1]
-		}
-		return arr, nil
+		return r.array(depth, arg)
 	case 5:
-		if depth >= MaxDepth {
-			return nil, tooDeep(amp.CodeInvalidMessage, r.path)
-		}
-		if arg > uint64(len(r.data)-r.off)/2 {
-			return nil, malformed("truncated")
-		}
-		if arg > uint64(r.budget) {
-			return nil, amp.Named(amp.CodeInvalidMessage, ErrLimitExceeded, "value has more items than this agent accepts")
-		}
-		m := make(map[string]any, arg)
-		for i := uint64(0); i < arg; i++ {
-			kmajor, _, klen, err := r.head()
-			if err != nil {
-				return nil, err
-			}
-			if kmajor != 3 {
-				return nil, notCompatible(amp.CodeSchemaViolation, r.path, "map with a key that is not text")
-			}
-			key, err := r.text(klen)
-			if err != nil {
-				return nil, err
-			}
-			r.path = append(r.path, segment{key: key, index: -1})
-			v, err := r.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			r.path = r.path[:len(r.path)-1]
-			m[key] = v
-			if uint64(len(m)) != i+1 {
-				return nil, malformed("duplicate map key")
-			}
-		}
-		return m, nil
+		return r.object(depth, arg)
 	case 6:
 		return nil, notCompatible(amp.CodeSchemaViolation, r.path, "tagged item")
 	}
-	// Major type 7.
+	return r.simple(info, arg)
+}
+
+// number is the integer of major type 0 (unsigned) or 1 (negative) and
+// argument arg: an int64 where one holds it, else a uint64 or, below
+// math.MinInt64, an exact json.Number.
+func number(major byte, arg uint64) any {
+	if major == 0 {
+		if arg <= math.MaxInt64 {
+			return int64(arg)
+		}
+		return arg
+	}
+	if arg <= math.MaxInt64 {
+		return -1 - int64(arg)
+	}
+	if arg == math.MaxUint64 {
+		return json.Number(negMinUint64)
+	}
+	return json.Number("-" + strconv.FormatUint(arg+1, 10))
+}
+
+// array reads the n elements of an array at depth, after checking that
+// the nesting, the bytes left (every element takes one) and the budget
+// allow them, before anything is allocated.
+func (r *cborReader) array(depth int, n uint64) (any, error) {
+	if depth >= MaxDepth {
+		return nil, tooDeep(amp.CodeInvalidMessage, r.path)
+	}
+	if n > uint64(len(r.data)-r.off) { // every element takes a byte
+		return nil, malformed("truncated")
+	}
+	if n > uint64(r.budget) {
+		return nil, amp.Named(amp.CodeInvalidMessage, ErrLimitExceeded, "value has more items than this agent accepts")
+	}
+	arr := make([]any, n)
+	for i := range arr {
+		r.path = append(r.path, segment{index: i})
+		var err error
+		if arr[i], err = r.value(depth + 1); err != nil {
+			return nil, err
+		}
+		r.path = r.path[:len(r.path)-1]
+	}
+	return arr, nil
+}
+
+// object reads the n entries of a map at depth, each key text and met
+// once, after checking that the nesting, the bytes left (every entry
+// takes two) and the budget allow them.
+func (r *cborReader) object(depth int, n uint64) (any, error) {
+	if depth >= MaxDepth {
+		return nil, tooDeep(amp.CodeInvalidMessage, r.path)
+	}
+	if n > uint64(len(r.data)-r.off)/2 {
+		return nil, malformed("truncated")
+	}
+	if n > uint64(r.budget) {
+		return nil, amp.Named(amp.CodeInvalidMessage, ErrLimitExceeded, "value has more items than this agent accepts")
+	}
+	m := make(map[string]any, n)
+	for i := uint64(0); i < n; i++ {
+		kmajor, _, klen, err := r.head()
+		if err != nil {
+			return nil, err
+		}
+		if kmajor != 3 {
+			return nil, notCompatible(amp.CodeSchemaViolation, r.path, "map with a key that is not text")
+		}
+		key, err := r.text(klen)
+		if err != nil {
+			return nil, err
+		}
+		r.path = append(r.path, segment{key: key, index: -1})
+		v, err := r.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		r.path = r.path[:len(r.path)-1]
+		m[key] = v
+		if uint64(len(m)) != i+1 {
+			return nil, malformed("duplicate map key")
+		}
+	}
+	return m, nil
+}
+
+// simple is the item of major type 7 with additional information info
+// and argument arg: false, true, null, or a finite float; undefined, the
+// other simple values, NaN and the infinities are not JSON.
+func (r *cborReader) simple(info byte, arg uint64) (any, error) {
 	var f float64
 	switch info {
 	case 20:
