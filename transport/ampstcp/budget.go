@@ -20,6 +20,9 @@ type budget struct {
 	max     int64
 	used    int64
 	waiters []*budgetWaiter
+	// then, when set, admits more once the waiters that fit are admitted
+	// (serverBudget: its partial frames). b.mu is held.
+	then func()
 }
 
 type budgetWaiter struct {
@@ -36,6 +39,12 @@ func (b *budget) fits(n int64) bool { return b.used == 0 || b.used+n <= b.max }
 // acquire charges n, waiting while it does not fit. It gives up (false,
 // nothing charged) when stop is closed first.
 func (b *budget) acquire(n int64, stop <-chan struct{}) bool {
+	return b.acquireBy(n, stop, nil)
+}
+
+// acquireBy is acquire for a charge whose lifetime ends when expire
+// fires: then it gives up as when stop closes.
+func (b *budget) acquireBy(n int64, stop <-chan struct{}, expire expiry) bool {
 	b.mu.Lock()
 	if len(b.waiters) == 0 && b.fits(n) {
 		b.used += n
@@ -44,13 +53,9 @@ func (b *budget) acquire(n int64, stop <-chan struct{}) bool {
 	}
 	w := &budgetWaiter{n: n, ready: make(chan struct{})}
 	b.waiters = append(b.waiters, w)
-	b.mu.Unlock()
-	select {
-	case <-w.ready:
+	if b.await(w.ready, stop, expire) {
 		return true
-	case <-stop:
 	}
-	b.mu.Lock()
 	defer b.mu.Unlock()
 	select {
 	case <-w.ready:
@@ -65,6 +70,22 @@ func (b *budget) acquire(n int64, stop <-chan struct{}) bool {
 		}
 	}
 	b.grant()
+	return false
+}
+
+// await lets go of b.mu, which the caller holds, and waits for ready:
+// true when it closes. When stop closes or expire fires first, it returns
+// false with b.mu held again, for the caller to undo its wait (ready may
+// have closed meanwhile).
+func (b *budget) await(ready, stop <-chan struct{}, expire expiry) bool {
+	b.mu.Unlock()
+	select {
+	case <-ready:
+		return true
+	case <-stop:
+	case <-expire.wait():
+	}
+	b.mu.Lock()
 	return false
 }
 
@@ -86,7 +107,8 @@ func (b *budget) release(n int64) {
 	b.mu.Unlock()
 }
 
-// grant admits waiters from the head of the queue while they fit.
+// grant admits waiters from the head of the queue while they fit, then
+// what b.then admits. b.mu is held.
 func (b *budget) grant() {
 	for len(b.waiters) > 0 && b.fits(b.waiters[0].n) {
 		w := b.waiters[0]
@@ -94,6 +116,9 @@ func (b *budget) grant() {
 		b.waiters = b.waiters[1:]
 		b.used += w.n
 		close(w.ready)
+	}
+	if b.then != nil {
+		b.then()
 	}
 }
 
@@ -137,13 +162,10 @@ const smallFrame = transport.SmallBody
 // force charges without waiting (a reply larger than its request): the
 // count may then pass the cap until it drains.
 type serverBudget struct {
-	mu       sync.Mutex
-	max      int64
-	largeCap int64
-	used     int64     // everything charged
-	partial  int64     // the part of used charged to partial frames
-	frames   list.List // partial frames, oldest first (*partialFrame)
-	small    []*budgetWaiter
+	budget                   // everything charged; its waiters are the small frames
+	largeCap int64           // what partial frames may hold, the oldest left out
+	partial  int64           // the part of used charged to partial frames
+	frames   list.List       // partial frames, oldest first (*partialFrame)
 	large    []*partialFrame // partial frames waiting to grow, in order
 }
 
@@ -160,11 +182,10 @@ type partialFrame struct {
 // transport.SmallReserve(limit), an eighth,
 // at least 0: then large frames arrive one at a time).
 func newServerBudget(limit, maxMsg int64) *serverBudget {
-	return &serverBudget{max: limit, largeCap: max(limit-maxMsg-transport.SmallReserve(limit), 0)}
+	b := &serverBudget{budget: budget{max: limit}, largeCap: max(limit-maxMsg-transport.SmallReserve(limit), 0)}
+	b.then = b.grantLarge
+	return b
 }
-
-// fitsSmall reports whether a small frame of n bytes fits. b.mu is held.
-func (b *serverBudget) fitsSmall(n int64) bool { return b.used == 0 || b.used+n <= b.max }
 
 // fitsGrow reports whether p may grow by n. b.mu is held.
 func (b *serverBudget) fitsGrow(p *partialFrame, n int64) bool {
@@ -193,42 +214,13 @@ func (e expiry) wait() <-chan time.Time {
 // acquireSmall charges a small frame of n bytes, waiting while it does
 // not fit; false (nothing charged) when stop closes first.
 func (b *serverBudget) acquireSmall(n int64, stop <-chan struct{}) bool {
-	return b.acquireSmallBy(n, stop, nil)
+	return b.acquire(n, stop)
 }
 
 // acquireSmallBy is acquireSmall for a frame whose lifetime ends when
 // expire fires: then it gives up as when stop closes.
 func (b *serverBudget) acquireSmallBy(n int64, stop <-chan struct{}, expire expiry) bool {
-	b.mu.Lock()
-	if len(b.small) == 0 && b.fitsSmall(n) {
-		b.used += n
-		b.mu.Unlock()
-		return true
-	}
-	w := &budgetWaiter{n: n, ready: make(chan struct{})}
-	b.small = append(b.small, w)
-	b.mu.Unlock()
-	select {
-	case <-w.ready:
-		return true
-	case <-stop:
-	case <-expire.wait():
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	select {
-	case <-w.ready:
-		b.used -= n // granted meanwhile: give it back
-	default:
-		for i, x := range b.small {
-			if x == w {
-				b.small = append(b.small[:i], b.small[i+1:]...)
-				break
-			}
-		}
-	}
-	b.grant()
-	return false
+	return b.acquireBy(n, stop, expire)
 }
 
 // begin registers a large frame whose header was just read; it ends with
@@ -264,14 +256,9 @@ func (b *serverBudget) growBy(p *partialFrame, n int64, stop <-chan struct{}, ex
 	p.want, p.ready = n, make(chan struct{})
 	b.large = append(b.large, p)
 	ready := p.ready
-	b.mu.Unlock()
-	select {
-	case <-ready:
+	if b.await(ready, stop, expire) {
 		return true
-	case <-stop:
-	case <-expire.wait():
 	}
-	b.mu.Lock()
 	defer b.mu.Unlock()
 	select {
 	case <-ready:
@@ -315,35 +302,10 @@ func (b *serverBudget) abort(p *partialFrame) {
 	b.grant()
 }
 
-// force charges n without waiting.
-func (b *serverBudget) force(n int64) {
-	b.mu.Lock()
-	b.used += n
-	b.mu.Unlock()
-}
-
-// release gives n back and admits the waiters that now fit.
-func (b *serverBudget) release(n int64) {
-	if n == 0 {
-		return
-	}
-	b.mu.Lock()
-	b.used -= n
-	b.grant()
-	b.mu.Unlock()
-}
-
-// grant admits small frames first, in order, then the oldest partial
-// frame, then the other partial frames in order while they fit. b.mu is
-// held.
-func (b *serverBudget) grant() {
-	for len(b.small) > 0 && b.fitsSmall(b.small[0].n) {
-		w := b.small[0]
-		b.small[0] = nil
-		b.small = b.small[1:]
-		b.used += w.n
-		close(w.ready)
-	}
+// grantLarge admits, once the small frames that fit are admitted, the
+// oldest partial frame, then the other partial frames in order while they
+// fit. b.mu is held.
+func (b *serverBudget) grantLarge() {
 	if f := b.frames.Front(); f != nil {
 		if p := f.Value.(*partialFrame); p.want > 0 && b.fitsGrow(p, p.want) {
 			b.dropLarge(p)
@@ -367,16 +329,9 @@ func (b *serverBudget) admit(p *partialFrame) {
 	close(p.ready)
 }
 
-// inUse is the charge held now.
-func (b *serverBudget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
-
 // waiting is how many frames wait, small and partial (tests).
 func (b *serverBudget) waiting() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.small) + len(b.large)
+	return len(b.waiters) + len(b.large)
 }

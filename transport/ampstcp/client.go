@@ -95,18 +95,10 @@ func NewTransport(rawURL string, opts ClientOptions) (*Transport, error) {
 	if u.Scheme == "amp" && !opts.AllowPlainRemote && !LoopbackHost(u.Hostname()) {
 		return nil, amp.Named(amp.CodeUnauthorized, "plain_remote", "plain amp:// is for loopback addresses only; use amps:// (tls)")
 	}
-	if opts.MaxMessageSize <= 0 {
-		opts.MaxMessageSize = amp.DefaultMaxMessageSize
-	}
-	if opts.DialTimeout <= 0 {
-		opts.DialTimeout = 10 * time.Second
-	}
-	if opts.HandshakeTimeout <= 0 {
-		opts.HandshakeTimeout = 10 * time.Second
-	}
-	if opts.WriteTimeout <= 0 {
-		opts.WriteTimeout = 30 * time.Second
-	}
+	orDefault(&opts.MaxMessageSize, amp.DefaultMaxMessageSize)
+	orDefault(&opts.DialTimeout, 10*time.Second)
+	orDefault(&opts.HandshakeTimeout, 10*time.Second)
+	orDefault(&opts.WriteTimeout, 30*time.Second)
 	t := &Transport{addr: u.Host, opts: opts, url: u.Scheme + "://" + u.Host, log: opts.Logger, conns: map[*clientConn]struct{}{}}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)

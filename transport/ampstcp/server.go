@@ -119,59 +119,29 @@ type ServerOptions struct {
 }
 
 func (o ServerOptions) withDefaults() ServerOptions {
-	if o.MaxMessageSize <= 0 {
-		o.MaxMessageSize = amp.DefaultMaxMessageSize
-	}
+	orDefault(&o.MaxMessageSize, amp.DefaultMaxMessageSize)
 	if o.MaxMessageSize < MinMessageSize {
 		o.MaxMessageSize = MinMessageSize
 	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = 256
-	}
-	if o.MaxPeerConns <= 0 {
-		o.MaxPeerConns = o.MaxConns / 4
-	}
+	orDefault(&o.MaxConns, 256)
+	orDefault(&o.MaxPeerConns, o.MaxConns/4)
 	o.MaxPeerConns = min(max(o.MaxPeerConns, 1), o.MaxConns)
-	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 64
-	}
-	if o.MaxInFlightTotal <= 0 {
-		o.MaxInFlightTotal = 512
-	}
-	if o.MaxPeerInFlight <= 0 {
-		o.MaxPeerInFlight = o.MaxInFlightTotal / 4
-	}
+	orDefault(&o.MaxInFlight, 64)
+	orDefault(&o.MaxInFlightTotal, 512)
+	orDefault(&o.MaxPeerInFlight, o.MaxInFlightTotal/4)
 	o.MaxPeerInFlight = min(max(o.MaxPeerInFlight, 1), o.MaxInFlightTotal)
-	if o.MaxInFlightBytes <= 0 {
-		o.MaxInFlightBytes = DefaultMaxInFlightBytes
-	}
+	orDefault(&o.MaxInFlightBytes, DefaultMaxInFlightBytes)
 	o.MaxInFlightBytes = max(o.MaxInFlightBytes, int64(o.MaxMessageSize))
-	if o.MaxConnInFlightBytes <= 0 {
-		o.MaxConnInFlightBytes = o.MaxInFlightBytes / 4
-	}
+	orDefault(&o.MaxConnInFlightBytes, o.MaxInFlightBytes/4)
 	o.MaxConnInFlightBytes = min(max(o.MaxConnInFlightBytes, int64(o.MaxMessageSize)), o.MaxInFlightBytes)
-	if o.MaxPeerInFlightBytes <= 0 {
-		o.MaxPeerInFlightBytes = o.MaxInFlightBytes / 4
-	}
+	orDefault(&o.MaxPeerInFlightBytes, o.MaxInFlightBytes/4)
 	o.MaxPeerInFlightBytes = min(max(o.MaxPeerInFlightBytes, int64(o.MaxMessageSize)), o.MaxInFlightBytes)
-	if o.MinDataRate <= 0 {
-		o.MinDataRate = admission.MinDataRate
-	}
-	if o.HandshakeTimeout <= 0 {
-		o.HandshakeTimeout = 5 * time.Second
-	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = 120 * time.Second
-	}
-	if o.FrameTimeout <= 0 {
-		o.FrameTimeout = 30 * time.Second
-	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = 30 * time.Second
-	}
-	if o.DrainTimeout <= 0 {
-		o.DrainTimeout = 30 * time.Second
-	}
+	orDefault(&o.MinDataRate, admission.MinDataRate)
+	orDefault(&o.HandshakeTimeout, 5*time.Second)
+	orDefault(&o.IdleTimeout, 120*time.Second)
+	orDefault(&o.FrameTimeout, 30*time.Second)
+	orDefault(&o.WriteTimeout, 30*time.Second)
+	orDefault(&o.DrainTimeout, 30*time.Second)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -401,15 +371,7 @@ func temporaryAccept(err error) bool {
 // ends, then closes what remains. Messages that arrive on a connection
 // after its GOAWAY are still handled: nothing the peer sent is lost.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closing = true
-	for ln := range s.listeners {
-		ln.Close()
-	}
-	for c := range s.conns {
-		c.goAway()
-	}
-	s.mu.Unlock()
+	s.stop((*serverConn).goAway)
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
@@ -426,16 +388,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close closes every listener and connection at once.
 func (s *Server) Close() error {
 	s.workers.Close()
+	s.stop((*serverConn).shut)
+	return nil
+}
+
+// stop marks the server closing, closes its listeners and ends each
+// connection with end (GOAWAY, or at once).
+func (s *Server) stop(end func(*serverConn)) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.closing = true
 	for ln := range s.listeners {
 		ln.Close()
 	}
 	for c := range s.conns {
-		c.shut()
+		end(c)
 	}
-	s.mu.Unlock()
-	return nil
 }
 
 // serverConn is one accepted connection.
@@ -947,4 +915,11 @@ func (c *serverConn) handle(msg []byte, charge int64) {
 	}
 	f.charge = want
 	c.send(f)
+}
+
+// orDefault sets *p to v when *p is not positive (an option left unset).
+func orDefault[T ~int | ~int64 | ~float64](p *T, v T) {
+	if *p <= 0 {
+		*p = v
+	}
 }
