@@ -10,7 +10,6 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
-	"github.com/ampbundle/ampbundle/keyfile"
 )
 
 func keygenCommand(env *cliutil.Env) *cli.Command {
@@ -29,33 +28,12 @@ encrypt to it with no DID document exchange.
 FILE is created with mode 0600 and never overwritten. Every tool refuses a
 private key file that group or others can read.`,
 		ArgsUsage: " ",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "new key `FILE` to write (required)"},
-			&cli.BoolFlag{Name: "encrypt", Usage: "encrypt the private key under a passphrase (from --passphrase-file, $AMP_KEY_PASSPHRASE, or asked twice on the terminal)"},
-			cliutil.PassphraseFileFlag(),
-			jsonFlag,
-		},
+		Flags:     cliutil.KeygenFlags("new key `FILE` to write (required)", nil, jsonFlag),
 		Action: func(c *cli.Context) error {
-			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+			priv, write, err := cliutil.NewSigningKey(c, env)
+			if err != nil {
 				return err
 			}
-			if err := cliutil.Require(c, "out"); err != nil {
-				return err
-			}
-			var passphrase []byte
-			if c.Bool("encrypt") {
-				var err error
-				if passphrase, err = cliutil.NewPassphrase(c, env); err != nil {
-					return err
-				}
-			} else if c.IsSet("passphrase-file") {
-				return cliutil.Usagef("--passphrase-file needs --encrypt")
-			}
-			seed := make([]byte, ed25519.SeedSize)
-			if _, err := env.Rand.Read(seed); err != nil {
-				return cliutil.Failf("key_error", "cannot read randomness").WithCause(err)
-			}
-			priv := ed25519.NewKeyFromSeed(seed)
 			x, err := amp.AgreementKeyFromEd25519(priv)
 			if err != nil {
 				return err
@@ -65,11 +43,7 @@ private key file that group or others can read.`,
 				return cliutil.Failf("key_error", "cannot build the x25519 key").WithCause(err)
 			}
 			out := c.String("out")
-			write := func() error { return keyfile.WritePrivate(out, priv, xpriv) }
-			if passphrase != nil {
-				write = func() error { return keyfile.WritePrivateEncrypted(out, passphrase, env.Rand, priv, xpriv) }
-			}
-			if err := write(); err != nil {
+			if err := write(priv, xpriv); err != nil {
 				return err
 			}
 			did := amp.DIDKey(priv.Public().(ed25519.PublicKey))

@@ -32,15 +32,7 @@ still listed first, without --json). Opens the store read-only.`,
 		Flags: []cli.Flag{dbFlag, adminSocketFlag,
 			&cli.StringFlag{Name: "expect-head", Usage: "audit head `HEX` recorded elsewhere, which must be in the chain"},
 			jsonFlag},
-		Action: func(c *cli.Context) (err error) {
-			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
-				return err
-			}
-			s, err := openStore(env, c, readOnly)
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, &err)
+		Action: storeAction(env, readOnly, 0, "no arguments", func(c *cli.Context, s registry) error {
 			entries, err := s.Audit()
 			if err != nil {
 				return err
@@ -96,7 +88,7 @@ still listed first, without --json). Opens the store read-only.`,
 				fmt.Fprintf(env.Stdout, "expected head is entry %d; %d entries after it\n", expectAt, len(entries)-expectAt)
 			}
 			return nil
-		},
+		}),
 	}
 }
 

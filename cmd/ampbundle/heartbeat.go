@@ -26,48 +26,31 @@ distinct keys trusted for the bundle id ('ampbundle sign' adds a
 co-signature). A store keeps the newest heartbeat of each line and refuses
 an older one; with a freshness policy ('ampbundle trust freshness'), an
 installed bundle too many versions behind fails closed (5002 bundle_stale).`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "statement `FILE` to write (required)"},
-			&cli.StringSliceFlag{Name: "key", Usage: "signer's private key `PEM` file (required; repeatable)"},
-			cliutil.PassphraseFileFlag(),
+		Flags: statementFlags(
 			&cli.StringFlag{Name: "bundle-id", Usage: "bundle line `ID` the heartbeat speaks for (required)"},
 			&cli.StringFlag{Name: "version", Usage: "the line is at version `N` or later (required, >= 1)"},
-			&cli.StringFlag{Name: "created", Usage: "created_at as an RFC 3339 `TIME` (default: now)"},
-			jsonFlag,
-		},
+		),
 		Action: func(c *cli.Context) error {
-			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
-				return err
-			}
-			if err := cliutil.Require(c, "out", "bundle-id", "version"); err != nil {
-				return err
-			}
-			version, perr := strconv.ParseUint(c.String("version"), 10, 64)
-			if perr != nil || version < 1 {
-				return cliutil.Usagef("--version must be a whole number >= 1")
-			}
-			keys, err := signingKeys(c, env, c.StringSlice("key"))
+			var version uint64
+			in, err := statementInputs(c, env, []string{"bundle-id", "version"}, func() error {
+				var perr error
+				if version, perr = strconv.ParseUint(c.String("version"), 10, 64); perr != nil || version < 1 {
+					return cliutil.Usagef("--version must be a whole number >= 1")
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			created, err := statementCreated(c, env)
+			h := &bundle.Heartbeat{Format: bundle.HeartbeatFormat, BundleID: c.String("bundle-id"), Version: version, CreatedAt: in.created}
+			data, err := in.write(bundle.SignHeartbeat(h, in.keys))
 			if err != nil {
 				return err
 			}
-			h := &bundle.Heartbeat{Format: bundle.HeartbeatFormat, BundleID: c.String("bundle-id"), Version: version, CreatedAt: created.Format(time.RFC3339)}
-			data, err := bundle.SignHeartbeat(h, keys)
-			if err != nil {
-				return err
-			}
-			out := c.String("out")
-			if err := writeFileAtomic(out, data); err != nil {
-				return err
-			}
-			signers := signerKIDs(keys)
 			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "bundle_id": h.BundleID, "version": h.Version, "created_at": h.CreatedAt, "signers": signers, "size": len(data)})
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": in.out, "bundle_id": h.BundleID, "version": h.Version, "created_at": h.CreatedAt, "signers": signerKIDs(in.keys), "size": len(data)})
 			}
-			fmt.Fprintf(env.Stdout, "wrote %s: heartbeat for %s at version >= %d (signed %s), signed by %d key(s)\n", out, h.BundleID, h.Version, h.CreatedAt, len(keys))
+			fmt.Fprintf(env.Stdout, "wrote %s: heartbeat for %s at version >= %d (signed %s), signed by %d key(s)\n", in.out, h.BundleID, h.Version, h.CreatedAt, len(in.keys))
 			return nil
 		},
 	}

@@ -20,40 +20,15 @@ block, mode 0600 (an existing file is never overwritten), and prints its
 did:key. The public key is written as PEM to --pub FILE, or printed.
 Operators trust the public key (or the did:key) with 'ampbundle trust add'.`,
 		ArgsUsage: " ",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "new private key `FILE` (required)"},
-			&cli.StringFlag{Name: "pub", Usage: "also write the public key PEM to `FILE`"},
-			&cli.BoolFlag{Name: "encrypt", Usage: "encrypt the private key under a passphrase (from --passphrase-file, $AMP_KEY_PASSPHRASE, or asked twice on the terminal)"},
-			cliutil.PassphraseFileFlag(),
-			jsonFlag,
-		},
+		Flags: cliutil.KeygenFlags("new private key `FILE` (required)",
+			[]cli.Flag{&cli.StringFlag{Name: "pub", Usage: "also write the public key PEM to `FILE`"}}, jsonFlag),
 		Action: func(c *cli.Context) error {
-			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+			priv, write, err := cliutil.NewSigningKey(c, env)
+			if err != nil {
 				return err
 			}
-			if err := cliutil.Require(c, "out"); err != nil {
-				return err
-			}
-			var passphrase []byte
-			if c.Bool("encrypt") {
-				var err error
-				if passphrase, err = cliutil.NewPassphrase(c, env); err != nil {
-					return err
-				}
-			} else if c.IsSet("passphrase-file") {
-				return cliutil.Usagef("--passphrase-file needs --encrypt")
-			}
-			seed := make([]byte, ed25519.SeedSize)
-			if _, err := env.Rand.Read(seed); err != nil {
-				return cliutil.Failf("key_error", "cannot read randomness").WithCause(err)
-			}
-			priv := ed25519.NewKeyFromSeed(seed)
 			pub := priv.Public().(ed25519.PublicKey)
-			write := func() error { return keyfile.WritePrivate(c.String("out"), priv) }
-			if passphrase != nil {
-				write = func() error { return keyfile.WritePrivateEncrypted(c.String("out"), passphrase, env.Rand, priv) }
-			}
-			if err := write(); err != nil {
+			if err := write(priv); err != nil {
 				return err
 			}
 			if c.IsSet("pub") {

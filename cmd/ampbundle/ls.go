@@ -22,15 +22,7 @@ capabilities they provide (each version with its providing bundle; --json
 adds the input and output schema references, ready for 'ampbundle
 resolve'), and the legacy type aliases. Opens the store read-only.`,
 		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
-		Action: func(c *cli.Context) (err error) {
-			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
-				return err
-			}
-			s, err := openStore(env, c, readOnly)
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, &err)
+		Action: storeAction(env, readOnly, 0, "no arguments", func(c *cli.Context, s registry) error {
 			m, err := catalog.Read(s, catalog.ReadOptions{Now: env.Now})
 			if err != nil {
 				return err
@@ -41,7 +33,7 @@ resolve'), and the legacy type aliases. Opens the store read-only.`,
 			}
 			printListing(env, v)
 			return nil
-		},
+		}),
 	}
 }
 

@@ -78,12 +78,28 @@ func ociOptions(env *cliutil.Env, c *cli.Context) (ocitransport.Options, error) 
 	return o, nil
 }
 
-// ociContext is the command's context with --timeout.
-func ociContext(c *cli.Context) (context.Context, context.CancelFunc) {
-	if d := c.Duration("timeout"); d > 0 {
+// timeoutContext is the command's context with --timeout, or with def
+// when --timeout is not given and def is not 0 (a limit of 0: none).
+func timeoutContext(c *cli.Context, def time.Duration) (context.Context, context.CancelFunc) {
+	d := c.Duration("timeout")
+	if !c.IsSet("timeout") && def != 0 {
+		d = def
+	}
+	if d > 0 {
 		return context.WithTimeout(c.Context, d)
 	}
 	return context.WithCancel(c.Context)
+}
+
+// openOCI opens loc in mode within the command's timeout (timeoutContext
+// with def); done closes the endpoint, then ends the context.
+func openOCI(c *cli.Context, def time.Duration, loc ocitransport.Location, o ocitransport.Options, mode ocitransport.Mode) (ctx context.Context, ep *ocitransport.Endpoint, done func(), err error) {
+	ctx, cancel := timeoutContext(c, def)
+	if ep, err = ocitransport.Open(ctx, loc, o, mode); err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, ep, func() { ep.Close(); cancel() }, nil
 }
 
 // parseOCI parses an OCI location argument; needRef: it must name a tag
@@ -138,13 +154,11 @@ func importOCI(env *cliutil.Env, c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := ociContext(c)
-	defer cancel()
-	ep, err := ocitransport.Open(ctx, loc, o, ocitransport.ReadOnly)
+	ctx, ep, done, err := openOCI(c, 0, loc, o, ocitransport.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer ep.Close()
+	defer done()
 	a, err := ep.Resolve(ctx, loc.Reference)
 	if err != nil {
 		return err

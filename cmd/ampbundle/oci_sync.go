@@ -82,30 +82,16 @@ func syncOCI(env *cliutil.Env, c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	ctx := c.Context
-	d := c.Duration("timeout")
-	if !c.IsSet("timeout") {
-		d = defaultOCITimeout
-	}
-	if d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	ep, err := ocitransport.Open(ctx, loc, o, ocitransport.ReadOnly)
+	ctx, ep, done, err := openOCI(c, defaultOCITimeout, loc, o, ocitransport.ReadOnly)
 	if err != nil {
 		return err
 	}
-	defer ep.Close()
+	defer done()
 	rep, err := planOCISync(ctx, ep, loc, pattern)
 	if err != nil {
 		return err
 	}
-	mode := readWrite
-	if c.Bool("dry-run") {
-		mode = readOnly
-	}
-	s, err := openStore(env, c, mode)
+	s, err := openSyncStore(env, c)
 	if err != nil {
 		return err
 	}
@@ -113,12 +99,8 @@ func syncOCI(env *cliutil.Env, c *cli.Context) (err error) {
 	if !c.Bool("dry-run") {
 		applyOCISync(ctx, s, ep, rep)
 	}
-	if c.Bool("json") {
-		if err := cliutil.PrintJSON(env.Stdout, rep); err != nil {
-			return err
-		}
-	} else {
-		printOCISync(env, rep)
+	if err := printReport(env, c, rep, printOCISync); err != nil {
+		return err
 	}
 	return ociSyncExit(rep, c.Bool("detailed-exitcode"))
 }

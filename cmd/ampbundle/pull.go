@@ -58,13 +58,11 @@ A pull checks the transport, not the publisher: 'ampbundle import' (or
 					return existsError(out) // before any network call
 				}
 			}
-			ctx, cancel := ociContext(c)
-			defer cancel()
-			src, err := ocitransport.Open(ctx, loc, o, ocitransport.ReadOnly)
+			ctx, src, done, err := openOCI(c, 0, loc, o, ocitransport.ReadOnly)
 			if err != nil {
 				return err
 			}
-			defer src.Close()
+			defer done()
 			out := c.String("out")
 			if ocitransport.IsLocation(out) {
 				dst, err := parseOCI(out, "--out", false)

@@ -57,13 +57,11 @@ replaced only when the push succeeded.`,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := ociContext(c)
-			defer cancel()
-			ep, err := ocitransport.Open(ctx, dst, o, ocitransport.ReadWrite)
+			ctx, ep, done, err := openOCI(c, 0, dst, o, ocitransport.ReadWrite)
 			if err != nil {
 				return err
 			}
-			defer ep.Close()
+			defer done()
 			var a *ocitransport.Artifact
 			var extra int
 			switch {

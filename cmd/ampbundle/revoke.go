@@ -30,35 +30,22 @@ key PEM file or a did:key) and the bundle versions --revoke-bundle
 signed by the threshold of distinct keys trusted for --scope ('ampbundle
 sign' adds a co-signature). There, installed bundles it covers fail closed
 at their next use (5002 bundle_revoked) and are listed by ls and check.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "statement `FILE` to write (required)"},
-			&cli.StringSliceFlag{Name: "key", Usage: "signer's private key `PEM` file (required; repeatable)"},
-			cliutil.PassphraseFileFlag(),
+		Flags: statementFlags(
 			&cli.StringFlag{Name: "scope", Usage: "namespace `PREFIX` (or *) the statement speaks for (required)"},
 			&cli.StringSliceFlag{Name: "revoke-key", Usage: "key to revoke: `PUB` PEM file or did:key (repeatable)"},
 			&cli.StringSliceFlag{Name: "revoke-bundle", Usage: "bundle version to revoke: `BUNDLE_ID@VERSION` (repeatable)"},
-			&cli.StringFlag{Name: "created", Usage: "created_at as an RFC 3339 `TIME` (default: now)"},
-			jsonFlag,
-		},
+		),
 		Action: func(c *cli.Context) error {
-			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
-				return err
-			}
-			if err := cliutil.Require(c, "out", "scope"); err != nil {
-				return err
-			}
-			if len(c.StringSlice("revoke-key")) == 0 && len(c.StringSlice("revoke-bundle")) == 0 {
-				return cliutil.Usagef("nothing to revoke: give --revoke-key or --revoke-bundle")
-			}
-			keys, err := signingKeys(c, env, c.StringSlice("key"))
+			in, err := statementInputs(c, env, []string{"scope"}, func() error {
+				if len(c.StringSlice("revoke-key")) == 0 && len(c.StringSlice("revoke-bundle")) == 0 {
+					return cliutil.Usagef("nothing to revoke: give --revoke-key or --revoke-bundle")
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			created, err := statementCreated(c, env)
-			if err != nil {
-				return err
-			}
-			r := &bundle.Revocation{Format: bundle.RevocationFormat, Scope: strings.TrimSuffix(c.String("scope"), "."), CreatedAt: created.Format(time.RFC3339)}
+			r := &bundle.Revocation{Format: bundle.RevocationFormat, Scope: strings.TrimSuffix(c.String("scope"), "."), CreatedAt: in.created}
 			for _, k := range c.StringSlice("revoke-key") {
 				pub, err := keyfile.ParsePublic(k)
 				if err != nil {
@@ -75,23 +62,18 @@ at their next use (5002 bundle_revoked) and are listed by ls and check.`,
 				r.Bundles = append(r.Bundles, bundle.BundleVersion{BundleID: id, Version: n})
 			}
 			r.Normalize()
-			data, err := bundle.SignRevocation(r, keys)
+			data, err := in.write(bundle.SignRevocation(r, in.keys))
 			if err != nil {
 				return err
 			}
-			out := c.String("out")
-			if err := writeFileAtomic(out, data); err != nil {
-				return err
-			}
-			signers := signerKIDs(keys)
 			if c.Bool("json") {
 				bv := []string{}
 				for _, b := range r.Bundles {
 					bv = append(bv, b.String())
 				}
-				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "scope": r.Scope, "keys": nonNil(r.Keys), "bundles": bv, "signers": signers, "size": len(data)})
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": in.out, "scope": r.Scope, "keys": nonNil(r.Keys), "bundles": bv, "signers": signerKIDs(in.keys), "size": len(data)})
 			}
-			fmt.Fprintf(env.Stdout, "wrote %s: revocation for %s of %d key(s) and %d bundle version(s), signed by %d key(s)\n", out, r.Scope, len(r.Keys), len(r.Bundles), len(keys))
+			fmt.Fprintf(env.Stdout, "wrote %s: revocation for %s of %d key(s) and %d bundle version(s), signed by %d key(s)\n", in.out, r.Scope, len(r.Keys), len(r.Bundles), len(in.keys))
 			return nil
 		},
 	}
@@ -138,35 +120,20 @@ sequence follows, and it chains to its SHA-256). 'ampbundle import FILE'
 applies it when the scope's current threshold of trusted keys signed it
 ('ampbundle sign' adds co-signatures); an operator who missed several
 imports them in order.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "statement `FILE` to write (required)"},
-			&cli.StringSliceFlag{Name: "key", Usage: "signer's private key `PEM` file (required; repeatable)"},
-			cliutil.PassphraseFileFlag(),
+		Flags: statementFlags(
 			&cli.StringFlag{Name: "scope", Usage: "namespace `PREFIX` (or *) of the chain (required)"},
 			&cli.StringFlag{Name: "after", Usage: "the previous statement `FILE` of the chain (none for the first)"},
 			&cli.IntFlag{Name: "threshold", Value: 1, Usage: "the scope's threshold from this statement on, `N` 1-8"},
 			&cli.StringSliceFlag{Name: "add", Usage: "key to trust for the scope: `NAME=PUB` (PEM file or did:key; repeatable)"},
 			&cli.StringSliceFlag{Name: "retire", Usage: "key to retire: `PUB` PEM file or did:key (repeatable)"},
-			&cli.StringFlag{Name: "created", Usage: "created_at as an RFC 3339 `TIME` (default: now)"},
-			jsonFlag,
-		},
+		),
 		Action: func(c *cli.Context) error {
-			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
-				return err
-			}
-			if err := cliutil.Require(c, "out", "scope"); err != nil {
-				return err
-			}
-			keys, err := signingKeys(c, env, c.StringSlice("key"))
-			if err != nil {
-				return err
-			}
-			created, err := statementCreated(c, env)
+			in, err := statementInputs(c, env, []string{"scope"}, nil)
 			if err != nil {
 				return err
 			}
 			r := &bundle.Rotation{Format: bundle.RotationFormat, Scope: strings.TrimSuffix(c.String("scope"), "."), Sequence: 1,
-				Prev: make([]byte, 32), CreatedAt: created.Format(time.RFC3339), Threshold: uint64(max(c.Int("threshold"), 0))}
+				Prev: make([]byte, 32), CreatedAt: in.created, Threshold: uint64(max(c.Int("threshold"), 0))}
 			if c.IsSet("after") {
 				prev, err := cliutil.ReadFile(c.String("after"), bundle.MaxRevocationSize, "previous trust statement")
 				if err != nil {
@@ -200,20 +167,16 @@ imports them in order.`,
 				r.Retire = append(r.Retire, amp.DIDKey(pub))
 			}
 			r.Normalize()
-			data, err := bundle.SignRotation(r, keys)
+			data, err := in.write(bundle.SignRotation(r, in.keys))
 			if err != nil {
 				return err
 			}
-			out := c.String("out")
-			if err := writeFileAtomic(out, data); err != nil {
-				return err
-			}
 			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "scope": r.Scope, "sequence": r.Sequence,
+				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": in.out, "scope": r.Scope, "sequence": r.Sequence,
 					"threshold": r.Threshold, "added": len(r.Add), "retired": len(r.Retire), "size": len(data)})
 			}
 			fmt.Fprintf(env.Stdout, "wrote %s: trust statement %d of %s (adds %d, retires %d, threshold %d), signed by %d key(s)\n",
-				out, r.Sequence, r.Scope, len(r.Add), len(r.Retire), r.Threshold, len(keys))
+				in.out, r.Sequence, r.Scope, len(r.Add), len(r.Retire), r.Threshold, len(in.keys))
 			return nil
 		},
 	}
@@ -222,6 +185,63 @@ imports them in order.`,
 func sha256Sum(b []byte) []byte {
 	s := sha256.Sum256(b)
 	return s[:]
+}
+
+// statementFlags are the flags of revoke, rotate and heartbeat: --out,
+// --key and --passphrase-file, then the statement's own, then --created
+// and --json.
+func statementFlags(own ...cli.Flag) []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "statement `FILE` to write (required)"},
+		&cli.StringSliceFlag{Name: "key", Usage: "signer's private key `PEM` file (required; repeatable)"},
+		cliutil.PassphraseFileFlag(),
+	}
+	flags = append(flags, own...)
+	return append(flags, &cli.StringFlag{Name: "created", Usage: "created_at as an RFC 3339 `TIME` (default: now)"}, jsonFlag)
+}
+
+// statementInput is what revoke, rotate and heartbeat read before they
+// build their statement.
+type statementInput struct {
+	out     string               // --out
+	keys    []ed25519.PrivateKey // the signing keys of --key
+	created string               // created_at, RFC 3339 (statementCreated)
+}
+
+// statementInputs is the start of revoke, rotate and heartbeat, in this
+// order: no arguments; --out and the flags in required; check (nil: none),
+// the usage errors found before any key is read; the signing keys; and
+// created_at.
+func statementInputs(c *cli.Context, env *cliutil.Env, required []string, check func() error) (*statementInput, error) {
+	if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
+		return nil, err
+	}
+	if err := cliutil.Require(c, append([]string{"out"}, required...)...); err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	keys, err := signingKeys(c, env, c.StringSlice("key"))
+	if err != nil {
+		return nil, err
+	}
+	t, err := statementCreated(c, env)
+	if err != nil {
+		return nil, err
+	}
+	return &statementInput{out: c.String("out"), keys: keys, created: t.Format(time.RFC3339)}, nil
+}
+
+// write writes a statement to --out as it comes from signing (an error of
+// signing is passed on, and nothing written).
+func (in *statementInput) write(data []byte, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return data, writeFileAtomic(in.out, data)
 }
 
 // statementCreated is a statement's created_at: --created (RFC 3339), else

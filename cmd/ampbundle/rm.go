@@ -19,15 +19,7 @@ The high-water mark of the bundle_id stays: no version up to the highest
 ever imported can be imported again without --allow-downgrade (rollback
 protection). Audited.`,
 		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
-		Action: func(c *cli.Context) (err error) {
-			if err := cliutil.ExactArgs(c, 1, "the BUNDLE_ID to remove"); err != nil {
-				return err
-			}
-			s, err := openStore(env, c, readWrite)
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, &err)
+		Action: storeAction(env, readWrite, 1, "the BUNDLE_ID to remove", func(c *cli.Context, s registry) error {
 			id := c.Args().First()
 			var highest uint64
 			bundles, err := s.Bundles()
@@ -51,6 +43,6 @@ protection). Audited.`,
 			fmt.Fprintf(env.Stdout, "removed %s version %d\n", id, version)
 			fmt.Fprintf(env.Stdout, "the high-water mark stays at version %d: importing %s version %d or lower again needs --allow-downgrade\n", highest, id, highest)
 			return nil
-		},
+		}),
 	}
 }

@@ -127,6 +127,24 @@ func closeStore(s registry, err *error) {
 	}
 }
 
+// storeAction is the action of a command that takes n arguments (args
+// names them in the usage error) and works on the store opened in mode:
+// it checks the arguments, opens the store, runs do and closes the store
+// (closeStore).
+func storeAction(env *cliutil.Env, mode storeMode, n int, args string, do func(c *cli.Context, s registry) error) cli.ActionFunc {
+	return func(c *cli.Context) (err error) {
+		if err := cliutil.ExactArgs(c, n, args); err != nil {
+			return err
+		}
+		s, err := openStore(env, c, mode)
+		if err != nil {
+			return err
+		}
+		defer closeStore(s, &err)
+		return do(c, s)
+	}
+}
+
 // storeIO labels an error that is not already an *amp.Error as store_io.
 func storeIO(msg string, err error) error {
 	var e *amp.Error

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -94,11 +93,7 @@ before the bundles, heartbeats after them.`,
 					return err
 				}
 			}
-			mode := readWrite
-			if c.Bool("dry-run") {
-				mode = readOnly
-			}
-			s, err := openStore(env, c, mode)
+			s, err := openSyncStore(env, c)
 			if err != nil {
 				return err
 			}
@@ -106,12 +101,8 @@ before the bundles, heartbeats after them.`,
 			if c.IsSet("min-rate") && c.Int64("min-rate") < 1<<10 {
 				return cliutil.Usagef("--min-rate must be at least 1024 bytes per second")
 			}
-			ctx := c.Context
-			if d := c.Duration("timeout"); d > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, d)
-				defer cancel()
-			}
+			ctx, cancel := timeoutContext(c, 0)
+			defer cancel()
 			log := slog.New(slog.DiscardHandler)
 			// The bundle id comes from the mirror's index: sanitized
 			// before it reaches the terminal.
@@ -125,12 +116,8 @@ before the bundles, heartbeats after them.`,
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
-				if err := cliutil.PrintJSON(env.Stdout, rep); err != nil {
-					return err
-				}
-			} else {
-				printSync(env, rep)
+			if err := printReport(env, c, rep, printSync); err != nil {
+				return err
 			}
 			return syncExit(rep, c.Bool("detailed-exitcode"))
 		},
@@ -212,4 +199,23 @@ func printSync(env *cliutil.Env, rep *mirror.SyncReport) {
 	if rep.DryRun {
 		fmt.Fprintf(w, "dry run: %d would be imported, nothing was written\n", rep.Count(mirror.OutcomePlanned))
 	}
+}
+
+// printReport writes a sync's report: as JSON with --json, else as human
+// prints it.
+func printReport[R any](env *cliutil.Env, c *cli.Context, rep R, human func(*cliutil.Env, R)) error {
+	if c.Bool("json") {
+		return cliutil.PrintJSON(env.Stdout, rep)
+	}
+	human(env, rep)
+	return nil
+}
+
+// openSyncStore opens the store of a sync: read-write, read-only with
+// --dry-run.
+func openSyncStore(env *cliutil.Env, c *cli.Context) (registry, error) {
+	if c.Bool("dry-run") {
+		return openStore(env, c, readOnly)
+	}
+	return openStore(env, c, readWrite)
 }

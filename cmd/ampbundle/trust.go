@@ -136,15 +136,7 @@ func trustLsCommand(env *cliutil.Env) *cli.Command {
 		Description: `Lists the keys the store trusts, by name: did:key, scopes and when each
 was added. Opens the store read-only.`,
 		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
-		Action: func(c *cli.Context) (err error) {
-			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
-				return err
-			}
-			s, err := openStore(env, c, readOnly)
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, &err)
+		Action: storeAction(env, readOnly, 0, "no arguments", func(c *cli.Context, s registry) error {
 			keys, err := s.TrustList()
 			if err != nil {
 				return err
@@ -163,7 +155,7 @@ was added. Opens the store read-only.`,
 			// rather than show a store without thresholds.
 			fmt.Fprintln(env.Stderr, "note: the running agent is older and does not list its thresholds or trust statement chains; restart it with this version to see them")
 			return printTrust(env, c, keys, map[string]int{}, map[string]uint64{})
-		},
+		}),
 	}
 }
 
@@ -213,15 +205,7 @@ one. Audited.`,
 			// it is still accepted, and changes nothing.
 			&cli.BoolFlag{Name: "fail-closed", Hidden: true, Usage: "the default; kept for scripts written before it was"},
 			jsonFlag},
-		Action: func(c *cli.Context) (err error) {
-			if err := cliutil.ExactArgs(c, 1, "the NAME of a trusted key"); err != nil {
-				return err
-			}
-			s, err := openStore(env, c, readWrite)
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, &err)
+		Action: storeAction(env, readWrite, 1, "the NAME of a trusted key", func(c *cli.Context, s registry) error {
 			name := c.Args().First()
 			keys, err := s.TrustList()
 			if err != nil {
@@ -269,7 +253,7 @@ one. Audited.`,
 				fmt.Fprintf(env.Stdout, "still installed and served, signed by %s: %s (%s)\n", name, strings.Join(signed, ", "), hint)
 			}
 			return nil
-		},
+		}),
 	}
 }
 

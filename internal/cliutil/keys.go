@@ -98,6 +98,49 @@ func NewPassphrase(c *cli.Context, env *Env) ([]byte, error) {
 	return p, nil
 }
 
+// KeygenFlags returns the flags both keygen commands share around their
+// own: --out first (the new private key file), then own, then --encrypt
+// and --passphrase-file, then last.
+func KeygenFlags(outUsage string, own []cli.Flag, last ...cli.Flag) []cli.Flag {
+	flags := []cli.Flag{&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: outUsage}}
+	flags = append(flags, own...)
+	flags = append(flags,
+		&cli.BoolFlag{Name: "encrypt", Usage: "encrypt the private key under a passphrase (from --passphrase-file, $AMP_KEY_PASSPHRASE, or asked twice on the terminal)"},
+		PassphraseFileFlag())
+	return append(flags, last...)
+}
+
+// NewSigningKey is the start of both keygen commands: it takes no
+// arguments and requires --out, settles the passphrase when --encrypt is
+// given, and draws a new Ed25519 key from env.Rand. write writes keys to
+// --out (mode 0600, never overwriting), encrypted when --encrypt is given.
+func NewSigningKey(c *cli.Context, env *Env) (priv ed25519.PrivateKey, write func(keys ...any) error, err error) {
+	if err := ExactArgs(c, 0, "no arguments"); err != nil {
+		return nil, nil, err
+	}
+	if err := Require(c, "out"); err != nil {
+		return nil, nil, err
+	}
+	var passphrase []byte
+	if c.Bool("encrypt") {
+		if passphrase, err = NewPassphrase(c, env); err != nil {
+			return nil, nil, err
+		}
+	} else if c.IsSet("passphrase-file") {
+		return nil, nil, Usagef("--passphrase-file needs --encrypt")
+	}
+	seed := make([]byte, ed25519.SeedSize)
+	if _, err := env.Rand.Read(seed); err != nil {
+		return nil, nil, Failf("key_error", "cannot read randomness").WithCause(err)
+	}
+	out := c.String("out")
+	write = func(keys ...any) error { return keyfile.WritePrivate(out, keys...) }
+	if passphrase != nil {
+		write = func(keys ...any) error { return keyfile.WritePrivateEncrypted(out, passphrase, env.Rand, keys...) }
+	}
+	return ed25519.NewKeyFromSeed(seed), write, nil
+}
+
 func readPassphraseFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
