@@ -106,9 +106,7 @@ func X25519PublicFromEd25519(pub []byte) ([32]byte, error) {
 // is dropped. The zero value is not usable; use NewSharedKeys. Safe for
 // concurrent use.
 type SharedKeys struct {
-	mu  sync.Mutex
-	max int
-	m   map[[64]byte]*[32]byte
+	keys boundedMap[[64]byte, *[32]byte]
 }
 
 // NewSharedKeys returns a cache of at most max entries (1024 when max <= 0).
@@ -116,7 +114,7 @@ func NewSharedKeys(max int) *SharedKeys {
 	if max <= 0 {
 		max = 1024
 	}
-	return &SharedKeys{max: max, m: make(map[[64]byte]*[32]byte)}
+	return &SharedKeys{keys: newBoundedMap[[64]byte, *[32]byte](max)}
 }
 
 // get returns the shared key of own and peer, computing it when needed. A
@@ -130,23 +128,12 @@ func (c *SharedKeys) get(own *AgreementKey, peer *[32]byte) *[32]byte {
 	var id [64]byte
 	copy(id[:32], own.Public[:])
 	copy(id[32:], peer[:])
-	c.mu.Lock()
-	k, ok := c.m[id]
-	c.mu.Unlock()
-	if ok {
+	if k, ok := c.keys.get(id); ok {
 		return k
 	}
-	k = new([32]byte)
+	k := new([32]byte)
 	box.Precompute(k, peer, &own.Private)
-	c.mu.Lock()
-	if len(c.m) >= c.max {
-		for old := range c.m {
-			delete(c.m, old)
-			break
-		}
-	}
-	c.m[id] = k
-	c.mu.Unlock()
+	c.keys.put(id, k)
 	return k
 }
 
@@ -158,4 +145,37 @@ func (c *SharedKeys) seal(plaintext []byte, nonce *[24]byte, own *AgreementKey, 
 // open decrypts ciphertext from peer; ok is false on any failure.
 func (c *SharedKeys) open(ciphertext []byte, nonce *[24]byte, own *AgreementKey, peer *[32]byte) ([]byte, bool) {
 	return box.OpenAfterPrecomputation(nil, ciphertext, nonce, c.get(own, peer))
+}
+
+// boundedMap is a map of at most max entries, safe for concurrent use:
+// when it is full, an arbitrary entry makes room for a new one.
+type boundedMap[K comparable, V any] struct {
+	mu  sync.Mutex
+	max int
+	m   map[K]V
+}
+
+func newBoundedMap[K comparable, V any](max int) boundedMap[K, V] {
+	return boundedMap[K, V]{max: max, m: make(map[K]V)}
+}
+
+// get returns the value of k, if any.
+func (b *boundedMap[K, V]) get(k K) (V, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v, ok := b.m[k]
+	return v, ok
+}
+
+// put sets the value of k, dropping an arbitrary entry when full.
+func (b *boundedMap[K, V]) put(k K, v V) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.m) >= b.max {
+		for old := range b.m {
+			delete(b.m, old)
+			break
+		}
+	}
+	b.m[k] = v
 }

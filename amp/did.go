@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -430,38 +429,25 @@ func resolveDID(ctx context.Context, r DIDResolver, did string, keys *didKeyCach
 // dropped. Documents handed out must not be modified. A nil cache expands
 // every time.
 type didKeyCache struct {
-	mu   sync.Mutex
-	max  int
-	docs map[string]*DIDDocument
+	docs boundedMap[string, *DIDDocument]
 }
 
 func newDIDKeyCache(max int) *didKeyCache {
-	return &didKeyCache{max: max, docs: make(map[string]*DIDDocument)}
+	return &didKeyCache{docs: newBoundedMap[string, *DIDDocument](max)}
 }
 
 func (c *didKeyCache) get(did string) (*DIDDocument, error) {
 	if c == nil {
 		return DIDKeyDocument(did)
 	}
-	c.mu.Lock()
-	doc, ok := c.docs[did]
-	c.mu.Unlock()
-	if ok {
+	if doc, ok := c.docs.get(did); ok {
 		return doc, nil
 	}
 	doc, err := DIDKeyDocument(did)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if len(c.docs) >= c.max {
-		for k := range c.docs {
-			delete(c.docs, k)
-			break
-		}
-	}
-	c.docs[did] = doc
-	c.mu.Unlock()
+	c.docs.put(did, doc)
 	return doc, nil
 }
 

@@ -134,6 +134,19 @@ func appendRecipients(dst []byte, r Recipients) []byte {
 //	signed headers: id, to, ts, ttl, typ, from, reply_to, thread_id
 //	envelope:       v, id, to, ts, enc, ext, sig, ttl, typ, body, from, reply_to, thread_id
 
+// appendFromOn appends the pairs that end both maps, signed headers and
+// envelope: from, then reply_to and thread_id when set.
+func (m *Message) appendFromOn(dst []byte) []byte {
+	dst = appendText(appendText(dst, "from"), m.From)
+	if m.ReplyTo != nil {
+		dst = appendBytes(appendText(dst, "reply_to"), m.ReplyTo)
+	}
+	if m.ThreadID != nil {
+		dst = appendBytes(appendText(dst, "thread_id"), m.ThreadID)
+	}
+	return dst
+}
+
 // appendSignedHeaders appends the signed-headers map of Sig_Input
 // (RFC 001 §8.1).
 func (m *Message) appendSignedHeaders(dst []byte) []byte {
@@ -150,14 +163,7 @@ func (m *Message) appendSignedHeaders(dst []byte) []byte {
 	dst = appendUint(appendText(dst, "ts"), m.TS)
 	dst = appendUint(appendText(dst, "ttl"), m.TTL)
 	dst = appendUint(appendText(dst, "typ"), uint64(m.Type))
-	dst = appendText(appendText(dst, "from"), m.From)
-	if m.ReplyTo != nil {
-		dst = appendBytes(appendText(dst, "reply_to"), m.ReplyTo)
-	}
-	if m.ThreadID != nil {
-		dst = appendBytes(appendText(dst, "thread_id"), m.ThreadID)
-	}
-	return dst
+	return m.appendFromOn(dst)
 }
 
 // sigContext is the Sig_Input context string.
@@ -249,14 +255,7 @@ func (m *Message) Encode() []byte {
 	if m.Enc == nil {
 		dst = append(appendText(dst, "body"), body...)
 	}
-	dst = appendText(appendText(dst, "from"), m.From)
-	if m.ReplyTo != nil {
-		dst = appendBytes(appendText(dst, "reply_to"), m.ReplyTo)
-	}
-	if m.ThreadID != nil {
-		dst = appendBytes(appendText(dst, "thread_id"), m.ThreadID)
-	}
-	return dst
+	return m.appendFromOn(dst)
 }
 
 // rawMessage is a message envelope split into its fields by decodeEnvelope.
@@ -574,33 +573,24 @@ func ValidDID(s string) bool {
 	if msid == "" || strings.HasSuffix(msid, ":") {
 		return false
 	}
-	for i := 0; i < len(msid); i++ {
-		c := msid[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == '_', c == ':':
-		case c == '%':
-			if i+2 >= len(msid) || !isHex(msid[i+1]) || !isHex(msid[i+2]) {
-				return false
-			}
-			i += 2
-		default:
-			return false
-		}
-	}
-	return true
+	return pctEncoded(msid, ".-_:")
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
 // validFragment allows the RFC 3986 fragment characters (pchar / "/" / "?").
-func validFragment(f string) bool {
-	for i := 0; i < len(f); i++ {
-		c := f[i]
+func validFragment(f string) bool { return pctEncoded(f, "-._~!$&'()*+,;=:@/?") }
+
+// pctEncoded reports whether s holds only ASCII letters and digits, the
+// bytes of allowed, and percent-encoded bytes (%HH).
+func pctEncoded(s, allowed string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("-._~!$&'()*+,;=:@/?", c) >= 0:
+		case strings.IndexByte(allowed, c) >= 0:
 		case c == '%':
-			if i+2 >= len(f) || !isHex(f[i+1]) || !isHex(f[i+2]) {
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
 				return false
 			}
 			i += 2

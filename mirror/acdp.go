@@ -328,15 +328,7 @@ func acdpError(code string) (int, string) {
 // {"error":{"code","message"}} as application/acdp+json.
 func writeACDPError(w http.ResponseWriter, code string) {
 	status, msg := acdpError(code)
-	body := `{"error":{"code":"` + code + `","message":"` + msg + `"}}` + "\n"
-	h := w.Header()
-	h.Del("ETag")
-	h.Set("Content-Type", ACDPContentType)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	w.Write([]byte(body))
+	writeEnvelope(w, status, ACDPContentType, code, msg)
 }
 
 // semverPattern reports whether s matches ^\d+\.\d+\.\d+$ (ASCII digits;

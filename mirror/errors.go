@@ -32,11 +32,17 @@ const ErrorContentType = "application/json"
 
 // writeError writes the error envelope {"error":{"code","message"}}.
 func writeError(w http.ResponseWriter, status int, code string) {
-	body := `{"error":{"code":"` + code + `","message":"` + messages[code] + `"}}` + "\n"
+	w.Header().Del("Accept-Ranges")
+	writeEnvelope(w, status, ErrorContentType, code, messages[code])
+}
+
+// writeEnvelope writes {"error":{"code","message"}} as contentType, never
+// cached (code and msg are this package's constants, written unescaped).
+func writeEnvelope(w http.ResponseWriter, status int, contentType, code, msg string) {
+	body := `{"error":{"code":"` + code + `","message":"` + msg + `"}}` + "\n"
 	h := w.Header()
 	h.Del("ETag")
-	h.Del("Accept-Ranges")
-	h.Set("Content-Type", ErrorContentType)
+	h.Set("Content-Type", contentType)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -397,6 +398,50 @@ func mirrorFailed(errName string) bool {
 		return true
 	}
 	return false
+}
+
+// listedRun walks the statements or the heartbeats a mirror lists, in
+// order, as a sync does: an item is current when the store holds it,
+// planned in a dry run, not tried once the mirror failed a download
+// earlier in the run (so that a mirror stalling each download costs one
+// stall a list), else fetched and applied.
+type listedRun struct {
+	dryRun  bool
+	failing string // the download the mirror failed, if any
+}
+
+// decide is an item's outcome before any download, or its refusal; ""
+// and nil: fetch it, then report how that ended with fetched.
+func (r *listedRun) decide(held bool) (Outcome, error) {
+	switch {
+	case held:
+		return OutcomeCurrent, nil
+	case r.dryRun:
+		return OutcomePlanned, nil
+	case r.failing != "":
+		return "", notTried(r.failing)
+	}
+	return "", nil
+}
+
+// fetched notes the error name an item's fetch ended with: when the
+// mirror failed the download of what, the rest of the list is not tried.
+func (r *listedRun) fetched(errName, what string) {
+	if mirrorFailed(errName) {
+		r.failing = what
+	}
+}
+
+// getListed downloads the file the index lists at href, of size bytes (at
+// most max) and SHA-256 sum; same is false when the bytes served are not
+// those.
+func (c *syncClient) getListed(ctx context.Context, href string, size, max int64, sum []byte) (data []byte, same bool, err error) {
+	data, err = c.getSmall(ctx, href, min(size, max))
+	if err != nil {
+		return nil, false, err
+	}
+	got := sha256.Sum256(data)
+	return data, int64(len(data)) == size && bytes.Equal(got[:], sum), nil
 }
 
 // notTried is the refusal of a file not downloaded because the mirror

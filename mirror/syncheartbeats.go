@@ -1,9 +1,7 @@
 package mirror
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -70,7 +68,7 @@ func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dr
 	for _, b := range bs {
 		installed[b.BundleID] = true
 	}
-	failing := ""
+	run := listedRun{dryRun: dryRun}
 	for _, e := range ix.Heartbeats {
 		if !installed[e.BundleID] {
 			continue
@@ -80,18 +78,12 @@ func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dr
 		// The same bytes kept are skipped only while they count: applied
 		// again, a heartbeat that stopped counting is judged against the
 		// trust of now, and may count again.
-		switch k := have[e.BundleID]; {
-		case k != nil && k.HoldsBack(e.Version, e.CreatedAt):
-			it.Outcome = OutcomeCurrent
-		case dryRun:
-			it.Outcome = OutcomePlanned
-		case failing != "":
-			it.Outcome, it.Error, it.Message = refusal(notTried(failing))
-		default:
+		k := have[e.BundleID]
+		if it.Outcome, err = run.decide(k != nil && k.HoldsBack(e.Version, e.CreatedAt)); err != nil {
+			it.Outcome, it.Error, it.Message = refusal(err)
+		} else if it.Outcome == "" {
 			c.fetchAndApplyHeartbeat(ctx, ht, e, sum, &it)
-			if mirrorFailed(it.Error) {
-				failing = "the heartbeat of " + e.BundleID
-			}
+			run.fetched(it.Error, "the heartbeat of "+e.BundleID)
 		}
 		out = append(out, it)
 		if err := interrupted(ctx); err != nil {
@@ -103,13 +95,12 @@ func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dr
 
 func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTarget, e IndexHeartbeat, sum []byte, it *HeartbeatItem) {
 	refused := func(err error) { it.Outcome, it.Error, it.Message = refusal(err) }
-	data, err := c.getSmall(ctx, e.Href, min(e.Size, bundle.MaxHeartbeatSize))
+	data, same, err := c.getListed(ctx, e.Href, e.Size, bundle.MaxHeartbeatSize, sum)
 	if err != nil {
 		refused(err)
 		return
 	}
-	got := sha256.Sum256(data)
-	if int64(len(data)) != e.Size || !bytes.Equal(got[:], sum) {
+	if !same {
 		refused(amp.Named(0, ErrIndexMismatch, "the heartbeat served is not the one the index lists (size or SHA-256 differ): ignored"))
 		return
 	}

@@ -1,9 +1,7 @@
 package mirror
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -44,7 +42,7 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 	if !ok {
 		return out, nil
 	}
-	failing := ""
+	run := listedRun{dryRun: dryRun}
 	for _, e := range ix.Statements {
 		it := StatementItem{SHA256: e.SHA256, ContentType: e.ContentType}
 		sum, _ := hex.DecodeString(e.SHA256) // checked by DecodeIndex
@@ -59,18 +57,11 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 		if err != nil {
 			return out, err
 		}
-		switch {
-		case has:
-			it.Outcome = OutcomeCurrent
-		case dryRun:
-			it.Outcome = OutcomePlanned
-		case failing != "":
-			refuseStatement(&it, notTried(failing))
-		default:
+		if it.Outcome, err = run.decide(has); err != nil {
+			refuseStatement(&it, err)
+		} else if it.Outcome == "" {
 			c.fetchAndApply(ctx, t, st, e, sum, &it)
-			if mirrorFailed(it.Error) {
-				failing = "statement " + e.SHA256
-			}
+			run.fetched(it.Error, "statement "+e.SHA256)
 		}
 		out = append(out, it)
 		if err := interrupted(ctx); err != nil {
@@ -81,13 +72,12 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 }
 
 func (c *syncClient) fetchAndApply(ctx context.Context, t Target, st StatementTarget, e IndexStatement, sum []byte, it *StatementItem) {
-	data, err := c.getSmall(ctx, e.Href, min(e.Size, bundle.MaxRevocationSize))
+	data, same, err := c.getListed(ctx, e.Href, e.Size, bundle.MaxRevocationSize, sum)
 	if err != nil {
 		refuseStatement(it, err)
 		return
 	}
-	got := sha256.Sum256(data)
-	if int64(len(data)) != e.Size || !bytes.Equal(got[:], sum) || bundle.ContentType(data) != e.ContentType {
+	if !same || bundle.ContentType(data) != e.ContentType {
 		refuseStatement(it, amp.Named(0, ErrIndexMismatch, "the statement served is not the one the index lists (size, type or SHA-256 differ): ignored"))
 		return
 	}
@@ -95,23 +85,11 @@ func (c *syncClient) fetchAndApply(ctx context.Context, t Target, st StatementTa
 		refuseStatement(it, err)
 		return
 	}
-	var unchanged bool
-	if e.ContentType == bundle.MediaTypeRotation {
-		res, err := st.ApplyRotation(data)
-		if err != nil {
-			c.storeRefused(err)
-			refuseStatement(it, err)
-			return
-		}
-		unchanged = res.Unchanged
-	} else {
-		res, err := st.ApplyRevocation(data)
-		if err != nil {
-			c.storeRefused(err)
-			refuseStatement(it, err)
-			return
-		}
-		unchanged = res.Unchanged
+	unchanged, err := applyStatement(st, e.ContentType, data)
+	if err != nil {
+		c.storeRefused(err)
+		refuseStatement(it, err)
+		return
 	}
 	if !unchanged {
 		// The trust changed (keys added, retired or revoked): what
@@ -125,6 +103,23 @@ func (c *syncClient) fetchAndApply(ctx context.Context, t Target, st StatementTa
 		it.Outcome = OutcomeCurrent
 	}
 	c.log.Info("statement applied", "sha256", e.SHA256, "content_type", e.ContentType, "unchanged", unchanged)
+}
+
+// applyStatement has the store apply a trust (rotation) or revocation
+// statement; unchanged: it was applied before.
+func applyStatement(st StatementTarget, ctype string, data []byte) (unchanged bool, err error) {
+	if ctype == bundle.MediaTypeRotation {
+		res, err := st.ApplyRotation(data)
+		if err != nil {
+			return false, err
+		}
+		return res.Unchanged, nil
+	}
+	res, err := st.ApplyRevocation(data)
+	if err != nil {
+		return false, err
+	}
+	return res.Unchanged, nil
 }
 
 func refuseStatement(it *StatementItem, err error) { it.Outcome, it.Error, it.Message = refusal(err) }

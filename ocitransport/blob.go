@@ -7,8 +7,6 @@ import (
 	"hash"
 	"io"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -22,17 +20,9 @@ var errStalled = errors.New("ocitransport: body below the minimum data rate")
 // hashed, the digest checked at the end (a short body or another digest
 // is an error in place of io.EOF), the minimum data rate kept.
 type blobReader struct {
-	rc     io.ReadCloser
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	desc   ocispec.Descriptor
-	v      digest.Verifier
-	left   int64
-	timer  *time.Timer
-	start  time.Time
-	n      int64
-	o      *Options
-	once   sync.Once
+	pacedBody
+	desc ocispec.Descriptor
+	v    digest.Verifier
 }
 
 // openBlob opens desc on e's source for reading through a blobReader.
@@ -52,8 +42,8 @@ func (e *Endpoint) openBlob(ctx context.Context, desc ocispec.Descriptor) (*blob
 		}
 		return nil, wrap(err, "fetching a blob")
 	}
-	b := &blobReader{rc: rc, ctx: cctx, cancel: cancel, desc: desc, v: desc.Digest.Verifier(), left: desc.Size, start: e.o.Now(), o: &e.o}
-	b.timer = time.AfterFunc(e.o.Grace, func() { cancel(errStalled) })
+	b := &blobReader{desc: desc, v: desc.Digest.Verifier()}
+	b.pace(rc, cctx, cancel, desc.Size, &e.o)
 	return b, nil
 }
 
@@ -64,21 +54,12 @@ func (b *blobReader) Read(p []byte) (int, error) {
 		}
 		return 0, io.EOF
 	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	b.n += int64(n)
+	n, err := b.read(p)
 	b.v.Write(p[:n])
-	if n > 0 {
-		due := b.start.Add(b.o.Grace + time.Duration(float64(b.n)/float64(b.o.MinDataRate)*float64(time.Second)))
-		b.timer.Reset(due.Sub(b.o.Now()))
-	}
 	switch {
 	case err == nil:
 		return n, nil
-	case errors.Is(context.Cause(b.ctx), errStalled):
+	case b.stalled():
 		return n, fail(ErrTooSlow, "a blob arrived slower than %d bytes per second", b.o.MinDataRate)
 	case err == io.ErrUnexpectedEOF, err == io.EOF && b.left > 0:
 		return n, fail(ErrSize, "a blob is shorter than its descriptor says")
@@ -86,16 +67,6 @@ func (b *blobReader) Read(p []byte) (int, error) {
 		return n, nil // the next Read checks the digest
 	}
 	return n, wrap(err, "reading a blob")
-}
-
-func (b *blobReader) Close() error {
-	var err error
-	b.once.Do(func() {
-		b.timer.Stop()
-		err = b.rc.Close()
-		b.cancel(nil)
-	})
-	return err
 }
 
 // copyBlob streams desc from e's source into w through buf, verified.

@@ -161,16 +161,14 @@ func hostPort(u *url.URL) string {
 	return u.Host + ":" + port
 }
 
-// boundedBody is an answer's body bounded in bytes and in time: after the
-// grace period it must keep arriving at the minimum data rate, else its
-// request is cancelled and Read fails with oci_too_slow.
-type boundedBody struct {
+// pacedBody is a body that, after the grace period, must keep arriving
+// at the minimum data rate, else its request is cancelled (cause
+// errStalled). It reads at most left bytes.
+type pacedBody struct {
 	rc     io.ReadCloser
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	left   int64
-	name   amp.ErrName
-	limit  int64
 	timer  *time.Timer
 	start  time.Time
 	n      int64
@@ -178,9 +176,54 @@ type boundedBody struct {
 	once   sync.Once
 }
 
-func newBoundedBody(rc io.ReadCloser, ctx context.Context, cancel context.CancelCauseFunc, limit int64, name amp.ErrName, o *Options) *boundedBody {
-	b := &boundedBody{rc: rc, ctx: ctx, cancel: cancel, left: limit, limit: limit, name: name, start: o.Now(), o: o}
+// pace starts b's rate clock on rc, whose request ends with cancel.
+func (b *pacedBody) pace(rc io.ReadCloser, ctx context.Context, cancel context.CancelCauseFunc, left int64, o *Options) {
+	b.rc, b.ctx, b.cancel, b.left, b.start, b.o = rc, ctx, cancel, left, o.Now(), o
 	b.timer = time.AfterFunc(o.Grace, func() { cancel(errStalled) })
+}
+
+// read reads into p at most the bytes left, and moves the rate clock on.
+func (b *pacedBody) read(p []byte) (int, error) {
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	b.n += int64(n)
+	if n > 0 {
+		due := b.start.Add(b.o.Grace + time.Duration(float64(b.n)/float64(b.o.MinDataRate)*float64(time.Second)))
+		b.timer.Reset(due.Sub(b.o.Now()))
+	}
+	return n, err
+}
+
+// stalled reports whether the request was cancelled for arriving slower
+// than the minimum data rate.
+func (b *pacedBody) stalled() bool { return errors.Is(context.Cause(b.ctx), errStalled) }
+
+// Close stops the rate clock, closes the body and ends its request.
+func (b *pacedBody) Close() error {
+	var err error
+	b.once.Do(func() {
+		b.timer.Stop()
+		err = b.rc.Close()
+		b.cancel(nil)
+	})
+	return err
+}
+
+// boundedBody is an answer's body bounded in bytes and in time: after the
+// grace period it must keep arriving at the minimum data rate, else its
+// request is cancelled and Read fails with oci_too_slow.
+type boundedBody struct {
+	pacedBody
+	name  amp.ErrName
+	limit int64
+}
+
+func newBoundedBody(rc io.ReadCloser, ctx context.Context, cancel context.CancelCauseFunc, limit int64, name amp.ErrName, o *Options) *boundedBody {
+	b := &boundedBody{limit: limit, name: name}
+	b.pace(rc, ctx, cancel, limit, o)
 	return b
 }
 
@@ -193,28 +236,9 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		}
 		return 0, io.EOF
 	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	b.n += int64(n)
-	if n > 0 {
-		due := b.start.Add(b.o.Grace + time.Duration(float64(b.n)/float64(b.o.MinDataRate)*float64(time.Second)))
-		b.timer.Reset(due.Sub(b.o.Now()))
-	}
-	if err != nil && err != io.EOF && errors.Is(context.Cause(b.ctx), errStalled) {
+	n, err := b.read(p)
+	if err != nil && err != io.EOF && b.stalled() {
 		return n, fail(ErrTooSlow, "an answer of the registry arrived slower than %d bytes per second", b.o.MinDataRate)
 	}
 	return n, err
-}
-
-func (b *boundedBody) Close() error {
-	var err error
-	b.once.Do(func() {
-		b.timer.Stop()
-		err = b.rc.Close()
-		b.cancel(nil)
-	})
-	return err
 }

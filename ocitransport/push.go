@@ -128,18 +128,29 @@ func (e *Endpoint) PushBundle(ctx context.Context, f *os.File, title, tag string
 	return e.pushManifest(ctx, raw, ArtifactTypeBundle, tag)
 }
 
-// hashLayers hashes f (size bytes) in one pass: the whole, and each layer
-// of at most max bytes (one layer when max is 0 or not below size).
-func hashLayers(f *os.File, size, max int64) ([]ocispec.Descriptor, []byte, error) {
+// layerCut is how a bundle of size bytes is cut into layers of at most
+// max bytes (one layer when max is 0 or not below size): the layer size,
+// and the layers' media type (the whole file's for one layer, a part's
+// for several). More than MaxLayers layers is oci_too_many.
+func layerCut(size, max int64) (int64, string, error) {
 	if max <= 0 || max >= size {
 		max = size
 	}
 	if (size+max-1)/max > MaxLayers {
-		return nil, nil, fail(ErrTooMany, "--max-layer-size cuts the bundle into more than %d layers", MaxLayers)
+		return 0, "", fail(ErrTooMany, "--max-layer-size cuts the bundle into more than %d layers", MaxLayers)
 	}
-	mt := MediaTypeBundlePart
 	if max == size {
-		mt = MediaTypeBundleFile
+		return max, MediaTypeBundleFile, nil
+	}
+	return max, MediaTypeBundlePart, nil
+}
+
+// hashLayers hashes f (size bytes) in one pass: the whole, and each layer
+// of at most max bytes (one layer when max is 0 or not below size).
+func hashLayers(f *os.File, size, max int64) ([]ocispec.Descriptor, []byte, error) {
+	max, mt, err := layerCut(size, max)
+	if err != nil {
+		return nil, nil, err
 	}
 	whole := sha256.New()
 	buf := make([]byte, CopyBufferSize)

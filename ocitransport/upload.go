@@ -21,16 +21,9 @@ import (
 // with the digest), so the file is read once. It returns the layers and
 // the whole file's SHA-256.
 func (e *Endpoint) streamLayers(ctx context.Context, f *os.File, size int64) ([]ocispec.Descriptor, []byte, error) {
-	max := e.o.MaxLayerSize
-	if max <= 0 || max >= size {
-		max = size
-	}
-	if (size+max-1)/max > MaxLayers {
-		return nil, nil, fail(ErrTooMany, "--max-layer-size cuts the bundle into more than %d layers", MaxLayers)
-	}
-	mt := MediaTypeBundlePart
-	if max == size {
-		mt = MediaTypeBundleFile
+	max, mt, err := layerCut(size, e.o.MaxLayerSize)
+	if err != nil {
+		return nil, nil, err
 	}
 	ctx = auth.AppendRepositoryScope(ctx, e.repo.Reference, auth.ActionPull, auth.ActionPush)
 	whole := sha256.New()

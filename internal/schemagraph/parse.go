@@ -251,19 +251,29 @@ func (p *parser) number(n json.Number) (any, error) {
 	return n, nil
 }
 
+// member parses the value of the element or member p.path ends with, one
+// level below depth, then takes its name off p.path.
+func (p *parser) member(depth int) (any, error) {
+	tok, err := p.next()
+	if err != nil {
+		return nil, err
+	}
+	v, err := p.value(tok, depth+1)
+	if err != nil {
+		return nil, err
+	}
+	p.path = p.path[:len(p.path)-1]
+	return v, nil
+}
+
 func (p *parser) array(depth int) (any, error) {
 	arr := []any{}
 	for p.dec.More() {
 		p.path = append(p.path, strconv.Itoa(len(arr)))
-		tok, err := p.next()
+		v, err := p.member(depth)
 		if err != nil {
 			return nil, err
 		}
-		v, err := p.value(tok, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		p.path = p.path[:len(p.path)-1]
 		arr = append(arr, v)
 	}
 	if _, err := p.next(); err != nil { // ']'
@@ -287,15 +297,10 @@ func (p *parser) object(depth int) (any, error) {
 			}
 			p.o.Duplicate(joinPointer(p.path))
 		}
-		tok, err := p.next()
+		v, err := p.member(depth)
 		if err != nil {
 			return nil, err
 		}
-		v, err := p.value(tok, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		p.path = p.path[:len(p.path)-1]
 		m[key] = v
 	}
 	if _, err := p.next(); err != nil { // '}'
