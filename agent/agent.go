@@ -17,6 +17,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/internal/workers"
 	"github.com/ampbundle/ampbundle/resolver"
 )
@@ -86,8 +87,27 @@ func (r storeRegistry) Schema(ref capability.SchemaRef) (SchemaValidator, error)
 	return s, nil
 }
 
-// Config configures an Agent. New checks all of it.
+// Config configures an Agent in three groups: what the agent is and what
+// it needs (Core), how much it takes from peers (Bounds), and the
+// functions it reports to (Hooks). New checks all of it. The groups are
+// embedded, so their fields read as the Config's own (cfg.MaxTTL,
+// cfg.Logger = l); a composite literal names them:
+//
+//	agent.Config{
+//		Core:   agent.Core{Identity: id, Store: store, Policy: rules, Handlers: handlers, Now: time.Now, Rand: rand.Reader},
+//		Bounds: agent.Bounds{MaxTimeout: 2 * time.Minute},
+//		Hooks:  agent.Hooks{Logger: logger},
+//	}
 type Config struct {
+	Core
+	Bounds
+	Hooks
+}
+
+// Core is what an agent is and what it needs: its identity, the local
+// registry, the policy, the handlers, the clock, the randomness and the
+// idempotency ledger. Identity, Store, Policy, Now and Rand are required.
+type Core struct {
 	// Identity is the agent's DID and keys. A did:key DID must be the
 	// did:key of the signing key; another DID (did:web) must have its DID
 	// document in the store, listing the signing key (and the agreement key,
@@ -100,59 +120,6 @@ type Config struct {
 	// Handlers maps capability ids ("name:version") to their handlers. Each
 	// id must be installed in the store when the agent is built.
 	Handlers map[string]Handler
-	// Now is the clock. Required.
-	Now func() time.Time
-	// Rand is the CSPRNG for message ids, nonces, cursor keys and jitter.
-	// Required.
-	Rand io.Reader
-	// Logger receives structured logs. Nil discards them.
-	Logger *slog.Logger
-	// Observe, when set, is called once for each message Handle processed
-	// (metrics): its type, outcome code, capability and duration. It runs
-	// on the request's goroutine and must not block.
-	Observe func(Observation)
-	// Ledger is the idempotency ledger. Nil opens the durable one beside
-	// the store (ledger.OpenFile with the defaults): the write-ahead log
-	// Store.Path() + ".ledger.wal", its lock file + ".ledger.wal.lock"
-	// (held while the agent is open: a second agent on the same store is
-	// refused), and, while a compaction runs, + ".ledger.wal.compact"; a
-	// bbolt ledger an older agent left at Store.Path() + ".ledger" is
-	// migrated once (one way) and kept as + ".ledger.migrated-YYYYMMDD"
-	// (ledger.OpenFile). The directory of the
-	// store must be writable. Limits are LedgerLimits; Close closes it. To
-	// place the files elsewhere, open the ledger yourself
-	// (ledger.OpenFile with FileOptions.Path, then ledger.New) and set it
-	// here. New makes the ledger
-	// charge its per-caller quotas to the policy's principals
-	// (Ledger.SetPrincipal with PrincipalOf): one ledger serves one agent.
-	// Agents of a fleet behind one address share one ledger on etcd:
-	// etcdledger.NewLedger, one per agent (docs/FLEET.md).
-	Ledger *ledger.Ledger
-	// LedgerLimits bound the ledger New opens (default: 256 MiB, 1/8 of it
-	// per caller, and ReplyReserve, the largest result recorded, reserved
-	// for each running handler: 256 KiB; docs/CLI.md §3.4).
-	LedgerLimits ledger.Limits
-	// MaxResultBytes sets the largest result of a capability, by handler
-	// id ("name:version"), in bytes of the CAP_RESULT reply that carries it
-	// (the result's CBOR encoding and a few hundred bytes of envelope):
-	// the ledger reserves that much before the handler runs, and a larger
-	// result is answered by a final CAP_RESULT error 5001
-	// result_too_large, recorded (docs/CLI.md §3.4). A capability it does
-	// not name gets the ledger's Limits.ReplyReserve (LedgerLimits, or
-	// Ledger's). Each is at least ledger.MinReplyReserve; New refuses one
-	// that cannot fit in one caller's share (ledger.Limits.MaxReserve,
-	// ErrResultExceedsShare).
-	MaxResultBytes map[string]int64
-	// Limits caps incoming messages (default: 16 MiB, amp defaults).
-	Limits amp.Limits
-	// MaxClockSkew as in amp.ReceiverConfig (default 30 s).
-	MaxClockSkew time.Duration
-	// MaxTTL is the longest message ttl accepted, since replies are kept
-	// for the ttl (default 7 days).
-	MaxTTL time.Duration
-	// DefaultTimeout applies to an invocation without timeout_ms (default
-	// 30 s); MaxTimeout bounds timeout_ms (default 60 s, RFC 001 §16.4).
-	DefaultTimeout, MaxTimeout time.Duration
 	// InlineHandlers declares that every handler honours its context:
 	// it returns promptly once ctx is done. The agent then runs each
 	// handler on the goroutine that called Handle, with the invocation's
@@ -164,6 +131,50 @@ type Config struct {
 	// and the 5003 CAP_RESULT is sent at the deadline even when the handler
 	// never returns.
 	InlineHandlers bool
+	// Now is the clock. Required.
+	Now func() time.Time
+	// Rand is the CSPRNG for message ids, nonces, cursor keys and jitter.
+	// Required.
+	Rand io.Reader
+	// Ledger is the idempotency ledger. Nil opens the durable one beside
+	// the store (ledger.OpenFile with the defaults): the write-ahead log
+	// Store.Path() + ".ledger.wal", its lock file + ".ledger.wal.lock"
+	// (held while the agent is open: a second agent on the same store is
+	// refused), and, while a compaction runs, + ".ledger.wal.compact"; a
+	// bbolt ledger an older agent left at Store.Path() + ".ledger" is
+	// migrated once (one way) and kept as + ".ledger.migrated-YYYYMMDD"
+	// (ledger.OpenFile). The directory of the
+	// store must be writable. Limits are Bounds.LedgerLimits; Close closes
+	// it. To place the files elsewhere, open the ledger yourself
+	// (ledger.OpenFile with FileOptions.Path, then ledger.New) and set it
+	// here. New makes the ledger
+	// charge its per-caller quotas to the policy's principals
+	// (Ledger.SetPrincipal with PrincipalOf): one ledger serves one agent.
+	// Agents of a fleet behind one address share one ledger on etcd:
+	// etcdledger.NewLedger, one per agent (docs/FLEET.md).
+	Ledger *ledger.Ledger
+	// registry overrides Store for tests.
+	registry Registry
+}
+
+// Bounds are every limit an agent applies: message size and age,
+// timeouts, result and params sizes, query pages, cursors, the ledger's
+// budget and open streams. A zero field takes its default, the one
+// WithDefaults fills in (New does the same); each field says it.
+type Bounds struct {
+	// Limits caps incoming messages (default: amp.DefaultLimits, 16 MiB a
+	// message; a Limits with some fields set has amp's defaults for the
+	// others).
+	Limits amp.Limits
+	// MaxClockSkew as in amp.ReceiverConfig (default 30 s).
+	MaxClockSkew time.Duration
+	// MaxTTL is the longest message ttl accepted, since replies are kept
+	// for the ttl (default 7 days).
+	MaxTTL time.Duration
+	// DefaultTimeout applies to an invocation without timeout_ms (default
+	// 30 s, at most MaxTimeout); MaxTimeout bounds timeout_ms (default
+	// 60 s, RFC 001 §16.4).
+	DefaultTimeout, MaxTimeout time.Duration
 	// MaxBatchDuration bounds how long a BATCH starts items (default
 	// MaxTimeout): an item not started by then is answered, unprocessed,
 	// by a retryable ERROR 5003 batch_deadline_exceeded with its
@@ -174,13 +185,87 @@ type Config struct {
 	// handler's result) once expanded, all arrays and maps together
 	// (default offlineschema.DefaultMaxItems, 262,144).
 	MaxParamItems int
-	// DefaultLimit and MaxLimit bound CAP_QUERY pages (default 20, 100).
+	// MaxResultBytes sets the largest result of a capability, by handler
+	// id ("name:version"), in bytes of the CAP_RESULT reply that carries it
+	// (the result's CBOR encoding and a few hundred bytes of envelope):
+	// the ledger reserves that much before the handler runs, and a larger
+	// result is answered by a final CAP_RESULT error 5001
+	// result_too_large, recorded (docs/CLI.md §3.4). A capability it does
+	// not name gets the ledger's Limits.ReplyReserve (LedgerLimits, or
+	// Ledger's). Each is at least ledger.MinReplyReserve; New refuses one
+	// that cannot fit in one caller's share (ledger.Limits.MaxReserve,
+	// ErrResultExceedsShare).
+	MaxResultBytes map[string]int64
+	// DefaultLimit and MaxLimit bound CAP_QUERY pages (default 20, 100;
+	// DefaultLimit at most MaxLimit).
 	DefaultLimit, MaxLimit int
 	// CursorTTL is how long a paging cursor stays valid (default 10 min).
 	CursorTTL time.Duration
 	// SweepEvery is how often expired ledger entries are swept, during
 	// Handle (default 1 min).
 	SweepEvery time.Duration
+	// LedgerLimits bound the ledger New opens (default: 256 MiB, 1/8 of it
+	// per caller, and ReplyReserve, the largest result recorded, reserved
+	// for each running handler: 256 KiB; ledger.Limits.Resolved). A
+	// Ledger set in Core has its own.
+	LedgerLimits ledger.Limits
+	// StreamLimits bound open streams (see StreamLimits for defaults).
+	StreamLimits StreamLimits
+	// ParamStreams, when set, lets callers send the params of a CAP_INVOKE
+	// too large for one message as a stream first (docs/SPEC-DECISIONS.md
+	// STREAM-6; stream_invoke.go). Nil: a params stream is refused.
+	ParamStreams *ParamStreamLimits
+}
+
+// WithDefaults returns b with every zero (or negative) bound set to its
+// default: the bounds New applies, and the one place their defaults are
+// written. A partly set Limits is left for amp to complete; MaxResultBytes
+// has no default of its own (the ledger's ReplyReserve). ParamStreams
+// stays nil when it is (params streams are not taken); a set one is
+// copied, never changed.
+func (b Bounds) WithDefaults() Bounds {
+	orDefault(&b.MaxClockSkew, amp.DefaultMaxClockSkew)
+	orDefault(&b.MaxTTL, 7*24*time.Hour)
+	orDefault(&b.MaxTimeout, 60*time.Second)
+	orDefault(&b.DefaultTimeout, 30*time.Second)
+	b.DefaultTimeout = min(b.DefaultTimeout, b.MaxTimeout)
+	orDefault(&b.MaxBatchDuration, b.MaxTimeout)
+	orDefault(&b.MaxParamItems, offlineschema.DefaultMaxItems)
+	orDefault(&b.MaxLimit, 100)
+	orDefault(&b.DefaultLimit, 20)
+	b.DefaultLimit = min(b.DefaultLimit, b.MaxLimit)
+	orDefault(&b.CursorTTL, 10*time.Minute)
+	orDefault(&b.SweepEvery, time.Minute)
+	if b.Limits == (amp.Limits{}) {
+		b.Limits = amp.DefaultLimits()
+	}
+	b.LedgerLimits = b.LedgerLimits.Resolved()
+	b.StreamLimits.setDefaults()
+	if b.ParamStreams != nil {
+		p := *b.ParamStreams
+		p.setDefaults()
+		b.ParamStreams = &p
+	}
+	return b
+}
+
+// orDefault sets *v to def when it is not positive.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// Hooks are the functions the agent reports to: logs, metrics, the
+// reports about its own outbound messages, and finished streams. Each may
+// be nil.
+type Hooks struct {
+	// Logger receives structured logs. Nil discards them.
+	Logger *slog.Logger
+	// Observe, when set, is called once for each message Handle processed
+	// (metrics): its type, outcome code, capability and duration. It runs
+	// on the request's goroutine and must not block.
+	Observe func(Observation)
 	// Receipts receives the reports (ACK, PROC_OK, PROC_FAIL, ERROR,
 	// PROCESSING) that arrive about the agent's own outbound messages; they
 	// are never answered. client.Outbox.Receive fits here. Nil: logged only. It
@@ -193,17 +278,10 @@ type Config struct {
 	// error is answered by the stream's single ACK (verified: true); an
 	// *amp.Error by an ERROR with its code, any other error by 5001
 	// stream_not_accepted. It runs in the Handle call of the STREAM_END,
-	// without holding a CPU slot. Nil (and no ParamStreams): STREAM_* are
-	// not served (1005). Streams of invocation params never come here.
+	// without holding a CPU slot. Nil (and no Bounds.ParamStreams):
+	// STREAM_* are not served (1005). Streams of invocation params never
+	// come here.
 	Streams func(ctx context.Context, info StreamInfo, content io.Reader) error
-	// StreamLimits bound open streams (see StreamLimits for defaults).
-	StreamLimits StreamLimits
-	// ParamStreams, when set, lets callers send the params of a CAP_INVOKE
-	// too large for one message as a stream first (docs/SPEC-DECISIONS.md
-	// STREAM-6; stream_invoke.go). Nil: a params stream is refused.
-	ParamStreams *ParamStreamLimits
-	// registry overrides Store for tests.
-	registry Registry
 }
 
 // Agent is an embedded AMP agent: give it message bytes, get signed reply
@@ -246,50 +324,16 @@ func misconfigured(format string, args ...any) error {
 }
 
 // New checks cfg and returns an Agent. A misconfigured agent is an error,
-// never a half-working value (ACDP-0007 §3.5.1). Unless cfg.Ledger is set,
+// never a half-working value (ACDP-0007 §3.5.1). The bounds cfg leaves out
+// take their defaults (Bounds.WithDefaults). Unless cfg.Ledger is set,
 // New creates (or reopens) the idempotency ledger's files beside the store,
 // Store.Path() + ".ledger.wal" and its lock file + ".ledger.wal.lock"
-// (see Config.Ledger); it writes nothing else.
+// (see Core.Ledger); it writes nothing else.
 func New(cfg Config) (*Agent, error) {
-	switch {
-	case cfg.Store == nil && cfg.registry == nil:
-		return nil, misconfigured("the agent needs the local registry (Store)")
-	case cfg.Policy == nil:
-		return nil, misconfigured("the agent needs a policy (Rules{} denies everyone)")
-	case cfg.Now == nil:
-		return nil, misconfigured("the agent needs a clock")
-	case cfg.Rand == nil:
-		return nil, misconfigured("the agent needs a source of randomness")
-	case len(cfg.Identity.SigningKey) != ed25519.PrivateKeySize:
-		return nil, misconfigured("the agent identity needs an ed25519 signing key")
-	case !amp.ValidDID(cfg.Identity.DID) || amp.BareDID(cfg.Identity.DID) != cfg.Identity.DID:
-		return nil, misconfigured("the agent identity needs a did (without fragment)")
+	if err := cfg.Core.check(); err != nil {
+		return nil, err
 	}
-	setDefault := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	setDefault(&cfg.MaxTTL, 7*24*time.Hour)
-	setDefault(&cfg.DefaultTimeout, 30*time.Second)
-	setDefault(&cfg.MaxTimeout, 60*time.Second)
-	setDefault(&cfg.CursorTTL, 10*time.Minute)
-	setDefault(&cfg.SweepEvery, time.Minute)
-	setDefault(&cfg.MaxClockSkew, amp.DefaultMaxClockSkew)
-	setDefault(&cfg.MaxBatchDuration, cfg.MaxTimeout)
-	if cfg.DefaultTimeout > cfg.MaxTimeout {
-		cfg.DefaultTimeout = cfg.MaxTimeout
-	}
-	if cfg.DefaultLimit <= 0 {
-		cfg.DefaultLimit = 20
-	}
-	if cfg.MaxLimit <= 0 {
-		cfg.MaxLimit = 100
-	}
-	if cfg.DefaultLimit > cfg.MaxLimit {
-		cfg.DefaultLimit = cfg.MaxLimit
-	}
-
+	cfg.Bounds = cfg.Bounds.WithDefaults()
 	a := &Agent{cfg: cfg, log: cfg.Logger, cpu: admission.NewFair(2*runtime.GOMAXPROCS(0), admission.DefaultPeerQueue),
 		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{},
 		workers: workers.New(0), life: newLifecycle(), sweeps: newSweeper(),
@@ -303,23 +347,60 @@ func New(cfg Config) (*Agent, error) {
 	if a.reg == nil {
 		a.reg = storeRegistry{cfg.Store}
 	}
-	if err := a.checkIdentity(); err != nil {
+	for _, step := range []func() error{a.checkIdentity, a.addHandlers, a.newCodec, a.openLedger} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	a.ledger.SetPrincipal(a.principal)
+	var err error
+	if a.results, err = newResultLimits(cfg, a.ledger); err != nil {
+		if a.ownLedger {
+			a.ledger.Close()
+		}
 		return nil, err
 	}
+	return a, nil
+}
+
+// check refuses a Core that no agent can be built of, naming what is
+// missing.
+func (c *Core) check() error {
+	for _, k := range []struct {
+		bad bool
+		msg string
+	}{
+		{c.Store == nil && c.registry == nil, "the agent needs the local registry (Store)"},
+		{c.Policy == nil, "the agent needs a policy (Rules{} denies everyone)"},
+		{c.Now == nil, "the agent needs a clock"},
+		{c.Rand == nil, "the agent needs a source of randomness"},
+		{len(c.Identity.SigningKey) != ed25519.PrivateKeySize, "the agent identity needs an ed25519 signing key"},
+		{!amp.ValidDID(c.Identity.DID) || amp.BareDID(c.Identity.DID) != c.Identity.DID, "the agent identity needs a did (without fragment)"},
+	} {
+		if k.bad {
+			return misconfigured("%s", k.msg)
+		}
+	}
+	return nil
+}
+
+// addHandlers takes the handlers of the capabilities the registry has,
+// refusing any other.
+func (a *Agent) addHandlers() error {
 	cat, err := a.reg.Catalog()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for idStr, h := range cfg.Handlers {
+	for idStr, h := range a.cfg.Handlers {
 		id, err := capability.ParseID(idStr)
 		if err != nil {
-			return nil, misconfigured("handler id %q is not a capability id", idStr)
+			return misconfigured("handler id %q is not a capability id", idStr)
 		}
 		if h == nil {
-			return nil, misconfigured("handler for %s is nil", id)
+			return misconfigured("handler for %s is nil", id)
 		}
 		if _, ok := cat.Lookup(id); !ok {
-			return nil, misconfigured("there is a handler for %s, but the registry has no such capability (import its bundle first)", id)
+			return misconfigured("there is a handler for %s, but the registry has no such capability (import its bundle first)", id)
 		}
 		a.handlers[id] = h
 		a.byName[id.Name] = append(a.byName[id.Name], id.Version)
@@ -328,45 +409,51 @@ func New(cfg Config) (*Agent, error) {
 		capabilitySortVersions(vs)
 		a.byName[name] = vs
 	}
+	return nil
+}
+
+// newCodec draws the cursor key and builds the receiver and the sender of
+// the agent's messages.
+func (a *Agent) newCodec() error {
+	cfg := &a.cfg
 	a.cursorKey = make([]byte, 32)
 	if _, err := io.ReadFull(cfg.Rand, a.cursorKey); err != nil {
-		return nil, misconfigured("cannot read randomness for the cursor key")
+		return misconfigured("cannot read randomness for the cursor key")
 	}
 	var agree []*amp.AgreementKey
 	if cfg.Identity.Agreement != nil {
 		agree = []*amp.AgreementKey{cfg.Identity.Agreement}
 	}
 	shared := amp.NewSharedKeys(0)
+	var err error
 	if a.recv, err = amp.NewReceiver(amp.ReceiverConfig{Limits: cfg.Limits, Now: cfg.Now, MaxClockSkew: cfg.MaxClockSkew,
 		DIDs: a.reg, AgreementKeys: agree, SharedKeys: shared}); err != nil {
-		return nil, err
+		return err
 	}
-	if a.send, err = amp.NewSender(amp.SenderConfig{Identity: cfg.Identity, Rand: cfg.Rand, Now: cfg.Now, DIDs: a.reg, SharedKeys: shared}); err != nil {
-		return nil, err
+	a.send, err = amp.NewSender(amp.SenderConfig{Identity: cfg.Identity, Rand: cfg.Rand, Now: cfg.Now, DIDs: a.reg, SharedKeys: shared})
+	return err
+}
+
+// openLedger takes cfg.Ledger, or opens the durable ledger beside the
+// store (Core.Ledger).
+func (a *Agent) openLedger() error {
+	a.ledger = a.cfg.Ledger
+	if a.ledger != nil {
+		return nil
 	}
-	a.ledger = cfg.Ledger
-	if a.ledger == nil {
-		if cfg.Store == nil {
-			return nil, misconfigured("the agent needs an idempotency ledger or a store to keep one beside")
-		}
-		bs, _, err := ledger.OpenFile(cfg.Store.Path(), ledger.FileOptions{Limits: cfg.LedgerLimits, Now: cfg.Now})
-		if err != nil {
-			return nil, err
-		}
-		if a.ledger, err = ledger.New(bs, ledger.Options{Now: cfg.Now}); err != nil {
-			bs.Close()
-			return nil, err
-		}
-		a.ownLedger = true
+	if a.cfg.Store == nil {
+		return misconfigured("the agent needs an idempotency ledger or a store to keep one beside")
 	}
-	a.ledger.SetPrincipal(a.principal)
-	if a.results, err = newResultLimits(cfg, a.ledger); err != nil {
-		if a.ownLedger {
-			a.ledger.Close()
-		}
-		return nil, err
+	bs, _, err := ledger.OpenFile(a.cfg.Store.Path(), ledger.FileOptions{Limits: a.cfg.LedgerLimits, Now: a.cfg.Now})
+	if err != nil {
+		return err
 	}
-	return a, nil
+	if a.ledger, err = ledger.New(bs, ledger.Options{Now: a.cfg.Now}); err != nil {
+		bs.Close()
+		return err
+	}
+	a.ownLedger = true
+	return nil
 }
 
 // principal is the quota bucket of a sender (PrincipalOf the policy).
@@ -480,7 +567,8 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 	case ledger.Lost:
 		return a.answerLost(context.WithoutCancel(ctx), m, st.Ticket)
 	}
-	return a.handleClaimed(context.WithoutCancel(ctx), m, sender, st.Ticket)
+	reply, _, err := a.handleClaimed(context.WithoutCancel(ctx), m, sender, st.Ticket)
+	return reply, err
 }
 
 // errLedgerUnavailable is claim's error when the ledger cannot start an
@@ -598,25 +686,23 @@ func (a *Agent) answerLost(ctx context.Context, m *amp.Message, t *ledger.Ticket
 }
 
 // handleClaimed processes a message this call holds the ledger ticket of.
-func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string, t *ledger.Ticket) ([]byte, error) {
+func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string, t *ledger.Ticket) (reply []byte, sent *amp.Message, err error) {
 	start := time.Now()
 	n := &note{}
 	ctx = context.WithValue(ctx, noteKey{}, n)
 	typ, body, perr := a.dispatch(ctx, m, t)
-	var reply []byte
-	var err error
 	switch {
 	case perr != nil:
-		reply, err = a.replyError(ctx, m, perr)
+		sent, reply, err = a.sealError(ctx, m, perr)
 	case typ == noReply:
 	default:
-		reply, err = a.reply(ctx, m, typ, body)
+		sent, reply, err = a.sealReply(ctx, m, typ, body)
 	}
 	if err != nil {
 		// A running ticket stays running: a retry is answered "outcome
 		// unknown", never run again.
 		t.Abandon()
-		return nil, err
+		return nil, nil, err
 	}
 	code, name := n.code, n.name
 	if perr != nil {
@@ -652,7 +738,7 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 	// a handler ran, in the ledger's bounded memory cache otherwise.
 	if perr != nil && code.Retryable() && !t.Durable() {
 		t.Abandon()
-		return reply, nil
+		return reply, sent, nil
 	}
 	err = a.finish(t, reply)
 	if err != nil && t.Durable() && amp.NameOf(err) == ledger.ErrReplyTooLarge {
@@ -664,19 +750,20 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 		// same answer and never runs the handler again.
 		a.log.Error("reply larger than its capability's largest result; answering result_too_large (raise max_result_bytes)", "from", sender, "id", m.ID.String(), "bytes", len(reply))
 		var small []byte
+		var smallMsg *amp.Message
 		b, err := capability.NewErrorResult(resultTooLarge(a.results.ofNamed(n.capability))).Encode()
 		if err == nil {
-			small, err = a.reply(ctx, m, amp.TypeCapResult, b)
+			smallMsg, small, err = a.sealReply(ctx, m, amp.TypeCapResult, b)
 		}
 		if err != nil {
 			t.Abandon()
-			return nil, unavailable()
+			return nil, nil, unavailable()
 		}
 		if err = a.finish(t, small); err != nil {
 			t.Abandon()
 			a.log.Error("error result sent but not recorded in the ledger: a retry gets outcome_unknown", "err", err, "from", sender, "id", m.ID.String())
 		}
-		return small, nil
+		return small, smallMsg, nil
 	}
 	if err != nil {
 		t.Abandon()
@@ -687,12 +774,12 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 			// the running entry: "outcome unknown", never a second run.
 			// Answering 5002 instead would lose an outcome that exists.
 			a.log.Error("reply sent but not recorded in the ledger: a retry gets outcome_unknown", "err", err, "from", sender, "id", m.ID.String())
-			return reply, nil
+			return reply, sent, nil
 		}
 		a.log.Error("cannot record a reply in the ledger", "err", err, "from", sender, "id", m.ID.String())
-		return nil, unavailable()
+		return nil, nil, unavailable()
 	}
-	return reply, nil
+	return reply, sent, nil
 }
 
 // dispatch answers one authenticated message: the reply's type and body,
@@ -724,26 +811,39 @@ func (a *Agent) dispatch(ctx context.Context, m *amp.Message, t *ledger.Ticket) 
 
 // reply builds and signs the reply to m (encrypted when m was).
 func (a *Agent) reply(ctx context.Context, m *amp.Message, typ amp.Type, body []byte) ([]byte, error) {
+	_, out, err := a.sealReply(ctx, m, typ, body)
+	return out, err
+}
+
+// sealReply is reply, also returning the message it signed (what an
+// in-process caller reads instead of decoding the bytes again).
+func (a *Agent) sealReply(ctx context.Context, m *amp.Message, typ amp.Type, body []byte) (*amp.Message, []byte, error) {
 	ttl := time.Duration(m.TTL) * time.Millisecond
 	if m.TTL == 0 {
 		ttl = -1 // answer a ttl = 0 message with ttl = 0
 	}
-	_, out, err := a.send.Seal(ctx, amp.Draft{Type: typ, To: amp.To(amp.BareDID(m.From)), TTL: ttl,
+	sent, out, err := a.send.Seal(ctx, amp.Draft{Type: typ, To: amp.To(amp.BareDID(m.From)), TTL: ttl,
 		ReplyTo: m.ID[:], ThreadID: m.ThreadID, Body: body, Encrypt: m.Encrypted()})
 	if err != nil {
 		a.log.Error("cannot build a reply", "err", err, "to", m.From, "id", m.ID.String())
-		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot build the reply")
+		return nil, nil, amp.Wrap(amp.CodeInternalError, err, "cannot build the reply")
 	}
-	return out, nil
+	return sent, out, nil
 }
 
 // replyError answers m with a signed ERROR.
 func (a *Agent) replyError(ctx context.Context, m *amp.Message, err error) ([]byte, error) {
+	_, out, err := a.sealError(ctx, m, err)
+	return out, err
+}
+
+// sealError is replyError, also returning the message it signed.
+func (a *Agent) sealError(ctx context.Context, m *amp.Message, err error) (*amp.Message, []byte, error) {
 	body, merr := amp.Marshal(amp.ErrorBodyOf(err))
 	if merr != nil {
-		return nil, amp.Wrap(amp.CodeInternalError, merr, "cannot encode an error body")
+		return nil, nil, amp.Wrap(amp.CodeInternalError, merr, "cannot encode an error body")
 	}
-	return a.reply(ctx, m, amp.TypeError, body)
+	return a.sealReply(ctx, m, amp.TypeError, body)
 }
 
 // maybeSweep drops expired ledger entries now and then, in the background

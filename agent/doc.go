@@ -3,11 +3,15 @@
 // bytes, get signed reply bytes back.
 //
 //	a, err := agent.New(agent.Config{
-//		Identity: id,                       // did:key, or a did:web documented in the store
-//		Store:    store,                    // *resolver.Store: schemas, DIDs (ledger beside it)
-//		Policy:   agent.Rules{{Caller: "*", Prefix: "org.example"}},
-//		Handlers: map[string]agent.Handler{"org.example.translate.text:2.1.0": translate},
-//		Now:      time.Now, Rand: rand.Reader, Logger: logger,
+//		Core: agent.Core{
+//			Identity: id,    // did:key, or a did:web documented in the store
+//			Store:    store, // *resolver.Store: schemas, DIDs (ledger beside it)
+//			Policy:   agent.Rules{{Caller: "*", Prefix: "org.example"}},
+//			Handlers: map[string]agent.Handler{"org.example.translate.text:2.1.0": translate},
+//			Now:      time.Now, Rand: rand.Reader,
+//		},
+//		Bounds: agent.Bounds{MaxTimeout: 2 * time.Minute}, // zero fields: Bounds.WithDefaults
+//		Hooks:  agent.Hooks{Logger: logger},
 //	})
 //	reply, err := a.Handle(ctx, requestBytes)
 //

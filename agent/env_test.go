@@ -126,8 +126,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		e.handlers[id] = e.echo(id)
 	}
 	e.handlers["com.example.code-review:1.0.0"] = e.echo("com.example.code-review:1.0.0")
-	e.cfg = Config{Identity: e.provider, Store: s, Now: e.clock.Now, Rand: rand.Reader,
-		Policy: Rules{{Caller: e.caller.DID, Prefix: "org.agentries"}, {Caller: e.caller.DID, Prefix: "com.example."}}}
+	e.cfg = Config{Core: Core{Identity: e.provider, Store: s, Now: e.clock.Now, Rand: rand.Reader,
+		Policy: Rules{{Caller: e.caller.DID, Prefix: "org.agentries"}, {Caller: e.caller.DID, Prefix: "com.example."}}}}
 	for _, o := range opts {
 		o(e)
 	}

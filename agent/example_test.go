@@ -135,9 +135,9 @@ func Example() {
 	}
 	defer store.Close()
 	provider, caller := exampleIdentity(), exampleIdentity()
-	a, err := agent.New(agent.Config{Identity: provider, Store: store, Now: time.Now, Rand: rand.Reader,
+	a, err := agent.New(agent.Config{Core: agent.Core{Identity: provider, Store: store, Now: time.Now, Rand: rand.Reader,
 		Policy:   agent.Rules{{Caller: caller.DID, Prefix: "org.example"}},
-		Handlers: map[string]agent.Handler{"org.example.greet.hello:1.0.0": agent.Func(hello)}})
+		Handlers: map[string]agent.Handler{"org.example.greet.hello:1.0.0": agent.Func(hello)}}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -170,11 +170,11 @@ func Example_http() {
 	defer store.Close()
 
 	provider, caller := exampleIdentity(), exampleIdentity()
-	a, err := agent.New(agent.Config{
+	a, err := agent.New(agent.Config{Core: agent.Core{
 		Identity: provider, Store: store, Now: now, Rand: rand.Reader,
 		Policy:   agent.Rules{{Caller: caller.DID, Prefix: "org.example"}},
 		Handlers: map[string]agent.Handler{"org.example.greet.hello:1.0.0": agent.Func(hello)},
-	})
+	}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
+	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // invoke answers a CAP_INVOKE. The checks run in exactly the order of
@@ -59,23 +60,52 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		a.log.Error("catalog unavailable", "err", err)
 		return 0, nil, unavailable()
 	}
+	// 3. to 5.
+	tg, err := a.invokeTarget(ctx, cat, caller, inv)
+	if err != nil {
+		return 0, nil, err
+	}
+	// 6.
+	in, err := a.invokeInput(tg, caller, inv)
+	if err != nil {
+		return 0, nil, err
+	}
+	// Streamed params are used once: by the run, or by a final refusal;
+	// a retryable refusal before the run puts them back first (invokeRun).
+	defer in.use.done()
+	return a.invokeRun(ctx, m.ID, t, caller, inv, tg, in)
+}
+
+// invokeTarget is what steps 3 to 5 of invoke settle: the capability
+// version that runs, the version asked for, and its catalog entry.
+type invokeTarget struct {
+	id    capability.ID
+	asked capability.Version
+	entry resolver.Entry
+}
+
+// invokeTarget runs steps 3 to 5 of invoke for an authorized caller: the
+// capability's identity, the capability-scoped policy, the version, and
+// its entry in cat.
+func (a *Agent) invokeTarget(ctx context.Context, cat *resolver.Catalog, caller string, inv capability.Invoke) (invokeTarget, error) {
+	var err error
 	// 3.
 	name := inv.ID.Name
 	if !inv.ByID() {
 		if name, err = a.resolveName(cat, caller, inv.Capability, inv.Type); err != nil {
-			return 0, nil, err
+			return invokeTarget{}, err
 		}
 	}
 	versions := a.byName[name]
 	if len(versions) == 0 {
 		if !a.cfg.Policy.AllowCapability(caller, name) {
-			return 0, nil, unauthorized()
+			return invokeTarget{}, unauthorized()
 		}
-		return 0, nil, amp.Named(amp.CodeCapabilityNotFound, "capability_not_found", "no such capability")
+		return invokeTarget{}, amp.Named(amp.CodeCapabilityNotFound, "capability_not_found", "no such capability")
 	}
 	// 4.
 	if !a.cfg.Policy.AllowCapability(caller, name) {
-		return 0, nil, unauthorized()
+		return invokeTarget{}, unauthorized()
 	}
 	// 5.
 	var id capability.ID
@@ -95,7 +125,7 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		}
 	}
 	if err != nil {
-		return 0, nil, err
+		return invokeTarget{}, err
 	}
 	if n := noteFrom(ctx); n != nil {
 		n.capability = id.String()
@@ -104,48 +134,72 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 	if !ok {
 		// Configured, but its bundle is gone: fail closed.
 		a.log.Error("capability configured but not in the registry", "capability", id.String())
-		return 0, nil, unavailable()
+		return invokeTarget{}, unavailable()
 	}
-	// 6. Both schemas before anything runs: a tampered or missing output
-	// schema must not let the handler run and then fail (the store's
-	// Schema resolves and hash-checks the whole $ref closure, offline).
-	inSchema, err := a.reg.Schema(entry.Descriptor.InputSchema)
+	return invokeTarget{id: id, asked: asked, entry: entry}, nil
+}
+
+// invokeInput is what step 6 of invoke settles: the output schema, the
+// version bridge (nil when none), the validated params and their use (a
+// streamed params' hold; nil-safe).
+type invokeInput struct {
+	outSchema SchemaValidator
+	bridge    *compat.Bridge
+	params    any
+	use       *paramsUse
+}
+
+// invokeInput runs step 6 of invoke: both schemas before anything runs (a
+// tampered or missing output schema must not let the handler run and then
+// fail; the store's Schema resolves and hash-checks the whole $ref
+// closure, offline), the verified bridge of a bridged caller, then the
+// params expanded within an item budget and validated. On an error, the
+// params' use is done.
+func (a *Agent) invokeInput(tg invokeTarget, caller string, inv capability.Invoke) (invokeInput, error) {
+	id, desc := tg.id, tg.entry.Descriptor
+	inSchema, err := a.reg.Schema(desc.InputSchema)
 	if err != nil {
 		a.log.Error("input schema unavailable", "capability", id.String(), "err", err)
-		return 0, nil, unavailable()
+		return invokeInput{}, unavailable()
 	}
-	outSchema, err := a.reg.Schema(entry.Descriptor.OutputSchema)
+	outSchema, err := a.reg.Schema(desc.OutputSchema)
 	if err != nil {
 		a.log.Error("output schema unavailable", "capability", id.String(), "err", err)
-		return 0, nil, unavailable()
+		return invokeInput{}, unavailable()
 	}
 	// A bridged caller: the verified bridge, before anything runs.
 	var bridge *compat.Bridge
-	if entry.Descriptor.Policy == capability.PolicyBridge && id.Version != asked {
-		if bridge, err = a.loadBridge(entry.Descriptor); err != nil {
-			return 0, nil, err
+	if desc.Policy == capability.PolicyBridge && id.Version != tg.asked {
+		if bridge, err = a.loadBridge(desc); err != nil {
+			return invokeInput{}, err
 		}
 	}
 	rawParams, use, err := a.invokeParams(caller, inv)
 	if err != nil {
-		return 0, nil, err
+		return invokeInput{}, err
 	}
-	// Streamed params are used once: by the run, or by a final refusal;
-	// a retryable refusal before the run puts them back first (below).
-	defer use.done()
 	params, err := offlineschema.ValueFromCBORBudget(rawParams, a.cfg.MaxParamItems)
-	if err != nil {
-		return 0, nil, err
-	}
-	if bridge != nil {
+	if err == nil && bridge != nil {
 		// The caller's shape into the provider's, before validation.
 		if params, err = bridge.ApplyInput(params); err != nil {
-			return 0, nil, amp.Named(amp.CodeSchemaViolation, compat.ErrBridgeConflict, "the request does not fit the version bridge")
+			err = amp.Named(amp.CodeSchemaViolation, compat.ErrBridgeConflict, "the request does not fit the version bridge")
 		}
 	}
-	if err := inSchema.Validate(params); err != nil {
-		return 0, nil, err
+	if err == nil {
+		err = inSchema.Validate(params)
 	}
+	if err != nil {
+		use.done()
+		return invokeInput{}, err
+	}
+	return invokeInput{outSchema: outSchema, bridge: bridge, params: params, use: use}, nil
+}
+
+// invokeRun is step 7 of invoke and the run: the ledger records, durably,
+// that the handler runs (and reserves the room of its largest result),
+// then the handler runs and exactly one terminal CAP_RESULT answers.
+func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, caller string, inv capability.Invoke, tg invokeTarget, in invokeInput) (amp.Type, []byte, error) {
+	id := tg.id
 	timeout := a.cfg.DefaultTimeout
 	if inv.TimeoutMS != nil {
 		timeout = time.Duration(*inv.TimeoutMS) * time.Millisecond
@@ -161,7 +215,7 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 	var rerr error
 	a.idle(func() { rerr = t.Running() })
 	if err := rerr; err != nil {
-		use.putBack() // nothing ran: the sender's retry finds its params
+		in.use.putBack() // nothing ran: the sender's retry finds its params
 		if ledger.NoRoom(err) {
 			// Before the handler runs: nothing ran, the sender retries.
 			a.log.Warn("invocation refused: no room in the idempotency ledger", "name", string(amp.NameOf(err)), "from", caller, "usage", fmt.Sprint(a.ledger.Usage()))
@@ -170,10 +224,10 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		a.log.Error("idempotency ledger unavailable", "err", err)
 		return 0, nil, unavailable()
 	}
-	res := a.limitResult(a.execute(a.reqLog(ctx), &invocation{caller: caller, id: m.ID}, id, outSchema, bridge, params, timeout), id)
-	if extra, deprecated := compatExtra(entry.Descriptor, id, asked); extra != nil {
+	res := a.limitResult(a.execute(a.reqLog(ctx), &invocation{caller: caller, id: msgID}, id, in.outSchema, in.bridge, in.params, timeout), id)
+	if extra, deprecated := compatExtra(tg.entry.Descriptor, id, tg.asked); extra != nil {
 		if deprecated {
-			a.reqLog(ctx).Warn("deprecated version requested", "capability", id.String(), "requested", asked.String(), "from", caller)
+			a.reqLog(ctx).Warn("deprecated version requested", "capability", id.String(), "requested", tg.asked.String(), "from", caller)
 		}
 		if res.Extra == nil {
 			res.Extra = map[string]cbor.RawMessage{}

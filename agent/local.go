@@ -106,11 +106,11 @@ func (a *Agent) InvokeLocal(ctx context.Context, call LocalCall) (LocalResult, e
 	} else if m.ID, err = amp.NewID(a.cfg.Rand, m.TS); err != nil {
 		return LocalResult{}, amp.Wrap(amp.CodeInternalError, err, "cannot make a message id")
 	}
-	reply, recorded, err := a.handleLocal(ctx, m)
+	out, err := a.handleLocal(ctx, m)
 	if err != nil {
 		return LocalResult{}, err
 	}
-	got, err := a.readLocalReply(ctx, reply, recorded)
+	got, err := a.readLocalReply(ctx, out)
 	if err != nil {
 		return LocalResult{}, err
 	}
@@ -123,19 +123,38 @@ func (a *Agent) InvokeLocal(ctx context.Context, call LocalCall) (LocalResult, e
 		a.log.Error("a recorded reply answers another call; not handed out", "name", "reply_mismatch", "id", m.ID.String())
 		return LocalResult{}, amp.Named(amp.CodeInternalError, "reply_mismatch", "internal error")
 	}
-	return LocalResult{Reply: reply, Type: got.Type, Body: got.Body, ID: m.ID}, nil
+	return LocalResult{Reply: out.reply, Type: got.Type, Body: got.Body, ID: m.ID}, nil
+}
+
+// localReply is the reply to a local call as handleLocal has it.
+type localReply struct {
+	// reply is the signed reply's bytes.
+	reply []byte
+	// sent is the message this call signed as reply (its bytes are
+	// reply), nil when the reply was not built by this call's pipeline.
+	sent *amp.Message
+	// recorded: reply was read back from the idempotency ledger
+	// (ledger.Done: a keyed retry, a concurrent call with the same key,
+	// or a fleet's shared store).
+	recorded bool
 }
 
 // readLocalReply reads the type and body of a local call's reply. A reply
 // read back from the idempotency ledger (recorded) may be stale, corrupted
 // or another agent's (a fleet's shared store): it is verified in full
 // (Receive: shape, time, the agent's DID document, the signature). A
-// reply this call has just built and signed, and held in memory since,
-// is only decoded (amp.Limits.DecodeOwn): verifying the agent's own
-// fresh signature again would cost an Ed25519 verification per call and
-// prove nothing (docs/SPEC-DECISIONS.md MCP-14).
-func (a *Agent) readLocalReply(ctx context.Context, reply []byte, recorded bool) (*amp.Message, error) {
-	if !recorded {
+// reply this call has just built and signed is not read back at all: the
+// message it signed is used as it is (MCP-16); one it built without
+// handing the message over (an outcome_unknown answer) is only decoded
+// (amp.Limits.DecodeOwn). Verifying the agent's own fresh signature again
+// would cost an Ed25519 verification per call and prove nothing
+// (docs/SPEC-DECISIONS.md MCP-14).
+func (a *Agent) readLocalReply(ctx context.Context, out localReply) (*amp.Message, error) {
+	if out.sent != nil && !out.recorded && out.sent.Enc == nil {
+		return out.sent, nil
+	}
+	reply := out.reply
+	if !out.recorded {
 		got, err := a.recv.Limits().DecodeOwn(reply)
 		if err != nil {
 			a.log.Error("the agent's own reply does not decode", "err", err)
@@ -152,42 +171,39 @@ func (a *Agent) readLocalReply(ctx context.Context, reply []byte, recorded bool)
 }
 
 // handleLocal is Handle after verification, for a message built here:
-// the same slot, the same ledger claim, the same processing. recorded
-// reports that the reply was read back from the ledger (ledger.Done: a
-// keyed retry, a concurrent call with the same key, or a fleet's shared
-// store) rather than built and signed by this call.
-func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) (reply []byte, recorded bool, err error) {
+// the same slot, the same ledger claim, the same processing.
+func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) (localReply, error) {
 	if !a.life.enter() {
-		return nil, false, agentClosed()
+		return localReply{}, agentClosed()
 	}
 	defer a.life.leave()
 	a.maybeSweep()
 	ctx, done, err := a.cpu.Enter(ctx)
 	if err != nil {
-		return nil, false, err
+		return localReply{}, err
 	}
 	defer done()
 	st, err := a.claim(ctx, m, m.From)
 	switch {
 	case errors.Is(err, errLedgerUnavailable):
-		reply, err := a.replyError(ctx, m, unavailable())
-		return reply, false, err
+		sent, reply, err := a.sealError(ctx, m, unavailable())
+		return localReply{reply: reply, sent: sent}, err
 	case err != nil:
-		return nil, false, err
+		return localReply{}, err
 	}
 	switch st.State {
 	case ledger.Done:
 		if len(st.Reply) == 0 {
-			reply, err := a.replyError(ctx, m, unavailable())
-			return reply, false, err
+			sent, reply, err := a.sealError(ctx, m, unavailable())
+			return localReply{reply: reply, sent: sent}, err
 		}
-		return st.Reply, true, nil
+		return localReply{reply: st.Reply, recorded: true}, nil
 	case ledger.Lost:
 		reply, err := a.answerLost(context.WithoutCancel(ctx), m, st.Ticket)
-		return reply, false, err
+		return localReply{reply: reply}, err
 	}
-	reply, err = a.handleClaimed(context.WithoutCancel(ctx), m, m.From, st.Ticket)
-	return reply, false, err
+	reply, sent, err := a.handleClaimed(context.WithoutCancel(ctx), m, m.From, st.Ticket)
+	return localReply{reply: reply, sent: sent}, err
 }
 
 // Served returns the capability versions this agent has a handler for,

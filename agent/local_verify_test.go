@@ -149,3 +149,44 @@ func (rand0) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestLocalFreshReplyHandedOutIsTheSignedOne: for a fresh reply, InvokeLocal
+// hands out the message the reply path signed instead of decoding the
+// bytes again (MCP-16); what it hands out (type, body, the call's id) must
+// be exactly what the signed bytes say, for a result and for a refusal,
+// so that a bridge never renders content other than what was signed.
+func TestLocalFreshReplyHandedOutIsTheSignedOne(t *testing.T) {
+	e := newEnv(t, withMemoryLedger())
+	n := countingReceiver(t, e)
+	ctx := context.Background()
+	refused := localTranslate(t, e, "")
+	refused.Capability.Name = "org.agentries.not-served"
+	for _, tc := range []struct {
+		name string
+		call LocalCall
+		want amp.Type
+	}{
+		{"result", localTranslate(t, e, ""), amp.TypeCapResult},
+		{"keyed result", localTranslate(t, e, "k-fresh"), amp.TypeCapResult},
+		{"refusal", refused, amp.TypeError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n.Store(0)
+			res, err := e.agent.InvokeLocal(ctx, tc.call)
+			if err != nil || res.Type != tc.want {
+				t.Fatalf("call: %v, type %v, want %v", err, res.Type, tc.want)
+			}
+			if got := n.Load(); got != 0 {
+				t.Fatalf("a fresh reply was read back (%d receiver clock reads)", got)
+			}
+			signed, err := e.agent.recv.Receive(ctx, res.Reply)
+			if err != nil {
+				t.Fatalf("the reply does not verify: %v", err)
+			}
+			if signed.Type != res.Type || string(signed.Body) != string(res.Body) || string(signed.ReplyTo) != string(res.ID[:]) {
+				t.Fatalf("handed out %v %x for call %s; the signed reply says %v %x reply_to %x",
+					res.Type, res.Body, res.ID, signed.Type, signed.Body, signed.ReplyTo)
+			}
+		})
+	}
+}

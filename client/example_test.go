@@ -40,8 +40,8 @@ func Example_http() {
 		return
 	}
 	defer store.Close()
-	a, err := agent.New(agent.Config{Identity: provider, Store: store, Now: time.Now, Rand: rand.Reader,
-		Policy: agent.Rules{{Caller: caller.DID, Prefix: "org.example"}}})
+	a, err := agent.New(agent.Config{Core: agent.Core{Identity: provider, Store: store, Now: time.Now, Rand: rand.Reader,
+		Policy: agent.Rules{{Caller: caller.DID, Prefix: "org.example"}}}})
 	if err != nil {
 		fmt.Println(err)
 		return

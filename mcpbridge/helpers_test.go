@@ -115,8 +115,8 @@ func newEnvOn(t testing.TB, store *resolver.Store, now func() time.Time, rules a
 		}
 		return map[string]any{"text": "[" + p["lang"].(string) + "] " + p["text"].(string)}, nil
 	}
-	a, err := agent.New(agent.Config{Identity: id, Store: store, Policy: rules, Now: now, Rand: rand.Reader,
-		Handlers: map[string]agent.Handler{testCap: h}, InlineHandlers: true, Ledger: firstOr(led)})
+	a, err := agent.New(agent.Config{Core: agent.Core{Identity: id, Store: store, Policy: rules, Now: now, Rand: rand.Reader,
+		Handlers: map[string]agent.Handler{testCap: h}, InlineHandlers: true, Ledger: firstOr(led)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,9 +70,9 @@ func hostileEnv(t *testing.T, schema []byte, logs *logLines) *Bridge {
 	}
 	_, k, _ := ed25519.GenerateKey(rand.Reader)
 	id := amp.Identity{DID: amp.DIDKey(k.Public().(ed25519.PublicKey)), SigningKey: k}
-	a, err := agent.New(agent.Config{Identity: id, Store: store, Policy: agent.Rules{{Caller: testPrincipal, Prefix: "org.hostile"}},
+	a, err := agent.New(agent.Config{Core: agent.Core{Identity: id, Store: store, Policy: agent.Rules{{Caller: testPrincipal, Prefix: "org.hostile"}},
 		Now: time.Now, Rand: rand.Reader, InlineHandlers: true,
-		Handlers: map[string]agent.Handler{"org.hostile.tool:1.0.0": func(context.Context, any) (any, error) { return map[string]any{}, nil }}})
+		Handlers: map[string]agent.Handler{"org.hostile.tool:1.0.0": func(context.Context, any) (any, error) { return map[string]any{}, nil }}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -451,11 +451,11 @@ func (d *demo) stepServe(s *demoStep) error {
 		d.runs[id] = new(atomic.Int64)
 		handlers[id] = translate(v, d.runs[id])
 	}
-	cfg := agent.Config{
+	cfg := agent.Config{Core: agent.Core{
 		Identity: d.provider, Store: d.store, Handlers: handlers,
 		Policy: agent.Rules{{Caller: d.caller.DID, Prefix: demoNamespace}},
 		Now:    d.env.Now, Rand: d.env.Rand,
-	}
+	}}
 	if d.tweak != nil {
 		d.tweak(&cfg)
 	}

@@ -139,12 +139,11 @@ func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal s
 			maxResult[capID] = h.MaxResultBytes
 		}
 	}
-	maxTimeout := 60 * time.Second
-	if cfg.MaxTimeoutMS > 0 {
-		maxTimeout = time.Duration(cfg.MaxTimeoutMS) * time.Millisecond
-	}
-	a, err := agent.New(agent.Config{Identity: id, Store: store, Policy: cfg.rules, Handlers: handlers, MaxResultBytes: maxResult,
-		Now: env.Now, Rand: env.Rand, Logger: log, MaxTimeout: maxTimeout, Ledger: led, MaxParamItems: cfg.MaxParamItems})
+	a, err := agent.New(agent.Config{
+		Core: agent.Core{Identity: id, Store: store, Policy: cfg.rules, Handlers: handlers, Now: env.Now, Rand: env.Rand, Ledger: led},
+		// A zero max_timeout_ms or max_param_items is the agent's default.
+		Bounds: agent.Bounds{MaxResultBytes: maxResult, MaxTimeout: time.Duration(cfg.MaxTimeoutMS) * time.Millisecond, MaxParamItems: cfg.MaxParamItems},
+		Hooks:  agent.Hooks{Logger: log}})
 	if err != nil {
 		return err
 	}

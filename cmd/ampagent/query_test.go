@@ -142,7 +142,7 @@ func startAgents(t *testing.T) *testAgents {
 		t.Fatal(err)
 	}
 	provider := amp.Identity{DID: amp.DIDKey(priv.Public().(ed25519.PublicKey)), SigningKey: priv, Agreement: x}
-	a, err := agent.New(agent.Config{Identity: provider, Store: s, Policy: policy, Handlers: handlers, Now: testNow, Rand: rand.Reader})
+	a, err := agent.New(agent.Config{Core: agent.Core{Identity: provider, Store: s, Policy: policy, Handlers: handlers, Now: testNow, Rand: rand.Reader}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func startAgents(t *testing.T) *testAgents {
 	if err != nil {
 		t.Fatal(err)
 	}
-	web, err := agent.New(agent.Config{Identity: webID, Store: s, Policy: policy, Handlers: handlers, Now: testNow, Rand: rand.Reader, Ledger: webLedger})
+	web, err := agent.New(agent.Config{Core: agent.Core{Identity: webID, Store: s, Policy: policy, Handlers: handlers, Now: testNow, Rand: rand.Reader, Ledger: webLedger}})
 	if err != nil {
 		t.Fatal(err)
 	}

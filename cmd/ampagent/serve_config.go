@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
@@ -211,7 +212,7 @@ func (cfg *serveConfig) validateFile() error {
 		return cliutil.Failf("invalid_config", "max_result_bytes must be between %d and %d (leave it out for the default)", ledger.MinReplyReserve, maxResultBytes)
 	}
 	if cfg.MaxTimeoutMS < 0 {
-		return cliutil.Failf("invalid_config", "max_timeout_ms must be positive (leave it out for the default, 60000)")
+		return cliutil.Failf("invalid_config", "max_timeout_ms must be positive (leave it out for the default, %d)", agent.Bounds{}.WithDefaults().MaxTimeout.Milliseconds())
 	}
 	if cfg.Listen == "" {
 		return cliutil.Usagef("give --listen ADDR (or \"listen\" in the config file)")

@@ -53,7 +53,7 @@ type server struct {
 // runServe runs the agent of a validated cfg until a signal, ctx or a
 // failed listener stops it.
 func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveConfig, log *slog.Logger) error {
-	s := &server{env: env, c: c, cfg: cfg, log: log, maxTimeout: 60 * time.Second,
+	s := &server{env: env, c: c, cfg: cfg, log: log, maxTimeout: agent.Bounds{}.WithDefaults().MaxTimeout,
 		errs: make(chan error, 4), stopTCP: func(context.Context) error { return nil }}
 	if cfg.MaxTimeoutMS > 0 {
 		s.maxTimeout = time.Duration(cfg.MaxTimeoutMS) * time.Millisecond
@@ -200,10 +200,12 @@ func (s *server) newAgent(handlerCfg map[string]execHandler, rules agent.Rules) 
 			maxResult[capID] = h.MaxResultBytes
 		}
 	}
-	a, err := agent.New(agent.Config{Identity: s.id, Store: s.store, Policy: rules, Handlers: handlers, Observe: s.met.observe, MaxResultBytes: maxResult,
-		Now: s.env.Now, Rand: s.env.Rand, Logger: s.log, MaxTimeout: s.maxTimeout, Ledger: s.led, MaxParamItems: s.cfg.MaxParamItems,
-		Limits:       amp.Limits{MaxMessageSize: int(s.cfg.MaxBodyBytes)},
-		StreamLimits: s.streams, ParamStreams: s.params})
+	a, err := agent.New(agent.Config{
+		Core: agent.Core{Identity: s.id, Store: s.store, Policy: rules, Handlers: handlers, Now: s.env.Now, Rand: s.env.Rand, Ledger: s.led},
+		Bounds: agent.Bounds{MaxResultBytes: maxResult, MaxTimeout: s.maxTimeout, MaxParamItems: s.cfg.MaxParamItems,
+			Limits:       amp.Limits{MaxMessageSize: int(s.cfg.MaxBodyBytes)},
+			StreamLimits: s.streams, ParamStreams: s.params},
+		Hooks: agent.Hooks{Observe: s.met.observe, Logger: s.log}})
 	if amp.NameOf(err) == agent.ErrResultExceedsShare {
 		return nil, cliutil.WithHint(err, "lower the handler's \"max_result_bytes\" (or --max-result-bytes), or raise ledger_caller_bytes in the config file")
 	}

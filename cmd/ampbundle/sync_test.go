@@ -51,12 +51,12 @@ func invokeTranslate(t *testing.T, db string) string {
 		return amp.Identity{DID: amp.DIDKey(k.Public().(ed25519.PublicKey)), SigningKey: k, Agreement: x}
 	}
 	provider, caller := newIdentity(), newIdentity()
-	a, err := agent.New(agent.Config{Identity: provider, Store: store, Now: func() time.Time { return cliNow }, Rand: rand.Reader,
+	a, err := agent.New(agent.Config{Core: agent.Core{Identity: provider, Store: store, Now: func() time.Time { return cliNow }, Rand: rand.Reader,
 		Policy: agent.Rules{{Caller: caller.DID, Prefix: "org.example"}},
 		Handlers: map[string]agent.Handler{"org.example.translate.text:2.1.0": func(ctx context.Context, params any) (any, error) {
 			p := params.(map[string]any)
 			return map[string]any{"text": "[" + p["target"].(string) + "] " + p["text"].(string), "detected_source": "en"}, nil
-		}}})
+		}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func Example() {
 	defer store.Close()
 	_, k, _ := ed25519.GenerateKey(rand.Reader)
 	id := amp.Identity{DID: amp.DIDKey(k.Public().(ed25519.PublicKey)), SigningKey: k}
-	a, err := agent.New(agent.Config{Identity: id, Store: store, Now: time.Now, Rand: rand.Reader, Policy: agent.Rules{}})
+	a, err := agent.New(agent.Config{Core: agent.Core{Identity: id, Store: store, Now: time.Now, Rand: rand.Reader, Policy: agent.Rules{}}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -59,12 +59,12 @@ func provider(t testing.TB, caller amp.Identity, opts ...func(*agent.Config)) (*
 		t.Fatal(err)
 	}
 	id := newIdentity(t)
-	cfg := agent.Config{Identity: id, Store: store, Now: time.Now, Rand: rand.Reader,
+	cfg := agent.Config{Core: agent.Core{Identity: id, Store: store, Now: time.Now, Rand: rand.Reader,
 		Policy: agent.Rules{{Caller: caller.DID, Prefix: "org.example"}},
 		Handlers: map[string]agent.Handler{"org.example.translate.text:2.1.0": func(ctx context.Context, params any) (any, error) {
 			p := params.(map[string]any)
 			return map[string]any{"text": p["text"], "detected_source": "en"}, nil
-		}}}
+		}}}}
 	for _, o := range opts {
 		o(&cfg)
 	}
