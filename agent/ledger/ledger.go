@@ -105,6 +105,8 @@ type Store interface {
 	// bytes of the budget and of the sender's share (and, for the
 	// write-ahead log, of the disk). It refuses with ErrFull, ErrCallerFull
 	// or ErrNoSpace, having written nothing, when that room cannot be had.
+	// A SharedStore may have recorded the entry at Claim already (see
+	// SharedStore): MarkRunning then only confirms it.
 	MarkRunning(k Key, expires time.Time) error
 	// Finish records k's reply durably before it returns, and gives back
 	// what of the reservation the reply does not use. k was marked running.
@@ -132,10 +134,18 @@ type SharedStore interface {
 	// claimer is gone (Lost: the outcome is unknown). Not claimed: Found
 	// with a reply (done), or Wait, set while another process holds k,
 	// which closes when that may have changed (within a bounded time: the
-	// caller then claims again). An error claims nothing.
+	// caller then claims again). An error claims nothing that outlives
+	// the store's own undoing of it. A fresh claim may itself be the
+	// running record, charged to the quotas with the default reservation
+	// and kept until expires (etcdledger does so): MarkRunning then
+	// writes nothing, Unclaim deletes it, and a process that dies
+	// holding the claim leaves k Lost even if its handler never started.
 	Claim(k Key, expires time.Time) (ClaimResult, error)
 	// Unclaim gives up this process's claim on k, if it still holds one
-	// (Finish of a running entry has given it up already).
+	// (Finish of a running entry has given it up already); the record of
+	// a claim whose MarkRunning never succeeded goes with it (the
+	// handler never started), so a message refused by its checks leaves
+	// none.
 	Unclaim(k Key)
 }
 

@@ -93,8 +93,8 @@ func benchAgentStore(b *testing.B, dir string, o *etcdledger.Options, rules agen
 	if _, err := reg.Import(context.Background(), bytes.NewReader(fleetBundle(b)), resolver.ImportOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	cfg := agent.Config{Identity: identity(b, 30), Store: reg, Now: time.Now, Rand: rand.Reader,
-		Handlers: map[string]agent.Handler{capID: h}, Policy: rules}
+	cfg := agent.Config{Core: agent.Core{Identity: identity(b, 30), Store: reg, Now: time.Now, Rand: rand.Reader,
+		Handlers: map[string]agent.Handler{capID: h}, Policy: rules}}
 	var st *etcdledger.Store
 	if o != nil {
 		o.Now = time.Now

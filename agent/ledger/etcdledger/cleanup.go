@@ -5,9 +5,11 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/amp"
 )
 
 // maxCleanups bounds the cleanups waiting for etcd; one more is dropped
@@ -15,12 +17,15 @@ import (
 const maxCleanups = 1 << 16
 
 // cleanup is a claim this process gave up, to delete from etcd: the claim
-// key of k created at revision rev (never a later claim of k), and with
-// entry, the running entry of k created under that claim by a Running
-// whose answer was lost (the handler never started: FLEET-7).
+// key of k created at revision rev (never a later claim of k), or, with
+// rev 0, the claim whose value is token (a Claim whose answer was lost:
+// its revision is read first); with entry, also the running entry of k
+// made with or after that claim (its handler never started: FLEET-7,
+// FLEET-11).
 type cleanup struct {
 	k     ledger.Key
 	rev   int64
+	token string
 	entry bool
 }
 
@@ -34,6 +39,46 @@ type cleaner struct {
 	q    map[cleanup]struct{}
 	wake chan struct{}
 	once sync.Once
+	// lost holds the values of this process's claims whose Claim answer
+	// was lost, with their message's expiry (unix seconds): a claim that
+	// etcd applied after its cleanup looked for it is still known to have
+	// run nothing when a copy finds it (at most maxCleanups; Sweep forgets
+	// the expired ones).
+	lost map[string]int64
+}
+
+// lostClaim queues the undoing of the Claim of k whose answer was lost
+// (its value token), and remembers token until expires.
+func (cl *cleaner) lostClaim(k ledger.Key, token string, expires time.Time) {
+	cl.mu.Lock()
+	if cl.lost == nil {
+		cl.lost = map[string]int64{}
+	}
+	if len(cl.lost) < maxCleanups {
+		cl.lost[token] = expires.Unix()
+	}
+	cl.mu.Unlock()
+	cl.add(cleanup{k: k, token: token, entry: true})
+}
+
+// wasLost reports whether token is the value of a Claim whose answer was
+// lost (its handler never started).
+func (cl *cleaner) wasLost(token string) bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	_, ok := cl.lost[token]
+	return ok
+}
+
+// forget drops the lost claims whose message expired before now.
+func (cl *cleaner) forget(now time.Time) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for t, exp := range cl.lost {
+		if exp < now.Unix() {
+			delete(cl.lost, t)
+		}
+	}
 }
 
 // add queues c, starting the goroutine on first use.
@@ -48,6 +93,20 @@ func (cl *cleaner) add(c cleanup) {
 	case cl.wake <- struct{}{}:
 	default:
 	}
+}
+
+// take removes and returns the queued cleanups of k.
+func (cl *cleaner) take(k ledger.Key) []cleanup {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	var out []cleanup
+	for c := range cl.q {
+		if c.k == k {
+			out = append(out, c)
+			delete(cl.q, c)
+		}
+	}
+	return out
 }
 
 // pending is the number of cleanups waiting.
@@ -108,17 +167,35 @@ func (cl *cleaner) round() bool {
 	return true
 }
 
-// clean deletes c's claim, if it is still the one created at c.rev, in
-// one transaction; with c.entry, also k's entry if it was created after
-// that claim and never finished (version 1: running). Its usage charge is
-// left to expire with its bucket.
+// clean deletes c's claim, if it is still the one created at c.rev (or,
+// with c.rev 0, the one whose value is c.token), in one transaction; with
+// c.entry, also k's entry if it was made with that claim or after it and
+// is still running (Value < runningBelow). Its usage charge is left to
+// expire with its bucket.
 func (s *Store) clean(c cleanup) error {
 	ks := keysOf(s.prefix, c.k)
+	if c.rev == 0 {
+		var kv *mvccpb.KeyValue
+		err := s.call("unclaim", func(ctx context.Context) error {
+			r, err := s.cli.Get(ctx, ks.claim)
+			if err == nil && len(r.Kvs) == 1 {
+				kv = r.Kvs[0]
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if kv == nil || string(kv.Value) != c.token {
+			return nil // never made, or gone with its session
+		}
+		c.rev = kv.CreateRevision
+	}
 	ops := []clientv3.Op{clientv3.OpDelete(ks.claim)}
 	if c.entry {
 		ops = append([]clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{
-			clientv3.Compare(clientv3.CreateRevision(ks.entry), ">", c.rev),
-			clientv3.Compare(clientv3.Version(ks.entry), "=", 1),
+			clientv3.Compare(clientv3.CreateRevision(ks.entry), ">", c.rev-1),
+			clientv3.Compare(clientv3.Value(ks.entry), "<", runningBelow),
 		}, []clientv3.Op{clientv3.OpDelete(ks.entry)}, nil)}, ops...)
 	}
 	return s.call("unclaim", func(ctx context.Context) error {
@@ -126,4 +203,94 @@ func (s *Store) clean(c cleanup) error {
 			Then(ops...).Commit()
 		return err
 	})
+}
+
+// Unclaim implements ledger.SharedStore: the claim key is deleted if it is
+// still the claim this process made (its create revision: never a later
+// claim of the key under the same session lease); unless a Running under
+// it succeeded (the handler may have run), the running entry made with it
+// or after it goes too, and its charge is given back (FLEET-7, FLEET-11):
+// a message refused by its checks leaves no record. One transaction; a
+// delete that fails is queued and retried, with a backoff, for as long as
+// the process lives (cleaner): a live node never blocks a key.
+func (s *Store) Unclaim(k ledger.Key) {
+	s.mu.Lock()
+	ci, ok := s.claims[k]
+	delete(s.claims, k)
+	delete(s.running, k)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	if !ci.ran && ci.entry != nil && s.undoClaim(k, ci) == nil {
+		return
+	}
+	c := cleanup{k: k, rev: ci.rev, entry: !ci.ran}
+	if s.clean(c) != nil {
+		s.cleaner.add(c)
+	}
+}
+
+// undoClaim deletes the claim ci and the running entry made with it, and
+// gives its cost back to the counter it charged, in one transaction while
+// both are unchanged; the refund is a nested transaction compared on the
+// counter's mod revision, retried alone (at most 16 times) when another
+// write changed the counter. An error (or a claim or entry that changed)
+// leaves the rest to clean.
+func (s *Store) undoClaim(k ledger.Key, ci claimInfo) error {
+	ce := ci.entry
+	ks := keysOf(s.prefix, k)
+	u := usagePrefix(s.prefix, hexOf(ce.e.principal))
+	pl := s.hot.lock(u)
+	defer s.hot.unlock(pl)
+	n, rev := pl.guess(ce.counter, ce.n, ce.nrev) // as this process last wrote it
+	left := max(n-ce.cost, 0)
+	r, err := s.txn("unclaim", k, u, []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev),
+		clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ce.rev),
+	}, []clientv3.Op{clientv3.OpDelete(ks.claim), clientv3.OpDelete(ks.entry),
+		clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ce.counter), "=", rev)},
+			[]clientv3.Op{clientv3.OpPut(ce.counter, itoa(left), clientv3.WithIgnoreLease())}, nil),
+		clientv3.OpGet(u, clientv3.WithPrefix())}, nil)
+	if err != nil {
+		return err
+	}
+	if !r.Succeeded || len(r.Responses) != 4 {
+		return amp.Named(amp.CodeUnavailable, ErrClaimLost, "the claim or its entry changed")
+	}
+	s.mu.Lock()
+	s.charge(ce.e.end, -ce.cost, -1)
+	s.mu.Unlock()
+	pl.learn(r.Responses[3], r.Header.Revision)
+	if in := r.Responses[2].GetResponseTxn(); in == nil || !in.Succeeded {
+		s.refund(ce.counter, ce.cost, pl)
+	}
+	return nil
+}
+
+// refund takes cost off counter, compared on its mod revision, at most
+// 16 times; after that (or an error) the charge stays until the counter
+// expires with its bucket: over-charging a share briefly is safe.
+func (s *Store) refund(counter string, cost int64, pl *principalLock) {
+	for attempt := 0; attempt < maxRetries; attempt++ {
+		n, rev, err := s.readCounter(counter)
+		if err != nil || rev == 0 {
+			return
+		}
+		left := max(n-cost, 0)
+		var r *clientv3.TxnResponse
+		err = s.call("unclaim", func(ctx context.Context) (err error) {
+			r, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(counter), "=", rev)).
+				Then(clientv3.OpPut(counter, itoa(left), clientv3.WithIgnoreLease())).Commit()
+			return err
+		})
+		if err != nil {
+			return
+		}
+		if r.Succeeded {
+			pl.snap = nil // one counter compared: the others are not known
+			return
+		}
+		contended(attempt)
+	}
 }

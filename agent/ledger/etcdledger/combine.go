@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ampbundle/ampbundle/agent/ledger"
@@ -160,8 +160,7 @@ func (c *combiner) commit(batch []*txnReq) {
 		return err
 	})
 	switch {
-	case err != nil && amp.NameOf(err) == ledger.ErrLedgerIO && rpctypes.Error(errorsCause(err)) == rpctypes.ErrLeaseNotFound,
-		err == nil && !r.Succeeded:
+	case leaseNotFound(err), err == nil && !r.Succeeded:
 		// One of them compared false, or wrote under a lease etcd no
 		// longer has: nothing was written; each commits alone.
 		for _, t := range batch {
@@ -183,32 +182,35 @@ func (c *combiner) commit(batch []*txnReq) {
 	}
 }
 
+// maxIdlePrincipals bounds the principals whose counters a process keeps
+// while none of their transactions waits or runs (the guess of the next
+// Claim: FLEET-11).
+const maxIdlePrincipals = 4096
+
 // principalLocks serialise, within this process, the transactions that
-// write one principal's usage counters (MarkRunning and Finish): the
-// messages of one sender in flight at once would otherwise race on the
-// same counter key, each compare failing on the others' writes (a hot
-// spot of retries). The holder starts from the counters as this process
-// last wrote them; a write by another node still fails the compare and is
-// read again. An entry lives only while a transaction of its principal
-// waits or runs (bounded by the calls in flight).
+// write one principal's usage counters (Claim, MarkRunning, Finish,
+// Unclaim): the messages of one sender in flight at once would otherwise
+// race on the same counter key, each compare failing on the others'
+// writes (a hot spot of retries). Every such transaction also reads the
+// principal's counters after its writes, at its revision: the holder
+// starts from the counters as they were after this process's last write
+// (exact unless another node wrote since: then its compare fails, and the
+// counters come back with the failure). Entries are kept while a
+// transaction of the principal waits or runs, and up to
+// maxIdlePrincipals more.
 type principalLocks struct {
 	mu sync.Mutex
 	m  map[string]*principalLock
 }
 
-// principalLock is one principal's lock and what the holders learnt.
+// principalLock is one principal's lock and its counters as last known.
 type principalLock struct {
 	mu   sync.Mutex
 	key  string
 	refs int // guarded by principalLocks.mu
-	// snap: the principal's counters as of the holder's last read or
-	// successful MarkRunning (nil: unknown); known: single counters as of
-	// the last Finish, with their mod revisions.
-	snap  *usageSnap
-	known map[string]knownCounter
+	// snap: the principal's counters as of a revision (nil: unknown).
+	snap *usageSnap
 }
-
-type knownCounter struct{ n, rev int64 }
 
 // lock locks the principal whose usage prefix is u.
 func (p *principalLocks) lock(u string) *principalLock {
@@ -218,7 +220,7 @@ func (p *principalLocks) lock(u string) *principalLock {
 	}
 	pl, ok := p.m[u]
 	if !ok {
-		pl = &principalLock{key: u, known: map[string]knownCounter{}}
+		pl = &principalLock{key: u}
 		p.m[u] = pl
 	}
 	pl.refs++
@@ -227,34 +229,37 @@ func (p *principalLocks) lock(u string) *principalLock {
 	return pl
 }
 
-// unlock unlocks pl, forgetting it when no one else waits for it.
+// unlock unlocks pl, forgetting it when no one else waits for it and
+// more than maxIdlePrincipals are kept.
 func (p *principalLocks) unlock(pl *principalLock) {
 	pl.mu.Unlock()
 	p.mu.Lock()
-	if pl.refs--; pl.refs == 0 {
+	if pl.refs--; pl.refs == 0 && len(p.m) > maxIdlePrincipals {
 		delete(p.m, pl.key)
 	}
 	p.mu.Unlock()
 }
 
-// wrote records a successful MarkRunning that compared every counter of
-// the principal against snap and wrote counter (its new value n) at
-// revision rev: the principal's counters as of rev.
-func (pl *principalLock) wrote(snap *usageSnap, counter string, n, rev int64) {
-	next := &usageSnap{sum: snap.sum - snap.vals[counter] + n, rev: rev, vals: make(map[string]int64, len(snap.vals)+1)}
-	for k, v := range snap.vals {
-		next.vals[k] = v
+// learn sets pl's counters from the range read of the principal's prefix
+// that a transaction made after its writes, at revision rev (unknown if
+// the read is missing or refused).
+func (pl *principalLock) learn(op *pb.ResponseOp, rev int64) {
+	if op == nil {
+		pl.snap = nil
+		return
 	}
-	next.vals[counter] = n
-	pl.snap = next
-	pl.known[counter] = knownCounter{n: n, rev: rev}
+	snap, err := snapOf(op.GetResponseRange(), rev)
+	if err != nil {
+		snap = nil
+	}
+	pl.snap = snap
 }
 
-// opsCounter is the value an OpPut of a counter writes (0 if unreadable).
-func opsCounter(o clientv3.Op) int64 {
-	n, err := decodeCounter(o.ValueBytes())
-	if err != nil {
-		return 0
+// guess is the value and mod revision of counter as last known, when
+// that is later than rev (else n, rev unchanged).
+func (pl *principalLock) guess(counter string, n, rev int64) (int64, int64) {
+	if sn := pl.snap; sn != nil && sn.rev > rev {
+		return sn.vals[counter], sn.mods[counter]
 	}
-	return n
+	return n, rev
 }

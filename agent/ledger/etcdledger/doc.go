@@ -8,25 +8,34 @@
 //
 //   - Start claims the key in one transaction: a claim key under this
 //     process's session lease, created only if no process claims the key
-//     and its entry is not done. A copy on another node finds the claim
-//     and waits (a watch on the claim key, re-claimed at least every
-//     Options.WaitPoll) for the reply, then answers it.
-//   - Running is one transaction that creates the entry only if it is
-//     absent (create revision 0), while the claim holds, and charges the
-//     reply's reservation to the sender's usage counter (compared on its
-//     mod revision, retried a bounded number of times), all under a lease
-//     that ends at the message's expiry plus Options.MaxClockSkew (the
-//     fleet's nodes' clocks must agree within it: docs/FLEET.md, "Clocks").
+//     and its entry is not done, and with it, in a nested transaction,
+//     the running entry itself (create revision 0), with the default
+//     reservation charged to the sender's usage counter (compared on the
+//     mod revisions of the principal's counters as this process last
+//     wrote them), under a lease that ends at the message's expiry plus
+//     Options.MaxClockSkew (the fleet's nodes' clocks must agree within
+//     it: docs/FLEET.md, "Clocks"). The claim is the running record
+//     (docs/SPEC-DECISIONS.md FLEET-11). A copy on another node finds the
+//     claim and waits (a watch on the claim key, re-claimed at least
+//     every Options.WaitPoll) for the reply, then answers it.
+//   - Running writes nothing when the entry made with the claim covers
+//     the reservation and expiry asked for; a larger reservation or a
+//     later bucket is one transaction that grows the entry; a claim made
+//     without an entry (no room in the share or budget, or counters
+//     changed by another node) creates it then, or refuses by name.
 //   - Finish records the reply in the entry, gives back the unused
 //     reservation and deletes the claim, in one transaction.
 //   - Unclaim deletes the claim, named by its create revision (never a
-//     later claim of the key); after a Running whose answer was lost, also
-//     the entry it may have made (the handler never started). A delete
-//     that fails is retried in the background while the process lives.
-//   - A node that dies while its handler runs stops renewing its session
-//     lease; etcd deletes its claims, and the next copy finds the entry
-//     running without a claimer: Lost, answered "outcome unknown", never
-//     run again.
+//     later claim of the key); unless a Running succeeded under it, also
+//     the running entry made with or after it, with its charge given back
+//     (the handler never started: a refused message leaves no record). A
+//     delete that fails is retried in the background while the process
+//     lives; so is the undoing of a Claim whose answer was lost (found by
+//     its claim value).
+//   - A node that dies after its claim stops renewing its session lease;
+//     etcd deletes its claims, and the next copy finds the entry running
+//     without a claimer: Lost, answered "outcome unknown", never run
+//     again, whether or not its handler had started.
 //
 // The Claim, Running and Finish transactions of concurrent messages go to
 // etcd combined, as one transaction that succeeds only where each alone

@@ -57,20 +57,43 @@ func faultyClient(t *testing.T, c *etcdtest.Cluster, fault func(*pb.TxnRequest) 
 	return cli
 }
 
-// putsRunningEntry: the transaction is MarkRunning's (a put of a running entry).
+// putsRunningEntry: the transaction puts a running entry (Claim's, in
+// its nested transaction, or a Running's).
 func putsRunningEntry(tr *pb.TxnRequest) bool {
 	for _, op := range tr.Success {
 		if p := op.GetRequestPut(); p != nil && bytes.Contains(p.Key, []byte("/e/")) && len(p.Value) >= 2 && p.Value[1] == 1 {
+			return true
+		}
+		if in := op.GetRequestTxn(); in != nil && putsRunningEntry(in) {
 			return true
 		}
 	}
 	return false
 }
 
-// deletesClaimOnly: the transaction is Unclaim's (only a delete of a claim).
+// putsClaim: the transaction is a Claim's (a put of a claim key).
+func putsClaim(tr *pb.TxnRequest) bool {
+	for _, op := range tr.Success {
+		if p := op.GetRequestPut(); p != nil && bytes.Contains(p.Key, []byte("/c/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// deletesClaimOnly: the transaction is Unclaim's (a delete of a claim,
+// with or without its entry and refund, and no put besides nested ones).
 func deletesClaimOnly(tr *pb.TxnRequest) bool {
-	return len(tr.Success) == 1 && tr.Success[0].GetRequestDeleteRange() != nil &&
-		bytes.Contains(tr.Success[0].GetRequestDeleteRange().Key, []byte("/c/"))
+	claim := false
+	for _, op := range tr.Success {
+		if op.GetRequestPut() != nil {
+			return false
+		}
+		if d := op.GetRequestDeleteRange(); d != nil && bytes.Contains(d.Key, []byte("/c/")) {
+			claim = true
+		}
+	}
+	return claim
 }
 
 func mustLedger(t *testing.T, s *etcdledger.Store, now func() time.Time) *ledger.Ledger {
@@ -107,6 +130,8 @@ func TestFleetLedgerFaultsNeverRunTwiceNorBlock(t *testing.T) {
 	}
 	t.Run("NodeClockAheadNeverExpiresEntryEarly", func(t *testing.T) { faultNodeClockAheadNeverExpiresEntryEarly(t, c, open) })
 	t.Run("LostAnswerNeverDrivesUsageNegative", func(t *testing.T) { faultLostAnswerNeverDrivesUsageNegative(t, c, open) })
+	t.Run("LostClaimAnswerLeavesMessageRetryable", func(t *testing.T) { faultLostClaimAnswerLeavesMessageRetryable(t, c, open) })
+	t.Run("LateAppliedClaimLeavesMessageRetryable", func(t *testing.T) { faultLateAppliedClaimLeavesMessageRetryable(t, c, open) })
 	t.Run("LostRunningAnswerLeavesMessageRetryable", func(t *testing.T) { faultLostRunningAnswerLeavesMessageRetryable(t, c, open) })
 	t.Run("FailedUnclaimRetriedUntilEtcdReturns", func(t *testing.T) { faultFailedUnclaimRetriedUntilEtcdReturns(t, c, open) })
 	t.Run("AbandonAfterRunningNeverRunsAgain", func(t *testing.T) { faultAbandonAfterRunningNeverRunsAgain(t, c, open) })
@@ -180,10 +205,99 @@ func faultLostAnswerNeverDrivesUsageNegative(t *testing.T, c *etcdtest.Cluster, 
 	}
 }
 
-// faultLostRunningAnswerLeavesMessageRetryable: MarkRunning's transaction is
-// applied but its answer is lost (a deadline, a dropped connection): Running
-// reports a retryable refusal, the agent abandons the ticket and answers
-// 5002, nothing ran. Unclaim deletes the entry made under its claim
+// startAfterWaits is l.Start, again after each Wait (at most 12 s).
+func startAfterWaits(t *testing.T, l *ledger.Ledger, sender string, id [16]byte, expires time.Time) ledger.Start {
+	t.Helper()
+	for deadline := time.Now().Add(12 * time.Second); ; {
+		st, err := l.Start(sender, id, expires)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State != ledger.Busy {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("still Busy after 12 s")
+		}
+		<-st.Wait
+	}
+}
+
+// faultLostClaimAnswerLeavesMessageRetryable: the Claim transaction (the
+// claim and its running entry, FLEET-11) is applied but its answer is lost:
+// Start fails, the agent answers 5002 and nothing runs. The node undoes
+// what the claim may have made (found by its claim value), so the sender's
+// retry, on any node, runs the handler instead of being answered
+// outcome_unknown until the message expires.
+func faultLostClaimAnswerLeavesMessageRetryable(t *testing.T, c *etcdtest.Cluster, open opener) {
+	var armed atomic.Bool
+	armed.Store(true)
+	cli := faultyClient(t, c, func(tr *pb.TxnRequest) (bool, bool) {
+		if armed.Load() && putsClaim(tr) && putsRunningEntry(tr) {
+			armed.Store(false)
+			return true, true
+		}
+		return true, false
+	})
+	a := open(t, etcdledger.Options{Prefix: "/fault-lostclaim/", Client: cli, OpTimeout: 500 * time.Millisecond})
+	b := open(t, etcdledger.Options{Prefix: "/fault-lostclaim/"})
+	la, lb := mustLedger(t, a, time.Now), mustLedger(t, b, time.Now)
+	id := [16]byte{0xc4}
+	expires := time.Now().Add(time.Minute)
+	if _, err := la.Start("did:example:lostclaim", id, expires); err == nil {
+		t.Fatal("Start succeeded despite the lost answer")
+	}
+	if st := startAfterWaits(t, lb, "did:example:lostclaim", id, expires); st.State != ledger.Fresh {
+		t.Fatalf("the sender's retry on another node after Start failed: %v, want Fresh (nothing ran)", st.State)
+	} else {
+		st.Ticket.Abandon()
+	}
+}
+
+// faultLateAppliedClaimLeavesMessageRetryable: a Claim transaction that
+// times out on the way and is applied only after the node's cleanup looked
+// for its claim (and found none) leaves a claim and a running entry the
+// node does not track. The sender's retry on that node must undo both, not
+// give up the claim alone: the entry would then read as Lost, and the
+// message, which never ran, be answered outcome_unknown until it expires.
+func faultLateAppliedClaimLeavesMessageRetryable(t *testing.T, c *etcdtest.Cluster, open opener) {
+	var armed atomic.Bool
+	armed.Store(true)
+	var late *pb.TxnRequest
+	cli := faultyClient(t, c, func(tr *pb.TxnRequest) (bool, bool) {
+		if armed.Load() && putsClaim(tr) && putsRunningEntry(tr) {
+			armed.Store(false)
+			late = tr
+			return false, true // not yet
+		}
+		return true, false
+	})
+	a := open(t, etcdledger.Options{Prefix: "/fault-late/", Client: cli, OpTimeout: 500 * time.Millisecond})
+	la := mustLedger(t, a, time.Now)
+	id := [16]byte{0xc5}
+	expires := time.Now().Add(time.Minute)
+	if _, err := la.Start("did:example:late", id, expires); err == nil {
+		t.Fatal("Start succeeded despite the lost answer")
+	}
+	time.Sleep(500 * time.Millisecond) // the cleanup looks, finds no claim
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := pb.NewKVClient(cli.ActiveConnection()).Txn(ctx, late) // applied late
+	if err != nil || !r.Succeeded {
+		t.Fatalf("late claim: %v %v", r, err)
+	}
+	if st := startAfterWaits(t, la, "did:example:late", id, expires); st.State != ledger.Fresh {
+		t.Fatalf("the sender's retry on the node: %v, want Fresh (nothing ran)", st.State)
+	} else {
+		st.Ticket.Abandon()
+	}
+}
+
+// faultLostRunningAnswerLeavesMessageRetryable: a Running that must write
+// (a reservation above the default: the entry made at the claim grows) is
+// applied but its answer is lost (a deadline, a dropped connection):
+// Running reports a retryable refusal, the agent abandons the ticket and
+// answers 5002, nothing ran. Unclaim deletes the entry made under its claim
 // (FLEET-7), so the sender's retry runs the handler instead of being
 // answered outcome_unknown forever.
 func faultLostRunningAnswerLeavesMessageRetryable(t *testing.T, c *etcdtest.Cluster, open opener) {
@@ -205,18 +319,17 @@ func faultLostRunningAnswerLeavesMessageRetryable(t *testing.T, c *etcdtest.Clus
 		t.Fatalf("A start: %v %v", st.State, err)
 	}
 	armed.Store(true)
+	st.Ticket.Reserve(512 << 10)
 	if err := st.Ticket.Running(); err == nil {
 		t.Fatal("Running succeeded despite the lost answer")
 	} else {
 		t.Logf("Running: %v (the agent answers 5002 and abandons; the handler never ran)", err)
 	}
 	st.Ticket.Abandon()
-	st, err = lb.Start("did:example:amb", id, expires)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.State != ledger.Fresh {
+	if st := startAfterWaits(t, lb, "did:example:amb", id, expires); st.State != ledger.Fresh {
 		t.Fatalf("the sender's retry after a retryable refusal: state %v (want Fresh: nothing ran); it is answered outcome_unknown forever", st.State)
+	} else {
+		st.Ticket.Abandon()
 	}
 }
 
@@ -338,7 +451,7 @@ func faultOverflowingCountersRefusedAsCorrupt(t *testing.T, c *etcdtest.Cluster,
 // refused. The delete is guarded on the claim's create revision.
 func faultLateUnclaimNeverDeletesNewerClaim(t *testing.T, c *etcdtest.Cluster, open opener) {
 	var fails atomic.Int32
-	fails.Store(1)
+	fails.Store(2) // Unclaim's transaction, and its clean at once: queued
 	cli := faultyClient(t, c, func(tr *pb.TxnRequest) (bool, bool) {
 		if deletesClaimOnly(tr) && fails.Load() > 0 {
 			fails.Add(-1)

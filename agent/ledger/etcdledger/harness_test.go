@@ -91,8 +91,8 @@ func newNode(t testing.TB, dir string, endpoints []string, prefix string, o etcd
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New(agent.Config{Identity: identity(t, 30), Store: reg, Now: time.Now, Rand: rand.Reader, Ledger: led,
-		Handlers: map[string]agent.Handler{capID: h}, Policy: agent.Rules{{Caller: "*", Prefix: "org.example."}}})
+	a, err := agent.New(agent.Config{Core: agent.Core{Identity: identity(t, 30), Store: reg, Now: time.Now, Rand: rand.Reader, Ledger: led,
+		Handlers: map[string]agent.Handler{capID: h}, Policy: agent.Rules{{Caller: "*", Prefix: "org.example."}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,6 +89,14 @@ func (se *session) grant(f *grant) {
 	}()
 }
 
+// holds reports whether id is still the live session lease: a claim
+// made under an expired one is gone (etcd deleted it with the lease).
+func (se *session) holds(id clientv3.LeaseID) bool {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	return se.id == id
+}
+
 // revoke ends the session: its claims are deleted at once.
 func (se *session) revoke() {
 	se.mu.Lock()

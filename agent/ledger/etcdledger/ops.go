@@ -6,135 +6,11 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 )
-
-// Claim implements ledger.SharedStore with one transaction: when no
-// process claims k and its entry is not done (version < 2), the claim key
-// is created under this process's session lease; otherwise the entry (and
-// the claim) are read. A claim held by another process gives Wait, which
-// closes on the next change of the claim key or after WaitPoll.
-func (s *Store) Claim(k ledger.Key, _ time.Time) (ledger.ClaimResult, error) {
-	ks := keysOf(s.prefix, k)
-	lease, err := s.sess.lease()
-	if err != nil {
-		return ledger.ClaimResult{}, err
-	}
-	u := usagePrefix(s.prefix, hash16(s.principalOf(k.Sender)))
-	r, err := s.txn("claim", k, u, []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", 0),
-		clientv3.Compare(clientv3.Version(ks.entry), "<", 2),
-	}, []clientv3.Op{
-		clientv3.OpPut(ks.claim, s.node, clientv3.WithLease(lease)),
-		clientv3.OpGet(ks.entry),
-		clientv3.OpGet(u, clientv3.WithPrefix()),
-	}, []clientv3.Op{
-		clientv3.OpGet(ks.entry),
-		clientv3.OpGet(ks.claim),
-	})
-	if err != nil {
-		return ledger.ClaimResult{}, err
-	}
-	if r.Succeeded {
-		snap, _ := snapOf(r.Responses[2].GetResponseRange(), r.Header.Revision)
-		kv := one(r.Responses[1])
-		s.mu.Lock()
-		// The claim was created by this transaction: at its revision.
-		s.claims[k] = claimInfo{lease: lease, rev: r.Header.Revision, usage: snap, ran: kv != nil}
-		s.mu.Unlock()
-		if kv == nil {
-			return ledger.ClaimResult{}, nil // fresh
-		}
-		e, err := decodeEntry(kv.Value)
-		if err != nil || e.state != stateRunning {
-			s.Unclaim(k)
-			if err == nil {
-				err = amp.Named(amp.CodeUnavailable, ErrBadValue, "ledger entry on etcd: version 1 but not running")
-			}
-			return ledger.ClaimResult{}, err
-		}
-		// Running, and its claimer is gone: the outcome is unknown.
-		s.mu.Lock()
-		s.running[k] = entryRef{rev: kv.ModRevision, e: e}
-		s.mu.Unlock()
-		return ledger.ClaimResult{Found: true, Record: ledger.Record{Expires: e.expires}}, nil
-	}
-	if kv := one(r.Responses[0]); kv != nil && kv.Version >= 2 {
-		e, err := decodeEntry(kv.Value)
-		if err != nil {
-			return ledger.ClaimResult{}, err
-		}
-		if e.state == stateDone {
-			return ledger.ClaimResult{Found: true, Record: ledger.Record{Reply: e.reply, Expires: e.expires}}, nil
-		}
-	}
-	if c := one(r.Responses[1]); c != nil && clientv3.LeaseID(c.Lease) == lease {
-		// Our own claim, which this process no longer tracks (an Unclaim
-		// that did not reach etcd): give it up and claim again.
-		s.mu.Lock()
-		_, tracked := s.claims[k]
-		s.mu.Unlock()
-		if !tracked {
-			_ = s.clean(cleanup{k: k, rev: c.CreateRevision})
-			ch := make(chan struct{})
-			close(ch)
-			return ledger.ClaimResult{Wait: ch}, nil
-		}
-	}
-	return ledger.ClaimResult{Wait: s.waitFor(ks.claim, r.Header.Revision+1)}, nil
-}
-
-// one returns the only key-value of a range response, or nil.
-func one(op *pb.ResponseOp) *mvccpb.KeyValue {
-	rr := op.GetResponseRange()
-	if rr == nil || len(rr.Kvs) != 1 {
-		return nil
-	}
-	return rr.Kvs[0]
-}
-
-// waitFor returns a channel that closes on the first change of key from
-// revision rev on, or after WaitPoll, whichever comes first.
-func (s *Store) waitFor(key string, rev int64) <-chan struct{} {
-	ch := make(chan struct{})
-	go func() {
-		defer close(ch)
-		ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(s.bg), s.o.WaitPoll)
-		defer cancel()
-		for w := range s.cli.Watch(ctx, key, clientv3.WithRev(rev)) {
-			if w.Err() != nil || len(w.Events) > 0 {
-				return
-			}
-		}
-	}()
-	return ch
-}
-
-// Unclaim implements ledger.SharedStore: the claim key is deleted if it is
-// still the claim this process made (its create revision: never a later
-// claim of the key under the same session lease); after a Running whose
-// answer was lost, the entry it may have created goes with it (FLEET-7).
-// A delete that fails is queued and retried, with a backoff, for as long
-// as the process lives (cleaner): a live node never blocks a key.
-func (s *Store) Unclaim(k ledger.Key) {
-	s.mu.Lock()
-	ci, ok := s.claims[k]
-	delete(s.claims, k)
-	delete(s.running, k)
-	s.mu.Unlock()
-	if !ok {
-		return
-	}
-	c := cleanup{k: k, rev: ci.rev, entry: ci.unsure && !ci.ran}
-	if s.clean(c) != nil {
-		s.cleaner.add(c)
-	}
-}
 
 // MarkRunning implements ledger.Store.
 func (s *Store) MarkRunning(k ledger.Key, expires time.Time) error {
@@ -149,20 +25,51 @@ func (s *Store) reserveOf(reserve int64) int64 {
 	return min(max(reserve, ledger.MinReplyReserve), MaxReply)
 }
 
-// MarkRunningWithin implements ledger.ReservingStore: one transaction
-// creates the entry only if it is absent (create revision 0), while this
-// process's claim holds (its lease), and adds the entry's cost to the
-// principal's usage counter of the entry's expiry bucket, compared on the
-// mod revisions of all the principal's counters (no other writer since
-// they were summed); a conflict is retried (at most 16 times).
+// MarkRunningWithin implements ledger.ReservingStore. Under a claim of
+// this process that made the running entry (FLEET-11), it writes nothing
+// when the entry's reservation and bucket cover reserve and expires, and
+// grows the entry in one transaction otherwise (grow); else markNew
+// creates the entry.
 func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64) error {
 	reserve = s.reserveOf(reserve)
+	s.mu.Lock()
+	ci, claimed := s.claims[k]
+	s.mu.Unlock()
+	if !claimed || ci.entry == nil {
+		return s.markNew(k, ci, claimed, expires, reserve)
+	}
+	if !s.sess.holds(ci.lease) {
+		// The session lease ended: etcd deleted the claim, and another
+		// process may have answered the entry "outcome unknown".
+		return amp.Named(amp.CodeUnavailable, ErrClaimLost, "this agent's claim on the message expired before its handler could start; retry")
+	}
+	ce := ci.entry
+	if end := bucketEnd(s.o.Now(), expires); reserve > ce.e.reserve || end > ce.e.end {
+		return s.grow(k, ci, expires, reserve, end)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.claims[k]; !ok || c.rev != ci.rev {
+		return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger claim given up")
+	}
+	ci.ran = true
+	s.claims[k] = ci
+	s.running[k] = entryRef{rev: ce.rev, e: ce.e, charged: true, counter: ce.n, counterRev: ce.nrev, limit: reserve}
+	return nil
+}
+
+// markNew creates k's running entry: one transaction creates it only if
+// it is absent (create revision 0), while this process's claim holds (its
+// create revision), and adds its cost to the principal's usage counter of
+// the entry's expiry bucket, compared on the mod revisions of all the
+// principal's counters (no other writer since they were summed); a
+// conflict is retried (at most 16 times).
+func (s *Store) markNew(k ledger.Key, ci claimInfo, claimed bool, expires time.Time, reserve int64) error {
 	cost := entryCost(k, reserve)
 	now := s.o.Now()
 	s.mu.Lock()
 	s.pruneTally(now)
 	full := s.usage.Bytes+cost > s.lim.Budget
-	ci, claimed := s.claims[k]
 	s.mu.Unlock()
 	if full {
 		return amp.Named(amp.CodeOverloaded, ledger.ErrFull, "the agent's idempotency ledger is full; retry later")
@@ -185,14 +92,14 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 			snap = pl.snap // this process's own later write of the counters
 		}
 		if attempt > 0 || snap == nil {
-			if snap, err = s.readUsage(usagePrefix(s.prefix, phex)); err != nil {
+			if snap, err = s.readUsage("mark", usagePrefix(s.prefix, phex)); err != nil {
 				return err
 			}
 			pl.snap = snap
 		}
 		sum, cur, rev := snap.sum, snap.vals[counter], snap.rev
 		if sum+cost > s.lim.PerCaller {
-			return amp.Named(amp.CodeRateLimited, ledger.ErrCallerFull, "this caller's share of the agent's idempotency ledger is used up (callers the policy does not name share one); retry later")
+			return callerFull()
 		}
 		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ks.entry), "=", 0),
 			clientv3.Compare(clientv3.ModRevision(usagePrefix(s.prefix, phex)), "<", rev+1).WithPrefix()}
@@ -202,21 +109,19 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 		r, err := s.txn("mark", k, usagePrefix(s.prefix, phex), cmp, []clientv3.Op{
 			clientv3.OpPut(ks.entry, string(e.encode()), clientv3.WithLease(lease)),
 			clientv3.OpPut(counter, itoa(cur+cost), clientv3.WithLease(lease)),
+			clientv3.OpGet(usagePrefix(s.prefix, phex), clientv3.WithPrefix()),
 		}, []clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
-		if amp.NameOf(err) == ledger.ErrLedgerIO && rpctypes.Error(errorsCause(err)) == rpctypes.ErrLeaseNotFound {
+		if leaseNotFound(err) {
 			s.leases.drop(e.end)
 			continue
 		}
 		if err != nil {
-			if claimed {
-				s.setClaim(k, ci.rev, func(c *claimInfo) { c.unsure = true })
-			}
-			return err
+			return err // the entry may exist: Unclaim deletes it (FLEET-7)
 		}
 		if r.Succeeded {
-			pl.wrote(snap, counter, cur+cost, r.Header.Revision)
+			pl.learn(r.Responses[2], r.Header.Revision)
 			s.mu.Lock()
-			s.running[k] = entryRef{rev: r.Header.Revision, e: e, charged: true, counter: cur + cost, counterRev: r.Header.Revision}
+			s.running[k] = entryRef{rev: r.Header.Revision, e: e, charged: true, counter: cur + cost, counterRev: r.Header.Revision, limit: reserve}
 			s.charge(e.end, cost, 1)
 			if c, ok := s.claims[k]; ok && c.rev == ci.rev {
 				c.ran = true
@@ -229,22 +134,123 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 			return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry already exists")
 		}
 		if c := one(r.Responses[1]); claimed && (c == nil || c.CreateRevision != ci.rev) {
-			return amp.Named(amp.CodeUnavailable, ErrClaimLost, "this agent's claim on the message expired before its handler could start; retry")
+			return claimLostBeforeRun()
 		}
 		contended(attempt)
 	}
-	return amp.Named(amp.CodeUnavailable, ErrContended, "the idempotency ledger is contended for this caller; retry")
+	return contendedErr()
 }
 
-// setClaim applies f to this process's claim on k if it is still the one
-// created at rev.
-func (s *Store) setClaim(k ledger.Key, rev int64, f func(*claimInfo)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.claims[k]; ok && c.rev == rev {
-		f(&c)
-		s.claims[k] = c
+// grow gives the running entry made with ci (FLEET-11) a larger
+// reservation or a later bucket, in one transaction while the claim holds
+// and the entry is unchanged: the entry is written again (under the later
+// bucket's lease) and its charge moved to the counter of its bucket with
+// the new cost, compared on the principal's counters as markNew does.
+// Rare: a capability whose largest result is above the default, or a
+// handler's longest run past the message's expiry bucket.
+func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end int64) error {
+	ce := ci.entry
+	ne := ce.e
+	ne.reserve, ne.end = max(reserve, ce.e.reserve), max(end, ce.e.end)
+	if expires.After(ne.expires) {
+		ne.expires = expires
 	}
+	cost := entryCost(k, ne.reserve)
+	s.mu.Lock()
+	s.pruneTally(s.o.Now())
+	full := s.usage.Bytes-ce.cost+cost > s.lim.Budget
+	s.mu.Unlock()
+	if full {
+		return amp.Named(amp.CodeOverloaded, ledger.ErrFull, "the agent's idempotency ledger is full; retry later")
+	}
+	phex := hexOf(ne.principal)
+	u := usagePrefix(s.prefix, phex)
+	ks := keysOf(s.prefix, k)
+	counter := usageKey(s.prefix, phex, ne.end)
+	pl := s.hot.lock(u)
+	defer s.hot.unlock(pl)
+	for attempt := 0; attempt < maxRetries; attempt++ {
+		lease, err := s.leases.get(ne.end)
+		if err != nil {
+			return err
+		}
+		oldLease, err := s.leases.get(ce.e.end)
+		if err != nil {
+			return err
+		}
+		snap := pl.snap
+		if attempt > 0 || snap == nil {
+			if snap, err = s.readUsage("mark", u); err != nil {
+				return err
+			}
+			pl.snap = snap
+		}
+		if snap.sum-min(ce.cost, snap.vals[ce.counter])+cost > s.lim.PerCaller {
+			return callerFull()
+		}
+		vals := map[string]int64{}
+		if counter == ce.counter {
+			vals[counter] = max(snap.vals[counter]-ce.cost, 0) + cost
+		} else {
+			vals[ce.counter] = max(snap.vals[ce.counter]-ce.cost, 0)
+			vals[counter] = snap.vals[counter] + cost
+		}
+		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(ne.encode()), clientv3.WithLease(lease)),
+			clientv3.OpPut(counter, itoa(vals[counter]), clientv3.WithLease(lease))}
+		if counter != ce.counter {
+			ops = append(ops, clientv3.OpPut(ce.counter, itoa(vals[ce.counter]), clientv3.WithLease(oldLease)))
+		}
+		ops = append(ops, clientv3.OpGet(u, clientv3.WithPrefix()))
+		r, err := s.txn("mark", k, u, []clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev),
+			clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ce.rev),
+			clientv3.Compare(clientv3.ModRevision(u), "<", snap.rev+1).WithPrefix(),
+		}, ops, []clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
+		if leaseNotFound(err) {
+			s.leases.drop(ne.end)
+			s.leases.drop(ce.e.end)
+			continue
+		}
+		if err != nil {
+			return err // the entry may be rewritten, still running: Unclaim deletes it
+		}
+		if r.Succeeded {
+			rev := r.Header.Revision
+			pl.learn(r.Responses[len(r.Responses)-1], rev)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.charge(ce.e.end, -ce.cost, -1)
+			s.charge(ne.end, cost, 1)
+			if c, ok := s.claims[k]; ok && c.rev == ci.rev {
+				c.ran = true
+				c.entry = &claimEntry{e: ne, rev: rev, cost: cost, counter: counter, n: vals[counter], nrev: rev}
+				s.claims[k] = c
+			}
+			s.running[k] = entryRef{rev: rev, e: ne, charged: true, counter: vals[counter], counterRev: rev, limit: reserve}
+			return nil
+		}
+		e, c := one(r.Responses[0]), one(r.Responses[1])
+		if e == nil || e.ModRevision != ce.rev || c == nil || c.CreateRevision != ci.rev {
+			return claimLostBeforeRun()
+		}
+		contended(attempt)
+	}
+	return contendedErr()
+}
+
+// callerFull is the refusal of an entry over the principal's share.
+func callerFull() error {
+	return amp.Named(amp.CodeRateLimited, ledger.ErrCallerFull, "this caller's share of the agent's idempotency ledger is used up (callers the policy does not name share one); retry later")
+}
+
+// claimLostBeforeRun is the refusal of a Running whose claim is gone.
+func claimLostBeforeRun() error {
+	return amp.Named(amp.CodeUnavailable, ErrClaimLost, "this agent's claim on the message expired before its handler could start; retry")
+}
+
+// contendedErr is the refusal after maxRetries counter conflicts.
+func contendedErr() error {
+	return amp.Named(amp.CodeUnavailable, ErrContended, "the idempotency ledger is contended for this caller; retry")
 }
 
 // charge adds to this process's tally. Callers hold s.mu.
@@ -258,9 +264,9 @@ func (s *Store) charge(end, bytes int64, entries int) {
 	s.tally[end] = b
 }
 
-// readUsage reads the counters under prefix.
-func (s *Store) readUsage(prefix string) (snap *usageSnap, err error) {
-	err = s.call("mark", func(ctx context.Context) error {
+// readUsage reads the counters under prefix (observed as op).
+func (s *Store) readUsage(op, prefix string) (snap *usageSnap, err error) {
+	err = s.call(op, func(ctx context.Context) error {
 		r, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix())
 		if err != nil {
 			return err
@@ -273,7 +279,7 @@ func (s *Store) readUsage(prefix string) (snap *usageSnap, err error) {
 
 // snapOf sums the usage counters of a range read at revision rev.
 func snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
-	snap := &usageSnap{rev: rev, vals: map[string]int64{}}
+	snap := &usageSnap{rev: rev, vals: map[string]int64{}, mods: map[string]int64{}}
 	if r == nil {
 		return nil, amp.Named(amp.CodeUnavailable, ErrBadValue, "no usage counters in the answer")
 	}
@@ -286,6 +292,7 @@ func snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
 			return nil, err
 		}
 		snap.vals[string(kv.Key)] = n
+		snap.mods[string(kv.Key)] = kv.ModRevision
 	}
 	return snap, nil
 }
@@ -309,9 +316,9 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	if !ok {
 		return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry is not running here")
 	}
-	if int64(len(reply)) > ref.e.reserve {
+	if int64(len(reply)) > ref.limit {
 		return amp.Named(amp.CodeOverloaded, ledger.ErrReplyTooLarge,
-			"the reply is larger than the idempotency ledger reserved for it (%d bytes)", ref.e.reserve)
+			"the reply is larger than the idempotency ledger reserved for it (%d bytes)", ref.limit)
 	}
 	done := ref.e
 	done.state, done.reply = stateDone, reply
@@ -326,36 +333,32 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 		}
 		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(done.encode()), clientv3.WithIgnoreLease()), clientv3.OpDelete(ks.claim)}
 		if attempt < maxRetries && refund > 0 {
-			cur, rev := ref.counter, ref.counterRev // as marked here: the first guess
-			if c, ok := pl.known[counter]; ok && c.rev > rev {
-				cur, rev = c.n, c.rev // this process's own later write of it
-			}
+			// As marked here, or as this process last wrote it: the first guess.
+			cur, rev := pl.guess(counter, ref.counter, ref.counterRev)
 			if attempt > 0 || rev == 0 {
 				var err error
 				if cur, rev, err = s.readCounter(counter); err != nil {
 					return err
 				}
-				pl.known[counter] = knownCounter{n: cur, rev: rev}
 			}
 			if rev > 0 {
 				cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(counter), "=", rev))
 				ops = append(ops, clientv3.OpPut(counter, itoa(max(cur-refund, 0)), clientv3.WithIgnoreLease()))
 			}
 		}
+		refunds := len(ops) > 2
+		ops = append(ops, clientv3.OpGet(usagePrefix(s.prefix, hexOf(ref.e.principal)), clientv3.WithPrefix()))
 		r, err := s.txn("finish", k, usagePrefix(s.prefix, hexOf(ref.e.principal)), cmp, ops,
 			[]clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
 		if err != nil {
 			return err
 		}
 		if r.Succeeded {
-			if len(ops) > 2 {
-				pl.snap = nil // one counter compared: the others are not known
-				pl.known[counter] = knownCounter{n: opsCounter(ops[2]), rev: r.Header.Revision}
-			}
+			pl.learn(r.Responses[len(r.Responses)-1], r.Header.Revision)
 			s.mu.Lock()
 			delete(s.running, k)
 			delete(s.claims, k)
-			if len(ops) > 2 && ref.charged { // only what this process charged
+			if refunds && ref.charged { // only what this process charged
 				s.charge(ref.e.end, -refund, 0)
 			}
 			s.mu.Unlock()
@@ -365,6 +368,10 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 		if e == nil {
 			s.mu.Lock()
 			delete(s.running, k)
+			if c, ok := s.claims[k]; ok && c.rev == ci.rev {
+				c.entry = nil // Running makes it again, under the claim
+				s.claims[k] = c
+			}
 			s.mu.Unlock()
 			return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry went missing (expired)")
 		}

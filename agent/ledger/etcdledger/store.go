@@ -91,6 +91,7 @@ type Store struct {
 
 	calls, errs atomic.Uint64
 	nanos       atomic.Int64
+	seq         atomic.Uint64 // numbers this process's claim values
 }
 
 // entryRef is a running entry this process may finish.
@@ -104,27 +105,47 @@ type entryRef struct {
 	// (counterRev > 0: marked here, at that revision), the first guess
 	// of Finish.
 	counter, counterRev int64
+	// limit is the largest reply Finish records: the reservation Running
+	// asked for (e.reserve, what the entry charges, may be larger).
+	limit int64
 }
 
 // claimInfo is a claim of this process: its lease, its create revision
 // (what names this claim, not a later one of the same key under the same
-// session lease), and the principal's usage counters read with it
-// (MarkRunning's first guess).
+// session lease), its value (token), the running entry made with it, and
+// the principal's usage counters as last read (MarkRunning's first guess
+// when no entry was made with the claim).
 type claimInfo struct {
 	lease clientv3.LeaseID
 	rev   int64
+	token string
 	usage *usageSnap
+	// entry is the running entry made with the claim, charged to the
+	// principal's counter (nil: none; Running then makes it, FLEET-11).
+	entry *claimEntry
 	// ran: a Running under this claim succeeded (or the entry was found
-	// Lost): the handler may have run, the entry is never deleted.
-	// unsure: a Running under it failed with its answer lost: the entry
-	// may exist, its handler never started (FLEET-7).
-	ran, unsure bool
+	// Lost): the handler may have run, the entry is never deleted. Until
+	// then, Unclaim deletes the entry made under the claim (the handler
+	// never started: FLEET-7, FLEET-11).
+	ran bool
 }
 
-// usageSnap is a principal's usage counters at revision rev.
+// claimEntry is the running entry this process made under its claim: the
+// entry, its mod revision, its cost, and the counter charged with its
+// value and mod revision as written (the first guess of a refund).
+type claimEntry struct {
+	e       entry
+	rev     int64
+	cost    int64
+	counter string
+	n, nrev int64
+}
+
+// usageSnap is a principal's usage counters at revision rev: their
+// values and mod revisions by key, and their sum.
 type usageSnap struct {
-	sum, rev int64
-	vals     map[string]int64
+	sum, rev   int64
+	vals, mods map[string]int64
 }
 
 type tallyBucket struct {
@@ -292,6 +313,7 @@ func (s *Store) Sweep(now time.Time, _ int) (int, error) {
 	s.pruneTally(now)
 	s.mu.Unlock()
 	s.leases.prune(now)
+	s.cleaner.forget(now)
 	return 0, nil
 }
 

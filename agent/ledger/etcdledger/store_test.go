@@ -160,4 +160,17 @@ func TestRevokedBucketLeaseIsGrantedAgain(t *testing.T) {
 	if n := count(t, cli, "/revoked/e/"); n != 1 {
 		t.Fatalf("%d entries, want the new one only", n)
 	}
+	// The same at a claim, which makes the entry (FLEET-11).
+	if r, err = cli.Get(ctx, "/revoked/e/", clientv3.WithPrefix()); err != nil || len(r.Kvs) != 1 {
+		t.Fatalf("entry: %v %v", r, err)
+	}
+	if _, err := cli.Revoke(ctx, clientv3.LeaseID(r.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.Claim(ledger.Key{Sender: "did:example:r", ID: [16]byte{3}}, exp); err != nil || c.Found || c.Wait != nil {
+		t.Fatalf("claim after the lease was revoked: %+v %v", c, err)
+	}
+	if n := count(t, cli, "/revoked/e/"); n != 1 {
+		t.Fatalf("%d entries after the claim, want its running entry only", n)
+	}
 }

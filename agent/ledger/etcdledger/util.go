@@ -4,6 +4,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"strconv"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
+	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/amp"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -19,4 +24,11 @@ func errorsCause(err error) error {
 		}
 		err = u
 	}
+}
+
+// leaseNotFound reports whether err is etcd's refusal of a write under a
+// lease it no longer has (revoked, expired, or a restored cluster):
+// nothing of that transaction was written.
+func leaseNotFound(err error) bool {
+	return err != nil && amp.NameOf(err) == ledger.ErrLedgerIO && rpctypes.Error(errorsCause(err)) == rpctypes.ErrLeaseNotFound
 }

@@ -1,0 +1,288 @@
+package etcdledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"strconv"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ampbundle/ampbundle/agent/ledger"
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// runningBelow is the least entry value that is not a running entry of
+// value version 1: Value(e) < runningBelow compares true for a running
+// entry only (an absent key compares false).
+const runningBelow = "\x01\x02"
+
+// claimPlan is the running entry a Claim makes with its claim: the entry
+// (the default reservation, the message's expiry), its cost, the counter
+// it charges, the bucket lease, and the principal's counters it was
+// checked against.
+type claimPlan struct {
+	e       entry
+	cost    int64
+	counter string
+	lease   clientv3.LeaseID
+	snap    *usageSnap
+}
+
+// Claim implements ledger.SharedStore with one transaction: when no
+// process claims k and its entry is not done (version < 2), the claim key
+// is created under this process's session lease and, in a nested
+// transaction, the running entry with the default reservation under the
+// bucket lease of the message's expiry, charged to the principal's usage
+// counter (FLEET-11): the claim is the running record, and MarkRunning by
+// this process needs no etcd write. Where the principal's share or this
+// process's budget has no room for the entry (or its counters changed
+// since they were read), only the claim is made, and MarkRunning makes
+// the entry or refuses by name. Otherwise the entry (and the claim) are
+// read. A claim held by another process gives Wait, which closes on the
+// next change of the claim key or after WaitPoll.
+func (s *Store) Claim(k ledger.Key, expires time.Time) (ledger.ClaimResult, error) {
+	lease, err := s.sess.lease()
+	if err != nil {
+		return ledger.ClaimResult{}, err
+	}
+	phex := hash16(s.principalOf(k.Sender))
+	pl := s.hot.lock(usagePrefix(s.prefix, phex))
+	defer s.hot.unlock(pl)
+	for attempt := 0; ; attempt++ {
+		p, err := s.planClaim(k, expires, phex, pl)
+		if err != nil {
+			return ledger.ClaimResult{}, err
+		}
+		r, err := s.claimTxn(k, expires, lease, phex, p, pl)
+		if p != nil && attempt < 2 && leaseNotFound(err) {
+			s.leases.drop(p.e.end) // revoked, or a restored cluster: grant it again
+			continue
+		}
+		return r, err
+	}
+}
+
+// planClaim is the entry a Claim of k makes, or nil when there is no room
+// for it (the budget, the principal's share, or counters refused as
+// corrupt: MarkRunning then refuses by name). Callers hold pl.
+func (s *Store) planClaim(k ledger.Key, expires time.Time, phex string, pl *principalLock) (*claimPlan, error) {
+	reserve := s.reserveOf(0)
+	cost := entryCost(k, reserve)
+	now := s.o.Now()
+	s.mu.Lock()
+	s.pruneTally(now)
+	full := s.usage.Bytes+cost > s.lim.Budget
+	s.mu.Unlock()
+	if full {
+		return nil, nil
+	}
+	// The counters as this process last wrote them, or none: a guess the
+	// transaction compares (no read on the way: FLEET-11).
+	snap := pl.snap
+	if snap == nil {
+		snap = &usageSnap{}
+	}
+	if snap.sum+cost > s.lim.PerCaller {
+		return nil, nil
+	}
+	e := entry{state: stateRunning, expires: expires, reserve: reserve, end: bucketEnd(now, expires)}
+	ph := sha256.Sum256([]byte(s.principalOf(k.Sender)))
+	copy(e.principal[:], ph[:16])
+	lease, err := s.leases.get(e.end)
+	if err != nil {
+		return nil, err
+	}
+	return &claimPlan{e: e, cost: cost, counter: usageKey(s.prefix, phex, e.end), lease: lease, snap: snap}, nil
+}
+
+// claimTxn commits the Claim transaction of k with plan p (nil: the claim
+// alone). An error whose answer may have been lost queues the undoing of
+// what it may have made (found by its claim value): the agent refuses the
+// message retryably and its handler never starts.
+func (s *Store) claimTxn(k ledger.Key, expires time.Time, lease clientv3.LeaseID, phex string, p *claimPlan, pl *principalLock) (ledger.ClaimResult, error) {
+	ks := keysOf(s.prefix, k)
+	u := usagePrefix(s.prefix, phex)
+	token := s.node + "." + strconv.FormatUint(s.seq.Add(1), 10)
+	then := []clientv3.Op{clientv3.OpPut(ks.claim, token, clientv3.WithLease(lease))}
+	var cur int64
+	if p != nil {
+		cur = p.snap.vals[p.counter]
+		then = append(then, clientv3.OpTxn([]clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(ks.entry), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(u), "<", p.snap.rev+1).WithPrefix(),
+		}, []clientv3.Op{
+			clientv3.OpPut(ks.entry, string(p.e.encode()), clientv3.WithLease(p.lease)),
+			clientv3.OpPut(p.counter, itoa(cur+p.cost), clientv3.WithLease(p.lease)),
+			clientv3.OpGet(u, clientv3.WithPrefix()),
+		}, []clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(u, clientv3.WithPrefix())}))
+	} else {
+		then = append(then, clientv3.OpGet(ks.entry))
+	}
+	r, err := s.txn("claim", k, u, []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", 0),
+		clientv3.Compare(clientv3.Version(ks.entry), "<", 2),
+	}, then, []clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
+	if err != nil {
+		if !leaseNotFound(err) { // etcd refused that one: nothing was written
+			s.cleaner.lostClaim(k, token, expires)
+		}
+		return ledger.ClaimResult{}, err
+	}
+	if !r.Succeeded {
+		return s.claimHeld(k, lease, r)
+	}
+	ci := claimInfo{lease: lease, rev: r.Header.Revision, token: token}
+	kv := one(r.Responses[1])
+	if p != nil {
+		in := r.Responses[1].GetResponseTxn()
+		if in == nil || len(in.Responses) != 2 && !in.Succeeded || len(in.Responses) != 3 && in.Succeeded {
+			s.cleaner.lostClaim(k, token, expires)
+			return ledger.ClaimResult{}, amp.Named(amp.CodeUnavailable, ErrBadValue, "etcd answered a claim without its nested result")
+		}
+		if in.Succeeded {
+			n := cur + p.cost
+			ci.entry = &claimEntry{e: p.e, rev: ci.rev, cost: p.cost, counter: p.counter, n: n, nrev: ci.rev}
+			pl.learn(in.Responses[2], ci.rev)
+			s.mu.Lock()
+			s.claims[k] = ci
+			s.charge(p.e.end, p.cost, 1)
+			s.mu.Unlock()
+			return ledger.ClaimResult{}, nil // fresh, running here
+		}
+		kv = one(in.Responses[0])
+		if kv == nil { // the counters changed: the claim alone; Running charges
+			if snap, err := snapOf(in.Responses[1].GetResponseRange(), r.Header.Revision); err == nil {
+				ci.usage, pl.snap = snap, snap
+			}
+		}
+	}
+	ci.ran = kv != nil
+	s.mu.Lock()
+	s.claims[k] = ci
+	s.mu.Unlock()
+	if kv == nil {
+		return ledger.ClaimResult{}, nil // fresh
+	}
+	return s.foundRunning(k, kv)
+}
+
+// foundRunning answers a Claim that claimed k's running entry kv, whose
+// claimer is gone: Lost, the outcome is unknown.
+func (s *Store) foundRunning(k ledger.Key, kv *mvccpb.KeyValue) (ledger.ClaimResult, error) {
+	e, err := decodeEntry(kv.Value)
+	if err != nil || e.state != stateRunning {
+		s.Unclaim(k)
+		if err == nil {
+			err = amp.Named(amp.CodeUnavailable, ErrBadValue, "ledger entry on etcd: version 1 but not running")
+		}
+		return ledger.ClaimResult{}, err
+	}
+	s.mu.Lock()
+	s.running[k] = entryRef{rev: kv.ModRevision, e: e, limit: e.reserve}
+	s.mu.Unlock()
+	return ledger.ClaimResult{Found: true, Record: ledger.Record{Expires: e.expires}}, nil
+}
+
+// claimHeld answers a Claim whose transaction found k claimed or its entry
+// written more than once (r: its Else): Done with a done entry; Lost, by
+// a second transaction, for a running entry without a claimer (one whose
+// Running moved it to a later lease, FLEET-11); else Busy.
+func (s *Store) claimHeld(k ledger.Key, lease clientv3.LeaseID, r *clientv3.TxnResponse) (ledger.ClaimResult, error) {
+	ks := keysOf(s.prefix, k)
+	c := one(r.Responses[1])
+	if kv := one(r.Responses[0]); kv != nil && (kv.Version >= 2 || c == nil) {
+		e, err := decodeEntry(kv.Value)
+		if err != nil {
+			return ledger.ClaimResult{}, err
+		}
+		if e.state == stateDone {
+			return ledger.ClaimResult{Found: true, Record: ledger.Record{Reply: e.reply, Expires: e.expires}}, nil
+		}
+		if c == nil {
+			return s.claimLost(k, lease, kv)
+		}
+	}
+	if c != nil && clientv3.LeaseID(c.Lease) == lease {
+		// Our own claim, which this process no longer tracks (an Unclaim
+		// that did not reach etcd, or a Claim whose answer was lost): undo
+		// it as queued, else give up the claim alone, and claim again.
+		s.mu.Lock()
+		_, tracked := s.claims[k]
+		s.mu.Unlock()
+		if !tracked {
+			queued := s.cleaner.take(k)
+			if len(queued) == 0 {
+				// With its entry only if its Claim's answer was lost (the
+				// claim applied after its cleanup looked): else a handler
+				// may have run under it.
+				queued = []cleanup{{k: k, rev: c.CreateRevision, entry: s.cleaner.wasLost(string(c.Value))}}
+			}
+			for _, q := range queued {
+				if s.clean(q) != nil {
+					s.cleaner.add(q)
+				}
+			}
+			ch := make(chan struct{})
+			close(ch)
+			return ledger.ClaimResult{Wait: ch}, nil
+		}
+	}
+	return ledger.ClaimResult{Wait: s.waitFor(ks.claim, r.Header.Revision+1)}, nil
+}
+
+// claimLost claims k's running entry kv, which no process claims: one
+// transaction, while the entry is unchanged and unclaimed. Another
+// process that got there first makes it Busy (claim again at once).
+func (s *Store) claimLost(k ledger.Key, lease clientv3.LeaseID, kv *mvccpb.KeyValue) (ledger.ClaimResult, error) {
+	ks := keysOf(s.prefix, k)
+	token := s.node + "." + strconv.FormatUint(s.seq.Add(1), 10)
+	var r *clientv3.TxnResponse
+	err := s.call("claim", func(ctx context.Context) (err error) {
+		r, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(ks.entry), "=", kv.ModRevision)).
+			Then(clientv3.OpPut(ks.claim, token, clientv3.WithLease(lease))).Commit()
+		return err
+	})
+	if err != nil {
+		s.cleaner.add(cleanup{k: k, token: token}) // the claim alone: the entry may be a run's
+		return ledger.ClaimResult{}, err
+	}
+	if !r.Succeeded {
+		ch := make(chan struct{})
+		close(ch)
+		return ledger.ClaimResult{Wait: ch}, nil
+	}
+	s.mu.Lock()
+	s.claims[k] = claimInfo{lease: lease, rev: r.Header.Revision, token: token, ran: true}
+	s.mu.Unlock()
+	return s.foundRunning(k, kv)
+}
+
+// one returns the only key-value of a range response, or nil.
+func one(op *pb.ResponseOp) *mvccpb.KeyValue {
+	rr := op.GetResponseRange()
+	if rr == nil || len(rr.Kvs) != 1 {
+		return nil
+	}
+	return rr.Kvs[0]
+}
+
+// waitFor returns a channel that closes on the first change of key from
+// revision rev on, or after WaitPoll, whichever comes first.
+func (s *Store) waitFor(key string, rev int64) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(s.bg), s.o.WaitPoll)
+		defer cancel()
+		for w := range s.cli.Watch(ctx, key, clientv3.WithRev(rev)) {
+			if w.Err() != nil || len(w.Events) > 0 {
+				return
+			}
+		}
+	}()
+	return ch
+}
