@@ -50,15 +50,10 @@ func (a *Agent) invoke(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 	if err != nil {
 		return 0, nil, err
 	}
-	caller := amp.BareDID(m.From)
 	// 2.
-	if !a.cfg.Policy.AllowCaller(caller) {
-		return 0, nil, unauthorized()
-	}
-	cat, err := a.reg.Catalog()
+	caller, cat, err := a.callerCatalog(m)
 	if err != nil {
-		a.log.Error("catalog unavailable", "err", err)
-		return 0, nil, unavailable()
+		return 0, nil, err
 	}
 	// 3. to 5.
 	tg, err := a.invokeTarget(ctx, cat, caller, inv)

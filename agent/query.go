@@ -65,20 +65,32 @@ func (a *Agent) resolveName(cat *resolver.Catalog, caller, capName, typ string) 
 	return name, err
 }
 
+// callerCatalog admits the sender of m by the allow rules (3001
+// otherwise) and loads the catalog it is answered from (5002 when the
+// registry cannot give one): the first steps of a CAP_QUERY and a
+// CAP_INVOKE.
+func (a *Agent) callerCatalog(m *amp.Message) (string, *resolver.Catalog, error) {
+	caller := amp.BareDID(m.From)
+	if !a.cfg.Policy.AllowCaller(caller) {
+		return "", nil, unauthorized()
+	}
+	cat, err := a.reg.Catalog()
+	if err != nil {
+		a.log.Error("catalog unavailable", "err", err)
+		return "", nil, unavailable()
+	}
+	return caller, cat, nil
+}
+
 // query answers a CAP_QUERY (RFC 004 §6.1, §6.5) with a CAP_DECLARE.
 func (a *Agent) query(m *amp.Message) (amp.Type, []byte, error) {
 	q, err := capability.DecodeQuery(m.Body)
 	if err != nil {
 		return 0, nil, err
 	}
-	caller := amp.BareDID(m.From)
-	if !a.cfg.Policy.AllowCaller(caller) {
-		return 0, nil, unauthorized()
-	}
-	cat, err := a.reg.Catalog()
+	caller, cat, err := a.callerCatalog(m)
 	if err != nil {
-		a.log.Error("catalog unavailable", "err", err)
-		return 0, nil, unavailable()
+		return 0, nil, err
 	}
 	name, err := a.resolveName(cat, caller, q.Filter.Capability, q.Filter.Type)
 	if err != nil {

@@ -290,22 +290,15 @@ type paramsUse struct {
 }
 
 // done forgets the params for good.
-func (u *paramsUse) done() {
-	if u == nil || u.k == nil {
-		return
-	}
-	k := u.k
-	u.k = nil
-	u.p.mu.Lock()
-	if u.p.m[k.key] == k {
-		u.p.unlink(k)
-	}
-	u.p.mu.Unlock()
-	k.remove()
-}
+func (u *paramsUse) done() { u.finish(false) }
 
 // putBack leaves the params waiting, as before take: nothing ran.
-func (u *paramsUse) putBack() {
+func (u *paramsUse) putBack() { u.finish(true) }
+
+// finish ends the use, the first time only: the params wait again
+// (putBack) unless they were replaced or dropped meanwhile, or they are
+// forgotten for good.
+func (u *paramsUse) finish(putBack bool) {
 	if u == nil || u.k == nil {
 		return
 	}
@@ -313,12 +306,15 @@ func (u *paramsUse) putBack() {
 	u.k = nil
 	u.p.mu.Lock()
 	kept := u.p.m[k.key] == k
-	if kept {
+	switch {
+	case kept && putBack:
 		k.claimed = false
+	case kept:
+		u.p.unlink(k)
 	}
 	u.p.mu.Unlock()
-	if !kept {
-		k.remove() // replaced or dropped meanwhile
+	if !kept || !putBack {
+		k.remove() // used up, or replaced or dropped meanwhile
 	}
 }
 

@@ -192,20 +192,36 @@ type bundleRequest struct {
 	BundleID string `json:"bundle_id"`
 }
 
-type removeAnswer struct {
-	BundleID string `json:"bundle_id"`
-	Version  uint64 `json:"version"`
-}
+// removeAnswer and resetAnswer answer a removal and a heartbeat reset:
+// the same fields, the version under another JSON name.
+type (
+	removeAnswer struct {
+		BundleID string `json:"bundle_id"`
+		Version  uint64 `json:"version"`
+	}
+	resetAnswer struct {
+		BundleID string `json:"bundle_id"`
+		Version  uint64 `json:"forgotten_version"`
+	}
+)
 
 func opRemove() *Op[bundleRequest, removeAnswer] {
-	return &Op[bundleRequest, removeAnswer]{
-		Spec: Spec{Name: "Remove", Method: post, Path: "/v1/remove", Mutates: true},
-		Run: func(s *resolver.Store, req bundleRequest) (removeAnswer, error) {
-			v, err := s.Remove(req.BundleID)
-			return removeAnswer{req.BundleID, v}, err
+	return bundleVersionOp[removeAnswer](Spec{Name: "Remove", Method: post, Path: "/v1/remove", Mutates: true},
+		(*resolver.Store).Remove, "bundle removed through the admin socket", "version")
+}
+
+// bundleVersionOp is a change to one bundle that answers with a version:
+// remove and the heartbeat reset, whose answers differ only in the JSON
+// name of that version (key, which the log line uses too).
+func bundleVersionOp[A removeAnswer | resetAnswer](spec Spec, run func(*resolver.Store, string) (uint64, error), msg, key string) *Op[bundleRequest, A] {
+	return &Op[bundleRequest, A]{
+		Spec: spec,
+		Run: func(s *resolver.Store, req bundleRequest) (A, error) {
+			v, err := run(s, req.BundleID)
+			return A(removeAnswer{req.BundleID, v}), err
 		},
-		Log: func(req bundleRequest, res removeAnswer) (string, []any) {
-			return "bundle removed through the admin socket", []any{"bundle_id", req.BundleID, "version", res.Version}
+		Log: func(req bundleRequest, res A) (string, []any) {
+			return msg, []any{"bundle_id", req.BundleID, key, removeAnswer(res).Version}
 		},
 	}
 }
@@ -477,22 +493,9 @@ func opSetFreshnessPolicy() *Op[freshnessRequest, scopeAnswer] {
 	}
 }
 
-type resetAnswer struct {
-	BundleID string `json:"bundle_id"`
-	Version  uint64 `json:"forgotten_version"`
-}
-
 func opResetHeartbeat() *Op[bundleRequest, resetAnswer] {
-	return &Op[bundleRequest, resetAnswer]{
-		Spec: Spec{Name: "ResetHeartbeat", Method: post, Path: "/v1/freshness/reset", Mutates: true},
-		Run: func(s *resolver.Store, req bundleRequest) (resetAnswer, error) {
-			v, err := s.ResetHeartbeat(req.BundleID)
-			return resetAnswer{req.BundleID, v}, err
-		},
-		Log: func(req bundleRequest, res resetAnswer) (string, []any) {
-			return "heartbeat reset through the admin socket", []any{"bundle_id", req.BundleID, "forgotten_version", res.Version}
-		},
-	}
+	return bundleVersionOp[resetAnswer](Spec{Name: "ResetHeartbeat", Method: post, Path: "/v1/freshness/reset", Mutates: true},
+		(*resolver.Store).ResetHeartbeat, "heartbeat reset through the admin socket", "forgotten_version")
 }
 
 // statementOp is the operation applying a signed statement of kind
