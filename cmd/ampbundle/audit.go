@@ -109,6 +109,7 @@ type auditJSON struct {
 	Actor           *resolver.Actor `json:"actor,omitempty"`
 	FileSHA256      string          `json:"file_sha256,omitempty"`
 	Verdict         string          `json:"verdict,omitempty"`
+	Source          string          `json:"source,omitempty"`
 	Prev            string          `json:"prev"`
 }
 
@@ -116,7 +117,7 @@ func auditView(e resolver.AuditEntry) auditJSON {
 	return auditJSON{Seq: e.Seq, At: e.At, Action: e.Action, BundleID: e.BundleID, Version: e.Version,
 		PreviousVersion: e.PreviousVersion, Signers: e.Signers, ManifestSHA256: hex.EncodeToString(e.ManifestSHA256),
 		TrustName: e.TrustName, Key: e.Key, Scopes: e.Scopes, Threshold: e.Threshold, Actor: e.Actor,
-		FileSHA256: hex.EncodeToString(e.FileSHA256), Verdict: e.Verdict, Prev: hex.EncodeToString(e.Prev)}
+		FileSHA256: hex.EncodeToString(e.FileSHA256), Verdict: e.Verdict, Source: e.Source, Prev: hex.EncodeToString(e.Prev)}
 }
 
 func printAudit(w io.Writer, e resolver.AuditEntry) {
