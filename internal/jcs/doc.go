@@ -12,5 +12,10 @@
 // canonical form. Parse keeps a document as a tree (objects as ordered
 // members) for callers that edit it before writing its canonical form
 // (the A2A Agent Card signature excludes a member); Canonical does both
-// steps. Errors never quote the input.
+// steps; ParseLimited also bounds the number of values (ErrTooMany), so
+// that a caller bounding its input's bytes and values bounds the parse's
+// memory. Parsing and writing cost time and memory linear in the input
+// (no token per value), sorting an object's n members n log n comparisons
+// made in place (no conversion to UTF-16).
+// Errors never quote the input.
 package jcs

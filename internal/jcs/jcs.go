@@ -1,14 +1,10 @@
 package jcs
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
-	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -82,96 +78,9 @@ func Canonical(data []byte) ([]byte, error) {
 // Parse reads data, exactly one I-JSON value with arrays and objects nested
 // at most maxDepth deep, as a tree: nil, bool, string, json.Number (its
 // text as written, checked to have a double value), []any and Object.
+// It is ParseLimited with no bound on the number of values.
 func Parse(data []byte, maxDepth int) (any, error) {
-	// encoding/json replaces invalid UTF-8 and lone surrogate escapes with
-	// U+FFFD: two different documents would share one canonical form (and
-	// one digest). RFC 8785 §3.2.2.2 needs I-JSON strings: refuse both.
-	if !utf8.Valid(data) {
-		return nil, ErrMalformed
-	}
-	if err := checkSurrogates(data); err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := readValue(dec, 0, maxDepth)
-	if err != nil {
-		return nil, err
-	}
-	// Only whitespace may follow the value: anything else, valid JSON or
-	// not, is trailing data.
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, ErrMalformed
-	}
-	return v, nil
-}
-
-// readValue reads one JSON value, keeping objects as ordered members and
-// refusing duplicate names.
-func readValue(dec *json.Decoder, depth, maxDepth int) (any, error) {
-	if depth > maxDepth {
-		return nil, ErrTooDeep
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, ErrMalformed
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		if t == '{' {
-			return readObject(dec, depth, maxDepth)
-		}
-		if t != '[' {
-			return nil, ErrMalformed
-		}
-		arr := []any{}
-		for dec.More() {
-			v, err := readValue(dec, depth+1, maxDepth)
-			if err != nil {
-				return nil, err
-			}
-			arr = append(arr, v)
-		}
-		if _, err := dec.Token(); err != nil {
-			return nil, ErrMalformed
-		}
-		return arr, nil
-	case json.Number:
-		if _, err := CanonicalNumber(string(t)); err != nil {
-			return nil, err
-		}
-		return t, nil
-	default:
-		return t, nil // string, bool, nil
-	}
-}
-
-func readObject(dec *json.Decoder, depth, maxDepth int) (any, error) {
-	ms := Object{}
-	seen := map[string]bool{}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil, ErrMalformed
-		}
-		name, ok := k.(string)
-		if !ok {
-			return nil, ErrMalformed
-		}
-		if seen[name] {
-			return nil, ErrDuplicateMember
-		}
-		seen[name] = true
-		v, err := readValue(dec, depth+1, maxDepth)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, Member{name, v})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, ErrMalformed
-	}
-	return ms, nil
+	return ParseLimited(data, maxDepth, 0)
 }
 
 // checkSurrogates refuses a \u escape of a UTF-16 surrogate that is not
@@ -215,114 +124,164 @@ func checkSurrogates(data []byte) error {
 // (map[string]any and string-keyed members are not among them: build an
 // Object).
 func Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := writeCanonical(&buf, v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return AppendCanonical(nil, v)
 }
 
-func writeCanonical(buf *bytes.Buffer, v any) error {
+// AppendCanonical appends the RFC 8785 form of v, a tree as Marshal takes
+// it, to dst: a caller that knows about how long the form is sizes dst
+// once.
+func AppendCanonical(dst []byte, v any) ([]byte, error) {
+	return appendCanonical(dst, v)
+}
+
+func appendCanonical(buf []byte, v any) ([]byte, error) {
 	switch t := v.(type) {
 	case nil:
-		buf.WriteString("null")
+		return append(buf, "null"...), nil
 	case bool:
-		buf.WriteString(strconv.FormatBool(t))
+		return strconv.AppendBool(buf, t), nil
 	case string:
 		if !utf8.ValidString(t) {
-			return ErrNotJSON
+			return nil, ErrNotJSON
 		}
-		writeString(buf, t)
+		return appendString(buf, t), nil
 	case json.Number:
-		s, err := CanonicalNumber(string(t))
-		if err != nil {
-			return err
-		}
-		buf.WriteString(s)
+		return AppendCanonicalNumber(buf, string(t))
 	case []any:
-		buf.WriteByte('[')
+		buf = append(buf, '[')
 		for i, x := range t {
 			if i > 0 {
-				buf.WriteByte(',')
+				buf = append(buf, ',')
 			}
-			if err := writeCanonical(buf, x); err != nil {
-				return err
+			var err error
+			if buf, err = appendCanonical(buf, x); err != nil {
+				return nil, err
 			}
 		}
-		buf.WriteByte(']')
+		return append(buf, ']'), nil
 	case Object:
-		return writeObject(buf, t)
-	default:
-		return ErrNotJSON
+		return appendObject(buf, t)
 	}
-	return nil
+	return nil, ErrNotJSON
 }
 
-func writeObject(buf *bytes.Buffer, o Object) error {
-	ms := append(Object(nil), o...)
-	sort.SliceStable(ms, func(i, j int) bool { return lessUTF16(ms[i].Name, ms[j].Name) })
-	buf.WriteByte('{')
-	for i, m := range ms {
+func appendObject(buf []byte, o Object) ([]byte, error) {
+	order := canonicalOrder(o)
+	buf = append(buf, '{')
+	for i := range o {
+		m := o[i]
+		if order != nil {
+			m = o[order[i]]
+		}
 		if i > 0 {
-			if ms[i-1].Name == m.Name {
-				return ErrDuplicateMember
+			prev := i - 1
+			if order != nil {
+				prev = int(order[prev])
 			}
-			buf.WriteByte(',')
+			if o[prev].Name == m.Name {
+				return nil, ErrDuplicateMember
+			}
+			buf = append(buf, ',')
 		}
 		if !utf8.ValidString(m.Name) {
-			return ErrNotJSON
+			return nil, ErrNotJSON
 		}
-		writeString(buf, m.Name)
-		buf.WriteByte(':')
-		if err := writeCanonical(buf, m.Value); err != nil {
-			return err
+		buf = appendString(buf, m.Name)
+		buf = append(buf, ':')
+		var err error
+		if buf, err = appendCanonical(buf, m.Value); err != nil {
+			return nil, err
 		}
 	}
-	buf.WriteByte('}')
-	return nil
+	return append(buf, '}'), nil
+}
+
+// canonicalOrder returns the indexes of o's members in canonical order,
+// or nil when they already are in it: four bytes a member, never a copy
+// of the members.
+func canonicalOrder(o Object) []int32 {
+	sorted := true
+	for i := 1; i < len(o) && sorted; i++ {
+		sorted = compareUTF16(o[i-1].Name, o[i].Name) <= 0
+	}
+	if sorted {
+		return nil
+	}
+	order := make([]int32, len(o))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	// Names are unique or refused, so an unstable sort serves.
+	slices.SortFunc(order, func(a, b int32) int { return compareUTF16(o[a].Name, o[b].Name) })
+	return order
 }
 
 // lessUTF16 orders strings by their UTF-16 code units (RFC 8785 §3.2.3).
-func lessUTF16(a, b string) bool {
-	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
-	for i := 0; i < len(ua) && i < len(ub); i++ {
-		if ua[i] != ub[i] {
-			return ua[i] < ub[i]
-		}
+func lessUTF16(a, b string) bool { return compareUTF16(a, b) < 0 }
+
+// compareUTF16 compares strings by their UTF-16 code units without
+// converting them. UTF-8 byte order is code point order, which is UTF-16
+// order except that a supplementary character (a surrogate pair,
+// 0xD800-0xDBFF first; UTF-8 lead byte 0xF0-0xF4) sorts below one of
+// U+E000-U+FFFF (lead byte 0xEE or 0xEF) and above all else: utf16Byte
+// moves those lead bytes (never continuation bytes, 0x80-0xBF) so that
+// bytewise order is UTF-16 order.
+func compareUTF16(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
 	}
-	return len(ua) < len(ub)
+	if i == n {
+		return len(a) - len(b)
+	}
+	return int(utf16Byte(a[i])) - int(utf16Byte(b[i]))
 }
 
-// writeString writes s with the escapes of RFC 8785 §3.2.2.2.
-func writeString(buf *bytes.Buffer, s string) {
-	buf.WriteByte('"')
-	for _, r := range s {
-		switch r {
+func utf16Byte(c byte) byte {
+	switch {
+	case c < 0xEE || c > 0xF4:
+		return c
+	case c >= 0xF0: // 0xF0-0xF4 -> 0xEE-0xF2
+		return c - 2
+	}
+	return c + 5 // 0xEE, 0xEF -> 0xF3, 0xF4
+}
+
+// appendString appends s with the escapes of RFC 8785 §3.2.2.2, the runs
+// that need none copied at once.
+func appendString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	run := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		buf = append(buf, s[run:i]...)
+		run = i + 1
+		switch c {
 		case '"':
-			buf.WriteString(`\"`)
+			buf = append(buf, `\"`...)
 		case '\\':
-			buf.WriteString(`\\`)
+			buf = append(buf, `\\`...)
 		case '\b':
-			buf.WriteString(`\b`)
+			buf = append(buf, `\b`...)
 		case '\f':
-			buf.WriteString(`\f`)
+			buf = append(buf, `\f`...)
 		case '\n':
-			buf.WriteString(`\n`)
+			buf = append(buf, `\n`...)
 		case '\r':
-			buf.WriteString(`\r`)
+			buf = append(buf, `\r`...)
 		case '\t':
-			buf.WriteString(`\t`)
+			buf = append(buf, `\t`...)
 		default:
-			if r < 0x20 {
-				buf.WriteString(`\u00`)
-				buf.WriteByte("0123456789abcdef"[r>>4])
-				buf.WriteByte("0123456789abcdef"[r&0xf])
-			} else {
-				buf.WriteRune(r)
-			}
+			buf = append(buf, `\u00`...)
+			buf = append(buf, "0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xf])
 		}
 	}
-	buf.WriteByte('"')
+	buf = append(buf, s[run:]...)
+	return append(buf, '"')
 }
 
 // CanonicalNumber formats a JSON number as ECMAScript's Number.toString
@@ -331,29 +290,94 @@ func writeString(buf *bytes.Buffer, s string) {
 // 1e21, exponent notation outside, -0 as 0. A number outside the double
 // range is ErrNumber.
 func CanonicalNumber(s string) (string, error) {
+	if smallInteger(s) {
+		return s, nil
+	}
+	var tmp [32]byte
+	b, err := AppendCanonicalNumber(tmp[:0], s)
+	return string(b), err
+}
+
+// IsCanonicalNumber reports whether the JSON number s is written in its
+// RFC 8785 form, without allocating.
+func IsCanonicalNumber(s string) bool {
+	if smallInteger(s) {
+		return true
+	}
+	var tmp [32]byte
+	b, err := AppendCanonicalNumber(tmp[:0], s)
+	return err == nil && string(b) == s
+}
+
+// AppendCanonicalNumber appends CanonicalNumber(s) to dst.
+func AppendCanonicalNumber(dst []byte, s string) ([]byte, error) {
+	if smallInteger(s) {
+		return append(dst, s...), nil
+	}
+	f, err := parseDouble(s)
+	if err != nil {
+		return nil, err
+	}
+	return appendDouble(dst, f)
+}
+
+// smallInteger reports whether s is an integer of at most 15 digits in
+// plain form (no leading zero, not -0): exactly a double, and written as
+// ECMAScript writes it.
+func smallInteger(s string) bool {
+	d := s
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 15 || d[0] == '0' && (len(d) > 1 || len(s) > 1) {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseDouble is the double value of a JSON number, ErrNumber outside
+// the range.
+func parseDouble(s string) (float64, error) {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return "", ErrNumber
+		return 0, ErrNumber
 	}
-	return FormatDouble(f)
+	return f, nil
 }
 
 // FormatDouble is CanonicalNumber for a double already parsed; NaN and the
 // infinities are ErrNumber.
 func FormatDouble(f float64) (string, error) {
+	var tmp [32]byte
+	b, err := appendDouble(tmp[:0], f)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+func appendDouble(dst []byte, f float64) ([]byte, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return "", ErrNumber
+		return nil, ErrNumber
 	}
 	if f == 0 {
-		return "0", nil
+		return append(dst, '0'), nil
 	}
-	a := math.Abs(f)
-	if a >= 1e-6 && a < 1e21 {
-		return strconv.FormatFloat(f, 'f', -1, 64), nil
+	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
+		return strconv.AppendFloat(dst, f, 'f', -1, 64), nil
 	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
-	mant, exp, _ := strings.Cut(e, "e")
-	sign := exp[0]
-	exp = strings.TrimLeft(exp[1:], "0")
-	return mant + "e" + string(sign) + exp, nil
+	n := len(dst)
+	dst = strconv.AppendFloat(dst, f, 'e', -1, 64) // d.ddde±XX
+	e := n + slices.Index(dst[n:], 'e')
+	// Drop the exponent's leading zeros: e+09 -> e+9.
+	z := e + 2
+	for z < len(dst)-1 && dst[z] == '0' {
+		z++
+	}
+	return append(dst[:e+2], dst[z:]...), nil
 }

@@ -1,0 +1,64 @@
+package jcs
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf16"
+)
+
+// TestKeySortNeedsNoUTF16Copy: the in-place comparison orders names as
+// their UTF-16 code units do, surrogate pairs against U+E000-U+FFFF
+// included, and allocates nothing.
+func TestKeySortNeedsNoUTF16Copy(t *testing.T) {
+	names := []string{"", "a", "ab", "\u007f", "é", "\ud7ff", "\ue000", "\uffff", "😀", "😀a", "\U0010ffff", "a😀", "a\uffff"}
+	ref := func(a, b string) bool {
+		ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+		for i := 0; i < len(ua) && i < len(ub); i++ {
+			if ua[i] != ub[i] {
+				return ua[i] < ub[i]
+			}
+		}
+		return len(ua) < len(ub)
+	}
+	for _, a := range names {
+		for _, b := range names {
+			if lessUTF16(a, b) != ref(a, b) {
+				t.Errorf("lessUTF16(%q, %q) = %v", a, b, !ref(a, b))
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { lessUTF16("a😀", "a\uffff") }); n != 0 {
+		t.Errorf("lessUTF16 allocates %v times", n)
+	}
+}
+
+// TestTooManyValuesIsRefusedByName: ParseLimited refuses a text of more
+// values than its bound with ErrTooMany, and takes one at the bound.
+func TestTooManyValuesIsRefusedByName(t *testing.T) {
+	text := "[" + strings.Repeat("0,", 99) + "0]" // 101 values
+	if _, err := ParseLimited([]byte(text), MaxDepth, 100); !errors.Is(err, ErrTooMany) {
+		t.Errorf("101 values under a bound of 100: %v", err)
+	}
+	if _, err := ParseLimited([]byte(text), MaxDepth, 101); err != nil {
+		t.Errorf("101 values under a bound of 101: %v", err)
+	}
+}
+
+// TestCanonicalNumbersCostNoAllocation: checking that a number is written
+// in its RFC 8785 form allocates nothing, small integer or not.
+func TestCanonicalNumbersCostNoAllocation(t *testing.T) {
+	for _, s := range []string{"0", "-12345", "1.7976931348623157e+308", "1e-7", "0.5"} {
+		if !IsCanonicalNumber(s) {
+			t.Errorf("%s: not canonical", s)
+		}
+		if n := testing.AllocsPerRun(100, func() { IsCanonicalNumber(s) }); n != 0 {
+			t.Errorf("%s: %v allocations", s, n)
+		}
+	}
+	for _, s := range []string{"-0", "1E2", "1e21", "0.50", "10000000000000000000000"} {
+		if IsCanonicalNumber(s) {
+			t.Errorf("%s: taken as canonical", s)
+		}
+	}
+}

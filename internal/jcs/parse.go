@@ -1,0 +1,424 @@
+package jcs
+
+import (
+	"encoding/json"
+	"hash/maphash"
+	"strconv"
+	"unicode/utf8"
+)
+
+// ErrTooMany: the text holds more values (scalars, arrays and objects)
+// than the bound ParseLimited was given.
+const ErrTooMany Error = "jcs: too many JSON values"
+
+// ParseLimited is Parse with a bound on the number of values the text
+// holds (every scalar, array and object counts one; member names do not):
+// more is ErrTooMany, found before the tree grows past the bound. The tree
+// costs a few tens of bytes per value, so a caller bounding the bytes of
+// its input and the values bounds the memory of the parse. maxValues <= 0
+// bounds nothing.
+func ParseLimited(data []byte, maxDepth, maxValues int) (any, error) {
+	// encoding/json would replace invalid UTF-8 and lone surrogate escapes
+	// with U+FFFD: two different documents would share one canonical form
+	// (and one digest). RFC 8785 §3.2.2.2 needs I-JSON strings: refuse both.
+	if !utf8.Valid(data) {
+		return nil, ErrMalformed
+	}
+	if err := checkSurrogates(data); err != nil {
+		return nil, err
+	}
+	// One copy of the text; strings without escapes and numbers are
+	// slices of it, not copies.
+	p := &parser{s: string(data), maxDepth: maxDepth, left: maxValues}
+	if maxValues <= 0 {
+		p.left = -1
+	}
+	p.space()
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	// Only whitespace may follow the value.
+	if p.space(); p.i != len(p.s) {
+		return nil, ErrMalformed
+	}
+	return v, nil
+}
+
+// parser reads one JSON text (RFC 8259 grammar) into a tree. Elements
+// and members of open arrays and objects wait on two shared stacks and
+// are copied into a slice of their exact length when their container
+// closes: no slice grows by doubling per node.
+type parser struct {
+	s        string
+	i        int
+	maxDepth int
+	left     int // values still allowed; -1: unbounded
+	elems    []any
+	members  []Member
+}
+
+func (p *parser) space() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) value(depth int) (any, error) {
+	if depth > p.maxDepth {
+		return nil, ErrTooDeep
+	}
+	if p.left == 0 {
+		return nil, ErrTooMany
+	}
+	if p.left > 0 {
+		p.left--
+	}
+	if p.i >= len(p.s) {
+		return nil, ErrMalformed
+	}
+	switch c := p.s[p.i]; {
+	case c == '{':
+		p.i++
+		return p.object(depth)
+	case c == '[':
+		p.i++
+		return p.array(depth)
+	case c == '"':
+		s, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	case c == '-' || c >= '0' && c <= '9':
+		return p.number()
+	}
+	for _, lit := range [...]struct {
+		text string
+		v    any
+	}{{"true", true}, {"false", false}, {"null", nil}} {
+		if len(p.s)-p.i >= len(lit.text) && p.s[p.i:p.i+len(lit.text)] == lit.text {
+			p.i += len(lit.text)
+			return lit.v, nil
+		}
+	}
+	return nil, ErrMalformed
+}
+
+// next skips whitespace and reports whether the container goes on (a
+// comma, or the first element) or ends with close.
+func (p *parser) next(first bool, close byte) (bool, error) {
+	p.space()
+	if p.i >= len(p.s) {
+		return false, ErrMalformed
+	}
+	if p.s[p.i] == close && first {
+		p.i++
+		return false, nil
+	}
+	if first {
+		return true, nil
+	}
+	switch p.s[p.i] {
+	case ',':
+		p.i++
+		p.space()
+		return true, nil
+	case close:
+		p.i++
+		return false, nil
+	}
+	return false, ErrMalformed
+}
+
+func (p *parser) array(depth int) (any, error) {
+	mark := len(p.elems)
+	var own []any
+	for first := true; ; first = false {
+		more, err := p.next(first, ']')
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			break
+		}
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		push(&p.elems, &own, mark, v)
+	}
+	return take(&p.elems, own, mark), nil
+}
+
+func (p *parser) object(depth int) (any, error) {
+	mark := len(p.members)
+	var own []Member
+	for first := true; ; first = false {
+		more, err := p.next(first, '}')
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			break
+		}
+		if p.i >= len(p.s) || p.s[p.i] != '"' {
+			return nil, ErrMalformed
+		}
+		name, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		if p.space(); p.i >= len(p.s) || p.s[p.i] != ':' {
+			return nil, ErrMalformed
+		}
+		p.i++
+		p.space()
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		push(&p.members, &own, mark, Member{name, v})
+	}
+	o := Object(take(&p.members, own, mark))
+	if hasDuplicate(o) {
+		return nil, ErrDuplicateMember
+	}
+	return o, nil
+}
+
+// spill is the length at which a container's elements leave the shared
+// stack for a slice of their own: a long one is then not copied again
+// when it closes.
+const spill = 1024
+
+// push appends v to the container whose elements start at mark of the
+// shared stack, or, past spill elements, are in own. Both grow by
+// doubling (append alone grows large slices by 1.25×, allocating about
+// five times the final length on the way).
+func push[T any](stack, own *[]T, mark int, v T) {
+	if *own == nil && len(*stack)-mark < spill {
+		if len(*stack) == cap(*stack) {
+			*stack = double(*stack)
+		}
+		*stack = append(*stack, v)
+		return
+	}
+	if *own == nil {
+		n := len(*stack) - mark
+		*own = make([]T, n, 2*n)
+		copy(*own, (*stack)[mark:])
+		clear((*stack)[mark:])
+		*stack = (*stack)[:mark]
+	}
+	if len(*own) == cap(*own) {
+		*own = double(*own)
+	}
+	*own = append(*own, v)
+}
+
+// double returns s in a slice of twice its capacity, exactly: append and
+// slices.Grow round a large slice's growth up to about 2.4 times.
+func double[T any](s []T) []T {
+	out := make([]T, len(s), max(2*cap(s), 16))
+	copy(out, s)
+	return out
+}
+
+// take returns the elements of a closed container: own, or a copy of
+// exactly its elements from the shared stack, which it leaves at mark.
+func take[T any](stack *[]T, own []T, mark int) []T {
+	if own != nil {
+		return own
+	}
+	out := make([]T, len(*stack)-mark)
+	copy(out, (*stack)[mark:])
+	clear((*stack)[mark:])
+	*stack = (*stack)[:mark]
+	return out
+}
+
+// hasDuplicate reports whether two members of o share a name: pairwise
+// for a few members, else through an open-addressing table of member
+// indexes under a hash seeded per call (four bytes a slot, no copy of the
+// names, and no order an input can make collide).
+func hasDuplicate(o Object) bool {
+	if len(o) <= 8 {
+		for i := range o {
+			for j := i + 1; j < len(o); j++ {
+				if o[i].Name == o[j].Name {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	size := 16
+	for size < 2*len(o) {
+		size *= 2
+	}
+	table := make([]int32, size)
+	seed := maphash.MakeSeed()
+	for i, m := range o {
+		for h := maphash.String(seed, m.Name) & uint64(size-1); ; h = (h + 1) & uint64(size-1) {
+			if table[h] == 0 {
+				table[h] = int32(i + 1)
+				break
+			}
+			if o[table[h]-1].Name == m.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// str reads a string at p.i (its opening quote): a slice of the text when
+// it holds no escape.
+func (p *parser) str() (string, error) {
+	start := p.i + 1
+	for j := start; j < len(p.s); j++ {
+		switch c := p.s[j]; {
+		case c == '"':
+			p.i = j + 1
+			return p.s[start:j], nil
+		case c == '\\':
+			return p.escaped(start, j)
+		case c < 0x20:
+			return "", ErrMalformed
+		}
+	}
+	return "", ErrMalformed
+}
+
+// escaped reads the rest of a string whose first escape is at j.
+func (p *parser) escaped(start, j int) (string, error) {
+	buf := make([]byte, 0, j-start+16)
+	buf = append(buf, p.s[start:j]...)
+	for j < len(p.s) {
+		c := p.s[j]
+		switch {
+		case c == '"':
+			p.i = j + 1
+			return string(buf), nil
+		case c < 0x20:
+			return "", ErrMalformed
+		case c != '\\':
+			buf = append(buf, c)
+			j++
+			continue
+		}
+		if j+1 >= len(p.s) {
+			return "", ErrMalformed
+		}
+		if e := unescape(p.s[j+1]); e != 0 {
+			buf = append(buf, e)
+			j += 2
+			continue
+		}
+		if p.s[j+1] != 'u' {
+			return "", ErrMalformed
+		}
+		r, n, ok := p.hexRune(j)
+		if !ok {
+			return "", ErrMalformed
+		}
+		buf = utf8.AppendRune(buf, r)
+		j += n
+	}
+	return "", ErrMalformed
+}
+
+// unescape is the byte a two-character escape stands for, 0 if none.
+func unescape(c byte) byte {
+	switch c {
+	case '"', '\\', '/':
+		return c
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return 0
+}
+
+// hexRune reads a \u escape at j, joined with the low surrogate escape
+// that must follow a high one, and the bytes it took.
+func (p *parser) hexRune(j int) (rune, int, bool) {
+	hex := func(k int) (rune, bool) {
+		if k+6 > len(p.s) || p.s[k] != '\\' || p.s[k+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(p.s[k+2:k+6], 16, 16)
+		return rune(v), err == nil
+	}
+	r, ok := hex(j)
+	switch {
+	case !ok:
+		return 0, 0, false
+	case r >= 0xD800 && r < 0xDC00:
+		lo, ok := hex(j + 6)
+		if !ok || lo < 0xDC00 || lo > 0xDFFF {
+			return 0, 0, false
+		}
+		return 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00), 12, true
+	case r >= 0xDC00 && r <= 0xDFFF:
+		return 0, 0, false
+	}
+	return r, 6, true
+}
+
+// number reads a number at p.i (RFC 8259 §6 grammar) as its text, checked
+// to have a double value.
+func (p *parser) number() (any, error) {
+	s, i := p.s, p.i
+	digits := func() bool {
+		n := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i > n
+	}
+	if s[i] == '-' {
+		i++
+	}
+	if i < len(s) && s[i] == '0' {
+		i++
+	} else if !digits() {
+		return nil, ErrMalformed
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if !digits() {
+			return nil, ErrMalformed
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return nil, ErrMalformed
+		}
+	}
+	text := s[p.i:i]
+	p.i = i
+	if !smallInteger(text) {
+		if _, err := parseDouble(text); err != nil {
+			return nil, err
+		}
+	}
+	return json.Number(text), nil
+}
