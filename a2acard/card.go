@@ -28,6 +28,11 @@ const (
 	MaxCardBytes = 1 << 20
 	// MaxSignatures bounds the entries of a card's signatures array.
 	MaxSignatures = 16
+	// MaxCardValues bounds the JSON values of a card Verify reads (every
+	// scalar, array and object; docs/SPEC-DECISIONS.md A2A-9): the parsed
+	// card costs tens of bytes per value, so with MaxCardBytes this bounds
+	// Verify's memory.
+	MaxCardValues = 1 << 16
 	// maxHeaderBytes bounds one decoded protected header.
 	maxHeaderBytes = 4096
 )

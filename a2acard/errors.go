@@ -7,7 +7,7 @@ import "github.com/ampbundle/ampbundle/amp"
 // card.
 const (
 	// ErrTooLarge: the card is over MaxCardBytes, or holds more than
-	// MaxSignatures signatures.
+	// MaxSignatures signatures or MaxCardValues JSON values.
 	ErrTooLarge amp.ErrName = "card_too_large"
 	// ErrMalformed: not one I-JSON object (syntax, invalid UTF-8, a lone
 	// surrogate, trailing data, a number outside the double range,

@@ -95,6 +95,8 @@ func parseError(err error) error {
 		return fail(ErrDuplicateMember, "an object of the card names a member twice")
 	case errors.Is(err, jcs.ErrNumber):
 		return fail(ErrMalformed, "a number of the card has no IEEE 754 double value")
+	case errors.Is(err, jcs.ErrTooMany):
+		return fail(ErrTooLarge, "the card holds more than %d JSON values", MaxCardValues)
 	case errors.Is(err, jcs.ErrTooDeep):
 		return fail(ErrMalformed, "the card is nested deeper than %d", jcs.MaxDepth)
 	default:

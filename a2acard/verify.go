@@ -52,7 +52,7 @@ func Verify(data []byte, pub ed25519.PublicKey, kid string) (*Verified, error) {
 	if kid == "" {
 		kid = DIDKeyID(pub)
 	}
-	tree, err := jcs.Parse(data, jcs.MaxDepth)
+	tree, err := jcs.ParseLimited(data, jcs.MaxDepth, MaxCardValues)
 	if err != nil {
 		return nil, parseError(err)
 	}
@@ -67,10 +67,15 @@ func Verify(data []byte, pub ed25519.PublicKey, kid string) (*Verified, error) {
 	if err != nil {
 		return nil, err
 	}
-	payload, err := payloadOf(card)
+	stripped := stripDefaults(card.Without("signatures"), cardShape)
+	// The canonical form is at most about as long as the card: its numbers
+	// are canonical already, and escapes only shrink.
+	payload, err := jcs.AppendCanonical(make([]byte, 0, len(data)), stripped)
 	if err != nil {
-		return nil, err
+		return nil, parseError(err)
 	}
+	// One encoding of the payload serves every signature under the kid.
+	in := signingInputs(payload)
 	found := false
 	for _, s := range sigs {
 		h, sig, err := readSignature(s)
@@ -84,19 +89,42 @@ func Verify(data []byte, pub ed25519.PublicKey, kid string) (*Verified, error) {
 		if err := h.check(); err != nil {
 			return nil, err
 		}
-		if len(sig) != ed25519.SignatureSize || !ed25519.Verify(pub, signingInput(s.Protected, payload), sig) {
+		if len(sig) != ed25519.SignatureSize || !ed25519.Verify(pub, in.of(s.Protected), sig) {
 			return nil, fail(ErrBadSignature, "the signature does not verify over the canonical card with the given key")
 		}
 	}
 	if !found {
 		return nil, fail(ErrKidMismatch, "no signature of the card names the given key")
 	}
-	v, err := required(stripDefaults(card.Without("signatures"), cardShape))
+	v, err := required(stripped)
 	if err != nil {
 		return nil, err
 	}
 	v.KeyID, v.Payload = kid, payload
 	return v, nil
+}
+
+// signingInputBuf builds the JWS Signing Inputs of one payload under
+// several protected headers in one buffer: the payload's base64url
+// written once, each header written in front of it.
+type signingInputBuf struct {
+	buf []byte // room for the longest header, '.', then the payload
+	at  int    // where '.' and the payload start
+}
+
+func signingInputs(payload []byte) *signingInputBuf {
+	room := base64.RawURLEncoding.EncodedLen(maxHeaderBytes)
+	buf := make([]byte, room+1, room+1+base64.RawURLEncoding.EncodedLen(len(payload)))
+	buf[room] = '.'
+	return &signingInputBuf{buf: base64.RawURLEncoding.AppendEncode(buf, payload), at: room}
+}
+
+// of returns protected "." BASE64URL(payload), valid until the next call;
+// readSignature has bounded protected to maxHeaderBytes decoded.
+func (b *signingInputBuf) of(protected string) []byte {
+	start := b.at - len(protected)
+	copy(b.buf[start:], protected)
+	return b.buf[start:]
 }
 
 // check applies this package's header policy to the signature under the
@@ -119,8 +147,7 @@ func (h header) check() error {
 func numbersCanonical(v any) bool {
 	switch t := v.(type) {
 	case json.Number:
-		s, err := jcs.CanonicalNumber(string(t))
-		return err == nil && s == string(t)
+		return jcs.IsCanonicalNumber(string(t))
 	case []any:
 		for _, x := range t {
 			if !numbersCanonical(x) {
