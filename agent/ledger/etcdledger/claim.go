@@ -119,7 +119,8 @@ func (s *Store) claimTxn(k ledger.Key, expires time.Time, lease clientv3.LeaseID
 			clientv3.OpGet(u, clientv3.WithPrefix()),
 		}, []clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(u, clientv3.WithPrefix())}))
 	} else {
-		then = append(then, clientv3.OpGet(ks.entry))
+		// no room by the guess: the counters read back with the claim
+		then = append(then, clientv3.OpGet(ks.entry), clientv3.OpGet(u, clientv3.WithPrefix()))
 	}
 	r, err := s.txn("claim", k, u, []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", 0),
@@ -136,6 +137,11 @@ func (s *Store) claimTxn(k ledger.Key, expires time.Time, lease clientv3.LeaseID
 	}
 	ci := claimInfo{lease: lease, rev: r.Header.Revision, token: token}
 	kv := one(r.Responses[1])
+	if p == nil && len(r.Responses) == 3 {
+		if snap, err := snapOf(r.Responses[2].GetResponseRange(), r.Header.Revision); err == nil {
+			ci.usage, pl.snap = snap, snap
+		}
+	}
 	if p != nil {
 		in := r.Responses[1].GetResponseTxn()
 		if in == nil || len(in.Responses) != 2 && !in.Succeeded || len(in.Responses) != 3 && in.Succeeded {

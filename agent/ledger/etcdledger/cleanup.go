@@ -192,17 +192,53 @@ func (s *Store) clean(c cleanup) error {
 		c.rev = kv.CreateRevision
 	}
 	ops := []clientv3.Op{clientv3.OpDelete(ks.claim)}
+	var ent *mvccpb.KeyValue
 	if c.entry {
-		ops = append([]clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{
-			clientv3.Compare(clientv3.CreateRevision(ks.entry), ">", c.rev-1),
-			clientv3.Compare(clientv3.Value(ks.entry), "<", runningBelow),
-		}, []clientv3.Op{clientv3.OpDelete(ks.entry)}, nil)}, ops...)
+		err := s.call("unclaim", func(ctx context.Context) error {
+			r, err := s.cli.Get(ctx, ks.entry)
+			if err == nil && len(r.Kvs) == 1 {
+				ent = r.Kvs[0]
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if ent != nil && (ent.CreateRevision < c.rev || len(ent.Value) >= 2 && string(ent.Value[:2]) >= runningBelow) {
+			ent = nil // not made with this claim, or not running: kept
+		}
 	}
-	return s.call("unclaim", func(ctx context.Context) error {
-		_, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", c.rev)).
-			Then(ops...).Commit()
+	cmp := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", c.rev)}
+	if ent != nil { // that entry, unchanged, goes with the claim, and its charge
+		cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ent.ModRevision))
+		ops = append(ops, clientv3.OpDelete(ks.entry))
+		if e, err := decodeEntry(ent.Value); err == nil {
+			counter := usageKey(s.prefix, hexOf(e.principal), e.end)
+			var n, crev int64
+			if n, crev, err = s.readCounter(counter); err != nil {
+				return err
+			}
+			if crev > 0 { // compared on its mod revision: a later write keeps it (it expires with its bucket)
+				ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(counter), "=", crev)},
+					[]clientv3.Op{clientv3.OpPut(counter, itoa(max(n-entryCost(c.k, e.reserve), 0)), clientv3.WithIgnoreLease())}, nil))
+			}
+		}
+	}
+	var r *clientv3.TxnResponse
+	err := s.call("unclaim", func(ctx context.Context) (err error) {
+		r, err = s.cli.Txn(ctx).If(cmp...).Then(ops...).Else(clientv3.OpGet(ks.claim)).Commit()
 		return err
 	})
+	if err != nil || ent == nil {
+		return err
+	}
+	if !r.Succeeded {
+		if kv := one(r.Responses[0]); kv != nil && kv.CreateRevision == c.rev {
+			return amp.Named(amp.CodeUnavailable, ErrClaimLost, "the entry changed under the claim: look again")
+		}
+		return nil // the claim is gone: nothing of it to undo
+	}
+	return nil
 }
 
 // Unclaim implements ledger.SharedStore: the claim key is deleted if it is

@@ -43,6 +43,9 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 		// process may have answered the entry "outcome unknown".
 		return amp.Named(amp.CodeUnavailable, ErrClaimLost, "this agent's claim on the message expired before its handler could start; retry")
 	}
+	if err := s.claimHolds(k, ci); err != nil {
+		return err
+	}
 	ce := ci.entry
 	if end := bucketEnd(s.o.Now(), expires); reserve > ce.e.reserve || end > ce.e.end {
 		return s.grow(k, ci, expires, reserve, end)
@@ -91,7 +94,8 @@ func (s *Store) markNew(k ledger.Key, ci claimInfo, claimed bool, expires time.T
 		if pl.snap != nil && (snap == nil || pl.snap.rev > snap.rev) {
 			snap = pl.snap // this process's own later write of the counters
 		}
-		if attempt > 0 || snap == nil {
+		guess := snap != nil && snap != ci.usage                                    // not read with the claim
+		if attempt > 0 || snap == nil || guess && snap.sum+cost > s.lim.PerCaller { // never refuse on a guess
 			if snap, err = s.readUsage("mark", usagePrefix(s.prefix, phex)); err != nil {
 				return err
 			}
@@ -397,4 +401,24 @@ func (s *Store) readCounter(key string) (n, rev int64, err error) {
 		return err
 	})
 	return n, rev, err
+}
+
+// claimHolds confirms in etcd (a linearizable read: no Raft commit) that
+// ci is still k's claim.
+func (s *Store) claimHolds(k ledger.Key, ci claimInfo) error {
+	var rev int64
+	err := s.call("mark", func(ctx context.Context) error {
+		r, err := s.cli.Get(ctx, keysOf(s.prefix, k).claim)
+		if err == nil && len(r.Kvs) == 1 {
+			rev = r.Kvs[0].CreateRevision
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if rev != ci.rev {
+		return claimLostBeforeRun()
+	}
+	return nil
 }
