@@ -37,8 +37,10 @@ func TestCloseAfterAnswerIsBoundedInTimeAndBytes(t *testing.T) {
 	s := accept()
 	start := time.Now()
 	CloseAfterAnswer(s, 300*time.Millisecond, 64<<10)
-	if took := time.Since(start); took < 250*time.Millisecond || took > 3*time.Second {
-		t.Fatalf("a flooding peer: closed after %v, want about the linger (300ms)", took)
+	// At least the linger; at most a loose bound (a loaded machine is
+	// slow): without the linger the flood would hold it for ever.
+	if took := time.Since(start); took < 250*time.Millisecond || took > waitTimeout {
+		t.Fatalf("a flooding peer: closed after %v, want the linger (300ms)", took)
 	}
 	if _, err := s.Read(make([]byte, 1)); err == nil {
 		t.Fatal("the connection is still open")
@@ -51,8 +53,8 @@ func TestCloseAfterAnswerIsBoundedInTimeAndBytes(t *testing.T) {
 		quiet.Close()
 	}()
 	start = time.Now()
-	CloseAfterAnswer(s, 5*time.Second, 64<<10)
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("a peer that closed: %v, want at once", took)
+	CloseAfterAnswer(s, 2*waitTimeout, 64<<10)
+	if took := time.Since(start); took > waitTimeout {
+		t.Fatalf("a peer that closed: %v, want at once, not the linger (%v)", took, 2*waitTimeout)
 	}
 }

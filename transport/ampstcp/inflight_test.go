@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"runtime"
 	"sync"
@@ -16,42 +17,99 @@ import (
 
 // holdingHandler keeps every message until release is closed and records
 // the payload bytes it holds at once (the bytes the server keeps alive for
-// messages being handled) and their peak.
+// messages being handled) and their peak, and the messages in Handle at
+// once and their peak: true maxima, updated as they change, not samples.
 type holdingHandler struct {
-	release chan struct{}
-	held    atomic.Int64
-	peak    atomic.Int64
-	handled atomic.Int64
-	running atomic.Int64 // messages in Handle now
+	release     chan struct{}
+	held        atomic.Int64
+	peak        atomic.Int64
+	handled     atomic.Int64
+	running     atomic.Int64 // messages in Handle now
+	peakRunning atomic.Int64
 }
 
 func (h *holdingHandler) Handle(ctx context.Context, msg []byte) ([]byte, error) {
-	h.running.Add(1)
+	raise(&h.peakRunning, h.running.Add(1))
 	defer h.running.Add(-1)
-	n := h.held.Add(int64(len(msg)))
-	for {
-		p := h.peak.Load()
-		if n <= p || h.peak.CompareAndSwap(p, n) {
-			break
-		}
-	}
+	raise(&h.peak, h.held.Add(int64(len(msg))))
 	<-h.release
 	h.held.Add(-int64(len(msg)))
 	h.handled.Add(1)
 	return nil, nil
 }
 
-// settle waits until v stops changing for quiet (or limit passes).
-func settle(v func() int64, quiet, limit time.Duration) {
-	last, since, end := v(), time.Now(), time.Now().Add(limit)
-	for time.Now().Before(end) {
-		time.Sleep(10 * time.Millisecond)
-		if cur := v(); cur != last {
-			last, since = cur, time.Now()
-		} else if time.Since(since) >= quiet {
+// raise makes peak at least n.
+func raise(peak *atomic.Int64, n int64) {
+	for {
+		p := peak.Load()
+		if n <= p || peak.CompareAndSwap(p, n) {
 			return
 		}
 	}
+}
+
+// waitTimeout bounds a wait for a condition: generous, so that a machine
+// under heavy load (a load average of 20 on 2 cores, -race) still gets
+// there; a server that never gets there fails the test, it is not timed.
+const waitTimeout = 2 * time.Minute
+
+// eventually waits until cond holds, failing the test with what (and
+// cond's last report) after waitTimeout. cond reports its state.
+func eventually(t testing.TB, what string, cond func() (bool, string)) {
+	t.Helper()
+	end := time.Now().Add(waitTimeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s: not after %v (%s)", what, waitTimeout, state)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// saturated reports whether srv, serving conns connections whose messages
+// h holds, can take in nothing more: every connection's read loop waits in
+// a byte budget (its own, its peer's or the server's), and every message
+// dispatched is in h.Handle. Nothing is released while h holds its
+// messages, so the state then lasts: what the server holds is its peak.
+func saturated(srv *Server, h *holdingHandler, conns int) (bool, string) {
+	srv.mu.Lock()
+	var cs []*serverConn
+	for c := range srv.conns {
+		cs = append(cs, c)
+	}
+	var shares []*budget
+	for _, p := range srv.peers {
+		shares = append(shares, p.bytes)
+	}
+	srv.mu.Unlock()
+	// The server's waiters are counted last: a read loop moves from its
+	// connection's or peer's queue to the server's only when granted,
+	// which nothing does while h holds the messages, so none is counted
+	// twice.
+	waiting, dispatched := 0, int64(0)
+	for _, c := range cs {
+		waiting += queued(c.bytes)
+		dispatched += c.inflight.Load()
+	}
+	for _, b := range shares {
+		waiting += queued(b)
+	}
+	waiting += srv.bytes.waiting()
+	running := h.running.Load()
+	state := fmt.Sprintf("%d of %d connections, %d read loops waiting for bytes, %d messages dispatched, %d in the handler, %d bytes held",
+		len(cs), conns, waiting, dispatched, running, h.held.Load())
+	return len(cs) == conns && waiting == conns && dispatched == running, state
+}
+
+// queued is how many charges wait in b.
+func queued(b *budget) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.waiters)
 }
 
 // Several peers pipelining large frames must not make the server hold more
@@ -112,28 +170,33 @@ func TestPipelinedLargeFramesCannotPinMoreThanMaxInFlightBytes(t *testing.T) {
 					}
 				}()
 			}
-			settle(h.held.Load, 300*time.Millisecond, 20*time.Second)
+			// Saturated: every read loop waits for bytes that only the
+			// held messages can give back, so the server holds all it
+			// ever will; peak is a true maximum, not a sample.
+			eventually(t, "the server never stopped reading", func() (bool, string) { return saturated(srv, h, conns) })
 			peak, accounted := h.peak.Load(), srv.InFlightBytes()
 			if peak > c.maxBytes || accounted > c.maxBytes {
 				t.Fatalf("the server held %d bytes of messages (accounted %d), over the %d-byte cap", peak, accounted, c.maxBytes)
 			}
-			// The bound was reached, not merely never approached.
+			// The bound was reached, not merely never approached: what is
+			// missing is at most a frame per connection still arriving.
 			if peak < c.maxBytes-int64(frameLen*conns) {
 				t.Fatalf("only %d bytes held of %d offered: the test did not load the server", peak, int64(conns*perConn*frameLen))
 			}
 			close(h.release)
 			writers.Wait()
-			deadline := time.Now().Add(30 * time.Second)
-			for h.handled.Load() < int64(conns*perConn) && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
+			eventually(t, "back-pressure lost messages", func() (bool, string) {
+				n := h.handled.Load()
+				return n == int64(conns*perConn), fmt.Sprintf("handled %d of %d", n, conns*perConn)
+			})
+			// Nor was the cap passed while the backlog drained.
+			if peak := h.peak.Load(); peak > c.maxBytes {
+				t.Fatalf("the server held %d bytes of messages while draining, over the %d-byte cap", peak, c.maxBytes)
 			}
-			if got := h.handled.Load(); got != int64(conns*perConn) {
-				t.Fatalf("handled %d of %d messages: back-pressure lost some", got, conns*perConn)
-			}
-			settle(srv.InFlightBytes, 50*time.Millisecond, 5*time.Second)
-			if left := srv.InFlightBytes(); left != 0 {
-				t.Fatalf("%d bytes still accounted after every message finished", left)
-			}
+			eventually(t, "bytes still accounted after every message finished", func() (bool, string) {
+				left := srv.InFlightBytes()
+				return left == 0, fmt.Sprintf("%d bytes", left)
+			})
 		})
 	}
 }
@@ -149,21 +212,20 @@ func TestLargeFrameIsNotStarvedBySmallOnes(t *testing.T) {
 	}
 	large := make(chan bool)
 	go func() { large <- b.acquire(5, never) }()
-	for {
-		b.mu.Lock()
-		n := len(b.waiters)
-		b.mu.Unlock()
-		if n == 1 {
-			break
-		}
+	for queued(b) != 1 {
 		time.Sleep(time.Millisecond)
 	}
 	small := make(chan bool)
 	go func() { small <- b.acquire(1, never) }()
-	select {
-	case <-small:
-		t.Fatal("a small charge overtook the large one waiting before it")
-	case <-time.After(50 * time.Millisecond):
+	// Queued behind the large one, not admitted: an admitted charge
+	// never joins the queue.
+	for queued(b) != 2 {
+		select {
+		case <-small:
+			t.Fatal("a small charge overtook the large one waiting before it")
+		default:
+		}
+		time.Sleep(time.Millisecond)
 	}
 	b.release(8)
 	if !<-large || !<-small {
@@ -207,7 +269,7 @@ func TestWorkersLeaveWhenTheServerCloses(t *testing.T) {
 	}
 	tr.Close()
 	srv.Close()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitTimeout)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -236,7 +298,10 @@ func TestUnreadRepliesDoNotPinTheirRequestsBytes(t *testing.T) {
 		}
 		return paddedMessage(t, newID(), id, replyLen), nil
 	})
-	srv := NewServer(h, ServerOptions{MaxInFlightBytes: budget, MaxConnInFlightBytes: budget, MaxMessageSize: 1 << 20})
+	// The write timeout is longer than any wait here: a second client
+	// stalled behind the attacker gets through only if the server does not
+	// let it be stalled, never because the attacker was cut off.
+	srv := NewServer(h, ServerOptions{MaxInFlightBytes: budget, MaxConnInFlightBytes: budget, MaxMessageSize: 1 << 20, WriteTimeout: time.Hour})
 	t.Cleanup(func() { srv.Close() })
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -265,11 +330,16 @@ func TestUnreadRepliesDoNotPinTheirRequestsBytes(t *testing.T) {
 			}
 		}
 	}()
-	settle(handled.Load, 300*time.Millisecond, 20*time.Second)
+	// Every request is handled (its reply, queued unread, holds the
+	// charge): the attacker pins all it can.
+	eventually(t, "the attacker's requests were not all handled", func() (bool, string) {
+		n := handled.Load()
+		return n == 64, fmt.Sprintf("handled %d of 64, server holds %d bytes", n, srv.InFlightBytes())
+	})
 
 	// Another client still gets through.
 	tr := newTransport(t, raw.Addr().String(), ClientOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	id := newID()
 	reply, err := tr.RoundTrip(ctx, paddedMessage(t, id, nil, reqLen))

@@ -16,6 +16,11 @@ import (
 	"github.com/ampbundle/ampbundle/transport/ampstcp"
 )
 
+// agentWait bounds the waits for the agent: generous, so that a machine
+// under heavy load (a load average of 20 on 2 cores, -race) still gets
+// there; an agent that never answers fails the test, it is not timed.
+const agentWait = 2 * time.Minute
+
 // serveTCP serves a on a loopback port and returns a transport to it.
 func serveTCP(t *testing.T, a *agent.Agent) *ampstcp.Transport {
 	t.Helper()
@@ -58,14 +63,14 @@ func TestSendOnlyReportsNeedNoReplyFrame(t *testing.T) {
 		}
 		return msg
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), agentWait)
 	defer cancel()
 	for i := 0; i < 3; i++ {
 		if err := tr.Send(ctx, report()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(agentWait)
 	for {
 		mu.Lock()
 		n := len(got)
@@ -74,7 +79,7 @@ func TestSendOnlyReportsNeedNoReplyFrame(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the agent received %d of 3 reports", n)
+			t.Fatalf("the agent received %d of 3 reports after %v", n, agentWait)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -101,7 +106,7 @@ func TestInvokeLargeOverTCP(t *testing.T) {
 		c.ParamStreams = &agent.ParamStreamLimits{}
 	})
 	tr := serveTCP(t, a)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), agentWait)
 	defer cancel()
 	id, _ := capability.ParseID("org.example.translate.text:2.1.0")
 	params, _ := amp.Marshal(map[string]any{"text": strings.Repeat("b", 5000), "target": "fr"})

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -127,10 +128,10 @@ func TestRepliesMatchedToRequestsWhenOutOfOrder(t *testing.T) {
 		t.Fatalf("handler ran %d times for 2000 messages", count.Load())
 	}
 	// Every reply was written: nothing stays charged to the byte budget.
-	settle(srv.InFlightBytes, 20*time.Millisecond, 5*time.Second)
-	if left := srv.InFlightBytes(); left != 0 {
-		t.Fatalf("%d in-flight bytes still accounted after every reply", left)
-	}
+	eventually(t, "in-flight bytes still accounted after every reply", func() (bool, string) {
+		left := srv.InFlightBytes()
+		return left == 0, fmt.Sprintf("%d bytes", left)
+	})
 }
 
 // rawConn is a hand-driven client connection.
@@ -399,7 +400,10 @@ func TestGoAwayDuringLoadLosesNothing(t *testing.T) {
 		defer close(done)
 		roundTripAll(t, tr, 3000)
 	}()
-	time.Sleep(20 * time.Millisecond)
+	// a handles some of them first (only a counts until b starts).
+	eventually(t, "no round trip reached the first server", func() (bool, string) {
+		return count.Load() > 0, "none handled"
+	})
 	// Rolling restart: b takes new connections, a says GOAWAY and drains.
 	b := NewServer(echo(t, 3*time.Millisecond, &count), ServerOptions{MaxInFlight: 32})
 	defer b.Close()
@@ -408,7 +412,7 @@ func TestGoAwayDuringLoadLosesNothing(t *testing.T) {
 	mu.Lock()
 	cur = next
 	mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	if err := a.Shutdown(ctx); err != nil {
 		t.Fatalf("drain: %v", err)
@@ -428,27 +432,23 @@ func TestDeclaredFrameNotSentGivesItsChargeBack(t *testing.T) {
 	opts := ServerOptions{FrameTimeout: time.Minute, MinDataRate: 8 << 20, frameGrace: 200 * time.Millisecond}
 	srv, addr := startServer(t, echo(t, 0, nil), opts)
 	r := dialRaw(t, addr)
-	r.c.SetDeadline(time.Now().Add(20 * time.Second))
+	r.c.SetDeadline(time.Now().Add(waitTimeout))
 	r.handshake(1)
 	// A MESSAGE frame declaring 8 MiB, of which one byte comes.
 	r.write(append(binary.BigEndian.AppendUint32(nil, 8<<20+1), FrameMessage, 0xa1))
 	held := func() int64 { return srv.peerInFlightBytes("127.0.0.1") }
-	for deadline := time.Now().Add(5 * time.Second); held() < 8<<20; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the declared frame was not charged to its peer (%d bytes)", held())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(t, "the declared frame was not charged to its peer", func() (bool, string) {
+		return held() >= 8<<20, fmt.Sprintf("%d bytes", held())
+	})
 	start := time.Now()
-	for held() != 0 || srv.InFlightBytes() != 0 {
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("%d bytes still charged after %v", held(), time.Since(start))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	// 200 ms of grace + 1 s for 8 MiB at 8 MiB/s, then the connection goes.
-	if took := time.Since(start); took > 5*time.Second {
-		t.Fatalf("the charge was held %v", took)
+	eventually(t, "the declared frame's charge was not given back", func() (bool, string) {
+		return held() == 0 && srv.InFlightBytes() == 0, fmt.Sprintf("%d bytes still charged after %v", held(), time.Since(start))
+	})
+	// 200 ms of grace + 1 s for 8 MiB at 8 MiB/s, then the connection
+	// goes; the bound is loose (a loaded machine is slow), yet half the
+	// FrameTimeout the charge was otherwise held for.
+	if took := time.Since(start); took > opts.FrameTimeout/2 {
+		t.Fatalf("the charge was held %v, the frame timeout (%v) rather than the minimum data rate", took, opts.FrameTimeout)
 	}
 	if _, err := r.frame(); err == nil {
 		t.Fatal("the connection is still open")
@@ -484,7 +484,7 @@ func TestOnePeerCannotTakeEveryConnection(t *testing.T) {
 		t.Fatal("another peer was refused")
 	}
 	held[0].c.Close()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitTimeout)
 	for {
 		again := dialRawFrom(t, addr, from)
 		again.write(AppendFrame(nil, FrameHandshake, EncodeHandshakeRequest(HandshakeRequest{Version: 1, MaxMsgSize: 1 << 20})))

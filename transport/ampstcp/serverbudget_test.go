@@ -23,14 +23,14 @@ func TestSlowFramesFromOtherPeersCannotHoldTheServerBudget(t *testing.T) {
 	const declared, sent = 16 << 20, 100 << 10
 	for h := 2; h <= 5; h++ {
 		r := dialRawFrom(t, addr, &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(h))})
-		r.c.SetDeadline(time.Now().Add(time.Minute))
+		r.c.SetDeadline(time.Now().Add(waitTimeout))
 		r.handshake(1)
 		r.write(append(binary.BigEndian.AppendUint32(nil, declared+1), FrameMessage))
 		r.write(make([]byte, sent))
 	}
 	// Each peer's share holds its declared frame; the server holds, of
 	// each, what arrived, which the read loop charged before reading it.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(5 * time.Millisecond) {
 		ready := srv.InFlightBytes() >= 4*sent
 		for h := 2; h <= 5; h++ {
 			ready = ready && srv.peerInFlightBytes(fmt.Sprintf("127.0.0.%d", h)) == declared
@@ -46,7 +46,7 @@ func TestSlowFramesFromOtherPeersCannotHoldTheServerBudget(t *testing.T) {
 		t.Fatalf("four slow frames that sent %d bytes each hold %d bytes of the server's budget, over %d (what they sent plus a chunk each)", sent, held, most)
 	}
 	r := dialRawFrom(t, addr, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	r.c.SetDeadline(time.Now().Add(20 * time.Second))
+	r.c.SetDeadline(time.Now().Add(waitTimeout))
 	r.handshake(1)
 	r.write(AppendFrame(nil, FrameMessage, fakeMessage(t, newID(), nil)))
 	if f, err := r.frame(); err != nil || f.Type != FrameMessage {

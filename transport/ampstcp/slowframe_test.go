@@ -73,7 +73,7 @@ func TestTCPMessagesNameTheirPeer(t *testing.T) {
 	})
 	_, addr := startServer(t, h, ServerOptions{})
 	r := dialRawFrom(t, addr, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 42)})
-	r.c.SetDeadline(time.Now().Add(20 * time.Second))
+	r.c.SetDeadline(time.Now().Add(waitTimeout))
 	r.handshake(1)
 	r.write(AppendFrame(nil, FrameMessage, fakeMessage(t, newID(), nil)))
 	if f, err := r.frame(); err != nil || f.Type != FrameMessage {
