@@ -79,7 +79,12 @@ type ServerOptions struct {
 	// own size until it is written. A frame that does not fit waits and
 	// the connection is not read meanwhile (back-pressure, like the
 	// counts above); the wait does not count against its minimum data
-	// rate.
+	// rate. A large frame's chunks are joined into one payload once all
+	// have arrived, and the copy is charged without waiting while both
+	// are held (waiting there could deadlock connections that each hold
+	// chunks), so for that moment the server's count, and its memory, may
+	// exceed the cap by the frames being joined: at most the cap again,
+	// since their chunks were within it.
 	MaxInFlightBytes     int64
 	MaxConnInFlightBytes int64
 	// MaxPeerInFlightBytes caps them per peer: all the connections from
