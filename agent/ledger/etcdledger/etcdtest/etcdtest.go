@@ -6,11 +6,15 @@ package etcdtest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,10 +60,22 @@ type Cluster struct {
 	bin     string
 	Members []*Member
 	initial string
+	token   string
 }
 
-// Start starts an n-member cluster and waits until it has a leader. The
-// members stop when the test ends.
+// Settle bounds every wait of the package for the cluster to reach a
+// state (a leader elected, a member's client URL answering): generous,
+// as CI runs the tests on 2 cores beside every other package's tests,
+// and a poll ends as soon as the state is reached.
+const Settle = 60 * time.Second
+
+// startAttempts bounds the tries of Start: a member's port, free when it
+// was picked, may be taken by another process before the member binds it.
+const startAttempts = 3
+
+// Start starts an n-member cluster and waits until it has a leader and
+// every member answers as a member of it. The members stop when the test
+// ends.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
 	bin, err := Binary()
@@ -67,24 +83,127 @@ func Start(t testing.TB, n int) *Cluster {
 		t.Fatal(err)
 	}
 	c := &Cluster{t: t, bin: bin}
-	root := t.TempDir()
-	var initial []string
-	for i := 0; i < n; i++ {
-		m := &Member{Name: fmt.Sprintf("m%d", i), Client: freeAddr(t), peer: freeAddr(t), dir: filepath.Join(root, fmt.Sprintf("m%d", i))}
-		c.Members = append(c.Members, m)
-		initial = append(initial, m.Name+"=http://"+m.peer)
-	}
-	c.initial = strings.Join(initial, ",")
-	for i := range c.Members {
-		c.start(i, "new")
-	}
+	root := t.TempDir() // removed after the members are killed (cleanups run last first)
 	t.Cleanup(func() {
 		for i := range c.Members {
 			c.Kill(i)
 		}
 	})
-	c.WaitLeader(20 * time.Second)
-	return c
+	for attempt := 1; ; attempt++ {
+		c.launch(filepath.Join(root, fmt.Sprintf("try%d", attempt)), n)
+		err := c.settle(time.Now().Add(Settle))
+		if err == nil {
+			return c
+		}
+		if attempt == startAttempts {
+			t.Fatalf("etcd cluster did not start after %d tries: %v (logs in %s)", attempt, err, root)
+		}
+		t.Logf("etcd cluster, try %d: %v; starting again on other ports", attempt, err)
+		for i := range c.Members {
+			c.Kill(i)
+		}
+	}
+}
+
+// launch starts n members on fresh loopback ports, their data under dir,
+// with a cluster token of their own (a member of another test's cluster
+// that took one of the ports cannot join this one).
+func (c *Cluster) launch(dir string, n int) {
+	c.t.Helper()
+	var tok [8]byte
+	if _, err := rand.Read(tok[:]); err != nil {
+		c.t.Fatal(err)
+	}
+	c.token = "amptest-" + hex.EncodeToString(tok[:])
+	c.Members = nil
+	var initial []string
+	for i := 0; i < n; i++ {
+		m := &Member{Name: fmt.Sprintf("m%d", i), Client: freeAddr(c.t), peer: freeAddr(c.t), dir: filepath.Join(dir, fmt.Sprintf("m%d", i))}
+		c.Members = append(c.Members, m)
+		initial = append(initial, m.Name+"=http://"+m.peer)
+	}
+	c.initial = strings.Join(initial, ",")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		c.t.Fatal(err)
+	}
+	for i := range c.Members {
+		c.start(i, "new")
+	}
+}
+
+// errForeign: a member's client URL is answered by a member of another
+// cluster (the port was taken before the member bound it).
+var errForeign = errors.New("a member's client URL answers for another cluster")
+
+// settle waits until dl for a leader and for every member to run and
+// answer on its client URL as the member of this cluster it was started
+// as: a member that could not bind its port exits, and whatever took
+// the port answers otherwise.
+func (c *Cluster) settle(dl time.Time) error {
+	err := errors.New("no leader")
+	for time.Now().Before(dl) {
+		if err = c.check(); err == nil || errors.Is(err, errForeign) {
+			return err
+		}
+		for _, m := range c.Members {
+			select {
+			case <-m.done:
+				return fmt.Errorf("member %s exited", m.Name)
+			default:
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
+}
+
+// check reports whether the cluster has a leader and each member lists
+// every member with the peer URL it was started with (else errForeign)
+// and the client URL it published.
+func (c *Cluster) check() error {
+	if c.Leader() < 0 {
+		return errors.New("no leader")
+	}
+	for _, m := range c.Members {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.Client}, DialTimeout: time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		r, err := cli.MemberList(ctx)
+		cancel()
+		cli.Close()
+		if err != nil {
+			return fmt.Errorf("member %s: %w", m.Name, err)
+		}
+		var peers, all []string
+		for _, x := range r.Members {
+			peers = append(peers, fmt.Sprint(x.PeerURLs))
+			all = append(all, fmt.Sprint(x.Name, x.PeerURLs, x.ClientURLs))
+		}
+		wantPeers, wantAll := c.want()
+		slices.Sort(peers)
+		slices.Sort(all)
+		if !slices.Equal(peers, wantPeers) {
+			return fmt.Errorf("member %s (%s) lists %v: %w", m.Name, m.Client, all, errForeign)
+		}
+		if !slices.Equal(all, wantAll) {
+			return fmt.Errorf("member %s lists %v: not every member published its client URL", m.Name, all)
+		}
+	}
+	return nil
+}
+
+// want is what MemberList answers for this cluster, sorted: the peer
+// URLs, and each member's name, peer and client URLs.
+func (c *Cluster) want() (peers, all []string) {
+	for _, m := range c.Members {
+		peers = append(peers, fmt.Sprint([]string{"http://" + m.peer}))
+		all = append(all, fmt.Sprint(m.Name, []string{"http://" + m.peer}, []string{"http://" + m.Client}))
+	}
+	slices.Sort(peers)
+	slices.Sort(all)
+	return peers, all
 }
 
 // freeAddr returns a loopback address with a free port.
@@ -109,8 +228,11 @@ func (c *Cluster) start(i int, state string) {
 	cmd := exec.Command(c.bin, "--name", m.Name, "--data-dir", m.dir,
 		"--listen-client-urls", "http://"+m.Client, "--advertise-client-urls", "http://"+m.Client,
 		"--listen-peer-urls", "http://"+m.peer, "--initial-advertise-peer-urls", "http://"+m.peer,
-		"--initial-cluster", c.initial, "--initial-cluster-state", state, "--initial-cluster-token", "amptest",
-		"--heartbeat-interval", "50", "--election-timeout", "500", "--snapshot-count", "100000",
+		"--initial-cluster", c.initial, "--initial-cluster-state", state, "--initial-cluster-token", c.token,
+		// etcd's default raft timings: a member starved of CPU for 500 ms
+		// on a loaded machine does not start an election, and a leader
+		// killed on purpose is replaced within a few seconds.
+		"--heartbeat-interval", "100", "--election-timeout", "1000", "--snapshot-count", "100000",
 		"--logger", "zap", "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = log, log
 	ownProcessGroup(cmd)
