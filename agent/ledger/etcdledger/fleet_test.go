@@ -227,13 +227,23 @@ func TestLeaderStoppedUnderLoadNeverRunsTwice(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
-	leader := c.WaitLeader(5 * time.Second)
+	stopped := false
+	defer func() {
+		if !stopped {
+			close(stop)
+			wg.Wait()
+		}
+	}()
+	eventually(t, "an invocation served before the kill", func() bool { return ok.Load() > 0 })
+	leader := c.WaitLeader(etcdtest.Settle)
 	c.Kill(leader)
 	killed.Store(true)
-	c.WaitLeader(10 * time.Second)
-	time.Sleep(2 * time.Second)
+	c.WaitLeader(etcdtest.Settle)
+	// The fleet serves again once its clients found the new leader: as
+	// soon as an invocation succeeds, not after a fixed time.
+	eventually(t, "an invocation served after the leader was killed", func() bool { return afterKill.Load() > 0 })
 	close(stop)
+	stopped = true
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/agent/ledger/etcdledger"
+	"github.com/ampbundle/ampbundle/agent/ledger/etcdledger/etcdtest"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
@@ -98,6 +99,35 @@ func newNode(t testing.TB, dir string, endpoints []string, prefix string, o etcd
 	}
 	t.Cleanup(func() { a.Close(); led.Close() })
 	return &node{agent: a, store: st}
+}
+
+// eventually polls cond until it holds, failing the test with what
+// after etcdtest.Settle: a wait for etcd or a background goroutine to
+// reach a state, bounded, never a fixed sleep.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(etcdtest.Settle); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v", what, etcdtest.Settle)
+		}
+	}
+}
+
+// startRetrying is l.Start, again after each retryable refusal (an etcd
+// call slower than its OpTimeout on a loaded machine), as the sender's
+// retry would: any other error fails the test, and so does a refusal
+// that lasts etcdtest.Settle.
+func startRetrying(t testing.TB, l *ledger.Ledger, sender string, id [16]byte, expires time.Time) ledger.Start {
+	t.Helper()
+	for deadline := time.Now().Add(etcdtest.Settle); ; time.Sleep(50 * time.Millisecond) {
+		st, err := l.Start(sender, id, expires)
+		if err == nil {
+			return st
+		}
+		if !amp.AsError(err).Code.Retryable() || time.Now().After(deadline) {
+			t.Fatalf("start: %v", err)
+		}
+	}
 }
 
 // counting is a handler that counts its runs and answers its params.
