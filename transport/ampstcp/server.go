@@ -61,30 +61,29 @@ type ServerOptions struct {
 	// finishes, so that one host cannot hold every server-wide slot.
 	MaxPeerInFlight int
 	// MaxInFlightBytes caps the bytes of the messages in flight, all
-	// connections together (default DefaultMaxInFlightBytes, 64 MiB like
-	// the HTTP binding; at least MaxMessageSize). MaxConnInFlightBytes
-	// caps them per connection (default a quarter of MaxInFlightBytes, at
-	// least MaxMessageSize, at most MaxInFlightBytes). A message is charged
-	// its frame's declared size to its connection and its peer
-	// (MaxPeerInFlightBytes) as soon as the frame header is read and
-	// before any payload byte is held, and to the server as its bytes
-	// arrive: a frame of at most 64 KiB whole, a larger one 64 KiB at a
-	// time before each chunk is read, so that frames trickled slowly hold
-	// of the server's budget only what they sent (docs/TRANSPORT.md,
-	// "In-flight bytes"). Small frames never wait behind a large one;
-	// large frames still arriving, the oldest left out, hold at most
-	// MaxInFlightBytes less MaxMessageSize and an eighth; the oldest may
-	// grow whenever the whole cap has room (so they cannot deadlock). The charge is
-	// held until the message is handled; then its reply is charged its
-	// own size until it is written. A frame that does not fit waits and
-	// the connection is not read meanwhile (back-pressure, like the
-	// counts above); the wait does not count against its minimum data
-	// rate. A large frame's chunks are joined into one payload once all
-	// have arrived, and the copy is charged without waiting while both
-	// are held (waiting there could deadlock connections that each hold
-	// chunks), so for that moment the server's count, and its memory, may
-	// exceed the cap by the frames being joined: at most the cap again,
-	// since their chunks were within it.
+	// connections together (default DefaultMaxInFlightBytes, 64 MiB like the
+	// HTTP binding; at least MaxMessageSize). MaxConnInFlightBytes caps them
+	// per connection (default a quarter of MaxInFlightBytes, at least
+	// MaxMessageSize, at most MaxInFlightBytes). A message is charged its
+	// frame's declared size to its connection and its peer
+	// (MaxPeerInFlightBytes) as soon as the frame header is read and before
+	// any payload byte is held, and to the server as its bytes arrive: a
+	// frame of at most 64 KiB whole, a larger one 64 KiB at a time before
+	// each chunk is read, so that frames trickled slowly hold of the
+	// server's budget only what they sent (docs/TRANSPORT.md §4). Small
+	// frames never wait behind a large one; large frames still arriving, the
+	// oldest left out, hold at most MaxInFlightBytes less MaxMessageSize and
+	// an eighth; the oldest may grow whenever the whole cap has room (so
+	// they cannot deadlock). The charge is held until the message is
+	// handled; then its reply is charged its own size until it is written. A
+	// frame that does not fit waits and the connection is not read meanwhile
+	// (back-pressure, like the counts above); the wait does not count
+	// against its minimum data rate. A large frame's chunks are joined into
+	// one payload once all have arrived, and the copy is charged without
+	// waiting while both are held (waiting there could deadlock connections
+	// that each hold chunks), so for that moment the server's count, and its
+	// memory, may exceed the cap by the frames being joined: at most the cap
+	// again, since their chunks were within it.
 	MaxInFlightBytes     int64
 	MaxConnInFlightBytes int64
 	// MaxPeerInFlightBytes caps them per peer: all the connections from
