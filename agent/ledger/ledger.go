@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -276,7 +277,8 @@ func (l *Ledger) bucket(sender string) string {
 // Start is what the ledger knows about a message.
 type Start struct {
 	State State
-	// Reply is the recorded reply (Done).
+	// Reply is the recorded reply (Done), the caller's own copy, so that
+	// reusing it never changes what a later retry is answered.
 	Reply []byte
 	// Wait closes when the concurrent copy is finished (Busy).
 	Wait <-chan struct{}
@@ -296,7 +298,7 @@ func (l *Ledger) Start(sender string, id [16]byte, expires time.Time) (Start, er
 	}
 	if reply, ok := l.volatile.get(k, now); ok {
 		l.mu.Unlock()
-		return Start{State: Done, Reply: reply}, nil
+		return Start{State: Done, Reply: bytes.Clone(reply)}, nil // the caller's own copy
 	}
 	c := make(chan struct{})
 	l.claimed[k] = c
@@ -312,7 +314,7 @@ func (l *Ledger) Start(sender string, id [16]byte, expires time.Time) (Start, er
 		return Start{State: Busy, Wait: wait}, nil
 	case ok && rec.Reply != nil:
 		l.release(k, c)
-		return Start{State: Done, Reply: rec.Reply}, nil
+		return Start{State: Done, Reply: bytes.Clone(rec.Reply)}, nil
 	case ok:
 		l.open.Add(1)
 		return Start{State: Lost, Ticket: &Ticket{l: l, k: k, c: c, expires: rec.Expires, running: true}}, nil
