@@ -18,14 +18,12 @@ const ErrTooMany Error = "jcs: too many JSON values"
 // its input and the values bounds the memory of the parse. maxValues <= 0
 // bounds nothing.
 func ParseLimited(data []byte, maxDepth, maxValues int) (any, error) {
-	// encoding/json would replace invalid UTF-8 and lone surrogate escapes
-	// with U+FFFD: two different documents would share one canonical form
-	// (and one digest). RFC 8785 §3.2.2.2 needs I-JSON strings: refuse both.
+	// Invalid UTF-8 and lone surrogate escapes are refused (hexRune), never
+	// replaced with U+FFFD as encoding/json does: two different documents
+	// would share one canonical form (and one digest). RFC 8785 §3.2.2.2
+	// needs I-JSON strings.
 	if !utf8.Valid(data) {
 		return nil, ErrMalformed
-	}
-	if err := checkSurrogates(data); err != nil {
-		return nil, err
 	}
 	// One copy of the text; strings without escapes and numbers are
 	// slices of it, not copies.

@@ -24,7 +24,7 @@ func oldParse(data []byte, maxDepth int) (any, error) {
 	if !utf8.Valid(data) {
 		return nil, ErrMalformed
 	}
-	if err := checkSurrogates(data); err != nil {
+	if err := oldCheckSurrogates(data); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -437,4 +437,41 @@ func FuzzNewParserAgreesWithTheOld(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkAgainstOld(t, data, 4)
 	})
+}
+
+// oldCheckSurrogates (the old parser's pre-pass) refuses a \u escape of a UTF-16 surrogate that is not
+// a high surrogate followed by a \u escape of a low one. Backslashes occur
+// only inside strings of valid JSON, so the text is scanned escape by
+// escape without tracking strings.
+func oldCheckSurrogates(data []byte) error {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(data) || data[i] != '\\' || data[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(data[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			i++ // a two-character escape
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			lo, ok := hex4(i + 6)
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return ErrMalformed
+			}
+			i += 11
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return ErrMalformed
+		default:
+			i += 5
+		}
+	}
+	return nil
 }
