@@ -72,11 +72,7 @@ func (s *Store) planClaim(k ledger.Key, expires time.Time, phex string, pl *prin
 	reserve := s.reserveOf(0)
 	cost := entryCost(k, reserve)
 	now := s.o.Now()
-	s.mu.Lock()
-	s.pruneTally(now)
-	full := s.usage.Bytes+cost > s.lim.Budget
-	s.mu.Unlock()
-	if full {
+	if s.budgetFull(now, cost) {
 		return nil, nil
 	}
 	// The counters as this process last wrote them, or none: a guess the

@@ -170,8 +170,12 @@ func (cl *cleaner) round() bool {
 // clean deletes c's claim, if it is still the one created at c.rev (or,
 // with c.rev 0, the one whose value is c.token), in one transaction; with
 // c.entry, also k's entry if it was made with that claim or after it and
-// is still running (Value < runningBelow). Its usage charge is left to
-// expire with its bucket.
+// is still running (Value < runningBelow), unchanged since it was read,
+// with its usage charge given back in a nested transaction compared on
+// the counter's mod revision (a counter written since keeps the charge,
+// which then expires with its bucket: never a refund counted twice). An
+// entry that changed under a claim still held is an error, so that the
+// clean-up is tried again.
 func (s *Store) clean(c cleanup) error {
 	ks := keysOf(s.prefix, c.k)
 	if c.rev == 0 {
@@ -193,6 +197,8 @@ func (s *Store) clean(c cleanup) error {
 	}
 	ops := []clientv3.Op{clientv3.OpDelete(ks.claim)}
 	var ent *mvccpb.KeyValue
+	var counter string // the usage counter the nested refund takes cost off
+	var cost int64
 	if c.entry {
 		err := s.call("unclaim", func(ctx context.Context) error {
 			r, err := s.cli.Get(ctx, ks.entry)
@@ -213,14 +219,15 @@ func (s *Store) clean(c cleanup) error {
 		cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ent.ModRevision))
 		ops = append(ops, clientv3.OpDelete(ks.entry))
 		if e, err := decodeEntry(ent.Value); err == nil {
-			counter := usageKey(s.prefix, hexOf(e.principal), e.end)
-			var n, crev int64
-			if n, crev, err = s.readCounter(counter); err != nil {
+			key := usageKey(s.prefix, hexOf(e.principal), e.end)
+			n, crev, err := s.readCounter("unclaim", key)
+			if err != nil {
 				return err
 			}
-			if crev > 0 { // compared on its mod revision: a later write keeps it (it expires with its bucket)
+			if crev > 0 { // compared on its mod revision; refund retries a later write
+				counter, cost = key, entryCost(c.k, e.reserve)
 				ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(counter), "=", crev)},
-					[]clientv3.Op{clientv3.OpPut(counter, itoa(max(n-entryCost(c.k, e.reserve), 0)), clientv3.WithIgnoreLease())}, nil))
+					[]clientv3.Op{clientv3.OpPut(counter, itoa(max(n-cost, 0)), clientv3.WithIgnoreLease())}, nil))
 			}
 		}
 	}
@@ -237,6 +244,13 @@ func (s *Store) clean(c cleanup) error {
 			return amp.Named(amp.CodeUnavailable, ErrClaimLost, "the entry changed under the claim: look again")
 		}
 		return nil // the claim is gone: nothing of it to undo
+	}
+	if counter != "" {
+		// The nested refund (the last op) found the counter written since
+		// it was read: take the cost off as Unclaim does.
+		if in := r.Responses[len(r.Responses)-1].GetResponseTxn(); in == nil || !in.Succeeded {
+			s.refund(counter, cost, nil)
+		}
 	}
 	return nil
 }
@@ -306,10 +320,12 @@ func (s *Store) undoClaim(k ledger.Key, ci claimInfo) error {
 
 // refund takes cost off counter, compared on its mod revision, at most
 // 16 times; after that (or an error) the charge stays until the counter
-// expires with its bucket: over-charging a share briefly is safe.
+// expires with its bucket: over-charging a share briefly is safe. pl,
+// held by the caller, forgets its counters' guess; nil when the caller
+// does not hold it (clean).
 func (s *Store) refund(counter string, cost int64, pl *principalLock) {
 	for attempt := 0; attempt < maxRetries; attempt++ {
-		n, rev, err := s.readCounter(counter)
+		n, rev, err := s.readCounter("unclaim", counter)
 		if err != nil || rev == 0 {
 			return
 		}
@@ -324,7 +340,9 @@ func (s *Store) refund(counter string, cost int64, pl *principalLock) {
 			return
 		}
 		if r.Succeeded {
-			pl.snap = nil // one counter compared: the others are not known
+			if pl != nil {
+				pl.snap = nil // one counter compared: the others are not known
+			}
 			return
 		}
 		contended(attempt)

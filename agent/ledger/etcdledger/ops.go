@@ -70,11 +70,7 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 func (s *Store) markNew(k ledger.Key, ci claimInfo, claimed bool, expires time.Time, reserve int64) error {
 	cost := entryCost(k, reserve)
 	now := s.o.Now()
-	s.mu.Lock()
-	s.pruneTally(now)
-	full := s.usage.Bytes+cost > s.lim.Budget
-	s.mu.Unlock()
-	if full {
+	if s.budgetFull(now, cost) {
 		return amp.Named(amp.CodeOverloaded, ledger.ErrFull, "the agent's idempotency ledger is full; retry later")
 	}
 	ph := sha256.Sum256([]byte(s.principalOf(k.Sender)))
@@ -341,7 +337,7 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 			cur, rev := pl.guess(counter, ref.counter, ref.counterRev)
 			if attempt > 0 || rev == 0 {
 				var err error
-				if cur, rev, err = s.readCounter(counter); err != nil {
+				if cur, rev, err = s.readCounter("finish", counter); err != nil {
 					return err
 				}
 			}
@@ -389,9 +385,10 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	}
 }
 
-// readCounter reads one usage counter (rev 0: absent).
-func (s *Store) readCounter(key string) (n, rev int64, err error) {
-	err = s.call("finish", func(ctx context.Context) error {
+// readCounter reads one usage counter (rev 0: absent), counted in the
+// metrics under op.
+func (s *Store) readCounter(op, key string) (n, rev int64, err error) {
+	err = s.call(op, func(ctx context.Context) error {
 		r, err := s.cli.Get(ctx, key)
 		if err != nil || len(r.Kvs) == 0 {
 			return err
@@ -421,4 +418,13 @@ func (s *Store) claimHolds(k ledger.Key, ci claimInfo) error {
 		return claimLostBeforeRun()
 	}
 	return nil
+}
+
+// budgetFull reports whether an entry costing cost is over this process's
+// share of the ledger's budget, counting what it holds at now.
+func (s *Store) budgetFull(now time.Time, cost int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneTally(now)
+	return s.usage.Bytes+cost > s.lim.Budget
 }
