@@ -12,9 +12,11 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 )
 
-// Bounds of one combined transaction (docs/SPEC-DECISIONS.md FLEET-10):
-// etcd refuses a transaction of more than 128 comparisons or operations
-// (its --max-txn-ops default) or of more than 1.5 MiB (--max-request-bytes).
+// Bounds of one combined transaction (docs/SPEC-DECISIONS.md FLEET-10,
+// FLEET-12): etcd refuses a transaction of more than 128 comparisons or
+// operations (its --max-txn-ops default), a nested transaction with more
+// than 128 less the larger of those two counts of the transaction around
+// it, and a request of more than 1.5 MiB (--max-request-bytes).
 const (
 	combineMaxOps     = 128
 	combineMaxMembers = 32
@@ -35,7 +37,11 @@ type txnReq struct {
 	then  []clientv3.Op
 	els   []clientv3.Op
 	size  int
-	dl    time.Time // its deadline: now + OpTimeout when it is made
+	// nest is the largest count (comparisons, Then or Else operations)
+	// of a transaction nested in then: etcd allows it only where the
+	// combined transaction's own count leaves room for it.
+	nest int
+	dl   time.Time // its deadline: now + OpTimeout when it is made
 
 	done  chan struct{}
 	r     *clientv3.TxnResponse
@@ -66,9 +72,7 @@ type combiner struct {
 // results of then (at the combined revision), on failure those of els.
 func (s *Store) txn(op string, k ledger.Key, u string, cmp []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	t := &txnReq{op: op, k: k, usage: u, cmp: cmp, then: then, els: els, dl: time.Now().Add(s.o.OpTimeout), done: make(chan struct{})}
-	for _, o := range then {
-		t.size += len(o.KeyBytes()) + len(o.ValueBytes())
-	}
+	t.size, t.nest = opsSize(then)
 	c := &s.combine
 	c.mu.Lock()
 	c.q = append(c.q, t)
@@ -82,6 +86,22 @@ func (s *Store) txn(op string, k ledger.Key, u string, cmp []clientv3.Cmp, then,
 		return s.txnAlone(t)
 	}
 	return t.r, t.err
+}
+
+// opsSize is the bytes of the keys and values of ops, those of nested
+// transactions included, and the largest count of a nested transaction.
+func opsSize(ops []clientv3.Op) (size, nest int) {
+	for _, o := range ops {
+		size += len(o.KeyBytes()) + len(o.ValueBytes())
+		if o.IsTxn() {
+			cmp, then, els := o.Txn()
+			ts, tn := opsSize(then)
+			es, en := opsSize(els)
+			size += ts + es
+			nest = max(nest, len(cmp), len(then), len(els), tn, en)
+		}
+	}
+	return size, nest
 }
 
 // txnAlone commits t's own transaction, with its Else.
@@ -116,17 +136,21 @@ func (c *combiner) take() []*txnReq {
 	var batch []*txnReq
 	var rest []*txnReq
 	touched := map[string]bool{}
-	ops, cmps, size := 0, 0, 0
+	ops, cmps, size, nest := 0, 0, 0, 0
 	for _, t := range c.q {
 		ek := keysOf("", t.k).entry
-		fits := len(batch) < combineMaxMembers && ops+len(t.then) <= combineMaxOps &&
-			cmps+len(t.cmp) <= combineMaxOps && (len(batch) == 0 || size+t.size <= combineMaxBytes)
+		o, cm, n := ops+len(t.then), cmps+len(t.cmp), max(nest, t.nest)
+		// etcd checks a nested transaction against what the combined
+		// one leaves of --max-txn-ops (its Else is empty); the first is
+		// always taken (a batch of one is committed alone)
+		fits := len(batch) == 0 || len(batch) < combineMaxMembers &&
+			max(o, cm)+n <= combineMaxOps && size+t.size <= combineMaxBytes
 		if !fits || touched[ek] || touched[t.usage] {
 			rest = append(rest, t)
 			continue
 		}
 		touched[ek], touched[t.usage] = true, true
-		ops, cmps, size = ops+len(t.then), cmps+len(t.cmp), size+t.size
+		ops, cmps, size, nest = o, cm, size+t.size, n
 		batch = append(batch, t)
 	}
 	c.q = rest
@@ -160,9 +184,11 @@ func (c *combiner) commit(batch []*txnReq) {
 		return err
 	})
 	switch {
-	case leaseNotFound(err), err == nil && !r.Succeeded:
-		// One of them compared false, or wrote under a lease etcd no
-		// longer has: nothing was written; each commits alone.
+	case leaseNotFound(err), refusedUnwritten(err), err == nil && !r.Succeeded:
+		// One of them compared false, wrote under a lease etcd no longer
+		// has, or etcd refused the combined request for its size (a
+		// member's --max-txn-ops or --max-request-bytes below the
+		// defaults): nothing was written; each commits alone.
 		for _, t := range batch {
 			t.alone = true
 		}

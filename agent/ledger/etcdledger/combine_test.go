@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/agent/ledger/etcdledger"
 	"github.com/ampbundle/ampbundle/agent/ledger/etcdledger/etcdtest"
+	"github.com/ampbundle/ampbundle/amp"
 )
 
 // counterSum is the sum of every usage counter under prefix.
@@ -153,4 +155,84 @@ func sumClaimed(t *testing.T, c *etcdtest.Cluster, k ledger.Key) int64 {
 		t.Fatalf("claim: %+v %v", r, err)
 	}
 	return counterSum(t, c, "/combine-claimed/")
+}
+
+// A member run with a lower --max-txn-ops than etcd's default (a
+// deployment's choice) refuses the larger combined transactions: each
+// of their messages is then committed alone (threat: every combined
+// transaction refused whole, and with it every message in it, for as
+// long as the setting holds).
+func TestLowMaxTxnOpsMemberStillCommitsEveryMessage(t *testing.T) {
+	c := etcdtest.StartFlags(t, 3, "--max-txn-ops", "8")
+	s := openStore(t, c, "/lowops/", ledger.Limits{})
+	exp := time.Now().Add(time.Minute)
+	var keys []ledger.Key
+	for i := 0; i < 24; i++ {
+		keys = append(keys, ledger.Key{Sender: fmt.Sprintf("did:example:l%d", i), ID: [16]byte{byte(i + 1)}})
+	}
+	runKeys(t, s, keys, exp, true)
+	for _, k := range keys {
+		r, err := s.Claim(k, exp)
+		if err != nil || !r.Found || string(r.Record.Reply) != "reply "+k.Sender {
+			t.Fatalf("key %x after its run: %+v %v, want its reply", k.ID, r, err)
+		}
+	}
+}
+
+// Claims confirmed at once before their handlers start (FLEET-11) are
+// read together, and each is judged on its own key (threat: one read for
+// many hides a claim etcd no longer holds, or one claim gone makes the
+// others of the read fail).
+func TestCombinedClaimReadsRefuseOnlyTheLostClaim(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	var reads atomic.Int64
+	s, err := etcdledger.Open(etcdledger.Options{Endpoints: c.Endpoints(), Prefix: "/reads/", Now: time.Now,
+		Observe: func(op string, _ time.Duration, _ error) {
+			if op == "mark" {
+				reads.Add(1)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	exp := time.Now().Add(time.Minute)
+	var keys []ledger.Key
+	for i := 0; i < 24; i++ {
+		k := ledger.Key{Sender: fmt.Sprintf("did:example:r%d", i), ID: [16]byte{byte(i + 1)}}
+		if r, err := s.Claim(k, exp); err != nil || r.Found || r.Wait != nil {
+			t.Fatalf("claim %d: %+v %v", i, r, err)
+		}
+		keys = append(keys, k)
+	}
+	lost := keys[7]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if r, err := c.Client().Delete(ctx, "/reads/c/"+hash16Test(lost.Sender)+"/"+hexID(lost.ID)); err != nil || r.Deleted != 1 {
+		t.Fatalf("delete the claim: %v %v", r, err)
+	}
+	errs := make([]error, len(keys))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = s.MarkRunning(k, exp)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if keys[i] == lost && amp.NameOf(err) != etcdledger.ErrClaimLost {
+			t.Fatalf("Running of the message whose claim is gone: %v, want %s", err, etcdledger.ErrClaimLost)
+		}
+		if keys[i] != lost && err != nil {
+			t.Fatalf("Running %d, its claim held: %v", i, err)
+		}
+	}
+	if n := reads.Load(); n >= int64(len(keys)) {
+		t.Fatalf("%d etcd reads to confirm %d claims at once: none was combined", n, len(keys))
+	}
 }

@@ -400,21 +400,15 @@ func (s *Store) readCounter(op, key string) (n, rev int64, err error) {
 	return n, rev, err
 }
 
-// claimHolds confirms in etcd (a linearizable read: no Raft commit) that
-// ci is still k's claim.
+// claimHolds confirms in etcd (a linearizable read: no Raft commit, read
+// with the other claims confirmed at the same time, FLEET-12) that ci is
+// still k's claim.
 func (s *Store) claimHolds(k ledger.Key, ci claimInfo) error {
-	var rev int64
-	err := s.call("mark", func(ctx context.Context) error {
-		r, err := s.cli.Get(ctx, keysOf(s.prefix, k).claim)
-		if err == nil && len(r.Kvs) == 1 {
-			rev = r.Kvs[0].CreateRevision
-		}
-		return err
-	})
+	kv, err := s.getKey("mark", keysOf(s.prefix, k).claim)
 	if err != nil {
 		return err
 	}
-	if rev != ci.rev {
+	if kv == nil || kv.CreateRevision != ci.rev {
 		return claimLostBeforeRun()
 	}
 	return nil

@@ -81,6 +81,7 @@ type Store struct {
 	leases    leaseCache
 	cleaner   cleaner
 	combine   combiner
+	reads     reader
 	hot       principalLocks
 
 	mu      sync.Mutex
@@ -196,7 +197,7 @@ func Open(o Options) (*Store, error) {
 	}
 	s.node = hex.EncodeToString(id[:])
 	s.bg, s.stop = context.WithCancel(context.Background())
-	s.sess.s, s.leases.s, s.cleaner.s, s.combine.s = s, s, s, s
+	s.sess.s, s.leases.s, s.cleaner.s, s.combine.s, s.reads.s = s, s, s, s, s
 	s.leases.m, s.leases.flights = map[int64]clientv3.LeaseID{}, map[int64]*grant{}
 	s.cleaner.q, s.cleaner.wake = map[cleanup]struct{}{}, make(chan struct{}, 1)
 	s.usage.Budget = s.lim.Budget

@@ -32,3 +32,18 @@ func errorsCause(err error) error {
 func leaseNotFound(err error) bool {
 	return err != nil && amp.NameOf(err) == ledger.ErrLedgerIO && rpctypes.Error(errorsCause(err)) == rpctypes.ErrLeaseNotFound
 }
+
+// refusedUnwritten reports whether err is etcd's refusal of a request for
+// its shape before any of it was proposed: too many operations, or too
+// large (a combined transaction over a member's --max-txn-ops or
+// --max-request-bytes).
+func refusedUnwritten(err error) bool {
+	if err == nil || amp.NameOf(err) != ledger.ErrLedgerIO {
+		return false
+	}
+	switch rpctypes.Error(errorsCause(err)) {
+	case rpctypes.ErrTooManyOps, rpctypes.ErrRequestTooLarge:
+		return true
+	}
+	return false
+}

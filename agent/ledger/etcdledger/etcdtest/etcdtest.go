@@ -61,6 +61,7 @@ type Cluster struct {
 	Members []*Member
 	initial string
 	token   string
+	extra   []string // flags given to every member after the package's own
 }
 
 // Settle bounds every wait of the package for the cluster to reach a
@@ -78,11 +79,19 @@ const startAttempts = 3
 // ends.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return StartFlags(t, n)
+}
+
+// StartFlags is Start with flags given to every member after the
+// package's own (a later flag overrides an earlier one): a test of a
+// setting a deployment may choose, such as a lower --max-txn-ops.
+func StartFlags(t testing.TB, n int, flags ...string) *Cluster {
+	t.Helper()
 	bin, err := Binary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{t: t, bin: bin}
+	c := &Cluster{t: t, bin: bin, extra: flags}
 	root := t.TempDir() // removed after the members are killed (cleanups run last first)
 	t.Cleanup(func() {
 		for i := range c.Members {
@@ -225,15 +234,16 @@ func (c *Cluster) start(i int, state string) {
 		c.t.Fatal(err)
 	}
 	defer log.Close()
-	cmd := exec.Command(c.bin, "--name", m.Name, "--data-dir", m.dir,
-		"--listen-client-urls", "http://"+m.Client, "--advertise-client-urls", "http://"+m.Client,
-		"--listen-peer-urls", "http://"+m.peer, "--initial-advertise-peer-urls", "http://"+m.peer,
+	args := []string{"--name", m.Name, "--data-dir", m.dir,
+		"--listen-client-urls", "http://" + m.Client, "--advertise-client-urls", "http://" + m.Client,
+		"--listen-peer-urls", "http://" + m.peer, "--initial-advertise-peer-urls", "http://" + m.peer,
 		"--initial-cluster", c.initial, "--initial-cluster-state", state, "--initial-cluster-token", c.token,
 		// etcd's default raft timings: a member starved of CPU for 500 ms
 		// on a loaded machine does not start an election, and a leader
 		// killed on purpose is replaced within a few seconds.
 		"--heartbeat-interval", "100", "--election-timeout", "1000", "--snapshot-count", "100000",
-		"--logger", "zap", "--log-level", "warn")
+		"--logger", "zap", "--log-level", "warn"}
+	cmd := exec.Command(c.bin, append(args, c.extra...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	ownProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {

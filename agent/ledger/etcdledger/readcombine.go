@@ -1,0 +1,118 @@
+package etcdledger
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// readFlights is how many combined reads one process keeps in flight.
+const readFlights = 2
+
+// readReq is the linearizable read of one key (a claim's confirmation
+// before its handler starts, FLEET-11).
+type readReq struct {
+	op   string
+	key  string
+	dl   time.Time // its deadline: now + OpTimeout when it is made
+	done chan struct{}
+	kv   *mvccpb.KeyValue // nil: absent
+	err  error
+}
+
+// reader reads the keys of concurrent readReqs together, as one read-only
+// etcd transaction of one Get each: etcd serves it as one linearizable
+// read (its read index: a heartbeat round of the leader, no Raft
+// proposal, nothing written), where each alone was a read of its own
+// (docs/SPEC-DECISIONS.md FLEET-12). Each key's answer is what its own
+// Get would have answered at the transaction's revision.
+type reader struct {
+	s       *Store
+	mu      sync.Mutex
+	q       []*readReq
+	flights int
+}
+
+// getKey reads key linearizably, with other keys read at the same time:
+// its key-value, or nil when it is absent.
+func (s *Store) getKey(op, key string) (*mvccpb.KeyValue, error) {
+	r := &readReq{op: op, key: key, dl: time.Now().Add(s.o.OpTimeout), done: make(chan struct{})}
+	rd := &s.reads
+	rd.mu.Lock()
+	rd.q = append(rd.q, r)
+	if rd.flights < readFlights {
+		rd.flights++
+		go rd.run()
+	}
+	rd.mu.Unlock()
+	<-r.done
+	return r.kv, r.err
+}
+
+// run reads the waiting keys, a batch at a time, until none waits.
+func (rd *reader) run() {
+	for {
+		rd.mu.Lock()
+		n := min(len(rd.q), combineMaxOps)
+		batch := rd.q[:n:n]
+		rd.q = rd.q[n:]
+		if n == 0 {
+			rd.q = nil
+			rd.flights--
+			rd.mu.Unlock()
+			return
+		}
+		rd.mu.Unlock()
+		rd.read(batch)
+	}
+}
+
+// read reads batch: alone when it is one key, else in one read-only
+// transaction (each alone if etcd refuses that one for its size).
+func (rd *reader) read(batch []*readReq) {
+	defer func() {
+		for _, r := range batch {
+			close(r.done)
+		}
+	}()
+	if len(batch) > 1 {
+		ops := make([]clientv3.Op, len(batch))
+		dl := batch[0].dl
+		for i, r := range batch {
+			ops[i] = clientv3.OpGet(r.key)
+			if r.dl.Before(dl) {
+				dl = r.dl
+			}
+		}
+		var tr *clientv3.TxnResponse
+		err := rd.s.callBy(batch[0].op, dl, func(ctx context.Context) (err error) {
+			tr, err = rd.s.cli.Txn(ctx).Then(ops...).Commit()
+			return err
+		})
+		if err == nil && len(tr.Responses) != len(batch) {
+			err = amp.Named(amp.CodeUnavailable, ErrBadValue, "etcd answered %d results for %d reads", len(tr.Responses), len(batch))
+		}
+		if !refusedUnwritten(err) {
+			for i, r := range batch {
+				if r.err = err; err == nil {
+					r.kv = one(tr.Responses[i])
+				}
+			}
+			return
+		}
+	}
+	for _, r := range batch {
+		r.err = rd.s.callBy(r.op, r.dl, func(ctx context.Context) error {
+			g, err := rd.s.cli.Get(ctx, r.key)
+			if err == nil && len(g.Kvs) == 1 {
+				r.kv = g.Kvs[0]
+			}
+			return err
+		})
+	}
+}
