@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -21,18 +21,21 @@ import (
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
-// benchCallers and benchPerCaller size one round of the benchmark: 64
-// callers, each with its own identity (and its own quota principal: the
-// policy names each), sending benchPerCaller invocations one after the
-// other.
+// benchCallers and benchPerCaller size the benchmark: 64 callers, each
+// with its own identity (and its own quota principal: the policy names
+// each), sending b.N × benchPerCaller invocations one after the other.
 const (
 	benchCallers   = 64
 	benchPerCaller = 4
+	// benchTTL is the messages' ttl (sealed before the clock starts).
+	benchTTL = time.Minute
 )
 
 // BenchmarkFleetInvocations: 64 callers against one agent with the local
 // write-ahead log, the same agent with a 3-member etcd, and three agents
-// sharing it (round robin); invocations/s, p50 and p99 of one round.
+// sharing it (round robin); invocations/s, p50 and p99 of the timed part,
+// the CPU each side used per invocation, and for etcd its calls per
+// invocation and their mean duration.
 func BenchmarkFleetInvocations(b *testing.B) {
 	callers := make([]amp.Identity, benchCallers)
 	var rules agent.Rules
@@ -42,7 +45,8 @@ func BenchmarkFleetInvocations(b *testing.B) {
 	}
 	ok := func(ctx context.Context, params any) (any, error) { return map[string]any{"ok": true}, nil }
 	b.Run("wal-1-agent", func(b *testing.B) {
-		benchRound(b, []*agent.Agent{benchAgent(b, filepath.Join(b.TempDir(), "wal"), nil, rules, ok)}, callers)
+		a := benchAgent(b, filepath.Join(b.TempDir(), "wal"), nil, rules, ok)
+		benchRun(b, []*agent.Agent{a}, callers, nil, nil)
 	})
 	c := etcdtest.Start(b, 3)
 	for _, n := range []int{1, 3} {
@@ -54,17 +58,26 @@ func BenchmarkFleetInvocations(b *testing.B) {
 				a, st := benchAgentStore(b, filepath.Join(b.TempDir(), fmt.Sprint(i)), &etcdledger.Options{Endpoints: c.Endpoints(), Prefix: prefix}, rules, ok)
 				agents, stores = append(agents, a), append(stores, st)
 			}
-			benchRound(b, agents, callers)
-			// The etcd calls (transactions, reads, lease grants) per
-			// invocation: 3 writes each when none is combined (FLEET-10).
-			var calls uint64
-			var spent time.Duration
-			for _, st := range stores {
-				calls += st.Stats().Calls
-				spent += st.Stats().Latency
+			sum := func() (st etcdledger.Stats) {
+				for _, x := range stores {
+					st.Calls += x.Stats().Calls
+					st.Latency += x.Stats().Latency
+				}
+				return st
 			}
-			b.ReportMetric(float64(calls)/float64(b.N*benchCallers*benchPerCaller), "etcd-calls/inv")
-			b.ReportMetric(float64(spent.Microseconds())/1000/float64(max(calls, 1)), "ms/etcd-call")
+			var start etcdledger.Stats
+			benchRun(b, agents, callers, c, func(timed bool) {
+				if !timed {
+					start = sum()
+					return
+				}
+				// The etcd calls (transactions, reads, lease grants) per
+				// invocation: 3 writes each when none is combined (FLEET-10).
+				st := sum()
+				calls := st.Calls - start.Calls
+				b.ReportMetric(float64(calls)/float64(b.N*benchCallers*benchPerCaller), "etcd-calls/inv")
+				b.ReportMetric(float64((st.Latency-start.Latency).Microseconds())/1000/float64(max(calls, 1)), "ms/etcd-call")
+			})
 		})
 	}
 }
@@ -112,56 +125,101 @@ func benchAgentStore(b *testing.B, dir string, o *etcdledger.Options, rules agen
 	return a, st
 }
 
-// benchRound runs b.N rounds: every caller sends its invocations (sealed
-// before the clock starts) to the agents in turn.
-func benchRound(b *testing.B, agents []*agent.Agent, callers []amp.Identity) {
+// benchRun times b.N × benchPerCaller invocations of every caller (sealed
+// before the clock starts), each caller's one after the other, to the
+// agents in turn, all callers at once; before them, untimed, one
+// invocation of each caller warms the agents up (connections, etcd's
+// session and bucket leases), so that the timed part, even of one round
+// (-benchtime 1x, 256 invocations), leaves start-up out. The messages
+// live benchTTL: a run longer than that is refused (a smaller
+// -benchtime). mark, when set, is called
+// just before the timed part (false) and just after it (true). With c
+// set, the CPU time its members and this process used in the timed part
+// is reported per invocation (where it can be read: Linux).
+func benchRun(b *testing.B, agents []*agent.Agent, callers []amp.Identity, c *etcdtest.Cluster, mark func(timed bool)) {
 	cid, _ := capability.ParseID(capID)
 	body, err := capability.Invoke{ID: cid, Params: []byte{0xa0}}.Encode()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var lat []time.Duration
-	var total time.Duration
-	for i := 0; i < b.N; i++ {
-		msgs := make([][][]byte, len(callers))
-		for c, id := range callers {
-			s, err := amp.NewSender(amp.SenderConfig{Identity: id, Rand: rand.Reader, Now: time.Now})
+	n := b.N * benchPerCaller
+	to := amp.To(identity(b, 30).DID)
+	msgs := make([][][]byte, len(callers))
+	for i, id := range callers {
+		s, err := amp.NewSender(amp.SenderConfig{Identity: id, Rand: rand.Reader, Now: time.Now})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := 0; j <= n; j++ { // the first warms up
+			_, m, err := s.Seal(context.Background(), amp.Draft{Type: amp.TypeCapInvoke, To: to, Body: body, TTL: benchTTL})
 			if err != nil {
 				b.Fatal(err)
 			}
-			for j := 0; j < benchPerCaller; j++ {
-				_, m, err := s.Seal(context.Background(), amp.Draft{Type: amp.TypeCapInvoke, To: amp.To(identity(b, 30).DID), Body: body, TTL: time.Minute})
-				if err != nil {
-					b.Fatal(err)
-				}
-				msgs[c] = append(msgs[c], m)
-			}
+			msgs[i] = append(msgs[i], m)
 		}
-		var mu sync.Mutex
+	}
+	send := func(from, to int, lat [][]time.Duration) {
 		var wg sync.WaitGroup
-		start := time.Now()
-		for c := range callers {
+		for i := range callers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for j, m := range msgs[c] {
+				for j := from; j < to; j++ {
 					t0 := time.Now()
-					if _, err := agents[(c+j)%len(agents)].Handle(context.Background(), m); err != nil {
+					if _, err := agents[(i+j)%len(agents)].Handle(context.Background(), msgs[i][j]); err != nil {
 						b.Error(err)
 						return
 					}
-					mu.Lock()
-					lat = append(lat, time.Since(t0))
-					mu.Unlock()
+					if lat != nil {
+						lat[i] = append(lat[i], time.Since(t0))
+					}
 				}
 			}()
 		}
 		wg.Wait()
-		total += time.Since(start)
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(len(lat))/total.Seconds(), "inv/s")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	send(0, 1, nil)
+	if mark != nil {
+		mark(false)
+	}
+	lat := make([][]time.Duration, len(callers))
+	etcd0, okE := cpuOf(c)
+	self0, okS := etcdtest.SelfCPU()
+	b.ResetTimer()
+	start := time.Now()
+	send(1, n+1, lat)
+	total := time.Since(start)
+	b.StopTimer()
+	if total > benchTTL*3/4 {
+		b.Fatalf("the timed part took %s, near the messages' ttl (%s): run fewer rounds", total, benchTTL)
+	}
+	etcd1, _ := cpuOf(c)
+	self1, _ := etcdtest.SelfCPU()
+	all := slices.Concat(lat...)
+	if len(all) == 0 {
+		b.Fatal("no invocation answered")
+	}
+	slices.Sort(all)
+	b.ReportMetric(float64(len(all))/total.Seconds(), "inv/s")
+	b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+	perInv := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(len(all)) }
+	if okS {
+		b.ReportMetric(perInv(self1-self0), "agent-cpu-ms/inv")
+	}
+	if c != nil && okE {
+		b.ReportMetric(perInv(etcd1-etcd0), "etcd-cpu-ms/inv")
+	}
 	b.ReportMetric(0, "ns/op")
+	if mark != nil {
+		mark(true)
+	}
+}
+
+// cpuOf is the CPU time of c's members (ok false without c).
+func cpuOf(c *etcdtest.Cluster) (time.Duration, bool) {
+	if c == nil {
+		return 0, false
+	}
+	return c.CPU()
 }
