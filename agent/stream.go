@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -15,6 +17,7 @@ import (
 	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // StreamInfo describes a verified stream handed to Config.Streams.
@@ -105,37 +108,17 @@ type StreamLimits struct {
 }
 
 func (l *StreamLimits) setDefaults() {
-	if l.PerSender <= 0 {
-		l.PerSender = 4
-	}
-	if l.MaxStreams <= 0 {
-		l.MaxStreams = 256
-	}
-	if l.MaxBytes == 0 {
-		l.MaxBytes = 256 << 20
-	}
-	if l.PeerShare <= 0 {
-		l.PeerShare = 4
-	}
-	if l.NamedReserve == 0 {
-		l.NamedReserve = l.MaxBytes / 4
-	}
+	limit.Default(&l.PerSender, 4)
+	limit.Default(&l.MaxStreams, 256)
+	limit.Default(&l.MaxBytes, 256<<20)
+	limit.Default(&l.PeerShare, 4)
+	limit.Default(&l.NamedReserve, l.MaxBytes/4)
 	l.NamedReserve = min(l.NamedReserve, l.MaxBytes)
-	if l.StallGrace <= 0 {
-		l.StallGrace = 10 * time.Second
-	}
-	if l.MinRate == 0 {
-		l.MinRate = admission.MinDataRate
-	}
-	if l.MaxChunks == 0 {
-		l.MaxChunks = 1 << 20
-	}
-	if l.Idle <= 0 {
-		l.Idle = 5 * time.Minute
-	}
-	if l.SpoolThreshold == 0 {
-		l.SpoolThreshold = 1 << 20
-	}
+	limit.Default(&l.StallGrace, 10*time.Second)
+	limit.Default(&l.MinRate, admission.MinDataRate)
+	limit.Default(&l.MaxChunks, 1<<20)
+	limit.Default(&l.Idle, 5*time.Minute)
+	limit.Default(&l.SpoolThreshold, 1<<20)
 	if l.SpoolDir == "" {
 		l.SpoolDir = os.TempDir()
 	}
@@ -410,10 +393,7 @@ func (t *streams) reclaim(now time.Time) int {
 // closeAll drops every stream (Agent.Close).
 func (t *streams) closeAll() {
 	t.mu.Lock()
-	all := make([]*inStream, 0, len(t.open))
-	for _, s := range t.open {
-		all = append(all, s)
-	}
+	all := slices.Collect(maps.Values(t.open))
 	t.mu.Unlock()
 	for _, s := range all {
 		s.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // Params of a CAP_INVOKE carried by a stream (docs/SPEC-DECISIONS.md
@@ -57,25 +58,13 @@ type ParamStreamLimits struct {
 }
 
 func (l *ParamStreamLimits) setDefaults() {
-	if l.MaxSize == 0 {
-		l.MaxSize = 64 << 20
-	}
-	if l.PerSender <= 0 {
-		l.PerSender = 4
-	}
-	if l.MaxKept <= 0 {
-		l.MaxKept = 64
-	}
-	if l.MaxBytes == 0 {
-		l.MaxBytes = 256 << 20
-	}
-	if l.NamedReserve == 0 {
-		l.NamedReserve = l.MaxBytes / 4
-	}
+	limit.Default(&l.MaxSize, 64<<20)
+	limit.Default(&l.PerSender, 4)
+	limit.Default(&l.MaxKept, 64)
+	limit.Default(&l.MaxBytes, 256<<20)
+	limit.Default(&l.NamedReserve, l.MaxBytes/4)
 	l.NamedReserve = min(l.NamedReserve, l.MaxBytes)
-	if l.Keep <= 0 {
-		l.Keep = 10 * time.Minute
-	}
+	limit.Default(&l.Keep, 10*time.Minute)
 }
 
 // keptParams is the verified content of one params stream.

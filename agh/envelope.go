@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // The agh-network/v0 envelope and the proof this package signs
@@ -416,12 +417,8 @@ func transferMembers(m map[string]json.RawMessage) (t *Transfer, capability json
 // expires_at (exp, when set) has passed.
 func checkTransferTimes(ts int64, exp *int64, o ReceiveOptions, now time.Time) error {
 	skew, maxAge := o.Skew, o.MaxAge
-	if skew <= 0 {
-		skew = DefaultSkew
-	}
-	if maxAge <= 0 {
-		maxAge = DefaultMaxAge
-	}
+	limit.Default(&skew, DefaultSkew)
+	limit.Default(&maxAge, DefaultMaxAge)
 	if ts > now.Add(skew).Unix() {
 		return amp.Named(0, ErrFutureTimestamp, "envelope ts is more than %s ahead of this clock", skew)
 	}

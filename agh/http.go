@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // Paths of the AGH projection served over HTTP by 'ampagent serve --agh'
@@ -80,9 +82,7 @@ func ParseCatalogQuery(raw string) (WhoisRequest, error) {
 // not_found, method_not_allowed, invalid_request, too_large,
 // internal_error, unavailable (docs/FORMAT.md, "AGH projection").
 func NewHandler(opts HandlerOptions) http.Handler {
-	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = MaxDocumentBytes
-	}
+	limit.Default(&opts.MaxBytes, MaxDocumentBytes)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

@@ -58,9 +58,7 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxDepth <= 0 {
 		l.MaxDepth = DefaultMaxDepth
 	}
-	if l.MaxDepth > maxDepthCeiling {
-		l.MaxDepth = maxDepthCeiling
-	}
+	l.MaxDepth = min(l.MaxDepth, maxDepthCeiling)
 	if l.MaxArrayLen <= 0 {
 		l.MaxArrayLen = DefaultMaxArrayLen
 	}
@@ -170,6 +168,10 @@ func (s *scanner) item(depth int) error {
 	if !h.Minimal {
 		s.canonical = false
 	}
+	// Arrays, maps and tags (majors 4 to 6) nest.
+	if depth >= s.lim.MaxDepth && h.Major >= MajorArray && h.Major <= MajorTag {
+		return Named(CodeInvalidMessage, "limit_exceeded", "cbor nesting is deeper than %d", s.lim.MaxDepth)
+	}
 	switch h.Major {
 	case MajorUint, MajorNegint:
 		return nil
@@ -187,9 +189,6 @@ func (s *scanner) item(depth int) error {
 		s.off += n
 		return nil
 	case MajorArray:
-		if depth >= s.lim.MaxDepth {
-			return Named(CodeInvalidMessage, "limit_exceeded", "cbor nesting is deeper than %d", s.lim.MaxDepth)
-		}
 		if h.Arg > uint64(s.lim.MaxArrayLen) {
 			return Named(CodeInvalidMessage, "limit_exceeded", "cbor array of %d items is over the %d-item limit", h.Arg, s.lim.MaxArrayLen)
 		}
@@ -204,9 +203,6 @@ func (s *scanner) item(depth int) error {
 		}
 		return nil
 	case MajorMap:
-		if depth >= s.lim.MaxDepth {
-			return Named(CodeInvalidMessage, "limit_exceeded", "cbor nesting is deeper than %d", s.lim.MaxDepth)
-		}
 		if h.Arg > uint64(s.lim.MaxMapPairs) {
 			return Named(CodeInvalidMessage, "limit_exceeded", "cbor map of %d pairs is over the %d-pair limit", h.Arg, s.lim.MaxMapPairs)
 		}
@@ -247,9 +243,6 @@ func (s *scanner) item(depth int) error {
 		}
 		return nil
 	case MajorTag:
-		if depth >= s.lim.MaxDepth {
-			return Named(CodeInvalidMessage, "limit_exceeded", "cbor nesting is deeper than %d", s.lim.MaxDepth)
-		}
 		return s.item(depth + 1)
 	default: // majorSimple
 		switch h.Info {

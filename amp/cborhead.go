@@ -321,10 +321,7 @@ func (ir *itemReader) walk(depth int) error {
 		// Read in chunks, so that a length the input does not back costs
 		// no more memory than the bytes actually there.
 		for need := h.Arg; need > 0; {
-			chunk := need
-			if chunk > readChunk {
-				chunk = readChunk
-			}
+			chunk := min(need, readChunk)
 			n := len(ir.out)
 			ir.out = append(ir.out, make([]byte, chunk)...)
 			if _, err := io.ReadFull(ir.r, ir.out[n:]); err != nil {

@@ -253,11 +253,7 @@ func requiredFields(raw *rawMessage) (*Message, error) {
 
 // checkTime is step 5.
 func (r *Receiver) checkTime(m *Message) error {
-	now := r.cfg.Now().UnixMilli()
-	if now < 0 {
-		now = 0
-	}
-	n := uint64(now)
+	n := uint64(max(r.cfg.Now().UnixMilli(), 0))
 	skew := uint64(r.cfg.MaxClockSkew.Milliseconds())
 	if m.TS > n && m.TS-n > skew {
 		return Named(CodeInvalidTimestamp, "future_timestamp", "message timestamp is too far in the future")

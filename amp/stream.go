@@ -121,9 +121,6 @@ func (r *Reassembler) Add(d StreamDataBody) error {
 	return nil
 }
 
-// Received returns how many distinct chunks have arrived.
-func (r *Reassembler) Received() uint64 { return r.received }
-
 // Finish checks a STREAM_END: every chunk received and SHA-256 over the
 // chunks in index order equal to its hash. It returns the reassembled bytes.
 func (r *Reassembler) Finish(end StreamEndBody) ([]byte, error) {

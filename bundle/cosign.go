@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // CosignOptions configures Cosign.
@@ -78,12 +79,8 @@ func Cosign(w io.Writer, r io.Reader, key ed25519.PrivateKey, opts CosignOptions
 	if opts.Now == nil || len(key) != ed25519.PrivateKeySize {
 		return nil, fail(ErrIO, "cosign needs a clock and an ed25519 key")
 	}
-	if opts.MaxManifestSize <= 0 {
-		opts.MaxManifestSize = DefaultMaxManifestSize
-	}
-	if opts.MaxArtifactSize <= 0 {
-		opts.MaxArtifactSize = DefaultMaxArtifactSize
-	}
+	limit.Default(&opts.MaxManifestSize, DefaultMaxManifestSize)
+	limit.Default(&opts.MaxArtifactSize, DefaultMaxArtifactSize)
 	br := bufio.NewReaderSize(r, readBufferSize)
 	_, obj, err := readSigned(br, opts.MaxManifestSize)
 	if err != nil {

@@ -3,6 +3,8 @@ package bundle
 import (
 	"bufio"
 	"io"
+
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // Inspection is what can be said of a bundle without trusting anyone: its
@@ -21,9 +23,7 @@ type Inspection struct {
 // Inspect reads the signed manifest of the bundle in r without verifying
 // any signature, and checks the manifest's own rules. It reads no artifact.
 func Inspect(r io.Reader, maxManifestSize int64) (*Inspection, error) {
-	if maxManifestSize <= 0 {
-		maxManifestSize = DefaultMaxManifestSize
-	}
+	limit.Default(&maxManifestSize, DefaultMaxManifestSize)
 	br := bufio.NewReaderSize(r, readBufferSize)
 	item, err := readItem(br, maxManifestSize)
 	if err != nil {

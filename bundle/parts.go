@@ -66,10 +66,7 @@ type PartIndex struct {
 // PartName is the file name of part i (1-based) of n of the file name:
 // "name.part001", with at least three digits and as many as n needs.
 func PartName(name string, i, n int) string {
-	w := len(fmt.Sprint(n))
-	if w < 3 {
-		w = 3
-	}
+	w := max(len(fmt.Sprint(n)), 3)
 	return fmt.Sprintf("%s.part%0*d", name, w, i)
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // Reader defaults (FORMAT.md §6).
@@ -74,12 +75,8 @@ func NewReader(r io.Reader, opts ReaderOptions) (*Reader, error) {
 	if opts.Policy == nil || opts.Now == nil {
 		return nil, fail(ErrIO, "bundle reader needs a trust policy and a clock")
 	}
-	if opts.MaxManifestSize <= 0 {
-		opts.MaxManifestSize = DefaultMaxManifestSize
-	}
-	if opts.MaxArtifactSize <= 0 {
-		opts.MaxArtifactSize = DefaultMaxArtifactSize
-	}
+	limit.Default(&opts.MaxManifestSize, DefaultMaxManifestSize)
+	limit.Default(&opts.MaxArtifactSize, DefaultMaxArtifactSize)
 	rd := &Reader{br: bufio.NewReaderSize(r, readBufferSize), opts: opts}
 	item, err := readItem(rd.br, opts.MaxManifestSize)
 	if err != nil {
@@ -138,10 +135,7 @@ func NewReader(r io.Reader, opts ReaderOptions) (*Reader, error) {
 // whether all n bytes were there.
 func hashFrom(h io.Writer, br *bufio.Reader, n uint64) bool {
 	for n > 0 {
-		chunk := uint64(br.Size())
-		if chunk > n {
-			chunk = n
-		}
+		chunk := min(uint64(br.Size()), n)
 		b, err := br.Peek(int(chunk))
 		if len(b) > 0 {
 			h.Write(b)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 )
 
@@ -82,9 +83,7 @@ func holdMemoryLimit(target int64) func() {
 // buildWorkers returns the number of workers a build uses: n, or
 // GOMAXPROCS when n is 0 or less, at most maxBuildWorkers.
 func buildWorkers(n int) int {
-	if n <= 0 {
-		n = runtime.GOMAXPROCS(0)
-	}
+	limit.Default(&n, runtime.GOMAXPROCS(0))
 	return min(max(n, 1), maxBuildWorkers)
 }
 

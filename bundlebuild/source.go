@@ -8,9 +8,11 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -350,7 +352,7 @@ func classify(d *bundle.Draft, src *sourceFiles, alg string) (*layout, error) {
 // draft's schema artifacts get the size and hash of the bytes checked.
 func checkSourceSchemas(d *bundle.Draft, src *sourceFiles, schemas *diskLoader, opts SourceOptions, hooks buildHooks,
 	progress func(string, int64, int64)) error {
-	schemaKeys := sortedKeys(schemas.files)
+	schemaKeys := slices.Sorted(maps.Keys(schemas.files))
 	workers := buildWorkers(opts.Workers)
 	var largest int64
 	for _, k := range schemaKeys {
@@ -401,7 +403,7 @@ func checkDIDs(files map[string][]byte, dids []string) error {
 // (signed with the manifest; a policy they contradict is refused,
 // docs/FORMAT.md), and checks that every alias points at a capability.
 func describe(d *bundle.Draft, src *sourceFiles, lay *layout, alg string) (*bundle.Draft, error) {
-	for _, dirKey := range sortedKeys(lay.caps) {
+	for _, dirKey := range slices.Sorted(maps.Keys(lay.caps)) {
 		desc, err := loadDescriptor(dirKey, src.files, lay.schemas.hashes, d.BundleID, alg)
 		if err != nil {
 			return nil, err
@@ -566,13 +568,4 @@ func strictJSON(data []byte, v any) error {
 		return errors.New("data after the json value")
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

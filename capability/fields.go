@@ -2,7 +2,8 @@ package capability
 
 import (
 	"bytes"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/fxamacker/cbor/v2"
@@ -295,12 +296,7 @@ func (o *object) extra() map[string]cbor.RawMessage {
 // field of the object kind (present or not) and an empty raw value (it would
 // encode as null and not survive a round trip).
 func putExtra(m map[string]any, extra map[string]cbor.RawMessage, kind string) error {
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		if _, dup := m[k]; dup || isKnownField(kind, k) {
 			return badRequest(ErrInvalidField, "%s: an extra field has the name of a defined field", kind)
 		}

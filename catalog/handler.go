@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/transport"
 )
 
@@ -93,18 +94,10 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Refresh <= 0 {
-		opts.Refresh = DefaultRefresh
-	}
-	if opts.MaxAge <= 0 {
-		opts.MaxAge = DefaultMaxAge
-	}
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = DefaultMaxInFlight
-	}
-	if opts.PeerShare <= 0 {
-		opts.PeerShare = DefaultPeerShare
-	}
+	limit.Default(&opts.Refresh, DefaultRefresh)
+	limit.Default(&opts.MaxAge, DefaultMaxAge)
+	limit.Default(&opts.MaxInFlight, DefaultMaxInFlight)
+	limit.Default(&opts.PeerShare, DefaultPeerShare)
 	h := &Handler{opts: opts, log: opts.Logger,
 		slots: transport.NewAdmission(opts.MaxInFlight, max(1, opts.MaxInFlight/opts.PeerShare), 0, 0)}
 	if h.log == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/compat"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -238,9 +239,7 @@ func Read(src Source, opts ReadOptions) (*Model, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.MaxSchemaBytes <= 0 {
-		opts.MaxSchemaBytes = DefaultMaxSchemaBytes
-	}
+	limit.Default(&opts.MaxSchemaBytes, DefaultMaxSchemaBytes)
 	if ls, ok := src.(loaderSource); ok && opts.Loader == nil {
 		opts.Loader = func(id string) compat.Loader { return ls.Loader(id) }
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 func misconfigured(format string, args ...any) error {
@@ -95,15 +96,9 @@ func New(cfg Config) (*Client, error) {
 	case cfg.Now == nil || cfg.Rand == nil:
 		return nil, misconfigured("the client needs a clock and randomness")
 	}
-	if cfg.Retry.MaxAttempts <= 0 {
-		cfg.Retry.MaxAttempts = 5
-	}
-	if cfg.Retry.Base <= 0 {
-		cfg.Retry.Base = time.Second
-	}
-	if cfg.Retry.Max <= 0 {
-		cfg.Retry.Max = 60 * time.Second
-	}
+	limit.Default(&cfg.Retry.MaxAttempts, 5)
+	limit.Default(&cfg.Retry.Base, time.Second)
+	limit.Default(&cfg.Retry.Max, 60*time.Second)
 	if cfg.Retry.Sleep == nil {
 		cfg.Retry.Sleep = func(ctx context.Context, d time.Duration) error {
 			t := time.NewTimer(d)
@@ -351,15 +346,9 @@ type QueryLimits struct {
 }
 
 func (l QueryLimits) withDefaults() QueryLimits {
-	if l.MaxPages <= 0 {
-		l.MaxPages = DefaultMaxQueryPages
-	}
-	if l.MaxDescriptors <= 0 {
-		l.MaxDescriptors = DefaultMaxQueryDescriptors
-	}
-	if l.MaxBytes <= 0 {
-		l.MaxBytes = DefaultMaxQueryBytes
-	}
+	limit.Default(&l.MaxPages, DefaultMaxQueryPages)
+	limit.Default(&l.MaxDescriptors, DefaultMaxQueryDescriptors)
+	limit.Default(&l.MaxBytes, DefaultMaxQueryBytes)
 	return l
 }
 

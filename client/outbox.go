@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // OutState is where an outbound message stands (RFC 001 §16.5).
@@ -75,9 +76,7 @@ func NewOutbox(cfg OutboxConfig) (*Outbox, error) {
 	if cfg.Now == nil {
 		return nil, misconfigured("the outbox needs a clock")
 	}
-	if cfg.Max <= 0 {
-		cfg.Max = 1 << 16
-	}
+	limit.Default(&cfg.Max, 1<<16)
 	o := &Outbox{max: cfg.Max, now: cfg.Now, relaysOf: map[string][]string{}, m: map[amp.ID]*Outbound{}}
 	for _, r := range cfg.TrustedRelays {
 		if !amp.ValidDID(r) {

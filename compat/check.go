@@ -2,8 +2,10 @@ package compat
 
 import (
 	"fmt"
+	"maps"
 	"math/big"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -670,7 +672,7 @@ func (c *checker) keywords(va view, f facts, p part, m map[string]any) []Finding
 		}
 		fs = append(fs, x)
 	}
-	for _, kw := range sortedKeys(m) {
+	for _, kw := range slices.Sorted(maps.Keys(m)) {
 		val := m[kw]
 		if !c.keywordsA(va, f, p, m, kw, val, add) && !c.keywordsB(va, f, p, m, kw, val, add) {
 			c.keywordsC(va, f, p, m, kw, val, add, &fs)
@@ -933,7 +935,7 @@ func (c *checker) keywordsC(va view, f facts, p part, m map[string]any, kw strin
 		if f.types&tObject == 0 || c.sameKeyword(va, kw, val) {
 			return
 		}
-		for _, k := range sortedKeys(deps) {
+		for _, k := range slices.Sorted(maps.Keys(deps)) {
 			list, ok := deps[k].([]any)
 			if !ok {
 				add(finding(Unknown, "invalid_keyword", p, kw, "property %q", k))

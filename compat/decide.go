@@ -2,7 +2,9 @@ package compat
 
 import (
 	"encoding/json"
+	"maps"
 	"math/big"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -444,7 +446,7 @@ func (c *checker) dependentSchemas(va view, f facts, p part) []Finding {
 		return nil
 	}
 	var out []Finding
-	for _, k := range sortedKeys(deps) {
+	for _, k := range slices.Sorted(maps.Keys(deps)) {
 		ch, ok := p.n.child("dependentSchemas", k)
 		if !ok {
 			continue

@@ -1,6 +1,8 @@
 package compat
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/ampbundle/ampbundle/capability"
@@ -54,11 +56,7 @@ func Matrices(ps []Provided) []Matrix {
 	for _, p := range ps {
 		byName[p.Descriptor.Name] = append(byName[p.Descriptor.Name], p)
 	}
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(byName))
 	out := make([]Matrix, 0, len(names))
 	for _, n := range names {
 		vs := byName[n]

@@ -1,6 +1,8 @@
 package compat
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 )
 
@@ -159,7 +161,7 @@ func (c *checker) memberParts(p part, m map[string]any, name string, other, igno
 // whether any did. A pattern that does not compile is undecided.
 func (c *checker) patternParts(p part, pp map[string]any, name string, out []part, unc []Finding) ([]part, []Finding, bool) {
 	matched := false
-	for _, pat := range sortedKeys(pp) {
+	for _, pat := range slices.Sorted(maps.Keys(pp)) {
 		re := c.compile(pat)
 		if re == nil {
 			unc = append(unc, finding(Unknown, "invalid_keyword", p, "patternProperties", "a pattern does not compile"))
@@ -218,11 +220,7 @@ func (c *checker) objects(va, vb view, f facts) []Finding {
 			}
 		}
 	}
-	sorted := make([]string, 0, len(names))
-	for k := range names {
-		sorted = append(sorted, k)
-	}
-	sortStrings(sorted)
+	sorted := slices.Sorted(maps.Keys(names))
 	check := func(name string, other, ignore bool) {
 		bp, unc := c.propertyPartsUnc(vb, name, other, ignore)
 		fs = append(fs, unc...)

@@ -3,7 +3,6 @@ package compat
 import (
 	"encoding/json"
 	"math/big"
-	"sort"
 	"strings"
 )
 
@@ -201,17 +200,6 @@ func containsRef(v any) bool {
 	}
 	return false
 }
-
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-func sortStrings(s []string) { sort.Strings(s) }
 
 // plainInt reports whether n is an integer in canonical form: an optional
 // minus, then "0" or digits not starting with 0, no fraction or exponent,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -87,12 +90,8 @@ func New(opts Options) (*Bridge, error) {
 	if opts.Agent == nil || opts.Store == nil {
 		return nil, amp.Named(0, "misconfigured", "the mcp bridge needs the agent and its store")
 	}
-	if opts.Refresh <= 0 {
-		opts.Refresh = time.Second
-	}
-	if opts.MaxPrincipals <= 0 {
-		opts.MaxPrincipals = 1024
-	}
+	limit.Default(&opts.Refresh, time.Second)
+	limit.Default(&opts.MaxPrincipals, 1024)
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -162,10 +161,7 @@ func (b *Bridge) Refresh(force bool) {
 		b.genMu.Unlock()
 	}
 	b.mu.Lock()
-	all := make([]*principalServer, 0, len(b.servers))
-	for _, ps := range b.servers {
-		all = append(all, ps)
-	}
+	all := slices.Collect(maps.Values(b.servers))
 	b.mu.Unlock()
 	for _, ps := range all {
 		b.sync(ps, force)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/transport"
 )
 
@@ -183,36 +184,18 @@ type liveSession struct {
 // principal has its own SDK handler, so a session id never crosses
 // principals.
 func (b *Bridge) HTTPHandler(o HTTPOptions) *HTTPEndpoint {
-	if o.MaxBody <= 0 {
-		o.MaxBody = 4 << 20
-	}
-	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 64
-	}
-	if o.MaxPeerInFlight <= 0 {
-		o.MaxPeerInFlight = max(1, o.MaxInFlight/4)
-	}
-	if o.MaxInFlightBytes <= 0 {
-		o.MaxInFlightBytes = 64 << 20
-	}
+	limit.Default(&o.MaxBody, 4<<20)
+	limit.Default(&o.MaxInFlight, 64)
+	limit.Default(&o.MaxPeerInFlight, max(1, o.MaxInFlight/4))
+	limit.Default(&o.MaxInFlightBytes, 64<<20)
 	o.MaxInFlightBytes = max(o.MaxInFlightBytes, o.MaxBody)
-	if o.MaxPeerInFlightBytes <= 0 {
-		o.MaxPeerInFlightBytes = o.MaxInFlightBytes / 4
-	}
+	limit.Default(&o.MaxPeerInFlightBytes, o.MaxInFlightBytes/4)
 	o.MaxPeerInFlightBytes = min(max(o.MaxPeerInFlightBytes, o.MaxBody), o.MaxInFlightBytes)
-	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = 10 * time.Minute
-	}
-	if o.FreshSessionTimeout <= 0 {
-		o.FreshSessionTimeout = 30 * time.Second
-	}
+	limit.Default(&o.SessionTimeout, 10*time.Minute)
+	limit.Default(&o.FreshSessionTimeout, 30*time.Second)
 	o.FreshSessionTimeout = min(o.FreshSessionTimeout, o.SessionTimeout)
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = 1024
-	}
-	if o.MaxPrincipalSessions <= 0 {
-		o.MaxPrincipalSessions = 64
-	}
+	limit.Default(&o.MaxSessions, 1024)
+	limit.Default(&o.MaxPrincipalSessions, 64)
 	o.MaxPrincipalSessions = min(o.MaxPrincipalSessions, o.MaxSessions)
 	if o.MaxPrincipals <= 0 || o.MaxPrincipals > b.opts.MaxPrincipals {
 		o.MaxPrincipals = b.opts.MaxPrincipals

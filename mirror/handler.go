@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/transport"
 	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
@@ -185,8 +186,6 @@ func (s *Server) serveBundle(w http.ResponseWriter, r *http.Request, b *bundleFi
 // writeTimeout bounds one answer (a large bundle on a slow link needs
 // more than the default 10 minutes).
 func NewHTTPServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *http.Server {
-	if writeTimeout <= 0 {
-		writeTimeout = 10 * time.Minute
-	}
+	limit.Default(&writeTimeout, 10*time.Minute)
 	return amphttp.NewServer(h, writeTimeout, log)
 }

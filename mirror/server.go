@@ -18,6 +18,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/resolver"
 	"github.com/ampbundle/ampbundle/transport"
 )
@@ -119,15 +120,11 @@ func New(opts Options) (*Server, error) {
 	if opts.SpoolDir == "" {
 		return nil, amp.Named(0, ErrMisconfigured, "mirror: spool_dir is required")
 	}
-	if opts.Refresh <= 0 {
-		opts.Refresh = DefaultRefresh
-	}
+	limit.Default(&opts.Refresh, DefaultRefresh)
 	if opts.MaxInFlight == 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
-	if opts.MaxPeerInFlight <= 0 {
-		opts.MaxPeerInFlight = opts.MaxInFlight / 4
-	}
+	limit.Default(&opts.MaxPeerInFlight, opts.MaxInFlight/4)
 	opts.MaxPeerInFlight = min(max(opts.MaxPeerInFlight, 1), opts.MaxInFlight)
 	if opts.MaxBundleBytes == 0 {
 		opts.MaxBundleBytes = DefaultMaxBundleBytes
@@ -138,9 +135,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.ReadyRecheck <= 0 {
-		opts.ReadyRecheck = DefaultReadyRecheck
-	}
+	limit.Default(&opts.ReadyRecheck, DefaultReadyRecheck)
 	s := &Server{opts: opts, log: opts.Logger}
 	s.met = newMetrics(s)
 	s.lastCheck.Store(&integrity{})

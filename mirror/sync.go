@@ -24,6 +24,7 @@ import (
 	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -462,21 +463,11 @@ func newSyncClient(opts SyncOptions) (*syncClient, error) {
 	if !opts.DryRun && opts.SpoolDir == "" {
 		return nil, amp.Named(0, ErrMisconfigured, "sync: spool_dir is required")
 	}
-	if opts.MaxBundleBytes <= 0 {
-		opts.MaxBundleBytes = DefaultMaxBundleBytes
-	}
-	if opts.MaxIndexBytes <= 0 {
-		opts.MaxIndexBytes = DefaultMaxIndexBytes
-	}
-	if opts.MaxSpoolBytes <= 0 {
-		opts.MaxSpoolBytes = max(4<<30, 2*opts.MaxBundleBytes)
-	}
-	if opts.StallTimeout <= 0 {
-		opts.StallTimeout = DefaultStallTimeout
-	}
-	if opts.MinDataRate <= 0 {
-		opts.MinDataRate = admission.MinDataRate
-	}
+	limit.Default(&opts.MaxBundleBytes, DefaultMaxBundleBytes)
+	limit.Default(&opts.MaxIndexBytes, DefaultMaxIndexBytes)
+	limit.Default(&opts.MaxSpoolBytes, max(4<<30, 2*opts.MaxBundleBytes))
+	limit.Default(&opts.StallTimeout, DefaultStallTimeout)
+	limit.Default(&opts.MinDataRate, admission.MinDataRate)
 	c := &syncClient{opts: opts, base: u, http: opts.Client, log: opts.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

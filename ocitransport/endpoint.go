@@ -22,6 +22,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // Options configure an Endpoint. The zero value is usable: the standard
@@ -79,18 +80,10 @@ func (o *Options) defaults() {
 	if o.MaxManifestSize <= 0 || o.MaxManifestSize > DefaultMaxManifestSize {
 		o.MaxManifestSize = DefaultMaxManifestSize
 	}
-	if o.MaxBlobSize <= 0 {
-		o.MaxBlobSize = DefaultMaxBlobSize
-	}
-	if o.MaxTags <= 0 {
-		o.MaxTags = DefaultMaxTags
-	}
-	if o.MinDataRate <= 0 {
-		o.MinDataRate = DefaultMinDataRate
-	}
-	if o.Grace <= 0 {
-		o.Grace = 30 * time.Second
-	}
+	limit.Default(&o.MaxBlobSize, DefaultMaxBlobSize)
+	limit.Default(&o.MaxTags, DefaultMaxTags)
+	limit.Default(&o.MinDataRate, DefaultMinDataRate)
+	limit.Default(&o.Grace, 30*time.Second)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -184,9 +177,6 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 	}
 	return nil, fail(ErrReference, "unknown OCI location kind")
 }
-
-// Location is where e points.
-func (e *Endpoint) Location() Location { return e.loc }
 
 // Close releases e; a tar destination not committed is discarded.
 func (e *Endpoint) Close() error {

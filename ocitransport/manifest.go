@@ -11,6 +11,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // Statement kinds (Artifact.Kind).
@@ -129,9 +130,7 @@ func manifestDescriptor(raw []byte, artifactType string) ocispec.Descriptor {
 // (DefaultMaxBlobSize when 0 or less) and returns it. It reads nothing
 // else: desc is the descriptor data matched.
 func DecodeManifest(data []byte, desc ocispec.Descriptor, maxBlob int64) (*Artifact, error) {
-	if maxBlob <= 0 {
-		maxBlob = DefaultMaxBlobSize
-	}
+	limit.Default(&maxBlob, DefaultMaxBlobSize)
 	if len(data) > DefaultMaxManifestSize {
 		return nil, fail(ErrManifestTooBig, "the manifest is larger than %d bytes", DefaultMaxManifestSize)
 	}

@@ -13,6 +13,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/trust"
 )
 
@@ -181,15 +182,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.LockTimeout <= 0 {
-		opts.LockTimeout = 250 * time.Millisecond
-	}
-	if opts.MaxArtifactSize <= 0 {
-		opts.MaxArtifactSize = 256 << 20
-	}
-	if opts.StageBatchBytes <= 0 {
-		opts.StageBatchBytes = 4 << 20
-	}
+	limit.Default(&opts.LockTimeout, 250*time.Millisecond)
+	limit.Default(&opts.MaxArtifactSize, 256<<20)
+	limit.Default(&opts.StageBatchBytes, 4<<20)
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && (!opts.Create || opts.ReadOnly):

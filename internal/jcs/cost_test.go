@@ -62,3 +62,6 @@ func TestCanonicalNumbersCostNoAllocation(t *testing.T) {
 		}
 	}
 }
+
+// lessUTF16 orders strings by their UTF-16 code units (RFC 8785 §3.2.3).
+func lessUTF16(a, b string) bool { return compareUTF16(a, b) < 0 }

@@ -179,9 +179,6 @@ func canonicalOrder(o Object) []int32 {
 	return order
 }
 
-// lessUTF16 orders strings by their UTF-16 code units (RFC 8785 §3.2.3).
-func lessUTF16(a, b string) bool { return compareUTF16(a, b) < 0 }
-
 // compareUTF16 compares strings by their UTF-16 code units without
 // converting them. UTF-8 byte order is code point order, which is UTF-16
 // order except that a supplementary character (a surrogate pair,
@@ -311,17 +308,6 @@ func parseDouble(s string) (float64, error) {
 		return 0, ErrNumber
 	}
 	return f, nil
-}
-
-// FormatDouble is CanonicalNumber for a double already parsed; NaN and the
-// infinities are ErrNumber.
-func FormatDouble(f float64) (string, error) {
-	var tmp [32]byte
-	b, err := appendDouble(tmp[:0], f)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
 }
 
 func appendDouble(dst []byte, f float64) ([]byte, error) {

@@ -158,3 +158,14 @@ func TestMarshalRefusesWhatParseNeverReturns(t *testing.T) {
 		t.Fatalf("Get: %v %v", v, ok)
 	}
 }
+
+// FormatDouble is CanonicalNumber for a double already parsed; NaN and the
+// infinities are ErrNumber.
+func FormatDouble(f float64) (string, error) {
+	var tmp [32]byte
+	b, err := appendDouble(tmp[:0], f)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}

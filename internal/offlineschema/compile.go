@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -231,11 +232,7 @@ func Compile(l Loader, rootKey string, opts Options) (sch *Schema, err error) {
 	// $dynamicRef targets no applicator leads to.
 	extra, allFound := dynamicAnchorTargets(c, sess.docs)
 	cost := analyzeCost(compiled, extra, !allFound)
-	deps := make([]string, 0, len(sess.deps))
-	for k := range sess.deps {
-		deps = append(deps, k)
-	}
-	sort.Strings(deps)
+	deps := slices.Sorted(maps.Keys(sess.deps))
 	return &Schema{compiled: compiled, deps: deps, byLocation: byLocation, cost: cost}, nil
 }
 

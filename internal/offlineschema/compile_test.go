@@ -383,3 +383,12 @@ func TestConcurrentValidate(t *testing.T) {
 		<-done
 	}
 }
+
+// NeedsCompile reports why the quick pass could not vouch for the schema
+// at key ("" when it could). It is meaningful after the first Check.
+func (q *QuickCheck) NeedsCompile(key string) string {
+	if s, ok := q.docs[key]; ok {
+		return s.full
+	}
+	return "not added"
+}

@@ -183,15 +183,6 @@ func (q *QuickCheck) Check(l Loader, key string, opts Options) error {
 	return err
 }
 
-// NeedsCompile reports why the quick pass could not vouch for the schema
-// at key ("" when it could). It is meaningful after the first Check.
-func (q *QuickCheck) NeedsCompile(key string) string {
-	if s, ok := q.docs[key]; ok {
-		return s.full
-	}
-	return "not added"
-}
-
 // resolve maps every cross-document reference to its artifact, checks
 // the JSON pointers by reading each referenced document once more, and
 // marks for compilation every document that references one the quick

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
 
@@ -67,9 +68,7 @@ const DefaultMaxItems = 1 << 18
 // further. Per-array caps alone let 250 arrays of 65,536 zeros (16 MiB)
 // expand into 16 million values.
 func ValueFromCBORBudget(item []byte, maxItems int) (any, error) {
-	if maxItems <= 0 {
-		maxItems = DefaultMaxItems
-	}
+	limit.Default(&maxItems, DefaultMaxItems)
 	r := cborReader{data: item, budget: maxItems}
 	v, err := r.value(0)
 	if err != nil {

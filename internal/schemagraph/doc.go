@@ -6,6 +6,6 @@
 // URI and a fragment (Split), a JSON pointer (Pointer) or an anchor.
 //
 // Everything a document's author controls is bounded: bytes, nesting,
-// values (Options), pointer length, and the references a caller follows
-// (MaxRefChain). Nothing here loads a document: callers supply the bytes.
+// values (Options) and pointer length. Nothing here loads a document:
+// callers supply the bytes.
 package schemagraph

@@ -2,6 +2,7 @@ package schemagraph
 
 import (
 	"errors"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -42,13 +43,10 @@ func ValidKey(key string) bool {
 	return true
 }
 
-// Errors of Resolve and Follow.
+// Errors of Resolve.
 var (
-	ErrBaseURI  = errors.New("schemagraph: the base uri is not valid")
-	ErrRefURI   = errors.New("schemagraph: the reference is not a valid uri")
-	ErrRefLoop  = errors.New("schemagraph: the references form a loop")
-	ErrRefChain = errors.New("schemagraph: the reference chain is too long")
-	ErrNotFound = errors.New("schemagraph: the reference names nothing in the document")
+	ErrBaseURI = errors.New("schemagraph: the base uri is not valid")
+	ErrRefURI  = errors.New("schemagraph: the reference is not a valid uri")
 )
 
 // Resolve resolves ref against base (RFC 3986 §5.2, dot segments removed)
@@ -135,12 +133,7 @@ func (r *Resource) walk(v any, ptr string) {
 		}
 		r.add(r.Anchors, x["$anchor"], ptr)
 		r.add(r.DynamicAnchors, x["$dynamicAnchor"], ptr)
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if k != "enum" && k != "const" && k != "examples" && k != "default" {
 				r.walk(x[k], ptr+"/"+EscapeToken(k))
 			}
@@ -164,42 +157,4 @@ func (r *Resource) add(into map[string]string, name any, ptr string) {
 		return
 	}
 	into[s] = ptr
-}
-
-// MaxRefChain bounds the references Follow takes in a row.
-const MaxRefChain = 64
-
-// Follow starts at the subschema at JSON pointer ptr of a document and,
-// while the schema there is an object whose "$ref" names a place in the
-// same document ("#" + pointer or anchor name of r), follows it. It
-// returns the pointer of the first schema that is not such a reference;
-// ErrRefLoop when a pointer comes back, ErrRefChain after MaxRefChain
-// steps, ErrNotFound when a reference names nothing.
-func Follow(root any, r *Resource, ptr string) (string, error) {
-	seen := map[string]bool{}
-	for range MaxRefChain {
-		if seen[ptr] {
-			return "", ErrRefLoop
-		}
-		seen[ptr] = true
-		v, ok := Pointer(root, ptr)
-		if !ok {
-			return "", ErrNotFound
-		}
-		m, _ := v.(map[string]any)
-		ref, ok := m["$ref"].(string)
-		if !ok || !strings.HasPrefix(ref, "#") {
-			return ptr, nil
-		}
-		_, frag, err := Resolve("ampbundle:///x", ref)
-		if err != nil {
-			return "", err
-		}
-		if frag == "" || frag[0] == '/' {
-			ptr = frag
-		} else if ptr, ok = r.Anchors[frag]; !ok {
-			return "", ErrNotFound
-		}
-	}
-	return "", ErrRefChain
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // Default bounds of Parse (zero Options fields).
@@ -91,22 +93,13 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Cause }
 
-// KindOf returns the Kind of a Parse error, 0 for any other error.
-func KindOf(err error) Kind {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Kind
-	}
-	return 0
-}
-
 // Parse decodes exactly one JSON value into map[string]any, []any, string,
 // bool, nil and json.Number (or float64, Options.Float64), within the
 // bounds of o. It accepts exactly the syntax encoding/json accepts.
 func Parse(data []byte, o Options) (any, error) {
-	o.MaxBytes = orDefault(o.MaxBytes, DefaultMaxBytes)
-	o.MaxDepth = orDefault(o.MaxDepth, DefaultMaxDepth)
-	o.MaxNodes = orDefault(o.MaxNodes, DefaultMaxNodes)
+	limit.Default(&o.MaxBytes, DefaultMaxBytes)
+	limit.Default(&o.MaxDepth, DefaultMaxDepth)
+	limit.Default(&o.MaxNodes, DefaultMaxNodes)
 	if len(data) > o.MaxBytes {
 		return nil, &Error{Kind: KindTooLarge}
 	}
@@ -187,13 +180,6 @@ func nesting(data []byte) int {
 		}
 	}
 	return deepest
-}
-
-func orDefault(v, d int) int {
-	if v <= 0 {
-		return d
-	}
-	return v
 }
 
 type parser struct {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/transport"
 )
 
@@ -142,29 +143,17 @@ func NewHandler(a Handler, opts Options) http.Handler {
 // the ranges Options documents, so that the server reads each limit
 // once, already valid.
 func (opts Options) withDefaults() Options {
-	if opts.MaxBody <= 0 {
-		opts.MaxBody = DefaultMaxBody
-	}
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = DefaultMaxInFlight
-	}
-	if opts.MaxPeerInFlight <= 0 {
-		opts.MaxPeerInFlight = opts.MaxInFlight / 4
-	}
+	limit.Default(&opts.MaxBody, DefaultMaxBody)
+	limit.Default(&opts.MaxInFlight, DefaultMaxInFlight)
+	limit.Default(&opts.MaxPeerInFlight, opts.MaxInFlight/4)
 	opts.MaxPeerInFlight = min(max(opts.MaxPeerInFlight, 1), opts.MaxInFlight)
-	if opts.MaxInFlightBytes <= 0 {
-		opts.MaxInFlightBytes = DefaultMaxInFlightBytes
-	}
+	limit.Default(&opts.MaxInFlightBytes, DefaultMaxInFlightBytes)
 	// A body of MaxBody is charged one byte more (to see a byte too
 	// many): both caps leave room for it.
 	opts.MaxInFlightBytes = max(opts.MaxInFlightBytes, opts.MaxBody+1)
-	if opts.MaxPeerInFlightBytes <= 0 {
-		opts.MaxPeerInFlightBytes = opts.MaxInFlightBytes / 4
-	}
+	limit.Default(&opts.MaxPeerInFlightBytes, opts.MaxInFlightBytes/4)
 	opts.MaxPeerInFlightBytes = min(max(opts.MaxPeerInFlightBytes, opts.MaxBody+1), opts.MaxInFlightBytes)
-	if opts.RetryAfter <= 0 {
-		opts.RetryAfter = DefaultRetryAfter
-	}
+	limit.Default(&opts.RetryAfter, DefaultRetryAfter)
 	return opts
 }
 
@@ -296,9 +285,7 @@ func httpError(w http.ResponseWriter, status int, err error) {
 // reads, writes and idle connections. writeTimeout must exceed the longest
 // invocation (agent.Config.MaxTimeout).
 func NewServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *http.Server {
-	if writeTimeout <= 0 {
-		writeTimeout = 90 * time.Second
-	}
+	limit.Default(&writeTimeout, 90*time.Second)
 	s := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -332,9 +319,7 @@ func NewTransport(baseURL string, maxConns int) (*Transport, error) {
 	if !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") {
 		return nil, amp.Named(0, "misconfigured", "the agent url must start with http:// or https://")
 	}
-	if maxConns <= 0 {
-		maxConns = 64
-	}
+	limit.Default(&maxConns, 64)
 	tr := &http.Transport{
 		Proxy:                 nil, // never through a proxy: an air-gapped site has none to trust
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,

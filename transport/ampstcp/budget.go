@@ -211,14 +211,9 @@ func (e expiry) wait() <-chan time.Time {
 	return e()
 }
 
-// acquireSmall charges a small frame of n bytes, waiting while it does
-// not fit; false (nothing charged) when stop closes first.
-func (b *serverBudget) acquireSmall(n int64, stop <-chan struct{}) bool {
-	return b.acquire(n, stop)
-}
-
-// acquireSmallBy is acquireSmall for a frame whose lifetime ends when
-// expire fires: then it gives up as when stop closes.
+// acquireSmallBy charges a small frame of n bytes, waiting while it does
+// not fit; false (nothing charged) when stop closes or expire fires (the
+// frame's lifetime ends) first.
 func (b *serverBudget) acquireSmallBy(n int64, stop <-chan struct{}, expire expiry) bool {
 	return b.acquireBy(n, stop, expire)
 }
@@ -233,17 +228,11 @@ func (b *serverBudget) begin() *partialFrame {
 	return p
 }
 
-// grow charges n more bytes to p, before they are read, waiting while
-// they do not fit; false when stop closes first (what p holds is then
-// given back by abort).
-func (b *serverBudget) grow(p *partialFrame, n int64, stop <-chan struct{}) bool {
-	return b.growBy(p, n, stop, nil)
-}
-
-// growBy is grow for a frame whose lifetime ends when expire fires: then
-// it gives up as when stop closes (threat: a frame waiting here kept its
-// charges, its rate clock stopped, for as long as the budget stayed
-// full).
+// growBy charges n more bytes to p, before they are read, waiting while
+// they do not fit; false when stop closes or expire fires (the frame's
+// lifetime ends) first, and what p holds is then given back by abort
+// (threat: a frame waiting here kept its charges, its rate clock stopped,
+// for as long as the budget stayed full).
 func (b *serverBudget) growBy(p *partialFrame, n int64, stop <-chan struct{}, expire expiry) bool {
 	b.mu.Lock()
 	if (len(b.large) == 0 || b.frames.Front() == p.elem) && b.fitsGrow(p, n) {
@@ -327,11 +316,4 @@ func (b *serverBudget) admit(p *partialFrame) {
 	p.held += p.want
 	p.want = 0
 	close(p.ready)
-}
-
-// waiting is how many frames wait, small and partial (tests).
-func (b *serverBudget) waiting() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.waiters) + len(b.large)
 }

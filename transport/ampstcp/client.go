@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // ClientOptions configure a Transport.
@@ -95,10 +96,10 @@ func NewTransport(rawURL string, opts ClientOptions) (*Transport, error) {
 	if u.Scheme == "amp" && !opts.AllowPlainRemote && !LoopbackHost(u.Hostname()) {
 		return nil, amp.Named(amp.CodeUnauthorized, "plain_remote", "plain amp:// is for loopback addresses only; use amps:// (tls)")
 	}
-	orDefault(&opts.MaxMessageSize, amp.DefaultMaxMessageSize)
-	orDefault(&opts.DialTimeout, 10*time.Second)
-	orDefault(&opts.HandshakeTimeout, 10*time.Second)
-	orDefault(&opts.WriteTimeout, 30*time.Second)
+	limit.Default(&opts.MaxMessageSize, amp.DefaultMaxMessageSize)
+	limit.Default(&opts.DialTimeout, 10*time.Second)
+	limit.Default(&opts.HandshakeTimeout, 10*time.Second)
+	limit.Default(&opts.WriteTimeout, 30*time.Second)
 	t := &Transport{addr: u.Host, opts: opts, url: u.Scheme + "://" + u.Host, log: opts.Logger, conns: map[*clientConn]struct{}{}}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
@@ -108,9 +109,7 @@ func NewTransport(rawURL string, opts ClientOptions) (*Transport, error) {
 		if opts.TLS != nil {
 			cfg = opts.TLS.Clone()
 		}
-		if cfg.MinVersion < tls.VersionTLS12 {
-			cfg.MinVersion = tls.VersionTLS12
-		}
+		cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS12)
 		if cfg.ServerName == "" {
 			cfg.ServerName = u.Hostname()
 		}

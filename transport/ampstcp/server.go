@@ -17,6 +17,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/internal/workers"
 	"github.com/ampbundle/ampbundle/transport"
 )
@@ -123,29 +124,27 @@ type ServerOptions struct {
 }
 
 func (o ServerOptions) withDefaults() ServerOptions {
-	orDefault(&o.MaxMessageSize, amp.DefaultMaxMessageSize)
-	if o.MaxMessageSize < MinMessageSize {
-		o.MaxMessageSize = MinMessageSize
-	}
-	orDefault(&o.MaxConns, 256)
-	orDefault(&o.MaxPeerConns, o.MaxConns/4)
+	limit.Default(&o.MaxMessageSize, amp.DefaultMaxMessageSize)
+	o.MaxMessageSize = max(o.MaxMessageSize, MinMessageSize)
+	limit.Default(&o.MaxConns, 256)
+	limit.Default(&o.MaxPeerConns, o.MaxConns/4)
 	o.MaxPeerConns = min(max(o.MaxPeerConns, 1), o.MaxConns)
-	orDefault(&o.MaxInFlight, 64)
-	orDefault(&o.MaxInFlightTotal, 512)
-	orDefault(&o.MaxPeerInFlight, o.MaxInFlightTotal/4)
+	limit.Default(&o.MaxInFlight, 64)
+	limit.Default(&o.MaxInFlightTotal, 512)
+	limit.Default(&o.MaxPeerInFlight, o.MaxInFlightTotal/4)
 	o.MaxPeerInFlight = min(max(o.MaxPeerInFlight, 1), o.MaxInFlightTotal)
-	orDefault(&o.MaxInFlightBytes, DefaultMaxInFlightBytes)
+	limit.Default(&o.MaxInFlightBytes, DefaultMaxInFlightBytes)
 	o.MaxInFlightBytes = max(o.MaxInFlightBytes, int64(o.MaxMessageSize))
-	orDefault(&o.MaxConnInFlightBytes, o.MaxInFlightBytes/4)
+	limit.Default(&o.MaxConnInFlightBytes, o.MaxInFlightBytes/4)
 	o.MaxConnInFlightBytes = min(max(o.MaxConnInFlightBytes, int64(o.MaxMessageSize)), o.MaxInFlightBytes)
-	orDefault(&o.MaxPeerInFlightBytes, o.MaxInFlightBytes/4)
+	limit.Default(&o.MaxPeerInFlightBytes, o.MaxInFlightBytes/4)
 	o.MaxPeerInFlightBytes = min(max(o.MaxPeerInFlightBytes, int64(o.MaxMessageSize)), o.MaxInFlightBytes)
-	orDefault(&o.MinDataRate, admission.MinDataRate)
-	orDefault(&o.HandshakeTimeout, 5*time.Second)
-	orDefault(&o.IdleTimeout, 120*time.Second)
-	orDefault(&o.FrameTimeout, 30*time.Second)
-	orDefault(&o.WriteTimeout, 30*time.Second)
-	orDefault(&o.DrainTimeout, 30*time.Second)
+	limit.Default(&o.MinDataRate, admission.MinDataRate)
+	limit.Default(&o.HandshakeTimeout, 5*time.Second)
+	limit.Default(&o.IdleTimeout, 120*time.Second)
+	limit.Default(&o.FrameTimeout, 30*time.Second)
+	limit.Default(&o.WriteTimeout, 30*time.Second)
+	limit.Default(&o.DrainTimeout, 30*time.Second)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -229,18 +228,6 @@ func (s *Server) leavePeer(p *peerShare) {
 // than their requests add): of a frame still arriving, the bytes received
 // and the chunk being read, not its declared size.
 func (s *Server) InFlightBytes() int64 { return s.bytes.inUse() }
-
-// peerInFlightBytes is what the peer key holds of its own share: the
-// declared sizes of its frames (tests).
-func (s *Server) peerInFlightBytes(key string) int64 {
-	s.mu.Lock()
-	p := s.peers[key]
-	s.mu.Unlock()
-	if p == nil {
-		return 0
-	}
-	return p.bytes.inUse()
-}
 
 // Serve accepts connections on ln until Shutdown or Close (ErrServerClosed)
 // or an accept error.
@@ -919,11 +906,4 @@ func (c *serverConn) handle(msg []byte, charge int64) {
 	}
 	f.charge = want
 	c.send(f)
-}
-
-// orDefault sets *p to v when *p is not positive (an option left unset).
-func orDefault[T ~int | ~int64 | ~float64](p *T, v T) {
-	if *p <= 0 {
-		*p = v
-	}
 }

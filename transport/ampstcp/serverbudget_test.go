@@ -148,3 +148,35 @@ func TestPartialLargeFramesCannotDeadlock(t *testing.T) {
 		t.Fatalf("left %d charged (%d partial)", b.inUse(), b.partial)
 	}
 }
+
+// acquireSmall charges a small frame of n bytes, waiting while it does
+// not fit; false (nothing charged) when stop closes first.
+func (b *serverBudget) acquireSmall(n int64, stop <-chan struct{}) bool {
+	return b.acquire(n, stop)
+}
+
+// grow charges n more bytes to p, before they are read, waiting while
+// they do not fit; false when stop closes first (what p holds is then
+// given back by abort).
+func (b *serverBudget) grow(p *partialFrame, n int64, stop <-chan struct{}) bool {
+	return b.growBy(p, n, stop, nil)
+}
+
+// waiting is how many frames wait, small and partial (tests).
+func (b *serverBudget) waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.waiters) + len(b.large)
+}
+
+// peerInFlightBytes is what the peer key holds of its own share: the
+// declared sizes of its frames (tests).
+func (s *Server) peerInFlightBytes(key string) int64 {
+	s.mu.Lock()
+	p := s.peers[key]
+	s.mu.Unlock()
+	if p == nil {
+		return 0
+	}
+	return p.bytes.inUse()
+}
