@@ -28,9 +28,11 @@ const DefaultReadyRecheck = 10 * time.Minute
 // maxReadyProblems bounds the problems one /readyz answer lists.
 const maxReadyProblems = 50
 
-// ReadyProblem is one reason the mirror is not ready.
+// ReadyProblem is one reason the mirror (or the agent: ampagent serve's
+// /readyz answers the same shape) is not ready.
 type ReadyProblem struct {
-	// Check is the check that failed: snapshot, refresh, integrity.
+	// Check is the check that failed: snapshot, refresh, integrity (the
+	// agent's: store, trust, integrity, handlers, expiry, ledger).
 	Check string `json:"check"`
 	// Code is a stable snake_case name.
 	Code string `json:"code"`
@@ -50,6 +52,39 @@ type ReadyReport struct {
 	// CheckedAt is when the store check last ran (RFC 3339).
 	CheckedAt string         `json:"integrity_checked_at,omitempty"`
 	Problems  []ReadyProblem `json:"problems"`
+}
+
+// Add lists p unless the report lists maxReadyProblems already.
+func (rep *ReadyReport) Add(p ReadyProblem) {
+	if len(rep.Problems) < maxReadyProblems {
+		rep.Problems = append(rep.Problems, p)
+	}
+}
+
+// ServeReady writes rep as the answer of GET /readyz: 200 when its status
+// is "ready", 503 when not, JSON either way, never cached.
+func ServeReady(w http.ResponseWriter, rep ReadyReport) {
+	body, _ := json.Marshal(rep) // strings, a number and slices of them: it cannot fail
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if rep.Status != "ready" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	w.Write(append(body, '\n'))
+}
+
+// StoreCheckProblems are the /readyz problems of a store check's outcome
+// (resolver.Store.Check): one per problem found, or store_unreadable when
+// the check could not run.
+func StoreCheckProblems(problems []resolver.Problem, err error) []ReadyProblem {
+	if err != nil {
+		return []ReadyProblem{{Check: "integrity", Code: "store_unreadable", Message: "the store check could not run"}}
+	}
+	var out []ReadyProblem
+	for _, p := range problems {
+		out = append(out, ReadyProblem{Check: "integrity", Code: "store_damaged", Subject: p.Kind, Message: p.Message})
+	}
+	return out
 }
 
 // Checker is a Source that can run the store check (a *resolver.Store
@@ -75,16 +110,11 @@ type integrity struct {
 // result.
 func (s *Server) Ready() ReadyReport {
 	rep := ReadyReport{Status: "ready", Generation: s.Generation(), Problems: []ReadyProblem{}}
-	add := func(p ReadyProblem) {
-		if len(rep.Problems) < maxReadyProblems {
-			rep.Problems = append(rep.Problems, p)
-		}
-	}
 	if s.cur.Load() == nil {
-		add(ReadyProblem{Check: "snapshot", Code: "no_snapshot", Message: "no snapshot of the store is served"})
+		rep.Add(ReadyProblem{Check: "snapshot", Code: "no_snapshot", Message: "no snapshot of the store is served"})
 	}
 	if s.refreshFailing.Load() {
-		add(ReadyProblem{Check: "refresh", Code: "store_unreadable",
+		rep.Add(ReadyProblem{Check: "refresh", Code: "store_unreadable",
 			Message: "the last refresh could not read the store: an older snapshot is served"})
 	}
 	in := s.integrityCheck()
@@ -92,7 +122,7 @@ func (s *Server) Ready() ReadyReport {
 		rep.CheckedAt = in.at.UTC().Format(time.RFC3339)
 	}
 	for _, p := range in.problems {
-		add(p)
+		rep.Add(p)
 	}
 	if len(rep.Problems) > 0 {
 		rep.Status = "not_ready"
@@ -111,16 +141,7 @@ func (s *Server) integrityCheck() integrity {
 	if last.ran && last.gen == gen && now.Sub(last.at) < s.opts.ReadyRecheck {
 		return *last
 	}
-	next := &integrity{ran: true, at: now, gen: gen}
-	problems, err := s.check()
-	switch {
-	case err != nil:
-		next.problems = []ReadyProblem{{Check: "integrity", Code: "store_unreadable", Message: "the store check could not run"}}
-	default:
-		for _, p := range problems {
-			next.problems = append(next.problems, ReadyProblem{Check: "integrity", Code: "store_damaged", Subject: p.Kind, Message: p.Message})
-		}
-	}
+	next := &integrity{ran: true, at: now, gen: gen, problems: StoreCheckProblems(s.check())}
 	s.lastCheck.Store(next)
 	return *next
 }
@@ -157,18 +178,7 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	if !getOrHead(w, r) {
 		return
 	}
-	rep := s.Ready()
-	body, err := json.Marshal(rep)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, CodeInternal)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	if rep.Status != "ready" {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}
-	w.Write(append(body, '\n'))
+	ServeReady(w, s.Ready())
 }
 
 // getOrHead refuses other methods with 405 and reports whether to go on.

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/resolver"
 )
 
 func readyOf(t *testing.T, url string) (int, ReadyReport) {
@@ -132,5 +134,31 @@ func TestMirrorHealthReadyMetrics(t *testing.T) {
 		if !strings.Contains(text, want+"\n") {
 			t.Errorf("metrics lack %q:\n%s", want, text)
 		}
+	}
+}
+
+// A store damaged everywhere must not make /readyz (the mirror's or the
+// agent's, which writes its answer through ServeReady) grow with the
+// damage: the answer lists at most maxReadyProblems, says 503 and is
+// never cached.
+func TestBadlyDamagedStoreReadyAnswerStaysBounded(t *testing.T) {
+	rep := ReadyReport{Status: "not_ready", Problems: []ReadyProblem{}}
+	for _, p := range StoreCheckProblems(make([]resolver.Problem, 10*maxReadyProblems), nil) {
+		rep.Add(p)
+	}
+	rec := httptest.NewRecorder()
+	ServeReady(rec, rep)
+	var got ReadyReport
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Cache-Control") != "no-store" ||
+		len(got.Problems) != maxReadyProblems || got.Problems[0].Code != "store_damaged" {
+		t.Fatalf("answer %d %q with %d problems, want 503 no-store with %d store_damaged",
+			rec.Code, rec.Header().Get("Cache-Control"), len(got.Problems), maxReadyProblems)
+	}
+	if p := StoreCheckProblems(nil, errors.New("bolt: cannot open")); len(p) != 1 || p[0].Code != "store_unreadable" ||
+		strings.Contains(p[0].Message, "bolt") {
+		t.Fatalf("a check that could not run: %+v, want one store_unreadable not echoing the cause", p)
 	}
 }

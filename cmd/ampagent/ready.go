@@ -1,20 +1,21 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -25,29 +26,14 @@ const ReadyPath = "/readyz"
 const (
 	defaultExpiryWindow = 24 * time.Hour
 	defaultRecheck      = 10 * time.Minute
-	// maxReadyProblems bounds the problems one /readyz answer lists.
-	maxReadyProblems = 50
 )
 
-// readyProblem is one reason the agent is not ready.
-type readyProblem struct {
-	// Check is the check that failed: store, integrity, handlers, expiry.
-	Check string `json:"check"`
-	// Code is a stable snake_case name.
-	Code string `json:"code"`
-	// Subject is what the problem is about: a capability, a bundle id.
-	Subject string `json:"subject,omitempty"`
-	// Message says what is wrong, for people.
-	Message string `json:"message"`
-}
-
-// readyReport is the /readyz answer.
-type readyReport struct {
-	Status     string         `json:"status"` // "ready" or "not_ready"
-	Generation uint64         `json:"generation"`
-	CheckedAt  string         `json:"integrity_checked_at,omitempty"`
-	Problems   []readyProblem `json:"problems"`
-}
+// The /readyz answer is the mirror's (at most 50 problems, each with a
+// check, a code, a subject where there is one, and a message).
+type (
+	readyProblem = mirror.ReadyProblem
+	readyReport  = mirror.ReadyReport
+)
 
 // readiness answers /readyz: the store answers and trusts at least one
 // publisher key, the store's check finds nothing (re-run when the store's
@@ -79,37 +65,32 @@ func (r *readiness) setHandlers(h map[string]execHandler) { r.handlers.Store(&h)
 // report runs the checks.
 func (r *readiness) report() readyReport {
 	rep := readyReport{Generation: r.store.Generation(), Problems: []readyProblem{}}
-	add := func(p readyProblem) {
-		if len(rep.Problems) < maxReadyProblems {
-			rep.Problems = append(rep.Problems, p)
-		}
-	}
 	bundles, err := r.store.Bundles()
 	if err != nil {
-		add(readyProblem{Check: "store", Code: "store_unreadable", Message: "the store cannot be read"})
+		rep.Add(readyProblem{Check: "store", Code: "store_unreadable", Message: "the store cannot be read"})
 	}
 	integrity, at := r.integrityProblems()
 	rep.CheckedAt = at.UTC().Format(time.RFC3339)
 	for _, p := range integrity {
-		add(p)
+		rep.Add(p)
 	}
 	if keys, err := r.store.TrustList(); err != nil {
-		add(readyProblem{Check: "store", Code: "store_unreadable", Message: "the store's trusted keys cannot be read"})
+		rep.Add(readyProblem{Check: "store", Code: "store_unreadable", Message: "the store's trusted keys cannot be read"})
 	} else if len(keys) == 0 {
-		add(readyProblem{Check: "trust", Code: "empty_trust_store", Message: "the store trusts no publisher key: nothing in it can be verified"})
+		rep.Add(readyProblem{Check: "trust", Code: "empty_trust_store", Message: "the store trusts no publisher key: nothing in it can be verified"})
 	}
 	var handlers map[string]execHandler
 	if h := r.handlers.Load(); h != nil {
 		handlers = *h
 	}
 	for _, p := range handlerProblems(handlers) {
-		add(p)
+		rep.Add(p)
 	}
 	for _, p := range expiryProblems(bundles, r.now(), r.window) {
-		add(p)
+		rep.Add(p)
 	}
 	if r.ledger != nil && r.ledger() != nil {
-		add(readyProblem{Check: "ledger", Code: "ledger_unavailable", Message: "the shared idempotency ledger (etcd) does not answer within its deadline: invocations are refused (5002, retryable)"})
+		rep.Add(readyProblem{Check: "ledger", Code: "ledger_unavailable", Message: "the shared idempotency ledger (etcd) does not answer within its deadline: invocations are refused (5002, retryable)"})
 	}
 	rep.Status = "ready"
 	if len(rep.Problems) > 0 {
@@ -127,16 +108,7 @@ func (r *readiness) integrityProblems() ([]readyProblem, time.Time) {
 	if r.checked && gen == r.checkGen && now.Sub(r.checkedAt) < r.recheck {
 		return r.integrity, r.checkedAt
 	}
-	var out []readyProblem
-	problems, err := r.store.Check()
-	switch {
-	case err != nil:
-		out = append(out, readyProblem{Check: "integrity", Code: "store_unreadable", Message: "the store check could not run"})
-	default:
-		for _, p := range problems {
-			out = append(out, readyProblem{Check: "integrity", Code: "store_damaged", Subject: p.Kind, Message: p.Message})
-		}
-	}
+	out := mirror.StoreCheckProblems(r.store.Check())
 	r.checked, r.checkedAt, r.checkGen, r.integrity = true, now, gen, out
 	return out, now
 }
@@ -144,13 +116,8 @@ func (r *readiness) integrityProblems() ([]readyProblem, time.Time) {
 // handlerProblems checks that every handler program is present and
 // executable.
 func handlerProblems(handlers map[string]execHandler) []readyProblem {
-	ids := make([]string, 0, len(handlers))
-	for id := range handlers {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
 	var out []readyProblem
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(handlers)) {
 		if err := checkProgram(handlers[id]); err != nil {
 			out = append(out, readyProblem{Check: "handlers", Code: "handler_program_missing", Subject: id, Message: err.Error()})
 		}
@@ -229,16 +196,5 @@ func (r *readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	rep := r.report()
-	body, err := json.Marshal(rep)
-	if err != nil {
-		http.Error(w, "cannot encode the report", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	if rep.Status != "ready" {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}
-	w.Write(append(body, '\n'))
+	mirror.ServeReady(w, r.report())
 }
