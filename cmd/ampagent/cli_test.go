@@ -15,6 +15,11 @@ import (
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
+// run is main without the process: tests call it with their own Env.
+func run(ctx context.Context, env *cliutil.Env, args []string) int {
+	return cliutil.Run(ctx, newApp(env), env, args)
+}
+
 type result struct {
 	code           int
 	stdout, stderr string

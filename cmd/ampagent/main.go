@@ -1,22 +1,12 @@
 package main
 
 import (
-	"context"
-	"os"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
-func main() {
-	os.Exit(run(context.Background(), cliutil.OS(), os.Args))
-}
-
-// run is main without the process: tests call it with their own Env.
-func run(ctx context.Context, env *cliutil.Env, args []string) int {
-	return cliutil.Run(ctx, newApp(env), env, args)
-}
+func main() { cliutil.Main(newApp) }
 
 func newApp(env *cliutil.Env) *cli.App {
 	return &cli.App{
@@ -29,7 +19,7 @@ func newApp(env *cliutil.Env) *cli.App {
 			invokeCommand(env),
 			keygenCommand(env),
 			msgCommand(env),
-			cliutil.KeyShowCommand(env, jsonFlag),
+			cliutil.KeyShowCommand(env),
 			cardCommand(env),
 			mcpCommand(env),
 		},
@@ -40,4 +30,4 @@ func newApp(env *cliutil.Env) *cli.App {
 const maxDIDDocFile = 1 << 20
 
 // jsonFlag is the --json flag every command has.
-var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout (errors too)"}
+var jsonFlag = cliutil.JSONFlag()

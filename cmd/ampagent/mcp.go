@@ -51,11 +51,7 @@ else can reach a stdio server. Logs go to stderr; stdout carries only MCP.
 The process holds the store as serve does: import or remove bundles with
 'ampbundle', which goes through its admin socket; the tools change and the
 host is told (notifications/tools/list_changed).`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "db", Usage: "registry store `FILE` (required)"},
-			&cli.StringFlag{Name: "key", Usage: "agent key `FILE` from 'ampagent keygen' (required)"},
-			cliutil.PassphraseFileFlag(),
-			&cli.StringFlag{Name: "did", Usage: "agent `DID` (a did:web documented in the store; default: the key's did:key)"},
+		Flags: append(agentFlags(),
 			&cli.StringFlag{Name: "config", Usage: "config `FILE` (JSON, serve's): handlers, allow rules, limits"},
 			&cli.StringSliceFlag{Name: "allow", Usage: "allow `CALLER=PREFIX` (repeatable), e.g. 'did:local:uid-1000=org.example.'"},
 			&cli.StringFlag{Name: "principal", Usage: "the `DID` the local user is, for the allow rules (default did:local:uid-UID)"},
@@ -65,7 +61,7 @@ host is told (notifications/tools/list_changed).`,
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 			&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "log level: debug, info, warn, error"},
 			cliutil.LogRateFlag(),
-		},
+		),
 		Action: func(c *cli.Context) error {
 			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 				return err
@@ -114,16 +110,12 @@ func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal s
 		return err
 	}
 	db := c.String("db")
-	store, err := resolver.Open(db, resolver.Options{Now: env.Now, LockTimeout: 250 * time.Millisecond, Actor: resolver.ProcessActor()})
+	store, err := openAgentStore(env, db)
 	if err != nil {
-		if errors.Is(err, resolver.ErrStoreInUse) {
-			return cliutil.WithHint(err, "another agent or ampbundle command holds the store")
-		}
 		return err
 	}
 	defer store.Close()
-	bs, _, err := ledger.OpenFile(db, ledger.FileOptions{Now: env.Now, LockTimeout: 250 * time.Millisecond, Path: cfg.Ledger,
-		Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes, ReplyReserve: cfg.MaxResultBytes}})
+	bs, _, err := ledger.OpenFile(db, ledgerFileOptions(env, cfg))
 	if err != nil {
 		return cliutil.WithHint(err, "another agent may hold the ledger file; each agent needs its own (--ledger FILE)")
 	}
@@ -132,13 +124,7 @@ func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal s
 	if err != nil {
 		return err
 	}
-	handlers, maxResult := map[string]agent.Handler{}, map[string]int64{}
-	for capID, h := range cfg.Handlers {
-		handlers[capID] = runProgram(capID, h, log, nil)
-		if h.MaxResultBytes > 0 {
-			maxResult[capID] = h.MaxResultBytes
-		}
-	}
+	handlers, maxResult := programHandlers(cfg.Handlers, log, nil)
 	a, err := agent.New(agent.Config{
 		Core: agent.Core{Identity: id, Store: store, Policy: cfg.rules, Handlers: handlers, Now: env.Now, Rand: env.Rand, Ledger: led},
 		// A zero max_timeout_ms or max_param_items is the agent's default.

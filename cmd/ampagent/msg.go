@@ -54,10 +54,7 @@ CBOR tags are {"tag":N,"value":...} and maps with non-text keys are
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, in)
-			}
-			// The same JSON, for a terminal: the message is anyone's.
+			// JSON with or without --json: the message is anyone's.
 			return cliutil.PrintJSON(env.Stdout, in)
 		},
 	}

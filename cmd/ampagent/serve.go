@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,11 +157,7 @@ requests, requests under way finish with the old one, and a config that
 fails a check, or that changes any other setting (those apply only at a
 start), is refused with a log line while the running one stays. A GET of
 any other path is 404 with a JSON error object.`,
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "db", Usage: "registry store `FILE` (required)"},
-			&cli.StringFlag{Name: "key", Usage: "agent key `FILE` from 'ampagent keygen' (required)"},
-			cliutil.PassphraseFileFlag(),
-			&cli.StringFlag{Name: "did", Usage: "agent `DID` (a did:web documented in the store; default: the key's did:key)"},
+		Flags: slices.Concat(agentFlags(), []cli.Flag{
 			&cli.StringFlag{Name: "listen", Usage: "`ADDR` to listen on, e.g. 127.0.0.1:8080"},
 			&cli.StringFlag{Name: "config", Usage: "config `FILE` (JSON): handlers, allow rules, limits"},
 			&cli.StringSliceFlag{Name: "allow", Usage: "allow `CALLER=PREFIX` (repeatable), e.g. '*=org.example.'"},
@@ -189,7 +186,7 @@ any other path is 404 with a JSON error object.`,
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn, error"},
 			cliutil.LogRateFlag(),
 			jsonFlag,
-		}, append(append(tcpServeFlags(), mcpServeFlags()...), etcdFlags()...)...),
+		}, tcpServeFlags(), mcpServeFlags(), etcdFlags()),
 		Action: func(c *cli.Context) error {
 			if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 				return err
@@ -243,10 +240,7 @@ func mountCatalog(c *cli.Context, env *cliutil.Env, cfg *serveConfig, mux *http.
 	if err != nil {
 		return "", nil, nil, cliutil.Failf("listen_failed", "cannot listen on the catalog address").WithCause(err)
 	}
-	cmux := http.NewServeMux()
-	cmux.Handle(catalog.Prefix, ch)
-	srv := &http.Server{Handler: cmux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+	srv := cliutil.SideServer(catalog.Prefix, ch)
 	limited := transport.LimitListener(ln, cfg.MaxConns, cfg.MaxConns/cfg.PeerShare)
 	start := func(errs chan<- error) {
 		go func() {

@@ -38,6 +38,18 @@ type serveFlags struct {
 	readyRecheck         time.Duration
 }
 
+// agentFlags are the flags of the store an agent serves and of its
+// identity, serve's and mcp's alike (read by loadServeConfig and
+// loadIdentity).
+func agentFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "db", Usage: "registry store `FILE` (required)"},
+		&cli.StringFlag{Name: "key", Usage: "agent key `FILE` from 'ampagent keygen' (required)"},
+		cliutil.PassphraseFileFlag(),
+		&cli.StringFlag{Name: "did", Usage: "agent `DID` (a did:web documented in the store; default: the key's did:key)"},
+	}
+}
+
 // loadServeConfig resolves the whole serve configuration: the --config
 // file, then the flags that override it, checked by Validate, then the
 // defaults of what was left out. A reload (SIGHUP) calls it again.

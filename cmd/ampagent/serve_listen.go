@@ -121,10 +121,7 @@ func (s *server) startMetrics() string {
 	if s.metricsLn == nil {
 		return ""
 	}
-	mmux := http.NewServeMux()
-	mmux.Handle(MetricsPath, s.met.handler())
-	s.metricsSrv = &http.Server{Handler: mmux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+	s.metricsSrv = cliutil.SideServer(MetricsPath, s.met.handler())
 	go func() { s.errs <- s.metricsSrv.Serve(s.metricsLn) }()
 	return "http://" + s.metricsLn.Addr().String() + MetricsPath
 }

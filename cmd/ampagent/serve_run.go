@@ -98,16 +98,10 @@ func (s *server) openStore() error {
 	}
 	s.id = id
 	db := s.c.String("db")
-	// The actor of what changes the store through the admin socket: its
-	// callers are this process's user (the socket refuses any other).
-	store, err := resolver.Open(db, resolver.Options{Now: s.env.Now, LockTimeout: 250 * time.Millisecond, Actor: resolver.ProcessActor()})
-	if err != nil {
-		switch {
-		case errors.Is(err, resolver.ErrStoreMissing):
-			return cliutil.WithHint(err, "create the store with 'ampbundle trust add PUB --db "+db+" --name NAME --scope PREFIX' and fill it with 'ampbundle import'")
-		case errors.Is(err, resolver.ErrStoreInUse):
-			return cliutil.WithHint(err, "another agent or ampbundle command holds the store")
-		}
+	store, err := openAgentStore(s.env, db)
+	if errors.Is(err, resolver.ErrStoreMissing) {
+		return cliutil.WithHint(err, "create the store with 'ampbundle trust add PUB --db "+db+" --name NAME --scope PREFIX' and fill it with 'ampbundle import'")
+	} else if err != nil {
 		return err
 	}
 	s.store = store
@@ -130,6 +124,21 @@ func (s *server) openStore() error {
 	return nil
 }
 
+// agentLockTimeout is how long an agent waits for the store's and the
+// ledger file's locks before it reports them held.
+const agentLockTimeout = 250 * time.Millisecond
+
+// openAgentStore opens the store at db for an agent, writable. The actor
+// of what changes it through the admin socket is this process's user (the
+// socket refuses any other).
+func openAgentStore(env *cliutil.Env, db string) (*resolver.Store, error) {
+	store, err := resolver.Open(db, resolver.Options{Now: env.Now, LockTimeout: agentLockTimeout, Actor: resolver.ProcessActor()})
+	if errors.Is(err, resolver.ErrStoreInUse) {
+		return nil, cliutil.WithHint(err, "another agent or ampbundle command holds the store")
+	}
+	return store, err
+}
+
 // warnConfig logs what a config allows but an operator should know: no
 // allow rules, a handler program that cannot run.
 func (s *server) warnConfig(cfg *serveConfig) {
@@ -147,12 +156,11 @@ func (s *server) openLedger() error {
 	cfg, log := s.cfg, s.log
 	ledgerStore, ledgerKind, err := openEtcdLedger(s.c, cfg, s.env.Now, log, s.ready, s.met)
 	if ledgerStore == nil && err == nil {
-		ledgerStore, ledgerKind, err = ledger.OpenFile(s.c.String("db"), ledger.FileOptions{Now: s.env.Now, LockTimeout: 250 * time.Millisecond,
-			Path: cfg.Ledger,
-			Migrated: func(old, wal string, n int) {
-				log.Warn("idempotency ledger migrated from bbolt to the write-ahead log (one way); the old file is kept, delete it when you like", "kept", old, "ledger", wal, "entries", n)
-			},
-			Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes, ReplyReserve: cfg.MaxResultBytes}})
+		o := ledgerFileOptions(s.env, cfg)
+		o.Migrated = func(old, wal string, n int) {
+			log.Warn("idempotency ledger migrated from bbolt to the write-ahead log (one way); the old file is kept, delete it when you like", "kept", old, "ledger", wal, "entries", n)
+		}
+		ledgerStore, ledgerKind, err = ledger.OpenFile(s.c.String("db"), o)
 	}
 	if amp.NameOf(err) == ledger.ErrLedgerMigration {
 		return cliutil.WithHint(err, "the bbolt ledger is unchanged and nothing was lost: stop any older agent that uses it, make room on its disk, and start again")
@@ -166,6 +174,13 @@ func (s *server) openLedger() error {
 	s.onClose(func() { ledgerStore.Close() })
 	s.led, err = ledger.New(ledgerStore, ledger.Options{Now: s.env.Now})
 	return err
+}
+
+// ledgerFileOptions open the ledger file of cfg beside the store, within
+// cfg's ledger limits.
+func ledgerFileOptions(env *cliutil.Env, cfg *serveConfig) ledger.FileOptions {
+	return ledger.FileOptions{Now: env.Now, LockTimeout: agentLockTimeout, Path: cfg.Ledger,
+		Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes, ReplyReserve: cfg.MaxResultBytes}}
 }
 
 // buildAgent builds the first agent, behind the switch a reload swaps.
@@ -193,13 +208,7 @@ func (s *server) buildAgent() error {
 // everything else is the start's. A reload (SIGHUP) builds a new one and
 // switches to it; the ledger, the store and the listeners stay.
 func (s *server) newAgent(handlerCfg map[string]execHandler, rules agent.Rules) (*agent.Agent, error) {
-	handlers, maxResult := map[string]agent.Handler{}, map[string]int64{}
-	for capID, h := range handlerCfg {
-		handlers[capID] = runProgram(capID, h, s.log, s.met)
-		if h.MaxResultBytes > 0 {
-			maxResult[capID] = h.MaxResultBytes
-		}
-	}
+	handlers, maxResult := programHandlers(handlerCfg, s.log, s.met)
 	a, err := agent.New(agent.Config{
 		Core: agent.Core{Identity: s.id, Store: s.store, Policy: rules, Handlers: handlers, Now: s.env.Now, Rand: s.env.Rand, Ledger: s.led},
 		Bounds: agent.Bounds{MaxResultBytes: maxResult, MaxTimeout: s.maxTimeout, MaxParamItems: s.cfg.MaxParamItems,
@@ -210,4 +219,18 @@ func (s *server) newAgent(handlerCfg map[string]execHandler, rules agent.Rules) 
 		return nil, cliutil.WithHint(err, "lower the handler's \"max_result_bytes\" (or --max-result-bytes), or raise ledger_caller_bytes in the config file")
 	}
 	return a, err
+}
+
+// programHandlers are the agent's handlers of a config's handler programs
+// (observed by met when it is not nil), and their max_result_bytes where
+// the config sets one.
+func programHandlers(handlerCfg map[string]execHandler, log *slog.Logger, met *metrics) (map[string]agent.Handler, map[string]int64) {
+	handlers, maxResult := map[string]agent.Handler{}, map[string]int64{}
+	for capID, h := range handlerCfg {
+		handlers[capID] = runProgram(capID, h, log, met)
+		if h.MaxResultBytes > 0 {
+			maxResult[capID] = h.MaxResultBytes
+		}
+	}
+	return handlers, maxResult
 }

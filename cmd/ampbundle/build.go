@@ -175,23 +175,21 @@ func reportBuilt(env *cliutil.Env, c *cli.Context, b builtBundle) error {
 	return nil
 }
 
-// createdAt picks the bundle's created_at.
+// createdAt picks the bundle's created_at: a statement's
+// (statementCreated), but $SOURCE_DATE_EPOCH before now.
 func createdAt(env *cliutil.Env, c *cli.Context) (time.Time, error) {
-	if c.IsSet("created") {
-		t, err := time.Parse(time.RFC3339, c.String("created"))
-		if err != nil {
-			return time.Time{}, cliutil.Usagef("--created must be an RFC 3339 time such as 2026-11-22T10:00:00Z")
-		}
-		return t.UTC().Truncate(time.Second), nil
+	epoch := ""
+	if !c.IsSet("created") {
+		epoch = env.Getenv("SOURCE_DATE_EPOCH")
 	}
-	if s := env.Getenv("SOURCE_DATE_EPOCH"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return time.Time{}, cliutil.Usagef("SOURCE_DATE_EPOCH must be a whole number of seconds")
-		}
-		return time.Unix(n, 0).UTC(), nil
+	if epoch == "" {
+		return statementCreated(c, env)
 	}
-	return env.Now().UTC().Truncate(time.Second), nil
+	n, err := strconv.ParseInt(epoch, 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, cliutil.Usagef("SOURCE_DATE_EPOCH must be a whole number of seconds")
+	}
+	return time.Unix(n, 0).UTC(), nil
 }
 
 // sourceFolder refuses a SRC that is a file (a bundle given where its

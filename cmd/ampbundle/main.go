@@ -1,22 +1,12 @@
 package main
 
 import (
-	"context"
-	"os"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
-func main() {
-	os.Exit(run(context.Background(), cliutil.OS(), os.Args))
-}
-
-// run is main without the process: tests call it with their own Env.
-func run(ctx context.Context, env *cliutil.Env, args []string) int {
-	return cliutil.Run(ctx, newApp(env), env, args)
-}
+func main() { cliutil.Main(newApp) }
 
 func newApp(env *cliutil.Env) *cli.App {
 	return &cli.App{
@@ -47,9 +37,10 @@ func newApp(env *cliutil.Env) *cli.App {
 			resolveCommand(env),
 			auditCommand(env),
 			receiptCommand(env),
-			cliutil.KeyShowCommand(env, jsonFlag),
+			cliutil.KeyShowCommand(env),
 		},
 	}
 }
 
-var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout (errors too)"}
+// jsonFlag is the --json flag every command has.
+var jsonFlag = cliutil.JSONFlag()

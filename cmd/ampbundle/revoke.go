@@ -245,8 +245,8 @@ func (in *statementInput) write(data []byte, err error) ([]byte, error) {
 }
 
 // statementCreated is a statement's created_at: --created (RFC 3339), else
-// now; truncated to the second, in UTC. Shared by revoke, rotate and
-// heartbeat.
+// now; truncated to the second, in UTC. Shared by revoke, rotate,
+// heartbeat and build (createdAt).
 func statementCreated(c *cli.Context, env *cliutil.Env) (time.Time, error) {
 	if !c.IsSet("created") {
 		return env.Now().UTC().Truncate(time.Second), nil

@@ -296,10 +296,7 @@ func serveMirrorMetrics(m *mirror.Server, ln net.Listener, errs chan<- error) (*
 	if ln == nil {
 		return nil, ""
 	}
-	mmux := http.NewServeMux()
-	mmux.Handle(mirror.MetricsPath, m.MetricsHandler())
-	srv := &http.Server{Handler: mmux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+	srv := cliutil.SideServer(mirror.MetricsPath, m.MetricsHandler())
 	go func() { errs <- srv.Serve(ln) }()
 	return srv, "http://" + ln.Addr().String() + mirror.MetricsPath
 }

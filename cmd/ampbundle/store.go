@@ -68,7 +68,7 @@ func openCreating(env *cliutil.Env, c *cli.Context) (s registry, created bool, d
 	db := c.String("db")
 	_, statErr := os.Stat(db)
 	created = errors.Is(statErr, fs.ErrNotExist)
-	if s, err = openStore(env, c, create); err != nil {
+	if s, err = openStoreAt(env, db, c.String("admin-socket"), create); err != nil {
 		return nil, false, nil, err
 	}
 	discard = func() {

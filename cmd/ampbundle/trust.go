@@ -292,10 +292,10 @@ socket.`,
 			if err != nil {
 				return err
 			}
-			covering := 0
+			covering, under := 0, strings.TrimSuffix(scope, ".")
 			for _, k := range keys {
 				for _, sc := range k.Scopes {
-					if sc == "*" || sc == strings.TrimSuffix(scope, ".") || strings.HasPrefix(strings.TrimSuffix(scope, "."), sc+".") {
+					if sc == "*" || sc == under || strings.HasPrefix(under, sc+".") {
 						covering++
 						break
 					}

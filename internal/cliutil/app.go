@@ -89,26 +89,26 @@ func Prepare(app *cli.App, env *Env) {
 	app.EnableBashCompletion = true
 	usage := func(_ *cli.Context, err error, _ bool) error { return Usagef("%s", err.Error()) }
 	app.OnUsageError = usage
-	if findFlag(app.Flags, "version") == nil {
+	if byName(app.Flags, "version") == nil {
 		app.Flags = append(app.Flags,
 			&cli.BoolFlag{Name: "version", Usage: "print the version, VCS revision and build time, and exit", DisableDefaultText: true},
 			&cli.BoolFlag{Name: "json", Usage: "with --version: print it as one JSON document", DisableDefaultText: true})
 	}
-	if findFlag(app.Flags, "help") == nil {
+	if byName(app.Flags, "help") == nil {
 		// urfave/cli adds its --help flag only when it adds its own help
 		// command, which ours replaces.
 		app.Flags = append(app.Flags, helpFlag())
 	}
-	if findCommand(app.Commands, "help") == nil {
+	if byName(app.Commands, "help") == nil {
 		app.Commands = append(app.Commands, helpCommand(app))
 	}
-	if findCommand(app.Commands, "version") == nil {
+	if byName(app.Commands, "version") == nil {
 		app.Commands = append(app.Commands, versionCommand(app, env))
 	}
-	if findCommand(app.Commands, "completion") == nil {
+	if byName(app.Commands, "completion") == nil {
 		app.Commands = append(app.Commands, completionCommand(app))
 	}
-	if findCommand(app.Commands, "gen-docs") == nil {
+	if byName(app.Commands, "gen-docs") == nil {
 		app.Commands = append(app.Commands, genDocsCommand(app))
 	}
 	var walk func(path string, cs []*cli.Command)
@@ -225,17 +225,6 @@ func moveDefault(usage, text string) (string, string) {
 	return usage[:m[0]] + usage[m[1]:], usage[m[2]:m[3]]
 }
 
-func findFlag(flags []cli.Flag, name string) cli.Flag {
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return f
-			}
-		}
-	}
-	return nil
-}
-
 func completionCommand(app *cli.App) *cli.Command {
 	return &cli.Command{
 		Name:      "completion",
@@ -269,7 +258,7 @@ completes file names.`,
 func DocFiles(app *cli.App) (map[string][]byte, error) {
 	app.Setup() // as when it runs: the help command and flag
 	man := renderMan(app)
-	if h := findCommand(app.Commands, "help"); h != nil && !h.Hidden {
+	if h := byName(app.Commands, "help"); h != nil && !h.Hidden {
 		h.Hidden = true
 		defer func() { h.Hidden = false }()
 	}
@@ -338,7 +327,7 @@ func helpCommand(app *cli.App) *cli.Command {
 func showHelp(c *cli.Context, app *cli.App, names []string) error {
 	cmds := app.Commands
 	for _, a := range names {
-		cmd := findCommand(cmds, a)
+		cmd := byName(cmds, a)
 		if cmd == nil {
 			return unknownCommand(a, cmds)
 		}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -111,11 +112,7 @@ type ErrorBody struct {
 func ErrorDoc(err error) ErrorJSON {
 	var e *amp.Error
 	if errors.As(err, &e) {
-		msg := e.Message
-		if msg == "" {
-			msg = amp.SafeMessage(e)
-		}
-		return ErrorJSON{ErrorBody{Code: string(amp.NameOf(e)), AMPCode: uint16(e.Code), Message: msg, Details: detailsJSON(e.Details)}}
+		return ErrorJSON{ErrorBody{Code: string(amp.NameOf(e)), AMPCode: uint16(e.Code), Message: amp.SafeMessage(e), Details: detailsJSON(e.Details)}}
 	}
 	if IsUsage(err) {
 		return ErrorJSON{ErrorBody{Code: "usage", Message: err.Error()}}
@@ -127,22 +124,20 @@ func ErrorDoc(err error) ErrorJSON {
 // a peer) through amp.JSONValue, anything else through encoding/json. Nil
 // when there are none or they do not convert.
 func detailsJSON(d any) json.RawMessage {
+	var j json.RawMessage
+	var err error
 	switch v := d.(type) {
 	case nil:
 		return nil
 	case cbor.RawMessage:
-		j, err := amp.JSONValue(v)
-		if err != nil {
-			return nil
-		}
-		return j
+		j, err = amp.JSONValue(v)
 	default:
-		j, err := json.Marshal(v)
-		if err != nil {
-			return nil
-		}
-		return j
+		j, err = json.Marshal(v)
 	}
+	if err != nil {
+		return nil
+	}
+	return j
 }
 
 // humanError is the text printed on stderr for err: the message, and the
@@ -158,11 +153,7 @@ func humanError(err error) string {
 	if !errors.As(err, &e) {
 		return Sanitize(err.Error())
 	}
-	msg := e.Message
-	if msg == "" {
-		msg = amp.SafeMessage(e)
-	}
-	s := Sanitize(msg)
+	s := Sanitize(amp.SafeMessage(e))
 	if e.Code != 0 {
 		s = fmt.Sprintf("%s (amp %d %s)", s, uint16(e.Code), e.Code.Name())
 	}
@@ -233,23 +224,8 @@ func Normalize(app *cli.App, args []string) []string {
 	if len(args) == 0 {
 		return args
 	}
-	out := []string{args[0]}
-	rest := args[1:]
-	cmds := app.Commands
-	flags := app.Flags
-	// Walk down the command path.
-	for len(rest) > 0 {
-		c := findCommand(cmds, rest[0])
-		if c == nil {
-			break
-		}
-		out = append(out, rest[0])
-		rest = rest[1:]
-		cmds, flags = c.Subcommands, c.Flags
-		if len(c.Subcommands) == 0 {
-			break
-		}
-	}
+	path, rest, flags := invoked(app, args[1:])
+	out := append([]string{args[0]}, path...)
 	var flagArgs, positional []string
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
@@ -285,20 +261,7 @@ func RepeatedFlag(app *cli.App, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	rest := args[1:]
-	flags := app.Flags
-	cmds := app.Commands
-	for len(rest) > 0 {
-		c := findCommand(cmds, rest[0])
-		if c == nil {
-			break
-		}
-		rest = rest[1:]
-		cmds, flags = c.Subcommands, c.Flags
-		if len(c.Subcommands) == 0 {
-			break
-		}
-	}
+	_, rest, flags := invoked(app, args[1:])
 	seen := map[cli.Flag]string{}
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
@@ -309,7 +272,7 @@ func RepeatedFlag(app *cli.App, args []string) error {
 			continue
 		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		f := lookupFlag(flags, name)
+		f := byName(flags, name)
 		if f == nil {
 			continue // unknown: the parser refuses it
 		}
@@ -338,17 +301,6 @@ func RepeatedFlag(app *cli.App, args []string) error {
 	return nil
 }
 
-func lookupFlag(flags []cli.Flag, name string) cli.Flag {
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return f
-			}
-		}
-	}
-	return nil
-}
-
 // repeatable reports whether a flag collects several values.
 func repeatable(f cli.Flag) bool {
 	switch f.(type) {
@@ -359,30 +311,52 @@ func repeatable(f cli.Flag) bool {
 	return false
 }
 
-func findCommand(cmds []*cli.Command, name string) *cli.Command {
-	for _, c := range cmds {
-		for _, n := range c.Names() {
-			if n == name {
-				return c
-			}
+// invoked walks args (without the program name) down the command path to
+// the command being invoked: the words that name it, the arguments after
+// them, and its flags (the app's when args name no command).
+func invoked(app *cli.App, args []string) (path, rest []string, flags []cli.Flag) {
+	cmds, flags := app.Commands, app.Flags
+	n := 0
+	for n < len(args) {
+		c := byName(cmds, args[n])
+		if c == nil {
+			break
+		}
+		n++
+		cmds, flags = c.Subcommands, c.Flags
+		if len(c.Subcommands) == 0 {
+			break
 		}
 	}
-	return nil
+	return args[:n], args[n:], flags
+}
+
+// byName returns the first of xs (flags or commands) that name is a name
+// of, or nil.
+func byName[T interface{ Names() []string }](xs []T, name string) T {
+	for _, x := range xs {
+		if slices.Contains(x.Names(), name) {
+			return x
+		}
+	}
+	var none T
+	return none
 }
 
 func takesValue(flags []cli.Flag, name string) bool {
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n != name {
-				continue
-			}
-			if d, ok := f.(cli.DocGenerationFlag); ok {
-				return d.TakesValue()
-			}
-			return true
-		}
+	f := byName(flags, name)
+	if f == nil {
+		return false // unknown flags (and -h/--help) take no value
 	}
-	return false // unknown flags (and -h/--help) take no value
+	d, ok := f.(cli.DocGenerationFlag)
+	return !ok || d.TakesValue()
+}
+
+// Main is a program's main: it runs the app newApp builds with the
+// process's Env and arguments (Run), and exits with its code.
+func Main(newApp func(*Env) *cli.App) {
+	env := OS()
+	os.Exit(Run(context.Background(), newApp(env), env, os.Args))
 }
 
 // Run runs app with args under the CLI contract and returns the exit code.
@@ -408,20 +382,6 @@ func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
 		return 0
 	}
 	args = Normalize(app, args)
-	if err := RepeatedFlag(app, args); err != nil {
-		fmt.Fprintf(env.Stderr, "%s: %s\n", app.Name, Sanitize(err.Error()))
-		fmt.Fprintf(env.Stderr, "run '%s --help' for usage\n", strings.Join(commandPath(app, args), " "))
-		for _, a := range args {
-			if a == "--" {
-				break
-			}
-			if a == "--json" || a == "-json" || a == "--json=true" {
-				_ = PrintJSON(env.Stdout, ErrorDoc(err))
-				break
-			}
-		}
-		return 2
-	}
 	jsonMode := false
 	for _, a := range args {
 		if a == "--" {
@@ -431,7 +391,11 @@ func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
 			jsonMode = true
 		}
 	}
-	err := app.RunContext(ctx, args)
+	// A flag given twice is a usage error before the command runs.
+	err := RepeatedFlag(app, args)
+	if err == nil {
+		err = app.RunContext(ctx, args)
+	}
 	if err == nil {
 		return 0
 	}
@@ -464,7 +428,7 @@ func commandPath(app *cli.App, args []string) []string {
 	out := []string{app.Name}
 	cmds := app.Commands
 	for i, a := range args[1:] {
-		c := findCommand(cmds, a)
+		c := byName(cmds, a)
 		if c == nil {
 			break
 		}
@@ -477,6 +441,11 @@ func commandPath(app *cli.App, args []string) []string {
 		cmds = c.Subcommands
 	}
 	return out
+}
+
+// JSONFlag returns the --json flag of every command of both tools.
+func JSONFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout (errors too)"}
 }
 
 // Require checks that each named flag was given (urfave/cli reports its own

@@ -41,7 +41,7 @@ func Complete(app *cli.App, words []string) []string {
 		}
 		if len(w) > 1 && w[0] == '-' {
 			name, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
-			if f := lookupFlag(flags, name); f != nil {
+			if f := byName(flags, name); f != nil {
 				given[f] = true
 			}
 			if !hasValue && takesValue(flags, name) {
@@ -52,7 +52,7 @@ func Complete(app *cli.App, words []string) []string {
 			}
 			continue
 		}
-		c := findCommand(cmds, w)
+		c := byName(cmds, w)
 		if c == nil {
 			cmds = nil // an argument: no subcommand follows it
 			nargs++
@@ -117,7 +117,7 @@ var shells = [...]string{"bash", "zsh", "fish"}
 // it is one of a few fixed words (the shell of "completion"); nil when it
 // is a file name or free text, which the shell completes.
 func completionArgs(app *cli.App, cmd *cli.Command) []string {
-	if cmd.Name == "completion" && findCommand(app.Commands, "completion") == cmd {
+	if cmd.Name == "completion" && byName(app.Commands, "completion") == cmd {
 		return shells[:]
 	}
 	return nil

@@ -56,11 +56,7 @@ func Passphrase(c *cli.Context, env *Env, what string) keyfile.Passphrase {
 			}
 		}
 		if env.ReadPassword != nil {
-			p, err := env.ReadPassword("passphrase for " + what + ": ")
-			if err != nil {
-				return nil, Failf("key_unreadable", "cannot read the passphrase from the terminal").WithCause(err)
-			}
-			return p, nil
+			return readTerminal(env, "passphrase for "+what+": ")
 		}
 		return nil, WithHint(Failf(keyfile.ErrKeyEncrypted, "%s is encrypted and no passphrase was given", what),
 			"give --passphrase-file FILE or $"+PassphraseEnv+", or run on a terminal")
@@ -71,29 +67,44 @@ func Passphrase(c *cli.Context, env *Env, what string) keyfile.Passphrase {
 // from --passphrase-file or $AMP_KEY_PASSPHRASE, or asked twice on the
 // terminal. An empty passphrase is refused.
 func NewPassphrase(c *cli.Context, env *Env) ([]byte, error) {
+	var p []byte
+	var err error
 	if c.String("passphrase-file") == "" && (env.Getenv == nil || env.Getenv(PassphraseEnv) == "") && env.ReadPassword != nil {
-		p, err := env.ReadPassword("new passphrase: ")
-		if err != nil {
-			return nil, Failf("key_unreadable", "cannot read the passphrase from the terminal").WithCause(err)
-		}
-		again, err := env.ReadPassword("the same passphrase again: ")
-		if err != nil {
-			return nil, Failf("key_unreadable", "cannot read the passphrase from the terminal").WithCause(err)
-		}
-		if !bytes.Equal(p, again) {
-			return nil, Failf("passphrase_mismatch", "the two passphrases differ")
-		}
-		if len(p) == 0 {
-			return nil, Failf("empty_passphrase", "an empty passphrase encrypts nothing")
-		}
-		return p, nil
+		p, err = askTwice(env)
+	} else {
+		p, err = Passphrase(c, env, "the new key")()
 	}
-	p, err := Passphrase(c, env, "the new key")()
 	if err != nil {
 		return nil, err
 	}
 	if len(p) == 0 {
 		return nil, Failf("empty_passphrase", "an empty passphrase encrypts nothing")
+	}
+	return p, nil
+}
+
+// askTwice asks for a new passphrase on the terminal, and again: the two
+// must be the same.
+func askTwice(env *Env) ([]byte, error) {
+	p, err := readTerminal(env, "new passphrase: ")
+	if err != nil {
+		return nil, err
+	}
+	again, err := readTerminal(env, "the same passphrase again: ")
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(p, again) {
+		return nil, Failf("passphrase_mismatch", "the two passphrases differ")
+	}
+	return p, nil
+}
+
+// readTerminal asks env's terminal for a secret after prompt.
+func readTerminal(env *Env, prompt string) ([]byte, error) {
+	p, err := env.ReadPassword(prompt)
+	if err != nil {
+		return nil, Failf("key_unreadable", "cannot read the passphrase from the terminal").WithCause(err)
 	}
 	return p, nil
 }
@@ -187,7 +198,7 @@ func ReadSigningKey(c *cli.Context, env *Env, path string) (ed25519.PrivateKey, 
 // KeyShowCommand is `key show FILE` of both tools: the public key and the
 // did:key of a private key file (asking for the passphrase of an encrypted
 // one) or of a public key file, PEM or DER.
-func KeyShowCommand(env *Env, jsonFlag cli.Flag) *cli.Command {
+func KeyShowCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "key",
 		Usage: "show what a key file holds",
@@ -201,7 +212,7 @@ PEM and its did:key, and whether the file also holds an X25519 key
 agreement key. An encrypted key's passphrase comes from --passphrase-file,
 $AMP_KEY_PASSPHRASE or the terminal. Nothing secret is printed. With --did
 it prints the did:key alone, for scripts: did=$(ampagent key show --did FILE).`,
-			Flags: []cli.Flag{PassphraseFileFlag(), &cli.BoolFlag{Name: "did", Usage: "print only the did:key (one line)"}, jsonFlag},
+			Flags: []cli.Flag{PassphraseFileFlag(), &cli.BoolFlag{Name: "did", Usage: "print only the did:key (one line)"}, JSONFlag()},
 			Action: func(c *cli.Context) error {
 				if err := ExactArgs(c, 1, "FILE"); err != nil {
 					return err
