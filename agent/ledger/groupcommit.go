@@ -8,11 +8,13 @@ import (
 
 // Gathering (see groupCommit and gatherPolicy): a group waits at most
 // maxGather for others to join it, and at most gatherFlushes times the
-// time a group takes to run (its write and fdatasync, measured); it stops
-// waiting as soon as the arrivals stop for stallGaps times their measured
-// spacing, and does not wait at all when fewer than one more writer is
-// predicted within its wait. ewmaShift sets how fast the measurements
-// follow a change (each new sample weighs 1/2^ewmaShift).
+// time a group takes to run (its write and fdatasync, measured), both
+// counted from when it could first have run (its oldest op's arrival, or
+// the end of the group that ran meanwhile); it stops waiting as soon as
+// the arrivals stop for stallGaps times their measured spacing, and does
+// not wait at all when fewer than one more writer is predicted within its
+// wait. ewmaShift sets how fast the measurements follow a change (each
+// new sample weighs 1/2^ewmaShift).
 const (
 	maxGather     = 2 * time.Millisecond
 	gatherFlushes = 8
@@ -21,10 +23,12 @@ const (
 )
 
 // gatherPolicy decides how long a queued group may still wait for more
-// writers before it runs, from two measurements it keeps: gap, the
-// spacing of arrivals (a moving average), and flush, the time a group
-// takes to run (a moving average). Its methods take the time as an
-// argument: the policy is a function of values, tested as such.
+// writers before it runs, from three measurements it keeps: gap, the
+// spacing of arrivals (a moving average), rate, the spacing of arrivals
+// over whole group cycles (a moving average of a cycle's length over the
+// ops that arrived in it), and flush, the time a group takes to run (a
+// moving average). Its methods take the time as an argument: the policy
+// is a function of values, tested as such.
 //
 // Why wait at all: a group costs a fixed price however many ops it
 // carries (an fdatasync's system time, and the processor its thread
@@ -41,19 +45,40 @@ const (
 // is known, the group does not wait for the last keep of them: those
 // keep the processors busy while it syncs. keep is the processors (one
 // writer each) plus the writers that arrive during one flush (flush /
-// gap): the work that covers the sync. It follows the machine and the
+// rate): the work that covers the sync. It follows the machine and the
 // load: on two processors with a 150 µs flush and a writer every 25 µs
 // it is 8, the four per processor that measured best on such a machine
 // when it was a constant (docs/PERFORMANCE.md, P6).
+//
+// The writers of a running group cannot arrive before it ends, and no
+// other group can run meanwhile (docs/PERFORMANCE.md, "Round 7: what caps
+// a group"). So the time an op spends queued behind a running group does
+// not count against its gathering window, and the silence while a group
+// runs is not a stall: both are counted from the end of the latest group
+// (released). Likewise keep divides by rate, not gap: arrivals come in
+// bursts (a group's writers, released together, come back close
+// together), and the spacing within a burst would count the writers of a
+// whole flush two or three times over.
 type gatherPolicy struct {
 	cap   time.Duration // the longest any group waits (maxGather)
 	procs int           // processors that run writers (GOMAXPROCS)
 	gap   time.Duration // mean spacing of arrivals; 0: none measured
 	flush time.Duration // mean run time of a group; 0: none measured
 	last  time.Time     // the latest arrival
-	// overlap: an op arrived while the latest group ran. Without, the
-	// writers come one after another (one caller in a loop): a lone op
-	// then runs at once, however closely the ops follow each other.
+	// rate is the mean spacing of arrivals over group cycles (0: none
+	// measured); cycle is when the latest group started, and arrivals
+	// counts the arrivals since.
+	rate     time.Duration
+	cycle    time.Time
+	arrivals int
+	// released is when the latest group ended (its writers woken).
+	released time.Time
+	// overlap: an op arrived while the latest group ran. Without, and
+	// with no count of the writers expected, the writers come one after
+	// another (one caller in a loop): a lone op then runs at once, however
+	// closely the ops follow each other. With a count, the count decides:
+	// a group that held every writer also has no overlap, and the first
+	// of them back is not alone.
 	overlap bool
 }
 
@@ -71,6 +96,7 @@ func ewma(avg, x time.Duration) time.Duration {
 // stream stalled, and the first arrival after it must not wait for a
 // burst that ended.
 func (p *gatherPolicy) arrived(now time.Time) {
+	p.arrivals++
 	if !p.last.IsZero() {
 		d := min(max(now.Sub(p.last), 0), p.cap)
 		if d > stallGaps*p.gap {
@@ -82,20 +108,46 @@ func (p *gatherPolicy) arrived(now time.Time) {
 	p.last = now
 }
 
-// flushed records that a group took d to run, and whether an op
-// arrived meanwhile.
-func (p *gatherPolicy) flushed(d time.Duration, overlap bool) {
+// started records that a group starts at now: the cycle since the
+// latest start, over the ops that arrived in it, is a sample of rate (at
+// most the cap, like a gap).
+func (p *gatherPolicy) started(now time.Time) {
+	if !p.cycle.IsZero() && p.arrivals > 0 {
+		p.rate = ewma(p.rate, min(max(now.Sub(p.cycle), 0)/time.Duration(p.arrivals), p.cap))
+	}
+	p.cycle, p.arrivals = now, 0
+}
+
+// flushed records that a group took d to run, ending at end, and whether
+// an op arrived meanwhile.
+func (p *gatherPolicy) flushed(d time.Duration, end time.Time, overlap bool) {
 	p.flush = ewma(p.flush, min(max(d, 0), p.cap))
+	p.released = end
 	p.overlap = overlap
 }
 
-// keep is how many writers a group leaves computing (see gatherPolicy).
+// keep is how many writers a group leaves computing (see gatherPolicy):
+// the processors plus the writers that arrive during one flush, at the
+// arrivals' rate over whole cycles (their gap while no cycle is
+// measured).
 func (p *gatherPolicy) keep() int {
 	k := p.procs
-	if p.gap > 0 {
-		k += int((p.flush + p.gap - 1) / p.gap)
+	spacing := p.rate
+	if spacing <= 0 {
+		spacing = p.gap
+	}
+	if spacing > 0 {
+		k += int((p.flush + spacing - 1) / spacing)
 	}
 	return k
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // wait returns how much longer, from now, a group whose oldest op was
@@ -103,7 +155,7 @@ func (p *gatherPolicy) keep() int {
 // expected is how many writers are expected soon, the queued ones
 // included (negative: unknown).
 func (p *gatherPolicy) wait(now, oldest time.Time, queued, expected int) time.Duration {
-	if queued == 1 && !p.overlap {
+	if queued == 1 && !p.overlap && expected < 0 {
 		return 0 // one writer after another: nobody else on the way
 	}
 	if expected >= 0 && queued >= expected-p.keep() {
@@ -113,7 +165,10 @@ func (p *gatherPolicy) wait(now, oldest time.Time, queued, expected int) time.Du
 	if p.gap <= 0 || p.gap > window {
 		return 0 // fewer than one more writer predicted in the window
 	}
-	d := min(oldest.Add(window).Sub(now), p.last.Add(stallGaps*p.gap).Sub(now))
+	// Behind a running group nothing could run, and its writers could not
+	// arrive: the window and the stall count from its end.
+	from, last := later(oldest, p.released), later(p.last, p.released)
+	d := min(from.Add(window).Sub(now), last.Add(stallGaps*p.gap).Sub(now))
 	return max(d, 0)
 }
 
@@ -195,12 +250,13 @@ func (g *groupCommit[T]) lead() {
 	n := min(max(g.take(ops), 1), len(ops))
 	group := append([]*groupWaiter[T](nil), g.queue[:n]...)
 	g.queue = append(g.queue[:0], g.queue[n:]...)
-	g.mu.Unlock()
 	start := g.now()
+	g.policy.started(start)
+	g.mu.Unlock()
 	g.run(ops[:n])
-	took := g.now().Sub(start)
+	end := g.now()
 	g.mu.Lock()
-	g.policy.flushed(took, len(g.queue) > 0)
+	g.policy.flushed(end.Sub(start), end, len(g.queue) > 0)
 	for _, q := range group {
 		q.done = true
 		q.poke()

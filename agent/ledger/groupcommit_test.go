@@ -71,7 +71,7 @@ func steady(gap, flush time.Duration, last time.Time) gatherPolicy {
 func steadyCapped(limit, gap, flush time.Duration, last time.Time) gatherPolicy {
 	p := gatherPolicy{cap: limit, procs: 2}
 	for i := 0; i < 64; i++ {
-		p.flushed(flush, true)
+		p.flushed(flush, time.Time{}, true)
 	}
 	for i := 64; i >= 0; i-- {
 		p.arrived(last.Add(-time.Duration(i) * gap))
@@ -89,7 +89,7 @@ func TestGatherLoneCallerNeverWaits(t *testing.T) {
 	afterQuiet.arrived(t0.Add(time.Second))
 	slowTrickle := steady(5*time.Millisecond, 200*time.Microsecond, t0)
 	oneByOne := steady(10*time.Microsecond, 2*time.Microsecond, t0)
-	oneByOne.flushed(2*time.Microsecond, false)
+	oneByOne.flushed(2*time.Microsecond, time.Time{}, false)
 	for _, c := range []struct {
 		name     string
 		p        gatherPolicy
@@ -365,5 +365,182 @@ func TestLedgerCountsActiveWriters(t *testing.T) {
 	d.Abandon() // a running ticket abandoned: its handler's count ends too
 	if n := l.active(); n != 0 {
 		t.Fatalf("all ended: active %d", n)
+	}
+}
+
+// TestGatherGroupQueuedBehindARunningOneStillGathers: ops that queued
+// while a group ran (its flush as long as the cap) have waited, but not
+// gathered: nothing could run meanwhile, and the running group's writers
+// could not arrive. The next group must not run the moment the last one
+// ends with only those ops (two groups taking turns, each half the
+// writers): its window and its stall count from the end of the last
+// group, and the cap still bounds the wait from there.
+func TestGatherGroupQueuedBehindARunningOneStillGathers(t *testing.T) {
+	t0 := time.Unix(1e9, 0)
+	gap, flush := 100*time.Microsecond, maxGather
+	p := steady(gap, flush, t0.Add(-flush/2)) // the last arrival halfway through the flush
+	p.flushed(flush, t0, true)                // the group ends at t0
+	oldest := t0.Add(-flush + gap)
+	const queued, expected = 32, 64
+	d := p.wait(t0, oldest, queued, expected)
+	if d <= 0 {
+		t.Fatalf("just after the last group ended, %d of %d writers queued: the group runs at once", queued, expected)
+	}
+	if d > stallGaps*gap {
+		t.Fatalf("waits %v with no arrival since the group ended; want at most %d gaps (%v)", d, stallGaps, stallGaps*gap)
+	}
+	// Its writers come back: each arrival extends the wait, never past the
+	// cap counted from the end of the last group.
+	for i := 1; ; i++ {
+		now := t0.Add(time.Duration(i) * gap)
+		p.arrived(now)
+		d := p.wait(now, oldest, queued+i, expected)
+		if now.Add(d).After(t0.Add(maxGather)) {
+			t.Fatalf("after %d arrivals the group would wait until %v past the end of the last group, past the cap", i, now.Add(d).Sub(t0))
+		}
+		if d == 0 {
+			if queued+i < expected-p.keep() && now.Sub(t0) < maxGather {
+				t.Fatalf("ran with %d queued, %d expected, %d kept, %v after the last group", queued+i, expected, p.keep(), now.Sub(t0))
+			}
+			break
+		}
+	}
+}
+
+// TestGatherStallCountsFromTheEndOfTheLastGroup: a stream that stalled
+// (no arrival for stallGaps gaps after the last group ended) still runs
+// its group at once; the silence while a group ran is not such a stall.
+func TestGatherStallCountsFromTheEndOfTheLastGroup(t *testing.T) {
+	t0 := time.Unix(1e9, 0)
+	gap := 10 * time.Microsecond
+	p := steady(gap, 500*time.Microsecond, t0.Add(-400*time.Microsecond))
+	p.flushed(500*time.Microsecond, t0, true)
+	if d := p.wait(t0, t0.Add(-450*time.Microsecond), 5, 1000); d <= 0 {
+		t.Fatalf("at the end of a group, its silence counted as a stall: waits %v", d)
+	}
+	if d := p.wait(t0.Add(stallGaps*gap), t0.Add(-450*time.Microsecond), 5, 1000); d != 0 {
+		t.Fatalf("%d gaps after the group ended without an arrival, still waits %v", stallGaps, d)
+	}
+}
+
+// TestGatherKeepCountsTheRateNotTheBurst: writers released together by a
+// group come back in a burst; the spacing within the burst is not the
+// rate at which writers arrive while a group syncs. keep divides the
+// flush by the spacing over whole cycles: 32 arrivals 25 µs apart every
+// 2 ms are one writer every 62.5 µs, so a 1 ms flush keeps 2 + 16
+// writers computing, not 2 + 40 (which would cut every group at about
+// half the writers).
+func TestGatherKeepCountsTheRateNotTheBurst(t *testing.T) {
+	t0 := time.Unix(1e9, 0)
+	p := gatherPolicy{cap: maxGather, procs: 2}
+	const burst, spacing, cycle = 32, 25 * time.Microsecond, 2 * time.Millisecond
+	for c := 0; c < 64; c++ {
+		start := t0.Add(time.Duration(c) * cycle)
+		p.started(start)
+		for i := 0; i < burst; i++ {
+			p.arrived(start.Add(time.Duration(i) * spacing))
+		}
+		p.flushed(time.Millisecond, start.Add(time.Millisecond), true)
+	}
+	if want := 2 + 16; p.keep() != want {
+		t.Fatalf("keeps %d writers computing (gap %v, rate %v), want %d", p.keep(), p.gap, p.rate, want)
+	}
+}
+
+// TestGroupCommitNextGroupWaitsForTheWritersOfTheLast: ops that queued
+// behind a slow group, past their window by the clock when it ends, do not
+// run the moment it ends while the writers it releases are on their way:
+// the second group waits for them (but those kept computing) instead of
+// leaving the writers split into two groups that take turns.
+func TestGroupCommitNextGroupWaitsForTheWritersOfTheLast(t *testing.T) {
+	const expected = 20
+	c := &fakeClock{t: time.Unix(1e9, 0)}
+	release := make(chan struct{})
+	r := &recordingCommitter{}
+	r.g = newGroupCommit(func(q []int) int { return len(q) }, func(group []int) {
+		if group[0] == 0 {
+			<-release // the first group runs until the test ends it
+		}
+		r.mu.Lock()
+		r.groups = append(r.groups, append([]int(nil), group...))
+		r.mu.Unlock()
+	})
+	var active atomic.Int64
+	active.Store(1) // the first op alone
+	r.g.now, r.g.active = c.now, func() int { return int(active.Load()) }
+	// A flush as long as the cap (a measured one counts as at most the
+	// cap: it stays), a writer every 250 µs over whole cycles: 10 kept.
+	r.g.policy = steady(500*time.Microsecond, maxGather, c.now())
+	r.g.policy.rate = 250 * time.Microsecond
+	keep := r.g.policy.keep()
+	var wg sync.WaitGroup
+	start := func(i int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.g.do(i)
+		}()
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(50 * time.Microsecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d queued, groups %v", what, r.queued(), r.sizes())
+			}
+		}
+	}
+	start(0) // the only writer expected: it runs at once
+	waitFor("the first op runs", func() bool {
+		r.g.mu.Lock()
+		defer r.g.mu.Unlock()
+		return r.g.leading
+	})
+	active.Store(expected)
+	const behind = 6
+	for i := 1; i <= behind; i++ {
+		c.add(400 * time.Microsecond) // the last one past the first's window
+		start(i)
+		waitFor("queued behind the running group", func() bool { return r.queued() == i })
+	}
+	close(release)
+	waitFor("the first group ends", func() bool { return len(r.sizes()) == 1 })
+	// The writers released come back, one every 50 µs: the group runs once
+	// only the kept ones are missing.
+	for i := behind + 1; i <= expected-keep; i++ {
+		time.Sleep(time.Millisecond) // a group that ran too soon shows
+		if got := r.sizes(); len(got) != 1 {
+			t.Fatalf("with %d of %d expected writers queued, %d kept computing: groups %v", i-1, expected, keep, got)
+		}
+		c.add(50 * time.Microsecond)
+		start(i)
+		if i < expected-keep {
+			waitFor("queued for the second group", func() bool { return r.queued() == i })
+		}
+	}
+	wg.Wait()
+	if got := r.sizes(); len(got) != 2 || got[1] != expected-keep {
+		t.Fatalf("groups %v; want the first alone, then the %d queued behind it with %d that came after", got, behind, expected-keep-behind)
+	}
+}
+
+// TestGatherFirstBackFromAFullGroupIsNotAlone: a group that held every
+// writer had no arrival while it ran; the first of its writers back is
+// not a caller alone when the ledger still counts the others out (their
+// tickets): it waits for them (at most until the stream stalls) instead
+// of paying an fdatasync for itself, every other group. With no count,
+// or with itself the only writer expected, it runs at once, as before.
+func TestGatherFirstBackFromAFullGroupIsNotAlone(t *testing.T) {
+	t0 := time.Unix(1e9, 0)
+	gap := 20 * time.Microsecond
+	p := steady(gap, 300*time.Microsecond, t0.Add(-time.Millisecond))
+	p.flushed(300*time.Microsecond, t0.Add(-gap), false) // nobody arrived while it ran
+	if d := p.wait(t0, t0, 1, 64); d <= 0 || d > stallGaps*gap {
+		t.Fatalf("the first of 64 writers back from a full group waits %v; want (0, %v]", d, stallGaps*gap)
+	}
+	if d := p.wait(t0, t0, 1, -1); d != 0 {
+		t.Fatalf("with no count, a lone op after a group without overlap waits %v", d)
+	}
+	if d := p.wait(t0, t0, 1, 1); d != 0 {
+		t.Fatalf("the only writer expected waits %v", d)
 	}
 }
