@@ -17,6 +17,7 @@ import (
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/internal/workers"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -224,18 +225,18 @@ type Bounds struct {
 // stays nil when it is (params streams are not taken); a set one is
 // copied, never changed.
 func (b Bounds) WithDefaults() Bounds {
-	orDefault(&b.MaxClockSkew, amp.DefaultMaxClockSkew)
-	orDefault(&b.MaxTTL, 7*24*time.Hour)
-	orDefault(&b.MaxTimeout, 60*time.Second)
-	orDefault(&b.DefaultTimeout, 30*time.Second)
+	limit.Default(&b.MaxClockSkew, amp.DefaultMaxClockSkew)
+	limit.Default(&b.MaxTTL, 7*24*time.Hour)
+	limit.Default(&b.MaxTimeout, 60*time.Second)
+	limit.Default(&b.DefaultTimeout, 30*time.Second)
 	b.DefaultTimeout = min(b.DefaultTimeout, b.MaxTimeout)
-	orDefault(&b.MaxBatchDuration, b.MaxTimeout)
-	orDefault(&b.MaxParamItems, offlineschema.DefaultMaxItems)
-	orDefault(&b.MaxLimit, 100)
-	orDefault(&b.DefaultLimit, 20)
+	limit.Default(&b.MaxBatchDuration, b.MaxTimeout)
+	limit.Default(&b.MaxParamItems, offlineschema.DefaultMaxItems)
+	limit.Default(&b.MaxLimit, 100)
+	limit.Default(&b.DefaultLimit, 20)
 	b.DefaultLimit = min(b.DefaultLimit, b.MaxLimit)
-	orDefault(&b.CursorTTL, 10*time.Minute)
-	orDefault(&b.SweepEvery, time.Minute)
+	limit.Default(&b.CursorTTL, 10*time.Minute)
+	limit.Default(&b.SweepEvery, time.Minute)
 	if b.Limits == (amp.Limits{}) {
 		b.Limits = amp.DefaultLimits()
 	}
@@ -247,13 +248,6 @@ func (b Bounds) WithDefaults() Bounds {
 		b.ParamStreams = &p
 	}
 	return b
-}
-
-// orDefault sets *v to def when it is not positive.
-func orDefault[T int | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }
 
 // Hooks are the functions the agent reports to: logs, metrics, the
