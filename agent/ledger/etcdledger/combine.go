@@ -174,7 +174,7 @@ func (c *combiner) commit(batch []*txnReq) {
 	dl := batch[0].dl
 	for _, t := range batch {
 		cmp, then = append(cmp, t.cmp...), append(then, t.then...)
-		if t.dl.Before(dl) {
+		if t.dl.After(dl) {
 			dl = t.dl
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 )
 
@@ -23,6 +24,9 @@ type readReq struct {
 	done chan struct{}
 	kv   *mvccpb.KeyValue // nil: absent
 	err  error
+	// alone: etcd refused the combined read for its size; the caller
+	// reads its key on its own, by its own deadline.
+	alone bool
 }
 
 // reader reads the keys of concurrent readReqs together, as one read-only
@@ -50,7 +54,29 @@ func (s *Store) getKey(op, key string) (*mvccpb.KeyValue, error) {
 		go rd.run()
 	}
 	rd.mu.Unlock()
-	<-r.done
+	// Answered by its own deadline: a combined read runs until the latest
+	// of its batch's.
+	timer := time.NewTimer(time.Until(r.dl))
+	defer timer.Stop()
+	select {
+	case <-r.done:
+	case <-timer.C:
+		select {
+		case <-r.done:
+			break
+		default:
+			return nil, amp.Named(amp.CodeUnavailable, ledger.ErrLedgerIO, "the etcd ledger did not answer in time (%s)", op)
+		}
+	}
+	if r.alone {
+		r.err = s.callBy(r.op, r.dl, func(ctx context.Context) error {
+			g, err := s.cli.Get(ctx, r.key)
+			if err == nil && len(g.Kvs) == 1 {
+				r.kv = g.Kvs[0]
+			}
+			return err
+		})
+	}
 	return r.kv, r.err
 }
 
@@ -85,7 +111,7 @@ func (rd *reader) read(batch []*readReq) {
 		dl := batch[0].dl
 		for i, r := range batch {
 			ops[i] = clientv3.OpGet(r.key)
-			if r.dl.Before(dl) {
+			if r.dl.After(dl) {
 				dl = r.dl
 			}
 		}
@@ -106,13 +132,18 @@ func (rd *reader) read(batch []*readReq) {
 			return
 		}
 	}
-	for _, r := range batch {
-		r.err = rd.s.callBy(r.op, r.dl, func(ctx context.Context) error {
-			g, err := rd.s.cli.Get(ctx, r.key)
-			if err == nil && len(g.Kvs) == 1 {
-				r.kv = g.Kvs[0]
-			}
-			return err
-		})
+	if len(batch) > 1 {
+		for _, r := range batch {
+			r.alone = true // etcd refused the batch for its size: each read by its caller, at once
+		}
+		return
 	}
+	r := batch[0]
+	r.err = rd.s.callBy(r.op, r.dl, func(ctx context.Context) error {
+		g, err := rd.s.cli.Get(ctx, r.key)
+		if err == nil && len(g.Kvs) == 1 {
+			r.kv = g.Kvs[0]
+		}
+		return err
+	})
 }
