@@ -71,6 +71,10 @@ type gatherPolicy struct {
 	rate     time.Duration
 	cycle    time.Time
 	arrivals int
+	// solo: the cycle before the latest group's start had a single
+	// arrival (one writer after another, whatever the count says: the
+	// count also holds tickets of messages that never write).
+	solo bool
 	// released is when the latest group ended (its writers woken).
 	released time.Time
 	// overlap: an op arrived while the latest group ran. Without, and
@@ -115,6 +119,7 @@ func (p *gatherPolicy) started(now time.Time) {
 	if !p.cycle.IsZero() && p.arrivals > 0 {
 		p.rate = ewma(p.rate, min(max(now.Sub(p.cycle), 0)/time.Duration(p.arrivals), p.cap))
 	}
+	p.solo = p.arrivals == 1
 	p.cycle, p.arrivals = now, 0
 }
 
@@ -155,14 +160,17 @@ func later(a, b time.Time) time.Time {
 // expected is how many writers are expected soon, the queued ones
 // included (negative: unknown).
 func (p *gatherPolicy) wait(now, oldest time.Time, queued, expected int) time.Duration {
-	if queued == 1 && !p.overlap && expected < 0 {
+	if queued == 1 && !p.overlap && (expected < 0 || p.solo) {
 		return 0 // one writer after another: nobody else on the way
 	}
 	if expected >= 0 && queued >= expected-p.keep() {
 		return 0 // the rest keep the processors busy meanwhile
 	}
+	if !p.cycle.IsZero() && !oldest.After(p.cycle) {
+		return 0 // left out of the latest group (it was full): next, at once
+	}
 	window := min(p.cap, gatherFlushes*p.flush)
-	if p.gap <= 0 || p.gap > window {
+	if p.gap <= 0 || p.gap >= window {
 		return 0 // fewer than one more writer predicted in the window
 	}
 	// Behind a running group nothing could run, and its writers could not
