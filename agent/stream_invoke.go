@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -430,6 +431,19 @@ func (a *Agent) deliverStream(ctx context.Context, info StreamInfo, kept *keptPa
 	if kept != nil {
 		return a.params.store(kept, content)
 	}
+	return a.callStreams(ctx, info, content)
+}
+
+// callStreams calls Config.Streams, turning a panic into an error (which
+// the caller answers with 5001 stream_not_accepted), as callHandler does
+// for a capability's handler: the record it made is finished, and no
+// ticket of the ledger stays counted for good.
+func (a *Agent) callStreams(ctx context.Context, info StreamInfo, content io.Reader) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the stream handler panicked: %v", p)
+		}
+	}()
 	return a.cfg.Streams(ctx, info, content)
 }
 

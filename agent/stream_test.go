@@ -425,6 +425,33 @@ func TestStreamRefusedByApplicationIsAnError(t *testing.T) {
 	}
 }
 
+// TestStreamHandlerPanicIsAnErrorAndRecorded: an application whose stream
+// handler panics does not take the agent down; the sender gets 5001
+// stream_not_accepted, and a retry of the same STREAM_END gets the same
+// answer from the ledger without a second call.
+func TestStreamHandlerPanicIsAnErrorAndRecorded(t *testing.T) {
+	calls := 0
+	e := newEnv(t, withMemoryLedger(), withConfig(func(c *Config) {
+		c.Streams = func(context.Context, StreamInfo, io.Reader) error { calls++; panic("application bug") }
+	}))
+	content := []byte("ab")
+	e.send(amp.TypeStreamStart, startBody(t, "s", content, 2))
+	e.send(amp.TypeStreamData, dataBody(t, "s", 0, content))
+	_, end := e.seal(e.caller, amp.TypeStreamEnd, endBody(t, "s", content))
+	for i := 0; i < 2; i++ {
+		raw, err := e.agent.Handle(context.Background(), end)
+		must(t, err)
+		m := e.receive(e.caller, raw)
+		wantStreamError(t, m, amp.CodeInternalError, "stream_not_accepted")
+		if contains(errorOf(t, m).Message, "application bug") {
+			t.Fatal("error echoes the panic")
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("stream handler called %d times, want 1", calls)
+	}
+}
+
 // TestStreamFromUnauthorizedCallerRefused: the policy applies to streams.
 func TestStreamFromUnauthorizedCallerRefused(t *testing.T) {
 	e, _ := streamEnv(t, StreamLimits{})
