@@ -508,6 +508,10 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 	defer a.life.leave()
 	a.maybeSweep()
 	start := time.Now()
+	// A writer on its way to the ledger until it claims its ticket, also
+	// while it waits for a slot (ledger.Ledger.Expect).
+	arrival := a.ledger.Expect()
+	defer arrival.Done()
 	// A slot in the peer's turn, before any verification: a flood from one
 	// address waits behind its own messages, not every caller's.
 	ctx, done, err := a.cpu.Enter(ctx)
@@ -540,10 +544,12 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 			"message ttl is longer than this agent keeps replies (%s)", a.cfg.MaxTTL))
 	}
 	if m.Type == amp.TypeBatch {
+		arrival.Done() // its items are counted each
 		return a.handleBatch(ctx, m)
 	}
 	sender := amp.BareDID(m.From)
-	st, err := a.claim(ctx, m, sender)
+	st, err := a.claim(ctx, m, sender, &arrival)
+	arrival.Done()
 	switch {
 	case errors.Is(err, errLedgerUnavailable):
 		return a.replyError(ctx, m, unavailable())
@@ -574,8 +580,10 @@ var errLedgerUnavailable = errors.New("idempotency ledger unavailable")
 // State is Fresh (the caller holds the ticket and runs the handler), Done
 // or Lost; errLedgerUnavailable when the ledger failed; a 5003 error when
 // ctx ended while waiting. A shared ledger's Start (a claim on the
-// network, etcdledger) is made idle too.
-func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string) (ledger.Start, error) {
+// network, etcdledger) is made idle too. A copy that waits for another
+// is no writer expected soon: arrival ends before it waits (the first
+// copy's handler may run for minutes).
+func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arrival *ledger.Arrival) (ledger.Start, error) {
 	for {
 		var st ledger.Start
 		var err error
@@ -591,6 +599,7 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string) (ledge
 		if st.State != ledger.Busy {
 			return st, nil
 		}
+		arrival.Done()
 		var werr error
 		a.idle(func() {
 			select {

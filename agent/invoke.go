@@ -208,7 +208,13 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 	t.Extend(a.cfg.Now().Add(timeout + a.cfg.MaxClockSkew))
 	t.Reserve(a.results.of(id)) // its largest result (result_limit.go)
 	var rerr error
-	a.idle(func() { rerr = t.Running() })
+	a.idle(func() {
+		// Until its handler starts, a writer expected soon (its reply),
+		// also while it waits for a slot: ledger.Ticket.Handling.
+		if rerr = t.Running(); rerr == nil {
+			t.Handling(false)
+		}
+	})
 	if err := rerr; err != nil {
 		in.use.putBack() // nothing ran: the sender's retry finds its params
 		if ledger.NoRoom(err) {
@@ -219,7 +225,7 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 		a.log.Error("idempotency ledger unavailable", "err", err)
 		return 0, nil, unavailable()
 	}
-	res := a.limitResult(a.execute(a.reqLog(ctx), &invocation{caller: caller, id: msgID}, id, in.outSchema, in.bridge, in.params, timeout), id)
+	res := a.limitResult(a.execute(a.reqLog(ctx), &invocation{caller: caller, id: msgID}, t, id, in.outSchema, in.bridge, in.params, timeout), id)
 	if extra, deprecated := compatExtra(tg.entry.Descriptor, id, tg.asked); extra != nil {
 		if deprecated {
 			a.reqLog(ctx).Warn("deprecated version requested", "capability", id.String(), "requested", tg.asked.String(), "from", caller)
@@ -248,10 +254,16 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 // execute runs the handler and checks its result; it always returns a
 // terminal result.
 // A non-nil bridge turns the validated result into the caller's shape.
-func (a *Agent) execute(log *slog.Logger, inv *invocation, id capability.ID, outSchema SchemaValidator, bridge *compat.Bridge, params any, timeout time.Duration) capability.Result {
+// t counts as in its handler while the handler runs, and only then
+// (ledger.Ticket.Handling).
+func (a *Agent) execute(log *slog.Logger, inv *invocation, t *ledger.Ticket, id capability.ID, outSchema SchemaValidator, bridge *compat.Bridge, params any, timeout time.Duration) capability.Result {
 	var out any
 	var err error
-	a.idle(func() { out, err = a.runHandler(log, inv, id, params, timeout) })
+	a.idle(func() {
+		t.Handling(true)
+		out, err = a.runHandler(log, inv, id, params, timeout)
+		t.Handling(false)
+	})
 	if err != nil {
 		return capability.NewErrorResult(err)
 	}

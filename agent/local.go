@@ -178,12 +178,15 @@ func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) (localReply, er
 	}
 	defer a.life.leave()
 	a.maybeSweep()
+	arrival := a.ledger.Expect() // as in Handle
+	defer arrival.Done()
 	ctx, done, err := a.cpu.Enter(ctx)
 	if err != nil {
 		return localReply{}, err
 	}
 	defer done()
-	st, err := a.claim(ctx, m, m.From)
+	st, err := a.claim(ctx, m, m.From, &arrival)
+	arrival.Done()
 	switch {
 	case errors.Is(err, errLedgerUnavailable):
 		sent, reply, err := a.sealError(ctx, m, unavailable())

@@ -102,7 +102,9 @@
 // groupcommit.go, docs/SPEC-DECISIONS.md PERF-1): it runs at once when its
 // writer came alone after a group nobody arrived during, when fewer than
 // one more writer is predicted within its window, or when all the writers
-// the Ledger expects soon are queued but a reserve (one per processor plus
+// the Ledger expects soon (Ledger.Expected: its tickets out of a running
+// handler, and the messages on their way to a ticket, Ledger.Expect;
+// PERF-5) are queued but a reserve (one per processor plus
 // those that arrive during one sync: they keep the processors busy while
 // it syncs); otherwise it waits at most the lesser of 2 ms and 8 syncs
 // from its oldest writer, and no longer than 4 arrival spacings past the

@@ -200,9 +200,11 @@ type Ledger struct {
 	store Store
 	opts  Options
 
-	// open counts the tickets out, inHandler those between a successful
-	// Running and their Finish (active).
-	open, inHandler atomic.Int64
+	// open counts the tickets out, inHandler those whose handler runs
+	// (from a successful Running, as Ticket.Handling then says, until
+	// Finish), and coming the messages on their way to a ticket (Expect)
+	// (active).
+	open, inHandler, coming atomic.Int64
 
 	mu        sync.Mutex
 	claimed   map[Key]chan struct{}
@@ -238,9 +240,45 @@ type activeSetter interface {
 	setActive(active func() int)
 }
 
-// active is how many tickets may write soon: those claimed, less those
-// whose handler runs (after Running, before Finish; it may run long).
-func (l *Ledger) active() int { return int(l.open.Load() - l.inHandler.Load()) }
+// active is how many writers may write soon: the tickets claimed, less
+// those whose handler runs (it may run long), and the messages on their
+// way to a ticket (Expect).
+func (l *Ledger) active() int {
+	return int(l.open.Load() + l.coming.Load() - l.inHandler.Load())
+}
+
+// Expected is how many writers the ledger expects to write soon, the
+// count a durable store's group commit weighs (docs/SPEC-DECISIONS.md
+// PERF-1, PERF-5): the tickets out, less those whose handler runs, plus
+// the messages announced by Expect that have not yet taken their ticket.
+func (l *Ledger) Expected() int { return l.active() }
+
+// Arrival is one message counted by Expect until its Done.
+type Arrival struct{ l *Ledger }
+
+// Expect counts one message that may soon claim a ticket and write, from
+// when it is received (before it waits for a processing slot, before its
+// signature is verified) until Done: a caller waiting for a processor is
+// a writer on its way, and a group commit that left it out started groups
+// of a few records while most writers waited for a processor
+// (docs/PERFORMANCE.md, "Round 8: groups at 256 callers"). Call Done once
+// the message has its ticket, or is answered without one; Done is
+// idempotent. The count only tells a group how long waiting may still
+// pay: every wait keeps its bounds (the window and the stall), so a count
+// inflated by messages that never write (a flood of bad signatures) costs
+// a group at most its window.
+func (l *Ledger) Expect() Arrival {
+	l.coming.Add(1)
+	return Arrival{l: l}
+}
+
+// Done ends the count of a (Expect); later calls do nothing.
+func (a *Arrival) Done() {
+	if a.l != nil {
+		a.l.coming.Add(-1)
+		a.l = nil
+	}
+}
 
 // PrincipalStore is a Store whose per-caller quota can be charged to
 // principals instead of senders (WALStore and MemoryStore are).
@@ -391,6 +429,24 @@ func (t *Ticket) leaveHandler() {
 	if t.inHandler {
 		t.inHandler = false
 		t.l.inHandler.Add(-1)
+	}
+}
+
+// Handling tells the ledger whether the ticket's handler runs now. A
+// successful Running counts the ticket as in its handler until Finish: a
+// handler may run long, and a group commit does not wait for it. A caller
+// that first computes (waits for a processor, decodes, validates) says
+// Handling(false) after Running, Handling(true) as the handler starts and
+// Handling(false) as it returns: while it computes, the ticket is a writer
+// expected soon (its reply), as before Running. It does nothing on a
+// ticket that is not running or has ended.
+func (t *Ticket) Handling(on bool) {
+	switch {
+	case !on:
+		t.leaveHandler()
+	case t.running && !t.ended && !t.inHandler:
+		t.inHandler = true
+		t.l.inHandler.Add(1)
 	}
 }
 
