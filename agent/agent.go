@@ -508,10 +508,6 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 	defer a.life.leave()
 	a.maybeSweep()
 	start := time.Now()
-	// A writer on its way to the ledger until it claims its ticket, also
-	// while it waits for a slot (ledger.Ledger.Expect).
-	arrival := a.ledger.Expect()
-	defer arrival.Done()
 	// A slot in the peer's turn, before any verification: a flood from one
 	// address waits behind its own messages, not every caller's.
 	ctx, done, err := a.cpu.Enter(ctx)
@@ -526,6 +522,12 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 		a.observe(Observation{Code: code, Name: name, Duration: time.Since(start)})
 		return nil, &UnverifiedError{Err: amp.AsError(err)}
 	}
+	// A writer on its way to the ledger until it claims its ticket
+	// (ledger.Ledger.Expect): counted once it verifies, never before, or
+	// a flood of bad signatures waiting for slots would hold every group
+	// of honest writers to its window.
+	arrival := a.ledger.Expect()
+	defer arrival.Done()
 	// Reports are never answered, not even with an error.
 	if isReport(m.Type) {
 		a.handleReport(ctx, m)

@@ -256,17 +256,16 @@ func (l *Ledger) Expected() int { return l.active() }
 // Arrival is one message counted by Expect until its Done.
 type Arrival struct{ l *Ledger }
 
-// Expect counts one message that may soon claim a ticket and write, from
-// when it is received (before it waits for a processing slot, before its
-// signature is verified) until Done: a caller waiting for a processor is
-// a writer on its way, and a group commit that left it out started groups
-// of a few records while most writers waited for a processor
-// (docs/PERFORMANCE.md, "Round 8: groups at 256 callers"). Call Done once
+// Expect counts one verified message that may soon claim a ticket and
+// write, until Done: a message on its way to its ticket is a writer on
+// its way (docs/PERFORMANCE.md, "Round 8: groups at 256 callers"). Call
+// it only once the message's signature verifies: a flood of bad
+// signatures counted while it waits for processing slots held every
+// group of two or more honest writers to its window, and their
+// throughput to a fifth (docs/SPEC-DECISIONS.md PERF-5). Call Done once
 // the message has its ticket, or is answered without one; Done is
 // idempotent. The count only tells a group how long waiting may still
-// pay: every wait keeps its bounds (the window and the stall), so a count
-// inflated by messages that never write (a flood of bad signatures) costs
-// a group at most its window.
+// pay: every wait keeps its bounds (the window and the stall).
 func (l *Ledger) Expect() Arrival {
 	l.coming.Add(1)
 	return Arrival{l: l}
