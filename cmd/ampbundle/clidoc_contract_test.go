@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -49,26 +47,7 @@ func TestScriptWrittenFromCLIDocReadsEveryDocumentedField(t *testing.T) {
 		if st.label == "" {
 			continue
 		}
-		want, ok := shapes[st.label]
-		if !ok {
-			t.Errorf("docs/CLI.md has no example labelled %q", st.label)
-			continue
-		}
-		used[st.label] = true
-		var got any
-		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
-			t.Fatalf("%s: stdout is not one JSON document: %v\n%s", st.label, err, r.stdout)
-		}
-		var errs []string
-		clitest.MatchShape("$", want, got, shapes, used, &errs)
-		slices.Sort(errs)
-		for _, e := range errs {
-			t.Errorf("%s --json, against docs/CLI.md: %s", st.label, e)
-		}
+		clitest.CheckOutput(t, shapes, used, st.label, r.stdout)
 	}
-	for label := range shapes {
-		if strings.HasPrefix(label, "ampbundle ") && !used[label] {
-			t.Errorf("docs/CLI.md's example %q is checked by no case here", label)
-		}
-	}
+	clitest.CheckAllUsed(t, shapes, used, "ampbundle ")
 }

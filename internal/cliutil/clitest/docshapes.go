@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -129,6 +130,40 @@ func MatchShape(path string, want, got any, shapes map[string]any, used map[stri
 			if !keys[k] {
 				*errs = append(*errs, fmt.Sprintf("%s.%s: printed, not documented", path, k))
 			}
+		}
+	}
+}
+
+// CheckOutput checks stdout, the --json output of the step labelled
+// label, against that label's example in shapes, and marks the examples
+// it used in used.
+func CheckOutput(t testing.TB, shapes map[string]any, used map[string]bool, label, stdout string) {
+	t.Helper()
+	want, ok := shapes[label]
+	if !ok {
+		t.Errorf("docs/CLI.md has no example labelled %q", label)
+		return
+	}
+	used[label] = true
+	var got any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%s: stdout is not one JSON document: %v\n%s", label, err, stdout)
+	}
+	var errs []string
+	MatchShape("$", want, got, shapes, used, &errs)
+	slices.Sort(errs)
+	for _, e := range errs {
+		t.Errorf("%s --json, against docs/CLI.md: %s", label, e)
+	}
+}
+
+// CheckAllUsed fails t for every example whose label starts with prefix
+// that no step checked.
+func CheckAllUsed(t testing.TB, shapes map[string]any, used map[string]bool, prefix string) {
+	t.Helper()
+	for label := range shapes {
+		if strings.HasPrefix(label, prefix) && !used[label] {
+			t.Errorf("docs/CLI.md's example %q is checked by no case here", label)
 		}
 	}
 }
