@@ -47,6 +47,26 @@ func claimAll(t *testing.T, s *Store, keys []ledger.Key, exp time.Time) {
 	}
 }
 
+// atOnce calls f(0) … f(n-1) in n goroutines released together, and
+// returns their errors and how long they took from the release.
+func atOnce(n int, f func(i int) error) ([]error, time.Duration) {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = f(i)
+		}()
+	}
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	return errs, time.Since(began)
+}
+
 // span is one etcd call as Observe saw it.
 type span struct{ from, to time.Time }
 
@@ -102,21 +122,7 @@ func TestReadsRefusedForSizeNeverQueueOneBehindAnother(t *testing.T) {
 	mu.Lock()
 	recording = true
 	mu.Unlock()
-	errs := make([]error, len(keys))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, k := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			errs[i] = s.MarkRunning(k, exp)
-		}()
-	}
-	began := time.Now()
-	close(start)
-	wg.Wait()
-	took := time.Since(began)
+	errs, took := atOnce(len(keys), func(i int) error { return s.MarkRunning(keys[i], exp) })
 	refused := 0
 	var first error
 	for _, err := range errs {
@@ -222,19 +228,7 @@ func TestFinishesRefusedTooLargeCombinedAreEachRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	errs := make([]error, len(keys))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, k := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			errs[i] = s.Finish(k, bytes.Repeat([]byte{byte('a' + i)}, 15000))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	errs, _ := atOnce(len(keys), func(i int) error { return s.Finish(keys[i], bytes.Repeat([]byte{byte('a' + i)}, 15000)) })
 	for i, k := range keys {
 		if errs[i] != nil {
 			t.Fatalf("finish %d: %v, want recorded", i, errs[i])
