@@ -117,19 +117,26 @@ type Options struct {
 // 405 with Allow: POST and a short JSON body (readable on a terminal;
 // nothing of the request echoed); other paths 404. Transport success is not application success:
 // refusals of verified messages are signed ERROR messages in a 200.
-func NewHandler(a Handler, opts Options) http.Handler {
+func NewHandler(a Handler, opts Options) http.Handler { return newServer(a, opts).routes() }
+
+// newServer builds what NewHandler's routes share, its options defaulted.
+func newServer(a Handler, opts Options) *server {
 	opts = opts.withDefaults()
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &server{
+	return &server{
 		a:          a,
 		opts:       opts,
 		log:        log,
 		adm:        transport.NewAdmission(opts.MaxInFlight, opts.MaxPeerInFlight, opts.MaxInFlightBytes, opts.MaxPeerInFlightBytes),
 		retryAfter: strconv.Itoa(int((opts.RetryAfter + time.Second - 1) / time.Second)),
 	}
+}
+
+// routes is NewHandler's mux over s.
+func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(MessagesPath, s.messages)
 	mux.HandleFunc(HealthPath, s.health)

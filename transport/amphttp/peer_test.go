@@ -10,12 +10,38 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/transport"
 )
 
+// testServer is a server of the HTTP binding on loopback (NewServer's
+// timeouts) with the admission its handler charges, so that a test can
+// wait for the server to have decided on a request it sent.
+type testServer struct {
+	*httptest.Server
+	adm *transport.Admission
+}
+
+// startServer serves h with opts until the test ends; the server is
+// closed after the connections slowBody opened (cleanups run last
+// first), so that Close does not wait for their read timeout.
+func startServer(t *testing.T, h Handler, opts Options) *testServer {
+	t.Helper()
+	s := newServer(h, opts)
+	srv := httptest.NewUnstartedServer(s.routes())
+	srv.Config = NewServer(srv.Config.Handler, 0, nil)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &testServer{Server: srv, adm: s.adm}
+}
+
 // slowBody opens a connection from the loopback address from and sends
-// the head of a POST declaring n body bytes and one byte of the body: the
-// server charges n at once.
-func slowBody(t *testing.T, srv *httptest.Server, from string, n int) net.Conn {
+// the head of a POST declaring n body bytes and one byte of the body, and
+// returns once the server has decided on it: the n declared bytes charged
+// to the peer's share (admitted), or an answer sent (refused; its first
+// byte is read). Without the wait a request sent next by the same peer
+// could be admitted first and the slow body refused in its place.
+func slowBody(t *testing.T, srv *testServer, from string, n int) net.Conn {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
 	c, err := d.Dial("tcp", srv.Listener.Addr().String())
@@ -23,7 +49,20 @@ func slowBody(t *testing.T, srv *httptest.Server, from string, n int) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	peer := transport.Peer(c.LocalAddr().String())
+	before := srv.adm.PeerBytes(peer)
 	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: agent\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\nx", MessagesPath, ContentType, n)
+	for deadline := time.Now().Add(10 * time.Second); srv.adm.PeerBytes(peer) <= before; {
+		c.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
+		var b [1]byte
+		if got, _ := c.Read(b[:]); got > 0 {
+			break // refused: the answer came
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server neither admitted nor refused a slow body from %s within 10 s", from)
+		}
+	}
+	c.SetReadDeadline(time.Time{})
 	return c
 }
 
@@ -49,24 +88,20 @@ func TestOnePeerCannotHoldTheWholeBudget(t *testing.T) {
 	h := handlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return []byte{0xa0}, nil })
 	opts := Options{MaxBody: 1 << 20, MaxInFlight: 64, MaxInFlightBytes: 8 << 20, MaxPeerInFlightBytes: 2 << 20,
 		MinDataRate: 8 << 20, grace: 300 * time.Millisecond}
-	srv := httptest.NewUnstartedServer(NewHandler(h, opts))
-	srv.Config = NewServer(srv.Config.Handler, 0, nil)
-	srv.Start()
-	defer srv.Close()
+	srv := startServer(t, h, opts)
 	// Two declared 1 MiB bodies fill 127.0.0.10's share (2 MiB).
 	slowBody(t, srv, "127.0.0.10", 1<<20-1)
 	slowBody(t, srv, "127.0.0.10", 1<<20-1)
-	time.Sleep(100 * time.Millisecond)
-	if s := postFrom(t, srv, "127.0.0.10"); s != http.StatusServiceUnavailable {
+	if s := postFrom(t, srv.Server, "127.0.0.10"); s != http.StatusServiceUnavailable {
 		t.Fatalf("a peer over its share: %d, want 503", s)
 	}
-	if s := postFrom(t, srv, "127.0.0.11"); s != http.StatusOK {
+	if s := postFrom(t, srv.Server, "127.0.0.11"); s != http.StatusOK {
 		t.Fatalf("another peer: %d, want 200", s)
 	}
 	// 300 ms of grace and 1/8 s for 1 MiB at 8 MiB/s: then the slow
 	// bodies are cut off and their charge is back.
 	deadline := time.Now().Add(5 * time.Second)
-	for postFrom(t, srv, "127.0.0.10") != http.StatusOK {
+	for postFrom(t, srv.Server, "127.0.0.10") != http.StatusOK {
 		if time.Now().After(deadline) {
 			t.Fatal("the slow bodies still hold the peer's share")
 		}
@@ -122,19 +157,15 @@ func TestBodyOfMaxBodyIsServed(t *testing.T) {
 func TestOnePeerCannotHoldEveryRequestSlot(t *testing.T) {
 	h := handlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return []byte{0xa0}, nil })
 	opts := Options{MaxInFlight: 8, MaxPeerInFlight: 2, grace: 2 * time.Second}
-	srv := httptest.NewUnstartedServer(NewHandler(h, opts))
-	srv.Config = NewServer(srv.Config.Handler, 0, nil)
-	srv.Start()
-	defer srv.Close()
+	srv := startServer(t, h, opts)
 	for range 8 {
 		slowBody(t, srv, "127.0.0.20", 100)
 	}
-	time.Sleep(100 * time.Millisecond)
-	if s := postFrom(t, srv, "127.0.0.20"); s != http.StatusServiceUnavailable {
+	if s := postFrom(t, srv.Server, "127.0.0.20"); s != http.StatusServiceUnavailable {
 		t.Fatalf("a peer holding its share of the slots: %d, want 503", s)
 	}
 	for _, other := range []string{"127.0.0.21", "127.0.0.22"} {
-		if s := postFrom(t, srv, other); s != http.StatusOK {
+		if s := postFrom(t, srv.Server, other); s != http.StatusOK {
 			t.Fatalf("another peer (%s): %d, want 200", other, s)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +24,7 @@ import (
 // short while, and then closes: it does not hold the connection.
 func TestRefusedAnswerIsNotLostToAConnectionReset(t *testing.T) {
 	h := handlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return []byte{0xa0}, nil })
-	srv := httptest.NewUnstartedServer(NewHandler(h, Options{MaxBody: 1 << 10, MaxInFlight: 4, MaxPeerInFlight: 1}))
-	srv.Config = NewServer(srv.Config.Handler, 0, nil)
-	srv.Start()
-	defer srv.Close()
+	srv := startServer(t, h, Options{MaxBody: 1 << 10, MaxInFlight: 4, MaxPeerInFlight: 1})
 	part := strings.Repeat("a", 4<<10)
 	cases := []struct {
 		name, from, head string
@@ -47,7 +43,6 @@ func TestRefusedAnswerIsNotLostToAConnectionReset(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.hold {
 				slowBody(t, srv, tc.from, 1000)
-				time.Sleep(100 * time.Millisecond)
 			}
 			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(tc.from)}}
 			c, err := d.Dial("tcp", srv.Listener.Addr().String())
