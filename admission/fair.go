@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -31,9 +32,13 @@ const ErrSlotWaitEnded amp.ErrName = "slot_wait_ended"
 //     function, also while it waits without a slot (for the disk, a
 //     handler: Leave and Resume). While other peers are active (a message
 //     inside or waiting, or one answered within FairLinger after at least
-//     FairLingerBusy admitted in the last one to two FairLinger windows),
-//     a peer gets a new slot only while it has fewer messages inside than
-//     the average of the others plus one. A flooder with 128 messages in flight therefore
+//     FairLingerBusy of its messages that verified were answered in the
+//     last one to two FairLinger windows: Verified), a peer gets a new slot only while it
+//     has fewer messages inside than the average of the others plus one.
+//     Against a peer with messages waiting for a slot and none waiting
+//     without one (a flood of messages that fail verification: they only
+//     compute), a peer's messages waiting without a slot do not count.
+//     A flooder with 128 messages in flight therefore
 //     keeps about as many inside as the caller it competes with, not
 //     eight times as many; and a caller whose messages are mostly on the
 //     way (its replies travelling back, its next message coming) still
@@ -46,7 +51,8 @@ const ErrSlotWaitEnded amp.ErrName = "slot_wait_ended"
 // At most maxPeerQueue messages of one peer wait at once; beyond, Enter
 // refuses at once with ErrPeerBusy (5004, retryable). A goroutine that gave
 // its slot back to wait (Leave) takes one again with Resume, before any new
-// message: work admitted finishes first. Safe for concurrent use.
+// message: work admitted finishes first. Leave, Resume and Verified take
+// the context Enter returned. Safe for concurrent use.
 type Fair struct {
 	maxQueue int
 
@@ -63,16 +69,17 @@ type Fair struct {
 }
 
 // fairPeer is one active peer: its queue of messages waiting for a slot,
-// and how many of its messages are inside.
+// and how many of its messages are inside, of which idle wait without a
+// slot (Leave).
 type fairPeer struct {
-	key     string
-	waiters []fairWaiter
-	inside  int
-	inRing  bool
-	last    time.Time // when it last had nothing inside or waiting
+	key          string
+	waiters      []fairWaiter
+	inside, idle int
+	inRing       bool
+	last         time.Time // when it last had nothing inside or waiting
 
-	// Admissions by FairLinger window: cur in window win, prev in the
-	// one before.
+	// Verified messages by FairLinger window: cur in window win, prev in
+	// the one before.
 	win       int64
 	cur, prev int
 }
@@ -83,17 +90,18 @@ type fairPeer struct {
 // coming), and is not gone for that.
 const FairLinger = 100 * time.Millisecond
 
-// FairLingerBusy is how many of its messages a peer must have had
-// admitted in the current and the previous FairLinger window for its
-// linger to count: a caller that keeps messages coming lingers between
-// them; an address sending one cheap message now and then does not
-// (threat: counted for 100 ms after each answer, with nothing inside, it
-// held a busy caller to one message inside at a time, for about 1 KB/s
-// of bad signatures).
+// FairLingerBusy is how many of its messages that verified (Verified) a
+// peer must have had answered in the current and the previous FairLinger
+// window for its linger to count: a caller that keeps messages coming lingers
+// between them; an address sending one cheap message now and then does
+// not (threat: counted for 100 ms after each answer, with nothing inside,
+// it held a busy caller to one message inside at a time, for about 1 KB/s
+// of bad signatures), nor one whose messages fail verification, however
+// many (threat: bursts of 16 bad signatures every 100 ms did the same).
 const FairLingerBusy = 16
 
-// usage is how many messages of p were admitted in the current and the
-// previous FairLinger window at t.
+// usage is how many messages of p that verified were answered in the
+// current and the previous FairLinger window at t.
 func (p *fairPeer) usage(t time.Time) int {
 	switch w := t.UnixNano() / int64(FairLinger); w {
 	case p.win:
@@ -104,8 +112,8 @@ func (p *fairPeer) usage(t time.Time) int {
 	return 0
 }
 
-// admitted counts one admission of p at t.
-func (p *fairPeer) admitted(t time.Time) {
+// verified counts one message of p that verified, answered at t.
+func (p *fairPeer) verified(t time.Time) {
 	w := t.UnixNano() / int64(FairLinger)
 	switch {
 	case w == p.win+1:
@@ -132,6 +140,22 @@ func NewFair(slots, maxPeerQueue int) *Fair {
 }
 
 type admittedKey struct{}
+
+// fairTicket is what the context Enter returns carries for its message:
+// its peer, whether it is nested (not counted), and whether it verified
+// (Verified: counted toward its peer's linger when it is done).
+type fairTicket struct {
+	p        *fairPeer
+	nested   bool
+	verified atomic.Bool
+}
+
+// ticketOf is the ticket of the message ctx was admitted for; nil for a
+// context Enter did not return.
+func ticketOf(ctx context.Context) *fairTicket {
+	t, _ := ctx.Value(admittedKey{}).(*fairTicket)
+	return t
+}
 
 // Enter takes a slot for a message from the peer of ctx (PeerOf; "" for
 // callers in the same process, whose queue has no bound), waiting for its
@@ -165,13 +189,11 @@ func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
 	}
 	f.dispatch()
 	f.mu.Unlock()
-	done := func() { f.done(p, nested) }
-	if !nested {
-		ctx = context.WithValue(ctx, admittedKey{}, true)
-	}
+	t := &fairTicket{p: p, nested: nested}
+	done := func() { f.done(t) }
 	select {
 	case <-w.ready:
-		return ctx, done, nil
+		return context.WithValue(ctx, admittedKey{}, t), done, nil
 	case <-ctx.Done():
 	}
 	f.mu.Lock()
@@ -194,13 +216,17 @@ func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
 	return ctx, nil, amp.Named(amp.CodeTimeout, ErrSlotWaitEnded, "gave up waiting for a processing slot").WithCause(ctx.Err())
 }
 
-// done gives back the slot of a message of p and ends its count.
-func (f *Fair) done(p *fairPeer, nested bool) {
+// done gives back the slot of the message of t and ends its count.
+func (f *Fair) done(t *fairTicket) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !nested {
+	p := t.p
+	if !t.nested {
 		p.inside--
 		f.inside--
+		if t.verified.Load() {
+			p.verified(f.now())
+		}
 	}
 	f.free++
 	f.forget(p)
@@ -245,18 +271,27 @@ func (f *Fair) sweep() {
 // allowed reports whether p may have one more message inside: when it is
 // the only active peer, or while it has fewer than the average of the
 // other active peers plus one. Active: a message inside or waiting, or
-// lingering after FairLingerBusy admissions or more. f.mu is held.
+// lingering after FairLingerBusy verified messages or more. Against a
+// peer whose messages only compute (some waiting for a slot, none
+// idle: a flood of bad signatures, which never waits for the disk or a
+// handler), p's idle messages do not count: its count is low because
+// its messages are quick, not because it wants fewer inside (threat: it
+// held a durable caller, whose messages wait for the disk, to about as
+// few as it had computing). f.mu is held.
 func (f *Fair) allowed(p *fairPeer, now time.Time) bool {
-	others := 0
+	others, room := 0, 0
 	for _, q := range f.peers {
-		if q != p && (q.inside > 0 || len(q.waiters) > 0 || q.usage(now) >= FairLingerBusy) {
-			others++
+		if q == p || !(q.inside > 0 || len(q.waiters) > 0 || q.usage(now) >= FairLingerBusy) {
+			continue
 		}
+		mine := p.inside
+		if len(q.waiters) > 0 && q.idle == 0 {
+			mine -= p.idle
+		}
+		others++
+		room += q.inside + 1 - mine
 	}
-	if others == 0 {
-		return true
-	}
-	return p.inside < (f.inside-p.inside+others-1)/others+1
+	return others == 0 || room > 0
 }
 
 // dispatch hands the free slots on: to Resume callers first, then to the
@@ -290,7 +325,6 @@ func (f *Fair) dispatch() {
 		if !w.nested {
 			p.inside++
 			f.inside++
-			p.admitted(now)
 		}
 		f.free--
 		close(w.ready)
@@ -303,20 +337,26 @@ func (f *Fair) dispatch() {
 	}
 }
 
-// Leave gives back the slot of a message that goes on waiting without
-// one (for the disk, a handler); it takes one again with Resume. Its
-// count stays.
-func (f *Fair) Leave() {
+// Leave gives back the slot of the message of ctx (the context Enter
+// returned), which goes on waiting without one (for the disk, a
+// handler); it takes one again with Resume. Its count stays, as idle.
+func (f *Fair) Leave(ctx context.Context) {
 	f.mu.Lock()
+	if t := ticketOf(ctx); t != nil && !t.nested {
+		t.p.idle++
+	}
 	f.free++
 	f.dispatch()
 	f.mu.Unlock()
 }
 
-// Resume takes a slot again after Leave: before any message waiting in
-// Enter, and never refused, since its message was admitted already.
-func (f *Fair) Resume() {
+// Resume takes a slot again after Leave(ctx): before any message waiting
+// in Enter, and never refused, since its message was admitted already.
+func (f *Fair) Resume(ctx context.Context) {
 	f.mu.Lock()
+	if t := ticketOf(ctx); t != nil && !t.nested {
+		t.p.idle--
+	}
 	if f.free > 0 && len(f.resume) == 0 {
 		f.free--
 		f.mu.Unlock()
@@ -326,6 +366,15 @@ func (f *Fair) Resume() {
 	f.resume = append(f.resume, ready)
 	f.mu.Unlock()
 	<-ready
+}
+
+// Verified marks the message of ctx (the context Enter returned) as
+// verified: when it is done, it counts toward its peer's linger
+// (FairLingerBusy); a nested one never counts.
+func (f *Fair) Verified(ctx context.Context) {
+	if t := ticketOf(ctx); t != nil {
+		t.verified.Store(true)
+	}
 }
 
 type peerKey struct{}

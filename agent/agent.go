@@ -522,6 +522,9 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 		a.observe(Observation{Code: code, Name: name, Duration: time.Since(start)})
 		return nil, &UnverifiedError{Err: amp.AsError(err)}
 	}
+	// Only verified messages make their peer a busy caller whose linger
+	// holds others (admission.FairLingerBusy).
+	a.cpu.Verified(ctx)
 	// A writer on its way to the ledger until it claims its ticket
 	// (ledger.Ledger.Expect): counted once it verifies, never before, or
 	// a flood of bad signatures waiting for slots would hold every group
@@ -590,7 +593,7 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 		var st ledger.Start
 		var err error
 		if a.ledger.Shared() {
-			a.idle(func() { st, err = a.ledger.Start(sender, m.ID, a.expiry(m)) })
+			a.idle(ctx, func() { st, err = a.ledger.Start(sender, m.ID, a.expiry(m)) })
 		} else {
 			st, err = a.ledger.Start(sender, m.ID, a.expiry(m))
 		}
@@ -603,7 +606,7 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 		}
 		arrival.Done()
 		var werr error
-		a.idle(func() {
+		a.idle(ctx, func() {
 			select {
 			case <-st.Wait:
 			case <-ctx.Done():
@@ -617,22 +620,23 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 }
 
 // idle runs f, which waits (for the disk, a handler, another copy),
-// without holding one of the agent's CPU slots: the goroutines that may
-// compute at once are bounded by cpuSlots, so that a goroutine coming back
-// from a durable write (the ledger's group commit) finds a short run queue
-// instead of waiting behind every caller's cryptography.
-func (a *Agent) idle(f func()) {
-	a.cpu.Leave()
-	defer a.cpu.Resume()
+// without holding one of the agent's CPU slots (ctx: the message's, as
+// admitted): the goroutines that may compute at once are bounded by
+// cpuSlots, so that a goroutine coming back from a durable write (the
+// ledger's group commit) finds a short run queue instead of waiting
+// behind every caller's cryptography.
+func (a *Agent) idle(ctx context.Context, f func()) {
+	a.cpu.Leave(ctx)
+	defer a.cpu.Resume(ctx)
 	f()
 }
 
 // finish records a reply in the ledger, idle while it is made durable.
-func (a *Agent) finish(t *ledger.Ticket, reply []byte) (err error) {
+func (a *Agent) finish(ctx context.Context, t *ledger.Ticket, reply []byte) (err error) {
 	if !t.Durable() {
 		return t.Finish(reply)
 	}
-	a.idle(func() { err = t.Finish(reply) })
+	a.idle(ctx, func() { err = t.Finish(reply) })
 	return err
 }
 
@@ -682,7 +686,7 @@ func (a *Agent) answerLost(ctx context.Context, m *amp.Message, t *ledger.Ticket
 		t.Abandon()
 		return nil, err
 	}
-	if err := a.finish(t, reply); err != nil {
+	if err := a.finish(ctx, t, reply); err != nil {
 		// Nothing ran here; the answer is true whether recorded or not.
 		a.log.Error("outcome-unknown reply sent but not recorded in the ledger", "err", err, "from", m.From, "id", m.ID.String())
 		t.Abandon()
@@ -745,7 +749,7 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 		t.Abandon()
 		return reply, sent, nil
 	}
-	err = a.finish(t, reply)
+	err = a.finish(ctx, t, reply)
 	if err != nil && t.Durable() && amp.NameOf(err) == ledger.ErrReplyTooLarge {
 		// The reply is larger than the ledger reserved for it (its
 		// capability's largest result, Config.MaxResultBytes): it is
@@ -764,7 +768,7 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 			t.Abandon()
 			return nil, nil, unavailable()
 		}
-		if err = a.finish(t, small); err != nil {
+		if err = a.finish(ctx, t, small); err != nil {
 			t.Abandon()
 			a.log.Error("error result sent but not recorded in the ledger: a retry gets outcome_unknown", "err", err, "from", sender, "id", m.ID.String())
 		}

@@ -185,6 +185,7 @@ func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) (localReply, er
 		return localReply{}, err
 	}
 	defer done()
+	a.cpu.Verified(ctx) // built here: authentic
 	st, err := a.claim(ctx, m, m.From, &arrival)
 	arrival.Done()
 	switch {
