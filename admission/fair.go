@@ -33,12 +33,9 @@ const ErrSlotWaitEnded amp.ErrName = "slot_wait_ended"
 //     handler: Leave and Resume). While other peers are active (a message
 //     inside or waiting, or one answered within FairLinger after at least
 //     FairLingerBusy of its messages that verified were answered in the
-//     last one to two FairLinger windows: Verified), a peer gets a new slot only while it
-//     has fewer messages inside than the average of the others plus one.
-//     Against a peer with messages waiting for a slot and none waiting
-//     without one (a flood of messages that fail verification: they only
-//     compute), a peer's messages waiting without a slot do not count.
-//     A flooder with 128 messages in flight therefore
+//     last one to two FairLinger windows: Verified), a peer gets a new
+//     slot only while it has fewer messages inside than the average of
+//     the others plus one. A flooder with 128 messages in flight therefore
 //     keeps about as many inside as the caller it competes with, not
 //     eight times as many; and a caller whose messages are mostly on the
 //     way (its replies travelling back, its next message coming) still
@@ -51,8 +48,9 @@ const ErrSlotWaitEnded amp.ErrName = "slot_wait_ended"
 // At most maxPeerQueue messages of one peer wait at once; beyond, Enter
 // refuses at once with ErrPeerBusy (5004, retryable). A goroutine that gave
 // its slot back to wait (Leave) takes one again with Resume, before any new
-// message: work admitted finishes first. Leave, Resume and Verified take
-// the context Enter returned. Safe for concurrent use.
+// message: work admitted finishes first. When a linger ends while a
+// message waits with slots free, the gate hands them on then (a timer),
+// not only at the next Enter or done. Safe for concurrent use.
 type Fair struct {
 	maxQueue int
 
@@ -60,7 +58,8 @@ type Fair struct {
 	now func() time.Time
 
 	mu     sync.Mutex
-	swept  time.Time // the last sweep of peers that stopped lingering
+	wake   *time.Timer // dispatches again when a linger that holds a message ends
+	swept  time.Time   // the last sweep of peers that stopped lingering
 	free   int
 	resume []chan struct{}      // Resume callers, first come first served
 	ring   []*fairPeer          // peers with messages waiting, in turn order
@@ -69,17 +68,16 @@ type Fair struct {
 }
 
 // fairPeer is one active peer: its queue of messages waiting for a slot,
-// and how many of its messages are inside, of which idle wait without a
-// slot (Leave).
+// and how many of its messages are inside.
 type fairPeer struct {
-	key          string
-	waiters      []fairWaiter
-	inside, idle int
-	inRing       bool
-	last         time.Time // when it last had nothing inside or waiting
+	key     string
+	waiters []fairWaiter
+	inside  int
+	inRing  bool
+	last    time.Time // when it last had nothing inside or waiting
 
-	// Verified messages by FairLinger window: cur in window win, prev in
-	// the one before.
+	// Messages that verified, answered, by FairLinger window: cur in
+	// window win, prev in the one before.
 	win       int64
 	cur, prev int
 }
@@ -92,12 +90,13 @@ const FairLinger = 100 * time.Millisecond
 
 // FairLingerBusy is how many of its messages that verified (Verified) a
 // peer must have had answered in the current and the previous FairLinger
-// window for its linger to count: a caller that keeps messages coming lingers
-// between them; an address sending one cheap message now and then does
-// not (threat: counted for 100 ms after each answer, with nothing inside,
-// it held a busy caller to one message inside at a time, for about 1 KB/s
-// of bad signatures), nor one whose messages fail verification, however
-// many (threat: bursts of 16 bad signatures every 100 ms did the same).
+// window for its linger to count: a caller that keeps messages coming
+// lingers between them; an address sending one cheap message now and
+// then does not (threat: counted for 100 ms after each answer, with
+// nothing inside, it held a busy caller to one message inside at a time,
+// for about 1 KB/s of bad signatures), nor one whose messages fail
+// verification, however many (threat: bursts of 16 bad signatures every
+// 100 ms did the same).
 const FairLingerBusy = 16
 
 // usage is how many messages of p that verified were answered in the
@@ -142,20 +141,9 @@ func NewFair(slots, maxPeerQueue int) *Fair {
 type admittedKey struct{}
 
 // fairTicket is what the context Enter returns carries for its message:
-// its peer, whether it is nested (not counted), and whether it verified
-// (Verified: counted toward its peer's linger when it is done).
-type fairTicket struct {
-	p        *fairPeer
-	nested   bool
-	verified atomic.Bool
-}
-
-// ticketOf is the ticket of the message ctx was admitted for; nil for a
-// context Enter did not return.
-func ticketOf(ctx context.Context) *fairTicket {
-	t, _ := ctx.Value(admittedKey{}).(*fairTicket)
-	return t
-}
+// whether it verified (Verified), counted toward its peer's linger when
+// it is done.
+type fairTicket struct{ verified atomic.Bool }
 
 // Enter takes a slot for a message from the peer of ctx (PeerOf; "" for
 // callers in the same process, whose queue has no bound), waiting for its
@@ -189,11 +177,14 @@ func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
 	}
 	f.dispatch()
 	f.mu.Unlock()
-	t := &fairTicket{p: p, nested: nested}
-	done := func() { f.done(t) }
+	t := &fairTicket{}
+	done := func() { f.done(p, nested, t) }
+	if !nested {
+		ctx = context.WithValue(ctx, admittedKey{}, t)
+	}
 	select {
 	case <-w.ready:
-		return context.WithValue(ctx, admittedKey{}, t), done, nil
+		return ctx, done, nil
 	case <-ctx.Done():
 	}
 	f.mu.Lock()
@@ -216,12 +207,12 @@ func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
 	return ctx, nil, amp.Named(amp.CodeTimeout, ErrSlotWaitEnded, "gave up waiting for a processing slot").WithCause(ctx.Err())
 }
 
-// done gives back the slot of the message of t and ends its count.
-func (f *Fair) done(t *fairTicket) {
+// done gives back the slot of a message of p (its ticket t) and ends
+// its count.
+func (f *Fair) done(p *fairPeer, nested bool, t *fairTicket) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p := t.p
-	if !t.nested {
+	if !nested {
 		p.inside--
 		f.inside--
 		if t.verified.Load() {
@@ -271,27 +262,18 @@ func (f *Fair) sweep() {
 // allowed reports whether p may have one more message inside: when it is
 // the only active peer, or while it has fewer than the average of the
 // other active peers plus one. Active: a message inside or waiting, or
-// lingering after FairLingerBusy verified messages or more. Against a
-// peer whose messages only compute (some waiting for a slot, none
-// idle: a flood of bad signatures, which never waits for the disk or a
-// handler), p's idle messages do not count: its count is low because
-// its messages are quick, not because it wants fewer inside (threat: it
-// held a durable caller, whose messages wait for the disk, to about as
-// few as it had computing). f.mu is held.
+// lingering after FairLingerBusy admissions or more. f.mu is held.
 func (f *Fair) allowed(p *fairPeer, now time.Time) bool {
-	others, room := 0, 0
+	others := 0
 	for _, q := range f.peers {
-		if q == p || !(q.inside > 0 || len(q.waiters) > 0 || q.usage(now) >= FairLingerBusy) {
-			continue
+		if q != p && (q.inside > 0 || len(q.waiters) > 0 || q.usage(now) >= FairLingerBusy) {
+			others++
 		}
-		mine := p.inside
-		if len(q.waiters) > 0 && q.idle == 0 {
-			mine -= p.idle
-		}
-		others++
-		room += q.inside + 1 - mine
 	}
-	return others == 0 || room > 0
+	if others == 0 {
+		return true
+	}
+	return p.inside < (f.inside-p.inside+others-1)/others+1
 }
 
 // dispatch hands the free slots on: to Resume callers first, then to the
@@ -315,6 +297,7 @@ func (f *Fair) dispatch() {
 			}
 		}
 		if i == len(f.ring) {
+			f.wakeLater()
 			return
 		}
 		p := f.ring[i]
@@ -337,26 +320,38 @@ func (f *Fair) dispatch() {
 	}
 }
 
-// Leave gives back the slot of the message of ctx (the context Enter
-// returned), which goes on waiting without one (for the disk, a
-// handler); it takes one again with Resume. Its count stays, as idle.
-func (f *Fair) Leave(ctx context.Context) {
-	f.mu.Lock()
-	if t := ticketOf(ctx); t != nil && !t.nested {
-		t.p.idle++
+// wakeLater dispatches again in FairLinger when messages wait with slots
+// free, each held by the others' counts: those change at Enter, done and
+// Leave, which dispatch, but a linger ends with time alone (threat: a
+// BATCH whose container waits for its item, queued behind a message of
+// its address that a linger held, hung with every slot free until
+// another address sent a message). f.mu is held.
+func (f *Fair) wakeLater() {
+	if f.wake != nil || len(f.ring) == 0 {
+		return
 	}
+	f.wake = time.AfterFunc(FairLinger, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.wake = nil
+		f.dispatch()
+	})
+}
+
+// Leave gives back the slot of a message that goes on waiting without
+// one (for the disk, a handler); it takes one again with Resume. Its
+// count stays.
+func (f *Fair) Leave() {
+	f.mu.Lock()
 	f.free++
 	f.dispatch()
 	f.mu.Unlock()
 }
 
-// Resume takes a slot again after Leave(ctx): before any message waiting
-// in Enter, and never refused, since its message was admitted already.
-func (f *Fair) Resume(ctx context.Context) {
+// Resume takes a slot again after Leave: before any message waiting in
+// Enter, and never refused, since its message was admitted already.
+func (f *Fair) Resume() {
 	f.mu.Lock()
-	if t := ticketOf(ctx); t != nil && !t.nested {
-		t.p.idle--
-	}
 	if f.free > 0 && len(f.resume) == 0 {
 		f.free--
 		f.mu.Unlock()
@@ -370,9 +365,10 @@ func (f *Fair) Resume(ctx context.Context) {
 
 // Verified marks the message of ctx (the context Enter returned) as
 // verified: when it is done, it counts toward its peer's linger
-// (FairLingerBusy); a nested one never counts.
+// (FairLingerBusy). A nested message (its context was admitted already)
+// is its container's: marking it marks the container.
 func (f *Fair) Verified(ctx context.Context) {
-	if t := ticketOf(ctx); t != nil {
+	if t, ok := ctx.Value(admittedKey{}).(*fairTicket); ok {
 		t.verified.Store(true)
 	}
 }

@@ -36,8 +36,7 @@ func enter(t *testing.T, f *Fair, peer string) func() {
 	return done
 }
 
-// enterCtx is enter, returning the message's context too (for Leave and
-// Resume).
+// enterCtx is enter, returning the message's context too.
 func enterCtx(t *testing.T, f *Fair, peer string) (context.Context, func()) {
 	t.Helper()
 	ctx, done, err := f.Enter(WithPeer(context.Background(), peer))
@@ -168,17 +167,16 @@ func TestFloodCannotKeepMoreMessagesInsideThanOthers(t *testing.T) {
 	for range FairLingerBusy {
 		enter(t, f, "10.0.0.7")()
 	}
-	var caller []entered
+	var callerDone []func()
 	for range 2 {
-		ctx, done := enterCtx(t, f, "10.0.0.7")
-		caller = append(caller, entered{ctx: ctx, done: done})
-		f.Leave(ctx) // waiting for the disk, without a slot
+		callerDone = append(callerDone, enter(t, f, "10.0.0.7"))
+		f.Leave() // waiting for the disk, without a slot
 	}
 	var flood []<-chan entered
 	for i := 0; i < 10; i++ {
 		flood = append(flood, queued(f, ctx, "10.0.0.66"))
 	}
-	var inside []entered
+	var inside []func()
 	for len(inside) < 3 {
 		for i, c := range flood {
 			if c == nil {
@@ -186,9 +184,9 @@ func TestFloodCannotKeepMoreMessagesInsideThanOthers(t *testing.T) {
 			}
 			select {
 			case r := <-c:
-				inside = append(inside, r)
+				inside = append(inside, r.done)
 				flood[i] = nil
-				f.Leave(r.ctx) // the flood's messages wait for the disk too
+				f.Leave() // the flood's messages wait for the disk too
 			default:
 			}
 		}
@@ -200,15 +198,15 @@ func TestFloodCannotKeepMoreMessagesInsideThanOthers(t *testing.T) {
 	if n != 3 || free != 4 {
 		t.Fatalf("the flood has %d messages inside with %d slots free; want 3 inside, 7 waiting, all 4 slots free", n, free)
 	}
-	for _, c := range caller {
-		f.Resume(c.ctx)
-		c.done()
+	for _, d := range callerDone {
+		f.Resume()
+		d()
 	}
 	// The caller lingers with nothing inside: the flood's 3 finish, and it
 	// gets one at a time.
-	for _, r := range inside {
-		f.Resume(r.ctx)
-		r.done()
+	for _, d := range inside {
+		f.Resume()
+		d()
 	}
 	waitQueued(t, f, "10.0.0.66", 6)
 	// Once the caller's linger is over, at the next event, the flood is
@@ -359,14 +357,14 @@ func TestMessageGivingUpLeavesTheQueue(t *testing.T) {
 func TestResumedWorkGoesBeforeNewMessages(t *testing.T) {
 	f := NewFair(1, 0)
 	ctx := context.Background()
-	firstCtx, first := enterCtx(t, f, "a")
+	first := enter(t, f, "a")
 	fresh := queued(f, ctx, "b")
 	waitQueued(t, f, "b", 1)
 	// first waits for the disk: its slot goes to b, and first resumes after.
-	f.Leave(firstCtx)
+	f.Leave()
 	r := <-fresh
 	resumed := make(chan struct{})
-	go func() { f.Resume(firstCtx); close(resumed) }()
+	go func() { f.Resume(); close(resumed) }()
 	for {
 		f.mu.Lock()
 		n := len(f.resume)
@@ -401,28 +399,25 @@ func TestResumedWorkGoesBeforeNewMessages(t *testing.T) {
 // active).
 func TestBatchItemsTakeTurnsWithoutCountingTwice(t *testing.T) {
 	f := NewFair(1, 0)
-	otherCtx, other := enterCtx(t, f, "b")
-	f.Leave(otherCtx)
+	other := enter(t, f, "b")
+	f.Leave()
 	ctx, container, err := f.Enter(WithPeer(context.Background(), "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Leave(ctx)
-	// The item takes the slot, and a still counts 1 inside (1 idle: its
-	// container); the item's own waits do not count.
-	ictx, item, err := f.Enter(ctx)
+	f.Leave()
+	// The item takes the slot, and a still counts 1 inside.
+	_, item, err := f.Enter(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Leave(ictx)
-	if p := f.peers["a"]; p.inside != 1 || p.idle != 1 {
-		t.Fatalf("a has %d inside, %d idle; want 1 and 1", p.inside, p.idle)
+	if n := f.peers["a"].inside; n != 1 {
+		t.Fatalf("a has %d inside, want 1", n)
 	}
-	f.Resume(ictx)
 	item()
-	f.Resume(ctx)
+	f.Resume()
 	container()
-	f.Resume(otherCtx)
+	f.Resume()
 	other()
 	if f.free != 1 || f.inside != 0 || settled(f) != 0 {
 		t.Fatalf("after all left: free %d, inside %d, peers %d", f.free, f.inside, settled(f))
@@ -470,70 +465,5 @@ func TestBadSignaturesNeverMakeTheirPeerLinger(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("a caller's message waits for a free slot while the peer of bad signatures lingers")
 		}
-	}
-}
-
-// TestComputeOnlyFloodDoesNotHoldAnIdleCallerToItsCount: a flood whose
-// messages only compute (bad signatures: none ever waits for the disk or
-// a handler) does not hold a caller whose messages wait for the disk to
-// as few messages inside as the flood has computing (threat: a flood of
-// bad signatures from another address cut 8 durable callers to 16-17 %
-// of their throughput alone, since each was "inside" for its whole
-// fdatasync while the flood's counted only their few microseconds). The
-// caller has 6 messages waiting for the disk; the flood holds all 4
-// slots and has 8 more waiting; the caller's next message gets the slot
-// freed by one of the flood's next two messages (the turns), not never.
-func TestComputeOnlyFloodDoesNotHoldAnIdleCallerToItsCount(t *testing.T) {
-	f := NewFair(4, 0)
-	var caller []entered
-	for range 6 {
-		ctx, done := enterCtx(t, f, "10.0.0.7")
-		f.Leave(ctx) // waiting for the disk
-		caller = append(caller, entered{ctx: ctx, done: done})
-	}
-	var flood []<-chan entered
-	for range 12 {
-		flood = append(flood, queued(f, context.Background(), "10.0.0.66"))
-	}
-	waitQueued(t, f, "10.0.0.66", 8)
-	next := queued(f, context.Background(), "10.0.0.7")
-	waitQueued(t, f, "10.0.0.7", 1)
-	for finished := 0; ; {
-		select {
-		case r := <-next:
-			r.done()
-			// The flood's messages finish as they get slots; the
-			// caller's resume (first) and finish.
-			for _, c := range flood {
-				if c != nil {
-					go func() { (<-c).done() }()
-				}
-			}
-			for _, c := range caller {
-				f.Resume(c.ctx)
-				c.done()
-			}
-			return
-		default:
-		}
-		if finished == 2 {
-			t.Fatal("the caller's message got none of the slots the flood's messages freed")
-		}
-		// One of the flood's messages inside finishes.
-		for i, c := range flood {
-			if c == nil {
-				continue
-			}
-			select {
-			case r := <-c:
-				r.done()
-				flood[i] = nil
-				finished++
-			default:
-				continue
-			}
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -593,7 +593,7 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 		var st ledger.Start
 		var err error
 		if a.ledger.Shared() {
-			a.idle(ctx, func() { st, err = a.ledger.Start(sender, m.ID, a.expiry(m)) })
+			a.idle(func() { st, err = a.ledger.Start(sender, m.ID, a.expiry(m)) })
 		} else {
 			st, err = a.ledger.Start(sender, m.ID, a.expiry(m))
 		}
@@ -606,7 +606,7 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 		}
 		arrival.Done()
 		var werr error
-		a.idle(ctx, func() {
+		a.idle(func() {
 			select {
 			case <-st.Wait:
 			case <-ctx.Done():
@@ -620,23 +620,22 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 }
 
 // idle runs f, which waits (for the disk, a handler, another copy),
-// without holding one of the agent's CPU slots (ctx: the message's, as
-// admitted): the goroutines that may compute at once are bounded by
-// cpuSlots, so that a goroutine coming back from a durable write (the
-// ledger's group commit) finds a short run queue instead of waiting
-// behind every caller's cryptography.
-func (a *Agent) idle(ctx context.Context, f func()) {
-	a.cpu.Leave(ctx)
-	defer a.cpu.Resume(ctx)
+// without holding one of the agent's CPU slots: the goroutines that may
+// compute at once are bounded by cpuSlots, so that a goroutine coming back
+// from a durable write (the ledger's group commit) finds a short run queue
+// instead of waiting behind every caller's cryptography.
+func (a *Agent) idle(f func()) {
+	a.cpu.Leave()
+	defer a.cpu.Resume()
 	f()
 }
 
 // finish records a reply in the ledger, idle while it is made durable.
-func (a *Agent) finish(ctx context.Context, t *ledger.Ticket, reply []byte) (err error) {
+func (a *Agent) finish(t *ledger.Ticket, reply []byte) (err error) {
 	if !t.Durable() {
 		return t.Finish(reply)
 	}
-	a.idle(ctx, func() { err = t.Finish(reply) })
+	a.idle(func() { err = t.Finish(reply) })
 	return err
 }
 
@@ -686,7 +685,7 @@ func (a *Agent) answerLost(ctx context.Context, m *amp.Message, t *ledger.Ticket
 		t.Abandon()
 		return nil, err
 	}
-	if err := a.finish(ctx, t, reply); err != nil {
+	if err := a.finish(t, reply); err != nil {
 		// Nothing ran here; the answer is true whether recorded or not.
 		a.log.Error("outcome-unknown reply sent but not recorded in the ledger", "err", err, "from", m.From, "id", m.ID.String())
 		t.Abandon()
@@ -749,7 +748,7 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 		t.Abandon()
 		return reply, sent, nil
 	}
-	err = a.finish(ctx, t, reply)
+	err = a.finish(t, reply)
 	if err != nil && t.Durable() && amp.NameOf(err) == ledger.ErrReplyTooLarge {
 		// The reply is larger than the ledger reserved for it (its
 		// capability's largest result, Config.MaxResultBytes): it is
@@ -768,7 +767,7 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 			t.Abandon()
 			return nil, nil, unavailable()
 		}
-		if err = a.finish(ctx, t, small); err != nil {
+		if err = a.finish(t, small); err != nil {
 			t.Abandon()
 			a.log.Error("error result sent but not recorded in the ledger: a retry gets outcome_unknown", "err", err, "from", sender, "id", m.ID.String())
 		}

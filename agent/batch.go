@@ -54,7 +54,7 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 		var reply []byte
 		var err error
 		if a.cfg.Now().Before(deadline) {
-			a.idle(ctx, func() { reply, err = a.Handle(ictx, item) })
+			a.idle(func() { reply, err = a.Handle(ictx, item) })
 		} else {
 			err = amp.Named(amp.CodeTimeout, "batch_deadline_exceeded",
 				"the batch ran out of time before this item was started; nothing of it ran: send it again")

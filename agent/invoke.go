@@ -208,7 +208,7 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 	t.Extend(a.cfg.Now().Add(timeout + a.cfg.MaxClockSkew))
 	t.Reserve(a.results.of(id)) // its largest result (result_limit.go)
 	var rerr error
-	a.idle(ctx, func() {
+	a.idle(func() {
 		// Until its handler starts, a writer expected soon (its reply),
 		// also while it waits for a slot: ledger.Ticket.Handling.
 		if rerr = t.Running(); rerr == nil {
@@ -225,7 +225,7 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 		a.log.Error("idempotency ledger unavailable", "err", err)
 		return 0, nil, unavailable()
 	}
-	res := a.limitResult(a.execute(ctx, &invocation{caller: caller, id: msgID}, t, id, in.outSchema, in.bridge, in.params, timeout), id)
+	res := a.limitResult(a.execute(a.reqLog(ctx), &invocation{caller: caller, id: msgID}, t, id, in.outSchema, in.bridge, in.params, timeout), id)
 	if extra, deprecated := compatExtra(tg.entry.Descriptor, id, tg.asked); extra != nil {
 		if deprecated {
 			a.reqLog(ctx).Warn("deprecated version requested", "capability", id.String(), "requested", tg.asked.String(), "from", caller)
@@ -256,11 +256,10 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 // A non-nil bridge turns the validated result into the caller's shape.
 // t counts as in its handler while the handler runs, and only then
 // (ledger.Ticket.Handling).
-func (a *Agent) execute(ctx context.Context, inv *invocation, t *ledger.Ticket, id capability.ID, outSchema SchemaValidator, bridge *compat.Bridge, params any, timeout time.Duration) capability.Result {
+func (a *Agent) execute(log *slog.Logger, inv *invocation, t *ledger.Ticket, id capability.ID, outSchema SchemaValidator, bridge *compat.Bridge, params any, timeout time.Duration) capability.Result {
 	var out any
 	var err error
-	log := a.reqLog(ctx)
-	a.idle(ctx, func() {
+	a.idle(func() {
 		t.Handling(true)
 		out, err = a.runHandler(log, inv, id, params, timeout)
 		t.Handling(false)

@@ -454,7 +454,7 @@ func (a *Agent) stream(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		if err != nil {
 			return 0, nil, err
 		}
-		return noReply, nil, a.streamData(ctx, sender, b, now)
+		return noReply, nil, a.streamData(sender, b, now)
 	default:
 		b, err := amp.DecodeStreamEnd(m.Body)
 		if err != nil {
@@ -578,8 +578,8 @@ func (s *inStream) chunkLen(i uint64) uint64 {
 	return s.start.TotalSize - (s.start.TotalChunks-1)*s.start.ChunkSize
 }
 
-func (a *Agent) streamData(ctx context.Context, sender string, d amp.StreamDataBody, now time.Time) error {
-	s, err := a.streams.lookup(sender, d.StreamID, func(f func()) { a.idle(ctx, f) })
+func (a *Agent) streamData(sender string, d amp.StreamDataBody, now time.Time) error {
+	s, err := a.streams.lookup(sender, d.StreamID, a.idle)
 	if err != nil {
 		return err
 	}
@@ -688,7 +688,7 @@ func (t *streams) resume(s *inStream, n uint64, now time.Time) (extra uint64, er
 // replay gets the same bytes for the message's ttl however busy the
 // ledger's volatile cache is.
 func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBody, now time.Time, t *ledger.Ticket) (amp.Type, []byte, error) {
-	s, err := a.streams.lookup(sender, e.StreamID, func(f func()) { a.idle(ctx, f) })
+	s, err := a.streams.lookup(sender, e.StreamID, a.idle)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -726,7 +726,7 @@ func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBod
 		return 0, nil, err
 	}
 	var rerr error
-	a.idle(ctx, func() { rerr = t.Running() })
+	a.idle(func() { rerr = t.Running() })
 	if rerr != nil {
 		a.params.cancel(kept)
 		if ledger.NoRoom(rerr) {
@@ -737,7 +737,7 @@ func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBod
 		return 0, nil, unavailable()
 	}
 	var herr error
-	a.idle(ctx, func() { herr = a.deliverStream(ctx, info, kept, io.LimitReader(content, int64(s.start.TotalSize))) })
+	a.idle(func() { herr = a.deliverStream(ctx, info, kept, io.LimitReader(content, int64(s.start.TotalSize))) })
 	if herr != nil {
 		if _, ok := herr.(*amp.Error); !ok {
 			a.log.Error("stream handler failed", "err", herr, "from", sender, "stream_id", s.start.StreamID)
