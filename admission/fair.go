@@ -262,7 +262,8 @@ func (f *Fair) sweep() {
 // allowed reports whether p may have one more message inside: when it is
 // the only active peer, or while it has fewer than the average of the
 // other active peers plus one. Active: a message inside or waiting, or
-// lingering after FairLingerBusy admissions or more. f.mu is held.
+// lingering after FairLingerBusy verified messages answered or more.
+// f.mu is held.
 func (f *Fair) allowed(p *fairPeer, now time.Time) bool {
 	others := 0
 	for _, q := range f.peers {
