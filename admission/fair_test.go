@@ -467,3 +467,89 @@ func TestBadSignaturesNeverMakeTheirPeerLinger(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuedFloodDoesNotHoldACallerWhoseMessagesStayInside: a flood with
+// more messages waiting for a slot than a caller has inside does not
+// hold the caller to as few messages inside as the flood has computing
+// (threat: a flood of bad signatures from another address, 256 queued,
+// cut 8 durable callers, whose messages stay inside for their whole
+// fdatasync, to 15-19 % of their throughput alone). The turns still
+// share the slots. The caller has 6 messages waiting for the disk; the
+// flood holds all 4 slots and has 8 more waiting, with or without a
+// BATCH container of its own waiting without a slot for its item, queued
+// behind the flood (a container any fresh did:key may send); the
+// caller's next message gets the slot freed by one of the flood's next
+// two messages, not never.
+func TestQueuedFloodDoesNotHoldACallerWhoseMessagesStayInside(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "flood", true: "flood and a batch"}[batch], func(t *testing.T) {
+			const caller, flooder = "10.0.0.7", "10.0.0.66"
+			f := NewFair(4, 0)
+			var dones []func()
+			for range 6 {
+				dones = append(dones, enter(t, f, caller))
+				f.Leave() // waiting for the disk
+			}
+			var cctx context.Context
+			var container func()
+			if batch {
+				cctx, container = enterCtx(t, f, flooder)
+				f.Leave() // waiting for its item
+			}
+			var flood []<-chan entered
+			for range 12 {
+				flood = append(flood, queued(f, context.Background(), flooder))
+			}
+			waitQueued(t, f, flooder, 8)
+			if batch {
+				flood = append(flood, queued(f, cctx, flooder)) // the item, behind the flood
+				waitQueued(t, f, flooder, 9)
+			}
+			next := queued(f, context.Background(), caller)
+			waitQueued(t, f, caller, 1)
+			defer func() {
+				// The rest finish as they get slots; the waiting
+				// ones resume first.
+				for _, c := range flood {
+					if c != nil {
+						go func() { (<-c).done() }()
+					}
+				}
+				if batch {
+					f.Resume()
+					container()
+				}
+				for _, d := range dones {
+					f.Resume()
+					d()
+				}
+			}()
+			for finished := 0; ; {
+				select {
+				case r := <-next:
+					r.done()
+					return
+				default:
+				}
+				if finished == 2 {
+					t.Fatal("the caller's message got none of the slots the flood's messages freed")
+				}
+				for i, c := range flood {
+					if c == nil {
+						continue
+					}
+					select {
+					case r := <-c:
+						r.done()
+						flood[i] = nil
+						finished++
+					default:
+						continue
+					}
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
