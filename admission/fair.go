@@ -260,28 +260,21 @@ func (f *Fair) sweep() {
 }
 
 // allowed reports whether p may have one more message inside: when it is
-// the only active peer that counts, or while it has fewer than the
-// average of the others that count plus one. Active: a message inside or
-// waiting, or lingering after FairLingerBusy verified messages answered
-// or more. An active peer with more messages waiting for a slot than p
-// has inside does not count: the turns hold it, and its count inside is
-// low because its messages wait in the queue (a flood of 256 quick
-// ones), not because it wants fewer (threat: such a flood held durable
-// callers, whose messages stay inside for their fdatasync, to about as
-// few as it had computing: 8 callers kept 15-19 % of their throughput
-// alone). f.mu is held.
+// the only active peer, or while it has fewer than the average of the
+// other active peers plus one. Active: a message inside or waiting, or
+// lingering after FairLingerBusy verified messages answered or more.
+// f.mu is held.
 func (f *Fair) allowed(p *fairPeer, now time.Time) bool {
-	others, sum := 0, 0
+	others := 0
 	for _, q := range f.peers {
-		if q != p && len(q.waiters) <= p.inside && (q.inside > 0 || len(q.waiters) > 0 || q.usage(now) >= FairLingerBusy) {
+		if q != p && (q.inside > 0 || len(q.waiters) > 0 || q.usage(now) >= FairLingerBusy) {
 			others++
-			sum += q.inside
 		}
 	}
 	if others == 0 {
 		return true
 	}
-	return p.inside < (sum+others-1)/others+1
+	return p.inside < (f.inside-p.inside+others-1)/others+1
 }
 
 // dispatch hands the free slots on: to Resume callers first, then to the
