@@ -90,10 +90,14 @@ func idleFloodAgainstCaller(t *testing.T, slots, inFlight, flooded int) (flood, 
 
 // TestIdleFloodIsNotLiftedByAnHonestCallersDeepQueue: TRANSPORT-3
 // promises that "a flooder with 128 in flight keeps about as many inside
-// as a caller with 16"; the caller here keeps 16 in flight, 4 in the 4
-// slots and 12 waiting. A flooder whose messages wait without a slot
-// must stay at the caller's count inside plus one (threat: with the
-// caller's deep queue ignored, the flooder kept 12 inside against the
+// as a caller with 16". The caller's messages only compute (PINGs: none
+// waits for the disk or a handler), so to the gate it looks like a flood
+// of bad signatures; it keeps 8 in flight (4 in the 4 slots, 4 waiting:
+// a rule that stopped counting idle messages against such a peer let the
+// flooder outgrow it), 16 or 32 (most waiting: a rule that ignored a
+// deeper queue than the asking peer's count did). A flooder whose
+// messages wait without a slot must stay at the caller's count inside
+// plus one (threat: with the caller's deep queue ignored, the flooder kept 12 inside against the
 // caller's 4: every idle message a goroutine, a ledger claim, a handler,
 // and a Resume ahead of the caller's next message).
 //

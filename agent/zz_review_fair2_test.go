@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -45,78 +44,6 @@ func TestSlowHandlerFloodIsNotLiftedByAPingCallersDeepQueue(t *testing.T) {
 		if most := slow.most.Load(); most > bound {
 			t.Errorf("caller with %d PINGs in flight: a flood of slow invocations ran %d at once (%d calls in 0.4 s); want at most %d", workers, most, slow.calls.Load(), bound)
 		}
-	}
-}
-
-// BenchmarkHonestPingWithDeepQueueUnderSlowHandlerFlood:
-// BenchmarkHonestPingUnderSlowHandlerFlood with 16 honest goroutines
-// (the HTTP binding's default per peer) instead of 8, so that most of
-// the caller's PINGs wait for a slot. It reports the honest PINGs per
-// second ("ping/s") and the flood's handler calls per honest PING
-// ("flood-calls/ping"); compare flood=true with flood=false.
-func BenchmarkHonestPingWithDeepQueueUnderSlowHandlerFlood(b *testing.B) {
-	for _, flood := range []bool{false, true} {
-		b.Run(fmt.Sprintf("flood=%v", flood), func(b *testing.B) {
-			slow := &slowHandler{d: 5 * time.Millisecond}
-			e := newEnv(b, withHandler("org.agentries.code-review:2.1.0", slow.handle), smallResults())
-			pings := presignBody(b, e, b.N, amp.TypePing, nil)
-			stop := func() {}
-			if flood {
-				invokes := sealN(b, e, e.caller, 4096, amp.TypeCapInvoke, invokeBody(b, "org.agentries.code-review:2.1.0", benchParams))
-				stop, _ = loop(b, e, "127.0.0.2", invokes, 128, false, false)
-				time.Sleep(100 * time.Millisecond) // the flood settles
-			}
-			before := slow.calls.Load()
-			b.ResetTimer()
-			start := time.Now()
-			_, wait := loop(b, e, "127.0.0.1", pings, 16, true, true)
-			wait()
-			d := time.Since(start)
-			b.StopTimer()
-			calls := slow.calls.Load() - before
-			stop()
-			b.ReportMetric(float64(b.N)/d.Seconds(), "ping/s")
-			b.ReportMetric(float64(calls)/float64(b.N), "flood-calls/ping")
-		})
-	}
-}
-
-// BenchmarkHonestDurableUnderBadSignatureFloodAndAPingStream: 8 honest
-// callers (one address) invoke a capability with the durable ledger,
-// alone, under BenchmarkHonestDurableUnderBadSignatureFlood's flood of
-// bad signatures, and under the same flood plus a light stream of valid
-// PINGs (one in flight) from a third address. It reports the honest
-// callers' invocations per second ("inv/s"): compare each with alone.
-// The flood, ignored as a queued one, no longer lifts the average that
-// holds the callers; the stream's one message alone sets it.
-func BenchmarkHonestDurableUnderBadSignatureFloodAndAPingStream(b *testing.B) {
-	for _, mode := range []string{"alone", "flood", "flood+stream"} {
-		b.Run(mode, func(b *testing.B) {
-			e := newEnv(b, withHandler("org.agentries.code-review:2.1.0", noop), smallResults())
-			msgs := presign(b, e, b.N)
-			bad := presignBody(b, e, 64, amp.TypePing, nil)
-			for _, m := range bad {
-				m[len(m)-1] ^= 1 // the last byte is in sig
-			}
-			pings := sealN(b, e, e.caller, 64, amp.TypePing, nil)
-			stop, stopStream := func() {}, func() {}
-			if mode != "alone" {
-				stop = badSignatureFlood(b, e, bad)
-			}
-			if mode == "flood+stream" {
-				stopStream, _ = loop(b, e, "127.0.0.3", pings, 1, false, false)
-			}
-			time.Sleep(100 * time.Millisecond) // the flood settles
-			_, wait := loop(b, e, "127.0.0.1", msgs, 8, true, true)
-			b.ResetTimer()
-			start := time.Now()
-			wait()
-			d := time.Since(start)
-			b.StopTimer()
-			stopStream()
-			stop()
-			b.ReportMetric(float64(b.N)/d.Seconds(), "inv/s")
-		})
 	}
 }
 
