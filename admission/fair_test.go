@@ -467,3 +467,162 @@ func TestBadSignaturesNeverMakeTheirPeerLinger(t *testing.T) {
 		}
 	}
 }
+
+// counts is what peer has inside and parked in f, and f's free slots.
+func counts(f *Fair, peer string) (inside, parked, free int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p := f.peers[peer]; p != nil {
+		inside, parked = p.inside, p.parked
+	}
+	return inside, parked, f.free
+}
+
+// TestParkedWritesDoNotHoldTheirCallerToAComputingFlood: messages parked
+// while their record is made durable (Park: the local ledger's group
+// commit) do not count against their peer, so a durable caller competes
+// with a flood on what it computes, not on its writes in flight (threat:
+// a flood of bad signatures, which only computes, has 2 messages inside;
+// counted, a durable caller's writes in flight held it to 3 messages at
+// once, about 18 % of its rate alone). With 4 slots, the flood holding 2
+// and 10 more waiting, the caller gets 6 messages admitted and parked,
+// and the flood no third slot while the caller is active.
+func TestParkedWritesDoNotHoldTheirCallerToAComputingFlood(t *testing.T) {
+	f := NewFair(4, 0)
+	ctx := context.Background()
+	first, firstDone := enterCtx(t, f, "10.0.0.7") // the caller is active
+	var flood []func()
+	for range 2 {
+		flood = append(flood, enter(t, f, "10.0.0.66"))
+	}
+	var waiting []<-chan entered
+	for range 10 {
+		waiting = append(waiting, queued(f, ctx, "10.0.0.66"))
+	}
+	waitQueued(t, f, "10.0.0.66", 10)
+	resumes := []func(){f.Park(first)}
+	callerDone := []func(){firstDone}
+	for range 5 {
+		c, done := enterCtx(t, f, "10.0.0.7")
+		resumes = append(resumes, f.Park(c))
+		callerDone = append(callerDone, done)
+	}
+	if in, parked, free := counts(f, "10.0.0.7"); in != 0 || parked != 6 || free != 2 {
+		t.Fatalf("the caller has %d inside and %d parked, %d slots free; want 0, 6, 2", in, parked, free)
+	}
+	if in, _, _ := counts(f, "10.0.0.66"); in != 2 {
+		t.Fatalf("the flood has %d inside while the caller's writes are parked; want 2", in)
+	}
+	for i, r := range resumes {
+		r()
+		callerDone[i]()
+	}
+	for _, d := range flood {
+		d()
+	}
+	drain(waiting)
+	for {
+		if _, _, free := counts(f, ""); free == 4 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestParkedPeerStaysUntilItsMessagesResume: a peer whose only messages
+// are parked is not swept away meanwhile (its count would be restored on
+// a peer the gate no longer knows), and the gate ends clean.
+func TestParkedPeerStaysUntilItsMessagesResume(t *testing.T) {
+	f := NewFair(4, 0)
+	c, done := enterCtx(t, f, "10.0.0.7")
+	resume := f.Park(c)
+	f.mu.Lock()
+	now := f.now
+	later := time.Now().Add(2 * FairLinger)
+	f.now = func() time.Time { return later }
+	f.sweep()
+	n := len(f.peers)
+	f.now, f.swept = now, time.Time{}
+	f.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d peers kept while one's message is parked, want 1", n)
+	}
+	resume()
+	done()
+	if f.free != 4 || f.inside != 0 || settled(f) != 0 {
+		t.Fatalf("after it resumed and ended: free %d, inside %d, peers %d; want 4, 0, 0", f.free, f.inside, settled(f))
+	}
+}
+
+// TestParkedMessagesComeBackOnlyWithinTheirPeersShare: a parked message
+// counts again from its resume, so it resumes only while its peer may
+// have one more message inside (threat: a flood of slow invocations,
+// admitted without count while its "running" records were made durable,
+// came back into 128 handlers at once against a PING caller's 8). With a
+// caller holding 2 messages inside (a handler each: Leave), the flood
+// parks 6 and gets 3 of them back (2 + 1) with 5 slots free; a message
+// resuming after Leave is not held behind them; the rest come back as
+// the flood's share allows once the caller is gone.
+func TestParkedMessagesComeBackOnlyWithinTheirPeersShare(t *testing.T) {
+	f := NewFair(8, 0)
+	clock := time.Unix(1000, 0)
+	f.now = func() time.Time { return clock }
+	for range FairLingerBusy {
+		enter(t, f, "10.0.0.7")() // a busy caller
+	}
+	var callerDone []func()
+	for range 2 {
+		callerDone = append(callerDone, enter(t, f, "10.0.0.7"))
+		f.Leave() // in its handler
+	}
+	back := make(chan func(), 6)
+	var comeBack []func()
+	for range 6 {
+		c, done := enterCtx(t, f, "10.0.0.66")
+		resume := f.Park(c)
+		comeBack = append(comeBack, func() { resume(); back <- done })
+	}
+	for _, c := range comeBack {
+		go c()
+	}
+	var inside []func()
+	for len(inside) < 3 {
+		inside = append(inside, <-back)
+	}
+	for {
+		f.mu.Lock()
+		n := len(f.resume)
+		f.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-back:
+		t.Fatal("a fourth parked message of the flood came back against the caller's 2 inside")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if in, parked, free := counts(f, "10.0.0.66"); in != 3 || parked != 3 || free != 5 {
+		t.Fatalf("the flood has %d inside and %d parked, %d slots free; want 3, 3, 5", in, parked, free)
+	}
+	// The caller's handlers return: not held behind the parked flood.
+	for _, d := range callerDone {
+		f.Resume()
+		d()
+	}
+	// Once the caller's linger is over, the flood is alone.
+	clock = clock.Add(2 * FairLinger)
+	f.mu.Lock()
+	f.dispatch()
+	f.mu.Unlock()
+	for len(inside) < 6 {
+		inside = append(inside, <-back)
+	}
+	for _, d := range inside {
+		d()
+	}
+	if f.free != 8 || f.inside != 0 || settled(f) != 0 {
+		t.Fatalf("after every message: free %d, inside %d, peers %d; want 8, 0, 0", f.free, f.inside, settled(f))
+	}
+}

@@ -630,12 +630,28 @@ func (a *Agent) idle(f func()) {
 	f()
 }
 
-// finish records a reply in the ledger, idle while it is made durable.
-func (a *Agent) finish(t *ledger.Ticket, reply []byte) (err error) {
+// durable runs f, which waits for the ledger to make a record durable,
+// without one of the agent's CPU slots, like idle; with a local ledger the
+// message is parked meanwhile (admission.Fair.Park): its wait for the
+// group commit, which makes every gathered record durable at once, does
+// not count against its peer's share of the slots. A shared ledger's
+// writes (a network round trip each) count, as idle's waits do.
+func (a *Agent) durable(ctx context.Context, f func()) {
+	if a.ledger.Shared() {
+		a.idle(f)
+		return
+	}
+	resume := a.cpu.Park(ctx)
+	defer resume()
+	f()
+}
+
+// finish records a reply in the ledger, parked while it is made durable.
+func (a *Agent) finish(ctx context.Context, t *ledger.Ticket, reply []byte) (err error) {
 	if !t.Durable() {
 		return t.Finish(reply)
 	}
-	a.idle(func() { err = t.Finish(reply) })
+	a.durable(ctx, func() { err = t.Finish(reply) })
 	return err
 }
 
@@ -685,7 +701,7 @@ func (a *Agent) answerLost(ctx context.Context, m *amp.Message, t *ledger.Ticket
 		t.Abandon()
 		return nil, err
 	}
-	if err := a.finish(t, reply); err != nil {
+	if err := a.finish(ctx, t, reply); err != nil {
 		// Nothing ran here; the answer is true whether recorded or not.
 		a.log.Error("outcome-unknown reply sent but not recorded in the ledger", "err", err, "from", m.From, "id", m.ID.String())
 		t.Abandon()
@@ -748,7 +764,7 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 		t.Abandon()
 		return reply, sent, nil
 	}
-	err = a.finish(t, reply)
+	err = a.finish(ctx, t, reply)
 	if err != nil && t.Durable() && amp.NameOf(err) == ledger.ErrReplyTooLarge {
 		// The reply is larger than the ledger reserved for it (its
 		// capability's largest result, Config.MaxResultBytes): it is
@@ -767,7 +783,7 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 			t.Abandon()
 			return nil, nil, unavailable()
 		}
-		if err = a.finish(t, small); err != nil {
+		if err = a.finish(ctx, t, small); err != nil {
 			t.Abandon()
 			a.log.Error("error result sent but not recorded in the ledger: a retry gets outcome_unknown", "err", err, "from", sender, "id", m.ID.String())
 		}

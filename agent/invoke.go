@@ -208,7 +208,7 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 	t.Extend(a.cfg.Now().Add(timeout + a.cfg.MaxClockSkew))
 	t.Reserve(a.results.of(id)) // its largest result (result_limit.go)
 	var rerr error
-	a.idle(func() {
+	a.durable(ctx, func() {
 		// Until its handler starts, a writer expected soon (its reply),
 		// also while it waits for a slot: ledger.Ticket.Handling.
 		if rerr = t.Running(); rerr == nil {

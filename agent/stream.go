@@ -726,7 +726,7 @@ func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBod
 		return 0, nil, err
 	}
 	var rerr error
-	a.idle(func() { rerr = t.Running() })
+	a.durable(ctx, func() { rerr = t.Running() })
 	if rerr != nil {
 		a.params.cancel(kept)
 		if ledger.NoRoom(rerr) {
