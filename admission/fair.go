@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,7 +63,9 @@ type Fair struct {
 	wake   *time.Timer // dispatches again when a linger that holds a message ends
 	swept  time.Time   // the last sweep of peers that stopped lingering
 	free   int
-	resume []fairResume         // Resume callers and parked messages, first come first served
+	resume []fairResume         // Resume callers, first come first served
+	parked []*fairPeer          // peers with parked messages waiting to take a slot (back)
+	seq    uint64               // the last fairResume.seq given
 	ring   []*fairPeer          // peers with messages waiting, in turn order
 	peers  map[string]*fairPeer // active peers (allowed) and lingering ones
 	inside int                  // messages inside, all peers together
@@ -75,8 +78,11 @@ type fairPeer struct {
 	waiters []fairWaiter
 	inside  int
 	parked  int // messages parked (Park): not inside, but the peer is active
-	inRing  bool
-	last    time.Time // when it last had nothing inside, parked or waiting
+	// back: its parked messages waiting to take a slot again, in order;
+	// held while the peer is at its share (resumable).
+	back   []fairResume
+	inRing bool
+	last   time.Time // when it last had nothing inside, parked or waiting
 
 	// Messages that verified, answered, by FairLinger window: cur in
 	// window win, prev in the one before.
@@ -127,10 +133,12 @@ func (p *fairPeer) verified(t time.Time) {
 }
 
 // fairResume is one message waiting to take a slot again: after Leave
-// (t nil), or parked (Park: its ticket t).
+// (t nil), or parked (its ticket t); seq orders them all, first come
+// first served.
 type fairResume struct {
 	ready chan struct{}
 	t     *fairTicket
+	seq   uint64
 }
 
 // fairWaiter is one message waiting; nested ones (a BATCH item, whose
@@ -272,22 +280,47 @@ func (f *Fair) sweep() {
 	}
 }
 
-// allowed reports whether p may have one more message inside: when it is
-// the only active peer, or while it has fewer than the average of the
-// other active peers plus one. Active: a message inside, parked or
-// waiting, or lingering after FairLingerBusy verified messages answered or
-// more. f.mu is held.
-func (f *Fair) allowed(p *fairPeer, now time.Time) bool {
-	others := 0
+// active is how many peers are active at now (isActive): computed once
+// per dispatch, since a grant leaves every peer as active as it was (it
+// had a message waiting or parked, and has one inside after), so that
+// each check costs no walk of every peer (threat: held parked messages of
+// 16 addresses, each check walking every peer under the gate's lock, cost
+// every other message 1.7 ms). f.mu is held.
+func (f *Fair) active(now time.Time) int {
+	n := 0
 	for _, q := range f.peers {
-		if q != p && (q.inside > 0 || q.parked > 0 || len(q.waiters) > 0 || q.usage(now) >= FairLingerBusy) {
-			others++
+		if q.isActive(now) {
+			n++
 		}
 	}
-	if others == 0 {
-		return true
+	return n
+}
+
+// isActive reports whether q has a message inside, parked or waiting, or
+// lingers after FairLingerBusy verified messages answered or more.
+func (q *fairPeer) isActive(now time.Time) bool {
+	return q.inside > 0 || q.parked > 0 || len(q.waiters) > 0 || q.usage(now) >= FairLingerBusy
+}
+
+// allowed reports whether p may have one more message inside, where
+// active peers are active (f.active at now): when it is the only active
+// peer, or while it has fewer than the average of the other active peers
+// plus one. f.mu is held.
+func (f *Fair) allowed(p *fairPeer, active int, now time.Time) bool {
+	return f.room(p, active, now) > 0
+}
+
+// room is how many more messages p may have inside (allowed); math.MaxInt
+// when it is the only active peer. f.mu is held.
+func (f *Fair) room(p *fairPeer, active int, now time.Time) int {
+	others := active
+	if p.isActive(now) {
+		others--
 	}
-	return p.inside < (f.inside-p.inside+others-1)/others+1
+	if others <= 0 {
+		return math.MaxInt
+	}
+	return (f.inside-p.inside+others-1)/others + 1 - p.inside
 }
 
 // dispatch hands the free slots on: to Resume callers first, then to the
@@ -296,23 +329,22 @@ func (f *Fair) allowed(p *fairPeer, now time.Time) bool {
 func (f *Fair) dispatch() {
 	f.sweep()
 	now := f.now()
+	active := -1 // f.active(now), once needed
 	for f.free > 0 {
-		if i := f.nextResume(now); i >= 0 {
-			r := f.resume[i]
-			f.resume = append(f.resume[:i], f.resume[i+1:]...)
-			f.unpark(r.t)
-			f.free--
-			close(r.ready)
+		if active < 0 && (len(f.parked) > 0 || len(f.ring) > 0) {
+			active = f.active(now)
+		}
+		if f.nextResume(active, now) {
 			continue
 		}
 		i := 0
 		for ; i < len(f.ring); i++ {
-			if p := f.ring[i]; p.waiters[0].nested || f.allowed(p, now) {
+			if p := f.ring[i]; p.waiters[0].nested || f.allowed(p, active, now) {
 				break
 			}
 		}
 		if i == len(f.ring) {
-			if len(f.ring) > 0 || len(f.resume) > 0 {
+			if len(f.ring) > 0 || len(f.parked) > 0 {
 				f.wakeLater()
 			}
 			return
@@ -367,52 +399,94 @@ func (f *Fair) Leave() {
 
 // Resume takes a slot again after Leave: before any message waiting in
 // Enter, and never refused, since its message was admitted already.
-func (f *Fair) Resume() { f.resumeTicket(nil) }
-
-// resumeTicket takes a slot again for a message that left (t nil) or
-// parked (t its ticket): see nextResume.
-func (f *Fair) resumeTicket(t *fairTicket) {
+func (f *Fair) Resume() {
 	f.mu.Lock()
-	if f.free > 0 && len(f.resume) == 0 && f.resumable(t, f.now()) {
+	if f.free > 0 && len(f.resume) == 0 {
+		f.free--
+		f.mu.Unlock()
+		return
+	}
+	f.seq++
+	r := fairResume{ready: make(chan struct{}), seq: f.seq}
+	f.resume = append(f.resume, r)
+	f.mu.Unlock()
+	<-r.ready
+}
+
+// unparkLater takes a slot again for the parked message of ticket t:
+// at once when one is free and its peer is within its share with none of
+// its parked messages before it; else in turn (nextParked).
+func (f *Fair) unparkLater(t *fairTicket) {
+	p := t.peer
+	f.mu.Lock()
+	if now := f.now(); f.free > 0 && len(f.resume) == 0 && len(p.back) == 0 && f.resumable(t, f.active(now), now) {
 		f.unpark(t)
 		f.free--
 		f.mu.Unlock()
 		return
 	}
-	r := fairResume{ready: make(chan struct{}), t: t}
-	f.resume = append(f.resume, r)
+	f.seq++
+	r := fairResume{ready: make(chan struct{}), t: t, seq: f.seq}
+	if len(p.back) == 0 {
+		f.parked = append(f.parked, p)
+	}
+	p.back = append(p.back, r)
 	f.dispatch()
 	f.mu.Unlock()
 	<-r.ready
 }
 
-// nextResume is the index in f.resume of the first message that may take
-// a slot again, or -1. f.mu is held.
-func (f *Fair) nextResume(now time.Time) int {
-	for i, r := range f.resume {
-		if f.resumable(r.t, now) {
-			return i
+// nextResume hands a free slot to the message waiting to take one again
+// that came first: a Resume caller, or the first parked message of a
+// peer within its share (resumable); it reports whether there was one.
+// Each peer's parked messages are checked once, at the head of its queue
+// (threat: a scan of every held message, each check walking every peer,
+// under the gate's lock: 2,048 held by 16 addresses of one key cost every
+// other message 1.7 ms). f.mu is held.
+func (f *Fair) nextResume(active int, now time.Time) bool {
+	best := -1
+	for i, p := range f.parked {
+		if r := p.back[0]; (best < 0 || r.seq < f.parked[best].back[0].seq) && f.resumable(r.t, active, now) {
+			best = i
 		}
 	}
-	return -1
-}
-
-// resumable reports whether a message coming back may take a slot now:
-// after Leave (t nil) always; parked (t), only while its peer is allowed
-// one more message inside (allowed), since it counts again from then on
-// (threat: a flood of slow invocations, parked while its "running" record
-// was made durable and so admitted without count, came back into 128
-// handlers at once against a PING caller's 8). f.mu is held.
-func (f *Fair) resumable(t *fairTicket, now time.Time) bool {
-	return t == nil || t.parked > 1 || f.allowed(t.peer, now)
-}
-
-// unpark counts a parked message (ticket t; nil: none) inside its peer
-// again as it takes its slot, once its last Park ends. f.mu is held.
-func (f *Fair) unpark(t *fairTicket) {
-	if t == nil {
-		return
+	if len(f.resume) > 0 && (best < 0 || f.resume[0].seq < f.parked[best].back[0].seq) {
+		close(f.resume[0].ready)
+		f.resume[0] = fairResume{}
+		f.resume = f.resume[1:]
+		f.free--
+		return true
 	}
+	if best < 0 {
+		return false
+	}
+	p := f.parked[best]
+	r := p.back[0]
+	p.back[0] = fairResume{}
+	p.back = p.back[1:]
+	if len(p.back) == 0 {
+		f.parked = append(f.parked[:best], f.parked[best+1:]...)
+	}
+	f.unpark(r.t)
+	f.free--
+	close(r.ready)
+	return true
+}
+
+// resumable reports whether a parked message (ticket t) may take a slot
+// again now: only while its peer is allowed one more message inside
+// (allowed), since it counts again from then on (threat: a flood of slow
+// invocations, parked while its "running" record was made durable and so
+// admitted without count, came back into 128 handlers at once against a
+// PING caller's 8); or when it is not its container's last Park. f.mu is
+// held.
+func (f *Fair) resumable(t *fairTicket, active int, now time.Time) bool {
+	return t.parked > 1 || f.allowed(t.peer, active, now)
+}
+
+// unpark counts a parked message (ticket t) inside its peer again as it
+// takes its slot, once its last Park ends. f.mu is held.
+func (f *Fair) unpark(t *fairTicket) {
 	if t.parked--; t.parked == 0 {
 		t.peer.parked--
 		t.peer.inside++
@@ -420,21 +494,45 @@ func (f *Fair) unpark(t *fairTicket) {
 	}
 }
 
+// Resumable reports whether the message of ctx, parked (Park), would take
+// its slot back now without waiting for its peer's share, counting its
+// peer's parked messages waiting before it as inside (it may still wait
+// for a free slot, before any new message); true when it is not parked. A hint, for whoever counts on the message coming back soon
+// (the agent's ledger, which waits for writers expected soon): the shares
+// move as other messages come and go.
+func (f *Fair) Resumable(ctx context.Context) bool {
+	t, _ := ctx.Value(admittedKey{}).(*fairTicket)
+	if t == nil || t.peer == nil {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	return t.parked != 1 || f.room(t.peer, f.active(now), now) > len(t.peer.back)
+}
+
 // Park gives back the slot of the message of ctx (the context Enter
 // returned) while it waits for a write that is batched with every other
 // writer's and costs the others nothing more for its wait (a local
 // ledger's group commit, made durable once for all the records it
 // gathered); it takes one again with the returned resume, called once:
-// like Resume, before any message waiting in Enter, but only once its
-// peer may have one more message inside (the Inside rule), since it
-// counts again from then on. Unlike Leave, the message does not count as
-// inside its peer while parked, though the peer stays active: a caller whose
-// messages mostly wait for the disk competes with the others on what it
-// computes, not on its writes in flight (threat: counting them, a flood
-// of bad signatures, which only computes, held eight durable callers to
-// the two to four messages it computed at once, about 18 % of their rate
-// alone). A message nested in a BATCH parks its container. Without a
-// ticket in ctx, Park is Leave and resume is Resume.
+// like Resume (first come first served with Resume callers, before any
+// message waiting in Enter), but only once its peer may have one more
+// message inside (the Inside rule), since it counts again from then on.
+// Unlike Leave, the message does not count as inside its peer while
+// parked, though the peer stays active: a caller whose messages mostly
+// wait for the disk competes with the others on what it computes, not on
+// its writes in flight (threat: counting them, a flood of bad
+// signatures, which only computes, held eight durable callers to the two
+// to four messages it computed at once, about 18 % of their rate alone).
+//
+// A message that waits for another message of its own peer, one that
+// may be parked (a copy waiting for the first copy's outcome, a lock the
+// other holds), must Park too, not Leave: counted, such waiters can fill
+// the share the other needs to come back, and wait for it until they give
+// up (threat: a retried invocation stuck behind its own copies). A
+// message nested in a BATCH parks its container. Without a ticket in
+// ctx, Park is Leave and resume is Resume.
 func (f *Fair) Park(ctx context.Context) (resume func()) {
 	t, _ := ctx.Value(admittedKey{}).(*fairTicket)
 	if t == nil || t.peer == nil {
@@ -452,7 +550,7 @@ func (f *Fair) Park(ctx context.Context) (resume func()) {
 	f.free++
 	f.dispatch()
 	f.mu.Unlock()
-	return func() { f.resumeTicket(t) }
+	return func() { f.unparkLater(t) }
 }
 
 // Verified marks the message of ctx (the context Enter returned) as

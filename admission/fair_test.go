@@ -591,7 +591,7 @@ func TestParkedMessagesComeBackOnlyWithinTheirPeersShare(t *testing.T) {
 	}
 	for {
 		f.mu.Lock()
-		n := len(f.resume)
+		n := len(f.peers["10.0.0.66"].back)
 		f.mu.Unlock()
 		if n == 3 {
 			break

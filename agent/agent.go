@@ -606,7 +606,10 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 		}
 		arrival.Done()
 		var werr error
-		a.idle(func() {
+		// Parked: the first copy may itself be parked, its slot to be
+		// taken back within this peer's share, which the copies waiting
+		// for it must not fill (admission.Fair.Park).
+		a.park(ctx, func() {
 			select {
 			case <-st.Wait:
 			case <-ctx.Done():
@@ -619,7 +622,7 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 	}
 }
 
-// idle runs f, which waits (for the disk, a handler, another copy),
+// idle runs f, which waits (for a handler, a shared ledger),
 // without holding one of the agent's CPU slots: the goroutines that may
 // compute at once are bounded by cpuSlots, so that a goroutine coming back
 // from a durable write (the ledger's group commit) finds a short run queue
@@ -632,15 +635,25 @@ func (a *Agent) idle(f func()) {
 
 // durable runs f, which waits for the ledger to make a record durable,
 // without one of the agent's CPU slots, like idle; with a local ledger the
-// message is parked meanwhile (admission.Fair.Park): its wait for the
-// group commit, which makes every gathered record durable at once, does
-// not count against its peer's share of the slots. A shared ledger's
-// writes (a network round trip each) count, as idle's waits do.
+// message is parked meanwhile (park): its wait for the group commit, which
+// makes every gathered record durable at once, does not count against its
+// peer's share of the slots. A shared ledger's writes (a network round
+// trip each) count, as idle's waits do.
 func (a *Agent) durable(ctx context.Context, f func()) {
 	if a.ledger.Shared() {
 		a.idle(f)
 		return
 	}
+	a.park(ctx, f)
+}
+
+// park runs f without one of the agent's CPU slots and without counting
+// against its peer's share (admission.Fair.Park): for a wait that costs
+// the others nothing, the local group commit, or one for another message
+// of the same peer that may be parked itself (a copy waiting for its
+// first copy, a stream's lock), which counted would fill the share that
+// message needs to come back. It takes a slot back within that share.
+func (a *Agent) park(ctx context.Context, f func()) {
 	resume := a.cpu.Park(ctx)
 	defer resume()
 	f()

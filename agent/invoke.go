@@ -210,11 +210,19 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 	var rerr error
 	a.durable(ctx, func() {
 		// Until its handler starts, a writer expected soon (its reply),
-		// also while it waits for a slot: ledger.Ticket.Handling.
-		if rerr = t.Running(); rerr == nil {
+		// also while it waits for a slot (ledger.Ticket.Handling), unless
+		// its peer is at its share: held there (admission.Fair.Park), it
+		// may not write for long, and a group commit waiting for it would
+		// stall (threat: a flood of slow invocations held at its share
+		// made the ledger expect about 120 writers at every group). Then
+		// from when its slot is back.
+		if rerr = t.Running(); rerr == nil && a.cpu.Resumable(ctx) {
 			t.Handling(false)
 		}
 	})
+	if rerr == nil {
+		t.Handling(false)
+	}
 	if err := rerr; err != nil {
 		in.use.putBack() // nothing ran: the sender's retry finds its params
 		if ledger.NoRoom(err) {

@@ -454,7 +454,7 @@ func (a *Agent) stream(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		if err != nil {
 			return 0, nil, err
 		}
-		return noReply, nil, a.streamData(sender, b, now)
+		return noReply, nil, a.streamData(ctx, sender, b, now)
 	default:
 		b, err := amp.DecodeStreamEnd(m.Body)
 		if err != nil {
@@ -549,7 +549,8 @@ func (a *Agent) streamStart(sender, peer string, b amp.StreamStartBody, now time
 }
 
 // lookup finds the open stream of sender, locked. The stream's lock is
-// waited for through idle, without a CPU slot: its holder may be handing
+// waited for through idle (the agent parks it: its holder may be parked
+// itself, to come back within its peer's share), without a CPU slot: its holder may be handing
 // the stream to the application (streamEnd), and needs a slot back when
 // that returns; waiting for the lock while holding a slot would let a
 // sender fill every slot with copies aimed at one stream and stop the
@@ -578,8 +579,8 @@ func (s *inStream) chunkLen(i uint64) uint64 {
 	return s.start.TotalSize - (s.start.TotalChunks-1)*s.start.ChunkSize
 }
 
-func (a *Agent) streamData(sender string, d amp.StreamDataBody, now time.Time) error {
-	s, err := a.streams.lookup(sender, d.StreamID, a.idle)
+func (a *Agent) streamData(ctx context.Context, sender string, d amp.StreamDataBody, now time.Time) error {
+	s, err := a.streams.lookup(sender, d.StreamID, func(f func()) { a.park(ctx, f) })
 	if err != nil {
 		return err
 	}
@@ -688,7 +689,7 @@ func (t *streams) resume(s *inStream, n uint64, now time.Time) (extra uint64, er
 // replay gets the same bytes for the message's ttl however busy the
 // ledger's volatile cache is.
 func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBody, now time.Time, t *ledger.Ticket) (amp.Type, []byte, error) {
-	s, err := a.streams.lookup(sender, e.StreamID, a.idle)
+	s, err := a.streams.lookup(sender, e.StreamID, func(f func()) { a.park(ctx, f) })
 	if err != nil {
 		return 0, nil, err
 	}
