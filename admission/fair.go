@@ -401,6 +401,9 @@ func (f *Fair) Leave() {
 // Enter, and never refused, since its message was admitted already.
 func (f *Fair) Resume() {
 	f.mu.Lock()
+	if f.free > 0 && len(f.parked) > 0 {
+		f.dispatch() // a held resume may have become resumable with time
+	}
 	if f.free > 0 && len(f.resume) == 0 {
 		f.free--
 		f.mu.Unlock()
@@ -419,6 +422,9 @@ func (f *Fair) Resume() {
 func (f *Fair) unparkLater(t *fairTicket) {
 	p := t.peer
 	f.mu.Lock()
+	if f.free > 0 && len(f.parked) > 0 {
+		f.dispatch() // a held resume may have become resumable with time
+	}
 	if now := f.now(); f.free > 0 && len(f.resume) == 0 && len(p.back) == 0 && f.resumable(t, f.active(now), now) {
 		f.unpark(t)
 		f.free--
