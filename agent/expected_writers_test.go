@@ -108,3 +108,48 @@ func TestCopyWaitingForTheFirstIsNotAnExpectedWriter(t *testing.T) {
 	}
 	arrival.Done()
 }
+
+// TestLocalCallsWaitingForASlotAreNotExpectedWriters: a local call (the
+// MCP bridge's, for a network caller whose token it accepted) counts
+// among the writers the group commit expects only once it has its
+// processing slot, as a message to Handle does once it has its slot and
+// verifies (threat: an MCP client with 256 calls waiting for a slot held
+// every group commit of the agent's durable callers to its whole window
+// for writers who were not coming). With every slot taken, 32 local calls
+// wait for one; the ledger expects none of them.
+func TestLocalCallsWaitingForASlotAreNotExpectedWriters(t *testing.T) {
+	e := newEnv(t)
+	var held []func()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, done, err := e.agent.cpu.Enter(ctx)
+		cancel()
+		if err != nil {
+			break // every slot is taken
+		}
+		held = append(held, done)
+	}
+	calls := make(chan error, 32)
+	for range 32 {
+		go func() {
+			_, err := e.agent.InvokeLocal(context.Background(), localTranslate(t, e, ""))
+			calls <- err
+		}()
+	}
+	// While they wait (the slots stay taken), sample for 200 ms.
+	n := 0
+	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		n = max(n, e.agent.Ledger().Expected())
+	}
+	for _, done := range held {
+		done()
+	}
+	for range 32 {
+		if err := <-calls; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != 0 {
+		t.Fatalf("with 32 local calls waiting for a processing slot the ledger expects %d writers, want 0", n)
+	}
+}

@@ -178,14 +178,18 @@ func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) (localReply, er
 	}
 	defer a.life.leave()
 	a.maybeSweep()
-	arrival := a.ledger.Expect() // as in Handle
-	defer arrival.Done()
 	ctx, done, err := a.cpu.Enter(ctx)
 	if err != nil {
 		return localReply{}, err
 	}
 	defer done()
 	a.cpu.Verified(ctx) // built here: authentic
+	// A writer on its way to the ledger from here, as in Handle once a
+	// message verifies: not while it waits for a slot (threat: an MCP
+	// client's calls waiting for slots held every group commit to its
+	// window for writers who were not coming).
+	arrival := a.ledger.Expect()
+	defer arrival.Done()
 	st, err := a.claim(ctx, m, m.From, &arrival)
 	arrival.Done()
 	switch {
