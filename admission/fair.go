@@ -162,7 +162,7 @@ type admittedKey struct{}
 // it is done.
 type fairTicket struct {
 	verified atomic.Bool
-	peer     *fairPeer // its peer; nil for a nested message's own (unused)
+	peer     *fairPeer // its peer
 	parked   int       // Park calls not yet resumed; f.mu
 }
 
@@ -388,8 +388,9 @@ func (f *Fair) wakeLater() {
 }
 
 // Leave gives back the slot of a message that goes on waiting without
-// one (for the disk, a handler); it takes one again with Resume. Its
-// count stays.
+// one (for a handler, a network round trip); it takes one again with
+// Resume. Its count stays (for a wait that costs the others nothing, or
+// one for another message of the same peer: Park).
 func (f *Fair) Leave() {
 	f.mu.Lock()
 	f.free++
@@ -401,9 +402,7 @@ func (f *Fair) Leave() {
 // Enter, and never refused, since its message was admitted already.
 func (f *Fair) Resume() {
 	f.mu.Lock()
-	if f.free > 0 && len(f.parked) > 0 {
-		f.dispatch() // a held resume may have become resumable with time
-	}
+	f.catchUp()
 	if f.free > 0 && len(f.resume) == 0 {
 		f.free--
 		f.mu.Unlock()
@@ -418,13 +417,11 @@ func (f *Fair) Resume() {
 
 // unparkLater takes a slot again for the parked message of ticket t:
 // at once when one is free and its peer is within its share with none of
-// its parked messages before it; else in turn (nextParked).
+// its parked messages before it; else in turn (nextResume).
 func (f *Fair) unparkLater(t *fairTicket) {
 	p := t.peer
 	f.mu.Lock()
-	if f.free > 0 && len(f.parked) > 0 {
-		f.dispatch() // a held resume may have become resumable with time
-	}
+	f.catchUp()
 	if now := f.now(); f.free > 0 && len(f.resume) == 0 && len(p.back) == 0 && f.resumable(t, f.active(now), now) {
 		f.unpark(t)
 		f.free--
@@ -440,6 +437,15 @@ func (f *Fair) unparkLater(t *fairTicket) {
 	f.dispatch()
 	f.mu.Unlock()
 	<-r.ready
+}
+
+// catchUp dispatches before a fast path takes a free slot while parked
+// messages wait: one held may have become resumable with time alone (a
+// linger ended), and came first. f.mu is held.
+func (f *Fair) catchUp() {
+	if f.free > 0 && len(f.parked) > 0 {
+		f.dispatch()
+	}
 }
 
 // nextResume hands a free slot to the message waiting to take one again
@@ -503,12 +509,13 @@ func (f *Fair) unpark(t *fairTicket) {
 // Resumable reports whether the message of ctx, parked (Park), would take
 // its slot back now without waiting for its peer's share, counting its
 // peer's parked messages waiting before it as inside (it may still wait
-// for a free slot, before any new message); true when it is not parked. A hint, for whoever counts on the message coming back soon
-// (the agent's ledger, which waits for writers expected soon): the shares
-// move as other messages come and go.
+// for a free slot, before any new message); true when it is not parked.
+// A hint, for whoever counts on the message coming back soon (the agent's
+// ledger, which waits for writers expected soon): the shares move as
+// other messages come and go.
 func (f *Fair) Resumable(ctx context.Context) bool {
 	t, _ := ctx.Value(admittedKey{}).(*fairTicket)
-	if t == nil || t.peer == nil {
+	if t == nil {
 		return true
 	}
 	f.mu.Lock()
@@ -541,7 +548,7 @@ func (f *Fair) Resumable(ctx context.Context) bool {
 // ctx, Park is Leave and resume is Resume.
 func (f *Fair) Park(ctx context.Context) (resume func()) {
 	t, _ := ctx.Value(admittedKey{}).(*fairTicket)
-	if t == nil || t.peer == nil {
+	if t == nil {
 		f.Leave()
 		return f.Resume
 	}

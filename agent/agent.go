@@ -622,7 +622,7 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 	}
 }
 
-// idle runs f, which waits (for a handler, a shared ledger),
+// idle runs f, which waits (for a handler, a BATCH item, a shared ledger),
 // without holding one of the agent's CPU slots: the goroutines that may
 // compute at once are bounded by cpuSlots, so that a goroutine coming back
 // from a durable write (the ledger's group commit) finds a short run queue

@@ -549,13 +549,14 @@ func (a *Agent) streamStart(sender, peer string, b amp.StreamStartBody, now time
 }
 
 // lookup finds the open stream of sender, locked. The stream's lock is
-// waited for through idle (the agent parks it: its holder may be parked
-// itself, to come back within its peer's share), without a CPU slot: its holder may be handing
+// waited for through park, without a CPU slot: its holder may be handing
 // the stream to the application (streamEnd), and needs a slot back when
 // that returns; waiting for the lock while holding a slot would let a
 // sender fill every slot with copies aimed at one stream and stop the
-// agent.
-func (t *streams) lookup(sender, id string, idle func(func())) (*inStream, error) {
+// agent. The agent parks the wait (Agent.park), not counted against the
+// sender's share: the holder may be parked itself, to come back within
+// that share, which counted waiters would fill.
+func (t *streams) lookup(sender, id string, park func(func())) (*inStream, error) {
 	t.mu.Lock()
 	s := t.open[streamKey{sender, id}]
 	t.mu.Unlock()
@@ -563,7 +564,7 @@ func (t *streams) lookup(sender, id string, idle func(func())) (*inStream, error
 		return nil, streamRefusal(amp.CodeInvalidMessage, "unknown_stream", id, "no open stream has this stream_id (never started, finished, or reclaimed after its timeout)")
 	}
 	if !s.mu.TryLock() {
-		idle(s.mu.Lock)
+		park(s.mu.Lock)
 	}
 	if s.closed {
 		s.mu.Unlock()
