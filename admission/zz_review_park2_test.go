@@ -42,13 +42,7 @@ func TestHeldResumeFreedByALingerEndingGoesBeforeALaterCaller(t *testing.T) {
 	} {
 		t.Run(c.later, func(t *testing.T) {
 			f := NewFair(1, 0)
-			clock := time.Unix(1000, 0)
-			tick := make(chan time.Time, 1)
-			tick <- clock
-			f.mu.Lock()
-			f.now = func() time.Time { c := <-tick; tick <- c; return c }
-			f.mu.Unlock()
-			advance := func(d time.Duration) { c := <-tick; tick <- c.Add(d) }
+			advance := steppedClock(f)
 			var leaving []func()
 			leave := func(peer string) {
 				_, done := enterCtx(t, f, peer)

@@ -31,13 +31,7 @@ import (
 func TestParkedFirstCopyIsNotHeldByTheCopiesWaitingForIt(t *testing.T) {
 	const caller, other = "10.0.0.66", "10.0.0.7"
 	f := NewFair(4, 0)
-	clock := time.Unix(1000, 0)
-	tick := make(chan time.Time, 1)
-	tick <- clock
-	f.mu.Lock()
-	f.now = func() time.Time { c := <-tick; tick <- c; return c }
-	f.mu.Unlock()
-	advance := func(d time.Duration) { c := <-tick; tick <- c.Add(d) }
+	advance := steppedClock(f)
 	for range FairLingerBusy {
 		enter(t, f, other)() // a busy PING caller
 		advance(time.Millisecond)
@@ -89,6 +83,17 @@ func TestParkedFirstCopyIsNotHeldByTheCopiesWaitingForIt(t *testing.T) {
 	if f.free != 4 || f.inside != 0 {
 		t.Fatalf("after every message: free %d, inside %d; want 4, 0", f.free, f.inside)
 	}
+}
+
+// steppedClock gives f a clock that stands still at a fixed time, safe
+// for concurrent use, until the returned advance moves it on.
+func steppedClock(f *Fair) (advance func(time.Duration)) {
+	tick := make(chan time.Time, 1)
+	tick <- time.Unix(1000, 0)
+	f.mu.Lock()
+	f.now = func() time.Time { c := <-tick; tick <- c; return c }
+	f.mu.Unlock()
+	return func(d time.Duration) { c := <-tick; tick <- c.Add(d) }
 }
 
 // TestParkWithoutATicketIsLeave: a context that Enter did not return

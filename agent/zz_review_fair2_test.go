@@ -30,16 +30,7 @@ import (
 func TestSlowHandlerFloodIsNotLiftedByAPingCallersDeepQueue(t *testing.T) {
 	bound := int64(2*runtime.GOMAXPROCS(0) + 1)
 	for _, workers := range []int{16, 32} {
-		slow := &slowHandler{d: 20 * time.Millisecond}
-		e := newEnv(t, withHandler("org.agentries.code-review:2.1.0", slow.handle), smallResults())
-		pings := sealN(t, e, e.caller, 64, amp.TypePing, nil)
-		invokes := sealN(t, e, e.caller, 1024, amp.TypeCapInvoke, invokeBody(t, "org.agentries.code-review:2.1.0", benchParams))
-		stopPings, _ := loop(t, e, "127.0.0.1", pings, workers, false, true)
-		time.Sleep(20 * time.Millisecond) // the caller is busy
-		stopFlood, _ := loop(t, e, "127.0.0.2", invokes, 128, true, true)
-		time.Sleep(400 * time.Millisecond)
-		stopFlood()
-		stopPings()
+		slow := slowFloodAgainstPings(t, workers, func(*env) { time.Sleep(400 * time.Millisecond) })
 		t.Logf("caller with %d in flight: the flood's handler ran at most %d at once, %d calls", workers, slow.most.Load(), slow.calls.Load())
 		if most := slow.most.Load(); most > bound {
 			t.Errorf("caller with %d PINGs in flight: a flood of slow invocations ran %d at once (%d calls in 0.4 s); want at most %d", workers, most, slow.calls.Load(), bound)

@@ -94,22 +94,31 @@ func loop(tb testing.TB, e *env, peer string, msgs [][]byte, workers int, once, 
 // 8 PINGs in flight, the flooder's handler runs at most 8 at once (the
 // caller has at most 2 x GOMAXPROCS slots' worth inside).
 func TestSlowHandlerFloodKeepsAboutAsManyInsideAsAPingCaller(t *testing.T) {
-	slow := &slowHandler{d: 20 * time.Millisecond}
-	e := newEnv(t, withHandler("org.agentries.code-review:2.1.0", slow.handle), smallResults())
-	pings := sealN(t, e, e.caller, 64, amp.TypePing, nil)
-	invokes := sealN(t, e, e.caller, 1024, amp.TypeCapInvoke, invokeBody(t, "org.agentries.code-review:2.1.0", benchParams))
-	stopPings, _ := loop(t, e, "127.0.0.1", pings, 8, false, true)
-	defer stopPings()
-	time.Sleep(20 * time.Millisecond) // the caller is busy
-	stopFlood, _ := loop(t, e, "127.0.0.2", invokes, 128, true, true)
-	defer stopFlood()
-	time.Sleep(400 * time.Millisecond)
-	stopFlood()
-	stopPings()
+	slow := slowFloodAgainstPings(t, 8, func(*env) { time.Sleep(400 * time.Millisecond) })
 	t.Logf("the flood's handler ran at most %d at once, %d calls", slow.most.Load(), slow.calls.Load())
 	if most := slow.most.Load(); most > 8 {
 		t.Fatalf("a flood of slow invocations ran %d at once against a PING caller with 8 in flight (%d calls in 0.4 s); want at most 8", most, slow.calls.Load())
 	}
+}
+
+// slowFloodAgainstPings starts an agent whose capability takes 20 ms, a
+// PING caller at 127.0.0.1 keeping pingers PINGs in flight and, once it
+// is busy, an authorized key at 127.0.0.2 keeping 128 invocations of that
+// capability in flight; it runs during with the agent's env, then stops
+// both. It returns the capability's handler, which counts its runs.
+func slowFloodAgainstPings(t *testing.T, pingers int, during func(e *env)) *slowHandler {
+	t.Helper()
+	slow := &slowHandler{d: 20 * time.Millisecond}
+	e := newEnv(t, withHandler("org.agentries.code-review:2.1.0", slow.handle), smallResults())
+	pings := sealN(t, e, e.caller, 64, amp.TypePing, nil)
+	invokes := sealN(t, e, e.caller, 1024, amp.TypeCapInvoke, invokeBody(t, "org.agentries.code-review:2.1.0", benchParams))
+	stopPings, _ := loop(t, e, "127.0.0.1", pings, pingers, false, true)
+	defer stopPings()
+	time.Sleep(20 * time.Millisecond) // the caller is busy
+	stopFlood, _ := loop(t, e, "127.0.0.2", invokes, 128, true, true)
+	defer stopFlood()
+	during(e)
+	return slow
 }
 
 // BenchmarkHonestPingUnderSlowHandlerFlood: 8 or 16 honest goroutines

@@ -97,21 +97,12 @@ func TestRetriedInvocationIsNotHeldByItsOwnCopies(t *testing.T) {
 // the median 0-3; the held resumes' phantoms moved the median (9-28,
 // p90 17-106, at c4cb076).
 func TestSlowFloodHeldAtItsShareIsNotAwaitedByTheGroupCommit(t *testing.T) {
-	slow := &slowHandler{d: 20 * time.Millisecond}
-	e := newEnv(t, withHandler("org.agentries.code-review:2.1.0", slow.handle), smallResults())
-	pings := sealN(t, e, e.caller, 64, amp.TypePing, nil)
-	invokes := sealN(t, e, e.caller, 1024, amp.TypeCapInvoke, invokeBody(t, "org.agentries.code-review:2.1.0", benchParams))
-	stopPings, _ := loop(t, e, "127.0.0.1", pings, 8, false, true)
-	defer stopPings()
-	time.Sleep(20 * time.Millisecond) // the caller is busy
-	stopFlood, _ := loop(t, e, "127.0.0.2", invokes, 128, true, true)
-	defer stopFlood()
 	var seen []int
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
-		seen = append(seen, e.agent.ledger.Expected())
-	}
-	stopFlood()
-	stopPings()
+	slow := slowFloodAgainstPings(t, 8, func(e *env) {
+		for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			seen = append(seen, e.agent.ledger.Expected())
+		}
+	})
 	slices.Sort(seen)
 	median, p90, most := seen[len(seen)/2], seen[len(seen)*9/10], seen[len(seen)-1]
 	bound := 2*runtime.GOMAXPROCS(0) + 1
