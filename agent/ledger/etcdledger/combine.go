@@ -60,10 +60,8 @@ type txnReq struct {
 // message, or the usage counters of one principal) never share a combined
 // transaction, so that none reads or compares what another writes.
 type combiner struct {
-	s       *Store
-	mu      sync.Mutex
-	q       []*txnReq
-	flights int
+	s *Store
+	batchQueue[*txnReq]
 }
 
 // txn commits the transaction of k (its principal's usage prefix u):
@@ -74,13 +72,9 @@ func (s *Store) txn(op string, k ledger.Key, u string, cmp []clientv3.Cmp, then,
 	t := &txnReq{op: op, k: k, usage: u, cmp: cmp, then: then, els: els, dl: time.Now().Add(s.o.OpTimeout), done: make(chan struct{})}
 	t.size, t.nest = opsSize(then)
 	c := &s.combine
-	c.mu.Lock()
-	c.q = append(c.q, t)
-	if c.flights < combineFlights {
-		c.flights++
-		go c.run()
+	if c.add(t, combineFlights) {
+		go c.run(c.take, c.commit)
 	}
-	c.mu.Unlock()
 	<-t.done
 	if t.alone {
 		return s.txnAlone(t)
@@ -111,22 +105,6 @@ func (s *Store) txnAlone(t *txnReq) (r *clientv3.TxnResponse, err error) {
 		return err
 	})
 	return r, err
-}
-
-// run commits the waiting transactions, a batch at a time, until none
-// waits.
-func (c *combiner) run() {
-	for {
-		c.mu.Lock()
-		batch := c.take()
-		if len(batch) == 0 {
-			c.flights--
-			c.mu.Unlock()
-			return
-		}
-		c.mu.Unlock()
-		c.commit(batch)
-	}
 }
 
 // take removes from the queue the next batch: in order, every waiting

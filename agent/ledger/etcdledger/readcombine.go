@@ -2,7 +2,6 @@ package etcdledger
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -36,10 +35,8 @@ type readReq struct {
 // (docs/SPEC-DECISIONS.md FLEET-12). Each key's answer is what its own
 // Get would have answered at the transaction's revision.
 type reader struct {
-	s       *Store
-	mu      sync.Mutex
-	q       []*readReq
-	flights int
+	s *Store
+	batchQueue[*readReq]
 }
 
 // getKey reads key linearizably, with other keys read at the same time:
@@ -47,13 +44,9 @@ type reader struct {
 func (s *Store) getKey(op, key string) (*mvccpb.KeyValue, error) {
 	r := &readReq{op: op, key: key, dl: time.Now().Add(s.o.OpTimeout), done: make(chan struct{})}
 	rd := &s.reads
-	rd.mu.Lock()
-	rd.q = append(rd.q, r)
-	if rd.flights < readFlights {
-		rd.flights++
-		go rd.run()
+	if rd.add(r, readFlights) {
+		go rd.run(rd.take, rd.read)
 	}
-	rd.mu.Unlock()
 	// Answered by its own deadline: a combined read runs until the latest
 	// of its batch's.
 	timer := time.NewTimer(time.Until(r.dl))
@@ -69,33 +62,29 @@ func (s *Store) getKey(op, key string) (*mvccpb.KeyValue, error) {
 		}
 	}
 	if r.alone {
-		r.err = s.callBy(r.op, r.dl, func(ctx context.Context) error {
-			g, err := s.cli.Get(ctx, r.key)
-			if err == nil && len(g.Kvs) == 1 {
-				r.kv = g.Kvs[0]
-			}
-			return err
-		})
+		s.readAlone(r)
 	}
 	return r.kv, r.err
 }
 
-// run reads the waiting keys, a batch at a time, until none waits.
-func (rd *reader) run() {
-	for {
-		rd.mu.Lock()
-		n := min(len(rd.q), combineMaxOps)
-		batch := rd.q[:n:n]
-		rd.q = rd.q[n:]
-		if n == 0 {
-			rd.q = nil
-			rd.flights--
-			rd.mu.Unlock()
-			return
+// readAlone reads r's key on its own, by r's deadline.
+func (s *Store) readAlone(r *readReq) {
+	r.err = s.callBy(r.op, r.dl, func(ctx context.Context) error {
+		g, err := s.cli.Get(ctx, r.key)
+		if err == nil && len(g.Kvs) == 1 {
+			r.kv = g.Kvs[0]
 		}
-		rd.mu.Unlock()
-		rd.read(batch)
-	}
+		return err
+	})
+}
+
+// take removes from the queue the next batch: the waiting reads in
+// order, up to combineMaxOps of them. Callers hold rd.mu.
+func (rd *reader) take() []*readReq {
+	n := min(len(rd.q), combineMaxOps)
+	batch := rd.q[:n:n]
+	rd.q = rd.q[n:]
+	return batch
 }
 
 // read reads batch: alone when it is one key, else in one read-only
@@ -138,12 +127,5 @@ func (rd *reader) read(batch []*readReq) {
 		}
 		return
 	}
-	r := batch[0]
-	r.err = rd.s.callBy(r.op, r.dl, func(ctx context.Context) error {
-		g, err := rd.s.cli.Get(ctx, r.key)
-		if err == nil && len(g.Kvs) == 1 {
-			r.kv = g.Kvs[0]
-		}
-		return err
-	})
+	rd.s.readAlone(batch[0])
 }
