@@ -758,15 +758,7 @@ func listedKeyword(f facts, p part, kw string, val any, add func(Finding)) {
 // exclusiveMinimum, maximum, exclusiveMaximum) against the producer's,
 // when the producer may send numbers.
 func (c *checker) numBoundKeyword(f facts, p part, kw string, val any, add func(Finding)) {
-	if f.types&tNum == 0 {
-		return
-	}
-	r, ok := ratOf(val)
-	if !ok {
-		add(finding(Unknown, "invalid_keyword", p, kw, ""))
-		return
-	}
-	if !c.numBound(f, kw, r) {
+	if r := keywordValue(f, tNum, p, kw, val, ratOf, add); r != nil && !c.numBound(f, kw, r) {
 		add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
 	}
 }
@@ -774,15 +766,7 @@ func (c *checker) numBoundKeyword(f facts, p part, kw string, val any, add func(
 // multipleOfKeyword checks a consumer's multipleOf: every number the
 // producer may send must be a multiple of it.
 func multipleOfKeyword(f facts, p part, kw string, val any, add func(Finding)) {
-	if f.types&tNum == 0 {
-		return
-	}
-	r, ok := ratOf(val)
-	if !ok || r.Sign() <= 0 {
-		add(finding(Unknown, "invalid_keyword", p, kw, ""))
-		return
-	}
-	if !multipleOK(f, r) {
+	if r := keywordValue(f, tNum, p, kw, val, positiveRatOf, add); r != nil && !multipleOK(f, r) {
 		add(finding(Incompatible, "multiple_of_changed", p, kw, "multipleOf %s", r.RatString()))
 	}
 }
@@ -790,17 +774,32 @@ func multipleOfKeyword(f facts, p part, kw string, val any, add func(Finding)) {
 // lengthKeyword checks a consumer's minLength or maxLength against the
 // producer's string lengths.
 func lengthKeyword(f facts, p part, kw string, val any, add func(Finding)) {
-	if f.types&tString == 0 {
-		return
-	}
-	r, ok := intOf(val)
-	if !ok {
-		add(finding(Unknown, "invalid_keyword", p, kw, ""))
-		return
-	}
-	if !lenOK(f, kw, r) {
+	if r := keywordValue(f, tString, p, kw, val, intOf, add); r != nil && !lenOK(f, kw, r) {
 		add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
 	}
+}
+
+// keywordValue is the number a consumer's keyword gives (read by parse),
+// when the producer may send a value of the types t the keyword
+// constrains; nil, with nothing to check, when it may not, or when parse
+// does not read the value (then the keyword is invalid: an
+// invalid_keyword finding is added).
+func keywordValue(f facts, t typeSet, p part, kw string, val any, parse func(any) (*big.Rat, bool), add func(Finding)) *big.Rat {
+	if f.types&t == 0 {
+		return nil
+	}
+	r, ok := parse(val)
+	if !ok {
+		add(finding(Unknown, "invalid_keyword", p, kw, ""))
+		return nil
+	}
+	return r
+}
+
+// positiveRatOf reads a JSON number above zero (multipleOf's value).
+func positiveRatOf(v any) (*big.Rat, bool) {
+	r, ok := ratOf(v)
+	return r, ok && r.Sign() > 0
 }
 
 // keywordsB is the second third of keywords' switch: patterns, formats,
@@ -883,19 +882,11 @@ func countKeyword(f facts, p part, kw string, val any, add func(Finding)) {
 	if kw == "minProperties" || kw == "maxProperties" {
 		t = tObject
 	}
-	if f.types&t == 0 {
-		return
-	}
-	r, ok := intOf(val)
-	if !ok {
-		add(finding(Unknown, "invalid_keyword", p, kw, ""))
-		return
-	}
-	if f.hasEnum {
+	switch r := keywordValue(f, t, p, kw, val, intOf, add); {
+	case r == nil:
+	case f.hasEnum:
 		add(finding(Unknown, "enum_not_checked", p, kw, "listed values are not checked against %s", kw))
-		return
-	}
-	if !countOK(f, kw, r) {
+	case !countOK(f, kw, r):
 		add(finding(Incompatible, "bounds_tightened", p, kw, "%s %s", kw, r.RatString()))
 	}
 }
