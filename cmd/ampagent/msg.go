@@ -16,14 +16,8 @@ import (
 )
 
 func msgCommand(env *cliutil.Env) *cli.Command {
-	return &cli.Command{
-		Name:  "msg",
-		Usage: "inspect or verify one AMP message",
-		Subcommands: []*cli.Command{
-			msgInspectCommand(env),
-			msgVerifyCommand(env),
-		},
-	}
+	return cliutil.Group("msg", "inspect or verify one AMP message",
+		msgInspectCommand(env), msgVerifyCommand(env))
 }
 
 var hexFlag = &cli.BoolFlag{Name: "hex", Usage: "read hex text instead of raw CBOR bytes"}

@@ -17,18 +17,11 @@ import (
 )
 
 func trustCommand(env *cliutil.Env) *cli.Command {
-	return &cli.Command{
-		Name:  "trust",
-		Usage: "manage the publisher keys a store trusts",
-		Subcommands: []*cli.Command{
-			trustAddCommand(env),
-			trustLsCommand(env),
-			trustRmCommand(env),
-			trustThresholdCommand(env),
-			trustFreshnessCommand(env),
-			trustPolicyCommand(env),
-		},
-	}
+	return cliutil.Group("trust", "manage the publisher keys a store trusts",
+		trustAddCommand(env), trustLsCommand(env), trustRmCommand(env),
+		trustThresholdCommand(env), trustFreshnessCommand(env),
+		cliutil.Group("policy", "apply a trust policy file: keys, scopes and thresholds in one step",
+			trustPolicyApplyCommand(env)))
 }
 
 // trustJSON is the JSON view of a trusted key.

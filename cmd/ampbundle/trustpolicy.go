@@ -11,14 +11,6 @@ import (
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
-func trustPolicyCommand(env *cliutil.Env) *cli.Command {
-	return &cli.Command{
-		Name:        "policy",
-		Usage:       "apply a trust policy file: keys, scopes and thresholds in one step",
-		Subcommands: []*cli.Command{trustPolicyApplyCommand(env)},
-	}
-}
-
 func trustPolicyApplyCommand(env *cliutil.Env) *cli.Command {
 	return &cli.Command{
 		Name:      "apply",

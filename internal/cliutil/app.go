@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -198,31 +199,32 @@ func placeholder(usage string) string {
 // refused when given), and bool flags do not print "(default: false)".
 func honestDefaults(flags []cli.Flag) {
 	for _, f := range flags {
-		switch v := f.(type) {
-		case *cli.BoolFlag:
-			v.DisableDefaultText = true
-		case *cli.Int64Flag:
-			v.Usage, v.DefaultText = moveDefault(v.Usage, v.DefaultText)
-		case *cli.IntFlag:
-			v.Usage, v.DefaultText = moveDefault(v.Usage, v.DefaultText)
-		case *cli.UintFlag:
-			v.Usage, v.DefaultText = moveDefault(v.Usage, v.DefaultText)
-		case *cli.Uint64Flag:
-			v.Usage, v.DefaultText = moveDefault(v.Usage, v.DefaultText)
-		case *cli.DurationFlag:
-			v.Usage, v.DefaultText = moveDefault(v.Usage, v.DefaultText)
-		case *cli.StringFlag:
-			v.Usage, v.DefaultText = moveDefault(v.Usage, v.DefaultText)
+		if b, ok := f.(*cli.BoolFlag); ok {
+			b.DisableDefaultText = true
+			continue
 		}
+		moveDefault(f)
 	}
 }
 
-func moveDefault(usage, text string) (string, string) {
-	m := defaultInUsage.FindStringSubmatchIndex(usage)
-	if m == nil || text != "" {
-		return usage, text
+// moveDefault moves "(default X)" out of a flag's Usage into its
+// DefaultText, unless the flag sets a DefaultText of its own. urfave/cli's
+// flag types share no interface to set these fields, but each is a struct
+// with both (a flag type without them is left as it is).
+func moveDefault(f cli.Flag) {
+	v := reflect.ValueOf(f)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return
 	}
-	return usage[:m[0]] + usage[m[1]:], usage[m[2]:m[3]]
+	usage, text := v.Elem().FieldByName("Usage"), v.Elem().FieldByName("DefaultText")
+	if usage.Kind() != reflect.String || text.Kind() != reflect.String || text.String() != "" {
+		return
+	}
+	u := usage.String()
+	if m := defaultInUsage.FindStringSubmatchIndex(u); m != nil {
+		usage.SetString(u[:m[0]] + u[m[1]:])
+		text.SetString(u[m[2]:m[3]])
+	}
 }
 
 func completionCommand(app *cli.App) *cli.Command {

@@ -448,6 +448,13 @@ func JSONFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout (errors too)"}
 }
 
+// Group is a command that only groups its subcommands: given none, or one
+// it does not have, it is a usage error (Prepare), and "NAME help [SUB]"
+// prints their help.
+func Group(name, usage string, subs ...*cli.Command) *cli.Command {
+	return &cli.Command{Name: name, Usage: usage, Subcommands: subs}
+}
+
 // Require checks that each named flag was given (urfave/cli reports its own
 // Required flags as plain errors, not as usage errors, so commands use this
 // instead).

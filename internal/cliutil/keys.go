@@ -199,81 +199,82 @@ func ReadSigningKey(c *cli.Context, env *Env, path string) (ed25519.PrivateKey, 
 // did:key of a private key file (asking for the passphrase of an encrypted
 // one) or of a public key file, PEM or DER.
 func KeyShowCommand(env *Env) *cli.Command {
+	return Group("key", "show what a key file holds", keyShowCommand(env))
+}
+
+// keyShowCommand is `key show FILE`.
+func keyShowCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:  "key",
-		Usage: "show what a key file holds",
-		Subcommands: []*cli.Command{{
-			Name:      "show",
-			Usage:     "print the public key and did:key of a key file",
-			ArgsUsage: "FILE",
-			Description: `Reads a private key file (PKCS#8, PEM or DER, encrypted or not; mode 0600)
+		Name:      "show",
+		Usage:     "print the public key and did:key of a key file",
+		ArgsUsage: "FILE",
+		Description: `Reads a private key file (PKCS#8, PEM or DER, encrypted or not; mode 0600)
 or a public key file (PKIX, PEM or DER) and prints the Ed25519 public key as
 PEM and its did:key, and whether the file also holds an X25519 key
 agreement key. An encrypted key's passphrase comes from --passphrase-file,
 $AMP_KEY_PASSPHRASE or the terminal. Nothing secret is printed. With --did
 it prints the did:key alone, for scripts: did=$(ampagent key show --did FILE).`,
-			Flags: []cli.Flag{PassphraseFileFlag(), &cli.BoolFlag{Name: "did", Usage: "print only the did:key (one line)"}, JSONFlag()},
-			Action: func(c *cli.Context) error {
-				if err := ExactArgs(c, 1, "FILE"); err != nil {
-					return err
-				}
-				path := c.Args().First()
-				data, err := ReadFile(path, 64<<10, "key file")
+		Flags: []cli.Flag{PassphraseFileFlag(), &cli.BoolFlag{Name: "did", Usage: "print only the did:key (one line)"}, JSONFlag()},
+		Action: func(c *cli.Context) error {
+			if err := ExactArgs(c, 1, "FILE"); err != nil {
+				return err
+			}
+			path := c.Args().First()
+			data, err := ReadFile(path, 64<<10, "key file")
+			if err != nil {
+				return err
+			}
+			doc := struct {
+				File      string `json:"file"`
+				Kind      string `json:"kind"`
+				Encrypted bool   `json:"encrypted"`
+				DID       string `json:"did,omitempty"`
+				PublicKey string `json:"public_key_pem,omitempty"`
+				X25519    bool   `json:"x25519"`
+			}{File: path}
+			var pub ed25519.PublicKey
+			if p, perr := keyfile.ParsePublicKey(data); perr == nil {
+				doc.Kind, pub = "public", p
+			} else {
+				doc.Kind = "private"
+				doc.Encrypted = keyfile.IsEncrypted(data)
+				keys, err := ReadPrivateKey(c, env, path)
 				if err != nil {
 					return err
 				}
-				doc := struct {
-					File      string `json:"file"`
-					Kind      string `json:"kind"`
-					Encrypted bool   `json:"encrypted"`
-					DID       string `json:"did,omitempty"`
-					PublicKey string `json:"public_key_pem,omitempty"`
-					X25519    bool   `json:"x25519"`
-				}{File: path}
-				var pub ed25519.PublicKey
-				if p, perr := keyfile.ParsePublicKey(data); perr == nil {
-					doc.Kind, pub = "public", p
-				} else {
-					doc.Kind = "private"
-					doc.Encrypted = keyfile.IsEncrypted(data)
-					keys, err := ReadPrivateKey(c, env, path)
-					if err != nil {
-						return err
-					}
-					doc.X25519 = keys.X25519 != nil
-					if keys.Ed25519 != nil {
-						pub = keys.Ed25519.Public().(ed25519.PublicKey)
-					}
+				doc.X25519 = keys.X25519 != nil
+				if keys.Ed25519 != nil {
+					pub = keys.Ed25519.Public().(ed25519.PublicKey)
 				}
-				if pub != nil {
-					doc.DID = amp.DIDKey(pub)
-					doc.PublicKey = string(keyfile.PublicPEM(pub))
-				}
-				if c.Bool("did") && doc.DID == "" {
-					return Failf(keyfile.ErrInvalidKeyFile, "the key file holds no ed25519 signing key: it has no did:key")
-				}
-				if c.Bool("json") {
-					return PrintJSON(env.Stdout, doc)
-				}
-				if c.Bool("did") {
-					fmt.Fprintln(env.Stdout, doc.DID)
-					return nil
-				}
-				enc := ""
-				if doc.Encrypted {
-					enc = ", encrypted"
-				}
-				fmt.Fprintf(env.Stdout, "%s: %s key%s\n", path, doc.Kind, enc)
-				if doc.DID != "" {
-					fmt.Fprintf(env.Stdout, "did: %s\n%s", doc.DID, doc.PublicKey)
-				} else {
-					fmt.Fprintln(env.Stdout, "no ed25519 signing key")
-				}
-				if doc.X25519 {
-					fmt.Fprintln(env.Stdout, "also an x25519 key agreement key")
-				}
+			}
+			if pub != nil {
+				doc.DID = amp.DIDKey(pub)
+				doc.PublicKey = string(keyfile.PublicPEM(pub))
+			}
+			if c.Bool("did") && doc.DID == "" {
+				return Failf(keyfile.ErrInvalidKeyFile, "the key file holds no ed25519 signing key: it has no did:key")
+			}
+			if c.Bool("json") {
+				return PrintJSON(env.Stdout, doc)
+			}
+			if c.Bool("did") {
+				fmt.Fprintln(env.Stdout, doc.DID)
 				return nil
-			},
-		}},
+			}
+			enc := ""
+			if doc.Encrypted {
+				enc = ", encrypted"
+			}
+			fmt.Fprintf(env.Stdout, "%s: %s key%s\n", path, doc.Kind, enc)
+			if doc.DID != "" {
+				fmt.Fprintf(env.Stdout, "did: %s\n%s", doc.DID, doc.PublicKey)
+			} else {
+				fmt.Fprintln(env.Stdout, "no ed25519 signing key")
+			}
+			if doc.X25519 {
+				fmt.Fprintln(env.Stdout, "also an x25519 key agreement key")
+			}
+			return nil
+		},
 	}
 }
