@@ -20,25 +20,22 @@ import (
 // request slot is taken. Every request is counted
 // in the metrics (MetricsHandler).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	s.met.inflight.Inc()
-	rec := &transport.StatusRecorder{ResponseWriter: w}
-	route := routeLabel(r.URL.Path)
-	defer func() {
-		s.met.inflight.Dec()
-		s.met.observe(route, rec.Status(), time.Since(start))
-	}()
+	s.met.http.Serve(w, r, routeLabel(r.URL.Path), http.HandlerFunc(s.route))
+}
+
+// route serves a request of ServeHTTP, counted.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case HealthPath:
-		s.serveHealth(rec, r)
+		s.serveHealth(w, r)
 	case ReadyPath:
-		s.serveReady(rec, r)
+		s.serveReady(w, r)
 	case ACDPWellKnownPath:
 		// Built from checked options, in memory, independent of the
 		// snapshot: answered like the health routes.
-		s.serveACDP(rec, r)
+		s.serveACDP(w, r)
 	default:
-		s.serveSnapshot(rec, r)
+		s.serveSnapshot(w, r)
 	}
 }
 

@@ -3,12 +3,12 @@ package mirror
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ampbundle/ampbundle/internal/httpmetrics"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -196,28 +196,22 @@ func getOrHead(w http.ResponseWriter, r *http.Request) bool {
 // kinds and HTTP status codes.
 type metrics struct {
 	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec   // route, status
-	duration  *prometheus.HistogramVec // route
-	inflight  prometheus.Gauge
+	http      *httpmetrics.Metrics
 	snapshots prometheus.Counter
 	failures  prometheus.Counter
 }
 
 func newMetrics(s *Server) *metrics {
+	reg := prometheus.NewRegistry()
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampbundle_mirror_http_requests_total",
-			Help: "HTTP requests, by route and status code."}, []string{"route", "status"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ampbundle_mirror_http_request_duration_seconds",
-			Help: "HTTP request latency, by route.", Buckets: prometheus.DefBuckets}, []string{"route"}),
-		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ampbundle_mirror_http_requests_in_flight",
-			Help: "HTTP requests being served."}),
+		reg:  reg,
+		http: httpmetrics.New(reg, "ampbundle_mirror"),
 		snapshots: prometheus.NewCounter(prometheus.CounterOpts{Name: "ampbundle_mirror_snapshots_total",
 			Help: "Snapshots of the store taken (at start and at each new generation)."}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "ampbundle_mirror_refresh_failures_total",
 			Help: "Refreshes that could not read the store (the previous snapshot stayed served)."}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.inflight, m.snapshots, m.failures,
+	m.reg.MustRegister(m.snapshots, m.failures,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ampbundle_mirror_generation",
 			Help: "The store generation of the snapshot served."},
 			func() float64 { return float64(s.Generation()) }),
@@ -261,10 +255,4 @@ func routeLabel(p string) string {
 		return "capability"
 	}
 	return "other"
-}
-
-// observe counts one request of route that ended with status.
-func (m *metrics) observe(route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(route).Observe(d.Seconds())
 }

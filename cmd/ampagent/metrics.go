@@ -12,8 +12,8 @@ import (
 	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/httpmetrics"
 	"github.com/ampbundle/ampbundle/resolver"
-	"github.com/ampbundle/ampbundle/transport"
 	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
@@ -32,9 +32,7 @@ type metrics struct {
 	duplicates  prometheus.Counter
 	handlerRuns *prometheus.CounterVec // capability
 	handlerFail *prometheus.CounterVec // capability, reason
-	httpReqs    *prometheus.CounterVec // route, status
-	httpDur     *prometheus.HistogramVec
-	inflight    prometheus.Gauge
+	http        *httpmetrics.Metrics
 	ledgerDur   *prometheus.HistogramVec // op (a shared ledger's calls: etcd)
 	ledgerErrs  *prometheus.CounterVec   // op
 }
@@ -50,8 +48,10 @@ func (m *metrics) observeLedger(op string, d time.Duration, err error) {
 // newMetrics registers the agent's metrics for store and the ledger usage
 // function (nil: no ledger gauges).
 func newMetrics(store *resolver.Store, ledgerUsage func() (entries int, bytes, budget int64)) *metrics {
+	reg := prometheus.NewRegistry()
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg:  reg,
+		http: httpmetrics.New(reg, "ampagent"),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampagent_messages_total",
 			Help: "AMP messages handled, by request type and outcome code (0: success; unverified messages have type UNVERIFIED)."},
 			[]string{"type", "code"}),
@@ -66,19 +66,13 @@ func newMetrics(store *resolver.Store, ledgerUsage func() (entries int, bytes, b
 		handlerFail: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampagent_handler_failures_total",
 			Help: "Handler program failures, by capability and reason (exit, timeout, canceled, output_too_large, invalid_json)."},
 			[]string{"capability", "reason"}),
-		httpReqs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampagent_http_requests_total",
-			Help: "HTTP requests, by route and status code."}, []string{"route", "status"}),
-		httpDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ampagent_http_request_duration_seconds",
-			Help: "HTTP request latency, by route.", Buckets: prometheus.DefBuckets}, []string{"route"}),
-		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ampagent_http_requests_in_flight",
-			Help: "HTTP requests being served."}),
 		ledgerDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ampagent_ledger_call_duration_seconds",
 			Help:    "Latency of the shared idempotency ledger's calls (etcd), by operation.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}}, []string{"op"}),
 		ledgerErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampagent_ledger_errors_total",
 			Help: "Failed calls of the shared idempotency ledger (etcd: unreachable, no quorum, past the deadline), by operation."}, []string{"op"}),
 	}
-	m.reg.MustRegister(m.messages, m.duration, m.duplicates, m.handlerRuns, m.handlerFail, m.httpReqs, m.httpDur, m.inflight, m.ledgerDur, m.ledgerErrs,
+	m.reg.MustRegister(m.messages, m.duration, m.duplicates, m.handlerRuns, m.handlerFail, m.ledgerDur, m.ledgerErrs,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ampagent_store_generation",
 			Help: "The registry store's generation (bumped by every import and removal)."},
 			func() float64 { return float64(store.Generation()) }),
@@ -195,17 +189,9 @@ func methodOf(m string) string {
 // itself.
 func instrument(next http.Handler, m *metrics, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		route := routeOf(r.URL.Path)
-		m.inflight.Inc()
-		defer m.inflight.Dec()
 		ctx := admission.WithRemote(r.Context(), r.RemoteAddr)
-		rec := &transport.StatusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r.WithContext(ctx))
-		status := rec.Status()
-		d := time.Since(start)
-		m.httpReqs.WithLabelValues(route, strconv.Itoa(status)).Inc()
-		m.httpDur.WithLabelValues(route).Observe(d.Seconds())
+		status, d := m.http.Serve(w, r.WithContext(ctx), route, next)
 		// A 503 from /readyz is an answer, not a refusal: a probe polling a
 		// not-ready agent does not fill the log (the report says why).
 		if status >= 400 && !admission.Logged(ctx) && !(route == ReadyPath && status == http.StatusServiceUnavailable) {
