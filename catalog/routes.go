@@ -105,47 +105,42 @@ func route(m *Model, r *http.Request) (string, page, int) {
 		return "bundles", p, http.StatusOK
 	case Prefix + "bundle":
 		b, ok := m.Bundle(q.Get("id"))
-		if !ok {
-			return errorPage(m, http.StatusNotFound, "no such bundle is installed")
-		}
 		p.Title, p.Bundle = "Bundle "+short(b.BundleID), b
-		return "bundle", p, http.StatusOK
+		return lookedUp(m, ok, "bundle", p, "no such bundle is installed")
 	case Prefix + "cap":
 		c, ok := m.Capability(q.Get("name"))
-		if !ok {
-			return errorPage(m, http.StatusNotFound, "no such capability is installed")
-		}
 		p.Title, p.Cap = "Capability "+short(c.Name), c
 		_, p.Matrix.Found = m.Matrix(c.Name)
-		return "cap", p, http.StatusOK
+		return lookedUp(m, ok, "cap", p, "no such capability is installed")
 	case Prefix + "version":
 		v, ok := m.versionView(q.Get("name"), q.Get("v"))
-		if !ok {
-			return errorPage(m, http.StatusNotFound, "no such capability version is installed")
-		}
 		p.Title, p.Version = short(v.Name)+" "+short(v.Version), v
-		return "version", p, http.StatusOK
+		return lookedUp(m, ok, "version", p, "no such capability version is installed")
 	case Prefix + "compat":
 		mv, ok := m.matrixView(q.Get("name"))
-		if !ok {
-			return errorPage(m, http.StatusNotFound, "no compatibility matrix for this name")
-		}
 		p.Title, p.Matrix = "Compatibility of "+short(mv.Name), mv
-		return "compat", p, http.StatusOK
+		return lookedUp(m, ok, "compat", p, "no compatibility matrix for this name")
 	case Prefix + "trust":
 		p.Title = "Trust"
 		return "trust", p, http.StatusOK
 	case Prefix + "schema":
 		s, ok := m.Schema(SchemaLoc{BundleID: q.Get("b"), Key: q.Get("k")})
-		if !ok {
-			return errorPage(m, http.StatusNotFound, "no such schema in the catalog")
-		}
 		p.Title, p.Schema = "Schema "+short(s.Loc.Key), m.schemaView(s, "s")
-		return "schema", p, http.StatusOK
+		return lookedUp(m, ok, "schema", p, "no such schema in the catalog")
 	case Prefix + "search":
 		return search(m, q)
 	}
 	return errorPage(m, http.StatusNotFound, "no such page")
+}
+
+// lookedUp is the page tmpl showing p, of the one thing a query names, or
+// when the look-up found nothing (ok false) the 404 page saying missing.
+// p is filled from the look-up's zero value then, and not shown.
+func lookedUp(m *Model, ok bool, tmpl string, p page, missing string) (string, page, int) {
+	if !ok {
+		return errorPage(m, http.StatusNotFound, missing)
+	}
+	return tmpl, p, http.StatusOK
 }
 
 func errorPage(m *Model, code int, msg string) (string, page, int) {
