@@ -16,6 +16,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/internal/limit"
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -42,6 +43,17 @@ type Options struct {
 	Refresh time.Duration
 	// MaxPrincipals bounds the principals served at once (default 1024).
 	MaxPrincipals int
+	// MaxPrincipalCalls bounds the tools/calls one principal runs at once,
+	// over all its sessions and transports (default 16, the HTTP
+	// endpoint's default share of one peer; an HTTP endpoint lowers it
+	// to its MaxPeerInFlight). A call past it is refused at once with
+	// 3005 too_many_calls (docs/SPEC-DECISIONS.md MCP-30).
+	MaxPrincipalCalls int
+	// MaxParamItems bounds the items of a tools/call's arguments, counted
+	// before they are parsed: set it to the agent's
+	// Config.MaxParamItems (default offlineschema.DefaultMaxItems, the
+	// agent's default).
+	MaxParamItems int
 	// Version is the implementation version told to clients.
 	Version string
 }
@@ -55,6 +67,9 @@ type Bridge struct {
 
 	mu      sync.Mutex
 	servers map[string]*principalServer
+
+	// calls holds each principal's running tools/calls (MCP-30).
+	calls callGate
 
 	// genMu guards gen, the tools verified for the current catalog
 	// generation and agent, shared by every principal.
@@ -92,6 +107,8 @@ func New(opts Options) (*Bridge, error) {
 	}
 	limit.Default(&opts.Refresh, time.Second)
 	limit.Default(&opts.MaxPrincipals, 1024)
+	limit.Default(&opts.MaxPrincipalCalls, 16)
+	limit.Default(&opts.MaxParamItems, offlineschema.DefaultMaxItems)
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -99,7 +116,9 @@ func New(opts Options) (*Bridge, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Bridge{opts: opts, log: log, servers: map[string]*principalServer{}}, nil
+	b := &Bridge{opts: opts, log: log, servers: map[string]*principalServer{}}
+	b.calls.share.Store(int64(opts.MaxPrincipalCalls))
+	return b, nil
 }
 
 // Server returns the MCP server of a principal (a DID the allow rules
@@ -215,6 +234,7 @@ func (b *Bridge) toolID(tool string) (capability.ID, error) {
 func (b *Bridge) build(ag Agent, cat *resolver.Catalog) []*toolSpec {
 	var out []*toolSpec
 	var infos map[string]bundleInfo
+	schemas := schemaCache{}
 	for _, id := range ag.Served() {
 		e, ok := cat.Lookup(id)
 		if !ok {
@@ -227,7 +247,7 @@ func (b *Bridge) build(ag Agent, cat *resolver.Catalog) []*toolSpec {
 				return nil
 			}
 		}
-		s, err := buildTool(b.opts.Store, e, infos[e.BundleID])
+		s, err := buildTool(b.opts.Store, schemas, e, infos[e.BundleID])
 		if err != nil {
 			b.log.Warn("mcp: capability not offered as a tool", "capability", id.String(), "name", string(amp.NameOf(err)), "err", amp.SafeMessage(err))
 			continue

@@ -48,32 +48,39 @@ type ResultMeta struct {
 // result; a refusal is isError with its AMP code.
 func (b *Bridge) call(ctx context.Context, principal string, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
 	ag := b.opts.Agent()
+	name := ""
+	if p != nil {
+		name = p.Name
+	}
+	id, err := b.toolID(name)
+	var rm *ResultMeta
+	if err == nil {
+		rm = &ResultMeta{Capability: id.String(), Agent: ag.DID()}
+	}
+	// The policy first: a principal it refuses gets 3001 whatever the
+	// name, well-formed or not (RFC 004 A.9; MCP-3).
+	if (err == nil && !ag.Allows(principal, id.Name)) || (err != nil && !mayCallAny(ag, principal)) {
+		// Never says whether the tool exists (RFC 004 A.9).
+		return errorResult(amp.Named(amp.CodeUnauthorized, "unauthorized", "not authorized"), rm)
+	}
 	if p == nil {
 		return errorResult(amp.Named(amp.CodeBadRequest, "missing_params", "tools/call without params"), nil)
 	}
-	id, err := b.toolID(p.Name)
 	if err != nil {
 		return errorResult(err, nil)
-	}
-	rm := &ResultMeta{Capability: id.String(), Agent: ag.DID()}
-	if !ag.Allows(principal, id.Name) {
-		// Never says whether the tool exists (RFC 004 A.9).
-		return errorResult(amp.Named(amp.CodeUnauthorized, "unauthorized", "not authorized"), rm)
 	}
 	call := agent.LocalCall{Caller: principal, Capability: id}
 	if call.IdempotencyKey, call.Timeout, err = callMeta(p.Meta); err != nil {
 		return errorResult(err, rm)
 	}
-	args := []byte(p.Arguments)
-	if len(args) == 0 {
-		args = []byte("{}") // MCP: arguments may be left out
+	// The principal's slot, held until InvokeLocal returns (MCP-30):
+	// taken before the arguments are parsed, so that parses count too.
+	if !b.calls.enter(principal) {
+		return errorResult(tooManyCalls(), rm)
 	}
-	v, err := offlineschema.ValueFromJSON(args)
-	if err != nil {
-		return errorResult(amp.Named(amp.CodeBadRequest, "invalid_arguments", "the arguments are not valid json"), rm)
-	}
-	if call.Params, err = offlineschema.ToCBOR(v); err != nil {
-		return errorResult(amp.Named(amp.CodeBadRequest, "invalid_arguments", "the arguments cannot be carried"), rm)
+	defer b.calls.leave(principal)
+	if call.Params, err = b.callParams(p.Arguments); err != nil {
+		return errorResult(err, rm)
 	}
 	res, err := ag.InvokeLocal(ctx, call)
 	if err != nil {
@@ -117,6 +124,43 @@ func (b *Bridge) call(ctx context.Context, principal string, p *mcp.CallToolPara
 		cr.StructuredContent = json.RawMessage(text)
 	}
 	return cr
+}
+
+// callParams turns a call's arguments into CBOR params: their values
+// counted first (checkArgs, nothing allocated) against the agent's item
+// budget, which refuses more, or deeper nesting, with the error the AMP
+// binding gives (1001 limit_exceeded), then parsed
+// (offlineschema.ValueFromJSON) and encoded. Absent arguments are {}.
+func (b *Bridge) callParams(raw json.RawMessage) ([]byte, error) {
+	args := []byte(raw)
+	if len(args) == 0 {
+		args = []byte("{}") // MCP: arguments may be left out
+	}
+	switch amp.NameOf(checkArgs(args, b.opts.MaxParamItems)) {
+	case ErrTooManyValues, ErrTooDeep:
+		return nil, amp.Named(amp.CodeInvalidMessage, offlineschema.ErrLimitExceeded, "value has more items than this agent accepts")
+	}
+	v, err := offlineschema.ValueFromJSON(args)
+	if err != nil {
+		return nil, amp.Named(amp.CodeBadRequest, "invalid_arguments", "the arguments are not valid json")
+	}
+	params, err := offlineschema.ToCBOR(v)
+	if err != nil {
+		return nil, amp.Named(amp.CodeBadRequest, "invalid_arguments", "the arguments cannot be carried")
+	}
+	return params, nil
+}
+
+// mayCallAny reports whether the policy lets principal use any capability
+// ag serves: one it does not gets 3001 even for a name that names no
+// tool.
+func mayCallAny(ag Agent, principal string) bool {
+	for _, id := range ag.Served() {
+		if ag.Allows(principal, id.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // callMeta reads the idempotency key and the timeout of a call's _meta.

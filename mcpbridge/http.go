@@ -7,6 +7,8 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -103,13 +105,20 @@ type HTTPOptions struct {
 	// with any other Origin is 403 (the MCP transport's DNS-rebinding
 	// rule). A request without Origin (not from a browser) is accepted.
 	AllowedOrigins []string
-	// MaxBody bounds a request body (default 4 MiB).
+	// MaxBody bounds a request body (default 4 MiB). A POST's body is read
+	// whole before the SDK sees it, at the bindings' minimum data rate
+	// (transport.RateReader), and holds at most the Bridge's
+	// Options.MaxParamItems JSON values in params.arguments and
+	// MaxEnvelopeValues elsewhere, nested at most MaxBodyDepth (else 413).
 	MaxBody int64
-	// MaxInFlight and MaxPeerInFlight bound the POST requests at once, in
-	// all and from one peer (transport.Peer); MaxInFlightBytes and
-	// MaxPeerInFlightBytes their body bytes (defaults 64, 16, 64 MiB,
-	// 16 MiB). Open notification streams (GET) are counted apart: at most
-	// MaxInFlight in all and MaxPeerInFlight per principal.
+	// MaxInFlight and MaxPeerInFlight bound the authenticated requests
+	// at once (POST, DELETE), in all and of one principal;
+	// MaxInFlightBytes and MaxPeerInFlightBytes their body bytes
+	// (defaults 64, 16, 64 MiB, 16 MiB). What comes before authentication
+	// is bounded by peer (transport.Peer): MaxInFlight in all and
+	// MaxPeerInFlight from one address. Open notification streams (GET)
+	// are counted apart: one per session, MaxPeerInFlight per principal
+	// and MaxSessions in all.
 	MaxInFlight, MaxPeerInFlight           int
 	MaxInFlightBytes, MaxPeerInFlightBytes int64
 	// SessionTimeout closes sessions idle this long (default 10 min).
@@ -126,6 +135,9 @@ type HTTPOptions struct {
 	// the Bridge's Options.MaxPrincipals): the least recently used one
 	// without a live session or a request in flight makes room.
 	MaxPrincipals int
+
+	// grace replaces admission.FrameGrace for the request bodies (tests).
+	grace time.Duration
 }
 
 // ErrTooManySessions names a refused session: the caps of
@@ -145,10 +157,12 @@ type HTTPStats struct {
 
 // HTTPEndpoint is the MCP streamable HTTP endpoint of a Bridge.
 type HTTPEndpoint struct {
-	b              *Bridge
-	o              HTTPOptions
-	posts, streams *transport.Admission
-	tokens         atomic.Pointer[[]Token]
+	b *Bridge
+	o HTTPOptions
+	// pre counts the requests being authenticated, by peer address;
+	// posts and streams the authenticated ones, by principal.
+	pre, posts, streams *transport.Admission
+	tokens              atomic.Pointer[[]Token]
 
 	mu         sync.Mutex
 	principals map[string]*principalEntry
@@ -172,17 +186,18 @@ type principalEntry struct {
 
 // liveSession is a session the endpoint counts.
 type liveSession struct {
-	ent    *principalEntry
-	ss     *mcp.ServerSession
-	active bool
-	fresh  *time.Timer
+	ent            *principalEntry
+	ss             *mcp.ServerSession
+	active, stream bool // named since it opened; a notification stream open
+	fresh          *time.Timer
 }
 
 // HTTPHandler returns the MCP streamable HTTP endpoint: never open (a
 // request without a valid bearer token or client certificate is 401),
-// Origin checked (403), bounded (413; 503 or 429 with Retry-After). Each
-// principal has its own SDK handler, so a session id never crosses
-// principals.
+// Origin checked (403), bounded (413; 503 or 429 with Retry-After; 409 for
+// a session's second notification stream). Each principal has its own SDK
+// handler, so a session id never crosses principals. The bridge's calls
+// of one principal at once are lowered to MaxPeerInFlight.
 func (b *Bridge) HTTPHandler(o HTTPOptions) *HTTPEndpoint {
 	limit.Default(&o.MaxBody, 4<<20)
 	limit.Default(&o.MaxInFlight, 64)
@@ -200,9 +215,11 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) *HTTPEndpoint {
 	if o.MaxPrincipals <= 0 || o.MaxPrincipals > b.opts.MaxPrincipals {
 		o.MaxPrincipals = b.opts.MaxPrincipals
 	}
+	b.shareCalls(o.MaxPeerInFlight)
 	h := &HTTPEndpoint{b: b, o: o,
+		pre:        transport.NewAdmission(o.MaxInFlight, o.MaxPeerInFlight, 0, 0),
 		posts:      transport.NewAdmission(o.MaxInFlight, o.MaxPeerInFlight, o.MaxInFlightBytes, o.MaxPeerInFlightBytes),
-		streams:    transport.NewAdmission(o.MaxInFlight, o.MaxPeerInFlight, 0, 0),
+		streams:    transport.NewAdmission(o.MaxSessions, o.MaxPeerInFlight, 0, 0),
 		principals: map[string]*principalEntry{}, live: map[string]*liveSession{}}
 	h.SetTokens(o.Tokens)
 	return h
@@ -235,79 +252,183 @@ func jsonError(w http.ResponseWriter, status int, err *amp.Error) {
 	w.Write(append(body, '\n'))
 }
 
+// ServeHTTP authenticates r, admits it under its principal's bounds,
+// reads its body (POST) under the minimum data rate and the JSON value
+// budget, and hands it to the principal's SDK handler. Every refusal
+// before the body is read closes the connection: the body is never
+// waited for.
 func (h *HTTPEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(origin) {
-		jsonError(w, http.StatusForbidden, amp.Named(amp.CodeUnauthorized, "origin_refused", "requests from this origin are refused"))
+	principal, ok := h.authenticate(w, r)
+	if !ok {
 		return
 	}
-	principal := h.principal(r)
-	if principal == "" {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="ampagent-mcp"`)
-		jsonError(w, http.StatusUnauthorized, amp.Named(amp.CodeUnauthorized, "unauthenticated", "a bearer token or a client certificate is required"))
-		return
-	}
-	if r.ContentLength > h.o.MaxBody {
-		w.Header().Set("Connection", "close")
-		jsonError(w, http.StatusRequestEntityTooLarge, amp.Named(amp.CodeInvalidMessage, "body_too_large", "the request is larger than %d bytes", h.o.MaxBody))
-		return
-	}
-	peer := transport.Peer(r.RemoteAddr)
-	adm, key := h.posts, peer
+	adm := h.posts
 	if r.Method == http.MethodGet {
-		adm, key = h.streams, principal // a notification stream stays open: counted apart, per principal
+		adm = h.streams // a notification stream stays open: counted apart
 	}
-	if what := adm.Enter(key); what != "" {
-		h.busy(w, what)
+	if what := adm.Enter(principal); what != "" {
+		h.busy(w, what, principal)
 		return
 	}
 	held := int64(0)
-	defer func() { adm.Leave(key, held) }()
+	defer func() { adm.Leave(principal, held) }()
+	if r.Method != http.MethodPost && r.ContentLength != 0 {
+		closeAfter(w) // a body only a POST has is never read, nor waited for
+	}
 	if r.Method == http.MethodPost {
 		n := r.ContentLength
 		if n < 0 {
 			n = h.o.MaxBody
 		}
-		if !adm.Charge(key, n) {
-			h.busy(w, "bytes")
+		if !adm.Charge(principal, n) {
+			h.busy(w, "bytes", principal)
 			return
 		}
 		held = n
-		r.Body = http.MaxBytesReader(w, r.Body, h.o.MaxBody)
 	}
-	opens := r.Method == http.MethodPost && r.Header.Get(sessionHeader) == ""
-	ent, refused := h.enter(principal, opens, r.Header.Get(sessionHeader))
-	if refused == noRoom {
-		h.busy(w, "principals")
-		return
-	}
+	sid := r.Header.Get(sessionHeader)
+	opens := r.Method == http.MethodPost && sid == ""
+	req, refused := h.enter(principal, opens, r.Method == http.MethodGet, sid)
 	if refused != 0 {
-		h.refuseSession(w, refused)
+		h.refuse(w, refused, principal)
 		return
 	}
 	sw := &safeWriter{ResponseWriter: w}
-	defer func() { h.leave(ent, opens, sw.Header().Get(sessionHeader)) }()
-	ent.sh.ServeHTTP(sw, r.WithContext(admission.WithPeer(r.Context(), peer)))
+	defer func() { h.leave(req, sw.Header().Get(sessionHeader)) }()
+	if r.Method == http.MethodPost && !h.readBody(w, r) {
+		return
+	}
+	// The agent hands out its processing slots by the peer of the
+	// context (admission.Fair): here the principal, as the bounds above.
+	req.ent.sh.ServeHTTP(sw, r.WithContext(admission.WithPeer(r.Context(), principal)))
+	sw.finish()
 }
 
 // sessionHeader is the streamable HTTP transport's session id header.
 const sessionHeader = "Mcp-Session-Id"
 
-func (h *HTTPEndpoint) busy(w http.ResponseWriter, what string) {
-	h.b.log.Warn("mcp request refused: busy", "limit", what)
+// authenticate returns the principal of r, or answers its refusal (403
+// origin, 401, 413 over MaxBody, 503 busy) at once, closing the
+// connection. It runs under the bound of what comes before
+// authentication: per peer address.
+func (h *HTTPEndpoint) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	peer := transport.Peer(r.RemoteAddr)
+	if what := h.pre.Enter(peer); what != "" {
+		h.b.log.Warn("mcp request refused: busy", "limit", "unauthenticated_"+what, "remote", peer)
+		closeAfter(w)
+		w.Header().Set("Retry-After", "1")
+		jsonError(w, http.StatusServiceUnavailable, amp.Named(amp.CodeOverloaded, "busy", "the agent is busy; retry later"))
+		return "", false
+	}
+	defer h.pre.Leave(peer, 0)
+	if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(origin) {
+		closeAfter(w)
+		jsonError(w, http.StatusForbidden, amp.Named(amp.CodeUnauthorized, "origin_refused", "requests from this origin are refused"))
+		return "", false
+	}
+	principal := h.principal(r)
+	if principal == "" {
+		closeAfter(w)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ampagent-mcp"`)
+		jsonError(w, http.StatusUnauthorized, amp.Named(amp.CodeUnauthorized, "unauthenticated", "a bearer token or a client certificate is required"))
+		return "", false
+	}
+	if r.ContentLength > h.o.MaxBody {
+		closeAfter(w)
+		jsonError(w, http.StatusRequestEntityTooLarge, amp.Named(amp.CodeInvalidMessage, "body_too_large", "the request is larger than %d bytes", h.o.MaxBody))
+		return "", false
+	}
+	return principal, true
+}
+
+// closeAfter marks the answer as the connection's last: net/http then
+// sends it without reading, or waiting for, the request's body.
+func closeAfter(w http.ResponseWriter) { w.Header().Set("Connection", "close") }
+
+// bodyReadLimit bounds the reading of one request body, as the AMP HTTP
+// binding's read timeout does (transport.RateReader's limit).
+const bodyReadLimit = 30 * time.Second
+
+// readBody reads the body of a POST whole before the SDK sees it: through
+// transport.RateReader (the bindings' minimum data rate: a read deadline
+// FrameGrace + n / MinDataRate, moved on as bytes arrive, and a stall
+// grace), at most MaxBody, then counted (checkBody). A refusal is
+// answered (413, 400) and false returned; the SDK then reads the bytes
+// held here.
+func (h *HTTPEndpoint) readBody(w http.ResponseWriter, r *http.Request) bool {
+	rc := http.NewResponseController(w)
+	in := transport.NewRateReader(http.MaxBytesReader(w, r.Body, h.o.MaxBody), rc.SetReadDeadline, 0, h.o.grace, bodyReadLimit)
+	var body []byte
+	var err error
+	if n := r.ContentLength; n >= 0 {
+		body = make([]byte, n)
+		if _, err = io.ReadFull(in, body); err == nil {
+			// Read on to the end, so that net/http sees the body whole
+			// (and clears the read deadline).
+			var one [1]byte
+			if _, err = in.Read(one[:]); err == io.EOF {
+				err = nil
+			}
+		}
+	} else {
+		body, err = io.ReadAll(in)
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		closeAfter(w)
+		jsonError(w, http.StatusRequestEntityTooLarge, amp.Named(amp.CodeInvalidMessage, "body_too_large", "the request is larger than %d bytes", h.o.MaxBody))
+		return false
+	case err != nil:
+		closeAfter(w)
+		jsonError(w, http.StatusBadRequest, amp.Named(amp.CodeInvalidMessage, "body_unreadable", "cannot read the request body"))
+		return false
+	}
+	if err := checkBody(body, h.b.opts.MaxParamItems); err != nil {
+		refused := err.(*amp.Error) // checkBody's errors are errBody's
+		h.b.log.Warn("mcp request refused", "limit", refused.Name)
+		status := http.StatusRequestEntityTooLarge
+		if refused.Name == ErrMalformedBody {
+			status = http.StatusBadRequest
+		}
+		jsonError(w, status, refused)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
+}
+
+func (h *HTTPEndpoint) busy(w http.ResponseWriter, what, principal string) {
+	h.b.log.Warn("mcp request refused: busy", "limit", what, "principal", principal)
+	closeAfter(w)
 	w.Header().Set("Retry-After", "1")
 	jsonError(w, http.StatusServiceUnavailable, amp.Named(amp.CodeOverloaded, "busy", "the agent is busy; retry later"))
+}
+
+// refuse answers a refusal of enter, the body unread.
+func (h *HTTPEndpoint) refuse(w http.ResponseWriter, refused int, principal string) {
+	switch refused {
+	case noRoom:
+		h.busy(w, "principals", principal)
+	case http.StatusConflict:
+		closeAfter(w)
+		jsonError(w, http.StatusConflict, amp.Named(amp.CodeBadRequest, "stream_open", "this session has a notification stream open"))
+	default:
+		h.refuseSession(w, refused, principal)
+	}
 }
 
 // refuseSession answers a request that would open a session over a cap:
 // status (503 in all, 429 for the principal) with Retry-After and a
 // JSON-RPC error (id null: the request is not read), data naming the AMP
 // code and ErrTooManySessions.
-func (h *HTTPEndpoint) refuseSession(w http.ResponseWriter, status int) {
+func (h *HTTPEndpoint) refuseSession(w http.ResponseWriter, status int, principal string) {
 	limit, code := "sessions", amp.CodeOverloaded
 	if status == http.StatusTooManyRequests {
 		limit, code = "principal_sessions", amp.CodeRateLimited
 	}
-	h.b.log.Warn("mcp session refused", "limit", limit)
+	h.b.log.Warn("mcp session refused", "limit", limit, "principal", principal)
+	closeAfter(w)
 	w.Header().Set("Retry-After", "1")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

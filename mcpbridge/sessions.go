@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -10,19 +11,29 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 )
 
+// request is a request enter admitted: what leave gives back.
+type request struct {
+	ent   *principalEntry
+	opens bool
+	// stream is the live session whose notification stream this GET is
+	// (nil: none, or a session not counted yet).
+	stream *liveSession
+}
+
 // enter admits one request of principal to its SDK handler (made on first
 // use, the least recently used idle principal evicted when
 // MaxPrincipals have one). A request that opens a session (opens) takes a
 // slot under the session caps, or is refused with the status to answer
-// (429: the principal's cap; 503: the total, or no room for a principal).
-// (noRoom: no principal can make room). A request naming a live session
-// (sid) marks it active.
-func (h *HTTPEndpoint) enter(principal string, opens bool, sid string) (*principalEntry, int) {
+// (429: the principal's cap; 503: the total; noRoom: no principal can
+// make room). A request naming a live session (sid) marks it active; a
+// notification stream (stream) of a live session takes the session's
+// one stream, or is refused (409: it has one open).
+func (h *HTTPEndpoint) enter(principal string, opens, stream bool, sid string) (request, int) {
 	h.mu.Lock()
 	ent := h.principals[principal]
 	if ent == nil && len(h.principals) >= h.o.MaxPrincipals && !h.evictLocked() {
 		h.mu.Unlock()
-		return nil, noRoom
+		return request{}, noRoom
 	}
 	h.mu.Unlock()
 	var srv *mcp.Server
@@ -30,7 +41,7 @@ func (h *HTTPEndpoint) enter(principal string, opens bool, sid string) (*princip
 		// Outside h.mu: the first use of a principal may verify the
 		// tools of a new catalog generation.
 		if srv = h.b.Server(principal); srv == nil {
-			return nil, noRoom
+			return request{}, noRoom
 		}
 	}
 	h.mu.Lock()
@@ -42,23 +53,30 @@ func (h *HTTPEndpoint) enter(principal string, opens bool, sid string) (*princip
 			&mcp.StreamableHTTPOptions{SessionTimeout: h.o.SessionTimeout, MaxRequestBodyBytes: h.o.MaxBody, JSONResponse: true})
 		h.principals[principal] = ent
 	}
+	req := request{ent: ent, opens: opens}
 	if opens {
 		switch {
 		case ent.sessions+ent.pending >= h.o.MaxPrincipalSessions:
 			h.stats.Refused++
-			return nil, http.StatusTooManyRequests
+			return request{}, http.StatusTooManyRequests
 		case len(h.live)+h.pending >= h.o.MaxSessions:
 			h.stats.Refused++
-			return nil, http.StatusServiceUnavailable
+			return request{}, http.StatusServiceUnavailable
 		}
 		ent.pending++
 		h.pending++
 	} else if ls := h.live[sid]; ls != nil && ls.ent == ent {
+		if stream {
+			if ls.stream {
+				return request{}, http.StatusConflict
+			}
+			ls.stream, req.stream = true, ls
+		}
 		ls.active = true
 	}
 	ent.refs++
 	ent.used = h.tick
-	return ent, 0
+	return req, 0
 }
 
 // noRoom is enter's refusal when no principal can make room.
@@ -68,7 +86,8 @@ const noRoom = -1
 // live (sid, the id the SDK answered with), the session is counted until
 // it ends and closed early if no other request names it within
 // FreshSessionTimeout.
-func (h *HTTPEndpoint) leave(ent *principalEntry, opens bool, sid string) {
+func (h *HTTPEndpoint) leave(req request, sid string) {
+	ent, opens := req.ent, req.opens
 	var ss *mcp.ServerSession
 	if opens && sid != "" {
 		for s := range ent.srv.Sessions() {
@@ -81,6 +100,9 @@ func (h *HTTPEndpoint) leave(ent *principalEntry, opens bool, sid string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ent.refs--
+	if req.stream != nil {
+		req.stream.stream = false
+	}
 	if opens {
 		ent.pending--
 		h.pending--
@@ -135,38 +157,126 @@ func (h *HTTPEndpoint) evictLocked() bool {
 	return true
 }
 
-// safeWriter replaces the plain-text error bodies of the SDK's HTTP
-// handler, which may quote the request (a malformed payload's decoding
-// error, a Last-Event-ID, a Host header), by a JSON error that names the
-// status only (docs/SPEC-DECISIONS.md MCP-12). Other responses pass
+// safeWriter replaces the error bodies of the SDK's HTTP handler, which
+// may quote the request (a malformed payload's decoding error, a
+// Last-Event-ID, a Host header, an Mcp-Protocol-Version or Mcp-Method
+// header, a method name), status kept (docs/SPEC-DECISIONS.md MCP-12,
+// MCP-22): a JSON-RPC error (application/json) keeps its id and code and
+// gets its code's fixed text, without data (finish writes it); any other
+// error body becomes the JSON error of its status. Other responses pass
 // through, streamed (Flush, Unwrap for http.ResponseController).
 type safeWriter struct {
 	http.ResponseWriter
 	wrote, swallow bool
+	// rpc: a JSON-RPC error held until finish; status its status, held
+	// its body (at most maxHeldError bytes).
+	rpc    bool
+	status int
+	held   []byte
 }
+
+// maxHeldError bounds the JSON error body of the SDK that safeWriter
+// holds to rewrite.
+const maxHeldError = 64 << 10
 
 func (s *safeWriter) WriteHeader(code int) {
 	if s.wrote {
 		return
 	}
 	s.wrote = true
-	if code >= 400 && strings.HasPrefix(s.Header().Get("Content-Type"), "text/plain") {
-		s.swallow = true
-		s.Header().Del("X-Content-Type-Options")
-		jsonError(s.ResponseWriter, code, statusError(code))
+	if code < 400 {
+		s.ResponseWriter.WriteHeader(code)
 		return
 	}
-	s.ResponseWriter.WriteHeader(code)
+	s.swallow = true
+	s.Header().Del("X-Content-Type-Options")
+	if strings.HasPrefix(s.Header().Get("Content-Type"), "application/json") {
+		s.rpc, s.status = true, code
+		return
+	}
+	jsonError(s.ResponseWriter, code, statusError(code))
 }
 
 func (s *safeWriter) Write(p []byte) (int, error) {
 	if !s.wrote {
 		s.WriteHeader(http.StatusOK)
 	}
+	if s.rpc {
+		s.held = append(s.held, p[:min(len(p), maxHeldError-len(s.held))]...)
+	}
 	if s.swallow {
 		return len(p), nil
 	}
 	return s.ResponseWriter.Write(p)
+}
+
+// finish writes the JSON-RPC error held: its id and code, the code's
+// fixed text; a body that is not one is the JSON error of its status.
+func (s *safeWriter) finish() {
+	if !s.rpc {
+		return
+	}
+	s.rpc = false
+	var msg struct {
+		ID    json.RawMessage `json:"id"`
+		Error *struct {
+			Code int64 `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(s.held, &msg) != nil || msg.Error == nil || !plainID(msg.ID) {
+		jsonError(s.ResponseWriter, s.status, statusError(s.status))
+		return
+	}
+	if len(msg.ID) == 0 {
+		msg.ID = json.RawMessage("null")
+	}
+	s.Header().Set("Cache-Control", "no-store")
+	s.Header().Del("Content-Length")
+	s.ResponseWriter.WriteHeader(s.status)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{
+		"code": msg.Error.Code, "message": rpcErrorText(msg.Error.Code)}})
+	s.ResponseWriter.Write(append(body, '\n'))
+}
+
+// plainID reports whether id is a JSON-RPC id as the SDK writes one: a
+// number, a string, null, or absent.
+func plainID(id json.RawMessage) bool {
+	var v any
+	if len(id) == 0 {
+		return true
+	}
+	if json.Unmarshal(id, &v) != nil {
+		return false
+	}
+	switch v.(type) {
+	case nil, string, float64:
+		return true
+	}
+	return false
+}
+
+// rpcErrorText is the text a JSON-RPC error code is told with.
+func rpcErrorText(code int64) string {
+	switch code {
+	case -32700:
+		return "parse error"
+	case -32600:
+		return "invalid request"
+	case -32601:
+		return "method not found"
+	case -32602:
+		return "invalid params"
+	case -32603:
+		return "internal error"
+	case mcp.CodeHeaderMismatch:
+		return "the request's mcp headers do not match its body"
+	case mcp.CodeUnsupportedProtocolVersion:
+		return "unsupported protocol version"
+	}
+	if code <= -32000 && code >= -32099 {
+		return "server error"
+	}
+	return "the request is refused"
 }
 
 // Flush sends what was written (a notification stream).

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/url"
+	"strings"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,7 +65,8 @@ type ToolMeta struct {
 type toolSpec struct {
 	id   capability.ID
 	tool *mcp.Tool
-	// print identifies the tool's content: a change re-adds the tool.
+	// print identifies the tool's content (the SHA-256 of its JSON): a
+	// change re-adds the tool.
 	print string
 	// refused is set once the SDK refused the tool (addTool).
 	refused atomic.Bool
@@ -102,31 +104,93 @@ func bundleInfos(store *resolver.Store) (map[string]bundleInfo, error) {
 	return out, nil
 }
 
+// MaxToolSchema bounds the rendered schemas of one tool, input and output
+// together, in bytes: a capability whose closure renders larger is not
+// offered (ErrToolSchemaTooLarge; docs/SPEC-DECISIONS.md MCP-31).
+const MaxToolSchema = 1 << 20
+
+// ErrToolSchemaTooLarge names a capability whose rendered schemas exceed
+// MaxToolSchema.
+const ErrToolSchemaTooLarge = "tool_schema_too_large"
+
+// sharedSchema is one schema rendered with its $ref closure (closure),
+// shared by every tool of a generation whose descriptor names the same
+// schema (bundle, artifact key and hash): a bundle of many capabilities
+// that $ref one large artifact holds its rendering once, not once per
+// tool (MCP-31). It is a tool's InputSchema or OutputSchema as it is;
+// the SDK and tools/list encode it through MarshalJSON.
+type sharedSchema struct {
+	doc  json.RawMessage
+	meta SchemaMeta // read only: shared too
+	obj  bool
+}
+
+// MarshalJSON returns the rendered document (never changed once built).
+func (s *sharedSchema) MarshalJSON() ([]byte, error) { return s.doc, nil }
+
+// schemaCache holds the schemas rendered for one generation's tools, by
+// schemaKey, with the error of one that could not be.
+type schemaCache map[string]schemaRender
+
+type schemaRender struct {
+	s   *sharedSchema
+	err error
+}
+
+// schemaKey identifies what a schema reference renders to in one
+// catalog generation: every field closure reads.
+func schemaKey(ref capability.SchemaRef) string {
+	return strings.Join([]string{ref.BundleID, ref.ArtifactKey, ref.URI, ref.MediaType, ref.HashAlg, hex.EncodeToString(ref.Hash)}, "\x00")
+}
+
+// render returns ref's rendering, made once per cache.
+func (c schemaCache) render(store *resolver.Store, ref capability.SchemaRef) (*sharedSchema, error) {
+	k := schemaKey(ref)
+	if r, ok := c[k]; ok {
+		return r.s, r.err
+	}
+	doc, meta, obj, err := closure(store, ref)
+	var s *sharedSchema
+	if err == nil {
+		s = &sharedSchema{doc: doc, meta: meta, obj: obj}
+	}
+	c[k] = schemaRender{s: s, err: err}
+	return s, err
+}
+
 // buildTool makes the tool of a catalog entry from hash-verified bytes
 // only: both schemas compiled with their whole $ref closure (the store
-// checks every artifact), the root checked against the descriptor's hash.
-func buildTool(store *resolver.Store, e resolver.Entry, info bundleInfo) (*toolSpec, error) {
+// checks every artifact), the root checked against the descriptor's hash,
+// each rendered once per generation (schemas).
+func buildTool(store *resolver.Store, schemas schemaCache, e resolver.Entry, info bundleInfo) (*toolSpec, error) {
 	id := capability.ID{Name: e.Descriptor.Name, Version: e.Descriptor.Version}
 	name, ok := ToolName(id)
 	if !ok {
 		return nil, amp.Named(amp.CodeUnavailable, ErrToolName, "the capability id is too long for an MCP tool name")
 	}
-	in, inMeta, inObj, err := closure(store, e.Descriptor.InputSchema)
+	in, err := schemas.render(store, e.Descriptor.InputSchema)
 	if err != nil {
 		return nil, err
 	}
-	if !inObj {
+	if !in.obj {
 		return nil, amp.Named(amp.CodeUnavailable, ErrNotObjectSchema, "the input schema is not an object schema (MCP requires one)")
 	}
-	if err := checkHeaderAnnotations(in); err != nil {
+	if err := checkHeaderAnnotations(in.doc); err != nil {
 		return nil, err // the SDK's AddTool would panic on it
 	}
-	out, outMeta, outObj, err := closure(store, e.Descriptor.OutputSchema)
+	out, err := schemas.render(store, e.Descriptor.OutputSchema)
 	if err != nil {
 		return nil, err
 	}
+	size := len(in.doc)
+	if out.obj {
+		size += len(out.doc)
+	}
+	if size > MaxToolSchema {
+		return nil, amp.Named(amp.CodeUnavailable, ErrToolSchemaTooLarge, "the schemas render to %d bytes, over the %d-byte bound of a tool", size, MaxToolSchema)
+	}
 	meta := ToolMeta{Capability: id.String(), BundleID: e.BundleID, BundleVersion: info.version,
-		InputSchema: inMeta, OutputSchema: outMeta, PublisherKeys: info.keys, OutputSchemaListed: outObj}
+		InputSchema: in.meta, OutputSchema: out.meta, PublisherKeys: info.keys, OutputSchemaListed: out.obj}
 	if meta.PublisherKeys == nil {
 		meta.PublisherKeys = []PublisherKey{}
 	}
@@ -136,14 +200,15 @@ func buildTool(store *resolver.Store, e resolver.Entry, info bundleInfo) (*toolS
 	} else {
 		t.Description = "Capability " + id.String() + " from the verified bundle " + e.BundleID + "."
 	}
-	if outObj {
+	if out.obj {
 		t.OutputSchema = out
 	}
-	print, err := json.Marshal(t)
+	enc, err := json.Marshal(t)
 	if err != nil {
 		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot encode a tool")
 	}
-	return &toolSpec{id: id, tool: t, print: string(print)}, nil
+	sum := sha256.Sum256(enc) // the print: a digest, not a second copy
+	return &toolSpec{id: id, tool: t, print: hex.EncodeToString(sum[:])}, nil
 }
 
 // closure returns a schema reference's JSON Schema with its whole $ref
