@@ -155,9 +155,9 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 		if err := prepareLayoutDir(loc.Path); err != nil {
 			return nil, err
 		}
-		st, err := oci.NewWithContext(ctx, loc.Path)
+		st, err := openLayoutStore(ctx, loc.Path)
 		if err != nil {
-			return nil, fail(ErrLayout, "cannot open the OCI layout").WithCause(err)
+			return nil, err
 		}
 		e.src, e.dst = st, st
 		return e, nil
@@ -254,7 +254,7 @@ func openRepository(loc Location, o *Options) (*remote.Repository, error) {
 		TagListMaxPages:      o.MaxTags/1000 + 1,
 		ReferrerListMaxPages: 10,
 		Client: &auth.Client{
-			Client:     newHTTPClient(loc.Registry, plain, o),
+			Client:     newHTTPClient(loc.Registry, loc.Repository, plain, o),
 			Cache:      auth.NewCache(),
 			Credential: credentials.Credential(store),
 			Header:     http.Header{"User-Agent": {"ampbundle"}},
@@ -265,7 +265,7 @@ func openRepository(loc Location, o *Options) (*remote.Repository, error) {
 
 // newHTTPClient is the client of one registry: no proxy, bounded
 // redirects to allowed hosts only, dial and header deadlines.
-func newHTTPClient(host string, plain bool, o *Options) *http.Client {
+func newHTTPClient(host, repo string, plain bool, o *Options) *http.Client {
 	dial := o.DialContext
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
@@ -285,9 +285,12 @@ func newHTTPClient(host string, plain bool, o *Options) *http.Client {
 		ForceAttemptHTTP2:      true,
 		WriteBufferSize:        256 << 10,
 		ReadBufferSize:         256 << 10,
+		// No Accept-Encoding: gzip, so nothing is inflated: every bound and
+		// the minimum data rate count the bytes on the wire (OCI-13).
+		DisableCompression: true,
 	}
 	max, allowed := o.MaxRedirects, o.AllowRedirectHosts
-	bt := &boundedTransport{base: tr, registry: host, plain: plain, o: o}
+	bt := &boundedTransport{base: tr, registry: host, repo: repo, plain: plain, o: o}
 	return &http.Client{Transport: bt, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if len(via) > max {
 			return fail(ErrRedirect, "more than %d redirects", max)
@@ -305,6 +308,9 @@ func newHTTPClient(host string, plain bool, o *Options) *http.Client {
 // wrap turns a registry or layout error into a named error; a named error
 // inside (a redirect refused, a body too slow) is kept.
 func wrap(err error, what string) error {
+	if pe := plainHTTPAnswer(err, what); pe != nil {
+		return pe // upload.go
+	}
 	var ae *amp.Error
 	if errors.As(err, &ae) {
 		return ae
@@ -314,7 +320,9 @@ func wrap(err error, what string) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return fail(ErrTooSlow, "%s: the deadline passed", what).WithCause(err)
 	case errors.Is(err, errdef.ErrNotFound), errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound:
-		return fail(ErrNotFound, "%s: not found", what).WithCause(err)
+		return fail(ErrNotFound, "%s: not found", what) // the cause would say it again
+	case errors.Is(err, errdef.ErrTooManyPages):
+		return fail(ErrTooMany, "%s: more pages than the bound", what).WithCause(err)
 	case errors.Is(err, errdef.ErrSizeExceedsLimit):
 		return fail(ErrManifestTooBig, "%s: larger than the limit", what).WithCause(err)
 	}

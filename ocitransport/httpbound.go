@@ -40,32 +40,137 @@ const (
 	respTags
 )
 
-// classify returns the kind of answer req expects.
-func classify(req *http.Request) responseKind {
+// classify returns the kind of answer req expects: by the first request of
+// its redirect chain, which must go to the registry itself, under the
+// repository the client asked for (/v2/REPO/…), and not be a token realm
+// the registry named (docs/SPEC-DECISIONS.md OCI-11). Anything else (the
+// API root, a token realm on any path and host) is respOther.
+func (t *boundedTransport) classify(req *http.Request) responseKind {
 	first := req
 	for first.Response != nil && first.Response.Request != nil {
 		first = first.Response.Request
 	}
-	p := first.URL.Path
-	if !strings.HasPrefix(p, "/v2/") {
+	u := first.URL
+	if !t.isRegistry(u) || t.isRealm(u) {
 		return respOther
 	}
-	switch {
-	case strings.Contains(p, "/blobs/uploads/"):
+	rest, ok := strings.CutPrefix(u.Path, "/v2/"+t.repo+"/")
+	if !ok {
 		return respOther
-	case strings.Contains(p, "/blobs/"):
-		return respBlob
-	case strings.Contains(p, "/referrers/"):
-		return respReferrers
-	case strings.HasSuffix(p, "/tags/list"):
+	}
+	kind, ref, _ := strings.Cut(rest, "/")
+	if kind == "tags" && ref == "list" {
 		return respTags
-	case strings.Contains(p, "/manifests/"):
-		if IsReferrersTag(p[strings.LastIndex(p, "/")+1:]) {
+	}
+	if ref == "" || strings.Contains(ref, "/") {
+		return respOther // blobs/uploads/…, or no API path of a read
+	}
+	switch kind {
+	case "blobs":
+		return respBlob
+	case "referrers":
+		return respReferrers
+	case "manifests":
+		if IsReferrersTag(ref) {
 			return respReferrers
 		}
 		return respManifest
 	}
 	return respOther
+}
+
+// isRegistry says whether u is on the registry (scheme, host and port).
+func (t *boundedTransport) isRegistry(u *url.URL) bool {
+	return strings.EqualFold(u.Scheme, schemeOf(t.plain)) && strings.EqualFold(hostPort(u), t.registryHostPort())
+}
+
+func (t *boundedTransport) registryHostPort() string {
+	return hostPort(&url.URL{Scheme: schemeOf(t.plain), Host: t.registry})
+}
+
+// MaxRealms bounds the token realms one registry may name (a genuine one
+// names one): past it, a challenge naming another is oci_registry_error.
+const MaxRealms = 8
+
+// realmKey is the part of a realm URL a token request keeps (the client
+// replaces the query).
+func realmKey(u *url.URL) string {
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(hostPort(u)) + u.EscapedPath()
+}
+
+// isRealm says whether u is a token realm the registry named.
+func (t *boundedTransport) isRealm(u *url.URL) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.realms[realmKey(u)]
+	return ok
+}
+
+// noteRealm records the token realm a 401 answer of the registry names,
+// so that the token request is bounded as any other answer, whatever its
+// path (OCI-11), and refuses it on a host the operator did not allow
+// (OCI-12), before any request leaves for it.
+func (t *boundedTransport) noteRealm(resp *http.Response) error {
+	if resp.StatusCode != http.StatusUnauthorized {
+		return nil
+	}
+	realm, ok := bearerRealm(resp.Header.Get("Www-Authenticate"))
+	if !ok {
+		return nil
+	}
+	u, err := url.Parse(realm)
+	if err != nil || u.Host == "" {
+		return nil // the client refuses it too, and sends nothing
+	}
+	if !t.allowedHost(u) {
+		return fail(ErrAuthHost, "the registry's token realm is on the host %q, not allowed (allow it with --allow-auth-host %s)",
+			cliSafe(u.Hostname()), cliSafe(u.Hostname()))
+	}
+	key := realmKey(u)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.realms[key]; ok {
+		return nil
+	}
+	if len(t.realms) >= MaxRealms {
+		return fail(ErrRegistry, "the registry named more than %d token realms", MaxRealms)
+	}
+	if t.realms == nil {
+		t.realms = map[string]struct{}{}
+	}
+	t.realms[key] = struct{}{}
+	return nil
+}
+
+// allowedHost says whether a request to u, the first of its redirect
+// chain, may go: to the registry itself, or a host named with
+// --allow-auth-host or --allow-redirect. Besides the registry's API, the
+// client makes only token requests to a realm the registry named (and
+// oras-go follows an upload's Location), so no host of the registry's
+// choosing is dialed unless the operator allowed it (OCI-12).
+func (t *boundedTransport) allowedHost(u *url.URL) bool {
+	return t.isRegistryHost(u) || hostIn(u.Host, t.o.AllowAuthHosts) || hostIn(u.Host, t.o.AllowRedirectHosts)
+}
+
+// isRegistryHost says whether u names the registry's host and port, in
+// either scheme.
+func (t *boundedTransport) isRegistryHost(u *url.URL) bool {
+	return strings.EqualFold(hostPort(u), t.registryHostPort())
+}
+
+// cliSafe is s when it is a plain host name or address (letters, digits,
+// '.', '-', ':', '[', ']', at most 253 bytes), else "(unprintable)": a
+// peer's host is never echoed raw.
+func cliSafe(s string) string {
+	if len(s) == 0 || len(s) > 253 {
+		return "(unprintable)"
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-:[]", c)) {
+			return "(unprintable)"
+		}
+	}
+	return s
 }
 
 // boundedTransport is the round tripper of a registry's client: it refuses
@@ -75,8 +180,12 @@ func classify(req *http.Request) responseKind {
 type boundedTransport struct {
 	base     http.RoundTripper
 	registry string // host[:port] of the registry
+	repo     string // the repository the client asked for
 	plain    bool   // the registry is spoken to in plain HTTP
 	o        *Options
+
+	mu     sync.Mutex
+	realms map[string]struct{} // the token realms the registry named (realmKey), at most MaxRealms
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -93,9 +202,18 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		return nil, fail(ErrPlainHTTP, "a request in plain HTTP to a host neither the registry nor named with --plain-http-host")
 	}
-	kind := classify(req)
+	if req.Response == nil && !t.allowedHost(req.URL) {
+		// Not a redirect (CheckRedirect polices those): a token realm the
+		// challenge check missed, or an upload location oras-go follows.
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, fail(ErrAuthHost, "the registry sends the client to the host %q, not allowed (allow it with --allow-auth-host %s)",
+			cliSafe(req.URL.Hostname()), cliSafe(req.URL.Hostname()))
+	}
+	kind := t.classify(req)
 	if kind == respBlob && req.Method == http.MethodGet {
-		return t.base.RoundTrip(req) // bounded by the blobReader
+		return t.answer(t.base.RoundTrip(req)) // bounded by the blobReader
 	}
 	limit, name := int64(MaxOtherResponseSize), ErrRegistry
 	switch kind {
@@ -107,12 +225,24 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		limit, name = MaxTagPageSize, ErrTooMany
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
-	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	resp, err := t.answer(t.base.RoundTrip(req.WithContext(ctx)))
 	if err != nil {
 		cancel(nil)
 		return nil, err
 	}
 	resp.Body = newBoundedBody(resp.Body, ctx, cancel, limit, name, t.o)
+	return resp, nil
+}
+
+// answer notes the token realm of a 401 answer (noteRealm), or refuses it.
+func (t *boundedTransport) answer(resp *http.Response, err error) (*http.Response, error) {
+	if err != nil {
+		return nil, err
+	}
+	if err := t.noteRealm(resp); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
 	return resp, nil
 }
 

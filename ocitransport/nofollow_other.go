@@ -19,3 +19,8 @@ func openNoFollow(p string) (*os.File, error) {
 	}
 	return os.Open(p)
 }
+
+// extraLinks says whether the file st describes has another name (a hard
+// link): not known here (os.FileInfo carries no link count off Unix), so
+// false; index.json is still written by rename, never through the link.
+func extraLinks(os.FileInfo) bool { return false }

@@ -11,3 +11,10 @@ import (
 func openNoFollow(p string) (*os.File, error) {
 	return os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 }
+
+// extraLinks says whether the file st describes has another name (a hard
+// link) than the one it was found by.
+func extraLinks(st os.FileInfo) bool {
+	s, ok := st.Sys().(*syscall.Stat_t)
+	return ok && s.Nlink > 1
+}

@@ -33,17 +33,19 @@ func (e *Endpoint) Resolve(ctx context.Context, ref string) (*Artifact, error) {
 	if strings.HasPrefix(ref, "sha256:") && desc.Digest.String() != ref {
 		return nil, fail(ErrDigest, "the registry answered another digest than the one asked for")
 	}
-	return e.fetchManifest(ctx, desc)
+	return e.fetchManifest(ctx, desc, e.o.MaxManifestSize)
 }
 
-func (e *Endpoint) fetchManifest(ctx context.Context, desc ocispec.Descriptor) (*Artifact, error) {
+// fetchManifest reads the manifest desc names, at most max bytes.
+func (e *Endpoint) fetchManifest(ctx context.Context, desc ocispec.Descriptor, max int64) (*Artifact, error) {
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
 		return nil, fail(ErrNotBundle, "the reference is not an OCI image manifest")
 	}
-	if desc.Size > e.o.MaxManifestSize {
-		return nil, fail(ErrManifestTooBig, "the manifest is larger than %d bytes", e.o.MaxManifestSize)
+	max = min(max, e.o.MaxManifestSize)
+	if desc.Size > max {
+		return nil, fail(ErrManifestTooBig, "the manifest is larger than %d bytes", max)
 	}
-	raw, err := e.readSmall(ctx, desc, e.o.MaxManifestSize)
+	raw, err := e.readSmall(ctx, desc, max)
 	if err != nil {
 		return nil, err
 	}
@@ -150,11 +152,13 @@ func (e *Endpoint) StatementsSkipping(ctx context.Context, b *Artifact) (out []*
 	if err != nil {
 		return nil, nil, err
 	}
+	seen := make(map[string]bool, len(descs))
 	for _, d := range descs {
-		if !isStatementType(d.ArtifactType) {
-			continue
+		if !isStatementType(d.ArtifactType) || seen[d.Digest.String()] {
+			continue // a referrer listed again is fetched once (OCI-13)
 		}
-		a, err := e.fetchManifest(ctx, d)
+		seen[d.Digest.String()] = true
+		a, err := e.fetchManifest(ctx, d, MaxStatementManifestSize)
 		if err == nil && (a.Kind == KindBundle || a.Manifest.Subject.Digest != b.Descriptor.Digest) {
 			err = fail(ErrManifest, "a referrer's subject is not the bundle")
 		}
@@ -215,17 +219,20 @@ var referrersTagRE = regexp.MustCompile(`^sha256-[0-9a-f]{64}$`)
 // artifact.
 func IsReferrersTag(t string) bool { return referrersTagRE.MatchString(t) }
 
-// Tags lists the tags of the repository or layout, at most MaxTags.
+// Tags lists the tags of the repository or layout, each once (a tag the
+// registry lists again is left out), at most MaxTags.
 func (e *Endpoint) Tags(ctx context.Context) ([]string, error) {
 	var out []string
+	seen := map[string]bool{}
 	err := e.src.Tags(ctx, "", func(tags []string) error {
 		for _, t := range tags {
+			if !ValidTag(t) || seen[t] {
+				continue
+			}
 			if len(out) >= e.o.MaxTags {
 				return fail(ErrTooMany, "more than %d tags", e.o.MaxTags)
 			}
-			if !ValidTag(t) {
-				continue
-			}
+			seen[t] = true
 			out = append(out, t)
 		}
 		return nil

@@ -196,8 +196,11 @@ func (e *Endpoint) PushStatement(ctx context.Context, data []byte, b *Artifact) 
 // Copy copies the bundle src names by ref, with its statements, to dst,
 // tagged tag (none when empty): every manifest and blob read from src is
 // bounded and verified as a pull is; manifests are copied byte for byte,
-// so digests are kept. It returns the bundle's artifact and the number of
-// statements copied.
+// so digests are kept. The bundle's manifest is pushed untagged and tagged
+// last, once every statement landed: a copy that fails leaves no tag on a
+// bundle missing some of its statements (docs/SPEC-DECISIONS.md OCI-14),
+// at most blobs and untagged manifests a rerun reuses. It returns the
+// bundle's artifact and the number of statements copied.
 func Copy(ctx context.Context, src *Endpoint, ref string, dst *Endpoint, tag string) (*Artifact, int, error) {
 	if err := dst.writable(); err != nil {
 		return nil, 0, err
@@ -213,18 +216,24 @@ func Copy(ctx context.Context, src *Endpoint, ref string, dst *Endpoint, tag str
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := copyArtifact(ctx, src, dst, a, tag); err != nil {
+	if err := copyArtifact(ctx, src, dst, a); err != nil {
 		return nil, 0, err
 	}
 	for _, s := range stmts {
-		if err := copyArtifact(ctx, src, dst, s, ""); err != nil {
+		if err := copyArtifact(ctx, src, dst, s); err != nil {
+			return nil, 0, err
+		}
+	}
+	if tag != "" {
+		if _, err := dst.pushManifest(ctx, a.Raw, a.Manifest.ArtifactType, tag); err != nil {
 			return nil, 0, err
 		}
 	}
 	return a, len(stmts), nil
 }
 
-func copyArtifact(ctx context.Context, src, dst *Endpoint, a *Artifact, tag string) error {
+// copyArtifact copies a's layers, then its manifest, untagged.
+func copyArtifact(ctx context.Context, src, dst *Endpoint, a *Artifact) error {
 	for _, l := range a.Manifest.Layers {
 		var br *blobReader
 		err := dst.pushIfAbsent(ctx, l, func() (io.Reader, error) {
@@ -239,6 +248,6 @@ func copyArtifact(ctx context.Context, src, dst *Endpoint, a *Artifact, tag stri
 			return err
 		}
 	}
-	_, err := dst.pushManifest(ctx, a.Raw, a.Manifest.ArtifactType, tag)
+	_, err := dst.pushManifest(ctx, a.Raw, a.Manifest.ArtifactType, "")
 	return err
 }

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"oras.land/oras-go/v2/content/oci"
-
 	"github.com/ampbundle/ampbundle/bundlebuild"
 )
 
@@ -23,10 +21,10 @@ func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 		return nil, fail(ErrIO, "cannot create a temporary folder next to the tar").WithCause(err)
 	}
 	e.tmp = tmp
-	st, err := oci.NewWithContext(ctx, tmp)
+	st, err := openLayoutStore(ctx, tmp)
 	if err != nil {
 		e.Close()
-		return nil, fail(ErrLayout, "cannot create the OCI layout").WithCause(err)
+		return nil, err
 	}
 	e.src, e.dst = st, st
 	if _, err := os.Stat(e.loc.Path); err != nil {

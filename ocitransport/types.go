@@ -68,6 +68,10 @@ const (
 	// MaxStatementSize is the largest statement blob (64 KiB; a statement
 	// is one small CBOR item).
 	MaxStatementSize = 64 << 10
+	// MaxStatementManifestSize is the largest statement manifest read
+	// (16 KiB; one a push writes is under 1 KiB): a referrer claiming
+	// more is refused before it is fetched.
+	MaxStatementManifestSize = 16 << 10
 	// DefaultMinDataRate is the slowest a body may arrive once
 	// DefaultGrace has passed, in bytes per second.
 	DefaultMinDataRate = 128 << 10

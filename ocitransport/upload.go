@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -81,7 +82,7 @@ func (e *Endpoint) uploadStep(ctx context.Context, method string, u *url.URL, bo
 	}
 	resp, err := e.repo.Client.Do(req)
 	if err != nil {
-		return nil, wrap(err, "uploading a blob")
+		return nil, wrap(err, "uploading a blob") // plainHTTPAnswer first
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -96,4 +97,19 @@ func (e *Endpoint) uploadStep(ctx context.Context, method string, u *url.URL, bo
 		return nil, fail(ErrRegistry, "uploading a blob: the registry's Location is missing or on another host")
 	}
 	return next, nil
+}
+
+// goPlainHTTPAnswer is the text of the error net/http returns when a
+// server answers an https request in plain HTTP (it has no sentinel).
+const goPlainHTTPAnswer = "server gave HTTP response to HTTPS client"
+
+// plainHTTPAnswer is the error of a request that a registry answered in
+// plain HTTP while it was spoken to over https (nil for any other error):
+// it says what to do, and leaves out the raw error, which quotes the URL
+// and the registry's answer.
+func plainHTTPAnswer(err error, what string) error {
+	if err == nil || !strings.Contains(err.Error(), goPlainHTTPAnswer) {
+		return nil
+	}
+	return fail(ErrRegistry, "%s: the registry answered plain HTTP; for a loopback registry add --plain-http (docs/CLI.md)", what)
 }

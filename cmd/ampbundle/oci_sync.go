@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/ocitransport"
@@ -183,12 +185,13 @@ func rank(order map[string]int, e *ociSyncEntry) int {
 // applyOCISync applies the planned entries in order; a refusal changes
 // nothing in the store and does not stop the others.
 func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport) {
+	files := ociFiles{}
 	for _, e := range rep.Entries {
 		if e.Outcome != ociPlanned {
 			continue
 		}
 		if e.Kind == ocitransport.KindBundle {
-			applyOCIBundles(ctx, s, ep, rep, e)
+			applyOCIBundles(ctx, s, ep, rep, e, files)
 			continue
 		}
 		data, err := ep.Statement(ctx, e.art)
@@ -233,9 +236,9 @@ func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, re
 // a genuine one out; a rollback refusal ends the search (every older
 // candidate would be one too). A bundle without a bundle_id annotation is
 // synced alone.
-func applyOCIBundles(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, e *ociSyncEntry) {
+func applyOCIBundles(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, e *ociSyncEntry, files ociFiles) {
 	if e.art.BundleID == "" {
-		syncOCIBundle(ctx, s, ep, e)
+		syncOCIBundle(ctx, s, ep, e, files)
 		return
 	}
 	var group []*ociSyncEntry
@@ -251,28 +254,93 @@ func applyOCIBundles(ctx context.Context, s registry, ep *ocitransport.Endpoint,
 			c.Outcome = ociSuperseded
 			continue
 		}
-		syncOCIBundle(ctx, s, ep, c)
+		syncOCIBundle(ctx, s, ep, c, files)
 		done = c.Outcome != ociRefused || c.Error == "rollback" || ctx.Err() != nil
 	}
 }
 
+// ociFile is what one sync learnt of a bundle file (its layers): the
+// bundle_id and version its header names, and why it was refused or that
+// it was imported. A candidate of the same layers is judged by it, not
+// pulled again (docs/SPEC-DECISIONS.md OCI-16).
+type ociFile struct {
+	inspected bool
+	bundleID  string
+	version   uint64
+	err       error // the file itself refused: pull, not a bundle, import
+	imported  bool
+}
+
+// ociFiles are the files of one sync, by ociFileKey.
+type ociFiles map[string]*ociFile
+
+// ociFileKey names the bytes a bundle's manifest pulls: its layers'
+// digests, the file's size and SHA-256.
+func ociFileKey(a *ocitransport.Artifact) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%x/%d", a.FileSHA256, a.FileSize)
+	for _, l := range a.Manifest.Layers {
+		b.WriteString("/" + l.Digest.String())
+	}
+	return b.String()
+}
+
+// annotationMismatch says whether the bundle_id and version of a file's
+// header are not those the manifest's annotations name.
+func annotationMismatch(a *ocitransport.Artifact, bundleID string, version uint64) bool {
+	return a.BundleID != "" && (bundleID != a.BundleID || version != a.Version)
+}
+
+// errAnnotationMismatch is the refusal of a file that is not the bundle its
+// manifest's annotations name.
+func errAnnotationMismatch() error {
+	return cliutil.Failf(ocitransport.ErrAnnotation, "the file is not the bundle_id and version its manifest's annotations name")
+}
+
 // syncOCIBundle pulls one bundle into a temporary file and imports it: the
 // file must be the bundle its annotations name (else
-// oci_annotation_mismatch), and the import verifies it as any file.
-func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e *ociSyncEntry) {
+// oci_annotation_mismatch), and the import verifies it as any file. A file
+// this sync already pulled is judged by what was learnt of it (files),
+// not pulled again, unless it is the bundle its annotations name and was
+// not refused.
+func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e *ociSyncEntry, files ociFiles) {
+	key := ociFileKey(e.art)
+	f := files[key]
+	switch {
+	case f == nil:
+		f = &ociFile{}
+		files[key] = f
+	case f.err != nil:
+		refuse(e, cliutil.Failf(amp.ErrName(errName(f.err)), "the file of a candidate already refused in this sync: %s", errMessage(f.err)))
+		return
+	case f.inspected && annotationMismatch(e.art, f.bundleID, f.version):
+		refuse(e, errAnnotationMismatch())
+		return
+	case f.imported:
+		e.BundleID, e.Version, e.Outcome = cliutil.Sanitize(f.bundleID), f.version, ociUnchanged
+		return
+	}
+	// Errors of the file itself are kept; a deadline is not the file's.
+	fileRefused := func(err error) {
+		if ctx.Err() == nil {
+			f.err = err
+		}
+		refuse(e, err)
+	}
 	sp, err := spoolOCIBundle(ctx, ep, e.art)
 	if err != nil {
-		refuse(e, err)
+		fileRefused(err)
 		return
 	}
 	defer sp.Close()
 	in, err := bundle.Inspect(sp.File, 0)
 	if err != nil {
-		refuse(e, err)
+		fileRefused(err)
 		return
 	}
-	if e.art.BundleID != "" && (in.Manifest.BundleID != e.art.BundleID || in.Manifest.Version != e.art.Version) {
-		refuse(e, cliutil.Failf(ocitransport.ErrAnnotation, "the file is not the bundle_id and version its manifest's annotations name"))
+	f.inspected, f.bundleID, f.version = true, in.Manifest.BundleID, in.Manifest.Version
+	if annotationMismatch(e.art, f.bundleID, f.version) {
+		refuse(e, errAnnotationMismatch())
 		return
 	}
 	if _, err := sp.File.Seek(0, 0); err != nil {
@@ -281,9 +349,10 @@ func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e
 	}
 	res, err := s.Import(ctx, sp.File, resolver.ImportOptions{FileSHA256: e.art.FileSHA256})
 	if err != nil {
-		refuse(e, err)
+		fileRefused(err)
 		return
 	}
+	f.imported = true
 	e.BundleID, e.Version = cliutil.Sanitize(res.BundleID), res.Version
 	if res.Unchanged {
 		e.Outcome = ociUnchanged
