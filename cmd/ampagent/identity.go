@@ -17,6 +17,11 @@ func loadIdentity(c *cli.Context, env *cliutil.Env, keyPath, did string) (amp.Id
 	if err != nil {
 		return amp.Identity{}, err
 	}
+	return identityOf(keys, did)
+}
+
+// identityOf is the identity of the keys of a key file (loadIdentity).
+func identityOf(keys *keyfile.Keys, did string) (amp.Identity, error) {
 	if keys.Ed25519 == nil {
 		return amp.Identity{}, cliutil.Failf(keyfile.ErrInvalidKeyFile, "the key file holds no ed25519 signing key")
 	}

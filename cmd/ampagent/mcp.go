@@ -103,33 +103,44 @@ func localPrincipal() string {
 }
 
 // runMCPStdio opens the store, the ledger and the agent as serve does and
-// serves one MCP session on stdin and stdout.
+// serves one MCP session on stdin and stdout. As serve, it checks
+// everything before it opens the ledger or the admin socket.
 func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal string, log *slog.Logger) error {
-	id, err := loadIdentity(c, env, c.String("key"), cfg.DID)
+	key, err := loadAgentKey(c, env, c.String("key"), cfg.DID)
 	if err != nil {
 		return err
 	}
+	id := key.id
 	db := c.String("db")
 	store, err := openAgentStore(env, db)
-	if err != nil {
+	if errors.Is(err, resolver.ErrStoreInUse) {
+		return cliutil.WithHint(err, "a running agent holds the store (ampagent serve, the service): have it serve MCP with --mcp-listen ADDR --mcp-token-file FILE, or give mcp a store of its own")
+	} else if err != nil {
 		return err
 	}
 	defer store.Close()
-	bs, _, err := ledger.OpenFile(db, ledgerFileOptions(env, cfg))
+	if err := checkAgentKey(store, key, log); err != nil {
+		return err
+	}
+	handlers, maxResult := programHandlers(cfg.Handlers, log, nil)
+	acfg := agent.Config{
+		Core: agent.Core{Identity: id, Store: store, Policy: cfg.rules, Handlers: handlers, Now: env.Now, Rand: env.Rand},
+		// A zero max_timeout_ms or max_param_items is the agent's default.
+		Bounds: agent.Bounds{MaxResultBytes: maxResult, MaxTimeout: time.Duration(cfg.MaxTimeoutMS) * time.Millisecond, MaxParamItems: cfg.MaxParamItems},
+		Hooks:  agent.Hooks{Logger: log}}
+	lo := ledgerFileOptions(env, cfg)
+	if err := agentError(probeAgent(acfg, lo.Limits)); err != nil {
+		return err
+	}
+	bs, _, err := ledger.OpenFile(db, lo)
 	if err != nil {
 		return cliutil.WithHint(err, "another agent may hold the ledger file; each agent needs its own (--ledger FILE)")
 	}
 	defer bs.Close()
-	led, err := ledger.New(bs, ledger.Options{Now: env.Now})
-	if err != nil {
+	if acfg.Ledger, err = ledger.New(bs, ledger.Options{Now: env.Now}); err != nil {
 		return err
 	}
-	handlers, maxResult := programHandlers(cfg.Handlers, log, nil)
-	a, err := agent.New(agent.Config{
-		Core: agent.Core{Identity: id, Store: store, Policy: cfg.rules, Handlers: handlers, Now: env.Now, Rand: env.Rand, Ledger: led},
-		// A zero max_timeout_ms or max_param_items is the agent's default.
-		Bounds: agent.Bounds{MaxResultBytes: maxResult, MaxTimeout: time.Duration(cfg.MaxTimeoutMS) * time.Millisecond, MaxParamItems: cfg.MaxParamItems},
-		Hooks:  agent.Hooks{Logger: log}})
+	a, err := agent.New(acfg)
 	if err != nil {
 		return err
 	}
@@ -140,7 +151,7 @@ func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal s
 	}
 	defer adminSrv.Close()
 	b, err := mcpbridge.New(mcpbridge.Options{Agent: func() mcpbridge.Agent { return a }, Store: store, Logger: log,
-		Version: cliutil.ReadBuild("ampagent").Version})
+		Version: cliutil.ReadBuild("ampagent").Version, MaxParamItems: cfg.MaxParamItems})
 	if err != nil {
 		return err
 	}
@@ -157,6 +168,7 @@ func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal s
 	}()
 	go b.Run(ctx)
 	log.Info("mcp serving on stdio", "did", id.DID, "principal", principal, "admin_socket", adminSrv.Path())
+	noToolWarning(log, principal, cfg)
 	t := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}, MaxLineLength: int(mcpMaxBody(cfg))}
 	err = b.ServeStdio(ctx, principal, t)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
@@ -186,30 +198,50 @@ func mcpServeFlags() []cli.Flag {
 // MCPPath is where serve answers MCP's streamable HTTP transport.
 const MCPPath = "/mcp"
 
-// startMCP serves MCP's streamable HTTP transport on --mcp-listen (when
-// given): never open (bearer tokens or client certificates), loopback
-// only for plain HTTP unless --unsafe-listen, bounded like the AMP
-// binding. It returns the endpoint's URL and its stop function.
-func startMCP(c *cli.Context, cfg *serveConfig, store *resolver.Store, current func() *agent.Agent, log *slog.Logger, errs chan<- error) (string, func(context.Context) error, error) {
-	none := func(context.Context) error { return nil }
+// mcpSetup is what serve's --mcp-* flags resolve to: the address, the
+// TLS configuration and the tokens, read and checked before serve opens
+// anything (checkMCPFlags).
+type mcpSetup struct {
+	addr   string
+	tls    *tls.Config
+	tokens []mcpbridge.Token
+}
+
+// checkMCPFlags checks serve's --mcp-* flags and reads the files they
+// name (it writes nothing). It returns nil without --mcp-listen.
+func checkMCPFlags(c *cli.Context) (*mcpSetup, error) {
 	addr := c.String("mcp-listen")
 	if addr == "" {
 		for _, f := range []string{"mcp-token-file", "mcp-tls-cert", "mcp-tls-key", "mcp-client-ca", "mcp-allow-origin", "mcp-max-sessions", "mcp-max-principal-sessions"} {
 			if c.IsSet(f) {
-				return "", none, cliutil.Usagef("--%s is for --mcp-listen", f)
+				return nil, cliutil.Usagef("--%s is for --mcp-listen", f)
 			}
 		}
-		return "", none, nil
+		return nil, nil
 	}
 	if c.Int("mcp-max-sessions") < 1 || c.Int("mcp-max-principal-sessions") < 1 {
-		return "", none, cliutil.Usagef("--mcp-max-sessions and --mcp-max-principal-sessions are at least 1")
+		return nil, cliutil.Usagef("--mcp-max-sessions and --mcp-max-principal-sessions are at least 1")
 	}
 	tlsCfg, tokens, err := mcpAuth(c, addr)
 	if err != nil {
-		return "", none, err
+		return nil, err
 	}
+	return &mcpSetup{addr: addr, tls: tlsCfg, tokens: tokens}, nil
+}
+
+// startMCP serves MCP's streamable HTTP transport as set up (nil: no
+// --mcp-listen, nothing served): never open (bearer tokens or client
+// certificates), loopback only for plain HTTP unless --unsafe-listen
+// (checkMCPFlags), bounded like the AMP binding. It returns the
+// endpoint's URL and its stop function.
+func startMCP(c *cli.Context, setup *mcpSetup, cfg *serveConfig, store *resolver.Store, current func() *agent.Agent, log *slog.Logger, errs chan<- error) (string, func(context.Context) error, error) {
+	none := func(context.Context) error { return nil }
+	if setup == nil {
+		return "", none, nil
+	}
+	addr, tlsCfg, tokens := setup.addr, setup.tls, setup.tokens
 	b, err := mcpbridge.New(mcpbridge.Options{Agent: func() mcpbridge.Agent { return current() }, Store: store, Logger: log,
-		Version: cliutil.ReadBuild("ampagent").Version})
+		Version: cliutil.ReadBuild("ampagent").Version, MaxParamItems: cfg.MaxParamItems})
 	if err != nil {
 		return "", none, err
 	}

@@ -72,8 +72,8 @@ func TestCatalogOnLoopbackAgentListener(t *testing.T) {
 	if code, _ := getPage(t, agentURL+"/ui/"); code != http.StatusOK {
 		t.Errorf("--catalog: /ui/ answers %d", code)
 	}
-	if _, ok := doc["catalog"]; ok {
-		t.Errorf("--catalog alone names a listener of its own: %v", doc)
+	if got := doc["catalog"]; got != agentURL+"/ui/" {
+		t.Errorf("--catalog alone: the start document names the catalog at %v, want the agent listener's %s/ui/ (CLI-13)", got, agentURL)
 	}
 }
 

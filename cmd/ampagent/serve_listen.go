@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/transport"
@@ -22,7 +23,7 @@ import (
 // routes: messages, health, readiness, discovery and the catalog.
 func (s *server) listen() error {
 	cfg := s.cfg
-	tcpLn, tcpURL, err := tcpListener(s.cfg)
+	tcpLn, tcpURL, err := tcpListener(s.cfg, s.tcpTLS)
 	if err != nil {
 		return err
 	}
@@ -51,6 +52,9 @@ func (s *server) listen() error {
 		return err
 	}
 	s.catalogURL, s.startCatalog = catalogURL, startCatalog
+	if catalogURL == "" && cfg.catalog { // --catalog: under /ui/ of --listen
+		s.catalogURL = "http://" + ln.Addr().String() + catalog.Prefix
+	}
 	s.onClose(stopCatalog)
 	s.srv = amphttp.NewServer(instrument(mux, s.met, s.log), s.maxTimeout+30*time.Second, s.log)
 	if cfg.MetricsListen != "" {
@@ -104,7 +108,7 @@ func (s *server) start() error {
 			MaxConns: cfg.MaxConns, MaxPeerConns: cfg.MaxConns / cfg.PeerShare,
 			MaxInFlightTotal: tcpInFlight(cfg), MaxPeerInFlight: max(1, tcpInFlight(cfg)/cfg.PeerShare), MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare), Logger: s.log}, errs)
 	}
-	mcpURL, stopMCP, err := startMCP(s.c, cfg, s.store, func() *agent.Agent { return s.agents.cur.Load().a }, s.log, errs)
+	mcpURL, stopMCP, err := startMCP(s.c, s.mcp, cfg, s.store, func() *agent.Agent { return s.agents.cur.Load().a }, s.log, errs)
 	if err != nil {
 		s.stopTCP(context.Background())
 		s.srv.Close()
@@ -127,7 +131,8 @@ func (s *server) startMetrics() string {
 }
 
 // announce logs and prints (text, or one JSON document with --json) the
-// listeners' addresses.
+// listeners' addresses: the text says what the document says, a line for
+// each listener.
 func (s *server) announce(mcpURL, metricsURL string) {
 	url, did, sock := "http://"+s.ln.Addr().String(), s.id.DID, s.admin.Path()
 	doc := map[string]any{"listening": url, "did": did, "admin_socket": sock}
@@ -136,7 +141,7 @@ func (s *server) announce(mcpURL, metricsURL string) {
 			doc[k] = v
 		}
 	}
-	s.log.Info("agent serving", "url", url, "tcp_url", s.tcpURL, "did", did, "handlers", len(s.cfg.Handlers), "rules", len(s.cfg.rules), "admin_socket", sock, "metrics", metricsURL)
+	s.log.Info("agent serving", "url", url, "tcp_url", s.tcpURL, "did", did, "handlers", len(s.cfg.Handlers), "rules", len(s.cfg.rules), "admin_socket", sock, "mcp", mcpURL, "catalog", s.catalogURL, "metrics", metricsURL)
 	if s.c.Bool("json") {
 		cliutil.PrintJSON(s.env.Stdout, doc)
 		return
@@ -145,6 +150,9 @@ func (s *server) announce(mcpURL, metricsURL string) {
 	fmt.Fprintf(out, "listening on %s as %s (admin socket %s)\n", url, did, sock)
 	if s.tcpURL != "" {
 		fmt.Fprintf(out, "listening on %s (tcp binding)\n", s.tcpURL)
+	}
+	if mcpURL != "" {
+		fmt.Fprintf(out, "mcp on %s\n", mcpURL)
 	}
 	if metricsURL != "" {
 		fmt.Fprintf(out, "metrics on %s\n", metricsURL)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -38,6 +39,8 @@ type server struct {
 	params      *agent.ParamStreamLimits
 	agents      *agentSwitch
 
+	tcpTLS               *tls.Config // --tls-cert's, read by checkFlags
+	mcp                  *mcpSetup   // --mcp-listen's, checked by checkFlags
 	ln, tcpLn, metricsLn net.Listener
 	limited              *transport.Limited
 	tcpURL, catalogURL   string
@@ -59,7 +62,10 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		s.maxTimeout = time.Duration(cfg.MaxTimeoutMS) * time.Millisecond
 	}
 	defer s.close()
-	for _, step := range []func() error{s.openStore, s.openLedger, s.buildAgent, s.listen, s.openAdmin} {
+	// Every check comes before the first file or socket is made: the
+	// ledger's files, the admin socket and the listeners are opened only
+	// by a start that passed them all (docs/SPEC-DECISIONS.md CLI-11).
+	for _, step := range []func() error{s.checkFlags, s.openStore, s.checkAgent, s.openLedger, s.buildAgent, s.listen, s.openAdmin} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -89,14 +95,32 @@ func (s *server) close() {
 	}
 }
 
+// checkFlags reads and checks what the flags name beyond the config
+// (Validate): the stream directory, the TCP listener's certificate and
+// --mcp-listen's authentication. It writes nothing.
+func (s *server) checkFlags() error {
+	var err error
+	if s.streams, s.params, err = streamConfig(s.cfg); err != nil {
+		return err
+	}
+	// One peer's unnamed callers hold 1/--peer-share of the stream bytes,
+	// as of its requests (1 behind a proxy: every caller is one address).
+	s.streams.PeerShare = s.cfg.PeerShare
+	if s.tcpTLS, err = tcpTLS(s.cfg); err != nil {
+		return err
+	}
+	s.mcp, err = checkMCPFlags(s.c)
+	return err
+}
+
 // openStore loads the identity and opens the store, which must trust a
-// publisher.
+// publisher, and not as the agent's key (checkAgentKey).
 func (s *server) openStore() error {
-	id, err := loadIdentity(s.c, s.env, s.c.String("key"), s.cfg.DID)
+	key, err := loadAgentKey(s.c, s.env, s.c.String("key"), s.cfg.DID)
 	if err != nil {
 		return err
 	}
-	s.id = id
+	s.id = key.id
 	db := s.c.String("db")
 	store, err := openAgentStore(s.env, db)
 	if errors.Is(err, resolver.ErrStoreMissing) {
@@ -113,6 +137,9 @@ func (s *server) openStore() error {
 	if len(keys) == 0 {
 		return cliutil.WithHint(cliutil.Failf("empty_trust_store", "the store trusts no publisher key: nothing in it can be verified"),
 			"ampbundle trust add PUB --db "+db+" --name NAME --scope PREFIX")
+	}
+	if err := checkAgentKey(store, key, s.log); err != nil {
+		return err
 	}
 	s.warnConfig(s.cfg)
 	s.ready = &readiness{store: store, now: s.env.Now, window: s.cfg.readyExpiryWindow, recheck: s.cfg.readyRecheck}
@@ -183,15 +210,18 @@ func ledgerFileOptions(env *cliutil.Env, cfg *serveConfig) ledger.FileOptions {
 		Limits: ledger.Limits{Budget: cfg.LedgerBudgetBytes, PerCaller: cfg.LedgerCallerBytes, ReplyReserve: cfg.MaxResultBytes}}
 }
 
+// checkAgent makes every check of the agent's config (agent.New's) on a
+// ledger in memory with the file's limits, before the ledger is opened.
+func (s *server) checkAgent() error {
+	cfg := s.agentConfig(nil, s.cfg.Handlers, s.cfg.rules)
+	return agentError(probeAgent(cfg, ledgerFileOptions(s.env, s.cfg).Limits))
+}
+
 // buildAgent builds the first agent, behind the switch a reload swaps.
 func (s *server) buildAgent() error {
-	var err error
-	if s.streams, s.params, err = streamConfig(s.cfg, s.log); err != nil {
+	if err := removeLeftSpool(s.cfg, s.log); err != nil {
 		return err
 	}
-	// One peer's unnamed callers hold 1/--peer-share of the stream bytes,
-	// as of its requests (1 behind a proxy: every caller is one address).
-	s.streams.PeerShare = s.cfg.PeerShare
 	first, err := s.newAgent(s.cfg.Handlers, s.cfg.rules)
 	if err != nil {
 		return err
@@ -208,17 +238,29 @@ func (s *server) buildAgent() error {
 // everything else is the start's. A reload (SIGHUP) builds a new one and
 // switches to it; the ledger, the store and the listeners stay.
 func (s *server) newAgent(handlerCfg map[string]execHandler, rules agent.Rules) (*agent.Agent, error) {
+	a, err := agent.New(s.agentConfig(s.led, handlerCfg, rules))
+	return a, agentError(err)
+}
+
+// agentConfig is the agent.Config of a config's handlers and allow rules
+// on led.
+func (s *server) agentConfig(led *ledger.Ledger, handlerCfg map[string]execHandler, rules agent.Rules) agent.Config {
 	handlers, maxResult := programHandlers(handlerCfg, s.log, s.met)
-	a, err := agent.New(agent.Config{
-		Core: agent.Core{Identity: s.id, Store: s.store, Policy: rules, Handlers: handlers, Now: s.env.Now, Rand: s.env.Rand, Ledger: s.led},
+	return agent.Config{
+		Core: agent.Core{Identity: s.id, Store: s.store, Policy: rules, Handlers: handlers, Now: s.env.Now, Rand: s.env.Rand, Ledger: led},
 		Bounds: agent.Bounds{MaxResultBytes: maxResult, MaxTimeout: s.maxTimeout, MaxParamItems: s.cfg.MaxParamItems,
 			Limits:       amp.Limits{MaxMessageSize: int(s.cfg.MaxBodyBytes)},
 			StreamLimits: s.streams, ParamStreams: s.params},
-		Hooks: agent.Hooks{Observe: s.met.observe, Logger: s.log}})
+		Hooks: agent.Hooks{Observe: s.met.observe, Logger: s.log}}
+}
+
+// agentError adds its hint to agent.New's refusal of a largest result
+// that does not fit the ledger.
+func agentError(err error) error {
 	if amp.NameOf(err) == agent.ErrResultExceedsShare {
-		return nil, cliutil.WithHint(err, "lower the handler's \"max_result_bytes\" (or --max-result-bytes), or raise ledger_caller_bytes in the config file")
+		return cliutil.WithHint(err, "lower the handler's \"max_result_bytes\" (or --max-result-bytes), or raise ledger_caller_bytes in the config file")
 	}
-	return a, err
+	return err
 }
 
 // programHandlers are the agent's handlers of a config's handler programs

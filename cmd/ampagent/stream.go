@@ -15,9 +15,10 @@ var spoolPrefixes = []string{"ampstream-", "ampparams-"}
 
 // streamConfig turns the stream settings into the agent's limits. Without
 // a stream directory, streams are not served (nil). The directory must
-// exist and be a directory that only its owner may write to; spool files a
-// previous run left (it died with streams open) are removed first.
-func streamConfig(cfg *serveConfig, log *slog.Logger) (agent.StreamLimits, *agent.ParamStreamLimits, error) {
+// exist and be a directory that only its owner may write to. It only
+// reads: removeLeftSpool removes what a previous run left, once every
+// check of the start has passed.
+func streamConfig(cfg *serveConfig) (agent.StreamLimits, *agent.ParamStreamLimits, error) {
 	if cfg.StreamDir == "" {
 		return agent.StreamLimits{}, nil, nil
 	}
@@ -32,9 +33,23 @@ func streamConfig(cfg *serveConfig, log *slog.Logger) (agent.StreamLimits, *agen
 		return agent.StreamLimits{}, nil, cliutil.WithHint(cliutil.Failf("invalid_stream_dir", "others may write to the stream directory"),
 			"chmod go-w DIR: spooled content must be the agent's alone")
 	}
+	if _, err := os.ReadDir(cfg.StreamDir); err != nil {
+		return agent.StreamLimits{}, nil, cliutil.Failf("invalid_stream_dir", "cannot read the stream directory").WithCause(err)
+	}
+	lim := agent.StreamLimits{SpoolDir: cfg.StreamDir, MaxBytes: uint64(cfg.StreamMaxBytes), PerSender: cfg.StreamPerSender}
+	params := &agent.ParamStreamLimits{MaxSize: uint64(cfg.StreamMaxParamsBytes), MaxBytes: uint64(cfg.StreamMaxBytes), PerSender: cfg.StreamPerSender}
+	return lim, params, nil
+}
+
+// removeLeftSpool removes the spool files a previous run left in the
+// stream directory (it died with streams open), if there is one.
+func removeLeftSpool(cfg *serveConfig, log *slog.Logger) error {
+	if cfg.StreamDir == "" {
+		return nil
+	}
 	entries, err := os.ReadDir(cfg.StreamDir)
 	if err != nil {
-		return agent.StreamLimits{}, nil, cliutil.Failf("invalid_stream_dir", "cannot read the stream directory").WithCause(err)
+		return cliutil.Failf("invalid_stream_dir", "cannot read the stream directory").WithCause(err)
 	}
 	removed := 0
 	for _, e := range entries {
@@ -49,7 +64,5 @@ func streamConfig(cfg *serveConfig, log *slog.Logger) (agent.StreamLimits, *agen
 	if removed > 0 {
 		log.Info("removed spool files left by a previous run", "files", removed)
 	}
-	lim := agent.StreamLimits{SpoolDir: cfg.StreamDir, MaxBytes: uint64(cfg.StreamMaxBytes), PerSender: cfg.StreamPerSender}
-	params := &agent.ParamStreamLimits{MaxSize: uint64(cfg.StreamMaxParamsBytes), MaxBytes: uint64(cfg.StreamMaxBytes), PerSender: cfg.StreamPerSender}
-	return lim, params, nil
+	return nil
 }

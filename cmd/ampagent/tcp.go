@@ -33,20 +33,22 @@ func tcpClientFlags() []cli.Flag {
 	}
 }
 
-// tcpListener opens the listener of --listen-tcp (checked by
-// serveConfig.Validate): TLS when a certificate is given, plain otherwise.
-// It returns nil when --listen-tcp is not given.
-func tcpListener(sc *serveConfig) (net.Listener, string, error) {
-	addr, cert, key := sc.listenTCP, sc.tlsCert, sc.tlsKey
+// tcpTLS reads the certificate and key of --listen-tcp (checked by
+// serveConfig.Validate), when given; it only reads, so serve calls it
+// before it opens anything.
+func tcpTLS(sc *serveConfig) (*tls.Config, error) {
+	if sc.listenTCP == "" || sc.tlsCert == "" {
+		return nil, nil
+	}
+	return cliutil.ServerTLS(sc.tlsCert, sc.tlsKey)
+}
+
+// tcpListener opens the listener of --listen-tcp: TLS with cfg (tcpTLS),
+// plain when cfg is nil. It returns nil when --listen-tcp is not given.
+func tcpListener(sc *serveConfig, cfg *tls.Config) (net.Listener, string, error) {
+	addr := sc.listenTCP
 	if addr == "" {
 		return nil, "", nil
-	}
-	var cfg *tls.Config
-	if cert != "" {
-		var err error
-		if cfg, err = cliutil.ServerTLS(cert, key); err != nil {
-			return nil, "", err
-		}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
