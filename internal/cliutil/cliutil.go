@@ -71,6 +71,29 @@ func OS() *Env {
 	}
 }
 
+// ExitInterrupted is the exit code of a command stopped by SIGINT or
+// SIGTERM before it finished (128 + SIGINT, as a shell reports it).
+const ExitInterrupted = 130
+
+// interruptedError marks a command that a stop signal ended before it
+// finished, having undone what it began (exit code ExitInterrupted).
+type interruptedError struct{ msg string }
+
+func (e *interruptedError) Error() string { return e.msg }
+
+// Interruptedf returns the error of a command that SIGINT or SIGTERM
+// stopped: printed like a failure (with --json, code "interrupted"), exit
+// code ExitInterrupted.
+func Interruptedf(format string, args ...any) error {
+	return &interruptedError{msg: fmt.Sprintf(format, args...)}
+}
+
+// IsInterrupted reports whether err is an Interruptedf error.
+func IsInterrupted(err error) bool {
+	var i *interruptedError
+	return errors.As(err, &i)
+}
+
 // usageError marks a usage mistake (exit code 2).
 type usageError struct{ msg string }
 
@@ -117,6 +140,9 @@ func ErrorDoc(err error) ErrorJSON {
 	if IsUsage(err) {
 		return ErrorJSON{ErrorBody{Code: "usage", Message: err.Error()}}
 	}
+	if IsInterrupted(err) {
+		return ErrorJSON{ErrorBody{Code: "interrupted", Message: err.Error()}}
+	}
 	return ErrorJSON{ErrorBody{Code: "error", Message: err.Error()}}
 }
 
@@ -161,7 +187,9 @@ func humanError(err error) string {
 	for cause := e.Err; cause != nil; {
 		ce, ok := cause.(*amp.Error)
 		if !ok {
-			s += ": " + Sanitize(cause.Error())
+			if !repeats(s, Sanitize(cause.Error())) {
+				s += ": " + Sanitize(cause.Error())
+			}
 			break
 		}
 		if ce.Message != "" && ce.Message != last && !strings.Contains(s, Sanitize(ce.Message)) {
@@ -171,6 +199,18 @@ func humanError(err error) string {
 		cause = ce.Err
 	}
 	return s
+}
+
+// repeats reports whether the cause text c only says again what the
+// message s says: s holds it whole, or holds its last part (after its last
+// ": "), which is what the cause ends by saying ("…: not found" after
+// "not found", a limit's reason after the same reason).
+func repeats(s, c string) bool {
+	if strings.Contains(s, c) {
+		return true
+	}
+	i := strings.LastIndex(c, ": ")
+	return i >= 0 && len(c)-i-2 >= 8 && strings.HasSuffix(s, c[i+2:])
 }
 
 // hinted is an error with a hint for humans ("did you forget --trust?").
@@ -263,6 +303,7 @@ func RepeatedFlag(app *cli.App, args []string) error {
 	}
 	_, rest, flags := invoked(app, args[1:])
 	seen := map[cli.Flag]string{}
+	explicit := map[cli.Flag]bool{} // a switch given as --flag=VALUE
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a == "--" {
@@ -283,12 +324,21 @@ func RepeatedFlag(app *cli.App, args []string) error {
 			continue
 		}
 		// A bare boolean switch said twice means the same thing twice;
-		// "--json --json=false" is a contradiction and refused.
+		// "--json --json=false" is a contradiction and refused, and so
+		// is "--json=false --json", in either order.
 		if _, isBool := f.(*cli.BoolFlag); isBool && !hasValue {
-			if _, dup := seen[f]; !dup {
+			if prev, dup := seen[f]; !dup {
 				seen[f] = name
+			} else if explicit[f] {
+				return boolTwice(prev, name)
 			}
 			continue
+		}
+		if _, isBool := f.(*cli.BoolFlag); isBool {
+			if prev, dup := seen[f]; dup {
+				return boolTwice(prev, name)
+			}
+			explicit[f] = true
 		}
 		if prev, dup := seen[f]; dup {
 			if prev == name {
@@ -299,6 +349,15 @@ func RepeatedFlag(app *cli.App, args []string) error {
 		seen[f] = name
 	}
 	return nil
+}
+
+// boolTwice is the usage error of a switch given twice, once with a
+// value (--json --json=false, or the other way round).
+func boolTwice(prev, name string) error {
+	if prev == name {
+		return Usagef("flag --%s is given more than once, once with a value; give it once", name)
+	}
+	return Usagef("flags --%s and --%s are the same flag, once with a value; give it once", prev, name)
 }
 
 // repeatable reports whether a flag collects several values.
@@ -381,6 +440,8 @@ func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
 		}
 		return 0
 	}
+	// An unknown command is named first, whatever flags follow it.
+	err := unknownCommandFirst(app, args[1:])
 	args = Normalize(app, args)
 	jsonMode := false
 	for _, a := range args {
@@ -391,8 +452,14 @@ func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
 			jsonMode = true
 		}
 	}
-	// A flag given twice is a usage error before the command runs.
-	err := RepeatedFlag(app, args)
+	// An unknown flag, or one given twice, is a usage error before the
+	// command runs.
+	if err == nil {
+		err = unknownFlag(app, args)
+	}
+	if err == nil {
+		err = RepeatedFlag(app, args)
+	}
 	if err == nil {
 		err = app.RunContext(ctx, args)
 	}
@@ -404,8 +471,11 @@ func Run(ctx context.Context, app *cli.App, env *Env, args []string) int {
 		return int(status)
 	}
 	code := 1
-	if IsUsage(err) {
+	switch {
+	case IsUsage(err):
 		code = 2
+	case IsInterrupted(err):
+		code = ExitInterrupted
 	}
 	if jsonMode {
 		_ = PrintJSON(env.Stdout, ErrorDoc(err))

@@ -165,13 +165,23 @@ func unknownCommand(typed string, cmds []*cli.Command) error {
 // longer name (rounded up), at least 1 and at most 3 edits; or the one name
 // that begins with typed; or "".
 func nearest(typed string, cmds []*cli.Command) string {
+	names := make([][]string, 0, len(cmds))
+	for _, c := range cmds {
+		names = append(names, c.Names())
+	}
+	return nearestName(typed, names)
+}
+
+// nearestName is nearest over the names of things (commands or flags),
+// each one's names with its own name first.
+func nearestName(typed string, things [][]string) string {
 	if typed == "" || len(typed) > 64 {
 		return ""
 	}
 	best, bestD := "", 1<<30
 	var prefixed []string
-	for _, c := range cmds {
-		for _, n := range c.Names() {
+	for _, names := range things {
+		for _, n := range names {
 			if len(n) < 2 {
 				continue // "h" is near every one-letter typo
 			}
@@ -179,7 +189,7 @@ func nearest(typed string, cmds []*cli.Command) string {
 				best, bestD = n, d
 			}
 			if strings.HasPrefix(n, typed) {
-				prefixed = append(prefixed, c.Name)
+				prefixed = append(prefixed, names[0])
 			}
 		}
 	}

@@ -43,7 +43,8 @@ func manExtrasOf(name string) manExtras {
 	switch name {
 	case "ampbundle":
 		exit.items = append(exit.items[:len(exit.items):len(exit.items)],
-			[2]string{"10, 11", "only sync --detailed-exitcode: 10 something was imported or applied (with --dry-run: would be), 11 something was refused"})
+			[2]string{"10, 11", "only sync --detailed-exitcode: 10 something was imported or applied (with --dry-run: would be), 11 something was refused"},
+			[2]string{"130", "only import: stopped by SIGINT or SIGTERM; what it staged is rolled back, nothing is imported"})
 		return manExtras{
 			description: `ampbundle builds, signs and verifies capability-schema bundles, and keeps the
 registry store an offline AMP agent serves them from: publisher keys and the
@@ -54,7 +55,7 @@ expired bundle. "serve" and "sync" mirror bundles from one store to another.
 Every command prints one JSON document with --json, errors included.`,
 			sections: []manSection{exit,
 				{title: "SIGNALS", items: [][2]string{
-					{"SIGINT, SIGTERM", "serve stops gracefully: it finishes the requests in flight and exits 0. Any other command stops at once, leaving no partial output file behind."},
+					{"SIGINT, SIGTERM", "serve stops gracefully: it finishes the requests in flight and exits 0. import rolls back what it staged, says \"interrupted: nothing was imported\" and exits 130 (a second signal stops it at once). Any other command stops at once, leaving no partial output file behind."},
 				}},
 				{title: "FILES", items: [][2]string{
 					{"DB", "the registry store given with --db (bbolt, mode 0600), created only by trust add"},

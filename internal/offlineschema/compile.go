@@ -257,7 +257,9 @@ func compileError(rootKey string, err error) *amp.Error {
 	}
 	var ol *overLimit
 	if errors.As(err, &ol) {
-		return amp.Named(0, ErrInvalidSchema, "schema %q is over a compile limit: %s", rootKey, ol.why).WithCause(err)
+		// The limit's own error is the cause (it says the same again:
+		// the CLI shows a cause only for what the message lacks).
+		return amp.Named(0, ErrInvalidSchema, "schema %q is over a compile limit loading %q: %s", rootKey, ol.key, ol.why).WithCause(ol)
 	}
 	var loop jsonschema.InfiniteLoopError
 	if errors.As(err, &loop) {
