@@ -564,19 +564,22 @@ func (b *blobBatch) flush() error {
 // rollback deletes the blobs a failed import staged (those nothing
 // references) and its journal entry.
 func (s *Store) rollback(p *pendingRecord) {
-	_ = s.db.Update(func(tx *bolt.Tx) error { return rollbackPending(tx, p) })
+	_ = s.db.Update(func(tx *bolt.Tx) error { _, err := rollbackPending(tx, p); return err })
 }
 
-func rollbackPending(tx *bolt.Tx, p *pendingRecord) error {
+// rollbackPending deletes what the import p staged and nothing references,
+// and its journal entry; deleted is the number of blobs deleted.
+func rollbackPending(tx *bolt.Tx, p *pendingRecord) (deleted int, err error) {
 	refs := bucket(tx, bBlobRefs)
 	for _, k := range p.Blobs {
 		if refs.Get([]byte(k)) == nil {
 			if err := deleteBlob(tx, []byte(k)); err != nil {
-				return err
+				return deleted, err
 			}
+			deleted++
 		}
 	}
-	return bucket(tx, bPending).Delete([]byte(p.BundleID))
+	return deleted, bucket(tx, bPending).Delete([]byte(p.BundleID))
 }
 
 // recoverPending rolls back imports that a crash interrupted.
@@ -594,14 +597,19 @@ func (s *Store) recoverPending() error {
 		if err != nil {
 			return err
 		}
+		rec := Recovery{Imports: len(ps)}
 		for _, p := range ps {
-			if err := rollbackPending(tx, p); err != nil {
+			n, err := rollbackPending(tx, p)
+			if err != nil {
 				return err
 			}
+			rec.Blobs += n
 		}
+		s.recovered = rec
 		return nil
 	})
 	if err != nil {
+		s.recovered = Recovery{}
 		return fail(ErrStoreIO, "cannot recover an interrupted import").WithCause(err)
 	}
 	return nil

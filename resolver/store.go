@@ -172,7 +172,24 @@ type Store struct {
 	// package's own tests set it (export_test.go), to count the revoked
 	// and DID records a trust decision decodes (truststate.go).
 	decoded func(bucket string)
+
+	// recovered is what opening the store read-write rolled back
+	// (Recovered); set once, before Open returns.
+	recovered Recovery
 }
+
+// Recovery is what opening a store read-write rolled back of imports a
+// crash or a kill interrupted: the imports, and the staged blobs that no
+// installed bundle shares (deleted with them).
+type Recovery struct {
+	Imports int `json:"imports"`
+	Blobs   int `json:"blobs"`
+}
+
+// Recovered returns what opening the store rolled back of interrupted
+// imports (zero for a store opened read-only, or that had none), so that
+// 'ampbundle check --repair' can say what it removed.
+func (s *Store) Recovered() Recovery { return s.recovered }
 
 // Open opens (or, with Create, creates) the store at path. It checks the
 // schema version, and, when writable, rolls back an import that a crash

@@ -148,5 +148,6 @@ func printAudit(w io.Writer, e resolver.AuditEntry) {
 	if e.Actor != nil {
 		what += fmt.Sprintf(" by uid %d on %s", e.Actor.UID, q(e.Actor.Host))
 	}
-	fmt.Fprintf(w, "%4d  %s  %-12s  %s\n", e.Seq, q(e.At), q(e.Action), what)
+	// The action column fits the longest action (import_unchanged).
+	fmt.Fprintf(w, "%4d  %s  %-16s  %s\n", e.Seq, q(e.At), q(e.Action), what)
 }

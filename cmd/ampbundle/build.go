@@ -4,8 +4,10 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -196,8 +198,16 @@ func createdAt(env *cliutil.Env, c *cli.Context) (time.Time, error) {
 // source folder belongs), naming what build wants, before any key is read.
 func sourceFolder(src string) error {
 	st, err := os.Stat(src)
-	if err != nil || st.IsDir() {
+	if err != nil {
 		return nil // LoadSource names a missing folder
+	}
+	if st.IsDir() {
+		// bundle.json first: a folder without it is not a source folder,
+		// whatever else is wrong in it (a large file read before it).
+		if _, err := os.Lstat(filepath.Join(src, "bundle.json")); errors.Is(err, fs.ErrNotExist) {
+			return cliutil.Failf(bundle.ErrSource, "bundle.json: is missing from %s", src)
+		}
+		return nil
 	}
 	return cliutil.WithHint(cliutil.Failf("invalid_source", "%s is a file; build wants a source folder (one holding bundle.json)", src),
 		"to check or read a bundle file, use verify or inspect")

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -75,6 +76,16 @@ then checks it; it repairs nothing else.`,
 				return err
 			}
 			defer closeStore(s, &err)
+			var rolledBack *resolver.Recovery
+			if c.Bool("repair") {
+				rolledBack = &resolver.Recovery{}
+				if st, ok := s.Store(); ok {
+					*rolledBack = st.Recovered()
+				}
+				if !c.Bool("json") {
+					printRolledBack(env, *rolledBack)
+				}
+			}
 			problems, err := s.Check()
 			if err != nil {
 				return err
@@ -82,58 +93,113 @@ then checks it; it repairs nothing else.`,
 			if len(problems) > 0 {
 				return checkFailure(env, c, problems)
 			}
-			bundles, err := s.Bundles()
-			if err != nil {
-				return err
-			}
-			keys, err := s.TrustList()
-			if err != nil {
-				return err
-			}
-			head, err := s.AuditHead()
-			if err != nil {
-				return storeIO("cannot read the audit head", err)
-			}
-			// Revoked bundles are sound but fail closed: listed, so that
-			// an operator removes them or imports a newer version.
-			revoked, stale, expired := []string{}, []string{}, []string{}
-			for _, b := range bundles {
-				if b.Revoked != "" {
-					revoked = append(revoked, fmt.Sprintf("%s@%d", b.BundleID, b.Version))
-				}
-				if b.Stale != "" {
-					stale = append(stale, fmt.Sprintf("%s@%d", b.BundleID, b.Version))
-				}
-				if b.Expired {
-					expired = append(expired, fmt.Sprintf("%s@%d", b.BundleID, b.Version))
-				}
-			}
-			if len(expired) > 0 {
-				// Sound, but serving less than it was: the operator must
-				// act, so the check fails (exit 1, bundle_expired).
-				if !c.Bool("json") {
-					fmt.Fprintf(env.Stdout, "store %s is sound: %d bundle(s), %d trusted key(s), generation %d\n", c.String("db"), len(bundles), len(keys), s.Generation())
-				}
-				return cliutil.WithHint(cliutil.Failf(resolver.ErrBundleExpired, "%d bundle(s) have expired and fail closed (5002 bundle_expired): %s",
-					len(expired), strings.Join(expired, ", ")).WithDetails(map[string][]string{"expired": expired, "revoked": revoked, "stale": stale}),
-					"import a newer version of each, or remove it with 'ampbundle rm'")
-			}
-			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, map[string]any{
-					"ok": true, "store": c.String("db"), "bundles": len(bundles), "trusted_keys": len(keys),
-					"generation": s.Generation(), "audit_head": hex.EncodeToString(head), "revoked": revoked, "stale": stale,
-				})
-			}
-			fmt.Fprintf(env.Stdout, "store %s is sound: %d bundle(s), %d trusted key(s), generation %d\n", c.String("db"), len(bundles), len(keys), s.Generation())
-			if len(stale) > 0 {
-				fmt.Fprintf(env.Stdout, "stale, failing closed (5002 bundle_stale): %s\n", cliutil.SanitizeJoin(stale, ", "))
-			}
-			if len(revoked) > 0 {
-				fmt.Fprintf(env.Stdout, "revoked, failing closed (5002 bundle_revoked): %s\n", cliutil.SanitizeJoin(revoked, ", "))
-			}
-			return nil
+			return checkSound(env, c, s, rolledBack)
 		},
 	}
+}
+
+// printRolledBack says what check --repair rolled back when it opened the
+// store (an agent holding the store rolled back at its start).
+func printRolledBack(env *cliutil.Env, r resolver.Recovery) {
+	if r.Imports == 0 {
+		fmt.Fprintln(env.Stdout, "repair: no interrupted import to roll back")
+		return
+	}
+	fmt.Fprintf(env.Stdout, "repair: rolled back %d interrupted import(s): removed their %d staged blob(s) and journal entries\n", r.Imports, r.Blobs)
+}
+
+// failingClosed are the installed bundles a sound store does not serve:
+// expired, revoked, stale (BUNDLE_ID@VERSION each).
+type failingClosed struct {
+	Expired []string `json:"expired"`
+	Revoked []string `json:"revoked"`
+	Stale   []string `json:"stale"`
+}
+
+// checkSound reports a store without problems: exit 0 when every installed
+// bundle serves; a bundle failing closed (expired, revoked or stale) fails
+// the check, named after the first of those kinds it has (CLI-1, CLI-21),
+// so that a check run by a timer notices a line the store no longer
+// serves. rolledBack is what --repair rolled back (nil without it).
+func checkSound(env *cliutil.Env, c *cli.Context, s registry, rolledBack *resolver.Recovery) error {
+	bundles, err := s.Bundles()
+	if err != nil {
+		return err
+	}
+	keys, err := s.TrustList()
+	if err != nil {
+		return err
+	}
+	head, err := s.AuditHead()
+	if err != nil {
+		return storeIO("cannot read the audit head", err)
+	}
+	fc := failingClosed{Expired: []string{}, Revoked: []string{}, Stale: []string{}}
+	for _, b := range bundles {
+		id := fmt.Sprintf("%s@%d", b.BundleID, b.Version)
+		if b.Expired {
+			fc.Expired = append(fc.Expired, id)
+		}
+		if b.Revoked != "" {
+			fc.Revoked = append(fc.Revoked, id)
+		}
+		if b.Stale != "" {
+			fc.Stale = append(fc.Stale, id)
+		}
+	}
+	if !c.Bool("json") {
+		fmt.Fprintf(env.Stdout, "store %s is sound: %d bundle(s), %d trusted key(s), generation %d\n", c.String("db"), len(bundles), len(keys), s.Generation())
+	}
+	if err := failingClosedError(fc); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		doc := map[string]any{
+			"ok": true, "store": c.String("db"), "bundles": len(bundles), "trusted_keys": len(keys),
+			"generation": s.Generation(), "audit_head": hex.EncodeToString(head), "revoked": fc.Revoked, "stale": fc.Stale,
+		}
+		if rolledBack != nil {
+			doc["rolled_back"] = rolledBack
+		}
+		return cliutil.PrintJSON(env.Stdout, doc)
+	}
+	return nil
+}
+
+// failingClosedError is the failure of a sound store some of whose
+// bundles fail closed (nil when none does): bundle_expired, else
+// bundle_revoked, else bundle_stale, each kind listed in the message and
+// all of them in the details.
+func failingClosedError(fc failingClosed) error {
+	var parts []string
+	var name amp.ErrName
+	for _, k := range []struct {
+		ids  []string
+		name amp.ErrName
+		why  string
+	}{
+		{fc.Expired, resolver.ErrBundleExpired, "expired"},
+		{fc.Revoked, resolver.ErrBundleRevoked, "revoked"},
+		{fc.Stale, resolver.ErrBundleStale, "stale"},
+	} {
+		if len(k.ids) == 0 {
+			continue
+		}
+		if name == "" {
+			name = k.name
+		}
+		parts = append(parts, fmt.Sprintf("%s (5002 %s): %s", k.why, k.name, strings.Join(k.ids, ", ")))
+	}
+	if name == "" {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, id := range slices.Concat(fc.Expired, fc.Revoked, fc.Stale) {
+		seen[id] = true
+	}
+	n := len(seen)
+	return cliutil.WithHint(cliutil.Failf(name, "%d installed bundle(s) fail closed, so the store serves nothing of them: %s", n, strings.Join(parts, "; ")).WithDetails(fc),
+		"import a newer version of each, or remove it with 'ampbundle rm'")
 }
 
 // checkFailure is the error of a check that found problems: problems on
@@ -142,11 +208,16 @@ func checkFailure(env *cliutil.Env, c *cli.Context, problems []resolver.Problem)
 	kinds := map[string]int{}
 	all := true
 	for _, p := range problems {
-		if !c.Bool("json") {
+		// What an interrupted import left is summed up in one line
+		// below; each entry stays in the --json details.
+		if !c.Bool("json") && p.Kind != "pending" {
 			fmt.Fprintf(env.Stderr, "problem: [%s] %s\n", cliutil.Sanitize(p.Kind), cliutil.Sanitize(p.Message))
 		}
 		kinds[p.Kind]++
 		all = all && recoverable[p.Kind]
+	}
+	if n := kinds["pending"]; n > 0 && !c.Bool("json") {
+		fmt.Fprintf(env.Stderr, "problem: [pending] an import was interrupted: %d pending entries; `ampbundle check --repair` (or the next import) removes them\n", n)
 	}
 	var counts []string
 	for k, n := range kinds {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/ocitransport"
@@ -55,7 +57,10 @@ exactly as a file; a layout is read without any network call.`,
 			&cli.StringFlag{Name: "max-stdin-size", Value: defaultMaxStdin, Usage: "with FILE -, the most `SIZE` read from stdin: bytes, or with K, M, G"},
 			jsonFlag,
 		}, ociFlags(false)...),
-		Action: func(c *cli.Context) error { return runImport(env, c) },
+		Action: func(c *cli.Context) error {
+			// SIGINT or SIGTERM rolls the import back (exit 130).
+			return stopOnSignal(env, c, msgImportInterrupted, func() error { return runImport(env, c) })
+		},
 	}
 }
 
@@ -103,6 +108,7 @@ func runImport(env *cliutil.Env, c *cli.Context) (err error) {
 		if in, err = fileInput(f); err != nil {
 			return err
 		}
+		in.explain = nameTheFile(inputName(path))
 	}
 	s, err := openStore(env, c, readWrite)
 	if err != nil {
@@ -174,6 +180,23 @@ func fileInput(f *os.File) (importInput, error) {
 		return importInput{}, err
 	}
 	return importInput{src: f, total: total, fileSum: fileSum, explain: func(err error) error { return err }}, nil
+}
+
+// nameTheFile explains a failed import of a whole file: an error that
+// says "file …" (not a bundle, or one that ends early) names which.
+func nameTheFile(name string) func(error) error {
+	return func(err error) error {
+		var e *amp.Error
+		if !errors.As(err, &e) || (e.Name != bundle.ErrUnknownFormat && e.Name != bundle.ErrTruncated) {
+			return err
+		}
+		named := *e
+		named.Message = fmt.Sprintf("%s is not a bundle or statement: %s", name, e.Message)
+		if e.Name == bundle.ErrTruncated {
+			named.Message = fmt.Sprintf("%s is not a complete bundle: %s", name, e.Message)
+		}
+		return &named
+	}
 }
 
 // artifactBytes reads the manifest at the head of f for the progress total
@@ -311,6 +334,9 @@ type importJSON struct {
 	Generation      uint64   `json:"generation"`
 	// Delta is set when FILE was a delta bundle.
 	Delta *resolver.DeltaResult `json:"delta,omitempty"`
+	// StatementsNotApplied counts, for an OCI artifact, the statements
+	// carried with it that import does not apply (sync does).
+	StatementsNotApplied int `json:"statements_not_applied,omitempty"`
 }
 
 func importView(path string, r *resolver.ImportResult) importJSON {
@@ -339,7 +365,9 @@ func printImport(env *cliutil.Env, path string, r *resolver.ImportResult) {
 	w := env.Stdout
 	S := cliutil.Sanitize
 	if r.Unchanged {
-		fmt.Fprintf(w, "unchanged: %s version %d from %s is already installed (verified again, nothing written)\n", S(r.BundleID), r.Version, path)
+		// The attempt is audited (import_unchanged, CLI-23); nothing
+		// else changes.
+		fmt.Fprintf(w, "unchanged: %s version %d from %s is already installed (verified again; only the audit log records the attempt)\n", S(r.BundleID), r.Version, path)
 		return
 	}
 	if r.Downgrade {
@@ -358,9 +386,25 @@ func printImport(env *cliutil.Env, path string, r *resolver.ImportResult) {
 	}
 	fmt.Fprintf(w, "  signed by     %s\n", cliutil.SanitizeJoin(r.Signers, ", "))
 	fmt.Fprintf(w, "  capabilities  %s\n", cliutil.SanitizeJoin(r.Capabilities, ", "))
-	fmt.Fprintf(w, "  artifacts     %d (%d new blobs, the others shared)\n", r.Artifacts, r.NewBlobs)
+	fmt.Fprintf(w, "  artifacts     %d (%s)\n", r.Artifacts, newBlobs(r.NewBlobs, r.Artifacts))
 	if r.Delta != nil {
 		printDelta(env, r.Delta)
 	}
 	fmt.Fprintf(w, "  generation    %d\n", r.Generation)
+}
+
+// newBlobs says how many of an import's artifacts brought a blob the
+// store did not hold ("1 new blob", "3 new blobs, the others shared").
+func newBlobs(n, artifacts int) string {
+	switch {
+	case n == 0:
+		return "no new blobs, all shared"
+	case n == 1 && artifacts > 1:
+		return "1 new blob, the others shared"
+	case n == 1:
+		return "1 new blob"
+	case n < artifacts:
+		return fmt.Sprintf("%d new blobs, the others shared", n)
+	}
+	return fmt.Sprintf("%d new blobs", n)
 }

@@ -31,7 +31,7 @@ func ociFlags(forSync bool) []cli.Flag {
 		&cli.StringFlag{Name: "registry-config", Usage: "Docker config.json `FILE` with the registry credentials (default $DOCKER_CONFIG/config.json, else ~/.docker/config.json)"},
 		&cli.BoolFlag{Name: "plain-http", Usage: "speak plain HTTP to a loopback registry (127.0.0.0/8, ::1, localhost); refused for any other host"},
 		&cli.StringSliceFlag{Name: "plain-http-host", Usage: "speak plain HTTP to registry `HOST` (host or host:port; repeatable)"},
-		&cli.StringSliceFlag{Name: "allow-auth-host", Usage: "let the registry's token realm on `HOST` receive the credentials (host or host:port; repeatable; https only; default: only the registry and --allow-redirect hosts)"},
+		&cli.StringSliceFlag{Name: "allow-auth-host", Usage: "let the registry's token realm be on `HOST`, and receive the credentials (host or host:port; repeatable; https only; default: only the registry and --allow-redirect hosts)"},
 		&cli.StringSliceFlag{Name: "allow-redirect", Usage: fmt.Sprintf("let the registry redirect to `HOST` (host or host:port; repeatable; at most %d redirects; default: only to itself)", ocitransport.DefaultMaxRedirects)},
 		&cli.StringFlag{Name: "max-blob-size", Value: "4G", Usage: "the largest bundle file or layer read from an OCI location, `SIZE` in bytes or with K, M, G"},
 	}
@@ -192,11 +192,42 @@ func importOCI(env *cliutil.Env, c *cli.Context) (err error) {
 		return err
 	}
 	warnExpiry(env, c, s, res)
+	v := importView(name, res)
+	v.StatementsNotApplied = carriedStatements(ctx, ep, a)
+	defer noteCarried(env, v.StatementsNotApplied, loc)
 	if c.Bool("json") {
-		return cliutil.PrintJSON(env.Stdout, importView(name, res))
+		return cliutil.PrintJSON(env.Stdout, v)
 	}
 	printImport(env, cliutil.Sanitize(name), res)
 	return nil
+}
+
+// carriedStatements counts the statements carried with the bundle a
+// (its referrers: revocations, trust statements, heartbeats), which an
+// import does not apply (docs/SPEC-DECISIONS.md OCI-6, CLI-20). A listing
+// that fails counts none: the import stands, verified.
+func carriedStatements(ctx context.Context, ep *ocitransport.Endpoint, a *ocitransport.Artifact) int {
+	stmts, skipped, err := ep.StatementsSkipping(ctx, a)
+	if err != nil {
+		return 0
+	}
+	return len(stmts) + len(skipped)
+}
+
+// noteCarried says in one line on stderr that n statements carried with
+// the imported artifact were not applied, naming the sync that applies
+// them: an operator importing a revoked bundle must not take it for a
+// servable one.
+func noteCarried(env *cliutil.Env, n int, loc ocitransport.Location) {
+	if n == 0 {
+		return
+	}
+	what := "statements carried with this artifact were"
+	if n == 1 {
+		what = "statement carried with this artifact was"
+	}
+	fmt.Fprintf(env.Stderr, "note: %d %s not applied; `ampbundle sync %s` applies them\n",
+		n, what, cliutil.Sanitize(loc.WithReference("").String()))
 }
 
 // errName is the error name of err for a report ("error" when it has none).

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -78,6 +79,9 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 			if len(c.StringSlice("scope")) == 0 {
 				return cliutil.WithHint(cliutil.Usagef("missing required flag --scope"),
 					"give the namespaces the key may sign for: --scope org.example (repeatable), or --scope '*' for all")
+			}
+			if err := checkScopes(c.StringSlice("scope")); err != nil {
+				return err
 			}
 			pub, err := keyfile.ParsePublic(c.Args().First())
 			if err != nil {
@@ -308,4 +312,23 @@ socket.`,
 			return nil
 		},
 	}
+}
+
+// checkScopes refuses a --scope that is no trust scope before the store is
+// opened, saying once what a scope must be and then why this one is not
+// (the store's own error says the first part twice).
+func checkScopes(scopes []string) error {
+	for _, sc := range scopes {
+		err := bundle.ValidateScope(sc)
+		if err == nil {
+			continue
+		}
+		why := err
+		for u := errors.Unwrap(why); u != nil; u = errors.Unwrap(why) {
+			why = u
+		}
+		return cliutil.Failf(resolver.ErrInvalidTrust, "--scope %s: a trust scope must be * or a reverse-domain prefix such as org.example (%s)",
+			cliutil.Sanitize(strconv.Quote(sc)), errMessage(why))
+	}
+	return nil
 }

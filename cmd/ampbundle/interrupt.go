@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/internal/cliutil"
+)
+
+// msgImportInterrupted is what an import stopped by SIGINT or SIGTERM
+// says: it rolled back what it had staged (docs/CLI.md §1.12).
+const msgImportInterrupted = "interrupted: nothing was imported"
+
+// stopOnSignal runs do with the command's context cancelled at the first
+// SIGINT or SIGTERM (cliutil's StopSignals), so that a long command stops
+// through its own error path, undoing what it began, instead of dying
+// half way (the default action). A second signal has the default action
+// again. A run that a signal ended in a failure returns
+// cliutil.Interruptedf(msg) (exit 130); one that completed before the
+// signal took effect stands. A signal already pending when the command
+// starts stops it before it reads anything.
+func stopOnSignal(env *cliutil.Env, c *cli.Context, msg string, do func() error) error {
+	sigs, stopSignals := env.StopSignals()
+	parent := c.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
+	var got atomic.Bool
+	stopped := make(chan struct{})
+	select {
+	case <-sigs:
+		got.Store(true)
+		cancel()
+	default:
+	}
+	go func() {
+		select {
+		case <-sigs:
+			got.Store(true)
+			stopSignals()
+			cancel()
+		case <-stopped:
+		}
+	}()
+	defer func() {
+		close(stopped)
+		stopSignals()
+		cancel()
+	}()
+	c.Context = ctx
+	defer func() { c.Context = parent }()
+	if got.Load() {
+		return cliutil.Interruptedf("%s", msg)
+	}
+	err := do()
+	if err != nil && got.Load() {
+		return cliutil.Interruptedf("%s", msg)
+	}
+	return err
+}
