@@ -16,6 +16,16 @@ const ErrTooDeep = "json_too_deep"
 // (RFC 8259).
 const ErrMalformedBody = "malformed_json"
 
+// ErrBatchTooLarge names a JSON-RPC batch of more than MaxBatch
+// messages.
+const ErrBatchTooLarge = "batch_too_large"
+
+// MaxBatch bounds the messages of one JSON-RPC batch: the SDK decodes
+// each message at a fixed cost (about 66 KB) that its JSON values do not
+// show, so a body of many tiny messages would cost hundreds of times its
+// size. MCP 2025-06-18 has no batches; older hosts send a few.
+const MaxBatch = 16
+
 // MaxEnvelopeValues bounds the JSON values of a request body outside
 // params.arguments (the JSON-RPC envelope, _meta, the other params): an
 // MCP host sends a few dozen; the SDK decodes _meta into maps several
@@ -79,6 +89,8 @@ func errBody(name string) *amp.Error {
 		return amp.Named(amp.CodeInvalidMessage, ErrTooManyValues, "the request holds too many json values")
 	case ErrTooDeep:
 		return amp.Named(amp.CodeInvalidMessage, ErrTooDeep, "the request nests json more than %d deep", MaxBodyDepth)
+	case ErrBatchTooLarge:
+		return amp.Named(amp.CodeInvalidMessage, ErrBatchTooLarge, "the request batches more than %d messages", MaxBatch)
 	}
 	return amp.Named(amp.CodeInvalidMessage, ErrMalformedBody, "the request is not one json text")
 }
@@ -174,6 +186,12 @@ func elementRole(role bodyRole) bodyRole {
 	return roleOther
 }
 
+// object reads an object in role. A message's params.arguments are
+// charged to the item budget while they are read, whatever the order of
+// its members; when the message turns out not to be a tools/call (its
+// "method", written exactly so, is another), they are charged back to
+// the envelope: the SDK decodes other methods' arguments (prompts/get)
+// into maps.
 func (c *bodyCounter) object(depth int, role bodyRole) error {
 	c.i++ // '{'
 	c.space()
@@ -181,6 +199,8 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 		c.i++
 		return nil
 	}
+	message := role == roleRoot || role == roleMessage
+	argsBefore, isCall := c.args, false
 	for {
 		if c.i >= len(c.s) || c.s[c.i] != '"' {
 			return errBody(ErrMalformedBody)
@@ -195,16 +215,32 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 		}
 		c.i++
 		c.space()
+		start := c.i
 		if err := c.value(depth+1, memberRole(role, key)); err != nil {
 			return err
 		}
-		if done, err := c.next('}'); done || err != nil {
+		if message && string(key) == "method" {
+			isCall = string(c.s[start:c.i]) == `"tools/call"`
+		}
+		done, err := c.next('}')
+		if err != nil {
 			return err
+		}
+		if done {
+			if used := argsBefore - c.args; message && !isCall && used > 0 {
+				c.args += used
+				if c.other -= used; c.other < 0 {
+					return errBody(ErrTooManyValues)
+				}
+			}
+			return nil
 		}
 		c.space()
 	}
 }
 
+// array reads an array in role; a batch (the root array) holds at most
+// MaxBatch messages.
 func (c *bodyCounter) array(depth int, role bodyRole) error {
 	c.i++ // '['
 	c.space()
@@ -212,7 +248,10 @@ func (c *bodyCounter) array(depth int, role bodyRole) error {
 		c.i++
 		return nil
 	}
-	for {
+	for n := 1; ; n++ {
+		if role == roleRoot && n > MaxBatch {
+			return errBody(ErrBatchTooLarge)
+		}
 		if err := c.value(depth+1, elementRole(role)); err != nil {
 			return err
 		}

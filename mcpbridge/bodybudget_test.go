@@ -21,17 +21,22 @@ func counted(doc string) (args, other int, err error) {
 }
 
 // TestBodyCounterChargesOnlyArgumentsToTheItemBudget: values under a
-// message's params.arguments (a lone message or a batch's) go to the
-// item budget, every other value to the envelope's; a member name spelled
-// another way than the SDK's field is charged to the envelope (threat: a
-// body that dodges the smaller budget by a spelling the SDK still reads).
+// tools/call's params.arguments (a lone message or a batch's, its members
+// in any order) go to the item budget, every other value to the
+// envelope's; a member name or method spelled another way than the SDK's
+// field, and another method's arguments (which the SDK decodes into
+// maps), are charged to the envelope (threat: a body that dodges the
+// smaller budget by a spelling or a method the SDK still reads).
 func TestBodyCounterChargesOnlyArgumentsToTheItemBudget(t *testing.T) {
 	for _, c := range []struct {
 		doc         string
 		args, other int
 	}{
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":[1,2,"x"],"b":null}}}`, 6, 6},
-		{`[{"params":{"arguments":[true,false]}},{"params":{"arguments":{}}}]`, 4, 5},
+		{`[{"method":"tools/call","params":{"arguments":[true,false]}},{"params":{"arguments":{}},"method":"tools/call"}]`, 4, 7},
+		{`[{"params":{"arguments":[true,false]}},{"params":{"arguments":{}}}]`, 0, 9},
+		{`{"params":{"arguments":[1,2]},"method":"prompts/get"}`, 0, 6},
+		{`{"method":"tools\/call","params":{"arguments":[1]}}`, 0, 5},
 		{`{"params":{"\u0061rguments":[1,2]}}`, 0, 5},
 		{`{"params":{"Arguments":[1,2]}}`, 0, 5},
 		{`{"x":{"params":{"arguments":[1]}}}`, 0, 5},
@@ -50,7 +55,7 @@ func TestBodyCounterChargesOnlyArgumentsToTheItemBudget(t *testing.T) {
 // with its name.
 func TestBodyCounterRefusesPastItsBounds(t *testing.T) {
 	args := func(n int) string {
-		return `{"params":{"arguments":[` + strings.TrimSuffix(strings.Repeat("0,", n-1), ",") + `]}}`
+		return `{"method":"tools/call","params":{"arguments":[` + strings.TrimSuffix(strings.Repeat("0,", n-1), ",") + `]}}`
 	}
 	meta := func(n int) string {
 		return `{"params":{"_meta":[` + strings.TrimSuffix(strings.Repeat("0,", n-3), ",") + `]}}`
@@ -65,6 +70,10 @@ func TestBodyCounterRefusesPastItsBounds(t *testing.T) {
 		{args(11), 10, ErrTooManyValues},
 		{meta(MaxEnvelopeValues), 10, ""},
 		{meta(MaxEnvelopeValues + 1), 10, ErrTooManyValues},
+		{`{"params":{"arguments":[0,0,0,0,0,0,0,0,0]},"method":"prompts/get"}`, 10, ""},
+		{`{"params":{"arguments":[` + strings.Repeat("0,", MaxEnvelopeValues) + `0]},"method":"prompts/get"}`, 1 << 20, ErrTooManyValues},
+		{"[" + strings.Repeat(`{"method":"ping"},`, MaxBatch-1) + `{"method":"ping"}]`, 10, ""},
+		{"[" + strings.Repeat(`{"method":"ping"},`, MaxBatch) + `{"method":"ping"}]`, 10, ErrBatchTooLarge},
 		{nest(MaxBodyDepth), 10, ""},
 		{nest(MaxBodyDepth + 1), 10, ErrTooDeep},
 		{`{"a":1,}`, 10, ErrMalformedBody},

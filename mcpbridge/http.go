@@ -384,6 +384,11 @@ func (h *HTTPEndpoint) readBody(w http.ResponseWriter, r *http.Request) bool {
 		jsonError(w, http.StatusBadRequest, amp.Named(amp.CodeInvalidMessage, "body_unreadable", "cannot read the request body"))
 		return false
 	}
+	// The body is read whole: the rate reader's read deadline must not
+	// outlive it (net/http cancels the request when a read deadline
+	// passes, so a call running longer than the deadline was answered
+	// empty while its handler ran on).
+	rc.SetReadDeadline(time.Time{})
 	if err := checkBody(body, h.b.opts.MaxParamItems); err != nil {
 		refused := err.(*amp.Error) // checkBody's errors are errBody's
 		h.b.log.Warn("mcp request refused", "limit", refused.Name)

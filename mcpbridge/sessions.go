@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -163,11 +164,17 @@ func (h *HTTPEndpoint) evictLocked() bool {
 // header, a method name), status kept (docs/SPEC-DECISIONS.md MCP-12,
 // MCP-22): a JSON-RPC error (application/json) keeps its id and code and
 // gets its code's fixed text, without data (finish writes it); any other
-// error body becomes the JSON error of its status. Other responses pass
-// through, streamed (Flush, Unwrap for http.ResponseController).
+// error body becomes the JSON error of its status. A 200
+// application/json answer passes its results as they are, and its errors
+// rewritten the same way (safeAnswer: the SDK's -32602 for params it
+// cannot decode quotes them, escaped again). Other responses pass through,
+// streamed (Flush, Unwrap for http.ResponseController).
 type safeWriter struct {
 	http.ResponseWriter
 	wrote, swallow bool
+	// answer: a 200 application/json answer, each Write of it one whole
+	// JSON-RPC answer (safeAnswer).
+	answer bool
 	// rpc: a JSON-RPC error held until finish; status its status, held
 	// its body (at most maxHeldError bytes).
 	rpc    bool
@@ -185,6 +192,10 @@ func (s *safeWriter) WriteHeader(code int) {
 	}
 	s.wrote = true
 	if code < 400 {
+		if code == http.StatusOK && strings.HasPrefix(s.Header().Get("Content-Type"), "application/json") {
+			s.answer = true
+			s.Header().Del("Content-Length")
+		}
 		s.ResponseWriter.WriteHeader(code)
 		return
 	}
@@ -207,7 +218,95 @@ func (s *safeWriter) Write(p []byte) (int, error) {
 	if s.swallow {
 		return len(p), nil
 	}
+	if s.answer {
+		if _, err := s.ResponseWriter.Write(safeAnswer(p)); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
 	return s.ResponseWriter.Write(p)
+}
+
+// safeAnswer is a 200 application/json body of the SDK made safe to send:
+// its results as they are, each error with its id and code and the code's
+// fixed text (rpcErrorBody). In JSON mode go-sdk v1.8.0 writes the whole
+// answer, one message or a batch's array, in one Write; a body that is
+// not a whole answer is replaced by an internal error rather than sent
+// unread.
+func safeAnswer(p []byte) []byte {
+	t := bytes.TrimSpace(p)
+	if len(t) > 0 && t[0] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(t, &batch) != nil {
+			return rpcErrorBody(nil)
+		}
+		changed := false
+		for i, m := range batch {
+			if isError, ok := answerKind(m); !ok || isError {
+				batch[i], changed = rpcErrorBody(m), true
+			}
+		}
+		if !changed {
+			return p
+		}
+		out, _ := json.Marshal(batch) // RawMessages that are valid JSON
+		return out
+	}
+	if isError, ok := answerKind(t); !ok || isError {
+		return rpcErrorBody(t)
+	}
+	return p
+}
+
+// answerKind reads a JSON-RPC answer's members up to its "result" (false)
+// or "error" (true); ok is false when it reaches neither (not an answer,
+// or not whole). The SDK writes "jsonrpc" and "id" first, so a result is
+// told from its first bytes.
+func answerKind(m []byte) (isError, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(m))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false, false
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return false, false
+		}
+		switch key {
+		case "result":
+			return false, true
+		case "error":
+			return true, true
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false, false
+		}
+	}
+	return false, false
+}
+
+// rpcErrorBody is the JSON-RPC error answer m made safe: its id (a plain
+// one) and code, the code's fixed text, no data; for m that is not such an
+// error, an internal error (-32603) with a null id.
+func rpcErrorBody(m []byte) []byte {
+	var msg struct {
+		ID    json.RawMessage `json:"id"`
+		Error *struct {
+			Code int64 `json:"code"`
+		} `json:"error"`
+	}
+	if m == nil || json.Unmarshal(m, &msg) != nil || msg.Error == nil || !plainID(msg.ID) {
+		msg.ID, msg.Error = nil, &struct {
+			Code int64 `json:"code"`
+		}{Code: -32603}
+	}
+	if len(msg.ID) == 0 {
+		msg.ID = json.RawMessage("null")
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{
+		"code": msg.Error.Code, "message": rpcErrorText(msg.Error.Code)}})
+	return body
 }
 
 // finish writes the JSON-RPC error held: its id and code, the code's
@@ -217,25 +316,14 @@ func (s *safeWriter) finish() {
 		return
 	}
 	s.rpc = false
-	var msg struct {
-		ID    json.RawMessage `json:"id"`
-		Error *struct {
-			Code int64 `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(s.held, &msg) != nil || msg.Error == nil || !plainID(msg.ID) {
+	if isError, ok := answerKind(s.held); !ok || !isError {
 		jsonError(s.ResponseWriter, s.status, statusError(s.status))
 		return
-	}
-	if len(msg.ID) == 0 {
-		msg.ID = json.RawMessage("null")
 	}
 	s.Header().Set("Cache-Control", "no-store")
 	s.Header().Del("Content-Length")
 	s.ResponseWriter.WriteHeader(s.status)
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{
-		"code": msg.Error.Code, "message": rpcErrorText(msg.Error.Code)}})
-	s.ResponseWriter.Write(append(body, '\n'))
+	s.ResponseWriter.Write(append(rpcErrorBody(s.held), '\n'))
 }
 
 // plainID reports whether id is a JSON-RPC id as the SDK writes one: a
