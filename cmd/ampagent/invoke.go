@@ -214,7 +214,9 @@ func readParams(env *cliutil.Env, c *cli.Context) (cbor.RawMessage, error) {
 		}
 	}
 	v, err := offlineschema.ValueFromJSON(data)
-	if err != nil {
+	if amp.NameOf(err) == offlineschema.ErrInvalidJSON {
+		return nil, cliutil.Usagef("--params is not valid JSON")
+	} else if err != nil {
 		return nil, cliutil.Usagef("--params is not usable JSON: %s", amp.AsError(err).Message)
 	}
 	out, err := offlineschema.ToCBOR(v)
