@@ -138,7 +138,14 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	r = io.TeeReader(r, fileHash)
 	var verified *ImportResult // set once the manifest verified
 	defer func() {
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// Cancelled: whatever else failed with it (a caller that
+			// goes away both cancels and breaks the stream: an agent's
+			// HTTP server does), the import was stopped, not refused:
+			// not audited, not called truncated.
+			err = fail(ErrStoreIO, "import canceled").WithCause(ctx.Err())
+		case err != nil:
 			s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source)
 		}
 	}()

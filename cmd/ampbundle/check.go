@@ -31,6 +31,9 @@ var recoverable = map[string]bool{"pending": true}
 type checkReport struct {
 	Problems    []resolver.Problem `json:"problems"`
 	Recoverable bool               `json:"recoverable"`
+	// RolledBack is what --repair rolled back before the check (absent
+	// without --repair), as in the success document.
+	RolledBack *resolver.Recovery `json:"rolled_back,omitempty"`
 }
 
 func checkCommand(env *cliutil.Env) *cli.Command {
@@ -45,10 +48,11 @@ entries, descriptors, aliases, DID and $id entries, high-water marks,
 interrupted imports, and the audit chain. Opens the store read-only, or
 read-write with --repair.
 
-Exit 0 when the store is sound and no installed bundle has expired. A
-sound store holding expired bundles (which fail closed) fails with
-bundle_expired, listing them ({"expired","revoked","stale"} in the details
-with --json). Otherwise the command fails, and each
+Exit 0 when the store is sound and every installed bundle serves. A sound
+store holding bundles that fail closed fails: bundle_expired when one has
+expired, else bundle_revoked when one is revoked, else bundle_stale when
+one's heartbeat is stale, listing them all ({"expired","revoked","stale"}
+in the details with --json). Otherwise the command fails, and each
 problem is listed as "problem: [KIND] MESSAGE" on stderr, or with --json in
 the error's details ({"problems":[{"kind","message"}],"recoverable"}):
 
@@ -78,12 +82,15 @@ then checks it; it repairs nothing else.`,
 			defer closeStore(s, &err)
 			var rolledBack *resolver.Recovery
 			if c.Bool("repair") {
-				rolledBack = &resolver.Recovery{}
+				// Through an agent's admin socket, the agent rolled back
+				// what it found when it opened the store; this command
+				// cannot tell what (nothing is reported).
 				if st, ok := s.Store(); ok {
-					*rolledBack = st.Recovered()
+					r := st.Recovered()
+					rolledBack = &r
 				}
 				if !c.Bool("json") {
-					printRolledBack(env, *rolledBack)
+					printRolledBack(env, rolledBack)
 				}
 			}
 			problems, err := s.Check()
@@ -91,7 +98,7 @@ then checks it; it repairs nothing else.`,
 				return err
 			}
 			if len(problems) > 0 {
-				return checkFailure(env, c, problems)
+				return checkFailure(env, c, problems, rolledBack)
 			}
 			return checkSound(env, c, s, rolledBack)
 		},
@@ -100,7 +107,11 @@ then checks it; it repairs nothing else.`,
 
 // printRolledBack says what check --repair rolled back when it opened the
 // store (an agent holding the store rolled back at its start).
-func printRolledBack(env *cliutil.Env, r resolver.Recovery) {
+func printRolledBack(env *cliutil.Env, r *resolver.Recovery) {
+	if r == nil {
+		fmt.Fprintln(env.Stdout, "repair: the agent holding the store rolled back any interrupted import when it opened it")
+		return
+	}
 	if r.Imports == 0 {
 		fmt.Fprintln(env.Stdout, "repair: no interrupted import to roll back")
 		return
@@ -114,6 +125,9 @@ type failingClosed struct {
 	Expired []string `json:"expired"`
 	Revoked []string `json:"revoked"`
 	Stale   []string `json:"stale"`
+	// RolledBack is what --repair rolled back before the check (absent
+	// without --repair).
+	RolledBack *resolver.Recovery `json:"rolled_back,omitempty"`
 }
 
 // checkSound reports a store without problems: exit 0 when every installed
@@ -134,7 +148,7 @@ func checkSound(env *cliutil.Env, c *cli.Context, s registry, rolledBack *resolv
 	if err != nil {
 		return storeIO("cannot read the audit head", err)
 	}
-	fc := failingClosed{Expired: []string{}, Revoked: []string{}, Stale: []string{}}
+	fc := failingClosed{Expired: []string{}, Revoked: []string{}, Stale: []string{}, RolledBack: rolledBack}
 	for _, b := range bundles {
 		id := fmt.Sprintf("%s@%d", b.BundleID, b.Version)
 		if b.Expired {
@@ -204,7 +218,7 @@ func failingClosedError(fc failingClosed) error {
 
 // checkFailure is the error of a check that found problems: problems on
 // stderr for humans, in the details with --json.
-func checkFailure(env *cliutil.Env, c *cli.Context, problems []resolver.Problem) error {
+func checkFailure(env *cliutil.Env, c *cli.Context, problems []resolver.Problem, rolledBack *resolver.Recovery) error {
 	kinds := map[string]int{}
 	all := true
 	for _, p := range problems {
@@ -228,7 +242,7 @@ func checkFailure(env *cliutil.Env, c *cli.Context, problems []resolver.Problem)
 	if c.Bool("json") {
 		where = "listed in the details"
 	}
-	report := checkReport{Problems: problems, Recoverable: all}
+	report := checkReport{Problems: problems, Recoverable: all, RolledBack: rolledBack}
 	if all {
 		return cliutil.WithHint(
 			cliutil.Failf(errStoreNeedsRecovery, "store check found only what interrupted imports left (%d problem(s), %s): nothing installed is damaged", len(problems), where).WithDetails(report),

@@ -131,7 +131,7 @@ func runImport(env *cliutil.Env, c *cli.Context) (err error) {
 		in = importInput{src: parts, explain: parts.Explain, total: int64(parts.x.Size), fileSum: parts.x.SHA256}
 	}
 	prog := cliutil.NewProgress(env, c.Bool("json"), "importing", in.total)
-	res, err := s.Import(c.Context, in.src, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: in.fileSum})
+	res, err := s.Import(importContext(c.Context, s), in.src, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: in.fileSum})
 	prog.Done()
 	if err != nil {
 		return in.explain(err)
@@ -337,6 +337,9 @@ type importJSON struct {
 	// StatementsNotApplied counts, for an OCI artifact, the statements
 	// carried with it that import does not apply (sync does).
 	StatementsNotApplied int `json:"statements_not_applied,omitempty"`
+	// StatementsUnlisted: for an OCI artifact, the statements carried
+	// with it could not be listed (a revocation among them is unknown).
+	StatementsUnlisted bool `json:"statements_unlisted,omitempty"`
 }
 
 func importView(path string, r *resolver.ImportResult) importJSON {

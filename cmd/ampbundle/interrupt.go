@@ -61,3 +61,18 @@ func stopOnSignal(env *cliutil.Env, c *cli.Context, msg string, do func() error)
 	}
 	return err
 }
+
+// importContext is the context an import into s runs with: the command's
+// own for a store this process holds, which rolls back what it staged when
+// a signal cancels it; through a running agent's admin socket, one no
+// signal cancels: the agent commits or rolls back on its own, and a
+// cancellation racing its commit would make the command say "nothing was
+// imported" of a bundle the agent serves. There the first signal lets the
+// import run to the agent's answer, which the exit then tells (a second
+// signal stops the command at once; docs/SPEC-DECISIONS.md CLI-22).
+func importContext(ctx context.Context, s registry) context.Context {
+	if _, held := s.Store(); held {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}

@@ -186,15 +186,19 @@ func importOCI(env *cliutil.Env, c *cli.Context) (err error) {
 	}
 	defer closeStore(s, &err)
 	prog := cliutil.NewProgress(env, c.Bool("json"), "importing", total)
-	res, err := s.Import(ctx, sp.File, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: a.FileSHA256})
+	res, err := s.Import(importContext(ctx, s), sp.File, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: a.FileSHA256})
 	prog.Done()
 	if err != nil {
 		return err
 	}
 	warnExpiry(env, c, s, res)
 	v := importView(name, res)
-	v.StatementsNotApplied = carriedStatements(ctx, ep, a)
-	defer noteCarried(env, v.StatementsNotApplied, loc)
+	// The import stands: the listing runs even when a signal came after
+	// its commit, within the endpoint's own bounds.
+	var lerr error
+	v.StatementsNotApplied, lerr = carriedStatements(context.WithoutCancel(ctx), ep, a)
+	v.StatementsUnlisted = lerr != nil
+	defer noteCarried(env, v.StatementsNotApplied, lerr, loc)
 	if c.Bool("json") {
 		return cliutil.PrintJSON(env.Stdout, v)
 	}
@@ -205,20 +209,26 @@ func importOCI(env *cliutil.Env, c *cli.Context) (err error) {
 // carriedStatements counts the statements carried with the bundle a
 // (its referrers: revocations, trust statements, heartbeats), which an
 // import does not apply (docs/SPEC-DECISIONS.md OCI-6, CLI-20). A listing
-// that fails counts none: the import stands, verified.
-func carriedStatements(ctx context.Context, ep *ocitransport.Endpoint, a *ocitransport.Artifact) int {
+// that fails is said so (noteCarried): the import stands, verified, but
+// a revocation it may carry is unknown.
+func carriedStatements(ctx context.Context, ep *ocitransport.Endpoint, a *ocitransport.Artifact) (int, error) {
 	stmts, skipped, err := ep.StatementsSkipping(ctx, a)
 	if err != nil {
-		return 0
+		return 0, err
 	}
-	return len(stmts) + len(skipped)
+	return len(stmts) + len(skipped), nil
 }
 
 // noteCarried says in one line on stderr that n statements carried with
 // the imported artifact were not applied, naming the sync that applies
 // them: an operator importing a revoked bundle must not take it for a
 // servable one.
-func noteCarried(env *cliutil.Env, n int, loc ocitransport.Location) {
+func noteCarried(env *cliutil.Env, n int, listErr error, loc ocitransport.Location) {
+	if listErr != nil {
+		fmt.Fprintf(env.Stderr, "note: the statements carried with this artifact could not be listed (%s); `ampbundle sync %s` applies any it carries\n",
+			amp.NameOf(listErr), cliutil.Sanitize(loc.WithReference("").String()))
+		return
+	}
 	if n == 0 {
 		return
 	}
