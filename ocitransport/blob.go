@@ -61,7 +61,11 @@ func (b *blobReader) Read(p []byte) (int, error) {
 		return n, nil
 	case b.stalled():
 		return n, fail(ErrTooSlow, "a blob arrived slower than %d bytes per second", b.o.MinDataRate)
-	case err == io.ErrUnexpectedEOF, err == io.EOF && b.left > 0:
+	case err == io.ErrUnexpectedEOF:
+		// The answer ended before its own length: cut in transit, maybe
+		// (the cause tells it from a whole answer that is short).
+		return n, fail(ErrSize, "a blob is shorter than its descriptor says").WithCause(err)
+	case err == io.EOF && b.left > 0:
 		return n, fail(ErrSize, "a blob is shorter than its descriptor says")
 	case err == io.EOF:
 		return n, nil // the next Read checks the digest

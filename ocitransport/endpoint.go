@@ -66,6 +66,9 @@ type Options struct {
 	MinDataRate int64
 	// Grace is the time a body gets before MinDataRate counts (30 s when 0).
 	Grace time.Duration
+	// LayoutLockWait bounds the wait of a layout's writer for another to
+	// release the layout's lock file (DefaultLayoutLockWait when 0).
+	LayoutLockWait time.Duration
 	// DialContext dials the registry (nil: a net.Dialer with a 30 s
 	// timeout). A layout never dials.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -155,7 +158,7 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 		if err := prepareLayoutDir(loc.Path); err != nil {
 			return nil, err
 		}
-		st, err := openLayoutStore(ctx, loc.Path)
+		st, err := openLayoutStore(ctx, loc.Path, e.o.LayoutLockWait)
 		if err != nil {
 			return nil, err
 		}
@@ -229,10 +232,16 @@ func hostIn(host string, list []string) bool {
 	return false
 }
 
+// openRepository opens the repository loc names. The registry's host is
+// the one oras-go sends the requests to (registry.Reference.Host:
+// registry-1.docker.io for docker.io), for every check of the round
+// tripper (OCI-11, OCI-12); --plain-http-host may name either.
 func openRepository(loc Location, o *Options) (*remote.Repository, error) {
-	plain := hostIn(loc.Registry, o.PlainHTTPHosts)
+	ref := registry.Reference{Registry: loc.Registry, Repository: loc.Repository}
+	host := ref.Host()
+	plain := hostIn(loc.Registry, o.PlainHTTPHosts) || hostIn(host, o.PlainHTTPHosts)
 	if o.PlainHTTP && !plain {
-		if !isLoopback(loc.Registry) {
+		if !isLoopback(host) {
 			return nil, fail(ErrPlainHTTP, "plain HTTP is only for a loopback registry or a host named with --plain-http-host")
 		}
 		plain = true
@@ -246,7 +255,7 @@ func openRepository(loc Location, o *Options) (*remote.Repository, error) {
 		store = ds
 	}
 	repo := &remote.Repository{
-		Reference:            registry.Reference{Registry: loc.Registry, Repository: loc.Repository},
+		Reference:            ref,
 		PlainHTTP:            plain,
 		MaxMetadataBytes:     o.MaxManifestSize,
 		SkipReferrersGC:      true,
@@ -254,7 +263,7 @@ func openRepository(loc Location, o *Options) (*remote.Repository, error) {
 		TagListMaxPages:      o.MaxTags/1000 + 1,
 		ReferrerListMaxPages: 10,
 		Client: &auth.Client{
-			Client:     newHTTPClient(loc.Registry, loc.Repository, plain, o),
+			Client:     newHTTPClient(host, loc.Repository, plain, o),
 			Cache:      auth.NewCache(),
 			Credential: credentials.Credential(store),
 			Header:     http.Header{"User-Agent": {"ampbundle"}},

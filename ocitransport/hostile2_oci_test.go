@@ -1,17 +1,20 @@
 package ocitransport_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -523,5 +526,221 @@ func TestLayoutRetagReplacesIndexKeepingTheOldManifest(t *testing.T) {
 	}
 	if stmts, err := check.Statements(context.Background(), a); err != nil || len(stmts) != 1 {
 		t.Fatalf("the old manifest's statements: %d, %v", len(stmts), err)
+	}
+}
+
+// dripStatus answers status (with Location when loc is set) and a body of
+// n bytes, one byte every 100 ms, until the client goes away: "{" then
+// spaces, a JSON error body a decoder keeps reading.
+func dripStatus(w http.ResponseWriter, r *http.Request, status int, loc string, n int) {
+	w.Header().Set("Content-Type", "application/json")
+	if loc != "" {
+		w.Header().Set("Location", loc)
+	}
+	w.WriteHeader(status)
+	w.(http.Flusher).Flush()
+	for i := range n {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		c := byte(' ')
+		if i == 0 {
+			c = '{'
+		}
+		w.Write([]byte{c})
+		w.(http.Flusher).Flush()
+	}
+}
+
+// TestHostileRegistryBlobGETNonBlobAnswerIsTimeBound: a blob GET is
+// left to its blobReader, whose rate clock starts only once oras-go's
+// Fetch returned a 200 answer. Every other answer to that GET (the error
+// body oras-go parses, the body net/http slurps from a redirect) must be
+// bounded in time too, or a hostile registry holds the client until
+// --timeout (10 min) instead of the grace plus the minimum rate (OCI-10,
+// OCI-11). Each must end as oci_too_slow as a trickled tag list does.
+func TestHostileRegistryBlobGETNonBlobAnswerIsTimeBound(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		status   int
+		redirect bool
+	}{
+		{"500 with a trickled error body", http.StatusInternalServerError, false},
+		{"307 with a trickled body", http.StatusTemporaryRedirect, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHostileRegistry(t, "faithful")
+			var hops atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.URL.Path, "/v2/amp/x/blobs/") && r.Method == http.MethodGet && hops.Add(1) == 1 {
+					loc := ""
+					if tc.redirect {
+						loc = r.URL.Path + "?hop=2"
+					}
+					dripStatus(w, r, tc.status, loc, 400)
+					return
+				}
+				h.serve(w, r)
+			}))
+			defer srv.Close()
+			o := ocitransport.Options{PlainHTTP: true, Grace: 300 * time.Millisecond, MinDataRate: 1024}
+			ep := mustOpen(t, "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/amp/x", o, ocitransport.ReadOnly)
+			a, err := ep.Resolve(context.Background(), "v1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- ep.WriteBundle(ctx, a, &countWriter{}) }()
+			select {
+			case err := <-done:
+				if nameOf(err) != string(ocitransport.ErrTooSlow) {
+					t.Fatalf("a blob GET answered %d with a trickled body (10 B/s; grace 0.3 s, 1024 B/s): %v", tc.status, err)
+				}
+			case <-time.After(1500 * time.Millisecond):
+				cancel()
+				<-done
+				t.Fatalf("still reading the trickled body of a %d answer to a blob GET after 1.5 s (grace 0.3 s, min rate 1024 B/s): it escaped the time bound", tc.status)
+			}
+		})
+	}
+}
+
+// TestHostileConcurrentLayoutPushesKeepBothTags: two writers of one
+// layout folder at once (two operators, a cron job and an operator), each
+// opened before the other pushed: were index.json written from the copy
+// each read at open, the later rename would drop the tag the other wrote
+// while both report success. Each push must keep the other's tag (the
+// lock file and the re-read under it, OCI-14).
+func TestHostileConcurrentLayoutPushesKeepBothTags(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "layout")
+	first := mustOpen(t, "oci-layout:"+dir, ocitransport.Options{}, ocitransport.ReadWrite)
+	second := mustOpen(t, "oci-layout:"+dir, ocitransport.Options{}, ocitransport.ReadWrite)
+	pushSample(t, first, "a")
+	pushSample(t, second, "b")
+	first.Close()
+	second.Close()
+	check := mustOpen(t, "oci-layout:"+dir, ocitransport.Options{}, ocitransport.ReadOnly)
+	tags, err := check.Tags(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(tags, "a") || !slices.Contains(tags, "b") {
+		t.Fatalf("two pushes that both succeeded left the tags %q in the layout (want a and b): the later index.json replaced the other's", tags)
+	}
+}
+
+// TestHostileLayoutCopyRerunAfterCrashKeepsRevocation: OCI-14 says what a
+// failed copy landed is reused by a rerun. A copy killed between a
+// statement manifest's blob landing (oras-go writes it first) and the
+// index.json replace leaves that manifest's file in blobs/sha256 with no
+// index entry. Were "exists" the file's presence, the rerun would neither
+// push nor list it, tag the bundle and report the statement copied, while
+// a layout reader (oras-go's referrers come from index.json) finds no
+// revocation: across the air gap the bundle would import as never
+// revoked. A manifest exists in a layout only when index.json lists it.
+func TestHostileLayoutCopyRerunAfterCrashKeepsRevocation(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srcDir, dstDir := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	w := mustOpen(t, "oci-layout:"+srcDir, ocitransport.Options{}, ocitransport.ReadWrite)
+	b := pushSample(t, w, "v1")
+	if _, err := w.PushStatement(ctx, signedStatement(t, bundle.MediaTypeRevocation), b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	src := mustOpen(t, "oci-layout:"+srcDir, ocitransport.Options{}, ocitransport.ReadOnly)
+	dst := mustOpen(t, "oci-layout:"+dstDir, ocitransport.Options{}, ocitransport.ReadWrite)
+	if _, _, err := ocitransport.Copy(ctx, src, "v1", dst, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	dst.Close()
+	// The state a kill leaves after the statement manifest's blob landed,
+	// before its index.json replace: the bundle's manifest listed
+	// untagged, nothing else.
+	crashed := ocispec.Index{Manifests: []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageManifest, Digest: b.Descriptor.Digest, Size: b.Descriptor.Size, ArtifactType: ocitransport.ArtifactTypeBundle}}}
+	crashed.SchemaVersion = 2
+	raw, _ := json.Marshal(crashed)
+	if err := os.WriteFile(filepath.Join(dstDir, "index.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rerun := mustOpen(t, "oci-layout:"+dstDir, ocitransport.Options{}, ocitransport.ReadWrite)
+	_, n, err := ocitransport.Copy(ctx, src, "v1", rerun, "v1")
+	if err != nil {
+		t.Fatalf("the rerun: %v", err)
+	}
+	rerun.Close()
+	check := mustOpen(t, "oci-layout:"+dstDir, ocitransport.Options{}, ocitransport.ReadOnly)
+	a, err := check.Resolve(ctx, "v1")
+	if err != nil {
+		t.Fatalf("the rerun (%d statements copied) left no tag v1: %v", n, err)
+	}
+	stmts, err := check.Statements(ctx, a)
+	if err != nil || len(stmts) != 1 {
+		t.Fatalf("the rerun reported %d statement copied and tagged v1, but the layout lists %d statements of it (%v): the revocation is lost", n, len(stmts), err)
+	}
+}
+
+// TestHonestDockerHubNamedDockerIOIsPulled: oras-go sends every request
+// of oci://docker.io/… to registry-1.docker.io (registry.Reference.Host).
+// Were the round tripper's registry the name the operator wrote, the
+// OCI-12 check would refuse the very first request as
+// oci_auth_host_refused, and with --allow-auth-host no blob would be
+// classified as one (OCI-11), each cut at 256 KiB. The registry's own
+// host must be oras-go's. (The dial is sent to a local faithful registry;
+// plain HTTP named.)
+func TestHonestDockerHubNamedDockerIOIsPulled(t *testing.T) {
+	h := newHostileRegistry(t, "faithful")
+	o := ocitransport.Options{
+		PlainHTTPHosts: []string{"docker.io", "registry-1.docker.io"},
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, h.host())
+		},
+	}
+	ep := mustOpen(t, "oci://docker.io/amp/x", o, ocitransport.ReadOnly)
+	a, err := ep.Resolve(context.Background(), "v1")
+	if err != nil {
+		t.Fatalf("resolving v1 on oci://docker.io/amp/x (oras-go asks registry-1.docker.io): %v", err)
+	}
+	if err := ep.WriteBundle(context.Background(), a, &countWriter{}); err != nil {
+		t.Fatalf("pulling v1's file from oci://docker.io/amp/x: %v", err)
+	}
+}
+
+// TestLayoutTarWrittenHoldsNoLockFile: a tar is built in a layout folder,
+// under its lock file (OCI-14); the tar carried across the air gap holds
+// the layout only (docs/FORMAT.md, "Layout tars"), not the writer's lock.
+func TestLayoutTarWrittenHoldsNoLockFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "out.tar")
+	w := mustOpen(t, "oci-layout:"+p, ocitransport.Options{}, ocitransport.ReadWrite)
+	pushSample(t, w, "v1")
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+		if !slices.Contains([]string{"blobs/", "blobs/sha256/", "index.json", "oci-layout"}, h.Name) && !strings.HasPrefix(h.Name, "blobs/sha256/") {
+			t.Errorf("the tar holds %q, not a layout member", h.Name)
+		}
+	}
+	if !slices.Contains(names, "index.json") {
+		t.Fatalf("the tar holds no index.json: %q", names)
 	}
 }

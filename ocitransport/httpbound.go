@@ -1,6 +1,7 @@
 package ocitransport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -213,7 +214,7 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	kind := t.classify(req)
 	if kind == respBlob && req.Method == http.MethodGet {
-		return t.answer(t.base.RoundTrip(req)) // bounded by the blobReader
+		return t.blobAnswer(req)
 	}
 	limit, name := int64(MaxOtherResponseSize), ErrRegistry
 	switch kind {
@@ -232,6 +233,51 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	resp.Body = newBoundedBody(resp.Body, ctx, cancel, limit, name, t.o)
 	return resp, nil
+}
+
+// blobAnswer sends a blob GET. The blob itself (a 200 or 206 answer) is
+// bounded by the blobReader that reads it; any other answer (an error, a
+// redirect) is read here whole, bounded in bytes and in time from its
+// first byte, before oras-go parses it or net/http follows the redirect,
+// so that no answer to a blob GET is read at a pace of the registry's
+// choosing (docs/SPEC-DECISIONS.md OCI-11).
+func (t *boundedTransport) blobAnswer(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	resp, err := t.answer(t.base.RoundTrip(req.WithContext(ctx)))
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent {
+		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+		return resp, nil
+	}
+	body := newBoundedBody(resp.Body, ctx, cancel, MaxOtherResponseSize, ErrRegistry, t.o)
+	data, err := io.ReadAll(body)
+	body.Close()
+	if err != nil {
+		var ae *amp.Error
+		if errors.As(err, &ae) {
+			return nil, ae
+		}
+		return nil, fail(ErrRegistry, "cannot read the registry's answer to a blob request").WithCause(err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	return resp, nil
+}
+
+// cancelBody ends its request's context when closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+// Close closes the body and ends its request.
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
 }
 
 // answer notes the token realm of a 401 answer (noteRealm), or refuses it.

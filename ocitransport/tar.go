@@ -21,7 +21,7 @@ func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 		return nil, fail(ErrIO, "cannot create a temporary folder next to the tar").WithCause(err)
 	}
 	e.tmp = tmp
-	st, err := openLayoutStore(ctx, tmp)
+	st, err := openLayoutStore(ctx, tmp, e.o.LayoutLockWait)
 	if err != nil {
 		e.Close()
 		return nil, err
@@ -87,7 +87,7 @@ func writeTar(w io.Writer, root string) error {
 			return err
 		}
 		rel, err := filepath.Rel(root, p)
-		if err != nil || rel == "." || rel == "ingest" || filepath.Dir(rel) == "ingest" {
+		if err != nil || rel == "." || rel == LayoutLockFile || rel == "ingest" || filepath.Dir(rel) == "ingest" {
 			if d.IsDir() && rel == "ingest" {
 				return filepath.SkipDir
 			}

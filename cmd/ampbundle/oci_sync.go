@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strings"
@@ -274,15 +276,36 @@ type ociFile struct {
 // ociFiles are the files of one sync, by ociFileKey.
 type ociFiles map[string]*ociFile
 
-// ociFileKey names the bytes a bundle's manifest pulls: its layers'
-// digests, the file's size and SHA-256.
+// ociFileKey names the bytes a bundle's manifest pulls: the file's size
+// and SHA-256, and each layer's digest, size and media type, every one of
+// which the pull depends on (docs/SPEC-DECISIONS.md OCI-16).
 func ociFileKey(a *ocitransport.Artifact) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%x/%d", a.FileSHA256, a.FileSize)
 	for _, l := range a.Manifest.Layers {
-		b.WriteString("/" + l.Digest.String())
+		fmt.Fprintf(&b, "/%s,%d,%q", l.Digest, l.Size, l.MediaType)
 	}
 	return b.String()
+}
+
+// fileVerdict says whether err is a verdict on a pulled file's bytes, to
+// be remembered for the file (OCI-16): a digest or size mismatch once the
+// answer was read whole (not one cut in transit), or the refusal of the
+// inspect or the import; never a transient failure (the registry's error,
+// a stall, an I/O error, the deadline).
+func fileVerdict(ctx context.Context, err error, pulled bool) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	switch amp.ErrName(errName(err)) {
+	case ocitransport.ErrRegistry, ocitransport.ErrTooSlow, ocitransport.ErrIO:
+		return false
+	case ocitransport.ErrDigest:
+		return true
+	case ocitransport.ErrSize:
+		return !errors.Is(err, io.ErrUnexpectedEOF)
+	}
+	return pulled
 }
 
 // annotationMismatch says whether the bundle_id and version of a file's
@@ -320,22 +343,23 @@ func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e
 		e.BundleID, e.Version, e.Outcome = cliutil.Sanitize(f.bundleID), f.version, ociUnchanged
 		return
 	}
-	// Errors of the file itself are kept; a deadline is not the file's.
-	fileRefused := func(err error) {
-		if ctx.Err() == nil {
+	// Verdicts on the file's bytes are kept; a transient failure is not
+	// the file's.
+	fileRefused := func(err error, pulled bool) {
+		if fileVerdict(ctx, err, pulled) {
 			f.err = err
 		}
 		refuse(e, err)
 	}
 	sp, err := spoolOCIBundle(ctx, ep, e.art)
 	if err != nil {
-		fileRefused(err)
+		fileRefused(err, false)
 		return
 	}
 	defer sp.Close()
 	in, err := bundle.Inspect(sp.File, 0)
 	if err != nil {
-		fileRefused(err)
+		fileRefused(err, true)
 		return
 	}
 	f.inspected, f.bundleID, f.version = true, in.Manifest.BundleID, in.Manifest.Version
@@ -349,7 +373,7 @@ func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e
 	}
 	res, err := s.Import(ctx, sp.File, resolver.ImportOptions{FileSHA256: e.art.FileSHA256})
 	if err != nil {
-		fileRefused(err)
+		fileRefused(err, true)
 		return
 	}
 	f.imported = true

@@ -2,20 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/ocitransport"
 )
 
@@ -164,5 +168,127 @@ func TestHostileOCISyncForgedCandidatesOfTheGenuineFileKeepItIn(t *testing.T) {
 	lr.mu.Unlock()
 	if sent > 2*genuine.FileSize {
 		t.Fatalf("%d forged tags of the genuine %d-byte file made sync download %d bytes of it", forged, genuine.FileSize, sent)
+	}
+}
+
+// TestHostileOCISyncForgedLayerSizesDoNotKeepGenuineOut: OCI-16 remembers
+// a file's refusal by a key of what the pull depends on; a pull depends on
+// each layer's SIZE too, which the manifest (attacker-written) sets, so
+// the key must hold it. One who may push a tag lists the
+// genuine version's own layers with their sizes shifted by one byte (the
+// sum unchanged, so the manifest checks pass) under a higher version
+// annotation: sync tries it first and its pull fails on the size; were
+// the sizes not in the key, the refusal would be remembered under the
+// genuine file's key and the genuine candidate refused "already refused"
+// without being pulled.
+func TestHostileOCISyncForgedLayerSizesDoNotKeepGenuineOut(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "layout")
+	mustRun(t, "push", sampleFile("translate"), "oci-layout:"+dir+":v1")
+	mustRun(t, "push", translateVersion(t, 2), "oci-layout:"+dir+":v2", "--max-layer-size", "512")
+	loc, err := ocitransport.ParseLocation("oci-layout:" + dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := ocitransport.Open(t.Context(), loc, ocitransport.Options{}, ocitransport.ReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	genuine, err := ep.Resolve(t.Context(), "v2")
+	ep.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(genuine.Manifest.Layers) < 2 {
+		t.Fatalf("the genuine bundle has %d layers; the test needs 2 or more", len(genuine.Manifest.Layers))
+	}
+	layers := append([]ocispec.Descriptor(nil), genuine.Manifest.Layers...)
+	layers[0].Size--
+	layers[1].Size++
+	addToLayout(t, dir, "zz-forged", ocitransport.BundleManifest(layers, genuine.FileSize, genuine.FileSHA256, "", translateID, 99))
+
+	db := newStore(t)
+	r := runCLI(t, nil, "sync", "oci-layout:"+dir, "--db", db, "--json")
+	got := syncEntries(t, r)
+	if v := installed(t, db, translateID); v != 2 {
+		t.Fatalf("a forged manifest listing the genuine layers with shifted sizes kept version 2 out (installed: %d)\nforged: %+v\ngenuine: %+v\n%s",
+			v, got["zz-forged/bundle"], got["v2/bundle"], fmt.Sprint(r.stderr))
+	}
+}
+
+// TestHostileOCISyncTransientFailureOnForgedTwinDoesNotRefuseGenuine:
+// OCI-16 remembers a verdict on a file's bytes for the rest of the sync,
+// never a transient failure (a 503, a stall past the minimum rate, an I/O
+// error, the deadline). One who may push a tag adds a candidate listing
+// the genuine version's own layer under a higher version annotation, so
+// it is pulled first; one blob GET of that layer failing once (a registry
+// or CDN hiccup) must not be remembered as the file's verdict, or the
+// genuine candidate is refused without being pulled.
+func TestHostileOCISyncTransientFailureOnForgedTwinDoesNotRefuseGenuine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "layout")
+	mustRun(t, "push", sampleFile("translate"), "oci-layout:"+dir+":v1")
+	mustRun(t, "push", translateVersion(t, 2), "oci-layout:"+dir+":v2")
+	loc, err := ocitransport.ParseLocation("oci-layout:" + dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := ocitransport.Open(t.Context(), loc, ocitransport.Options{}, ocitransport.ReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	genuine, err := ep.Resolve(t.Context(), "v2")
+	ep.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addToLayout(t, dir, "zz-forged", ocitransport.BundleManifest(genuine.Manifest.Layers, genuine.FileSize, genuine.FileSHA256, "", translateID, 99))
+	lr := &layoutRegistry{dir: dir, sent: map[string]int64{}}
+	var hiccups atomic.Int64
+	layer := "/v2/amp/x/blobs/" + genuine.Manifest.Layers[0].Digest.String()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == layer && hiccups.Add(1) == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		lr.serve(w, r)
+	}))
+	defer srv.Close()
+
+	db := newStore(t)
+	r := runCLI(t, nil, "sync", "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/amp/x", "--plain-http", "--db", db, "--json")
+	got := syncEntries(t, r)
+	if v := installed(t, db, translateID); v != 2 {
+		t.Fatalf("one 503 on the forged twin's pull kept the genuine version 2 out (installed: %d)\nforged: %+v\ngenuine: %+v",
+			v, got["zz-forged/bundle"], got["v2/bundle"])
+	}
+}
+
+// TestHostileOCISyncRemembersOnlyVerdictsOnTheFile: what OCI-16 remembers
+// of a file refuses every other candidate of the same file unpulled, so
+// only a verdict on the file's bytes may be remembered: a hiccup of the
+// registry, a stall, a cut connection, an I/O error or the deadline on a
+// forged twin would otherwise keep the genuine version out.
+func TestHostileOCISyncRemembersOnlyVerdictsOnTheFile(t *testing.T) {
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		err    error
+		pulled bool
+		want   bool
+	}{
+		{"digest mismatch", t.Context(), cliutil.Failf(ocitransport.ErrDigest, "x"), false, true},
+		{"whole answer short", t.Context(), cliutil.Failf(ocitransport.ErrSize, "x"), false, true},
+		{"answer cut in transit", t.Context(), cliutil.Failf(ocitransport.ErrSize, "x").WithCause(io.ErrUnexpectedEOF), false, false},
+		{"registry error", t.Context(), cliutil.Failf(ocitransport.ErrRegistry, "x"), false, false},
+		{"stall", t.Context(), cliutil.Failf(ocitransport.ErrTooSlow, "x"), false, false},
+		{"not found", t.Context(), cliutil.Failf(ocitransport.ErrNotFound, "x"), false, false},
+		{"I/O error after the pull", t.Context(), cliutil.Failf(ocitransport.ErrIO, "x"), true, false},
+		{"import refusal", t.Context(), cliutil.Failf("signature_invalid", "x"), true, true},
+		{"deadline", done, cliutil.Failf(ocitransport.ErrDigest, "x"), true, false},
+	} {
+		if got := fileVerdict(tc.ctx, tc.err, tc.pulled); got != tc.want {
+			t.Errorf("%s: remembered %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
