@@ -131,22 +131,7 @@ func TestHostileOCISyncForgedCandidatesSharingOneLayerAreEachDownloaded(t *testi
 // version is still imported, its file pulled at most twice in all
 // (docs/SPEC-DECISIONS.md OCI-16).
 func TestHostileOCISyncForgedCandidatesOfTheGenuineFileKeepItIn(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "layout")
-	mustRun(t, "push", sampleFile("translate"), "oci-layout:"+dir+":v1")
-	mustRun(t, "push", translateVersion(t, 2), "oci-layout:"+dir+":v2")
-	loc, err := ocitransport.ParseLocation("oci-layout:" + dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := ocitransport.Open(t.Context(), loc, ocitransport.Options{}, ocitransport.ReadOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	genuine, err := ep.Resolve(t.Context(), "v2")
-	ep.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, genuine := layoutOfTwoVersions(t)
 	const forged = 6
 	for i := range forged {
 		addToLayout(t, dir, fmt.Sprintf("zz-forged-%d", i), ocitransport.BundleManifest(genuine.Manifest.Layers, genuine.FileSize, genuine.FileSHA256, "", translateID, uint64(99-i)))
@@ -182,22 +167,7 @@ func TestHostileOCISyncForgedCandidatesOfTheGenuineFileKeepItIn(t *testing.T) {
 // genuine file's key and the genuine candidate refused "already refused"
 // without being pulled.
 func TestHostileOCISyncForgedLayerSizesDoNotKeepGenuineOut(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "layout")
-	mustRun(t, "push", sampleFile("translate"), "oci-layout:"+dir+":v1")
-	mustRun(t, "push", translateVersion(t, 2), "oci-layout:"+dir+":v2", "--max-layer-size", "512")
-	loc, err := ocitransport.ParseLocation("oci-layout:" + dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := ocitransport.Open(t.Context(), loc, ocitransport.Options{}, ocitransport.ReadOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	genuine, err := ep.Resolve(t.Context(), "v2")
-	ep.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, genuine := layoutOfTwoVersions(t, "--max-layer-size", "512")
 	if len(genuine.Manifest.Layers) < 2 {
 		t.Fatalf("the genuine bundle has %d layers; the test needs 2 or more", len(genuine.Manifest.Layers))
 	}
@@ -224,22 +194,7 @@ func TestHostileOCISyncForgedLayerSizesDoNotKeepGenuineOut(t *testing.T) {
 // or CDN hiccup) must not be remembered as the file's verdict, or the
 // genuine candidate is refused without being pulled.
 func TestHostileOCISyncTransientFailureOnForgedTwinDoesNotRefuseGenuine(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "layout")
-	mustRun(t, "push", sampleFile("translate"), "oci-layout:"+dir+":v1")
-	mustRun(t, "push", translateVersion(t, 2), "oci-layout:"+dir+":v2")
-	loc, err := ocitransport.ParseLocation("oci-layout:" + dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := ocitransport.Open(t.Context(), loc, ocitransport.Options{}, ocitransport.ReadOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	genuine, err := ep.Resolve(t.Context(), "v2")
-	ep.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, genuine := layoutOfTwoVersions(t)
 	addToLayout(t, dir, "zz-forged", ocitransport.BundleManifest(genuine.Manifest.Layers, genuine.FileSize, genuine.FileSHA256, "", translateID, 99))
 	lr := &layoutRegistry{dir: dir, sent: map[string]int64{}}
 	var hiccups atomic.Int64
@@ -291,4 +246,28 @@ func TestHostileOCISyncRemembersOnlyVerdictsOnTheFile(t *testing.T) {
 			t.Errorf("%s: remembered %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// layoutOfTwoVersions is a layout holding the sample bundle as v1 and
+// version 2 as v2 (pushed with v2Args), and v2's artifact as the layout
+// resolves it: the genuine file that forged candidates copy.
+func layoutOfTwoVersions(t *testing.T, v2Args ...string) (string, *ocitransport.Artifact) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "layout")
+	mustRun(t, "push", sampleFile("translate"), "oci-layout:"+dir+":v1")
+	mustRun(t, append([]string{"push", translateVersion(t, 2), "oci-layout:" + dir + ":v2"}, v2Args...)...)
+	loc, err := ocitransport.ParseLocation("oci-layout:" + dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := ocitransport.Open(t.Context(), loc, ocitransport.Options{}, ocitransport.ReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	genuine, err := ep.Resolve(t.Context(), "v2")
+	ep.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, genuine
 }
