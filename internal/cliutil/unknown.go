@@ -21,7 +21,15 @@ func unknownCommandFirst(app *cli.App, args []string) error {
 			return nil
 		}
 		if len(a) > 1 && a[0] == '-' {
-			if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && takesValue(flags, name) {
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			switch {
+			case byName(flags, name) == nil && !builtinFlag(name) && name != "version" && name != "v":
+				// A flag this level lacks: whether it takes a value is
+				// unknown, so the next word may be its value, never
+				// named as a command (it may be a secret); unknownFlag
+				// names the flag.
+				return nil
+			case !hasValue && takesValue(flags, name):
 				i++
 			}
 			continue
@@ -68,7 +76,7 @@ func unknownFlag(app *cli.App, args []string) error {
 			}
 			continue
 		}
-		if name == "help" || name == "h" || name == "generate-bash-completion" {
+		if builtinFlag(name) {
 			continue // urfave/cli's own, on every command
 		}
 		msg := "unknown flag " + sanitize(typed, maxTypedShown)
@@ -85,4 +93,14 @@ func unknownFlag(app *cli.App, args []string) error {
 		return Usagef("%s", msg)
 	}
 	return nil
+}
+
+// builtinFlag reports a flag urfave/cli adds to every command: help, and
+// the completion flag.
+func builtinFlag(name string) bool {
+	switch name {
+	case "help", "h", "generate-bash-completion":
+		return true
+	}
+	return false
 }
