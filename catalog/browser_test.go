@@ -55,19 +55,34 @@ func startBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	// The browser is started by the first action, alone: chromedp v0.23.0
+	// closes a channel twice (a panic) when a context whose browser
+	// failed to start is asked to start it again, so a failed start is
+	// never retried on its context; a fresh allocator gets one more try
+	// (a browser starting on a loaded machine can exit early).
+	var ctx context.Context
+	var err error
+	for try := 0; try < 2; try++ {
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(opts, chromedp.UserDataDir(t.TempDir()))...)
+		c, cancel := chromedp.NewContext(actx)
+		c, cancelTimeout := context.WithTimeout(c, 3*time.Minute)
+		t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+		if err = chromedp.Do(c, chromedp.Navigate("about:blank")); err == nil {
+			ctx = c
+			break
+		}
+		cancelTimeout()
+		cancel()
+		cancelAlloc()
+	}
+	if ctx == nil {
+		t.Fatalf("chromium does not start (run scripts/ci-chromium.sh): %v", err)
+	}
 	b := &browser{ctx: ctx}
 	reqs := chromedp.Events(ctx, network.RequestWillBeSent)
 	dialogs := chromedp.Events(ctx, cdppage.JavascriptDialogOpening)
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("chromium does not start (run scripts/ci-chromium.sh): %v", err)
-	}
 	go func() {
 		for ev, err := range reqs {
 			if err != nil {
