@@ -104,7 +104,8 @@ func localPrincipal() string {
 
 // runMCPStdio opens the store, the ledger and the agent as serve does and
 // serves one MCP session on stdin and stdout. As serve, it checks
-// everything before it opens the ledger or the admin socket.
+// everything before it opens the admin socket, and makes the socket
+// before it opens the ledger.
 func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal string, log *slog.Logger) error {
 	key, err := loadAgentKey(c, env, c.String("key"), cfg.DID)
 	if err != nil {
@@ -132,6 +133,13 @@ func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal s
 	if err := agentError(probeAgent(acfg, lo.Limits)); err != nil {
 		return err
 	}
+	// The admin socket is made before the ledger is opened: a start
+	// refused at it leaves no ledger file (docs/SPEC-DECISIONS.md CLI-11).
+	adminSrv, err := admin.Serve(store, cfg.AdminSocket, log)
+	if err != nil {
+		return err
+	}
+	defer adminSrv.Close()
 	bs, _, err := ledger.OpenFile(db, lo)
 	if err != nil {
 		return cliutil.WithHint(err, "another agent may hold the ledger file; each agent needs its own (--ledger FILE)")
@@ -145,11 +153,6 @@ func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal s
 		return err
 	}
 	defer a.Close()
-	adminSrv, err := admin.Serve(store, cfg.AdminSocket, log)
-	if err != nil {
-		return err
-	}
-	defer adminSrv.Close()
 	b, err := mcpbridge.New(mcpbridge.Options{Agent: func() mcpbridge.Agent { return a }, Store: store, Logger: log,
 		Version: cliutil.ReadBuild("ampagent").Version, MaxParamItems: cfg.MaxParamItems})
 	if err != nil {
@@ -205,6 +208,30 @@ type mcpSetup struct {
 	addr   string
 	tls    *tls.Config
 	tokens []mcpbridge.Token
+	ln     net.Listener // bound by bind, served by startMCP
+}
+
+// bind binds --mcp-listen's address (nothing without --mcp-listen); serve
+// binds it with its other listeners, before the ledger is opened
+// (docs/SPEC-DECISIONS.md CLI-11), and startMCP serves it.
+func (m *mcpSetup) bind() error {
+	if m == nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", m.addr)
+	if err != nil {
+		return cliutil.Failf("listen_failed", "cannot listen on the mcp address").WithCause(err)
+	}
+	m.ln = ln
+	return nil
+}
+
+// closeListener releases the bound listener (closing it twice, after
+// the server stopped it, does nothing more).
+func (m *mcpSetup) closeListener() {
+	if m != nil && m.ln != nil {
+		m.ln.Close()
+	}
 }
 
 // checkMCPFlags checks serve's --mcp-* flags and reads the files they
@@ -229,17 +256,17 @@ func checkMCPFlags(c *cli.Context) (*mcpSetup, error) {
 	return &mcpSetup{addr: addr, tls: tlsCfg, tokens: tokens}, nil
 }
 
-// startMCP serves MCP's streamable HTTP transport as set up (nil: no
-// --mcp-listen, nothing served): never open (bearer tokens or client
-// certificates), loopback only for plain HTTP unless --unsafe-listen
-// (checkMCPFlags), bounded like the AMP binding. It returns the
+// startMCP serves MCP's streamable HTTP transport on the listener bound
+// as set up (nil: no --mcp-listen, nothing served): never open (bearer
+// tokens or client certificates), loopback only for plain HTTP unless
+// --unsafe-listen (checkMCPFlags), bounded like the AMP binding. It returns the
 // endpoint's URL and its stop function.
 func startMCP(c *cli.Context, setup *mcpSetup, cfg *serveConfig, store *resolver.Store, current func() *agent.Agent, log *slog.Logger, errs chan<- error) (string, func(context.Context) error, error) {
 	none := func(context.Context) error { return nil }
 	if setup == nil {
 		return "", none, nil
 	}
-	addr, tlsCfg, tokens := setup.addr, setup.tls, setup.tokens
+	tlsCfg, tokens := setup.tls, setup.tokens
 	b, err := mcpbridge.New(mcpbridge.Options{Agent: func() mcpbridge.Agent { return current() }, Store: store, Logger: log,
 		Version: cliutil.ReadBuild("ampagent").Version, MaxParamItems: cfg.MaxParamItems})
 	if err != nil {
@@ -250,10 +277,7 @@ func startMCP(c *cli.Context, setup *mcpSetup, cfg *serveConfig, store *resolver
 		MaxInFlight: inFlight(cfg), MaxPeerInFlight: inFlight(cfg) / cfg.PeerShare,
 		MaxInFlightBytes: inFlightBytes(cfg), MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare),
 		MaxSessions: c.Int("mcp-max-sessions"), MaxPrincipalSessions: c.Int("mcp-max-principal-sessions")})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", none, cliutil.Failf("listen_failed", "cannot listen on the mcp address").WithCause(err)
-	}
+	ln := setup.ln
 	limited := transport.LimitListener(ln, cfg.MaxConns, cfg.MaxConns/cfg.PeerShare)
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, h)

@@ -19,8 +19,11 @@ import (
 	"github.com/ampbundle/ampbundle/transport/ampstcp"
 )
 
-// listen opens the listeners (TCP, HTTP, metrics) and mounts the HTTP
-// routes: messages, health, readiness, discovery and the catalog.
+// listen binds every listener (TCP, HTTP, the catalog's, metrics, MCP)
+// and mounts the HTTP routes that need no agent: readiness, discovery
+// and the catalog. It comes before the ledger is opened, so
+// that an address in use refuses the start before any file is made
+// (docs/SPEC-DECISIONS.md CLI-11); nothing is served until start.
 func (s *server) listen() error {
 	cfg := s.cfg
 	tcpLn, tcpURL, err := tcpListener(s.cfg, s.tcpTLS)
@@ -38,16 +41,13 @@ func (s *server) listen() error {
 	s.limited = transport.LimitListener(ln, cfg.MaxConns, cfg.MaxConns/cfg.PeerShare)
 	s.ln = s.limited
 	s.onClose(func() { s.ln.Close() })
-	mux := http.NewServeMux()
-	mux.Handle(ReadyPath, s.ready)
-	h := s.messageHandler()
-	mux.Handle(amphttp.MessagesPath, h)
-	mux.Handle(amphttp.HealthPath, h)
-	mux.Handle("/", unknownRoute{})
-	if err := mountDiscovery(mux, s.c.Bool("agh"), cfg, s.store, s.id); err != nil {
+	s.mux = http.NewServeMux()
+	s.mux.Handle(ReadyPath, s.ready)
+	s.mux.Handle("/", unknownRoute{})
+	if err := mountDiscovery(s.mux, s.c.Bool("agh"), cfg, s.store, s.id); err != nil {
 		return err
 	}
-	catalogURL, startCatalog, stopCatalog, err := mountCatalog(s.c, s.env, cfg, mux, s.store, s.log)
+	catalogURL, startCatalog, stopCatalog, err := mountCatalog(s.c, s.env, cfg, s.mux, s.store, s.log)
 	if err != nil {
 		return err
 	}
@@ -56,13 +56,26 @@ func (s *server) listen() error {
 		s.catalogURL = "http://" + ln.Addr().String() + catalog.Prefix
 	}
 	s.onClose(stopCatalog)
-	s.srv = amphttp.NewServer(instrument(mux, s.met, s.log), s.maxTimeout+30*time.Second, s.log)
 	if cfg.MetricsListen != "" {
 		if s.metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
 			return cliutil.Failf("listen_failed", "cannot listen on the metrics address").WithCause(err)
 		}
 		s.onClose(func() { s.metricsLn.Close() })
 	}
+	if err := s.mcp.bind(); err != nil {
+		return err
+	}
+	s.onClose(s.mcp.closeListener)
+	return nil
+}
+
+// mountAgent mounts the agent's routes (messages, health) on --listen's
+// bound listener, once the ledger is open and the agent built.
+func (s *server) mountAgent() error {
+	h := s.messageHandler()
+	s.mux.Handle(amphttp.MessagesPath, h)
+	s.mux.Handle(amphttp.HealthPath, h)
+	s.srv = amphttp.NewServer(instrument(s.mux, s.met, s.log), s.maxTimeout+30*time.Second, s.log)
 	return nil
 }
 
@@ -81,7 +94,9 @@ func (s *server) messageHandler() http.Handler {
 }
 
 // openAdmin opens the admin socket through which bundles are imported
-// and removed while the agent holds the store.
+// and removed while the agent holds the store. It is the last socket
+// made before the ledger is opened (CLI-11), and serves the store at once:
+// what it changes is what `ampbundle` would change with no agent running.
 func (s *server) openAdmin() error {
 	admin, err := admin.Serve(s.store, s.cfg.AdminSocket, s.log)
 	if err != nil {

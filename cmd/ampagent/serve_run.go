@@ -40,8 +40,9 @@ type server struct {
 	agents      *agentSwitch
 
 	tcpTLS               *tls.Config // --tls-cert's, read by checkFlags
-	mcp                  *mcpSetup   // --mcp-listen's, checked by checkFlags
+	mcp                  *mcpSetup   // --mcp-listen's, checked by checkFlags, bound by listen
 	ln, tcpLn, metricsLn net.Listener
+	mux                  *http.ServeMux // --listen's routes; the agent's are mounted by mountAgent
 	limited              *transport.Limited
 	tcpURL, catalogURL   string
 	startCatalog         func(chan<- error)
@@ -62,10 +63,13 @@ func runServe(ctx context.Context, env *cliutil.Env, c *cli.Context, cfg *serveC
 		s.maxTimeout = time.Duration(cfg.MaxTimeoutMS) * time.Millisecond
 	}
 	defer s.close()
-	// Every check comes before the first file or socket is made: the
-	// ledger's files, the admin socket and the listeners are opened only
-	// by a start that passed them all (docs/SPEC-DECISIONS.md CLI-11).
-	for _, step := range []func() error{s.checkFlags, s.openStore, s.checkAgent, s.openLedger, s.buildAgent, s.listen, s.openAdmin} {
+	// Every check comes before the first file or socket is made, and
+	// every socket is bound (the openings that fail when an address is
+	// taken) before the ledger is opened or migrated and the spool
+	// cleared: a start refused at a check, an address or the admin
+	// socket leaves no file behind (docs/SPEC-DECISIONS.md CLI-11). The agent's handlers are mounted
+	// on the bound listeners last, and served by start.
+	for _, step := range []func() error{s.checkFlags, s.openStore, s.checkAgent, s.listen, s.openAdmin, s.openLedger, s.buildAgent, s.mountAgent} {
 		if err := step(); err != nil {
 			return err
 		}
