@@ -11,9 +11,13 @@ import (
 // tryLockFile takes the lock of the layout's lock file p: an exclusive
 // flock on it (created when missing, never through a symbolic link), which
 // the system releases when the process ends, killed or not. ok is false
-// when another holds it.
+// when another holds it. The file is opened read-only: flock needs no
+// write access, so a lock file another user of a shared layout folder
+// created (mode 0644, theirs) still serves every user who may replace
+// index.json; O_NONBLOCK keeps a FIFO planted at the name from hanging
+// the open.
 func tryLockFile(p string) (unlock func(), ok bool, err error) {
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	f, err := os.OpenFile(p, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
 		return nil, false, err
 	}
