@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -268,12 +269,7 @@ func (b *Bridge) sync(ps *principalServer, force bool) {
 	if !force && set == ps.seen {
 		return
 	}
-	specs := map[string]*toolSpec{}
-	for _, s := range set.specs {
-		if !s.refused.Load() && set.ag.Allows(ps.principal, s.id.Name) {
-			specs[s.tool.Name] = s
-		}
-	}
+	specs := b.offered(ps.principal, set)
 	var gone []string
 	for name := range ps.listed {
 		if _, ok := specs[name]; !ok {
@@ -296,6 +292,32 @@ func (b *Bridge) sync(ps *principalServer, force bool) {
 		}
 	}
 	ps.seen = set
+}
+
+// offered are the tools of set that principal may call and the SDK took,
+// by name, within MaxToolsBytes in name order; the ones past it are
+// logged, by count.
+func (b *Bridge) offered(principal string, set *toolSet) map[string]*toolSpec {
+	var allowed []*toolSpec
+	for _, s := range set.specs {
+		if !s.refused.Load() && set.ag.Allows(principal, s.id.Name) {
+			allowed = append(allowed, s)
+		}
+	}
+	slices.SortFunc(allowed, func(x, y *toolSpec) int { return strings.Compare(x.tool.Name, y.tool.Name) })
+	specs, total, left := map[string]*toolSpec{}, 0, 0
+	for _, s := range allowed {
+		if total+s.size > MaxToolsBytes {
+			left++
+			continue
+		}
+		total += s.size
+		specs[s.tool.Name] = s
+	}
+	if left > 0 {
+		b.log.Warn("mcp: tools not offered: their schemas, as tools/list writes them, are over the bound of one principal's tools", "name", "tools_too_large", "not_offered", left, "bound_bytes", MaxToolsBytes)
+	}
+	return specs
 }
 
 // addTool adds s to srv. The SDK's AddTool panics on a tool it refuses;

@@ -123,6 +123,76 @@ func TestCallArgumentsAreBoundedByTheItemBudgetWhileParsed(t *testing.T) {
 // large; nothing bounds a tool's rendered schema).
 func TestSharedSchemaArtifactIsNotCopiedIntoEveryTool(t *testing.T) {
 	const caps, depSize = 64, 16 << 10
+	b, bundleLen := sharedSchemaBridge(t, caps, depSize)
+	// What the tools hold: each rendering once (tools share it), and
+	// each tool's print.
+	held, docs := 0, map[*sharedSchema]bool{}
+	specs := b.tools().specs
+	for _, s := range specs {
+		in, ok := s.tool.InputSchema.(*sharedSchema)
+		if !ok {
+			t.Fatalf("tool %s: the input schema is a %T, not a shared rendering", s.tool.Name, s.tool.InputSchema)
+		}
+		out, _ := s.tool.OutputSchema.(*sharedSchema)
+		for _, sch := range []*sharedSchema{in, out} {
+			if sch != nil && !docs[sch] {
+				docs[sch] = true
+				held += len(sch.doc)
+			}
+		}
+		held += len(s.print)
+	}
+	if enc, _ := json.Marshal(specs[0].tool); !bytes.Contains(enc, []byte(strings.Repeat("x", depSize))) {
+		t.Fatal("a tool's listed input schema does not carry the artifact it $refs")
+	}
+	if len(specs) != caps {
+		t.Fatalf("%d tools, want %d", len(specs), caps)
+	}
+	if ratio := float64(held) / float64(bundleLen); ratio > 4 {
+		t.Fatalf("a signed bundle of %d bytes (%d capabilities, one %d-byte artifact they share) is held as %d bytes of tools: %.0f times the bundle",
+			bundleLen, caps, depSize, held, ratio)
+	}
+}
+
+// TestListOfToolsNamingOneLargeSchemaIsBounded: tools that name one
+// schema share its rendering in memory, but tools/list writes it once per
+// tool; a signed bundle of many capabilities naming one schema near the
+// 1 MiB bound of a tool would make every list answer hundreds of
+// megabytes (threat: one small signed bundle, an amplified answer to each
+// tools/list of every principal). The tools one principal is offered are
+// bounded by MaxToolsBytes as tools/list writes them (MCP-34).
+func TestListOfToolsNamingOneLargeSchemaIsBounded(t *testing.T) {
+	const caps, depSize = 24, 900 << 10 // 24 tools of about 0.9 MiB: 21 MiB
+	b, _ := sharedSchemaBridge(t, caps, depSize)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go b.ServeStdio(ctx, testPrincipal, st)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(enc) > MaxToolsBytes+64<<10 || len(res.Tools) == 0 || len(res.Tools) >= caps {
+		t.Fatalf("tools/list of %d tools naming one %d-byte schema: %d tools in %d bytes, want some but not all, within about %d bytes",
+			caps, depSize, len(res.Tools), len(enc), MaxToolsBytes)
+	}
+}
+
+// sharedSchemaBridge is a bridge over a signed bundle of caps
+// capabilities whose input schemas all reach one depSize-byte schema
+// artifact through $ref, every one allowed to testPrincipal; and the
+// bundle's length.
+func sharedSchemaBridge(t *testing.T, caps, depSize int) (b *Bridge, bundleLen int) {
+	t.Helper()
 	pub, key, _ := ed25519.GenerateKey(rand.Reader)
 	v, _ := capability.ParseVersion("1.0.0")
 	dep := []byte(`{"type":"string","description":"` + strings.Repeat("x", depSize) + `"}`)
@@ -160,38 +230,11 @@ func TestSharedSchemaArtifactIsNotCopiedIntoEveryTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	b, err := New(Options{Agent: func() Agent { return a }, Store: store})
+	b, err = New(Options{Agent: func() Agent { return a }, Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What the tools hold: each rendering once (tools share it), and
-	// each tool's print.
-	held, docs := 0, map[*sharedSchema]bool{}
-	specs := b.tools().specs
-	for _, s := range specs {
-		in, ok := s.tool.InputSchema.(*sharedSchema)
-		if !ok {
-			t.Fatalf("tool %s: the input schema is a %T, not a shared rendering", s.tool.Name, s.tool.InputSchema)
-		}
-		out, _ := s.tool.OutputSchema.(*sharedSchema)
-		for _, sch := range []*sharedSchema{in, out} {
-			if sch != nil && !docs[sch] {
-				docs[sch] = true
-				held += len(sch.doc)
-			}
-		}
-		held += len(s.print)
-	}
-	if enc, _ := json.Marshal(specs[0].tool); !bytes.Contains(enc, []byte(strings.Repeat("x", depSize))) {
-		t.Fatal("a tool's listed input schema does not carry the artifact it $refs")
-	}
-	if len(specs) != caps {
-		t.Fatalf("%d tools, want %d", len(specs), caps)
-	}
-	if ratio := float64(held) / float64(file.Len()); ratio > 4 {
-		t.Fatalf("a signed bundle of %d bytes (%d capabilities, one %d-byte artifact they share) is held as %d bytes of tools: %.0f times the bundle",
-			file.Len(), caps, len(dep), held, ratio)
-	}
+	return b, file.Len()
 }
 
 // TestUnauthorizedPrincipalGets3001ForAnyToolName: MCP-3 (RFC 004 A.9)

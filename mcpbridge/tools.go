@@ -70,6 +70,8 @@ type toolSpec struct {
 	print string
 	// refused is set once the SDK refused the tool (addTool).
 	refused atomic.Bool
+	// size is the length of the tool's JSON as tools/list writes it.
+	size int
 }
 
 // bundleInfo is what a tool's _meta says of its bundle.
@@ -108,6 +110,15 @@ func bundleInfos(store *resolver.Store) (map[string]bundleInfo, error) {
 // together, in bytes: a capability whose closure renders larger is not
 // offered (ErrToolSchemaTooLarge; docs/SPEC-DECISIONS.md MCP-31).
 const MaxToolSchema = 1 << 20
+
+// MaxToolsBytes bounds the tools one principal is offered, as tools/list
+// writes them (their JSON summed): tools naming one schema share its
+// rendering in memory (MCP-31), but every list answer writes it once per
+// tool, so a signed bundle of many capabilities naming one large schema
+// would make each answer hundreds of megabytes (the SDK's page is 1,000
+// tools). Tools past the bound, in name order, are not offered
+// (docs/SPEC-DECISIONS.md MCP-34).
+const MaxToolsBytes = 16 << 20
 
 // ErrToolSchemaTooLarge names a capability whose rendered schemas exceed
 // MaxToolSchema.
@@ -208,7 +219,7 @@ func buildTool(store *resolver.Store, schemas schemaCache, e resolver.Entry, inf
 		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot encode a tool")
 	}
 	sum := sha256.Sum256(enc) // the print: a digest, not a second copy
-	return &toolSpec{id: id, tool: t, print: hex.EncodeToString(sum[:])}, nil
+	return &toolSpec{id: id, tool: t, print: hex.EncodeToString(sum[:]), size: len(enc)}, nil
 }
 
 // closure returns a schema reference's JSON Schema with its whole $ref
