@@ -1,6 +1,10 @@
 package mcpbridge
 
-import "github.com/ampbundle/ampbundle/amp"
+import (
+	"bytes"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
 
 // ErrTooManyValues names a request body that holds more JSON values than
 // the endpoint lets the SDK decode (docs/SPEC-DECISIONS.md MCP-20):
@@ -200,7 +204,10 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 		return nil
 	}
 	message := role == roleRoot || role == roleMessage
-	argsBefore, isCall := c.args, false
+	// escaped: a member name with an escape, which the SDK decodes (and
+	// of duplicates it keeps the last): "m\u0065thod" may be the method
+	// it reads, so such a message is never taken for a tools/call.
+	argsBefore, isCall, escaped := c.args, false, false
 	for {
 		if c.i >= len(c.s) || c.s[c.i] != '"' {
 			return errBody(ErrMalformedBody)
@@ -222,12 +229,13 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 		if message && string(key) == "method" {
 			isCall = string(c.s[start:c.i]) == `"tools/call"`
 		}
+		escaped = escaped || bytes.IndexByte(key, '\\') >= 0
 		done, err := c.next('}')
 		if err != nil {
 			return err
 		}
 		if done {
-			if used := argsBefore - c.args; message && !isCall && used > 0 {
+			if used := argsBefore - c.args; message && (!isCall || escaped) && used > 0 {
 				c.args += used
 				if c.other -= used; c.other < 0 {
 					return errBody(ErrTooManyValues)

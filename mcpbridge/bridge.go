@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -88,6 +89,9 @@ type toolSet struct {
 	// byName maps each spec's tool name to its capability id, so that a
 	// tools/call of a listed tool skips ParseToolName's version parse.
 	byName map[string]capability.ID
+	// tooLarge is set once a principal's tools were cut at MaxToolsBytes
+	// in this generation (logged once, not per principal).
+	tooLarge atomic.Bool
 }
 
 // principalServer is the MCP server of one principal.
@@ -296,7 +300,7 @@ func (b *Bridge) sync(ps *principalServer, force bool) {
 
 // offered are the tools of set that principal may call and the SDK took,
 // by name, within MaxToolsBytes in name order; the ones past it are
-// logged, by count.
+// logged, by count, once a generation.
 func (b *Bridge) offered(principal string, set *toolSet) map[string]*toolSpec {
 	var allowed []*toolSpec
 	for _, s := range set.specs {
@@ -314,7 +318,7 @@ func (b *Bridge) offered(principal string, set *toolSet) map[string]*toolSpec {
 		total += s.size
 		specs[s.tool.Name] = s
 	}
-	if left > 0 {
+	if left > 0 && !set.tooLarge.Swap(true) {
 		b.log.Warn("mcp: tools not offered: their schemas, as tools/list writes them, are over the bound of one principal's tools", "name", "tools_too_large", "not_offered", left, "bound_bytes", MaxToolsBytes)
 	}
 	return specs

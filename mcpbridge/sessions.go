@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -261,29 +262,44 @@ func safeAnswer(p []byte) []byte {
 // answerKind reads a JSON-RPC answer's members up to its "result" (false)
 // or "error" (true); ok is false when it reaches neither (not an answer,
 // or not whole). The SDK writes "jsonrpc" and "id" first, so a result is
-// told from its first bytes.
+// told from its first bytes; the members before it are stepped over with
+// the body counter, which copies nothing (an id the SDK echoes may be
+// megabytes).
 func answerKind(m []byte) (isError, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(m))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	c := &bodyCounter{s: m, args: math.MaxInt, other: math.MaxInt, maxDepth: MaxBodyDepth}
+	c.space()
+	if c.i >= len(c.s) || c.s[c.i] != '{' {
 		return false, false
 	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
+	c.i++
+	for {
+		c.space()
+		if c.i >= len(c.s) || c.s[c.i] != '"' {
 			return false, false
 		}
-		switch key {
+		key, ok := c.str()
+		if !ok {
+			return false, false
+		}
+		c.space()
+		if c.i >= len(c.s) || c.s[c.i] != ':' {
+			return false, false
+		}
+		c.i++
+		c.space()
+		switch string(key) {
 		case "result":
 			return false, true
 		case "error":
 			return true, true
 		}
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
+		if c.value(2, roleOther) != nil {
+			return false, false
+		}
+		if done, err := c.next('}'); done || err != nil {
 			return false, false
 		}
 	}
-	return false, false
 }
 
 // rpcErrorBody is the JSON-RPC error answer m made safe: its id (a plain
