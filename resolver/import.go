@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"sort"
 	"time"
@@ -139,11 +140,12 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	var verified *ImportResult // set once the manifest verified
 	defer func() {
 		switch {
-		case err != nil && ctx.Err() != nil:
-			// Cancelled: whatever else failed with it (a caller that
-			// goes away both cancels and breaks the stream: an agent's
-			// HTTP server does), the import was stopped, not refused:
-			// not audited, not called truncated.
+		case err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || amp.NameOf(err) == bundle.ErrTruncated):
+			// Cancelled, and the stream broke with it (a caller that
+			// goes away both cancels and cuts the body: an agent's
+			// HTTP server does): stopped, not refused; not audited,
+			// not called truncated. Any other refusal (a signature, a
+			// hash) is audited even when the caller went away after it.
 			err = fail(ErrStoreIO, "import canceled").WithCause(ctx.Err())
 		case err != nil:
 			s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source)

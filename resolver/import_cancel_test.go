@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
 )
@@ -292,5 +293,29 @@ func TestCancelledImportWhoseStreamBreaksIsNotAuditedAsARefusal(t *testing.T) {
 	if got := dump(t, s); got != before {
 		e := lastAudit(t, s)
 		t.Fatalf("a cancelled import (%v) changed the store: last audit entry %s verdict %s for %s@%d", err, e.Action, e.Verdict, e.BundleID, e.Version)
+	}
+}
+
+// TestRefusalOfACallerThatWentAwayIsStillAudited: a caller that hangs up
+// (its context cancelled) right after sending a bundle its store refuses
+// (an unknown signer) does not keep the refusal out of the audit log:
+// only a cancellation, or a stream cut with it, goes unaudited (threat: an
+// admin-socket client forging bundles and hanging up to stay unseen).
+func TestRefusalOfACallerThatWentAwayIsStillAudited(t *testing.T) {
+	s := newStore(t)
+	_, stranger, _ := ed25519.GenerateKey(nil)
+	d := &bundle.Draft{BundleID: "org.example.forged", Version: 1, CreatedAt: testNow.Add(-time.Hour)}
+	var file bytes.Buffer
+	if _, err := bundle.Write(&file, d, []ed25519.PrivateKey{stranger}, bundle.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.Import(ctx, bytes.NewReader(file.Bytes()), ImportOptions{})
+	if err == nil {
+		t.Fatal("a bundle of an unknown signer was imported")
+	}
+	if e := lastAudit(t, s); e.Action != "import_refused" || e.Verdict != string(amp.NameOf(err)) {
+		t.Fatalf("refused with %v by a caller that went away: the last audit entry is %s %s", err, e.Action, e.Verdict)
 	}
 }

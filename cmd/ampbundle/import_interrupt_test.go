@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -14,10 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/ocitransport/ocitest"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/urfave/cli/v2"
 )
 
 // blockAfterCommit is a slog handler for an agent's admin socket that,
@@ -209,5 +213,41 @@ func TestCheckHelpSaysRevokedAndStaleFailTheCheck(t *testing.T) {
 	}
 	if strings.Contains(help, "Exit 0 when the store is sound and no installed bundle has expired.") {
 		t.Errorf("check --help still promises exit 0 for a store whose bundles are revoked or stale:\n%s", r.stdout)
+	}
+}
+
+// TestAnswerAfterASignalIsToldAsItIs: once a signal came, only the
+// cancellation it caused is told as "interrupted" (exit 130); any other
+// answer, an agent's refusal through its admin socket above all, is told
+// as it is, and a success stands (threat: a forged bundle the agent
+// refused reported as merely interrupted, or an import that committed
+// reported as nothing imported; CLI-22).
+func TestAnswerAfterASignalIsToldAsItIs(t *testing.T) {
+	refusal := amp.Named(0, "untrusted_key", "no trusted key signed the bundle")
+	for _, c := range []struct {
+		name     string
+		err         error
+		interrupted bool
+		wantName    string
+	}{
+		{"cancelled", fmt.Errorf("staging: %w", context.Canceled), true, ""},
+		{"refused", refusal, false, "untrusted_key"},
+		{"committed", nil, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sigs := make(chan os.Signal, 1)
+			env := &cliutil.Env{Stdout: io.Discard, Stderr: io.Discard, Signals: sigs}
+			cctx := cli.NewContext(&cli.App{}, nil, nil)
+			cctx.Context = context.Background()
+			err := stopOnSignal(env, cctx, msgImportInterrupted, func() error {
+				sigs <- syscall.SIGINT
+				<-cctx.Context.Done() // the signal was taken
+				return c.err
+			})
+			if cliutil.IsInterrupted(err) != c.interrupted || (!c.interrupted && err != nil && string(amp.NameOf(err)) != c.wantName) || (err == nil) != (c.err == nil) {
+				t.Fatalf("after a signal, do answering %v: %v (interrupted %v), want interrupted %v, name %q",
+					c.err, err, cliutil.IsInterrupted(err), c.interrupted, c.wantName)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 
 	"github.com/urfave/cli/v2"
@@ -56,10 +57,10 @@ func stopOnSignal(env *cliutil.Env, c *cli.Context, msg string, do func() error)
 		return cliutil.Interruptedf("%s", msg)
 	}
 	err := do()
-	if err != nil && got.Load() {
+	if got.Load() && errors.Is(err, context.Canceled) {
 		return cliutil.Interruptedf("%s", msg)
 	}
-	return err
+	return err // also after a signal: an answer that is not the cancel (an agent's refusal) is told as it is
 }
 
 // importContext is the context an import into s runs with: the command's

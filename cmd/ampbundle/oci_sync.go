@@ -298,7 +298,8 @@ func fileVerdict(ctx context.Context, err error, pulled bool) bool {
 		return false
 	}
 	switch amp.ErrName(errName(err)) {
-	case ocitransport.ErrRegistry, ocitransport.ErrTooSlow, ocitransport.ErrIO:
+	case ocitransport.ErrRegistry, ocitransport.ErrTooSlow, ocitransport.ErrIO,
+		resolver.ErrStoreIO, "admin_socket": // the store or the agent, not the file
 		return false
 	case ocitransport.ErrDigest:
 		return true

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/ocitransport"
+	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // layoutRegistry serves the layout folder dir as the registry repository
@@ -240,6 +241,8 @@ func TestHostileOCISyncRemembersOnlyVerdictsOnTheFile(t *testing.T) {
 		{"not found", t.Context(), cliutil.Failf(ocitransport.ErrNotFound, "x"), false, false},
 		{"I/O error after the pull", t.Context(), cliutil.Failf(ocitransport.ErrIO, "x"), true, false},
 		{"import refusal", t.Context(), cliutil.Failf("signature_invalid", "x"), true, true},
+		{"the store failed", t.Context(), cliutil.Failf(resolver.ErrStoreIO, "x"), true, false},
+		{"the agent did not answer", t.Context(), cliutil.Failf("admin_socket", "x"), true, false},
 		{"deadline", done, cliutil.Failf(ocitransport.ErrDigest, "x"), true, false},
 	} {
 		if got := fileVerdict(tc.ctx, tc.err, tc.pulled); got != tc.want {
