@@ -225,7 +225,7 @@ func TestCheckHelpSaysRevokedAndStaleFailTheCheck(t *testing.T) {
 func TestAnswerAfterASignalIsToldAsItIs(t *testing.T) {
 	refusal := amp.Named(0, "untrusted_key", "no trusted key signed the bundle")
 	for _, c := range []struct {
-		name     string
+		name        string
 		err         error
 		interrupted bool
 		wantName    string
