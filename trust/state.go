@@ -3,6 +3,7 @@ package trust
 import (
 	"bytes"
 	"crypto/ed25519"
+	"errors"
 	"maps"
 	"slices"
 	"sort"
@@ -315,7 +316,8 @@ const MaxNameLen = 64
 // trailing dot; "" and "." are "*").
 func CleanScope(sc string) (string, error) {
 	if err := bundle.ValidateScope(sc); err != nil {
-		return "", fail(ErrInvalidTrust, "scope must be * or a reverse-domain prefix such as org.example").WithCause(err)
+		// bundle's error says what this one says: its cause, why not.
+		return "", fail(ErrInvalidTrust, "scope must be * or a reverse-domain prefix such as org.example").WithCause(errors.Unwrap(err))
 	}
 	sc = strings.TrimSuffix(sc, ".")
 	if sc == "" {

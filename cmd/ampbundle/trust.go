@@ -15,6 +15,7 @@ import (
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/trust"
 )
 
 func trustCommand(env *cliutil.Env) *cli.Command {
@@ -319,7 +320,7 @@ socket.`,
 // (the store's own error says the first part twice).
 func checkScopes(scopes []string) error {
 	for _, sc := range scopes {
-		err := bundle.ValidateScope(sc)
+		_, err := trust.CleanScope(sc) // the store's own rule, before the store is opened
 		if err == nil {
 			continue
 		}
