@@ -7,8 +7,6 @@ package mcpbridge
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -193,48 +191,17 @@ func TestListOfToolsNamingOneLargeSchemaIsBounded(t *testing.T) {
 // bundle's length.
 func sharedSchemaBridge(t *testing.T, caps, depSize int) (b *Bridge, bundleLen int) {
 	t.Helper()
-	pub, key, _ := ed25519.GenerateKey(rand.Reader)
 	v, _ := capability.ParseVersion("1.0.0")
 	dep := []byte(`{"type":"string","description":"` + strings.Repeat("x", depSize) + `"}`)
 	d := &bundle.Draft{BundleID: "org.hostile", Version: 1, CreatedAt: time.Now().Add(-time.Hour),
 		Artifacts: []bundle.Source{bundle.BytesSource("in.json", bundle.MediaTypeSchema, []byte(`{"type":"object","properties":{"a":{"$ref":"dep.json"}}}`)),
 			bundle.BytesSource("dep.json", bundle.MediaTypeSchema, dep),
 			bundle.BytesSource("out.json", bundle.MediaTypeSchema, []byte(`{"type":"object"}`))}}
-	handlers := map[string]agent.Handler{}
 	for i := range caps {
-		name := fmt.Sprintf("org.hostile.t%d", i)
-		d.Capabilities = append(d.Capabilities, capability.Descriptor{Name: name, Version: v,
+		d.Capabilities = append(d.Capabilities, capability.Descriptor{Name: fmt.Sprintf("org.hostile.t%d", i), Version: v,
 			InputSchema: capability.SchemaRef{ArtifactKey: "in.json"}, OutputSchema: capability.SchemaRef{ArtifactKey: "out.json"}})
-		handlers[name+":1.0.0"] = func(context.Context, any) (any, error) { return map[string]any{}, nil }
 	}
-	var file bytes.Buffer
-	if _, err := bundle.Write(&file, d, []ed25519.PrivateKey{key}, bundle.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	store, err := resolver.Open(t.TempDir()+"/store.db", resolver.Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	if err := store.TrustAdd("hostile", pub, []string{"org.hostile"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Import(context.Background(), bytes.NewReader(file.Bytes()), resolver.ImportOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	_, k, _ := ed25519.GenerateKey(rand.Reader)
-	id := amp.Identity{DID: amp.DIDKey(k.Public().(ed25519.PublicKey)), SigningKey: k}
-	a, err := agent.New(agent.Config{Core: agent.Core{Identity: id, Store: store, Policy: agent.Rules{{Caller: testPrincipal, Prefix: "org.hostile"}},
-		Now: time.Now, Rand: rand.Reader, InlineHandlers: true, Handlers: handlers}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	b, err = New(Options{Agent: func() Agent { return a }, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, file.Len()
+	return signedBridge(t, d, nil)
 }
 
 // TestUnauthorizedPrincipalGets3001ForAnyToolName: MCP-3 (RFC 004 A.9)

@@ -45,16 +45,25 @@ func (l *logLines) count(sub string) int {
 // (logging to logs) for an agent serving that capability.
 func hostileEnv(t *testing.T, schema []byte, logs *logLines) *Bridge {
 	t.Helper()
-	pub, key, _ := ed25519.GenerateKey(rand.Reader)
 	v, _ := capability.ParseVersion("1.0.0")
-	var file bytes.Buffer
-	if _, err := bundle.Write(&file, &bundle.Draft{
+	b, _ := signedBridge(t, &bundle.Draft{
 		BundleID: "org.hostile", Version: 1, CreatedAt: time.Now().Add(-time.Hour),
 		Artifacts: []bundle.Source{bundle.BytesSource("in.json", bundle.MediaTypeSchema, schema),
 			bundle.BytesSource("out.json", bundle.MediaTypeSchema, []byte(`{"type":"object"}`))},
 		Capabilities: []capability.Descriptor{{Name: "org.hostile.tool", Version: v,
 			InputSchema: capability.SchemaRef{ArtifactKey: "in.json"}, OutputSchema: capability.SchemaRef{ArtifactKey: "out.json"}}},
-	}, []ed25519.PrivateKey{key}, bundle.WriteOptions{}); err != nil {
+	}, slog.New(slog.NewTextHandler(logs, nil)))
+	return b
+}
+
+// signedBridge is a bridge over d, signed by a publisher its store trusts
+// for org.hostile, for an agent that serves every capability of d to
+// testPrincipal (an empty object answered); and the bundle's length.
+func signedBridge(t *testing.T, d *bundle.Draft, log *slog.Logger) (*Bridge, int) {
+	t.Helper()
+	pub, key, _ := ed25519.GenerateKey(rand.Reader)
+	var file bytes.Buffer
+	if _, err := bundle.Write(&file, d, []ed25519.PrivateKey{key}, bundle.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	store, err := resolver.Open(filepath.Join(t.TempDir(), "store.db"), resolver.Options{Create: true})
@@ -68,20 +77,27 @@ func hostileEnv(t *testing.T, schema []byte, logs *logLines) *Bridge {
 	if _, err := store.Import(context.Background(), bytes.NewReader(file.Bytes()), resolver.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	handlers := map[string]agent.Handler{}
+	for _, c := range d.Capabilities {
+		handlers[c.Name+":"+c.Version.String()] = func(context.Context, any) (any, error) { return map[string]any{}, nil }
+	}
 	_, k, _ := ed25519.GenerateKey(rand.Reader)
 	id := amp.Identity{DID: amp.DIDKey(k.Public().(ed25519.PublicKey)), SigningKey: k}
 	a, err := agent.New(agent.Config{Core: agent.Core{Identity: id, Store: store, Policy: agent.Rules{{Caller: testPrincipal, Prefix: "org.hostile"}},
-		Now: time.Now, Rand: rand.Reader, InlineHandlers: true,
-		Handlers: map[string]agent.Handler{"org.hostile.tool:1.0.0": func(context.Context, any) (any, error) { return map[string]any{}, nil }}}})
+		Now: time.Now, Rand: rand.Reader, InlineHandlers: true, Handlers: handlers}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	b, err := New(Options{Agent: func() Agent { return a }, Store: store, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	opts := Options{Agent: func() Agent { return a }, Store: store}
+	if log != nil {
+		opts.Logger = log
+	}
+	b, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return b, file.Len()
 }
 
 // TestSignedSchemaTheSDKRefusesIsNotOfferedNeverPanics: a publisher's
