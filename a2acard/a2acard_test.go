@@ -218,9 +218,11 @@ func TestSwappedKidIsRefused(t *testing.T) {
 	wantName(t, err, ErrKidMismatch)
 	_, err = Verify(swapped, otherKey().Public().(ed25519.PublicKey), "")
 	wantName(t, err, ErrBadSignature)
-	// The right kid, verified with another key.
+	// The right kid, verified with another key: a did:key kid is its
+	// key, so the pair is refused before any signature is looked at
+	// (A2A-11).
 	_, err = Verify(card, otherKey().Public().(ed25519.PublicKey), ours)
-	wantName(t, err, ErrBadSignature)
+	wantName(t, err, ErrKidMismatch)
 	// An unprotected header cannot supply or repeat the kid.
 	hdr := edit(t, card, func(o jcs.Object) jcs.Object {
 		s := get(o, "signatures").([]any)[0].(jcs.Object)
@@ -372,7 +374,7 @@ func TestHostileCardsAreRefusedByName(t *testing.T) {
 func TestSignRefusesACardThatIsNotAnAgentCard(t *testing.T) {
 	c := vectorCard(t)
 	c.Skills = nil
-	_, err := Sign(c, vectorKey(), "did:key:x#y")
+	_, err := Sign(c, vectorKey(), DIDKeyID(vectorPub()))
 	wantName(t, err, ErrInvalid)
 	if c.Signatures != nil {
 		t.Fatal("a refused card was changed")

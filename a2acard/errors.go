@@ -13,7 +13,10 @@ const (
 	// surrogate, trailing data, a number outside the double range,
 	// nesting deeper than jcs.MaxDepth).
 	ErrMalformed amp.ErrName = "card_malformed"
-	// ErrDuplicateMember: an object of the card names a member twice.
+	// ErrDuplicateMember: an object of the card names a member twice, or
+	// spells a member of the Card struct it decodes into in another case
+	// ("URL" beside or instead of "url"), which encoding/json would read as
+	// that member (docs/SPEC-DECISIONS.md A2A-10).
 	ErrDuplicateMember amp.ErrName = "card_duplicate_member"
 	// ErrNumberNotCanonical: a number of the card is not written in its
 	// RFC 8785 form (docs/SPEC-DECISIONS.md A2A-1).
@@ -31,7 +34,8 @@ const (
 	// ErrAlgUnsupported: the signature with the expected kid is not
 	// EdDSA ("none", HS256, ES256, ...).
 	ErrAlgUnsupported amp.ErrName = "card_alg_unsupported"
-	// ErrKidMismatch: no signature's kid names the expected key.
+	// ErrKidMismatch: no signature's kid names the expected key, or the
+	// kid is a did:key that is not the key's own (A2A-11).
 	ErrKidMismatch amp.ErrName = "card_kid_mismatch"
 	// ErrBadSignature: the signature with the expected kid does not verify
 	// over the canonical card with that key.

@@ -46,7 +46,8 @@ func ProtectedHeader(kid string) ([]byte, error) {
 }
 
 // Sign appends to c's signatures one made with key under the key id kid
-// (DIDKeyID for a did:key agent) and returns the signed card as JSON. c
+// (DIDKeyID for a did:key agent; a did:key kid naming another key is
+// card_kid_mismatch) and returns the signed card as JSON. c
 // is changed only when signing succeeds.
 func Sign(c *Card, key ed25519.PrivateKey, kid string) ([]byte, error) {
 	if len(key) != ed25519.PrivateKeySize {
@@ -54,6 +55,9 @@ func Sign(c *Card, key ed25519.PrivateKey, kid string) ([]byte, error) {
 	}
 	if kid == "" {
 		return nil, fail(ErrInvalid, "the signature needs a kid")
+	}
+	if err := checkKid(key.Public().(ed25519.PublicKey), kid); err != nil {
+		return nil, err
 	}
 	payload, err := Payload(c)
 	if err != nil {

@@ -33,9 +33,10 @@ type header struct {
 }
 
 // Verify checks the signed A2A Agent Card data against the Ed25519 key pub
-// named by kid ("" means DIDKeyID(pub)): the card is at most MaxCardBytes
-// of I-JSON with no duplicate member and every number in its RFC 8785
-// form; every signatures entry is a well-formed AgentCardSignature; one
+// named by kid ("" means DIDKeyID(pub); a did:key kid must be pub's own):
+// the card is at most MaxCardBytes of I-JSON with no duplicate member, no
+// member of a Card struct spelt in another case, and every number in its
+// RFC 8785 form; every signatures entry is a well-formed AgentCardSignature; one
 // with the kid exists, is EdDSA with typ "JOSE", and verifies over the
 // canonical card without its signatures and defaults (A2A §8.4.3); any
 // other entry with the kid verifies too; and the signed card has the
@@ -52,6 +53,9 @@ func Verify(data []byte, pub ed25519.PublicKey, kid string) (*Verified, error) {
 	if kid == "" {
 		kid = DIDKeyID(pub)
 	}
+	if err := checkKid(pub, kid); err != nil {
+		return nil, err
+	}
 	tree, err := jcs.ParseLimited(data, jcs.MaxDepth, MaxCardValues)
 	if err != nil {
 		return nil, parseError(err)
@@ -59,6 +63,9 @@ func Verify(data []byte, pub ed25519.PublicKey, kid string) (*Verified, error) {
 	card, ok := tree.(jcs.Object)
 	if !ok {
 		return nil, fail(ErrMalformed, "the card is not a JSON object")
+	}
+	if cardNames().caseVariant(card) {
+		return nil, fail(ErrDuplicateMember, "an object of the card spells one of its AgentCard members in another case")
 	}
 	if !numbersCanonical(tree) {
 		return nil, fail(ErrNumberNotCanonical, "a number of the card is not written in its RFC 8785 form")

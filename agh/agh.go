@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/jcs"
 )
 
 // Extension keys and values of the AGH capability discovery page.
@@ -34,13 +36,107 @@ const (
 // MaxDocumentBytes bounds every document this package reads or emits.
 const MaxDocumentBytes = 1 << 20
 
+// MaxDocumentValues bounds the JSON values of a document this package
+// reads (every scalar, array and object counts one; member names do not;
+// docs/SPEC-DECISIONS.md AGH-4): a parsed value costs tens of bytes
+// whatever its text, so with MaxDocumentBytes this bounds a reader's
+// memory. More is too_large.
+const MaxDocumentValues = 1 << 16
+
+// parseDocument reads data, a document this package reads (what names
+// it in errors: a constant, never the input), once: at most
+// MaxDocumentBytes and MaxDocumentValues (too_large) of I-JSON nested at
+// most jcs.MaxDepth, with no duplicate member (invalid_document). Every
+// reader works on this one tree: no second parse, and no decoder that
+// reads member names otherwise than RFC 8785 does.
+func parseDocument(data []byte, what string) (any, error) {
+	if len(data) > MaxDocumentBytes {
+		return nil, amp.Named(0, ErrTooLarge, "%s over %d bytes", what, MaxDocumentBytes)
+	}
+	tree, err := jcs.ParseLimited(data, jcs.MaxDepth, MaxDocumentValues)
+	if errors.Is(err, jcs.ErrTooMany) {
+		return nil, amp.Named(0, ErrTooLarge, "%s holds more than %d JSON values", what, MaxDocumentValues)
+	}
+	if err != nil {
+		return nil, invalid("%s is not valid JSON for this profile", what)
+	}
+	return tree, nil
+}
+
+// parseObject is parseDocument of a document that must be an object.
+func parseObject(data []byte, what string) (jcs.Object, error) {
+	tree, err := parseDocument(data, what)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := tree.(jcs.Object)
+	if !ok {
+		return nil, invalid("%s is not a JSON object", what)
+	}
+	return o, nil
+}
+
+// canonBuf writes the RFC 8785 forms a reader needs of one parsed
+// document into one buffer, sized once for the document (append alone
+// grows a large slice by 1.25x, allocating about five times its final
+// length on the way).
+type canonBuf struct{ b []byte }
+
+// newCanonBuf returns a canonBuf for a document of size bytes: its
+// canonical form is about as long (escapes only shrink; few numbers grow).
+func newCanonBuf(size int) *canonBuf {
+	return &canonBuf{b: make([]byte, 0, size+len(ProofContext)+1)}
+}
+
+// form returns prefix and the RFC 8785 form of v, valid until the next
+// call.
+func (c *canonBuf) form(prefix string, v any) ([]byte, error) {
+	b, err := jcs.AppendCanonical(append(c.b[:0], prefix...), v)
+	if cap(b) > cap(c.b) {
+		c.b = b[:0]
+	}
+	return b, err
+}
+
+// raw is the RFC 8785 form of a parsed value in a slice of its own: what
+// this package hands back of members it keeps opaque. A proof or digest
+// covers the canonical form, which writes different numbers alike
+// (9007199254740993 and 9007199254740992, 1e-400 and 0); handing back
+// that form, never the text received, gives the caller exactly what the
+// proof or digest binds (AGH-6).
+func (c *canonBuf) raw(v any) json.RawMessage {
+	b, _ := c.form("", v) // a parsed tree always has a canonical form
+	return append(json.RawMessage(nil), b...)
+}
+
+// stringList reads an optional member holding an array of strings (absent
+// or null: nil).
+func stringList(v any, present bool) ([]string, bool) {
+	if !present || v == nil {
+		return nil, true
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, len(arr))
+	for i, x := range arr {
+		if out[i], ok = x.(string); !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
 func invalid(format string, args ...any) error {
 	return amp.Named(0, ErrInvalidDocument, format, args...)
 }
 
 // Capability is one structured capability document. ID, Summary and
 // Outcome are always present; the optional fields are omitted when empty.
-// Keys this version does not know are kept in Extra and written back.
+// Keys this version does not know are kept in Extra and written back. A
+// document read by this package holds Examples, Requirements and Extra
+// values in their RFC 8785 form (AGH-6).
 type Capability struct {
 	ID                string
 	Summary           string
@@ -56,10 +152,19 @@ type Capability struct {
 	Extra             map[string]json.RawMessage
 }
 
-// known capability members.
-var capKeys = map[string]bool{"id": true, "summary": true, "outcome": true, "version": true, "digest": true,
-	"context_needed": true, "artifacts_expected": true, "execution_outline": true, "constraints": true,
-	"examples": true, "requirements": true}
+// capNames are the members of a capability document this package knows.
+var capNames = []string{"id", "summary", "outcome", "version", "digest",
+	"context_needed", "artifacts_expected", "execution_outline", "constraints",
+	"examples", "requirements"}
+
+// capKeys is capNames as a set.
+var capKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range capNames {
+		m[k] = true
+	}
+	return m
+}()
 
 // fields returns the document's members (without digest when noDigest).
 func (c Capability) fields(noDigest bool) map[string]any {
@@ -112,15 +217,30 @@ func marshalNoEscape(v any) ([]byte, error) {
 }
 
 // CanonicalDigest returns "sha256:" + hex SHA-256 of the JCS form of the
-// document without its digest member.
+// document MarshalJSON writes for c, without its digest member. A
+// received document's digest is over that document as it came
+// (VerifyCapability), which may hold what c does not keep (a null
+// version, an empty examples): c.CanonicalDigest() is the digest of c as
+// this package would send it.
 func (c Capability) CanonicalDigest() (string, error) {
 	raw, err := marshalNoEscape(c.fields(true))
 	if err != nil {
-		return "", invalid("capability %s cannot be encoded", c.ID)
+		return "", invalid("the capability cannot be encoded")
 	}
-	canon, err := Canonical(raw)
+	tree, err := jcs.Parse(raw, jcs.MaxDepth)
+	o, ok := tree.(jcs.Object)
+	if err != nil || !ok {
+		return "", invalid("the capability has no canonical form")
+	}
+	return digestOf(o, newCanonBuf(len(raw)))
+}
+
+// digestOf is "sha256:" + hex SHA-256 of the RFC 8785 form of a
+// document's tree without its digest member (AGH-1).
+func digestOf(doc jcs.Object, cb *canonBuf) (string, error) {
+	canon, err := cb.form("", doc.Without("digest"))
 	if err != nil {
-		return "", invalid("capability has no canonical form")
+		return "", invalid("the capability has no canonical form")
 	}
 	sum := sha256.Sum256(canon)
 	return DigestPrefix + hex.EncodeToString(sum[:]), nil
@@ -137,39 +257,47 @@ func (c Capability) WithDigest() (Capability, error) {
 }
 
 // ParseCapability reads a capability document: id, summary and outcome
-// non-empty strings; the optional list members arrays of strings; unknown
-// members kept. The digest, if any, is not checked (VerifyCapability).
+// non-empty strings; version and digest strings (absent or null: ""); the
+// optional list members arrays of strings (absent or null: nil); unknown
+// members kept, in their RFC 8785 form as examples and requirements are. A
+// member spelt like a known one but for case ("ID", "Summary") is refused
+// (AGH-5). The digest, if any, is not checked (VerifyCapability).
 func ParseCapability(data []byte) (Capability, error) {
-	if len(data) > MaxDocumentBytes {
-		return Capability{}, amp.Named(0, ErrTooLarge, "capability document over %d bytes", MaxDocumentBytes)
+	o, err := parseObject(data, "capability document")
+	if err != nil {
+		return Capability{}, err
 	}
-	if _, err := Canonical(data); err != nil { // depth, duplicates, UTF-8
-		return Capability{}, invalid("capability document is not valid JSON for this profile")
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil || m == nil {
-		return Capability{}, invalid("capability document is not a JSON object")
+	return capabilityOf(o, newCanonBuf(len(data)))
+}
+
+// capabilityOf reads a parsed capability document.
+func capabilityOf(o jcs.Object, cb *canonBuf) (Capability, error) {
+	if o.CaseVariant(capNames...) {
+		return Capability{}, invalid("a member of the capability document is a known member spelt in another case")
 	}
 	var c Capability
 	str := func(k string, dst *string, required bool) error {
-		raw, ok := m[k]
-		if !ok {
+		v, ok := o.Get(k)
+		if !ok || v == nil {
 			if required {
 				return invalid("capability document lacks %s", k)
 			}
 			return nil
 		}
-		if err := json.Unmarshal(raw, dst); err != nil || (required && strings.TrimSpace(*dst) == "") {
+		s, isStr := v.(string)
+		if !isStr || (required && strings.TrimSpace(s) == "") {
 			return invalid("capability %s must be a non-empty string", k)
 		}
+		*dst = s
 		return nil
 	}
 	list := func(k string, dst *[]string) error {
-		if raw, ok := m[k]; ok {
-			if err := json.Unmarshal(raw, dst); err != nil {
-				return invalid("capability %s must be an array of strings", k)
-			}
+		v, ok := o.Get(k)
+		l, isList := stringList(v, ok)
+		if !isList {
+			return invalid("capability %s must be an array of strings", k)
 		}
+		*dst = l
 		return nil
 	}
 	for _, f := range []error{str("id", &c.ID, true), str("summary", &c.Summary, true), str("outcome", &c.Outcome, true),
@@ -180,27 +308,42 @@ func ParseCapability(data []byte) (Capability, error) {
 			return Capability{}, f
 		}
 	}
-	c.Examples, c.Requirements = m["examples"], m["requirements"]
-	for k, v := range m {
-		if !capKeys[k] {
+	for _, m := range o {
+		switch {
+		case m.Name == "examples":
+			c.Examples = cb.raw(m.Value)
+		case m.Name == "requirements":
+			c.Requirements = cb.raw(m.Value)
+		case !capKeys[m.Name]:
 			if c.Extra == nil {
 				c.Extra = map[string]json.RawMessage{}
 			}
-			c.Extra[k] = v
+			c.Extra[m.Name] = cb.raw(m.Value)
 		}
 	}
 	return c, nil
 }
 
 // VerifyCapability parses a capability document and checks that its digest
-// is present and equals its canonical digest; otherwise
-// verification_failed.
+// is present and equals the canonical digest of the document as it came
+// (its RFC 8785 form without digest: every member, null and empty ones
+// included); otherwise verification_failed. What it returns is read from
+// the same parse, opaque members in the RFC 8785 form the digest covers.
 func VerifyCapability(data []byte) (Capability, error) {
-	c, err := ParseCapability(data)
+	o, err := parseObject(data, "capability document")
 	if err != nil {
 		return Capability{}, err
 	}
-	want, err := c.CanonicalDigest()
+	return verifyCapability(o, newCanonBuf(len(data)))
+}
+
+// verifyCapability is VerifyCapability of a parsed document.
+func verifyCapability(o jcs.Object, cb *canonBuf) (Capability, error) {
+	c, err := capabilityOf(o, cb)
+	if err != nil {
+		return Capability{}, err
+	}
+	want, err := digestOf(o, cb)
 	if err != nil {
 		return Capability{}, err
 	}
@@ -217,8 +360,8 @@ type BriefEntry struct {
 }
 
 // PeerCard is a peer card: the members this package sets, and every other
-// member kept as it came (Extra). Ext is the card's ext object, unknown
-// keys kept.
+// member kept (Extra). Ext is the card's ext object, unknown keys kept. A
+// card read by ParsePeerCard holds those values in their RFC 8785 form.
 type PeerCard struct {
 	Capabilities []string
 	Ext          map[string]json.RawMessage
@@ -227,31 +370,38 @@ type PeerCard struct {
 
 // ParsePeerCard reads a peer card: an object whose "capabilities", when
 // present, is an array of strings and whose "ext", when present, is an
-// object. Every other member is kept.
+// object. Every other member, and every ext key, is kept in its RFC 8785
+// form.
 func ParsePeerCard(data []byte) (*PeerCard, error) {
-	if len(data) > MaxDocumentBytes {
-		return nil, amp.Named(0, ErrTooLarge, "peer card over %d bytes", MaxDocumentBytes)
-	}
-	if _, err := Canonical(data); err != nil {
-		return nil, invalid("peer card is not valid JSON for this profile")
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil || m == nil {
-		return nil, invalid("peer card is not a JSON object")
+	o, err := parseObject(data, "peer card")
+	if err != nil {
+		return nil, err
 	}
 	pc := &PeerCard{Extra: map[string]json.RawMessage{}}
-	for k, v := range m {
-		switch k {
+	cb := newCanonBuf(len(data))
+	for _, m := range o {
+		switch m.Name {
 		case "capabilities":
-			if err := json.Unmarshal(v, &pc.Capabilities); err != nil {
+			caps, ok := stringList(m.Value, true)
+			if !ok {
 				return nil, invalid("peer card capabilities must be an array of strings")
 			}
+			pc.Capabilities = caps
 		case "ext":
-			if err := json.Unmarshal(v, &pc.Ext); err != nil {
+			if m.Value == nil {
+				pc.Ext = nil
+				continue
+			}
+			ext, ok := m.Value.(jcs.Object)
+			if !ok {
 				return nil, invalid("peer card ext must be an object")
 			}
+			pc.Ext = make(map[string]json.RawMessage, len(ext))
+			for _, e := range ext {
+				pc.Ext[e.Name] = cb.raw(e.Value)
+			}
 		default:
-			pc.Extra[k] = v
+			pc.Extra[m.Name] = cb.raw(m.Value)
 		}
 	}
 	return pc, nil
@@ -328,19 +478,13 @@ func ParseWhoisRequest(ext []byte) (WhoisRequest, error) {
 	if len(ext) == 0 {
 		return r, nil
 	}
-	if len(ext) > MaxDocumentBytes {
-		return r, amp.Named(0, ErrTooLarge, "ext over %d bytes", MaxDocumentBytes)
+	o, err := parseObject(ext, "ext")
+	if err != nil {
+		return r, err
 	}
-	if _, err := Canonical(ext); err != nil {
-		return r, invalid("ext is not valid JSON for this profile")
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(ext, &m); err != nil || m == nil {
-		return r, invalid("ext is not a JSON object")
-	}
-	if raw, ok := m[ExtInclude]; ok {
-		var inc []string
-		if err := json.Unmarshal(raw, &inc); err != nil {
+	if v, ok := o.Get(ExtInclude); ok {
+		inc, isList := stringList(v, ok)
+		if !isList {
 			return r, invalid("%s must be an array of strings", ExtInclude)
 		}
 		for _, v := range inc {
@@ -349,11 +493,12 @@ func ParseWhoisRequest(ext []byte) (WhoisRequest, error) {
 			}
 		}
 	}
-	if raw, ok := m[ExtCapabilityIDs]; ok {
-		if err := json.Unmarshal(raw, &r.IDs); err != nil {
+	if v, ok := o.Get(ExtCapabilityIDs); ok {
+		ids, isList := stringList(v, ok)
+		if !isList {
 			return r, invalid("%s must be an array of strings", ExtCapabilityIDs)
 		}
-		r.Filter = true
+		r.IDs, r.Filter = ids, true
 	}
 	return r, nil
 }
@@ -389,8 +534,14 @@ func RichCatalog(catalog []Capability, req WhoisRequest, maxBytes int) (*Catalog
 		out.Capabilities = append(out.Capabilities, c)
 	}
 	if maxBytes > 0 {
-		raw, err := json.Marshal(out)
-		if err != nil || len(raw) > maxBytes {
+		// The size of the encoding that is sent (marshalNoEscape, as
+		// NewHandler and ampagent card write it), not json.Marshal's,
+		// whose HTML escapes make it longer.
+		raw, err := marshalNoEscape(out)
+		if err != nil {
+			return nil, invalid("the capability catalog cannot be encoded")
+		}
+		if len(raw) > maxBytes {
 			return nil, amp.Named(0, ErrTooLarge, "the capability catalog would exceed %d bytes", maxBytes)
 		}
 	}

@@ -24,6 +24,14 @@
 // The canonical digest is "sha256:" and the lowercase hex SHA-256 of the
 // RFC 8785 (JCS) serialization of the capability document without its
 // "digest" member (docs/FORMAT.md, "AGH projection"; the page leaves the
-// canonicalization unnamed, docs/SPEC-DECISIONS.md AGH-1). Unknown keys of
-// peer cards, capability documents and ext objects are preserved.
+// canonicalization unnamed, docs/SPEC-DECISIONS.md AGH-1), as the
+// document came: a received document's null and empty members count
+// (AGH-7). Unknown keys of peer cards, capability documents and ext
+// objects are preserved, in their RFC 8785 form (AGH-6).
+//
+// Every reader parses its document once, bounded at MaxDocumentBytes and
+// MaxDocumentValues (too_large; AGH-4), and reads members by their exact
+// names; a signed or digested document with a member spelt like a known
+// one but for case, which encoding/json would take for it, is refused
+// (AGH-5).
 package agh

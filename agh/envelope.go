@@ -1,7 +1,6 @@
 package agh
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/jcs"
 	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
@@ -80,6 +80,14 @@ const (
 	ErrUnknownSender amp.ErrName = "unknown_sender"
 	// ErrBadProof: the signature does not verify.
 	ErrBadProof amp.ErrName = "bad_proof"
+)
+
+// envelopeNames are the envelope members this package reads; bodyNames
+// those of a transfer's body. A member spelt like one of them but for case
+// is invalid_envelope (AGH-5).
+var (
+	envelopeNames = []string{"protocol", "id", "kind", "channel", "from", "to", "reply_to", "ts", "expires_at", "body", "proof", "ext"}
+	bodyNames     = []string{"capability"}
 )
 
 // knownKinds are the core kinds of agh-network/v0.
@@ -225,7 +233,7 @@ func TransferEnvelope(c Capability, s *Signer, peerID string, o EnvelopeOptions)
 }
 
 // signingInput is ProofContext, 0x00 and the RFC 8785 form of the
-// envelope's members other than "proof".
+// envelope's members other than "proof", for an envelope being built.
 func signingInput(m map[string]json.RawMessage) ([]byte, error) {
 	rest := make(map[string]json.RawMessage, len(m))
 	for k, v := range m {
@@ -237,11 +245,22 @@ func signingInput(m map[string]json.RawMessage) ([]byte, error) {
 	if err != nil {
 		return nil, invalid("envelope cannot be encoded")
 	}
-	canon, err := Canonical(raw)
+	tree, err := jcs.Parse(raw, jcs.MaxDepth)
+	env, ok := tree.(jcs.Object)
+	if err != nil || !ok {
+		return nil, badEnvelope("envelope has no canonical form")
+	}
+	return signingInputOf(env, newCanonBuf(len(raw)))
+}
+
+// signingInputOf is signingInput of a parsed envelope, valid until cb's
+// next use.
+func signingInputOf(env jcs.Object, cb *canonBuf) ([]byte, error) {
+	in, err := cb.form(ProofContext+"\x00", env.Without("proof"))
 	if err != nil {
 		return nil, badEnvelope("envelope has no canonical form")
 	}
-	return append([]byte(ProofContext+"\x00"), canon...), nil
+	return in, nil
 }
 
 // ReceiveOptions configures ReceiveTransfer.
@@ -273,37 +292,38 @@ type Transfer struct {
 	Verified bool
 	// KeyID is the verification method that signed it ("" unverified).
 	KeyID string
-	// Ext is the envelope's ext, kept opaque (nil when absent).
+	// Ext is the envelope's ext, kept opaque (nil when absent): each
+	// member in the RFC 8785 form the proof covers.
 	Ext map[string]json.RawMessage
 }
 
 // ReceiveTransfer checks a kind:"capability" envelope and returns its
 // capability. In order, each failure a named refusal and nothing used
-// before every check passed: size and JSON (too_large,
+// before every check passed: size, number of values and JSON (too_large,
 // invalid_document); protocol (unsupported_protocol); kind
-// (unsupported_kind); the members' types and bounds (invalid_envelope);
+// (unsupported_kind); the members' names, types and bounds
+// (invalid_envelope: a member spelt like a known one but for case is
+// refused);
 // ts within [now-MaxAge, now+Skew] (stale_timestamp, future_timestamp) and
 // expires_at (expired); the proof — absent (missing_proof unless
 // AllowUnverified), of another type (unsupported_proof), malformed
 // (invalid_proof), by a key of another DID than from (sender_mismatch),
 // by a key not found (unknown_sender), not verifying (bad_proof); last the
 // capability's digest (verification_failed). Members this version does not
-// know are covered by the proof and ignored.
+// know are covered by the proof and ignored. The envelope is parsed once;
+// what is returned comes from that parse, opaque members (ext, the
+// capability's examples, requirements and unknown members) in the RFC 8785
+// form the proof and digest cover.
 func ReceiveTransfer(data []byte, o ReceiveOptions) (*Transfer, error) {
-	if len(data) > MaxDocumentBytes {
-		return nil, amp.Named(0, ErrTooLarge, "envelope over %d bytes", MaxDocumentBytes)
-	}
-	if _, err := Canonical(data); err != nil {
-		return nil, invalid("envelope is not valid JSON for this profile")
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil || m == nil {
-		return nil, invalid("envelope is not a JSON object")
+	m, err := parseObject(data, "envelope")
+	if err != nil {
+		return nil, err
 	}
 	if err := checkTransferKind(m); err != nil {
 		return nil, err
 	}
-	t, capability, exp, err := transferMembers(m)
+	cb := newCanonBuf(len(data))
+	t, capability, exp, err := transferMembers(m, cb)
 	if err != nil {
 		return nil, err
 	}
@@ -314,10 +334,10 @@ func ReceiveTransfer(data []byte, o ReceiveOptions) (*Transfer, error) {
 	if err := checkTransferTimes(t.TS, exp, o, now); err != nil {
 		return nil, err
 	}
-	if err := checkProof(m, t, o, now); err != nil {
+	if err := checkProof(m, t, o, now, cb); err != nil {
 		return nil, err
 	}
-	c, err := VerifyCapability(capability)
+	c, err := verifyCapability(capability, cb)
 	if err != nil {
 		return nil, err
 	}
@@ -328,16 +348,16 @@ func ReceiveTransfer(data []byte, o ReceiveOptions) (*Transfer, error) {
 // envelopeString reads the string member k of an envelope: absent or
 // null is "" (badEnvelope when required), present it must be a string of
 // at most maxIDBytes (and not empty when required).
-func envelopeString(m map[string]json.RawMessage, k string, required bool) (string, error) {
-	raw, ok := m[k]
-	if !ok || string(raw) == "null" {
+func envelopeString(m jcs.Object, k string, required bool) (string, error) {
+	v, _ := m.Get(k)
+	if v == nil {
 		if required {
 			return "", badEnvelope("envelope lacks %s", k)
 		}
 		return "", nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil || (required && s == "") || len(s) > maxIDBytes {
+	s, ok := v.(string)
+	if !ok || (required && s == "") || len(s) > maxIDBytes {
 		return "", badEnvelope("envelope %s must be a string of 1 to %d bytes", k, maxIDBytes)
 	}
 	return s, nil
@@ -346,7 +366,7 @@ func envelopeString(m map[string]json.RawMessage, k string, required bool) (stri
 // checkTransferKind refuses an envelope of another protocol, or of a
 // kind other than capability (naming whether the kind is one of the
 // protocol's at all).
-func checkTransferKind(m map[string]json.RawMessage) error {
+func checkTransferKind(m jcs.Object) error {
 	proto, err := envelopeString(m, "protocol", true)
 	if err != nil {
 		return err
@@ -370,8 +390,13 @@ func checkTransferKind(m map[string]json.RawMessage) error {
 // transferMembers reads the members of a transfer envelope, each of its
 // type and within its bounds (invalid_envelope): the ids, ts, ext and
 // the body's capability object (returned unverified), and expires_at (exp,
-// nil when absent or null).
-func transferMembers(m map[string]json.RawMessage) (t *Transfer, capability json.RawMessage, exp *int64, err error) {
+// nil when absent or null). Members are read by their exact names; one
+// spelt like a known member of the envelope or body but for case, which a
+// struct decoder would take for it, is refused.
+func transferMembers(m jcs.Object, cb *canonBuf) (t *Transfer, capability jcs.Object, exp *int64, err error) {
+	if m.CaseVariant(envelopeNames...) {
+		return nil, nil, nil, badEnvelope("a member of the envelope is a known member spelt in another case")
+	}
 	t = &Transfer{}
 	for _, f := range []struct {
 		k   string
@@ -397,19 +422,30 @@ func transferMembers(m map[string]json.RawMessage) (t *Transfer, capability json
 	if hasExp {
 		exp = &e
 	}
-	var body struct {
-		Capability json.RawMessage `json:"capability"`
-	}
-	if raw, ok := m["body"]; !ok || !isObject(raw) || json.Unmarshal(raw, &body) != nil || !isObject(body.Capability) {
+	bv, _ := m.Get("body")
+	body, ok := bv.(jcs.Object)
+	if !ok {
 		return nil, nil, nil, badEnvelope("envelope body must be an object with a capability object")
 	}
-	if raw, ok := m["ext"]; ok {
-		if err := json.Unmarshal(raw, &t.Ext); err != nil || !isObject(raw) {
+	if body.CaseVariant(bodyNames...) {
+		return nil, nil, nil, badEnvelope("a member of the envelope body is a known member spelt in another case")
+	}
+	cv, _ := body.Get("capability")
+	if capability, ok = cv.(jcs.Object); !ok {
+		return nil, nil, nil, badEnvelope("envelope body must be an object with a capability object")
+	}
+	if ev, present := m.Get("ext"); present {
+		ext, ok := ev.(jcs.Object)
+		if !ok {
 			return nil, nil, nil, badEnvelope("envelope ext must be an object")
+		}
+		t.Ext = make(map[string]json.RawMessage, len(ext))
+		for _, e := range ext {
+			t.Ext[e.Name] = cb.raw(e.Value)
 		}
 	}
 	t.TS = ts
-	return t, body.Capability, exp, nil
+	return t, capability, exp, nil
 }
 
 // checkTransferTimes refuses an envelope whose ts is not within
@@ -433,30 +469,33 @@ func checkTransferTimes(ts int64, exp *int64, o ReceiveOptions, now time.Time) e
 
 // checkProof verifies the envelope's proof, or accepts its absence under
 // AllowUnverified.
-func checkProof(m map[string]json.RawMessage, t *Transfer, o ReceiveOptions, now time.Time) error {
-	raw, ok := m["proof"]
-	if !ok || string(raw) == "null" {
+func checkProof(m jcs.Object, t *Transfer, o ReceiveOptions, now time.Time, cb *canonBuf) error {
+	raw, _ := m.Get("proof")
+	if raw == nil {
 		if o.AllowUnverified {
 			return nil
 		}
 		return amp.Named(0, ErrMissingProof, "the envelope carries no proof and unverified transfers are not accepted")
 	}
-	if !isObject(raw) {
+	p, ok := raw.(jcs.Object)
+	if !ok {
 		return amp.Named(0, ErrInvalidProof, "envelope proof must be an object or null")
 	}
-	var p map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return amp.Named(0, ErrInvalidProof, "envelope proof must be an object or null")
+	member := func(k string) (string, bool) {
+		v, _ := p.Get(k)
+		s, ok := v.(string)
+		return s, ok
 	}
-	var typ, key, sig string
-	if json.Unmarshal(p["type"], &typ) != nil {
+	typ, ok := member("type")
+	if !ok {
 		return amp.Named(0, ErrInvalidProof, "proof type must be a string")
 	}
 	if typ != ProofType {
 		return amp.Named(0, ErrUnsupportedProof, "proof type is not %s", ProofType)
 	}
-	if len(p) != 3 || json.Unmarshal(p["key"], &key) != nil || json.Unmarshal(p["sig"], &sig) != nil ||
-		len(key) > maxIDBytes || !amp.ValidDID(amp.BareDID(key)) {
+	key, keyOK := member("key")
+	sig, sigOK := member("sig")
+	if len(p) != 3 || !keyOK || !sigOK || len(key) > maxIDBytes || !amp.ValidDID(amp.BareDID(key)) {
 		return amp.Named(0, ErrInvalidProof, "proof must be {type, key: a DID or DID URL, sig}")
 	}
 	sigBytes, err := base64.RawURLEncoding.DecodeString(sig)
@@ -483,7 +522,7 @@ func checkProof(m map[string]json.RawMessage, t *Transfer, o ReceiveOptions, now
 	if err != nil || len(vm.PublicKey) != ed25519.PublicKeySize {
 		return amp.Named(0, ErrUnknownSender, "the proof's key is not an active signing key of the sender")
 	}
-	input, err := signingInput(m)
+	input, err := signingInputOf(m, cb)
 	if err != nil {
 		return err
 	}
@@ -497,21 +536,18 @@ func checkProof(m map[string]json.RawMessage, t *Transfer, o ReceiveOptions, now
 // intMember reads an optional integer member (null counts as absent): an
 // integer of at most 2^53-1 in magnitude, written without fraction or
 // exponent.
-func intMember(m map[string]json.RawMessage, k string) (int64, bool, error) {
-	raw, ok := m[k]
-	if !ok || string(raw) == "null" {
+func intMember(m jcs.Object, k string) (int64, bool, error) {
+	v, _ := m.Get(k)
+	if v == nil {
 		return 0, false, nil
 	}
-	s := string(bytes.TrimSpace(raw))
-	n, err := strconv.ParseInt(s, 10, 64)
+	num, ok := v.(json.Number)
+	if !ok {
+		return 0, false, badEnvelope("%s must be an integer", k)
+	}
+	n, err := strconv.ParseInt(string(num), 10, 64)
 	if err != nil || n > maxSafeInt || n < -maxSafeInt {
 		return 0, false, badEnvelope("%s must be an integer", k)
 	}
 	return n, true, nil
-}
-
-// isObject reports whether raw is a JSON object.
-func isObject(raw json.RawMessage) bool {
-	s := bytes.TrimSpace(raw)
-	return len(s) > 0 && s[0] == '{'
 }

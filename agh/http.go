@@ -3,6 +3,7 @@ package agh
 import (
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -115,14 +116,31 @@ func NewHandler(opts HandlerOptions) http.Handler {
 			fail(w, http.StatusMethodNotAllowed, "method_not_allowed", "only GET and HEAD are served")
 			return
 		}
+		// Route first: a request for no resource, or with a query that
+		// does not parse, costs nothing of the catalog.
+		p := r.URL.Path
+		var req WhoisRequest
+		switch {
+		case p == PeerCardPath && r.URL.RawQuery == "":
+		case p == CatalogPath:
+			var err error
+			if req, err = ParseCatalogQuery(r.URL.RawQuery); err != nil {
+				fail(w, http.StatusBadRequest, "invalid_request", "the catalog query is not valid")
+				return
+			}
+		case strings.HasPrefix(p, CapabilityPrefix) && r.URL.RawQuery == "":
+		default:
+			fail(w, http.StatusNotFound, "not_found", "no such resource")
+			return
+		}
 		cat, err := opts.Catalog()
 		if err != nil {
 			w.Header().Set("Retry-After", "1")
 			fail(w, http.StatusServiceUnavailable, "unavailable", "the catalog is not available; retry shortly")
 			return
 		}
-		switch p := r.URL.Path; {
-		case p == PeerCardPath && r.URL.RawQuery == "":
+		switch {
+		case p == PeerCardPath:
 			card := &PeerCard{Extra: members}
 			if err := ProjectPeerCard(card, cat); err != nil {
 				fail(w, http.StatusInternalServerError, "internal_error", "the projection failed")
@@ -130,18 +148,17 @@ func NewHandler(opts HandlerOptions) http.Handler {
 			}
 			send(w, r, card)
 		case p == CatalogPath:
-			req, err := ParseCatalogQuery(r.URL.RawQuery)
-			if err != nil {
-				fail(w, http.StatusBadRequest, "invalid_request", "the catalog query is not valid")
-				return
-			}
 			rich, err := RichCatalog(cat, req, opts.MaxBytes)
-			if err != nil {
+			switch {
+			case errors.Is(err, ErrTooLarge):
 				fail(w, http.StatusInternalServerError, "too_large", "the answer would exceed the size limit")
+				return
+			case err != nil: // a capability without a digest: the projection failed
+				fail(w, http.StatusInternalServerError, "internal_error", "the projection failed")
 				return
 			}
 			send(w, r, map[string]any{ExtCatalog: rich})
-		case strings.HasPrefix(p, CapabilityPrefix) && r.URL.RawQuery == "":
+		default: // CapabilityPrefix
 			id := p[len(CapabilityPrefix):]
 			for _, c := range cat {
 				if c.ID == id {
@@ -154,8 +171,6 @@ func NewHandler(opts HandlerOptions) http.Handler {
 					return
 				}
 			}
-			fail(w, http.StatusNotFound, "not_found", "no such resource")
-		default:
 			fail(w, http.StatusNotFound, "not_found", "no such resource")
 		}
 	})

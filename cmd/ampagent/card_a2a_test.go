@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/a2acard"
+	"github.com/ampbundle/ampbundle/amp"
 )
 
 // a2aVerifyDoc is the --json document of 'card verify'.
@@ -151,5 +154,37 @@ func TestA2ACardUsageAndEmptyAgent(t *testing.T) {
 	r := runCLI(t, "", "card", "--db", cardStore(t, false), "--key", key, "--a2a", "--url", u)
 	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "serves no capability") {
 		t.Fatalf("empty store: exit %d: %q %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestA2ACardVerifyRefusesAnAttackersKeyUnderTheVictimsDIDKeyKid: a card
+// an attacker signed with their own key under the victim's did:key kid,
+// checked with the attacker's key and the victim's kid, must not print
+// "valid: signed by did:key:<victim>": a did:key kid is its key
+// (card_kid_mismatch, exit 1; docs/SPEC-DECISIONS.md A2A-11).
+func TestA2ACardVerifyRefusesAnAttackersKeyUnderTheVictimsDIDKeyKid(t *testing.T) {
+	_, victim := keygen(t, t.TempDir(), "victim.key")
+	victimKid := victim + "#" + strings.TrimPrefix(victim, "did:key:")
+	attacker := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0xa5}, ed25519.SeedSize))
+	card, err := a2acard.New(a2acard.Options{Name: "ampagent", Version: "1.0.0", URL: "https://agent.example/amp"},
+		[]a2acard.Served{{ID: "x:1.0.0", Name: "x", Version: "1.0.0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := a2acard.Payload(card)
+	h, _ := a2acard.ProtectedHeader(victimKid)
+	prot := base64.RawURLEncoding.EncodeToString(h)
+	sig := ed25519.Sign(attacker, []byte(prot+"."+base64.RawURLEncoding.EncodeToString(payload)))
+	card.Signatures = []a2acard.Signature{{Protected: prot, Signature: base64.RawURLEncoding.EncodeToString(sig)}}
+	data, _ := json.Marshal(card)
+	file := writeFile(t, "card.json", string(data))
+	attackerDID := amp.DIDKey(attacker.Public().(ed25519.PublicKey))
+	r := runCLI(t, "", "card", "verify", file, "--key", attackerDID, "--kid", victimKid, "--json")
+	if code, _ := errorDoc(t, r); r.code != 1 || code != string(a2acard.ErrKidMismatch) {
+		t.Fatalf("exit %d: %s: the attacker's card is reported as the victim's", r.code, r.stdout)
+	}
+	r = runCLI(t, "", "card", "verify", file, "--key", attackerDID, "--kid", victimKid)
+	if r.code != 1 || strings.Contains(r.stdout, "valid") {
+		t.Fatalf("human: exit %d: %q", r.code, r.stdout)
 	}
 }

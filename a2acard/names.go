@@ -1,0 +1,90 @@
+package a2acard
+
+import (
+	"crypto/ed25519"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/jcs"
+)
+
+// goNames are the member names encoding/json decodes into one struct type
+// of Card (Card, Interface, Provider, Capabilities, Extension, Skill,
+// Signature), and, by member, those of the struct its value (or each
+// element of it) decodes into.
+type goNames struct {
+	names []string
+	sub   map[string]*goNames
+}
+
+// cardNames is goNames of Card, read from its json tags: exactly what a
+// caller decoding a verified card into a Card gets.
+var cardNames = sync.OnceValue(func() *goNames { return namesOf(reflect.TypeFor[Card]()) })
+
+func namesOf(t reflect.Type) *goNames {
+	n := &goNames{sub: map[string]*goNames{}}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		n.names = append(n.names, name)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct {
+			n.sub[name] = namesOf(ft)
+		}
+	}
+	return n
+}
+
+// caseVariant reports whether v, a card or a member of one, holds an
+// object member spelt like a member of the Card struct it decodes into but
+// for case ("URL" beside or instead of "url"; A2A-10): encoding/json would
+// read it as that member, the last spelling winning, while the signature
+// and Verify read the exact name.
+func (n *goNames) caseVariant(v any) bool {
+	switch t := v.(type) {
+	case jcs.Object:
+		if t.CaseVariant(n.names...) {
+			return true
+		}
+		for _, m := range t {
+			if s := n.sub[m.Name]; s != nil && s.caseVariant(m.Value) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range t {
+			if n.caseVariant(x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkKid refuses a kid that is a did:key (its DID part, in any case)
+// other than pub's own: "did:key:<pub>" or DIDKeyID(pub) (A2A-3, A2A-11).
+// A did:key is its key, so a did:key kid naming another key would report
+// a card signed by pub as signed by that key's holder.
+func checkKid(pub ed25519.PublicKey, kid string) error {
+	did, frag, hasFrag := strings.Cut(kid, "#")
+	const method = "did:key:"
+	if len(did) < len(method) || !strings.EqualFold(did[:len(method)], method) {
+		return nil
+	}
+	own := amp.DIDKey(pub)
+	if did != own || (hasFrag && frag != strings.TrimPrefix(own, method)) {
+		return fail(ErrKidMismatch, "the kid is a did:key that does not name the given key")
+	}
+	return nil
+}
