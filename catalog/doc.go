@@ -5,9 +5,13 @@
 // bundles, the capabilities and their descriptors, the schemas they name,
 // the trust keys, thresholds, freshness bounds, revocations and the audit
 // chain's head), retrying while the store generation moves under it, and
-// computes each capability's compatibility matrix with package compat. The
-// model is immutable: 'ampbundle ls --json' and 'ampbundle compat --json'
-// print views of it (Listing, Matrices), and Handler renders it as pages.
+// computes each capability's compatibility matrix with package compat: in
+// the read (Parts.Compat), or for the pages when a page asks for it, from
+// the schemas the read kept, within a budget of comparisons and of
+// findings kept (Parts.LazyCompat, PageReadOptions). The model is
+// immutable but for the few matrices it keeps so: 'ampbundle ls --json'
+// and 'ampbundle compat --json' print views of it (Listing, Matrices), and
+// Handler renders it as pages.
 // A bundle's signed manifest is kept as a ManifestView, the view 'ampbundle
 // inspect', 'verify' and 'build' print with --json, so the bundle page and
 // the CLI show a bundle the same way.
@@ -16,9 +20,12 @@
 // (every publisher-controlled value is escaped, and long ones truncated),
 // embeds its one stylesheet, uses no script at all, and sends a strict
 // Content-Security-Policy. It takes the model again when the store
-// generation changes, checked at most every Options.Refresh. A schema's
-// rendering is linear in its size and stops at MaxRenderBytes; a "$ref" is
-// followed or linked only in a schema position, and only to an artifact
-// signed as a JSON Schema; the manifest's publisher is shown as a claim
-// unless a verified signer has its DID.
+// generation changes or a bundle's expiry passes, checked at most every
+// Options.Refresh. Every list is paged at PageSize or cut (RowVersions,
+// MaxJoined). A schema's rendering is linear in its size and stops at
+// MaxRenderBytes, markup included, and so do a compatibility page's
+// findings (at most MaxCellFindings a pair); a "$ref" is followed or
+// linked only in a schema position, and only to an artifact signed as a
+// JSON Schema; the manifest's publisher is shown as a claim unless a
+// verified signer has its DID.
 package catalog

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,8 +33,9 @@ const (
 	// even at the same generation (its expiry warnings follow the clock).
 	DefaultMaxAge = time.Hour
 	// DefaultMaxInFlight bounds the pages rendered at once. A page shows
-	// at most two schemas of at most MaxRenderBytes each, so the pages in
-	// flight hold a few tens of MiB at most.
+	// at most two schemas of at most MaxRenderBytes each, or
+	// MaxRenderBytes of a matrix's findings, and lists of PageSize rows,
+	// so the pages in flight hold a few tens of MiB at most.
 	DefaultMaxInFlight = 16
 	// DefaultPeerShare: one peer holds at most a quarter of the pages in
 	// flight.
@@ -135,7 +135,9 @@ func (h *Handler) withSource(f func(Source) error) error {
 }
 
 // refresh takes the model again when the store generation moved, the
-// model is older than MaxAge, or force. Without force it costs a clock
+// model is older than MaxAge, a bundle's state changed by the clock since
+// the read (it expired, or came within ExpiryWarning of it: the model's
+// turnsAt), or force. Without force it costs a clock
 // read until the refresh interval has passed, and a request that finds a
 // refresh under way is served the current model rather than wait for it.
 func (h *Handler) refresh(force bool) error {
@@ -149,12 +151,12 @@ func (h *Handler) refresh(force bool) error {
 	h.lastCheck.Store(now.UnixNano())
 	cur := h.cur.Load()
 	return h.withSource(func(src Source) error {
-		if cur != nil && now.Sub(cur.ReadAt) < h.opts.MaxAge {
+		if cur != nil && now.Sub(cur.ReadAt) < h.opts.MaxAge && (cur.turnsAt.IsZero() || now.Before(cur.turnsAt)) {
 			if g, err := generationOf(src); err != nil || g == cur.Generation {
 				return err
 			}
 		}
-		m, err := Read(src, ReadOptions{Parts: AllParts, Now: h.opts.Now, MaxMatrixVersions: DefaultMaxMatrixVersions})
+		m, err := Read(src, PageReadOptions(h.opts.Now))
 		if err != nil {
 			return err
 		}
@@ -222,13 +224,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, name string, da
 
 // parsePages parses the layout with each page.
 func parsePages() (map[string]*template.Template, error) {
-	funcs := template.FuncMap{"t": short, "long": long, "join": func(ss []string) string {
-		out := make([]string, len(ss))
-		for i, s := range ss {
-			out[i] = short(s)
-		}
-		return strings.Join(out, ", ")
-	}, "schemaText": func(s string) string { return clean(s, 1<<30) }}
+	funcs := template.FuncMap{"t": short, "long": long, "join": join, "schemaText": func(s string) string { return clean(s, 1<<30) }}
 	out := map[string]*template.Template{}
 	for _, p := range []string{"index", "bundles", "bundle", "cap", "version", "compat", "trust", "schema", "search", "error"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+p+".html")

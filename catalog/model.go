@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -36,6 +37,21 @@ const (
 	// DefaultMaxMatrixVersions bounds the versions of one capability in
 	// the matrices of a model read for the pages (n² cells).
 	DefaultMaxMatrixVersions = 32
+	// DefaultMaxMatrixSteps bounds the comparisons of all the checks of
+	// one matrix the pages compute (compat.MatrixOf): five checks at
+	// compat.MaxSteps. Past it the cells left are unknown, never full.
+	DefaultMaxMatrixSteps = 5 * compat.MaxSteps
+	// DefaultMaxReportFindings bounds the findings the pages' model keeps
+	// of one report of a cell (its input, its output, what it loses);
+	// the others are counted.
+	DefaultMaxReportFindings = 16
+	// DefaultMaxMatrixFindingBytes bounds the findings the pages' model
+	// keeps of one matrix, counted as their strings and findingCost
+	// each; past it a cell keeps none, and they are counted.
+	DefaultMaxMatrixFindingBytes = 1 << 20
+	// maxKeptMatrices bounds the matrices a model keeps once computed
+	// for a page; the oldest is computed again when asked after.
+	maxKeptMatrices = 16
 	// ExpiryWarning is how close an expiry must be to be flagged.
 	ExpiryWarning = 30 * 24 * time.Hour
 )
@@ -86,15 +102,27 @@ type Parts struct {
 	Schemas bool
 	// Trust: keys, thresholds, freshness, revocations, the audit head.
 	Trust bool
-	// Compat: the compatibility matrix of every capability.
+	// Compat: the compatibility matrix of every capability, computed in
+	// the read (Matrices).
 	Compat bool
 	// Provided: only what the checker takes of each version (Provided),
-	// without the matrices (Compat implies it).
+	// without the matrices (Compat and LazyCompat imply it).
 	Provided bool
+	// LazyCompat: Matrix computes a capability's matrix when first
+	// asked, not in the read, from the schemas the read kept (Schemas),
+	// so that the source may be closed by then: a schema it did not keep
+	// whole (over MaxSchemaBytes, or a reference not followed) makes the
+	// cells that need it unknown, never full. Provided then reads the
+	// kept schemas too.
+	LazyCompat bool
 }
 
-// AllParts is what the pages need.
+// AllParts is every part, each matrix computed in the read.
 var AllParts = Parts{Manifests: true, Schemas: true, Trust: true, Compat: true}
+
+// PageParts is what the pages need: each matrix is computed when its page
+// asks for it (LazyCompat), within the read's bounds, never in the read.
+var PageParts = Parts{Manifests: true, Schemas: true, Trust: true, LazyCompat: true}
 
 // ReadOptions configure Read.
 type ReadOptions struct {
@@ -111,9 +139,26 @@ type ReadOptions struct {
 	// MaxMatrixVersions bounds the versions of one capability compared
 	// (0: no bound; the newest are kept).
 	MaxMatrixVersions int
+	// MaxMatrixSteps bounds the comparisons of one matrix
+	// (compat.MatrixOf; 0: each check's own bound only).
+	MaxMatrixSteps int
+	// MaxReportFindings and MaxMatrixFindingBytes bound the findings kept
+	// of one report of a cell and of one matrix (0: no bound); the
+	// others are counted (MatrixFindings).
+	MaxReportFindings     int
+	MaxMatrixFindingBytes int
 }
 
-// Model is one consistent read of a store. It is immutable once read.
+// PageReadOptions are the options of the pages' reads: PageParts, and
+// the default bounds of the matrices.
+func PageReadOptions(now func() time.Time) ReadOptions {
+	return ReadOptions{Parts: PageParts, Now: now, MaxMatrixVersions: DefaultMaxMatrixVersions, MaxMatrixSteps: DefaultMaxMatrixSteps,
+		MaxReportFindings: DefaultMaxReportFindings, MaxMatrixFindingBytes: DefaultMaxMatrixFindingBytes}
+}
+
+// Model is one consistent read of a store. It is immutable once read,
+// but for the matrices it computes when asked (Parts.LazyCompat), which it
+// keeps, a few at most.
 type Model struct {
 	Generation   uint64
 	ReadAt       time.Time
@@ -127,13 +172,28 @@ type Model struct {
 
 	byName   map[string]int
 	byBundle map[string]int
-	matrix   map[string]int
 	schemas  map[SchemaLoc]Schema
 	provided []compat.Provided
+	// turnsAt is the earliest time after the read at which a bundle's
+	// state changes by the clock alone (it expires, or comes within
+	// ExpiryWarning of it); zero: none does.
+	turnsAt time.Time
+	// provRange are, by capability name, the bounds of its versions in
+	// provided; matrix indexes the matrices computed in the read
+	// (Parts.Compat, in computed); memo keeps those computed when asked
+	// (lazy: Parts.LazyCompat).
+	lazy      bool
+	provRange map[string][2]int
+	matrix    map[string]int
+	computed  []keptMatrix
+	memo      *matrixMemo
+	bounds    matrixBounds
 	// schemaKeys are, by bundle, the keys of the artifacts whose signed
 	// manifest entry has the JSON Schema media type: the only artifacts a
 	// $ref may bring into the model.
 	schemaKeys map[string]map[string]bool
+	// schemaIDs are, by bundle, the keys of the kept schemas by $id.
+	schemaIDs map[string]map[string]string
 }
 
 // Bundle is an installed bundle.
@@ -279,13 +339,14 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 	now := opts.Now()
 	m := &Model{Generation: cat.Generation, ReadAt: now, Aliases: map[string]string{},
 		byName: map[string]int{}, byBundle: map[string]int{}, matrix: map[string]int{}, schemas: map[SchemaLoc]Schema{},
-		schemaKeys: map[string]map[string]bool{}}
-	maps := map[string][]string{}
+		schemaKeys: map[string]map[string]bool{}, provRange: map[string][2]int{}, memo: &matrixMemo{kept: map[string]*keptMatrix{}},
+		bounds: matrixBounds{steps: opts.MaxMatrixSteps, perReport: opts.MaxReportFindings, bytes: opts.MaxMatrixFindingBytes}}
+	idsOf := map[string][]string{}
 	for _, name := range cat.Names {
 		c := Capability{Name: name}
 		for _, e := range cat.ByName[name] {
 			c.Versions = append(c.Versions, Version{Version: e.Descriptor.Version.String(), BundleID: e.BundleID, Descriptor: e.Descriptor})
-			maps[e.BundleID] = append(maps[e.BundleID], e.Descriptor.ID().String())
+			idsOf[e.BundleID] = append(idsOf[e.BundleID], e.Descriptor.ID().String())
 		}
 		m.byName[name] = len(m.Capabilities)
 		m.Capabilities = append(m.Capabilities, c)
@@ -294,9 +355,11 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 		m.Aliases[k] = v
 	}
 	for _, b := range bundles {
-		mb := Bundle{Bundle: b, Capabilities: maps[b.BundleID]}
-		if t, err := time.Parse(time.RFC3339, b.ExpiresAt); err == nil && t.Sub(now) < ExpiryWarning {
-			mb.ExpiresSoon = true
+		mb := Bundle{Bundle: b, Capabilities: idsOf[b.BundleID]}
+		if t, err := time.Parse(time.RFC3339, b.ExpiresAt); err == nil {
+			mb.ExpiresSoon = t.Sub(now) < ExpiryWarning
+			m.turnsAfter(now, t.Add(-ExpiryWarning))
+			m.turnsAfter(now, t)
 		}
 		// The manifest also gives the media types of the artifacts a
 		// $ref may name (Parts.Schemas): without it none is followed.
@@ -311,22 +374,33 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 	if opts.Parts.Schemas {
 		m.readSchemas(src, opts)
 	}
+	m.indexSchemaIDs()
 	if opts.Parts.Trust {
 		if err := m.readTrust(src); err != nil {
 			return nil, err
 		}
 		m.verifySigners()
 	}
-	if opts.Parts.Compat || opts.Parts.Provided {
+	if opts.Parts.Compat || opts.Parts.Provided || opts.Parts.LazyCompat {
+		m.lazy = opts.Parts.LazyCompat
 		m.provide(opts)
 	}
 	if opts.Parts.Compat {
-		m.Matrices = compat.Matrices(m.provided)
-		for i, mx := range m.Matrices {
-			m.matrix[mx.Capability] = i
+		for _, name := range slices.Sorted(maps.Keys(m.provRange)) {
+			m.matrix[name] = len(m.computed)
+			m.computed = append(m.computed, m.computeMatrix(name))
+			m.Matrices = append(m.Matrices, m.computed[len(m.computed)-1].mx)
 		}
 	}
 	return m, nil
+}
+
+// turnsAfter makes t the model's turnsAt when it is after the read and
+// earlier than the one kept.
+func (m *Model) turnsAfter(now, t time.Time) {
+	if t.After(now) && (m.turnsAt.IsZero() || t.Before(m.turnsAt)) {
+		m.turnsAt = t
+	}
 }
 
 // keepManifest keeps what the pages take of a bundle's signed manifest:
@@ -551,11 +625,14 @@ func (m *Model) provide(opts ReadOptions) {
 		if opts.MaxMatrixVersions > 0 && len(vs) > opts.MaxMatrixVersions {
 			vs = vs[len(vs)-opts.MaxMatrixVersions:]
 		}
+		if len(vs) > 0 {
+			m.provRange[c.Name] = [2]int{len(m.provided), len(m.provided) + len(vs)}
+		}
 		for _, v := range vs {
 			s := srcs[v.BundleID]
 			if s == nil {
 				var l compat.Loader
-				if opts.Loader != nil {
+				if opts.Loader != nil && !m.lazy {
 					l = opts.Loader(v.BundleID)
 				} else {
 					l = &keptLoader{m: m, bundle: v.BundleID}
@@ -584,16 +661,31 @@ func (l *keptLoader) Load(key string) ([]byte, error) {
 }
 
 func (l *keptLoader) KeyForID(id string) (string, bool) {
-	for loc, s := range l.m.schemas {
-		if loc.BundleID == l.bundle && s.ID == id {
-			return loc.Key, true
+	key, ok := l.m.schemaIDs[l.bundle][id]
+	return key, ok
+}
+
+// indexSchemaIDs indexes the kept schemas by bundle and $id, the least
+// key first when two share an $id.
+func (m *Model) indexSchemaIDs() {
+	m.schemaIDs = map[string]map[string]string{}
+	for loc, s := range m.schemas {
+		if s.ID == "" {
+			continue
+		}
+		ids := m.schemaIDs[loc.BundleID]
+		if ids == nil {
+			ids = map[string]string{}
+			m.schemaIDs[loc.BundleID] = ids
+		}
+		if k, ok := ids[s.ID]; !ok || loc.Key < k {
+			ids[s.ID] = loc.Key
 		}
 	}
-	return "", false
 }
 
 // Provided are the store's capability versions as the compatibility
-// checker takes them (Parts.Compat or Parts.Provided), to compare with
+// checker takes them (Parts.Compat, Provided or LazyCompat), to compare with
 // others.
 func (m *Model) Provided() []compat.Provided { return slices.Clone(m.provided) }
 
@@ -615,13 +707,36 @@ func (m *Model) Bundle(id string) (Bundle, bool) {
 	return m.Bundles[i], true
 }
 
-// Matrix returns the compatibility matrix of the capability name.
+// HasMatrix reports whether Matrix has a matrix for the capability
+// name, without computing it.
+func (m *Model) HasMatrix(name string) bool {
+	if _, ok := m.matrix[name]; ok {
+		return true
+	}
+	_, ok := m.provRange[name]
+	return ok && m.lazy
+}
+
+// Matrix returns the compatibility matrix of the capability name: the
+// one computed in the read (Parts.Compat), or else computed now and kept
+// (Parts.LazyCompat). Its findings are those the read's bounds keep
+// (MatrixFindings counts them all).
 func (m *Model) Matrix(name string) (compat.Matrix, bool) {
-	i, ok := m.matrix[name]
+	k, ok := m.lookupMatrix(name)
 	if !ok {
 		return compat.Matrix{}, false
 	}
-	return m.Matrices[i], true
+	return k.mx, true
+}
+
+// MatrixFindings returns, by cell of Matrix(name), how many findings its
+// input and output reports had before the read's bounds kept some.
+func (m *Model) MatrixFindings(name string) ([]int, bool) {
+	k, ok := m.lookupMatrix(name)
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(k.findings), true
 }
 
 // Schema returns a schema kept in the model.

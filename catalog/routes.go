@@ -1,8 +1,10 @@
 package catalog
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,6 +14,25 @@ import (
 // maxParam bounds every query parameter but q, in bytes.
 const maxParam = 1024
 
+// Bounds of the lists of a page besides PageSize.
+const (
+	// RowVersions is the most versions a capability's row in a table
+	// links (the first ones); the capability page pages them all.
+	RowVersions = 10
+	// maxExpiring is the most bundles the index lists as expired or
+	// expiring; the bundles page lists them all.
+	maxExpiring = 20
+	// MaxCellFindings is the most findings the compatibility page shows
+	// of one cell; the others are counted.
+	MaxCellFindings = 16
+	// sectionMarkup and findingMarkup bound from above the page bytes of
+	// a cell's findings section and of one finding, their
+	// publisher-controlled text not counted (it is counted with
+	// textCost).
+	sectionMarkup = 512
+	findingMarkup = 256
+)
+
 // page is what a template shows; each page sets its own fields.
 type page struct {
 	Title    string
@@ -20,20 +41,48 @@ type page struct {
 	Err      string
 	Pager    pager
 	Expiring []Bundle
-	Bundles  []Bundle
-	Caps     []Capability
-	Bundle   Bundle
-	Cap      Capability
-	Version  versionView
-	Matrix   matrixView
-	Schema   schemaView
+	// MoreExpiring: expired or expiring bundles the index does not list.
+	MoreExpiring int
+	Bundles      []Bundle
+	Caps         []capRow
+	Bundle       Bundle
+	Lists        bundleLists
+	Cap          Capability
+	Versions     []Version
+	Version      versionView
+	Matrix       matrixView
+	Schema       schemaView
 }
 
-// pager is the position in a paged list.
+// pager is the position in a paged list; Label names the list when a
+// page has several.
 type pager struct {
 	Page, Pages, Total int
-	Prev, Next         string
+	Prev, Next, Label  string
 }
+
+// capRow is a capability's row in a table: its first RowVersions
+// versions, how many more it has, and the bundle of its first.
+type capRow struct {
+	Name     string
+	Versions []Version
+	More     int
+	BundleID string
+}
+
+// bundleLists are the paged lists of a bundle page: the signed
+// manifest's artifacts, capabilities and aliases, or without the
+// manifest the ids of the capabilities the store lists for it.
+type bundleLists struct {
+	Artifacts                               []ManifestArtifact
+	Capabilities                            []ManifestCapability
+	Aliases                                 []alias
+	IDs                                     []string
+	ArtPager, CapPager, AliasPager, IDPager pager
+}
+
+// alias is an alias entry of a manifest.
+type alias struct{ Type, Name string }
 
 type versionView struct {
 	Name, Version, BundleID, Notes, Policy string
@@ -56,6 +105,9 @@ type matrixView struct {
 	Rows     []matrixRow
 	Details  []cellView
 	Found    bool
+	// MoreCells and MoreFindings: the cells whose findings the page has
+	// no room left for, and their findings.
+	MoreCells, MoreFindings int
 }
 
 type matrixRow struct {
@@ -66,6 +118,8 @@ type matrixRow struct {
 type cellView struct {
 	Requester, Provider, Level, Anchor string
 	Findings                           []findingView
+	// More: the findings of the cell not shown.
+	More int
 }
 
 type findingView struct {
@@ -91,26 +145,31 @@ func route(m *Model, r *http.Request) (string, page, int) {
 		p.Title = "Catalog"
 		for _, b := range m.Bundles {
 			if b.ExpiresSoon || b.Expired {
+				if len(p.Expiring) == maxExpiring {
+					p.MoreExpiring++
+					continue
+				}
 				p.Expiring = append(p.Expiring, b)
 			}
 		}
 		var caps []Capability
-		caps, p.Pager = paged(m.Capabilities, q, Prefix, nil)
-		p.Caps = caps
+		caps, p.Pager = paged(m.Capabilities, q, "page", Prefix, nil)
+		p.Caps = capRows(caps)
 		p.Bundles = m.Bundles[:min(len(m.Bundles), 20)]
 		return "index", p, http.StatusOK
 	case Prefix + "bundles":
 		p.Title = "Bundles"
-		p.Bundles, p.Pager = paged(m.Bundles, q, Prefix+"bundles", nil)
+		p.Bundles, p.Pager = paged(m.Bundles, q, "page", Prefix+"bundles", nil)
 		return "bundles", p, http.StatusOK
 	case Prefix + "bundle":
 		b, ok := m.Bundle(q.Get("id"))
-		p.Title, p.Bundle = "Bundle "+short(b.BundleID), b
+		p.Title, p.Bundle, p.Lists = "Bundle "+short(b.BundleID), b, listsOf(b, q)
 		return lookedUp(m, ok, "bundle", p, "no such bundle is installed")
 	case Prefix + "cap":
 		c, ok := m.Capability(q.Get("name"))
 		p.Title, p.Cap = "Capability "+short(c.Name), c
-		_, p.Matrix.Found = m.Matrix(c.Name)
+		p.Versions, p.Pager = paged(c.Versions, q, "page", Prefix+"cap", url.Values{"name": {c.Name}})
+		p.Matrix.Found = m.HasMatrix(c.Name)
 		return lookedUp(m, ok, "cap", p, "no such capability is installed")
 	case Prefix + "version":
 		v, ok := m.versionView(q.Get("name"), q.Get("v"))
@@ -161,25 +220,78 @@ func search(m *Model, q url.Values) (string, page, int) {
 			hits = append(hits, c)
 		}
 	}
-	p.Caps, p.Pager = paged(hits, q, Prefix+"search", url.Values{"q": {query}})
+	var caps []Capability
+	caps, p.Pager = paged(hits, q, "page", Prefix+"search", url.Values{"q": {query}})
+	p.Caps = capRows(caps)
 	return "search", p, http.StatusOK
 }
 
-// paged cuts the page ?page=N (from 1) of PageSize rows out of rows.
-func paged[T any](rows []T, q url.Values, path string, keep url.Values) ([]T, pager) {
-	n, err := strconv.Atoi(q.Get("page"))
+// capRows are the table rows of caps.
+func capRows(caps []Capability) []capRow {
+	out := make([]capRow, 0, len(caps))
+	for _, c := range caps {
+		r := capRow{Name: c.Name, Versions: c.Versions[:min(len(c.Versions), RowVersions)], More: max(0, len(c.Versions)-RowVersions)}
+		if len(c.Versions) > 0 {
+			r.BundleID = c.Versions[0].BundleID
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Query parameters of the bundle page's lists.
+const (
+	artParam   = "artifacts_page"
+	capParam   = "capabilities_page"
+	aliasParam = "aliases_page"
+)
+
+// listsOf pages the lists of the bundle page of b, each by its own
+// parameter; the links of one list keep the pages of the others.
+func listsOf(b Bundle, q url.Values) bundleLists {
+	keep := func(own string) url.Values {
+		v := url.Values{"id": {b.BundleID}}
+		for _, p := range []string{artParam, capParam, aliasParam} {
+			if p != own && q.Get(p) != "" {
+				v.Set(p, q.Get(p))
+			}
+		}
+		return v
+	}
+	path := Prefix + "bundle"
+	var l bundleLists
+	if b.Manifest == nil {
+		l.IDs, l.IDPager = paged(b.Capabilities, q, capParam, path, keep(capParam))
+		l.IDPager.Label = "Pages of capabilities"
+		return l
+	}
+	l.Artifacts, l.ArtPager = paged(b.Manifest.Artifacts, q, artParam, path, keep(artParam))
+	l.Capabilities, l.CapPager = paged(b.Manifest.Capabilities, q, capParam, path, keep(capParam))
+	aliases := make([]alias, 0, len(b.Manifest.Aliases))
+	for _, typ := range slices.Sorted(maps.Keys(b.Manifest.Aliases)) {
+		aliases = append(aliases, alias{Type: typ, Name: b.Manifest.Aliases[typ]})
+	}
+	l.Aliases, l.AliasPager = paged(aliases, q, aliasParam, path, keep(aliasParam))
+	l.ArtPager.Label, l.CapPager.Label, l.AliasPager.Label = "Pages of artifacts", "Pages of capabilities", "Pages of aliases"
+	return l
+}
+
+// paged cuts the page ?param=N (from 1) of PageSize rows out of rows; its
+// links are to path with keep and param.
+func paged[T any](rows []T, q url.Values, param, path string, keep url.Values) ([]T, pager) {
+	n, err := strconv.Atoi(q.Get(param))
 	if err != nil || n < 1 {
 		n = 1
 	}
 	pages := max(1, (len(rows)+PageSize-1)/PageSize)
 	n = min(n, pages)
-	pg := pager{Page: n, Pages: pages, Total: len(rows)}
+	pg := pager{Page: n, Pages: pages, Total: len(rows), Label: "Pages"}
 	link := func(i int) string {
 		v := url.Values{}
 		for k, vs := range keep {
 			v[k] = vs
 		}
-		v.Set("page", strconv.Itoa(i))
+		v.Set(param, strconv.Itoa(i))
 		return path + "?" + v.Encode()
 	}
 	if n > 1 {
@@ -211,7 +323,7 @@ func (m *Model) versionView(name, version string) (versionView, bool) {
 		}
 		vv.Input = m.schemaView(m.schemas[SchemaLoc{BundleID: v.BundleID, Key: d.InputSchema.ArtifactKey}], "in")
 		vv.Output = m.schemaView(m.schemas[SchemaLoc{BundleID: v.BundleID, Key: d.OutputSchema.ArtifactKey}], "out")
-		_, vv.HasMatrix = m.Matrix(c.Name)
+		vv.HasMatrix = m.HasMatrix(c.Name)
 		return vv, true
 	}
 	return versionView{}, false
@@ -228,43 +340,101 @@ func (m *Model) schemaView(s Schema, prefix string) schemaView {
 	return v
 }
 
+// matrixView is the compatibility page of the capability name. Its
+// findings are bounded like a rendered schema: at most MaxCellFindings a
+// cell, and MaxRenderBytes of page bytes in all (estimated from above,
+// markup and escaping included); the findings past either are counted.
 func (m *Model) matrixView(name string) (matrixView, bool) {
-	mx, ok := m.Matrix(name)
+	k, ok := m.lookupMatrix(name)
 	if !ok {
 		return matrixView{}, false
 	}
+	mx := k.mx
 	v := matrixView{Name: mx.Capability, Versions: mx.Versions, Found: true}
+	bundleOf := m.versionBundles(mx)
+	budget := MaxRenderBytes
 	n := len(mx.Versions)
 	for r := range n {
 		row := matrixRow{Version: mx.Versions[r]}
 		for c := range n {
-			cell := mx.Cells[r*n+c]
+			i := r*n + c
+			cell := mx.Cells[i]
 			cv := cellView{Requester: cell.Requester, Provider: cell.Provider, Level: cell.Level}
-			if cell.Level != compat.LevelFull {
-				cv.Anchor = "cell-" + strconv.Itoa(r) + "-" + strconv.Itoa(c)
-				for _, side := range []struct {
-					name string
-					rep  compat.Report
-				}{{"input", cell.Input}, {"output", cell.Output}} {
-					for _, f := range side.rep.Findings {
-						// The findings point into the accepting schema: the
-						// provider's input, the requester's output.
-						owner := cell.Provider
-						if side.name == "output" {
-							owner = cell.Requester
-						}
-						cv.Findings = append(cv.Findings, findingView{Side: side.name, Verdict: string(f.Verdict), Rule: f.Rule,
-							Pointer: pointerOrRoot(f.Pointer), Artifact: f.Artifact, At: f.At, Detail: f.Detail,
-							Href: m.findingHref(mx.Capability, owner, f.Artifact, f.At)})
-					}
-				}
-				v.Details = append(v.Details, cv)
+			total := 0
+			if i < len(k.findings) {
+				total = k.findings[i]
 			}
+			if cell.Level == compat.LevelFull {
+				row.Cells = append(row.Cells, cv)
+				continue
+			}
+			cost := sectionMarkup + 2*(textCost(cell.Requester)+textCost(cell.Provider))
+			if cost > budget {
+				budget = 0
+				v.MoreCells++
+				v.MoreFindings += total
+				row.Cells = append(row.Cells, cv)
+				continue
+			}
+			budget -= cost
+			cv.Anchor = "cell-" + strconv.Itoa(r) + "-" + strconv.Itoa(c)
+			for _, side := range []struct {
+				name string
+				rep  compat.Report
+			}{{"input", cell.Input}, {"output", cell.Output}} {
+				// The findings point into the accepting schema: the
+				// provider's input, the requester's output.
+				owner := cell.Provider
+				if side.name == "output" {
+					owner = cell.Requester
+				}
+				for _, f := range side.rep.Findings {
+					if len(cv.Findings) == MaxCellFindings || budget == 0 {
+						break
+					}
+					fv := findingView{Side: side.name, Verdict: string(f.Verdict), Rule: f.Rule,
+						Pointer: pointerOrRoot(f.Pointer), Artifact: f.Artifact, At: f.At, Detail: f.Detail,
+						Href: m.findingHref(bundleOf[owner], f.Artifact, f.At)}
+					cost := findingMarkup + textCost(fv.Verdict) + textCost(fv.Rule) + textCost(fv.Pointer) +
+						textCost(fv.Artifact) + textCost(fv.At) + textCost(fv.Detail) + renderCost(fv.Href)
+					if cost > budget {
+						budget = 0
+						break
+					}
+					budget -= cost
+					cv.Findings = append(cv.Findings, fv)
+				}
+			}
+			cv.More = max(0, total-len(cv.Findings))
+			v.Details = append(v.Details, cv)
 			row.Cells = append(row.Cells, cv)
 		}
 		v.Rows = append(v.Rows, row)
 	}
 	return v, true
+}
+
+// textCost bounds from above the page bytes of s shown with short.
+func textCost(s string) int { return renderCost(short(s)) }
+
+// versionBundles are the bundles of the versions of the matrix mx, by
+// version.
+func (m *Model) versionBundles(mx compat.Matrix) map[string]string {
+	out := map[string]string{}
+	c, ok := m.Capability(mx.Capability)
+	if !ok {
+		return out
+	}
+	in := map[string]bool{}
+	for _, v := range mx.Versions {
+		in[v] = true
+	}
+	for _, v := range c.Versions {
+		if in[v.Version] {
+			out[v.Version] = v.BundleID
+		}
+	}
+	return out
 }
 
 func pointerOrRoot(p string) string {
@@ -275,24 +445,17 @@ func pointerOrRoot(p string) string {
 }
 
 // findingHref links a finding to its keyword on the schema page of the
-// artifact of the version's bundle, or "" when the model lacks it.
-func (m *Model) findingHref(name, version, artifact, at string) string {
-	c, ok := m.Capability(name)
-	if artifact == "" || !ok {
+// artifact of bundleID (the version's), or "" when the model lacks it.
+func (m *Model) findingHref(bundleID, artifact, at string) string {
+	if artifact == "" || bundleID == "" {
 		return ""
 	}
-	for _, v := range c.Versions {
-		if v.Version != version {
-			continue
-		}
-		if s, ok := m.schemas[SchemaLoc{BundleID: v.BundleID, Key: artifact}]; !ok || s.Err != "" {
-			return ""
-		}
-		href := Prefix + "schema?b=" + url.QueryEscape(v.BundleID) + "&k=" + url.QueryEscape(artifact)
-		if at != "" {
-			href += "#" + anchorID("s", at)
-		}
-		return href
+	if s, ok := m.schemas[SchemaLoc{BundleID: bundleID, Key: artifact}]; !ok || s.Err != "" {
+		return ""
 	}
-	return ""
+	href := Prefix + "schema?b=" + url.QueryEscape(bundleID) + "&k=" + url.QueryEscape(artifact)
+	if at != "" {
+		href += "#" + anchorID("s", at)
+	}
+	return href
 }

@@ -11,6 +11,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
@@ -220,18 +221,34 @@ func anchorID(prefix, pointer string) string {
 	return prefix + "-" + hex.EncodeToString(h[:anchorBytes])
 }
 
+// The markup around an anchor piece and a link piece of a rendered
+// schema (the template "schema"), their id, href and text not counted.
+const (
+	anchorMarkup = len(`<span id=""></span>`)
+	linkMarkup   = len(`<a href=""></a>`)
+)
+
 // renderCost bounds from above the bytes s takes in a page once cleaned
-// (clean) and escaped by the template.
+// (clean) and escaped by the template: a control character becomes
+// \u00XX, an escaped one an entity of at most five bytes, a byte of a
+// multi-byte character at most three (a character of two bytes shown as
+// \uXXXX takes six, of three \uXXXX six, of four at most \uXXXXXX eight)
+// and an invalid byte six (\ufffd).
 func renderCost(s string) int {
 	n := 0
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '"' || c == '\'' || c == '&' || c == '+' || c == '<' || c == '>':
 			n += 5
-		case c < 0x20 && c != '\n' && c != '\t':
+		case (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f:
 			n += 6
 		case c >= 0x80:
-			n += 3
+			// An invalid byte is shown as \ufffd.
+			if r, size := utf8.DecodeRuneInString(s[i:]); r == utf8.RuneError && size == 1 {
+				n += 6
+			} else {
+				n, i = n+3*size, i+size-1
+			}
 		default:
 			n++
 		}
@@ -303,9 +320,17 @@ func (p *printer) write(text string) bool {
 	return true
 }
 
-// emit appends a link or anchor piece, within MaxRenderBytes.
+// emit appends a link or anchor piece, within MaxRenderBytes: its text,
+// href and id, and the markup around them.
 func (p *printer) emit(t Tok) bool {
-	if p.size += renderCost(t.Text) + renderCost(t.Href) + len(t.ID); p.size > MaxRenderBytes {
+	cost := renderCost(t.Text)
+	if t.ID != "" {
+		cost += anchorMarkup + renderCost(t.ID)
+	}
+	if t.Href != "" {
+		cost += linkMarkup + renderCost(t.Href)
+	}
+	if p.size += cost; p.size > MaxRenderBytes {
 		p.cut = true
 		return false
 	}

@@ -123,3 +123,48 @@ func TestDeepNestingIndentIsCapped(t *testing.T) {
 		}
 	}
 }
+
+// manyMembersSchema is a valid schema of n members with
+// three-character names and number values, under "default" (data: no
+// object to compile, but every member is still an anchor of the page).
+func manyMembersSchema(n int) []byte {
+	const alpha = "abcdefghijklmnopqrstuvwxyz0123456789"
+	var b strings.Builder
+	b.WriteString(`{"type":"object","default":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`"` + string(alpha[i%36]) + string(alpha[(i/36)%36]) + string(alpha[(i/1296)%36]) + `":0`)
+	}
+	b.WriteString(`}}`)
+	return []byte(b.String())
+}
+
+// TestHostileSchemaOfSmallMembersCannotRenderPastMaxRenderBytes: every
+// member of a schema is an anchor, <span id="…"></span>, and a $ref a
+// link, <a href="…">…</a>. When the estimate counted only the id, a 240 KB
+// schema of small members rendered half as much again past
+// MaxRenderBytes (CATALOG-6), twice on a version page. The markup is
+// counted.
+func TestHostileSchemaOfSmallMembersCannotRenderPastMaxRenderBytes(t *testing.T) {
+	schema := manyMembersSchema(30000)
+	if len(schema) > DefaultMaxSchemaBytes {
+		t.Fatalf("the schema (%d bytes) would be truncated", len(schema))
+	}
+	h := newHandler(t, newStore(t, deepBundle(t, schema)))
+	res, body := get(t, h, http.MethodGet, "/ui/schema?b=org.hostile&k=deep.json")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	start := strings.Index(body, `<pre class="schema"`)
+	end := strings.Index(body, "</pre>")
+	if start < 0 || end < start {
+		t.Fatalf("no rendered schema in the page")
+	}
+	if pre := end - start; pre > MaxRenderBytes+16<<10 {
+		t.Errorf("a hostile %d-byte schema of small members renders %d bytes in its <pre> (cut note shown: %v), over MaxRenderBytes (%d) by %d%%: "+
+			"the markup around its anchors is not counted",
+			len(schema), pre, strings.Contains(body, "The rendering stops here"), MaxRenderBytes, (pre-MaxRenderBytes)*100/MaxRenderBytes)
+	}
+}

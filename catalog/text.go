@@ -57,10 +57,34 @@ func clean(s string, n int) string {
 // around it shows: controls, format characters (Cf: bidirectional
 // controls, zero-width characters), line and paragraph separators, the
 // default-ignorable characters (the Hangul fillers U+115F, U+1160,
-// U+3164, U+FFA0 among them) and the blank Braille pattern U+2800.
+// U+3164, U+FFA0 among them, and the variation selectors U+FE00..FE0F,
+// U+E0100..E01EF and the Mongolian U+180B..180F, which are marks: a name
+// with one reads as the name without it) and the blank Braille pattern
+// U+2800.
 func hidden(r rune) bool {
-	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point) ||
-		r == '\u2800'
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point,
+		unicode.Variation_Selector) || r == '\u2800'
+}
+
+// MaxJoined is the most items of a list shown on one line (join); the
+// others are counted.
+const MaxJoined = 16
+
+// join is the first MaxJoined items of ss, each short, comma-separated,
+// and how many more there are.
+func join(ss []string) string {
+	var b strings.Builder
+	for i, s := range ss {
+		if i == MaxJoined {
+			fmt.Fprintf(&b, ", and %d more", len(ss)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(short(s))
+	}
+	return b.String()
 }
 
 // short is clean at MaxText.

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -26,5 +27,29 @@ func TestInvisibleAndStackingCharactersAreShownAsCodePoints(t *testing.T) {
 	zalgo := "x" + strings.Repeat("\u0336", 500)
 	if got := short(zalgo); strings.Count(got, "\u0336") > maxMarks {
 		t.Errorf("a run of %d marks keeps %d of them", 500, strings.Count(got, "\u0336"))
+	}
+}
+
+// TestVariationSelectorsInSignedTextAreShownAsCodePoints: the variation
+// selectors (U+FE00..U+FE0F, U+E0100..U+E01EF, the Mongolian
+// U+180B..U+180F) are default-ignorable without being Cf or
+// Other_Default_Ignorable_Code_Point: they passed as themselves,
+// invisible. A publisher's schema with the properties "amount" (integer,
+// at most 100) and "amount"+U+FE00 (any string) showed the operator two
+// identical "amount" members, and notes could hide text the same way.
+func TestVariationSelectorsInSignedTextAreShownAsCodePoints(t *testing.T) {
+	for _, r := range []rune{0xFE00, 0xFE0F, 0xE0100, 0x180B, 0x180F} {
+		if got := clean("amount"+string(r), MaxText); strings.ContainsRune(got, r) {
+			t.Errorf("clean keeps the invisible %U as itself: %q", r, got)
+		}
+	}
+	schema := []byte("{\"type\":\"object\",\"properties\":{\"amount\":{\"type\":\"integer\",\"maximum\":100},\"amount\ufe00\":{\"type\":\"string\"}}}")
+	h := newHandler(t, newStore(t, deepBundle(t, schema)))
+	res, body := get(t, h, http.MethodGet, "/ui/schema?b=org.hostile&k=deep.json")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	if strings.ContainsRune(body, 0xFE00) || !strings.Contains(body, `\ufe00`) {
+		t.Errorf("a hostile schema shows two members that both read \"amount\": the variation selector U+FE00 is not shown as \\ufe00")
 	}
 }

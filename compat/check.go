@@ -66,10 +66,16 @@ func NewSource(l Loader) *Source { return &Source{s: newSide(l)} }
 // forward compatible when Subsumes(newOutput, oldOutput) is Compatible.
 // Findings point into the acceptor.
 func Subsumes(producerSrc *Source, producerKey string, acceptorSrc *Source, acceptorKey string) Report {
+	return subsumes(producerSrc, producerKey, acceptorSrc, acceptorKey, nil)
+}
+
+// subsumes is Subsumes taking its comparisons from budget too, when not
+// nil (MatrixOf).
+func subsumes(producerSrc *Source, producerKey string, acceptorSrc *Source, acceptorKey string, budget *int) Report {
 	if producerSrc == nil || acceptorSrc == nil {
 		return Report{Verdict: Unknown, Findings: []Finding{{Verdict: Unknown, Rule: "unreadable_schema", Detail: "no schema source"}}}
 	}
-	c := &checker{a: producerSrc.s, b: acceptorSrc.s, memo: map[string]int{}, assumed: maxInt}
+	c := &checker{a: producerSrc.s, b: acceptorSrc.s, memo: map[string]int{}, assumed: maxInt, budget: budget}
 	return c.run(producerKey, acceptorKey)
 }
 
@@ -117,7 +123,13 @@ type checker struct {
 	// splits counts the producer conjunctions split for unions (by
 	// listed value or type); beyond MaxSplits, unions are not split.
 	splits int
+	// budget, when not nil, is what is left of the comparisons every
+	// check of one matrix shares (MatrixOf); each step takes one.
+	budget *int
 }
+
+// spent reports whether the shared budget of c is used up.
+func (c *checker) spent() bool { return c.budget != nil && *c.budget < 0 }
 
 const (
 	// provenMark marks a memoised proof; in-progress entries hold their
@@ -278,9 +290,15 @@ func (c *checker) subset(a, b []part) []Finding {
 		return nil
 	}
 	c.steps++
-	if c.steps > MaxSteps || c.depth > MaxDepth {
+	if c.budget != nil {
+		*c.budget--
+	}
+	if c.steps > MaxSteps || c.depth > MaxDepth || c.spent() {
 		if !c.over {
 			c.over = true
+			if c.spent() {
+				return []Finding{finding(Unknown, "too_complex", b[0], "", "the matrix's comparison budget is spent")}
+			}
 			return []Finding{finding(Unknown, "too_complex", b[0], "", "the comparison exceeds the checker's bounds")}
 		}
 		return []Finding{{Verdict: Unknown, Rule: "too_complex"}}

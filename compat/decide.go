@@ -191,7 +191,7 @@ func ceilRat(r *big.Rat) *big.Int {
 // step budget of c.
 func (c *checker) reverse(xs, ys []part) bool {
 	sc := &checker{a: c.b, b: c.a, memo: map[string]int{}, assumed: maxInt, regexp: c.regexp,
-		steps: c.steps, depth: c.depth, over: c.over}
+		steps: c.steps, depth: c.depth, over: c.over, budget: c.budget}
 	fs := sc.subset(xs, ys)
 	c.steps, c.regexp = sc.steps, sc.regexp
 	if sc.over {

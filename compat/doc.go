@@ -119,7 +119,9 @@
 // Schemas are publisher input: a document is at most MaxDocumentSize bytes
 // and MaxNesting deep, a check at most MaxSteps comparisons, MaxDepth
 // nested ones and MaxSplits producers split for unions; beyond, the
-// verdict is Unknown (too_complex). Numbers are
+// verdict is Unknown (too_complex). MatrixOf may also bound the
+// comparisons of a whole matrix together, and what findings it keeps,
+// for a caller that computes matrices for others. Numbers are
 // compared exactly (math/big) and exponents beyond four digits are not
 // read. There is no package-level mutable state; a Source caches parsed
 // documents and resolved references and is safe for concurrent use.

@@ -59,29 +59,54 @@ func Matrices(ps []Provided) []Matrix {
 	names := slices.Sorted(maps.Keys(byName))
 	out := make([]Matrix, 0, len(names))
 	for _, n := range names {
-		vs := byName[n]
-		sort.SliceStable(vs, func(i, j int) bool {
-			return capability.OrderOldestFirst.CompareVersions(vs[i].Descriptor.Version, vs[j].Descriptor.Version) < 0
-		})
-		m := Matrix{Capability: n}
-		for _, v := range vs {
-			m.Versions = append(m.Versions, v.Descriptor.Version.String())
-		}
-		for _, r := range vs {
-			for _, p := range vs {
-				m.Cells = append(m.Cells, cell(r, p))
-			}
-		}
-		out = append(out, m)
+		out = append(out, MatrixOf(byName[n], 0, nil))
 	}
 	return out
 }
 
-func cell(r, p Provided) Cell {
+// MatrixOf computes the matrix of vs, versions of one capability, as
+// Matrices does for each name, with two bounds for a caller that serves
+// it to others. maxSteps, when positive, bounds the comparisons of all
+// its checks together (each check is still bounded by MaxSteps alone):
+// once they are spent, every cell still to check is unknown
+// (too_complex), never full. keep, when not nil, is given each cell as
+// soon as its level is decided, before the next is checked, and may drop
+// findings from it: the matrix never holds more findings than keep
+// leaves. vs is not modified.
+func MatrixOf(vs []Provided, maxSteps int, keep func(*Cell)) Matrix {
+	if len(vs) == 0 {
+		return Matrix{}
+	}
+	vs = slices.Clone(vs)
+	sort.SliceStable(vs, func(i, j int) bool {
+		return capability.OrderOldestFirst.CompareVersions(vs[i].Descriptor.Version, vs[j].Descriptor.Version) < 0
+	})
+	var budget *int
+	if maxSteps > 0 {
+		budget = &maxSteps
+	}
+	m := Matrix{Capability: vs[0].Descriptor.Name}
+	for _, v := range vs {
+		m.Versions = append(m.Versions, v.Descriptor.Version.String())
+	}
+	m.Cells = make([]Cell, 0, len(vs)*len(vs))
+	for _, r := range vs {
+		for _, p := range vs {
+			c := cell(r, p, budget)
+			if keep != nil {
+				keep(&c)
+			}
+			m.Cells = append(m.Cells, c)
+		}
+	}
+	return m
+}
+
+func cell(r, p Provided, budget *int) Cell {
 	c := Cell{Requester: r.Descriptor.Version.String(), Provider: p.Descriptor.Version.String()}
-	pr := Versions(
+	pr := versionsWithin(
 		Version{Src: r.Src, Input: r.Descriptor.InputSchema.ArtifactKey, Output: r.Descriptor.OutputSchema.ArtifactKey},
-		Version{Src: p.Src, Input: p.Descriptor.InputSchema.ArtifactKey, Output: p.Descriptor.OutputSchema.ArtifactKey})
+		Version{Src: p.Src, Input: p.Descriptor.InputSchema.ArtifactKey, Output: p.Descriptor.OutputSchema.ArtifactKey}, budget)
 	c.Input, c.Output = pr.Input, pr.Output
 	switch pr.Verdict() {
 	case Compatible:

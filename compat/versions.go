@@ -36,8 +36,14 @@ func worst(a, b Verdict) Verdict {
 // a provider of new: old's requests valid for new's input, new's results
 // valid for old's output.
 func Versions(old, new Version) PairReport {
+	return versionsWithin(old, new, nil)
+}
+
+// versionsWithin is Versions taking its comparisons from budget too, when
+// not nil (MatrixOf): Backward on the input side, Forward on the output.
+func versionsWithin(old, new Version, budget *int) PairReport {
 	return PairReport{
-		Input:  Backward(old.Src, old.Input, new.Src, new.Input),
-		Output: Forward(old.Src, old.Output, new.Src, new.Output),
+		Input:  subsumes(old.Src, old.Input, new.Src, new.Input, budget),
+		Output: subsumes(new.Src, new.Output, old.Src, old.Output, budget),
 	}
 }
