@@ -276,7 +276,10 @@ func ACDPHandler(doc ACDPCapabilities) (http.Handler, error) {
 		}
 		fixed = newMemFile(append(body, '\n'), ACDPContentType)
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveACDP(w, r, doc, fixed) }), nil
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setSafetyHeaders(w) // served in another server's router (the agent's)
+		serveACDP(w, r, doc, fixed)
+	}), nil
 }
 
 // serveACDP answers one request for the document: fixed when the DID is

@@ -45,7 +45,6 @@ func writeEnvelope(w http.ResponseWriter, status int, contentType, code, msg str
 	h.Set("Content-Type", contentType)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	w.Write([]byte(body))
 }

@@ -20,7 +20,23 @@ import (
 // request slot is taken. Every request is counted
 // in the metrics (MetricsHandler).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setSafetyHeaders(w)
 	s.met.http.Serve(w, r, routeLabel(r.URL.Path), http.HandlerFunc(s.route))
+}
+
+// ContentSecurityPolicy is sent with every answer of the mirror: nothing
+// it serves is a page, so a browser that renders one anyway (the catalog
+// shares the mirror's origin, CATALOG-1) runs, loads, frames and submits
+// nothing (MIRROR-7).
+const ContentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'; sandbox"
+
+// setSafetyHeaders sets, before any route runs, the headers of every
+// answer whatever its route and status: no MIME sniffing, and a policy
+// under which no script runs.
+func setSafetyHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", ContentSecurityPolicy)
 }
 
 // route serves a request of ServeHTTP, counted.
@@ -53,7 +69,7 @@ func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed)
 		return
 	}
-	snap := s.cur.Load()
+	snap := s.current()
 	if snap == nil {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable)
@@ -97,7 +113,9 @@ func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			s.log.Warn("mirror spool file unreadable", "bundle_sha256", b.sha256, "err", err)
-			snap = s.cur.Load()
+			if snap = s.current(); snap == nil {
+				break
+			}
 		}
 		writeError(w, http.StatusInternalServerError, CodeInternal)
 	default:
@@ -126,7 +144,6 @@ func commonHeaders(w http.ResponseWriter, etag, ctype, cache string) {
 	h.Set("ETag", etag)
 	h.Set("Content-Type", ctype)
 	h.Set("Cache-Control", cache)
-	h.Set("X-Content-Type-Options", "nosniff")
 }
 
 func serveMem(w http.ResponseWriter, r *http.Request, f *memFile, cache string) {

@@ -2,12 +2,16 @@ package mirror
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/httpmetrics"
 	"github.com/ampbundle/ampbundle/resolver"
 )
@@ -37,13 +41,15 @@ type ReadyProblem struct {
 	// Code is a stable snake_case name.
 	Code string `json:"code"`
 	// Subject is what the problem is about (a problem kind of the store
-	// check).
+	// check, a capability, a bundle_id); never in a public answer.
 	Subject string `json:"subject,omitempty"`
-	// Message says what is wrong, for people.
+	// Message says what is wrong, for people; a public answer has the
+	// code's fixed text instead.
 	Message string `json:"message"`
 }
 
-// ReadyReport is the /readyz answer.
+// ReadyReport is a readiness report: the /readyz answer is its Public
+// form, the log gets it whole (ReadyLog).
 type ReadyReport struct {
 	// Status is "ready" or "not_ready".
 	Status string `json:"status"`
@@ -61,10 +67,82 @@ func (rep *ReadyReport) Add(p ReadyProblem) {
 	}
 }
 
+// readyMessages are the fixed texts of the /readyz codes (the mirror's
+// and the agent's) in a public answer.
+var readyMessages = map[string]string{
+	"no_snapshot":              "no snapshot of the store is served",
+	"store_unreadable":         "the store cannot be read",
+	"index_over_limit":         "the store holds more than one mirror index may list: an older snapshot is served",
+	"store_damaged":            "the store check found damage",
+	"empty_trust_store":        "the store trusts no publisher key",
+	"handler_program_missing":  "a handler program is missing or not executable",
+	"bundle_expired":           "an installed bundle has expired",
+	"bundle_expiring":          "an installed bundle expires soon",
+	"bundle_expiry_unreadable": "an installed bundle has an unreadable expiry",
+	"ledger_unavailable":       "the shared idempotency ledger does not answer",
+}
+
+// Public is rep as an anonymous peer may see it (MIRROR-9): the status,
+// the generation, when the store check ran, and each check and code that
+// failed, once, with the code's fixed text; no subject and no message of
+// the checks (a blob's hash, a program's path, a schema's compile error
+// map a damaged host for an attacker). The full report goes to the log
+// (ReadyLog); `ampbundle check` gives the store check's details.
+func (rep ReadyReport) Public() ReadyReport {
+	out := ReadyReport{Status: rep.Status, Generation: rep.Generation, CheckedAt: rep.CheckedAt, Problems: []ReadyProblem{}}
+	seen := map[[2]string]bool{}
+	for _, p := range rep.Problems {
+		k := [2]string{p.Check, p.Code}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		msg, ok := readyMessages[p.Code]
+		if !ok {
+			msg = "not ready: the server's log says why"
+		}
+		out.Add(ReadyProblem{Check: p.Check, Code: p.Code, Message: msg})
+	}
+	return out
+}
+
+// ReadyLog logs the full readiness reports that the public /readyz
+// answers leave out (Public), each time they differ from the last one
+// logged: a probe polling /readyz costs the log nothing while nothing
+// changes. The zero value is ready to use.
+type ReadyLog struct {
+	mu   sync.Mutex
+	last []ReadyProblem
+	seen bool
+}
+
+// Note logs rep's problems (one Warn each; Info "ready" once they are
+// gone) unless they are those it logged last. A nil log logs nothing.
+func (l *ReadyLog) Note(log *slog.Logger, rep ReadyReport) {
+	if log == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen && slices.Equal(l.last, rep.Problems) {
+		return
+	}
+	l.seen, l.last = true, slices.Clone(rep.Problems)
+	if len(rep.Problems) == 0 {
+		log.Info("ready", "generation", rep.Generation)
+		return
+	}
+	for _, p := range rep.Problems {
+		log.Warn("not ready", "check", p.Check, "code", p.Code, "subject", p.Subject, "problem", p.Message)
+	}
+}
+
 // ServeReady writes rep as the answer of GET /readyz: 200 when its status
-// is "ready", 503 when not, JSON either way, never cached.
+// is "ready", 503 when not, JSON either way, never cached. It writes
+// rep.Public(): log the full report first (ReadyLog.Note).
 func ServeReady(w http.ResponseWriter, rep ReadyReport) {
-	body, _ := json.Marshal(rep) // strings, a number and slices of them: it cannot fail
+	body, _ := json.Marshal(rep.Public()) // strings, a number and slices of them: it cannot fail
+	setSafetyHeaders(w)                   // also served in another server's router (the agent's)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if rep.Status != "ready" {
@@ -113,9 +191,12 @@ func (s *Server) Ready() ReadyReport {
 	if s.cur.Load() == nil {
 		rep.Add(ReadyProblem{Check: "snapshot", Code: "no_snapshot", Message: "no snapshot of the store is served"})
 	}
-	if s.refreshFailing.Load() {
-		rep.Add(ReadyProblem{Check: "refresh", Code: "store_unreadable",
-			Message: "the last refresh could not read the store: an older snapshot is served"})
+	if code := s.refreshFailing.Load(); code != nil {
+		msg := "the last refresh could not read the store: an older snapshot is served"
+		if *code == "index_over_limit" {
+			msg = "the store holds more than one mirror index may list (the log names the cap): an older snapshot is served"
+		}
+		rep.Add(ReadyProblem{Check: "refresh", Code: *code, Message: msg})
 	}
 	in := s.integrityCheck()
 	if in.ran {
@@ -144,6 +225,17 @@ func (s *Server) integrityCheck() integrity {
 	next := &integrity{ran: true, at: now, gen: gen, problems: StoreCheckProblems(s.check())}
 	s.lastCheck.Store(next)
 	return *next
+}
+
+// refreshProblemCode is the /readyz code of a refresh that failed with
+// err: index_over_limit when the store holds more than one index may list
+// (bundles, capability versions, statements, bytes), so that no snapshot
+// of it is served; store_unreadable otherwise.
+func refreshProblemCode(err error) string {
+	if amp.NameOf(err) == ErrMisconfigured {
+		return "index_over_limit"
+	}
+	return "store_unreadable"
 }
 
 // check opens the store and runs its check.
@@ -178,7 +270,9 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	if !getOrHead(w, r) {
 		return
 	}
-	ServeReady(w, s.Ready())
+	rep := s.Ready()
+	s.readyLog.Note(s.log, rep)
+	ServeReady(w, rep)
 }
 
 // getOrHead refuses other methods with 405 and reports whether to go on.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -105,9 +106,11 @@ type Server struct {
 	mu    sync.Mutex           // serializes Refresh
 	met   *metrics
 
-	refreshFailing atomic.Bool // the last refresh could not read the store
-	checkMu        sync.Mutex  // one store check at a time (/readyz)
+	refreshFailing atomic.Pointer[string] // the /readyz code of the last refresh's failure; nil when it succeeded
+	trimMu         sync.Mutex             // one trim of an expired snapshot at a time (current)
+	checkMu        sync.Mutex             // one store check at a time (/readyz)
 	lastCheck      atomic.Pointer[integrity]
+	readyLog       ReadyLog // the full /readyz reports, logged when they change
 }
 
 // New checks opts and the capabilities document they imply (a
@@ -212,10 +215,13 @@ func (s *Server) Refresh() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.refresh()
-	s.refreshFailing.Store(err != nil)
+	var code *string
 	if err != nil {
 		s.met.failures.Inc()
+		c := refreshProblemCode(err)
+		code = &c
 	}
+	s.refreshFailing.Store(code)
 	return err
 }
 
@@ -232,7 +238,10 @@ func (s *Server) refresh() error {
 		}
 	}
 	old := s.cur.Load()
-	if old != nil && old.gen == src.Generation() && (old.validUntil.IsZero() || s.opts.Now().Before(old.validUntil)) {
+	if old != nil && old.gen == src.Generation() && !old.expiredAt(s.opts.Now()) {
+		if old.trimmed {
+			s.prune(old) // the files of the bundles that expired from it
+		}
 		return nil
 	}
 	// A live store may commit between the reads of one snapshot: each
@@ -267,10 +276,22 @@ type snapshot struct {
 	gen     uint64
 	files   map[string]*memFile    // path -> document
 	bundles map[string]*bundleFile // bundle_id -> file in the spool
-	// validUntil is the earliest expiry of a served bundle (zero: none
-	// expires): from then on the snapshot serves a bundle its store would
-	// no longer use, and is taken again.
+	// expires is the expiry of each served bundle that has one.
+	expires map[string]time.Time
+	// validUntil is the earliest of expires (zero: none expires): from
+	// then on the snapshot would serve a bundle its store no longer uses.
+	// Each request trims such a bundle out of it (Server.current), and a
+	// refresh takes it again.
 	validUntil time.Time
+	// trimmed is set on a snapshot that current derived from another by
+	// leaving out expired bundles: the spool still holds their files.
+	trimmed bool
+}
+
+// expiredAt reports whether a bundle the snapshot serves has expired at
+// now (as the store decides: at its expiry instant and after).
+func (snap *snapshot) expiredAt(now time.Time) bool {
+	return !snap.validUntil.IsZero() && !now.Before(snap.validUntil)
 }
 
 // memFile is a small document kept in memory.
@@ -278,6 +299,10 @@ type memFile struct {
 	body  []byte
 	ctype string
 	etag  string
+	// bundle is the bundle_id of the bundle whose capability the file
+	// belongs to ("" for the index, well-known and statement files): it
+	// stops being served when that bundle expires.
+	bundle string
 }
 
 // bundleFile is a signed bundle file in the spool folder.
@@ -300,7 +325,8 @@ func newMemFile(body []byte, ctype string) *memFile {
 // unchanged are reused; the others are exported again (Export checks every
 // artifact hash, so a tampered store yields no file).
 func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
-	snap := &snapshot{gen: src.Generation(), files: map[string]*memFile{}, bundles: map[string]*bundleFile{}}
+	snap := &snapshot{gen: src.Generation(), files: map[string]*memFile{}, bundles: map[string]*bundleFile{}, expires: map[string]time.Time{}}
+	now := s.opts.Now()
 	bs, err := src.Bundles()
 	if err != nil {
 		return nil, err
@@ -322,14 +348,15 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 			s.log.Info("bundle left out of the mirror: it fails closed in the store", "bundle_id", b.BundleID, "reason", reason)
 			continue
 		}
+		var exp time.Time
 		if b.ExpiresAt != "" {
-			exp, err := time.Parse(time.RFC3339, b.ExpiresAt)
-			if err != nil {
+			if exp, err = time.Parse(time.RFC3339, b.ExpiresAt); err != nil {
 				s.log.Warn("bundle left out of the mirror: unreadable expiry", "bundle_id", b.BundleID)
 				continue
 			}
-			if snap.validUntil.IsZero() || exp.Before(snap.validUntil) {
-				snap.validUntil = exp
+			if !now.Before(exp) { // by the mirror's clock, which each request checks too
+				s.log.Info("bundle left out of the mirror: it fails closed in the store", "bundle_id", b.BundleID, "reason", "expired")
+				continue
 			}
 		}
 		key := b.BundleID + "\x00" + strconv.FormatUint(b.Version, 10) + "\x00" + b.ImportedAt
@@ -341,6 +368,9 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 			continue
 		}
 		snap.bundles[b.BundleID] = bf
+		if !exp.IsZero() {
+			snap.expires[b.BundleID] = exp
+		}
 		ix.Bundles = append(ix.Bundles, IndexEntry{BundleID: b.BundleID, Version: b.Version, ExpiresAt: b.ExpiresAt,
 			Size: bf.size, SHA256: bf.sha256, Href: BundlesPrefix + b.BundleID})
 	}
@@ -382,6 +412,7 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 		return nil, amp.Named(0, ErrMisconfigured, "mirror: the index is larger than limits.max_index_bytes")
 	}
 	snap.files[IndexPath] = newMemFile(append(body, '\n'), "application/json")
+	snap.setValidUntil()
 	caps := s.caps
 	caps.Generation = snap.gen
 	wk, err := json.Marshal(caps)
@@ -390,6 +421,86 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 	}
 	snap.files[WellKnownPath] = newMemFile(append(wk, '\n'), "application/json")
 	return snap, nil
+}
+
+// setValidUntil sets validUntil to the earliest of expires.
+func (snap *snapshot) setValidUntil() {
+	snap.validUntil = time.Time{}
+	for _, exp := range snap.expires {
+		if snap.validUntil.IsZero() || exp.Before(snap.validUntil) {
+			snap.validUntil = exp
+		}
+	}
+}
+
+// current returns the snapshot to serve now (nil: none). Once a bundle
+// the current snapshot serves has expired, by Options.Now, the snapshot is
+// first replaced by one without that bundle, its capabilities' files and
+// their index entries (trim): so a request never gets an expired bundle,
+// whether or not a refresh could read the store since. Trimming works in
+// memory only; a refresh that read the store meanwhile wins.
+func (s *Server) current() *snapshot {
+	snap := s.cur.Load()
+	if snap == nil || !snap.expiredAt(s.opts.Now()) {
+		return snap
+	}
+	s.trimMu.Lock()
+	defer s.trimMu.Unlock()
+	for range maxBuildTries {
+		snap = s.cur.Load()
+		now := s.opts.Now()
+		if snap == nil || !snap.expiredAt(now) {
+			return snap
+		}
+		next, err := snap.trim(now)
+		if err != nil {
+			s.log.Error("mirror snapshot cannot leave out its expired bundles: nothing is served", "err", err)
+			return nil
+		}
+		if s.cur.CompareAndSwap(snap, next) {
+			s.log.Info("mirror snapshot: expired bundles left out", "generation", next.gen, "bundles", len(next.bundles))
+			return next
+		}
+	}
+	return nil // refreshes keep replacing it: fail closed for this request
+}
+
+// trim returns snap without the bundles expired at now, the files of
+// their capabilities, and their entries in the index.
+func (snap *snapshot) trim(now time.Time) (*snapshot, error) {
+	gone := map[string]bool{}
+	next := &snapshot{gen: snap.gen, files: make(map[string]*memFile, len(snap.files)), bundles: map[string]*bundleFile{},
+		expires: map[string]time.Time{}, trimmed: true}
+	for id, exp := range snap.expires {
+		if now.Before(exp) {
+			next.expires[id] = exp
+		} else {
+			gone[id] = true
+		}
+	}
+	next.setValidUntil()
+	for id, b := range snap.bundles {
+		if !gone[id] {
+			next.bundles[id] = b
+		}
+	}
+	for p, f := range snap.files {
+		if !gone[f.bundle] {
+			next.files[p] = f
+		}
+	}
+	var ix Index
+	if err := json.Unmarshal(snap.files[IndexPath].body, &ix); err != nil {
+		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot read the index back").WithCause(err)
+	}
+	ix.Bundles = slices.DeleteFunc(ix.Bundles, func(e IndexEntry) bool { return gone[e.BundleID] })
+	ix.Capabilities = slices.DeleteFunc(ix.Capabilities, func(c IndexCap) bool { return gone[c.BundleID] })
+	body, err := json.Marshal(ix)
+	if err != nil {
+		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot encode the index").WithCause(err)
+	}
+	next.files[IndexPath] = newMemFile(append(body, '\n'), "application/json")
+	return next, nil
 }
 
 // overCap is the refusal of a snapshot whose index a syncing store would
@@ -421,8 +532,9 @@ type StatementSource interface {
 }
 
 // addStatements serves the store's applied statements, in application
-// order, each at its hash (at most MaxIndexStatements, the newest dropped
-// beyond: a syncing store refuses a longer index).
+// order, each at its hash. A store that applied more than
+// MaxIndexStatements (more than a syncing store accepts in one index) is
+// refused with overCap: none of its statements may be left out.
 // A Source without a Statements method (a StatementSource) serves none;
 // an agent too old to list them through its admin socket (unsupported)
 // too.
@@ -439,10 +551,13 @@ func addStatements(src Source, snap *snapshot) ([]IndexStatement, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(sts) > MaxIndexStatements {
+		// Every statement must reach a syncing site: leaving out the
+		// newest loses the latest revocation, the oldest a new site's
+		// first ones (MIRROR-8).
+		return nil, overCap(MaxIndexStatements, "applied statements")
+	}
 	for _, st := range sts {
-		if len(out) == MaxIndexStatements {
-			break
-		}
 		h := snap.addStatementFile(st.Data, st.ContentType, st.SHA256)
 		out = append(out, IndexStatement{ContentType: st.ContentType, Size: int64(len(st.Data)), SHA256: h, Href: StatementsPrefix + h})
 	}
@@ -529,8 +644,11 @@ func (s *Server) addCapability(src Source, snap *snapshot, e resolver.Entry) (In
 		return IndexCap{}, err
 	}
 	cbf := newMemFile(cb, "application/cbor")
+	cbf.bundle = e.BundleID
+	jsf := newMemFile(append(js, '\n'), "application/json")
+	jsf.bundle = e.BundleID
 	snap.files[CapabilityPath(id, FileDescriptorCBOR)] = cbf
-	snap.files[CapabilityPath(id, FileDescriptorJSON)] = newMemFile(append(js, '\n'), "application/json")
+	snap.files[CapabilityPath(id, FileDescriptorJSON)] = jsf
 	ic := IndexCap{ID: id.String(), BundleID: e.BundleID,
 		Descriptor: IndexFile{Href: CapabilityPath(id, FileDescriptorCBOR), HashAlg: capability.HashSHA256, Hash: cbf.etag[len(`"sha-256:`) : len(cbf.etag)-1]}}
 	for _, x := range []struct {
@@ -539,13 +657,12 @@ func (s *Server) addCapability(src Source, snap *snapshot, e resolver.Entry) (In
 		data []byte
 		dst  *IndexFile
 	}{{FileInputSchema, d.InputSchema, in, &ic.InputSchema}, {FileOutputSchema, d.OutputSchema, out, &ic.OutputSchema}} {
-		ct := x.ref.MediaType
-		if ct == "" {
-			ct = bundle.MediaTypeSchema
-		}
+		// Served as JSON Schema whatever media_type the publisher gave
+		// the ref (MIRROR-6): a label such as text/html would make the
+		// mirror serve the publisher's bytes as a page on its origin.
 		// The schema's own hash (verified by Resolve) is its ETag.
 		p := CapabilityPath(id, x.file)
-		snap.files[p] = &memFile{body: x.data, ctype: ct, etag: etagOf(x.ref.HashAlg, x.ref.Hash)}
+		snap.files[p] = &memFile{body: x.data, ctype: bundle.MediaTypeSchema, etag: etagOf(x.ref.HashAlg, x.ref.Hash), bundle: e.BundleID}
 		*x.dst = IndexFile{Href: p, HashAlg: x.ref.HashAlg, Hash: hex.EncodeToString(x.ref.Hash)}
 	}
 	return ic, nil

@@ -268,6 +268,7 @@ func WellKnownHandler(c Capabilities, generation func() uint64) (http.Handler, e
 		return nil, err
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setSafetyHeaders(w) // served in another server's router (the agent's)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed)

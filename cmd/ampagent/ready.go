@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"net/http"
 	"os"
@@ -48,6 +49,12 @@ type readiness struct {
 
 	// ledger, when set, checks a shared idempotency ledger (etcd) answers.
 	ledger func() error
+
+	// log gets the full reports (nil: none), each time they change: the
+	// /readyz answer carries only the status and the failing checks'
+	// codes (mirror.ReadyReport.Public, MIRROR-9).
+	log   *slog.Logger
+	notes mirror.ReadyLog
 
 	// handlers are the running config's (a reload replaces them).
 	handlers atomic.Pointer[map[string]execHandler]
@@ -189,12 +196,15 @@ func expiryProblems(bundles []resolver.Bundle, now time.Time, window time.Durati
 }
 
 // ServeHTTP answers GET /readyz: 200 when ready, 503 when not, with the
-// report as JSON either way.
+// public form of the report as JSON either way; the full report goes to
+// the log when it changes.
 func (r *readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	mirror.ServeReady(w, r.report())
+	rep := r.report()
+	r.notes.Note(r.log, rep)
+	mirror.ServeReady(w, rep)
 }

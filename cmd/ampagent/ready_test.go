@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +36,17 @@ func getReady(t *testing.T, url string) (int, readyReport) {
 func hasProblem(rep readyReport, check, code, subject string) bool {
 	for _, p := range rep.Problems {
 		if p.Check == check && p.Code == code && (subject == "" || p.Subject == subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// notReadyLogged reports whether the log names a readiness problem of
+// code about subject: /readyz itself names no subject (MIRROR-9).
+func notReadyLogged(log, code, subject string) bool {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "not ready") && strings.Contains(line, code) && strings.Contains(line, subject) {
 			return true
 		}
 	}
@@ -85,8 +97,14 @@ func TestReadyzTamperedStore(t *testing.T) {
 	}
 	r := startServe(t, "--db", db, "--key", key, "--allow", "*=org.example.")
 	code, rep := getReady(t, r.url)
-	if code != http.StatusServiceUnavailable || rep.Status != "not_ready" || !hasProblem(rep, "integrity", "store_damaged", "blob") {
+	// The answer names the check and code only; the kind of damage
+	// (subject "blob") and the check's messages go to the log (MIRROR-9).
+	if code != http.StatusServiceUnavailable || rep.Status != "not_ready" || !hasProblem(rep, "integrity", "store_damaged", "") ||
+		hasProblem(rep, "integrity", "store_damaged", "blob") {
 		t.Fatalf("readyz on a tampered store: %d %+v", code, rep)
+	}
+	if !notReadyLogged(r.stderr(), "store_damaged", "blob") {
+		t.Fatalf("the log does not name the damage:\n%s", r.stderr())
 	}
 	resp, err := http.Get(r.url + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {
@@ -98,7 +116,9 @@ func TestReadyzTamperedStore(t *testing.T) {
 // TestReadyzMissingHandlerProgram: serve refuses to start when a handler's
 // program does not exist or is not executable (threat: an agent that
 // advertises a capability and answers every invocation 5001); with
-// --allow-missing-handlers it starts, and /readyz names the capability.
+// --allow-missing-handlers it starts, /readyz says handler_program_missing
+// and the log names the capability (the answer, public, does not:
+// MIRROR-9).
 func TestReadyzMissingHandlerProgram(t *testing.T) {
 	db, key := serveStore(t)
 	dir := t.TempDir()
@@ -125,9 +145,13 @@ func TestReadyzMissingHandlerProgram(t *testing.T) {
 			}
 			r := startServe(t, "--db", db, "--key", key, "--config", cfg, "--allow-missing-handlers")
 			status, rep := getReady(t, r.url)
-			if status != http.StatusServiceUnavailable || !hasProblem(rep, "handlers", "handler_program_missing", "org.example.translate.text:2.1.0") ||
-				hasProblem(rep, "handlers", "handler_program_missing", "org.example.translate.text:2.0.0") {
-				t.Fatalf("readyz: %d %+v", status, rep)
+			if status != http.StatusServiceUnavailable || !hasProblem(rep, "handlers", "handler_program_missing", "") ||
+				len(rep.Problems) != 1 || rep.Problems[0].Subject != "" || strings.Contains(rep.Problems[0].Message, tc.program) {
+				t.Fatalf("readyz: %d %+v, want handler_program_missing naming neither capability nor program", status, rep)
+			}
+			if log := r.stderr(); !notReadyLogged(log, "handler_program_missing", "org.example.translate.text:2.1.0") ||
+				notReadyLogged(log, "handler_program_missing", "org.example.translate.text:2.0.0") {
+				t.Fatalf("the log does not name the one capability whose program cannot run:\n%s", log)
 			}
 			if res := r.stop(); !bytes.Contains([]byte(res.stderr), []byte("handler program cannot run")) {
 				t.Fatalf("no warning logged: %s", res.stderr)
@@ -143,8 +167,11 @@ func TestReadyzExpiringBundle(t *testing.T) {
 	db, key := serveStore(t)
 	r := startServe(t, "--db", db, "--key", key, "--allow", "*=org.example.", "--ready-expiry-window", "100000h")
 	code, rep := getReady(t, r.url)
-	if code != http.StatusServiceUnavailable || !hasProblem(rep, "expiry", "bundle_expiring", "org.example.translate") {
+	if code != http.StatusServiceUnavailable || !hasProblem(rep, "expiry", "bundle_expiring", "") {
 		t.Fatalf("readyz with an expiring bundle: %d %+v", code, rep)
+	}
+	if !notReadyLogged(r.stderr(), "bundle_expiring", "org.example.translate") {
+		t.Fatalf("the log does not name the expiring bundle:\n%s", r.stderr())
 	}
 	if res := r.stop(); bytes.Contains([]byte(res.stderr), []byte("http request refused")) {
 		t.Fatalf("a not-ready answer logged as a refusal: %s", res.stderr)

@@ -146,7 +146,7 @@ func (s *server) openStore() error {
 		return err
 	}
 	s.warnConfig(s.cfg)
-	s.ready = &readiness{store: store, now: s.env.Now, window: s.cfg.readyExpiryWindow, recheck: s.cfg.readyRecheck}
+	s.ready = &readiness{store: store, now: s.env.Now, window: s.cfg.readyExpiryWindow, recheck: s.cfg.readyRecheck, log: s.log}
 	s.ready.setHandlers(s.cfg.Handlers)
 	s.met = newMetrics(store, func() (int, int64, int64) {
 		u := s.led.Usage()

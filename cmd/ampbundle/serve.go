@@ -107,7 +107,7 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	open := mirrorOpener(env, db, c.String("admin-socket"))
 	m, err := mirror.New(mirror.Options{Open: open, SpoolDir: spool, Refresh: c.Duration("refresh"),
 		MaxInFlight: c.Int("max-in-flight"), MaxPeerInFlight: c.Int("max-in-flight") / c.Int("peer-share"), Logger: log,
-		ReadyRecheck: c.Duration("ready-recheck")})
+		ReadyRecheck: c.Duration("ready-recheck"), Now: env.Now}) // the store's clock: expiry and /readyz rechecks agree with it
 	if err != nil {
 		return err
 	}
