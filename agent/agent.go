@@ -250,6 +250,18 @@ func (b Bounds) WithDefaults() Bounds {
 	return b
 }
 
+// LongestAnswer is the longest a Handle call takes, with b's bounds
+// (defaults filled in), to answer a message that verified and was
+// admitted: a BATCH, which starts items for MaxBatchDuration and may then
+// run the last one started for its whole timeout, MaxTimeout (AGENT-8).
+// A transport whose write deadline counts from the request must give at
+// least this plus the reply's write, or a batch's reply is lost after
+// every item ran (amphttp.NewServer; docs/SPEC-DECISIONS.md AGENT-13).
+func (b Bounds) LongestAnswer() time.Duration {
+	b = b.WithDefaults()
+	return b.MaxBatchDuration + b.MaxTimeout
+}
+
 // Hooks are the functions the agent reports to: logs, metrics, the
 // reports about its own outbound messages, and finished streams. Each may
 // be nil.
@@ -728,9 +740,12 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 	n := &note{}
 	ctx = context.WithValue(ctx, noteKey{}, n)
 	typ, body, perr := a.dispatch(ctx, m, t)
+	// A retryable refusal before anything ran is not kept (below): a
+	// refusal, signed for RefusalTTL at most.
+	kept := perr == nil || !amp.CodeOf(perr).Retryable() || t.Durable()
 	switch {
 	case perr != nil:
-		sent, reply, err = a.sealError(ctx, m, perr)
+		sent, reply, err = a.sealError(ctx, m, perr, !kept)
 	case typ == noReply:
 	default:
 		sent, reply, err = a.sealReply(ctx, m, typ, body)
@@ -773,7 +788,7 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 	// has the sender retry it with the same id, and it must then be
 	// evaluated again. Everything else is final for this id: durably when
 	// a handler ran, in the ledger's bounded memory cache otherwise.
-	if perr != nil && code.Retryable() && !t.Durable() {
+	if !kept {
 		t.Abandon()
 		return reply, sent, nil
 	}
@@ -846,6 +861,36 @@ func (a *Agent) dispatch(ctx context.Context, m *amp.Message, t *ledger.Ticket) 
 	return 0, nil, amp.Named(amp.CodeUnknownType, "not_served", "this agent does not serve %s messages", m.Type.Name())
 }
 
+// RefusalTTL is the longest ttl of a signed refusal the agent does not
+// record: an ERROR answering a message before its ledger entry (not
+// addressed to the agent, a ttl over MaxTTL, the ledger unavailable, a
+// BATCH refused whole or one of its items) or a retryable refusal before
+// anything ran. Such a refusal answers one delivery, at once; a replay of
+// the request is evaluated again, so nothing needs the refusal to stay
+// valid longer (docs/SPEC-DECISIONS.md AGENT-12).
+const RefusalTTL = 5 * time.Minute
+
+// replyTTL is the ttl of the reply to m, the Draft's: m's own ttl (a
+// recorded reply is replayed to duplicates of m for as long as m is
+// valid), at most MaxTTL — a ttl over it is refused, and its refusal
+// must not be valid for what the requester asked — and at most
+// RefusalTTL for a refusal that is not recorded. Computed in
+// milliseconds, without overflow for any ttl. A ttl = 0 message is
+// answered with ttl = 0 (-1 in the Draft).
+func (a *Agent) replyTTL(m *amp.Message, refusal bool) time.Duration {
+	if m.TTL == 0 {
+		return -1
+	}
+	most := a.cfg.MaxTTL
+	if refusal {
+		most = min(most, RefusalTTL)
+	}
+	if m.TTL >= uint64(most.Milliseconds()) {
+		return most
+	}
+	return time.Duration(m.TTL) * time.Millisecond
+}
+
 // reply builds and signs the reply to m (encrypted when m was).
 func (a *Agent) reply(ctx context.Context, m *amp.Message, typ amp.Type, body []byte) ([]byte, error) {
 	_, out, err := a.sealReply(ctx, m, typ, body)
@@ -855,10 +900,11 @@ func (a *Agent) reply(ctx context.Context, m *amp.Message, typ amp.Type, body []
 // sealReply is reply, also returning the message it signed (what an
 // in-process caller reads instead of decoding the bytes again).
 func (a *Agent) sealReply(ctx context.Context, m *amp.Message, typ amp.Type, body []byte) (*amp.Message, []byte, error) {
-	ttl := time.Duration(m.TTL) * time.Millisecond
-	if m.TTL == 0 {
-		ttl = -1 // answer a ttl = 0 message with ttl = 0
-	}
+	return a.seal(ctx, m, typ, body, a.replyTTL(m, false))
+}
+
+// seal builds and signs the reply to m with the ttl given (replyTTL).
+func (a *Agent) seal(ctx context.Context, m *amp.Message, typ amp.Type, body []byte, ttl time.Duration) (*amp.Message, []byte, error) {
 	sent, out, err := a.send.Seal(ctx, amp.Draft{Type: typ, To: amp.To(amp.BareDID(m.From)), TTL: ttl,
 		ReplyTo: m.ID[:], ThreadID: m.ThreadID, Body: body, Encrypt: m.Encrypted()})
 	if err != nil {
@@ -868,19 +914,21 @@ func (a *Agent) sealReply(ctx context.Context, m *amp.Message, typ amp.Type, bod
 	return sent, out, nil
 }
 
-// replyError answers m with a signed ERROR.
+// replyError answers m with a signed ERROR that is not recorded: a
+// refusal, valid for RefusalTTL at most.
 func (a *Agent) replyError(ctx context.Context, m *amp.Message, err error) ([]byte, error) {
-	_, out, err := a.sealError(ctx, m, err)
+	_, out, err := a.sealError(ctx, m, err, true)
 	return out, err
 }
 
-// sealError is replyError, also returning the message it signed.
-func (a *Agent) sealError(ctx context.Context, m *amp.Message, err error) (*amp.Message, []byte, error) {
+// sealError answers m with a signed ERROR, also returning the message it
+// signed; refusal: it is not recorded (replyTTL).
+func (a *Agent) sealError(ctx context.Context, m *amp.Message, err error, refusal bool) (*amp.Message, []byte, error) {
 	body, merr := amp.Marshal(amp.ErrorBodyOf(err))
 	if merr != nil {
 		return nil, nil, amp.Wrap(amp.CodeInternalError, merr, "cannot encode an error body")
 	}
-	return a.sealReply(ctx, m, amp.TypeError, body)
+	return a.seal(ctx, m, amp.TypeError, body, a.replyTTL(m, refusal))
 }
 
 // maybeSweep drops expired ledger entries now and then, in the background

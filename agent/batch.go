@@ -89,14 +89,16 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 	return a.reply(ctx, m, amp.TypeBatch, body)
 }
 
-// batchItemError is the signed ERROR about item i of the container m.
+// batchItemError is the signed ERROR about item i of the container m:
+// a refusal, not recorded (RefusalTTL).
 func (a *Agent) batchItemError(ctx context.Context, m *amp.Message, i int, err error) ([]byte, error) {
 	eb := amp.BatchItem{Index: i, Err: err}.ErrorBody()
 	body, merr := amp.Marshal(eb)
 	if merr != nil {
 		return nil, amp.Wrap(amp.CodeInternalError, merr, "cannot encode an error body")
 	}
-	return a.reply(ctx, m, amp.TypeError, body)
+	_, out, err := a.seal(ctx, m, amp.TypeError, body, a.replyTTL(m, true))
+	return out, err
 }
 
 // maxMessage is the agent's message size cap.

@@ -194,7 +194,7 @@ func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) (localReply, er
 	arrival.Done()
 	switch {
 	case errors.Is(err, errLedgerUnavailable):
-		sent, reply, err := a.sealError(ctx, m, unavailable())
+		sent, reply, err := a.sealError(ctx, m, unavailable(), true)
 		return localReply{reply: reply, sent: sent}, err
 	case err != nil:
 		return localReply{}, err
@@ -202,7 +202,7 @@ func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) (localReply, er
 	switch st.State {
 	case ledger.Done:
 		if len(st.Reply) == 0 {
-			sent, reply, err := a.sealError(ctx, m, unavailable())
+			sent, reply, err := a.sealError(ctx, m, unavailable(), true)
 			return localReply{reply: reply, sent: sent}, err
 		}
 		return localReply{reply: st.Reply, recorded: true}, nil

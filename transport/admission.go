@@ -165,8 +165,52 @@ func (a *Admission) LeaveHeldLarge(peer string, peerHeld, serverHeld, largeHeld 
 	p := a.peers[peer]
 	p.reqs--
 	p.bytes -= peerHeld
-	if p.reqs <= 0 {
+	a.forget(peer, p)
+}
+
+// forget drops the load of peer once it holds nothing: no request, and
+// no byte (a reply not yet written holds bytes without a request). a.mu
+// is held.
+func (a *Admission) forget(peer string, p *peerLoad) {
+	if p.reqs <= 0 && p.bytes <= 0 {
 		delete(a.peers, peer)
+	}
+}
+
+// Answer ends a request of peer as LeaveHeldLarge does, and charges in
+// its place the reply the server now holds for it, reply bytes, to the
+// peer's share and to the server's bytes until ReleaseReply: from the
+// moment the handler returns, the server holds the reply, not the
+// request, so a peer that does not read its reply pins that reply's
+// bytes and no slot (the TCP binding does the same with its frames).
+// The reply is charged without checking either cap (the request that
+// made it was admitted, and the work is done): what it adds beyond its
+// request is at most one message per request admitted, and while the
+// peer's replies fill its share none of its new bodies is admitted.
+func (a *Admission) Answer(peer string, peerHeld, serverHeld, largeHeld, reply int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.reqs--
+	a.bytes += reply - serverHeld
+	a.large -= largeHeld
+	p := a.peers[peer]
+	p.reqs--
+	p.bytes += reply - peerHeld
+	a.forget(peer, p)
+}
+
+// ReleaseReply gives back the n bytes of a reply charged by Answer, once
+// it is written or given up.
+func (a *Admission) ReleaseReply(peer string, n int64) {
+	if n == 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.bytes -= n
+	if p := a.peers[peer]; p != nil {
+		p.bytes -= n
+		a.forget(peer, p)
 	}
 }
 

@@ -28,7 +28,15 @@ import (
 //     end EndBy sets), so that a frame waiting for a full budget cannot
 //     hold its charges for ever.
 type RateReader struct {
-	r            io.Reader
+	r io.Reader
+	rateClock
+}
+
+// rateClock is the one deadline rule of RateReader and RateWriter: the
+// earliest of the rate (start + admission.DataDeadline of the bytes moved
+// and those pending), the stall (once bytes moved, the next within grace,
+// plus the pending bytes' time at rate) and the lifetime (end).
+type rateClock struct {
 	set          func(time.Time) error
 	now          func() time.Time
 	start        time.Time // the rate's origin, moved on by Exclude
@@ -36,7 +44,45 @@ type RateReader struct {
 	end          time.Time // the lifetime's end; zero: none
 	rate         int64
 	grace, limit time.Duration
-	got          int64
+	got          int64 // the bytes moved (read or written)
+}
+
+// newRateClock starts the clock now (grace and rate defaulted); the
+// lifetime ends life from now (0: none).
+func newRateClock(set func(time.Time) error, rate int64, grace, limit, life time.Duration, now func() time.Time) rateClock {
+	if grace <= 0 {
+		grace = admission.FrameGrace
+	}
+	if rate <= 0 {
+		rate = admission.MinDataRate
+	}
+	t := now()
+	c := rateClock{set: set, now: now, start: t, last: t, rate: rate, grace: grace, limit: limit}
+	if life > 0 {
+		c.end = t.Add(life)
+	}
+	return c
+}
+
+// deadline is the deadline for pending more bytes to move (0 for a
+// read: the next byte): the earliest of the three bounds.
+func (c *rateClock) deadline(pending int64) time.Time {
+	d := c.start.Add(admission.DataDeadline(c.got+pending, c.rate, c.grace, c.limit))
+	if s := c.last.Add(c.grace + (admission.DataDeadline(pending, c.rate, c.grace, 0) - c.grace)); c.got > 0 && s.Before(d) {
+		d = s
+	}
+	if !c.end.IsZero() && c.end.Before(d) {
+		d = c.end
+	}
+	return d
+}
+
+// moved counts n bytes that just moved.
+func (c *rateClock) moved(n int) {
+	if n > 0 {
+		c.got += int64(n)
+		c.last = c.now()
+	}
 }
 
 // Lifetime is the most wall-clock time a body or frame may take, waits
@@ -57,40 +103,20 @@ func NewRateReader(r io.Reader, set func(time.Time) error, rate int64, grace, li
 
 // newRateReader is NewRateReader with its clock (tests inject one).
 func newRateReader(r io.Reader, set func(time.Time) error, rate int64, grace, limit time.Duration, now func() time.Time) *RateReader {
-	if grace <= 0 {
-		grace = admission.FrameGrace
-	}
-	t := now()
-	rr := &RateReader{r: r, set: set, now: now, start: t, last: t, rate: rate, grace: grace, limit: limit}
-	if limit > 0 {
-		rr.end = t.Add(Lifetime(limit))
-	}
+	rr := &RateReader{r: r, rateClock: newRateClock(set, rate, grace, limit, Lifetime(limit), now)}
 	rr.move()
 	return rr
 }
 
-// deadline is the read deadline now: the earliest of the three bounds.
-func (rr *RateReader) deadline() time.Time {
-	d := rr.start.Add(admission.DataDeadline(rr.got, rr.rate, rr.grace, rr.limit))
-	if s := rr.last.Add(rr.grace); rr.got > 0 && s.Before(d) {
-		d = s
-	}
-	if !rr.end.IsZero() && rr.end.Before(d) {
-		d = rr.end
-	}
-	return d
-}
-
 // move sets the read deadline.
-func (rr *RateReader) move() { rr.set(rr.deadline()) }
+func (rr *RateReader) move() { rr.set(rr.deadline(0)) }
 
 // Read reads from the underlying reader and moves the read deadline by
 // what arrived.
 func (rr *RateReader) Read(p []byte) (int, error) {
 	n, err := rr.r.Read(p)
 	if n > 0 {
-		rr.got += int64(n)
-		rr.last = rr.now()
+		rr.moved(n)
 		rr.move()
 	}
 	return n, err
@@ -122,3 +148,59 @@ func (rr *RateReader) EndBy(t time.Time) {
 // End is when the reading ends at the latest, waits included (zero: no
 // bound).
 func (rr *RateReader) End() time.Time { return rr.end }
+
+// RateWriter writes a reply (an HTTP answer, a TCP frame) to a peer
+// under the minimum data rate of RateReader, the peer now being the one
+// that reads: the connection's write deadline (set) is moved before every
+// step of at most SmallBody bytes, to the earliest of the rate (what has
+// been written, this step included, must keep up with rate on average
+// after grace), the stall (once bytes went, the next step within grace
+// and its own time at rate) and the end (limit from the start: no wait
+// of the server's is left out of a write). A peer that reads nothing, or
+// trickles, is cut off within moments, and the reply's charge with it,
+// not after the whole write timeout. The write that times out fails with
+// the connection's deadline error; the binding then closes the connection.
+type RateWriter struct {
+	w io.Writer
+	rateClock
+}
+
+// NewRateWriter writes to w, a connection (or a response writer over
+// one) whose write deadline set moves; rate, grace and limit are as for
+// NewRateReader, but the whole write ends at most limit from now (0: no
+// bound). It sets the first deadline (grace from now) at once, so that
+// what the binding writes before the body (the headers) is bounded too.
+func NewRateWriter(w io.Writer, set func(time.Time) error, rate int64, grace, limit time.Duration) *RateWriter {
+	return newRateWriter(w, set, rate, grace, limit, time.Now)
+}
+
+// newRateWriter is NewRateWriter with its clock (tests inject one).
+func newRateWriter(w io.Writer, set func(time.Time) error, rate int64, grace, limit time.Duration, now func() time.Time) *RateWriter {
+	rw := &RateWriter{w: w, rateClock: newRateClock(set, rate, grace, limit, limit, now)}
+	rw.set(rw.deadline(0))
+	return rw
+}
+
+// Reset starts a new write now (the next frame on a connection): the
+// rate, the stall and the end count from here, as for a new RateWriter.
+func (rw *RateWriter) Reset() {
+	c := &rw.rateClock
+	*c = newRateClock(c.set, c.rate, c.grace, c.limit, c.limit, c.now)
+}
+
+// Write writes p step by step, each step under the deadline above.
+func (rw *RateWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		step := p[:min(len(p), SmallBody)]
+		rw.set(rw.deadline(int64(len(step))))
+		n, err := rw.w.Write(step)
+		written += n
+		rw.moved(n)
+		if err != nil {
+			return written, err
+		}
+		p = p[len(step):]
+	}
+	return written, nil
+}

@@ -113,3 +113,48 @@ func TestSmallBodiesKeepAnEighthOfTheHTTPBudget(t *testing.T) {
 		t.Fatalf("a large body alone got %d bytes of an idle budget of %d", alone, budget)
 	}
 }
+
+// TestReplyWritesKeepTheMinimumDataRate: a reply is written step by step
+// under RateReader's rule, the peer now reading: each step of at most
+// SmallBody bytes must go by the rate's deadline, within the stall grace
+// of the last, and the whole write within its limit (threat: a peer that
+// reads nothing of a reply of a few MiB held the reply's bytes, and on
+// HTTP its request's bytes and slot, for the whole write timeout).
+func TestReplyWritesKeepTheMinimumDataRate(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	var deadlines []time.Time
+	const rate, grace, limit = 128 << 10, 5 * time.Second, 30 * time.Second
+	var sink bytes.Buffer
+	w := newRateWriter(&sink, func(d time.Time) error { deadlines = append(deadlines, d); return nil }, rate, grace, limit, func() time.Time { return clock })
+	start := clock
+	if want := start.Add(grace); !deadlines[0].Equal(want) {
+		t.Fatalf("what is written before the body (headers) is due at %v, want the grace, %v", deadlines[0], want)
+	}
+	step := time.Duration(SmallBody) * time.Second / rate // 0.5 s at 128 KiB/s
+	if _, err := w.Write(make([]byte, 3*SmallBody)); err != nil {
+		t.Fatal(err)
+	}
+	if len(deadlines) != 4 || sink.Len() != 3*SmallBody {
+		t.Fatalf("%d deadlines for 3 steps, %d bytes written", len(deadlines)-1, sink.Len())
+	}
+	if want := start.Add(grace + step); !deadlines[1].Equal(want) {
+		t.Fatalf("the first step is due at %v, want grace + its time at the rate, %v", deadlines[1], want)
+	}
+	// The steps went at once: the next is due within the stall grace of
+	// the last, not when the average since the start falls behind.
+	if want := start.Add(grace + step); !deadlines[3].Equal(want) {
+		t.Fatalf("after steps written at once, the next is due at %v, want the stall grace and its own time, %v", deadlines[3], want)
+	}
+	// However fast the peer reads, the write ends at the limit.
+	clock = clock.Add(limit - time.Second)
+	w.Write(make([]byte, SmallBody))
+	if end := start.Add(limit); deadlines[len(deadlines)-1].After(end) {
+		t.Fatalf("a step is due at %v, past the write's limit %v", deadlines[len(deadlines)-1], end)
+	}
+	// Reset starts the next frame's write.
+	w.Reset()
+	w.Write(make([]byte, 1))
+	if want := clock.Add(grace + time.Duration(1)*time.Second/rate); !deadlines[len(deadlines)-1].Equal(want) {
+		t.Fatalf("after Reset, the first step is due at %v, want %v", deadlines[len(deadlines)-1], want)
+	}
+}

@@ -75,7 +75,10 @@ func (s *server) mountAgent() error {
 	h := s.messageHandler()
 	s.mux.Handle(amphttp.MessagesPath, h)
 	s.mux.Handle(amphttp.HealthPath, h)
-	s.srv = amphttp.NewServer(instrument(s.mux, s.met, s.log), s.maxTimeout+30*time.Second, s.log)
+	// The write deadline counts from the request: it covers the longest
+	// answer (a BATCH: MaxBatchDuration plus one item's timeout, AGENT-13)
+	// and the reply's write.
+	s.srv = amphttp.NewServer(instrument(s.mux, s.met, s.log), agent.Bounds{MaxTimeout: s.maxTimeout}.LongestAnswer()+30*time.Second, s.log)
 	return nil
 }
 

@@ -86,7 +86,13 @@ type Options struct {
 	// with MinDataRate on average, and no more than that grace may pass
 	// without a byte, or the request is cut off and its charge given
 	// back (and the whole body gets at most the server's 30 s read
-	// timeout).
+	// timeout). The answer is written under the same rule
+	// (transport.RateWriter), the peer now reading: once the agent
+	// returned, the request's slot and bytes are given back and the
+	// reply's bytes charged in their place, to the peer's share and the
+	// server's, until it is written; a peer that reads it slower than
+	// MinDataRate (after the grace), or stalls, or takes 30 s in all, has
+	// its connection closed.
 	MinDataRate int64
 	// RetryAfter is the Retry-After of a 503 (default 1 s).
 	RetryAfter time.Duration
@@ -178,6 +184,12 @@ var (
 // readTimeout bounds the reading of a request (NewServer), and so the
 // time a body's charge may be held.
 const readTimeout = 30 * time.Second
+
+// writeTimeout bounds the write of an answer once the agent returned
+// (answer): the peer must read it at the minimum data rate, and whole
+// within this time, as the TCP binding's reply frames (its default
+// WriteTimeout).
+const writeTimeout = 30 * time.Second
 
 // readChunk is how much of a body of unknown length is charged at a time.
 const readChunk = 64 << 10
@@ -289,8 +301,13 @@ func httpError(w http.ResponseWriter, status int, err error) {
 }
 
 // NewServer returns an http.Server for h with timeouts on headers,
-// reads, writes and idle connections. writeTimeout must exceed the longest
-// invocation (agent.Config.MaxTimeout).
+// reads, writes and idle connections. writeTimeout counts from a
+// request's headers and must exceed the longest time its handler may take
+// to answer, plus a margin: for an agent, agent.Bounds.LongestAnswer (a
+// BATCH: MaxBatchDuration plus one item's timeout), not only MaxTimeout.
+// Past it an HTTP/2 stream is reset and its answer lost. The write of
+// the answer itself is bounded on its own once the handler returned
+// (the minimum data rate, at most 30 s: NewHandler).
 func NewServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *http.Server {
 	limit.Default(&writeTimeout, 90*time.Second)
 	s := &http.Server{

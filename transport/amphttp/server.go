@@ -83,7 +83,11 @@ func (s *server) busy(w http.ResponseWriter, r *http.Request, what string) {
 // in order, each before anything of the next is spent: the headers
 // (refuseHeaders), the admission of the peer, the body read under its
 // charge (readCharged), the agent, the answer (answer). The admission is
-// held until the answer is written.
+// held until the agent returns; from then the server holds the reply,
+// not the request: the request's slot and bytes are given back, and the
+// reply's bytes charged in their place until it is written
+// (held.answered), the write itself bounded by the minimum data rate
+// (answer).
 func (s *server) serve(w http.ResponseWriter, r *http.Request) (refused bool) {
 	if answered, refused := s.refuseHeaders(w, r); answered {
 		return refused
@@ -107,6 +111,7 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request) (refused bool) {
 	// (admission.Fair): the context names this one.
 	reply, err := s.a.Handle(admission.WithPeer(r.Context(), peer), body)
 	body = nil
+	h.answered(int64(len(reply)))
 	s.answer(w, reply, err)
 	return false
 }
@@ -167,8 +172,15 @@ func (s *server) refuseBody(w http.ResponseWriter, r *http.Request, err error) (
 // nothing for a report (202), or an unsigned error body whose status
 // says whether the bytes verified (400 if not: nothing is signed in
 // answer to them), whether a retry may succeed (503 with Retry-After),
-// or neither (500).
+// or neither (500). The peer must read it at the minimum data rate
+// (transport.RateWriter: the rule its body was read under, and the TCP
+// binding's for its reply frames), within writeTimeout in all, or the
+// write fails and the connection is closed: a peer that reads nothing
+// holds its reply's charge for moments, not for the server's write
+// timeout.
 func (s *server) answer(w http.ResponseWriter, reply []byte, err error) {
+	rc := http.NewResponseController(w)
+	out := transport.NewRateWriter(w, rc.SetWriteDeadline, s.opts.MinDataRate, s.opts.grace, writeTimeout)
 	if err != nil {
 		var ue interface{ Unverified() bool }
 		status := http.StatusBadRequest
@@ -193,20 +205,23 @@ func (s *server) answer(w http.ResponseWriter, reply []byte, err error) {
 	w.Header().Set("Content-Type", ContentType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
 	w.WriteHeader(http.StatusOK)
-	w.Write(reply)
+	out.Write(reply)
 }
 
 // held is what one request holds of the admission, so that leave gives
 // back exactly that: the bytes charged to its peer's share and to the
 // server's, and whether those are large (charged against the large
-// bodies' part of the server's bytes). Its methods are readBody's
-// declare, charge, force and release.
+// bodies' part of the server's bytes); once answered, only its reply's
+// bytes (reply), no slot. Its methods are readBody's declare, charge,
+// force and release.
 type held struct {
 	adm         *transport.Admission
 	peer        string
 	large       bool
 	peerBytes   int64
 	serverBytes int64
+	answer      bool
+	reply       int64
 }
 
 // declare charges n bytes to the peer's share.
@@ -246,11 +261,29 @@ func (h *held) release(n int64) {
 	h.serverBytes -= n
 }
 
-// leave gives back the request's slot and every byte it still holds.
-func (h *held) leave() {
-	largeHeld := int64(0)
+// largeHeld is the part of the server's bytes held as a large body.
+func (h *held) largeHeld() int64 {
 	if h.large {
-		largeHeld = h.serverBytes
+		return h.serverBytes
 	}
-	h.adm.LeaveHeldLarge(h.peer, h.peerBytes, h.serverBytes, largeHeld)
+	return 0
+}
+
+// answered ends the request, whose handler returned a reply of n bytes:
+// its slot and its bytes are given back, and the reply charged in their
+// place (transport.Admission.Answer) until leave.
+func (h *held) answered(n int64) {
+	h.adm.Answer(h.peer, h.peerBytes, h.serverBytes, h.largeHeld(), n)
+	h.answer, h.reply = true, n
+	h.peerBytes, h.serverBytes = 0, 0
+}
+
+// leave gives back the request's slot and every byte it still holds, or,
+// once answered, its reply's bytes.
+func (h *held) leave() {
+	if h.answer {
+		h.adm.ReleaseReply(h.peer, h.reply)
+		return
+	}
+	h.adm.LeaveHeldLarge(h.peer, h.peerBytes, h.serverBytes, h.largeHeld())
 }

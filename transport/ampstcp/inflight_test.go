@@ -298,10 +298,12 @@ func TestUnreadRepliesDoNotPinTheirRequestsBytes(t *testing.T) {
 		}
 		return paddedMessage(t, newID(), id, replyLen), nil
 	})
-	// The write timeout is longer than any wait here: a second client
-	// stalled behind the attacker gets through only if the server does not
-	// let it be stalled, never because the attacker was cut off.
-	srv := NewServer(h, ServerOptions{MaxInFlightBytes: budget, MaxConnInFlightBytes: budget, MaxMessageSize: 1 << 20, WriteTimeout: time.Hour})
+	// The write timeout, and the grace of the minimum data rate its reply
+	// frames are written under, are longer than any wait here: a second
+	// client stalled behind the attacker gets through only if the server
+	// does not let it be stalled, never because the attacker was cut off.
+	srv := NewServer(h, ServerOptions{MaxInFlightBytes: budget, MaxConnInFlightBytes: budget, MaxMessageSize: 1 << 20, WriteTimeout: time.Hour,
+		frameGrace: time.Hour})
 	t.Cleanup(func() { srv.Close() })
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -102,6 +102,10 @@ type ServerOptions struct {
 	// connection is closed and the charge given back; reading gets at
 	// most FrameTimeout (waits for the server's budget left out), and
 	// the whole frame, those waits included, transport.Lifetime of it.
+	// Reply frames are written under the same rule, the peer now reading
+	// (transport.RateWriter): a peer that takes a frame slower than
+	// MinDataRate after the grace, or stalls, has its connection closed
+	// and every queued reply's charge given back.
 	MinDataRate int64
 	// HandshakeTimeout bounds the wait for the client's HANDSHAKE (5 s).
 	HandshakeTimeout time.Duration
@@ -112,7 +116,8 @@ type ServerOptions struct {
 	// (30 s), and, doubled (transport.Lifetime), its whole life, waits
 	// for the server's budget included.
 	FrameTimeout time.Duration
-	// WriteTimeout bounds the write of one frame (30 s).
+	// WriteTimeout bounds the write of one frame (30 s), within which it
+	// must also keep MinDataRate.
 	WriteTimeout time.Duration
 	// DrainTimeout bounds a connection after GOAWAY (30 s): the peer
 	// should finish and close it; then it is closed.
@@ -455,11 +460,30 @@ func (f outFrame) writeTo(bw *bufio.Writer) error {
 	return err
 }
 
-// shut closes the connection and wakes a read loop waiting for in-flight
-// bytes.
+// shut closes the connection, ends the context of its messages (no reply
+// can reach the peer any more: what still waits for a slot, a first copy
+// or a ledger claim gives up, unrun) and wakes a read loop waiting for
+// in-flight bytes.
 func (c *serverConn) shut() {
+	c.cancel()
 	c.stopOnce.Do(func() { close(c.stop) })
 	c.conn.Close()
+}
+
+// Read reads the connection for the read loop (serve's bufio.Reader). A
+// read error that is neither the end of what the peer sends (EOF: a
+// half-close, after which the peer still reads its replies, as a client
+// leaving after GOAWAY does) nor one of the server's deadlines means the
+// connection is gone, reset by the peer or closed: nobody can read the
+// replies of its messages any more, so their context ends at once,
+// before the messages in flight have returned (those already claimed by
+// the agent run on, detached, by design).
+func (c *serverConn) Read(p []byte) (int, error) {
+	n, err := c.conn.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && !isTimeout(err) {
+		c.cancel()
+	}
+	return n, err
 }
 
 // receive reads the payload of a MESSAGE frame of size bytes, charging
@@ -614,7 +638,7 @@ func (c *serverConn) serve() {
 		c.s.leavePeer(c.share)
 		c.s.mu.Unlock()
 	}()
-	br := bufio.NewReaderSize(c.conn, 64<<10)
+	br := bufio.NewReaderSize(c, 64<<10)
 	if !c.handshake(br) {
 		close(c.done)
 		c.cancel()
@@ -685,9 +709,16 @@ func (c *serverConn) handshake(br *bufio.Reader) bool {
 }
 
 // writer writes queued frames, flushing when the queue is empty. A frame's
-// in-flight bytes are released once it is handed to the connection.
+// in-flight bytes are released once it is handed to the connection. Each
+// frame (and each flush) is written under the minimum data rate
+// (transport.RateWriter, the rule frames are read under): the peer must
+// take it at MinDataRate on average after the grace, without stalling,
+// and whole within WriteTimeout, or the connection is closed and every
+// queued reply's charge given back.
 func (c *serverConn) writer() {
-	bw := bufio.NewWriterSize(c.conn, 64<<10)
+	o := c.s.opts
+	rw := transport.NewRateWriter(c.conn, c.conn.SetWriteDeadline, o.MinDataRate, o.frameGrace, o.WriteTimeout)
+	bw := bufio.NewWriterSize(rw, 64<<10)
 	for {
 		var f outFrame
 		select {
@@ -699,19 +730,20 @@ func (c *serverConn) writer() {
 				select {
 				case f = <-c.out:
 					if err == nil {
-						c.conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+						rw.Reset()
 						err = f.writeTo(bw)
 					}
 					c.release(f.charge)
 				default:
 					if err == nil {
+						rw.Reset()
 						bw.Flush()
 					}
 					return
 				}
 			}
 		}
-		c.conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+		rw.Reset()
 		err := f.writeTo(bw)
 		c.release(f.charge)
 		if err == nil && len(c.out) == 0 {
@@ -719,6 +751,7 @@ func (c *serverConn) writer() {
 			// that one write carries many frames.
 			runtime.Gosched()
 			if len(c.out) == 0 {
+				rw.Reset()
 				err = bw.Flush()
 			}
 		}
@@ -731,14 +764,24 @@ func (c *serverConn) writer() {
 }
 
 // drainQueue discards queued frames after a write failure, so that senders
-// never block, and releases their charges.
+// never block, and releases their charges: until the connection ends, and
+// then what is left in the queue (done closes once every handler has
+// returned, so no charged frame comes after; a select that saw both
+// ready could otherwise leave queued replies charged for ever).
 func (c *serverConn) drainQueue() {
 	for {
 		select {
 		case f := <-c.out:
 			c.release(f.charge)
 		case <-c.done:
-			return
+			for {
+				select {
+				case f := <-c.out:
+					c.release(f.charge)
+				default:
+					return
+				}
+			}
 		}
 	}
 }
