@@ -10,6 +10,18 @@ import (
 	"github.com/ampbundle/ampbundle/trust"
 )
 
+// MaxHeartbeatsNotInstalled is how many lines with no bundle installed a
+// store keeps a heartbeat for (docs/SPEC-DECISIONS.md TRUST-15): a
+// heartbeat of such a line is accepted on its bundle id alone, so keys
+// trusted for one scope could otherwise have the store keep one, with its
+// file, for every name under it. Beyond it, a heartbeat of another such
+// line is refused limit_exceeded; heartbeats of installed lines, and newer
+// ones of a line already kept, are never refused by it.
+const MaxHeartbeatsNotInstalled = 10_000
+
+// maxHeartbeatsNotInstalled is MaxHeartbeatsNotInstalled (tests lower it).
+var maxHeartbeatsNotInstalled = MaxHeartbeatsNotInstalled
+
 // HeartbeatResult describes an applied heartbeat statement.
 type HeartbeatResult struct {
 	BundleID   string   `json:"bundle_id"`
@@ -27,23 +39,62 @@ type HeartbeatResult struct {
 // trust.ApplyHeartbeat decides: signed as a bundle of the line must be,
 // never older than the one kept (heartbeat_replayed), never too far above
 // what the store knows of the line (heartbeat_too_far); its created_at
-// raises the time floor of each key that counted. Audited ("heartbeat"; a
-// refusal as "import_refused"); changes the generation when it records
-// something.
+// raises the time floor of each key that counted. A heartbeat of a line
+// not installed, and for which none is kept, is refused limit_exceeded
+// when MaxHeartbeatsNotInstalled such lines have one. Audited
+// ("heartbeat"; a refusal as "import_refused"); changes the generation
+// when it records something.
 func (s *Store) ApplyHeartbeat(data []byte) (*HeartbeatResult, error) {
+	var notInstalled int                // lines with a heartbeat kept and no bundle installed
 	line := func() (selection, error) { // the heartbeat's line alone
 		hb, _, err := bundle.ParseHeartbeat(data)
 		if err != nil {
 			return selection{}, err
 		}
+		// Counted under the store's write lock (applyStatement holds it
+		// from before this runs), so no other write moves it meanwhile.
+		if err := s.db.View(func(tx *bolt.Tx) error {
+			id := []byte(hb.BundleID)
+			if bucket(tx, bBundles).Get(id) == nil && bucket(tx, bHeartbeat).Get(id) == nil {
+				notInstalled = heartbeatsNotInstalled(tx) // only a new line not installed needs it
+			}
+			return nil
+		}); err != nil {
+			return selection{}, amp.AsError(wrapTx(err))
+		}
 		return selection{line: hb.BundleID, strict: true}, nil
 	}
-	r, gen, err := applyStatement(s, data, line, trust.ApplyHeartbeat)
+	apply := func(st *trust.State, data []byte, now time.Time) (*trust.State, *trust.HeartbeatEffects, error) {
+		next, res, err := trust.ApplyHeartbeat(st, data, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, kept := st.Heartbeats[res.BundleID]; !kept && res.Installed == 0 && notInstalled >= maxHeartbeatsNotInstalled {
+			return nil, nil, fail(bundle.ErrTooLarge, "this store keeps heartbeats for %d lines with no bundle installed, its most; import a bundle of the line first, or forget a heartbeat (ampbundle trust freshness --reset LINE)",
+				maxHeartbeatsNotInstalled)
+		}
+		return next, res, nil
+	}
+	r, gen, err := applyStatement(s, data, line, apply)
 	if err != nil {
 		return nil, err
 	}
 	return &HeartbeatResult{BundleID: r.BundleID, Version: r.Version, CreatedAt: r.CreatedAt, Signers: r.Signers, Installed: r.Installed,
 		Stale: r.Stale, Unchanged: r.Unchanged, Generation: gen}, nil
+}
+
+// heartbeatsNotInstalled counts the lines with a heartbeat kept and no
+// bundle installed (one lookup per kept heartbeat; their number is
+// bounded by MaxHeartbeatsNotInstalled and the installed bundles).
+func heartbeatsNotInstalled(tx *bolt.Tx) int {
+	n, bb := 0, bucket(tx, bBundles)
+	_ = bucket(tx, bHeartbeat).ForEach(func(k, _ []byte) error {
+		if bb.Get(k) == nil {
+			n++
+		}
+		return nil
+	})
+	return n
 }
 
 // staleReason says why the installed bundle bundleID is older than the
@@ -94,7 +145,8 @@ func (s *Store) SetFreshness(scope string, maxVersions uint64) error {
 }
 
 // SetFreshnessPolicy sets the staleness bounds for scope: maxVersions (nil:
-// no bound in versions) as SetFreshness, and maxAge (0: none): an installed
+// no bound in versions) as SetFreshness, and maxAge (0: none; else at
+// least 1s, or invalid_trust): an installed
 // bundle under scope also fails closed when the newest signed time the
 // store has seen (its time floor) is more than maxAge after the latest
 // signed time its version was vouched for as current (its created_at, or
@@ -102,6 +154,11 @@ func (s *Store) SetFreshness(scope string, maxVersions uint64) error {
 // ("trust_freshness": threshold = max versions, version = max age in
 // seconds); changes the generation.
 func (s *Store) SetFreshnessPolicy(scope string, maxVersions *uint64, maxAge time.Duration) error {
+	if maxAge < 0 || maxAge > 0 && maxAge < time.Second {
+		// A negative duration would become 2^64-|maxAge| seconds: a bound
+		// that reads as set and never fires.
+		return fail(ErrInvalidTrust, "a max age is at least 1s (0: none)")
+	}
 	f := trust.Freshness{MaxVersions: trust.NoVersionBound, MaxAgeSeconds: uint64(maxAge / time.Second)}
 	if maxVersions != nil {
 		if *maxVersions == trust.NoVersionBound {

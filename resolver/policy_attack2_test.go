@@ -65,8 +65,9 @@ func TestStaleTrustPolicyReAddsRetiredKeyAndLowersRotatedThreshold(t *testing.T)
 // policy file from undoing a rotation holds on its own (the reviewer's file
 // breaks both at once), and neither refuses what is not stale: a retired
 // key trusted for a scope the retiring chain does not overlap, a key a
-// later statement of the chain added again, a threshold raised or kept.
-// Refusals change nothing.
+// later statement of the chain added again (but not one the operator
+// then removed with trust rm), a threshold raised or kept. Refusals
+// change nothing.
 func TestStalePolicyEachRuleAlone(t *testing.T) {
 	a, b, c := testKeyN(41), testKeyN(42), testKeyN(43)
 	doc := func(keys string, th string) []byte {
@@ -88,7 +89,10 @@ func TestStalePolicyEachRuleAlone(t *testing.T) {
 		{"threshold raised", false, doc(``, `"org.example":3`), "only 2 trusted key(s)"}, // b, c: refused as unreachable, not as stale
 		{"threshold kept", false, doc(``, `"org.example":2`), ""},
 		{"retired key for a disjoint scope", false, doc(keyA("com.acme"), ``), ""},
-		{"key added again by a later statement", true, doc(keyA("org.example"), `"org.example":2`), ""},
+		// A later statement lifts the retirement, but the operator's trust
+		// rm since is a removal of its own that a file never undoes
+		// (TRUST-12): trust add is the explicit step.
+		{"key added again by a later statement, then removed by trust rm", true, doc(keyA("org.example"), `"org.example":2`), "trust rm a2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

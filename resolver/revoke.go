@@ -51,7 +51,7 @@ type RevokeResult struct {
 // ("revoke"; a refusal as "import_refused"); changes the generation
 // unless Unchanged.
 func (s *Store) ApplyRevocation(data []byte) (*RevokeResult, error) {
-	r, gen, err := applyStatement(s, data, everything, trust.ApplyRevocation)
+	r, gen, err := applyStatement(s, data, revocationSel, trust.ApplyRevocation)
 	if err != nil {
 		return nil, err
 	}

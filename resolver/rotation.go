@@ -51,7 +51,7 @@ func (s *Store) TrustChains() (map[string]uint64, error) {
 // keeps every applied statement; applying one again changes nothing.
 // Audited ("rotate"); changes the generation.
 func (s *Store) ApplyRotation(data []byte) (*RotateResult, error) {
-	r, gen, err := applyStatement(s, data, everything, trust.ApplyRotation)
+	r, gen, err := applyStatement(s, data, chainOf(data), trust.ApplyRotation)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func (h *KeptHeartbeat) HoldsBack(version uint64, createdAt string) bool {
 func (s *Store) Heartbeats() ([]KeptHeartbeat, error) {
 	out := []KeptHeartbeat{}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		st, err := s.loadState(tx, selection{all: true})
+		st, err := s.loadState(tx, selection{all: true, heartbeats: true})
 		if err != nil {
 			return err
 		}

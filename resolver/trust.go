@@ -47,7 +47,11 @@ func (s *Store) TrustAddWithThreshold(name string, key ed25519.PublicKey, scopes
 // trustAdd is TrustAdd, and with threshold > 0 also sets the threshold of
 // every scope, in the same transaction.
 func (s *Store) trustAdd(name string, key ed25519.PublicKey, scopes []string, threshold int) error {
-	_, err := s.updateTrust(selTrust, func(st *trust.State, now time.Time) (*trust.Effects, error) {
+	sel := selTrust // adding a key lowers no floor; a threshold may
+	if threshold != 0 {
+		sel = selFloors
+	}
+	_, err := s.updateTrust(sel, func(st *trust.State, now time.Time) (*trust.Effects, error) {
 		_, e, err := trust.AddKey(st, name, key, scopes, threshold, now)
 		return e, err
 	})
@@ -61,7 +65,7 @@ func (s *Store) trustAdd(name string, key ed25519.PublicKey, scopes []string, th
 // trusted key vouches for any more, is TrustRemoveFailClosed. Audited;
 // changes the generation.
 func (s *Store) TrustRemove(name string) error {
-	_, err := s.updateTrust(selTrust, func(st *trust.State, _ time.Time) (*trust.Effects, error) {
+	_, err := s.updateTrust(selFloors, func(st *trust.State, _ time.Time) (*trust.Effects, error) {
 		_, e, err := trust.RemoveKey(st, name, false)
 		return e, err
 	})
@@ -75,7 +79,7 @@ func (s *Store) TrustRemove(name string) error {
 // ("trust_remove", then "fail_closed" when it failed any).
 func (s *Store) TrustRemoveFailClosed(name string) ([]string, error) {
 	var failed []string
-	_, err := s.updateTrust(selWrite, func(st *trust.State, _ time.Time) (*trust.Effects, error) {
+	_, err := s.updateTrust(selJudged, func(st *trust.State, _ time.Time) (*trust.Effects, error) {
 		_, e, err := trust.RemoveKey(st, name, true)
 		if err == nil {
 			failed = e.FailedClosed()
@@ -120,7 +124,7 @@ func (s *Store) policy() (*bundle.Policy, error) {
 // applies to imports from now on; installed bundles stay. Audited; changes
 // the generation.
 func (s *Store) TrustSetThreshold(scope string, n int) error {
-	_, err := s.updateTrust(selTrust, func(st *trust.State, _ time.Time) (*trust.Effects, error) {
+	_, err := s.updateTrust(selFloors, func(st *trust.State, _ time.Time) (*trust.Effects, error) {
 		_, e, err := trust.SetThreshold(st, scope, n)
 		return e, err
 	})

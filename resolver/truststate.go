@@ -33,6 +33,10 @@ type heartbeatRecord struct {
 	StatementSHA256 []byte   `cbor:"statement_sha256"`
 	At              string   `cbor:"at"`
 	Signers         []string `cbor:"signers,omitempty"`
+	// Threshold and LineSHA256: what it was judged against when applied
+	// (trust.Heartbeat); absent in records kept before they were.
+	Threshold  uint64 `cbor:"threshold,omitempty"`
+	LineSHA256 []byte `cbor:"line_sha256,omitempty"`
 }
 
 // freshnessRecord is the operator's staleness bound for a scope
@@ -57,26 +61,47 @@ const kTimeFloor = "time_floor"
 
 func keyFloorKey(did string) []byte { return key2("key_floor", did) }
 
+// bundleFloorKey is the meta key of the floor an act narrowing trust
+// pinned for the installed bundle id (trust.Installed.Floor): its value
+// is the version it was pinned for and the floor (8 bytes each); a
+// version other than the installed one's is ignored.
+func bundleFloorKey(id string) []byte { return key2("bundle_floor", id) }
+
+// removedKeyKey is the meta key of a key trust rm removed
+// (trust.State.RemovedKeys): its value is the trust name it had.
+func removedKeyKey(did string) []byte { return key2("removed_key", did) }
+
 // selection says what of the installed bundles loadState reads: none, one
-// line (line), or all (every installed bundle); strict refuses an
-// installed record that does not decode (else it is left out); chains
-// reads the applied trust statements. Revoked versions and DID documents
-// are never loaded: the State's Records looks up those a decision needs
-// (txRecords).
+// line (line), or all (every installed bundle, with its line's heartbeat);
+// heartbeats also reads the heartbeats kept for lines not installed (with
+// all: what a mirror lists; nothing else asks, so no judgement grows with
+// them); strict refuses an installed record that does not decode (else it
+// is left out); chains reads every scope's applied trust statements, chain
+// of one scope only the last and the one at chainSeq (what a trust
+// statement of that sequence is checked against: trust.ApplyRotation). Revoked versions and DID documents
+// are never loaded, nor are the revocations of keys the store does not
+// trust: the State's Records looks up those a decision needs (txRecords).
+// selFloors loads every installed bundle leniently, for a change that can
+// narrow trust and so must keep the floors it would lower (trust's
+// pinFloors) without being stopped by one unreadable record.
 type selection struct {
 	line        string
 	all, strict bool
+	heartbeats  bool
 	chains      bool
+	chain       string
+	chainSeq    uint64
 }
 
 var (
-	selTrust  = selection{}                                      // keys, thresholds, revoked keys, freshness, floors
-	selWrite  = selection{all: true, strict: true, chains: true} // everything
-	selJudged = selection{all: true, strict: true}               // every installed bundle and heartbeat
+	selTrust  = selection{}                        // keys, thresholds, revoked keys, removed keys, freshness, floors
+	selJudged = selection{all: true, strict: true} // every installed bundle and its heartbeat
+	selFloors = selection{all: true}               // every installed bundle, one unreadable left out
 )
 
 // loadState reads the store's trust state inside tx. Its cost does not
-// grow with the revoked versions or DID documents the store keeps: the
+// grow with the revoked versions, the revocations of keys it does not
+// trust or the DID documents the store keeps: the
 // State's Records reads those from tx when a decision asks (txRecords), so
 // the State must not outlive tx.
 func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
@@ -94,6 +119,12 @@ func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 	}
 	_ = bucket(tx, bTrustPolicy).ForEach(func(k, v []byte) error { st.Thresholds[string(k)] = getU64(v); return nil })
 	s.loadRevokedKeys(tx, st)
+	meta := bucket(tx, bMeta)
+	removedPrefix := removedKeyKey("")
+	rc := meta.Cursor()
+	for k, v := rc.Seek(removedPrefix); k != nil && bytes.HasPrefix(k, removedPrefix); k, v = rc.Next() {
+		st.RemovedKeys[string(k[len(removedPrefix):])] = string(v)
+	}
 	_ = bucket(tx, bFreshness).ForEach(func(k, v []byte) error {
 		var r freshnessRecord
 		if decode(v, &r) != nil {
@@ -102,7 +133,6 @@ func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 		st.Freshness[string(k)] = trust.Freshness{MaxVersions: r.MaxVersions, MaxAgeSeconds: r.MaxAgeSeconds}
 		return nil
 	})
-	meta := bucket(tx, bMeta)
 	prefix := keyFloorKey("")
 	c := meta.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -116,9 +146,13 @@ func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 			}
 			return nil
 		})
+	} else if sel.chain != "" {
+		st.Chains[sel.chain] = chainEnds(tx, sel.chain, sel.chainSeq)
 	}
 	if sel.all {
-		_ = bucket(tx, bHeartbeat).ForEach(func(k, _ []byte) error { loadLine(tx, st, string(k), false); return nil })
+		if sel.heartbeats {
+			_ = bucket(tx, bHeartbeat).ForEach(func(k, _ []byte) error { loadLine(tx, st, string(k), false); return nil })
+		}
 		if err := bucket(tx, bBundles).ForEach(func(k, _ []byte) error { return loadLine(tx, st, string(k), sel.strict) }); err != nil {
 			return nil, err
 		}
@@ -130,13 +164,17 @@ func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 	return st, nil
 }
 
-// loadRevokedKeys reads the revoked keys (few: each is a key some scope
-// trusted), leaving the revoked versions, which sort before them, unread.
+// loadRevokedKeys reads the revocations of the keys st trusts (as many
+// as its keys, each looked up by key): a revocation may name any did:key,
+// and those of keys nobody trusts are looked up when a change asks
+// (txRecords.RevokedKey), never loaded (docs/SPEC-DECISIONS.md TSTATE-1).
 func (s *Store) loadRevokedKeys(tx *bolt.Tx, st *trust.State) {
-	prefix := revokedKeyKey("")
-	c := bucket(tx, bRevoked).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		st.RevokedKeys[string(k[len(prefix):])] = revocationOf(v, s.decoded)
+	b := bucket(tx, bRevoked)
+	for _, k := range st.Keys {
+		did := k.DID()
+		if v := b.Get(revokedKeyKey(did)); v != nil {
+			st.RevokedKeys[did] = revocationOf(v, s.decoded)
+		}
 	}
 }
 
@@ -177,6 +215,15 @@ func (r *txRecords) RevokedVersion(v bundle.BundleVersion) (trust.Revocation, bo
 	return revocationOf(raw, r.decoded), true
 }
 
+// RevokedKey implements trust.Records.
+func (r *txRecords) RevokedKey(did string) (trust.Revocation, bool) {
+	raw := bucket(r.tx, bRevoked).Get(revokedKeyKey(did))
+	if raw == nil {
+		return trust.Revocation{}, false
+	}
+	return revocationOf(raw, r.decoded), true
+}
+
 // BundleDIDs implements trust.Records.
 func (r *txRecords) BundleDIDs(bundleID string) ([][2]string, error) {
 	if !r.didsRun {
@@ -207,7 +254,8 @@ func loadLine(tx *bolt.Tx, st *trust.State, id string, strict bool) error {
 		var r heartbeatRecord
 		h := trust.Heartbeat{Unreadable: decode(raw, &r) != nil}
 		if !h.Unreadable {
-			h = trust.Heartbeat{Version: r.Version, CreatedAt: r.CreatedAt, StatementSHA256: r.StatementSHA256, At: r.At, Signers: r.Signers}
+			h = trust.Heartbeat{Version: r.Version, CreatedAt: r.CreatedAt, StatementSHA256: r.StatementSHA256, At: r.At, Signers: r.Signers,
+				Threshold: r.Threshold, LineSHA256: r.LineSHA256}
 		}
 		st.Heartbeats[id] = h
 		if d := bucket(tx, bStatements).Get(heartbeatDataKey(id)); d != nil {
@@ -229,8 +277,40 @@ func loadLine(tx *bolt.Tx, st *trust.State, id string, strict bool) error {
 		st.Installed[id] = trust.Installed{BundleID: id} // no manifest: judged unreadable
 		return nil
 	}
-	st.Installed[id] = trust.Installed{BundleID: r.BundleID, Version: r.Version, Signed: clone(r.Signed), Signers: r.SignerKeys, Revoked: r.Revoked}
+	in := trust.Installed{BundleID: r.BundleID, Version: r.Version, Signed: clone(r.Signed), Signers: r.SignerKeys, Revoked: r.Revoked}
+	if v := bucket(tx, bMeta).Get(bundleFloorKey(id)); len(v) == 16 && getU64(v[:8]) == r.Version {
+		in.Floor = int64(getU64(v[8:]))
+	}
+	st.Installed[id] = in
 	return nil
+}
+
+// chainEnds returns, of the chain of scope, the statement at seq (when
+// applied) and the last applied, in sequence order: two lookups, however
+// long the chain.
+func chainEnds(tx *bolt.Tx, scope string, seq uint64) []trust.ChainEntry {
+	b, prefix := bucket(tx, bTrustChain), key2(scope, "")
+	var out []trust.ChainEntry
+	if v := b.Get(chainKey(scope, seq)); v != nil {
+		out = append(out, trust.ChainEntry{Seq: seq, Data: clone(v)})
+	}
+	c := b.Cursor()
+	var k, v []byte
+	if k, _ = c.Seek(append([]byte(scope), 1)); k == nil { // the first key past the scope's
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
+		if len(k) != len(prefix)+8 {
+			continue
+		}
+		if last := getU64(k[len(prefix):]); last != seq {
+			out = append(out, trust.ChainEntry{Seq: last, Data: clone(v)})
+		}
+		break
+	}
+	return out
 }
 
 // putAll writes each entry of m into b, under key(k), as val(v).
@@ -289,7 +369,8 @@ func (s *Store) saveEffects(tx *bolt.Tx, e *trust.Effects, now time.Time) error 
 		}),
 		failClosed(bucket(tx, bBundles), e.FailClosed),
 		putAll(hb, e.Heartbeats, bytesOf, func(h trust.Heartbeat) []byte {
-			return encode(heartbeatRecord{Version: h.Version, CreatedAt: h.CreatedAt, StatementSHA256: h.StatementSHA256, At: h.At, Signers: h.Signers})
+			return encode(heartbeatRecord{Version: h.Version, CreatedAt: h.CreatedAt, StatementSHA256: h.StatementSHA256, At: h.At, Signers: h.Signers,
+				Threshold: h.Threshold, LineSHA256: h.LineSHA256})
 		}),
 		deleteAll(hb, e.DeleteHeartbeats, bytesOf),
 		deleteAll(sb, e.DeleteHeartbeats, heartbeatDataKey),
@@ -334,14 +415,33 @@ func failClosed(bb *bolt.Bucket, reasons map[bundle.BundleVersion]string) error 
 	return nil
 }
 
-// saveFloors writes raised time floors.
+// saveFloors writes raised time floors, the floors pinned for installed
+// bundles and the keys trust rm removed or trusted again.
 func saveFloors(tx *bolt.Tx, e *trust.Effects) error {
 	meta := bucket(tx, bMeta)
-	if err := putAll(meta, e.KeyFloors, keyFloorKey, func(f int64) []byte { return u64(uint64(f)) }); err != nil {
-		return err
+	for _, step := range []error{
+		putAll(meta, e.KeyFloors, keyFloorKey, func(f int64) []byte { return u64(uint64(f)) }),
+		putBundleFloors(meta, e.BundleFloors),
+		putAll(meta, e.RemovedKeys, removedKeyKey, bytesOf),
+		deleteAll(meta, e.DeleteRemovedKeys, removedKeyKey),
+	} {
+		if step != nil {
+			return step
+		}
 	}
 	if e.TimeFloor != 0 {
 		return meta.Put([]byte(kTimeFloor), u64(uint64(e.TimeFloor)))
+	}
+	return nil
+}
+
+// putBundleFloors writes the floors pinned for installed bundle versions
+// (bundleFloorKey).
+func putBundleFloors(meta *bolt.Bucket, floors map[bundle.BundleVersion]int64) error {
+	for v, f := range floors {
+		if err := meta.Put(bundleFloorKey(v.BundleID), append(u64(v.Version), u64(uint64(f))...)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -429,6 +529,11 @@ func (closedRecords) RevokedVersion(bundle.BundleVersion) (trust.Revocation, boo
 	return trust.Revocation{}, true
 }
 
+// RevokedKey implements trust.Records.
+func (closedRecords) RevokedKey(string) (trust.Revocation, bool) {
+	return trust.Revocation{}, true
+}
+
 // BundleDIDs implements trust.Records.
 func (closedRecords) BundleDIDs(string) ([][2]string, error) {
 	return nil, fail(ErrStoreIO, "the trust state was read in a transaction since closed")
@@ -461,6 +566,20 @@ func applyStatement[R interface{ Base() *trust.Effects }](s *Store, data []byte,
 	return r, gen, err
 }
 
-// everything is the selection of a statement that may reach any
-// installed bundle.
-func everything() (selection, error) { return selWrite, nil }
+// revocationSel is the selection of a revocation: it may reach any installed
+// bundle and reads no trust statement.
+func revocationSel() (selection, error) { return selJudged, nil }
+
+// chainOf returns the selection of the trust statement data: every
+// installed bundle and, of its own scope's chain, the last statement and
+// the one at its sequence (what a statement costs does not grow with any
+// chain).
+func chainOf(data []byte) func() (selection, error) {
+	return func() (selection, error) {
+		rot, _, err := bundle.ParseRotation(data)
+		if err != nil {
+			return selection{}, err
+		}
+		return selection{all: true, strict: true, chain: rot.Scope, chainSeq: rot.Sequence}, nil
+	}
+}

@@ -38,11 +38,15 @@ type Effects struct {
 	DeleteKeys []string       // names
 	// Thresholds are the scopes whose threshold changed; 1 removes the
 	// setting.
-	Thresholds     map[string]uint64
-	RevokeKeys     map[string]Revocation // did:key -> its new record
-	RevokeVersions map[bundle.BundleVersion]Revocation
-	FailClosed     map[bundle.BundleVersion]string // installed bundle -> why it now fails closed
-	Heartbeats     map[string]Heartbeat
+	Thresholds map[string]uint64
+	RevokeKeys map[string]Revocation // did:key -> its new record
+	// RemovedKeys are the keys trust rm removed (did:key -> the trust name
+	// it had); DeleteRemovedKeys those trusted again.
+	RemovedKeys       map[string]string
+	DeleteRemovedKeys []string
+	RevokeVersions    map[bundle.BundleVersion]Revocation
+	FailClosed        map[bundle.BundleVersion]string // installed bundle -> why it now fails closed
+	Heartbeats        map[string]Heartbeat
 	// DeleteHeartbeats are the lines whose heartbeat (and its bytes) go.
 	DeleteHeartbeats []string
 	// HeartbeatData is the heartbeat file to keep for a mirror, by
@@ -51,6 +55,9 @@ type Effects struct {
 	Freshness     map[string]Freshness
 	KeyFloors     map[string]int64
 	TimeFloor     int64 // the new newest signed time; 0: unchanged
+	// BundleFloors are the floors pinned for installed bundle versions
+	// (Installed.Floor).
+	BundleFloors map[bundle.BundleVersion]int64
 	// Chain is the trust statement appended to a scope's chain.
 	Chain *ChainLink
 	// Statement is a signed statement to keep (once) in the order of
@@ -75,7 +82,7 @@ type ChainLink struct {
 // Keys to TimeFloor; Chain, Statement, Audit and Changed are the
 // caller's).
 func Diff(prev, next *State) *Effects {
-	e := &Effects{FailClosed: map[bundle.BundleVersion]string{}, HeartbeatData: map[string][]byte{}}
+	e := &Effects{FailClosed: map[bundle.BundleVersion]string{}, HeartbeatData: map[string][]byte{}, BundleFloors: map[bundle.BundleVersion]int64{}}
 	e.Keys, _ = diff(prev.Keys, next.Keys, sameKey)
 	e.DeleteKeys = removed(prev.Keys, next.Keys)
 	e.Thresholds, _ = diff(prev.Thresholds, next.Thresholds, equal)
@@ -83,6 +90,8 @@ func Diff(prev, next *State) *Effects {
 		e.Thresholds[sc] = 1
 	}
 	e.RevokeKeys, _ = diff(prev.RevokedKeys, next.RevokedKeys, sameRevocation)
+	e.RemovedKeys, _ = diff(prev.RemovedKeys, next.RemovedKeys, equal)
+	e.DeleteRemovedKeys = removed(prev.RemovedKeys, next.RemovedKeys)
 	e.RevokeVersions, _ = diff(prev.RevokedVersions, next.RevokedVersions, func(Revocation, Revocation) bool { return true })
 	e.Heartbeats, _ = diff(prev.Heartbeats, next.Heartbeats, sameHeartbeat)
 	e.DeleteHeartbeats = removed(prev.Heartbeats, next.Heartbeats)
@@ -91,6 +100,9 @@ func Diff(prev, next *State) *Effects {
 	for id, in := range next.Installed {
 		if in.Revoked != "" && prev.Installed[id].Revoked == "" {
 			e.FailClosed[bundle.BundleVersion{BundleID: id, Version: in.Version}] = in.Revoked
+		}
+		if in.Floor != 0 && in.Floor != prev.Installed[id].Floor {
+			e.BundleFloors[bundle.BundleVersion{BundleID: id, Version: in.Version}] = in.Floor
 		}
 	}
 	if next.TimeFloor != prev.TimeFloor {
@@ -141,7 +153,8 @@ func sameRevocation(a, b Revocation) bool {
 
 func sameHeartbeat(a, b Heartbeat) bool {
 	return a.Version == b.Version && a.CreatedAt == b.CreatedAt && bytes.Equal(a.StatementSHA256, b.StatementSHA256) &&
-		a.At == b.At && slices.Equal(a.Signers, b.Signers) && a.Unreadable == b.Unreadable
+		a.At == b.At && slices.Equal(a.Signers, b.Signers) && a.Unreadable == b.Unreadable &&
+		a.Threshold == b.Threshold && bytes.Equal(a.LineSHA256, b.LineSHA256)
 }
 
 // FailedClosed returns the installed bundles e fails closed, as

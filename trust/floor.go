@@ -20,6 +20,11 @@ import (
 // an expired bundle valid again once enough of its own keys signed a
 // later time, and a time signed by a key of another scope, or by fewer
 // keys than the bundle's threshold, moves nothing of it.
+//
+// An act that narrows trust (a threshold raised, a key removed, revoked
+// or retired) never lowers the floor of an installed bundle: the floor
+// it had before is pinned with it (Installed.Floor, pinFloors;
+// docs/SPEC-DECISIONS.md TRUST-12), and its floor is never below that.
 
 // RaiseFloors returns s with the signed time created recorded for each
 // did:key that counted for it (an accepted bundle or heartbeat). It reads
@@ -59,9 +64,10 @@ func Floor(s *State, p *bundle.Policy, m *bundle.Manifest) int64 {
 	return fs[need-1]
 }
 
-// InstalledFloor returns the floor of the installed bundle bundleID (0
-// when it is not in s or its manifest is unreadable: the local clock alone
-// then).
+// InstalledFloor returns the floor of the installed bundle bundleID: its
+// Floor under s's policy, never below the floor an act narrowing trust
+// pinned for it (0 when it is not in s or its manifest is unreadable: the
+// local clock alone then).
 func InstalledFloor(s *State, bundleID string) int64 {
 	in, ok := s.Installed[bundleID]
 	if !ok {
@@ -71,7 +77,53 @@ func InstalledFloor(s *State, bundleID string) int64 {
 	if !ok {
 		return 0
 	}
-	return Floor(s, s.Policy(), m)
+	return installedFloor(s, s.Policy(), &in, m)
+}
+
+// installedFloor is the floor of the installed bundle in with manifest m
+// under policy p (s.Policy()): Floor, or the floor pinned for it when
+// higher.
+func installedFloor(s *State, p *bundle.Policy, in *Installed, m *bundle.Manifest) int64 {
+	return max(Floor(s, p, m), in.Floor)
+}
+
+// pinFloors keeps, for each installed bundle that prev and s both hold at
+// one version, the floor it had in prev when its floor in s is lower: a
+// change of the keys, thresholds or revoked keys lowers a floor only by
+// narrowing trust (a threshold raised; a key removed, revoked, retired or
+// narrowed), and such an act never makes an expired bundle valid again
+// under a clock set back. Nothing is computed when none of them changed,
+// nor for bundles s does not hold (the caller loads every installed
+// bundle for a change that can narrow trust).
+func (s *State) pinFloors(prev *State) {
+	if prev.TimeFloor == 0 || len(s.Installed) == 0 || !trustChanged(prev, s) {
+		return
+	}
+	pp, np := prev.Policy(), s.Policy()
+	for id, in := range s.Installed {
+		old, ok := prev.Installed[id]
+		if !ok || old.Version != in.Version {
+			continue
+		}
+		_, m, ok := in.Manifest()
+		if !ok {
+			continue
+		}
+		if was := installedFloor(prev, pp, &old, m); was > installedFloor(s, np, &in, m) {
+			in.Floor = was
+			s.Installed[id] = in
+		}
+	}
+}
+
+// trustChanged reports whether the keys, thresholds or revoked keys of
+// next differ from prev's: what a floor is judged by besides the floors
+// themselves, which only rise.
+func trustChanged(prev, next *State) bool {
+	keys, goneKeys := diff(prev.Keys, next.Keys, sameKey)
+	thresholds, goneThresholds := diff(prev.Thresholds, next.Thresholds, equal)
+	revoked, _ := diff(prev.RevokedKeys, next.RevokedKeys, sameRevocation)
+	return len(keys)+len(goneKeys)+len(thresholds)+len(goneThresholds)+len(revoked) > 0
 }
 
 // CheckFloorExpiry refuses a bundle being imported whose expires_at its

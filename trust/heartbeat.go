@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -30,7 +31,9 @@ type HeartbeatEffects struct {
 // bundle of the line would be (LineOf). A heartbeat older than the one
 // kept, while that one still vouches for the line (Vouches), is
 // heartbeat_replayed; one more than bundle.MaxHeartbeatJump versions above
-// what the store knows of the line is heartbeat_too_far. Its created_at
+// what the store knows of the line is heartbeat_too_far. It is kept with
+// the threshold its signers met and the digest of the line's names
+// (LineDigest), which Vouches reads. Its created_at
 // raises the time floor of each key that counted (RaiseFloors). The same
 // heartbeat again is Unchanged (its bytes are kept when they were not).
 // It reads Keys, Thresholds, RevokedKeys, Freshness, the floors, and the
@@ -100,7 +103,8 @@ func ApplyHeartbeat(st *State, data []byte, now time.Time) (*State, *HeartbeatEf
 		}
 		return next, res, nil
 	}
-	next.Heartbeats[hb.BundleID] = Heartbeat{Version: hb.Version, CreatedAt: hb.CreatedAt, StatementSHA256: sum[:], At: formatTime(now), Signers: dids}
+	next.Heartbeats[hb.BundleID] = Heartbeat{Version: hb.Version, CreatedAt: hb.CreatedAt, StatementSHA256: sum[:], At: formatTime(now), Signers: dids,
+		Threshold: uint64(policy.RequiredFor(line)), LineSHA256: LineDigest(line)}
 	next.HeartbeatKept[hb.BundleID] = sum[:]
 	next.raiseFloors(created, dids)
 	if res.Installed != 0 {
@@ -128,8 +132,12 @@ func (s *State) LineOf(bundleID string) (*bundle.Manifest, error) {
 
 // Vouches reports whether a kept heartbeat still speaks for the installed
 // bundle m: the keys that counted for it that p still trusts for m's
-// bundle id and every namespace reach m's threshold. A heartbeat kept
-// before its signers were recorded counts as it did then.
+// bundle id and every namespace reach m's threshold — or, when m has the
+// names the heartbeat was judged for (LineDigest), the threshold it met
+// then if that is smaller: raising a threshold narrows trust and so never
+// unpins a stale line, as it never re-judges the installed bundle
+// (docs/SPEC-DECISIONS.md TRUST-12). A heartbeat kept before its signers
+// were recorded counts as it did then.
 func Vouches(p *bundle.Policy, hb *Heartbeat, m *bundle.Manifest) bool {
 	if len(hb.Signers) == 0 {
 		return true
@@ -140,7 +148,22 @@ func Vouches(p *bundle.Policy, hb *Heartbeat, m *bundle.Manifest) bool {
 			n++
 		}
 	}
-	return n >= p.RequiredFor(m)
+	need := uint64(p.RequiredFor(m))
+	if hb.Threshold > 0 && hb.Threshold < need && bytes.Equal(hb.LineSHA256, LineDigest(m)) {
+		need = hb.Threshold
+	}
+	return uint64(n) >= need
+}
+
+// LineDigest is the SHA-256 of the names a bundle line with manifest m
+// is judged by: its bundle id and capability namespaces, unique, sorted
+// and joined by newlines (a line not installed, LineOf, has its bundle id
+// alone).
+func LineDigest(m *bundle.Manifest) []byte {
+	names := append([]string{m.BundleID}, m.Namespaces()...)
+	slices.Sort(names)
+	sum := sha256.Sum256([]byte(strings.Join(slices.Compact(names), "\n")))
+	return sum[:]
 }
 
 // FreshnessFor returns the staleness bound in force for bundleID: the one
@@ -185,14 +208,14 @@ func Stale(s *State, bundleID string) string {
 		if !ok {
 			return "the installed bundle's manifest is unreadable"
 		}
-		return staleManifest(s, &hb, pol, scope, in.Version, m)
+		return staleManifest(s, &hb, pol, scope, &in, m)
 	}
 }
 
-// staleManifest is Stale of the installed version installed with manifest
-// m, its kept heartbeat hb and the bound pol of scope.
-func staleManifest(s *State, hb *Heartbeat, pol Freshness, scope string, installed uint64, m *bundle.Manifest) string {
-	p := s.Policy()
+// staleManifest is Stale of the installed bundle in with manifest m, its
+// kept heartbeat hb and the bound pol of scope.
+func staleManifest(s *State, hb *Heartbeat, pol Freshness, scope string, in *Installed, m *bundle.Manifest) string {
+	p, installed := s.Policy(), in.Version
 	counts := Vouches(p, hb, m)
 	if counts && pol.MaxVersions != NoVersionBound && hb.Version > installed && hb.Version-installed > pol.MaxVersions {
 		return fmt.Sprintf("installed version %d is %d versions behind the publisher's heartbeat (version >= %d, signed %s); the freshness policy of %s allows %d",
@@ -211,7 +234,7 @@ func staleManifest(s *State, hb *Heartbeat, pol Freshness, scope string, install
 			vouched = t.Unix()
 		}
 	}
-	floor := Floor(s, p, m)
+	floor := installedFloor(s, p, in, m)
 	if age := floor - vouched; age > 0 && uint64(age) > pol.MaxAgeSeconds {
 		return fmt.Sprintf("installed version %d was last vouched for as current %s, %s before the newest time its keys have signed (%s); the freshness policy of %s allows %s",
 			installed, time.Unix(vouched, 0).UTC().Format(time.RFC3339), days(uint64(age)), time.Unix(floor, 0).UTC().Format(time.RFC3339),

@@ -12,8 +12,10 @@ import (
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // finish returns the effects of going from prev to next with events,
-// changing the generation.
+// changing the generation. It first pins the floors next would lower
+// (pinFloors): every change goes through here.
 func finish(prev, next *State, events ...Event) *Effects {
+	next.pinFloors(prev)
 	e := Diff(prev, next)
 	e.Audit, e.Changed = events, true
 	return e
@@ -22,9 +24,15 @@ func finish(prev, next *State, events ...Event) *Effects {
 // AddKey trusts key under name for scopes and, when threshold > 0, sets
 // the threshold of each of its scopes to it (ampbundle trust add): names
 // are unique, a key is trusted under one name only, and a key revoked
-// for a scope under one of scopes is refused (key_revoked). It reads
-// Keys, Thresholds and RevokedKeys.
+// for a scope under one of scopes is refused (key_revoked); threshold is
+// 0 (none) or 1 to bundle.MaxSignatures. A key trust rm removed is
+// trusted again (RemovedKeys: the explicit step a policy file is not).
+// It reads Keys, Thresholds, RevokedKeys, RemovedKeys and, when it sets a
+// threshold, Installed (pinFloors).
 func AddKey(st *State, name string, key ed25519.PublicKey, scopes []string, threshold int, now time.Time) (*State, *Effects, error) {
+	if threshold < 0 || threshold > bundle.MaxSignatures {
+		return nil, nil, ThresholdRange()
+	}
 	if !ValidName(name) {
 		return nil, nil, fail(ErrInvalidTrust, "trust name must be 1-%d characters of [A-Za-z0-9._-@]", MaxNameLen)
 	}
@@ -51,7 +59,9 @@ func AddKey(st *State, name string, key ed25519.PublicKey, scopes []string, thre
 		}
 	}
 	next := st.Clone()
+	next.holdRevocation(did)
 	next.Keys[name] = Key{Name: name, Key: append(ed25519.PublicKey(nil), key...), Scopes: clean, AddedAt: formatTime(now)}
+	delete(next.RemovedKeys, did)
 	events := []Event{{Verdict: verdictAccepted, Action: "trust_add", TrustName: name, Key: did, Scopes: clean}}
 	if threshold > 0 {
 		for _, sc := range clean {
@@ -74,7 +84,8 @@ func (s *State) setThreshold(sc string, n uint64) Event {
 
 // SetThreshold sets how many distinct trusted keys must sign what lies
 // under scope (docs/FORMAT.md §5 step 4): 1 to bundle.MaxSignatures. It
-// reads Thresholds.
+// reads Thresholds and, to keep the floors a raise would lower,
+// Installed (pinFloors).
 func SetThreshold(st *State, scope string, n int) (*State, *Effects, error) {
 	sc, err := CleanScope(scope)
 	if err != nil {
@@ -87,11 +98,13 @@ func SetThreshold(st *State, scope string, n int) (*State, *Effects, error) {
 	return next, finish(st, next, next.setThreshold(sc, uint64(n))), nil
 }
 
-// RemoveKey stops trusting the key named name. With failClosed, every
-// installed bundle it signed that the keys still trusted no longer vouch
-// for fails closed (ampbundle trust rm --fail-closed; failClosed below).
-// It reads Keys, Thresholds, RevokedKeys and, with failClosed, Installed
-// and the DID documents (Records) of the bundles it recounts.
+// RemoveKey stops trusting the key named name and records it in
+// RemovedKeys, so that a trust policy file does not trust it again (only
+// trust add does). With failClosed, every installed bundle it signed that
+// the keys still trusted no longer vouch for fails closed (ampbundle trust
+// rm --fail-closed; failClosed below). It reads Keys, Thresholds,
+// RevokedKeys, Installed (pinFloors; with failClosed, also the bundles it
+// recounts) and the DID documents (Records) of the bundles it recounts.
 func RemoveKey(st *State, name string, failClosed bool) (*State, *Effects, error) {
 	k, ok := st.Keys[name]
 	if !ok {
@@ -99,6 +112,7 @@ func RemoveKey(st *State, name string, failClosed bool) (*State, *Effects, error
 	}
 	next := st.Clone()
 	delete(next.Keys, name)
+	next.RemovedKeys[k.DID()] = name
 	events := []Event{{Verdict: verdictAccepted, Action: "trust_remove", TrustName: name, Key: k.DID(), Scopes: k.Scopes}}
 	if failClosed {
 		failed := next.failClosed(map[string]bool{k.DID(): true}, nil, nil, "", "its signer "+name+" is no longer trusted (trust rm --fail-closed)")

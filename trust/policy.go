@@ -44,10 +44,11 @@ func invalidPolicy(format string, args ...any) *amp.Error {
 // its scopes (kept when already so; a name or key trusted otherwise is
 // trust_exists, a key revoked for an overlapping scope key_revoked, a key
 // not trusted now that an applied trust statement retired for an
-// overlapping scope invalid_policy), each listed threshold is set (never
-// lowered: invalid_policy), and then every listed threshold must be
-// reachable by the keys trusted for its scope. It reads Keys, Thresholds,
-// RevokedKeys and Chains.
+// overlapping scope or that trust rm removed invalid_policy), each
+// listed threshold is set (never lowered: invalid_policy), and then every
+// listed threshold must be reachable by the keys trusted for its scope.
+// It reads Keys, Thresholds, RevokedKeys, RemovedKeys, Chains and, to keep
+// the floors a raise would lower, Installed (pinFloors).
 func ApplyPolicy(st *State, p *PolicyFile, now time.Time) (*State, *PolicyEffects, error) {
 	res := &PolicyEffects{Added: []string{}, Kept: []string{}, Thresholds: map[string]uint64{}, NotInPolicy: []string{}}
 	retired, err := st.retiredKeys()
@@ -130,6 +131,11 @@ func (s *State) policyKey(k PolicyKey, retired map[string][]string, now time.Tim
 	if by, ok := retiredFor(retired[KeyID(k.Key)], k.Scopes); ok {
 		return false, invalidPolicy("key %s (%s) was retired for scope %s by a trust statement this store applied: a policy file does not trust it again (an older copy of the file?); trust add it if that is intended", k.Name, k.Key, by)
 	}
+	did := amp.DIDKey(pub)
+	if was, ok := s.RemovedKeys[did]; ok {
+		return false, invalidPolicy("key %s (%s) was removed from this store's trust (trust rm %s): a policy file does not trust it again (an older copy of the file?); trust add it if that is intended", k.Name, k.Key, was)
+	}
+	s.holdRevocation(did)
 	s.Keys[k.Name] = Key{Name: k.Name, Key: pub, Scopes: k.Scopes, AddedAt: formatTime(now)}
 	return true, nil
 }

@@ -16,6 +16,8 @@ import (
 // DID documents of installed bundles, and what a function asked of them.
 type records struct {
 	versions  map[bundle.BundleVersion]trust.Revocation
+	keys      map[string]trust.Revocation
+	keysAsked []string
 	dids      map[string][][2]string
 	didsErr   error
 	asked     []bundle.BundleVersion
@@ -25,6 +27,12 @@ type records struct {
 func (r *records) RevokedVersion(v bundle.BundleVersion) (trust.Revocation, bool) {
 	r.asked = append(r.asked, v)
 	rev, ok := r.versions[v]
+	return rev, ok
+}
+
+func (r *records) RevokedKey(did string) (trust.Revocation, bool) {
+	r.keysAsked = append(r.keysAsked, did)
+	rev, ok := r.keys[did]
 	return rev, ok
 }
 

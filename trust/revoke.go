@@ -34,8 +34,8 @@ type RevocationEffects struct {
 // (failClosed). A statement is valid when signed by distinct keys trusted
 // for its scope reaching bundle.Policy.RequiredWithin of it, and, for each
 // line whose versions it names, as that line's own bundles must be
-// (checkVersionAuthority). It reads every field but Chains, Heartbeats,
-// Freshness and the floors, and of Records only the versions it names and
+// (checkVersionAuthority). It reads every field but Chains, Heartbeats
+// and Freshness, and of Records only the versions and keys it names and
 // the DID documents of the installed bundles it judges.
 func ApplyRevocation(st *State, data []byte, now time.Time) (*State, *RevocationEffects, error) {
 	rev, obj, err := bundle.ParseRevocation(data)
@@ -104,7 +104,7 @@ func (s *State) revokeKeys(res *RevocationEffects, rev *bundle.Revocation, sum [
 			}
 		}
 		rr := Revocation{StatementSHA256: sum, At: at, Scopes: []string{rev.Scope}}
-		if old, ok := s.RevokedKeys[did]; ok {
+		if old, ok := s.revokedKey(did); ok {
 			if len(old.Scopes) == 0 || slices.Contains(old.Scopes, rev.Scope) {
 				continue // already revoked for this scope (or everywhere)
 			}
@@ -246,6 +246,47 @@ func (s *State) checkVersionAuthority(obj *bundle.SignedObject, policy *bundle.P
 	return nil
 }
 
+// reachedBy reports whether a revocation of scope within naming the keys
+// gone speaks for the installed bundle in with manifest m: its bundle id
+// and every namespace lie under within, or one of its names (its bundle
+// id, a namespace, the domain of a DID document it carries) does and a key
+// of gone counted for it at import (every key that signed it, for a
+// record that does not keep its signers). A key trusted for two scopes
+// and retired from one no longer counts there, but a bundle spanning both
+// that it vouched for is still reached by either scope's revocation of
+// it: the key's authority over each of its names was what let it in. A
+// statement of another scope, naming a key that never counted for the
+// bundle, reaches none of it. DID documents that cannot be read
+// (bundleDIDs) count as a name under within: the recount, which needs
+// them too, then fails the bundle closed.
+func (s *State) reachedBy(in *Installed, m *bundle.Manifest, gone map[string]bool, within string) bool {
+	if bundle.ManifestUnder(m, within) {
+		return true
+	}
+	counted := len(in.Signers) == 0 // signedBy holds: every signer may have counted
+	for _, did := range in.Signers {
+		counted = counted || gone[did]
+	}
+	if !counted {
+		return false
+	}
+	for _, name := range append([]string{m.BundleID}, m.Namespaces()...) {
+		if bundle.ScopesUnder([]string{name}, within) {
+			return true
+		}
+	}
+	dids, err := s.bundleDIDs(in.BundleID)
+	if err != nil {
+		return true
+	}
+	for _, d := range dids {
+		if name, ok := bundle.DIDScopeName(d[0]); ok && bundle.ScopesUnder([]string{name}, within) {
+			return true
+		}
+	}
+	return false
+}
+
 // remainingSigners returns the policy of the keys that still vouch for an
 // installed bundle: trusted now, not in gone, and (when the record keeps
 // them) among the signers that counted when it was imported.
@@ -269,8 +310,10 @@ func remainingSigners(p *bundle.Policy, in *Installed, gone map[string]bool) *bu
 // import, trusted now for its bundle id and every namespace, not in gone,
 // counted by key — no longer vouch for it as its import required
 // (vouchFor). within, when not "", limits that second rule to bundles
-// whose bundle id and namespaces all lie under the scope within. reason
-// says why. It returns them as "bundle_id@version", sorted.
+// the statement of scope within speaks for (reachedBy): those whose bundle
+// id and namespaces all lie under it, and those with one name under it
+// for which a key in gone counted at import. reason says why. It returns
+// them as "bundle_id@version", sorted.
 //
 // narrowed are did:keys the statement left trusted for scopes disjoint
 // from within (withdrawScope): every bundle they signed, under within or
@@ -309,7 +352,7 @@ func (s *State) recount(policy *bundle.Policy, in *Installed, gone, narrowed map
 	switch {
 	case !ok:
 		return "its signed manifest is unreadable" // cannot tell who signed it: fail closed
-	case signedBy(obj, gone) && (within == "" || bundle.ManifestUnder(m, within)):
+	case signedBy(obj, gone) && (within == "" || s.reachedBy(in, m, gone, within)):
 		if s.vouchFor(obj, remainingSigners(policy, in, gone), m, in) == nil {
 			return ""
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 )
 
@@ -60,7 +61,9 @@ func (s *State) applied(scope string, seq uint64) []byte {
 // trusted for the scope, its retired keys are withdrawn from it
 // (withdrawScope), and the scope's threshold is set; a statement that
 // would leave fewer keys for the scope than its threshold is refused. It
-// reads every field but Heartbeats, Freshness, the floors and Records.
+// reads every field but Heartbeats and Freshness, and of Chains only its
+// scope's last statement and the one at its sequence; of Records, the
+// revocations of the keys it adds.
 func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffects, error) {
 	rot, obj, err := bundle.ParseRotation(data)
 	if err != nil {
@@ -164,7 +167,10 @@ func (s *State) add(res *RotationEffects, rot *bundle.Rotation, at string) error
 			return fail(ErrTrustExists, "the statement adds a key named %s, a name this store already uses", a.Name)
 		}
 		pub, _ := bundle.KeyFromKID(a.Key)
+		did := amp.DIDKey(pub)
+		s.holdRevocation(did)
 		s.Keys[a.Name] = Key{Name: a.Name, Key: ed25519.PublicKey(pub), Scopes: []string{rot.Scope}, AddedAt: at}
+		delete(s.RemovedKeys, did) // the scope's owners trust it again: an explicit act
 		res.Added = append(res.Added, a.Name)
 	}
 	return nil

@@ -45,6 +45,13 @@ type Heartbeat struct {
 	// Signers are the did:keys that counted for it (nil in records kept
 	// before they were: such a heartbeat counts as it did then).
 	Signers []string
+	// Threshold is the number of signers it needed when it was applied,
+	// judged as a bundle of its line (LineOf), and LineSHA256 the digest
+	// of the names it was judged for (LineDigest): while the installed
+	// bundle has those names, a threshold raised since does not unpin the
+	// line (Vouches). Zero and nil in records kept before they were.
+	Threshold  uint64
+	LineSHA256 []byte
 	// Unreadable is set for a kept record that does not decode: its line
 	// fails closed as stale and takes no heartbeat until reset.
 	Unreadable bool
@@ -66,6 +73,10 @@ type Installed struct {
 	Signed   []byte   // the COSE_Sign manifest exactly as received
 	Signers  []string // SignerKeys: did:keys that counted at import (nil when not kept)
 	Revoked  string   // why it fails closed ("" when it does not)
+	// Floor is the time floor an act that narrowed trust pinned for this
+	// version (Unix seconds; 0: none): its floor never goes below it
+	// (InstalledFloor, pinFloors).
+	Floor int64
 }
 
 // Manifest decodes the signed manifest of an installed bundle.
@@ -86,8 +97,9 @@ type ChainEntry struct {
 
 // Records is where a State finds what a store may keep without bound and
 // a State therefore does not hold: the revoked bundle versions (a
-// publisher trusted for one scope can revoke thousands of its own) and
-// the DID documents of the installed bundles. A store backs it with its
+// publisher trusted for one scope can revoke thousands of its own), the
+// revocations of keys the store does not trust (a revocation may name any
+// did:key), and the DID documents of the installed bundles. A store backs it with its
 // storage as it was when it loaded the State, in the same transaction
 // (package resolver reads its bbolt transaction), so the functions of this
 // package remain functions of the state: they only ask, for the versions
@@ -98,6 +110,11 @@ type Records interface {
 	// version v, and whether it keeps one (a record that does not decode
 	// is one: Revocation{}).
 	RevokedVersion(v bundle.BundleVersion) (Revocation, bool)
+	// RevokedKey returns the revocation the store keeps of the key did (a
+	// did:key no trusted key has: those of trusted keys are in
+	// State.RevokedKeys), and whether it keeps one (a record that does not
+	// decode is one: Revocation{}, everywhere).
+	RevokedKey(did string) (Revocation, bool)
 	// BundleDIDs returns the DID documents the installed bundle bundleID
 	// carries, as (did, artifact key) pairs sorted by did, or an error
 	// when the store cannot read them: a bundle whose DIDs cannot be read
@@ -111,9 +128,17 @@ type Records interface {
 // (Installed, Heartbeats for other lines) are nil or partial; each
 // function says what it reads.
 type State struct {
-	Keys        map[string]Key        // by name
-	Thresholds  map[string]uint64     // scope -> n (2 to bundle.MaxSignatures; absent: 1)
+	Keys       map[string]Key    // by name
+	Thresholds map[string]uint64 // scope -> n (2 to bundle.MaxSignatures; absent: 1)
+	// RevokedKeys are the revoked keys the State holds: the revocation of
+	// every trusted key that has one, those its functions looked up or
+	// added and, when Records is nil, every one the store keeps. A key
+	// absent here and not trusted is looked up in Records (revokedKey).
 	RevokedKeys map[string]Revocation // did:key -> revocation
+	// RemovedKeys are the keys the operator stopped trusting with trust rm
+	// (did:key -> when): a trust policy file does not trust one again
+	// (ApplyPolicy); trust add, or a trust statement adding it, does.
+	RemovedKeys map[string]string
 	// RevokedVersions are the revoked bundle versions the State holds:
 	// those its functions added and, when Records is nil, every one the
 	// store keeps. A version absent here is looked up in Records.
@@ -142,6 +167,7 @@ type State struct {
 func (s *State) Clone() *State {
 	return &State{
 		Keys: cloneMap(s.Keys, cloneKey), Thresholds: cloneMap(s.Thresholds, same), RevokedKeys: cloneMap(s.RevokedKeys, cloneRevocation),
+		RemovedKeys:     cloneMap(s.RemovedKeys, same),
 		RevokedVersions: cloneMap(s.RevokedVersions, cloneRevocation), Chains: cloneMap(s.Chains, cloneChain),
 		Heartbeats: cloneMap(s.Heartbeats, cloneHeartbeat), HeartbeatKept: cloneMap(s.HeartbeatKept, bytes.Clone),
 		Freshness: cloneMap(s.Freshness, same), KeyFloors: cloneMap(s.KeyFloors, same), TimeFloor: s.TimeFloor,
@@ -183,7 +209,7 @@ func cloneChain(c []ChainEntry) []ChainEntry {
 }
 
 func cloneHeartbeat(h Heartbeat) Heartbeat {
-	h.StatementSHA256, h.Signers = bytes.Clone(h.StatementSHA256), slices.Clone(h.Signers)
+	h.StatementSHA256, h.Signers, h.LineSHA256 = bytes.Clone(h.StatementSHA256), slices.Clone(h.Signers), bytes.Clone(h.LineSHA256)
 	return h
 }
 
@@ -202,6 +228,30 @@ func (s *State) revokedVersion(v bundle.BundleVersion) (Revocation, bool) {
 		return Revocation{}, false
 	}
 	return s.Records.RevokedVersion(v)
+}
+
+// revokedKey returns the revocation of the key did, from RevokedKeys or,
+// for a key the state does not trust, Records, and whether there is one.
+func (s *State) revokedKey(did string) (Revocation, bool) {
+	if r, ok := s.RevokedKeys[did]; ok {
+		return r, true
+	}
+	if s.Records == nil {
+		return Revocation{}, false
+	}
+	if _, trusted := s.keyByDID(did); trusted {
+		return Revocation{}, false // a trusted key's is in RevokedKeys
+	}
+	return s.Records.RevokedKey(did)
+}
+
+// holdRevocation copies the revocation of did from Records into
+// RevokedKeys, where Policy reads those of trusted keys: called on a key
+// about to be trusted, before it is.
+func (s *State) holdRevocation(did string) {
+	if r, ok := s.revokedKey(did); ok {
+		s.RevokedKeys[did] = r
+	}
 }
 
 // bundleDIDs returns the DID documents the installed bundle bundleID
@@ -235,8 +285,11 @@ func (s *State) keyByDID(did string) (Key, bool) {
 
 // RevokedScopes returns the scopes of the revocations the store applied to
 // a key (nil when none): "*" for one that keeps no scope.
-func (s *State) RevokedScopes(did string) []string {
-	r, ok := s.RevokedKeys[did]
+func (s *State) RevokedScopes(did string) []string { return revokedScopes(s.revokedKey(did)) }
+
+// revokedScopes returns the scopes of a key's revocation r (ok: there is
+// one): "*" for one that keeps no scope.
+func revokedScopes(r Revocation, ok bool) []string {
 	switch {
 	case !ok:
 		return nil
@@ -280,7 +333,8 @@ func (s *State) Policy() *bundle.Policy {
 }
 
 func (s *State) trusted(k Key) bundle.TrustedKey {
-	return bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes, Except: s.RevokedScopes(k.DID())}
+	r, ok := s.RevokedKeys[k.DID()] // a trusted key's revocation is held there
+	return bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes, Except: revokedScopes(r, ok)}
 }
 
 // VerifyingPolicy is Policy, refused (untrusted_key) when the state
