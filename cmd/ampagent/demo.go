@@ -468,7 +468,7 @@ func (d *demo) stepServe(s *demoStep) error {
 	if err != nil {
 		return cliutil.Failf("io_error", "cannot listen on 127.0.0.1").WithCause(err)
 	}
-	d.srv = amphttp.NewServer(amphttp.NewHandler(a, amphttp.Options{}), 30*time.Second, nil)
+	d.srv = amphttp.NewServer(amphttp.NewHandler(a, amphttp.Options{}), agent.Bounds{}.LongestAnswer()+30*time.Second, nil)
 	go d.srv.Serve(ln)
 	d.closers = append(d.closers, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
