@@ -29,8 +29,10 @@ const (
 	defaultRecheck      = 10 * time.Minute
 )
 
-// The /readyz answer is the mirror's (at most 50 problems, each with a
-// check, a code, a subject where there is one, and a message).
+// The /readyz report is the mirror's (at most 50 problems, each with a
+// check, a code, a subject where there is one, and a message); what is
+// served is its Public form (check, code and the code's fixed message),
+// the subjects go to the log only.
 type (
 	readyProblem = mirror.ReadyProblem
 	readyReport  = mirror.ReadyReport
