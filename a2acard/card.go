@@ -129,6 +129,11 @@ type ServedParams struct {
 	OutputSchema string `json:"output_schema"`
 }
 
+// servedParamsDoc is the params of the ExtensionURI extension.
+type servedParamsDoc struct {
+	Capabilities []ServedParams `json:"capabilities"`
+}
+
 // Options are the card members that do not come from the catalog.
 type Options struct {
 	// Name is the agent's name (required).
@@ -165,9 +170,7 @@ func New(o Options, served []Served) (*Card, error) {
 	if c.Description == "" {
 		c.Description = "An AMP agent serving capabilities whose input and output schemas come from signed bundles, pinned by hash and verified offline."
 	}
-	params := struct {
-		Capabilities []ServedParams `json:"capabilities"`
-	}{}
+	params := servedParamsDoc{}
 	for _, s := range served {
 		if s.ID == "" || s.Name == "" {
 			return nil, amp.Named(0, ErrInvalid, "a served capability has no id")

@@ -35,7 +35,8 @@ const (
 	// EdDSA ("none", HS256, ES256, ...).
 	ErrAlgUnsupported amp.ErrName = "card_alg_unsupported"
 	// ErrKidMismatch: no signature's kid names the expected key, or the
-	// kid is a did:key that is not the key's own (A2A-11).
+	// kid is not a DID or DID URL, or a did:key that is not the key's own
+	// (A2A-11).
 	ErrKidMismatch amp.ErrName = "card_kid_mismatch"
 	// ErrBadSignature: the signature with the expected kid does not verify
 	// over the canonical card with that key.

@@ -159,3 +159,90 @@ func TestSignedCardWithCaseVariantMemberIsRefused(t *testing.T) {
 		t.Fatalf("an unrelated member: %v", err)
 	}
 }
+
+// TestSignedCardWithCaseVariantInOurOwnExtensionParamsIsRefused: the
+// card's own extension (ExtensionURI) carries, per skill, the bundle and
+// the SHA-256 of its input and output schemas, the pins a caller checks
+// before it invokes, read with the exported ServedParams. A validly signed
+// card whose params entry holds "input_schema" and, after it,
+// "INPUT_SCHEMA" (or "Bundle_ID", "input_ſchema", "ID") was two members to
+// Verify and the signature and the attacker's pin to a caller decoding
+// params into []ServedParams (encoding/json: case-insensitive, last wins),
+// chosen by a member order the signature does not fix. Verify reads the
+// params of an ExtensionURI extension against ServedParams' names, as the
+// Card structs' (card_duplicate_member; A2A-10).
+func TestSignedCardWithCaseVariantInOurOwnExtensionParamsIsRefused(t *testing.T) {
+	const evilPin = "sha-256:0000000000000000000000000000000000000000000000000000000000000000"
+	for _, variant := range []string{"INPUT_SCHEMA", "Bundle_ID", "input_\u017fchema", "I\u0044"} {
+		tree, err := jcs.Parse(signedVector(t), jcs.MaxDepth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		card := tree.(jcs.Object).Without("signatures")
+		caps := get(card, "capabilities").(jcs.Object)
+		ext := get(caps, "extensions").([]any)[0].(jcs.Object)
+		params := get(ext, "params").(jcs.Object)
+		entry := get(params, "capabilities").([]any)[0].(jcs.Object)
+		entry = append(entry, jcs.Member{Name: variant, Value: evilPin})
+		params = set(params, "capabilities", []any{entry})
+		ext = set(ext, "params", params)
+		caps = set(caps, "extensions", []any{ext})
+		signed := signTree(t, set(card, "capabilities", caps))
+
+		// Premise: a caller reading the verified card's params with the
+		// exported type gets the attacker's value.
+		var c Card
+		if err := json.Unmarshal(signed, &c); err != nil {
+			t.Fatal(err)
+		}
+		var p struct {
+			Capabilities []ServedParams `json:"capabilities"`
+		}
+		if err := json.Unmarshal(c.Capabilities.Extensions[0].Params, &p); err != nil {
+			t.Fatal(err)
+		}
+		got := p.Capabilities[0]
+		if got.InputSchema != evilPin && got.BundleID != evilPin && got.ID != evilPin {
+			t.Fatalf("%s: test premise: encoding/json did not read the variant (%+v)", variant, got)
+		}
+
+		if _, err := Verify(signed, vectorPub(), ""); err == nil {
+			t.Errorf("%s beside its exact spelling in the %s params verified: a ServedParams decoder reads pin %s the signer's exact readers never see",
+				variant, ExtensionURI, evilPin)
+		} else {
+			wantName(t, err, ErrDuplicateMember)
+		}
+	}
+}
+
+// TestKidThatOnlyLooksLikeTheVictimsDidKeyIsRefused: a kid that is no DID
+// yet reads as the victim's did:key (Cyrillic "е" in "key", a fullwidth
+// colon, a zero-width joiner, percent-encoded colons) passed as "another
+// method, the caller's to name": an attacker's card signed under it
+// verified with the attacker's key, and `ampagent card verify --key
+// ATTACKER.pem --kid KID` printed "valid: signed by did:kеy:<victim>…", the
+// A2A-11 threat by homoglyph. Sign and Verify refuse a kid that is not a
+// DID or DID URL (amp.ValidDID) before anything else (card_kid_mismatch).
+func TestKidThatOnlyLooksLikeTheVictimsDidKeyIsRefused(t *testing.T) {
+	attacker := otherKey()
+	attackerPub := attacker.Public().(ed25519.PublicKey)
+	victimMB := strings.TrimPrefix(strings.SplitN(DIDKeyID(vectorPub()), "#", 2)[0], "did:key:")
+	for _, kid := range []string{
+		"did:k\u0435y:" + victimMB + "#" + victimMB,  // Cyrillic е
+		"did:key\uff1a" + victimMB + "#" + victimMB,  // fullwidth colon
+		"did:\u200dkey:" + victimMB + "#" + victimMB, // zero-width joiner
+		"did%3Akey%3A" + victimMB + "#" + victimMB,   // percent-encoded colons
+	} {
+		if _, err := Sign(vectorCard(t), attacker, kid); err == nil {
+			t.Errorf("Sign under kid %q (no DID, reads as the victim's did:key): accepted", kid)
+		} else {
+			wantName(t, err, ErrKidMismatch)
+		}
+		card := signUnchecked(t, attacker, kid, vectorCard(t))
+		if v, err := Verify(card, attackerPub, kid); err == nil {
+			t.Errorf("an attacker's card verified under kid %q, which reads as the victim's did:key: reported as signed by %s", kid, v.KeyID)
+		} else {
+			wantName(t, err, ErrKidMismatch)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 // Signature), and, by member, those of the struct its value (or each
 // element of it) decodes into.
 type goNames struct {
+	typ   reflect.Type
 	names []string
 	sub   map[string]*goNames
 }
@@ -24,7 +25,7 @@ type goNames struct {
 var cardNames = sync.OnceValue(func() *goNames { return namesOf(reflect.TypeFor[Card]()) })
 
 func namesOf(t reflect.Type) *goNames {
-	n := &goNames{sub: map[string]*goNames{}}
+	n := &goNames{typ: t, sub: map[string]*goNames{}}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -46,11 +47,18 @@ func namesOf(t reflect.Type) *goNames {
 	return n
 }
 
+// servedNames is goNames of our own extension's params (servedParamsDoc:
+// "capabilities", each entry a ServedParams), which a caller decodes with
+// encoding/json to read the pins it checks before it invokes.
+var servedNames = sync.OnceValue(func() *goNames { return namesOf(reflect.TypeFor[servedParamsDoc]()) })
+
 // caseVariant reports whether v, a card or a member of one, holds an
 // object member spelt like a member of the Card struct it decodes into but
 // for case ("URL" beside or instead of "url"; A2A-10): encoding/json would
 // read it as that member, the last spelling winning, while the signature
-// and Verify read the exact name.
+// and Verify read the exact name. The params of an extension whose uri is
+// ExtensionURI are read the same way, against servedParamsDoc: they carry
+// the bundle and schema pins of each skill.
 func (n *goNames) caseVariant(v any) bool {
 	switch t := v.(type) {
 	case jcs.Object:
@@ -60,6 +68,13 @@ func (n *goNames) caseVariant(v any) bool {
 		for _, m := range t {
 			if s := n.sub[m.Name]; s != nil && s.caseVariant(m.Value) {
 				return true
+			}
+		}
+		if n.typ == reflect.TypeFor[Extension]() {
+			if uri, _ := t.Get("uri"); uri == ExtensionURI {
+				if params, _ := t.Get("params"); servedNames().caseVariant(params) {
+					return true
+				}
 			}
 		}
 	case []any:
@@ -72,14 +87,20 @@ func (n *goNames) caseVariant(v any) bool {
 	return false
 }
 
-// checkKid refuses a kid that is a did:key (its DID part, in any case)
-// other than pub's own: "did:key:<pub>" or DIDKeyID(pub) (A2A-3, A2A-11).
-// A did:key is its key, so a did:key kid naming another key would report
-// a card signed by pub as signed by that key's holder.
+// checkKid refuses a kid that is not a DID or DID URL with a fragment
+// (amp.ValidDID: "did:", a method name of ASCII lowercase letters and
+// digits; "did:kеy:" with a Cyrillic е, a fullwidth colon, "did%3Akey%3A"
+// or "DID:KEY:" only look like one), and a did:key kid other than pub's
+// own: "did:key:<pub>" or DIDKeyID(pub) (A2A-3, A2A-11). A did:key is its
+// key, so a did:key kid naming another key would report a card signed by
+// pub as signed by that key's holder.
 func checkKid(pub ed25519.PublicKey, kid string) error {
+	if !amp.ValidDID(kid) {
+		return fail(ErrKidMismatch, "the kid is not a DID or a DID URL")
+	}
 	did, frag, hasFrag := strings.Cut(kid, "#")
 	const method = "did:key:"
-	if len(did) < len(method) || !strings.EqualFold(did[:len(method)], method) {
+	if !strings.HasPrefix(did, method) {
 		return nil
 	}
 	own := amp.DIDKey(pub)

@@ -46,8 +46,8 @@ func ProtectedHeader(kid string) ([]byte, error) {
 }
 
 // Sign appends to c's signatures one made with key under the key id kid
-// (DIDKeyID for a did:key agent; a did:key kid naming another key is
-// card_kid_mismatch) and returns the signed card as JSON. c
+// (DIDKeyID for a did:key agent; a kid that is not a DID or DID URL, or a
+// did:key kid naming another key, is card_kid_mismatch) and returns the signed card as JSON. c
 // is changed only when signing succeeds.
 func Sign(c *Card, key ed25519.PrivateKey, kid string) ([]byte, error) {
 	if len(key) != ed25519.PrivateKeySize {

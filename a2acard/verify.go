@@ -33,7 +33,8 @@ type header struct {
 }
 
 // Verify checks the signed A2A Agent Card data against the Ed25519 key pub
-// named by kid ("" means DIDKeyID(pub); a did:key kid must be pub's own):
+// named by kid ("" means DIDKeyID(pub); a kid is a DID or DID URL, and a
+// did:key kid must be pub's own):
 // the card is at most MaxCardBytes of I-JSON with no duplicate member, no
 // member of a Card struct spelt in another case, and every number in its
 // RFC 8785 form; every signatures entry is a well-formed AgentCardSignature; one

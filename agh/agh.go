@@ -28,8 +28,10 @@ const (
 	ErrVerificationFailed amp.ErrName = "verification_failed"
 	// ErrInvalidDocument: JSON that is not of the page's shape.
 	ErrInvalidDocument amp.ErrName = "invalid_document"
-	// ErrTooLarge: a document over MaxDocumentBytes, or a response that
-	// would be (the page: rejected before emission).
+	// ErrTooLarge: a document over MaxDocumentBytes, MaxDocumentValues or
+	// (in an object whose members are kept one by one) MaxOpaqueMembers,
+	// or a response that would be over MaxDocumentBytes (the page:
+	// rejected before emission).
 	ErrTooLarge amp.ErrName = "too_large"
 )
 
@@ -42,6 +44,13 @@ const MaxDocumentBytes = 1 << 20
 // whatever its text, so with MaxDocumentBytes this bounds a reader's
 // memory. More is too_large.
 const MaxDocumentValues = 1 << 16
+
+// MaxOpaqueMembers bounds the members of one object that a reader keeps
+// opaque in a map (a capability's unknown members, an envelope's ext, a
+// peer card's members and its ext; docs/SPEC-DECISIONS.md AGH-8): a map
+// entry costs about 100 bytes whatever its text ("a":0 is five), so this
+// bounds what the maps of one document cost. More is too_large.
+const MaxOpaqueMembers = 256
 
 // parseDocument reads data, a document this package reads (what names
 // it in errors: a constant, never the input), once: at most
@@ -79,34 +88,57 @@ func parseObject(data []byte, what string) (jcs.Object, error) {
 // canonBuf writes the RFC 8785 forms a reader needs of one parsed
 // document into one buffer, sized once for the document (append alone
 // grows a large slice by 1.25x, allocating about five times its final
-// length on the way).
-type canonBuf struct{ b []byte }
+// length on the way), and the forms it hands back into another (keep),
+// sized once too: a kept member costs its map entry and its bytes, no
+// allocation of its own.
+type canonBuf struct {
+	b    []byte
+	keep []byte
+	size int
+}
 
 // newCanonBuf returns a canonBuf for a document of size bytes: its
 // canonical form is about as long (escapes only shrink; few numbers grow).
 func newCanonBuf(size int) *canonBuf {
-	return &canonBuf{b: make([]byte, 0, size+len(ProofContext)+1)}
+	return &canonBuf{b: make([]byte, 0, size+len(ProofContext)+1), size: size}
 }
 
-// form returns prefix and the RFC 8785 form of v, valid until the next
+// formWithout returns prefix and the RFC 8785 form of the object o
+// without its member skip (no copy of o's members), valid until the next
 // call.
-func (c *canonBuf) form(prefix string, v any) ([]byte, error) {
-	b, err := jcs.AppendCanonical(append(c.b[:0], prefix...), v)
+func (c *canonBuf) formWithout(prefix string, o jcs.Object, skip string) ([]byte, error) {
+	b, err := jcs.AppendCanonicalWithout(append(c.b[:0], prefix...), o, skip)
 	if cap(b) > cap(c.b) {
 		c.b = b[:0]
 	}
 	return b, err
 }
 
-// raw is the RFC 8785 form of a parsed value in a slice of its own: what
-// this package hands back of members it keeps opaque. A proof or digest
-// covers the canonical form, which writes different numbers alike
-// (9007199254740993 and 9007199254740992, 1e-400 and 0); handing back
-// that form, never the text received, gives the caller exactly what the
-// proof or digest binds (AGH-6).
+// raw is the RFC 8785 form of a parsed value, kept: what this package
+// hands back of members it keeps opaque. A proof or digest covers the
+// canonical form, which writes different numbers alike (9007199254740993
+// and 9007199254740992, 1e-400 and 0); handing back that form, never the
+// text received, gives the caller exactly what the proof or digest binds
+// (AGH-6). The forms of one document share one buffer, each capped at its
+// length so that appending to one never writes into the next.
 func (c *canonBuf) raw(v any) json.RawMessage {
-	b, _ := c.form("", v) // a parsed tree always has a canonical form
-	return append(json.RawMessage(nil), b...)
+	if c.keep == nil {
+		c.keep = make([]byte, 0, c.size)
+	}
+	start := len(c.keep)
+	b, _ := jcs.AppendCanonical(c.keep, v) // a parsed tree always has a canonical form
+	c.keep = b
+	return json.RawMessage(b[start:len(b):len(b)])
+}
+
+// keptMembers refuses an object whose members this package would keep
+// opaque, one map entry each, when there are more than MaxOpaqueMembers
+// of them (too_large; AGH-8).
+func keptMembers(n int, what string) error {
+	if n > MaxOpaqueMembers {
+		return amp.Named(0, ErrTooLarge, "%s holds more than %d members", what, MaxOpaqueMembers)
+	}
+	return nil
 }
 
 // stringList reads an optional member holding an array of strings (absent
@@ -238,7 +270,7 @@ func (c Capability) CanonicalDigest() (string, error) {
 // digestOf is "sha256:" + hex SHA-256 of the RFC 8785 form of a
 // document's tree without its digest member (AGH-1).
 func digestOf(doc jcs.Object, cb *canonBuf) (string, error) {
-	canon, err := cb.form("", doc.Without("digest"))
+	canon, err := cb.formWithout("", doc, "digest")
 	if err != nil {
 		return "", invalid("the capability has no canonical form")
 	}
@@ -259,7 +291,8 @@ func (c Capability) WithDigest() (Capability, error) {
 // ParseCapability reads a capability document: id, summary and outcome
 // non-empty strings; version and digest strings (absent or null: ""); the
 // optional list members arrays of strings (absent or null: nil); unknown
-// members kept, in their RFC 8785 form as examples and requirements are. A
+// members kept, in their RFC 8785 form as examples and requirements are (at
+// most MaxOpaqueMembers, more is too_large; AGH-8). A
 // member spelt like a known one but for case ("ID", "Summary") is refused
 // (AGH-5). The digest, if any, is not checked (VerifyCapability).
 func ParseCapability(data []byte) (Capability, error) {
@@ -308,6 +341,15 @@ func capabilityOf(o jcs.Object, cb *canonBuf) (Capability, error) {
 			return Capability{}, f
 		}
 	}
+	unknown := 0
+	for _, m := range o {
+		if !capKeys[m.Name] {
+			unknown++
+		}
+	}
+	if err := keptMembers(unknown, "the capability document"); err != nil {
+		return Capability{}, err
+	}
 	for _, m := range o {
 		switch {
 		case m.Name == "examples":
@@ -316,7 +358,7 @@ func capabilityOf(o jcs.Object, cb *canonBuf) (Capability, error) {
 			c.Requirements = cb.raw(m.Value)
 		case !capKeys[m.Name]:
 			if c.Extra == nil {
-				c.Extra = map[string]json.RawMessage{}
+				c.Extra = make(map[string]json.RawMessage, unknown)
 			}
 			c.Extra[m.Name] = cb.raw(m.Value)
 		}
@@ -371,13 +413,16 @@ type PeerCard struct {
 // ParsePeerCard reads a peer card: an object whose "capabilities", when
 // present, is an array of strings and whose "ext", when present, is an
 // object. Every other member, and every ext key, is kept in its RFC 8785
-// form.
+// form: at most MaxOpaqueMembers of each, more is too_large (AGH-8).
 func ParsePeerCard(data []byte) (*PeerCard, error) {
 	o, err := parseObject(data, "peer card")
 	if err != nil {
 		return nil, err
 	}
-	pc := &PeerCard{Extra: map[string]json.RawMessage{}}
+	if err := keptMembers(len(o), "the peer card"); err != nil {
+		return nil, err
+	}
+	pc := &PeerCard{Extra: make(map[string]json.RawMessage, len(o))}
 	cb := newCanonBuf(len(data))
 	for _, m := range o {
 		switch m.Name {
@@ -395,6 +440,9 @@ func ParsePeerCard(data []byte) (*PeerCard, error) {
 			ext, ok := m.Value.(jcs.Object)
 			if !ok {
 				return nil, invalid("peer card ext must be an object")
+			}
+			if err := keptMembers(len(ext), "the peer card's ext"); err != nil {
+				return nil, err
 			}
 			pc.Ext = make(map[string]json.RawMessage, len(ext))
 			for _, e := range ext {

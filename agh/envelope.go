@@ -256,7 +256,7 @@ func signingInput(m map[string]json.RawMessage) ([]byte, error) {
 // signingInputOf is signingInput of a parsed envelope, valid until cb's
 // next use.
 func signingInputOf(env jcs.Object, cb *canonBuf) ([]byte, error) {
-	in, err := cb.form(ProofContext+"\x00", env.Without("proof"))
+	in, err := cb.formWithout(ProofContext+"\x00", env, "proof")
 	if err != nil {
 		return nil, badEnvelope("envelope has no canonical form")
 	}
@@ -303,7 +303,7 @@ type Transfer struct {
 // invalid_document); protocol (unsupported_protocol); kind
 // (unsupported_kind); the members' names, types and bounds
 // (invalid_envelope: a member spelt like a known one but for case is
-// refused);
+// refused; an ext of more than MaxOpaqueMembers members is too_large);
 // ts within [now-MaxAge, now+Skew] (stale_timestamp, future_timestamp) and
 // expires_at (expired); the proof — absent (missing_proof unless
 // AllowUnverified), of another type (unsupported_proof), malformed
@@ -438,6 +438,9 @@ func transferMembers(m jcs.Object, cb *canonBuf) (t *Transfer, capability jcs.Ob
 		ext, ok := ev.(jcs.Object)
 		if !ok {
 			return nil, nil, nil, badEnvelope("envelope ext must be an object")
+		}
+		if err := keptMembers(len(ext), "the envelope's ext"); err != nil {
+			return nil, nil, nil, err
 		}
 		t.Ext = make(map[string]json.RawMessage, len(ext))
 		for _, e := range ext {

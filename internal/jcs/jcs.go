@@ -123,14 +123,22 @@ func appendCanonical(buf []byte, v any) ([]byte, error) {
 		}
 		return append(buf, ']'), nil
 	case Object:
-		return appendObject(buf, t)
+		return appendObject(buf, t, "", false)
 	}
 	return nil, ErrNotJSON
 }
 
-func appendObject(buf []byte, o Object) ([]byte, error) {
+// AppendCanonicalWithout appends the RFC 8785 form of o without its
+// member named skip (a digest or a proof over the rest of a document),
+// copying no member.
+func AppendCanonicalWithout(dst []byte, o Object, skip string) ([]byte, error) {
+	return appendObject(dst, o, skip, true)
+}
+
+func appendObject(buf []byte, o Object, skip string, skipping bool) ([]byte, error) {
 	order := canonicalOrder(o)
 	buf = append(buf, '{')
+	written := 0
 	for i := range o {
 		m := o[i]
 		if order != nil {
@@ -144,6 +152,11 @@ func appendObject(buf []byte, o Object) ([]byte, error) {
 			if o[prev].Name == m.Name {
 				return nil, ErrDuplicateMember
 			}
+		}
+		if skipping && m.Name == skip {
+			continue
+		}
+		if written++; written > 1 {
 			buf = append(buf, ',')
 		}
 		if !utf8.ValidString(m.Name) {

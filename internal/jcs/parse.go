@@ -31,6 +31,7 @@ func ParseLimited(data []byte, maxDepth, maxValues int) (any, error) {
 	if maxValues <= 0 {
 		p.left = -1
 	}
+	p.sizes = containerSizes(p.s, maxValues)
 	p.space()
 	v, err := p.value(0)
 	if err != nil {
@@ -43,17 +44,100 @@ func ParseLimited(data []byte, maxDepth, maxValues int) (any, error) {
 	return v, nil
 }
 
-// parser reads one JSON text (RFC 8259 grammar) into a tree. Elements
-// and members of open arrays and objects wait on two shared stacks and
-// are copied into a slice of their exact length when their container
-// closes: no slice grows by doubling per node.
+// parser reads one JSON text (RFC 8259 grammar) into a tree. Each array
+// and object is allocated once, at the length a scan of the text found
+// for it (sizes): no slice grows, and none is copied when it closes.
 type parser struct {
 	s        string
 	i        int
 	maxDepth int
-	left     int // values still allowed; -1: unbounded
-	elems    []any
-	members  []Member
+	left     int     // values still allowed; -1: unbounded
+	sizes    []int32 // elements of each container, in the order they open
+	opened   int     // containers opened so far
+}
+
+// containerSizes returns the number of elements (or members) of each array
+// and object of s, in the order they open: a scan that skips strings and
+// counts commas, allocating nothing but the result, which a first scan
+// sizes exactly. For a text the parse refuses the counts may be wrong
+// (they are only capacities); they are nil when s opens more containers
+// than maxValues (> 0) allows.
+func containerSizes(s string, maxValues int) []int32 {
+	n := 0
+	if !scanContainers(s, func(byte) {}, func() { n++ }) || n == 0 || (maxValues > 0 && n > maxValues) {
+		return nil
+	}
+	sizes := make([]int32, n)
+	// The containers open at this point; those nested deeper than the
+	// stack (which the parse refuses at MaxDepth) keep a size of 0.
+	var stack [MaxDepth + 2]int32
+	depth, next := 0, int32(0)
+	scanContainers(s, func(c byte) {
+		if c == ']' || c == '}' {
+			depth = max(depth-1, 0)
+			return
+		}
+		if depth == 0 || depth > len(stack) {
+			return
+		}
+		if top := stack[depth-1]; c == ',' {
+			sizes[top]++
+		} else if sizes[top] == 0 { // the first element
+			sizes[top] = 1
+		}
+	}, func() {
+		if depth > 0 && depth <= len(stack) && sizes[stack[depth-1]] == 0 {
+			sizes[stack[depth-1]] = 1
+		}
+		if depth < len(stack) {
+			stack[depth] = next
+		}
+		depth++
+		next++
+	})
+	return sizes
+}
+
+// scanContainers walks s outside its strings, calling open at each '['
+// or '{', and token at each other byte that is not whitespace or ':' (a
+// string's opening quote stands for the string); false for an
+// unterminated string.
+func scanContainers(s string, token func(byte), open func()) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '[', '{':
+			open()
+		case ' ', '\t', '\n', '\r', ':':
+		case '"':
+			token(c)
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(s) {
+				return false
+			}
+		default:
+			token(c)
+		}
+	}
+	return true
+}
+
+// size returns the capacity for the container being opened: what
+// containerSizes found, at most the values still allowed.
+func (p *parser) size() int {
+	k := p.opened
+	p.opened++
+	if k >= len(p.sizes) {
+		return 0
+	}
+	n := int(p.sizes[k])
+	if p.left >= 0 {
+		n = min(n, p.left)
+	}
+	return n
 }
 
 func (p *parser) space() {
@@ -135,8 +219,7 @@ func (p *parser) next(first bool, close byte) (bool, error) {
 }
 
 func (p *parser) array(depth int) (any, error) {
-	mark := len(p.elems)
-	var own []any
+	elems := make([]any, 0, p.size())
 	for first := true; ; first = false {
 		more, err := p.next(first, ']')
 		if err != nil {
@@ -149,14 +232,13 @@ func (p *parser) array(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		push(&p.elems, &own, mark, v)
+		elems = append(elems, v)
 	}
-	return take(&p.elems, own, mark), nil
+	return elems, nil
 }
 
 func (p *parser) object(depth int) (any, error) {
-	mark := len(p.members)
-	var own []Member
+	o := make(Object, 0, p.size())
 	for first := true; ; first = false {
 		more, err := p.next(first, '}')
 		if err != nil {
@@ -181,64 +263,12 @@ func (p *parser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		push(&p.members, &own, mark, Member{name, v})
+		o = append(o, Member{name, v})
 	}
-	o := Object(take(&p.members, own, mark))
 	if hasDuplicate(o) {
 		return nil, ErrDuplicateMember
 	}
 	return o, nil
-}
-
-// spill is the length at which a container's elements leave the shared
-// stack for a slice of their own: a long one is then not copied again
-// when it closes.
-const spill = 1024
-
-// push appends v to the container whose elements start at mark of the
-// shared stack, or, past spill elements, are in own. Both grow by
-// doubling (append alone grows large slices by 1.25×, allocating about
-// five times the final length on the way).
-func push[T any](stack, own *[]T, mark int, v T) {
-	if *own == nil && len(*stack)-mark < spill {
-		if len(*stack) == cap(*stack) {
-			*stack = double(*stack)
-		}
-		*stack = append(*stack, v)
-		return
-	}
-	if *own == nil {
-		n := len(*stack) - mark
-		*own = make([]T, n, 2*n)
-		copy(*own, (*stack)[mark:])
-		clear((*stack)[mark:])
-		*stack = (*stack)[:mark]
-	}
-	if len(*own) == cap(*own) {
-		*own = double(*own)
-	}
-	*own = append(*own, v)
-}
-
-// double returns s in a slice of twice its capacity, exactly: append and
-// slices.Grow round a large slice's growth up to about 2.4 times.
-func double[T any](s []T) []T {
-	out := make([]T, len(s), max(2*cap(s), 16))
-	copy(out, s)
-	return out
-}
-
-// take returns the elements of a closed container: own, or a copy of
-// exactly its elements from the shared stack, which it leaves at mark.
-func take[T any](stack *[]T, own []T, mark int) []T {
-	if own != nil {
-		return own
-	}
-	out := make([]T, len(*stack)-mark)
-	copy(out, (*stack)[mark:])
-	clear((*stack)[mark:])
-	*stack = (*stack)[:mark]
-	return out
 }
 
 // hasDuplicate reports whether two members of o share a name: pairwise
@@ -377,6 +407,15 @@ func (p *parser) hexRune(j int) (rune, int, bool) {
 	return r, 6, true
 }
 
+// digitNumbers are the numbers of one digit, boxed once: a wide object
+// of "a":0 members costs no allocation per value.
+var digitNumbers = func() (out [10]any) {
+	for i := range out {
+		out[i] = json.Number(rune('0' + i))
+	}
+	return out
+}()
+
 // number reads a number at p.i (RFC 8259 §6 grammar) as its text, checked
 // to have a double value.
 func (p *parser) number() (any, error) {
@@ -413,6 +452,9 @@ func (p *parser) number() (any, error) {
 	}
 	text := s[p.i:i]
 	p.i = i
+	if len(text) == 1 { // a digit: one boxed value for all of them
+		return digitNumbers[text[0]-'0'], nil
+	}
 	if !smallInteger(text) {
 		if _, err := parseDouble(text); err != nil {
 			return nil, err
