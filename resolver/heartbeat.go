@@ -10,13 +10,16 @@ import (
 	"github.com/ampbundle/ampbundle/trust"
 )
 
-// MaxHeartbeatsNotInstalled is how many lines with no bundle installed a
-// store keeps a heartbeat for (docs/SPEC-DECISIONS.md TRUST-15): a
-// heartbeat of such a line is accepted on its bundle id alone, so keys
-// trusted for one scope could otherwise have the store keep one, with its
-// file, for every name under it. Beyond it, a heartbeat of another such
-// line is refused limit_exceeded; heartbeats of installed lines, and newer
-// ones of a line already kept, are never refused by it.
+// MaxHeartbeatsNotInstalled is each trusted key's share of the lines with
+// no bundle installed that a store keeps a heartbeat for
+// (docs/SPEC-DECISIONS.md TRUST-15, TRUST-17): a heartbeat of such a line
+// is accepted on its bundle id alone, so keys trusted for one scope could
+// otherwise have the store keep one, with its file, for every name under
+// it. A heartbeat of another such line is refused limit_exceeded when
+// every key that counted for it already signed that many kept ones; so
+// the keys of one scope never refuse another scope's, and the store keeps
+// at most this many per key it trusts or trusted. Heartbeats of installed
+// lines, and newer ones of a line already kept, are never refused by it.
 const MaxHeartbeatsNotInstalled = 10_000
 
 // maxHeartbeatsNotInstalled is MaxHeartbeatsNotInstalled (tests lower it).
@@ -41,11 +44,12 @@ type HeartbeatResult struct {
 // what the store knows of the line (heartbeat_too_far); its created_at
 // raises the time floor of each key that counted. A heartbeat of a line
 // not installed, and for which none is kept, is refused limit_exceeded
-// when MaxHeartbeatsNotInstalled such lines have one. Audited
+// when every key that counted for it signed the kept heartbeats of
+// MaxHeartbeatsNotInstalled such lines (its share). Audited
 // ("heartbeat"; a refusal as "import_refused"); changes the generation
 // when it records something.
 func (s *Store) ApplyHeartbeat(data []byte) (*HeartbeatResult, error) {
-	var notInstalled int                // lines with a heartbeat kept and no bundle installed
+	var notInstalled map[string]int     // did:key -> lines with a heartbeat it signed kept and no bundle installed
 	line := func() (selection, error) { // the heartbeat's line alone
 		hb, _, err := bundle.ParseHeartbeat(data)
 		if err != nil {
@@ -69,8 +73,8 @@ func (s *Store) ApplyHeartbeat(data []byte) (*HeartbeatResult, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if _, kept := st.Heartbeats[res.BundleID]; !kept && res.Installed == 0 && notInstalled >= maxHeartbeatsNotInstalled {
-			return nil, nil, fail(bundle.ErrTooLarge, "this store keeps heartbeats for %d lines with no bundle installed, its most; import a bundle of the line first, or forget a heartbeat (ampbundle trust freshness --reset LINE)",
+		if _, kept := st.Heartbeats[res.BundleID]; !kept && res.Installed == 0 && notInstalled != nil && !hasShare(notInstalled, next.Heartbeats[res.BundleID].Signers) {
+			return nil, nil, fail(bundle.ErrTooLarge, "each key that signed this heartbeat signed kept heartbeats of %d lines with no bundle installed, its share; import a bundle of the line first, or forget a heartbeat (ampbundle trust freshness --reset LINE)",
 				maxHeartbeatsNotInstalled)
 		}
 		return next, res, nil
@@ -83,18 +87,36 @@ func (s *Store) ApplyHeartbeat(data []byte) (*HeartbeatResult, error) {
 		Stale: r.Stale, Unchanged: r.Unchanged, Generation: gen}, nil
 }
 
-// heartbeatsNotInstalled counts the lines with a heartbeat kept and no
-// bundle installed (one lookup per kept heartbeat; their number is
-// bounded by MaxHeartbeatsNotInstalled and the installed bundles).
-func heartbeatsNotInstalled(tx *bolt.Tx) int {
-	n, bb := 0, bucket(tx, bBundles)
-	_ = bucket(tx, bHeartbeat).ForEach(func(k, _ []byte) error {
-		if bb.Get(k) == nil {
-			n++
+// heartbeatsNotInstalled counts, per did:key, the lines with no bundle
+// installed whose kept heartbeat it signed (one lookup and decode per
+// kept heartbeat; their number is bounded by MaxHeartbeatsNotInstalled
+// per key the store trusts or trusted, and the installed bundles). A
+// record kept without its signers, or that does not decode, counts for
+// none.
+func heartbeatsNotInstalled(tx *bolt.Tx) map[string]int {
+	n, bb := map[string]int{}, bucket(tx, bBundles)
+	_ = bucket(tx, bHeartbeat).ForEach(func(k, v []byte) error {
+		var r heartbeatRecord
+		if bb.Get(k) == nil && decode(v, &r) == nil {
+			for _, did := range r.Signers {
+				n[did]++
+			}
 		}
 		return nil
 	})
 	return n
+}
+
+// hasShare reports whether one of signers has signed fewer kept
+// heartbeats of lines not installed than its share (counts:
+// heartbeatsNotInstalled).
+func hasShare(counts map[string]int, signers []string) bool {
+	for _, did := range signers {
+		if counts[did] < maxHeartbeatsNotInstalled {
+			return true
+		}
+	}
+	return false
 }
 
 // staleReason says why the installed bundle bundleID is older than the

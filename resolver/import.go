@@ -650,6 +650,13 @@ func checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDown
 		}
 		res.Downgrade = true
 	}
+	// A floor pinned for this very version (an act narrowing trust kept
+	// it; it outlives Remove) expires it as it would installed: refused
+	// here rather than accepted and then refused by every lookup.
+	if f := pinnedFloor(tx, m.BundleID, m.Version); m.ExpiresAt != nil && f >= m.ExpiresAt.Unix() {
+		return false, fail(bundle.ErrExpired, "bundle %s version %d expired at %s: keys trusted for it had signed a later time (%s), kept for this version when trust was narrowed",
+			m.BundleID, m.Version, m.ExpiresAt.UTC().Format(time.RFC3339), time.Unix(f, 0).UTC().Format(time.RFC3339))
+	}
 	descs := bucket(tx, bDescriptors)
 	for _, d := range m.Capabilities {
 		if raw := descs.Get(key2(d.Name, d.Version.String())); raw != nil {

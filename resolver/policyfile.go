@@ -149,7 +149,7 @@ func (s *Store) ApplyTrustPolicy(p *TrustPolicy) (*PolicyResult, error) {
 		file.Keys = append(file.Keys, trust.PolicyKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes})
 	}
 	var r *trust.PolicyEffects
-	gen, err := s.updateTrust(selection{all: true, chains: true}, func(st *trust.State, now time.Time) (*trust.Effects, error) {
+	gen, err := s.updateTrust(selection{all: true, chains: true, removed: true}, func(st *trust.State, now time.Time) (*trust.Effects, error) {
 		var err error
 		if _, r, err = trust.ApplyPolicy(st, file, now); err != nil {
 			return nil, err

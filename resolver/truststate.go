@@ -67,6 +67,52 @@ func keyFloorKey(did string) []byte { return key2("key_floor", did) }
 // version other than the installed one's is ignored.
 func bundleFloorKey(id string) []byte { return key2("bundle_floor", id) }
 
+// removedFromAudit adds to st.RemovedKeys the keys trust rm removed
+// before this build kept a removed_key record of them
+// (docs/SPEC-DECISIONS.md TSTATE-4): every did:key whose last trust_remove
+// in the audit log has no trust_add after it. This build writes each
+// such record with its audit entry, so the log gives the same answer for
+// the keys removed since; read by the act that reads the records (a
+// policy file, selection.removed), in its transaction, it writes nothing
+// itself. Its memory is one entry per key the log names in those
+// entries; an entry that does not decode is skipped (VerifyAudit reports
+// it).
+func removedFromAudit(tx *bolt.Tx, st *trust.State) error {
+	last := map[string]string{} // did:key -> the name trust rm removed; "": trusted again since
+	if err := bucket(tx, bAudit).ForEach(func(_, v []byte) error {
+		var e AuditEntry
+		if decode(v, &e) != nil || e.Key == "" || e.Verdict != "accepted" {
+			return nil
+		}
+		switch e.Action {
+		case "trust_remove":
+			last[trust.KeyID(e.Key)] = e.TrustName
+		case "trust_add":
+			last[trust.KeyID(e.Key)] = ""
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for did, name := range last {
+		if _, ok := st.RemovedKeys[did]; !ok && name != "" {
+			st.RemovedKeys[did] = name
+		}
+	}
+	return nil
+}
+
+// pinnedFloor returns the floor pinned for version of bundle id
+// (bundleFloorKey; 0: none). The pin outlives Store.Remove, as the
+// high-water mark does: an import of that version again reads it
+// (checkAgainstStore).
+func pinnedFloor(tx *bolt.Tx, id string, version uint64) int64 {
+	if v := bucket(tx, bMeta).Get(bundleFloorKey(id)); len(v) == 16 && getU64(v[:8]) == version {
+		return int64(getU64(v[8:]))
+	}
+	return 0
+}
+
 // removedKeyKey is the meta key of a key trust rm removed
 // (trust.State.RemovedKeys): its value is the trust name it had.
 func removedKeyKey(did string) []byte { return key2("removed_key", did) }
@@ -91,6 +137,7 @@ type selection struct {
 	chains      bool
 	chain       string
 	chainSeq    uint64
+	removed     bool // also the keys removed before removed_key records were kept (removedFromAudit)
 }
 
 var (
@@ -124,6 +171,11 @@ func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 	rc := meta.Cursor()
 	for k, v := rc.Seek(removedPrefix); k != nil && bytes.HasPrefix(k, removedPrefix); k, v = rc.Next() {
 		st.RemovedKeys[string(k[len(removedPrefix):])] = string(v)
+	}
+	if sel.removed {
+		if err := removedFromAudit(tx, st); err != nil {
+			return nil, err
+		}
 	}
 	_ = bucket(tx, bFreshness).ForEach(func(k, v []byte) error {
 		var r freshnessRecord
@@ -278,9 +330,7 @@ func loadLine(tx *bolt.Tx, st *trust.State, id string, strict bool) error {
 		return nil
 	}
 	in := trust.Installed{BundleID: r.BundleID, Version: r.Version, Signed: clone(r.Signed), Signers: r.SignerKeys, Revoked: r.Revoked}
-	if v := bucket(tx, bMeta).Get(bundleFloorKey(id)); len(v) == 16 && getU64(v[:8]) == r.Version {
-		in.Floor = int64(getU64(v[8:]))
-	}
+	in.Floor = pinnedFloor(tx, id, r.Version)
 	st.Installed[id] = in
 	return nil
 }

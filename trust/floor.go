@@ -24,7 +24,10 @@ import (
 // An act that narrows trust (a threshold raised, a key removed, revoked
 // or retired) never lowers the floor of an installed bundle: the floor
 // it had before is pinned with it (Installed.Floor, pinFloors;
-// docs/SPEC-DECISIONS.md TRUST-12), and its floor is never below that.
+// docs/SPEC-DECISIONS.md TRUST-12), and its floor is never below that —
+// except for the times only the keys it drops signed, of a bundle they did
+// not sign: dropping a compromised key undoes the far-future time it
+// alone signed.
 
 // RaiseFloors returns s with the signed time created recorded for each
 // did:key that counted for it (an accepted bundle or heartbeat). It reads
@@ -88,7 +91,9 @@ func installedFloor(s *State, p *bundle.Policy, in *Installed, m *bundle.Manifes
 }
 
 // pinFloors keeps, for each installed bundle that prev and s both hold at
-// one version, the floor it had in prev when its floor in s is lower: a
+// one version, the floor it had in prev — capped at the latest time a key
+// s still trusts for it, or one of its signers, signed (keptFloor) — when
+// its floor in s is lower: a
 // change of the keys, thresholds or revoked keys lowers a floor only by
 // narrowing trust (a threshold raised; a key removed, revoked, retired or
 // narrowed), and such an act never makes an expired bundle valid again
@@ -109,11 +114,47 @@ func (s *State) pinFloors(prev *State) {
 		if !ok {
 			continue
 		}
-		if was := installedFloor(prev, pp, &old, m); was > installedFloor(s, np, &in, m) {
+		if was := max(min(Floor(prev, pp, m), keptFloor(prev, pp, np, &in, m)), old.Floor); was > installedFloor(s, np, &in, m) {
 			in.Floor = was
 			s.Installed[id] = in
 		}
 	}
+}
+
+// keptFloor returns the latest time signed by a key of prev's policy pp
+// that may keep a pin for the installed bundle in with manifest m: one
+// np (the policy after the act) still trusts for its bundle id and every
+// namespace, or one that signed the bundle itself (Installed.Signers, or
+// its signatures when the record keeps none). The pin is the floor the
+// bundle had, capped at it: a time that only keys the act drops
+// (removed, revoked, retired, narrowed) signed, of a bundle they did not
+// sign, goes with them — dropping a compromised key undoes the far-future
+// time it alone signed — while one that a key still trusted signed too
+// stays pinned (docs/SPEC-DECISIONS.md TRUST-12).
+func keptFloor(prev *State, pp, np *bundle.Policy, in *Installed, m *bundle.Manifest) int64 {
+	may := map[string]bool{}
+	for _, k := range np.Keys {
+		if bundle.KeyCoversManifest(k, m) {
+			may[amp.DIDKey(k.Key)] = true
+		}
+	}
+	for _, did := range in.Signers {
+		may[did] = true
+	}
+	if in.Signers == nil {
+		if obj, err := bundle.DecodeObject(in.Signed, bundle.MediaTypeManifest); err == nil {
+			for _, sg := range obj.Signatures {
+				may[amp.BareDID(sg.KID)] = true
+			}
+		}
+	}
+	var f int64
+	for _, k := range pp.Keys {
+		if did := amp.DIDKey(k.Key); may[did] && bundle.KeyCoversManifest(k, m) {
+			f = max(f, prev.KeyFloors[did])
+		}
+	}
+	return f
 }
 
 // trustChanged reports whether the keys, thresholds or revoked keys of

@@ -68,11 +68,12 @@ func ApplyHeartbeat(st *State, data []byte, now time.Time) (*State, *HeartbeatEf
 		return nil, nil, fail(ErrStoreIO, "the stored heartbeat of %s is unreadable", hb.BundleID)
 	}
 	// Only a kept heartbeat that still vouches for the line as this one
-	// must (its signers, trusted now, reach the line's threshold) holds it
-	// back: one that does not (signed below the threshold of the line
-	// installed since, or by keys no longer trusted) never blocks one that
-	// does, nor moves the jump bound; it is replaced.
-	if kept && Vouches(policy, &old, line) {
+	// must (its signers, trusted now, reach the line's threshold today)
+	// holds it back: one that does not (signed below today's threshold,
+	// even one it met when applied, or by keys no longer trusted) never
+	// blocks one that does, nor moves the jump bound; it is replaced
+	// (docs/SPEC-DECISIONS.md TRUST-9).
+	if kept && vouches(policy, &old, line, false) {
 		if hb.Version < old.Version || hb.CreatedAt < old.CreatedAt {
 			return nil, nil, fail(ErrHeartbeatOlder, "this heartbeat (%s at version >= %d, signed %s) is older than the one already applied (version >= %d, signed %s); a store never goes back",
 				hb.BundleID, hb.Version, hb.CreatedAt, old.Version, old.CreatedAt)
@@ -138,7 +139,18 @@ func (s *State) LineOf(bundleID string) (*bundle.Manifest, error) {
 // unpins a stale line, as it never re-judges the installed bundle
 // (docs/SPEC-DECISIONS.md TRUST-12). A heartbeat kept before its signers
 // were recorded counts as it did then.
+//
+// Vouches decides whether the line is stale only: whether a kept
+// heartbeat holds a newer one back (heartbeat_replayed) is judged against
+// today's threshold alone (ApplyHeartbeat), so that one kept from before a
+// raise never holds back one that meets it.
 func Vouches(p *bundle.Policy, hb *Heartbeat, m *bundle.Manifest) bool {
+	return vouches(p, hb, m, true)
+}
+
+// vouches is Vouches; recorded also accepts the threshold hb met when
+// applied.
+func vouches(p *bundle.Policy, hb *Heartbeat, m *bundle.Manifest, recorded bool) bool {
 	if len(hb.Signers) == 0 {
 		return true
 	}
@@ -149,10 +161,43 @@ func Vouches(p *bundle.Policy, hb *Heartbeat, m *bundle.Manifest) bool {
 		}
 	}
 	need := uint64(p.RequiredFor(m))
-	if hb.Threshold > 0 && hb.Threshold < need && bytes.Equal(hb.LineSHA256, LineDigest(m)) {
+	if recorded && hb.Threshold > 0 && hb.Threshold < need && bytes.Equal(hb.LineSHA256, LineDigest(m)) {
 		need = hb.Threshold
 	}
 	return uint64(n) >= need
+}
+
+// pinHeartbeats records, on a change of the keys, thresholds or revoked
+// keys, the threshold and line digest of each kept heartbeat of an
+// installed line that has signers but neither (a record kept by a build
+// before they were, docs/SPEC-DECISIONS.md TSTATE-4): the threshold of its
+// line under prev, the policy in force before the change, which is the
+// policy it was last judged under. A raise then never unpins a line
+// such a heartbeat holds stale (Vouches), as for one kept since.
+func (s *State) pinHeartbeats(prev *State) {
+	var pp *bundle.Policy
+	for id, hb := range s.Heartbeats {
+		if hb.Unreadable || hb.Threshold != 0 || len(hb.Signers) == 0 {
+			continue
+		}
+		in, ok := prev.Installed[id]
+		if !ok {
+			continue
+		}
+		_, m, ok := in.Manifest()
+		if !ok {
+			continue
+		}
+		if pp == nil {
+			if !trustChanged(prev, s) {
+				return
+			}
+			pp = prev.Policy()
+		}
+		hb = cloneHeartbeat(hb)
+		hb.Threshold, hb.LineSHA256 = uint64(pp.RequiredFor(m)), LineDigest(m)
+		s.Heartbeats[id] = hb
+	}
 }
 
 // LineDigest is the SHA-256 of the names a bundle line with manifest m

@@ -13,9 +13,11 @@ func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // finish returns the effects of going from prev to next with events,
 // changing the generation. It first pins the floors next would lower
-// (pinFloors): every change goes through here.
+// (pinFloors) and the threshold kept heartbeats met (pinHeartbeats):
+// every change goes through here.
 func finish(prev, next *State, events ...Event) *Effects {
 	next.pinFloors(prev)
+	next.pinHeartbeats(prev)
 	e := Diff(prev, next)
 	e.Audit, e.Changed = events, true
 	return e

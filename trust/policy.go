@@ -105,9 +105,13 @@ func ApplyPolicy(st *State, p *PolicyFile, now time.Time) (*State, *PolicyEffect
 // policyKey trusts one key of a policy file; added is false when it is
 // already trusted as the file says.
 func (s *State) policyKey(k PolicyKey, retired map[string][]string, now time.Time) (added bool, err error) {
-	pub, _ := bundle.KeyFromKID(k.Key)
-	if by, ok := s.KeyRevokedFor(k.Key, k.Scopes); ok {
-		return false, fail(ErrKeyRevoked, "key %s (%s) is revoked for scope %s in this store; it cannot be trusted for a scope overlapping it", k.Name, k.Key, by)
+	pub, ok := bundle.KeyFromKID(k.Key)
+	if !ok {
+		return false, invalidPolicy("key %s is not a did:key of an ed25519 public key", k.Name)
+	}
+	did := amp.DIDKey(pub) // the canonical spelling: what revocations and removals are kept by
+	if by, ok := s.KeyRevokedFor(did, k.Scopes); ok {
+		return false, fail(ErrKeyRevoked, "key %s (%s) is revoked for scope %s in this store; it cannot be trusted for a scope overlapping it", k.Name, did, by)
 	}
 	var same bool
 	var clash string
@@ -119,7 +123,7 @@ func (s *State) policyKey(k PolicyKey, retired map[string][]string, now time.Tim
 		case r.Name == k.Name:
 			clash = "a trusted key named " + k.Name + " is another key or has other scopes (" + strings.Join(r.Scopes, ", ") + ")"
 		case keyEq:
-			clash = "key " + k.Key + " is already trusted as " + r.Name
+			clash = "key " + did + " is already trusted as " + r.Name
 		}
 	}
 	if clash != "" {
@@ -128,12 +132,11 @@ func (s *State) policyKey(k PolicyKey, retired map[string][]string, now time.Tim
 	if same {
 		return false, nil
 	}
-	if by, ok := retiredFor(retired[KeyID(k.Key)], k.Scopes); ok {
-		return false, invalidPolicy("key %s (%s) was retired for scope %s by a trust statement this store applied: a policy file does not trust it again (an older copy of the file?); trust add it if that is intended", k.Name, k.Key, by)
+	if by, ok := retiredFor(retired[KeyID(did)], k.Scopes); ok {
+		return false, invalidPolicy("key %s (%s) was retired for scope %s by a trust statement this store applied: a policy file does not trust it again (an older copy of the file?); trust add it if that is intended", k.Name, did, by)
 	}
-	did := amp.DIDKey(pub)
 	if was, ok := s.RemovedKeys[did]; ok {
-		return false, invalidPolicy("key %s (%s) was removed from this store's trust (trust rm %s): a policy file does not trust it again (an older copy of the file?); trust add it if that is intended", k.Name, k.Key, was)
+		return false, invalidPolicy("key %s (%s) was removed from this store's trust (trust rm %s): a policy file does not trust it again (an older copy of the file?); trust add it if that is intended", k.Name, did, was)
 	}
 	s.holdRevocation(did)
 	s.Keys[k.Name] = Key{Name: k.Name, Key: pub, Scopes: k.Scopes, AddedAt: formatTime(now)}

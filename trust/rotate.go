@@ -167,10 +167,13 @@ func (s *State) add(res *RotationEffects, rot *bundle.Rotation, at string) error
 			return fail(ErrTrustExists, "the statement adds a key named %s, a name this store already uses", a.Name)
 		}
 		pub, _ := bundle.KeyFromKID(a.Key)
-		did := amp.DIDKey(pub)
-		s.holdRevocation(did)
+		s.holdRevocation(amp.DIDKey(pub))
+		// A trust rm record (RemovedKeys) stays: the statement trusts the
+		// key for its own scope, and the record keeps a policy file from
+		// trusting it for any scope once no statement does
+		// (docs/SPEC-DECISIONS.md TRUST-16): a statement of one scope
+		// never lifts the operator's removal elsewhere.
 		s.Keys[a.Name] = Key{Name: a.Name, Key: ed25519.PublicKey(pub), Scopes: []string{rot.Scope}, AddedAt: at}
-		delete(s.RemovedKeys, did) // the scope's owners trust it again: an explicit act
 		res.Added = append(res.Added, a.Name)
 	}
 	return nil

@@ -136,8 +136,9 @@ type State struct {
 	// absent here and not trusted is looked up in Records (revokedKey).
 	RevokedKeys map[string]Revocation // did:key -> revocation
 	// RemovedKeys are the keys the operator stopped trusting with trust rm
-	// (did:key -> when): a trust policy file does not trust one again
-	// (ApplyPolicy); trust add, or a trust statement adding it, does.
+	// (did:key -> the trust name it had): a policy file does not trust one again
+	// (ApplyPolicy); trust add does (a trust statement adding it trusts
+	// it for its scope and keeps the record: TRUST-16).
 	RemovedKeys map[string]string
 	// RevokedVersions are the revoked bundle versions the State holds:
 	// those its functions added and, when Records is nil, every one the
