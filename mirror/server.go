@@ -190,7 +190,8 @@ func (s *Server) Generation() uint64 {
 }
 
 // Run refreshes the snapshot every Options.Refresh until ctx ends. A
-// failed refresh keeps serving the previous snapshot and is logged.
+// failed refresh keeps serving the previous snapshot, less what the store
+// now refuses when it could read that (Refresh), and is logged.
 func (s *Server) Run(ctx context.Context) {
 	t := time.NewTicker(s.opts.Refresh)
 	defer t.Stop()
@@ -210,7 +211,10 @@ func (s *Server) Run(ctx context.Context) {
 // snapshot being served or a bundle the snapshot serves has expired since,
 // takes a new snapshot and swaps it in. A Source that is a LiveSource is
 // asked for the store's generation first, so that every commit of the
-// process holding the store is seen at the next refresh.
+// process holding the store is seen at the next refresh. A refresh that
+// fails once it has read the store's bundles (a cap, MIRROR-8; a read
+// error) leaves out of the snapshot still served every bundle the store
+// no longer uses as served (MIRROR-10).
 func (s *Server) Refresh() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -251,7 +255,11 @@ func (s *Server) refresh() error {
 	// than some of what it holds, so the next refresh takes it again.
 	var snap *snapshot
 	for try := 0; ; try++ {
-		if snap, err = s.build(src, old); err != nil {
+		var bs []resolver.Bundle
+		if snap, bs, err = s.build(src, old); err != nil {
+			if bs != nil {
+				s.leaveOutRefused(bs) // MIRROR-10
+			}
 			return err
 		}
 		if live == nil || try+1 == maxBuildTries {
@@ -283,8 +291,9 @@ type snapshot struct {
 	// Each request trims such a bundle out of it (Server.current), and a
 	// refresh takes it again.
 	validUntil time.Time
-	// trimmed is set on a snapshot that current derived from another by
-	// leaving out expired bundles: the spool still holds their files.
+	// trimmed is set on a snapshot derived from another by leaving out
+	// bundles (expired: current; no longer used by the store:
+	// leaveOutRefused): the spool may still hold their files.
 	trimmed bool
 }
 
@@ -323,14 +332,26 @@ func newMemFile(body []byte, ctype string) *memFile {
 
 // build takes a snapshot of src. Bundle files of old whose bundle is
 // unchanged are reused; the others are exported again (Export checks every
-// artifact hash, so a tampered store yields no file).
-func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
-	snap := &snapshot{gen: src.Generation(), files: map[string]*memFile{}, bundles: map[string]*bundleFile{}, expires: map[string]time.Time{}}
-	now := s.opts.Now()
+// artifact hash, so a tampered store yields no file). It also returns the
+// store's bundles, once read, even when it fails after: what the store
+// now refuses is left out of the snapshot still served (leaveOutRefused).
+func (s *Server) build(src Source, old *snapshot) (*snapshot, []resolver.Bundle, error) {
 	bs, err := src.Bundles()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	if bs == nil {
+		bs = []resolver.Bundle{} // read: an empty store
+	}
+	snap, err := s.buildFrom(src, old, bs)
+	return snap, bs, err
+}
+
+// buildFrom is build once the store's bundles bs are read.
+func (s *Server) buildFrom(src Source, old *snapshot, bs []resolver.Bundle) (*snapshot, error) {
+	snap := &snapshot{gen: src.Generation(), files: map[string]*memFile{}, bundles: map[string]*bundleFile{}, expires: map[string]time.Time{}}
+	now := s.opts.Now()
+	var err error
 	ix := Index{Format: IndexFormat, Generation: snap.gen, Bundles: []IndexEntry{}, Capabilities: []IndexCap{}}
 	served := 0
 	for _, b := range bs {
@@ -359,7 +380,7 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, error) {
 				continue
 			}
 		}
-		key := b.BundleID + "\x00" + strconv.FormatUint(b.Version, 10) + "\x00" + b.ImportedAt
+		key := bundleKey(b)
 		var bf *bundleFile
 		if old != nil && old.bundles[b.BundleID] != nil && old.bundles[b.BundleID].key == key {
 			bf = old.bundles[b.BundleID]
@@ -469,13 +490,79 @@ func (s *Server) current() *snapshot {
 // their capabilities, and their entries in the index.
 func (snap *snapshot) trim(now time.Time) (*snapshot, error) {
 	gone := map[string]bool{}
+	for id, exp := range snap.expires {
+		if !now.Before(exp) {
+			gone[id] = true
+		}
+	}
+	return snap.without(gone)
+}
+
+// bundleKey names an installed bundle file: its bundle_id, version and
+// import time (a bundle file of a snapshot with the same key is the one
+// the store holds).
+func bundleKey(b resolver.Bundle) string {
+	return b.BundleID + "\x00" + strconv.FormatUint(b.Version, 10) + "\x00" + b.ImportedAt
+}
+
+// refusedBy returns the bundle_ids of the bundles snap serves that the
+// store, whose bundles are bs, no longer uses as served: removed,
+// replaced by another version or import, or failing closed there
+// (revoked, stale, expired).
+func (snap *snapshot) refusedBy(bs []resolver.Bundle) map[string]bool {
+	uses := make(map[string]string, len(bs)) // bundle_id -> key of the bundle the store uses
+	for _, b := range bs {
+		if failedClosed(b) == "" {
+			uses[b.BundleID] = bundleKey(b)
+		}
+	}
+	gone := map[string]bool{}
+	for id, bf := range snap.bundles {
+		if k, ok := uses[id]; !ok || k != bf.key {
+			gone[id] = true
+		}
+	}
+	return gone
+}
+
+// leaveOutRefused is what a refresh that read the store's bundles bs,
+// then failed (a cap, a read error), does to the snapshot still served:
+// every bundle the store no longer uses as served is left out of it
+// (refusedBy), with its capabilities' files and index entries, as an
+// expired one is (trim), and its spool file is removed; the rest stays
+// served at the snapshot's generation (MIRROR-10). Should that fail,
+// nothing is served.
+func (s *Server) leaveOutRefused(bs []resolver.Bundle) {
+	s.trimMu.Lock()
+	defer s.trimMu.Unlock()
+	snap := s.cur.Load()
+	if snap == nil {
+		return
+	}
+	gone := snap.refusedBy(bs)
+	if len(gone) == 0 {
+		return
+	}
+	next, err := snap.without(gone)
+	if err != nil {
+		s.log.Error("mirror snapshot cannot leave out the bundles its store now refuses: nothing is served", "err", err)
+		s.cur.Store(nil)
+		return
+	}
+	s.cur.Store(next)
+	s.prune(next)
+	s.log.Warn("mirror snapshot: bundles the store no longer uses left out; no newer snapshot could be taken",
+		"generation", next.gen, "left_out", len(gone), "bundles", len(next.bundles))
+}
+
+// without returns snap without the bundles gone names, the files of their
+// capabilities, and their entries in the index.
+func (snap *snapshot) without(gone map[string]bool) (*snapshot, error) {
 	next := &snapshot{gen: snap.gen, files: make(map[string]*memFile, len(snap.files)), bundles: map[string]*bundleFile{},
 		expires: map[string]time.Time{}, trimmed: true}
 	for id, exp := range snap.expires {
-		if now.Before(exp) {
+		if !gone[id] {
 			next.expires[id] = exp
-		} else {
-			gone[id] = true
 		}
 	}
 	next.setValidUntil()
