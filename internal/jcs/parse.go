@@ -3,6 +3,7 @@ package jcs
 import (
 	"encoding/json"
 	"hash/maphash"
+	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -31,7 +32,7 @@ func ParseLimited(data []byte, maxDepth, maxValues int) (any, error) {
 	if maxValues <= 0 {
 		p.left = -1
 	}
-	p.sizes = containerSizes(p.s, maxValues)
+	p.sizes = containerSizes(p.s, data, maxValues)
 	p.space()
 	v, err := p.value(0)
 	if err != nil {
@@ -57,14 +58,29 @@ type parser struct {
 }
 
 // containerSizes returns the number of elements (or members) of each array
-// and object of s, in the order they open: a scan that skips strings and
-// counts commas, allocating nothing but the result, which a first scan
-// sizes exactly. For a text the parse refuses the counts may be wrong
-// (they are only capacities); they are nil when s opens more containers
-// than maxValues (> 0) allows.
-func containerSizes(s string, maxValues int) []int32 {
-	n := 0
-	if !scanContainers(s, func(byte) {}, func() { n++ }) || n == 0 || (maxValues > 0 && n > maxValues) {
+// and object of s (data, as bytes), in the order they open: a scan that
+// skips strings and counts commas, allocating nothing but the result,
+// which a first scan sizes exactly. The counts are only trusted for a
+// text that is valid JSON nested no deeper than MaxDepth (json.Valid, which
+// allocates nothing per value): in a text the parse refuses, commas it
+// never reaches would reserve room (16 objects opened, then 65,535 commas
+// each, reserved 33 times the text). They are nil otherwise, and when s
+// opens more containers than maxValues (> 0) allows or more than 2^31
+// values: the parse then grows each container as it reads it.
+func containerSizes(s string, data []byte, maxValues int) []int32 {
+	n, depth, deepest := 0, 0, 0
+	opened := func() {
+		n++
+		depth++
+		deepest = max(deepest, depth)
+	}
+	closed := func(c byte) {
+		if c == ']' || c == '}' {
+			depth--
+		}
+	}
+	if len(s) >= math.MaxInt32 || !scanContainers(s, closed, opened) || n == 0 || (maxValues > 0 && n > maxValues) ||
+		deepest > MaxDepth || !json.Valid(data) {
 		return nil
 	}
 	sizes := make([]int32, n)
