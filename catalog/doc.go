@@ -9,7 +9,8 @@
 // the read (Parts.Compat), or for the pages when a page asks for it, from
 // the schemas the read kept, within a budget of comparisons and of
 // findings kept (Parts.LazyCompat, PageReadOptions). The model is
-// immutable but for the few matrices it keeps so: 'ampbundle ls --json'
+// immutable but for the matrices it keeps so (for its life, up to a
+// byte bound): 'ampbundle ls --json'
 // and 'ampbundle compat --json' print views of it (Listing, Matrices), and
 // Handler renders it as pages.
 // A bundle's signed manifest is kept as a ManifestView, the view 'ampbundle

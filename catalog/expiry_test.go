@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -58,5 +59,55 @@ func TestBundleExpiringAfterTheReadIsNotShownInUse(t *testing.T) {
 	res, _ := get(t, h, http.MethodGet, "/ui/version?name=org.hostile.script&v=1.0.0")
 	if res.StatusCode == http.StatusOK {
 		t.Errorf("the capability of the expired bundle is still shown as an installed version (status %d)", res.StatusCode)
+	}
+}
+
+// TestExpiredBundleIsNotShownInUseWhileTheStoreCannotBeRead: the model is
+// read again once its earliest expiry passes (turnsAt), but only when the
+// store can be opened; when it cannot (an import holding the bbolt lock,
+// the store moved), ServeHTTP logs "serving the last model" and every page
+// goes on showing the expired bundle "in use" and its capability as an
+// installed version, for as long as the store stays unreadable. The
+// model's earliest expiry after its read has passed and it is not read
+// again, every page answers 503 (Retry-After), never the stale state; once
+// the store can be read, the pages come back with the bundle expired.
+func TestExpiredBundleIsNotShownInUseWhileTheStoreCannotBeRead(t *testing.T) {
+	expiry := testNow.Add(10 * 24 * time.Hour) // hostileBundle's
+	var clock atomic.Pointer[time.Time]
+	before := expiry.Add(-10 * time.Minute)
+	clock.Store(&before)
+	now := func() time.Time { return *clock.Load() }
+	p := newStore(t, hostileBundle(t))
+	var broken atomic.Bool
+	h, err := NewHandler(Options{Now: now, Open: func() (Source, error) {
+		if broken.Load() {
+			return nil, errors.New("store locked by an import")
+		}
+		return resolver.Open(p, resolver.Options{ReadOnly: true, Now: now})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, h, http.MethodGet, "/ui/bundle?id=org.hostile"); !strings.Contains(body, "<dd>in use</dd>") {
+		t.Fatalf("before its expiry the bundle is not in use:\n%s", body)
+	}
+	broken.Store(true)
+	after := expiry.Add(10 * time.Minute)
+	clock.Store(&after)
+	if _, body := get(t, h, http.MethodGet, "/ui/bundle?id=org.hostile"); strings.Contains(body, "<dd>in use</dd>") {
+		t.Errorf("10 minutes after its expiry, with the store unreadable, the bundle is still shown \"in use\"")
+	}
+	if res, _ := get(t, h, http.MethodGet, "/ui/version?name=org.hostile.script&v=1.0.0"); res.StatusCode == http.StatusOK {
+		t.Errorf("the capability of the expired bundle is still shown as an installed version while the store is unreadable")
+	}
+	if res, _ := get(t, h, http.MethodGet, "/ui/"); res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+		t.Errorf("past an expiry with the store unreadable the index answers %d, want 503 with Retry-After", res.StatusCode)
+	}
+	broken.Store(false)
+	later := after.Add(DefaultRefresh + time.Second)
+	clock.Store(&later)
+	res, body := get(t, h, http.MethodGet, "/ui/bundle?id=org.hostile")
+	if res.StatusCode == http.StatusServiceUnavailable || strings.Contains(body, "<dd>in use</dd>") {
+		t.Errorf("once the store can be read again the bundle page answers %d (in use: %v)", res.StatusCode, strings.Contains(body, "<dd>in use</dd>"))
 	}
 }

@@ -201,6 +201,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Warn("catalog refresh failed; serving the last model", "err", err)
 	}
 	m := h.cur.Load()
+	if m.expiredSince(h.opts.Now()) {
+		// The store was not read again since a bundle of the model
+		// expired (it cannot be read, or a read is under way): the
+		// model would show that bundle in use. Fail closed.
+		w.Header().Set("Retry-After", "1")
+		name, data, code := errorPage(m, http.StatusServiceUnavailable, "the catalog cannot be read now; try again later")
+		h.render(w, r, name, data, code)
+		return
+	}
 	name, data, code := route(m, r)
 	h.render(w, r, name, data, code)
 }

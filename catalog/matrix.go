@@ -11,11 +11,40 @@ import (
 // n² cells of up to compat.MaxSteps comparisons a side, each with as many
 // findings as its schemas have properties. The pages' model therefore
 // computes a matrix only when its page asks for it, within
-// matrixBounds, and keeps a few of them (matrixMemo).
+// matrixBounds, and keeps it for its life (matrixMemo): a peer asking for
+// one matrix after another makes each computed once a model, not once a
+// request; only past maxBytes of them is the oldest dropped.
 
 // findingCost is what one kept finding costs beyond its strings' bytes:
 // its seven string headers, rounded up.
 const findingCost = 128
+
+// cellCost is what one kept cell costs beyond its strings and findings:
+// its headers and slices, rounded up.
+const cellCost = 256
+
+// findingBytes is what the finding f costs kept.
+func findingBytes(f compat.Finding) int {
+	return findingCost + len(f.Verdict) + len(f.Rule) + len(f.Pointer) + len(f.Artifact) + len(f.At) + len(f.Detail)
+}
+
+// matrixBytes is what the matrix mx costs kept, with findings (its count
+// a cell).
+func matrixBytes(mx compat.Matrix, findings []int) int {
+	n := len(mx.Capability) + 8*len(findings)
+	for _, v := range mx.Versions {
+		n += 16 + len(v)
+	}
+	for _, c := range mx.Cells {
+		n += cellCost + len(c.Requester) + len(c.Provider) + len(c.Level) + len(c.Input.Verdict) + len(c.Output.Verdict)
+		for _, fs := range [][]compat.Finding{c.Lost, c.Input.Findings, c.Output.Findings} {
+			for _, f := range fs {
+				n += findingBytes(f)
+			}
+		}
+	}
+	return n
+}
 
 // matrixBounds are the bounds of the matrices of a read (ReadOptions); 0
 // is no bound.
@@ -30,14 +59,19 @@ type keptMatrix struct {
 	done     chan struct{}
 	mx       compat.Matrix
 	findings []int
+	// bytes is what it costs kept (matrixBytes), once computed.
+	bytes int
 }
 
-// matrixMemo keeps the matrices computed when asked, at most
-// maxKeptMatrices, the oldest dropped first.
+// matrixMemo keeps the matrices computed when asked for the model's life:
+// while they cost at most maxBytes together (matrixBytes; 0: no bound),
+// else the oldest are dropped, never the one just computed.
 type matrixMemo struct {
-	mu    sync.Mutex
-	kept  map[string]*keptMatrix
-	order []string // oldest first
+	mu       sync.Mutex
+	kept     map[string]*keptMatrix
+	order    []string // oldest first
+	bytes    int      // of the matrices kept and computed
+	maxBytes int
 }
 
 // computeMatrix computes the matrix of the capability name, within the
@@ -67,7 +101,7 @@ func (b matrixBounds) keep(fs []compat.Finding, left *int) []compat.Finding {
 	}
 	if b.bytes > 0 {
 		for i, f := range kept {
-			cost := findingCost + len(f.Verdict) + len(f.Rule) + len(f.Pointer) + len(f.Artifact) + len(f.At) + len(f.Detail)
+			cost := findingBytes(f)
 			if cost > *left {
 				*left, kept = 0, kept[:i]
 				break
@@ -102,15 +136,35 @@ func (m *Model) lookupMatrix(name string) (*keptMatrix, bool) {
 		return k, true
 	}
 	k := &keptMatrix{done: make(chan struct{})}
-	if len(mm.order) >= maxKeptMatrices {
-		delete(mm.kept, mm.order[0])
-		mm.order = mm.order[1:]
-	}
 	mm.kept[name] = k
 	mm.order = append(mm.order, name)
 	mm.mu.Unlock()
 	defer close(k.done)
 	c := m.computeMatrix(name)
 	k.mx, k.findings = c.mx, c.findings
+	mm.keep(name, k, matrixBytes(c.mx, c.findings))
 	return k, true
+}
+
+// keep counts the matrix k of name, just computed, as kept, if it still
+// is, and drops the oldest others while the kept ones cost more than
+// maxBytes.
+func (mm *matrixMemo) keep(name string, k *keptMatrix, bytes int) {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	if mm.kept[name] != k {
+		return
+	}
+	k.bytes = bytes
+	mm.bytes += bytes
+	for i := 0; mm.maxBytes > 0 && mm.bytes > mm.maxBytes && i < len(mm.order); {
+		n := mm.order[i]
+		if n == name {
+			i++
+			continue
+		}
+		mm.bytes -= mm.kept[n].bytes
+		delete(mm.kept, n)
+		mm.order = slices.Delete(mm.order, i, i+1)
+	}
 }

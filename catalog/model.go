@@ -49,9 +49,13 @@ const (
 	// keeps of one matrix, counted as their strings and findingCost
 	// each; past it a cell keeps none, and they are counted.
 	DefaultMaxMatrixFindingBytes = 1 << 20
-	// maxKeptMatrices bounds the matrices a model keeps once computed
-	// for a page; the oldest is computed again when asked after.
-	maxKeptMatrices = 16
+	// DefaultMaxKeptMatrixBytes bounds what the matrices a model keeps
+	// once computed for a page cost together (matrixBytes): each is kept
+	// for the model's life, and only past it is the oldest dropped (and
+	// computed again when asked after). A matrix costs at most
+	// DefaultMaxMatrixFindingBytes of findings and its cells, so it keeps
+	// about 48 of the largest, and every ordinary one.
+	DefaultMaxKeptMatrixBytes = 64 << 20
 	// ExpiryWarning is how close an expiry must be to be flagged.
 	ExpiryWarning = 30 * 24 * time.Hour
 )
@@ -147,18 +151,23 @@ type ReadOptions struct {
 	// others are counted (MatrixFindings).
 	MaxReportFindings     int
 	MaxMatrixFindingBytes int
+	// MaxKeptMatrixBytes bounds what the matrices computed when asked
+	// (Parts.LazyCompat) cost kept together (0: no bound); past it the
+	// oldest are dropped.
+	MaxKeptMatrixBytes int
 }
 
 // PageReadOptions are the options of the pages' reads: PageParts, and
 // the default bounds of the matrices.
 func PageReadOptions(now func() time.Time) ReadOptions {
 	return ReadOptions{Parts: PageParts, Now: now, MaxMatrixVersions: DefaultMaxMatrixVersions, MaxMatrixSteps: DefaultMaxMatrixSteps,
-		MaxReportFindings: DefaultMaxReportFindings, MaxMatrixFindingBytes: DefaultMaxMatrixFindingBytes}
+		MaxReportFindings: DefaultMaxReportFindings, MaxMatrixFindingBytes: DefaultMaxMatrixFindingBytes,
+		MaxKeptMatrixBytes: DefaultMaxKeptMatrixBytes}
 }
 
 // Model is one consistent read of a store. It is immutable once read,
 // but for the matrices it computes when asked (Parts.LazyCompat), which it
-// keeps, a few at most.
+// keeps for its life, up to ReadOptions.MaxKeptMatrixBytes of them.
 type Model struct {
 	Generation   uint64
 	ReadAt       time.Time
@@ -178,6 +187,10 @@ type Model struct {
 	// state changes by the clock alone (it expires, or comes within
 	// ExpiryWarning of it); zero: none does.
 	turnsAt time.Time
+	// expiresAt is the earliest time after the read at which a bundle
+	// expires; zero: none does. Past it the model shows that bundle in
+	// use when it is not: it is served only read again (Handler).
+	expiresAt time.Time
 	// provRange are, by capability name, the bounds of its versions in
 	// provided; matrix indexes the matrices computed in the read
 	// (Parts.Compat, in computed); memo keeps those computed when asked
@@ -339,7 +352,7 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 	now := opts.Now()
 	m := &Model{Generation: cat.Generation, ReadAt: now, Aliases: map[string]string{},
 		byName: map[string]int{}, byBundle: map[string]int{}, matrix: map[string]int{}, schemas: map[SchemaLoc]Schema{},
-		schemaKeys: map[string]map[string]bool{}, provRange: map[string][2]int{}, memo: &matrixMemo{kept: map[string]*keptMatrix{}},
+		schemaKeys: map[string]map[string]bool{}, provRange: map[string][2]int{}, memo: &matrixMemo{kept: map[string]*keptMatrix{}, maxBytes: opts.MaxKeptMatrixBytes},
 		bounds: matrixBounds{steps: opts.MaxMatrixSteps, perReport: opts.MaxReportFindings, bytes: opts.MaxMatrixFindingBytes}}
 	idsOf := map[string][]string{}
 	for _, name := range cat.Names {
@@ -358,8 +371,9 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 		mb := Bundle{Bundle: b, Capabilities: idsOf[b.BundleID]}
 		if t, err := time.Parse(time.RFC3339, b.ExpiresAt); err == nil {
 			mb.ExpiresSoon = t.Sub(now) < ExpiryWarning
-			m.turnsAfter(now, t.Add(-ExpiryWarning))
-			m.turnsAfter(now, t)
+			earliestAfter(&m.turnsAt, now, t.Add(-ExpiryWarning))
+			earliestAfter(&m.turnsAt, now, t)
+			earliestAfter(&m.expiresAt, now, t)
 		}
 		// The manifest also gives the media types of the artifacts a
 		// $ref may name (Parts.Schemas): without it none is followed.
@@ -395,12 +409,18 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 	return m, nil
 }
 
-// turnsAfter makes t the model's turnsAt when it is after the read and
-// earlier than the one kept.
-func (m *Model) turnsAfter(now, t time.Time) {
-	if t.After(now) && (m.turnsAt.IsZero() || t.Before(m.turnsAt)) {
-		m.turnsAt = t
+// earliestAfter makes t the time *at when it is after the read (now)
+// and earlier than the one kept.
+func earliestAfter(at *time.Time, now, t time.Time) {
+	if t.After(now) && (at.IsZero() || t.Before(*at)) {
+		*at = t
 	}
+}
+
+// expiredSince reports whether a bundle the model shows as not expired
+// has expired by now.
+func (m *Model) expiredSince(now time.Time) bool {
+	return !m.expiresAt.IsZero() && !now.Before(m.expiresAt)
 }
 
 // keepManifest keeps what the pages take of a bundle's signed manifest:

@@ -123,3 +123,33 @@ func TestHostileListOnOneLineIsCut(t *testing.T) {
 		t.Errorf("join of two items: %q", got)
 	}
 }
+
+// TestPagerLinksDoNotEchoAnotherListsRawParameter: the links of one list
+// of the bundle page keep the other lists' page parameters as the peer
+// sent them (listsOf keep: q.Get(p) copied), not as the page numbers
+// paged parsed: /ui/bundle?...&capabilities_page=<any 1 KB text> puts that
+// text into every Prev/Next link of the artifacts list, which the page
+// then offered as its own link (rule: never echo raw input). The links
+// now keep the page number each list shows (pageNumber), and nothing for
+// a first page.
+func TestPagerLinksDoNotEchoAnotherListsRawParameter(t *testing.T) {
+	h := newHandler(t, newStore(t, manyArtifactsBundle(t, 2*PageSize+10)))
+	const marker = "PeerChosenTextEchoedIntoLinks"
+	res, body := get(t, h, http.MethodGet, "/ui/bundle?id=org.hostile&capabilities_page="+marker)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	if !strings.Contains(body, "artifacts_page=2") {
+		t.Fatalf("the artifacts list has no link to its page 2:\n%.2000s", body)
+	}
+	if strings.Contains(body, marker) {
+		t.Errorf("the page echoes a peer's raw capabilities_page value into its links (%d times)", strings.Count(body, marker))
+	}
+	// A page number out of range, or not written as shown, is not echoed.
+	for _, q := range []string{"artifacts_page=000000099", "artifacts_page=2&capabilities_page=000000099&aliases_page=000000099"} {
+		_, body = get(t, h, http.MethodGet, "/ui/bundle?id=org.hostile&"+q)
+		if strings.Contains(body, "000000099") {
+			t.Errorf("?%s: a page parameter is echoed as sent:\n%.2000s", q, body)
+		}
+	}
+}

@@ -247,13 +247,15 @@ const (
 )
 
 // listsOf pages the lists of the bundle page of b, each by its own
-// parameter; the links of one list keep the pages of the others.
+// parameter; the links of one list keep the pages of the others, as the
+// page numbers they show (pageNumber), never the parameters as sent.
 func listsOf(b Bundle, q url.Values) bundleLists {
+	shown := map[string]int{}
 	keep := func(own string) url.Values {
 		v := url.Values{"id": {b.BundleID}}
 		for _, p := range []string{artParam, capParam, aliasParam} {
-			if p != own && q.Get(p) != "" {
-				v.Set(p, q.Get(p))
+			if n := shown[p]; p != own && n > 1 {
+				v.Set(p, strconv.Itoa(n))
 			}
 		}
 		return v
@@ -265,6 +267,9 @@ func listsOf(b Bundle, q url.Values) bundleLists {
 		l.IDPager.Label = "Pages of capabilities"
 		return l
 	}
+	shown[artParam] = pageNumber(q, artParam, len(b.Manifest.Artifacts))
+	shown[capParam] = pageNumber(q, capParam, len(b.Manifest.Capabilities))
+	shown[aliasParam] = pageNumber(q, aliasParam, len(b.Manifest.Aliases))
 	l.Artifacts, l.ArtPager = paged(b.Manifest.Artifacts, q, artParam, path, keep(artParam))
 	l.Capabilities, l.CapPager = paged(b.Manifest.Capabilities, q, capParam, path, keep(capParam))
 	aliases := make([]alias, 0, len(b.Manifest.Aliases))
@@ -279,12 +284,8 @@ func listsOf(b Bundle, q url.Values) bundleLists {
 // paged cuts the page ?param=N (from 1) of PageSize rows out of rows; its
 // links are to path with keep and param.
 func paged[T any](rows []T, q url.Values, param, path string, keep url.Values) ([]T, pager) {
-	n, err := strconv.Atoi(q.Get(param))
-	if err != nil || n < 1 {
-		n = 1
-	}
+	n := pageNumber(q, param, len(rows))
 	pages := max(1, (len(rows)+PageSize-1)/PageSize)
-	n = min(n, pages)
 	pg := pager{Page: n, Pages: pages, Total: len(rows), Label: "Pages"}
 	link := func(i int) string {
 		v := url.Values{}
@@ -302,6 +303,16 @@ func paged[T any](rows []T, q url.Values, param, path string, keep url.Values) (
 	}
 	lo := (n - 1) * PageSize
 	return rows[lo:min(len(rows), lo+PageSize)], pg
+}
+
+// pageNumber is the page ?param=N of a list of total rows shows: N within
+// the list's pages, else its first or last page.
+func pageNumber(q url.Values, param string, total int) int {
+	n, err := strconv.Atoi(q.Get(param))
+	if err != nil || n < 1 {
+		n = 1
+	}
+	return min(n, max(1, (total+PageSize-1)/PageSize))
 }
 
 func (m *Model) versionView(name, version string) (versionView, bool) {

@@ -113,6 +113,10 @@ type view struct {
 type checker struct {
 	a, b  *side
 	steps int
+	// work counts the passes over listed values (chargeValues), bounded
+	// by MaxValueWork apart from the steps, so that a check which stayed
+	// within MaxSteps before lists were charged keeps its verdict.
+	work  int
 	depth int
 	over  bool
 	memo  map[string]int // depth while in progress, provenMark once proven
@@ -293,7 +297,7 @@ func (c *checker) subset(a, b []part) []Finding {
 	if c.budget != nil {
 		*c.budget--
 	}
-	if c.steps > MaxSteps || c.depth > MaxDepth || c.spent() {
+	if c.steps > MaxSteps || c.work > MaxValueWork || c.depth > MaxDepth || c.spent() {
 		if !c.over {
 			c.over = true
 			if c.spent() {
@@ -427,7 +431,8 @@ func refChanged(c *checker, a, b part, fs []Finding) []Finding {
 // facts are what the producing conjunction guarantees.
 type facts struct {
 	types    typeSet
-	enum     []any // nil: not finite
+	enum     []any         // nil: not finite
+	info     []listedValue // of each value of enum (listedOf)
 	hasEnum  bool
 	lower    *bound
 	upper    *bound
@@ -478,35 +483,42 @@ func minRat(a, b *big.Rat) *big.Rat {
 // those of the listed values.
 func (c *checker) factsOf(va view) facts {
 	f := facts{types: tAll}
+	passed := 0
 	for _, p := range va.parts {
-		f.addPart(p.n.v.(map[string]any))
+		passed += f.addPart(p)
 	}
 	if f.hasEnum {
+		passed += len(f.enum)
 		var t typeSet
 		var keep []any
-		for _, x := range f.enum {
-			if typeOfValue(x)&f.types != 0 || (typeOfValue(x) == tInt && f.types&tInt != 0) {
+		var info []listedValue
+		for i, x := range f.enum {
+			if xt := f.info[i].t; xt&f.types != 0 || (xt == tInt && f.types&tInt != 0) {
 				keep = append(keep, x)
-				t |= typeOfValue(x)
+				info = append(info, f.info[i])
+				t |= xt
 			}
 		}
-		f.enum = keep
+		f.enum, f.info = keep, info
 		f.types &= t
 	}
+	c.chargeValues(passed, 0)
 	return f
 }
 
 // addPart adds what one part (an object schema m) asserts: its types,
 // listed values (addListed), numeric and length bounds, patterns and
 // formats, counts and required members (addCounts); a keyword the
-// checker does not use makes the facts opaque.
-func (f *facts) addPart(m map[string]any) {
+// checker does not use makes the facts opaque. It returns how many listed
+// values it passed over.
+func (f *facts) addPart(p part) int {
+	m := p.n.v.(map[string]any)
 	if t, ok := m["type"]; ok {
 		if ts, ok := typeOfKeyword(t); ok {
 			f.types &= ts
 		}
 	}
-	f.addListed(m)
+	passed := f.addListed(p)
 	if r, ok := ratOf(m["minimum"]); ok {
 		f.lower = tighterLower(f.lower, &bound{r: r})
 	}
@@ -540,36 +552,32 @@ func (f *facts) addPart(m map[string]any) {
 			f.opaque = true
 		}
 	}
+	return passed
 }
 
 // addListed intersects the listed values with the part's enum or const
-// (const wins when both are given).
-func (f *facts) addListed(m map[string]any) {
-	var vals []any
-	has := false
-	if e, ok := m["enum"].([]any); ok {
-		vals, has = e, true
-	}
-	if cv, ok := m["const"]; ok {
-		vals, has = []any{cv}, true
-	}
-	if !has {
-		return
+// (const wins when both are given), by their canonical forms (listedOf).
+// It returns how many listed values it passed over.
+func (f *facts) addListed(p part) int {
+	l := partListed(p)
+	if l == nil {
+		return 0
 	}
 	if !f.hasEnum {
-		f.enum, f.hasEnum = append([]any(nil), vals...), true
-		return
+		f.enum, f.info, f.hasEnum = slices.Clone(l.vals), slices.Clone(l.info), true
+		return len(l.vals)
 	}
 	var keep []any
-	for _, x := range f.enum {
-		for _, y := range vals {
-			if equal(x, y) {
-				keep = append(keep, x)
-				break
-			}
+	var info []listedValue
+	for i, x := range f.enum {
+		if l.has(f.info[i].key) {
+			keep = append(keep, x)
+			info = append(info, f.info[i])
 		}
 	}
-	f.enum = keep
+	passed := len(f.enum)
+	f.enum, f.info = keep, info
+	return passed
 }
 
 // addCounts adds the part's item and property counts, uniqueness and
@@ -713,12 +721,14 @@ func (c *checker) keywordsA(va view, f facts, p part, m map[string]any, kw strin
 			add(finding(Incompatible, "type_narrowed", p, kw, "%s no longer accepted", (f.types &^ t).String()))
 		}
 	case kw == "enum" || kw == "const":
-		listedKeyword(f, p, kw, val, add)
+		c.listedKeyword(f, p, kw, add)
 	case kw == "minimum" || kw == "exclusiveMinimum" || kw == "maximum" || kw == "exclusiveMaximum":
 		c.numBoundKeyword(f, p, kw, val, add)
 	case kw == "multipleOf":
+		c.chargeRats(f)
 		multipleOfKeyword(f, p, kw, val, add)
 	case kw == "minLength" || kw == "maxLength":
+		c.chargeValues(len(f.enum), 0)
 		lengthKeyword(f, p, kw, val, add)
 	default:
 		return false
@@ -730,30 +740,24 @@ func (c *checker) keywordsA(va view, f facts, p part, m map[string]any, kw strin
 // producer may send must be listed. A producer that lists no values is
 // only limited to them when it sends nothing but null, or integers of a
 // bounded range small enough to enumerate.
-func listedKeyword(f facts, p part, kw string, val any, add func(Finding)) {
-	var allowed []any
-	if kw == "enum" {
-		e, ok := val.([]any)
-		if !ok {
-			add(finding(Unknown, "invalid_keyword", p, kw, ""))
-			return
-		}
-		allowed = e
-	} else {
-		allowed = []any{val}
+func (c *checker) listedKeyword(f facts, p part, kw string, add func(Finding)) {
+	allowed, ok := listedOf(p, kw)
+	if !ok {
+		add(finding(Unknown, "invalid_keyword", p, kw, ""))
+		return
 	}
 	rule := "enum_narrowed"
 	if kw == "const" {
 		rule = "const_changed"
 	}
 	if !f.hasEnum {
-		if f.types == tNull && containsValue(allowed, nil) {
+		if f.types == tNull && allowed.has(canonKey(nil)) {
 			return
 		}
 		if f.types == tInt && f.lower != nil && f.upper != nil {
 			// A bounded integer range is finite: listed
 			// when every integer in it is.
-			switch integersListed(f, allowed) {
+			switch c.integersListed(f, allowed) {
 			case Incompatible:
 				add(finding(Incompatible, rule, p, kw, "an integer of the producer's range is not listed"))
 			case Unknown:
@@ -764,8 +768,9 @@ func listedKeyword(f facts, p part, kw string, val any, add func(Finding)) {
 		add(finding(Incompatible, rule, p, kw, "the producer is not limited to listed values"))
 		return
 	}
-	for i, x := range f.enum {
-		if !containsValue(allowed, x) {
+	c.chargeValues(len(f.enum), 0)
+	for i := range f.enum {
+		if !allowed.has(f.info[i].key) {
 			add(finding(Incompatible, rule, p, kw, "value %d of the producer's list is not accepted", i))
 			break
 		}
@@ -883,6 +888,7 @@ func (c *checker) patternKeyword(f facts, p part, kw string, val any, add func(F
 		return
 	}
 	okAll := true
+	c.chargeValues(len(f.enum), 0)
 	for _, x := range f.enum {
 		if xs, ok := x.(string); ok && !re.MatchString(xs) {
 			okAll = false
@@ -1032,9 +1038,16 @@ func (c *checker) sameKeyword(va view, kw string, val any) bool {
 	return false
 }
 
-func containsValue(list []any, v any) bool {
-	for _, x := range list {
-		if equal(x, v) {
+// listsMeet reports whether a value is listed by both fx and fy, by
+// their canonical forms.
+func (c *checker) listsMeet(fx, fy facts) bool {
+	c.chargeValues(len(fx.enum)+len(fy.enum), 0)
+	set := make(map[string]struct{}, len(fy.info))
+	for _, i := range fy.info {
+		set[i.key] = struct{}{}
+	}
+	for _, i := range fx.info {
+		if _, ok := set[i.key]; ok {
 			return true
 		}
 	}
@@ -1059,6 +1072,7 @@ func (c *checker) compile(s string) *regexp.Regexp {
 // numBound: every number the producer admits satisfies kw r.
 func (c *checker) numBound(f facts, kw string, r *big.Rat) bool {
 	if f.hasEnum {
+		c.chargeRats(f)
 		for _, x := range f.enum {
 			v, ok := ratOf(x)
 			if !ok {
@@ -1231,15 +1245,10 @@ func (c *checker) factsOfB(v view) typeSet {
 				t &= ts
 			}
 		}
-		if e, ok := m["enum"].([]any); ok {
-			var et typeSet
-			for _, x := range e {
-				et |= typeOfValue(x)
+		for _, kw := range []string{"enum", "const"} {
+			if l, ok := listedOf(p, kw); ok {
+				t &= l.types
 			}
-			t &= et
-		}
-		if cv, ok := m["const"]; ok {
-			t &= typeOfValue(cv)
 		}
 	}
 	return t
@@ -1258,18 +1267,9 @@ func (c *checker) disjoint(sx *side, x []part, sy *side, y []part) bool {
 		return true
 	}
 	fx, fy := c.factsOf(vx), c.factsOf(vy)
-	if fx.hasEnum && fy.hasEnum {
+	if fx.hasEnum && fy.hasEnum && !c.listsMeet(fx, fy) {
 		// Both list their values: disjoint when no value is on both lists.
-		meet := false
-		for _, a := range fx.enum {
-			if containsValue(fy.enum, a) {
-				meet = true
-				break
-			}
-		}
-		if !meet {
-			return true
-		}
+		return true
 	}
 	for name := range fx.required {
 		if !fy.required[name] {
@@ -1278,16 +1278,7 @@ func (c *checker) disjoint(sx *side, x []part, sy *side, y []part) bool {
 		ex := c.flatten(sx, c.propertyParts(sx, vx, name, false))
 		ey := c.flatten(sy, c.propertyParts(sy, vy, name, false))
 		gx, gy := c.factsOf(ex), c.factsOf(ey)
-		if !gx.hasEnum || !gy.hasEnum {
-			continue
-		}
-		meet := false
-		for _, a := range gx.enum {
-			if containsValue(gy.enum, a) {
-				meet = true
-			}
-		}
-		if !meet {
+		if gx.hasEnum && gy.hasEnum && !c.listsMeet(gx, gy) {
 			return true
 		}
 	}

@@ -34,6 +34,7 @@ func (c *checker) inhabited(s *side, ps []part) bool {
 		return false
 	}
 	if f.hasEnum {
+		c.chargeRats(f)
 		for _, x := range f.enum {
 			if c.scalarWitness(f, x) {
 				return true
@@ -191,9 +192,9 @@ func ceilRat(r *big.Rat) *big.Int {
 // step budget of c.
 func (c *checker) reverse(xs, ys []part) bool {
 	sc := &checker{a: c.b, b: c.a, memo: map[string]int{}, assumed: maxInt, regexp: c.regexp,
-		steps: c.steps, depth: c.depth, over: c.over, budget: c.budget}
+		steps: c.steps, work: c.work, depth: c.depth, over: c.over, budget: c.budget}
 	fs := sc.subset(xs, ys)
-	c.steps, c.regexp = sc.steps, sc.regexp
+	c.steps, c.work, c.regexp = sc.steps, sc.work, sc.regexp
 	if sc.over {
 		c.over = true
 	}
@@ -354,6 +355,7 @@ func (c *checker) dependencyLost(va view, f facts, k, d string) Verdict {
 		return ""
 	}
 	if f.hasEnum {
+		c.chargeValues(len(f.enum), 0)
 		for _, x := range f.enum {
 			if o, ok := x.(map[string]any); ok {
 				_, hasK := o[k]
@@ -584,7 +586,7 @@ func (c *checker) soleBranchLoss(va view, f facts, branches []part) []Finding {
 // range (that meets the producer's multipleOf) is listed, Incompatible
 // when one is not, Unknown when the range holds more than maxSplit*16
 // integers.
-func integersListed(f facts, allowed []any) Verdict {
+func (c *checker) integersListed(f facts, allowed *listed) Verdict {
 	lo := ceilRat(f.lower.r)
 	if f.lower.excl && f.lower.r.IsInt() {
 		lo.Add(lo, big.NewInt(1))
@@ -599,6 +601,7 @@ func integersListed(f facts, allowed []any) Verdict {
 	if new(big.Int).Sub(hi, lo).Cmp(big.NewInt(maxSplit*16)) >= 0 {
 		return Unknown
 	}
+	c.chargeValues(int(new(big.Int).Sub(hi, lo).Int64())+1, 0)
 	for i := new(big.Int).Set(lo); i.Cmp(hi) <= 0; i.Add(i, big.NewInt(1)) {
 		r := new(big.Rat).SetInt(i)
 		ok := true
@@ -608,7 +611,7 @@ func integersListed(f facts, allowed []any) Verdict {
 				break
 			}
 		}
-		if ok && !containsValue(allowed, json.Number(i.String())) {
+		if ok && !allowed.has(canonKey(json.Number(i.String()))) {
 			return Incompatible
 		}
 	}

@@ -119,7 +119,11 @@
 // Schemas are publisher input: a document is at most MaxDocumentSize bytes
 // and MaxNesting deep, a check at most MaxSteps comparisons, MaxDepth
 // nested ones and MaxSplits producers split for unions; beyond, the
-// verdict is Unknown (too_complex). MatrixOf may also bound the
+// verdict is Unknown (too_complex). Listed values (enum, const) are
+// compared by canonical forms read once per document, and a comparison
+// that passes over a list costs a unit of work per 64 values (and per
+// 128 bytes of each number it reads exactly), at most MaxValueWork a
+// check, counted apart from the steps. MatrixOf may also bound the
 // comparisons of a whole matrix together, and what findings it keeps,
 // for a caller that computes matrices for others. Numbers are
 // compared exactly (math/big) and exponents beyond four digits are not

@@ -38,6 +38,13 @@ const (
 	MaxNesting = 128
 	// MaxSteps bounds the pairwise comparisons of one check.
 	MaxSteps = 200000
+	// MaxValueWork bounds the passes over listed values (enum, const) of
+	// one check, counted apart from MaxSteps: a step more per 64 values
+	// passed over and per 128 bytes of a number read exactly. Apart, so
+	// that no check that stayed within MaxSteps before lists were
+	// charged changes its verdict (or a signed claim's) unless its lists
+	// alone pass this bound.
+	MaxValueWork = 200000
 	// MaxDepth bounds the nesting of comparisons (through properties,
 	// items, combinators and references).
 	MaxDepth = 256
@@ -56,6 +63,7 @@ type document struct {
 	base  string // absolute $id of the root, or the synthetic URL
 	root  any
 	index *schemagraph.Resource // built on the first anchor reference
+	listedCache
 }
 
 // node is a schema value inside a document, with the base URI its

@@ -79,7 +79,10 @@ func typeOfValue(v any) typeSet {
 	case string:
 		return tString
 	case json.Number:
-		if r, ok := ratOf(x); ok && r.IsInt() {
+		// An integer: read exactly, without expanding its exponent. A
+		// number whose exponent the checker does not read (ratOf) is not
+		// known to be one.
+		if d, ok := decimalOf(x); ok && !d.raw && d.exp >= 0 {
 			return tInt
 		}
 		return tFrac
@@ -100,6 +103,20 @@ func (t typeSet) String() string {
 	return strings.Join(names, ",")
 }
 
+// maxExpDigits bounds the digits of an exponent the checker reads: a
+// number written with more is not read (ratOf) and only equals its own
+// text.
+const maxExpDigits = 4
+
+// expUnread reports whether the exponent of the number s is written
+// with more than maxExpDigits digits.
+func expUnread(s string) bool {
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		return len(strings.TrimLeft(s[i+1:], "+-")) > maxExpDigits
+	}
+	return false
+}
+
 // ratOf reads a JSON number exactly. Exponents are bounded so that a
 // number cannot cost unbounded memory.
 func ratOf(v any) (*big.Rat, bool) {
@@ -108,14 +125,105 @@ func ratOf(v any) (*big.Rat, bool) {
 		return nil, false
 	}
 	s := string(n)
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		exp := strings.TrimLeft(s[i+1:], "+-")
-		if len(exp) > 4 {
-			return nil, false
-		}
+	if expUnread(s) {
+		return nil, false
 	}
 	r, ok := new(big.Rat).SetString(s)
 	return r, ok
+}
+
+// decimal is a JSON number read exactly without expanding its exponent:
+// its value is digits × 10^exp, negative when neg, digits holding no
+// leading or trailing zero ("" and exp 0 for zero, never negative). raw:
+// its exponent is written with more than maxExpDigits digits, so the
+// checker does not read it (ratOf); then only digits is set, to its text.
+// Two read numbers are equal exactly when their decimals are.
+type decimal struct {
+	neg    bool
+	raw    bool
+	digits string
+	exp    int
+}
+
+// decimalOf reads the JSON number n (its grammar: a minus, an integer
+// part, a fraction, an exponent); ok is false when n is not one. It
+// costs the length of n, whatever its exponent.
+func decimalOf(n json.Number) (d decimal, ok bool) {
+	s := string(n)
+	if expUnread(s) {
+		return decimal{raw: true, digits: s}, validNumber(s)
+	}
+	if !validNumber(s) {
+		return decimal{}, false
+	}
+	if s[0] == '-' {
+		d.neg, s = true, s[1:]
+	}
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		e := s[i+1:]
+		neg := false
+		if e[0] == '+' || e[0] == '-' {
+			neg, e = e[0] == '-', e[1:]
+		}
+		for j := 0; j < len(e); j++ {
+			exp = exp*10 + int(e[j]-'0')
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	intPart, frac := mant, ""
+	if i := strings.IndexByte(mant, '.'); i >= 0 {
+		intPart, frac = mant[:i], mant[i+1:]
+	}
+	digits := strings.TrimLeft(intPart+frac, "0")
+	exp -= len(frac)
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	if trimmed == "" {
+		return decimal{}, true // zero, and -0 is zero
+	}
+	d.digits, d.exp = trimmed, exp
+	return d, true
+}
+
+// validNumber reports whether s follows the JSON number grammar.
+func validNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	switch n := digits(); {
+	case n == 0:
+		return false
+	case n > 1 && s[i-n] == '0':
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
 }
 
 // intOf reads a non-negative integer keyword value (minLength, ...).
@@ -144,13 +252,19 @@ func equal(a, b any) bool {
 			// exactly when the text is (no number parsing needed).
 			return x == y
 		}
-		ra, ok1 := ratOf(x)
-		rb, ok2 := ratOf(b)
-		if !ok1 || !ok2 {
-			y, ok := b.(json.Number)
-			return ok && x == y
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
 		}
-		return ra.Cmp(rb) == 0
+		// By value, as their canonical decimals (never expanded); a
+		// number whose exponent the checker does not read (ratOf) only
+		// equals its own text.
+		dx, ok1 := decimalOf(x)
+		dy, ok2 := decimalOf(y)
+		if !ok1 || !ok2 || dx.raw || dy.raw {
+			return x == y
+		}
+		return dx == dy
 	case []any:
 		y, ok := b.([]any)
 		if !ok || len(x) != len(y) {
