@@ -186,18 +186,29 @@ func (a *Admission) forget(peer string, p *peerLoad) {
 // The reply is charged without checking either cap (the request that
 // made it was admitted, and the work is done): what it adds beyond its
 // request is at most one message per request admitted, and while the
-// peer's replies fill its share none of its new bodies is admitted.
+// peer's replies fill its share none of its new bodies is admitted. A
+// reply larger than SmallBody is charged to the large part of the
+// server's bytes too (replyLarge), as a large body is: replies of large
+// bodies, unread, still leave SmallReserve to small bodies, and a large
+// body that comes meanwhile is not "alone".
 func (a *Admission) Answer(peer string, peerHeld, serverHeld, largeHeld, reply int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.reqs--
 	a.bytes += reply - serverHeld
 	a.large -= largeHeld
+	if replyLarge(reply) {
+		a.large += reply
+	}
 	p := a.peers[peer]
 	p.reqs--
 	p.bytes += reply - peerHeld
 	a.forget(peer, p)
 }
+
+// replyLarge reports whether a reply of n bytes counts as large for the
+// server's bytes (Answer, ReleaseReply).
+func replyLarge(n int64) bool { return n > SmallBody }
 
 // ReleaseReply gives back the n bytes of a reply charged by Answer, once
 // it is written or given up.
@@ -208,6 +219,9 @@ func (a *Admission) ReleaseReply(peer string, n int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.bytes -= n
+	if replyLarge(n) {
+		a.large -= n
+	}
 	if p := a.peers[peer]; p != nil {
 		p.bytes -= n
 		a.forget(peer, p)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/transport"
@@ -91,8 +92,11 @@ type Options struct {
 	// returned, the request's slot and bytes are given back and the
 	// reply's bytes charged in their place, to the peer's share and the
 	// server's, until it is written; a peer that reads it slower than
-	// MinDataRate (after the grace), or stalls, or takes 30 s in all, has
-	// its connection closed.
+	// MinDataRate (after the grace), or stalls, has its connection
+	// closed; the whole answer gets its size at MinDataRate plus the
+	// grace, within the http.Server's WriteTimeout (NewServer's
+	// writeTimeout), so a site on a slow link lowers MinDataRate to let
+	// large replies through.
 	MinDataRate int64
 	// RetryAfter is the Retry-After of a 503 (default 1 s).
 	RetryAfter time.Duration
@@ -185,11 +189,19 @@ var (
 // time a body's charge may be held.
 const readTimeout = 30 * time.Second
 
-// writeTimeout bounds the write of an answer once the agent returned
-// (answer): the peer must read it at the minimum data rate, and whole
-// within this time, as the TCP binding's reply frames (its default
-// WriteTimeout).
-const writeTimeout = 30 * time.Second
+// idleTimeout closes a connection idle between requests.
+const idleTimeout = 120 * time.Second
+
+// connKey is the context key of a request's connection (withConn).
+type connKey struct{}
+
+// withConn is NewServer's ConnContext: the request's context names its
+// connection, which answer closes when the write of its answer passes
+// its deadline (over HTTP/2 the stream's deadline alone does not end a
+// write stuck behind the connection's).
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
 
 // readChunk is how much of a body of unknown length is charged at a time.
 const readChunk = 64 << 10
@@ -307,7 +319,23 @@ func httpError(w http.ResponseWriter, status int, err error) {
 // BATCH: MaxBatchDuration plus one item's timeout), not only MaxTimeout.
 // Past it an HTTP/2 stream is reset and its answer lost. The write of
 // the answer itself is bounded on its own once the handler returned
-// (the minimum data rate, at most 30 s: NewHandler).
+// (the minimum data rate, whole within its size at that rate plus the
+// grace, and within writeTimeout: NewHandler).
+//
+// Over HTTP/2 (ServeTLS) a stream's write deadline resets the stream only
+// once its RST_STREAM frame is written, behind the frames already stuck
+// in the connection's write, and net/http leaves the connection itself
+// without a write deadline: a peer that opens a large flow-control window
+// and stops reading would keep its reply's charge for as long as it keeps
+// the connection. So the server (1) closes a connection to which nothing
+// could be written for admission.FrameGrace (HTTP2Config.WriteByteTimeout:
+// the stall rule of the minimum data rate), (2) pings a connection from
+// which nothing came for the idle timeout and closes it when the ping is
+// not answered within admission.FrameGrace (SendPingTimeout,
+// PingTimeout), and (3) hands each request its connection (ConnContext),
+// so that an answer whose write passes its deadline closes the
+// connection a grace later whatever the protocol (answer), and a peer
+// that trickles cannot hold its reply either.
 func NewServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *http.Server {
 	limit.Default(&writeTimeout, 90*time.Second)
 	s := &http.Server{
@@ -315,8 +343,14 @@ func NewServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *ht
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
-		IdleTimeout:       120 * time.Second,
+		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    64 << 10,
+		HTTP2: &http.HTTP2Config{
+			WriteByteTimeout: admission.FrameGrace,
+			SendPingTimeout:  idleTimeout,
+			PingTimeout:      admission.FrameGrace,
+		},
+		ConnContext: withConn,
 	}
 	if log != nil {
 		s.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
@@ -112,7 +115,7 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request) (refused bool) {
 	reply, err := s.a.Handle(admission.WithPeer(r.Context(), peer), body)
 	body = nil
 	h.answered(int64(len(reply)))
-	s.answer(w, reply, err)
+	s.answer(w, r, reply, err)
 	return false
 }
 
@@ -174,13 +177,26 @@ func (s *server) refuseBody(w http.ResponseWriter, r *http.Request, err error) (
 // answer to them), whether a retry may succeed (503 with Retry-After),
 // or neither (500). The peer must read it at the minimum data rate
 // (transport.RateWriter: the rule its body was read under, and the TCP
-// binding's for its reply frames), within writeTimeout in all, or the
-// write fails and the connection is closed: a peer that reads nothing
-// holds its reply's charge for moments, not for the server's write
-// timeout.
-func (s *server) answer(w http.ResponseWriter, reply []byte, err error) {
+// binding's for its reply frames), and whole within its size at that
+// rate plus the grace (at most the http.Server's WriteTimeout: a slow
+// link's site lowers MinDataRate), or the write fails and the
+// connection is closed: a peer that reads nothing holds its reply's
+// charge for moments, not for the server's write timeout. Where the
+// request names its connection (NewServer's ConnContext), that
+// connection is also closed a grace after the write's deadline if the
+// write has not returned by then: over HTTP/2 the deadline resets only
+// the stream, once its reset is written behind a stuck connection.
+func (s *server) answer(w http.ResponseWriter, r *http.Request, reply []byte, err error) {
 	rc := http.NewResponseController(w)
-	out := transport.NewRateWriter(w, rc.SetWriteDeadline, s.opts.MinDataRate, s.opts.grace, writeTimeout)
+	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	whole := answerBound(int64(len(reply)), s.opts.MinDataRate, s.opts.grace, srv)
+	set := rc.SetWriteDeadline
+	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+		g := newWriteGuard(c, rc.SetWriteDeadline, s.opts.grace)
+		defer g.stop()
+		set = g.set
+	}
+	out := transport.NewRateWriter(w, set, s.opts.MinDataRate, s.opts.grace, whole)
 	if err != nil {
 		var ue interface{ Unverified() bool }
 		status := http.StatusBadRequest
@@ -206,6 +222,73 @@ func (s *server) answer(w http.ResponseWriter, reply []byte, err error) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
 	w.WriteHeader(http.StatusOK)
 	out.Write(reply)
+}
+
+// answerBound is the longest the write of an answer of n bytes may take
+// in all: n at the minimum data rate plus the grace (admission.DataDeadline,
+// the bound of a body of that size), so that a site on a slow link that
+// lowers MinDataRate lets large replies through, at most srv's
+// WriteTimeout when srv has one (nil: none).
+func answerBound(n, rate int64, grace time.Duration, srv *http.Server) time.Duration {
+	var most time.Duration
+	if srv != nil {
+		most = srv.WriteTimeout
+	}
+	return admission.DataDeadline(n, rate, grace, most)
+}
+
+// writeGuard closes a connection whose answer's write is still going a
+// grace after the write deadline last set (answer).
+type writeGuard struct {
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+	c       net.Conn
+	inner   func(time.Time) error
+	grace   time.Duration
+}
+
+// newWriteGuard guards the writes to c whose deadline inner sets; grace
+// is admission.FrameGrace when zero or less.
+func newWriteGuard(c net.Conn, inner func(time.Time) error, grace time.Duration) *writeGuard {
+	if grace <= 0 {
+		grace = admission.FrameGrace
+	}
+	return &writeGuard{c: c, inner: inner, grace: grace}
+}
+
+// set sets the write deadline t and arms the close for t + grace.
+func (g *writeGuard) set(t time.Time) error {
+	g.mu.Lock()
+	d := time.Until(t) + g.grace
+	switch {
+	case g.stopped:
+	case g.timer == nil:
+		g.timer = time.AfterFunc(d, g.close)
+	default:
+		g.timer.Reset(d)
+	}
+	g.mu.Unlock()
+	return g.inner(t)
+}
+
+// close closes the connection unless the write ended meanwhile.
+func (g *writeGuard) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.stopped {
+		g.c.Close()
+	}
+}
+
+// stop disarms the close: the answer's write returned.
+func (g *writeGuard) stop() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stopped = true
+	if g.timer != nil {
+		g.timer.Stop()
+	}
 }
 
 // held is what one request holds of the admission, so that leave gives

@@ -200,7 +200,8 @@ func (b *serverBudget) fitsGrow(p *partialFrame, n int64) bool {
 }
 
 // expiry gives the channel that fires when a frame's lifetime is over;
-// it is called only when a charge has to wait (nil: no lifetime).
+// it is called only when a charge has to wait (nil: no lifetime), so the
+// read loop also starts watching its connection then (serverConn.watch).
 type expiry func() <-chan time.Time
 
 // wait returns e's channel, or nil (never ready) when e is nil.

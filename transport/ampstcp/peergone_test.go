@@ -139,3 +139,157 @@ func TestUnreadReplyFramesAreCutAtTheMinimumDataRate(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestResetWhileTheReadLoopWaitsForASlotEndsTheContextOfItsMessages: a
+// peer pipelines more messages than it has slots (its connection's, its
+// peer share's, the server's) and resets the connection. The mend
+// (TRANSPORT-5) notices a reset only in serverConn.Read, but a read loop
+// waiting in dispatch for a slot (or in receive for a budget) does not
+// read, so the reset goes unseen: the context of the messages already
+// handed to the agent does not end, and what waits in the agent for a
+// processing slot, a first copy or a ledger claim runs on with nobody to
+// read its reply, holding the peer's slots and connection count. That is
+// exactly the backlog case the mend was for (a peer within its slots is
+// read, and seen). While the read loop waits (dispatch, the budgets'
+// acquire), the connection is now watched (serverConn.watch: a
+// goroutine reads ahead, a little, and shuts the connection on a reset).
+func TestResetWhileTheReadLoopWaitsForASlotEndsTheContextOfItsMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts ServerOptions
+	}{
+		{"connection_slots", ServerOptions{MaxInFlight: 1}},
+		{"peer_share", ServerOptions{MaxPeerInFlight: 1}},
+		{"server_slots", ServerOptions{MaxInFlightTotal: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			called := make(chan struct{}, 2)
+			ended := make(chan bool, 2)
+			h := HandlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) {
+				called <- struct{}{}
+				select {
+				case <-ctx.Done():
+					ended <- true
+				case <-time.After(3 * time.Second):
+					ended <- false
+				}
+				return nil, ctx.Err()
+			})
+			srv, addr := startServer(t, h, tc.opts)
+			r := dialRaw(t, addr)
+			if !r.handshake(1).Accepted {
+				t.Fatal("handshake refused")
+			}
+			first, second := fakeMessage(t, newID(), nil), fakeMessage(t, newID(), nil)
+			r.write(AppendFrame(nil, FrameMessage, first))
+			select {
+			case <-called:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the handler was not called")
+			}
+			// The second is read whole (charged), then waits for a slot.
+			r.write(AppendFrame(nil, FrameMessage, second))
+			want := int64(len(first) + len(second))
+			eventually(t, "the second message was not read", func() (bool, string) {
+				return srv.InFlightBytes() == want, fmt.Sprintf("%d bytes in flight, want %d", srv.InFlightBytes(), want)
+			})
+			if tcp, ok := r.c.(*net.TCPConn); ok {
+				tcp.SetLinger(0)
+			}
+			r.c.Close() // a reset
+			if !<-ended {
+				t.Fatal("the peer reset its connection while its read loop waited for a slot, and the context of its message " +
+					"in flight did not end within 3 s: a reset is seen only when the server reads, and a backlog stops the reading")
+			}
+		})
+	}
+}
+
+// TestResetWhileTheReadLoopWaitsForBytesEndsTheContextOfItsMessages: as
+// above, the read loop waiting in receive for its connection's byte
+// budget (the frame's header read, its payload not) rather than for a
+// slot: a reset is seen there too, and the wait given up.
+func TestResetWhileTheReadLoopWaitsForBytesEndsTheContextOfItsMessages(t *testing.T) {
+	const size = 600 << 10
+	called := make(chan struct{}, 2)
+	ended := make(chan bool, 2)
+	h := HandlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) {
+		called <- struct{}{}
+		select {
+		case <-ctx.Done():
+			ended <- true
+		case <-time.After(3 * time.Second):
+			ended <- false
+		}
+		return nil, ctx.Err()
+	})
+	srv, addr := startServer(t, h, ServerOptions{MaxMessageSize: 1 << 20, MaxConnInFlightBytes: 1 << 20})
+	r := dialRaw(t, addr)
+	if !r.handshake(1).Accepted {
+		t.Fatal("handshake refused")
+	}
+	first := paddedMessage(t, newID(), nil, size)
+	r.write(AppendFrame(nil, FrameMessage, first))
+	select {
+	case <-called:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler was not called")
+	}
+	// The second does not fit the connection's budget while the first
+	// holds it: its header is read, and the loop waits.
+	r.write(AppendFrame(nil, FrameMessage, paddedMessage(t, newID(), nil, size)))
+	time.Sleep(300 * time.Millisecond) // nothing to observe: the loop only waits
+	if got := srv.InFlightBytes(); got != int64(len(first)) {
+		t.Fatalf("%d bytes in flight, want the first message's %d: the second did not wait", got, len(first))
+	}
+	if tcp, ok := r.c.(*net.TCPConn); ok {
+		tcp.SetLinger(0)
+	}
+	r.c.Close() // a reset
+	if !<-ended {
+		t.Fatal("the peer reset its connection while its read loop waited for in-flight bytes, and the context of its " +
+			"message in flight did not end within 3 s")
+	}
+}
+
+// TestHalfCloseWhileTheReadLoopWaitsStillGetsEveryReply: a peer pipelines
+// more messages than its connection's slots and shuts its sending side.
+// The watch of the waiting read loop reads that EOF, and it must stay a
+// half-close: no context ends, the message that waited runs once a slot
+// frees, and both replies are written.
+func TestHalfCloseWhileTheReadLoopWaitsStillGetsEveryReply(t *testing.T) {
+	release := make(chan struct{})
+	h := HandlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) {
+		<-release
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		id, _, _ := amp.Limits{}.EnvelopeIDs(msg)
+		return fakeMessage(t, newID(), id), nil
+	})
+	srv, addr := startServer(t, h, ServerOptions{MaxInFlight: 1})
+	r := dialRaw(t, addr)
+	if !r.handshake(1).Accepted {
+		t.Fatal("handshake refused")
+	}
+	first, second := fakeMessage(t, newID(), nil), fakeMessage(t, newID(), nil)
+	r.write(append(AppendFrame(nil, FrameMessage, first), AppendFrame(nil, FrameMessage, second)...))
+	want := int64(len(first) + len(second))
+	eventually(t, "the second message was not read", func() (bool, string) {
+		return srv.InFlightBytes() == want, fmt.Sprintf("%d bytes in flight, want %d", srv.InFlightBytes(), want)
+	})
+	tc, ok := r.c.(*net.TCPConn)
+	if !ok {
+		t.Skip("not a TCP connection")
+	}
+	if err := tc.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	for i := range 2 {
+		f, err := r.frame()
+		if err != nil || f.Type != FrameMessage {
+			t.Fatalf("reply %d after a half-close while the read loop waited: frame type %d, %v; want the AMP message", i+1, f.Type, err)
+		}
+	}
+}

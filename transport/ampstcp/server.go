@@ -423,6 +423,16 @@ type serverConn struct {
 	goOnce   sync.Once
 	stopOnce sync.Once
 	ready    atomic.Bool // handshake done
+
+	// The watch of the connection while the read loop waits (watch).
+	wmu      sync.Mutex
+	rdl      time.Time     // the read deadline last set (setReadDeadline)
+	watching chan struct{} // while a watcher runs; closed when it returns
+	halt     chan struct{} // closed by unwatch, for a watcher that polls
+	halting  bool          // unwatch interrupts the watcher
+	abuf     []byte        // lookahead bytes, allocated at the first watch
+	ahead    []byte        // what the watcher read ahead (of abuf), for Read
+	aheadErr error         // the error the watcher met, for Read after ahead
 }
 
 // newServerConn serves c, from the peer key (transport.Peer): the
@@ -470,20 +480,169 @@ func (c *serverConn) shut() {
 	c.conn.Close()
 }
 
-// Read reads the connection for the read loop (serve's bufio.Reader). A
-// read error that is neither the end of what the peer sends (EOF: a
-// half-close, after which the peer still reads its replies, as a client
-// leaving after GOAWAY does) nor one of the server's deadlines means the
-// connection is gone, reset by the peer or closed: nobody can read the
-// replies of its messages any more, so their context ends at once,
-// before the messages in flight have returned (those already claimed by
-// the agent run on, detached, by design).
+// Read reads the connection for the read loop (serve's bufio.Reader):
+// first what the watcher read ahead while the loop waited (watch), then
+// the connection. A read error that means the peer is gone (peerGone)
+// ends the context of its messages at once, before the messages in
+// flight have returned (those already claimed by the agent run on,
+// detached, by design).
 func (c *serverConn) Read(p []byte) (int, error) {
+	c.wmu.Lock()
+	if len(c.ahead) > 0 {
+		n := copy(p, c.ahead)
+		c.ahead = c.ahead[n:]
+		if len(c.ahead) == 0 {
+			c.ahead = c.abuf[:0]
+		}
+		c.wmu.Unlock()
+		return n, nil
+	}
+	if err := c.aheadErr; err != nil {
+		c.aheadErr = nil
+		c.wmu.Unlock()
+		return 0, err
+	}
+	c.wmu.Unlock()
 	n, err := c.conn.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) && !isTimeout(err) {
+	if peerGone(err) {
 		c.cancel()
 	}
 	return n, err
+}
+
+// peerGone reports whether err, from reading the connection, means the
+// connection is gone, reset by the peer or closed: nobody can read the
+// replies of its messages any more. Neither the end of what the peer
+// sends (EOF: a half-close, after which the peer still reads its
+// replies, as a client leaving after GOAWAY does) nor one of the
+// server's deadlines is.
+func peerGone(err error) bool {
+	return err != nil && !errors.Is(err, io.EOF) && !isTimeout(err)
+}
+
+// lookahead is the most the watcher reads ahead of the read loop.
+const lookahead = 4 << 10
+
+// setReadDeadline sets the connection's read deadline for the read loop;
+// while a watcher runs it is kept, and set when the watch ends.
+func (c *serverConn) setReadDeadline(t time.Time) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.rdl = t
+	if c.watching != nil {
+		return nil
+	}
+	return c.conn.SetReadDeadline(t)
+}
+
+// watch starts watching the connection while the read loop waits (for a
+// slot in dispatch, for a budget in receive) and so reads nothing: a
+// goroutine of its own reads ahead, at most lookahead bytes (kept for
+// Read, in order), without a deadline, so that a reset is seen during
+// the wait and the connection shut at once (its messages' context ends,
+// the wait gives up), not once the backlog has run for nobody. EOF (a
+// half-close) and whatever else it reads are kept for the read loop,
+// which sees them after the wait as it would have. Once the lookahead
+// is full (more of the peer's bytes wait in the socket, before any
+// reset), it asks the socket for a pending error instead, every
+// watchPoll (socketFailed). unwatch ends it.
+func (c *serverConn) watch() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.watching != nil || c.aheadErr != nil {
+		return
+	}
+	if c.abuf == nil {
+		c.abuf = make([]byte, lookahead)
+		c.ahead = c.abuf[:0]
+	}
+	if len(c.ahead) == cap(c.ahead) {
+		return // read ahead in full: the loop reads it first
+	}
+	done, halt := make(chan struct{}), make(chan struct{})
+	c.watching, c.halt = done, halt
+	c.conn.SetReadDeadline(time.Time{})
+	go c.watcher(done, halt)
+}
+
+// watchPoll is how often a watcher whose lookahead is full asks the
+// socket whether the connection failed.
+const watchPoll = 100 * time.Millisecond
+
+// watcher reads ahead for watch until the room is full (then it polls),
+// an error, or unwatch interrupts it (with a deadline in the past: that
+// timeout is not kept; or, polling, with halt).
+func (c *serverConn) watcher(done, halt chan struct{}) {
+	defer close(done)
+	for {
+		c.wmu.Lock()
+		room := c.ahead[len(c.ahead):cap(c.ahead)]
+		c.wmu.Unlock()
+		if len(room) == 0 {
+			c.pollFailed(halt)
+			return
+		}
+		n, err := c.conn.Read(room)
+		c.wmu.Lock()
+		c.ahead = c.ahead[:len(c.ahead)+n]
+		if err != nil && !(c.halting && isTimeout(err)) {
+			c.aheadErr = err
+		}
+		c.wmu.Unlock()
+		if peerGone(err) {
+			c.shut()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// pollFailed asks the socket every watchPoll whether the connection
+// failed (a reset behind bytes not yet read), and shuts it if so, until
+// halt closes.
+func (c *serverConn) pollFailed(halt <-chan struct{}) {
+	t := time.NewTicker(watchPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-halt:
+			return
+		case <-t.C:
+			if socketFailed(c.conn) {
+				c.shut()
+				return
+			}
+		}
+	}
+}
+
+// unwatch ends the watch, if one runs, before the read loop reads again:
+// it interrupts the watcher, waits for it, and sets the read deadline the
+// loop last set.
+func (c *serverConn) unwatch() {
+	c.wmu.Lock()
+	done := c.watching
+	if done == nil {
+		c.wmu.Unlock()
+		return
+	}
+	c.halting = true
+	close(c.halt)
+	c.conn.SetReadDeadline(time.Unix(1, 0))
+	c.wmu.Unlock()
+	<-done
+	c.wmu.Lock()
+	c.watching, c.halting = nil, false
+	c.conn.SetReadDeadline(c.rdl)
+	c.wmu.Unlock()
+}
+
+// watchWait is an expiry for a wait of the read loop with none of its
+// own: it starts the watch (called only when the charge has to wait).
+func (c *serverConn) watchWait() <-chan time.Time {
+	c.watch()
+	return nil
 }
 
 // receive reads the payload of a MESSAGE frame of size bytes, charging
@@ -515,11 +674,21 @@ func (c *serverConn) receive(br *bufio.Reader, size int) ([]byte, bool) {
 			timer.Stop()
 		}
 	}()
+	// While a charge waits, the connection is watched (watch), and the
+	// watch ended before it is read again.
+	watchExpire := func() <-chan time.Time {
+		c.watch()
+		return expire()
+	}
 	n := int64(size)
-	if !c.bytes.acquire(n, c.stop) {
+	ok := c.bytes.acquireBy(n, c.stop, c.watchWait)
+	c.unwatch()
+	if !ok {
 		return nil, false
 	}
-	if !c.share.bytes.acquire(n, c.stop) {
+	ok = c.share.bytes.acquireBy(n, c.stop, c.watchWait)
+	c.unwatch()
+	if !ok {
 		c.bytes.release(n)
 		return nil, false
 	}
@@ -530,7 +699,7 @@ func (c *serverConn) receive(br *bufio.Reader, size int) ([]byte, bool) {
 	var rr *transport.RateReader
 	reader := func() io.Reader {
 		if rr == nil && !c.goaway.Load() && br.Buffered() < size {
-			rr = transport.NewRateReader(br, c.conn.SetReadDeadline, o.MinDataRate, o.frameGrace, o.FrameTimeout)
+			rr = transport.NewRateReader(br, c.setReadDeadline, o.MinDataRate, o.frameGrace, o.FrameTimeout)
 			rr.EndBy(end)
 		}
 		if rr != nil {
@@ -539,7 +708,9 @@ func (c *serverConn) receive(br *bufio.Reader, size int) ([]byte, bool) {
 		return br
 	}
 	if size <= smallFrame {
-		if !c.s.bytes.acquireSmallBy(n, c.stop, expire) {
+		ok := c.s.bytes.acquireSmallBy(n, c.stop, watchExpire)
+		c.unwatch()
+		if !ok {
 			giveBack()
 			return nil, false
 		}
@@ -557,7 +728,9 @@ func (c *serverConn) receive(br *bufio.Reader, size int) ([]byte, bool) {
 	for got < size {
 		step := min(size-got, readChunk)
 		waitFrom := time.Now()
-		if !c.s.bytes.growBy(p, int64(step), c.stop, expire) {
+		ok := c.s.bytes.growBy(p, int64(step), c.stop, watchExpire)
+		c.unwatch()
+		if !ok {
 			c.s.bytes.abort(p)
 			giveBack()
 			return nil, false
@@ -615,7 +788,7 @@ func (c *serverConn) sendGoAway() {
 	c.goOnce.Do(func() {
 		c.send(outFrame{typ: FrameGoAway})
 		// The read loop now waits at most DrainTimeout for more frames.
-		c.conn.SetReadDeadline(time.Now().Add(c.s.opts.DrainTimeout))
+		c.setReadDeadline(time.Now().Add(c.s.opts.DrainTimeout))
 		time.AfterFunc(c.s.opts.DrainTimeout, c.shut)
 	})
 }
@@ -794,7 +967,7 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 		// Wait for the first byte of the next frame: idle timeout, unless
 		// messages are in flight (the peer is waiting for replies).
 		if !c.goaway.Load() {
-			c.conn.SetReadDeadline(time.Now().Add(o.IdleTimeout))
+			c.setReadDeadline(time.Now().Add(o.IdleTimeout))
 		}
 		if _, err := br.Peek(1); err != nil {
 			if isTimeout(err) && c.inflight.Load() > 0 && !c.goaway.Load() {
@@ -806,7 +979,7 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 			return nil
 		}
 		if !c.goaway.Load() {
-			c.conn.SetReadDeadline(time.Now().Add(o.FrameTimeout))
+			c.setReadDeadline(time.Now().Add(o.FrameTimeout))
 		}
 		typ, size, err := readFrameHeader(br, o.MaxMessageSize+1)
 		if err != nil {
@@ -851,26 +1024,13 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 
 // dispatch hands one message, charged charge in-flight bytes, to the
 // handler in its own goroutine once a per-connection, a per-peer and a
-// server-wide slot are free.
+// server-wide slot are free. While it waits for one, the connection is
+// watched (watch): a reset ends the wait and the context of the
+// connection's messages.
 func (c *serverConn) dispatch(msg []byte, charge int64) {
-	select {
-	case c.slots <- struct{}{}:
-	case <-c.ctx.Done():
-		c.release(charge)
-		return
-	}
-	select {
-	case c.share.slots <- struct{}{}:
-	case <-c.ctx.Done():
-		<-c.slots
-		c.release(charge)
-		return
-	}
-	select {
-	case c.s.inflight <- struct{}{}:
-	case <-c.ctx.Done():
-		<-c.share.slots
-		<-c.slots
+	ok := c.takeSlots()
+	c.unwatch()
+	if !ok {
 		c.release(charge)
 		return
 	}
@@ -883,6 +1043,42 @@ func (c *serverConn) dispatch(msg []byte, charge int64) {
 	}
 	j.c, j.msg, j.charge = c, msg, charge
 	c.s.workers.Go(j.run)
+}
+
+// takeSlots takes a per-connection, a per-peer and a server-wide slot,
+// in that order, watching the connection if it has to wait; false, with
+// none taken, when the connection's context ends first.
+func (c *serverConn) takeSlots() bool {
+	if !c.take(c.slots) {
+		return false
+	}
+	if !c.take(c.share.slots) {
+		<-c.slots
+		return false
+	}
+	if !c.take(c.s.inflight) {
+		<-c.share.slots
+		<-c.slots
+		return false
+	}
+	return true
+}
+
+// take takes a slot of slots, at once or, watching the connection, once
+// one is free; false when the connection's context ends first.
+func (c *serverConn) take(slots chan struct{}) bool {
+	select {
+	case slots <- struct{}{}:
+		return true
+	default:
+	}
+	c.watch()
+	select {
+	case slots <- struct{}{}:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
 }
 
 // job is one message handed to a worker; run (its do, bound once) is
