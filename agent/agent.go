@@ -595,9 +595,7 @@ var errLedgerUnavailable = errors.New("idempotency ledger unavailable")
 // claim starts m's ledger entry for sender, waiting (without a CPU slot)
 // while another copy of m is being processed: it returns a Start whose
 // State is Fresh (the caller holds the ticket and runs the handler), Done
-// or Lost; errLedgerUnavailable when the ledger failed (its own
-// ledger.ErrCannotExtend for a duplicate valid longer than its entry,
-// where the store cannot extend it); a 5003 error when
+// or Lost; errLedgerUnavailable when the ledger failed; a 5003 error when
 // ctx ended while waiting. A shared ledger's Start (a claim on the
 // network, etcdledger) is made idle too. A copy that waits for another
 // is no writer expected soon: arrival ends before it waits (the first
@@ -610,13 +608,6 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 			a.idle(func() { st, err = a.ledger.Start(sender, m.ID, a.expiry(m)) })
 		} else {
 			st, err = a.ledger.Start(sender, m.ID, a.expiry(m))
-		}
-		if amp.NameOf(err) == ledger.ErrCannotExtend {
-			// A duplicate valid longer than its entry, which the store
-			// cannot keep that long: refused by name, retryable, nothing
-			// answered from the entry (AGENT-14).
-			a.log.Info("duplicate valid longer than its ledger entry: refused", "from", sender, "id", m.ID.String())
-			return st, err
 		}
 		if err != nil {
 			a.log.Error("idempotency ledger unavailable", "err", err, "from", sender, "id", m.ID.String())

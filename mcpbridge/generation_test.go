@@ -56,14 +56,6 @@ func (s *crossedStore) Lookup(k ledger.Key) (ledger.Record, bool, error) {
 	return s.MemoryStore.Lookup(k)
 }
 
-// Extend extends the record Lookup hands out for k.
-func (s *crossedStore) Extend(k ledger.Key, expires time.Time) error {
-	if k == s.to {
-		return s.MemoryStore.Extend(s.from, expires)
-	}
-	return s.MemoryStore.Extend(k, expires)
-}
-
 // TestCrossedLedgerReplyIsNotHandedOut: a recorded reply that answers
 // another call (its reply_to is not this call's id) is refused, 5001
 // reply_mismatch, never returned as this call's signed result (threat: a

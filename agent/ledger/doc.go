@@ -58,13 +58,6 @@
 // handler runs (a clock that jumps), Finish records the reply again
 // instead of dropping it.
 //
-// A copy whose expiry is later than its entry's (the same id and ts
-// re-signed with a longer ttl) moves the entry's expiry to its own,
-// running, done or volatile, durably before Start reports Done or Lost
-// (ExtendingStore), so the entry outlives every valid copy; a store that
-// cannot keep it that long makes Start fail with ErrCannotExtend
-// (retryable), and nothing is answered from the entry.
-//
 // Lost is the one case where the outcome of a handler is unknown: an
 // earlier process marked it running and stopped before recording the
 // reply. Running it again could run it twice, so the caller records and

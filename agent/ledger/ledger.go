@@ -59,11 +59,6 @@ const (
 	// ErrTicketUsed: a Ticket was used after it was finished or abandoned
 	// (a programming error).
 	ErrTicketUsed amp.ErrName = "ticket_used"
-	// ErrCannotExtend: a verified duplicate is valid longer than its
-	// key's entry, and the store cannot extend the entry (it is not an
-	// ExtendingStore): the duplicate is refused, nothing answered from
-	// the entry (5002, retryable).
-	ErrCannotExtend amp.ErrName = "ledger_cannot_extend"
 )
 
 // NoRoom reports whether err is the ledger's refusal for want of room:
@@ -153,19 +148,6 @@ type SharedStore interface {
 	// handler never started), so a message refused by its checks leaves
 	// none.
 	Unclaim(k Key)
-}
-
-// ExtendingStore is a Store that can move an entry's expiry later: Start
-// does so, durably before it answers, for a duplicate valid longer than
-// the copy the entry was made for (docs/FORMAT.md, "Idempotency ledger";
-// docs/SPEC-DECISIONS.md AGENT-14). WALStore and MemoryStore are.
-type ExtendingStore interface {
-	Store
-	// Extend moves k's expiry to expires if that is later (never
-	// earlier), running or done, durably before it returns. An entry
-	// that is gone (reclaimed) is an error: nothing may be answered
-	// from it.
-	Extend(k Key, expires time.Time) error
 }
 
 // ClaimResult is SharedStore.Claim's answer.
@@ -352,7 +334,6 @@ func (l *Ledger) Start(sender string, id [16]byte, expires time.Time) (Start, er
 		return Start{State: Busy, Wait: c}, nil
 	}
 	if reply, ok := l.volatile.get(k, now); ok {
-		l.volatile.extend(k, expires)
 		l.mu.Unlock()
 		return Start{State: Done, Reply: bytes.Clone(reply)}, nil // the caller's own copy
 	}
@@ -369,44 +350,14 @@ func (l *Ledger) Start(sender string, id [16]byte, expires time.Time) (Start, er
 		l.release(k, c)
 		return Start{State: Busy, Wait: wait}, nil
 	case ok && rec.Reply != nil:
-		err := l.extend(k, rec.Expires, expires)
 		l.release(k, c)
-		if err != nil {
-			return Start{}, err
-		}
 		return Start{State: Done, Reply: bytes.Clone(rec.Reply)}, nil
 	case ok:
-		if err := l.extend(k, rec.Expires, expires); err != nil {
-			if s, shared := l.store.(SharedStore); shared {
-				s.Unclaim(k)
-			}
-			l.release(k, c)
-			return Start{}, err
-		}
 		l.open.Add(1)
-		return Start{State: Lost, Ticket: &Ticket{l: l, k: k, c: c, expires: later(rec.Expires, expires), running: true}}, nil
+		return Start{State: Lost, Ticket: &Ticket{l: l, k: k, c: c, expires: rec.Expires, running: true}}, nil
 	}
 	l.open.Add(1)
 	return Start{State: Fresh, Ticket: &Ticket{l: l, k: k, c: c, expires: expires}}, nil
-}
-
-// extend makes k's entry, which expires at recorded, last until expires
-// when that is later: a verified duplicate of the message (same sender,
-// id and ts) signed with a longer ttl. Were the entry swept at the first
-// copy's expiry, the duplicate, still valid, could be replayed and run
-// the handler again. Durable before the duplicate is answered; a store
-// that cannot extend refuses it (ErrCannotExtend, retryable), and nothing
-// is answered from the entry.
-func (l *Ledger) extend(k Key, recorded, expires time.Time) error {
-	if !expires.After(recorded) {
-		return nil
-	}
-	es, ok := l.store.(ExtendingStore)
-	if !ok {
-		return amp.Named(amp.CodeUnavailable, ErrCannotExtend,
-			"this copy of the message is valid longer than its recorded answer, which this ledger cannot keep longer; retry with the first copy's ttl")
-	}
-	return es.Extend(k, expires)
 }
 
 // lookup reads k's record, claiming k first on a SharedStore (wait is
@@ -663,16 +614,6 @@ func (c *volatileCache) get(k Key, now time.Time) ([]byte, bool) {
 		return nil, false
 	}
 	return e.reply, true
-}
-
-// extend moves k's expiry to expires when that is later (Ledger.extend:
-// the cache's entries are not durable, but they last as long as a copy
-// that may still be replayed).
-func (c *volatileCache) extend(k Key, expires time.Time) {
-	if e, ok := c.m[k]; ok && expires.After(e.expires) {
-		e.expires = expires
-		c.m[k] = e
-	}
 }
 
 func (c *volatileCache) remove(k Key) {

@@ -72,21 +72,6 @@ func (s *MemoryStore) Finish(k Key, reply []byte) error {
 	return nil
 }
 
-// Extend implements ExtendingStore.
-func (s *MemoryStore) Extend(k Key, expires time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.m[k]
-	if !ok {
-		return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the ledger entry to extend is gone")
-	}
-	if expires.After(r.Expires) {
-		r.Expires = expires
-		s.m[k] = r
-	}
-	return nil
-}
-
 // Sweep implements Store.
 func (s *MemoryStore) Sweep(now time.Time, max int) (int, error) {
 	s.mu.Lock()

@@ -464,46 +464,6 @@ func (s *WALStore) Finish(k Key, reply []byte) error {
 	return nil
 }
 
-// Extend implements ExtendingStore: the entry's record is written again
-// with the later expiry (a running record, or a done record with the
-// same reply read back from the log), which replaces the earlier one on
-// replay as any later record of a key does: the file's format is
-// unchanged. It needs disk for the record like any write (ErrNoSpace,
-// retryable, when there is none); the entry's charge to the quotas is
-// unchanged.
-func (s *WALStore) Extend(k Key, expires time.Time) error {
-	s.idx.RLock()
-	e, ok := s.m[k]
-	var reply []byte
-	if ok && e.done && expires.UnixMilli() > e.expires {
-		reply = make([]byte, e.n)
-		if _, err := s.f.ReadAt(reply, e.off); err != nil {
-			s.idx.RUnlock()
-			return walIOError("the idempotency ledger is unavailable", err)
-		}
-	}
-	s.idx.RUnlock()
-	gone := amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the ledger entry to extend is gone")
-	if !ok {
-		return gone
-	}
-	if expires.UnixMilli() <= e.expires {
-		return nil
-	}
-	rec := stateRunning
-	if e.done {
-		rec = stateDone
-	}
-	op := &walOp{kind: opExtend, rec: rec, k: k, expires: expires.UnixMilli(), reply: reply}
-	if err := s.commit(op); err != nil {
-		return err
-	}
-	if op.gone {
-		return gone
-	}
-	return nil
-}
-
 // Sweep implements Store. It runs in the commit pipeline, like every
 // change of the index.
 func (s *WALStore) Sweep(now time.Time, max int) (int, error) {
@@ -588,12 +548,10 @@ func (s *WALStore) Close() error {
 const (
 	opSweep   byte = 0xff
 	opRelease byte = 0xfe // give back a reservation; writes nothing
-	opExtend  byte = 0xfd // an entry's record again, with a later expiry (rec)
 )
 
 type walOp struct {
-	kind    byte // stateRunning, stateDone, opSweep, opRelease or opExtend
-	rec     byte // opExtend: the record's type, the entry's state
+	kind    byte // stateRunning, stateDone, opSweep or opRelease
 	k       Key
 	expires int64
 	reply   []byte
@@ -605,14 +563,6 @@ type walOp struct {
 	rsv     int64 // running: the disk reserved for its reply (0: k has one already)
 	within  int64 // running: the reservation of its reply (MarkRunningWithin)
 	err     error
-}
-
-// record is the type of the record op writes.
-func (o *walOp) record() byte {
-	if o.kind == opExtend {
-		return o.rec
-	}
-	return o.kind
 }
 
 // maxGroup bounds one group; maxGroupBytes ends a group early (a group
@@ -688,7 +638,7 @@ func (s *WALStore) run(batch []*walOp) {
 		writes = append(writes, o)
 		payload += int(walRecordSize(o.k.Sender, len(o.reply)))
 		grow += walRecordSize(o.k.Sender, len(o.reply))
-		if e, ok := s.m[o.k]; ok && (o.kind == stateDone || o.kind == opExtend) {
+		if e, ok := s.m[o.k]; ok && o.kind == stateDone {
 			grow -= e.disk(o.k)
 		}
 	}
@@ -721,7 +671,7 @@ func (s *WALStore) run(batch []*walOp) {
 		s.scratch.at = at[:0]
 	}()
 	for i, o := range writes {
-		g, at[i] = appendWALRecord(g, o.record(), o.k, o.expires, o.reply)
+		g, at[i] = appendWALRecord(g, o.kind, o.k, o.expires, o.reply)
 	}
 	s.wf.putGroupHeader(g, s.seq+1)
 	if _, err := s.f.WriteAt(g, s.size); err != nil {
@@ -821,20 +771,6 @@ func (s *WALStore) apply(writes []*walOp, at []int, n int) {
 			s.m[o.k] = e
 			s.liveDisk += e.disk(o.k)
 			heap.Push(&s.exp, expiryItem{o.expires, o.k})
-		case opExtend:
-			e, ok := s.m[o.k]
-			if !ok || e.done != (o.rec == stateDone) {
-				o.gone = true // reclaimed, or finished, meanwhile
-				continue
-			}
-			if o.rec == stateDone {
-				e.off = base + int64(at[i]) // the same reply, same size
-			}
-			if o.expires > e.expires {
-				e.expires = o.expires
-				heap.Push(&s.exp, expiryItem{o.expires, o.k})
-			}
-			s.m[o.k] = e
 		case stateDone:
 			s.unreserve(o.k)
 			e, ok := s.m[o.k]

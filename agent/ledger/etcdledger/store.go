@@ -307,41 +307,6 @@ func (s *Store) Lookup(k ledger.Key) (ledger.Record, bool, error) {
 	return ledger.Record{Reply: e.reply, Expires: e.expires}, true, nil
 }
 
-// Extend implements ledger.ExtendingStore within the entry's lease: a
-// duplicate valid until expires is answered from the entry only if etcd
-// keeps the entry that long already (expires within its expiry bucket,
-// whose lease ends at the bucket's end plus MaxClockSkew: an entry is
-// kept up to 1/32 of its life longer than its message). Moving an entry,
-// and its charge, to a later bucket's lease is not done: a duplicate
-// valid beyond the bucket is refused, retryable (ledger.ErrCannotExtend),
-// and nothing is answered from the entry (docs/SPEC-DECISIONS.md
-// AGENT-14).
-func (s *Store) Extend(k ledger.Key, expires time.Time) error {
-	var kv []byte
-	err := s.call("lookup", func(ctx context.Context) error {
-		r, err := s.cli.Get(ctx, keysOf(s.prefix, k).entry)
-		if err == nil && len(r.Kvs) == 1 {
-			kv = r.Kvs[0].Value
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if kv == nil {
-		return amp.Named(amp.CodeUnavailable, ledger.ErrLedgerIO, "the ledger entry to extend is gone")
-	}
-	e, err := decodeEntry(kv)
-	if err != nil {
-		return err
-	}
-	if !expires.After(time.Unix(e.end, 0)) {
-		return nil
-	}
-	return amp.Named(amp.CodeUnavailable, ledger.ErrCannotExtend,
-		"this copy of the message is valid longer than the fleet's ledger keeps its recorded answer; retry with the first copy's ttl")
-}
-
 // Sweep implements ledger.Store: etcd deletes expired entries with their
 // leases; Sweep forgets this process's tally of them and deletes nothing.
 func (s *Store) Sweep(now time.Time, _ int) (int, error) {
