@@ -2,6 +2,7 @@ package compat
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -27,12 +28,13 @@ const valuesPerStep = 64
 // costs its size/ratBytesPerStep steps each time it is.
 const ratBytesPerStep = 128
 
-// listedValue is what the checker keeps of one listed value.
+// listedValue is what the checker keeps of one listed value (24 bytes:
+// a list is kept for its document's life).
 type listedValue struct {
-	key string  // canonKey
-	t   typeSet // typeOfValue
+	key string // canonKey, a slice of one string holding the list's forms
 	// ratCost is the steps a reading of it by ratOf costs.
-	ratCost int
+	ratCost int32
+	t       typeSet // typeOfValue
 }
 
 // listed is one list of values of a document (an enum, or a const as a
@@ -44,14 +46,22 @@ type listed struct {
 	types typeSet // of all its values
 }
 
-// newListed reads the list vals.
+// newListed reads the list vals. The canonical forms are written into
+// one buffer and kept as slices of one string, not a string each.
 func newListed(vals []any) *listed {
-	l := &listed{vals: vals, info: make([]listedValue, len(vals)), set: make(map[string]struct{}, len(vals))}
+	l := &listed{vals: vals, info: make([]listedValue, len(vals)), set: map[string]struct{}{}}
 	var buf []byte
+	ends := make([]int, len(vals))
 	for i, v := range vals {
-		buf = appendCanon(buf[:0], v)
-		k := string(buf)
-		l.info[i] = listedValue{key: k, t: typeOfValue(v), ratCost: ratCostOf(v)}
+		buf = appendCanon(buf, v)
+		ends[i] = len(buf)
+	}
+	forms := string(buf)
+	start := 0
+	for i, v := range vals {
+		k := forms[start:ends[i]]
+		start = ends[i]
+		l.info[i] = listedValue{key: k, t: typeOfValue(v), ratCost: int32(min(ratCostOf(v), math.MaxInt32))}
 		l.set[k] = struct{}{}
 		l.types |= l.info[i].t
 	}
@@ -211,7 +221,7 @@ func (c *checker) chargeRats(f facts) {
 	}
 	cost := 0
 	for _, i := range f.info {
-		cost += i.ratCost
+		cost += int(i.ratCost)
 	}
 	c.chargeValues(len(f.enum), cost)
 }
