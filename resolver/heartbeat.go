@@ -1,6 +1,8 @@
 package resolver
 
 import (
+	"bytes"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -10,16 +12,20 @@ import (
 	"github.com/ampbundle/ampbundle/trust"
 )
 
-// MaxHeartbeatsNotInstalled is each trusted key's share of the lines with
-// no bundle installed that a store keeps a heartbeat for
+// MaxHeartbeatsNotInstalled is each account's share of the lines with no
+// bundle installed that a store keeps a heartbeat for
 // (docs/SPEC-DECISIONS.md TRUST-15, TRUST-17): a heartbeat of such a line
 // is accepted on its bundle id alone, so keys trusted for one scope could
 // otherwise have the store keep one, with its file, for every name under
-// it. A heartbeat of another such line is refused limit_exceeded when
-// every key that counted for it already signed that many kept ones; so
-// the keys of one scope never refuse another scope's, and the store keeps
-// at most this many per key it trusts or trusted. Heartbeats of installed
-// lines, and newer ones of a line already kept, are never refused by it.
+// it. An account is an operator-trusted key (trust.State.Account): a key
+// a trust statement added is charged to the account of the statement's
+// signers, so a scope's owners minting keys mint no shares. A heartbeat
+// of another such line is refused limit_exceeded when the account of
+// every key that counted for it is already charged that many kept ones;
+// so one scope's keys never refuse another scope's, and the store keeps
+// at most this many per key the operator trusts or trusted. Heartbeats of
+// installed lines, and newer ones of a line already kept, are never
+// refused by it.
 const MaxHeartbeatsNotInstalled = 10_000
 
 // maxHeartbeatsNotInstalled is MaxHeartbeatsNotInstalled (tests lower it).
@@ -49,7 +55,7 @@ type HeartbeatResult struct {
 // ("heartbeat"; a refusal as "import_refused"); changes the generation
 // when it records something.
 func (s *Store) ApplyHeartbeat(data []byte) (*HeartbeatResult, error) {
-	var notInstalled map[string]int     // did:key -> lines with a heartbeat it signed kept and no bundle installed
+	var notInstalled map[string]int     // account -> lines with a heartbeat charged to it kept and no bundle installed
 	line := func() (selection, error) { // the heartbeat's line alone
 		hb, _, err := bundle.ParseHeartbeat(data)
 		if err != nil {
@@ -60,7 +66,7 @@ func (s *Store) ApplyHeartbeat(data []byte) (*HeartbeatResult, error) {
 		if err := s.db.View(func(tx *bolt.Tx) error {
 			id := []byte(hb.BundleID)
 			if bucket(tx, bBundles).Get(id) == nil && bucket(tx, bHeartbeat).Get(id) == nil {
-				notInstalled = heartbeatsNotInstalled(tx) // only a new line not installed needs it
+				notInstalled = chargeCounts(tx) // only a new line not installed needs it
 			}
 			return nil
 		}); err != nil {
@@ -73,9 +79,14 @@ func (s *Store) ApplyHeartbeat(data []byte) (*HeartbeatResult, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if _, kept := st.Heartbeats[res.BundleID]; !kept && res.Installed == 0 && notInstalled != nil && !hasShare(notInstalled, next.Heartbeats[res.BundleID].Signers) {
-			return nil, nil, fail(bundle.ErrTooLarge, "each key that signed this heartbeat signed kept heartbeats of %d lines with no bundle installed, its share; import a bundle of the line first, or forget a heartbeat (ampbundle trust freshness --reset LINE)",
-				maxHeartbeatsNotInstalled)
+		if _, kept := st.Heartbeats[res.BundleID]; !kept && res.Installed == 0 && notInstalled != nil {
+			h := next.Heartbeats[res.BundleID]
+			if h.Charged = chargeable(st, notInstalled, h.Signers); h.Charged == "" {
+				return nil, nil, fail(bundle.ErrTooLarge, "the account of each key that signed this heartbeat is charged kept heartbeats of %d lines with no bundle installed, its share; import a bundle of the line first, or forget a heartbeat (ampbundle trust freshness --reset LINE)",
+					maxHeartbeatsNotInstalled)
+			}
+			next.Heartbeats[res.BundleID] = h
+			res.Effects.Heartbeats[res.BundleID] = h
 		}
 		return next, res, nil
 	}
@@ -87,36 +98,163 @@ func (s *Store) ApplyHeartbeat(data []byte) (*HeartbeatResult, error) {
 		Stale: r.Stale, Unchanged: r.Unchanged, Generation: gen}, nil
 }
 
-// heartbeatsNotInstalled counts, per did:key, the lines with no bundle
-// installed whose kept heartbeat it signed (one lookup and decode per
-// kept heartbeat; their number is bounded by MaxHeartbeatsNotInstalled
-// per key the store trusts or trusted, and the installed bundles). A
-// record kept without its signers, or that does not decode, counts for
-// none.
-func heartbeatsNotInstalled(tx *bolt.Tx) map[string]int {
-	n, bb := map[string]int{}, bucket(tx, bBundles)
-	_ = bucket(tx, bHeartbeat).ForEach(func(k, v []byte) error {
-		var r heartbeatRecord
-		if bb.Get(k) == nil && decode(v, &r) == nil {
-			for _, did := range r.Signers {
-				n[did]++
-			}
-		}
-		return nil
-	})
+// kChargesCounted is the meta key whose presence says the heartbeat
+// charges are counted (chargeKey) and every kept heartbeat record of a
+// line not installed is charged to an account (countCharges).
+const kChargesCounted = "heartbeat_charges_counted"
+
+// chargeKey is the meta key of the number of kept heartbeat records
+// charged to account (heartbeatRecord.Charged).
+func chargeKey(account string) []byte { return key2("heartbeat_charge", account) }
+
+// chargeCounts returns, per account, the kept heartbeats charged to it:
+// the stored counters (one read per account charged), or, on a store
+// whose counters are not yet written (countCharges writes them with the
+// first trust change), what countCharges would write.
+func chargeCounts(tx *bolt.Tx) map[string]int {
+	meta := bucket(tx, bMeta)
+	if meta.Get([]byte(kChargesCounted)) == nil {
+		n, _ := chargesOfRecords(tx)
+		return n
+	}
+	n, prefix := map[string]int{}, chargeKey("")
+	c := meta.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		n[string(k[len(prefix):])] = int(getU64(v))
+	}
 	return n
 }
 
-// hasShare reports whether one of signers has signed fewer kept
-// heartbeats of lines not installed than its share (counts:
-// heartbeatsNotInstalled).
-func hasShare(counts map[string]int, signers []string) bool {
-	for _, did := range signers {
-		if counts[did] < maxHeartbeatsNotInstalled {
-			return true
+// chargesOfRecords counts the kept heartbeats charged to each account, and
+// returns the records of lines not installed kept before charges were
+// recorded, each charged to the least of its signers (one decode per kept
+// heartbeat: run once, by countCharges). A record that does not decode,
+// or has neither a charge nor signers, counts for none.
+func chargesOfRecords(tx *bolt.Tx) (map[string]int, map[string]heartbeatRecord) {
+	n, legacy, bb := map[string]int{}, map[string]heartbeatRecord{}, bucket(tx, bBundles)
+	_ = bucket(tx, bHeartbeat).ForEach(func(k, v []byte) error {
+		var r heartbeatRecord
+		if decode(v, &r) != nil {
+			return nil
+		}
+		if r.Charged == "" && len(r.Signers) > 0 && bb.Get(k) == nil {
+			r.Charged = slices.Min(r.Signers)
+			legacy[string(k)] = r
+		}
+		if r.Charged != "" {
+			n[r.Charged]++
+		}
+		return nil
+	})
+	return n, legacy
+}
+
+// countCharges writes, once per store, the charge counters and the charge
+// of each record kept before charges were recorded (chargesOfRecords),
+// and the kChargesCounted marker.
+func countCharges(tx *bolt.Tx) error {
+	meta, hb := bucket(tx, bMeta), bucket(tx, bHeartbeat)
+	if meta.Get([]byte(kChargesCounted)) != nil {
+		return nil
+	}
+	n, legacy := chargesOfRecords(tx)
+	for id, r := range legacy {
+		if err := hb.Put([]byte(id), encode(r)); err != nil {
+			return err
 		}
 	}
-	return false
+	for a, c := range n {
+		if err := meta.Put(chargeKey(a), u64(uint64(c))); err != nil {
+			return err
+		}
+	}
+	return meta.Put([]byte(kChargesCounted), u64(1))
+}
+
+// charge moves one kept heartbeat's charge from account from to account
+// to ("" for none) in the counters (countCharges must have run).
+func charge(meta *bolt.Bucket, from, to string) error {
+	if from == to {
+		return nil
+	}
+	if from != "" {
+		if c := getU64(meta.Get(chargeKey(from))); c > 1 {
+			if err := meta.Put(chargeKey(from), u64(c-1)); err != nil {
+				return err
+			}
+		} else if err := meta.Delete(chargeKey(from)); err != nil {
+			return err
+		}
+	}
+	if to == "" {
+		return nil
+	}
+	return meta.Put(chargeKey(to), u64(getU64(meta.Get(chargeKey(to)))+1))
+}
+
+// saveCharges keeps the counters in step with the heartbeat records a
+// change puts (puts) and deletes (deletes), before it writes them.
+func saveCharges(tx *bolt.Tx, puts map[string]trust.Heartbeat, deletes []string) error {
+	if len(puts)+len(deletes) == 0 {
+		return nil
+	}
+	if err := countCharges(tx); err != nil {
+		return err
+	}
+	meta, hb := bucket(tx, bMeta), bucket(tx, bHeartbeat)
+	was := func(id string) string {
+		var r heartbeatRecord
+		if v := hb.Get([]byte(id)); v != nil && decode(v, &r) == nil {
+			return r.Charged
+		}
+		return ""
+	}
+	for id, h := range puts {
+		if err := charge(meta, was(id), h.Charged); err != nil {
+			return err
+		}
+	}
+	for _, id := range deletes {
+		if err := charge(meta, was(id), ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unchargeLine frees the charge of the kept heartbeat of line bundleID,
+// whose bundle is being installed: the share counts lines not installed.
+func unchargeLine(tx *bolt.Tx, bundleID string) error {
+	hb := bucket(tx, bHeartbeat)
+	var r heartbeatRecord
+	if v := hb.Get([]byte(bundleID)); v == nil || decode(v, &r) != nil || r.Charged == "" {
+		return nil
+	}
+	if err := countCharges(tx); err != nil {
+		return err
+	}
+	if err := decode(hb.Get([]byte(bundleID)), &r); err != nil {
+		return err
+	}
+	if err := charge(bucket(tx, bMeta), r.Charged, ""); err != nil {
+		return err
+	}
+	r.Charged = ""
+	return hb.Put([]byte(bundleID), encode(r))
+}
+
+// chargeable returns the account a heartbeat of a new line not installed,
+// signed by signers, is charged to: the least account of theirs charged
+// fewer kept heartbeats than its share (counts: heartbeatsNotInstalled),
+// or "" when none is.
+func chargeable(st *trust.State, counts map[string]int, signers []string) string {
+	var out string
+	for _, did := range signers {
+		if a := st.Account(did); counts[a] < maxHeartbeatsNotInstalled && (out == "" || a < out) {
+			out = a
+		}
+	}
+	return out
 }
 
 // staleReason says why the installed bundle bundleID is older than the

@@ -118,3 +118,43 @@ func TestReimportAfterRemoveIsServedOrRefusedNotAcceptedAndExpired(t *testing.T)
 			"and is then refused by the store: %v (the pin %x outlived Remove)", err, left)
 	}
 }
+
+// TestRemovingTwoCompromisedKeysOneAtATimeUndoesTheirStoredPin: the pin
+// kept in the store's meta bucket records the keys whose signed times it
+// rests on (TRUST-12). x and y (org.example needs 2) co-sign a heartbeat
+// a century ahead of a line never installed: the installed bundle, which
+// neither signed, is expired. trust rm x pins the century, since y, still
+// trusted, signed it too; trust rm y must then undo it — the pin read
+// back from the store rests on y alone — and serve the bundle again.
+func TestRemovingTwoCompromisedKeysOneAtATimeUndoesTheirStoredPin(t *testing.T) {
+	s := newStore(t) // example (org.example), acme (com.acme)
+	x, y, e2 := testKeyN(75), testKeyN(76), testKeyN(77)
+	exp := testNow.Add(24 * time.Hour)
+	mustImport(t, s, cosignedDraft(t, 1, func(d *bundle.Draft) { d.ExpiresAt = &exp }, sampleKey(t, "example-publisher")))
+	ref := descriptorRef(t, s)
+	for name, k := range map[string]ed25519.PrivateKey{"x": x, "y": y, "e2": e2} {
+		if err := s.TrustAdd(name, pub(k), []string{"org.example"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.TrustSetThreshold("org.example", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.never-installed", 1, testNow.Add(100*365*24*time.Hour), x, y)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Resolve(ref)
+	expect5002(t, err, ErrBundleExpired) // the accepted risk while x and y are trusted
+	if err := s.TrustRemove("x"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Resolve(ref)
+	expect5002(t, err, ErrBundleExpired) // y, still trusted, signed the century too
+	if err := s.TrustRemove("y"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resolve(ref); err != nil {
+		t.Fatalf("x and y removed one after the other: the century they alone signed stays pinned in the store on a bundle "+
+			"neither signed: %v", err)
+	}
+}

@@ -37,6 +37,9 @@ type heartbeatRecord struct {
 	// (trust.Heartbeat); absent in records kept before they were.
 	Threshold  uint64 `cbor:"threshold,omitempty"`
 	LineSHA256 []byte `cbor:"line_sha256,omitempty"`
+	// Charged: the account charged for it (trust.Heartbeat.Charged);
+	// absent when none was, or in records kept before it was recorded.
+	Charged string `cbor:"charged,omitempty"`
 }
 
 // freshnessRecord is the operator's staleness bound for a scope
@@ -63,25 +66,41 @@ func keyFloorKey(did string) []byte { return key2("key_floor", did) }
 
 // bundleFloorKey is the meta key of the floor an act narrowing trust
 // pinned for the installed bundle id (trust.Installed.Floor): its value
-// is the version it was pinned for and the floor (8 bytes each); a
+// is the version it was pinned for and the floor (8 bytes each), then the
+// did:keys the pin rests on (trust.Installed.FloorKeys), each followed by
+// a newline (none in a value written before they were kept: 16 bytes); a
 // version other than the installed one's is ignored.
 func bundleFloorKey(id string) []byte { return key2("bundle_floor", id) }
+
+// kRemovedMigrated is the meta key whose presence says removedFromAudit
+// has run and its removed_key records are written: the audit log is
+// never read for them again (docs/SPEC-DECISIONS.md TSTATE-4).
+const kRemovedMigrated = "removed_keys_migrated"
 
 // removedFromAudit adds to st.RemovedKeys the keys trust rm removed
 // before this build kept a removed_key record of them
 // (docs/SPEC-DECISIONS.md TSTATE-4): every did:key whose last trust_remove
-// in the audit log has no trust_add after it. This build writes each
-// such record with its audit entry, so the log gives the same answer for
-// the keys removed since; read by the act that reads the records (a
-// policy file, selection.removed), in its transaction, it writes nothing
-// itself. Its memory is one entry per key the log names in those
-// entries; an entry that does not decode is skipped (VerifyAudit reports
-// it).
+// in the audit log has no trust_add after it. An entry of these two
+// actions without a verdict counts as accepted: builds before verdicts
+// were audited wrote them only for what took effect. It is a one-time
+// migration: run only while the store has no kRemovedMigrated marker, by
+// the act that reads the records (a policy file, selection.removed), in
+// its write transaction, it writes the records it found and the marker
+// there, so that they are kept only when that act commits (one refused
+// reads the log again next time); every later act reads the records
+// alone, so no act's cost grows with the log. This build writes each
+// record with its audit entry. Its memory is one entry per key the log
+// names in those entries; an entry that does not decode is skipped
+// (VerifyAudit reports it).
 func removedFromAudit(tx *bolt.Tx, st *trust.State) error {
+	meta := bucket(tx, bMeta)
+	if meta.Get([]byte(kRemovedMigrated)) != nil {
+		return nil
+	}
 	last := map[string]string{} // did:key -> the name trust rm removed; "": trusted again since
 	if err := bucket(tx, bAudit).ForEach(func(_, v []byte) error {
 		var e AuditEntry
-		if decode(v, &e) != nil || e.Key == "" || e.Verdict != "accepted" {
+		if decode(v, &e) != nil || e.Key == "" || (e.Verdict != "accepted" && e.Verdict != "") {
 			return nil
 		}
 		switch e.Action {
@@ -95,22 +114,64 @@ func removedFromAudit(tx *bolt.Tx, st *trust.State) error {
 		return err
 	}
 	for did, name := range last {
-		if _, ok := st.RemovedKeys[did]; !ok && name != "" {
-			st.RemovedKeys[did] = name
+		if _, ok := st.RemovedKeys[did]; ok || name == "" {
+			continue
+		}
+		st.RemovedKeys[did] = name
+		if tx.Writable() {
+			if err := meta.Put(removedKeyKey(did), []byte(name)); err != nil {
+				return err
+			}
+		}
+	}
+	if !tx.Writable() {
+		return nil
+	}
+	return meta.Put([]byte(kRemovedMigrated), u64(1))
+}
+
+// pinnedFloor returns the floor pinned for version of bundle id and the
+// did:keys it rests on (bundleFloorKey; 0: none; nil keys: not recorded,
+// or none readable — the keys are then derived as for an older pin).
+// The pin outlives Store.Remove, as the high-water mark does: an import of
+// that version again reads it (checkAgainstStore).
+func pinnedFloor(tx *bolt.Tx, id string, version uint64) (int64, []string) {
+	v := bucket(tx, bMeta).Get(bundleFloorKey(id))
+	if len(v) < 16 || getU64(v[:8]) != version {
+		return 0, nil
+	}
+	var keys []string
+	for rest := v[16:]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		keys = append(keys, string(rest[:i]))
+		rest = rest[i+1:]
+	}
+	return int64(getU64(v[8:16])), keys
+}
+
+// keyOriginKey is the meta key of the origin of a key a trust statement
+// added (trust.Key.Origin): its value is the did:key of the account its
+// heartbeats are charged to. None for a key the operator added.
+func keyOriginKey(did string) []byte { return key2("key_origin", did) }
+
+// putOrigins writes the origin of each key put (keyOriginKey), and drops
+// that of a key put without one (the operator trusted it again).
+func putOrigins(meta *bolt.Bucket, keys map[string]trust.Key) error {
+	for _, k := range keys {
+		var err error
+		if k.Origin != "" {
+			err = meta.Put(keyOriginKey(k.DID()), []byte(k.Origin))
+		} else {
+			err = meta.Delete(keyOriginKey(k.DID()))
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-// pinnedFloor returns the floor pinned for version of bundle id
-// (bundleFloorKey; 0: none). The pin outlives Store.Remove, as the
-// high-water mark does: an import of that version again reads it
-// (checkAgainstStore).
-func pinnedFloor(tx *bolt.Tx, id string, version uint64) int64 {
-	if v := bucket(tx, bMeta).Get(bundleFloorKey(id)); len(v) == 16 && getU64(v[:8]) == version {
-		return int64(getU64(v[8:]))
-	}
-	return 0
 }
 
 // removedKeyKey is the meta key of a key trust rm removed
@@ -137,7 +198,7 @@ type selection struct {
 	chains      bool
 	chain       string
 	chainSeq    uint64
-	removed     bool // also the keys removed before removed_key records were kept (removedFromAudit)
+	removed     bool // also the keys removed before removed_key records were kept (removedFromAudit, once)
 }
 
 var (
@@ -159,7 +220,9 @@ func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 		if err := decode(v, &r); err != nil {
 			return err
 		}
-		st.Keys[r.Name] = trust.Key{Name: r.Name, Key: ed25519.PublicKey(clone(r.Key)), Scopes: r.Scopes, AddedAt: r.AddedAt}
+		k := trust.Key{Name: r.Name, Key: ed25519.PublicKey(clone(r.Key)), Scopes: r.Scopes, AddedAt: r.AddedAt}
+		k.Origin = string(bucket(tx, bMeta).Get(keyOriginKey(k.DID())))
+		st.Keys[r.Name] = k
 		return nil
 	}); err != nil {
 		return nil, err
@@ -307,7 +370,7 @@ func loadLine(tx *bolt.Tx, st *trust.State, id string, strict bool) error {
 		h := trust.Heartbeat{Unreadable: decode(raw, &r) != nil}
 		if !h.Unreadable {
 			h = trust.Heartbeat{Version: r.Version, CreatedAt: r.CreatedAt, StatementSHA256: r.StatementSHA256, At: r.At, Signers: r.Signers,
-				Threshold: r.Threshold, LineSHA256: r.LineSHA256}
+				Threshold: r.Threshold, LineSHA256: r.LineSHA256, Charged: r.Charged}
 		}
 		st.Heartbeats[id] = h
 		if d := bucket(tx, bStatements).Get(heartbeatDataKey(id)); d != nil {
@@ -330,7 +393,7 @@ func loadLine(tx *bolt.Tx, st *trust.State, id string, strict bool) error {
 		return nil
 	}
 	in := trust.Installed{BundleID: r.BundleID, Version: r.Version, Signed: clone(r.Signed), Signers: r.SignerKeys, Revoked: r.Revoked}
-	in.Floor = pinnedFloor(tx, id, r.Version)
+	in.Floor, in.FloorKeys = pinnedFloor(tx, id, r.Version)
 	st.Installed[id] = in
 	return nil
 }
@@ -406,6 +469,7 @@ func (s *Store) saveEffects(tx *bolt.Tx, e *trust.Effects, now time.Time) error 
 		putAll(bucket(tx, bTrust), e.Keys, bytesOf, func(k trust.Key) []byte {
 			return encode(trustRecord{Name: k.Name, Key: k.Key, Scopes: k.Scopes, AddedAt: k.AddedAt})
 		}),
+		putOrigins(bucket(tx, bMeta), e.Keys),
 		deleteAll(pb, ones, bytesOf),
 		putAll(pb, set, bytesOf, u64),
 		putAll(rb, e.RevokeKeys, revokedKeyKey, func(r trust.Revocation) []byte {
@@ -418,9 +482,10 @@ func (s *Store) saveEffects(tx *bolt.Tx, e *trust.Effects, now time.Time) error 
 			return encode(freshnessRecord{MaxVersions: f.MaxVersions, MaxAgeSeconds: f.MaxAgeSeconds})
 		}),
 		failClosed(bucket(tx, bBundles), e.FailClosed),
+		saveCharges(tx, e.Heartbeats, e.DeleteHeartbeats),
 		putAll(hb, e.Heartbeats, bytesOf, func(h trust.Heartbeat) []byte {
 			return encode(heartbeatRecord{Version: h.Version, CreatedAt: h.CreatedAt, StatementSHA256: h.StatementSHA256, At: h.At, Signers: h.Signers,
-				Threshold: h.Threshold, LineSHA256: h.LineSHA256})
+				Threshold: h.Threshold, LineSHA256: h.LineSHA256, Charged: h.Charged})
 		}),
 		deleteAll(hb, e.DeleteHeartbeats, bytesOf),
 		deleteAll(sb, e.DeleteHeartbeats, heartbeatDataKey),
@@ -487,9 +552,19 @@ func saveFloors(tx *bolt.Tx, e *trust.Effects) error {
 
 // putBundleFloors writes the floors pinned for installed bundle versions
 // (bundleFloorKey).
-func putBundleFloors(meta *bolt.Bucket, floors map[bundle.BundleVersion]int64) error {
-	for v, f := range floors {
-		if err := meta.Put(bundleFloorKey(v.BundleID), append(u64(v.Version), u64(uint64(f))...)); err != nil {
+func putBundleFloors(meta *bolt.Bucket, floors map[bundle.BundleVersion]trust.Pin) error {
+	for v, p := range floors {
+		if p.Floor == 0 {
+			if err := meta.Delete(bundleFloorKey(v.BundleID)); err != nil {
+				return err
+			}
+			continue
+		}
+		val := append(u64(v.Version), u64(uint64(p.Floor))...)
+		for _, did := range p.Keys {
+			val = append(append(val, did...), '\n')
+		}
+		if err := meta.Put(bundleFloorKey(v.BundleID), val); err != nil {
 			return err
 		}
 	}

@@ -56,8 +56,8 @@ type Effects struct {
 	KeyFloors     map[string]int64
 	TimeFloor     int64 // the new newest signed time; 0: unchanged
 	// BundleFloors are the floors pinned for installed bundle versions
-	// (Installed.Floor).
-	BundleFloors map[bundle.BundleVersion]int64
+	// (Installed.Floor, with its FloorKeys; a zero Floor: the pin is gone).
+	BundleFloors map[bundle.BundleVersion]Pin
 	// Chain is the trust statement appended to a scope's chain.
 	Chain *ChainLink
 	// Statement is a signed statement to keep (once) in the order of
@@ -78,11 +78,18 @@ type ChainLink struct {
 	ChainEntry
 }
 
+// Pin is the floor pinned for an installed bundle version and the
+// did:keys it rests on (Installed.Floor, Installed.FloorKeys).
+type Pin struct {
+	Floor int64
+	Keys  []string
+}
+
 // Diff returns the record changes from prev to next (the Effects fields
 // Keys to TimeFloor; Chain, Statement, Audit and Changed are the
 // caller's).
 func Diff(prev, next *State) *Effects {
-	e := &Effects{FailClosed: map[bundle.BundleVersion]string{}, HeartbeatData: map[string][]byte{}, BundleFloors: map[bundle.BundleVersion]int64{}}
+	e := &Effects{FailClosed: map[bundle.BundleVersion]string{}, HeartbeatData: map[string][]byte{}, BundleFloors: map[bundle.BundleVersion]Pin{}}
 	e.Keys, _ = diff(prev.Keys, next.Keys, sameKey)
 	e.DeleteKeys = removed(prev.Keys, next.Keys)
 	e.Thresholds, _ = diff(prev.Thresholds, next.Thresholds, equal)
@@ -101,8 +108,8 @@ func Diff(prev, next *State) *Effects {
 		if in.Revoked != "" && prev.Installed[id].Revoked == "" {
 			e.FailClosed[bundle.BundleVersion{BundleID: id, Version: in.Version}] = in.Revoked
 		}
-		if in.Floor != 0 && in.Floor != prev.Installed[id].Floor {
-			e.BundleFloors[bundle.BundleVersion{BundleID: id, Version: in.Version}] = in.Floor
+		if was := prev.Installed[id]; (in.Floor != 0 || was.Version == in.Version) && (in.Floor != was.Floor || !slices.Equal(in.FloorKeys, was.FloorKeys)) {
+			e.BundleFloors[bundle.BundleVersion{BundleID: id, Version: in.Version}] = Pin{Floor: in.Floor, Keys: in.FloorKeys}
 		}
 	}
 	if next.TimeFloor != prev.TimeFloor {
@@ -144,7 +151,7 @@ func removed[K cmp.Ordered, V any](prev, next map[K]V) []K {
 func equal[V comparable](a, b V) bool { return a == b }
 
 func sameKey(a, b Key) bool {
-	return a.Name == b.Name && a.Key.Equal(b.Key) && slices.Equal(a.Scopes, b.Scopes) && a.AddedAt == b.AddedAt
+	return a.Name == b.Name && a.Key.Equal(b.Key) && slices.Equal(a.Scopes, b.Scopes) && a.AddedAt == b.AddedAt && a.Origin == b.Origin
 }
 
 func sameRevocation(a, b Revocation) bool {
@@ -154,7 +161,7 @@ func sameRevocation(a, b Revocation) bool {
 func sameHeartbeat(a, b Heartbeat) bool {
 	return a.Version == b.Version && a.CreatedAt == b.CreatedAt && bytes.Equal(a.StatementSHA256, b.StatementSHA256) &&
 		a.At == b.At && slices.Equal(a.Signers, b.Signers) && a.Unreadable == b.Unreadable &&
-		a.Threshold == b.Threshold && bytes.Equal(a.LineSHA256, b.LineSHA256)
+		a.Threshold == b.Threshold && bytes.Equal(a.LineSHA256, b.LineSHA256) && a.Charged == b.Charged
 }
 
 // FailedClosed returns the installed bundles e fails closed, as

@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -24,10 +25,12 @@ import (
 // An act that narrows trust (a threshold raised, a key removed, revoked
 // or retired) never lowers the floor of an installed bundle: the floor
 // it had before is pinned with it (Installed.Floor, pinFloors;
-// docs/SPEC-DECISIONS.md TRUST-12), and its floor is never below that —
-// except for the times only the keys it drops signed, of a bundle they did
-// not sign: dropping a compromised key undoes the far-future time it
-// alone signed.
+// docs/SPEC-DECISIONS.md TRUST-12), with the keys whose signed times the
+// pin rests on (Installed.FloorKeys), and its floor is never below that —
+// except for the times only keys since dropped signed, of a bundle they
+// did not sign: a pin lives only while one of its keys is still trusted
+// for the bundle (or signed it), so dropping the compromised keys, in one
+// act or one at a time, undoes the far-future time they alone signed.
 
 // RaiseFloors returns s with the signed time created recorded for each
 // did:key that counted for it (an accepted bundle or heartbeat). It reads
@@ -92,14 +95,20 @@ func installedFloor(s *State, p *bundle.Policy, in *Installed, m *bundle.Manifes
 
 // pinFloors keeps, for each installed bundle that prev and s both hold at
 // one version, the floor it had in prev — capped at the latest time a key
-// s still trusts for it, or one of its signers, signed (keptFloor) — when
-// its floor in s is lower: a
-// change of the keys, thresholds or revoked keys lowers a floor only by
-// narrowing trust (a threshold raised; a key removed, revoked, retired or
-// narrowed), and such an act never makes an expired bundle valid again
-// under a clock set back. Nothing is computed when none of them changed,
-// nor for bundles s does not hold (the caller loads every installed
-// bundle for a change that can narrow trust).
+// that may keep a pin for it signed (keptFloor) — when its floor in s is
+// lower: a change of the keys, thresholds or revoked keys lowers a floor
+// only by narrowing trust (a threshold raised; a key removed, revoked,
+// retired or narrowed), and such an act never makes an expired bundle
+// valid again under a clock set back. Each pin records the keys whose
+// signed times it rests on (Installed.FloorKeys: those that may keep it
+// and signed a time at least the pin); a pin made earlier lives on only
+// while one of its keys may still keep it, so that a pin never outlives
+// every key behind it — dropping, one act at a time, every key that
+// signed a far-future time undoes it, whatever narrowing acts ran between
+// (docs/SPEC-DECISIONS.md TRUST-12). Nothing is computed when none of the
+// keys, thresholds or revoked keys changed, nor for bundles s does not
+// hold (the caller loads every installed bundle for a change that can
+// narrow trust).
 func (s *State) pinFloors(prev *State) {
 	if prev.TimeFloor == 0 || len(s.Installed) == 0 || !trustChanged(prev, s) {
 		return
@@ -114,24 +123,52 @@ func (s *State) pinFloors(prev *State) {
 		if !ok {
 			continue
 		}
-		if was := max(min(Floor(prev, pp, m), keptFloor(prev, pp, np, &in, m)), old.Floor); was > installedFloor(s, np, &in, m) {
-			in.Floor = was
-			s.Installed[id] = in
+		may := mayKeepPin(np, &in, m)
+		pin := min(Floor(prev, pp, m), keptFloor(prev, pp, may, m))
+		if old.Floor > pin && pinAlive(prev, pp, &old, m, may) {
+			pin = old.Floor
 		}
+		in.Floor, in.FloorKeys = 0, nil
+		if pin > Floor(s, np, m) {
+			in.Floor = pin
+			for did := range may {
+				if prev.KeyFloors[did] >= pin {
+					in.FloorKeys = append(in.FloorKeys, did)
+				}
+			}
+			slices.Sort(in.FloorKeys)
+		}
+		s.Installed[id] = in
 	}
 }
 
-// keptFloor returns the latest time signed by a key of prev's policy pp
-// that may keep a pin for the installed bundle in with manifest m: one
-// np (the policy after the act) still trusts for its bundle id and every
-// namespace, or one that signed the bundle itself (Installed.Signers, or
-// its signatures when the record keeps none). The pin is the floor the
-// bundle had, capped at it: a time that only keys the act drops
-// (removed, revoked, retired, narrowed) signed, of a bundle they did not
-// sign, goes with them — dropping a compromised key undoes the far-future
-// time it alone signed — while one that a key still trusted signed too
-// stays pinned (docs/SPEC-DECISIONS.md TRUST-12).
-func keptFloor(prev *State, pp, np *bundle.Policy, in *Installed, m *bundle.Manifest) int64 {
+// pinAlive reports whether the pin old had in prev (policy pp) still
+// rests on a key that may keep it (may): one of its FloorKeys — or, for
+// a pin kept before they were recorded, a key of pp trusted for the
+// bundle, or one of its signers, that signed a time at least the pin.
+func pinAlive(prev *State, pp *bundle.Policy, old *Installed, m *bundle.Manifest, may map[string]bool) bool {
+	keys := old.FloorKeys
+	if keys == nil {
+		for did := range mayKeepPin(pp, old, m) {
+			if prev.KeyFloors[did] >= old.Floor {
+				keys = append(keys, did)
+			}
+		}
+	}
+	for _, did := range keys {
+		if may[did] {
+			return true
+		}
+	}
+	return false
+}
+
+// mayKeepPin returns the did:keys that may keep a pin for the installed
+// bundle in with manifest m under policy np (the policy after the act):
+// a key np trusts for its bundle id and every namespace, or one that
+// signed the bundle itself (Installed.Signers, or its signatures when the
+// record keeps none).
+func mayKeepPin(np *bundle.Policy, in *Installed, m *bundle.Manifest) map[string]bool {
 	may := map[string]bool{}
 	for _, k := range np.Keys {
 		if bundle.KeyCoversManifest(k, m) {
@@ -148,6 +185,18 @@ func keptFloor(prev *State, pp, np *bundle.Policy, in *Installed, m *bundle.Mani
 			}
 		}
 	}
+	return may
+}
+
+// keptFloor returns the latest time signed by a key of prev's policy pp
+// trusted for m that may keep a pin for it (may, mayKeepPin). A new pin
+// is the floor the bundle had, capped at it: a time that only keys the
+// act drops (removed, revoked, retired, narrowed) signed, of a bundle
+// they did not sign, goes with them — dropping a compromised key undoes
+// the far-future time it alone signed — while one that a key still
+// trusted signed too stays pinned, with that key (docs/SPEC-DECISIONS.md
+// TRUST-12).
+func keptFloor(prev *State, pp *bundle.Policy, may map[string]bool, m *bundle.Manifest) int64 {
 	var f int64
 	for _, k := range pp.Keys {
 		if did := amp.DIDKey(k.Key); may[did] && bundle.KeyCoversManifest(k, m) {

@@ -67,19 +67,28 @@ func ApplyHeartbeat(st *State, data []byte, now time.Time) (*State, *HeartbeatEf
 	if kept && old.Unreadable {
 		return nil, nil, fail(ErrStoreIO, "the stored heartbeat of %s is unreadable", hb.BundleID)
 	}
-	// Only a kept heartbeat that still vouches for the line as this one
-	// must (its signers, trusted now, reach the line's threshold today)
-	// holds it back: one that does not (signed below today's threshold,
-	// even one it met when applied, or by keys no longer trusted) never
-	// blocks one that does, nor moves the jump bound; it is replaced
-	// (docs/SPEC-DECISIONS.md TRUST-9).
-	if kept && vouches(policy, &old, line, false) {
-		if hb.Version < old.Version || hb.CreatedAt < old.CreatedAt {
-			return nil, nil, fail(ErrHeartbeatOlder, "this heartbeat (%s at version >= %d, signed %s) is older than the one already applied (version >= %d, signed %s); a store never goes back",
-				hb.BundleID, hb.Version, hb.CreatedAt, old.Version, old.CreatedAt)
+	// A kept heartbeat that still vouches for the line as this one must
+	// (its signers, trusted now, reach the line's threshold today) holds
+	// back any heartbeat older in version or in created_at. One that
+	// vouches only under the threshold it met when applied (a raise came
+	// since, docs/SPEC-DECISIONS.md TRUST-12) still holds back any of a
+	// lower version — a store never goes back, and a raise plus a replay
+	// must not unpin a stale line — but not one signed before it, and it
+	// does not move the jump bound. One that vouches under neither (keys
+	// no longer trusted) never blocks one that does; it is replaced
+	// (TRUST-9).
+	if kept {
+		today := vouches(policy, &old, line, false)
+		if today || vouches(policy, &old, line, true) {
+			if hb.Version < old.Version || (today && hb.CreatedAt < old.CreatedAt) {
+				return nil, nil, fail(ErrHeartbeatOlder, "this heartbeat (%s at version >= %d, signed %s) is older than the one already applied (version >= %d, signed %s); a store never goes back",
+					hb.BundleID, hb.Version, hb.CreatedAt, old.Version, old.CreatedAt)
+			}
 		}
-		res.Unchanged = hb.Version == old.Version && hb.CreatedAt == old.CreatedAt
-		known = max(known, old.Version)
+		if today {
+			res.Unchanged = hb.Version == old.Version && hb.CreatedAt == old.CreatedAt
+			known = max(known, old.Version)
+		}
 	}
 	if hb.Version > known && hb.Version-known > bundle.MaxHeartbeatJump {
 		return nil, nil, fail(ErrHeartbeatTooFar, "this heartbeat says %s is at version >= %d, more than %d above version %d, the newest this store knows of the line; refused so that one statement cannot pin the line stale (docs/FORMAT.md §23)",
@@ -105,7 +114,7 @@ func ApplyHeartbeat(st *State, data []byte, now time.Time) (*State, *HeartbeatEf
 		return next, res, nil
 	}
 	next.Heartbeats[hb.BundleID] = Heartbeat{Version: hb.Version, CreatedAt: hb.CreatedAt, StatementSHA256: sum[:], At: formatTime(now), Signers: dids,
-		Threshold: uint64(policy.RequiredFor(line)), LineSHA256: LineDigest(line)}
+		Threshold: uint64(policy.RequiredFor(line)), LineSHA256: LineDigest(line), Charged: old.Charged}
 	next.HeartbeatKept[hb.BundleID] = sum[:]
 	next.raiseFloors(created, dids)
 	if res.Installed != 0 {
@@ -140,10 +149,11 @@ func (s *State) LineOf(bundleID string) (*bundle.Manifest, error) {
 // (docs/SPEC-DECISIONS.md TRUST-12). A heartbeat kept before its signers
 // were recorded counts as it did then.
 //
-// Vouches decides whether the line is stale only: whether a kept
-// heartbeat holds a newer one back (heartbeat_replayed) is judged against
-// today's threshold alone (ApplyHeartbeat), so that one kept from before a
-// raise never holds back one that meets it.
+// Vouches decides whether the line is stale, and whether a kept heartbeat
+// holds back one of a lower version (heartbeat_replayed); whether it holds
+// back one signed earlier is judged against today's threshold alone
+// (ApplyHeartbeat), so that one kept from before a raise never holds back
+// a newer version that meets it.
 func Vouches(p *bundle.Policy, hb *Heartbeat, m *bundle.Manifest) bool {
 	return vouches(p, hb, m, true)
 }

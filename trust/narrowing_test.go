@@ -209,11 +209,17 @@ func TestThresholdRaiseNeverUnpinsAStaleLine(t *testing.T) {
 				t.Fatal("raising a threshold made a stale (frozen) bundle fresh again: the heartbeat its own keys signed " +
 					"was judged against the new threshold while the bundle itself is not; a stricter policy served what the looser one refused")
 			}
-			// Only today's threshold holds a heartbeat back (TRUST-9): one
-			// signed by all three, as the raised threshold wants, replaces
-			// the kept one though older.
-			if _, _, err := trust.ApplyHeartbeat(next, heartbeat(t, st.Installed[line].Version+1, "2026-11-19T00:00:00Z", k[0], k[1], k[2]), now); err != nil {
+			// Only today's threshold holds back a heartbeat signed earlier
+			// (TRUST-9): one signed by all three, as the raised threshold
+			// wants, of the kept version replaces the kept one though
+			// signed before it. One of a lower version is held back: the
+			// kept one still vouches under the threshold it met, and a raise
+			// plus an older statement must not take the line back.
+			if _, _, err := trust.ApplyHeartbeat(next, heartbeat(t, st.Installed[line].Version+5, "2026-11-19T00:00:00Z", k[0], k[1], k[2]), now); err != nil {
 				t.Fatalf("after the raise, a heartbeat meeting today's threshold was held back by one below it: %v", err)
+			}
+			if _, _, err := trust.ApplyHeartbeat(next, heartbeat(t, st.Installed[line].Version+1, "2026-11-19T00:00:00Z", k[0], k[1], k[2]), now); !errors.Is(err, trust.ErrHeartbeatOlder) {
+				t.Fatalf("after the raise, a heartbeat of a lower version than the kept one took the line back: want heartbeat_replayed, got %v", err)
 			}
 		})
 	}

@@ -86,15 +86,26 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 	case head == 0 && !bytes.Equal(rot.Prev, make([]byte, 32)), head > 0 && !bytes.Equal(rot.Prev, headHash):
 		return nil, nil, fail(ErrRotationFork, "trust statement %d of scope %s does not chain to statement %d this store applied (a fork of the chain)", rot.Sequence, rot.Scope, head)
 	}
-	if _, _, res.Signers, err = st.verifyStatement(obj, rot.Scope); err != nil {
+	_, signers, names, err := st.verifyStatement(obj, rot.Scope)
+	if err != nil {
 		return nil, nil, err
+	}
+	res.Signers = names
+	// The keys it adds descend from its signers' account (the least, so
+	// that every store charges the same one): a scope's owners minting
+	// keys never mint shares (docs/SPEC-DECISIONS.md TRUST-17).
+	var origin string
+	for _, k := range signers {
+		if a := st.Account(amp.DIDKey(k.Key)); origin == "" || a < origin {
+			origin = a
+		}
 	}
 	next := st.Clone()
 	retired, err := next.retire(res, rot)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := next.add(res, rot, formatTime(now)); err != nil {
+	if err := next.add(res, rot, formatTime(now), origin); err != nil {
 		return nil, nil, err
 	}
 	next.setThreshold(rot.Scope, rot.Threshold)
@@ -151,8 +162,8 @@ func (s *State) retire(res *RotationEffects, rot *bundle.Rotation) (map[string]b
 }
 
 // add trusts the keys rot adds for its scope (a key already trusted for
-// it stays as it is).
-func (s *State) add(res *RotationEffects, rot *bundle.Rotation, at string) error {
+// it stays as it is), with origin (Key.Origin).
+func (s *State) add(res *RotationEffects, rot *bundle.Rotation, at, origin string) error {
 	for _, a := range rot.Add {
 		if by, ok := s.KeyRevokedFor(a.Key, []string{rot.Scope}); ok {
 			return fail(ErrKeyRevoked, "the statement adds %s, which this store has revoked for scope %s", a.Key, by)
@@ -173,7 +184,7 @@ func (s *State) add(res *RotationEffects, rot *bundle.Rotation, at string) error
 		// trusting it for any scope once no statement does
 		// (docs/SPEC-DECISIONS.md TRUST-16): a statement of one scope
 		// never lifts the operator's removal elsewhere.
-		s.Keys[a.Name] = Key{Name: a.Name, Key: ed25519.PublicKey(pub), Scopes: []string{rot.Scope}, AddedAt: at}
+		s.Keys[a.Name] = Key{Name: a.Name, Key: ed25519.PublicKey(pub), Scopes: []string{rot.Scope}, AddedAt: at, Origin: origin}
 		res.Added = append(res.Added, a.Name)
 	}
 	return nil

@@ -20,10 +20,28 @@ type Key struct {
 	Key     ed25519.PublicKey
 	Scopes  []string
 	AddedAt string // RFC 3339 UTC
+	// Origin is, for a key a trust statement added, the account of the
+	// statement's signers (Account): the operator-trusted key its trust
+	// descends from, which its heartbeats of lines not installed are
+	// charged to. "" for a key the operator added (trust add, a policy
+	// file), or one a statement added before origins were kept: its own
+	// account.
+	Origin string
 }
 
 // DID returns the key's did:key.
 func (k Key) DID() string { return amp.DIDKey(k.Key) }
+
+// Account returns the account a key's share of heartbeats of lines not
+// installed is charged to (docs/SPEC-DECISIONS.md TRUST-17): the did:key
+// of the operator-trusted key its trust descends from (Key.Origin) — the
+// key itself when the operator added it, or when s no longer trusts it.
+func (s *State) Account(did string) string {
+	if k, ok := s.keyByDID(did); ok && k.Origin != "" {
+		return k.Origin
+	}
+	return did
+}
 
 // Revocation is what a store keeps of a revoked key or bundle version:
 // the statement that revoked it and when. Scopes (keys only) are the
@@ -52,6 +70,10 @@ type Heartbeat struct {
 	// line (Vouches). Zero and nil in records kept before they were.
 	Threshold  uint64
 	LineSHA256 []byte
+	// Charged is the account (State.Account) charged for it when it was
+	// kept for a line with no bundle installed ("" when none was): a
+	// newer heartbeat of the line keeps the charge, whoever signed it.
+	Charged string
 	// Unreadable is set for a kept record that does not decode: its line
 	// fails closed as stale and takes no heartbeat until reset.
 	Unreadable bool
@@ -77,6 +99,10 @@ type Installed struct {
 	// version (Unix seconds; 0: none): its floor never goes below it
 	// (InstalledFloor, pinFloors).
 	Floor int64
+	// FloorKeys are the did:keys whose signed times Floor rests on
+	// (sorted; nil for a pin kept before they were recorded): the pin
+	// lives only while one of them is trusted for the bundle or signed it.
+	FloorKeys []string
 }
 
 // Manifest decodes the signed manifest of an installed bundle.
