@@ -96,8 +96,13 @@ func TestMirrorOverAgentHeldStoreServesAgentImportWithinOneRefresh(t *testing.T)
 	if ix.Generation != gen {
 		t.Fatalf("the index serves version 2 at generation %d, the agent's store is at %d", ix.Generation, gen)
 	}
-	if want := fmt.Sprintf("generation=%d", gen); !strings.Contains(start.log.String(), `msg="mirror snapshot" `+want) {
-		t.Fatalf("no snapshot at generation %d logged:\n%s", gen, start.log.String())
+	// The snapshot is logged just after it is served (and its spool
+	// pruned): wait for the line, bounded as awaitIndex is.
+	want := fmt.Sprintf(`msg="mirror snapshot" generation=%d`, gen)
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(start.log.String(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot at generation %d logged:\n%s", gen, start.log.String())
+		}
 	}
 
 	db := storeWithSamples(t)
