@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math/big"
 	"strings"
+
+	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
 
 // typeSet is a set of JSON types. "number" is numInt|numFrac: an integer
@@ -156,9 +158,9 @@ type decimal struct {
 func decimalOf(n json.Number) (d decimal, ok bool) {
 	s := string(n)
 	if expUnread(s) {
-		return decimal{raw: true, digits: s}, validNumber(s)
+		return decimal{raw: true, digits: s}, schemagraph.NumberSyntax(s)
 	}
-	if !validNumber(s) {
+	if !schemagraph.NumberSyntax(s) {
 		return decimal{}, false
 	}
 	if s[0] == '-' {
@@ -192,43 +194,6 @@ func decimalOf(n json.Number) (d decimal, ok bool) {
 	}
 	d.digits, d.exp = trimmed, exp
 	return d, true
-}
-
-// validNumber reports whether s follows the JSON number grammar.
-func validNumber(s string) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		j := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		return i - j
-	}
-	switch n := digits(); {
-	case n == 0:
-		return false
-	case n > 1 && s[i-n] == '0':
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return i == len(s)
 }
 
 // intOf reads a non-negative integer keyword value (minLength, ...).

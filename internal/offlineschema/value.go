@@ -295,7 +295,7 @@ func halfToFloat64(h uint16) float64 {
 // other literal that is a finite float64 once rounded, at most maxNumberLen
 // bytes long with a decimal exponent within ±maxExponent.
 func numberInModel(s string) bool {
-	if len(s) > maxNumberLen || !jsonNumberSyntax(s) {
+	if len(s) > maxNumberLen || !schemagraph.NumberSyntax(s) {
 		return false
 	}
 	if !strings.ContainsAny(s, ".eE") {
@@ -315,44 +315,6 @@ func numberInModel(s string) bool {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	return err == nil && !math.IsInf(f, 0)
-}
-
-// jsonNumberSyntax reports whether s is a JSON number (RFC 8259 §6):
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func jsonNumberSyntax(s string) bool {
-	i := 0
-	digits := func() int {
-		n := 0
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	if i < len(s) && s[i] == '0' {
-		i++
-	} else if digits() == 0 {
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return i == len(s)
 }
 
 // ValueFromJSON decodes JSON bytes into the same model as ValueFromCBOR,
