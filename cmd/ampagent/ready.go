@@ -203,6 +203,7 @@ func expiryProblems(bundles []resolver.Bundle, now time.Time, window time.Durati
 func (r *readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
+		w.Header().Set("Content-Security-Policy", mirror.ContentSecurityPolicy) // as every other answer of /readyz (MIRROR-7)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}

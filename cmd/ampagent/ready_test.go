@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/internal/admin"
+	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -70,6 +71,26 @@ func TestReadyzSoundAgent(t *testing.T) {
 	code, rep := getReady(t, r.url)
 	if code != http.StatusOK || rep.Status != "ready" || len(rep.Problems) != 0 || rep.Generation == 0 || rep.CheckedAt == "" {
 		t.Fatalf("readyz: %d %+v", code, rep)
+	}
+}
+
+// TestReadyzRefusedMethodForbidsSniffingAndScript: a POST to /readyz is
+// refused 405 with the headers of every other /readyz answer, nosniff and
+// the script-less CSP (threat: an answer of the agent's origin that a
+// browser would run script in).
+func TestReadyzRefusedMethodForbidsSniffingAndScript(t *testing.T) {
+	db, key := serveStore(t)
+	cfg := writeConfig(t, map[string]any{"allow": []string{"*=org.example."},
+		"handlers": map[string]any{"org.example.translate.text:2.1.0": okHandler}})
+	r := startServe(t, "--db", db, "--key", key, "--config", cfg)
+	resp, err := http.Post(r.url+"/readyz", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("X-Content-Type-Options") != "nosniff" ||
+		resp.Header.Get("Content-Security-Policy") != mirror.ContentSecurityPolicy {
+		t.Fatalf("POST /readyz: %d, nosniff %q, CSP %q", resp.StatusCode, resp.Header.Get("X-Content-Type-Options"), resp.Header.Get("Content-Security-Policy"))
 	}
 }
 
