@@ -172,6 +172,34 @@ type Bounds struct {
 	// MaxTTL is the longest message ttl accepted, since replies are kept
 	// for the ttl (default 7 days).
 	MaxTTL time.Duration
+	// ReplayHorizon (H) makes a message id run at most once even against
+	// its sender re-sealing it with a longer ttl (docs/SPEC-DECISIONS.md
+	// AGENT-14). The id pins a message's ts, not its ttl, and a ledger
+	// entry is kept until the expiry of the copy that created it: a copy
+	// of the same id sealed again with a longer ttl, replayed once that
+	// entry is swept, would run its handler again.
+	//
+	// 0 (the default) keeps RFC 001's rule (§16.2: a reply is cached for
+	// message.ttl; §8.3: no age limit, store-and-forward) and that
+	// exposure: only the sender's own key can make such a copy, and it
+	// could as well send a fresh id. Set, every ledger entry the agent
+	// creates (CAP_INVOKE, BATCH items, streams, params streams,
+	// InvokeLocal, the ledger's volatile cache alike) is kept until
+	// ts + max(ttl, H + 2 s) + MaxClockSkew (ttl 0 counts as
+	// MaxClockSkew; 2 s: two copies of one id differ in ts by at most
+	// that, RFC 001 §8.3): a keyed InvokeLocal retried after
+	// LocalKeyTTL but within H does not run again either. And every message
+	// whose ts + H + MaxClockSkew is before now is refused before the
+	// ledger is consulted: a signed ERROR 1003 "expired" with details
+	// {"reason": "older_than_replay_horizon"}, not retryable, not
+	// recorded, valid for RefusalTTL (as the receiver's own expiry check,
+	// which sends nothing signed). Its cost: a ledger keeping every entry
+	// for H at least, and late store-and-forward deliveries older than H
+	// refused. H = MaxTTL refuses nothing for age (no ttl exceeds it) and
+	// keeps every entry until ts + MaxTTL + skew. A negative H is 0 and
+	// one over MaxTTL is MaxTTL (WithDefaults). A fleet sharing one
+	// ledger needs the same H on every node.
+	ReplayHorizon time.Duration
 	// DefaultTimeout applies to an invocation without timeout_ms (default
 	// 30 s, at most MaxTimeout); MaxTimeout bounds timeout_ms (default
 	// 60 s, RFC 001 §16.4).
@@ -227,6 +255,7 @@ type Bounds struct {
 func (b Bounds) WithDefaults() Bounds {
 	limit.Default(&b.MaxClockSkew, amp.DefaultMaxClockSkew)
 	limit.Default(&b.MaxTTL, 7*24*time.Hour)
+	b.ReplayHorizon = min(max(b.ReplayHorizon, 0), b.MaxTTL)
 	limit.Default(&b.MaxTimeout, 60*time.Second)
 	limit.Default(&b.DefaultTimeout, 30*time.Second)
 	b.DefaultTimeout = min(b.DefaultTimeout, b.MaxTimeout)
@@ -560,6 +589,13 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 		return a.replyError(ctx, m, amp.Named(amp.CodeInvalidTimestamp, "ttl_too_long",
 			"message ttl is longer than this agent keeps replies (%s)", a.cfg.MaxTTL))
 	}
+	// Older than the replay horizon: refused before the ledger is
+	// consulted (Bounds.ReplayHorizon, AGENT-14). A BATCH container too,
+	// although it is not recorded: each of its items is checked again.
+	if err := a.pastHorizon(m); err != nil {
+		a.reqLog(ctx).Info("message older than the replay horizon refused", "from", m.From, "id", m.ID.String(), "typ", m.Type.Name())
+		return a.replyError(ctx, m, err)
+	}
 	if m.Type == amp.TypeBatch {
 		arrival.Done() // its items are counted each
 		return a.handleBatch(ctx, m)
@@ -693,14 +729,46 @@ func (e *UnverifiedError) Unverified() bool { return true }
 // Unwrap returns the *amp.Error.
 func (e *UnverifiedError) Unwrap() error { return e.Err }
 
-// expiry is when a message's reply may be forgotten: its ts + ttl (for
-// ttl = 0, ts + the clock skew it is accepted within), plus the skew.
+// expiry is when a message's reply may be forgotten, the one rule for
+// every ledger entry the agent creates (claim is the only caller of
+// ledger.Start): its ts + ttl (for ttl = 0, ts + the clock skew it is
+// accepted within), plus the skew; with a ReplayHorizon H, at least
+// ts + H + idTSSpread + the skew, so that every copy of the id that
+// pastHorizon lets through still finds the entry (docs/SPEC-DECISIONS.md
+// AGENT-14).
 func (a *Agent) expiry(m *amp.Message) time.Time {
 	ttl := time.Duration(m.TTL) * time.Millisecond
 	if m.TTL == 0 {
 		ttl = a.cfg.MaxClockSkew
 	}
+	if h := a.cfg.ReplayHorizon; h > 0 {
+		ttl = max(ttl, h+idTSSpread)
+	}
 	return time.UnixMilli(int64(m.TS)).Add(ttl + a.cfg.MaxClockSkew)
+}
+
+// idTSSpread is the most the ts of two verified copies of one message id
+// differ by: each is within ±1 s of the id's own timestamp (RFC 001 §8.3,
+// amp.Receiver's id_timestamp_mismatch check).
+const idTSSpread = 2 * amp.MaxIDSkew
+
+// errPastHorizon names the refusal of a message older than the agent's
+// ReplayHorizon (its details.reason).
+const errPastHorizon amp.ErrName = "older_than_replay_horizon"
+
+// pastHorizon refuses a message whose ts + ReplayHorizon + MaxClockSkew
+// is before now (nil without a horizon): its ledger entry, if a copy of
+// it ever made one, may be gone, so it must not reach the ledger. The
+// refusal is the receiver's expiry refusal (1003 "expired", final) with
+// details {"reason": "older_than_replay_horizon"}; ts is at most now +
+// MaxClockSkew here (amp.Receiver), so the sum cannot overflow.
+func (a *Agent) pastHorizon(m *amp.Message) error {
+	h := a.cfg.ReplayHorizon
+	if h <= 0 || !time.UnixMilli(int64(m.TS)).Add(h+a.cfg.MaxClockSkew).Before(a.cfg.Now()) {
+		return nil
+	}
+	return amp.Named(amp.CodeInvalidTimestamp, "expired", "message is older than this agent's replay horizon (%s)", h).
+		WithDetails(map[string]any{"reason": string(errPastHorizon)})
 }
 
 // answerLost answers a message whose handler (or stream hand-over) an

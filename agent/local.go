@@ -36,7 +36,9 @@ type LocalCall struct {
 }
 
 // LocalKeyTTL is how long an idempotency key of a LocalCall is honoured
-// (bounded by Config.MaxTTL).
+// (bounded by Config.MaxTTL; with a longer Config.ReplayHorizon, that
+// horizon: the call's recorded reply is signed for as long as its ledger
+// entry is kept, so a retry within it gets the reply, not a lapsed one).
 const LocalKeyTTL = 24 * time.Hour
 
 // MaxIdempotencyKey bounds LocalCall.IdempotencyKey, in bytes.
@@ -102,7 +104,7 @@ func (a *Agent) InvokeLocal(ctx context.Context, call LocalCall) (LocalResult, e
 		To: amp.To(a.cfg.Identity.DID), Body: body}
 	if call.IdempotencyKey != "" {
 		m.ID = LocalKeyID(call.Caller, call.Capability, call.IdempotencyKey)
-		m.TTL = uint64(min(LocalKeyTTL, a.cfg.MaxTTL).Milliseconds())
+		m.TTL = uint64(min(max(LocalKeyTTL, a.cfg.ReplayHorizon), a.cfg.MaxTTL).Milliseconds())
 	} else if m.ID, err = amp.NewID(a.cfg.Rand, m.TS); err != nil {
 		return LocalResult{}, amp.Wrap(amp.CodeInternalError, err, "cannot make a message id")
 	}

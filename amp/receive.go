@@ -10,9 +10,11 @@ import (
 const (
 	// DefaultMaxClockSkew is MAX_CLOCK_SKEW.
 	DefaultMaxClockSkew = 30 * time.Second
-	// maxIDSkewMillis is the largest accepted difference between the id's
+	// MaxIDSkew is the largest accepted difference between the id's
 	// embedded timestamp and ts (§8.3: ±1 second).
-	maxIDSkewMillis = 1000
+	MaxIDSkew = time.Second
+	// maxIDSkewMillis is MaxIDSkew in the unit of ts.
+	maxIDSkewMillis = uint64(MaxIDSkew / time.Millisecond)
 	// DefaultTTL is the TTL senders should use when none is asked for.
 	DefaultTTL = 24 * time.Hour
 )

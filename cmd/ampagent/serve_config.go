@@ -36,6 +36,8 @@ type serveFlags struct {
 	etcdCert, etcdKey    string
 	readyExpiryWindow    time.Duration
 	readyRecheck         time.Duration
+	// replayHorizon is --replay-horizon (agent.Bounds.ReplayHorizon).
+	replayHorizon time.Duration
 }
 
 // agentFlags are the flags of the store an agent serves and of its
@@ -124,6 +126,7 @@ func (cfg *serveConfig) applyFlags(c *cli.Context) {
 	cfg.catalogListen, cfg.catalog = c.String("catalog-listen"), c.Bool("catalog")
 	cfg.listenTCP, cfg.tlsCert, cfg.tlsKey = c.String("listen-tcp"), c.String("tls-cert"), c.String("tls-key")
 	cfg.readyExpiryWindow, cfg.readyRecheck = c.Duration("ready-expiry-window"), c.Duration("ready-recheck")
+	cfg.replayHorizon = c.Duration("replay-horizon")
 	cfg.etcdCA, cfg.etcdCert, cfg.etcdKey = c.String("etcd-ca"), c.String("etcd-cert"), c.String("etcd-key")
 }
 
@@ -278,6 +281,9 @@ func (cfg *serveConfig) validateServe() error {
 	}
 	if cfg.readyExpiryWindow < 0 || cfg.readyRecheck <= 0 {
 		return cliutil.Usagef("--ready-expiry-window must not be negative and --ready-recheck must be positive")
+	}
+	if most := (agent.Bounds{}).WithDefaults().MaxTTL; cfg.replayHorizon < 0 || cfg.replayHorizon > most {
+		return cliutil.Usagef("--replay-horizon must be between 0 and %s (the longest ttl the agent accepts)", most)
 	}
 	if err := cfg.validateEtcd(); err != nil { // serve_etcd.go
 		return err

@@ -252,7 +252,7 @@ func (s *server) agentConfig(led *ledger.Ledger, handlerCfg map[string]execHandl
 	handlers, maxResult := programHandlers(handlerCfg, s.log, s.met)
 	return agent.Config{
 		Core: agent.Core{Identity: s.id, Store: s.store, Policy: rules, Handlers: handlers, Now: s.env.Now, Rand: s.env.Rand, Ledger: led},
-		Bounds: agent.Bounds{MaxResultBytes: maxResult, MaxTimeout: s.maxTimeout, MaxParamItems: s.cfg.MaxParamItems,
+		Bounds: agent.Bounds{MaxResultBytes: maxResult, MaxTimeout: s.maxTimeout, MaxParamItems: s.cfg.MaxParamItems, ReplayHorizon: s.cfg.replayHorizon,
 			Limits:       amp.Limits{MaxMessageSize: int(s.cfg.MaxBodyBytes)},
 			StreamLimits: s.streams, ParamStreams: s.params},
 		Hooks: agent.Hooks{Observe: s.met.observe, Logger: s.log}}
