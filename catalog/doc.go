@@ -25,7 +25,10 @@
 // Options.Refresh. Every list is paged at PageSize or cut (RowVersions,
 // MaxJoined). A schema's rendering is linear in its size and stops at
 // MaxRenderBytes, markup included, and so do a compatibility page's
-// findings (at most MaxCellFindings a pair); a "$ref" is followed or
+// findings (at most MaxCellFindings a pair). The matrices the pages
+// compute take their time from a compute budget, in all and by peer
+// (Options.ComputeBurst, ComputeRate): past it a page that would compute
+// one is refused, 429 or 503 with Retry-After. A "$ref" is followed or
 // linked only in a schema position, and only to an artifact signed as a
 // JSON Schema; the manifest's publisher is shown as a claim unless a
 // verified signer has its DID.

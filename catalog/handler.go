@@ -68,6 +68,16 @@ type Options struct {
 	// DefaultPeerShare. A server passes its own --peer-share (1 behind a
 	// proxy, where every caller is one address).
 	PeerShare int
+	// ComputeBurst and ComputeRate bound the compute time of the
+	// matrices the pages compute: at once and sustained (seconds a
+	// second), all peers together; one peer has 1/PeerShare of each.
+	// Defaults DefaultComputeBurst, DefaultComputeRate.
+	ComputeBurst time.Duration
+	ComputeRate  float64
+	// MaxComputing bounds the matrices computed at once, all peers
+	// together; one peer computes 1/PeerShare of them (at least one).
+	// Default DefaultMaxComputing.
+	MaxComputing int
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -79,6 +89,7 @@ type Handler struct {
 	pages map[string]*template.Template
 	css   []byte
 	slots *transport.Admission // pages rendered at once, in all and by peer
+	share *computeShare        // compute time of the matrices, in all and by peer
 
 	mu        sync.Mutex // one refresh at a time
 	cur       atomic.Pointer[Model]
@@ -98,8 +109,12 @@ func NewHandler(opts Options) (*Handler, error) {
 	limit.Default(&opts.MaxAge, DefaultMaxAge)
 	limit.Default(&opts.MaxInFlight, DefaultMaxInFlight)
 	limit.Default(&opts.PeerShare, DefaultPeerShare)
+	limit.Default(&opts.ComputeBurst, DefaultComputeBurst)
+	limit.Default(&opts.ComputeRate, DefaultComputeRate)
+	limit.Default(&opts.MaxComputing, DefaultMaxComputing)
 	h := &Handler{opts: opts, log: opts.Logger,
-		slots: transport.NewAdmission(opts.MaxInFlight, max(1, opts.MaxInFlight/opts.PeerShare), 0, 0)}
+		slots: transport.NewAdmission(opts.MaxInFlight, max(1, opts.MaxInFlight/opts.PeerShare), 0, 0),
+		share: newComputeShare(opts.Now, opts.ComputeBurst, opts.ComputeRate, opts.MaxComputing, opts.PeerShare)}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -210,8 +225,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, name, data, code)
 		return
 	}
-	name, data, code := route(m, r)
+	name, data, code := route(m, r, h.admitter(peer))
 	h.render(w, r, name, data, code)
+}
+
+// admitter lets a request of peer start a matrix computation within
+// the peer's compute share, and logs a refusal.
+func (h *Handler) admitter(peer string) func() (func(), *refusal) {
+	admit := h.share.admitter(peer)
+	return func() (func(), *refusal) {
+		end, no := admit()
+		if no != nil {
+			h.log.Debug("catalog comparisons refused", "peer", peer, "err", string(no.name))
+		}
+		return end, no
+	}
 }
 
 // render executes a page into a buffer, then writes it: a failure never
@@ -222,6 +250,9 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, name string, da
 		h.log.Error("catalog page failed", "page", name, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
+	}
+	if data.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(data.retryAfter/time.Second)))
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))

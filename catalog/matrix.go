@@ -78,17 +78,43 @@ type matrixMemo struct {
 // read's bounds: the comparisons of all its checks, and the findings kept
 // of each report and of the whole matrix, dropped as each cell is decided
 // so that the matrix never holds more.
+//
+// A matrix computed when asked (lazy) reads the kept schemas through
+// sources of its own (ownSources), dropped with the computation: the
+// model's sources would keep every schema they parsed (a tree many times
+// its text) for the model's life, uncounted by the memo's bound.
 func (m *Model) computeMatrix(name string) keptMatrix {
 	r := m.provRange[name]
+	vs := m.provided[r[0]:r[1]]
+	if m.lazy {
+		vs = m.ownSources(r)
+	}
 	var k keptMatrix
 	left := m.bounds.bytes
-	k.mx = compat.MatrixOf(m.provided[r[0]:r[1]], m.bounds.steps, func(c *compat.Cell) {
+	k.mx = compat.MatrixOf(vs, m.bounds.steps, func(c *compat.Cell) {
 		k.findings = append(k.findings, len(c.Input.Findings)+len(c.Output.Findings))
 		c.Input.Findings = m.bounds.keep(c.Input.Findings, &left)
 		c.Output.Findings = m.bounds.keep(c.Output.Findings, &left)
 		c.Lost = m.bounds.keep(c.Lost, &left)
 	})
 	return k
+}
+
+// ownSources are the versions provided[r[0]:r[1]] with sources of their
+// own, one a bundle, over the schemas the model kept.
+func (m *Model) ownSources(r [2]int) []compat.Provided {
+	vs := slices.Clone(m.provided[r[0]:r[1]])
+	srcs := map[string]*compat.Source{}
+	for i := range vs {
+		b := m.provBundles[r[0]+i]
+		s := srcs[b]
+		if s == nil {
+			s = compat.NewSource(&keptLoader{m: m, bundle: b})
+			srcs[b] = s
+		}
+		vs[i].Src = s
+	}
+	return vs
 }
 
 // keep is the findings of fs the bounds keep, in a slice of their own when
@@ -122,18 +148,35 @@ func (b matrixBounds) keep(fs []compat.Finding, left *int) []compat.Finding {
 // the read, or the one kept in the memo, computed now if need be (one
 // computation at a time for a name; those asking meanwhile wait for it).
 func (m *Model) lookupMatrix(name string) (*keptMatrix, bool) {
+	k, ok, _ := m.lookupMatrixFor(name, nil)
+	return k, ok
+}
+
+// lookupMatrixFor is lookupMatrix for a caller whose computations admit
+// lets start (a page's: its peer's compute share), when not nil: a
+// matrix kept or being computed costs nothing; one to compute is
+// computed only when admit lets it, else its refusal is returned.
+func (m *Model) lookupMatrixFor(name string, admit func() (func(), *refusal)) (*keptMatrix, bool, *refusal) {
 	if i, ok := m.matrix[name]; ok {
-		return &m.computed[i], true
+		return &m.computed[i], true, nil
 	}
 	if !m.HasMatrix(name) {
-		return nil, false
+		return nil, false, nil
 	}
 	mm := m.memo
 	mm.mu.Lock()
 	if k, ok := mm.kept[name]; ok {
 		mm.mu.Unlock()
 		<-k.done
-		return k, true
+		return k, true, nil
+	}
+	if admit != nil {
+		end, no := admit()
+		if no != nil {
+			mm.mu.Unlock()
+			return nil, false, no
+		}
+		defer end()
 	}
 	k := &keptMatrix{done: make(chan struct{})}
 	mm.kept[name] = k
@@ -143,7 +186,7 @@ func (m *Model) lookupMatrix(name string) (*keptMatrix, bool) {
 	c := m.computeMatrix(name)
 	k.mx, k.findings = c.mx, c.findings
 	mm.keep(name, k, matrixBytes(c.mx, c.findings))
-	return k, true
+	return k, true, nil
 }
 
 // keep counts the matrix k of name, just computed, as kept, if it still

@@ -197,10 +197,12 @@ type Model struct {
 	// (lazy: Parts.LazyCompat).
 	lazy      bool
 	provRange map[string][2]int
-	matrix    map[string]int
-	computed  []keptMatrix
-	memo      *matrixMemo
-	bounds    matrixBounds
+	// provBundles are the bundles of provided, index for index.
+	provBundles []string
+	matrix      map[string]int
+	computed    []keptMatrix
+	memo        *matrixMemo
+	bounds      matrixBounds
 	// schemaKeys are, by bundle, the keys of the artifacts whose signed
 	// manifest entry has the JSON Schema media type: the only artifacts a
 	// $ref may bring into the model.
@@ -661,6 +663,7 @@ func (m *Model) provide(opts ReadOptions) {
 				srcs[v.BundleID] = s
 			}
 			m.provided = append(m.provided, compat.Provided{Descriptor: v.Descriptor, Src: s})
+			m.provBundles = append(m.provBundles, v.BundleID)
 		}
 	}
 }

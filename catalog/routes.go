@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ampbundle/ampbundle/compat"
+	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // maxParam bounds every query parameter but q, in bytes.
@@ -47,11 +49,14 @@ type page struct {
 	Caps         []capRow
 	Bundle       Bundle
 	Lists        bundleLists
+	Trust        trustLists
 	Cap          Capability
 	Versions     []Version
 	Version      versionView
 	Matrix       matrixView
 	Schema       schemaView
+	// retryAfter, when positive, is sent as Retry-After (a refusal).
+	retryAfter time.Duration
 }
 
 // pager is the position in a paged list; Label names the list when a
@@ -129,8 +134,9 @@ type findingView struct {
 	Href string
 }
 
-// route picks the page of a request and its data.
-func route(m *Model, r *http.Request) (string, page, int) {
+// route picks the page of a request and its data; admit lets the
+// request start a matrix computation (Model.lookupMatrixFor).
+func route(m *Model, r *http.Request, admit func() (func(), *refusal)) (string, page, int) {
 	q := r.URL.Query()
 	for k, vs := range q {
 		for _, v := range vs {
@@ -176,11 +182,16 @@ func route(m *Model, r *http.Request) (string, page, int) {
 		p.Title, p.Version = short(v.Name)+" "+short(v.Version), v
 		return lookedUp(m, ok, "version", p, "no such capability version is installed")
 	case Prefix + "compat":
-		mv, ok := m.matrixView(q.Get("name"))
+		mv, ok, no := m.matrixView(q.Get("name"), admit)
+		if no != nil {
+			name, p, code := errorPage(m, no.status, no.text)
+			p.retryAfter = no.retry
+			return name, p, code
+		}
 		p.Title, p.Matrix = "Compatibility of "+short(mv.Name), mv
 		return lookedUp(m, ok, "compat", p, "no compatibility matrix for this name")
 	case Prefix + "trust":
-		p.Title = "Trust"
+		p.Title, p.Trust = "Trust", trustListsOf(m.Trust, q)
 		return "trust", p, http.StatusOK
 	case Prefix + "schema":
 		s, ok := m.Schema(SchemaLoc{BundleID: q.Get("b"), Key: q.Get("k")})
@@ -252,13 +263,7 @@ const (
 func listsOf(b Bundle, q url.Values) bundleLists {
 	shown := map[string]int{}
 	keep := func(own string) url.Values {
-		v := url.Values{"id": {b.BundleID}}
-		for _, p := range []string{artParam, capParam, aliasParam} {
-			if n := shown[p]; p != own && n > 1 {
-				v.Set(p, strconv.Itoa(n))
-			}
-		}
-		return v
+		return keepPages(url.Values{"id": {b.BundleID}}, shown, own)
 	}
 	path := Prefix + "bundle"
 	var l bundleLists
@@ -278,6 +283,55 @@ func listsOf(b Bundle, q url.Values) bundleLists {
 	}
 	l.Aliases, l.AliasPager = paged(aliases, q, aliasParam, path, keep(aliasParam))
 	l.ArtPager.Label, l.CapPager.Label, l.AliasPager.Label = "Pages of artifacts", "Pages of capabilities", "Pages of aliases"
+	return l
+}
+
+// keepPages is what the links of the list own keep: base, and the page
+// each other list of shown shows, as its number (1 left out).
+func keepPages(base url.Values, shown map[string]int, own string) url.Values {
+	for p, n := range shown {
+		if p != own && n > 1 {
+			base.Set(p, strconv.Itoa(n))
+		}
+	}
+	return base
+}
+
+// Query parameters of the trust page's lists.
+const (
+	keysParam        = "keys_page"
+	thresholdsParam  = "thresholds_page"
+	freshnessParam   = "freshness_page"
+	revocationsParam = "revocations_page"
+)
+
+// trustLists are the paged lists of the trust page.
+type trustLists struct {
+	Keys                                           []TrustKey
+	Thresholds                                     []Threshold
+	Freshness                                      []resolver.Freshness
+	Revocations                                    []Revocation
+	KeyPager, ThresholdPager, FreshPager, RevPager pager
+}
+
+// trustListsOf pages the lists of the trust page of t, each by its own
+// parameter, as listsOf pages the bundle page's.
+func trustListsOf(t Trust, q url.Values) trustLists {
+	shown := map[string]int{
+		keysParam:        pageNumber(q, keysParam, len(t.Keys)),
+		thresholdsParam:  pageNumber(q, thresholdsParam, len(t.Thresholds)),
+		freshnessParam:   pageNumber(q, freshnessParam, len(t.Freshness)),
+		revocationsParam: pageNumber(q, revocationsParam, len(t.Revocations)),
+	}
+	keep := func(own string) url.Values { return keepPages(url.Values{}, shown, own) }
+	path := Prefix + "trust"
+	var l trustLists
+	l.Keys, l.KeyPager = paged(t.Keys, q, keysParam, path, keep(keysParam))
+	l.Thresholds, l.ThresholdPager = paged(t.Thresholds, q, thresholdsParam, path, keep(thresholdsParam))
+	l.Freshness, l.FreshPager = paged(t.Freshness, q, freshnessParam, path, keep(freshnessParam))
+	l.Revocations, l.RevPager = paged(t.Revocations, q, revocationsParam, path, keep(revocationsParam))
+	l.KeyPager.Label, l.ThresholdPager.Label = "Pages of keys", "Pages of thresholds"
+	l.FreshPager.Label, l.RevPager.Label = "Pages of freshness bounds", "Pages of revocations"
 	return l
 }
 
@@ -355,10 +409,10 @@ func (m *Model) schemaView(s Schema, prefix string) schemaView {
 // findings are bounded like a rendered schema: at most MaxCellFindings a
 // cell, and MaxRenderBytes of page bytes in all (estimated from above,
 // markup and escaping included); the findings past either are counted.
-func (m *Model) matrixView(name string) (matrixView, bool) {
-	k, ok := m.lookupMatrix(name)
+func (m *Model) matrixView(name string, admit func() (func(), *refusal)) (matrixView, bool, *refusal) {
+	k, ok, no := m.lookupMatrixFor(name, admit)
 	if !ok {
-		return matrixView{}, false
+		return matrixView{}, false, no
 	}
 	mx := k.mx
 	v := matrixView{Name: mx.Capability, Versions: mx.Versions, Found: true}
@@ -422,7 +476,7 @@ func (m *Model) matrixView(name string) (matrixView, bool) {
 		}
 		v.Rows = append(v.Rows, row)
 	}
-	return v, true
+	return v, true, nil
 }
 
 // textCost bounds from above the page bytes of s shown with short.

@@ -1,0 +1,190 @@
+package catalog
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// A matrix the pages compute costs up to DefaultMaxMatrixSteps
+// comparisons (seconds of CPU), and any peer names which one, so the
+// computations the pages start take their time from a budget (a token
+// bucket of compute time, in all and by peer): a computation starts only
+// while neither its peer's bucket nor the server's is spent, and once it
+// ends its time (at least MinComputeCharge) is taken from both, so that a
+// peer may run into debt by the computations it had running. A matrix
+// already kept (computed by anyone) costs nothing. Peers are those of
+// the page slots: transport.Peer of the connection's address (an IPv4
+// address, an IPv6 /64); X-Forwarded-For is never read, and behind a
+// proxy (one address) the server's --peer-share of 1 gives that address
+// the whole budget.
+
+// Error names of the refusals of a computation.
+const (
+	// ErrCompareShare: the peer's share of the comparisons is spent for
+	// now (429, retryable).
+	ErrCompareShare amp.ErrName = "compare_share_spent"
+	// ErrCompareBudget: the server's comparisons are spent for now (503,
+	// retryable).
+	ErrCompareBudget amp.ErrName = "compare_budget_spent"
+)
+
+// Bounds of the compute time of the matrices the pages compute.
+const (
+	// DefaultComputeBurst is the compute time the matrices may take at
+	// once, all peers together; one peer's is 1/PeerShare of it.
+	DefaultComputeBurst = time.Minute
+	// DefaultComputeRate is the compute time the matrices may take
+	// sustained, in seconds per second of the clock (one core), all peers
+	// together; one peer's is 1/PeerShare of it.
+	DefaultComputeRate = 1.0
+	// DefaultMaxComputing bounds the matrices computed at once, all peers
+	// together (each holds the schemas it parses while it runs); one peer
+	// computes at most 1/PeerShare of them (at least one).
+	DefaultMaxComputing = 4
+	// MinComputeCharge is the least a computation costs, however fast:
+	// with it a peer's burst also bounds how many it starts.
+	MinComputeCharge = 50 * time.Millisecond
+	// maxComputePeers bounds the peers whose buckets are tracked; a
+	// full bucket with nothing running is forgotten (it is as a new
+	// one), and a new peer past the bound is refused as the server's.
+	maxComputePeers = 4096
+)
+
+// Fixed texts of the refusals: they quote nothing a peer sent.
+const (
+	compareShareText  = "this address has used its share of the comparisons for now; try again later"
+	compareBudgetText = "the server's comparisons are spent for now; try again later"
+)
+
+// refusal is a computation refused: its error name, status, text and
+// Retry-After.
+type refusal struct {
+	name   amp.ErrName
+	status int
+	text   string
+	retry  time.Duration
+}
+
+// computeBucket is the compute time left to spend (negative: a debt),
+// as of at, and the computations running.
+type computeBucket struct {
+	left    time.Duration
+	at      time.Time
+	running int
+}
+
+// refill adds what the bucket earned since at, at rate, up to burst.
+func (b *computeBucket) refill(now time.Time, burst time.Duration, rate float64) {
+	if d := now.Sub(b.at); d > 0 {
+		b.left = min(burst, b.left+time.Duration(float64(d)*rate))
+		b.at = now
+	}
+}
+
+// wait is how long until the bucket has time left again, at rate: at
+// least a second, in whole seconds.
+func (b *computeBucket) wait(rate float64) time.Duration {
+	d := time.Duration(float64(-b.left)/rate) + time.Nanosecond
+	return max(time.Second, (d+time.Second-1)/time.Second*time.Second)
+}
+
+// computeShare is the compute budget of the matrices a handler's pages
+// compute, in all and by peer. Safe for concurrent use.
+type computeShare struct {
+	now                     func() time.Time
+	burst, peerBurst        time.Duration
+	rate, peerRate          float64
+	maxRunning, peerRunning int
+	mu                      sync.Mutex
+	total                   computeBucket
+	peers                   map[string]*computeBucket
+}
+
+// newComputeShare gives burst and rate (seconds a second) and running
+// computations in all, and 1/share of each to one peer.
+func newComputeShare(now func() time.Time, burst time.Duration, rate float64, running, share int) *computeShare {
+	return &computeShare{now: now, burst: burst, rate: rate, peerBurst: max(MinComputeCharge, burst/time.Duration(share)),
+		peerRate: rate / float64(share), maxRunning: running, peerRunning: max(1, running/share),
+		total: computeBucket{left: burst, at: now()}, peers: map[string]*computeBucket{}}
+}
+
+// admit lets peer start a computation, or refuses it (its own share
+// first). One admitted ends with charge.
+func (c *computeShare) admit(peer string) *refusal {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.peers[peer]
+	if b != nil {
+		b.refill(now, c.peerBurst, c.peerRate)
+		if b.left <= 0 {
+			return &refusal{name: ErrCompareShare, status: http.StatusTooManyRequests, text: compareShareText, retry: b.wait(c.peerRate)}
+		}
+		if b.running >= c.peerRunning {
+			return &refusal{name: ErrCompareShare, status: http.StatusTooManyRequests, text: compareShareText, retry: time.Second}
+		}
+	}
+	c.total.refill(now, c.burst, c.rate)
+	if c.total.left <= 0 {
+		return &refusal{name: ErrCompareBudget, status: http.StatusServiceUnavailable, text: compareBudgetText, retry: c.total.wait(c.rate)}
+	}
+	if c.total.running >= c.maxRunning {
+		return &refusal{name: ErrCompareBudget, status: http.StatusServiceUnavailable, text: compareBudgetText, retry: time.Second}
+	}
+	if b == nil {
+		if len(c.peers) >= maxComputePeers {
+			c.forgetFull(now)
+		}
+		if len(c.peers) >= maxComputePeers {
+			return &refusal{name: ErrCompareBudget, status: http.StatusServiceUnavailable, text: compareBudgetText, retry: time.Second}
+		}
+		b = &computeBucket{left: c.peerBurst, at: now}
+		c.peers[peer] = b
+	}
+	b.running++
+	c.total.running++
+	return nil
+}
+
+// charge ends a computation of peer that admit let start, which took d
+// (at least MinComputeCharge is taken).
+func (c *computeShare) charge(peer string, d time.Duration) {
+	d = max(d, MinComputeCharge)
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total.refill(now, c.burst, c.rate)
+	c.total.left -= d
+	c.total.running--
+	if b := c.peers[peer]; b != nil {
+		b.refill(now, c.peerBurst, c.peerRate)
+		b.left -= d
+		b.running--
+	}
+}
+
+// forgetFull forgets the peers whose bucket is full again and runs
+// nothing.
+func (c *computeShare) forgetFull(now time.Time) {
+	for p, b := range c.peers {
+		b.refill(now, c.peerBurst, c.peerRate)
+		if b.running == 0 && b.left >= c.peerBurst {
+			delete(c.peers, p)
+		}
+	}
+}
+
+// admitter is what lets a request of peer start a computation: nil when
+// refused, else the function that ends it.
+func (c *computeShare) admitter(peer string) func() (func(), *refusal) {
+	return func() (func(), *refusal) {
+		if r := c.admit(peer); r != nil {
+			return nil, r
+		}
+		start := c.now()
+		return func() { c.charge(peer, c.now().Sub(start)) }, nil
+	}
+}
