@@ -102,7 +102,9 @@ const (
 	MaxIndexCapabilities = 100_000
 	// MaxIndexStatements bounds the statements an index may list (and so
 	// what one sync downloads: at most this many files of
-	// bundle.MaxRevocationSize).
+	// bundle.MaxRevocationSize). A store keeps no more
+	// (resolver.MaxStatements, equal), each authority at most
+	// resolver.StatementShare of them (docs/SPEC-DECISIONS.md TRUST-18).
 	MaxIndexStatements = 10_000
 	// MaxIndexHeartbeats bounds the heartbeats an index may list (one per
 	// bundle line; at most this many files of bundle.MaxHeartbeatSize).

@@ -461,6 +461,10 @@ func (s *Store) saveEffects(tx *bolt.Tx, e *trust.Effects, now time.Time) error 
 			set[sc] = n
 		}
 	}
+	// The statement is charged first: refused, nothing is written.
+	if err := s.chargeStatement(tx, e); err != nil {
+		return err
+	}
 	// The writes run in this order (a name deleted and put again ends
 	// put); the first error is returned and rolls the transaction back
 	// whole, so the writes after it do not matter.
@@ -676,6 +680,9 @@ func applyStatement[R interface{ Base() *trust.Effects }](s *Store, data []byte,
 		return r, 0, err
 	}
 	defer end(&err)
+	if err := s.statementChargesCounted(); err != nil {
+		return r, 0, err
+	}
 	which, err := sel()
 	if err != nil {
 		return r, 0, err

@@ -63,7 +63,11 @@ type Effects struct {
 	// Statement is a signed statement to keep (once) in the order of
 	// application; nil for none.
 	Statement []byte
-	Audit     []Event
+	// StatementAccounts are the accounts of the keys that counted for
+	// Statement (State.Account), sorted: the store charges it to one of
+	// them when it keeps it (ChargeStatement).
+	StatementAccounts []string
+	Audit             []Event
 	// Changed says that the store's generation changes.
 	Changed bool
 }

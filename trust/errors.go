@@ -17,6 +17,10 @@ const (
 	ErrRotationFork    amp.ErrName = "rotation_fork"           // a trust statement that is not the one the store applied, or chains to another
 	ErrInvalidPolicy   amp.ErrName = "invalid_policy"          // a trust policy file the store cannot apply as a whole
 	ErrStoreIO         amp.ErrName = "store_io"                // a record of the state is unreadable
+	// ErrStatementShare: a statement whose signers' accounts have each
+	// had their share of kept statements, or that a store already keeping
+	// MaxStatements would keep (ChargeStatement).
+	ErrStatementShare amp.ErrName = "statement_share_exhausted"
 )
 
 // Audit verdicts of what took effect and of what changed nothing.

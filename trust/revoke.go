@@ -75,7 +75,7 @@ func ApplyRevocation(st *State, data []byte, now time.Time) (*State, *Revocation
 	}
 	res.Effects = finish(st, next, Event{Action: "revoke", Verdict: verdict, Scopes: []string{rev.Scope},
 		Signers: res.Signers, FileSHA256: sum[:], RevokedKeys: rev.Keys, RevokedBundles: union(res.RevokedBundles, res.FailedClosed)})
-	res.Statement, res.Changed = data, !res.Unchanged
+	res.Statement, res.StatementAccounts, res.Changed = data, st.statementAccounts(signers), !res.Unchanged
 	return next, res, nil
 }
 

@@ -95,10 +95,9 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 	// that every store charges the same one): a scope's owners minting
 	// keys never mint shares (docs/SPEC-DECISIONS.md TRUST-17).
 	var origin string
-	for _, k := range signers {
-		if a := st.Account(amp.DIDKey(k.Key)); origin == "" || a < origin {
-			origin = a
-		}
+	accounts := st.statementAccounts(signers)
+	if len(accounts) > 0 { // always: VerifyStatement returns a signer or an error
+		origin = accounts[0]
 	}
 	next := st.Clone()
 	retired, err := next.retire(res, rot)
@@ -129,7 +128,7 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 	slices.Sort(res.Retired)
 	res.Effects = finish(st, next, Event{Action: "rotate", Verdict: verdictAccepted, Scopes: []string{rot.Scope},
 		Sequence: rot.Sequence, Threshold: rot.Threshold, Signers: res.Signers, FileSHA256: sum[:], AddedKeys: added, RetiredKeys: rot.Retire})
-	res.Chain, res.Statement = link, data
+	res.Chain, res.Statement, res.StatementAccounts = link, data, accounts
 	return next, res, nil
 }
 

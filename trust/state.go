@@ -22,10 +22,10 @@ type Key struct {
 	AddedAt string // RFC 3339 UTC
 	// Origin is, for a key a trust statement added, the account of the
 	// statement's signers (Account): the operator-trusted key its trust
-	// descends from, which its heartbeats of lines not installed are
-	// charged to. "" for a key the operator added (trust add, a policy
-	// file), or one a statement added before origins were kept: its own
-	// account.
+	// descends from, which its heartbeats of lines not installed and the
+	// statements it signs are charged to. "" for a key the operator added
+	// (trust add, a policy file), or one a statement added before origins
+	// were kept: its own account.
 	Origin string
 }
 
@@ -33,9 +33,10 @@ type Key struct {
 func (k Key) DID() string { return amp.DIDKey(k.Key) }
 
 // Account returns the account a key's share of heartbeats of lines not
-// installed is charged to (docs/SPEC-DECISIONS.md TRUST-17): the did:key
-// of the operator-trusted key its trust descends from (Key.Origin) — the
-// key itself when the operator added it, or when s no longer trusts it.
+// installed (docs/SPEC-DECISIONS.md TRUST-17) and of kept statements
+// (TRUST-18, ChargeStatement) is charged to: the did:key of the
+// operator-trusted key its trust descends from (Key.Origin) — the key
+// itself when the operator added it, or when s no longer trusts it.
 func (s *State) Account(did string) string {
 	if k, ok := s.keyByDID(did); ok && k.Origin != "" {
 		return k.Origin
