@@ -225,9 +225,10 @@ func (s *server) reload() {
 }
 
 // shutdown stops the listeners gracefully: in-flight requests finish
-// (up to the longest invocation timeout).
+// (up to the longest answer the agent gives, a BATCH's: its
+// MaxBatchDuration plus one item's timeout, agent.Bounds.LongestAnswer).
 func (s *server) shutdown() {
-	sctx, cancel := context.WithTimeout(context.Background(), s.maxTimeout+5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), agent.Bounds{MaxTimeout: s.maxTimeout}.LongestAnswer()+5*time.Second)
 	defer cancel()
 	log := s.log
 	if err := s.stopMCP(sctx); err != nil {
