@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -320,8 +321,11 @@ func DecodeErrorFrame(payload []byte) (ErrorFrame, error) {
 	return ErrorFrame{Error: eb, MessageID: w.MessageID}, nil
 }
 
-// isTimeout reports whether err is a deadline that passed.
-func isTimeout(err error) bool {
-	var ne interface{ Timeout() bool }
-	return errors.As(err, &ne) && ne.Timeout()
+// isDeadline reports whether err is one of the server's own read
+// deadlines that passed (os.ErrDeadlineExceeded). Not any error whose
+// Timeout() is true: a read failing with ETIMEDOUT (TCP keepalive or
+// retransmission giving up on a vanished peer) says so too, and that
+// peer is gone (peerGone), not merely quiet.
+func isDeadline(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded)
 }

@@ -126,6 +126,8 @@ type ServerOptions struct {
 	Logger *slog.Logger
 	// frameGrace replaces admission.FrameGrace (tests).
 	frameGrace time.Duration
+	// answerLinger replaces transport.AnswerLinger (tests).
+	answerLinger time.Duration
 }
 
 func (o ServerOptions) withDefaults() ServerOptions {
@@ -150,6 +152,7 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	limit.Default(&o.FrameTimeout, 30*time.Second)
 	limit.Default(&o.WriteTimeout, 30*time.Second)
 	limit.Default(&o.DrainTimeout, 30*time.Second)
+	limit.Default(&o.answerLinger, transport.AnswerLinger)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -169,9 +172,9 @@ type Server struct {
 	h        Handler
 	opts     ServerOptions
 	inflight chan struct{} // server-wide slots
-	// lingering holds a slot per refused connection closing gracefully
-	// (refuse).
-	lingering chan struct{}
+	// lingering counts the refused connections closing gracefully
+	// (refuse), by peer.
+	lingering lingerSlots
 	bytes     *serverBudget // server-wide bytes in flight
 	// workers handle the messages: at most as many as are in flight
 	// (MaxInFlightTotal), reused, so their stacks have grown to what
@@ -193,7 +196,7 @@ type Server struct {
 func NewServer(h Handler, opts ServerOptions) *Server {
 	opts = opts.withDefaults()
 	return &Server{h: h, opts: opts, inflight: make(chan struct{}, opts.MaxInFlightTotal),
-		lingering: make(chan struct{}, maxLingering),
+		lingering: lingerSlots{peers: map[string]int{}},
 		bytes:     newServerBudget(opts.MaxInFlightBytes, int64(opts.MaxMessageSize)),
 		workers:   workers.New(0),
 		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}, peers: map[string]*peerShare{}}
@@ -278,15 +281,15 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.Close()
 			return ErrServerClosed
 		}
+		key := transport.Peer(c.RemoteAddr().String())
 		if len(s.conns) >= s.opts.MaxConns {
-			s.refuseAsync(c, amp.NewError(amp.CodeOverloaded, "too many connections; retry later"))
+			s.refuseAsync(c, key, amp.NewError(amp.CodeOverloaded, "too many connections; retry later"))
 			s.mu.Unlock()
 			s.opts.Logger.Warn("tcp connection refused: too many connections", "remote", c.RemoteAddr().String())
 			continue
 		}
-		key := transport.Peer(c.RemoteAddr().String())
 		if p := s.peers[key]; p != nil && p.conns >= s.opts.MaxPeerConns {
-			s.refuseAsync(c, amp.NewError(amp.CodeOverloaded, "too many connections from this address; retry later"))
+			s.refuseAsync(c, key, amp.NewError(amp.CodeOverloaded, "too many connections from this address; retry later"))
 			s.mu.Unlock()
 			s.opts.Logger.Warn("tcp connection refused: too many connections from the peer", "peer", key)
 			continue
@@ -300,33 +303,76 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// refuseAsync refuses c in a goroutine that Shutdown waits for (as it
-// waits for the connections it serves): a refusal still lingering is not
-// cut by the process exiting. Called with s.mu held and s.closing false,
-// so that the goroutine is counted before Shutdown waits.
-func (s *Server) refuseAsync(c net.Conn, err error) {
+// refuseAsync refuses c, from the peer key (transport.Peer), in a
+// goroutine that Shutdown waits for (as it waits for the connections it
+// serves): a refusal still lingering is not cut by the process exiting.
+// Called with s.mu held and s.closing false, so that the goroutine is
+// counted before Shutdown waits.
+func (s *Server) refuseAsync(c net.Conn, key string, err error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.refuse(c, err)
+		s.refuse(c, key, err)
 	}()
 }
 
 // maxLingering bounds the refused connections closed gracefully at once
-// (refuse): beyond it, one is closed at once, so that a peer opening
+// (refuse): beyond it, one is closed at once, so that peers opening
 // connections in a loop cannot hold more than this many file descriptors
-// beyond MaxConns.
-const maxLingering = 64
+// beyond MaxConns. maxPeerLingering bounds those of one peer
+// (transport.Peer), a quarter of them: a peer opening refused
+// connections in a loop and keeping them open has its own closed at once
+// beyond its share, and cannot take every slot, which would turn every
+// other peer's refusal into a reset instead of its retryable ERROR frame.
+const (
+	maxLingering     = 64
+	maxPeerLingering = maxLingering / 4
+)
 
-// refuse writes one connection-level ERROR frame on c and closes it
-// without losing the frame to a reset while the peer still sends
-// (transport.CloseAfterAnswer: at most transport.AnswerLinger, and at
-// most maxLingering connections at once; past that c is closed at once).
+// lingerSlots counts the refused connections closing gracefully
+// (refuse): at most maxLingering, at most maxPeerLingering of them from
+// one peer. It holds an entry per peer with one lingering, so at most
+// maxLingering.
+type lingerSlots struct {
+	mu    sync.Mutex
+	total int
+	peers map[string]int // by transport.Peer
+}
+
+// take takes a slot for the peer key; false, with none taken, when the
+// peer has its share or every slot is taken.
+func (l *lingerSlots) take(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.total >= maxLingering || l.peers[key] >= maxPeerLingering {
+		return false
+	}
+	l.total++
+	l.peers[key]++
+	return true
+}
+
+// give gives back a slot take took for the peer key.
+func (l *lingerSlots) give(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total--
+	if l.peers[key]--; l.peers[key] <= 0 {
+		delete(l.peers, key)
+	}
+}
+
+// refuse writes one connection-level ERROR frame on c, from the peer key
+// (transport.Peer), and closes it without losing the frame to a reset
+// while the peer still sends (transport.CloseAfterAnswer: at most
+// transport.AnswerLinger, and at most maxLingering connections at once,
+// maxPeerLingering of them from one peer; past that c is closed at
+// once).
 // On a TLS connection whose TLS handshake is not done, nothing is written:
 // the frame would first need that handshake, which waits for the peer, so
 // that a peer sending nothing would keep every refused connection open;
 // the connection is closed at once below TLS.
-func (s *Server) refuse(c net.Conn, err error) {
+func (s *Server) refuse(c net.Conn, key string, err error) {
 	if tc, ok := c.(*tls.Conn); ok && !tc.ConnectionState().HandshakeComplete {
 		tc.NetConn().Close()
 		return
@@ -336,13 +382,12 @@ func (s *Server) refuse(c net.Conn, err error) {
 		c.Close()
 		return
 	}
-	select {
-	case s.lingering <- struct{}{}:
-		transport.CloseAfterAnswer(c, transport.AnswerLinger, transport.AnswerDrain)
-		<-s.lingering
-	default:
+	if !s.lingering.take(key) {
 		c.Close()
+		return
 	}
+	transport.CloseAfterAnswer(c, s.opts.answerLinger, transport.AnswerDrain)
+	s.lingering.give(key)
 }
 
 // temporaryAccept reports whether an Accept error passes (a timeout, or
@@ -515,9 +560,10 @@ func (c *serverConn) Read(p []byte) (int, error) {
 // replies of its messages any more. Neither the end of what the peer
 // sends (EOF: a half-close, after which the peer still reads its
 // replies, as a client leaving after GOAWAY does) nor one of the
-// server's deadlines is.
+// server's deadlines (isDeadline) is; a keepalive that gave up
+// (ETIMEDOUT) is.
 func peerGone(err error) bool {
-	return err != nil && !errors.Is(err, io.EOF) && !isTimeout(err)
+	return err != nil && !errors.Is(err, io.EOF) && !isDeadline(err)
 }
 
 // lookahead is the most the watcher reads ahead of the read loop.
@@ -544,20 +590,24 @@ func (c *serverConn) setReadDeadline(t time.Time) error {
 // half-close) and whatever else it reads are kept for the read loop,
 // which sees them after the wait as it would have. Once the lookahead
 // is full (more of the peer's bytes wait in the socket, before any
-// reset), it asks the socket for a pending error instead, every
-// watchPoll (socketFailed). unwatch ends it.
+// reset), or the peer half-closed (a read after EOF returns EOF again,
+// never a reset that follows), it asks the socket for a pending error
+// instead, every watchPoll (pollFailed), for as long as the wait lasts:
+// a full lookahead or an EOF already read when the wait starts (the
+// loop still reads what was buffered before them) starts that poll
+// too. unwatch ends it.
 func (c *serverConn) watch() {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if c.watching != nil || c.aheadErr != nil {
+	if c.watching != nil {
 		return
+	}
+	if c.aheadErr != nil && !errors.Is(c.aheadErr, io.EOF) {
+		return // the peer is gone: the connection is shut
 	}
 	if c.abuf == nil {
 		c.abuf = make([]byte, lookahead)
 		c.ahead = c.abuf[:0]
-	}
-	if len(c.ahead) == cap(c.ahead) {
-		return // read ahead in full: the loop reads it first
 	}
 	done, halt := make(chan struct{}), make(chan struct{})
 	c.watching, c.halt = done, halt
@@ -565,34 +615,37 @@ func (c *serverConn) watch() {
 	go c.watcher(done, halt)
 }
 
-// watchPoll is how often a watcher whose lookahead is full asks the
-// socket whether the connection failed.
+// watchPoll is how often a watcher that cannot read (its lookahead full,
+// or EOF met), or serve waiting for the messages in flight once the read
+// loop returned, asks the socket whether the connection failed.
 const watchPoll = 100 * time.Millisecond
 
-// watcher reads ahead for watch until the room is full (then it polls),
-// an error, or unwatch interrupts it (with a deadline in the past: that
-// timeout is not kept; or, polling, with halt).
+// watcher reads ahead for watch until the room is full or it met EOF
+// (then it polls), another error, or unwatch interrupts it (with a
+// deadline in the past: that timeout is not kept; or, polling, with
+// halt).
 func (c *serverConn) watcher(done, halt chan struct{}) {
 	defer close(done)
 	for {
 		c.wmu.Lock()
 		room := c.ahead[len(c.ahead):cap(c.ahead)]
+		eof := errors.Is(c.aheadErr, io.EOF)
 		c.wmu.Unlock()
-		if len(room) == 0 {
+		if len(room) == 0 || eof {
 			c.pollFailed(halt)
 			return
 		}
 		n, err := c.conn.Read(room)
 		c.wmu.Lock()
 		c.ahead = c.ahead[:len(c.ahead)+n]
-		if err != nil && !(c.halting && isTimeout(err)) {
+		if err != nil && !(c.halting && isDeadline(err)) {
 			c.aheadErr = err
 		}
 		c.wmu.Unlock()
 		if peerGone(err) {
 			c.shut()
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, io.EOF) {
 			return
 		}
 	}
@@ -826,7 +879,7 @@ func (c *serverConn) serve() {
 	}
 	err := c.readLoop(br)
 	// Let what is in flight finish and be written, then close.
-	c.active.Wait()
+	c.awaitActive()
 	if err != nil {
 		c.sendErrorAndWait(err)
 	}
@@ -834,6 +887,29 @@ func (c *serverConn) serve() {
 	<-writerDone
 	c.cancel()
 	c.shut()
+}
+
+// awaitActive waits, once the read loop has returned, for the messages in
+// flight. Nothing reads the connection meanwhile, and a read would not
+// tell anyway: after the peer's half-close (EOF) a read returns EOF
+// again, never a reset that follows it. So the socket's pending error is
+// polled meanwhile (pollFailed: a reset in CLOSE_WAIT leaves EPIPE
+// there), and a failure shuts the connection: the context of its
+// messages ends, and the backlog does not run for a peer that is gone.
+// Where the platform's socket is not asked (socketFailed), the messages
+// run to their end, as they did unwatched.
+func (c *serverConn) awaitActive() {
+	if c.inflight.Load() == 0 {
+		c.active.Wait() // nothing in flight: no dispatch comes after the read loop
+		return
+	}
+	idle := make(chan struct{})
+	go func() {
+		c.active.Wait()
+		close(idle)
+	}()
+	c.pollFailed(idle)
+	<-idle
 }
 
 // sendErrorAndWait queues a connection-level ERROR frame.
@@ -849,16 +925,16 @@ func (c *serverConn) handshake(br *bufio.Reader) bool {
 	c.conn.SetReadDeadline(time.Now().Add(o.HandshakeTimeout))
 	f, err := ReadFrame(br, MaxControlPayload+1)
 	if err != nil {
-		if isTimeout(err) {
+		if isDeadline(err) {
 			c.log.Info("tcp handshake timed out")
 		}
 		if errors.As(err, new(*amp.Error)) {
-			c.s.refuse(c.conn, err)
+			c.s.refuse(c.conn, c.share.key, err)
 		}
 		return false
 	}
 	if f.Type != FrameHandshake {
-		c.s.refuse(c.conn, amp.Named(amp.CodeInvalidMessage, ErrProtocol, "the first frame must be a HANDSHAKE"))
+		c.s.refuse(c.conn, c.share.key, amp.Named(amp.CodeInvalidMessage, ErrProtocol, "the first frame must be a HANDSHAKE"))
 		return false
 	}
 	resp := HandshakeResponse{Version: Version, MaxMsgSize: uint64(o.MaxMessageSize)}
@@ -970,10 +1046,10 @@ func (c *serverConn) readLoop(br *bufio.Reader) error {
 			c.setReadDeadline(time.Now().Add(o.IdleTimeout))
 		}
 		if _, err := br.Peek(1); err != nil {
-			if isTimeout(err) && c.inflight.Load() > 0 && !c.goaway.Load() {
+			if isDeadline(err) && c.inflight.Load() > 0 && !c.goaway.Load() {
 				continue
 			}
-			if isTimeout(err) && !c.goaway.Load() {
+			if isDeadline(err) && !c.goaway.Load() {
 				c.log.Info("tcp connection idle: closed")
 			}
 			return nil
