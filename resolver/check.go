@@ -32,7 +32,9 @@ type Problem struct {
 // against an installed bundle; high-water marks not below installed
 // versions; every schema compiling offline from its bundle; no interrupted import (kind "pending": the blobs it staged and
 // the import itself, which the next read-write open rolls back); the audit
-// chain.
+// chain; every floor, charge counter and threshold of the right size
+// (kind "meta": the store refuses to read a damaged one,
+// docs/SPEC-DECISIONS.md TSTATE-6).
 func (s *Store) Check() ([]Problem, error) {
 	var ps []Problem
 	add := func(kind, format string, args ...any) {
@@ -50,6 +52,7 @@ func (s *Store) Check() ([]Problem, error) {
 			return err
 		}
 		checkOwners(tx, installed, add)
+		checkMetaValues(tx, add)
 		if n := bucket(tx, bPending).Stats().KeyN; n > 0 {
 			add("pending", "%d interrupted import(s) await recovery (any command that opens the store read-write recovers them: ampbundle import, rm, trust add or rm, or ampagent serve)", n)
 		}
@@ -63,6 +66,36 @@ func (s *Store) Check() ([]Problem, error) {
 	}
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Kind < ps[j].Kind })
 	return ps, nil
+}
+
+// checkMetaValues reports each floor, charge counter and threshold whose
+// value does not have its size (strictU64, pinnedFloor).
+func checkMetaValues(tx *bolt.Tx, add problems) {
+	meta := bucket(tx, bMeta)
+	for _, prefix := range [][]byte{keyFloorKey(""), chargeKey(""), statementChargeKey("")} {
+		c := meta.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(v) != 8 {
+				add("meta", "%s has %d bytes, not 8", printableKey(k), len(v))
+			}
+		}
+	}
+	if v := meta.Get([]byte(kTimeFloor)); v != nil && len(v) != 8 {
+		add("meta", "%s has %d bytes, not 8", kTimeFloor, len(v))
+	}
+	prefix := bundleFloorKey("")
+	c := meta.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(v) < 16 {
+			add("meta", "%s has %d bytes, fewer than 16", printableKey(k), len(v))
+		}
+	}
+	_ = bucket(tx, bTrustPolicy).ForEach(func(k, v []byte) error {
+		if len(v) != 8 {
+			add("meta", "the threshold of %s has %d bytes, not 8", printableKey(k), len(v))
+		}
+		return nil
+	})
 }
 
 // problems is how the parts of Check report a problem.

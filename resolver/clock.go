@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -30,9 +31,20 @@ func (s *Store) raiseFloors(tx *bolt.Tx, created time.Time, dids []string) (int6
 	return next.TimeFloor, nil
 }
 
-// loadFloor reads the newest signed time into memory.
+// loadFloor reads the newest signed time into memory. It is an upper
+// bound of every bundle's floor, so a damaged value is read as the
+// largest (every floor is then computed, never skipped;
+// docs/SPEC-DECISIONS.md TSTATE-6).
 func (s *Store) loadFloor(tx *bolt.Tx) {
-	s.floor.Store(int64(getU64(bucket(tx, bMeta).Get([]byte(kTimeFloor)))))
+	v := bucket(tx, bMeta).Get([]byte(kTimeFloor))
+	f, err := strictU64(v, "time_floor")
+	switch {
+	case v == nil:
+		f = 0
+	case err != nil:
+		f = math.MaxInt64
+	}
+	s.floor.Store(int64(f))
 }
 
 // expiredAt reports whether an installed bundle expiring at exp is expired:

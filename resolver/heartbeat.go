@@ -2,7 +2,6 @@ package resolver
 
 import (
 	"bytes"
-	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -114,51 +113,90 @@ func chargeKey(account string) []byte { return key2("heartbeat_charge", account)
 func chargeCounts(tx *bolt.Tx) map[string]int {
 	meta := bucket(tx, bMeta)
 	if meta.Get([]byte(kChargesCounted)) == nil {
-		n, _ := chargesOfRecords(tx)
+		n, _ := chargesOfRecords(tx, nil)
 		return n
 	}
 	n, prefix := map[string]int{}, chargeKey("")
 	c := meta.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		n[string(k[len(prefix):])] = int(getU64(v))
+		n[string(k[len(prefix):])] = chargeCount(v, maxHeartbeatsNotInstalled)
 	}
 	return n
 }
 
-// chargesOfRecords counts the kept heartbeats charged to each account, and
-// returns the records of lines not installed kept before charges were
-// recorded, each charged to the least of its signers (one decode per kept
-// heartbeat: run once, by countCharges). A record that does not decode,
-// or has neither a charge nor signers, counts for none.
-func chargesOfRecords(tx *bolt.Tx) (map[string]int, map[string]heartbeatRecord) {
-	n, legacy, bb := map[string]int{}, map[string]heartbeatRecord{}, bucket(tx, bBundles)
+// chargeCount reads a charge counter (chargeKey, statementChargeKey;
+// absent: none): a value that is not 8 bytes (a damaged store) counts as a full share,
+// never as none (docs/SPEC-DECISIONS.md TSTATE-6).
+func chargeCount(v []byte, share int) int {
+	if v == nil {
+		return 0
+	}
+	n, err := strictU64(v, "charge")
+	if err != nil {
+		return share
+	}
+	return int(min(n, uint64(1)<<31))
+}
+
+// chargesOfRecords counts the kept heartbeats charged to each account,
+// and returns the records whose charge it changes: a record of a line
+// installed is charged to none; one charged, to account(its charge); one
+// of a line not installed kept before charges were recorded, to the least
+// account of its signers (account nil: each key is its own). One decode
+// per kept heartbeat: run once per store, by countCharges or the upgrade
+// (recountCharges). A record that does not decode, or has neither a
+// charge nor signers, counts for none.
+func chargesOfRecords(tx *bolt.Tx, account func(string) string) (map[string]int, map[string]heartbeatRecord) {
+	if account == nil {
+		account = func(did string) string { return did }
+	}
+	n, changed, bb := map[string]int{}, map[string]heartbeatRecord{}, bucket(tx, bBundles)
 	_ = bucket(tx, bHeartbeat).ForEach(func(k, v []byte) error {
 		var r heartbeatRecord
 		if decode(v, &r) != nil {
 			return nil
 		}
-		if r.Charged == "" && len(r.Signers) > 0 && bb.Get(k) == nil {
-			r.Charged = slices.Min(r.Signers)
-			legacy[string(k)] = r
+		was := r.Charged
+		switch {
+		case bb.Get(k) != nil:
+			r.Charged = ""
+		case r.Charged != "":
+			r.Charged = account(r.Charged)
+		case len(r.Signers) > 0:
+			for _, did := range r.Signers {
+				if a := account(did); r.Charged == "" || a < r.Charged {
+					r.Charged = a
+				}
+			}
 		}
 		if r.Charged != "" {
 			n[r.Charged]++
 		}
+		if r.Charged != was {
+			changed[string(k)] = r
+		}
 		return nil
 	})
-	return n, legacy
+	return n, changed
 }
 
 // countCharges writes, once per store, the charge counters and the charge
 // of each record kept before charges were recorded (chargesOfRecords),
 // and the kChargesCounted marker.
 func countCharges(tx *bolt.Tx) error {
-	meta, hb := bucket(tx, bMeta), bucket(tx, bHeartbeat)
-	if meta.Get([]byte(kChargesCounted)) != nil {
+	if bucket(tx, bMeta).Get([]byte(kChargesCounted)) != nil {
 		return nil
 	}
-	n, legacy := chargesOfRecords(tx)
-	for id, r := range legacy {
+	return writeCharges(tx, nil)
+}
+
+// writeCharges writes the charges chargesOfRecords(tx, account) finds: the
+// records it changes, the counters (the meta bucket holds none when it
+// runs) and the kChargesCounted marker.
+func writeCharges(tx *bolt.Tx, account func(string) string) error {
+	meta, hb := bucket(tx, bMeta), bucket(tx, bHeartbeat)
+	n, changed := chargesOfRecords(tx, account)
+	for id, r := range changed {
 		if err := hb.Put([]byte(id), encode(r)); err != nil {
 			return err
 		}
@@ -178,7 +216,7 @@ func charge(meta *bolt.Bucket, from, to string) error {
 		return nil
 	}
 	if from != "" {
-		if c := getU64(meta.Get(chargeKey(from))); c > 1 {
+		if c := uint64(chargeCount(meta.Get(chargeKey(from)), maxHeartbeatsNotInstalled)); c > 1 {
 			if err := meta.Put(chargeKey(from), u64(c-1)); err != nil {
 				return err
 			}
@@ -189,7 +227,7 @@ func charge(meta *bolt.Bucket, from, to string) error {
 	if to == "" {
 		return nil
 	}
-	return meta.Put(chargeKey(to), u64(getU64(meta.Get(chargeKey(to)))+1))
+	return meta.Put(chargeKey(to), u64(uint64(chargeCount(meta.Get(chargeKey(to)), maxHeartbeatsNotInstalled))+1))
 }
 
 // saveCharges keeps the counters in step with the heartbeat records a
@@ -245,16 +283,15 @@ func unchargeLine(tx *bolt.Tx, bundleID string) error {
 
 // chargeable returns the account a heartbeat of a new line not installed,
 // signed by signers, is charged to: the least account of theirs charged
-// fewer kept heartbeats than its share (counts: heartbeatsNotInstalled),
-// or "" when none is.
+// fewer kept heartbeats than its share (counts: heartbeatsNotInstalled;
+// trust.LeastUnderShare, the rule statements are charged by), or "" when
+// none is.
 func chargeable(st *trust.State, counts map[string]int, signers []string) string {
-	var out string
+	accounts := make([]string, 0, len(signers))
 	for _, did := range signers {
-		if a := st.Account(did); counts[a] < maxHeartbeatsNotInstalled && (out == "" || a < out) {
-			out = a
-		}
+		accounts = append(accounts, st.Account(did))
 	}
-	return out
+	return trust.LeastUnderShare(accounts, counts, maxHeartbeatsNotInstalled)
 }
 
 // staleReason says why the installed bundle bundleID is older than the

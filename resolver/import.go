@@ -653,7 +653,11 @@ func checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDown
 	// A floor pinned for this very version (an act narrowing trust kept
 	// it; it outlives Remove) expires it as it would installed: refused
 	// here rather than accepted and then refused by every lookup.
-	if f, _ := pinnedFloor(tx, m.BundleID, m.Version); m.ExpiresAt != nil && f >= m.ExpiresAt.Unix() {
+	f, _, err := pinnedFloor(tx, m.BundleID, m.Version)
+	if err != nil {
+		return false, err
+	}
+	if m.ExpiresAt != nil && f >= m.ExpiresAt.Unix() {
 		return false, fail(bundle.ErrExpired, "bundle %s version %d expired at %s: keys trusted for it had signed a later time (%s), kept for this version when trust was narrowed",
 			m.BundleID, m.Version, m.ExpiresAt.UTC().Format(time.RFC3339), time.Unix(f, 0).UTC().Format(time.RFC3339))
 	}

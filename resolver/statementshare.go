@@ -111,7 +111,7 @@ func (s *Store) chargeStatement(tx *bolt.Tx, e *trust.Effects) error {
 	}
 	meta, charged := bucket(tx, bMeta), map[string]int{}
 	for _, a := range e.StatementAccounts {
-		charged[a] = int(getU64(meta.Get(statementChargeKey(a))))
+		charged[a] = chargeCount(meta.Get(statementChargeKey(a)), statementLimits.Share)
 	}
 	a, err := trust.ChargeStatement(e.StatementAccounts, charged, int(sb.Sequence()), statementLimits)
 	if err != nil {

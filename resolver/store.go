@@ -20,8 +20,17 @@ import (
 // SchemaVersion is the layout version of the store, written at creation and
 // checked on every open. Version 2 stores each blob in a bucket of its own
 // (blobs.go); version 1, never released, stored them as plain values and
-// is refused as store_version.
-const SchemaVersion = 2
+// is refused as store_version. Version 3 says every protection this build
+// records in the meta bucket (removed keys, key origins, heartbeat and
+// statement charges, pinned floors and the keys they rest on) is written
+// and kept up to date: a build before it refuses such a store instead of
+// opening it without them (docs/SPEC-DECISIONS.md TSTATE-5). This build
+// opens a version 2 store too: read-only as it is, and at its first
+// writable open it upgrades it to 3 (upgradeStore).
+const SchemaVersion = 3
+
+// minSchemaVersion is the oldest schema version this build opens.
+const minSchemaVersion = 2
 
 // Bucket names (docs/ARCHITECTURE.md, "The store"). All are created when a store is created, so
 // that no operation ever adds or removes one of them (the per-blob buckets
@@ -192,10 +201,15 @@ type Recovery struct {
 func (s *Store) Recovered() Recovery { return s.recovered }
 
 // Open opens (or, with Create, creates) the store at path. It checks the
-// schema version, and, when writable, rolls back an import that a crash
+// schema version (SchemaVersion; a version 2 store opened writable is
+// upgraded first, all or nothing), and, when writable, rolls back an import that a crash
 // interrupted (FORMAT: the pending journal), so that the store is exactly as
 // it was before that import.
-func Open(path string, opts Options) (*Store, error) {
+func Open(path string, opts Options) (*Store, error) { return open(path, opts, nil) }
+
+// open is Open with the fault hook faults (nil but in this package's
+// tests, which fail the upgrade of a version 2 store with it).
+func open(path string, opts Options, faults func(step string) error) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -222,7 +236,7 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fail(ErrStoreIO, "cannot open the store").WithCause(err)
 	}
-	s := &Store{db: db, opts: opts, path: path, schemas: newSchemaCache()}
+	s := &Store{db: db, opts: opts, path: path, schemas: newSchemaCache(), faults: faults}
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, err
@@ -250,17 +264,21 @@ func (s *Store) init() error {
 			}
 			// A store of this schema version written before a bucket
 			// was added gets it, empty, the first time it is opened
-			// writable (trust thresholds, revocations).
-			if getU64(meta.Get([]byte(kSchemaVersion))) == SchemaVersion {
-				for _, b := range allBuckets() {
-					if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
-						return err
-					}
-				}
+			// writable (trust thresholds, revocations); one of version 2
+			// is upgraded, all or nothing.
+			switch getU64(meta.Get([]byte(kSchemaVersion))) {
+			case SchemaVersion:
+				return createBuckets(tx)
+			case minSchemaVersion:
+				return s.upgradeStore(tx)
 			}
 			return nil
 		})
 		if err != nil {
+			var e *amp.Error
+			if errors.As(err, &e) {
+				return e // a damaged value the upgrade read, or its fault
+			}
 			return fail(ErrStoreIO, "cannot initialize the store").WithCause(err)
 		}
 	}
@@ -269,8 +287,8 @@ func (s *Store) init() error {
 		if meta == nil {
 			return fail(ErrStoreVersion, "file is not an ampbundle store")
 		}
-		if v := getU64(meta.Get([]byte(kSchemaVersion))); v != SchemaVersion {
-			return fail(ErrStoreVersion, "store schema version %d is not supported (this build supports %d)", v, SchemaVersion)
+		if v := getU64(meta.Get([]byte(kSchemaVersion))); v < minSchemaVersion || v > SchemaVersion {
+			return fail(ErrStoreVersion, "store schema version %d is not supported (this build supports %d to %d)", v, minSchemaVersion, SchemaVersion)
 		}
 		for _, b := range allBuckets() {
 			if bucket(tx, b) == nil {
@@ -288,6 +306,27 @@ func (s *Store) init() error {
 		return s.recoverPending()
 	}
 	return nil
+}
+
+// createBuckets creates the buckets a store of this build has and lacks.
+func createBuckets(tx *bolt.Tx) error {
+	for _, b := range allBuckets() {
+		if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// strictU64 reads an 8-byte counter, floor or threshold of the store: a
+// value of another size (a torn or edited file) is store_io, never read
+// as 0, the loosest value each can have (docs/SPEC-DECISIONS.md TSTATE-6).
+// what names it in the error.
+func strictU64(v []byte, what string) (uint64, error) {
+	if len(v) != 8 {
+		return 0, fail(ErrStoreIO, "the store's %s value has %d bytes, not 8: the store is damaged (ampbundle check)", what, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
 }
 
 // Close closes the store.
@@ -308,7 +347,8 @@ func (s *Store) writable() error {
 }
 
 // fault is a named step of an import ("verify", "stage", "commit",
-// "commit-inside", "commit-end") or a removal ("remove") where a test may
+// "commit-inside", "commit-end"), a removal ("remove") or the upgrade of
+// a version 2 store ("upgrade") where a test may
 // inject a failure; in production it returns nil.
 func (s *Store) fault(step string) error {
 	if s.faults == nil {

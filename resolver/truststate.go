@@ -74,7 +74,10 @@ func bundleFloorKey(id string) []byte { return key2("bundle_floor", id) }
 
 // kRemovedMigrated is the meta key whose presence says removedFromAudit
 // has run and its removed_key records are written: the audit log is
-// never read for them again (docs/SPEC-DECISIONS.md TSTATE-4).
+// never read for them again (docs/SPEC-DECISIONS.md TSTATE-4) but by the
+// upgrade of a version 2 store (upgradeStore, TSTATE-5), which a build
+// that does not write removed_key records may have written since. Its
+// value is the audit sequence number read up to (informative).
 const kRemovedMigrated = "removed_keys_migrated"
 
 // removedFromAudit adds to st.RemovedKeys the keys trust rm removed
@@ -127,18 +130,25 @@ func removedFromAudit(tx *bolt.Tx, st *trust.State) error {
 	if !tx.Writable() {
 		return nil
 	}
-	return meta.Put([]byte(kRemovedMigrated), u64(1))
+	return meta.Put([]byte(kRemovedMigrated), u64(getU64(meta.Get([]byte(kAuditSeq)))))
 }
 
 // pinnedFloor returns the floor pinned for version of bundle id and the
 // did:keys it rests on (bundleFloorKey; 0: none; nil keys: not recorded,
 // or none readable — the keys are then derived as for an older pin).
 // The pin outlives Store.Remove, as the high-water mark does: an import of
-// that version again reads it (checkAgainstStore).
-func pinnedFloor(tx *bolt.Tx, id string, version uint64) (int64, []string) {
+// that version again reads it (checkAgainstStore). A value shorter than
+// its 16 bytes is store_io (TSTATE-6), never "no pin".
+func pinnedFloor(tx *bolt.Tx, id string, version uint64) (int64, []string, error) {
 	v := bucket(tx, bMeta).Get(bundleFloorKey(id))
-	if len(v) < 16 || getU64(v[:8]) != version {
-		return 0, nil
+	if v == nil {
+		return 0, nil, nil
+	}
+	if len(v) < 16 {
+		return 0, nil, fail(ErrStoreIO, "the store's bundle_floor value of a bundle has %d bytes, fewer than 16: the store is damaged (ampbundle check)", len(v))
+	}
+	if getU64(v[:8]) != version {
+		return 0, nil, nil
 	}
 	var keys []string
 	for rest := v[16:]; len(rest) > 0; {
@@ -149,7 +159,7 @@ func pinnedFloor(tx *bolt.Tx, id string, version uint64) (int64, []string) {
 		keys = append(keys, string(rest[:i]))
 		rest = rest[i+1:]
 	}
-	return int64(getU64(v[8:16])), keys
+	return int64(getU64(v[8:16])), keys, nil
 }
 
 // keyOriginKey is the meta key of the origin of a key a trust statement
@@ -227,7 +237,13 @@ func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 	}); err != nil {
 		return nil, err
 	}
-	_ = bucket(tx, bTrustPolicy).ForEach(func(k, v []byte) error { st.Thresholds[string(k)] = getU64(v); return nil })
+	if err := bucket(tx, bTrustPolicy).ForEach(func(k, v []byte) error {
+		n, err := strictU64(v, "threshold")
+		st.Thresholds[string(k)] = n
+		return err
+	}); err != nil {
+		return nil, err
+	}
 	s.loadRevokedKeys(tx, st)
 	meta := bucket(tx, bMeta)
 	removedPrefix := removedKeyKey("")
@@ -251,9 +267,19 @@ func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 	prefix := keyFloorKey("")
 	c := meta.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		st.KeyFloors[string(k[len(prefix):])] = int64(getU64(v))
+		f, err := strictU64(v, "key_floor")
+		if err != nil {
+			return nil, err
+		}
+		st.KeyFloors[string(k[len(prefix):])] = int64(f)
 	}
-	st.TimeFloor = int64(getU64(meta.Get([]byte(kTimeFloor))))
+	if v := meta.Get([]byte(kTimeFloor)); v != nil {
+		f, err := strictU64(v, "time_floor")
+		if err != nil {
+			return nil, err
+		}
+		st.TimeFloor = int64(f)
+	}
 	if sel.chains {
 		_ = bucket(tx, bTrustChain).ForEach(func(k, v []byte) error {
 			if i := bytes.IndexByte(k, 0); i > 0 && len(k) == i+9 {
@@ -393,7 +419,10 @@ func loadLine(tx *bolt.Tx, st *trust.State, id string, strict bool) error {
 		return nil
 	}
 	in := trust.Installed{BundleID: r.BundleID, Version: r.Version, Signed: clone(r.Signed), Signers: r.SignerKeys, Revoked: r.Revoked}
-	in.Floor, in.FloorKeys = pinnedFloor(tx, id, r.Version)
+	var err error
+	if in.Floor, in.FloorKeys, err = pinnedFloor(tx, id, r.Version); err != nil {
+		return err
+	}
 	st.Installed[id] = in
 	return nil
 }
@@ -590,6 +619,14 @@ func (s *Store) changeTrust(sel selection, change func(st *trust.State, now time
 	var gen uint64
 	var floor int64
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		// The heartbeat charges are counted before the state is read, so
+		// that it reads the charge each kept record has (countCharges); a
+		// store keeping none has none to count.
+		if k, _ := bucket(tx, bHeartbeat).Cursor().First(); k != nil {
+			if err := countCharges(tx); err != nil {
+				return err
+			}
+		}
 		st, err := s.loadState(tx, sel)
 		if err != nil {
 			return err

@@ -44,6 +44,21 @@ func (s *State) Account(did string) string {
 	return did
 }
 
+// LeastUnderShare returns the account a kept item (a statement,
+// ChargeStatement; a heartbeat of a line not installed, TRUST-17) is
+// charged to: the least of accounts charged fewer than share (charged:
+// per account; absent is none), so that every store charges the same
+// one; "" when each has had its share.
+func LeastUnderShare(accounts []string, charged map[string]int, share int) string {
+	var out string
+	for _, a := range accounts {
+		if charged[a] < share && (out == "" || a < out) {
+			out = a
+		}
+	}
+	return out
+}
+
 // Revocation is what a store keeps of a revoked key or bundle version:
 // the statement that revoked it and when. Scopes (keys only) are the
 // scopes of the statements that revoked the key; nil means everywhere

@@ -59,12 +59,7 @@ func (s *State) statementAccounts(signers []bundle.TrustedKey) []string {
 // statements (kept). A statement the store already keeps (the same bytes)
 // is never charged again: the caller does not ask.
 func ChargeStatement(accounts []string, charged map[string]int, kept int, lim StatementLimits) (string, error) {
-	var out string
-	for _, a := range accounts {
-		if charged[a] < lim.Share && (out == "" || a < out) {
-			out = a
-		}
-	}
+	out := LeastUnderShare(accounts, charged, lim.Share)
 	switch {
 	case out == "":
 		return "", fail(ErrStatementShare, "each authority this statement's signers descend from (%s) has had its share of %d signed statements kept by this store, so that no one authority fills the %d a mirror index lists; nothing was applied, and its keys' statements are refused from now on (a key the operator trusts itself, trust add, is an authority of its own)",

@@ -1,0 +1,162 @@
+package resolver
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/trust"
+)
+
+// upgradeStore upgrades a version 2 store to SchemaVersion inside tx, the
+// transaction of its first writable open by this build
+// (docs/SPEC-DECISIONS.md TSTATE-5): it runs every one-time migration
+// afresh, whatever marker a build before wrote, since a build of version
+// 2 may have written the store after that marker (a binary rolled back
+// and forward again), and then sets the version. All or nothing: a
+// failure, or a kill before the commit, leaves a version 2 store that the
+// next writable open upgrades again. In order:
+//
+//   - key origins (migrateKeyOrigins), which the accounts below read;
+//   - removed keys: the whole audit log is read again (removedFromAudit);
+//   - heartbeat charges: recounted from the records (recountCharges);
+//   - statement charges: recounted from the kept statements
+//     (countStatementCharges).
+//
+// Its cost is one read of the audit log, of the kept heartbeats, of the
+// trust chains and of the kept statements (each bounded by its share),
+// once per store.
+func (s *Store) upgradeStore(tx *bolt.Tx) error {
+	if err := createBuckets(tx); err != nil {
+		return err
+	}
+	meta := bucket(tx, bMeta)
+	if err := s.migrateKeyOrigins(tx); err != nil {
+		return err
+	}
+	st, err := s.loadState(tx, selTrust)
+	if err != nil {
+		return err
+	}
+	if err := meta.Delete([]byte(kRemovedMigrated)); err != nil {
+		return err
+	}
+	if err := removedFromAudit(tx, st); err != nil {
+		return err
+	}
+	if err := recountCharges(tx, st); err != nil {
+		return err
+	}
+	if err := deletePrefix(meta, statementChargeKey("")); err != nil {
+		return err
+	}
+	if err := meta.Delete([]byte(kStatementChargesCounted)); err != nil {
+		return err
+	}
+	if err := s.countStatementCharges(tx); err != nil {
+		return err
+	}
+	if err := s.fault("upgrade"); err != nil {
+		return err
+	}
+	return meta.Put([]byte(kSchemaVersion), u64(SchemaVersion))
+}
+
+// migrateKeyOrigins gives each trusted key without an origin that an
+// applied trust statement added (same name, same did:key, trusted for
+// that statement's scope alone) the origin that statement gives the keys
+// it adds: the least account of its signers (trust.ApplyRotation,
+// TRUST-17), as the store's policy reads them now
+// (trust.State.KeptStatementAccount). A key a statement added before
+// origins were kept otherwise counts as an account of its own, with its
+// own shares. The statements are read in chain order, scope by scope, so
+// that a key added by a key an earlier statement added descends from the
+// same account; one that does not decode is skipped. A key the operator
+// trusted again under the same name and scope alone is given the origin
+// too: the tighter reading (it shares its account's share).
+func (s *Store) migrateKeyOrigins(tx *bolt.Tx) error {
+	st, err := s.loadState(tx, selection{chains: true})
+	if err != nil {
+		return err
+	}
+	byDID := map[string]string{} // did:key -> name, of the keys without an origin
+	for name, k := range st.Keys {
+		if k.Origin == "" {
+			byDID[k.DID()] = name
+		}
+	}
+	if len(byDID) == 0 {
+		return nil
+	}
+	p, meta := st.Policy(), bucket(tx, bMeta)
+	scopes := make([]string, 0, len(st.Chains))
+	for sc := range st.Chains {
+		scopes = append(scopes, sc)
+	}
+	slices.Sort(scopes)
+	for _, sc := range scopes {
+		chain := st.Chains[sc]
+		slices.SortFunc(chain, func(a, b trust.ChainEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+		for _, c := range chain {
+			rot, _, err := bundle.ParseRotation(c.Data)
+			if err != nil {
+				continue
+			}
+			origin := ""
+			for _, a := range rot.Add {
+				pub, ok := bundle.KeyFromKID(a.Key)
+				if !ok {
+					continue
+				}
+				did := amp.DIDKey(pub)
+				name, ok := byDID[did]
+				if !ok || name != a.Name || !slices.Equal(st.Keys[name].Scopes, []string{rot.Scope}) {
+					continue
+				}
+				if origin == "" {
+					origin = st.KeptStatementAccount(p, c.Data)
+				}
+				if origin == "" || origin == did {
+					continue
+				}
+				k := st.Keys[name]
+				k.Origin = origin
+				st.Keys[name] = k
+				delete(byDID, did)
+				if err := meta.Put(keyOriginKey(did), []byte(origin)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// recountCharges writes the heartbeat charge counters afresh from the
+// kept records (chargesOfRecords through st.Account: a key a statement
+// added now counts to its origin), and the kChargesCounted marker.
+func recountCharges(tx *bolt.Tx, st *trust.State) error {
+	if err := deletePrefix(bucket(tx, bMeta), chargeKey("")); err != nil {
+		return err
+	}
+	return writeCharges(tx, st.Account)
+}
+
+// deletePrefix deletes every key of b that starts with prefix.
+func deletePrefix(b *bolt.Bucket, prefix []byte) error {
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, clone(k))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
