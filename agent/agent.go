@@ -170,7 +170,7 @@ type Bounds struct {
 	// MaxClockSkew as in amp.ReceiverConfig (default 30 s).
 	MaxClockSkew time.Duration
 	// MaxTTL is the longest message ttl accepted, since replies are kept
-	// for the ttl (default 7 days).
+	// for the ttl (default 7 days; at most MaxMaxTTL).
 	MaxTTL time.Duration
 	// ReplayHorizon (H) makes a message id run at most once even against
 	// its sender re-sealing it with a longer ttl (docs/SPEC-DECISIONS.md
@@ -246,6 +246,11 @@ type Bounds struct {
 	ParamStreams *ParamStreamLimits
 }
 
+// MaxMaxTTL is the largest Bounds.MaxTTL (a larger one is this): 100
+// years, so that a message's ts plus MaxTTL, a ReplayHorizon and the
+// clock skew never overflow a time.Duration.
+const MaxMaxTTL = 100 * 365 * 24 * time.Hour
+
 // WithDefaults returns b with every zero (or negative) bound set to its
 // default: the bounds New applies, and the one place their defaults are
 // written. A partly set Limits is left for amp to complete; MaxResultBytes
@@ -255,6 +260,7 @@ type Bounds struct {
 func (b Bounds) WithDefaults() Bounds {
 	limit.Default(&b.MaxClockSkew, amp.DefaultMaxClockSkew)
 	limit.Default(&b.MaxTTL, 7*24*time.Hour)
+	b.MaxTTL = min(b.MaxTTL, MaxMaxTTL)
 	b.ReplayHorizon = min(max(b.ReplayHorizon, 0), b.MaxTTL)
 	limit.Default(&b.MaxTimeout, 60*time.Second)
 	limit.Default(&b.DefaultTimeout, 30*time.Second)
