@@ -56,8 +56,13 @@ const (
 // and a mirror could list 10,000 statements or bundles signed by keys of
 // its own, or by a key trusted only elsewhere, on every run. Past it, such
 // files are refused without being offered (too_many_refusals, no audit
-// entry). A file signed as the store requires is always offered, so the
-// cap never keeps back one the store would take for its signatures.
+// entry). A file signed as the store requires is offered past it, so the
+// cap never keeps back one the store would take for its signatures; but
+// once the store refused MaxStoreRefusals such files in one sync (out of
+// order, over their share, a revoked version), no more are offered in
+// that sync either: the next one skips those the store refused
+// (RefusalTarget) and so reaches the ones after them
+// (docs/SPEC-DECISIONS.md MIRROR-12).
 const MaxStoreRefusals = 64
 
 // SyncOptions configures Sync.
@@ -99,6 +104,10 @@ type SyncOptions struct {
 	// than the files it lists take at this rate. Default
 	// admission.MinDataRate (128 KiB/s, 1 Mbit/s).
 	MinDataRate int64
+	// Now is the clock a listed bundle's expires_at is judged by before
+	// any download (the store judges the file by its own; on one host
+	// they agree). Default time.Now.
+	Now func() time.Time
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Progress, when set, is called with the bytes of the current bundle
@@ -215,6 +224,7 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 		if err := c.loadTrust(t); err != nil {
 			return nil, err
 		}
+		c.refusals, _ = t.(RefusalTarget)
 	}
 	if rep.Statements, err = c.syncStatements(ctx, t, ix, opts.DryRun); err != nil {
 		return rep, err
@@ -251,6 +261,8 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 			it.Outcome = OutcomeCurrent
 		case installed && (e.Version < b.Version || e.Version <= b.Highest):
 			refuse(&it, amp.Named(0, ErrOlderOffered, "the mirror offers version %d, not newer than version %d installed (highest ever %d): ignored", e.Version, b.Version, b.Highest))
+		case expiredByIndex(e, c.opts.Now()):
+			refuse(&it, amp.Named(0, bundle.ErrExpired, "the index says version %d expired: not downloaded (the store refuses an expired bundle)", e.Version))
 		case e.Size > c.opts.MaxBundleBytes:
 			refuse(&it, amp.Named(0, ErrTooLarge, "the mirror offers a file of %d bytes, over the limit of %d", e.Size, c.opts.MaxBundleBytes))
 		case opts.DryRun:
@@ -259,6 +271,10 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 			keep[partName(e)] = true // its partial file stays for the next run
 			refuse(&it, notTried(failing))
 		default:
+			if err := c.refusedBefore(listedSum(e.SHA256)); err != nil {
+				refuse(&it, err)
+				break
+			}
 			keep[partName(e)] = true
 			c.fetchAndImport(ctx, t, e, &it)
 			if mirrorFailed(it.Error) {
@@ -279,7 +295,20 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	if rep.Heartbeats, err = c.syncHeartbeats(ctx, t, ix, opts.DryRun); err != nil {
 		return rep, err
 	}
+	c.judged.save(c)
 	return rep, nil
+}
+
+// expiredByIndex reports whether the index says e expired before now.
+// The file must say the same expiry (the store refuses an expired bundle
+// by its manifest's), so a mirror that says so of a bundle that has not
+// expired only withholds it, as a mirror not listing it does.
+func expiredByIndex(e IndexEntry, now time.Time) bool {
+	if e.ExpiresAt == "" {
+		return false
+	}
+	exp, err := time.Parse(time.RFC3339, e.ExpiresAt)
+	return err == nil && !now.Before(exp)
 }
 
 func refuse(it *SyncItem, err error) { it.Outcome, it.Error, it.Message = refusal(err) }
@@ -322,8 +351,20 @@ type syncClient struct {
 	// it: refusals are then counted after the fact.
 	trusted *bundle.Policy
 	// unvouched counts the files offered to the store that were not
-	// signed as it requires (MaxStoreRefusals).
-	unvouched int
+	// signed as it requires; vouchedRefused those signed as it requires
+	// that it refused all the same (MaxStoreRefusals each).
+	unvouched, vouchedRefused int
+	// gapFrom is, per trust statement scope, the lowest sequence the
+	// store refused as rotation_gap in this sync since it last applied a
+	// statement: a later one of the scope is refused the same way, and
+	// is not offered (noteGap).
+	gapFrom map[string]uint64
+	// refusals is the target when it says which files its store refused
+	// at its current generation; nil when it does not (an older agent).
+	refusals RefusalTarget
+	// judged is what this sync knows of files refused at a store
+	// generation without being offered (syncrefusals.go).
+	judged localRefusals
 }
 
 // TrustLister is a Target that lists the keys its store trusts and its
@@ -369,23 +410,34 @@ func (c *syncClient) loadTrust(t Target) error {
 // When not, it is the refusal to report. Without the store's trust, every
 // file is offered while fewer than MaxStoreRefusals were refused
 // (storeRefused).
-func (c *syncClient) offerToStore(verify func(*bundle.Policy) error) error {
+func (c *syncClient) offerToStore(verify func(*bundle.Policy) error) (vouched bool, err error) {
 	if c.trusted != nil && verify(c.trusted) == nil {
-		return nil
+		if c.vouchedRefused >= MaxStoreRefusals {
+			return true, amp.Named(0, ErrTooManyRefusals, "the store refused %d files signed as it requires in this sync already: not offered (each refusal is audited; the next sync skips those it refused and offers this one)", MaxStoreRefusals)
+		}
+		return true, nil
 	}
 	if c.unvouched >= MaxStoreRefusals {
-		return amp.Named(0, ErrTooManyRefusals, "not signed as the store requires, and %d such files were offered to the store in this sync already: not offered (each refusal is audited)", MaxStoreRefusals)
+		return false, amp.Named(0, ErrTooManyRefusals, "not signed as the store requires, and %d such files were offered to the store in this sync already: not offered (each refusal is audited)", MaxStoreRefusals)
 	}
 	if c.trusted != nil {
 		c.unvouched++
 	}
-	return nil
+	return false, nil
 }
 
-// storeRefused counts a refusal by the store of a file offered without
-// knowing its trust (offerToStore).
-func (c *syncClient) storeRefused(err error) {
-	if err != nil && c.trusted == nil {
+// storeRefused counts a refusal by the store (err; store failures are
+// not refusals) of a file offered signed as it requires (vouched), or
+// without knowing its trust (offerToStore counted the others).
+func (c *syncClient) storeRefused(err error, vouched bool) {
+	switch amp.NameOf(err) {
+	case "", resolver.ErrStoreIO, resolver.ErrStoreInUse, resolver.ErrReadOnly:
+		return
+	}
+	switch {
+	case vouched:
+		c.vouchedRefused++
+	case c.trusted == nil:
 		c.unvouched++
 	}
 }
@@ -468,6 +520,9 @@ func newSyncClient(opts SyncOptions) (*syncClient, error) {
 	limit.Default(&opts.MaxSpoolBytes, max(4<<30, 2*opts.MaxBundleBytes))
 	limit.Default(&opts.StallTimeout, DefaultStallTimeout)
 	limit.Default(&opts.MinDataRate, admission.MinDataRate)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	c := &syncClient{opts: opts, base: u, http: opts.Client, log: opts.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -629,26 +684,29 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		refuse(it, amp.Named(0, ErrIndexMismatch, "the file served is bundle %s version %d, not what the index names: discarded", in.Manifest.BundleID, in.Manifest.Version))
 		return
 	}
-	if err := c.offerToStore(func(p *bundle.Policy) error {
+	vouched, err := c.offerToStore(func(p *bundle.Policy) error {
 		obj, err := bundle.DecodeObject(in.SignedManifest, bundle.MediaTypeManifest)
 		if err == nil {
 			_, err = bundle.VerifyFor(obj, p, in.Manifest)
 		}
 		return err
-	}); err != nil {
+	})
+	if err != nil {
 		os.Remove(path)
 		refuse(it, err)
 		return
 	}
 	f.Seek(0, io.SeekStart)
-	res, err := t.Import(ctx, f, resolver.ImportOptions{Source: c.url(e.Href)})
+	// The file's SHA-256 (checked above) keys the store's record of the
+	// refusal, which RefusedAt answers from.
+	res, err := t.Import(ctx, f, resolver.ImportOptions{Source: c.url(e.Href), FileSHA256: h.Sum(nil)})
 	if err != nil {
 		var ae *amp.Error
 		if errors.As(err, &ae) && (ae.Name == resolver.ErrStoreInUse || ae.Name == resolver.ErrStoreIO) {
 			refuse(it, err) // keep the file: the next run imports it without a download
 			return
 		}
-		c.storeRefused(err)
+		c.storeRefused(err, vouched)
 		os.Remove(path)
 		refuse(it, err)
 		c.log.Warn("bundle from the mirror refused", "bundle_id", e.BundleID, "version", e.Version, "err", err)

@@ -82,8 +82,12 @@ func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dr
 		if it.Outcome, err = run.decide(k != nil && k.HoldsBack(e.Version, e.CreatedAt)); err != nil {
 			it.Outcome, it.Error, it.Message = refusal(err)
 		} else if it.Outcome == "" {
-			c.fetchAndApplyHeartbeat(ctx, ht, e, sum, &it)
-			run.fetched(it.Error, "the heartbeat of "+e.BundleID)
+			if err := c.refusedBefore(sum); err != nil {
+				it.Outcome, it.Error, it.Message = refusal(err)
+			} else {
+				c.fetchAndApplyHeartbeat(ctx, ht, e, sum, &it)
+				run.fetched(it.Error, "the heartbeat of "+e.BundleID)
+			}
 		}
 		out = append(out, it)
 		if err := interrupted(ctx); err != nil {
@@ -118,16 +122,17 @@ func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTar
 	}
 	// Judged by its line's bundle_id (the store also counts the
 	// installed bundle's namespaces, so it may still refuse one).
-	if err := c.offerToStore(func(p *bundle.Policy) error {
+	vouched, err := c.offerToStore(func(p *bundle.Policy) error {
 		_, err := bundle.VerifyFor(obj, p, &bundle.Manifest{BundleID: hb.BundleID})
 		return err
-	}); err != nil {
+	})
+	if err != nil {
 		refused(err)
 		return
 	}
 	res, err := ht.ApplyHeartbeat(data)
 	if err != nil {
-		c.storeRefused(err)
+		c.storeRefused(err, vouched)
 		refused(err)
 		return
 	}

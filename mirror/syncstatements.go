@@ -60,8 +60,12 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 		if it.Outcome, err = run.decide(has); err != nil {
 			refuseStatement(&it, err)
 		} else if it.Outcome == "" {
-			c.fetchAndApply(ctx, t, st, e, sum, &it)
-			run.fetched(it.Error, "statement "+e.SHA256)
+			if err := c.refusedBefore(sum); err != nil {
+				refuseStatement(&it, err)
+			} else {
+				c.fetchAndApply(ctx, t, st, e, sum, &it)
+				run.fetched(it.Error, "statement "+e.SHA256)
+			}
 		}
 		out = append(out, it)
 		if err := interrupted(ctx); err != nil {
@@ -81,19 +85,28 @@ func (c *syncClient) fetchAndApply(ctx context.Context, t Target, st StatementTa
 		refuseStatement(it, amp.Named(0, ErrIndexMismatch, "the statement served is not the one the index lists (size, type or SHA-256 differ): ignored"))
 		return
 	}
-	if err := c.offerToStore(func(p *bundle.Policy) error { return verifyStatementFile(data, e.ContentType, p) }); err != nil {
+	scope, seq := rotationPlace(data, e.ContentType)
+	if err := c.gapBefore(scope, seq); err != nil {
+		c.judged.note(c, sum, resolver.ErrRotationGap)
+		refuseStatement(it, err)
+		return
+	}
+	vouched, err := c.offerToStore(func(p *bundle.Policy) error { return verifyStatementFile(data, e.ContentType, p) })
+	if err != nil {
 		refuseStatement(it, err)
 		return
 	}
 	unchanged, err := applyStatement(st, e.ContentType, data)
 	if err != nil {
-		c.storeRefused(err)
+		c.noteGap(err, scope, seq)
+		c.storeRefused(err, vouched)
 		refuseStatement(it, err)
 		return
 	}
 	if !unchanged {
 		// The trust changed (keys added, retired or revoked): what
 		// follows is judged against the new one.
+		clear(c.gapFrom)
 		if err := c.loadTrust(t); err != nil {
 			c.log.Warn("the store's trust could not be read again after a statement", "err", err)
 		}
@@ -146,4 +159,44 @@ func verifyStatementFile(data []byte, ctype string, p *bundle.Policy) error {
 		_, err = bundle.VerifyStatement(obj, p, scope)
 	}
 	return err
+}
+
+// rotationPlace is the scope and sequence of a trust (rotation) statement
+// file; "" and 0 for another file, or one that does not parse (the store
+// judges it).
+func rotationPlace(data []byte, ctype string) (string, uint64) {
+	if ctype != bundle.MediaTypeRotation {
+		return "", 0
+	}
+	r, _, err := bundle.ParseRotation(data)
+	if err != nil {
+		return "", 0
+	}
+	return r.Scope, r.Sequence
+}
+
+// gapBefore is the refusal, without offering it, of the trust statement
+// of scope at sequence seq when the store refused one of the scope at a
+// sequence not above it as rotation_gap in this sync, and applied no
+// statement since: its chain still lacks the statement before, so this one
+// would be refused the same way (and audited).
+func (c *syncClient) gapBefore(scope string, seq uint64) error {
+	if from, ok := c.gapFrom[scope]; scope == "" || !ok || seq < from {
+		return nil
+	}
+	return amp.Named(0, resolver.ErrRotationGap, "the store refused trust statement %d of this scope as out of order in this sync: %d is not offered (the statements before it are missing)", c.gapFrom[scope], seq)
+}
+
+// noteGap notes a rotation_gap refusal of the trust statement of scope at
+// sequence seq (gapBefore).
+func (c *syncClient) noteGap(err error, scope string, seq uint64) {
+	if scope == "" || amp.NameOf(err) != resolver.ErrRotationGap {
+		return
+	}
+	if c.gapFrom == nil {
+		c.gapFrom = map[string]uint64{}
+	}
+	if from, ok := c.gapFrom[scope]; !ok || seq < from {
+		c.gapFrom[scope] = seq
+	}
 }

@@ -148,7 +148,14 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 			// hash) is audited even when the caller went away after it.
 			err = fail(ErrStoreIO, "import canceled").WithCause(ctx.Err())
 		case err != nil:
-			s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source)
+			// The record of recent refusals is keyed by the file's
+			// SHA-256: the caller's, else that of the bytes read up to
+			// the refusal (what the refusal was judged on).
+			key := opts.FileSHA256
+			if len(key) != sha256.Size {
+				key = fileHash.Sum(nil)
+			}
+			s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source, key)
 		}
 	}()
 	policy, err := s.policy()
@@ -991,12 +998,16 @@ func sha256sum(b []byte) []byte {
 // not refusals (and an entry could not be written anyway); neither is a
 // canceled import. The refusal's verdict is the error name; what the file
 // claims is recorded only when its manifest verified (verified non-nil).
+//
+// A refusal of the same file with the same verdict is audited once a
+// RefusalReauditInterval (auditRefusalOnce, keyed by fileSHA256).
 func (s *Store) auditRefusal(err error, verified *ImportResult, fileSHA256 []byte) {
-	s.auditRefusalFrom(err, verified, fileSHA256, "")
+	s.auditRefusalFrom(err, verified, fileSHA256, "", fileSHA256)
 }
 
-// auditRefusalFrom is auditRefusal with the import's source recorded.
-func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 []byte, source string) {
+// auditRefusalFrom is auditRefusal with the import's source recorded, and
+// key, the SHA-256 the record of recent refusals knows the file by.
+func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 []byte, source string, key []byte) {
 	name := amp.NameOf(amp.AsError(err))
 	if name == "" || name == ErrStoreIO || name == ErrReadOnly || name == ErrStoreInUse {
 		return
@@ -1005,7 +1016,7 @@ func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 [
 	if verified != nil {
 		e.BundleID, e.Version, e.Signers = verified.BundleID, verified.Version, verified.Signers
 	}
-	_ = s.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, s.opts.Now(), e) })
+	s.auditRefusalOnce(e, key)
 }
 
 // installedRecord returns the record of the installed bundle bundleID

@@ -139,8 +139,9 @@ func dump(t testing.TB, s *Store) string {
 	return b.String()
 }
 
-// dumpBesidesAudit is dump without the audit log and its head: what a
-// refused import may change (it appends its refusal entry).
+// dumpBesidesAudit is dump without the audit log, its head and the
+// record of recent refusals: what a refused import may change (it appends
+// its refusal entry, and records it: refusalrecord.go).
 func dumpBesidesAudit(t testing.TB, s *Store) string {
 	t.Helper()
 	var b strings.Builder
@@ -151,7 +152,8 @@ func dumpBesidesAudit(t testing.TB, s *Store) string {
 			}
 			fmt.Fprintf(&b, "[%s]\n", name)
 			return bk.ForEach(func(k, v []byte) error {
-				if string(name) == bMeta && (string(k) == kAuditHead || string(k) == kAuditSeq) {
+				if string(name) == bMeta && (string(k) == kAuditHead || string(k) == kAuditSeq || string(k) == kRefusalCount ||
+					bytes.HasPrefix(k, refusalKey(nil))) {
 					return nil
 				}
 				fmt.Fprintf(&b, "%x=%x\n", k, v)

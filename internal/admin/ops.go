@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -80,6 +81,7 @@ func Ops() []Operation {
 		opTrustAdd(), opTrustRemove(), opTrustList(), opTrustSetThreshold(), opTrustThresholds(), opTrustChains(), opTrustPolicy(),
 		opFreshnessPolicy(), opSetFreshnessPolicy(), opResetHeartbeat(),
 		opRevocation(), opRotation(), opHeartbeat(), opStatements(), opHeartbeats(), opHasStatement(),
+		opRefusedAt(),
 	}
 }
 
@@ -126,7 +128,7 @@ func opImport() *Op[importRequest, *resolver.ImportResult] {
 		read: func(w http.ResponseWriter, r *http.Request) (importRequest, error) {
 			q := r.URL.Query()
 			return importRequest{ctx: r.Context(), body: http.MaxBytesReader(w, r.Body, maxUpload),
-				opts: resolver.ImportOptions{AllowDowngrade: q.Get("allow_downgrade") == "1", Source: q.Get("source")}}, nil
+				opts: resolver.ImportOptions{AllowDowngrade: q.Get("allow_downgrade") == "1", Source: q.Get("source"), FileSHA256: fileSum(q.Get("file_sha256"))}}, nil
 		},
 		send: func(c *Client, req importRequest) (*resolver.ImportResult, error) {
 			q := make(map[string][]string)
@@ -135,6 +137,9 @@ func opImport() *Op[importRequest, *resolver.ImportResult] {
 			}
 			if req.opts.Source != "" {
 				q["source"] = []string{req.opts.Source} // an older agent ignores it
+			}
+			if len(req.opts.FileSHA256) == sha256.Size {
+				q["file_sha256"] = []string{hex.EncodeToString(req.opts.FileSHA256)} // likewise
 			}
 			body := req.body
 			if req.opts.Progress != nil {
@@ -557,6 +562,38 @@ func opHasStatement() *Op[hasRequest, hasAnswer] {
 			}
 			has, err := s.HasStatement(sum)
 			return hasAnswer{has}, err
+		},
+	}
+}
+
+// fileSum is the file SHA-256 an import's query names (file_sha256, 64
+// hex digits); nil when absent or not that: the store then hashes what it
+// reads.
+func fileSum(h string) []byte {
+	sum, err := hex.DecodeString(h)
+	if err != nil || len(sum) != sha256.Size {
+		return nil
+	}
+	return sum
+}
+
+type refusedAnswer struct {
+	Refused bool   `json:"refused"`
+	Verdict string `json:"verdict,omitempty"`
+}
+
+// opRefusedAt answers whether the store refused a file at its current
+// generation lately (resolver.Store.RefusedAt).
+func opRefusedAt() *Op[hasRequest, refusedAnswer] {
+	return &Op[hasRequest, refusedAnswer]{
+		Spec: Spec{Name: "RefusedAt", Method: get, Path: "/v1/refused"},
+		Run: func(s *resolver.Store, req hasRequest) (refusedAnswer, error) {
+			sum, err := hex.DecodeString(req.SHA256)
+			if err != nil || len(sum) != sha256.Size {
+				return refusedAnswer{}, amp.Named(0, "bad_request", "sha256 must be 64 hex digits")
+			}
+			verdict, ok, err := s.RefusedAt(sum)
+			return refusedAnswer{Refused: ok, Verdict: verdict}, err
 		},
 	}
 }

@@ -1,0 +1,212 @@
+package resolver
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
+)
+
+// The record of recent refusals (docs/SPEC-DECISIONS.md MIRROR-11): for each
+// file the store refused lately, by the file's SHA-256, the verdict, the
+// store generation at which it was last refused and the time it was last
+// audited. A refusal of the same file with the same verdict audited less
+// than RefusalReauditInterval ago (store clock) is not audited again, so a
+// sync run that offers the same refused files on every timer tick adds
+// nothing to the chained, never-trimmed audit log; a lasting refusal is
+// still audited once a RefusalReauditInterval. Sync asks RefusedAt before
+// downloading a listed file.
+const (
+	// RefusalReauditInterval is how long an audited refusal is not
+	// audited again when the same file is refused with the same verdict.
+	RefusalReauditInterval = 24 * time.Hour
+	// MaxRefusalRecords bounds the record of recent refusals: about three
+	// times the most files one mirror index lists of each kind. Past it,
+	// the records audited longer than RefusalReauditInterval ago go, and
+	// then the oldest, down to seven eighths of it.
+	MaxRefusalRecords = 32768
+)
+
+// kRefusalCount is the meta key of the number of refusal records
+// (refusalKey); a count found wrong is set right by the next pruning.
+const kRefusalCount = "refusal_count"
+
+// refusalKey is the meta key of the refusal record of the file whose
+// SHA-256 is sum.
+func refusalKey(sum []byte) []byte { return key2("refusal", string(sum)) }
+
+// refusalRecord is the value of a refusalKey.
+type refusalRecord struct {
+	Verdict    string `cbor:"verdict"`
+	Generation uint64 `cbor:"generation"` // the store generation of the last refusal
+	AuditedAt  int64  `cbor:"audited_at"` // unix seconds, store clock, of the last audit
+	Count      uint64 `cbor:"count"`      // refusals recorded (those that wrote the record)
+}
+
+// fresh reports whether r was audited with verdict less than
+// RefusalReauditInterval before now (a clock set back since makes it not
+// fresh: audited again).
+func (r *refusalRecord) fresh(verdict string, now time.Time) bool {
+	t := now.Unix()
+	return r.Verdict == verdict && r.AuditedAt <= t && t < r.AuditedAt+int64(RefusalReauditInterval/time.Second)
+}
+
+// readRefusal returns the record of the file sum (false when none, or it
+// does not decode: treated as none, and rewritten by the next refusal).
+func readRefusal(tx *bolt.Tx, sum []byte) (refusalRecord, bool) {
+	var r refusalRecord
+	raw := bucket(tx, bMeta).Get(refusalKey(sum))
+	if raw == nil || decode(raw, &r) != nil {
+		return refusalRecord{}, false
+	}
+	return r, true
+}
+
+// refusalWrite is what a refusal of the file sum with verdict writes:
+// nothing (audited lately, at this generation), the record alone (audited
+// lately, at another generation: RefusedAt must answer for this one), or
+// the audit entry and the record.
+type refusalWrite int
+
+const (
+	refusalNothing refusalWrite = iota
+	refusalRecordOnly
+	refusalAudit
+)
+
+// refusalNeeds returns the record of the file sum (and whether there is
+// one) and what a refusal of it with verdict at now must write.
+func refusalNeeds(tx *bolt.Tx, sum []byte, verdict string, now time.Time) (refusalRecord, bool, refusalWrite) {
+	r, ok := readRefusal(tx, sum)
+	switch {
+	case !ok || !r.fresh(verdict, now):
+		return r, ok, refusalAudit
+	case r.Generation != txGeneration(tx):
+		return r, ok, refusalRecordOnly
+	}
+	return r, ok, refusalNothing
+}
+
+// auditRefusalOnce appends e, the audit entry of a refusal of the file
+// whose SHA-256 is sum, unless the record of recent refusals says the
+// same refusal was audited lately (refusalRecord.fresh); it keeps the
+// record. A repeat refusal at the same generation writes nothing: it is
+// decided in a read transaction. Errors are dropped, as for any refusal's
+// audit (the refusal itself is what the caller reports).
+func (s *Store) auditRefusalOnce(e AuditEntry, sum []byte) {
+	now := s.opts.Now()
+	if amp.ErrName(e.Verdict) == bundle.ErrTruncated {
+		// The stream was cut (a caller that went away): a fault of the
+		// transfer, not of the file, so nothing is recorded that would
+		// have sync skip the file; audited each time, as before.
+		_ = s.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, now, e) })
+		return
+	}
+	var need refusalWrite
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		_, _, need = refusalNeeds(tx, sum, e.Verdict, now)
+		return nil
+	})
+	if need == refusalNothing {
+		return
+	}
+	_ = s.db.Update(func(tx *bolt.Tx) error {
+		r, existed, need := refusalNeeds(tx, sum, e.Verdict, now)
+		if need == refusalNothing {
+			return nil
+		}
+		if need == refusalAudit {
+			if err := appendAudit(tx, now, e); err != nil {
+				return err
+			}
+			r.Verdict, r.AuditedAt = e.Verdict, now.Unix()
+		}
+		r.Generation = txGeneration(tx)
+		r.Count++
+		meta := bucket(tx, bMeta)
+		if !existed {
+			if err := countRefusalRecord(meta, now); err != nil {
+				return err
+			}
+		}
+		return meta.Put(refusalKey(sum), encode(r))
+	})
+}
+
+// countRefusalRecord counts one more refusal record, pruning the record
+// first when it holds MaxRefusalRecords.
+func countRefusalRecord(meta *bolt.Bucket, now time.Time) error {
+	n := getU64(meta.Get([]byte(kRefusalCount)))
+	if n >= MaxRefusalRecords {
+		var err error
+		if n, err = pruneRefusals(meta, now, MaxRefusalRecords*7/8); err != nil {
+			return err
+		}
+	}
+	return meta.Put([]byte(kRefusalCount), u64(n+1))
+}
+
+// pruneRefusals deletes the refusal records audited longer than
+// RefusalReauditInterval ago (and those that do not decode), then the
+// oldest until at most keep are left; it returns how many are left.
+func pruneRefusals(meta *bolt.Bucket, now time.Time, keep int) (uint64, error) {
+	type rec struct {
+		key []byte
+		at  int64
+	}
+	var live []rec
+	var drop [][]byte
+	prefix := refusalKey(nil)
+	c := meta.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var r refusalRecord
+		if len(k) != len(prefix)+sha256.Size || decode(v, &r) != nil || !r.fresh(r.Verdict, now) {
+			drop = append(drop, bytes.Clone(k))
+			continue
+		}
+		live = append(live, rec{bytes.Clone(k), r.AuditedAt})
+	}
+	if len(live) > keep {
+		slices.SortStableFunc(live, func(a, b rec) int { return int(min(max(a.at-b.at, -1), 1)) })
+		for _, r := range live[:len(live)-keep] {
+			drop = append(drop, r.key)
+		}
+		live = live[len(live)-keep:]
+	}
+	for _, k := range drop {
+		if err := meta.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return uint64(len(live)), nil
+}
+
+// RefusedAt reports whether the store refused the file whose SHA-256 is
+// sum at its current generation, audited less than RefusalReauditInterval
+// ago, and with which verdict (an error name). Sync skips such a listed
+// file before downloading it: offered again, it would be refused the same
+// way, since nothing the store judges by changed (any change moves the
+// generation); after RefusalReauditInterval it is tried, and audited,
+// again.
+func (s *Store) RefusedAt(sum []byte) (verdict string, ok bool, err error) {
+	if len(sum) != sha256.Size {
+		return "", false, nil // no file has such a hash: none was refused
+	}
+	now := s.opts.Now()
+	err = s.db.View(func(tx *bolt.Tx) error {
+		r, found := readRefusal(tx, sum)
+		if found && r.Generation == txGeneration(tx) && r.fresh(r.Verdict, now) {
+			verdict, ok = r.Verdict, true
+		}
+		return nil
+	})
+	if err != nil {
+		return "", false, amp.AsError(wrapTx(err))
+	}
+	return verdict, ok, nil
+}
