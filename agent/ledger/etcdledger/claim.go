@@ -38,18 +38,24 @@ type claimPlan struct {
 // bucket lease of the message's expiry, charged to the principal's usage
 // counter (FLEET-11): the claim is the running record, and MarkRunning by
 // this process needs no etcd write. Where the principal's share or this
-// process's budget has no room for the entry (or its counters changed
-// since they were read), only the claim is made, and MarkRunning makes
-// the entry or refuses by name. Otherwise the entry (and the claim) are
+// process's budget has no room for the entry, only the claim is made, and
+// MarkRunning makes the entry or refuses by name; where its counters
+// changed since they were read, the claim is made bare and the entry made
+// at once in a second transaction, from the counters read back with the
+// claim (claimEntryLate, FLEET-19). Otherwise the entry (and the claim) are
 // read. A claim held by another process gives Wait, which closes on the
 // next change of the claim key or after WaitPoll.
 func (s *Store) Claim(k ledger.Key, expires time.Time) (ledger.ClaimResult, error) {
+	dl := time.Now().Add(s.o.OpTimeout)
 	lease, err := s.sess.lease()
 	if err != nil {
 		return ledger.ClaimResult{}, err
 	}
 	phex := hash16(s.principalOf(k.Sender))
-	pl := s.hot.lock(usagePrefix(s.prefix, phex))
+	pl, err := s.hot.lock(usagePrefix(s.prefix, phex), dl)
+	if err != nil {
+		return ledger.ClaimResult{}, err
+	}
 	defer s.hot.unlock(pl)
 	for attempt := 0; ; attempt++ {
 		p, err := s.planClaim(k, expires, phex, pl)
@@ -109,6 +115,7 @@ func (s *Store) claimTxn(k ledger.Key, expires time.Time, lease clientv3.LeaseID
 		then = append(then, clientv3.OpTxn([]clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(ks.entry), "=", 0),
 			clientv3.Compare(clientv3.ModRevision(u), "<", p.snap.rev+1).WithPrefix(),
+			clientv3.Compare(clientv3.ModRevision(p.counter), "=", p.snap.mods[p.counter]), // not deleted since: FLEET-19
 		}, []clientv3.Op{
 			clientv3.OpPut(ks.entry, string(p.e.encode()), clientv3.WithLease(p.lease)),
 			clientv3.OpPut(p.counter, itoa(cur+p.cost), clientv3.WithLease(p.lease)),
@@ -162,6 +169,15 @@ func (s *Store) claimTxn(k ledger.Key, expires time.Time, lease clientv3.LeaseID
 		}
 	}
 	ci.ran = kv != nil
+	if kv == nil && p != nil && ci.usage != nil {
+		if err := s.claimEntryLate(k, &ci, expires, phex, pl); err != nil {
+			s.mu.Lock()
+			s.claims[k] = ci
+			s.mu.Unlock()
+			s.Unclaim(k) // the claim, and the entry if it was made
+			return ledger.ClaimResult{}, err
+		}
+	}
 	s.mu.Lock()
 	s.claims[k] = ci
 	s.mu.Unlock()
@@ -169,6 +185,55 @@ func (s *Store) claimTxn(k ledger.Key, expires time.Time, lease clientv3.LeaseID
 		return ledger.ClaimResult{}, nil // fresh
 	}
 	return s.foundRunning(k, kv)
+}
+
+// claimEntryLate makes the running entry under ci, a claim of k that the
+// Claim transaction made bare because its guess of the principal's
+// counters was stale (another node wrote them, or one was deleted:
+// FLEET-19), from the counters read back with the claim: one more
+// transaction while the claim holds, the entry is absent and the counters
+// are as read; what Running would otherwise write. No room, or counters
+// changed again, leaves the claim bare (Running makes the entry or
+// refuses by name); an error whose answer may be lost is returned, the
+// caller undoing the claim with whatever entry it made. Callers hold pl.
+func (s *Store) claimEntryLate(k ledger.Key, ci *claimInfo, expires time.Time, phex string, pl *principalLock) error {
+	ks := keysOf(s.prefix, k)
+	u := usagePrefix(s.prefix, phex)
+	for attempt := 0; attempt < 2; attempt++ {
+		p, err := s.planClaim(k, expires, phex, pl)
+		if err != nil || p == nil {
+			return nil
+		}
+		cur := p.snap.vals[p.counter]
+		r, err := s.txn("claim", k, u, []clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev),
+			clientv3.Compare(clientv3.CreateRevision(ks.entry), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(u), "<", p.snap.rev+1).WithPrefix(),
+			clientv3.Compare(clientv3.ModRevision(p.counter), "=", p.snap.mods[p.counter]),
+		}, []clientv3.Op{
+			clientv3.OpPut(ks.entry, string(p.e.encode()), clientv3.WithLease(p.lease)),
+			clientv3.OpPut(p.counter, itoa(cur+p.cost), clientv3.WithLease(p.lease)),
+			clientv3.OpGet(u, clientv3.WithPrefix()),
+		}, nil)
+		if leaseNotFound(err) { // nothing written: a lease granted again
+			s.leases.drop(p.e.end)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !r.Succeeded || len(r.Responses) != 3 {
+			return nil
+		}
+		rev := r.Header.Revision
+		ci.entry = &claimEntry{e: p.e, rev: rev, cost: p.cost, counter: p.counter, n: cur + p.cost, nrev: rev}
+		pl.learn(r.Responses[2], rev)
+		s.mu.Lock()
+		s.charge(p.e.end, p.cost, 1)
+		s.mu.Unlock()
+		return nil
+	}
+	return nil
 }
 
 // foundRunning answers a Claim that claimed k's running entry kv, whose
@@ -222,14 +287,20 @@ func (s *Store) claimHeld(k ledger.Key, lease clientv3.LeaseID, r *clientv3.TxnR
 				// may have run under it.
 				queued = []cleanup{{k: k, rev: c.CreateRevision, entry: s.cleaner.wasLost(string(c.Value))}}
 			}
+			failed := false
 			for _, q := range queued {
 				if s.clean(q) != nil {
 					s.cleaner.add(q)
+					failed = true
 				}
 			}
-			ch := make(chan struct{})
-			close(ch)
-			return ledger.ClaimResult{Wait: ch}, nil
+			if !failed { // gone: claim again at once
+				ch := make(chan struct{})
+				close(ch)
+				return ledger.ClaimResult{Wait: ch}, nil
+			}
+			// Still there: wait as for another's claim, never a tight
+			// loop of claims (FLEET-17).
 		}
 	}
 	return ledger.ClaimResult{Wait: s.waitFor(ks.claim, r.Header.Revision+1)}, nil

@@ -21,12 +21,15 @@ const maxCleanups = 1 << 16
 // rev 0, the claim whose value is token (a Claim whose answer was lost:
 // its revision is read first); with entry, also the running entry of k
 // made with or after that claim (its handler never started: FLEET-7,
-// FLEET-11).
+// FLEET-11). cost and end are what this process's budget tally holds for
+// that entry (its cost in the bucket ending at end; 0: nothing), given
+// back when the entry goes (docs/SPEC-DECISIONS.md FLEET-13).
 type cleanup struct {
-	k     ledger.Key
-	rev   int64
-	token string
-	entry bool
+	k         ledger.Key
+	rev       int64
+	token     string
+	entry     bool
+	cost, end int64
 }
 
 // cleaner retries the cleanups that failed, for as long as the process
@@ -146,9 +149,11 @@ func (cl *cleaner) run() {
 	}
 }
 
-// round tries the queued cleanups, one by one, until one fails (etcd is
-// likely down: the rest wait for the next round); it reports whether all
-// succeeded.
+// round tries the queued cleanups, one by one, until etcd does not answer
+// one in time (it is likely down: the rest wait for the next round); a
+// cleanup that fails for a reason of its own (its entry changed under the
+// claim) stays queued and the round goes on (FLEET-18). It reports
+// whether all succeeded.
 func (cl *cleaner) round() bool {
 	cl.mu.Lock()
 	batch := make([]cleanup, 0, len(cl.q))
@@ -156,15 +161,23 @@ func (cl *cleaner) round() bool {
 		batch = append(batch, c)
 	}
 	cl.mu.Unlock()
+	ok := true
 	for _, c := range batch {
-		if cl.s.bg.Err() != nil || cl.s.clean(c) != nil {
+		if cl.s.bg.Err() != nil {
 			return false
+		}
+		if err := cl.s.clean(c); err != nil {
+			if amp.NameOf(err) == ledger.ErrLedgerIO {
+				return false
+			}
+			ok = false
+			continue
 		}
 		cl.mu.Lock()
 		delete(cl.q, c)
 		cl.mu.Unlock()
 	}
-	return true
+	return ok
 }
 
 // clean deletes c's claim, if it is still the one created at c.rev (or,
@@ -199,6 +212,7 @@ func (s *Store) clean(c cleanup) error {
 	var ent *mvccpb.KeyValue
 	var counter string // the usage counter the nested refund takes cost off
 	var cost int64
+	gone := false
 	if c.entry {
 		err := s.call("unclaim", func(ctx context.Context) error {
 			r, err := s.cli.Get(ctx, ks.entry)
@@ -210,6 +224,7 @@ func (s *Store) clean(c cleanup) error {
 		if err != nil {
 			return err
 		}
+		gone = ent == nil // deleted by a try whose answer was lost, or expired
 		if ent != nil && (ent.CreateRevision < c.rev || len(ent.Value) >= 2 && string(ent.Value[:2]) >= runningBelow) {
 			ent = nil // not made with this claim, or not running: kept
 		}
@@ -221,13 +236,16 @@ func (s *Store) clean(c cleanup) error {
 		if e, err := decodeEntry(ent.Value); err == nil {
 			key := usageKey(s.prefix, hexOf(e.principal), e.end)
 			n, crev, err := s.readCounter("unclaim", key)
-			if err != nil {
+			if err != nil && amp.NameOf(err) != ErrCounterCorrupt {
 				return err
 			}
-			if crev > 0 { // compared on its mod revision; refund retries a later write
+			// A corrupt counter loses only the refund (its charge stays
+			// until its bucket ends): the claim and the unrun entry go
+			// all the same (FLEET-18).
+			if err == nil && crev > 0 { // compared on its mod revision; refund retries a later write
 				counter, cost = key, entryCost(c.k, e.reserve)
 				ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(counter), "=", crev)},
-					[]clientv3.Op{clientv3.OpPut(counter, itoa(max(n-cost, 0)), clientv3.WithIgnoreLease())}, nil))
+					[]clientv3.Op{takeOff(counter, n-cost)}, nil))
 			}
 		}
 	}
@@ -237,6 +255,9 @@ func (s *Store) clean(c cleanup) error {
 		return err
 	})
 	if err != nil || ent == nil {
+		if err == nil && gone {
+			s.untally(c)
+		}
 		return err
 	}
 	if !r.Succeeded {
@@ -245,6 +266,7 @@ func (s *Store) clean(c cleanup) error {
 		}
 		return nil // the claim is gone: nothing of it to undo
 	}
+	s.untally(c)
 	if counter != "" {
 		// The nested refund (the last op) found the counter written since
 		// it was read: take the cost off as Unclaim does.
@@ -253,6 +275,17 @@ func (s *Store) clean(c cleanup) error {
 		}
 	}
 	return nil
+}
+
+// untally gives back to this process's budget tally the charge of c's
+// entry, which is gone from etcd (FLEET-13).
+func (s *Store) untally(c cleanup) {
+	if c.cost <= 0 {
+		return
+	}
+	s.mu.Lock()
+	s.charge(c.end, -c.cost, -1)
+	s.mu.Unlock()
 }
 
 // Unclaim implements ledger.SharedStore: the claim key is deleted if it is
@@ -276,6 +309,9 @@ func (s *Store) Unclaim(k ledger.Key) {
 		return
 	}
 	c := cleanup{k: k, rev: ci.rev, entry: !ci.ran}
+	if c.entry && ci.entry != nil { // charged to the tally with the claim
+		c.cost, c.end = ci.entry.cost, ci.entry.e.end
+	}
 	if s.clean(c) != nil {
 		s.cleaner.add(c)
 	}
@@ -291,7 +327,10 @@ func (s *Store) undoClaim(k ledger.Key, ci claimInfo) error {
 	ce := ci.entry
 	ks := keysOf(s.prefix, k)
 	u := usagePrefix(s.prefix, hexOf(ce.e.principal))
-	pl := s.hot.lock(u)
+	pl, err := s.hot.lock(u, time.Now().Add(s.o.OpTimeout))
+	if err != nil {
+		return err // clean deletes it, without the lock
+	}
 	defer s.hot.unlock(pl)
 	n, rev := pl.guess(ce.counter, ce.n, ce.nrev) // as this process last wrote it
 	left := max(n-ce.cost, 0)
@@ -300,7 +339,7 @@ func (s *Store) undoClaim(k ledger.Key, ci claimInfo) error {
 		clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ce.rev),
 	}, []clientv3.Op{clientv3.OpDelete(ks.claim), clientv3.OpDelete(ks.entry),
 		clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ce.counter), "=", rev)},
-			[]clientv3.Op{clientv3.OpPut(ce.counter, itoa(left), clientv3.WithIgnoreLease())}, nil),
+			[]clientv3.Op{takeOff(ce.counter, left)}, nil),
 		clientv3.OpGet(u, clientv3.WithPrefix())}, nil)
 	if err != nil {
 		return err
@@ -333,7 +372,7 @@ func (s *Store) refund(counter string, cost int64, pl *principalLock) {
 		var r *clientv3.TxnResponse
 		err = s.call("unclaim", func(ctx context.Context) (err error) {
 			r, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(counter), "=", rev)).
-				Then(clientv3.OpPut(counter, itoa(left), clientv3.WithIgnoreLease())).Commit()
+				Then(takeOff(counter, left)).Commit()
 			return err
 		})
 		if err != nil {

@@ -13,10 +13,11 @@ import (
 )
 
 // Bounds of one combined transaction (docs/SPEC-DECISIONS.md FLEET-10,
-// FLEET-12): etcd refuses a transaction of more than 128 comparisons or
-// operations (its --max-txn-ops default), a nested transaction with more
-// than 128 less the larger of those two counts of the transaction around
-// it, and a request of more than 1.5 MiB (--max-request-bytes).
+// FLEET-12, FLEET-16): etcd refuses a transaction of more than 128
+// comparisons or operations (its --max-txn-ops default), a nested
+// transaction with more than 128 less the larger of those two counts of
+// the transaction around it, and a request of more than 1.5 MiB
+// (--max-request-bytes).
 const (
 	combineMaxOps     = 128
 	combineMaxMembers = 32
@@ -38,8 +39,8 @@ type txnReq struct {
 	els   []clientv3.Op
 	size  int
 	// nest is the largest count (comparisons, Then or Else operations)
-	// of a transaction nested in then: etcd allows it only where the
-	// combined transaction's own count leaves room for it.
+	// of a transaction nested in then or els: etcd allows it only where
+	// the transactions around it leave room for it.
 	nest int
 	dl   time.Time // its deadline: now + OpTimeout when it is made
 
@@ -50,14 +51,15 @@ type txnReq struct {
 }
 
 // combiner commits the transactions of concurrent keys together, as one
-// etcd transaction whose comparisons are all of theirs and whose
-// operations are all of theirs (in order): a group commit, one Raft
-// proposal (one WAL fdatasync per member) for many messages. It succeeds
-// only where every key's own transaction would have succeeded, with the
-// same writes at one revision; when it does not succeed, each key commits
-// its own transaction again alone (with its Else), as if it had never been
-// combined. Two transactions that touch one key (the entry or claim of one
-// message, or the usage counters of one principal) never share a combined
+// etcd transaction without comparisons whose operations are their
+// transactions, each nested whole (its comparisons, Then and Else): a
+// group commit, one Raft proposal (one WAL fdatasync per member) for many
+// messages, in which each key's transaction succeeds or fails on its own
+// comparisons and answers its own Then or Else, at one revision, as it
+// would have alone (FLEET-16: a copy of an answered message, whose
+// comparison fails, no longer sends every other member again alone). Two
+// transactions that touch one key (the entry or claim of one message, or
+// the usage counters of one principal) never share a combined
 // transaction, so that none reads or compares what another writes.
 type combiner struct {
 	s *Store
@@ -71,6 +73,8 @@ type combiner struct {
 func (s *Store) txn(op string, k ledger.Key, u string, cmp []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	t := &txnReq{op: op, k: k, usage: u, cmp: cmp, then: then, els: els, dl: time.Now().Add(s.o.OpTimeout), done: make(chan struct{})}
 	t.size, t.nest = opsSize(then)
+	es, en := opsSize(els)
+	t.size, t.nest = t.size+es, max(t.nest, en)
 	c := &s.combine
 	if c.add(t, combineFlights) {
 		go c.run(c.take, c.commit)
@@ -114,21 +118,23 @@ func (c *combiner) take() []*txnReq {
 	var batch []*txnReq
 	var rest []*txnReq
 	touched := map[string]bool{}
-	ops, cmps, size, nest := 0, 0, 0, 0
+	width, size, nest := 0, 0, 0
 	for _, t := range c.q {
 		ek := keysOf("", t.k).entry
-		o, cm, n := ops+len(t.then), cmps+len(t.cmp), max(nest, t.nest)
-		// etcd checks a nested transaction against what the combined
-		// one leaves of --max-txn-ops (its Else is empty); the first is
-		// always taken (a batch of one is committed alone)
+		w, n := max(width, len(t.cmp), len(t.then), len(t.els)), max(nest, t.nest)
+		// etcd checks each member (nested in the combined transaction of
+		// len(batch)+1 operations) against what the combined one leaves
+		// of --max-txn-ops, and a transaction nested in a member against
+		// what the member leaves of that; the first is always taken (a
+		// batch of one is committed alone)
 		fits := len(batch) == 0 || len(batch) < combineMaxMembers &&
-			max(o, cm)+n <= combineMaxOps && size+t.size <= combineMaxBytes
+			len(batch)+1+w+n <= combineMaxOps && size+t.size <= combineMaxBytes
 		if !fits || touched[ek] || touched[t.usage] {
 			rest = append(rest, t)
 			continue
 		}
 		touched[ek], touched[t.usage] = true, true
-		ops, cmps, size, nest = o, cm, size+t.size, n
+		width, size, nest = w, size+t.size, n
 		batch = append(batch, t)
 	}
 	c.q = rest
@@ -147,41 +153,47 @@ func (c *combiner) commit(batch []*txnReq) {
 		t.r, t.err = c.s.txnAlone(t)
 		return
 	}
-	var cmp []clientv3.Cmp
 	var then []clientv3.Op
 	dl := batch[0].dl
 	for _, t := range batch {
-		cmp, then = append(cmp, t.cmp...), append(then, t.then...)
+		then = append(then, clientv3.OpTxn(t.cmp, t.then, t.els))
 		if t.dl.After(dl) {
 			dl = t.dl
 		}
 	}
 	var r *clientv3.TxnResponse
 	err := c.s.callBy(batch[0].op, dl, func(ctx context.Context) (err error) {
-		r, err = c.s.cli.Txn(ctx).If(cmp...).Then(then...).Commit()
+		r, err = c.s.cli.Txn(ctx).Then(then...).Commit()
 		return err
 	})
+	if err == nil && (!r.Succeeded || len(r.Responses) != len(batch)) {
+		err = amp.Named(amp.CodeUnavailable, ErrBadValue, "etcd answered %d results for %d transactions", len(r.Responses), len(batch))
+	}
+	var in []*pb.TxnResponse
+	if err == nil {
+		for _, op := range r.Responses {
+			if in = append(in, op.GetResponseTxn()); in[len(in)-1] == nil {
+				err = amp.Named(amp.CodeUnavailable, ErrBadValue, "etcd answered a combined transaction without a member's result")
+				break
+			}
+		}
+	}
 	switch {
-	case leaseNotFound(err), refusedUnwritten(err), err == nil && !r.Succeeded:
-		// One of them compared false, wrote under a lease etcd no longer
-		// has, or etcd refused the combined request for its size (a
-		// member's --max-txn-ops or --max-request-bytes below the
-		// defaults): nothing was written; each commits alone.
+	case leaseNotFound(err), refusedUnwritten(err):
+		// One of them wrote under a lease etcd no longer has, or etcd
+		// refused the combined request for its size (a member's
+		// --max-txn-ops or --max-request-bytes below the defaults):
+		// nothing was written; each commits alone.
 		for _, t := range batch {
 			t.alone = true
 		}
-	case err == nil && len(r.Responses) != len(then):
-		err = amp.Named(amp.CodeUnavailable, ErrBadValue, "etcd answered %d results for %d operations", len(r.Responses), len(then))
-		fallthrough
 	case err != nil:
 		for _, t := range batch {
 			t.err = err // the answer of every one is lost alike
 		}
 	default:
-		off := 0
-		for _, t := range batch {
-			t.r = &clientv3.TxnResponse{Header: r.Header, Succeeded: true, Responses: r.Responses[off : off+len(t.then)]}
-			off += len(t.then)
+		for i, t := range batch {
+			t.r = &clientv3.TxnResponse{Header: r.Header, Succeeded: in[i].Succeeded, Responses: in[i].Responses}
 		}
 	}
 }
@@ -209,34 +221,57 @@ type principalLocks struct {
 
 // principalLock is one principal's lock and its counters as last known.
 type principalLock struct {
-	mu   sync.Mutex
+	// held has room for one: sending locks, receiving unlocks. A lock
+	// whose wait can end at a deadline (FLEET-15).
+	held chan struct{}
 	key  string
 	refs int // guarded by principalLocks.mu
 	// snap: the principal's counters as of a revision (nil: unknown).
 	snap *usageSnap
 }
 
-// lock locks the principal whose usage prefix is u.
-func (p *principalLocks) lock(u string) *principalLock {
+// lock locks the principal whose usage prefix is u, waiting at most
+// until dl (the deadline of the call that asks, counted from its arrival:
+// FLEET-15); past it the call is refused, retryably (ErrContended), and
+// never waits behind the others' etcd calls for longer than its own.
+func (p *principalLocks) lock(u string, dl time.Time) (*principalLock, error) {
 	p.mu.Lock()
 	if p.m == nil {
 		p.m = map[string]*principalLock{}
 	}
 	pl, ok := p.m[u]
 	if !ok {
-		pl = &principalLock{key: u}
+		pl = &principalLock{key: u, held: make(chan struct{}, 1)}
 		p.m[u] = pl
 	}
 	pl.refs++
 	p.mu.Unlock()
-	pl.mu.Lock()
-	return pl
+	select {
+	case pl.held <- struct{}{}:
+		return pl, nil
+	default:
+	}
+	t := time.NewTimer(time.Until(dl))
+	defer t.Stop()
+	select {
+	case pl.held <- struct{}{}:
+		return pl, nil
+	case <-t.C:
+		p.release(pl)
+		return nil, amp.Named(amp.CodeUnavailable, ErrContended,
+			"this caller's messages wait for the idempotency ledger past its deadline; retry")
+	}
 }
 
-// unlock unlocks pl, forgetting it when no one else waits for it and
-// more than maxIdlePrincipals are kept.
+// unlock unlocks pl.
 func (p *principalLocks) unlock(pl *principalLock) {
-	pl.mu.Unlock()
+	<-pl.held
+	p.release(pl)
+}
+
+// release drops one reference to pl, forgetting it when no one else
+// waits for it and more than maxIdlePrincipals are kept.
+func (p *principalLocks) release(pl *principalLock) {
 	p.mu.Lock()
 	if pl.refs--; pl.refs == 0 && len(p.m) > maxIdlePrincipals {
 		delete(p.m, pl.key)

@@ -26,7 +26,9 @@ const (
 	// retryable).
 	ErrClaimLost amp.ErrName = "ledger_claim_lost"
 	// ErrContended: the sender's quota counters changed under every one of
-	// the bounded retries of a transaction (5002, retryable).
+	// the bounded retries of a transaction, or the transaction waited for
+	// this process's earlier ones of the same principal past its deadline
+	// (5002, retryable).
 	ErrContended amp.ErrName = "ledger_contended"
 	// ErrCounterCorrupt: a usage counter under the prefix is not a decimal
 	// count of 0 to MaxCounter, or a principal's counters sum past

@@ -68,6 +68,7 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 // principal's counters (no other writer since they were summed); a
 // conflict is retried (at most 16 times).
 func (s *Store) markNew(k ledger.Key, ci claimInfo, claimed bool, expires time.Time, reserve int64) error {
+	dl := time.Now().Add(s.o.OpTimeout)
 	cost := entryCost(k, reserve)
 	now := s.o.Now()
 	if s.budgetFull(now, cost) {
@@ -79,7 +80,10 @@ func (s *Store) markNew(k ledger.Key, ci claimInfo, claimed bool, expires time.T
 	phex := hash16(s.principalOf(k.Sender))
 	ks := keysOf(s.prefix, k)
 	counter := usageKey(s.prefix, phex, e.end)
-	pl := s.hot.lock(usagePrefix(s.prefix, phex))
+	pl, err := s.hot.lock(usagePrefix(s.prefix, phex), dl)
+	if err != nil {
+		return err
+	}
 	defer s.hot.unlock(pl)
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		lease, err := s.leases.get(e.end)
@@ -102,7 +106,8 @@ func (s *Store) markNew(k ledger.Key, ci claimInfo, claimed bool, expires time.T
 			return callerFull()
 		}
 		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ks.entry), "=", 0),
-			clientv3.Compare(clientv3.ModRevision(usagePrefix(s.prefix, phex)), "<", rev+1).WithPrefix()}
+			clientv3.Compare(clientv3.ModRevision(usagePrefix(s.prefix, phex)), "<", rev+1).WithPrefix(),
+			clientv3.Compare(clientv3.ModRevision(counter), "=", snap.mods[counter])} // not deleted since: FLEET-19
 		if claimed {
 			cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev))
 		}
@@ -149,6 +154,7 @@ func (s *Store) markNew(k ledger.Key, ci claimInfo, claimed bool, expires time.T
 // Rare: a capability whose largest result is above the default, or a
 // handler's longest run past the message's expiry bucket.
 func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end int64) error {
+	dl := time.Now().Add(s.o.OpTimeout)
 	ce := ci.entry
 	ne := ce.e
 	ne.reserve, ne.end = max(reserve, ce.e.reserve), max(end, ce.e.end)
@@ -167,7 +173,10 @@ func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end
 	u := usagePrefix(s.prefix, phex)
 	ks := keysOf(s.prefix, k)
 	counter := usageKey(s.prefix, phex, ne.end)
-	pl := s.hot.lock(u)
+	pl, err := s.hot.lock(u, dl)
+	if err != nil {
+		return err
+	}
 	defer s.hot.unlock(pl)
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		lease, err := s.leases.get(ne.end)
@@ -179,13 +188,14 @@ func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end
 			return err
 		}
 		snap := pl.snap
-		if attempt > 0 || snap == nil {
+		over := func(sn *usageSnap) bool { return sn.sum-min(ce.cost, sn.vals[ce.counter])+cost > s.lim.PerCaller }
+		if attempt > 0 || snap == nil || over(snap) { // never refuse on a guess
 			if snap, err = s.readUsage("mark", u); err != nil {
 				return err
 			}
 			pl.snap = snap
 		}
-		if snap.sum-min(ce.cost, snap.vals[ce.counter])+cost > s.lim.PerCaller {
+		if over(snap) {
 			return callerFull()
 		}
 		vals := map[string]int64{}
@@ -198,13 +208,19 @@ func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end
 		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(ne.encode()), clientv3.WithLease(lease)),
 			clientv3.OpPut(counter, itoa(vals[counter]), clientv3.WithLease(lease))}
 		if counter != ce.counter {
-			ops = append(ops, clientv3.OpPut(ce.counter, itoa(vals[ce.counter]), clientv3.WithLease(oldLease)))
+			old := clientv3.OpPut(ce.counter, itoa(vals[ce.counter]), clientv3.WithLease(oldLease))
+			if vals[ce.counter] == 0 {
+				old = clientv3.OpDelete(ce.counter) // FLEET-19
+			}
+			ops = append(ops, old)
 		}
 		ops = append(ops, clientv3.OpGet(u, clientv3.WithPrefix()))
 		r, err := s.txn("mark", k, u, []clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev),
 			clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ce.rev),
 			clientv3.Compare(clientv3.ModRevision(u), "<", snap.rev+1).WithPrefix(),
+			clientv3.Compare(clientv3.ModRevision(counter), "=", snap.mods[counter]),
+			clientv3.Compare(clientv3.ModRevision(ce.counter), "=", snap.mods[ce.counter]),
 		}, ops, []clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
 		if leaseNotFound(err) {
 			s.leases.drop(ne.end)
@@ -305,8 +321,9 @@ func contended(attempt int) { time.Sleep(time.Duration(attempt+1) * time.Millise
 // the running entry (its lease kept) while the entry is the one this
 // process marked or found running and its claim holds, gives back to the
 // usage counter what of the reservation the reply does not use, and
-// deletes the claim. A counter that keeps changing is left charged (after
-// 16 tries) rather than the reply unrecorded.
+// deletes the claim. A counter that keeps changing (after 16 tries), or
+// that cannot be read (corrupt, or etcd slow), is left charged rather than
+// the reply unrecorded (FLEET-14).
 func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	s.mu.Lock()
 	ref, ok := s.running[k]
@@ -324,26 +341,33 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	done.state, done.reply = stateDone, reply
 	refund := ref.e.reserve - int64(len(reply))
 	counter := usagePrefix(s.prefix, hexOf(ref.e.principal)) + itoa(ref.e.end)
-	pl := s.hot.lock(usagePrefix(s.prefix, hexOf(ref.e.principal)))
+	pl, err := s.hot.lock(usagePrefix(s.prefix, hexOf(ref.e.principal)), time.Now().Add(s.o.OpTimeout))
+	if err != nil {
+		return err
+	}
 	defer s.hot.unlock(pl)
+	unread := false // the counter could not be read: no refund (FLEET-14)
 	for attempt := 0; ; attempt++ {
 		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ref.rev)}
 		if claimed {
 			cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev))
 		}
 		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(done.encode()), clientv3.WithIgnoreLease()), clientv3.OpDelete(ks.claim)}
-		if attempt < maxRetries && refund > 0 {
+		if attempt < maxRetries && refund > 0 && !unread {
 			// As marked here, or as this process last wrote it: the first guess.
 			cur, rev := pl.guess(counter, ref.counter, ref.counterRev)
 			if attempt > 0 || rev == 0 {
 				var err error
 				if cur, rev, err = s.readCounter("finish", counter); err != nil {
-					return err
+					// Corrupt, or etcd slow: the reply of a handler that
+					// ran is recorded all the same, the charge left
+					// until the bucket expires.
+					unread, rev = true, 0
 				}
 			}
 			if rev > 0 {
 				cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(counter), "=", rev))
-				ops = append(ops, clientv3.OpPut(counter, itoa(max(cur-refund, 0)), clientv3.WithIgnoreLease()))
+				ops = append(ops, takeOff(counter, cur-refund))
 			}
 		}
 		refunds := len(ops) > 2

@@ -6,12 +6,27 @@ import (
 	"strconv"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// takeOff is the write that gives a refund back to a usage counter, whose
+// value after it is n: a put keeping its lease, or, at 0, its delete
+// (docs/SPEC-DECISIONS.md FLEET-19: nothing of a refused message stays).
+// Every transaction that charges a counter compares that counter's own
+// mod revision as well as the principal's prefix, so a deletion is seen
+// where it matters (a stale guess of another counter only over-counts the
+// sum, and a sum over the share is read again before any refusal).
+func takeOff(counter string, n int64) clientv3.Op {
+	if n <= 0 {
+		return clientv3.OpDelete(counter)
+	}
+	return clientv3.OpPut(counter, itoa(n), clientv3.WithIgnoreLease())
+}
 
 func hexOf(b [16]byte) string { return hex.EncodeToString(b[:]) }
 
