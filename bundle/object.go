@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 )
 
 // Content types of the signed objects of FORMAT.md besides the bundle
@@ -36,6 +37,19 @@ func DecodeObject(item []byte, ctype string) (*SignedObject, error) {
 		return nil, err
 	}
 	return &SignedObject{ContentType: ctype, Payload: o.payload, Signatures: append([]Signature(nil), o.signatures...), obj: o}, nil
+}
+
+// PayloadSHA256 returns the SHA-256 of o's payload: a signed statement's
+// identity (docs/FORMAT.md §21, "Identity"). Every signature covers the payload (and
+// the body's protected header, which its content type fixes), while the
+// list of signatures is not covered by any: anyone can add a signature by
+// a key of their own (CosignStatement), reorder them or drop some, and
+// the result, another file, is the same statement. A store keeps and
+// charges a statement once per payload, and a trust statement's prev
+// names statement n-1 by its payload (§22).
+func (o *SignedObject) PayloadSHA256() []byte {
+	sum := sha256.Sum256(o.Payload)
+	return sum[:]
 }
 
 // ContentType returns the content type of an encoded COSE_Sign ("" when

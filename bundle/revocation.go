@@ -163,9 +163,20 @@ func ParseRevocation(data []byte) (*Revocation, *SignedObject, error) {
 // verify and who are trusted for scope itself must reach the largest
 // threshold p sets for scope, a scope containing it or a scope under it
 // (Policy.RequiredWithin). It returns the keys that counted.
+//
+// Every other signature must verify too, against the key its kid names
+// (VerifyAll; bad_signature), whether or not p knows it: a store keeps one
+// file per statement (the first applied, docs/SPEC-DECISIONS.md TRUST-19)
+// and its mirror relays that file, so a copy carrying a forged signature
+// under the kid of a key some other store trusts, applied first, would
+// otherwise be the only file relayed, and refused as tampered wherever
+// that key is trusted.
 func VerifyStatement(obj *SignedObject, p *Policy, scope string) ([]TrustedKey, error) {
 	verified, err := obj.Verify(p)
 	if err != nil {
+		return nil, err
+	}
+	if err := obj.VerifyAll(); err != nil {
 		return nil, err
 	}
 	var ptrs, in []*TrustedKey

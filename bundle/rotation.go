@@ -21,9 +21,11 @@ const MediaTypeRotation = "application/ampbundle-trust+cbor"
 const MaxRotationKeys = 64
 
 // Rotation is the payload of a trust statement: for Scope, the statement
-// number Sequence of a chain (Prev is the SHA-256 of statement Sequence-1,
-// 32 zero bytes for the first), adding keys, retiring keys and setting the
-// scope's threshold.
+// number Sequence of a chain (Prev is the SHA-256 of the payload of
+// statement Sequence-1, SignedObject.PayloadSHA256, which writers before
+// it gave as the SHA-256 of that statement's whole file, and readers still
+// accept; 32 zero bytes for the first), adding keys, retiring keys and
+// setting the scope's threshold.
 type Rotation struct {
 	Format    string     `cbor:"format"`
 	Scope     string     `cbor:"scope"`

@@ -17,7 +17,7 @@ type RotateResult struct {
 	Added     []string `json:"added"`   // names of the keys it added
 	Retired   []string `json:"retired"` // names of the trusted keys it retired
 	Threshold uint64   `json:"threshold"`
-	Unchanged bool     `json:"unchanged"` // this very statement was applied before
+	Unchanged bool     `json:"unchanged"` // this statement (its payload, whatever its signatures) was applied before
 	// StillInstalled are the installed bundles signed by a retired key:
 	// they stay (they were verified before the statement); a retired key
 	// counts for no import from now on.
@@ -48,7 +48,9 @@ func (s *Store) TrustChains() (map[string]uint64, error) {
 // scope's chain (else rotation_gap or rotation_fork), signed by enough keys
 // trusted for the scope, it adds and retires keys and sets the scope's
 // threshold (bundles signed by a retired key stay installed). The store
-// keeps every applied statement; applying one again changes nothing.
+// keeps every applied statement, once per payload (docs/SPEC-DECISIONS.md
+// TRUST-19); applying one again, under whatever signatures, changes
+// nothing.
 // Audited ("rotate"); changes the generation.
 func (s *Store) ApplyRotation(data []byte) (*RotateResult, error) {
 	r, gen, err := applyStatement(s, data, chainOf(data), trust.ApplyRotation)

@@ -25,6 +25,19 @@ type Statement struct {
 func statementSeqKey(seq uint64) []byte  { return append([]byte{'s'}, u64(seq)...) }
 func statementHashKey(sum []byte) []byte { return append([]byte{'h'}, sum...) }
 
+// statementIDKey is the key of a kept statement's identity, the SHA-256
+// of its payload (trust.Effects.StatementID), whose value is its sequence
+// (statementSeqKey): a file of the same payload under other signatures is
+// that statement, kept and charged once (docs/SPEC-DECISIONS.md TRUST-19).
+// Statements kept before are indexed once (countStatementCharges).
+func statementIDKey(id []byte) []byte { return append([]byte{'p'}, id...) }
+
+// keepsStatement reports whether the store keeps the statement of file
+// SHA-256 sum or, when id is not nil, of identity id.
+func keepsStatement(b *bolt.Bucket, sum, id []byte) bool {
+	return b.Get(statementHashKey(sum)) != nil || id != nil && b.Get(statementIDKey(id)) != nil
+}
+
 // heartbeatDataKey holds the bytes of the heartbeat kept for a line (the
 // record itself is in bHeartbeat). Builds before it kept no bytes, and
 // one that applies a heartbeat without keeping them leaves bytes of an
@@ -92,13 +105,14 @@ func (s *Store) Heartbeats() ([]KeptHeartbeat, error) {
 	return out, nil
 }
 
-// recordStatement keeps data, an applied statement of hash sum, in the
-// transaction that applied it; a statement already kept is not kept twice.
-// The size is bounded by the parsers (bundle.MaxRevocationSize), which ran
-// before.
-func recordStatement(tx *bolt.Tx, data, sum []byte) error {
+// recordStatement keeps data, an applied statement of hash sum and
+// identity id (its payload's SHA-256), in the transaction that applied it;
+// a statement already kept (the same file, or the same payload under
+// other signatures) is not kept twice. The size is bounded by the parsers
+// (bundle.MaxRevocationSize), which ran before.
+func recordStatement(tx *bolt.Tx, data, sum, id []byte) error {
 	b := bucket(tx, bStatements)
-	if b.Get(statementHashKey(sum)) != nil {
+	if keepsStatement(b, sum, id) {
 		return nil
 	}
 	seq, err := b.NextSequence()
@@ -107,6 +121,11 @@ func recordStatement(tx *bolt.Tx, data, sum []byte) error {
 	}
 	if err := b.Put(statementSeqKey(seq), bytes.Clone(data)); err != nil {
 		return err
+	}
+	if id != nil {
+		if err := b.Put(statementIDKey(id), u64(seq)); err != nil {
+			return err
+		}
 	}
 	return b.Put(statementHashKey(sum), u64(seq))
 }
@@ -134,7 +153,11 @@ func (s *Store) Statements() ([]Statement, error) {
 }
 
 // HasStatement reports whether the store has applied (and kept) the
-// statement whose SHA-256 is sum.
+// statement file whose SHA-256 is sum. A file holding a kept statement's
+// payload under other signatures is the same statement (TRUST-19) but is
+// not found here: its SHA-256 says nothing of its payload, and the store
+// indexes only the file it kept (indexing every copy offered would let
+// anyone grow the index). Applied, such a file is not kept again.
 func (s *Store) HasStatement(sum []byte) (bool, error) {
 	var has bool
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -150,7 +173,9 @@ func (s *Store) HasStatement(sum []byte) (bool, error) {
 // beginStatement takes the store's write lock to apply the signed
 // statement data (a revocation, trust statement or heartbeat) and returns
 // the SHA-256 of the file and the function that ends it: it audits a
-// refusal (import_refused, with the file's hash) and releases the lock.
+// refusal (import_refused, with the file's hash; the same file refused
+// with the same verdict once a day: auditRefusalOnce) and releases the
+// lock.
 func (s *Store) beginStatement(data []byte) (sum []byte, end func(*error), err error) {
 	if err := s.writable(); err != nil {
 		return nil, nil, err

@@ -4,6 +4,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/trust"
 )
 
@@ -33,39 +34,82 @@ var statementLimits = trust.DefaultStatementLimits
 // (trust.State.KeptStatementAccount).
 const kStatementChargesCounted = "statement_charges_counted"
 
+// kStatementIDsIndexed is the meta key whose presence says the kept
+// statements are indexed by identity (statementIDKey) and their charges
+// counted once per payload: a store counted by a build that told
+// statements by their bytes may have charged copies of one statement
+// under other signatures (docs/SPEC-DECISIONS.md TRUST-19), and is
+// counted again.
+const kStatementIDsIndexed = "statement_ids_indexed"
+
 // statementChargeKey is the meta key of the number of kept statements
 // charged to account.
 func statementChargeKey(account string) []byte { return key2("statement_charge", account) }
 
+// keptStatement is one kept statement as countStatementCharges reads it.
+type keptStatement struct {
+	seq     uint64
+	id      []byte // its payload's SHA-256; nil when it does not decode
+	account string // trust.State.KeptStatementAccount
+}
+
 // countStatementCharges writes, once per store, the charge counters of
-// the statements kept before they were counted, and the
-// kStatementChargesCounted marker (one decode and at most one signature
-// check per signature of each kept statement, once). A statement that
-// charges no account still counts towards MaxStatements, which is the
-// number kept.
+// the statements kept before they were counted, the identity index of
+// those kept before it existed (statementIDKey), and the markers
+// kStatementChargesCounted and kStatementIDsIndexed (one decode and at
+// most one signature check per signature of each kept statement, once).
+// A payload kept under several files (copies kept by a build before
+// TRUST-19) is charged once, for the first file kept; the others stay
+// kept and listed (and count towards MaxStatements, which is the number
+// kept). A statement that charges no account still counts towards
+// MaxStatements. Charges counted before are counted again from scratch.
 func (s *Store) countStatementCharges(tx *bolt.Tx) error {
 	meta := bucket(tx, bMeta)
-	if meta.Get([]byte(kStatementChargesCounted)) != nil {
+	if meta.Get([]byte(kStatementChargesCounted)) != nil && meta.Get([]byte(kStatementIDsIndexed)) != nil {
 		return nil
 	}
 	st, err := s.loadState(tx, selTrust)
 	if err != nil {
 		return err
 	}
-	p, n := st.Policy(), map[string]int{}
-	c := bucket(tx, bStatements).Cursor()
+	p, sb := st.Policy(), bucket(tx, bStatements)
+	var kept []keptStatement
+	c := sb.Cursor()
 	for k, v := c.Seek([]byte{'s'}); k != nil && k[0] == 's'; k, v = c.Next() {
 		if len(k) != 9 {
 			continue
 		}
-		if a := st.KeptStatementAccount(p, v); a != "" {
-			n[a]++
+		ks := keptStatement{seq: getU64(k[1:]), account: st.KeptStatementAccount(p, v)}
+		if obj, err := bundle.DecodeObject(v, bundle.ContentType(v)); err == nil {
+			ks.id = obj.PayloadSHA256()
+		}
+		kept = append(kept, ks)
+	}
+	if err := deletePrefix(meta, statementChargeKey("")); err != nil {
+		return err
+	}
+	n, seen := map[string]int{}, map[string]bool{}
+	for _, ks := range kept { // in the order kept
+		if ks.id != nil {
+			if seen[string(ks.id)] {
+				continue // a copy of a statement kept before it: charged once
+			}
+			seen[string(ks.id)] = true
+			if err := sb.Put(statementIDKey(ks.id), u64(ks.seq)); err != nil {
+				return err
+			}
+		}
+		if ks.account != "" {
+			n[ks.account]++
 		}
 	}
 	for a, c := range n {
 		if err := meta.Put(statementChargeKey(a), u64(uint64(c))); err != nil {
 			return err
 		}
+	}
+	if err := meta.Put([]byte(kStatementIDsIndexed), u64(1)); err != nil {
+		return err
 	}
 	return meta.Put([]byte(kStatementChargesCounted), u64(1))
 }
@@ -81,7 +125,8 @@ func (s *Store) statementChargesCounted() error {
 		// A store that keeps none has none to count: the first statement
 		// it keeps writes the marker (chargeStatement), so that a refused
 		// one leaves a new store as it was.
-		counted = bucket(tx, bMeta).Get([]byte(kStatementChargesCounted)) != nil || bucket(tx, bStatements).Sequence() == 0
+		meta := bucket(tx, bMeta)
+		counted = meta.Get([]byte(kStatementChargesCounted)) != nil && meta.Get([]byte(kStatementIDsIndexed)) != nil || bucket(tx, bStatements).Sequence() == 0
 		return nil
 	})
 	if err == nil && !counted {
@@ -96,18 +141,18 @@ func (s *Store) statementChargesCounted() error {
 // chargeStatement charges the statement e keeps (Effects.Statement) to
 // one of its accounts (trust.ChargeStatement), before anything of e is
 // written: refused statement_share_exhausted, the transaction writes
-// nothing. A statement the store keeps already (the same bytes) is not
-// charged again.
+// nothing. A statement the store keeps already (the same file, or the same
+// payload under other signatures: TRUST-19) is not charged again.
 func (s *Store) chargeStatement(tx *bolt.Tx, e *trust.Effects) error {
 	if e.Statement == nil {
 		return nil
 	}
-	sb := bucket(tx, bStatements)
-	if sb.Get(statementHashKey(sha256sum(e.Statement))) != nil {
-		return nil
-	}
 	if err := s.countStatementCharges(tx); err != nil {
 		return err
+	}
+	sb := bucket(tx, bStatements)
+	if keepsStatement(sb, sha256sum(e.Statement), e.StatementID) {
+		return nil
 	}
 	meta, charged := bucket(tx, bMeta), map[string]int{}
 	for _, a := range e.StatementAccounts {

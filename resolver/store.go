@@ -52,7 +52,7 @@ const (
 	bTrustPolicy = "trustpolicy" // scope -> uint64 threshold (truststate.go)
 	bTrustChain  = "trustchain"  // scope \x00 uint64 sequence -> trust statement (truststate.go)
 	bRevoked     = "revoked"     // "k" \x00 did:key, "b" \x00 bundle_id \x00 uint64 version -> revokedRecord (truststate.go)
-	bStatements  = "statements"  // "s" uint64 seq -> signed statement bytes, "h" sha256 -> uint64 seq, "b" bundle_id -> the kept heartbeat's bytes (statements.go)
+	bStatements  = "statements"  // "s" uint64 seq -> signed statement bytes, "h" sha256 -> uint64 seq, "p" payload sha256 -> uint64 seq (TRUST-19), "b" bundle_id -> the kept heartbeat's bytes (statements.go)
 	bHeartbeat   = "heartbeat"   // bundle_id -> heartbeatRecord, the newest heartbeat of the line (truststate.go)
 	bFreshness   = "freshness"   // scope -> freshnessRecord, the operator's staleness bound (truststate.go)
 )

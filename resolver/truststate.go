@@ -535,7 +535,7 @@ func (s *Store) saveEffects(tx *bolt.Tx, e *trust.Effects, now time.Time) error 
 		}
 	}
 	if e.Statement != nil {
-		if err := recordStatement(tx, e.Statement, sha256sum(e.Statement)); err != nil {
+		if err := recordStatement(tx, e.Statement, sha256sum(e.Statement), e.StatementID); err != nil {
 			return err
 		}
 	}

@@ -60,9 +60,16 @@ type Effects struct {
 	BundleFloors map[bundle.BundleVersion]Pin
 	// Chain is the trust statement appended to a scope's chain.
 	Chain *ChainLink
-	// Statement is a signed statement to keep (once) in the order of
-	// application; nil for none.
+	// Statement is a signed statement to keep (once per StatementID) in
+	// the order of application; nil for none.
 	Statement []byte
+	// StatementID is Statement's identity, the SHA-256 of its payload
+	// (bundle.SignedObject.PayloadSHA256): a file with the same payload
+	// and other signatures (a signature added by anyone, the signatures
+	// reordered or some dropped) is the same statement, which a store
+	// keeping it keeps and charges no second time (docs/SPEC-DECISIONS.md
+	// TRUST-19).
+	StatementID []byte
 	// StatementAccounts are the accounts of the keys that counted for
 	// Statement (State.Account), sorted: the store charges it to one of
 	// them when it keeps it (ChargeStatement).

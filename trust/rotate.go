@@ -23,21 +23,40 @@ type RotationEffects struct {
 	Signers   []string
 	Added     []string // names of the keys it added
 	Retired   []string // names of the trusted keys it retired
-	Unchanged bool     // this very statement was applied before
+	Unchanged bool     // this statement (its payload, whatever its signatures) was applied before
 	// StillInstalled are the installed bundles signed by a retired key,
 	// as bundle_id@version, by bundle_id.
 	StillInstalled []string
 }
 
-// chainHead returns the sequence and SHA-256 of the last applied statement
-// of scope (0, nil for none).
-func (s *State) chainHead(scope string) (uint64, []byte) {
+// chainHead returns the sequence of the last applied statement of scope
+// and the values a next statement's prev may have (links): the SHA-256 of
+// its payload and of its whole file (0, nil for none). The payload names
+// the statement whatever signatures its file carries (TRUST-19); the file
+// is how writers before it linked, still accepted for chains already
+// published.
+func (s *State) chainHead(scope string) (seq uint64, links [][]byte) {
 	c := s.Chains[scope]
 	if len(c) == 0 {
 		return 0, nil
 	}
-	sum := sha256.Sum256(c[len(c)-1].Data)
-	return c[len(c)-1].Seq, sum[:]
+	head := c[len(c)-1]
+	file := sha256.Sum256(head.Data)
+	if id := statementID(head.Data); id != nil {
+		links = append(links, id)
+	}
+	return head.Seq, append(links, file[:])
+}
+
+// statementID is the identity of the kept trust statement data, the
+// SHA-256 of its payload (bundle.SignedObject.PayloadSHA256); nil when it
+// does not decode (then only its file's SHA-256 names it).
+func statementID(data []byte) []byte {
+	obj, err := bundle.DecodeObject(data, bundle.MediaTypeRotation)
+	if err != nil {
+		return nil
+	}
+	return obj.PayloadSHA256()
 }
 
 // applied returns the statement of scope the store applied at seq (nil
@@ -53,9 +72,10 @@ func (s *State) applied(scope string, seq uint64) []byte {
 
 // ApplyRotation verifies a trust statement (docs/FORMAT.md §22) and applies
 // it: it must be the next of its scope's chain (sequence one more than the
-// last applied, prev its SHA-256; a later one is rotation_gap, another
-// statement of an applied number or one chaining elsewhere rotation_fork;
-// the very statement applied before is Unchanged, and changes nothing),
+// last applied, prev the SHA-256 of its payload or of the file applied; a
+// later one is rotation_gap, another statement of an applied number or one
+// chaining elsewhere rotation_fork; the statement applied before, under
+// whatever signatures, is Unchanged, and changes nothing),
 // signed by distinct keys trusted for the scope reaching, before it,
 // bundle.Policy.RequiredWithin of the scope. Then its added keys are
 // trusted for the scope, its retired keys are withdrawn from it
@@ -72,19 +92,23 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 	res := &RotationEffects{Scope: rot.Scope, Sequence: rot.Sequence, Threshold: rot.Threshold, Added: []string{}, Retired: []string{}, StillInstalled: []string{}}
 	// The chain position first: a statement out of order is refused
 	// whoever signed it, and one already applied is a no-op.
-	sum := sha256.Sum256(data)
-	head, headHash := st.chainHead(rot.Scope)
+	// A statement is its payload (TRUST-19): the one applied at this
+	// number under other signatures is that statement, and prev names
+	// statement n-1 by its payload or, as earlier writers did, by the file
+	// this store applied.
+	sum, id := sha256.Sum256(data), obj.PayloadSHA256()
+	head, links := st.chainHead(rot.Scope)
 	switch {
 	case rot.Sequence <= head:
-		if applied := sha256.Sum256(st.applied(rot.Scope, rot.Sequence)); applied != sum {
+		if applied := st.applied(rot.Scope, rot.Sequence); !bytes.Equal(applied, data) && !bytes.Equal(statementID(applied), id) {
 			return nil, nil, fail(ErrRotationFork, "trust statement %d of scope %s is not the one this store applied (a fork of the chain)", rot.Sequence, rot.Scope)
 		}
 		res.Unchanged, res.Effects = true, &Effects{}
 		return st.Clone(), res, nil // never st itself: next shares nothing with the input
 	case rot.Sequence > head+1:
 		return nil, nil, fail(ErrRotationGap, "this store applied trust statements of scope %s up to %d: apply %d to %d first, in order", rot.Scope, head, head+1, rot.Sequence-1)
-	case head == 0 && !bytes.Equal(rot.Prev, make([]byte, 32)), head > 0 && !bytes.Equal(rot.Prev, headHash):
-		return nil, nil, fail(ErrRotationFork, "trust statement %d of scope %s does not chain to statement %d this store applied (a fork of the chain)", rot.Sequence, rot.Scope, head)
+	case head == 0 && !bytes.Equal(rot.Prev, make([]byte, 32)), head > 0 && !slices.ContainsFunc(links, func(l []byte) bool { return bytes.Equal(rot.Prev, l) }):
+		return nil, nil, fail(ErrRotationFork, "trust statement %d of scope %s does not chain to statement %d this store applied (a fork of the chain; prev must be the SHA-256 of that statement's payload, or of the file this store applied)", rot.Sequence, rot.Scope, head)
 	}
 	_, signers, names, err := st.verifyStatement(obj, rot.Scope)
 	if err != nil {
@@ -128,7 +152,7 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 	slices.Sort(res.Retired)
 	res.Effects = finish(st, next, Event{Action: "rotate", Verdict: verdictAccepted, Scopes: []string{rot.Scope},
 		Sequence: rot.Sequence, Threshold: rot.Threshold, Signers: res.Signers, FileSHA256: sum[:], AddedKeys: added, RetiredKeys: rot.Retire})
-	res.Chain, res.Statement, res.StatementAccounts = link, data, accounts
+	res.Chain, res.Statement, res.StatementID, res.StatementAccounts = link, data, id, accounts
 	return next, res, nil
 }
 

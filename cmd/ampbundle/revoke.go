@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"strconv"
@@ -116,7 +115,8 @@ func rotateCommand(env *cliutil.Env) *cli.Command {
 NAME=PUB for the scope, retires the keys --retire PUB and sets the scope's
 threshold to --threshold. The first statement of a scope has no --after;
 each next one names the statement before it with --after FILE (its
-sequence follows, and it chains to its SHA-256). 'ampbundle import FILE'
+sequence follows, and it chains to the SHA-256 of its payload, so that
+co-signatures added to it later do not break the chain). 'ampbundle import FILE'
 applies it when the scope's current threshold of trusted keys signed it
 ('ampbundle sign' adds co-signatures); an operator who missed several
 imports them in order.`,
@@ -139,14 +139,16 @@ imports them in order.`,
 				if err != nil {
 					return err
 				}
-				p, _, err := bundle.ParseRotation(prev)
+				p, obj, err := bundle.ParseRotation(prev)
 				if err != nil {
 					return err
 				}
 				if p.Scope != r.Scope {
 					return cliutil.Usagef("--after names a statement of scope %s, not of --scope", p.Scope)
 				}
-				r.Sequence, r.Prev = p.Sequence+1, sha256Sum(prev)
+				// prev names the statement by its payload, whatever
+				// signatures its file carries (docs/FORMAT.md §22).
+				r.Sequence, r.Prev = p.Sequence+1, obj.PayloadSHA256()
 			}
 			for _, a := range c.StringSlice("add") {
 				name, pubArg, ok := strings.Cut(a, "=")
@@ -180,11 +182,6 @@ imports them in order.`,
 			return nil
 		},
 	}
-}
-
-func sha256Sum(b []byte) []byte {
-	s := sha256.Sum256(b)
-	return s[:]
 }
 
 // statementFlags are the flags of revoke, rotate and heartbeat: --out,
