@@ -177,6 +177,11 @@ type fairTicket struct {
 // retryable) or when ctx ends first (5003 ErrSlotWaitEnded, retryable,
 // with the context's error as its cause).
 func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
+	if ctx.Err() != nil {
+		// Its caller is gone (a reset connection's backlog): no slot,
+		// even a free one, which select would pick half the time.
+		return ctx, nil, amp.Named(amp.CodeTimeout, ErrSlotWaitEnded, "gave up waiting for a processing slot").WithCause(ctx.Err())
+	}
 	key := PeerOf(ctx)
 	nested := ctx.Value(admittedKey{}) != nil
 	f.mu.Lock()

@@ -1123,9 +1123,12 @@ func (c *serverConn) dispatch(msg []byte, charge int64) {
 
 // takeSlots takes a per-connection, a per-peer and a server-wide slot,
 // in that order, watching the connection if it has to wait; false, with
-// none taken, when the connection's context ends first.
+// none taken, when the connection's context ends first. A connection
+// whose context has ended (its peer is gone: the messages still buffered
+// from it are answered to nobody) gets none, even where slots are free:
+// select picks at random between a free slot and an ended context.
 func (c *serverConn) takeSlots() bool {
-	if !c.take(c.slots) {
+	if c.ctx.Err() != nil || !c.take(c.slots) {
 		return false
 	}
 	if !c.take(c.share.slots) {
@@ -1133,6 +1136,12 @@ func (c *serverConn) takeSlots() bool {
 		return false
 	}
 	if !c.take(c.s.inflight) {
+		<-c.share.slots
+		<-c.slots
+		return false
+	}
+	if c.ctx.Err() != nil {
+		<-c.s.inflight
 		<-c.share.slots
 		<-c.slots
 		return false
