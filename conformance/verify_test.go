@@ -588,13 +588,22 @@ func verifyTrustStatement(file, prevFile []byte) (*coseSign, map[string]any, err
 	if m["format"] != "ampbundle-trust/1" || scope == "" || strings.HasSuffix(scope, ".") || seq < 1 || th < 1 || th > 8 || len(prev) != 32 || !isTimestamp(m["created_at"]) {
 		return nil, nil, errors.New("trust statement fields")
 	}
-	want := make([]byte, 32)
+	// §22: prev is the SHA-256 of statement n−1's payload (readers also
+	// accept that of its whole file, the form of earlier writers); 32 zero
+	// bytes for statement 1.
+	ok := bytes.Equal(prev, make([]byte, 32)) && prevFile == nil
 	if prevFile != nil {
-		h := sha256.Sum256(prevFile)
-		want = h[:]
+		file := sha256.Sum256(prevFile)
+		ok = bytes.Equal(prev, file[:])
+		if pi, err := readSingleItem(prevFile); err == nil {
+			if pcs, err := checkCOSESign(pi, "application/ampbundle-trust+cbor"); err == nil {
+				payload := sha256.Sum256(pcs.payload)
+				ok = ok || bytes.Equal(prev, payload[:])
+			}
+		}
 	}
-	if !bytes.Equal(prev, want) {
-		return nil, nil, errors.New("prev is not the SHA-256 of the previous statement's file")
+	if !ok {
+		return nil, nil, errors.New("prev is not the SHA-256 of the previous statement's payload or file")
 	}
 	added := map[string]bool{}
 	if v, ok := m["add"]; ok {
