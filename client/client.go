@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -164,7 +166,7 @@ func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Excha
 	var lastErr error
 	for attempt := 0; attempt < c.cfg.Retry.MaxAttempts; attempt++ {
 		if attempt > 0 {
-			if err := c.cfg.Retry.Sleep(ctx, c.backoff(attempt-1)); err != nil {
+			if err := c.cfg.Retry.Sleep(ctx, c.wait(attempt-1, lastErr)); err != nil {
 				return ex, amp.Wrap(amp.CodeTimeout, err, "gave up retrying")
 			}
 		}
@@ -172,7 +174,7 @@ func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Excha
 		raw, err := c.cfg.Transport.RoundTrip(ctx, msg)
 		if err != nil {
 			lastErr = err
-			if !amp.AsError(err).Code.Retryable() {
+			if e := amp.AsError(err); e.Final || !e.Code.Retryable() {
 				return ex, err
 			}
 			c.log.Warn("delivery failed; retrying with the same message", "id", req.ID.String(), "attempt", attempt+1, "err", err)
@@ -184,7 +186,13 @@ func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Excha
 		}
 		ex.Reply = reply
 		if c.cfg.Outbox != nil {
-			c.cfg.Outbox.Answered(req.ID)
+			// A synchronous ACK says delivered, not answered: the final
+			// report (PROC_OK, PROC_FAIL) may follow (RFC 001 §16.5).
+			if reply.Type == amp.TypeAck {
+				c.cfg.Outbox.Delivered(req.ID)
+			} else {
+				c.cfg.Outbox.Answered(req.ID)
+			}
 		}
 		if reply.Type != amp.TypeError {
 			return ex, nil
@@ -200,6 +208,22 @@ func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Excha
 		c.log.Warn("provider asked to retry; retrying with the same message", "id", req.ID.String(), "attempt", attempt+1, "code", uint16(eb.Code))
 	}
 	return ex, lastErr
+}
+
+// retryAfterer is the cause a transport gives a busy refusal that named a
+// wait (amphttp: the Retry-After header).
+type retryAfterer interface{ RetryAfter() time.Duration }
+
+// wait is the wait before retry number n+1 after the failure err: the
+// backoff, or the wait the agent asked for when it is longer, at most
+// Retry.Max (docs/SPEC-DECISIONS.md TRANSPORT-8).
+func (c *Client) wait(n int, err error) time.Duration {
+	d := c.backoff(n)
+	var ra retryAfterer
+	if errors.As(err, &ra) {
+		d = max(d, min(ra.RetryAfter(), c.cfg.Retry.Max))
+	}
+	return d
 }
 
 // backoff is the wait before retry number n+1.
@@ -221,6 +245,11 @@ func (c *Client) verify(ctx context.Context, raw []byte, req *amp.Message) (*amp
 	reply, err := c.recv.Receive(ctx, raw)
 	if err != nil {
 		return nil, err
+	}
+	if req.Encrypted() && !reply.Encrypted() {
+		// No downgrade: a request sent with authcrypt is answered with it,
+		// or the reply crossed the path in clear (docs/CLI.md §3.6).
+		return nil, amp.Named(amp.CodeBadRequest, ErrPlaintextReply, "the reply to an encrypted request is not encrypted")
 	}
 	if amp.BareDID(reply.From) != amp.BareDID(c.cfg.Peer) {
 		// The sender's DID passed the message checks (amp.ValidDID: bounded,
@@ -254,6 +283,10 @@ func (c *Client) verify(ctx context.Context, raw []byte, req *amp.Message) (*amp
 	}
 	return reply, nil
 }
+
+// ErrPlaintextReply (4001): a reply in clear to a request sent encrypted
+// (Config.Encrypt): refused before its body is used.
+const ErrPlaintextReply = amp.ErrName("plaintext_reply")
 
 // ErrWrongSender (4001): a reply whose signature verified, from another
 // sender than the provider the client was made for. Its details are a
@@ -302,7 +335,46 @@ func (c *Client) Query(ctx context.Context, q capability.Query) (*capability.Dec
 	if err != nil {
 		return nil, ex, err
 	}
+	for _, desc := range d.Capabilities {
+		if err := inFilter(q.Filter, desc); err != nil {
+			return nil, ex, err
+		}
+	}
 	return &d, ex, nil
+}
+
+// ErrOutsideFilter (4001): a CAP_DECLARE names a descriptor the query's
+// filter does not ask for (RFC 004 §6.1-6.2: a query is answered with the
+// descriptors that match it). The answer is refused whole.
+const ErrOutsideFilter = amp.ErrName("outside_filter")
+
+// ErrDuplicateDescriptor (4001): QueryAll got the same name:version twice
+// (RFC 004 §6.5: pages do not repeat records).
+const ErrDuplicateDescriptor = amp.ErrName("duplicate_descriptor")
+
+// inFilter checks one declared descriptor against the query's filter: the
+// capability's name when the filter names it (a legacy type is resolved by
+// the provider's alias table, which the client does not hold: QueryAll
+// checks then that every descriptor has one name), and the version range,
+// which a descriptor meets by its version or, as the agent answers
+// (agent/compat.go servesInRange), by a compatibility claim in the range
+// that its policy serves.
+func inFilter(f capability.Filter, d capability.Descriptor) error {
+	if f.Capability != "" && d.Name != f.Capability {
+		return amp.Named(amp.CodeBadRequest, ErrOutsideFilter, "the provider declared a capability the query did not ask for")
+	}
+	if f.Version.IsZero() || f.Version.Contains(d.Version) {
+		return nil
+	}
+	for _, c := range d.CompatClaims {
+		if !f.Version.Contains(c.Version) || !d.Supports(c.Version) {
+			continue
+		}
+		if (d.Policy == capability.PolicyRange && c.Compatible()) || (d.Policy == capability.PolicyBridge && d.Bridge != nil) {
+			return nil
+		}
+	}
+	return amp.Named(amp.CodeBadRequest, ErrOutsideFilter, "the provider declared a version outside the query's range")
 }
 
 // Defaults of QueryLimits.
@@ -372,6 +444,10 @@ func (c *Client) QueryAllPages(ctx context.Context, q capability.Query) ([]capab
 		// Every cursor seen: at most MaxPages of them, and their bytes
 		// count in MaxBytes (each came in a body).
 		seen = map[string]struct{}{}
+		// Every name:version returned (at most MaxDescriptors), build
+		// metadata left out: versions that differ only there are one
+		// version (SemVer precedence).
+		ids = map[string]struct{}{}
 	)
 	if q.Cursor != "" {
 		seen[q.Cursor] = struct{}{}
@@ -388,7 +464,18 @@ func (c *Client) QueryAllPages(ctx context.Context, q capability.Query) ([]capab
 		if len(d.Capabilities) > lim.MaxDescriptors-len(out) {
 			return nil, 0, amp.Named(amp.CodeBadRequest, ErrQueryTooLarge, "the provider's pages hold more than %d descriptors in all", lim.MaxDescriptors)
 		}
-		out = append(out, d.Capabilities...)
+		for _, desc := range d.Capabilities {
+			core, _, _ := strings.Cut(desc.Version.String(), "+")
+			id := desc.Name + "@" + core
+			if _, dup := ids[id]; dup {
+				return nil, 0, amp.Named(amp.CodeBadRequest, ErrDuplicateDescriptor, "the provider returned the same name:version twice")
+			}
+			if len(out) > 0 && q.Filter.Capability == "" && desc.Name != out[0].Name {
+				return nil, 0, amp.Named(amp.CodeBadRequest, ErrOutsideFilter, "the provider declared more than one capability for one query")
+			}
+			ids[id] = struct{}{}
+			out = append(out, desc)
+		}
 		if d.NextCursor == "" {
 			return out, pages, nil
 		}

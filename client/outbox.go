@@ -29,8 +29,18 @@ type Outbound struct {
 	To      amp.Recipients
 	Expires time.Time
 	State   OutState
-	// Report is the last report that changed the state (nil for none).
+	// Report is the last report that changed the state (nil for none),
+	// as a bounded summary: its envelope (id, type, ts, ttl, from,
+	// reply_to, thread_id), without its body, signature, recipients or
+	// extensions, so that a peer's reports hold no more than a few hundred
+	// bytes an entry (docs/SPEC-DECISIONS.md REPORT-4).
 	Report *amp.Message
+}
+
+// summary is the bounded copy of a report that an entry keeps.
+func summary(m *amp.Message) *amp.Message {
+	return &amp.Message{V: m.V, ID: m.ID, Type: m.Type, TS: m.TS, TTL: m.TTL, From: m.From,
+		ReplyTo: append([]byte(nil), m.ReplyTo...), ThreadID: append([]byte(nil), m.ThreadID...)}
 }
 
 // Outbox keeps a sender's outbound messages until they are confirmed
@@ -41,11 +51,15 @@ type Outbound struct {
 // recipient's DID document lists as an AgentMessagingRelay service, or
 // one the operator configured); a PROC_* or ERROR must come from a
 // recipient of the original. A report that matches nothing, or breaks a
-// rule, changes nothing. At most Max messages are kept; expired and
-// confirmed ones make room first. Safe for concurrent use.
+// rule, changes nothing. At most Max messages are kept, and at most
+// MaxPerRecipient naming one recipient; expired and confirmed ones make
+// room first. A report is kept as a bounded summary (Outbound.Report).
+// Safe for concurrent use.
 type Outbox struct {
 	mu       sync.Mutex
 	max      int
+	share    int            // the most entries one recipient may hold
+	held     map[string]int // recipient DID -> entries naming it
 	now      func() time.Time
 	always   []string            // relays trusted for every message
 	relaysOf map[string][]string // recipient DID -> relays its document lists
@@ -56,6 +70,11 @@ type Outbox struct {
 type OutboxConfig struct {
 	// Max bounds the messages kept (default 65,536).
 	Max int
+	// MaxPerRecipient bounds the messages kept that name one recipient
+	// (default a quarter of Max, at least 1, at most Max), so that a peer
+	// that confirms nothing fills only its share and messages to the
+	// others are still taken.
+	MaxPerRecipient int
 	// Now is the clock. Required.
 	Now func() time.Time
 	// Self is the sender's own DID document, when it has one: the relays
@@ -77,7 +96,9 @@ func NewOutbox(cfg OutboxConfig) (*Outbox, error) {
 		return nil, misconfigured("the outbox needs a clock")
 	}
 	limit.Default(&cfg.Max, 1<<16)
-	o := &Outbox{max: cfg.Max, now: cfg.Now, relaysOf: map[string][]string{}, m: map[amp.ID]*Outbound{}}
+	limit.Default(&cfg.MaxPerRecipient, max(cfg.Max/4, 1))
+	cfg.MaxPerRecipient = min(cfg.MaxPerRecipient, cfg.Max)
+	o := &Outbox{max: cfg.Max, share: cfg.MaxPerRecipient, held: map[string]int{}, now: cfg.Now, relaysOf: map[string][]string{}, m: map[amp.ID]*Outbound{}}
 	for _, r := range cfg.TrustedRelays {
 		if !amp.ValidDID(r) {
 			return nil, misconfigured("a trusted relay is not a did")
@@ -114,27 +135,86 @@ func (o *Outbox) trustedRelays(to amp.Recipients, target string) []string {
 
 func final(s OutState) bool { return s == OutProcessed || s == OutFailed || s == OutAnswered }
 
+// Names of the refusals of Add, both 5004 and retryable.
+const (
+	// ErrOutboxFull: Max messages await confirmation.
+	ErrOutboxFull = amp.ErrName("outbox_full")
+	// ErrRecipientOutboxFull: MaxPerRecipient messages to one of the
+	// message's recipients await confirmation.
+	ErrRecipientOutboxFull = amp.ErrName("recipient_outbox_full")
+)
+
+// recipients are the distinct bare DIDs a message names.
+func recipients(to amp.Recipients) []string {
+	out := make([]string, 0, len(to.DIDs))
+	for _, d := range to.DIDs {
+		b := amp.BareDID(d)
+		dup := false
+		for _, x := range out {
+			dup = dup || x == b
+		}
+		if !dup {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// drop forgets the entry id (o.mu held).
+func (o *Outbox) drop(id amp.ID, e *Outbound) {
+	for _, r := range recipients(e.To) {
+		if o.held[r]--; o.held[r] <= 0 {
+			delete(o.held, r)
+		}
+	}
+	delete(o.m, id)
+}
+
+// sweep drops what is confirmed or expired (o.mu held).
+func (o *Outbox) sweep() {
+	now := o.now()
+	for id, e := range o.m {
+		if final(e.State) || now.After(e.Expires) {
+			o.drop(id, e)
+		}
+	}
+}
+
+// fullFor is the refusal of a message to rs, or nil (o.mu held).
+func (o *Outbox) fullFor(rs []string) error {
+	if len(o.m) >= o.max {
+		return amp.Named(amp.CodeOverloaded, ErrOutboxFull, "%d messages await confirmation; retry later", o.max)
+	}
+	for _, r := range rs {
+		if o.held[r] >= o.share {
+			return amp.Named(amp.CodeOverloaded, ErrRecipientOutboxFull, "%d messages to one recipient await confirmation; retry later", o.share)
+		}
+	}
+	return nil
+}
+
 // Add records a message just sent. A full outbox (after dropping what is
-// confirmed or expired) is 5004 outbox_full, retryable.
+// confirmed or expired) is 5004 outbox_full, retryable; a recipient
+// already holding MaxPerRecipient entries is 5004 recipient_outbox_full,
+// for messages that name it only.
 func (o *Outbox) Add(m *amp.Message) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, ok := o.m[m.ID]; ok {
 		return nil // a retry of the same message
 	}
-	if len(o.m) >= o.max {
-		now := o.now()
-		for id, e := range o.m {
-			if final(e.State) || now.After(e.Expires) {
-				delete(o.m, id)
-			}
-		}
-		if len(o.m) >= o.max {
-			return amp.Named(amp.CodeOverloaded, "outbox_full", "%d messages await confirmation; retry later", o.max)
+	rs := recipients(m.To)
+	if o.fullFor(rs) != nil {
+		o.sweep()
+		if err := o.fullFor(rs); err != nil {
+			return err
 		}
 	}
 	ttl := time.Duration(m.TTL) * time.Millisecond
 	o.m[m.ID] = &Outbound{ID: m.ID, To: m.To, Expires: time.UnixMilli(int64(m.TS)).Add(ttl), State: OutSent}
+	for _, r := range rs {
+		o.held[r]++
+	}
 	return nil
 }
 
@@ -151,6 +231,17 @@ func (o *Outbox) State(id amp.ID) (Outbound, bool) {
 		out.State = OutExpired
 	}
 	return out, true
+}
+
+// Delivered records a verified synchronous ACK to id: delivered, not yet
+// final, so that the PROC_OK or PROC_FAIL that follows is still matched
+// (RFC 001 §16.5).
+func (o *Outbox) Delivered(id amp.ID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if e, ok := o.m[id]; ok && !final(e.State) {
+		e.State = OutDelivered
+	}
 }
 
 // Answered records a verified synchronous reply to id.
@@ -186,13 +277,13 @@ func (o *Outbox) Receive(_ context.Context, r Receipt) bool {
 		if _, err := amp.CheckAck(m, e.To, o.trustedRelays(e.To, b.AckTarget)); err != nil {
 			return false
 		}
-		e.State, e.Report = OutDelivered, m
+		e.State, e.Report = OutDelivered, summary(m)
 		return true
 	case amp.TypeProcOK, amp.TypeProcFail, amp.TypeError:
 		if !e.To.Contains(m.From) {
 			return false
 		}
-		e.State, e.Report = OutProcessed, m
+		e.State, e.Report = OutProcessed, summary(m)
 		if m.Type != amp.TypeProcOK {
 			e.State = OutFailed
 		}

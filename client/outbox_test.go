@@ -63,7 +63,7 @@ func TestOutboxAcceptsOnlyReportsTheRulesAllow(t *testing.T) {
 
 func TestOutboxExpiresAndStaysBounded(t *testing.T) {
 	e := newParties(t)
-	ob := mustOutbox(t, OutboxConfig{Max: 2, Now: e.clock.Now})
+	ob := mustOutbox(t, OutboxConfig{Max: 2, MaxPerRecipient: 2, Now: e.clock.Now})
 	var ids []amp.ID
 	for i := 0; i < 2; i++ {
 		m := e.seal(t, e.caller, amp.TypePing, nil)

@@ -31,14 +31,16 @@ func (pp *pagingProvider) transport(t *testing.T, p *parties, perPage, noteLen i
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, _ := capability.ParseVersion("1.0.0")
 	ref := capability.SchemaRef{URI: "https://x.example/s", HashAlg: "sha-256", Hash: make([]byte, 32)}
 	descs := make([]capability.Descriptor, perPage)
-	for i := range descs {
-		descs[i] = capability.Descriptor{Name: "org.example.x", Version: v, InputSchema: ref, OutputSchema: ref,
-			Notes: strings.Repeat("n", noteLen)}
-	}
 	return TransportFunc(func(ctx context.Context, raw []byte) ([]byte, error) {
+		// A version of its own for each descriptor of each page: pages
+		// never repeat a record (RFC 004 §6.5).
+		for i := range descs {
+			v, _ := capability.ParseVersion(fmt.Sprintf("1.%d.%d", pp.served, i))
+			descs[i] = capability.Descriptor{Name: "org.example.x", Version: v, InputSchema: ref, OutputSchema: ref,
+				Notes: strings.Repeat("n", noteLen)}
+		}
 		m, err := recv.Receive(ctx, raw)
 		if err != nil {
 			return nil, err

@@ -162,7 +162,9 @@ func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (s
 	if err != nil {
 		return s.ID, nil, err
 	}
-	if ack.StreamID != s.ID || ack.Verified == nil || !*ack.Verified {
+	// An ACK that counts other chunks than were sent says itself that the
+	// content did not land whole, whatever its verified flag says.
+	if ack.StreamID != s.ID || ack.Verified == nil || !*ack.Verified || (ack.ChunksReceived != nil && *ack.ChunksReceived != chunks) {
 		return s.ID, &ack, amp.Named(amp.CodeBadRequest, "stream_not_verified", "the provider did not acknowledge the stream as verified")
 	}
 	return s.ID, &ack, nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
+	"github.com/ampbundle/ampbundle/transport"
+	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 func invokeCommand(env *cliutil.Env) *cli.Command {
@@ -90,7 +93,7 @@ same message.`,
 				res, ex, err = s.client.Invoke(s.ctx, inv)
 			}
 			if err != nil {
-				return withDetailsHint(s.explain(err))
+				return withDetailsHint(s.explain(resultErrorName(res, err)))
 			}
 			result, err := amp.JSONValue(res.Result)
 			if err != nil {
@@ -226,6 +229,77 @@ func readParams(env *cliutil.Env, c *cli.Context) (cbor.RawMessage, error) {
 	return out, nil
 }
 
+// maxProviderErrorName bounds the error name a provider's CAP_RESULT may
+// give the CLI's error code.
+const maxProviderErrorName = 64
+
+// ownErrorNames are names this program and its client give errors of their
+// own (usage mistakes, replies that do not verify, delivery): a provider's
+// CAP_RESULT naming one would pass its failure off as the CLI's or the
+// client's own finding (CLI-25).
+var ownErrorNames = map[amp.ErrName]bool{
+	"usage": true, "interrupted": true, "error": true, "misconfigured": true,
+	client.ErrWrongSender: true, "wrong_recipient": true, "reply_mismatch": true, "unexpected_reply": true,
+	client.ErrPlaintextReply: true, client.ErrOutsideFilter: true, client.ErrDuplicateDescriptor: true,
+	client.ErrTooManyPages: true, client.ErrCursorLoop: true, client.ErrQueryTooLarge: true,
+	"stream_not_verified": true, client.ErrOutboxFull: true, client.ErrRecipientOutboxFull: true,
+	transport.ErrUnsignedRefusal: true, amphttp.ErrRedirect: true, amphttp.ErrReplyStalled: true,
+	errUnsafePlainHTTP: true, "unsafe_plain_tcp": true,
+}
+
+// ProviderErrorName is the Details of a CAP_RESULT error whose name the
+// CLI did not keep: the provider's name (bounded) and its details.
+type ProviderErrorName struct {
+	ProviderName string          `json:"provider_name"`
+	Details      json.RawMessage `json:"details,omitempty"`
+}
+
+// resultErrorName keeps the name a provider gave a CAP_RESULT error (res,
+// err as Invoke returns them) only when it is a bounded snake_case name
+// that is none of the program's own names, nor the name of another AMP
+// code than the error's; otherwise the error takes its code's name and the
+// provider's name moves to the details (ProviderErrorName). Any other
+// error is returned as it is.
+func resultErrorName(res *capability.Result, err error) error {
+	var e *amp.Error
+	if res == nil || res.Status != capability.StatusError || res.Error == nil || !errors.As(err, &e) {
+		return err
+	}
+	if providerNameKept(e.Name, e.Code) {
+		return err
+	}
+	name := string(e.Name)
+	if len(name) > maxProviderErrorName {
+		name = strings.ToValidUTF8(name[:maxProviderErrorName], "")
+	}
+	d := ProviderErrorName{ProviderName: name}
+	if raw, ok := e.Details.(cbor.RawMessage); ok {
+		if j, jerr := amp.JSONValue(raw); jerr == nil {
+			d.Details = j
+		}
+	}
+	return &amp.Error{Code: e.Code, Name: amp.ErrName(e.Code.SnakeName()), Message: e.Message, Details: d, Final: e.Final}
+}
+
+// providerNameKept reports whether a provider's error name n, for code,
+// stays the CLI's error code.
+func providerNameKept(n amp.ErrName, code amp.Code) bool {
+	if n == "" || len(n) > maxProviderErrorName || ownErrorNames[n] || n[0] < 'a' || n[0] > 'z' {
+		return false
+	}
+	for _, r := range n {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	for _, c := range amp.Codes() {
+		if c != code && amp.ErrName(c.SnakeName()) == n {
+			return false
+		}
+	}
+	return true
+}
+
 // withDetailsHint adds the details a provider sent with an error (for a
 // schema violation: where, and which keyword) as a hint for people; the
 // --json error document carries them as "details".
@@ -235,6 +309,9 @@ func withDetailsHint(err error) error {
 		return err
 	}
 	raw, ok := e.Details.(cbor.RawMessage)
+	if pn, named := e.Details.(ProviderErrorName); named && len(pn.Details) > 0 {
+		return cliutil.WithHint(err, "details from the provider: "+string(pn.Details))
+	}
 	if !ok {
 		return err
 	}

@@ -17,7 +17,9 @@ import (
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/transport"
 	"github.com/ampbundle/ampbundle/transport/amphttp"
+	"github.com/ampbundle/ampbundle/transport/ampstcp"
 )
 
 // maxShownCursor is the longest next-page cursor the human output prints
@@ -223,9 +225,14 @@ func clientFlags() []cli.Flag {
 		&cli.StringFlag{Name: "to", Usage: "the provider's `DID` (required)"},
 		&cli.StringFlag{Name: "to-doc", Usage: "the provider's DID document `FILE` (JSON); required unless --to is a did:key"},
 		&cli.DurationFlag{Name: "wait", Value: 60 * time.Second, Usage: "give up after `DURATION`, retries included"},
+		&cli.BoolFlag{Name: "unsafe-plain-http", Usage: "allow http:// (no TLS) to an agent that is not on a loopback address"},
 		jsonFlag,
 	}, tcpClientFlags()...)
 }
+
+// errUnsafePlainHTTP names the refusal of plain http:// to an agent that
+// is not on a loopback address, without --unsafe-plain-http (CLI-25).
+const errUnsafePlainHTTP = amp.ErrName("unsafe_plain_http")
 
 // session is a client of one provider over either binding, with the
 // context that bounds the whole command.
@@ -312,7 +319,9 @@ func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (
 }
 
 // agentURL checks the agent URL argument (http, https, amp or amps, with
-// a host; --tls-ca and --unsafe-plain-tcp only with amp and amps) and
+// a host; --tls-ca and --unsafe-plain-tcp only with amp and amps;
+// --unsafe-plain-http only with http, which without it is for a loopback
+// host only, as amp:// is) and
 // returns the base the transport is given: the URL of the messages route
 // itself is cut back to the agent's base URL.
 func agentURL(c *cli.Context) (string, *url.URL, error) {
@@ -328,6 +337,16 @@ func agentURL(c *cli.Context) (string, *url.URL, error) {
 	}
 	if (c.IsSet("tls-ca") || c.Bool("unsafe-plain-tcp")) && u.Scheme != "amp" && u.Scheme != "amps" {
 		return "", nil, cliutil.Usagef("--tls-ca and --unsafe-plain-tcp are for amp:// and amps:// agent URLs")
+	}
+	if c.Bool("unsafe-plain-http") && u.Scheme != "http" {
+		return "", nil, cliutil.Usagef("--unsafe-plain-http is for http:// agent URLs")
+	}
+	if u.Scheme == "http" && !c.Bool("unsafe-plain-http") && !ampstcp.LoopbackHost(u.Hostname()) {
+		// As amp:// (tcpTransport): the params, the result and any
+		// unsigned refusal would cross the network in clear, and anyone on
+		// the path could answer with unsigned refusals.
+		return "", nil, cliutil.WithHint(cliutil.Failf(errUnsafePlainHTTP, "plain http:// would cross the network unencrypted: the agent is not on a loopback address"),
+			"use https://, an agent on 127.0.0.1, or say --unsafe-plain-http")
 	}
 	return base, u, nil
 }
@@ -389,8 +408,10 @@ const keyShowHint = "--to must be the DID of the agent at the URL: 'ampagent key
 //
 //   - a reply signed by another agent (client.ErrWrongSender): its
 //     verified DID is named, and --to is hinted at;
-//   - an encrypted request refused with 3001 (the answer of an agent that
-//     cannot decrypt, unsigned: it names no one): the agent at the URL is
+//   - an encrypted request refused by an unsigned refusal that claims
+//     3001 (the answer of an agent that cannot decrypt: it names no one;
+//     the claim only starts the check, which trusts a signed PONG alone):
+//     the agent at the URL is
 //     asked who it is, with one plain PING, and its verified DID named
 //     when it is not --to (when it is, the refusal is --to's own and is
 //     returned as it is).
@@ -408,7 +429,7 @@ func (s *session) explain(err error) error {
 				keyShowHint)
 		}
 		return cliutil.WithHint(err, keyShowHint)
-	case ae.Code == amp.CodeUnauthorized && s.cfg.Encrypt:
+	case ae.Name == transport.ErrUnsignedRefusal && claimedCode(ae) == amp.CodeUnauthorized && s.cfg.Encrypt:
 		// An agent that cannot decrypt answers 3001 unsigned (over HTTP,
 		// an error body: it cannot tell whom to sign for), which names no
 		// one; an authorization refusal is 3001 too, from --to itself.
@@ -416,10 +437,20 @@ func (s *session) explain(err error) error {
 		if who == "" || who == s.peer {
 			return err
 		}
-		return cliutil.WithHint(amp.Named(ae.Code, ae.Name, "the agent that answered is %s, not --to %s: it cannot decrypt a message sealed for --to's key (its identity verified by a signed PONG)", who, s.peer).
+		// 3001 is now the CLI's own finding (another agent, verified by
+		// its PONG, cannot decrypt for --to), no longer the unsigned claim.
+		return cliutil.WithHint(amp.NewError(amp.CodeUnauthorized, "the agent that answered is %s, not --to %s: it cannot decrypt a message sealed for --to's key (its identity verified by a signed PONG)", who, s.peer).
 			WithDetails(client.WrongSender{From: who, Provider: s.peer}).WithCause(err), keyShowHint)
 	}
 	return err
+}
+
+// claimedCode is the code an unsigned refusal claims (0 for none).
+func claimedCode(e *amp.Error) amp.Code {
+	if u, ok := e.Details.(transport.UnsignedRefusal); ok {
+		return amp.Code(u.ClaimedCode)
+	}
+	return 0
 }
 
 // whoAnswers asks the agent at the session's URL who it is: one PING, not

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -55,7 +56,13 @@ func (h *hostileDeclarer) Handle(ctx context.Context, raw []byte) ([]byte, error
 		return nil, err
 	}
 	n := int(h.served.Add(1))
-	body, err := capability.Declare{Capabilities: h.descs, NextCursor: h.next(n)}.Encode()
+	// A version of its own for each descriptor of each page: pages never
+	// repeat a record (RFC 004 §6.5), which the client refuses.
+	descs := append([]capability.Descriptor(nil), h.descs...)
+	for i := range descs {
+		descs[i].Version, _ = capability.ParseVersion(fmt.Sprintf("1.%d.%d", n, i))
+	}
+	body, err := capability.Declare{Capabilities: descs, NextCursor: h.next(n)}.Encode()
 	if err != nil {
 		return nil, err
 	}

@@ -422,15 +422,69 @@ func readReply(r io.Reader, length, max int64) ([]byte, error) {
 }
 
 // ErrRedirect names the refusal of a redirect: the client never follows
-// one.
+// one. It is final (amp.Error.Final): the same message to the same URL
+// gets the same answer.
 const ErrRedirect amp.ErrName = "redirect_refused"
 
-// RoundTrip implements client.Transport. Delivery failures are 2002 (retryable);
-// a redirect is never followed (2002 redirect_refused);
-// a 413 or 400 is the agent refusing the bytes (1001, with its CBOR error
-// body when it sent one); 429 and 503 are 2003 (retryable); 5xx is 5001.
+// ErrReplyStalled names a reply whose body stopped arriving: after its
+// headers, the body must come under the minimum data rate the agent
+// applies to requests (transport.RateReader: admission.MinDataRate after
+// admission.FrameGrace, and no stall longer than the grace). 2002,
+// retryable.
+const ErrReplyStalled amp.ErrName = "reply_stalled"
+
+// MaxRetryAfter bounds the Retry-After the transport passes on (a client
+// caps it again at its own Retry.Max).
+const MaxRetryAfter = time.Hour
+
+// retryAfter is the cause of a busy refusal that carried Retry-After: its
+// RetryAfter method is what client.Client reads to wait at least as long
+// before the next attempt (docs/SPEC-DECISIONS.md TRANSPORT-8).
+type retryAfter time.Duration
+
+func (r retryAfter) Error() string {
+	return "the agent asks to retry after " + time.Duration(r).String()
+}
+
+// RetryAfter is the wait the agent asked for, at most MaxRetryAfter.
+func (r retryAfter) RetryAfter() time.Duration { return time.Duration(r) }
+
+// parseRetryAfter reads a Retry-After header (delay-seconds, or an
+// HTTP-date, RFC 9110 §10.2.3), bounded by MaxRetryAfter; 0 when absent
+// or unreadable.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		if n > uint64(MaxRetryAfter/time.Second) {
+			return MaxRetryAfter
+		}
+		return time.Duration(n) * time.Second
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	return min(max(t.Sub(now), 0), MaxRetryAfter)
+}
+
+// errStalled is the cause with which a stalled reply's request is ended.
+var errStalled = errors.New("the reply body stalled")
+
+// RoundTrip implements client.Transport. Delivery failures are 2002
+// (retryable; a reply body that stalls is 2002 reply_stalled); a redirect
+// is never followed (2002 redirect_refused, final); a 413 or 400 is the
+// agent refusing the bytes (1001); 429 and 503 are 2003 (retryable, with
+// the Retry-After the agent sent as the cause); 5xx is 5001. A CBOR error
+// body never stands for the agent's word: it is unsigned, so the error is
+// transport.ErrUnsignedRefusal with the status's code and the body's
+// claims as details only.
 func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(msg))
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, t.url, bytes.NewReader(msg))
 	if err != nil {
 		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "cannot build the request")
 	}
@@ -445,8 +499,30 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "cannot reach the agent")
 	}
 	defer resp.Body.Close()
-	body, err := readReply(resp.Body, resp.ContentLength, t.max)
+	// The agent sends the headers once it holds the whole reply: the body
+	// comes at the minimum data rate, or the request ends.
+	var stall *time.Timer
+	defer func() {
+		if stall != nil {
+			stall.Stop()
+		}
+	}()
+	set := func(at time.Time) error {
+		if stall == nil {
+			stall = time.AfterFunc(time.Until(at), func() { cancel(errStalled) })
+		} else {
+			stall.Reset(time.Until(at))
+		}
+		return nil
+	}
+	body, err := readReply(transport.NewRateReader(resp.Body, set, 0, 0, 0), resp.ContentLength, t.max)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, amp.Wrap(amp.CodeTimeout, err, "no reply in time")
+		}
+		if errors.Is(context.Cause(rctx), errStalled) {
+			return nil, amp.Named(amp.CodeEndpointUnreachable, ErrReplyStalled, "the reply stopped arriving (below %d bytes/s after %v)", admission.MinDataRate, admission.FrameGrace)
+		}
 		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "the reply was cut off")
 	}
 	if int64(len(body)) > t.max {
@@ -461,26 +537,34 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		// Whatever body it carries: a redirect is refused as such.
-		return nil, amp.Named(amp.CodeEndpointUnreachable, ErrRedirect, "the agent answered with a redirect (http %d), which is not followed: give the agent's own url", resp.StatusCode)
+		e := amp.Named(amp.CodeEndpointUnreachable, ErrRedirect, "the agent answered with a redirect (http %d), which is not followed: give the agent's own url", resp.StatusCode)
+		e.Final = true
+		return nil, e
 	}
-	// A CBOR error body, when the agent sent one, says what went wrong.
-	var peerErr *amp.Error
-	if eb, err := amp.DecodeError(body); err == nil {
-		peerErr = eb.AsError()
-	}
+	var e *amp.Error
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
-		return nil, amp.NewError(amp.CodeRelayRejected, "the agent is busy or unavailable (http %d)", resp.StatusCode)
-	case peerErr != nil:
-		return nil, peerErr
+		e = amp.NewError(amp.CodeRelayRejected, "the agent is busy or unavailable (http %d)", resp.StatusCode)
+		if d := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
+			e.Err = retryAfter(d)
+		}
+		return nil, e
 	case resp.StatusCode == http.StatusRequestEntityTooLarge:
-		return nil, amp.NewError(amp.CodeInvalidMessage, "the message is too large for the agent")
+		e = amp.NewError(amp.CodeInvalidMessage, "the message is too large for the agent")
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, amp.NewError(amp.CodeEndpointUnreachable, "no amp endpoint at this url (http 404)")
+		e = amp.NewError(amp.CodeEndpointUnreachable, "no amp endpoint at this url (http 404)")
 	case resp.StatusCode >= 500:
-		return nil, amp.NewError(amp.CodeInternalError, "the agent failed (http %d)", resp.StatusCode)
+		e = amp.NewError(amp.CodeInternalError, "the agent failed (http %d)", resp.StatusCode)
+	default:
+		e = amp.NewError(amp.CodeInvalidMessage, "the agent refused the message (http %d)", resp.StatusCode)
 	}
-	return nil, amp.NewError(amp.CodeInvalidMessage, "the agent refused the message (http %d)", resp.StatusCode)
+	// A CBOR error body, when the agent sent one, is unsigned: what it
+	// claims is kept as details, under the status's code.
+	if eb, derr := amp.DecodeError(body); derr == nil {
+		u := transport.NewUnsignedRefusal(uint16(eb.Code), eb.Message)
+		return nil, amp.Named(e.Code, transport.ErrUnsignedRefusal, "%s", u.Message()).WithDetails(u).WithCause(e)
+	}
+	return nil, e
 }
 
 // Close closes idle connections.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/limit"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // ClientOptions configure a Transport.
@@ -285,7 +286,10 @@ func dialErr(ctx context.Context, err error, msg string) error {
 
 // RoundTrip sends msg and returns the reply whose reply_to is msg's id.
 // Delivery failures are 2002 (retryable); an ERROR frame about msg is
-// returned as the peer's error; the end of ctx is 5003.
+// unsigned, never the agent's word: transport.ErrUnsignedRefusal, 2002
+// when the frame says a retry may succeed and 1001 otherwise, its claims
+// in the details (docs/SPEC-DECISIONS.md TRANSPORT-8); the end of ctx is
+// 5003.
 func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 	rawID := topBytes(msg, "id")
 	if len(rawID) != 16 {
@@ -463,7 +467,7 @@ func (c *clientConn) handshake(ctx context.Context) error {
 		if ef.Error.Code == amp.CodeOverloaded {
 			return amp.NewError(amp.CodeRelayRejected, "the agent is busy: %s", ef.Error.Message)
 		}
-		return ef.Error.AsError()
+		return unsignedFrame(ef.Error)
 	default:
 		return amp.Named(amp.CodeInvalidMessage, ErrProtocol, "the agent did not answer the handshake first")
 	}
@@ -545,10 +549,10 @@ func (c *clientConn) readLoop() {
 				return
 			}
 			if ef.MessageID == nil {
-				c.fail(ef.Error.AsError())
+				c.fail(unsignedFrame(ef.Error))
 				return
 			}
-			c.deliver(ef.MessageID, result{err: ef.Error.AsError()})
+			c.deliver(ef.MessageID, result{err: unsignedFrame(ef.Error)})
 		case FramePing:
 			select {
 			case c.out <- outFrame{typ: FramePong, payload: f.Payload}:
@@ -569,6 +573,24 @@ func (c *clientConn) readLoop() {
 			return
 		}
 	}
+}
+
+// unsignedFrame is the error of an ERROR frame: unsigned, so never the
+// agent's word (transport.ErrUnsignedRefusal). Its code is the binding's:
+// 2002 when the frame says a retry may succeed (a delivery that failed),
+// 1001 otherwise (the agent's transport refused the bytes); the frame's
+// code and message are details only (docs/SPEC-DECISIONS.md TRANSPORT-8).
+func unsignedFrame(b amp.ErrorBody) *amp.Error {
+	retry := b.Code.Retryable()
+	if b.Retry != nil {
+		retry = *b.Retry
+	}
+	code := amp.CodeInvalidMessage
+	if retry {
+		code = amp.CodeEndpointUnreachable
+	}
+	u := transport.NewUnsignedRefusal(uint16(b.Code), b.Message)
+	return amp.Named(code, transport.ErrUnsignedRefusal, "%s", u.Message()).WithDetails(u)
 }
 
 // topBytes returns the byte string under key in the top-level map of the

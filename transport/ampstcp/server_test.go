@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // fakeMessage is the smallest envelope the binding can route: {id} or
@@ -303,7 +304,13 @@ func TestRefusedMessageGetsErrorForItsIDAndConnectionLives(t *testing.T) {
 		id := newID()
 		reply, err := tr.RoundTrip(context.Background(), fakeMessage(t, id, nil))
 		if id[0]&1 == 1 {
-			if amp.CodeOf(err) != amp.CodeInvalidSignature {
+			// The ERROR frame is unsigned: its code is a claim, kept as a
+			// detail (TRANSPORT-8), never the error's code.
+			var claim transport.UnsignedRefusal
+			if e := amp.AsError(err); e != nil {
+				claim, _ = e.Details.(transport.UnsignedRefusal)
+			}
+			if amp.NameOf(err) != transport.ErrUnsignedRefusal || amp.Code(claim.ClaimedCode) != amp.CodeInvalidSignature || amp.CodeOf(err).Retryable() {
 				t.Fatalf("refused message: %v", err)
 			}
 			continue
