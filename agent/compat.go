@@ -110,29 +110,6 @@ func compatExtra(d capability.Descriptor, served capability.ID, asked capability
 	return m, deprecated
 }
 
-// servesInRange reports whether d serves a version in r in place, as
-// servedInPlace would: under policy range it holds a compatible claim for
-// one; under policy bridge, with its bridge, any claim for one (CAP_QUERY
-// lists it for such a filter, as CAP_INVOKE would serve it).
-func servesInRange(d capability.Descriptor, r capability.Range) bool {
-	for _, c := range d.CompatClaims {
-		if !r.Contains(c.Version) || !d.Supports(c.Version) {
-			continue
-		}
-		switch d.Policy {
-		case capability.PolicyRange:
-			if c.Compatible() {
-				return true
-			}
-		case capability.PolicyBridge:
-			if d.Bridge != nil {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // artifactResolver is the part of *resolver.Store that returns an
 // artifact's bytes after checking them against a reference's hash.
 type artifactResolver interface {

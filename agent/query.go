@@ -110,7 +110,7 @@ func (a *Agent) query(m *amp.Message) (amp.Type, []byte, error) {
 	if !q.Filter.Version.IsZero() {
 		var in []resolver.Entry
 		for _, e := range entries {
-			if q.Filter.Version.Contains(e.Descriptor.Version) || servesInRange(e.Descriptor, q.Filter.Version) {
+			if e.Descriptor.ServesInRange(q.Filter.Version) {
 				in = append(in, e)
 			}
 		}

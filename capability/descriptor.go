@@ -183,6 +183,34 @@ type Descriptor struct {
 // ID returns the descriptor's capability id, Name ":" Version.
 func (d Descriptor) ID() ID { return ID{Name: d.Name, Version: d.Version} }
 
+// ServesInRange reports whether d serves a version in r: its own Version
+// is in r, or it serves one in place, as an agent's CAP_INVOKE would:
+// under policy range it holds a compatible claim for a version in r that
+// it supports; under policy bridge, with its bridge, any such claim. An
+// agent lists d for a CAP_QUERY whose filter has range r exactly when
+// this holds, and a client checks what it was sent by the same rule.
+func (d Descriptor) ServesInRange(r Range) bool {
+	if r.Contains(d.Version) {
+		return true
+	}
+	for _, c := range d.CompatClaims {
+		if !r.Contains(c.Version) || !d.Supports(c.Version) {
+			continue
+		}
+		switch d.Policy {
+		case PolicyRange:
+			if c.Compatible() {
+				return true
+			}
+		case PolicyBridge:
+			if d.Bridge != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Supports reports whether the descriptor declares support for v: v is its
 // own Version (the same string), or v is contained in one of its
 // SupportedRanges. With SupportedRanges absent, only the exact Version is

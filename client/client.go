@@ -363,16 +363,8 @@ func inFilter(f capability.Filter, d capability.Descriptor) error {
 	if f.Capability != "" && d.Name != f.Capability {
 		return amp.Named(amp.CodeBadRequest, ErrOutsideFilter, "the provider declared a capability the query did not ask for")
 	}
-	if f.Version.IsZero() || f.Version.Contains(d.Version) {
+	if f.Version.IsZero() || d.ServesInRange(f.Version) {
 		return nil
-	}
-	for _, c := range d.CompatClaims {
-		if !f.Version.Contains(c.Version) || !d.Supports(c.Version) {
-			continue
-		}
-		if (d.Policy == capability.PolicyRange && c.Compatible()) || (d.Policy == capability.PolicyBridge && d.Bridge != nil) {
-			return nil
-		}
 	}
 	return amp.Named(amp.CodeBadRequest, ErrOutsideFilter, "the provider declared a version outside the query's range")
 }
