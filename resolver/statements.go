@@ -38,6 +38,17 @@ func keepsStatement(b *bolt.Bucket, sum, id []byte) bool {
 	return b.Get(statementHashKey(sum)) != nil || id != nil && b.Get(statementIDKey(id)) != nil
 }
 
+// copyOfKeptStatement reports whether the statement file of SHA-256 sum
+// and identity id is another file of a statement the store keeps (its
+// payload is kept, under a file other than this one). Applied, such a
+// copy that changes nothing writes no audit entry: the statement's first
+// application was audited, and anyone can make any number of copies
+// (docs/SPEC-DECISIONS.md TRUST-19), so an entry per copy offered would
+// let a peer grow the audit log at will.
+func copyOfKeptStatement(b *bolt.Bucket, sum, id []byte) bool {
+	return id != nil && b.Get(statementHashKey(sum)) == nil && b.Get(statementIDKey(id)) != nil
+}
+
 // heartbeatDataKey holds the bytes of the heartbeat kept for a line (the
 // record itself is in bHeartbeat). Builds before it kept no bytes, and
 // one that applies a heartbeat without keeping them leaves bytes of an
@@ -125,6 +136,15 @@ func recordStatement(tx *bolt.Tx, data, sum, id []byte) error {
 	if id != nil {
 		if err := b.Put(statementIDKey(id), u64(seq)); err != nil {
 			return err
+		}
+		// The index stays complete: move its marker along, unless a
+		// statement kept unindexed before left it behind (the next
+		// statement then has them all counted again).
+		meta := bucket(tx, bMeta)
+		if v := meta.Get([]byte(kStatementIDsIndexed)); len(v) == 8 && getU64(v) == seq-1 {
+			if err := meta.Put([]byte(kStatementIDsIndexed), u64(seq)); err != nil {
+				return err
+			}
 		}
 	}
 	return b.Put(statementHashKey(sum), u64(seq))

@@ -34,13 +34,24 @@ var statementLimits = trust.DefaultStatementLimits
 // (trust.State.KeptStatementAccount).
 const kStatementChargesCounted = "statement_charges_counted"
 
-// kStatementIDsIndexed is the meta key whose presence says the kept
-// statements are indexed by identity (statementIDKey) and their charges
-// counted once per payload: a store counted by a build that told
-// statements by their bytes may have charged copies of one statement
-// under other signatures (docs/SPEC-DECISIONS.md TRUST-19), and is
-// counted again.
+// kStatementIDsIndexed is the meta key that says the kept statements are
+// indexed by identity (statementIDKey) and their charges counted once per
+// payload, up to the statement sequence it holds: a store counted by a
+// build that told statements by their bytes may have charged copies of
+// one statement under other signatures (docs/SPEC-DECISIONS.md TRUST-19),
+// and is counted again; so is one whose statements bucket has a sequence
+// past it, a statement kept by a build that did not index it (a build of
+// schema 3 from before the index, rolled back to: TSTATE-5). This build
+// moves it with each statement it keeps and indexes (recordStatement).
 const kStatementIDsIndexed = "statement_ids_indexed"
+
+// statementsIndexed reports whether the statements kept are charged and
+// indexed by identity (kStatementChargesCounted, and kStatementIDsIndexed
+// at the statements bucket's sequence).
+func statementsIndexed(meta, sb *bolt.Bucket) bool {
+	v := meta.Get([]byte(kStatementIDsIndexed))
+	return meta.Get([]byte(kStatementChargesCounted)) != nil && len(v) == 8 && getU64(v) == sb.Sequence()
+}
 
 // statementChargeKey is the meta key of the number of kept statements
 // charged to account.
@@ -64,15 +75,15 @@ type keptStatement struct {
 // kept). A statement that charges no account still counts towards
 // MaxStatements. Charges counted before are counted again from scratch.
 func (s *Store) countStatementCharges(tx *bolt.Tx) error {
-	meta := bucket(tx, bMeta)
-	if meta.Get([]byte(kStatementChargesCounted)) != nil && meta.Get([]byte(kStatementIDsIndexed)) != nil {
+	meta, sb := bucket(tx, bMeta), bucket(tx, bStatements)
+	if statementsIndexed(meta, sb) {
 		return nil
 	}
 	st, err := s.loadState(tx, selTrust)
 	if err != nil {
 		return err
 	}
-	p, sb := st.Policy(), bucket(tx, bStatements)
+	p := st.Policy()
 	var kept []keptStatement
 	c := sb.Cursor()
 	for k, v := c.Seek([]byte{'s'}); k != nil && k[0] == 's'; k, v = c.Next() {
@@ -108,7 +119,7 @@ func (s *Store) countStatementCharges(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	if err := meta.Put([]byte(kStatementIDsIndexed), u64(1)); err != nil {
+	if err := meta.Put([]byte(kStatementIDsIndexed), u64(sb.Sequence())); err != nil {
 		return err
 	}
 	return meta.Put([]byte(kStatementChargesCounted), u64(1))
@@ -125,8 +136,8 @@ func (s *Store) statementChargesCounted() error {
 		// A store that keeps none has none to count: the first statement
 		// it keeps writes the marker (chargeStatement), so that a refused
 		// one leaves a new store as it was.
-		meta := bucket(tx, bMeta)
-		counted = meta.Get([]byte(kStatementChargesCounted)) != nil && meta.Get([]byte(kStatementIDsIndexed)) != nil || bucket(tx, bStatements).Sequence() == 0
+		sb := bucket(tx, bStatements)
+		counted = statementsIndexed(bucket(tx, bMeta), sb) || sb.Sequence() == 0
 		return nil
 	})
 	if err == nil && !counted {

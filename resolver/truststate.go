@@ -494,6 +494,7 @@ func (s *Store) saveEffects(tx *bolt.Tx, e *trust.Effects, now time.Time) error 
 	if err := s.chargeStatement(tx, e); err != nil {
 		return err
 	}
+	copyOfKept := e.Statement != nil && !e.Changed && copyOfKeptStatement(sb, sha256sum(e.Statement), e.StatementID)
 	// The writes run in this order (a name deleted and put again ends
 	// put); the first error is returned and rolls the transaction back
 	// whole, so the writes after it do not matter.
@@ -538,6 +539,9 @@ func (s *Store) saveEffects(tx *bolt.Tx, e *trust.Effects, now time.Time) error 
 		if err := recordStatement(tx, e.Statement, sha256sum(e.Statement), e.StatementID); err != nil {
 			return err
 		}
+	}
+	if copyOfKept {
+		return nil // nothing happened: the statement's first application was audited
 	}
 	for _, ev := range e.Audit {
 		if err := appendAudit(tx, now, auditEntry(ev, s.actor())); err != nil {

@@ -28,7 +28,9 @@ type HeartbeatEffects struct {
 
 // ApplyHeartbeat verifies a heartbeat statement (docs/FORMAT.md §23) and
 // keeps it as the newest heartbeat of its line. It must be signed as a
-// bundle of the line would be (LineOf). A heartbeat older than the one
+// bundle of the line would be (LineOf), and every signature it carries,
+// trusted or not, must verify against the key its kid names
+// (bad_signature). A heartbeat older than the one
 // kept, while that one still vouches for the line (Vouches), is
 // heartbeat_replayed; one more than bundle.MaxHeartbeatJump versions above
 // what the store knows of the line is heartbeat_too_far. It is kept with
@@ -54,6 +56,15 @@ func ApplyHeartbeat(st *State, data []byte, now time.Time) (*State, *HeartbeatEf
 	}
 	signers, err := bundle.VerifyFor(obj, policy, line)
 	if err != nil {
+		return nil, nil, err
+	}
+	// Every other signature must verify too, against the key its kid
+	// names, as a statement's must (bundle.VerifyStatement): the store
+	// keeps one file per line and its mirror relays it, so a copy carrying
+	// a forged signature under the kid of a key another store trusts,
+	// applied first, would be the file relayed and refused there
+	// (docs/SPEC-DECISIONS.md TRUST-19).
+	if err := obj.VerifyAll(); err != nil {
 		return nil, nil, err
 	}
 	res := &HeartbeatEffects{BundleID: hb.BundleID, Version: hb.Version, CreatedAt: hb.CreatedAt}

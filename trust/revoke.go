@@ -77,7 +77,8 @@ func ApplyRevocation(st *State, data []byte, now time.Time) (*State, *Revocation
 		Signers: res.Signers, FileSHA256: sum[:], RevokedKeys: rev.Keys, RevokedBundles: union(res.RevokedBundles, res.FailedClosed)})
 	// Kept even when it changes nothing here (a mirror passes it on to
 	// the stores where it does), but once per payload: the store keeps
-	// and charges no second file of the same StatementID (TRUST-19).
+	// and charges no second file of the same StatementID, and audits none
+	// that changes nothing (TRUST-19).
 	res.Statement, res.StatementID, res.StatementAccounts, res.Changed = data, obj.PayloadSHA256(), st.statementAccounts(signers), !res.Unchanged
 	return next, res, nil
 }

@@ -74,8 +74,10 @@ func (s *State) applied(scope string, seq uint64) []byte {
 // it: it must be the next of its scope's chain (sequence one more than the
 // last applied, prev the SHA-256 of its payload or of the file applied; a
 // later one is rotation_gap, another statement of an applied number or one
-// chaining elsewhere rotation_fork; the statement applied before, under
-// whatever signatures, is Unchanged, and changes nothing),
+// chaining elsewhere rotation_fork; the file applied before is Unchanged,
+// and so is another file of its payload whose signatures verify as a new
+// statement's must against the trust of now (else its refusal), and
+// neither changes anything),
 // signed by distinct keys trusted for the scope reaching, before it,
 // bundle.Policy.RequiredWithin of the scope. Then its added keys are
 // trusted for the scope, its retired keys are withdrawn from it
@@ -100,8 +102,20 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 	head, links := st.chainHead(rot.Scope)
 	switch {
 	case rot.Sequence <= head:
-		if applied := st.applied(rot.Scope, rot.Sequence); !bytes.Equal(applied, data) && !bytes.Equal(statementID(applied), id) {
-			return nil, nil, fail(ErrRotationFork, "trust statement %d of scope %s is not the one this store applied (a fork of the chain)", rot.Sequence, rot.Scope)
+		applied := st.applied(rot.Scope, rot.Sequence)
+		if !bytes.Equal(applied, data) {
+			if !bytes.Equal(statementID(applied), id) {
+				return nil, nil, fail(ErrRotationFork, "trust statement %d of scope %s is not the one this store applied (a fork of the chain)", rot.Sequence, rot.Scope)
+			}
+			// Another file of the applied statement is judged as any
+			// statement (every signature verifies, enough keys trusted
+			// for the scope now) before it is answered unchanged: a
+			// tampered copy is bad_signature, as a revocation's is. The
+			// file applied is not judged again (the chain may since have
+			// retired its signers).
+			if _, _, _, err := st.verifyStatement(obj, rot.Scope); err != nil {
+				return nil, nil, err
+			}
 		}
 		res.Unchanged, res.Effects = true, &Effects{}
 		return st.Clone(), res, nil // never st itself: next shares nothing with the input
