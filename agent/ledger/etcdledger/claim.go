@@ -279,28 +279,31 @@ func (s *Store) claimHeld(k ledger.Key, lease clientv3.LeaseID, r *clientv3.TxnR
 		s.mu.Lock()
 		_, tracked := s.claims[k]
 		s.mu.Unlock()
+		// An Unclaim or clean-up of k that runs now (busy) is waited
+		// for: deleting the claim under it would leave its unrun entry
+		// claimless, answered "outcome unknown" (FLEET-21).
 		if !tracked {
-			queued := s.cleaner.take(k)
-			if len(queued) == 0 {
-				// With its entry only if its Claim's answer was lost (the
-				// claim applied after its cleanup looked): else a handler
-				// may have run under it.
-				queued = []cleanup{{k: k, rev: c.CreateRevision, entry: s.cleaner.wasLost(string(c.Value))}}
-			}
-			failed := false
-			for _, q := range queued {
-				if s.clean(q) != nil {
-					s.cleaner.add(q)
-					failed = true
+			if queued, busy := s.cleaner.take(k); !busy {
+				if len(queued) == 0 { // taken as one run all the same
+					// With its entry only if its Claim's answer was lost (the
+					// claim applied after its cleanup looked): else a handler
+					// may have run under it.
+					queued = []cleanup{{k: k, rev: c.CreateRevision, entry: s.cleaner.wasLost(string(c.Value))}}
 				}
+				failed := false
+				for _, q := range queued {
+					err := s.clean(q)
+					failed = failed || err != nil
+					s.cleaner.end(q, err == nil)
+				}
+				if !failed { // gone: claim again at once
+					ch := make(chan struct{})
+					close(ch)
+					return ledger.ClaimResult{Wait: ch}, nil
+				}
+				// Still there: wait as for another's claim, never a tight
+				// loop of claims (FLEET-17).
 			}
-			if !failed { // gone: claim again at once
-				ch := make(chan struct{})
-				close(ch)
-				return ledger.ClaimResult{Wait: ch}, nil
-			}
-			// Still there: wait as for another's claim, never a tight
-			// loop of claims (FLEET-17).
 		}
 	}
 	return ledger.ClaimResult{Wait: s.waitFor(ks.claim, r.Header.Revision+1)}, nil

@@ -48,6 +48,13 @@ type cleaner struct {
 	// run nothing when a copy finds it (at most maxCleanups; Sweep forgets
 	// the expired ones).
 	lost map[string]int64
+	// busy counts, per key, the clean-ups of it that run now (taken off
+	// q by the round or by claimHeld) and the Unclaims of it in flight:
+	// one runs at a time, so that no two give one charge back to the
+	// tally, and a copy of the message waits instead of deleting the
+	// claim under them (FLEET-21). running is their sum.
+	busy    map[ledger.Key]int
+	running int
 }
 
 // lostClaim queues the undoing of the Claim of k whose answer was lost
@@ -98,25 +105,79 @@ func (cl *cleaner) add(c cleanup) {
 	}
 }
 
-// take removes and returns the queued cleanups of k.
-func (cl *cleaner) take(k ledger.Key) []cleanup {
+// take removes and returns the queued cleanups of k, each to be run and
+// then ended (end), or, when none is queued, marks one run of k that the
+// caller makes and ends; busy reports, taking none, that a clean-up or an
+// Unclaim of k runs already.
+func (cl *cleaner) take(k ledger.Key) (out []cleanup, busy bool) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	var out []cleanup
+	if cl.busy[k] > 0 {
+		return nil, true
+	}
 	for c := range cl.q {
 		if c.k == k {
 			out = append(out, c)
 			delete(cl.q, c)
 		}
 	}
-	return out
+	cl.hold(k, max(len(out), 1))
+	return out, false
 }
 
-// pending is the number of cleanups waiting.
+// begin takes the queued cleanup c to run it, unless it is no longer
+// queued (taken and run by a copy's claimHeld) or a clean-up or Unclaim
+// of its key runs: then later reports that it waits for a later round.
+func (cl *cleaner) begin(c cleanup) (run, later bool) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if _, ok := cl.q[c]; !ok {
+		return false, false
+	}
+	if cl.busy[c.k] > 0 {
+		return false, true
+	}
+	delete(cl.q, c)
+	cl.hold(c.k, 1)
+	return true, false
+}
+
+// end ends a run of c taken by take or begin: queued again unless done.
+func (cl *cleaner) end(c cleanup, done bool) {
+	cl.mu.Lock()
+	cl.hold(c.k, -1)
+	cl.mu.Unlock()
+	if !done {
+		cl.add(c)
+	}
+}
+
+// unclaiming marks an Unclaim of k in flight (n 1) or ended (n -1).
+func (cl *cleaner) unclaiming(k ledger.Key, n int) {
+	cl.mu.Lock()
+	cl.hold(k, n)
+	cl.mu.Unlock()
+}
+
+// hold adds n to k's runs. Callers hold cl.mu.
+func (cl *cleaner) hold(k ledger.Key, n int) {
+	if n == 0 {
+		return
+	}
+	if cl.busy == nil {
+		cl.busy = map[ledger.Key]int{}
+	}
+	if cl.busy[k] += n; cl.busy[k] <= 0 {
+		delete(cl.busy, k)
+	}
+	cl.running += n
+}
+
+// pending is the number of cleanups waiting or running.
 func (cl *cleaner) pending() int {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	return len(cl.q)
+	return len(cl.q) + cl.running
 }
 
 // run retries the queue until the store closes.
@@ -166,16 +227,18 @@ func (cl *cleaner) round() bool {
 		if cl.s.bg.Err() != nil {
 			return false
 		}
-		if err := cl.s.clean(c); err != nil {
+		if run, later := cl.begin(c); !run {
+			ok = ok && !later
+			continue
+		}
+		err := cl.s.clean(c)
+		cl.end(c, err == nil)
+		if err != nil {
 			if amp.NameOf(err) == ledger.ErrLedgerIO {
 				return false
 			}
 			ok = false
-			continue
 		}
-		cl.mu.Lock()
-		delete(cl.q, c)
-		cl.mu.Unlock()
 	}
 	return ok
 }
@@ -296,7 +359,13 @@ func (s *Store) untally(c cleanup) {
 // a message refused by its checks leaves no record. One transaction; a
 // delete that fails is queued and retried, with a backoff, for as long as
 // the process lives (cleaner): a live node never blocks a key.
+//
+// While it runs, a copy of the message that finds the claim untracked
+// waits (claimHeld) instead of deleting the claim alone under the undo
+// (FLEET-21): marked before the claim is forgotten.
 func (s *Store) Unclaim(k ledger.Key) {
+	s.cleaner.unclaiming(k, 1)
+	defer s.cleaner.unclaiming(k, -1)
 	s.mu.Lock()
 	ci, ok := s.claims[k]
 	delete(s.claims, k)
@@ -313,7 +382,7 @@ func (s *Store) Unclaim(k ledger.Key) {
 		c.cost, c.end = ci.entry.cost, ci.entry.e.end
 	}
 	if s.clean(c) != nil {
-		s.cleaner.add(c)
+		s.cleaner.add(c) // queued before the mark ends: never a gap
 	}
 }
 

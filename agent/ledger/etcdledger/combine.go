@@ -233,7 +233,8 @@ type principalLock struct {
 // lock locks the principal whose usage prefix is u, waiting at most
 // until dl (the deadline of the call that asks, counted from its arrival:
 // FLEET-15); past it the call is refused, retryably (ErrContended), and
-// never waits behind the others' etcd calls for longer than its own.
+// never waits behind the others' etcd calls for longer than its own
+// (Finish then records its reply without the lock: FLEET-20).
 func (p *principalLocks) lock(u string, dl time.Time) (*principalLock, error) {
 	p.mu.Lock()
 	if p.m == nil {

@@ -323,7 +323,9 @@ func contended(attempt int) { time.Sleep(time.Duration(attempt+1) * time.Millise
 // usage counter what of the reservation the reply does not use, and
 // deletes the claim. A counter that keeps changing (after 16 tries), or
 // that cannot be read (corrupt, or etcd slow), is left charged rather than
-// the reply unrecorded (FLEET-14).
+// the reply unrecorded (FLEET-14); so is it when the principal's lock does
+// not come within the call's deadline (FLEET-20): a handler that ran is
+// never refused for the queue.
 func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	s.mu.Lock()
 	ref, ok := s.running[k]
@@ -340,13 +342,20 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	done := ref.e
 	done.state, done.reply = stateDone, reply
 	refund := ref.e.reserve - int64(len(reply))
-	counter := usagePrefix(s.prefix, hexOf(ref.e.principal)) + itoa(ref.e.end)
-	pl, err := s.hot.lock(usagePrefix(s.prefix, hexOf(ref.e.principal)), time.Now().Add(s.o.OpTimeout))
-	if err != nil {
-		return err
-	}
-	defer s.hot.unlock(pl)
+	u := usagePrefix(s.prefix, hexOf(ref.e.principal))
+	counter := u + itoa(ref.e.end)
 	unread := false // the counter could not be read: no refund (FLEET-14)
+	pl, err := s.hot.lock(u, time.Now().Add(s.o.OpTimeout))
+	if err != nil {
+		// The principal's queue did not reach this Finish within its
+		// deadline (FLEET-15): the handler ran, so its reply is recorded
+		// all the same, without the lock and without the refund, as when
+		// the counter cannot be read (FLEET-20). The transaction touches
+		// no counter: it is combined as a key of its own.
+		pl, unread, u = nil, true, ks.entry
+	} else {
+		defer s.hot.unlock(pl)
+	}
 	for attempt := 0; ; attempt++ {
 		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ref.rev)}
 		if claimed {
@@ -371,14 +380,18 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 			}
 		}
 		refunds := len(ops) > 2
-		ops = append(ops, clientv3.OpGet(usagePrefix(s.prefix, hexOf(ref.e.principal)), clientv3.WithPrefix()))
-		r, err := s.txn("finish", k, usagePrefix(s.prefix, hexOf(ref.e.principal)), cmp, ops,
+		if pl != nil { // the counters after it, for the next holder's guess
+			ops = append(ops, clientv3.OpGet(u, clientv3.WithPrefix()))
+		}
+		r, err := s.txn("finish", k, u, cmp, ops,
 			[]clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
 		if err != nil {
 			return err
 		}
 		if r.Succeeded {
-			pl.learn(r.Responses[len(r.Responses)-1], r.Header.Revision)
+			if pl != nil {
+				pl.learn(r.Responses[len(r.Responses)-1], r.Header.Revision)
+			}
 			s.mu.Lock()
 			delete(s.running, k)
 			delete(s.claims, k)
