@@ -20,11 +20,9 @@ import (
 // wrote a revoke/unchanged audit entry, at every run, under the store's
 // write lock: the audit flood MIRROR-11 closed for refused files,
 // reopened for copies. A copy of a kept statement that changes nothing
-// writes no audit entry, so no run writes anything.
-//
-// This test covers the store's half; that a run downloads no copy again
-// is the sync's (a store recording the copies it answered), checked with
-// it.
+// writes no audit entry; the store records the copies it answered
+// (MIRROR-13), so only the first run writes anything, and no later run
+// downloads a copy again.
 func TestCopiesOfAKeptRevocationAreNotAuditedOnEveryRun(t *testing.T) {
 	const copies = 12
 	p := newStore(t)
@@ -60,7 +58,11 @@ func TestCopiesOfAKeptRevocationAreNotAuditedOnEveryRun(t *testing.T) {
 		t.Fatalf("%d statements kept after the copies, want R alone", len(n))
 	}
 	for i, r := range runs {
-		if r.entries != 0 || r.genMoved || r.fileGrowth != 0 {
+		// Run 1 may write the store's record of the copies it answered
+		// (resolver.StatementCopy, bounded by resolver.MaxRefusalRecords:
+		// MIRROR-13), so that later runs do not download them again;
+		// no run audits anything, and later runs write nothing.
+		if r.entries != 0 || r.genMoved || i > 0 && (r.fileGrowth != 0 || r.fetches != 0) {
 			t.Errorf("run %d over %d copies of a kept revocation: %s (want no audit entry and nothing written: a timer sync every few minutes grows the chained, never-trimmed audit log without bound)",
 				i+1, copies, r)
 		}

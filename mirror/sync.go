@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,25 +45,28 @@ const (
 	ErrIndexMismatch     amp.ErrName = "index_mismatch"     // the file is not what the index says (id, version, size, hash)
 	ErrIncomplete        amp.ErrName = "download_incomplete"
 	ErrTooLarge          amp.ErrName = "limit_exceeded"
-	// ErrTooManyRefusals: the store refused MaxStoreRefusals statements
-	// and heartbeats of this sync already; the rest are not offered to it.
+	// ErrTooManyRefusals: the store refused MaxStoreRefusals files of
+	// this kind (and, for files signed as it requires, of these signers)
+	// in this sync already; the rest are not offered to it.
 	ErrTooManyRefusals amp.ErrName = "too_many_refusals"
 )
 
-// MaxStoreRefusals bounds how many files one sync offers to the store
-// that it is bound to refuse for their signatures: files the keys it
-// trusts for their scope do not sign as its own checks require (the
-// scope, revocations of keys, thresholds). Each refusal is an audit entry,
-// and a mirror could list 10,000 statements or bundles signed by keys of
-// its own, or by a key trusted only elsewhere, on every run. Past it, such
-// files are refused without being offered (too_many_refusals, no audit
-// entry). A file signed as the store requires is offered past it, so the
-// cap never keeps back one the store would take for its signatures; but
-// once the store refused MaxStoreRefusals such files in one sync (out of
-// order, over their share, a revoked version), no more are offered in
-// that sync either: the next one skips those the store refused
-// (RefusalTarget) and so reaches the ones after them
-// (docs/SPEC-DECISIONS.md MIRROR-12).
+// MaxStoreRefusals bounds how many files of one kind (statements,
+// bundles, heartbeats) one sync offers to the store that it is bound to
+// refuse for their signatures: files the keys it trusts for their scope
+// do not sign as its own checks require (the scope, revocations of keys,
+// thresholds). Each refusal is an audit entry, and a mirror could list
+// 10,000 statements or bundles signed by keys of its own, or by a key
+// trusted only elsewhere, on every run. Past it, such files are refused
+// without being offered (too_many_refusals, no audit entry). A file signed
+// as the store requires is offered past it, so the cap never keeps back
+// one the store would take for its signatures; but once the store refused
+// MaxStoreRefusals files of its kind signed by the same keys in one sync
+// (out of order, over their share, a revoked version), no more of those
+// are offered in that sync: the next one skips those the store refused
+// (RefusalTarget) and so reaches the ones after them. Refusals of one
+// authority's files never keep back another's, nor another kind
+// (docs/SPEC-DECISIONS.md MIRROR-12, MIRROR-13).
 const MaxStoreRefusals = 64
 
 // SyncOptions configures Sync.
@@ -271,7 +275,7 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 			keep[partName(e)] = true // its partial file stays for the next run
 			refuse(&it, notTried(failing))
 		default:
-			if err := c.refusedBefore(listedSum(e.SHA256)); err != nil {
+			if _, err := c.refusedBefore(listedSum(e.SHA256)); err != nil {
 				refuse(&it, err)
 				break
 			}
@@ -350,15 +354,16 @@ type syncClient struct {
 	// as the store requires (vouched); nil when the target does not list
 	// it: refusals are then counted after the fact.
 	trusted *bundle.Policy
-	// unvouched counts the files offered to the store that were not
-	// signed as it requires; vouchedRefused those signed as it requires
-	// that it refused all the same (MaxStoreRefusals each).
-	unvouched, vouchedRefused int
+	// unvouched counts, per kind, the files offered to the store that
+	// were not signed as it requires; vouchedRefused, per kind and signer
+	// keys (signerShare), those signed as it requires that it refused all
+	// the same (MaxStoreRefusals each).
+	unvouched, vouchedRefused map[string]int
 	// gapFrom is, per trust statement scope, the lowest sequence the
 	// store refused as rotation_gap in this sync since it last applied a
 	// statement: a later one of the scope is refused the same way, and
 	// is not offered (noteGap).
-	gapFrom map[string]uint64
+	gapFrom map[string]gapJudged
 	// refusals is the target when it says which files its store refused
 	// at its current generation; nil when it does not (an older agent).
 	refusals RefusalTarget
@@ -370,7 +375,7 @@ type syncClient struct {
 // TrustLister is a Target that lists the keys its store trusts and its
 // thresholds (a *resolver.Store does): sync then checks each file's
 // signatures as the store will before offering it, and offers at most
-// MaxStoreRefusals that fail.
+// MaxStoreRefusals of each kind that fail.
 type TrustLister interface {
 	TrustList() ([]resolver.TrustKey, error)
 	TrustThresholds() (map[string]int, error)
@@ -402,43 +407,78 @@ func (c *syncClient) loadTrust(t Target) error {
 	return nil
 }
 
-// offerToStore reports whether a file may be offered to the store:
-// always when verify, the store's own check of its signatures (the
-// functions the store calls, bundle.VerifyStatement or bundle.VerifyFor),
-// passes against the store's trust; otherwise while fewer than
-// MaxStoreRefusals such files were offered in this sync, each counted.
-// When not, it is the refusal to report. Without the store's trust, every
-// file is offered while fewer than MaxStoreRefusals were refused
-// (storeRefused).
-func (c *syncClient) offerToStore(verify func(*bundle.Policy) error) (vouched bool, err error) {
-	if c.trusted != nil && verify(c.trusted) == nil {
-		if c.vouchedRefused >= MaxStoreRefusals {
-			return true, amp.Named(0, ErrTooManyRefusals, "the store refused %d files signed as it requires in this sync already: not offered (each refusal is audited; the next sync skips those it refused and offers this one)", MaxStoreRefusals)
+// The kinds of file sync offers its store, each capped on its own
+// (offerToStore).
+const (
+	kindBundle    = "bundle"
+	kindStatement = "statement"
+	kindHeartbeat = "heartbeat"
+)
+
+// offerToStore reports whether a file of kind may be offered to the
+// store. verify is the store's own check of its signatures (the functions
+// the store calls, bundle.VerifyStatement or bundle.VerifyFor) and
+// returns the keys it counted. A file it passes against the store's trust
+// is offered while the store refused fewer than MaxStoreRefusals files of
+// that kind signed by the same keys in this sync (share, the kind and the
+// sorted signer keys: refusals of one authority's files never keep back
+// another's, nor another kind: docs/SPEC-DECISIONS.md MIRROR-13); any
+// other file while fewer than MaxStoreRefusals such files of its kind were
+// offered in this sync, each counted. When not, it is the refusal to
+// report. Without the store's trust, every file is offered while fewer
+// than MaxStoreRefusals of its kind were refused (storeRefused).
+func (c *syncClient) offerToStore(kind string, verify func(*bundle.Policy) ([]bundle.TrustedKey, error)) (share string, err error) {
+	if c.trusted != nil {
+		if signers, verr := verify(c.trusted); verr == nil {
+			share = signerShare(kind, signers)
+			if c.vouchedRefused[share] >= MaxStoreRefusals {
+				return share, amp.Named(0, ErrTooManyRefusals, "the store refused %d files of this kind signed by the same keys in this sync already: not offered (each refusal is audited; the next sync skips those it refused and offers this one)", MaxStoreRefusals)
+			}
+			return share, nil
 		}
-		return true, nil
 	}
-	if c.unvouched >= MaxStoreRefusals {
-		return false, amp.Named(0, ErrTooManyRefusals, "not signed as the store requires, and %d such files were offered to the store in this sync already: not offered (each refusal is audited)", MaxStoreRefusals)
+	if c.unvouched[kind] >= MaxStoreRefusals {
+		return "", amp.Named(0, ErrTooManyRefusals, "not signed as the store requires, and %d such files of this kind were offered to the store in this sync already: not offered (each refusal is audited)", MaxStoreRefusals)
 	}
 	if c.trusted != nil {
-		c.unvouched++
+		c.count(&c.unvouched, kind)
 	}
-	return false, nil
+	return "", nil
+}
+
+// signerShare is the counter of refusals of files of kind signed by the
+// keys signers (offerToStore): the kind and the sorted hex keys.
+func signerShare(kind string, signers []bundle.TrustedKey) string {
+	keys := make([]string, 0, len(signers))
+	for _, k := range signers {
+		keys = append(keys, hex.EncodeToString(k.Key))
+	}
+	slices.Sort(keys)
+	return kind + " " + strings.Join(slices.Compact(keys), ",")
+}
+
+// count adds one to (*m)[k], making the map when needed.
+func (c *syncClient) count(m *map[string]int, k string) {
+	if *m == nil {
+		*m = map[string]int{}
+	}
+	(*m)[k]++
 }
 
 // storeRefused counts a refusal by the store (err; store failures are
-// not refusals) of a file offered signed as it requires (vouched), or
-// without knowing its trust (offerToStore counted the others).
-func (c *syncClient) storeRefused(err error, vouched bool) {
+// not refusals) of a file of kind offered signed as it requires (share,
+// from offerToStore), or without knowing its trust (offerToStore counted
+// the others).
+func (c *syncClient) storeRefused(err error, kind, share string) {
 	switch amp.NameOf(err) {
 	case "", resolver.ErrStoreIO, resolver.ErrStoreInUse, resolver.ErrReadOnly:
 		return
 	}
 	switch {
-	case vouched:
-		c.vouchedRefused++
+	case share != "":
+		c.count(&c.vouchedRefused, share)
 	case c.trusted == nil:
-		c.unvouched++
+		c.count(&c.unvouched, kind)
 	}
 }
 
@@ -684,12 +724,12 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		refuse(it, amp.Named(0, ErrIndexMismatch, "the file served is bundle %s version %d, not what the index names: discarded", in.Manifest.BundleID, in.Manifest.Version))
 		return
 	}
-	vouched, err := c.offerToStore(func(p *bundle.Policy) error {
+	share, err := c.offerToStore(kindBundle, func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
 		obj, err := bundle.DecodeObject(in.SignedManifest, bundle.MediaTypeManifest)
-		if err == nil {
-			_, err = bundle.VerifyFor(obj, p, in.Manifest)
+		if err != nil {
+			return nil, err
 		}
-		return err
+		return bundle.VerifyFor(obj, p, in.Manifest)
 	})
 	if err != nil {
 		os.Remove(path)
@@ -706,7 +746,7 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 			refuse(it, err) // keep the file: the next run imports it without a download
 			return
 		}
-		c.storeRefused(err, vouched)
+		c.storeRefused(err, kindBundle, share)
 		os.Remove(path)
 		refuse(it, err)
 		c.log.Warn("bundle from the mirror refused", "bundle_id", e.BundleID, "version", e.Version, "err", err)

@@ -82,7 +82,7 @@ func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dr
 		if it.Outcome, err = run.decide(k != nil && k.HoldsBack(e.Version, e.CreatedAt)); err != nil {
 			it.Outcome, it.Error, it.Message = refusal(err)
 		} else if it.Outcome == "" {
-			if err := c.refusedBefore(sum); err != nil {
+			if _, err := c.refusedBefore(sum); err != nil {
 				it.Outcome, it.Error, it.Message = refusal(err)
 			} else {
 				c.fetchAndApplyHeartbeat(ctx, ht, e, sum, &it)
@@ -122,9 +122,8 @@ func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTar
 	}
 	// Judged by its line's bundle_id (the store also counts the
 	// installed bundle's namespaces, so it may still refuse one).
-	vouched, err := c.offerToStore(func(p *bundle.Policy) error {
-		_, err := bundle.VerifyFor(obj, p, &bundle.Manifest{BundleID: hb.BundleID})
-		return err
+	share, err := c.offerToStore(kindHeartbeat, func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
+		return bundle.VerifyFor(obj, p, &bundle.Manifest{BundleID: hb.BundleID})
 	})
 	if err != nil {
 		refused(err)
@@ -132,7 +131,7 @@ func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTar
 	}
 	res, err := ht.ApplyHeartbeat(data)
 	if err != nil {
-		c.storeRefused(err, vouched)
+		c.storeRefused(err, kindHeartbeat, share)
 		refused(err)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -29,26 +30,31 @@ type RefusalTarget interface {
 // current generation lately, or when a sync refused it without offering
 // it at this generation (localRefusals); nil otherwise, or when the store
 // cannot say (an older agent: then it is not asked again in this sync).
-func (c *syncClient) refusedBefore(sum []byte) error {
+// copyKept: the store found the file to be a copy of a statement it keeps
+// (resolver.StatementCopy): current, not downloaded again.
+func (c *syncClient) refusedBefore(sum []byte) (copyKept bool, err error) {
 	if c.refusals == nil {
-		return nil
+		return false, nil
 	}
 	verdict, ok, err := c.refusals.RefusedAt(sum)
 	if amp.NameOf(err) == resolver.ErrUnsupported {
 		c.log.Warn("the store's agent does not say which files it refused: they are downloaded and offered again", "err", err)
 		c.refusals = nil
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return nil // offered, as when the store cannot say: it judges
+		return false, nil // offered, as when the store cannot say: it judges
+	}
+	if ok && verdict == resolver.StatementCopy {
+		return true, nil
 	}
 	if ok {
-		return amp.Named(0, amp.ErrName(verdict), "refused by the store before, at this store generation (%s): not downloaded again until the store changes or a day has passed", verdict)
+		return false, amp.Named(0, amp.ErrName(verdict), "refused by the store before, at this store generation (%s): not downloaded again until the store changes or a day has passed", verdict)
 	}
 	if verdict, ok := c.judged.at(c, sum); ok {
-		return amp.Named(0, amp.ErrName(verdict), "refused by an earlier sync at this store generation without being offered (%s): not downloaded again until the store changes", verdict)
+		return false, amp.Named(0, amp.ErrName(verdict), "refused by an earlier sync at this store generation without being offered (%s): not downloaded again until the store changes", verdict)
 	}
-	return nil
+	return false, nil
 }
 
 // listedSum is the SHA-256 of a listed file, from its index entry (hex,
@@ -66,25 +72,40 @@ const maxLocalRefusals = 16384
 // store, for a reason that holds while the store's generation does not
 // move (a trust statement after one the store refused as out of order:
 // gapBefore), kept in the spool folder per mirror URL so that the next
-// run neither downloads nor offers them again. Those of an earlier run
-// count only at the generation they were judged at.
+// run neither downloads nor offers them again. They count only at the
+// generation the refusal they follow was judged at, and for
+// resolver.RefusalReauditInterval after they were first noted at it, as
+// the store's own record of refusals does (docs/SPEC-DECISIONS.md
+// MIRROR-13).
 type localRefusals struct {
 	loaded bool
 	gen    uint64
+	since  int64             // unix seconds (sync clock) the first note at gen was made
 	sums   map[string]string // hex SHA-256 -> verdict (an error name)
 }
+
+// localRefusalsPrefix starts the name of every spool file of local
+// refusals.
+const localRefusalsPrefix = "refused-"
 
 // localRefusalsPath is the spool file of the mirror's local refusals.
 func (c *syncClient) localRefusalsPath() string {
 	sum := sha256.Sum256([]byte(c.base.String()))
-	return filepath.Join(c.opts.SpoolDir, "refused-"+hex.EncodeToString(sum[:8]))
+	return filepath.Join(c.opts.SpoolDir, localRefusalsPrefix+hex.EncodeToString(sum[:8]))
+}
+
+// current reports whether notes made at generation gen, first at unix
+// time at, still count: the store is at gen and less than a day passed.
+func (c *syncClient) current(gen uint64, at int64) bool {
+	now := c.opts.Now().Unix()
+	return gen == c.refusals.Generation() && at <= now && now < at+int64(resolver.RefusalReauditInterval/time.Second)
 }
 
 // at returns the verdict of a file refused without being offered at the
-// store's current generation.
+// store's current generation within the last day.
 func (l *localRefusals) at(c *syncClient, sum []byte) (string, bool) {
 	l.load(c)
-	if l.gen != c.refusals.Generation() {
+	if !c.current(l.gen, l.since) {
 		return "", false
 	}
 	v, ok := l.sums[hex.EncodeToString(sum)]
@@ -92,14 +113,16 @@ func (l *localRefusals) at(c *syncClient, sum []byte) (string, bool) {
 }
 
 // note remembers that the file sum was refused with verdict, without
-// being offered, at the store's current generation.
-func (l *localRefusals) note(c *syncClient, sum []byte, verdict amp.ErrName) {
-	if c.refusals == nil {
+// being offered, following a refusal the store judged at generation gen.
+// When the store has moved since, nothing is noted (the next run judges
+// the file again).
+func (l *localRefusals) note(c *syncClient, sum []byte, verdict amp.ErrName, gen uint64) {
+	if c.refusals == nil || c.refusals.Generation() != gen {
 		return
 	}
 	l.load(c)
-	if gen := c.refusals.Generation(); l.gen != gen {
-		l.gen, l.sums = gen, map[string]string{}
+	if !c.current(l.gen, l.since) {
+		l.gen, l.since, l.sums = gen, c.opts.Now().Unix(), map[string]string{}
 	}
 	if len(l.sums) < maxLocalRefusals {
 		l.sums[hex.EncodeToString(sum)] = string(verdict)
@@ -107,8 +130,9 @@ func (l *localRefusals) note(c *syncClient, sum []byte, verdict amp.ErrName) {
 }
 
 // load reads the spool file once: a regular file whose first line is the
-// generation, then a hex SHA-256 and an error name a line; lines that are
-// not are skipped, at most maxLocalRefusals are read.
+// generation and the unix time of the first note, then a hex SHA-256 and
+// an error name a line; lines that are not are skipped, at most
+// maxLocalRefusals are read. A file of another form is read as empty.
 func (l *localRefusals) load(c *syncClient) {
 	if l.loaded {
 		return
@@ -123,13 +147,18 @@ func (l *localRefusals) load(c *syncClient) {
 		return
 	}
 	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, 32+maxLocalRefusals*(64+1+65)))
+	b, _ := io.ReadAll(io.LimitReader(f, 64+maxLocalRefusals*(64+1+65)))
 	lines := strings.Split(string(b), "\n")
-	gen, err := strconv.ParseUint(lines[0], 10, 64)
+	g, t, _ := strings.Cut(lines[0], " ")
+	gen, err := strconv.ParseUint(g, 10, 64)
 	if err != nil {
 		return
 	}
-	l.gen = gen
+	at, err := strconv.ParseInt(t, 10, 64)
+	if err != nil {
+		return
+	}
+	l.gen, l.since = gen, at
 	for _, line := range lines[1:] {
 		h, v, ok := strings.Cut(line, " ")
 		if ok && len(l.sums) < maxLocalRefusals && len(h) == 64 && len(listedSum(h)) == sha256.Size && h == strings.ToLower(h) && safeCode(v) && v != "" && len(v) <= 64 {
@@ -139,19 +168,25 @@ func (l *localRefusals) load(c *syncClient) {
 }
 
 // save writes what is remembered, whole or not at all (a temporary file
-// renamed), when it is of the store's generation now; else removes the
-// file (the store moved: everything is judged again).
+// renamed), when it still counts (current); else removes the file (the
+// store moved, or a day passed: everything is judged again). It also
+// removes the files of other mirrors not written for a day (a mirror no
+// longer synced).
 func (l *localRefusals) save(c *syncClient) {
-	if c.refusals == nil || !l.loaded {
+	if c.refusals == nil {
+		return
+	}
+	c.removeStaleLocalRefusals()
+	if !l.loaded {
 		return
 	}
 	p := c.localRefusalsPath()
-	if len(l.sums) == 0 || l.gen != c.refusals.Generation() {
+	if len(l.sums) == 0 || !c.current(l.gen, l.since) {
 		os.Remove(p)
 		return
 	}
 	var b strings.Builder
-	b.WriteString(strconv.FormatUint(l.gen, 10))
+	b.WriteString(strconv.FormatUint(l.gen, 10) + " " + strconv.FormatInt(l.since, 10))
 	for h, v := range l.sums {
 		b.WriteString("\n" + h + " " + v)
 	}
@@ -162,5 +197,24 @@ func (l *localRefusals) save(c *syncClient) {
 	_, werr := tmp.WriteString(b.String())
 	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), p) != nil {
 		os.Remove(tmp.Name())
+	}
+}
+
+// removeStaleLocalRefusals removes the spool files of local refusals (of
+// any mirror) last written more than resolver.RefusalReauditInterval ago:
+// none of them would count any more.
+func (c *syncClient) removeStaleLocalRefusals() {
+	entries, err := os.ReadDir(c.opts.SpoolDir)
+	if err != nil {
+		return
+	}
+	cutoff := c.opts.Now().Add(-resolver.RefusalReauditInterval)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), localRefusalsPrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
+			os.Remove(filepath.Join(c.opts.SpoolDir, e.Name()))
+		}
 	}
 }

@@ -60,7 +60,9 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 		if it.Outcome, err = run.decide(has); err != nil {
 			refuseStatement(&it, err)
 		} else if it.Outcome == "" {
-			if err := c.refusedBefore(sum); err != nil {
+			if kept, err := c.refusedBefore(sum); kept {
+				it.Outcome = OutcomeCurrent // a copy of a statement the store keeps
+			} else if err != nil {
 				refuseStatement(&it, err)
 			} else {
 				c.fetchAndApply(ctx, t, st, e, sum, &it)
@@ -86,20 +88,23 @@ func (c *syncClient) fetchAndApply(ctx context.Context, t Target, st StatementTa
 		return
 	}
 	scope, seq := rotationPlace(data, e.ContentType)
-	if err := c.gapBefore(scope, seq); err != nil {
-		c.judged.note(c, sum, resolver.ErrRotationGap)
+	if gen, err := c.gapBefore(scope, seq); err != nil {
+		c.judged.note(c, sum, resolver.ErrRotationGap, gen)
 		refuseStatement(it, err)
 		return
 	}
-	vouched, err := c.offerToStore(func(p *bundle.Policy) error { return verifyStatementFile(data, e.ContentType, p) })
+	share, err := c.offerToStore(kindStatement, func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
+		return verifyStatementFile(data, e.ContentType, p)
+	})
 	if err != nil {
 		refuseStatement(it, err)
 		return
 	}
+	genBefore := c.storeGeneration()
 	unchanged, err := applyStatement(st, e.ContentType, data)
 	if err != nil {
-		c.noteGap(err, scope, seq)
-		c.storeRefused(err, vouched)
+		c.noteGap(err, scope, seq, genBefore)
+		c.storeRefused(err, kindStatement, share)
 		refuseStatement(it, err)
 		return
 	}
@@ -139,8 +144,8 @@ func refuseStatement(it *StatementItem, err error) { it.Outcome, it.Error, it.Me
 
 // verifyStatementFile checks the signatures of a trust (rotation) or
 // revocation statement file as the store does, for its scope
-// (bundle.VerifyStatement against p).
-func verifyStatementFile(data []byte, ctype string, p *bundle.Policy) error {
+// (bundle.VerifyStatement against p), and returns the keys it counted.
+func verifyStatementFile(data []byte, ctype string, p *bundle.Policy) ([]bundle.TrustedKey, error) {
 	var scope string
 	var obj *bundle.SignedObject
 	var err error
@@ -155,10 +160,10 @@ func verifyStatementFile(data []byte, ctype string, p *bundle.Policy) error {
 			scope = r.Scope
 		}
 	}
-	if err == nil {
-		_, err = bundle.VerifyStatement(obj, p, scope)
+	if err != nil {
+		return nil, err
 	}
-	return err
+	return bundle.VerifyStatement(obj, p, scope)
 }
 
 // rotationPlace is the scope and sequence of a trust (rotation) statement
@@ -179,24 +184,48 @@ func rotationPlace(data []byte, ctype string) (string, uint64) {
 // of scope at sequence seq when the store refused one of the scope at a
 // sequence not above it as rotation_gap in this sync, and applied no
 // statement since: its chain still lacks the statement before, so this one
-// would be refused the same way (and audited).
-func (c *syncClient) gapBefore(scope string, seq uint64) error {
-	if from, ok := c.gapFrom[scope]; scope == "" || !ok || seq < from {
-		return nil
+// would be refused the same way (and audited). gen is the store generation
+// the gap was judged at; when the store has moved since (another sync may
+// have filled the gap), the gap is forgotten and the statement offered.
+func (c *syncClient) gapBefore(scope string, seq uint64) (gen uint64, err error) {
+	g, ok := c.gapFrom[scope]
+	if scope == "" || !ok || seq < g.seq {
+		return 0, nil
 	}
-	return amp.Named(0, resolver.ErrRotationGap, "the store refused trust statement %d of this scope as out of order in this sync: %d is not offered (the statements before it are missing)", c.gapFrom[scope], seq)
+	if c.refusals != nil && c.refusals.Generation() != g.gen {
+		delete(c.gapFrom, scope)
+		return 0, nil
+	}
+	return g.gen, amp.Named(0, resolver.ErrRotationGap, "the store refused trust statement %d of this scope as out of order in this sync: %d is not offered (the statements before it are missing)", g.seq, seq)
+}
+
+// gapJudged is a rotation_gap refusal gapBefore goes by: the lowest
+// sequence of its scope refused so, and the store generation it was
+// refused at.
+type gapJudged struct{ seq, gen uint64 }
+
+// storeGeneration is the store's generation when the target says it
+// (RefusalTarget; through an admin socket, as of its last answer), else 0.
+func (c *syncClient) storeGeneration() uint64 {
+	if c.refusals == nil {
+		return 0
+	}
+	return c.refusals.Generation()
 }
 
 // noteGap notes a rotation_gap refusal of the trust statement of scope at
-// sequence seq (gapBefore).
-func (c *syncClient) noteGap(err error, scope string, seq uint64) {
-	if scope == "" || amp.NameOf(err) != resolver.ErrRotationGap {
+// sequence seq, offered when the store was at generation genBefore
+// (gapBefore). A refusal after which the store's generation is not
+// genBefore is not noted: the store moved while judging it (another sync
+// applying statements), so the gap may be filled already.
+func (c *syncClient) noteGap(err error, scope string, seq, genBefore uint64) {
+	if scope == "" || amp.NameOf(err) != resolver.ErrRotationGap || c.storeGeneration() != genBefore {
 		return
 	}
 	if c.gapFrom == nil {
-		c.gapFrom = map[string]uint64{}
+		c.gapFrom = map[string]gapJudged{}
 	}
-	if from, ok := c.gapFrom[scope]; !ok || seq < from {
-		c.gapFrom[scope] = seq
+	if g, ok := c.gapFrom[scope]; !ok || seq < g.seq {
+		c.gapFrom[scope] = gapJudged{seq, genBefore}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"hash"
 	"io"
 	"sort"
 	"time"
@@ -148,14 +149,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 			// hash) is audited even when the caller went away after it.
 			err = fail(ErrStoreIO, "import canceled").WithCause(ctx.Err())
 		case err != nil:
-			// The record of recent refusals is keyed by the file's
-			// SHA-256: the caller's, else that of the bytes read up to
-			// the refusal (what the refusal was judged on).
-			key := opts.FileSHA256
-			if len(key) != sha256.Size {
-				key = fileHash.Sum(nil)
-			}
-			s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source, key)
+			s.auditImportRefusal(err, verified, r, fileHash, opts)
 		}
 	}()
 	policy, err := s.policy()
@@ -1017,6 +1011,40 @@ func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 [
 		e.BundleID, e.Version, e.Signers = verified.BundleID, verified.Version, verified.Signers
 	}
 	s.auditRefusalOnce(e, key)
+}
+
+// MaxRefusalDrain is the most a refused import reads of what is left of
+// its stream to hash the whole file (auditImportRefusal): the largest
+// bundle file 'ampbundle sync' downloads by default (mirror
+// DefaultMaxBundleBytes, 1 GiB), so that every file it offers is read
+// whole and its refusal recorded.
+const MaxRefusalDrain = 1 << 30
+
+// auditImportRefusal audits a refused import whose stream r (tee'd into
+// fileHash) the store stopped reading at the refusal. The record of
+// recent refusals, which sync trusts to skip a listed file by its
+// SHA-256, names only a file the store read whole (docs/SPEC-DECISIONS.md
+// MIRROR-13): what is left of r is drained, at most MaxRefusalDrain
+// bytes (or MaxArtifactSize when larger), and when r ended within it the
+// refusal is recorded, and audited, under the SHA-256 of all the bytes
+// read (the caller's FileSHA256 when the bytes are that file). Bytes
+// that are not the file the caller named (an altered part, a cut
+// stream, other bytes under a good file's sum) so never have the good
+// file recorded as refused. When more is left, the refusal is audited
+// each time and recorded nowhere, as before the record existed.
+func (s *Store) auditImportRefusal(err error, verified *ImportResult, r io.Reader, fileHash hash.Hash, opts ImportOptions) {
+	switch amp.NameOf(amp.AsError(err)) {
+	case "", ErrStoreIO, ErrReadOnly, ErrStoreInUse:
+		return // not a refusal: neither audited nor drained
+	}
+	limit := max(s.opts.MaxArtifactSize, MaxRefusalDrain)
+	n, derr := io.CopyN(io.Discard, r, limit+1)
+	if derr != io.EOF || n > limit {
+		s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source, nil)
+		return
+	}
+	sum := fileHash.Sum(nil)
+	s.auditRefusalFrom(err, verified, sum, opts.Source, sum)
 }
 
 // installedRecord returns the record of the installed bundle bundleID

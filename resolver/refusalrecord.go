@@ -2,7 +2,9 @@ package resolver
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"slices"
 	"time"
 
@@ -32,6 +34,37 @@ const (
 	MaxRefusalRecords = 32768
 )
 
+// StatementCopy is the verdict RefusedAt answers for a trust or
+// revocation statement file the store verified and found to be another
+// file of a statement it keeps (the same payload under other signatures:
+// docs/SPEC-DECISIONS.md TRUST-19). Nothing was refused or audited: the
+// store keeps such a copy's SHA-256 in the record of recent refusals so
+// that sync, which asks before downloading a listed file, reports it
+// current without downloading it again; HasStatement knows only the files
+// the store keeps (docs/SPEC-DECISIONS.md MIRROR-13). It holds at any
+// generation and open (a kept statement is never dropped), for
+// RefusalReauditInterval after the copy was last applied.
+const StatementCopy = "statement_copy"
+
+// recordStatementCopy records, in tx, the statement file of SHA-256 sum
+// as a copy of a statement the store keeps (StatementCopy), unless it is
+// recorded so less than RefusalReauditInterval ago. Called by the
+// transaction that applied the copy (saveEffects).
+func recordStatementCopy(tx *bolt.Tx, sum []byte, now time.Time) error {
+	r, existed := readRefusal(tx, sum)
+	if existed && r.fresh(StatementCopy, now) {
+		return nil
+	}
+	meta := bucket(tx, bMeta)
+	if !existed {
+		if err := countRefusalRecord(meta, now); err != nil {
+			return err
+		}
+	}
+	r = refusalRecord{Verdict: StatementCopy, Generation: txGeneration(tx), AuditedAt: now.Unix(), Count: r.Count + 1}
+	return meta.Put(refusalKey(sum), encode(r))
+}
+
 // kRefusalCount is the meta key of the number of refusal records
 // (refusalKey); a count found wrong is set right by the next pruning.
 const kRefusalCount = "refusal_count"
@@ -46,6 +79,15 @@ type refusalRecord struct {
 	Generation uint64 `cbor:"generation"` // the store generation of the last refusal
 	AuditedAt  int64  `cbor:"audited_at"` // unix seconds, store clock, of the last audit
 	Count      uint64 `cbor:"count"`      // refusals recorded (those that wrote the record)
+	Epoch      uint64 `cbor:"epoch"`      // the Store.epoch of the open that recorded it
+}
+
+// drawEpoch draws a Store.epoch: random, never 0 (the epoch of a record
+// written before epochs were kept, which no open matches).
+func drawEpoch() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return max(binary.BigEndian.Uint64(b[:]), 1)
 }
 
 // fresh reports whether r was audited with verdict less than
@@ -69,7 +111,7 @@ func readRefusal(tx *bolt.Tx, sum []byte) (refusalRecord, bool) {
 
 // refusalWrite is what a refusal of the file sum with verdict writes:
 // nothing (audited lately, at this generation), the record alone (audited
-// lately, at another generation: RefusedAt must answer for this one), or
+// lately, at another generation or open: RefusedAt must answer for this one), or
 // the audit entry and the record.
 type refusalWrite int
 
@@ -81,12 +123,12 @@ const (
 
 // refusalNeeds returns the record of the file sum (and whether there is
 // one) and what a refusal of it with verdict at now must write.
-func refusalNeeds(tx *bolt.Tx, sum []byte, verdict string, now time.Time) (refusalRecord, bool, refusalWrite) {
+func refusalNeeds(tx *bolt.Tx, sum []byte, verdict string, now time.Time, epoch uint64) (refusalRecord, bool, refusalWrite) {
 	r, ok := readRefusal(tx, sum)
 	switch {
 	case !ok || !r.fresh(verdict, now):
 		return r, ok, refusalAudit
-	case r.Generation != txGeneration(tx):
+	case r.Generation != txGeneration(tx) || r.Epoch != epoch:
 		return r, ok, refusalRecordOnly
 	}
 	return r, ok, refusalNothing
@@ -100,23 +142,25 @@ func refusalNeeds(tx *bolt.Tx, sum []byte, verdict string, now time.Time) (refus
 // audit (the refusal itself is what the caller reports).
 func (s *Store) auditRefusalOnce(e AuditEntry, sum []byte) {
 	now := s.opts.Now()
-	if amp.ErrName(e.Verdict) == bundle.ErrTruncated {
+	if amp.ErrName(e.Verdict) == bundle.ErrTruncated || len(sum) != sha256.Size {
 		// The stream was cut (a caller that went away): a fault of the
 		// transfer, not of the file, so nothing is recorded that would
-		// have sync skip the file; audited each time, as before.
+		// have sync skip the file; audited each time, as before. So
+		// is a refusal of a stream the store did not read whole (no
+		// sum: auditImportRefusal).
 		_ = s.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, now, e) })
 		return
 	}
 	var need refusalWrite
 	_ = s.db.View(func(tx *bolt.Tx) error {
-		_, _, need = refusalNeeds(tx, sum, e.Verdict, now)
+		_, _, need = refusalNeeds(tx, sum, e.Verdict, now, s.epoch)
 		return nil
 	})
 	if need == refusalNothing {
 		return
 	}
 	_ = s.db.Update(func(tx *bolt.Tx) error {
-		r, existed, need := refusalNeeds(tx, sum, e.Verdict, now)
+		r, existed, need := refusalNeeds(tx, sum, e.Verdict, now, s.epoch)
 		if need == refusalNothing {
 			return nil
 		}
@@ -126,7 +170,7 @@ func (s *Store) auditRefusalOnce(e AuditEntry, sum []byte) {
 			}
 			r.Verdict, r.AuditedAt = e.Verdict, now.Unix()
 		}
-		r.Generation = txGeneration(tx)
+		r.Generation, r.Epoch = txGeneration(tx), s.epoch
 		r.Count++
 		meta := bucket(tx, bMeta)
 		if !existed {
@@ -192,7 +236,10 @@ func pruneRefusals(meta *bolt.Bucket, now time.Time, keep int) (uint64, error) {
 // file before downloading it: offered again, it would be refused the same
 // way, since nothing the store judges by changed (any change moves the
 // generation); after RefusalReauditInterval it is tried, and audited,
-// again.
+// again. A refusal recorded by an earlier open of the store is not
+// answered (Store.epoch): an option it may have been decided by, such as
+// MaxArtifactSize, may have changed since. A statement file found to be
+// a copy of a kept statement is answered with the verdict StatementCopy.
 func (s *Store) RefusedAt(sum []byte) (verdict string, ok bool, err error) {
 	if len(sum) != sha256.Size {
 		return "", false, nil // no file has such a hash: none was refused
@@ -200,7 +247,8 @@ func (s *Store) RefusedAt(sum []byte) (verdict string, ok bool, err error) {
 	now := s.opts.Now()
 	err = s.db.View(func(tx *bolt.Tx) error {
 		r, found := readRefusal(tx, sum)
-		if found && r.Generation == txGeneration(tx) && r.fresh(r.Verdict, now) {
+		current := r.Verdict == StatementCopy || r.Generation == txGeneration(tx) && r.Epoch == s.epoch
+		if found && current && r.fresh(r.Verdict, now) {
 			verdict, ok = r.Verdict, true
 		}
 		return nil

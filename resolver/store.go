@@ -182,6 +182,12 @@ type Store struct {
 	// and DID records a trust decision decodes (truststate.go).
 	decoded func(bucket string)
 
+	// epoch is drawn at each read-write Open and kept in the record of
+	// recent refusals: a refusal recorded by an earlier open (under
+	// options since changed, such as MaxArtifactSize) is not answered by
+	// RefusedAt (refusalrecord.go).
+	epoch uint64
+
 	// recovered is what opening the store read-write rolled back
 	// (Recovered); set once, before Open returns.
 	recovered Recovery
@@ -303,6 +309,7 @@ func (s *Store) init() error {
 		return amp.AsError(err)
 	}
 	if !s.opts.ReadOnly {
+		s.epoch = drawEpoch()
 		return s.recoverPending()
 	}
 	return nil

@@ -541,7 +541,10 @@ func (s *Store) saveEffects(tx *bolt.Tx, e *trust.Effects, now time.Time) error 
 		}
 	}
 	if copyOfKept {
-		return nil // nothing happened: the statement's first application was audited
+		// Nothing happened: the statement's first application was
+		// audited. The copy is recorded so that sync does not download
+		// it again (refusalrecord.go, StatementCopy).
+		return recordStatementCopy(tx, sha256sum(e.Statement), now)
 	}
 	for _, ev := range e.Audit {
 		if err := appendAudit(tx, now, auditEntry(ev, s.actor())); err != nil {
