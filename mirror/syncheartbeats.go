@@ -123,7 +123,14 @@ func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTar
 	// Judged by its line's bundle_id (the store also counts the
 	// installed bundle's namespaces, so it may still refuse one).
 	share, err := c.offerToStore(kindHeartbeat, func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
-		return bundle.VerifyFor(obj, p, &bundle.Manifest{BundleID: hb.BundleID})
+		keys, err := bundle.VerifyFor(obj, p, &bundle.Manifest{BundleID: hb.BundleID})
+		if err == nil {
+			// Every signature must verify, as the store requires
+			// (TRUST-19): a forged co-signature is refused here, before
+			// the store sees it.
+			err = obj.VerifyAll()
+		}
+		return keys, err
 	})
 	if err != nil {
 		refused(err)
