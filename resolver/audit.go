@@ -104,10 +104,20 @@ func (s *Store) actor() *Actor {
 	return &a
 }
 
-// appendAudit appends an entry inside a write transaction.
+// appendAudit appends an entry inside a write transaction. An audit
+// sequence of the wrong size is store_io and the act is refused: read as
+// 0, each act would write over the oldest entries of the log
+// (docs/SPEC-DECISIONS.md TSTATE-6).
 func appendAudit(tx *bolt.Tx, now time.Time, e AuditEntry) error {
 	meta, log := bucket(tx, bMeta), bucket(tx, bAudit)
-	e.Seq = getU64(meta.Get([]byte(kAuditSeq))) + 1
+	if v := meta.Get([]byte(kAuditSeq)); v != nil {
+		seq, err := strictU64(v, kAuditSeq)
+		if err != nil {
+			return err
+		}
+		e.Seq = seq
+	}
+	e.Seq++
 	e.At = formatTime(now)
 	e.Prev = clone(meta.Get([]byte(kAuditHead)))
 	if e.Prev == nil {

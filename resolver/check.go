@@ -32,9 +32,9 @@ type Problem struct {
 // against an installed bundle; high-water marks not below installed
 // versions; every schema compiling offline from its bundle; no interrupted import (kind "pending": the blobs it staged and
 // the import itself, which the next read-write open rolls back); the audit
-// chain; every floor, charge counter and threshold of the right size
-// (kind "meta": the store refuses to read a damaged one,
-// docs/SPEC-DECISIONS.md TSTATE-6).
+// chain; every floor, charge counter, threshold, high-water mark and the
+// audit sequence of the right size (kind "meta": the store refuses to
+// read a damaged one, docs/SPEC-DECISIONS.md TSTATE-6).
 func (s *Store) Check() ([]Problem, error) {
 	var ps []Problem
 	add := func(kind, format string, args ...any) {
@@ -53,6 +53,9 @@ func (s *Store) Check() ([]Problem, error) {
 		}
 		checkOwners(tx, installed, add)
 		checkMetaValues(tx, add)
+		if s.upgradeErr != nil {
+			add("meta", "the store stays at schema version %d until its damaged value is repaired: %s", minSchemaVersion, amp.SafeMessage(s.upgradeErr))
+		}
 		if n := bucket(tx, bPending).Stats().KeyN; n > 0 {
 			add("pending", "%d interrupted import(s) await recovery (any command that opens the store read-write recovers them: ampbundle import, rm, trust add or rm, or ampagent serve)", n)
 		}
@@ -68,8 +71,9 @@ func (s *Store) Check() ([]Problem, error) {
 	return ps, nil
 }
 
-// checkMetaValues reports each floor, charge counter and threshold whose
-// value does not have its size (strictU64, pinnedFloor).
+// checkMetaValues reports each floor, charge counter, threshold,
+// high-water mark and the audit sequence whose value does not have its
+// size (strictU64, pinnedFloor, highwaterOf).
 func checkMetaValues(tx *bolt.Tx, add problems) {
 	meta := bucket(tx, bMeta)
 	for _, prefix := range [][]byte{keyFloorKey(""), chargeKey(""), statementChargeKey("")} {
@@ -80,9 +84,17 @@ func checkMetaValues(tx *bolt.Tx, add problems) {
 			}
 		}
 	}
-	if v := meta.Get([]byte(kTimeFloor)); v != nil && len(v) != 8 {
-		add("meta", "%s has %d bytes, not 8", kTimeFloor, len(v))
+	for _, k := range []string{kTimeFloor, kAuditSeq} {
+		if v := meta.Get([]byte(k)); v != nil && len(v) != 8 {
+			add("meta", "%s has %d bytes, not 8", k, len(v))
+		}
 	}
+	_ = bucket(tx, bHighwater).ForEach(func(k, v []byte) error {
+		if len(v) != 8 {
+			add("meta", "the high-water mark of %s has %d bytes, not 8", printableKey(k), len(v))
+		}
+		return nil
+	})
 	prefix := bundleFloorKey("")
 	c := meta.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -189,7 +201,7 @@ func checkBundles(tx *bolt.Tx, add problems) (map[string]*bundle.Manifest, error
 		if m.BundleID != string(k) || m.Version != rec.Version {
 			add("bundle", "bundle record %s does not match its signed manifest", k)
 		}
-		if hw := getU64(bucket(tx, bHighwater).Get(k)); hw < rec.Version {
+		if hw, err := highwaterOf(tx, string(k)); err == nil && hw < rec.Version { // a damaged one: checkMetaValues
 			add("bundle", "high-water mark of %s (%d) is below its installed version %d", k, hw, rec.Version)
 		}
 		checkBundleIndex(tx, m, add)

@@ -132,16 +132,21 @@ func (c *judgedCache) put(gen uint64, bundleID string, j judged) {
 func txGeneration(tx *bolt.Tx) uint64 { return getU64(bucket(tx, bMeta).Get([]byte(kGeneration))) }
 
 // judgedFloor returns the floor of an installed bundle
-// (trust.InstalledFloor), cached per generation (s.judged).
+// (trust.InstalledFloor), cached per generation (s.judged). A trust state
+// that cannot be read (a damaged floor, pin or threshold, TSTATE-6) gives
+// the largest floor, not cached: the bundle is judged expired, never
+// judged with no floor, which would serve it again with the clock set
+// back (docs/SPEC-DECISIONS.md TSTATE-6).
 func (s *Store) judgedFloor(tx *bolt.Tx, rec *bundleRecord) int64 {
 	gen := txGeneration(tx)
 	if j := s.judged.get(gen, rec.BundleID); j.floor {
 		return j.floorAt
 	}
-	var f int64
-	if st, err := s.loadState(tx, selection{line: rec.BundleID}); err == nil {
-		f = trust.InstalledFloor(st, rec.BundleID)
+	st, err := s.loadState(tx, selection{line: rec.BundleID})
+	if err != nil {
+		return math.MaxInt64
 	}
+	f := trust.InstalledFloor(st, rec.BundleID)
 	s.judged.put(gen, rec.BundleID, judged{floor: true, floorAt: f})
 	return f
 }

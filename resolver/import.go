@@ -644,7 +644,10 @@ func checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDown
 		}
 		res.PreviousVersion = cur.Version
 	}
-	high := getU64(bucket(tx, bHighwater).Get([]byte(m.BundleID)))
+	high, err := highwaterOf(tx, m.BundleID)
+	if err != nil {
+		return false, err
+	}
 	if m.Version <= high {
 		if !allowDowngrade {
 			return false, fail(ErrRollback, "bundle %s version %d is not newer than version %d, the highest ever imported (rollback refused; --allow-downgrade overrides, audited)", m.BundleID, m.Version, high)
@@ -776,9 +779,12 @@ func install(tx *bolt.Tx, m *bundle.Manifest, signed []byte, arts []staged, res 
 	if err := unchargeLine(tx, m.BundleID); err != nil {
 		return err
 	}
-	hw := bucket(tx, bHighwater)
-	if m.Version > getU64(hw.Get([]byte(m.BundleID))) {
-		if err := hw.Put([]byte(m.BundleID), u64(m.Version)); err != nil {
+	high, err := highwaterOf(tx, m.BundleID)
+	if err != nil {
+		return err
+	}
+	if m.Version > high {
+		if err := bucket(tx, bHighwater).Put([]byte(m.BundleID), u64(m.Version)); err != nil {
 			return err
 		}
 	}

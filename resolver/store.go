@@ -191,6 +191,10 @@ type Store struct {
 	// recovered is what opening the store read-write rolled back
 	// (Recovered); set once, before Open returns.
 	recovered Recovery
+
+	// upgradeErr is why the writable open of a version 2 store left it
+	// at version 2 (UpgradeError); set once, before Open returns.
+	upgradeErr error
 }
 
 // Recovery is what opening a store read-write rolled back of imports a
@@ -280,6 +284,17 @@ func (s *Store) init() error {
 			}
 			return nil
 		})
+		var damaged *amp.Error
+		if errors.As(err, &damaged) && damaged.Name == ErrStoreIO && damaged.Err == nil {
+			// A damaged value the upgrade read strictly (strictU64,
+			// pinnedFloor: a store_io of its own, with no cause; TSTATE-6),
+			// not an error of the file or a fault wrapped as its cause:
+			// the store stays of version 2,
+			// opened as it is, so that it serves; every act reading that
+			// value is store_io, as at version 3, and the next writable
+			// open tries the upgrade again (TSTATE-5, UpgradeError).
+			s.upgradeErr, err = damaged, nil
+		}
 		if err != nil {
 			var e *amp.Error
 			if errors.As(err, &e) {

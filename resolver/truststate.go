@@ -404,7 +404,11 @@ func loadLine(tx *bolt.Tx, st *trust.State, id string, strict bool) error {
 		}
 	}
 	if hw := bucket(tx, bHighwater).Get([]byte(id)); hw != nil {
-		st.Highwater[id] = getU64(hw)
+		n, err := highwaterOf(tx, id)
+		if err != nil {
+			return err
+		}
+		st.Highwater[id] = n
 	}
 	raw := bucket(tx, bBundles).Get([]byte(id))
 	if raw == nil {

@@ -66,6 +66,15 @@ func (s *Store) upgradeStore(tx *bolt.Tx) error {
 	return meta.Put([]byte(kSchemaVersion), u64(SchemaVersion))
 }
 
+// UpgradeError reports why this writable open left a version 2 store
+// unupgraded: a value of the wrong size the upgrade read (store_io,
+// docs/SPEC-DECISIONS.md TSTATE-5 and TSTATE-6), which ampbundle check
+// reports (kind "meta"). The store is then open as it is and serves its
+// bundles; every act that reads the damaged value is refused store_io.
+// It is nil when the store was upgraded, was of this version already or
+// was opened read-only.
+func (s *Store) UpgradeError() error { return s.upgradeErr }
+
 // migrateKeyOrigins gives each trusted key without an origin that an
 // applied trust statement added (same name, same did:key, trusted for
 // that statement's scope alone) the origin that statement gives the keys
@@ -75,11 +84,20 @@ func (s *Store) upgradeStore(tx *bolt.Tx) error {
 // origins were kept otherwise counts as an account of its own, with its
 // own shares. The statements are read in chain order, scope by scope, so
 // that a key added by a key an earlier statement added descends from the
-// same account; one that does not decode is skipped. A key the operator
-// trusted again under the same name and scope alone is given the origin
-// too: the tighter reading (it shares its account's share).
+// same account; one that does not decode is skipped. Only a key that
+// statement actually added is given it (statementAdded: the audit log
+// says the key was not trusted when the statement was applied, and was not
+// removed and trusted again since): a statement naming a key the store
+// already trusted for its scope is applied as a no-op, and the key (the
+// operator's own, say) is never charged to its signers' account
+// (docs/SPEC-DECISIONS.md TSTATE-5). A key whose adding statement the
+// log does not show keeps no origin, as before the upgrade.
 func (s *Store) migrateKeyOrigins(tx *bolt.Tx) error {
 	st, err := s.loadState(tx, selection{chains: true})
+	if err != nil {
+		return err
+	}
+	adder, err := statementAdded(tx)
 	if err != nil {
 		return err
 	}
@@ -114,7 +132,7 @@ func (s *Store) migrateKeyOrigins(tx *bolt.Tx) error {
 				}
 				did := amp.DIDKey(pub)
 				name, ok := byDID[did]
-				if !ok || name != a.Name || !slices.Equal(st.Keys[name].Scopes, []string{rot.Scope}) {
+				if !ok || name != a.Name || !slices.Equal(st.Keys[name].Scopes, []string{rot.Scope}) || adder[did] != (chainPos{rot.Scope, c.Seq}) {
 					continue
 				}
 				if origin == "" {
@@ -134,6 +152,62 @@ func (s *Store) migrateKeyOrigins(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// chainPos names an applied trust statement: its scope and its sequence
+// number in that scope's chain.
+type chainPos struct {
+	scope string
+	seq   uint64
+}
+
+// statementAdded reads the audit log, oldest first, for the statement
+// that added each did:key as it is trusted now: an accepted rotate entry
+// (of one scope) naming it among its added keys while no trust_add
+// since its last trust_remove or retirement says the operator trusts
+// it. A key the operator trusted (trust add, a policy file), and did not
+// remove before, maps to no statement: the statement naming it again was
+// a no-op for it. An entry that does not decode is skipped (VerifyAudit
+// reports it); an entry without a verdict counts as accepted, as in
+// removedFromAudit. Its memory is one entry per key the log names.
+func statementAdded(tx *bolt.Tx) (map[string]chainPos, error) {
+	operator := chainPos{} // the zero position: trusted by the operator
+	state := map[string]chainPos{}
+	err := bucket(tx, bAudit).ForEach(func(_, v []byte) error {
+		var e AuditEntry
+		if decode(v, &e) != nil || (e.Verdict != verdictAccepted && e.Verdict != "") {
+			return nil
+		}
+		switch e.Action {
+		case "trust_add":
+			if e.Key != "" {
+				state[trust.KeyID(e.Key)] = operator
+			}
+		case "trust_remove":
+			if e.Key != "" {
+				delete(state, trust.KeyID(e.Key))
+			}
+		case "rotate":
+			for _, k := range e.RetiredKeys {
+				delete(state, trust.KeyID(k))
+			}
+			if len(e.Scopes) != 1 {
+				return nil
+			}
+			for _, k := range e.AddedKeys {
+				if _, ok := state[trust.KeyID(k)]; !ok {
+					state[trust.KeyID(k)] = chainPos{e.Scopes[0], e.Sequence}
+				}
+			}
+		}
+		return nil
+	})
+	for did, p := range state {
+		if p == operator {
+			delete(state, did)
+		}
+	}
+	return state, err
 }
 
 // recountCharges writes the heartbeat charge counters afresh from the

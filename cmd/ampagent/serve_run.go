@@ -134,6 +134,11 @@ func (s *server) openStore() error {
 	}
 	s.store = store
 	s.onClose(func() { store.Close() })
+	if err := store.UpgradeError(); err != nil {
+		// A damaged value held the store at schema version 2 (TSTATE-5):
+		// it serves; trust changes fail until the value is repaired.
+		s.log.Warn("store not upgraded: a damaged value holds it at schema version 2; it serves, trust changes fail until it is repaired (ampbundle check --db)", "error", amp.NameOf(err))
+	}
 	keys, err := store.TrustList()
 	if err != nil {
 		return err
