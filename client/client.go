@@ -318,8 +318,15 @@ func (c *Client) Ping(ctx context.Context) error {
 	return expect(ex, amp.TypePong)
 }
 
-// Query sends one CAP_QUERY and returns the CAP_DECLARE.
+// Query sends one CAP_QUERY and returns the CAP_DECLARE, every
+// descriptor of which answers the query (inFilter).
 func (c *Client) Query(ctx context.Context, q capability.Query) (*capability.Declare, *Exchange, error) {
+	return c.query(ctx, q, "")
+}
+
+// query is Query for a page after others that named the capability name
+// (empty for the first page, or with Filter.Capability).
+func (c *Client) query(ctx context.Context, q capability.Query, name string) (*capability.Declare, *Exchange, error) {
 	body, err := q.Encode()
 	if err != nil {
 		return nil, nil, err
@@ -336,9 +343,10 @@ func (c *Client) Query(ctx context.Context, q capability.Query) (*capability.Dec
 		return nil, ex, err
 	}
 	for _, desc := range d.Capabilities {
-		if err := inFilter(q.Filter, desc); err != nil {
+		if err := inFilter(q.Filter, name, desc); err != nil {
 			return nil, ex, err
 		}
+		name = desc.Name
 	}
 	return &d, ex, nil
 }
@@ -352,16 +360,21 @@ const ErrOutsideFilter = amp.ErrName("outside_filter")
 // (RFC 004 §6.5: pages do not repeat records).
 const ErrDuplicateDescriptor = amp.ErrName("duplicate_descriptor")
 
-// inFilter checks one declared descriptor against the query's filter: the
-// capability's name when the filter names it (a legacy type is resolved by
-// the provider's alias table, which the client does not hold: QueryAll
-// checks then that every descriptor has one name), and the version range,
-// which a descriptor meets by its version or, as the agent answers
+// inFilter checks one declared descriptor against the query's filter and
+// name, the capability name the answer named before it ("" for its first
+// descriptor): the capability's name when the filter names it; with a
+// legacy type only, which the provider's alias table resolves to one
+// capability (a table the client does not hold), the name every
+// descriptor of the answer, all pages together, shares; and the version
+// range, which a descriptor meets by its version or, as the agent answers
 // (agent/compat.go servesInRange), by a compatibility claim in the range
 // that its policy serves.
-func inFilter(f capability.Filter, d capability.Descriptor) error {
+func inFilter(f capability.Filter, name string, d capability.Descriptor) error {
 	if f.Capability != "" && d.Name != f.Capability {
 		return amp.Named(amp.CodeBadRequest, ErrOutsideFilter, "the provider declared a capability the query did not ask for")
+	}
+	if name != "" && d.Name != name {
+		return amp.Named(amp.CodeBadRequest, ErrOutsideFilter, "the provider declared more than one capability for one query")
 	}
 	if f.Version.IsZero() || d.ServesInRange(f.Version) {
 		return nil
@@ -445,7 +458,11 @@ func (c *Client) QueryAllPages(ctx context.Context, q capability.Query) ([]capab
 		seen[q.Cursor] = struct{}{}
 	}
 	for pages := 1; ; pages++ {
-		d, ex, err := c.Query(ctx, q)
+		name := ""
+		if len(out) > 0 {
+			name = out[0].Name
+		}
+		d, ex, err := c.query(ctx, q, name)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -461,9 +478,6 @@ func (c *Client) QueryAllPages(ctx context.Context, q capability.Query) ([]capab
 			id := desc.Name + "@" + core
 			if _, dup := ids[id]; dup {
 				return nil, 0, amp.Named(amp.CodeBadRequest, ErrDuplicateDescriptor, "the provider returned the same name:version twice")
-			}
-			if len(out) > 0 && q.Filter.Capability == "" && desc.Name != out[0].Name {
-				return nil, 0, amp.Named(amp.CodeBadRequest, ErrOutsideFilter, "the provider declared more than one capability for one query")
 			}
 			ids[id] = struct{}{}
 			out = append(out, desc)

@@ -15,8 +15,6 @@ import (
 	"github.com/ampbundle/ampbundle/client"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
-	"github.com/ampbundle/ampbundle/transport"
-	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 func invokeCommand(env *cliutil.Env) *cli.Command {
@@ -232,20 +230,6 @@ func readParams(env *cliutil.Env, c *cli.Context) (cbor.RawMessage, error) {
 // maxProviderErrorName bounds the error name a provider's CAP_RESULT may
 // give the CLI's error code.
 const maxProviderErrorName = 64
-
-// ownErrorNames are names this program and its client give errors of their
-// own (usage mistakes, replies that do not verify, delivery): a provider's
-// CAP_RESULT naming one would pass its failure off as the CLI's or the
-// client's own finding (CLI-25).
-var ownErrorNames = map[amp.ErrName]bool{
-	"usage": true, "interrupted": true, "error": true, "misconfigured": true,
-	client.ErrWrongSender: true, "wrong_recipient": true, "reply_mismatch": true, "unexpected_reply": true,
-	client.ErrPlaintextReply: true, client.ErrOutsideFilter: true, client.ErrDuplicateDescriptor: true,
-	client.ErrTooManyPages: true, client.ErrCursorLoop: true, client.ErrQueryTooLarge: true,
-	"stream_not_verified": true, client.ErrOutboxFull: true, client.ErrRecipientOutboxFull: true,
-	transport.ErrUnsignedRefusal: true, amphttp.ErrRedirect: true, amphttp.ErrReplyStalled: true,
-	errUnsafePlainHTTP: true, "unsafe_plain_tcp": true,
-}
 
 // ProviderErrorName is the Details of a CAP_RESULT error whose name the
 // CLI did not keep: the provider's name (bounded) and its details.

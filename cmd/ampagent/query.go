@@ -295,7 +295,9 @@ func dial(env *cliutil.Env, c *cli.Context, encrypt bool, extra time.Duration) (
 	if u.Scheme == "amp" || u.Scheme == "amps" {
 		tr, err = tcpTransport(c, base, id.DID)
 	} else {
-		tr, err = amphttp.NewTransport(base, 2)
+		// The host name passed agentURL; the address it resolves to
+		// must be loopback too, unless --unsafe-plain-http (CLI-25).
+		tr, err = amphttp.NewTransportWith(base, amphttp.TransportOptions{MaxConns: 2, PlainLoopbackOnly: !c.Bool("unsafe-plain-http")})
 	}
 	if err != nil {
 		return nil, err

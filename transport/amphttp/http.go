@@ -373,14 +373,41 @@ type Transport struct {
 // reused: net/http keeps only 2 idle connections per host by default).
 // Replies over 16 MiB are refused.
 func NewTransport(baseURL string, maxConns int) (*Transport, error) {
+	return NewTransportWith(baseURL, TransportOptions{MaxConns: maxConns})
+}
+
+// TransportOptions configure NewTransportWith.
+type TransportOptions struct {
+	// MaxConns bounds idle connections kept per host (default 64).
+	MaxConns int
+	// PlainLoopbackOnly lets http:// (no TLS) connect to a loopback
+	// address only, checked on the address dialed once the host name is
+	// resolved (transport.LoopbackOnly): a name that looks local but
+	// resolves elsewhere is refused, 3001 ErrPlainRemote, final. https://
+	// is not concerned.
+	PlainLoopbackOnly bool
+}
+
+// ErrPlainRemote names the refusal of a plain http:// connection to an
+// address that is not loopback, under TransportOptions.PlainLoopbackOnly
+// (the name of amp://'s refusal, ampstcp).
+const ErrPlainRemote amp.ErrName = "plain_remote"
+
+// NewTransportWith is NewTransport with options.
+func NewTransportWith(baseURL string, o TransportOptions) (*Transport, error) {
 	baseURL = strings.TrimRight(baseURL, "/")
 	if !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") {
 		return nil, amp.Named(0, "misconfigured", "the agent url must start with http:// or https://")
 	}
+	maxConns := o.MaxConns
 	limit.Default(&maxConns, 64)
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	if o.PlainLoopbackOnly && strings.HasPrefix(baseURL, "http://") {
+		dialer.Control = transport.LoopbackOnly
+	}
 	tr := &http.Transport{
 		Proxy:                 nil, // never through a proxy: an air-gapped site has none to trust
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           dialer.DialContext,
 		MaxIdleConns:          maxConns,
 		MaxIdleConnsPerHost:   maxConns,
 		IdleConnTimeout:       90 * time.Second,
@@ -425,6 +452,13 @@ func readReply(r io.Reader, length, max int64) ([]byte, error) {
 // one. It is final (amp.Error.Final): the same message to the same URL
 // gets the same answer.
 const ErrRedirect amp.ErrName = "redirect_refused"
+
+// MaxRefusalBody bounds the bytes of a reply body read when the status
+// is not 200: an unsigned error body is a CBOR ErrorBody of a few hundred
+// bytes, and a longer body is dropped unread with its connection, so that
+// a refusal (a retryable 503 above all) never costs the client its
+// message bound per attempt (docs/SPEC-DECISIONS.md TRANSPORT-8).
+const MaxRefusalBody = 64 << 10
 
 // ErrReplyStalled names a reply whose body stopped arriving: after its
 // headers, the body must come under the minimum data rate the agent
@@ -493,6 +527,11 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 	req.Header.Set(TransportVersionHeader, "1")
 	resp, err := t.client.Do(req)
 	if err != nil {
+		if nl := (*transport.NotLoopbackError)(nil); errors.As(err, &nl) {
+			e := amp.Named(amp.CodeUnauthorized, ErrPlainRemote, "plain http:// reached %s, not a loopback address: use https://", nl.Addr)
+			e.Final = true
+			return nil, e
+		}
 		if ctx.Err() != nil {
 			return nil, amp.Wrap(amp.CodeTimeout, err, "no reply in time")
 		}
@@ -515,7 +554,14 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 		}
 		return nil
 	}
-	body, err := readReply(transport.NewRateReader(resp.Body, set, 0, 0, 0), resp.ContentLength, t.max)
+	// Only a 200 carries a reply: any other status is read under
+	// MaxRefusalBody (an error body is a few hundred bytes), the rest
+	// dropped unread, which closes the connection (TRANSPORT-8).
+	bound := t.max
+	if resp.StatusCode != http.StatusOK {
+		bound = min(bound, MaxRefusalBody)
+	}
+	body, err := readReply(transport.NewRateReader(resp.Body, set, 0, 0, 0), resp.ContentLength, bound)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, amp.Wrap(amp.CodeTimeout, err, "no reply in time")
@@ -525,8 +571,11 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 		}
 		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "the reply was cut off")
 	}
-	if int64(len(body)) > t.max {
-		return nil, amp.NewError(amp.CodeInvalidMessage, "the reply is larger than %d bytes", t.max)
+	if int64(len(body)) > bound {
+		if resp.StatusCode == http.StatusOK {
+			return nil, amp.NewError(amp.CodeInvalidMessage, "the reply is larger than %d bytes", t.max)
+		}
+		body = nil // no error body: the status alone speaks
 	}
 	if resp.StatusCode == http.StatusAccepted {
 		// Taken without a reply: the message was a report.

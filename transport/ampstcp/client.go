@@ -25,7 +25,9 @@ type ClientOptions struct {
 	// raised to TLS 1.2.
 	TLS *tls.Config
 	// AllowPlainRemote allows amp:// (no TLS) to a host that is not a
-	// loopback address. Off by default: plain TCP is for loopback only.
+	// loopback address. Off by default: plain TCP is for loopback only,
+	// by the URL's host name and by the address dialed
+	// (transport.LoopbackOnly: a final 3001 plain_remote).
 	AllowPlainRemote bool
 	// MaxMessageSize is the largest reply accepted, announced in the
 	// handshake (default 16 MiB).
@@ -236,7 +238,17 @@ func (t *Transport) dial(ctx context.Context) (*clientConn, error) {
 	dctx, cancel := context.WithTimeout(ctx, t.opts.DialTimeout)
 	defer cancel()
 	d := net.Dialer{KeepAlive: 30 * time.Second}
+	if t.tls == nil && !t.opts.AllowPlainRemote {
+		// The host name looked local (NewTransport): the address it
+		// resolved to must be too.
+		d.Control = transport.LoopbackOnly
+	}
 	raw, err := d.DialContext(dctx, "tcp", t.addr)
+	if nl := (*transport.NotLoopbackError)(nil); errors.As(err, &nl) {
+		e := amp.Named(amp.CodeUnauthorized, "plain_remote", "plain amp:// reached %s, not a loopback address; use amps:// (tls)", nl.Addr)
+		e.Final = true
+		return nil, e
+	}
 	if err != nil {
 		return nil, dialErr(ctx, err, "cannot reach the agent")
 	}
@@ -464,9 +476,8 @@ func (c *clientConn) handshake(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if ef.Error.Code == amp.CodeOverloaded {
-			return amp.NewError(amp.CodeRelayRejected, "the agent is busy: %s", ef.Error.Message)
-		}
+		// Unsigned, as every ERROR frame: a claimed 5004 is no more the
+		// agent's word than a claimed 3001 (TRANSPORT-8).
 		return unsignedFrame(ef.Error)
 	default:
 		return amp.Named(amp.CodeInvalidMessage, ErrProtocol, "the agent did not answer the handshake first")
@@ -475,14 +486,19 @@ func (c *clientConn) handshake(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !resp.Accepted {
-		if resp.Error != nil {
-			return amp.Named(resp.Error.Code, ErrHandshakeRefused, "the agent refused the handshake: %s", resp.Error.Message)
-		}
-		return amp.Named(amp.CodeUnsupportedVersion, ErrHandshakeRefused, "the agent refused the handshake")
-	}
 	if resp.Version != Version {
+		// The client's own finding (the binding versions differ), whatever
+		// the response claims besides.
 		return amp.Named(amp.CodeUnsupportedVersion, ErrHandshakeRefused, "the agent answered with version %d of the tcp binding", resp.Version)
+	}
+	if !resp.Accepted {
+		// The response is unsigned: its error steers nothing, its code
+		// and message are details only (TRANSPORT-8).
+		var b amp.ErrorBody
+		if resp.Error != nil {
+			b = *resp.Error
+		}
+		return unsignedFrame(b)
 	}
 	c.peerMax = int(min(resp.MaxMsgSize, 1<<31-1))
 	if !stop() {
@@ -575,8 +591,9 @@ func (c *clientConn) readLoop() {
 	}
 }
 
-// unsignedFrame is the error of an ERROR frame: unsigned, so never the
-// agent's word (transport.ErrUnsignedRefusal). Its code is the binding's:
+// unsignedFrame is the error of an ERROR frame, or of a HANDSHAKE response
+// that refuses (its error, or none): unsigned, so never the agent's word
+// (transport.ErrUnsignedRefusal). Its code is the binding's:
 // 2002 when the frame says a retry may succeed (a delivery that failed),
 // 1001 otherwise (the agent's transport refused the bytes); the frame's
 // code and message are details only (docs/SPEC-DECISIONS.md TRANSPORT-8).
