@@ -33,8 +33,9 @@ type Problem struct {
 // versions; every schema compiling offline from its bundle; no interrupted import (kind "pending": the blobs it staged and
 // the import itself, which the next read-write open rolls back); the audit
 // chain; every floor, charge counter, threshold, high-water mark and the
-// audit sequence of the right size (kind "meta": the store refuses to
-// read a damaged one, docs/SPEC-DECISIONS.md TSTATE-6).
+// audit sequence of the right size, and every trust record decoding (kind
+// "meta": the store refuses to read a damaged one, docs/SPEC-DECISIONS.md
+// TSTATE-6).
 func (s *Store) Check() ([]Problem, error) {
 	var ps []Problem
 	add := func(kind, format string, args ...any) {
@@ -73,7 +74,8 @@ func (s *Store) Check() ([]Problem, error) {
 
 // checkMetaValues reports each floor, charge counter, threshold,
 // high-water mark and the audit sequence whose value does not have its
-// size (strictU64, pinnedFloor, highwaterOf).
+// size (strictU64, pinnedFloor, highwaterOf), and each trust record that
+// does not decode (loadState).
 func checkMetaValues(tx *bolt.Tx, add problems) {
 	meta := bucket(tx, bMeta)
 	for _, prefix := range [][]byte{keyFloorKey(""), chargeKey(""), statementChargeKey("")} {
@@ -105,6 +107,15 @@ func checkMetaValues(tx *bolt.Tx, add problems) {
 	_ = bucket(tx, bTrustPolicy).ForEach(func(k, v []byte) error {
 		if len(v) != 8 {
 			add("meta", "the threshold of %s has %d bytes, not 8", printableKey(k), len(v))
+		}
+		return nil
+	})
+	// loadState decodes every trust record strictly: one that does not
+	// decode stops the trust state from being read (TSTATE-6).
+	_ = bucket(tx, bTrust).ForEach(func(k, v []byte) error {
+		var r trustRecord
+		if decode(v, &r) != nil {
+			add("meta", "the trust record %q does not decode", printableKey(k))
 		}
 		return nil
 	})

@@ -8,10 +8,12 @@ import (
 	"hash"
 	"io"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
@@ -127,6 +129,11 @@ type staged struct {
 // ("import_unchanged") and a refusal ("import_refused", its verdict the
 // error name; bundle id, version and signers only when the manifest
 // verified), except failures of the store itself (store_io).
+//
+// After a refusal the rest of r is read, without the store's write lock,
+// to hash the whole file (auditImportRefusal). When that reading gives up
+// (ctx done, the minimum data rate not kept) Import returns while one
+// Read of r may still be in flight; nothing reads r after it returns.
 func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ *ImportResult, err error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -135,10 +142,17 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 		return nil, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
 	fileHash := sha256.New()
 	r = io.TeeReader(r, fileHash)
 	var verified *ImportResult // set once the manifest verified
+	// Deferred after the unlock above, so run before it (and after the
+	// rollback of a staged import, deferred later).
 	defer func() {
 		switch {
 		case err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || amp.NameOf(err) == bundle.ErrTruncated):
@@ -149,7 +163,13 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 			// hash) is audited even when the caller went away after it.
 			err = fail(ErrStoreIO, "import canceled").WithCause(ctx.Err())
 		case err != nil:
-			s.auditImportRefusal(err, verified, r, fileHash, opts)
+			// The refusal was judged at this generation; the drain
+			// of the rest of the stream runs without the write lock,
+			// which a caller's stream must not hold (MIRROR-13).
+			gen := s.gen.Load()
+			locked = false
+			s.mu.Unlock()
+			s.auditImportRefusal(ctx, err, verified, r, fileHash, opts, gen)
 		}
 	}()
 	policy, err := s.policy()
@@ -1000,14 +1020,16 @@ func sha256sum(b []byte) []byte {
 // claims is recorded only when its manifest verified (verified non-nil).
 //
 // A refusal of the same file with the same verdict is audited once a
-// RefusalReauditInterval (auditRefusalOnce, keyed by fileSHA256).
+// RefusalReauditInterval (auditRefusalOnce, keyed by fileSHA256). The
+// caller holds s.mu: the refusal was judged at the current generation.
 func (s *Store) auditRefusal(err error, verified *ImportResult, fileSHA256 []byte) {
-	s.auditRefusalFrom(err, verified, fileSHA256, "", fileSHA256)
+	s.auditRefusalFrom(err, verified, fileSHA256, "", fileSHA256, s.gen.Load())
 }
 
-// auditRefusalFrom is auditRefusal with the import's source recorded, and
-// key, the SHA-256 the record of recent refusals knows the file by.
-func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 []byte, source string, key []byte) {
+// auditRefusalFrom is auditRefusal with the import's source recorded,
+// key, the SHA-256 the record of recent refusals knows the file by, and
+// gen, the generation the refusal was judged at.
+func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 []byte, source string, key []byte, gen uint64) {
 	name := amp.NameOf(amp.AsError(err))
 	if name == "" || name == ErrStoreIO || name == ErrReadOnly || name == ErrStoreInUse {
 		return
@@ -1016,7 +1038,7 @@ func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 [
 	if verified != nil {
 		e.BundleID, e.Version, e.Signers = verified.BundleID, verified.Version, verified.Signers
 	}
-	s.auditRefusalOnce(e, key)
+	s.auditRefusalOnce(e, key, gen)
 }
 
 // MaxRefusalDrain is the most a refused import reads of what is left of
@@ -1027,30 +1049,98 @@ func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 [
 const MaxRefusalDrain = 1 << 30
 
 // auditImportRefusal audits a refused import whose stream r (tee'd into
-// fileHash) the store stopped reading at the refusal. The record of
-// recent refusals, which sync trusts to skip a listed file by its
-// SHA-256, names only a file the store read whole (docs/SPEC-DECISIONS.md
-// MIRROR-13): what is left of r is drained, at most MaxRefusalDrain
-// bytes (or MaxArtifactSize when larger), and when r ended within it the
+// fileHash) the store stopped reading at the refusal, judged at
+// generation gen; the caller no longer holds s.mu. The record of recent
+// refusals, which sync trusts to skip a listed file by its SHA-256,
+// names only a file the store read whole (docs/SPEC-DECISIONS.md
+// MIRROR-13): what is left of r is drained (drainRefused: at most
+// MaxRefusalDrain bytes, or MaxArtifactSize when larger, until ctx is
+// done, at the minimum data rate), and when r ended within that the
 // refusal is recorded, and audited, under the SHA-256 of all the bytes
-// read (the caller's FileSHA256 when the bytes are that file). Bytes
-// that are not the file the caller named (an altered part, a cut
-// stream, other bytes under a good file's sum) so never have the good
-// file recorded as refused. When more is left, the refusal is audited
-// each time and recorded nowhere, as before the record existed.
-func (s *Store) auditImportRefusal(err error, verified *ImportResult, r io.Reader, fileHash hash.Hash, opts ImportOptions) {
+// read (the caller's FileSHA256 when the bytes are that file), provided
+// the store is still at gen. Bytes that are not the file the caller named
+// (an altered part, a cut stream, other bytes under a good file's sum)
+// so never have the good file recorded as refused. Otherwise the refusal
+// is audited each time and recorded nowhere, as before the record
+// existed.
+func (s *Store) auditImportRefusal(ctx context.Context, err error, verified *ImportResult, r io.Reader, fileHash hash.Hash, opts ImportOptions, gen uint64) {
 	switch amp.NameOf(amp.AsError(err)) {
 	case "", ErrStoreIO, ErrReadOnly, ErrStoreInUse:
 		return // not a refusal: neither audited nor drained
 	}
-	limit := max(s.opts.MaxArtifactSize, MaxRefusalDrain)
-	n, derr := io.CopyN(io.Discard, r, limit+1)
-	if derr != io.EOF || n > limit {
-		s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source, nil)
+	if !drainRefused(ctx, r, max(s.opts.MaxArtifactSize, MaxRefusalDrain)) {
+		s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source, nil, gen)
 		return
 	}
 	sum := fileHash.Sum(nil)
-	s.auditRefusalFrom(err, verified, sum, opts.Source, sum)
+	s.auditRefusalFrom(err, verified, sum, opts.Source, sum, gen)
+}
+
+// drainRate and drainGrace are the minimum data rate of a refused
+// stream's drain (drainRefused): the transport bindings' (admission).
+// Variables only so that this package's tests can shorten them.
+var (
+	drainRate  int64 = admission.MinDataRate
+	drainGrace       = admission.FrameGrace
+)
+
+// drainRefused reads r to its end and reports whether it ended within
+// limit bytes, before ctx was done, and while keeping the minimum data
+// rate: after drainGrace, what has arrived keeps up with drainRate on
+// average since the drain began, and once bytes came the next come
+// within drainGrace (the rate and stall rules of transport.RateReader; a
+// local file drains at disk speed). The reading runs in a goroutine so
+// that a Read blocked on a stream its caller keeps open cannot hold the
+// import: when the drain gives up, that goroutine ends when the Read in
+// flight returns, and reads nothing more.
+func drainRefused(ctx context.Context, r io.Reader, limit int64) bool {
+	var got, last atomic.Int64 // bytes read; wall time of the last, unix ns
+	var stop atomic.Bool
+	start := time.Now()
+	last.Store(start.UnixNano())
+	done := make(chan bool, 1)
+	go func() {
+		buf := make([]byte, 32<<10)
+		for !stop.Load() {
+			n, err := r.Read(buf)
+			if n > 0 {
+				last.Store(time.Now().UnixNano())
+				if got.Add(int64(n)) > limit {
+					break
+				}
+			}
+			if err != nil {
+				done <- err == io.EOF
+				return
+			}
+		}
+		done <- false
+	}()
+	deadline := func() time.Time {
+		d := start.Add(admission.DataDeadline(got.Load(), drainRate, drainGrace, 0))
+		if s := time.Unix(0, last.Load()).Add(drainGrace); got.Load() > 0 && s.Before(d) {
+			d = s
+		}
+		return d
+	}
+	timer := time.NewTimer(time.Until(deadline()))
+	defer timer.Stop()
+	for {
+		select {
+		case ok := <-done:
+			return ok
+		case <-ctx.Done():
+			stop.Store(true)
+			return false
+		case <-timer.C:
+			if wait := time.Until(deadline()); wait > 0 {
+				timer.Reset(wait)
+				continue
+			}
+			stop.Store(true)
+			return false
+		}
+	}
 }
 
 // installedRecord returns the record of the installed bundle bundleID

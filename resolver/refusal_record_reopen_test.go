@@ -16,9 +16,9 @@ import (
 // contents only. The operator raises the limit (ampagent restarted with a
 // larger --max-artifact-size): nothing moved the generation, so RefusedAt
 // still said refused and sync skipped the very file the limit was raised
-// for, for up to a day. Each read-write Open now draws an epoch kept in
-// the record; RefusedAt answers only for refusals of this open
-// (MIRROR-13).
+// for, for up to a day. Every Open now has an epoch, a digest of the
+// options a verdict reads and of the build, kept in the record; RefusedAt
+// answers only for refusals of the same epoch (MIRROR-13).
 func TestRefusalByAStoreLimitIsNotAnsweredAfterReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
 	open := func(limit int64) *Store {

@@ -2,10 +2,11 @@ package resolver
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -79,15 +80,32 @@ type refusalRecord struct {
 	Generation uint64 `cbor:"generation"` // the store generation of the last refusal
 	AuditedAt  int64  `cbor:"audited_at"` // unix seconds, store clock, of the last audit
 	Count      uint64 `cbor:"count"`      // refusals recorded (those that wrote the record)
-	Epoch      uint64 `cbor:"epoch"`      // the Store.epoch of the open that recorded it
+	Epoch      uint64 `cbor:"epoch"`      // the Store.epoch of the open that recorded it (refusalEpoch)
 }
 
-// drawEpoch draws a Store.epoch: random, never 0 (the epoch of a record
-// written before epochs were kept, which no open matches).
-func drawEpoch() uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
-	return max(binary.BigEndian.Uint64(b[:]), 1)
+// refusalEpoch returns the Store.epoch of a store opened with opts (its
+// defaults applied): a digest of what a refusal's verdict may depend on
+// besides the store's contents (which the generation counts), so that a
+// refusal is answered by every open that would judge the file the same
+// way, and by no other (docs/SPEC-DECISIONS.md MIRROR-13): the options an
+// import reads (MaxArtifactSize, which also sets the drain's bound; the
+// rest are the clock, the lock, the staging batch and the actor, none of
+// which decides a verdict) and the build that judges (a new build may
+// accept a file an older one refused). Never 0, the epoch of a record
+// written before epochs were kept, which no open matches.
+func refusalEpoch(opts Options) uint64 {
+	h := sha256.New()
+	h.Write([]byte("ampbundle refusal epoch 1\x00"))
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(opts.MaxArtifactSize)))
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		h.Write([]byte(bi.Main.Path + "\x00" + bi.Main.Version + "\x00" + bi.GoVersion + "\x00"))
+		for _, kv := range bi.Settings {
+			if strings.HasPrefix(kv.Key, "vcs.") {
+				h.Write([]byte(kv.Key + "=" + kv.Value + "\x00"))
+			}
+		}
+	}
+	return max(binary.BigEndian.Uint64(h.Sum(nil)), 1)
 }
 
 // fresh reports whether r was audited with verdict less than
@@ -138,9 +156,14 @@ func refusalNeeds(tx *bolt.Tx, sum []byte, verdict string, now time.Time, epoch 
 // whose SHA-256 is sum, unless the record of recent refusals says the
 // same refusal was audited lately (refusalRecord.fresh); it keeps the
 // record. A repeat refusal at the same generation writes nothing: it is
-// decided in a read transaction. Errors are dropped, as for any refusal's
-// audit (the refusal itself is what the caller reports).
-func (s *Store) auditRefusalOnce(e AuditEntry, sum []byte) {
+// decided in a read transaction. gen is the generation the refusal was
+// judged at: an import drains its stream without the write lock
+// (auditImportRefusal), and a refusal judged before a change that moved
+// the generation (a key trusted meanwhile) is audited but not recorded
+// at the new one, where RefusedAt would answer it. Errors are dropped,
+// as for any refusal's audit (the refusal itself is what the caller
+// reports).
+func (s *Store) auditRefusalOnce(e AuditEntry, sum []byte, gen uint64) {
 	now := s.opts.Now()
 	if amp.ErrName(e.Verdict) == bundle.ErrTruncated || len(sum) != sha256.Size {
 		// The stream was cut (a caller that went away): a fault of the
@@ -160,6 +183,9 @@ func (s *Store) auditRefusalOnce(e AuditEntry, sum []byte) {
 		return
 	}
 	_ = s.db.Update(func(tx *bolt.Tx) error {
+		if txGeneration(tx) != gen {
+			return appendAudit(tx, now, e) // judged on a state since changed
+		}
 		r, existed, need := refusalNeeds(tx, sum, e.Verdict, now, s.epoch)
 		if need == refusalNothing {
 			return nil
@@ -236,9 +262,11 @@ func pruneRefusals(meta *bolt.Bucket, now time.Time, keep int) (uint64, error) {
 // file before downloading it: offered again, it would be refused the same
 // way, since nothing the store judges by changed (any change moves the
 // generation); after RefusalReauditInterval it is tried, and audited,
-// again. A refusal recorded by an earlier open of the store is not
-// answered (Store.epoch): an option it may have been decided by, such as
-// MaxArtifactSize, may have changed since. A statement file found to be
+// again. A refusal recorded by an open of the store with other options
+// that a verdict may depend on (MaxArtifactSize), or by another build, is
+// not answered (Store.epoch, refusalEpoch); one recorded by an earlier
+// open with the same is (a sync run without an agent opens the store
+// anew each time). A statement file found to be
 // a copy of a kept statement is answered with the verdict StatementCopy.
 func (s *Store) RefusedAt(sum []byte) (verdict string, ok bool, err error) {
 	if len(sum) != sha256.Size {

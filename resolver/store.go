@@ -182,10 +182,11 @@ type Store struct {
 	// and DID records a trust decision decodes (truststate.go).
 	decoded func(bucket string)
 
-	// epoch is drawn at each read-write Open and kept in the record of
-	// recent refusals: a refusal recorded by an earlier open (under
-	// options since changed, such as MaxArtifactSize) is not answered by
-	// RefusedAt (refusalrecord.go).
+	// epoch is the digest of the options (and build) a refusal's verdict
+	// may depend on (refusalEpoch), kept in the record of recent
+	// refusals: a refusal recorded under other options (MaxArtifactSize
+	// since raised) is not answered by RefusedAt; one recorded by an
+	// earlier open with the same options is (refusalrecord.go).
 	epoch uint64
 
 	// recovered is what opening the store read-write rolled back
@@ -246,7 +247,7 @@ func open(path string, opts Options, faults func(step string) error) (*Store, er
 		}
 		return nil, fail(ErrStoreIO, "cannot open the store").WithCause(err)
 	}
-	s := &Store{db: db, opts: opts, path: path, schemas: newSchemaCache(), faults: faults}
+	s := &Store{db: db, opts: opts, path: path, schemas: newSchemaCache(), faults: faults, epoch: refusalEpoch(opts)}
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, err
@@ -324,7 +325,6 @@ func (s *Store) init() error {
 		return amp.AsError(err)
 	}
 	if !s.opts.ReadOnly {
-		s.epoch = drawEpoch()
 		return s.recoverPending()
 	}
 	return nil
