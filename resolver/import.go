@@ -1062,13 +1062,21 @@ const MaxRefusalDrain = 1 << 30
 // (an altered part, a cut stream, other bytes under a good file's sum)
 // so never have the good file recorded as refused. Otherwise the refusal
 // is audited each time and recorded nowhere, as before the record
-// existed.
+// existed. Close stops the drain as a cancel does and waits for the
+// audit write before it closes the database (beginDrain), so a refusal
+// is never lost to a Close during its drain.
 func (s *Store) auditImportRefusal(ctx context.Context, err error, verified *ImportResult, r io.Reader, fileHash hash.Hash, opts ImportOptions, gen uint64) {
 	switch amp.NameOf(amp.AsError(err)) {
 	case "", ErrStoreIO, ErrReadOnly, ErrStoreInUse:
 		return // not a refusal: neither audited nor drained
 	}
-	if !drainRefused(ctx, r, max(s.opts.MaxArtifactSize, MaxRefusalDrain)) {
+	closing, ok := s.beginDrain()
+	if !ok { // Close has begun: audited without a drain
+		s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source, nil, gen)
+		return
+	}
+	defer s.drains.Done() // after the audit write: Close waits for it
+	if !drainRefused(ctx, closing, r, max(s.opts.MaxArtifactSize, MaxRefusalDrain)) {
 		s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source, nil, gen)
 		return
 	}
@@ -1085,15 +1093,15 @@ var (
 )
 
 // drainRefused reads r to its end and reports whether it ended within
-// limit bytes, before ctx was done, and while keeping the minimum data
-// rate: after drainGrace, what has arrived keeps up with drainRate on
-// average since the drain began, and once bytes came the next come
-// within drainGrace (the rate and stall rules of transport.RateReader; a
+// limit bytes, before ctx was done or closing closed (Store.Close), and
+// while keeping the minimum data rate: after drainGrace, what has arrived
+// keeps up with drainRate on average since the drain began, and once
+// bytes came the next come within drainGrace (the rate and stall rules of transport.RateReader; a
 // local file drains at disk speed). The reading runs in a goroutine so
 // that a Read blocked on a stream its caller keeps open cannot hold the
 // import: when the drain gives up, that goroutine ends when the Read in
 // flight returns, and reads nothing more.
-func drainRefused(ctx context.Context, r io.Reader, limit int64) bool {
+func drainRefused(ctx context.Context, closing <-chan struct{}, r io.Reader, limit int64) bool {
 	var got, last atomic.Int64 // bytes read; wall time of the last, unix ns
 	var stop atomic.Bool
 	start := time.Now()
@@ -1130,6 +1138,9 @@ func drainRefused(ctx context.Context, r io.Reader, limit int64) bool {
 		case ok := <-done:
 			return ok
 		case <-ctx.Done():
+			stop.Store(true)
+			return false
+		case <-closing:
 			stop.Store(true)
 			return false
 		case <-timer.C:

@@ -162,7 +162,8 @@ func refusalNeeds(tx *bolt.Tx, sum []byte, verdict string, now time.Time, epoch 
 // the generation (a key trusted meanwhile) is audited but not recorded
 // at the new one, where RefusedAt would answer it. Errors are dropped,
 // as for any refusal's audit (the refusal itself is what the caller
-// reports).
+// reports); Close does not close the database under a drain's write
+// (Store.beginDrain).
 func (s *Store) auditRefusalOnce(e AuditEntry, sum []byte, gen uint64) {
 	now := s.opts.Now()
 	if amp.ErrName(e.Verdict) == bundle.ErrTruncated || len(sum) != sha256.Size {

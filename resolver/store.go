@@ -196,6 +196,16 @@ type Store struct {
 	// upgradeErr is why the writable open of a version 2 store left it
 	// at version 2 (UpgradeError); set once, before Open returns.
 	upgradeErr error
+
+	// drainMu guards closed and every drains.Add: a refused import
+	// drains its stream without mu (auditImportRefusal), so Close counts
+	// the drains in flight: it sets closed and closes closing (each drain
+	// stops at once, as on a cancel), waits for every drain's audit
+	// write, and only then closes the database (beginDrain).
+	drainMu sync.Mutex
+	closed  bool
+	closing chan struct{}
+	drains  sync.WaitGroup
 }
 
 // Recovery is what opening a store read-write rolled back of imports a
@@ -247,7 +257,8 @@ func open(path string, opts Options, faults func(step string) error) (*Store, er
 		}
 		return nil, fail(ErrStoreIO, "cannot open the store").WithCause(err)
 	}
-	s := &Store{db: db, opts: opts, path: path, schemas: newSchemaCache(), faults: faults, epoch: refusalEpoch(opts)}
+	s := &Store{db: db, opts: opts, path: path, schemas: newSchemaCache(), faults: faults, epoch: refusalEpoch(opts),
+		closing: make(chan struct{})}
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, err
@@ -351,8 +362,36 @@ func strictU64(v []byte, what string) (uint64, error) {
 	return binary.BigEndian.Uint64(v), nil
 }
 
-// Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the store. A refused import draining its stream without
+// the write lock (Import) stops its drain at once, as on a cancel, and
+// Close waits for its refusal's audit (unhashed: the stream was not read
+// whole) before it closes the database. Calling Close again is safe.
+func (s *Store) Close() error {
+	s.drainMu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
+	s.drainMu.Unlock()
+	s.drains.Wait()
+	return s.db.Close()
+}
+
+// beginDrain registers a refused import's drain of its stream (run
+// without mu) with Close, which waits for its audit write before closing
+// the database. It returns the channel Close closes to stop the drain,
+// and false when Close has begun: the refusal is then audited without a
+// drain. A true answer is paired with s.drains.Done once the audit is
+// written.
+func (s *Store) beginDrain() (<-chan struct{}, bool) {
+	s.drainMu.Lock()
+	defer s.drainMu.Unlock()
+	if s.closed {
+		return nil, false
+	}
+	s.drains.Add(1)
+	return s.closing, true
+}
 
 // Path returns the store's file name.
 func (s *Store) Path() string { return s.path }
