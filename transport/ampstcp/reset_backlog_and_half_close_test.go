@@ -16,9 +16,9 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 )
 
-// review12TLSServer starts srv on a TLS listener and returns a dialer of
+// tlsRawServer starts srv on a TLS listener and returns a dialer of
 // raw TLS clients (handshake done at the AMP level by the caller).
-func review12TLSServer(t *testing.T, h Handler, opts ServerOptions) (*Server, func() *rawConn) {
+func tlsRawServer(t *testing.T, h Handler, opts ServerOptions) (*Server, func() *rawConn) {
 	t.Helper()
 	cert, pool := selfSigned(t)
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
@@ -40,19 +40,19 @@ func review12TLSServer(t *testing.T, h Handler, opts ServerOptions) (*Server, fu
 	return s, dial
 }
 
-// review12Dial returns a dialer of raw clients, plain or TLS, to a server
+// rawServerEither returns a dialer of raw clients, plain or TLS, to a server
 // of h.
-func review12Dial(t *testing.T, useTLS bool, h Handler, opts ServerOptions) (*Server, func() *rawConn) {
+func rawServerEither(t *testing.T, useTLS bool, h Handler, opts ServerOptions) (*Server, func() *rawConn) {
 	if useTLS {
-		return review12TLSServer(t, h, opts)
+		return tlsRawServer(t, h, opts)
 	}
 	s, addr := startServer(t, h, opts)
 	return s, func() *rawConn { return dialRaw(t, addr) }
 }
 
-// review12CloseWrite half-closes r: close_notify on TLS (the peer's TLS
+// halfCloseRaw half-closes r: close_notify on TLS (the peer's TLS
 // reads EOF; the TCP connection stays open), shutdown(SHUT_WR) on TCP.
-func review12CloseWrite(t *testing.T, r *rawConn) {
+func halfCloseRaw(t *testing.T, r *rawConn) {
 	t.Helper()
 	if err := r.c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
 		t.Fatal(err)
@@ -74,17 +74,16 @@ func resetRaw(t *testing.T, r *rawConn) {
 	tcp.Close()
 }
 
-// TestHonestHalfCloseKeepsEveryReply pins a property verified on
-// today's code (it passes). Attack on correctness: SO_ERROR polled after
-// a half-close could report something for a peer that only shut its
-// sending side (a FIN, a TLS close_notify) and reads its replies, the
-// client pattern docs/TRANSPORT.md documents; its replies would then be
-// lost (the context ends, the handler answers 5003, or the connection is
-// shut). What happens today, and should: every reply arrives, plain and
-// TLS, whether the read loop had returned (awaitActive polls), waited for
-// a slot after EOF (the watcher polls from the start) or waited with its
-// lookahead full (polls, then EOF behind it); each wait spans several
-// polls.
+// TestHonestHalfCloseKeepsEveryReply pins a property. Attack on correctness:
+// SO_ERROR polled after a half-close could report something for a peer that
+// only shut its sending side (a FIN, a TLS close_notify) and reads its
+// replies, the client pattern docs/TRANSPORT.md documents; its replies would
+// then be lost (the context ends, the handler answers 5003, or the
+// connection is shut). What should happen, and does: every reply arrives,
+// plain and TLS, whether the read loop had returned (awaitActive polls),
+// waited for a slot after EOF (the watcher polls from the start) or waited
+// with its lookahead full (polls, then EOF behind it); each wait spans
+// several polls.
 func TestHonestHalfCloseKeepsEveryReply(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -120,7 +119,7 @@ func TestHonestHalfCloseKeepsEveryReply(t *testing.T) {
 				}
 				return fakeMessage(t, newID(), id), nil
 			})
-			_, dial := review12Dial(t, tc.tls, h, ServerOptions{MaxInFlight: tc.maxInFlight})
+			_, dial := rawServerEither(t, tc.tls, h, ServerOptions{MaxInFlight: tc.maxInFlight})
 			r := dial()
 			if !r.handshake(1).Accepted {
 				t.Fatal("handshake refused")
@@ -133,7 +132,7 @@ func TestHonestHalfCloseKeepsEveryReply(t *testing.T) {
 				frames = append(frames, AppendFrame(nil, FrameMessage, paddedMessage(t, id, nil, tc.pad))...)
 			}
 			r.write(frames)
-			review12CloseWrite(t, r)
+			halfCloseRaw(t, r)
 			for i := range tc.messages {
 				f, err := r.frame()
 				if err != nil {
@@ -156,13 +155,13 @@ func TestHonestHalfCloseKeepsEveryReply(t *testing.T) {
 }
 
 // TestTLSIdleDeadlineWithMessageInFlightIsNoDeparture pins a
-// property verified on today's code (it passes). Attack on correctness:
+// property. Attack on correctness:
 // isDeadline (errors.Is os.ErrDeadlineExceeded) replaced isTimeout; were
 // the deadline error of a tls.Conn not to match (tls wraps or keeps its
 // own error), the read loop's idle deadline, passing while a long
 // message runs, would be taken for a departure: the context of the
 // message would end and the connection close, on every amps:// listener.
-// Today, and as it should: crypto/tls returns the net.OpError of the
+// As it should: crypto/tls returns the net.OpError of the
 // deadline unwrapped (temporary, so not sticky either), the loop goes on,
 // and the reply arrives.
 func TestTLSIdleDeadlineWithMessageInFlightIsNoDeparture(t *testing.T) {
@@ -178,7 +177,7 @@ func TestTLSIdleDeadlineWithMessageInFlightIsNoDeparture(t *testing.T) {
 		}
 		return fakeMessage(t, newID(), id), nil
 	})
-	_, dial := review12TLSServer(t, h, ServerOptions{IdleTimeout: 100 * time.Millisecond})
+	_, dial := tlsRawServer(t, h, ServerOptions{IdleTimeout: 100 * time.Millisecond})
 	r := dial()
 	if !r.handshake(1).Accepted {
 		t.Fatal("handshake refused")
@@ -197,14 +196,13 @@ func TestTLSIdleDeadlineWithMessageInFlightIsNoDeparture(t *testing.T) {
 	}
 }
 
-// TestTLSResetAfterCloseNotifyEndsTheContext pins a property
-// verified on today's code (it passes). Attack: over TLS a half-close is a
-// close_notify alert (tls.Conn.CloseWrite), the TCP connection staying
-// ESTABLISHED, not CLOSE_WAIT; then the peer resets below TLS. The poll
-// must ask the socket under the tls.Conn (socketFailed unwraps NetConn),
-// or the backlog runs for nobody on every amps:// listener. Today, and as
-// it should: the context ends within a poll or two, whether the read loop
-// had returned or waited for a slot.
+// TestTLSResetAfterCloseNotifyEndsTheContext pins a property. Attack: over
+// TLS a half-close is a close_notify alert (tls.Conn.CloseWrite), the TCP
+// connection staying ESTABLISHED, not CLOSE_WAIT; then the peer resets below
+// TLS. The poll must ask the socket under the tls.Conn (socketFailed unwraps
+// NetConn), or the backlog runs for nobody on every amps:// listener. As it
+// should: the context ends within a poll or two, whether the read loop had
+// returned or waited for a slot.
 func TestTLSResetAfterCloseNotifyEndsTheContext(t *testing.T) {
 	for _, tc := range []struct {
 		name                  string
@@ -215,7 +213,7 @@ func TestTLSResetAfterCloseNotifyEndsTheContext(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, called, ended := contextWatcher(tc.messages, 3*time.Second)
-			_, dial := review12TLSServer(t, h, ServerOptions{MaxInFlight: tc.maxInFlight})
+			_, dial := tlsRawServer(t, h, ServerOptions{MaxInFlight: tc.maxInFlight})
 			r := dial()
 			if !r.handshake(1).Accepted {
 				t.Fatal("handshake refused")
@@ -230,7 +228,7 @@ func TestTLSResetAfterCloseNotifyEndsTheContext(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("the handler was not called")
 			}
-			review12CloseWrite(t, r)
+			halfCloseRaw(t, r)
 			time.Sleep(200 * time.Millisecond) // the server reads the close_notify
 			resetRaw(t, r)
 			if !<-ended {
@@ -240,9 +238,9 @@ func TestTLSResetAfterCloseNotifyEndsTheContext(t *testing.T) {
 	}
 }
 
-// review12Pollers counts the goroutines polling a socket's pending error
+// socketPollers counts the goroutines polling a socket's pending error
 // (pollFailed) and those awaitActive starts to wait for the messages.
-func review12Pollers() (pollers, waiters int) {
+func socketPollers() (pollers, waiters int) {
 	buf := make([]byte, 16<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
@@ -256,16 +254,14 @@ func review12Pollers() (pollers, waiters int) {
 	return pollers, waiters
 }
 
-// TestHalfClosedPollersAreBoundedAndEnd pins a property verified
-// on today's code (it passes). Attack on cost: many connections, each
-// half-closed with a slow message in flight, each make serve poll
-// SO_ERROR every 100 ms (and hold a goroutine waiting for the messages):
-// were that not bounded by MaxConns, or a poll to outlive its message,
-// its connection or Close, a peer could pile up tickers and getsockopt
-// calls. Today, and as it should: at most one poller per accepted
-// connection (MaxConns 8 of 20 dialled: 8 pollers, 80 getsockopt a
-// second), none once the messages end, none once Close shuts the
-// connections (within a poll).
+// TestHalfClosedPollersAreBoundedAndEnd pins a property. Attack on cost:
+// many connections, each half-closed with a slow message in flight, each
+// make serve poll SO_ERROR every 100 ms (and hold a goroutine waiting for
+// the messages): were that not bounded by MaxConns, or a poll to outlive its
+// message, its connection or Close, a peer could pile up tickers and
+// getsockopt calls. As it should: at most one poller per accepted connection
+// (MaxConns 8 of 20 dialled: 8 pollers, 80 getsockopt a second), none once
+// the messages end, none once Close shuts the connections (within a poll).
 func TestHalfClosedPollersAreBoundedAndEnd(t *testing.T) {
 	const maxConns, dialled = 8, 20
 	var calls atomic.Int64
@@ -291,11 +287,11 @@ func TestHalfClosedPollersAreBoundedAndEnd(t *testing.T) {
 			return calls.Load() == maxConns, fmt.Sprintf("%d calls", calls.Load())
 		})
 		eventually(t, "the read loops did not all return to poll", func() (bool, string) {
-			p, _ := review12Pollers()
+			p, _ := socketPollers()
 			return p == maxConns, fmt.Sprintf("%d pollers", p)
 		})
 		time.Sleep(300 * time.Millisecond)
-		if p, w := review12Pollers(); p > maxConns || w > maxConns {
+		if p, w := socketPollers(); p > maxConns || w > maxConns {
 			t.Fatalf("%d pollers and %d waiters for %d connections (MaxConns %d)", p, w, dialled, maxConns)
 		}
 	}
@@ -305,7 +301,7 @@ func TestHalfClosedPollersAreBoundedAndEnd(t *testing.T) {
 	round(addr)
 	close(release)
 	eventually(t, "pollers left once the messages ended", func() (bool, string) {
-		p, w := review12Pollers()
+		p, w := socketPollers()
 		return p == 0 && w == 0, fmt.Sprintf("%d pollers, %d waiters", p, w)
 	})
 	// The server closes.
@@ -316,7 +312,7 @@ func TestHalfClosedPollersAreBoundedAndEnd(t *testing.T) {
 	srv2.Close()
 	end := time.Now().Add(time.Second)
 	for {
-		p, w := review12Pollers()
+		p, w := socketPollers()
 		if p == 0 && w == 0 {
 			break
 		}
@@ -387,13 +383,12 @@ func TestBacklogAfterADetectedResetNeverReachesTheHandler(t *testing.T) {
 	}
 }
 
-// TestTLSKeepaliveTimeoutIsAPeerGone pins a property verified on
-// today's code (it passes). Attack on correctness: under TLS, a read that
-// fails with ETIMEDOUT (keepalive gave up) passes through crypto/tls; were
-// tls to wrap it (permanentError) or keep it, peerGone could differ from
-// plain TCP and the backlog of a vanished amps:// peer run for nobody.
-// Today, and as it should: tls returns the net.OpError unwrapped (a
-// timeout is temporary to tls), peerGone sees ETIMEDOUT, and the context
+// TestTLSKeepaliveTimeoutIsAPeerGone pins a property. Attack on correctness:
+// under TLS, a read that fails with ETIMEDOUT (keepalive gave up) passes
+// through crypto/tls; were tls to wrap it (permanentError) or keep it,
+// peerGone could differ from plain TCP and the backlog of a vanished amps://
+// peer run for nobody. As it should: tls returns the net.OpError unwrapped
+// (a timeout is temporary to tls), peerGone sees ETIMEDOUT, and the context
 // of the message in flight ends.
 func TestTLSKeepaliveTimeoutIsAPeerGone(t *testing.T) {
 	h, called, ended := contextWatcher(1, 3*time.Second)
@@ -430,9 +425,9 @@ func TestTLSKeepaliveTimeoutIsAPeerGone(t *testing.T) {
 	}
 }
 
-// review12Lingering reads the server's lingering refusals: the total and
+// lingeringOf reads the server's lingering refusals: the total and
 // the largest count of one peer, and how many peers have one.
-func review12Lingering(s *Server) (total, most, peers int) {
+func lingeringOf(s *Server) (total, most, peers int) {
 	s.lingering.mu.Lock()
 	defer s.lingering.mu.Unlock()
 	for _, n := range s.lingering.peers {
@@ -441,17 +436,15 @@ func review12Lingering(s *Server) (total, most, peers int) {
 	return s.lingering.total, most, len(s.lingering.peers)
 }
 
-// TestLingerSharesHoldAndAreGivenBack pins a property verified on
-// today's code (it passes). Attack on the linger share: refusals from
-// several addresses, at accept (over MaxConns) and after the handshake
-// (a bad first frame, refused by serve), each kept open; were a slot
-// taken without being given back (a path that returns between take and
-// give, a key that differs between them), the 64 slots would drain for
-// good and every later refusal become a reset; were the share not kept,
-// one peer would hold more than 16. Today, and as it should: one peer
-// holds at most 16, all together at most 64, and once the linger has
-// passed nothing is held and the per-peer map is empty; Shutdown then
-// returns at once.
+// TestLingerSharesHoldAndAreGivenBack pins a property. Attack on the linger
+// share: refusals from several addresses, at accept (over MaxConns) and
+// after the handshake (a bad first frame, refused by serve), each kept open;
+// were a slot taken without being given back (a path that returns between
+// take and give, a key that differs between them), the 64 slots would drain
+// for good and every later refusal become a reset; were the share not kept,
+// one peer would hold more than 16. As it should: one peer holds at most 16,
+// all together at most 64, and once the linger has passed nothing is held
+// and the per-peer map is empty; Shutdown then returns at once.
 func TestLingerSharesHoldAndAreGivenBack(t *testing.T) {
 	srv, addr := startServer(t, echo(t, 0, nil), ServerOptions{MaxConns: 1, answerLinger: 700 * time.Millisecond})
 	held := dialRawFrom(t, addr, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 81)})
@@ -466,7 +459,7 @@ func TestLingerSharesHoldAndAreGivenBack(t *testing.T) {
 		}
 	}
 	time.Sleep(150 * time.Millisecond)
-	total, most, _ := review12Lingering(srv)
+	total, most, _ := lingeringOf(srv)
 	if total > maxLingering || most > maxPeerLingering {
 		t.Fatalf("%d refusals lingering, %d of one peer: over %d, %d", total, most, maxLingering, maxPeerLingering)
 	}
@@ -474,14 +467,14 @@ func TestLingerSharesHoldAndAreGivenBack(t *testing.T) {
 		t.Fatalf("only %d refusals lingering of 5 peers flooding: the shares were not used", total)
 	}
 	eventually(t, "lingering slots left after the linger", func() (bool, string) {
-		total, _, peers := review12Lingering(srv)
+		total, _, peers := lingeringOf(srv)
 		return total == 0 && peers == 0, fmt.Sprintf("%d slots, %d peers", total, peers)
 	})
 	// A refusal by serve (a bad first frame) once the held connection
 	// has left: it lingers under the same share, and gives it back.
 	held.c.Close()
 	eventually(t, "the held connection did not leave", func() (bool, string) {
-		n := review12Conns(srv)
+		n := connsOf(srv)
 		return n == 0, fmt.Sprintf("%d connections", n)
 	})
 	bad := dialRawFrom(t, addr, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 81)})
@@ -489,7 +482,7 @@ func TestLingerSharesHoldAndAreGivenBack(t *testing.T) {
 	wantErrorFrame(t, bad.br, amp.CodeInvalidMessage)
 	var total1, peers1 int
 	for range 40 { // the slot is taken just after the frame is written
-		if total1, _, peers1 = review12Lingering(srv); total1 == 1 {
+		if total1, _, peers1 = lingeringOf(srv); total1 == 1 {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -498,7 +491,7 @@ func TestLingerSharesHoldAndAreGivenBack(t *testing.T) {
 		t.Fatalf("a refusal by serve: %d slots, %d peers lingering; want 1, 1", total1, peers1)
 	}
 	eventually(t, "the refusal by serve kept its lingering slot", func() (bool, string) {
-		total, _, peers := review12Lingering(srv)
+		total, _, peers := lingeringOf(srv)
 		return total == 0 && peers == 0, fmt.Sprintf("%d slots, %d peers", total, peers)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -512,8 +505,8 @@ func TestLingerSharesHoldAndAreGivenBack(t *testing.T) {
 	}
 }
 
-// review12Conns counts the connections s serves.
-func review12Conns(s *Server) int {
+// connsOf counts the connections s serves.
+func connsOf(s *Server) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
