@@ -155,7 +155,7 @@ func (c *Client) Do(ctx context.Context, typ amp.Type, body []byte) (*Exchange, 
 }
 
 // Send delivers an already sealed request (msg, the encoding of req) and
-// verifies the reply, retrying as Retry says.
+// verifies the reply, retrying as Retry says (resend).
 func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Exchange, error) {
 	ex := &Exchange{Request: req}
 	if c.cfg.Outbox != nil {
@@ -163,51 +163,91 @@ func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Excha
 			return ex, err
 		}
 	}
-	var lastErr error
-	for attempt := 0; attempt < c.cfg.Retry.MaxAttempts; attempt++ {
-		if attempt > 0 {
-			if err := c.cfg.Retry.Sleep(ctx, c.wait(attempt-1, lastErr)); err != nil {
-				return ex, amp.Wrap(amp.CodeTimeout, err, "gave up retrying")
-			}
-		}
-		ex.Attempts = attempt + 1
+	// unrecorded: the latest attempt got a verified ERROR that asks for a
+	// retry, not yet recorded in the Outbox: the message is answered only
+	// once no retry follows (the exchange ends with that ERROR).
+	unrecorded := false
+	err := c.resend(ctx, req, func() (bool, error) {
+		unrecorded = false
+		ex.Attempts++
 		raw, err := c.cfg.Transport.RoundTrip(ctx, msg)
 		if err != nil {
-			lastErr = err
-			if e := amp.AsError(err); e.Final || !e.Code.Retryable() {
-				return ex, err
-			}
-			c.log.Warn("delivery failed; retrying with the same message", "id", req.ID.String(), "attempt", attempt+1, "err", err)
-			continue
+			return redeliverable(err), err
 		}
 		reply, err := c.verify(ctx, raw, req)
 		if err != nil {
-			return ex, err
+			return false, err
 		}
 		ex.Reply = reply
-		if c.cfg.Outbox != nil {
-			// A synchronous ACK says delivered, not answered: the final
-			// report (PROC_OK, PROC_FAIL) may follow (RFC 001 §16.5).
-			if reply.Type == amp.TypeAck {
-				c.cfg.Outbox.Delivered(req.ID)
-			} else {
-				c.cfg.Outbox.Answered(req.ID)
-			}
+		again, err := replyError(reply)
+		if again {
+			unrecorded = true
+		} else {
+			c.record(req.ID, reply)
 		}
-		if reply.Type != amp.TypeError {
-			return ex, nil
-		}
-		eb, err := amp.DecodeError(reply.Body)
-		if err != nil {
-			return ex, err
-		}
-		lastErr = eb.AsError()
-		if eb.Retry == nil || !*eb.Retry {
-			return ex, lastErr
-		}
-		c.log.Warn("provider asked to retry; retrying with the same message", "id", req.ID.String(), "attempt", attempt+1, "code", uint16(eb.Code))
+		return again, err
+	})
+	if unrecorded {
+		c.record(req.ID, ex.Reply)
 	}
-	return ex, lastErr
+	return ex, err
+}
+
+// record notes a verified reply to the request id in the Outbox, if any.
+// A synchronous ACK says delivered, not answered: the final report
+// (PROC_OK, PROC_FAIL) may follow (RFC 001 §16.5).
+func (c *Client) record(id amp.ID, reply *amp.Message) {
+	switch {
+	case c.cfg.Outbox == nil:
+	case reply.Type == amp.TypeAck:
+		c.cfg.Outbox.Delivered(id)
+	default:
+		c.cfg.Outbox.Answered(id)
+	}
+}
+
+// resend is the one retry loop of Send and Post (RFC 001 §16.3,
+// docs/SPEC-DECISIONS.md TRANSPORT-8): it calls try, one attempt with
+// the same message req, at most Retry.MaxAttempts times, while try fails
+// and says a retry may change the answer (try's again: redeliverable for
+// a delivery failure, the retry flag of a signed ERROR, replyError),
+// waiting c.wait before each retry (the backoff, or the agent's
+// Retry-After when longer, at most Retry.Max). It returns try's last
+// error, or a timeout when ctx ends during a wait.
+func (c *Client) resend(ctx context.Context, req *amp.Message, try func() (again bool, err error)) error {
+	for attempt := 0; ; attempt++ {
+		again, err := try()
+		if err == nil || !again || attempt+1 >= c.cfg.Retry.MaxAttempts {
+			return err
+		}
+		c.log.Warn("retrying with the same message", "id", req.ID.String(), "type", req.Type.Name(), "attempt", attempt+1, "err", err)
+		if serr := c.cfg.Retry.Sleep(ctx, c.wait(attempt, err)); serr != nil {
+			return amp.Wrap(amp.CodeTimeout, serr, "gave up retrying")
+		}
+	}
+}
+
+// redeliverable reports whether a failure to deliver (a transport's
+// error) may go otherwise with the same message: its code is retryable
+// (RFC 001 §15.3) and it is not Final (a redirect, a refusal the same
+// message to the same place always gets: TRANSPORT-8).
+func redeliverable(err error) bool {
+	e := amp.AsError(err)
+	return e != nil && !e.Final && e.Code.Retryable()
+}
+
+// replyError is the error a verified reply stands for: nil for any type
+// but ERROR; for an ERROR, its body as an error and whether it asks for
+// a retry (retry: true).
+func replyError(reply *amp.Message) (again bool, err error) {
+	if reply.Type != amp.TypeError {
+		return false, nil
+	}
+	eb, err := amp.DecodeError(reply.Body)
+	if err != nil {
+		return false, err
+	}
+	return eb.Retry != nil && *eb.Retry, eb.AsError()
 }
 
 // retryAfterer is the cause a transport gives a busy refusal that named a

@@ -27,50 +27,39 @@ type OneWay interface {
 // transport it does not wait for one (a refusal the peer sends anyway is
 // not seen: the STREAM_END's answer tells the outcome of a stream). Over
 // any other transport a signed ERROR reply is returned as its error. A
-// delivery failure is retried with the same message as Retry says.
+// failure is retried with the same message as for Send: the same rule
+// decides whether a retry may change it, and the same wait comes before
+// it (resend; docs/SPEC-DECISIONS.md TRANSPORT-8).
 func (c *Client) Post(ctx context.Context, typ amp.Type, body []byte) (*amp.Message, error) {
 	req, msg, err := c.send.Seal(ctx, amp.Draft{Type: typ, To: amp.To(c.cfg.Peer), TTL: c.cfg.TTL, Body: body, Encrypt: c.cfg.Encrypt})
 	if err != nil {
 		return nil, err
 	}
 	ow, oneWay := c.cfg.Transport.(OneWay)
-	var lastErr error
-	for attempt := 0; attempt < c.cfg.Retry.MaxAttempts; attempt++ {
-		if attempt > 0 {
-			if err := c.cfg.Retry.Sleep(ctx, c.backoff(attempt-1)); err != nil {
-				return req, amp.Wrap(amp.CodeTimeout, err, "gave up retrying")
-			}
-		}
+	err = c.resend(ctx, req, func() (bool, error) {
 		var raw []byte
+		var err error
 		if oneWay {
 			err = ow.Send(ctx, msg)
 		} else {
 			raw, err = c.cfg.Transport.RoundTrip(ctx, msg)
 		}
 		if err != nil {
-			lastErr = err
-			if !amp.AsError(err).Code.Retryable() {
-				return req, err
-			}
-			continue
+			return redeliverable(err), err
 		}
 		if raw == nil {
-			return req, nil
+			return false, nil
 		}
 		reply, err := c.verify(ctx, raw, req)
 		if err != nil {
-			return req, err
+			return false, err
 		}
 		if reply.Type != amp.TypeError {
-			return req, amp.Named(amp.CodeBadRequest, "unexpected_reply", "expected no reply to %s, got %s", typ.Name(), reply.Type.Name())
+			return false, amp.Named(amp.CodeBadRequest, "unexpected_reply", "expected no reply to %s, got %s", typ.Name(), reply.Type.Name())
 		}
-		eb, err := amp.DecodeError(reply.Body)
-		if err != nil {
-			return req, err
-		}
-		return req, eb.AsError()
-	}
-	return req, lastErr
+		return replyError(reply)
+	})
+	return req, err
 }
 
 // Stream describes content to send as a stream (RFC 001 §6.2).

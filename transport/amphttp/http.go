@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ampbundle/ampbundle/admission"
@@ -344,7 +346,7 @@ func NewServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *ht
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
 		HTTP2: &http.HTTP2Config{
 			WriteByteTimeout: admission.FrameGrace,
 			SendPingTimeout:  idleTimeout,
@@ -406,14 +408,28 @@ func NewTransportWith(baseURL string, o TransportOptions) (*Transport, error) {
 		dialer.Control = transport.LoopbackOnly
 	}
 	tr := &http.Transport{
-		Proxy:                 nil, // never through a proxy: an air-gapped site has none to trust
-		DialContext:           dialer.DialContext,
-		MaxIdleConns:          maxConns,
-		MaxIdleConnsPerHost:   maxConns,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 0, // invocations take their time; the context bounds them
-		ForceAttemptHTTP2:     true,
+		Proxy:               nil, // never through a proxy: an air-gapped site has none to trust
+		DialContext:         dialer.DialContext,
+		MaxIdleConns:        maxConns,
+		MaxIdleConnsPerHost: maxConns,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		// Invocations take their time before the answer's first byte
+		// (the context bounds that wait); the headers, once begun, are
+		// bounded by RoundTrip (headerStall) and their size here.
+		ResponseHeaderTimeout:  0,
+		MaxResponseHeaderBytes: maxHeaderBytes,
+		ForceAttemptHTTP2:      true,
+		// Over HTTP/2 the first response byte is reported only once the
+		// header block is whole, and the connection's one reader waits
+		// for a CONTINUATION that never comes: a connection from which
+		// nothing came for the grace is pinged, and closed when the ping
+		// is not answered within the grace (an agent's server answers at
+		// once, a peer in the middle of a header block cannot).
+		HTTP2: &http.HTTP2Config{
+			SendPingTimeout: admission.FrameGrace,
+			PingTimeout:     admission.FrameGrace,
+		},
 	}
 	// Redirects are never followed: the message goes to the URL the user
 	// gave and nowhere else (a hostile agent would otherwise have the
@@ -460,12 +476,52 @@ const ErrRedirect amp.ErrName = "redirect_refused"
 // message bound per attempt (docs/SPEC-DECISIONS.md TRANSPORT-8).
 const MaxRefusalBody = 64 << 10
 
-// ErrReplyStalled names a reply whose body stopped arriving: after its
-// headers, the body must come under the minimum data rate the agent
-// applies to requests (transport.RateReader: admission.MinDataRate after
-// admission.FrameGrace, and no stall longer than the grace). 2002,
-// retryable.
+// ErrReplyStalled names a reply that stopped arriving: its headers must
+// be whole within admission.FrameGrace of their first byte, and the body
+// then come under the minimum data rate the agent applies to requests
+// (transport.RateReader: admission.MinDataRate after admission.FrameGrace,
+// and no stall longer than the grace). 2002, retryable.
 const ErrReplyStalled amp.ErrName = "reply_stalled"
+
+// maxHeaderBytes bounds the headers of a request the server reads
+// (NewServer) and of a reply the client reads (NewTransport): 64 KiB.
+// A reply whose headers pass it is a delivery failure, 2002, not read
+// further (docs/SPEC-DECISIONS.md TRANSPORT-8).
+const maxHeaderBytes = 64 << 10
+
+// headerStall ends a request whose reply headers began but are not
+// whole within grace of their first byte (httptrace's
+// GotFirstResponseByte): the agent may take its time before it answers,
+// but once it does, it has the answer whole (TRANSPORT-8), so its
+// headers come at once. Safe for concurrent use: the trace calls start
+// from the transport's goroutine.
+type headerStall struct {
+	mu    sync.Mutex
+	grace time.Duration
+	end   func() // ends the request, its cause errStalled
+	timer *time.Timer
+	done  bool
+}
+
+// start begins the grace at the answer's first byte (once).
+func (h *headerStall) start() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.done && h.timer == nil {
+		h.timer = time.AfterFunc(h.grace, h.end)
+	}
+}
+
+// stop ends the watch once the headers are whole (or the request
+// failed); a start that comes later does nothing.
+func (h *headerStall) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.done = true
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+}
 
 // MaxRetryAfter bounds the Retry-After the transport passes on (a client
 // caps it again at its own Retry.Max).
@@ -508,7 +564,8 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 var errStalled = errors.New("the reply body stalled")
 
 // RoundTrip implements client.Transport. Delivery failures are 2002
-// (retryable; a reply body that stalls is 2002 reply_stalled); a redirect
+// (retryable; a reply whose headers or body stall is 2002 reply_stalled,
+// headers over 64 KiB a failure to deliver); a redirect
 // is never followed (2002 redirect_refused, final); a 413 or 400 is the
 // agent refusing the bytes (1001); 429 and 503 are 2003 (retryable, with
 // the Retry-After the agent sent as the cause); 5xx is 5001. A CBOR error
@@ -525,7 +582,10 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 	req.Header.Set("Content-Type", ContentType)
 	req.Header.Set("Accept", ContentType)
 	req.Header.Set(TransportVersionHeader, "1")
+	hs := &headerStall{grace: admission.FrameGrace, end: func() { cancel(errStalled) }}
+	req = req.WithContext(httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotFirstResponseByte: hs.start}))
 	resp, err := t.client.Do(req)
+	hs.stop()
 	if err != nil {
 		if nl := (*transport.NotLoopbackError)(nil); errors.As(err, &nl) {
 			e := amp.Named(amp.CodeUnauthorized, ErrPlainRemote, "plain http:// reached %s, not a loopback address: use https://", nl.Addr)
@@ -534,6 +594,9 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 		}
 		if ctx.Err() != nil {
 			return nil, amp.Wrap(amp.CodeTimeout, err, "no reply in time")
+		}
+		if errors.Is(context.Cause(rctx), errStalled) {
+			return nil, amp.Named(amp.CodeEndpointUnreachable, ErrReplyStalled, "the reply's headers stopped arriving (not whole %v after their first byte)", hs.grace)
 		}
 		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "cannot reach the agent")
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/transport"
@@ -297,11 +298,12 @@ func dialErr(ctx context.Context, err error, msg string) error {
 }
 
 // RoundTrip sends msg and returns the reply whose reply_to is msg's id.
-// Delivery failures are 2002 (retryable); an ERROR frame about msg is
-// unsigned, never the agent's word: transport.ErrUnsignedRefusal, 2002
-// when the frame says a retry may succeed and 1001 otherwise, its claims
-// in the details (docs/SPEC-DECISIONS.md TRANSPORT-8); the end of ctx is
-// 5003.
+// Delivery failures are 2002 (retryable; a frame from the agent that
+// stalls ends its connection with ErrReplyStalled); an ERROR frame about
+// msg is unsigned, never the agent's word: transport.ErrUnsignedRefusal,
+// 2002 when the frame says a retry may succeed and 1001 otherwise, its
+// claims in the details (docs/SPEC-DECISIONS.md TRANSPORT-8); the end of
+// ctx is 5003.
 func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 	rawID := topBytes(msg, "id")
 	if len(rawID) != 16 {
@@ -534,9 +536,47 @@ func (c *clientConn) writer() {
 	}
 }
 
+// ErrReplyStalled (2002, retryable) names a connection cut because a
+// frame from the agent stopped arriving: once its first byte came, the
+// frame must come under the minimum data rate the agent's own server
+// applies to frames (transport.RateReader: admission.MinDataRate after
+// admission.FrameGrace, and no stall longer than the grace), the rule of
+// the HTTP binding's reply (amphttp.ErrReplyStalled). Every request on
+// the connection fails with it; the next attempt dials anew
+// (docs/SPEC-DECISIONS.md TRANSPORT-8).
+const ErrReplyStalled amp.ErrName = "reply_stalled"
+
+// readFrame reads the next frame from the agent. The wait for its first
+// byte has no bound (an agent may take its time to answer, and an idle
+// connection waits for nothing: the caller's context bounds its own
+// wait); from that byte on, the frame is read under the minimum data rate
+// (transport.RateReader, whose first deadline, the grace, also bounds
+// the rest of the frame header).
+func (c *clientConn) readFrame() (Frame, error) {
+	c.conn.SetReadDeadline(time.Time{})
+	if _, err := c.br.Peek(1); err != nil {
+		return Frame{}, err
+	}
+	rr := transport.NewRateReader(c.br, c.conn.SetReadDeadline, 0, 0, 0)
+	typ, size, err := readFrameHeader(c.br, c.t.opts.MaxMessageSize+1)
+	if err != nil {
+		return Frame{}, err
+	}
+	payload, err := readPayload(rr, size)
+	if err != nil {
+		return Frame{}, err
+	}
+	return Frame{Type: typ, Payload: payload}, nil
+}
+
 func (c *clientConn) readLoop() {
 	for {
-		f, err := ReadFrame(c.br, c.t.opts.MaxMessageSize+1)
+		f, err := c.readFrame()
+		if isDeadline(err) {
+			c.t.log.Info("tcp reply stalled: connection closed")
+			c.fail(amp.Named(amp.CodeEndpointUnreachable, ErrReplyStalled, "a frame from the agent stopped arriving (below %d bytes/s after %v)", admission.MinDataRate, admission.FrameGrace).WithCause(err))
+			return
+		}
 		if err != nil {
 			c.mu.Lock()
 			drained := c.goingAway && len(c.pending) == 0
