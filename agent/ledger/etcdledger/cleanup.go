@@ -24,12 +24,19 @@ const maxCleanups = 1 << 16
 // FLEET-11). cost and end are what this process's budget tally holds for
 // that entry (its cost in the bucket ending at end; 0: nothing), given
 // back when the entry goes (docs/SPEC-DECISIONS.md FLEET-13).
+//
+// With counter, it is instead the refund of a Finish that recorded k's
+// reply without the principal's lock (FLEET-20): take is taken off
+// counter, and cost (what of it this process's tally holds) given back
+// to the tally of the bucket ending at end, once.
 type cleanup struct {
 	k         ledger.Key
 	rev       int64
 	token     string
 	entry     bool
 	cost, end int64
+	counter   string
+	take      int64
 }
 
 // cleaner retries the cleanups that failed, for as long as the process
@@ -94,10 +101,20 @@ func (cl *cleaner) forget(now time.Time) {
 // add queues c, starting the goroutine on first use.
 func (cl *cleaner) add(c cleanup) {
 	cl.mu.Lock()
+	cl.queue(c)
+	cl.mu.Unlock()
+	cl.poke()
+}
+
+// queue puts c on the queue, unless it is full. Callers hold cl.mu.
+func (cl *cleaner) queue(c cleanup) {
 	if len(cl.q) < maxCleanups {
 		cl.q[c] = struct{}{}
 	}
-	cl.mu.Unlock()
+}
+
+// poke wakes the goroutine (started on first use) for a round.
+func (cl *cleaner) poke() {
 	cl.once.Do(func() { go cl.run() })
 	select {
 	case cl.wake <- struct{}{}:
@@ -116,7 +133,7 @@ func (cl *cleaner) take(k ledger.Key) (out []cleanup, busy bool) {
 		return nil, true
 	}
 	for c := range cl.q {
-		if c.k == k {
+		if c.k == k && c.counter == "" { // a refund is no undo of a claim
 			out = append(out, c)
 			delete(cl.q, c)
 		}
@@ -142,21 +159,34 @@ func (cl *cleaner) begin(c cleanup) (run, later bool) {
 	return true, false
 }
 
-// end ends a run of c taken by take or begin: queued again unless done.
+// end ends a run of c taken by take or begin: queued again unless done,
+// in the same critical section that drops the run's mark, so that a copy's
+// take finds k busy or c queued, never neither (FLEET-21). The cleaner is
+// woken when a clean-up waits: c, or one a round skipped while k was busy.
 func (cl *cleaner) end(c cleanup, done bool) {
 	cl.mu.Lock()
 	cl.hold(c.k, -1)
-	cl.mu.Unlock()
 	if !done {
-		cl.add(c)
+		cl.queue(c)
+	}
+	waits := len(cl.q) > 0
+	cl.mu.Unlock()
+	if waits {
+		cl.poke()
 	}
 }
 
-// unclaiming marks an Unclaim of k in flight (n 1) or ended (n -1).
+// unclaiming marks an Unclaim of k in flight (n 1) or ended (n -1); an
+// end wakes the cleaner when a clean-up waits (one a round skipped while
+// k was busy).
 func (cl *cleaner) unclaiming(k ledger.Key, n int) {
 	cl.mu.Lock()
 	cl.hold(k, n)
+	waits := n < 0 && len(cl.q) > 0
 	cl.mu.Unlock()
+	if waits {
+		cl.poke()
+	}
 }
 
 // hold adds n to k's runs. Callers hold cl.mu.
@@ -213,8 +243,10 @@ func (cl *cleaner) run() {
 // round tries the queued cleanups, one by one, until etcd does not answer
 // one in time (it is likely down: the rest wait for the next round); a
 // cleanup that fails for a reason of its own (its entry changed under the
-// claim) stays queued and the round goes on (FLEET-18). It reports
-// whether all succeeded.
+// claim) stays queued and the round goes on (FLEET-18). One whose key is
+// busy (a clean-up or an Unclaim of it runs) is skipped, not failed: the
+// end of that run wakes the cleaner for it, with no backoff (FLEET-21).
+// It reports whether none failed.
 func (cl *cleaner) round() bool {
 	cl.mu.Lock()
 	batch := make([]cleanup, 0, len(cl.q))
@@ -227,8 +259,7 @@ func (cl *cleaner) round() bool {
 		if cl.s.bg.Err() != nil {
 			return false
 		}
-		if run, later := cl.begin(c); !run {
-			ok = ok && !later
+		if run, _ := cl.begin(c); !run {
 			continue
 		}
 		err := cl.s.clean(c)
@@ -253,6 +284,9 @@ func (cl *cleaner) round() bool {
 // entry that changed under a claim still held is an error, so that the
 // clean-up is tried again.
 func (s *Store) clean(c cleanup) error {
+	if c.counter != "" {
+		return s.cleanRefund(c)
+	}
 	ks := keysOf(s.prefix, c.k)
 	if c.rev == 0 {
 		var kv *mvccpb.KeyValue
@@ -338,6 +372,22 @@ func (s *Store) clean(c cleanup) error {
 		}
 	}
 	return nil
+}
+
+// cleanRefund takes the refund c off its counter (refund), and gives its
+// tally back when that is done or the counter is gone (with its bucket's
+// lease: nothing of it is left to give back). A refund whose write may
+// have been applied (its answer lost) or whose counter is corrupt is
+// dropped, never tried twice: its charge stays until the bucket ends
+// (FLEET-14). An error (nothing written) keeps it queued.
+func (s *Store) cleanRefund(c cleanup) error {
+	taken, err := s.refund(c.counter, c.take, nil)
+	if taken && c.cost > 0 {
+		s.mu.Lock()
+		s.charge(c.end, -c.cost, 0)
+		s.mu.Unlock()
+	}
+	return err
 }
 
 // untally gives back to this process's budget tally the charge of c's
@@ -430,12 +480,19 @@ func (s *Store) undoClaim(k ledger.Key, ci claimInfo) error {
 // 16 times; after that (or an error) the charge stays until the counter
 // expires with its bucket: over-charging a share briefly is safe. pl,
 // held by the caller, forgets its counters' guess; nil when the caller
-// does not hold it (clean).
-func (s *Store) refund(counter string, cost int64, pl *principalLock) {
+// does not hold it (clean). taken reports that the cost was taken off,
+// or that the counter is gone (nothing left to take); err, that nothing
+// was written and a later try may take it (the counter could not be
+// read, or kept changing). A write whose answer was lost, or a corrupt
+// counter, reports neither: never taken twice.
+func (s *Store) refund(counter string, cost int64, pl *principalLock) (taken bool, err error) {
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		n, rev, err := s.readCounter("unclaim", counter)
+		if amp.NameOf(err) == ErrCounterCorrupt {
+			return false, nil // FLEET-18
+		}
 		if err != nil || rev == 0 {
-			return
+			return err == nil, err
 		}
 		left := max(n-cost, 0)
 		var r *clientv3.TxnResponse
@@ -445,14 +502,15 @@ func (s *Store) refund(counter string, cost int64, pl *principalLock) {
 			return err
 		})
 		if err != nil {
-			return
+			return false, nil
 		}
 		if r.Succeeded {
 			if pl != nil {
 				pl.snap = nil // one counter compared: the others are not known
 			}
-			return
+			return true, nil
 		}
 		contended(attempt)
 	}
+	return false, contendedErr()
 }

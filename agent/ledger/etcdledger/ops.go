@@ -69,37 +69,58 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 // conflict is retried (at most 16 times).
 func (s *Store) markNew(k ledger.Key, ci claimInfo, claimed bool, expires time.Time, reserve int64) error {
 	dl := time.Now().Add(s.o.OpTimeout)
-	cost := entryCost(k, reserve)
 	now := s.o.Now()
-	if s.budgetFull(now, cost) {
-		return amp.Named(amp.CodeOverloaded, ledger.ErrFull, "the agent's idempotency ledger is full; retry later")
+	e, cost, err := s.newEntry(k, now, expires, reserve)
+	if err != nil {
+		return err
 	}
-	ph := sha256.Sum256([]byte(s.principalOf(k.Sender)))
-	e := entry{state: stateRunning, expires: expires, reserve: reserve, end: bucketEnd(now, expires)}
-	copy(e.principal[:], ph[:16])
-	phex := hash16(s.principalOf(k.Sender))
-	ks := keysOf(s.prefix, k)
-	counter := usageKey(s.prefix, phex, e.end)
-	pl, err := s.hot.lock(usagePrefix(s.prefix, phex), dl)
+	pl, err := s.hot.lock(usagePrefix(s.prefix, hexOf(e.principal)), dl)
 	if err != nil {
 		return err
 	}
 	defer s.hot.unlock(pl)
+	return s.makeEntry(k, ci, claimed, e, cost, pl)
+}
+
+// newEntry is the running entry of k that markNew makes, with its cost,
+// or ErrFull when it is over this process's share of the budget.
+func (s *Store) newEntry(k ledger.Key, now, expires time.Time, reserve int64) (entry, int64, error) {
+	cost := entryCost(k, reserve)
+	if s.budgetFull(now, cost) {
+		return entry{}, 0, amp.Named(amp.CodeOverloaded, ledger.ErrFull, "the agent's idempotency ledger is full; retry later")
+	}
+	ph := sha256.Sum256([]byte(s.principalOf(k.Sender)))
+	e := entry{state: stateRunning, expires: expires, reserve: reserve, end: bucketEnd(now, expires)}
+	copy(e.principal[:], ph[:16])
+	return e, cost, nil
+}
+
+// makeEntry commits markNew's transaction for e (costing cost). pl is the
+// principal's lock, held by the caller, whose counters are the first
+// guess; nil when the caller does not hold it (remake): the counters are
+// then read for every try, and a try that fails on another's write is
+// retried as one that fails on a stale guess.
+func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cost int64, pl *principalLock) error {
+	phex := hexOf(e.principal)
+	ks := keysOf(s.prefix, k)
+	counter := usageKey(s.prefix, phex, e.end)
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		lease, err := s.leases.get(e.end)
 		if err != nil {
 			return err
 		}
 		snap := ci.usage
-		if pl.snap != nil && (snap == nil || pl.snap.rev > snap.rev) {
+		if pl != nil && pl.snap != nil && (snap == nil || pl.snap.rev > snap.rev) {
 			snap = pl.snap // this process's own later write of the counters
 		}
-		guess := snap != nil && snap != ci.usage                                    // not read with the claim
-		if attempt > 0 || snap == nil || guess && snap.sum+cost > s.lim.PerCaller { // never refuse on a guess
+		guess := snap != nil && snap != ci.usage                                                 // not read with the claim
+		if pl == nil || attempt > 0 || snap == nil || guess && snap.sum+cost > s.lim.PerCaller { // never refuse on a guess
 			if snap, err = s.readUsage("mark", usagePrefix(s.prefix, phex)); err != nil {
 				return err
 			}
-			pl.snap = snap
+			if pl != nil {
+				pl.snap = snap
+			}
 		}
 		sum, cur, rev := snap.sum, snap.vals[counter], snap.rev
 		if sum+cost > s.lim.PerCaller {
@@ -124,9 +145,11 @@ func (s *Store) markNew(k ledger.Key, ci claimInfo, claimed bool, expires time.T
 			return err // the entry may exist: Unclaim deletes it (FLEET-7)
 		}
 		if r.Succeeded {
-			pl.learn(r.Responses[2], r.Header.Revision)
+			if pl != nil {
+				pl.learn(r.Responses[2], r.Header.Revision)
+			}
 			s.mu.Lock()
-			s.running[k] = entryRef{rev: r.Header.Revision, e: e, charged: true, counter: cur + cost, counterRev: r.Header.Revision, limit: reserve}
+			s.running[k] = entryRef{rev: r.Header.Revision, e: e, charged: true, counter: cur + cost, counterRev: r.Header.Revision, limit: e.reserve}
 			s.charge(e.end, cost, 1)
 			if c, ok := s.claims[k]; ok && c.rev == ci.rev {
 				c.ran = true
@@ -323,9 +346,11 @@ func contended(attempt int) { time.Sleep(time.Duration(attempt+1) * time.Millise
 // usage counter what of the reservation the reply does not use, and
 // deletes the claim. A counter that keeps changing (after 16 tries), or
 // that cannot be read (corrupt, or etcd slow), is left charged rather than
-// the reply unrecorded (FLEET-14); so is it when the principal's lock does
-// not come within the call's deadline (FLEET-20): a handler that ran is
-// never refused for the queue.
+// the reply unrecorded (FLEET-14). When the principal's lock does not
+// come within the call's deadline, the reply is recorded without it and
+// the refund queued on the cleaner (FLEET-20); an entry that went with
+// its lease while the claim holds is made again first (remake): a handler
+// that ran is never refused for the queue.
 func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	s.mu.Lock()
 	ref, ok := s.running[k]
@@ -345,14 +370,17 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	u := usagePrefix(s.prefix, hexOf(ref.e.principal))
 	counter := u + itoa(ref.e.end)
 	unread := false // the counter could not be read: no refund (FLEET-14)
+	ck := u         // what the transaction is combined by (FLEET-16)
+	remade := false // the entry went and was made again (remake)
 	pl, err := s.hot.lock(u, time.Now().Add(s.o.OpTimeout))
 	if err != nil {
 		// The principal's queue did not reach this Finish within its
 		// deadline (FLEET-15): the handler ran, so its reply is recorded
-		// all the same, without the lock and without the refund, as when
-		// the counter cannot be read (FLEET-20). The transaction touches
-		// no counter: it is combined as a key of its own.
-		pl, unread, u = nil, true, ks.entry
+		// all the same, without the lock (FLEET-20), and the unused
+		// reservation is given back afterwards by the cleaner, also
+		// without the lock (refundLater). The transaction touches no
+		// counter: it is combined as a key of its own.
+		pl, unread, ck = nil, true, ks.entry
 	} else {
 		defer s.hot.unlock(pl)
 	}
@@ -383,7 +411,7 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 		if pl != nil { // the counters after it, for the next holder's guess
 			ops = append(ops, clientv3.OpGet(u, clientv3.WithPrefix()))
 		}
-		r, err := s.txn("finish", k, u, cmp, ops,
+		r, err := s.txn("finish", k, ck, cmp, ops,
 			[]clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
 		if err != nil {
 			return err
@@ -399,9 +427,31 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 				s.charge(ref.e.end, -refund, 0)
 			}
 			s.mu.Unlock()
+			if pl == nil && refund > 0 { // recorded without the lock
+				s.refundLater(k, ref, counter, refund)
+			}
 			return nil
 		}
 		e := one(r.Responses[0])
+		if c := one(r.Responses[1]); e == nil && !remade && claimed && c != nil && c.CreateRevision == ci.rev {
+			// The entry went with its bucket lease while the handler ran,
+			// and this claim still holds: made again here, at once, never
+			// through Running's wait for the principal's lock, then
+			// finished as marked.
+			if err := s.remake(k, ref, ci, reply, pl); err != nil {
+				return err
+			}
+			remade = true
+			s.mu.Lock()
+			ref = s.running[k]
+			s.mu.Unlock()
+			done = ref.e
+			done.state, done.reply = stateDone, reply
+			refund = ref.e.reserve - int64(len(reply))
+			counter = u + itoa(ref.e.end)
+			attempt = -1 // the next is the first try on the new entry
+			continue
+		}
 		if e == nil {
 			s.mu.Lock()
 			delete(s.running, k)
@@ -420,6 +470,60 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 		}
 		contended(attempt)
 	}
+}
+
+// refundLater queues the refund of a Finish that recorded the reply of k
+// (its entry ref) without the principal's lock (FLEET-20): the cleaner
+// takes refund off counter, compared on its mod revision and without the
+// lock, and gives the tally back what this process charged, once (clean).
+// Refunds fill at most half of the cleaner's queue, the rest kept for
+// given-up claims; one more is dropped (its charge then stays until the
+// bucket ends, as FLEET-14's: over-charging briefly is safe).
+func (s *Store) refundLater(k ledger.Key, ref entryRef, counter string, refund int64) {
+	c := cleanup{k: k, counter: counter, take: refund, end: ref.e.end}
+	if ref.charged {
+		c.cost = refund
+	}
+	cl := &s.cleaner
+	cl.mu.Lock()
+	if len(cl.q) < maxCleanups/2 {
+		cl.queue(c)
+	}
+	cl.mu.Unlock()
+	cl.poke()
+}
+
+// remake makes again the running entry of k (ref), which went with its
+// bucket lease (expired, revoked) while its handler ran under the claim
+// ci, which still holds, so that Finish records reply in it: markNew's
+// transaction (the same share and budget checks), with the smallest
+// reservation that holds reply, and never a wait for the principal's
+// lock, which pl is when the caller holds it (nil: the counters are read
+// for every try): a Finish is never refused for its principal's queue
+// (FLEET-20). The entry is kept at least a minute, as Ticket.Finish
+// (agent/ledger/ledger.go) keeps a reply it records again, so that a
+// retry already in flight finds it. The vanished entry's charge leaves
+// this process's tally (etcd deleted it with its lease).
+func (s *Store) remake(k ledger.Key, ref entryRef, ci claimInfo, reply []byte, pl *principalLock) error {
+	now := s.o.Now()
+	expires := ref.e.expires
+	if least := now.Add(time.Minute); expires.Before(least) {
+		expires = least
+	}
+	e, cost, err := s.newEntry(k, now, expires, s.reserveOf(max(int64(len(reply)), ledger.MinReplyReserve)))
+	if err != nil {
+		return err
+	}
+	e.principal = ref.e.principal // the counters Finish locked, whatever the policy says now
+	if err := s.makeEntry(k, ci, true, e, cost, pl); err != nil {
+		return err
+	}
+	if ref.charged {
+		s.mu.Lock()
+		s.charge(ref.e.end, -entryCost(k, ref.e.reserve), -1)
+		s.mu.Unlock()
+	}
+	return nil
 }
 
 // readCounter reads one usage counter (rev 0: absent), counted in the

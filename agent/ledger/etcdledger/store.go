@@ -268,7 +268,9 @@ type Stats struct {
 	Calls, Errors uint64
 	Latency       time.Duration // the sum over the calls
 	// Cleanups is the number of given-up claims waiting for etcd to
-	// delete them (retried in the background while the process lives).
+	// delete them, and of refunds of Finishes that recorded their reply
+	// without the principal's lock (retried in the background while the
+	// process lives).
 	Cleanups int
 }
 
