@@ -33,7 +33,7 @@ func (e *Endpoint) openBlob(ctx context.Context, desc ocispec.Descriptor) (*blob
 	if desc.Digest.Validate() != nil || desc.Digest.Algorithm() != digest.SHA256 {
 		return nil, fail(ErrDigest, "a descriptor's digest is not a valid sha256 digest")
 	}
-	cctx, cancel := context.WithCancelCause(ctx)
+	cctx, cancel := context.WithCancelCause(withIntent(ctx, respBlob))
 	rc, err := e.src.Fetch(cctx, desc)
 	if err != nil {
 		cancel(nil)

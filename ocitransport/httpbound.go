@@ -41,11 +41,45 @@ const (
 	respTags
 )
 
-// classify returns the kind of answer req expects: by the first request of
-// its redirect chain, which must go to the registry itself, under the
-// repository the client asked for (/v2/REPO/…), and not be a token realm
-// the registry named (docs/SPEC-DECISIONS.md OCI-11). Anything else (the
-// API root, a token realm on any path and host) is respOther.
+// intentKey is the context key of the kind of answer the client asked
+// for (withIntent).
+type intentKey struct{}
+
+// withIntent marks ctx with what the requests made on it are for: respBlob
+// by openBlob, respTags by a tag listing, respReferrers by a referrers
+// listing. oras-go follows a listing's next-page Link, a path the
+// registry writes: the mark, not that path, says what the request is.
+func withIntent(ctx context.Context, kind responseKind) context.Context {
+	return context.WithValue(ctx, intentKey{}, kind)
+}
+
+// kindOf returns the kind of answer req expects. A request is a blob GET
+// only when openBlob made it (its context says so, withIntent) and its
+// path is a blob's (classify); a request a listing made (its first page,
+// or the next page its registry's Link names, whatever the path) is a page
+// of that listing; anything else is known by its path
+// (docs/SPEC-DECISIONS.md OCI-11, amended).
+func (t *boundedTransport) kindOf(req *http.Request) responseKind {
+	kind := t.classify(req)
+	intent, _ := req.Context().Value(intentKey{}).(responseKind)
+	switch {
+	case intent == respTags || intent == respReferrers:
+		if kind == respOther {
+			return respOther // a token realm, a path off the repository
+		}
+		return intent
+	case kind == respBlob && intent != respBlob:
+		return respOther
+	}
+	return kind
+}
+
+// classify returns the kind of answer req's path names: by the first
+// request of its redirect chain, which must go to the registry itself,
+// under the repository the client asked for (/v2/REPO/…), and not be a
+// token realm the registry named (docs/SPEC-DECISIONS.md OCI-11). Anything
+// else (the API root, a token realm on any path and host) is respOther.
+// Who made the request (kindOf) decides whether it is read as that kind.
 func (t *boundedTransport) classify(req *http.Request) responseKind {
 	first := req
 	for first.Response != nil && first.Response.Request != nil {
@@ -212,7 +246,7 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, fail(ErrAuthHost, "the registry sends the client to the host %q, not allowed (allow it with --allow-auth-host %s)",
 			cliSafe(req.URL.Hostname()), cliSafe(req.URL.Hostname()))
 	}
-	kind := t.classify(req)
+	kind := t.kindOf(req)
 	if kind == respBlob && req.Method == http.MethodGet {
 		return t.blobAnswer(req)
 	}

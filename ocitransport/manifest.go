@@ -54,6 +54,35 @@ type Artifact struct {
 	Version  uint64
 }
 
+// Trimmed returns a copy of a holding only what a plan of many artifacts
+// keeps of each, whatever the size of the manifest (up to
+// MaxManifestSize, most of it annotations a plan has no use for): the
+// descriptor's media type, digest, size and artifactType, the kind, the
+// file's size and SHA-256 and the hints (BundleID as the annotation says
+// it: a caller keeping many bounds it), a statement's one layer and its
+// subject (media type, digest, size). Raw, the annotations and a bundle's
+// layers are left out: read the manifest again with Manifest (checked
+// against the digest kept) before pulling the bundle.
+func (a *Artifact) Trimmed() *Artifact {
+	t := &Artifact{Descriptor: bareDescriptor(a.Descriptor), Kind: a.Kind, FileSize: a.FileSize,
+		FileSHA256: bytes.Clone(a.FileSHA256), BundleID: a.BundleID, Version: a.Version}
+	t.Descriptor.ArtifactType = a.Descriptor.ArtifactType
+	t.Manifest = ocispec.Manifest{Versioned: a.Manifest.Versioned, MediaType: a.Manifest.MediaType, ArtifactType: a.Manifest.ArtifactType}
+	if a.Kind != KindBundle && len(a.Manifest.Layers) == 1 {
+		t.Manifest.Layers = []ocispec.Descriptor{bareDescriptor(a.Manifest.Layers[0])}
+	}
+	if a.Manifest.Subject != nil {
+		sub := bareDescriptor(*a.Manifest.Subject)
+		t.Manifest.Subject = &sub
+	}
+	return t
+}
+
+// bareDescriptor is d's media type, digest and size.
+func bareDescriptor(d ocispec.Descriptor) ocispec.Descriptor {
+	return ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size}
+}
+
 // StatementKind returns the kind of the signed statement data (a
 // revocation, trust or heartbeat statement), or "" when it is none.
 func StatementKind(data []byte) string {

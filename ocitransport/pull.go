@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry"
 
@@ -148,30 +149,115 @@ func (e *Endpoint) Statements(ctx context.Context, b *Artifact) ([]*Artifact, er
 // (docs/SPEC-DECISIONS.md OCI-9). err is a failure of the listing itself,
 // oci_too_many past MaxReferrers, found as the pages arrive.
 func (e *Endpoint) StatementsSkipping(ctx context.Context, b *Artifact) (out []*Artifact, skipped []error, err error) {
+	return e.StatementsCached(ctx, b, nil)
+}
+
+// StatementsCached is StatementsSkipping sharing cache with the other
+// listings of one run (a sync): a referrer digest any of them listed is
+// fetched once, its failure is in skipped once, and the artifacts returned
+// are Trimmed (docs/SPEC-DECISIONS.md OCI-13, amended). With a nil cache
+// it is StatementsSkipping: the listing on its own, the artifacts whole.
+func (e *Endpoint) StatementsCached(ctx context.Context, b *Artifact, cache *StatementCache) (out []*Artifact, skipped []error, err error) {
 	descs, err := e.referrers(ctx, b.Descriptor)
 	if err != nil {
 		return nil, nil, err
 	}
-	seen := make(map[string]bool, len(descs))
+	seen := make(map[digest.Digest]bool, len(descs))
 	for _, d := range descs {
-		if !isStatementType(d.ArtifactType) || seen[d.Digest.String()] {
+		if !isStatementType(d.ArtifactType) || seen[d.Digest] {
 			continue // a referrer listed again is fetched once (OCI-13)
 		}
-		seen[d.Digest.String()] = true
-		a, err := e.fetchManifest(ctx, d, MaxStatementManifestSize)
-		if err == nil && (a.Kind == KindBundle || a.Manifest.Subject.Digest != b.Descriptor.Digest) {
+		seen[d.Digest] = true
+		c, err := cache.fetch(ctx, e, d)
+		if err != nil {
+			return nil, nil, err // the context ended: no verdict
+		}
+		err = c.err
+		if err == nil && (c.a.Kind == KindBundle || c.a.Manifest.Subject.Digest != b.Descriptor.Digest) {
 			err = fail(ErrManifest, "a referrer's subject is not the bundle")
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, nil, err
+			if !c.reported {
+				skipped = append(skipped, err)
 			}
-			skipped = append(skipped, err)
+			if cache != nil {
+				c.reported = true // once per run
+			}
 			continue
 		}
-		out = append(out, a)
+		out = append(out, c.a)
 	}
 	return out, skipped, nil
+}
+
+// StatementCache is what the referrers listings of one run (a sync) learnt
+// of each statement manifest, by its descriptor's digest and size (and
+// whether its media type is a manifest's: a listing that misdescribes a
+// digest does not decide for the others): the manifest Trimmed, or why it
+// was refused, and whether that was reported. A hostile registry listing
+// the same MaxReferrers statements under every bundle tag costs one fetch
+// and one report each, not one per bundle (docs/SPEC-DECISIONS.md OCI-13,
+// amended); at most MaxSyncStatements distinct manifests are fetched, a
+// referrer past them is skipped (oci_too_many). Its zero value is ready to
+// use; it is not safe for concurrent use.
+type StatementCache struct {
+	m map[statementKey]*cachedStatement
+}
+
+// statementKey is what a statement manifest's fetch depends on.
+type statementKey struct {
+	digest   digest.Digest
+	size     int64
+	manifest bool // the media type is ocispec.MediaTypeImageManifest
+}
+
+// cachedStatement is one statement manifest of a StatementCache: a (when
+// it was read and decoded) or err, and whether err was reported.
+type cachedStatement struct {
+	a        *Artifact
+	err      error
+	reported bool
+}
+
+// fetch returns what c knows of the statement manifest d, fetching it
+// first when c has not seen it. A nil c fetches and keeps nothing. err is
+// the context's end (nothing learnt); the manifest's own failure is in
+// the result.
+func (c *StatementCache) fetch(ctx context.Context, e *Endpoint, d ocispec.Descriptor) (*cachedStatement, error) {
+	key := statementKey{d.Digest, d.Size, d.MediaType == ocispec.MediaTypeImageManifest}
+	if c != nil {
+		if cs, ok := c.m[key]; ok {
+			return cs, nil
+		}
+		if len(c.m) >= MaxSyncStatements {
+			return &cachedStatement{err: fail(ErrTooMany, "more than %d distinct statement manifests listed in one run", MaxSyncStatements)}, nil
+		}
+	}
+	a, err := e.fetchManifest(ctx, d, MaxStatementManifestSize)
+	if err != nil && ctx.Err() != nil {
+		return nil, err
+	}
+	cs := &cachedStatement{a: a, err: err}
+	if c == nil {
+		return cs, nil
+	}
+	if a != nil {
+		cs.a = a.Trimmed()
+	}
+	if c.m == nil {
+		c.m = map[statementKey]*cachedStatement{}
+	}
+	c.m[key] = cs
+	return cs, nil
+}
+
+// Manifest reads again the manifest desc names (the descriptor of an
+// artifact Resolve returned, maybe Trimmed), bounded as Resolve reads it
+// and checked against desc's digest and size: the artifact is the one
+// read before, byte for byte, or the read fails (oci_digest_mismatch,
+// oci_size_mismatch, or the transport's error).
+func (e *Endpoint) Manifest(ctx context.Context, desc ocispec.Descriptor) (*Artifact, error) {
+	return e.fetchManifest(ctx, desc, e.o.MaxManifestSize)
 }
 
 // referrers lists the referrers of desc, failing as soon as there are
@@ -180,6 +266,7 @@ func (e *Endpoint) StatementsSkipping(ctx context.Context, b *Artifact) (out []*
 func (e *Endpoint) referrers(ctx context.Context, desc ocispec.Descriptor) ([]ocispec.Descriptor, error) {
 	tooMany := fail(ErrTooMany, "the bundle has more than %d referrers", MaxReferrers)
 	var descs []ocispec.Descriptor
+	ctx = withIntent(ctx, respReferrers)
 	if e.repo != nil {
 		err := e.repo.Referrers(ctx, desc, "", func(page []ocispec.Descriptor) error {
 			if len(page) > MaxReferrers-len(descs) {
@@ -224,7 +311,7 @@ func IsReferrersTag(t string) bool { return referrersTagRE.MatchString(t) }
 func (e *Endpoint) Tags(ctx context.Context) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
-	err := e.src.Tags(ctx, "", func(tags []string) error {
+	err := e.src.Tags(withIntent(ctx, respTags), "", func(tags []string) error {
 		for _, t := range tags {
 			if !ValidTag(t) || seen[t] {
 				continue

@@ -65,6 +65,10 @@ const (
 	MaxLayers = 10000
 	// MaxReferrers is the most statements read for one bundle.
 	MaxReferrers = 1000
+	// MaxSyncStatements is the most distinct statement manifests one
+	// StatementCache (one sync) fetches: ten for each of DefaultMaxTags
+	// bundles. Each is kept Trimmed, a few hundred bytes.
+	MaxSyncStatements = 10 * DefaultMaxTags
 	// MaxStatementSize is the largest statement blob (64 KiB; a statement
 	// is one small CBOR item).
 	MaxStatementSize = 64 << 10

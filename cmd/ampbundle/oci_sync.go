@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"path"
 	"sort"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -39,8 +39,17 @@ type ociSyncEntry struct {
 	Error    string `json:"error,omitempty"`
 	Message  string `json:"message,omitempty"`
 
+	// art is the artifact Trimmed: a plan of MaxTags tags holds no
+	// manifest (a bundle's is read again to pull it, by its digest).
 	art *ocitransport.Artifact
+	// fileKey is a bundle's ociFileKey.
+	fileKey string
 }
+
+// maxOCISkippedEntries bounds the skipped referrers a sync's report lists
+// one by one; past it one entry counts the rest (docs/SPEC-DECISIONS.md
+// OCI-13, amended).
+const maxOCISkippedEntries = 100
 
 // ociSyncReport is the report of 'ampbundle sync oci://…'.
 type ociSyncReport struct {
@@ -113,7 +122,10 @@ func syncOCI(env *cliutil.Env, c *cli.Context) (err error) {
 // statements: the entries, in the order they are applied. Every bundle is
 // planned: which version of a bundle_id lands is decided after each is
 // pulled and verified (applyOCIBundles), never from the annotations
-// (docs/SPEC-DECISIONS.md OCI-9).
+// (docs/SPEC-DECISIONS.md OCI-9). A manifest is read one at a time and
+// kept Trimmed, with its file key; a referrer listed under several bundles
+// is fetched, and its failure reported, once; the report lists at most
+// maxOCISkippedEntries skipped referrers, then their count (OCI-13).
 func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitransport.Location, pattern string) (*ociSyncReport, error) {
 	tags, err := ep.Tags(ctx)
 	if err != nil {
@@ -141,8 +153,15 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 			refuse(e, err)
 			continue
 		}
-		e.art, e.Kind, e.BundleID, e.Version = a, a.Kind, cliutil.Sanitize(a.BundleID), a.Version
+		if a.Kind == ocitransport.KindBundle && a.BundleID != "" && bundle.ValidateBundleID(a.BundleID) != nil {
+			// No file's header names it: refused now, as after a pull.
+			e.Kind = a.Kind
+			refuse(e, cliutil.Failf(ocitransport.ErrAnnotation, "the manifest's bundle_id annotation is not a bundle_id"))
+			continue
+		}
+		e.art, e.Kind, e.BundleID, e.Version = a.Trimmed(), a.Kind, cliutil.Sanitize(a.BundleID), a.Version
 		if a.Kind == ocitransport.KindBundle {
+			e.fileKey = ociFileKey(a)
 			bundles = append(bundles, e)
 		} else {
 			seen[a.Descriptor.Digest.String()] = true
@@ -151,12 +170,18 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 	// The statements of every bundle offered: a revocation attached to an
 	// older version still counts. A referrer that is malformed, or a list
 	// over the bound, is reported and skipped: the bundle is still synced.
+	cache, listed, unlisted := &ocitransport.StatementCache{}, 0, 0
 	for _, b := range bundles {
-		refs, skipped, err := ep.StatementsSkipping(ctx, b.art)
+		refs, skipped, err := ep.StatementsCached(ctx, b.art, cache)
 		if err != nil {
 			skipped = append(skipped, err)
 		}
 		for _, serr := range skipped {
+			if listed >= maxOCISkippedEntries {
+				unlisted++
+				continue
+			}
+			listed++
 			w := &ociSyncEntry{Ref: b.Ref, Kind: "referrers", Outcome: ociSkipped}
 			w.Error, w.Message = errName(serr), cliutil.Sanitize(errMessage(serr))
 			rep.Entries = append(rep.Entries, w)
@@ -169,6 +194,10 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 			e := &ociSyncEntry{Ref: loc.WithReference(a.Descriptor.Digest.String()).String(), Kind: a.Kind, Outcome: ociPlanned, art: a}
 			rep.Entries = append(rep.Entries, e)
 		}
+	}
+	if unlisted > 0 {
+		rep.Entries = append(rep.Entries, &ociSyncEntry{Ref: loc.String(), Kind: "referrers", Outcome: ociSkipped, Error: string(ocitransport.ErrTooMany),
+			Message: fmt.Sprintf("%d more referrers skipped, not listed one by one", unlisted)})
 	}
 	order := map[string]int{ocitransport.KindRotation: 0, ocitransport.KindRevocation: 1, ocitransport.KindBundle: 2, ocitransport.KindHeartbeat: 3}
 	sort.SliceStable(rep.Entries, func(i, j int) bool {
@@ -278,14 +307,16 @@ type ociFiles map[string]*ociFile
 
 // ociFileKey names the bytes a bundle's manifest pulls: the file's size
 // and SHA-256, and each layer's digest, size and media type, every one of
-// which the pull depends on (docs/SPEC-DECISIONS.md OCI-16).
+// which the pull depends on (docs/SPEC-DECISIONS.md OCI-16); hashed, so
+// that what a plan keeps of a tag is the same few bytes whatever its
+// layers (up to MaxLayers).
 func ociFileKey(a *ocitransport.Artifact) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%x/%d", a.FileSHA256, a.FileSize)
+	h := sha256.New()
+	fmt.Fprintf(h, "%x/%d", a.FileSHA256, a.FileSize)
 	for _, l := range a.Manifest.Layers {
-		fmt.Fprintf(&b, "/%s,%d,%q", l.Digest, l.Size, l.MediaType)
+		fmt.Fprintf(h, "/%s,%d,%q", l.Digest, l.Size, l.MediaType)
 	}
-	return b.String()
+	return string(h.Sum(nil))
 }
 
 // fileVerdict says whether err is a verdict on a pulled file's bytes, to
@@ -326,9 +357,10 @@ func errAnnotationMismatch() error {
 // oci_annotation_mismatch), and the import verifies it as any file. A file
 // this sync already pulled is judged by what was learnt of it (files),
 // not pulled again, unless it is the bundle its annotations name and was
-// not refused.
+// not refused. The manifest the plan read is read again, by its digest
+// (so it is the one planned, byte for byte), only to pull the file.
 func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e *ociSyncEntry, files ociFiles) {
-	key := ociFileKey(e.art)
+	key := e.fileKey
 	f := files[key]
 	switch {
 	case f == nil:
@@ -352,7 +384,12 @@ func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e
 		}
 		refuse(e, err)
 	}
-	sp, err := spoolOCIBundle(ctx, ep, e.art)
+	m, err := ep.Manifest(ctx, e.art.Descriptor)
+	if err != nil {
+		refuse(e, err) // the manifest's fault or the registry's, not the file's
+		return
+	}
+	sp, err := spoolOCIBundle(ctx, ep, m)
 	if err != nil {
 		fileRefused(err, false)
 		return
