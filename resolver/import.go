@@ -132,8 +132,12 @@ type staged struct {
 //
 // After a refusal the rest of r is read, without the store's write lock,
 // to hash the whole file (auditImportRefusal). When that reading gives up
-// (ctx done, the minimum data rate not kept) Import returns while one
-// Read of r may still be in flight; nothing reads r after it returns.
+// (ctx done, Close, the minimum data rate not kept) Import returns while
+// one Read of r may still be in flight; nothing reads r after it returns.
+// A refusal whose audit entry the store could not write is answered
+// store_io, never as a refusal the audit log does not hold. Close
+// cancels an Import in flight and waits for it (beginImport), but for
+// one inside its Progress callback.
 func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ *ImportResult, err error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -141,6 +145,12 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	if err := checkSource(opts.Source); err != nil {
 		return nil, err
 	}
+	ctx, progress, end, err := s.beginImport(ctx, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	opts.Progress = progress
+	defer end() // last: after the refusal's audit, deferred below
 	s.mu.Lock()
 	locked := true
 	defer func() {
@@ -169,7 +179,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 			gen := s.gen.Load()
 			locked = false
 			s.mu.Unlock()
-			s.auditImportRefusal(ctx, err, verified, r, fileHash, opts, gen)
+			if aerr := s.auditImportRefusal(ctx, err, verified, r, fileHash, opts, gen); aerr != nil {
+				err = aerr
+			}
 		}
 	}()
 	policy, err := s.policy()
@@ -1022,23 +1034,25 @@ func sha256sum(b []byte) []byte {
 // A refusal of the same file with the same verdict is audited once a
 // RefusalReauditInterval (auditRefusalOnce, keyed by fileSHA256). The
 // caller holds s.mu: the refusal was judged at the current generation.
+// An error writing the entry is dropped (a statement's refusal).
 func (s *Store) auditRefusal(err error, verified *ImportResult, fileSHA256 []byte) {
-	s.auditRefusalFrom(err, verified, fileSHA256, "", fileSHA256, s.gen.Load())
+	_ = s.auditRefusalFrom(err, verified, fileSHA256, "", fileSHA256, s.gen.Load())
 }
 
 // auditRefusalFrom is auditRefusal with the import's source recorded,
 // key, the SHA-256 the record of recent refusals knows the file by, and
-// gen, the generation the refusal was judged at.
-func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 []byte, source string, key []byte, gen uint64) {
+// gen, the generation the refusal was judged at. It returns the error of
+// the audit write (nil for what is not a refusal).
+func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 []byte, source string, key []byte, gen uint64) error {
 	name := amp.NameOf(amp.AsError(err))
 	if name == "" || name == ErrStoreIO || name == ErrReadOnly || name == ErrStoreInUse {
-		return
+		return nil
 	}
 	e := AuditEntry{Action: "import_refused", Actor: s.actor(), Verdict: string(name), FileSHA256: clone(fileSHA256), Source: source}
 	if verified != nil {
 		e.BundleID, e.Version, e.Signers = verified.BundleID, verified.Version, verified.Signers
 	}
-	s.auditRefusalOnce(e, key, gen)
+	return s.auditRefusalOnce(e, key, gen)
 }
 
 // MaxRefusalDrain is the most a refused import reads of what is left of
@@ -1048,6 +1062,15 @@ func (s *Store) auditRefusalFrom(err error, verified *ImportResult, fileSHA256 [
 // whole and its refusal recorded.
 const MaxRefusalDrain = 1 << 30
 
+// MaxRefusalDrains bounds the refused imports of one store that drain
+// their streams at the same time (auditImportRefusal): each holds a
+// goroutine, a buffer and its caller's stream for up to MaxRefusalDrain
+// at the minimum data rate. Sync offers one file at a time, so a few
+// slots serve it; a refusal beyond them is audited at once, unhashed and
+// recorded nowhere, as a drain that gives up is (docs/SPEC-DECISIONS.md
+// MIRROR-13).
+const MaxRefusalDrains = 4
+
 // auditImportRefusal audits a refused import whose stream r (tee'd into
 // fileHash) the store stopped reading at the refusal, judged at
 // generation gen; the caller no longer holds s.mu. The record of recent
@@ -1055,33 +1078,40 @@ const MaxRefusalDrain = 1 << 30
 // names only a file the store read whole (docs/SPEC-DECISIONS.md
 // MIRROR-13): what is left of r is drained (drainRefused: at most
 // MaxRefusalDrain bytes, or MaxArtifactSize when larger, until ctx is
-// done, at the minimum data rate), and when r ended within that the
-// refusal is recorded, and audited, under the SHA-256 of all the bytes
-// read (the caller's FileSHA256 when the bytes are that file), provided
-// the store is still at gen. Bytes that are not the file the caller named
-// (an altered part, a cut stream, other bytes under a good file's sum)
-// so never have the good file recorded as refused. Otherwise the refusal
-// is audited each time and recorded nowhere, as before the record
-// existed. Close stops the drain as a cancel does and waits for the
-// audit write before it closes the database (beginDrain), so a refusal
-// is never lost to a Close during its drain.
-func (s *Store) auditImportRefusal(ctx context.Context, err error, verified *ImportResult, r io.Reader, fileHash hash.Hash, opts ImportOptions, gen uint64) {
-	switch amp.NameOf(amp.AsError(err)) {
+// done, at the minimum data rate, in one of MaxRefusalDrains slots), and
+// when r ended within that the refusal is recorded, and audited, under
+// the SHA-256 of all the bytes read (the caller's FileSHA256 when the
+// bytes are that file), provided the store is still at gen. Bytes that
+// are not the file the caller named (an altered part, a cut stream,
+// other bytes under a good file's sum) so never have the good file
+// recorded as refused. Otherwise (no slot free, or the drain gave up)
+// the refusal is audited each time and recorded nowhere, as before the
+// record existed. ctx is done once Close begins (beginImport), which
+// stops the drain as a cancel does and waits for the audit write before
+// it closes the database. It returns store_io when the audit entry could
+// not be written: the caller then answers that, not the refusal.
+func (s *Store) auditImportRefusal(ctx context.Context, err error, verified *ImportResult, r io.Reader, fileHash hash.Hash, opts ImportOptions, gen uint64) error {
+	name := amp.NameOf(amp.AsError(err))
+	switch name {
 	case "", ErrStoreIO, ErrReadOnly, ErrStoreInUse:
-		return // not a refusal: neither audited nor drained
+		return nil // not a refusal: neither audited nor drained
 	}
-	closing, ok := s.beginDrain()
-	if !ok { // Close has begun: audited without a drain
-		s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source, nil, gen)
-		return
+	drained := false
+	if s.beginDrain() {
+		drained = drainRefused(ctx, r, max(s.opts.MaxArtifactSize, MaxRefusalDrain))
+		s.endDrain()
 	}
-	defer s.drains.Done() // after the audit write: Close waits for it
-	if !drainRefused(ctx, closing, r, max(s.opts.MaxArtifactSize, MaxRefusalDrain)) {
-		s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source, nil, gen)
-		return
+	var werr error
+	if drained {
+		sum := fileHash.Sum(nil)
+		werr = s.auditRefusalFrom(err, verified, sum, opts.Source, sum, gen)
+	} else {
+		werr = s.auditRefusalFrom(err, verified, opts.FileSHA256, opts.Source, nil, gen)
 	}
-	sum := fileHash.Sum(nil)
-	s.auditRefusalFrom(err, verified, sum, opts.Source, sum, gen)
+	if werr != nil {
+		return fail(ErrStoreIO, "the import was refused (%s), but the store could not write the refusal's audit entry", name).WithCause(werr)
+	}
+	return nil
 }
 
 // drainRate and drainGrace are the minimum data rate of a refused
@@ -1093,26 +1123,30 @@ var (
 )
 
 // drainRefused reads r to its end and reports whether it ended within
-// limit bytes, before ctx was done or closing closed (Store.Close), and
-// while keeping the minimum data rate: after drainGrace, what has arrived
+// limit bytes, before ctx was done (a cancel, or Store.Close), and while
+// keeping the minimum data rate: after drainGrace, what has arrived
 // keeps up with drainRate on average since the drain began, and once
-// bytes came the next come within drainGrace (the rate and stall rules of transport.RateReader; a
-// local file drains at disk speed). The reading runs in a goroutine so
-// that a Read blocked on a stream its caller keeps open cannot hold the
-// import: when the drain gives up, that goroutine ends when the Read in
-// flight returns, and reads nothing more.
-func drainRefused(ctx context.Context, closing <-chan struct{}, r io.Reader, limit int64) bool {
-	var got, last atomic.Int64 // bytes read; wall time of the last, unix ns
+// bytes came the next come within drainGrace (the rate and stall rules
+// of transport.RateReader; a local file drains at disk speed). Its times
+// are monotonic (durations since the drain began): a wall clock stepped
+// back does not hold a stalled stream longer. The reading runs in a
+// goroutine so that a Read blocked on a stream its caller keeps open
+// cannot hold the import: when the drain gives up, that goroutine ends
+// when the Read in flight returns, and reads nothing more.
+func drainRefused(ctx context.Context, r io.Reader, limit int64) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var got, last atomic.Int64 // bytes read; time of the last since start, ns
 	var stop atomic.Bool
 	start := time.Now()
-	last.Store(start.UnixNano())
 	done := make(chan bool, 1)
 	go func() {
 		buf := make([]byte, 32<<10)
 		for !stop.Load() {
 			n, err := r.Read(buf)
 			if n > 0 {
-				last.Store(time.Now().UnixNano())
+				last.Store(int64(time.Since(start)))
 				if got.Add(int64(n)) > limit {
 					break
 				}
@@ -1126,7 +1160,7 @@ func drainRefused(ctx context.Context, closing <-chan struct{}, r io.Reader, lim
 	}()
 	deadline := func() time.Time {
 		d := start.Add(admission.DataDeadline(got.Load(), drainRate, drainGrace, 0))
-		if s := time.Unix(0, last.Load()).Add(drainGrace); got.Load() > 0 && s.Before(d) {
+		if s := start.Add(time.Duration(last.Load()) + drainGrace); got.Load() > 0 && s.Before(d) {
 			d = s
 		}
 		return d
@@ -1138,9 +1172,6 @@ func drainRefused(ctx context.Context, closing <-chan struct{}, r io.Reader, lim
 		case ok := <-done:
 			return ok
 		case <-ctx.Done():
-			stop.Store(true)
-			return false
-		case <-closing:
 			stop.Store(true)
 			return false
 		case <-timer.C:

@@ -160,11 +160,14 @@ func refusalNeeds(tx *bolt.Tx, sum []byte, verdict string, now time.Time, epoch 
 // judged at: an import drains its stream without the write lock
 // (auditImportRefusal), and a refusal judged before a change that moved
 // the generation (a key trusted meanwhile) is audited but not recorded
-// at the new one, where RefusedAt would answer it. Errors are dropped,
-// as for any refusal's audit (the refusal itself is what the caller
-// reports); Close does not close the database under a drain's write
-// (Store.beginDrain).
-func (s *Store) auditRefusalOnce(e AuditEntry, sum []byte, gen uint64) {
+// at the new one, where RefusedAt would answer it. It returns the error
+// of the store (store_io) when what the refusal must write could not be
+// written: an Import then answers store_io, not the refusal; Close does
+// not close the database under an Import in flight (Store.beginImport).
+func (s *Store) auditRefusalOnce(e AuditEntry, sum []byte, gen uint64) error {
+	if err := s.fault("refusal-audit"); err != nil {
+		return err
+	}
 	now := s.opts.Now()
 	if amp.ErrName(e.Verdict) == bundle.ErrTruncated || len(sum) != sha256.Size {
 		// The stream was cut (a caller that went away): a fault of the
@@ -172,18 +175,22 @@ func (s *Store) auditRefusalOnce(e AuditEntry, sum []byte, gen uint64) {
 		// have sync skip the file; audited each time, as before. So
 		// is a refusal of a stream the store did not read whole (no
 		// sum: auditImportRefusal).
-		_ = s.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, now, e) })
-		return
+		if err := s.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, now, e) }); err != nil {
+			return wrapTx(err)
+		}
+		return nil
 	}
 	var need refusalWrite
-	_ = s.db.View(func(tx *bolt.Tx) error {
+	if err := s.db.View(func(tx *bolt.Tx) error {
 		_, _, need = refusalNeeds(tx, sum, e.Verdict, now, s.epoch)
 		return nil
-	})
-	if need == refusalNothing {
-		return
+	}); err != nil {
+		return wrapTx(err)
 	}
-	_ = s.db.Update(func(tx *bolt.Tx) error {
+	if need == refusalNothing {
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		if txGeneration(tx) != gen {
 			return appendAudit(tx, now, e) // judged on a state since changed
 		}
@@ -207,6 +214,10 @@ func (s *Store) auditRefusalOnce(e AuditEntry, sum []byte, gen uint64) {
 		}
 		return meta.Put(refusalKey(sum), encode(r))
 	})
+	if err != nil {
+		return wrapTx(err)
+	}
+	return nil
 }
 
 // countRefusalRecord counts one more refusal record, pruning the record

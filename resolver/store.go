@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"io/fs"
@@ -197,15 +198,26 @@ type Store struct {
 	// at version 2 (UpgradeError); set once, before Open returns.
 	upgradeErr error
 
-	// drainMu guards closed and every drains.Add: a refused import
-	// drains its stream without mu (auditImportRefusal), so Close counts
-	// the drains in flight: it sets closed and closes closing (each drain
-	// stops at once, as on a cancel), waits for every drain's audit
-	// write, and only then closes the database (beginDrain).
-	drainMu sync.Mutex
-	closed  bool
-	closing chan struct{}
-	drains  sync.WaitGroup
+	// closeMu guards closed and inflight, the Imports in flight: Close
+	// counts every Import from its start (beginImport), its reading of
+	// the stream under mu and its refusal's drain without mu
+	// (auditImportRefusal) included. Close sets closed (a later Import is
+	// refused), cancels closeCtx (every Import in flight is cancelled: a
+	// drain stops at once, staging stops at the next artifact), waits
+	// until inflight is 0 (idle, signalled under closeMu), every audit
+	// write done, and only then closes the database.
+	closeMu  sync.Mutex
+	closed   bool
+	inflight int
+	idle     *sync.Cond
+	closeCtx context.Context
+	closeNow context.CancelFunc
+
+	// drainSlots bounds the refused imports draining their streams at
+	// once (MaxRefusalDrains): a refusal that finds no slot is audited at
+	// once, unhashed and recorded nowhere, as a drain that gives up is
+	// (auditImportRefusal).
+	drainSlots chan struct{}
 }
 
 // Recovery is what opening a store read-write rolled back of imports a
@@ -258,7 +270,9 @@ func open(path string, opts Options, faults func(step string) error) (*Store, er
 		return nil, fail(ErrStoreIO, "cannot open the store").WithCause(err)
 	}
 	s := &Store{db: db, opts: opts, path: path, schemas: newSchemaCache(), faults: faults, epoch: refusalEpoch(opts),
-		closing: make(chan struct{})}
+		drainSlots: make(chan struct{}, MaxRefusalDrains)}
+	s.closeCtx, s.closeNow = context.WithCancel(context.Background())
+	s.idle = sync.NewCond(&s.closeMu)
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, err
@@ -362,36 +376,104 @@ func strictU64(v []byte, what string) (uint64, error) {
 	return binary.BigEndian.Uint64(v), nil
 }
 
-// Close closes the store. A refused import draining its stream without
-// the write lock (Import) stops its drain at once, as on a cancel, and
-// Close waits for its refusal's audit (unhashed: the stream was not read
-// whole) before it closes the database. Calling Close again is safe.
+// Close closes the store. Every Import in flight is cancelled (a refused
+// import's drain of its stream stops at once, an import staging its
+// artifacts at the next one) and Close waits for each to end, its audit
+// entry written, before it closes the database; an Import begun after
+// Close is refused (store_io). An Import blocked in a Read of its stream
+// holds Close until that Read returns: the caller's stream bounds it (the
+// admin socket reads every body at the minimum data rate). An Import
+// inside its caller's Progress callback is not waited for (the callback
+// may be what calls Close): it finds the database closed and answers
+// store_io. Calling Close again is safe.
 func (s *Store) Close() error {
-	s.drainMu.Lock()
+	s.closeMu.Lock()
 	if !s.closed {
 		s.closed = true
-		close(s.closing)
+		s.closeNow()
 	}
-	s.drainMu.Unlock()
-	s.drains.Wait()
+	for s.inflight > 0 {
+		s.idle.Wait()
+	}
+	s.closeMu.Unlock()
 	return s.db.Close()
 }
 
-// beginDrain registers a refused import's drain of its stream (run
-// without mu) with Close, which waits for its audit write before closing
-// the database. It returns the channel Close closes to stop the drain,
-// and false when Close has begun: the refusal is then audited without a
-// drain. A true answer is paired with s.drains.Done once the audit is
-// written.
-func (s *Store) beginDrain() (<-chan struct{}, bool) {
-	s.drainMu.Lock()
-	defer s.drainMu.Unlock()
-	if s.closed {
-		return nil, false
-	}
-	s.drains.Add(1)
-	return s.closing, true
+// importTurn is an Import's registration with Close (beginImport).
+type importTurn struct {
+	s       *Store
+	counted bool // counted in s.inflight: Close waits for it
 }
+
+// beginImport registers an Import with Close from its start: Close
+// waits for its end before it closes the database, so that a refusal
+// judged while the store closes is audited on an open database. The
+// returned context is ctx, also done once Close begins; progress is the
+// caller's Progress callback (nil when none), during which Close does not
+// wait for the Import. After Close has begun it refuses the Import
+// (store_io) and registers nothing.
+func (s *Store) beginImport(ctx context.Context, progress func(int64)) (_ context.Context, _ func(int64), end func(), err error) {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return nil, nil, nil, fail(ErrStoreIO, "the store is closed")
+	}
+	s.inflight++
+	t := &importTurn{s: s, counted: true}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.closeCtx, cancel)
+	if progress != nil {
+		caller := progress
+		progress = func(n int64) {
+			t.leave()
+			defer t.reenter()
+			caller(n)
+		}
+	}
+	return ctx, progress, func() {
+		stop()
+		cancel()
+		t.leave()
+	}, nil
+}
+
+// leave counts the Import off: Close no longer waits for it.
+func (t *importTurn) leave() {
+	t.s.closeMu.Lock()
+	defer t.s.closeMu.Unlock()
+	if t.counted {
+		t.counted = false
+		if t.s.inflight--; t.s.inflight == 0 {
+			t.s.idle.Broadcast()
+		}
+	}
+}
+
+// reenter counts the Import again after its caller's callback, unless
+// Close has begun meanwhile.
+func (t *importTurn) reenter() {
+	t.s.closeMu.Lock()
+	defer t.s.closeMu.Unlock()
+	if !t.s.closed {
+		t.counted = true
+		t.s.inflight++
+	}
+}
+
+// beginDrain takes one of the MaxRefusalDrains drain slots for a refused
+// import's drain of its stream, without waiting: false when all are taken.
+// A true answer is paired with endDrain once the drain ends.
+func (s *Store) beginDrain() bool {
+	select {
+	case s.drainSlots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// endDrain gives back the drain slot beginDrain took.
+func (s *Store) endDrain() { <-s.drainSlots }
 
 // Path returns the store's file name.
 func (s *Store) Path() string { return s.path }
@@ -408,7 +490,7 @@ func (s *Store) writable() error {
 }
 
 // fault is a named step of an import ("verify", "stage", "commit",
-// "commit-inside", "commit-end"), a removal ("remove") or the upgrade of
+// "commit-inside", "commit-end", "refusal-audit"), a removal ("remove") or the upgrade of
 // a version 2 store ("upgrade") where a test may
 // inject a failure; in production it returns nil.
 func (s *Store) fault(step string) error {

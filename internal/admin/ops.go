@@ -15,7 +15,6 @@ import (
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/resolver"
-	"github.com/ampbundle/ampbundle/transport"
 )
 
 // maxUpload bounds an uploaded bundle (the store's own caps bound each
@@ -108,17 +107,6 @@ func reading[Resp any](name, path string, read func(*resolver.Store) (Resp, erro
 		Run: func(s *resolver.Store, _ none) (Resp, error) { return read(s) }}
 }
 
-// rateBody is r's body, at most max bytes, read at the minimum data rate
-// (admission.MinDataRate after admission.FrameGrace, and no stall longer
-// than that grace; transport.RateReader): an import reads its stream
-// under the store's write lock, so a caller that stalls partway would
-// hold every other import, sync and trust change for as long as it
-// liked. Past the rate the read fails and the import is refused, rolled
-// back, as for a cut stream.
-func rateBody(w http.ResponseWriter, r *http.Request, max int64) io.Reader {
-	return transport.NewRateReader(http.MaxBytesReader(w, r.Body, max), http.NewResponseController(w).SetReadDeadline, 0, 0, 0)
-}
-
 // importRequest is the request of an import: a stream, with its options
 // in the query.
 type importRequest struct {
@@ -139,7 +127,7 @@ func opImport() *Op[importRequest, *resolver.ImportResult] {
 		},
 		read: func(w http.ResponseWriter, r *http.Request) (importRequest, error) {
 			q := r.URL.Query()
-			return importRequest{ctx: r.Context(), body: rateBody(w, r, maxUpload),
+			return importRequest{ctx: r.Context(), body: http.MaxBytesReader(w, r.Body, maxUpload),
 				opts: resolver.ImportOptions{AllowDowngrade: q.Get("allow_downgrade") == "1", Source: q.Get("source"), FileSHA256: fileSum(q.Get("file_sha256"))}}, nil
 		},
 		send: func(c *Client, req importRequest) (*resolver.ImportResult, error) {
@@ -524,7 +512,7 @@ func statementOp[Resp any](name, kind string, apply func(*resolver.Store, []byte
 		Spec: Spec{Name: name, Method: post, Path: "/v1/statements/" + kind, Mutates: true, Raw: maxStatement + 1, Type: "application/cbor"},
 		Run:  apply,
 		read: func(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-			data, err := io.ReadAll(rateBody(w, r, maxStatement+1))
+			data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxStatement+1))
 			if err != nil || len(data) > maxStatement {
 				return nil, amp.Named(0, "limit_exceeded", "a statement is at most %d bytes", maxStatement)
 			}

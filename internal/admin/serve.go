@@ -1,13 +1,20 @@
 package admin
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -43,14 +50,15 @@ func Serve(store *resolver.Store, path string, log *slog.Logger) (*Server, error
 	if err != nil {
 		return nil, err
 	}
+	lim := &connLimit{Listener: ln}
 	s := &Server{
 		path: path,
-		srv: &http.Server{Handler: NewHandler(store, log), ConnContext: ConnContext,
+		srv: &http.Server{Handler: NewHandler(store, log), ConnContext: ConnContext, ConnState: lim.state,
 			ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute},
 		done: make(chan error, 1),
 	}
 	go func() {
-		err := s.srv.Serve(ln)
+		err := s.srv.Serve(lim)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -79,4 +87,99 @@ func (s *Server) Close() error {
 	err := s.srv.Close()
 	os.Remove(s.path)
 	return err
+}
+
+// MaxConns bounds the admin socket's connections served at once. Its
+// callers are the agent's own user (an operator's commands, a script),
+// each needing one or two; a connection costs the agent a descriptor (one
+// its AMP listener needs too) and a goroutine, and every request body is
+// read at the minimum data rate (rateBodies), so a few dozen serve every
+// caller and bound what a runaway one holds.
+const MaxConns = 32
+
+// busyAnswer is the answer to a connection beyond MaxConns: 503, the
+// error document of the socket with code busy (AMP 5004), and the
+// connection closed.
+var busyAnswer = func() []byte {
+	var doc errorDoc
+	doc.Error.Code, doc.Error.AMPCode = "busy", uint16(amp.CodeOverloaded)
+	doc.Error.Message = fmt.Sprintf("the admin socket serves at most %d connections at once; retry when one ends", MaxConns)
+	body, _ := json.Marshal(doc)
+	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+}()
+
+// refuseWait is how long a connection beyond MaxConns gets to send its
+// request's head before the busy answer (refuse), and refuseHead how
+// many bytes of it are read.
+const (
+	refuseWait = time.Second
+	refuseHead = 16 << 10
+)
+
+// connLimit is the admin socket's listener, serving at most MaxConns
+// connections at once: Accept counts each it hands to the server, the
+// server's ConnState hook (state) counts it off when it closes. One
+// beyond them is answered busy by refuse (at most MaxConns at once,
+// each for refuseWait at most; beyond those too it is closed unanswered).
+type connLimit struct {
+	net.Listener
+	mu       sync.Mutex
+	open     int
+	refusing int
+}
+
+// Accept returns the next connection within MaxConns, refusing those
+// beyond.
+func (l *connLimit) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		if l.open < MaxConns {
+			l.open++
+			l.mu.Unlock()
+			return c, nil
+		}
+		answer := l.refusing < MaxConns
+		if answer {
+			l.refusing++
+		}
+		l.mu.Unlock()
+		if !answer {
+			c.Close()
+			continue
+		}
+		go l.refuse(c)
+	}
+}
+
+// state is the http.Server's ConnState hook: a connection Accept handed
+// over is counted off once it is closed or hijacked.
+func (l *connLimit) state(_ net.Conn, st http.ConnState) {
+	if st == http.StateClosed || st == http.StateHijacked {
+		l.mu.Lock()
+		l.open--
+		l.mu.Unlock()
+	}
+}
+
+// refuse answers a connection beyond MaxConns busy and closes it. It
+// reads the request's head first (at most refuseHead bytes, within
+// refuseWait): an answer written before the caller has written its
+// request may be lost to the caller's write failing on the closed
+// connection.
+func (l *connLimit) refuse(c net.Conn) {
+	defer func() {
+		c.Close()
+		l.mu.Lock()
+		l.refusing--
+		l.mu.Unlock()
+	}()
+	_ = c.SetDeadline(time.Now().Add(refuseWait))
+	if _, err := http.ReadRequest(bufio.NewReader(io.LimitReader(c, refuseHead))); err != nil {
+		return
+	}
+	_, _ = c.Write(busyAnswer)
 }

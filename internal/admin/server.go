@@ -14,13 +14,16 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // SocketPath is the default socket of the store at db.
 func SocketPath(db string) string { return db + ".admin.sock" }
 
 // NewHandler serves the admin API over s: a route for each operation of
-// Ops.
+// Ops. Every request body is read at the minimum data rate (rateBodies),
+// before the peer check and the routes: each operation still bounds its
+// body's size.
 func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -52,8 +55,50 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 			}
 		})
 	}
-	return peerCheck(mux)
+	return rateBodies(peerCheck(mux))
 }
+
+// rateBodies reads the body of every request h serves at the minimum
+// data rate (admission.MinDataRate after admission.FrameGrace, and no
+// stall longer than that grace; transport.RateReader), past which the
+// read fails: a caller that declares a body and then stalls would
+// otherwise hold its connection, a goroutine and a descriptor of the
+// agent for as long as it liked, whatever the route (an unknown route
+// too: net/http reads what is left of a small body before it answers;
+// the connection's read deadline the reader sets bounds that reading as
+// well). An import reads its stream under the store's write lock, so a
+// stalled one would hold every other import, sync and trust change too.
+// Once the body is read whole the deadline is lifted: what the
+// connection reads next is net/http's (the next request's head, under
+// ReadHeaderTimeout and IdleTimeout).
+func rateBodies(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			set := http.NewResponseController(w).SetReadDeadline
+			r.Body = &rateBody{RateReader: transport.NewRateReader(r.Body, set, 0, 0, 0), body: r.Body, set: set}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// rateBody is a request body read at the minimum data rate (rateBodies).
+type rateBody struct {
+	*transport.RateReader
+	body io.Closer
+	set  func(time.Time) error
+}
+
+// Read reads the body; at its end it lifts the read deadline.
+func (b *rateBody) Read(p []byte) (int, error) {
+	n, err := b.RateReader.Read(p)
+	if err == io.EOF {
+		_ = b.set(time.Time{})
+	}
+	return n, err
+}
+
+// Close closes the body.
+func (b *rateBody) Close() error { return b.body.Close() }
 
 // handle serves one request of o: the request decoded (a JSON body, the
 // query of a GET, or raw bytes), Run, and the answer to write as JSON.
