@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
 )
 
 // Verdict is the outcome of one check.
@@ -123,7 +125,7 @@ type checker struct {
 	// assumed is the lowest depth of an in-progress pair assumed by the
 	// current computation.
 	assumed int
-	regexp  map[string]*regexp.Regexp
+	regexp  map[string]*pattern
 	// splits counts the producer conjunctions split for unions (by
 	// listed value or type); beyond MaxSplits, unions are not split.
 	splits int
@@ -884,13 +886,22 @@ func (c *checker) patternKeyword(f facts, p part, kw string, val any, add func(F
 	}
 	re := c.compile(s)
 	if re == nil {
-		add(finding(Unknown, "invalid_keyword", p, kw, "the pattern does not compile"))
+		add(finding(Unknown, "invalid_keyword", p, kw, "the pattern does not compile (or is over the instruction cap)"))
 		return
 	}
 	okAll := true
 	c.chargeValues(len(f.enum), 0)
 	for _, x := range f.enum {
-		if xs, ok := x.(string); ok && !re.MatchString(xs) {
+		xs, ok := x.(string)
+		if !ok {
+			continue
+		}
+		matched, decided := c.match(re, xs)
+		if !decided {
+			add(finding(Unknown, "too_complex", p, kw, "matching the listed values against the pattern exceeds the checker's bounds"))
+			return
+		}
+		if !matched {
 			okAll = false
 		}
 	}
@@ -1054,19 +1065,59 @@ func (c *checker) listsMeet(fx, fy facts) bool {
 	return false
 }
 
-func (c *checker) compile(s string) *regexp.Regexp {
+// pattern is a regular expression of a schema, compiled, with the bound
+// on its program's instructions: one match costs up to that many steps
+// per byte of the string.
+type pattern struct {
+	re    *regexp.Regexp
+	insts int
+}
+
+// compile returns the pattern s compiled by offlineschema.CompilePattern
+// (the offline compiler's cap on one program, MaxPatternInsts), once per
+// check; nil when it does not compile, is over the cap, or parsing it
+// would take the check over MaxValueWork (undecided).
+func (c *checker) compile(s string) *pattern {
 	if c.regexp == nil {
-		c.regexp = map[string]*regexp.Regexp{}
+		c.regexp = map[string]*pattern{}
 	}
-	if re, ok := c.regexp[s]; ok {
-		return re
+	if p, ok := c.regexp[s]; ok {
+		return p
 	}
-	re, err := regexp.Compile(s)
-	if err != nil {
-		re = nil
+	var p *pattern
+	// Parsing costs up to a few µs a byte of the pattern: charged first.
+	c.chargeValues(0, len(s)/parseBytesPerWork)
+	if c.work > MaxValueWork || c.spent() {
+		return nil
 	}
-	c.regexp[s] = re
-	return re
+	if re, n, err := offlineschema.CompilePattern(s); err == nil {
+		p = &pattern{re: re, insts: n}
+	}
+	c.regexp[s] = p
+	return p
+}
+
+// parseBytesPerWork is how many bytes of a pattern parsing
+// (offlineschema.CompilePattern) counts as one unit of value work.
+const parseBytesPerWork = 4
+
+// matchPerWork is how many instructions × bytes of regular expression
+// matching count as one unit of value work (MaxValueWork): Go's regexp
+// runs its NFA at a few nanoseconds per instruction and byte, about what
+// a pass over 64 listed values costs per 256.
+const matchPerWork = 256
+
+// match reports whether p matches s, after charging the match to the
+// check's value work as program size × string length (Go's regexp has
+// no DFA: that is its worst case). decided is false, and nothing runs,
+// when the charge takes the check over MaxValueWork or the matrix's
+// budget: the caller reads that as undecided (Unknown).
+func (c *checker) match(p *pattern, s string) (matched, decided bool) {
+	c.chargeValues(0, p.insts*len(s)/matchPerWork)
+	if c.work > MaxValueWork || c.spent() {
+		return false, false
+	}
+	return p.re.MatchString(s), true
 }
 
 // numBound: every number the producer admits satisfies kw r.

@@ -116,7 +116,10 @@ func (c *checker) scalarWitness(f facts, x any) bool {
 		}
 		for pat := range f.patterns {
 			re := c.compile(pat)
-			if re == nil || !re.MatchString(v) {
+			if re == nil {
+				return false
+			}
+			if matched, decided := c.match(re, v); !matched || !decided {
 				return false
 			}
 		}

@@ -118,7 +118,9 @@ func (c *checker) patternsEvaluate(si *evalScope, pp map[string]any, name string
 		re := c.compile(pat)
 		if re == nil {
 			si.uncertain = true
-		} else if re.MatchString(name) {
+		} else if matched, decided := c.match(re, name); !decided {
+			si.uncertain = true
+		} else if matched {
 			si.evaluated = true
 		}
 	}
@@ -164,10 +166,15 @@ func (c *checker) patternParts(p part, pp map[string]any, name string, out []par
 	for _, pat := range slices.Sorted(maps.Keys(pp)) {
 		re := c.compile(pat)
 		if re == nil {
-			unc = append(unc, finding(Unknown, "invalid_keyword", p, "patternProperties", "a pattern does not compile"))
+			unc = append(unc, finding(Unknown, "invalid_keyword", p, "patternProperties", "a pattern does not compile (or is over the instruction cap)"))
 			continue
 		}
-		if re.MatchString(name) {
+		hit, decided := c.match(re, name)
+		if !decided {
+			unc = append(unc, finding(Unknown, "too_complex", p, "patternProperties", "matching member names against the patterns exceeds the checker's bounds"))
+			continue
+		}
+		if hit {
 			matched = true
 			if ch, ok := p.n.child("patternProperties", pat); ok {
 				out = append(out, part{n: ch, path: p.path + "/patternProperties/" + escape(pat), scope: p.scope})

@@ -209,6 +209,10 @@ func Compile(l Loader, rootKey string, opts Options) (sch *Schema, err error) {
 	c.AssertFormat = true
 	c.AssertContent = false
 	c.LoadURL = sess.load
+	// The library's "regex" format compiles the peer's string: a short
+	// string of nested counted repeats is a program of millions of
+	// instructions. Checked here without building one (pattern.go).
+	c.Formats["regex"] = isBoundedRegex
 
 	defer func() {
 		// The library panics on a few inputs its metaschema validation

@@ -2,8 +2,14 @@ package offlineschema
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"maps"
+	"math/big"
 	"math/bits"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +31,10 @@ import (
 // DefaultMaxItems items a few levels deep through a schema that costs at
 // most 16 weighted evaluations a node (the sample and test schemas of the
 // repository need at most 15 at depth 3); BenchmarkValidationBudget
-// measures what the budget costs.
+// measures what the budget costs. The same budget pays for regular
+// expression matching (program size × bytes of text, textPerEvaluation
+// to an evaluation) and for the comparisons of "uniqueItems"
+// (uniqueWork), both charged before the library starts (checkCost).
 const MaxValidationCost = 1 << 22
 
 // ErrValidationTooCostly (1001): the worst case of validating a value
@@ -81,6 +90,13 @@ type costNode struct {
 	// self: what evaluating the schema's own keywords counts for: 1, and
 	// 1 more for every 16 "enum" members (each compared with the value).
 	self uint64
+	// text[τ]: the regular-expression instructions the schema's own
+	// keywords run per byte of an instance of kind τ: for a string its
+	// "pattern" (and formatInsts for a "format"), for an object its
+	// "patternProperties" names, matched against every member name.
+	text [kinds]uint64
+	// unique: "uniqueItems" is true (its work on an array is uniqueWork).
+	unique bool
 	// mismatch[τ]: "type" refuses an instance of kind τ; the library
 	// then returns before any other keyword.
 	mismatch [kinds]bool
@@ -123,6 +139,14 @@ func typeAllows(types []string, kind int) bool {
 // value) receives in one Validate.
 type costTable struct {
 	perDepth [MaxDepth + 1]uint64
+	// text[k] bounds the regular-expression instructions any one
+	// instance node at depth k runs per byte of its text (a string's
+	// bytes, an object's member names) in one Validate.
+	text [MaxDepth + 1]uint64
+	// unique[k] bounds the evaluations of a "uniqueItems" schema any one
+	// array at depth k receives in one Validate; hasUnique: some is not 0.
+	unique    [MaxDepth + 1]uint64
+	hasUnique bool
 	// weight[k] is what one evaluation at depth k counts for: 1 plus a
 	// sixth of the longest dynamic scope it can run in. The library
 	// builds a failing evaluation's keyword location from its whole
@@ -265,6 +289,49 @@ func costEdges(n *costNode, s *jsonschema.Schema, ids map[*jsonschema.Schema]int
 		n.mismatch[kind] = !typeAllows(s.Types, kind)
 	}
 	n.self = 1 + uint64(len(s.Enum))/16
+	if s.Pattern != nil {
+		n.text[kindScalar] = schemaPatternInsts(s.Pattern.String())
+	}
+	switch s.Format {
+	case "":
+	case "regex":
+		n.text[kindScalar] = satAdd(n.text[kindScalar], formatRegexInsts)
+	default:
+		n.text[kindScalar] = satAdd(n.text[kindScalar], formatInsts)
+	}
+	for re := range s.PatternProperties {
+		n.text[kindObject] = satAdd(n.text[kindObject], schemaPatternInsts(re.String()))
+	}
+	n.unique = s.UniqueItems
+}
+
+// formatInsts is what a "format" check counts for per byte of a string,
+// in regular-expression instructions: every format of the library reads
+// the string a few times at most. formatRegexInsts is "regex", which
+// parses it (isBoundedRegex: 0.4 to 2 µs a byte for hostile strings on a
+// loaded 2-core machine, where an evaluation unit is 0.1 to 1.3 µs).
+const (
+	formatInsts      = 16
+	formatRegexInsts = 64
+)
+
+// textPerEvaluation is how many instructions × bytes of regular
+// expression matching count as one evaluation against
+// MaxValidationCost: Go's regexp runs its NFA at 10 to 30 ns per
+// instruction and byte (a 9,000-instruction pattern on 20,000 bytes on a
+// loaded 2-core machine), an evaluation 0.1 to 1.3 µs
+// (BenchmarkValidationBudget).
+const textPerEvaluation = 32
+
+// schemaPatternInsts is PatternInsts of a compiled schema's pattern:
+// Compile only accepts patterns within MaxPatternInsts, so an error here
+// (never expected) costs the cap.
+func schemaPatternInsts(p string) uint64 {
+	n, err := PatternInsts(p)
+	if err != nil {
+		n = MaxPatternInsts
+	}
+	return uint64(n)
 }
 
 // forEachApplicator calls f with every subschema s applies, through every
@@ -327,31 +394,49 @@ func forEachApplicator(s *jsonschema.Schema, f func(*jsonschema.Schema)) {
 // same-node cycle (the library refuses static ones at compile time; a
 // dynamic reference can only be over-approximated into one) costs
 // costInf. The table is A*(root, k).
+//
+// The same recursion, with what a node's own keywords count for at k = 0
+// replaced, gives the text and unique tables (measureText, measureUnique).
 func costLevels(nodes []costNode) *costTable {
-	e := newCostEval(nodes)
 	table := &costTable{}
 	chain := longestChain(nodes)
 	for k := range table.weight {
 		table.weight[k] = satAdd(1, satMul(uint64(k+1), chain)/6)
 	}
-	for k := 0; k <= MaxDepth; k++ {
-		e.level(k)
-		table.perDepth[k] = e.star[0]
-		if k == 0 {
-			e.scalar0 = append([]uint64(nil), e.cur[kindScalar]...)
+	for m, out := range []*[MaxDepth + 1]uint64{&table.perDepth, &table.text, &table.unique} {
+		e := newCostEval(nodes)
+		e.measure = m
+		for k := 0; k <= MaxDepth; k++ {
+			e.level(k)
+			out[k] = e.star[0]
+			if k == 0 {
+				e.scalar0 = append([]uint64(nil), e.cur[kindScalar]...)
+			}
 		}
+	}
+	for _, u := range table.unique {
+		table.hasUnique = table.hasUnique || u > 0
 	}
 	return table
 }
 
+// What a costEval counts: evaluations, regular-expression instructions
+// per byte of text, or evaluations of "uniqueItems".
+const (
+	measureEvals = iota
+	measureText
+	measureUnique
+)
+
 // costEval holds costLevels' tables while it computes one level k after
 // the other: A_τ(·, k) (cur) from A*(·, k-1) (star).
 type costEval struct {
-	nodes []costNode
-	k     int
-	cur   [kinds][]uint64 // A_τ(·, k)
-	state [kinds][]uint8  // 0 new, 1 on the stack, 2 done
-	star  []uint64        // A*(t, k-1), then A*(t, k) once level returns
+	nodes   []costNode
+	measure int // measureEvals, measureText or measureUnique
+	k       int
+	cur     [kinds][]uint64 // A_τ(·, k)
+	state   [kinds][]uint8  // 0 new, 1 on the stack, 2 done
+	star    []uint64        // A*(t, k-1), then A*(t, k) once level returns
 	// scalar0 is A_scalar(t, 0), for propertyNames.
 	scalar0 []uint64
 }
@@ -403,17 +488,17 @@ func (e *costEval) eval(i, kind int) uint64 {
 		return m
 	}
 	c := uint64(0)
-	if e.k == 0 {
-		c = 1
+	if e.k == 0 && e.measure == measureEvals {
+		c = 1 // "type" itself
 	}
 	if nd.mismatch[kind] {
 		e.cur[kind][i], e.state[kind][i] = c, 2
 		return c
 	}
-	if e.k == 0 {
-		c = nd.self
-	}
 	e.state[kind][i] = 1
+	if e.k == 0 {
+		c = e.self(nd, kind)
+	}
 	if nd.sat {
 		c = costInf
 	}
@@ -426,6 +511,29 @@ func (e *costEval) eval(i, kind int) uint64 {
 	}
 	e.cur[kind][i], e.state[kind][i] = c, 2
 	return c
+}
+
+// self is what the node's own keywords count for at an instance node of
+// kind (k = 0) in e's measure. In measureText an object's member names
+// are its text: the propertyNames schemas' text per byte of a name is
+// charged here, at the object, not at its children.
+func (e *costEval) self(nd *costNode, kind int) uint64 {
+	switch e.measure {
+	case measureText:
+		c := nd.text[kind]
+		if kind == kindObject {
+			for _, t := range nd.names {
+				c = satAdd(c, e.eval(t, kindScalar))
+			}
+		}
+		return c
+	case measureUnique:
+		if nd.unique && kind == kindArray {
+			return 1
+		}
+		return 0
+	}
+	return nd.self
 }
 
 // maxEval is the most of A_kind(t, k) over targets (one of them is
@@ -447,7 +555,7 @@ func (e *costEval) child(nd *costNode, kind int) uint64 {
 	switch kind {
 	case kindObject:
 		c := satAdd(satAdd(e.maxStar(nd.props), sumOf(e.star, nd.pattern)), sumOf(e.star, nd.unevalProps))
-		if e.k == 1 {
+		if e.k == 1 && e.measure == measureEvals {
 			c = satAdd(c, sumOf(e.scalar0, nd.names))
 		}
 		return c
@@ -527,48 +635,220 @@ func (t *costTable) cost(counts *[MaxDepth + 1]uint64) uint64 {
 	return c
 }
 
-// shape counts the nodes of v at each depth (every array, object and
-// scalar one node; member names are not nodes). ok is false when v nests
-// deeper than MaxDepth; the walk stops there, so a Go value that contains
-// itself ends too.
-func shape(v any, depth int, counts *[MaxDepth + 1]uint64) (ok bool) {
+// valueMeasure is what checkCost reads of a value, by depth k.
+type valueMeasure struct {
+	// nodes[k]: the nodes at depth k (every array, object and scalar
+	// one node; member names are not nodes).
+	nodes [MaxDepth + 1]uint64
+	// text[k]: the bytes of the strings at depth k and of the member
+	// names of the objects at depth k (what a pattern is matched against).
+	text [MaxDepth + 1]uint64
+	// uniqueAll[k]: over the arrays at depth k, items × their size
+	// (uniqueSize): the library's uniqueItems compares every pair at
+	// worst. uniqueHash[k]: over those of more than 20 items, their size:
+	// what hashing the items costs, and what uniqueWork reads.
+	uniqueAll, uniqueHash [MaxDepth + 1]uint64
+}
+
+// uniqueBytesPerNode is how many bytes of a string or member name count
+// as one node in a comparison of two values (Go compares them a word at
+// a time; a number costs a math/big conversion).
+const uniqueBytesPerNode = 64
+
+// measureValue adds v, at depth, to m and returns the size of v: 1 per
+// node and 1 per uniqueBytesPerNode bytes of its strings and member
+// names, what one deep comparison of v costs at most. ok is false when v
+// nests deeper than MaxDepth; the walk stops there, so a Go value that
+// contains itself ends too.
+func measureValue(v any, depth int, m *valueMeasure) (size uint64, ok bool) {
 	if depth > MaxDepth {
-		return false
+		return 0, false
 	}
-	counts[depth]++
+	m.nodes[depth]++
+	size = 1
 	switch x := v.(type) {
+	case string:
+		m.text[depth] += uint64(len(x))
+		size += uint64(len(x)) / uniqueBytesPerNode
 	case map[string]any:
-		for _, c := range x {
-			if !shape(c, depth+1, counts) {
-				return false
+		for name, c := range x {
+			m.text[depth] += uint64(len(name))
+			n, ok := measureValue(c, depth+1, m)
+			if !ok {
+				return 0, false
 			}
+			size = satAdd(size, satAdd(n, 1+uint64(len(name))/uniqueBytesPerNode))
 		}
 	case []any:
 		for _, c := range x {
-			if !shape(c, depth+1, counts) {
-				return false
+			n, ok := measureValue(c, depth+1, m)
+			if !ok {
+				return 0, false
 			}
+			size = satAdd(size, n)
+		}
+		m.uniqueAll[depth] = satAdd(m.uniqueAll[depth], satMul(uint64(len(x)), size))
+		if len(x) > 20 {
+			m.uniqueHash[depth] = satAdd(m.uniqueHash[depth], size)
 		}
 	}
-	return true
+	return size, true
+}
+
+// shape adds to counts the nodes of v at each depth (valueMeasure.nodes);
+// ok is false when v nests deeper than MaxDepth.
+func shape(v any, depth int, counts *[MaxDepth + 1]uint64) (ok bool) {
+	var m valueMeasure
+	_, ok = measureValue(v, depth, &m)
+	for k, n := range m.nodes {
+		counts[k] += n
+	}
+	return ok
 }
 
 // checkCost refuses v before the library validates it when its worst case
-// is over MaxValidationCost or it nests deeper than MaxDepth.
+// is over MaxValidationCost or it nests deeper than MaxDepth. The worst
+// case adds, to the weighted evaluations (costTable.cost), the regular
+// expression matching (instructions × bytes of text, textPerEvaluation to
+// an evaluation) and the node comparisons of "uniqueItems" (uniqueWork).
 func (s *Schema) checkCost(v any) error {
-	var counts [MaxDepth + 1]uint64
-	if !shape(v, 0, &counts) {
+	var m valueMeasure
+	if _, ok := measureValue(v, 0, &m); !ok {
 		return amp.Named(0, ErrNotJSONCompatible, "value is nested deeper than %d, outside the json data model", MaxDepth)
 	}
 	if s.cost == nil {
 		return nil // the zero Schema: nothing to validate with
 	}
-	if c := s.cost.cost(&counts); c > MaxValidationCost {
+	t := s.cost
+	c := satAdd(t.cost(&m.nodes), weigh(&m.text, &t.text)/textPerEvaluation)
+	if t.hasUnique && c <= MaxValidationCost {
+		if all := satAdd(c, weigh(&m.uniqueAll, &t.unique)); all <= MaxValidationCost {
+			c = all
+		} else if c = satAdd(c, weigh(&m.uniqueHash, &t.unique)); c <= MaxValidationCost {
+			// Every pair at worst is over: the pairs the library can
+			// really compare, those its hash cannot tell apart.
+			w, _ := t.uniqueWorkOf(v, 0)
+			c = satAdd(c, w)
+		}
+	}
+	if c > MaxValidationCost {
 		// Never the value: only its size.
 		return amp.Named(amp.CodeInvalidMessage, ErrValidationTooCostly,
-			"validating this value could take more than %d schema evaluations (a recursive schema with several branches and a deep or large value); it was not validated", MaxValidationCost)
+			"validating this value could take more than %d schema evaluations (a recursive schema with several branches, long strings against large patterns, or many similar items that must be unique); it was not validated", MaxValidationCost)
 	}
 	return nil
+}
+
+// weigh is Σ a[k] × b[k], saturated.
+func weigh(a, b *[MaxDepth + 1]uint64) uint64 {
+	c := uint64(0)
+	for k := range a {
+		c = satAdd(c, satMul(a[k], b[k]))
+	}
+	return c
+}
+
+// uniqueWorkOf returns Σ over the arrays in v (at depth) of uniqueWork
+// times the evaluations of "uniqueItems" the array receives (t.unique),
+// and the size of v (measureValue), in one pass.
+func (t *costTable) uniqueWorkOf(v any, depth int) (work, size uint64) {
+	size = 1
+	switch x := v.(type) {
+	case string:
+		size += uint64(len(x)) / uniqueBytesPerNode
+	case map[string]any:
+		for name, e := range x {
+			w, n := t.uniqueWorkOf(e, depth+1)
+			work = satAdd(work, w)
+			size = satAdd(size, satAdd(n, 1+uint64(len(name))/uniqueBytesPerNode))
+		}
+	case []any:
+		sizes := make([]uint64, len(x))
+		for i, e := range x {
+			w, n := t.uniqueWorkOf(e, depth+1)
+			work = satAdd(work, w)
+			sizes[i] = n
+			size = satAdd(size, n)
+		}
+		if t.unique[depth] > 0 {
+			work = satAdd(work, satMul(uniqueWork(x, sizes, size-1), t.unique[depth]))
+		}
+	}
+	return work, size
+}
+
+// uniqueWork bounds the node comparisons jsonschema v5.3.1's uniqueItems
+// makes on arr, whose items have the given sizes (total in all): up to 20
+// items, every pair; beyond, each item against the earlier ones of its
+// hash bucket (schema.go of the library). Its hash is not injective (a
+// string is written without its length, a number without its sign), so
+// distinct items can share a bucket; libraryHash writes exactly its
+// bytes, so items it cannot tell apart share one here too. An item
+// compared with m others costs at most m × its size; hashing it, its
+// size (charged by checkCost before this runs: valueMeasure.uniqueHash).
+func uniqueWork(arr []any, sizes []uint64, total uint64) uint64 {
+	if len(arr) <= 20 {
+		return satMul(uint64(len(arr)), total)
+	}
+	type bucket struct{ items, size uint64 }
+	buckets := map[uint64]*bucket{}
+	var h maphash.Hash
+	for i, item := range arr {
+		h.Reset()
+		libraryHash(item, &h)
+		k := h.Sum64()
+		b := buckets[k]
+		if b == nil {
+			b = &bucket{}
+			buckets[k] = b
+		}
+		b.items++
+		b.size = satAdd(b.size, sizes[i])
+	}
+	c := total
+	for _, b := range buckets {
+		c = satAdd(c, satMul(b.items-1, b.size))
+	}
+	return c
+}
+
+// libraryHash writes what jsonschema v5.3.1's hash (schema.go) writes for
+// v, byte for byte, so that two values it puts in one bucket land in one
+// here (up to a collision of the 64-bit hash, whose seed a peer does not
+// know).
+func libraryHash(v any, h *maphash.Hash) {
+	switch v := v.(type) {
+	case nil:
+		h.WriteByte(0)
+	case bool:
+		h.WriteByte(1)
+		if v {
+			h.WriteByte(1)
+		} else {
+			h.WriteByte(0)
+		}
+	case json.Number, float32, float64, int, int8, int32, int64, uint, uint8, uint32, uint64:
+		h.WriteByte(2)
+		num, ok := new(big.Rat).SetString(fmt.Sprint(v))
+		if ok {
+			_, _ = h.Write(num.Num().Bytes())
+			_, _ = h.Write(num.Denom().Bytes())
+		}
+	case string:
+		h.WriteByte(3)
+		_, _ = h.WriteString(v)
+	case []any:
+		h.WriteByte(4)
+		for _, item := range v {
+			libraryHash(item, h)
+		}
+	case map[string]any:
+		h.WriteByte(5)
+		for _, prop := range slices.Sorted(maps.Keys(v)) {
+			libraryHash(prop, h)
+			libraryHash(v[prop], h)
+		}
+	}
 }
 
 // dynamicAnchorTargets compiles, with the compiler c that compiled the

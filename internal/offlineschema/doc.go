@@ -103,8 +103,9 @@
 //     "maximum": 18446744073709551615 is checked exactly.
 //   - Limits: the documents one Compile loads hold at most
 //     MaxCompileBytes, MaxCompileObjects JSON objects and
-//     MaxCompilePatternInsts regular-expression instructions in all, each
-//     document nests at most MaxSchemaNesting deep and its numbers follow
+//     MaxCompilePatternInsts regular-expression instructions in all (and
+//     MaxPatternInsts in any one program, measured without building it),
+//     each document nests at most MaxSchemaNesting deep and its numbers follow
 //     the value model's caps (limits.go). Beyond them the schema is
 //     invalid_schema before the library reads the document: its compile
 //     time grows with the square of the subschemas, and it has no way to

@@ -2,7 +2,6 @@ package offlineschema
 
 import (
 	"bytes"
-	"regexp/syntax"
 	"strconv"
 
 	"github.com/ampbundle/ampbundle/internal/schemagraph"
@@ -25,7 +24,8 @@ const (
 	// MaxCompilePatternInsts caps the instructions of the compiled
 	// programs of every "pattern" and "patternProperties" regular
 	// expression in the documents of one compile, each occurrence counted
-	// ("a{1000}" is about 1,000).
+	// ("a{1000}" is about 1,000); each one on its own is capped at
+	// MaxPatternInsts (pattern.go).
 	MaxCompilePatternInsts = 200000
 	// MaxSchemaNesting caps the nesting of arrays and objects in one
 	// schema document. Numbers in a schema document obey the value
@@ -37,10 +37,12 @@ const (
 // compileCost is what one loaded document adds to a compile.
 type compileCost struct {
 	bytes, objects, insts int
+	// largest is the instructions of the largest single pattern.
+	largest int
 }
 
 func (c compileCost) plus(d compileCost) compileCost {
-	return compileCost{c.bytes + d.bytes, c.objects + d.objects, c.insts + d.insts}
+	return compileCost{c.bytes + d.bytes, c.objects + d.objects, c.insts + d.insts, max(c.largest, d.largest)}
 }
 
 // over names the first limit c exceeds, "" when none.
@@ -50,6 +52,8 @@ func (c compileCost) over() string {
 		return "more than 4 MiB in all"
 	case c.objects > MaxCompileObjects:
 		return "more than 10,000 json objects in all"
+	case c.largest > MaxPatternInsts:
+		return "a regular expression of more than 10,000 instructions"
 	case c.insts > MaxCompilePatternInsts:
 		return "more than 200,000 regular expression instructions in all"
 	}
@@ -110,51 +114,52 @@ func schemaNumberOK(n []byte) bool {
 	return true
 }
 
-// patternInsts returns the instructions of the program regexp.Compile
-// builds for p (0 for a pattern it refuses: Compile refuses the schema
-// then anyway), once per distinct pattern.
+// patternInsts returns the bound PatternInsts gives on the program
+// regexp.Compile builds for p (0 for a pattern that does not parse:
+// Compile refuses the schema then anyway), once per distinct pattern. It
+// builds no program: a pattern over MaxPatternInsts costs its text.
 func patternInsts(p string, cache map[string]int) int {
 	n, ok := cache[p]
 	if !ok {
-		if re, err := syntax.Parse(p, syntax.Perl); err == nil {
-			if prog, err := syntax.Compile(re.Simplify()); err == nil {
-				n = len(prog.Inst)
-			}
-		}
+		n, _ = PatternInsts(p)
 		cache[p] = n
 	}
 	return n
 }
 
-// treePatternInsts sums patternInsts over every string value of a
-// "pattern" member and every member name of a "patternProperties" object,
-// anywhere in a parsed document (also where they are not keywords: the
-// count is an upper bound of what the library compiles).
-func treePatternInsts(v any, cache map[string]int) int {
-	n := 0
+// treePatternInsts adds to c the instructions (patternInsts) of every
+// string value of a "pattern" member and every member name of a
+// "patternProperties" object, anywhere in a parsed document (also where
+// they are not keywords: the count is an upper bound of what the library
+// compiles), and the largest of them.
+func treePatternInsts(v any, cache map[string]int, c *compileCost) {
+	add := func(p string) {
+		n := patternInsts(p, cache)
+		c.insts += n
+		c.largest = max(c.largest, n)
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		for k, x := range v {
 			switch k {
 			case "pattern":
 				if p, ok := x.(string); ok {
-					n += patternInsts(p, cache)
+					add(p)
 				}
 			case "patternProperties":
 				if obj, ok := x.(map[string]any); ok {
 					for p := range obj {
-						n += patternInsts(p, cache)
+						add(p)
 					}
 				}
 			}
-			n += treePatternInsts(x, cache)
+			treePatternInsts(x, cache, c)
 		}
 	case []any:
 		for _, x := range v {
-			n += treePatternInsts(x, cache)
+			treePatternInsts(x, cache, c)
 		}
 	}
-	return n
 }
 
 // measureSchema returns what the valid JSON document data adds to a
@@ -169,7 +174,7 @@ func measureSchema(data []byte, tree func() any, cache map[string]int) (compileC
 	if why := c.over(); why != "" {
 		return c, why
 	}
-	c.insts = treePatternInsts(tree(), cache)
+	treePatternInsts(tree(), cache, &c)
 	return c, c.over()
 }
 

@@ -692,11 +692,12 @@ func (w *walker) keep(r quickRef) bool {
 }
 
 // compiles reports whether pattern compiles as the library compiles it
-// (Go regexp), once per distinct pattern in cache.
+// (Go regexp) within MaxPatternInsts (CompilePattern), once per distinct
+// pattern in cache.
 func compiles(cache map[string]bool, pattern string) bool {
 	ok, seen := cache[pattern]
 	if !seen {
-		_, err := regexp.Compile(pattern)
+		_, _, err := CompilePattern(pattern)
 		ok = err == nil
 		cache[pattern] = ok
 	}

@@ -1,0 +1,33 @@
+package offlineschema
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// victimChild is the environment variable that makes the test binary run
+// one victim in a child process (runVictimChild), so that a run that
+// would burn CPU for minutes is killed at its deadline.
+const victimChild = "AMPBUNDLE_VICTIM_CHILD"
+
+// runVictimChild runs the test named name in a child test binary with
+// victimChild set to name, and kills it after limit. It returns the
+// child's output and whether it ran past limit.
+func runVictimChild(t *testing.T, name string, limit time.Duration) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+name+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), victimChild+"="+name)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return string(out), true
+	}
+	if err != nil {
+		t.Fatalf("child %s failed: %v\n%s", name, err, out)
+	}
+	return string(out), false
+}
