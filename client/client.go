@@ -167,42 +167,44 @@ func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Excha
 	// retry, not yet recorded in the Outbox: the message is answered only
 	// once no retry follows (the exchange ends with that ERROR).
 	unrecorded := false
-	err := c.resend(ctx, req, func() (bool, error) {
+	err := c.resend(ctx, req, func() (bool, bool, error) {
 		unrecorded = false
 		ex.Attempts++
 		raw, err := c.cfg.Transport.RoundTrip(ctx, msg)
 		if err != nil {
-			return redeliverable(err), err
+			return redeliverable(err), false, err
 		}
 		reply, err := c.verify(ctx, raw, req)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		ex.Reply = reply
 		again, err := replyError(reply)
 		if again {
 			unrecorded = true
 		} else {
-			c.record(req.ID, reply)
+			c.record(req.ID, reply, false)
 		}
-		return again, err
+		return again, true, err
 	})
 	if unrecorded {
-		c.record(req.ID, ex.Reply)
+		c.record(req.ID, ex.Reply, true)
 	}
 	return ex, err
 }
 
 // record notes a verified reply to the request id in the Outbox, if any.
 // A synchronous ACK says delivered, not answered: the final report
-// (PROC_OK, PROC_FAIL) may follow (RFC 001 §16.5).
-func (c *Client) record(id amp.ID, reply *amp.Message) {
+// (PROC_OK, PROC_FAIL) may follow (RFC 001 §16.5). retryable: the reply
+// is a signed ERROR that asks for a retry, the answer only until the
+// caller sends the message again (Outbox.Add reopens the entry).
+func (c *Client) record(id amp.ID, reply *amp.Message, retryable bool) {
 	switch {
 	case c.cfg.Outbox == nil:
 	case reply.Type == amp.TypeAck:
 		c.cfg.Outbox.Delivered(id)
 	default:
-		c.cfg.Outbox.Answered(id)
+		c.cfg.Outbox.answered(id, retryable)
 	}
 }
 
@@ -212,19 +214,37 @@ func (c *Client) record(id amp.ID, reply *amp.Message) {
 // and says a retry may change the answer (try's again: redeliverable for
 // a delivery failure, the retry flag of a signed ERROR, replyError),
 // waiting c.wait before each retry (the backoff, or the agent's
-// Retry-After when longer, at most Retry.Max). It returns try's last
-// error, or a timeout when ctx ends during a wait.
-func (c *Client) resend(ctx context.Context, req *amp.Message, try func() (again bool, err error)) error {
+// Retry-After when longer, at most Retry.Max). try's signed says that err
+// is a verified reply's (a signed ERROR), whose message is the agent's
+// own text: the log of a retry names only its code and error name
+// (retryCause). It returns try's last error, or a timeout when ctx ends
+// during a wait, which wraps that error too (errors.Is and errors.As
+// reach the ERROR the exchange ended on).
+func (c *Client) resend(ctx context.Context, req *amp.Message, try func() (again, signed bool, err error)) error {
 	for attempt := 0; ; attempt++ {
-		again, err := try()
+		again, signed, err := try()
 		if err == nil || !again || attempt+1 >= c.cfg.Retry.MaxAttempts {
 			return err
 		}
-		c.log.Warn("retrying with the same message", "id", req.ID.String(), "type", req.Type.Name(), "attempt", attempt+1, "err", err)
+		c.log.Warn("retrying with the same message", append([]any{"id", req.ID.String(), "type", req.Type.Name(), "attempt", attempt + 1}, retryCause(err, signed)...)...)
 		if serr := c.cfg.Retry.Sleep(ctx, c.wait(attempt, err)); serr != nil {
-			return amp.Wrap(amp.CodeTimeout, serr, "gave up retrying")
+			return amp.Wrap(amp.CodeTimeout, errors.Join(serr, err), "gave up retrying: the wait ended after attempt %d got %d %s", attempt+1, uint16(amp.CodeOf(err)), amp.NameOf(err))
 		}
 	}
+}
+
+// retryCause is what the log of a retry says of the failure err: its
+// code and error name; for a failure to deliver (not signed: the
+// transport's own error, whose peer text the bindings bound and quote,
+// transport.UnsignedRefusal) the error as well. A signed ERROR's message
+// is the agent's text, any length and any bytes: it is never logged
+// (docs/SPEC-DECISIONS.md TRANSPORT-8).
+func retryCause(err error, signed bool) []any {
+	out := []any{"code", uint16(amp.CodeOf(err)), "name", string(amp.NameOf(err))}
+	if !signed {
+		out = append(out, "err", err)
+	}
+	return out
 }
 
 // redeliverable reports whether a failure to deliver (a transport's

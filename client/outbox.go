@@ -35,6 +35,10 @@ type Outbound struct {
 	// extensions, so that a peer's reports hold no more than a few hundred
 	// bytes an entry (docs/SPEC-DECISIONS.md REPORT-4).
 	Report *amp.Message
+	// reopen: the answer that closed the entry (OutAnswered) is a signed
+	// ERROR that asked for a retry; the caller's retry of the message
+	// (Add) reopens it.
+	reopen bool
 }
 
 // summary is the bounded copy of a report that an entry keeps.
@@ -196,12 +200,19 @@ func (o *Outbox) fullFor(rs []string) error {
 // Add records a message just sent. A full outbox (after dropping what is
 // confirmed or expired) is 5004 outbox_full, retryable; a recipient
 // already holding MaxPerRecipient entries is 5004 recipient_outbox_full,
-// for messages that name it only.
+// for messages that name it only. A message already kept is a retry of
+// the same message: it changes nothing, but that an entry a signed ERROR
+// asking for a retry closed is open again (OutSent), so that the retry's
+// ACK and reports are matched; it stays the one entry its recipients'
+// shares count (docs/SPEC-DECISIONS.md TRANSPORT-8).
 func (o *Outbox) Add(m *amp.Message) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, ok := o.m[m.ID]; ok {
-		return nil // a retry of the same message
+	if e, ok := o.m[m.ID]; ok {
+		if e.reopen {
+			e.State, e.reopen = OutSent, false
+		}
+		return nil
 	}
 	rs := recipients(m.To)
 	if o.fullFor(rs) != nil {
@@ -245,11 +256,16 @@ func (o *Outbox) Delivered(id amp.ID) {
 }
 
 // Answered records a verified synchronous reply to id.
-func (o *Outbox) Answered(id amp.ID) {
+func (o *Outbox) Answered(id amp.ID) { o.answered(id, false) }
+
+// answered records a verified synchronous reply to id; retryable: a
+// signed ERROR that asks for a retry, which a retry of the message (Add)
+// reopens.
+func (o *Outbox) answered(id amp.ID, retryable bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if e, ok := o.m[id]; ok {
-		e.State = OutAnswered
+		e.State, e.reopen = OutAnswered, retryable
 	}
 }
 

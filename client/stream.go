@@ -36,7 +36,7 @@ func (c *Client) Post(ctx context.Context, typ amp.Type, body []byte) (*amp.Mess
 		return nil, err
 	}
 	ow, oneWay := c.cfg.Transport.(OneWay)
-	err = c.resend(ctx, req, func() (bool, error) {
+	err = c.resend(ctx, req, func() (bool, bool, error) {
 		var raw []byte
 		var err error
 		if oneWay {
@@ -45,19 +45,20 @@ func (c *Client) Post(ctx context.Context, typ amp.Type, body []byte) (*amp.Mess
 			raw, err = c.cfg.Transport.RoundTrip(ctx, msg)
 		}
 		if err != nil {
-			return redeliverable(err), err
+			return redeliverable(err), false, err
 		}
 		if raw == nil {
-			return false, nil
+			return false, false, nil
 		}
 		reply, err := c.verify(ctx, raw, req)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		if reply.Type != amp.TypeError {
-			return false, amp.Named(amp.CodeBadRequest, "unexpected_reply", "expected no reply to %s, got %s", typ.Name(), reply.Type.Name())
+			return false, false, amp.Named(amp.CodeBadRequest, "unexpected_reply", "expected no reply to %s, got %s", typ.Name(), reply.Type.Name())
 		}
-		return replyError(reply)
+		again, err := replyError(reply)
+		return again, true, err
 	})
 	return req, err
 }

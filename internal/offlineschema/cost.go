@@ -780,7 +780,7 @@ func (t *costTable) uniqueWorkOf(v any, depth int) (work, size uint64) {
 // uniqueWork bounds the node comparisons jsonschema v5.3.1's uniqueItems
 // makes on arr, whose items have the given sizes (total in all): up to 20
 // items, every pair; beyond, each item against the earlier ones of its
-// hash bucket (schema.go of the library). Its hash is not injective (a
+// hash bucket (the library's hash function). Its hash is not injective (a
 // string is written without its length, a number without its sign), so
 // distinct items can share a bucket; libraryHash writes exactly its
 // bytes, so items it cannot tell apart share one here too. An item
@@ -812,7 +812,7 @@ func uniqueWork(arr []any, sizes []uint64, total uint64) uint64 {
 	return c
 }
 
-// libraryHash writes what jsonschema v5.3.1's hash (schema.go) writes for
+// libraryHash writes what jsonschema v5.3.1's hash function writes for
 // v, byte for byte, so that two values it puts in one bucket land in one
 // here (up to a collision of the 64-bit hash, whose seed a peer does not
 // know).

@@ -46,7 +46,7 @@ func PatternInsts(p string) (int, error) {
 // progSize bounds the instructions syntax.Compile emits for re after
 // Simplify (which writes x{n,m} out as n copies of x and m-n nested
 // optional copies), saturated at patternSizeCap. It follows regexp/syntax's
-// own estimate (parse.go calcSize).
+// own estimate (the parser's calcSize).
 func progSize(re *syntax.Regexp) int64 {
 	var size int64
 	switch re.Op {

@@ -12,7 +12,7 @@ import (
 )
 
 // collidingArrays returns n distinct arrays of the same length that
-// jsonschema v5.3.1's uniqueItems hash (schema.go hash) cannot tell
+// jsonschema v5.3.1's uniqueItems hash function cannot tell
 // apart: each is p equal numbers, then two strings that split the text
 // "x" + ("\x03x" x n) at a different "\x03". The hash writes a string as
 // the byte 3 then its bytes, with no length, so ["x\x03x", "x"] and
