@@ -82,6 +82,11 @@ func ParseCatalogQuery(raw string) (WhoisRequest, error) {
 // Every failure is {"error":{"code","message"}} with a fixed message:
 // not_found, method_not_allowed, invalid_request, too_large,
 // internal_error, unavailable (docs/FORMAT.md, "AGH projection").
+//
+// Answers carry publisher-written text unescaped for HTML; every answer
+// sets X-Content-Type-Options: nosniff, and the router that mounts the
+// handler sets the script-free Content-Security-Policy before it runs (the
+// agent's does, mirror.ScriptFree; docs/SPEC-DECISIONS.md MIRROR-7).
 func NewHandler(opts HandlerOptions) http.Handler {
 	limit.Default(&opts.MaxBytes, MaxDocumentBytes)
 	if opts.Now == nil {

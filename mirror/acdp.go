@@ -296,6 +296,12 @@ func serveACDP(w http.ResponseWriter, r *http.Request, doc ACDPCapabilities, fix
 	}
 	f := fixed
 	if f == nil {
+		// The document is the Host's: a shared cache keyed on anything
+		// but the Host (a proxy's upstream URL) would serve one Host's
+		// registry_did to every other for max-age. Vary: Host keys it on
+		// the Host (RFC 9111 §4.1), on 200 and 304 alike; §3.6's public
+		// caching stays for a cache that honours it.
+		w.Header().Add("Vary", "Host")
 		did := didWebOfHost(r.Host)
 		if did == "" {
 			writeACDPError(w, ACDPCodeSchemaViolation)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,18 @@ import (
 	"github.com/ampbundle/ampbundle/resolver"
 	"github.com/ampbundle/ampbundle/transport"
 )
+
+// ScriptFree returns next with MIRROR-7's headers set before it runs, as
+// the mirror's own router sets them: X-Content-Type-Options: nosniff and
+// ContentSecurityPolicy, on every answer whatever its route and status. A
+// handler under it that serves pages (the catalog under /ui/) sets its own
+// policy over this one.
+func ScriptFree(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setSafetyHeaders(w)
+		next.ServeHTTP(w, r)
+	})
+}
 
 // Source is what the mirror reads of a store: a *resolver.Store opened
 // read-only, or a client of the admin socket of an agent holding it.

@@ -168,6 +168,7 @@ any other path is 404 with a JSON error object.`,
 			&cli.BoolFlag{Name: "agh", Usage: "also serve the AGH capability discovery projection (peer card, catalog, transfer) under /agh/v0/"},
 			&cli.BoolFlag{Name: "catalog", Usage: "also serve the read-only HTML catalog of the store (bundles, capabilities, schemas, compatibility, trust) under /ui/ of --listen, which must then be a loopback address"},
 			&cli.StringFlag{Name: "catalog-listen", Usage: "serve the catalog (implies --catalog) at `ADDR`, a listener of its own, instead of on --listen; a loopback address unless --unsafe-listen"},
+			&cli.StringSliceFlag{Name: "allow-host", Usage: "the catalog and metrics listeners also answer a request whose Host header names `NAME` (repeatable; default: only localhost and IP addresses, loopback ones on a loopback listener): the name of a proxy in front, refused otherwise against DNS rebinding"},
 			&cli.BoolFlag{Name: "allow-missing-handlers", Usage: "start even when a handler program is missing or not executable (logged, and /readyz reports it)"},
 			&cli.DurationFlag{Name: "ready-expiry-window", Value: defaultExpiryWindow, Usage: "/readyz reports not ready when an installed bundle expires within `DURATION` (0: only when expired)"},
 			&cli.DurationFlag{Name: "ready-recheck", Value: defaultRecheck, Usage: "/readyz re-runs the store check at least every `DURATION` (and whenever the store changes)"},
@@ -220,8 +221,9 @@ const maxResultBytes = maxProgramOutput
 // on each listener.
 const defaultMaxConns = 1024
 
-// mountCatalog serves the catalog: on mux with --catalog, or on a
-// listener of its own with --catalog-listen, whose URL it returns. start
+// mountCatalog serves the catalog behind the Host guard (hostGuard): on
+// mux with --catalog, or on a listener of its own with --catalog-listen,
+// whose URL it returns. start
 // serves that listener (its failure goes to errs), stop shuts it down
 // (also when it was never started); both do nothing otherwise.
 func mountCatalog(c *cli.Context, env *cliutil.Env, cfg *serveConfig, mux *http.ServeMux, store *resolver.Store, log *slog.Logger) (string, func(chan<- error), func(), error) {
@@ -229,10 +231,15 @@ func mountCatalog(c *cli.Context, env *cliutil.Env, cfg *serveConfig, mux *http.
 	if !c.Bool("catalog") && addr == "" {
 		return "", func(chan<- error) {}, func() {}, nil
 	}
-	ch, err := catalog.NewHandler(catalog.Options{Source: store, Now: env.Now, Logger: log, PeerShare: cfg.PeerShare})
+	catalogHandler, err := catalog.NewHandler(catalog.Options{Source: store, Now: env.Now, Logger: log, PeerShare: cfg.PeerShare})
 	if err != nil {
 		return "", nil, nil, err
 	}
+	guard, err := newHostGuard(cfg.allowHosts)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	ch := guard.wrap(catalogHandler) // before the catalog reads the store
 	if addr == "" {
 		mux.Handle(catalog.Prefix, ch)
 		return "", func(chan<- error) {}, func() {}, nil

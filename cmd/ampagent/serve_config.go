@@ -30,12 +30,14 @@ type serveFlags struct {
 	allowMissingHandlers bool
 	catalog              bool
 	catalogListen        string
-	listenTCP            string
-	tlsCert, tlsKey      string
-	etcdCA               string
-	etcdCert, etcdKey    string
-	readyExpiryWindow    time.Duration
-	readyRecheck         time.Duration
+	// allowHosts are the --allow-host names (hostGuard).
+	allowHosts        []string
+	listenTCP         string
+	tlsCert, tlsKey   string
+	etcdCA            string
+	etcdCert, etcdKey string
+	readyExpiryWindow time.Duration
+	readyRecheck      time.Duration
 	// replayHorizon is --replay-horizon (agent.Bounds.ReplayHorizon).
 	replayHorizon time.Duration
 }
@@ -124,6 +126,7 @@ func (cfg *serveConfig) applyFlags(c *cli.Context) {
 	cfg.serve = c.Command != nil && c.Command.Name == "serve"
 	cfg.unsafeListen, cfg.allowMissingHandlers = c.Bool("unsafe-listen"), c.Bool("allow-missing-handlers")
 	cfg.catalogListen, cfg.catalog = c.String("catalog-listen"), c.Bool("catalog")
+	cfg.allowHosts = c.StringSlice("allow-host")
 	cfg.listenTCP, cfg.tlsCert, cfg.tlsKey = c.String("listen-tcp"), c.String("tls-cert"), c.String("tls-key")
 	cfg.readyExpiryWindow, cfg.readyRecheck = c.Duration("ready-expiry-window"), c.Duration("ready-recheck")
 	cfg.replayHorizon = c.Duration("replay-horizon")
@@ -273,6 +276,9 @@ func (cfg *serveConfig) validateServe() error {
 			"listen on 127.0.0.1, put the agent behind a tls proxy, or say --unsafe-listen")
 	}
 	if err := cfg.validateCatalogListen(); err != nil {
+		return err
+	}
+	if _, err := newHostGuard(cfg.allowHosts); err != nil {
 		return err
 	}
 	if ps := handlerProblems(cfg.Handlers); len(ps) > 0 && !cfg.allowMissingHandlers {

@@ -14,6 +14,7 @@ import (
 	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/transport"
 	"github.com/ampbundle/ampbundle/transport/amphttp"
 	"github.com/ampbundle/ampbundle/transport/ampstcp"
@@ -78,7 +79,7 @@ func (s *server) mountAgent() error {
 	// The write deadline counts from the request: it covers the longest
 	// answer (a BATCH: MaxBatchDuration plus one item's timeout, AGENT-13)
 	// and the reply's write.
-	s.srv = amphttp.NewServer(instrument(s.mux, s.met, s.log), agent.Bounds{MaxTimeout: s.maxTimeout}.LongestAnswer()+30*time.Second, s.log)
+	s.srv = amphttp.NewServer(mirror.ScriptFree(instrument(s.mux, s.met, s.log)), agent.Bounds{MaxTimeout: s.maxTimeout}.LongestAnswer()+30*time.Second, s.log)
 	return nil
 }
 
@@ -138,12 +139,14 @@ func (s *server) start() error {
 	return nil
 }
 
-// startMetrics serves the metrics listener, if any, and returns its URL.
+// startMetrics serves the metrics listener, if any, behind the Host guard
+// (hostGuard), and returns its URL.
 func (s *server) startMetrics() string {
 	if s.metricsLn == nil {
 		return ""
 	}
-	s.metricsSrv = cliutil.SideServer(MetricsPath, s.met.handler())
+	guard, _ := newHostGuard(s.cfg.allowHosts) // checked by validateServe
+	s.metricsSrv = cliutil.SideServer(MetricsPath, guard.wrap(s.met.handler()))
 	go func() { s.errs <- s.metricsSrv.Serve(s.metricsLn) }()
 	return "http://" + s.metricsLn.Addr().String() + MetricsPath
 }
