@@ -2,9 +2,6 @@ package bundlebuild
 
 import (
 	"encoding/hex"
-	"errors"
-	"io"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -230,7 +227,7 @@ func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 	cost := func(i int) int64 { return sizes[keys[i]] }
 	work := func(i int) firstRead {
 		k := keys[i]
-		data, err := readSized(schemas.files[k], sizes[k])
+		data, err := schemas.dir.read(k, sizes[k])
 		if err != nil {
 			return firstRead{err: err}
 		}
@@ -293,32 +290,4 @@ func checkSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 		return nil
 	}
 	return runOrdered(workers, len(keys), b, cost, work, consume)
-}
-
-// readSized reads a source file expected to be size bytes long into a
-// buffer of that size (no growth, no garbage), refusing more than
-// maxSourceFile bytes; a file that grew meanwhile is still read whole.
-func readSized(p string, size int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data := make([]byte, 0, min(max(size, 0), maxSourceFile)+1)
-	for {
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
-		}
-		n, err := f.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if len(data) > maxSourceFile {
-			return nil, errors.New("file is larger than 16 MiB")
-		}
-		if err == io.EOF {
-			return data, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
 }

@@ -93,7 +93,8 @@ func srcErr(file, format string, args ...any) *amp.Error {
 // compiler, read from disk when asked: a source's schemas are never all in
 // memory at once (docs/PERFORMANCE.md, P8).
 type diskLoader struct {
-	files  map[string]string // artifact key -> path on disk
+	dir    *sourceDir
+	files  map[string]string // artifact key -> its slash path below the source folder (the key itself)
 	ids    map[string]string
 	alg    string
 	hashes map[string]string // artifact key -> hash of the bytes first read
@@ -106,7 +107,7 @@ func (l *diskLoader) Load(key string) ([]byte, error) {
 	if !ok {
 		return nil, fs.ErrNotExist
 	}
-	data, err := readSourceFile(p)
+	data, err := l.dir.read(p, 512)
 	if err != nil {
 		return nil, err
 	}
@@ -191,17 +192,20 @@ func loadSource(dir string, opts SourceOptions, hooks buildHooks) (*bundle.Draft
 
 // sourceFiles is what the walk of a source folder found.
 type sourceFiles struct {
+	dir    *sourceDir        // where every file is read from
 	files  map[string][]byte // small files (configs, DID documents, bridges) by slash path
-	onDisk map[string]string // schema files: slash path -> path on disk
+	onDisk map[string]string // schema files: slash path -> itself, read from dir
 	sizes  map[string]int64  // schema files: slash path -> size
 }
 
 // walkSource lists a source folder: no link, no hidden folder, nothing but
 // regular files with safe keys that differ in more than letter case. Small
 // files are read; schemas are only sized (read when checked and when
-// written, never kept).
+// written, never kept). Every file is read beneath the folder, and only
+// when it is still the file listed (sourceDir).
 func walkSource(dir string) (*sourceFiles, error) {
-	src := &sourceFiles{files: map[string][]byte{}, onDisk: map[string]string{}, sizes: map[string]int64{}}
+	sd := &sourceDir{seen: map[string]fs.FileInfo{}}
+	src := &sourceFiles{dir: sd, files: map[string][]byte{}, onDisk: map[string]string{}, sizes: map[string]int64{}}
 	folded := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -228,18 +232,24 @@ func walkSource(dir string) (*sourceFiles, error) {
 			return srcErr(rel, "differs from %s only in letter case", other)
 		}
 		folded[strings.ToLower(rel)] = rel
-		if isSchemaPath(rel) {
-			info, err := d.Info()
-			if err != nil {
-				return srcErr(rel, "cannot be read").WithCause(err)
+		info, err := d.Info()
+		if err != nil {
+			return srcErr(rel, "cannot be read").WithCause(err)
+		}
+		sd.seen[rel] = info
+		if sd.root == nil {
+			if sd.root, err = os.OpenRoot(dir); err != nil {
+				return fail(bundle.ErrIO, "cannot read the source folder").WithCause(err)
 			}
+		}
+		if isSchemaPath(rel) {
 			if info.Size() > maxSourceFile {
 				return srcErr(rel, "cannot be read").WithCause(errors.New("file is larger than 16 MiB"))
 			}
-			src.onDisk[rel], src.sizes[rel] = p, info.Size()
+			src.onDisk[rel], src.sizes[rel] = rel, info.Size()
 			return nil
 		}
-		data, err := readSourceFile(p)
+		data, err := sd.read(rel, 512)
 		if err != nil {
 			return srcErr(rel, "cannot be read").WithCause(err)
 		}
@@ -309,7 +319,7 @@ type layout struct {
 // refused), adding each artifact to d.
 func classify(d *bundle.Draft, src *sourceFiles, alg string) (*layout, error) {
 	lay := &layout{caps: map[string]string{}, bridges: map[string][]byte{},
-		schemas: &diskLoader{files: map[string]string{}, ids: map[string]string{}, alg: alg, hashes: map[string]string{}}}
+		schemas: &diskLoader{dir: src.dir, files: map[string]string{}, ids: map[string]string{}, alg: alg, hashes: map[string]string{}}}
 	for k := range src.files {
 		lay.keys = append(lay.keys, k)
 	}
@@ -331,7 +341,7 @@ func classify(d *bundle.Draft, src *sourceFiles, alg string) (*layout, error) {
 		case segs[0] == "capabilities" && len(segs) == 4 && strings.HasSuffix(k, ".json"),
 			segs[0] == "schemas" && len(segs) >= 2 && strings.HasSuffix(k, ".json"):
 			lay.schemas.files[k] = src.onDisk[k]
-			d.Artifacts = append(d.Artifacts, fileSource(k, bundle.MediaTypeSchema, src.onDisk[k], src.sizes[k]))
+			d.Artifacts = append(d.Artifacts, fileSource(src.dir, k, bundle.MediaTypeSchema, src.sizes[k]))
 		case segs[0] == "dids" && len(segs) == 2 && strings.HasSuffix(k, ".json"):
 			lay.dids = append(lay.dids, k)
 			d.Artifacts = append(d.Artifacts, bundle.BytesSource(k, bundle.MediaTypeDID, src.files[k]))
@@ -524,22 +534,19 @@ func isSchemaPath(rel string) bool {
 			(segs[0] == "schemas" && len(segs) >= 2))
 }
 
-// fileSource is a Source over a schema file, opened when Write copies it.
+// fileSource is a Source over the schema file key of dir, opened when
+// Write copies it (only while it is still the file the walk listed).
 // LoadSource sets its Size and Hash to those of the bytes it checked, and
 // Write refuses bytes that do not match them: what is written is what was
 // checked.
-func fileSource(key, mediaType, p string, size int64) bundle.Source {
+func fileSource(dir *sourceDir, key, mediaType string, size int64) bundle.Source {
 	return bundle.Source{Key: key, MediaType: mediaType, Size: size, Open: func() (io.ReadCloser, error) {
-		f, err := os.Open(p)
+		f, err := dir.open(key)
 		if err != nil {
 			return nil, fail(bundle.ErrIO, "cannot read %s", key).WithCause(err)
 		}
 		return f, nil
 	}}
-}
-
-func readSourceFile(p string) ([]byte, error) {
-	return readSized(p, 512)
 }
 
 // strictJSON decodes one JSON value with no unknown struct fields and no

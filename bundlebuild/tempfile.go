@@ -109,11 +109,11 @@ func RemoveStaleTemps(dir string, now time.Time) []string {
 		}
 		switch {
 		case st.Mode().IsRegular():
-			if removeUnlocked(p, st, nil) {
+			if removeUnlocked(p, st) {
 				removed = append(removed, p)
 			}
 		case st.IsDir():
-			if removeUnlocked(p, st, plainFilesOnly) {
+			if removeUnlocked(p, st) {
 				removed = append(removed, p)
 			}
 		}
@@ -121,28 +121,15 @@ func RemoveStaleTemps(dir string, now time.Time) []string {
 	return removed
 }
 
-// plainFilesOnly lists the plain files of the folder p, or fails when it
-// holds anything else (then it is not one of ours to remove).
-func plainFilesOnly(p string) ([]string, bool) {
-	entries, err := os.ReadDir(p)
-	if err != nil {
-		return nil, false
-	}
-	var files []string
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			return nil, false
-		}
-		files = append(files, filepath.Join(p, e.Name()))
-	}
-	return files, true
-}
-
 // removeUnlocked takes p's lock without waiting (it fails when a live
 // process holds it), checks that p is still the entry st describes, and
-// removes it: a folder's plain files first (listed by inside), then the
-// folder.
-func removeUnlocked(p string, st os.FileInfo, inside func(string) ([]string, bool)) bool {
+// removes it. A folder is emptied through the descriptor opened and locked
+// here, never through its path (removeFolderEntries: a folder that holds
+// anything but plain files is left), then removed as a folder only
+// (removeDir): an entry swapped for a link meanwhile is never followed, so
+// nothing outside the folder checked is ever removed (docs/SPEC-DECISIONS.md,
+// BUNDLE-6).
+func removeUnlocked(p string, st os.FileInfo) bool {
 	f, err := openNoFollow(p)
 	if err != nil {
 		return false
@@ -154,16 +141,23 @@ func removeUnlocked(p string, st os.FileInfo, inside func(string) ([]string, boo
 	if !tryLockTemp(f) {
 		return false
 	}
-	if inside != nil {
-		files, ok := inside(p)
-		if !ok {
-			return false
-		}
-		for _, x := range files {
-			if os.Remove(x) != nil {
-				return false
-			}
+	if !st.IsDir() {
+		return os.Remove(p) == nil
+	}
+	return removeFolderEntries(f) && removeDir(p) == nil
+}
+
+// plainEntries lists the folder open as d, or fails when it holds anything
+// but plain files (then it is not one of ours to remove).
+func plainEntries(d *os.File) ([]os.DirEntry, bool) {
+	entries, err := d.ReadDir(-1)
+	if err != nil {
+		return nil, false
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			return nil, false
 		}
 	}
-	return os.Remove(p) == nil
+	return entries, true
 }

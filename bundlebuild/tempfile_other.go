@@ -18,3 +18,32 @@ func lockTemp(*os.File) error { return nil }
 func tryLockTemp(*os.File) bool { return true }
 
 func openNoFollow(p string) (*os.File, error) { return os.Open(p) }
+
+// removeFolderEntries removes the plain files of the folder open as d,
+// beneath that folder (os.Root: a link is removed, never followed), or
+// nothing when it holds anything else.
+func removeFolderEntries(d *os.File) bool {
+	entries, ok := plainEntries(d)
+	if !ok {
+		return false
+	}
+	root, err := os.OpenRoot(d.Name())
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	rst, err := root.Stat(".")
+	dst, err2 := d.Stat()
+	if err != nil || err2 != nil || !os.SameFile(rst, dst) {
+		return false
+	}
+	for _, e := range entries {
+		if root.Remove(e.Name()) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// removeDir removes the empty folder p.
+func removeDir(p string) error { return os.Remove(p) }

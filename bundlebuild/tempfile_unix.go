@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // staleAge: where locks are seen, a minute covers the moment between a
@@ -20,6 +22,30 @@ func tryLockTemp(f *os.File) bool {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
 }
 
+// openNoFollow opens p itself, never a link's target, and without waiting:
+// a FIFO swapped in for a leftover opens at once and is then not the file
+// checked (os.SameFile), instead of blocking the clean-up.
 func openNoFollow(p string) (*os.File, error) {
-	return os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	return os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 }
+
+// removeFolderEntries removes the plain files of the folder open as d,
+// listed and unlinked relative to that descriptor (never by path), or
+// nothing when it holds anything else: then it is not one of ours.
+func removeFolderEntries(d *os.File) bool {
+	entries, ok := plainEntries(d)
+	if !ok {
+		return false
+	}
+	fd := int(d.Fd())
+	for _, e := range entries {
+		if unix.Unlinkat(fd, e.Name(), 0) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// removeDir removes the empty folder p; a link put in its place is not
+// followed (rmdir refuses it).
+func removeDir(p string) error { return unix.Rmdir(p) }

@@ -53,8 +53,24 @@ var (
 // iterations or a gigabyte of scrypt memory is refused, not obeyed.
 type kdfLimits struct {
 	pbkdf2Iterations int
-	scryptMemory     int64 // 128 * r * N bytes
+	scryptMemory     int64 // 128·r·(N + p + 2) bytes, and 128·N·r·p bytes of work (scryptWithin)
 	scryptP          int
+}
+
+// scryptWithin reports whether scrypt with cost n, block size r and
+// parallelization p (each at least 1) stays within the memory bound, for
+// everything scrypt.Key allocates (V: 128·r·N bytes, B: 128·r·p, XY:
+// 256·r), and within as much work: the N·r·p block mixes of p derivations
+// may touch no more than 128·N·r·p ≤ the same bound, so that p multiplies
+// neither the memory nor the time of the largest derivation allowed
+// (docs/SPEC-DECISIONS.md, CLI-26). The products are formed only once each
+// factor is known to be small enough not to overflow.
+func (lim kdfLimits) scryptWithin(n, r, p int64) bool {
+	units := lim.scryptMemory / 128 // 128-byte blocks
+	if r > units || n > units || p > units {
+		return false
+	}
+	return n+p+2 <= units/r && n*r <= units/p
 }
 
 // defaultLimits bound the work a key file may ask for: 10 million PBKDF2
@@ -245,8 +261,8 @@ func deriveKey(kdf pkix.AlgorithmIdentifier, passphrase []byte, keyLen int, lim 
 		}
 		n, r := p.CostParameter, p.BlockSize
 		if n < 2 || n&(n-1) != 0 || r < 1 || p.Parallelization < 1 || p.Parallelization > lim.scryptP ||
-			int64(n) > lim.scryptMemory/128/int64(r) || len(p.Salt) == 0 || len(p.Salt) > maxSaltLen {
-			return nil, fail(ErrUnsupportedEncryption, "private key asks for scrypt parameters beyond this tool's bounds (at most %d MiB, p at most %d)", lim.scryptMemory>>20, lim.scryptP)
+			!lim.scryptWithin(int64(n), int64(r), int64(p.Parallelization)) || len(p.Salt) == 0 || len(p.Salt) > maxSaltLen {
+			return nil, fail(ErrUnsupportedEncryption, "private key asks for scrypt parameters beyond this tool's bounds (at most %d MiB of memory and as much work, p at most %d)", lim.scryptMemory>>20, lim.scryptP)
 		}
 		if p.KeyLength != 0 && p.KeyLength != keyLen {
 			return nil, fail(ErrInvalidKeyFile, "key file's scrypt key length does not match its cipher")

@@ -3,6 +3,8 @@ package main
 import (
 	"crypto/ed25519"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -28,6 +30,9 @@ Operators trust the public key (or the did:key) with 'ampbundle trust add'.`,
 				return err
 			}
 			pub := priv.Public().(ed25519.PublicKey)
+			if err := pubFileFree(c); err != nil {
+				return err
+			}
 			if err := write(priv); err != nil {
 				return err
 			}
@@ -53,4 +58,22 @@ Operators trust the public key (or the did:key) with 'ampbundle trust add'.`,
 			return nil
 		},
 	}
+}
+
+// pubFileFree refuses --pub, before the private key is written, when it
+// names the private key file itself or a file that exists: the public key
+// is never written over a file, and a keygen refused after writing its
+// private key would leave a key whose public half was not saved.
+func pubFileFree(c *cli.Context) error {
+	if !c.IsSet("pub") {
+		return nil
+	}
+	pub := c.String("pub")
+	if filepath.Clean(pub) == filepath.Clean(c.String("out")) {
+		return cliutil.Usagef("--pub and -o name the same file; the public key needs a file of its own")
+	}
+	if _, err := os.Lstat(pub); err == nil {
+		return cliutil.Failf(keyfile.ErrFileExists, "--pub names an existing file; refusing to overwrite an existing file")
+	}
+	return nil
 }

@@ -177,9 +177,36 @@ func readPassphraseFile(path string) ([]byte, error) {
 }
 
 // ReadPrivateKey reads the private key file of flag --key (or another
-// flag) with the command's passphrase sources.
+// flag) with the command's passphrase sources, after OutputNotKey.
 func ReadPrivateKey(c *cli.Context, env *Env, path string) (*keyfile.Keys, error) {
+	if err := OutputNotKey(c, path); err != nil {
+		return nil, err
+	}
 	return keyfile.ReadPrivateWith(path, keyfile.Options{Passphrase: Passphrase(c, env, "key file "+path)})
+}
+
+// OutputNotKey refuses, before anything is read or written, a command
+// whose output (--out, -o) is the private key file keyPath it reads: the
+// same file by os.SameFile, so that a link, a hard link or another spelling
+// of the path counts. A writer renames its output into place, and private
+// key files are never overwritten (docs/CLI.md §1.11). An output that does
+// not exist yet, or stdout (-), is never a key file. Every command that
+// reads a private key calls it through ReadPrivateKey
+// (docs/SPEC-DECISIONS.md, CLI-27).
+func OutputNotKey(c *cli.Context, keyPath string) error {
+	out := c.String("out")
+	if out == "" || out == "-" {
+		return nil
+	}
+	ost, err := os.Stat(out)
+	if err != nil {
+		return nil
+	}
+	kst, err := os.Stat(keyPath)
+	if err != nil || !os.SameFile(ost, kst) {
+		return nil
+	}
+	return Usagef("the output file (-o) is the private key file the command reads; private key files are never overwritten: write the output to another file")
 }
 
 // ReadSigningKey is ReadPrivateKey for a file that must hold an Ed25519
