@@ -78,7 +78,7 @@ func (s *Store) planClaim(k ledger.Key, expires time.Time, phex string, pl *prin
 	reserve := s.reserveOf(0)
 	cost := entryCost(k, reserve)
 	now := s.o.Now()
-	if s.budgetFull(now, cost) {
+	if s.budgetFull(now, cost, 0, 0) {
 		return nil, nil
 	}
 	// The counters as this process last wrote them, or none: a guess the

@@ -28,15 +28,19 @@ const maxCleanups = 1 << 16
 // With counter, it is instead the refund of a Finish that recorded k's
 // reply without the principal's lock (FLEET-20): take is taken off
 // counter, and cost (what of it this process's tally holds) given back
-// to the tally of the bucket ending at end, once.
+// to the tally of the bucket ending at end, once. rev is then the
+// revision at which the entry was charged to counter, and keep what the
+// done entry still costs: the refund is taken only off the counter
+// created by then (never one made again since, with the same key) and
+// only while it holds take+keep (refund).
 type cleanup struct {
-	k         ledger.Key
-	rev       int64
-	token     string
-	entry     bool
-	cost, end int64
-	counter   string
-	take      int64
+	k          ledger.Key
+	rev        int64
+	token      string
+	entry      bool
+	cost, end  int64
+	counter    string
+	take, keep int64
 }
 
 // cleaner retries the cleanups that failed, for as long as the process
@@ -308,7 +312,7 @@ func (s *Store) clean(c cleanup) error {
 	ops := []clientv3.Op{clientv3.OpDelete(ks.claim)}
 	var ent *mvccpb.KeyValue
 	var counter string // the usage counter the nested refund takes cost off
-	var cost int64
+	var cost, charged int64
 	gone := false
 	if c.entry {
 		err := s.call("unclaim", func(ctx context.Context) error {
@@ -340,8 +344,8 @@ func (s *Store) clean(c cleanup) error {
 			// until its bucket ends): the claim and the unrun entry go
 			// all the same (FLEET-18).
 			if err == nil && crev > 0 { // compared on its mod revision; refund retries a later write
-				counter, cost = key, entryCost(c.k, e.reserve)
-				ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(counter), "=", crev)},
+				counter, cost, charged = key, entryCost(c.k, e.reserve), ent.ModRevision
+				ops = append(ops, clientv3.OpTxn(chargedTo(counter, crev, charged),
 					[]clientv3.Op{takeOff(counter, n-cost)}, nil))
 			}
 		}
@@ -368,20 +372,22 @@ func (s *Store) clean(c cleanup) error {
 		// The nested refund (the last op) found the counter written since
 		// it was read: take the cost off as Unclaim does.
 		if in := r.Responses[len(r.Responses)-1].GetResponseTxn(); in == nil || !in.Succeeded {
-			s.refund(counter, cost, nil)
+			s.refund(counter, cost, 0, charged, nil)
 		}
 	}
 	return nil
 }
 
 // cleanRefund takes the refund c off its counter (refund), and gives its
-// tally back when that is done or the counter is gone (with its bucket's
-// lease: nothing of it is left to give back). A refund whose write may
-// have been applied (its answer lost) or whose counter is corrupt is
-// dropped, never tried twice: its charge stays until the bucket ends
-// (FLEET-14). An error (nothing written) keeps it queued.
+// tally back when that is done or the counter it was charged to is gone
+// (with its bucket's lease, even if a counter of the same key was made
+// again since: nothing of it is left to give back). A refund whose write
+// may have been applied (its answer lost), whose counter is corrupt, or
+// whose counter holds less than it and the done entry's cost, is dropped,
+// never tried twice: its charge stays until the bucket ends (FLEET-14).
+// An error (nothing written) keeps it queued.
 func (s *Store) cleanRefund(c cleanup) error {
-	taken, err := s.refund(c.counter, c.take, nil)
+	taken, err := s.refund(c.counter, c.take, c.keep, c.rev, nil)
 	if taken && c.cost > 0 {
 		s.mu.Lock()
 		s.charge(c.end, -c.cost, 0)
@@ -457,8 +463,7 @@ func (s *Store) undoClaim(k ledger.Key, ci claimInfo) error {
 		clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev),
 		clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ce.rev),
 	}, []clientv3.Op{clientv3.OpDelete(ks.claim), clientv3.OpDelete(ks.entry),
-		clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ce.counter), "=", rev)},
-			[]clientv3.Op{takeOff(ce.counter, left)}, nil),
+		clientv3.OpTxn(chargedTo(ce.counter, rev, ce.rev), []clientv3.Op{takeOff(ce.counter, left)}, nil),
 		clientv3.OpGet(u, clientv3.WithPrefix())}, nil)
 	if err != nil {
 		return err
@@ -471,34 +476,41 @@ func (s *Store) undoClaim(k ledger.Key, ci claimInfo) error {
 	s.mu.Unlock()
 	pl.learn(r.Responses[3], r.Header.Revision)
 	if in := r.Responses[2].GetResponseTxn(); in == nil || !in.Succeeded {
-		s.refund(ce.counter, ce.cost, pl)
+		s.refund(ce.counter, ce.cost, 0, ce.rev, pl)
 	}
 	return nil
 }
 
 // refund takes cost off counter, compared on its mod revision, at most
 // 16 times; after that (or an error) the charge stays until the counter
-// expires with its bucket: over-charging a share briefly is safe. pl,
-// held by the caller, forgets its counters' guess; nil when the caller
-// does not hold it (clean). taken reports that the cost was taken off,
-// or that the counter is gone (nothing left to take); err, that nothing
-// was written and a later try may take it (the counter could not be
-// read, or kept changing). A write whose answer was lost, or a corrupt
-// counter, reports neither: never taken twice.
-func (s *Store) refund(counter string, cost int64, pl *principalLock) (taken bool, err error) {
+// expires with its bucket: over-charging a share briefly is safe. The
+// cost is taken only off the counter that was charged with it, at
+// revision charged: one created since (its key deleted with its lease,
+// then written again by another entry) holds none of it and counts as
+// gone; and never below keep, what the charged entry still costs there: a
+// counter holding less than cost+keep is left as it is. pl, held by the
+// caller, forgets its counters' guess; nil when the caller does not hold
+// it (clean). taken reports that the cost was taken off, or that the
+// counter is gone (nothing left to take); err, that nothing was written
+// and a later try may take it (the counter could not be read, or kept
+// changing). A write whose answer was lost, a corrupt counter, or one
+// holding too little, reports neither: never taken twice.
+func (s *Store) refund(counter string, cost, keep, charged int64, pl *principalLock) (taken bool, err error) {
 	for attempt := 0; attempt < maxRetries; attempt++ {
-		n, rev, err := s.readCounter("unclaim", counter)
+		n, rev, created, err := s.readCounterOf("unclaim", counter)
 		if amp.NameOf(err) == ErrCounterCorrupt {
 			return false, nil // FLEET-18
 		}
-		if err != nil || rev == 0 {
+		if err != nil || rev == 0 || created > charged {
 			return err == nil, err
 		}
-		left := max(n-cost, 0)
+		if n < cost+keep {
+			return false, nil // less than the charge it gives back: another's
+		}
 		var r *clientv3.TxnResponse
 		err = s.call("unclaim", func(ctx context.Context) (err error) {
-			r, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(counter), "=", rev)).
-				Then(takeOff(counter, left)).Commit()
+			r, err = s.cli.Txn(ctx).If(chargedTo(counter, rev, charged)...).
+				Then(takeOff(counter, n-cost)).Commit()
 			return err
 		})
 		if err != nil {
@@ -513,4 +525,14 @@ func (s *Store) refund(counter string, cost int64, pl *principalLock) (taken boo
 		contended(attempt)
 	}
 	return false, contendedErr()
+}
+
+// chargedTo compares counter on its mod revision rev (unchanged since it
+// was read) and on its create revision: made at or before charged, the
+// revision at which an entry's cost was added to it, so that the refund
+// of that cost is never taken off a counter made again since under the
+// same key (its lease ended meanwhile: FLEET-20, review 29).
+func chargedTo(counter string, rev, charged int64) []clientv3.Cmp {
+	return []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(counter), "=", rev),
+		clientv3.Compare(clientv3.CreateRevision(counter), "<", charged+1)}
 }

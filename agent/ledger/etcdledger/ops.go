@@ -70,7 +70,7 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 func (s *Store) markNew(k ledger.Key, ci claimInfo, claimed bool, expires time.Time, reserve int64) error {
 	dl := time.Now().Add(s.o.OpTimeout)
 	now := s.o.Now()
-	e, cost, err := s.newEntry(k, now, expires, reserve)
+	e, cost, err := s.newEntry(k, now, expires, reserve, nil)
 	if err != nil {
 		return err
 	}
@@ -79,14 +79,22 @@ func (s *Store) markNew(k ledger.Key, ci claimInfo, claimed bool, expires time.T
 		return err
 	}
 	defer s.hot.unlock(pl)
-	return s.makeEntry(k, ci, claimed, e, cost, pl)
+	return s.makeEntry(k, ci, claimed, e, cost, nil, pl)
 }
 
 // newEntry is the running entry of k that markNew makes, with its cost,
-// or ErrFull when it is over this process's share of the budget.
-func (s *Store) newEntry(k ledger.Key, now, expires time.Time, reserve int64) (entry, int64, error) {
+// or ErrFull when it is over this process's share of the budget. old is
+// the entry it replaces (remake: one that vanished with its lease, whose
+// charge leaves the tally when the new one is made), nil for none: what
+// of old's charge the tally still holds is left out of the check, so
+// that an entry is never refused for its own earlier charge.
+func (s *Store) newEntry(k ledger.Key, now, expires time.Time, reserve int64, old *entryRef) (entry, int64, error) {
 	cost := entryCost(k, reserve)
-	if s.budgetFull(now, cost) {
+	var freed, freedEnd int64
+	if old != nil && old.charged {
+		freed, freedEnd = entryCost(k, old.e.reserve), old.e.end
+	}
+	if s.budgetFull(now, cost, freed, freedEnd) {
 		return entry{}, 0, amp.Named(amp.CodeOverloaded, ledger.ErrFull, "the agent's idempotency ledger is full; retry later")
 	}
 	ph := sha256.Sum256([]byte(s.principalOf(k.Sender)))
@@ -95,12 +103,36 @@ func (s *Store) newEntry(k ledger.Key, now, expires time.Time, reserve int64) (e
 	return e, cost, nil
 }
 
+// vanished is the charge of a running entry that went with its bucket
+// lease while its counter stayed (remake): cost, added to counter at
+// revision rev.
+type vanished struct {
+	counter   string
+	cost, rev int64
+}
+
+// takes is what of v's charge the counters snap still hold: at most
+// v.cost, and only on the counter made at or before v.rev (the one it
+// was added to; a counter made again since holds none of it).
+func (v *vanished) takes(snap *usageSnap) int64 {
+	if v == nil {
+		return 0
+	}
+	if c := snap.creates[v.counter]; c == 0 || c > v.rev {
+		return 0
+	}
+	return min(v.cost, snap.vals[v.counter])
+}
+
 // makeEntry commits markNew's transaction for e (costing cost). pl is the
 // principal's lock, held by the caller, whose counters are the first
 // guess; nil when the caller does not hold it (remake): the counters are
 // then read for every try, and a try that fails on another's write is
-// retried as one that fails on a stale guess.
-func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cost int64, pl *principalLock) error {
+// retried as one that fails on a stale guess. With gone (remake), the
+// vanished entry's charge that a counter still holds is left out of the
+// share check and taken off that counter in the same transaction,
+// compared on its mod revision: nothing else ever takes it off.
+func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cost int64, gone *vanished, pl *principalLock) error {
 	phex := hexOf(e.principal)
 	ks := keysOf(s.prefix, k)
 	counter := usageKey(s.prefix, phex, e.end)
@@ -113,8 +145,11 @@ func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cos
 		if pl != nil && pl.snap != nil && (snap == nil || pl.snap.rev > snap.rev) {
 			snap = pl.snap // this process's own later write of the counters
 		}
-		guess := snap != nil && snap != ci.usage                                                 // not read with the claim
-		if pl == nil || attempt > 0 || snap == nil || guess && snap.sum+cost > s.lim.PerCaller { // never refuse on a guess
+		over := func(sn *usageSnap) bool { return sn.sum-gone.takes(sn)+cost > s.lim.PerCaller }
+		guess := snap != nil && snap != ci.usage // not read with the claim
+		// Never refuse on a guess; a remake reads them anew (the handler
+		// ran since the claim's read, and the entry's counter may be gone).
+		if pl == nil || gone != nil || attempt > 0 || snap == nil || guess && over(snap) {
 			if snap, err = s.readUsage("mark", usagePrefix(s.prefix, phex)); err != nil {
 				return err
 			}
@@ -122,21 +157,28 @@ func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cos
 				pl.snap = snap
 			}
 		}
-		sum, cur, rev := snap.sum, snap.vals[counter], snap.rev
-		if sum+cost > s.lim.PerCaller {
+		if over(snap) {
 			return callerFull()
 		}
+		take := gone.takes(snap)
+		n, rev := snap.vals[counter]+cost, snap.rev
 		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ks.entry), "=", 0),
 			clientv3.Compare(clientv3.ModRevision(usagePrefix(s.prefix, phex)), "<", rev+1).WithPrefix(),
 			clientv3.Compare(clientv3.ModRevision(counter), "=", snap.mods[counter])} // not deleted since: FLEET-19
 		if claimed {
 			cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev))
 		}
-		r, err := s.txn("mark", k, usagePrefix(s.prefix, phex), cmp, []clientv3.Op{
-			clientv3.OpPut(ks.entry, string(e.encode()), clientv3.WithLease(lease)),
-			clientv3.OpPut(counter, itoa(cur+cost), clientv3.WithLease(lease)),
-			clientv3.OpGet(usagePrefix(s.prefix, phex), clientv3.WithPrefix()),
-		}, []clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
+		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(e.encode()), clientv3.WithLease(lease))}
+		if take > 0 && gone.counter == counter {
+			n -= take
+		} else if take > 0 { // kept on its own lease
+			cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(gone.counter), "=", snap.mods[gone.counter]))
+			ops = append(ops, takeOff(gone.counter, snap.vals[gone.counter]-take))
+		}
+		ops = append(ops, clientv3.OpPut(counter, itoa(n), clientv3.WithLease(lease)),
+			clientv3.OpGet(usagePrefix(s.prefix, phex), clientv3.WithPrefix()))
+		r, err := s.txn("mark", k, usagePrefix(s.prefix, phex), cmp, ops,
+			[]clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
 		if leaseNotFound(err) {
 			s.leases.drop(e.end)
 			continue
@@ -146,10 +188,10 @@ func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cos
 		}
 		if r.Succeeded {
 			if pl != nil {
-				pl.learn(r.Responses[2], r.Header.Revision)
+				pl.learn(r.Responses[len(r.Responses)-1], r.Header.Revision)
 			}
 			s.mu.Lock()
-			s.running[k] = entryRef{rev: r.Header.Revision, e: e, charged: true, counter: cur + cost, counterRev: r.Header.Revision, limit: e.reserve}
+			s.running[k] = entryRef{rev: r.Header.Revision, e: e, charged: true, counter: n, counterRev: r.Header.Revision, limit: e.reserve}
 			s.charge(e.end, cost, 1)
 			if c, ok := s.claims[k]; ok && c.rev == ci.rev {
 				c.ran = true
@@ -318,7 +360,7 @@ func (s *Store) readUsage(op, prefix string) (snap *usageSnap, err error) {
 
 // snapOf sums the usage counters of a range read at revision rev.
 func snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
-	snap := &usageSnap{rev: rev, vals: map[string]int64{}, mods: map[string]int64{}}
+	snap := &usageSnap{rev: rev, vals: map[string]int64{}, mods: map[string]int64{}, creates: map[string]int64{}}
 	if r == nil {
 		return nil, amp.Named(amp.CodeUnavailable, ErrBadValue, "no usage counters in the answer")
 	}
@@ -332,6 +374,7 @@ func snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
 		}
 		snap.vals[string(kv.Key)] = n
 		snap.mods[string(kv.Key)] = kv.ModRevision
+		snap.creates[string(kv.Key)] = kv.CreateRevision
 	}
 	return snap, nil
 }
@@ -390,20 +433,25 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 			cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev))
 		}
 		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(done.encode()), clientv3.WithIgnoreLease()), clientv3.OpDelete(ks.claim)}
+		keep := entryCost(k, int64(len(reply))) // what the done entry still costs
 		if attempt < maxRetries && refund > 0 && !unread {
 			// As marked here, or as this process last wrote it: the first guess.
 			cur, rev := pl.guess(counter, ref.counter, ref.counterRev)
-			if attempt > 0 || rev == 0 {
+			if attempt > 0 || rev == 0 || cur < refund+keep {
+				var created int64
 				var err error
-				if cur, rev, err = s.readCounter("finish", counter); err != nil {
-					// Corrupt, or etcd slow: the reply of a handler that
-					// ran is recorded all the same, the charge left
-					// until the bucket expires.
+				cur, rev, created, err = s.readCounterOf("finish", counter)
+				// Corrupt, or etcd slow: the reply of a handler that ran
+				// is recorded all the same, the charge left until the
+				// bucket expires. Absent, made again since the entry was
+				// charged (its lease ended), or holding less than the
+				// charge: none of the refund is on it (refund).
+				if err != nil || created > ref.rev || cur < refund+keep {
 					unread, rev = true, 0
 				}
 			}
-			if rev > 0 {
-				cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(counter), "=", rev))
+			if rev > 0 { // compared on the counter the entry was charged to
+				cmp = append(cmp, chargedTo(counter, rev, ref.rev)...)
 				ops = append(ops, takeOff(counter, cur-refund))
 			}
 		}
@@ -428,7 +476,7 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 			}
 			s.mu.Unlock()
 			if pl == nil && refund > 0 { // recorded without the lock
-				s.refundLater(k, ref, counter, refund)
+				s.refundLater(k, ref, counter, refund, keep)
 			}
 			return nil
 		}
@@ -455,6 +503,9 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 		if e == nil {
 			s.mu.Lock()
 			delete(s.running, k)
+			if ref.charged { // gone from etcd with its lease (remake)
+				s.charge(ref.e.end, -entryCost(k, ref.e.reserve), -1)
+			}
 			if c, ok := s.claims[k]; ok && c.rev == ci.rev {
 				c.entry = nil // Running makes it again, under the claim
 				s.claims[k] = c
@@ -475,12 +526,14 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 // refundLater queues the refund of a Finish that recorded the reply of k
 // (its entry ref) without the principal's lock (FLEET-20): the cleaner
 // takes refund off counter, compared on its mod revision and without the
-// lock, and gives the tally back what this process charged, once (clean).
-// Refunds fill at most half of the cleaner's queue, the rest kept for
-// given-up claims; one more is dropped (its charge then stays until the
-// bucket ends, as FLEET-14's: over-charging briefly is safe).
-func (s *Store) refundLater(k ledger.Key, ref entryRef, counter string, refund int64) {
-	c := cleanup{k: k, counter: counter, take: refund, end: ref.e.end}
+// lock, only if that counter is the one ref was charged to (made at or
+// before ref.rev) and still holds refund+keep (keep: what the done entry
+// costs), and gives the tally back what this process charged, once
+// (clean). Refunds fill at most half of the cleaner's queue, the rest
+// kept for given-up claims; one more is dropped (its charge then stays
+// until the bucket ends, as FLEET-14's: over-charging briefly is safe).
+func (s *Store) refundLater(k ledger.Key, ref entryRef, counter string, refund, keep int64) {
+	c := cleanup{k: k, rev: ref.rev, counter: counter, take: refund, keep: keep, end: ref.e.end}
 	if ref.charged {
 		c.cost = refund
 	}
@@ -503,24 +556,28 @@ func (s *Store) refundLater(k ledger.Key, ref entryRef, counter string, refund i
 // (FLEET-20). The entry is kept at least a minute, as Ticket.Finish
 // (agent/ledger/ledger.go) keeps a reply it records again, so that a
 // retry already in flight finds it. The vanished entry's charge leaves
-// this process's tally (etcd deleted it with its lease).
+// this process's tally (etcd deleted it with its lease), and the counter
+// it was added to when that counter outlived it (on another node's lease,
+// the last writer's): neither counts against the remake (review 29).
 func (s *Store) remake(k ledger.Key, ref entryRef, ci claimInfo, reply []byte, pl *principalLock) error {
 	now := s.o.Now()
 	expires := ref.e.expires
 	if least := now.Add(time.Minute); expires.Before(least) {
 		expires = least
 	}
-	e, cost, err := s.newEntry(k, now, expires, s.reserveOf(max(int64(len(reply)), ledger.MinReplyReserve)))
+	old := entryCost(k, ref.e.reserve)
+	e, cost, err := s.newEntry(k, now, expires, s.reserveOf(max(int64(len(reply)), ledger.MinReplyReserve)), &ref)
 	if err != nil {
 		return err
 	}
 	e.principal = ref.e.principal // the counters Finish locked, whatever the policy says now
-	if err := s.makeEntry(k, ci, true, e, cost, pl); err != nil {
+	gone := &vanished{counter: usageKey(s.prefix, hexOf(ref.e.principal), ref.e.end), cost: old, rev: ref.rev}
+	if err := s.makeEntry(k, ci, true, e, cost, gone, pl); err != nil {
 		return err
 	}
 	if ref.charged {
 		s.mu.Lock()
-		s.charge(ref.e.end, -entryCost(k, ref.e.reserve), -1)
+		s.charge(ref.e.end, -old, -1)
 		s.mu.Unlock()
 	}
 	return nil
@@ -529,16 +586,22 @@ func (s *Store) remake(k ledger.Key, ref entryRef, ci claimInfo, reply []byte, p
 // readCounter reads one usage counter (rev 0: absent), counted in the
 // metrics under op.
 func (s *Store) readCounter(op, key string) (n, rev int64, err error) {
+	n, rev, _, err = s.readCounterOf(op, key)
+	return n, rev, err
+}
+
+// readCounterOf is readCounter with the counter's create revision.
+func (s *Store) readCounterOf(op, key string) (n, rev, created int64, err error) {
 	err = s.call(op, func(ctx context.Context) error {
 		r, err := s.cli.Get(ctx, key)
 		if err != nil || len(r.Kvs) == 0 {
 			return err
 		}
-		rev = r.Kvs[0].ModRevision
+		rev, created = r.Kvs[0].ModRevision, r.Kvs[0].CreateRevision
 		n, err = decodeCounter(r.Kvs[0].Value)
 		return err
 	})
-	return n, rev, err
+	return n, rev, created, err
 }
 
 // claimHolds confirms in etcd (a linearizable read: no Raft commit, read
@@ -556,10 +619,15 @@ func (s *Store) claimHolds(k ledger.Key, ci claimInfo) error {
 }
 
 // budgetFull reports whether an entry costing cost is over this process's
-// share of the ledger's budget, counting what it holds at now.
-func (s *Store) budgetFull(now time.Time, cost int64) bool {
+// share of the ledger's budget, counting what it holds at now, less what
+// the tally of the bucket ending at end still holds of freed (the charge
+// of an entry the new one replaces; 0 for none).
+func (s *Store) budgetFull(now time.Time, cost, freed, end int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pruneTally(now)
+	if freed > 0 {
+		cost -= min(freed, s.tally[end].bytes)
+	}
 	return s.usage.Bytes+cost > s.lim.Budget
 }

@@ -143,10 +143,10 @@ type claimEntry struct {
 }
 
 // usageSnap is a principal's usage counters at revision rev: their
-// values and mod revisions by key, and their sum.
+// values, mod and create revisions by key, and their sum.
 type usageSnap struct {
-	sum, rev   int64
-	vals, mods map[string]int64
+	sum, rev            int64
+	vals, mods, creates map[string]int64
 }
 
 type tallyBucket struct {
