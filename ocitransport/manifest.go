@@ -58,16 +58,20 @@ type Artifact struct {
 // keeps of each, whatever the size of the manifest (up to
 // MaxManifestSize, most of it annotations a plan has no use for): the
 // descriptor's media type, digest, size and artifactType, the kind, the
-// file's size and SHA-256 and the hints (BundleID as the annotation says
-// it: a caller keeping many bounds it), a statement's one layer and its
-// subject (media type, digest, size). Raw, the annotations and a bundle's
-// layers are left out: read the manifest again with Manifest (checked
-// against the digest kept) before pulling the bundle.
+// file's size and SHA-256 and the hints (BundleID only when
+// bundle.ValidateBundleID accepts it, so at most a bundle_id's bound: an
+// annotation of up to MaxManifestSize bytes is no hint), a statement's one
+// layer and its subject (media type, digest, size). Raw, the annotations
+// and a bundle's layers are left out: read the manifest again with
+// Manifest (checked against the digest kept) before pulling the bundle.
 func (a *Artifact) Trimmed() *Artifact {
 	t := &Artifact{Descriptor: bareDescriptor(a.Descriptor), Kind: a.Kind, FileSize: a.FileSize,
-		FileSHA256: bytes.Clone(a.FileSHA256), BundleID: a.BundleID, Version: a.Version}
-	t.Descriptor.ArtifactType = a.Descriptor.ArtifactType
-	t.Manifest = ocispec.Manifest{Versioned: a.Manifest.Versioned, MediaType: a.Manifest.MediaType, ArtifactType: a.Manifest.ArtifactType}
+		FileSHA256: bytes.Clone(a.FileSHA256), Version: a.Version}
+	if bundle.ValidateBundleID(a.BundleID) == nil {
+		t.BundleID = a.BundleID
+	}
+	t.Descriptor.ArtifactType = known(a.Descriptor.ArtifactType)
+	t.Manifest = ocispec.Manifest{Versioned: a.Manifest.Versioned, MediaType: known(a.Manifest.MediaType), ArtifactType: known(a.Manifest.ArtifactType)}
 	if a.Kind != KindBundle && len(a.Manifest.Layers) == 1 {
 		t.Manifest.Layers = []ocispec.Descriptor{bareDescriptor(a.Manifest.Layers[0])}
 	}
@@ -80,7 +84,27 @@ func (a *Artifact) Trimmed() *Artifact {
 
 // bareDescriptor is d's media type, digest and size.
 func bareDescriptor(d ocispec.Descriptor) ocispec.Descriptor {
-	return ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size}
+	return ocispec.Descriptor{MediaType: known(d.MediaType), Digest: d.Digest, Size: d.Size}
+}
+
+// known is s, as the constant it equals when it is a media or artifact
+// type of ours: what many Trimmed artifacts keep of it is then shared.
+func known(s string) string {
+	switch s {
+	case ocispec.MediaTypeImageManifest:
+		return ocispec.MediaTypeImageManifest
+	case ArtifactTypeBundle:
+		return ArtifactTypeBundle
+	}
+	for _, t := range statementTypes {
+		switch s {
+		case t.artifactType:
+			return t.artifactType
+		case t.layerType:
+			return t.layerType
+		}
+	}
+	return s
 }
 
 // StatementKind returns the kind of the signed statement data (a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundlebuild"
 )
 
@@ -39,18 +41,37 @@ func (e *Endpoint) Resolve(ctx context.Context, ref string) (*Artifact, error) {
 
 // fetchManifest reads the manifest desc names, at most max bytes.
 func (e *Endpoint) fetchManifest(ctx context.Context, desc ocispec.Descriptor, max int64) (*Artifact, error) {
-	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return nil, fail(ErrNotBundle, "the reference is not an OCI image manifest")
-	}
 	max = min(max, e.o.MaxManifestSize)
-	if desc.Size > max {
-		return nil, fail(ErrManifestTooBig, "the manifest is larger than %d bytes", max)
+	if err := checkManifestDescriptor(desc, max); err != nil {
+		return nil, err
 	}
 	raw, err := e.readSmall(ctx, desc, max)
 	if err != nil {
 		return nil, err
 	}
 	return DecodeManifest(raw, desc, e.o.MaxBlobSize)
+}
+
+// checkManifestDescriptor refuses, before any request, a descriptor
+// fetchManifest could not read: not an image manifest's media type
+// (oci_not_an_ampbundle_artifact), a size over max
+// (oci_manifest_too_large) or not positive (oci_manifest_invalid), a
+// digest that is not a valid sha256 one (oci_digest_mismatch, as openBlob
+// says it). What passes is bounded: a 71-byte digest, a size in (0, max].
+func checkManifestDescriptor(desc ocispec.Descriptor, max int64) error {
+	if desc.MediaType != ocispec.MediaTypeImageManifest {
+		return fail(ErrNotBundle, "the reference is not an OCI image manifest")
+	}
+	if desc.Size > max {
+		return fail(ErrManifestTooBig, "the manifest is larger than %d bytes", max)
+	}
+	if desc.Size <= 0 {
+		return fail(ErrManifest, "a manifest or statement descriptor has no size")
+	}
+	if desc.Digest.Validate() != nil || desc.Digest.Algorithm() != digest.SHA256 {
+		return fail(ErrDigest, "a descriptor's digest is not a valid sha256 digest")
+	}
+	return nil
 }
 
 // WriteBundle streams the bundle file of a (KindBundle) into w: each layer
@@ -155,32 +176,49 @@ func (e *Endpoint) StatementsSkipping(ctx context.Context, b *Artifact) (out []*
 // StatementsCached is StatementsSkipping sharing cache with the other
 // listings of one run (a sync): a referrer digest any of them listed is
 // fetched once, its failure is in skipped once, and the artifacts returned
-// are Trimmed (docs/SPEC-DECISIONS.md OCI-13, amended). With a nil cache
-// it is StatementsSkipping: the listing on its own, the artifacts whole.
+// are Trimmed (docs/SPEC-DECISIONS.md OCI-13, amended). A descriptor that
+// could not be fetched (checkManifestDescriptor) is skipped before the
+// cache: it costs the run nothing and is kept nowhere. The listing fetches
+// at most cache.Share() manifests the cache has not seen; a referrer past
+// them is skipped as oci_too_many (TooManyStatements says so: the
+// bundle's statements were not all read). With a nil cache it is
+// StatementsSkipping: the listing on its own, the artifacts whole.
 func (e *Endpoint) StatementsCached(ctx context.Context, b *Artifact, cache *StatementCache) (out []*Artifact, skipped []error, err error) {
 	descs, err := e.referrers(ctx, b.Descriptor)
 	if err != nil {
 		return nil, nil, err
 	}
-	seen := make(map[digest.Digest]bool, len(descs))
+	seen := make(map[statementKey]bool, len(descs))
+	fresh, share := 0, cache.Share()
 	for _, d := range descs {
-		if !isStatementType(d.ArtifactType) || seen[d.Digest] {
+		if !isStatementType(d.ArtifactType) || seen[keyOf(d)] {
 			continue // a referrer listed again is fetched once (OCI-13)
 		}
-		seen[d.Digest] = true
+		seen[keyOf(d)] = true
+		if err := checkManifestDescriptor(d, min(MaxStatementManifestSize, e.o.MaxManifestSize)); err != nil {
+			skipped = append(skipped, err) // no request, nothing kept (OCI-13)
+			continue
+		}
+		if !cache.has(d) {
+			if fresh >= share {
+				skipped = append(skipped, fail(ErrTooMany, "more than %d statement manifests new to this run listed for one bundle", share).WithCause(errShareSpent))
+				continue
+			}
+			fresh++
+		}
 		c, err := cache.fetch(ctx, e, d)
 		if err != nil {
 			return nil, nil, err // the context ended: no verdict
 		}
 		err = c.err
-		if err == nil && (c.a.Kind == KindBundle || c.a.Manifest.Subject.Digest != b.Descriptor.Digest) {
+		if err == nil && c.a.Manifest.Subject.Digest != b.Descriptor.Digest {
 			err = fail(ErrManifest, "a referrer's subject is not the bundle")
 		}
 		if err != nil {
 			if !c.reported {
 				skipped = append(skipped, err)
 			}
-			if cache != nil {
+			if cache != nil && c.cached {
 				c.reported = true // once per run
 			}
 			continue
@@ -190,65 +228,149 @@ func (e *Endpoint) StatementsCached(ctx context.Context, b *Artifact, cache *Sta
 	return out, skipped, nil
 }
 
+// TooManyStatements says whether skipped (StatementsCached's) holds a
+// referrer left unread for a bound of the run (oci_too_many): the
+// bundle's statements were not all read, a revocation among them maybe.
+func TooManyStatements(skipped []error) bool {
+	for _, err := range skipped {
+		if errors.Is(err, errShareSpent) {
+			return true
+		}
+	}
+	return false
+}
+
+// errShareSpent marks the oci_too_many of a referrer left unfetched for
+// the run's bound (TooManyStatements).
+var errShareSpent = errors.New("the run's statement share is spent")
+
 // StatementCache is what the referrers listings of one run (a sync) learnt
-// of each statement manifest, by its descriptor's digest and size (and
-// whether its media type is a manifest's: a listing that misdescribes a
-// digest does not decide for the others): the manifest Trimmed, or why it
-// was refused, and whether that was reported. A hostile registry listing
-// the same MaxReferrers statements under every bundle tag costs one fetch
-// and one report each, not one per bundle (docs/SPEC-DECISIONS.md OCI-13,
-// amended); at most MaxSyncStatements distinct manifests are fetched, a
-// referrer past them is skipped (oci_too_many). Its zero value is ready to
-// use; it is not safe for concurrent use.
+// of each statement manifest, by its digest and size (a descriptor
+// checkManifestDescriptor accepted for a statement: an image manifest's
+// media type, a valid sha256 digest, a size up to
+// MaxStatementManifestSize): the manifest Trimmed, or only why it was
+// refused, and whether that was reported. A hostile registry listing the
+// same MaxReferrers statements under every bundle tag costs one fetch and
+// one report each, not one per bundle (docs/SPEC-DECISIONS.md OCI-13,
+// amended). Each listing has its own share of fetches (Share), so the
+// listings read first cannot spend those of the others; at most
+// MaxSyncStatements distinct manifests are fetched in all, a referrer
+// past a bound is skipped (oci_too_many). An entry holds at most
+// statementEntryBytes, 1,536 bytes (measured: about 1,100 for a
+// statement, 320 for a refusal): the 71-byte digest key, the record, the
+// Trimmed artifact with its one layer and subject (digests validated, at
+// most 135 bytes; the media and artifact types shared constants), or a
+// refusal's name and message (never its cause); so a full cache holds at
+// most about 146 MiB. Its zero value is ready to use (one listing's share:
+// MaxReferrers); it is not safe for concurrent use.
 type StatementCache struct {
+	// Listings is how many referrers listings the run reads (a sync: its
+	// bundles); 0 counts as 1.
+	Listings int
+
 	m map[statementKey]*cachedStatement
+}
+
+// statementEntryBytes bounds what one StatementCache entry holds (see
+// StatementCache; measured by TestStatementCacheEntryIsBounded).
+const statementEntryBytes = 1536
+
+// Share is how many manifests the cache has not seen one listing may
+// fetch: MaxSyncStatements over Listings, at least 1 and at most
+// MaxReferrers (a listing holds no more). A nil cache: MaxReferrers.
+func (c *StatementCache) Share() int {
+	if c == nil {
+		return MaxReferrers
+	}
+	return min(MaxReferrers, max(1, MaxSyncStatements/max(1, c.Listings)))
 }
 
 // statementKey is what a statement manifest's fetch depends on.
 type statementKey struct {
 	digest   digest.Digest
 	size     int64
-	manifest bool // the media type is ocispec.MediaTypeImageManifest
+	manifest bool // the media type is ocispec.MediaTypeImageManifest (always: checkManifestDescriptor)
+}
+
+// keyOf is the key of the statement manifest d.
+func keyOf(d ocispec.Descriptor) statementKey {
+	return statementKey{d.Digest, d.Size, d.MediaType == ocispec.MediaTypeImageManifest}
 }
 
 // cachedStatement is one statement manifest of a StatementCache: a (when
-// it was read and decoded) or err, and whether err was reported.
+// it was read, decoded and is a statement) or err, and whether err was
+// reported; cached when the cache keeps it.
 type cachedStatement struct {
 	a        *Artifact
 	err      error
 	reported bool
+	cached   bool
 }
 
-// fetch returns what c knows of the statement manifest d, fetching it
-// first when c has not seen it. A nil c fetches and keeps nothing. err is
-// the context's end (nothing learnt); the manifest's own failure is in
-// the result.
+// has says whether c knows the statement manifest d (a nil c: never).
+func (c *StatementCache) has(d ocispec.Descriptor) bool {
+	if c == nil {
+		return false
+	}
+	_, ok := c.m[keyOf(d)]
+	return ok
+}
+
+// fetch returns what c knows of the statement manifest d (checked by
+// checkManifestDescriptor), fetching it first when c has not seen it,
+// unless c is full: then it is skipped, oci_too_many, unfetched. A nil c
+// fetches and keeps nothing. err is the context's end (nothing learnt);
+// the manifest's own failure is in the result. A manifest that is not a
+// statement (a bundle's) keeps only its error.
 func (c *StatementCache) fetch(ctx context.Context, e *Endpoint, d ocispec.Descriptor) (*cachedStatement, error) {
-	key := statementKey{d.Digest, d.Size, d.MediaType == ocispec.MediaTypeImageManifest}
+	key := keyOf(d)
 	if c != nil {
 		if cs, ok := c.m[key]; ok {
 			return cs, nil
 		}
 		if len(c.m) >= MaxSyncStatements {
-			return &cachedStatement{err: fail(ErrTooMany, "more than %d distinct statement manifests listed in one run", MaxSyncStatements)}, nil
+			return &cachedStatement{err: fail(ErrTooMany, "more than %d distinct statement manifests listed in one run", MaxSyncStatements).WithCause(errShareSpent)}, nil
 		}
 	}
 	a, err := e.fetchManifest(ctx, d, MaxStatementManifestSize)
 	if err != nil && ctx.Err() != nil {
 		return nil, err
 	}
-	cs := &cachedStatement{a: a, err: err}
-	if c == nil {
-		return cs, nil
+	if err == nil && a.Kind == KindBundle {
+		a, err = nil, fail(ErrManifest, "a referrer is a bundle, not a statement")
 	}
-	if a != nil {
+	if c == nil {
+		return &cachedStatement{a: a, err: err}, nil
+	}
+	return c.keep(key, a, err), nil
+}
+
+// keep stores what was learnt of the statement manifest key names: a
+// Trimmed, or err bare (its name and message, which echo no raw input;
+// not its cause, which may hold a registry's error text). What it stores
+// is at most statementEntryBytes.
+func (c *StatementCache) keep(key statementKey, a *Artifact, err error) *cachedStatement {
+	cs := &cachedStatement{cached: true}
+	if err != nil {
+		cs.err = bareError(err)
+	} else {
 		cs.a = a.Trimmed()
 	}
 	if c.m == nil {
 		c.m = map[statementKey]*cachedStatement{}
 	}
 	c.m[key] = cs
-	return cs, nil
+	return cs
+}
+
+// bareError is err's name and message only (an *amp.Error without its
+// cause or details); an error of another type is oci_registry_error.
+func bareError(err error) error {
+	var ae *amp.Error
+	if !errors.As(err, &ae) {
+		return fail(ErrRegistry, "reading a statement manifest failed")
+	}
+	return &amp.Error{Code: ae.Code, Name: ae.Name, Message: ae.Message, Final: ae.Final}
 }
 
 // Manifest reads again the manifest desc names (the descriptor of an

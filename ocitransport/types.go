@@ -67,7 +67,9 @@ const (
 	MaxReferrers = 1000
 	// MaxSyncStatements is the most distinct statement manifests one
 	// StatementCache (one sync) fetches: ten for each of DefaultMaxTags
-	// bundles. Each is kept Trimmed, a few hundred bytes.
+	// bundles, each listing's share MaxSyncStatements over the bundles
+	// (StatementCache.Share). Each is kept in at most 1,536 bytes
+	// (StatementCache).
 	MaxSyncStatements = 10 * DefaultMaxTags
 	// MaxStatementSize is the largest statement blob (64 KiB; a statement
 	// is one small CBOR item).

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"sort"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -170,7 +171,11 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 	// The statements of every bundle offered: a revocation attached to an
 	// older version still counts. A referrer that is malformed, or a list
 	// over the bound, is reported and skipped: the bundle is still synced.
-	cache, listed, unlisted := &ocitransport.StatementCache{}, 0, 0
+	// A bundle whose referrers were left unread for the run's bound (its
+	// share of the fetches spent) is refused, oci_too_many: a revocation
+	// may be among them (OCI-13, amended).
+	cache, listed := &ocitransport.StatementCache{Listings: len(bundles)}, 0
+	unlisted := map[string]int{}
 	for _, b := range bundles {
 		refs, skipped, err := ep.StatementsCached(ctx, b.art, cache)
 		if err != nil {
@@ -178,13 +183,16 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 		}
 		for _, serr := range skipped {
 			if listed >= maxOCISkippedEntries {
-				unlisted++
+				unlisted[errName(serr)]++
 				continue
 			}
 			listed++
 			w := &ociSyncEntry{Ref: b.Ref, Kind: "referrers", Outcome: ociSkipped}
 			w.Error, w.Message = errName(serr), cliutil.Sanitize(errMessage(serr))
 			rep.Entries = append(rep.Entries, w)
+		}
+		if ocitransport.TooManyStatements(skipped) {
+			refuse(b, cliutil.Failf(ocitransport.ErrTooMany, "the bundle's referrers were not all read (this sync's share of statement fetches for it, %d, is spent): not installed in this run", cache.Share()))
 		}
 		for _, a := range refs {
 			if seen[a.Descriptor.Digest.String()] {
@@ -195,9 +203,8 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 			rep.Entries = append(rep.Entries, e)
 		}
 	}
-	if unlisted > 0 {
-		rep.Entries = append(rep.Entries, &ociSyncEntry{Ref: loc.String(), Kind: "referrers", Outcome: ociSkipped, Error: string(ocitransport.ErrTooMany),
-			Message: fmt.Sprintf("%d more referrers skipped, not listed one by one", unlisted)})
+	if w := unlistedEntry(loc, unlisted); w != nil {
+		rep.Entries = append(rep.Entries, w)
 	}
 	order := map[string]int{ocitransport.KindRotation: 0, ocitransport.KindRevocation: 1, ocitransport.KindBundle: 2, ocitransport.KindHeartbeat: 3}
 	sort.SliceStable(rep.Entries, func(i, j int) bool {
@@ -205,6 +212,46 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 	})
 	return rep, nil
 }
+
+// unlistedEntry is the one skipped entry that counts the referrers past
+// maxOCISkippedEntries, by error name (the most common first, at most
+// maxOCIUnlistedNames of them, then "other"); its error is the name most
+// of them share. nil when there are none.
+func unlistedEntry(loc ocitransport.Location, byName map[string]int) *ociSyncEntry {
+	names, total := make([]string, 0, len(byName)), 0
+	for n, c := range byName {
+		names = append(names, n)
+		total += c
+	}
+	if total == 0 {
+		return nil
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if byName[names[i]] != byName[names[j]] {
+			return byName[names[i]] > byName[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d more referrers skipped, not listed one by one:", total)
+	other := 0
+	for i, n := range names {
+		if i >= maxOCIUnlistedNames {
+			other += byName[n]
+			continue
+		}
+		fmt.Fprintf(&b, " %s %d,", n, byName[n])
+	}
+	if other > 0 {
+		fmt.Fprintf(&b, " other %d,", other)
+	}
+	return &ociSyncEntry{Ref: loc.String(), Kind: "referrers", Outcome: ociSkipped, Error: names[0],
+		Message: cliutil.Sanitize(strings.TrimSuffix(b.String(), ","))}
+}
+
+// maxOCIUnlistedNames bounds the error names the count of unlisted
+// skipped referrers names one by one.
+const maxOCIUnlistedNames = 8
 
 func rank(order map[string]int, e *ociSyncEntry) int {
 	if r, ok := order[e.Kind]; ok && e.Outcome == ociPlanned {
