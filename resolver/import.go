@@ -136,8 +136,9 @@ type staged struct {
 // one Read of r may still be in flight; nothing reads r after it returns.
 // A refusal whose audit entry the store could not write is answered
 // store_io, never as a refusal the audit log does not hold. Close
-// cancels an Import in flight and waits for it (beginImport), but for
-// one inside its Progress callback.
+// cancels an Import in flight and waits for it once it holds the write
+// lock (beginImport), but for one inside its Progress callback; an
+// Import that takes the lock after Close began answers store_io.
 func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ *ImportResult, err error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -145,12 +146,6 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	if err := checkSource(opts.Source); err != nil {
 		return nil, err
 	}
-	ctx, progress, end, err := s.beginImport(ctx, opts.Progress)
-	if err != nil {
-		return nil, err
-	}
-	opts.Progress = progress
-	defer end() // last: after the refusal's audit, deferred below
 	s.mu.Lock()
 	locked := true
 	defer func() {
@@ -158,6 +153,13 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 			s.mu.Unlock()
 		}
 	}()
+	// Registered with Close only now that it holds s.mu (Store.Close).
+	ctx, progress, end, err := s.beginImport(ctx, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	opts.Progress = progress
+	defer end() // after the refusal's audit, deferred below
 	fileHash := sha256.New()
 	r = io.TeeReader(r, fileHash)
 	var verified *ImportResult // set once the manifest verified
@@ -1026,7 +1028,8 @@ func sha256sum(b []byte) []byte {
 	return sum[:]
 }
 
-// auditRefusal records a refused import. Failures of the store itself are
+// auditRefusal records a refused signed statement (beginStatement), as
+// an import's refusal is recorded. Failures of the store itself are
 // not refusals (and an entry could not be written anyway); neither is a
 // canceled import. The refusal's verdict is the error name; what the file
 // claims is recorded only when its manifest verified (verified non-nil).
@@ -1034,9 +1037,15 @@ func sha256sum(b []byte) []byte {
 // A refusal of the same file with the same verdict is audited once a
 // RefusalReauditInterval (auditRefusalOnce, keyed by fileSHA256). The
 // caller holds s.mu: the refusal was judged at the current generation.
-// An error writing the entry is dropped (a statement's refusal).
-func (s *Store) auditRefusal(err error, verified *ImportResult, fileSHA256 []byte) {
-	_ = s.auditRefusalFrom(err, verified, fileSHA256, "", fileSHA256, s.gen.Load())
+// It returns store_io when the entry could not be written (a statement's
+// refusal, beginStatement): the caller answers that, never a refusal the
+// audit log does not hold.
+func (s *Store) auditRefusal(err error, verified *ImportResult, fileSHA256 []byte) error {
+	if werr := s.auditRefusalFrom(err, verified, fileSHA256, "", fileSHA256, s.gen.Load()); werr != nil {
+		return fail(ErrStoreIO, "the statement was refused (%s), but the store could not write the refusal's audit entry",
+			amp.NameOf(amp.AsError(err))).WithCause(werr)
+	}
+	return nil
 }
 
 // auditRefusalFrom is auditRefusal with the import's source recorded,

@@ -162,8 +162,9 @@ func refusalNeeds(tx *bolt.Tx, sum []byte, verdict string, now time.Time, epoch 
 // the generation (a key trusted meanwhile) is audited but not recorded
 // at the new one, where RefusedAt would answer it. It returns the error
 // of the store (store_io) when what the refusal must write could not be
-// written: an Import then answers store_io, not the refusal; Close does
-// not close the database under an Import in flight (Store.beginImport).
+// written: an Import or a statement then answers store_io, not the
+// refusal; Close does not close the database under an Import or a
+// statement in flight (Store.enter).
 func (s *Store) auditRefusalOnce(e AuditEntry, sum []byte, gen uint64) error {
 	if err := s.fault("refusal-audit"); err != nil {
 		return err

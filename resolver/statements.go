@@ -195,17 +195,28 @@ func (s *Store) HasStatement(sum []byte) (bool, error) {
 // the SHA-256 of the file and the function that ends it: it audits a
 // refusal (import_refused, with the file's hash; the same file refused
 // with the same verdict once a day: auditRefusalOnce) and releases the
-// lock.
+// lock. Holding the lock, the statement registers with Close (enter),
+// which waits for its audit before it closes the database; after Close
+// began it is refused store_io. A refusal whose audit entry could not be
+// written is answered store_io, never as a refusal the log does not hold.
 func (s *Store) beginStatement(data []byte) (sum []byte, end func(*error), err error) {
 	if err := s.writable(); err != nil {
 		return nil, nil, err
 	}
 	s.mu.Lock()
+	t, err := s.enter()
+	if err != nil {
+		s.mu.Unlock()
+		return nil, nil, err
+	}
 	sum = sha256sum(data)
 	return sum, func(errp *error) {
 		if *errp != nil {
-			s.auditRefusal(*errp, nil, sum)
+			if aerr := s.auditRefusal(*errp, nil, sum); aerr != nil {
+				*errp = aerr
+			}
 		}
+		t.leave()
 		s.mu.Unlock()
 	}, nil
 }

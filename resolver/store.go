@@ -198,14 +198,17 @@ type Store struct {
 	// at version 2 (UpgradeError); set once, before Open returns.
 	upgradeErr error
 
-	// closeMu guards closed and inflight, the Imports in flight: Close
-	// counts every Import from its start (beginImport), its reading of
-	// the stream under mu and its refusal's drain without mu
-	// (auditImportRefusal) included. Close sets closed (a later Import is
-	// refused), cancels closeCtx (every Import in flight is cancelled: a
-	// drain stops at once, staging stops at the next artifact), waits
-	// until inflight is 0 (idle, signalled under closeMu), every audit
-	// write done, and only then closes the database.
+	// closeMu guards closed and inflight, the writes in flight that
+	// Close waits for: an Import, counted once it holds mu (beginImport)
+	// until its refusal's drain without mu (auditImportRefusal) and audit
+	// are done, and a signed statement, counted while it holds mu
+	// (beginStatement). Close sets closed (a later write is refused),
+	// cancels closeCtx (every Import in flight is cancelled: a drain
+	// stops at once, staging stops at the next artifact), waits until
+	// inflight is 0 (idle, signalled under closeMu), every audit write
+	// done, and only then closes the database. Counting a write only once
+	// it holds mu is what keeps Close from waiting for a write that waits
+	// for mu (review 31): see Close.
 	closeMu  sync.Mutex
 	closed   bool
 	inflight int
@@ -378,14 +381,18 @@ func strictU64(v []byte, what string) (uint64, error) {
 
 // Close closes the store. Every Import in flight is cancelled (a refused
 // import's drain of its stream stops at once, an import staging its
-// artifacts at the next one) and Close waits for each to end, its audit
-// entry written, before it closes the database; an Import begun after
-// Close is refused (store_io). An Import blocked in a Read of its stream
-// holds Close until that Read returns: the caller's stream bounds it (the
-// admin socket reads every body at the minimum data rate). An Import
-// inside its caller's Progress callback is not waited for (the callback
-// may be what calls Close): it finds the database closed and answers
-// store_io. Calling Close again is safe.
+// artifacts at the next one) and Close waits for each, and for a signed
+// statement being applied, to end, its audit entry written, before it
+// closes the database; a write begun after Close is refused (store_io).
+// An Import blocked in a Read of its stream holds Close until that Read
+// returns: the caller's stream bounds it (the admin socket reads every
+// body at the minimum data rate). A write is counted only once it holds
+// the store's write lock: one still waiting for the lock when Close
+// begins is not waited for, and is refused store_io once it takes it.
+// An Import inside its caller's Progress callback is not waited for
+// either (the callback may be what calls Close; it holds the write lock,
+// so no write Close waits for can be waiting for it): it finds the
+// database closed and answers store_io. Calling Close again is safe.
 func (s *Store) Close() error {
 	s.closeMu.Lock()
 	if !s.closed {
@@ -399,27 +406,38 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// importTurn is an Import's registration with Close (beginImport).
-type importTurn struct {
+// closeTurn is a write's registration with Close (enter).
+type closeTurn struct {
 	s       *Store
 	counted bool // counted in s.inflight: Close waits for it
 }
 
-// beginImport registers an Import with Close from its start: Close
-// waits for its end before it closes the database, so that a refusal
-// judged while the store closes is audited on an open database. The
-// returned context is ctx, also done once Close begins; progress is the
-// caller's Progress callback (nil when none), during which Close does not
-// wait for the Import. After Close has begun it refuses the Import
+// enter registers a write with Close, which waits for its leave before it
+// closes the database, so that a refusal judged while the store closes
+// is audited on an open database. The caller holds s.mu (see Close: a
+// write counted before it holds s.mu could be waited for by a Close that
+// the holder of s.mu calls). After Close has begun it refuses the write
 // (store_io) and registers nothing.
-func (s *Store) beginImport(ctx context.Context, progress func(int64)) (_ context.Context, _ func(int64), end func(), err error) {
+func (s *Store) enter() (*closeTurn, error) {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if s.closed {
-		return nil, nil, nil, fail(ErrStoreIO, "the store is closed")
+		return nil, fail(ErrStoreIO, "the store is closed")
 	}
 	s.inflight++
-	t := &importTurn{s: s, counted: true}
+	return &closeTurn{s: s, counted: true}, nil
+}
+
+// beginImport registers an Import, which holds s.mu, with Close (enter).
+// The returned context is ctx, also done once Close begins; progress is
+// the caller's Progress callback (nil when none), during which Close
+// does not wait for the Import. end is paired with a nil error, once the
+// refusal's audit (if any) is written.
+func (s *Store) beginImport(ctx context.Context, progress func(int64)) (_ context.Context, _ func(int64), end func(), err error) {
+	t, err := s.enter()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.closeCtx, cancel)
 	if progress != nil {
@@ -437,8 +455,8 @@ func (s *Store) beginImport(ctx context.Context, progress func(int64)) (_ contex
 	}, nil
 }
 
-// leave counts the Import off: Close no longer waits for it.
-func (t *importTurn) leave() {
+// leave counts the write off: Close no longer waits for it.
+func (t *closeTurn) leave() {
 	t.s.closeMu.Lock()
 	defer t.s.closeMu.Unlock()
 	if t.counted {
@@ -451,7 +469,7 @@ func (t *importTurn) leave() {
 
 // reenter counts the Import again after its caller's callback, unless
 // Close has begun meanwhile.
-func (t *importTurn) reenter() {
+func (t *closeTurn) reenter() {
 	t.s.closeMu.Lock()
 	defer t.s.closeMu.Unlock()
 	if !t.s.closed {
@@ -490,9 +508,10 @@ func (s *Store) writable() error {
 }
 
 // fault is a named step of an import ("verify", "stage", "commit",
-// "commit-inside", "commit-end", "refusal-audit"), a removal ("remove") or the upgrade of
-// a version 2 store ("upgrade") where a test may
-// inject a failure; in production it returns nil.
+// "commit-inside", "commit-end"), a refusal's audit ("refusal-audit", an
+// import's or a statement's), a removal ("remove") or the upgrade of a
+// version 2 store ("upgrade") where a test may inject a failure; in
+// production it returns nil.
 func (s *Store) fault(step string) error {
 	if s.faults == nil {
 		return nil

@@ -184,6 +184,9 @@ func opExport() *Op[exportRequest, none] {
 			}
 			w.Header().Set("Content-Type", "application/ampbundle")
 			w.WriteHeader(http.StatusOK)
+			// w is written at the minimum data rate (rateAnswer): a caller
+			// that does not read has the copy cut, and the staged file
+			// removed (deferred above), within moments.
 			io.Copy(w, tmp)
 			return nil
 		},

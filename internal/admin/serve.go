@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/resolver"
 )
@@ -54,7 +55,7 @@ func Serve(store *resolver.Store, path string, log *slog.Logger) (*Server, error
 	s := &Server{
 		path: path,
 		srv: &http.Server{Handler: NewHandler(store, log), ConnContext: ConnContext, ConnState: lim.state,
-			ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute},
+			ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout},
 		done: make(chan error, 1),
 	}
 	go func() {
@@ -89,6 +90,17 @@ func (s *Server) Close() error {
 	return err
 }
 
+// readHeaderTimeout and idleTimeout are the admin socket's bounds on
+// reading a request's head and on waiting for the next request of a
+// connection (http.Server); betweenWrites bounds what net/http writes
+// itself between two requests (a malformed head's 400: connLimit.state),
+// which no answer's rate bounds (rateAnswer).
+const (
+	readHeaderTimeout = 5 * time.Second
+	idleTimeout       = time.Minute
+	betweenWrites     = idleTimeout + readHeaderTimeout + admission.FrameGrace
+)
+
 // MaxConns bounds the admin socket's connections served at once. Its
 // callers are the agent's own user (an operator's commands, a script),
 // each needing one or two; a connection costs the agent a descriptor (one
@@ -109,11 +121,13 @@ var busyAnswer = func() []byte {
 }()
 
 // refuseWait is how long a connection beyond MaxConns gets to send its
-// request's head before the busy answer (refuse), and refuseHead how
-// many bytes of it are read.
+// request's head before the busy answer (refuse), and then to send what
+// it still has while that answer is read; refuseHead is how many bytes
+// of the head are read, refuseDrain how many are discarded after it.
 const (
-	refuseWait = time.Second
-	refuseHead = 16 << 10
+	refuseWait  = time.Second
+	refuseHead  = 16 << 10
+	refuseDrain = 8 << 20
 )
 
 // connLimit is the admin socket's listener, serving at most MaxConns
@@ -156,9 +170,16 @@ func (l *connLimit) Accept() (net.Conn, error) {
 }
 
 // state is the http.Server's ConnState hook: a connection Accept handed
-// over is counted off once it is closed or hijacked.
-func (l *connLimit) state(_ net.Conn, st http.ConnState) {
-	if st == http.StateClosed || st == http.StateHijacked {
+// over is counted off once it is closed or hijacked. A new or idle one
+// (its last answer written whole) gets the write deadline of what
+// net/http writes before the next answer begins (betweenWrites): the
+// last answer's deadline (rateAnswer) may have passed, and no deadline
+// at all would let a caller that reads nothing hold a 400 being written.
+func (l *connLimit) state(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew, http.StateIdle:
+		_ = c.SetWriteDeadline(time.Now().Add(betweenWrites))
+	case http.StateClosed, http.StateHijacked:
 		l.mu.Lock()
 		l.open--
 		l.mu.Unlock()
@@ -169,7 +190,12 @@ func (l *connLimit) state(_ net.Conn, st http.ConnState) {
 // reads the request's head first (at most refuseHead bytes, within
 // refuseWait): an answer written before the caller has written its
 // request may be lost to the caller's write failing on the closed
-// connection.
+// connection. For the same reason it then shuts its writing side (the
+// caller reads the answer to its end) and discards what the caller still
+// sends (an import's body: at most refuseDrain bytes, within refuseWait
+// again) before it closes: closed with the body unread, the caller's
+// write fails (a broken pipe) and net/http's client reports that, not
+// the busy answer it had been sent.
 func (l *connLimit) refuse(c net.Conn) {
 	defer func() {
 		c.Close()
@@ -178,8 +204,16 @@ func (l *connLimit) refuse(c net.Conn) {
 		l.mu.Unlock()
 	}()
 	_ = c.SetDeadline(time.Now().Add(refuseWait))
-	if _, err := http.ReadRequest(bufio.NewReader(io.LimitReader(c, refuseHead))); err != nil {
+	br := bufio.NewReader(io.LimitReader(c, refuseHead))
+	if _, err := http.ReadRequest(br); err != nil {
 		return
 	}
-	_, _ = c.Write(busyAnswer)
+	if _, err := c.Write(busyAnswer); err != nil {
+		return
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.SetReadDeadline(time.Now().Add(refuseWait))
+	_, _ = io.Copy(io.Discard, io.LimitReader(io.MultiReader(br, c), refuseDrain))
 }

@@ -21,9 +21,9 @@ import (
 func SocketPath(db string) string { return db + ".admin.sock" }
 
 // NewHandler serves the admin API over s: a route for each operation of
-// Ops. Every request body is read at the minimum data rate (rateBodies),
-// before the peer check and the routes: each operation still bounds its
-// body's size.
+// Ops. Every request body is read, and every answer written, at the
+// minimum data rate (rateBodies), before the peer check and the routes:
+// each operation still bounds its body's size.
 func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -71,13 +71,21 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 // Once the body is read whole the deadline is lifted: what the
 // connection reads next is net/http's (the next request's head, under
 // ReadHeaderTimeout and IdleTimeout).
+//
+// It writes every answer at the same rate (rateAnswer): a caller that
+// asks and never reads (an export staged into a temporary file and
+// copied out, any answer larger than the socket's buffer) would hold the
+// same, and the staged file, for as long as it liked.
 func rateBodies(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
 		if r.Body != nil && r.Body != http.NoBody {
-			set := http.NewResponseController(w).SetReadDeadline
+			set := rc.SetReadDeadline
 			r.Body = &rateBody{RateReader: transport.NewRateReader(r.Body, set, 0, 0, 0), body: r.Body, set: set}
 		}
-		h.ServeHTTP(w, r)
+		a := &rateAnswer{ResponseWriter: w, set: rc.SetWriteDeadline}
+		h.ServeHTTP(a, r)
+		a.begin() // what net/http writes after the handler, bounded too
 	})
 }
 
@@ -99,6 +107,46 @@ func (b *rateBody) Read(p []byte) (int, error) {
 
 // Close closes the body.
 func (b *rateBody) Close() error { return b.body.Close() }
+
+// rateAnswer is an answer written at the minimum data rate
+// (transport.RateWriter on the connection's write deadline, the rule the
+// body is read under; no bound on the whole, only on the rate): its
+// clock starts with the answer's first byte (begin), not the request, so
+// that an operation's own time (an import read at the rate, an export
+// staged) is not charged to the caller's reading. A write past the
+// deadline fails, the handler's copy stops (an export's staged file is
+// removed then), and net/http closes the connection. The deadline last
+// set also bounds what net/http writes after the handler (the buffered
+// tail); between requests, Serve's connection hook sets its own
+// (connLimit.state).
+type rateAnswer struct {
+	http.ResponseWriter
+	set func(time.Time) error
+	out *transport.RateWriter // from the answer's first byte
+}
+
+// begin starts the answer's clock, once.
+func (a *rateAnswer) begin() {
+	if a.out == nil {
+		a.out = transport.NewRateWriter(a.ResponseWriter, a.set, 0, 0, 0)
+	}
+}
+
+// WriteHeader starts the answer.
+func (a *rateAnswer) WriteHeader(code int) {
+	a.begin()
+	a.ResponseWriter.WriteHeader(code)
+}
+
+// Write writes the answer at the minimum data rate.
+func (a *rateAnswer) Write(p []byte) (int, error) {
+	a.begin()
+	return a.out.Write(p)
+}
+
+// Unwrap is the response writer answered through
+// (http.ResponseController).
+func (a *rateAnswer) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // handle serves one request of o: the request decoded (a JSON body, the
 // query of a GET, or raw bytes), Run, and the answer to write as JSON.
