@@ -3,7 +3,10 @@
 package admin
 
 import (
+	"bufio"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -27,16 +30,12 @@ func TestAdminConnectionFloodIsRefusedBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var held []net.Conn
+	held := make([]net.Conn, 0, MaxConns)
 	for range MaxConns {
-		conn, err := net.Dial("unix", srv.Path())
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := holdServedConn(t, srv.Path())
 		defer conn.Close()
 		held = append(held, conn)
 	}
-	time.Sleep(100 * time.Millisecond) // every held connection is accepted
 	_, err = c.FetchGeneration()
 	if amp.NameOf(err) != "busy" || amp.AsError(err).Code != amp.CodeOverloaded {
 		t.Fatalf("a request beyond %d held connections answered %v, not 5004 busy: nothing bounds the admin socket's connections", MaxConns, err)
@@ -49,6 +48,37 @@ func TestAdminConnectionFloodIsRefusedBusy(t *testing.T) {
 		}
 	}
 	t.Fatalf("a request once a held connection ended still answered %v", last)
+}
+
+// holdServedConn opens a connection the server counts as served: one
+// whose request was answered 200 and which stays open (keep-alive). A
+// connection answered busy (the server had not yet seen an earlier one,
+// such as Dial's probe, end) is closed and dialled again: which of the
+// caller's connections the server counts is its business, that it holds
+// MaxConns of them is the test's.
+func holdServedConn(t *testing.T, path string) net.Conn {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		conn, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(conn, "GET /v1/generation HTTP/1.1\r\nHost: admin\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err == nil {
+			_, err = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+		if err == nil && res.StatusCode == http.StatusOK {
+			return conn
+		}
+		conn.Close()
+		if time.Now().After(end) {
+			t.Fatalf("no connection was served within 5 s (last: %v)", err)
+		}
+	}
 }
 
 // serveSocket serves the admin socket of a new store as an agent does
