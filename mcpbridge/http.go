@@ -20,6 +20,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/hostguard"
 	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/transport"
 )
@@ -105,6 +106,13 @@ type HTTPOptions struct {
 	// with any other Origin is 403 (the MCP transport's DNS-rebinding
 	// rule). A request without Origin (not from a browser) is accepted.
 	AllowedOrigins []string
+	// Hosts is the Host rule against DNS rebinding (internal/hostguard,
+	// ampagent's --allow-host names), applied to connections that
+	// arrived on a loopback address (Guard.OnLoopbackOnly): another Host
+	// is 421 host_refused before anything else. The zero value serves
+	// localhost and loopback IP literals there. The SDK's own check
+	// (which takes no names) is off.
+	Hosts hostguard.Guard
 	// MaxBody bounds a request body (default 4 MiB). A POST's body is read
 	// whole before the SDK sees it, at the bindings' minimum data rate
 	// (transport.RateReader), and holds at most the Bridge's
@@ -139,6 +147,10 @@ type HTTPOptions struct {
 	// grace replaces admission.FrameGrace for the request bodies (tests).
 	grace time.Duration
 }
+
+// ErrHostRefused names a request refused by HTTPOptions.Hosts: its Host
+// is not one the endpoint serves (DNS rebinding).
+const ErrHostRefused = "host_refused"
 
 // ErrTooManySessions names a refused session: the caps of
 // HTTPOptions.MaxSessions or MaxPrincipalSessions are reached.
@@ -192,9 +204,9 @@ type liveSession struct {
 	fresh          *time.Timer
 }
 
-// HTTPHandler returns the MCP streamable HTTP endpoint: never open (a
-// request without a valid bearer token or client certificate is 401),
-// Origin checked (403), bounded (413; 503 or 429 with Retry-After; 409 for
+// HTTPHandler returns the MCP streamable HTTP endpoint: Host checked on
+// loopback (421), never open (a request without a valid bearer token or
+// client certificate is 401), Origin checked (403), bounded (413; 503 or 429 with Retry-After; 409 for
 // a session's second notification stream). Each principal has its own SDK
 // handler, so a session id never crosses principals. The bridge's calls
 // of one principal at once are lowered to MaxPeerInFlight.
@@ -215,6 +227,7 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) *HTTPEndpoint {
 	if o.MaxPrincipals <= 0 || o.MaxPrincipals > b.opts.MaxPrincipals {
 		o.MaxPrincipals = b.opts.MaxPrincipals
 	}
+	o.Hosts = o.Hosts.OnLoopbackOnly()
 	b.shareCalls(o.MaxPeerInFlight)
 	h := &HTTPEndpoint{b: b, o: o,
 		pre:        transport.NewAdmission(o.MaxInFlight, o.MaxPeerInFlight, 0, 0),
@@ -307,11 +320,16 @@ func (h *HTTPEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // sessionHeader is the streamable HTTP transport's session id header.
 const sessionHeader = "Mcp-Session-Id"
 
-// authenticate returns the principal of r, or answers its refusal (403
-// origin, 401, 413 over MaxBody, 503 busy) at once, closing the
-// connection. It runs under the bound of what comes before
-// authentication: per peer address.
+// authenticate returns the principal of r, or answers its refusal (421
+// host, 403 origin, 401, 413 over MaxBody, 503 busy) at once, closing the
+// connection. The Host rule comes first; the rest runs under the bound of
+// what comes before authentication: per peer address.
 func (h *HTTPEndpoint) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if !h.o.Hosts.Allows(r) {
+		closeAfter(w)
+		jsonError(w, http.StatusMisdirectedRequest, amp.Named(amp.CodeUnauthorized, ErrHostRefused, "the Host header names no host this endpoint serves; use 127.0.0.1, localhost, or a name given with --allow-host"))
+		return "", false
+	}
 	peer := transport.Peer(r.RemoteAddr)
 	if what := h.pre.Enter(peer); what != "" {
 		h.b.log.Warn("mcp request refused: busy", "limit", "unauthenticated_"+what, "remote", peer)

@@ -52,7 +52,10 @@ func (h *HTTPEndpoint) enter(principal string, opens, stream bool, sid string) (
 	if ent = h.principals[principal]; ent == nil {
 		ent = &principalEntry{principal: principal, srv: srv}
 		ent.sh = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-			&mcp.StreamableHTTPOptions{SessionTimeout: h.o.SessionTimeout, MaxRequestBodyBytes: h.o.MaxBody, JSONResponse: true})
+			// The Host rule is h.o.Hosts, checked before authentication:
+			// the SDK's check (no names, the Host echoed) is off.
+			&mcp.StreamableHTTPOptions{SessionTimeout: h.o.SessionTimeout, MaxRequestBodyBytes: h.o.MaxBody, JSONResponse: true,
+				DisableLocalhostProtection: true})
 		h.principals[principal] = ent
 	}
 	req := request{ent: ent, opens: opens}

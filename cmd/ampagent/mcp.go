@@ -272,7 +272,11 @@ func startMCP(c *cli.Context, setup *mcpSetup, cfg *serveConfig, store *resolver
 	if err != nil {
 		return "", none, err
 	}
-	h := b.HTTPHandler(mcpbridge.HTTPOptions{Tokens: tokens, ClientCerts: tlsCfg != nil && tlsCfg.ClientCAs != nil,
+	guard, err := newHostGuard(cfg.allowHosts) // checked by validateServe
+	if err != nil {
+		return "", none, err
+	}
+	h := b.HTTPHandler(mcpbridge.HTTPOptions{Tokens: tokens, ClientCerts: tlsCfg != nil && tlsCfg.ClientCAs != nil, Hosts: guard.g,
 		AllowedOrigins: c.StringSlice("mcp-allow-origin"), MaxBody: mcpMaxBody(cfg),
 		MaxInFlight: inFlight(cfg), MaxPeerInFlight: inFlight(cfg) / cfg.PeerShare,
 		MaxInFlightBytes: inFlightBytes(cfg), MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare),

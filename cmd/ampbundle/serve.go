@@ -14,9 +14,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/hostguard"
 	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/resolver"
 	"github.com/ampbundle/ampbundle/transport"
@@ -53,7 +55,12 @@ finds nothing, 503 otherwise (JSON either way). --metrics-listen serves
 Prometheus metrics on GET /metrics, on a listener of its own.
 
 Loopback only unless --tls-cert/--tls-key are given or --unsafe-listen says
-plain HTTP on the network is intended. SIGINT or SIGTERM stops it.`,
+plain HTTP on the network is intended. On a connection that arrived on a
+loopback address every path answers only a Host header naming localhost, a
+loopback IP address or an --allow-host name (421 otherwise: DNS rebinding);
+the metrics listener, on any connection, answers only localhost, an
+--allow-host name or an IP address (a loopback one on loopback).
+SIGINT or SIGTERM stops it.`,
 		Flags: []cli.Flag{
 			dbFlag,
 			adminSocketFlag,
@@ -69,6 +76,7 @@ plain HTTP on the network is intended. SIGINT or SIGTERM stops it.`,
 			&cli.IntFlag{Name: "max-conns", Value: 1024, Usage: "keep at most `N` connections open at once; more wait in the backlog"},
 			&cli.IntFlag{Name: "peer-share", Value: 4, Usage: "one address (an IPv6 /64) holds at most 1/`N` of the connections and of the requests in flight; 1 behind a proxy, where every client is one address"},
 			&cli.BoolFlag{Name: "catalog", Value: true, Usage: "serve the read-only HTML catalog of the store under /ui/ (--catalog=false: not)"},
+			&cli.StringSliceFlag{Name: "allow-host", Usage: "also answer a request whose Host header names `NAME` on a loopback connection, and on the metrics listener (repeatable; default: only localhost and IP addresses, loopback ones on loopback): the name of a proxy in front, refused otherwise against DNS rebinding"},
 			cliutil.LogRateFlag(),
 			jsonFlag,
 		},
@@ -92,6 +100,10 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	tlsCfg, err := checkMirrorFlags(c)
 	if err != nil {
 		return err
+	}
+	hosts, err := hostguard.New(c.StringSlice("allow-host"))
+	if err != nil {
+		return cliutil.Usagef("--allow-host: %s", amp.SafeMessage(err))
 	}
 	lh, err := cliutil.ThrottleLog(c, slog.NewTextHandler(env.Stderr, nil))
 	if err != nil {
@@ -120,7 +132,9 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 		lns.close()
 		return err
 	}
-	srv := mirror.NewHTTPServer(handler, 0, log)
+	// Before any route reads the store (CATALOG-20); the refusal under
+	// the mirror's script-free policy (MIRROR-7).
+	srv := mirror.NewHTTPServer(mirror.ScriptFree(hosts.OnLoopbackOnly().Wrap(handler)), 0, log)
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go m.Run(rctx)
@@ -132,7 +146,7 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	go func() { errs <- srv.Serve(lns.main) }()
 	url := lns.scheme + "://" + lns.main.Addr().String()
 	startDoc := map[string]any{"listening": url, "generation": m.Generation()}
-	metricsSrv, metricsURL := serveMirrorMetrics(m, lns.metrics, errs)
+	metricsSrv, metricsURL := serveMirrorMetrics(m, hosts, lns.metrics, errs)
 	if metricsURL != "" {
 		startDoc["metrics"] = metricsURL
 	}
@@ -290,13 +304,14 @@ func mirrorHandler(c *cli.Context, env *cliutil.Env, log *slog.Logger, m *mirror
 }
 
 // serveMirrorMetrics serves the mirror's metrics on ln, a listener of
-// their own, its failure sent to errs; it returns the server and the
-// metrics URL, or nil and "" without ln.
-func serveMirrorMetrics(m *mirror.Server, ln net.Listener, errs chan<- error) (*http.Server, string) {
+// their own, behind hosts on every connection (the operator's, as the
+// agent's: CATALOG-20), its failure sent to errs; it returns the server
+// and the metrics URL, or nil and "" without ln.
+func serveMirrorMetrics(m *mirror.Server, hosts hostguard.Guard, ln net.Listener, errs chan<- error) (*http.Server, string) {
 	if ln == nil {
 		return nil, ""
 	}
-	srv := cliutil.SideServer(mirror.MetricsPath, m.MetricsHandler())
+	srv := cliutil.SideServer(mirror.MetricsPath, mirror.ScriptFree(hosts.Wrap(m.MetricsHandler())))
 	go func() { errs <- srv.Serve(ln) }()
 	return srv, "http://" + ln.Addr().String() + mirror.MetricsPath
 }
