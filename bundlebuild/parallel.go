@@ -32,6 +32,8 @@ type buildHooks struct {
 	// inFlight, when set, is called each time an item is admitted, with
 	// the bytes then in flight (that item included) and the budget.
 	inFlight func(used, budget int64)
+	// maxFiles, when positive, replaces maxSourceFiles.
+	maxFiles int
 }
 
 // Memory of a build (docs/PERFORMANCE.md, P8): the target peak RSS is
@@ -227,7 +229,7 @@ func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 	cost := func(i int) int64 { return sizes[keys[i]] }
 	work := func(i int) firstRead {
 		k := keys[i]
-		data, err := schemas.dir.read(k, sizes[k])
+		data, err := schemas.dir.read(k, maxSourceFile)
 		if err != nil {
 			return firstRead{err: err}
 		}

@@ -2,6 +2,7 @@ package bundlebuild
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
@@ -9,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -34,6 +34,14 @@ const (
 	// maxSourceFile bounds one source file: sources are JSON documents,
 	// read into memory to be checked.
 	maxSourceFile = 16 << 20
+	// maxSourceKept bounds the bytes the walk reads and keeps together:
+	// bundle.json, the capability.json files, bridges and DID documents
+	// (schemas are streamed, never kept: P8).
+	maxSourceKept = 64 << 20
+	// maxSourceFiles bounds the files of a source folder: one more than the
+	// artifacts and descriptors a manifest can list, so that no source
+	// that could be built is refused.
+	maxSourceFiles = bundle.MaxArtifacts + bundle.MaxCapabilities + 1
 )
 
 // SourceOptions configures LoadSource.
@@ -107,7 +115,7 @@ func (l *diskLoader) Load(key string) ([]byte, error) {
 	if !ok {
 		return nil, fs.ErrNotExist
 	}
-	data, err := l.dir.read(p, 512)
+	data, err := l.dir.read(p, maxSourceFile)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +171,7 @@ func loadSource(dir string, opts SourceOptions, hooks buildHooks) (*bundle.Draft
 	if progress == nil {
 		progress = func(string, int64, int64) {}
 	}
-	src, err := walkSource(dir)
+	src, err := walkSource(dir, cmp.Or(hooks.maxFiles, maxSourceFiles))
 	if err != nil {
 		return nil, err
 	}
@@ -192,21 +200,32 @@ func loadSource(dir string, opts SourceOptions, hooks buildHooks) (*bundle.Draft
 
 // sourceFiles is what the walk of a source folder found.
 type sourceFiles struct {
-	dir    *sourceDir        // where every file is read from
-	files  map[string][]byte // small files (configs, DID documents, bridges) by slash path
-	onDisk map[string]string // schema files: slash path -> itself, read from dir
-	sizes  map[string]int64  // schema files: slash path -> size
+	dir       *sourceDir        // where every file is read from
+	files     map[string][]byte // small files (configs, DID documents, bridges) by slash path
+	onDisk    map[string]string // schema files: slash path -> itself, read from dir
+	sizes     map[string]int64  // schema files: slash path -> size
+	misplaced map[string]bool   // files the layout has no place for, never read (classify refuses the first)
 }
 
 // walkSource lists a source folder: no link, no hidden folder, nothing but
-// regular files with safe keys that differ in more than letter case. Small
-// files are read; schemas are only sized (read when checked and when
-// written, never kept). Every file is read beneath the folder, and only
-// when it is still the file listed (sourceDir).
-func walkSource(dir string) (*sourceFiles, error) {
-	sd := &sourceDir{seen: map[string]fs.FileInfo{}}
-	src := &sourceFiles{dir: sd, files: map[string][]byte{}, onDisk: map[string]string{}, sizes: map[string]int64{}}
+// regular files with safe keys that differ in more than letter case. Each
+// file is placed (placeSource) and sized against its kind's limit from
+// what the walk saw, before anything is read: a file too large for its
+// kind is refused unread, a misplaced one is listed unread for classify to
+// refuse. Small files are read, at most maxSourceKept bytes together;
+// schemas are only sized (read when checked and when written, never
+// kept); the walk lists at most maxFiles files (maxSourceFiles). Every
+// file is read beneath the folder, and only when it is still the file
+// listed (sourceDir).
+func walkSource(dir string, maxFiles int) (*sourceFiles, error) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // a later read opens the folder again, whatever the working folder is then
+	}
+	sd := &sourceDir{path: dir, seen: map[string]fs.FileInfo{}}
+	src := &sourceFiles{dir: sd, files: map[string][]byte{}, onDisk: map[string]string{}, sizes: map[string]int64{},
+		misplaced: map[string]bool{}}
 	folded := map[string]string{}
+	var kept int64
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fail(bundle.ErrIO, "cannot read the source folder").WithCause(err)
@@ -216,6 +235,13 @@ func walkSource(dir string) (*sourceFiles, error) {
 		if d.Type()&fs.ModeSymlink != 0 {
 			return srcErr(rel, "symbolic links are not allowed in a source folder")
 		}
+		if rel == "." {
+			info, err := d.Info()
+			if err != nil {
+				return fail(bundle.ErrIO, "cannot read the source folder").WithCause(err)
+			}
+			sd.folder = info
+		}
 		if d.IsDir() {
 			if rel != "." && strings.HasPrefix(d.Name(), ".") {
 				return srcErr(rel, "hidden folders are not allowed in a source folder")
@@ -224,6 +250,9 @@ func walkSource(dir string) (*sourceFiles, error) {
 		}
 		if !d.Type().IsRegular() {
 			return srcErr(rel, "only regular files are allowed in a source folder")
+		}
+		if len(sd.seen) >= maxFiles {
+			return fail(bundle.ErrTooLarge, "the source folder holds more than %d files", maxFiles)
 		}
 		if err := bundle.ValidateKey(rel); err != nil {
 			return srcErr(rel, "%s", err.(*amp.Error).Message)
@@ -237,21 +266,26 @@ func walkSource(dir string) (*sourceFiles, error) {
 			return srcErr(rel, "cannot be read").WithCause(err)
 		}
 		sd.seen[rel] = info
-		if sd.root == nil {
-			if sd.root, err = os.OpenRoot(dir); err != nil {
-				return fail(bundle.ErrIO, "cannot read the source folder").WithCause(err)
-			}
-		}
-		if isSchemaPath(rel) {
-			if info.Size() > maxSourceFile {
-				return srcErr(rel, "cannot be read").WithCause(errors.New("file is larger than 16 MiB"))
-			}
+		kind, limit := placeSource(rel)
+		switch {
+		case kind == sourceMisplaced:
+			src.misplaced[rel] = true
+			return nil
+		case info.Size() > limit:
+			return srcErr(rel, "cannot be read").WithCause(tooLarge(limit))
+		case kind == sourceSchema:
 			src.onDisk[rel], src.sizes[rel] = rel, info.Size()
 			return nil
 		}
-		data, err := sd.read(rel, 512)
+		if kept+info.Size() > maxSourceKept {
+			return srcErr(rel, "cannot be read").WithCause(errSourceKept)
+		}
+		data, err := sd.read(rel, limit)
 		if err != nil {
 			return srcErr(rel, "cannot be read").WithCause(err)
+		}
+		if kept += int64(len(data)); kept > maxSourceKept {
+			return srcErr(rel, "cannot be read").WithCause(errSourceKept)
 		}
 		src.files[rel] = data
 		return nil
@@ -261,6 +295,9 @@ func walkSource(dir string) (*sourceFiles, error) {
 	}
 	return src, nil
 }
+
+// errSourceKept: the files a walk keeps in memory are over maxSourceKept.
+var errSourceKept = errors.New("bundle.json, the capability.json files, bridges and did documents of a source are at most 64 MiB together")
 
 // readBundleConfig takes bundle.json out of files and starts the draft
 // from it: bundle_id, version, expiry, aliases, and the publisher (by
@@ -326,23 +363,25 @@ func classify(d *bundle.Draft, src *sourceFiles, alg string) (*layout, error) {
 	for k := range src.onDisk {
 		lay.keys = append(lay.keys, k)
 	}
+	for k := range src.misplaced {
+		lay.keys = append(lay.keys, k)
+	}
 	sort.Strings(lay.keys)
 	for _, k := range lay.keys {
-		segs := strings.Split(k, "/")
-		switch {
-		case segs[0] == "capabilities" && len(segs) == 4 && segs[3] == capabilityFile:
+		kind, _ := placeSource(k)
+		switch kind {
+		case sourceCapability:
 			lay.caps[path.Dir(k)] = k
-		case segs[0] == "capabilities" && len(segs) == 4 && segs[3] == bridgeFile:
+		case sourceBridge:
 			if _, err := compat.ParseBridge(src.files[k]); err != nil {
 				return nil, srcErr(k, "is not a valid bridge: %s", amp.SafeMessage(err)).WithCause(err)
 			}
 			lay.bridges[k] = src.files[k]
 			d.Artifacts = append(d.Artifacts, bundle.BytesSource(k, bundle.MediaTypeBridge, src.files[k]))
-		case segs[0] == "capabilities" && len(segs) == 4 && strings.HasSuffix(k, ".json"),
-			segs[0] == "schemas" && len(segs) >= 2 && strings.HasSuffix(k, ".json"):
+		case sourceSchema:
 			lay.schemas.files[k] = src.onDisk[k]
 			d.Artifacts = append(d.Artifacts, fileSource(src.dir, k, bundle.MediaTypeSchema, src.sizes[k]))
-		case segs[0] == "dids" && len(segs) == 2 && strings.HasSuffix(k, ".json"):
+		case sourceDID:
 			lay.dids = append(lay.dids, k)
 			d.Artifacts = append(d.Artifacts, bundle.BytesSource(k, bundle.MediaTypeDID, src.files[k]))
 		default:
@@ -524,14 +563,39 @@ func loadDescriptor(dirKey string, files map[string][]byte, hashes map[string]st
 	return desc, nil
 }
 
-// isSchemaPath reports whether a source path is where a JSON Schema
-// artifact lives (docs/FORMAT.md §8): schemas/**/*.json, and the json files
-// of a capability folder other than capability.json.
-func isSchemaPath(rel string) bool {
+// sourceKind is what a file of a source folder is, by its path.
+type sourceKind int
+
+const (
+	sourceMisplaced  sourceKind = iota // no place in the layout
+	sourceConfig                       // bundle.json
+	sourceCapability                   // capabilities/<name>/<version>/capability.json
+	sourceBridge                       // capabilities/<name>/<version>/bridge.json
+	sourceSchema                       // schemas/**/*.json, the other json files of a capability folder
+	sourceDID                          // dids/*.json
+)
+
+// placeSource places a source path in the layout (docs/FORMAT.md §8) and
+// says how many bytes a file of its kind may have: a bridge
+// compat.MaxBridgeSize, a DID document amp.MaxDIDDocumentSize, any other
+// maxSourceFile. The walk sizes each file against it before reading it
+// and classify sorts by it: one place for the layout's rules.
+func placeSource(rel string) (sourceKind, int64) {
 	segs := strings.Split(rel, "/")
-	return strings.HasSuffix(rel, ".json") &&
-		((segs[0] == "capabilities" && len(segs) == 4 && segs[3] != capabilityFile && segs[3] != bridgeFile) ||
-			(segs[0] == "schemas" && len(segs) >= 2))
+	isJSON := strings.HasSuffix(rel, ".json")
+	switch {
+	case rel == bundleFile:
+		return sourceConfig, maxSourceFile
+	case segs[0] == "capabilities" && len(segs) == 4 && segs[3] == capabilityFile:
+		return sourceCapability, maxSourceFile
+	case segs[0] == "capabilities" && len(segs) == 4 && segs[3] == bridgeFile:
+		return sourceBridge, compat.MaxBridgeSize
+	case isJSON && (segs[0] == "capabilities" && len(segs) == 4 || segs[0] == "schemas" && len(segs) >= 2):
+		return sourceSchema, maxSourceFile
+	case isJSON && segs[0] == "dids" && len(segs) == 2:
+		return sourceDID, amp.MaxDIDDocumentSize
+	}
+	return sourceMisplaced, 0
 }
 
 // fileSource is a Source over the schema file key of dir, opened when

@@ -2,36 +2,66 @@ package bundlebuild
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 )
 
-// sourceDir reads the files of a source folder beneath the folder opened
-// once (os.Root: a path that leads out of it through a link is refused),
-// each file opened without waiting (a FIFO or device put in a file's place
+// sourceDir reads the files of a source folder beneath the folder
+// (os.Root: a path that leads out of it through a link is refused), each
+// file opened without waiting (a FIFO or device put in a file's place
 // cannot block the build) and taken only when it is still the regular file
 // the walk listed (os.SameFile): a file swapped for a link, a special file
 // or another file after the walk is refused, never read
-// (docs/SPEC-DECISIONS.md, BUILD-4). The root stays open while the draft's
-// schema sources may still be opened; it is closed when it is no longer
-// reachable.
+// (docs/SPEC-DECISIONS.md, BUILD-4). The folder is opened again for each
+// file, checked to be the folder the walk listed, and closed before open
+// returns: no descriptor outlives a read, whether LoadSource fails or its
+// draft is written, dropped or kept (BUILD-4, amended in review 34).
 type sourceDir struct {
-	root *os.Root
-	seen map[string]fs.FileInfo // slash path -> what the walk saw (not following links)
+	path   string                 // the folder, made absolute when walked
+	folder fs.FileInfo            // what the walk saw of the folder itself
+	seen   map[string]fs.FileInfo // slash path -> what the walk saw (not following links)
 }
 
 // errSourceSwapped: a source file is no longer what the walk listed.
 var errSourceSwapped = errors.New("is no longer the regular file listed when the source folder was read (replaced by a link, a special file or another file)")
 
-// open opens the source file rel (a slash path below the folder).
+// errSourceFolderSwapped: the source folder is no longer the folder walked.
+var errSourceFolderSwapped = errors.New("the source folder is no longer the folder listed when it was read (replaced or moved)")
+
+// openRoot opens the source folder as an os.Root, only while it is the
+// folder the walk listed. The caller closes it.
+func (s *sourceDir) openRoot() (*os.Root, error) {
+	root, err := os.OpenRoot(s.path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := root.Stat(".")
+	if err == nil && !os.SameFile(s.folder, st) {
+		err = errSourceFolderSwapped
+	}
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return root, nil
+}
+
+// open opens the source file rel (a slash path below the folder). The file
+// stays open after the folder's root is closed.
 func (s *sourceDir) open(rel string) (*os.File, error) {
 	want, ok := s.seen[rel]
 	if !ok {
 		return nil, fs.ErrNotExist
 	}
-	f, err := s.root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|openNoWait, 0)
+	root, err := s.openRoot()
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|openNoWait, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -46,30 +76,30 @@ func (s *sourceDir) open(rel string) (*os.File, error) {
 	return f, nil
 }
 
-// read reads the source file rel, expected to be size bytes long
-// (readSized).
-func (s *sourceDir) read(rel string, size int64) ([]byte, error) {
+// read reads the source file rel whole, at most limit bytes, into a buffer
+// of the size the walk saw (readSized).
+func (s *sourceDir) read(rel string, limit int64) ([]byte, error) {
 	f, err := s.open(rel)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return readSized(f, size)
+	return readSized(f, s.seen[rel].Size(), limit)
 }
 
 // readSized reads a source file expected to be size bytes long into a
-// buffer of that size (no growth, no garbage), refusing more than
-// maxSourceFile bytes; a file that grew meanwhile is still read whole.
-func readSized(f io.Reader, size int64) ([]byte, error) {
-	data := make([]byte, 0, min(max(size, 0), maxSourceFile)+1)
+// buffer of that size (no growth, no garbage), refusing more than limit
+// bytes; a file that grew meanwhile is still read whole up to limit.
+func readSized(f io.Reader, size, limit int64) ([]byte, error) {
+	data := make([]byte, 0, min(max(size, 0), limit)+1)
 	for {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
 		}
 		n, err := f.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
-		if len(data) > maxSourceFile {
-			return nil, errors.New("file is larger than 16 MiB")
+		if int64(len(data)) > limit {
+			return nil, tooLarge(limit)
 		}
 		if err == io.EOF {
 			return data, nil
@@ -78,4 +108,15 @@ func readSized(f io.Reader, size int64) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// tooLarge is the cause of a source file refused for its size.
+func tooLarge(limit int64) error {
+	if limit%(1<<20) == 0 {
+		return fmt.Errorf("file is larger than %d MiB", limit>>20)
+	}
+	if limit%(1<<10) == 0 {
+		return fmt.Errorf("file is larger than %d KiB", limit>>10)
+	}
+	return fmt.Errorf("file is larger than %d bytes", limit)
 }

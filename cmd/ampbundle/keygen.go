@@ -30,16 +30,8 @@ Operators trust the public key (or the did:key) with 'ampbundle trust add'.`,
 				return err
 			}
 			pub := priv.Public().(ed25519.PublicKey)
-			if err := pubFileFree(c); err != nil {
+			if err := writeKeyPair(c, priv, pub, write); err != nil {
 				return err
-			}
-			if err := write(priv); err != nil {
-				return err
-			}
-			if c.IsSet("pub") {
-				if err := keyfile.WritePublic(c.String("pub"), pub); err != nil {
-					return err
-				}
 			}
 			did := amp.DIDKey(pub)
 			if c.Bool("json") {
@@ -60,20 +52,47 @@ Operators trust the public key (or the did:key) with 'ampbundle trust add'.`,
 	}
 }
 
-// pubFileFree refuses --pub, before the private key is written, when it
-// names the private key file itself or a file that exists: the public key
-// is never written over a file, and a keygen refused after writing its
-// private key would leave a key whose public half was not saved.
-func pubFileFree(c *cli.Context) error {
+// errPubIsKey: --pub and -o are one file, by spelling or through a link.
+func errPubIsKey() error {
+	return cliutil.Usagef("--pub and -o name the same file; the public key needs a file of its own")
+}
+
+// writeKeyPair writes the private key with write and, with --pub, the
+// public key, so that a refused keygen never leaves a private key whose
+// public half was not saved (docs/SPEC-DECISIONS.md, CLI-27): --pub is
+// created first (exclusively: an existing file, a missing or unwritable
+// folder is refused before the key exists), then the key; when the key
+// cannot be written, the --pub file just created is removed again. -o
+// reached through another spelling of --pub (a linked folder) is thus
+// refused as the same file.
+func writeKeyPair(c *cli.Context, priv ed25519.PrivateKey, pub ed25519.PublicKey, write func(keys ...any) error) error {
 	if !c.IsSet("pub") {
+		return write(priv)
+	}
+	pubPath, out := c.String("pub"), c.String("out")
+	if filepath.Clean(pubPath) == filepath.Clean(out) {
+		return errPubIsKey()
+	}
+	if err := keyfile.WritePublic(pubPath, pub); err != nil {
+		if amp.NameOf(err) == keyfile.ErrFileExists {
+			return cliutil.Failf(keyfile.ErrFileExists, "--pub names an existing file; refusing to overwrite an existing file").WithCause(err)
+		}
+		return err
+	}
+	written, statErr := os.Lstat(pubPath)
+	err := write(priv)
+	if err == nil {
 		return nil
 	}
-	pub := c.String("pub")
-	if filepath.Clean(pub) == filepath.Clean(c.String("out")) {
-		return cliutil.Usagef("--pub and -o name the same file; the public key needs a file of its own")
+	if statErr != nil {
+		return err
 	}
-	if _, err := os.Lstat(pub); err == nil {
-		return cliutil.Failf(keyfile.ErrFileExists, "--pub names an existing file; refusing to overwrite an existing file")
+	if st, serr := os.Stat(out); serr == nil && os.SameFile(written, st) {
+		err = errPubIsKey()
 	}
-	return nil
+	// Removed only while it is still the file just written.
+	if now, serr := os.Lstat(pubPath); serr == nil && os.SameFile(written, now) {
+		os.Remove(pubPath)
+	}
+	return err
 }
