@@ -79,7 +79,16 @@ func (s *server) mountAgent() error {
 	// The write deadline counts from the request: it covers the longest
 	// answer (a BATCH: MaxBatchDuration plus one item's timeout, AGENT-13)
 	// and the reply's write.
-	s.srv = amphttp.NewServer(mirror.ScriptFree(instrument(s.mux, s.met, s.log)), agent.Bounds{MaxTimeout: s.maxTimeout}.LongestAnswer()+30*time.Second, s.log)
+	routes := instrument(s.mux, s.met, s.log)
+	if s.cfg.catalog {
+		// The operator's catalog makes --listen the operator's origin:
+		// every route of it is behind the Host rule on loopback
+		// connections (CATALOG-20), else a rebound page read beside /ui/
+		// the AGH catalog, /readyz, /healthz and the messages route.
+		guard, _ := newHostGuard(s.cfg.allowHosts) // checked by validateServe
+		routes = guard.g.OnLoopbackOnly().Wrap(routes)
+	}
+	s.srv = amphttp.NewServer(mirror.ScriptFree(routes), agent.Bounds{MaxTimeout: s.maxTimeout}.LongestAnswer()+30*time.Second, s.log)
 	return nil
 }
 
