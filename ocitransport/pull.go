@@ -184,18 +184,45 @@ func (e *Endpoint) StatementsSkipping(ctx context.Context, b *Artifact) (out []*
 // bundle's statements were not all read). With a nil cache it is
 // StatementsSkipping: the listing on its own, the artifacts whole.
 func (e *Endpoint) StatementsCached(ctx context.Context, b *Artifact, cache *StatementCache) (out []*Artifact, skipped []error, err error) {
+	out, skipped, _, err = e.statements(ctx, b, cache, false)
+	return out, skipped, err
+}
+
+// StatementsFitting is StatementsCached for a first pass over the
+// listings of a run: a listing whose statement manifests new to the run
+// are more than cache.Share() is left whole for a second pass (need, how
+// many it would fetch, is then over 0): nothing fetched, nothing reported,
+// nothing returned. The second pass reads it with StatementsCached, each
+// such listing's share what the first pass left (Left, SetShare), so a
+// share the other listings did not use is not lost (docs/SPEC-DECISIONS.md
+// OCI-13, amended in review 36).
+func (e *Endpoint) StatementsFitting(ctx context.Context, b *Artifact, cache *StatementCache) (out []*Artifact, skipped []error, need int, err error) {
+	return e.statements(ctx, b, cache, true)
+}
+
+// statements is StatementsCached, or StatementsFitting when fit.
+func (e *Endpoint) statements(ctx context.Context, b *Artifact, cache *StatementCache, fit bool) (out []*Artifact, skipped []error, need int, err error) {
 	descs, err := e.referrers(ctx, b.Descriptor)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
+	}
+	maxSize := min(MaxStatementManifestSize, e.o.MaxManifestSize)
+	share := cache.Share()
+	if fit {
+		if need = freshStatements(descs, cache, maxSize); need <= share {
+			need = 0
+		} else {
+			return nil, nil, need, nil
+		}
 	}
 	seen := make(map[statementKey]bool, len(descs))
-	fresh, share := 0, cache.Share()
+	fresh := 0
 	for _, d := range descs {
 		if !isStatementType(d.ArtifactType) || seen[keyOf(d)] {
 			continue // a referrer listed again is fetched once (OCI-13)
 		}
 		seen[keyOf(d)] = true
-		if err := checkManifestDescriptor(d, min(MaxStatementManifestSize, e.o.MaxManifestSize)); err != nil {
+		if err := checkManifestDescriptor(d, maxSize); err != nil {
 			skipped = append(skipped, err) // no request, nothing kept (OCI-13)
 			continue
 		}
@@ -208,7 +235,7 @@ func (e *Endpoint) StatementsCached(ctx context.Context, b *Artifact, cache *Sta
 		}
 		c, err := cache.fetch(ctx, e, d)
 		if err != nil {
-			return nil, nil, err // the context ended: no verdict
+			return nil, nil, 0, err // the context ended: no verdict
 		}
 		err = c.err
 		if err == nil && c.a.Manifest.Subject.Digest != b.Descriptor.Digest {
@@ -225,7 +252,25 @@ func (e *Endpoint) StatementsCached(ctx context.Context, b *Artifact, cache *Sta
 		}
 		out = append(out, c.a)
 	}
-	return out, skipped, nil
+	return out, skipped, 0, nil
+}
+
+// freshStatements counts the statement manifests of descs a listing would
+// fetch: each once, those checkManifestDescriptor refuses and those cache
+// holds left out.
+func freshStatements(descs []ocispec.Descriptor, cache *StatementCache, maxSize int64) int {
+	seen := make(map[statementKey]bool, len(descs))
+	n := 0
+	for _, d := range descs {
+		if !isStatementType(d.ArtifactType) || seen[keyOf(d)] {
+			continue
+		}
+		seen[keyOf(d)] = true
+		if checkManifestDescriptor(d, maxSize) == nil && !cache.has(d) {
+			n++
+		}
+	}
+	return n
 }
 
 // TooManyStatements says whether skipped (StatementsCached's) holds a
@@ -265,10 +310,11 @@ var errShareSpent = errors.New("the run's statement share is spent")
 // MaxReferrers); it is not safe for concurrent use.
 type StatementCache struct {
 	// Listings is how many referrers listings the run reads (a sync: its
-	// bundles); 0 counts as 1.
+	// bundles' distinct manifests); 0 counts as 1.
 	Listings int
 
-	m map[statementKey]*cachedStatement
+	m     map[statementKey]*cachedStatement
+	share int // when over 0, the share SetShare set
 }
 
 // statementEntryBytes bounds what one StatementCache entry holds (see
@@ -276,13 +322,31 @@ type StatementCache struct {
 const statementEntryBytes = 1536
 
 // Share is how many manifests the cache has not seen one listing may
-// fetch: MaxSyncStatements over Listings, at least 1 and at most
-// MaxReferrers (a listing holds no more). A nil cache: MaxReferrers.
+// fetch: MaxSyncStatements over Listings (or what SetShare set), at least
+// 1 and at most MaxReferrers (a listing holds no more). A nil cache:
+// MaxReferrers.
 func (c *StatementCache) Share() int {
 	if c == nil {
 		return MaxReferrers
 	}
+	if c.share > 0 {
+		return min(MaxReferrers, c.share)
+	}
 	return min(MaxReferrers, max(1, MaxSyncStatements/max(1, c.Listings)))
+}
+
+// SetShare sets the share of the listings read from now on (a second pass:
+// what is Left over the listings still to read), at least 1; a fetch past
+// MaxSyncStatements in all is still refused (oci_too_many).
+func (c *StatementCache) SetShare(n int) { c.share = max(1, n) }
+
+// Left is how many more manifests the cache may fetch in the run:
+// MaxSyncStatements less those it holds.
+func (c *StatementCache) Left() int {
+	if c == nil {
+		return MaxSyncStatements
+	}
+	return max(0, MaxSyncStatements-len(c.m))
 }
 
 // statementKey is what a statement manifest's fetch depends on.

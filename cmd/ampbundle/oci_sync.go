@@ -9,6 +9,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -45,6 +46,18 @@ type ociSyncEntry struct {
 	art *ocitransport.Artifact
 	// fileKey is a bundle's ociFileKey.
 	fileKey string
+	// cut is set on a bundle refused for referrers it left unread: not
+	// installed, it still holds back the older versions of its bundle_id
+	// when it verifies (applyOCIBundles).
+	cut bool
+}
+
+// ociListing is the referrers listing of one bundle manifest: the tags
+// that name it, and how many statement manifests new to the run it lists
+// when that was over its first share.
+type ociListing struct {
+	tags []*ociSyncEntry
+	need int
 }
 
 // maxOCISkippedEntries bounds the skipped referrers a sync's report lists
@@ -111,7 +124,7 @@ func syncOCI(env *cliutil.Env, c *cli.Context) (err error) {
 	}
 	defer closeStore(s, &err)
 	if !c.Bool("dry-run") {
-		applyOCISync(ctx, s, ep, rep)
+		applyOCISync(ctx, s, ep, rep, env.Now)
 	}
 	if err := printReport(env, c, rep, printOCISync); err != nil {
 		return err
@@ -169,18 +182,29 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 		}
 	}
 	// The statements of every bundle offered: a revocation attached to an
-	// older version still counts. A referrer that is malformed, or a list
-	// over the bound, is reported and skipped: the bundle is still synced.
-	// A bundle whose referrers were left unread for the run's bound (its
-	// share of the fetches spent) is refused, oci_too_many: a revocation
-	// may be among them (OCI-13, amended).
-	cache, listed := &ocitransport.StatementCache{Listings: len(bundles)}, 0
-	unlisted := map[string]int{}
+	// older version still counts. A referrer that is malformed is reported
+	// and skipped: the bundle is still synced. A bundle whose referrers
+	// were not all read (its listing failed, over MaxReferrers or
+	// otherwise, or its share of the fetches was spent) is refused: a
+	// revocation may be among them (OCI-13, amended). Tags on one manifest
+	// are one listing; a listing over its share in the first pass is read
+	// in a second, with what the first left (OCI-13, amended in review 36).
+	var listings []*ociListing
+	byDigest := map[string]*ociListing{}
 	for _, b := range bundles {
-		refs, skipped, err := ep.StatementsCached(ctx, b.art, cache)
-		if err != nil {
-			skipped = append(skipped, err)
+		d := b.art.Descriptor.Digest.String()
+		l := byDigest[d]
+		if l == nil {
+			l = &ociListing{}
+			byDigest[d] = l
+			listings = append(listings, l)
 		}
+		l.tags = append(l.tags, b)
+	}
+	cache, listed := &ocitransport.StatementCache{Listings: len(listings)}, 0
+	unlisted := map[string]int{}
+	read := func(l *ociListing, refs []*ocitransport.Artifact, skipped []error, err error) {
+		b := l.tags[0]
 		for _, serr := range skipped {
 			if listed >= maxOCISkippedEntries {
 				unlisted[errName(serr)]++
@@ -191,8 +215,18 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 			w.Error, w.Message = errName(serr), cliutil.Sanitize(errMessage(serr))
 			rep.Entries = append(rep.Entries, w)
 		}
-		if ocitransport.TooManyStatements(skipped) {
-			refuse(b, cliutil.Failf(ocitransport.ErrTooMany, "the bundle's referrers were not all read (this sync's share of statement fetches for it, %d, is spent): not installed in this run", cache.Share()))
+		var unread error
+		switch {
+		case err != nil:
+			unread = cliutil.Failf(amp.ErrName(errName(err)), "the bundle's referrers were not all read (%s): not installed in this run", errMessage(err))
+		case ocitransport.TooManyStatements(skipped):
+			unread = cliutil.Failf(ocitransport.ErrTooMany, "the bundle's referrers were not all read (this sync's share of statement fetches for it, %d, is spent): not installed in this run", cache.Share())
+		}
+		for _, t := range l.tags {
+			if unread != nil {
+				refuse(t, unread)
+				t.cut = true
+			}
 		}
 		for _, a := range refs {
 			if seen[a.Descriptor.Digest.String()] {
@@ -202,6 +236,23 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 			e := &ociSyncEntry{Ref: loc.WithReference(a.Descriptor.Digest.String()).String(), Kind: a.Kind, Outcome: ociPlanned, art: a}
 			rep.Entries = append(rep.Entries, e)
 		}
+	}
+	var second []*ociListing
+	for _, l := range listings {
+		refs, skipped, need, err := ep.StatementsFitting(ctx, l.tags[0].art, cache)
+		if err == nil && need > 0 {
+			l.need = need
+			second = append(second, l)
+			continue
+		}
+		read(l, refs, skipped, err)
+	}
+	// The fewest first: what one leaves unused is shared by those after it.
+	sort.SliceStable(second, func(i, j int) bool { return second[i].need < second[j].need })
+	for i, l := range second {
+		cache.SetShare(cache.Left() / (len(second) - i))
+		refs, skipped, err := ep.StatementsCached(ctx, l.tags[0].art, cache)
+		read(l, refs, skipped, err)
 	}
 	if w := unlistedEntry(loc, unlisted); w != nil {
 		rep.Entries = append(rep.Entries, w)
@@ -261,15 +312,16 @@ func rank(order map[string]int, e *ociSyncEntry) int {
 }
 
 // applyOCISync applies the planned entries in order; a refusal changes
-// nothing in the store and does not stop the others.
-func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport) {
+// nothing in the store and does not stop the others. now is the clock a
+// bundle that is only verified is judged by (applyOCIBundles).
+func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, now func() time.Time) {
 	files := ociFiles{}
 	for _, e := range rep.Entries {
 		if e.Outcome != ociPlanned {
 			continue
 		}
 		if e.Kind == ocitransport.KindBundle {
-			applyOCIBundles(ctx, s, ep, rep, e, files)
+			applyOCIBundles(ctx, s, ep, rep, e, files, now)
 			continue
 		}
 		data, err := ep.Statement(ctx, e.art)
@@ -312,29 +364,92 @@ func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, re
 // imported (or already installed) one supersedes the rest. A refused
 // candidate falls back to the next, so a forged or broken tag cannot keep
 // a genuine one out; a rollback refusal ends the search (every older
-// candidate would be one too). A bundle without a bundle_id annotation is
-// synced alone.
-func applyOCIBundles(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, e *ociSyncEntry, files ociFiles) {
+// candidate would be one too). A candidate cut at the plan (its referrers
+// not all read) is pulled and verified with the store's trusted keys, not
+// installed: when it verifies, no older candidate is installed in this
+// run, so whoever pushes referrers at the newest version does not choose
+// the version that lands; a forged one fails and holds nothing back
+// (docs/SPEC-DECISIONS.md OCI-9, amended in review 36). A bundle without a
+// bundle_id annotation is synced alone.
+func applyOCIBundles(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, e *ociSyncEntry, files ociFiles, now func() time.Time) {
 	if e.art.BundleID == "" {
-		syncOCIBundle(ctx, s, ep, e, files)
+		syncOCIBundle(ctx, s, ep, e, files, nil)
 		return
 	}
 	var group []*ociSyncEntry
 	for _, c := range rep.Entries {
-		if c.Outcome == ociPlanned && c.Kind == ocitransport.KindBundle && c.art.BundleID == e.art.BundleID {
+		if (c.Outcome == ociPlanned || c.cut) && c.Kind == ocitransport.KindBundle && c.art.BundleID == e.art.BundleID {
 			group = append(group, c)
 		}
 	}
-	sort.SliceStable(group, func(i, j int) bool { return group[i].art.Version > group[j].art.Version })
-	done := false
-	for _, c := range group {
-		if done {
-			c.Outcome = ociSuperseded
-			continue
+	// Newest first; of one version, a cut candidate first (a tag of the
+	// same version whose referrers were read does not slip past it).
+	sort.SliceStable(group, func(i, j int) bool {
+		if group[i].art.Version != group[j].art.Version {
+			return group[i].art.Version > group[j].art.Version
 		}
-		syncOCIBundle(ctx, s, ep, c, files)
-		done = c.Outcome != ociRefused || c.Error == "rollback" || ctx.Err() != nil
+		return group[i].cut && !group[j].cut
+	})
+	done := false
+	var held *ociSyncEntry
+	for _, c := range group {
+		switch {
+		case c.cut && !done:
+			if verifyOCIBundle(ctx, s, ep, c, files, now) {
+				done, held = true, c
+			}
+		case c.cut:
+		case held != nil:
+			refuse(c, cliutil.Failf(ocitransport.ErrTooMany, "version %d of this bundle_id verifies but its referrers were not all read: no other version is installed in its place in this run", held.Version))
+		case done:
+			c.Outcome = ociSuperseded
+		default:
+			syncOCIBundle(ctx, s, ep, c, files, nil)
+			done = c.Outcome != ociRefused || c.Error == "rollback" || ctx.Err() != nil
+		}
 	}
+}
+
+// verifyOCIBundle pulls the cut candidate e and verifies it as 'verify'
+// does, with the store's trusted keys and thresholds
+// (storeVerifyingPolicy): true
+// when it verifies. e stays refused either way; a failure is its refusal
+// instead (a forged tag says so).
+func verifyOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e *ociSyncEntry, files ociFiles, now func() time.Time) bool {
+	if f := files[e.fileKey]; f != nil && f.imported && !annotationMismatch(e.art, f.bundleID, f.version) {
+		return true // imported in this sync: it verified
+	}
+	cutBy := *e
+	ok := false
+	syncOCIBundle(ctx, s, ep, e, files, func(f io.Reader) error {
+		p, err := storeVerifyingPolicy(s)
+		if err != nil {
+			return err
+		}
+		r, err := bundle.NewReader(f, bundle.ReaderOptions{Policy: p, Now: now, AllowDelta: true})
+		if err == nil {
+			err = r.VerifyRest()
+		}
+		ok = err == nil
+		return err
+	})
+	if ok {
+		e.Outcome, e.Error, e.Message = cutBy.Outcome, cutBy.Error, cutBy.Message
+	}
+	return ok
+}
+
+// storeVerifyingPolicy is the policy the store's import verifies a bundle
+// with: its trusted keys (storePolicy) and its thresholds.
+func storeVerifyingPolicy(s registry) (*bundle.Policy, error) {
+	p, err := storePolicy(s)
+	if err != nil {
+		return nil, err
+	}
+	if p.Thresholds, err = s.TrustThresholds(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // ociFile is what one sync learnt of a bundle file (its layers): the
@@ -401,12 +516,14 @@ func errAnnotationMismatch() error {
 
 // syncOCIBundle pulls one bundle into a temporary file and imports it: the
 // file must be the bundle its annotations name (else
-// oci_annotation_mismatch), and the import verifies it as any file. A file
+// oci_annotation_mismatch), and the import verifies it as any file. With
+// verify, the file is only given to verify, not imported: e is refused
+// when it fails, left as it was when it passes. A file
 // this sync already pulled is judged by what was learnt of it (files),
 // not pulled again, unless it is the bundle its annotations name and was
 // not refused. The manifest the plan read is read again, by its digest
 // (so it is the one planned, byte for byte), only to pull the file.
-func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e *ociSyncEntry, files ociFiles) {
+func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e *ociSyncEntry, files ociFiles, verify func(io.Reader) error) {
 	key := e.fileKey
 	f := files[key]
 	switch {
@@ -419,6 +536,8 @@ func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e
 	case f.inspected && annotationMismatch(e.art, f.bundleID, f.version):
 		refuse(e, errAnnotationMismatch())
 		return
+	case f.imported && verify != nil:
+		return // the store holds it: it verified
 	case f.imported:
 		e.BundleID, e.Version, e.Outcome = cliutil.Sanitize(f.bundleID), f.version, ociUnchanged
 		return
@@ -454,6 +573,12 @@ func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e
 	}
 	if _, err := sp.File.Seek(0, 0); err != nil {
 		refuse(e, cliutil.Failf("io_error", "cannot read back the pulled bundle").WithCause(err))
+		return
+	}
+	if verify != nil {
+		if err := verify(sp.File); err != nil {
+			fileRefused(err, true)
+		}
 		return
 	}
 	res, err := s.Import(ctx, sp.File, resolver.ImportOptions{FileSHA256: e.art.FileSHA256})
