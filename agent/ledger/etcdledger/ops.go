@@ -126,45 +126,69 @@ func (v *vanished) takes(snap *usageSnap) int64 {
 
 // makeEntry commits markNew's transaction for e (costing cost). pl is the
 // principal's lock, held by the caller, whose counters are the first
-// guess; nil when the caller does not hold it (remake): the counters are
-// then read for every try, and a try that fails on another's write is
-// retried as one that fails on a stale guess. With gone (remake), the
-// vanished entry's charge that a counter still holds is left out of the
-// share check and taken off that counter in the same transaction,
-// compared on its mod revision: nothing else ever takes it off.
+// guess; nil when the caller does not hold it (remake). With gone, a
+// remake (review 35): the handler ran, so no share or counter refuses
+// the entry. It is not checked against the principal's share (it was
+// admitted once, when the vanished entry was made, and costs no more
+// than that entry did), and only the two counters it writes are read for
+// every try (remakeCounters), never the principal's others, and compared
+// on their mod revisions: the vanished entry's charge that its counter
+// still holds is taken off it, and the remade entry's cost added to its
+// own; a counter that does not decode is left as it is, and when they
+// kept changing the last try writes neither (FLEET-14's rule: only that
+// charge or refund is lost; the entry is then uncounted, so Finish
+// refunds nothing off a counter that never held it). A try that fails on
+// another's write is retried as one that fails on a stale guess.
 func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cost int64, gone *vanished, pl *principalLock) error {
 	phex := hexOf(e.principal)
 	ks := keysOf(s.prefix, k)
 	counter := usageKey(s.prefix, phex, e.end)
+	leaseGone := false
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		lease, err := s.leases.get(e.end)
 		if err != nil {
 			return err
 		}
-		snap := ci.usage
-		if pl != nil && pl.snap != nil && (snap == nil || pl.snap.rev > snap.rev) {
-			snap = pl.snap // this process's own later write of the counters
-		}
-		over := func(sn *usageSnap) bool { return sn.sum-gone.takes(sn)+cost > s.lim.PerCaller }
-		guess := snap != nil && snap != ci.usage // not read with the claim
-		// Never refuse on a guess; a remake reads them anew (the handler
-		// ran since the claim's read, and the entry's counter may be gone).
-		if pl == nil || gone != nil || attempt > 0 || snap == nil || guess && over(snap) {
-			if snap, err = s.readUsage("mark", usagePrefix(s.prefix, phex)); err != nil {
-				return err
+		var snap *usageSnap
+		charged := true // the remade entry's counter decodes: its cost is added
+		if gone != nil && attempt == maxRetries-1 {
+			// Its counters kept changing: the last try makes the entry
+			// without its charge rather than lose the reply.
+			snap = &usageSnap{vals: map[string]int64{}, mods: map[string]int64{}, creates: map[string]int64{}}
+			charged = false
+		} else if gone != nil {
+			if snap, charged, err = s.remakeCounters(counter, gone.counter); err != nil {
+				return err // etcd did not answer: retryable
 			}
-			if pl != nil {
-				pl.snap = snap
+		} else {
+			snap = ci.usage
+			if pl != nil && pl.snap != nil && (snap == nil || pl.snap.rev > snap.rev) {
+				snap = pl.snap // this process's own later write of the counters
 			}
-		}
-		if over(snap) {
-			return callerFull()
+			over := func(sn *usageSnap) bool { return sn.sum+cost > s.lim.PerCaller }
+			guess := snap != nil && snap != ci.usage // not read with the claim
+			// Never refuse on a guess.
+			if pl == nil || attempt > 0 || snap == nil || guess && over(snap) {
+				if snap, err = s.readUsage("mark", usagePrefix(s.prefix, phex)); err != nil {
+					return err
+				}
+				if pl != nil {
+					pl.snap = snap
+				}
+			}
+			if over(snap) {
+				return callerFull()
+			}
 		}
 		take := gone.takes(snap)
-		n, rev := snap.vals[counter]+cost, snap.rev
-		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ks.entry), "=", 0),
-			clientv3.Compare(clientv3.ModRevision(usagePrefix(s.prefix, phex)), "<", rev+1).WithPrefix(),
-			clientv3.Compare(clientv3.ModRevision(counter), "=", snap.mods[counter])} // not deleted since: FLEET-19
+		n := snap.vals[counter] + cost
+		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ks.entry), "=", 0)}
+		if _, read := snap.mods[counter]; gone == nil || read {
+			cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(counter), "=", snap.mods[counter])) // not deleted since: FLEET-19
+		}
+		if gone == nil { // the share was checked on the sum of them all
+			cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(usagePrefix(s.prefix, phex)), "<", snap.rev+1).WithPrefix())
+		}
 		if claimed {
 			cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev))
 		}
@@ -175,12 +199,22 @@ func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cos
 			cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(gone.counter), "=", snap.mods[gone.counter]))
 			ops = append(ops, takeOff(gone.counter, snap.vals[gone.counter]-take))
 		}
-		ops = append(ops, clientv3.OpPut(counter, itoa(n), clientv3.WithLease(lease)),
-			clientv3.OpGet(usagePrefix(s.prefix, phex), clientv3.WithPrefix()))
+		if charged {
+			ops = append(ops, clientv3.OpPut(counter, itoa(n), clientv3.WithLease(lease)))
+		}
+		if pl != nil { // the counters after it, for the next holder's guess
+			ops = append(ops, clientv3.OpGet(usagePrefix(s.prefix, phex), clientv3.WithPrefix()))
+		}
 		r, err := s.txn("mark", k, usagePrefix(s.prefix, phex), cmp, ops,
 			[]clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
 		if leaseNotFound(err) {
 			s.leases.drop(e.end)
+			if !leaseGone && gone != nil {
+				// The cached lease went with the vanished entry: made
+				// again, once, not counted as contention (the last try
+				// stays the one that cannot fail on the counters).
+				leaseGone, attempt = true, attempt-1
+			}
 			continue
 		}
 		if err != nil {
@@ -191,7 +225,11 @@ func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cos
 				pl.learn(r.Responses[len(r.Responses)-1], r.Header.Revision)
 			}
 			s.mu.Lock()
-			s.running[k] = entryRef{rev: r.Header.Revision, e: e, charged: true, counter: n, counterRev: r.Header.Revision, limit: e.reserve}
+			ref := entryRef{rev: r.Header.Revision, e: e, charged: true, counter: n, counterRev: r.Header.Revision, limit: e.reserve}
+			if !charged {
+				ref.counter, ref.counterRev, ref.uncounted = 0, 0, true
+			}
+			s.running[k] = ref
 			s.charge(e.end, cost, 1)
 			if c, ok := s.claims[k]; ok && c.rev == ci.rev {
 				c.ran = true
@@ -345,6 +383,34 @@ func (s *Store) charge(end, bytes int64, entries int) {
 	s.tally[end] = b
 }
 
+// remakeCounters reads, for a remake, the two counters it writes: counter,
+// the remade entry's, and gone, the vanished entry's (often the same).
+// Each is in snap's mods (0: absent), compared on in the remake's
+// transaction; one that does not decode is left out of vals and creates,
+// so nothing is taken off it, and charged reports whether counter
+// decodes (else the remade entry's cost is not added to it). Only an
+// etcd call that did not answer is an error.
+func (s *Store) remakeCounters(counter, gone string) (snap *usageSnap, charged bool, err error) {
+	snap = &usageSnap{vals: map[string]int64{}, mods: map[string]int64{}, creates: map[string]int64{}}
+	charged = true
+	for _, key := range []string{counter, gone} {
+		if _, read := snap.mods[key]; read {
+			continue
+		}
+		n, rev, created, err := s.readCounterOf("mark", key)
+		if amp.NameOf(err) == ErrCounterCorrupt {
+			snap.mods[key] = rev
+			charged = charged && key != counter
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		snap.vals[key], snap.mods[key], snap.creates[key] = n, rev, created
+	}
+	return snap, charged, nil
+}
+
 // readUsage reads the counters under prefix (observed as op).
 func (s *Store) readUsage(op, prefix string) (snap *usageSnap, err error) {
 	err = s.call(op, func(ctx context.Context) error {
@@ -393,7 +459,9 @@ func contended(attempt int) { time.Sleep(time.Duration(attempt+1) * time.Millise
 // come within the call's deadline, the reply is recorded without it and
 // the refund queued on the cleaner (FLEET-20); an entry that went with
 // its lease while the claim holds is made again first (remake): a handler
-// that ran is never refused for the queue.
+// that ran is never refused for the queue, its principal's share or a
+// counter that does not decode; only for etcd not answering (retryable),
+// the node's budget, or the claim lost.
 func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	s.mu.Lock()
 	ref, ok := s.running[k]
@@ -475,7 +543,7 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 				s.charge(ref.e.end, -refund, 0)
 			}
 			s.mu.Unlock()
-			if pl == nil && refund > 0 { // recorded without the lock
+			if pl == nil && refund > 0 && !ref.uncounted { // recorded without the lock
 				s.refundLater(k, ref, counter, refund, keep)
 			}
 			return nil
@@ -496,6 +564,7 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 			done = ref.e
 			done.state, done.reply = stateDone, reply
 			refund = ref.e.reserve - int64(len(reply))
+			unread = unread || ref.uncounted // none of it is on a counter
 			counter = u + itoa(ref.e.end)
 			attempt = -1 // the next is the first try on the new entry
 			continue
@@ -549,16 +618,20 @@ func (s *Store) refundLater(k ledger.Key, ref entryRef, counter string, refund, 
 // remake makes again the running entry of k (ref), which went with its
 // bucket lease (expired, revoked) while its handler ran under the claim
 // ci, which still holds, so that Finish records reply in it: markNew's
-// transaction (the same share and budget checks), with the smallest
-// reservation that holds reply, and never a wait for the principal's
-// lock, which pl is when the caller holds it (nil: the counters are read
-// for every try): a Finish is never refused for its principal's queue
-// (FLEET-20). The entry is kept at least a minute, as Ticket.Finish
+// transaction (the same budget check; no share check, and only its two
+// counters read: makeEntry with gone), with the smallest reservation
+// that holds reply, and never a wait for the principal's lock, which pl
+// is when the caller holds it: a Finish is never refused for its
+// principal's queue (FLEET-20), its share or its counters (review 35).
+// The entry is kept at least a minute, as Ticket.Finish
 // (agent/ledger/ledger.go) keeps a reply it records again, so that a
 // retry already in flight finds it. The vanished entry's charge leaves
 // this process's tally (etcd deleted it with its lease), and the counter
 // it was added to when that counter outlived it (on another node's lease,
-// the last writer's): neither counts against the remake (review 29).
+// the last writer's): neither counts against the remake (review 29). Its
+// cost is at most the vanished entry's (reply fits the reservation that
+// entry was admitted with), so the share is over by at most that one
+// charge per claim, until its bucket ends.
 func (s *Store) remake(k ledger.Key, ref entryRef, ci claimInfo, reply []byte, pl *principalLock) error {
 	now := s.o.Now()
 	expires := ref.e.expires

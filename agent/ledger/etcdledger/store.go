@@ -109,6 +109,10 @@ type entryRef struct {
 	// limit is the largest reply Finish records: the reservation Running
 	// asked for (e.reserve, what the entry charges, may be larger).
 	limit int64
+	// uncounted: the entry's cost is on no usage counter (a remake whose
+	// counter did not decode or kept changing, review 35), so Finish
+	// takes no refund off one.
+	uncounted bool
 }
 
 // claimInfo is a claim of this process: its lease, its create revision
