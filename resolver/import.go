@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash"
 	"io"
+	"math"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -128,7 +129,10 @@ type staged struct {
 // accepted import ("import" or "downgrade"), an unchanged one
 // ("import_unchanged") and a refusal ("import_refused", its verdict the
 // error name; bundle id, version and signers only when the manifest
-// verified), except failures of the store itself (store_io).
+// verified), except failures of the store itself (store_io) and of the
+// stream (a read error that is not its end: a cut connection, a disk
+// error), which abort the import without a verdict on the file
+// (io_error, not audited, like a cancel).
 //
 // After a refusal the rest of r is read, without the store's write lock,
 // to hash the whole file (auditImportRefusal). When that reading gives up
@@ -138,7 +142,9 @@ type staged struct {
 // store_io, never as a refusal the audit log does not hold. Close
 // cancels an Import in flight and waits for it once it holds the write
 // lock (beginImport), but for one inside its Progress callback; an
-// Import that takes the lock after Close began answers store_io.
+// Import that takes the lock after Close began answers store_io. A
+// cancelled Import reads r for at most cancelGrace more, then nothing
+// (importStream).
 func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ *ImportResult, err error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -161,19 +167,29 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	opts.Progress = progress
 	defer end() // after the refusal's audit, deferred below
 	fileHash := sha256.New()
-	r = io.TeeReader(r, fileHash)
+	stream := newImportStream(ctx, io.TeeReader(r, fileHash))
+	defer stream.close() // after the refusal's drain, deferred below
+	r = stream
 	var verified *ImportResult // set once the manifest verified
 	// Deferred after the unlock above, so run before it (and after the
 	// rollback of a staged import, deferred later).
 	defer func() {
 		switch {
-		case err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || amp.NameOf(err) == bundle.ErrTruncated):
-			// Cancelled, and the stream broke with it (a caller that
-			// goes away both cancels and cuts the body: an agent's
-			// HTTP server does): stopped, not refused; not audited,
-			// not called truncated. Any other refusal (a signature, a
-			// hash) is audited even when the caller went away after it.
+		case err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || streamCut(err)):
+			// Cancelled, and the stream stopped with it (importStream
+			// stops within cancelGrace; a caller that goes away both
+			// cancels and cuts the body: an agent's HTTP server
+			// does): stopped, not refused; not audited, not called
+			// truncated. Any other refusal (a signature, a hash) is
+			// audited even when the caller went away after it.
 			err = fail(ErrStoreIO, "import canceled").WithCause(ctx.Err())
+		case err != nil && stream.broke(err):
+			// The stream failed (a read error that is not its end: a
+			// connection cut, a body read too slowly, a disk error):
+			// the import is aborted, which says nothing of the file.
+			// Not a refusal: not audited, not drained, never recorded
+			// as refused (docs/SPEC-DECISIONS.md MIRROR-13).
+			err = fail(bundle.ErrIO, "the import was aborted: its stream could not be read").WithCause(stream.failure())
 		case err != nil:
 			// The refusal was judged at this generation; the drain
 			// of the rest of the stream runs without the write lock,
@@ -251,6 +267,89 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	}
 	res.Generation = gen
 	return res, nil
+}
+
+// importStream is an Import's stream (hashed as it is read). Once the
+// Import's context is done (a cancel, Store.Close) it reads for at most
+// cancelGrace more, then every Read returns the context's error: a
+// stream that keeps its rate stops within a Read of that, not after a
+// whole artifact (up to MaxArtifactSize at the minimum data rate: hours)
+// or a whole signed manifest. The grace lets what the caller had sent
+// before it went away, at hand in a buffer or a file, still be judged:
+// a refusal is audited even when its caller went away after sending
+// (docs/SPEC-DECISIONS.md MIRROR-13). It also keeps the first read error
+// that is not the stream's end (a failure of the stream, not of the
+// file: broke). Its Reads may come from the refusal's drain goroutine
+// (drainRefused), hence the atomics.
+type importStream struct {
+	ctx     context.Context
+	r       io.Reader
+	stopped atomic.Bool // cancelGrace after ctx was done
+	failed  atomic.Pointer[error]
+	unwatch func() bool
+	grace   *time.Timer
+}
+
+// cancelGrace is how long an Import's stream is still read after its
+// context is done (importStream): bytes at hand (in a socket's buffer,
+// a file) read in far less, and Close waits for no more.
+const cancelGrace = 500 * time.Millisecond
+
+// newImportStream reads r for an Import whose context is ctx.
+func newImportStream(ctx context.Context, r io.Reader) *importStream {
+	st := &importStream{ctx: ctx, r: r}
+	st.grace = time.AfterFunc(time.Duration(math.MaxInt64), func() { st.stopped.Store(true) })
+	st.unwatch = context.AfterFunc(ctx, func() { st.grace.Reset(cancelGrace) })
+	return st
+}
+
+// close ends the watch of the Import's context once the Import ends.
+func (st *importStream) close() {
+	st.unwatch()
+	st.grace.Stop()
+}
+
+// Read reads the stream unless the Import's context has been done for
+// cancelGrace.
+func (st *importStream) Read(p []byte) (int, error) {
+	if st.stopped.Load() {
+		return 0, st.ctx.Err()
+	}
+	n, err := st.r.Read(p)
+	if err != nil && err != io.EOF {
+		st.failed.CompareAndSwap(nil, &err)
+	}
+	return n, err
+}
+
+// failure is the stream's first read error that is not its end (nil:
+// none).
+func (st *importStream) failure() error {
+	if p := st.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// broke reports whether err, which ended an Import, is the stream's
+// failure rather than a verdict on the file: the stream failed, and err
+// is that failure or what the bundle reader makes of a failed read
+// (streamCut). A verdict the reader reached on bytes that came before
+// the failure (a hash, a signature) stays a refusal.
+func (st *importStream) broke(err error) bool {
+	f := st.failure()
+	return f != nil && (errors.Is(err, f) || streamCut(err))
+}
+
+// streamCut reports whether err is how the bundle reader reports a
+// stream that stopped: inside an item (truncated, which a file that
+// ends early gets too) or at its end (io_error).
+func streamCut(err error) bool {
+	switch amp.NameOf(err) {
+	case bundle.ErrTruncated, bundle.ErrIO:
+		return true
+	}
+	return false
 }
 
 // importResultOf is what an import reports of a bundle whose manifest

@@ -384,9 +384,12 @@ func strictU64(v []byte, what string) (uint64, error) {
 // artifacts at the next one) and Close waits for each, and for a signed
 // statement being applied, to end, its audit entry written, before it
 // closes the database; a write begun after Close is refused (store_io).
-// An Import blocked in a Read of its stream holds Close until that Read
-// returns: the caller's stream bounds it (the admin socket reads every
-// body at the minimum data rate). A write is counted only once it holds
+// A cancelled Import reads its stream for at most cancelGrace more
+// (importStream), so one reading a large artifact from a stream that
+// keeps its rate stops within that and a Read, not after the whole
+// artifact. An Import blocked in a Read of its stream holds Close until
+// that Read returns: the caller's stream bounds it (the admin socket
+// reads every body at the minimum data rate). A write is counted only once it holds
 // the store's write lock: one still waiting for the lock when Close
 // begins is not waited for, and is refused store_io once it takes it.
 // An Import inside its caller's Progress callback is not waited for

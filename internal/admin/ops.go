@@ -161,12 +161,34 @@ type exportRequest struct {
 	w        io.Writer
 }
 
+// MaxStagedExports bounds the exports one admin socket serves at once
+// (opExport): each stages a whole copy of its bundle in the temporary
+// folder (often memory) before its first byte and keeps it while its
+// caller reads at no less than the minimum data rate, for as long as
+// size/rate (a 1 GiB bundle: over two hours). An operator exports one
+// bundle at a time; a few slots, as many as resolver.MaxRefusalDrains
+// gives refused imports' drains, serve scripts too. An export beyond
+// them is answered busy (5004, retryable) before anything is staged.
+const MaxStagedExports = resolver.MaxRefusalDrains
+
+// errExportsBusy answers an export beyond MaxStagedExports.
+func errExportsBusy() error {
+	return amp.Named(amp.CodeOverloaded, "busy", "the admin socket stages at most %d exports at once; retry when one ends", MaxStagedExports)
+}
+
 func opExport() *Op[exportRequest, none] {
 	run := func(s *resolver.Store, req exportRequest) (none, error) { return none{}, s.Export(req.BundleID, req.w) }
+	slots := make(chan struct{}, MaxStagedExports) // this handler's staged exports
 	return &Op[exportRequest, none]{
 		Spec: Spec{Name: "Export", Method: get, Path: "/v1/export", Stream: true},
 		Run:  run,
 		serve: func(s *resolver.Store, w http.ResponseWriter, r *http.Request) error {
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }() // after the staged file is removed
+			default:
+				return errExportsBusy()
+			}
 			// Buffer-free streaming would commit to a 200 before the last
 			// artifact is checked; a failed check must be an error, so the
 			// export is checked into a temporary file first.

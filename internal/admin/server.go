@@ -72,6 +72,17 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 // connection reads next is net/http's (the next request's head, under
 // ReadHeaderTimeout and IdleTimeout).
 //
+// The body's clock starts when the agent first reads it, not with the
+// request (rateBody): an import reads its body only once it holds the
+// store's write lock, which another write may hold for as long as its
+// own stream takes, and that wait is the agent's, never charged to the
+// caller (a bundle sent at once, queued behind a long import, was cut).
+// A caller that sends nothing is still cut FrameGrace after the agent
+// begins to read; until then it holds one of MaxConns connections and
+// nothing of the store. The clock starts at the latest with the
+// answer's first byte or the handler's end, so that what net/http reads
+// of an unread body before it answers is bounded too.
+//
 // It writes every answer at the same rate (rateAnswer): a caller that
 // asks and never reads (an export staged into a temporary file and
 // copied out, any answer larger than the socket's buffer) would hold the
@@ -79,26 +90,37 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 func rateBodies(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
+		var body *rateBody
 		if r.Body != nil && r.Body != http.NoBody {
-			set := rc.SetReadDeadline
-			r.Body = &rateBody{RateReader: transport.NewRateReader(r.Body, set, 0, 0, 0), body: r.Body, set: set}
+			body = &rateBody{body: r.Body, set: rc.SetReadDeadline}
+			r.Body = body
 		}
-		a := &rateAnswer{ResponseWriter: w, set: rc.SetWriteDeadline}
+		a := &rateAnswer{ResponseWriter: w, set: rc.SetWriteDeadline, body: body}
 		h.ServeHTTP(a, r)
-		a.begin() // what net/http writes after the handler, bounded too
+		a.begin() // what net/http reads and writes after the handler, bounded too
 	})
 }
 
-// rateBody is a request body read at the minimum data rate (rateBodies).
+// rateBody is a request body read at the minimum data rate (rateBodies)
+// from its first Read (begin), not from the request.
 type rateBody struct {
-	*transport.RateReader
-	body io.Closer
+	body io.ReadCloser
 	set  func(time.Time) error
+	in   *transport.RateReader // from begin
+}
+
+// begin starts the body's clock, once: the first byte is due
+// FrameGrace from now.
+func (b *rateBody) begin() {
+	if b != nil && b.in == nil {
+		b.in = transport.NewRateReader(b.body, b.set, 0, 0, 0)
+	}
 }
 
 // Read reads the body; at its end it lifts the read deadline.
 func (b *rateBody) Read(p []byte) (int, error) {
-	n, err := b.RateReader.Read(p)
+	b.begin()
+	n, err := b.in.Read(p)
 	if err == io.EOF {
 		_ = b.set(time.Time{})
 	}
@@ -121,12 +143,16 @@ func (b *rateBody) Close() error { return b.body.Close() }
 // (connLimit.state).
 type rateAnswer struct {
 	http.ResponseWriter
-	set func(time.Time) error
-	out *transport.RateWriter // from the answer's first byte
+	set  func(time.Time) error
+	out  *transport.RateWriter // from the answer's first byte
+	body *rateBody             // the request's (nil: none)
 }
 
-// begin starts the answer's clock, once.
+// begin starts the answer's clock, once, and the body's if the handler
+// has not read it (net/http may read what is left of it before the
+// answer's head).
 func (a *rateAnswer) begin() {
+	a.body.begin()
 	if a.out == nil {
 		a.out = transport.NewRateWriter(a.ResponseWriter, a.set, 0, 0, 0)
 	}
@@ -226,6 +252,8 @@ func writeError(w http.ResponseWriter, err error) {
 	switch {
 	case e.Code == amp.CodeInternalError || errors.Is(err, resolver.ErrStoreIO):
 		status = http.StatusInternalServerError
+	case e.Code == amp.CodeOverloaded:
+		status = http.StatusServiceUnavailable // busy: retry, as beyond MaxConns
 	case errors.Is(err, resolver.ErrUnknownBundle) || errors.Is(err, resolver.ErrUnknownTrust):
 		status = http.StatusNotFound
 	}
