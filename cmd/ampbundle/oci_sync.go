@@ -312,16 +312,21 @@ func rank(order map[string]int, e *ociSyncEntry) int {
 }
 
 // applyOCISync applies the planned entries in order; a refusal changes
-// nothing in the store and does not stop the others. now is the clock a
-// bundle that is only verified is judged by (applyOCIBundles).
+// nothing in the store and does not stop the others. Before the first
+// bundle is imported every cut candidate is judged (holdCut); now is the
+// clock it is judged by when the store is an agent's.
 func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, now func() time.Time) {
 	files := ociFiles{}
+	var holds ociHolds
 	for _, e := range rep.Entries {
 		if e.Outcome != ociPlanned {
 			continue
 		}
 		if e.Kind == ocitransport.KindBundle {
-			applyOCIBundles(ctx, s, ep, rep, e, files, now)
+			if holds == nil {
+				holds = holdCut(ctx, s, ep, rep, files, now)
+			}
+			applyOCIBundles(ctx, s, ep, rep, e, files, holds)
 			continue
 		}
 		data, err := ep.Statement(ctx, e.art)
@@ -358,85 +363,157 @@ func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, re
 	}
 }
 
+// ociHold is what a cut candidate holds back: every candidate whose file
+// is its bundle_id at or below version (docs/SPEC-DECISIONS.md OCI-9,
+// amended in review 39).
+type ociHold struct {
+	version uint64
+	// installed: the store holds that very bundle, so the candidates it
+	// holds back are superseded, not refused.
+	installed bool
+	// why says how the cut candidate was judged ("verifies", or why it
+	// could not be).
+	why string
+}
+
+// ociHolds are a sync's holds, by the bundle_id of the cut candidate's
+// file (or, when it could not be read, of its annotations).
+type ociHolds map[string]ociHold
+
+// raise holds back bundleID at or below h.version: the highest hold of a
+// bundle_id counts.
+func (hs ociHolds) raise(bundleID string, h ociHold) {
+	if cur, ok := hs[bundleID]; !ok || h.version > cur.version || (h.version == cur.version && !h.installed) {
+		hs[bundleID] = h
+	}
+}
+
+// apply refuses e (or supersedes it) when a hold covers bundleID at
+// version; it says whether one did.
+func (hs ociHolds) apply(e *ociSyncEntry, bundleID string, version uint64) bool {
+	h, ok := hs[bundleID]
+	if !ok || version > h.version {
+		return false
+	}
+	if h.installed {
+		e.Outcome = ociSuperseded
+		return true
+	}
+	refuse(e, cliutil.Failf(ocitransport.ErrTooMany, "version %d of this bundle_id %s, but its referrers were not all read: no version at or below it is installed in this run", h.version, h.why))
+	return true
+}
+
+// holdCut judges every candidate cut at the plan (its referrers not all
+// read) before any bundle is imported: each is pulled and judged as the
+// store's import would judge it (checkOCIBundle), never installed. One
+// the store would take (or holds already) holds back every candidate
+// whose file is its bundle_id at or below its version, annotated or not
+// (the file's header names it), so whoever pushes referrers at the
+// newest version does not choose the version that lands. One whose file
+// is refused (forged, revoked, under a floor, a rollback) holds nothing
+// back: its refusal is that verdict. One whose judgement failed for a
+// reason that says nothing of the file (the registry's error, a stall,
+// the store's or the agent's failure, the deadline) holds back as if it
+// verified, by its file's header or else its annotations (a cut
+// candidate of neither holds nothing: nothing names its bundle_id).
+// docs/SPEC-DECISIONS.md OCI-9, amended in reviews 36 and 39.
+func holdCut(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, files ociFiles, now func() time.Time) ociHolds {
+	holds := ociHolds{}
+	for _, c := range rep.Entries {
+		if !c.cut {
+			continue
+		}
+		cutBy := *c
+		ran, unchanged := false, false
+		err := syncOCIBundle(ctx, s, ep, c, files, nil, func(f io.Reader) error {
+			var err error
+			ran = true
+			unchanged, err = checkOCIBundle(s, f, now)
+			return err
+		})
+		f := files[c.fileKey]
+		if err == nil && ran {
+			f.checked, f.unchanged = true, unchanged // one pull per file however many tags name it
+		} else if err == nil {
+			unchanged = f.unchanged
+		}
+		id, version := c.art.BundleID, c.art.Version
+		if f != nil && f.inspected {
+			id, version = f.bundleID, f.version
+		}
+		var h ociHold
+		switch {
+		case err == nil:
+			h = ociHold{version: version, installed: unchanged, why: "verifies"}
+		case !fileVerdict(ctx, err, true) && id != "":
+			h = ociHold{version: version, why: "could not be judged (" + errName(err) + ")"}
+		default:
+			continue // c's refusal is the file's verdict
+		}
+		holds.raise(id, h)
+		c.Outcome, c.Error, c.Message = cutBy.Outcome, cutBy.Error, cutBy.Message
+	}
+	return holds
+}
+
+// checkOCIBundle judges the pulled file f as the store's import would,
+// installing nothing (resolver.Store.CheckImport: the verification, then
+// the refusals made before staging: a revoked version, a rollback, a
+// pinned floor, expiry by the store's floor); unchanged when the store
+// holds that very bundle. Through an agent's socket, which offers no such
+// judgement, it verifies f with the store's trusted keys and thresholds
+// only (storeVerifyingPolicy), by now: a candidate the store would refuse
+// then still holds back (the cautious side).
+func checkOCIBundle(s registry, f io.Reader, now func() time.Time) (unchanged bool, err error) {
+	if st, ok := s.Store(); ok {
+		res, err := st.CheckImport(f)
+		if err != nil {
+			return false, err
+		}
+		return res.Unchanged, nil
+	}
+	p, err := storeVerifyingPolicy(s)
+	if err != nil {
+		return false, err
+	}
+	r, err := bundle.NewReader(f, bundle.ReaderOptions{Policy: p, Now: now, AllowDelta: true})
+	if err == nil {
+		err = r.VerifyRest()
+	}
+	return false, err
+}
+
 // applyOCIBundles syncs the bundle e and the other candidates of its
 // bundle_id: newest first by the annotations (a hint only), each pulled,
 // checked against its annotations and verified by the import; the first
 // imported (or already installed) one supersedes the rest. A refused
 // candidate falls back to the next, so a forged or broken tag cannot keep
 // a genuine one out; a rollback refusal ends the search (every older
-// candidate would be one too). A candidate cut at the plan (its referrers
-// not all read) is pulled and verified with the store's trusted keys, not
-// installed: when it verifies, no older candidate is installed in this
-// run, so whoever pushes referrers at the newest version does not choose
-// the version that lands; a forged one fails and holds nothing back
-// (docs/SPEC-DECISIONS.md OCI-9, amended in review 36). A bundle without a
-// bundle_id annotation is synced alone.
-func applyOCIBundles(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, e *ociSyncEntry, files ociFiles, now func() time.Time) {
+// candidate would be one too). A candidate a cut one holds back (holds,
+// by its file's bundle_id and version) is refused oci_too_many
+// (holdCut). A bundle without a bundle_id annotation is synced alone,
+// held back by its file's header as any other.
+func applyOCIBundles(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, e *ociSyncEntry, files ociFiles, holds ociHolds) {
 	if e.art.BundleID == "" {
-		syncOCIBundle(ctx, s, ep, e, files, nil)
+		syncOCIBundle(ctx, s, ep, e, files, holds, nil)
 		return
 	}
 	var group []*ociSyncEntry
 	for _, c := range rep.Entries {
-		if (c.Outcome == ociPlanned || c.cut) && c.Kind == ocitransport.KindBundle && c.art.BundleID == e.art.BundleID {
+		if c.Outcome == ociPlanned && c.Kind == ocitransport.KindBundle && c.art.BundleID == e.art.BundleID {
 			group = append(group, c)
 		}
 	}
-	// Newest first; of one version, a cut candidate first (a tag of the
-	// same version whose referrers were read does not slip past it).
-	sort.SliceStable(group, func(i, j int) bool {
-		if group[i].art.Version != group[j].art.Version {
-			return group[i].art.Version > group[j].art.Version
-		}
-		return group[i].cut && !group[j].cut
-	})
+	sort.SliceStable(group, func(i, j int) bool { return group[i].art.Version > group[j].art.Version })
 	done := false
-	var held *ociSyncEntry
 	for _, c := range group {
-		switch {
-		case c.cut && !done:
-			if verifyOCIBundle(ctx, s, ep, c, files, now) {
-				done, held = true, c
-			}
-		case c.cut:
-		case held != nil:
-			refuse(c, cliutil.Failf(ocitransport.ErrTooMany, "version %d of this bundle_id verifies but its referrers were not all read: no other version is installed in its place in this run", held.Version))
-		case done:
+		if done {
 			c.Outcome = ociSuperseded
-		default:
-			syncOCIBundle(ctx, s, ep, c, files, nil)
-			done = c.Outcome != ociRefused || c.Error == "rollback" || ctx.Err() != nil
+			continue
 		}
+		syncOCIBundle(ctx, s, ep, c, files, holds, nil)
+		done = c.Outcome != ociRefused || c.Error == "rollback" || ctx.Err() != nil
 	}
-}
-
-// verifyOCIBundle pulls the cut candidate e and verifies it as 'verify'
-// does, with the store's trusted keys and thresholds
-// (storeVerifyingPolicy): true
-// when it verifies. e stays refused either way; a failure is its refusal
-// instead (a forged tag says so).
-func verifyOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e *ociSyncEntry, files ociFiles, now func() time.Time) bool {
-	if f := files[e.fileKey]; f != nil && f.imported && !annotationMismatch(e.art, f.bundleID, f.version) {
-		return true // imported in this sync: it verified
-	}
-	cutBy := *e
-	ok := false
-	syncOCIBundle(ctx, s, ep, e, files, func(f io.Reader) error {
-		p, err := storeVerifyingPolicy(s)
-		if err != nil {
-			return err
-		}
-		r, err := bundle.NewReader(f, bundle.ReaderOptions{Policy: p, Now: now, AllowDelta: true})
-		if err == nil {
-			err = r.VerifyRest()
-		}
-		ok = err == nil
-		return err
-	})
-	if ok {
-		e.Outcome, e.Error, e.Message = cutBy.Outcome, cutBy.Error, cutBy.Message
-	}
-	return ok
 }
 
 // storeVerifyingPolicy is the policy the store's import verifies a bundle
@@ -462,6 +539,9 @@ type ociFile struct {
 	version   uint64
 	err       error // the file itself refused: pull, not a bundle, import
 	imported  bool
+	// checked: a cut candidate's file the store would take (holdCut);
+	// unchanged: the store holds that very bundle.
+	checked, unchanged bool
 }
 
 // ociFiles are the files of one sync, by ociFileKey.
@@ -516,14 +596,23 @@ func errAnnotationMismatch() error {
 
 // syncOCIBundle pulls one bundle into a temporary file and imports it: the
 // file must be the bundle its annotations name (else
-// oci_annotation_mismatch), and the import verifies it as any file. With
-// verify, the file is only given to verify, not imported: e is refused
-// when it fails, left as it was when it passes. A file
-// this sync already pulled is judged by what was learnt of it (files),
-// not pulled again, unless it is the bundle its annotations name and was
-// not refused. The manifest the plan read is read again, by its digest
-// (so it is the one planned, byte for byte), only to pull the file.
-func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e *ociSyncEntry, files ociFiles, verify func(io.Reader) error) {
+// oci_annotation_mismatch), must not be held back by a cut candidate
+// (holds: by its annotations before the pull, by its header after), and
+// the import verifies it as any file. With verify, the file is only given
+// to verify, not imported: e is refused when it fails, left as it was
+// when it passes. The error is e's refusal (nil: none). A file this sync
+// already pulled is judged by what was learnt of it (files), not pulled
+// again, unless it is the bundle its annotations name and was not
+// refused. The manifest the plan read is read again, by its digest (so
+// it is the one planned, byte for byte), only to pull the file.
+func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e *ociSyncEntry, files ociFiles, holds ociHolds, verify func(io.Reader) error) error {
+	fail := func(err error) error {
+		refuse(e, err)
+		return err
+	}
+	if e.art.BundleID != "" && holds.apply(e, e.art.BundleID, e.art.Version) {
+		return nil // the file is that bundle, or refused as not being it
+	}
 	key := e.fileKey
 	f := files[key]
 	switch {
@@ -531,60 +620,57 @@ func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e
 		f = &ociFile{}
 		files[key] = f
 	case f.err != nil:
-		refuse(e, cliutil.Failf(amp.ErrName(errName(f.err)), "the file of a candidate already refused in this sync: %s", errMessage(f.err)))
-		return
+		return fail(cliutil.Failf(amp.ErrName(errName(f.err)), "the file of a candidate already refused in this sync: %s", errMessage(f.err)))
 	case f.inspected && annotationMismatch(e.art, f.bundleID, f.version):
-		refuse(e, errAnnotationMismatch())
-		return
-	case f.imported && verify != nil:
-		return // the store holds it: it verified
+		return fail(errAnnotationMismatch())
+	case f.inspected && holds.apply(e, f.bundleID, f.version):
+		return nil
+	case (f.imported || f.checked) && verify != nil:
+		return nil // judged already in this sync: the store takes it
 	case f.imported:
 		e.BundleID, e.Version, e.Outcome = cliutil.Sanitize(f.bundleID), f.version, ociUnchanged
-		return
+		return nil
 	}
 	// Verdicts on the file's bytes are kept; a transient failure is not
 	// the file's.
-	fileRefused := func(err error, pulled bool) {
+	fileRefused := func(err error, pulled bool) error {
 		if fileVerdict(ctx, err, pulled) {
 			f.err = err
 		}
-		refuse(e, err)
+		return fail(err)
 	}
 	m, err := ep.Manifest(ctx, e.art.Descriptor)
 	if err != nil {
-		refuse(e, err) // the manifest's fault or the registry's, not the file's
-		return
+		return fail(err) // the manifest's fault or the registry's, not the file's
 	}
 	sp, err := spoolOCIBundle(ctx, ep, m)
 	if err != nil {
-		fileRefused(err, false)
-		return
+		return fileRefused(err, false)
 	}
 	defer sp.Close()
 	in, err := bundle.Inspect(sp.File, 0)
 	if err != nil {
-		fileRefused(err, true)
-		return
+		return fileRefused(err, true)
 	}
 	f.inspected, f.bundleID, f.version = true, in.Manifest.BundleID, in.Manifest.Version
 	if annotationMismatch(e.art, f.bundleID, f.version) {
-		refuse(e, errAnnotationMismatch())
-		return
+		return fail(errAnnotationMismatch())
+	}
+	if holds.apply(e, f.bundleID, f.version) {
+		return nil
 	}
 	if _, err := sp.File.Seek(0, 0); err != nil {
-		refuse(e, cliutil.Failf("io_error", "cannot read back the pulled bundle").WithCause(err))
-		return
+		return fail(cliutil.Failf("io_error", "cannot read back the pulled bundle").WithCause(err))
 	}
 	if verify != nil {
 		if err := verify(sp.File); err != nil {
-			fileRefused(err, true)
+			return fileRefused(err, true)
 		}
-		return
+		return nil
 	}
 	res, err := s.Import(ctx, sp.File, resolver.ImportOptions{FileSHA256: e.art.FileSHA256})
 	if err != nil {
-		fileRefused(err, true)
-		return
+		return fileRefused(err, true)
 	}
 	f.imported = true
 	e.BundleID, e.Version = cliutil.Sanitize(res.BundleID), res.Version
@@ -593,6 +679,7 @@ func syncOCIBundle(ctx context.Context, s registry, ep *ocitransport.Endpoint, e
 	} else {
 		e.Outcome = ociImported
 	}
+	return nil
 }
 
 func printOCISync(env *cliutil.Env, rep *ociSyncReport) {
