@@ -123,9 +123,11 @@
 // compared by canonical forms read once per document, and a comparison
 // that passes over a list costs a unit of work per 64 values (and per
 // 128 bytes of each number it reads exactly), and a regular expression
-// a unit per 4 bytes of it to parse and per 256 instructions × bytes of
-// each string it is matched against (a pattern over the offline
-// compiler's MaxPatternInsts is undecided), at most MaxValueWork a
+// a unit per 4 bytes of it to parse, what compiling it builds (half a
+// unit an instruction, an eighth a character-class range, charged before
+// it is built), and per 256 instructions × bytes of each string it is
+// matched against (a pattern over the offline compiler's MaxPatternInsts
+// or MaxPatternRanges is undecided), at most MaxValueWork a
 // check, counted apart from the steps. MatrixOf may also bound the
 // comparisons of a whole matrix together, and what findings it keeps,
 // for a caller that computes matrices for others. Numbers are

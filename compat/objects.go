@@ -166,7 +166,7 @@ func (c *checker) patternParts(p part, pp map[string]any, name string, out []par
 	for _, pat := range slices.Sorted(maps.Keys(pp)) {
 		re := c.compile(pat)
 		if re == nil {
-			unc = append(unc, finding(Unknown, "invalid_keyword", p, "patternProperties", "a pattern does not compile (or is over the instruction cap)"))
+			unc = append(unc, finding(Unknown, "invalid_keyword", p, "patternProperties", "a pattern does not compile (or is over a compile cap)"))
 			continue
 		}
 		hit, decided := c.match(re, name)

@@ -42,7 +42,8 @@ const (
 	// one check, counted apart from MaxSteps: a step more per 64 values
 	// passed over and per 128 bytes of a number read exactly, and the
 	// regular expressions run on listed values and member names (per 4
-	// bytes parsed, per 256 instructions × bytes matched). Apart, so
+	// bytes parsed, what compiling builds, per 256 instructions × bytes
+	// matched). Apart, so
 	// that no check that stayed within MaxSteps before lists were
 	// charged changes its verdict (or a signed claim's) unless its lists
 	// alone pass this bound.

@@ -94,9 +94,9 @@ type session struct {
 	l        Loader
 	opts     Options
 	deps     map[string]struct{}
-	docs     map[string][]byte // the bytes of every document loaded, by key
-	cost     compileCost       // of every document loaded so far
-	patterns map[string]int    // patternInsts cache
+	docs     map[string][]byte      // the bytes of every document loaded, by key
+	cost     compileCost            // of every document loaded so far
+	patterns map[string]PatternCost // patternCost cache
 }
 
 // refused is the cause of an unresolved_ref error. Its text names the URL
@@ -203,16 +203,18 @@ func Compile(l Loader, rootKey string, opts Options) (sch *Schema, err error) {
 	if !validKey(rootKey) {
 		return nil, amp.Named(0, ErrUnresolvedRef, "root artifact key is not a valid bundle key")
 	}
-	sess := &session{l: l, opts: opts, deps: make(map[string]struct{}), docs: map[string][]byte{}, patterns: map[string]int{}}
+	sess := &session{l: l, opts: opts, deps: make(map[string]struct{}), docs: map[string][]byte{}, patterns: map[string]PatternCost{}}
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
 	c.AssertContent = false
 	c.LoadURL = sess.load
-	// The library's "regex" format compiles the peer's string: a short
-	// string of nested counted repeats is a program of millions of
-	// instructions. Checked here without building one (pattern.go).
-	c.Formats["regex"] = isBoundedRegex
+	// Formats whose library check costs more than a pass over the string
+	// ("regex" compiles it, "duration" and "period" are quadratic):
+	// checked here by our own bounded code (formats.go).
+	for name, check := range boundedFormats {
+		c.Formats[name] = check
+	}
 
 	defer func() {
 		// The library panics on a few inputs its metaschema validation

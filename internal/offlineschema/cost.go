@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"math"
 	"math/big"
 	"math/bits"
 	"net/url"
@@ -97,6 +98,9 @@ type costNode struct {
 	text [kinds]uint64
 	// unique: "uniqueItems" is true (its work on an array is uniqueWork).
 	unique bool
+	// regex: "format" is "regex": a string is parsed as a regular
+	// expression (its work is patternParseRanges of the string).
+	regex bool
 	// mismatch[τ]: "type" refuses an instance of kind τ; the library
 	// then returns before any other keyword.
 	mismatch [kinds]bool
@@ -147,6 +151,11 @@ type costTable struct {
 	// array at depth k receives in one Validate; hasUnique: some is not 0.
 	unique    [MaxDepth + 1]uint64
 	hasUnique bool
+	// regex[k] bounds the evaluations of a "format": "regex" schema any
+	// one string at depth k receives in one Validate; hasRegex: some is
+	// not 0.
+	regex    [MaxDepth + 1]uint64
+	hasRegex bool
 	// weight[k] is what one evaluation at depth k counts for: 1 plus a
 	// sixth of the longest dynamic scope it can run in. The library
 	// builds a failing evaluation's keyword location from its whole
@@ -294,7 +303,7 @@ func costEdges(n *costNode, s *jsonschema.Schema, ids map[*jsonschema.Schema]int
 	}
 	switch s.Format {
 	case "":
-	case "regex":
+	case "regex", "json-pointer", "relative-json-pointer", "ipv4", "ip-address", "uri-template":
 		n.text[kindScalar] = satAdd(n.text[kindScalar], formatRegexInsts)
 	default:
 		n.text[kindScalar] = satAdd(n.text[kindScalar], formatInsts)
@@ -303,13 +312,18 @@ func costEdges(n *costNode, s *jsonschema.Schema, ids map[*jsonschema.Schema]int
 		n.text[kindObject] = satAdd(n.text[kindObject], schemaPatternInsts(re.String()))
 	}
 	n.unique = s.UniqueItems
+	n.regex = s.Format == "regex"
 }
 
 // formatInsts is what a "format" check counts for per byte of a string,
-// in regular-expression instructions: every format of the library reads
-// the string a few times at most. formatRegexInsts is "regex", which
-// parses it (isBoundedRegex: 0.4 to 2 µs a byte for hostile strings on a
-// loaded 2-core machine, where an evaluation unit is 0.1 to 1.3 µs).
+// in regular-expression instructions: every format Compile's validator
+// asserts reads the string a few times at most (the library's quadratic
+// "duration" and "period" are replaced by one-pass checks, formats.go).
+// formatRegexInsts is "regex", which parses it (isBoundedRegex: 0.4 to
+// 2 µs a byte for hostile strings on a loaded 2-core machine, where an
+// evaluation unit is 0.1 to 1.3 µs), and the formats the library checks
+// with strings.Split, which allocates a string per separator ("/" or
+// "."): 60 to 280 ns a byte of "////…".
 const (
 	formatInsts      = 16
 	formatRegexInsts = 64
@@ -396,14 +410,15 @@ func forEachApplicator(s *jsonschema.Schema, f func(*jsonschema.Schema)) {
 // costInf. The table is A*(root, k).
 //
 // The same recursion, with what a node's own keywords count for at k = 0
-// replaced, gives the text and unique tables (measureText, measureUnique).
+// replaced, gives the text, unique and regex tables (measureText,
+// measureUnique, measureRegex).
 func costLevels(nodes []costNode) *costTable {
 	table := &costTable{}
 	chain := longestChain(nodes)
 	for k := range table.weight {
 		table.weight[k] = satAdd(1, satMul(uint64(k+1), chain)/6)
 	}
-	for m, out := range []*[MaxDepth + 1]uint64{&table.perDepth, &table.text, &table.unique} {
+	for m, out := range []*[MaxDepth + 1]uint64{&table.perDepth, &table.text, &table.unique, &table.regex} {
 		e := newCostEval(nodes)
 		e.measure = m
 		for k := 0; k <= MaxDepth; k++ {
@@ -417,22 +432,27 @@ func costLevels(nodes []costNode) *costTable {
 	for _, u := range table.unique {
 		table.hasUnique = table.hasUnique || u > 0
 	}
+	for _, r := range table.regex {
+		table.hasRegex = table.hasRegex || r > 0
+	}
 	return table
 }
 
 // What a costEval counts: evaluations, regular-expression instructions
-// per byte of text, or evaluations of "uniqueItems".
+// per byte of text, evaluations of "uniqueItems", or evaluations of
+// "format": "regex".
 const (
 	measureEvals = iota
 	measureText
 	measureUnique
+	measureRegex
 )
 
 // costEval holds costLevels' tables while it computes one level k after
 // the other: A_τ(·, k) (cur) from A*(·, k-1) (star).
 type costEval struct {
 	nodes   []costNode
-	measure int // measureEvals, measureText or measureUnique
+	measure int // measureEvals, measureText, measureUnique or measureRegex
 	k       int
 	cur     [kinds][]uint64 // A_τ(·, k)
 	state   [kinds][]uint8  // 0 new, 1 on the stack, 2 done
@@ -529,6 +549,11 @@ func (e *costEval) self(nd *costNode, kind int) uint64 {
 		return c
 	case measureUnique:
 		if nd.unique && kind == kindArray {
+			return 1
+		}
+		return 0
+	case measureRegex:
+		if nd.regex && kind == kindScalar {
 			return 1
 		}
 		return 0
@@ -655,9 +680,51 @@ type valueMeasure struct {
 // a time; a number costs a math/big conversion).
 const uniqueBytesPerNode = 64
 
+// numberDigitsPerNode is how many decimal digits of a number's text, or
+// of its decimal exponent, count as one node more in a comparison: the
+// library compares two numbers as math/big rationals built from their
+// text (fmt.Sprint, big.Rat.SetString: a power of ten as large as the
+// exponent, then a gcd), 4 to 5 µs for a float64 near 1e-300 where an
+// evaluation is 0.1 to 1.3 µs.
+const numberDigitsPerNode = 32
+
+// numberSize is the size of a number in a comparison (measureValue):
+// 1, and 1 more per numberDigitsPerNode digits of its text and of its
+// decimal exponent. A float64 is written in at most 17 significant
+// digits, its decimal exponent about 0.30103 × its binary one (at most
+// 324: size 11); an integer in at most 20 digits.
+func numberSize(v any) uint64 {
+	digits, exp := uint64(20), uint64(0)
+	switch x := v.(type) {
+	case float64:
+		digits, exp = 17, float64Exp10(x)
+	case float32:
+		digits, exp = 9, float64Exp10(float64(x))
+	case json.Number:
+		t := string(x)
+		digits = uint64(len(t))
+		if i := strings.IndexAny(t, "eE"); i >= 0 {
+			e, err := strconv.ParseInt(strings.TrimPrefix(t[i+1:], "+"), 10, 32)
+			if err != nil {
+				e = math.MaxInt32 // not a number the library reads: the most
+			}
+			exp = uint64(max(e, -e))
+		}
+	}
+	return satAdd(1, satAdd(digits, exp)/numberDigitsPerNode)
+}
+
+// float64Exp10 bounds the magnitude of f's decimal exponent (as fmt
+// writes it) from its binary one.
+func float64Exp10(f float64) uint64 {
+	_, e2 := math.Frexp(f)
+	return uint64(max(e2, -e2))*30103/100000 + 1
+}
+
 // measureValue adds v, at depth, to m and returns the size of v: 1 per
 // node and 1 per uniqueBytesPerNode bytes of its strings and member
-// names, what one deep comparison of v costs at most. ok is false when v
+// names, a number numberSize, what one deep comparison of v costs at
+// most. ok is false when v
 // nests deeper than MaxDepth; the walk stops there, so a Go value that
 // contains itself ends too.
 func measureValue(v any, depth int, m *valueMeasure) (size uint64, ok bool) {
@@ -670,6 +737,8 @@ func measureValue(v any, depth int, m *valueMeasure) (size uint64, ok bool) {
 	case string:
 		m.text[depth] += uint64(len(x))
 		size += uint64(len(x)) / uniqueBytesPerNode
+	case json.Number, float32, float64, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		size = numberSize(x)
 	case map[string]any:
 		for name, c := range x {
 			m.text[depth] += uint64(len(name))
@@ -731,12 +800,38 @@ func (s *Schema) checkCost(v any) error {
 			c = satAdd(c, w)
 		}
 	}
+	if t.hasRegex && c <= MaxValidationCost {
+		var ranges [MaxDepth + 1]uint64
+		regexRanges(v, 0, &ranges)
+		c = satAdd(c, weigh(&ranges, &t.regex))
+	}
 	if c > MaxValidationCost {
 		// Never the value: only its size.
 		return amp.Named(amp.CodeInvalidMessage, ErrValidationTooCostly,
 			"validating this value could take more than %d schema evaluations (a recursive schema with several branches, long strings against large patterns, or many similar items that must be unique); it was not validated", MaxValidationCost)
 	}
 	return nil
+}
+
+// regexRanges adds to ranges[k] the parse ranges (patternParseRanges, at
+// most MaxPatternRanges + 1: isBoundedRegex parses no string over it) of
+// every string of v at depth k: what parsing it as a "format": "regex"
+// costs, a range an evaluation (0.1 to 0.4 µs each, where an evaluation
+// is 0.1 to 1.3 µs). "\pL\pL" is 6 bytes and 3,000 ranges (30 µs to
+// parse): charged by its bytes only, a 1 MiB message of them took seconds.
+func regexRanges(v any, depth int, ranges *[MaxDepth + 1]uint64) {
+	switch x := v.(type) {
+	case string:
+		ranges[depth] = satAdd(ranges[depth], uint64(min(patternParseRanges(x), MaxPatternRanges+1)))
+	case map[string]any:
+		for _, e := range x {
+			regexRanges(e, depth+1, ranges)
+		}
+	case []any:
+		for _, e := range x {
+			regexRanges(e, depth+1, ranges)
+		}
+	}
 }
 
 // weigh is Σ a[k] × b[k], saturated.
@@ -756,6 +851,8 @@ func (t *costTable) uniqueWorkOf(v any, depth int) (work, size uint64) {
 	switch x := v.(type) {
 	case string:
 		size += uint64(len(x)) / uniqueBytesPerNode
+	case json.Number, float32, float64, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		size = numberSize(x)
 	case map[string]any:
 		for name, e := range x {
 			w, n := t.uniqueWorkOf(e, depth+1)

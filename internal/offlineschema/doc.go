@@ -104,7 +104,9 @@
 //   - Limits: the documents one Compile loads hold at most
 //     MaxCompileBytes, MaxCompileObjects JSON objects and
 //     MaxCompilePatternInsts regular-expression instructions in all (and
-//     MaxPatternInsts in any one program, measured without building it),
+//     MaxPatternInsts in any one program, measured without building it)
+//     and MaxCompilePatternRanges character-class ranges their compile
+//     builds (MaxPatternRanges in any one: MeasurePattern),
 //     each document nests at most MaxSchemaNesting deep and its numbers follow
 //     the value model's caps (limits.go). Beyond them the schema is
 //     invalid_schema before the library reads the document: its compile

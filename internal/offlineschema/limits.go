@@ -27,6 +27,11 @@ const (
 	// ("a{1000}" is about 1,000); each one on its own is capped at
 	// MaxPatternInsts (pattern.go).
 	MaxCompilePatternInsts = 200000
+	// MaxCompilePatternRanges caps the character-class ranges compiling
+	// those regular expressions builds beyond their instructions (their
+	// parse and Go's one-pass copy, MaxPatternRanges each), each
+	// occurrence counted: 24 to 48 MB and about 0.2 s.
+	MaxCompilePatternRanges = 2000000
 	// MaxSchemaNesting caps the nesting of arrays and objects in one
 	// schema document. Numbers in a schema document obey the value
 	// model's caps: at most 100 bytes and a decimal exponent within ±400
@@ -39,10 +44,14 @@ type compileCost struct {
 	bytes, objects, insts int
 	// largest is the instructions of the largest single pattern.
 	largest int
+	// ranges: the patterns' PatternCost.Ranges, each occurrence counted;
+	// largestRanges the most of one pattern.
+	ranges, largestRanges int
 }
 
 func (c compileCost) plus(d compileCost) compileCost {
-	return compileCost{c.bytes + d.bytes, c.objects + d.objects, c.insts + d.insts, max(c.largest, d.largest)}
+	return compileCost{c.bytes + d.bytes, c.objects + d.objects, c.insts + d.insts, max(c.largest, d.largest),
+		c.ranges + d.ranges, max(c.largestRanges, d.largestRanges)}
 }
 
 // over names the first limit c exceeds, "" when none.
@@ -54,8 +63,12 @@ func (c compileCost) over() string {
 		return "more than 10,000 json objects in all"
 	case c.largest > MaxPatternInsts:
 		return "a regular expression of more than 10,000 instructions"
+	case c.largestRanges > MaxPatternRanges:
+		return "a regular expression whose character classes cost more than 200,000 ranges to compile"
 	case c.insts > MaxCompilePatternInsts:
 		return "more than 200,000 regular expression instructions in all"
+	case c.ranges > MaxCompilePatternRanges:
+		return "regular expressions whose character classes cost more than 2,000,000 ranges to compile in all"
 	}
 	return ""
 }
@@ -114,29 +127,35 @@ func schemaNumberOK(n []byte) bool {
 	return true
 }
 
-// patternInsts returns the bound PatternInsts gives on the program
-// regexp.Compile builds for p (0 for a pattern that does not parse:
-// Compile refuses the schema then anyway), once per distinct pattern. It
-// builds no program: a pattern over MaxPatternInsts costs its text.
-func patternInsts(p string, cache map[string]int) int {
+// patternCost returns MeasurePattern of p (a pattern that does not parse
+// costs what was measured: Compile refuses the schema then anyway), once
+// per distinct pattern. It builds no program over MaxPatternInsts and
+// parses none over MaxPatternRanges: such a pattern costs its text.
+func patternCost(p string, cache map[string]PatternCost) PatternCost {
 	n, ok := cache[p]
 	if !ok {
-		n, _ = PatternInsts(p)
+		n, _ = MeasurePattern(p)
 		cache[p] = n
 	}
 	return n
 }
 
-// treePatternInsts adds to c the instructions (patternInsts) of every
-// string value of a "pattern" member and every member name of a
-// "patternProperties" object, anywhere in a parsed document (also where
-// they are not keywords: the count is an upper bound of what the library
-// compiles), and the largest of them.
-func treePatternInsts(v any, cache map[string]int, c *compileCost) {
+// treePatternInsts adds to c the cost (patternCost) of every string value
+// of a "pattern" member and every member name of a "patternProperties"
+// object, anywhere in a parsed document (also where they are not
+// keywords: the count is an upper bound of what the library compiles),
+// and the largest of them. Once c is over a limit it measures no more:
+// the document is refused, and measuring builds programs.
+func treePatternInsts(v any, cache map[string]PatternCost, c *compileCost) {
 	add := func(p string) {
-		n := patternInsts(p, cache)
-		c.insts += n
-		c.largest = max(c.largest, n)
+		if c.over() != "" {
+			return
+		}
+		n := patternCost(p, cache)
+		c.insts += n.Insts
+		c.largest = max(c.largest, n.Insts)
+		c.ranges += n.Ranges
+		c.largestRanges = max(c.largestRanges, n.Ranges)
 	}
 	switch v := v.(type) {
 	case map[string]any:
@@ -165,7 +184,7 @@ func treePatternInsts(v any, cache map[string]int, c *compileCost) {
 // measureSchema returns what the valid JSON document data adds to a
 // compile, or why it is over a limit on its own. tree returns data parsed
 // (called only when data is within the other limits).
-func measureSchema(data []byte, tree func() any, cache map[string]int) (compileCost, string) {
+func measureSchema(data []byte, tree func() any, cache map[string]PatternCost) (compileCost, string) {
 	objects, why := scanSchemaJSON(data)
 	if why != "" {
 		return compileCost{}, why

@@ -35,10 +35,10 @@ import (
 // Check may run on several goroutines.
 type QuickCheck struct {
 	docs     map[string]*scanned
-	ids      map[string]string   // absolute $id -> key
-	dupIDs   map[string]struct{} // $ids declared twice: resolved by no one
-	patterns map[string]bool     // pattern -> compiles
-	insts    map[string]int      // patternInsts cache
+	ids      map[string]string      // absolute $id -> key
+	dupIDs   map[string]struct{}    // $ids declared twice: resolved by no one
+	patterns map[string]bool        // pattern -> compiles
+	insts    map[string]PatternCost // patternCost cache
 	resolved bool
 }
 
@@ -63,7 +63,7 @@ type quickRef struct {
 
 // NewQuickCheck returns an empty QuickCheck.
 func NewQuickCheck() *QuickCheck {
-	return &QuickCheck{docs: map[string]*scanned{}, ids: map[string]string{}, dupIDs: map[string]struct{}{}, patterns: map[string]bool{}, insts: map[string]int{}}
+	return &QuickCheck{docs: map[string]*scanned{}, ids: map[string]string{}, dupIDs: map[string]struct{}{}, patterns: map[string]bool{}, insts: map[string]PatternCost{}}
 }
 
 // Add parses the schema artifact at key (its bytes as verified by the
@@ -94,11 +94,11 @@ type Prepared struct {
 // docs/PERFORMANCE.md P8). Commit then adds the results, in the order
 // that Add would have been called: the outcome is the same as Add's.
 func Prepare(key string, data []byte) *Prepared {
-	return prepare(key, data, map[string]bool{}, map[string]int{})
+	return prepare(key, data, map[string]bool{}, map[string]PatternCost{})
 }
 
 // prepare is Prepare with the pattern caches given (q's for Add).
-func prepare(key string, data []byte, patterns map[string]bool, insts map[string]int) *Prepared {
+func prepare(key string, data []byte, patterns map[string]bool, insts map[string]PatternCost) *Prepared {
 	p := &Prepared{key: key, s: &scanned{}}
 	if !validKey(key) {
 		p.badKey = true

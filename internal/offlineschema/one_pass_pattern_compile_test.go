@@ -1,0 +1,230 @@
+package offlineschema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// onePassUnicodePatterns returns n distinct "pattern" keywords
+// "^\pL{k}$" (k just under 1,000): each about k+4 instructions by
+// PatternInsts, one program of under 1,000 instructions, anchored and
+// unambiguous, so regexp.Compile also builds its one-pass form, which
+// copies the 1,318 runes of the \pL class into every instruction (and a
+// next-state table as long): about 8 MB and 90 ms per pattern, for
+// 10 bytes of schema text.
+func onePassUnicodePatterns(n int) []string {
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = fmt.Sprintf(`^\\pL{%d}$`, 990-i%50)
+	}
+	return ps
+}
+
+// TestOnePassPatternCompileMemory: MaxPatternInsts and
+// MaxCompilePatternInsts (200,000 in one compile) assumed "building the
+// program costs its size in memory". Go's regexp also builds a one-pass
+// program for an anchored, unambiguous pattern of under 1,000
+// instructions, and that one copies each instruction's character class:
+// with a Unicode class (\pL: 659 ranges) a pattern of 995 instructions
+// costs about 8 MB retained and 90 ms to compile. A hostile publisher's
+// input schema of 40 such patterns (1 KB of text, 40,000 instructions, a
+// fifth of the cap) passed every compile limit and QuickCheck: 303 MiB
+// retained and 5 s to compile. The one-pass copy is counted
+// (MaxPatternRanges, MaxCompilePatternRanges): such a schema is
+// invalid_schema, found without compiling.
+func TestOnePassPatternCompileMemory(t *testing.T) {
+	ps := onePassUnicodePatterns(40)
+	parts := make([]string, len(ps))
+	total := 0
+	for i, p := range ps {
+		parts[i] = `{"pattern":"` + p + `"}`
+		n, err := PatternInsts(strings.ReplaceAll(p, `\\`, `\`))
+		if err != nil || n > MaxPatternInsts {
+			t.Fatalf("%s: %d instructions, %v", p, n, err)
+		}
+		total += n
+	}
+	if total > MaxCompilePatternInsts {
+		t.Fatalf("the test schema is %d instructions, over MaxCompilePatternInsts", total)
+	}
+	doc := `{"type":"string","allOf":[` + strings.Join(parts, ",") + `]}`
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	sch, err := Compile(newLoader(map[string]string{"in.schema.json": doc}), "in.schema.json", Options{})
+	took := time.Since(start)
+	if isInvalidSchema(err) {
+		return // refused: what should happen
+	}
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	retained := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	runtime.KeepAlive(sch)
+	if retained > 64<<20 || took > 2*time.Second {
+		t.Fatalf("a %d-byte schema of %d patterns (%d instructions in all) took %v to compile and retains %d MiB", len(doc), len(ps), total, took, retained>>20)
+	}
+}
+
+// TestPatternParseRangesAmplification: Go's regexp parser copies a Unicode
+// table for every \p class and expands a case-folded class range rune by
+// rune, so a few bytes of pattern cost thousands of ranges before any
+// program exists: "[\pL\pL…]" of 30 KB took 1.7 s and 300 MB to parse,
+// "(?i)[B-\x{1e942}]" repeated 100 times (1.3 KB) 0.5 s. Measured from the
+// text first (patternParseRanges), such a pattern is over
+// MaxPatternRanges: a schema holding it is invalid_schema, a peer's string
+// of it is no "format": "regex" (schema_violation), both without parsing
+// it; ordinary Unicode and case-insensitive patterns stay accepted.
+func TestPatternParseRangesAmplification(t *testing.T) {
+	huge := []string{
+		"[" + strings.Repeat(`\pL`, 10000) + "]",
+		strings.Repeat(`\pL`, 10000),
+		"(?i)" + strings.Repeat(`[B-\x{1e942}]`, 100),
+		"(?i)" + strings.Repeat(`\w`, 20000),
+		"[" + strings.Repeat(`\p{Greek}`, 2000) + "]",
+		// The parser looks for ":]" from every "[:" to the end: quadratic
+		// (80 KB took 0.2 s, 1 MiB half a minute).
+		"[" + strings.Repeat(`[:`, 40000) + "x]",
+	}
+	fmtSch, err := Compile(newLoader(map[string]string{"in.schema.json": `{"type":"string","format":"regex"}`}), "in.schema.json", Options{})
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	for _, p := range huge {
+		start := time.Now()
+		if _, err := MeasurePattern(p); err == nil {
+			t.Errorf("a %d-byte pattern that parses into hundreds of thousands of ranges was accepted", len(p))
+		}
+		doc, _ := json.Marshal(map[string]any{"type": "string", "pattern": p})
+		_, err := Compile(newLoader(map[string]string{"in.schema.json": string(doc)}), "in.schema.json", Options{})
+		if !isInvalidSchema(err) {
+			t.Errorf("a schema with a %d-byte pattern of %d parse ranges: %v, want invalid_schema", len(p), patternParseRanges(p), err)
+		}
+		var e *amp.Error
+		if err := fmtSch.Validate(p); !errors.As(err, &e) || e.Name != ErrSchemaViolation {
+			t.Errorf("a %d-byte peer string against format regex: %v, want schema_violation", len(p), err)
+		}
+		if took := time.Since(start); took > 500*time.Millisecond {
+			t.Errorf("refusing a %d-byte pattern took %v", len(p), took)
+		}
+	}
+	// Each string under the cap, but many of them: charged by their parse
+	// ranges, not their bytes ("\pL\pL" is 6 bytes, 3,000 ranges).
+	many := make([]any, 3000)
+	for i := range many {
+		many[i] = `\pL\pL`
+	}
+	arrSch, err := Compile(newLoader(map[string]string{"in.schema.json": `{"type":"array","items":{"type":"string","format":"regex"}}`}), "in.schema.json", Options{})
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	var e *amp.Error
+	if err := arrSch.Validate(many); !errors.As(err, &e) || e.Name != ErrValidationTooCostly {
+		t.Errorf("3,000 strings of two Unicode classes against format regex: %v, want validation_too_costly", err)
+	}
+	if err := arrSch.Validate([]any{`^\pL+$`, `(?i)^[a-z]+$`, `^[0-9a-f]{32}$`}); err != nil {
+		t.Errorf("ordinary regexes against format regex: %v", err)
+	}
+	for _, p := range []string{`^[\pL_][\pL\pN_]{0,63}$`, `(?i)^[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}$`, `^\p{Greek}+$`, `(?i)\w+`, `[[:alpha:]]`, `\Q[\pL\E`} {
+		if _, err := MeasurePattern(p); err != nil {
+			t.Errorf("an ordinary pattern %q: %v", p, err)
+		}
+		if !isBoundedRegex(p) {
+			t.Errorf("an ordinary pattern %q is no regex", p)
+		}
+	}
+}
+
+// TestPatternCostBoundsCompileMemory: what regexp.Compile allocates for a
+// pattern stays within a small multiple of its measured cost (text,
+// instructions and ranges), for patterns that are one-pass, that are not,
+// with Unicode classes, folding and alternations: the cost is an upper
+// bound of the work, not an estimate of one case.
+func TestPatternCostBoundsCompileMemory(t *testing.T) {
+	for _, p := range []string{
+		`^\pL{150}$`, `^[\pL_][\pL\pN_]{0,63}$`, `^(?:\p{Greek}|\p{Latin}|\p{Cyrillic})+$`,
+		`^\p{Greek}?\p{Latin}?\p{Cyrillic}?\p{Han}?\p{Arabic}?\p{Hebrew}?$`,
+		`(?i)^[a-z]{1,300}$`, `^\w{300}$`, `[\pL\pN]+`, `^(?:[^\pL]\pL){100}$`, `^(\pN|\pL)*$`,
+	} {
+		c, err := MeasurePattern(p)
+		if err != nil {
+			t.Fatalf("%q: %v", p, err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		if _, err := regexp.Compile(p); err != nil {
+			t.Fatalf("%q: %v", p, err)
+		}
+		runtime.ReadMemStats(&after)
+		bound := 64*(c.Ranges+len(p)) + 512*c.Insts + 16<<10
+		if alloc := int(after.TotalAlloc - before.TotalAlloc); alloc > bound {
+			t.Errorf("%q: compiling allocated %d bytes, over 64 a range and 512 an instruction (%d ranges, %d instructions)", p, alloc, c.Ranges, c.Insts)
+		}
+	}
+}
+
+// TestManyPatternsUnderCapCountedInAll: patterns each under
+// MaxPatternRanges still add up: a schema of 15 anchored \pL patterns of
+// about 170,000 ranges each (2.5 million, 40 MB and 0.3 s to compile) is
+// over MaxCompilePatternRanges.
+func TestManyPatternsUnderCapCountedInAll(t *testing.T) {
+	parts := make([]string, 15)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`{"pattern":"^\\pL{%d}$"}`, 250-i)
+	}
+	doc := `{"type":"string","allOf":[` + strings.Join(parts, ",") + `]}`
+	_, err := Compile(newLoader(map[string]string{"in.schema.json": doc}), "in.schema.json", Options{})
+	if !isInvalidSchema(err) {
+		t.Fatalf("%d patterns of about 170,000 ranges each: %v, want invalid_schema", len(parts), err)
+	}
+	var over *overLimit
+	if !errors.As(err, &over) || !strings.Contains(over.why, "2,000,000") {
+		t.Fatalf("refused for another reason: %v", err)
+	}
+}
+
+// FuzzMeasurePattern: measuring any text never panics, reads it as Go's
+// parser does (a pattern it accepts compiles, one Go refuses it refuses
+// or finds over a cap), and a pattern it accepts compiles within a small
+// multiple of its cost in time.
+func FuzzMeasurePattern(f *testing.F) {
+	for _, seed := range []string{
+		`^[a-z0-9-]{1,63}$`, `^\pL{990}$`, `(?i)[B-\x{1e942}]`, `[\p{Greek}\PL]`, `[]a]`, `[^]a-]`,
+		`[[:alpha:][:^digit:]]`, `\Q[\pL\E`, `[\x{10FFFF}-\x{10FFFF}]`, `[\0-\777]`, `(?i:[a-\x41])`, `[\pL`, `\`, `[\p{`,
+		`^(?:a|b)*c?$`, `(?is-m)^[\w\s]+$`, `[a-\z]`, `[\8]`, `^(a?){100}$`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if len(p) > 4096 {
+			return
+		}
+		start := time.Now()
+		c, err := MeasurePattern(p)
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("%q: measuring took %v", p, took)
+		}
+		if c.Over() {
+			return // refused before Go would parse it: not compiled here either
+		}
+		_, rerr := regexp.Compile(p)
+		if err == nil && rerr != nil {
+			t.Fatalf("%q: measured %+v, but Go refuses it: %v", p, c, rerr)
+		}
+		if err != nil && rerr == nil {
+			t.Fatalf("%q: refused (%v) within the caps (%+v), but Go compiles it", p, err, c)
+		}
+	})
+}
