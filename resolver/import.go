@@ -316,10 +316,35 @@ func (st *importStream) Read(p []byte) (int, error) {
 		return 0, st.ctx.Err()
 	}
 	n, err := st.r.Read(p)
-	if err != nil && err != io.EOF {
+	if err != nil && err != io.EOF && !fileVerdict(err) {
 		st.failed.CompareAndSwap(nil, &err)
+		return n, &streamFailure{err}
 	}
 	return n, err
+}
+
+// streamFailure marks a read error of an Import's stream (importStream):
+// Import tells it from a verdict by its type (errors.As), never by
+// comparing errors (a caller's error may hold a value == panics on).
+type streamFailure struct{ err error }
+
+func (f *streamFailure) Error() string { return f.err.Error() }
+func (f *streamFailure) Unwrap() error { return f.err }
+
+// fileVerdict reports whether a read error of an Import's stream is a
+// verdict on the file rather than a fault of the transfer: a split's part
+// that does not match its signed index (bundlebuild.PartsReader), whose
+// import stays an audited refusal (docs/SPEC-DECISIONS.md MIRROR-13).
+func fileVerdict(err error) bool {
+	var e *amp.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch amp.NameOf(e) {
+	case bundle.ErrPartMismatch, bundle.ErrPartMissing, bundle.ErrPartDuplicate:
+		return true
+	}
+	return false
 }
 
 // failure is the stream's first read error that is not its end (nil:
@@ -337,8 +362,8 @@ func (st *importStream) failure() error {
 // (streamCut). A verdict the reader reached on bytes that came before
 // the failure (a hash, a signature) stays a refusal.
 func (st *importStream) broke(err error) bool {
-	f := st.failure()
-	return f != nil && (errors.Is(err, f) || streamCut(err))
+	var sf *streamFailure
+	return st.failure() != nil && (errors.As(err, &sf) || streamCut(err))
 }
 
 // streamCut reports whether err is how the bundle reader reports a
