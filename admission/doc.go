@@ -4,7 +4,9 @@
 // agent needs neither a binding nor the transport package:
 //
 //   - the peer a message counts against (WithPeer, PeerOf; a binding
-//     names it with transport.Peer: an IP address, an IPv6 /64);
+//     names it with transport.Peer: an IP address, an IPv6 /64), and the
+//     network its share of the slots is counted by (Network: an IPv6
+//     /64's /48);
 //   - the agent's processing slots, handed out fairly by peer (Fair),
 //     with the names of its refusals (ErrPeerBusy, ErrSlotWaitEnded);
 //   - how fast declared bytes must arrive (MinDataRate, FrameGrace,

@@ -63,12 +63,13 @@ func ExampleDataDeadline() {
 // A message waiting for a batched durable write parks: its slot and its
 // count against its peer are given back meanwhile. Here the caller keeps
 // one message parked and one computing while another peer computes one,
-// and a third message of the caller is still admitted at once; had the
+// and a third message of the caller is still admitted at once (a fourth
+// slot stays free: the Reserve rule); had the
 // first waited with Leave, it would count, and the third would wait for
 // the caller's share (fewer inside than the other peer's 1, plus 1).
 // resume takes a slot again within the peer's share.
 func ExampleFair_Park() {
-	f := admission.NewFair(3, admission.DefaultPeerQueue)
+	f := admission.NewFair(4, admission.DefaultPeerQueue)
 	caller := admission.WithPeer(context.Background(), "192.0.2.7")
 	first, done1, _ := f.Enter(caller)
 	_, other, _ := f.Enter(admission.WithPeer(context.Background(), "198.51.100.1"))

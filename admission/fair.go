@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"math"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,14 +22,17 @@ const ErrPeerBusy amp.ErrName = "peer_busy"
 const ErrSlotWaitEnded amp.ErrName = "slot_wait_ended"
 
 // Fair hands out a fixed number of processing slots (the goroutines that
-// may verify, decrypt, decide and sign at once) by peer (transport.Peer: an IP
-// address, an IPv6 /64), before any of that work is done, so that a peer
-// flooding messages — validly signed ones, or ones that fail verification
-// — spends its own share, not others'. Two rules make the share:
+// may verify, decrypt, decide and sign at once) by peer, before any of that
+// work is done, so that a peer flooding messages — validly signed ones, or
+// ones that fail verification — spends its own share, not others'. The
+// peer a share is counted by is the network of the transport's peer
+// (Network: an IPv4 address, or the /48 of an IPv6 /64), since one site
+// has 65,536 /64s to send from. Three rules make the share:
 //
 //   - Turns: a slot that frees goes to the next peer in turn (round robin)
-//     that has a message waiting; within a peer, messages go in arrival
-//     order.
+//     that has a message waiting; within a peer, its transport peers (the
+//     /64s of a /48) take turns the same way, and the messages of each go
+//     in arrival order.
 //   - Inside: a message counts against its peer from Enter to its done
 //     function, also while it waits without a slot (for a handler, a
 //     network: Leave and Resume), but not while it is parked for a
@@ -45,16 +49,27 @@ const ErrSlotWaitEnded amp.ErrName = "slot_wait_ended"
 //     every slot, so that what the flood costs the cores outside the gate
 //     (reading, writing, the other end) stays in proportion. An address
 //     sending one message now and then does not linger, and throttles
-//     nobody while it has nothing inside. A peer alone uses every slot.
+//     nobody while it has nothing inside.
+//   - Reserve: the last free slot goes only to a peer with nothing else
+//     inside (with 2 slots or more): neither one peer, even alone, nor all
+//     busy peers together hold every slot, so that a peer that was idle
+//     finds a slot at once instead of waiting for a message that may
+//     compute for seconds (threat: one address with 8 costly validations
+//     in flight, momentarily alone, held all 4 slots, and a sporadic
+//     caller's cheap call waited 1.7 to 4.9 s). The reserve holds for a
+//     message taking a slot back after a wait as well (Idle, Park).
 //
-// At most maxPeerQueue messages of one peer wait at once; beyond, Enter
-// refuses at once with ErrPeerBusy (5004, retryable). A goroutine that gave
-// its slot back to wait (Leave) takes one again with Resume, before any new
-// message: work admitted finishes first. When a linger ends while a
+// At most maxPeerQueue messages of one transport peer wait at once;
+// beyond, Enter refuses at once with ErrPeerBusy (5004, retryable). A
+// BATCH item is a message like any other: its container is parked (Park)
+// while it runs. A goroutine that gave its slot back to wait (Leave, Idle)
+// takes one again with Resume, before any new message: work admitted
+// finishes first. When a linger ends while a
 // message waits with slots free, the gate hands them on then (a timer),
 // not only at the next Enter or done. Safe for concurrent use.
 type Fair struct {
 	maxQueue int
+	slots    int // all slots (the Reserve rule applies from 2)
 
 	// now is the clock of FairLinger (time.Now; tests replace it).
 	now func() time.Time
@@ -67,15 +82,18 @@ type Fair struct {
 	parked []*fairPeer          // peers with parked messages waiting to take a slot (back)
 	seq    uint64               // the last fairResume.seq given
 	ring   []*fairPeer          // peers with messages waiting, in turn order
-	peers  map[string]*fairPeer // active peers (allowed) and lingering ones
+	peers  map[string]*fairPeer // active peers (allowed) and lingering ones, by Network
 	inside int                  // messages inside, all peers together
 }
 
-// fairPeer is one active peer: its queue of messages waiting for a slot,
-// and how many of its messages are inside.
+// fairPeer is one active peer (a Network): the queues of its transport
+// peers' messages waiting for a slot, and how many of its messages are
+// inside.
 type fairPeer struct {
 	key     string
-	waiters []fairWaiter
+	subs    map[string]*fairSub // its transport peers with messages waiting
+	turn    []*fairSub          // those, in turn order
+	waiting int                 // messages waiting, all of subs together
 	inside  int
 	parked  int // messages parked (Park): not inside, but the peer is active
 	// back: its parked messages waiting to take a slot again, in order;
@@ -132,27 +150,58 @@ func (p *fairPeer) verified(t time.Time) {
 	p.cur++
 }
 
+// fairSub is one transport peer of a fairPeer (PeerOf: an IPv6 /64 of
+// a /48) with messages waiting, in arrival order.
+type fairSub struct {
+	key     string
+	waiters []fairWaiter
+}
+
 // fairResume is one message waiting to take a slot again: after Leave
-// (t nil), or parked (its ticket t); seq orders them all, first come
-// first served.
+// (t nil; p its peer when known: Idle), or parked (its ticket t); seq
+// orders them all, first come first served.
 type fairResume struct {
 	ready chan struct{}
 	t     *fairTicket
+	p     *fairPeer
 	seq   uint64
 }
 
-// fairWaiter is one message waiting; nested ones (a BATCH item, whose
-// container is inside already) take their turn but do not count again.
+// fairWaiter is one message waiting for a slot.
 type fairWaiter struct {
-	ready  chan struct{}
-	nested bool
+	ready chan struct{}
+}
+
+// Network is the peer whose share of the slots a message of the
+// transport's peer (PeerOf: transport.Peer's IPv4 address or IPv6 /64)
+// counts against: an IPv6 peer (a /64 or longer, or an address) by its
+// /48, since one site's /48 holds 65,536 /64s to send from (threat: 16
+// /64s of one /48, one message each, took every turn before a caller from
+// elsewhere); anything else as it is. An IPv4 address stays its own
+// peer: addresses are scarce, and a /24 is often many unrelated hosts.
+func Network(peer string) string {
+	var a netip.Addr
+	if p, err := netip.ParsePrefix(peer); err == nil && p.Bits() >= 48 {
+		a = p.Addr()
+	} else if a, err = netip.ParseAddr(peer); err != nil {
+		return peer
+	}
+	if !a.Is6() || a.Is4In6() {
+		return peer
+	}
+	p, err := a.Prefix(48)
+	if err != nil {
+		return peer
+	}
+	return p.String()
 }
 
 // NewFair returns a gate of slots processing slots (at least 1) where one
 // peer has at most maxPeerQueue messages waiting (unbounded when 0 or
 // less).
 func NewFair(slots, maxPeerQueue int) *Fair {
-	return &Fair{maxQueue: maxPeerQueue, free: max(slots, 1), peers: map[string]*fairPeer{}, now: time.Now}
+	slots = max(slots, 1)
+	return &Fair{maxQueue: maxPeerQueue, slots: slots, free: slots, peers: map[string]*fairPeer{}, now: time.Now}
 }
 
 type admittedKey struct{}
@@ -171,9 +220,11 @@ type fairTicket struct {
 // turn. It returns ctx marked as admitted, and done, which gives back the
 // slot and ends the message's count (call it once, holding the slot). A
 // message entered with a ctx that is admitted already (a BATCH item,
-// handled inside its container) takes its turn like any other but is
-// not counted again. Enter returns an error, and holds nothing, when the
-// peer already has maxPeerQueue messages waiting (5004 ErrPeerBusy,
+// handled inside its container) is a message of its own, counted against
+// its peer like any other: its container parks meanwhile (Park), so that
+// it does not wait for its own items. Enter returns an error, and holds
+// nothing, when the transport peer already has maxPeerQueue messages
+// waiting (5004 ErrPeerBusy,
 // retryable) or when ctx ends first (5003 ErrSlotWaitEnded, retryable,
 // with the context's error as its cause).
 func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
@@ -183,20 +234,30 @@ func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
 		return ctx, nil, amp.Named(amp.CodeTimeout, ErrSlotWaitEnded, "gave up waiting for a processing slot").WithCause(ctx.Err())
 	}
 	key := PeerOf(ctx)
-	nested := ctx.Value(admittedKey{}) != nil
+	net := Network(key)
 	f.mu.Lock()
-	p := f.peers[key]
+	p := f.peers[net]
 	if p == nil {
-		p = &fairPeer{key: key}
-		f.peers[key] = p
+		p = &fairPeer{key: net}
+		f.peers[net] = p
 	}
-	if key != "" && f.maxQueue > 0 && len(p.waiters) >= f.maxQueue {
+	s := p.subs[key]
+	if key != "" && f.maxQueue > 0 && s != nil && len(s.waiters) >= f.maxQueue {
 		f.forget(p)
 		f.mu.Unlock()
 		return ctx, nil, amp.Named(amp.CodeOverloaded, ErrPeerBusy, "too many messages from this address are waiting; retry later")
 	}
-	w := fairWaiter{ready: make(chan struct{}), nested: nested}
-	p.waiters = append(p.waiters, w)
+	if s == nil {
+		if p.subs == nil {
+			p.subs = map[string]*fairSub{}
+		}
+		s = &fairSub{key: key}
+		p.subs[key] = s
+		p.turn = append(p.turn, s)
+	}
+	w := fairWaiter{ready: make(chan struct{})}
+	s.waiters = append(s.waiters, w)
+	p.waiting++
 	if !p.inRing {
 		p.inRing = true
 		f.ring = append(f.ring, p)
@@ -204,10 +265,8 @@ func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
 	f.dispatch()
 	f.mu.Unlock()
 	t := &fairTicket{peer: p}
-	done := func() { f.done(p, nested, t) }
-	if !nested {
-		ctx = context.WithValue(ctx, admittedKey{}, t)
-	}
+	done := func() { f.done(p, t) }
+	ctx = context.WithValue(ctx, admittedKey{}, t)
 	select {
 	case <-w.ready:
 		return ctx, done, nil
@@ -220,11 +279,16 @@ func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
 		f.mu.Unlock()
 		done()
 	default:
-		for i, x := range p.waiters {
+		// Not granted: w is still in s, which is still p's.
+		for i, x := range s.waiters {
 			if x.ready == w.ready {
-				p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+				s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
+				p.waiting--
 				break
 			}
+		}
+		if len(s.waiters) == 0 {
+			p.drop(s)
 		}
 		f.forget(p)
 		f.dispatch()
@@ -233,17 +297,44 @@ func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
 	return ctx, nil, amp.Named(amp.CodeTimeout, ErrSlotWaitEnded, "gave up waiting for a processing slot").WithCause(ctx.Err())
 }
 
+// drop removes s, which has nothing waiting, from p's transport peers.
+func (p *fairPeer) drop(s *fairSub) {
+	delete(p.subs, s.key)
+	for i, q := range p.turn {
+		if q == s {
+			p.turn = append(p.turn[:i], p.turn[i+1:]...)
+			break
+		}
+	}
+}
+
+// next takes p's next waiting message: its next transport peer's first
+// one, that transport peer going to the back of p's turns. p.waiting > 0.
+func (p *fairPeer) next() fairWaiter {
+	s := p.turn[0]
+	w := s.waiters[0]
+	s.waiters[0] = fairWaiter{}
+	s.waiters = s.waiters[1:]
+	p.waiting--
+	p.turn[0] = nil
+	p.turn = p.turn[1:]
+	if len(s.waiters) > 0 {
+		p.turn = append(p.turn, s)
+	} else {
+		delete(p.subs, s.key)
+	}
+	return w
+}
+
 // done gives back the slot of a message of p (its ticket t) and ends
 // its count.
-func (f *Fair) done(p *fairPeer, nested bool, t *fairTicket) {
+func (f *Fair) done(p *fairPeer, t *fairTicket) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !nested {
-		p.inside--
-		f.inside--
-		if t.verified.Load() {
-			p.verified(f.now())
-		}
+	p.inside--
+	f.inside--
+	if t.verified.Load() {
+		p.verified(f.now())
 	}
 	f.free++
 	f.forget(p)
@@ -253,7 +344,7 @@ func (f *Fair) done(p *fairPeer, nested bool, t *fairTicket) {
 // forget drops p from the ring when it has nothing waiting, and starts
 // its linger when it has nothing inside either. f.mu is held.
 func (f *Fair) forget(p *fairPeer) {
-	if len(p.waiters) > 0 {
+	if p.waiting > 0 {
 		return
 	}
 	if p.inRing {
@@ -279,7 +370,7 @@ func (f *Fair) sweep() {
 	}
 	f.swept = now
 	for k, p := range f.peers {
-		if p.inside == 0 && p.parked == 0 && len(p.waiters) == 0 && now.Sub(p.last) >= FairLinger {
+		if p.inside == 0 && p.parked == 0 && p.waiting == 0 && now.Sub(p.last) >= FairLinger {
 			delete(f.peers, k)
 		}
 	}
@@ -304,7 +395,7 @@ func (f *Fair) active(now time.Time) int {
 // isActive reports whether q has a message inside, parked or waiting, or
 // lingers after FairLingerBusy verified messages answered or more.
 func (q *fairPeer) isActive(now time.Time) bool {
-	return q.inside > 0 || q.parked > 0 || len(q.waiters) > 0 || q.usage(now) >= FairLingerBusy
+	return q.inside > 0 || q.parked > 0 || q.waiting > 0 || q.usage(now) >= FairLingerBusy
 }
 
 // allowed reports whether p may have one more message inside, where
@@ -316,7 +407,8 @@ func (f *Fair) allowed(p *fairPeer, active int, now time.Time) bool {
 }
 
 // room is how many more messages p may have inside (allowed); math.MaxInt
-// when it is the only active peer. f.mu is held.
+// when it is the only active peer (the Reserve rule, spare, still holds
+// it to all slots but one). f.mu is held.
 func (f *Fair) room(p *fairPeer, active int, now time.Time) int {
 	others := active
 	if p.isActive(now) {
@@ -328,8 +420,18 @@ func (f *Fair) room(p *fairPeer, active int, now time.Time) int {
 	return (f.inside-p.inside+others-1)/others + 1 - p.inside
 }
 
+// spare reports whether a message of p may take a free slot under the
+// Reserve rule: when another slot stays free, when there are fewer than 2
+// slots, or when p has nothing inside but the message itself (self: 1
+// for one counted while it waited, Idle; else 0); a message of no known
+// peer (p nil: Resume after Leave) may too. f.mu is held.
+func (f *Fair) spare(p *fairPeer, self int) bool {
+	return f.free > 1 || f.slots < 2 || p == nil || p.inside <= self
+}
+
 // dispatch hands the free slots on: to Resume callers first, then to the
-// waiting peers in turn, skipping those that have their share inside.
+// waiting peers in turn, skipping those that have their share inside,
+// and keeping the last slot for a peer with nothing inside (spare).
 // f.mu is held.
 func (f *Fair) dispatch() {
 	f.sweep()
@@ -342,30 +444,29 @@ func (f *Fair) dispatch() {
 		if f.nextResume(active, now) {
 			continue
 		}
-		i := 0
+		i, held := 0, false
 		for ; i < len(f.ring); i++ {
-			if p := f.ring[i]; p.waiters[0].nested || f.allowed(p, active, now) {
+			p := f.ring[i]
+			if !f.allowed(p, active, now) {
+				held = true // by the others' counts, which time may change
+			} else if f.spare(p, 0) {
 				break
 			}
 		}
 		if i == len(f.ring) {
-			if len(f.ring) > 0 || len(f.parked) > 0 {
+			if held || len(f.parked) > 0 {
 				f.wakeLater()
 			}
 			return
 		}
 		p := f.ring[i]
 		f.ring = append(f.ring[:i], f.ring[i+1:]...)
-		w := p.waiters[0]
-		p.waiters[0] = fairWaiter{}
-		p.waiters = p.waiters[1:]
-		if !w.nested {
-			p.inside++
-			f.inside++
-		}
+		w := p.next()
+		p.inside++
+		f.inside++
 		f.free--
 		close(w.ready)
-		if len(p.waiters) > 0 {
+		if p.waiting > 0 {
 			// To the back of the ring: one message per peer per turn.
 			f.ring = append(f.ring, p)
 		} else {
@@ -395,7 +496,9 @@ func (f *Fair) wakeLater() {
 // Leave gives back the slot of a message that goes on waiting without
 // one (for a handler, a network round trip); it takes one again with
 // Resume. Its count stays (for a wait that costs the others nothing, or
-// one for another message of the same peer: Park).
+// one for another message of the same peer: Park). A message whose
+// context Enter returned leaves with Idle instead, so that its peer is
+// known when it comes back (the Reserve rule).
 func (f *Fair) Leave() {
 	f.mu.Lock()
 	f.free++
@@ -406,16 +509,39 @@ func (f *Fair) Leave() {
 // Resume takes a slot again after Leave: before any message waiting in
 // Enter, and never refused, since its message was admitted already.
 func (f *Fair) Resume() {
+	f.resumeAs(nil)
+}
+
+// Idle gives back the slot of the message of ctx (the context Enter
+// returned) while it waits without one, still counted against its peer
+// (Leave); it takes one again with the returned resume, called once: like
+// Resume, but the last free slot only when its peer has nothing else
+// inside (the Reserve rule: threat, one address's messages coming back
+// from their handlers into the slot kept for a caller with nothing
+// inside). Without a ticket in ctx, Idle is Leave and resume is Resume.
+func (f *Fair) Idle(ctx context.Context) (resume func()) {
+	f.Leave()
+	t, _ := ctx.Value(admittedKey{}).(*fairTicket)
+	if t == nil {
+		return f.Resume
+	}
+	return func() { f.resumeAs(t.peer) }
+}
+
+// resumeAs takes a slot again for a message of p (nil: unknown) that
+// left one, counted (Leave, Idle).
+func (f *Fair) resumeAs(p *fairPeer) {
 	f.mu.Lock()
 	f.catchUp()
-	if f.free > 0 && len(f.resume) == 0 {
+	if f.free > 0 && len(f.resume) == 0 && f.spare(p, 1) {
 		f.free--
 		f.mu.Unlock()
 		return
 	}
 	f.seq++
-	r := fairResume{ready: make(chan struct{}), seq: f.seq}
+	r := fairResume{ready: make(chan struct{}), p: p, seq: f.seq}
 	f.resume = append(f.resume, r)
+	f.dispatch() // one held by the Reserve rule may be first in line
 	f.mu.Unlock()
 	<-r.ready
 }
@@ -467,10 +593,27 @@ func (f *Fair) nextResume(active int, now time.Time) bool {
 			best = i
 		}
 	}
-	if len(f.resume) > 0 && (best < 0 || f.resume[0].seq < f.parked[best].back[0].seq) {
-		close(f.resume[0].ready)
-		f.resume[0] = fairResume{}
-		f.resume = f.resume[1:]
+	ri := -1
+	if len(f.resume) > 0 && (f.free > 1 || f.slots < 2) {
+		ri = 0
+	} else {
+		// The last slot: the first Resume caller whose peer has nothing
+		// else inside (spare). A check costs no walk of the peers.
+		for i, r := range f.resume {
+			if f.spare(r.p, 1) {
+				ri = i
+				break
+			}
+		}
+	}
+	if ri >= 0 && (best < 0 || f.resume[ri].seq < f.parked[best].back[0].seq) {
+		close(f.resume[ri].ready)
+		if ri == 0 {
+			f.resume[0] = fairResume{}
+			f.resume = f.resume[1:]
+		} else {
+			f.resume = append(f.resume[:ri], f.resume[ri+1:]...)
+		}
 		f.free--
 		return true
 	}
@@ -495,10 +638,10 @@ func (f *Fair) nextResume(active int, now time.Time) bool {
 // (allowed), since it counts again from then on (threat: a flood of slow
 // invocations, parked while its "running" record was made durable and so
 // admitted without count, came back into 128 handlers at once against a
-// PING caller's 8); or when it is not its container's last Park. f.mu is
-// held.
+// PING caller's 8), or when it is not its last Park; and the last free
+// slot only when its peer has nothing inside (spare). f.mu is held.
 func (f *Fair) resumable(t *fairTicket, active int, now time.Time) bool {
-	return t.parked > 1 || f.allowed(t.peer, active, now)
+	return (t.parked > 1 || f.allowed(t.peer, active, now)) && f.spare(t.peer, 0)
 }
 
 // unpark counts a parked message (ticket t) inside its peer again as it
@@ -548,9 +691,10 @@ func (f *Fair) Resumable(ctx context.Context) bool {
 // may be parked (a copy waiting for the first copy's outcome, a lock the
 // other holds), must Park too, not Leave: counted, such waiters can fill
 // the share the other needs to come back, and wait for it until they give
-// up (threat: a retried invocation stuck behind its own copies). A
-// message nested in a BATCH parks its container. Without a ticket in
-// ctx, Park is Leave and resume is Resume.
+// up (threat: a retried invocation stuck behind its own copies). A BATCH
+// container parks while its items run, each a message of its own
+// (threat: items that did not count took every free slot for their
+// address). Without a ticket in ctx, Park is Leave and resume is Resume.
 func (f *Fair) Park(ctx context.Context) (resume func()) {
 	t, _ := ctx.Value(admittedKey{}).(*fairTicket)
 	if t == nil {
@@ -573,8 +717,7 @@ func (f *Fair) Park(ctx context.Context) (resume func()) {
 
 // Verified marks the message of ctx (the context Enter returned) as
 // verified: when it is done, it counts toward its peer's linger
-// (FairLingerBusy). A nested message (its context was admitted already)
-// is its container's: marking it marks the container.
+// (FairLingerBusy).
 func (f *Fair) Verified(ctx context.Context) {
 	if t, ok := ctx.Value(admittedKey{}).(*fairTicket); ok {
 		t.verified.Store(true)

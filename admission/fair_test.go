@@ -53,8 +53,8 @@ func waitQueued(t *testing.T, f *Fair, peer string, n int) {
 	for {
 		f.mu.Lock()
 		k := 0
-		if p := f.peers[peer]; p != nil {
-			k = len(p.waiters)
+		if p := f.peers[Network(peer)]; p != nil && p.subs[peer] != nil {
+			k = len(p.subs[peer].waiters)
 		}
 		f.mu.Unlock()
 		if k == n {
@@ -210,12 +210,12 @@ func TestFloodCannotKeepMoreMessagesInsideThanOthers(t *testing.T) {
 	}
 	waitQueued(t, f, "10.0.0.66", 6)
 	// Once the caller's linger is over, at the next event, the flood is
-	// alone and takes the 3 free slots.
+	// alone and takes the free slots but one (the Reserve rule): 2.
 	clock = clock.Add(FairLinger)
 	f.mu.Lock()
 	f.dispatch()
 	f.mu.Unlock()
-	waitQueued(t, f, "10.0.0.66", 3)
+	waitQueued(t, f, "10.0.0.66", 4)
 }
 
 // TestLingeringPeerDoesNotThrottleABusyCaller: a peer that sends one
@@ -230,7 +230,7 @@ func TestFloodCannotKeepMoreMessagesInsideThanOthers(t *testing.T) {
 // FairLingerBusy messages admitted still counts while it lingers
 // (TestFloodCannotKeepMoreMessagesInsideThanOthers).
 func TestLingeringPeerDoesNotThrottleABusyCaller(t *testing.T) {
-	f := NewFair(4, 0)
+	f := NewFair(5, 0) // 4 for the caller, 1 kept (the Reserve rule)
 	clock := time.Unix(1000, 0)
 	f.now = func() time.Time { return clock }
 	for range FairLingerBusy - 1 {
@@ -245,7 +245,7 @@ func TestLingeringPeerDoesNotThrottleABusyCaller(t *testing.T) {
 		f.mu.Lock()
 		k := 0
 		if p := f.peers["10.0.0.7"]; p != nil {
-			k = p.inside + len(p.waiters)
+			k = p.inside + p.waiting
 		}
 		f.mu.Unlock()
 		if k == 4 {
@@ -260,13 +260,13 @@ func TestLingeringPeerDoesNotThrottleABusyCaller(t *testing.T) {
 		t.Fatal("the idle peer does not linger: the test tests nothing")
 	}
 	if inside != 4 {
-		t.Fatalf("the caller has %d of its 4 messages inside with 4 slots while an idle peer lingers; want 4", inside)
+		t.Fatalf("the caller has %d of its 4 messages inside with 5 slots while an idle peer lingers; want 4", inside)
 	}
 	for _, c := range got {
 		(<-c).done()
 	}
-	if f.free != 4 || f.inside != 0 {
-		t.Fatalf("after every message: free %d, inside %d; want 4, 0", f.free, f.inside)
+	if f.free != 5 || f.inside != 0 {
+		t.Fatalf("after every message: free %d, inside %d; want 5, 0", f.free, f.inside)
 	}
 }
 
@@ -391,35 +391,36 @@ func TestResumedWorkGoesBeforeNewMessages(t *testing.T) {
 	}
 }
 
-// TestBatchItemsTakeTurnsWithoutCountingTwice: a message entered with the
-// context Enter returned (a BATCH item, handled while its container waits
-// without a slot) takes its turn but does not count against its peer
-// again, so that a peer's containers cannot block their own items (threat:
-// a caller's batches deadlocked by its own share while another peer is
-// active).
-func TestBatchItemsTakeTurnsWithoutCountingTwice(t *testing.T) {
-	f := NewFair(1, 0)
+// TestBatchItemCountsWhileItsContainerParks: a message entered with the
+// context Enter returned (a BATCH item, handled while its container is
+// parked) counts against its peer as any message, and its container,
+// parked, does not, so that a peer's containers cannot block their own
+// items (threat: a caller's batches deadlocked by its own share while
+// another peer is active) nor let them skip its share
+// (TestBatchItemsCountAgainstTheirPeersShare).
+func TestBatchItemCountsWhileItsContainerParks(t *testing.T) {
+	f := NewFair(2, 0)
 	other := enter(t, f, "b")
 	f.Leave()
 	ctx, container, err := f.Enter(WithPeer(context.Background(), "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Leave()
-	// The item takes the slot, and a still counts 1 inside.
+	resume := f.Park(ctx)
+	// The item takes a slot, and a counts 1 inside: the item.
 	_, item, err := f.Enter(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := f.peers["a"].inside; n != 1 {
-		t.Fatalf("a has %d inside, want 1", n)
+	if in, parked, _ := counts(f, "a"); in != 1 || parked != 1 {
+		t.Fatalf("a has %d inside, %d parked; want 1, 1", in, parked)
 	}
 	item()
-	f.Resume()
+	resume()
 	container()
 	f.Resume()
 	other()
-	if f.free != 1 || f.inside != 0 || settled(f) != 0 {
+	if f.free != 2 || f.inside != 0 || settled(f) != 0 {
 		t.Fatalf("after all left: free %d, inside %d, peers %d", f.free, f.inside, settled(f))
 	}
 }
@@ -442,9 +443,10 @@ func TestPeerOfNamesTheTransportsPeer(t *testing.T) {
 // caller's messages, made the flooder "active" for the whole window with
 // nothing inside: every other caller then got a new slot only while it
 // had fewer than 0 + 1 messages inside). The clock stands still; the
-// caller's 4 messages all get one of the 4 slots.
+// caller's 4 messages all get one of the 5 slots (1 kept: the Reserve
+// rule).
 func TestBadSignaturesNeverMakeTheirPeerLinger(t *testing.T) {
-	f := NewFair(4, 0)
+	f := NewFair(5, 0)
 	clock := time.Unix(1000, 0)
 	f.now = func() time.Time { return clock }
 	for range 4 * FairLingerBusy {

@@ -113,25 +113,26 @@ func TestParkWithoutATicketIsLeave(t *testing.T) {
 	}
 }
 
-// TestParkedBatchItemCountsItsContainerOnce: a BATCH item parks its
-// container's ticket (the container waits for it without a slot); after
-// the item resumes and ends, and the container resumes and ends, the
-// gate is clean: nothing inside, nothing parked, every slot free.
-func TestParkedBatchItemCountsItsContainerOnce(t *testing.T) {
+// TestParkedBatchItemAndItsContainerEndClean: a BATCH item has a ticket
+// of its own, and parks it, while its container is parked too (it waits
+// for the item without a slot); after the item resumes and ends, and the
+// container resumes and ends, the gate is clean: nothing inside, nothing
+// parked, every slot free.
+func TestParkedBatchItemAndItsContainerEndClean(t *testing.T) {
 	f := NewFair(2, 0)
 	container, containerDone := enterCtx(t, f, "10.0.0.7")
-	f.Leave() // the container waits for its item
+	containerBack := f.Park(container) // the container waits for its item
 	item, itemDone, err := f.Enter(container)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resume := f.Park(item)
-	if in, parked, free := counts(f, "10.0.0.7"); in != 0 || parked != 1 || free != 2 {
-		t.Fatalf("item parked: %d inside, %d parked, %d free; want 0, 1, 2", in, parked, free)
+	if in, parked, free := counts(f, "10.0.0.7"); in != 0 || parked != 2 || free != 2 {
+		t.Fatalf("item parked: %d inside, %d parked, %d free; want 0, 2, 2", in, parked, free)
 	}
 	resume()
 	itemDone()
-	f.Resume()
+	containerBack()
 	containerDone()
 	if in, parked, free := counts(f, "10.0.0.7"); in != 0 || parked != 0 || free != 2 || f.inside != 0 {
 		t.Fatalf("after both: %d inside, %d parked, %d free, gate inside %d; want 0, 0, 2, 0", in, parked, free, f.inside)

@@ -647,7 +647,7 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 		var st ledger.Start
 		var err error
 		if a.ledger.Shared() {
-			a.idle(func() { st, err = a.ledger.Start(sender, m.ID, a.expiry(m)) })
+			a.idle(ctx, func() { st, err = a.ledger.Start(sender, m.ID, a.expiry(m)) })
 		} else {
 			st, err = a.ledger.Start(sender, m.ID, a.expiry(m))
 		}
@@ -676,14 +676,16 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 	}
 }
 
-// idle runs f, which waits (for a handler, a BATCH item, a shared ledger),
-// without holding one of the agent's CPU slots: the goroutines that may
-// compute at once are bounded by cpuSlots, so that a goroutine coming back
-// from a durable write (the ledger's group commit) finds a short run queue
-// instead of waiting behind every caller's cryptography.
-func (a *Agent) idle(f func()) {
-	a.cpu.Leave()
-	defer a.cpu.Resume()
+// idle runs f, which waits (for a handler, a shared ledger), without
+// holding one of the agent's CPU slots, still counted against the peer of
+// ctx (admission.Fair.Idle): the goroutines that may compute at once are
+// bounded by cpuSlots, so that a goroutine coming back from a durable
+// write (the ledger's group commit) finds a short run queue instead of
+// waiting behind every caller's cryptography; coming back, it takes the
+// last free slot only when its peer has nothing else inside.
+func (a *Agent) idle(ctx context.Context, f func()) {
+	resume := a.cpu.Idle(ctx)
+	defer resume()
 	f()
 }
 
@@ -695,7 +697,7 @@ func (a *Agent) idle(f func()) {
 // trip each) count, as idle's waits do.
 func (a *Agent) durable(ctx context.Context, f func()) {
 	if a.ledger.Shared() {
-		a.idle(f)
+		a.idle(ctx, f)
 		return
 	}
 	a.park(ctx, f)

@@ -48,13 +48,17 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 	replies := make([][]byte, 0, len(b.Items))
 	size := 0
 	for i, item := range b.Items {
-		// The item takes a CPU slot of its own in Handle: the container
-		// gives its slot back meanwhile, so that concurrent batches
-		// cannot hold every slot while their items wait for one.
+		// The item takes a CPU slot of its own in Handle, counted against
+		// its peer like any message: the container parks meanwhile
+		// (admission.Fair.Park), uncounted, so that concurrent batches
+		// cannot hold every slot while their items wait for one, nor
+		// their items skip their peer's share (threat: 4 batches admitted
+		// while their address was alone ran their items in every free
+		// slot for up to MaxBatchDuration).
 		var reply []byte
 		var err error
 		if a.cfg.Now().Before(deadline) {
-			a.idle(func() { reply, err = a.Handle(ictx, item) })
+			a.park(ctx, func() { reply, err = a.Handle(ictx, item) })
 		} else {
 			err = amp.Named(amp.CodeTimeout, "batch_deadline_exceeded",
 				"the batch ran out of time before this item was started; nothing of it ran: send it again")

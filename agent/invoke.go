@@ -233,7 +233,7 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 		a.log.Error("idempotency ledger unavailable", "err", err)
 		return 0, nil, unavailable()
 	}
-	res := a.limitResult(a.execute(a.reqLog(ctx), &invocation{caller: caller, id: msgID}, t, id, in.outSchema, in.bridge, in.params, timeout), id)
+	res := a.limitResult(a.execute(ctx, &invocation{caller: caller, id: msgID}, t, id, in.outSchema, in.bridge, in.params, timeout), id)
 	if extra, deprecated := compatExtra(tg.entry.Descriptor, id, tg.asked); extra != nil {
 		if deprecated {
 			a.reqLog(ctx).Warn("deprecated version requested", "capability", id.String(), "requested", tg.asked.String(), "from", caller)
@@ -264,10 +264,11 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 // A non-nil bridge turns the validated result into the caller's shape.
 // t counts as in its handler while the handler runs, and only then
 // (ledger.Ticket.Handling).
-func (a *Agent) execute(log *slog.Logger, inv *invocation, t *ledger.Ticket, id capability.ID, outSchema SchemaValidator, bridge *compat.Bridge, params any, timeout time.Duration) capability.Result {
+func (a *Agent) execute(ctx context.Context, inv *invocation, t *ledger.Ticket, id capability.ID, outSchema SchemaValidator, bridge *compat.Bridge, params any, timeout time.Duration) capability.Result {
+	log := a.reqLog(ctx)
 	var out any
 	var err error
-	a.idle(func() {
+	a.idle(ctx, func() {
 		t.Handling(true)
 		out, err = a.runHandler(log, inv, id, params, timeout)
 		t.Handling(false)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -381,10 +382,13 @@ func TestHandleGivesUpWaitingForASlotWhenItsContextEnds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, withMemoryLedger())
 			const id = "org.agentries.code-review:2.1.0"
-			// Every slot taken (2 per core).
+			// Every slot taken (2 per core), each by a peer of its own:
+			// one peer leaves the last slot free (the Reserve rule,
+			// admission.Fair).
 			var held []func()
-			for range 2 * runtime.GOMAXPROCS(0) {
-				_, done, err := e.agent.cpu.Enter(context.Background())
+			for i := range 2 * runtime.GOMAXPROCS(0) {
+				peer := admission.WithPeer(context.Background(), "192.0.2."+strconv.Itoa(i+1))
+				_, done, err := e.agent.cpu.Enter(peer)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"io"
 	"maps"
-	"net/netip"
 	"os"
 	"slices"
 	"sync"
@@ -261,22 +260,10 @@ func (t *streams) release(s *inStream) {
 
 // streamPeer is the peer that the streams of an unnamed caller are
 // counted by: admission.PeerOf's IPv4 address as it is, an IPv6 peer (its
-// /64, or an address) by its /48 (StreamLimits.PeerShare).
+// /64, or an address) by its /48 (StreamLimits.PeerShare), as the
+// processing slots count it (admission.Network).
 func streamPeer(peer string) string {
-	var a netip.Addr
-	if p, err := netip.ParsePrefix(peer); err == nil && p.Bits() >= 48 {
-		a = p.Addr()
-	} else if a, err = netip.ParseAddr(peer); err != nil {
-		return peer
-	}
-	if !a.Is6() || a.Is4In6() {
-		return peer
-	}
-	p, err := a.Prefix(48)
-	if err != nil {
-		return peer
-	}
-	return p.String()
+	return admission.Network(peer)
 }
 
 // slotOf is the open-stream count a stream of bucket from peer (streamPeer,
@@ -739,7 +726,7 @@ func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBod
 		return 0, nil, unavailable()
 	}
 	var herr error
-	a.idle(func() { herr = a.deliverStream(ctx, info, kept, io.LimitReader(content, int64(s.start.TotalSize))) })
+	a.idle(ctx, func() { herr = a.deliverStream(ctx, info, kept, io.LimitReader(content, int64(s.start.TotalSize))) })
 	if herr != nil {
 		if _, ok := herr.(*amp.Error); !ok {
 			a.log.Error("stream handler failed", "err", herr, "from", sender, "stream_id", s.start.StreamID)
