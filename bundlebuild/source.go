@@ -214,10 +214,15 @@ type sourceFiles struct {
 // kind is refused unread, a misplaced one is listed unread for classify to
 // refuse. Small files are read, at most maxSourceKept bytes together;
 // schemas are only sized (read when checked and when written, never
-// kept); the walk lists at most maxFiles files (maxSourceFiles). Every
-// file is read beneath the folder, and only when it is still the file
-// listed (sourceDir).
+// kept); the walk lists at most maxFiles files (maxSourceFiles) and at
+// most twice that many entries, folders counted (empty folders, wide or
+// deep, cost the walk as much as files). Every file is read beneath the
+// folder, and only when it is still the file listed (sourceDir). An empty
+// dir names no folder (filepath.Abs would make it the working folder).
 func walkSource(dir string, maxFiles int) (*sourceFiles, error) {
+	if dir == "" {
+		return nil, fail(bundle.ErrIO, "cannot read the source folder: no folder is named")
+	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs // a later read opens the folder again, whatever the working folder is then
 	}
@@ -226,9 +231,13 @@ func walkSource(dir string, maxFiles int) (*sourceFiles, error) {
 		misplaced: map[string]bool{}}
 	folded := map[string]string{}
 	var kept int64
+	entries := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fail(bundle.ErrIO, "cannot read the source folder").WithCause(err)
+		}
+		if entries++; entries > 2*maxFiles {
+			return fail(bundle.ErrTooLarge, "the source folder holds more than %d files and folders", 2*maxFiles)
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)

@@ -197,6 +197,9 @@ func createdAt(env *cliutil.Env, c *cli.Context) (time.Time, error) {
 // sourceFolder refuses a SRC that is a file (a bundle given where its
 // source folder belongs), naming what build wants, before any key is read.
 func sourceFolder(src string) error {
+	if src == "" {
+		return cliutil.Usagef("SRC is empty: name the source folder (one holding bundle.json)")
+	}
 	st, err := os.Stat(src)
 	if err != nil {
 		return nil // LoadSource names a missing folder
