@@ -645,6 +645,9 @@ func (s *Store) remake(k ledger.Key, ref entryRef, ci claimInfo, reply []byte, p
 	}
 	e.principal = ref.e.principal // the counters Finish locked, whatever the policy says now
 	gone := &vanished{counter: usageKey(s.prefix, hexOf(ref.e.principal), ref.e.end), cost: old, rev: ref.rev}
+	if ref.uncounted {
+		gone.cost = 0 // never added to a counter: nothing of it to take off (review 42)
+	}
 	if err := s.makeEntry(k, ci, true, e, cost, gone, pl); err != nil {
 		return err
 	}
