@@ -553,10 +553,19 @@ func (e *costEval) self(nd *costNode, kind int) uint64 {
 		}
 		return 0
 	case measureRegex:
+		c := uint64(0)
 		if nd.regex && kind == kindScalar {
-			return 1
+			c = 1
 		}
-		return 0
+		if kind == kindObject {
+			// propertyNames: {"format": "regex"} parses every member
+			// name, counted at the object's depth (regexRanges), as
+			// measureText counts the names' bytes (review 41).
+			for _, t := range nd.names {
+				c = satAdd(c, e.eval(t, kindScalar))
+			}
+		}
+		return c
 	}
 	return nd.self
 }
@@ -815,7 +824,8 @@ func (s *Schema) checkCost(v any) error {
 
 // regexRanges adds to ranges[k] the parse ranges (patternParseRanges, at
 // most MaxPatternRanges + 1: isBoundedRegex parses no string over it) of
-// every string of v at depth k: what parsing it as a "format": "regex"
+// every string of v at depth k, and of the member names of the objects at
+// depth k (propertyNames): what parsing it as a "format": "regex"
 // costs, a range an evaluation (0.1 to 0.4 µs each, where an evaluation
 // is 0.1 to 1.3 µs). "\pL\pL" is 6 bytes and 3,000 ranges (30 µs to
 // parse): charged by its bytes only, a 1 MiB message of them took seconds.
@@ -824,7 +834,9 @@ func regexRanges(v any, depth int, ranges *[MaxDepth + 1]uint64) {
 	case string:
 		ranges[depth] = satAdd(ranges[depth], uint64(min(patternParseRanges(x), MaxPatternRanges+1)))
 	case map[string]any:
-		for _, e := range x {
+		for name, e := range x {
+			// A member name at the object's depth, as valueMeasure.text.
+			ranges[depth] = satAdd(ranges[depth], uint64(min(patternParseRanges(name), MaxPatternRanges+1)))
 			regexRanges(e, depth+1, ranges)
 		}
 	case []any:
