@@ -9,7 +9,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -124,7 +123,7 @@ func syncOCI(env *cliutil.Env, c *cli.Context) (err error) {
 	}
 	defer closeStore(s, &err)
 	if !c.Bool("dry-run") {
-		applyOCISync(ctx, s, ep, rep, env.Now)
+		applyOCISync(ctx, s, ep, rep)
 	}
 	if err := printReport(env, c, rep, printOCISync); err != nil {
 		return err
@@ -313,9 +312,8 @@ func rank(order map[string]int, e *ociSyncEntry) int {
 
 // applyOCISync applies the planned entries in order; a refusal changes
 // nothing in the store and does not stop the others. Before the first
-// bundle is imported every cut candidate is judged (holdCut); now is the
-// clock it is judged by when the store is an agent's.
-func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, now func() time.Time) {
+// bundle is imported every cut candidate is judged (holdCut).
+func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport) {
 	files := ociFiles{}
 	var holds ociHolds
 	for _, e := range rep.Entries {
@@ -324,7 +322,7 @@ func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, re
 		}
 		if e.Kind == ocitransport.KindBundle {
 			if holds == nil {
-				holds = holdCut(ctx, s, ep, rep, files, now)
+				holds = holdCut(ctx, s, ep, rep, files)
 			}
 			applyOCIBundles(ctx, s, ep, rep, e, files, holds)
 			continue
@@ -365,19 +363,19 @@ func applyOCISync(ctx context.Context, s registry, ep *ocitransport.Endpoint, re
 
 // ociHold is what a cut candidate holds back: every candidate whose file
 // is its bundle_id at or below version (docs/SPEC-DECISIONS.md OCI-9,
-// amended in review 39).
+// amended in reviews 39 and 45).
 type ociHold struct {
 	version uint64
 	// installed: the store holds that very bundle, so the candidates it
 	// holds back are superseded, not refused.
 	installed bool
-	// why says how the cut candidate was judged ("verifies", or why it
-	// could not be).
-	why string
+	// ref is the cut candidate's reference (sanitized), named in the
+	// refusal of each candidate it holds back.
+	ref string
 }
 
 // ociHolds are a sync's holds, by the bundle_id of the cut candidate's
-// file (or, when it could not be read, of its annotations).
+// file: its header, read and judged by the store.
 type ociHolds map[string]ociHold
 
 // raise holds back bundleID at or below h.version: the highest hold of a
@@ -389,7 +387,8 @@ func (hs ociHolds) raise(bundleID string, h ociHold) {
 }
 
 // apply refuses e (or supersedes it) when a hold covers bundleID at
-// version; it says whether one did.
+// version; it says whether one did. The refusal names the cut tag that
+// holds e back and how to sync without it.
 func (hs ociHolds) apply(e *ociSyncEntry, bundleID string, version uint64) bool {
 	h, ok := hs[bundleID]
 	if !ok || version > h.version {
@@ -399,25 +398,25 @@ func (hs ociHolds) apply(e *ociSyncEntry, bundleID string, version uint64) bool 
 		e.Outcome = ociSuperseded
 		return true
 	}
-	refuse(e, cliutil.Failf(ocitransport.ErrTooMany, "version %d of this bundle_id %s, but its referrers were not all read: no version at or below it is installed in this run", h.version, h.why))
+	refuse(e, cliutil.Failf(ocitransport.ErrTooMany, "held back by %s: version %d of this bundle_id verifies as the store would take it, but its referrers were not all read; no version at or below it is installed in this run (leave that tag out with --tag-pattern to install this one)", h.ref, h.version))
 	return true
 }
 
 // holdCut judges every candidate cut at the plan (its referrers not all
-// read) before any bundle is imported: each is pulled and judged as the
-// store's import would judge it (checkOCIBundle), never installed. One
-// the store would take (or holds already) holds back every candidate
-// whose file is its bundle_id at or below its version, annotated or not
-// (the file's header names it), so whoever pushes referrers at the
-// newest version does not choose the version that lands. One whose file
-// is refused (forged, revoked, under a floor, a rollback) holds nothing
-// back: its refusal is that verdict. One whose judgement failed for a
-// reason that says nothing of the file (the registry's error, a stall,
-// the store's or the agent's failure, the deadline) holds back as if it
-// verified, by its file's header or else its annotations (a cut
-// candidate of neither holds nothing: nothing names its bundle_id).
-// docs/SPEC-DECISIONS.md OCI-9, amended in reviews 36 and 39.
-func holdCut(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, files ociFiles, now func() time.Time) ociHolds {
+// read) before any bundle is imported: each is pulled and judged by the
+// store's own verdict (checkOCIBundle), never installed. Only one whose
+// file the store would take (or holds already) holds back: every
+// candidate whose file is its bundle_id at or below its version,
+// annotated or not (its header, read from the file, names them), so
+// whoever pushes referrers at the newest version does not choose the
+// version that lands. Any other holds nothing back and is refused with
+// its own error: a file refused (forged, revoked, under a floor, a
+// rollback), and a judgement that failed for any other reason (the
+// registry's error, a stall, the store's or the agent's failure, the
+// deadline), since a header not judged proves nothing of its bundle_id,
+// still less the annotations, which anyone who may push writes.
+// docs/SPEC-DECISIONS.md OCI-9, amended in reviews 36, 39 and 45.
+func holdCut(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *ociSyncReport, files ociFiles) ociHolds {
 	holds := ociHolds{}
 	for _, c := range rep.Entries {
 		if !c.cut {
@@ -428,59 +427,35 @@ func holdCut(ctx context.Context, s registry, ep *ocitransport.Endpoint, rep *oc
 		err := syncOCIBundle(ctx, s, ep, c, files, nil, func(f io.Reader) error {
 			var err error
 			ran = true
-			unchanged, err = checkOCIBundle(s, f, now)
+			unchanged, err = checkOCIBundle(ctx, s, f)
 			return err
 		})
 		f := files[c.fileKey]
-		if err == nil && ran {
+		if err != nil || f == nil || !f.inspected || !(ran || f.checked) {
+			continue // c's refusal is its error; it holds nothing back
+		}
+		if ran {
 			f.checked, f.unchanged = true, unchanged // one pull per file however many tags name it
-		} else if err == nil {
-			unchanged = f.unchanged
 		}
-		id, version := c.art.BundleID, c.art.Version
-		if f != nil && f.inspected {
-			id, version = f.bundleID, f.version
-		}
-		var h ociHold
-		switch {
-		case err == nil:
-			h = ociHold{version: version, installed: unchanged, why: "verifies"}
-		case !fileVerdict(ctx, err, true) && id != "":
-			h = ociHold{version: version, why: "could not be judged (" + errName(err) + ")"}
-		default:
-			continue // c's refusal is the file's verdict
-		}
-		holds.raise(id, h)
+		holds.raise(f.bundleID, ociHold{version: f.version, installed: f.unchanged, ref: cliutil.Sanitize(c.Ref)})
 		c.Outcome, c.Error, c.Message = cutBy.Outcome, cutBy.Error, cutBy.Message
 	}
 	return holds
 }
 
-// checkOCIBundle judges the pulled file f as the store's import would,
+// checkOCIBundle judges the pulled file f by the store's own verdict,
 // installing nothing (resolver.Store.CheckImport: the verification, then
 // the refusals made before staging: a revoked version, a rollback, a
-// pinned floor, expiry by the store's floor); unchanged when the store
-// holds that very bundle. Through an agent's socket, which offers no such
-// judgement, it verifies f with the store's trusted keys and thresholds
-// only (storeVerifyingPolicy), by now: a candidate the store would refuse
-// then still holds back (the cautious side).
-func checkOCIBundle(s registry, f io.Reader, now func() time.Time) (unchanged bool, err error) {
-	if st, ok := s.Store(); ok {
-		res, err := st.CheckImport(f)
-		if err != nil {
-			return false, err
-		}
-		return res.Unchanged, nil
-	}
-	p, err := storeVerifyingPolicy(s)
+// pinned floor, expiry by the store's floor), through an agent's admin
+// socket as on a local store (admin.Registry.CheckImport); unchanged when
+// the store holds that very bundle. An agent older than that operation
+// answers unsupported: the candidate then holds nothing back.
+func checkOCIBundle(ctx context.Context, s registry, f io.Reader) (unchanged bool, err error) {
+	res, err := s.CheckImport(ctx, f)
 	if err != nil {
 		return false, err
 	}
-	r, err := bundle.NewReader(f, bundle.ReaderOptions{Policy: p, Now: now, AllowDelta: true})
-	if err == nil {
-		err = r.VerifyRest()
-	}
-	return false, err
+	return res.Unchanged, nil
 }
 
 // applyOCIBundles syncs the bundle e and the other candidates of its
@@ -514,19 +489,6 @@ func applyOCIBundles(ctx context.Context, s registry, ep *ocitransport.Endpoint,
 		syncOCIBundle(ctx, s, ep, c, files, holds, nil)
 		done = c.Outcome != ociRefused || c.Error == "rollback" || ctx.Err() != nil
 	}
-}
-
-// storeVerifyingPolicy is the policy the store's import verifies a bundle
-// with: its trusted keys (storePolicy) and its thresholds.
-func storeVerifyingPolicy(s registry) (*bundle.Policy, error) {
-	p, err := storePolicy(s)
-	if err != nil {
-		return nil, err
-	}
-	if p.Thresholds, err = s.TrustThresholds(); err != nil {
-		return nil, err
-	}
-	return p, nil
 }
 
 // ociFile is what one sync learnt of a bundle file (its layers): the

@@ -81,7 +81,7 @@ func Ops() []Operation {
 		opTrustAdd(), opTrustRemove(), opTrustList(), opTrustSetThreshold(), opTrustThresholds(), opTrustChains(), opTrustPolicy(),
 		opFreshnessPolicy(), opSetFreshnessPolicy(), opResetHeartbeat(),
 		opRevocation(), opRotation(), opHeartbeat(), opStatements(), opHeartbeats(), opHasStatement(),
-		opRefusedAt(),
+		opRefusedAt(), opCheckImport(),
 	}
 }
 
@@ -147,6 +147,38 @@ func opImport() *Op[importRequest, *resolver.ImportResult] {
 			}
 			var res resolver.ImportResult
 			if err := c.do(req.ctx, post, withQuery("/v1/import", q), body, "application/ampbundle", &res); err != nil {
+				return nil, err
+			}
+			return &res, nil
+		},
+	}
+}
+
+// checkRequest is the request of a judgement (opCheckImport): a stream,
+// as an import's.
+type checkRequest struct {
+	ctx  context.Context
+	body io.Reader
+}
+
+// opCheckImport answers the verdict the store's import would give the
+// bundle in the body (resolver.Store.CheckImport), installing, staging
+// and auditing nothing: 'ampbundle sync --oci' judges a cut candidate by
+// it (docs/SPEC-DECISIONS.md OCI-9). The body is read as an import's:
+// at most maxUpload bytes, at the minimum data rate (rateBodies); it
+// takes no write lock, so it waits for no import.
+func opCheckImport() *Op[checkRequest, *resolver.ImportResult] {
+	return &Op[checkRequest, *resolver.ImportResult]{
+		Spec: Spec{Name: "CheckImport", Method: post, Path: "/v1/import/check", Type: "application/ampbundle", Stream: true},
+		Run: func(s *resolver.Store, req checkRequest) (*resolver.ImportResult, error) {
+			return s.CheckImport(req.body)
+		},
+		read: func(w http.ResponseWriter, r *http.Request) (checkRequest, error) {
+			return checkRequest{ctx: r.Context(), body: http.MaxBytesReader(w, r.Body, maxUpload)}, nil
+		},
+		send: func(c *Client, req checkRequest) (*resolver.ImportResult, error) {
+			var res resolver.ImportResult
+			if err := c.do(req.ctx, post, "/v1/import/check", req.body, "application/ampbundle", &res); err != nil {
 				return nil, err
 			}
 			return &res, nil

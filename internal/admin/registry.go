@@ -63,6 +63,15 @@ func (r *Registry) Import(ctx context.Context, body io.Reader, opts resolver.Imp
 	return call(r, opImport(), importRequest{ctx, body, opts})
 }
 
+// CheckImport judges the bundle in body as Import would, installing,
+// staging and auditing nothing (resolver.Store.CheckImport): nil, or the
+// refusal Import would give, by the same name; res.Unchanged when the
+// store holds that very bundle. Through an older agent's socket,
+// unsupported.
+func (r *Registry) CheckImport(ctx context.Context, body io.Reader) (*resolver.ImportResult, error) {
+	return call(r, opCheckImport(), checkRequest{ctx, body})
+}
+
 // Export writes an installed bundle to w, byte-identical to the file
 // imported (through the socket: checked by the agent before it sends
 // anything).
