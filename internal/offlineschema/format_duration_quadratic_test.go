@@ -48,9 +48,9 @@ func TestDurationFormatQuadraticUnits(t *testing.T) {
 			fmt.Println("validate:", time.Since(start), err)
 			return
 		}
-		out, timedOut := runVictimCase(t, name, sub, 2*time.Second)
+		out, timedOut := runVictimCase(t, name, sub, 3*time.Second)
 		if timedOut {
-			t.Errorf("format %q: validating one %d-byte string ran past 2s (killed): isDuration is quadratic, charged as linear\nchild output:\n%s", tc.format, len(tc.value), out)
+			t.Errorf("format %q: validating one %d-byte string ran past %v (killed): isDuration is quadratic, charged as linear\nchild output:\n%s", tc.format, len(tc.value), victimLimit(3*time.Second), out)
 		}
 		if !strings.Contains(out, "validate:") || !strings.Contains(out, "schema_violation") {
 			t.Errorf("format %q: a %d-byte string of units is no %s, want it refused\nchild output:\n%s", tc.format, len(tc.value), tc.format, out)
@@ -60,10 +60,11 @@ func TestDurationFormatQuadraticUnits(t *testing.T) {
 
 // runVictimCase runs the test named name in a child test binary with
 // victimChild set to sub (one case of a table), and kills it after
-// limit. It returns the child's output and whether it ran past limit.
+// victimLimit(limit). It returns the child's output and whether it ran
+// past that.
 func runVictimCase(t *testing.T, name, sub string, limit time.Duration) (string, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	ctx, cancel := context.WithTimeout(context.Background(), victimLimit(limit))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+name+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), victimChild+"="+sub)

@@ -62,9 +62,9 @@ func TestUniqueItemsSmallArraysNumberComparisons(t *testing.T) {
 		fmt.Println("validate:", len(item), "bytes,", time.Since(start), err)
 		return
 	}
-	out, timedOut := runVictimChild(t, name, 2*time.Second)
+	out, timedOut := runVictimChild(t, name, 3*time.Second)
 	if timedOut {
-		t.Fatalf("validating 3,000 arrays of 20 distinct floats against {\"uniqueItems\":true} ran past 2s (killed): number comparisons charged as one node\nchild output:\n%s", out)
+		t.Fatalf("validating 3,000 arrays of 20 distinct floats against {\"uniqueItems\":true} ran past %v (killed): number comparisons charged as one node\nchild output:\n%s", victimLimit(3*time.Second), out)
 	}
 	if !strings.Contains(out, string(ErrValidationTooCostly)) {
 		t.Fatalf("3,000 arrays of 20 tiny floats must be refused as too costly\nchild output:\n%s", out)
