@@ -50,14 +50,15 @@ const ErrSlotWaitEnded amp.ErrName = "slot_wait_ended"
 //     (reading, writing, the other end) stays in proportion. An address
 //     sending one message now and then does not linger, and throttles
 //     nobody while it has nothing inside.
-//   - Reserve: the last free slot goes only to a peer with nothing else
-//     inside (with 2 slots or more): neither one peer, even alone, nor all
-//     busy peers together hold every slot, so that a peer that was idle
-//     finds a slot at once instead of waiting for a message that may
-//     compute for seconds (threat: one address with 8 costly validations
-//     in flight, momentarily alone, held all 4 slots, and a sporadic
-//     caller's cheap call waited 1.7 to 4.9 s). The reserve holds for a
-//     message taking a slot back after a wait as well (Idle, Park).
+//   - Reserve: the last free slot goes only to a peer that holds no other
+//     slot (with 2 slots or more; its messages waiting without one, Idle,
+//     hold none): neither one peer, even alone, nor all busy peers
+//     together hold every slot, so that a peer that was idle finds a slot
+//     at once instead of waiting for a message that may compute for
+//     seconds (threat: one address with 8 costly validations in flight,
+//     momentarily alone, held all 4 slots, and a sporadic caller's cheap
+//     call waited 1.7 to 4.9 s). The reserve holds for a message taking a
+//     slot back after a wait as well (Idle, Park).
 //
 // At most maxPeerQueue messages of one transport peer wait at once;
 // beyond, Enter refuses at once with ErrPeerBusy (5004, retryable). A
@@ -95,7 +96,11 @@ type fairPeer struct {
 	turn    []*fairSub          // those, in turn order
 	waiting int                 // messages waiting, all of subs together
 	inside  int
-	parked  int // messages parked (Park): not inside, but the peer is active
+	// idle: of those inside, the messages waiting without a slot (Idle)
+	// until they take one back; the slots p holds are inside - idle (the
+	// Reserve rule).
+	idle   int
+	parked int // messages parked (Park): not inside, but the peer is active
 	// back: its parked messages waiting to take a slot again, in order;
 	// held while the peer is at its share (resumable).
 	back   []fairResume
@@ -422,16 +427,21 @@ func (f *Fair) room(p *fairPeer, active int, now time.Time) int {
 
 // spare reports whether a message of p may take a free slot under the
 // Reserve rule: when another slot stays free, when there are fewer than 2
-// slots, or when p has nothing inside but the message itself (self: 1
-// for one counted while it waited, Idle; else 0); a message of no known
-// peer (p nil: Resume after Leave) may too. f.mu is held.
-func (f *Fair) spare(p *fairPeer, self int) bool {
-	return f.free > 1 || f.slots < 2 || p == nil || p.inside <= self
+// slots, or when p holds no slot (its messages inside, if any, all wait
+// without one: Idle); a message of no known peer (p nil: Resume after
+// Leave) may too. ahead is how many of p's messages take a slot before it
+// (Resumable: its parked messages waiting before it; else 0). The slots
+// held count, not the messages inside (threat: a caller with one
+// invocation waiting in its handler was refused the last free slot, which
+// then stayed empty while a flooder's costly validation ran for seconds).
+// f.mu is held.
+func (f *Fair) spare(p *fairPeer, ahead int) bool {
+	return f.free > 1+ahead || f.slots < 2 || p == nil || p.inside-p.idle+ahead <= 0
 }
 
 // dispatch hands the free slots on: to Resume callers first, then to the
 // waiting peers in turn, skipping those that have their share inside,
-// and keeping the last slot for a peer with nothing inside (spare).
+// and keeping the last slot for a peer that holds no slot (spare).
 // f.mu is held.
 func (f *Fair) dispatch() {
 	f.sweep()
@@ -515,26 +525,35 @@ func (f *Fair) Resume() {
 // Idle gives back the slot of the message of ctx (the context Enter
 // returned) while it waits without one, still counted against its peer
 // (Leave); it takes one again with the returned resume, called once: like
-// Resume, but the last free slot only when its peer has nothing else
-// inside (the Reserve rule: threat, one address's messages coming back
-// from their handlers into the slot kept for a caller with nothing
-// inside). Without a ticket in ctx, Idle is Leave and resume is Resume.
+// Resume, but the last free slot only when its peer holds no other slot
+// (the Reserve rule: threat, one address's messages coming back from
+// their handlers into the slot kept for a caller with nothing inside).
+// Meanwhile the message holds no slot: it does not keep its peer off the
+// last free one. Without a ticket in ctx, Idle is Leave and resume is
+// Resume.
 func (f *Fair) Idle(ctx context.Context) (resume func()) {
-	f.Leave()
 	t, _ := ctx.Value(admittedKey{}).(*fairTicket)
 	if t == nil {
+		f.Leave()
 		return f.Resume
 	}
+	f.mu.Lock()
+	t.peer.idle++ // it holds no slot until resume (spare)
+	f.free++
+	f.dispatch()
+	f.mu.Unlock()
 	return func() { f.resumeAs(t.peer) }
 }
 
 // resumeAs takes a slot again for a message of p (nil: unknown) that
-// left one, counted (Leave, Idle).
+// left one, counted (Leave, Idle: then counted in p.idle until it holds
+// its slot again).
 func (f *Fair) resumeAs(p *fairPeer) {
 	f.mu.Lock()
 	f.catchUp()
-	if f.free > 0 && len(f.resume) == 0 && f.spare(p, 1) {
+	if f.free > 0 && len(f.resume) == 0 && f.spare(p, 0) {
 		f.free--
+		p.holds()
 		f.mu.Unlock()
 		return
 	}
@@ -597,16 +616,17 @@ func (f *Fair) nextResume(active int, now time.Time) bool {
 	if len(f.resume) > 0 && (f.free > 1 || f.slots < 2) {
 		ri = 0
 	} else {
-		// The last slot: the first Resume caller whose peer has nothing
-		// else inside (spare). A check costs no walk of the peers.
+		// The last slot: the first Resume caller whose peer holds no
+		// slot (spare). A check costs no walk of the peers.
 		for i, r := range f.resume {
-			if f.spare(r.p, 1) {
+			if f.spare(r.p, 0) {
 				ri = i
 				break
 			}
 		}
 	}
 	if ri >= 0 && (best < 0 || f.resume[ri].seq < f.parked[best].back[0].seq) {
+		f.resume[ri].p.holds()
 		close(f.resume[ri].ready)
 		if ri == 0 {
 			f.resume[0] = fairResume{}
@@ -639,9 +659,17 @@ func (f *Fair) nextResume(active int, now time.Time) bool {
 // invocations, parked while its "running" record was made durable and so
 // admitted without count, came back into 128 handlers at once against a
 // PING caller's 8), or when it is not its last Park; and the last free
-// slot only when its peer has nothing inside (spare). f.mu is held.
+// slot only when its peer holds no slot (spare). f.mu is held.
 func (f *Fair) resumable(t *fairTicket, active int, now time.Time) bool {
 	return (t.parked > 1 || f.allowed(t.peer, active, now)) && f.spare(t.peer, 0)
+}
+
+// holds counts a message of p (nil: unknown) that waited without a slot
+// (Idle) as holding one again, as it takes it. f.mu is held.
+func (p *fairPeer) holds() {
+	if p != nil {
+		p.idle--
+	}
 }
 
 // unpark counts a parked message (ticket t) inside its peer again as it
@@ -655,9 +683,11 @@ func (f *Fair) unpark(t *fairTicket) {
 }
 
 // Resumable reports whether the message of ctx, parked (Park), would take
-// its slot back now without waiting for its peer's share, counting its
-// peer's parked messages waiting before it as inside (it may still wait
-// for a free slot, before any new message); true when it is not parked.
+// its slot back now without waiting for its peer's share, nor for the
+// Reserve rule to let it have the last free slot (spare), counting its
+// peer's parked messages waiting before it as inside and as taking a slot
+// first (one whose peer then holds no slot may still wait for a free
+// slot, before any new message); true when it is not parked.
 // A hint, for whoever counts on the message coming back soon (the agent's
 // ledger, which waits for writers expected soon): the shares move as
 // other messages come and go.
@@ -669,7 +699,8 @@ func (f *Fair) Resumable(ctx context.Context) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
-	return t.parked != 1 || f.room(t.peer, f.active(now), now) > len(t.peer.back)
+	ahead := len(t.peer.back)
+	return t.parked == 0 || (t.parked > 1 || f.room(t.peer, f.active(now), now) > ahead) && f.spare(t.peer, ahead)
 }
 
 // Park gives back the slot of the message of ctx (the context Enter

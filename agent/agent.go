@@ -682,7 +682,7 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 // bounded by cpuSlots, so that a goroutine coming back from a durable
 // write (the ledger's group commit) finds a short run queue instead of
 // waiting behind every caller's cryptography; coming back, it takes the
-// last free slot only when its peer has nothing else inside.
+// last free slot only when its peer holds no other slot.
 func (a *Agent) idle(ctx context.Context, f func()) {
 	resume := a.cpu.Idle(ctx)
 	defer resume()
