@@ -407,7 +407,7 @@ func (s *Store) checkBeforeStaging(br *bundle.Reader, opts ImportOptions, res *I
 		return err
 	})
 	if err != nil {
-		return false, nil, err
+		return false, nil, wrapTx(err)
 	}
 	d := br.Delta()
 	if d == nil {
