@@ -23,25 +23,7 @@ import (
 func TestRetryableErrorDoesNotCloseTheOutboxEntry(t *testing.T) {
 	p := newParties(t)
 	ob := mustOutbox(t, OutboxConfig{Now: p.clock.Now})
-	var provider *amp.Sender
-	attempts := 0
-	tr := p.scripted(t, func(m *amp.Message, send *amp.Sender) ([]byte, error) {
-		provider = send
-		attempts++
-		d := amp.Draft{Type: amp.TypeAck, To: amp.To(m.From), ReplyTo: m.ID[:]}
-		var err error
-		if attempts == 1 {
-			d.Type = amp.TypeError
-			d.Body, err = amp.Marshal(amp.ErrorBodyOf(amp.NewError(amp.CodeOverloaded, "busy")))
-		} else {
-			d.Body, err = amp.Marshal(amp.AckBody{AckSource: amp.AckFromRecipient, ReceivedAt: m.TS})
-		}
-		if err != nil {
-			return nil, err
-		}
-		_, out, err := send.Seal(context.Background(), d)
-		return out, err
-	})
+	tr, provider := errorThenAck(t, p)
 	c, err := New(Config{Identity: p.caller, Peer: p.provider.DID, Transport: tr, Now: p.clock.Now, Rand: rand.Reader, Retry: noSleep, Outbox: ob})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +44,7 @@ func TestRetryableErrorDoesNotCloseTheOutboxEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fail, _, err := provider.Seal(context.Background(), amp.Draft{Type: amp.TypeProcFail, To: amp.To(p.caller.DID), ReplyTo: id[:], Body: fb})
+	fail, _, err := (*provider).Seal(context.Background(), amp.Draft{Type: amp.TypeProcFail, To: amp.To(p.caller.DID), ReplyTo: id[:], Body: fb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,4 +86,31 @@ func TestRetryableErrorToTheLastAttemptClosesTheOutboxEntry(t *testing.T) {
 	if st, _ := ob.State(ex.Request.ID); st.State != OutAnswered {
 		t.Errorf("state after the last attempt's retryable ERROR = %d, want OutAnswered (%d)", st.State, OutAnswered)
 	}
+}
+
+// errorThenAck is an agent that answers the first attempt with a signed
+// ERROR asking for a retry (5004, retry: true) and every later one with a
+// synchronous ACK; *provider is the agent's sender once it has answered
+// (for its later reports).
+func errorThenAck(t *testing.T, p *parties) (tr Transport, provider **amp.Sender) {
+	provider = new(*amp.Sender)
+	attempts := 0
+	tr = p.scripted(t, func(m *amp.Message, send *amp.Sender) ([]byte, error) {
+		*provider = send
+		attempts++
+		d := amp.Draft{Type: amp.TypeAck, To: amp.To(m.From), ReplyTo: m.ID[:]}
+		var err error
+		if attempts == 1 {
+			d.Type = amp.TypeError
+			d.Body, err = amp.Marshal(amp.ErrorBodyOf(amp.NewError(amp.CodeOverloaded, "busy")))
+		} else {
+			d.Body, err = amp.Marshal(amp.AckBody{AckSource: amp.AckFromRecipient, ReceivedAt: m.TS})
+		}
+		if err != nil {
+			return nil, err
+		}
+		_, out, err := send.Seal(context.Background(), d)
+		return out, err
+	})
+	return tr, provider
 }

@@ -27,25 +27,7 @@ import (
 func TestContextEndDuringRetryWaitDoesNotCloseTheOutboxEntry(t *testing.T) {
 	p := newParties(t)
 	ob := mustOutbox(t, OutboxConfig{Now: p.clock.Now})
-	var provider *amp.Sender
-	attempts := 0
-	tr := p.scripted(t, func(m *amp.Message, send *amp.Sender) ([]byte, error) {
-		provider = send
-		attempts++
-		d := amp.Draft{Type: amp.TypeAck, To: amp.To(m.From), ReplyTo: m.ID[:]}
-		var err error
-		if attempts == 1 {
-			d.Type = amp.TypeError
-			d.Body, err = amp.Marshal(amp.ErrorBodyOf(amp.NewError(amp.CodeOverloaded, "busy")))
-		} else {
-			d.Body, err = amp.Marshal(amp.AckBody{AckSource: amp.AckFromRecipient, ReceivedAt: m.TS})
-		}
-		if err != nil {
-			return nil, err
-		}
-		_, out, err := send.Seal(context.Background(), d)
-		return out, err
-	})
+	tr, provider := errorThenAck(t, p)
 	// The caller's context ends during the wait before the retry.
 	ends := Retry{MaxAttempts: 3, Sleep: func(context.Context, time.Duration) error { return context.DeadlineExceeded }}
 	c, err := New(Config{Identity: p.caller, Peer: p.provider.DID, Transport: tr, Now: p.clock.Now, Rand: rand.Reader, Retry: ends, Outbox: ob})
@@ -79,7 +61,7 @@ func TestContextEndDuringRetryWaitDoesNotCloseTheOutboxEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fail, _, err := provider.Seal(context.Background(), amp.Draft{Type: amp.TypeProcFail, To: amp.To(p.caller.DID), ReplyTo: req.ID[:], Body: fb})
+	fail, _, err := (*provider).Seal(context.Background(), amp.Draft{Type: amp.TypeProcFail, To: amp.To(p.caller.DID), ReplyTo: req.ID[:], Body: fb})
 	if err != nil {
 		t.Fatal(err)
 	}
