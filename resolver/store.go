@@ -431,7 +431,8 @@ func (s *Store) enter() (*closeTurn, error) {
 	return &closeTurn{s: s, counted: true}, nil
 }
 
-// beginImport registers an Import, which holds s.mu, with Close (enter).
+// beginImport registers an Import (which holds s.mu) or a CheckImport
+// (which takes no lock of the store) with Close (enter).
 // The returned context is ctx, also done once Close begins; progress is
 // the caller's Progress callback (nil when none), during which Close
 // does not wait for the Import. end is paired with a nil error, once the
