@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -493,14 +494,44 @@ const maxHeaderBytes = 64 << 10
 // whole within grace of their first byte (httptrace's
 // GotFirstResponseByte): the agent may take its time before it answers,
 // but once it does, it has the answer whole (TRANSPORT-8), so its
-// headers come at once. Safe for concurrent use: the trace calls start
-// from the transport's goroutine.
+// headers come at once. An interim 1xx head that is whole is not the
+// answer: the watch ends with it, as if nothing had come yet, and at
+// most maxInformational of them are read. Safe for concurrent use: the
+// trace calls start and informational from the transport's goroutine.
 type headerStall struct {
 	mu    sync.Mutex
 	grace time.Duration
 	end   func() // ends the request, its cause errStalled
 	timer *time.Timer
 	done  bool
+	info  int // interim 1xx heads read
+}
+
+// maxInformational bounds the interim 1xx heads read before a reply
+// (net/http leaves the count to whoever watches them, each under its own
+// header bound): the limit net/http itself kept before Go 1.24.
+const maxInformational = 5
+
+// errTooManyInformational ends a request whose agent sends more than
+// maxInformational interim 1xx heads.
+var errTooManyInformational = fmt.Errorf("more than %d interim (1xx) answers before the reply", maxInformational)
+
+// informational is httptrace's Got1xxResponse: the interim head is
+// whole, so the watch ends (GotFirstResponseByte is reported once, at
+// the first head's first byte); the next head is the agent's to send when
+// it holds the answer, within the caller's deadline.
+func (h *headerStall) informational(int, textproto.MIMEHeader) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.info++
+	if h.info > maxInformational {
+		return errTooManyInformational
+	}
+	h.done = true
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	return nil
 }
 
 // start begins the grace at the answer's first byte (once).
@@ -583,7 +614,7 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 	req.Header.Set("Accept", ContentType)
 	req.Header.Set(TransportVersionHeader, "1")
 	hs := &headerStall{grace: admission.FrameGrace, end: func() { cancel(errStalled) }}
-	req = req.WithContext(httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotFirstResponseByte: hs.start}))
+	req = req.WithContext(httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotFirstResponseByte: hs.start, Got1xxResponse: hs.informational}))
 	resp, err := t.client.Do(req)
 	hs.stop()
 	if err != nil {
@@ -597,6 +628,9 @@ func (t *Transport) RoundTrip(ctx context.Context, msg []byte) ([]byte, error) {
 		}
 		if errors.Is(context.Cause(rctx), errStalled) {
 			return nil, amp.Named(amp.CodeEndpointUnreachable, ErrReplyStalled, "the reply's headers stopped arriving (not whole %v after their first byte)", hs.grace)
+		}
+		if errors.Is(err, errTooManyInformational) {
+			return nil, amp.NewError(amp.CodeEndpointUnreachable, "the agent sent more than %d interim (1xx) answers before its reply", maxInformational)
 		}
 		return nil, amp.Wrap(amp.CodeEndpointUnreachable, err, "cannot reach the agent")
 	}
