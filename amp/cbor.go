@@ -2,11 +2,12 @@ package amp
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
@@ -128,7 +129,7 @@ func (l Limits) check(data []byte, record bool) ([]byte, topPairs, error) {
 	if s.canonical {
 		return data, s.top, nil
 	}
-	out, _, err := canonicalize(nil, data, 0)
+	out, err := canonicalize(data)
 	if err != nil {
 		return nil, topPairs{}, err
 	}
@@ -255,65 +256,258 @@ func (s *scanner) item(depth int) error {
 	}
 }
 
-// canonicalize appends the deterministic encoding of the item at data[off:]
-// to dst and returns the new dst and the offset after the item. The input
-// must have passed the scanner.
-func canonicalize(dst, data []byte, off int) ([]byte, int, error) {
-	h, err := ReadHead(data, off)
+// canonicalize returns the deterministic encoding of data, which must be
+// one item that passed the scanner.
+//
+// It costs O(len(data)) whatever the nesting (docs/SPEC-DECISIONS.md
+// AMP-15): a first walk appends the deterministic form of every head and
+// scalar to one buffer in input order, so a map whose pairs are already in
+// order needs nothing more; each map whose pairs are not is recorded
+// (mapOrder), with its pairs' spans sorted by their deterministic keys. Only
+// when some map was out of order does a second walk copy the buffer once
+// more, emitting those pairs in sorted order. No byte is copied once per
+// enclosing map, and keys holding reordered maps are compared in place
+// (keyCursor) rather than rewritten.
+func canonicalize(data []byte) ([]byte, error) {
+	w := canonWriter{data: data, buf: make([]byte, 0, len(data))}
+	if _, err := w.item(0); err != nil {
+		return nil, err
+	}
+	if w.reordered == 0 {
+		return w.buf, nil
+	}
+	return w.emit(make([]byte, 0, len(w.buf)), 0, len(w.buf), 0, len(w.maps)), nil
+}
+
+// canonWriter is the state of canonicalize.
+type canonWriter struct {
+	data []byte
+	// buf holds the deterministic form of every item in input order: every
+	// item but a map whose pairs are out of order is already final there.
+	buf []byte
+	// maps records, in the order their heads appear, every map of two or
+	// more pairs that holds a reordered map or is reordered itself.
+	maps []mapOrder
+	// open holds the pairs of the maps being walked.
+	open []pairSpan
+	// reordered counts the maps out of order so far.
+	reordered int
+	// a and b are the cursors compareKeys reuses.
+	a, b keyCursor
+}
+
+// mapOrder is one map of two or more pairs: its head ends at buf[head:],
+// its pairs end at buf[end:], and the maps nested in it come after it in
+// maps, up to maps[skip:]. pairs is nil when the pairs are already in
+// order, else their spans in sorted order.
+type mapOrder struct {
+	head, end, skip int
+	pairs           []pairSpan
+}
+
+// pairSpan is one pair of a map in buf: key buf[k:v], value buf[v:end]; the
+// maps nested in the key are maps[lo:mid], those in the value maps[mid:hi].
+// flat records that no map in the key is out of order, so buf[k:v] is the
+// key's deterministic form.
+type pairSpan struct {
+	k, v, end   int
+	lo, mid, hi int
+	flat        bool
+}
+
+// item appends the deterministic form of the item at w.data[off:] to w.buf
+// in input order and returns the offset after it.
+func (w *canonWriter) item(off int) (int, error) {
+	h, err := ReadHead(w.data, off)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	start := off
 	off += h.Size
 	switch h.Major {
 	case MajorUint, MajorNegint:
-		return AppendHead(dst, h.Major, h.Arg), off, nil
+		w.buf = AppendHead(w.buf, h.Major, h.Arg)
+		return off, nil
 	case MajorBytes, MajorText:
 		n := int(h.Arg)
-		dst = AppendHead(dst, h.Major, h.Arg)
-		return append(dst, data[off:off+n]...), off + n, nil
+		w.buf = append(AppendHead(w.buf, h.Major, h.Arg), w.data[off:off+n]...)
+		return off + n, nil
 	case MajorArray:
-		dst = AppendHead(dst, MajorArray, h.Arg)
+		w.buf = AppendHead(w.buf, MajorArray, h.Arg)
 		for i := uint64(0); i < h.Arg; i++ {
-			if dst, off, err = canonicalize(dst, data, off); err != nil {
-				return nil, 0, err
+			if off, err = w.item(off); err != nil {
+				return 0, err
 			}
 		}
-		return dst, off, nil
+		return off, nil
 	case MajorMap:
-		type pair struct{ k, v []byte }
-		pairs := make([]pair, h.Arg)
-		for i := range pairs {
-			var k, v []byte
-			if k, off, err = canonicalize(nil, data, off); err != nil {
-				return nil, 0, err
-			}
-			if v, off, err = canonicalize(nil, data, off); err != nil {
-				return nil, 0, err
-			}
-			pairs[i] = pair{k, v}
-		}
-		sort.Slice(pairs, func(i, j int) bool { return bytes.Compare(pairs[i].k, pairs[j].k) < 0 })
-		for i := 1; i < len(pairs); i++ {
-			if bytes.Equal(pairs[i-1].k, pairs[i].k) {
-				return nil, 0, Named(CodeInvalidMessage, "duplicate_map_key", "duplicate key in cbor map")
-			}
-		}
-		dst = AppendHead(dst, MajorMap, h.Arg)
-		for _, p := range pairs {
-			dst = append(append(dst, p.k...), p.v...)
-		}
-		return dst, off, nil
+		return w.mapItem(h, off)
 	case MajorTag:
-		dst = AppendHead(dst, MajorTag, h.Arg)
-		return canonicalize(dst, data, off)
+		w.buf = AppendHead(w.buf, MajorTag, h.Arg)
+		return w.item(off)
 	default:
 		switch h.Info {
 		case 25, 26, 27:
-			return appendShortestFloat(dst, data[start:off]), off, nil
+			w.buf = appendShortestFloat(w.buf, w.data[start:off])
+			return off, nil
 		}
-		return append(dst, data[start:off]...), off, nil
+		w.buf = append(w.buf, w.data[start:off]...)
+		return off, nil
 	}
+}
+
+// mapItem is item for a map whose head h ends at off.
+func (w *canonWriter) mapItem(h Head, off int) (int, error) {
+	var err error
+	if h.Arg < 2 {
+		// Zero or one pair: always in order.
+		w.buf = AppendHead(w.buf, MajorMap, h.Arg)
+		for i := uint64(0); i < 2*h.Arg; i++ {
+			if off, err = w.item(off); err != nil {
+				return 0, err
+			}
+		}
+		return off, nil
+	}
+	index := len(w.maps)
+	w.buf = AppendHead(w.buf, MajorMap, h.Arg)
+	w.maps = append(w.maps, mapOrder{})
+	w.maps[index].head = len(w.buf)
+	base := len(w.open)
+	for i := uint64(0); i < h.Arg; i++ {
+		p := pairSpan{k: len(w.buf), lo: len(w.maps)}
+		before := w.reordered
+		if off, err = w.item(off); err != nil {
+			return 0, err
+		}
+		p.v, p.mid = len(w.buf), len(w.maps)
+		p.flat = w.reordered == before
+		if off, err = w.item(off); err != nil {
+			return 0, err
+		}
+		p.end, p.hi = len(w.buf), len(w.maps)
+		w.open = append(w.open, p)
+	}
+	pairs := w.open[base:]
+	m := &w.maps[index]
+	m.end, m.skip = len(w.buf), len(w.maps)
+	inOrder := true
+	for i := 1; i < len(pairs) && inOrder; i++ {
+		inOrder = w.compareKeys(pairs[i-1], pairs[i]) < 0
+	}
+	if !inOrder {
+		slices.SortFunc(pairs, w.compareKeys)
+		for i := 1; i < len(pairs); i++ {
+			if w.compareKeys(pairs[i-1], pairs[i]) == 0 {
+				return 0, Named(CodeInvalidMessage, "duplicate_map_key", "duplicate key in cbor map")
+			}
+		}
+		m.pairs = slices.Clone(pairs)
+		w.reordered++
+	}
+	w.open = w.open[:base]
+	if inOrder && m.skip == index+1 {
+		// Nothing to reorder in or under this map: forget it.
+		w.maps = w.maps[:index]
+	}
+	return off, nil
+}
+
+// compareKeys compares the deterministic keys of two pairs bytewise.
+func (w *canonWriter) compareKeys(x, y pairSpan) int {
+	if x.flat && y.flat {
+		return bytes.Compare(w.buf[x.k:x.v], w.buf[y.k:y.v])
+	}
+	w.a.reset(w, x.k, x.v, x.lo, x.mid)
+	w.b.reset(w, y.k, y.v, y.lo, y.mid)
+	var ca, cb []byte
+	for {
+		if len(ca) == 0 {
+			ca = w.a.next()
+		}
+		if len(cb) == 0 {
+			cb = w.b.next()
+		}
+		if len(ca) == 0 || len(cb) == 0 {
+			return cmp.Compare(len(ca), len(cb))
+		}
+		n := min(len(ca), len(cb))
+		if c := bytes.Compare(ca[:n], cb[:n]); c != 0 {
+			return c
+		}
+		ca, cb = ca[n:], cb[n:]
+	}
+}
+
+// emit appends the deterministic form of buf[s:e], which holds maps[lo:hi],
+// to dst.
+func (w *canonWriter) emit(dst []byte, s, e, lo, hi int) []byte {
+	for i := lo; i < hi; {
+		m := &w.maps[i]
+		if m.pairs == nil {
+			i++
+			continue
+		}
+		dst = append(dst, w.buf[s:m.head]...)
+		for _, p := range m.pairs {
+			dst = w.emit(dst, p.k, p.end, p.lo, p.hi)
+		}
+		s, i = m.end, m.skip
+	}
+	return append(dst, w.buf[s:e]...)
+}
+
+// keyCursor yields the deterministic form of a span of canonWriter.buf in
+// chunks, the way emit writes it, without copying.
+type keyCursor struct {
+	w     *canonWriter
+	stack []cursorFrame
+}
+
+// cursorFrame is a span buf[s:e] holding maps[lo:hi] or, when pairs is not
+// nil, the sorted pairs of a map still to visit.
+type cursorFrame struct {
+	s, e, lo, hi int
+	pairs        []pairSpan
+}
+
+func (c *keyCursor) reset(w *canonWriter, s, e, lo, hi int) {
+	c.w = w
+	c.stack = append(c.stack[:0], cursorFrame{s: s, e: e, lo: lo, hi: hi})
+}
+
+// next returns the next non-empty chunk, or nil at the end.
+func (c *keyCursor) next() []byte {
+	for len(c.stack) > 0 {
+		f := &c.stack[len(c.stack)-1]
+		if f.pairs != nil {
+			if len(f.pairs) == 0 {
+				c.stack = c.stack[:len(c.stack)-1]
+				continue
+			}
+			p := f.pairs[0]
+			f.pairs = f.pairs[1:]
+			c.stack = append(c.stack, cursorFrame{s: p.k, e: p.end, lo: p.lo, hi: p.hi})
+			continue
+		}
+		for f.lo < f.hi && c.w.maps[f.lo].pairs == nil {
+			f.lo++
+		}
+		var chunk []byte
+		if f.lo < f.hi {
+			m := &c.w.maps[f.lo]
+			chunk = c.w.buf[f.s:m.head]
+			f.s, f.lo = m.end, m.skip
+			c.stack = append(c.stack, cursorFrame{pairs: m.pairs})
+		} else {
+			chunk = c.w.buf[f.s:f.e]
+			c.stack = c.stack[:len(c.stack)-1]
+		}
+		if len(chunk) > 0 {
+			return chunk
+		}
+	}
+	return nil
 }
 
 // Float handling. A float is in deterministic form when no shorter IEEE 754

@@ -1,6 +1,7 @@
 package amp
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/sha512"
 	"math/big"
@@ -58,13 +59,80 @@ func curveD(p *big.Int) *big.Int {
 	return num.Mul(num, den).Mod(num, p)
 }
 
+// smallOrderY lists the encodings, with the sign bit of x cleared, of the
+// Ed25519 points of small order: y = 0 (order 4), y = 1 (the identity),
+// the two y of the points of order 8, y = p - 1 (order 2), and p and p + 1,
+// the non-canonical encodings of 0 and 1. With either sign bit these are
+// the 14 encodings of the 8 points of order dividing 8. The list is
+// libsodium's (the blocklist of ge25519_has_small_order,
+// src/libsodium/crypto_core/ed25519/ref10/ref10.c); Chalkias, Garillot and
+// Nikolaenko, "Taming the many EdDSAs" (SSR 2020, eprint 2020/1244),
+// section 3, explains why verifiers must refuse them.
+var smallOrderY = [7][32]byte{
+	{},
+	{0x01},
+	{0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98, 0xf0,
+		0xd5, 0xdf, 0xac, 0x05, 0xd3, 0xc6, 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53, 0xfc, 0x05},
+	{0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67, 0x0f,
+		0x2a, 0x20, 0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac, 0x03, 0x7a},
+	{0xec, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+	{0xed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+	{0xee, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+}
+
+// CheckEd25519PublicKey refuses, with 3001, an Ed25519 public key that
+// names no key pair anyone can be held to (docs/SPEC-DECISIONS.md AMP-14):
+//
+//   - a length other than 32 bytes;
+//   - a point of small order (smallOrderY, either sign of x): no private key
+//     exists for it, and crypto/ed25519.Verify accepts one forged signature
+//     (R = the identity, S = 0) for such a key on about half of all messages,
+//     so anybody could sign as it;
+//   - a non-canonical encoding (y >= p, RFC 8032 §5.1.3): a second name for
+//     a key that has a canonical one.
+//
+// It costs a few byte comparisons; whether the point is on the curve is
+// left to ed25519.Verify, which refuses a key that is not.
+func CheckEd25519PublicKey(pub []byte) error {
+	if len(pub) != ed25519.PublicKeySize {
+		return NewError(CodeUnauthorized, "invalid ed25519 public key")
+	}
+	for _, y := range &smallOrderY {
+		if bytes.Equal(pub[:31], y[:31]) && pub[31]&0x7f == y[31] {
+			return NewError(CodeUnauthorized, "ed25519 public key of small order")
+		}
+	}
+	if nonCanonicalY(pub) {
+		return NewError(CodeUnauthorized, "ed25519 public key not in canonical form")
+	}
+	return nil
+}
+
+// nonCanonicalY reports whether the y of an encoded Ed25519 point (32 bytes,
+// little-endian, sign bit of x on top) is p = 2^255 - 19 or more.
+func nonCanonicalY(pub []byte) bool {
+	if pub[31]&0x7f != 0x7f || pub[0] < 0xed {
+		return false
+	}
+	for _, b := range pub[1:31] {
+		if b != 0xff {
+			return false
+		}
+	}
+	return true
+}
+
 // X25519PublicFromEd25519 maps an Ed25519 public key to its X25519 form,
 // u = (1 + y) / (1 - y) mod p (RFC 7748 §4.1), after checking that the
-// encoding is canonical and names a point on the curve.
+// key passes CheckEd25519PublicKey (so its X25519 form is not of small
+// order either) and names a point on the curve.
 func X25519PublicFromEd25519(pub []byte) ([32]byte, error) {
 	var out [32]byte
-	if len(pub) != ed25519.PublicKeySize {
-		return out, NewError(CodeUnauthorized, "invalid ed25519 public key")
+	if err := CheckEd25519PublicKey(pub); err != nil {
+		return out, err
 	}
 	p := curveP()
 	le := make([]byte, 32)

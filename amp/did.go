@@ -266,6 +266,9 @@ func parseMethod(docID string, jm jsonMethod) (VerificationMethod, bool, error) 
 	default:
 		return vm, false, nil
 	}
+	if err == nil && vm.KeyType == KeyEd25519 && CheckEd25519PublicKey(vm.PublicKey) != nil {
+		err = errDIDDoc("did document has an ed25519 key of small order or in non-canonical form")
+	}
 	if err != nil {
 		return VerificationMethod{}, false, err
 	}
@@ -346,8 +349,24 @@ func errNoKey(format string, args ...any) *Error {
 //     assertionMethod (or, when there are none, by authentication), the one
 //     with the lexicographically smallest id.
 //
-// No eligible key is 3001 no_eligible_key.
+// No eligible key is 3001 no_eligible_key. A selected key that fails
+// CheckEd25519PublicKey (a small-order key anybody can sign as) is 3001
+// invalid_did_document, whoever built the document: ParseDIDDocument and
+// DIDKeyDocument refuse such keys already, and this keeps a document put
+// together by other code from slipping one through.
 func (d *DIDDocument) SigningKey(didURL string, now time.Time) (VerificationMethod, error) {
+	m, err := d.signingKey(didURL, now)
+	if err != nil {
+		return VerificationMethod{}, err
+	}
+	if CheckEd25519PublicKey(m.PublicKey) != nil {
+		return VerificationMethod{}, errDIDDoc("the sender's signing key is of small order or in non-canonical form")
+	}
+	return m, nil
+}
+
+// signingKey is SigningKey without the check of the selected key.
+func (d *DIDDocument) signingKey(didURL string, now time.Time) (VerificationMethod, error) {
 	if BareDID(didURL) != d.ID {
 		return VerificationMethod{}, errNoKey("did document does not belong to the sender")
 	}

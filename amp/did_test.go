@@ -136,7 +136,8 @@ func method(id, typ, kt string, pub []byte, extra string) string {
 
 // TestSigningKeySelection is RFC 001 §8.9, rule by rule.
 func TestSigningKeySelection(t *testing.T) {
-	pk := func(b byte) []byte { k := make([]byte, 32); k[0] = b; return k }
+	// Distinct keys, none of small order (CheckEd25519PublicKey).
+	pk := func(b byte) []byte { k := make([]byte, 32); k[0], k[1] = b, 0x5a; return k }
 	now := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 	doc := `{"id":"did:web:a.example","verificationMethod":[` +
 		method("#b", "Multikey", "mk", pk(2), "") + "," +
@@ -205,8 +206,9 @@ func TestSigningKeySelection(t *testing.T) {
 
 func TestParseDIDDocumentRefuses(t *testing.T) {
 	pub := make([]byte, 32)
+	pub[0] = 0x5a // y = 90: not of small order (CheckEd25519PublicKey)
 	jwk := func(extra string) string {
-		return `{"id":"did:web:a.example","verificationMethod":[{"id":"#k","type":"JsonWebKey2020","controller":"did:web:a.example","publicKeyJwk":{"kty":"OKP","crv":"Ed25519","x":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"` + extra + `}}],"assertionMethod":["#k"]}`
+		return `{"id":"did:web:a.example","verificationMethod":[{"id":"#k","type":"JsonWebKey2020","controller":"did:web:a.example","publicKeyJwk":{"kty":"OKP","crv":"Ed25519","x":"WgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"` + extra + `}}],"assertionMethod":["#k"]}`
 	}
 	if _, err := ParseDIDDocument([]byte(jwk(""))); err != nil {
 		t.Fatalf("valid jwk document refused: %v", err)

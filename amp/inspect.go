@@ -122,8 +122,51 @@ func JSONValue(item []byte) (json.RawMessage, error) {
 	if _, err := (Limits{}).Canonical(item); err != nil {
 		return nil, err
 	}
-	out, _ := appendJSON(nil, item, 0)
+	j := jsonWriter{data: item}
+	j.textKeys(0)
+	out, _ := j.value(nil, 0)
 	return out, nil
+}
+
+// jsonWriter renders one item that has passed the scanner. Whether a map
+// becomes an object depends on all of its keys, which come before their
+// values' subtrees are rendered; textKeys therefore records, for every map
+// in the order its head appears, whether all its keys are text strings, in
+// one walk of the item. Rendering is then linear too (docs/SPEC-DECISIONS.md
+// AMP-15): no map walks its subtree twice.
+type jsonWriter struct {
+	data []byte
+	// objects holds, per map in head order, whether it renders as an
+	// object; next is the index of the next map the rendering meets.
+	objects []bool
+	next    int
+}
+
+// textKeys walks the item at data[off:], filling objects, and returns the
+// offset after it.
+func (j *jsonWriter) textKeys(off int) int {
+	h, _ := ReadHead(j.data, off)
+	off += h.Size
+	switch h.Major {
+	case MajorBytes, MajorText:
+		return off + int(h.Arg)
+	case MajorArray:
+		for i := uint64(0); i < h.Arg; i++ {
+			off = j.textKeys(off)
+		}
+	case MajorMap:
+		index := len(j.objects)
+		j.objects = append(j.objects, true)
+		for i := uint64(0); i < h.Arg; i++ {
+			if kh, _ := ReadHead(j.data, off); kh.Major != MajorText {
+				j.objects[index] = false
+			}
+			off = j.textKeys(j.textKeys(off))
+		}
+	case MajorTag:
+		return j.textKeys(off)
+	}
+	return off
 }
 
 func appendJSONString(dst []byte, s string) []byte {
@@ -131,8 +174,9 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, b...)
 }
 
-// appendJSON renders the item at data[off:], which has passed the scanner.
-func appendJSON(dst, data []byte, off int) ([]byte, int) {
+// value renders the item at data[off:] and returns the offset after it.
+func (j *jsonWriter) value(dst []byte, off int) ([]byte, int) {
+	data := j.data
 	h, _ := ReadHead(data, off)
 	start := off
 	off += h.Size
@@ -163,28 +207,21 @@ func appendJSON(dst, data []byte, off int) ([]byte, int) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst, off = appendJSON(dst, data, off)
+			dst, off = j.value(dst, off)
 		}
 		return append(dst, ']'), off
 	case MajorMap:
-		allText := true
-		p := off
-		for i := uint64(0); i < h.Arg; i++ {
-			kh, _ := ReadHead(data, p)
-			if kh.Major != MajorText {
-				allText = false
-			}
-			p = itemEnd(data, itemEnd(data, p))
-		}
-		if allText {
+		object := j.objects[j.next]
+		j.next++
+		if object {
 			dst = append(dst, '{')
 			for i := uint64(0); i < h.Arg; i++ {
 				if i > 0 {
 					dst = append(dst, ',')
 				}
-				dst, off = appendJSON(dst, data, off)
+				dst, off = j.value(dst, off)
 				dst = append(dst, ':')
-				dst, off = appendJSON(dst, data, off)
+				dst, off = j.value(dst, off)
 			}
 			return append(dst, '}'), off
 		}
@@ -194,9 +231,9 @@ func appendJSON(dst, data []byte, off int) ([]byte, int) {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"key":`...)
-			dst, off = appendJSON(dst, data, off)
+			dst, off = j.value(dst, off)
 			dst = append(dst, `,"value":`...)
-			dst, off = appendJSON(dst, data, off)
+			dst, off = j.value(dst, off)
 			dst = append(dst, '}')
 		}
 		return append(dst, "]}"...), off
@@ -204,7 +241,7 @@ func appendJSON(dst, data []byte, off int) ([]byte, int) {
 		dst = append(dst, `{"tag":`...)
 		dst = strconv.AppendUint(dst, h.Arg, 10)
 		dst = append(dst, `,"value":`...)
-		dst, off = appendJSON(dst, data, off)
+		dst, off = j.value(dst, off)
 		return append(dst, '}'), off
 	}
 	// Simple values and floats.

@@ -1,0 +1,221 @@
+package amp
+
+import (
+	"bytes"
+	"encoding/hex"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// manyItems returns an array of 15 arrays of 65,536 zeros: about one
+// million items in about one megabyte, in deterministic form.
+func manyItems() []byte {
+	out := AppendHead(nil, MajorArray, 15)
+	for range 15 {
+		out = AppendHead(out, MajorArray, 1<<16)
+		out = append(out, make([]byte, 1<<16)...)
+	}
+	return out
+}
+
+// fastestOfThree returns the shortest of three runs of fn.
+func fastestOfThree(fn func()) time.Duration {
+	best := time.Duration(1<<63 - 1)
+	for range 3 {
+		start := time.Now()
+		fn()
+		best = min(best, time.Since(start))
+	}
+	return best
+}
+
+// TestJSONValueWalksEachNestedMapsSubtreeAgain covers CPU out of
+// proportion to a peer's CAP_RESULT.
+//
+// Attack: a provider answers a CAP_INVOKE with a result of 30 nested
+// one-pair maps {"a": {"a": ... }} around about a million small items
+// (one megabyte, deterministic, within every cap). client.Call and
+// `ampagent invoke` render the result with amp.JSONValue.
+//
+// Before: the renderer first walked every pair of a map with itemEnd to
+// decide whether all keys are text, which walks each value's whole
+// subtree, and then rendered the pairs, whose nested maps walked their
+// subtrees again: every item was visited once per enclosing map, 30 times
+// here (up to 32 under the default depth cap).
+//
+// Should: rendering is linear in the item, whatever its nesting. The bound
+// compares the nested result with the same items at depth 1 (the same
+// bytes to render, one map): at most 4 times as long. Before the fix it
+// took about 10 times as long; the fastest of three runs each is
+// compared, so a busy machine does not decide the outcome.
+func TestJSONValueWalksEachNestedMapsSubtreeAgain(t *testing.T) {
+	items := manyItems()
+	flat := nestedOnePairMaps(1, items)
+	deep := nestedOnePairMaps(30, items)
+	for _, b := range [][]byte{flat, deep} {
+		if !(Limits{}).IsCanonical(b) {
+			t.Fatal("the attack item must be deterministic and within the caps")
+		}
+	}
+	var err error
+	base := fastestOfThree(func() { _, err = JSONValue(flat) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested := fastestOfThree(func() { _, err = JSONValue(deep) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nested > 4*base {
+		t.Fatalf("JSONValue of %d bytes nested 30 maps deep took %v, the same items one map deep %v (%.1f x), want at most 4 x: "+
+			"each map walks its whole subtree before rendering it", len(deep), nested, base, float64(nested)/float64(base))
+	}
+}
+
+// TestJSONValueMatchesTheReference checks that the linear renderer writes
+// byte for byte what the renderer it replaced writes, on the fuzz seeds,
+// the TestJSONValue shapes and random items (maps with text keys, with
+// other keys and with both, nested in each other).
+func TestJSONValueMatchesTheReference(t *testing.T) {
+	var inputs [][]byte
+	inputs = append(inputs, seedMessages(t)...)
+	for _, s := range []string{"a2 6161 01 6162 a1 01 02", "a2 01 a1 6161 02 6161 a1 02 03", "c1 a1 6178 f97e00", "82 a0 a1 40 f6", "a1 a1 6161 01 a1 6162 02",
+		"3bffffffffffffffff", "3b7fffffffffffffff", "f820", "f7", "fb7ff0000000000000"} {
+		inputs = append(inputs, hx(s))
+	}
+	r := rand.New(rand.NewPCG(47, 2))
+	for range 20000 {
+		inputs = append(inputs, randomItem(r, nil, 5))
+	}
+	objects, maps := 0, 0
+	for _, in := range inputs {
+		if _, err := (Limits{}).Canonical(in); err != nil {
+			continue
+		}
+		got, err := JSONValue(in)
+		if err != nil {
+			t.Fatalf("%x: %v", in, err)
+		}
+		want, _ := jsonReference(nil, in, 0)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%x: got %s, the reference writes %s", in, got, want)
+		}
+		j := jsonWriter{data: in}
+		j.textKeys(0)
+		for _, o := range j.objects {
+			if o {
+				objects++
+			} else {
+				maps++
+			}
+		}
+	}
+	t.Logf("%d maps as objects, %d others", objects, maps)
+	if objects < 1000 || maps < 1000 {
+		t.Fatalf("weak corpus: %d maps rendered as objects, %d others", objects, maps)
+	}
+}
+
+// jsonReference is the renderer JSONValue replaced (each map walks its
+// pairs with itemEnd before rendering them): the oracle of
+// TestJSONValueMatchesTheReference.
+func jsonReference(dst, data []byte, off int) ([]byte, int) {
+	h, _ := ReadHead(data, off)
+	start := off
+	off += h.Size
+	switch h.Major {
+	case MajorUint:
+		return strconv.AppendUint(dst, h.Arg, 10), off
+	case MajorNegint:
+		if h.Arg < math.MaxInt64 {
+			return strconv.AppendInt(dst, -1-int64(h.Arg), 10), off
+		}
+		if h.Arg == math.MaxUint64 {
+			return append(dst, "-18446744073709551616"...), off
+		}
+		dst = append(dst, '-')
+		return strconv.AppendUint(dst, h.Arg+1, 10), off
+	case MajorBytes:
+		n := int(h.Arg)
+		dst = append(dst, `{"bytes":"`...)
+		dst = hex.AppendEncode(dst, data[off:off+n])
+		return append(dst, `"}`...), off + n
+	case MajorText:
+		n := int(h.Arg)
+		return appendJSONString(dst, string(data[off:off+n])), off + n
+	case MajorArray:
+		dst = append(dst, '[')
+		for i := uint64(0); i < h.Arg; i++ {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst, off = jsonReference(dst, data, off)
+		}
+		return append(dst, ']'), off
+	case MajorMap:
+		allText := true
+		p := off
+		for i := uint64(0); i < h.Arg; i++ {
+			kh, _ := ReadHead(data, p)
+			if kh.Major != MajorText {
+				allText = false
+			}
+			p = itemEnd(data, itemEnd(data, p))
+		}
+		if allText {
+			dst = append(dst, '{')
+			for i := uint64(0); i < h.Arg; i++ {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst, off = jsonReference(dst, data, off)
+				dst = append(dst, ':')
+				dst, off = jsonReference(dst, data, off)
+			}
+			return append(dst, '}'), off
+		}
+		dst = append(dst, `{"map":[`...)
+		for i := uint64(0); i < h.Arg; i++ {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"key":`...)
+			dst, off = jsonReference(dst, data, off)
+			dst = append(dst, `,"value":`...)
+			dst, off = jsonReference(dst, data, off)
+			dst = append(dst, '}')
+		}
+		return append(dst, "]}"...), off
+	case MajorTag:
+		dst = append(dst, `{"tag":`...)
+		dst = strconv.AppendUint(dst, h.Arg, 10)
+		dst = append(dst, `,"value":`...)
+		dst, off = jsonReference(dst, data, off)
+		return append(dst, '}'), off
+	}
+	switch h.Info {
+	case 20:
+		return append(dst, "false"...), off
+	case 21:
+		return append(dst, "true"...), off
+	case 22:
+		return append(dst, "null"...), off
+	case 25, 26, 27:
+		f := floatValue(data[start:off])
+		switch {
+		case math.IsNaN(f):
+			return append(dst, `{"float":"NaN"}`...), off
+		case math.IsInf(f, 1):
+			return append(dst, `{"float":"Infinity"}`...), off
+		case math.IsInf(f, -1):
+			return append(dst, `{"float":"-Infinity"}`...), off
+		}
+		return strconv.AppendFloat(dst, f, 'g', -1, 64), off
+	}
+	dst = append(dst, `{"simple":`...)
+	dst = strconv.AppendUint(dst, h.Arg, 10)
+	return append(dst, '}'), off
+}
