@@ -144,6 +144,21 @@ func (r SchemaRef) cborMap() map[string]any {
 	return m
 }
 
+// Caps on the lists of one descriptor (this project's; RFC 004 sets none).
+// A peer's descriptor is checked against every list on each CAP_QUERY
+// answer, bundle import and invocation, so each list has a cap far above
+// what a publisher writes and far below amp's 65,536 items per array
+// (docs/SPEC-DECISIONS.md CAP-7). Beyond a cap decoding, Validate and
+// Encode refuse the descriptor with 4001 invalid_field.
+const (
+	// MaxDescriptorRanges caps supported_ranges, and separately
+	// deprecated_ranges. Ranges are written by hand, a few per version.
+	MaxDescriptorRanges = 64
+	// MaxCompatClaims caps compat_claims: one claim per other version of
+	// the capability that the bundle carries and supported_ranges cover.
+	MaxCompatClaims = 256
+)
+
 // Descriptor is a §4.2 capability-descriptor: one version of a capability,
 // its input and output schema references, and its compatibility claims.
 // Its id is not stored: it is always Name ":" Version (ID), which decoding
@@ -156,9 +171,11 @@ type Descriptor struct {
 	// SupportedRanges are the ranges of versions this provider accepts
 	// for invocations of this descriptor ("supported_ranges"). Nil means
 	// the field is absent: only Version itself is supported (§4.2). An
-	// empty non-nil slice is a present, empty array.
+	// empty non-nil slice is a present, empty array. At most
+	// MaxDescriptorRanges.
 	SupportedRanges []Range
-	// DeprecatedRanges ("deprecated_ranges"); nil means absent.
+	// DeprecatedRanges ("deprecated_ranges"); nil means absent. At most
+	// MaxDescriptorRanges.
 	DeprecatedRanges []Range
 	Notes            string // "notes"; empty means absent
 	// Policy is the provider's compatibility policy ("policy", RFC 004
@@ -167,7 +184,7 @@ type Descriptor struct {
 	// CompatClaims ("compat_claims") are the verdicts, computed and signed
 	// by the bundle builder, for callers of the other versions of this
 	// capability in the bundle that SupportedRanges cover. Sorted by
-	// version, one per version; nil means absent.
+	// version, one per version, at most MaxCompatClaims; nil means absent.
 	CompatClaims []CompatClaim
 	// Bridge ("bridge") references the bridge artifact (a declarative
 	// adapter, docs/FORMAT.md "Bridges") that serves callers of the
@@ -189,26 +206,37 @@ func (d Descriptor) ID() ID { return ID{Name: d.Name, Version: d.Version} }
 // it supports; under policy bridge, with its bridge, any such claim. An
 // agent lists d for a CAP_QUERY whose filter has range r exactly when
 // this holds, and a client checks what it was sent by the same rule.
+//
+// Its cost is n·log n in the numbers of claims and supported ranges, never
+// their product: the claims that could serve are collected in one pass,
+// and each supported range is then matched against them by binary search
+// (anyContained). A descriptor built in Go, which no cap applies to, is
+// no more expensive.
 func (d Descriptor) ServesInRange(r Range) bool {
 	if r.Contains(d.Version) {
 		return true
 	}
-	for _, c := range d.CompatClaims {
-		if !r.Contains(c.Version) || !d.Supports(c.Version) {
-			continue
+	var serving func(CompatClaim) bool
+	switch d.Policy {
+	case PolicyRange:
+		serving = CompatClaim.Compatible
+	case PolicyBridge:
+		if d.Bridge == nil {
+			return false
 		}
-		switch d.Policy {
-		case PolicyRange:
-			if c.Compatible() {
-				return true
-			}
-		case PolicyBridge:
-			if d.Bridge != nil {
-				return true
-			}
+		serving = func(CompatClaim) bool { return true }
+	default:
+		return false // strict or absent: no claim serves
+	}
+	// A claim in r can never name d.Version (r does not contain it), so
+	// Supports reduces to "a supported range contains it".
+	var vs []Version
+	for i := range d.CompatClaims {
+		if c := &d.CompatClaims[i]; serving(*c) && r.contains(&c.Version) {
+			vs = append(vs, c.Version)
 		}
 	}
-	return false
+	return anyContained(d.SupportedRanges, vs)
 }
 
 // Supports reports whether the descriptor declares support for v: v is its
@@ -263,6 +291,9 @@ func (d Descriptor) validate(p Profile, path string) error {
 	if err := d.OutputSchema.validate(p, fieldPath(path, "output_schema")); err != nil {
 		return err
 	}
+	if err := checkListCaps(path, len(d.SupportedRanges), len(d.DeprecatedRanges)); err != nil {
+		return err
+	}
 	for i, r := range d.SupportedRanges {
 		if r.IsZero() {
 			return badRequest(ErrInvalidRange, "%s is not a parsed range", indexPath(fieldPath(path, "supported_ranges"), i))
@@ -291,6 +322,9 @@ func (d Descriptor) validateCompat(path string) error {
 	}
 	if (d.Policy == PolicyBridge) != (d.Bridge != nil) {
 		return badRequest(ErrInvalidField, "%s: policy bridge and a bridge reference come together", fieldPath(path, "bridge"))
+	}
+	if len(d.CompatClaims) > MaxCompatClaims {
+		return tooMany(fieldPath(path, "compat_claims"), MaxCompatClaims, "claims")
 	}
 	for i, c := range d.CompatClaims {
 		ip := indexPath(fieldPath(path, "compat_claims"), i)
@@ -359,10 +393,10 @@ func decodeDescriptor(raw []byte, path string) (Descriptor, error) {
 			return Descriptor{}, err
 		}
 	}
-	if d.SupportedRanges, err = o.ranges("supported_ranges"); err != nil {
+	if d.SupportedRanges, err = o.ranges("supported_ranges", MaxDescriptorRanges); err != nil {
 		return Descriptor{}, err
 	}
-	if d.DeprecatedRanges, err = o.ranges("deprecated_ranges"); err != nil {
+	if d.DeprecatedRanges, err = o.ranges("deprecated_ranges", MaxDescriptorRanges); err != nil {
 		return Descriptor{}, err
 	}
 	if d.Notes, _, err = o.text("notes"); err != nil {
@@ -373,7 +407,7 @@ func decodeDescriptor(raw []byte, path string) (Descriptor, error) {
 		return Descriptor{}, err
 	}
 	d.Policy = Policy(policy)
-	if d.CompatClaims, err = o.claims("compat_claims"); err != nil {
+	if d.CompatClaims, err = o.claims("compat_claims", MaxCompatClaims); err != nil {
 		return Descriptor{}, err
 	}
 	if raw, ok := o.raw("bridge"); ok {
@@ -390,13 +424,34 @@ func decodeDescriptor(raw []byte, path string) (Descriptor, error) {
 	return d, nil
 }
 
-// ranges takes an optional array of ranges; nil when absent.
-func (o *object) ranges(key string) ([]Range, error) {
+// checkListCaps refuses supported_ranges or deprecated_ranges longer than
+// MaxDescriptorRanges.
+func checkListCaps(path string, supported, deprecated int) error {
+	switch {
+	case supported > MaxDescriptorRanges:
+		return tooMany(fieldPath(path, "supported_ranges"), MaxDescriptorRanges, "ranges")
+	case deprecated > MaxDescriptorRanges:
+		return tooMany(fieldPath(path, "deprecated_ranges"), MaxDescriptorRanges, "ranges")
+	}
+	return nil
+}
+
+// tooMany is the 4001 invalid_field of a list over its cap.
+func tooMany(path string, limit int, what string) error {
+	return badRequest(ErrInvalidField, "%s has more than %d %s", path, limit, what)
+}
+
+// ranges takes an optional array of at most limit ranges; nil when absent.
+// The count is checked before any item is parsed.
+func (o *object) ranges(key string, limit int) ([]Range, error) {
 	items, ok, err := o.array(key)
 	if err != nil || !ok {
 		return nil, err
 	}
 	p := fieldPath(o.path, key)
+	if len(items) > limit {
+		return nil, tooMany(p, limit, "ranges")
+	}
 	out := make([]Range, len(items))
 	for i, it := range items {
 		ip := func() string { return indexPath(p, i) }
@@ -411,13 +466,17 @@ func (o *object) ranges(key string) ([]Range, error) {
 	return out, nil
 }
 
-// claims takes an optional array of compat claims; nil when absent.
-func (o *object) claims(key string) ([]CompatClaim, error) {
+// claims takes an optional array of at most limit compat claims; nil when
+// absent. The count is checked before any item is decoded.
+func (o *object) claims(key string, limit int) ([]CompatClaim, error) {
 	items, ok, err := o.array(key)
 	if err != nil || !ok {
 		return nil, err
 	}
 	p := fieldPath(o.path, key)
+	if len(items) > limit {
+		return nil, tooMany(p, limit, "claims")
+	}
 	out := make([]CompatClaim, len(items))
 	for i, it := range items {
 		c, err := decodeObject(it, indexPath(p, i), "compat claim")

@@ -1,6 +1,9 @@
 package capability
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Limits of ranges (this project's caps).
 const (
@@ -215,4 +218,112 @@ func (r *Range) contains(v *Version) bool {
 		}
 	}
 	return true
+}
+
+// anyContained reports whether some range of rs contains some version of
+// vs, as rs[i].Contains(vs[j]) for some i, j, without trying every pair.
+// It sorts vs by precedence in place when it is not sorted already.
+//
+// The idea: over versions sorted by precedence, the versions a comparator
+// holds for are a prefix (<, <=) or a suffix (>, >=), and "=" both, so the
+// versions every comparator of a range holds for are one index span
+// [lo, hi), found with one binary search per comparator. A version of the
+// span without a prerelease is contained. One with a prerelease is
+// contained only if a comparator of the range carries a prerelease on its
+// major.minor.patch (Contains' prerelease rule); the prereleases of one
+// core are themselves a span, found by binary search per such comparator.
+// Cost: n·log n to sort n versions once, then, per range,
+// O(MaxComparators·log n).
+func anyContained(rs []Range, vs []Version) bool {
+	if len(rs) == 0 || len(vs) == 0 {
+		return false
+	}
+	byPrecedence := func(a, b Version) int { return compareVersions(&a, &b) }
+	if !slices.IsSortedFunc(vs, byPrecedence) {
+		slices.SortFunc(vs, byPrecedence)
+	}
+	// The zero Version sorts as 0.0.0 but is contained in nothing: drop it.
+	vs = slices.DeleteFunc(vs, Version.IsZero)
+	n := len(vs)
+	// releases[i] counts the versions of vs[:i] without a prerelease.
+	releases := make([]int, n+1)
+	for i := range vs {
+		releases[i+1] = releases[i]
+		if vs[i].pre == "" {
+			releases[i+1]++
+		}
+	}
+	// first returns the least index i with after(vs[i]) (false for a
+	// prefix of vs, true for the rest), or n.
+	first := func(after func(v *Version) bool) int {
+		lo, hi := 0, n
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if after(&vs[m]) {
+				hi = m
+			} else {
+				lo = m + 1
+			}
+		}
+		return lo
+	}
+	for ri := range rs {
+		r := &rs[ri]
+		if r.IsZero() {
+			continue
+		}
+		lo, hi := 0, n
+		for ci := range r.cmps {
+			c := &r.cmps[ci]
+			geq := first(func(v *Version) bool { return compareVersions(v, &c.v) >= 0 })
+			gt := first(func(v *Version) bool { return compareVersions(v, &c.v) > 0 })
+			switch c.op {
+			case opEQ:
+				lo, hi = max(lo, geq), min(hi, gt)
+			case opGT:
+				lo = max(lo, gt)
+			case opGE:
+				lo = max(lo, geq)
+			case opLT:
+				hi = min(hi, geq)
+			case opLE:
+				hi = min(hi, gt)
+			}
+		}
+		if lo >= hi {
+			continue
+		}
+		if releases[hi] > releases[lo] {
+			return true
+		}
+		for ci := range r.cmps {
+			c := &r.cmps[ci]
+			if c.v.pre == "" {
+				continue
+			}
+			// The prereleases of c's core: from the first version whose
+			// core is not below it to the first one that is c's release
+			// or above.
+			from := first(func(v *Version) bool { return compareCore(v, &c.v) >= 0 })
+			to := first(func(v *Version) bool {
+				k := compareCore(v, &c.v)
+				return k > 0 || k == 0 && v.pre == ""
+			})
+			if max(lo, from) < min(hi, to) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// compareCore compares the major.minor.patch of v and w.
+func compareCore(v, w *Version) int {
+	if c := cmpUint(v.major, w.major); c != 0 {
+		return c
+	}
+	if c := cmpUint(v.minor, w.minor); c != 0 {
+		return c
+	}
+	return cmpUint(v.patch, w.patch)
 }
