@@ -237,25 +237,37 @@ func decodeCOSE(item []byte, ctype string) (*signedObject, error) {
 	return o, nil
 }
 
-// verify checks the signatures against p and returns the distinct trusted
-// keys whose signatures verify. A trusted key with a bad signature fails
-// at once (tampering); signatures by keys p does not know are ignored; no
-// verified trusted signature at all is ErrUntrustedKey. Keys are counted
-// by their kid after deduplication: the same key under two names of p
-// counts once.
+// verify checks every signature of o against the key its kid names,
+// whether or not p trusts that key (FORMAT.md §2, "Which signatures
+// count"), and returns the distinct trusted keys among the signers. The
+// signature list is covered by no signature: a copy with a forged
+// signature under the kid of a key some other store trusts would otherwise
+// pass here and be kept and relayed, and be refused wherever that key is
+// trusted. Statements are held to the same rule (VerifyStatement runs
+// VerifyAll, FORMAT.md §21).
 func (o *signedObject) verify(p *Policy) ([]*TrustedKey, error) {
+	return o.signers(p, true)
+}
+
+// signers returns the distinct keys of p whose signatures on o verify. A
+// trusted key with a bad signature fails at once (tampering). With all,
+// every other signature is checked too, against the key its kid names
+// (checkSignature); without it, signatures by keys p does not know are
+// skipped unread (SignedObject.Verify). No verified trusted signature at
+// all is ErrUntrustedKey. Keys are counted by their kid after
+// deduplication: the same key under two names of p counts once.
+func (o *signedObject) signers(p *Policy, all bool) ([]*TrustedKey, error) {
 	var ok []*TrustedKey
 	seen := map[string]bool{}
 	for _, s := range o.signatures {
 		k, known := p.find([]byte(s.KID))
-		if !known {
+		if !known && !all {
 			continue
 		}
-		if !ed25519.Verify(k.Key, sigStructure(o.bodyProtected, s.Protected, o.payload), s.Sig) {
-			return nil, fail(ErrBadSignature, "signature by trusted key %q does not verify", k.Name).
-				WithDetails(map[string]any{"signer": k.Name, "key": amp.DIDKey(k.Key)})
+		if err := o.checkSignature(s, k); err != nil {
+			return nil, err
 		}
-		if seen[string(k.Key)] {
+		if !known || seen[string(k.Key)] {
 			continue
 		}
 		seen[string(k.Key)] = true
@@ -265,6 +277,36 @@ func (o *signedObject) verify(p *Policy) ([]*TrustedKey, error) {
 		return nil, untrustedKeyError(o)
 	}
 	return ok, nil
+}
+
+// checkSignature verifies s against the key its kid names: k, the trusted
+// key of that kid, or nil when the reader does not trust it; then the key
+// is read from the kid itself, which must be an Ed25519 did:key (FORMAT.md
+// §2: a did:key is self-describing, and no other kid is resolved, so
+// nothing here reaches the network): else unknown_format. A key read from
+// a kid is only ever used to check its own signature, never trusted. The
+// errors name a key only by its canonical did:key, never by the file's
+// bytes.
+func (o *signedObject) checkSignature(s Signature, k *TrustedKey) error {
+	var key ed25519.PublicKey
+	if k != nil {
+		key = k.Key
+	} else {
+		pub, ok := KeyFromKID(s.KID)
+		if !ok {
+			return fail(ErrUnknownFormat, "a signature's kid is not an ed25519 did:key")
+		}
+		key = pub
+	}
+	if ed25519.Verify(key, sigStructure(o.bodyProtected, s.Protected, o.payload), s.Sig) {
+		return nil
+	}
+	if k != nil {
+		return fail(ErrBadSignature, "signature by trusted key %q does not verify", k.Name).
+			WithDetails(map[string]any{"signer": k.Name, "key": amp.DIDKey(k.Key)})
+	}
+	return fail(ErrBadSignature, "the signature by %s, a key this policy does not trust, does not verify: every signature must verify, trusted or not", amp.DIDKey(key)).
+		WithDetails(map[string]any{"key": amp.DIDKey(key)})
 }
 
 // readItem reads item 0 of a bundle from br with amp's strict reader: at

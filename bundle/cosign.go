@@ -35,16 +35,13 @@ func KeyFromKID(kid string) (ed25519.PublicKey, bool) {
 }
 
 // verifyAll checks every signature of o against the key its kid names,
-// whoever that is: a co-signer adds a signature only to an object whose
-// signatures are all genuine (nothing is signed that did not verify).
+// whoever that is (checkSignature): a co-signer adds a signature only to
+// an object whose signatures are all genuine (nothing is signed that did
+// not verify), and a statement is kept and relayed only so (FORMAT.md §21).
 func (o *signedObject) verifyAll() error {
 	for _, s := range o.signatures {
-		pub, ok := KeyFromKID(s.KID)
-		if !ok {
-			return fail(ErrUnknownFormat, "a signature's kid is not an ed25519 did:key")
-		}
-		if !ed25519.Verify(pub, sigStructure(o.bodyProtected, s.Protected, o.payload), s.Sig) {
-			return fail(ErrBadSignature, "the signature by %s does not verify", s.KID)
+		if err := o.checkSignature(s, nil); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -86,7 +83,11 @@ func Cosign(w io.Writer, r io.Reader, key ed25519.PrivateKey, opts CosignOptions
 	if err != nil {
 		return nil, err
 	}
-	if err := obj.verifyAll(); err != nil {
+	// Every signature, against the key its kid names (verify, as any
+	// reader of a bundle checks them).
+	policy := obj.selfPolicy()
+	verified, err := obj.verify(policy)
+	if err != nil {
 		return nil, err
 	}
 	m, err := DecodeManifest(obj.payload)
@@ -96,16 +97,11 @@ func Cosign(w io.Writer, r io.Reader, key ed25519.PrivateKey, opts CosignOptions
 	if exp := m.ExpiresAt; exp != nil && !opts.Now().Before(*exp) {
 		return nil, fail(ErrExpired, "bundle expired at %s; an expired bundle is not signed", exp.Format(time.RFC3339))
 	}
-	policy := obj.selfPolicy()
 	ropts := ReaderOptions{Policy: policy, Now: opts.Now, MaxManifestSize: opts.MaxManifestSize, MaxArtifactSize: opts.MaxArtifactSize}
 	for _, a := range m.Artifacts {
 		if a.Size > uint64(opts.MaxArtifactSize) {
 			return nil, fail(ErrTooLarge, "artifact %s is larger than the %d-byte limit", a.Key, opts.MaxArtifactSize)
 		}
-	}
-	verified, err := obj.verify(policy)
-	if err != nil {
-		return nil, err
 	}
 	if err := obj.addSignature(key); err != nil {
 		return nil, err

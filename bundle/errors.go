@@ -11,7 +11,7 @@ const (
 	ErrUnknownFormat        amp.ErrName = "unknown_format"        // not a v1 bundle: wrong tag, structure, headers or format string
 	ErrMalformed            amp.ErrName = "malformed_bundle"      // not strict deterministic CBOR, or a manifest of the wrong shape
 	ErrUnsupportedAlgorithm amp.ErrName = "unsupported_algorithm" // a signature that is not EdDSA (-8)
-	ErrBadSignature         amp.ErrName = "bad_signature"         // a trusted key's signature does not verify
+	ErrBadSignature         amp.ErrName = "bad_signature"         // a signature does not verify under the key its kid names
 	ErrUntrustedKey         amp.ErrName = "untrusted_key"         // no signature by a trusted key
 	ErrUntrustedNamespace   amp.ErrName = "untrusted_namespace"   // signer not trusted for the bundle_id, a capability namespace or a DID
 	ErrExpired              amp.ErrName = "expired"               // now >= expires_at

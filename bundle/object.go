@@ -56,14 +56,20 @@ func (o *SignedObject) PayloadSHA256() []byte {
 // item is not one): how an importer tells a bundle from a statement.
 func ContentType(item []byte) string { return coseContentType(item) }
 
-// VerifyAll checks every signature against the key its kid names.
+// VerifyAll checks every signature against the key its kid names,
+// trusted or not (FORMAT.md §2, §21): a kid that is not an Ed25519
+// did:key is unknown_format, a signature that does not verify
+// bad_signature.
 func (o *SignedObject) VerifyAll() error { return o.obj.verifyAll() }
 
-// Verify checks the signatures against p (FORMAT.md §2: unknown keys
-// ignored, a bad trusted signature fails) and returns the distinct trusted
-// keys whose signatures verify.
+// Verify checks the signatures of keys p trusts (a bad one fails) and
+// returns the distinct trusted keys whose signatures verify. Signatures by
+// keys p does not know are not read: a caller that keeps or relays the
+// file runs VerifyAll as well (VerifyStatement does, and a bundle's
+// reader checks every signature, FORMAT.md §2); Verify alone only counts
+// signers of a file already checked so.
 func (o *SignedObject) Verify(p *Policy) ([]TrustedKey, error) {
-	ks, err := o.obj.verify(p)
+	ks, err := o.obj.signers(p, false)
 	if err != nil {
 		return nil, err
 	}

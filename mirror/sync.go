@@ -729,6 +729,12 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		if err != nil {
 			return nil, err
 		}
+		// Every signature verifies, as the store's import requires
+		// (FORMAT.md §2): a copy with a forged co-signature is refused
+		// here, before it is charged to its publisher's signers.
+		if err := obj.VerifyAll(); err != nil {
+			return nil, err
+		}
 		return bundle.VerifyFor(obj, p, in.Manifest)
 	})
 	if err != nil {
