@@ -413,7 +413,9 @@ func (m *Manifest) validateSchemaRefs(d *capability.Descriptor, byKey map[string
 }
 
 // validateAliases checks each alias: printable text of bounded length
-// naming a capability this bundle carries.
+// naming a capability this bundle carries. An alias key that is a valid
+// capability name is scoped like one by Namespaces, when the signers are
+// admitted (docs/SPEC-DECISIONS.md BUNDLE-7).
 func (m *Manifest) validateAliases(names map[string]bool) error {
 	for typ, target := range m.Aliases {
 		if typ == "" || len(typ) > maxAliasLen || strings.ContainsFunc(typ, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
@@ -447,17 +449,28 @@ func (m *Manifest) Artifact(key string) (ArtifactEntry, bool) {
 	return ArtifactEntry{}, false
 }
 
-// Namespaces returns what a signer must be trusted for: the bundle id, and
-// the namespace of every capability (sorted, unique).
+// Namespaces returns the capability namespaces a signer must be trusted
+// for besides the bundle id: the namespace of every capability, and of
+// every alias key that is itself a valid capability name (sorted,
+// unique). An alias key is a legacy type a caller may send, and a type
+// that spells a capability name claims that name in its namespace
+// (docs/SPEC-DECISIONS.md BUNDLE-7): a bundle may not reach into a
+// namespace its signers are not trusted for through its aliases.
 func (m *Manifest) Namespaces() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, d := range m.Capabilities {
-		ns, _, err := capability.SplitName(d.Name)
+	add := func(name string) {
+		ns, _, err := capability.SplitName(name)
 		if err == nil && !seen[ns] {
 			seen[ns] = true
 			out = append(out, ns)
 		}
+	}
+	for _, d := range m.Capabilities {
+		add(d.Name)
+	}
+	for typ := range m.Aliases {
+		add(typ)
 	}
 	sort.Strings(out)
 	return out

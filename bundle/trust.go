@@ -153,7 +153,8 @@ func (k *TrustedKey) covers(name string) bool {
 }
 
 // coversManifest reports whether the key may publish m: its bundle_id and
-// every capability namespace.
+// every namespace m reaches (Namespaces: those of its capabilities and of
+// its alias keys that are capability names).
 func (k *TrustedKey) coversManifest(m *Manifest) bool {
 	if !k.covers(m.BundleID) {
 		return false

@@ -112,8 +112,10 @@
 // Ordering (§6.5). newest-first sorts by (name ASC bytewise, version DESC),
 // oldest-first by (name ASC, version ASC), versions in the total order above.
 //
-// Legacy types. ResolveType: an explicit alias wins (4002 if it names an
-// unknown capability); a type that is a known canonical name is itself;
-// otherwise the unique known name whose slug equals the type; several are
-// 4001 ambiguous_type naming the sorted candidates; none is 4002.
+// Legacy types. ResolveType: a type that is a known canonical name is
+// itself; otherwise an explicit alias wins (4002 if it names an unknown
+// capability; ResolveTypeClaims: 4001 ambiguous_type when authorities of
+// several namespaces claim it); otherwise the unique known name whose slug
+// equals the type; several are 4001 ambiguous_type naming the sorted
+// candidates; none is 4002.
 package capability

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
@@ -289,12 +290,17 @@ func checkOwners(tx *bolt.Tx, installed map[string]*bundle.Manifest, add problem
 	})
 	_ = bucket(tx, bAliases).ForEach(func(k, v []byte) error {
 		var ar aliasRecord
-		if decode(v, &ar) != nil || len(ar.Owners) == 0 {
+		if decode(v, &ar) != nil {
 			add("alias", "alias %q has no owner", k)
 			return nil
 		}
-		for _, o := range ar.Owners {
-			ownerOf("alias", o, func(m *bundle.Manifest) bool { return m.Aliases[string(k)] == ar.Name })
+		for _, c := range ar.claims() {
+			if len(c.Owners) == 0 {
+				add("alias", "alias %q has no owner", k)
+			}
+			for _, o := range c.Owners {
+				ownerOf("alias", o, func(m *bundle.Manifest) bool { return m.Aliases[string(k)] == c.Name })
+			}
 		}
 		return nil
 	})
@@ -374,7 +380,9 @@ func checkBundleIndex(tx *bolt.Tx, m *bundle.Manifest, add problems) {
 	for typ, name := range m.Aliases {
 		raw := bucket(tx, bAliases).Get([]byte(typ))
 		var ar aliasRecord
-		if raw == nil || decode(raw, &ar) != nil || ar.Name != name {
+		if raw == nil || decode(raw, &ar) != nil || !slices.ContainsFunc(ar.claims(), func(c aliasClaim) bool {
+			return c.Name == name && slices.Contains(c.Owners, m.BundleID)
+		}) {
 			add("alias", "alias %q of bundle %s is not indexed", typ, m.BundleID)
 		}
 	}

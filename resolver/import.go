@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 )
 
@@ -74,7 +76,7 @@ type ImportResult struct {
 	Version         uint64   `json:"version"`
 	PreviousVersion uint64   `json:"previous_version,omitempty"` // 0 when the bundle_id was not installed
 	Downgrade       bool     `json:"downgrade"`
-	Unchanged       bool     `json:"unchanged"` // the same bundle was already installed: nothing changed
+	Unchanged       bool     `json:"unchanged"` // the same release (manifest payload) was already installed: nothing changed
 	Signers         []string `json:"signers"`
 	Artifacts       int      `json:"artifacts"`
 	NewBlobs        int      `json:"new_blobs"` // blobs the import added (the others were shared)
@@ -85,6 +87,9 @@ type ImportResult struct {
 	Delta *DeltaResult `json:"delta,omitempty"`
 	// signerKeys are the did:keys of the signers that counted.
 	signerKeys []string
+	// counted are the signers that counted, with their scopes (an alias
+	// claim conflicts within what they all speak for: claimsConflict).
+	counted []bundle.TrustedKey
 }
 
 // DeltaResult describes what a delta import took from its base.
@@ -123,7 +128,9 @@ type staged struct {
 //
 // A newer version of an installed bundle_id replaces the older one in the
 // same final transaction; blobs nothing references any more are deleted.
-// Importing the very bundle that is installed is a no-op (Unchanged).
+// Importing the release that is installed is a no-op (Unchanged): the very
+// file, or its manifest payload under another signature list that meets
+// the store's policy (sameRelease); the installed file is kept.
 //
 // Every outcome is audited with the actor and the file's SHA-256: an
 // accepted import ("import" or "downgrade"), an unchanged one
@@ -383,7 +390,8 @@ func streamCut(err error) bool {
 func importResultOf(br *bundle.Reader) *ImportResult {
 	m := br.Manifest()
 	res := &ImportResult{BundleID: m.BundleID, Version: m.Version}
-	for _, k := range br.Signers() {
+	res.counted = br.Signers()
+	for _, k := range res.counted {
 		res.Signers = append(res.Signers, k.Name)
 		res.signerKeys = append(res.signerKeys, amp.DIDKey(k.Key))
 	}
@@ -396,7 +404,7 @@ func importResultOf(br *bundle.Reader) *ImportResult {
 
 // checkBeforeStaging makes the cheap refusals before any artifact is
 // read (repeated in the final transaction): whether the store takes this
-// version (checkAgainstStore), and whether it is the very bundle
+// version (checkAgainstStore), and whether it is the release
 // installed (unchanged). For a delta it records what comes from the base
 // and, unless unchanged, loads that base (base).
 func (s *Store) checkBeforeStaging(br *bundle.Reader, opts ImportOptions, res *ImportResult) (unchanged bool, base *deltaBase, err error) {
@@ -428,7 +436,8 @@ func (s *Store) checkBeforeStaging(br *bundle.Reader, opts ImportOptions, res *I
 	return false, base, nil
 }
 
-// importUnchanged ends the import of the very bundle that is installed:
+// importUnchanged ends the import of the release that is installed (the
+// very file, or its manifest payload under other signatures, sameRelease):
 // it still reads it all (a file that matches the installed manifest but
 // carries altered artifacts is refused, not reported as fine) and audits
 // it as import_unchanged.
@@ -786,7 +795,7 @@ func (s *Store) recoverPending() error {
 // checkAgainstStore applies the store's rules to a verified manifest:
 // rollback protection and conflicts with other bundles. It fills
 // res.PreviousVersion and res.Downgrade, and reports whether the same
-// bundle is already installed.
+// release is already installed (sameRelease).
 func checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDowngrade bool, res *ImportResult) (bool, error) {
 	res.PreviousVersion, res.Downgrade = 0, false
 	if versionRevoked(tx, m.BundleID, m.Version) {
@@ -797,7 +806,7 @@ func checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDown
 		if err := decode(raw, &cur); err != nil {
 			return false, err
 		}
-		if cur.Version == m.Version && bytes.Equal(cur.Signed, signed) {
+		if cur.Version == m.Version && sameRelease(cur.Signed, signed) {
 			return true, nil
 		}
 		res.PreviousVersion = cur.Version
@@ -842,12 +851,64 @@ func checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDown
 			if err := decode(raw, &ar); err != nil {
 				return false, err
 			}
-			if ar.Name != name {
-				return false, fail(ErrAliasConflict, "legacy type %q already names %s", typ, ar.Name)
+			// Claims of different authorities are kept side by side (the
+			// type then resolves as ambiguous, BUNDLE-9); within what
+			// this bundle's signers speak for, the first claim holds.
+			for _, c := range ar.claims() {
+				if claimsConflict(c.Name, name, res.counted) {
+					return false, fail(ErrAliasConflict, "legacy type %q already names %s", typ, c.Name)
+				}
 			}
 		}
 	}
 	return false, nil
+}
+
+// sameRelease reports whether two signed manifests (COSE_Sign items) are
+// one release: byte-identical, or carrying the same manifest payload under
+// other signature lists (docs/SPEC-DECISIONS.md BUNDLE-8): the list of
+// signatures is covered by none of them, so a co-signed, trimmed or
+// re-ordered copy of the installed release is that release, as a
+// statement is its payload (TRUST-19). The caller has verified signed
+// under the store's policy; an installed item that does not decode is
+// never the same release.
+func sameRelease(installed, signed []byte) bool {
+	if bytes.Equal(installed, signed) {
+		return true
+	}
+	a, err := bundle.DecodeObject(installed, bundle.MediaTypeManifest)
+	if err != nil {
+		return false
+	}
+	b, err := bundle.DecodeObject(signed, bundle.MediaTypeManifest)
+	if err != nil {
+		return false
+	}
+	return bytes.Equal(a.Payload, b.Payload)
+}
+
+// claimsConflict reports whether a bundle whose counting signers are
+// signers may not claim a legacy type for name because the type is
+// claimed for existing (docs/SPEC-DECISIONS.md BUNDLE-9): the names differ
+// and every one of the signers speaks for the namespace of existing (so
+// two names of one namespace always conflict, the signers being trusted
+// for the bundle's own). A claim in a namespace one of them is not trusted
+// for is another authority's: both are kept. A name that does not split,
+// or no signer, fails closed (a conflict).
+func claimsConflict(existing, name string, signers []bundle.TrustedKey) bool {
+	if existing == name {
+		return false
+	}
+	ns, _, err := capability.SplitName(existing)
+	if err != nil || len(signers) == 0 {
+		return true
+	}
+	for _, k := range signers {
+		if !k.CoversScope(ns) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkDIDs refuses a DID that another bundle already documents.
@@ -902,13 +963,20 @@ func install(tx *bolt.Tx, m *bundle.Manifest, signed []byte, arts []staged, res 
 	}
 	aliases := bucket(tx, bAliases)
 	for typ, name := range m.Aliases {
-		ar := aliasRecord{Name: name}
+		var cs []aliasClaim
 		if raw := aliases.Get([]byte(typ)); raw != nil {
+			var ar aliasRecord
 			if err := decode(raw, &ar); err != nil {
 				return err
 			}
+			cs = ar.claims()
 		}
-		ar.Owners = addOwner(ar.Owners, m.BundleID)
+		i := slices.IndexFunc(cs, func(c aliasClaim) bool { return c.Name == name })
+		if i < 0 {
+			cs, i = append(cs, aliasClaim{Name: name}), len(cs)
+		}
+		cs[i].Owners = addOwner(cs[i].Owners, m.BundleID)
+		ar, _ := aliasRecordOf(cs)
 		if err := aliases.Put([]byte(typ), encode(ar)); err != nil {
 			return err
 		}
@@ -1001,20 +1069,28 @@ func uninstall(tx *bolt.Tx, bundleID string) ([]string, error) {
 	}
 	aliases := bucket(tx, bAliases)
 	var update []struct {
-		k  []byte
-		ar aliasRecord
+		k    []byte
+		ar   aliasRecord
+		keep bool
 	}
 	if err := aliases.ForEach(func(k, v []byte) error {
 		var ar aliasRecord
 		if err := decode(v, &ar); err != nil {
 			return err
 		}
-		if owners := removeOwner(ar.Owners, bundleID); len(owners) != len(ar.Owners) {
-			ar.Owners = owners
+		cs, changed := ar.claims(), false
+		for i := range cs {
+			if owners := removeOwner(cs[i].Owners, bundleID); len(owners) != len(cs[i].Owners) {
+				cs[i].Owners, changed = owners, true
+			}
+		}
+		if changed {
+			next, keep := aliasRecordOf(cs)
 			update = append(update, struct {
-				k  []byte
-				ar aliasRecord
-			}{clone(k), ar})
+				k    []byte
+				ar   aliasRecord
+				keep bool
+			}{clone(k), next, keep})
 		}
 		return nil
 	}); err != nil {
@@ -1022,7 +1098,7 @@ func uninstall(tx *bolt.Tx, bundleID string) ([]string, error) {
 	}
 	for _, u := range update {
 		var err error
-		if len(u.ar.Owners) == 0 {
+		if !u.keep {
 			err = aliases.Delete(u.k)
 		} else {
 			err = aliases.Put(u.k, encode(u.ar))

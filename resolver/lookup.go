@@ -27,12 +27,24 @@ type Catalog struct {
 	Names []string
 	// ByName holds each name's descriptors in ascending SemVer order.
 	ByName map[string][]Entry
-	// Aliases maps legacy types to canonical names.
+	// Aliases maps legacy types to canonical names. A type that bundles
+	// of several authorities claim (docs/SPEC-DECISIONS.md BUNDLE-9) maps
+	// to AmbiguousAlias, which names no capability: a reader of Aliases
+	// alone answers it 4002 rather than taking one claim, or a slug match,
+	// as the answer; TypeClaims gives its claims.
 	Aliases map[string]string
+	// aliasClaims maps every legacy type to the canonical names installed
+	// bundles claim for it, sorted (TypeClaims); nil in a catalog built
+	// from Aliases alone.
+	aliasClaims map[string][]string
 	// validUntil is the earliest expiry of the bundles it offers (zero
 	// when none expires): the clock moves without the generation.
 	validUntil time.Time
 }
+
+// AmbiguousAlias is the target Catalog.Aliases gives a legacy type claimed
+// for several names: not a capability name, so it resolves to none.
+const AmbiguousAlias = "(ambiguous)"
 
 // Versions returns the versions of name, ascending.
 func (c *Catalog) Versions(name string) []capability.Version {
@@ -54,10 +66,30 @@ func (c *Catalog) Lookup(id capability.ID) (Entry, bool) {
 	return Entry{}, false
 }
 
-// ResolveType maps a legacy type to a canonical name (explicit alias, else
-// a unique slug match; RFC 004 A.7).
+// TypeClaims returns the canonical names installed bundles claim for the
+// legacy type typ, sorted: several when bundles of different authorities
+// claim it (docs/SPEC-DECISIONS.md BUNDLE-9; the type then resolves as
+// ambiguous, capability.ResolveTypeClaims). A catalog built from Aliases
+// alone (one decoded from a document) answers from Aliases.
+func (c *Catalog) TypeClaims(typ string) []string {
+	if c.aliasClaims != nil {
+		return c.aliasClaims[typ]
+	}
+	if n, ok := c.Aliases[typ]; ok {
+		return []string{n}
+	}
+	return nil
+}
+
+// ResolveType maps a legacy type to a canonical name (a canonical name is
+// itself, else the names its aliases claim, else a unique slug match; RFC
+// 004 A.7).
 func (c *Catalog) ResolveType(typ string) (string, error) {
-	return capability.ResolveType(typ, c.Aliases, c.Names)
+	var claims map[string][]string
+	if names := c.TypeClaims(typ); len(names) > 0 {
+		claims = map[string][]string{typ: names}
+	}
+	return capability.ResolveTypeClaims(typ, claims, c.Names)
 }
 
 type catalogCache struct {
@@ -76,7 +108,7 @@ func (s *Store) Catalog() (*Catalog, error) {
 		(c.validUntil.IsZero() || s.opts.AllowExpired || s.opts.Now().Before(c.validUntil)) {
 		return c, nil
 	}
-	c := &Catalog{ByName: map[string][]Entry{}, Aliases: map[string]string{}}
+	c := &Catalog{ByName: map[string][]Entry{}, Aliases: map[string]string{}, aliasClaims: map[string][]string{}}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c.Generation = getU64(bucket(tx, bMeta).Get([]byte(kGeneration)))
 		// A revoked bundle's capabilities are not offered (fail closed).
@@ -131,7 +163,13 @@ func (s *Store) Catalog() (*Catalog, error) {
 			if err := decode(v, &ar); err != nil {
 				return err
 			}
-			c.Aliases[string(k)] = ar.Name
+			names := ar.names()
+			sort.Strings(names)
+			c.aliasClaims[string(k)] = names
+			c.Aliases[string(k)] = names[0]
+			if len(names) > 1 {
+				c.Aliases[string(k)] = AmbiguousAlias
+			}
 			return nil
 		})
 	})

@@ -48,11 +48,58 @@ type descRecord struct {
 	Descriptor []byte `cbor:"descriptor"` // deterministic CBOR (capability.Descriptor.Encode)
 }
 
-// aliasRecord maps a legacy type to a canonical name; every bundle that
-// declares the alias is an owner (all owners agree on the name).
+// aliasRecord maps a legacy type to the canonical names installed bundles
+// claim for it (docs/SPEC-DECISIONS.md BUNDLE-9). The first claim is Name
+// and Owners, so that a record of schema version 3, which held one name,
+// is read as that one claim and a record of one claim is encoded as
+// before; the claims after it are in More. Every bundle that declares the
+// alias is an owner of its claim; no two claims name the same capability,
+// and no two names of one capability namespace are claimed (that is an
+// alias_conflict).
 type aliasRecord struct {
+	Name   string       `cbor:"name"`
+	Owners []string     `cbor:"owners"`
+	More   []aliasClaim `cbor:"more,omitempty"`
+}
+
+// aliasClaim is one canonical name claimed for a legacy type, and the
+// bundles that claim it.
+type aliasClaim struct {
 	Name   string   `cbor:"name"`
 	Owners []string `cbor:"owners"`
+}
+
+// claims returns every claim of the record, the first one first.
+func (ar *aliasRecord) claims() []aliasClaim {
+	return append([]aliasClaim{{Name: ar.Name, Owners: ar.Owners}}, ar.More...)
+}
+
+// names returns the canonical names the record's claims name.
+func (ar *aliasRecord) names() []string {
+	out := make([]string, 0, 1+len(ar.More))
+	for _, c := range ar.claims() {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// aliasRecordOf is the record of claims cs, the claims without owners
+// left out; ok is false when none is left (the record is deleted).
+func aliasRecordOf(cs []aliasClaim) (ar aliasRecord, ok bool) {
+	var kept []aliasClaim
+	for _, c := range cs {
+		if len(c.Owners) > 0 {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == 0 {
+		return aliasRecord{}, false
+	}
+	ar = aliasRecord{Name: kept[0].Name, Owners: kept[0].Owners}
+	if len(kept) > 1 {
+		ar.More = kept[1:]
+	}
+	return ar, true
 }
 
 // didRecord locates a DID document inside an installed bundle.

@@ -27,8 +27,17 @@ import (
 // and kept up to date: a build before it refuses such a store instead of
 // opening it without them (docs/SPEC-DECISIONS.md TSTATE-5). This build
 // opens a version 2 store too: read-only as it is, and at its first
-// writable open it upgrades it to 3 (upgradeStore).
-const SchemaVersion = 3
+// writable open it upgrades it to 4 (upgradeStore). Version 4 lets an
+// alias record hold claims of several namespaces (aliasRecord.More,
+// docs/SPEC-DECISIONS.md BUNDLE-9), which a build of version 3 would read
+// as the first claim alone; a record of versions 2 and 3 is one claim, so
+// a version 3 store is read as it is and upgraded by setting the version
+// (upgradeAliasClaims).
+const SchemaVersion = 4
+
+// schemaVersionOneClaimAliases is the last schema version whose alias
+// records hold one claim.
+const schemaVersionOneClaimAliases = 3
 
 // minSchemaVersion is the oldest schema version this build opens.
 const minSchemaVersion = 2
@@ -308,6 +317,8 @@ func (s *Store) init() error {
 			switch getU64(meta.Get([]byte(kSchemaVersion))) {
 			case SchemaVersion:
 				return createBuckets(tx)
+			case schemaVersionOneClaimAliases:
+				return upgradeAliasClaims(tx)
 			case minSchemaVersion:
 				return s.upgradeStore(tx)
 			}

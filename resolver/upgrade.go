@@ -66,6 +66,17 @@ func (s *Store) upgradeStore(tx *bolt.Tx) error {
 	return meta.Put([]byte(kSchemaVersion), u64(SchemaVersion))
 }
 
+// upgradeAliasClaims upgrades a version 3 store to SchemaVersion inside
+// tx, the transaction of its first writable open by this build: its alias
+// records, each one claim, are records of version 4 as they are, so only
+// the version changes (all or nothing, as upgradeStore).
+func upgradeAliasClaims(tx *bolt.Tx) error {
+	if err := createBuckets(tx); err != nil {
+		return err
+	}
+	return bucket(tx, bMeta).Put([]byte(kSchemaVersion), u64(SchemaVersion))
+}
+
 // UpgradeError reports why this writable open left a version 2 store
 // unupgraded: a value of the wrong size the upgrade read (store_io,
 // docs/SPEC-DECISIONS.md TSTATE-5 and TSTATE-6), which ampbundle check
