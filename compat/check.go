@@ -210,28 +210,38 @@ func finding(v Verdict, rule string, p part, kw string, format string, args ...a
 }
 
 // flatten expands "$ref" and "allOf" of each root into one conjunction.
+// Each part it reaches costs the check a unit of work, and a unit more
+// per valuesPerStep of its members (chargeValues), so a conjunction met
+// at many steps counts at each; once the check's work or the matrix's
+// budget is spent it stops, the view too_complex.
 func (c *checker) flatten(s *side, roots []part) view {
 	var v view
 	type seenKey struct {
-		scope int
-		id    string
+		scope          int
+		base, key, ptr string // node.id
 	}
-	var seen []seenKey
+	seen := map[seenKey]struct{}{}
 	var walk func(p part)
 	walk = func(p part) {
-		key := seenKey{p.scope, p.n.id()}
-		for _, x := range seen {
-			if x == key {
-				return
-			}
+		key := seenKey{p.scope, p.n.base, p.n.doc.key, p.n.ptr}
+		if _, ok := seen[key]; ok {
+			return
 		}
-		if len(seen) > 4096 {
+		if len(seen) > maxConjunction {
 			if len(v.bad) == 0 {
-				v.bad = append(v.bad, finding(Unknown, "too_complex", p, "", "more than 4096 schemas in one conjunction"))
+				v.bad = append(v.bad, finding(Unknown, "too_complex", p, "", "more than %d schemas in one conjunction", maxConjunction))
 			}
 			return
 		}
-		seen = append(seen, key)
+		if c.work > MaxValueWork || c.spent() {
+			if len(v.bad) == 0 {
+				v.bad = append(v.bad, c.tooComplex(p))
+			}
+			return
+		}
+		seen[key] = struct{}{}
+		m, _ := p.n.v.(map[string]any)
+		c.chargeValues(len(m), 1) // the checker passes over its members
 		switch x := p.n.v.(type) {
 		case bool:
 			if !x && !v.never {
@@ -261,6 +271,18 @@ func (c *checker) flatten(s *side, roots []part) view {
 		walk(r)
 	}
 	return v
+}
+
+// maxConjunction bounds the schemas flatten puts in one conjunction.
+const maxConjunction = 4096
+
+// tooComplex is the finding of a check past its bounds, at part p: the
+// matrix's budget spent, or the check's own.
+func (c *checker) tooComplex(p part) Finding {
+	if c.spent() {
+		return finding(Unknown, "too_complex", p, "", "the matrix's comparison budget is spent")
+	}
+	return finding(Unknown, "too_complex", p, "", "the comparison exceeds the checker's bounds")
 }
 
 func memoKey(a, b []part) string {
@@ -302,10 +324,7 @@ func (c *checker) subset(a, b []part) []Finding {
 	if c.steps > MaxSteps || c.work > MaxValueWork || c.depth > MaxDepth || c.spent() {
 		if !c.over {
 			c.over = true
-			if c.spent() {
-				return []Finding{finding(Unknown, "too_complex", b[0], "", "the matrix's comparison budget is spent")}
-			}
-			return []Finding{finding(Unknown, "too_complex", b[0], "", "the comparison exceeds the checker's bounds")}
+			return []Finding{c.tooComplex(b[0])}
 		}
 		return []Finding{{Verdict: Unknown, Rule: "too_complex"}}
 	}
@@ -1371,7 +1390,7 @@ func typePart(name string) part {
 // of the conjunction (the union was split before).
 func expanded(have map[string]bool, p part, kw string, n int) bool {
 	for i := 0; i < n; i++ {
-		if have[p.n.id()+"/"+kw+"/"+strconv.Itoa(i)] {
+		if ch, ok := p.n.child(kw, strconv.Itoa(i)); ok && have[ch.id()] {
 			return true
 		}
 	}

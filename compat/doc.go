@@ -28,7 +28,15 @@
 // relative "$ref" resolves against it (or against the document's absolute
 // "$id") by RFC 3986, then a fragment that is a JSON pointer or a
 // "$anchor" selects the subschema. A reference to anything the bundle does
-// not hold is never followed: the check is Unknown (unresolved_ref).
+// not hold is never followed: the check is Unknown (unresolved_ref). So is
+// one the offline validator might resolve otherwise: a "$ref" inside a
+// subschema with its own "$id" (an embedded schema resource), one out of a
+// document that holds embedded resources to another document, a JSON
+// pointer that enters an embedded resource, an anchor that does not name
+// exactly one subschema of its document, and a fragment whose percent
+// encoding the validator reads differently. A document whose "$schema"
+// names another draft than 2020-12 is not compared (unreadable_schema):
+// the validator reads it by that draft.
 //
 // # Method
 //
@@ -122,7 +130,9 @@
 // verdict is Unknown (too_complex). Listed values (enum, const) are
 // compared by canonical forms read once per document, and a comparison
 // that passes over a list costs a unit of work per 64 values (and per
-// 128 bytes of each number it reads exactly), and a regular expression
+// 128 bytes of each number it reads exactly), each schema "$ref" and
+// "allOf" flatten into a conjunction a unit (and a unit per 64 of its
+// members), and a regular expression
 // a unit per 4 bytes of it to parse, what compiling it builds (half a
 // unit an instruction, an eighth a character-class range, charged before
 // it is built), and per 256 instructions × bytes of each string it is

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
 
@@ -43,7 +44,8 @@ const (
 	// passed over and per 128 bytes of a number read exactly, and the
 	// regular expressions run on listed values and member names (per 4
 	// bytes parsed, what compiling builds, per 256 instructions × bytes
-	// matched). Apart, so
+	// matched), and the schemas flattened into conjunctions ("$ref",
+	// "allOf": one a schema, and one per 64 of its members). Apart, so
 	// that no check that stayed within MaxSteps before lists were
 	// charged changes its verdict (or a signed claim's) unless its lists
 	// alone pass this bound.
@@ -62,10 +64,13 @@ func artifactURL(key string) string { return schemagraph.ArtifactURL(key) }
 
 // document is one parsed schema artifact.
 type document struct {
-	key   string
-	base  string // absolute $id of the root, or the synthetic URL
-	root  any
-	index *schemagraph.Resource // built on the first anchor reference
+	key  string
+	base string // absolute $id of the root, or the synthetic URL
+	root any
+	// index is built on the first reference that needs it (an anchor,
+	// or a target outside the document); dups is its Duplicates as a set.
+	index *schemagraph.Resource
+	dups  map[string]bool
 	listedCache
 }
 
@@ -76,16 +81,21 @@ type node struct {
 	ptr  string // JSON pointer of the value inside doc
 	base string
 	v    any // bool or map[string]any
-	uid  string
+	// embedded: the value, or a subschema on the way to it from the
+	// document's root, has its own "$id" (an embedded schema resource,
+	// JSON Schema 2020-12 §8.2.1); its references are not followed.
+	embedded bool
 }
 
-// mkNode builds a node and its identity.
+// mkNode builds a node.
 func mkNode(d *document, ptr, base string, v any) node {
-	return node{doc: d, ptr: ptr, base: base, v: v, uid: d.key + "#" + ptr}
+	return node{doc: d, ptr: ptr, base: base, v: v}
 }
 
-// id identifies the node for memoisation.
-func (n node) id() string { return n.uid }
+// id identifies the node for memoisation: its base, artifact and
+// pointer, so that one value met under two bases is two nodes (its
+// references resolve differently).
+func (n node) id() string { return n.base + "\x00" + n.doc.key + "#" + n.ptr }
 
 // side is one loader with its parsed documents.
 type side struct {
@@ -147,6 +157,11 @@ func (s *side) parse(key string) (*document, string) {
 	}
 	base := artifactURL(key)
 	if m, ok := v.(map[string]any); ok {
+		if sv, present := m["$schema"]; offlineschema.SchemaDraft(sv, present) != 2020 {
+			// The validator reads other drafts otherwise (before
+			// 2019-09 a "$ref" hides its siblings).
+			return nil, fmt.Sprintf("artifact %q is not a draft 2020-12 schema (its $schema), which the checker does not compare", key)
+		}
 		if id, ok := m["$id"].(string); ok {
 			if u, err := url.Parse(id); err == nil {
 				u.Fragment = ""
@@ -171,9 +186,14 @@ func parseJSON(b []byte) (any, error) {
 
 // resolve follows a "$ref" (or "$dynamicRef" treated as a plain reference
 // is never done: callers only pass "$ref") written in n. It returns the
-// target node, or a reason it cannot be resolved inside the bundle.
+// target node, or a reason it cannot be resolved inside the bundle as the
+// validator resolves it.
 func (s *side) resolve(n node, ref string) (node, string) {
-	k := [2]string{n.doc.key + "\x00" + n.base, ref}
+	from := n.doc.key + "\x00" + n.base
+	if n.embedded {
+		from += "\x00embedded"
+	}
+	k := [2]string{from, ref}
 	s.mu.Lock()
 	r, ok := s.refs[k]
 	s.mu.Unlock()
@@ -187,7 +207,27 @@ func (s *side) resolve(n node, ref string) (node, string) {
 	return t, e
 }
 
+// The checker follows a reference only where it resolves it as the
+// offline validator (jsonschema v5.3.1) does; where an embedded schema
+// resource (a subschema with its own "$id") could make the two differ,
+// or an anchor names more than one subschema, it does not follow it and
+// the check is Unknown (unresolved_ref). The validator resolves a
+// "$ref" against the base of the nearest enclosing "$id", looks the
+// target up first among the embedded resources of the document that
+// holds the "$ref", and reads a JSON pointer from the resource it found;
+// the checker knows only artifacts and their roots.
+const (
+	whyEmbeddedRef    = "the reference is inside a subschema with its own $id (an embedded schema resource), which the checker does not follow"
+	whyEmbeddedTarget = "the document holds subschemas with their own $id (embedded schema resources), one of which the reference may name, which the checker does not follow"
+	whyEmbeddedPath   = "the pointer %q in artifact %q enters a subschema with its own $id (an embedded schema resource), which the checker does not follow"
+	whyFragmentForm   = "the fragment %q is read differently by the validator (percent-encoded)"
+	whyAnchorAmbig    = "the anchor %q does not name one subschema of artifact %q"
+)
+
 func (s *side) resolveOnce(n node, ref string) (node, string) {
+	if n.embedded {
+		return node{}, whyEmbeddedRef
+	}
 	u, frag, err := schemagraph.Resolve(n.base, ref)
 	switch err {
 	case schemagraph.ErrBaseURI:
@@ -195,11 +235,16 @@ func (s *side) resolveOnce(n node, ref string) (node, string) {
 	case schemagraph.ErrRefURI:
 		return node{}, "the reference is not a valid uri"
 	}
+	if !sameFragment(ref, frag) {
+		return node{}, fmt.Sprintf(whyFragmentForm, frag)
+	}
 	target := u.String()
 	var key string
 	switch {
 	case target == n.doc.base:
 		key = n.doc.key
+	case s.embeds(n.doc):
+		return node{}, whyEmbeddedTarget
 	case u.Scheme == urlScheme:
 		if u.Host != "" || u.User != nil || u.RawQuery != "" || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
 			return node{}, "the reference names no artifact of this bundle"
@@ -232,20 +277,106 @@ func (s *side) resolveOnce(n node, ref string) (node, string) {
 		default:
 			return node{}, fmt.Sprintf("the pointer %q in artifact %q is not a schema", frag, key)
 		}
+		if entersResource(d.root, frag) {
+			return node{}, fmt.Sprintf(whyEmbeddedPath, frag, key)
+		}
 		return mkNode(d, frag, d.base, v), ""
 	default:
-		s.mu.Lock()
-		if d.index == nil {
-			d.index = schemagraph.Index(d.root)
+		idx, dups := s.indexOf(d)
+		if dups[frag] {
+			return node{}, fmt.Sprintf(whyAnchorAmbig, frag, key)
 		}
-		p, ok := d.index.Anchors[frag]
-		s.mu.Unlock()
+		p, ok := idx.Anchors[frag]
+		if dp, dok := idx.DynamicAnchors[frag]; dok && ok && dp != p {
+			// The validator reads a "$dynamicAnchor" as an anchor too
+			// (one alone is not followed: not in Anchors).
+			return node{}, fmt.Sprintf(whyAnchorAmbig, frag, key)
+		}
 		if ok {
-			v, _ := schemagraph.Pointer(d.root, p)
-			return mkNode(d, p, d.base, v), ""
+			if v, found := schemagraph.Pointer(d.root, p); found && !entersResource(d.root, p) {
+				return mkNode(d, p, d.base, v), ""
+			}
+			return node{}, fmt.Sprintf(whyAnchorAmbig, frag, key)
 		}
 		return node{}, fmt.Sprintf("the anchor %q is not in artifact %q", frag, key)
 	}
+}
+
+// indexOf returns d's index (schemagraph.Index, built once) and its
+// Duplicates as a set.
+func (s *side) indexOf(d *document) (*schemagraph.Resource, map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d.index == nil {
+		d.index = schemagraph.Index(d.root)
+		d.dups = make(map[string]bool, len(d.index.Duplicates))
+		for _, k := range d.index.Duplicates {
+			d.dups[k] = true
+		}
+	}
+	return d.index, d.dups
+}
+
+// embeds reports whether d may hold an embedded schema resource the
+// validator would find a reference's target among: one its index lists,
+// or one past what the index recorded.
+func (s *side) embeds(d *document) bool {
+	idx, _ := s.indexOf(d)
+	return len(idx.IDs) > 0 || idx.Partial
+}
+
+// entersResource reports whether the JSON pointer ptr (which names a
+// value of root) passes through or ends at an object, below root, that
+// has an "$id" member: there the validator resolves against that "$id"
+// (or, in a position that is not a subschema, in an order the checker
+// does not model).
+func entersResource(root any, ptr string) bool {
+	if ptr == "" {
+		return false
+	}
+	v := root
+	for tok := range strings.SplitSeq(ptr[1:], "/") {
+		var ok bool
+		if v, ok = schemagraph.Pointer(v, "/"+tok); !ok {
+			return true
+		}
+		if m, ok := v.(map[string]any); ok {
+			if _, ok := m["$id"]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sameFragment reports whether the validator reads the fragment of ref
+// as frag (its percent-decoded form, which the checker reads): the
+// validator splits a JSON pointer at "/" and undoes "~1" and "~0" before
+// percent-decoding each token, and compares an anchor undecoded, so a
+// fragment whose encoding differs from frag is only the same where no
+// "%" is decoded into a "/", a "~" or an anchor.
+func sameFragment(ref, frag string) bool {
+	i := strings.IndexByte(ref, '#')
+	if i < 0 {
+		return frag == ""
+	}
+	raw := ref[i+1:]
+	if !strings.Contains(raw, "%") {
+		return true
+	}
+	if !strings.HasPrefix(frag, "/") {
+		return raw == frag
+	}
+	var toks []string
+	for tok := range strings.SplitSeq(strings.TrimPrefix(raw, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		t, err := url.PathUnescape(tok)
+		if err != nil {
+			return false
+		}
+		toks = append(toks, schemagraph.EscapeToken(t))
+	}
+	return "/"+strings.Join(toks, "/") == frag
 }
 
 // escape escapes one JSON pointer token.
@@ -279,13 +410,18 @@ func (n node) child(tokens ...string) (node, bool) {
 	default:
 		return node{}, false
 	}
-	base := n.base
+	base, embedded := n.base, n.embedded
 	if m, ok := v.(map[string]any); ok {
-		if id, ok := m["$id"].(string); ok {
-			if u, _, err := schemagraph.Resolve(base, id); err == nil {
-				base = u.String()
+		if raw, ok := m["$id"]; ok {
+			embedded = true
+			if id, ok := raw.(string); ok {
+				if u, _, err := schemagraph.Resolve(base, id); err == nil {
+					base = u.String()
+				}
 			}
 		}
 	}
-	return mkNode(n.doc, p, base, v), true
+	c := mkNode(n.doc, p, base, v)
+	c.embedded = embedded
+	return c, true
 }

@@ -105,56 +105,195 @@ func Pointer(v any, ptr string) (any, bool) {
 type Resource struct {
 	// Anchors and DynamicAnchors map each "$anchor" and "$dynamicAnchor"
 	// name to the JSON pointer of the first subschema declaring it, in
-	// the order of a depth-first walk with members in name order.
+	// the order of a depth-first walk with keywords and members in name
+	// order.
 	Anchors        map[string]string
 	DynamicAnchors map[string]string
 	// IDs maps the pointer of each embedded resource to its "$id" as
-	// written; the index does not look inside it.
+	// written; its anchors are not the document's.
 	IDs map[string]string
-	// Duplicates lists anchor names declared more than once (either kind).
+	// Duplicates lists, in the order found, the anchor names that do not
+	// name one subschema of the document: declared by two subschemas
+	// (either keyword, either kind), or also declared inside an embedded
+	// resource (whose "$id" may resolve to the document's own URI, when
+	// the validator counts its anchors as the document's: Index does not
+	// know the document's URI).
 	Duplicates []string
+	// Partial reports that the pointers to record passed
+	// MaxIndexPointerBytes: the anchors and IDs met after that are left
+	// out (their names still count for Duplicates).
+	Partial bool
+
+	path  []string            // escaped tokens from the root to the value walked
+	plen  int                 // the length of r.path as a pointer
+	bytes int                 // pointer text recorded so far
+	first map[string]struct{} // anchor names (either kind) declared so far
+	inner map[string]struct{} // anchor names declared inside embedded resources
+	dups  map[string]struct{} // the names in Duplicates
 }
 
-// Index indexes the resource rooted at root. Values of "enum", "const",
-// "examples" and "default" are data, not schemas: they are not walked.
+// MaxIndexPointerBytes bounds the pointer text one Index records, in all:
+// a document of many anchors under a long member name would otherwise
+// cost the name's length for each.
+const MaxIndexPointerBytes = DefaultMaxBytes
+
+// Where a keyword's value holds subschemas.
+const (
+	posSelf = 1 << iota // the value is a schema
+	posItem             // the value is an array of schemas
+	posProp             // the value is an object whose member values are schemas
+)
+
+// subschemaKeywords are the keywords whose values jsonschema v5.3.1
+// (its Draft2020 table of subschema keywords, which holds
+// every earlier draft's) walks when it lists a document's subschemas,
+// which is where it looks for "$id", "$anchor" and "$dynamicAnchor".
+// Nothing else is a schema position: an anchor inside "enum", "const",
+// "default", "examples" or an unknown keyword is data.
+var subschemaKeywords = map[string]int{
+	"$defs": posProp, "definitions": posProp, "properties": posProp, "patternProperties": posProp,
+	"dependencies": posProp, "dependentSchemas": posProp,
+	"not": posSelf, "additionalProperties": posSelf, "additionalItems": posSelf, "propertyNames": posSelf,
+	"contains": posSelf, "if": posSelf, "then": posSelf, "else": posSelf, "unevaluatedProperties": posSelf,
+	"unevaluatedItems": posSelf, "contentSchema": posSelf,
+	"allOf": posItem, "anyOf": posItem, "oneOf": posItem, "prefixItems": posItem,
+	"items": posSelf | posItem,
+}
+
+// sortedSubschemaKeywords is subschemaKeywords in name order, the order
+// Index walks a schema's keywords in.
+var sortedSubschemaKeywords = slices.Sorted(maps.Keys(subschemaKeywords))
+
+// Index indexes the resource rooted at root, read as draft 2020-12: it
+// walks only the subschemas the validator walks (subschemaKeywords),
+// visits no scalar, and builds a JSON pointer only for a subschema it
+// records, so its time and memory are linear in the document (pointer
+// text at most MaxIndexPointerBytes). A subschema whose "$id" has a URI
+// part (not "" nor a bare fragment, which the validator ignores) is an
+// embedded resource: recorded in IDs, its anchors are not the
+// document's.
 func Index(root any) *Resource {
-	r := &Resource{Anchors: map[string]string{}, DynamicAnchors: map[string]string{}, IDs: map[string]string{}}
-	r.walk(root, "")
+	r := &Resource{Anchors: map[string]string{}, DynamicAnchors: map[string]string{}, IDs: map[string]string{},
+		first: map[string]struct{}{}, inner: map[string]struct{}{}, dups: map[string]struct{}{}}
+	r.walk(root, false)
+	for _, k := range slices.Sorted(maps.Keys(r.inner)) {
+		if _, ok := r.first[k]; ok {
+			r.duplicate(k)
+		}
+	}
+	r.path, r.first, r.inner, r.dups = nil, nil, nil, nil
 	return r
 }
 
-func (r *Resource) walk(v any, ptr string) {
-	switch x := v.(type) {
-	case map[string]any:
-		if id, ok := x["$id"]; ok && ptr != "" {
-			s, _ := id.(string)
-			r.IDs[ptr] = s
-			return
-		}
-		r.add(r.Anchors, x["$anchor"], ptr)
-		r.add(r.DynamicAnchors, x["$dynamicAnchor"], ptr)
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			if k != "enum" && k != "const" && k != "examples" && k != "default" {
-				r.walk(x[k], ptr+"/"+EscapeToken(k))
-			}
-		}
-	case []any:
-		for i, e := range x {
-			r.walk(e, ptr+"/"+strconv.Itoa(i))
-		}
-	}
-}
-
-func (r *Resource) add(into map[string]string, name any, ptr string) {
-	s, ok := name.(string)
+// walk indexes the schema v at r.path; embedded: v is inside an embedded
+// resource, whose anchor names are only collected.
+func (r *Resource) walk(v any, embedded bool) {
+	x, ok := v.(map[string]any)
 	if !ok {
 		return
 	}
-	if _, dup := into[s]; dup {
-		if !slices.Contains(r.Duplicates, s) {
-			r.Duplicates = append(r.Duplicates, s)
+	if !embedded && len(r.path) > 0 {
+		if id, ok := x["$id"].(string); ok && !strings.HasPrefix(id, "#") && id != "" {
+			if p, ok := r.pointer(); ok {
+				r.IDs[p] = id
+			}
+			embedded = true
 		}
+	}
+	a, isAnchor := x["$anchor"].(string)
+	r.declare(a, isAnchor, r.Anchors, embedded, false)
+	d, isDynamic := x["$dynamicAnchor"].(string)
+	r.declare(d, isDynamic, r.DynamicAnchors, embedded, isAnchor && a == d)
+	for _, k := range sortedSubschemaKeywords {
+		val, ok := x[k]
+		if !ok {
+			continue
+		}
+		pos := subschemaKeywords[k]
+		r.push(k)
+		if pos&posSelf != 0 {
+			r.walk(val, embedded)
+		}
+		if arr, ok := val.([]any); ok && pos&posItem != 0 {
+			for i, e := range arr {
+				if _, ok := e.(map[string]any); ok {
+					r.push(strconv.Itoa(i))
+					r.walk(e, embedded)
+					r.pop()
+				}
+			}
+		}
+		if m, ok := val.(map[string]any); ok && pos&posProp != 0 {
+			for _, name := range slices.Sorted(maps.Keys(m)) {
+				if _, ok := m[name].(map[string]any); ok {
+					r.push(name)
+					r.walk(m[name], embedded)
+					r.pop()
+				}
+			}
+		}
+		r.pop()
+	}
+}
+
+// declare records the anchor name s (ok: declared, as a string) of the
+// schema at r.path into the map of its kind. A name declared before by
+// another subschema, of either kind, is a duplicate (again: this
+// subschema declared it already, as its other kind); one inside an
+// embedded resource is only collected.
+func (r *Resource) declare(s string, ok bool, into map[string]string, embedded, again bool) {
+	if !ok {
 		return
 	}
-	into[s] = ptr
+	if embedded {
+		r.inner[s] = struct{}{}
+		return
+	}
+	if _, seen := r.first[s]; seen && !again {
+		r.duplicate(s)
+	}
+	r.first[s] = struct{}{}
+	if _, ok := into[s]; ok {
+		return
+	}
+	if p, ok := r.pointer(); ok {
+		into[s] = p
+	}
+}
+
+// duplicate lists the anchor name s in Duplicates, once.
+func (r *Resource) duplicate(s string) {
+	if _, listed := r.dups[s]; !listed {
+		r.dups[s] = struct{}{}
+		r.Duplicates = append(r.Duplicates, s)
+	}
+}
+
+// push appends the token t to r.path, escaped; pop takes the last off.
+func (r *Resource) push(t string) {
+	t = EscapeToken(t)
+	r.path = append(r.path, t)
+	r.plen += 1 + len(t)
+}
+
+func (r *Resource) pop() {
+	r.plen -= 1 + len(r.path[len(r.path)-1])
+	r.path = r.path[:len(r.path)-1]
+}
+
+// pointer renders r.path as a JSON pointer, within what is left of
+// MaxIndexPointerBytes; false (and Partial) beyond it.
+func (r *Resource) pointer() (string, bool) {
+	if r.Partial || r.bytes+r.plen > MaxIndexPointerBytes {
+		r.Partial = true
+		return "", false
+	}
+	r.bytes += r.plen
+	var b strings.Builder
+	b.Grow(r.plen)
+	for _, t := range r.path {
+		b.WriteByte('/')
+		b.WriteString(t)
+	}
+	return b.String(), true
 }
