@@ -297,12 +297,26 @@ func readSignature(s Signature) (header, []byte, error) {
 			switch {
 			case h.names[m.Name]:
 				return header{}, nil, fail(ErrSignatureMalformed, "an unprotected header repeats a protected parameter")
-			case m.Name == "alg" || m.Name == "kid" || m.Name == "typ" || m.Name == "jku" || m.Name == "crit" || m.Name == "b64":
+			case mustBeProtected(m.Name):
 				return header{}, nil, fail(ErrSignatureMalformed, "an unprotected header carries a parameter that must be protected")
 			}
 		}
 	}
 	return h, sig, nil
+}
+
+// mustBeProtected reports whether a header parameter may appear only in
+// the protected header (A2A-2): those that choose the algorithm, the key
+// or how the payload is read (alg, kid, typ, crit, b64), and every key
+// reference of RFC 7515 §4.1.2-4.1.8 (jku, jwk, x5u, x5c, x5t, x5t#S256).
+// An unprotected header is outside the signature, so anyone relaying the
+// card can add one: a key named there is the relay's, not the signer's.
+func mustBeProtected(name string) bool {
+	switch name {
+	case "alg", "kid", "typ", "crit", "b64", "jku", "jwk", "x5u", "x5c", "x5t", "x5t#S256":
+		return true
+	}
+	return false
 }
 
 // asciiEqualFold compares a and b ignoring ASCII case only, as RFC 7515

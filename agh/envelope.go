@@ -102,7 +102,8 @@ type Signer struct {
 	// DID is the agent's DID, written into "from" (and the card's
 	// peer_id). For a did:key it is derived from Key when empty.
 	DID string
-	// KeyID is the DID URL of the verification method of Key. Default:
+	// KeyID is the DID URL of the verification method of Key: the DID, or
+	// the DID with a fragment (no path or query). Default:
 	// for a did:key, DID#multikey; otherwise the bare DID, which the
 	// receiver resolves to the DID's signing key as RFC 001 senders' bare
 	// DIDs are (amp.DIDDocument.SigningKey).
@@ -127,8 +128,8 @@ func (s *Signer) resolved() (did, keyID string, err error) {
 			keyID = did + "#" + amp.EncodeMultikey(amp.KeyEd25519, pub)
 		}
 	}
-	if amp.BareDID(keyID) != did {
-		return "", "", invalid("the signer's key id is not a key of its DID")
+	if !amp.ValidDID(keyID) || len(keyID) > maxIDBytes || amp.BareDID(keyID) != did {
+		return "", "", invalid("the signer's key id is not a key of its DID (a DID or a DID URL with only a fragment, at most %d bytes)", maxIDBytes)
 	}
 	return did, keyID, nil
 }
@@ -498,18 +499,23 @@ func checkProof(m jcs.Object, t *Transfer, o ReceiveOptions, now time.Time, cb *
 	}
 	key, keyOK := member("key")
 	sig, sigOK := member("sig")
-	if len(p) != 3 || !keyOK || !sigOK || len(key) > maxIDBytes || !amp.ValidDID(amp.BareDID(key)) {
-		return amp.Named(0, ErrInvalidProof, "proof must be {type, key: a DID or DID URL, sig}")
+	// The key is outside the signed bytes, so it must be an id a DID
+	// document can name: a DID, or a DID URL with only a fragment (no path
+	// or query a relay could append and SigningKey would ignore), since it
+	// becomes Transfer.KeyID.
+	if len(p) != 3 || !keyOK || !sigOK || len(key) > maxIDBytes || !amp.ValidDID(key) {
+		return amp.Named(0, ErrInvalidProof, "proof must be {type, key: a DID or a DID URL with only a fragment, sig}")
 	}
-	sigBytes, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || len(sigBytes) != ed25519.SignatureSize {
-		return amp.Named(0, ErrInvalidProof, "proof sig must be 64 bytes in unpadded base64url")
+	sigBytes, ok := decodeSig(sig)
+	if !ok {
+		return amp.Named(0, ErrInvalidProof, "proof sig must be 64 bytes in canonical unpadded base64url")
 	}
 	did := amp.BareDID(key)
 	if did != t.From {
 		return amp.Named(0, ErrSenderMismatch, "the proof's key does not belong to the envelope's from")
 	}
 	var doc *amp.DIDDocument
+	var err error
 	switch {
 	case strings.HasPrefix(did, "did:key:"):
 		doc, err = amp.DIDKeyDocument(did)
@@ -534,6 +540,20 @@ func checkProof(m jcs.Object, t *Transfer, o ReceiveOptions, now time.Time, cb *
 	}
 	t.Verified, t.KeyID = true, key
 	return nil
+}
+
+// decodeSig decodes an Ed25519 signature written in the one spelling
+// ReceiveTransfer accepts: the unpadded base64url encoding of its 64
+// bytes, exactly as the sender writes it (the decoder alone would skip CR
+// and LF and, not Strict, ignore the unused trailing bits). The proof is
+// outside the signed bytes, so every other spelling would be a
+// byte-different envelope that still verifies.
+func decodeSig(s string) ([]byte, bool) {
+	if len(s) != base64.RawURLEncoding.EncodedLen(ed25519.SignatureSize) {
+		return nil, false
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	return b, err == nil && len(b) == ed25519.SignatureSize && base64.RawURLEncoding.EncodeToString(b) == s
 }
 
 // intMember reads an optional integer member (null counts as absent): an

@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"bytes"
+	"net/http"
 
 	"github.com/ampbundle/ampbundle/amp"
 )
@@ -23,6 +24,21 @@ const ErrMalformedBody = "malformed_json"
 // ErrBatchTooLarge names a JSON-RPC batch of more than MaxBatch
 // messages.
 const ErrBatchTooLarge = "batch_too_large"
+
+// ErrInvalidRequestID names a JSON-RPC message whose id the SDK would
+// not answer as it was sent (docs/SPEC-DECISIONS.md MCP-35): an id that is
+// not a string of at most MaxRequestIDBytes, an integer of magnitude at
+// most MaxRequestIDInt written without fraction or exponent, or null.
+const ErrInvalidRequestID = "invalid_request_id"
+
+// MaxRequestIDBytes bounds the text of a string id (as written, escapes
+// included): every answer echoes it.
+const MaxRequestIDBytes = 256
+
+// MaxRequestIDInt bounds the magnitude of an integer id, 2^53-1: go-sdk
+// v1.8.0 reads a numeric id as a float64, so a larger integer (or a
+// fraction, or -0) is answered under another id.
+const MaxRequestIDInt = 1<<53 - 1
 
 // MaxBatch bounds the messages of one JSON-RPC batch: the SDK decodes
 // each message at a fixed cost (about 66 KB) that its JSON values do not
@@ -62,16 +78,21 @@ type bodyCounter struct {
 	i           int
 	args, other int // values left
 	maxDepth    int
+	ids         bool // check each message's id (validRequestID)
 }
 
 // checkBody reads data as one JSON text of at most maxArgs values in
 // params.arguments (summed over a batch's messages), MaxEnvelopeValues
 // elsewhere, and MaxBodyDepth of nesting; the error names the first bound
-// met (ErrTooManyValues, ErrTooDeep) or ErrMalformedBody. A member name
-// is matched as written ("params", "arguments"): one spelled another way
-// (escapes, letter case) is charged to the envelope, the smaller budget.
+// met (ErrTooManyValues, ErrTooDeep), ErrMalformedBody, or
+// ErrInvalidRequestID for a message (the body, or an element of a batch)
+// with an id member the SDK would not answer as sent (validRequestID). A
+// member name is matched as written ("params", "arguments"): one spelled
+// another way (escapes, letter case) is charged to the envelope, the
+// smaller budget; an id is found under any spelling the SDK may decode to
+// "id" (escapes decoded, ASCII letter case ignored).
 func checkBody(data []byte, maxArgs int) error {
-	c := &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth}
+	c := &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true}
 	return c.text(roleRoot)
 }
 
@@ -95,8 +116,21 @@ func errBody(name string) *amp.Error {
 		return amp.Named(amp.CodeInvalidMessage, ErrTooDeep, "the request nests json more than %d deep", MaxBodyDepth)
 	case ErrBatchTooLarge:
 		return amp.Named(amp.CodeInvalidMessage, ErrBatchTooLarge, "the request batches more than %d messages", MaxBatch)
+	case ErrInvalidRequestID:
+		return amp.Named(amp.CodeInvalidMessage, ErrInvalidRequestID, "a json-rpc id must be a string of at most %d bytes, an integer of magnitude at most 2^53-1 without fraction or exponent, or null", MaxRequestIDBytes)
 	}
 	return amp.Named(amp.CodeInvalidMessage, ErrMalformedBody, "the request is not one json text")
+}
+
+// bodyStatus is the HTTP status of a body refused by checkBody: 400 for
+// one that is not a JSON-RPC text the endpoint passes on, 413 for one
+// over a bound.
+func bodyStatus(refused *amp.Error) int {
+	switch refused.Name {
+	case ErrMalformedBody, ErrInvalidRequestID:
+		return http.StatusBadRequest
+	}
+	return http.StatusRequestEntityTooLarge
 }
 
 // text reads the whole of c.s as one value in role.
@@ -229,6 +263,9 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 		if message && string(key) == "method" {
 			isCall = string(c.s[start:c.i]) == `"tools/call"`
 		}
+		if message && c.ids && nameFolds(key, "id") && !validRequestID(c.s[start:c.i]) {
+			return errBody(ErrInvalidRequestID)
+		}
 		escaped = escaped || bytes.IndexByte(key, '\\') >= 0
 		done, err := c.next('}')
 		if err != nil {
@@ -317,6 +354,97 @@ func (c *bodyCounter) str() ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// nameFolds reports whether the member name key (its text between the
+// quotes, escapes as written and already checked by str) decodes to word,
+// an ASCII word, ignoring ASCII letter case. It allocates nothing.
+func nameFolds(key []byte, word string) bool {
+	n := 0
+	for i := 0; i < len(key); i++ {
+		ch := key[i]
+		if ch == '\\' {
+			i++
+			switch key[i] {
+			case 'u':
+				r := 0
+				for _, h := range key[i+1 : i+5] {
+					r = r<<4 | hexVal(h)
+				}
+				i += 4
+				if r >= 0x80 {
+					return false // no ASCII word holds it
+				}
+				ch = byte(r)
+			case 'b':
+				ch = '\b'
+			case 'f':
+				ch = '\f'
+			case 'n':
+				ch = '\n'
+			case 'r':
+				ch = '\r'
+			case 't':
+				ch = '\t'
+			default: // '"', '\\', '/'
+				ch = key[i]
+			}
+		}
+		if n >= len(word) || lowerASCII(ch) != lowerASCII(word[n]) {
+			return false
+		}
+		n++
+	}
+	return n == len(word)
+}
+
+func lowerASCII(ch byte) byte {
+	if 'A' <= ch && ch <= 'Z' {
+		return ch + 'a' - 'A'
+	}
+	return ch
+}
+
+func hexVal(h byte) int {
+	switch {
+	case '0' <= h && h <= '9':
+		return int(h - '0')
+	case 'a' <= h && h <= 'f':
+		return int(h-'a') + 10
+	}
+	return int(h-'A') + 10
+}
+
+// validRequestID reports whether v, one JSON value as written, is an id
+// go-sdk v1.8.0 answers exactly as it was sent: null, a string of at most
+// MaxRequestIDBytes as written, or an integer written without sign of
+// zero, fraction or exponent, of magnitude at most MaxRequestIDInt (the
+// SDK carries a number as a float64 and answers int64 of it, so 1.5 is
+// answered as 1, 1e300 as an arbitrary integer, 2^53+1 as 2^53, -0 as 0).
+// MCP allows only strings and integers, null being JSON-RPC's id of an
+// answer to a request whose id could not be read.
+func validRequestID(v []byte) bool {
+	switch {
+	case string(v) == "null":
+		return true
+	case v[0] == '"':
+		return len(v)-2 <= MaxRequestIDBytes
+	}
+	digits := v
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 16 || (digits[0] == '0' && len(v) > 1) {
+		return false // -0, a leading zero, or beyond 2^53 by its length
+	}
+	n := int64(0)
+	for _, ch := range digits {
+		if ch < '0' || ch > '9' {
+			return false // fraction, exponent, or not a number
+		}
+		n = n*10 + int64(ch-'0')
+	}
+	return n <= MaxRequestIDInt
 }
 
 func isHex4(b []byte) bool {

@@ -410,11 +410,7 @@ func (h *HTTPEndpoint) readBody(w http.ResponseWriter, r *http.Request) bool {
 	if err := checkBody(body, h.b.opts.MaxParamItems); err != nil {
 		refused := err.(*amp.Error) // checkBody's errors are errBody's
 		h.b.log.Warn("mcp request refused", "limit", refused.Name)
-		status := http.StatusRequestEntityTooLarge
-		if refused.Name == ErrMalformedBody {
-			status = http.StatusBadRequest
-		}
-		jsonError(w, status, refused)
+		jsonError(w, bodyStatus(refused), refused)
 		return false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
