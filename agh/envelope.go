@@ -291,7 +291,8 @@ type Transfer struct {
 	// Verified is true when a proof by From's key verified; false for an
 	// unverified envelope accepted under AllowUnverified.
 	Verified bool
-	// KeyID is the verification method that signed it ("" unverified).
+	// KeyID is the id of the verification method that signed it, as its
+	// DID document names it, whatever the proof spelt ("" unverified).
 	KeyID string
 	// Ext is the envelope's ext, kept opaque (nil when absent): each
 	// member in the RFC 8785 form the proof covers.
@@ -538,7 +539,7 @@ func checkProof(m jcs.Object, t *Transfer, o ReceiveOptions, now time.Time, cb *
 	if !ed25519.Verify(ed25519.PublicKey(vm.PublicKey), input, sigBytes) {
 		return amp.Named(0, ErrBadProof, "the proof's signature does not verify")
 	}
-	t.Verified, t.KeyID = true, key
+	t.Verified, t.KeyID = true, vm.ID // the method the document selected, however the relay spelled it
 	return nil
 }
 

@@ -265,7 +265,7 @@ func TestProofByUnresolvableSenderIsRefused(t *testing.T) {
 			KeyType: amp.KeyEd25519, PublicKey: key.Public().(ed25519.PublicKey)}}, AssertionMethod: []string{did + "#k1"}}, nil
 	}
 	tr, err := ReceiveTransfer(env, ReceiveOptions{Now: clock, Resolve: resolve})
-	if err != nil || !tr.Verified || tr.KeyID != did {
+	if err != nil || !tr.Verified || tr.KeyID != did+"#k1" {
 		t.Fatalf("resolved: %+v %v", tr, err)
 	}
 }

@@ -2,7 +2,10 @@ package mcpbridge
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
+	"slices"
+	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/amp"
 )
@@ -72,13 +75,18 @@ const (
 // bodyCounter reads one JSON text without building it: every value
 // (scalar, array, object; member names do not count) is charged to the
 // arguments' budget (args) when it lies in a message's params.arguments,
-// else to the envelope's (other); depth is bounded. It allocates nothing.
+// else to the envelope's (other); depth is bounded. It allocates nothing
+// but the ids it compares (at most MaxBatch, each at most
+// MaxRequestIDBytes).
 type bodyCounter struct {
 	s           []byte
 	i           int
 	args, other int // values left
 	maxDepth    int
 	ids         bool // check each message's id (validRequestID)
+	// seenIDs are the ids of the body's messages so far, decoded
+	// (requestIDKey): two messages of a batch under one id are refused.
+	seenIDs []string
 }
 
 // checkBody reads data as one JSON text of at most maxArgs values in
@@ -242,6 +250,7 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 	// of duplicates it keeps the last): "m\u0065thod" may be the method
 	// it reads, so such a message is never taken for a tools/call.
 	argsBefore, isCall, escaped := c.args, false, false
+	var id []byte // the value of the last member the SDK reads as "id"
 	for {
 		if c.i >= len(c.s) || c.s[c.i] != '"' {
 			return errBody(ErrMalformedBody)
@@ -263,8 +272,13 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 		if message && string(key) == "method" {
 			isCall = string(c.s[start:c.i]) == `"tools/call"`
 		}
-		if message && c.ids && nameFolds(key, "id") && !validRequestID(c.s[start:c.i]) {
-			return errBody(ErrInvalidRequestID)
+		if message && c.ids && nameFolds(key, "id") {
+			if !validRequestID(c.s[start:c.i]) {
+				return errBody(ErrInvalidRequestID)
+			}
+			if decodesTo(key, "id") {
+				id = c.s[start:c.i]
+			}
 		}
 		escaped = escaped || bytes.IndexByte(key, '\\') >= 0
 		done, err := c.next('}')
@@ -272,6 +286,9 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 			return err
 		}
 		if done {
+			if id != nil && !c.noteID(id) {
+				return errBody(ErrInvalidRequestID)
+			}
 			if used := argsBefore - c.args; message && (!isCall || escaped) && used > 0 {
 				c.args += used
 				if c.other -= used; c.other < 0 {
@@ -415,6 +432,40 @@ func hexVal(h byte) int {
 	return int(h-'A') + 10
 }
 
+// decodesTo reports whether the member name key, as written between its
+// quotes, decodes to exactly word: the name go-sdk's decoder matches (it
+// decodes escapes and ignores other letter cases).
+func decodesTo(key []byte, word string) bool {
+	var name string
+	return json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &name) == nil && name == word
+}
+
+// noteID records a message's id (one validRequestID accepted) and reports
+// false when another message of the body carried the same id: go-sdk
+// answers a batch by id, so the second of two requests under one id was
+// dropped unanswered (and a tools/call among them may still have run).
+// MCP forbids a requester to reuse an id. Integers and strings are
+// different ids (1 and "1"); a string is compared decoded ("a" and
+// "\u0061" are one). A null id is the SDK's to refuse.
+func (c *bodyCounter) noteID(v []byte) bool {
+	if string(v) == "null" {
+		return true
+	}
+	k := "n" + string(v) // an integer as written is its one spelling
+	if v[0] == '"' {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return false
+		}
+		k = "s" + s
+	}
+	if slices.Contains(c.seenIDs, k) {
+		return false
+	}
+	c.seenIDs = append(c.seenIDs, k)
+	return true
+}
+
 // validRequestID reports whether v, one JSON value as written, is an id
 // go-sdk v1.8.0 answers exactly as it was sent: null, a string of at most
 // MaxRequestIDBytes as written, or an integer written without sign of
@@ -428,7 +479,7 @@ func validRequestID(v []byte) bool {
 	case string(v) == "null":
 		return true
 	case v[0] == '"':
-		return len(v)-2 <= MaxRequestIDBytes
+		return len(v)-2 <= MaxRequestIDBytes && exactString(v[1:len(v)-1])
 	}
 	digits := v
 	if digits[0] == '-' {
@@ -445,6 +496,54 @@ func validRequestID(v []byte) bool {
 		n = n*10 + int64(ch-'0')
 	}
 	return n <= MaxRequestIDInt
+}
+
+// exactString reports whether the JSON string body b (between its
+// quotes, as written) decodes to text without replacement: valid UTF-8
+// and every \u surrogate escape in a high-low pair. go-sdk's decoder
+// replaces a byte that is not UTF-8 and a lone surrogate with U+FFFD, and
+// would answer under that other id ("\ud800" and "\udc00" as one).
+func exactString(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		i++
+		if b[i] != 'u' {
+			continue
+		}
+		r := surrogate(b[i+1 : i+5])
+		i += 4
+		switch {
+		case r == 0:
+		case r == 2:
+			return false // a low surrogate first
+		case len(b)-i < 7 || b[i+1] != '\\' || b[i+2] != 'u' || surrogate(b[i+3:i+7]) != 2:
+			return false // a high surrogate without its low one
+		default:
+			i += 6
+		}
+	}
+	return true
+}
+
+// surrogate classes a \u escape's four hex digits: 1 a high surrogate,
+// 2 a low one, 0 neither.
+func surrogate(h []byte) int {
+	r := 0
+	for _, ch := range h {
+		r = r<<4 | hexVal(ch)
+	}
+	switch {
+	case 0xd800 <= r && r <= 0xdbff:
+		return 1
+	case 0xdc00 <= r && r <= 0xdfff:
+		return 2
+	}
+	return 0
 }
 
 func isHex4(b []byte) bool {
