@@ -42,14 +42,19 @@ type header struct {
 // canonical card without its signatures and defaults (A2A §8.4.3); any
 // other entry with the kid verifies too; and the signed card has the
 // REQUIRED members of an AgentCard. Signatures under other kids are
-// checked for form only. Nothing is returned but an error until every
-// check has passed.
+// checked for form only. A key of small order or not in canonical form
+// (amp.CheckEd25519PublicKey), which anybody can sign as, is
+// invalid_public_key. Nothing is returned but an error until every check
+// has passed.
 func Verify(data []byte, pub ed25519.PublicKey, kid string) (*Verified, error) {
 	if len(data) > MaxCardBytes {
 		return nil, fail(ErrTooLarge, "the card is larger than %d bytes", MaxCardBytes)
 	}
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, amp.Named(0, "invalid_public_key", "the verification key is not an ed25519 public key")
+	}
+	if amp.CheckEd25519PublicKey(pub) != nil {
+		return nil, amp.Named(0, "invalid_public_key", "the verification key is an ed25519 key of small order or not in canonical form: no one holds its private key, and anybody can sign as it")
 	}
 	if kid == "" {
 		kid = DIDKeyID(pub)

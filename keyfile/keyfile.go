@@ -350,7 +350,7 @@ func (k *Keys) add(der []byte) error {
 // PEM whose first block is a "PUBLIC KEY".
 func publicKeyOnly(data []byte) bool {
 	if isDER(data) {
-		_, err := parsePKIX(data)
+		_, err := decodePKIX(data)
 		return err == nil
 	}
 	block, _ := pem.Decode(data)
@@ -443,7 +443,8 @@ func (k *Keys) Identity(did string) (amp.Identity, error) {
 }
 
 // ParsePublic reads a public key given as a did:key ("did:key:z6Mk…") or as
-// the path of a PKIX PEM or DER file.
+// the path of a PKIX PEM or DER file. A key of small order or not in
+// canonical form is ErrInvalidPublicKey (amp.CheckEd25519PublicKey).
 func ParsePublic(s string) (ed25519.PublicKey, error) {
 	if strings.HasPrefix(s, "did:key:") {
 		doc, err := amp.DIDKeyDocument(amp.BareDID(s))
@@ -498,7 +499,23 @@ func ParsePublicPEM(data []byte) (ed25519.PublicKey, error) {
 	return parsePKIX(block.Bytes)
 }
 
+// parsePKIX parses a PKIX Ed25519 public key, refusing one of small order
+// or not in canonical form (amp.CheckEd25519PublicKey): no one holds its
+// private key, and crypto/ed25519.Verify accepts forged signatures for
+// it (docs/SPEC-DECISIONS.md TRUST-21).
 func parsePKIX(der []byte) (ed25519.PublicKey, error) {
+	pub, err := decodePKIX(der)
+	if err != nil {
+		return nil, err
+	}
+	if amp.CheckEd25519PublicKey(pub) != nil {
+		return nil, fail(ErrInvalidPublicKey, "public key is an ed25519 key of small order or not in canonical form: no one holds its private key, and anybody can sign as it")
+	}
+	return pub, nil
+}
+
+// decodePKIX decodes a PKIX Ed25519 public key, any 32 bytes.
+func decodePKIX(der []byte) (ed25519.PublicKey, error) {
 	k, err := x509.ParsePKIXPublicKey(der)
 	if err != nil {
 		return nil, fail(ErrInvalidPublicKey, "public key file holds an unreadable key")

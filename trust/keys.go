@@ -27,8 +27,11 @@ func finish(prev, next *State, events ...Event) *Effects {
 // the threshold of each of its scopes to it (ampbundle trust add): names
 // are unique, a key is trusted under one name only, and a key revoked
 // for a scope under one of scopes is refused (key_revoked); threshold is
-// 0 (none) or 1 to bundle.MaxSignatures. A key trust rm removed is
-// trusted again (RemovedKeys: the explicit step a policy file is not).
+// 0 (none) or 1 to bundle.MaxSignatures. A key of small order or not in
+// canonical form (amp.CheckEd25519PublicKey), which anybody can sign as,
+// is invalid_trust (docs/SPEC-DECISIONS.md TRUST-21). A key trust rm
+// removed is trusted again (RemovedKeys: the explicit step a policy file
+// is not).
 // It reads Keys, Thresholds, RevokedKeys, RemovedKeys and, when it sets a
 // threshold, Installed (pinFloors).
 func AddKey(st *State, name string, key ed25519.PublicKey, scopes []string, threshold int, now time.Time) (*State, *Effects, error) {
@@ -40,6 +43,9 @@ func AddKey(st *State, name string, key ed25519.PublicKey, scopes []string, thre
 	}
 	if len(key) != ed25519.PublicKeySize {
 		return nil, nil, fail(ErrInvalidTrust, "trusted key must be an ed25519 public key")
+	}
+	if amp.CheckEd25519PublicKey(key) != nil {
+		return nil, nil, errUnusableKey()
 	}
 	if len(scopes) == 0 {
 		return nil, nil, fail(ErrInvalidTrust, "a trusted key needs at least one scope (a reverse-domain prefix, or * for everything)")

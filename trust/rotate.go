@@ -214,7 +214,13 @@ func (s *State) add(res *RotationEffects, rot *bundle.Rotation, at, origin strin
 		if _, ok := s.Keys[a.Name]; ok {
 			return fail(ErrTrustExists, "the statement adds a key named %s, a name this store already uses", a.Name)
 		}
-		pub, _ := bundle.KeyFromKID(a.Key)
+		// bundle.ParseRotation expanded every added key already
+		// (KeyFromKID refuses one of small order, amp.CheckEd25519PublicKey);
+		// a key that does not expand is never trusted as an empty one.
+		pub, ok := bundle.KeyFromKID(a.Key)
+		if !ok || !(Key{Key: pub}).usable() {
+			return fail(bundle.ErrInvalidStatement, "the statement adds %s, which is not a did:key of an ed25519 key anyone holds", a.Key)
+		}
 		s.holdRevocation(amp.DIDKey(pub))
 		// A trust rm record (RemovedKeys) stays: the statement trusts the
 		// key for its own scope, and the record keeps a policy file from

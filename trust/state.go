@@ -32,6 +32,20 @@ type Key struct {
 // DID returns the key's did:key.
 func (k Key) DID() string { return amp.DIDKey(k.Key) }
 
+// usable reports whether a signature can be held to k's key: it passes
+// amp.CheckEd25519PublicKey (docs/SPEC-DECISIONS.md TRUST-21). No
+// function of this package trusts a key that fails it, but a store
+// written before AddKey checked may hold one: it is trusted for nothing
+// (Policy leaves it out, covering does not count it), since
+// crypto/ed25519.Verify accepts forged signatures for it.
+func (k Key) usable() bool { return amp.CheckEd25519PublicKey(k.Key) == nil }
+
+// errUnusableKey is the refusal of a key of small order or not in
+// canonical form (usable).
+func errUnusableKey() *amp.Error {
+	return fail(ErrInvalidTrust, "trusted key is an ed25519 key of small order or not in canonical form: no one holds its private key, and anybody can sign as it")
+}
+
 // Account returns the account a key's share of heartbeats of lines not
 // installed (docs/SPEC-DECISIONS.md TRUST-17) and of kept statements
 // (TRUST-18, ChargeStatement) is charged to: the did:key of the
@@ -363,14 +377,19 @@ func (s *State) KeyRevokedFor(did string, scopes []string) (string, bool) {
 
 // Policy returns the bundle trust policy of the state: its keys, by name,
 // each counting nowhere under the scopes it was revoked for, and its
-// thresholds.
+// thresholds. A key of small order or not in canonical form (usable),
+// which only a store written before AddKey refused such keys can hold,
+// is left out: a bundle reader checks a trusted key's signature against
+// the key itself, and would accept a forged one.
 func (s *State) Policy() *bundle.Policy {
 	p := &bundle.Policy{Thresholds: make(map[string]int, len(s.Thresholds))}
 	for sc, n := range s.Thresholds {
 		p.Thresholds[sc] = int(n)
 	}
 	for _, k := range s.sortedKeys() {
-		p.Keys = append(p.Keys, s.trusted(k))
+		if k.usable() {
+			p.Keys = append(p.Keys, s.trusted(k))
+		}
 	}
 	return p
 }
@@ -380,22 +399,23 @@ func (s *State) trusted(k Key) bundle.TrustedKey {
 	return bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes, Except: revokedScopes(r, ok)}
 }
 
-// VerifyingPolicy is Policy, refused (untrusted_key) when the state
-// trusts no key: nothing can be verified against it.
+// VerifyingPolicy is Policy, refused (untrusted_key) when it has no key:
+// nothing can be verified against it.
 func (s *State) VerifyingPolicy() (*bundle.Policy, error) {
-	if len(s.Keys) == 0 {
+	p := s.Policy()
+	if len(p.Keys) == 0 {
 		return nil, amp.Named(0, bundle.ErrUntrustedKey, "the store trusts no publisher key yet (ampbundle trust add)")
 	}
-	return s.Policy(), nil
+	return p, nil
 }
 
 // covering counts the trusted keys that cover scope (a key revoked where
-// scope reaches counts for nothing there).
+// scope reaches counts for nothing there, nor does one Policy leaves out).
 func (s *State) covering(scope string) int {
 	n := 0
 	for _, k := range s.Keys {
 		tk := s.trusted(k)
-		if tk.CoversScope(scope) {
+		if k.usable() && tk.CoversScope(scope) {
 			n++
 		}
 	}
