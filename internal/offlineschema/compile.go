@@ -236,7 +236,26 @@ func Compile(l Loader, rootKey string, opts Options) (sch *Schema, err error) {
 	}
 	// The worst case of one Validate, from the compiled schema, and the
 	// $dynamicRef targets no applicator leads to.
-	extra, allFound := dynamicAnchorTargets(c, sess.docs)
+	parsed := &parsedDocs{}
+	extra, allFound := dynamicAnchorTargets(c, sess.docs, parsed)
+	// Every document the compile loaded, the targets' included: one
+	// anchor name declared twice in one resource is resolved by the
+	// library in map order, so the schema would not mean one thing.
+	var dynamic []map[string]int
+	for _, key := range slices.Sorted(maps.Keys(sess.docs)) {
+		data := sess.docs[key]
+		if !mayDeclareAnchor(data) {
+			continue
+		}
+		dup, counts := duplicateAnchor(parsed.get(key, data), artifactURL(key))
+		if dup {
+			return nil, amp.Named(0, ErrInvalidSchema, "schema %q: artifact %q declares one anchor name in two places of one resource, so a reference to it has no single target", rootKey, key)
+		}
+		dynamic = append(dynamic, counts)
+	}
+	if ambiguousDynamicAnchor(dynamic) {
+		return nil, amp.Named(0, ErrInvalidSchema, "schema %q declares one $dynamicAnchor name three times in one artifact, or twice in one and again in another, so a $dynamicRef to it has no single target", rootKey)
+	}
 	cost := analyzeCost(compiled, extra, !allFound)
 	deps := slices.Sorted(maps.Keys(sess.deps))
 	return &Schema{compiled: compiled, deps: deps, byLocation: byLocation, cost: cost}, nil

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/schemagraph"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
@@ -964,9 +965,10 @@ func libraryHash(v any, h *maphash.Hash) {
 // schema, every object of the loaded documents that has a string
 // "$dynamicAnchor": the library resolves a $dynamicRef to such a schema
 // of a resource in its dynamic scope, even one no applicator leads to
-// ("$defs"). ok is false when one of them did not compile: the targets are
-// then not all known.
-func dynamicAnchorTargets(c *jsonschema.Compiler, docs map[string][]byte) (out []*jsonschema.Schema, ok bool) {
+// ("$defs"). ok is false when one of them did not compile, or when their
+// pointers were too long to record: the targets are then not all known.
+// Each document is parsed once, through parsed.
+func dynamicAnchorTargets(c *jsonschema.Compiler, docs map[string][]byte, parsed *parsedDocs) (out []*jsonschema.Schema, ok bool) {
 	ok = true
 	done := map[string]bool{}
 	for {
@@ -984,10 +986,14 @@ func dynamicAnchorTargets(c *jsonschema.Compiler, docs map[string][]byte) (out [
 		for _, key := range keys {
 			done[key] = true
 			data := docs[key]
-			if !bytes.Contains(data, []byte(`"$dynamicAnchor"`)) {
+			if !mayNameKeyword(data, "$dynamicAnchor") {
 				continue
 			}
-			for _, p := range dynamicAnchorPointers(parseForMeasure(data), "", nil) {
+			ptrs, all := dynamicAnchorPointers(parsed.get(key, data))
+			if !all {
+				ok = false
+			}
+			for _, p := range ptrs {
 				sch, err := c.Compile(artifactURL(key) + "#" + p)
 				if err != nil {
 					ok = false
@@ -999,23 +1005,101 @@ func dynamicAnchorTargets(c *jsonschema.Compiler, docs map[string][]byte) (out [
 	}
 }
 
-// dynamicAnchorPointers appends to out the JSON pointers (URI fragment
-// form) of every object in v, at ptr, that has a string "$dynamicAnchor".
-func dynamicAnchorPointers(v any, ptr string, out []string) []string {
+// mayNameKeyword reports whether the JSON text data may hold a member
+// named kw: it holds kw quoted, or a "\u" escape (a name can be spelled
+// with escapes, "\u0024dynamicAnchor", which a plain search would miss).
+func mayNameKeyword(data []byte, kw string) bool {
+	return bytes.Contains(data, []byte(`"`+kw+`"`)) || bytes.Contains(data, []byte(`\u`))
+}
+
+// maxDynamicAnchorPointerBytes bounds the pointer text one
+// dynamicAnchorPointers records, in all: a document of many
+// "$dynamicAnchor" objects under one long member name would otherwise
+// cost the name's length for each (schemagraph.MaxIndexPointerBytes, the
+// same bound for the same walk).
+const maxDynamicAnchorPointerBytes = schemagraph.MaxIndexPointerBytes
+
+// dynamicAnchorPointers returns the JSON pointers (URI fragment form) of
+// every object in v that has a string "$dynamicAnchor", in the order of a
+// depth-first walk with members in name order. It keeps a stack of
+// escaped tokens and builds a pointer only for an object it records, so
+// its time and memory are linear in v; all is false when the pointers
+// passed maxDynamicAnchorPointerBytes, the rest then left out (the caller
+// counts the targets as not all known).
+func dynamicAnchorPointers(v any) (ptrs []string, all bool) {
+	w := anchorPointerWalk{all: true}
+	w.walk(v)
+	return w.ptrs, w.all
+}
+
+// anchorPointerWalk is the state of one dynamicAnchorPointers.
+type anchorPointerWalk struct {
+	tokens []string // escaped tokens from the root to the value walked
+	plen   int      // the length of tokens as a pointer
+	bytes  int      // pointer text recorded so far
+	ptrs   []string
+	all    bool
+}
+
+func (w *anchorPointerWalk) walk(v any) {
 	switch x := v.(type) {
 	case map[string]any:
-		if _, isString := x["$dynamicAnchor"].(string); isString {
-			out = append(out, ptr)
+		if _, isString := x["$dynamicAnchor"].(string); isString && w.all {
+			if w.bytes+w.plen > maxDynamicAnchorPointerBytes {
+				w.all = false
+			} else {
+				w.bytes += w.plen
+				var b strings.Builder
+				b.Grow(w.plen)
+				for _, t := range w.tokens {
+					b.WriteByte('/')
+					b.WriteString(t)
+				}
+				w.ptrs = append(w.ptrs, b.String())
+			}
 		}
+		// Only the members that hold objects or arrays are sorted.
+		var keys []string
 		for k, c := range x {
-			out = dynamicAnchorPointers(c, ptr+"/"+fragmentToken(k), out)
+			if isContainer(c) {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			w.push(fragmentToken(k))
+			w.walk(x[k])
+			w.pop()
 		}
 	case []any:
 		for i, c := range x {
-			out = dynamicAnchorPointers(c, ptr+"/"+strconv.Itoa(i), out)
+			if isContainer(c) {
+				w.push(strconv.Itoa(i))
+				w.walk(c)
+				w.pop()
+			}
 		}
 	}
-	return out
+}
+
+func (w *anchorPointerWalk) push(t string) {
+	w.tokens = append(w.tokens, t)
+	w.plen += 1 + len(t)
+}
+
+func (w *anchorPointerWalk) pop() {
+	w.plen -= 1 + len(w.tokens[len(w.tokens)-1])
+	w.tokens = w.tokens[:len(w.tokens)-1]
+}
+
+// isContainer reports whether v is an object or an array (what a walk
+// for subschemas descends into).
+func isContainer(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
 }
 
 // fragmentToken escapes a member name as a JSON pointer token in a URI

@@ -213,7 +213,7 @@ func TestValidationBudgetNeverRefusesOrdinarySchemas(t *testing.T) {
 			nestArray(maxMessageNesting)},
 		{"expression tree, one object branch", `{"oneOf":[{"type":"number"},{"type":"object","required":["op","args"],"properties":{"op":{"enum":["+","*"]},"args":{"type":"array","items":{"$ref":"#"}}}}]}`,
 			nestExpr(maxMessageNesting / 2)},
-		{"$dynamicRef tree", `{"$id":"https://example.org/tree","$dynamicAnchor":"node","type":"object","properties":{"data":true,"children":{"type":"array","items":{"$dynamicRef":"#node"}}},"$defs":{"strict":{"$dynamicAnchor":"node","$ref":"#","unevaluatedProperties":false}}}`,
+		{"$dynamicRef tree", `{"$id":"https://example.org/tree","$dynamicAnchor":"node","type":"object","properties":{"data":true,"children":{"type":"array","items":{"$dynamicRef":"#node"}}},"$defs":{"strict":{"$id":"https://example.org/strict-tree","$dynamicAnchor":"node","$ref":"tree","unevaluatedProperties":false}}}`,
 			map[string]any{"children": []any{map[string]any{"children": []any{}}}}},
 		{"$recursiveRef tree", `{"$schema":"https://json-schema.org/draft/2019-09/schema","$recursiveAnchor":true,"type":"object","properties":{"children":{"type":"array","items":{"$recursiveRef":"#"}}}}`,
 			map[string]any{"children": []any{map[string]any{"children": []any{}}}}},

@@ -98,6 +98,11 @@
 //     JSON that is not a valid schema is invalid_schema naming the root
 //     key (the library does not say which document failed). The library's
 //     error is the cause: it may quote schema text, so it is for logs only.
+//   - Anchors: a loaded document that declares one anchor name in two
+//     subschemas of one resource, or one "$dynamicAnchor" name three times
+//     (or twice and again in another loaded document), is invalid_schema:
+//     the library would pick the target in map order, so one schema would
+//     accept a value on one run and refuse it on the next (anchors.go).
 //   - Numbers: integers are exact (int64, uint64, or json.Number beyond),
 //     floats are float64; the library compares them as exact rationals, so
 //     "maximum": 18446744073709551615 is checked exactly.

@@ -25,7 +25,9 @@ const (
 	ErrUnresolvedRef amp.ErrName = "unresolved_ref"
 	// ErrInvalidSchema (code 0): an artifact is not JSON, is not a valid
 	// schema of its draft, uses an unknown format or an unsupported pattern,
-	// or loops. The library's error is kept as the cause, for logs only.
+	// loops, or declares an anchor name that a reference could resolve to
+	// either of two schemas (anchors.go). The library's error, if any, is
+	// kept as the cause, for logs only.
 	ErrInvalidSchema amp.ErrName = "invalid_schema"
 	// ErrSchemaViolation (4004): a value does not match its schema. Details
 	// is a []Violation.

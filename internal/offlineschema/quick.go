@@ -544,6 +544,11 @@ func (w *walker) keyword(m map[string]any, kw string, root bool) bool {
 		}
 	case kw == "$anchor" && d == 2020:
 		return w.anchor(m, val)
+	case kw == "additionalItems" && d == 2020:
+		// Not applied in 2020-12, but the library still lists its
+		// subschemas, and their anchors (Compile refuses one declared
+		// twice, anchors.go): left to it.
+		return w.stop("it uses additionalItems in a draft 2020-12 schema")
 	case kw == "$ref":
 		return w.ref(val)
 	case kw == "format":
