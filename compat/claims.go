@@ -1,6 +1,11 @@
 package compat
 
 import (
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 )
@@ -19,36 +24,36 @@ const (
 // claims for callers of each other version of the same capability among descs that its
 // SupportedRanges cover (sorted by version; nil when none). Schemas are
 // read from src by the descriptors' artifact keys.
+//
+// Which versions a descriptor's ranges cover is found without trying every
+// descriptor against every range (newCoverIndex): its cost is n·log n in
+// the descriptors and ranges, plus one schema comparison per claim.
 func DeriveClaims(descs []capability.Descriptor, src *Source) [][]capability.CompatClaim {
+	ix := newCoverIndex(descs)
+	defer ix.done()
 	out := make([][]capability.CompatClaim, len(descs))
 	for i, d := range descs {
 		if d.Policy == "" {
 			continue // no policy declared: exact version only, nothing claimed
 		}
-		var cs []capability.CompatClaim
-		for j, caller := range descs {
-			if i == j || caller.Name != d.Name || caller.Version == d.Version || !covered(d, caller.Version) {
-				continue
-			}
-			r := Versions(
-				Version{Src: src, Input: caller.InputSchema.ArtifactKey, Output: caller.OutputSchema.ArtifactKey},
-				Version{Src: src, Input: d.InputSchema.ArtifactKey, Output: d.OutputSchema.ArtifactKey})
-			cs = append(cs, capability.CompatClaim{Version: caller.Version, Input: string(r.Input.Verdict), Output: string(r.Output.Verdict)})
-		}
-		capability.SortClaims(cs)
-		out[i] = cs
+		out[i] = ix.claims(d, ix.cover(d).callers(), src)
 	}
 	return out
 }
 
-// covered reports whether d's supported_ranges contain v.
-func covered(d capability.Descriptor, v capability.Version) bool {
-	for _, r := range d.SupportedRanges {
-		if r.Contains(v) {
-			return true
-		}
+// claims computes d's claims for callers (indexes into the descriptors,
+// ascending), sorted by version; nil when there are none.
+func (ix *coverIndex) claims(d capability.Descriptor, callers []int, src *Source) []capability.CompatClaim {
+	var cs []capability.CompatClaim
+	for _, j := range callers {
+		caller := ix.descs[j]
+		r := Versions(
+			Version{Src: src, Input: caller.InputSchema.ArtifactKey, Output: caller.OutputSchema.ArtifactKey},
+			Version{Src: src, Input: d.InputSchema.ArtifactKey, Output: d.OutputSchema.ArtifactKey})
+		cs = append(cs, capability.CompatClaim{Version: caller.Version, Input: string(r.Input.Verdict), Output: string(r.Output.Verdict)})
 	}
-	return false
+	capability.SortClaims(cs)
+	return cs
 }
 
 // policyProblem names how a descriptor's policy contradicts its claims, or
@@ -80,16 +85,22 @@ func policyProblem(d capability.Descriptor, claims []capability.CompatClaim) str
 // code 0) a descriptor whose policy the verdicts contradict. descs is not
 // modified; the result is a new slice.
 func Annotate(descs []capability.Descriptor, src *Source) ([]capability.Descriptor, error) {
-	claims := DeriveClaims(descs, src)
+	ix := newCoverIndex(descs)
+	defer ix.done()
 	out := make([]capability.Descriptor, len(descs))
 	for i, d := range descs {
-		if why := policyProblem(d, claims[i]); why != "" {
+		cov := ix.cover(d)
+		var claims []capability.CompatClaim
+		if d.Policy != "" {
+			claims = ix.claims(d, cov.callers(), src)
+		}
+		if why := policyProblem(d, claims); why != "" {
 			return nil, amp.Named(0, ErrClaimUnproven, "%s: %s", d.ID().String(), why)
 		}
-		if err := checkDescriptorBridge(descs, d, src); err != nil {
+		if err := checkDescriptorBridge(ix, cov, d, src); err != nil {
 			return nil, err
 		}
-		d.CompatClaims = claims[i]
+		d.CompatClaims = claims
 		out[i] = d
 	}
 	return out, nil
@@ -106,25 +117,43 @@ func Annotate(descs []capability.Descriptor, src *Source) ([]capability.Descript
 // docs/SPEC-DECISIONS.md). A descriptor with neither a policy nor
 // claims (a bundle from before policies) is left as it is: it behaves as
 // strict.
+//
+// Each descriptor's covered versions are counted before any schema is
+// compared: a descriptor whose signed claims do not number them is
+// refused without a comparison, so the comparisons are at most the
+// signed claims (capability.MaxCompatClaims per decoded descriptor).
 func VerifyClaims(descs []capability.Descriptor, src *Source) error {
-	claims := DeriveClaims(descs, src)
-	for i, d := range descs {
+	ix := newCoverIndex(descs)
+	defer ix.done()
+	for _, d := range descs {
 		if d.Policy == "" && d.CompatClaims == nil {
 			continue
 		}
-		if !noMorePermissive(d.CompatClaims, claims[i]) {
-			return amp.Named(0, ErrFalseClaim, "%s: the signed compatibility claims claim more than the verdicts derived from the bundle's schemas", d.ID().String())
+		cov := ix.cover(d)
+		var derived []capability.CompatClaim
+		if d.Policy != "" {
+			if cov.count() != len(d.CompatClaims) {
+				return falseClaims(d)
+			}
+			derived = ix.claims(d, cov.callers(), src)
 		}
-		for _, cs := range [][]capability.CompatClaim{d.CompatClaims, claims[i]} {
+		if !noMorePermissive(d.CompatClaims, derived) {
+			return falseClaims(d)
+		}
+		for _, cs := range [][]capability.CompatClaim{d.CompatClaims, derived} {
 			if why := policyProblem(d, cs); why != "" {
 				return amp.Named(0, ErrFalseClaim, "%s: %s", d.ID().String(), why)
 			}
 		}
-		if err := checkDescriptorBridge(descs, d, src); err != nil {
+		if err := checkDescriptorBridge(ix, cov, d, src); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func falseClaims(d capability.Descriptor) error {
+	return amp.Named(0, ErrFalseClaim, "%s: the signed compatibility claims claim more than the verdicts derived from the bundle's schemas", d.ID().String())
 }
 
 // noMorePermissive reports whether the signed claims name exactly the
@@ -153,7 +182,7 @@ func noMorePermissive(signed, derived []capability.CompatClaim) bool {
 // schema requires (input side) or that the output schema of any carried
 // version its supported_ranges cover requires (output side; CheckBridge).
 // Any failure is ErrBridgeMalformed or ErrBridgeDropsRequired, code 0.
-func checkDescriptorBridge(descs []capability.Descriptor, d capability.Descriptor, src *Source) error {
+func checkDescriptorBridge(ix *coverIndex, cov *coverage, d capability.Descriptor, src *Source) error {
 	if d.Bridge == nil {
 		return nil
 	}
@@ -167,20 +196,337 @@ func checkDescriptorBridge(descs []capability.Descriptor, d capability.Descripto
 		return amp.Named(0, ErrBridgeMalformed, "%s: %s", id, amp.SafeMessage(err))
 	}
 	in := Schema{Loader: src.s.l, Key: d.InputSchema.ArtifactKey}
-	checked := false
-	for _, caller := range descs {
-		if caller.Name != d.Name || caller.Version == d.Version || !covered(d, caller.Version) {
-			continue
-		}
-		checked = true
+	callers := cov.callers()
+	for _, j := range callers {
+		caller := ix.descs[j]
 		if err := CheckBridge(b, in, Schema{Loader: src.s.l, Key: caller.OutputSchema.ArtifactKey}); err != nil {
 			return amp.Named(0, ErrBridgeDropsRequired, "%s (for callers of %s): %s", id, caller.Version.String(), amp.SafeMessage(err))
 		}
 	}
-	if !checked {
+	if len(callers) == 0 {
 		// No covered caller is carried: nothing is served through the
 		// bridge, but its input side is still checked.
 		return CheckBridge(&Bridge{Input: b.Input}, in, Schema{})
 	}
 	return nil
+}
+
+// rangeProbes counts the version comparisons (a binary-search step, or a
+// Range.Contains) that finding covered versions has made, added once per
+// DeriveClaims, Annotate or VerifyClaims: the tests bound it.
+var rangeProbes atomic.Int64
+
+// coverIndex finds which carried versions a descriptor's supported_ranges
+// cover without trying every descriptor against every range, the n²
+// × ranges × comparators walk a signed bundle of 10,000 descriptors would
+// cost (docs/SPEC-DECISIONS.md COMPAT-11). Only versions of one name
+// relate, so the descriptors are grouped by name, and each group's
+// versions are sorted once by the total order (precedence, then the
+// string), releases and prereleases apart. Over sorted versions a
+// comparator holds for a prefix (<, <=), a suffix (>, >=) or a span (=),
+// so a range is one span of the releases, found by one binary search per
+// comparator, as in capability's anyContained. A prerelease is contained
+// only when a comparator of the range carries a prerelease on its
+// major.minor.patch (Range.Contains); those of one core are a span of the
+// sorted prereleases too. Cost: n·log n to sort, O(comparators·log n) per
+// range, and the covered versions themselves when they are listed.
+type coverIndex struct {
+	descs  []capability.Descriptor
+	byName map[string]*nameVersions
+	// read holds the comparators of each range string read so far: a
+	// bundle repeats its ranges.
+	read   map[string][]comparator
+	probes int64
+}
+
+// nameVersions are the carried versions of one capability name; rel and
+// pre leave the zero Version out (no range contains it).
+type nameVersions struct {
+	rel, pre []member // each sorted by the total order
+	all      []int    // the indexes of every descriptor of the name, ascending
+}
+
+type member struct {
+	i    int                // index into the descriptors
+	v    capability.Version // the descriptor's version
+	core string             // prereleases: the version's major.minor.patch
+}
+
+// comparator is one comparator of a range, as ParseRange read it.
+type comparator struct {
+	op   string             // "=", ">", ">=", "<" or "<="
+	v    capability.Version // the comparator's version
+	pre  bool               // v has a prerelease
+	core string             // pre: v's major.minor.patch
+}
+
+func newCoverIndex(descs []capability.Descriptor) *coverIndex {
+	ix := &coverIndex{descs: descs, byName: map[string]*nameVersions{}, read: map[string][]comparator{}}
+	for i := range descs {
+		d := &descs[i]
+		g := ix.byName[d.Name]
+		if g == nil {
+			g = &nameVersions{}
+			ix.byName[d.Name] = g
+		}
+		g.all = append(g.all, i)
+		if d.Version.IsZero() {
+			continue
+		}
+		core, pre := splitPrerelease(d.Version)
+		if !pre {
+			g.rel = append(g.rel, member{i: i, v: d.Version})
+			continue
+		}
+		g.pre = append(g.pre, member{i: i, v: d.Version, core: core})
+	}
+	total := func(a, b member) int { return capability.OrderOldestFirst.CompareVersions(a.v, b.v) }
+	for _, g := range ix.byName {
+		slices.SortStableFunc(g.rel, total)
+		slices.SortStableFunc(g.pre, total)
+	}
+	return ix
+}
+
+// done adds the index's comparisons to rangeProbes.
+func (ix *coverIndex) done() { rangeProbes.Add(ix.probes) }
+
+// splitPrerelease returns v's major.minor.patch and whether v has a
+// prerelease (a "-" before any build metadata; strict SemVer has none in
+// its core).
+func splitPrerelease(v capability.Version) (string, bool) {
+	s := v.String()
+	if k := strings.IndexByte(s, '+'); k >= 0 {
+		s = s[:k]
+	}
+	if k := strings.IndexByte(s, '-'); k >= 0 {
+		return s[:k], true
+	}
+	return s, false
+}
+
+// comparators reads back the comparators of r from its string, which is
+// exactly what ParseRange accepted ("" for the zero Range, which has none).
+// ok is false when a comparator does not read back, which a parsed Range
+// never has.
+func comparators(r capability.Range) ([]comparator, bool) {
+	var cs []comparator
+	for rest := r.String(); rest != ""; {
+		var tok string
+		tok, rest, _ = strings.Cut(rest, " ")
+		if tok == "" {
+			continue
+		}
+		c := comparator{op: "="}
+		for _, op := range []string{">=", "<=", ">", "<", "="} {
+			if strings.HasPrefix(tok, op) {
+				c.op, tok = op, tok[len(op):]
+				break
+			}
+		}
+		v, err := capability.ParseVersion(tok)
+		if err != nil {
+			return nil, false
+		}
+		c.v = v
+		c.core, c.pre = splitPrerelease(v)
+		cs = append(cs, c)
+	}
+	return cs, true
+}
+
+// span is [lo, hi) of the indexes of l.
+type span struct{ lo, hi int }
+
+// coverage is what one descriptor's supported_ranges cover among the
+// carried versions of its name: spans of the group's releases and
+// prereleases (merged, ascending), less the versions equal to the
+// descriptor's own (its own and duplicates: never a caller).
+type coverage struct {
+	ix       *coverIndex
+	g        *nameVersions
+	rel, pre []span
+	// relOwn and preOwn are the spans of versions equal to the
+	// descriptor's own.
+	relOwn, preOwn span
+	// slow: a range did not read back; every version of the name is
+	// tried with Range.Contains instead.
+	slow   bool
+	d      capability.Descriptor
+	listed []int
+	done   bool
+}
+
+// cover finds what d's supported_ranges cover.
+func (ix *coverIndex) cover(d capability.Descriptor) *coverage {
+	cov := &coverage{ix: ix, g: ix.byName[d.Name], d: d}
+	if cov.g == nil || len(d.SupportedRanges) == 0 {
+		return cov
+	}
+	g := cov.g
+	for _, r := range d.SupportedRanges {
+		cs, ok := ix.read[r.String()]
+		if !ok {
+			if cs, ok = comparators(r); !ok {
+				cov.slow = true
+				return cov
+			}
+			ix.read[r.String()] = cs
+		}
+		if len(cs) == 0 {
+			continue // the zero Range contains nothing
+		}
+		if s := ix.within(g.rel, cs); s.lo < s.hi {
+			cov.rel = append(cov.rel, s)
+		}
+		if len(g.pre) == 0 {
+			continue
+		}
+		s := ix.within(g.pre, cs)
+		for _, c := range cs {
+			if !c.pre || s.lo >= s.hi {
+				continue
+			}
+			// The prereleases of c's major.minor.patch: from the first
+			// whose core is not below c's (above c, or c's core; strict
+			// SemVer writes a core one way) to the first whose core is
+			// above it.
+			from := ix.first(g.pre, func(m *member) bool { return m.core == c.core || m.v.Compare(c.v) > 0 })
+			to := ix.first(g.pre, func(m *member) bool { return m.core != c.core && m.v.Compare(c.v) > 0 })
+			if lo, hi := max(s.lo, from), min(s.hi, to); lo < hi {
+				cov.pre = append(cov.pre, span{lo, hi})
+			}
+		}
+	}
+	cov.rel, cov.pre = merge(cov.rel), merge(cov.pre)
+	own := func(l []member) span {
+		return span{
+			ix.first(l, func(m *member) bool { return capability.OrderOldestFirst.CompareVersions(m.v, d.Version) >= 0 }),
+			ix.first(l, func(m *member) bool { return capability.OrderOldestFirst.CompareVersions(m.v, d.Version) > 0 }),
+		}
+	}
+	cov.relOwn, cov.preOwn = own(g.rel), own(g.pre)
+	return cov
+}
+
+// first returns the least index k of l with after(&l[k]) (false for a
+// prefix of l, true for the rest), or len(l).
+func (ix *coverIndex) first(l []member, after func(*member) bool) int {
+	return sort.Search(len(l), func(k int) bool {
+		ix.probes++
+		return after(&l[k])
+	})
+}
+
+// within is the span of l (sorted by precedence) whose versions every
+// comparator of cs holds for, by precedence alone.
+func (ix *coverIndex) within(l []member, cs []comparator) span {
+	lo, hi := 0, len(l)
+	for _, c := range cs {
+		if lo >= hi {
+			break
+		}
+		// The first version at or above c's, and the first above it.
+		geq := func() int { return ix.first(l, func(m *member) bool { return m.v.Compare(c.v) >= 0 }) }
+		gt := func() int { return ix.first(l, func(m *member) bool { return m.v.Compare(c.v) > 0 }) }
+		switch c.op {
+		case "=":
+			lo, hi = max(lo, geq()), min(hi, gt())
+		case ">":
+			lo = max(lo, gt())
+		case ">=":
+			lo = max(lo, geq())
+		case "<":
+			hi = min(hi, geq())
+		case "<=":
+			hi = min(hi, gt())
+		}
+	}
+	return span{lo, hi}
+}
+
+// merge sorts spans and joins those that overlap or touch.
+func merge(ss []span) []span {
+	if len(ss) < 2 {
+		return ss
+	}
+	slices.SortFunc(ss, func(a, b span) int { return a.lo - b.lo })
+	out := ss[:1]
+	for _, s := range ss[1:] {
+		last := &out[len(out)-1]
+		if s.lo <= last.hi {
+			last.hi = max(last.hi, s.hi)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// count is the number of covered callers, without listing them.
+func (cov *coverage) count() int {
+	if cov.slow {
+		return len(cov.callers())
+	}
+	n := 0
+	for _, ls := range []struct {
+		spans []span
+		own   span
+	}{{cov.rel, cov.relOwn}, {cov.pre, cov.preOwn}} {
+		for _, s := range ls.spans {
+			n += s.hi - s.lo - max(0, min(s.hi, ls.own.hi)-max(s.lo, ls.own.lo))
+		}
+	}
+	return n
+}
+
+// callers lists the covered callers: the indexes of the descriptors of
+// d's name, other than d's version, whose version d's supported_ranges
+// cover, ascending (the descriptors' order).
+func (cov *coverage) callers() []int {
+	if cov.done {
+		return cov.listed
+	}
+	cov.done = true
+	if cov.g == nil {
+		return nil
+	}
+	var out []int
+	if cov.slow {
+		for _, j := range cov.g.all {
+			caller := &cov.ix.descs[j]
+			if caller.Version != cov.d.Version && cov.ix.covered(cov.d, caller.Version) {
+				out = append(out, j)
+			}
+		}
+		cov.listed = out
+		return out
+	}
+	for _, ls := range []struct {
+		l     []member
+		spans []span
+		own   span
+	}{{cov.g.rel, cov.rel, cov.relOwn}, {cov.g.pre, cov.pre, cov.preOwn}} {
+		for _, s := range ls.spans {
+			for k := s.lo; k < s.hi; k++ {
+				if k < ls.own.lo || k >= ls.own.hi {
+					out = append(out, ls.l[k].i)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	cov.listed = out
+	return out
+}
+
+// covered reports whether d's supported_ranges contain v, trying each.
+func (ix *coverIndex) covered(d capability.Descriptor, v capability.Version) bool {
+	for _, r := range d.SupportedRanges {
+		ix.probes++
+		if r.Contains(v) {
+			return true
+		}
+	}
+	return false
 }
