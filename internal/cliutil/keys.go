@@ -3,6 +3,8 @@ package cliutil
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 
@@ -222,6 +224,17 @@ func ReadSigningKey(c *cli.Context, env *Env, path string) (ed25519.PrivateKey, 
 	return k.Ed25519, nil
 }
 
+// publicKeyFile reports whether data is written as a public key file: a
+// PEM "PUBLIC KEY" block, or DER that reads as a PKIX public key, whatever
+// the key inside.
+func publicKeyFile(data []byte) bool {
+	if block, _ := pem.Decode(data); block != nil {
+		return block.Type == "PUBLIC KEY"
+	}
+	_, err := x509.ParsePKIXPublicKey(data)
+	return err == nil
+}
+
 // KeyShowCommand is `key show FILE` of both tools: the public key and the
 // did:key of a private key file (asking for the passphrase of an encrypted
 // one) or of a public key file, PEM or DER.
@@ -262,6 +275,8 @@ it prints the did:key alone, for scripts: did=$(ampagent key show --did FILE).`,
 			var pub ed25519.PublicKey
 			if p, perr := keyfile.ParsePublicKey(data); perr == nil {
 				doc.Kind, pub = "public", p
+			} else if publicKeyFile(data) {
+				return perr // a public key file whose key is refused (small order, not Ed25519)
 			} else {
 				doc.Kind = "private"
 				doc.Encrypted = keyfile.IsEncrypted(data)
