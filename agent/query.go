@@ -39,9 +39,16 @@ func (a *Agent) served(cat *resolver.Catalog, name string) (entries []resolver.E
 // resolveName returns the canonical name a filter or invocation names:
 // capability wins over the legacy type (RFC 004 §6.1). A legacy type is
 // resolved as if the capabilities the caller may not use did not exist:
-// their names and the aliases to them are left out, and every failure to
-// find one is the same 4002, so that neither the answer, nor its message,
-// nor an ambiguity's candidates tell the caller about the others.
+// their names and the claims of the type for them are left out, and every
+// failure to find one is the same 4002, so that neither the answer, nor
+// its message, nor an ambiguity's candidates tell the caller about the
+// others. A type that bundles of several authorities claim
+// (docs/SPEC-DECISIONS.md BUNDLE-9) is 4001 ambiguous_type naming the
+// claimed names the caller may use, or that one name when it may use one
+// (capability.ResolveTypeClaims). resolver.AmbiguousAlias, the claim of a
+// catalog that knows only that a type is ambiguous (one decoded from an
+// older admin socket's document), is kept for every caller: it names no
+// capability, so the type is 4002, never a slug match standing in for it.
 func (a *Agent) resolveName(cat *resolver.Catalog, caller, capName, typ string) (string, error) {
 	if capName != "" {
 		return capName, nil
@@ -52,13 +59,19 @@ func (a *Agent) resolveName(cat *resolver.Catalog, caller, capName, typ string) 
 			visible = append(visible, n)
 		}
 	}
-	aliases := make(map[string]string, len(cat.Aliases))
-	for t, n := range cat.Aliases {
-		if a.cfg.Policy.AllowCapability(caller, n) {
-			aliases[t] = n
+	var claims map[string][]string
+	if typ != "" {
+		var allowed []string
+		for _, n := range cat.TypeClaims(typ) {
+			if n == resolver.AmbiguousAlias || a.cfg.Policy.AllowCapability(caller, n) {
+				allowed = append(allowed, n)
+			}
+		}
+		if len(allowed) > 0 {
+			claims = map[string][]string{typ: allowed}
 		}
 	}
-	name, err := capability.ResolveType(typ, aliases, visible)
+	name, err := capability.ResolveTypeClaims(typ, claims, visible)
 	if err != nil && amp.CodeOf(err) == amp.CodeCapabilityNotFound {
 		return "", amp.Named(amp.CodeCapabilityNotFound, "capability_not_found", "no such capability")
 	}

@@ -76,7 +76,8 @@ type ImportResult struct {
 	Version         uint64   `json:"version"`
 	PreviousVersion uint64   `json:"previous_version,omitempty"` // 0 when the bundle_id was not installed
 	Downgrade       bool     `json:"downgrade"`
-	Unchanged       bool     `json:"unchanged"` // the same release (manifest payload) was already installed: nothing changed
+	Unchanged       bool     `json:"unchanged"`          // the same release (manifest payload) was already installed: nothing changed
+	Replaced        bool     `json:"replaced,omitempty"` // the same release replaced the installed file, which was revoked (PreviousVersion is Version; BUNDLE-8)
 	Signers         []string `json:"signers"`
 	Artifacts       int      `json:"artifacts"`
 	NewBlobs        int      `json:"new_blobs"` // blobs the import added (the others were shared)
@@ -130,7 +131,9 @@ type staged struct {
 // same final transaction; blobs nothing references any more are deleted.
 // Importing the release that is installed is a no-op (Unchanged): the very
 // file, or its manifest payload under another signature list that meets
-// the store's policy (sameRelease); the installed file is kept.
+// the store's policy (sameRelease); the installed file is kept, unless it
+// is revoked (failed closed for its signers): then the copy, which meets
+// the policy now, replaces it, audited as an import of the same version.
 //
 // Every outcome is audited with the actor and the file's SHA-256: an
 // accepted import ("import" or "downgrade"), an unchanged one
@@ -411,7 +414,7 @@ func (s *Store) checkBeforeStaging(br *bundle.Reader, opts ImportOptions, res *I
 	m, signed := br.Manifest(), br.SignedManifest()
 	err = s.db.View(func(tx *bolt.Tx) error {
 		var err error
-		unchanged, err = checkAgainstStore(tx, m, signed, opts.AllowDowngrade, res)
+		unchanged, err = s.checkAgainstStore(tx, m, signed, opts.AllowDowngrade, res)
 		return err
 	})
 	if err != nil {
@@ -440,7 +443,8 @@ func (s *Store) checkBeforeStaging(br *bundle.Reader, opts ImportOptions, res *I
 // very file, or its manifest payload under other signatures, sameRelease):
 // it still reads it all (a file that matches the installed manifest but
 // carries altered artifacts is refused, not reported as fine) and audits
-// it as import_unchanged.
+// it as import_unchanged: the SHA-256 of the installed signed manifest,
+// the file that was kept, and of the whole file offered (BUNDLE-8).
 func (s *Store) importUnchanged(br *bundle.Reader, res *ImportResult, fileSum func([]byte) []byte, source string) (*ImportResult, error) {
 	res.Unchanged = true
 	if err := br.VerifyRest(); err != nil {
@@ -448,8 +452,12 @@ func (s *Store) importUnchanged(br *bundle.Reader, res *ImportResult, fileSum fu
 	}
 	m := br.Manifest()
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		kept, err := installedRecord(tx, m.BundleID)
+		if err != nil {
+			return err
+		}
 		return appendAudit(tx, s.opts.Now(), AuditEntry{Action: "import_unchanged", Actor: s.actor(), Verdict: "unchanged",
-			BundleID: m.BundleID, Version: m.Version, Signers: res.Signers, ManifestSHA256: sha256sum(br.SignedManifest()), FileSHA256: fileSum(nil), Source: source})
+			BundleID: m.BundleID, Version: m.Version, Signers: res.Signers, ManifestSHA256: sha256sum(kept.Signed), FileSHA256: fileSum(nil), Source: source})
 	})
 	if err != nil {
 		return nil, amp.AsError(wrapTx(err))
@@ -466,7 +474,7 @@ func (s *Store) importUnchanged(br *bundle.Reader, res *ImportResult, fileSum fu
 func (s *Store) commitImport(br *bundle.Reader, arts []staged, base *deltaBase, res *ImportResult, opts ImportOptions, fileSum []byte) (gen uint64, floor int64, err error) {
 	m, signed := br.Manifest(), br.SignedManifest()
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		if _, err := checkAgainstStore(tx, m, signed, opts.AllowDowngrade, res); err != nil {
+		if _, err := s.checkAgainstStore(tx, m, signed, opts.AllowDowngrade, res); err != nil {
 			return err
 		}
 		if base != nil {
@@ -795,19 +803,26 @@ func (s *Store) recoverPending() error {
 // checkAgainstStore applies the store's rules to a verified manifest:
 // rollback protection and conflicts with other bundles. It fills
 // res.PreviousVersion and res.Downgrade, and reports whether the same
-// release is already installed (sameRelease).
-func checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDowngrade bool, res *ImportResult) (bool, error) {
-	res.PreviousVersion, res.Downgrade = 0, false
+// release is already installed (sameRelease). The same release over an
+// installed file that failed closed for its signers (revoked) is not
+// unchanged: the copy, which stands on the signers that counted for it
+// now, replaces that file, without being a rollback (BUNDLE-8).
+func (s *Store) checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDowngrade bool, res *ImportResult) (bool, error) {
+	res.PreviousVersion, res.Downgrade, res.Replaced = 0, false, false
 	if versionRevoked(tx, m.BundleID, m.Version) {
 		return false, fail(ErrRevoked, "bundle %s version %d is revoked (a revocation statement this store applied); import a newer version", m.BundleID, m.Version)
 	}
+	replacing := false // the installed release, failed closed, replaced by a copy that stands
 	if raw := bucket(tx, bBundles).Get([]byte(m.BundleID)); raw != nil {
 		var cur bundleRecord
 		if err := decode(raw, &cur); err != nil {
 			return false, err
 		}
 		if cur.Version == m.Version && sameRelease(cur.Signed, signed) {
-			return true, nil
+			if cur.Revoked == "" {
+				return true, nil
+			}
+			replacing, res.Replaced = true, true
 		}
 		res.PreviousVersion = cur.Version
 	}
@@ -815,7 +830,7 @@ func checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDown
 	if err != nil {
 		return false, err
 	}
-	if m.Version <= high {
+	if m.Version <= high && !replacing {
 		if !allowDowngrade {
 			return false, fail(ErrRollback, "bundle %s version %d is not newer than version %d, the highest ever imported (rollback refused; --allow-downgrade overrides, audited)", m.BundleID, m.Version, high)
 		}
@@ -844,24 +859,106 @@ func checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDown
 			}
 		}
 	}
+	return false, s.checkAliasClaims(tx, m, res.counted)
+}
+
+// checkAliasClaims refuses, alias_conflict, a legacy type of m that an
+// installed bundle of the same authority claims for another name
+// (claimsConflict, docs/SPEC-DECISIONS.md BUNDLE-9): claims of different
+// authorities are kept side by side (the type then resolves as
+// ambiguous). signers are the keys that counted for m. Claims owned only
+// by m's own bundle_id are left out: the installed version is replaced
+// in the same transaction (uninstall), as its descriptors are. Each
+// owner's record is read once, whatever the number of m's aliases.
+func (s *Store) checkAliasClaims(tx *bolt.Tx, m *bundle.Manifest, signers []bundle.TrustedKey) error {
 	aliases := bucket(tx, bAliases)
+	var policy *bundle.Policy        // loaded at the first claim to judge
+	counted := map[string][]string{} // owner -> the did:keys that counted for it
 	for typ, name := range m.Aliases {
-		if raw := aliases.Get([]byte(typ)); raw != nil {
-			var ar aliasRecord
-			if err := decode(raw, &ar); err != nil {
-				return false, err
+		raw := aliases.Get([]byte(typ))
+		if raw == nil {
+			continue
+		}
+		var ar aliasRecord
+		if err := decode(raw, &ar); err != nil {
+			return err
+		}
+		for _, c := range ar.claims() {
+			if c.Name == name {
+				continue
 			}
-			// Claims of different authorities are kept side by side (the
-			// type then resolves as ambiguous, BUNDLE-9); within what
-			// this bundle's signers speak for, the first claim holds.
-			for _, c := range ar.claims() {
-				if claimsConflict(c.Name, name, res.counted) {
-					return false, fail(ErrAliasConflict, "legacy type %q already names %s", typ, c.Name)
+			for _, owner := range c.Owners {
+				if owner == m.BundleID {
+					continue
+				}
+				if policy == nil {
+					st, err := s.loadState(tx, selTrust)
+					if err != nil {
+						return err
+					}
+					policy = st.Policy()
+				}
+				dids, ok := counted[owner]
+				if !ok {
+					var err error
+					if dids, err = countedAtImport(tx, owner); err != nil {
+						return err
+					}
+					counted[owner] = dids
+				}
+				if claimsConflict(c.Name, claimSigners(policy, dids, c.Name), name, signers) {
+					return fail(ErrAliasConflict, "legacy type %q already names %s", typ, c.Name)
 				}
 			}
 		}
 	}
-	return false, nil
+	return nil
+}
+
+// countedAtImport returns the did:keys of the signers that counted when
+// the installed bundle owner was imported (the keys whose signatures it
+// carries, for a record that keeps none). An owner that is not installed
+// is a damaged store (store_io, which `check` names), not a verdict on
+// the file being imported.
+func countedAtImport(tx *bolt.Tx, owner string) ([]string, error) {
+	rec, err := installedRecord(tx, owner)
+	if errors.Is(err, ErrUnknownBundle) {
+		return nil, fail(ErrStoreIO, "an alias record names a bundle that is not installed (ampbundle check)")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(rec.SignerKeys) > 0 {
+		return rec.SignerKeys, nil
+	}
+	obj, err := bundle.DecodeObject(rec.Signed, bundle.MediaTypeManifest)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, sg := range obj.Signatures {
+		out = append(out, amp.BareDID(sg.KID))
+	}
+	return out, nil
+}
+
+// claimSigners returns the keys that speak for an installed bundle's
+// claim of name, re-counted under the store's policy p now: the keys of p
+// trusted for name's namespace among counted, the did:keys that counted
+// at its import (countedAtImport). A key no longer trusted there speaks
+// for nothing; a name that does not split has no signer.
+func claimSigners(p *bundle.Policy, counted []string, name string) []bundle.TrustedKey {
+	ns, _, err := capability.SplitName(name)
+	if err != nil {
+		return nil
+	}
+	var out []bundle.TrustedKey
+	for _, k := range p.Keys {
+		if k.CoversScope(ns) && slices.Contains(counted, amp.DIDKey(k.Key)) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // sameRelease reports whether two signed manifests (COSE_Sign items) are
@@ -887,21 +984,31 @@ func sameRelease(installed, signed []byte) bool {
 	return bytes.Equal(a.Payload, b.Payload)
 }
 
-// claimsConflict reports whether a bundle whose counting signers are
-// signers may not claim a legacy type for name because the type is
-// claimed for existing (docs/SPEC-DECISIONS.md BUNDLE-9): the names differ
-// and every one of the signers speaks for the namespace of existing (so
-// two names of one namespace always conflict, the signers being trusted
-// for the bundle's own). A claim in a namespace one of them is not trusted
-// for is another authority's: both are kept. A name that does not split,
-// or no signer, fails closed (a conflict).
-func claimsConflict(existing, name string, signers []bundle.TrustedKey) bool {
-	if existing == name {
+// claimsConflict reports whether two claims of one legacy type, for the
+// names a and b by bundles whose counting signers are sa and sb, are one
+// authority's, so that only the first may stand (docs/SPEC-DECISIONS.md
+// BUNDLE-9): the names differ and each side's signers all speak for the
+// other's namespace. Two names of one namespace always conflict (each
+// side's signers are trusted for its own); a claim whose signers do not
+// all speak for the other's namespace is another authority's, and both
+// are kept (the type resolves as ambiguous, which names no capability).
+// The relation is symmetric: which claim came first never decides
+// whether they conflict.
+func claimsConflict(a string, sa []bundle.TrustedKey, b string, sb []bundle.TrustedKey) bool {
+	if a == b {
 		return false
 	}
-	ns, _, err := capability.SplitName(existing)
+	return speakFor(sa, b) && speakFor(sb, a)
+}
+
+// speakFor reports whether signers, at least one, are all trusted for
+// the namespace of name. No signer (a kept claim whose keys are no longer
+// trusted there) speaks for anything, nor does any for a name that does
+// not split (a damaged record): both claims are then kept.
+func speakFor(signers []bundle.TrustedKey, name string) bool {
+	ns, _, err := capability.SplitName(name)
 	if err != nil || len(signers) == 0 {
-		return true
+		return false
 	}
 	for _, k := range signers {
 		if !k.CoversScope(ns) {

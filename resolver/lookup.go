@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -81,6 +82,25 @@ func (c *Catalog) TypeClaims(typ string) []string {
 	return nil
 }
 
+// WithTypeClaims returns a copy of c whose TypeClaims answers from claims
+// (legacy type -> the canonical names claimed for it), not from Aliases:
+// how a catalog decoded from a document (the admin socket's, which carries
+// both) keeps a type's several claims. Each list is sorted and
+// deduplicated, an empty one is dropped; c and claims are not changed.
+func (c *Catalog) WithTypeClaims(claims map[string][]string) *Catalog {
+	out := *c
+	out.aliasClaims = make(map[string][]string, len(claims))
+	for typ, names := range claims {
+		if len(names) == 0 {
+			continue
+		}
+		names = append([]string(nil), names...)
+		sort.Strings(names)
+		out.aliasClaims[typ] = slices.Compact(names)
+	}
+	return &out
+}
+
 // ResolveType maps a legacy type to a canonical name (a canonical name is
 // itself, else the names its aliases claim, else a unique slug match; RFC
 // 004 A.7).
@@ -141,12 +161,15 @@ func (s *Store) Catalog() (*Catalog, error) {
 				return err
 			}
 		}
+		failsClosed := func(bundleID string) bool {
+			return revoked[bundleID] || stale[bundleID] != "" || expired[bundleID]
+		}
 		if err := bucket(tx, bDescriptors).ForEach(func(_, v []byte) error {
 			var dr descRecord
 			if err := decode(v, &dr); err != nil {
 				return err
 			}
-			if revoked[dr.BundleID] || stale[dr.BundleID] != "" || expired[dr.BundleID] {
+			if failsClosed(dr.BundleID) {
 				return nil
 			}
 			d, err := capability.DecodeDescriptor(dr.Descriptor)
@@ -163,7 +186,18 @@ func (s *Store) Catalog() (*Catalog, error) {
 			if err := decode(v, &ar); err != nil {
 				return err
 			}
-			names := ar.names()
+			// Nor does a claim whose every owner fails closed count: a
+			// revoked squatter's claim would keep another authority's
+			// type ambiguous (docs/SPEC-DECISIONS.md BUNDLE-9).
+			var names []string
+			for _, cl := range ar.claims() {
+				if slices.ContainsFunc(cl.Owners, func(o string) bool { return !failsClosed(o) }) {
+					names = append(names, cl.Name)
+				}
+			}
+			if len(names) == 0 {
+				return nil
+			}
 			sort.Strings(names)
 			c.aliasClaims[string(k)] = names
 			c.Aliases[string(k)] = names[0]

@@ -74,15 +74,6 @@ func (ar *aliasRecord) claims() []aliasClaim {
 	return append([]aliasClaim{{Name: ar.Name, Owners: ar.Owners}}, ar.More...)
 }
 
-// names returns the canonical names the record's claims name.
-func (ar *aliasRecord) names() []string {
-	out := make([]string, 0, 1+len(ar.More))
-	for _, c := range ar.claims() {
-		out = append(out, c.Name)
-	}
-	return out
-}
-
 // aliasRecordOf is the record of claims cs, the claims without owners
 // left out; ok is false when none is left (the record is deleted).
 func aliasRecordOf(cs []aliasClaim) (ar aliasRecord, ok bool) {

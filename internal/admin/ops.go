@@ -322,9 +322,20 @@ func opBundles() *Op[none, []resolver.Bundle] {
 
 // Catalog is resolver.Catalog on the socket.
 type Catalog struct {
-	Generation uint64            `json:"generation"`
-	Entries    []CatalogEntry    `json:"entries"`
-	Aliases    map[string]string `json:"aliases"`
+	Generation uint64         `json:"generation"`
+	Entries    []CatalogEntry `json:"entries"`
+	// Aliases maps each legacy type to its canonical name, or to
+	// resolver.AmbiguousAlias when bundles of several authorities claim
+	// it: what a reader of this field alone (an older agent) resolves.
+	Aliases map[string]string `json:"aliases"`
+	// TypeClaims maps each legacy type that Aliases maps to
+	// resolver.AmbiguousAlias to every name claimed for it, sorted
+	// (resolver.Catalog.TypeClaims; docs/SPEC-DECISIONS.md BUNDLE-9,
+	// CAP-8), so that a remote reader resolves such a type per caller as
+	// the store's own catalog does; every other type's one claim is its
+	// Aliases entry. Absent from an older agent's document, whose
+	// ambiguous types then name no capability.
+	TypeClaims map[string][]string `json:"type_claims"`
 }
 
 // CatalogEntry is one installed descriptor.
@@ -341,7 +352,13 @@ func opCatalog() *Op[none, *Catalog] {
 			if err != nil {
 				return nil, err
 			}
-			out := &Catalog{Generation: c.Generation, Aliases: c.Aliases, Entries: []CatalogEntry{}}
+			out := &Catalog{Generation: c.Generation, Aliases: c.Aliases, Entries: []CatalogEntry{},
+				TypeClaims: map[string][]string{}}
+			for typ, name := range c.Aliases {
+				if name == resolver.AmbiguousAlias {
+					out.TypeClaims[typ] = c.TypeClaims(typ)
+				}
+			}
 			for _, name := range c.Names {
 				for _, e := range c.ByName[name] {
 					out.Entries = append(out.Entries, CatalogEntry{BundleID: e.BundleID, Descriptor: e.Descriptor})

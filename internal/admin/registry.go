@@ -115,6 +115,19 @@ func (r *Registry) Catalog() (*resolver.Catalog, error) {
 		}
 		cat.ByName[name] = append(cat.ByName[name], resolver.Entry{Descriptor: e.Descriptor, BundleID: e.BundleID})
 	}
+	if len(doc.TypeClaims) > 0 {
+		// A type's claims are its Aliases entry, or, when that is
+		// resolver.AmbiguousAlias, its TypeClaims. An older agent's
+		// document has none: its ambiguous types name no capability.
+		claims := make(map[string][]string, len(doc.Aliases))
+		for typ, name := range doc.Aliases {
+			claims[typ] = []string{name}
+			if names := doc.TypeClaims[typ]; name == resolver.AmbiguousAlias && len(names) > 0 {
+				claims[typ] = names
+			}
+		}
+		cat = cat.WithTypeClaims(claims)
+	}
 	return cat, nil
 }
 
