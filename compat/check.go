@@ -328,9 +328,6 @@ func (c *checker) subset(a, b []part) []Finding {
 		}
 		return []Finding{{Verdict: Unknown, Rule: "too_complex"}}
 	}
-	if len(a) == 1 && len(b) == 1 && sameLeaf(a[0].n.v, b[0].n.v) {
-		return nil
-	}
 	key := memoKey(a, b)
 	if m, ok := c.memo[key]; ok {
 		if m >= 0 {
@@ -340,6 +337,13 @@ func (c *checker) subset(a, b []part) []Finding {
 			// the assumption itself is proven.
 			c.assumed = min(c.assumed, m)
 		}
+		return nil
+	}
+	if len(a) == 1 && len(b) == 1 && c.sameLeaf(a[0].n.v, b[0].n.v) {
+		// Proven once for the pair: a pair met again (the same
+		// subschema reached through many references) is not walked
+		// again.
+		c.memo[key] = provenMark
 		return nil
 	}
 	my := c.depth
@@ -665,6 +669,19 @@ var ignored = map[string]bool{
 	"items": true, "prefixItems": true,
 	// handled with contains
 	"minContains": true, "maxContains": true,
+	// what "$recursiveRef" resolves to, which is undecided
+	"$recursiveAnchor": true,
+}
+
+// decided keywords: compared by a rule of their own (keywordsA,
+// keywordsB, keywordsC, union, objects, arrays, flatten). Every keyword
+// the validator compiles is in ignored, decided or undecided; any other
+// is an annotation (TestEveryLibraryKeywordIsModelled).
+var decided = map[string]bool{
+	"type": true, "enum": true, "const": true, "minimum": true, "exclusiveMinimum": true, "maximum": true,
+	"exclusiveMaximum": true, "multipleOf": true, "minLength": true, "maxLength": true, "pattern": true,
+	"format": true, "minItems": true, "maxItems": true, "minProperties": true, "maxProperties": true,
+	"uniqueItems": true, "required": true, "dependentRequired": true, "anyOf": true, "oneOf": true,
 }
 
 // undecided keywords: accepted only when a producer part carries the same
@@ -673,6 +690,9 @@ var undecided = map[string]bool{
 	"not": true, "if": true, "dependentSchemas": true, "propertyNames": true, "contains": true,
 	"unevaluatedItems": true, "$dynamicRef": true, "$recursiveRef": true,
 	"dependencies": true, "additionalItems": true,
+	// jsonschema v5.3.1's own keyword, compiled in every draft: with
+	// true, every member name must compile as a regular expression.
+	"regexProperties": true,
 }
 
 func (c *checker) direct(va, vb view) []Finding {
@@ -1024,7 +1044,8 @@ func (c *checker) keywordsC(va view, f facts, p part, m map[string]any, kw strin
 		}
 		add(finding(Unknown, "undecided_keyword", p, kw, "%s is only compared for identity", kw))
 	default:
-		// Unknown keywords are annotations in draft 2020-12.
+		// Keywords the validator does not compile are annotations in
+		// draft 2020-12 (decided lists those it compiles).
 	}
 }
 
@@ -1057,11 +1078,14 @@ func hasAnyKeyword(v view, kws ...string) bool {
 // sameKeyword reports whether a producer part carries the same keyword
 // value, with no reference inside that could resolve differently.
 func (c *checker) sameKeyword(va view, kw string, val any) bool {
-	if containsRef(val) {
+	if refKeywords[kw] || !c.holdsNoRef(val) {
+		// A reference's value is never the same by its text: what it
+		// names depends on its base and, for "$dynamicRef" and
+		// "$recursiveRef", on the dynamic scope.
 		return false
 	}
 	for _, p := range va.parts {
-		if x, ok := p.n.v.(map[string]any)[kw]; ok && equal(x, val) {
+		if x, ok := p.n.v.(map[string]any)[kw]; ok && c.equalValues(x, val) {
 			return true
 		}
 	}
@@ -1407,6 +1431,58 @@ func setAdd(m map[string]bool, k string) map[string]bool {
 
 // sameLeaf reports whether two schema values are equal JSON holding no
 // reference (and no $id): they then accept exactly the same instances.
-func sameLeaf(a, b any) bool {
-	return equal(a, b) && !containsRef(a)
+// Its walks are charged to the check's work (equalValues, holdsNoRef).
+func (c *checker) sameLeaf(a, b any) bool {
+	return c.equalValues(a, b) && c.holdsNoRef(a)
+}
+
+// equalValues is equal within what is left of the check's value work
+// (MaxValueWork) and the matrix's budget, charged a unit per
+// valuesPerStep values visited, as a pass over listed values is: a
+// schema listing a million values, compared again at every reference
+// to it, costs its size each time. False (not proven equal) when the
+// walk would pass the bound; the check then compares the long way, and
+// is too_complex there.
+func (c *checker) equalValues(a, b any) bool {
+	left, start := c.walkLeft()
+	same := equalWithin(a, b, &left)
+	return c.chargeWalk(start, left) && same
+}
+
+// holdsNoRef reports whether v holds no reference keyword (refKeywords)
+// anywhere, within and charged to the check's value work as
+// equalValues is; false when the walk would pass the bound.
+func (c *checker) holdsNoRef(v any) bool {
+	left, start := c.walkLeft()
+	found := containsRefWithin(v, &left)
+	return c.chargeWalk(start, left) && !found
+}
+
+// chargeWalk charges a walk that began with start values to visit and
+// ended with left, and reports whether it ended within them; one cut
+// short takes the check past its value work (or the matrix past its
+// budget), so that what follows is too_complex.
+func (c *checker) chargeWalk(start, left int) bool {
+	if left < 0 {
+		c.chargeValues(start, 1)
+		return false
+	}
+	c.chargeValues(start-left, 0)
+	return true
+}
+
+// walkLeft is how many values a walk may visit before its charge
+// (chargeValues: valuesPerStep a unit) takes the check past its value
+// work or the matrix past its budget, as the walk's budget and its
+// start.
+func (c *checker) walkLeft() (left, start int) {
+	units := MaxValueWork - c.work
+	if c.budget != nil {
+		units = min(units, *c.budget)
+	}
+	if units < 0 {
+		return 0, 0
+	}
+	n := units*valuesPerStep + valuesPerStep - 1
+	return n, n
 }

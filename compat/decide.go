@@ -486,7 +486,7 @@ func synthPart(name string, m map[string]any) part {
 // "maxContains") are compared together.
 func (c *checker) sameGroup(va view, m map[string]any, group ...string) bool {
 	for _, kw := range group {
-		if containsRef(m[kw]) {
+		if !c.holdsNoRef(m[kw]) {
 			return false
 		}
 	}
@@ -496,7 +496,7 @@ func (c *checker) sameGroup(va view, m map[string]any, group ...string) bool {
 		for _, kw := range group {
 			x, okx := pm[kw]
 			y, oky := m[kw]
-			if okx != oky || (okx && !equal(x, y)) {
+			if okx != oky || (okx && !c.equalValues(x, y)) {
 				same = false
 				break
 			}

@@ -26,15 +26,21 @@
 // verified artifact bytes by key, and the key that declares an absolute
 // "$id". Each artifact has the synthetic URL "ampbundle:///" + key; a
 // relative "$ref" resolves against it (or against the document's absolute
-// "$id") by RFC 3986, then a fragment that is a JSON pointer or a
-// "$anchor" selects the subschema. A reference to anything the bundle does
+// "$id") as the validator resolves it (RFC 3986, except that a reference
+// beginning "urn:" or absolute is taken as written and a relative one is
+// appended to a "urn:" base; schemagraph.Resolve), then a fragment that is
+// a JSON pointer or a "$anchor" selects the subschema. A reference to anything the bundle does
 // not hold is never followed: the check is Unknown (unresolved_ref). So is
 // one the offline validator might resolve otherwise: a "$ref" inside a
 // subschema with its own "$id" (an embedded schema resource), one out of a
 // document that holds embedded resources to another document, a JSON
 // pointer that enters an embedded resource, an anchor that does not name
-// exactly one subschema of its document, and a fragment whose percent
-// encoding the validator reads differently. A document whose "$schema"
+// exactly one subschema of its document, a fragment whose percent
+// encoding the validator reads differently, a target the validator spells
+// otherwise than net/url, a JSON pointer to a spot that is not a schema
+// position (schemagraph.SchemaPosition: the validator lists the
+// subschemas it finds there), and an anchor of a document holding such a
+// pointer reference. A document whose "$schema"
 // names another draft than 2020-12 is not compared (unreadable_schema):
 // the validator reads it by that draft.
 //
@@ -114,9 +120,12 @@
 //
 // and, always Unknown: unresolved_ref, undecided_keyword (not, if and
 // dependentSchemas the rules above leave open; propertyNames, contains,
-// unevaluatedItems, $dynamicRef, patternProperties on one side only,
+// unevaluatedItems, regexProperties, patternProperties on one side only,
 // unevaluatedProperties next to conditional applicators: accepted only
-// when both sides carry the same value with no reference in it),
+// when both sides carry the same value with no reference in it;
+// $dynamicRef and $recursiveRef always, their targets depending on the
+// dynamic scope; every keyword the validator compiles is compared or
+// undecided, and only the others are annotations),
 // anyOf_not_covered, oneOf_not_covered, enum_not_checked, invalid_keyword,
 // unreadable_schema, too_complex. An Incompatible rule becomes Unknown
 // where the producer has assertions the checker leaves out (it might be
@@ -132,7 +141,9 @@
 // that passes over a list costs a unit of work per 64 values (and per
 // 128 bytes of each number it reads exactly), each schema "$ref" and
 // "allOf" flatten into a conjunction a unit (and a unit per 64 of its
-// members), and a regular expression
+// members), each walk that finds two schema values equal, or a value
+// free of references, a unit per 64 values visited (a pair found equal
+// is remembered), and a regular expression
 // a unit per 4 bytes of it to parse, what compiling it builds (half a
 // unit an instruction, an eighth a character-class range, charged before
 // it is built), and per 256 instructions × bytes of each string it is

@@ -71,6 +71,8 @@ type document struct {
 	// or a target outside the document); dups is its Duplicates as a set.
 	index *schemagraph.Resource
 	dups  map[string]bool
+	// dataChecked: dataAnchors is pointsIntoData's answer for d.
+	dataChecked, dataAnchors bool
 	listedCache
 }
 
@@ -163,13 +165,14 @@ func (s *side) parse(key string) (*document, string) {
 			return nil, fmt.Sprintf("artifact %q is not a draft 2020-12 schema (its $schema), which the checker does not compare", key)
 		}
 		if id, ok := m["$id"].(string); ok {
-			if u, err := url.Parse(id); err == nil {
-				u.Fragment = ""
-				if u.IsAbs() {
-					base = u.String()
-				} else if bu, err := url.Parse(base); err == nil {
-					base = bu.ResolveReference(u).String()
+			// As the validator reads it (resolveID): the fragment
+			// stripped, then resolved against the artifact's URL.
+			if id, _, _ = strings.Cut(id, "#"); id != "" {
+				u, _, err := schemagraph.Resolve(base, id)
+				if err != nil {
+					return nil, fmt.Sprintf("artifact %q has an $id the checker does not resolve as the validator does", key)
 				}
+				base = u.String()
 			}
 		}
 	}
@@ -222,6 +225,7 @@ const (
 	whyEmbeddedPath   = "the pointer %q in artifact %q enters a subschema with its own $id (an embedded schema resource), which the checker does not follow"
 	whyFragmentForm   = "the fragment %q is read differently by the validator (percent-encoded)"
 	whyAnchorAmbig    = "the anchor %q does not name one subschema of artifact %q"
+	whyDataPointer    = "the pointer %q in artifact %q names a spot that is not a schema position, where the validator takes the anchors found for the document's"
 )
 
 func (s *side) resolveOnce(n node, ref string) (node, string) {
@@ -234,6 +238,9 @@ func (s *side) resolveOnce(n node, ref string) (node, string) {
 		return node{}, "the base uri is not valid"
 	case schemagraph.ErrRefURI:
 		return node{}, "the reference is not a valid uri"
+	case nil:
+	default:
+		return node{}, "the validator resolves the reference to a uri the checker does not spell as it does"
 	}
 	if !sameFragment(ref, frag) {
 		return node{}, fmt.Sprintf(whyFragmentForm, frag)
@@ -277,13 +284,16 @@ func (s *side) resolveOnce(n node, ref string) (node, string) {
 		default:
 			return node{}, fmt.Sprintf("the pointer %q in artifact %q is not a schema", frag, key)
 		}
+		if !schemagraph.SchemaPosition(d.root, frag) {
+			return node{}, fmt.Sprintf(whyDataPointer, frag, key)
+		}
 		if entersResource(d.root, frag) {
 			return node{}, fmt.Sprintf(whyEmbeddedPath, frag, key)
 		}
 		return mkNode(d, frag, d.base, v), ""
 	default:
 		idx, dups := s.indexOf(d)
-		if dups[frag] {
+		if dups[frag] || s.pointsIntoData(d) {
 			return node{}, fmt.Sprintf(whyAnchorAmbig, frag, key)
 		}
 		p, ok := idx.Anchors[frag]
@@ -315,6 +325,44 @@ func (s *side) indexOf(d *document) (*schemagraph.Resource, map[string]bool) {
 		}
 	}
 	return d.index, d.dups
+}
+
+// pointsIntoData reports whether a reference written in d may make the
+// validator take anchors of d from a spot that is not a schema position
+// (schemagraph.SchemaPosition): a pointer reference of d that names d
+// there, written percent-encoded (the validator then looks the pointer
+// up by its text), not resolved as the validator resolves it, or inside
+// an embedded resource (another base). Then an anchor of d may name a
+// schema the index did not walk: the checker does not follow it. It is
+// computed once per document, a pass over its pointer references.
+func (s *side) pointsIntoData(d *document) bool {
+	idx, _ := s.indexOf(d)
+	s.mu.Lock()
+	done, v := d.dataChecked, d.dataAnchors
+	s.mu.Unlock()
+	if done {
+		return v
+	}
+	v = idx.EmbeddedPointerRef
+	for _, ref := range idx.PointerRefs {
+		if v {
+			break
+		}
+		u, frag, err := schemagraph.Resolve(d.base, ref)
+		switch {
+		case err != nil:
+			v = true
+		case u.String() != d.base:
+			// Into another document: followed (or not) where it
+			// is resolved, its own pointer checked there.
+		default:
+			v = strings.Contains(ref[strings.IndexByte(ref, '#'):], "%") || !schemagraph.SchemaPosition(d.root, frag)
+		}
+	}
+	s.mu.Lock()
+	d.dataChecked, d.dataAnchors = true, v
+	s.mu.Unlock()
+	return v
 }
 
 // embeds reports whether d may hold an embedded schema resource the

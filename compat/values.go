@@ -205,8 +205,22 @@ func intOf(v any) (*big.Rat, bool) {
 	return r, true
 }
 
-// equal is JSON equality: numbers by value, objects by members.
+// equal is JSON equality: numbers by value, objects by members. It walks
+// both values whole: the checker calls it through equalWithin, which
+// bounds and charges the walk.
 func equal(a, b any) bool {
+	left := maxInt
+	return equalWithin(a, b, &left)
+}
+
+// equalWithin is equal taking a unit of *left for each value it visits;
+// once *left is below zero it stops and reports false (not proven
+// equal), which every caller reads as "compare them the long way".
+func equalWithin(a, b any, left *int) bool {
+	*left--
+	if *left < 0 {
+		return false
+	}
 	switch x := a.(type) {
 	case nil:
 		return b == nil
@@ -241,7 +255,7 @@ func equal(a, b any) bool {
 			return false
 		}
 		for i := range x {
-			if !equal(x[i], y[i]) {
+			if !equalWithin(x[i], y[i], left) {
 				return false
 			}
 		}
@@ -253,7 +267,7 @@ func equal(a, b any) bool {
 		}
 		for k, xv := range x {
 			yv, ok := y[k]
-			if !ok || !equal(xv, yv) {
+			if !ok || !equalWithin(xv, yv, left) {
 				return false
 			}
 		}
@@ -262,22 +276,35 @@ func equal(a, b any) bool {
 	return false
 }
 
-// containsRef reports whether a schema value holds a reference anywhere,
-// so that textual equality does not imply equal meaning.
-func containsRef(v any) bool {
+// refKeywords are the keywords whose value is a reference: its meaning
+// is the schema it names, which depends on the base URI and, for
+// "$dynamicRef" and "$recursiveRef", on the dynamic scope, never on its
+// text alone. "$id" changes the base of the references under it.
+var refKeywords = map[string]bool{"$ref": true, "$dynamicRef": true, "$recursiveRef": true, "$id": true}
+
+// containsRefWithin reports whether a schema value holds a reference
+// (refKeywords) anywhere, so that textual equality does not imply equal
+// meaning, taking a unit of *left for each value it visits; once *left is below zero it stops and reports true (a
+// reference may be there: the caller does not read the value as the
+// same).
+func containsRefWithin(v any, left *int) bool {
+	*left--
+	if *left < 0 {
+		return true
+	}
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if k == "$ref" || k == "$dynamicRef" || k == "$recursiveRef" || k == "$id" {
+			if refKeywords[k] {
 				return true
 			}
-			if containsRef(e) {
+			if containsRefWithin(e, left) {
 				return true
 			}
 		}
 	case []any:
 		for _, e := range x {
-			if containsRef(e) {
+			if containsRefWithin(e, left) {
 				return true
 			}
 		}

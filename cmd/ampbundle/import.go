@@ -378,6 +378,8 @@ func printImport(env *cliutil.Env, path string, r *resolver.ImportResult) {
 		fmt.Fprintf(env.Stderr, "WARNING: %s\n", S(downgradeWarning(r)))
 	}
 	switch {
+	case r.Replaced:
+		fmt.Fprintf(w, "replaced %s version %d: the installed file was revoked; this copy of the same release stands on its own signers\n", S(r.BundleID), r.Version)
 	case r.Downgrade && r.PreviousVersion != 0:
 		fmt.Fprintf(w, "DOWNGRADED %s from version %d to version %d\n", S(r.BundleID), r.PreviousVersion, r.Version)
 	case r.Downgrade:

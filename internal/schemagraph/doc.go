@@ -2,8 +2,10 @@
 // bounded JSON parser (Parse) that both the offline schema quick check
 // (internal/offlineschema) and the compatibility checker (compat) use, an
 // index of each schema resource's "$id", "$anchor" and "$dynamicAnchor"
-// in the positions the validator reads them (Index), and the resolution of a "$ref" against a base URI into a target
-// URI and a fragment (Split), a JSON pointer (Pointer) or an anchor.
+// in the positions the validator reads them (Index, SchemaPosition), and
+// the resolution of a "$ref" against a base URI, as the validator
+// (jsonschema v5.3.1) resolves it, into a target URI and a fragment
+// (Resolve), a JSON pointer (Pointer) or an anchor.
 //
 // Everything a document's author controls is bounded: bytes, nesting,
 // values (Options), pointer length and the pointer text of an index

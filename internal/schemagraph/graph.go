@@ -47,12 +47,21 @@ func ValidKey(key string) bool {
 var (
 	ErrBaseURI = errors.New("schemagraph: the base uri is not valid")
 	ErrRefURI  = errors.New("schemagraph: the reference is not a valid uri")
+	// ErrSpelling: the validator resolves the reference to a URI whose
+	// spelling is not the one net/url gives it (an upper-case scheme, an
+	// escape it rewrites), so the two could name different resources.
+	ErrSpelling = errors.New("schemagraph: the reference resolves to a uri spelled otherwise by the validator")
 )
 
-// Resolve resolves ref against base (RFC 3986 §5.2, dot segments removed)
-// and returns the target without its fragment, and the fragment
+// Resolve resolves ref against base as jsonschema v5.3.1 (resolveURL)
+// does, and returns the target without its fragment, and the fragment
 // percent-decoded: "" (the document), a JSON pointer ("/..."), or an
-// anchor name.
+// anchor name. That is RFC 3986 §5.2 (dot segments removed), except
+// that a reference beginning "urn:" or parsed as absolute is taken as
+// written, and a relative one against a base beginning "urn:" is
+// appended to the base without its fragment. ErrSpelling when the
+// target's text is not what net/url writes for it: the caller cannot
+// name it as the validator does.
 func Resolve(base, ref string) (*url.URL, string, error) {
 	bu, err := url.Parse(base)
 	if err != nil {
@@ -62,9 +71,28 @@ func Resolve(base, ref string) (*url.URL, string, error) {
 	if err != nil {
 		return nil, "", ErrRefURI
 	}
-	u := bu.ResolveReference(ru)
+	var s string
+	switch {
+	case ref == "":
+		s = base
+	case strings.HasPrefix(ref, "urn:"), ru.IsAbs():
+		s = ref
+	case strings.HasPrefix(base, "urn:"):
+		b, _, _ := strings.Cut(base, "#")
+		s = b + ref
+	default:
+		s = bu.ResolveReference(ru).String()
+	}
+	target, _, _ := strings.Cut(s, "#")
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, "", ErrSpelling
+	}
 	frag := u.Fragment
 	u.Fragment, u.RawFragment = "", ""
+	if u.String() != target {
+		return nil, "", ErrSpelling
+	}
 	return u, frag, nil
 }
 
@@ -123,6 +151,15 @@ type Resource struct {
 	// MaxIndexPointerBytes: the anchors and IDs met after that are left
 	// out (their names still count for Duplicates).
 	Partial bool
+	// PointerRefs lists the "$ref", "$dynamicRef" and "$recursiveRef"
+	// values, as written, whose fragment is a JSON pointer (begins "/"
+	// after its "#"), met in the schemas Index walks outside embedded
+	// resources; EmbeddedPointerRef reports one met inside an embedded
+	// resource. A pointer into a spot that is not a schema position
+	// (SchemaPosition) makes the validator list the subschemas found
+	// there, and their anchors become the resource's.
+	PointerRefs        []string
+	EmbeddedPointerRef bool
 
 	path  []string            // escaped tokens from the root to the value walked
 	plen  int                 // the length of r.path as a pointer
@@ -164,6 +201,80 @@ var subschemaKeywords = map[string]int{
 // Index walks a schema's keywords in.
 var sortedSubschemaKeywords = slices.Sorted(maps.Keys(subschemaKeywords))
 
+// refKeywords are the keywords whose value is a reference.
+var refKeywords = []string{"$ref", "$dynamicRef", "$recursiveRef"}
+
+// SchemaPosition reports whether the JSON pointer ptr (decoded: its
+// tokens escaped as RFC 6901 writes them, "" the root) names, in the
+// document root, a place the validator lists as a subschema: each step a
+// keyword of subschemaKeywords of a schema object, then for an array of
+// schemas an index, for an object of schemas a member name. A pointer to
+// anywhere else (an unknown keyword, "$defs" itself, inside "enum") is a
+// "non-standard location" to jsonschema v5.3.1 (resolveFragment): it
+// lists the subschemas it finds there, and their anchors become the
+// resource's. It costs the pointer's length.
+func SchemaPosition(root any, ptr string) bool {
+	if ptr == "" {
+		return true
+	}
+	if ptr[0] != '/' {
+		return false
+	}
+	v := root
+	toks := strings.Split(ptr[1:], "/")
+	for i := 0; i < len(toks); i++ {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		kw := UnescapeToken(toks[i])
+		pos, ok := subschemaKeywords[kw]
+		if !ok {
+			return false
+		}
+		val := m[kw]
+		switch x := val.(type) {
+		case map[string]any:
+			if pos&posProp != 0 {
+				if i+1 >= len(toks) {
+					return false // the object of schemas itself
+				}
+				i++
+				if v, ok = x[UnescapeToken(toks[i])]; !ok {
+					return false
+				}
+				continue
+			}
+			if pos&posSelf == 0 {
+				return false
+			}
+			v = x
+		case bool:
+			if pos&posSelf == 0 {
+				return false
+			}
+			v = x
+		case []any:
+			if pos&posItem == 0 || i+1 >= len(toks) {
+				return false
+			}
+			i++
+			j, err := strconv.Atoi(toks[i])
+			if err != nil || j < 0 || j >= len(x) || strconv.Itoa(j) != toks[i] {
+				return false
+			}
+			v = x[j]
+		default:
+			return false
+		}
+	}
+	switch v.(type) {
+	case bool, map[string]any:
+		return true
+	}
+	return false
+}
+
 // Index indexes the resource rooted at root, read as draft 2020-12: it
 // walks only the subschemas the validator walks (subschemaKeywords),
 // visits no scalar, and builds a JSON pointer only for a subschema it
@@ -198,6 +309,17 @@ func (r *Resource) walk(v any, embedded bool) {
 				r.IDs[p] = id
 			}
 			embedded = true
+		}
+	}
+	for _, kw := range refKeywords {
+		if ref, ok := x[kw].(string); ok {
+			if _, frag, found := strings.Cut(ref, "#"); found && strings.HasPrefix(frag, "/") {
+				if embedded {
+					r.EmbeddedPointerRef = true
+				} else {
+					r.PointerRefs = append(r.PointerRefs, ref)
+				}
+			}
 		}
 	}
 	a, isAnchor := x["$anchor"].(string)
