@@ -26,8 +26,8 @@ func TestLibraryKeywordRegexPropertiesIsNotAnAnnotation(t *testing.T) {
 
 // libraryKeywords are the keywords jsonschema v5.3.1 (the validator of
 // internal/offlineschema) reads in a draft 2020-12 schema: those
-// Compiler.compileMap and newSchema (compiler.go, schema.go) compile,
-// and those of its Draft2020 table (draft.go: "$id", anchors, subschema
+// Compiler.compileMap and newSchema compile,
+// and those of its Draft2020 table ("$id", anchors, subschema
 // keywords). A library upgrade that compiles another keyword must add it
 // here.
 var libraryKeywords = []string{

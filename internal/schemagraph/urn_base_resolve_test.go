@@ -15,7 +15,7 @@ import (
 // validator's target, or answers ErrSpelling where net/url would write
 // it otherwise.
 func TestRelativeRefAgainstAURNBaseResolvesAsTheValidatorDoes(t *testing.T) {
-	// Targets as jsonschema v5.3.1's resolveURL (resource.go) writes
+	// Targets as jsonschema v5.3.1's resolveURL writes
 	// them, without the fragment.
 	for _, tc := range []struct {
 		base, ref string
