@@ -290,6 +290,13 @@ func (o *signedObject) signers(p *Policy, all bool) ([]*TrustedKey, error) {
 func (o *signedObject) checkSignature(s Signature, k *TrustedKey) error {
 	var key ed25519.PublicKey
 	if k != nil {
+		// A trusted key of small order, or not in canonical form, verifies
+		// nothing, whoever built the policy (TRUST-21): for it, one fixed
+		// signature verifies every message.
+		if amp.CheckEd25519PublicKey(k.Key) != nil {
+			return fail(ErrBadSignature, "trusted key %q is an ed25519 key of small order or not in canonical form: it verifies nothing", k.Name).
+				WithDetails(map[string]any{"signer": k.Name})
+		}
 		key = k.Key
 	} else {
 		pub, ok := KeyFromKID(s.KID)
