@@ -259,60 +259,95 @@ func (s *scanner) item(depth int) error {
 // canonicalize returns the deterministic encoding of data, which must be
 // one item that passed the scanner.
 //
-// It costs O(len(data)) whatever the nesting (docs/SPEC-DECISIONS.md
-// AMP-15): a first walk appends the deterministic form of every head and
-// scalar to one buffer in input order, so a map whose pairs are already in
-// order needs nothing more; each map whose pairs are not is recorded
-// (mapOrder), with its pairs' spans sorted by their deterministic keys. Only
-// when some map was out of order does a second walk copy the buffer once
-// more, emitting those pairs in sorted order. No byte is copied once per
-// enclosing map, and keys holding reordered maps are compared in place
-// (keyCursor) rather than rewritten.
+// It costs a small multiple of len(data) in memory, and in time the sorts
+// plus a few copies of each byte per enclosing map sorted in place, at most
+// the nesting depth (docs/SPEC-DECISIONS.md AMP-15): a first walk appends
+// the deterministic form of every head and scalar to one buffer in input
+// order, so a map whose pairs are already in order needs nothing more. A
+// map whose pairs are not is sorted by its deterministic keys when it ends,
+// then either rewritten in place (a map of at most inPlacePairBytes bytes
+// per pair on average, with its nested records resolved: no record kept)
+// or, when its pairs are larger, recorded (mapOrder, its sorted pairs in
+// one pool). Only when some record remains does a second walk copy the
+// buffer once more, emitting recorded pairs in sorted order. So no byte is
+// copied once per enclosing map of large pairs, a map of small pairs leaves
+// no bookkeeping behind, and a key holding a recorded map is compared in
+// place (keyCursor) in chunks of large pairs.
 func canonicalize(data []byte) ([]byte, error) {
+	if len(data) > math.MaxInt32 {
+		return nil, Named(CodeInvalidMessage, ErrLimitExceeded, "cbor item of %d bytes is too large to rewrite", len(data))
+	}
 	w := canonWriter{data: data, buf: make([]byte, 0, len(data))}
+	return w.run()
+}
+
+// run is canonicalize on a fresh canonWriter.
+func (w *canonWriter) run() ([]byte, error) {
 	if _, err := w.item(0); err != nil {
 		return nil, err
 	}
-	if w.reordered == 0 {
+	if len(w.maps) == 0 {
 		return w.buf, nil
 	}
-	return w.emit(make([]byte, 0, len(w.buf)), 0, len(w.buf), 0, len(w.maps)), nil
+	return w.emit(make([]byte, 0, len(w.buf)), 0, int32(len(w.buf)), 0, int32(len(w.maps))), nil
 }
 
-// canonWriter is the state of canonicalize.
+// inPlacePairBytes is the most bytes per pair, on average, of an
+// out-of-order map that canonicalize rewrites in place rather than records.
+// A rewrite in place copies the map twice (into scratch and back): at most
+// 2 x inPlacePairBytes per pair, and a byte is copied once per enclosing
+// map so rewritten, so at most depth times in all. A recorded map keeps 20
+// bytes and 16 per pair (each more than inPlacePairBytes long): a chain of
+// 31 recorded maps around the smallest core costs some 0.2 x its size.
+const inPlacePairBytes = 4096
+
+// canonWriter is the state of canonicalize. Offsets into buf are int32:
+// canonicalize refuses an item of 2 GiB or more.
 type canonWriter struct {
 	data []byte
 	// buf holds the deterministic form of every item in input order: every
-	// item but a map whose pairs are out of order is already final there.
+	// item but a recorded map is already final there.
 	buf []byte
-	// maps records, in the order their heads appear, every map of two or
-	// more pairs that holds a reordered map or is reordered itself.
+	// maps records, in the order their heads appear (so sorted by head),
+	// every map of large pairs that is out of order, and every map in order
+	// that holds such a map.
 	maps []mapOrder
+	// pool holds the sorted pairs of the recorded maps.
+	pool []pairRef
 	// open holds the pairs of the maps being walked.
 	open []pairSpan
+	// scratch is where a map rewritten in place is written first.
+	scratch []byte
 	// reordered counts the maps out of order so far.
 	reordered int
+	// inPlace, when not zero, replaces inPlacePairBytes (tests use it to
+	// drive every map down one path or the other).
+	inPlace int
+	// keysLo and keysHi bound the records searched for in keys while the
+	// pairs of one map are compared.
+	keysLo, keysHi int32
 	// a and b are the cursors compareKeys reuses.
 	a, b keyCursor
 }
 
-// mapOrder is one map of two or more pairs: its head ends at buf[head:],
-// its pairs end at buf[end:], and the maps nested in it come after it in
-// maps, up to maps[skip:]. pairs is nil when the pairs are already in
-// order, else their spans in sorted order.
+// mapOrder is one recorded map: its head ends at buf[head:], its pairs end
+// at buf[end:], and the maps recorded in it come after it in maps, up to
+// maps[skip:]. Its pairs in sorted order are pool[plo:phi]; plo == phi when
+// they are already in order (the record only holds the maps under it).
 type mapOrder struct {
-	head, end, skip int
-	pairs           []pairSpan
+	head, end, skip int32
+	plo, phi        int32
 }
 
-// pairSpan is one pair of a map in buf: key buf[k:v], value buf[v:end]; the
-// maps nested in the key are maps[lo:mid], those in the value maps[mid:hi].
-// flat records that no map in the key is out of order, so buf[k:v] is the
-// key's deterministic form.
+// pairRef is one pair of a recorded map: buf[k:end], holding maps[lo:hi].
+type pairRef struct {
+	k, end, lo, hi int32
+}
+
+// pairSpan is one pair of a map being walked: key buf[k:v], value
+// buf[v:end].
 type pairSpan struct {
-	k, v, end   int
-	lo, mid, hi int
-	flat        bool
+	k, v, end int32
 }
 
 // item appends the deterministic form of the item at w.data[off:] to w.buf
@@ -359,9 +394,9 @@ func (w *canonWriter) item(off int) (int, error) {
 // mapItem is item for a map whose head h ends at off.
 func (w *canonWriter) mapItem(h Head, off int) (int, error) {
 	var err error
+	w.buf = AppendHead(w.buf, MajorMap, h.Arg)
 	if h.Arg < 2 {
 		// Zero or one pair: always in order.
-		w.buf = AppendHead(w.buf, MajorMap, h.Arg)
 		for i := uint64(0); i < 2*h.Arg; i++ {
 			if off, err = w.item(off); err != nil {
 				return 0, err
@@ -369,57 +404,106 @@ func (w *canonWriter) mapItem(h Head, off int) (int, error) {
 		}
 		return off, nil
 	}
-	index := len(w.maps)
-	w.buf = AppendHead(w.buf, MajorMap, h.Arg)
-	w.maps = append(w.maps, mapOrder{})
-	w.maps[index].head = len(w.buf)
+	index, pool := len(w.maps), len(w.pool)
+	head := len(w.buf)
+	w.maps = append(grow(w.maps, 1), mapOrder{head: int32(head)})
 	base := len(w.open)
+	w.open = grow(w.open, int(h.Arg))
 	for i := uint64(0); i < h.Arg; i++ {
-		p := pairSpan{k: len(w.buf), lo: len(w.maps)}
-		before := w.reordered
+		k := len(w.buf)
 		if off, err = w.item(off); err != nil {
 			return 0, err
 		}
-		p.v, p.mid = len(w.buf), len(w.maps)
-		p.flat = w.reordered == before
+		v := len(w.buf)
 		if off, err = w.item(off); err != nil {
 			return 0, err
 		}
-		p.end, p.hi = len(w.buf), len(w.maps)
-		w.open = append(w.open, p)
+		w.open = append(w.open, pairSpan{k: int32(k), v: int32(v), end: int32(len(w.buf))})
 	}
+	defer func() { w.open = w.open[:base] }()
 	pairs := w.open[base:]
-	m := &w.maps[index]
-	m.end, m.skip = len(w.buf), len(w.maps)
+	end := len(w.buf)
+	lo, hi := int32(index+1), int32(len(w.maps))
+	w.keysLo, w.keysHi = lo, hi
 	inOrder := true
 	for i := 1; i < len(pairs) && inOrder; i++ {
 		inOrder = w.compareKeys(pairs[i-1], pairs[i]) < 0
 	}
-	if !inOrder {
-		slices.SortFunc(pairs, w.compareKeys)
-		for i := 1; i < len(pairs); i++ {
-			if w.compareKeys(pairs[i-1], pairs[i]) == 0 {
-				return 0, Named(CodeInvalidMessage, "duplicate_map_key", "duplicate key in cbor map")
-			}
+	if inOrder {
+		if lo == hi {
+			// Nothing to reorder in or under this map: forget it.
+			w.maps = w.maps[:index]
+		} else {
+			w.maps[index] = mapOrder{head: int32(head), end: int32(end), skip: hi}
 		}
-		m.pairs = slices.Clone(pairs)
-		w.reordered++
+		return off, nil
 	}
-	w.open = w.open[:base]
-	if inOrder && m.skip == index+1 {
-		// Nothing to reorder in or under this map: forget it.
-		w.maps = w.maps[:index]
+	slices.SortFunc(pairs, w.compareKeys)
+	for i := 1; i < len(pairs); i++ {
+		if w.compareKeys(pairs[i-1], pairs[i]) == 0 {
+			return 0, Named(CodeInvalidMessage, "duplicate_map_key", "duplicate key in cbor map")
+		}
 	}
+	w.reordered++
+	inPlace := inPlacePairBytes
+	if w.inPlace != 0 {
+		inPlace = w.inPlace
+	}
+	if end-head <= inPlace*len(pairs) {
+		// Small pairs: write the map's final form over it and forget it and
+		// every record under it.
+		w.scratch = grow(w.scratch[:0], end-head)
+		for _, p := range pairs {
+			plo, phi := w.recordsIn(p.k, p.end, lo, hi)
+			w.scratch = w.emit(w.scratch, p.k, p.end, plo, phi)
+		}
+		copy(w.buf[head:end], w.scratch)
+		w.maps, w.pool = w.maps[:index], w.pool[:pool]
+		return off, nil
+	}
+	first := len(w.pool)
+	w.pool = grow(w.pool, len(pairs))
+	for _, p := range pairs {
+		plo, phi := w.recordsIn(p.k, p.end, lo, hi)
+		w.pool = append(w.pool, pairRef{k: p.k, end: p.end, lo: plo, hi: phi})
+	}
+	w.maps[index] = mapOrder{head: int32(head), end: int32(end), skip: hi, plo: int32(first), phi: int32(len(w.pool))}
 	return off, nil
 }
 
-// compareKeys compares the deterministic keys of two pairs bytewise.
+// grow returns s with room for n more elements, at least doubling its
+// capacity when it must grow, so that a slice grown to its final length has
+// allocated less than twice that in all (append grows large slices by a
+// quarter, some 5x in all).
+func grow[E any](s []E, n int) []E {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	return slices.Grow(s, max(n, cap(s)))
+}
+
+// recordsIn returns the range of maps[lo:hi] recorded inside buf[s:e]: the
+// maps are sorted by head.
+func (w *canonWriter) recordsIn(s, e, lo, hi int32) (int32, int32) {
+	if lo == hi {
+		return lo, lo
+	}
+	ms := w.maps[lo:hi]
+	i, _ := slices.BinarySearchFunc(ms, s, func(m mapOrder, t int32) int { return cmp.Compare(m.head, t) })
+	j, _ := slices.BinarySearchFunc(ms[i:], e, func(m mapOrder, t int32) int { return cmp.Compare(m.head, t) })
+	return lo + int32(i), lo + int32(i+j)
+}
+
+// compareKeys compares the deterministic keys of two pairs of the map being
+// sorted bytewise.
 func (w *canonWriter) compareKeys(x, y pairSpan) int {
-	if x.flat && y.flat {
+	xlo, xhi := w.recordsIn(x.k, x.v, w.keysLo, w.keysHi)
+	ylo, yhi := w.recordsIn(y.k, y.v, w.keysLo, w.keysHi)
+	if xlo == xhi && ylo == yhi {
 		return bytes.Compare(w.buf[x.k:x.v], w.buf[y.k:y.v])
 	}
-	w.a.reset(w, x.k, x.v, x.lo, x.mid)
-	w.b.reset(w, y.k, y.v, y.lo, y.mid)
+	w.a.reset(w, x.k, x.v, xlo, xhi)
+	w.b.reset(w, y.k, y.v, ylo, yhi)
 	var ca, cb []byte
 	for {
 		if len(ca) == 0 {
@@ -441,15 +525,15 @@ func (w *canonWriter) compareKeys(x, y pairSpan) int {
 
 // emit appends the deterministic form of buf[s:e], which holds maps[lo:hi],
 // to dst.
-func (w *canonWriter) emit(dst []byte, s, e, lo, hi int) []byte {
+func (w *canonWriter) emit(dst []byte, s, e, lo, hi int32) []byte {
 	for i := lo; i < hi; {
 		m := &w.maps[i]
-		if m.pairs == nil {
+		if m.plo == m.phi {
 			i++
 			continue
 		}
 		dst = append(dst, w.buf[s:m.head]...)
-		for _, p := range m.pairs {
+		for _, p := range w.pool[m.plo:m.phi] {
 			dst = w.emit(dst, p.k, p.end, p.lo, p.hi)
 		}
 		s, i = m.end, m.skip
@@ -458,7 +542,8 @@ func (w *canonWriter) emit(dst []byte, s, e, lo, hi int) []byte {
 }
 
 // keyCursor yields the deterministic form of a span of canonWriter.buf in
-// chunks, the way emit writes it, without copying.
+// chunks, the way emit writes it, without copying. Only recorded maps, whose
+// pairs average more than inPlacePairBytes, break a span into chunks.
 type keyCursor struct {
 	w     *canonWriter
 	stack []cursorFrame
@@ -467,11 +552,11 @@ type keyCursor struct {
 // cursorFrame is a span buf[s:e] holding maps[lo:hi] or, when pairs is not
 // nil, the sorted pairs of a map still to visit.
 type cursorFrame struct {
-	s, e, lo, hi int
-	pairs        []pairSpan
+	s, e, lo, hi int32
+	pairs        []pairRef
 }
 
-func (c *keyCursor) reset(w *canonWriter, s, e, lo, hi int) {
+func (c *keyCursor) reset(w *canonWriter, s, e, lo, hi int32) {
 	c.w = w
 	c.stack = append(c.stack[:0], cursorFrame{s: s, e: e, lo: lo, hi: hi})
 }
@@ -490,7 +575,7 @@ func (c *keyCursor) next() []byte {
 			c.stack = append(c.stack, cursorFrame{s: p.k, e: p.end, lo: p.lo, hi: p.hi})
 			continue
 		}
-		for f.lo < f.hi && c.w.maps[f.lo].pairs == nil {
+		for f.lo < f.hi && c.w.maps[f.lo].plo == c.w.maps[f.lo].phi {
 			f.lo++
 		}
 		var chunk []byte
@@ -498,7 +583,7 @@ func (c *keyCursor) next() []byte {
 			m := &c.w.maps[f.lo]
 			chunk = c.w.buf[f.s:m.head]
 			f.s, f.lo = m.end, m.skip
-			c.stack = append(c.stack, cursorFrame{pairs: m.pairs})
+			c.stack = append(c.stack, cursorFrame{pairs: c.w.pool[m.plo:m.phi]})
 		} else {
 			chunk = c.w.buf[f.s:f.e]
 			c.stack = c.stack[:len(c.stack)-1]

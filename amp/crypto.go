@@ -100,10 +100,8 @@ func CheckEd25519PublicKey(pub []byte) error {
 	if len(pub) != ed25519.PublicKeySize {
 		return NewError(CodeUnauthorized, "invalid ed25519 public key")
 	}
-	for _, y := range &smallOrderY {
-		if bytes.Equal(pub[:31], y[:31]) && pub[31]&0x7f == y[31] {
-			return NewError(CodeUnauthorized, "ed25519 public key of small order")
-		}
+	if onBlocklist(pub, &smallOrderY) {
+		return NewError(CodeUnauthorized, "ed25519 public key of small order")
 	}
 	if nonCanonicalY(pub) {
 		return NewError(CodeUnauthorized, "ed25519 public key not in canonical form")
@@ -123,6 +121,57 @@ func nonCanonicalY(pub []byte) bool {
 		}
 	}
 	return true
+}
+
+// smallOrderU lists the X25519 public keys (u coordinates, little-endian)
+// of small order: u = 0 (order 4), u = 1 (order 1), the two u of the
+// points of order 8, u = p - 1 (order 2), and p and p + 1, the
+// non-canonical encodings of 0 and 1. With either top bit (which X25519
+// ignores, RFC 7748 §5) these are every encoding whose X25519 output is
+// the same for every private key. The list is libsodium's (the blocklist of
+// has_small_order, src/libsodium/crypto_scalarmult/curve25519/ref10/
+// x25519_ref10.c); Bernstein, "How do I validate Curve25519 public keys?"
+// (https://cr.yp.to/ecdh.html#validate) names the same points.
+var smallOrderU = [7][32]byte{
+	{},
+	{0x01},
+	{0xe0, 0xeb, 0x7a, 0x7c, 0x3b, 0x41, 0xb8, 0xae, 0x16, 0x56, 0xe3, 0xfa, 0xf1, 0x9f, 0xc4, 0x6a,
+		0xda, 0x09, 0x8d, 0xeb, 0x9c, 0x32, 0xb1, 0xfd, 0x86, 0x62, 0x05, 0x16, 0x5f, 0x49, 0xb8, 0x00},
+	{0x5f, 0x9c, 0x95, 0xbc, 0xa3, 0x50, 0x8c, 0x24, 0xb1, 0xd0, 0xb1, 0x55, 0x9c, 0x83, 0xef, 0x5b,
+		0x04, 0x44, 0x5c, 0xc4, 0x58, 0x1c, 0x8e, 0x86, 0xd8, 0x22, 0x4e, 0xdd, 0xd0, 0x9f, 0x11, 0x57},
+	{0xec, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+	{0xed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+	{0xee, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+}
+
+// CheckX25519PublicKey refuses, with 3001, an X25519 public key that
+// names no key pair anyone can be held to (docs/SPEC-DECISIONS.md AMP-14):
+// a length other than 32 bytes, or a u of small order (smallOrderU, either
+// top bit). With such a key the X25519 output, and so the authcrypt key, is
+// the same whatever the other side's private key: anyone could read what is
+// sealed to it and seal messages "from" it.
+func CheckX25519PublicKey(pub []byte) error {
+	if len(pub) != curve25519.PointSize {
+		return NewError(CodeUnauthorized, "invalid x25519 public key")
+	}
+	if onBlocklist(pub, &smallOrderU) {
+		return NewError(CodeUnauthorized, "x25519 public key of small order")
+	}
+	return nil
+}
+
+// onBlocklist reports whether the 32-byte key pub is one of list with
+// either top bit (the sign of x for Ed25519, ignored by X25519).
+func onBlocklist(pub []byte, list *[7][32]byte) bool {
+	for _, b := range list {
+		if bytes.Equal(pub[:31], b[:31]) && pub[31]&0x7f == b[31] {
+			return true
+		}
+	}
+	return false
 }
 
 // X25519PublicFromEd25519 maps an Ed25519 public key to its X25519 form,
@@ -186,33 +235,67 @@ func NewSharedKeys(max int) *SharedKeys {
 }
 
 // get returns the shared key of own and peer, computing it when needed. A
-// nil cache computes every time.
-func (c *SharedKeys) get(own *AgreementKey, peer *[32]byte) *[32]byte {
+// nil cache computes every time. ok is false when peer is of small order.
+func (c *SharedKeys) get(own *AgreementKey, peer *[32]byte) (key *[32]byte, ok bool) {
 	if c == nil {
-		var k [32]byte
-		box.Precompute(&k, peer, &own.Private)
-		return &k
+		return boxSharedKey(own, peer)
 	}
 	var id [64]byte
 	copy(id[:32], own.Public[:])
 	copy(id[32:], peer[:])
 	if k, ok := c.keys.get(id); ok {
-		return k
+		return k, true
 	}
+	k, ok := boxSharedKey(own, peer)
+	if ok {
+		c.keys.put(id, k)
+	}
+	return k, ok
+}
+
+// boxSharedKey is box.Precompute, except that it refuses a peer key whose
+// X25519 output is all zero, that is one of small order
+// (docs/SPEC-DECISIONS.md AMP-14): box.Precompute uses
+// curve25519.ScalarMult, which returns that output, the same for every
+// private key, where curve25519.X25519 refuses it. The box key is HSalsa20
+// of the X25519 output, so an all-zero output is exactly the box key
+// zeroOutputBoxKey: one comparison, no second scalar multiplication.
+func boxSharedKey(own *AgreementKey, peer *[32]byte) (*[32]byte, bool) {
 	k := new([32]byte)
 	box.Precompute(k, peer, &own.Private)
-	c.keys.put(id, k)
+	if *k == zeroOutputBoxKey() {
+		return nil, false
+	}
+	return k, true
+}
+
+// zeroOutputBoxKey is the box key of an all-zero X25519 output: the key
+// box.Precompute derives from the point u = 0, whatever the private key.
+var zeroOutputBoxKey = sync.OnceValue(func() [32]byte {
+	var k, zero, priv [32]byte
+	priv[0] = 1
+	box.Precompute(&k, &zero, &priv)
 	return k
+})
+
+// seal encrypts plaintext for peer with authcrypt (nacl box); ok is false
+// when peer is of small order.
+func (c *SharedKeys) seal(plaintext []byte, nonce *[24]byte, own *AgreementKey, peer *[32]byte) ([]byte, bool) {
+	k, ok := c.get(own, peer)
+	if !ok {
+		return nil, false
+	}
+	return box.SealAfterPrecomputation(nil, plaintext, nonce, k), true
 }
 
-// seal encrypts plaintext for peer with authcrypt (nacl box).
-func (c *SharedKeys) seal(plaintext []byte, nonce *[24]byte, own *AgreementKey, peer *[32]byte) []byte {
-	return box.SealAfterPrecomputation(nil, plaintext, nonce, c.get(own, peer))
-}
-
-// open decrypts ciphertext from peer; ok is false on any failure.
+// open decrypts ciphertext from peer; ok is false on any failure, a peer
+// key of small order included.
 func (c *SharedKeys) open(ciphertext []byte, nonce *[24]byte, own *AgreementKey, peer *[32]byte) ([]byte, bool) {
-	return box.OpenAfterPrecomputation(nil, ciphertext, nonce, c.get(own, peer))
+	k, ok := c.get(own, peer)
+	if !ok {
+		return nil, false
+	}
+	return box.OpenAfterPrecomputation(nil, ciphertext, nonce, k)
 }
 
 // boundedMap is a map of at most max entries, safe for concurrent use:

@@ -269,6 +269,9 @@ func parseMethod(docID string, jm jsonMethod) (VerificationMethod, bool, error) 
 	if err == nil && vm.KeyType == KeyEd25519 && CheckEd25519PublicKey(vm.PublicKey) != nil {
 		err = errDIDDoc("did document has an ed25519 key of small order or in non-canonical form")
 	}
+	if err == nil && vm.KeyType == KeyX25519 && CheckX25519PublicKey(vm.PublicKey) != nil {
+		err = errDIDDoc("did document has an x25519 key of small order")
+	}
 	if err != nil {
 		return VerificationMethod{}, false, err
 	}
@@ -488,6 +491,9 @@ func DIDKeyDocument(did string) (*DIDDocument, error) {
 	}
 	doc := &DIDDocument{ID: did}
 	if t == KeyX25519 {
+		if CheckX25519PublicKey(pub) != nil {
+			return nil, errDIDDoc("did:key holds an x25519 key of small order")
+		}
 		id := did + "#" + mb
 		doc.Methods = []VerificationMethod{{ID: id, Type: "Multikey", Controller: did, KeyType: KeyX25519, PublicKey: pub}}
 		doc.KeyAgreement = []string{id}

@@ -113,7 +113,10 @@ func (l Limits) Inspect(data []byte) (*Inspection, error) {
 //   - arrays as arrays; maps with only text keys as objects; other maps as
 //     {"map": [{"key": k, "value": v}, ...]};
 //   - tags as {"tag": N, "value": v}, whatever N is;
-//   - floats as numbers, or {"float": "NaN" | "Infinity" | "-Infinity"};
+//   - floats as numbers with a point or an exponent (1.0, 1e+21), or
+//     {"float": "NaN" | "Infinity" | "-Infinity"}; a NaN other than the
+//     canonical f97e00 also carries the hex bits of its deterministic form,
+//     {"float": "NaN", "bits": "7e01"};
 //   - true, false, null as themselves; undefined and other simple values as
 //     {"simple": N}.
 //
@@ -253,20 +256,48 @@ func (j *jsonWriter) value(dst []byte, off int) ([]byte, int) {
 	case 22:
 		return append(dst, "null"...), off
 	case 25, 26, 27:
-		f := floatValue(data[start:off])
-		switch {
-		case math.IsNaN(f):
-			return append(dst, `{"float":"NaN"}`...), off
-		case math.IsInf(f, 1):
-			return append(dst, `{"float":"Infinity"}`...), off
-		case math.IsInf(f, -1):
-			return append(dst, `{"float":"-Infinity"}`...), off
-		}
-		return strconv.AppendFloat(dst, f, 'g', -1, 64), off
+		return appendJSONFloat(dst, data[start:off]), off
 	}
 	dst = append(dst, `{"simple":`...)
 	dst = strconv.AppendUint(dst, h.Arg, 10)
 	return append(dst, '}'), off
+}
+
+// canonicalNaN is the deterministic form of the quiet NaN (RFC 8949
+// §4.2.2): the only NaN JSONValue shows without its bits.
+var canonicalNaN = [3]byte{0xf9, 0x7e, 0x00}
+
+// appendJSONFloat appends the JSON form of a float item (head included):
+// a number with a point or an exponent, so that it never reads like an
+// integer (1.0, not 1), or {"float": "Infinity" | "-Infinity" | "NaN"}, a
+// NaN other than the canonical f97e00 with the hex bits of its
+// deterministic form ({"float":"NaN","bits":"7e01"}), since Canonical keeps
+// every NaN payload and sign apart (docs/SPEC-DECISIONS.md AMP-9, AMP-16).
+func appendJSONFloat(dst, enc []byte) []byte {
+	f := floatValue(enc)
+	switch {
+	case math.IsNaN(f):
+		var short [9]byte
+		det := appendShortestFloat(short[:0], enc)
+		if len(det) == 3 && [3]byte(det) == canonicalNaN {
+			return append(dst, `{"float":"NaN"}`...)
+		}
+		dst = append(dst, `{"float":"NaN","bits":"`...)
+		dst = hex.AppendEncode(dst, det[1:])
+		return append(dst, `"}`...)
+	case math.IsInf(f, 1):
+		return append(dst, `{"float":"Infinity"}`...)
+	case math.IsInf(f, -1):
+		return append(dst, `{"float":"-Infinity"}`...)
+	}
+	n := len(dst)
+	dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+	for _, c := range dst[n:] {
+		if c == '.' || c == 'e' {
+			return dst
+		}
+	}
+	return append(dst, ".0"...)
 }
 
 // floatValue decodes a float item (head included).

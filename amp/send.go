@@ -30,7 +30,8 @@ func Sign(m *Message, key ed25519.PrivateKey) error {
 // the recipient's X25519 key with authcrypt (RFC 001 §8.5.1, §8.6
 // sign-then-encrypt) and sets m.Enc. The body stays in m.Body for the
 // sender's own use; Encode writes only enc. nonce must be fresh: 24 bytes
-// from a CSPRNG.
+// from a CSPRNG. A recipient key of small order is refused with 3001
+// invalid_did_document (docs/SPEC-DECISIONS.md AMP-14).
 func Encrypt(m *Message, own *AgreementKey, recipient *[32]byte, nonce *[NonceSize]byte, cache *SharedKeys) error {
 	if m.Sig == nil {
 		return NewError(CodeInternalError, "sign the message before encrypting it")
@@ -38,11 +39,15 @@ func Encrypt(m *Message, own *AgreementKey, recipient *[32]byte, nonce *[NonceSi
 	if own == nil || recipient == nil || nonce == nil {
 		return NewError(CodeInternalError, "encryption needs both agreement keys and a nonce")
 	}
+	ct, ok := cache.seal(m.Body, nonce, own, recipient)
+	if !ok {
+		return errDIDDoc("the recipient's agreement key is of small order")
+	}
 	m.Enc = &Encrypted{
 		Alg:        EncAlg,
 		Mode:       EncMode,
 		Nonce:      append([]byte(nil), nonce[:]...),
-		Ciphertext: cache.seal(m.Body, nonce, own, recipient),
+		Ciphertext: ct,
 	}
 	return nil
 }
