@@ -872,8 +872,8 @@ func (s *Store) checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte
 // owner's record is read once, whatever the number of m's aliases.
 func (s *Store) checkAliasClaims(tx *bolt.Tx, m *bundle.Manifest, signers []bundle.TrustedKey) error {
 	aliases := bucket(tx, bAliases)
-	var policy *bundle.Policy        // loaded at the first claim to judge
-	counted := map[string][]string{} // owner -> the did:keys that counted for it
+	var policy *bundle.Policy          // loaded at the first claim to judge
+	counted := map[string]ownerClaim{} // owner -> what judges its claims
 	for typ, name := range m.Aliases {
 		raw := aliases.Get([]byte(typ))
 		if raw == nil {
@@ -898,15 +898,18 @@ func (s *Store) checkAliasClaims(tx *bolt.Tx, m *bundle.Manifest, signers []bund
 					}
 					policy = st.Policy()
 				}
-				dids, ok := counted[owner]
+				oc, ok := counted[owner]
 				if !ok {
 					var err error
-					if dids, err = countedAtImport(tx, owner); err != nil {
+					if oc, err = countedAtImport(tx, owner); err != nil {
 						return err
 					}
-					counted[owner] = dids
+					counted[owner] = oc
 				}
-				if claimsConflict(c.Name, claimSigners(policy, dids, c.Name), name, signers) {
+				if oc.dead {
+					continue // its version is revoked: it can never be served again
+				}
+				if claimsConflict(c.Name, claimSigners(policy, oc.dids, c.Name), name, signers) {
 					return fail(ErrAliasConflict, "legacy type %q already names %s", typ, c.Name)
 				}
 			}
@@ -915,31 +918,41 @@ func (s *Store) checkAliasClaims(tx *bolt.Tx, m *bundle.Manifest, signers []bund
 	return nil
 }
 
-// countedAtImport returns the did:keys of the signers that counted when
-// the installed bundle owner was imported (the keys whose signatures it
-// carries, for a record that keeps none). An owner that is not installed
-// is a damaged store (store_io, which `check` names), not a verdict on
-// the file being imported.
-func countedAtImport(tx *bolt.Tx, owner string) ([]string, error) {
+// ownerClaim is what judges the claims of one installed bundle: the
+// did:keys of the signers that counted at its import, and whether its
+// version is revoked (dead: no copy can ever be served again, so its
+// claims block no one; a bundle that failed closed otherwise — stale,
+// expired, its key revoked — may be served again and stays judged).
+type ownerClaim struct {
+	dids []string
+	dead bool
+}
+
+// countedAtImport returns what judges the installed bundle owner's claims
+// (ownerClaim): the keys whose signatures it carries, for a record that
+// keeps no counted signers. An owner that is not installed is a damaged
+// store (store_io, which `check` names), not a verdict on the file being
+// imported.
+func countedAtImport(tx *bolt.Tx, owner string) (ownerClaim, error) {
 	rec, err := installedRecord(tx, owner)
 	if errors.Is(err, ErrUnknownBundle) {
-		return nil, fail(ErrStoreIO, "an alias record names a bundle that is not installed (ampbundle check)")
+		return ownerClaim{}, fail(ErrStoreIO, "an alias record names a bundle that is not installed (ampbundle check)")
 	}
 	if err != nil {
-		return nil, err
+		return ownerClaim{}, err
 	}
-	if len(rec.SignerKeys) > 0 {
-		return rec.SignerKeys, nil
+	oc := ownerClaim{dids: rec.SignerKeys, dead: versionRevoked(tx, owner, rec.Version)}
+	if len(oc.dids) > 0 {
+		return oc, nil
 	}
 	obj, err := bundle.DecodeObject(rec.Signed, bundle.MediaTypeManifest)
 	if err != nil {
-		return nil, err
+		return ownerClaim{}, err
 	}
-	var out []string
 	for _, sg := range obj.Signatures {
-		out = append(out, amp.BareDID(sg.KID))
+		oc.dids = append(oc.dids, amp.BareDID(sg.KID))
 	}
-	return out, nil
+	return oc, nil
 }
 
 // claimSigners returns the keys that speak for an installed bundle's
@@ -987,16 +1000,22 @@ func sameRelease(installed, signed []byte) bool {
 // claimsConflict reports whether two claims of one legacy type, for the
 // names a and b by bundles whose counting signers are sa and sb, are one
 // authority's, so that only the first may stand (docs/SPEC-DECISIONS.md
-// BUNDLE-9): the names differ and each side's signers all speak for the
-// other's namespace. Two names of one namespace always conflict (each
-// side's signers are trusted for its own); a claim whose signers do not
-// all speak for the other's namespace is another authority's, and both
-// are kept (the type resolves as ambiguous, which names no capability).
-// The relation is symmetric: which claim came first never decides
-// whether they conflict.
+// BUNDLE-9): the names differ and either they lie in one namespace,
+// whatever their signers re-count to today (a namespace is one
+// authority's, whose keys may since have rotated or been replaced), or
+// each side's signers all speak for the other's namespace. A claim whose
+// signers do not all speak for the other's namespace is another
+// authority's, and both are kept (the type resolves as ambiguous, which
+// names no capability). The relation is symmetric: which claim came first
+// never decides whether they conflict.
 func claimsConflict(a string, sa []bundle.TrustedKey, b string, sb []bundle.TrustedKey) bool {
 	if a == b {
 		return false
+	}
+	nsA, _, errA := capability.SplitName(a)
+	nsB, _, errB := capability.SplitName(b)
+	if errA == nil && errB == nil && nsA == nsB {
+		return true
 	}
 	return speakFor(sa, b) && speakFor(sb, a)
 }
