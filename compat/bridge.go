@@ -353,31 +353,35 @@ func put(root map[string]any, p []string, v any, ifAbsent bool) error {
 // "$ref", "allOf", "anyOf", "oneOf", "not", "if", "dependentRequired" or
 // "dependentSchemas" on the way to the member, or a boolean false schema.
 func CheckBridge(b *Bridge, input, output Schema) error {
-	for _, s := range []struct {
-		name   string
-		ops    []BridgeOp
-		target Schema
-	}{{"input", b.Input, input}, {"output", b.Output, output}} {
-		var root any
-		for i, op := range s.ops {
-			var removed []string
-			switch op.Op {
-			case OpRename, OpMove:
-				removed = op.From
-			case OpDropOptional:
-				removed = op.Path
-			default:
-				continue
+	if err := checkBridgeSide("input", b.Input, input.Key, func() (any, error) { return loadJSON(input) }); err != nil {
+		return err
+	}
+	return checkBridgeSide("output", b.Output, output.Key, func() (any, error) { return loadJSON(output) })
+}
+
+// checkBridgeSide is CheckBridge for one side (name) of a bridge: its
+// operations ops against the schema at key, which load reads and decodes
+// when a first operation removes a member (never otherwise).
+func checkBridgeSide(name string, ops []BridgeOp, key string, load func() (any, error)) error {
+	var root any
+	for i, op := range ops {
+		var removed []string
+		switch op.Op {
+		case OpRename, OpMove:
+			removed = op.From
+		case OpDropOptional:
+			removed = op.Path
+		default:
+			continue
+		}
+		if root == nil {
+			var err error
+			if root, err = load(); err != nil {
+				return amp.Named(0, ErrBridgeDropsRequired, "bridge %s[%d]: the target schema %s cannot be read", name, i, strictjson.QuoteName(key))
 			}
-			if root == nil {
-				var err error
-				if root, err = loadJSON(s.target); err != nil {
-					return amp.Named(0, ErrBridgeDropsRequired, "bridge %s[%d]: the target schema %s cannot be read", s.name, i, strictjson.QuoteName(s.target.Key))
-				}
-			}
-			if why := requiredAt(root, removed); why != "" {
-				return amp.Named(0, ErrBridgeDropsRequired, "bridge %s[%d] (%s) removes %s: %s", s.name, i, op.Op, pointerString(removed), why)
-			}
+		}
+		if why := requiredAt(root, removed); why != "" {
+			return amp.Named(0, ErrBridgeDropsRequired, "bridge %s[%d] (%s) removes %s: %s", name, i, op.Op, pointerString(removed), why)
 		}
 	}
 	return nil

@@ -129,6 +129,9 @@ type checker struct {
 	// splits counts the producer conjunctions split for unions (by
 	// listed value or type); beyond MaxSplits, unions are not split.
 	splits int
+	// own holds the schema each part with unevaluatedProperties heads
+	// (ownSchema), flattened once per check.
+	own map[ownKey]view
 	// budget, when not nil, is what is left of the comparisons every
 	// check of one matrix shares (MatrixOf); each step takes one.
 	budget *int
@@ -695,6 +698,26 @@ var undecided = map[string]bool{
 	"regexProperties": true,
 }
 
+// itemEvaluating are the keywords of a schema object whose evaluation
+// decides which items its "unevaluatedItems" sees as evaluated: the item
+// keywords and every in-place applicator ("$ref", "$dynamicRef" and
+// "$recursiveRef" must be absent: their targets are not the same by
+// text). "unevaluatedItems" is accepted only when one producer part
+// carries the same value for each of them (sameGroup).
+var itemEvaluating = []string{"unevaluatedItems", "prefixItems", "items", "additionalItems", "contains",
+	"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
+	"$ref", "$dynamicRef", "$recursiveRef"}
+
+// noneOf reports whether m carries none of the keywords kws.
+func noneOf(m map[string]any, kws ...string) bool {
+	for _, kw := range kws {
+		if _, ok := m[kw]; ok {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *checker) direct(va, vb view) []Finding {
 	if vb.never {
 		p := part{n: vb.parts0(), path: vb.fpath}
@@ -1038,6 +1061,13 @@ func (c *checker) keywordsC(va view, f facts, p part, m map[string]any, kw strin
 		}
 	case kw == "anyOf" || kw == "oneOf":
 		*fs = append(*fs, c.union(va, f, p, kw)...)
+	case kw == "unevaluatedItems":
+		// What it refuses depends on the items its schema's other
+		// keywords evaluate: only the whole group is the same.
+		if noneOf(m, "$ref", "$dynamicRef", "$recursiveRef") && c.sameGroup(va, m, itemEvaluating...) {
+			return
+		}
+		add(finding(Unknown, "undecided_keyword", p, kw, "unevaluatedItems is only compared for identity, with every keyword of its schema that evaluates items"))
 	case undecided[kw]:
 		if c.sameKeyword(va, kw, val) {
 			return

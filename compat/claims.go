@@ -195,18 +195,28 @@ func checkDescriptorBridge(ix *coverIndex, cov *coverage, d capability.Descripto
 	if err != nil {
 		return amp.Named(0, ErrBridgeMalformed, "%s: %s", id, amp.SafeMessage(err))
 	}
-	in := Schema{Loader: src.s.l, Key: d.InputSchema.ArtifactKey}
-	callers := cov.callers()
-	for _, j := range callers {
+	// The provider's input side once; the output side once per distinct
+	// output schema of the covered callers. Each schema is decoded once
+	// per Source (side.bridgeTarget), however many descriptors and
+	// callers share it.
+	load := func(key string) func() (any, error) {
+		return func() (any, error) { return src.s.bridgeTarget(key) }
+	}
+	inKey := d.InputSchema.ArtifactKey
+	if err := checkBridgeSide("input", b.Input, inKey, load(inKey)); err != nil {
+		return amp.Named(0, ErrBridgeDropsRequired, "%s: %s", id, amp.SafeMessage(err))
+	}
+	done := map[string]bool{}
+	for _, j := range cov.callers() {
 		caller := ix.descs[j]
-		if err := CheckBridge(b, in, Schema{Loader: src.s.l, Key: caller.OutputSchema.ArtifactKey}); err != nil {
+		key := caller.OutputSchema.ArtifactKey
+		if done[key] {
+			continue
+		}
+		done[key] = true
+		if err := checkBridgeSide("output", b.Output, key, load(key)); err != nil {
 			return amp.Named(0, ErrBridgeDropsRequired, "%s (for callers of %s): %s", id, caller.Version.String(), amp.SafeMessage(err))
 		}
-	}
-	if len(callers) == 0 {
-		// No covered caller is carried: nothing is served through the
-		// bridge, but its input side is still checked.
-		return CheckBridge(&Bridge{Input: b.Input}, in, Schema{})
 	}
 	return nil
 }

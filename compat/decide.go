@@ -326,7 +326,7 @@ func requiredClosure(va view, f facts, start ...string) map[string]bool {
 // forbids reports whether the producer admits no object holding property
 // k, and whether that is certain.
 func (c *checker) forbids(va view, k string) (yes, certain bool) {
-	ap, unc := c.propertyPartsUnc(va, k, false, false)
+	ap, unc := c.propertyPartsUnc(c.a, va, k, false, false)
 	if len(unc) > 0 {
 		return false, false
 	}

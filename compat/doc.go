@@ -120,9 +120,15 @@
 //
 // and, always Unknown: unresolved_ref, undecided_keyword (not, if and
 // dependentSchemas the rules above leave open; propertyNames, contains,
-// unevaluatedItems, regexProperties, patternProperties on one side only,
-// unevaluatedProperties next to conditional applicators: accepted only
-// when both sides carry the same value with no reference in it;
+// regexProperties: accepted only when both sides carry the same value
+// with no reference in it; unevaluatedItems: only when one schema object
+// of each side carries the same values for it and for every keyword that
+// evaluates items (prefixItems, items, contains, the in-place
+// applicators), with no reference; unlisted member names where the two
+// sides do not carry one and the same patternProperties next to every
+// closing keyword of the acceptor; unevaluatedProperties whose own schema
+// (its adjacent keywords, and what its $ref and allOf reach: never a
+// parent's or a sibling's) holds a conditional applicator;
 // $dynamicRef and $recursiveRef always, their targets depending on the
 // dynamic scope; every keyword the validator compiles is compared or
 // undecided, and only the others are annotations),

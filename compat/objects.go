@@ -12,27 +12,26 @@ var conditional = []string{"anyOf", "oneOf", "if", "dependentSchemas", "$dynamic
 
 // propertyParts is the conjunction of the schemas that apply to property
 // name (or, with other set, to a property no part lists) in a flattened
-// conjunction. ignorePatterns treats every name as matching no
-// patternProperties (used when both sides carry the same patterns). unc
-// lists what could not be decided (only meaningful for the acceptor: for
-// the producer, leaving a schema out is sound).
+// conjunction v of side s. ignorePatterns treats every name as matching
+// no patternProperties (used when both sides carry the same patterns).
+// unc lists what could not be decided (only meaningful for the acceptor:
+// for the producer, leaving a schema out is sound).
 func (c *checker) propertyParts(s *side, v view, name string, other bool) []part {
-	ps, _ := c.propertyPartsUnc(v, name, other, false)
+	ps, _ := c.propertyPartsUnc(s, v, name, other, false)
 	return ps
 }
 
 // propertyPartsUnc is propertyParts with what could not be decided: for
 // each part, the subschemas its properties, patternProperties and
 // additionalProperties give the property (memberParts), then its
-// unevaluatedProperties where no part of its scope evaluates the name
+// unevaluatedProperties where its own schema does not evaluate the name
 // (evaluatedIn).
-func (c *checker) propertyPartsUnc(v view, name string, other, ignorePatterns bool) (out []part, unc []Finding) {
-	scopes := c.evaluatedIn(v, name, other, ignorePatterns)
+func (c *checker) propertyPartsUnc(s *side, v view, name string, other, ignorePatterns bool) (out []part, unc []Finding) {
 	for _, p := range v.parts {
 		m := p.n.v.(map[string]any)
 		out, unc = c.memberParts(p, m, name, other, ignorePatterns, out, unc)
 		if _, ok := m["unevaluatedProperties"]; ok {
-			si := scopes.get(p.scope)
+			si := c.evaluatedIn(s, p, name, other, ignorePatterns)
 			switch {
 			case si.uncertain:
 				unc = append(unc, finding(Unknown, "undecided_keyword", p, "unevaluatedProperties", "evaluated properties depend on the instance"))
@@ -46,47 +45,51 @@ func (c *checker) propertyPartsUnc(v view, name string, other, ignorePatterns bo
 	return out, unc
 }
 
-// evalScope says, for one scope, whether the property is evaluated by
-// some part of it and whether that is certain: what decides whether its
-// unevaluatedProperties applies.
+// evalScope says whether the property is evaluated where an
+// unevaluatedProperties sees it, and whether that is certain: what
+// decides whether the keyword applies.
 type evalScope struct {
-	scope                int
 	evaluated, uncertain bool
 }
 
-// evalScopes are the scopes of a view's parts, in the order met.
-type evalScopes []evalScope
-
-// get returns the entry of scope, appending a fresh one if there is
-// none.
-func (ss *evalScopes) get(scope int) *evalScope {
-	for i := range *ss {
-		if (*ss)[i].scope == scope {
-			return &(*ss)[i]
-		}
+// ownSchema is the conjunction that part p (of side s) heads: p itself
+// and what its "$ref" and "allOf" reach, flattened once per check (the
+// walk is charged as flatten's). An unevaluatedProperties sees the
+// evaluations of this schema only: not those of the parts next to it in
+// a larger conjunction (a parent's or a sibling's "properties").
+func (c *checker) ownSchema(s *side, p part) view {
+	key := ownKey{s: s, id: p.n.id()}
+	if v, ok := c.own[key]; ok {
+		return v
 	}
-	*ss = append(*ss, evalScope{scope: scope})
-	return &(*ss)[len(*ss)-1]
+	v := c.flatten(s, []part{p})
+	if c.own == nil {
+		c.own = map[ownKey]view{}
+	}
+	c.own[key] = v
+	return v
 }
 
-// evaluatedIn computes, per scope, whether the property (name, or an
-// unlisted one with other) is evaluated there: only when some part has
-// unevaluatedProperties (nil otherwise). A conditional applicator, or a
-// pattern that cannot be decided, makes it uncertain.
-func (c *checker) evaluatedIn(v view, name string, other, ignorePatterns bool) evalScopes {
-	hasUneval := false
-	for _, p := range v.parts {
-		if _, ok := p.n.v.(map[string]any)["unevaluatedProperties"]; ok {
-			hasUneval = true
-		}
+// ownKey names a part's own schema in checker.own.
+type ownKey struct {
+	s  *side
+	id string
+}
+
+// evaluatedIn computes whether the property (name, or an unlisted one
+// with other) is evaluated by the schema of part p, which carries
+// unevaluatedProperties (ownSchema): by its properties,
+// patternProperties or additionalProperties, or by an
+// unevaluatedProperties below it. A conditional applicator, a pattern
+// that cannot be decided, or a schema past the bounds makes it uncertain.
+func (c *checker) evaluatedIn(s *side, p part, name string, other, ignorePatterns bool) evalScope {
+	var si evalScope
+	own := c.ownSchema(s, p)
+	if len(own.bad) > 0 {
+		si.uncertain = true
 	}
-	if !hasUneval {
-		return nil
-	}
-	var scopes evalScopes
-	for _, p := range v.parts {
-		m := p.n.v.(map[string]any)
-		si := scopes.get(p.scope)
+	for i, q := range own.parts {
+		m := q.n.v.(map[string]any)
 		for _, kw := range conditional {
 			if _, ok := m[kw]; ok {
 				si.uncertain = true
@@ -95,16 +98,20 @@ func (c *checker) evaluatedIn(v view, name string, other, ignorePatterns bool) e
 		if _, ok := m["additionalProperties"]; ok {
 			si.evaluated = true
 		}
+		if _, ok := m["unevaluatedProperties"]; ok && i > 0 {
+			// Below p, it evaluates whatever reaches it.
+			si.evaluated = true
+		}
 		if props, ok := m["properties"].(map[string]any); ok && !other {
 			if _, ok := props[name]; ok {
 				si.evaluated = true
 			}
 		}
 		if pp, ok := m["patternProperties"].(map[string]any); ok && len(pp) > 0 && !ignorePatterns {
-			c.patternsEvaluate(si, pp, name, other)
+			c.patternsEvaluate(&si, pp, name, other)
 		}
 	}
-	return scopes
+	return si
 }
 
 // patternsEvaluate marks si evaluated when a pattern of pp matches name,
@@ -197,15 +204,41 @@ func allFalse(ps []part) bool {
 	return true
 }
 
-// samePatterns reports whether some producer part carries exactly the
-// patternProperties of every acceptor part that has them.
+// samePatterns reports whether unlisted names may be checked as if no
+// pattern matched them (ignorePatterns): every part of both sides that
+// carries patternProperties carries one and the same value V, with no
+// reference in it, both sides carry it, and on the acceptor every part
+// with additionalProperties or unevaluatedProperties carries V. A name V
+// matches then gets V's schemas from the producer and nothing else from
+// the acceptor (its own schema evaluates the name); a
+// name it does not match meets no pattern on either side. Patterns on
+// one side only, or different on the two, leave unlisted names Unknown.
 func (c *checker) samePatterns(va, vb view) bool {
-	for _, p := range vb.parts {
-		pp, ok := p.n.v.(map[string]any)["patternProperties"]
-		if !ok {
-			continue
+	var v any
+	seen := [2]bool{}
+	for i, w := range []view{va, vb} {
+		for _, p := range w.parts {
+			pp, ok := p.n.v.(map[string]any)["patternProperties"]
+			if !ok {
+				continue
+			}
+			if v == nil {
+				if !c.holdsNoRef(pp) {
+					return false
+				}
+				v = pp
+			} else if !c.equalValues(v, pp) {
+				return false
+			}
+			seen[i] = true
 		}
-		if !c.sameKeyword(va, "patternProperties", pp) {
+	}
+	if !seen[0] || !seen[1] {
+		return false
+	}
+	for _, p := range vb.parts {
+		m := p.n.v.(map[string]any)
+		if noneOf(m, "patternProperties") && !noneOf(m, "additionalProperties", "unevaluatedProperties") {
 			return false
 		}
 	}
@@ -229,12 +262,12 @@ func (c *checker) objects(va, vb view, f facts) []Finding {
 	}
 	sorted := slices.Sorted(maps.Keys(names))
 	check := func(name string, other, ignore bool) {
-		bp, unc := c.propertyPartsUnc(vb, name, other, ignore)
+		bp, unc := c.propertyPartsUnc(c.b, vb, name, other, ignore)
 		fs = append(fs, unc...)
 		if len(bp) == 0 {
 			return
 		}
-		ap, aunc := c.propertyPartsUnc(va, name, other, ignore)
+		ap, aunc := c.propertyPartsUnc(c.a, va, name, other, ignore)
 		sub := c.subset(ap, bp)
 		if len(sub) == 0 {
 			return

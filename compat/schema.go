@@ -106,6 +106,36 @@ type side struct {
 	docs map[string]*document
 	errs map[string]string
 	refs map[[2]string]resolved
+	// plain holds the schemas a bridge re-check decoded by loadJSON
+	// (bridgeTarget) that docs does not hold, or why they could not be.
+	plain map[string]plainDoc
+}
+
+// plainDoc is one schema decoded for a bridge re-check, or its error.
+type plainDoc struct {
+	root any
+	err  error
+}
+
+// bridgeTarget is the decoded schema at key for a bridge re-check
+// (requiredAt), read and decoded at most once per side: the document the
+// checker already parsed when there is one (the same members, read more
+// strictly), else loadJSON's answer, kept.
+func (s *side) bridgeTarget(key string) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.docs[key]; ok {
+		return d.root, nil
+	}
+	if p, ok := s.plain[key]; ok {
+		return p.root, p.err
+	}
+	root, err := loadJSON(Schema{Loader: s.l, Key: key})
+	if s.plain == nil {
+		s.plain = map[string]plainDoc{}
+	}
+	s.plain[key] = plainDoc{root: root, err: err}
+	return root, err
 }
 
 // resolved is a cached reference resolution.
