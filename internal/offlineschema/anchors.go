@@ -1,8 +1,13 @@
 package offlineschema
 
 import (
+	"maps"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/ampbundle/ampbundle/amp"
 )
 
 // Positions of subschemas in a keyword's value, as jsonschema v5.3.1
@@ -14,10 +19,9 @@ const (
 )
 
 // librarySubschemas returns the keywords whose values jsonschema v5.3.1
-// walks, for a document of the given draft, when it lists the
-// subschemas in which it looks for anchors (its Draft.subschemas tables:
-// each draft adds to the one before). Any other draft (a meta-schema of
-// the bundle) gets the 2020-12 table, which holds every earlier one.
+// walks, for a document of the given draft (4, 6, 7, 2019 or 2020), when
+// it lists the subschemas in which it looks for anchors (its
+// Draft.subschemas tables: each draft adds to the one before).
 func librarySubschemas(draft int) map[string]int {
 	kw := map[string]int{
 		"definitions": anchorProp, "not": anchorSelf, "allOf": anchorItem, "anyOf": anchorItem, "oneOf": anchorItem,
@@ -44,12 +48,105 @@ func librarySubschemas(draft int) map[string]int {
 	return kw
 }
 
+// rootDraft reads the root "$schema" of a parsed document as jsonschema
+// v5.3.1's findResource does: draft is the built-in draft it names
+// (libraryDraft; 2020, the compiler's default, when there is none), or
+// that of the vocabulary meta-schema the library serves itself; else
+// draft is 0 and meta is the URL (fragment cut) of the meta-schema
+// document whose draft the document takes. Both are zero for a "$schema"
+// that is not a string (the library refuses it).
+func rootDraft(doc any) (draft int, meta string) {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return 2020, ""
+	}
+	v, has := m["$schema"]
+	if !has {
+		return 2020, ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		return 0, ""
+	}
+	if d := libraryDraft(s); d != 0 {
+		return d, ""
+	}
+	if i := strings.IndexByte(s, '#'); i >= 0 {
+		s = s[:i]
+	}
+	if d := libraryVocabDraft(s); d != 0 {
+		return d, ""
+	}
+	return 0, s
+}
+
+// libraryVocabDraft returns the draft of a vocabulary meta-schema that
+// jsonschema v5.3.1 serves itself for its URL (its vocabSchemas, each
+// declaring its draft's meta-schema as "$schema"), or 0.
+func libraryVocabDraft(u string) int {
+	for _, v := range [...]struct {
+		prefix string
+		draft  int
+		names  []string
+	}{
+		{"https://json-schema.org/draft/2019-09/meta/", 2019, []string{"core", "applicator", "validation", "meta-data", "format", "content"}},
+		{"https://json-schema.org/draft/2020-12/meta/", 2020, []string{"core", "applicator", "unevaluated", "validation", "meta-data", "format-annotation", "format-assertion", "content"}},
+	} {
+		if name, ok := strings.CutPrefix(u, v.prefix); ok && slices.Contains(v.names, name) {
+			return v.draft
+		}
+	}
+	return 0
+}
+
+// metaLoop reports whether the meta-schema chain from meta, the
+// meta-schema URL of a document being loaded at raw, leads back to raw
+// through the documents loaded so far (s.metaOf). jsonschema v5.3.1 finds
+// a document's draft right after loading it, through its meta-schema's,
+// recursively: a meta-schema it has loaded but whose draft it is still
+// looking for sends it around the loop without end, a Go stack overflow
+// no recover catches. A loop forms when the last of its documents loads,
+// so refusing that load (session.load) is enough.
+func (s *session) metaLoop(raw, meta string) bool {
+	for hops := 0; meta != ""; hops++ {
+		if meta == raw || hops > len(s.metaOf) {
+			return true
+		}
+		meta = s.metaOf[meta]
+	}
+	return false
+}
+
+// draftOf returns the draft jsonschema v5.3.1 gives the parsed document
+// doc: rootDraft's, following the chain of meta-schemas through the
+// documents the compile loaded; 0 when the chain leaves them (the library
+// then refused the compile).
+func (s *session) draftOf(doc any, parsed *parsedDocs) int {
+	draft, meta := rootDraft(doc)
+	for hops := 0; draft == 0 && meta != "" && hops <= len(s.byURL); hops++ {
+		key, ok := s.byURL[meta]
+		if !ok {
+			return 0
+		}
+		draft, meta = rootDraft(parsed.get(key, s.docs[key]))
+	}
+	return draft
+}
+
 // mayDeclareAnchor reports whether the JSON text data may declare an
-// anchor (duplicateAnchor): it may name "$anchor", "$dynamicAnchor",
+// anchor (scanAnchors): it may name "$anchor", "$dynamicAnchor",
 // "$id" or "id" (mayNameKeyword).
 func mayDeclareAnchor(data []byte) bool {
 	return mayNameKeyword(data, "$anchor") || mayNameKeyword(data, "$dynamicAnchor") ||
 		mayNameKeyword(data, "$id") || mayNameKeyword(data, "id")
+}
+
+// mayHoldRef reports whether the JSON text data may hold a reference
+// jsonschema v5.3.1 resolves: a "$ref", "$dynamicRef" or "$recursiveRef",
+// or a "$schema" naming a meta-schema (mayNameKeyword).
+func mayHoldRef(data []byte) bool {
+	return mayNameKeyword(data, "$ref") || mayNameKeyword(data, "$dynamicRef") ||
+		mayNameKeyword(data, "$recursiveRef") || mayNameKeyword(data, "$schema")
 }
 
 // parsedDocs parses each loaded document once (parseForMeasure) for the
@@ -68,6 +165,59 @@ func (p *parsedDocs) get(key string, data []byte) any {
 	return v
 }
 
+// checkAnchors refuses (invalid_schema) a compile whose loaded documents
+// give a reference more than one possible target (docs/SPEC-DECISIONS.md,
+// SCHEMA-6): one anchor name declared twice in one resource
+// (scanAnchors), one "$dynamicAnchor" name declared too often
+// (ambiguousDynamicAnchor), or a JSON-pointer reference to a place the
+// library does not list as a subschema, in a document that may declare an
+// anchor (pointerRefsListed). Each document is read with the draft the
+// library gives it (draftOf) and parsed once, through parsed.
+func (s *session) checkAnchors(rootKey string, parsed *parsedDocs) error {
+	keys := slices.Sorted(maps.Keys(s.docs))
+	if !slices.ContainsFunc(keys, func(k string) bool { return mayDeclareAnchor(s.docs[k]) }) {
+		return nil // no anchor and no "$id" anywhere: every target is one
+	}
+	type scanned struct {
+		key     string
+		anchors bool
+		scan    *anchorScan
+	}
+	var all []scanned
+	scans := map[string]*anchorScan{}
+	var dynamic []map[string]int
+	for _, key := range keys {
+		data := s.docs[key]
+		anchors := mayDeclareAnchor(data)
+		if !anchors && !mayHoldRef(data) {
+			continue
+		}
+		doc := parsed.get(key, data)
+		draft := s.draftOf(doc, parsed)
+		if draft == 0 {
+			return amp.Named(0, ErrInvalidSchema, "schema %q: the draft of artifact %q cannot be told from its chain of meta-schemas", rootKey, key)
+		}
+		a := scanAnchors(doc, artifactURL(key), draft)
+		if anchors {
+			if a.dup {
+				return amp.Named(0, ErrInvalidSchema, "schema %q: artifact %q declares one anchor name in two places of one resource, so a reference to it has no single target", rootKey, key)
+			}
+			dynamic = append(dynamic, a.dynamic)
+			scans[key] = a
+		}
+		all = append(all, scanned{key, anchors, a})
+	}
+	if ambiguousDynamicAnchor(dynamic) {
+		return amp.Named(0, ErrInvalidSchema, "schema %q declares one $dynamicAnchor name three times in one artifact, or twice in one and again in another, so a $dynamicRef to it has no single target", rootKey)
+	}
+	for _, d := range all {
+		if !s.pointerRefsListed(d.scan, d.anchors, scans) {
+			return amp.Named(0, ErrInvalidSchema, "schema %q: artifact %q holds a json pointer reference to a place that is not a subschema, in a document that declares anchors, so the anchors found there compete with the others", rootKey, d.key)
+		}
+	}
+	return nil
+}
+
 // anchorScan finds, in one loaded document, an anchor name declared by two
 // subschemas of one resource. jsonschema v5.3.1 resolves "#name" against
 // a resource by looking through its subschemas (those whose base URI is
@@ -76,67 +226,77 @@ func (p *parsedDocs) get(key string, data []byte) any {
 // the name (its resolveFragment): with two, which one a
 // reference reaches changes from one compile to the next.
 type anchorScan struct {
-	draft    int // libraryDraft of the document's "$schema"; 2020 when absent
+	draft    int // the draft the library gives the document (session.draftOf)
 	keywords map[string]int
 	seen     map[anchorKey]struct{}
 	dup      bool
 	// dynamic counts, by name, the subschemas of the whole document (every
 	// resource) that declare a "$dynamicAnchor" (dynamicAnchorCandidates).
 	dynamic map[string]int
+	// resources maps the base URI of each resource of the document (the
+	// root's, then each embedded one's, the first kept) to its schema;
+	// rootBase is the root's.
+	resources map[string]any
+	rootBase  string
+	// refs are the references of the walked subschemas (and the root's
+	// "$schema" naming a meta-schema), each with the base URI it is
+	// resolved against, for pointerRefsListed.
+	refs []scannedRef
 }
+
+// scannedRef is one reference as written, with the base URI of the
+// subschema holding it.
+type scannedRef struct{ base, ref string }
 
 // anchorKey is one anchor name of one resource (its base URI).
 type anchorKey struct{ base, name string }
 
-// duplicateAnchor reports whether the parsed document doc, loaded from
-// docURL, declares one anchor name in two subschemas of one resource, in
-// the schema positions jsonschema v5.3.1 walks and with the anchors it
-// collects (Draft.anchors): the fragment of an "$id" ("id" in draft-04;
-// ignored beside "$ref" up to draft-07), "$anchor" from 2019-09 and
-// "$dynamicAnchor" from 2020-12. One subschema declaring a name with two
-// keywords resolves to itself: not a duplicate. A document whose
-// "$schema" names no built-in draft is read with every draft's rules at
-// once (it can only refuse more).
-//
-// dynamic counts, by name, the subschemas of the document, of every
-// resource, that declare a "$dynamicAnchor" (nil when dup).
-func duplicateAnchor(doc any, docURL string) (dup bool, dynamic map[string]int) {
+// scanAnchors scans the parsed document doc, loaded from docURL and read
+// by the library as the given draft, in the schema positions jsonschema
+// v5.3.1 walks. dup reports one anchor name declared in two subschemas of
+// one resource, with the anchors the library collects (Draft.anchors):
+// the fragment of an "$id" ("id" in draft-04; ignored beside "$ref" up to
+// draft-07), "$anchor" from 2019-09 and "$dynamicAnchor" from 2020-12.
+// One subschema declaring a name with two keywords resolves to itself:
+// not a duplicate. dynamic counts, by name, the subschemas of the
+// document, of every resource, that declare a "$dynamicAnchor" (nil when
+// dup). resources and refs are for pointerRefsListed.
+func scanAnchors(doc any, docURL string, draft int) *anchorScan {
+	a := &anchorScan{draft: draft, keywords: librarySubschemas(draft), seen: map[anchorKey]struct{}{},
+		dynamic: map[string]int{}, resources: map[string]any{}}
 	root, ok := doc.(map[string]any)
 	if !ok {
-		return false, nil
+		return a
 	}
-	draft := 2020
-	if s, has := root["$schema"]; has {
-		str, _ := s.(string)
-		draft = libraryDraft(str)
-	}
-	a := &anchorScan{draft: draft, keywords: librarySubschemas(draft), seen: map[anchorKey]struct{}{}, dynamic: map[string]int{}}
 	base := docURL
 	if u, ok := a.resourceURL(docURL, root); ok {
 		base = u
 	}
+	a.resources[base], a.rootBase = root, base
+	if s, ok := root["$schema"].(string); ok && libraryDraft(s) == 0 {
+		// Compiled as a reference from the root (compileMap).
+		a.refs = append(a.refs, scannedRef{base, s})
+	}
 	a.walk(root, base)
 	if a.dup {
-		return true, nil
+		a.dynamic = nil
 	}
-	return false, a.dynamic
+	return a
 }
 
 // walk scans the subschema m, whose base URI is base, and its subschemas.
 func (a *anchorScan) walk(m map[string]any, base string) {
-	var names [4]string
+	var names [3]string
 	n := 0
-	for _, field := range a.idFields() {
-		if id, ok := a.id(m, field); ok {
-			if i := strings.IndexByte(id, '#'); i >= 0 && id[i:] != "#" && id[i:] != "#/" {
-				names[n], n = id[i+1:], n+1
-			}
+	if id, ok := a.id(m); ok {
+		if i := strings.IndexByte(id, '#'); i >= 0 && id[i:] != "#" && id[i:] != "#/" {
+			names[n], n = id[i+1:], n+1
 		}
 	}
-	if s, ok := m["$anchor"].(string); ok && (a.draft >= 2019 || a.draft == 0) {
+	if s, ok := m["$anchor"].(string); ok && a.draft >= 2019 {
 		names[n], n = s, n+1
 	}
-	if s, ok := m["$dynamicAnchor"].(string); ok && (a.draft >= 2020 || a.draft == 0) {
+	if s, ok := m["$dynamicAnchor"].(string); ok && a.draft >= 2020 {
 		names[n], n = s, n+1
 		a.dynamic[s]++
 	}
@@ -150,6 +310,11 @@ func (a *anchorScan) walk(m map[string]any, base string) {
 			return
 		}
 		a.seen[k] = struct{}{}
+	}
+	for _, kw := range a.refKeywords() {
+		if r, ok := m[kw].(string); ok {
+			a.refs = append(a.refs, scannedRef{base, r})
+		}
 	}
 	for kw, pos := range a.keywords {
 		v, ok := m[kw]
@@ -173,6 +338,24 @@ func (a *anchorScan) walk(m map[string]any, base string) {
 			return
 		}
 	}
+	if _, ok := m["contentMediaType"]; ok && a.draft == 7 {
+		// Compiled in draft-07 though its table does not list it: the
+		// library then adds it as a "non-standard location", and the
+		// anchors under it become the resource's (compileMap).
+		a.child(m["contentSchema"], base)
+	}
+}
+
+// refKeywords are the keywords whose value jsonschema v5.3.1 compiles as
+// a reference in the document's draft (compileMap).
+func (a *anchorScan) refKeywords() []string {
+	switch {
+	case a.draft >= 2020:
+		return []string{"$ref", "$recursiveRef", "$dynamicRef"}
+	case a.draft == 2019:
+		return []string{"$ref", "$recursiveRef"}
+	}
+	return []string{"$ref"}
 }
 
 // child walks v when it is a schema object, with the base URI its own
@@ -184,6 +367,9 @@ func (a *anchorScan) child(v any, base string) {
 	}
 	if u, ok := a.resourceURL(base, m); ok {
 		base = u
+		if _, seen := a.resources[u]; !seen {
+			a.resources[u] = m
+		}
 	}
 	a.walk(m, base)
 }
@@ -198,23 +384,15 @@ func isRepeat(names []string, name string) bool {
 	return false
 }
 
-// idFields are the members that hold a schema's id in the document's
-// draft (both for a draft that is not built in).
-func (a *anchorScan) idFields() []string {
-	switch a.draft {
-	case 4:
-		return []string{"id"}
-	case 0:
-		return []string{"$id", "id"}
-	}
-	return []string{"$id"}
-}
-
-// id is Draft.getID: the string id of m in field, none beside "$ref" up
-// to draft-07.
-func (a *anchorScan) id(m map[string]any, field string) (string, bool) {
-	if _, ref := m["$ref"]; ref && a.draft <= 7 && a.draft != 0 {
+// id is Draft.getID: the string id of m ("id" in draft-04, "$id" after),
+// none beside "$ref" up to draft-07.
+func (a *anchorScan) id(m map[string]any) (string, bool) {
+	if _, ref := m["$ref"]; ref && a.draft <= 7 {
 		return "", false
+	}
+	field := "$id"
+	if a.draft == 4 {
+		field = "id"
 	}
 	id, ok := m[field].(string)
 	return id, ok
@@ -225,27 +403,160 @@ func (a *anchorScan) id(m map[string]any, field string) (string, bool) {
 // other than a fragment; ok is false otherwise (m is not a resource), or
 // when the library could not resolve it (it then refuses the schema).
 func (a *anchorScan) resourceURL(base string, m map[string]any) (string, bool) {
-	for _, field := range a.idFields() {
-		id, ok := a.id(m, field)
-		if !ok {
-			continue
-		}
-		if i := strings.IndexByte(id, '#'); i >= 0 {
-			id = id[:i]
-		}
-		if id == "" {
-			continue
-		}
-		u, err := libraryResolveURL(base, id)
-		if err != nil {
-			return "", false
-		}
-		if i := strings.IndexByte(u, '#'); i >= 0 {
-			u = u[:i]
-		}
-		return u, true
+	id, ok := a.id(m)
+	if !ok {
+		return "", false
 	}
-	return "", false
+	if i := strings.IndexByte(id, '#'); i >= 0 {
+		id = id[:i]
+	}
+	if id == "" {
+		return "", false
+	}
+	u, err := libraryResolveURL(base, id)
+	if err != nil {
+		return "", false
+	}
+	if i := strings.IndexByte(u, '#'); i >= 0 {
+		u = u[:i]
+	}
+	return u, true
+}
+
+// pointerRefsListed reports whether every JSON-pointer reference of the
+// scanned document from (and its "$schema") names, in a document that may
+// declare an anchor, a place jsonschema v5.3.1 lists as a subschema.
+// A pointer to any other place (an unknown keyword, "$defs" in a
+// draft-07 document, "$defs" itself, a member spelled otherwise than the
+// library spells it) is a "non-standard location" to the library
+// (resolveFragment): it adds that place to the resource's subschemas when
+// it compiles the reference, and the anchors and "$id"s found under it
+// become the resource's, in the middle of the compile, where they compete
+// in map order with the ones the scan counted. The target is found as
+// the library finds it: a resource of the same document by its base URI
+// (compileRef), else the document loaded from that URI, whose own URI
+// the fragment is resolved against once more (compileURL). scans holds
+// the scans of the documents that may declare an anchor, by key; a
+// reference to a document not loaded was never compiled.
+func (s *session) pointerRefsListed(from *anchorScan, fromAnchors bool, scans map[string]*anchorScan) bool {
+	for _, r := range from.refs {
+		u, err := libraryResolveURL(r.base, r.ref)
+		if err != nil {
+			continue // the library refused the compile
+		}
+		u, f := splitFragment(u)
+		doc := from
+		for hops := 0; strings.HasPrefix(f, "#/"); hops++ {
+			if node, ok := doc.resources[u]; ok {
+				if (doc != from || fromAnchors) && !doc.listedAt(node, f[1:]) {
+					return false
+				}
+				break
+			}
+			key, ok := s.byURL[u]
+			if !ok {
+				break // never loaded: never compiled, or a vocabulary
+			}
+			if doc = scans[key]; doc == nil {
+				break // no anchor there: nothing competes
+			}
+			if hops > len(scans) {
+				return false
+			}
+			v, err := libraryResolveURL(doc.rootBase, f)
+			if err != nil {
+				break // the library refused the compile
+			}
+			u, f = splitFragment(v)
+		}
+	}
+	return true
+}
+
+// splitFragment is the library's split: the URI without its fragment, and
+// the fragment with its "#" ("#" when there is none, "#/" read as "#").
+func splitFragment(u string) (string, string) {
+	i := strings.IndexByte(u, '#')
+	if i < 0 {
+		return u, "#"
+	}
+	f := u[i:]
+	if f == "#/" {
+		f = "#"
+	}
+	return u[:i], f
+}
+
+// listedAt reports whether the JSON pointer ptr, as written (it begins
+// with "/"), names from the schema node a place jsonschema v5.3.1 lists
+// as a subschema in the scanned document's draft, spelled exactly as the
+// library spells that place's key (Draft.listSubschemas): each step a
+// keyword of the draft's table as it is, then an index written as
+// strconv.Itoa writes it or a member name escaped as the library's escape
+// does ("~0", "~1", then url.PathEscape). It costs the pointer's length.
+func (a *anchorScan) listedAt(node any, ptr string) bool {
+	toks := strings.Split(ptr[1:], "/")
+	for i := 0; i < len(toks); i++ {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return false
+		}
+		pos, ok := a.keywords[toks[i]]
+		if !ok {
+			return false
+		}
+		switch v := m[toks[i]].(type) {
+		case map[string]any:
+			if pos&anchorProp == 0 {
+				if pos&anchorSelf == 0 {
+					return false
+				}
+				node = v
+				continue
+			}
+			if i+1 >= len(toks) {
+				return false // the object of schemas itself
+			}
+			i++
+			name, err := url.PathUnescape(toks[i])
+			if err != nil {
+				return false
+			}
+			name = strings.ReplaceAll(strings.ReplaceAll(name, "~1", "/"), "~0", "~")
+			if libraryEscape(name) != toks[i] {
+				return false
+			}
+			if node, ok = v[name]; !ok {
+				return false
+			}
+		case bool:
+			if pos&anchorSelf == 0 || a.draft == 4 {
+				return false // draft-04 has no boolean schemas
+			}
+			node = v
+		case []any:
+			if pos&anchorItem == 0 || i+1 >= len(toks) {
+				return false
+			}
+			i++
+			j, err := strconv.Atoi(toks[i])
+			if err != nil || j < 0 || j >= len(v) || strconv.Itoa(j) != toks[i] {
+				return false
+			}
+			node = v[j]
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// libraryEscape is jsonschema v5.3.1's escape of a member name into a
+// JSON pointer token of a subschema's key.
+func libraryEscape(name string) string {
+	name = strings.ReplaceAll(name, "~", "~0")
+	name = strings.ReplaceAll(name, "/", "~1")
+	return url.PathEscape(name)
 }
 
 // libraryResolveURL is jsonschema v5.3.1's resolveURL, spelling for
@@ -286,7 +597,7 @@ func libraryResolveURL(base, ref string) (string, error) {
 // twice and T is one of them; it may be either of two when a document
 // declares it three times or more, or twice while another loaded document
 // declares it too (T may lie there). perDoc holds, for each loaded
-// document, its counts from duplicateAnchor.
+// document, its counts from scanAnchors.
 func ambiguousDynamicAnchor(perDoc []map[string]int) bool {
 	total := map[string]int{}
 	for _, counts := range perDoc {

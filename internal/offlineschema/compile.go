@@ -95,6 +95,8 @@ type session struct {
 	opts     Options
 	deps     map[string]struct{}
 	docs     map[string][]byte      // the bytes of every document loaded, by key
+	byURL    map[string]string      // the key of every document loaded, by the URL the library loaded it from
+	metaOf   map[string]string      // the meta-schema URL (rootDraft) of every document loaded, by that URL; "" for a built-in draft
 	cost     compileCost            // of every document loaded so far
 	patterns map[string]PatternCost // patternCost cache
 }
@@ -132,6 +134,14 @@ func (b *badJSON) Error() string {
 
 func (b *badJSON) Unwrap() error { return b.err }
 
+// metaSchemaLoop is the cause of an invalid_schema error for a document
+// whose chain of meta-schemas ("$schema") leads back to it (metaLoop).
+type metaSchemaLoop struct{ key string }
+
+func (m *metaSchemaLoop) Error() string {
+	return "offlineschema: artifact " + m.key + ": its chain of meta-schemas leads back to itself"
+}
+
 // load is the per-compiler LoadURL. It serves synthetic artifact URLs by key
 // and every other absolute URI only through Loader.KeyForID; everything else
 // is refused. It never opens a file or a connection.
@@ -166,7 +176,8 @@ func (s *session) load(raw string) (io.ReadCloser, error) {
 		return nil, &badJSON{key: key, err: json.Unmarshal(b, &v)}
 	}
 	// Counted per load: the library loads a document once per URI.
-	c, why := measureSchema(b, func() any { return parseForMeasure(b) }, s.patterns)
+	var root any
+	c, why := measureSchema(b, func() any { root = parseForMeasure(b); return root }, s.patterns)
 	if why == "" {
 		why = s.cost.plus(c).over()
 	}
@@ -180,6 +191,11 @@ func (s *session) load(raw string) (io.ReadCloser, error) {
 			return nil, &refused{url: raw, key: key, reason: "the artifact does not declare this $id"}
 		}
 	}
+	_, meta := rootDraft(root)
+	if s.metaLoop(raw, meta) {
+		return nil, &metaSchemaLoop{key: key}
+	}
+	s.metaOf[raw], s.byURL[raw] = meta, key
 	s.deps[key] = struct{}{}
 	s.docs[key] = b
 	return io.NopCloser(bytes.NewReader(b)), nil
@@ -203,7 +219,8 @@ func Compile(l Loader, rootKey string, opts Options) (sch *Schema, err error) {
 	if !validKey(rootKey) {
 		return nil, amp.Named(0, ErrUnresolvedRef, "root artifact key is not a valid bundle key")
 	}
-	sess := &session{l: l, opts: opts, deps: make(map[string]struct{}), docs: map[string][]byte{}, patterns: map[string]PatternCost{}}
+	sess := &session{l: l, opts: opts, deps: make(map[string]struct{}), docs: map[string][]byte{},
+		byURL: map[string]string{}, metaOf: map[string]string{}, patterns: map[string]PatternCost{}}
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
@@ -239,22 +256,10 @@ func Compile(l Loader, rootKey string, opts Options) (sch *Schema, err error) {
 	parsed := &parsedDocs{}
 	extra, allFound := dynamicAnchorTargets(c, sess.docs, parsed)
 	// Every document the compile loaded, the targets' included: one
-	// anchor name declared twice in one resource is resolved by the
-	// library in map order, so the schema would not mean one thing.
-	var dynamic []map[string]int
-	for _, key := range slices.Sorted(maps.Keys(sess.docs)) {
-		data := sess.docs[key]
-		if !mayDeclareAnchor(data) {
-			continue
-		}
-		dup, counts := duplicateAnchor(parsed.get(key, data), artifactURL(key))
-		if dup {
-			return nil, amp.Named(0, ErrInvalidSchema, "schema %q: artifact %q declares one anchor name in two places of one resource, so a reference to it has no single target", rootKey, key)
-		}
-		dynamic = append(dynamic, counts)
-	}
-	if ambiguousDynamicAnchor(dynamic) {
-		return nil, amp.Named(0, ErrInvalidSchema, "schema %q declares one $dynamicAnchor name three times in one artifact, or twice in one and again in another, so a $dynamicRef to it has no single target", rootKey)
+	// anchor name with two possible targets is resolved by the library in
+	// map order, so the schema would not mean one thing.
+	if err := sess.checkAnchors(rootKey, parsed); err != nil {
+		return nil, err
 	}
 	cost := analyzeCost(compiled, extra, !allFound)
 	deps := slices.Sorted(maps.Keys(sess.deps))
@@ -279,6 +284,10 @@ func compileError(rootKey string, err error) *amp.Error {
 	var bj *badJSON
 	if errors.As(err, &bj) {
 		return amp.Named(0, ErrInvalidSchema, "artifact %q is not valid json", bj.key).WithCause(err)
+	}
+	var ml *metaSchemaLoop
+	if errors.As(err, &ml) {
+		return amp.Named(0, ErrInvalidSchema, "schema %q: the chain of meta-schemas (\"$schema\") of artifact %q leads back to itself", rootKey, ml.key).WithCause(err)
 	}
 	var ol *overLimit
 	if errors.As(err, &ol) {

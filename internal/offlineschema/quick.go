@@ -549,6 +549,11 @@ func (w *walker) keyword(m map[string]any, kw string, root bool) bool {
 		// subschemas, and their anchors (Compile refuses one declared
 		// twice, anchors.go): left to it.
 		return w.stop("it uses additionalItems in a draft 2020-12 schema")
+	case kw == "contentSchema" && d == 7:
+		// Compiled beside "contentMediaType" though draft-07 does not
+		// list it, so its anchors join the resource's (anchors.go): left
+		// to the library.
+		return w.stop("it uses contentSchema in a draft-07 schema")
 	case kw == "$ref":
 		return w.ref(val)
 	case kw == "format":
@@ -728,7 +733,8 @@ func quickURIChars(s string) bool {
 
 // schemaAt returns the schema the JSON pointer p names in the document
 // root of the given draft, if it is one the walk visited: every step goes
-// through a subschema keyword, and the value there is an object or a
+// through a subschema keyword, each member name spelled as the library
+// spells it (libraryEscape), and the value there is an object or a
 // boolean.
 func schemaAt(root any, p string, draft int) (any, bool) {
 	if p == "/" {
@@ -769,8 +775,11 @@ func schemaAt(root any, p string, draft int) (any, bool) {
 				return nil, false
 			}
 			i++
-			x, ok := obj[schemagraph.UnescapeToken(segs[i])]
-			if !ok || isArray(x) {
+			name := schemagraph.UnescapeToken(segs[i])
+			x, ok := obj[name]
+			if !ok || isArray(x) || libraryEscape(name) != segs[i] {
+				// Spelled otherwise than the library keys it, the
+				// place is a "non-standard location" (anchors.go).
 				return nil, false
 			}
 			node = x
