@@ -400,6 +400,15 @@ func (s *scanned) scan(patterns map[string]bool, key string, root map[string]any
 		return
 	}
 	base, _ := url.Parse(artifactURL(key))
+	_, ref := root["$ref"]
+	if _, id := root["$id"]; ref && id && s.draft != 2020 {
+		// Up to draft-07 a "$ref" hides its siblings, "$id" among them
+		// (the library reads no id beside a $ref): the base is then the
+		// artifact's own url, not the $id, which the quick walk does not
+		// model.
+		s.full = "its root has $id beside $ref in a draft that ignores the siblings of $ref"
+		return
+	}
 	if v, ok := root["$id"]; ok {
 		// Only the plain form: http(s), a host, no fragment, and stable
 		// under resolution (the library resolves references against it).
