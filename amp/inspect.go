@@ -110,7 +110,8 @@ func (l Limits) Inspect(data []byte) (*Inspection, error) {
 //
 //   - integers as JSON numbers (exact, also beyond 2^53);
 //   - text strings as strings; byte strings as {"bytes": "<hex>"};
-//   - arrays as arrays; maps with only text keys as objects; other maps as
+//   - arrays as arrays; maps with only text keys, none of them "bytes",
+//     "tag", "float", "simple" or "map", as objects; other maps as
 //     {"map": [{"key": k, "value": v}, ...]};
 //   - tags as {"tag": N, "value": v}, whatever N is;
 //   - floats as numbers with a point or an exponent (1.0, 1e+21), or
@@ -161,7 +162,7 @@ func (j *jsonWriter) textKeys(off int) int {
 		index := len(j.objects)
 		j.objects = append(j.objects, true)
 		for i := uint64(0); i < h.Arg; i++ {
-			if kh, _ := ReadHead(j.data, off); kh.Major != MajorText {
+			if kh, _ := ReadHead(j.data, off); kh.Major != MajorText || standIn(j.data[off+kh.Size:off+kh.Size+int(kh.Arg)]) {
 				j.objects[index] = false
 			}
 			off = j.textKeys(j.textKeys(off))
@@ -170,6 +171,19 @@ func (j *jsonWriter) textKeys(off int) int {
 		return j.textKeys(off)
 	}
 	return off
+}
+
+// standIn reports whether a text key is one of the member names of the
+// objects JSONValue writes in place of what JSON cannot hold ("bytes",
+// "tag", "float", "simple", "map"): a map with such a key is written in
+// the {"map": [...]} form, so that {"bytes": "00"} never reads like the
+// byte string h'00' (review 59).
+func standIn(key []byte) bool {
+	switch string(key) {
+	case "bytes", "tag", "float", "simple", "map":
+		return true
+	}
+	return false
 }
 
 func appendJSONString(dst []byte, s string) []byte {

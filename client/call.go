@@ -50,9 +50,61 @@ func Call[Out any](ctx context.Context, c *Client, id string, in any) (Out, erro
 		return out, err
 	}
 	if err := json.Unmarshal(data, &out); err != nil {
-		return out, amp.Named(amp.CodeSchemaViolation, ErrResultType, "the result does not fit the type it is decoded into")
+		// JSON Schema calls a number with a zero fractional part an
+		// integer (2020-12 validation §6.1.1), and providers whose numbers
+		// are doubles send 1.0 for one; JSONValue writes it "1.0" for
+		// display (AMP-16), which encoding/json refuses for an integer
+		// field. Once more, with such floats written as integers.
+		out = *new(Out)
+		if integral, ok := integralFloats(data); !ok || json.Unmarshal(integral, &out) != nil {
+			return out, amp.Named(amp.CodeSchemaViolation, ErrResultType, "the result does not fit the type it is decoded into")
+		}
 	}
 	return out, nil
+}
+
+// integralFloats rewrites a JSON text so that every number with a point
+// or an exponent whose value is an integer of magnitude below 2^53 is
+// written as that integer ("1.0" as "1"); ok is false when nothing was
+// rewritten or the text does not decode.
+func integralFloats(data []byte) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	changed := false
+	var walk func(any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case json.Number:
+			if !strings.ContainsAny(string(x), ".eE") {
+				return x
+			}
+			f, err := x.Float64()
+			if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<53 {
+				return x
+			}
+			changed = true
+			return json.Number(strconv.FormatInt(int64(f), 10))
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+		case map[string]any:
+			for k := range x {
+				x[k] = walk(x[k])
+			}
+		}
+		return v
+	}
+	v = walk(v)
+	if !changed {
+		return nil, false
+	}
+	out, err := json.Marshal(v)
+	return out, err == nil
 }
 
 // paramsCBOR encodes in as JSON and then as deterministic CBOR: integer
