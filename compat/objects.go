@@ -85,8 +85,12 @@ type ownKey struct {
 func (c *checker) evaluatedIn(s *side, p part, name string, other, ignorePatterns bool) evalScope {
 	var si evalScope
 	own := c.ownSchema(s, p)
-	if len(own.bad) > 0 {
+	// Each pass over the own schema is charged as a pass over listed
+	// values: one asked for every property name would otherwise walk
+	// every part uncharged (review 60). Past the check's work, uncertain.
+	if c.chargeValues(len(own.parts), 0); len(own.bad) > 0 || c.work > MaxValueWork || c.spent() {
 		si.uncertain = true
+		return si
 	}
 	for i, q := range own.parts {
 		m := q.n.v.(map[string]any)
