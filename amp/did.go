@@ -352,7 +352,8 @@ func errNoKey(format string, args ...any) *Error {
 //     assertionMethod (or, when there are none, by authentication), the one
 //     with the lexicographically smallest id.
 //
-// No eligible key is 3001 no_eligible_key. A selected key that fails
+// Anything else (a path or a query, which would otherwise be ignored) and
+// no eligible key are 3001 no_eligible_key. A selected key that fails
 // CheckEd25519PublicKey (a small-order key anybody can sign as) is 3001
 // invalid_did_document, whoever built the document: ParseDIDDocument and
 // DIDKeyDocument refuse such keys already, and this keeps a document put
@@ -370,6 +371,12 @@ func (d *DIDDocument) SigningKey(didURL string, now time.Time) (VerificationMeth
 
 // signingKey is SigningKey without the check of the selected key.
 func (d *DIDDocument) signingKey(didURL string, now time.Time) (VerificationMethod, error) {
+	// A path or a query would be ignored below (BareDID), so that
+	// "did:x/anything" named the DID's first key: only a DID, or a DID
+	// URL with only a fragment, names a key.
+	if !ValidDID(didURL) {
+		return VerificationMethod{}, errNoKey("the key id is not a DID or a DID URL with only a fragment")
+	}
 	if BareDID(didURL) != d.ID {
 		return VerificationMethod{}, errNoKey("did document does not belong to the sender")
 	}
