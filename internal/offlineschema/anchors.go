@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
 // Positions of subschemas in a keyword's value, as jsonschema v5.3.1
@@ -106,29 +107,96 @@ func libraryVocabDraft(u string) int {
 // recursively: a meta-schema it has loaded but whose draft it is still
 // looking for sends it around the loop without end, a Go stack overflow
 // no recover catches. A loop forms when the last of its documents loads,
-// so refusing that load (session.load) is enough.
+// so refusing that load (session.load) is enough. Since no loop is ever
+// loaded, the chain from meta leads to raw exactly when it ends there
+// (metaEnd), and each loaded document's chain end is remembered, so a
+// chain of n documents costs about n steps in all, not n²/2
+// (docs/SPEC-DECISIONS.md, SCHEMA-7).
 func (s *session) metaLoop(raw, meta string) bool {
-	for hops := 0; meta != ""; hops++ {
-		if meta == raw || hops > len(s.metaOf) {
-			return true
-		}
-		meta = s.metaOf[meta]
+	if meta == "" {
+		return false
 	}
-	return false
+	if _, loaded := s.metaOf[meta]; !loaded {
+		return meta == raw
+	}
+	end, ok := s.metaEnd(meta)
+	return !ok || end == raw
+}
+
+// metaEnd follows the meta-schema chain from the loaded URL u through
+// s.metaOf to its end: the first URL of the chain not loaded, or "" when
+// the chain ends in a built-in draft. It then points every URL it passed
+// straight at that end (path compression: a chain only ever grows at its
+// end, so the end found is on each of their chains for good). ok is false
+// when the walk takes more steps than there are loaded documents (a
+// loop; none can be loaded, see metaLoop).
+func (s *session) metaEnd(u string) (end string, ok bool) {
+	end = u
+	for hops := 0; ; hops++ {
+		next, loaded := s.metaOf[end]
+		if !loaded {
+			break
+		}
+		if hops > len(s.metaOf) {
+			return "", false
+		}
+		end = next
+		if end == "" {
+			break
+		}
+	}
+	for u != end {
+		next, loaded := s.metaOf[u]
+		if !loaded {
+			break
+		}
+		s.metaOf[u] = end
+		u = next
+	}
+	return end, true
 }
 
 // draftOf returns the draft jsonschema v5.3.1 gives the parsed document
 // doc: rootDraft's, following the chain of meta-schemas through the
-// documents the compile loaded; 0 when the chain leaves them (the library
-// then refused the compile).
+// documents the compile loaded (metaDraft); 0 when the chain leaves them
+// (the library then refused the compile).
 func (s *session) draftOf(doc any, parsed *parsedDocs) int {
 	draft, meta := rootDraft(doc)
-	for hops := 0; draft == 0 && meta != "" && hops <= len(s.byURL); hops++ {
-		key, ok := s.byURL[meta]
-		if !ok {
-			return 0
+	if draft != 0 || meta == "" {
+		return draft
+	}
+	return s.metaDraft(meta, parsed)
+}
+
+// metaDraft returns the draft of the document loaded from the URL u, as
+// draftOf reads it, and remembers it (s.draftByURL) for every URL of the
+// chain it walked, so that each loaded document is read once however
+// many documents name it, directly or not, as meta-schema.
+func (s *session) metaDraft(u string, parsed *parsedDocs) int {
+	if s.draftByURL == nil {
+		s.draftByURL = map[string]int{}
+	}
+	var path []string
+	draft := 0
+	for hops := 0; hops <= len(s.byURL); hops++ {
+		if d, ok := s.draftByURL[u]; ok {
+			draft = d
+			break
 		}
-		draft, meta = rootDraft(parsed.get(key, s.docs[key]))
+		key, ok := s.byURL[u]
+		if !ok {
+			break // the chain leaves the loaded documents: 0
+		}
+		path = append(path, u)
+		d, meta := rootDraft(parsed.get(key, s.docs[key]))
+		if d != 0 || meta == "" {
+			draft = d
+			break
+		}
+		u = meta
+	}
+	for _, p := range path {
+		s.draftByURL[p] = draft
 	}
 	return draft
 }
@@ -172,8 +240,14 @@ func (p *parsedDocs) get(key string, data []byte) any {
 // (ambiguousDynamicAnchor), or a JSON-pointer reference to a place the
 // library does not list as a subschema, in a document that may declare an
 // anchor (pointerRefsListed). Each document is read with the draft the
-// library gives it (draftOf) and parsed once, through parsed.
-func (s *session) checkAnchors(rootKey string, parsed *parsedDocs) error {
+// library gives it (draftOf) and parsed once, through parsed. A document
+// is counted once per URL the library loaded it from (s.byURL): each is a
+// copy of its own to the library. libraryMetas is the number of 2020-12
+// meta-schema documents the library served itself that the compiled
+// schema reaches (libraryMetaSchemas): each declares one
+// "$dynamicAnchor" named libraryMetaAnchor and counts like a loaded
+// document that does.
+func (s *session) checkAnchors(rootKey string, parsed *parsedDocs, libraryMetas int) error {
 	keys := slices.Sorted(maps.Keys(s.docs))
 	if !slices.ContainsFunc(keys, func(k string) bool { return mayDeclareAnchor(s.docs[k]) }) {
 		return nil // no anchor and no "$id" anywhere: every target is one
@@ -186,6 +260,13 @@ func (s *session) checkAnchors(rootKey string, parsed *parsedDocs) error {
 	var all []scanned
 	scans := map[string]*anchorScan{}
 	var dynamic []map[string]int
+	for range libraryMetas {
+		dynamic = append(dynamic, map[string]int{libraryMetaAnchor: 1})
+	}
+	copies := map[string]int{}
+	for _, key := range s.byURL {
+		copies[key]++
+	}
 	for _, key := range keys {
 		data := s.docs[key]
 		anchors := mayDeclareAnchor(data)
@@ -202,7 +283,9 @@ func (s *session) checkAnchors(rootKey string, parsed *parsedDocs) error {
 			if a.dup {
 				return amp.Named(0, ErrInvalidSchema, "schema %q: artifact %q declares one anchor name in two places of one resource, so a reference to it has no single target", rootKey, key)
 			}
-			dynamic = append(dynamic, a.dynamic)
+			for range copies[key] {
+				dynamic = append(dynamic, a.dynamic)
+			}
 			scans[key] = a
 		}
 		all = append(all, scanned{key, anchors, a})
@@ -216,6 +299,46 @@ func (s *session) checkAnchors(rootKey string, parsed *parsedDocs) error {
 		}
 	}
 	return nil
+}
+
+// libraryMetaAnchor is the "$dynamicAnchor" that each 2020-12 meta-schema
+// jsonschema v5.3.1 serves itself declares at its root (the draft's
+// meta-schema and its vocabulary meta-schemas).
+const libraryMetaAnchor = "meta"
+
+// libraryMetaSchemas counts the 2020-12 meta-schema documents that
+// jsonschema v5.3.1 serves itself (libraryDraft, libraryVocabDraft) among
+// the compiled schemas reachable from the root, byLocation (index), or
+// from the extra "$dynamicRef" targets (dynamicAnchorTargets): a "$ref",
+// "$dynamicRef" or "$schema" that names one, however it is reached,
+// compiles it into the schema, and its "$dynamicAnchor"s join the
+// candidates of a "$dynamicRef" (ambiguousDynamicAnchor). Read from the
+// compiled schemas, not the documents, it counts every way the library
+// reached them. It costs one pass over the schemas under extra.
+func libraryMetaSchemas(byLocation map[string]*jsonschema.Schema, extra []*jsonschema.Schema) int {
+	docs := map[string]struct{}{}
+	note := func(loc string) {
+		u, _ := splitFragment(loc)
+		if libraryDraft(u) == 2020 || libraryVocabDraft(u) == 2020 {
+			docs[u] = struct{}{}
+		}
+	}
+	for loc := range byLocation {
+		note(loc)
+	}
+	seen := map[*jsonschema.Schema]bool{}
+	stack := slices.Clone(extra)
+	for len(stack) > 0 {
+		sch := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if sch == nil || seen[sch] {
+			continue
+		}
+		seen[sch] = true
+		note(sch.Location)
+		forEachApplicator(sch, func(t *jsonschema.Schema) { stack = append(stack, t) })
+	}
+	return len(docs)
 }
 
 // anchorScan finds, in one loaded document, an anchor name declared by two

@@ -91,14 +91,17 @@ func keyOfURL(u *url.URL) (string, bool) {
 // session is the state of one Compile: the Loader, the hook, and the keys
 // loaded so far. It is the compiler's LoadURL; nothing else loads.
 type session struct {
-	l        Loader
-	opts     Options
-	deps     map[string]struct{}
-	docs     map[string][]byte      // the bytes of every document loaded, by key
-	byURL    map[string]string      // the key of every document loaded, by the URL the library loaded it from
-	metaOf   map[string]string      // the meta-schema URL (rootDraft) of every document loaded, by that URL; "" for a built-in draft
-	cost     compileCost            // of every document loaded so far
-	patterns map[string]PatternCost // patternCost cache
+	l      Loader
+	opts   Options
+	deps   map[string]struct{}
+	docs   map[string][]byte // the bytes of every document loaded, by key
+	byURL  map[string]string // the key of every document loaded, by the URL the library loaded it from
+	metaOf map[string]string // the meta-schema URL (rootDraft) of every document loaded, by that URL, or a URL further along its chain (metaEnd); "" for a built-in draft
+	// draftByURL remembers the draft of each document reached through a
+	// meta-schema chain, by the URL it was loaded from (metaDraft).
+	draftByURL map[string]int
+	cost       compileCost            // of every document loaded so far
+	patterns   map[string]PatternCost // patternCost cache
 }
 
 // refused is the cause of an unresolved_ref error. Its text names the URL
@@ -258,7 +261,7 @@ func Compile(l Loader, rootKey string, opts Options) (sch *Schema, err error) {
 	// Every document the compile loaded, the targets' included: one
 	// anchor name with two possible targets is resolved by the library in
 	// map order, so the schema would not mean one thing.
-	if err := sess.checkAnchors(rootKey, parsed); err != nil {
+	if err := sess.checkAnchors(rootKey, parsed, libraryMetaSchemas(byLocation, extra)); err != nil {
 		return nil, err
 	}
 	cost := analyzeCost(compiled, extra, !allFound)
