@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -65,46 +66,45 @@ func Call[Out any](ctx context.Context, c *Client, id string, in any) (Out, erro
 
 // integralFloats rewrites a JSON text so that every number with a point
 // or an exponent whose value is an integer of magnitude below 2^53 is
-// written as that integer ("1.0" as "1"); ok is false when nothing was
-// rewritten or the text does not decode.
+// written as that integer ("1.0" as "1"), in place: every other byte, key
+// order and escapes included, stays as JSONValue wrote it (a re-encoded
+// map would sort its keys, and encoding/json's case-folded field matching
+// would then let a provider choose which of two keys fills a field). ok is
+// false when nothing was rewritten or the text does not decode.
 func integralFloats(data []byte) ([]byte, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return nil, false
-	}
-	changed := false
-	var walk func(any) any
-	walk = func(v any) any {
-		switch x := v.(type) {
-		case json.Number:
-			if !strings.ContainsAny(string(x), ".eE") {
-				return x
-			}
-			f, err := x.Float64()
-			if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<53 {
-				return x
-			}
-			changed = true
-			return json.Number(strconv.FormatInt(int64(f), 10))
-		case []any:
-			for i := range x {
-				x[i] = walk(x[i])
-			}
-		case map[string]any:
-			for k := range x {
-				x[k] = walk(x[k])
-			}
+	var out []byte
+	last := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
 		}
-		return v
+		if err != nil {
+			return nil, false
+		}
+		n, isNum := tok.(json.Number)
+		if !isNum || !strings.ContainsAny(string(n), ".eE") {
+			continue
+		}
+		f, err := n.Float64()
+		if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<53 {
+			continue
+		}
+		end := int(dec.InputOffset())
+		start := end - len(n)
+		if start < last || string(data[start:end]) != string(n) {
+			return nil, false
+		}
+		out = append(out, data[last:start]...)
+		out = strconv.AppendInt(out, int64(f), 10)
+		last = end
 	}
-	v = walk(v)
-	if !changed {
+	if out == nil {
 		return nil, false
 	}
-	out, err := json.Marshal(v)
-	return out, err == nil
+	return append(out, data[last:]...), true
 }
 
 // paramsCBOR encodes in as JSON and then as deterministic CBOR: integer
