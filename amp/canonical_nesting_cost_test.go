@@ -61,23 +61,8 @@ func allocatedBytes(fn func()) uint64 {
 // bound below allows 6 copies of the message (the rewritten message, the
 // rewritten body, append growth), far from the depth-proportional cost.
 func TestNonCanonicalNestedMapsCostDepthTimesTheMessageBeforeTheSignature(t *testing.T) {
-	f := newFixture(t)
-	good := f.seal(t, Draft{Body: hx("a1616101")})
 	const payload = 1 << 20
-	body := nestedOnePairMaps(30, nonMinimalBytes(payload))
-	msg := edit(t, good, func(m map[string][]byte) {
-		m["body"] = body
-	})
-	if _, err := f.recv.Limits().Canonical(msg); err != nil {
-		t.Fatalf("the attack message must be within the caps: %v", err)
-	}
-	var err error
-	alloc := allocatedBytes(func() {
-		_, err = f.recv.Receive(context.Background(), msg)
-	})
-	if CodeOf(err) != CodeInvalidSignature {
-		t.Fatalf("forged message: got %v, want 1002 (the body is not what was signed)", err)
-	}
+	msg, alloc := forgedBodyAllocation(t, nestedOnePairMaps(30, nonMinimalBytes(payload)))
 	if limit := uint64(6 * len(msg)); alloc > limit {
 		t.Fatalf("Receive of a %d-byte unsigned message allocated %d bytes (%.1f x the message), want at most %d: "+
 			"canonicalize copies the payload once per enclosing map", len(msg), alloc, float64(alloc)/float64(len(msg)), limit)
@@ -353,4 +338,27 @@ func FuzzCanonicalizeMatchesTheReference(f *testing.F) {
 			t.Fatalf("input %x: got %x (%v), the reference writes %x (%v)", data, got, err, want, wantErr)
 		}
 	})
+}
+
+// forgedBodyAllocation puts body into a signed message in place of the
+// body that was signed (an unsigned message within the caps) and returns
+// it with the bytes Receive allocates refusing it, which must be 1002.
+func forgedBodyAllocation(t *testing.T, body []byte) ([]byte, uint64) {
+	t.Helper()
+	f := newFixture(t)
+	good := f.seal(t, Draft{Body: hx("a1616101")})
+	msg := edit(t, good, func(m map[string][]byte) {
+		m["body"] = body
+	})
+	if _, err := f.recv.Limits().Canonical(msg); err != nil {
+		t.Fatalf("the attack message must be within the caps: %v", err)
+	}
+	var err error
+	alloc := allocatedBytes(func() {
+		_, err = f.recv.Receive(context.Background(), msg)
+	})
+	if CodeOf(err) != CodeInvalidSignature {
+		t.Fatalf("forged message: got %v, want 1002 (the body is not what was signed)", err)
+	}
+	return msg, alloc
 }

@@ -35,31 +35,7 @@ func TestJSONValueShowsDifferentItemsAlike(t *testing.T) {
 		{"float -0.0 and integer 0", "00", "f98000"},
 		{"float64 NaN with a payload and quiet NaN", "f97e00", "fb7ff8000000000001"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			a, b := hx(tc.a), hx(tc.b)
-			ca, err := Limits{}.Canonical(a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cb, err := Limits{}.Canonical(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if bytes.Equal(ca, cb) {
-				t.Fatalf("%x and %x are one item in deterministic form: not a finding", a, b)
-			}
-			ja, err := JSONValue(a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			jb, err := JSONValue(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if bytes.Equal(ja, jb) {
-				t.Fatalf("different items %x and %x both render as %s", ca, cb, ja)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { renderedApart(t, hx(tc.a), hx(tc.b)) })
 	}
 }
 
@@ -89,5 +65,34 @@ func TestJSONValueRendersFloatsApart(t *testing.T) {
 		if string(got) != tc.want || !json.Valid(got) {
 			t.Errorf("%s: got %s, want %s", tc.in, got, tc.want)
 		}
+	}
+}
+
+// renderedApart fails unless a and b, two items Canonical keeps apart (a
+// pair that is one item in deterministic form is no finding), render as
+// different JSON.
+func renderedApart(t *testing.T, a, b []byte) {
+	t.Helper()
+	ca, err := Limits{}.Canonical(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := Limits{}.Canonical(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(ca, cb) {
+		t.Fatalf("%x and %x are one item in deterministic form: not a finding", a, b)
+	}
+	ja, err := JSONValue(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb, err := JSONValue(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(ja, jb) {
+		t.Fatalf("different items %x and %x both render as %s", ca, cb, ja)
 	}
 }
