@@ -64,6 +64,10 @@ func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.slots.Leave(peer, 0)
+	// Once the slot is taken, the answer is read at the minimum data
+	// rate or cut off (MIRROR-14): a peer reading nothing must not hold
+	// its slot for the whole write timeout.
+	w = &rateBody{ResponseWriter: w, r: r, rate: s.opts.MinDataRate, grace: s.opts.grace}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed)
@@ -123,6 +127,38 @@ func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// rateBody is a ResponseWriter whose body is written under the minimum
+// data rate (transport.RateWriter, the agent's HTTP answers' rule): a
+// client that reads slower than rate on average after grace, or stalls
+// for more than grace, has the write fail, which ends the request and
+// gives its slot back; the whole body gets at most the http.Server's
+// WriteTimeout. The rate's clock starts at the first byte of the body,
+// so what the handler did before (a trim of an expired snapshot) is not
+// charged to the client.
+type rateBody struct {
+	http.ResponseWriter
+	r     *http.Request
+	rate  int64
+	grace time.Duration
+	out   *transport.RateWriter
+}
+
+// Unwrap gives http.ResponseController the connection's writer.
+func (b *rateBody) Unwrap() http.ResponseWriter { return b.ResponseWriter }
+
+// Write writes p under the rate, starting its clock on the first call.
+func (b *rateBody) Write(p []byte) (int, error) {
+	if b.out == nil {
+		var most time.Duration
+		if srv, _ := b.r.Context().Value(http.ServerContextKey).(*http.Server); srv != nil {
+			most = srv.WriteTimeout
+		}
+		rc := http.NewResponseController(b.ResponseWriter)
+		b.out = transport.NewRateWriter(b.ResponseWriter, rc.SetWriteDeadline, b.rate, b.grace, most)
+	}
+	return b.out.Write(p)
+}
+
 // notModified reports whether If-None-Match matches etag (weak comparison,
 // RFC 9110 §13.1.2; "*" matches).
 func notModified(r *http.Request, etag string) bool {
@@ -130,7 +166,10 @@ func notModified(r *http.Request, etag string) bool {
 	if inm == "" || len(inm) > 4096 {
 		return false
 	}
-	for _, t := range strings.Split(inm, ",") {
+	// Walked in place: a list of commas costs no copy of its entries.
+	for rest, more := inm, true; more; {
+		var t string
+		t, rest, more = strings.Cut(rest, ",")
 		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
 		if t == "*" || t == etag {
 			return true

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
@@ -96,6 +97,17 @@ type Options struct {
 	MaxBundleBytes int64
 	// MaxIndexBytes bounds the index document. Default 16 MiB.
 	MaxIndexBytes int64
+	// MinDataRate is the slowest a client may read a document or bundle
+	// file it asked for, in bytes per second (default
+	// admission.MinDataRate, 128 KiB/s: the rate 'ampbundle sync'
+	// requires of a mirror by default), the rule of transport.RateWriter:
+	// after admission.FrameGrace (5 s) what was written must keep up with
+	// it on average, and no more than that grace may pass without
+	// progress, or the answer is cut off and its request slot given back
+	// (MIRROR-14). A site syncing over a slower link lowers it.
+	MinDataRate int64
+	// grace replaces admission.FrameGrace (tests).
+	grace time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Now is the clock that decides when a served bundle has expired and
@@ -151,6 +163,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	limit.Default(&opts.MinDataRate, admission.MinDataRate)
 	limit.Default(&opts.ReadyRecheck, DefaultReadyRecheck)
 	s := &Server{opts: opts, log: opts.Logger}
 	s.met = newMetrics(s)
