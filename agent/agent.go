@@ -40,7 +40,19 @@ type invocationKey struct{}
 type invocation struct {
 	caller string
 	id     amp.ID
+	// late is where a detached handler is: lateRunning, lateOverdue
+	// (past its deadline, counted in Agent.overdue under overdueAs) or
+	// lateReturned. overdueAs is set before late becomes lateOverdue.
+	late      atomic.Int32
+	overdueAs string
 }
+
+// The states of invocation.late.
+const (
+	lateRunning = iota
+	lateOverdue
+	lateReturned
+)
 
 // msgID is the message id in hex, for log lines.
 func (v *invocation) msgID() string { return v.id.String() }
@@ -210,6 +222,14 @@ type Bounds struct {
 	// batch_index. A batch thus takes at most MaxBatchDuration plus one
 	// item's timeout, not every item's timeout in turn.
 	MaxBatchDuration time.Duration
+	// MaxOverdueHandlers bounds the detached handlers (not
+	// InlineHandlers) still running past their invocation's deadline,
+	// whose CAP_RESULT 5003 was sent: in all (default 256), and per
+	// principal 1/8 of it (at least 1). A principal at its share, or any
+	// caller once all are used, is refused a further invocation before
+	// anything runs, retryably (5004 ErrHandlersOverdue, not recorded),
+	// until overdue handlers return (docs/SPEC-DECISIONS.md AGENT-15).
+	MaxOverdueHandlers int
 	// MaxParamItems bounds the items of an invocation's params (and of a
 	// handler's result) once expanded, all arrays and maps together
 	// (default offlineschema.DefaultMaxItems, 262,144).
@@ -266,6 +286,7 @@ func (b Bounds) WithDefaults() Bounds {
 	limit.Default(&b.DefaultTimeout, 30*time.Second)
 	b.DefaultTimeout = min(b.DefaultTimeout, b.MaxTimeout)
 	limit.Default(&b.MaxBatchDuration, b.MaxTimeout)
+	limit.Default(&b.MaxOverdueHandlers, DefaultMaxOverdueHandlers)
 	limit.Default(&b.MaxParamItems, offlineschema.DefaultMaxItems)
 	limit.Default(&b.MaxLimit, 100)
 	limit.Default(&b.DefaultLimit, 20)
@@ -348,8 +369,10 @@ type Agent struct {
 	// streams holds the open incoming streams.
 	streams *streams
 	params  *paramKeeper // nil: params streams are not taken
-	// workers run detached handlers (not Config.InlineHandlers).
+	// workers run detached handlers (not Config.InlineHandlers); overdue
+	// counts those still running past their deadline (invoke.go).
 	workers *workers.Pool
+	overdue *overdueHandlers
 	// life counts the Handle and Sweep calls running, sweeps the
 	// background ledger sweeps: Shutdown waits for both (lifecycle.go).
 	life   *lifecycle
@@ -379,6 +402,7 @@ func New(cfg Config) (*Agent, error) {
 		handlers: map[capability.ID]Handler{}, byName: map[string][]capability.Version{},
 		workers: workers.New(0), life: newLifecycle(), sweeps: newSweeper(),
 	}
+	a.overdue = newOverdueHandlers(cfg.MaxOverdueHandlers)
 	a.streams = newStreams(cfg.StreamLimits, cfg.ParamStreams, a.principal)
 	a.params = newParamKeeper(cfg.ParamStreams, cfg.StreamLimits, a.principal)
 	if a.log == nil {

@@ -43,7 +43,7 @@ func TestNewAppliesTheBoundsWithDefaultsStates(t *testing.T) {
 func TestBoundsWithDefaultsKeepsWhatIsSetAndOpensNothing(t *testing.T) {
 	zero := Bounds{}.WithDefaults()
 	want := Bounds{MaxClockSkew: amp.DefaultMaxClockSkew, MaxTTL: 7 * 24 * time.Hour, DefaultTimeout: 30 * time.Second,
-		MaxTimeout: time.Minute, MaxBatchDuration: time.Minute, MaxParamItems: offlineschema.DefaultMaxItems,
+		MaxTimeout: time.Minute, MaxBatchDuration: time.Minute, MaxOverdueHandlers: DefaultMaxOverdueHandlers, MaxParamItems: offlineschema.DefaultMaxItems,
 		DefaultLimit: 20, MaxLimit: 100, CursorTTL: 10 * time.Minute, SweepEvery: time.Minute,
 		Limits: amp.DefaultLimits(), LedgerLimits: ledger.Limits{}.Resolved(), StreamLimits: zero.StreamLimits}
 	if !reflect.DeepEqual(zero, want) {

@@ -50,6 +50,10 @@
 // Config.InlineHandlers (handlers that honour their context) it runs on
 // the goroutine that called Handle, which saves a goroutine start and two
 // context switches per invocation, and a late return is still 5003.
+// Detached handlers still running past their deadline are counted per
+// principal (Bounds.MaxOverdueHandlers): a principal at its share is
+// refused further invocations, retryably, until they return
+// (docs/SPEC-DECISIONS.md AGENT-15).
 //
 // # Idempotency
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -36,7 +37,9 @@ import (
 //     reserves the room of its largest result (Config.MaxResultBytes;
 //     a larger one is answered 5001 result_too_large): in the budget, the
 //     caller's share and on disk (retryable: budget, disk / share
-//     used up; docs/CLI.md §3.4, "Room before the run")
+//     used up; docs/CLI.md §3.4, "Room before the run"); before it, a
+//     principal whose detached handlers still run past their deadline
+//     beyond its share is refused (5004 handlers_overdue, AGENT-15)
 //
 // Nothing runs before all of these pass. Then the handler runs on its own
 // context (the request's timeout_ms, bounded by MaxTimeout; not the
@@ -202,6 +205,15 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 			timeout = a.cfg.MaxTimeout
 		}
 	}
+	// Before the record: a principal whose detached handlers overran their
+	// deadlines and still run is refused another one (AGENT-15).
+	if !a.cfg.InlineHandlers {
+		if err := a.overdue.admit(a.principal(caller)); err != nil {
+			in.use.putBack() // nothing ran: the sender's retry finds its params
+			a.log.Warn("invocation refused: too many handlers still running past their deadline", "name", string(ErrHandlersOverdue), "from", caller, "capability", id.String())
+			return 0, nil, err
+		}
+	}
 	// 7. Accepted: record, durably, that the handler is about to run. From
 	// here on, exactly one CAP_RESULT. The entry outlives the handler's
 	// longest run (a ttl = 0 message's own expiry may come first).
@@ -330,6 +342,11 @@ func (a *Agent) runHandler(log *slog.Logger, inv *invocation, id capability.ID, 
 	}
 	done := make(chan outcome, 1)
 	a.workers.Go(func() {
+		defer func() { // deferred: a handler that calls runtime.Goexit returns too
+			if inv.late.Swap(lateReturned) == lateOverdue {
+				a.overdue.add(inv.overdueAs, -1)
+			}
+		}()
 		v, err := callHandler(hctx, log, inv, id, h, params)
 		done <- outcome{v, err}
 	})
@@ -337,8 +354,70 @@ func (a *Agent) runHandler(log *slog.Logger, inv *invocation, id capability.ID, 
 	case o := <-done:
 		return handlerOutcome(log, inv, id, hctx, o.v, o.err)
 	case <-hctx.Done():
+		// Counted before it is marked, so that the worker, which
+		// uncounts only what it finds marked, never uncounts first.
+		// Uncounted under the principal it was counted under, whatever
+		// an embedder's Policy says of the caller by then.
+		inv.overdueAs = a.principal(inv.caller)
+		a.overdue.add(inv.overdueAs, 1)
+		if !inv.late.CompareAndSwap(lateRunning, lateOverdue) {
+			a.overdue.add(inv.overdueAs, -1) // it has just returned
+		}
 		log.Warn("handler timed out", "id", inv.msgID(), "capability", id.String(), "timeout", timeout)
 		return nil, amp.Named(amp.CodeTimeout, "timeout", "the capability did not finish in time")
+	}
+}
+
+// DefaultMaxOverdueHandlers is the default of Bounds.MaxOverdueHandlers.
+const DefaultMaxOverdueHandlers = 256
+
+// ErrHandlersOverdue names the refusal of an invocation while its caller's
+// principal has its share of detached handlers still running past their
+// deadline, or every principal together has Bounds.MaxOverdueHandlers:
+// 5004, retryable, with details {"reason": "handlers_overdue"}, before
+// anything ran, not recorded (AGENT-15).
+const ErrHandlersOverdue amp.ErrName = "handlers_overdue"
+
+// overdueHandlers counts the detached handlers still running past their
+// invocation's deadline, in all and per principal: a handler that ignores
+// its context keeps its goroutine and what it holds after its 5003 was
+// sent and its ledger entry finished, so without this count a caller
+// could leave any number of them running (threat: a stuck handler
+// invoked in a loop with a short timeout_ms).
+type overdueHandlers struct {
+	most, share int // in all; per principal
+	mu          sync.Mutex
+	total       int
+	by          map[string]int
+}
+
+func newOverdueHandlers(most int) *overdueHandlers {
+	return &overdueHandlers{most: most, share: max(most/8, 1), by: map[string]int{}}
+}
+
+// admit refuses (ErrHandlersOverdue) a principal at its share, or anyone
+// once the total is reached.
+func (o *overdueHandlers) admit(principal string) error {
+	o.mu.Lock()
+	full := o.total >= o.most || o.by[principal] >= o.share
+	o.mu.Unlock()
+	if full {
+		return amp.Named(amp.CodeOverloaded, ErrHandlersOverdue,
+			"too many earlier invocations are still running past their deadline; retry later").
+			WithDetails(map[string]any{"reason": string(ErrHandlersOverdue)})
+	}
+	return nil
+}
+
+// add counts d more overdue handlers of principal.
+func (o *overdueHandlers) add(principal string, d int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.total += d
+	if n := o.by[principal] + d; n > 0 {
+		o.by[principal] = n
+	} else {
+		delete(o.by, principal)
 	}
 }
 
