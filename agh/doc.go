@@ -14,7 +14,8 @@
 //     "ampbundle.ed25519-jcs", over the RFC 8785 form of the envelope
 //     without its proof). TransferEnvelope, ReceiveTransfer (which refuses
 //     a bad proof, a from the proof's key does not belong to, a ts outside
-//     the window, an unknown protocol or kind, each by name),
+//     the window, an unknown protocol or kind, a to naming another peer,
+//     each by name),
 //     VerifyCapability.
 //
 // The peer card carries every member of the page's example (CardMembers),

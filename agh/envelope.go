@@ -80,6 +80,10 @@ const (
 	ErrUnknownSender amp.ErrName = "unknown_sender"
 	// ErrBadProof: the signature does not verify.
 	ErrBadProof amp.ErrName = "bad_proof"
+	// ErrNotARecipient: the envelope's to names a peer other than this
+	// receiver (ReceiveOptions.Self); the name the agent gives a message
+	// not addressed to it.
+	ErrNotARecipient amp.ErrName = "not_a_recipient"
 )
 
 // envelopeNames are the envelope members this package reads; bodyNames
@@ -278,6 +282,13 @@ type ReceiveOptions struct {
 	// Resolve returns the DID document of a DID that is not a did:key
 	// (did:key needs none); nil refuses every other DID (unknown_sender).
 	Resolve func(did string) (*amp.DIDDocument, error)
+	// Self are the names this receiver is addressed by: its card's
+	// peer_id (its DID when it signs) and any other peer id it answers
+	// to. An envelope whose to is set and is none of them, compared
+	// byte for byte, is not_a_recipient; with no names, every envelope
+	// with a to is. An envelope without to (or with an empty one) is the
+	// channel's, taken by any receiver.
+	Self []string
 }
 
 // Transfer is an accepted capability transfer.
@@ -310,8 +321,9 @@ type Transfer struct {
 // expires_at (expired); the proof — absent (missing_proof unless
 // AllowUnverified), of another type (unsupported_proof), malformed
 // (invalid_proof), by a key of another DID than from (sender_mismatch),
-// by a key not found (unknown_sender), not verifying (bad_proof); last the
-// capability's digest (verification_failed). Members this version does not
+// by a key not found (unknown_sender), not verifying (bad_proof); to set
+// and not one of o.Self (not_a_recipient); last the capability's digest
+// (verification_failed). Members this version does not
 // know are covered by the proof and ignored. The envelope is parsed once;
 // what is returned comes from that parse, opaque members (ext, the
 // capability's examples, requirements and unknown members) in the RFC 8785
@@ -337,6 +349,9 @@ func ReceiveTransfer(data []byte, o ReceiveOptions) (*Transfer, error) {
 		return nil, err
 	}
 	if err := checkProof(m, t, o, now, cb); err != nil {
+		return nil, err
+	}
+	if err := checkRecipient(t.To, o.Self); err != nil {
 		return nil, err
 	}
 	c, err := verifyCapability(capability, cb)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -56,12 +57,122 @@ func Call[Out any](ctx context.Context, c *Client, id string, in any) (Out, erro
 		// are doubles send 1.0 for one; JSONValue writes it "1.0" for
 		// display (AMP-16), which encoding/json refuses for an integer
 		// field. Once more, with such floats written as integers.
-		out = *new(Out)
-		if integral, ok := integralFloats(data); !ok || json.Unmarshal(integral, &out) != nil {
-			return out, amp.Named(amp.CodeSchemaViolation, ErrResultType, "the result does not fit the type it is decoded into")
-		}
+		return decodeIntegral[Out](data)
 	}
 	return out, nil
+}
+
+// decodeIntegral is Call's second decode of the view data: with its
+// integral floats written as integers (integralFloats), so that an integer
+// field takes 1.0 as 1, while every value Out keeps as bytes (a
+// json.Unmarshaler, json.RawMessage among them, or a json.Number; holdsBytes)
+// gets data as written, from a decode of data itself: a caller who keeps
+// the provider's bytes sees its float as the float it is (AMP-16). That
+// decode is refused when an Unmarshaler refuses the bytes as written; it
+// is made inside a wrapper whose second member is set only when no
+// Unmarshaler stopped encoding/json (which skips a mistyped value and
+// goes on, but stops at an Unmarshaler's error), so the values taken from
+// it are complete.
+func decodeIntegral[Out any](data []byte) (Out, error) {
+	var out Out
+	refused := amp.Named(amp.CodeSchemaViolation, ErrResultType, "the result does not fit the type it is decoded into")
+	integral, ok := integralFloats(data)
+	if !ok || json.Unmarshal(integral, &out) != nil {
+		return *new(Out), refused
+	}
+	if !keepsBytes(reflect.TypeFor[Out](), map[reflect.Type]bool{}) {
+		return out, nil
+	}
+	var written struct {
+		V    Out  `json:"v"`
+		Done bool `json:"done"`
+	}
+	doc := make([]byte, 0, len(data)+20)
+	doc = append(append(append(doc, `{"v":`...), data...), `,"done":true}`...)
+	// Its errors are the integer fields given a float, which out serves.
+	if json.Unmarshal(doc, &written); !written.Done {
+		return *new(Out), refused
+	}
+	keepWritten(reflect.ValueOf(&out).Elem(), reflect.ValueOf(&written.V).Elem())
+	return out, nil
+}
+
+var (
+	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	numberType      = reflect.TypeFor[json.Number]()
+)
+
+// holdsBytes reports whether encoding/json hands a value of type t the
+// bytes of its JSON value (a json.Unmarshaler, json.RawMessage included,
+// by value or pointer receiver) or keeps its text (json.Number).
+func holdsBytes(t reflect.Type) bool {
+	return t == numberType || t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType)
+}
+
+// keepsBytes reports whether a value of type t holds, anywhere inside it
+// (fields, pointers, elements, map values), a value holdsBytes names.
+// seen breaks the cycles of recursive types.
+func keepsBytes(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if holdsBytes(t) {
+		return true
+	}
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return keepsBytes(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if keepsBytes(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keepWritten sets every value holdsBytes names inside dst (decoded from
+// the rewritten view) to the one at the same place in src (decoded from
+// the view as written, into the same type): the two decodes differ only
+// in the numbers rewritten, so they have the same shape.
+func keepWritten(dst, src reflect.Value) {
+	t := dst.Type()
+	if holdsBytes(t) {
+		if dst.CanSet() {
+			dst.Set(src)
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		if !dst.IsNil() && !src.IsNil() {
+			keepWritten(dst.Elem(), src.Elem())
+		}
+	case reflect.Struct:
+		for i := range dst.NumField() {
+			keepWritten(dst.Field(i), src.Field(i))
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range min(dst.Len(), src.Len()) {
+			keepWritten(dst.Index(i), src.Index(i))
+		}
+	case reflect.Map:
+		if dst.IsNil() || src.IsNil() || !dst.CanSet() || !keepsBytes(t.Elem(), map[reflect.Type]bool{}) {
+			return
+		}
+		for _, k := range dst.MapKeys() {
+			sv := src.MapIndex(k)
+			if !sv.IsValid() {
+				continue
+			}
+			v := reflect.New(t.Elem()).Elem()
+			v.Set(dst.MapIndex(k))
+			keepWritten(v, sv)
+			dst.SetMapIndex(k, v)
+		}
+	}
 }
 
 // integralFloats rewrites a JSON text so that every number with a point

@@ -30,13 +30,19 @@ const ErrBatchTooLarge = "batch_too_large"
 
 // ErrInvalidRequestID names a JSON-RPC message whose id the SDK would
 // not answer as it was sent (docs/SPEC-DECISIONS.md MCP-35): an id that is
-// not a string of at most MaxRequestIDBytes, an integer of magnitude at
-// most MaxRequestIDInt written without fraction or exponent, or null.
+// not a string of at most MaxRequestIDBytes (decoded; MaxRequestIDText as
+// written), an integer of magnitude at most MaxRequestIDInt written without fraction or exponent, or null.
 const ErrInvalidRequestID = "invalid_request_id"
 
-// MaxRequestIDBytes bounds the text of a string id (as written, escapes
-// included): every answer echoes it.
+// MaxRequestIDBytes bounds a string id as the SDK decodes it, in bytes of
+// UTF-8 (escapes decoded): every answer echoes it.
 const MaxRequestIDBytes = 256
+
+// MaxRequestIDText bounds a string id as written, between its quotes: six
+// bytes per decoded byte, the longest spelling (\u0041 for A) of an id
+// within MaxRequestIDBytes, so no id within that bound is refused for its
+// spelling and escapes cannot make its text longer.
+const MaxRequestIDText = 6 * MaxRequestIDBytes
 
 // MaxRequestIDInt bounds the magnitude of an integer id, 2^53-1: go-sdk
 // v1.8.0 reads a numeric id as a float64, so a larger integer (or a
@@ -468,7 +474,7 @@ func (c *bodyCounter) noteID(v []byte) bool {
 
 // validRequestID reports whether v, one JSON value as written, is an id
 // go-sdk v1.8.0 answers exactly as it was sent: null, a string of at most
-// MaxRequestIDBytes as written, or an integer written without sign of
+// MaxRequestIDBytes decoded and MaxRequestIDText as written, or an integer written without sign of
 // zero, fraction or exponent, of magnitude at most MaxRequestIDInt (the
 // SDK carries a number as a float64 and answers int64 of it, so 1.5 is
 // answered as 1, 1e300 as an arbitrary integer, 2^53+1 as 2^53, -0 as 0).
@@ -479,7 +485,8 @@ func validRequestID(v []byte) bool {
 	case string(v) == "null":
 		return true
 	case v[0] == '"':
-		return len(v)-2 <= MaxRequestIDBytes && exactString(v[1:len(v)-1])
+		body := v[1 : len(v)-1]
+		return len(body) <= MaxRequestIDText && exactString(body) && decodedLen(body) <= MaxRequestIDBytes
 	}
 	digits := v
 	if digits[0] == '-' {
@@ -528,6 +535,42 @@ func exactString(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// decodedLen is the length in bytes of the UTF-8 text the JSON string
+// body b (between its quotes, as written, checked by str and exactString)
+// decodes to: an escape counts the bytes of what it stands for (a
+// surrogate pair four), every other byte one. It allocates nothing.
+func decodedLen(b []byte) int {
+	n := 0
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			n++
+			continue
+		}
+		i++
+		if b[i] != 'u' {
+			n++
+			continue
+		}
+		r := 0
+		for _, h := range b[i+1 : i+5] {
+			r = r<<4 | hexVal(h)
+		}
+		i += 4
+		switch {
+		case 0xd800 <= r && r <= 0xdbff:
+			n += 4 // with its low surrogate, checked by exactString
+			i += 6
+		case r < 0x80:
+			n++
+		case r < 0x800:
+			n += 2
+		default:
+			n += 3
+		}
+	}
+	return n
 }
 
 // surrogate classes a \u escape's four hex digits: 1 a high surrogate,

@@ -398,11 +398,15 @@ func safeRPCError(err error) error {
 
 // ServeStdio serves one MCP session over t (for the MCP stdio transport,
 // an mcp.IOTransport on the process's stdin and stdout: newline-delimited
-// JSON-RPC) for principal until the client closes it or ctx ends.
+// JSON-RPC) for principal until the client closes it or ctx ends. Each
+// message an mcp.IOTransport or mcp.StdioTransport reads is checked as
+// the HTTP endpoint checks a body (its JSON values, nesting and request
+// ids: MCP-20, MCP-35) before the SDK decodes it; the first refused ends
+// the session with the check's named error.
 func (b *Bridge) ServeStdio(ctx context.Context, principal string, t mcp.Transport) error {
 	srv := b.Server(principal)
 	if srv == nil {
 		return amp.Named(amp.CodeOverloaded, "busy", "too many principals")
 	}
-	return srv.Run(ctx, t)
+	return srv.Run(ctx, checkedStdio(t, b.opts.MaxParamItems))
 }
