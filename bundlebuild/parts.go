@@ -87,10 +87,16 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 	if size == 0 {
 		return "", nil, fail(bundle.ErrTruncated, "the bundle file is empty")
 	}
-	n := int((size + partSize - 1) / partSize)
-	if n > bundle.MaxParts {
-		return "", nil, fail(bundle.ErrTooLarge, "%d parts of %d bytes; a split has at most %d parts (choose a larger --size)", n, partSize, bundle.MaxParts)
+	// Rounded up without size + partSize, which overflows for a part
+	// size near math.MaxInt64.
+	parts := size / partSize
+	if size%partSize != 0 {
+		parts++
 	}
+	if parts > bundle.MaxParts {
+		return "", nil, fail(bundle.ErrTooLarge, "%d parts of %d bytes; a split has at most %d parts (choose a larger --size)", parts, partSize, bundle.MaxParts)
+	}
+	n := int(parts)
 	names := make([]string, 0, n+1)
 	for i := 1; i <= n; i++ {
 		names = append(names, bundle.PartName(name, i, n))
@@ -325,10 +331,14 @@ func NewPartsReader(x *bundle.PartIndex, paths []string) *PartsReader {
 // Err returns the part error that stopped the stream, if any.
 func (p *PartsReader) Err() error { return p.err }
 
-// Read implements io.Reader.
+// Read implements io.Reader. A Read of an empty buffer returns 0, nil and
+// reads nothing.
 func (p *PartsReader) Read(b []byte) (int, error) {
 	if p.err != nil {
 		return 0, p.err
+	}
+	if len(b) == 0 {
+		return 0, nil
 	}
 	orig := b
 	for {
@@ -336,9 +346,9 @@ func (p *PartsReader) Read(b []byte) (int, error) {
 			return 0, io.EOF
 		}
 		if p.f == nil {
-			f, err := os.Open(p.paths[p.i])
+			f, err := p.open()
 			if err != nil {
-				p.err = fail(bundle.ErrIO, "cannot open part %d (%s)", p.i+1, p.paths[p.i]).WithCause(err)
+				p.err = err
 				return 0, p.err
 			}
 			p.f, p.n, p.h = f, 0, sha256.New()
@@ -365,36 +375,69 @@ func (p *PartsReader) Read(b []byte) (int, error) {
 			}
 			continue
 		}
-		// The part is complete: nothing may follow, and it must hash right.
-		var one [1]byte
-		if n, _ := p.f.Read(one[:]); n > 0 {
-			p.err = fail(bundle.ErrPartMismatch, "part %d (%s) is longer than the index says", p.i+1, p.paths[p.i])
-			return 0, p.err
-		}
-		p.f.Close()
-		p.f = nil
-		if subtle.ConstantTimeCompare(p.h.Sum(nil), e.SHA256) != 1 {
-			p.err = fail(bundle.ErrPartMismatch, "part %d (%s) does not match its sha256 in the index (altered, or a part of another split)", p.i+1, p.paths[p.i])
-			return 0, p.err
-		}
-		p.i++
-		if p.OnPart != nil {
-			p.OnPart(p.i)
-		}
-		if p.i == len(p.x.Parts) && subtle.ConstantTimeCompare(p.whole.Sum(nil), p.x.SHA256) != 1 {
-			p.err = fail(bundle.ErrPartMismatch, "the joined parts do not match the sha256 of the whole in the index")
-			return 0, p.err
+		if err := p.endPart(); err != nil {
+			return 0, err
 		}
 		b = orig
 	}
 }
 
+// open opens the current part without waiting (a FIFO put in its place
+// after LocateParts opens at once) and takes it only when what was opened
+// is a regular file of the size the index says (docs/SPEC-DECISIONS.md
+// BUNDLE-12, as the source build opens its files: BUILD-4).
+func (p *PartsReader) open() (*os.File, error) {
+	f, err := os.OpenFile(p.paths[p.i], os.O_RDONLY|openNoWait, 0)
+	if err != nil {
+		return nil, fail(bundle.ErrIO, "cannot open part %d (%s)", p.i+1, p.paths[p.i]).WithCause(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fail(bundle.ErrIO, "cannot read part %d (%s)", p.i+1, p.paths[p.i]).WithCause(err)
+	}
+	if !st.Mode().IsRegular() || uint64(st.Size()) != p.x.Parts[p.i].Size {
+		f.Close()
+		return nil, fail(bundle.ErrPartMismatch, "part %d (%s) is no longer a regular file of the %d bytes the index says (replaced after the parts were located)", p.i+1, p.paths[p.i], p.x.Parts[p.i].Size)
+	}
+	return f, nil
+}
+
+// endPart ends the current part, all of whose bytes the index gives were
+// read: nothing may follow, and it must hash right; after the last part
+// the whole must hash right too. It sets and returns the part error, or
+// moves to the next part.
+func (p *PartsReader) endPart() error {
+	e := p.x.Parts[p.i]
+	var one [1]byte
+	if n, _ := p.f.Read(one[:]); n > 0 {
+		p.err = fail(bundle.ErrPartMismatch, "part %d (%s) is longer than the index says", p.i+1, p.paths[p.i])
+		return p.err
+	}
+	p.f.Close()
+	p.f = nil
+	if subtle.ConstantTimeCompare(p.h.Sum(nil), e.SHA256) != 1 {
+		p.err = fail(bundle.ErrPartMismatch, "part %d (%s) does not match its sha256 in the index (altered, or a part of another split)", p.i+1, p.paths[p.i])
+		return p.err
+	}
+	p.i++
+	if p.OnPart != nil {
+		p.OnPart(p.i)
+	}
+	if p.i == len(p.x.Parts) && subtle.ConstantTimeCompare(p.whole.Sum(nil), p.x.SHA256) != 1 {
+		p.err = fail(bundle.ErrPartMismatch, "the joined parts do not match the sha256 of the whole in the index")
+		return p.err
+	}
+	return nil
+}
+
 // Explain returns the part error behind err, a failure of whoever read
 // the stream: the part error that stopped the stream if there was one;
-// else, when a part was being read, its remaining bytes are hashed and a
-// part that does not match its index entry is named (so that a swapped
-// or altered part is reported as such, not only as the bundle error it
-// caused); else err itself.
+// else, when a part was being read, the rest of that part (and no later
+// one) is hashed, and a part that does not match its index entry is
+// named (so that a swapped or altered part is reported as such, not only
+// as the bundle error it caused); else err itself
+// (docs/SPEC-DECISIONS.md BUNDLE-10).
 func (p *PartsReader) Explain(err error) error {
 	if p.err != nil {
 		return p.err
@@ -402,11 +445,16 @@ func (p *PartsReader) Explain(err error) error {
 	if err == nil || p.f == nil || p.i >= len(p.x.Parts) {
 		return err
 	}
+	e := p.x.Parts[p.i]
 	buf := make([]byte, 64<<10)
-	for p.err == nil && p.f != nil {
-		if _, rerr := p.Read(buf); rerr != nil {
+	for p.err == nil && p.n < e.Size {
+		// Never past the part: Read returns as soon as it has bytes.
+		if _, rerr := p.Read(buf[:min(uint64(len(buf)), e.Size-p.n)]); rerr != nil {
 			break
 		}
+	}
+	if p.err == nil && p.n == e.Size {
+		p.endPart()
 	}
 	if p.err != nil {
 		return p.err
