@@ -36,7 +36,9 @@ type Problem struct {
 // chain; every floor, charge counter, threshold, high-water mark and the
 // audit sequence of the right size, and every trust record decoding (kind
 // "meta": the store refuses to read a damaged one, docs/SPEC-DECISIONS.md
-// TSTATE-6).
+// TSTATE-6); every installed bundle's signatures verifying, trusted or
+// not, as import checks them (kind "signature": a copy an earlier build
+// installed with a forged co-signature, TRUST-20).
 func (s *Store) Check() ([]Problem, error) {
 	var ps []Problem
 	add := func(kind, format string, args ...any) {
@@ -216,6 +218,9 @@ func checkBundles(tx *bolt.Tx, add problems) (map[string]*bundle.Manifest, error
 		if hw, err := highwaterOf(tx, string(k)); err == nil && hw < rec.Version { // a damaged one: checkMetaValues
 			add("bundle", "high-water mark of %s (%d) is below its installed version %d", k, hw, rec.Version)
 		}
+		if err := verifyStoredSignatures(rec.Signed); err != nil {
+			add("signature", "bundle %s version %d: its stored signed manifest carries a signature that does not verify (%s: %s): an earlier build installed this copy; import the publisher's file of this release to replace it, or a newer version", k, rec.Version, amp.NameOf(err), amp.SafeMessage(err))
+		}
 		checkBundleIndex(tx, m, add)
 		checkSchemas(tx, m, add)
 		return nil
@@ -223,6 +228,21 @@ func checkBundles(tx *bolt.Tx, add problems) (map[string]*bundle.Manifest, error
 		return nil, err
 	}
 	return installed, nil
+}
+
+// verifyStoredSignatures checks every signature of an installed bundle's
+// signed manifest against the key its kid names, trusted or not, with the
+// bundle package's one check (bundle.SignedObject.VerifyAll, as
+// bundle.NewReader checks a file at import; docs/SPEC-DECISIONS.md
+// TRUST-20): bad_signature or unknown_format for a copy an earlier build
+// installed with a forged co-signature. At most bundle.MaxSignatures
+// Ed25519 verifications.
+func verifyStoredSignatures(signed []byte) error {
+	obj, err := bundle.DecodeObject(signed, bundle.MediaTypeManifest)
+	if err != nil {
+		return err
+	}
+	return obj.VerifyAll()
 }
 
 // checkSchemas checks that every schema of m compiles offline from its

@@ -14,7 +14,9 @@ import (
 // signed manifest as received, then every artifact in manifest order. Each
 // artifact is checked against its hash on the way out; a store that has
 // been tampered with fails (5002 hash_mismatch) rather than exporting
-// altered bytes. On failure w holds a partial file, which the caller must
+// altered bytes, and one whose stored signed manifest carries a signature
+// that does not verify (bad_signature, docs/SPEC-DECISIONS.md TRUST-20) is
+// not exported at all. On failure w holds a partial file, which the caller must
 // discard.
 func (s *Store) Export(bundleID string, w io.Writer) error {
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -25,6 +27,12 @@ func (s *Store) Export(bundleID string, w io.Writer) error {
 		in, err := bundle.Inspect(bytes.NewReader(rec.Signed), int64(len(rec.Signed))+1)
 		if err != nil {
 			return fail(ErrStoreIO, "the stored manifest of %s does not decode", bundleID).WithCause(err)
+		}
+		// Never relay a file other sites refuse: a copy an earlier build
+		// installed with a forged co-signature (TRUST-20) is refused
+		// here, whatever still serves from it.
+		if err := verifyStoredSignatures(rec.Signed); err != nil {
+			return fail(amp.NameOf(err), "bundle %s is not exported: its stored signed manifest carries a signature that does not verify (%s); import the publisher's file of this release to replace it", bundleID, amp.SafeMessage(err))
 		}
 		if _, err := w.Write(rec.Signed); err != nil {
 			return fail(ErrStoreIO, "cannot write the export").WithCause(err)

@@ -77,7 +77,7 @@ type ImportResult struct {
 	PreviousVersion uint64   `json:"previous_version,omitempty"` // 0 when the bundle_id was not installed
 	Downgrade       bool     `json:"downgrade"`
 	Unchanged       bool     `json:"unchanged"`          // the same release (manifest payload) was already installed: nothing changed
-	Replaced        bool     `json:"replaced,omitempty"` // the same release replaced the installed file, which was revoked (PreviousVersion is Version; BUNDLE-8)
+	Replaced        bool     `json:"replaced,omitempty"` // the same release replaced the installed file, which was revoked or carried a signature that does not verify (PreviousVersion is Version; BUNDLE-8, TRUST-20)
 	Signers         []string `json:"signers"`
 	Artifacts       int      `json:"artifacts"`
 	NewBlobs        int      `json:"new_blobs"` // blobs the import added (the others were shared)
@@ -132,8 +132,11 @@ type staged struct {
 // Importing the release that is installed is a no-op (Unchanged): the very
 // file, or its manifest payload under another signature list that meets
 // the store's policy (sameRelease); the installed file is kept, unless it
-// is revoked (failed closed for its signers): then the copy, which meets
-// the policy now, replaces it, audited as an import of the same version.
+// is revoked (failed closed for its signers) or carries a signature that
+// does not verify (kept by an earlier build, TRUST-20): then the copy,
+// which meets the policy now, replaces it, audited as an import of the
+// same version. Over an install that fails closed as expired or stale the
+// copy is refused (expired, bundle_stale; BUNDLE-8).
 //
 // Every outcome is audited with the actor and the file's SHA-256: an
 // accepted import ("import" or "downgrade"), an unchanged one
@@ -806,7 +809,12 @@ func (s *Store) recoverPending() error {
 // release is already installed (sameRelease). The same release over an
 // installed file that failed closed for its signers (revoked) is not
 // unchanged: the copy, which stands on the signers that counted for it
-// now, replaces that file, without being a rollback (BUNDLE-8).
+// now, replaces that file, without being a rollback (BUNDLE-8), and so it
+// does over an installed file whose signatures do not all verify (a forged
+// co-signature an earlier build kept, TRUST-20). Over an installed file
+// that fails closed as expired or stale the copy, which carries the same
+// expiry and line, is refused by that name (failsClosedAsInstalled), not
+// answered unchanged.
 func (s *Store) checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte, allowDowngrade bool, res *ImportResult) (bool, error) {
 	res.PreviousVersion, res.Downgrade, res.Replaced = 0, false, false
 	if versionRevoked(tx, m.BundleID, m.Version) {
@@ -819,8 +827,8 @@ func (s *Store) checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte
 			return false, err
 		}
 		if cur.Version == m.Version && sameRelease(cur.Signed, signed) {
-			if cur.Revoked == "" {
-				return true, nil
+			if cur.Revoked == "" && verifyStoredSignatures(cur.Signed) == nil {
+				return true, s.failsClosedAsInstalled(tx, &cur)
 			}
 			replacing, res.Replaced = true, true
 		}
@@ -860,6 +868,25 @@ func (s *Store) checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte
 		}
 	}
 	return false, s.checkAliasClaims(tx, m, res.counted)
+}
+
+// failsClosedAsInstalled refuses a copy of the installed release when
+// the installed file fails closed as expired (by the clock, its floor or
+// a pinned floor: expired, as an expired file's import is) or as stale
+// (bundle_stale): the copy carries the same version, expiry and line, so
+// it cannot make the release served, and `unchanged`, a success, would
+// say all is well (docs/SPEC-DECISIONS.md BUNDLE-8). A store opened with
+// AllowExpired serves an expired bundle, and answers unchanged.
+func (s *Store) failsClosedAsInstalled(tx *bolt.Tx, cur *bundleRecord) error {
+	if exp, ok := expiry(*cur); ok && !s.opts.AllowExpired && s.expiredAt(tx, cur, exp) {
+		return fail(bundle.ErrExpired, "bundle %s version %d is installed and expired at %s: a copy of it cannot make it valid (its expiry is signed); import a newer version",
+			cur.BundleID, cur.Version, cur.ExpiresAt)
+	}
+	if why := s.judgedStale(tx, cur.BundleID); why != "" {
+		return fail(ErrBundleStale, "bundle %s version %d is installed and stale (%s): a copy of it cannot refresh it; apply a newer heartbeat of its line, or import a newer version",
+			cur.BundleID, cur.Version, why)
+	}
+	return nil
 }
 
 // checkAliasClaims refuses, alias_conflict, a legacy type of m that an

@@ -2,6 +2,8 @@ package resolver
 
 import (
 	"crypto/ed25519"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -104,6 +106,37 @@ func (s *Store) TrustList() ([]TrustKey, error) {
 	var out []TrustKey
 	for _, k := range st.Policy().Keys {
 		out = append(out, TrustKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes, AddedAt: st.Keys[k.Name].AddedAt, Except: k.Except})
+	}
+	return out, nil
+}
+
+// RefusedTrustKey is a key the store's trust records hold but trust for
+// nothing (trust.Key.Refused): a key of small order or not in canonical
+// form that a store written before that check kept (docs/SPEC-DECISIONS.md
+// TRUST-21). TrustList leaves it out; TrustRefused lists it, so that the
+// operator sees it and removes it (TrustRemove).
+type RefusedTrustKey struct {
+	Name    string   `json:"name"`
+	Key     string   `json:"key"` // its did:key
+	Scopes  []string `json:"scopes"`
+	AddedAt string   `json:"added_at"`
+	// Refused says why it is trusted for nothing: trust.RefusedSmallOrder.
+	Refused string `json:"refused"`
+}
+
+// TrustRefused returns the keys the store's trust records hold but trust
+// for nothing, by name (none on a store written by this version).
+func (s *Store) TrustRefused() ([]RefusedTrustKey, error) {
+	st, err := s.readState(selTrust)
+	if err != nil {
+		return nil, err
+	}
+	out := []RefusedTrustKey{}
+	for _, name := range slices.Sorted(maps.Keys(st.Keys)) {
+		k := st.Keys[name]
+		if why := k.Refused(); why != "" {
+			out = append(out, RefusedTrustKey{Name: k.Name, Key: k.DID(), Scopes: slices.Clone(k.Scopes), AddedAt: k.AddedAt, Refused: why})
+		}
 	}
 	return out, nil
 }

@@ -80,24 +80,7 @@ func TestRevokingACompromisedKeyUndoesTheFarFutureTimeItAloneSigned(t *testing.T
 // back.)
 func TestReimportAfterRemoveIsServedOrRefusedNotAcceptedAndExpired(t *testing.T) {
 	s := newStore(t)
-	example, e2, e3 := sampleKey(t, "example-publisher"), testKeyN(73), testKeyN(74)
-	for name, k := range map[string]ed25519.PrivateKey{"e2": e2, "e3": e3} {
-		if err := s.TrustAdd(name, pub(k), []string{"org.example"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.TrustSetThreshold("org.example.translate", 2); err != nil {
-		t.Fatal(err)
-	}
-	exp := testNow.Add(24 * time.Hour)
-	file := cosignedDraft(t, 1, func(d *bundle.Draft) { d.ExpiresAt = &exp }, example, e2, e3)
-	mustImport(t, s, file)
-	if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.translate", 1, testNow.Add(72*time.Hour), example, e2)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.TrustRemove("e2"); err != nil {
-		t.Fatal(err)
-	}
+	file := installExpiredByAPinnedFloor(t, s)
 	_, err := s.Resolve(descriptorRef(t, s))
 	expect5002(t, err, ErrBundleExpired) // pinned, as TRUST-12 wants
 	if _, err := s.Remove("org.example.translate"); err != nil {

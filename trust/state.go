@@ -40,6 +40,22 @@ func (k Key) DID() string { return amp.DIDKey(k.Key) }
 // crypto/ed25519.Verify accepts forged signatures for it.
 func (k Key) usable() bool { return amp.CheckEd25519PublicKey(k.Key) == nil }
 
+// RefusedSmallOrder is what Key.Refused names a key of small order or not
+// in canonical form (docs/SPEC-DECISIONS.md TRUST-21).
+const RefusedSmallOrder = "small_order"
+
+// Refused names why k, although the trust records hold it, is trusted for
+// nothing (Policy leaves it out): RefusedSmallOrder for a key of small
+// order or not in canonical form, which a store written before that check
+// may hold; "" for a key that is trusted. What lists the keys shows it so
+// that the operator can remove it (trust rm).
+func (k Key) Refused() string {
+	if k.usable() {
+		return ""
+	}
+	return RefusedSmallOrder
+}
+
 // errUnusableKey is the refusal of a key of small order or not in
 // canonical form (usable).
 func errUnusableKey() *amp.Error {

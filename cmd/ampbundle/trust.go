@@ -132,10 +132,22 @@ func trustLsCommand(env *cliutil.Env) *cli.Command {
 		Usage:     "list the trusted publisher keys",
 		ArgsUsage: " ",
 		Description: `Lists the keys the store trusts, by name: did:key, scopes and when each
-was added. Opens the store read-only.`,
+was added; then any key the store holds but trusts for nothing (a key of
+small order kept by an older store), marked REFUSED: remove it with
+'ampbundle trust rm NAME'. Opens the store read-only.`,
 		Flags: []cli.Flag{dbFlag, adminSocketFlag, jsonFlag},
 		Action: storeAction(env, readOnly, 0, "no arguments", func(c *cli.Context, s registry) error {
 			keys, err := s.TrustList()
+			if err != nil {
+				return err
+			}
+			// The keys held but trusted for nothing (TRUST-21), which
+			// an older agent does not list: said, not hidden.
+			refused, err := s.TrustRefused()
+			if amp.NameOf(err) == resolver.ErrUnsupported {
+				fmt.Fprintln(env.Stderr, "note: the running agent is older and does not list the keys it holds but trusts for nothing; restart it with this version to see them")
+				refused, err = []resolver.RefusedTrustKey{}, nil
+			}
 			if err != nil {
 				return err
 			}
@@ -143,7 +155,7 @@ was added. Opens the store read-only.`,
 			if err == nil {
 				var chains map[string]uint64
 				if chains, err = s.TrustChains(); err == nil {
-					return printTrust(env, c, keys, thresholds, chains)
+					return printTrust(env, c, keys, refused, thresholds, chains)
 				}
 			}
 			if amp.NameOf(err) != resolver.ErrUnsupported {
@@ -152,19 +164,21 @@ was added. Opens the store read-only.`,
 			// An older agent lists its keys only: say what is missing
 			// rather than show a store without thresholds.
 			fmt.Fprintln(env.Stderr, "note: the running agent is older and does not list its thresholds or trust statement chains; restart it with this version to see them")
-			return printTrust(env, c, keys, map[string]int{}, map[string]uint64{})
+			return printTrust(env, c, keys, refused, map[string]int{}, map[string]uint64{})
 		}),
 	}
 }
 
-// printTrust prints what trust ls lists.
-func printTrust(env *cliutil.Env, c *cli.Context, keys []resolver.TrustKey, thresholds map[string]int, chains map[string]uint64) error {
+// printTrust prints what trust ls lists: the trusted keys, then the keys
+// the store holds but trusts for nothing (refused, each marked so, with
+// how to remove it; docs/SPEC-DECISIONS.md TRUST-21).
+func printTrust(env *cliutil.Env, c *cli.Context, keys []resolver.TrustKey, refused []resolver.RefusedTrustKey, thresholds map[string]int, chains map[string]uint64) error {
 	if c.Bool("json") {
 		out := []trustJSON{}
 		for _, k := range keys {
 			out = append(out, trustView(k))
 		}
-		return cliutil.PrintJSON(env.Stdout, map[string]any{"keys": out, "thresholds": thresholds, "chains": chains})
+		return cliutil.PrintJSON(env.Stdout, map[string]any{"keys": out, "refused": refused, "thresholds": thresholds, "chains": chains})
 	}
 	if len(keys) == 0 {
 		fmt.Fprintln(env.Stdout, "no trusted keys")
@@ -174,6 +188,11 @@ func printTrust(env *cliutil.Env, c *cli.Context, keys []resolver.TrustKey, thre
 		if len(k.Except) > 0 {
 			fmt.Fprintf(env.Stdout, "  except  %s (revoked there: counts for nothing under them)\n", strings.Join(k.Except, ", "))
 		}
+	}
+	for _, k := range refused {
+		name := cliutil.Sanitize(k.Name)
+		fmt.Fprintf(env.Stdout, "%s  REFUSED (%s: trusted for nothing; 'ampbundle trust rm %s' removes it)\n  key     %s\n  scopes  %s\n  added   %s\n",
+			name, cliutil.Sanitize(k.Refused), name, k.Key, cliutil.SanitizeJoin(k.Scopes, ", "), cliutil.Sanitize(k.AddedAt))
 	}
 	for _, sc := range slices.Sorted(maps.Keys(thresholds)) {
 		fmt.Fprintf(env.Stdout, "threshold %s: %d distinct trusted signatures\n", sc, thresholds[sc])

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -78,7 +80,7 @@ func (o *Op[Req, Resp]) Describe() Spec { return o.Spec }
 func Ops() []Operation {
 	return []Operation{
 		opImport(), opExport(), opRemove(), opResolve(), opBundles(), opCatalog(), opCheck(), opAudit(), opGeneration(),
-		opTrustAdd(), opTrustRemove(), opTrustList(), opTrustSetThreshold(), opTrustThresholds(), opTrustChains(), opTrustPolicy(),
+		opTrustAdd(), opTrustRemove(), opTrustList(), opTrustSetThreshold(), opTrustThresholds(), opTrustChains(), opTrustRefused(), opTrustPolicy(),
 		opFreshnessPolicy(), opSetFreshnessPolicy(), opResetHeartbeat(),
 		opRevocation(), opRotation(), opHeartbeat(), opStatements(), opHeartbeats(), opHasStatement(),
 		opRefusedAt(), opCheckImport(),
@@ -338,6 +340,42 @@ type Catalog struct {
 	TypeClaims map[string][]string `json:"type_claims"`
 }
 
+// MaxTypeClaims and MaxTypeClaimsTotal bound the catalog document's
+// type_claims: the claims of one ambiguous type, and of all of them. The
+// store keeps at most one claim of a type per authority (BUNDLE-9), so a
+// type's claims are bounded by the trusted keys' distinct scopes, and the
+// ambiguous types by the aliases installed bundles carry: neither bound
+// is one an operator chose. A type beyond MaxTypeClaims, and the types
+// (in sorted order) beyond MaxTypeClaimsTotal in all, are left out of
+// type_claims: through the socket such a type names no capability (4002,
+// as in an older agent's document), never some of its claims, which
+// could leave a caller one squatter's claim as the answer
+// (docs/SPEC-DECISIONS.md CAP-8).
+const (
+	MaxTypeClaims      = 64
+	MaxTypeClaimsTotal = 4096
+)
+
+// boundedTypeClaims returns the claims of each type c's Aliases maps to
+// resolver.AmbiguousAlias, within MaxTypeClaims per type and
+// MaxTypeClaimsTotal in all.
+func boundedTypeClaims(c *resolver.Catalog) map[string][]string {
+	out := map[string][]string{}
+	total := 0
+	for _, typ := range slices.Sorted(maps.Keys(c.Aliases)) {
+		if c.Aliases[typ] != resolver.AmbiguousAlias {
+			continue
+		}
+		names := c.TypeClaims(typ)
+		if len(names) > MaxTypeClaims || total+len(names) > MaxTypeClaimsTotal {
+			continue
+		}
+		total += len(names)
+		out[typ] = names
+	}
+	return out
+}
+
 // CatalogEntry is one installed descriptor.
 type CatalogEntry struct {
 	BundleID   string                `json:"bundle_id"`
@@ -353,12 +391,7 @@ func opCatalog() *Op[none, *Catalog] {
 				return nil, err
 			}
 			out := &Catalog{Generation: c.Generation, Aliases: c.Aliases, Entries: []CatalogEntry{},
-				TypeClaims: map[string][]string{}}
-			for typ, name := range c.Aliases {
-				if name == resolver.AmbiguousAlias {
-					out.TypeClaims[typ] = c.TypeClaims(typ)
-				}
-			}
+				TypeClaims: boundedTypeClaims(c)}
 			for _, name := range c.Names {
 				for _, e := range c.ByName[name] {
 					out.Entries = append(out.Entries, CatalogEntry{BundleID: e.BundleID, Descriptor: e.Descriptor})
@@ -525,6 +558,13 @@ func opTrustThresholds() *Op[none, map[string]int] {
 
 func opTrustChains() *Op[none, map[string]uint64] {
 	return reading("TrustChains", "/v1/trust/chains", (*resolver.Store).TrustChains)
+}
+
+// opTrustRefused lists the keys the store holds but trusts for nothing
+// (resolver.Store.TrustRefused; docs/SPEC-DECISIONS.md TRUST-21): each
+// named by its did:key, which no reader expands into a trusted key.
+func opTrustRefused() *Op[none, []resolver.RefusedTrustKey] {
+	return reading("TrustRefused", "/v1/trust/refused", orEmpty((*resolver.Store).TrustRefused))
 }
 
 func opTrustPolicy() *Op[[]byte, *resolver.PolicyResult] {

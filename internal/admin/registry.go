@@ -107,6 +107,11 @@ func (r *Registry) Catalog() (*resolver.Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
+	return catalogOf(doc), nil
+}
+
+// catalogOf is the catalog a document of the socket describes.
+func catalogOf(doc *Catalog) *resolver.Catalog {
 	cat := &resolver.Catalog{Generation: doc.Generation, Aliases: doc.Aliases, ByName: map[string][]resolver.Entry{}}
 	for _, e := range doc.Entries {
 		name := e.Descriptor.Name
@@ -122,13 +127,15 @@ func (r *Registry) Catalog() (*resolver.Catalog, error) {
 		claims := make(map[string][]string, len(doc.Aliases))
 		for typ, name := range doc.Aliases {
 			claims[typ] = []string{name}
-			if names := doc.TypeClaims[typ]; name == resolver.AmbiguousAlias && len(names) > 0 {
+			// More claims than the socket sends (MaxTypeClaims): kept
+			// as the type naming no capability, as the server does.
+			if names := doc.TypeClaims[typ]; name == resolver.AmbiguousAlias && len(names) > 0 && len(names) <= MaxTypeClaims {
 				claims[typ] = names
 			}
 		}
 		cat = cat.WithTypeClaims(claims)
 	}
-	return cat, nil
+	return cat
 }
 
 // Check runs the store check.
@@ -267,6 +274,13 @@ func (r *Registry) TrustThresholds() (map[string]int, error) {
 
 // TrustChains lists the trust statement chains applied.
 func (r *Registry) TrustChains() (map[string]uint64, error) { return call(r, opTrustChains(), none{}) }
+
+// TrustRefused lists the keys the store holds but trusts for nothing
+// (resolver.Store.TrustRefused). Through an older agent's socket,
+// unsupported.
+func (r *Registry) TrustRefused() ([]resolver.RefusedTrustKey, error) {
+	return call(r, opTrustRefused(), none{})
+}
 
 // ApplyTrustPolicyFile parses and applies the trust policy file data.
 func (r *Registry) ApplyTrustPolicyFile(data []byte) (*resolver.PolicyResult, error) {
