@@ -216,3 +216,40 @@ func TestStaticcheckPinnedOnceForCIAndContributors(t *testing.T) {
 		t.Fatalf(".ci/run pins staticcheck %s, CONTRIBUTING.md %s", pins[0], pins[1])
 	}
 }
+
+// testOnlyPackages are the module's packages that only tests may import:
+// helpers that read test data, fail a testing.TB, or hold keys no one may
+// trust.
+var testOnlyPackages = []string{"internal/cliutil/clitest", "internal/termtest", "internal/testkeys"}
+
+// TestTestOnlyPackagesAreImportedByTestsOnly (threat: a test helper, such
+// as internal/testkeys with its keys of small order, reaches a binary and
+// its data or its testing import with it): no non-test file of another
+// package imports a package of testOnlyPackages, and each is a package of
+// the module with a row in docs/ARCHITECTURE.md.
+func TestTestOnlyPackagesAreImportedByTestsOnly(t *testing.T) {
+	doc, err := os.ReadFile("docs/ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := archTable(t, string(doc))
+	code := moduleImports(t)
+	for _, p := range testOnlyPackages {
+		if _, ok := code[p]; !ok {
+			t.Errorf("test-only package %s is not a package of the module", p)
+		}
+		if _, ok := table[p]; !ok {
+			t.Errorf("test-only package %s has no row in docs/ARCHITECTURE.md", p)
+		}
+	}
+	for dir, imports := range code {
+		if slices.Contains(testOnlyPackages, dir) {
+			continue
+		}
+		for _, im := range imports {
+			if slices.Contains(testOnlyPackages, im) {
+				t.Errorf("%s imports the test-only package %s from a non-test file", dir, im)
+			}
+		}
+	}
+}

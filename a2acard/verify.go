@@ -236,20 +236,14 @@ func signatureEntries(card jcs.Object) ([]Signature, error) {
 	return out, nil
 }
 
-// decodeB64 decodes unpadded base64url, refusing any other character
-// (the decoder alone skips CR and LF) and non-zero trailing bits.
+// decodeB64 decodes unpadded base64url of at most max bytes in its one
+// canonical spelling (amp.DecodeBase64URLStrict: no other character, no
+// CR or LF, no non-zero trailing bits).
 func decodeB64(s string, max int) ([]byte, bool) {
 	if len(s) > base64.RawURLEncoding.EncodedLen(max) {
 		return nil, false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return nil, false
-		}
-	}
-	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	return b, err == nil
+	return amp.DecodeBase64URLStrict(s)
 }
 
 // readSignature decodes one entry: its protected header and signature

@@ -244,8 +244,10 @@ func (a *Agent) openCursor(s string, bind [32]byte) (capability.Version, error) 
 	if len(s) > maxCursorLen {
 		return capability.Version{}, badCursor("cursor is malformed")
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(raw) <= cursorMACSize {
+	// One spelling per cursor: the lax decoder takes up to 16 strings
+	// for the same bytes, and so the same MAC.
+	raw, ok := amp.DecodeBase64URLStrict(s)
+	if !ok || len(raw) <= cursorMACSize {
 		return capability.Version{}, badCursor("cursor is malformed")
 	}
 	p, tag := raw[:len(raw)-cursorMACSize], raw[len(raw)-cursorMACSize:]

@@ -568,8 +568,8 @@ func decodeSig(s string) ([]byte, bool) {
 	if len(s) != base64.RawURLEncoding.EncodedLen(ed25519.SignatureSize) {
 		return nil, false
 	}
-	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	return b, err == nil && len(b) == ed25519.SignatureSize && base64.RawURLEncoding.EncodeToString(b) == s
+	b, ok := amp.DecodeBase64URLStrict(s)
+	return b, ok && len(b) == ed25519.SignatureSize
 }
 
 // intMember reads an optional integer member (null counts as absent): an

@@ -260,15 +260,16 @@ func (s *scanner) item(depth int) error {
 // one item that passed the scanner.
 //
 // It costs a small multiple of len(data) in memory, and in time the sorts
-// plus a few copies of each byte per enclosing map sorted in place, at most
-// the nesting depth (docs/SPEC-DECISIONS.md AMP-15): a first walk appends
+// plus a few copies of each byte, whatever the nesting depth
+// (docs/SPEC-DECISIONS.md AMP-15): a first walk appends
 // the deterministic form of every head and scalar to one buffer in input
 // order, so a map whose pairs are already in order needs nothing more. A
 // map whose pairs are not is sorted by its deterministic keys when it ends,
 // then either rewritten in place (a map of at most inPlacePairBytes bytes
 // per pair on average, with its nested records resolved: no record kept)
-// or, when its pairs are larger, recorded (mapOrder, its sorted pairs in
-// one pool). Only when some record remains does a second walk copy the
+// or, when its pairs are larger, or when rewrites in place under it already
+// copied more than three quarters of it (and its pairs average at least
+// minRecordPairBytes), recorded (mapOrder, its sorted pairs in one pool). Only when some record remains does a second walk copy the
 // buffer once more, emitting recorded pairs in sorted order. So no byte is
 // copied once per enclosing map of large pairs, a map of small pairs leaves
 // no bookkeeping behind, and a key holding a recorded map is compared in
@@ -295,11 +296,24 @@ func (w *canonWriter) run() ([]byte, error) {
 // inPlacePairBytes is the most bytes per pair, on average, of an
 // out-of-order map that canonicalize rewrites in place rather than records.
 // A rewrite in place copies the map twice (into scratch and back): at most
-// 2 x inPlacePairBytes per pair, and a byte is copied once per enclosing
-// map so rewritten, so at most depth times in all. A recorded map keeps 20
+// 2 x inPlacePairBytes per pair. A map at least a quarter of whose bytes no
+// rewrite in place has copied yet, or whose pairs average under
+// minRecordPairBytes, is rewritten so; any other is recorded, so that all
+// the rewrites in place of an item copy it a few times, not once per
+// enclosing map (docs/SPEC-DECISIONS.md AMP-15). A recorded map keeps 20
 // bytes and 16 per pair (each more than inPlacePairBytes long): a chain of
 // 31 recorded maps around the smallest core costs some 0.2 x its size.
 const inPlacePairBytes = 4096
+
+// minRecordPairBytes is the fewest bytes per pair, on average, of an
+// out-of-order map that canonicalize records because rewrites in place
+// under it already copied more than three quarters of it (so that no byte
+// is copied once per enclosing map). Below it the map is rewritten in place
+// all the same: its pairs are so small that its size is bounded by the item
+// cap (at most 16 bytes a pair, MaxItems / 2 pairs in all), and a record of
+// such pairs (16 bytes each) would cost more than the copy, and chop keys
+// that hold it into tiny chunks for keyCursor.
+const minRecordPairBytes = 16
 
 // canonWriter is the state of canonicalize. Offsets into buf are int32:
 // canonicalize refuses an item of 2 GiB or more.
@@ -320,9 +334,17 @@ type canonWriter struct {
 	scratch []byte
 	// reordered counts the maps out of order so far.
 	reordered int
-	// inPlace, when not zero, replaces inPlacePairBytes (tests use it to
-	// drive every map down one path or the other).
+	// inPlace, when not zero, replaces inPlacePairBytes and turns off the
+	// mostly-copied rule (tests use it to drive every map down one path or
+	// the other).
 	inPlace int
+	// rewritten counts the bytes of buf that rewrites in place have
+	// copied, each byte once however many maps around it were rewritten:
+	// a map holds rewritten - (its value when the map began) of them.
+	rewritten int
+	// moved counts the bytes rewrites in place copied (into scratch and
+	// back), for the tests that bound it.
+	moved int
 	// keysLo and keysHi bound the records searched for in keys while the
 	// pairs of one map are compared.
 	keysLo, keysHi int32
@@ -405,6 +427,7 @@ func (w *canonWriter) mapItem(h Head, off int) (int, error) {
 		return off, nil
 	}
 	index, pool := len(w.maps), len(w.pool)
+	rewritten := w.rewritten
 	head := len(w.buf)
 	w.maps = append(grow(w.maps, 1), mapOrder{head: int32(head)})
 	base := len(w.open)
@@ -449,16 +472,22 @@ func (w *canonWriter) mapItem(h Head, off int) (int, error) {
 	if w.inPlace != 0 {
 		inPlace = w.inPlace
 	}
-	if end-head <= inPlace*len(pairs) {
+	size := end - head
+	// Bytes of this map that a rewrite in place under it already copied.
+	copied := w.rewritten - rewritten
+	mostlyCopied := w.inPlace == 0 && 4*copied > 3*size && size >= minRecordPairBytes*len(pairs)
+	if size <= inPlace*len(pairs) && !mostlyCopied {
 		// Small pairs: write the map's final form over it and forget it and
 		// every record under it.
-		w.scratch = grow(w.scratch[:0], end-head)
+		w.scratch = grow(w.scratch[:0], size)
 		for _, p := range pairs {
 			plo, phi := w.recordsIn(p.k, p.end, lo, hi)
 			w.scratch = w.emit(w.scratch, p.k, p.end, plo, phi)
 		}
 		copy(w.buf[head:end], w.scratch)
 		w.maps, w.pool = w.maps[:index], w.pool[:pool]
+		w.rewritten = rewritten + size
+		w.moved += 2 * size
 		return off, nil
 	}
 	first := len(w.pool)

@@ -110,15 +110,17 @@ func CheckEd25519PublicKey(pub []byte) error {
 	if onBlocklist(pub, &smallOrderY) {
 		return NewError(CodeUnauthorized, "ed25519 public key of small order")
 	}
-	if nonCanonicalY(pub) {
+	if atLeastP(pub) {
 		return NewError(CodeUnauthorized, "ed25519 public key not in canonical form")
 	}
 	return nil
 }
 
-// nonCanonicalY reports whether the y of an encoded Ed25519 point (32 bytes,
-// little-endian, sign bit of x on top) is p = 2^255 - 19 or more.
-func nonCanonicalY(pub []byte) bool {
+// atLeastP reports whether the low 255 bits of a 32-byte little-endian
+// field element encoding (the y of an Ed25519 point, whose top bit is the
+// sign of x, or the u of an X25519 key, whose top bit X25519 ignores) are
+// p = 2^255 - 19 or more: a second name for the element minus p.
+func atLeastP(pub []byte) bool {
 	if pub[31]&0x7f != 0x7f || pub[0] < 0xed {
 		return false
 	}
@@ -150,17 +152,28 @@ var smallOrderU = [7][32]byte{
 }
 
 // CheckX25519PublicKey refuses, with 3001, an X25519 public key that
-// names no key pair anyone can be held to (docs/SPEC-DECISIONS.md AMP-14):
-// a length other than 32 bytes, or a u of small order (smallOrderU, either
-// top bit). With such a key the X25519 output, and so the authcrypt key, is
-// the same whatever the other side's private key: anyone could read what is
-// sealed to it and seal messages "from" it.
+// names no key pair anyone can be held to, or is a second name for one
+// (docs/SPEC-DECISIONS.md AMP-14):
+//
+//   - a length other than 32 bytes;
+//   - a u of small order (smallOrderU, either top bit): the X25519 output,
+//     and so the authcrypt key, is the same whatever the other side's
+//     private key, so anyone could read what is sealed to it and seal
+//     messages "from" it;
+//   - a non-canonical encoding (RFC 7748 §5): the top bit set, which X25519
+//     masks, or u >= p = 2^255 - 19 once it is masked, which X25519 reduces
+//     mod p. Either names the same key as its canonical encoding, so two
+//     DID documents, or a did:key and a document, could list one key under
+//     two names.
 func CheckX25519PublicKey(pub []byte) error {
 	if len(pub) != curve25519.PointSize {
 		return NewError(CodeUnauthorized, "invalid x25519 public key")
 	}
 	if onBlocklist(pub, &smallOrderU) {
 		return NewError(CodeUnauthorized, "x25519 public key of small order")
+	}
+	if pub[31]&0x80 != 0 || atLeastP(pub) {
+		return NewError(CodeUnauthorized, "x25519 public key not in canonical form")
 	}
 	return nil
 }

@@ -22,10 +22,6 @@ func (l Limits) DecodeOwn(data []byte) (*Message, error) {
 	if m.Enc != nil {
 		return nil, Named(CodeInvalidMessage, "encrypted_body", "an encrypted message is read through Receive")
 	}
-	if raw.canonical {
-		m.Body = raw.body
-	} else if m.Body, err = l.Canonical(raw.body); err != nil {
-		return nil, err
-	}
+	m.Body = raw.canonBody
 	return m, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -259,8 +258,9 @@ func parseMethod(docID string, jm jsonMethod) (VerificationMethod, bool, error) 
 		default:
 			return vm, false, nil
 		}
-		vm.PublicKey, err = base64.RawURLEncoding.DecodeString(jm.PublicKeyJwk.X)
-		if err != nil || len(vm.PublicKey) != 32 {
+		var ok bool
+		vm.PublicKey, ok = DecodeBase64URLStrict(jm.PublicKeyJwk.X)
+		if !ok || len(vm.PublicKey) != 32 {
 			err = errDIDDoc("did document has a json web key with an invalid x")
 		}
 	default:
@@ -270,7 +270,7 @@ func parseMethod(docID string, jm jsonMethod) (VerificationMethod, bool, error) 
 		err = errDIDDoc("did document has an ed25519 key of small order or in non-canonical form")
 	}
 	if err == nil && vm.KeyType == KeyX25519 && CheckX25519PublicKey(vm.PublicKey) != nil {
-		err = errDIDDoc("did document has an x25519 key of small order")
+		err = errDIDDoc("did document has an x25519 key of small order or in non-canonical form")
 	}
 	if err != nil {
 		return VerificationMethod{}, false, err
@@ -499,7 +499,7 @@ func DIDKeyDocument(did string) (*DIDDocument, error) {
 	doc := &DIDDocument{ID: did}
 	if t == KeyX25519 {
 		if CheckX25519PublicKey(pub) != nil {
-			return nil, errDIDDoc("did:key holds an x25519 key of small order")
+			return nil, errDIDDoc("did:key holds an x25519 key of small order or in non-canonical form")
 		}
 		id := did + "#" + mb
 		doc.Methods = []VerificationMethod{{ID: id, Type: "Multikey", Controller: did, KeyType: KeyX25519, PublicKey: pub}}

@@ -265,6 +265,10 @@ type rawMessage struct {
 	// canonical reports that the whole message was already in
 	// deterministic form, and so is every field's item.
 	canonical bool
+	// canonBody is the deterministic form of body (nil when absent): body
+	// itself when canonical, else the body item of the one rewrite of the
+	// whole message, so that nothing rewrites it a second time.
+	canonBody []byte
 }
 
 // envelopeFields is the number of distinct envelope fields (RFC 001 §4.1):
@@ -372,14 +376,38 @@ func decodeEnvelope(data []byte, l Limits) (rawMessage, error) {
 		if err := r.setByWalk(data, h); err != nil {
 			return rawMessage{}, err
 		}
-		return r, nil
-	}
-	for i := 0; i < top.n; i++ {
-		if err := r.set(data, top.off[3*i], top.off[3*i+1], top.off[3*i+2]); err != nil {
-			return rawMessage{}, err
+	} else {
+		for i := 0; i < top.n; i++ {
+			if err := r.set(data, top.off[3*i], top.off[3*i+1], top.off[3*i+2]); err != nil {
+				return rawMessage{}, err
+			}
 		}
 	}
+	switch {
+	case r.body == nil:
+	case r.canonical:
+		r.canonBody = r.body
+	default:
+		r.canonBody = textKeyValue(out, "body")
+	}
 	return r, nil
+}
+
+// textKeyValue returns the value of the pair whose key is the text name
+// in the map item data, nil when there is none. data must have passed the
+// scanner. It walks the items before that value, not the value itself.
+func textKeyValue(data []byte, name string) []byte {
+	h, _ := ReadHead(data, 0)
+	off := h.Size
+	for i := uint64(0); i < h.Arg; i++ {
+		kh, _ := ReadHead(data, off)
+		kEnd := itemEnd(data, off)
+		if kh.Major == MajorText && string(data[off+kh.Size:kEnd]) == name {
+			return data[kEnd:itemEnd(data, kEnd)]
+		}
+		off = itemEnd(data, kEnd)
+	}
+	return nil
 }
 
 // setByWalk sets the fields from the map whose head h starts data by

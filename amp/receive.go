@@ -154,12 +154,10 @@ func (r *Receiver) Receive(ctx context.Context, data []byte) (*Message, error) {
 		if m.Body, err = r.decrypt(m.Enc, senderX); err != nil {
 			return nil, err
 		}
-	} else if raw.canonical {
-		// Step 1 found the whole message deterministic, so its body item
-		// is already in the form Sig_Input takes.
-		m.Body = raw.body
-	} else if m.Body, err = r.cfg.Limits.Canonical(raw.body); err != nil {
-		return nil, err // unreachable: step 1 checked the whole message
+	} else {
+		// Step 1 rewrote the whole message, when it was not deterministic,
+		// and kept its body item: the form Sig_Input takes.
+		m.Body = raw.canonBody
 	}
 	// Step 8. Sig_Input is built in a buffer on the stack when it fits.
 	var buf [sigInputStack]byte

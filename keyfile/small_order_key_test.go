@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,35 +11,8 @@ import (
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/testkeys"
 )
-
-// smallOrderKeys reads keyfile/testdata/small-order-ed25519.txt: the 14
-// encodings of the Ed25519 points of order dividing 8 and a non-canonical
-// one, keys no one holds (docs/SPEC-DECISIONS.md AMP-14), by name. Each is
-// checked to be one amp.CheckEd25519PublicKey refuses.
-func smallOrderKeys(t testing.TB) map[string]ed25519.PublicKey {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "small-order-ed25519.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]ed25519.PublicKey{}
-	for _, line := range strings.Split(string(data), "\n") {
-		h, name, _ := strings.Cut(line, " ")
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		k, err := hex.DecodeString(h)
-		if err != nil || len(k) != ed25519.PublicKeySize || amp.CheckEd25519PublicKey(k) == nil {
-			t.Fatalf("%s: not a 32-byte key amp.CheckEd25519PublicKey refuses", name)
-		}
-		out[name] = k
-	}
-	if len(out) != 15 {
-		t.Fatalf("%d keys, want 15", len(out))
-	}
-	return out
-}
 
 // TestSmallOrderPublicKeyFileCannotBeTrusted: an operator is handed a
 // public key file (PEM or DER) as "the publisher's key" and runs
@@ -52,7 +24,7 @@ func smallOrderKeys(t testing.TB) map[string]ed25519.PublicKey {
 // Expected: invalid_public_key for the file, its bytes and its did:key.
 func TestSmallOrderPublicKeyFileCannotBeTrusted(t *testing.T) {
 	dir := t.TempDir()
-	for name, k := range smallOrderKeys(t) {
+	for name, k := range testkeys.SmallOrderEd25519(t) {
 		t.Run(name, func(t *testing.T) {
 			der, err := x509.MarshalPKIXPublicKey(k)
 			if err != nil {

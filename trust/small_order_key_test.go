@@ -3,46 +3,17 @@ package trust_test
 import (
 	"bytes"
 	"crypto/ed25519"
-	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/testkeys"
 	"github.com/ampbundle/ampbundle/trust"
 )
-
-// smallOrderKeys reads keyfile/testdata/small-order-ed25519.txt: the 14
-// encodings of the Ed25519 points of order dividing 8 and a non-canonical
-// one, keys no one holds (docs/SPEC-DECISIONS.md AMP-14), by name. Each is
-// checked to be one amp.CheckEd25519PublicKey refuses.
-func smallOrderKeys(t testing.TB) map[string]ed25519.PublicKey {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "keyfile", "testdata", "small-order-ed25519.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]ed25519.PublicKey{}
-	for _, line := range strings.Split(string(data), "\n") {
-		h, name, _ := strings.Cut(line, " ")
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		k, err := hex.DecodeString(h)
-		if err != nil || len(k) != ed25519.PublicKeySize || amp.CheckEd25519PublicKey(k) == nil {
-			t.Fatalf("%s: not a 32-byte key amp.CheckEd25519PublicKey refuses", name)
-		}
-		out[name] = k
-	}
-	if len(out) != 15 {
-		t.Fatalf("%d keys, want 15", len(out))
-	}
-	return out
-}
 
 // identityKey is the encoding of the identity point: for it the forged
 // signature R = identity, S = 0 verifies every message.
@@ -60,7 +31,7 @@ func identityKey() ed25519.PublicKey {
 // sign bundles the store installs. Expected: invalid_trust, nothing
 // trusted.
 func TestSmallOrderKeyCannotBeTrusted(t *testing.T) {
-	for name, k := range smallOrderKeys(t) {
+	for name, k := range testkeys.SmallOrderEd25519(t) {
 		t.Run(name, func(t *testing.T) {
 			st := (&trust.State{}).Clone()
 			next, eff, err := trust.AddKey(st, "publisher", k, []string{"org.example"}, 0, now)
@@ -85,7 +56,7 @@ func TestSmallOrderKeyCannotBeTrusted(t *testing.T) {
 // invalid_policy, and the statement refused before anything is trusted.
 func TestSmallOrderKeyInAStatementOrPolicyFileCannotBeTrusted(t *testing.T) {
 	owner := seedKey(0x92)
-	for name, k := range smallOrderKeys(t) {
+	for name, k := range testkeys.SmallOrderEd25519(t) {
 		t.Run(name, func(t *testing.T) {
 			st := state(t, map[string][]string{"owner": {"org.example"}}, map[string]ed25519.PrivateKey{"owner": owner})
 			d := amp.DIDKey(k)
