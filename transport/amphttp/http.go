@@ -441,15 +441,20 @@ func NewTransportWith(baseURL string, o TransportOptions) (*Transport, error) {
 }
 
 // readReply reads a reply body of at most max+1 bytes (one more shows
-// it is over max). A declared length within max sizes the buffer once
-// (no doubling and copying as io.ReadAll does), but is not trusted: the
-// buffer grows past it, to max+1 at most, if more bytes come.
+// it is over max). A declared length within max bounds how far the
+// buffer grows ahead of the bytes, never funds it: the buffer starts at
+// readChunk (or the length, when smaller: a small reply is read into one
+// buffer), and doubles as bytes fill it, up to the length (threat: 200
+// with a Content-Length of 16 MiB and nothing after cost the client
+// 16 MiB per call; ampstcp.ReadFrame's rule, memory grows with the bytes
+// that arrive). Nor is the length trusted as a bound: the buffer grows
+// past it, to max+1 at most, if more bytes come.
 func readReply(r io.Reader, length, max int64) ([]byte, error) {
 	r = io.LimitReader(r, max+1)
 	if length < 0 || length > max {
 		return io.ReadAll(r)
 	}
-	buf := make([]byte, 0, length+1) // +1: the EOF is seen without growing
+	buf := make([]byte, 0, min(length, readChunk)+1) // +1: the EOF is seen without growing
 	for {
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -460,7 +465,11 @@ func readReply(r io.Reader, length, max int64) ([]byte, error) {
 			return buf, err
 		}
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // more than declared: grow
+			if next := min(2*int64(cap(buf)), length+1); next > int64(cap(buf)) {
+				buf = append(make([]byte, 0, next), buf...) // within the length: double
+			} else {
+				buf = append(buf, 0)[:len(buf)] // more than declared: grow
+			}
 		}
 	}
 }

@@ -382,6 +382,15 @@ func (s *Server) refuse(c net.Conn, key string, err error) {
 		c.Close()
 		return
 	}
+	s.closeAnswered(c, key)
+}
+
+// closeAnswered closes c, from the peer key, on which a refusal (an
+// ERROR frame, a HANDSHAKE that refuses) was just written, without
+// losing it to a reset while the peer still sends
+// (transport.CloseAfterAnswer), within the linger shares (refuse); past
+// them, at once.
+func (s *Server) closeAnswered(c net.Conn, key string) {
 	if !s.lingering.take(key) {
 		c.Close()
 		return
@@ -886,6 +895,13 @@ func (c *serverConn) serve() {
 	close(c.done)
 	<-writerDone
 	c.cancel()
+	if err != nil {
+		// Refused with an ERROR frame (a frame over the limit, an
+		// unknown type, a second HANDSHAKE) while the peer may still be
+		// sending that frame: closed as every refusal is, or the reset
+		// would lose the frame.
+		c.s.closeAnswered(c.conn, c.share.key)
+	}
 	c.shut()
 }
 
@@ -950,7 +966,14 @@ func (c *serverConn) handshake(br *bufio.Reader) bool {
 		resp.Accepted = true
 	}
 	c.conn.SetWriteDeadline(time.Now().Add(o.WriteTimeout))
-	if _, err := c.conn.Write(AppendFrame(nil, FrameHandshake, EncodeHandshakeResponse(resp))); err != nil || !resp.Accepted {
+	if _, err := c.conn.Write(AppendFrame(nil, FrameHandshake, EncodeHandshakeResponse(resp))); err != nil {
+		return false
+	}
+	if !resp.Accepted {
+		// Closed as every refusal is: a client that sent its first
+		// messages behind the HANDSHAKE, closed at once, would see a
+		// reset (retryable) instead of a refusal that cannot change.
+		c.s.closeAnswered(c.conn, c.share.key)
 		return false
 	}
 	c.peer = int(min(q.MaxMsgSize, uint64(amp.DefaultMaxMessageSize*64)))
