@@ -8,17 +8,24 @@ import (
 	"hash"
 	"io"
 	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
+	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
 
 // maxRefs bounds the $refs of one schema followed or linked.
 const maxRefs = 1024
+
+// maxRefIDs and maxRefIDBytes bound the chain of "$id"s one ref entry
+// carries (refsOf): beyond either, the reference is left unresolved.
+const (
+	maxRefIDs     = 16
+	maxRefIDBytes = 2048
+)
 
 // schemaID is the top-level absolute $id of a schema document, or "".
 func schemaID(doc []byte) string {
@@ -100,15 +107,42 @@ func draftOf(doc []byte) int {
 	return 2020
 }
 
-// refsOf lists the "$ref" strings of a schema document in schema
-// positions, at most maxRefs.
+// refsOf lists the "$ref" values of a schema document in schema
+// positions, in document order, at most maxRefs, each as a ref entry:
+// the chain of "$id" values (as written) from the root to the subschema
+// holding it, the ones the validator takes for a base, then the value,
+// joined by NUL. resolveRef reads an entry back against the artifact's
+// URL, as the validator resolves the reference (schemagraph.ResolveURL):
+// through every enclosing "$id", none beside "$ref" up to draft-07
+// (jsonschema v5.3.1's getID), a "urn:" base appended to. An entry is ""
+// where the validator's base cannot be told: a "$id" that is not a
+// string, any "$id" or "id" in a document of a draft the catalog does
+// not read (neither 2020-12 nor draft-07), or a NUL in a value. The
+// printer links the i-th "$ref" it meets with the i-th entry: both walk
+// the same positions in the same order.
 func refsOf(doc []byte) []string {
 	type level struct {
 		obj, wantKey bool
 		role         role
+		node         int // the schema object's index in nodes, or -1
 	}
-	d := draftOf(doc)
-	var out []string
+	type schemaNode struct {
+		parent     int
+		id         string
+		hasID, bad bool
+		hasRef     bool
+		// idNode is the nearest node, this one or above, whose "$id"
+		// the validator reads (-1: none); ids and idBytes count the
+		// chain of them from the root.
+		idNode, ids, idBytes int
+	}
+	type found struct {
+		node int
+		ref  string
+	}
+	d, known := draftOf(doc), docDraft(doc) != 0
+	var refs []found
+	var nodes []schemaNode
 	var stack []level
 	key := ""
 	done := func() {
@@ -117,10 +151,10 @@ func refsOf(doc []byte) []string {
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
-	for len(out) < maxRefs {
+	for len(refs) < maxRefs {
 		tok, err := dec.Token()
 		if err != nil {
-			return out
+			break
 		}
 		n := len(stack)
 		if n > 0 && stack[n-1].wantKey {
@@ -133,6 +167,20 @@ func refsOf(doc []byte) []string {
 			stack[n-1].wantKey = false
 			continue
 		}
+		var in *schemaNode
+		if n > 0 && stack[n-1].obj && stack[n-1].role == roleSchema {
+			in = &nodes[stack[n-1].node]
+			switch key {
+			case "$ref":
+				in.hasRef = true
+			case "$id", "id":
+				if key == "$id" || !known {
+					in.hasID = true
+					id, ok := tok.(string)
+					in.id, in.bad = id, !ok || !known
+				}
+			}
+		}
 		switch t := tok.(type) {
 		case json.Delim:
 			if t == '{' || t == '[' {
@@ -142,50 +190,121 @@ func refsOf(doc []byte) []string {
 				} else if t == '[' {
 					r = roleData
 				}
-				stack = append(stack, level{obj: t == '{', wantKey: t == '{', role: r})
+				lv := level{obj: t == '{', wantKey: t == '{', role: r, node: -1}
+				if lv.obj && r == roleSchema {
+					parent := -1
+					for i := n - 1; i >= 0; i-- {
+						if stack[i].node >= 0 {
+							parent = stack[i].node
+							break
+						}
+					}
+					lv.node = len(nodes)
+					nodes = append(nodes, schemaNode{parent: parent})
+				}
+				stack = append(stack, lv)
 				continue
 			}
 			stack = stack[:max(n-1, 0)]
 		case string:
-			if n > 0 && stack[n-1].obj && stack[n-1].role == roleSchema && key == "$ref" {
-				out = append(out, t)
+			if in != nil && key == "$ref" {
+				refs = append(refs, found{stack[n-1].node, t})
 			}
 		}
 		done()
 	}
+	// Each node's chain of "$id"s, by the nearest node declaring one (a
+	// parent precedes its children in nodes); bad spreads to the
+	// subschemas below, and so does a chain past maxRefIDs or
+	// maxRefIDBytes, so that an entry costs at most those bytes more than
+	// its "$ref" (a document repeating a long "$id" under every "$ref"
+	// would otherwise cost its size per reference).
+	for i := range nodes {
+		nd := &nodes[i]
+		nd.idNode = -1
+		if nd.parent >= 0 {
+			up := &nodes[nd.parent]
+			nd.bad = nd.bad || up.bad
+			nd.idNode, nd.ids, nd.idBytes = up.idNode, up.ids, up.idBytes
+		}
+		// Up to draft-07 an "$id" beside "$ref" is not read.
+		if nd.hasID && !nd.bad && !(d == 7 && nd.hasRef) {
+			nd.idNode, nd.ids, nd.idBytes = i, nd.ids+1, nd.idBytes+len(nd.id)
+			nd.bad = nd.ids > maxRefIDs || nd.idBytes > maxRefIDBytes || strings.Contains(nd.id, "\x00")
+		}
+	}
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		nd := nodes[r.node]
+		if nd.bad || strings.Contains(r.ref, "\x00") {
+			continue // "": unresolved
+		}
+		parts := make([]string, nd.ids+1)
+		parts[nd.ids] = r.ref
+		for k, j := nd.ids-1, nd.idNode; k >= 0; k-- {
+			parts[k] = nodes[j].id
+			if up := nodes[j].parent; up >= 0 {
+				j = nodes[up].idNode
+			}
+		}
+		out[i] = strings.Join(parts, "\x00")
+	}
 	return out
 }
 
-// resolveRef finds the artifact key of the document a $ref names, outside
-// the schema s itself: through the loader's $id index, then as a path
-// relative to s's key.
-func resolveRef(s Schema, ref string, l compat.Loader) (string, bool) {
-	base, _, _ := strings.Cut(ref, "#")
-	if base == "" {
-		return "", false
+// docDraft is offlineschema.SchemaDraft of doc's root "$schema": 2020
+// (also when absent), 7, or 0 for any other.
+func docDraft(doc []byte) int {
+	var root map[string]json.RawMessage
+	if json.Unmarshal(doc, &root) != nil {
+		return 0
 	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", false
+	raw, ok := root["$schema"]
+	var v any
+	if ok && json.Unmarshal(raw, &v) != nil {
+		return 0
 	}
-	if s.ID != "" {
-		if id, err := url.Parse(s.ID); err == nil {
-			if key, ok := l.KeyForID(id.ResolveReference(u).String()); ok {
-				return key, true
-			}
+	return offlineschema.SchemaDraft(v, ok)
+}
+
+// resolveRef finds the artifact key of the document a ref entry of s
+// (refsOf) names, as the validator resolves it: from the artifact's URL
+// through the entry's "$id"s, then the reference (schemagraph.Resolve:
+// jsonschema v5.3.1's resolveURL); the artifact's own synthetic URL names
+// its key, any other URL the artifact the loader's $id index names.
+func resolveRef(s Schema, entry string, l compat.Loader) (string, bool) {
+	key, _, ok := resolveEntry(s, entry, l)
+	return key, ok
+}
+
+// resolveEntry is resolveRef, with the fragment of the target
+// (percent-decoded: "" the document, a JSON pointer, or an anchor name).
+func resolveEntry(s Schema, entry string, l compat.Loader) (string, string, bool) {
+	if entry == "" {
+		return "", "", false
+	}
+	parts := strings.Split(entry, "\x00")
+	base := schemagraph.ArtifactURL(s.Loc.Key)
+	for _, id := range parts[:len(parts)-1] {
+		if id, _, _ = strings.Cut(id, "#"); id == "" {
+			continue // no "$id" to the library (resolveID)
 		}
+		b, err := schemagraph.ResolveURL(base, id)
+		if err != nil {
+			return "", "", false
+		}
+		base, _, _ = strings.Cut(b, "#")
 	}
-	if u.IsAbs() {
-		return l.KeyForID(base)
+	u, frag, err := schemagraph.Resolve(base, parts[len(parts)-1])
+	if err != nil {
+		return "", "", false
 	}
-	if u.Path == "" || strings.HasPrefix(u.Path, "/") || u.RawQuery != "" {
-		return "", false
+	if u.Scheme == schemagraph.URLScheme {
+		key, ok := schemagraph.ArtifactKey(u)
+		return key, frag, ok
 	}
-	key := path.Clean(path.Join(path.Dir(s.Loc.Key), u.Path))
-	if strings.HasPrefix(key, "../") || key == ".." {
-		return "", false
-	}
-	return key, true
+	key, ok := l.KeyForID(u.String())
+	return key, frag, ok
 }
 
 // Bounds of a rendered schema.
@@ -469,7 +588,9 @@ func (p *printer) run() bool {
 		case string:
 			href := ""
 			if isRef && links < maxRefs {
-				href = p.refHref(t)
+				if links < len(p.s.refs) {
+					href = p.refHref(p.s.refs[links])
+				}
 				links++
 			}
 			if href != "" {
@@ -497,27 +618,28 @@ func (p *printer) close(d rune) {
 	p.write(string(d))
 }
 
-// refHref is the in-page link of a $ref value, or "" when it names
-// nothing the model holds.
-func (p *printer) refHref(ref string) string {
-	if frag, ok := strings.CutPrefix(ref, "#"); ok {
-		if ptr, err := url.PathUnescape(frag); err == nil && (ptr == "" || strings.HasPrefix(ptr, "/")) {
-			return "#" + anchorID(p.prefix, ptr)
-		}
+// refHref is the link of a "$ref" value, from its ref entry (refsOf),
+// resolved as the validator resolves it (resolveEntry): an in-page
+// anchor when it names this document, the schema page of the document it
+// names when the model holds it, "" otherwise. A JSON pointer fragment
+// links to its member's anchor.
+func (p *printer) refHref(entry string) string {
+	key, frag, ok := resolveEntry(p.s, entry, &keptLoader{m: p.m, bundle: p.s.Loc.BundleID})
+	if !ok {
 		return ""
 	}
-	key, ok := resolveRef(p.s, ref, &keptLoader{m: p.m, bundle: p.s.Loc.BundleID})
-	if !ok {
+	if key == p.s.Loc.Key {
+		if frag == "" || strings.HasPrefix(frag, "/") {
+			return "#" + anchorID(p.prefix, frag)
+		}
 		return ""
 	}
 	if _, held := p.m.schemas[SchemaLoc{BundleID: p.s.Loc.BundleID, Key: key}]; !held {
 		return ""
 	}
 	href := "/ui/schema?b=" + url.QueryEscape(p.s.Loc.BundleID) + "&k=" + url.QueryEscape(key)
-	if _, frag, ok := strings.Cut(ref, "#"); ok {
-		if ptr, err := url.PathUnescape(frag); err == nil && strings.HasPrefix(ptr, "/") {
-			href += "#" + anchorID("s", ptr)
-		}
+	if strings.HasPrefix(frag, "/") {
+		href += "#" + anchorID("s", frag)
 	}
 	return href
 }

@@ -3,7 +3,6 @@ package compat
 import (
 	"slices"
 	"sort"
-	"strings"
 	"sync/atomic"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -18,7 +17,26 @@ const (
 	// ErrFalseClaim: a bundle's signed claims differ from the verdicts the
 	// importer derives, or its policy contradicts them.
 	ErrFalseClaim amp.ErrName = "false_compatibility_claim"
+	// ErrClaimsTooCostly: deriving a bundle's claims (at build and at
+	// import) would take more than MaxBundleSteps comparison steps in
+	// all; the bundle is refused whole, whatever its claims say.
+	ErrClaimsTooCostly amp.ErrName = "compatibility_claims_too_costly"
 )
+
+// MaxBundleSteps bounds the comparison steps (MaxSteps counts them per
+// check; each pass over MaxValueWork's units counts too) that deriving
+// the claims of one bundle spends in all: one budget shared by every
+// schema comparison of DeriveClaims, Annotate (build) or VerifyClaims
+// (import), so that 10,000 descriptors of 256 signed claims each (2.56
+// million comparisons, each within MaxSteps) cannot cost an importer
+// hours. Past it Annotate and VerifyClaims refuse the bundle
+// (ErrClaimsTooCostly) and DeriveClaims reports the claims left as
+// unknown (docs/SPEC-DECISIONS.md COMPAT-11). A comparison of one pair
+// of schema keys is made once per bundle and reused.
+const MaxBundleSteps = 10_000_000
+
+// maxBundleSteps is MaxBundleSteps; the tests lower it.
+var maxBundleSteps = MaxBundleSteps
 
 // DeriveClaims computes, for every descriptor that declares a policy, the
 // claims for callers of each other version of the same capability among descs that its
@@ -42,15 +60,17 @@ func DeriveClaims(descs []capability.Descriptor, src *Source) [][]capability.Com
 }
 
 // claims computes d's claims for callers (indexes into the descriptors,
-// ascending), sorted by version; nil when there are none.
+// ascending), sorted by version; nil when there are none. Every
+// comparison takes its steps from the bundle's budget (ix.budget,
+// MaxBundleSteps), and one pair of schema keys is compared once per
+// index; past the budget the verdicts are unknown and ix.spent() says so.
 func (ix *coverIndex) claims(d capability.Descriptor, callers []int, src *Source) []capability.CompatClaim {
 	var cs []capability.CompatClaim
 	for _, j := range callers {
 		caller := ix.descs[j]
-		r := Versions(
-			Version{Src: src, Input: caller.InputSchema.ArtifactKey, Output: caller.OutputSchema.ArtifactKey},
-			Version{Src: src, Input: d.InputSchema.ArtifactKey, Output: d.OutputSchema.ArtifactKey})
-		cs = append(cs, capability.CompatClaim{Version: caller.Version, Input: string(r.Input.Verdict), Output: string(r.Output.Verdict)})
+		in := ix.pair(src, caller.InputSchema.ArtifactKey, d.InputSchema.ArtifactKey)
+		out := ix.pair(src, d.OutputSchema.ArtifactKey, caller.OutputSchema.ArtifactKey)
+		cs = append(cs, capability.CompatClaim{Version: caller.Version, Input: string(in), Output: string(out)})
 	}
 	capability.SortClaims(cs)
 	return cs
@@ -93,6 +113,9 @@ func Annotate(descs []capability.Descriptor, src *Source) ([]capability.Descript
 		var claims []capability.CompatClaim
 		if d.Policy != "" {
 			claims = ix.claims(d, cov.callers(), src)
+			if ix.spent() {
+				return nil, tooCostly(d)
+			}
 		}
 		if why := policyProblem(d, claims); why != "" {
 			return nil, amp.Named(0, ErrClaimUnproven, "%s: %s", d.ID().String(), why)
@@ -136,6 +159,9 @@ func VerifyClaims(descs []capability.Descriptor, src *Source) error {
 				return falseClaims(d)
 			}
 			derived = ix.claims(d, cov.callers(), src)
+			if ix.spent() {
+				return tooCostly(d)
+			}
 		}
 		if !noMorePermissive(d.CompatClaims, derived) {
 			return falseClaims(d)
@@ -247,31 +273,35 @@ type coverIndex struct {
 	// bundle repeats its ranges.
 	read   map[string][]comparator
 	probes int64
+	// budget is what is left of the bundle's comparison steps
+	// (MaxBundleSteps); verdicts holds each pair of schema keys compared
+	// within it (pair).
+	budget   int
+	verdicts map[[2]string]Verdict
 }
 
 // nameVersions are the carried versions of one capability name; rel and
 // pre leave the zero Version out (no range contains it).
 type nameVersions struct {
 	rel, pre []member // each sorted by the total order
-	all      []int    // the indexes of every descriptor of the name, ascending
 }
 
 type member struct {
-	i    int                // index into the descriptors
-	v    capability.Version // the descriptor's version
-	core string             // prereleases: the version's major.minor.patch
+	i int                // index into the descriptors
+	v capability.Version // the descriptor's version
 }
 
-// comparator is one comparator of a range, as ParseRange read it.
+// comparator is one comparator of a range, as ParseRange read it
+// (capability.Range.Comparators).
 type comparator struct {
-	op   string             // "=", ">", ">=", "<" or "<="
-	v    capability.Version // the comparator's version
-	pre  bool               // v has a prerelease
-	core string             // pre: v's major.minor.patch
+	op  string             // "=", ">", ">=", "<" or "<="
+	v   capability.Version // the comparator's version
+	pre bool               // v has a prerelease
 }
 
 func newCoverIndex(descs []capability.Descriptor) *coverIndex {
-	ix := &coverIndex{descs: descs, byName: map[string]*nameVersions{}, read: map[string][]comparator{}}
+	ix := &coverIndex{descs: descs, byName: map[string]*nameVersions{}, read: map[string][]comparator{},
+		budget: maxBundleSteps, verdicts: map[[2]string]Verdict{}}
 	for i := range descs {
 		d := &descs[i]
 		g := ix.byName[d.Name]
@@ -279,16 +309,14 @@ func newCoverIndex(descs []capability.Descriptor) *coverIndex {
 			g = &nameVersions{}
 			ix.byName[d.Name] = g
 		}
-		g.all = append(g.all, i)
 		if d.Version.IsZero() {
 			continue
 		}
-		core, pre := splitPrerelease(d.Version)
-		if !pre {
+		if !d.Version.HasPrerelease() {
 			g.rel = append(g.rel, member{i: i, v: d.Version})
 			continue
 		}
-		g.pre = append(g.pre, member{i: i, v: d.Version, core: core})
+		g.pre = append(g.pre, member{i: i, v: d.Version})
 	}
 	total := func(a, b member) int { return capability.OrderOldestFirst.CompareVersions(a.v, b.v) }
 	for _, g := range ix.byName {
@@ -298,51 +326,42 @@ func newCoverIndex(descs []capability.Descriptor) *coverIndex {
 	return ix
 }
 
+// pair is the verdict of subsumes(producer, acceptor) within the
+// bundle's budget, computed once per pair of keys: a verdict depends on
+// the two schemas alone. A comparison cut short by the budget is not
+// kept.
+func (ix *coverIndex) pair(src *Source, producer, acceptor string) Verdict {
+	k := [2]string{producer, acceptor}
+	if v, ok := ix.verdicts[k]; ok {
+		return v
+	}
+	v := subsumes(src, producer, src, acceptor, &ix.budget).Verdict
+	if !ix.spent() {
+		ix.verdicts[k] = v
+	}
+	return v
+}
+
+// spent reports whether the bundle's comparison budget is used up.
+func (ix *coverIndex) spent() bool { return ix.budget < 0 }
+
+// tooCostly is ErrClaimsTooCostly for the bundle, naming the descriptor
+// whose claims passed the budget.
+func tooCostly(d capability.Descriptor) error {
+	return amp.Named(0, ErrClaimsTooCostly, "%s: deriving the bundle's compatibility claims takes more than %d comparison steps", d.ID().String(), MaxBundleSteps)
+}
+
 // done adds the index's comparisons to rangeProbes.
 func (ix *coverIndex) done() { rangeProbes.Add(ix.probes) }
 
-// splitPrerelease returns v's major.minor.patch and whether v has a
-// prerelease (a "-" before any build metadata; strict SemVer has none in
-// its core).
-func splitPrerelease(v capability.Version) (string, bool) {
-	s := v.String()
-	if k := strings.IndexByte(s, '+'); k >= 0 {
-		s = s[:k]
-	}
-	if k := strings.IndexByte(s, '-'); k >= 0 {
-		return s[:k], true
-	}
-	return s, false
-}
-
-// comparators reads back the comparators of r from its string, which is
-// exactly what ParseRange accepted ("" for the zero Range, which has none).
-// ok is false when a comparator does not read back, which a parsed Range
-// never has.
-func comparators(r capability.Range) ([]comparator, bool) {
+// comparators returns the comparators of r as ParseRange read them
+// (none for the zero Range).
+func comparators(r capability.Range) []comparator {
 	var cs []comparator
-	for rest := r.String(); rest != ""; {
-		var tok string
-		tok, rest, _ = strings.Cut(rest, " ")
-		if tok == "" {
-			continue
-		}
-		c := comparator{op: "="}
-		for _, op := range []string{">=", "<=", ">", "<", "="} {
-			if strings.HasPrefix(tok, op) {
-				c.op, tok = op, tok[len(op):]
-				break
-			}
-		}
-		v, err := capability.ParseVersion(tok)
-		if err != nil {
-			return nil, false
-		}
-		c.v = v
-		c.core, c.pre = splitPrerelease(v)
-		cs = append(cs, c)
+	for _, c := range r.Comparators() {
+		cs = append(cs, comparator{op: c.Op, v: c.Version, pre: c.Version.HasPrerelease()})
 	}
-	return cs, true
+	return cs
 }
 
 // span is [lo, hi) of the indexes of l.
@@ -359,12 +378,9 @@ type coverage struct {
 	// relOwn and preOwn are the spans of versions equal to the
 	// descriptor's own.
 	relOwn, preOwn span
-	// slow: a range did not read back; every version of the name is
-	// tried with Range.Contains instead.
-	slow   bool
-	d      capability.Descriptor
-	listed []int
-	done   bool
+	d              capability.Descriptor
+	listed         []int
+	done           bool
 }
 
 // cover finds what d's supported_ranges cover.
@@ -377,10 +393,7 @@ func (ix *coverIndex) cover(d capability.Descriptor) *coverage {
 	for _, r := range d.SupportedRanges {
 		cs, ok := ix.read[r.String()]
 		if !ok {
-			if cs, ok = comparators(r); !ok {
-				cov.slow = true
-				return cov
-			}
+			cs = comparators(r)
 			ix.read[r.String()] = cs
 		}
 		if len(cs) == 0 {
@@ -401,8 +414,8 @@ func (ix *coverIndex) cover(d capability.Descriptor) *coverage {
 			// whose core is not below c's (above c, or c's core; strict
 			// SemVer writes a core one way) to the first whose core is
 			// above it.
-			from := ix.first(g.pre, func(m *member) bool { return m.core == c.core || m.v.Compare(c.v) > 0 })
-			to := ix.first(g.pre, func(m *member) bool { return m.core != c.core && m.v.Compare(c.v) > 0 })
+			from := ix.first(g.pre, func(m *member) bool { return m.v.SameCore(c.v) || m.v.Compare(c.v) > 0 })
+			to := ix.first(g.pre, func(m *member) bool { return !m.v.SameCore(c.v) && m.v.Compare(c.v) > 0 })
 			if lo, hi := max(s.lo, from), min(s.hi, to); lo < hi {
 				cov.pre = append(cov.pre, span{lo, hi})
 			}
@@ -475,9 +488,6 @@ func merge(ss []span) []span {
 
 // count is the number of covered callers, without listing them.
 func (cov *coverage) count() int {
-	if cov.slow {
-		return len(cov.callers())
-	}
 	n := 0
 	for _, ls := range []struct {
 		spans []span
@@ -502,16 +512,6 @@ func (cov *coverage) callers() []int {
 		return nil
 	}
 	var out []int
-	if cov.slow {
-		for _, j := range cov.g.all {
-			caller := &cov.ix.descs[j]
-			if caller.Version != cov.d.Version && cov.ix.covered(cov.d, caller.Version) {
-				out = append(out, j)
-			}
-		}
-		cov.listed = out
-		return out
-	}
 	for _, ls := range []struct {
 		l     []member
 		spans []span
@@ -528,15 +528,4 @@ func (cov *coverage) callers() []int {
 	slices.Sort(out)
 	cov.listed = out
 	return out
-}
-
-// covered reports whether d's supported_ranges contain v, trying each.
-func (ix *coverIndex) covered(d capability.Descriptor, v capability.Version) bool {
-	for _, r := range d.SupportedRanges {
-		ix.probes++
-		if r.Contains(v) {
-			return true
-		}
-	}
-	return false
 }

@@ -38,9 +38,12 @@
 // exactly one subschema of its document, a fragment whose percent
 // encoding the validator reads differently, a target the validator spells
 // otherwise than net/url, a JSON pointer to a spot that is not a schema
-// position (schemagraph.SchemaPosition: the validator lists the
-// subschemas it finds there), and an anchor of a document holding such a
-// pointer reference. A document whose "$schema"
+// position as the validator spells its keys (schemagraph.SchemaPosition:
+// the validator lists the subschemas it finds there), an anchor of a
+// document holding such a pointer reference, and an anchor whose name the
+// document also declares in data (a pointer reference in any artifact
+// compiled with it may make that declaration the document's). A
+// document whose "$schema"
 // names another draft than 2020-12 is not compared (unreadable_schema):
 // the validator reads it by that draft.
 //

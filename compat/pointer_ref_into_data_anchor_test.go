@@ -72,6 +72,10 @@ func TestPointerRefIntoDataMakesItsAnchorsAmbiguous(t *testing.T) {
 // all name schema positions, or other artifacts, keeps its anchors.
 func TestAnchorOfADocumentWithAPointerIntoDataIsNotFollowed(t *testing.T) {
 	const anchors = `"$defs":{"real":{"$anchor":"s","type":"string"}},"x-decoy":{"$defs":{"d":{"$anchor":"s","type":"integer"}}}`
+	// A decoy of another name: "s" is declared in data nowhere, so no
+	// pointer reference, here or in another artifact, adds a second "s"
+	// (TestPointerRefInAnotherArtifactMakesAnchorsAmbiguous).
+	const other = `"$defs":{"real":{"$anchor":"s","type":"string"}},"x-decoy":{"$defs":{"d":{"$anchor":"t","type":"integer"}}}`
 	for _, tc := range []struct {
 		name, doc string
 		follows   bool
@@ -81,9 +85,9 @@ func TestAnchorOfADocumentWithAPointerIntoDataIsNotFollowed(t *testing.T) {
 		{"pointer into $defs itself", `{"properties":{"m":{"$dynamicRef":"#/$defs"}},` + anchors + `}`, false},
 		{"pointer percent-encoded", `{"properties":{"m":{"$ref":"#/%24defs/real"}},` + anchors + `}`, false},
 		{"pointer in an embedded resource", `{"properties":{"m":{"$id":"e.json","not":{"$ref":"#/a"}}},` + anchors + `}`, false},
-		{"pointer to a schema position", `{"properties":{"m":{"$ref":"#/$defs/real"}},` + anchors + `}`, true},
-		{"pointer to another artifact", `{"properties":{"m":{"$ref":"other.json#/x"}},` + anchors + `}`, true},
-		{"no pointer", `{"properties":{"m":{"$ref":"#s"}},` + anchors + `}`, true},
+		{"pointer to a schema position", `{"properties":{"m":{"$ref":"#/$defs/real"}},` + other + `}`, true},
+		{"pointer to another artifact", `{"properties":{"m":{"$ref":"other.json#/x"}},` + other + `}`, true},
+		{"no pointer", `{"properties":{"m":{"$ref":"#s"}},` + other + `}`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSide(memLoader{files: map[string][]byte{"new.json": []byte(tc.doc)}})

@@ -283,10 +283,11 @@ func (s *side) resolveOnce(n node, ref string) (node, string) {
 	case s.embeds(n.doc):
 		return node{}, whyEmbeddedTarget
 	case u.Scheme == urlScheme:
-		if u.Host != "" || u.User != nil || u.RawQuery != "" || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+		k, ok := schemagraph.ArtifactKey(u)
+		if !ok {
 			return node{}, "the reference names no artifact of this bundle"
 		}
-		key = u.Path[1:]
+		key = k
 	default:
 		k, ok := s.l.KeyForID(target)
 		if !ok {
@@ -314,7 +315,7 @@ func (s *side) resolveOnce(n node, ref string) (node, string) {
 		default:
 			return node{}, fmt.Sprintf("the pointer %q in artifact %q is not a schema", frag, key)
 		}
-		if !schemagraph.SchemaPosition(d.root, frag) {
+		if !schemagraph.SchemaPosition(d.root, libraryFragment(n.base, ref), schemagraph.Draft2020) {
 			return node{}, fmt.Sprintf(whyDataPointer, frag, key)
 		}
 		if entersResource(d.root, frag) {
@@ -378,7 +379,7 @@ func (s *side) pointsIntoData(d *document) bool {
 		if v {
 			break
 		}
-		u, frag, err := schemagraph.Resolve(d.base, ref)
+		u, _, err := schemagraph.Resolve(d.base, ref)
 		switch {
 		case err != nil:
 			v = true
@@ -386,7 +387,7 @@ func (s *side) pointsIntoData(d *document) bool {
 			// Into another document: followed (or not) where it
 			// is resolved, its own pointer checked there.
 		default:
-			v = strings.Contains(ref[strings.IndexByte(ref, '#'):], "%") || !schemagraph.SchemaPosition(d.root, frag)
+			v = strings.Contains(ref[strings.IndexByte(ref, '#'):], "%") || !schemagraph.SchemaPosition(d.root, libraryFragment(d.base, ref), schemagraph.Draft2020)
 		}
 	}
 	s.mu.Lock()
@@ -395,12 +396,27 @@ func (s *side) pointsIntoData(d *document) bool {
 	return v
 }
 
+// libraryFragment is the fragment of ref resolved against base as the
+// validator writes it (schemagraph.ResolveURL), without its "#": the
+// spelling schemagraph.SchemaPosition reads. A reference the validator
+// cannot resolve has none ("x", which names no schema position).
+func libraryFragment(base, ref string) string {
+	s, err := schemagraph.ResolveURL(base, ref)
+	if err != nil {
+		return "x"
+	}
+	_, f, _ := strings.Cut(s, "#")
+	return f
+}
+
 // embeds reports whether d may hold an embedded schema resource the
 // validator would find a reference's target among: one its index lists,
-// or one past what the index recorded.
+// one past what the index recorded, or an "$id" in data, which a JSON
+// pointer reference written in any artifact (one the checker may never
+// read) makes a resource of d (schemagraph.Resource.DataID).
 func (s *side) embeds(d *document) bool {
 	idx, _ := s.indexOf(d)
-	return len(idx.IDs) > 0 || idx.Partial
+	return len(idx.IDs) > 0 || idx.Partial || idx.DataID
 }
 
 // entersResource reports whether the JSON pointer ptr (which names a

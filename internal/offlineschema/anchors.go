@@ -2,52 +2,13 @@ package offlineschema
 
 import (
 	"maps"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/schemagraph"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
-
-// Positions of subschemas in a keyword's value, as jsonschema v5.3.1
-// lists them (its draft tables: self, item, prop).
-const (
-	anchorSelf = 1 << iota // the value is a schema
-	anchorItem             // the value is an array of schemas
-	anchorProp             // the value is an object whose member values are schemas
-)
-
-// librarySubschemas returns the keywords whose values jsonschema v5.3.1
-// walks, for a document of the given draft (4, 6, 7, 2019 or 2020), when
-// it lists the subschemas in which it looks for anchors (its
-// Draft.subschemas tables: each draft adds to the one before).
-func librarySubschemas(draft int) map[string]int {
-	kw := map[string]int{
-		"definitions": anchorProp, "not": anchorSelf, "allOf": anchorItem, "anyOf": anchorItem, "oneOf": anchorItem,
-		"properties": anchorProp, "additionalProperties": anchorSelf, "patternProperties": anchorProp,
-		"items": anchorSelf | anchorItem, "additionalItems": anchorSelf, "dependencies": anchorProp,
-	}
-	if draft == 4 {
-		return kw
-	}
-	kw["propertyNames"], kw["contains"] = anchorSelf, anchorSelf
-	if draft == 6 {
-		return kw
-	}
-	kw["if"], kw["then"], kw["else"] = anchorSelf, anchorSelf, anchorSelf
-	if draft == 7 {
-		return kw
-	}
-	kw["$defs"], kw["dependentSchemas"] = anchorProp, anchorProp
-	kw["unevaluatedProperties"], kw["unevaluatedItems"], kw["contentSchema"] = anchorSelf, anchorSelf, anchorSelf
-	if draft == 2019 {
-		return kw
-	}
-	kw["prefixItems"] = anchorItem
-	return kw
-}
 
 // rootDraft reads the root "$schema" of a parsed document as jsonschema
 // v5.3.1's findResource does: draft is the built-in draft it names
@@ -385,7 +346,7 @@ type anchorKey struct{ base, name string }
 // document, of every resource, that declare a "$dynamicAnchor" (nil when
 // dup). resources and refs are for pointerRefsListed.
 func scanAnchors(doc any, docURL string, draft int) *anchorScan {
-	a := &anchorScan{draft: draft, keywords: librarySubschemas(draft), seen: map[anchorKey]struct{}{},
+	a := &anchorScan{draft: draft, keywords: schemagraph.Subschemas(draft), seen: map[anchorKey]struct{}{},
 		dynamic: map[string]int{}, resources: map[string]any{}}
 	root, ok := doc.(map[string]any)
 	if !ok {
@@ -444,15 +405,15 @@ func (a *anchorScan) walk(m map[string]any, base string) {
 		if !ok {
 			continue
 		}
-		if pos&anchorSelf != 0 {
+		if pos&schemagraph.PosSelf != 0 {
 			a.child(v, base)
 		}
-		if arr, ok := v.([]any); ok && pos&anchorItem != 0 {
+		if arr, ok := v.([]any); ok && pos&schemagraph.PosItem != 0 {
 			for _, e := range arr {
 				a.child(e, base)
 			}
 		}
-		if obj, ok := v.(map[string]any); ok && pos&anchorProp != 0 {
+		if obj, ok := v.(map[string]any); ok && pos&schemagraph.PosProp != 0 {
 			for _, e := range obj {
 				a.child(e, base)
 			}
@@ -536,7 +497,7 @@ func (a *anchorScan) resourceURL(base string, m map[string]any) (string, bool) {
 	if id == "" {
 		return "", false
 	}
-	u, err := libraryResolveURL(base, id)
+	u, err := schemagraph.ResolveURL(base, id)
 	if err != nil {
 		return "", false
 	}
@@ -563,7 +524,7 @@ func (a *anchorScan) resourceURL(base string, m map[string]any) (string, bool) {
 // reference to a document not loaded was never compiled.
 func (s *session) pointerRefsListed(from *anchorScan, fromAnchors bool, scans map[string]*anchorScan) bool {
 	for _, r := range from.refs {
-		u, err := libraryResolveURL(r.base, r.ref)
+		u, err := schemagraph.ResolveURL(r.base, r.ref)
 		if err != nil {
 			continue // the library refused the compile
 		}
@@ -571,7 +532,7 @@ func (s *session) pointerRefsListed(from *anchorScan, fromAnchors bool, scans ma
 		doc := from
 		for hops := 0; strings.HasPrefix(f, "#/"); hops++ {
 			if node, ok := doc.resources[u]; ok {
-				if (doc != from || fromAnchors) && !doc.listedAt(node, f[1:]) {
+				if (doc != from || fromAnchors) && !schemagraph.SchemaPosition(node, f[1:], doc.draft) {
 					return false
 				}
 				break
@@ -586,7 +547,7 @@ func (s *session) pointerRefsListed(from *anchorScan, fromAnchors bool, scans ma
 			if hops > len(scans) {
 				return false
 			}
-			v, err := libraryResolveURL(doc.rootBase, f)
+			v, err := schemagraph.ResolveURL(doc.rootBase, f)
 			if err != nil {
 				break // the library refused the compile
 			}
@@ -608,105 +569,6 @@ func splitFragment(u string) (string, string) {
 		f = "#"
 	}
 	return u[:i], f
-}
-
-// listedAt reports whether the JSON pointer ptr, as written (it begins
-// with "/"), names from the schema node a place jsonschema v5.3.1 lists
-// as a subschema in the scanned document's draft, spelled exactly as the
-// library spells that place's key (Draft.listSubschemas): each step a
-// keyword of the draft's table as it is, then an index written as
-// strconv.Itoa writes it or a member name escaped as the library's escape
-// does ("~0", "~1", then url.PathEscape). It costs the pointer's length.
-func (a *anchorScan) listedAt(node any, ptr string) bool {
-	toks := strings.Split(ptr[1:], "/")
-	for i := 0; i < len(toks); i++ {
-		m, ok := node.(map[string]any)
-		if !ok {
-			return false
-		}
-		pos, ok := a.keywords[toks[i]]
-		if !ok {
-			return false
-		}
-		switch v := m[toks[i]].(type) {
-		case map[string]any:
-			if pos&anchorProp == 0 {
-				if pos&anchorSelf == 0 {
-					return false
-				}
-				node = v
-				continue
-			}
-			if i+1 >= len(toks) {
-				return false // the object of schemas itself
-			}
-			i++
-			name, err := url.PathUnescape(toks[i])
-			if err != nil {
-				return false
-			}
-			name = strings.ReplaceAll(strings.ReplaceAll(name, "~1", "/"), "~0", "~")
-			if libraryEscape(name) != toks[i] {
-				return false
-			}
-			if node, ok = v[name]; !ok {
-				return false
-			}
-		case bool:
-			if pos&anchorSelf == 0 || a.draft == 4 {
-				return false // draft-04 has no boolean schemas
-			}
-			node = v
-		case []any:
-			if pos&anchorItem == 0 || i+1 >= len(toks) {
-				return false
-			}
-			i++
-			j, err := strconv.Atoi(toks[i])
-			if err != nil || j < 0 || j >= len(v) || strconv.Itoa(j) != toks[i] {
-				return false
-			}
-			node = v[j]
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// libraryEscape is jsonschema v5.3.1's escape of a member name into a
-// JSON pointer token of a subschema's key.
-func libraryEscape(name string) string {
-	name = strings.ReplaceAll(name, "~", "~0")
-	name = strings.ReplaceAll(name, "/", "~1")
-	return url.PathEscape(name)
-}
-
-// libraryResolveURL is jsonschema v5.3.1's resolveURL, spelling for
-// spelling, so that two subschemas are one resource here exactly when
-// they are one there.
-func libraryResolveURL(base, ref string) (string, error) {
-	if strings.HasPrefix(ref, "urn:") {
-		return ref, nil
-	}
-	refURL, err := url.Parse(ref)
-	if err != nil {
-		return "", err
-	}
-	if refURL.IsAbs() {
-		return ref, nil
-	}
-	if strings.HasPrefix(base, "urn:") {
-		if i := strings.IndexByte(base, '#'); i >= 0 {
-			base = base[:i]
-		}
-		return base + ref, nil
-	}
-	baseURL, err := url.Parse(base)
-	if err != nil {
-		return "", err
-	}
-	return baseURL.ResolveReference(refURL).String(), nil
 }
 
 // ambiguousDynamicAnchor reports whether a "$dynamicRef" may resolve, at

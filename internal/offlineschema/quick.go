@@ -743,7 +743,7 @@ func quickURIChars(s string) bool {
 // schemaAt returns the schema the JSON pointer p names in the document
 // root of the given draft, if it is one the walk visited: every step goes
 // through a subschema keyword, each member name spelled as the library
-// spells it (libraryEscape), and the value there is an object or a
+// spells it (schemagraph.LibraryEscape), and the value there is an object or a
 // boolean.
 func schemaAt(root any, p string, draft int) (any, bool) {
 	if p == "/" {
@@ -786,7 +786,7 @@ func schemaAt(root any, p string, draft int) (any, bool) {
 			i++
 			name := schemagraph.UnescapeToken(segs[i])
 			x, ok := obj[name]
-			if !ok || isArray(x) || libraryEscape(name) != segs[i] {
+			if !ok || isArray(x) || schemagraph.LibraryEscape(name) != segs[i] {
 				// Spelled otherwise than the library keys it, the
 				// place is a "non-standard location" (anchors.go).
 				return nil, false

@@ -20,6 +20,18 @@ func ArtifactURL(key string) string {
 	return (&url.URL{Scheme: URLScheme, Path: "/" + key}).String()
 }
 
+// ArtifactKey returns the artifact key that the URL u (as Resolve returns
+// it) names by its synthetic form, ArtifactURL: scheme URLScheme, no
+// host, user or query, a path "/" + a ValidKey. ok is false for any other
+// URL (an absolute "$id" is looked up by the caller's index instead).
+func ArtifactKey(u *url.URL) (string, bool) {
+	if u.Scheme != URLScheme || u.Host != "" || u.User != nil || u.RawQuery != "" || u.Opaque != "" ||
+		!strings.HasPrefix(u.Path, "/") || !ValidKey(u.Path[1:]) {
+		return "", false
+	}
+	return u.Path[1:], true
+}
+
 // MaxKeyLen bounds an artifact key.
 const MaxKeyLen = 1024
 
@@ -54,34 +66,24 @@ var (
 )
 
 // Resolve resolves ref against base as jsonschema v5.3.1 (resolveURL)
-// does, and returns the target without its fragment, and the fragment
-// percent-decoded: "" (the document), a JSON pointer ("/..."), or an
-// anchor name. That is RFC 3986 §5.2 (dot segments removed), except
-// that a reference beginning "urn:" or parsed as absolute is taken as
-// written, and a relative one against a base beginning "urn:" is
-// appended to the base without its fragment. ErrSpelling when the
-// target's text is not what net/url writes for it: the caller cannot
-// name it as the validator does.
+// does (ResolveURL), and returns the target without its fragment, and
+// the fragment percent-decoded: "" (the document), a JSON pointer
+// ("/..."), or an anchor name. ErrSpelling when the target's text is not
+// what net/url writes for it: the caller cannot name it as the validator
+// does.
 func Resolve(base, ref string) (*url.URL, string, error) {
-	bu, err := url.Parse(base)
-	if err != nil {
+	if _, err := url.Parse(base); err != nil {
 		return nil, "", ErrBaseURI
 	}
-	ru, err := url.Parse(ref)
-	if err != nil {
+	if _, err := url.Parse(ref); err != nil {
 		return nil, "", ErrRefURI
 	}
-	var s string
-	switch {
-	case ref == "":
-		s = base
-	case strings.HasPrefix(ref, "urn:"), ru.IsAbs():
-		s = ref
-	case strings.HasPrefix(base, "urn:"):
-		b, _, _ := strings.Cut(base, "#")
-		s = b + ref
-	default:
-		s = bu.ResolveReference(ru).String()
+	s := base
+	if ref != "" {
+		var err error
+		if s, err = ResolveURL(base, ref); err != nil {
+			return nil, "", err
+		}
 	}
 	target, _, _ := strings.Cut(s, "#")
 	u, err := url.Parse(s)
@@ -94,6 +96,38 @@ func Resolve(base, ref string) (*url.URL, string, error) {
 		return nil, "", ErrSpelling
 	}
 	return u, frag, nil
+}
+
+// ResolveURL is jsonschema v5.3.1's resolveURL, spelling for spelling:
+// RFC 3986 §5.2 (dot segments removed, the text as net/url writes it),
+// except that a reference beginning "urn:" or parsed as absolute is
+// taken as written, and a relative one against a base beginning "urn:"
+// is appended to the base without its fragment. The result keeps the
+// fragment as the library writes it (a JSON pointer's member names
+// percent-encoded where net/url encodes them): two references name one
+// place to the library exactly when their results are equal.
+// ErrRefURI or ErrBaseURI when net/url cannot parse one the library
+// must parse (the library then refuses the schema).
+func ResolveURL(base, ref string) (string, error) {
+	if strings.HasPrefix(ref, "urn:") {
+		return ref, nil
+	}
+	ru, err := url.Parse(ref)
+	if err != nil {
+		return "", ErrRefURI
+	}
+	if ru.IsAbs() {
+		return ref, nil
+	}
+	if strings.HasPrefix(base, "urn:") {
+		b, _, _ := strings.Cut(base, "#")
+		return b + ref, nil
+	}
+	bu, err := url.Parse(base)
+	if err != nil {
+		return "", ErrBaseURI
+	}
+	return bu.ResolveReference(ru).String(), nil
 }
 
 // Pointer follows the JSON pointer ptr (RFC 6901: "" is the whole value,
@@ -147,6 +181,15 @@ type Resource struct {
 	// the validator counts its anchors as the document's: Index does not
 	// know the document's URI).
 	Duplicates []string
+	// DataID reports an object outside the schema positions Index walks
+	// (data: an unknown keyword, "enum", "$defs" itself, a member of an
+	// "allOf" that is not an object) with an "$id" of a URI part. A JSON
+	// pointer reference into such a spot, written in any artifact the
+	// validator compiles with this one, makes the validator list it as a
+	// resource of its own ("non-standard location"); a name declared by
+	// "$anchor" or "$dynamicAnchor" in data and also in a schema position
+	// is in Duplicates for the same reason.
+	DataID bool
 	// Partial reports that the pointers to record passed
 	// MaxIndexPointerBytes: the anchors and IDs met after that are left
 	// out (their names still count for Duplicates).
@@ -167,6 +210,7 @@ type Resource struct {
 	first map[string]struct{} // anchor names (either kind) declared so far
 	inner map[string]struct{} // anchor names declared inside embedded resources
 	dups  map[string]struct{} // the names in Duplicates
+	data  map[string]struct{} // anchor names declared in data (DataID)
 }
 
 // MaxIndexPointerBytes bounds the pointer text one Index records, in all:
@@ -174,28 +218,62 @@ type Resource struct {
 // cost the name's length for each.
 const MaxIndexPointerBytes = DefaultMaxBytes
 
-// Where a keyword's value holds subschemas.
+// Where a keyword's value holds subschemas (the values of Subschemas).
 const (
-	posSelf = 1 << iota // the value is a schema
-	posItem             // the value is an array of schemas
-	posProp             // the value is an object whose member values are schemas
+	PosSelf = 1 << iota // the value is a schema
+	PosItem             // the value is an array of schemas
+	PosProp             // the value is an object whose member values are schemas
 )
 
-// subschemaKeywords are the keywords whose values jsonschema v5.3.1
-// (its Draft2020 table of subschema keywords, which holds
-// every earlier draft's) walks when it lists a document's subschemas,
-// which is where it looks for "$id", "$anchor" and "$dynamicAnchor".
-// Nothing else is a schema position: an anchor inside "enum", "const",
-// "default", "examples" or an unknown keyword is data.
-var subschemaKeywords = map[string]int{
-	"$defs": posProp, "definitions": posProp, "properties": posProp, "patternProperties": posProp,
-	"dependencies": posProp, "dependentSchemas": posProp,
-	"not": posSelf, "additionalProperties": posSelf, "additionalItems": posSelf, "propertyNames": posSelf,
-	"contains": posSelf, "if": posSelf, "then": posSelf, "else": posSelf, "unevaluatedProperties": posSelf,
-	"unevaluatedItems": posSelf, "contentSchema": posSelf,
-	"allOf": posItem, "anyOf": posItem, "oneOf": posItem, "prefixItems": posItem,
-	"items": posSelf | posItem,
+// The drafts of JSON Schema that jsonschema v5.3.1 knows, as Subschemas
+// and SchemaPosition take them.
+const (
+	Draft4    = 4
+	Draft6    = 6
+	Draft7    = 7
+	Draft2019 = 2019
+	Draft2020 = 2020
+)
+
+// subschemaTables holds Subschemas' answer for each draft, built once.
+var subschemaTables = func() map[int]map[string]int {
+	kw := map[string]int{
+		"definitions": PosProp, "not": PosSelf, "allOf": PosItem, "anyOf": PosItem, "oneOf": PosItem,
+		"properties": PosProp, "additionalProperties": PosSelf, "patternProperties": PosProp,
+		"items": PosSelf | PosItem, "additionalItems": PosSelf, "dependencies": PosProp,
+	}
+	t := map[int]map[string]int{Draft4: maps.Clone(kw)}
+	kw["propertyNames"], kw["contains"] = PosSelf, PosSelf
+	t[Draft6] = maps.Clone(kw)
+	kw["if"], kw["then"], kw["else"] = PosSelf, PosSelf, PosSelf
+	t[Draft7] = maps.Clone(kw)
+	kw["$defs"], kw["dependentSchemas"] = PosProp, PosProp
+	kw["unevaluatedProperties"], kw["unevaluatedItems"], kw["contentSchema"] = PosSelf, PosSelf, PosSelf
+	t[Draft2019] = maps.Clone(kw)
+	kw["prefixItems"] = PosItem
+	t[Draft2020] = kw
+	return t
+}()
+
+// Subschemas returns the keywords whose values jsonschema v5.3.1 walks,
+// for a document of the given draft (Draft4 .. Draft2020; any other is
+// read as Draft2020), when it lists a document's subschemas (its
+// Draft.subschemas tables: each draft adds to the one before), which is
+// where it looks for "$id", "$anchor" and "$dynamicAnchor", with where
+// each holds subschemas (PosSelf, PosItem, PosProp). Nothing else is a
+// schema position: an anchor inside "enum", "const", "default",
+// "examples" or an unknown keyword is data. The map is shared: the
+// caller must not modify it.
+func Subschemas(draft int) map[string]int {
+	if t, ok := subschemaTables[draft]; ok {
+		return t
+	}
+	return subschemaTables[Draft2020]
 }
+
+// subschemaKeywords is the draft 2020-12 table, the one Index walks (it
+// holds every earlier draft's positions).
+var subschemaKeywords = Subschemas(Draft2020)
 
 // sortedSubschemaKeywords is subschemaKeywords in name order, the order
 // Index walks a schema's keywords in.
@@ -204,75 +282,93 @@ var sortedSubschemaKeywords = slices.Sorted(maps.Keys(subschemaKeywords))
 // refKeywords are the keywords whose value is a reference.
 var refKeywords = []string{"$ref", "$dynamicRef", "$recursiveRef"}
 
-// SchemaPosition reports whether the JSON pointer ptr (decoded: its
-// tokens escaped as RFC 6901 writes them, "" the root) names, in the
-// document root, a place the validator lists as a subschema: each step a
-// keyword of subschemaKeywords of a schema object, then for an array of
-// schemas an index, for an object of schemas a member name. A pointer to
-// anywhere else (an unknown keyword, "$defs" itself, inside "enum") is a
-// "non-standard location" to jsonschema v5.3.1 (resolveFragment): it
-// lists the subschemas it finds there, and their anchors become the
-// resource's. It costs the pointer's length.
-func SchemaPosition(root any, ptr string) bool {
+// LibraryEscape is jsonschema v5.3.1's escape of a member name into the
+// JSON pointer token of a subschema's key: RFC 6901 ("~0", "~1"), then
+// url.PathEscape.
+func LibraryEscape(name string) string {
+	name = strings.ReplaceAll(name, "~", "~0")
+	name = strings.ReplaceAll(name, "/", "~1")
+	return url.PathEscape(name)
+}
+
+// SchemaPosition reports whether the JSON pointer ptr, as written in the
+// fragment of a reference the library resolved (ResolveURL; "" or a
+// pointer beginning "/"), names from the schema node, in a document of
+// the given draft, a place jsonschema v5.3.1 lists as a subschema
+// (Draft.listSubschemas), spelled exactly as the library spells that
+// place's key: each step a keyword of Subschemas(draft) as it is, then
+// for an array of schemas an index written as strconv.Itoa writes it, for
+// an object of schemas a member name escaped as LibraryEscape does; a
+// boolean in a schema position only from draft-06. Any other place (an
+// unknown keyword, "$defs" itself or in a draft-07 document, inside
+// "enum", a member spelled otherwise, "#/%24defs/a") is a "non-standard
+// location" to the library (resolveFragment): it lists the subschemas it
+// finds there when it compiles the reference, and their anchors and
+// "$id"s become the resource's. What stands at the place is not judged
+// (the library lists a member of "$defs" whatever its type; a caller
+// that needs a schema there checks it). It costs the pointer's length.
+func SchemaPosition(node any, ptr string, draft int) bool {
 	if ptr == "" {
 		return true
 	}
 	if ptr[0] != '/' {
 		return false
 	}
-	v := root
+	keywords := Subschemas(draft)
 	toks := strings.Split(ptr[1:], "/")
 	for i := 0; i < len(toks); i++ {
-		m, ok := v.(map[string]any)
+		m, ok := node.(map[string]any)
 		if !ok {
 			return false
 		}
-		kw := UnescapeToken(toks[i])
-		pos, ok := subschemaKeywords[kw]
+		pos, ok := keywords[toks[i]]
 		if !ok {
 			return false
 		}
-		val := m[kw]
-		switch x := val.(type) {
+		switch v := m[toks[i]].(type) {
 		case map[string]any:
-			if pos&posProp != 0 {
-				if i+1 >= len(toks) {
-					return false // the object of schemas itself
-				}
-				i++
-				if v, ok = x[UnescapeToken(toks[i])]; !ok {
+			if pos&PosProp == 0 {
+				if pos&PosSelf == 0 {
 					return false
 				}
+				node = v
 				continue
 			}
-			if pos&posSelf == 0 {
+			if i+1 >= len(toks) {
+				return false // the object of schemas itself
+			}
+			i++
+			name, err := url.PathUnescape(toks[i])
+			if err != nil {
 				return false
 			}
-			v = x
+			name = strings.ReplaceAll(strings.ReplaceAll(name, "~1", "/"), "~0", "~")
+			if LibraryEscape(name) != toks[i] {
+				return false
+			}
+			if node, ok = v[name]; !ok {
+				return false
+			}
 		case bool:
-			if pos&posSelf == 0 {
-				return false
+			if pos&PosSelf == 0 || draft == Draft4 {
+				return false // draft-04 has no boolean schemas
 			}
-			v = x
+			node = v
 		case []any:
-			if pos&posItem == 0 || i+1 >= len(toks) {
+			if pos&PosItem == 0 || i+1 >= len(toks) {
 				return false
 			}
 			i++
 			j, err := strconv.Atoi(toks[i])
-			if err != nil || j < 0 || j >= len(x) || strconv.Itoa(j) != toks[i] {
+			if err != nil || j < 0 || j >= len(v) || strconv.Itoa(j) != toks[i] {
 				return false
 			}
-			v = x[j]
+			node = v[j]
 		default:
 			return false
 		}
 	}
-	switch v.(type) {
-	case bool, map[string]any:
-		return true
-	}
-	return false
+	return true
 }
 
 // Index indexes the resource rooted at root, read as draft 2020-12: it
@@ -285,14 +381,19 @@ func SchemaPosition(root any, ptr string) bool {
 // document's.
 func Index(root any) *Resource {
 	r := &Resource{Anchors: map[string]string{}, DynamicAnchors: map[string]string{}, IDs: map[string]string{},
-		first: map[string]struct{}{}, inner: map[string]struct{}{}, dups: map[string]struct{}{}}
+		first: map[string]struct{}{}, inner: map[string]struct{}{}, dups: map[string]struct{}{}, data: map[string]struct{}{}}
 	r.walk(root, false)
 	for _, k := range slices.Sorted(maps.Keys(r.inner)) {
 		if _, ok := r.first[k]; ok {
 			r.duplicate(k)
 		}
 	}
-	r.path, r.first, r.inner, r.dups = nil, nil, nil, nil
+	for _, k := range slices.Sorted(maps.Keys(r.data)) {
+		if _, ok := r.first[k]; ok {
+			r.duplicate(k)
+		}
+	}
+	r.path, r.first, r.inner, r.dups, r.data = nil, nil, nil, nil, nil
 	return r
 }
 
@@ -326,6 +427,11 @@ func (r *Resource) walk(v any, embedded bool) {
 	r.declare(a, isAnchor, r.Anchors, embedded, false)
 	d, isDynamic := x["$dynamicAnchor"].(string)
 	r.declare(d, isDynamic, r.DynamicAnchors, embedded, isAnchor && a == d)
+	for k, val := range x {
+		if _, ok := subschemaKeywords[k]; !ok {
+			r.scanData(val)
+		}
+	}
 	for _, k := range sortedSubschemaKeywords {
 		val, ok := x[k]
 		if !ok {
@@ -333,28 +439,66 @@ func (r *Resource) walk(v any, embedded bool) {
 		}
 		pos := subschemaKeywords[k]
 		r.push(k)
-		if pos&posSelf != 0 {
-			r.walk(val, embedded)
-		}
-		if arr, ok := val.([]any); ok && pos&posItem != 0 {
-			for i, e := range arr {
+		switch v := val.(type) {
+		case map[string]any:
+			switch {
+			case pos&PosProp != 0:
+				for _, name := range slices.Sorted(maps.Keys(v)) {
+					if _, ok := v[name].(map[string]any); ok {
+						r.push(name)
+						r.walk(v[name], embedded)
+						r.pop()
+					} else {
+						r.scanData(v[name])
+					}
+				}
+			case pos&PosSelf != 0:
+				r.walk(v, embedded)
+			default:
+				r.scanData(v)
+			}
+		case []any:
+			if pos&PosItem == 0 {
+				r.scanData(v)
+				break
+			}
+			for i, e := range v {
 				if _, ok := e.(map[string]any); ok {
 					r.push(strconv.Itoa(i))
 					r.walk(e, embedded)
 					r.pop()
-				}
-			}
-		}
-		if m, ok := val.(map[string]any); ok && pos&posProp != 0 {
-			for _, name := range slices.Sorted(maps.Keys(m)) {
-				if _, ok := m[name].(map[string]any); ok {
-					r.push(name)
-					r.walk(m[name], embedded)
-					r.pop()
+				} else {
+					r.scanData(e)
 				}
 			}
 		}
 		r.pop()
+	}
+}
+
+// scanData notes, in the data value v (no schema position: the validator
+// lists no subschema there unless a JSON pointer reference names the
+// spot), every "$anchor" and "$dynamicAnchor" name (r.data) and any
+// "$id" with a URI part (DataID). It visits each value once, no scalar
+// but the three keywords' values.
+func (r *Resource) scanData(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, kw := range [...]string{"$anchor", "$dynamicAnchor"} {
+			if s, ok := x[kw].(string); ok {
+				r.data[s] = struct{}{}
+			}
+		}
+		if id, ok := x["$id"].(string); ok && id != "" && !strings.HasPrefix(id, "#") {
+			r.DataID = true
+		}
+		for _, e := range x {
+			r.scanData(e)
+		}
+	case []any:
+		for _, e := range x {
+			r.scanData(e)
+		}
 	}
 }
 

@@ -55,11 +55,15 @@ func TestRelativeRefAgainstAURNBaseResolvesAsTheValidatorDoes(t *testing.T) {
 // unknown keyword, "$defs" itself, a value inside "enum") makes
 // jsonschema v5.3.1 list the subschemas it finds there, whose anchors
 // then become the document's (review 53): SchemaPosition tells the two
-// apart, as the library's subschema table does.
+// apart, as the library's subschema table does, for the pointer as the
+// library spells its keys (a member name percent-encoded where
+// url.PathEscape encodes it, a keyword as it is) and for the draft's own
+// table. A member of "$defs" that is not a schema is still listed (the
+// library lists every member; a caller checks what stands there).
 func TestSchemaPositionIsWhereTheValidatorListsSubschemas(t *testing.T) {
 	doc := mustParse(t, `{"$defs":{"a":{"items":[{"not":true}],"properties":{"p/q":{}}},"n":1},
 		"x-decoy":{"$defs":{"d":{}}},"enum":[{}],"items":{"type":"string"},"allOf":[true,{}],
-		"dependencies":{"a":["b"],"c":{}}}`)
+		"dependencies":{"a":["b"],"c":{}},"definitions":{"a;b":{},"é":{}}}`)
 	for ptr, want := range map[string]bool{
 		"":                            true,
 		"/$defs/a":                    true,
@@ -71,7 +75,12 @@ func TestSchemaPositionIsWhereTheValidatorListsSubschemas(t *testing.T) {
 		"/allOf/1":                    true,
 		"/dependencies/c":             true,
 		"/$defs":                      false,
-		"/$defs/n":                    false,
+		"/$defs/n":                    true,
+		"/definitions/a%3Bb":          true,
+		"/definitions/a;b":            false,
+		"/definitions/%C3%A9":         true,
+		"/definitions/é":              false,
+		"/%24defs/a":                  false,
 		"/$defs/a/properties":         false,
 		"/$defs/a/items/00":           false,
 		"/x-decoy":                    false,
@@ -79,13 +88,28 @@ func TestSchemaPositionIsWhereTheValidatorListsSubschemas(t *testing.T) {
 		"/enum/0":                     false,
 		"/allOf":                      false,
 		"/allOf/2":                    false,
-		"/dependencies/a":             false,
+		"/dependencies/a":             true,
 		"/$defs/absent":               false,
 		"x":                           false,
 		"/$defs/a/items/0/not/absent": false,
 	} {
-		if got := SchemaPosition(doc, ptr); got != want {
+		if got := SchemaPosition(doc, ptr, Draft2020); got != want {
 			t.Errorf("SchemaPosition(%q) = %v, want %v", ptr, got, want)
+		}
+	}
+	for _, c := range []struct {
+		ptr   string
+		draft int
+		want  bool
+	}{
+		{"/$defs/a", Draft7, false},
+		{"/definitions/a%3Bb", Draft7, true},
+		{"/allOf/0", Draft4, true},
+		{"/items", Draft4, true},
+		{"/$defs/a/items/0/not", Draft2019, true},
+	} {
+		if got := SchemaPosition(doc, c.ptr, c.draft); got != c.want {
+			t.Errorf("SchemaPosition(%q, draft %d) = %v, want %v", c.ptr, c.draft, got, c.want)
 		}
 	}
 }
