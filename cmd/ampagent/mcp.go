@@ -127,8 +127,9 @@ func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal s
 	acfg := agent.Config{
 		Core: agent.Core{Identity: id, Store: store, Policy: cfg.rules, Handlers: handlers, Now: env.Now, Rand: env.Rand},
 		// A zero max_timeout_ms or max_param_items is the agent's default.
-		Bounds: agent.Bounds{MaxResultBytes: maxResult, MaxTimeout: time.Duration(cfg.MaxTimeoutMS) * time.Millisecond, MaxParamItems: cfg.MaxParamItems},
-		Hooks:  agent.Hooks{Logger: log}}
+		Bounds: agent.Bounds{MaxResultBytes: maxResult, MaxTimeout: time.Duration(cfg.MaxTimeoutMS) * time.Millisecond, MaxParamItems: cfg.MaxParamItems,
+			MaxOverdueHandlers: cfg.MaxOverdueHandlers},
+		Hooks: agent.Hooks{Logger: log}}
 	lo := ledgerFileOptions(env, cfg)
 	if err := agentError(probeAgent(acfg, lo.Limits)); err != nil {
 		return err

@@ -91,6 +91,10 @@ type serveConfig struct {
 	// StreamPerSender bounds one sender's open streams and its waiting
 	// params (default 4 each).
 	StreamPerSender int `json:"stream_per_sender"`
+	// MaxOverdueHandlers bounds the handler programs still running past
+	// their invocation's deadline, in all (default 256; a principal holds
+	// 1/8 of it, at least 1): agent.Bounds.MaxOverdueHandlers (AGENT-15).
+	MaxOverdueHandlers int `json:"max_overdue_handlers"`
 
 	// rules are Allow, parsed (the file's, then --allow's).
 	rules agent.Rules
@@ -180,6 +184,7 @@ any other path is 404 with a JSON error object.`,
 			&cli.IntFlag{Name: "max-in-flight", Usage: "most requests processed at once, `N` (default 64); beyond it 503"},
 			&cli.Int64Flag{Name: "max-in-flight-bytes", Usage: "most request bytes held at once, `BYTES` (default 64 MiB); beyond it 503"},
 			&cli.IntFlag{Name: "max-conns", Usage: "most connections open at once on each listener, `N` (default 1024); more wait in the kernel backlog"},
+			&cli.IntFlag{Name: "max-overdue-handlers", Usage: fmt.Sprintf("most handlers still running past their invocation's deadline, `N` in all (default %d; a principal holds 1/8 of them, at least 1); beyond it an invocation is refused, retryably (5004 handlers_overdue)", agent.DefaultMaxOverdueHandlers)},
 			&cli.IntFlag{Name: "peer-share", Usage: "one address (an IPv6 /64) holds at most 1/`N` of the connections, requests and request bytes in flight (default 4); 1 behind a proxy, where every caller is one address"},
 			&cli.StringFlag{Name: "stream-dir", Usage: "take the params of invocations too large for one message as streams, spooled in `DIR` (an existing directory of the agent's own)"},
 			&cli.Int64Flag{Name: "stream-max-bytes", Usage: "most bytes of open streams, and of streamed params waiting for their invocation, `BYTES` each (default 256 MiB)"},

@@ -93,7 +93,7 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 // overridingFlags are the flags that override a field of the config file.
 var overridingFlags = []string{"listen", "did", "admin-socket", "metrics-listen", "max-body", "ledger", "ledger-store",
 	"ledger-budget", "max-result-bytes", "max-in-flight", "max-in-flight-bytes", "max-conns", "peer-share",
-	"tcp-max-in-flight", "stream-dir", "stream-max-bytes", "stream-max-params"}
+	"tcp-max-in-flight", "stream-dir", "stream-max-bytes", "stream-max-params", "max-overdue-handlers"}
 
 // applyFlags overrides the file's fields with the flags given and takes
 // serve's own flags. It checks nothing: Validate does.
@@ -117,7 +117,8 @@ func (cfg *serveConfig) applyFlags(c *cli.Context) {
 			*p = c.Int64(name)
 		}
 	}
-	ints := map[string]*int{"max-in-flight": &cfg.MaxInFlight, "max-conns": &cfg.MaxConns, "peer-share": &cfg.PeerShare, "tcp-max-in-flight": &cfg.TCPMaxInFlight}
+	ints := map[string]*int{"max-in-flight": &cfg.MaxInFlight, "max-conns": &cfg.MaxConns, "peer-share": &cfg.PeerShare, "tcp-max-in-flight": &cfg.TCPMaxInFlight,
+		"max-overdue-handlers": &cfg.MaxOverdueHandlers}
 	for name, p := range ints {
 		if cfg.set[name] {
 			*p = c.Int(name)
@@ -175,6 +176,7 @@ func (cfg *serveConfig) validateFlags() error {
 		{"tcp-max-in-flight", int64(cfg.TCPMaxInFlight), 1, 0, "--tcp-max-in-flight must be at least 1"},
 		{"stream-max-bytes", cfg.StreamMaxBytes, 1 << 20, 0, "--stream-max-bytes must be at least 1 MiB"},
 		{"stream-max-params", cfg.StreamMaxParamsBytes, 1 << 10, 0, "--stream-max-params must be at least 1 KiB"},
+		{"max-overdue-handlers", int64(cfg.MaxOverdueHandlers), 1, 0, "--max-overdue-handlers must be at least 1"},
 	} {
 		if cfg.set[f.name] && (f.v < f.min || (f.max != 0 && f.v > f.max)) {
 			return cliutil.Usagef("%s", f.msg)
@@ -221,7 +223,8 @@ func (cfg *serveConfig) validateFile() error {
 		{"max_in_flight", int64(cfg.MaxInFlight), 1}, {"max_in_flight_bytes", cfg.MaxInFlightBytes, 1 << 20},
 		{"max_conns", int64(cfg.MaxConns), 1}, {"peer_share", int64(cfg.PeerShare), 1}, {"tcp_max_in_flight", int64(cfg.TCPMaxInFlight), 1},
 		{"max_param_items", int64(cfg.MaxParamItems), 1}, {"stream_max_bytes", cfg.StreamMaxBytes, 1 << 20},
-		{"stream_max_params_bytes", cfg.StreamMaxParamsBytes, 1 << 10}, {"stream_per_sender", int64(cfg.StreamPerSender), 1}} {
+		{"stream_max_params_bytes", cfg.StreamMaxParamsBytes, 1 << 10}, {"stream_per_sender", int64(cfg.StreamPerSender), 1},
+		{"max_overdue_handlers", int64(cfg.MaxOverdueHandlers), 1}} {
 		if f.v != 0 && f.v < f.min {
 			return cliutil.Failf("invalid_config", "%s must be at least %d (leave it out for the default)", f.name, f.min)
 		}

@@ -258,8 +258,9 @@ func (s *server) agentConfig(led *ledger.Ledger, handlerCfg map[string]execHandl
 	return agent.Config{
 		Core: agent.Core{Identity: s.id, Store: s.store, Policy: rules, Handlers: handlers, Now: s.env.Now, Rand: s.env.Rand, Ledger: led},
 		Bounds: agent.Bounds{MaxResultBytes: maxResult, MaxTimeout: s.maxTimeout, MaxParamItems: s.cfg.MaxParamItems, ReplayHorizon: s.cfg.replayHorizon,
-			Limits:       amp.Limits{MaxMessageSize: int(s.cfg.MaxBodyBytes)},
-			StreamLimits: s.streams, ParamStreams: s.params},
+			MaxOverdueHandlers: s.cfg.MaxOverdueHandlers, // 0: the agent's default
+			Limits:             amp.Limits{MaxMessageSize: int(s.cfg.MaxBodyBytes)},
+			StreamLimits:       s.streams, ParamStreams: s.params},
 		Hooks: agent.Hooks{Observe: s.met.observe, Logger: s.log}}
 }
 

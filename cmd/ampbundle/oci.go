@@ -58,10 +58,10 @@ func ociOptions(env *cliutil.Env, c *cli.Context) (ocitransport.Options, error) 
 	if !c.IsSet("registry-config") {
 		o.CredentialsFile = ocitransport.DefaultCredentialsFile(env.Getenv)
 	}
-	if c.IsSet("min-rate") && o.MinDataRate < 1<<10 {
-		return o, cliutil.Usagef("--min-rate must be at least 1024 bytes per second")
-	}
 	var err error
+	if _, err = minRate(c); err != nil {
+		return o, err
+	}
 	if o.MaxBlobSize, err = parseByteSize("--max-blob-size", c.String("max-blob-size")); err != nil {
 		return o, err
 	}

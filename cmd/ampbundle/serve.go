@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/admin"
@@ -77,6 +78,7 @@ SIGINT or SIGTERM stops it.`,
 			&cli.IntFlag{Name: "peer-share", Value: 4, Usage: "one address (an IPv6 /64) holds at most 1/`N` of the connections and of the requests in flight; 1 behind a proxy, where every client is one address"},
 			&cli.BoolFlag{Name: "catalog", Value: true, Usage: "serve the read-only HTML catalog of the store under /ui/ (--catalog=false: not)"},
 			&cli.StringSliceFlag{Name: "allow-host", Usage: "also answer a request whose Host header names `NAME` on a loopback connection, and on the metrics listener (repeatable; default: only localhost and IP addresses, loopback ones on loopback): the name of a proxy in front, refused otherwise against DNS rebinding"},
+			&cli.Int64Flag{Name: "min-rate", Usage: fmt.Sprintf("a client must read each answer at `BYTES` per second at least, after %v, or it is cut off (default %d, 1 Mbit/s; at least %d): lower it for sites that sync over a slower link", admission.FrameGrace, admission.MinDataRate, minRateFloor)},
 			cliutil.LogRateFlag(),
 			jsonFlag,
 		},
@@ -117,9 +119,7 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	}
 	defer removeSpool()
 	open := mirrorOpener(env, db, c.String("admin-socket"))
-	m, err := mirror.New(mirror.Options{Open: open, SpoolDir: spool, Refresh: c.Duration("refresh"),
-		MaxInFlight: c.Int("max-in-flight"), MaxPeerInFlight: c.Int("max-in-flight") / c.Int("peer-share"), Logger: log,
-		ReadyRecheck: c.Duration("ready-recheck"), Now: env.Now}) // the store's clock: expiry and /readyz rechecks agree with it
+	m, err := mirror.New(mirrorOptions(c, env, open, spool, log))
 	if err != nil {
 		return err
 	}
@@ -173,9 +173,9 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 }
 
 // checkMirrorFlags refuses what 'ampbundle serve' must not start with
-// (half a TLS pair, limits under 1, plain HTTP or metrics reachable from
-// the network unasked) and loads the TLS configuration, nil for plain
-// HTTP.
+// (half a TLS pair, limits under 1, a --min-rate under minRateFloor,
+// plain HTTP or metrics reachable from the network unasked) and loads
+// the TLS configuration, nil for plain HTTP.
 func checkMirrorFlags(c *cli.Context) (*tls.Config, error) {
 	listen, cert, key := c.String("listen"), c.String("tls-cert"), c.String("tls-key")
 	if (cert == "") != (key == "") {
@@ -186,6 +186,9 @@ func checkMirrorFlags(c *cli.Context) (*tls.Config, error) {
 	}
 	if c.Int("peer-share") < 1 {
 		return nil, cliutil.Usagef("--peer-share must be at least 1")
+	}
+	if _, err := minRate(c); err != nil {
+		return nil, err
 	}
 	if cert == "" && !cliutil.Loopback(listen) && !c.Bool("unsafe-listen") {
 		return nil, cliutil.WithHint(cliutil.Failf("unsafe_listen", "the listen address is not a loopback address: plain http would be reachable from the network"),
@@ -200,6 +203,16 @@ func checkMirrorFlags(c *cli.Context) (*tls.Config, error) {
 		return nil, nil
 	}
 	return cliutil.ServerTLS(cert, key)
+}
+
+// mirrorOptions are the mirror's options of serve's flags (checked by
+// checkMirrorFlags), reading the store through open into spool.
+func mirrorOptions(c *cli.Context, env *cliutil.Env, open func() (mirror.Source, error), spool string, log *slog.Logger) mirror.Options {
+	rate, _ := minRate(c) // refused by checkMirrorFlags; 0 (the default) otherwise
+	return mirror.Options{Open: open, SpoolDir: spool, Refresh: c.Duration("refresh"),
+		MaxInFlight: c.Int("max-in-flight"), MaxPeerInFlight: c.Int("max-in-flight") / c.Int("peer-share"), Logger: log,
+		ReadyRecheck: c.Duration("ready-recheck"), MinDataRate: rate,
+		Now: env.Now} // the store's clock: expiry and /readyz rechecks agree with it
 }
 
 // mirrorSpool returns the folder the bundle files are served from: the

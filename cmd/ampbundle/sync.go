@@ -93,14 +93,14 @@ before the bundles, heartbeats after them.`,
 					return err
 				}
 			}
+			if _, err := minRate(c); err != nil {
+				return err
+			}
 			s, err := openSyncStore(env, c)
 			if err != nil {
 				return err
 			}
 			defer closeStore(s, &err)
-			if c.IsSet("min-rate") && c.Int64("min-rate") < 1<<10 {
-				return cliutil.Usagef("--min-rate must be at least 1024 bytes per second")
-			}
 			ctx, cancel := timeoutContext(c, 0)
 			defer cancel()
 			log := slog.New(slog.DiscardHandler)
