@@ -226,9 +226,11 @@ type Bounds struct {
 	// InlineHandlers) still running past their invocation's deadline,
 	// whose CAP_RESULT 5003 was sent: in all (default 256), and per
 	// principal 1/8 of it (at least 1). A principal at its share, or any
-	// caller once all are used, is refused a further invocation before
-	// anything runs, retryably (5004 ErrHandlersOverdue, not recorded),
-	// until overdue handlers return (docs/SPEC-DECISIONS.md AGENT-15).
+	// caller once all are used (each principal's counted up to its share:
+	// a burst that overran together does not use others' room), is
+	// refused a further invocation before anything runs, retryably (5004
+	// ErrHandlersOverdue, not recorded), until overdue handlers return
+	// (docs/SPEC-DECISIONS.md AGENT-15, AGENT-16).
 	MaxOverdueHandlers int
 	// MaxParamItems bounds the items of an invocation's params (and of a
 	// handler's result) once expanded, all arrays and maps together

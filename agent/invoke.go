@@ -383,11 +383,15 @@ const ErrHandlersOverdue amp.ErrName = "handlers_overdue"
 // its context keeps its goroutine and what it holds after its 5003 was
 // sent and its ledger entry finished, so without this count a caller
 // could leave any number of them running (threat: a stuck handler
-// invoked in a loop with a short timeout_ms).
+// invoked in a loop with a short timeout_ms). The total counts each
+// principal's up to its share: a burst admitted before any overran can
+// put one principal past its share, and its excess must not refuse the
+// other principals (threat: a burst of hung invocations with a long
+// timeout_ms filled the total at once; AGENT-16).
 type overdueHandlers struct {
 	most, share int // in all; per principal
 	mu          sync.Mutex
-	total       int
+	total       int // the sum of min(by[p], share)
 	by          map[string]int
 }
 
@@ -396,7 +400,7 @@ func newOverdueHandlers(most int) *overdueHandlers {
 }
 
 // admit refuses (ErrHandlersOverdue) a principal at its share, or anyone
-// once the total is reached.
+// once the total (each principal's counted up to its share) is reached.
 func (o *overdueHandlers) admit(principal string) error {
 	o.mu.Lock()
 	full := o.total >= o.most || o.by[principal] >= o.share
@@ -413,8 +417,9 @@ func (o *overdueHandlers) admit(principal string) error {
 func (o *overdueHandlers) add(principal string, d int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.total += d
-	if n := o.by[principal] + d; n > 0 {
+	was := o.by[principal]
+	o.total += min(was+d, o.share) - min(was, o.share)
+	if n := was + d; n > 0 {
 		o.by[principal] = n
 	} else {
 		delete(o.by, principal)

@@ -51,36 +51,36 @@ func Call[Out any](ctx context.Context, c *Client, id string, in any) (Out, erro
 	if err != nil {
 		return out, err
 	}
-	if err := json.Unmarshal(data, &out); err != nil {
-		// JSON Schema calls a number with a zero fractional part an
-		// integer (2020-12 validation §6.1.1), and providers whose numbers
-		// are doubles send 1.0 for one; JSONValue writes it "1.0" for
-		// display (AMP-16), which encoding/json refuses for an integer
-		// field. Once more, with such floats written as integers.
-		return decodeIntegral[Out](data)
-	}
-	return out, nil
+	// JSON Schema calls a number with a zero fractional part an integer
+	// (2020-12 validation §6.1.1), and providers whose numbers are
+	// doubles send 1.0 for one; JSONValue writes it "1.0" for display
+	// (AMP-16), which encoding/json refuses for an integer field.
+	return decodeResult[Out](data)
 }
 
-// decodeIntegral is Call's second decode of the view data: with its
-// integral floats written as integers (integralFloats), so that an integer
-// field takes 1.0 as 1, while every value Out keeps as bytes (a
-// json.Unmarshaler, json.RawMessage among them, or a json.Number; holdsBytes)
-// gets data as written, from a decode of data itself: a caller who keeps
-// the provider's bytes sees its float as the float it is (AMP-16). That
-// decode is refused when an Unmarshaler refuses the bytes as written; it
-// is made inside a wrapper whose second member is set only when no
-// Unmarshaler stopped encoding/json (which skips a mistyped value and
-// goes on, but stops at an Unmarshaler's error), so the values taken from
-// it are complete.
-func decodeIntegral[Out any](data []byte) (Out, error) {
-	var out Out
+// decodeResult decodes the view data into Out as encoding/json does, and
+// when that fails, once more with its integral floats written as integers
+// (integralFloats), so that an integer field takes 1.0 as 1, while every
+// value Out keeps as bytes (a json.Unmarshaler, json.RawMessage among
+// them, or a json.Number; holdsBytes) gets data as written, from the first
+// decode: a caller who keeps the provider's bytes sees its float as the
+// float it is (AMP-16). For such an Out the first decode is made inside a
+// wrapper whose second member is set only when no Unmarshaler stopped
+// encoding/json (which skips a mistyped value and goes on, but stops at
+// an Unmarshaler's error), so the values taken from it are complete, and
+// an Unmarshaler that refuses the bytes as written refuses the result. An
+// Unmarshaler of Out thus runs at most twice on the provider's bytes.
+func decodeResult[Out any](data []byte) (Out, error) {
 	refused := amp.Named(amp.CodeSchemaViolation, ErrResultType, "the result does not fit the type it is decoded into")
-	integral, ok := integralFloats(data)
-	if !ok || json.Unmarshal(integral, &out) != nil {
-		return *new(Out), refused
-	}
+	var out Out
 	if !keepsBytes(reflect.TypeFor[Out](), map[reflect.Type]bool{}) {
+		if json.Unmarshal(data, &out) == nil {
+			return out, nil
+		}
+		integral, ok := integralFloats(data)
+		if out = *new(Out); !ok || json.Unmarshal(integral, &out) != nil {
+			return *new(Out), refused
+		}
 		return out, nil
 	}
 	var written struct {
@@ -89,8 +89,17 @@ func decodeIntegral[Out any](data []byte) (Out, error) {
 	}
 	doc := make([]byte, 0, len(data)+20)
 	doc = append(append(append(doc, `{"v":`...), data...), `,"done":true}`...)
-	// Its errors are the integer fields given a float, which out serves.
-	if json.Unmarshal(doc, &written); !written.Done {
+	err := json.Unmarshal(doc, &written)
+	if err == nil {
+		return written.V, nil
+	}
+	if !written.Done {
+		return *new(Out), refused
+	}
+	// Its errors were mistyped values; those of integer fields given a
+	// float, out serves.
+	integral, ok := integralFloats(data)
+	if !ok || json.Unmarshal(integral, &out) != nil {
 		return *new(Out), refused
 	}
 	keepWritten(reflect.ValueOf(&out).Elem(), reflect.ValueOf(&written.V).Elem())
