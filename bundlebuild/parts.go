@@ -1,6 +1,7 @@
 package bundlebuild
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -69,13 +70,16 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 	if err != nil || !st.Mode().IsRegular() {
 		return "", nil, fail(bundle.ErrIO, "the bundle is not a regular file")
 	}
-	id, version, err := bundle.Identify(f)
+	// One read serves both the identity and the parts (BUNDLE-15): the
+	// bytes Identify consumed are kept and cut into the parts first, so
+	// the index names the bundle whose bytes it hashes, even when the file
+	// is rewritten during the split.
+	var head bytes.Buffer
+	id, version, err := bundle.Identify(io.TeeReader(f, &head))
 	if err != nil {
 		return "", nil, err
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", nil, fail(bundle.ErrIO, "cannot read the bundle").WithCause(err)
-	}
+	src := io.MultiReader(&head, f)
 	name := filepath.Base(path)
 	if !bundle.ValidFileName(name) {
 		return "", nil, fail(bundle.ErrUnsafeKey, "the file name %q cannot be used for parts: rename it to [A-Za-z0-9._-], not starting with . or -", name)
@@ -125,7 +129,7 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 		if rest := size - int64(i-1)*partSize; rest < want {
 			want = rest
 		}
-		r := io.TeeReader(io.LimitReader(f, want), whole)
+		r := io.TeeReader(io.LimitReader(src, want), whole)
 		sum, err := writePart(filepath.Join(stage, names[i-1]), r, want, buf, func(k int64) {
 			if o.Progress != nil {
 				o.Progress(done + k)
@@ -136,6 +140,10 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 		}
 		done += want
 		x.Parts = append(x.Parts, bundle.PartEntry{Name: names[i-1], Size: uint64(want), SHA256: sum})
+	}
+	// The file grew since it was examined: its parts would be a prefix.
+	if n, _ := src.Read(make([]byte, 1)); n > 0 {
+		return "", nil, fail(bundle.ErrIO, "the bundle file changed while it was split (longer than the %d bytes it had)", size)
 	}
 	x.SHA256 = whole.Sum(nil)
 	signed, err := bundle.SignPartIndex(x, keys)
@@ -236,7 +244,10 @@ func syncFolder(dir string) {
 // exactly once (else ErrPartMissing naming all missing parts, or
 // ErrPartDuplicate) and have the size the index says (else
 // ErrPartMismatch naming it). It returns the path of each part, in index
-// order. No part's bytes are read.
+// order. No part's bytes are read. A folder is read in batches of
+// locateBatch entries, never whole, and at most MaxLocateEntries entries
+// are examined over all the folders given; beyond them the search is
+// refused as limit_exceeded (docs/SPEC-DECISIONS.md BUNDLE-16).
 func LocateParts(x *bundle.PartIndex, paths []string) ([]string, error) {
 	want := make(map[string]int, len(x.Parts))
 	for i, p := range x.Parts {
@@ -254,6 +265,7 @@ func LocateParts(x *bundle.PartIndex, paths []string) ([]string, error) {
 		found[i] = path
 		return nil
 	}
+	examined := 0
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -265,16 +277,8 @@ func LocateParts(x *bundle.PartIndex, paths []string) ([]string, error) {
 			}
 			continue
 		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			return nil, fail(bundle.ErrIO, "cannot read the folder %s", p).WithCause(err)
-		}
-		for _, e := range entries {
-			if e.Type().IsRegular() {
-				if err := add(filepath.Join(p, e.Name())); err != nil {
-					return nil, err
-				}
-			}
+		if err := locateIn(p, add, &examined); err != nil {
+			return nil, err
 		}
 	}
 	var missing []string
@@ -298,6 +302,54 @@ func LocateParts(x *bundle.PartIndex, paths []string) ([]string, error) {
 	return found, nil
 }
 
+// MaxLocateEntries bounds the folder entries LocateParts examines, over
+// all the folders it is given: a hundred splits of the largest size side by
+// side, while a folder of millions of other files is refused in seconds
+// rather than read for minutes.
+const MaxLocateEntries = 1 << 20
+
+// locateEntriesLimit is MaxLocateEntries; the package's tests lower it.
+var locateEntriesLimit = MaxLocateEntries
+
+// locateBatch is how many entries LocateParts reads from a folder at once.
+const locateBatch = 1024
+
+// locateIn passes the regular files of the folder dir to add, reading its
+// entries in batches and counting them in examined, which may not pass
+// the limit (MaxLocateEntries). The folder is opened without waiting and,
+// where the system allows, only as a folder (a FIFO or a device put in its
+// place is not opened), and what was opened must be a folder.
+func locateIn(dir string, add func(string) error, examined *int) error {
+	d, err := os.OpenFile(dir, os.O_RDONLY|openNoWait|openDirOnly, 0)
+	if err != nil {
+		return fail(bundle.ErrIO, "cannot read the folder %s", dir).WithCause(err)
+	}
+	defer d.Close()
+	if st, err := d.Stat(); err != nil || !st.IsDir() {
+		return fail(bundle.ErrIO, "cannot read the folder %s (no longer a folder)", dir)
+	}
+	for {
+		batch, err := d.ReadDir(locateBatch)
+		for _, e := range batch {
+			*examined++
+			if *examined > locateEntriesLimit {
+				return fail(bundle.ErrTooLarge, "the folders given hold more than %d entries; give the folders that hold the parts, or the part files themselves", locateEntriesLimit)
+			}
+			if e.Type().IsRegular() {
+				if err := add(filepath.Join(dir, e.Name())); err != nil {
+					return err
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fail(bundle.ErrIO, "cannot read the folder %s", dir).WithCause(err)
+		}
+	}
+}
+
 func sameFile(a, b string) bool {
 	sa, err1 := os.Stat(a)
 	sb, err2 := os.Stat(b)
@@ -318,6 +370,10 @@ type PartsReader struct {
 	h     hash.Hash
 	whole hash.Hash
 	err   error
+	// head holds the bytes CheckCarries read (hashed as they passed),
+	// returned again by the next Reads; checked says it ran.
+	head    []byte
+	checked bool
 	// OnPart, when set, is called after each part verified (1-based).
 	OnPart func(i int)
 }
@@ -331,9 +387,73 @@ func NewPartsReader(x *bundle.PartIndex, paths []string) *PartsReader {
 // Err returns the part error that stopped the stream, if any.
 func (p *PartsReader) Err() error { return p.err }
 
+// CheckCarries checks that the parts carry the bundle the index names
+// (docs/FORMAT.md §13.3, docs/SPEC-DECISIONS.md BUNDLE-14): it reads the
+// first item of the stream, the signed manifest (or a delta's signed
+// header, whose bundle_id and version the bundle reader binds to the
+// manifest's), as split named it (bundle.Identify), and refuses a
+// bundle_id or version other than the index's as ErrPartMismatch, naming
+// both (each a validated bundle id). The bytes it reads are hashed as
+// they pass, like any others, and the next Reads return them again, so
+// the bundle reader verifies the very bytes checked here; it holds at
+// most one manifest item plus a small read buffer. A head
+// that is not a bundle's is left to that reader, which refuses those same
+// bytes under the same limit with its own error; a part error met on the
+// way is returned. The first Read calls it when the caller did not: call
+// it before a side effect (an import, an output file) to refuse first.
+func (p *PartsReader) CheckCarries() error {
+	if p.checked {
+		return p.err
+	}
+	p.checked = true
+	var head bytes.Buffer
+	id, version, err := bundle.Identify(io.TeeReader(readerFunc(p.read), &head))
+	p.head = head.Bytes()
+	if p.err != nil {
+		return p.err
+	}
+	if err != nil {
+		return nil
+	}
+	if id != p.x.BundleID || version != p.x.Version {
+		err := fail(bundle.ErrPartMismatch, "the part index names %s version %d, but its parts carry %s version %d (an index of another bundle)",
+			p.x.BundleID, p.x.Version, id, version)
+		// A part swapped in from another split is named as such: the
+		// rest of the part the manifest ended in is hashed first.
+		if perr := p.Explain(err); perr != err {
+			return perr
+		}
+		p.err = err
+		return err
+	}
+	return nil
+}
+
+// readerFunc is a function as an io.Reader.
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(b []byte) (int, error) { return f(b) }
+
 // Read implements io.Reader. A Read of an empty buffer returns 0, nil and
-// reads nothing.
+// reads nothing. The first Read checks that the parts carry the bundle
+// the index names (CheckCarries).
 func (p *PartsReader) Read(b []byte) (int, error) {
+	if len(b) == 0 && p.err == nil {
+		return 0, nil
+	}
+	if err := p.CheckCarries(); err != nil {
+		return 0, err
+	}
+	if len(p.head) > 0 {
+		n := copy(b, p.head)
+		p.head = p.head[n:]
+		return n, nil
+	}
+	return p.read(b)
+}
+
+// read reads the parts themselves, past what CheckCarries kept.
+func (p *PartsReader) read(b []byte) (int, error) {
 	if p.err != nil {
 		return 0, p.err
 	}
@@ -382,23 +502,48 @@ func (p *PartsReader) Read(b []byte) (int, error) {
 	}
 }
 
-// open opens the current part without waiting (a FIFO put in its place
-// after LocateParts opens at once) and takes it only when what was opened
-// is a regular file of the size the index says (docs/SPEC-DECISIONS.md
-// BUNDLE-12, as the source build opens its files: BUILD-4).
+// open opens the current part and takes it only when it is a regular
+// file of the size the index says (docs/SPEC-DECISIONS.md BUNDLE-12, as
+// the source build opens its files: BUILD-4). Nothing else is ever
+// opened, since open(2) of a device runs its driver (a watchdog arms, a
+// terminal becomes a controlling one, a tape rewinds on close) before
+// any check of what was opened could refuse it (BUNDLE-12, amended): the
+// links of the path are resolved and the file they lead to is examined
+// without opening it (lstat); only a regular file is opened, without
+// following a link put in its place meanwhile (ELOOP) and without
+// waiting (a FIFO opens at once), and what was opened must be that very
+// file (fstat, os.SameFile).
 func (p *PartsReader) open() (*os.File, error) {
-	f, err := os.OpenFile(p.paths[p.i], os.O_RDONLY|openNoWait, 0)
+	path, size := p.paths[p.i], p.x.Parts[p.i].Size
+	swapped := func() error {
+		return fail(bundle.ErrPartMismatch, "part %d (%s) is no longer a regular file of the %d bytes the index says (replaced after the parts were located)", p.i+1, path, size)
+	}
+	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return nil, fail(bundle.ErrIO, "cannot open part %d (%s)", p.i+1, p.paths[p.i]).WithCause(err)
+		return nil, fail(bundle.ErrIO, "cannot open part %d (%s)", p.i+1, path).WithCause(err)
+	}
+	seen, err := os.Lstat(target)
+	if err != nil {
+		return nil, fail(bundle.ErrIO, "cannot open part %d (%s)", p.i+1, path).WithCause(err)
+	}
+	if !seen.Mode().IsRegular() {
+		return nil, swapped()
+	}
+	f, err := openNoFollow(target)
+	if err != nil {
+		if st, lerr := os.Lstat(target); lerr == nil && !st.Mode().IsRegular() {
+			return nil, swapped() // a link or a node put there since
+		}
+		return nil, fail(bundle.ErrIO, "cannot open part %d (%s)", p.i+1, path).WithCause(err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fail(bundle.ErrIO, "cannot read part %d (%s)", p.i+1, p.paths[p.i]).WithCause(err)
+		return nil, fail(bundle.ErrIO, "cannot read part %d (%s)", p.i+1, path).WithCause(err)
 	}
-	if !st.Mode().IsRegular() || uint64(st.Size()) != p.x.Parts[p.i].Size {
+	if !st.Mode().IsRegular() || !os.SameFile(seen, st) || uint64(st.Size()) != size {
 		f.Close()
-		return nil, fail(bundle.ErrPartMismatch, "part %d (%s) is no longer a regular file of the %d bytes the index says (replaced after the parts were located)", p.i+1, p.paths[p.i], p.x.Parts[p.i].Size)
+		return nil, swapped()
 	}
 	return f, nil
 }
@@ -448,8 +593,8 @@ func (p *PartsReader) Explain(err error) error {
 	e := p.x.Parts[p.i]
 	buf := make([]byte, 64<<10)
 	for p.err == nil && p.n < e.Size {
-		// Never past the part: Read returns as soon as it has bytes.
-		if _, rerr := p.Read(buf[:min(uint64(len(buf)), e.Size-p.n)]); rerr != nil {
+		// Never past the part: read returns as soon as it has bytes.
+		if _, rerr := p.read(buf[:min(uint64(len(buf)), e.Size-p.n)]); rerr != nil {
 			break
 		}
 	}

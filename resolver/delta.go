@@ -21,7 +21,18 @@ type deltaBase struct {
 	// artifact: the same bytes declare the same $id, so an omitted schema
 	// is indexed without parsing it again.
 	schemaIDs map[string]string
+	// taken holds what fromBase staged for each blob and media type it
+	// has checked in this import. The bytes are taken by content address,
+	// so every key that names the same blob names the same bytes: they are
+	// re-hashed (and a DID document parsed and scope-checked) once per
+	// distinct blob, not once per key (BUNDLE-13), however many keys of the
+	// manifest list them.
+	taken map[takenKey]staged
 }
+
+// takenKey is a blob of the base and the media type it was checked under:
+// a DID document is checked for scope, other media types are not.
+type takenKey struct{ blob, mediaType string }
 
 // loadDeltaBase checks that the store holds the exact base of the delta
 // br reads, and collects what the import takes from it.
@@ -41,7 +52,7 @@ func loadDeltaBase(tx *bolt.Tx, br *bundle.Reader) (*deltaBase, error) {
 	if err := br.CheckBase(rec.Signed); err != nil {
 		return nil, err
 	}
-	base := &deltaBase{ref: d.Base, schemaIDs: map[string]string{}}
+	base := &deltaBase{ref: d.Base, schemaIDs: map[string]string{}, taken: map[takenKey]staged{}}
 	prefix := key2(d.Base.BundleID, "")
 	blobOf := map[string]string{}
 	c := bucket(tx, bIndex).Cursor()
@@ -80,9 +91,17 @@ func checkBaseStill(tx *bolt.Tx, ref bundle.BaseRef) error {
 
 // fromBase stages an artifact the delta omits: the base's blob with the
 // artifact's content address, verified by the reader against the full
-// signed manifest (size; hash unless skipRehash; DID scope).
+// signed manifest (size; hash unless skipRehash; DID scope). A blob already
+// checked in this import under the same media type and size is not checked
+// again: the same content address is the same bytes, and the DID and scope
+// verdict follow from them and the bundle's signers (BUNDLE-13).
 func (s *Store) fromBase(br *bundle.Reader, a *bundle.Artifact, base *deltaBase, skipRehash bool) (staged, error) {
 	st := staged{entry: a.ArtifactEntry, blob: BlobKey(a.HashAlg, a.Hash)}
+	tk := takenKey{blob: st.blob, mediaType: a.MediaType}
+	if prev, ok := base.taken[tk]; ok && prev.entry.Size == a.Size {
+		prev.entry = a.ArtifactEntry
+		return prev, nil
+	}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		data := getBlob(tx, []byte(st.blob))
 		if data == nil {
@@ -105,6 +124,9 @@ func (s *Store) fromBase(br *bundle.Reader, a *bundle.Artifact, base *deltaBase,
 	}
 	if a.MediaType == bundle.MediaTypeSchema {
 		st.schemaID = base.schemaIDs[st.blob]
+	}
+	if base.taken != nil {
+		base.taken[tk] = st
 	}
 	return st, nil
 }

@@ -176,7 +176,8 @@ func isPartIndexFile(path string) bool {
 
 // openParts reads the part index args[0], verified against policy (or
 // only decoded when unchecked), finds its parts in args[1:] (default: the
-// index's folder) and returns the stream over them.
+// index's folder), checks that they carry the bundle the index names
+// (part_mismatch) and returns the stream over them.
 func openParts(args []string, policy *bundle.Policy, unchecked bool) (*partsInput, error) {
 	f, err := os.Open(args[0])
 	if err != nil {
@@ -201,7 +202,15 @@ func openParts(args []string, policy *bundle.Policy, unchecked bool) (*partsInpu
 	if err != nil {
 		return nil, err
 	}
-	return &partsInput{PartsReader: bundlebuild.NewPartsReader(x, paths), x: x, signers: signers}, nil
+	// The parts must carry the bundle the index names (bundle_id and
+	// version), checked before any side effect: an import, an output
+	// file, a report of who signed the index (BUNDLE-14).
+	pr := bundlebuild.NewPartsReader(x, paths)
+	if err := pr.CheckCarries(); err != nil {
+		pr.Close()
+		return nil, err
+	}
+	return &partsInput{PartsReader: pr, x: x, signers: signers}, nil
 }
 
 // storePolicy is the store's trusted keys as a policy (each key with its
