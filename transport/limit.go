@@ -7,17 +7,20 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ampbundle/ampbundle/admission"
 )
 
 // LimitListener wraps a listener so that at most total connections are
 // open at once, and at most perPeer of them from one peer (Peer: an IP
-// address, an IPv6 /64). Beyond total, Accept waits until one closes (the kernel's
-// backlog queues the rest); a connection from a peer that already has
-// perPeer open is closed at once, without a byte written (the listener
-// sits below TLS and any protocol), and counted in Refused. So one host
-// cannot take every connection a server accepts, whatever it sends on
-// them. total and perPeer below 1 are taken as 1; perPeer above total as
-// total.
+// address; an IPv6 peer by its /48, admission.Network, since one host
+// with a /48 has 65,536 /64s: docs/SPEC-DECISIONS.md TRANSPORT-14).
+// Beyond total, Accept waits until one closes (the kernel's backlog
+// queues the rest); a connection from a peer that already has perPeer
+// open is closed at once, without a byte written (the listener sits below
+// TLS and any protocol), and counted in Refused. So one host cannot take
+// every connection a server accepts, whatever it sends on them. total and
+// perPeer below 1 are taken as 1; perPeer above total as total.
 func LimitListener(l net.Listener, total, perPeer int) *Limited {
 	total = max(total, 1)
 	perPeer = min(max(perPeer, 1), total)
@@ -33,7 +36,7 @@ type Limited struct {
 	refused atomic.Uint64
 
 	mu     sync.Mutex
-	peers  map[string]int // open connections by peer
+	peers  map[string]int // open connections by peer (admission.Network)
 	open   int
 	closed bool
 	done   chan struct{}
@@ -53,7 +56,7 @@ func (l *Limited) Accept() (net.Conn, error) {
 			<-l.sem
 			return nil, err
 		}
-		peer := Peer(c.RemoteAddr().String())
+		peer := admission.Network(Peer(c.RemoteAddr().String()))
 		l.mu.Lock()
 		if l.peers[peer] >= l.perPeer {
 			l.mu.Unlock()

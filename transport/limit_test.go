@@ -35,6 +35,23 @@ func closedByServer(c net.Conn, wait time.Duration) bool {
 	return errors.Is(err, io.EOF)
 }
 
+// acceptAll accepts l's connections until it is closed, and hands them
+// over (16 at most unread).
+func acceptAll(l net.Listener) <-chan net.Conn {
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	return accepted
+}
+
 // TestOnePeerCannotTakeEveryConnection: a host that opens connections and
 // sends nothing on them keeps at most its share open (threat: one host
 // holding every connection a server accepts, so that nobody else
@@ -47,17 +64,7 @@ func TestOnePeerCannotTakeEveryConnection(t *testing.T) {
 	}
 	l := LimitListener(ln, 8, 2)
 	defer l.Close()
-	accepted := make(chan net.Conn, 16)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				close(accepted)
-				return
-			}
-			accepted <- c
-		}
-	}()
+	accepted := acceptAll(l)
 	a1, a2 := dialFrom(t, ln, "127.0.0.30"), dialFrom(t, ln, "127.0.0.30")
 	first := []net.Conn{<-accepted, <-accepted}
 	over := dialFrom(t, ln, "127.0.0.30")

@@ -45,9 +45,11 @@ type ServerOptions struct {
 	// with an ERROR frame (5004 overloaded, retryable) and closed.
 	MaxConns int
 	// MaxPeerConns caps the open connections of one peer (an IP address,
-	// an IPv6 /64: transport.Peer), default a quarter of MaxConns, at least
-	// 1, at most MaxConns: one more is answered like one over MaxConns, so
-	// that one host cannot take every connection.
+	// an IPv6 /48: admission.Network of transport.Peer, since one host with
+	// a /48 has 65,536 /64s; docs/SPEC-DECISIONS.md TRANSPORT-14), default
+	// a quarter of MaxConns, at least 1, at most MaxConns: one more is
+	// answered like one over MaxConns, so that one host cannot take every
+	// connection.
 	MaxPeerConns int
 	// MaxInFlight caps the messages being handled per connection (default
 	// 64); MaxInFlightTotal caps them for the whole server (default 512).
@@ -188,6 +190,7 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[*serverConn]struct{}
 	peers     map[string]*peerShare // by transport.Peer
+	sites     map[string]int        // open connections by admission.Network (MaxPeerConns)
 	closing   bool
 	wg        sync.WaitGroup
 }
@@ -199,7 +202,8 @@ func NewServer(h Handler, opts ServerOptions) *Server {
 		lingering: lingerSlots{peers: map[string]int{}},
 		bytes:     newServerBudget(opts.MaxInFlightBytes, int64(opts.MaxMessageSize)),
 		workers:   workers.New(0),
-		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}, peers: map[string]*peerShare{}}
+		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}, peers: map[string]*peerShare{},
+		sites: map[string]int{}}
 }
 
 // peerShare is the in-flight byte budget and message slots of one peer
@@ -213,8 +217,10 @@ type peerShare struct {
 }
 
 // peerOf returns the share of the peer key (a transport.Peer), counting
-// one more connection. s.mu is held.
+// one more connection, of the peer and of its site (s.sites). s.mu is
+// held.
 func (s *Server) peerOf(key string) *peerShare {
+	s.sites[admission.Network(key)]++
 	p := s.peers[key]
 	if p == nil {
 		p = &peerShare{key: key, bytes: newBudget(s.opts.MaxPeerInFlightBytes), slots: make(chan struct{}, s.opts.MaxPeerInFlight)}
@@ -224,8 +230,14 @@ func (s *Server) peerOf(key string) *peerShare {
 	return p
 }
 
-// leavePeer counts one connection of p's peer less. s.mu is held.
+// leavePeer counts one connection of p's peer, and of its site, less.
+// s.mu is held.
 func (s *Server) leavePeer(p *peerShare) {
+	if site := admission.Network(p.key); s.sites[site] <= 1 {
+		delete(s.sites, site)
+	} else {
+		s.sites[site]--
+	}
 	if p.conns--; p.conns == 0 {
 		delete(s.peers, p.key)
 	}
@@ -288,7 +300,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.opts.Logger.Warn("tcp connection refused: too many connections", "remote", c.RemoteAddr().String())
 			continue
 		}
-		if p := s.peers[key]; p != nil && p.conns >= s.opts.MaxPeerConns {
+		if s.sites[admission.Network(key)] >= s.opts.MaxPeerConns {
 			s.refuseAsync(c, key, amp.NewError(amp.CodeOverloaded, "too many connections from this address; retry later"))
 			s.mu.Unlock()
 			s.opts.Logger.Warn("tcp connection refused: too many connections from the peer", "peer", key)
@@ -320,10 +332,11 @@ func (s *Server) refuseAsync(c net.Conn, key string, err error) {
 // (refuse): beyond it, one is closed at once, so that peers opening
 // connections in a loop cannot hold more than this many file descriptors
 // beyond MaxConns. maxPeerLingering bounds those of one peer
-// (transport.Peer), a quarter of them: a peer opening refused
-// connections in a loop and keeping them open has its own closed at once
-// beyond its share, and cannot take every slot, which would turn every
-// other peer's refusal into a reset instead of its retryable ERROR frame.
+// (transport.Peer, an IPv6 one by its /48: lingerSlots), a quarter of
+// them: a peer opening refused connections in a loop and keeping them
+// open has its own closed at once beyond its share, and cannot take every
+// slot, which would turn every other peer's refusal into a reset instead
+// of its retryable ERROR frame.
 const (
 	maxLingering     = 64
 	maxPeerLingering = maxLingering / 4
@@ -331,17 +344,21 @@ const (
 
 // lingerSlots counts the refused connections closing gracefully
 // (refuse): at most maxLingering, at most maxPeerLingering of them from
-// one peer. It holds an entry per peer with one lingering, so at most
-// maxLingering.
+// one peer, an IPv6 peer counted by its /48 (admission.Network, as the
+// agent's slots count it: one host with a /48 has 65,536 /64s, and four
+// of them took every slot with refused HANDSHAKEs a few bytes each;
+// docs/SPEC-DECISIONS.md TRANSPORT-14). It holds an entry per peer with
+// one lingering, so at most maxLingering.
 type lingerSlots struct {
 	mu    sync.Mutex
 	total int
-	peers map[string]int // by transport.Peer
+	peers map[string]int // by admission.Network
 }
 
-// take takes a slot for the peer key; false, with none taken, when the
-// peer has its share or every slot is taken.
+// take takes a slot for the peer key (a transport.Peer); false, with
+// none taken, when the peer has its share or every slot is taken.
 func (l *lingerSlots) take(key string) bool {
+	key = admission.Network(key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.total >= maxLingering || l.peers[key] >= maxPeerLingering {
@@ -354,6 +371,7 @@ func (l *lingerSlots) take(key string) bool {
 
 // give gives back a slot take took for the peer key.
 func (l *lingerSlots) give(key string) {
+	key = admission.Network(key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total--
