@@ -85,6 +85,12 @@ type Fair struct {
 	ring   []*fairPeer          // peers with messages waiting, in turn order
 	peers  map[string]*fairPeer // active peers (allowed) and lingering ones, by Network
 	inside int                  // messages inside, all peers together
+	// busy: the peers with a message inside, parked or waiting;
+	// lingering: peers that had none left with FairLingerBusy messages
+	// answered or more (some may have stopped lingering since), so that
+	// counting the active peers walks only those (active).
+	busy      int
+	lingering []*fairPeer
 }
 
 // fairPeer is one active peer (a Network): the queues of its transport
@@ -106,6 +112,9 @@ type fairPeer struct {
 	back   []fairResume
 	inRing bool
 	last   time.Time // when it last had nothing inside, parked or waiting
+	// busy: it has a message inside, parked or waiting (counted in
+	// Fair.busy); lingers: it is in Fair.lingering.
+	busy, lingers bool
 
 	// Messages that verified, answered, by FairLinger window: cur in
 	// window win, prev in the one before.
@@ -263,6 +272,10 @@ func (f *Fair) Enter(ctx context.Context) (context.Context, func(), error) {
 	w := fairWaiter{ready: make(chan struct{})}
 	s.waiters = append(s.waiters, w)
 	p.waiting++
+	if !p.busy {
+		p.busy = true
+		f.busy++
+	}
 	if !p.inRing {
 		p.inRing = true
 		f.ring = append(f.ring, p)
@@ -362,7 +375,16 @@ func (f *Fair) forget(p *fairPeer) {
 		}
 	}
 	if p.inside == 0 && p.parked == 0 {
-		p.last = f.now()
+		now := f.now()
+		p.last = now
+		if p.busy {
+			p.busy = false
+			f.busy--
+		}
+		if !p.lingers && p.usage(now) >= FairLingerBusy {
+			p.lingers = true
+			f.lingering = append(f.lingering, p)
+		}
 	}
 }
 
@@ -386,14 +408,27 @@ func (f *Fair) sweep() {
 // had a message waiting or parked, and has one inside after), so that
 // each check costs no walk of every peer (threat: held parked messages of
 // 16 addresses, each check walking every peer under the gate's lock, cost
-// every other message 1.7 ms). f.mu is held.
+// every other message 1.7 ms). It walks only the peers that may linger,
+// not every peer known (threat: one message each from 2,048 networks,
+// bad signatures kept until the next sweep, made each dispatch walk them
+// all, and every message's admission cost 36 times as much under the
+// gate's one lock: TRANSPORT-16); a peer stops lingering with time
+// alone, and is dropped from the walk then. f.mu is held.
 func (f *Fair) active(now time.Time) int {
-	n := 0
-	for _, q := range f.peers {
-		if q.isActive(now) {
+	n := f.busy
+	kept := f.lingering[:0]
+	for _, q := range f.lingering {
+		switch {
+		case f.peers[q.key] != q || q.usage(now) < FairLingerBusy:
+			q.lingers = false // swept, or its linger is over for good
+			continue
+		case !q.busy:
 			n++
 		}
+		kept = append(kept, q)
 	}
+	clear(f.lingering[len(kept):])
+	f.lingering = kept
 	return n
 }
 

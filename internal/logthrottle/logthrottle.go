@@ -41,8 +41,10 @@ type Options struct {
 	// Burst is how many lines of one kind pass at once after a quiet
 	// spell (default ten seconds of Rate; at least 1).
 	Burst float64
-	// MaxKinds bounds the kinds counted apart (default DefaultMaxKinds);
-	// lines of further kinds share one allowance.
+	// MaxKinds bounds the kinds counted apart at once (default
+	// DefaultMaxKinds); a kind that has its whole burst back and nothing
+	// held back gives its place to a new kind, and lines of further kinds
+	// share one allowance.
 	MaxKinds int
 	// KeyAttrs names attributes of a line whose values are part of its
 	// kind (integers whole, anything else as its text cut like the
@@ -54,7 +56,8 @@ type Options struct {
 	// that carries it, or every line of the logger that carries it
 	// (slog.Logger.With), from throttling.
 	Exempt func(slog.Attr) bool
-	// Now is the clock (default time.Now).
+	// Now is the clock (default time.Now). A step back counts as no
+	// time passed.
 	Now func() time.Time
 }
 
@@ -95,6 +98,27 @@ type state struct {
 	kinds     map[string]*bucket // by appendKind's key
 	other     bucket
 	nextSweep time.Time
+	// nextReclaim: before it, no kind of a full table can give its place
+	// to a new one (reclaim).
+	nextReclaim time.Time
+	// seen is the clock's last reading, clock the time the allowances
+	// count by: it moves as the clock moves forward and stands still when
+	// the clock steps back (advance).
+	seen, clock time.Time
+}
+
+// advance returns the time the allowances count by at the clock reading
+// now: a step back counts as no time passed, and time counts on from the
+// new reading (threat: a clock set back an hour left a kind that was cut
+// cut for that hour, and no summary line written: CLI-28). s.mu is held.
+func (s *state) advance(now time.Time) time.Time {
+	if s.clock.IsZero() {
+		s.clock = now
+	} else if d := now.Sub(s.seen); d > 0 {
+		s.clock = s.clock.Add(d)
+	}
+	s.seen = now
+	return s.clock
 }
 
 // take reports whether a line of the kind key (of level) passes now and,
@@ -103,6 +127,9 @@ type state struct {
 func (s *state) take(key []byte, level slog.Level, now time.Time) (pass bool, suppressed int64) {
 	b := s.kinds[string(key)]
 	if b == nil {
+		if len(s.kinds) >= s.opts.MaxKinds {
+			s.reclaim(now)
+		}
 		if len(s.kinds) < s.opts.MaxKinds {
 			b = &bucket{tokens: s.opts.Burst, last: now, level: level, label: strings.ReplaceAll(string(key[1:]), "\x00", " ")}
 			s.kinds[string(key)] = b
@@ -127,6 +154,44 @@ func (s *state) refill(b *bucket, now time.Time) {
 	}
 }
 
+// reclaim drops, from a full table, one kind that has its whole burst
+// back and no count held back: it is then no different from a kind never
+// seen, and its place goes to a new kind, which gets an allowance of its
+// own instead of the one all further kinds share (threat: a table filled
+// once, hours before, left every later new kind in the shared allowance,
+// where one new kind's flood held back the first line of every other:
+// CLI-28).
+// To keep a new kind out, an attacker must keep every kind of the table
+// below its burst: write at the full sustained rate of all of them. When
+// none can go, nextReclaim is the earliest time one may, so that a flood
+// of new kinds costs no walk of the table per line. s.mu is held.
+func (s *state) reclaim(now time.Time) {
+	if now.Before(s.nextReclaim) {
+		return
+	}
+	next := time.Time{}
+	for k, b := range s.kinds {
+		if b.suppressed > 0 {
+			continue // sweep reports it first, and then allows a walk
+		}
+		s.refill(b, now)
+		if b.tokens >= s.opts.Burst {
+			delete(s.kinds, k)
+			return
+		}
+		// Full in (Burst - tokens) / Rate seconds (at most a day ahead:
+		// a walk a day costs nothing).
+		at := now.Add(time.Duration(min((s.opts.Burst-b.tokens)/s.opts.Rate, 86400) * float64(time.Second)))
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	if next.IsZero() {
+		next = now.Add(24 * time.Hour)
+	}
+	s.nextReclaim = next
+}
+
 // heldBack is the count of one kind to report in a summary line.
 type heldBack struct {
 	level slog.Level
@@ -147,6 +212,7 @@ func (s *state) sweep(now time.Time, force bool) []heldBack {
 		if b.suppressed > 0 && (force || now.Sub(b.last) >= time.Second) {
 			out = append(out, heldBack{b.level, b.label, b.suppressed})
 			b.suppressed = 0
+			s.nextReclaim = time.Time{} // b may give its place now
 		}
 	}
 	if s.other.suppressed > 0 && (force || now.Sub(s.other.last) >= time.Second) {
@@ -231,11 +297,12 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	now := h.s.opts.Now()
 	h.s.mu.Lock()
+	at := h.s.advance(now)
 	pass, n := true, int64(0)
 	if !exempt {
-		pass, n = h.s.take(key, r.Level, now)
+		pass, n = h.s.take(key, r.Level, at)
 	}
-	held := h.s.sweep(now, false)
+	held := h.s.sweep(at, false)
 	h.s.mu.Unlock()
 	h.writeHeldBack(ctx, now, held)
 	if !pass {
@@ -254,7 +321,7 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 func (h *Handler) Flush(ctx context.Context) {
 	now := h.s.opts.Now()
 	h.s.mu.Lock()
-	held := h.s.sweep(now, true)
+	held := h.s.sweep(h.s.advance(now), true)
 	h.s.mu.Unlock()
 	h.writeHeldBack(ctx, now, held)
 }
