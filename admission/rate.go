@@ -17,13 +17,17 @@ const FrameGrace = 5 * time.Second
 
 // DataDeadline is how long n declared bytes may take to arrive: grace
 // (FrameGrace when zero or less), then n at rate (bytes per second;
-// MinDataRate when zero or less), at most limit (when above zero).
+// MinDataRate when zero or less), at most limit (when above zero); a
+// negative n counts as none.
 func DataDeadline(n, rate int64, grace, limit time.Duration) time.Duration {
 	if rate <= 0 {
 		rate = MinDataRate
 	}
 	if grace <= 0 {
 		grace = FrameGrace
+	}
+	if n < 0 {
+		n = 0 // no caller passes one; a negative count must not wrap the deadline
 	}
 	// n / rate seconds, without overflowing for any n (whole seconds,
 	// then the rest in nanoseconds).

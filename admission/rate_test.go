@@ -27,6 +27,10 @@ func TestDataDeadlineScalesWithTheDeclaredSize(t *testing.T) {
 		{1<<63 - 1, 1 << 17, 0, time.Duration(1<<63 - 1)},
 		{16 << 30, 1 << 17, 0, FrameGrace + 131072*time.Second},
 		{1<<63 - 1, 1 << 17, time.Hour, time.Hour},
+		// A negative count is no bytes: the grace, never a wrapped or
+		// negative deadline.
+		{-1, 0, 0, FrameGrace},
+		{-1 << 63, 1, 0, FrameGrace},
 	} {
 		if got := DataDeadline(tc.n, tc.rate, 0, tc.limit); got != tc.want {
 			t.Errorf("DataDeadline(%d, %d, %v) = %v, want %v", tc.n, tc.rate, tc.limit, got, tc.want)
