@@ -46,41 +46,28 @@ const (
 	roleData   role = iota
 	roleSchema      // an object that is a schema
 	roleList        // an array of schemas
-	roleMap         // an object whose member values are schemas
-	roleDeps        // an object whose member values are schemas or names
+	roleMap         // an object whose member values are schemas (or, for "dependencies", names)
 )
 
 // childRole is the role of a container opened by open as the value of
 // member key (objects) or as an element (arrays) of a parent of role
-// parent, in a document of draft d. The schema positions are those of
-// offlineschema.KeywordShape, the quick pass's keyword table.
+// parent, in a document of draft d (7 or 2020, as draftOf returns). The
+// schema positions are the places jsonschema v5.3.1 lists as subschemas
+// (schemagraph.Subschemas), where it reads an "$id" as an embedded
+// resource ("additionalItems" of a 2020-12 document included).
 func childRole(parent role, d int, key string, open json.Delim) role {
 	switch parent {
 	case roleSchema:
-		switch offlineschema.KeywordShape(d, key) {
-		case offlineschema.OneSubschema:
-			if open == '{' {
-				return roleSchema
-			}
-		case offlineschema.SubschemaArray:
-			if open == '[' {
-				return roleList
-			}
-		case offlineschema.SubschemaMap:
-			if open == '{' {
-				return roleMap
-			}
-		case offlineschema.OneOrArray:
-			if open == '{' {
-				return roleSchema
-			}
+		pos := schemagraph.Subschemas(d)[key]
+		switch {
+		case open == '{' && pos&schemagraph.PosProp != 0:
+			return roleMap
+		case open == '{' && pos&schemagraph.PosSelf != 0:
+			return roleSchema
+		case open == '[' && pos&schemagraph.PosItem != 0:
 			return roleList
-		case offlineschema.SchemaOrStringsMap:
-			if open == '{' {
-				return roleDeps
-			}
 		}
-	case roleList, roleMap, roleDeps:
+	case roleList, roleMap:
 		if open == '{' {
 			return roleSchema
 		}
@@ -117,14 +104,24 @@ func draftOf(doc []byte) int {
 // (jsonschema v5.3.1's getID), a "urn:" base appended to. An entry is ""
 // where the validator's base cannot be told: a "$id" that is not a
 // string, any "$id" or "id" in a document of a draft the catalog does
-// not read (neither 2020-12 nor draft-07), or a NUL in a value. The
-// printer links the i-th "$ref" it meets with the i-th entry: both walk
-// the same positions in the same order.
+// not read (neither 2020-12 nor draft-07), or a NUL in a value; and
+// where a later member of the same name overrides the member holding
+// the "$ref" (or the "$ref" itself): the validator reads a document as
+// encoding/json does, the last member of a name winning (GRAPH-1), so
+// it never sees that "$ref". The printer links the i-th "$ref" it meets
+// with the i-th entry: both walk the same positions in the same order.
 func refsOf(doc []byte) []string {
 	type level struct {
 		obj, wantKey bool
 		role         role
 		node         int // the schema object's index in nodes, or -1
+		// member is the name of the object's member being read, from
+		// refs[start]; held maps a name already read whose value held
+		// refs to their span, until a later member of the name
+		// overrides it (overridden).
+		member string
+		start  int
+		held   map[string][2]int
 	}
 	type schemaNode struct {
 		parent     int
@@ -144,6 +141,22 @@ func refsOf(doc []byte) []string {
 	var refs []found
 	var nodes []schemaNode
 	var stack []level
+	// overridden are the spans of refs inside members that a later
+	// member of the same name replaces.
+	var overridden [][2]int
+	dataID := false
+	// endMember notes the refs the member lv was reading held.
+	endMember := func(lv *level) {
+		if lv.start < 0 {
+			return
+		}
+		if lv.start < len(refs) {
+			if lv.held == nil {
+				lv.held = map[string][2]int{}
+			}
+			lv.held[lv.member] = [2]int{lv.start, len(refs)}
+		}
+	}
 	key := ""
 	done := func() {
 		if n := len(stack); n > 0 && stack[n-1].obj {
@@ -151,20 +164,29 @@ func refsOf(doc []byte) []string {
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
-	for len(refs) < maxRefs {
+	// The whole document is read (refs past maxRefs are not kept), so
+	// that a member overriding one that held refs is seen.
+	for {
 		tok, err := dec.Token()
 		if err != nil {
 			break
 		}
 		n := len(stack)
 		if n > 0 && stack[n-1].wantKey {
+			lv := &stack[n-1]
+			endMember(lv)
 			if dl, ok := tok.(json.Delim); ok && dl == '}' {
 				stack = stack[:n-1]
 				done()
 				continue
 			}
 			key, _ = tok.(string)
-			stack[n-1].wantKey = false
+			if span, ok := lv.held[key]; ok {
+				overridden = append(overridden, span)
+				delete(lv.held, key)
+			}
+			lv.member, lv.start = key, len(refs)
+			lv.wantKey = false
 			continue
 		}
 		var in *schemaNode
@@ -180,6 +202,14 @@ func refsOf(doc []byte) []string {
 					in.id, in.bad = id, !ok || !known
 				}
 			}
+		} else if n > 0 && stack[n-1].obj && (key == "$id" || (key == "id" && !known)) {
+			// An "$id" in data: a JSON pointer reference to its spot,
+			// from any artifact, makes it a resource of the document
+			// (resolveFragment's "non-standard location").
+			if id, ok := tok.(string); ok {
+				id, _, _ = strings.Cut(id, "#")
+				dataID = dataID || id != ""
+			}
 		}
 		switch t := tok.(type) {
 		case json.Delim:
@@ -190,7 +220,7 @@ func refsOf(doc []byte) []string {
 				} else if t == '[' {
 					r = roleData
 				}
-				lv := level{obj: t == '{', wantKey: t == '{', role: r, node: -1}
+				lv := level{obj: t == '{', wantKey: t == '{', role: r, node: -1, start: -1}
 				if lv.obj && r == roleSchema {
 					parent := -1
 					for i := n - 1; i >= 0; i-- {
@@ -207,11 +237,16 @@ func refsOf(doc []byte) []string {
 			}
 			stack = stack[:max(n-1, 0)]
 		case string:
-			if in != nil && key == "$ref" {
+			if in != nil && key == "$ref" && len(refs) < maxRefs {
 				refs = append(refs, found{stack[n-1].node, t})
 			}
 		}
 		done()
+	}
+	dead := make([]int, len(refs)+1)
+	for _, sp := range overridden {
+		dead[sp[0]]++
+		dead[sp[1]]--
 	}
 	// Each node's chain of "$id"s, by the nearest node declaring one (a
 	// parent precedes its children in nodes); bad spreads to the
@@ -233,10 +268,17 @@ func refsOf(doc []byte) []string {
 			nd.bad = nd.ids > maxRefIDs || nd.idBytes > maxRefIDBytes || strings.Contains(nd.id, "\x00")
 		}
 	}
+	own := ownResources(d, len(nodes), func(i int) (int, string, bool, bool) {
+		nd := &nodes[i]
+		return nd.parent, nd.id, nd.hasID && !(d == 7 && nd.hasRef), nd.bad
+	})
+	own.closed = own.closed || dataID
 	out := make([]string, len(refs))
+	overriddenHere := 0
 	for i, r := range refs {
+		overriddenHere += dead[i]
 		nd := nodes[r.node]
-		if nd.bad || strings.Contains(r.ref, "\x00") {
+		if nd.bad || overriddenHere > 0 || strings.Contains(r.ref, "\x00") || own.mayName(r.node, r.ref) {
 			continue // "": unresolved
 		}
 		parts := make([]string, nd.ids+1)
@@ -250,6 +292,137 @@ func refsOf(doc []byte) []string {
 		out[i] = strings.Join(parts, "\x00")
 	}
 	return out
+}
+
+// maxOwnResources bounds the "$id"s of one document that refsOf resolves
+// to tell its own resources; beyond it, every reference of the document
+// is left unresolved.
+const maxOwnResources = maxRefs
+
+// ownURL is the URL of a resource of the document, or a base: exact (its
+// text) or resolved against the artifact's URL (which refsOf does not
+// know: kd, the text unknown).
+type ownURL struct {
+	url string
+	kd  bool
+}
+
+// resources are the resources of one document as the validator lists
+// them (compileRef: findResource looks a reference's target up among
+// them before loading any artifact): the root, named by its "$id" once
+// read, and every subschema whose "$id" has a URI part. ctx is the base
+// of each schema node (an index into urls; -1: the artifact's URL).
+type resources struct {
+	closed   bool // an "$id" refsOf cannot read, or too many: nothing is linked
+	urls     []ownURL
+	ctx      []int
+	root     int             // the root's URL in urls, or -1 (the artifact's URL)
+	embedded map[string]bool // the exact URLs of the embedded resources
+	// kd: some resource's URL is resolved against the artifact's URL;
+	// synthetic: some exact URL is an artifact URL (schemagraph.URLScheme).
+	kd, synthetic bool
+}
+
+// ownResources lists the resources of a document of draft d whose n
+// schema nodes node describes (parent first): the parent's index, the
+// "$id" (or draft-04 "id") as written, whether the validator reads it,
+// and whether refsOf could not read it (bad).
+func ownResources(d int, n int, node func(int) (parent int, id string, read, bad bool)) *resources {
+	rs := &resources{ctx: make([]int, n), root: -1, embedded: map[string]bool{}}
+	for i := range n {
+		parent, id, read, bad := node(i)
+		rs.ctx[i] = -1
+		if parent >= 0 {
+			rs.ctx[i] = rs.ctx[parent]
+		}
+		if !read {
+			continue
+		}
+		if bad || len(rs.urls) >= maxOwnResources {
+			rs.closed = true
+			return rs
+		}
+		if id, _, _ = strings.Cut(id, "#"); id == "" {
+			continue // no resource to the library (resolveID)
+		}
+		u, ok := rs.resolve(rs.ctx[i], id)
+		if !ok {
+			rs.closed = true
+			return rs
+		}
+		rs.urls = append(rs.urls, u)
+		rs.ctx[i] = len(rs.urls) - 1
+		switch {
+		case i == 0:
+			rs.root = rs.ctx[i]
+		case !u.kd:
+			rs.embedded[u.url] = true
+		}
+		rs.kd = rs.kd || u.kd
+		rs.synthetic = rs.synthetic || (!u.kd && syntheticURL(u.url))
+	}
+	return rs
+}
+
+// resolve resolves ref against the base ctx as the validator does
+// (schemagraph.ResolveURL), the fragment cut off: exact when ref is
+// taken as written or the base is exact. ok is false when the library
+// refuses it.
+func (rs *resources) resolve(ctx int, ref string) (ownURL, bool) {
+	base := ownURL{kd: true}
+	if ctx >= 0 {
+		base = rs.urls[ctx]
+	}
+	if base.kd && !absoluteRef(ref) {
+		return ownURL{kd: true}, true
+	}
+	u, err := schemagraph.ResolveURL(base.url, ref)
+	if err != nil {
+		return ownURL{}, false
+	}
+	u, _, _ = strings.Cut(u, "#")
+	return ownURL{url: u}, true
+}
+
+// mayName reports whether the reference ref, written in schema node i,
+// may name a resource of the document other than the artifact itself or
+// its root by its exact "$id" (which resolveEntry finds): an embedded
+// resource, or one whose URL refsOf cannot tell apart from the target.
+// The validator reads the document's own subschema there, never the
+// artifact another resolution would link.
+func (rs *resources) mayName(i int, ref string) bool {
+	if rs.closed {
+		return true
+	}
+	t, ok := rs.resolve(rs.ctx[i], ref)
+	switch {
+	case !ok:
+		return false // resolveEntry leaves it unresolved too
+	case t.kd:
+		// An artifact URL (schemagraph.URLScheme), unknown here.
+		return rs.kd || rs.synthetic
+	case rs.root >= 0 && !rs.urls[rs.root].kd && t.url == rs.urls[rs.root].url:
+		return false
+	default:
+		return rs.embedded[t.url] || (rs.kd && syntheticURL(t.url))
+	}
+}
+
+// absoluteRef reports whether the library's resolveURL takes ref as
+// written, whatever the base.
+func absoluteRef(ref string) bool {
+	if strings.HasPrefix(ref, "urn:") {
+		return true
+	}
+	u, err := url.Parse(ref)
+	return err == nil && u.IsAbs()
+}
+
+// syntheticURL reports whether u may be an artifact's synthetic URL
+// (schemagraph.ArtifactURL), its scheme in any case.
+func syntheticURL(u string) bool {
+	p := schemagraph.URLScheme + ":"
+	return len(u) >= len(p) && strings.EqualFold(u[:len(p)], p)
 }
 
 // docDraft is offlineschema.SchemaDraft of doc's root "$schema": 2020
@@ -278,7 +451,9 @@ func resolveRef(s Schema, entry string, l compat.Loader) (string, bool) {
 }
 
 // resolveEntry is resolveRef, with the fragment of the target
-// (percent-decoded: "" the document, a JSON pointer, or an anchor name).
+// (percent-decoded: "" the document, a JSON pointer, or an anchor name);
+// a reference whose fragment the validator reads otherwise
+// (schemagraph.SameFragment) is unresolved.
 func resolveEntry(s Schema, entry string, l compat.Loader) (string, string, bool) {
 	if entry == "" {
 		return "", "", false
@@ -295,9 +470,15 @@ func resolveEntry(s Schema, entry string, l compat.Loader) (string, string, bool
 		}
 		base, _, _ = strings.Cut(b, "#")
 	}
-	u, frag, err := schemagraph.Resolve(base, parts[len(parts)-1])
-	if err != nil {
+	ref := parts[len(parts)-1]
+	u, frag, err := schemagraph.Resolve(base, ref)
+	if err != nil || !schemagraph.SameFragment(ref, frag) {
+		// A fragment the validator reads otherwise ("#/$defs/a%2Fb" is
+		// the member "a/b" to it) names no place the page can link.
 		return "", "", false
+	}
+	if frag == "/" {
+		frag = "" // "#/" is the whole document to the library (split)
 	}
 	if u.Scheme == schemagraph.URLScheme {
 		key, ok := schemagraph.ArtifactKey(u)

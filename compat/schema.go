@@ -2,7 +2,6 @@ package compat
 
 import (
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -272,7 +271,7 @@ func (s *side) resolveOnce(n node, ref string) (node, string) {
 	default:
 		return node{}, "the validator resolves the reference to a uri the checker does not spell as it does"
 	}
-	if !sameFragment(ref, frag) {
+	if !schemagraph.SameFragment(ref, frag) {
 		return node{}, fmt.Sprintf(whyFragmentForm, frag)
 	}
 	target := u.String()
@@ -441,36 +440,6 @@ func entersResource(root any, ptr string) bool {
 		}
 	}
 	return false
-}
-
-// sameFragment reports whether the validator reads the fragment of ref
-// as frag (its percent-decoded form, which the checker reads): the
-// validator splits a JSON pointer at "/" and undoes "~1" and "~0" before
-// percent-decoding each token, and compares an anchor undecoded, so a
-// fragment whose encoding differs from frag is only the same where no
-// "%" is decoded into a "/", a "~" or an anchor.
-func sameFragment(ref, frag string) bool {
-	i := strings.IndexByte(ref, '#')
-	if i < 0 {
-		return frag == ""
-	}
-	raw := ref[i+1:]
-	if !strings.Contains(raw, "%") {
-		return true
-	}
-	if !strings.HasPrefix(frag, "/") {
-		return raw == frag
-	}
-	var toks []string
-	for tok := range strings.SplitSeq(strings.TrimPrefix(raw, "/"), "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		t, err := url.PathUnescape(tok)
-		if err != nil {
-			return false
-		}
-		toks = append(toks, schemagraph.EscapeToken(t))
-	}
-	return "/"+strings.Join(toks, "/") == frag
 }
 
 // escape escapes one JSON pointer token.

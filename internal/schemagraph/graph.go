@@ -109,6 +109,9 @@ func Resolve(base, ref string) (*url.URL, string, error) {
 // ErrRefURI or ErrBaseURI when net/url cannot parse one the library
 // must parse (the library then refuses the schema).
 func ResolveURL(base, ref string) (string, error) {
+	if ref == "" {
+		return base, nil // as written, its fragment kept
+	}
 	if strings.HasPrefix(ref, "urn:") {
 		return ref, nil
 	}
@@ -128,6 +131,36 @@ func ResolveURL(base, ref string) (string, error) {
 		return "", ErrBaseURI
 	}
 	return bu.ResolveReference(ru).String(), nil
+}
+
+// SameFragment reports whether jsonschema v5.3.1 reads the fragment of
+// ref as frag (its percent-decoded form, as Resolve returns it): the
+// validator splits a JSON pointer at "/" and undoes "~1" and "~0" before
+// percent-decoding each token, and compares an anchor undecoded, so a
+// fragment whose encoding differs from frag is only the same where no
+// "%" is decoded into a "/", a "~" or an anchor.
+func SameFragment(ref, frag string) bool {
+	i := strings.IndexByte(ref, '#')
+	if i < 0 {
+		return frag == ""
+	}
+	raw := ref[i+1:]
+	if !strings.Contains(raw, "%") {
+		return true
+	}
+	if !strings.HasPrefix(frag, "/") {
+		return raw == frag
+	}
+	var toks []string
+	for tok := range strings.SplitSeq(strings.TrimPrefix(raw, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		t, err := url.PathUnescape(tok)
+		if err != nil {
+			return false
+		}
+		toks = append(toks, EscapeToken(t))
+	}
+	return "/"+strings.Join(toks, "/") == frag
 }
 
 // Pointer follows the JSON pointer ptr (RFC 6901: "" is the whole value,
