@@ -18,9 +18,12 @@
 // the CLI show a bundle the same way.
 //
 // Handler serves GET and HEAD only, renders server-side with html/template
-// (every publisher-controlled value is escaped, and long ones truncated),
-// embeds its one stylesheet, uses no script at all, and sends a strict
-// Content-Security-Policy. It takes the model again when the store
+// (every publisher-controlled value is escaped, and long ones truncated;
+// a schema's pieces by schemaHTML), embeds its one stylesheet, uses no
+// script at all, and sends a strict Content-Security-Policy. A page is
+// rendered only for a GET whose client is still there (a HEAD gets the
+// status and headers alone), and its client must read it at
+// Options.MinDataRate, else it is cut off and its page slot freed. It takes the model again when the store
 // generation changes or a bundle's expiry passes, checked at most every
 // Options.Refresh. Every list is paged at PageSize or cut (RowVersions,
 // MaxJoined). A schema's rendering is linear in its size and stops at

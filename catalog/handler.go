@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/transport"
@@ -78,6 +79,12 @@ type Options struct {
 	// together; one peer computes 1/PeerShare of them (at least one).
 	// Default DefaultMaxComputing.
 	MaxComputing int
+	// MinDataRate is the slowest a client may read an answer, in bytes a
+	// second, after admission.FrameGrace: below it the answer is cut off
+	// and its page slot freed (transport.RateWriter, as the mirror writes
+	// its files). Default admission.MinDataRate; a server passes its own
+	// --min-rate.
+	MinDataRate int64
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -112,6 +119,7 @@ func NewHandler(opts Options) (*Handler, error) {
 	limit.Default(&opts.ComputeBurst, DefaultComputeBurst)
 	limit.Default(&opts.ComputeRate, DefaultComputeRate)
 	limit.Default(&opts.MaxComputing, DefaultMaxComputing)
+	limit.Default(&opts.MinDataRate, admission.MinDataRate)
 	h := &Handler{opts: opts, log: opts.Logger,
 		slots: transport.NewAdmission(opts.MaxInFlight, max(1, opts.MaxInFlight/opts.PeerShare), 0, 0),
 		share: newComputeShare(opts.Now, opts.ComputeBurst, opts.ComputeRate, opts.MaxComputing, opts.PeerShare)}
@@ -209,7 +217,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == Prefix+"style.css" {
 		w.Header().Set("Content-Type", "text/css; charset=utf-8")
 		w.Header().Set("Cache-Control", "max-age=3600")
-		w.Write(h.css)
+		h.write(w, r, http.StatusOK, h.css)
 		return
 	}
 	if err := h.refresh(false); err != nil {
@@ -243,28 +251,56 @@ func (h *Handler) admitter(peer string) func() (func(), *refusal) {
 }
 
 // render executes a page into a buffer, then writes it: a failure never
-// leaves half a page.
+// leaves half a page. The page is rendered only for a GET whose client
+// is still there: a HEAD gets the status and headers alone (its
+// Content-Length would cost the whole rendering), and a client gone,
+// before or while the page renders (a schema checks every
+// renderCheck pieces), gets nothing.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, name string, data page, code int) {
-	var b bytes.Buffer
-	if err := h.pages[name].ExecuteTemplate(&b, "layout", data); err != nil {
-		h.log.Error("catalog page failed", "page", name, "err", err)
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
 	if data.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(data.retryAfter/time.Second)))
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+	if r.Method == http.MethodHead {
+		w.WriteHeader(code)
+		return
+	}
+	if r.Context().Err() != nil {
+		return
+	}
+	var b bytes.Buffer
+	if err := h.pages[name].ExecuteTemplate(&b, "layout", data); err != nil {
+		if r.Context().Err() != nil {
+			h.log.Debug("catalog page abandoned by its client", "page", name)
+			return
+		}
+		h.log.Error("catalog page failed", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	h.write(w, r, code, b.Bytes())
+}
+
+// write sends the answer code with body, which the client must read at
+// MinDataRate after admission.FrameGrace (transport.RateWriter): a peer
+// reading nothing is cut off within moments, and its page slot freed,
+// not held for the server's whole write timeout.
+func (h *Handler) write(w http.ResponseWriter, r *http.Request, code int, body []byte) {
+	var most time.Duration
+	if srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server); srv != nil {
+		most = srv.WriteTimeout
+	}
+	out := transport.NewRateWriter(w, http.NewResponseController(w).SetWriteDeadline, h.opts.MinDataRate, admission.FrameGrace, most)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	if r.Method != http.MethodHead {
-		w.Write(b.Bytes())
+		out.Write(body)
 	}
 }
 
 // parsePages parses the layout with each page.
 func parsePages() (map[string]*template.Template, error) {
-	funcs := template.FuncMap{"t": short, "long": long, "join": join, "schemaText": func(s string) string { return clean(s, 1<<30) }}
+	funcs := template.FuncMap{"t": short, "long": long, "join": join}
 	out := map[string]*template.Template{}
 	for _, p := range []string{"index", "bundles", "bundle", "cap", "version", "compat", "trust", "schema", "search", "error"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+p+".html")

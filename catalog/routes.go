@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"context"
+	"html/template"
 	"maps"
 	"net/http"
 	"net/url"
@@ -96,12 +98,22 @@ type versionView struct {
 	HasMatrix                              bool
 }
 
+// schemaView is a schema shown in a page; its rendering (Body) is done
+// when the page is written, for a client still there.
 type schemaView struct {
 	BundleID, Key, ID, Err string
-	Toks                   []Tok
 	Truncated, Found       bool
-	// Cut: the rendering stopped at MaxRenderBytes.
-	Cut bool
+	m                      *Model
+	s                      Schema
+	prefix                 string
+	ctx                    context.Context
+}
+
+// schemaBody is a rendered schema: the pieces of its <pre>, escaped, and
+// whether the rendering stopped at MaxRenderBytes.
+type schemaBody struct {
+	HTML template.HTML
+	Cut  bool
 }
 
 type matrixView struct {
@@ -178,7 +190,7 @@ func route(m *Model, r *http.Request, admit func() (func(), *refusal)) (string, 
 		p.Matrix.Found = m.HasMatrix(c.Name)
 		return lookedUp(m, ok, "cap", p, "no such capability is installed")
 	case Prefix + "version":
-		v, ok := m.versionView(q.Get("name"), q.Get("v"))
+		v, ok := m.versionView(r.Context(), q.Get("name"), q.Get("v"))
 		p.Title, p.Version = short(v.Name)+" "+short(v.Version), v
 		return lookedUp(m, ok, "version", p, "no such capability version is installed")
 	case Prefix + "compat":
@@ -195,7 +207,7 @@ func route(m *Model, r *http.Request, admit func() (func(), *refusal)) (string, 
 		return "trust", p, http.StatusOK
 	case Prefix + "schema":
 		s, ok := m.Schema(SchemaLoc{BundleID: q.Get("b"), Key: q.Get("k")})
-		p.Title, p.Schema = "Schema "+short(s.Loc.Key), m.schemaView(s, "s")
+		p.Title, p.Schema = "Schema "+short(s.Loc.Key), m.schemaView(r.Context(), s, "s")
 		return lookedUp(m, ok, "schema", p, "no such schema in the catalog")
 	case Prefix + "search":
 		return search(m, q)
@@ -369,7 +381,7 @@ func pageNumber(q url.Values, param string, total int) int {
 	return min(n, max(1, (total+PageSize-1)/PageSize))
 }
 
-func (m *Model) versionView(name, version string) (versionView, bool) {
+func (m *Model) versionView(ctx context.Context, name, version string) (versionView, bool) {
 	c, ok := m.Capability(name)
 	if !ok {
 		return versionView{}, false
@@ -386,23 +398,40 @@ func (m *Model) versionView(name, version string) (versionView, bool) {
 		for _, r := range d.DeprecatedRanges {
 			vv.Deprecated = append(vv.Deprecated, r.String())
 		}
-		vv.Input = m.schemaView(m.schemas[SchemaLoc{BundleID: v.BundleID, Key: d.InputSchema.ArtifactKey}], "in")
-		vv.Output = m.schemaView(m.schemas[SchemaLoc{BundleID: v.BundleID, Key: d.OutputSchema.ArtifactKey}], "out")
+		vv.Input = m.schemaView(ctx, m.schemas[SchemaLoc{BundleID: v.BundleID, Key: d.InputSchema.ArtifactKey}], "in")
+		vv.Output = m.schemaView(ctx, m.schemas[SchemaLoc{BundleID: v.BundleID, Key: d.OutputSchema.ArtifactKey}], "out")
 		vv.HasMatrix = m.HasMatrix(c.Name)
 		return vv, true
 	}
 	return versionView{}, false
 }
 
-func (m *Model) schemaView(s Schema, prefix string) schemaView {
-	v := schemaView{BundleID: s.Loc.BundleID, Key: s.Loc.Key, ID: s.ID, Err: s.Err, Truncated: s.Truncated, Found: s.Loc.Key != ""}
-	if s.Err == "" && len(s.Text) > 0 {
-		v.Toks = m.pretty(s, prefix)
-		if n := len(v.Toks); n > 0 && v.Toks[n-1].Cut {
-			v.Toks, v.Cut = v.Toks[:n-1], true
-		}
+// schemaView is the schema s shown under prefix, for a request of ctx;
+// nothing is rendered yet.
+func (m *Model) schemaView(ctx context.Context, s Schema, prefix string) schemaView {
+	return schemaView{BundleID: s.Loc.BundleID, Key: s.Loc.Key, ID: s.ID, Err: s.Err, Truncated: s.Truncated, Found: s.Loc.Key != "",
+		m: m, s: s, prefix: prefix, ctx: ctx}
+}
+
+// Body renders the schema (pretty, then schemaHTML) when its page is
+// written: not for a HEAD (render does not execute the page), and not
+// once the request's context ended, checked before the rendering and
+// every renderCheck pieces; the error then stops the page.
+func (v schemaView) Body() (schemaBody, error) {
+	if v.s.Err != "" || len(v.s.Text) == 0 {
+		return schemaBody{}, nil
 	}
-	return v
+	if err := v.ctx.Err(); err != nil {
+		return schemaBody{}, err
+	}
+	toks := v.m.pretty(v.s, v.prefix)
+	var b schemaBody
+	if n := len(toks); n > 0 && toks[n-1].Cut {
+		toks, b.Cut = toks[:n-1], true
+	}
+	html, err := schemaHTML(v.ctx, toks)
+	b.HTML = html
+	return b, err
 }
 
 // matrixView is the compatibility page of the capability name. Its
