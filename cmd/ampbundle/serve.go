@@ -301,7 +301,11 @@ func mirrorHandler(c *cli.Context, env *cliutil.Env, log *slog.Logger, m *mirror
 		}
 		return s, nil
 	}
-	ch, err := catalog.NewHandler(catalog.Options{Open: openCatalog, Now: env.Now, Logger: log, PeerShare: c.Int("peer-share")})
+	rate, err := minRate(c) // 0 when not given: the catalog's default
+	if err != nil {
+		return nil, err
+	}
+	ch, err := catalog.NewHandler(catalog.Options{Open: openCatalog, Now: env.Now, Logger: log, PeerShare: c.Int("peer-share"), MinDataRate: rate})
 	if err != nil {
 		return nil, err
 	}
