@@ -504,7 +504,7 @@ const (
 )
 
 // Tok is one piece of a pretty-printed schema: text, a link when Href is
-// set, and an anchor when ID is set. The template escapes every field.
+// set, and an anchor when ID is set. schemaHTML escapes every field and keeps a link only into /ui/ or #.
 // Cut marks the end of a rendering stopped at MaxRenderBytes.
 type Tok struct {
 	Text string
