@@ -191,8 +191,9 @@ func (r *SyncReport) Count(o Outcome) int {
 // unreachable or malformed, the store fails); a refused statement, bundle
 // or heartbeat is an item of the report, and the others are still synced,
 // except that after a download the mirror failed (unreachable, abandoned,
-// cut off, an error status) the rest of that list is not tried in this
-// run (refused, mirror_unreachable): one stall a list, not one per file.
+// cut off, an error status, a file other than the one listed) the rest of
+// that list is not tried in this run (refused, mirror_unreachable): one
+// stall a list, not one per file.
 // At most MaxStoreRefusals files no trusted key signed are offered to t.
 func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) {
 	c, err := newSyncClient(opts)
@@ -225,10 +226,10 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	}
 	rep := &SyncReport{URL: c.base.String(), Generation: ix.Generation, DryRun: opts.DryRun, Items: []SyncItem{}, Heartbeats: []HeartbeatItem{}}
 	if !opts.DryRun { // a dry run offers nothing to the store
+		c.refusals, _ = t.(RefusalTarget)
 		if err := c.loadTrust(t); err != nil {
 			return nil, err
 		}
-		c.refusals, _ = t.(RefusalTarget)
 	}
 	if rep.Statements, err = c.syncStatements(ctx, t, ix, opts.DryRun); err != nil {
 		return rep, err
@@ -249,10 +250,10 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	}
 	tried := map[string]bool{}
 	// failing names the download the mirror failed (unreachable, too
-	// slow, cut off, an error status): the rest of the bundle list is not
-	// tried in this run, so that a mirror stalling each of 10,000 files
-	// costs one stall, not days; the next run tries them, the failed ones
-	// last.
+	// slow, cut off, an error status, not the file listed: mirrorFailed):
+	// the rest of the bundle list is not tried in this run, so that a
+	// mirror stalling each of 10,000 files costs one stall, not days; the
+	// next run tries them, the failed ones last.
 	failing := ""
 	for _, e := range bundles {
 		it := SyncItem{BundleID: e.BundleID, Version: e.Version}
@@ -354,6 +355,12 @@ type syncClient struct {
 	// as the store requires (vouched); nil when the target does not list
 	// it: refusals are then counted after the fact.
 	trusted *bundle.Policy
+	// trustGen is the store generation trusted was read at, when
+	// trustGenKnown (the generation did not move while it was read): a
+	// file refused against it without being offered is remembered at that
+	// generation (offerToStore).
+	trustGen      uint64
+	trustGenKnown bool
 	// unvouched counts, per kind, the files offered to the store that
 	// were not signed as it requires; vouchedRefused, per kind and signer
 	// keys (signerShare), those signed as it requires that it refused all
@@ -388,6 +395,24 @@ func (c *syncClient) loadTrust(t Target) error {
 	if !ok {
 		return nil
 	}
+	// Through an admin socket the generation is that of the last answer:
+	// the first read may start from an older one, so it is read once more
+	// when the generation moved meanwhile.
+	for try := 0; ; try++ {
+		before := c.storeGeneration()
+		if err := c.readTrust(tl); err != nil {
+			return err
+		}
+		after := c.storeGeneration()
+		c.trustGen, c.trustGenKnown = after, c.refusals != nil && before == after
+		if c.trustGenKnown || try == 1 {
+			return nil
+		}
+	}
+}
+
+// readTrust sets trusted from tl.
+func (c *syncClient) readTrust(tl TrustLister) error {
 	keys, err := tl.TrustList()
 	if err != nil {
 		return err
@@ -427,17 +452,35 @@ const (
 // offered in this sync, each counted. When not, it is the refusal to
 // report. Without the store's trust, every file is offered while fewer
 // than MaxStoreRefusals of its kind were refused (storeRefused).
-func (c *syncClient) offerToStore(kind string, verify func(*bundle.Policy) ([]bundle.TrustedKey, error)) (share string, err error) {
+//
+// A file not signed as the store requires and not offered for the cap is
+// remembered by its SHA-256, sum, at the generation the trust was read at
+// (localRefusals): the next sync at that generation does not download it
+// again, as it does not download one the store refused (RefusedAt), so a
+// mirror listing thousands of files of a scope the host does not trust
+// costs their downloads once, not every run (docs/SPEC-DECISIONS.md
+// MIRROR-15).
+func (c *syncClient) offerToStore(kind string, sum []byte, verify func(*bundle.Policy) ([]bundle.TrustedKey, error)) (share string, err error) {
+	var verr error
 	if c.trusted != nil {
-		if signers, verr := verify(c.trusted); verr == nil {
+		signers, err := verify(c.trusted)
+		if err == nil {
 			share = signerShare(kind, signers)
 			if c.vouchedRefused[share] >= MaxStoreRefusals {
 				return share, amp.Named(0, ErrTooManyRefusals, "the store refused %d files of this kind signed by the same keys in this sync already: not offered (each refusal is audited; the next sync skips those it refused and offers this one)", MaxStoreRefusals)
 			}
 			return share, nil
 		}
+		verr = err
 	}
 	if c.unvouched[kind] >= MaxStoreRefusals {
+		if verr != nil && c.trustGenKnown {
+			verdict := amp.NameOf(verr)
+			if verdict == "" || len(verdict) > 64 || !safeCode(string(verdict)) {
+				verdict = ErrTooManyRefusals
+			}
+			c.judged.note(c, sum, verdict, c.trustGen)
+		}
 		return "", amp.Named(0, ErrTooManyRefusals, "not signed as the store requires, and %d such files of this kind were offered to the store in this sync already: not offered (each refusal is audited)", MaxStoreRefusals)
 	}
 	if c.trusted != nil {
@@ -483,11 +526,19 @@ func (c *syncClient) storeRefused(err error, kind, share string) {
 }
 
 // mirrorFailed reports whether err is the mirror failing a download (not
-// reached, too slow, cut off, or an error status): the rest of the list it
-// was in is not tried in this run.
+// reached, too slow, cut off, or an error status) or serving a file other
+// than the one its index lists (index_mismatch: other bytes, another
+// line, no such file at all) or one altered after it was signed (a
+// signature that does not verify, artifacts that contradict the signed
+// manifest: no mirror serving what its store imported serves one): the
+// rest of the list it was in is not tried in this run, so that a mirror
+// serving junk for each listed file costs a sync one download a list, not
+// MaxIndexBundles of MaxBundleBytes (docs/SPEC-DECISIONS.md MIRROR-15).
 func mirrorFailed(errName string) bool {
 	switch amp.ErrName(errName) {
-	case ErrMirrorUnreachable, ErrIncomplete, ErrMirrorRefused:
+	case ErrMirrorUnreachable, ErrIncomplete, ErrMirrorRefused, ErrIndexMismatch,
+		bundle.ErrBadSignature, bundle.ErrHashMismatch, bundle.ErrSizeMismatch, bundle.ErrCountMismatch,
+		bundle.ErrTruncated, bundle.ErrTrailingData:
 		return true
 	}
 	return false
@@ -689,34 +740,20 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		refuse(it, amp.Named(0, ErrTooLarge, "the sync spool folder holds %d bytes of partial downloads; %d more would pass its limit of %d", used, e.Size, c.opts.MaxSpoolBytes))
 		return
 	}
-	resumed, err := c.download(ctx, e, path)
+	f, fileSum, resumed, err := c.downloadListed(ctx, e, path)
 	it.Resumed = resumed
 	if err != nil {
 		refuse(it, err)
 		return
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		refuse(it, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err))
-		return
-	}
 	defer f.Close()
-	// The file is the one the index names, or it is not offered to Import.
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		refuse(it, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err))
-		return
-	}
-	if hex.EncodeToString(h.Sum(nil)) != e.SHA256 {
-		os.Remove(path)
-		refuse(it, amp.Named(0, ErrIndexMismatch, "the file served is not the one the index names (sha-256 differs): discarded"))
-		return
-	}
-	f.Seek(0, io.SeekStart)
 	in, err := bundle.Inspect(f, 0)
 	if err != nil {
+		// The mirror listed these bytes as a bundle file: it served a file
+		// other than the one it listed, as for a heartbeat that does not
+		// parse (index_mismatch, which fails the list: mirrorFailed).
 		os.Remove(path)
-		refuse(it, err)
+		refuse(it, amp.Named(0, ErrIndexMismatch, "the file the index lists is not a bundle file (%s): discarded", amp.NameOf(err)).WithCause(err))
 		return
 	}
 	if in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version {
@@ -724,7 +761,7 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		refuse(it, amp.Named(0, ErrIndexMismatch, "the file served is bundle %s version %d, not what the index names: discarded", in.Manifest.BundleID, in.Manifest.Version))
 		return
 	}
-	share, err := c.offerToStore(kindBundle, func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
+	share, err := c.offerToStore(kindBundle, fileSum, func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
 		obj, err := bundle.DecodeObject(in.SignedManifest, bundle.MediaTypeManifest)
 		if err != nil {
 			return nil, err
@@ -745,7 +782,7 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 	f.Seek(0, io.SeekStart)
 	// The file's SHA-256 (checked above) keys the store's record of the
 	// refusal, which RefusedAt answers from.
-	res, err := t.Import(ctx, f, resolver.ImportOptions{Source: c.url(e.Href), FileSHA256: h.Sum(nil)})
+	res, err := t.Import(ctx, f, resolver.ImportOptions{Source: c.url(e.Href), FileSHA256: fileSum})
 	if err != nil {
 		var ae *amp.Error
 		if errors.As(err, &ae) && (ae.Name == resolver.ErrStoreInUse || ae.Name == resolver.ErrStoreIO) {
@@ -765,6 +802,45 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		it.Outcome = OutcomeCurrent
 	}
 	c.log.Info("bundle imported from the mirror", "bundle_id", res.BundleID, "version", res.Version, "generation", res.Generation)
+}
+
+// downloadListed completes the spool file path for e (download) and
+// returns it open, with its SHA-256, once that is the one the index lists
+// (the file is not offered to Import otherwise), and how many bytes of an
+// earlier download it kept. A file whose SHA-256 differs is discarded;
+// when bytes of an earlier download were kept, it is downloaded once more
+// whole before it is refused: the kept bytes may be what differs (a
+// partial file left by another mirror that listed the same file, whose
+// name the spool shares), and a mirror is judged by its own bytes only
+// (docs/SPEC-DECISIONS.md MIRROR-15).
+func (c *syncClient) downloadListed(ctx context.Context, e IndexEntry, path string) (*os.File, []byte, int64, error) {
+	for {
+		resumed, err := c.download(ctx, e, path)
+		if err != nil {
+			return nil, nil, resumed, err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, resumed, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+		}
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			f.Close()
+			return nil, nil, resumed, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+		}
+		if sum := h.Sum(nil); hex.EncodeToString(sum) == e.SHA256 {
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				f.Close()
+				return nil, nil, resumed, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+			}
+			return f, sum, resumed, nil
+		}
+		f.Close()
+		os.Remove(path)
+		if resumed == 0 {
+			return nil, nil, 0, amp.Named(0, ErrIndexMismatch, "the file served is not the one the index names (sha-256 differs): discarded")
+		}
+	}
 }
 
 // download completes the spool file path for e and returns how many bytes

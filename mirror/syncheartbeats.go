@@ -40,8 +40,9 @@ type HeartbeatItem struct {
 // checked against the index's size and SHA-256 and its statement against
 // the index's line, version and time, then verified by the store against
 // its own trust. A refused heartbeat changes nothing and is reported; after
-// one whose download the mirror failed, the following ones are not tried
-// in this run (mirror_unreachable): one stall a list.
+// one whose download the mirror failed or that it served otherwise than
+// listed (mirrorFailed), the following ones are not tried in this run
+// (mirror_unreachable): one stall a list.
 func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dryRun bool) ([]HeartbeatItem, error) {
 	out := []HeartbeatItem{}
 	ht, ok := t.(HeartbeatTarget)
@@ -122,7 +123,7 @@ func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTar
 	}
 	// Judged by its line's bundle_id (the store also counts the
 	// installed bundle's namespaces, so it may still refuse one).
-	share, err := c.offerToStore(kindHeartbeat, func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
+	share, err := c.offerToStore(kindHeartbeat, sum, func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
 		keys, err := bundle.VerifyFor(obj, p, &bundle.Manifest{BundleID: hb.BundleID})
 		if err == nil {
 			// Every signature must verify, as the store requires

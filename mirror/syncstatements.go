@@ -33,9 +33,10 @@ type StatementItem struct {
 // index's size, type and SHA-256, then verified by the store against its
 // own trust. A refused statement changes nothing and is reported; the
 // following ones are still tried (a gap in a trust chain refuses them as
-// the store would), unless the mirror failed its download: the following
-// ones are then not tried in this run (mirror_unreachable), so that a
-// mirror stalling each download costs one stall a run.
+// the store would), unless the mirror failed its download or served
+// another file (mirrorFailed): the following ones are then not tried in
+// this run (mirror_unreachable), so that a mirror stalling each download
+// costs one stall a run.
 func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dryRun bool) ([]StatementItem, error) {
 	out := []StatementItem{}
 	st, ok := t.(StatementTarget)
@@ -93,7 +94,7 @@ func (c *syncClient) fetchAndApply(ctx context.Context, t Target, st StatementTa
 		refuseStatement(it, err)
 		return
 	}
-	share, err := c.offerToStore(kindStatement, func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
+	share, err := c.offerToStore(kindStatement, sum, func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
 		return verifyStatementFile(data, e.ContentType, p)
 	})
 	if err != nil {
