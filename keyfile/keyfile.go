@@ -19,6 +19,9 @@ import (
 // maxKeyFile bounds what is read from a key file.
 const maxKeyFile = 64 << 10
 
+// maxKeysPerFile: a key file holds an Ed25519 key, an X25519 key, or both.
+const maxKeysPerFile = 2
+
 // Error names of this package (the Name of its *amp.Error values).
 const (
 	// ErrKeyUnreadable: the file cannot be opened, stat'd or read.
@@ -181,24 +184,9 @@ func ReadPrivate(path string) (*Keys, error) {
 // before its mode is judged: a public key file is readable by all by
 // design, and "run chmod 600" would send its owner the wrong way.
 func ReadPrivateWith(path string, o Options) (*Keys, error) {
-	f, err := os.Open(path)
+	data, st, err := readKeyFile(path, "private key file")
 	if err != nil {
-		return nil, fail(ErrKeyUnreadable, "cannot open private key file").WithCause(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fail(ErrKeyUnreadable, "cannot stat private key file").WithCause(err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fail(ErrKeyUnreadable, "private key path is not a regular file")
-	}
-	if st.Size() > maxKeyFile {
-		return nil, fail(ErrInvalidKeyFile, "private key file is too large")
-	}
-	data := make([]byte, st.Size())
-	if _, err := f.ReadAt(data, 0); err != nil {
-		return nil, fail(ErrKeyUnreadable, "cannot read private key file").WithCause(err)
+		return nil, err
 	}
 	if publicKeyOnly(data) {
 		return nil, errPublicGiven()
@@ -208,6 +196,54 @@ func ReadPrivateWith(path string, o Options) (*Keys, error) {
 		return nil, fail(ErrInsecureKeyFile, "private key file is readable or writable by group or others (mode %04o); run chmod 600 on it", st.Mode().Perm())
 	}
 	return ParsePrivateWith(data, o)
+}
+
+// OpenRegular opens path for reading only when it is a regular file, and
+// returns it with its FileInfo. It never waits: a FIFO (or a device) put
+// where a key or passphrase file was is refused at once with
+// ErrKeyUnreadable, where a plain open would block until something writes
+// to it (docs/SPEC-DECISIONS.md, CLI-29). what names the file in errors.
+func OpenRegular(path, what string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoWait, 0)
+	if err != nil {
+		return nil, nil, fail(ErrKeyUnreadable, "cannot open the %s", what).WithCause(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fail(ErrKeyUnreadable, "cannot stat the %s", what).WithCause(err)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fail(ErrKeyUnreadable, "the %s is not a regular file", what)
+	}
+	return f, st, nil
+}
+
+// ReadKeyFile reads a key file, private or public, that is a regular file
+// of at most 64 KiB (OpenRegular): what `key show` reads.
+func ReadKeyFile(path string) ([]byte, error) {
+	data, _, err := readKeyFile(path, "key file")
+	return data, err
+}
+
+// readKeyFile reads the regular file path (OpenRegular), at most
+// maxKeyFile bytes (ErrInvalidKeyFile beyond), and returns its bytes and
+// FileInfo.
+func readKeyFile(path, what string) ([]byte, fs.FileInfo, error) {
+	f, st, err := OpenRegular(path, what)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	if st.Size() > maxKeyFile {
+		return nil, nil, fail(ErrInvalidKeyFile, "the %s is larger than %d bytes", what, maxKeyFile)
+	}
+	data := make([]byte, st.Size())
+	if _, err := f.ReadAt(data, 0); err != nil {
+		return nil, nil, fail(ErrKeyUnreadable, "cannot read the %s", what).WithCause(err)
+	}
+	return data, st, nil
 }
 
 // ParsePrivate parses a private key file that is not encrypted (see
@@ -275,6 +311,9 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 	if isDER(data) {
 		der := data
 		if derIsEncrypted(data) {
+			if !sealedShape(data) {
+				return nil, fail(ErrInvalidKeyFile, "key file holds an unreadable encrypted pkcs#8 key")
+			}
 			var err error
 			if der, err = decrypt(data); err != nil {
 				return nil, err
@@ -285,6 +324,12 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 		}
 		return keys, nil
 	}
+	// The file's shape first: every block a private key, at most two, and
+	// nothing after them. A file that cannot be a key file is refused
+	// before its passphrase is asked and any key derived
+	// (docs/SPEC-DECISIONS.md, CLI-29). Plain keys are read before
+	// encrypted ones for the same reason.
+	var plain, encrypted [][]byte
 	rest := data
 	for {
 		var block *pem.Block
@@ -292,17 +337,17 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 		if block == nil {
 			break
 		}
-		der := block.Bytes
 		switch block.Type {
 		case "PRIVATE KEY":
 			if block.Headers["Proc-Type"] != "" {
 				return nil, fail(ErrUnsupportedEncryption, "key file uses legacy pem encryption (Proc-Type), which is not supported; convert it with `openssl pkcs8 -topk8 -v2 aes-256-cbc`")
 			}
+			plain = append(plain, block.Bytes)
 		case "ENCRYPTED PRIVATE KEY":
-			var err error
-			if der, err = decrypt(block.Bytes); err != nil {
-				return nil, err
+			if !sealedShape(block.Bytes) {
+				return nil, fail(ErrInvalidKeyFile, "key file holds an unreadable encrypted pkcs#8 key")
 			}
+			encrypted = append(encrypted, block.Bytes)
 		case "OPENSSH PRIVATE KEY":
 			return nil, fail(ErrInvalidKeyFile, "key file is an openssh private key; this tool reads pkcs#8 keys (make one with `keygen`)")
 		case "PUBLIC KEY":
@@ -310,17 +355,39 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 		default:
 			return nil, fail(ErrInvalidKeyFile, "key file holds a pem block that is not a pkcs#8 private key")
 		}
-		if err := keys.add(der); err != nil {
-			return nil, err
+		if len(plain)+len(encrypted) > maxKeysPerFile {
+			return nil, fail(ErrInvalidKeyFile, "key file holds more than %d keys (one ed25519 and one x25519 at most)", maxKeysPerFile)
 		}
 	}
-	if keys.Ed25519 == nil && keys.X25519 == nil {
+	if len(plain)+len(encrypted) == 0 {
 		return nil, fail(ErrInvalidKeyFile, "key file holds neither a pem nor a der private key")
 	}
 	if len(bytes.TrimSpace(rest)) != 0 {
 		return nil, fail(ErrInvalidKeyFile, "key file has data after its pem blocks")
 	}
+	for _, der := range plain {
+		if err := keys.add(der); err != nil {
+			return nil, err
+		}
+	}
+	for _, enc := range encrypted {
+		der, err := decrypt(enc)
+		if err != nil {
+			return nil, err
+		}
+		if err := keys.add(der); err != nil {
+			return nil, err
+		}
+	}
 	return keys, nil
+}
+
+// sealedShape reports whether der is one EncryptedPrivateKeyInfo with
+// nothing after it, which decryptPKCS8 checks again: it lets a damaged
+// file be refused before its passphrase is asked.
+func sealedShape(der []byte) bool {
+	var info encryptedPrivateKeyInfo
+	return unmarshalExact(der, &info)
 }
 
 // add parses one PKCS#8 PrivateKeyInfo into k.
@@ -369,8 +436,7 @@ func errPublicGiven() error {
 func privateKeyOnly(data []byte) bool {
 	if isDER(data) {
 		if derIsEncrypted(data) {
-			var info encryptedPrivateKeyInfo
-			return unmarshalExact(data, &info)
+			return sealedShape(data)
 		}
 		_, err := x509.ParsePKCS8PrivateKey(data)
 		return err == nil
@@ -458,17 +524,12 @@ func ParsePublic(s string) (ed25519.PublicKey, error) {
 		}
 		return nil, fail(ErrInvalidPublicKey, "did:key holds no ed25519 key")
 	}
-	f, err := os.Open(s)
+	data, _, err := readKeyFile(s, "public key file")
 	if err != nil {
-		return nil, fail(ErrKeyUnreadable, "cannot read public key file").WithCause(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
-	if err != nil {
-		return nil, fail(ErrKeyUnreadable, "cannot read public key file").WithCause(err)
-	}
-	if len(data) > maxKeyFile {
-		return nil, fail(ErrInvalidPublicKey, "public key file is too large")
+		if amp.NameOf(err) == ErrInvalidKeyFile {
+			return nil, fail(ErrInvalidPublicKey, "public key file is larger than %d bytes", maxKeyFile)
+		}
+		return nil, err
 	}
 	return ParsePublicKey(data)
 }

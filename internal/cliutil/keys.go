@@ -155,15 +155,11 @@ func NewSigningKey(c *cli.Context, env *Env) (priv ed25519.PrivateKey, write fun
 }
 
 func readPassphraseFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, st, err := keyfile.OpenRegular(path, "passphrase file")
 	if err != nil {
-		return nil, Failf("key_unreadable", "cannot open the passphrase file").WithCause(err)
+		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return nil, Failf("key_unreadable", "the passphrase file is not a regular file").WithCause(err)
-	}
 	if st.Mode().Perm()&0o077 != 0 {
 		return nil, Failf(keyfile.ErrInsecureKeyFile, "the passphrase file is readable or writable by group or others (mode %04o); run chmod 600 on it", st.Mode().Perm())
 	}
@@ -260,7 +256,7 @@ it prints the did:key alone, for scripts: did=$(ampagent key show --did FILE).`,
 				return err
 			}
 			path := c.Args().First()
-			data, err := ReadFile(path, 64<<10, "key file")
+			data, err := keyfile.ReadKeyFile(path)
 			if err != nil {
 				return err
 			}
