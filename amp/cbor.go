@@ -129,7 +129,7 @@ func (l Limits) check(data []byte, record bool) ([]byte, topPairs, error) {
 	if s.canonical {
 		return data, s.top, nil
 	}
-	out, err := canonicalize(data)
+	out, err := canonicalize(data, s.maxOpen)
 	if err != nil {
 		return nil, topPairs{}, err
 	}
@@ -154,6 +154,10 @@ type scanner struct {
 	// record asks for the offsets of a top-level map's pairs in top.
 	record bool
 	top    topPairs
+	// openPairs counts the pairs of the maps of two or more pairs being
+	// walked, maxOpen the most at any time: the pair spans canonicalize
+	// keeps, so that it allocates them once (docs/SPEC-DECISIONS.md AMP-18).
+	openPairs, maxOpen int
 }
 
 func (s *scanner) item(depth int) error {
@@ -214,6 +218,14 @@ func (s *scanner) item(depth int) error {
 		if record {
 			s.top.isMap = true
 		}
+		// A map of two or more pairs keeps a span per pair in canonicalize
+		// while it is walked (an error ends the walk: no decrement needed).
+		open := 0
+		if h.Arg >= 2 {
+			open = int(h.Arg)
+		}
+		s.openPairs += open
+		s.maxOpen = max(s.maxOpen, s.openPairs)
 		var prevKey []byte
 		for i := uint64(0); i < h.Arg; i++ {
 			ks := s.off
@@ -242,6 +254,7 @@ func (s *scanner) item(depth int) error {
 				}
 			}
 		}
+		s.openPairs -= open
 		return nil
 	case MajorTag:
 		return s.item(depth + 1)
@@ -274,11 +287,15 @@ func (s *scanner) item(depth int) error {
 // copied once per enclosing map of large pairs, a map of small pairs leaves
 // no bookkeeping behind, and a key holding a recorded map is compared in
 // place (keyCursor) in chunks of large pairs.
-func canonicalize(data []byte) ([]byte, error) {
+//
+// openPairs is the most pairs of maps of two or more pairs being walked at
+// once (the scanner's maxOpen): their spans are allocated once, at that
+// size, where growing them level by level cost up to some 4x their size.
+func canonicalize(data []byte, openPairs int) ([]byte, error) {
 	if len(data) > math.MaxInt32 {
 		return nil, Named(CodeInvalidMessage, ErrLimitExceeded, "cbor item of %d bytes is too large to rewrite", len(data))
 	}
-	w := canonWriter{data: data, buf: make([]byte, 0, len(data))}
+	w := canonWriter{data: data, buf: make([]byte, 0, len(data)), open: make([]pairSpan, 0, openPairs)}
 	return w.run()
 }
 
@@ -309,11 +326,15 @@ const inPlacePairBytes = 4096
 // out-of-order map that canonicalize records because rewrites in place
 // under it already copied more than three quarters of it (so that no byte
 // is copied once per enclosing map). Below it the map is rewritten in place
-// all the same: its pairs are so small that its size is bounded by the item
-// cap (at most 16 bytes a pair, MaxItems / 2 pairs in all), and a record of
-// such pairs (16 bytes each) would cost more than the copy, and chop keys
-// that hold it into tiny chunks for keyCursor.
-const minRecordPairBytes = 16
+// all the same, which the item cap bounds: such maps move at most
+// 2 x minRecordPairBytes a pair, MaxItems / 2 pairs in all (128 MiB by
+// default, some tens of milliseconds). It trades that copying against the
+// comparison of keys holding such a map: keyCursor walks a recorded map a
+// pair at a time, a step (some 25 to 40 ns) per minRecordPairBytes bytes
+// on average, where a map rewritten in place is compared by one memcmp. At
+// 16 bytes a sort of keys sharing a long prefix cost 7x its twin in order,
+// 1.1 s for one 8 MB message (docs/SPEC-DECISIONS.md AMP-18).
+const minRecordPairBytes = 128
 
 // canonWriter is the state of canonicalize. Offsets into buf are int32:
 // canonicalize refuses an item of 2 GiB or more.
@@ -479,7 +500,7 @@ func (w *canonWriter) mapItem(h Head, off int) (int, error) {
 	if size <= inPlace*len(pairs) && !mostlyCopied {
 		// Small pairs: write the map's final form over it and forget it and
 		// every record under it.
-		w.scratch = grow(w.scratch[:0], size)
+		w.growScratch(size)
 		for _, p := range pairs {
 			plo, phi := w.recordsIn(p.k, p.end, lo, hi)
 			w.scratch = w.emit(w.scratch, p.k, p.end, plo, phi)
@@ -500,15 +521,36 @@ func (w *canonWriter) mapItem(h Head, off int) (int, error) {
 	return off, nil
 }
 
+// growScratch empties the scratch and gives it room for size bytes: the
+// first time exactly size, after that the whole item, which no map in it
+// outgrows (its deterministic form is never longer). So the scratch of one
+// item costs at most twice the item, and one map out of order only its
+// size; regrown to each larger map, a chain of nested maps each a little
+// larger than the one it holds cost the scratch some 4x the item
+// (docs/SPEC-DECISIONS.md AMP-18).
+func (w *canonWriter) growScratch(size int) {
+	switch {
+	case cap(w.scratch) >= size:
+		w.scratch = w.scratch[:0]
+	case w.scratch == nil:
+		w.scratch = make([]byte, 0, size)
+	default:
+		w.scratch = make([]byte, 0, max(size, len(w.data)))
+	}
+}
+
 // grow returns s with room for n more elements, at least doubling its
 // capacity when it must grow, so that a slice grown to its final length has
-// allocated less than twice that in all (append grows large slices by a
-// quarter, some 5x in all).
+// allocated less than twice that in all. It allocates the new capacity
+// itself: slices.Grow (append) steps from the old capacity by a quarter
+// until it fits, so asking it for twice the capacity gave some 2.4x.
 func grow[E any](s []E, n int) []E {
 	if cap(s)-len(s) >= n {
 		return s
 	}
-	return slices.Grow(s, max(n, cap(s)))
+	t := make([]E, len(s), max(len(s)+n, 2*cap(s)))
+	copy(t, s)
+	return t
 }
 
 // recordsIn returns the range of maps[lo:hi] recorded inside buf[s:e]: the
