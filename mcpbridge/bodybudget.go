@@ -34,6 +34,17 @@ const ErrBatchTooLarge = "batch_too_large"
 // written), an integer of magnitude at most MaxRequestIDInt written without fraction or exponent, or null.
 const ErrInvalidRequestID = "invalid_request_id"
 
+// ErrMethodNotServed names a POST body with a message whose method the
+// HTTP endpoint does not pass to the SDK (docs/SPEC-DECISIONS.md MCP-36):
+// "subscriptions/listen", which go-sdk v1.8.0 answers with an event
+// stream held open until the client hangs up, outside the bounds of
+// notification streams and unread by the answer rewriting.
+const ErrMethodNotServed = "method_not_served"
+
+// listenMethod is the method ErrMethodNotServed refuses (SEP-2575; a
+// session's notifications come on its GET stream).
+const listenMethod = "subscriptions/listen"
+
 // MaxRequestIDBytes bounds a string id as the SDK decodes it, in bytes of
 // UTF-8 (escapes decoded): every answer echoes it.
 const MaxRequestIDBytes = 256
@@ -90,6 +101,9 @@ type bodyCounter struct {
 	args, other int // values left
 	maxDepth    int
 	ids         bool // check each message's id (validRequestID)
+	// noListen refuses a message whose method is listenMethod
+	// (ErrMethodNotServed): the HTTP endpoint's bodies.
+	noListen bool
 	// seenIDs are the ids of the body's messages so far, decoded
 	// (requestIDKey): two messages of a batch under one id are refused.
 	seenIDs []string
@@ -107,6 +121,16 @@ type bodyCounter struct {
 // "id" (escapes decoded, ASCII letter case ignored).
 func checkBody(data []byte, maxArgs int) error {
 	c := &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true}
+	return c.text(roleRoot)
+}
+
+// checkPostBody is checkBody for the body of an HTTP POST, which also
+// refuses a message (the body, or an element of a batch) whose method
+// the SDK may read as "subscriptions/listen" (ErrMethodNotServed): the
+// method member under any spelling the SDK may decode to "method",
+// its string value with escapes decoded.
+func checkPostBody(data []byte, maxArgs int) error {
+	c := &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true, noListen: true}
 	return c.text(roleRoot)
 }
 
@@ -130,6 +154,8 @@ func errBody(name string) *amp.Error {
 		return amp.Named(amp.CodeInvalidMessage, ErrTooDeep, "the request nests json more than %d deep", MaxBodyDepth)
 	case ErrBatchTooLarge:
 		return amp.Named(amp.CodeInvalidMessage, ErrBatchTooLarge, "the request batches more than %d messages", MaxBatch)
+	case ErrMethodNotServed:
+		return amp.Named(amp.CodeBadRequest, ErrMethodNotServed, "subscriptions/listen is not served here: a session's notifications come on its GET stream")
 	case ErrInvalidRequestID:
 		return amp.Named(amp.CodeInvalidMessage, ErrInvalidRequestID, "a json-rpc id must be a string of at most %d bytes, an integer of magnitude at most 2^53-1 without fraction or exponent, or null", MaxRequestIDBytes)
 	}
@@ -141,7 +167,7 @@ func errBody(name string) *amp.Error {
 // over a bound.
 func bodyStatus(refused *amp.Error) int {
 	switch refused.Name {
-	case ErrMalformedBody, ErrInvalidRequestID:
+	case ErrMalformedBody, ErrInvalidRequestID, ErrMethodNotServed:
 		return http.StatusBadRequest
 	}
 	return http.StatusRequestEntityTooLarge
@@ -278,6 +304,9 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 		if message && string(key) == "method" {
 			isCall = string(c.s[start:c.i]) == `"tools/call"`
 		}
+		if message && c.noListen && nameFolds(key, "method") && stringIs(c.s[start:c.i], listenMethod) {
+			return errBody(ErrMethodNotServed)
+		}
 		if message && c.ids && nameFolds(key, "id") {
 			if !validRequestID(c.s[start:c.i]) {
 				return errBody(ErrInvalidRequestID)
@@ -383,6 +412,20 @@ func (c *bodyCounter) str() ([]byte, bool) {
 // quotes, escapes as written and already checked by str) decodes to word,
 // an ASCII word, ignoring ASCII letter case. It allocates nothing.
 func nameFolds(key []byte, word string) bool {
+	return asciiDecodes(key, word, true)
+}
+
+// stringIs reports whether v, one JSON value as written (checked by
+// value), is a string that decodes to exactly word, an ASCII word. It
+// allocates nothing.
+func stringIs(v []byte, word string) bool {
+	return len(v) >= 2 && v[0] == '"' && asciiDecodes(v[1:len(v)-1], word, false)
+}
+
+// asciiDecodes reports whether the JSON string text key (between its
+// quotes, escapes as written and checked by str) decodes to word, an
+// ASCII word, ignoring ASCII letter case when fold.
+func asciiDecodes(key []byte, word string, fold bool) bool {
 	n := 0
 	for i := 0; i < len(key); i++ {
 		ch := key[i]
@@ -413,7 +456,7 @@ func nameFolds(key []byte, word string) bool {
 				ch = key[i]
 			}
 		}
-		if n >= len(word) || lowerASCII(ch) != lowerASCII(word[n]) {
+		if n >= len(word) || (ch != word[n] && (!fold || lowerASCII(ch) != lowerASCII(word[n]))) {
 			return false
 		}
 		n++

@@ -117,7 +117,9 @@ type HTTPOptions struct {
 	// whole before the SDK sees it, at the bindings' minimum data rate
 	// (transport.RateReader), and holds at most the Bridge's
 	// Options.MaxParamItems JSON values in params.arguments and
-	// MaxEnvelopeValues elsewhere, nested at most MaxBodyDepth (else 413).
+	// MaxEnvelopeValues elsewhere, nested at most MaxBodyDepth (else 413);
+	// a message whose method is "subscriptions/listen" is 400
+	// ErrMethodNotServed (checkPostBody).
 	MaxBody int64
 	// MaxInFlight and MaxPeerInFlight bound the authenticated requests
 	// at once (POST, DELETE), in all and of one principal;
@@ -370,7 +372,7 @@ const bodyReadLimit = 30 * time.Second
 // readBody reads the body of a POST whole before the SDK sees it: through
 // transport.RateReader (the bindings' minimum data rate: a read deadline
 // FrameGrace + n / MinDataRate, moved on as bytes arrive, and a stall
-// grace), at most MaxBody, then counted (checkBody). A refusal is
+// grace), at most MaxBody, then counted (checkPostBody). A refusal is
 // answered (413, 400) and false returned; the SDK then reads the bytes
 // held here.
 func (h *HTTPEndpoint) readBody(w http.ResponseWriter, r *http.Request) bool {
@@ -407,8 +409,8 @@ func (h *HTTPEndpoint) readBody(w http.ResponseWriter, r *http.Request) bool {
 	// passes, so a call running longer than the deadline was answered
 	// empty while its handler ran on).
 	rc.SetReadDeadline(time.Time{})
-	if err := checkBody(body, h.b.opts.MaxParamItems); err != nil {
-		refused := err.(*amp.Error) // checkBody's errors are errBody's
+	if err := checkPostBody(body, h.b.opts.MaxParamItems); err != nil {
+		refused := err.(*amp.Error) // checkPostBody's errors are errBody's
 		h.b.log.Warn("mcp request refused", "limit", refused.Name)
 		jsonError(w, bodyStatus(refused), refused)
 		return false
