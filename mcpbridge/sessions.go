@@ -50,6 +50,18 @@ func (h *HTTPEndpoint) enter(principal string, opens, stream bool, sid string) (
 	defer h.mu.Unlock()
 	h.tick++
 	if ent = h.principals[principal]; ent == nil {
+		if srv == nil {
+			// The entry seen above was evicted while h.mu was let go:
+			// no server was made for it, so the request is answered busy
+			// (retryable) rather than served by an entry without one.
+			h.stats.Refused++
+			return request{}, http.StatusServiceUnavailable
+		}
+		if len(h.principals) >= h.o.MaxPrincipals && !h.evictLocked() {
+			// Another new principal took the room meanwhile.
+			h.b.forget(principal, srv)
+			return request{}, noRoom
+		}
 		ent = &principalEntry{principal: principal, srv: srv}
 		ent.sh = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 			// The Host rule is h.o.Hosts, checked before authentication:
