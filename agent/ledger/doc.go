@@ -87,9 +87,11 @@
 // instead, which always fits. An abandoned running ticket gives back its
 // disk; its entry stays charged to the quotas until it expires.
 // Expired entries are reclaimed a few at a time in every commit, and by
-// Sweep, so the file stops growing under steady load (the write-ahead log
-// is rewritten with its live entries only when its dead records exceed a
-// slack, so it never exceeds the budget plus that slack).
+// Sweep, once their lifetime has also elapsed on the monotonic clock (a
+// wall clock stepped forward and back reclaims nothing early; see
+// WALOptions.Now), so the file stops growing under steady load (the
+// write-ahead log is rewritten with its live entries only when its dead
+// records exceed a slack, so it never exceeds the budget plus that slack).
 //
 // # Durability
 //

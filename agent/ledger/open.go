@@ -369,7 +369,9 @@ func copyBolt(old string, w *WALStore, o WALOptions) (copied int, err error) {
 		if exp < now {
 			return nil // expired: any store may reclaim it
 		}
-		op := &walOp{kind: stateRunning, k: key, expires: exp}
+		// A running entry moves Lost: no handler of this process will
+		// record its reply, so it reserves no disk for one (insert).
+		op := &walOp{kind: stateRunning, k: key, expires: exp, insert: true}
 		if rec.Reply != nil {
 			op = &walOp{kind: stateDone, k: key, expires: exp, reply: rec.Reply, insert: true}
 		}

@@ -25,8 +25,18 @@ const ErrLedgerCorrupt amp.ErrName = "ledger_corrupt"
 // WALOptions configures OpenWAL.
 type WALOptions struct {
 	Limits
-	// Now is the clock for reclaiming expired entries (required).
+	// Now is the clock for reclaiming expired entries (required). An
+	// entry is reclaimed once its expiry has passed on Now and as much
+	// time as it had left when it was written (or when the log was
+	// opened) has elapsed on Elapsed, so that a wall clock stepped
+	// forward and back never reclaims an entry early (docs/SPEC-DECISIONS.md
+	// AGENT-18).
 	Now func() time.Time
+	// Elapsed is the time elapsed on a clock that is never stepped, from
+	// any origin (default: the monotonic readings of Now's times, which
+	// time.Now carries; with times that carry none, such as
+	// time.Now().UTC()'s, Now's wall time, and no protection).
+	Elapsed func() time.Duration
 	// LockTimeout bounds the wait for the file lock (default 1 s).
 	LockTimeout time.Duration
 	// Slack is how many bytes of dead records (superseded or expired) the
@@ -59,14 +69,19 @@ type WALOptions struct {
 // renames it over the old one. A separate lock file (path + ".lock",
 // flock) keeps a second process out.
 type WALStore struct {
-	path  string
-	lock  *os.File
-	acct  *accounts
-	now   func() time.Time
-	slack int64
-	sync  func(*os.File) error // fdatasync; replaced by tests to count
-	rand  io.Reader
-	room  func(add int64) error // WALOptions.Room
+	path string
+	lock *os.File
+	acct *accounts
+	now  func() time.Time
+	// base and elapsed measure the time elapsed since the log was opened
+	// (since); elapsed0 is elapsed's reading then.
+	base     time.Time
+	elapsed  func() time.Duration
+	elapsed0 time.Duration
+	slack    int64
+	sync     func(*os.File) error // fdatasync; replaced by tests to count
+	rand     io.Reader
+	room     func(add int64) error // WALOptions.Room
 
 	// idx guards the index, the file handle and its size: Lookup reads
 	// them shared; the leader changes them exclusively.
@@ -106,7 +121,11 @@ type WALStore struct {
 
 type walEntry struct {
 	expires int64 // Unix ms
-	off     int64 // file offset of the reply (done)
+	// after is the elapsed time (since, ms) before which the entry is not
+	// reclaimed, whatever Now says: its expiry less the wall time when it
+	// was written (or the log opened), counted from the elapsed time then.
+	after int64
+	off   int64 // file offset of the reply (done)
 	// n is the reply's length (done), or the reservation of the reply
 	// (running: MarkRunningWithin's; 0, the default, for an entry an
 	// earlier process left running).
@@ -147,7 +166,7 @@ func openWAL(path string, opts WALOptions, syncFn func(*os.File) error) (*WALSto
 		opts.Rand = rand.Reader
 	}
 	s := &WALStore{path: path, acct: newAccounts(opts.Limits), now: opts.Now, sync: syncFn, rand: opts.Rand, room: opts.Room,
-		m: map[Key]walEntry{}, resv: map[Key]int64{}}
+		m: map[Key]walEntry{}, resv: map[Key]int64{}, elapsed: opts.Elapsed}
 	s.slack = opts.Slack
 	if s.slack <= 0 {
 		s.slack = max(s.acct.lim.Budget/8, 1<<20)
@@ -209,12 +228,18 @@ func (s *WALStore) load() error {
 			return err
 		}
 	}
-	now := s.now().UnixMilli()
+	s.base = s.now()
+	if s.elapsed != nil {
+		s.elapsed0 = s.elapsed()
+	}
+	now := s.base.UnixMilli()
 	for k, e := range s.m {
 		if e.expires < now {
 			delete(s.m, k)
 			continue
 		}
+		e.after = afterOf(0, e.expires, now)
+		s.m[k] = e
 		s.acct.charge(k.Sender, e.cost(k, s.acct.lim), true)
 		s.liveDisk += e.disk(k)
 		s.exp = append(s.exp, expiryItem{e.expires, k})
@@ -482,6 +507,30 @@ func (s *WALStore) releaseReservation(k Key) {
 	s.commit(&walOp{kind: opRelease, k: k})
 }
 
+// since is the time elapsed since the log was opened, at wall (Now's time)
+// in milliseconds, rounded down: Elapsed's, or wall's monotonic reading
+// (its wall time when it has none).
+func (s *WALStore) since(wall time.Time) int64 {
+	d := wall.Sub(s.base)
+	if s.elapsed != nil {
+		d = s.elapsed() - s.elapsed0
+	}
+	ms := d.Milliseconds()
+	if d < 0 && d%time.Millisecond != 0 {
+		ms--
+	}
+	return ms
+}
+
+// afterOf is walEntry.after of an entry expiring at expires written at
+// now (Unix ms), el (since) then.
+func afterOf(el, expires, now int64) int64 {
+	if expires <= now {
+		return el
+	}
+	return el + (expires - now)
+}
+
 // reservation is the disk a running entry of k reserves for its reply by
 // default: its done record with a reply of Limits.ReplyReserve bytes,
 // alone in a group.
@@ -559,7 +608,7 @@ type walOp struct {
 	max     int   // sweep
 	swept   int
 	gone    bool  // Finish: the entry was reclaimed before it was applied
-	insert  bool  // a done record of an entry not yet in the index (migration)
+	insert  bool  // migration: a done record inserts its entry; a running one reserves no disk (no handler of this process runs it)
 	rsv     int64 // running: the disk reserved for its reply (0: k has one already)
 	within  int64 // running: the reservation of its reply (MarkRunningWithin)
 	err     error
@@ -606,17 +655,18 @@ func (s *WALStore) run(batch []*walOp) {
 		fail(batch, walIOError("the idempotency ledger is unavailable after a failed write; restart the agent", s.broken))
 		return
 	}
-	now := s.now().UnixMilli()
+	wall := s.now()
+	now, el := wall.UnixMilli(), s.since(wall)
 	s.idx.Lock()
 	for _, o := range batch {
 		switch o.kind {
 		case opSweep:
-			o.swept = s.reclaim(o.expires, o.max)
+			o.swept = s.reclaim(o.expires, el, o.max)
 		case opRelease:
 			s.unreserve(o.k)
 		}
 	}
-	s.reclaim(now, reclaimPerOp*len(batch))
+	s.reclaim(now, el, reclaimPerOp*len(batch))
 	s.idx.Unlock()
 	// The group's ops, bytes and record offsets are built in buffers the
 	// leader reuses (one group at a time); a group's reply bytes are read
@@ -632,7 +682,7 @@ func (s *WALStore) run(batch []*walOp) {
 			continue
 		}
 		o.rsv = 0
-		if _, ok := s.resv[o.k]; !ok && o.kind == stateRunning {
+		if _, ok := s.resv[o.k]; !ok && o.kind == stateRunning && !o.insert {
 			o.rsv = s.reservationOf(o.k, s.acct.lim.reserveOf(o.within))
 		}
 		writes = append(writes, o)
@@ -692,7 +742,7 @@ func (s *WALStore) run(batch []*walOp) {
 		fail(writes, walIOError("cannot sync the idempotency ledger", err))
 		return
 	}
-	s.apply(writes, at, len(g))
+	s.apply(writes, at, len(g), wall)
 }
 
 // secure makes sure the group of writes, and every reservation it leaves,
@@ -752,9 +802,10 @@ func (s *WALStore) secure(writes []*walOp) []*walOp {
 
 // apply records a durable group of n bytes, written at the end of the
 // log, in the index: writes are its records, at their replies' offsets
-// within it.
-func (s *WALStore) apply(writes []*walOp, at []int, n int) {
+// within it; wall is the time the group was made.
+func (s *WALStore) apply(writes []*walOp, at []int, n int, wall time.Time) {
 	s.groups.Add(1)
+	el, now := s.since(wall), wall.UnixMilli()
 	s.idx.Lock()
 	defer s.idx.Unlock()
 	base := s.size
@@ -767,7 +818,7 @@ func (s *WALStore) apply(writes []*walOp, at []int, n int) {
 				s.resv[o.k] = o.rsv
 				s.reserved += o.rsv
 			}
-			e := walEntry{expires: o.expires, n: uint32(o.within)}
+			e := walEntry{expires: o.expires, after: afterOf(el, o.expires, now), n: uint32(o.within)}
 			s.m[o.k] = e
 			s.liveDisk += e.disk(o.k)
 			heap.Push(&s.exp, expiryItem{o.expires, o.k})
@@ -775,7 +826,7 @@ func (s *WALStore) apply(writes []*walOp, at []int, n int) {
 			s.unreserve(o.k)
 			e, ok := s.m[o.k]
 			if !ok && o.insert {
-				e, ok = walEntry{expires: o.expires}, true
+				e, ok = walEntry{expires: o.expires, after: afterOf(el, o.expires, now)}, true
 				s.liveDisk += e.disk(o.k)
 				heap.Push(&s.exp, expiryItem{o.expires, o.k})
 			}
@@ -831,12 +882,19 @@ func (s *WALStore) extend(target int64) error {
 }
 
 // reclaim drops up to max entries expired at now (Unix ms) from the index
-// and the accounts; their records become dead bytes of the file.
-func (s *WALStore) reclaim(now int64, max int) int {
+// and the accounts, those whose time has also elapsed (el, since): their
+// records become dead bytes of the file. An entry the wall clock alone
+// says is expired (a clock stepped forward) stops it: the entries after
+// it wait, at most its lifetime.
+func (s *WALStore) reclaim(now, el int64, max int) int {
 	n := 0
 	for n < max && len(s.exp) > 0 && s.exp[0].expires < now {
-		it := heap.Pop(&s.exp).(expiryItem)
+		it := s.exp[0]
 		e, ok := s.m[it.k]
+		if ok && e.expires == it.expires && e.after > el {
+			break
+		}
+		heap.Pop(&s.exp)
 		if !ok || e.expires != it.expires {
 			continue
 		}
