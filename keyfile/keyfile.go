@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/asn1"
 	"encoding/pem"
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -149,27 +148,6 @@ func WritePublic(path string, pub ed25519.PublicKey) error {
 func PublicPEM(pub ed25519.PublicKey) []byte {
 	der, _ := x509.MarshalPKIXPublicKey(pub)
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-}
-
-func writeNew(path string, data []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fail(ErrFileExists, "refusing to overwrite an existing file").WithCause(err)
-		}
-		return fail(ErrIOError, "cannot create key file").WithCause(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fail(ErrIOError, "cannot write key file").WithCause(err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fail(ErrIOError, "cannot write key file").WithCause(err)
-	}
-	return f.Close()
 }
 
 // ReadPrivate reads a private key file (see ReadPrivateWith) that is not

@@ -14,6 +14,7 @@ import (
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/keyfile"
 )
 
 // Standard input and output for bundle files (docs/CLI.md §1): "-" as
@@ -95,22 +96,19 @@ func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.W
 }
 
 // moveIntoPlace moves the complete temporary file tmp to out. Without
-// force it links it there, which fails when out appeared meanwhile,
-// then removes tmp; where the file system has no links it checks and
-// renames.
+// force it is keyfile.MoveNew, as for key files: it links tmp there, which
+// fails when out appeared meanwhile, then removes tmp; where the file
+// system has no links it checks and renames.
 func moveIntoPlace(tmp, out string, force bool) error {
 	if !force {
-		err := os.Link(tmp, out)
-		if err == nil {
-			os.Remove(tmp)
-			return nil
-		}
-		if errors.Is(err, os.ErrExist) {
+		err := keyfile.MoveNew(tmp, out)
+		if errors.Is(err, keyfile.ErrFileExists) {
 			return existsError(out)
 		}
-		if _, serr := os.Lstat(out); serr == nil {
-			return existsError(out)
+		if err != nil {
+			return cliutil.Failf("io_error", "cannot move the output into place").WithCause(err)
 		}
+		return nil
 	}
 	if err := os.Rename(tmp, out); err != nil {
 		return cliutil.Failf("io_error", "cannot move the output into place").WithCause(err)

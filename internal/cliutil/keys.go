@@ -102,9 +102,11 @@ func askTwice(env *Env) ([]byte, error) {
 	return p, nil
 }
 
-// readTerminal asks env's terminal for a secret after prompt.
+// readTerminal asks env's terminal for a secret after prompt, shown
+// through Sanitize: a prompt names a key file by the path given, and a
+// file name may carry terminal escapes.
 func readTerminal(env *Env, prompt string) ([]byte, error) {
-	p, err := env.ReadPassword(prompt)
+	p, err := env.ReadPassword(Sanitize(prompt))
 	if err != nil {
 		return nil, Failf("key_unreadable", "cannot read the passphrase from the terminal").WithCause(err)
 	}
@@ -303,7 +305,7 @@ it prints the did:key alone, for scripts: did=$(ampagent key show --did FILE).`,
 			if doc.Encrypted {
 				enc = ", encrypted"
 			}
-			fmt.Fprintf(env.Stdout, "%s: %s key%s\n", path, doc.Kind, enc)
+			fmt.Fprintf(env.Stdout, "%s: %s key%s\n", Sanitize(path), doc.Kind, enc)
 			if doc.DID != "" {
 				fmt.Fprintf(env.Stdout, "did: %s\n%s", doc.DID, doc.PublicKey)
 			} else {

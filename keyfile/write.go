@@ -1,0 +1,96 @@
+package keyfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// tempPattern names the temporary file a key file is written to in its
+// folder (os.CreateTemp puts digits for "*"): the name of the temporary
+// files of the bundle writers (docs/CLI.md §1.9), so that what a killed
+// keygen leaves is theirs to remove once stale.
+const tempPattern = ".ampbundle-key-*.tmp"
+
+// writeData writes a key file's bytes to its temporary file. Tests
+// replace it to fail, or to die, half-way.
+var writeData = func(f *os.File, data []byte) error {
+	_, err := f.Write(data)
+	return err
+}
+
+// writeNew writes data to the new file path with mode, never replacing a
+// file there, and never leaving a partial one (docs/SPEC-DECISIONS.md,
+// CLI-29): the bytes go to a temporary file in path's folder (created
+// exclusively, mode 0600, so a link planted at its name is never
+// followed), which is synced, given mode, and moved to path by MoveNew;
+// the folder is synced last. A process killed on the way leaves at most
+// the temporary file; any failure removes it (and path, when the folder
+// cannot be synced after the move) and is ErrIOError, or ErrFileExists
+// when path is taken, checked before anything is created.
+func writeNew(path string, data []byte, mode os.FileMode) error {
+	if _, err := os.Lstat(path); err == nil {
+		return errExists()
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, tempPattern)
+	if err != nil {
+		return fail(ErrIOError, "cannot create the key file's temporary file").WithCause(err)
+	}
+	tmp := f.Name()
+	err = writeData(f, data)
+	if err == nil && mode != 0o600 {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fail(ErrIOError, "cannot write the key file").WithCause(err)
+	}
+	if err := MoveNew(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := syncDir(dir); err != nil {
+		os.Remove(path)
+		return fail(ErrIOError, "cannot make the key file durable in its folder").WithCause(err)
+	}
+	return nil
+}
+
+// MoveNew moves the complete, synced file tmp to out, never replacing a
+// file there: it hard-links tmp to out, which fails when anything is at
+// out (a link too, never followed), then removes tmp. Where the file
+// system has no hard links (FAT, some network shares) it renames tmp after
+// checking that out is absent: only a file appearing between the check and
+// the rename is replaced. A file at out is ErrFileExists (tmp is left to
+// the caller); another failure is ErrIOError. Syncing the folder is the
+// caller's. The bundle writers put their outputs in place with it too
+// (docs/SPEC-DECISIONS.md, CLI-29).
+func MoveNew(tmp, out string) error {
+	err := os.Link(tmp, out)
+	if err == nil {
+		os.Remove(tmp) // out holds the file either way
+		return nil
+	}
+	if _, serr := os.Lstat(out); errors.Is(err, fs.ErrExist) || serr == nil {
+		return errExists()
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return fail(ErrIOError, "cannot move the file into place").WithCause(err)
+	}
+	return nil
+}
+
+// errExists is ErrFileExists, wrapping fs.ErrExist.
+func errExists() *amp.Error {
+	return fail(ErrFileExists, "refusing to overwrite an existing file").WithCause(fs.ErrExist)
+}
