@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -371,7 +372,8 @@ type PartsReader struct {
 	whole hash.Hash
 	err   error
 	// head holds the bytes CheckCarries read (hashed as they passed),
-	// returned again by the next Reads; checked says it ran.
+	// returned again by the next Reads and released once they all were;
+	// checked says it ran.
 	head    []byte
 	checked bool
 	// OnPart, when set, is called after each part verified (1-based).
@@ -447,6 +449,9 @@ func (p *PartsReader) Read(b []byte) (int, error) {
 	if len(p.head) > 0 {
 		n := copy(b, p.head)
 		p.head = p.head[n:]
+		if len(p.head) == 0 {
+			p.head = nil // an empty slice of it would keep the buffer (BUNDLE-18)
+		}
 		return n, nil
 	}
 	return p.read(b)
@@ -509,43 +514,97 @@ func (p *PartsReader) read(b []byte) (int, error) {
 // terminal becomes a controlling one, a tape rewinds on close) before
 // any check of what was opened could refuse it (BUNDLE-12, amended): the
 // links of the path are resolved and the file they lead to is examined
-// without opening it (lstat); only a regular file is opened, without
-// following a link put in its place meanwhile (ELOOP) and without
-// waiting (a FIFO opens at once), and what was opened must be that very
-// file (fstat, os.SameFile).
+// before it is opened (openPart: on Linux through a descriptor that opens
+// nothing, then that very inode is opened, so nothing put in its place
+// meanwhile is; elsewhere lstat, then an open that follows no link and
+// does not wait); only a regular file is opened, and what was opened must
+// be the file examined (fstat, os.SameFile).
 func (p *PartsReader) open() (*os.File, error) {
 	path, size := p.paths[p.i], p.x.Parts[p.i].Size
 	swapped := func() error {
 		return fail(bundle.ErrPartMismatch, "part %d (%s) is no longer a regular file of the %d bytes the index says (replaced after the parts were located)", p.i+1, path, size)
 	}
-	target, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, fail(bundle.ErrIO, "cannot open part %d (%s)", p.i+1, path).WithCause(err)
-	}
-	seen, err := os.Lstat(target)
-	if err != nil {
-		return nil, fail(bundle.ErrIO, "cannot open part %d (%s)", p.i+1, path).WithCause(err)
-	}
-	if !seen.Mode().IsRegular() {
+	f, st, err := openExamined(path)
+	if errors.Is(err, errNotRegular) {
 		return nil, swapped()
 	}
-	f, err := openNoFollow(target)
 	if err != nil {
-		if st, lerr := os.Lstat(target); lerr == nil && !st.Mode().IsRegular() {
-			return nil, swapped() // a link or a node put there since
-		}
 		return nil, fail(bundle.ErrIO, "cannot open part %d (%s)", p.i+1, path).WithCause(err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fail(bundle.ErrIO, "cannot read part %d (%s)", p.i+1, path).WithCause(err)
-	}
-	if !st.Mode().IsRegular() || !os.SameFile(seen, st) || uint64(st.Size()) != size {
+	if uint64(st.Size()) != size {
 		f.Close()
 		return nil, swapped()
 	}
 	return f, nil
+}
+
+// OpenRegular opens the file at path (the operator's links followed) only
+// when it is a regular file, as a part is opened: what the path leads to
+// is examined before it is opened, and anything else (a FIFO, a device)
+// is refused as ErrIO without being opened, so no driver runs and nothing
+// waits for a writer (docs/SPEC-DECISIONS.md BUNDLE-12, BUNDLE-17,
+// BUNDLE-19). For a part index, which is read before its parts.
+func OpenRegular(path string) (*os.File, error) {
+	f, _, err := openExamined(path)
+	if errors.Is(err, errNotRegular) {
+		return nil, fail(bundle.ErrIO, "%s is not a regular file (a FIFO or a device is not opened)", path)
+	}
+	if err != nil {
+		return nil, fail(bundle.ErrIO, "cannot open %s", path).WithCause(err)
+	}
+	return f, nil
+}
+
+// openExamined resolves the links of path and opens the file they lead to
+// (openPart) only when it is a regular file, else errNotRegular with
+// nothing opened; it returns the file and what fstat shows of it, which
+// is the very file examined (os.SameFile).
+func openExamined(path string) (*os.File, os.FileInfo, error) {
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, seen, err := openPart(target)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() || !os.SameFile(seen, st) {
+		f.Close()
+		return nil, nil, errNotRegular
+	}
+	return f, st, nil
+}
+
+// errNotRegular is openPart's refusal of anything but a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// openPartByPath is openPart by name: the file target is examined without
+// being opened (lstat), then opened without following a link put in its
+// place meanwhile (ELOOP) and without waiting (a FIFO opens at once). The
+// two looks are apart: a node put in target's place between them is
+// opened, then refused by the caller (os.SameFile); where the system has
+// a descriptor that opens nothing, openPart does not come here.
+func openPartByPath(target string) (*os.File, os.FileInfo, error) {
+	seen, err := os.Lstat(target)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !seen.Mode().IsRegular() {
+		return nil, nil, errNotRegular
+	}
+	f, err := openNoFollow(target)
+	if err != nil {
+		if st, lerr := os.Lstat(target); lerr == nil && !st.Mode().IsRegular() {
+			return nil, nil, errNotRegular // a link or a node put there since
+		}
+		return nil, nil, err
+	}
+	return f, seen, nil
 }
 
 // endPart ends the current part, all of whose bytes the index gives were

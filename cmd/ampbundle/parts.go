@@ -162,9 +162,10 @@ type partsInput struct {
 	signers []string
 }
 
-// isPartIndexFile reports whether path starts like a part index.
+// isPartIndexFile reports whether path is a regular file that starts like
+// a part index (anything else is not opened: BUNDLE-19).
 func isPartIndexFile(path string) bool {
-	f, err := os.Open(path)
+	f, err := bundlebuild.OpenRegular(path)
 	if err != nil {
 		return false
 	}
@@ -179,7 +180,9 @@ func isPartIndexFile(path string) bool {
 // index's folder), checks that they carry the bundle the index names
 // (part_mismatch) and returns the stream over them.
 func openParts(args []string, policy *bundle.Policy, unchecked bool) (*partsInput, error) {
-	f, err := os.Open(args[0])
+	// Only a regular file is opened: a FIFO or a device in the index's
+	// place is refused at once, as a part would be (BUNDLE-19).
+	f, err := bundlebuild.OpenRegular(args[0])
 	if err != nil {
 		return nil, cliutil.Failf("io_error", "cannot open the part index").WithCause(err)
 	}
