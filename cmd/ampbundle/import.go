@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/ocitransport"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -149,7 +150,9 @@ func runImport(env *cliutil.Env, c *cli.Context) (err error) {
 // bytes), so that it is read like any file. closer releases it.
 func openImportFile(env *cliutil.Env, c *cli.Context, path string) (*os.File, io.Closer, error) {
 	if path != stdio {
-		f, err := os.Open(path)
+		// Only a regular file is opened: a FIFO or a device in its
+		// place is refused at once, never waited on (BUNDLE-19).
+		f, err := bundlebuild.OpenRegular(path)
 		if err != nil {
 			return nil, nil, cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
 		}

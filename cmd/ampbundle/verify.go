@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/keyfile"
@@ -117,7 +118,9 @@ func openVerifyInput(env *cliutil.Env, c *cli.Context, split bool, policy *bundl
 	case path == stdio:
 		return env.Stdin, nil, nil, nil
 	}
-	f, err := os.Open(path)
+	// Only a regular file is opened: a FIFO or a device in its place is
+	// refused at once, never waited on (BUNDLE-19).
+	f, err := bundlebuild.OpenRegular(path)
 	if err != nil {
 		return nil, nil, nil, cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
 	}
