@@ -17,8 +17,9 @@
 // inspect', 'verify' and 'build' print with --json, so the bundle page and
 // the CLI show a bundle the same way.
 //
-// Handler serves GET and HEAD only, renders server-side with html/template
-// (every publisher-controlled value is escaped, and long ones truncated;
+// Handler serves GET and HEAD without a body only (CATALOG-25), renders
+// server-side with html/template (every publisher-controlled value is
+// escaped, and long ones truncated;
 // a schema's pieces by schemaHTML), embeds its one stylesheet, uses no
 // script at all, and sends a strict Content-Security-Policy. A page is
 // rendered only for a GET whose client is still there (a HEAD gets the

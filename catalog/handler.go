@@ -207,6 +207,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
+	if r.ContentLength != 0 {
+		// net/http watches for the client's departure (the request's
+		// context) only once a body was read to its end, which no page
+		// does: a GET declaring a body and then gone would be rendered
+		// whole for no reader (CATALOG-25). Closing the connection
+		// spares reading the body too.
+		w.Header().Set("Connection", "close")
+		http.Error(w, "a page request has no body", http.StatusBadRequest)
+		return
+	}
 	peer := transport.Peer(r.RemoteAddr)
 	if h.slots.Enter(peer) != "" {
 		w.Header().Set("Retry-After", "1")

@@ -413,10 +413,11 @@ func (m *Model) schemaView(ctx context.Context, s Schema, prefix string) schemaV
 		m: m, s: s, prefix: prefix, ctx: ctx}
 }
 
-// Body renders the schema (pretty, then schemaHTML) when its page is
+// Body renders the schema (prettyFor, then schemaHTML) when its page is
 // written: not for a HEAD (render does not execute the page), and not
 // once the request's context ended, checked before the rendering and
-// every renderCheck pieces; the error then stops the page.
+// every renderCheck tokens of the printing and pieces of the markup; the
+// error then stops the page.
 func (v schemaView) Body() (schemaBody, error) {
 	if v.s.Err != "" || len(v.s.Text) == 0 {
 		return schemaBody{}, nil
@@ -424,7 +425,10 @@ func (v schemaView) Body() (schemaBody, error) {
 	if err := v.ctx.Err(); err != nil {
 		return schemaBody{}, err
 	}
-	toks := v.m.pretty(v.s, v.prefix)
+	toks, err := v.m.prettyFor(v.ctx, v.s, v.prefix)
+	if err != nil {
+		return schemaBody{}, err
+	}
 	var b schemaBody
 	if n := len(toks); n > 0 && toks[n-1].Cut {
 		toks, b.Cut = toks[:n-1], true

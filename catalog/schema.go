@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -563,16 +564,27 @@ func renderCost(s string) int {
 // one text piece. The rendering stops at MaxRenderBytes: its last piece
 // is then a Cut one.
 func (m *Model) pretty(s Schema, prefix string) []Tok {
-	p := &printer{m: m, s: s, prefix: prefix, draft: draftOf(s.Text)}
+	toks, _ := m.prettyFor(context.Background(), s, prefix)
+	return toks
+}
+
+// prettyFor is pretty for a request of ctx: it stops with the context's
+// error once ctx ends, checked every renderCheck tokens of the document,
+// so that a client gone while its page renders stops the printing too.
+func (m *Model) prettyFor(ctx context.Context, s Schema, prefix string) ([]Tok, error) {
+	p := &printer{ctx: ctx, m: m, s: s, prefix: prefix, draft: draftOf(s.Text)}
 	ok := p.run()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	p.flush()
 	if p.cut {
-		return append(p.out, Tok{Cut: true})
+		return append(p.out, Tok{Cut: true}), nil
 	}
 	if !ok || len(p.out) == 0 {
-		return rawText(s.Text)
+		return rawText(s.Text), nil
 	}
-	return p.out
+	return p.out, nil
 }
 
 // rawText is text as one piece, cut at MaxRenderBytes.
@@ -597,6 +609,7 @@ type frame struct {
 }
 
 type printer struct {
+	ctx     context.Context
 	m       *Model
 	s       Schema
 	prefix  string
@@ -724,7 +737,10 @@ func (p *printer) run() bool {
 	dec := json.NewDecoder(bytes.NewReader(p.s.Text))
 	dec.UseNumber()
 	links := 0
-	for !p.cut {
+	for n := 0; !p.cut; n++ {
+		if n%renderCheck == 0 && p.ctx.Err() != nil {
+			return false
+		}
 		tok, err := dec.Token()
 		if err == io.EOF {
 			return len(p.stack) == 0

@@ -121,8 +121,9 @@ func short(s string) string { return clean(s, MaxText) }
 // long is clean at 16 times MaxText (notes).
 func long(s string) string { return clean(s, 16*MaxText) }
 
-// renderCheck is how many pieces of a schema are rendered between two
-// looks at whether the client is still there.
+// renderCheck is how many pieces of a schema are rendered (schemaHTML),
+// or tokens of it printed (prettyFor), between two looks at whether the
+// client is still there.
 const renderCheck = 1024
 
 // schemaHTML is the markup of the pieces of a rendered schema (the inside
