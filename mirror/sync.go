@@ -231,6 +231,13 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 			return nil, err
 		}
 	}
+	if !opts.DryRun {
+		// Each list's files the mirror failed in the run before are tried
+		// last in it (noteFailed writes what this run failed, also when
+		// it ends early).
+		c.failed = &failedFiles{prev: c.readLastFailed(), tried: map[string]bool{}}
+		defer c.noteFailed()
+	}
 	if rep.Statements, err = c.syncStatements(ctx, t, ix, opts.DryRun); err != nil {
 		return rep, err
 	}
@@ -243,12 +250,7 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 		have[b.BundleID] = b
 	}
 	keep := map[string]bool{}
-	bundles, prevFailed := ix.Bundles, []string(nil)
-	if !opts.DryRun {
-		prevFailed = c.readLastFailed()
-		bundles = lastFailedLast(bundles, prevFailed)
-	}
-	tried := map[string]bool{}
+	bundles := failedLast(c, ix.Bundles, func(e IndexEntry) string { return e.BundleID })
 	// failing names the download the mirror failed (unreachable, too
 	// slow, cut off, an error status, not the file listed: mirrorFailed):
 	// the rest of the bundle list is not tried in this run, so that a
@@ -282,10 +284,8 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 			}
 			keep[partName(e)] = true
 			c.fetchAndImport(ctx, t, e, &it)
-			if mirrorFailed(it.Error) {
+			if c.failed.fetched(it.Error, e.BundleID) {
 				failing = e.BundleID
-			} else {
-				tried[e.BundleID] = true
 			}
 		}
 		rep.Items = append(rep.Items, it)
@@ -295,7 +295,6 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	}
 	if !opts.DryRun {
 		c.pruneSpool(keep)
-		c.noteFailed(prevFailed, tried, failing)
 	}
 	if rep.Heartbeats, err = c.syncHeartbeats(ctx, t, ix, opts.DryRun); err != nil {
 		return rep, err
@@ -374,6 +373,9 @@ type syncClient struct {
 	// refusals is the target when it says which files its store refused
 	// at its current generation; nil when it does not (an older agent).
 	refusals RefusalTarget
+	// failed is what the next run tries last of each list (nil in a dry
+	// run).
+	failed *failedFiles
 	// judged is what this sync knows of files refused at a store
 	// generation without being offered (syncrefusals.go).
 	judged localRefusals
@@ -550,6 +552,7 @@ func mirrorFailed(errName string) bool {
 // earlier in the run (so that a mirror stalling each download costs one
 // stall a list), else fetched and applied.
 type listedRun struct {
+	c       *syncClient
 	dryRun  bool
 	failing string // the download the mirror failed, if any
 }
@@ -569,9 +572,10 @@ func (r *listedRun) decide(held bool) (Outcome, error) {
 }
 
 // fetched notes the error name an item's fetch ended with: when the
-// mirror failed the download of what, the rest of the list is not tried.
-func (r *listedRun) fetched(errName, what string) {
-	if mirrorFailed(errName) {
+// mirror failed the download of what, the rest of the list is not tried,
+// and the next run tries it last (failedFiles, by its key).
+func (r *listedRun) fetched(errName, what, key string) {
+	if r.c.failed.fetched(errName, key) {
 		r.failing = what
 	}
 }
@@ -932,22 +936,91 @@ func (c *syncClient) spoolUsed(path string) int64 {
 	return n
 }
 
-// maxLastFailed bounds the bundle files remembered as failed (noteFailed).
+// maxLastFailed bounds the listed files remembered as failed
+// (noteFailed).
 const maxLastFailed = 64
 
-// lastFailedPath is the spool file that names, one bundle_id a line, the
-// bundle files the mirror at this URL failed and that were not synced
-// since: the next run tries them last, so that files the mirror fails on
-// every run do not keep the files listed after them from ever being
-// tried. One file per mirror URL: syncs from several mirrors into one
-// store do not forget each other's.
+// The keys by which the file of failed files names a listed statement
+// (failedStatementPrefix and its SHA-256 in hex) and a listed heartbeat
+// (failedHeartbeatPrefix and its bundle_id); a bundle file is named by
+// its bundle_id. No bundle_id holds a space, so the three never meet.
+const (
+	failedStatementPrefix = "statement "
+	failedHeartbeatPrefix = "heartbeat "
+)
+
+// failedFiles are the listed files (by key: bundle_id, or a prefix above)
+// the mirror failed in the run before (prev, from lastFailedPath), and,
+// in this run, those fetched without the mirror failing them (tried) and
+// the one a list stopped at (failing, at most one a list). noteFailed
+// writes from them what the next run tries last. Nil in a dry run.
+type failedFiles struct {
+	prev    []string
+	tried   map[string]bool
+	failing []string
+}
+
+// fetched notes how the fetch of the listed file key ended (errName) and
+// reports whether the mirror failed it (mirrorFailed): the rest of its
+// list is then not tried in this run.
+func (f *failedFiles) fetched(errName, key string) bool {
+	failed := mirrorFailed(errName)
+	if f != nil {
+		if failed {
+			f.failing = append(f.failing, key)
+		} else {
+			f.tried[key] = true
+		}
+	}
+	return failed
+}
+
+// failedLast returns items (a list of the index, each named by key) with
+// the ones the mirror failed in the run before moved to the end, in the
+// order they failed, so that a file the mirror fails on every run (a
+// damaged file, junk, an error status) does not keep the files listed
+// after it from ever being tried: one stall a list stops a list, and a
+// statement's place in it is not worth the rest of it (a trust statement
+// tried before the one it follows is refused as rotation_gap, and tried
+// again once the store moved): docs/SPEC-DECISIONS.md MIRROR-16.
+func failedLast[T any](c *syncClient, items []T, key func(T) string) []T {
+	if c.failed == nil || len(c.failed.prev) == 0 {
+		return items
+	}
+	at := map[string]int{}
+	for i, k := range c.failed.prev {
+		at[k] = i + 1
+	}
+	first := make([]T, 0, len(items))
+	last := make([]*T, len(c.failed.prev))
+	for i := range items {
+		if j := at[key(items[i])]; j > 0 && last[j-1] == nil {
+			last[j-1] = &items[i]
+		} else {
+			first = append(first, items[i])
+		}
+	}
+	for _, e := range last {
+		if e != nil {
+			first = append(first, *e)
+		}
+	}
+	return first
+}
+
+// lastFailedPath is the spool file that names, one key a line
+// (failedFiles), the listed files the mirror at this URL failed and that
+// were not synced since: the next run tries them last. One file per
+// mirror URL: syncs from several mirrors into one store do not forget
+// each other's.
 func (c *syncClient) lastFailedPath() string {
 	sum := sha256.Sum256([]byte(c.base.String()))
 	return filepath.Join(c.opts.SpoolDir, "last-failed-"+hex.EncodeToString(sum[:8]))
 }
 
-// readLastFailed returns the bundle_ids lastFailedPath names: read only
-// from a regular file, at most maxLastFailed valid bundle ids.
+// readLastFailed returns the keys lastFailedPath names: read only from a
+// regular file, at most maxLastFailed valid keys (a bundle_id, or a
+// statement's or a heartbeat's key); lines that are not are skipped.
 func (c *syncClient) readLastFailed() []string {
 	p := c.lastFailedPath()
 	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
@@ -958,68 +1031,51 @@ func (c *syncClient) readLastFailed() []string {
 		return nil
 	}
 	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, maxLastFailed*260))
-	var ids []string
-	for _, id := range strings.Split(string(b), "\n") {
-		if len(ids) < maxLastFailed && bundle.ValidateBundleID(id) == nil {
-			ids = append(ids, id)
+	b, _ := io.ReadAll(io.LimitReader(f, int64(maxLastFailed*(len(failedHeartbeatPrefix)+bundle.MaxBundleIDLen+1))))
+	var keys []string
+	for _, k := range strings.Split(string(b), "\n") {
+		if len(keys) < maxLastFailed && validFailedKey(k) {
+			keys = append(keys, k)
 		}
 	}
-	return ids
+	return keys
 }
 
-// lastFailedLast returns bundles with the ones named in failed moved to
-// the end, in the order failed names them.
-func lastFailedLast(bundles []IndexEntry, failed []string) []IndexEntry {
-	at := map[string]int{}
-	for i, id := range failed {
-		at[id] = i + 1
+// validFailedKey reports whether k is a key of failedFiles.
+func validFailedKey(k string) bool {
+	if h, ok := strings.CutPrefix(k, failedStatementPrefix); ok {
+		return len(h) == 2*sha256.Size && len(listedSum(h)) == sha256.Size && h == strings.ToLower(h)
 	}
-	var first []IndexEntry
-	last := make([]IndexEntry, len(failed))
-	for _, e := range bundles {
-		if i := at[e.BundleID]; i > 0 {
-			last[i-1] = e
-		} else {
-			first = append(first, e)
-		}
-	}
-	for _, e := range last {
-		if e.BundleID != "" {
-			first = append(first, e)
-		}
-	}
-	return first
+	k, _ = strings.CutPrefix(k, failedHeartbeatPrefix)
+	return bundle.ValidateBundleID(k) == nil
 }
 
-// noteFailed writes the list the next run tries last: those of prev not
-// tried in this run (tried says which were), then failing (the one that
-// failed in this run, "" for none), at most maxLastFailed; no file when
-// it is empty. It is written whole or not at all (a temporary file
-// renamed).
-func (c *syncClient) noteFailed(prev []string, tried map[string]bool, failing string) {
-	var ids []string
-	for _, id := range prev {
-		if !tried[id] && id != failing {
-			ids = append(ids, id)
+// noteFailed writes the list the next run tries last: the files of the
+// run before not tried in this one, then those this run failed, at most
+// maxLastFailed (the latest); no file when it is empty. It is written
+// whole or not at all (a temporary file renamed).
+func (c *syncClient) noteFailed() {
+	f := c.failed
+	var keys []string
+	for _, k := range f.prev {
+		if !f.tried[k] && !slices.Contains(f.failing, k) {
+			keys = append(keys, k)
 		}
 	}
-	if failing != "" {
-		ids = append(ids, failing)
-	}
-	if len(ids) > maxLastFailed {
-		ids = ids[len(ids)-maxLastFailed:]
+	keys = append(keys, f.failing...)
+	if len(keys) > maxLastFailed {
+		keys = keys[len(keys)-maxLastFailed:]
 	}
 	p := c.lastFailedPath()
-	if len(ids) == 0 {
+	if len(keys) == 0 {
 		os.Remove(p)
 		return
 	}
-	tmp, err := os.CreateTemp(c.opts.SpoolDir, ".last-failed-*")
+	tmp, err := os.CreateTemp(c.opts.SpoolDir, lastFailedTempPrefix+"*")
 	if err != nil {
 		return
 	}
-	_, werr := tmp.WriteString(strings.Join(ids, "\n"))
+	_, werr := tmp.WriteString(strings.Join(keys, "\n"))
 	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), p) != nil {
 		os.Remove(tmp.Name())
 	}

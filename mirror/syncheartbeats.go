@@ -42,7 +42,8 @@ type HeartbeatItem struct {
 // its own trust. A refused heartbeat changes nothing and is reported; after
 // one whose download the mirror failed or that it served otherwise than
 // listed (mirrorFailed), the following ones are not tried in this run
-// (mirror_unreachable): one stall a list.
+// (mirror_unreachable): one stall a list; the next run tries it last
+// (failedLast).
 func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dryRun bool) ([]HeartbeatItem, error) {
 	out := []HeartbeatItem{}
 	ht, ok := t.(HeartbeatTarget)
@@ -69,8 +70,8 @@ func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dr
 	for _, b := range bs {
 		installed[b.BundleID] = true
 	}
-	run := listedRun{dryRun: dryRun}
-	for _, e := range ix.Heartbeats {
+	run := listedRun{c: c, dryRun: dryRun}
+	for _, e := range failedLast(c, ix.Heartbeats, heartbeatFailedKey) {
 		if !installed[e.BundleID] {
 			continue
 		}
@@ -87,7 +88,7 @@ func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dr
 				it.Outcome, it.Error, it.Message = refusal(err)
 			} else {
 				c.fetchAndApplyHeartbeat(ctx, ht, e, sum, &it)
-				run.fetched(it.Error, "the heartbeat of "+e.BundleID)
+				run.fetched(it.Error, "the heartbeat of "+e.BundleID, heartbeatFailedKey(e))
 			}
 		}
 		out = append(out, it)
@@ -97,6 +98,10 @@ func (c *syncClient) syncHeartbeats(ctx context.Context, t Target, ix *Index, dr
 	}
 	return out, nil
 }
+
+// heartbeatFailedKey is the key of a listed heartbeat in the list of
+// failed files (failedFiles).
+func heartbeatFailedKey(e IndexHeartbeat) string { return failedHeartbeatPrefix + e.BundleID }
 
 func (c *syncClient) fetchAndApplyHeartbeat(ctx context.Context, ht HeartbeatTarget, e IndexHeartbeat, sum []byte, it *HeartbeatItem) {
 	refused := func(err error) { it.Outcome, it.Error, it.Message = refusal(err) }

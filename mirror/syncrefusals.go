@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -88,6 +89,15 @@ type localRefusals struct {
 // refusals.
 const localRefusalsPrefix = "refused-"
 
+// The temporary files the spool files of local refusals and of failed
+// files (noteFailed) are written through, renamed over them once whole.
+// One a crashed sync left is removed by a later one
+// (removeStaleLocalRefusals).
+const (
+	localRefusalsTempPrefix = ".refused-"
+	lastFailedTempPrefix    = ".last-failed-"
+)
+
 // localRefusalsPath is the spool file of the mirror's local refusals.
 func (c *syncClient) localRefusalsPath() string {
 	sum := sha256.Sum256([]byte(c.base.String()))
@@ -132,14 +142,26 @@ func (l *localRefusals) note(c *syncClient, sum []byte, verdict amp.ErrName, gen
 // load reads the spool file once: a regular file whose first line is the
 // generation and the unix time of the first note, then a hex SHA-256 and
 // an error name a line; lines that are not are skipped, at most
-// maxLocalRefusals are read. A file of another form is read as empty.
+// maxLocalRefusals are read. A file of another form is read as empty, and
+// so is one in a spool folder, or itself, that others may write
+// (othersMayWrite): a note skips a listed file, a revocation included, so
+// it is taken only where no other user may write by the mode bits
+// (docs/SPEC-DECISIONS.md MIRROR-16).
 func (l *localRefusals) load(c *syncClient) {
 	if l.loaded {
 		return
 	}
 	l.loaded, l.sums = true, map[string]string{}
+	dir, err := os.Stat(c.opts.SpoolDir)
+	if err != nil {
+		return
+	}
+	if othersMayWrite(dir) {
+		c.log.Warn("others may write to the sync spool folder: the files earlier syncs refused are downloaded again (chmod go-w the folder)", "dir", c.opts.SpoolDir)
+		return
+	}
 	p := c.localRefusalsPath()
-	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() || othersMayWrite(fi) {
 		return
 	}
 	f, err := os.Open(p)
@@ -167,16 +189,24 @@ func (l *localRefusals) load(c *syncClient) {
 	}
 }
 
+// othersMayWrite reports whether fi's mode lets a group or other users
+// write it. Not judged on Windows, whose mode bits do not say so.
+func othersMayWrite(fi os.FileInfo) bool {
+	return runtime.GOOS != "windows" && fi.Mode().Perm()&0o022 != 0
+}
+
 // save writes what is remembered, whole or not at all (a temporary file
 // renamed), when it still counts (current); else removes the file (the
 // store moved, or a day passed: everything is judged again). It also
 // removes the files of other mirrors not written for a day (a mirror no
 // longer synced).
 func (l *localRefusals) save(c *syncClient) {
+	if c.failed != nil { // not a dry run
+		c.removeStaleLocalRefusals()
+	}
 	if c.refusals == nil {
 		return
 	}
-	c.removeStaleLocalRefusals()
 	if !l.loaded {
 		return
 	}
@@ -190,7 +220,7 @@ func (l *localRefusals) save(c *syncClient) {
 	for h, v := range l.sums {
 		b.WriteString("\n" + h + " " + v)
 	}
-	tmp, err := os.CreateTemp(c.opts.SpoolDir, ".refused-*")
+	tmp, err := os.CreateTemp(c.opts.SpoolDir, localRefusalsTempPrefix+"*")
 	if err != nil {
 		return
 	}
@@ -202,7 +232,11 @@ func (l *localRefusals) save(c *syncClient) {
 
 // removeStaleLocalRefusals removes the spool files of local refusals (of
 // any mirror) last written more than resolver.RefusalReauditInterval ago:
-// none of them would count any more.
+// none of them would count any more; and the temporary files of those and
+// of the failed files (localRefusalsTempPrefix, lastFailedTempPrefix) as
+// old, which a sync killed before renaming one left: no sync writes one
+// for a day, and nothing else would remove them (docs/SPEC-DECISIONS.md
+// MIRROR-16).
 func (c *syncClient) removeStaleLocalRefusals() {
 	entries, err := os.ReadDir(c.opts.SpoolDir)
 	if err != nil {
@@ -210,7 +244,9 @@ func (c *syncClient) removeStaleLocalRefusals() {
 	}
 	cutoff := c.opts.Now().Add(-resolver.RefusalReauditInterval)
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), localRefusalsPrefix) || !e.Type().IsRegular() {
+		n := e.Name()
+		ours := strings.HasPrefix(n, localRefusalsPrefix) || strings.HasPrefix(n, localRefusalsTempPrefix) || strings.HasPrefix(n, lastFailedTempPrefix)
+		if !ours || !e.Type().IsRegular() {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {

@@ -27,8 +27,9 @@ type StatementItem struct {
 	Message     string  `json:"message,omitempty"`
 }
 
-// syncStatements applies, in the index order, every statement of ix that t
-// has not applied, each exactly as 'ampbundle import FILE' applies it:
+// syncStatements applies, in the index order (those the mirror failed in
+// the run before last: failedLast), every statement of ix that t has not
+// applied, each exactly as 'ampbundle import FILE' applies it:
 // downloaded (bounded by the statement size limit), checked against the
 // index's size, type and SHA-256, then verified by the store against its
 // own trust. A refused statement changes nothing and is reported; the
@@ -43,8 +44,8 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 	if !ok {
 		return out, nil
 	}
-	run := listedRun{dryRun: dryRun}
-	for _, e := range ix.Statements {
+	run := listedRun{c: c, dryRun: dryRun}
+	for _, e := range failedLast(c, ix.Statements, statementFailedKey) {
 		it := StatementItem{SHA256: e.SHA256, ContentType: e.ContentType}
 		sum, _ := hex.DecodeString(e.SHA256) // checked by DecodeIndex
 		has, err := st.HasStatement(sum)
@@ -67,7 +68,7 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 				refuseStatement(&it, err)
 			} else {
 				c.fetchAndApply(ctx, t, st, e, sum, &it)
-				run.fetched(it.Error, "statement "+e.SHA256)
+				run.fetched(it.Error, "statement "+e.SHA256, statementFailedKey(e))
 			}
 		}
 		out = append(out, it)
@@ -77,6 +78,10 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 	}
 	return out, nil
 }
+
+// statementFailedKey is the key of a listed statement in the list of
+// failed files (failedFiles).
+func statementFailedKey(e IndexStatement) string { return failedStatementPrefix + e.SHA256 }
 
 func (c *syncClient) fetchAndApply(ctx context.Context, t Target, st StatementTarget, e IndexStatement, sum []byte, it *StatementItem) {
 	data, same, err := c.getListed(ctx, e.Href, e.Size, bundle.MaxRevocationSize, sum)
