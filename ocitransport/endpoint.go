@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -148,7 +149,7 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 			return nil, err
 		}
 		if mode == ReadOnly {
-			st, err := oci.NewFromFS(ctx, os.DirFS(loc.Path))
+			st, err := oci.NewFromFS(ctx, dirFiles{loc.Path})
 			if err != nil {
 				return nil, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
 			}
@@ -264,12 +265,56 @@ func openRepository(loc Location, o *Options) (*remote.Repository, error) {
 		ReferrerListMaxPages: 10,
 		Client: &auth.Client{
 			Client:     newHTTPClient(host, loc.Repository, plain, o),
-			Cache:      auth.NewCache(),
+			Cache:      &tokenCache{Cache: auth.NewCache()},
 			Credential: credentials.Credential(store),
 			Header:     http.Header{"User-Agent": {"ampbundle"}},
 		},
 	}
 	return repo, nil
+}
+
+// MaxTokenScopes bounds the distinct scope sets (and schemes) whose
+// tokens one endpoint's client caches: a genuine registry names one or two
+// per repository (pull; pull and push).
+const MaxTokenScopes = 8
+
+// tokenCache is oras-go's token cache, which keeps a token (up to 128 KiB)
+// under each scope set a challenge names (up to 64 KiB) for as long as the
+// endpoint lives, holding at most MaxTokenScopes of them: past the bound a
+// token of a new scope set is oci_registry_error, before it is fetched. A
+// registry naming a new scope in each challenge had every request of a
+// sync add an entry: gigabytes held (docs/SPEC-DECISIONS.md OCI-19).
+type tokenCache struct {
+	auth.Cache
+
+	mu   sync.Mutex
+	keys map[tokenKey]struct{}
+}
+
+// tokenKey is what oras-go caches a token under.
+type tokenKey struct {
+	registry string
+	scheme   auth.Scheme
+	key      string
+}
+
+// Set implements auth.Cache: fetch is called (and its token kept) only for
+// a scope set already cached or while fewer than MaxTokenScopes are.
+func (c *tokenCache) Set(ctx context.Context, registry string, scheme auth.Scheme, key string, fetch func(context.Context) (string, error)) (string, error) {
+	k := tokenKey{registry, scheme, key}
+	c.mu.Lock()
+	if _, ok := c.keys[k]; !ok {
+		if len(c.keys) >= MaxTokenScopes {
+			c.mu.Unlock()
+			return "", fail(ErrRegistry, "the registry asked for tokens of more than %d scopes", MaxTokenScopes)
+		}
+		if c.keys == nil {
+			c.keys = map[tokenKey]struct{}{}
+		}
+		c.keys[k] = struct{}{}
+	}
+	c.mu.Unlock()
+	return c.Cache.Set(ctx, registry, scheme, key, fetch)
 }
 
 // newHTTPClient is the client of one registry: no proxy, bounded

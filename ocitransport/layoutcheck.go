@@ -282,7 +282,28 @@ func decodeMember(dec *json.Decoder, out []ocispec.Descriptor, list bool, maxRef
 }
 
 // dirFiles is a layout folder, read without following a symbolic link.
+// It is also the fs.FS oras-go reads a layout folder through (Open): a
+// file that is a symbolic link or not a regular file (a FIFO, whose open
+// would wait for a writer forever, a device) is refused at its open,
+// oci_layout_error, even when it was put there after checkLayoutDir
+// (docs/SPEC-DECISIONS.md OCI-15, amended in review 76).
 type dirFiles struct{ root string }
+
+// Open implements fs.FS: name, slash-separated and relative, opened by
+// openNoFollow.
+func (d dirFiles) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	f, err := openNoFollow(filepath.Join(d.root, filepath.FromSlash(name)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fail(ErrLayout, "a file of the OCI layout is a symbolic link or not a regular file").WithCause(err)
+	}
+	return f, nil
+}
 
 func (d dirFiles) size(name string) (int64, error) {
 	st, err := os.Lstat(filepath.Join(d.root, filepath.FromSlash(name)))

@@ -40,8 +40,9 @@ const layoutLockPoll = 20 * time.Millisecond
 // manifest no tag names.
 type layoutStore struct {
 	*oci.Store
-	root string
-	wait time.Duration
+	root  string
+	wait  time.Duration
+	blobs *oci.ReadOnlyStorage // the folder's blobs, read through dirFiles (Fetch)
 
 	mu    sync.Mutex
 	index ocispec.Index // as last read or written
@@ -62,7 +63,7 @@ func openLayoutStore(ctx context.Context, root string, wait time.Duration) (*lay
 	if wait <= 0 {
 		wait = DefaultLayoutLockWait
 	}
-	ls := &layoutStore{Store: st, root: root, wait: wait}
+	ls := &layoutStore{Store: st, root: root, wait: wait, blobs: oci.NewStorageFromFS(dirFiles{root})}
 	if ls.index, err = readLayoutIndex(root); err != nil {
 		return nil, err
 	}
@@ -151,6 +152,13 @@ func (l *layoutStore) Exists(ctx context.Context, target ocispec.Descriptor) (bo
 		}
 	}
 	return l.Store.Exists(ctx, target)
+}
+
+// Fetch reads the blob target from the folder through dirFiles, as a
+// layout opened to read is read, not through oras-go's os.DirFS, which
+// follows a symbolic link and waits on a FIFO put there since the open.
+func (l *layoutStore) Fetch(ctx context.Context, target ocispec.Descriptor) (io.ReadCloser, error) {
+	return l.blobs.Fetch(ctx, target)
 }
 
 // checkLayoutLinks refuses a layout to write whose index.json or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/registry"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundlebuild"
@@ -90,6 +90,15 @@ func (e *Endpoint) WriteBundle(ctx context.Context, a *Artifact, w io.Writer) er
 			return err
 		}
 	}
+	return a.checkFile(hw)
+}
+
+// checkFile says whether hw, the layers of the bundle a streamed in
+// order, is the file a's manifest names: its size (oci_size_mismatch) and
+// SHA-256 (oci_digest_mismatch). Each layer matching its own digest does
+// not make it so: the parts of a genuine file listed in another order do
+// too.
+func (a *Artifact) checkFile(hw *hashWriter) error {
 	if hw.n != a.FileSize {
 		return fail(ErrSize, "the layers are not the file size the manifest says")
 	}
@@ -448,7 +457,12 @@ func (e *Endpoint) Manifest(ctx context.Context, desc ocispec.Descriptor) (*Arti
 
 // referrers lists the referrers of desc, failing as soon as there are
 // more than MaxReferrers: a registry's pages are counted as they arrive
-// (each page bounded in bytes by the client), a layout's are in memory.
+// (each page bounded in bytes by the client). A layout's are the image
+// manifests whose subject is desc among its predecessors in the layout's
+// graph (what oras-go's registry.Referrers finds), but a predecessor over
+// MaxStatementManifestSize is not read: it is no statement, and a manifest
+// of up to 4 MiB listing every bundle as a layer cost each listing its
+// bytes (docs/SPEC-DECISIONS.md OCI-18).
 func (e *Endpoint) referrers(ctx context.Context, desc ocispec.Descriptor) ([]ocispec.Descriptor, error) {
 	tooMany := fail(ErrTooMany, "the bundle has more than %d referrers", MaxReferrers)
 	var descs []ocispec.Descriptor
@@ -466,12 +480,30 @@ func (e *Endpoint) referrers(ctx context.Context, desc ocispec.Descriptor) ([]oc
 		}
 		return descs, nil
 	}
-	descs, err := registry.Referrers(ctx, e.src, desc, "")
+	preds, err := e.src.Predecessors(ctx, desc)
 	if err != nil {
 		return nil, wrap(err, "listing the bundle's referrers")
 	}
-	if len(descs) > MaxReferrers {
-		return nil, tooMany
+	for _, p := range preds {
+		if p.MediaType != ocispec.MediaTypeImageManifest || p.Size <= 0 || p.Size > MaxStatementManifestSize {
+			continue // no statement (checkManifestDescriptor's bound): not read
+		}
+		raw, err := e.readSmall(ctx, p, MaxStatementManifestSize)
+		if err != nil {
+			return nil, err
+		}
+		var m struct {
+			ArtifactType string              `json:"artifactType"`
+			Subject      *ocispec.Descriptor `json:"subject"`
+		}
+		if json.Unmarshal(raw, &m) != nil || m.Subject == nil || m.Subject.MediaType != desc.MediaType ||
+			m.Subject.Digest != desc.Digest || m.Subject.Size != desc.Size {
+			continue // not a referrer of desc: a manifest listing it otherwise
+		}
+		if len(descs) >= MaxReferrers {
+			return nil, tooMany
+		}
+		descs = append(descs, ocispec.Descriptor{MediaType: p.MediaType, Digest: p.Digest, Size: p.Size, ArtifactType: m.ArtifactType})
 	}
 	return descs, nil
 }

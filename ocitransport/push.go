@@ -232,19 +232,39 @@ func Copy(ctx context.Context, src *Endpoint, ref string, dst *Endpoint, tag str
 	return a, len(stmts), nil
 }
 
-// copyArtifact copies a's layers, then its manifest, untagged.
+// copyArtifact copies a's layers, then its manifest, untagged. A bundle
+// cut into parts is checked as a pull checks it (checkFile) before its
+// manifest lands: each part hashed in order as it streams from src, or,
+// when dst has it already, as it is read back from dst, verified
+// (docs/SPEC-DECISIONS.md OCI-17). One layer is the file: its digest is
+// the file's SHA-256 (DecodeManifest), and nothing more is read.
 func copyArtifact(ctx context.Context, src, dst *Endpoint, a *Artifact) error {
+	var whole *hashWriter
+	var buf []byte
+	if a.Kind == KindBundle && len(a.Manifest.Layers) > 1 {
+		whole, buf = &hashWriter{h: sha256.New()}, make([]byte, CopyBufferSize)
+	}
 	for _, l := range a.Manifest.Layers {
 		var br *blobReader
 		err := dst.pushIfAbsent(ctx, l, func() (io.Reader, error) {
 			var err error
-			br, err = src.openBlob(ctx, l)
-			return br, err
+			if br, err = src.openBlob(ctx, l); err != nil || whole == nil {
+				return br, err
+			}
+			return io.TeeReader(br, whole), nil
 		})
 		if br != nil {
 			br.Close()
 		}
+		if err == nil && whole != nil && br == nil {
+			err = dst.copyBlob(ctx, l, whole, buf) // dst had it: read it back
+		}
 		if err != nil {
+			return err
+		}
+	}
+	if whole != nil {
+		if err := a.checkFile(whole); err != nil {
 			return err
 		}
 	}
