@@ -113,7 +113,11 @@
 // latest arrival. No writer is answered before its group is durable. The
 // log's records are checksummed per group; a torn last group (a crash
 // during its write) is truncated on open, damage before an intact group
-// fails the open (ErrLedgerCorrupt).
+// fails the open (ErrLedgerCorrupt), and so does a file holding more
+// unexpired entries than the budget can account for; opening allocates by
+// the bytes it reads, never by a group's claimed length. A failed fdatasync,
+// or a failed directory sync after a compaction, makes the log refuse
+// every write until it is opened again.
 // The formats are specified in docs/FORMAT.md.
 //
 // Only what a handler ran for is written durably: PING, refusals and

@@ -80,19 +80,25 @@ type WALStore struct {
 	elapsed0 time.Duration
 	slack    int64
 	sync     func(*os.File) error // fdatasync; replaced by tests to count
+	syncDir  func(string) error   // a directory's sync after a rename; replaced by tests to fail
 	rand     io.Reader
 	room     func(add int64) error // WALOptions.Room
 
 	// idx guards the index, the file handle and its size: Lookup reads
 	// them shared; the leader changes them exclusively.
-	idx      sync.RWMutex
-	f        *os.File
-	size     int64      // the end of the last group
-	alloc    int64      // the file's length: size plus the zero reserve after it
-	wf       *walFormat // the file's format and key
-	seq      uint64     // the last group's sequence number
-	m        map[Key]walEntry
-	exp      expiryHeap
+	idx   sync.RWMutex
+	f     *os.File
+	size  int64      // the end of the last group
+	alloc int64      // the file's length: size plus the zero reserve after it
+	wf    *walFormat // the file's format and key
+	seq   uint64     // the last group's sequence number
+	m     map[Key]walEntry
+	exp   expiryHeap
+	// wait holds the entries expired on the wall clock whose lifetime has
+	// not elapsed (a clock stepped forward), ordered by walEntry.after
+	// (in expiryItem.expires): reclaim takes them aside so that they hold
+	// up no other entry.
+	wait     expiryHeap
 	liveDisk int64 // bytes of the live entries' records
 	broken   error // a failed fdatasync: the file's state is unknown
 
@@ -166,7 +172,7 @@ func openWAL(path string, opts WALOptions, syncFn func(*os.File) error) (*WALSto
 		opts.Rand = rand.Reader
 	}
 	s := &WALStore{path: path, acct: newAccounts(opts.Limits), now: opts.Now, sync: syncFn, rand: opts.Rand, room: opts.Room,
-		m: map[Key]walEntry{}, resv: map[Key]int64{}, elapsed: opts.Elapsed}
+		m: map[Key]walEntry{}, resv: map[Key]int64{}, elapsed: opts.Elapsed, syncDir: syncDir}
 	s.slack = opts.Slack
 	if s.slack <= 0 {
 		s.slack = max(s.acct.lim.Budget/8, 1<<20)
@@ -291,7 +297,7 @@ func (s *WALStore) create(path string) error {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(path))
+		err = s.syncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -338,6 +344,21 @@ func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
 	first := true
 	hs := s.wf.headerSize()
 	gh := make([]byte, hs)
+	// Entries expired at open are dropped as they are read (the last
+	// record of a key decides, so dropping early changes nothing), and
+	// the index holds no more entries than the budget could account for
+	// (each costs at least entryCost of a 1-byte sender and no reply): a
+	// log under the same budget never holds more (AGENT-20).
+	now := s.now().UnixMilli()
+	maxEntries := s.acct.lim.Budget / entryCost(Key{Sender: "x"}, 0)
+	overBudget := func() error {
+		return amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
+			"the ledger file holds more unexpired entries than its budget (%d bytes) can account for (at most %d); it is not this agent's log, or the budget was lowered: raise it, or move the file aside only if no invocation it records may be retried", s.acct.lim.Budget, maxEntries)
+	}
+	// One group holds at most maxGroup records (a commit) or one per live
+	// entry (a compaction).
+	sc := walScanner{max: int(min(max(maxEntries, maxGroup), 1<<31-1))}
+	var recs []walRecord
 	for off < size {
 		var n uint32
 		var seq uint64
@@ -352,23 +373,30 @@ func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
 		if err == nil && !first && seq != s.seq+1 {
 			err = fmt.Errorf("group sequence %d after %d", seq, s.seq)
 		}
-		var recs []walRecord
 		if err == nil {
-			p := make([]byte, n)
-			if _, err = io.ReadFull(r, p); err == nil {
-				recs, err = parseWALPayload(p, crc)
-			}
+			recs, err = sc.payload(r, int64(n), crc, recs)
+		}
+		if errors.Is(err, errWALTooMany) {
+			return 0, overBudget()
 		}
 		if err != nil {
-			return off, s.tornOrCorrupt(f, off, size, err)
+			return off, s.tornOrCorrupt(f, off, size, sc.max, err)
 		}
 		base := off + int64(hs)
 		for _, rec := range recs {
+			if rec.expires < now {
+				delete(s.m, rec.key)
+				continue
+			}
 			e := walEntry{expires: rec.expires, done: rec.typ == stateDone}
 			if e.done {
-				e.off, e.n = base+int64(rec.replyAt), uint32(len(rec.reply))
+				e.off, e.n = base+int64(rec.replyAt), uint32(rec.replyLen)
 			}
 			s.m[rec.key] = e
+		}
+		clear(recs) // their senders are not kept alive by the buffer
+		if int64(len(s.m)) > maxEntries {
+			return 0, overBudget()
 		}
 		s.seq, first = seq, false
 		off = base + int64(n)
@@ -379,11 +407,15 @@ func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
 // tornOrCorrupt decides what an unreadable group at off is. If no intact
 // group follows it, it is the torn tail of a write that was never
 // acknowledged (nil: the caller truncates). If one does, records that
-// were acknowledged lie beyond the damage: the open fails.
-func (s *WALStore) tornOrCorrupt(f *os.File, off, size int64, cause error) error {
+// were acknowledged lie beyond the damage: the open fails. A candidate
+// group of more than maxRecs records counts as intact (it is not read:
+// the file is refused, never truncated).
+func (s *WALStore) tornOrCorrupt(f *os.File, off, size int64, maxRecs int, cause error) error {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, off+1, size-off-1), 1<<16)
 	var win []byte
 	buf := make([]byte, 1<<16)
+	sc := walScanner{max: maxRecs}
+	var pr *bufio.Reader
 	pos := off + 1 // file offset of win[0]
 	for {
 		n, err := r.Read(buf)
@@ -391,12 +423,17 @@ func (s *WALStore) tornOrCorrupt(f *os.File, off, size int64, cause error) error
 		hs := s.wf.headerSize()
 		for len(win) >= hs {
 			if plen, _, crc, herr := s.wf.parseGroupHeader(win); herr == nil && int64(plen) <= size-pos-int64(hs) {
-				p := make([]byte, plen)
-				if _, rerr := f.ReadAt(p, pos+int64(hs)); rerr == nil {
-					if _, perr := parseWALPayload(p, crc); perr == nil {
-						return amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
-							"the ledger file is damaged at byte %d (%v) and intact records follow at byte %d; move it aside only if no invocation it records may be retried", off, cause, pos)
-					}
+				// Streamed: a candidate header claiming gigabytes
+				// allocates nothing ahead (AGENT-20).
+				sr := io.NewSectionReader(f, pos+int64(hs), int64(plen))
+				if pr == nil {
+					pr = bufio.NewReaderSize(sr, 1<<16)
+				} else {
+					pr.Reset(sr)
+				}
+				if _, perr := sc.payload(pr, int64(plen), crc, nil); perr == nil || errors.Is(perr, errWALTooMany) {
+					return amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
+						"the ledger file is damaged at byte %d (%v) and intact records follow at byte %d; move it aside only if no invocation it records may be retried", off, cause, pos)
 				}
 			}
 			win, pos = win[1:], pos+1
@@ -884,26 +921,46 @@ func (s *WALStore) extend(target int64) error {
 // reclaim drops up to max entries expired at now (Unix ms) from the index
 // and the accounts, those whose time has also elapsed (el, since): their
 // records become dead bytes of the file. An entry the wall clock alone
-// says is expired (a clock stepped forward) stops it: the entries after
-// it wait, at most its lifetime.
+// says is expired (a clock stepped forward) is set aside in s.wait until
+// its time has elapsed, so that it holds up no other entry (at most max
+// are set aside per call, which bounds a commit's work).
 func (s *WALStore) reclaim(now, el int64, max int) int {
-	n := 0
-	for n < max && len(s.exp) > 0 && s.exp[0].expires < now {
-		it := s.exp[0]
+	n, aside := 0, 0
+	for n < max && aside < max && len(s.exp) > 0 && s.exp[0].expires < now {
+		it := heap.Pop(&s.exp).(expiryItem)
 		e, ok := s.m[it.k]
-		if ok && e.expires == it.expires && e.after > el {
-			break
-		}
-		heap.Pop(&s.exp)
 		if !ok || e.expires != it.expires {
 			continue
 		}
-		delete(s.m, it.k)
-		s.liveDisk -= e.disk(it.k)
-		s.acct.release(it.k.Sender, e.cost(it.k, s.acct.lim))
+		if e.after > el {
+			heap.Push(&s.wait, expiryItem{e.after, it.k})
+			aside++
+			continue
+		}
+		s.drop(it.k, e)
+		n++
+	}
+	for n < max && len(s.wait) > 0 && s.wait[0].expires <= el {
+		it := heap.Pop(&s.wait).(expiryItem)
+		e, ok := s.m[it.k]
+		if !ok || e.after != it.expires {
+			continue
+		}
+		if e.expires >= now { // the wall clock stepped back meanwhile
+			heap.Push(&s.exp, expiryItem{e.expires, it.k})
+			continue
+		}
+		s.drop(it.k, e)
 		n++
 	}
 	return n
+}
+
+// drop removes k's entry e from the index and the accounts.
+func (s *WALStore) drop(k Key, e walEntry) {
+	delete(s.m, k)
+	s.liveDisk -= e.disk(k)
+	s.acct.release(k.Sender, e.cost(k, s.acct.lim))
 }
 
 // compact rewrites the live entries into path + ".compact", makes it
@@ -1003,11 +1060,12 @@ func (s *WALStore) compact() error {
 	if err := os.Rename(tmp, s.path); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(filepath.Dir(s.path)); err != nil {
-		// The rename happened; whether it is durable is unknown, and both
-		// files hold the same live entries: carry on with the new one.
-		_ = err
-	}
+	// The rename happened; whether it survives a crash is unknown until
+	// the directory is synced. A group acknowledged in the new file could
+	// be lost with it (the directory naming the old file again), so a
+	// failed sync breaks the store like a failed fdatasync: nothing more
+	// is written until the file is read again (AGENT-19).
+	dirErr := s.syncDir(filepath.Dir(s.path))
 	s.idx.Lock()
 	for k, off := range offs {
 		e := s.m[k]
@@ -1019,6 +1077,10 @@ func (s *WALStore) compact() error {
 	s.idx.Unlock()
 	old.Close()
 	s.compactions.Add(1)
+	if dirErr != nil {
+		s.broken = dirErr
+		return walIOError("cannot sync the idempotency ledger's directory after compacting it", dirErr)
+	}
 	return nil
 }
 

@@ -1,12 +1,14 @@
 package ledger
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"hash"
 	"hash/crc32"
+	"io"
 )
 
 // The write-ahead log file (docs/FORMAT.md, "Idempotency ledger
@@ -131,6 +133,7 @@ var (
 	errWALHeader  = errors.New("group header checksum mismatch")
 	errWALPayload = errors.New("group payload checksum mismatch")
 	errWALRecord  = errors.New("malformed record")
+	errWALTooMany = errors.New("more records in one group than the budget can account for")
 )
 
 // parseGroupHeader checks a group header and returns its payload length,
@@ -156,13 +159,15 @@ func (f *walFormat) parseGroupHeader(h []byte) (n uint32, seq uint64, crc uint32
 }
 
 // walRecord is one decoded record; reply aliases the payload it was read
-// from, at offset replyAt within it.
+// from (parseWALRecords; nil when read by a walScanner), at offset replyAt
+// within it, replyLen bytes.
 type walRecord struct {
-	typ     byte
-	key     Key
-	expires int64
-	reply   []byte
-	replyAt int
+	typ      byte
+	key      Key
+	expires  int64
+	reply    []byte
+	replyAt  int
+	replyLen int
 }
 
 // walRecordSize is the encoded size of a record.
@@ -193,24 +198,88 @@ func parseWALPayload(p []byte, crc uint32) ([]walRecord, error) {
 	return parseWALRecords(p)
 }
 
-// parseWALRecords decodes a payload of one or more records.
+// parseWALRecords decodes a payload of one or more records (walScanner's
+// rules), their replies aliasing p.
 func parseWALRecords(p []byte) ([]walRecord, error) {
-	var out []walRecord
-	for at := 0; at < len(p); {
-		rest := p[at:]
-		if len(rest) < walRecordFixed {
+	var sc walScanner
+	out, err := sc.records(bytes.NewReader(p), int64(len(p)), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].reply = p[out[i].replyAt : out[i].replyAt+out[i].replyLen]
+	}
+	return out, nil
+}
+
+// walScanner reads group payloads from a stream with buffers of a fixed
+// size, whatever length a group header claims: a record's fixed part and
+// sender are read into buf, its reply is checksummed and skipped (the
+// index reads replies back from the file). What a payload costs in memory
+// is its records' entries, each made of bytes actually read, so a header
+// claiming gigabytes of a sparse or hostile file allocates nothing ahead
+// (docs/SPEC-DECISIONS.md AGENT-20).
+type walScanner struct {
+	buf []byte
+	// max, when positive, bounds the records of one payload: beyond it
+	// the payload fails with errWALTooMany before more are kept.
+	max int
+}
+
+// payload reads a payload of n bytes from r, checks it against crc and
+// returns its records (replies nil), appended to out[:0].
+func (sc *walScanner) payload(r io.Reader, n int64, crc uint32, out []walRecord) ([]walRecord, error) {
+	h := crc32New()
+	out, err := sc.records(r, n, h, out)
+	if err != nil {
+		return nil, err
+	}
+	if h.Sum32() != crc {
+		return nil, errWALPayload
+	}
+	return out, nil
+}
+
+// records decodes n bytes of records from r, writing every byte read to h
+// when h is not nil.
+func (sc *walScanner) records(r io.Reader, n int64, h hash.Hash32, out []walRecord) ([]walRecord, error) {
+	if sc.buf == nil {
+		sc.buf = make([]byte, walRecordFixed+maxWALSender)
+	}
+	out = out[:0]
+	left, at := n, 0
+	read := func(b []byte) error {
+		if _, err := io.ReadFull(r, b); err != nil {
+			return err
+		}
+		if h != nil {
+			h.Write(b)
+		}
+		left -= int64(len(b))
+		return nil
+	}
+	for left > 0 {
+		if left < walRecordFixed {
 			return nil, errWALRecord
 		}
-		typ := rest[0]
-		slen := int(binary.BigEndian.Uint16(rest[9:11]))
-		if slen == 0 || len(rest) < walRecordFixed+slen {
+		b := sc.buf[:11]
+		if err := read(b); err != nil {
+			return nil, err
+		}
+		typ := b[0]
+		slen := int(binary.BigEndian.Uint16(b[9:11]))
+		if slen == 0 || left < int64(walRecordFixed-11+slen) {
 			return nil, errWALRecord
 		}
-		r := walRecord{typ: typ, expires: int64(binary.BigEndian.Uint64(rest[1:9]))}
-		r.key.Sender = string(rest[11 : 11+slen])
-		copy(r.key.ID[:], rest[11+slen:27+slen])
-		rlen := binary.BigEndian.Uint32(rest[27+slen : 31+slen])
-		if uint64(rlen) > uint64(len(rest)-walRecordFixed-slen) {
+		rec := walRecord{typ: typ, expires: int64(binary.BigEndian.Uint64(b[1:9]))}
+		b = sc.buf[11 : walRecordFixed+slen]
+		if err := read(b); err != nil {
+			return nil, err
+		}
+		rec.key.Sender = string(b[:slen])
+		copy(rec.key.ID[:], b[slen:slen+16])
+		rlen := int64(binary.BigEndian.Uint32(b[slen+16 : slen+20]))
+		if rlen > left {
 			return nil, errWALRecord
 		}
 		switch typ {
@@ -219,12 +288,21 @@ func parseWALRecords(p []byte) ([]walRecord, error) {
 				return nil, errWALRecord
 			}
 		case stateDone:
-			r.reply = rest[walRecordFixed+slen : walRecordFixed+slen+int(rlen)]
-			r.replyAt = at + walRecordFixed + slen
 		default:
 			return nil, errWALRecord
 		}
-		out = append(out, r)
+		rec.replyAt, rec.replyLen = at+walRecordFixed+slen, int(rlen)
+		for skip := rlen; skip > 0; {
+			chunk := sc.buf[:min(skip, int64(len(sc.buf)))]
+			if err := read(chunk); err != nil {
+				return nil, err
+			}
+			skip -= int64(len(chunk))
+		}
+		if sc.max > 0 && len(out) >= sc.max {
+			return nil, errWALTooMany
+		}
+		out = append(out, rec)
 		at += walRecordFixed + slen + int(rlen)
 	}
 	if len(out) == 0 {
@@ -232,3 +310,6 @@ func parseWALRecords(p []byte) ([]walRecord, error) {
 	}
 	return out, nil
 }
+
+// crc32New is a running CRC-32C (the payload checksum).
+func crc32New() hash.Hash32 { return crc32.New(castagnoli) }
