@@ -201,7 +201,7 @@ func (s *server) openLedger() error {
 	if amp.NameOf(err) == ledger.ErrLedgerMigration {
 		return cliutil.WithHint(err, "the bbolt ledger is unchanged and nothing was lost: stop any older agent that uses it, make room on its disk, and start again")
 	} else if amp.NameOf(err) == ledger.ErrLedgerCorrupt {
-		return cliutil.WithHint(err, "the ledger records invocations that may still be retried: restore it from a backup, or move it aside only once the longest ttl the agent accepts (7 days) has passed")
+		return cliutil.WithHint(err, "the ledger records invocations that may still be retried: if the error names the budget, start with the budget the file was written under (--ledger-budget or ledger_budget_bytes); else restore it from a backup, or move it aside only once the longest ttl the agent accepts (7 days) has passed")
 	} else if err != nil {
 		return cliutil.WithHint(err, "another agent may hold the ledger file; each agent needs its own (--ledger FILE)")
 	}
