@@ -144,6 +144,17 @@ func (s *state) take(key []byte, level slog.Level, now time.Time) (pass bool, su
 	}
 	b.tokens--
 	suppressed, b.suppressed = b.suppressed, 0
+	if suppressed > 0 && b != &s.other {
+		// Its count rides on this line, not on a summary line (sweep):
+		// it may give its place once its burst is back, which a walk
+		// that skipped it did not count on (threat: every kind of a full
+		// table with a count held back at the walk, each then carried by
+		// the kind's next line, left the next walk a day ahead, and every
+		// new kind in the shared allowance for that day: CLI-30).
+		if at := s.fullAt(b, now); at.Before(s.nextReclaim) {
+			s.nextReclaim = at
+		}
+	}
 	return true, suppressed
 }
 
@@ -164,7 +175,9 @@ func (s *state) refill(b *bucket, now time.Time) {
 // To keep a new kind out, an attacker must keep every kind of the table
 // below its burst: write at the full sustained rate of all of them. When
 // none can go, nextReclaim is the earliest time one may, so that a flood
-// of new kinds costs no walk of the table per line. s.mu is held.
+// of new kinds costs no walk of the table per line; a kind skipped for its
+// count held back brings it nearer once the count is cleared (by sweep,
+// or carried by a line of its own: take). s.mu is held.
 func (s *state) reclaim(now time.Time) {
 	if now.Before(s.nextReclaim) {
 		return
@@ -172,17 +185,14 @@ func (s *state) reclaim(now time.Time) {
 	next := time.Time{}
 	for k, b := range s.kinds {
 		if b.suppressed > 0 {
-			continue // sweep reports it first, and then allows a walk
+			continue // until sweep reports its count, or a line of its own carries it (take)
 		}
 		s.refill(b, now)
 		if b.tokens >= s.opts.Burst {
 			delete(s.kinds, k)
 			return
 		}
-		// Full in (Burst - tokens) / Rate seconds (at most a day ahead:
-		// a walk a day costs nothing).
-		at := now.Add(time.Duration(min((s.opts.Burst-b.tokens)/s.opts.Rate, 86400) * float64(time.Second)))
-		if next.IsZero() || at.Before(next) {
+		if at := s.fullAt(b, now); next.IsZero() || at.Before(next) {
 			next = at
 		}
 	}
@@ -190,6 +200,13 @@ func (s *state) reclaim(now time.Time) {
 		next = now.Add(24 * time.Hour)
 	}
 	s.nextReclaim = next
+}
+
+// fullAt is when b, refilled at now, has its whole burst back: in
+// (Burst - tokens) / Rate seconds, at most a day ahead (a walk a day
+// costs nothing).
+func (s *state) fullAt(b *bucket, now time.Time) time.Time {
+	return now.Add(time.Duration(min((s.opts.Burst-b.tokens)/s.opts.Rate, 86400) * float64(time.Second)))
 }
 
 // heldBack is the count of one kind to report in a summary line.
