@@ -159,6 +159,16 @@ func (b *Bridge) forget(principal string, srv *mcp.Server) {
 	}
 }
 
+// holds reports whether srv is the server the bridge keeps for principal
+// (Server made it and forget has not dropped it): the one Refresh keeps
+// up to date.
+func (b *Bridge) holds(principal string, srv *mcp.Server) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ps := b.servers[principal]
+	return ps != nil && ps.server == srv
+}
+
 // Run compares the tool lists with the store every Options.Refresh until
 // ctx ends: a verified import, a removal, a revocation or an expiry
 // changes the lists, and the SDK sends notifications/tools/list_changed

@@ -50,10 +50,16 @@ func (h *HTTPEndpoint) enter(principal string, opens, stream bool, sid string) (
 	defer h.mu.Unlock()
 	h.tick++
 	if ent = h.principals[principal]; ent == nil {
-		if srv == nil {
-			// The entry seen above was evicted while h.mu was let go:
-			// no server was made for it, so the request is answered busy
-			// (retryable) rather than served by an entry without one.
+		if srv == nil || !h.b.holds(principal, srv) {
+			// The entry seen above was evicted while h.mu was let go (no
+			// server was made for it), or the server made was dropped
+			// meanwhile (another first request of the principal made an
+			// entry with it, which was evicted: Bridge.forget), which
+			// Refresh would never bring up to date again: the request is
+			// answered busy (retryable) rather than served by an entry
+			// without a server or with a forgotten one
+			// (docs/SPEC-DECISIONS.md MCP-37). Bridge.forget runs only
+			// under h.mu, so the server checked is the one kept.
 			h.stats.Refused++
 			return request{}, http.StatusServiceUnavailable
 		}

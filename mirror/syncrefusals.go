@@ -145,8 +145,8 @@ func (l *localRefusals) note(c *syncClient, sum []byte, verdict amp.ErrName, gen
 // maxLocalRefusals are read. A file of another form is read as empty, and
 // so is one in a spool folder, or itself, that others may write
 // (othersMayWrite): a note skips a listed file, a revocation included, so
-// it is taken only where no other user may write by the mode bits
-// (docs/SPEC-DECISIONS.md MIRROR-16).
+// it is taken only where no other user may write, by the mode bits and
+// the owner (docs/SPEC-DECISIONS.md MIRROR-16, MIRROR-17).
 func (l *localRefusals) load(c *syncClient) {
 	if l.loaded {
 		return
@@ -157,7 +157,7 @@ func (l *localRefusals) load(c *syncClient) {
 		return
 	}
 	if othersMayWrite(dir) {
-		c.log.Warn("others may write to the sync spool folder: the files earlier syncs refused are downloaded again (chmod go-w the folder)", "dir", c.opts.SpoolDir)
+		c.log.Warn("others may write to the sync spool folder: the files earlier syncs refused are downloaded again (chmod go-w the folder, owned by the sync's user)", "dir", c.opts.SpoolDir)
 		return
 	}
 	p := c.localRefusalsPath()
@@ -190,9 +190,11 @@ func (l *localRefusals) load(c *syncClient) {
 }
 
 // othersMayWrite reports whether fi's mode lets a group or other users
-// write it. Not judged on Windows, whose mode bits do not say so.
+// write it, or another user than the sync's (or root) owns it
+// (ownedByAnother: a folder 0755 of another user is that user's to
+// write). Not judged on Windows, whose mode bits do not say so.
 func othersMayWrite(fi os.FileInfo) bool {
-	return runtime.GOOS != "windows" && fi.Mode().Perm()&0o022 != 0
+	return runtime.GOOS != "windows" && (fi.Mode().Perm()&0o022 != 0 || ownedByAnother(fi))
 }
 
 // save writes what is remembered, whole or not at all (a temporary file
