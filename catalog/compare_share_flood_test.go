@@ -161,7 +161,7 @@ func TestManyPeersCannotTakeMoreThanTheServersComparisons(t *testing.T) {
 // bound a new peer is refused as the server's until one is.
 func TestPeersCyclingAddressesCannotGrowTheComputeTable(t *testing.T) {
 	clock := &stepClock{t: testNow}
-	c := newComputeShare(clock.Now, time.Duration(maxComputePeers+10)*time.Hour, 1, 1, 1)
+	c := newComputeShare(compareKind, clock.Now, time.Duration(maxComputePeers+10)*time.Hour, 1, 1, 1)
 	for p := range maxComputePeers {
 		peer := "peer" + strconv.Itoa(p)
 		if no := c.admit(peer); no != nil {
@@ -193,7 +193,7 @@ func TestPeersCyclingAddressesCannotGrowTheComputeTable(t *testing.T) {
 // its place.
 func TestPeerCannotHoldManyMatrixComputationsAtOnce(t *testing.T) {
 	clock := &stepClock{t: testNow}
-	c := newComputeShare(clock.Now, time.Hour, 1, 4, 4)
+	c := newComputeShare(compareKind, clock.Now, time.Hour, 1, 4, 4)
 	if no := c.admit("a"); no != nil {
 		t.Fatalf("a first computation is refused: %s", no.name)
 	}

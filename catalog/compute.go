@@ -53,10 +53,50 @@ const (
 	maxComputePeers = 4096
 )
 
+// Error names of the refusals of a page's schema rendering (CATALOG-26).
+const (
+	// ErrRenderShare: the peer's share of the schema renderings is spent
+	// for now (429, retryable).
+	ErrRenderShare amp.ErrName = "render_share_spent"
+	// ErrRenderBudget: the server's schema renderings are spent for now
+	// (503, retryable).
+	ErrRenderBudget amp.ErrName = "render_budget_spent"
+)
+
+// Bounds of the time the pages spend rendering schemas.
+const (
+	// DefaultRenderBurst is the rendering time the schemas of the pages
+	// may take at once, all peers together; one peer's is 1/PeerShare of
+	// it.
+	DefaultRenderBurst = time.Minute
+	// DefaultRenderRate is the rendering time the schemas of the pages
+	// may take sustained, in seconds per second of the clock (one core),
+	// all peers together; one peer's is 1/PeerShare of it.
+	DefaultRenderRate = 1.0
+)
+
 // Fixed texts of the refusals: they quote nothing a peer sent.
 const (
 	compareShareText  = "this address has used its share of the comparisons for now; try again later"
 	compareBudgetText = "the server's comparisons are spent for now; try again later"
+	renderShareText   = "this address has used its share of the schema renderings for now; try again later"
+	renderBudgetText  = "the server's schema renderings are spent for now; try again later"
+)
+
+// shareKind is what a computeShare bounds: the names and texts of its
+// refusals, and the least one admitted costs.
+type shareKind struct {
+	share, budget         amp.ErrName
+	shareText, budgetText string
+	minCharge             time.Duration
+}
+
+// The two budgets of a handler: the matrices' comparisons (CATALOG-18)
+// and the schemas' renderings (CATALOG-26, no floor: a small schema
+// costs what it took).
+var (
+	compareKind = shareKind{ErrCompareShare, ErrCompareBudget, compareShareText, compareBudgetText, MinComputeCharge}
+	renderKind  = shareKind{ErrRenderShare, ErrRenderBudget, renderShareText, renderBudgetText, 0}
 )
 
 // refusal is a computation refused: its error name, status, text and
@@ -94,6 +134,7 @@ func (b *computeBucket) wait(rate float64) time.Duration {
 // computeShare is the compute budget of the matrices a handler's pages
 // compute, in all and by peer. Safe for concurrent use.
 type computeShare struct {
+	kind                    shareKind
 	now                     func() time.Time
 	burst, peerBurst        time.Duration
 	rate, peerRate          float64
@@ -105,8 +146,8 @@ type computeShare struct {
 
 // newComputeShare gives burst and rate (seconds a second) and running
 // computations in all, and 1/share of each to one peer.
-func newComputeShare(now func() time.Time, burst time.Duration, rate float64, running, share int) *computeShare {
-	return &computeShare{now: now, burst: burst, rate: rate, peerBurst: max(MinComputeCharge, burst/time.Duration(share)),
+func newComputeShare(kind shareKind, now func() time.Time, burst time.Duration, rate float64, running, share int) *computeShare {
+	return &computeShare{kind: kind, now: now, burst: burst, rate: rate, peerBurst: max(kind.minCharge, burst/time.Duration(share)),
 		peerRate: rate / float64(share), maxRunning: running, peerRunning: max(1, running/share),
 		total: computeBucket{left: burst, at: now()}, peers: map[string]*computeBucket{}}
 }
@@ -121,25 +162,25 @@ func (c *computeShare) admit(peer string) *refusal {
 	if b != nil {
 		b.refill(now, c.peerBurst, c.peerRate)
 		if b.left <= 0 {
-			return &refusal{name: ErrCompareShare, status: http.StatusTooManyRequests, text: compareShareText, retry: b.wait(c.peerRate)}
+			return c.shareRefusal(b.wait(c.peerRate))
 		}
 		if b.running >= c.peerRunning {
-			return &refusal{name: ErrCompareShare, status: http.StatusTooManyRequests, text: compareShareText, retry: time.Second}
+			return c.shareRefusal(time.Second)
 		}
 	}
 	c.total.refill(now, c.burst, c.rate)
 	if c.total.left <= 0 {
-		return &refusal{name: ErrCompareBudget, status: http.StatusServiceUnavailable, text: compareBudgetText, retry: c.total.wait(c.rate)}
+		return c.budgetRefusal(c.total.wait(c.rate))
 	}
 	if c.total.running >= c.maxRunning {
-		return &refusal{name: ErrCompareBudget, status: http.StatusServiceUnavailable, text: compareBudgetText, retry: time.Second}
+		return c.budgetRefusal(time.Second)
 	}
 	if b == nil {
 		if len(c.peers) >= maxComputePeers {
 			c.forgetFull(now)
 		}
 		if len(c.peers) >= maxComputePeers {
-			return &refusal{name: ErrCompareBudget, status: http.StatusServiceUnavailable, text: compareBudgetText, retry: time.Second}
+			return c.budgetRefusal(time.Second)
 		}
 		b = &computeBucket{left: c.peerBurst, at: now}
 		c.peers[peer] = b
@@ -149,8 +190,19 @@ func (c *computeShare) admit(peer string) *refusal {
 	return nil
 }
 
+// shareRefusal refuses a peer whose share is spent: 429, retry after.
+func (c *computeShare) shareRefusal(retry time.Duration) *refusal {
+	return &refusal{name: c.kind.share, status: http.StatusTooManyRequests, text: c.kind.shareText, retry: retry}
+}
+
+// budgetRefusal refuses as the server's budget is spent: 503, retry
+// after.
+func (c *computeShare) budgetRefusal(retry time.Duration) *refusal {
+	return &refusal{name: c.kind.budget, status: http.StatusServiceUnavailable, text: c.kind.budgetText, retry: retry}
+}
+
 // charge ends a computation of peer that admit let start, which took d
-// (at least MinComputeCharge is taken).
+// (at least its kind's minCharge is taken).
 func (c *computeShare) charge(peer string, d time.Duration) {
 	d = max(d, MinComputeCharge)
 	now := c.now()

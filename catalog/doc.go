@@ -23,8 +23,13 @@
 // a schema's pieces by schemaHTML), embeds its one stylesheet, uses no
 // script at all, and sends a strict Content-Security-Policy. A page is
 // rendered only for a GET whose client is still there (a HEAD gets the
-// status and headers alone), and its client must read it at
-// Options.MinDataRate, else it is cut off and its page slot freed. It takes the model again when the store
+// status and headers alone; a client gone gets its connection closed, no
+// answer), streams from its first schema on, so that a client gone
+// unseen stops the rendering at the first failed write (CATALOG-26),
+// and its client must read it at Options.MinDataRate, else it is cut off
+// and its page slot freed. The schemas the pages render take their time
+// from a rendering budget, in all and by peer (Options.RenderBurst,
+// RenderRate), as the matrices do below. It takes the model again when the store
 // generation changes or a bundle's expiry passes, checked at most every
 // Options.Refresh. Every list is paged at PageSize or cut (RowVersions,
 // MaxJoined). A schema's rendering is linear in its size and stops at

@@ -2,7 +2,9 @@ package catalog
 
 import (
 	"bytes"
+	"context"
 	"embed"
+	"errors"
 	"html/template"
 	"io"
 	"log/slog"
@@ -79,6 +81,12 @@ type Options struct {
 	// together; one peer computes 1/PeerShare of them (at least one).
 	// Default DefaultMaxComputing.
 	MaxComputing int
+	// RenderBurst and RenderRate bound the time the pages spend
+	// rendering schemas, as ComputeBurst and ComputeRate bound the
+	// matrices' (CATALOG-26). Defaults DefaultRenderBurst,
+	// DefaultRenderRate.
+	RenderBurst time.Duration
+	RenderRate  float64
 	// MinDataRate is the slowest a client may read an answer, in bytes a
 	// second, after admission.FrameGrace: below it the answer is cut off
 	// and its page slot freed (transport.RateWriter, as the mirror writes
@@ -97,6 +105,7 @@ type Handler struct {
 	css   []byte
 	slots *transport.Admission // pages rendered at once, in all and by peer
 	share *computeShare        // compute time of the matrices, in all and by peer
+	shown *computeShare        // rendering time of the schemas, in all and by peer
 
 	mu        sync.Mutex // one refresh at a time
 	cur       atomic.Pointer[Model]
@@ -119,10 +128,13 @@ func NewHandler(opts Options) (*Handler, error) {
 	limit.Default(&opts.ComputeBurst, DefaultComputeBurst)
 	limit.Default(&opts.ComputeRate, DefaultComputeRate)
 	limit.Default(&opts.MaxComputing, DefaultMaxComputing)
+	limit.Default(&opts.RenderBurst, DefaultRenderBurst)
+	limit.Default(&opts.RenderRate, DefaultRenderRate)
 	limit.Default(&opts.MinDataRate, admission.MinDataRate)
 	h := &Handler{opts: opts, log: opts.Logger,
 		slots: transport.NewAdmission(opts.MaxInFlight, max(1, opts.MaxInFlight/opts.PeerShare), 0, 0),
-		share: newComputeShare(opts.Now, opts.ComputeBurst, opts.ComputeRate, opts.MaxComputing, opts.PeerShare)}
+		share: newComputeShare(compareKind, opts.Now, opts.ComputeBurst, opts.ComputeRate, opts.MaxComputing, opts.PeerShare),
+		shown: newComputeShare(renderKind, opts.Now, opts.RenderBurst, opts.RenderRate, opts.MaxInFlight, opts.PeerShare)}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -243,6 +255,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, name, data, code)
 		return
 	}
+	// A schema of the page streams its rendering to out (schemaView.Body),
+	// so route's views find it in the request's context.
+	out := &pageOut{h: h, w: w, r: r, peer: peer}
+	r = r.WithContext(context.WithValue(r.Context(), pageOutKey{}, out))
 	name, data, code := route(m, r, h.admitter(peer))
 	h.render(w, r, name, data, code)
 }
@@ -260,12 +276,17 @@ func (h *Handler) admitter(peer string) func() (func(), *refusal) {
 	}
 }
 
-// render executes a page into a buffer, then writes it: a failure never
-// leaves half a page. The page is rendered only for a GET whose client
-// is still there: a HEAD gets the status and headers alone (its
-// Content-Length would cost the whole rendering), and a client gone,
-// before or while the page renders (a schema checks every
-// renderCheck pieces), gets nothing.
+// render executes a page and writes it. The page is rendered only for a
+// GET whose client is still there: a HEAD gets the status and headers
+// alone (its Content-Length would cost the whole rendering), and a client
+// gone, before or while the page renders (the printer checks every
+// renderCheck tokens), gets its connection closed with no answer
+// (abandon). A page is buffered, and written with its Content-Length,
+// until a schema of it is rendered: from there it streams (pageOut), so
+// that a client gone unseen by the context (a pipelined request) fails
+// the writes and stops the printing within a streamChunk or two
+// (CATALOG-26). A failure before the first byte went out is a 500, after
+// it an abort: never a page cut off that reads as whole.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, name string, data page, code int) {
 	if data.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(data.retryAfter/time.Second)))
@@ -276,36 +297,170 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, name string, da
 		return
 	}
 	if r.Context().Err() != nil {
-		return
+		h.abandon(name)
 	}
-	var b bytes.Buffer
-	if err := h.pages[name].ExecuteTemplate(&b, "layout", data); err != nil {
-		if r.Context().Err() != nil {
-			h.log.Debug("catalog page abandoned by its client", "page", name)
-			return
-		}
+	out := pageOutOf(r.Context())
+	if out == nil {
+		out = &pageOut{h: h, w: w, r: r}
+	}
+	out.code = code
+	err := h.pages[name].ExecuteTemplate(out, "layout", data)
+	if out.admitted {
+		h.shown.charge(out.peer, out.rendering)
+		out.admitted = false
+	}
+	switch {
+	case out.refused != nil && out.rw == nil:
+		// The peer's share of the renderings is spent: the refusal
+		// instead of the page, before any byte of it went.
+		no := out.refused
+		h.log.Debug("catalog rendering refused", "peer", out.peer, "err", string(no.name))
+		out.buf.Reset()
+		out.refused = nil
+		name, data, code := errorPage(data.Model, no.status, no.text)
+		data.retryAfter = no.retry
+		h.render(w, r, name, data, code)
+	case out.err != nil || r.Context().Err() != nil:
+		h.abandon(name)
+	case err != nil && out.rw == nil:
 		h.log.Error("catalog page failed", "page", name, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
+	case err != nil:
+		h.log.Error("catalog page failed", "page", name, "err", err)
+		panic(http.ErrAbortHandler)
+	case out.rw == nil:
+		h.write(w, r, code, out.buf.Bytes())
+	default:
+		if out.Flush() != nil {
+			h.abandon(name)
+		}
 	}
-	h.write(w, r, code, b.Bytes())
+}
+
+// abandon ends the answer of a client gone: net/http closes the
+// connection without an answer (http.ErrAbortHandler), so that no 200 is
+// sent, logged or counted for a page never rendered (CATALOG-26).
+func (h *Handler) abandon(name string) {
+	h.log.Debug("catalog page abandoned by its client", "page", name)
+	panic(http.ErrAbortHandler)
 }
 
 // write sends the answer code with body, which the client must read at
-// MinDataRate after admission.FrameGrace (transport.RateWriter): a peer
-// reading nothing is cut off within moments, and its page slot freed,
-// not held for the server's whole write timeout.
+// MinDataRate after admission.FrameGrace (rateWriter).
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, code int, body []byte) {
-	var most time.Duration
-	if srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server); srv != nil {
-		most = srv.WriteTimeout
-	}
-	out := transport.NewRateWriter(w, http.NewResponseController(w).SetWriteDeadline, h.opts.MinDataRate, admission.FrameGrace, most)
+	out := h.rateWriter(w, r)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	if r.Method != http.MethodHead {
 		out.Write(body)
 	}
+}
+
+// rateWriter is what an answer is written through from now: the client
+// must read it at MinDataRate after admission.FrameGrace
+// (transport.RateWriter), so that a peer reading nothing is cut off
+// within moments, and its page slot freed, not held for the server's
+// whole write timeout; that timeout bounds the writing from now, which
+// moves the connection's write deadline (CATALOG-24).
+func (h *Handler) rateWriter(w http.ResponseWriter, r *http.Request) *transport.RateWriter {
+	var most time.Duration
+	if srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server); srv != nil {
+		most = srv.WriteTimeout
+	}
+	return transport.NewRateWriter(w, http.NewResponseController(w).SetWriteDeadline, h.opts.MinDataRate, admission.FrameGrace, most)
+}
+
+// streamChunk is how many bytes of a streamed page are buffered before
+// they are written out (each write a look at whether the client is still
+// there: a write to a connection its peer closed fails).
+const streamChunk = 32 << 10
+
+// pageOutKey is the context key of a request's pageOut.
+type pageOutKey struct{}
+
+// pageOut is where a page is executed: a buffer until Flush starts the
+// answer (status code, no Content-Length), then every streamChunk bytes
+// are written through the rate writer and flushed. The first failed write
+// is kept and returned by every later one, which stops the template and
+// the printer.
+type pageOut struct {
+	h    *Handler
+	w    http.ResponseWriter
+	r    *http.Request
+	peer string
+	code int
+	buf  bytes.Buffer
+	rw   *transport.RateWriter // nil until the answer started
+	err  error
+	// admitted: the page's schemas are rendered within the peer's share
+	// (Handler.shown), charged rendering once the page is done; refused:
+	// the refusal that stopped the page instead; waited: the time spent
+	// in Flush, which is the client's, not the rendering's.
+	admitted  bool
+	refused   *refusal
+	rendering time.Duration
+	waited    time.Duration
+}
+
+// errRenderRefused stops a page whose schema rendering its peer's share
+// refused (pageOut.refused says why).
+var errRenderRefused = errors.New("catalog: schema rendering refused")
+
+// admit lets the page render its schemas within its peer's share of
+// the rendering time, once for the page; false when refused (refused
+// says why).
+func (o *pageOut) admit() bool {
+	if o.admitted {
+		return true
+	}
+	if o.refused = o.h.shown.admit(o.peer); o.refused != nil {
+		return false
+	}
+	o.admitted = true
+	return true
+}
+
+// pageOutOf is the pageOut of a request's context; nil outside a
+// request of the handler.
+func pageOutOf(ctx context.Context) *pageOut {
+	o, _ := ctx.Value(pageOutKey{}).(*pageOut)
+	return o
+}
+
+// Write buffers p, and writes the buffer out once the answer started and
+// it holds streamChunk bytes.
+func (o *pageOut) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	o.buf.Write(p)
+	if o.rw != nil && o.buf.Len() >= streamChunk {
+		if err := o.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// Flush starts the answer when it has not started, writes out what is
+// buffered and flushes the connection.
+func (o *pageOut) Flush() error {
+	if o.err != nil {
+		return o.err
+	}
+	start := o.h.opts.Now()
+	defer func() { o.waited += o.h.opts.Now().Sub(start) }()
+	if o.rw == nil {
+		o.rw = o.h.rateWriter(o.w, o.r)
+		o.w.WriteHeader(o.code)
+	}
+	_, err := o.rw.Write(o.buf.Bytes())
+	o.buf.Reset()
+	if err == nil {
+		err = http.NewResponseController(o.w).Flush()
+	}
+	o.err = err
+	return err
 }
 
 // parsePages parses the layout with each page.

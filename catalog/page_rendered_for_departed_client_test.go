@@ -23,8 +23,8 @@ func departedRenderCost(t *testing.T, raw ...string) uint64 {
 	h := newHandler(t, newStore(t, deepBundle(t, manyMembersSchema(30000))))
 	done := make(chan struct{}, 8)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { done <- struct{}{} }()
 		h.ServeHTTP(w, r)
-		done <- struct{}{}
 	}))
 	defer srv.Close()
 	runtime.GC()

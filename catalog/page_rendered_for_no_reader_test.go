@@ -38,7 +38,7 @@ func TestHeadOrAbandonedPageCannotRenderAHostileSchema(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, tc.req())
+		serveAbortable(h, rec, tc.req())
 		runtime.ReadMemStats(&after)
 		if tc.name == "HEAD" && rec.Code != http.StatusOK {
 			t.Fatalf("HEAD: status %d", rec.Code)

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"html/template"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -107,13 +108,6 @@ type schemaView struct {
 	s                      Schema
 	prefix                 string
 	ctx                    context.Context
-}
-
-// schemaBody is a rendered schema: the pieces of its <pre>, escaped, and
-// whether the rendering stopped at MaxRenderBytes.
-type schemaBody struct {
-	HTML template.HTML
-	Cut  bool
 }
 
 type matrixView struct {
@@ -413,29 +407,81 @@ func (m *Model) schemaView(ctx context.Context, s Schema, prefix string) schemaV
 		m: m, s: s, prefix: prefix, ctx: ctx}
 }
 
-// Body renders the schema (prettyFor, then schemaHTML) when its page is
-// written: not for a HEAD (render does not execute the page), and not
-// once the request's context ended, checked before the rendering and
-// every renderCheck tokens of the printing and pieces of the markup; the
-// error then stops the page.
-func (v schemaView) Body() (schemaBody, error) {
+// Markup around a rendered schema: its <pre>, and the warning after it
+// when the rendering stopped at MaxRenderBytes.
+const (
+	schemaOpen  = `<pre class="schema" tabindex="0">`
+	schemaClose = `</pre>`
+	schemaCut   = `<p class="warn">The rendering stops here: this schema renders to more than 1 MiB.</p>`
+)
+
+// Body renders the schema (prettyFor, then schemaHTML), its <pre>
+// included, when its page is written: not for a HEAD (render does not
+// execute the page), and not once the request's context ended, checked
+// before the rendering and every renderCheck tokens of the printing and
+// pieces of the markup; the error then stops the page. In a page of the
+// handler (pageOutOf) it streams instead: the page so far goes out, then
+// the markup every renderCheck tokens, so that a client gone fails a
+// write and stops the printing (CATALOG-26); it then returns nothing.
+func (v schemaView) Body() (template.HTML, error) {
 	if v.s.Err != "" || len(v.s.Text) == 0 {
-		return schemaBody{}, nil
+		return "", nil
 	}
 	if err := v.ctx.Err(); err != nil {
-		return schemaBody{}, err
+		return "", err
+	}
+	if out := pageOutOf(v.ctx); out != nil {
+		return "", v.stream(out)
 	}
 	toks, err := v.m.prettyFor(v.ctx, v.s, v.prefix)
 	if err != nil {
-		return schemaBody{}, err
+		return "", err
 	}
-	var b schemaBody
+	cut := false
 	if n := len(toks); n > 0 && toks[n-1].Cut {
-		toks, b.Cut = toks[:n-1], true
+		toks, cut = toks[:n-1], true
 	}
 	html, err := schemaHTML(v.ctx, toks)
-	b.HTML = html
-	return b, err
+	if err != nil {
+		return "", err
+	}
+	b := schemaOpen + string(html) + schemaClose
+	if cut {
+		b += schemaCut
+	}
+	return template.HTML(b), nil
+}
+
+// stream writes the schema's markup to out as it is printed (printTo).
+// The page renders its schemas within its peer's share of the
+// rendering time (pageOut.admit); the time they took, but for the
+// writes, is charged.
+func (v schemaView) stream(out *pageOut) error {
+	if !out.admit() {
+		return errRenderRefused
+	}
+	start, waited := out.h.opts.Now(), out.waited
+	defer func() { out.rendering += out.h.opts.Now().Sub(start) - (out.waited - waited) }()
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	io.WriteString(out, schemaOpen)
+	cut, err := v.m.printTo(v.ctx, v.s, v.prefix, func(toks []Tok) error {
+		html, err := schemaHTML(v.ctx, toks)
+		if err == nil {
+			_, err = io.WriteString(out, string(html))
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	end := schemaClose
+	if cut {
+		end += schemaCut
+	}
+	_, err = io.WriteString(out, end)
+	return err
 }
 
 // matrixView is the compatibility page of the capability name. Its

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"hash"
 	"io"
 	"net/url"
@@ -587,6 +588,45 @@ func (m *Model) prettyFor(ctx context.Context, s Schema, prefix string) ([]Tok, 
 	return p.out, nil
 }
 
+// printTo is prettyFor streamed: the pieces go to drain as they are
+// printed, every renderCheck tokens, and a failed drain stops the
+// printing with its error. A document that is not one JSON value goes
+// as its text (rawText), decided before any piece went (json.Valid), so
+// that what was drained is never taken back. cut: the rendering stopped
+// at MaxRenderBytes.
+func (m *Model) printTo(ctx context.Context, s Schema, prefix string, drain func([]Tok) error) (cut bool, err error) {
+	var toks []Tok
+	if !json.Valid(s.Text) {
+		toks = rawText(s.Text)
+	} else {
+		p := &printer{ctx: ctx, m: m, s: s, prefix: prefix, draft: draftOf(s.Text), drain: drain}
+		ok := p.run()
+		if p.drainErr != nil {
+			return false, p.drainErr
+		}
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		if !ok && !p.cut {
+			// json.Valid and the decoder disagree: cannot happen.
+			return false, errUnprintable
+		}
+		p.flush()
+		toks = p.out
+		if p.cut {
+			toks = append(toks, Tok{Cut: true})
+		}
+	}
+	if n := len(toks); n > 0 && toks[n-1].Cut {
+		toks, cut = toks[:n-1], true
+	}
+	return cut, drain(toks)
+}
+
+// errUnprintable: a document json.Valid accepts that the printer did not
+// print to its end.
+var errUnprintable = errors.New("catalog: a valid schema could not be printed")
+
 // rawText is text as one piece, cut at MaxRenderBytes.
 func rawText(text []byte) []Tok {
 	n, i := 0, 0
@@ -621,6 +661,12 @@ type printer struct {
 	haveKey bool
 	size    int  // renderCost of what is written so far
 	cut     bool // stopped at MaxRenderBytes
+	// drain, when set, takes the pieces printed so far every renderCheck
+	// tokens (printTo); drained: some went; drainErr: the failure that
+	// stopped the printing.
+	drain    func([]Tok) error
+	drained  bool
+	drainErr error
 }
 
 // write appends text, unless the rendering is over MaxRenderBytes.
@@ -738,8 +784,17 @@ func (p *printer) run() bool {
 	dec.UseNumber()
 	links := 0
 	for n := 0; !p.cut; n++ {
-		if n%renderCheck == 0 && p.ctx.Err() != nil {
-			return false
+		if n%renderCheck == 0 {
+			if p.ctx.Err() != nil {
+				return false
+			}
+			if p.drain != nil && n > 0 {
+				p.flush()
+				if p.drainErr = p.drain(p.out); p.drainErr != nil {
+					return false
+				}
+				p.out, p.drained = nil, true
+			}
 		}
 		tok, err := dec.Token()
 		if err == io.EOF {
@@ -749,7 +804,7 @@ func (p *printer) run() bool {
 			return false
 		}
 		n := len(p.stack)
-		if n == 0 && (len(p.out) > 0 || p.buf.Len() > 0) {
+		if n == 0 && (p.drained || len(p.out) > 0 || p.buf.Len() > 0) {
 			return false // a second top-level value: not one JSON document
 		}
 		if n > 0 && p.stack[n-1].obj && !p.haveKey {
