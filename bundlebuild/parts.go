@@ -16,6 +16,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // Part files on disk (docs/FORMAT.md §13): SplitFile cuts a bundle file
@@ -318,17 +319,18 @@ const locateBatch = 1024
 // locateIn passes the regular files of the folder dir to add, reading its
 // entries in batches and counting them in examined, which may not pass
 // the limit (MaxLocateEntries). The folder is opened without waiting and,
-// where the system allows, only as a folder (a FIFO or a device put in its
-// place is not opened), and what was opened must be a folder.
+// where the system allows, only as a folder (regfile.OpenFolder: a FIFO or
+// a device put in its place is not opened), and what was opened must be a
+// folder.
 func locateIn(dir string, add func(string) error, examined *int) error {
-	d, err := os.OpenFile(dir, os.O_RDONLY|openNoWait|openDirOnly, 0)
+	d, err := regfile.OpenFolder(dir, regfile.FollowLinks)
+	if errors.Is(err, regfile.ErrNotFolder) {
+		return fail(bundle.ErrIO, "cannot read the folder %s (no longer a folder)", dir)
+	}
 	if err != nil {
 		return fail(bundle.ErrIO, "cannot read the folder %s", dir).WithCause(err)
 	}
 	defer d.Close()
-	if st, err := d.Stat(); err != nil || !st.IsDir() {
-		return fail(bundle.ErrIO, "cannot read the folder %s (no longer a folder)", dir)
-	}
 	for {
 		batch, err := d.ReadDir(locateBatch)
 		for _, e := range batch {
@@ -514,18 +516,18 @@ func (p *PartsReader) read(b []byte) (int, error) {
 // terminal becomes a controlling one, a tape rewinds on close) before
 // any check of what was opened could refuse it (BUNDLE-12, amended): the
 // links of the path are resolved and the file they lead to is examined
-// before it is opened (openPart: on Linux through a descriptor that opens
-// nothing, then that very inode is opened, so nothing put in its place
-// meanwhile is; elsewhere lstat, then an open that follows no link and
-// does not wait); only a regular file is opened, and what was opened must
-// be the file examined (fstat, os.SameFile).
+// before it is opened (regfile.Open: on Linux through a descriptor that
+// opens nothing, then that very inode is opened, so nothing put in its
+// place meanwhile is, BUNDLE-17; elsewhere lstat, then an open that
+// follows no link and does not wait); only a regular file is opened, and
+// what was opened must be the file examined (fstat, os.SameFile).
 func (p *PartsReader) open() (*os.File, error) {
 	path, size := p.paths[p.i], p.x.Parts[p.i].Size
 	swapped := func() error {
 		return fail(bundle.ErrPartMismatch, "part %d (%s) is no longer a regular file of the %d bytes the index says (replaced after the parts were located)", p.i+1, path, size)
 	}
-	f, st, err := openExamined(path)
-	if errors.Is(err, errNotRegular) {
+	f, st, err := regfile.Open(path, regfile.FollowLinks)
+	if errors.Is(err, regfile.ErrNotRegular) {
 		return nil, swapped()
 	}
 	if err != nil {
@@ -545,66 +547,14 @@ func (p *PartsReader) open() (*os.File, error) {
 // waits for a writer (docs/SPEC-DECISIONS.md BUNDLE-12, BUNDLE-17,
 // BUNDLE-19). For a part index, which is read before its parts.
 func OpenRegular(path string) (*os.File, error) {
-	f, _, err := openExamined(path)
-	if errors.Is(err, errNotRegular) {
+	f, _, err := regfile.Open(path, regfile.FollowLinks)
+	if errors.Is(err, regfile.ErrNotRegular) {
 		return nil, fail(bundle.ErrIO, "%s is not a regular file (a FIFO or a device is not opened)", path)
 	}
 	if err != nil {
 		return nil, fail(bundle.ErrIO, "cannot open %s", path).WithCause(err)
 	}
 	return f, nil
-}
-
-// openExamined resolves the links of path and opens the file they lead to
-// (openPart) only when it is a regular file, else errNotRegular with
-// nothing opened; it returns the file and what fstat shows of it, which
-// is the very file examined (os.SameFile).
-func openExamined(path string) (*os.File, os.FileInfo, error) {
-	target, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	f, seen, err := openPart(target)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() || !os.SameFile(seen, st) {
-		f.Close()
-		return nil, nil, errNotRegular
-	}
-	return f, st, nil
-}
-
-// errNotRegular is openPart's refusal of anything but a regular file.
-var errNotRegular = errors.New("not a regular file")
-
-// openPartByPath is openPart by name: the file target is examined without
-// being opened (lstat), then opened without following a link put in its
-// place meanwhile (ELOOP) and without waiting (a FIFO opens at once). The
-// two looks are apart: a node put in target's place between them is
-// opened, then refused by the caller (os.SameFile); where the system has
-// a descriptor that opens nothing, openPart does not come here.
-func openPartByPath(target string) (*os.File, os.FileInfo, error) {
-	seen, err := os.Lstat(target)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !seen.Mode().IsRegular() {
-		return nil, nil, errNotRegular
-	}
-	f, err := openNoFollow(target)
-	if err != nil {
-		if st, lerr := os.Lstat(target); lerr == nil && !st.Mode().IsRegular() {
-			return nil, nil, errNotRegular // a link or a node put there since
-		}
-		return nil, nil, err
-	}
-	return f, seen, nil
 }
 
 // endPart ends the current part, all of whose bytes the index gives were

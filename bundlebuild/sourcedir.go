@@ -7,15 +7,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // sourceDir reads the files of a source folder beneath the folder
 // (os.Root: a path that leads out of it through a link is refused), each
-// file opened without waiting (a FIFO or device put in a file's place
-// cannot block the build) and taken only when it is still the regular file
-// the walk listed (os.SameFile): a file swapped for a link, a special file
-// or another file after the walk is refused, never read
-// (docs/SPEC-DECISIONS.md, BUILD-4). The folder is opened again for each
+// file examined before it is opened and opened without waiting
+// (regfile.OpenIn: a FIFO or device put in a file's place is never opened,
+// so it cannot block the build or run a driver) and taken only when it is
+// still the regular file the walk listed (os.SameFile): a file swapped for
+// a link, a special file or another file after the walk is refused, never
+// read (docs/SPEC-DECISIONS.md, BUILD-4). The folder is opened again for each
 // file, checked to be the folder the walk listed, and closed before open
 // returns: no descriptor outlives a read, whether LoadSource fails or its
 // draft is written, dropped or kept (BUILD-4, amended in review 34).
@@ -61,17 +64,16 @@ func (s *sourceDir) open(rel string) (*os.File, error) {
 		return nil, err
 	}
 	defer root.Close()
-	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|openNoWait, 0)
+	f, st, err := regfile.OpenIn(root, filepath.FromSlash(rel))
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return nil, errSourceSwapped
+	}
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err == nil && (!st.Mode().IsRegular() || !os.SameFile(want, st)) {
-		err = errSourceSwapped
-	}
-	if err != nil {
+	if !os.SameFile(want, st) {
 		f.Close()
-		return nil, err
+		return nil, errSourceSwapped
 	}
 	return f, nil
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // Temporary files of the writers of bundle files (build, export, join,
@@ -123,14 +125,23 @@ func RemoveStaleTemps(dir string, now time.Time) []string {
 
 // removeUnlocked takes p's lock without waiting (it fails when a live
 // process holds it), checks that p is still the entry st describes, and
-// removes it. A folder is emptied through the descriptor opened and locked
-// here, never through its path (removeFolderEntries: a folder that holds
-// anything but plain files is left), then removed as a folder only
-// (removeDir): an entry swapped for a link meanwhile is never followed, so
-// nothing outside the folder checked is ever removed (docs/SPEC-DECISIONS.md,
-// BUNDLE-6).
+// removes it. p is opened as what st says it is, following no link and
+// never waiting: a file examined before it is opened (regfile.Open), a
+// folder only as a folder (regfile.OpenFolder), so a node swapped in for a
+// leftover is never opened. A folder is emptied through the descriptor
+// opened and locked here, never through its path (removeFolderEntries: a
+// folder that holds anything but plain files is left), then removed as a
+// folder only (removeDir): an entry swapped for a link meanwhile is never
+// followed, so nothing outside the folder checked is ever removed
+// (docs/SPEC-DECISIONS.md, BUNDLE-6).
 func removeUnlocked(p string, st os.FileInfo) bool {
-	f, err := openNoFollow(p)
+	var f *os.File
+	var err error
+	if st.IsDir() {
+		f, err = regfile.OpenFolder(p, regfile.NoLinks)
+	} else {
+		f, _, err = regfile.Open(p, regfile.NoLinks)
+	}
 	if err != nil {
 		return false
 	}

@@ -17,8 +17,6 @@ func lockTemp(*os.File) error { return nil }
 
 func tryLockTemp(*os.File) bool { return true }
 
-func openNoFollow(p string) (*os.File, error) { return os.Open(p) }
-
 // removeFolderEntries removes the plain files of the folder open as d,
 // beneath that folder (os.Root: a link is removed, never followed), or
 // nothing when it holds anything else.

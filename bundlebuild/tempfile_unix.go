@@ -22,13 +22,6 @@ func tryLockTemp(f *os.File) bool {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
 }
 
-// openNoFollow opens p itself, never a link's target, and without waiting:
-// a FIFO swapped in for a leftover opens at once and is then not the file
-// checked (os.SameFile), instead of blocking the clean-up.
-func openNoFollow(p string) (*os.File, error) {
-	return os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-}
-
 // removeFolderEntries removes the plain files of the folder open as d,
 // listed and unlinked relative to that descriptor (never by path), or
 // nothing when it holds anything else: then it is not one of ours.

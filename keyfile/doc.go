@@ -17,9 +17,10 @@
 //
 // A private key file that group or others can read is refused: a leaked
 // publisher or agent key is the one failure the air gap cannot contain.
-// Key files are read only when they are regular files (OpenRegular): a
-// FIFO put in a key's place is refused at once, never waited on. A file's
-// shape is checked before its passphrase is asked.
+// Key files are read only when they are regular files (OpenRegular): what
+// a key's path leads to is examined before it is opened, so a FIFO or a
+// device put in its place is refused at once, never opened or waited on.
+// A file's shape is checked before its passphrase is asked.
 //
 // Every error is an *amp.Error named by one of the Err* constants, so a
 // caller can tell "needs a passphrase" (ErrKeyEncrypted) from "wrong

@@ -7,12 +7,14 @@ import (
 	"crypto/x509"
 	"encoding/asn1"
 	"encoding/pem"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // maxKeyFile bounds what is read from a key file.
@@ -176,24 +178,20 @@ func ReadPrivateWith(path string, o Options) (*Keys, error) {
 	return ParsePrivateWith(data, o)
 }
 
-// OpenRegular opens path for reading only when it is a regular file, and
-// returns it with its FileInfo. It never waits: a FIFO (or a device) put
-// where a key or passphrase file was is refused at once with
-// ErrKeyUnreadable, where a plain open would block until something writes
-// to it (docs/SPEC-DECISIONS.md, CLI-29). what names the file in errors.
+// OpenRegular opens path for reading only when it leads to a regular
+// file (the operator's links followed), and returns it with its FileInfo.
+// What the path leads to is examined before it is opened
+// (regfile.Open): a FIFO (or a device) put where a key or passphrase file
+// was is refused at once with ErrKeyUnreadable, never opened, so nothing
+// waits for a writer and no driver runs (docs/SPEC-DECISIONS.md, CLI-29).
+// what names the file in errors.
 func OpenRegular(path, what string) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openNoWait, 0)
+	f, st, err := regfile.Open(path, regfile.FollowLinks)
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return nil, nil, fail(ErrKeyUnreadable, "the %s is not a regular file", what)
+	}
 	if err != nil {
 		return nil, nil, fail(ErrKeyUnreadable, "cannot open the %s", what).WithCause(err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, fail(ErrKeyUnreadable, "cannot stat the %s", what).WithCause(err)
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, fail(ErrKeyUnreadable, "the %s is not a regular file", what)
 	}
 	return f, st, nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // tempPattern names the temporary file a key file is written to in its
@@ -59,7 +60,7 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 		os.Remove(tmp)
 		return err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := regfile.SyncDir(dir); err != nil {
 		os.Remove(path)
 		return fail(ErrIOError, "cannot make the key file durable in its folder").WithCause(err)
 	}
@@ -67,24 +68,19 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 }
 
 // MoveNew moves the complete, synced file tmp to out, never replacing a
-// file there: it hard-links tmp to out, which fails when anything is at
-// out (a link too, never followed), then removes tmp. Where the file
-// system has no hard links (FAT, some network shares) it renames tmp after
-// checking that out is absent: only a file appearing between the check and
-// the rename is replaced. A file at out is ErrFileExists (tmp is left to
-// the caller); another failure is ErrIOError. Syncing the folder is the
-// caller's. The bundle writers put their outputs in place with it too
-// (docs/SPEC-DECISIONS.md, CLI-29).
+// file there (regfile.LinkNew): it hard-links tmp to out, which fails when
+// anything is at out (a link too, never followed), then removes tmp. Where
+// the file system has no hard links (FAT, some network shares) it renames
+// tmp after checking that out is absent: only a file appearing between the
+// check and the rename is replaced. A file at out is ErrFileExists (tmp is
+// left to the caller); another failure is ErrIOError. Syncing the folder
+// is the caller's (docs/SPEC-DECISIONS.md, CLI-29).
 func MoveNew(tmp, out string) error {
-	err := os.Link(tmp, out)
-	if err == nil {
-		os.Remove(tmp) // out holds the file either way
-		return nil
-	}
-	if _, serr := os.Lstat(out); errors.Is(err, fs.ErrExist) || serr == nil {
+	err := regfile.LinkNew(tmp, out)
+	if errors.Is(err, fs.ErrExist) {
 		return errExists()
 	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err != nil {
 		return fail(ErrIOError, "cannot move the file into place").WithCause(err)
 	}
 	return nil

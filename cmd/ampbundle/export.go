@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -101,15 +100,6 @@ func failedClosed(b *resolver.Bundle) error {
 		return cliutil.Failf(resolver.ErrBundleExpired, "bundle %s fails closed in this store (expired at %s)%s", b.BundleID, b.ExpiresAt, hint)
 	}
 	return nil
-}
-
-// syncDir makes a rename durable where the system allows it; a failure is
-// not an error (the file itself is complete either way).
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
 
 // progressWriter reports the bytes written so far.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -14,7 +15,7 @@ import (
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
-	"github.com/ampbundle/ampbundle/keyfile"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // Standard input and output for bundle files (docs/CLI.md §1): "-" as
@@ -91,18 +92,20 @@ func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.W
 	if err := moveIntoPlace(f.Name(), out, force); err != nil {
 		return 0, "", err
 	}
-	syncDir(dir)
+	// A folder that cannot be synced is not an error here: the file
+	// itself is complete either way.
+	_ = regfile.SyncDir(dir)
 	return cw.n, sum, nil
 }
 
 // moveIntoPlace moves the complete temporary file tmp to out. Without
-// force it is keyfile.MoveNew, as for key files: it links tmp there, which
-// fails when out appeared meanwhile, then removes tmp; where the file
-// system has no links it checks and renames.
+// force it is regfile.LinkNew, as for key files (keyfile.MoveNew): it
+// links tmp there, which fails when out appeared meanwhile, then removes
+// tmp; where the file system has no links it checks and renames.
 func moveIntoPlace(tmp, out string, force bool) error {
 	if !force {
-		err := keyfile.MoveNew(tmp, out)
-		if errors.Is(err, keyfile.ErrFileExists) {
+		err := regfile.LinkNew(tmp, out)
+		if errors.Is(err, fs.ErrExist) {
 			return existsError(out)
 		}
 		if err != nil {

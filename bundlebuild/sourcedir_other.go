@@ -1,6 +1,0 @@
-//go:build !unix
-
-package bundlebuild
-
-// openNoWait: opening a file does not block here.
-const openNoWait = 0

@@ -1,0 +1,26 @@
+// Package regfile is the module's one way to open a file that must be a
+// regular file, to make a new name in a folder durable, and to put a
+// finished temporary file in place without replacing anything.
+//
+// Open and OpenIn examine what a name leads to before they open it: a
+// FIFO is never joined (nothing waits for a writer) and a device is never
+// opened (its driver never runs: a watchdog does not arm, a terminal does
+// not become a controlling one, a tape does not rewind). On Linux the
+// name is looked up once: open(O_PATH|O_NOFOLLOW) gives a descriptor of
+// what is there without opening it, fstat examines that descriptor, and
+// only a regular file is opened, through /proc/self/fd, which opens that
+// very inode whatever was put in the name since. Without /proc, and on
+// other systems, the name is examined (lstat), then opened without
+// following a link and without waiting, and what was opened must be the
+// file examined (os.SameFile): a node put in the name between the two
+// looks is opened before it is refused. Anything but a regular file is
+// ErrNotRegular (docs/SPEC-DECISIONS.md BUNDLE-12, BUNDLE-17, BUNDLE-19,
+// BUILD-4, CLI-29).
+//
+// SyncDir syncs a folder after a name was added to it; LinkNew hard-links
+// a synced temporary file to its final name, which fails when anything is
+// there (CLI-29).
+//
+// The package opens and names files only; callers give their errors their
+// own names (keyfile, bundlebuild, cmd/ampbundle).
+package regfile

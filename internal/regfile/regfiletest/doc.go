@@ -1,0 +1,4 @@
+// Package regfiletest is for tests of code that must never open a node
+// put where a regular file was: a FIFO stands in for the device, as the
+// node whose open is observable.
+package regfiletest

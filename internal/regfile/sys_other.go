@@ -1,0 +1,24 @@
+//go:build !unix
+
+package regfile
+
+import "errors"
+
+// NoWait: opening a file does not block here.
+const NoWait = 0
+
+// noFollow: there is no O_NOFOLLOW here.
+const noFollow = 0
+
+// dirOnly: no such flag here; OpenFolder checks what it opened.
+const dirOnly = 0
+
+// notDir: an open here does not refuse what is no folder.
+var notDir = errNone
+
+// errNone is an error no open returns.
+var errNone = errors.New("regfile: no error")
+
+// SyncDir: a folder cannot be synced here (Windows opens one read-only);
+// the new name is as durable as the file system makes it.
+func SyncDir(string) error { return nil }

@@ -1,0 +1,17 @@
+//go:build linux
+
+package regfile
+
+import "testing"
+
+// TestWithoutProcNodeIsNeverOpened: where /proc is not mounted (a chroot,
+// a minimal container) Open falls back to examining the name, then
+// opening it: a node already in the file's place is still refused unopened
+// and a regular file is still read.
+func TestWithoutProcNodeIsNeverOpened(t *testing.T) {
+	old := procFD
+	procFD = t.TempDir() + "/absent/"
+	t.Cleanup(func() { procFD = old })
+	TestNodeInARegularFilesPlaceIsNeverOpened(t)
+	TestRegularFileIsOpened(t)
+}
