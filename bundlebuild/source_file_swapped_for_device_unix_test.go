@@ -26,7 +26,7 @@ import (
 // (regfiletest.WatchedNode). Before: the FIFO was opened, then refused.
 //
 // Defence (docs/SPEC-DECISIONS.md BUILD-4, amended): the file is examined
-// beneath the folder before it is opened (internal/regfile.OpenIn: on
+// beneath the folder before it is opened (regfile.OpenIn: on
 // Linux one look through O_PATH, elsewhere lstat first); anything but a
 // regular file is refused, naming the file, and never opened.
 func TestSourceFileSwappedForADeviceIsNotOpened(t *testing.T) {
