@@ -65,30 +65,33 @@ func TestReplayOfAGroupClaimingGigabytesAllocatesNothingAhead(t *testing.T) {
 // distinct entries: the index, and the accounts charged beyond the budget
 // at open, grew with the file. What should happen (AGENT-20): the index
 // holds at most what the budget can account for (Budget / the smallest
-// entry's cost); beyond, the open fails with ErrLedgerCorrupt, naming the
-// budget.
+// entry's cost), plus the dead records the slack allows (AGENT-21);
+// beyond, the open fails with ErrLedgerCorrupt, naming the budget.
 func TestReplayIndexBoundedByBudget(t *testing.T) {
 	c := newClock()
 	path := filepath.Join(t.TempDir(), "l.wal")
 	s := openTestWAL(t, path, c, WALOptions{})
 	per := entryCost(Key{Sender: "x"}, 0)
 	const allowed = 10
-	for i := 0; i <= allowed; i++ {
+	// A slack of 1 byte: slack/32 + 2 dead records of a 1-byte sender
+	// (AGENT-21).
+	const slack, dead = 1, 2
+	for i := 0; i <= allowed+dead; i++ {
 		if err := s.insertDoneForTest(Key{Sender: "x", ID: id(i)}, c.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s.Close()
-	small, err := OpenWAL(path, WALOptions{Now: c.Now, Limits: Limits{Budget: allowed * per}})
+	small, err := OpenWAL(path, WALOptions{Now: c.Now, Slack: slack, Limits: Limits{Budget: allowed * per}})
 	if err == nil {
 		small.Close()
-		t.Fatalf("a log of %d entries opened under a budget that accounts for %d", allowed+1, allowed)
+		t.Fatalf("a log of %d entries opened under a budget that accounts for %d and a slack for %d", allowed+dead+1, allowed, dead)
 	}
 	if amp.NameOf(err) != ErrLedgerCorrupt {
 		t.Fatalf("got %v, want %s", err, ErrLedgerCorrupt)
 	}
 	// Within the budget it opens.
-	ok, err := OpenWAL(path, WALOptions{Now: c.Now, Limits: Limits{Budget: (allowed + 1) * per}})
+	ok, err := OpenWAL(path, WALOptions{Now: c.Now, Slack: slack, Limits: Limits{Budget: (allowed + 1) * per}})
 	if err != nil {
 		t.Fatalf("a log within its budget: %v", err)
 	}
@@ -122,7 +125,7 @@ func TestReplayGroupOfManyRecordsBoundedByBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	per := entryCost(Key{Sender: "x"}, 0)
-	_, err := OpenWAL(path, WALOptions{Now: newClock().Now, Limits: Limits{Budget: 10 * per}})
+	_, err := OpenWAL(path, WALOptions{Now: newClock().Now, Slack: 1, Limits: Limits{Budget: 10 * per}})
 	if amp.NameOf(err) != ErrLedgerCorrupt {
 		t.Fatalf("a group of %d records under a budget of 10 entries: %v, want %s", maxGroup+1, err, ErrLedgerCorrupt)
 	}

@@ -347,16 +347,23 @@ func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
 	// Entries expired at open are dropped as they are read (the last
 	// record of a key decides, so dropping early changes nothing), and
 	// the index holds no more entries than the budget could account for
-	// (each costs at least entryCost of a 1-byte sender and no reply): a
-	// log under the same budget never holds more (AGENT-20).
+	// (each costs at least entryCost of a 1-byte sender and no reply),
+	// plus the dead records the slack lets the log keep before it is
+	// compacted (each at least a running record of a 1-byte sender):
+	// entries the writer reclaimed read as unexpired again when the wall
+	// clock at open is behind their expiry. A log under the same budget
+	// and slack never holds more (AGENT-20, AGENT-21).
 	now := s.now().UnixMilli()
-	maxEntries := s.acct.lim.Budget / entryCost(Key{Sender: "x"}, 0)
+	// (The dead bytes may reach slack + walFileHeader: 2 records more
+	// than slack/32, and no sum a large Slack could overflow.)
+	maxEntries := s.acct.lim.Budget/entryCost(Key{Sender: "x"}, 0) +
+		s.slack/walRecordSize("x", 0) + 2
 	overBudget := func() error {
 		return amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
-			"the ledger file holds more unexpired entries than its budget (%d bytes) can account for (at most %d); it is not this agent's log, or the budget was lowered: raise it, or move the file aside only if no invocation it records may be retried", s.acct.lim.Budget, maxEntries)
+			"the ledger file holds more unexpired entries than its budget (%d bytes) and slack (%d bytes) can account for (at most %d); it is not this agent's log, or the budget was lowered: raise it, or move the file aside only if no invocation it records may be retried", s.acct.lim.Budget, s.slack, maxEntries)
 	}
-	// One group holds at most maxGroup records (a commit) or one per live
-	// entry (a compaction).
+	// One group holds at most maxGroup records (a commit) or one per
+	// entry of the index (a compaction).
 	sc := walScanner{max: int(min(max(maxEntries, maxGroup), 1<<31-1))}
 	var recs []walRecord
 	for off < size {
