@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // KindWAL is the kind of store OpenFile opens: the write-ahead log
@@ -209,7 +210,7 @@ func keepAside(old string, now time.Time) (string, bool, error) {
 			return "", false, amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "cannot keep the bbolt ledger aside").WithCause(err)
 		}
 	}
-	if err := syncDir(filepath.Dir(old)); err != nil {
+	if err := regfile.SyncDir(filepath.Dir(old)); err != nil {
 		os.Remove(name)
 		return "", false, amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "cannot keep the bbolt ledger aside").WithCause(err)
 	}
@@ -245,7 +246,7 @@ func retire(old, aside string) error {
 	if err := os.Remove(old); err != nil {
 		return amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "the ledger was migrated, but the bbolt ledger's old name cannot be given up (it is kept as %s)", filepath.Base(aside)).WithCause(err)
 	}
-	return syncDir(filepath.Dir(old))
+	return regfile.SyncDir(filepath.Dir(old))
 }
 
 // migrateBolt converts the bbolt ledger at old into a new log at path (see
@@ -314,7 +315,7 @@ func migrateBolt(old, path string, o WALOptions, fault func(string) error) (copi
 	}
 	placed = true // from here on nothing is undone
 	os.Remove(tmp + ".lock")
-	if serr := syncDir(filepath.Dir(path)); serr != nil {
+	if serr := regfile.SyncDir(filepath.Dir(path)); serr != nil {
 		return 0, "", amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "the migrated ledger was put in place but its directory cannot be synced").WithCause(serr)
 	}
 	if old != path {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // ErrLedgerCorrupt: the ledger file is damaged before its last group (not
@@ -172,7 +173,7 @@ func openWAL(path string, opts WALOptions, syncFn func(*os.File) error) (*WALSto
 		opts.Rand = rand.Reader
 	}
 	s := &WALStore{path: path, acct: newAccounts(opts.Limits), now: opts.Now, sync: syncFn, rand: opts.Rand, room: opts.Room,
-		m: map[Key]walEntry{}, resv: map[Key]int64{}, elapsed: opts.Elapsed, syncDir: syncDir}
+		m: map[Key]walEntry{}, resv: map[Key]int64{}, elapsed: opts.Elapsed, syncDir: regfile.SyncDir}
 	s.slack = opts.Slack
 	if s.slack <= 0 {
 		s.slack = max(s.acct.lim.Budget/8, 1<<20)

@@ -20,7 +20,5 @@ func lockFile(string, time.Duration) (*os.File, error) {
 
 func unlockFile(f *os.File) error { return f.Close() }
 
-func syncDir(string) error { return nil }
-
 // isNoSpace reports whether err says the disk has no room for more bytes.
 func isNoSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }

@@ -21,19 +21,6 @@ func tryLock(f *os.File) (held bool, err error) {
 	}
 }
 
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // isNoSpace reports whether err says the disk (or the process's file size
 // limit, or a quota) has no room for more bytes.
 func isNoSpace(err error) bool {

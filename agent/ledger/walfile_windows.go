@@ -24,10 +24,6 @@ func tryLock(f *os.File) (held bool, err error) {
 	}
 }
 
-// syncDir is a no-op: Windows has no directory fsync; NTFS journals the
-// rename itself.
-func syncDir(string) error { return nil }
-
 // isNoSpace reports whether err says the disk (or a quota) has no room for
 // more bytes.
 func isNoSpace(err error) bool {
