@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/errdef"
@@ -118,6 +119,12 @@ type Endpoint struct {
 	repo *remote.Repository
 	// tmp is the folder a tar destination is built in.
 	tmp string
+	// tar is the layout tar a source is read through (nil otherwise).
+	tar *os.File
+	// subjects are the layout's manifests read by a referrers listing
+	// (layoutSubject), by digest.
+	subjectsMu sync.Mutex
+	subjects   map[digest.Digest]layoutSubject
 }
 
 // Mode says how Open opens a location.
@@ -167,14 +174,18 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 		return e, nil
 	case KindLayoutTar:
 		if mode == ReadOnly {
-			if err := checkLayoutTar(loc.Path, &e.o); err != nil {
+			t, err := openLayoutTar(loc.Path, &e.o)
+			if err != nil {
 				return nil, err
 			}
-			st, err := oci.NewFromTar(ctx, loc.Path)
+			// Read through the descriptor checked, never the name again
+			// (OCI-20), until Close.
+			st, err := oci.NewFromFS(ctx, t)
 			if err != nil {
+				t.f.Close()
 				return nil, fail(ErrLayout, "cannot read the OCI layout tar").WithCause(err)
 			}
-			e.src = st
+			e.src, e.tar = st, t.f
 			return e, nil
 		}
 		return openTarDestination(ctx, e)
@@ -182,8 +193,13 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 	return nil, fail(ErrReference, "unknown OCI location kind")
 }
 
-// Close releases e; a tar destination not committed is discarded.
+// Close releases e: a layout tar source's descriptor is closed, a tar
+// destination not committed is discarded.
 func (e *Endpoint) Close() error {
+	if e.tar != nil {
+		e.tar.Close()
+		e.tar = nil
+	}
 	if e.tmp != "" {
 		err := os.RemoveAll(e.tmp)
 		e.tmp = ""

@@ -11,9 +11,12 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // Bounds of the pre-check of a layout (docs/FORMAT.md, "Bundles in OCI
@@ -394,7 +397,12 @@ func checkBlobFiles(dir string) error {
 	}
 }
 
-// tarFiles is a layout tar: its entries' headers, read once.
+// tarFiles is a layout tar: its entries' headers, read once, and the
+// descriptor they were read through. It is also the fs.FS oras-go reads
+// the tar through (Open): every entry is read from that descriptor, never
+// from the tar's name opened again, as oras-go's own tar reader does for
+// each blob (a FIFO renamed over the name since would hang that open
+// forever; docs/SPEC-DECISIONS.md OCI-20).
 type tarFiles struct {
 	f       *os.File
 	entries map[string]tarEntry
@@ -407,9 +415,13 @@ type tarEntry struct {
 
 // openTarFiles reads the headers of the layout tar at p (at most
 // MaxLayoutTarEntries; a name given twice is refused, which oras-go would
-// take the last of).
+// take the last of). p must be a regular file (regfile.Open: a FIFO or a
+// device there is oci_layout_error at once, never waited on).
 func openTarFiles(p string) (*tarFiles, error) {
-	f, err := os.Open(p)
+	f, _, err := regfile.Open(p, regfile.FollowLinks)
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return nil, fail(ErrLayout, "the OCI layout tar is not a regular file")
+	}
 	if err != nil {
 		return nil, fail(ErrLayout, "cannot read the OCI layout tar").WithCause(err)
 	}
@@ -458,14 +470,51 @@ func (t *tarFiles) read(name string, n int64) ([]byte, error) {
 	return readExactly(io.NewSectionReader(t.f, e.off, min(n, e.size)), min(n, e.size))
 }
 
-// checkLayoutTar checks the bounds of the layout tar at p (checkLayout).
-func checkLayoutTar(p string, o *Options) error {
+// Open implements fs.FS: the regular entry name, read through the tar's
+// descriptor (ReadAt: readers at once do not share an offset). Closing
+// the entry leaves the tar open; the Endpoint closes it.
+func (t *tarFiles) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	n, err := t.size(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &tarEntryFile{io.NewSectionReader(t.f, t.entries[name].off, n), path.Base(name)}, nil
+}
+
+// tarEntryFile is an entry of a layout tar opened by tarFiles.Open.
+type tarEntryFile struct {
+	*io.SectionReader
+	name string
+}
+
+func (f *tarEntryFile) Stat() (fs.FileInfo, error) { return f, nil }
+func (f *tarEntryFile) Close() error               { return nil }
+
+// The fs.FileInfo of the entry: a read-only regular file.
+func (f *tarEntryFile) Name() string       { return f.name }
+func (f *tarEntryFile) Mode() fs.FileMode  { return 0o444 }
+func (f *tarEntryFile) ModTime() time.Time { return time.Time{} }
+func (f *tarEntryFile) IsDir() bool        { return false }
+func (f *tarEntryFile) Sys() any           { return nil }
+
+// openLayoutTar opens the layout tar at p and checks its bounds
+// (checkLayout); the caller closes t.f.
+func openLayoutTar(p string, o *Options) (*tarFiles, error) {
 	t, err := openTarFiles(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer t.f.Close()
-	return checkLayout(t, o)
+	if err := checkLayout(t, o); err != nil {
+		t.f.Close()
+		return nil, err
+	}
+	return t, nil
 }
 
 // prepareLayoutDir creates what is missing of a destination layout folder

@@ -488,24 +488,63 @@ func (e *Endpoint) referrers(ctx context.Context, desc ocispec.Descriptor) ([]oc
 		if p.MediaType != ocispec.MediaTypeImageManifest || p.Size <= 0 || p.Size > MaxStatementManifestSize {
 			continue // no statement (checkManifestDescriptor's bound): not read
 		}
-		raw, err := e.readSmall(ctx, p, MaxStatementManifestSize)
+		m, err := e.layoutSubject(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		var m struct {
-			ArtifactType string              `json:"artifactType"`
-			Subject      *ocispec.Descriptor `json:"subject"`
-		}
-		if json.Unmarshal(raw, &m) != nil || m.Subject == nil || m.Subject.MediaType != desc.MediaType ||
-			m.Subject.Digest != desc.Digest || m.Subject.Size != desc.Size {
+		if m.subject.MediaType != desc.MediaType || m.subject.Digest != desc.Digest || m.subject.Size != desc.Size {
 			continue // not a referrer of desc: a manifest listing it otherwise
 		}
 		if len(descs) >= MaxReferrers {
 			return nil, tooMany
 		}
-		descs = append(descs, ocispec.Descriptor{MediaType: p.MediaType, Digest: p.Digest, Size: p.Size, ArtifactType: m.ArtifactType})
+		descs = append(descs, ocispec.Descriptor{MediaType: p.MediaType, Digest: p.Digest, Size: p.Size, ArtifactType: m.artifactType})
 	}
 	return descs, nil
+}
+
+// layoutSubject is what a layout's referrers listing learns of a
+// predecessor manifest: its artifact type and subject (zero when it has
+// none, or does not decode).
+type layoutSubject struct {
+	artifactType string
+	subject      ocispec.Descriptor
+}
+
+// layoutSubject reads the layout's manifest p (at most
+// MaxStatementManifestSize, checked against its digest) once per
+// endpoint: a manifest listing many bundles is a predecessor of each, and
+// was read again in each bundle's listing, B × M × 16 KiB for a layout of
+// M × 16 KiB (docs/SPEC-DECISIONS.md OCI-18, amended in review 81). The
+// memo holds one small entry per manifest of the layout read, which the
+// layout's graph (in memory) holds already; a read that failed is not
+// kept.
+func (e *Endpoint) layoutSubject(ctx context.Context, p ocispec.Descriptor) (layoutSubject, error) {
+	e.subjectsMu.Lock()
+	m, ok := e.subjects[p.Digest]
+	e.subjectsMu.Unlock()
+	if ok {
+		return m, nil
+	}
+	raw, err := e.readSmall(ctx, p, MaxStatementManifestSize)
+	if err != nil {
+		return m, err
+	}
+	var dec struct {
+		ArtifactType string              `json:"artifactType"`
+		Subject      *ocispec.Descriptor `json:"subject"`
+	}
+	if json.Unmarshal(raw, &dec) == nil && dec.Subject != nil {
+		m = layoutSubject{artifactType: dec.ArtifactType,
+			subject: ocispec.Descriptor{MediaType: dec.Subject.MediaType, Digest: dec.Subject.Digest, Size: dec.Subject.Size}}
+	}
+	e.subjectsMu.Lock()
+	if e.subjects == nil {
+		e.subjects = map[digest.Digest]layoutSubject{}
+	}
+	e.subjects[p.Digest] = m
+	e.subjectsMu.Unlock()
+	return m, nil
 }
 
 func isStatementType(t string) bool {

@@ -235,9 +235,13 @@ func Copy(ctx context.Context, src *Endpoint, ref string, dst *Endpoint, tag str
 // copyArtifact copies a's layers, then its manifest, untagged. A bundle
 // cut into parts is checked as a pull checks it (checkFile) before its
 // manifest lands: each part hashed in order as it streams from src, or,
-// when dst has it already, as it is read back from dst, verified
-// (docs/SPEC-DECISIONS.md OCI-17). One layer is the file: its digest is
-// the file's SHA-256 (DecodeManifest), and nothing more is read.
+// when dst has it already, as it is read again, verified: from dst when
+// dst is a layout (a folder anyone may write to could hold other bytes
+// under the name), from src when dst is a registry (which checked what it
+// was sent against the digest; a read back needed its storage redirects
+// allowed and downloaded the file) (docs/SPEC-DECISIONS.md OCI-17,
+// amended in review 81). One layer is the file: its digest is the file's
+// SHA-256 (DecodeManifest), and nothing more is read.
 func copyArtifact(ctx context.Context, src, dst *Endpoint, a *Artifact) error {
 	var whole *hashWriter
 	var buf []byte
@@ -256,8 +260,12 @@ func copyArtifact(ctx context.Context, src, dst *Endpoint, a *Artifact) error {
 		if br != nil {
 			br.Close()
 		}
-		if err == nil && whole != nil && br == nil {
-			err = dst.copyBlob(ctx, l, whole, buf) // dst had it: read it back
+		if err == nil && whole != nil && br == nil { // dst had it
+			from := dst
+			if dst.repo != nil {
+				from = src
+			}
+			err = from.copyBlob(ctx, l, whole, buf)
 		}
 		if err != nil {
 			return err

@@ -35,6 +35,7 @@ func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 		e.Close()
 		return nil, err
 	}
+	defer old.Close()
 	tags, err := old.Tags(ctx)
 	if err != nil {
 		e.Close()
