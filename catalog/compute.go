@@ -202,9 +202,10 @@ func (c *computeShare) budgetRefusal(retry time.Duration) *refusal {
 }
 
 // charge ends a computation of peer that admit let start, which took d
-// (at least its kind's minCharge is taken).
+// (at least its kind's minCharge is taken: the matrices'
+// MinComputeCharge, nothing for the renderings, CATALOG-27).
 func (c *computeShare) charge(peer string, d time.Duration) {
-	d = max(d, MinComputeCharge)
+	d = max(d, c.kind.minCharge)
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()

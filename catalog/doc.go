@@ -24,8 +24,9 @@
 // script at all, and sends a strict Content-Security-Policy. A page is
 // rendered only for a GET whose client is still there (a HEAD gets the
 // status and headers alone; a client gone gets its connection closed, no
-// answer), streams from its first schema on, so that a client gone
-// unseen stops the rendering at the first failed write (CATALOG-26),
+// answer), streams from its first schema on (HTTP/1.1 and later, whose
+// answers mark their end, CATALOG-27), so that a client gone unseen
+// stops the rendering at the first failed write (CATALOG-26),
 // and its client must read it at Options.MinDataRate, else it is cut off
 // and its page slot freed. The schemas the pages render take their time
 // from a rendering budget, in all and by peer (Options.RenderBurst,

@@ -427,6 +427,17 @@ func pageOutOf(ctx context.Context) *pageOut {
 	return o
 }
 
+// streams says whether the page may stream: its answer's end is then
+// marked (HTTP/1.1's last chunk, HTTP/2's end of stream), and a page cut
+// off cannot be taken for a whole one. An answer to HTTP/1.0 without
+// Content-Length ends with the connection, which a cut page ends with
+// too: that page stays buffered and goes with its Content-Length; its
+// rendering is bounded by the render budget and the request's context
+// (CATALOG-27).
+func (o *pageOut) streams() bool {
+	return o.r.ProtoAtLeast(1, 1)
+}
+
 // Write buffers p, and writes the buffer out once the answer started and
 // it holds streamChunk bytes.
 func (o *pageOut) Write(p []byte) (int, error) {

@@ -66,15 +66,8 @@ func TestHalfClosedClientGetsNoEmptyOK(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	c, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := sendRaw(t, srv, "GET "+departedTarget+" HTTP/1.1\r\nHost: x\r\n\r\n")
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, "GET "+departedTarget+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
 	c.(*net.TCPConn).CloseWrite()
 	res, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err == nil {

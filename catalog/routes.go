@@ -462,8 +462,10 @@ func (v schemaView) stream(out *pageOut) error {
 	}
 	start, waited := out.h.opts.Now(), out.waited
 	defer func() { out.rendering += out.h.opts.Now().Sub(start) - (out.waited - waited) }()
-	if err := out.Flush(); err != nil {
-		return err
+	if out.streams() {
+		if err := out.Flush(); err != nil {
+			return err
+		}
 	}
 	io.WriteString(out, schemaOpen)
 	cut, err := v.m.printTo(v.ctx, v.s, v.prefix, func(toks []Tok) error {
