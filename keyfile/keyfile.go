@@ -52,7 +52,10 @@ const (
 )
 
 // Passphrase returns the passphrase of an encrypted private key. It is
-// called only when a key is encrypted, at most once per parse.
+// called only when a key is encrypted, at most once per parse. The slice
+// it returns is the parser's: it is cleared before the parse returns,
+// whatever the outcome (docs/SPEC-DECISIONS.md, CLI-31), so it must be
+// fresh, never one the caller keeps.
 type Passphrase func() ([]byte, error)
 
 // Options tell the readers how to open encrypted keys. The zero value
@@ -168,11 +171,11 @@ func ReadPrivateWith(path string, o Options) (*Keys, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer clear(data) // the keys returned are copies (CLI-31)
 	if publicKeyOnly(data) {
 		return nil, errPublicGiven()
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		clear(data)
 		return nil, fail(ErrInsecureKeyFile, "private key file is readable or writable by group or others (mode %04o); run chmod 600 on it", st.Mode().Perm())
 	}
 	return ParsePrivateWith(data, o)
@@ -257,6 +260,7 @@ func ParsePrivateWith(data []byte, o Options) (*Keys, error) {
 
 func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 	var pass []byte
+	defer func() { clear(pass) }() // CLI-31: no passphrase left in the heap
 	asked := false
 	decrypt := func(der []byte) ([]byte, error) {
 		if !asked {
@@ -294,6 +298,7 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 			if der, err = decrypt(data); err != nil {
 				return nil, err
 			}
+			defer clear(der) // its plaintext; the key is a copy
 		}
 		if err := keys.add(der); err != nil {
 			return nil, err
@@ -351,7 +356,9 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := keys.add(der); err != nil {
+		err = keys.add(der) // the key is a copy: its plaintext is cleared
+		clear(der)
+		if err != nil {
 			return nil, err
 		}
 	}
