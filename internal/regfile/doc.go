@@ -8,18 +8,22 @@
 // not become a controlling one, a tape does not rewind). On Linux the
 // name is looked up once: open(O_PATH|O_NOFOLLOW) gives a descriptor of
 // what is there without opening it, fstat examines that descriptor, and
-// only a regular file is opened, through /proc/self/fd, which opens that
-// very inode whatever was put in the name since. Without /proc, and on
-// other systems, the name is examined (lstat), then opened without
-// following a link and without waiting, and what was opened must be the
-// file examined (os.SameFile): a node put in the name between the two
-// looks is opened before it is refused. Anything but a regular file is
-// ErrNotRegular (docs/SPEC-DECISIONS.md BUNDLE-12, BUNDLE-17, BUNDLE-19,
+// only a regular file is opened, through /proc/self/fd (only when that
+// folder is the proc file system), which opens that very inode whatever
+// was put in the name since. Without /proc (or with one that is not
+// procfs), and on other systems, the name is examined (lstat), then
+// opened without following a link and without waiting, and what was
+// opened must be the file examined (os.SameFile): a node put in the name
+// between the two looks is opened before it is refused. Anything but a regular file is
+// ErrNotRegular. The file returned blocks as any file does (the
+// no-waiting flag is cleared) and is named as the path examined
+// (docs/SPEC-DECISIONS.md BUNDLE-12, BUNDLE-17, BUNDLE-19, BUNDLE-20,
 // BUILD-4, CLI-29).
 //
-// SyncDir syncs a folder after a name was added to it; LinkNew hard-links
-// a synced temporary file to its final name, which fails when anything is
-// there (CLI-29).
+// SyncDir syncs a folder after a name was added to it, opening it only as
+// a folder; LinkNew hard-links a synced temporary file to its final name,
+// which fails when anything is there, and where no link can be made
+// renames it exclusively where the system can (CLI-29, CLI-32).
 //
 // The package opens and names files only; callers give their errors their
 // own names (keyfile, bundlebuild, cmd/ampbundle).

@@ -135,9 +135,9 @@ func openByName(p place) (*os.File, fs.FileInfo, error) {
 	return keepExamined(f, seen)
 }
 
-// keepExamined returns f with what fstat shows of it when it is a regular
-// file and the file seen before it was opened; else it closes f:
-// ErrNotRegular.
+// keepExamined returns f with what fstat shows of it, and blocking again,
+// when it is a regular file and the file seen before it was opened; else
+// it closes f: ErrNotRegular.
 func keepExamined(f *os.File, seen fs.FileInfo) (*os.File, fs.FileInfo, error) {
 	st, err := f.Stat()
 	if err != nil {
@@ -148,6 +148,12 @@ func keepExamined(f *os.File, seen fs.FileInfo) (*os.File, fs.FileInfo, error) {
 		f.Close()
 		return nil, nil, ErrNotRegular
 	}
+	// The file was opened without waiting (NoWait); its readers, and
+	// whatever it is handed to, get an ordinary blocking file.
+	if err := blocking(f); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
 	return f, st, nil
 }
 
@@ -155,18 +161,36 @@ func keepExamined(f *os.File, seen fs.FileInfo) (*os.File, fs.FileInfo, error) {
 // file there: it hard-links tmp to out, which fails when anything is at
 // out (a link too, never followed), then removes tmp. Where the link
 // fails otherwise (a file system without hard links: FAT, some network
-// shares) it renames tmp after checking that out is absent: only a file
-// appearing between the check and the rename is replaced. A name taken is
-// an error wrapping fs.ErrExist (tmp is left to the caller). Syncing the
-// folder is the caller's (SyncDir).
+// shares) it renames tmp only if nothing is at out, in one step where the
+// system can (Linux renameat2 RENAME_NOREPLACE, darwin renamex_np
+// RENAME_EXCL); elsewhere, or on a file system that cannot, it checks
+// that out is absent, then renames: only there a file appearing between
+// the check and the rename is replaced. A name taken is an error wrapping
+// fs.ErrExist (tmp is left to the caller). Syncing the folder is the
+// caller's (SyncDir).
 func LinkNew(tmp, out string) error {
 	err := os.Link(tmp, out)
 	if err == nil {
 		os.Remove(tmp) // out holds the file either way
 		return nil
 	}
-	if _, serr := os.Lstat(out); errors.Is(err, fs.ErrExist) || serr == nil {
-		return &fs.PathError{Op: "link", Path: out, Err: fs.ErrExist}
+	if errors.Is(err, fs.ErrExist) {
+		return errTaken(out)
+	}
+	return renameNew(tmp, out)
+}
+
+// errTaken is LinkNew's refusal of a name taken.
+func errTaken(out string) error {
+	return &fs.PathError{Op: "link", Path: out, Err: fs.ErrExist}
+}
+
+// checkRename renames tmp to out after checking that nothing is at out:
+// a file appearing between the two is replaced (renameNew where the
+// system has no exclusive rename).
+func checkRename(tmp, out string) error {
+	if _, err := os.Lstat(out); err == nil {
+		return errTaken(out)
 	}
 	return os.Rename(tmp, out)
 }

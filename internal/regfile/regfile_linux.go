@@ -11,15 +11,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procFD is where a descriptor is opened again; tests point it where
-// nothing is, to take openByName.
+// procFD is the folder through which a descriptor is opened again; tests
+// point it where nothing is, or at a folder that is not procfs, to take
+// openByName.
 var procFD = "/proc/self/fd/"
+
+// errNoProc: procFD is absent or is not the proc file system, so a
+// descriptor cannot be opened again through it.
+var errNoProc = errors.New("regfile: no proc file system")
 
 // openPlace looks p up once: O_PATH gives a descriptor of what is there
 // without opening it (no driver runs, a FIFO is not joined) and following
 // no link; fstat examines that descriptor; only a regular file is opened,
 // through /proc/self/fd, which opens that very inode whatever was put in
-// its name since. Without /proc it falls back to openByName.
+// its name since. Without /proc, or where /proc is not the proc file
+// system (a plain folder in a chroot, whose entries anyone who can write
+// it may plant), it falls back to openByName.
 func openPlace(p place) (*os.File, fs.FileInfo, error) {
 	pf, err := p.open(unix.O_PATH | unix.O_NOFOLLOW)
 	if err != nil {
@@ -33,12 +40,56 @@ func openPlace(p place) (*os.File, fs.FileInfo, error) {
 	if !seen.Mode().IsRegular() {
 		return nil, nil, ErrNotRegular
 	}
-	f, err := os.OpenFile(procFD+strconv.Itoa(int(pf.Fd())), os.O_RDONLY|NoWait, 0)
-	if errors.Is(err, fs.ErrNotExist) {
+	fd, err := reopen(pf)
+	if errors.Is(err, errNoProc) {
 		return openByName(p)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &fs.PathError{Op: "open", Path: pf.Name(), Err: err}
 	}
-	return keepExamined(f, seen)
+	// Named as the place examined, not /proc/self/fd/N: later errors
+	// name the file.
+	return keepExamined(os.NewFile(uintptr(fd), pf.Name()), seen)
+}
+
+// reopen opens the inode pf (an O_PATH descriptor) names for reading
+// through procFD, without waiting (a lease is not waited for), then makes
+// it blocking; only when procFD is the proc file system (fstatfs of the
+// very folder the open starts from): anywhere else it is errNoProc and
+// nothing is opened.
+func reopen(pf *os.File) (int, error) {
+	dir, err := unix.Open(procFD, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, errNoProc
+	}
+	defer unix.Close(dir)
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(dir, &sfs); err != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
+		return -1, errNoProc
+	}
+	rc, err := pf.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd, oerr := -1, error(nil)
+	if err := rc.Control(func(pfd uintptr) {
+		for {
+			fd, oerr = unix.Openat(dir, strconv.Itoa(int(pfd)), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+			if oerr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return -1, err
+	}
+	if oerr != nil {
+		return -1, oerr
+	}
+	// The inode is the regular file examined: it blocks from here on, so
+	// the *os.File made of it is an ordinary one, outside Go's poller.
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }

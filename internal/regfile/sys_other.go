@@ -2,7 +2,10 @@
 
 package regfile
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // NoWait: opening a file does not block here.
 const NoWait = 0
@@ -22,3 +25,6 @@ var errNone = errors.New("regfile: no error")
 // SyncDir: a folder cannot be synced here (Windows opens one read-only);
 // the new name is as durable as the file system makes it.
 func SyncDir(string) error { return nil }
+
+// blocking: a file is never opened without waiting here.
+func blocking(*os.File) error { return nil }

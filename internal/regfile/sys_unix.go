@@ -23,19 +23,35 @@ const dirOnly = syscall.O_DIRECTORY
 // notDir is the error of an open with dirOnly of something else.
 const notDir = syscall.ENOTDIR
 
-// SyncDir makes a new name in dir durable (fsync of the folder). A folder
-// whose file system cannot sync it (EINVAL) is taken as is.
+// SyncDir makes a new name in dir durable (fsync of the folder). The name
+// is opened only as a folder (OpenFolder): a FIFO or a device put in its
+// place is never opened, and is ErrNotFolder. A folder whose file system
+// cannot sync it (fsync's EINVAL) is taken as is.
 func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := OpenFolder(dir, FollowLinks)
 	if err != nil {
 		return err
 	}
 	err = d.Sync()
+	if errors.Is(err, syscall.EINVAL) {
+		err = nil
+	}
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
-	if errors.Is(err, syscall.EINVAL) {
-		return nil
-	}
 	return err
+}
+
+// blocking clears NoWait (O_NONBLOCK) on f, a regular file opened
+// without waiting.
+func blocking(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = syscall.SetNonblock(int(fd), false) }); err != nil {
+		return err
+	}
+	return serr
 }

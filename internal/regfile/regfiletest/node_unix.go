@@ -4,9 +4,10 @@ package regfiletest
 
 import (
 	"os"
-	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // WatchedNode makes a FIFO at path that stands in for a device node: a
@@ -17,7 +18,7 @@ import (
 // ends.
 func WatchedNode(t testing.TB, path string) (opened func() bool) {
 	t.Helper()
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
+	if err := unix.Mkfifo(path, 0o600); err != nil {
 		t.Skipf("no FIFO here: %v", err)
 	}
 	ch := make(chan struct{})
@@ -29,7 +30,7 @@ func WatchedNode(t testing.TB, path string) (opened func() bool) {
 	}()
 	t.Cleanup(func() {
 		// Release the writer if nobody opened the node.
-		if r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+		if r, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
 			time.Sleep(10 * time.Millisecond)
 			r.Close()
 		}
