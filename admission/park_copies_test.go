@@ -142,7 +142,15 @@ func TestParkedBatchItemAndItsContainerEndClean(t *testing.T) {
 // heldResumes builds f with attackers addresses, each with inside
 // messages in their handlers and held parked messages waiting to resume
 // (above their share: honest lingering addresses with nothing inside
-// lower the average), and honest busy addresses.
+// lower the average), and honest busy addresses. It writes the peers'
+// counts directly (2,048 held resumes without as many goroutines), so it
+// also keeps the gate's running count of the active peers as Enter and
+// forget keep it (TRANSPORT-16): written into the table alone, the
+// attackers and the lingering honest addresses were counted by nobody,
+// the honest message's Enter counted its own address alone active,
+// and 3 held resumes took the free slots (a fixture that the running
+// count did not know, not a change of the shares). It panics if the
+// running count differs from a walk of the table.
 func heldResumes(attackers, inside, held, honest int) *Fair {
 	f := NewFair(4, 0)
 	now := time.Unix(1000, 0)
@@ -151,6 +159,8 @@ func heldResumes(attackers, inside, held, honest int) *Fair {
 		p := &fairPeer{key: fmt.Sprintf("10.1.0.%d", a), inside: inside}
 		f.peers[p.key] = p
 		f.inside += inside
+		p.busy = true // as its first Enter counts it
+		f.busy++
 		for range held {
 			p.parked++
 			p.back = append(p.back, fairResume{ready: make(chan struct{}), t: &fairTicket{peer: p, parked: 1}})
@@ -164,6 +174,10 @@ func heldResumes(attackers, inside, held, honest int) *Fair {
 		p.verified(now)
 		p.cur = FairLingerBusy
 		f.peers[p.key] = p
+		f.forget(p) // its last message done: it lingers
+	}
+	if got, want := f.active(now), walkActive(f, now); got != want {
+		panic(fmt.Sprintf("heldResumes: the gate counts %d active peers, its table holds %d", got, want))
 	}
 	return f
 }
