@@ -7,15 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // tempPrefix and tempSuffix name the temporary file a key file is
-// written to in its folder (createTemp puts digits between them): the
-// name of the temporary files of the bundle writers (docs/CLI.md §1.9),
-// so that what a killed keygen leaves is theirs to remove once stale.
+// written to in its folder where it cannot be written without a name
+// (createTemp puts digits between them; docs/SPEC-DECISIONS.md CLI-33).
 const (
 	tempPrefix = ".ampbundle-key-"
 	tempSuffix = ".tmp"
@@ -38,6 +39,57 @@ func createTemp(dir string, mode os.FileMode) (*os.File, error) {
 	}
 }
 
+// createUnnamed is regfile.CreateUnnamed; tests replace it to take the
+// named temporary file a system without O_TMPFILE takes.
+var createUnnamed = regfile.CreateUnnamed
+
+// now is the clock removeStaleTemps reads; tests replace it.
+var now = time.Now
+
+// staleTempAge is how old (by its modification time) a temporary key file
+// must be before a later keygen in its folder removes it: far beyond the
+// moment a live keygen holds one (CLI-33).
+const staleTempAge = 24 * time.Hour
+
+// isTempName reports whether name is a temporary key file's name
+// (createTemp): tempPrefix, the decimal digits of a uint32, tempSuffix.
+func isTempName(name string) bool {
+	mid, ok := strings.CutPrefix(name, tempPrefix)
+	if !ok {
+		return false
+	}
+	if mid, ok = strings.CutSuffix(mid, tempSuffix); !ok {
+		return false
+	}
+	return mid != "" && len(mid) <= 10 && strings.Trim(mid, "0123456789") == ""
+}
+
+// removeStaleTemps removes from dir the temporary key files a killed
+// keygen left there (only where a key is written through a named one:
+// writeNew): entries named as ours (isTempName) that are regular files,
+// not links (lstat), owned by this process's user (regfile.OwnedBySelf:
+// never where the owner cannot be read) and last modified at least
+// staleTempAge before now. Nothing else is ever removed; what cannot be
+// read or removed is left, silently: cleaning up is never the reason a
+// keygen fails (docs/SPEC-DECISIONS.md, CLI-33).
+func removeStaleTemps(dir string, now time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !isTempName(e.Name()) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		st, err := os.Lstat(p)
+		if err != nil || !st.Mode().IsRegular() || !regfile.OwnedBySelf(st) || now.Sub(st.ModTime()) < staleTempAge {
+			continue
+		}
+		os.Remove(p)
+	}
+}
+
 // writeData writes a key file's bytes to its temporary file. Tests
 // replace it to fail, or to die, half-way.
 var writeData = func(f *os.File, data []byte) error {
@@ -47,19 +99,31 @@ var writeData = func(f *os.File, data []byte) error {
 
 // writeNew writes data to the new file path with mode, never replacing a
 // file there, and never leaving a partial one (docs/SPEC-DECISIONS.md,
-// CLI-29): the bytes go to a temporary file in path's folder (created
-// exclusively, so a link planted at its name is never followed, with mode
-// less the umask: createTemp), which is synced and moved to path by
-// MoveNew; the folder is synced last. A process killed on the way leaves
-// at most the temporary file; any failure removes it (and path, when the folder
-// cannot be synced after the move) and is ErrIOError, or ErrFileExists
-// when path is taken, checked before anything is created.
+// CLI-29, CLI-33). Where the system can (Linux, O_TMPFILE, a real /proc)
+// the bytes go to a file in path's folder that has no name
+// (regfile.CreateUnnamed, with mode less the umask), which is synced and
+// then linked at path (regfile.LinkUnnamed): a process killed on the way
+// leaves nothing. Elsewhere they go to a named temporary file there
+// (created exclusively, so a link planted at its name is never followed,
+// with mode less the umask: createTemp), which is synced and moved to path
+// by MoveNew: a process killed on the way leaves that file, a copy of the
+// key under a hidden name, which the next keygen in that folder removes
+// once a day old (removeStaleTemps, run first; CLI-33). The folder is
+// synced last. Any failure
+// removes what was written (and path, when the folder cannot be synced
+// after the move) and is ErrIOError, or ErrFileExists when path is taken,
+// checked before anything is created.
 func writeNew(path string, data []byte, mode os.FileMode) error {
 	if _, err := os.Lstat(path); err == nil {
 		return errExists()
 	}
 	dir := filepath.Dir(path)
-	f, err := createTemp(dir, mode)
+	removeStaleTemps(dir, now())
+	f, err := createUnnamed(dir, mode)
+	unnamed := err == nil
+	if errors.Is(err, regfile.ErrNoUnnamed) {
+		f, err = createTemp(dir, mode)
+	}
 	if err != nil {
 		return fail(ErrIOError, "cannot create the key file's temporary file").WithCause(err)
 	}
@@ -68,16 +132,32 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 	if err == nil {
 		err = f.Sync()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fail(ErrIOError, "cannot write the key file").WithCause(err)
-	}
-	if err := MoveNew(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
+	if unnamed {
+		// Linked while open: closed, an unnamed file is gone.
+		if err == nil {
+			if lerr := regfile.LinkUnnamed(f, path); lerr != nil {
+				f.Close()
+				return moveErr(lerr)
+			}
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fail(ErrIOError, "cannot write the key file").WithCause(err)
+		}
+	} else {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(tmp)
+			return fail(ErrIOError, "cannot write the key file").WithCause(err)
+		}
+		if err := MoveNew(tmp, path); err != nil {
+			os.Remove(tmp)
+			return err
+		}
 	}
 	if err := regfile.SyncDir(dir); err != nil {
 		os.Remove(path)
@@ -90,19 +170,27 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 // file there (regfile.LinkNew): it hard-links tmp to out, which fails when
 // anything is at out (a link too, never followed), then removes tmp. Where
 // the file system has no hard links (FAT, some network shares) it renames
-// tmp after checking that out is absent: only a file appearing between the
-// check and the rename is replaced. A file at out is ErrFileExists (tmp is
-// left to the caller); another failure is ErrIOError. Syncing the folder
-// is the caller's (docs/SPEC-DECISIONS.md, CLI-29).
+// tmp only if nothing is at out, in one step where the system can (Linux
+// renameat2 RENAME_NOREPLACE, darwin renamex_np RENAME_EXCL); only on
+// other systems, or a file system that cannot, is out checked, then tmp
+// renamed, so that a file appearing between the two is replaced
+// (CLI-32). A file at out is ErrFileExists (tmp is left to the caller);
+// another failure is ErrIOError. Syncing the folder is the caller's
+// (docs/SPEC-DECISIONS.md, CLI-29).
 func MoveNew(tmp, out string) error {
-	err := regfile.LinkNew(tmp, out)
+	return moveErr(regfile.LinkNew(tmp, out))
+}
+
+// moveErr names the failure of putting a key file in place: a name taken
+// is ErrFileExists, another failure ErrIOError; nil stays nil.
+func moveErr(err error) error {
+	if err == nil {
+		return nil
+	}
 	if errors.Is(err, fs.ErrExist) {
 		return errExists()
 	}
-	if err != nil {
-		return fail(ErrIOError, "cannot move the file into place").WithCause(err)
-	}
-	return nil
+	return fail(ErrIOError, "cannot move the file into place").WithCause(err)
 }
 
 // errExists is ErrFileExists, wrapping fs.ErrExist.

@@ -24,6 +24,11 @@
 // a folder; LinkNew hard-links a synced temporary file to its final name,
 // which fails when anything is there, and where no link can be made
 // renames it exclusively where the system can (CLI-29, CLI-32).
+// CreateUnnamed makes a file with no name (Linux O_TMPFILE, only where
+// /proc is procfs) and LinkUnnamed gives it its name once complete, never
+// replacing a file there: a process killed before leaves nothing; where
+// it cannot be made it is ErrNoUnnamed (CLI-33). OwnedBySelf tells a
+// file of this process's user.
 //
 // The package opens and names files only; callers give their errors their
 // own names (keyfile, bundlebuild, cmd/ampbundle).

@@ -180,6 +180,12 @@ func LinkNew(tmp, out string) error {
 	return renameNew(tmp, out)
 }
 
+// ErrNoUnnamed: a file without a name (CreateUnnamed) cannot be made
+// here (another system, a kernel or file system without O_TMPFILE, no
+// proc file system to link it through); the caller writes a named
+// temporary file and moves it with LinkNew.
+var ErrNoUnnamed = errors.New("regfile: no unnamed temporary file here")
+
 // errTaken is LinkNew's refusal of a name taken.
 func errTaken(out string) error {
 	return &fs.PathError{Op: "link", Path: out, Err: fs.ErrExist}

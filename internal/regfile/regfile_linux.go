@@ -58,15 +58,11 @@ func openPlace(p place) (*os.File, fs.FileInfo, error) {
 // very folder the open starts from): anywhere else it is errNoProc and
 // nothing is opened.
 func reopen(pf *os.File) (int, error) {
-	dir, err := unix.Open(procFD, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dir, err := procDir()
 	if err != nil {
-		return -1, errNoProc
+		return -1, err
 	}
 	defer unix.Close(dir)
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(dir, &sfs); err != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
-		return -1, errNoProc
-	}
 	rc, err := pf.SyscallConn()
 	if err != nil {
 		return -1, err
@@ -92,4 +88,20 @@ func reopen(pf *os.File) (int, error) {
 		return -1, err
 	}
 	return fd, nil
+}
+
+// procDir opens procFD (O_PATH) only when it is the proc file system
+// (fstatfs of the very folder a lookup starts from); anywhere else, or
+// where it is absent, it is errNoProc and nothing is left open.
+func procDir() (int, error) {
+	dir, err := unix.Open(procFD, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, errNoProc
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(dir, &sfs); err != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
+		unix.Close(dir)
+		return -1, errNoProc
+	}
+	return dir, nil
 }

@@ -55,3 +55,10 @@ func blocking(f *os.File) error {
 	}
 	return serr
 }
+
+// OwnedBySelf reports whether st (an lstat or fstat of a file) belongs to
+// the effective user of this process.
+func OwnedBySelf(st os.FileInfo) bool {
+	s, ok := st.Sys().(*syscall.Stat_t)
+	return ok && int64(s.Uid) == int64(os.Geteuid())
+}
