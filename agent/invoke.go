@@ -322,7 +322,9 @@ func (a *Agent) execute(ctx context.Context, inv *invocation, t *ledger.Ticket, 
 // on this goroutine (it honours its context: no goroutine start, no
 // context switch); otherwise on a goroutine of its own, so that a handler
 // that ignores its context cannot hold the reply past the deadline: it
-// keeps running in the background, and its result is dropped.
+// keeps running in the background, counted overdue for its caller's
+// principal until it returns (overdueHandlers), and its result is
+// dropped.
 func (a *Agent) runHandler(log *slog.Logger, inv *invocation, id capability.ID, params any, timeout time.Duration) (any, error) {
 	h := a.handlers[id]
 	hctx, cancel := context.WithTimeout(context.WithValue(context.Background(), invocationKey{}, inv), timeout)

@@ -323,11 +323,11 @@ type Transfer struct {
 // (invalid_proof), by a key of another DID than from (sender_mismatch),
 // by a key not found (unknown_sender), not verifying (bad_proof); to set
 // and not one of o.Self (not_a_recipient); last the capability's digest
-// (verification_failed). Members this version does not
-// know are covered by the proof and ignored. The envelope is parsed once;
-// what is returned comes from that parse, opaque members (ext, the
-// capability's examples, requirements and unknown members) in the RFC 8785
-// form the proof and digest cover.
+// (verification_failed). Members this version does not know are covered
+// by the proof and ignored. The envelope is parsed once; what is returned
+// comes from that parse, opaque members (ext, the capability's examples,
+// requirements and unknown members) in the RFC 8785 form the proof and
+// digest cover.
 func ReceiveTransfer(data []byte, o ReceiveOptions) (*Transfer, error) {
 	m, err := parseObject(data, "envelope")
 	if err != nil {

@@ -274,16 +274,17 @@ func (s *scanner) item(depth int) error {
 //
 // It costs a small multiple of len(data) in memory, and in time the sorts
 // plus a few copies of each byte, whatever the nesting depth
-// (docs/SPEC-DECISIONS.md AMP-15): a first walk appends
-// the deterministic form of every head and scalar to one buffer in input
-// order, so a map whose pairs are already in order needs nothing more. A
-// map whose pairs are not is sorted by its deterministic keys when it ends,
-// then either rewritten in place (a map of at most inPlacePairBytes bytes
-// per pair on average, with its nested records resolved: no record kept)
-// or, when its pairs are larger, or when rewrites in place under it already
-// copied more than three quarters of it (and its pairs average at least
-// minRecordPairBytes), recorded (mapOrder, its sorted pairs in one pool). Only when some record remains does a second walk copy the
-// buffer once more, emitting recorded pairs in sorted order. So no byte is
+// (docs/SPEC-DECISIONS.md AMP-15): a first walk appends the deterministic
+// form of every head and scalar to one buffer in input order, so a map
+// whose pairs are already in order needs nothing more. A map whose pairs
+// are not is sorted by its deterministic keys when it ends, then either
+// rewritten in place (a map of at most inPlacePairBytes bytes per pair on
+// average, with its nested records resolved: no record kept) or, when its
+// pairs are larger, or when rewrites in place under it already copied more
+// than three quarters of it (and its pairs average at least
+// minRecordPairBytes), recorded (mapOrder, its sorted pairs in one pool).
+// Only when some record remains does a second walk copy the buffer once
+// more, emitting recorded pairs in sorted order. So no byte is
 // copied once per enclosing map of large pairs, a map of small pairs leaves
 // no bookkeeping behind, and a key holding a recorded map is compared in
 // place (keyCursor) in chunks of large pairs.

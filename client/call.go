@@ -70,6 +70,8 @@ func Call[Out any](ctx context.Context, c *Client, id string, in any) (Out, erro
 // an Unmarshaler's error), so the values taken from it are complete, and
 // an Unmarshaler that refuses the bytes as written refuses the result. An
 // Unmarshaler of Out thus runs at most twice on the provider's bytes.
+// data must be one JSON value, as amp.JSONValue writes it: the wrapper
+// takes it for the value of its first member.
 func decodeResult[Out any](data []byte) (Out, error) {
 	refused := amp.Named(amp.CodeSchemaViolation, ErrResultType, "the result does not fit the type it is decoded into")
 	var out Out

@@ -31,7 +31,8 @@ const ErrBatchTooLarge = "batch_too_large"
 // ErrInvalidRequestID names a JSON-RPC message whose id the SDK would
 // not answer as it was sent (docs/SPEC-DECISIONS.md MCP-35): an id that is
 // not a string of at most MaxRequestIDBytes (decoded; MaxRequestIDText as
-// written), an integer of magnitude at most MaxRequestIDInt written without fraction or exponent, or null.
+// written), an integer of magnitude at most MaxRequestIDInt written
+// without fraction or exponent, or null.
 const ErrInvalidRequestID = "invalid_request_id"
 
 // ErrMethodNotServed names a POST body with a message whose method the
@@ -517,8 +518,9 @@ func (c *bodyCounter) noteID(v []byte) bool {
 
 // validRequestID reports whether v, one JSON value as written, is an id
 // go-sdk v1.8.0 answers exactly as it was sent: null, a string of at most
-// MaxRequestIDBytes decoded and MaxRequestIDText as written, or an integer written without sign of
-// zero, fraction or exponent, of magnitude at most MaxRequestIDInt (the
+// MaxRequestIDBytes decoded and MaxRequestIDText as written, or an
+// integer written without sign of zero, fraction or exponent, of
+// magnitude at most MaxRequestIDInt (the
 // SDK carries a number as a float64 and answers int64 of it, so 1.5 is
 // answered as 1, 1e300 as an arbitrary integer, 2^53+1 as 2^53, -0 as 0).
 // MCP allows only strings and integers, null being JSON-RPC's id of an

@@ -30,8 +30,11 @@ func checkedStdio(t mcp.Transport, maxArgs int) mcp.Transport {
 // StdioTransport leaves it).
 type stdoutCloser struct{}
 
+// Write implements io.Writer: it writes to os.Stdout.
 func (stdoutCloser) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
-func (stdoutCloser) Close() error                { return nil }
+
+// Close implements io.Closer: it leaves os.Stdout open.
+func (stdoutCloser) Close() error { return nil }
 
 // checkedReader frames src as the SDK's stdio connection does (one JSON
 // value after another, each followed by a newline, a frame of at most
@@ -64,6 +67,8 @@ type frameLimit struct {
 // than the transport's MaxLineLength.
 var errStdioFrameTooLarge = errors.New("a stdio message is longer than the transport's maximum line length")
 
+// Read implements io.Reader: it reads f.r, and fails with
+// errStdioFrameTooLarge once limit bytes were read since count was reset.
 func (f *frameLimit) Read(p []byte) (int, error) {
 	if f.limit > 0 {
 		if f.count >= f.limit {
@@ -101,6 +106,12 @@ func (r *checkedReader) next() {
 	}
 	var raw json.RawMessage
 	if err := r.dec.Decode(&raw); err != nil {
+		// A syntax error's text quotes the input: the session ends
+		// with the error's name instead (no raw byte echoed).
+		var se *json.SyntaxError
+		if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = errBody(ErrMalformedBody)
+		}
 		r.err = err
 		return
 	}

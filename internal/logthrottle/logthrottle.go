@@ -110,7 +110,7 @@ type state struct {
 // advance returns the time the allowances count by at the clock reading
 // now: a step back counts as no time passed, and time counts on from the
 // new reading (threat: a clock set back an hour left a kind that was cut
-// cut for that hour, and no summary line written: CLI-28). s.mu is held.
+// off for that hour, and no summary line written: CLI-28). s.mu is held.
 func (s *state) advance(now time.Time) time.Time {
 	if s.clock.IsZero() {
 		s.clock = now
