@@ -131,8 +131,9 @@ func (b *computeBucket) wait(rate float64) time.Duration {
 	return max(time.Second, (d+time.Second-1)/time.Second*time.Second)
 }
 
-// computeShare is the compute budget of the matrices a handler's pages
-// compute, in all and by peer. Safe for concurrent use.
+// computeShare is a compute budget of a handler's pages, in all and by
+// peer: the matrices' comparisons or the schemas' renderings (kind names
+// its refusals and its least charge). Safe for concurrent use.
 type computeShare struct {
 	kind                    shareKind
 	now                     func() time.Time

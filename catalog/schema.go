@@ -80,17 +80,11 @@ func childRole(parent role, d int, key string, open json.Delim) role {
 // draftOf is the draft whose keyword table applies to doc: 7 when its
 // root "$schema" names draft-07, else 2020 (the default, and the table
 // used for the drafts the quick pass leaves to the compiler).
-func draftOf(doc []byte) int {
-	var root map[string]json.RawMessage
-	if json.Unmarshal(doc, &root) != nil {
-		return 2020
-	}
-	raw, ok := root["$schema"]
-	var v any
-	if ok && json.Unmarshal(raw, &v) != nil {
-		return 2020
-	}
-	if offlineschema.SchemaDraft(v, ok) == 7 {
+func draftOf(doc []byte) int { return tableOf(docDraft(doc)) }
+
+// tableOf is the keyword table of a document of draft dd (docDraft).
+func tableOf(dd int) int {
+	if dd == 7 {
 		return 7
 	}
 	return 2020
@@ -139,7 +133,8 @@ func refsOf(doc []byte) []string {
 		node int
 		ref  string
 	}
-	d, known := draftOf(doc), docDraft(doc) != 0
+	dd := docDraft(doc) // the document is parsed once for its draft
+	d, known := tableOf(dd), dd != 0
 	var refs []found
 	var nodes []schemaNode
 	var stack []level
@@ -558,20 +553,14 @@ func renderCost(s string) int {
 	return n
 }
 
-// pretty renders doc indented, with each "$ref" value in a schema
-// position a link: to an anchor in the same document ("#/…"), or to the
-// schema page of the document it names when the model holds it. Every
-// object member is an anchor. A document that is not JSON comes back as
-// one text piece. The rendering stops at MaxRenderBytes: its last piece
-// is then a Cut one.
-func (m *Model) pretty(s Schema, prefix string) []Tok {
-	toks, _ := m.prettyFor(context.Background(), s, prefix)
-	return toks
-}
-
-// prettyFor is pretty for a request of ctx: it stops with the context's
-// error once ctx ends, checked every renderCheck tokens of the document,
-// so that a client gone while its page renders stops the printing too.
+// prettyFor renders the document of s indented, with each "$ref" value
+// in a schema position a link: to an anchor in the same document
+// ("#/…"), or to the schema page of the document it names when the model
+// holds it. Every object member is an anchor. A document that is not JSON
+// comes back as one text piece. The rendering stops at MaxRenderBytes:
+// its last piece is then a Cut one. It stops with the context's error
+// once ctx ends, checked every renderCheck tokens of the document, so
+// that a client gone while its page renders stops the printing too.
 func (m *Model) prettyFor(ctx context.Context, s Schema, prefix string) ([]Tok, error) {
 	p := &printer{ctx: ctx, m: m, s: s, prefix: prefix, draft: draftOf(s.Text)}
 	ok := p.run()

@@ -230,8 +230,6 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 		if err := c.loadTrust(t); err != nil {
 			return nil, err
 		}
-	}
-	if !opts.DryRun {
 		// Each list's files the mirror failed in the run before are tried
 		// last in it (noteFailed writes what this run failed, also when
 		// it ends early).
@@ -478,7 +476,7 @@ func (c *syncClient) offerToStore(kind string, sum []byte, verify func(*bundle.P
 	if c.unvouched[kind] >= MaxStoreRefusals {
 		if verr != nil && c.trustGenKnown {
 			verdict := amp.NameOf(verr)
-			if verdict == "" || len(verdict) > 64 || !safeCode(string(verdict)) {
+			if !safeCode(string(verdict)) {
 				verdict = ErrTooManyRefusals
 			}
 			c.judged.note(c, sum, verdict, c.trustGen)
@@ -697,14 +695,18 @@ func envelopeCode(resp *http.Response) string {
 			Code string `json:"code"`
 		} `json:"error"`
 	}
-	if jsonUnmarshal(b, &env) == nil && env.Error.Code != "" && len(env.Error.Code) <= 64 && safeCode(env.Error.Code) {
+	if jsonUnmarshal(b, &env) == nil && safeCode(env.Error.Code) {
 		return " (" + env.Error.Code + ")"
 	}
 	return ""
 }
 
-// safeCode reports whether s is snake_case (so that it can be printed).
+// safeCode reports whether s is a short snake_case name, 1 to 64 bytes
+// (so that it can be printed).
 func safeCode(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
 	for i := 0; i < len(s); i++ {
 		if (s[i] < 'a' || s[i] > 'z') && s[i] != '_' && (s[i] < '0' || s[i] > '9') {
 			return false
@@ -818,7 +820,7 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 // name the spool shares), and a mirror is judged by its own bytes only
 // (docs/SPEC-DECISIONS.md MIRROR-15).
 func (c *syncClient) downloadListed(ctx context.Context, e IndexEntry, path string) (*os.File, []byte, int64, error) {
-	for {
+	for try := 0; ; try++ {
 		resumed, err := c.download(ctx, e, path)
 		if err != nil {
 			return nil, nil, resumed, err
@@ -841,7 +843,7 @@ func (c *syncClient) downloadListed(ctx context.Context, e IndexEntry, path stri
 		}
 		f.Close()
 		os.Remove(path)
-		if resumed == 0 {
+		if resumed == 0 || try > 0 { // once whole, never again
 			return nil, nil, 0, amp.Named(0, ErrIndexMismatch, "the file served is not the one the index names (sha-256 differs): discarded")
 		}
 	}
@@ -1044,7 +1046,7 @@ func (c *syncClient) readLastFailed() []string {
 // validFailedKey reports whether k is a key of failedFiles.
 func validFailedKey(k string) bool {
 	if h, ok := strings.CutPrefix(k, failedStatementPrefix); ok {
-		return len(h) == 2*sha256.Size && len(listedSum(h)) == sha256.Size && h == strings.ToLower(h)
+		return sumHex(h)
 	}
 	k, _ = strings.CutPrefix(k, failedHeartbeatPrefix)
 	return bundle.ValidateBundleID(k) == nil

@@ -65,6 +65,12 @@ func listedSum(h string) []byte {
 	return sum
 }
 
+// sumHex reports whether h is a SHA-256 in lower-case hex, as the spool
+// files write one.
+func sumHex(h string) bool {
+	return len(h) == 2*sha256.Size && len(listedSum(h)) == sha256.Size && h == strings.ToLower(h)
+}
+
 // maxLocalRefusals bounds the files localRefusals remembers: more than
 // one index lists statements (DecodeIndex).
 const maxLocalRefusals = 16384
@@ -183,7 +189,7 @@ func (l *localRefusals) load(c *syncClient) {
 	l.gen, l.since = gen, at
 	for _, line := range lines[1:] {
 		h, v, ok := strings.Cut(line, " ")
-		if ok && len(l.sums) < maxLocalRefusals && len(h) == 64 && len(listedSum(h)) == sha256.Size && h == strings.ToLower(h) && safeCode(v) && v != "" && len(v) <= 64 {
+		if ok && len(l.sums) < maxLocalRefusals && sumHex(h) && safeCode(v) {
 			l.sums[h] = v
 		}
 	}

@@ -308,6 +308,16 @@ func (d dirFiles) Open(name string) (fs.File, error) {
 	return f, nil
 }
 
+// openNoFollow opens p for reading only when it is a regular file, not a
+// symbolic link (regfile.Open, NoLinks): a FIFO put at p (by another user
+// of a shared layout folder, after the layout was checked) is refused
+// without waiting for a writer, under the layout's lock, and a device is
+// never opened (docs/SPEC-DECISIONS.md OCI-15).
+func openNoFollow(p string) (*os.File, error) {
+	f, _, err := regfile.Open(p, regfile.NoLinks)
+	return f, err
+}
+
 func (d dirFiles) size(name string) (int64, error) {
 	st, err := os.Lstat(filepath.Join(d.root, filepath.FromSlash(name)))
 	if err != nil {
