@@ -32,7 +32,8 @@ const (
 // hours. Past it Annotate and VerifyClaims refuse the bundle
 // (ErrClaimsTooCostly) and DeriveClaims reports the claims left as
 // unknown (docs/SPEC-DECISIONS.md COMPAT-11). A comparison of one pair
-// of schema keys is made once per bundle and reused.
+// of schema keys is made once per bundle and reused (for the first 65,536
+// pairs compared; the rest are compared again, from the budget).
 const MaxBundleSteps = 10_000_000
 
 // maxBundleSteps is MaxBundleSteps; the tests lower it.
@@ -63,7 +64,7 @@ func DeriveClaims(descs []capability.Descriptor, src *Source) [][]capability.Com
 // ascending), sorted by version; nil when there are none. Every
 // comparison takes its steps from the bundle's budget (ix.budget,
 // MaxBundleSteps), and one pair of schema keys is compared once per
-// index; past the budget the verdicts are unknown and ix.spent() says so.
+// index (pair); past the budget the verdicts are unknown and ix.spent() says so.
 func (ix *coverIndex) claims(d capability.Descriptor, callers []int, src *Source) []capability.CompatClaim {
 	var cs []capability.CompatClaim
 	for _, j := range callers {
@@ -247,8 +248,8 @@ func checkDescriptorBridge(ix *coverIndex, cov *coverage, d capability.Descripto
 	return nil
 }
 
-// rangeProbes counts the version comparisons (a binary-search step, or a
-// Range.Contains) that finding covered versions has made, added once per
+// rangeProbes counts the version comparisons (binary-search steps) that
+// finding covered versions has made, added once per
 // DeriveClaims, Annotate or VerifyClaims: the tests bound it.
 var rangeProbes atomic.Int64
 
@@ -274,8 +275,8 @@ type coverIndex struct {
 	read   map[string][]comparator
 	probes int64
 	// budget is what is left of the bundle's comparison steps
-	// (MaxBundleSteps); verdicts holds each pair of schema keys compared
-	// within it (pair).
+	// (MaxBundleSteps); verdicts holds the pairs of schema keys compared
+	// within it (pair; at most maxCachedVerdicts).
 	budget   int
 	verdicts map[[2]string]Verdict
 }
@@ -326,17 +327,25 @@ func newCoverIndex(descs []capability.Descriptor) *coverIndex {
 	return ix
 }
 
+// maxCachedVerdicts bounds the pairs of schema keys coverIndex.pair
+// keeps: a bundle whose schemas are all distinct could otherwise keep one
+// entry per claim (millions) without ever reusing one. A bundle that
+// repeats its schemas, the case the cache is for, has few distinct pairs.
+// The tests lower it.
+var maxCachedVerdicts = 1 << 16
+
 // pair is the verdict of subsumes(producer, acceptor) within the
-// bundle's budget, computed once per pair of keys: a verdict depends on
-// the two schemas alone. A comparison cut short by the budget is not
-// kept.
+// bundle's budget, computed once per pair of keys (up to
+// maxCachedVerdicts pairs; beyond, each is compared again, from the
+// budget): a verdict depends on the two schemas alone. A comparison cut
+// short by the budget is not kept.
 func (ix *coverIndex) pair(src *Source, producer, acceptor string) Verdict {
 	k := [2]string{producer, acceptor}
 	if v, ok := ix.verdicts[k]; ok {
 		return v
 	}
 	v := subsumes(src, producer, src, acceptor, &ix.budget).Verdict
-	if !ix.spent() {
+	if !ix.spent() && len(ix.verdicts) < maxCachedVerdicts {
 		ix.verdicts[k] = v
 	}
 	return v

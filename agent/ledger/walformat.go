@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
@@ -158,9 +157,10 @@ func (f *walFormat) parseGroupHeader(h []byte) (n uint32, seq uint64, crc uint32
 	return n, binary.BigEndian.Uint64(h[4:12]), binary.BigEndian.Uint32(h[12:16]), nil
 }
 
-// walRecord is one decoded record; reply aliases the payload it was read
-// from (parseWALRecords; nil when read by a walScanner), at offset replyAt
-// within it, replyLen bytes.
+// walRecord is one decoded record. Its reply, replyLen bytes at offset
+// replyAt within the payload, is skipped by a walScanner (reply nil: the
+// index reads replies back from the file); the tests' decoder of a whole
+// payload sets reply to alias it.
 type walRecord struct {
 	typ      byte
 	key      Key
@@ -186,30 +186,6 @@ func appendWALRecord(b []byte, typ byte, k Key, expires int64, reply []byte) ([]
 	b = binary.BigEndian.AppendUint32(b, uint32(len(reply)))
 	at := len(b)
 	return append(b, reply...), at
-}
-
-// parseWALPayload checks a group payload against its checksum and decodes
-// its records. Nothing is accepted that does not re-encode to the same
-// bytes.
-func parseWALPayload(p []byte, crc uint32) ([]walRecord, error) {
-	if crc32.Checksum(p, castagnoli) != crc {
-		return nil, errWALPayload
-	}
-	return parseWALRecords(p)
-}
-
-// parseWALRecords decodes a payload of one or more records (walScanner's
-// rules), their replies aliasing p.
-func parseWALRecords(p []byte) ([]walRecord, error) {
-	var sc walScanner
-	out, err := sc.records(bytes.NewReader(p), int64(len(p)), nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	for i := range out {
-		out[i].reply = p[out[i].replyAt : out[i].replyAt+out[i].replyLen]
-	}
-	return out, nil
 }
 
 // walScanner reads group payloads from a stream with buffers of a fixed

@@ -78,15 +78,9 @@ func validKey(key string) bool { return schemagraph.ValidKey(key) }
 // host (another bundle's or a network-path form), user info, a query, an
 // opaque form, or a path that still holds dot segments (only possible when
 // written absolute: relative references are resolved by RFC 3986 §5.2,
-// which removes dot segments and clamps ".." at the root).
-func keyOfURL(u *url.URL) (string, bool) {
-	if u.Scheme != urlScheme || u.Host != "" || u.User != nil || u.Opaque != "" ||
-		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || !strings.HasPrefix(u.Path, "/") {
-		return "", false
-	}
-	key := u.Path[1:]
-	return key, validKey(key)
-}
+// which removes dot segments and clamps ".." at the root):
+// schemagraph.ArtifactKey, which the checkers share.
+func keyOfURL(u *url.URL) (string, bool) { return schemagraph.ArtifactKey(u) }
 
 // session is the state of one Compile: the Loader, the hook, and the keys
 // loaded so far. It is the compiler's LoadURL; nothing else loads.

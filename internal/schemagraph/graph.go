@@ -21,12 +21,15 @@ func ArtifactURL(key string) string {
 }
 
 // ArtifactKey returns the artifact key that the URL u (as Resolve returns
-// it) names by its synthetic form, ArtifactURL: scheme URLScheme, no
-// host, user or query, a path "/" + a ValidKey. ok is false for any other
-// URL (an absolute "$id" is looked up by the caller's index instead).
+// it, without its fragment) names by its synthetic form, ArtifactURL:
+// scheme URLScheme, no host, user, query (not even an empty "?") or
+// fragment, a path "/" + a ValidKey (no dot segments). ok is false for
+// any other URL (an absolute "$id" is looked up by the caller's index
+// instead). It is the one test of the offline loader too, so what a
+// checker reads as an artifact is what the validator loads.
 func ArtifactKey(u *url.URL) (string, bool) {
-	if u.Scheme != URLScheme || u.Host != "" || u.User != nil || u.RawQuery != "" || u.Opaque != "" ||
-		!strings.HasPrefix(u.Path, "/") || !ValidKey(u.Path[1:]) {
+	if u.Scheme != URLScheme || u.Host != "" || u.User != nil || u.RawQuery != "" || u.ForceQuery ||
+		u.Fragment != "" || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") || !ValidKey(u.Path[1:]) {
 		return "", false
 	}
 	return u.Path[1:], true
