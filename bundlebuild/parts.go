@@ -63,15 +63,16 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	f, err := os.Open(path)
+	// Examined before it is opened, as a part is (regfile.Open): a FIFO
+	// or a device given as the bundle is refused without being opened.
+	f, st, err := regfile.Open(path, regfile.FollowLinks)
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return "", nil, fail(bundle.ErrIO, "the bundle is not a regular file")
+	}
 	if err != nil {
 		return "", nil, fail(bundle.ErrIO, "cannot open the bundle").WithCause(err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return "", nil, fail(bundle.ErrIO, "the bundle is not a regular file")
-	}
 	// One read serves both the identity and the parts (BUNDLE-15): the
 	// bytes Identify consumed are kept and cut into the parts first, so
 	// the index names the bundle whose bytes it hashes, even when the file
@@ -231,14 +232,11 @@ func writeSynced(path string, data []byte) error {
 	return nil
 }
 
-// syncFolder makes renames in dir durable where the system allows it; a
-// failure is not an error (the files themselves are complete).
-func syncFolder(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-}
+// syncFolder makes renames in dir durable where the system allows it
+// (regfile.SyncDir: the folder is opened only as a folder, so a FIFO or a
+// device put in its place is never opened); a failure is not an error
+// (the files themselves are complete).
+func syncFolder(dir string) { _ = regfile.SyncDir(dir) }
 
 // LocateParts finds the part files of x among paths: files, or folders
 // whose entries are searched (one level, by exact file name). Files whose

@@ -109,10 +109,9 @@ var writeData = func(f *os.File, data []byte) error {
 // by MoveNew: a process killed on the way leaves that file, a copy of the
 // key under a hidden name, which the next keygen in that folder removes
 // once a day old (removeStaleTemps, run first; CLI-33). The folder is
-// synced last. Any failure
-// removes what was written (and path, when the folder cannot be synced
-// after the move) and is ErrIOError, or ErrFileExists when path is taken,
-// checked before anything is created.
+// synced last. Any failure removes what was written (and path, when the
+// folder cannot be synced after the move) and is ErrIOError, or
+// ErrFileExists when path is taken, checked before anything is created.
 func writeNew(path string, data []byte, mode os.FileMode) error {
 	if _, err := os.Lstat(path); err == nil {
 		return errExists()

@@ -125,8 +125,6 @@ func (s *Store) fromBase(br *bundle.Reader, a *bundle.Artifact, base *deltaBase,
 	if a.MediaType == bundle.MediaTypeSchema {
 		st.schemaID = base.schemaIDs[st.blob]
 	}
-	if base.taken != nil {
-		base.taken[tk] = st
-	}
+	base.taken[tk] = st
 	return st, nil
 }

@@ -192,7 +192,7 @@ func printTrust(env *cliutil.Env, c *cli.Context, keys []resolver.TrustKey, refu
 	for _, k := range refused {
 		name := cliutil.Sanitize(k.Name)
 		fmt.Fprintf(env.Stdout, "%s  REFUSED (%s: trusted for nothing; 'ampbundle trust rm %s' removes it)\n  key     %s\n  scopes  %s\n  added   %s\n",
-			name, cliutil.Sanitize(k.Refused), name, k.Key, cliutil.SanitizeJoin(k.Scopes, ", "), cliutil.Sanitize(k.AddedAt))
+			name, cliutil.Sanitize(k.Refused), name, cliutil.Sanitize(k.Key), cliutil.SanitizeJoin(k.Scopes, ", "), cliutil.Sanitize(k.AddedAt))
 	}
 	for _, sc := range slices.Sorted(maps.Keys(thresholds)) {
 		fmt.Fprintf(env.Stdout, "threshold %s: %d distinct trusted signatures\n", sc, thresholds[sc])

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -185,7 +184,9 @@ func reportDelta(env *cliutil.Env, c *cli.Context, r *bundle.Reader, s summary, 
 // carries every artifact r omits: those artifacts are then verified, as
 // the base's artifacts, against the same hashes.
 func verifyBase(env *cliutil.Env, r *bundle.Reader, path string, policy *bundle.Policy) error {
-	f, err := os.Open(path)
+	// Opened as the bundle itself is (BUNDLE-19): a FIFO or a device given
+	// as the base is refused at once, never waited on.
+	f, err := bundlebuild.OpenRegular(path)
 	if err != nil {
 		return cliutil.Failf("io_error", "cannot open the base bundle").WithCause(err)
 	}
