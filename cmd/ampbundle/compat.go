@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
@@ -125,7 +126,7 @@ func compatFromFile(env *cliutil.Env, path string, trust []string) ([]compat.Pro
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	f, err := bundlebuild.OpenRegular(path)
 	if err != nil {
 		return nil, cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
 	}

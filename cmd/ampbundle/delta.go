@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -23,7 +23,7 @@ type deltaJSON = catalog.ManifestDelta
 func buildBase(env *cliutil.Env, c *cli.Context, bundleID string) ([]byte, error) {
 	switch {
 	case c.IsSet("base"):
-		f, err := os.Open(c.String("base"))
+		f, err := bundlebuild.OpenRegular(c.String("base"))
 		if err != nil {
 			return nil, cliutil.Failf("io_error", "cannot open the base bundle").WithCause(err)
 		}

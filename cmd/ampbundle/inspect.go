@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
@@ -29,7 +29,7 @@ FILE - reads the bundle from stdin.`,
 			path := c.Args().First()
 			var src io.Reader = env.Stdin
 			if path != stdio {
-				f, err := os.Open(path)
+				f, err := bundlebuild.OpenRegular(path)
 				if err != nil {
 					return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
 				}

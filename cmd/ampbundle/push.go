@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/ocitransport"
 )
@@ -113,7 +113,7 @@ func copyTag(src, dst ocitransport.Location) (string, error) {
 
 // pushFile pushes a bundle file, or a statement onto the bundle dst names.
 func pushFile(ctx context.Context, ep *ocitransport.Endpoint, path string, dst ocitransport.Location) (*ocitransport.Artifact, error) {
-	f, err := os.Open(path)
+	f, err := bundlebuild.OpenRegular(path)
 	if err != nil {
 		return nil, cliutil.Failf("io_error", "cannot open the file").WithCause(err)
 	}

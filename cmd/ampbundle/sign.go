@@ -4,11 +4,11 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
@@ -52,7 +52,7 @@ is added the same way, after its form and signatures are checked.`,
 			if out == "" {
 				out = in
 			}
-			f, err := os.Open(in)
+			f, err := bundlebuild.OpenRegular(in)
 			if err != nil {
 				return cliutil.Failf("io_error", "cannot open the bundle").WithCause(err)
 			}
