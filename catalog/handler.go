@@ -91,7 +91,10 @@ type Options struct {
 	// second, after admission.FrameGrace: below it the answer is cut off
 	// and its page slot freed (transport.RateWriter, as the mirror writes
 	// its files). Default admission.MinDataRate; a server passes its own
-	// --min-rate.
+	// --min-rate. Over HTTP/2 the slot of a peer whose connection is
+	// stuck comes back only when the server closes that connection: serve
+	// the handler from a server with HTTP2Config.WriteByteTimeout set (as
+	// mirror.NewHTTPServer's is), or without HTTP/2.
 	MinDataRate int64
 	// Logger; nil discards.
 	Logger *slog.Logger

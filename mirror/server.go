@@ -104,7 +104,11 @@ type Options struct {
 	// after admission.FrameGrace (5 s) what was written must keep up with
 	// it on average, and no more than that grace may pass without
 	// progress, or the answer is cut off and its request slot given back
-	// (MIRROR-14). A site syncing over a slower link lowers it.
+	// (MIRROR-14). A site syncing over a slower link lowers it. Over
+	// HTTP/2 a deadline resets only the stream, whose reset cannot be
+	// written behind a peer's stuck data: there the slot comes back when
+	// the server closes the connection, which NewHTTPServer's server does
+	// (HTTP2Config.WriteByteTimeout) and a plain http.Server does not.
 	MinDataRate int64
 	// grace replaces admission.FrameGrace (tests).
 	grace time.Duration
