@@ -38,32 +38,7 @@ func TestPartIndexOfAnotherBundle(t *testing.T) {
 // anotherBundleCase splits a bundle (or a delta) and reads its parts
 // under its own index, then under indexes naming other bundles.
 func anotherBundleCase(t *testing.T, k, other ed25519.PrivateKey, p *bundle.Policy, delta bool) {
-	dir := t.TempDir()
-	d := bigDraft(t, "org.example.aaaa", 3, 100<<10)
-	file := build(t, d, k)
-	if delta {
-		in, err := bundle.Inspect(bytes.NewReader(file), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d2 := bigDraft(t, "org.example.aaaa", 4, 100<<10)
-		d2.Version = in.Manifest.Version + 1
-		var b bytes.Buffer
-		if _, _, err := bundle.WriteDelta(&b, d2, []ed25519.PrivateKey{k}, in.SignedManifest, bundle.WriteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		file = b.Bytes()
-	}
-	path := filepath.Join(dir, "s.ampb")
-	if err := os.WriteFile(path, file, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	parts := filepath.Join(dir, "parts")
-	os.MkdirAll(parts, 0o755)
-	_, x, err := SplitFile(path, parts, bundle.MinPartSize, []ed25519.PrivateKey{k})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, parts, x := splitFullOrDelta(t, k, 3, delta)
 	if err := readParts(x, p, parts); err != nil {
 		t.Fatalf("the right index: %v", err)
 	}
@@ -82,4 +57,40 @@ func anotherBundleCase(t *testing.T, k, other ed25519.PrivateKey, p *bundle.Poli
 			t.Fatalf("%s version %d: the refusal does not name both bundles: %v", tc.id, tc.version, err)
 		}
 	}
+}
+
+// splitFullOrDelta builds a bundle of n artifacts signed by k (or, when
+// delta, a delta to the next version with n+1 artifacts over it), splits
+// it into a temporary folder and returns the bundle file, the parts
+// folder and the split's index.
+func splitFullOrDelta(t *testing.T, k ed25519.PrivateKey, n int, delta bool) (file []byte, parts string, x *bundle.PartIndex) {
+	t.Helper()
+	dir := t.TempDir()
+	file = build(t, bigDraft(t, "org.example.aaaa", n, 100<<10), k)
+	if delta {
+		in, err := bundle.Inspect(bytes.NewReader(file), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := bigDraft(t, "org.example.aaaa", n+1, 100<<10)
+		d.Version = in.Manifest.Version + 1
+		var b bytes.Buffer
+		if _, _, err := bundle.WriteDelta(&b, d, []ed25519.PrivateKey{k}, in.SignedManifest, bundle.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		file = b.Bytes()
+	}
+	path := filepath.Join(dir, "s.ampb")
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parts = filepath.Join(dir, "parts")
+	if err := os.MkdirAll(parts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, x, err := SplitFile(path, parts, bundle.MinPartSize, []ed25519.PrivateKey{k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file, parts, x
 }

@@ -5,7 +5,6 @@ package bundlebuild
 import (
 	"io"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -25,14 +24,7 @@ import (
 // docs/SPEC-DECISIONS.md BUILD-4) and refused as part_mismatch when what
 // was opened is not a regular file of the size the index says (BUNDLE-12).
 func TestPartSwappedForFIFO(t *testing.T) {
-	k := testKey(1)
-	dir := t.TempDir()
-	_, index, _ := splitTo(t, bigDraft(t, "org.example.a", 4, 64<<10), k, dir, "a.ampb", bundle.MinPartSize)
-	x := openIndex(t, index, trust(k, "org.example"))
-	found, err := LocateParts(x, []string{filepath.Join(dir, "parts")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, found := locatedSplit(t)
 	if err := os.Remove(found[1]); err != nil {
 		t.Fatal(err)
 	}

@@ -28,31 +28,7 @@ func TestSplitFileRewrittenDuringSplit(t *testing.T) {
 	k := testKey(1)
 	keys := []ed25519.PrivateKey{k}
 	for _, delta := range []bool{false, true} {
-		dir := t.TempDir()
-		a := build(t, bigDraft(t, "org.example.aaaa", 2, 100<<10), k)
-		if delta {
-			in, err := bundle.Inspect(bytes.NewReader(a), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := bigDraft(t, "org.example.aaaa", 3, 100<<10)
-			d.Version = in.Manifest.Version + 1
-			var b bytes.Buffer
-			if _, _, err := bundle.WriteDelta(&b, d, keys, in.SignedManifest, bundle.WriteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			a = b.Bytes()
-		}
-		path := filepath.Join(dir, "s.ampb")
-		if err := os.WriteFile(path, a, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(dir, "parts")
-		os.MkdirAll(out, 0o755)
-		_, x, err := SplitFile(path, out, bundle.MinPartSize, keys)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a, _, x := splitFullOrDelta(t, k, 2, delta)
 		in, err := bundle.Inspect(bytes.NewReader(a), 0)
 		if err != nil {
 			t.Fatal(err)
