@@ -147,7 +147,10 @@ type jsonWriter struct {
 }
 
 // textKeys walks the item at data[off:], filling objects, and returns the
-// offset after it.
+// offset after it. It walks as itemEnd (message.go) skips, and also
+// records every map it passes (keys included: a key may be a map) and
+// looks at each map key's head; skipping with itemEnd and then looking
+// would walk nested maps more than once (AMP-15).
 func (j *jsonWriter) textKeys(off int) int {
 	h, _ := ReadHead(j.data, off)
 	off += h.Size

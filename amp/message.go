@@ -368,6 +368,11 @@ func decodeEnvelope(data []byte, l Limits) (rawMessage, error) {
 	if h.Major != MajorMap {
 		return rawMessage{}, Named(CodeInvalidMessage, "wrong_shape", "message is not a cbor map")
 	}
+	// check returns data itself exactly when data is already in
+	// deterministic form (canonicalize writes into a buffer of its own),
+	// and never an empty out without an error (empty input is refused):
+	// out starting where data starts is that verdict, read without
+	// comparing the bytes.
 	r := rawMessage{canonical: len(out) == len(data) && &out[0] == &data[0]}
 	if !top.complete() {
 		// More pairs than envelope fields: walk them again to find the

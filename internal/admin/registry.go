@@ -366,24 +366,10 @@ func (r *Registry) RefusedAt(sum []byte) (verdict string, ok bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
-	if res.Refused && !errorName(res.Verdict) {
+	if res.Refused && !amp.ValidErrName(res.Verdict) {
 		return "", false, amp.Named(0, "admin_socket", "the agent's answer names a refusal verdict that is not an error name")
 	}
 	return res.Verdict, res.Refused, nil
-}
-
-// errorName reports whether s can be an error name: 1 to 64 of a-z, 0-9
-// and _ (so that it can be printed).
-func errorName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if (s[i] < 'a' || s[i] > 'z') && s[i] != '_' && (s[i] < '0' || s[i] > '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // HasStatement reports whether the store applied the statement whose
