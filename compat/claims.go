@@ -272,7 +272,7 @@ type coverIndex struct {
 	byName map[string]*nameVersions
 	// read holds the comparators of each range string read so far: a
 	// bundle repeats its ranges.
-	read   map[string][]comparator
+	read   map[string][]capability.Comparator
 	probes int64
 	// budget is what is left of the bundle's comparison steps
 	// (MaxBundleSteps); verdicts holds the pairs of schema keys compared
@@ -292,16 +292,8 @@ type member struct {
 	v capability.Version // the descriptor's version
 }
 
-// comparator is one comparator of a range, as ParseRange read it
-// (capability.Range.Comparators).
-type comparator struct {
-	op  string             // "=", ">", ">=", "<" or "<="
-	v   capability.Version // the comparator's version
-	pre bool               // v has a prerelease
-}
-
 func newCoverIndex(descs []capability.Descriptor) *coverIndex {
-	ix := &coverIndex{descs: descs, byName: map[string]*nameVersions{}, read: map[string][]comparator{},
+	ix := &coverIndex{descs: descs, byName: map[string]*nameVersions{}, read: map[string][]capability.Comparator{},
 		budget: maxBundleSteps, verdicts: map[[2]string]Verdict{}}
 	for i := range descs {
 		d := &descs[i]
@@ -363,16 +355,6 @@ func tooCostly(d capability.Descriptor) error {
 // done adds the index's comparisons to rangeProbes.
 func (ix *coverIndex) done() { rangeProbes.Add(ix.probes) }
 
-// comparators returns the comparators of r as ParseRange read them
-// (none for the zero Range).
-func comparators(r capability.Range) []comparator {
-	var cs []comparator
-	for _, c := range r.Comparators() {
-		cs = append(cs, comparator{op: c.Op, v: c.Version, pre: c.Version.HasPrerelease()})
-	}
-	return cs
-}
-
 // span is [lo, hi) of the indexes of l.
 type span struct{ lo, hi int }
 
@@ -402,7 +384,7 @@ func (ix *coverIndex) cover(d capability.Descriptor) *coverage {
 	for _, r := range d.SupportedRanges {
 		cs, ok := ix.read[r.String()]
 		if !ok {
-			cs = comparators(r)
+			cs = r.Comparators()
 			ix.read[r.String()] = cs
 		}
 		if len(cs) == 0 {
@@ -416,15 +398,15 @@ func (ix *coverIndex) cover(d capability.Descriptor) *coverage {
 		}
 		s := ix.within(g.pre, cs)
 		for _, c := range cs {
-			if !c.pre || s.lo >= s.hi {
+			if !c.Version.HasPrerelease() || s.lo >= s.hi {
 				continue
 			}
 			// The prereleases of c's major.minor.patch: from the first
 			// whose core is not below c's (above c, or c's core; strict
 			// SemVer writes a core one way) to the first whose core is
 			// above it.
-			from := ix.first(g.pre, func(m *member) bool { return m.v.SameCore(c.v) || m.v.Compare(c.v) > 0 })
-			to := ix.first(g.pre, func(m *member) bool { return !m.v.SameCore(c.v) && m.v.Compare(c.v) > 0 })
+			from := ix.first(g.pre, func(m *member) bool { return m.v.SameCore(c.Version) || m.v.Compare(c.Version) > 0 })
+			to := ix.first(g.pre, func(m *member) bool { return !m.v.SameCore(c.Version) && m.v.Compare(c.Version) > 0 })
 			if lo, hi := max(s.lo, from), min(s.hi, to); lo < hi {
 				cov.pre = append(cov.pre, span{lo, hi})
 			}
@@ -452,16 +434,16 @@ func (ix *coverIndex) first(l []member, after func(*member) bool) int {
 
 // within is the span of l (sorted by precedence) whose versions every
 // comparator of cs holds for, by precedence alone.
-func (ix *coverIndex) within(l []member, cs []comparator) span {
+func (ix *coverIndex) within(l []member, cs []capability.Comparator) span {
 	lo, hi := 0, len(l)
 	for _, c := range cs {
 		if lo >= hi {
 			break
 		}
 		// The first version at or above c's, and the first above it.
-		geq := func() int { return ix.first(l, func(m *member) bool { return m.v.Compare(c.v) >= 0 }) }
-		gt := func() int { return ix.first(l, func(m *member) bool { return m.v.Compare(c.v) > 0 }) }
-		switch c.op {
+		geq := func() int { return ix.first(l, func(m *member) bool { return m.v.Compare(c.Version) >= 0 }) }
+		gt := func() int { return ix.first(l, func(m *member) bool { return m.v.Compare(c.Version) > 0 }) }
+		switch c.Op {
 		case "=":
 			lo, hi = max(lo, geq()), min(hi, gt())
 		case ">":

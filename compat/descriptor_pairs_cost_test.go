@@ -71,7 +71,7 @@ func TestManyDescriptorsClaimDerivationIsNotQuadratic(t *testing.T) {
 	nComparators := 0
 	for _, d := range descs {
 		for _, r := range d.SupportedRanges {
-			cs := comparators(r)
+			cs := r.Comparators()
 			nComparators += len(cs)
 		}
 	}

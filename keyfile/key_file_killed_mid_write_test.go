@@ -126,7 +126,7 @@ func TestMoveNewNeverReplaces(t *testing.T) {
 		t.Skip("no symbolic links here:", err)
 	}
 	for _, out := range []string{file, dangling} {
-		if err := MoveNew(tmp, out); amp.NameOf(err) != ErrFileExists {
+		if err := moveNew(tmp, out); amp.NameOf(err) != ErrFileExists {
 			t.Fatalf("%s: got %v; want %s", out, err, ErrFileExists)
 		}
 	}
@@ -137,7 +137,7 @@ func TestMoveNewNeverReplaces(t *testing.T) {
 		t.Fatalf("a dangling link was followed: %v", err)
 	}
 	out := filepath.Join(dir, "out")
-	if err := MoveNew(tmp, out); err != nil {
+	if err := moveNew(tmp, out); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(out); err != nil || string(b) != "new" {

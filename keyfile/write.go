@@ -106,7 +106,7 @@ var writeData = func(f *os.File, data []byte) error {
 // leaves nothing. Elsewhere they go to a named temporary file there
 // (created exclusively, so a link planted at its name is never followed,
 // with mode less the umask: createTemp), which is synced and moved to path
-// by MoveNew: a process killed on the way leaves that file, a copy of the
+// by moveNew: a process killed on the way leaves that file, a copy of the
 // key under a hidden name, which the next keygen in that folder removes
 // once a day old (removeStaleTemps, run first; CLI-33). The folder is
 // synced last. Any failure removes what was written (and path, when the
@@ -153,7 +153,7 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 			os.Remove(tmp)
 			return fail(ErrIOError, "cannot write the key file").WithCause(err)
 		}
-		if err := MoveNew(tmp, path); err != nil {
+		if err := moveNew(tmp, path); err != nil {
 			os.Remove(tmp)
 			return err
 		}
@@ -165,7 +165,7 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 	return nil
 }
 
-// MoveNew moves the complete, synced file tmp to out, never replacing a
+// moveNew moves the complete, synced file tmp to out, never replacing a
 // file there (regfile.LinkNew): it hard-links tmp to out, which fails when
 // anything is at out (a link too, never followed), then removes tmp. Where
 // the file system has no hard links (FAT, some network shares) it renames
@@ -176,7 +176,7 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 // (CLI-32). A file at out is ErrFileExists (tmp is left to the caller);
 // another failure is ErrIOError. Syncing the folder is the caller's
 // (docs/SPEC-DECISIONS.md, CLI-29).
-func MoveNew(tmp, out string) error {
+func moveNew(tmp, out string) error {
 	return moveErr(regfile.LinkNew(tmp, out))
 }
 

@@ -121,8 +121,7 @@ type bodyCounter struct {
 // smaller budget; an id is found under any spelling the SDK may decode to
 // "id" (escapes decoded, ASCII letter case ignored).
 func checkBody(data []byte, maxArgs int) error {
-	c := &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true}
-	return c.text(roleRoot)
+	return messageCounter(data, maxArgs, false).text(roleRoot)
 }
 
 // checkPostBody is checkBody for the body of an HTTP POST, which also
@@ -131,8 +130,15 @@ func checkBody(data []byte, maxArgs int) error {
 // method member under any spelling the SDK may decode to "method",
 // its string value with escapes decoded.
 func checkPostBody(data []byte, maxArgs int) error {
-	c := &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true, noListen: true}
-	return c.text(roleRoot)
+	return messageCounter(data, maxArgs, true).text(roleRoot)
+}
+
+// messageCounter is the bodyCounter of a JSON-RPC body (checkBody):
+// maxArgs values in arguments, MaxEnvelopeValues elsewhere, MaxBodyDepth,
+// each message's id checked; noListen also refuses listenMethod
+// (checkPostBody).
+func messageCounter(data []byte, maxArgs int, noListen bool) *bodyCounter {
+	return &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true, noListen: noListen}
 }
 
 // checkArgs reads a tools/call's arguments as checkBody reads a body's

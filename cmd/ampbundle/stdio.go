@@ -99,7 +99,7 @@ func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.W
 }
 
 // moveIntoPlace moves the complete temporary file tmp to out. Without
-// force it is regfile.LinkNew, as for key files (keyfile.MoveNew): it
+// force it is regfile.LinkNew, as for key files (keyfile's writeNew): it
 // links tmp there, which fails when out appeared meanwhile, then removes
 // tmp; where the file system has no links it checks and renames.
 func moveIntoPlace(tmp, out string, force bool) error {
