@@ -31,7 +31,9 @@ type WALOptions struct {
 	// time as it had left when it was written (or when the log was
 	// opened) has elapsed on Elapsed, so that a wall clock stepped
 	// forward and back never reclaims an entry early (docs/SPEC-DECISIONS.md
-	// AGENT-18).
+	// AGENT-18). On open, an entry expired on Now but not at the file's
+	// modification time (its last write) is set aside, not dropped
+	// (AGENT-22).
 	Now func() time.Time
 	// Elapsed is the time elapsed on a clock that is never stepped, from
 	// any origin (default: the monotonic readings of Now's times, which
@@ -99,9 +101,18 @@ type WALStore struct {
 	// not elapsed (a clock stepped forward), ordered by walEntry.after
 	// (in expiryItem.expires): reclaim takes them aside so that they hold
 	// up no other entry.
-	wait     expiryHeap
-	liveDisk int64 // bytes of the live entries' records
-	broken   error // a failed fdatasync: the file's state is unknown
+	wait expiryHeap
+	// spare holds the entries the wall clock already called expired when
+	// the log was opened but which had time left after the log's last
+	// write (a clock ahead at boot, or a real downtime: nothing tells the
+	// two apart), ordered by walEntry.after: charged to no quota, counted
+	// in Usage (spareBytes, spareN), reclaimed once that time has elapsed
+	// or, oldest first, whenever the budget needs their room (AGENT-22).
+	spare      expiryHeap
+	spareBytes int64
+	spareN     int
+	liveDisk   int64 // bytes of the live entries' records
+	broken     error // a failed fdatasync: the file's state is unknown
 
 	// The leader's alone (changed only in run, apply and compact): the
 	// disk reserved for the reply of each entry this process marked
@@ -138,6 +149,8 @@ type walEntry struct {
 	// earlier process left running).
 	n    uint32
 	done bool
+	// spare: set aside at open (WALStore.spare), charged to no quota.
+	spare bool
 }
 
 // reserve is the reservation of a running entry's reply.
@@ -216,7 +229,15 @@ func (s *WALStore) load() error {
 	if err != nil {
 		return walIOError("cannot open the ledger file", err)
 	}
-	end, err := s.replay(f, st.Size())
+	// ref is the latest wall time the log itself recorded: the file's
+	// mtime, stamped by the kernel from the same wall clock at its last
+	// write (older after a crash, never newer). An entry expired on the
+	// wall clock now but not at ref may still be live if the clock is
+	// ahead; it is set aside (AGENT-22). A clock behind the stamp (ref
+	// after now) keeps today's rule: what expired by now is dropped.
+	now := s.now().UnixMilli()
+	ref := min(st.ModTime().UnixMilli(), now)
+	end, err := s.replay(f, st.Size(), ref)
 	if err != nil {
 		return err
 	}
@@ -239,19 +260,29 @@ func (s *WALStore) load() error {
 	if s.elapsed != nil {
 		s.elapsed0 = s.elapsed()
 	}
-	now := s.base.UnixMilli()
+	now = s.base.UnixMilli()
 	for k, e := range s.m {
-		if e.expires < now {
+		switch {
+		case e.expires < ref:
 			delete(s.m, k)
 			continue
+		case e.expires < now:
+			// Its time left after the log's last write, counted from
+			// now on the clock that is never stepped.
+			e.spare, e.after = true, e.expires-ref
+			s.spareBytes += e.cost(k, s.acct.lim)
+			s.spareN++
+			s.spare = append(s.spare, expiryItem{e.after, k})
+		default:
+			e.after = afterOf(0, e.expires, now)
+			s.acct.charge(k.Sender, e.cost(k, s.acct.lim), true)
+			s.exp = append(s.exp, expiryItem{e.expires, k})
 		}
-		e.after = afterOf(0, e.expires, now)
 		s.m[k] = e
-		s.acct.charge(k.Sender, e.cost(k, s.acct.lim), true)
 		s.liveDisk += e.disk(k)
-		s.exp = append(s.exp, expiryItem{e.expires, k})
 	}
 	heap.Init(&s.exp)
+	heap.Init(&s.spare)
 	return nil
 }
 
@@ -308,8 +339,8 @@ func (s *WALStore) create(path string) error {
 }
 
 // replay reads the log into s.m and returns the end of its last intact
-// group.
-func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
+// group. Records expired before cutoff (Unix ms) are dropped.
+func (s *WALStore) replay(f *os.File, size, cutoff int64) (int64, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<16)
 	head := make([]byte, walFileHeader)
 	_, err := io.ReadFull(r, head[:len(WALFormatID)])
@@ -345,7 +376,7 @@ func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
 	first := true
 	hs := s.wf.headerSize()
 	gh := make([]byte, hs)
-	// Entries expired at open are dropped as they are read (the last
+	// Entries expired at cutoff are dropped as they are read (the last
 	// record of a key decides, so dropping early changes nothing), and
 	// the index holds no more entries than the budget could account for
 	// (each costs at least entryCost of a 1-byte sender and no reply),
@@ -353,8 +384,9 @@ func (s *WALStore) replay(f *os.File, size int64) (int64, error) {
 	// compacted (each at least a running record of a 1-byte sender):
 	// entries the writer reclaimed read as unexpired again when the wall
 	// clock at open is behind their expiry. A log under the same budget
-	// and slack never holds more (AGENT-20, AGENT-21).
-	now := s.now().UnixMilli()
+	// and slack never holds more (AGENT-20, AGENT-21): cutoff is at most
+	// the wall time of its last write, when its live entries fitted.
+	now := cutoff
 	// (The dead bytes may reach slack + walFileHeader: 2 records more
 	// than slack/32, and no sum a large Slack could overflow.)
 	maxEntries := s.acct.lim.Budget/entryCost(Key{Sender: "x"}, 0) +
@@ -518,13 +550,28 @@ func (s *WALStore) Finish(k Key, reply []byte) error {
 	}
 	old := e.cost(k, s.acct.lim)
 	delta := entryCost(k, int64(len(reply))) - old
-	if err := s.acct.settle(k.Sender, delta, e.reserve(s.acct.lim)); err != nil {
+	op := &walOp{kind: stateDone, k: k, expires: e.expires, reply: reply, delta: delta}
+	if e.spare {
+		// Set aside at open, charged to no quota (AGENT-22): the entry
+		// becomes an ordinary one, its reply charged in full, within
+		// the quotas like a new entry (a reply over the reservation is
+		// refused as settle refuses it).
+		if delta > 0 {
+			return s.acct.settle(k.Sender, delta, e.reserve(s.acct.lim))
+		}
+		op.delta, op.spare = old+delta, true
+		if err := s.acct.reserve(k.Sender, op.delta, true); err != nil {
+			return err
+		}
+	} else if err := s.acct.settle(k.Sender, delta, e.reserve(s.acct.lim)); err != nil {
 		return err
 	}
-	op := &walOp{kind: stateDone, k: k, expires: e.expires, reply: reply, delta: delta}
 	if err := s.commit(op); err != nil {
 		s.acct.lock()
-		s.acct.charge(k.Sender, -delta, false)
+		s.acct.charge(k.Sender, -op.delta, false)
+		if op.spare {
+			s.acct.entries--
+		}
 		s.acct.unlock()
 		return err
 	}
@@ -601,8 +648,16 @@ func (s *WALStore) unreserve(k Key) {
 // setActive implements activeSetter.
 func (s *WALStore) setActive(active func() int) { s.gc.active = active }
 
-// Usage implements Store.
-func (s *WALStore) Usage() Usage { return s.acct.usage() }
+// Usage implements Store. It counts the entries set aside at open
+// (charged to no quota, AGENT-22) with the others.
+func (s *WALStore) Usage() Usage {
+	u := s.acct.usage()
+	s.idx.RLock()
+	u.Entries += s.spareN
+	u.Bytes += s.spareBytes
+	s.idx.RUnlock()
+	return u
+}
 
 // SetPrincipal implements PrincipalStore.
 func (s *WALStore) SetPrincipal(principal func(sender string) string) {
@@ -653,6 +708,7 @@ type walOp struct {
 	max     int   // sweep
 	swept   int
 	gone    bool  // Finish: the entry was reclaimed before it was applied
+	spare   bool  // Finish of a set-aside entry: delta is its whole cost, charged as a new entry's
 	insert  bool  // migration: a done record inserts its entry; a running one reserves no disk (no handler of this process runs it)
 	rsv     int64 // running: the disk reserved for its reply (0: k has one already)
 	within  int64 // running: the reservation of its reply (MarkRunningWithin)
@@ -712,6 +768,7 @@ func (s *WALStore) run(batch []*walOp) {
 		}
 	}
 	s.reclaim(now, el, reclaimPerOp*len(batch))
+	s.makeRoom(maxGroup)
 	s.idx.Unlock()
 	// The group's ops, bytes and record offsets are built in buffers the
 	// leader reuses (one group at a time); a group's reply bytes are read
@@ -875,12 +932,29 @@ func (s *WALStore) apply(writes []*walOp, at []int, n int, wall time.Time) {
 				s.liveDisk += e.disk(o.k)
 				heap.Push(&s.exp, expiryItem{o.expires, o.k})
 			}
+			if o.spare && ok && !e.spare {
+				// Finished meanwhile by another caller of the store (a
+				// Ledger's ticket is one per key): o.delta, charged in
+				// full, replaces the entry's charge.
+				s.acct.release(o.k.Sender, e.cost(o.k, s.acct.lim))
+			}
 			if !ok { // reclaimed meanwhile (expired): the record is dead
 				o.gone = true
 				s.acct.lock()
 				s.acct.charge(o.k.Sender, -o.delta, false)
+				if o.spare {
+					s.acct.entries--
+				}
 				s.acct.unlock()
 				continue
+			}
+			if e.spare {
+				// Set aside at open: now charged like any entry, and
+				// reclaimed as one (its after is kept).
+				s.spareBytes -= e.cost(o.k, s.acct.lim)
+				s.spareN--
+				e.spare = false
+				heap.Push(&s.exp, expiryItem{e.expires, o.k})
 			}
 			s.liveDisk -= e.disk(o.k)
 			e.done, e.off, e.n = true, base+int64(at[i]), uint32(len(o.reply))
@@ -961,13 +1035,51 @@ func (s *WALStore) reclaim(now, el int64, max int) int {
 		s.drop(it.k, e)
 		n++
 	}
+	for n < max && len(s.spare) > 0 && s.spare[0].expires <= el {
+		it := heap.Pop(&s.spare).(expiryItem)
+		e, ok := s.m[it.k]
+		if !ok || !e.spare || e.after != it.expires {
+			continue
+		}
+		if e.expires >= now { // the wall clock stepped back meanwhile
+			e.after = afterOf(el, e.expires, now)
+			s.m[it.k] = e
+			heap.Push(&s.spare, expiryItem{e.after, it.k})
+			continue
+		}
+		s.drop(it.k, e)
+		n++
+	}
 	return n
 }
 
-// drop removes k's entry e from the index and the accounts.
+// makeRoom reclaims up to max set-aside entries (WALStore.spare), oldest
+// first, while the accounted bytes and theirs exceed the budget: they hold
+// space only while space is free (AGENT-22).
+func (s *WALStore) makeRoom(max int) {
+	if s.spareN == 0 {
+		s.spare = nil // only stale items (promoted entries) are left
+		return
+	}
+	total := s.acct.usage().Bytes
+	for n := 0; n < max && len(s.spare) > 0 && total+s.spareBytes > s.acct.lim.Budget; n++ {
+		it := heap.Pop(&s.spare).(expiryItem)
+		if e, ok := s.m[it.k]; ok && e.spare && e.after == it.expires {
+			s.drop(it.k, e)
+		}
+	}
+}
+
+// drop removes k's entry e from the index and the accounts (a set-aside
+// entry from the spare counts, charged to no quota).
 func (s *WALStore) drop(k Key, e walEntry) {
 	delete(s.m, k)
 	s.liveDisk -= e.disk(k)
+	if e.spare {
+		s.spareBytes -= e.cost(k, s.acct.lim)
+		s.spareN--
+		return
+	}
 	s.acct.release(k.Sender, e.cost(k, s.acct.lim))
 }
 
