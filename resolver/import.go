@@ -166,12 +166,8 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 		return nil, err
 	}
 	s.mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			s.mu.Unlock()
-		}
-	}()
+	run := &importRun{s: s, locked: true}
+	defer run.unlock()
 	// Registered with Close only now that it holds s.mu (Store.Close).
 	ctx, progress, end, err := s.beginImport(ctx, opts.Progress)
 	if err != nil {
@@ -179,42 +175,79 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	}
 	opts.Progress = progress
 	defer end() // after the refusal's audit, deferred below
-	fileHash := sha256.New()
-	stream := newImportStream(ctx, io.TeeReader(r, fileHash))
-	defer stream.close() // after the refusal's drain, deferred below
-	r = stream
-	var verified *ImportResult // set once the manifest verified
+	run.ctx, run.opts, run.fileHash = ctx, opts, sha256.New()
+	run.stream = newImportStream(ctx, io.TeeReader(r, run.fileHash))
+	defer run.stream.close() // after the refusal's drain, deferred below
 	// Deferred after the unlock above, so run before it (and after the
-	// rollback of a staged import, deferred later).
-	defer func() {
-		switch {
-		case err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || streamCut(err)):
-			// Cancelled, and the stream stopped with it (importStream
-			// stops within cancelGrace; a caller that goes away both
-			// cancels and cuts the body: an agent's HTTP server
-			// does): stopped, not refused; not audited, not called
-			// truncated. Any other refusal (a signature, a hash) is
-			// audited even when the caller went away after it.
-			err = fail(ErrStoreIO, "import canceled").WithCause(ctx.Err())
-		case err != nil && stream.broke(err):
-			// The stream failed (a read error that is not its end: a
-			// connection cut, a body read too slowly, a disk error):
-			// the import is aborted, which says nothing of the file.
-			// Not a refusal: not audited, not drained, never recorded
-			// as refused (docs/SPEC-DECISIONS.md MIRROR-13).
-			err = fail(bundle.ErrIO, "the import was aborted: its stream could not be read").WithCause(stream.failure())
-		case err != nil:
-			// The refusal was judged at this generation; the drain
-			// of the rest of the stream runs without the write lock,
-			// which a caller's stream must not hold (MIRROR-13).
-			gen := s.gen.Load()
-			locked = false
-			s.mu.Unlock()
-			if aerr := s.auditImportRefusal(ctx, err, verified, r, fileHash, opts, gen); aerr != nil {
-				err = aerr
-			}
+	// rollback of a staged import, deferred in stageAndCommit).
+	defer func() { err = run.outcome(err) }()
+	return run.verifyAndInstall()
+}
+
+// importRun is one Import once it holds the store's write lock: its
+// context (beginImport's), options (their Progress beginImport's), the
+// stream it reads and the hash of the whole file, the result once the
+// manifest verified, and whether it still holds the lock.
+type importRun struct {
+	s        *Store
+	ctx      context.Context
+	opts     ImportOptions
+	stream   *importStream
+	fileHash hash.Hash
+	verified *ImportResult // set once the manifest verified
+	locked   bool
+}
+
+// unlock releases the write lock unless outcome did.
+func (run *importRun) unlock() {
+	if run.locked {
+		run.s.mu.Unlock()
+	}
+}
+
+// outcome is what Import answers for err, the error of its steps: a
+// cancel or a failed stream stops the import without a verdict on the
+// file; any other error is a refusal, audited (auditImportRefusal) once
+// the write lock is released.
+func (run *importRun) outcome(err error) error {
+	s, ctx := run.s, run.ctx
+	switch {
+	case err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || streamCut(err)):
+		// Cancelled, and the stream stopped with it (importStream
+		// stops within cancelGrace; a caller that goes away both
+		// cancels and cuts the body: an agent's HTTP server
+		// does): stopped, not refused; not audited, not called
+		// truncated. Any other refusal (a signature, a hash) is
+		// audited even when the caller went away after it.
+		err = fail(ErrStoreIO, "import canceled").WithCause(ctx.Err())
+	case err != nil && run.stream.broke(err):
+		// The stream failed (a read error that is not its end: a
+		// connection cut, a body read too slowly, a disk error):
+		// the import is aborted, which says nothing of the file.
+		// Not a refusal: not audited, not drained, never recorded
+		// as refused (docs/SPEC-DECISIONS.md MIRROR-13).
+		err = fail(bundle.ErrIO, "the import was aborted: its stream could not be read").WithCause(run.stream.failure())
+	case err != nil:
+		// The refusal was judged at this generation; the drain
+		// of the rest of the stream runs without the write lock,
+		// which a caller's stream must not hold (MIRROR-13).
+		gen := s.gen.Load()
+		run.locked = false
+		s.mu.Unlock()
+		if aerr := s.auditImportRefusal(ctx, err, run.verified, run.stream, run.fileHash, run.opts, gen); aerr != nil {
+			err = aerr
 		}
-	}()
+	}
+	return err
+}
+
+// verifyAndInstall is the import's checks before any side effect: the bundle's
+// signatures and trust scope (bundle.NewReader), its expiry by its keys'
+// floor, then the store's checks before staging (checkBeforeStaging). The
+// release that is installed ends there (importUnchanged); any other is
+// installed (stageAndCommit).
+func (run *importRun) verifyAndInstall() (*ImportResult, error) {
+	s := run.s
 	policy, err := s.policy()
 	if err != nil {
 		return nil, err
@@ -222,14 +255,14 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	if err := s.fault("verify"); err != nil {
 		return nil, err
 	}
-	br, err := bundle.NewReader(r, bundle.ReaderOptions{Policy: policy, Now: s.opts.Now,
-		MaxArtifactSize: s.opts.MaxArtifactSize, Progress: opts.Progress, AllowDelta: true})
+	br, err := bundle.NewReader(run.stream, bundle.ReaderOptions{Policy: policy, Now: s.opts.Now,
+		MaxArtifactSize: s.opts.MaxArtifactSize, Progress: run.opts.Progress, AllowDelta: true})
 	if err != nil {
 		return nil, err
 	}
 	m := br.Manifest()
 	res := importResultOf(br)
-	verified = res
+	run.verified = res
 
 	// The reader judged expiry by the local clock; the bundle's floor (the
 	// latest time enough of its keys signed, clock.go) can only make it
@@ -237,14 +270,23 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	if err := s.checkFloorExpiry(m); err != nil {
 		return nil, err
 	}
-	unchanged, base, err := s.checkBeforeStaging(br, opts, res)
+	unchanged, base, err := s.checkBeforeStaging(br, run.opts, res)
 	if err != nil {
 		return nil, err
 	}
 	if unchanged {
-		return s.importUnchanged(br, res, fileHash.Sum, opts.Source)
+		return s.importUnchanged(br, res, run.fileHash.Sum, run.opts.Source)
 	}
+	return run.stageAndCommit(br, res, base)
+}
 
+// stageAndCommit stages the verified bundle's artifacts (each batch in its own
+// transaction, recorded in the pending journal), checks what needs them
+// all (schemas compile offline, claims), then makes the import visible in
+// one final transaction (commitImport). Until that commit succeeds a
+// failure rolls the staged blobs back.
+func (run *importRun) stageAndCommit(br *bundle.Reader, res *ImportResult, base *deltaBase) (*ImportResult, error) {
+	s, m := run.s, br.Manifest()
 	pending := &pendingRecord{BundleID: m.BundleID, Version: m.Version, Started: formatTime(s.opts.Now())}
 	ok := false
 	defer func() {
@@ -252,7 +294,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 			s.rollback(pending)
 		}
 	}()
-	arts, err := s.stage(ctx, br, pending, base, opts.SkipBaseRehash)
+	arts, err := s.stage(run.ctx, br, pending, base, run.opts.SkipBaseRehash)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +311,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (_ 
 	if err := s.fault("commit"); err != nil {
 		return nil, err
 	}
-	gen, floor, err := s.commitImport(br, arts, base, res, opts, fileHash.Sum(nil))
+	gen, floor, err := s.commitImport(br, arts, base, res, run.opts, run.fileHash.Sum(nil))
 	if err != nil {
 		return nil, err
 	}
