@@ -144,9 +144,37 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 	if err != nil {
 		return nil, err
 	}
-	rep := &ociSyncReport{Source: loc.String()}
+	p := &ociPlan{rep: &ociSyncReport{Source: loc.String()}, loc: loc, seen: map[string]bool{}, unlisted: map[string]int{}}
+	bundles := p.planTags(ctx, ep, tags, pattern)
+	p.planReferrers(ctx, ep, ociListingsOf(bundles))
+	if w := unlistedEntry(loc, p.unlisted); w != nil {
+		p.rep.Entries = append(p.rep.Entries, w)
+	}
+	order := map[string]int{ocitransport.KindRotation: 0, ocitransport.KindRevocation: 1, ocitransport.KindBundle: 2, ocitransport.KindHeartbeat: 3}
+	sort.SliceStable(p.rep.Entries, func(i, j int) bool {
+		return rank(order, p.rep.Entries[i]) < rank(order, p.rep.Entries[j])
+	})
+	return p.rep, nil
+}
+
+// ociPlan is a plan planOCISync is making: the report, the source, the
+// statement manifests already planned (by digest), the cache its
+// referrers listings share, and how many skipped referrers the report
+// lists one by one, then the count by error name of the rest.
+type ociPlan struct {
+	rep      *ociSyncReport
+	loc      ocitransport.Location
+	seen     map[string]bool
+	cache    *ocitransport.StatementCache
+	listed   int
+	unlisted map[string]int
+}
+
+// planTags plans each tag pattern matches (referrers tags are not ours to
+// plan): a bundle, a statement tagged on its own, or a skipped or refused
+// entry. It returns the bundles, whose referrers are read next.
+func (p *ociPlan) planTags(ctx context.Context, ep *ocitransport.Endpoint, tags []string, pattern string) []*ociSyncEntry {
 	var bundles []*ociSyncEntry
-	seen := map[string]bool{}
 	for _, t := range tags {
 		if ocitransport.IsReferrersTag(t) {
 			continue
@@ -154,8 +182,8 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 		if ok, _ := path.Match(pattern, t); !ok {
 			continue
 		}
-		e := &ociSyncEntry{Ref: loc.WithReference(t).String(), Outcome: ociPlanned}
-		rep.Entries = append(rep.Entries, e)
+		e := &ociSyncEntry{Ref: p.loc.WithReference(t).String(), Outcome: ociPlanned}
+		p.rep.Entries = append(p.rep.Entries, e)
 		a, err := ep.Resolve(ctx, t)
 		if err != nil {
 			if errName(err) == string(ocitransport.ErrNotBundle) {
@@ -177,17 +205,15 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 			e.fileKey = ociFileKey(a)
 			bundles = append(bundles, e)
 		} else {
-			seen[a.Descriptor.Digest.String()] = true
+			p.seen[a.Descriptor.Digest.String()] = true
 		}
 	}
-	// The statements of every bundle offered: a revocation attached to an
-	// older version still counts. A referrer that is malformed is reported
-	// and skipped: the bundle is still synced. A bundle whose referrers
-	// were not all read (its listing failed, over MaxReferrers or
-	// otherwise, or its share of the fetches was spent) is refused: a
-	// revocation may be among them (OCI-13, amended). Tags on one manifest
-	// are one listing; a listing over its share in the first pass is read
-	// in a second, with what the first left (OCI-13, amended in review 36).
+	return bundles
+}
+
+// ociListingsOf groups bundles by manifest digest: tags on one manifest
+// are one referrers listing, in the order of their first tag.
+func ociListingsOf(bundles []*ociSyncEntry) []*ociListing {
 	var listings []*ociListing
 	byDigest := map[string]*ociListing{}
 	for _, b := range bundles {
@@ -200,67 +226,75 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 		}
 		l.tags = append(l.tags, b)
 	}
-	cache, listed := &ocitransport.StatementCache{Listings: len(listings)}, 0
-	unlisted := map[string]int{}
-	read := func(l *ociListing, refs []*ocitransport.Artifact, skipped []error, err error) {
-		b := l.tags[0]
-		for _, serr := range skipped {
-			if listed >= maxOCISkippedEntries {
-				unlisted[errName(serr)]++
-				continue
-			}
-			listed++
-			w := &ociSyncEntry{Ref: b.Ref, Kind: "referrers", Outcome: ociSkipped}
-			w.Error, w.Message = errName(serr), cliutil.Sanitize(errMessage(serr))
-			rep.Entries = append(rep.Entries, w)
-		}
-		var unread error
-		switch {
-		case err != nil:
-			unread = cliutil.Failf(amp.ErrName(errName(err)), "the bundle's referrers were not all read (%s): not installed in this run", errMessage(err))
-		case ocitransport.TooManyStatements(skipped):
-			unread = cliutil.Failf(ocitransport.ErrTooMany, "the bundle's referrers were not all read (this sync's share of statement fetches for it, %d, is spent): not installed in this run", cache.Share())
-		}
-		for _, t := range l.tags {
-			if unread != nil {
-				refuse(t, unread)
-				t.cut = true
-			}
-		}
-		for _, a := range refs {
-			if seen[a.Descriptor.Digest.String()] {
-				continue
-			}
-			seen[a.Descriptor.Digest.String()] = true
-			e := &ociSyncEntry{Ref: loc.WithReference(a.Descriptor.Digest.String()).String(), Kind: a.Kind, Outcome: ociPlanned, art: a}
-			rep.Entries = append(rep.Entries, e)
-		}
-	}
+	return listings
+}
+
+// planReferrers plans the statements of every bundle offered: a
+// revocation attached to an older version still counts. A referrer that
+// is malformed is reported and skipped: the bundle is still synced. A
+// bundle whose referrers were not all read (its listing failed, over
+// MaxReferrers or otherwise, or its share of the fetches was spent) is
+// refused: a revocation may be among them (OCI-13, amended). A listing
+// over its share in the first pass is read in a second, with what the
+// first left (OCI-13, amended in review 36).
+func (p *ociPlan) planReferrers(ctx context.Context, ep *ocitransport.Endpoint, listings []*ociListing) {
+	p.cache = &ocitransport.StatementCache{Listings: len(listings)}
 	var second []*ociListing
 	for _, l := range listings {
-		refs, skipped, need, err := ep.StatementsFitting(ctx, l.tags[0].art, cache)
+		refs, skipped, need, err := ep.StatementsFitting(ctx, l.tags[0].art, p.cache)
 		if err == nil && need > 0 {
 			l.need = need
 			second = append(second, l)
 			continue
 		}
-		read(l, refs, skipped, err)
+		p.planListing(l, refs, skipped, err)
 	}
 	// The fewest first: what one leaves unused is shared by those after it.
 	sort.SliceStable(second, func(i, j int) bool { return second[i].need < second[j].need })
 	for i, l := range second {
-		cache.SetShare(cache.Left() / (len(second) - i))
-		refs, skipped, err := ep.StatementsCached(ctx, l.tags[0].art, cache)
-		read(l, refs, skipped, err)
+		p.cache.SetShare(p.cache.Left() / (len(second) - i))
+		refs, skipped, err := ep.StatementsCached(ctx, l.tags[0].art, p.cache)
+		p.planListing(l, refs, skipped, err)
 	}
-	if w := unlistedEntry(loc, unlisted); w != nil {
-		rep.Entries = append(rep.Entries, w)
+}
+
+// planListing plans what the listing l read: its skipped referrers (at most
+// maxOCISkippedEntries of the run one by one, the rest counted), its
+// bundles refused and cut when its referrers were not all read, and each
+// statement it returned that the plan does not hold yet.
+func (p *ociPlan) planListing(l *ociListing, refs []*ocitransport.Artifact, skipped []error, err error) {
+	b := l.tags[0]
+	for _, serr := range skipped {
+		if p.listed >= maxOCISkippedEntries {
+			p.unlisted[errName(serr)]++
+			continue
+		}
+		p.listed++
+		w := &ociSyncEntry{Ref: b.Ref, Kind: "referrers", Outcome: ociSkipped}
+		w.Error, w.Message = errName(serr), cliutil.Sanitize(errMessage(serr))
+		p.rep.Entries = append(p.rep.Entries, w)
 	}
-	order := map[string]int{ocitransport.KindRotation: 0, ocitransport.KindRevocation: 1, ocitransport.KindBundle: 2, ocitransport.KindHeartbeat: 3}
-	sort.SliceStable(rep.Entries, func(i, j int) bool {
-		return rank(order, rep.Entries[i]) < rank(order, rep.Entries[j])
-	})
-	return rep, nil
+	var unread error
+	switch {
+	case err != nil:
+		unread = cliutil.Failf(amp.ErrName(errName(err)), "the bundle's referrers were not all read (%s): not installed in this run", errMessage(err))
+	case ocitransport.TooManyStatements(skipped):
+		unread = cliutil.Failf(ocitransport.ErrTooMany, "the bundle's referrers were not all read (this sync's share of statement fetches for it, %d, is spent): not installed in this run", p.cache.Share())
+	}
+	for _, t := range l.tags {
+		if unread != nil {
+			refuse(t, unread)
+			t.cut = true
+		}
+	}
+	for _, a := range refs {
+		if p.seen[a.Descriptor.Digest.String()] {
+			continue
+		}
+		p.seen[a.Descriptor.Digest.String()] = true
+		e := &ociSyncEntry{Ref: p.loc.WithReference(a.Descriptor.Digest.String()).String(), Kind: a.Kind, Outcome: ociPlanned, art: a}
+		p.rep.Entries = append(p.rep.Entries, e)
+	}
 }
 
 // unlistedEntry is the one skipped entry that counts the referrers past
