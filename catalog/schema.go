@@ -107,59 +107,8 @@ func tableOf(dd int) int {
 // it never sees that "$ref". The printer links the i-th "$ref" it meets
 // with the i-th entry: both walk the same positions in the same order.
 func refsOf(doc []byte) []string {
-	type level struct {
-		obj, wantKey bool
-		role         role
-		node         int // the schema object's index in nodes, or -1
-		// member is the name of the object's member being read, from
-		// refs[start]; held maps a name already read whose value held
-		// refs to their span, until a later member of the name
-		// overrides it (overridden).
-		member string
-		start  int
-		held   map[string][2]int
-	}
-	type schemaNode struct {
-		parent     int
-		id         string
-		hasID, bad bool
-		hasRef     bool
-		// idNode is the nearest node, this one or above, whose "$id"
-		// the validator reads (-1: none); ids and idBytes count the
-		// chain of them from the root.
-		idNode, ids, idBytes int
-	}
-	type found struct {
-		node int
-		ref  string
-	}
 	dd := docDraft(doc) // the document is parsed once for its draft
-	d, known := tableOf(dd), dd != 0
-	var refs []found
-	var nodes []schemaNode
-	var stack []level
-	// overridden are the spans of refs inside members that a later
-	// member of the same name replaces.
-	var overridden [][2]int
-	dataID := false
-	// endMember notes the refs the member lv was reading held.
-	endMember := func(lv *level) {
-		if lv.start < 0 {
-			return
-		}
-		if lv.start < len(refs) {
-			if lv.held == nil {
-				lv.held = map[string][2]int{}
-			}
-			lv.held[lv.member] = [2]int{lv.start, len(refs)}
-		}
-	}
-	key := ""
-	done := func() {
-		if n := len(stack); n > 0 && stack[n-1].obj {
-			stack[n-1].wantKey = true
-		}
-	}
+	w := &refWalk{d: tableOf(dd), known: dd != 0}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	// The whole document is read (refs past maxRefs are not kept), so
 	// that a member overriding one that held refs is seen.
@@ -168,127 +117,244 @@ func refsOf(doc []byte) []string {
 		if err != nil {
 			break
 		}
-		n := len(stack)
-		if n > 0 && stack[n-1].wantKey {
-			lv := &stack[n-1]
-			endMember(lv)
-			if dl, ok := tok.(json.Delim); ok && dl == '}' {
-				stack = stack[:n-1]
-				done()
-				continue
-			}
-			key, _ = tok.(string)
-			if span, ok := lv.held[key]; ok {
-				overridden = append(overridden, span)
-				delete(lv.held, key)
-			}
-			lv.member, lv.start = key, len(refs)
-			lv.wantKey = false
-			continue
+		w.token(tok)
+	}
+	w.chainIDs()
+	own := ownResources(w.d, len(w.nodes), func(i int) (int, string, bool, bool) {
+		nd := &w.nodes[i]
+		return nd.parent, nd.id, nd.hasID && !(w.d == 7 && nd.hasRef), nd.bad
+	})
+	own.closed = own.closed || w.dataID
+	return w.entries(own)
+}
+
+// refWalk is refsOf's state while it reads a document's tokens: the
+// schema objects met (nodes, a parent before its children), the "$ref"s
+// found in them, and the open containers.
+type refWalk struct {
+	d     int  // the keyword table (tableOf)
+	known bool // the document's draft is one the catalog reads
+	refs  []refFound
+	nodes []refNode
+	stack []refLevel
+	// overridden are the spans of refs inside members that a later
+	// member of the same name replaces.
+	overridden [][2]int
+	// dataID: an "$id" in data (noteValue).
+	dataID bool
+	key    string // the name of the member last read
+}
+
+// refLevel is an open container of the document.
+type refLevel struct {
+	obj, wantKey bool
+	role         role
+	node         int // the schema object's index in nodes, or -1
+	// member is the name of the object's member being read, from
+	// refs[start]; held maps a name already read whose value held
+	// refs to their span, until a later member of the name
+	// overrides it (overridden).
+	member string
+	start  int
+	held   map[string][2]int
+}
+
+// refNode is a schema object of the document.
+type refNode struct {
+	parent     int
+	id         string
+	hasID, bad bool
+	hasRef     bool
+	// idNode is the nearest node, this one or above, whose "$id"
+	// the validator reads (-1: none); ids and idBytes count the
+	// chain of them from the root.
+	idNode, ids, idBytes int
+}
+
+// refFound is a "$ref" value and the schema node holding it.
+type refFound struct {
+	node int
+	ref  string
+}
+
+// token reads the document's next token.
+func (w *refWalk) token(tok json.Token) {
+	n := len(w.stack)
+	if n > 0 && w.stack[n-1].wantKey {
+		w.memberName(tok)
+		return
+	}
+	in := w.noteValue(tok)
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '{' || t == '[' {
+			w.open(t)
+			return
 		}
-		var in *schemaNode
-		if n > 0 && stack[n-1].obj && stack[n-1].role == roleSchema {
-			in = &nodes[stack[n-1].node]
-			switch key {
-			case "$ref":
-				in.hasRef = true
-			case "$id", "id":
-				if key == "$id" || !known {
-					in.hasID = true
-					id, ok := tok.(string)
-					in.id, in.bad = id, !ok || !known
-				}
-			}
-		} else if n > 0 && stack[n-1].obj && (key == "$id" || (key == "id" && !known)) {
+		w.stack = w.stack[:max(n-1, 0)]
+	case string:
+		if in != nil && w.key == "$ref" && len(w.refs) < maxRefs {
+			w.refs = append(w.refs, refFound{w.stack[n-1].node, t})
+		}
+	}
+	w.done()
+}
+
+// memberName reads tok where the innermost object expects a member's
+// name or its end.
+func (w *refWalk) memberName(tok json.Token) {
+	n := len(w.stack)
+	lv := &w.stack[n-1]
+	w.endMember(lv)
+	if dl, ok := tok.(json.Delim); ok && dl == '}' {
+		w.stack = w.stack[:n-1]
+		w.done()
+		return
+	}
+	w.key, _ = tok.(string)
+	if span, ok := lv.held[w.key]; ok {
+		w.overridden = append(w.overridden, span)
+		delete(lv.held, w.key)
+	}
+	lv.member, lv.start = w.key, len(w.refs)
+	lv.wantKey = false
+}
+
+// endMember notes the refs the member lv was reading held.
+func (w *refWalk) endMember(lv *refLevel) {
+	if lv.start < 0 {
+		return
+	}
+	if lv.start < len(w.refs) {
+		if lv.held == nil {
+			lv.held = map[string][2]int{}
+		}
+		lv.held[lv.member] = [2]int{lv.start, len(w.refs)}
+	}
+}
+
+// done ends a value: the innermost object, if any, expects a member's
+// name next.
+func (w *refWalk) done() {
+	if n := len(w.stack); n > 0 && w.stack[n-1].obj {
+		w.stack[n-1].wantKey = true
+	}
+}
+
+// noteValue notes what the value tok of member w.key says of its
+// object: a "$ref" or "$id" of a schema object (returned, else nil), or
+// an "$id" in data.
+func (w *refWalk) noteValue(tok json.Token) *refNode {
+	n := len(w.stack)
+	if n == 0 || !w.stack[n-1].obj {
+		return nil
+	}
+	if w.stack[n-1].role != roleSchema {
+		if w.key == "$id" || (w.key == "id" && !w.known) {
 			// An "$id" in data: a JSON pointer reference to its spot,
 			// from any artifact, makes it a resource of the document
 			// (resolveFragment's "non-standard location").
 			if id, ok := tok.(string); ok {
 				id, _, _ = strings.Cut(id, "#")
-				dataID = dataID || id != ""
+				w.dataID = w.dataID || id != ""
 			}
 		}
-		switch t := tok.(type) {
-		case json.Delim:
-			if t == '{' || t == '[' {
-				r := roleSchema
-				if n > 0 {
-					r = childRole(stack[n-1].role, d, key, t)
-				} else if t == '[' {
-					r = roleData
-				}
-				lv := level{obj: t == '{', wantKey: t == '{', role: r, node: -1, start: -1}
-				if lv.obj && r == roleSchema {
-					parent := -1
-					for i := n - 1; i >= 0; i-- {
-						if stack[i].node >= 0 {
-							parent = stack[i].node
-							break
-						}
-					}
-					lv.node = len(nodes)
-					nodes = append(nodes, schemaNode{parent: parent})
-				}
-				stack = append(stack, lv)
-				continue
-			}
-			stack = stack[:max(n-1, 0)]
-		case string:
-			if in != nil && key == "$ref" && len(refs) < maxRefs {
-				refs = append(refs, found{stack[n-1].node, t})
+		return nil
+	}
+	in := &w.nodes[w.stack[n-1].node]
+	switch w.key {
+	case "$ref":
+		in.hasRef = true
+	case "$id", "id":
+		if w.key == "$id" || !w.known {
+			in.hasID = true
+			id, ok := tok.(string)
+			in.id, in.bad = id, !ok || !w.known
+		}
+	}
+	return in
+}
+
+// open opens a container: a schema object gets a node.
+func (w *refWalk) open(t json.Delim) {
+	n := len(w.stack)
+	r := roleSchema
+	if n > 0 {
+		r = childRole(w.stack[n-1].role, w.d, w.key, t)
+	} else if t == '[' {
+		r = roleData
+	}
+	lv := refLevel{obj: t == '{', wantKey: t == '{', role: r, node: -1, start: -1}
+	if lv.obj && r == roleSchema {
+		parent := -1
+		for i := n - 1; i >= 0; i-- {
+			if w.stack[i].node >= 0 {
+				parent = w.stack[i].node
+				break
 			}
 		}
-		done()
+		lv.node = len(w.nodes)
+		w.nodes = append(w.nodes, refNode{parent: parent})
 	}
-	dead := make([]int, len(refs)+1)
-	for _, sp := range overridden {
-		dead[sp[0]]++
-		dead[sp[1]]--
-	}
-	// Each node's chain of "$id"s, by the nearest node declaring one (a
-	// parent precedes its children in nodes); bad spreads to the
-	// subschemas below, and so does a chain past maxRefIDs or
-	// maxRefIDBytes, so that an entry costs at most those bytes more than
-	// its "$ref" (a document repeating a long "$id" under every "$ref"
-	// would otherwise cost its size per reference).
-	for i := range nodes {
-		nd := &nodes[i]
+	w.stack = append(w.stack, lv)
+}
+
+// chainIDs sets each node's chain of "$id"s, by the nearest node
+// declaring one (a parent precedes its children in nodes); bad spreads
+// to the subschemas below, and so does a chain past maxRefIDs or
+// maxRefIDBytes, so that an entry costs at most those bytes more than
+// its "$ref" (a document repeating a long "$id" under every "$ref"
+// would otherwise cost its size per reference).
+func (w *refWalk) chainIDs() {
+	for i := range w.nodes {
+		nd := &w.nodes[i]
 		nd.idNode = -1
 		if nd.parent >= 0 {
-			up := &nodes[nd.parent]
+			up := &w.nodes[nd.parent]
 			nd.bad = nd.bad || up.bad
 			nd.idNode, nd.ids, nd.idBytes = up.idNode, up.ids, up.idBytes
 		}
 		// Up to draft-07 an "$id" beside "$ref" is not read.
-		if nd.hasID && !nd.bad && !(d == 7 && nd.hasRef) {
+		if nd.hasID && !nd.bad && !(w.d == 7 && nd.hasRef) {
 			nd.idNode, nd.ids, nd.idBytes = i, nd.ids+1, nd.idBytes+len(nd.id)
 			nd.bad = nd.ids > maxRefIDs || nd.idBytes > maxRefIDBytes || strings.Contains(nd.id, "\x00")
 		}
 	}
-	own := ownResources(d, len(nodes), func(i int) (int, string, bool, bool) {
-		nd := &nodes[i]
-		return nd.parent, nd.id, nd.hasID && !(d == 7 && nd.hasRef), nd.bad
-	})
-	own.closed = own.closed || dataID
-	out := make([]string, len(refs))
+}
+
+// entries are the ref entries of the refs found (refsOf), "" for one
+// left unresolved: overridden, below a bad node, holding a NUL, or one
+// that may name a resource of the document own lists.
+func (w *refWalk) entries(own *resources) []string {
+	dead := make([]int, len(w.refs)+1)
+	for _, sp := range w.overridden {
+		dead[sp[0]]++
+		dead[sp[1]]--
+	}
+	out := make([]string, len(w.refs))
 	overriddenHere := 0
-	for i, r := range refs {
+	for i, r := range w.refs {
 		overriddenHere += dead[i]
-		nd := nodes[r.node]
+		nd := w.nodes[r.node]
 		if nd.bad || overriddenHere > 0 || strings.Contains(r.ref, "\x00") || own.mayName(r.node, r.ref) {
 			continue // "": unresolved
 		}
-		parts := make([]string, nd.ids+1)
-		parts[nd.ids] = r.ref
-		for k, j := nd.ids-1, nd.idNode; k >= 0; k-- {
-			parts[k] = nodes[j].id
-			if up := nodes[j].parent; up >= 0 {
-				j = nodes[up].idNode
-			}
-		}
-		out[i] = strings.Join(parts, "\x00")
+		out[i] = w.entry(nd, r.ref)
 	}
 	return out
+}
+
+// entry joins the chain of "$id"s of node nd, from the root, and ref.
+func (w *refWalk) entry(nd refNode, ref string) string {
+	parts := make([]string, nd.ids+1)
+	parts[nd.ids] = ref
+	for k, j := nd.ids-1, nd.idNode; k >= 0; k-- {
+		parts[k] = w.nodes[j].id
+		if up := w.nodes[j].parent; up >= 0 {
+			j = w.nodes[up].idNode
+		}
+	}
+	return strings.Join(parts, "\x00")
 }
 
 // maxOwnResources bounds the "$id"s of one document that refsOf resolves
