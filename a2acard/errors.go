@@ -16,7 +16,9 @@ const (
 	// ErrDuplicateMember: an object of the card names a member twice, or
 	// spells a member of the Card struct it decodes into in another case
 	// ("URL" beside or instead of "url"), which encoding/json would read as
-	// that member (docs/SPEC-DECISIONS.md A2A-10).
+	// that member (docs/SPEC-DECISIONS.md A2A-10), or with other
+	// underscores ("supported_interfaces", "documentation_url"), which
+	// protojson would (A2A-12).
 	ErrDuplicateMember amp.ErrName = "card_duplicate_member"
 	// ErrNumberNotCanonical: a number of the card is not written in its
 	// RFC 8785 form (docs/SPEC-DECISIONS.md A2A-1).
@@ -42,8 +44,10 @@ const (
 	// over the canonical card with that key.
 	ErrBadSignature amp.ErrName = "card_bad_signature"
 	// ErrInvalid: the signed card is not an A2A 1.0 AgentCard (a REQUIRED
-	// member missing, empty or of the wrong type); from New and Sign, a card
-	// that cannot be written.
+	// member missing, empty or of the wrong type; a skill id, an extension
+	// uri, or a capability id of our extension's params listed twice,
+	// A2A-13; a URL member that is not an absolute http or https URL,
+	// A2A-14); from New and Sign, a card that cannot be written.
 	ErrInvalid amp.ErrName = "card_invalid"
 )
 

@@ -1,6 +1,10 @@
 package a2acard
 
-import "github.com/ampbundle/ampbundle/internal/jcs"
+import (
+	"net/url"
+
+	"github.com/ampbundle/ampbundle/internal/jcs"
+)
 
 // required checks that a card (its signatures and defaults removed) has
 // the members a2a.proto marks REQUIRED, set (a REQUIRED array holds at
@@ -47,14 +51,117 @@ func required(card jcs.Object) (*Verified, error) {
 	if err != nil {
 		return nil, err
 	}
+	ids := make(map[string]bool, len(skills))
 	for _, x := range skills {
 		id, err := skill(x)
 		if err != nil {
 			return nil, err
 		}
+		if ids[id] {
+			return nil, twice("skill id")
+		}
+		ids[id] = true
 		v.Skills = append(v.Skills, id)
 	}
+	if err := uniqueExtensions(card); err != nil {
+		return nil, err
+	}
+	if err := webURLs(card, ifaces); err != nil {
+		return nil, err
+	}
 	return v, nil
+}
+
+// webURLs refuses a card whose URL members are not web addresses
+// (A2A-14): each interface's url (what a client dials), and, when set,
+// provider.url, documentationUrl and iconUrl (what a UI links to or
+// fetches), must be an absolute http or https URL with a host and without
+// userinfo (no file:, javascript:, "//host", "https://agent.example@evil").
+func webURLs(card jcs.Object, ifaces []any) error {
+	for _, x := range ifaces {
+		u, _ := x.(jcs.Object).Get("url") // required checked it is a string
+		if !isWebURL(u) {
+			return notWeb("supportedInterfaces url")
+		}
+	}
+	if p, _ := card.Get("provider"); p != nil {
+		o, _ := p.(jcs.Object)
+		if u, ok := o.Get("url"); ok && !isWebURL(u) {
+			return notWeb("provider url")
+		}
+	}
+	for _, name := range []string{"documentationUrl", "iconUrl"} {
+		if u, _ := card.Get(name); u != nil && !isWebURL(u) {
+			return notWeb(name)
+		}
+	}
+	return nil
+}
+
+// notWeb is the refusal of a URL member that is no web address; it
+// quotes nothing of the URL.
+func notWeb(member string) error {
+	return fail(ErrInvalid, "the card's %s is not an absolute http or https URL with a host and no userinfo", member)
+}
+
+// isWebURL reports whether v is a string holding an absolute http or
+// https URL with a host name and no userinfo.
+func isWebURL(v any) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Opaque == "" && u.User == nil && u.Hostname() != ""
+}
+
+// uniqueExtensions refuses a card whose capabilities list one extension
+// uri twice, or whose own extension's params (ExtensionURI) list one
+// capability id twice (A2A-13): readers that index them by uri or id
+// would take different entries, the first or the last.
+func uniqueExtensions(card jcs.Object) error {
+	caps, _ := card.Get("capabilities")
+	exts, _ := caps.(jcs.Object).Get("extensions") // required checked capabilities is an object
+	list, _ := exts.([]any)
+	uris := make(map[string]bool, len(list))
+	for _, x := range list {
+		ext, _ := x.(jcs.Object)
+		uri, ok := ext.Get("uri")
+		u, isStr := uri.(string)
+		if !ok || !isStr {
+			continue
+		}
+		if uris[u] {
+			return twice("extension uri")
+		}
+		uris[u] = true
+		if u != ExtensionURI {
+			continue
+		}
+		params, _ := ext.Get("params")
+		p, _ := params.(jcs.Object)
+		entries, _ := p.Get("capabilities")
+		arr, _ := entries.([]any)
+		ids := make(map[string]bool, len(arr))
+		for _, e := range arr {
+			o, _ := e.(jcs.Object)
+			id, _ := o.Get("id")
+			s, isStr := id.(string)
+			if !isStr {
+				continue
+			}
+			if ids[s] {
+				return twice("capability id in the " + ExtensionURI + " params")
+			}
+			ids[s] = true
+		}
+	}
+	return nil
+}
+
+// twice is the refusal of a card that lists one id twice.
+func twice(what string) error {
+	return fail(ErrInvalid, "the card lists one %s twice", what)
 }
 
 func skill(x any) (string, error) {

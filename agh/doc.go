@@ -14,8 +14,9 @@
 //     "ampbundle.ed25519-jcs", over the RFC 8785 form of the envelope
 //     without its proof). TransferEnvelope, ReceiveTransfer (which refuses
 //     a bad proof, a from the proof's key does not belong to, a ts outside
-//     the window, an unknown protocol or kind, a to naming another peer,
-//     each by name),
+//     the window, an unknown protocol or kind, a channel it does not
+//     listen on, a to naming another peer, an unsigned envelope from a
+//     DID, each by name),
 //     VerifyCapability.
 //
 // The peer card carries every member of the page's example (CardMembers),
@@ -33,6 +34,7 @@
 // Every reader parses its document once, bounded at MaxDocumentBytes and
 // MaxDocumentValues (too_large; AGH-4), and reads members by their exact
 // names; a signed or digested document with a member spelt like a known
-// one but for case, which encoding/json would take for it, is refused
-// (AGH-5).
+// one but for case, which encoding/json would take for it, or for case and
+// underscores, which a camelCase-aliasing reader would, is refused (AGH-5,
+// AGH-10).
 package agh

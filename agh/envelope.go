@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/jcs"
@@ -92,6 +93,9 @@ const (
 var (
 	envelopeNames = []string{"protocol", "id", "kind", "channel", "from", "to", "reply_to", "ts", "expires_at", "body", "proof", "ext"}
 	bodyNames     = []string{"capability"}
+	// envelopeSpellings and bodySpellings are their spellings (AGH-10).
+	envelopeSpellings = newSpellings(envelopeNames...)
+	bodySpellings     = newSpellings(bodyNames...)
 )
 
 // knownKinds are the core kinds of agh-network/v0.
@@ -275,9 +279,12 @@ type ReceiveOptions struct {
 	// Skew and MaxAge bound ts (DefaultSkew, DefaultMaxAge when zero).
 	Skew, MaxAge time.Duration
 	// AllowUnverified accepts an envelope whose proof is null or absent,
-	// as the seed's v0 peers send it; the result says Verified false.
-	// Without it such an envelope is missing_proof. A proof that is
-	// present is always checked, and a bad one always refused.
+	// as the seed's v0 peers send it, when its from is not a DID (a DID's
+	// holder signs: "did:" in any case is missing_proof; AGH-12); the
+	// result says Verified false, and its From, To and Channel are the
+	// sender's unchecked claims, checked against Self and Channels only
+	// as a filter. Without it such an envelope is missing_proof. A proof
+	// that is present is always checked, and a bad one always refused.
 	AllowUnverified bool
 	// Resolve returns the DID document of a DID that is not a did:key
 	// (did:key needs none); nil refuses every other DID (unknown_sender).
@@ -287,8 +294,14 @@ type ReceiveOptions struct {
 	// to. An envelope whose to is set and is none of them, compared
 	// byte for byte, is not_a_recipient; with no names, every envelope
 	// with a to is. An envelope without to (or with an empty one) is the
-	// channel's, taken by any receiver.
+	// channel's, taken by any receiver of that channel.
 	Self []string
+	// Channels are the channels this receiver listens on, compared byte
+	// for byte; none names DefaultChannel alone. An envelope posted on
+	// any other channel, addressed or not, is not_a_recipient (AGH-11):
+	// the proof covers channel, so a transfer posted elsewhere, replayed
+	// here within the window, would otherwise verify as posted here.
+	Channels []string
 }
 
 // Transfer is an accepted capability transfer.
@@ -315,14 +328,15 @@ type Transfer struct {
 // before every check passed: size, number of values and JSON (too_large,
 // invalid_document); protocol (unsupported_protocol); kind
 // (unsupported_kind); the members' names, types and bounds
-// (invalid_envelope: a member spelt like a known one but for case is
-// refused; an ext of more than MaxOpaqueMembers members is too_large);
+// (invalid_envelope: a member spelt like a known one but for case or
+// underscores is refused; an ext of more than MaxOpaqueMembers members is too_large);
 // ts within [now-MaxAge, now+Skew] (stale_timestamp, future_timestamp) and
 // expires_at (expired); the proof — absent (missing_proof unless
-// AllowUnverified), of another type (unsupported_proof), malformed
-// (invalid_proof), by a key of another DID than from (sender_mismatch),
-// by a key not found (unknown_sender), not verifying (bad_proof); to set
-// and not one of o.Self (not_a_recipient); last the capability's digest
+// AllowUnverified, and always when from is a DID), of another type
+// (unsupported_proof), malformed (invalid_proof), by a key of another DID
+// than from (sender_mismatch), by a key not found (unknown_sender), not
+// verifying (bad_proof); channel not one of o.Channels, or to set and
+// not one of o.Self (not_a_recipient); last the capability's digest
 // (verification_failed). Members this version does not know are covered
 // by the proof and ignored. The envelope is parsed once; what is returned
 // comes from that parse, opaque members (ext, the capability's examples,
@@ -351,7 +365,7 @@ func ReceiveTransfer(data []byte, o ReceiveOptions) (*Transfer, error) {
 	if err := checkProof(m, t, o, now, cb); err != nil {
 		return nil, err
 	}
-	if err := checkRecipient(t.To, o.Self); err != nil {
+	if err := checkRecipient(t.Channel, t.To, o.Channels, o.Self); err != nil {
 		return nil, err
 	}
 	c, err := verifyCapability(capability, cb)
@@ -411,8 +425,8 @@ func checkTransferKind(m jcs.Object) error {
 // spelt like a known member of the envelope or body but for case, which a
 // struct decoder would take for it, is refused.
 func transferMembers(m jcs.Object, cb *canonBuf) (t *Transfer, capability jcs.Object, exp *int64, err error) {
-	if m.CaseVariant(envelopeNames...) {
-		return nil, nil, nil, badEnvelope("a member of the envelope is a known member spelt in another case")
+	if envelopeSpellings.variant(m) {
+		return nil, nil, nil, badEnvelope("a member of the envelope is a known member spelt in another case or with other underscores")
 	}
 	t = &Transfer{}
 	for _, f := range []struct {
@@ -444,8 +458,8 @@ func transferMembers(m jcs.Object, cb *canonBuf) (t *Transfer, capability jcs.Ob
 	if !ok {
 		return nil, nil, nil, badEnvelope("envelope body must be an object with a capability object")
 	}
-	if body.CaseVariant(bodyNames...) {
-		return nil, nil, nil, badEnvelope("a member of the envelope body is a known member spelt in another case")
+	if bodySpellings.variant(body) {
+		return nil, nil, nil, badEnvelope("a member of the envelope body is a known member spelt in another case or with other underscores")
 	}
 	cv, _ := body.Get("capability")
 	if capability, ok = cv.(jcs.Object); !ok {
@@ -492,10 +506,13 @@ func checkTransferTimes(ts int64, exp *int64, o ReceiveOptions, now time.Time) e
 func checkProof(m jcs.Object, t *Transfer, o ReceiveOptions, now time.Time, cb *canonBuf) error {
 	raw, _ := m.Get("proof")
 	if raw == nil {
-		if o.AllowUnverified {
-			return nil
+		if !o.AllowUnverified {
+			return amp.Named(0, ErrMissingProof, "the envelope carries no proof and unverified transfers are not accepted")
 		}
-		return amp.Named(0, ErrMissingProof, "the envelope carries no proof and unverified transfers are not accepted")
+		if claimsDID(t.From) {
+			return amp.Named(0, ErrMissingProof, "the envelope's from is a DID but it carries no proof")
+		}
+		return nil
 	}
 	p, ok := raw.(jcs.Object)
 	if !ok {
@@ -556,6 +573,17 @@ func checkProof(m jcs.Object, t *Transfer, o ReceiveOptions, now time.Time, cb *
 	}
 	t.Verified, t.KeyID = true, vm.ID // the method the document selected, however the relay spelled it
 	return nil
+}
+
+// claimsDID reports whether from reads as a DID: "did:" in any case,
+// after any leading spaces, control or format characters (a BOM, a
+// zero-width space), which a reader that trims or shows it would drop. A
+// DID names a key its holder signs with, so an unsigned envelope claiming
+// one is a stripped proof or a forgery, whose to and channel nobody
+// vouches for (AGH-12).
+func claimsDID(from string) bool {
+	from = strings.TrimLeftFunc(from, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) })
+	return len(from) >= 4 && strings.EqualFold(from[:4], "did:")
 }
 
 // decodeSig decodes an Ed25519 signature written in the one spelling

@@ -214,8 +214,9 @@ func TestUnknownProtocolOrKindIsRefused(t *testing.T) {
 }
 
 // Stripping the proof is a downgrade: refused unless the receiver accepts
-// the seed's unverified mode, and then reported as unverified. A proof of
-// another shape or type is never taken for no proof.
+// the seed's unverified mode, and then only from a sender that is no DID
+// (AGH-12), reported as unverified. A proof of another shape or type is
+// never taken for no proof.
 func TestStrippedOrMalformedProofIsRefused(t *testing.T) {
 	key := testKey(1)
 	env := signed(t, key)
@@ -224,7 +225,11 @@ func TestStrippedOrMalformedProofIsRefused(t *testing.T) {
 		if _, err := ReceiveTransfer(bad, recvOpts()); errName(err) != string(ErrMissingProof) {
 			t.Fatalf("stripped proof: %v", err)
 		}
-		tr, err := ReceiveTransfer(bad, ReceiveOptions{Now: clock, AllowUnverified: true})
+		if _, err := ReceiveTransfer(bad, ReceiveOptions{Now: clock, AllowUnverified: true}); errName(err) != string(ErrMissingProof) {
+			t.Fatalf("a DID sender's stripped proof under AllowUnverified: %v", err)
+		}
+		seed := resign(t, bad, map[string]string{"from": `"designer.session-19"`}, nil, "")
+		tr, err := ReceiveTransfer(seed, ReceiveOptions{Now: clock, AllowUnverified: true})
 		if err != nil || tr.Verified || tr.KeyID != "" {
 			t.Fatalf("unverified under AllowUnverified: %+v %v", tr, err)
 		}
