@@ -51,6 +51,13 @@ const (
 	// full bucket with nothing running is forgotten (it is as a new
 	// one), and a new peer past the bound is refused as the server's.
 	maxComputePeers = 4096
+	// reserveShare: the last 1/reserveShare of the total (its burst) is
+	// a reserve that only light peers take, when there are several
+	// peers (PeerShare over 1, CATALOG-28).
+	reserveShare = 4
+	// lightShare: a peer is light while it used at most 1/lightShare of
+	// its own burst (its bucket refilled to the clock).
+	lightShare = 16
 )
 
 // Error names of the refusals of a page's schema rendering (CATALOG-26).
@@ -63,7 +70,8 @@ const (
 	ErrRenderBudget amp.ErrName = "render_budget_spent"
 )
 
-// Bounds of the time the pages spend rendering schemas.
+// Bounds of the time the pages spend rendering schemas and kept
+// matrices' findings (CATALOG-30).
 const (
 	// DefaultRenderBurst is the rendering time the schemas of the pages
 	// may take at once, all peers together; one peer's is 1/PeerShare of
@@ -126,18 +134,27 @@ func (b *computeBucket) refill(now time.Time, burst time.Duration, rate float64)
 
 // wait is how long until the bucket has time left again, at rate: at
 // least a second, in whole seconds.
-func (b *computeBucket) wait(rate float64) time.Duration {
-	d := time.Duration(float64(-b.left)/rate) + time.Nanosecond
+func (b *computeBucket) wait(rate float64) time.Duration { return b.waitAbove(0, rate) }
+
+// waitAbove is how long until the bucket has more than level left, at
+// rate: at least a second, in whole seconds.
+func (b *computeBucket) waitAbove(level time.Duration, rate float64) time.Duration {
+	d := time.Duration(float64(level-b.left)/rate) + time.Nanosecond
 	return max(time.Second, (d+time.Second-1)/time.Second*time.Second)
 }
 
 // computeShare is a compute budget of a handler's pages, in all and by
 // peer: the matrices' comparisons or the schemas' renderings (kind names
-// its refusals and its least charge). Safe for concurrent use.
+// its refusals and its least charge). The last part of the total, the
+// reserve, goes only to light peers (CATALOG-28): once PeerShare heavy
+// peers together spent the rest, they are refused first, and a new
+// reader, or one that used little, is still served. Safe for concurrent
+// use.
 type computeShare struct {
 	kind                    shareKind
 	now                     func() time.Time
 	burst, peerBurst        time.Duration
+	reserve, lightLeft      time.Duration
 	rate, peerRate          float64
 	maxRunning, peerRunning int
 	mu                      sync.Mutex
@@ -146,15 +163,24 @@ type computeShare struct {
 }
 
 // newComputeShare gives burst and rate (seconds a second) and running
-// computations in all, and 1/share of each to one peer.
+// computations in all, and 1/share of each to one peer; with several
+// peers (share over 1) the last 1/reserveShare of burst is the light
+// peers' reserve.
 func newComputeShare(kind shareKind, now func() time.Time, burst time.Duration, rate float64, running, share int) *computeShare {
-	return &computeShare{kind: kind, now: now, burst: burst, rate: rate, peerBurst: max(kind.minCharge, burst/time.Duration(share)),
+	c := &computeShare{kind: kind, now: now, burst: burst, rate: rate, peerBurst: max(kind.minCharge, burst/time.Duration(share)),
 		peerRate: rate / float64(share), maxRunning: running, peerRunning: max(1, running/share),
 		total: computeBucket{left: burst, at: now()}, peers: map[string]*computeBucket{}}
+	if share > 1 {
+		c.reserve = burst / reserveShare
+	}
+	c.lightLeft = c.peerBurst - c.peerBurst/lightShare
+	return c
 }
 
 // admit lets peer start a computation, or refuses it (its own share
-// first). One admitted ends with charge.
+// first, then the total, whose reserve only a light peer, new or with
+// at least lightLeft in its bucket, may take). One admitted ends with
+// charge.
 func (c *computeShare) admit(peer string) *refusal {
 	now := c.now()
 	c.mu.Lock()
@@ -172,6 +198,11 @@ func (c *computeShare) admit(peer string) *refusal {
 	c.total.refill(now, c.burst, c.rate)
 	if c.total.left <= 0 {
 		return c.budgetRefusal(c.total.wait(c.rate))
+	}
+	if c.total.left <= c.reserve && b != nil && b.left < c.lightLeft {
+		// Down to the reserve: a peer that used more than a little of
+		// its share waits until the total is above it again.
+		return c.budgetRefusal(c.total.waitAbove(c.reserve, c.rate))
 	}
 	if c.total.running >= c.maxRunning {
 		return c.budgetRefusal(time.Second)

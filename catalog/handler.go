@@ -82,8 +82,9 @@ type Options struct {
 	// Default DefaultMaxComputing.
 	MaxComputing int
 	// RenderBurst and RenderRate bound the time the pages spend
-	// rendering schemas, as ComputeBurst and ComputeRate bound the
-	// matrices' (CATALOG-26). Defaults DefaultRenderBurst,
+	// rendering schemas (CATALOG-26) and kept matrices' findings
+	// (CATALOG-30), as ComputeBurst and ComputeRate bound the
+	// matrices' computations. Defaults DefaultRenderBurst,
 	// DefaultRenderRate.
 	RenderBurst time.Duration
 	RenderRate  float64
@@ -261,6 +262,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A schema of the page streams its rendering to out (schemaView.Body),
 	// so route's views find it in the request's context.
 	out := &pageOut{h: h, w: w, r: r, peer: peer}
+	defer out.settle() // a page admitted and not executed (HEAD, abandoned)
 	r = r.WithContext(context.WithValue(r.Context(), pageOutKey{}, out))
 	name, data, code := route(m, r, h.admitter(peer))
 	h.render(w, r, name, data, code)
@@ -308,10 +310,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, name string, da
 	}
 	out.code = code
 	err := h.pages[name].ExecuteTemplate(out, "layout", data)
-	if out.admitted {
-		h.shown.charge(out.peer, out.rendering)
-		out.admitted = false
-	}
+	out.settle()
 	switch {
 	case out.refused != nil && out.rw == nil:
 		// The peer's share of the renderings is spent: the refusal
@@ -395,23 +394,42 @@ type pageOut struct {
 	buf  bytes.Buffer
 	rw   *transport.RateWriter // nil until the answer started
 	err  error
-	// admitted: the page's schemas are rendered within the peer's share
-	// (Handler.shown), charged rendering once the page is done; refused:
-	// the refusal that stopped the page instead; waited: the time spent
-	// in Flush, which is the client's, not the rendering's.
-	admitted  bool
-	refused   *refusal
-	rendering time.Duration
-	waited    time.Duration
+	// admitted: the page is rendered within the peer's share
+	// (Handler.shown) since since, charged rendering() once the page is
+	// done; refused: the refusal that stopped the page instead; waited:
+	// the time spent in Flush, which is the client's, not the rendering's
+	// (waitedAt: as of since).
+	admitted bool
+	refused  *refusal
+	since    time.Time
+	waited   time.Duration
+	waitedAt time.Duration
+}
+
+// settle ends the page's admission, if any, charging what it took: once
+// the page is executed, and for one admitted but never executed (a HEAD
+// of a compare page, a client gone), so that its place is given back.
+func (o *pageOut) settle() {
+	if o.admitted {
+		o.h.shown.charge(o.peer, o.rendering())
+		o.admitted = false
+	}
+}
+
+// rendering is the time the page took since it was admitted, but for
+// the writes' waits.
+func (o *pageOut) rendering() time.Duration {
+	return o.h.opts.Now().Sub(o.since) - (o.waited - o.waitedAt)
 }
 
 // errRenderRefused stops a page whose schema rendering its peer's share
 // refused (pageOut.refused says why).
 var errRenderRefused = errors.New("catalog: schema rendering refused")
 
-// admit lets the page render its schemas within its peer's share of
-// the rendering time, once for the page; false when refused (refused
-// says why).
+// admit lets the page render within its peer's share of the rendering
+// time (its schemas, or a kept matrix's findings, CATALOG-30), once for
+// the page: what it takes from now on is charged; false when refused
+// (refused says why).
 func (o *pageOut) admit() bool {
 	if o.admitted {
 		return true
@@ -419,7 +437,7 @@ func (o *pageOut) admit() bool {
 	if o.refused = o.h.shown.admit(o.peer); o.refused != nil {
 		return false
 	}
-	o.admitted = true
+	o.admitted, o.since, o.waitedAt = true, o.h.opts.Now(), o.waited
 	return true
 }
 

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"html/template"
 	"io"
 	"maps"
@@ -188,7 +189,7 @@ func route(m *Model, r *http.Request, admit func() (func(), *refusal)) (string, 
 		p.Title, p.Version = short(v.Name)+" "+short(v.Version), v
 		return lookedUp(m, ok, "version", p, "no such capability version is installed")
 	case Prefix + "compat":
-		mv, ok, no := m.matrixView(q.Get("name"), admit)
+		mv, ok, no := m.matrixView(q.Get("name"), admit, pageOutOf(r.Context()))
 		if no != nil {
 			name, p, code := errorPage(m, no.status, no.text)
 			p.retryAfter = no.retry
@@ -413,7 +414,22 @@ const (
 	schemaOpen  = `<pre class="schema" tabindex="0">`
 	schemaClose = `</pre>`
 	schemaCut   = `<p class="warn">The rendering stops here: this schema renders to more than 1 MiB.</p>`
+	// schemaCutBuffered ends a schema of a page that does not stream
+	// (HTTP/1.0) cut at maxBufferedSchema.
+	schemaCutBuffered = `<p class="warn">The rendering stops here: over HTTP/1.0 a page shows at most 128 KiB of a schema; ask over HTTP/1.1 for up to 1 MiB.</p>`
 )
+
+// maxBufferedSchema bounds the markup of one schema in a page that does
+// not stream (HTTP/1.0, pageOut.streams): such a page is rendered whole
+// before its first byte is written, so no failed write stops the printing
+// for a client gone unseen by the request's context (CATALOG-29). The
+// printing stops at the first drain past it: at most this plus one
+// drain's markup.
+const maxBufferedSchema = 128 << 10
+
+// errBufferedCut stops the printing of a schema of a page that does not
+// stream once its markup passed maxBufferedSchema.
+var errBufferedCut = errors.New("catalog: schema cut in a buffered page")
 
 // Body renders the schema (prettyFor, then schemaHTML), its <pre>
 // included, when its page is written: not for a HEAD (render does not
@@ -454,32 +470,40 @@ func (v schemaView) Body() (template.HTML, error) {
 
 // stream writes the schema's markup to out as it is printed (printTo).
 // The page renders its schemas within its peer's share of the
-// rendering time (pageOut.admit); the time they took, but for the
-// writes, is charged.
+// rendering time (pageOut.admit); the time the page took from there,
+// but for the writes, is charged. A page that does not stream shows at most
+// maxBufferedSchema of the markup (schemaCutBuffered).
 func (v schemaView) stream(out *pageOut) error {
 	if !out.admit() {
 		return errRenderRefused
 	}
-	start, waited := out.h.opts.Now(), out.waited
-	defer func() { out.rendering += out.h.opts.Now().Sub(start) - (out.waited - waited) }()
 	if out.streams() {
 		if err := out.Flush(); err != nil {
 			return err
 		}
 	}
 	io.WriteString(out, schemaOpen)
+	buffered, written := !out.streams(), 0
 	cut, err := v.m.printTo(v.ctx, v.s, v.prefix, func(toks []Tok) error {
+		if buffered && written >= maxBufferedSchema {
+			return errBufferedCut
+		}
 		html, err := schemaHTML(v.ctx, toks)
 		if err == nil {
+			written += len(html)
 			_, err = io.WriteString(out, string(html))
 		}
 		return err
 	})
-	if err != nil {
+	short := errors.Is(err, errBufferedCut)
+	if err != nil && !short {
 		return err
 	}
 	end := schemaClose
-	if cut {
+	switch {
+	case short:
+		end += schemaCutBuffered
+	case cut:
 		end += schemaCut
 	}
 	_, err = io.WriteString(out, end)
@@ -490,9 +514,18 @@ func (v schemaView) stream(out *pageOut) error {
 // findings are bounded like a rendered schema: at most MaxCellFindings a
 // cell, and MaxRenderBytes of page bytes in all (estimated from above,
 // markup and escaping included); the findings past either are counted.
-func (m *Model) matrixView(name string, admit func() (func(), *refusal)) (matrixView, bool, *refusal) {
+// In a page of the handler (out), the view and the page are rendered
+// within the peer's share of the rendering time, as a schema page's
+// schemas are, once the matrix is kept (its computation is charged to
+// the comparisons' budget): a kept matrix's page costs as much as a
+// hostile schema's (CATALOG-30).
+func (m *Model) matrixView(name string, admit func() (func(), *refusal), out *pageOut) (matrixView, bool, *refusal) {
 	k, ok, no := m.lookupMatrixFor(name, admit)
 	if !ok {
+		return matrixView{}, false, no
+	}
+	if out != nil && !out.admit() {
+		no, out.refused = out.refused, nil
 		return matrixView{}, false, no
 	}
 	mx := k.mx
