@@ -141,72 +141,21 @@ func (v *vanished) takes(snap *usageSnap) int64 {
 // another's write is retried as one that fails on a stale guess.
 func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cost int64, gone *vanished, pl *principalLock) error {
 	phex := hexOf(e.principal)
-	ks := keysOf(s.prefix, k)
-	counter := usageKey(s.prefix, phex, e.end)
+	m := &making{k: k, ci: ci, claimed: claimed, e: e, cost: cost, gone: gone, pl: pl,
+		ks: keysOf(s.prefix, k), u: usagePrefix(s.prefix, phex), counter: usageKey(s.prefix, phex, e.end)}
 	leaseGone := false
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		lease, err := s.leases.get(e.end)
 		if err != nil {
 			return err
 		}
-		var snap *usageSnap
-		charged := true // the remade entry's counter decodes: its cost is added
-		if gone != nil && attempt == maxRetries-1 {
-			// Its counters kept changing: the last try makes the entry
-			// without its charge rather than lose the reply.
-			snap = &usageSnap{vals: map[string]int64{}, mods: map[string]int64{}, creates: map[string]int64{}}
-			charged = false
-		} else if gone != nil {
-			if snap, charged, err = s.remakeCounters(counter, gone.counter); err != nil {
-				return err // etcd did not answer: retryable
-			}
-		} else {
-			snap = ci.usage
-			if pl != nil && pl.snap != nil && (snap == nil || pl.snap.rev > snap.rev) {
-				snap = pl.snap // this process's own later write of the counters
-			}
-			over := func(sn *usageSnap) bool { return sn.sum+cost > s.lim.PerCaller }
-			guess := snap != nil && snap != ci.usage // not read with the claim
-			// Never refuse on a guess.
-			if pl == nil || attempt > 0 || snap == nil || guess && over(snap) {
-				if snap, err = s.readUsage("mark", usagePrefix(s.prefix, phex)); err != nil {
-					return err
-				}
-				if pl != nil {
-					pl.snap = snap
-				}
-			}
-			if over(snap) {
-				return callerFull()
-			}
+		snap, charged, err := s.makeCounters(m, attempt)
+		if err != nil {
+			return err // etcd did not answer (retryable), or over the share
 		}
-		take := gone.takes(snap)
-		n := snap.vals[counter] + cost
-		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ks.entry), "=", 0)}
-		if _, read := snap.mods[counter]; gone == nil || read {
-			cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(counter), "=", snap.mods[counter])) // not deleted since: FLEET-19
-		}
-		if gone == nil { // the share was checked on the sum of them all
-			cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(usagePrefix(s.prefix, phex)), "<", snap.rev+1).WithPrefix())
-		}
-		if claimed {
-			cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev))
-		}
-		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(e.encode()), clientv3.WithLease(lease))}
-		if take > 0 && gone.counter == counter {
-			n -= take
-		} else if take > 0 { // kept on its own lease
-			cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(gone.counter), "=", snap.mods[gone.counter]))
-			ops = append(ops, takeOff(gone.counter, snap.vals[gone.counter]-take))
-		}
-		if charged {
-			ops = append(ops, clientv3.OpPut(counter, itoa(n), clientv3.WithLease(lease)))
-		}
-		if pl != nil { // the counters after it, for the next holder's guess
-			ops = append(ops, clientv3.OpGet(usagePrefix(s.prefix, phex), clientv3.WithPrefix()))
-		}
-		r, err := s.txn("mark", k, usagePrefix(s.prefix, phex), cmp, ops,
-			[]clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
+		cmp, ops, n := m.txnOf(snap, charged, lease)
+		r, err := s.txn("mark", k, m.u, cmp, ops,
+			[]clientv3.Op{clientv3.OpGet(m.ks.entry), clientv3.OpGet(m.ks.claim)})
 		if leaseNotFound(err) {
 			s.leases.drop(e.end)
 			if !leaseGone && gone != nil {
@@ -221,32 +170,151 @@ func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cos
 			return err // the entry may exist: Unclaim deletes it (FLEET-7)
 		}
 		if r.Succeeded {
-			if pl != nil {
-				pl.learn(r.Responses[len(r.Responses)-1], r.Header.Revision)
-			}
-			s.mu.Lock()
-			ref := entryRef{rev: r.Header.Revision, e: e, charged: true, counter: n, counterRev: r.Header.Revision, limit: e.reserve}
-			if !charged {
-				ref.counter, ref.counterRev, ref.uncounted = 0, 0, true
-			}
-			s.running[k] = ref
-			s.charge(e.end, cost, 1)
-			if c, ok := s.claims[k]; ok && c.rev == ci.rev {
-				c.ran = true
-				s.claims[k] = c
-			}
-			s.mu.Unlock()
+			s.made(m, r, n, charged)
 			return nil
 		}
-		if one(r.Responses[0]) != nil {
-			return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry already exists")
-		}
-		if c := one(r.Responses[1]); claimed && (c == nil || c.CreateRevision != ci.rev) {
-			return claimLostBeforeRun()
+		if err := m.refused(r); err != nil {
+			return err
 		}
 		contended(attempt)
 	}
 	return contendedErr()
+}
+
+// making is one makeEntry call: the entry e of k to make, costing cost,
+// under the claim ci (claimed: one of this process), the vanished entry
+// it replaces (gone: a remake; nil for none) and the principal's lock pl
+// (nil: not held by the caller), with the etcd keys they name: ks, the
+// principal's usage prefix u and the counter of e's bucket.
+type making struct {
+	k       ledger.Key
+	ci      claimInfo
+	claimed bool
+	e       entry
+	cost    int64
+	gone    *vanished
+	pl      *principalLock
+	ks      keys
+	u       string
+	counter string
+}
+
+// makeCounters is what makeEntry's try attempt compares on, and what its
+// transaction writes from: the counters snap, and charged, whether the
+// entry's cost is added to its counter. A remake reads only its two
+// counters (remakeCounters), and its last try none at all; a first
+// making is checked against the principal's share (shareCounters).
+func (s *Store) makeCounters(m *making, attempt int) (snap *usageSnap, charged bool, err error) {
+	if m.gone != nil && attempt == maxRetries-1 {
+		// Its counters kept changing: the last try makes the entry
+		// without its charge rather than lose the reply.
+		return &usageSnap{vals: map[string]int64{}, mods: map[string]int64{}, creates: map[string]int64{}}, false, nil
+	}
+	if m.gone != nil {
+		return s.remakeCounters(m.counter, m.gone.counter)
+	}
+	if snap, err = s.shareCounters(m, attempt); err != nil {
+		return nil, false, err
+	}
+	return snap, true, nil
+}
+
+// shareCounters is the principal's counters that a first making (no
+// remake) checks the principal's share on and compares on: as read with
+// the claim, or as this process last wrote them (pl's, when later), the
+// first guess; read again on a later try, without the lock or a guess,
+// and when a guess not read with the claim is over the share (never
+// refuse on a guess). callerFull when the entry is over the share.
+func (s *Store) shareCounters(m *making, attempt int) (*usageSnap, error) {
+	snap := m.ci.usage
+	if m.pl != nil && m.pl.snap != nil && (snap == nil || m.pl.snap.rev > snap.rev) {
+		snap = m.pl.snap // this process's own later write of the counters
+	}
+	over := func(sn *usageSnap) bool { return sn.sum+m.cost > s.lim.PerCaller }
+	guess := snap != nil && snap != m.ci.usage // not read with the claim
+	// Never refuse on a guess.
+	if m.pl == nil || attempt > 0 || snap == nil || guess && over(snap) {
+		var err error
+		if snap, err = s.readUsage("mark", m.u); err != nil {
+			return nil, err
+		}
+		if m.pl != nil {
+			m.pl.snap = snap
+		}
+	}
+	if over(snap) {
+		return nil, callerFull()
+	}
+	return snap, nil
+}
+
+// txnOf is the transaction of a try of m on the counters snap, and n,
+// the value it writes to the entry's counter: the entry created under
+// lease only if absent, while the claim holds, its counter unchanged
+// (and, for a first making, all the principal's counters: the share was
+// checked on their sum), its cost added to its counter when charged, and
+// what of the vanished entry's charge the counters still hold taken off.
+func (m *making) txnOf(snap *usageSnap, charged bool, lease clientv3.LeaseID) ([]clientv3.Cmp, []clientv3.Op, int64) {
+	take := m.gone.takes(snap)
+	n := snap.vals[m.counter] + m.cost
+	cmp := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(m.ks.entry), "=", 0)}
+	if _, read := snap.mods[m.counter]; m.gone == nil || read {
+		cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(m.counter), "=", snap.mods[m.counter])) // not deleted since: FLEET-19
+	}
+	if m.gone == nil { // the share was checked on the sum of them all
+		cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(m.u), "<", snap.rev+1).WithPrefix())
+	}
+	if m.claimed {
+		cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(m.ks.claim), "=", m.ci.rev))
+	}
+	ops := []clientv3.Op{clientv3.OpPut(m.ks.entry, string(m.e.encode()), clientv3.WithLease(lease))}
+	if take > 0 && m.gone.counter == m.counter {
+		n -= take
+	} else if take > 0 { // kept on its own lease
+		cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(m.gone.counter), "=", snap.mods[m.gone.counter]))
+		ops = append(ops, takeOff(m.gone.counter, snap.vals[m.gone.counter]-take))
+	}
+	if charged {
+		ops = append(ops, clientv3.OpPut(m.counter, itoa(n), clientv3.WithLease(lease)))
+	}
+	if m.pl != nil { // the counters after it, for the next holder's guess
+		ops = append(ops, clientv3.OpGet(m.u, clientv3.WithPrefix()))
+	}
+	return cmp, ops, n
+}
+
+// made records in this process the entry that m's transaction r made:
+// running, charged to its counter (at n) unless not charged (then
+// uncounted), its cost in the tally, and the claim's handler ran.
+func (s *Store) made(m *making, r *clientv3.TxnResponse, n int64, charged bool) {
+	if m.pl != nil {
+		m.pl.learn(r.Responses[len(r.Responses)-1], r.Header.Revision)
+	}
+	s.mu.Lock()
+	ref := entryRef{rev: r.Header.Revision, e: m.e, charged: true, counter: n, counterRev: r.Header.Revision, limit: m.e.reserve}
+	if !charged {
+		ref.counter, ref.counterRev, ref.uncounted = 0, 0, true
+	}
+	s.running[m.k] = ref
+	s.charge(m.e.end, m.cost, 1)
+	if c, ok := s.claims[m.k]; ok && c.rev == m.ci.rev {
+		c.ran = true
+		s.claims[m.k] = c
+	}
+	s.mu.Unlock()
+}
+
+// refused is the refusal of a try of m that failed (r) on its entry
+// (there already) or its claim (gone); nil when it failed on the
+// counters, to be tried again.
+func (m *making) refused(r *clientv3.TxnResponse) error {
+	if one(r.Responses[0]) != nil {
+		return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry already exists")
+	}
+	if c := one(r.Responses[1]); m.claimed && (c == nil || c.CreateRevision != m.ci.rev) {
+		return claimLostBeforeRun()
+	}
+	return nil
 }
 
 // grow gives the running entry made with ci (FLEET-11) a larger
@@ -463,133 +531,233 @@ func contended(attempt int) { time.Sleep(time.Duration(attempt+1) * time.Millise
 // counter that does not decode; only for etcd not answering (retryable),
 // the node's budget, or the claim lost.
 func (s *Store) Finish(k ledger.Key, reply []byte) error {
-	s.mu.Lock()
-	ref, ok := s.running[k]
-	ci, claimed := s.claims[k]
-	s.mu.Unlock()
-	ks := keysOf(s.prefix, k)
-	if !ok {
-		return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry is not running here")
-	}
-	if int64(len(reply)) > ref.limit {
-		return amp.Named(amp.CodeOverloaded, ledger.ErrReplyTooLarge,
-			"the reply is larger than the idempotency ledger reserved for it (%d bytes)", ref.limit)
-	}
-	done := ref.e
-	done.state, done.reply = stateDone, reply
-	refund := ref.e.reserve - int64(len(reply))
-	u := usagePrefix(s.prefix, hexOf(ref.e.principal))
-	counter := u + itoa(ref.e.end)
-	unread := false // the counter could not be read: no refund (FLEET-14)
-	ck := u         // what the transaction is combined by (FLEET-16)
-	remade := false // the entry went and was made again (remake)
-	pl, err := s.hot.lock(u, time.Now().Add(s.o.OpTimeout))
+	f, err := s.finishing(k, reply)
 	if err != nil {
+		return err
+	}
+	if pl, err := s.hot.lock(f.u, time.Now().Add(s.o.OpTimeout)); err != nil {
 		// The principal's queue did not reach this Finish within its
 		// deadline (FLEET-15): the handler ran, so its reply is recorded
 		// all the same, without the lock (FLEET-20), and the unused
 		// reservation is given back afterwards by the cleaner, also
 		// without the lock (refundLater). The transaction touches no
 		// counter: it is combined as a key of its own.
-		pl, unread, ck = nil, true, ks.entry
+		f.unread, f.ck = true, f.ks.entry
 	} else {
+		f.pl = pl
 		defer s.hot.unlock(pl)
 	}
 	for attempt := 0; ; attempt++ {
-		cmp := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ref.rev)}
-		if claimed {
-			cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev))
-		}
-		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(done.encode()), clientv3.WithIgnoreLease()), clientv3.OpDelete(ks.claim)}
-		keep := entryCost(k, int64(len(reply))) // what the done entry still costs
-		if attempt < maxRetries && refund > 0 && !unread {
-			// As marked here, or as this process last wrote it: the first guess.
-			cur, rev := pl.guess(counter, ref.counter, ref.counterRev)
-			if attempt > 0 || rev == 0 || cur < refund+keep {
-				var created int64
-				var err error
-				cur, rev, created, err = s.readCounterOf("finish", counter)
-				// Corrupt, or etcd slow: the reply of a handler that ran
-				// is recorded all the same, the charge left until the
-				// bucket expires. Absent, made again since the entry was
-				// charged (its lease ended), or holding less than the
-				// charge: none of the refund is on it (refund).
-				if err != nil || created > ref.rev || cur < refund+keep {
-					unread, rev = true, 0
-				}
-			}
-			if rev > 0 { // compared on the counter the entry was charged to
-				cmp = append(cmp, chargedTo(counter, rev, ref.rev)...)
-				ops = append(ops, takeOff(counter, cur-refund))
-			}
-		}
-		refunds := len(ops) > 2
-		if pl != nil { // the counters after it, for the next holder's guess
-			ops = append(ops, clientv3.OpGet(u, clientv3.WithPrefix()))
-		}
-		r, err := s.txn("finish", k, ck, cmp, ops,
-			[]clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
+		cmp, ops, refunds := s.finishTxn(f, attempt)
+		r, err := s.txn("finish", k, f.ck, cmp, ops,
+			[]clientv3.Op{clientv3.OpGet(f.ks.entry), clientv3.OpGet(f.ks.claim)})
 		if err != nil {
 			return err
 		}
 		if r.Succeeded {
-			if pl != nil {
-				pl.learn(r.Responses[len(r.Responses)-1], r.Header.Revision)
-			}
-			s.mu.Lock()
-			delete(s.running, k)
-			delete(s.claims, k)
-			if refunds && ref.charged { // only what this process charged
-				s.charge(ref.e.end, -refund, 0)
-			}
-			s.mu.Unlock()
-			if pl == nil && refund > 0 && !ref.uncounted { // recorded without the lock
-				s.refundLater(k, ref, counter, refund, keep)
-			}
+			s.finished(f, r, refunds)
 			return nil
 		}
-		e := one(r.Responses[0])
-		if c := one(r.Responses[1]); e == nil && !remade && claimed && c != nil && c.CreateRevision == ci.rev {
-			// The entry went with its bucket lease while the handler ran,
-			// and this claim still holds: made again here, at once, never
-			// through Running's wait for the principal's lock, then
-			// finished as marked.
-			if err := s.remake(k, ref, ci, reply, pl); err != nil {
-				return err
-			}
-			remade = true
-			s.mu.Lock()
-			ref = s.running[k]
-			s.mu.Unlock()
-			done = ref.e
-			done.state, done.reply = stateDone, reply
-			refund = ref.e.reserve - int64(len(reply))
-			unread = unread || ref.uncounted // none of it is on a counter
-			counter = u + itoa(ref.e.end)
+		remade, err := s.finishFailed(f, r, attempt)
+		if err != nil {
+			return err
+		}
+		if remade {
 			attempt = -1 // the next is the first try on the new entry
 			continue
 		}
-		if e == nil {
-			s.mu.Lock()
-			delete(s.running, k)
-			if ref.charged { // gone from etcd with its lease (remake)
-				s.charge(ref.e.end, -entryCost(k, ref.e.reserve), -1)
-			}
-			if c, ok := s.claims[k]; ok && c.rev == ci.rev {
-				c.entry = nil // Running makes it again, under the claim
-				s.claims[k] = c
-			}
-			s.mu.Unlock()
-			return amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry went missing (expired)")
-		}
-		if c := one(r.Responses[1]); e.ModRevision != ref.rev || claimed && (c == nil || c.CreateRevision != ci.rev) {
-			return amp.Named(amp.CodeUnavailable, ErrClaimLost, "this agent's claim on the message expired while its handler ran; a retry is answered \"outcome unknown\"")
-		}
-		if attempt >= maxRetries {
-			return amp.Named(amp.CodeUnavailable, ErrContended, "the idempotency ledger is contended for this caller")
-		}
 		contended(attempt)
 	}
+}
+
+// finishCall is one Finish call: the reply of k to record under the
+// claim ci (claimed: one of this process), with the etcd keys ks, the
+// principal's usage prefix u and lock pl (nil: recorded without it,
+// FLEET-20), in the running entry ref (as marked or found, or as made
+// again: remade), and what follows from it (setEntry).
+type finishCall struct {
+	k       ledger.Key
+	reply   []byte
+	ks      keys
+	ci      claimInfo
+	claimed bool
+	u       string
+	ck      string // what the transaction is combined by (FLEET-16)
+	pl      *principalLock
+	keep    int64 // what the done entry still costs
+	ref     entryRef
+	done    entry  // ref's entry, done with reply
+	refund  int64  // what of ref's reservation reply does not use
+	counter string // the usage counter ref was charged to
+	unread  bool   // the counter could not be read: no refund (FLEET-14)
+	remade  bool   // the entry went and was made again (remake)
+}
+
+// finishing is the Finish of k with reply, in the entry this process
+// marked or found running: ErrTicketUsed when there is none, and
+// ErrReplyTooLarge when reply is over what it reserved.
+func (s *Store) finishing(k ledger.Key, reply []byte) (*finishCall, error) {
+	s.mu.Lock()
+	ref, ok := s.running[k]
+	ci, claimed := s.claims[k]
+	s.mu.Unlock()
+	if !ok {
+		return nil, amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry is not running here")
+	}
+	if int64(len(reply)) > ref.limit {
+		return nil, amp.Named(amp.CodeOverloaded, ledger.ErrReplyTooLarge,
+			"the reply is larger than the idempotency ledger reserved for it (%d bytes)", ref.limit)
+	}
+	u := usagePrefix(s.prefix, hexOf(ref.e.principal))
+	f := &finishCall{k: k, reply: reply, ks: keysOf(s.prefix, k), ci: ci, claimed: claimed,
+		u: u, ck: u, keep: entryCost(k, int64(len(reply)))}
+	f.setEntry(ref)
+	return f, nil
+}
+
+// setEntry makes ref the entry f records its reply in.
+func (f *finishCall) setEntry(ref entryRef) {
+	f.ref = ref
+	f.done = ref.e
+	f.done.state, f.done.reply = stateDone, f.reply
+	f.refund = ref.e.reserve - int64(len(f.reply))
+	f.counter = f.u + itoa(ref.e.end)
+}
+
+// finishTxn is the transaction of f's try attempt: the reply recorded in
+// the entry (its lease kept) while the entry is unchanged and the claim
+// holds, the claim deleted, the refund taken off the counter when it can
+// be (finishRefund: refunds), and the principal's counters read after it
+// when f holds the lock.
+func (s *Store) finishTxn(f *finishCall, attempt int) (cmp []clientv3.Cmp, ops []clientv3.Op, refunds bool) {
+	cmp = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(f.ks.entry), "=", f.ref.rev)}
+	if f.claimed {
+		cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(f.ks.claim), "=", f.ci.rev))
+	}
+	ops = []clientv3.Op{clientv3.OpPut(f.ks.entry, string(f.done.encode()), clientv3.WithIgnoreLease()), clientv3.OpDelete(f.ks.claim)}
+	if rcmp, rop, ok := s.finishRefund(f, attempt); ok {
+		cmp, ops = append(cmp, rcmp...), append(ops, rop)
+		refunds = true
+	}
+	if f.pl != nil { // the counters after it, for the next holder's guess
+		ops = append(ops, clientv3.OpGet(f.u, clientv3.WithPrefix()))
+	}
+	return cmp, ops, refunds
+}
+
+// finishRefund is the refund of f's try attempt (ok): comparisons on the
+// counter the entry was charged to and the operation that takes the
+// refund off it. None after maxRetries tries, without a refund, or once
+// the counter could not be read; the counter as marked here, or as this
+// process last wrote it, is the first guess, read again on a later try
+// or when the guess is missing or too small.
+func (s *Store) finishRefund(f *finishCall, attempt int) (cmp []clientv3.Cmp, op clientv3.Op, ok bool) {
+	if attempt >= maxRetries || f.refund <= 0 || f.unread {
+		return nil, op, false
+	}
+	// As marked here, or as this process last wrote it: the first guess.
+	cur, rev := f.pl.guess(f.counter, f.ref.counter, f.ref.counterRev)
+	if attempt > 0 || rev == 0 || cur < f.refund+f.keep {
+		var created int64
+		var err error
+		cur, rev, created, err = s.readCounterOf("finish", f.counter)
+		// Corrupt, or etcd slow: the reply of a handler that ran
+		// is recorded all the same, the charge left until the
+		// bucket expires. Absent, made again since the entry was
+		// charged (its lease ended), or holding less than the
+		// charge: none of the refund is on it (refund).
+		if err != nil || created > f.ref.rev || cur < f.refund+f.keep {
+			f.unread, rev = true, 0
+		}
+	}
+	if rev == 0 {
+		return nil, op, false
+	}
+	// Compared on the counter the entry was charged to.
+	return chargedTo(f.counter, rev, f.ref.rev), takeOff(f.counter, cur-f.refund), true
+}
+
+// finished records in this process that f's transaction r succeeded:
+// the entry and the claim forgotten, the refund given back to the tally
+// when r took it off the counter (refunds) and this process charged the
+// entry, or queued on the cleaner when f did not hold the lock.
+func (s *Store) finished(f *finishCall, r *clientv3.TxnResponse, refunds bool) {
+	if f.pl != nil {
+		f.pl.learn(r.Responses[len(r.Responses)-1], r.Header.Revision)
+	}
+	s.mu.Lock()
+	delete(s.running, f.k)
+	delete(s.claims, f.k)
+	if refunds && f.ref.charged { // only what this process charged
+		s.charge(f.ref.e.end, -f.refund, 0)
+	}
+	s.mu.Unlock()
+	if f.pl == nil && f.refund > 0 && !f.ref.uncounted { // recorded without the lock
+		s.refundLater(f.k, f.ref, f.counter, f.refund, f.keep)
+	}
+}
+
+// finishFailed is what follows a try of f that failed (r): an entry gone
+// while the claim holds is made again, once (remade: the next try is the
+// first on it); gone otherwise, ErrTicketUsed; an entry or a claim that
+// changed, ErrClaimLost; ErrContended after maxRetries tries failed on
+// the counter; nil to try again.
+func (s *Store) finishFailed(f *finishCall, r *clientv3.TxnResponse, attempt int) (remade bool, err error) {
+	e, c := one(r.Responses[0]), one(r.Responses[1])
+	if e == nil && !f.remade && f.claimed && c != nil && c.CreateRevision == f.ci.rev {
+		// The entry went with its bucket lease while the handler ran,
+		// and this claim still holds: made again here, at once, never
+		// through Running's wait for the principal's lock, then
+		// finished as marked.
+		if err := s.remakeFinishing(f); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if e == nil {
+		s.finishVanished(f)
+		return false, amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry went missing (expired)")
+	}
+	if e.ModRevision != f.ref.rev || f.claimed && (c == nil || c.CreateRevision != f.ci.rev) {
+		return false, amp.Named(amp.CodeUnavailable, ErrClaimLost, "this agent's claim on the message expired while its handler ran; a retry is answered \"outcome unknown\"")
+	}
+	if attempt >= maxRetries {
+		return false, amp.Named(amp.CodeUnavailable, ErrContended, "the idempotency ledger is contended for this caller")
+	}
+	return false, nil
+}
+
+// remakeFinishing makes f's entry again (remake) and makes it the entry
+// f records its reply in; an entry made uncounted takes no refund.
+func (s *Store) remakeFinishing(f *finishCall) error {
+	if err := s.remake(f.k, f.ref, f.ci, f.reply, f.pl); err != nil {
+		return err
+	}
+	f.remade = true
+	s.mu.Lock()
+	ref := s.running[f.k]
+	s.mu.Unlock()
+	f.setEntry(ref)
+	f.unread = f.unread || ref.uncounted // none of it is on a counter
+	return nil
+}
+
+// finishVanished records in this process that f's entry is gone from
+// etcd (with its lease) and is not made again here (made once already,
+// or the claim gone): its charge leaves the tally when this process
+// charged it, and the claim, if it holds, names no entry (Running makes
+// it again under the claim).
+func (s *Store) finishVanished(f *finishCall) {
+	s.mu.Lock()
+	delete(s.running, f.k)
+	if f.ref.charged { // gone from etcd with its lease (remake)
+		s.charge(f.ref.e.end, -entryCost(f.k, f.ref.e.reserve), -1)
+	}
+	if c, ok := s.claims[f.k]; ok && c.rev == f.ci.rev {
+		c.entry = nil // Running makes it again, under the claim
+		s.claims[f.k] = c
+	}
+	s.mu.Unlock()
 }
 
 // refundLater queues the refund of a Finish that recorded the reply of k
