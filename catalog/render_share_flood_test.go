@@ -39,10 +39,12 @@ func (c *wallClock) Add(d time.Duration) {
 // served again.
 func TestPeerRenderingHostileSchemasIsRefusedPastItsShare(t *testing.T) {
 	clock := &wallClock{}
-	// A peer's share: 1/100 of two seconds, 20 ms, refilled at a
-	// millisecond a second; a hostile version page takes far more.
+	// A peer's share: 1/1000 of twenty seconds, 20 ms, refilled at a
+	// millisecond a second; a hostile version page takes far more. The
+	// total is wide, so that the flooder's one page (seconds under the
+	// race detector on a loaded machine) leaves the other peer its page.
 	h, err := NewHandler(Options{Open: opener(newStore(t, deepBundle(t, manyMembersSchema(30000)))), Now: clock.Now,
-		PeerShare: 100, RenderBurst: 2 * time.Second, RenderRate: 0.1})
+		PeerShare: 1000, RenderBurst: 20 * time.Second, RenderRate: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
