@@ -46,24 +46,56 @@ type ReadyProblem struct {
 	// Message says what is wrong, for people; a public answer has the
 	// code's fixed text instead.
 	Message string `json:"message"`
+	// Degraded marks a problem that leaves everything else served soundly
+	// (a bundle the mirror does not relay, and only that bundle): a report
+	// whose problems are all degraded is "degraded", answered 200
+	// (docs/SPEC-DECISIONS.md MIRROR-19). Never in an answer.
+	Degraded bool `json:"-"`
 }
 
 // ReadyReport is a readiness report: the /readyz answer is its Public
 // form, the log gets it whole (ReadyLog).
 type ReadyReport struct {
-	// Status is "ready" or "not_ready".
+	// Status is "ready", "degraded" (every problem is Degraded: 200) or
+	// "not_ready" (503); Settle sets it from the problems.
 	Status string `json:"status"`
 	// Generation is the store generation of the snapshot served.
 	Generation uint64 `json:"generation"`
 	// CheckedAt is when the store check last ran (RFC 3339).
 	CheckedAt string         `json:"integrity_checked_at,omitempty"`
 	Problems  []ReadyProblem `json:"problems"`
+
+	// severe is set once Add was given a problem that is not Degraded,
+	// listed or not: one past maxReadyProblems still makes the report
+	// not_ready.
+	severe bool
 }
 
 // Add lists p unless the report lists maxReadyProblems already.
 func (rep *ReadyReport) Add(p ReadyProblem) {
+	if !p.Degraded {
+		rep.severe = true
+	}
 	if len(rep.Problems) < maxReadyProblems {
 		rep.Problems = append(rep.Problems, p)
+	}
+}
+
+// Settle sets rep.Status from its problems: "ready" with none, "degraded"
+// when each is Degraded (the rest is served soundly; MIRROR-19),
+// "not_ready" otherwise.
+func (rep *ReadyReport) Settle() {
+	rep.Status = "ready"
+	for _, p := range rep.Problems {
+		if !p.Degraded {
+			rep.severe = true
+		}
+	}
+	switch {
+	case rep.severe:
+		rep.Status = "not_ready"
+	case len(rep.Problems) > 0:
+		rep.Status = "degraded"
 	}
 }
 
@@ -74,6 +106,7 @@ var readyMessages = map[string]string{
 	"store_unreadable":         "the store cannot be read",
 	"index_over_limit":         "the store holds more than one mirror index may list: an older snapshot is served",
 	"store_damaged":            "the store check found damage",
+	"bundle_signature_invalid": "an installed bundle's stored file carries a signature that does not verify: it is not relayed",
 	"empty_trust_store":        "the store trusts no publisher key",
 	"handler_program_missing":  "a handler program is missing or not executable",
 	"bundle_expired":           "an installed bundle has expired",
@@ -138,14 +171,14 @@ func (l *ReadyLog) Note(log *slog.Logger, rep ReadyReport) {
 }
 
 // ServeReady writes rep as the answer of GET /readyz: 200 when its status
-// is "ready", 503 when not, JSON either way, never cached. It writes
-// rep.Public(): log the full report first (ReadyLog.Note).
+// is "ready" or "degraded", 503 when not, JSON either way, never cached.
+// It writes rep.Public(): log the full report first (ReadyLog.Note).
 func ServeReady(w http.ResponseWriter, rep ReadyReport) {
 	body, _ := json.Marshal(rep.Public()) // strings, a number and slices of them: it cannot fail
 	setSafetyHeaders(w)                   // also served in another server's router (the agent's)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	if rep.Status != "ready" {
+	if rep.Status != "ready" && rep.Status != "degraded" {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	w.Write(append(body, '\n'))
@@ -153,14 +186,22 @@ func ServeReady(w http.ResponseWriter, rep ReadyReport) {
 
 // StoreCheckProblems are the /readyz problems of a store check's outcome
 // (resolver.Store.Check): one per problem found, or store_unreadable when
-// the check could not run.
+// the check could not run. A bundle whose stored file carries a signature
+// that does not verify (kind "signature": a copy a build before TRUST-20
+// kept) is bundle_signature_invalid, Degraded: Export refuses it, so the
+// mirror leaves that bundle out and serves the rest soundly (MIRROR-19);
+// every other kind is store_damaged.
 func StoreCheckProblems(problems []resolver.Problem, err error) []ReadyProblem {
 	if err != nil {
 		return []ReadyProblem{{Check: "integrity", Code: "store_unreadable", Message: "the store check could not run"}}
 	}
 	var out []ReadyProblem
 	for _, p := range problems {
-		out = append(out, ReadyProblem{Check: "integrity", Code: "store_damaged", Subject: p.Kind, Message: p.Message})
+		rp := ReadyProblem{Check: "integrity", Code: "store_damaged", Subject: p.Kind, Message: p.Message}
+		if p.Kind == resolver.ProblemSignature {
+			rp.Code, rp.Degraded = "bundle_signature_invalid", true
+		}
+		out = append(out, rp)
 	}
 	return out
 }
@@ -181,7 +222,9 @@ type integrity struct {
 
 // Ready runs the readiness checks: a snapshot is served, the last refresh
 // succeeded (a mirror that cannot read its store serves an old snapshot
-// and would not see new commits), and the store check finds nothing. The
+// and would not see new commits), and the store check finds nothing
+// (a bundle it leaves out for a signature that does not verify makes it
+// "degraded", still 200: MIRROR-19). The
 // store check re-hashes every stored artifact: it is re-run only when the
 // served generation changed or the last run is older than
 // Options.ReadyRecheck, and while one runs, other requests get the last
@@ -205,9 +248,7 @@ func (s *Server) Ready() ReadyReport {
 	for _, p := range in.problems {
 		rep.Add(p)
 	}
-	if len(rep.Problems) > 0 {
-		rep.Status = "not_ready"
-	}
+	rep.Settle()
 	return rep
 }
 

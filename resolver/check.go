@@ -15,6 +15,13 @@ import (
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 )
 
+// ProblemSignature is the kind of the Problem Check reports for an
+// installed bundle whose stored signed manifest carries a signature that
+// does not verify (docs/SPEC-DECISIONS.md TRUST-20): Export refuses that
+// bundle, and the mirror's /readyz calls it degraded, not damage
+// (MIRROR-19).
+const ProblemSignature = "signature"
+
 // Problem is one inconsistency found by Check.
 type Problem struct {
 	Kind    string `json:"kind"`
@@ -219,7 +226,7 @@ func checkBundles(tx *bolt.Tx, add problems) (map[string]*bundle.Manifest, error
 			add("bundle", "high-water mark of %s (%d) is below its installed version %d", k, hw, rec.Version)
 		}
 		if err := verifyStoredSignatures(rec.Signed); err != nil {
-			add("signature", "bundle %s version %d: its stored signed manifest carries a signature that does not verify (%s: %s): an earlier build installed this copy; import the publisher's file of this release to replace it, or a newer version", k, rec.Version, amp.NameOf(err), amp.SafeMessage(err))
+			add(ProblemSignature, "bundle %s version %d: its stored signed manifest carries a signature that does not verify (%s: %s): an earlier build installed this copy; import the publisher's file of this release to replace it, or a newer version", k, rec.Version, amp.NameOf(err), amp.SafeMessage(err))
 		}
 		checkBundleIndex(tx, m, add)
 		checkSchemas(tx, m, add)
