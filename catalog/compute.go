@@ -56,7 +56,8 @@ const (
 	// peers (PeerShare over 1, CATALOG-28).
 	reserveShare = 4
 	// lightShare: a peer is light while it used at most 1/lightShare of
-	// its own burst (its bucket refilled to the clock).
+	// its own burst (its bucket refilled to the clock) and has nothing
+	// running (CATALOG-31).
 	lightShare = 16
 )
 
@@ -148,13 +149,17 @@ func (b *computeBucket) waitAbove(level time.Duration, rate float64) time.Durati
 // its refusals and its least charge). The last part of the total, the
 // reserve, goes only to light peers (CATALOG-28): once PeerShare heavy
 // peers together spent the rest, they are refused first, and a new
-// reader, or one that used little, is still served. Safe for concurrent
-// use.
+// reader, or one that used little, is still served. A computation is
+// charged only when it ends, so each one running counts for its part of
+// the reserve (reserve/maxRunning) until then, and a light peer takes
+// the reserve one computation at a time (CATALOG-31). Safe for
+// concurrent use.
 type computeShare struct {
 	kind                    shareKind
 	now                     func() time.Time
 	burst, peerBurst        time.Duration
 	reserve, lightLeft      time.Duration
+	part                    time.Duration // a running computation's part of the reserve
 	rate, peerRate          float64
 	maxRunning, peerRunning int
 	mu                      sync.Mutex
@@ -172,6 +177,7 @@ func newComputeShare(kind shareKind, now func() time.Time, burst time.Duration, 
 		total: computeBucket{left: burst, at: now()}, peers: map[string]*computeBucket{}}
 	if share > 1 {
 		c.reserve = burst / reserveShare
+		c.part = c.reserve / time.Duration(max(1, running))
 	}
 	c.lightLeft = c.peerBurst - c.peerBurst/lightShare
 	return c
@@ -179,8 +185,9 @@ func newComputeShare(kind shareKind, now func() time.Time, burst time.Duration, 
 
 // admit lets peer start a computation, or refuses it (its own share
 // first, then the total, whose reserve only a light peer, new or with
-// at least lightLeft in its bucket, may take). One admitted ends with
-// charge.
+// at least lightLeft in its bucket and nothing running, may take; the
+// computations running count for their parts of it). One admitted ends
+// with charge.
 func (c *computeShare) admit(peer string) *refusal {
 	now := c.now()
 	c.mu.Lock()
@@ -199,10 +206,8 @@ func (c *computeShare) admit(peer string) *refusal {
 	if c.total.left <= 0 {
 		return c.budgetRefusal(c.total.wait(c.rate))
 	}
-	if c.total.left <= c.reserve && b != nil && b.left < c.lightLeft {
-		// Down to the reserve: a peer that used more than a little of
-		// its share waits until the total is above it again.
-		return c.budgetRefusal(c.total.waitAbove(c.reserve, c.rate))
+	if no := c.reserved(b); no != nil {
+		return no
 	}
 	if c.total.running >= c.maxRunning {
 		return c.budgetRefusal(time.Second)
@@ -219,6 +224,34 @@ func (c *computeShare) admit(peer string) *refusal {
 	}
 	b.running++
 	c.total.running++
+	return nil
+}
+
+// reserved refuses a peer that is not light (b: its bucket, nil for a
+// new one) once the total, less the parts of the computations running
+// (charged only when they end), is down to the reserve (CATALOG-28,
+// CATALOG-31); nil when the peer may go on. Heavy peers whose
+// computations start together just above the reserve take it only by
+// what each costs beyond its part, and a light peer takes the reserve
+// one computation at a time: its second would be admitted as light
+// before its first is charged.
+func (c *computeShare) reserved(b *computeBucket) *refusal {
+	if c.reserve <= 0 || b == nil {
+		return nil
+	}
+	level := c.reserve + time.Duration(c.total.running)*c.part
+	if c.total.left > level {
+		return nil
+	}
+	switch {
+	case b.left < c.lightLeft:
+		// A peer that used more than a little of its share waits until
+		// the total is above the reserve and the running parts again.
+		return c.budgetRefusal(c.total.waitAbove(level, c.rate))
+	case b.running > 0:
+		// A light peer, until its running computation ends.
+		return c.budgetRefusal(time.Second)
+	}
 	return nil
 }
 
