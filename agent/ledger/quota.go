@@ -145,19 +145,24 @@ func (a *accounts) reserve(sender string, n int64, newEntry bool) error {
 	return nil
 }
 
-// charge adds n (which may be negative) without checking.
+// charge adds n (which may be negative) without checking. A balance may
+// go below zero for a while (a Finish refunds its reservation before the
+// leader applies it, and the entry may be reclaimed in between: its whole
+// cost released, the refund taken back after), so it is kept exact, never
+// clamped: a clamp would keep the refund charged for good. A balance of
+// zero is removed.
 func (a *accounts) charge(sender string, n int64, newEntry bool) {
 	a.total += n
 	if newEntry {
 		a.entries++
 	}
-	if v := a.per[sender] + n; v > 0 {
+	if v := a.per[sender] + n; v != 0 {
 		a.per[sender] = v
 	} else {
 		delete(a.per, sender)
 	}
 	b := a.bucket(sender)
-	if v := a.byBucket[b] + n; v > 0 {
+	if v := a.byBucket[b] + n; v != 0 {
 		a.byBucket[b] = v
 	} else {
 		delete(a.byBucket, b)

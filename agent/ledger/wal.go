@@ -111,8 +111,11 @@ type WALStore struct {
 	spare      expiryHeap
 	spareBytes int64
 	spareN     int
-	liveDisk   int64 // bytes of the live entries' records
-	broken     error // a failed fdatasync: the file's state is unknown
+	// ref is the wall time (Unix ms) the open set entries aside by: the
+	// log's last write, or the open's clock if earlier (AGENT-22).
+	ref      int64
+	liveDisk int64 // bytes of the live entries' records
+	broken   error // a failed fdatasync: the file's state is unknown
 
 	// The leader's alone (changed only in run, apply and compact): the
 	// disk reserved for the reply of each entry this process marked
@@ -237,6 +240,7 @@ func (s *WALStore) load() error {
 	// after now) keeps today's rule: what expired by now is dropped.
 	now := s.now().UnixMilli()
 	ref := min(st.ModTime().UnixMilli(), now)
+	s.ref = ref
 	end, err := s.replay(f, st.Size(), ref)
 	if err != nil {
 		return err
@@ -1042,7 +1046,18 @@ func (s *WALStore) reclaim(now, el int64, max int) int {
 			continue
 		}
 		if e.expires >= now { // the wall clock stepped back meanwhile
-			e.after = afterOf(el, e.expires, now)
+			// Taken again once its expiry has passed (expires+1; at
+			// expires == now, afterOf(el, expires, now) is el itself: it
+			// would be taken again at once, for ever), counted from no
+			// earlier than ref, so that a step back of a year re-times
+			// it by no more than the time it had left after the log's
+			// last write (and it is kept all the same while the wall
+			// clock reads before its expiry: the check above).
+			from := now
+			if from < s.ref {
+				from = s.ref
+			}
+			e.after = afterOf(el, e.expires+1, from)
 			s.m[it.k] = e
 			heap.Push(&s.spare, expiryItem{e.after, it.k})
 			continue
