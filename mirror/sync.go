@@ -204,6 +204,17 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 		if err := os.MkdirAll(opts.SpoolDir, 0o700); err != nil {
 			return nil, amp.Named(0, resolver.ErrStoreIO, "cannot create the sync spool folder").WithCause(err)
 		}
+		// One sync at a time uses a spool folder: another would prune
+		// this one's live partial file (pruneSpool) or write it at the
+		// same time (docs/SPEC-DECISIONS.md MIRROR-18).
+		unlock, busy, err := lockSpool(opts.SpoolDir)
+		if err != nil {
+			return nil, amp.Named(0, resolver.ErrStoreIO, "cannot lock the sync spool folder").WithCause(err)
+		}
+		if busy {
+			return nil, amp.Named(0, resolver.ErrStoreInUse, "another sync of this store is running (its spool folder is locked): try again when it ends")
+		}
+		defer unlock()
 	}
 	wk, err := c.getSmall(ctx, WellKnownPath, 64<<10)
 	if err != nil {
@@ -735,6 +746,10 @@ func (c *syncClient) getSmall(ctx context.Context, p string, max int64) ([]byte,
 	return b, nil
 }
 
+// spoolLockName is the file of the spool folder a sync holds locked while
+// it runs (lockSpool).
+const spoolLockName = "sync.lock"
+
 // partName is the spool file of an offered bundle file.
 func partName(e IndexEntry) string { return e.BundleID + "-" + e.SHA256 + ".part" }
 
@@ -746,8 +761,14 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		refuse(it, amp.Named(0, ErrTooLarge, "the sync spool folder holds %d bytes of partial downloads; %d more would pass its limit of %d", used, e.Size, c.opts.MaxSpoolBytes))
 		return
 	}
+	head, err := c.headRefused(ctx, e, path)
+	if err != nil {
+		os.Remove(path)
+		refuse(it, err)
+		return
+	}
 	f, fileSum, resumed, err := c.downloadListed(ctx, e, path)
-	it.Resumed = resumed
+	it.Resumed = max(0, resumed-head) // the head read in this run is not resumed
 	if err != nil {
 		refuse(it, err)
 		return
@@ -767,19 +788,7 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		refuse(it, amp.Named(0, ErrIndexMismatch, "the file served is bundle %s version %d, not what the index names: discarded", in.Manifest.BundleID, in.Manifest.Version))
 		return
 	}
-	share, err := c.offerToStore(kindBundle, fileSum, func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
-		obj, err := bundle.DecodeObject(in.SignedManifest, bundle.MediaTypeManifest)
-		if err != nil {
-			return nil, err
-		}
-		// Every signature verifies, as the store's import requires
-		// (FORMAT.md §2): a copy with a forged co-signature is refused
-		// here, before it is charged to its publisher's signers.
-		if err := obj.VerifyAll(); err != nil {
-			return nil, err
-		}
-		return bundle.VerifyFor(obj, p, in.Manifest)
-	})
+	share, err := c.offerToStore(kindBundle, fileSum, bundleSigners(in))
 	if err != nil {
 		os.Remove(path)
 		refuse(it, err)
@@ -810,6 +819,95 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 	c.log.Info("bundle imported from the mirror", "bundle_id", res.BundleID, "version", res.Version, "generation", res.Generation)
 }
 
+// bundleSigners is the store's check of the signatures of the bundle file
+// in (offerToStore's verify): every signature verifies, and the keys the
+// store trusts sign its manifest for its scope.
+func bundleSigners(in *bundle.Inspection) func(*bundle.Policy) ([]bundle.TrustedKey, error) {
+	return func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
+		obj, err := bundle.DecodeObject(in.SignedManifest, bundle.MediaTypeManifest)
+		if err != nil {
+			return nil, err
+		}
+		// Every signature verifies, as the store's import requires
+		// (FORMAT.md §2): a copy with a forged co-signature is refused
+		// here, before it is charged to its publisher's signers.
+		if err := obj.VerifyAll(); err != nil {
+			return nil, err
+		}
+		return bundle.VerifyFor(obj, p, in.Manifest)
+	}
+}
+
+// bundleHeadBytes is the first ranged read of a bundle file's head
+// (headRefused): a signed manifest of a few hundred artifacts fits.
+const bundleHeadBytes = 64 << 10
+
+// headRefused is the refusal of the listed bundle file e, after its head
+// only, once MaxStoreRefusals files not signed as the store requires were
+// offered in this sync: its signed manifest (the file's head, downloaded
+// into the spool file path by a ranged request, 64 KiB, then up to two
+// manifest items of bundle.DefaultMaxManifestSize when they are larger)
+// is checked against the store's trust before the rest is downloaded, so
+// that a mirror signing its files again for each run (fresh SHA-256s that
+// no record of refusals knows) costs a run a head per file past the cap,
+// not the whole file (docs/SPEC-DECISIONS.md MIRROR-18). nil, with head
+// the bytes of it read in this run, when the file may be downloaded: a head the store's
+// trust passes, one that does not parse or names another bundle (the whole
+// file is judged as before), or no trust to check against.
+func (c *syncClient) headRefused(ctx context.Context, e IndexEntry, path string) (head int64, err error) {
+	if c.trusted == nil || c.unvouched[kindBundle] < MaxStoreRefusals {
+		return 0, nil
+	}
+	for try := 0; ; try++ {
+		kept := int64(0)
+		if st, err := os.Lstat(path); err == nil {
+			kept = st.Size()
+		}
+		in, n, err := c.readHead(ctx, e, path)
+		got := max(0, n-kept) // read in this run
+		if err != nil || in == nil || in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version {
+			return got, err
+		}
+		verify := bundleSigners(in)
+		if _, verr := verify(c.trusted); verr != nil && kept > 0 && try == 0 {
+			// Bytes kept from an earlier download, perhaps another
+			// mirror's (the spool names a partial file by bundle_id and
+			// SHA-256 only), are no ground to refuse this mirror's file:
+			// its own head is read (MIRROR-15).
+			os.Remove(path)
+			continue
+		}
+		_, err = c.offerToStore(kindBundle, listedSum(e.SHA256), verify)
+		return got, err
+	}
+}
+
+// readHead downloads the head of the listed bundle file e into the spool
+// file path (keeping what it holds) and returns its signed manifest, nil
+// when it does not parse, and the bytes the head is.
+func (c *syncClient) readHead(ctx context.Context, e IndexEntry, path string) (*bundle.Inspection, int64, error) {
+	head := int64(0)
+	for _, n := range []int64{bundleHeadBytes, 2*bundle.DefaultMaxManifestSize + bundleHeadBytes} {
+		head = min(n, e.Size)
+		if _, err := c.download(ctx, e, path, head); err != nil {
+			return nil, 0, err
+		}
+		f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
+		if err != nil {
+			return nil, 0, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+		}
+		in, err := bundle.Inspect(io.LimitReader(f, head), 0)
+		f.Close()
+		if err == nil {
+			return in, head, nil
+		}
+		if head == e.Size || amp.NameOf(err) != bundle.ErrTruncated {
+			return nil, head, nil
+		}
+	}
+	return nil, head, nil
+}
+
 // downloadListed completes the spool file path for e (download) and
 // returns it open, with its SHA-256, once that is the one the index lists
 // (the file is not offered to Import otherwise), and how many bytes of an
@@ -821,11 +919,11 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 // (docs/SPEC-DECISIONS.md MIRROR-15).
 func (c *syncClient) downloadListed(ctx context.Context, e IndexEntry, path string) (*os.File, []byte, int64, error) {
 	for try := 0; ; try++ {
-		resumed, err := c.download(ctx, e, path)
+		resumed, err := c.download(ctx, e, path, e.Size)
 		if err != nil {
 			return nil, nil, resumed, err
 		}
-		f, err := os.Open(path)
+		f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
 		if err != nil {
 			return nil, nil, resumed, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
 		}
@@ -849,12 +947,13 @@ func (c *syncClient) downloadListed(ctx context.Context, e IndexEntry, path stri
 	}
 }
 
-// download completes the spool file path for e and returns how many bytes
-// of an earlier, interrupted download it kept. The file never exceeds
-// e.Size bytes; an answer that is cut off leaves what arrived, for the
-// next run to resume.
-func (c *syncClient) download(ctx context.Context, e IndexEntry, path string) (int64, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+// download completes the spool file path for e up to its first upto
+// bytes (e.Size: the whole file; less: its head, a ranged request) and
+// returns how many bytes of an earlier, interrupted download it kept. The
+// file never exceeds e.Size bytes; an answer that is cut off leaves what
+// arrived, for the next run to resume.
+func (c *syncClient) download(ctx context.Context, e IndexEntry, path string, upto int64) (int64, error) {
+	f, err := openPart(path)
 	if err != nil {
 		return 0, amp.Named(0, resolver.ErrStoreIO, "cannot write to the sync spool folder").WithCause(err)
 	}
@@ -867,23 +966,26 @@ func (c *syncClient) download(ctx context.Context, e IndexEntry, path string) (i
 	if have > e.Size {
 		have = 0
 	}
-	if have == e.Size {
+	if have == e.Size || have >= upto {
 		return have, nil
 	}
 	etag := `"sha-256:` + e.SHA256 + `"`
 	hdr := map[string]string{}
-	if have > 0 {
+	if have > 0 || upto < e.Size {
 		hdr["Range"] = "bytes=" + strconv.FormatInt(have, 10) + "-"
+		if upto < e.Size {
+			hdr["Range"] += strconv.FormatInt(upto-1, 10)
+		}
 		hdr["If-Range"] = etag
 	}
-	resp, err := c.do(ctx, e.Href, hdr, e.Size, http.StatusOK, http.StatusPartialContent)
+	resp, err := c.do(ctx, e.Href, hdr, upto, http.StatusOK, http.StatusPartialContent)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
 	resumed := int64(0)
 	if resp.StatusCode == http.StatusPartialContent {
-		want := fmt.Sprintf("bytes %d-%d/%d", have, e.Size-1, e.Size)
+		want := fmt.Sprintf("bytes %d-%d/%d", have, upto-1, e.Size)
 		if resp.Header.Get("Content-Range") != want {
 			return 0, amp.Named(0, ErrIndexMismatch, "the mirror answered the resume with another range")
 		}
@@ -897,7 +999,7 @@ func (c *syncClient) download(ctx context.Context, e IndexEntry, path string) (i
 	if _, err := f.Seek(have, io.SeekStart); err != nil {
 		return 0, amp.Named(0, resolver.ErrStoreIO, "cannot write to the sync spool folder").WithCause(err)
 	}
-	left := e.Size - have
+	left := upto - have
 	pw := &progressCounter{done: have, total: e.Size, id: e.BundleID, fn: c.opts.Progress}
 	n, err := io.Copy(io.MultiWriter(f, pw), io.LimitReader(resp.Body, left))
 	if err != nil && n < left {
@@ -910,16 +1012,34 @@ func (c *syncClient) download(ctx context.Context, e IndexEntry, path string) (i
 	if n < left {
 		return resumed, amp.Named(0, ErrIncomplete, "the mirror sent %d of %d bytes of %s; the next sync resumes it", have+n, e.Size, e.BundleID)
 	}
-	// More than the index said: the file is not the one named.
-	if extra, _ := io.CopyN(io.Discard, resp.Body, 1); extra > 0 {
-		f.Close()
-		os.Remove(path)
-		return resumed, amp.Named(0, ErrIndexMismatch, "the mirror sent more bytes than the index names for %s: discarded", e.BundleID)
+	// More than the index said of a whole file: it is not the one named
+	// (of a head, the rest of the answer is not read).
+	if upto == e.Size {
+		if extra, _ := io.CopyN(io.Discard, resp.Body, 1); extra > 0 {
+			f.Close()
+			os.Remove(path)
+			return resumed, amp.Named(0, ErrIndexMismatch, "the mirror sent more bytes than the index names for %s: discarded", e.BundleID)
+		}
 	}
 	if err := f.Sync(); err != nil {
 		return resumed, amp.Named(0, resolver.ErrStoreIO, "cannot write to the sync spool folder").WithCause(err)
 	}
 	return resumed, nil
+}
+
+// openPart opens the spool file path of a partial download for reading
+// and writing, made when missing, never through a link: a link (or
+// anything but a regular file) in its place, which only whoever may write
+// the spool folder can have put there, is removed first, so that no
+// mirror's bytes are written to, nor a file truncated at, the place it
+// points to (docs/SPEC-DECISIONS.md MIRROR-18).
+func openPart(path string) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|openNoFollow, 0o600)
 }
 
 // spoolUsed is the size of the partial files in the spool other than

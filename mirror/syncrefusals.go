@@ -166,6 +166,10 @@ func (l *localRefusals) load(c *syncClient) {
 		c.log.Warn("others may write to the sync spool folder: the files earlier syncs refused are downloaded again (chmod go-w the folder, owned by the sync's user)", "dir", c.opts.SpoolDir)
 		return
 	}
+	if above := folderAboveOthersMayWrite(c.opts.SpoolDir); above != "" {
+		c.log.Warn("others may write to a folder above the sync spool folder, and so replace it: the files earlier syncs refused are downloaded again (chmod go-w, or +t, the folder, owned by root or the sync's user)", "dir", c.opts.SpoolDir, "above", above)
+		return
+	}
 	p := c.localRefusalsPath()
 	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() || othersMayWrite(fi) {
 		return
@@ -201,6 +205,41 @@ func (l *localRefusals) load(c *syncClient) {
 // write). Not judged on Windows, whose mode bits do not say so.
 func othersMayWrite(fi os.FileInfo) bool {
 	return runtime.GOOS != "windows" && (fi.Mode().Perm()&0o022 != 0 || ownedByAnother(fi))
+}
+
+// folderAboveOthersMayWrite returns the first folder above dir, up to
+// the root, through which another user may replace dir: one owned by
+// another user than the sync's and root (ownedByAnother), or writable by
+// group or others without the sticky bit (which keeps others from
+// renaming what they do not own, as /tmp's); "" when there is none. Both
+// dir's path as given (made absolute: a symbolic link's own folder) and
+// the path it resolves to are walked, as ssh's StrictModes walks a home;
+// a folder that cannot be read counts as one others may write. Not judged
+// on Windows, as othersMayWrite (docs/SPEC-DECISIONS.md MIRROR-18).
+func folderAboveOthersMayWrite(dir string) string {
+	if runtime.GOOS == "windows" {
+		return ""
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return dir
+	}
+	for _, p := range []string{abs, real} {
+		for q := filepath.Dir(p); ; q = filepath.Dir(q) {
+			fi, err := os.Stat(q)
+			if err != nil || ownedByAnother(fi) || (fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0) {
+				return q
+			}
+			if filepath.Dir(q) == q {
+				break
+			}
+		}
+	}
+	return ""
 }
 
 // save writes what is remembered, whole or not at all (a temporary file
