@@ -487,7 +487,7 @@ func (c *syncClient) offerToStore(kind string, sum []byte, verify func(*bundle.P
 	if c.unvouched[kind] >= MaxStoreRefusals {
 		if verr != nil && c.trustGenKnown {
 			verdict := amp.NameOf(verr)
-			if !safeCode(string(verdict)) {
+			if !amp.ValidErrName(string(verdict)) {
 				verdict = ErrTooManyRefusals
 			}
 			c.judged.note(c, sum, verdict, c.trustGen)
@@ -706,24 +706,10 @@ func envelopeCode(resp *http.Response) string {
 			Code string `json:"code"`
 		} `json:"error"`
 	}
-	if jsonUnmarshal(b, &env) == nil && safeCode(env.Error.Code) {
+	if jsonUnmarshal(b, &env) == nil && amp.ValidErrName(env.Error.Code) {
 		return " (" + env.Error.Code + ")"
 	}
 	return ""
-}
-
-// safeCode reports whether s is a short snake_case name, 1 to 64 bytes
-// (so that it can be printed).
-func safeCode(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if (s[i] < 'a' || s[i] > 'z') && s[i] != '_' && (s[i] < '0' || s[i] > '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // getSmall GETs a document of at most max bytes.

@@ -193,7 +193,7 @@ func (l *localRefusals) load(c *syncClient) {
 	l.gen, l.since = gen, at
 	for _, line := range lines[1:] {
 		h, v, ok := strings.Cut(line, " ")
-		if ok && len(l.sums) < maxLocalRefusals && sumHex(h) && safeCode(v) {
+		if ok && len(l.sums) < maxLocalRefusals && sumHex(h) && amp.ValidErrName(v) {
 			l.sums[h] = v
 		}
 	}

@@ -138,7 +138,7 @@ func (c *Capabilities) Check() error {
 // plain name is not repeated, so that an error shown on a terminal cannot
 // carry the author's control sequences.
 func endpointField(k string) string {
-	if safeCode(k) {
+	if amp.ValidErrName(k) {
 		return "endpoints." + k
 	}
 	return "an endpoints entry (whose key is not a plain name)"
