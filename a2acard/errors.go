@@ -18,7 +18,8 @@ const (
 	// ("URL" beside or instead of "url"), which encoding/json would read as
 	// that member (docs/SPEC-DECISIONS.md A2A-10), or with other
 	// underscores ("supported_interfaces", "documentation_url"), which
-	// protojson would (A2A-12).
+	// protojson would (A2A-12), or with dashes ("documentation-url"), which
+	// encoding/json/v2 matching names case-insensitively would (A2A-15).
 	ErrDuplicateMember amp.ErrName = "card_duplicate_member"
 	// ErrNumberNotCanonical: a number of the card is not written in its
 	// RFC 8785 form (docs/SPEC-DECISIONS.md A2A-1).
@@ -47,7 +48,7 @@ const (
 	// member missing, empty or of the wrong type; a skill id, an extension
 	// uri, or a capability id of our extension's params listed twice,
 	// A2A-13; a URL member that is not an absolute http or https URL,
-	// A2A-14); from New and Sign, a card that cannot be written.
+	// A2A-14, also in securitySchemes, A2A-16); from New and Sign, a card that cannot be written.
 	ErrInvalid amp.ErrName = "card_invalid"
 )
 

@@ -3,11 +3,8 @@ package a2acard
 import (
 	"crypto/ed25519"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/jcs"
@@ -18,11 +15,9 @@ import (
 // Signature), and, by member, those of the struct its value (or each
 // element of it) decodes into.
 type goNames struct {
-	typ    reflect.Type
-	names  []string
-	keys   []string // the names' spelling keys (spellingKey; A2A-12)
-	maxKey int      // the longest of keys, in bytes
-	sub    map[string]*goNames
+	typ       reflect.Type
+	spellings *jcs.Spellings // of the names (A2A-10, A2A-12, A2A-15)
+	sub       map[string]*goNames
 }
 
 // cardNames is goNames of Card, read from its json tags: exactly what a
@@ -31,6 +26,7 @@ var cardNames = sync.OnceValue(func() *goNames { return namesOf(reflect.TypeFor[
 
 func namesOf(t reflect.Type) *goNames {
 	n := &goNames{typ: t, sub: map[string]*goNames{}}
+	var names []string
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -40,10 +36,7 @@ func namesOf(t reflect.Type) *goNames {
 		if name == "" {
 			name = f.Name
 		}
-		n.names = append(n.names, name)
-		key, _ := spellingKey(nil, name, len(name)*utf8.UTFMax)
-		n.keys = append(n.keys, string(key))
-		n.maxKey = max(n.maxKey, len(key))
+		names = append(names, name)
 		ft := f.Type
 		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
 			ft = ft.Elem()
@@ -52,6 +45,7 @@ func namesOf(t reflect.Type) *goNames {
 			n.sub[name] = namesOf(ft)
 		}
 	}
+	n.spellings = jcs.NewSpellings(names...)
 	return n
 }
 
@@ -63,16 +57,18 @@ var servedNames = sync.OnceValue(func() *goNames { return namesOf(reflect.TypeFo
 // caseVariant reports whether v, a card or a member of one, holds an
 // object member spelt like a member of the Card struct it decodes into but
 // for case ("URL" beside or instead of "url"; A2A-10) or for case and
-// underscores ("supported_interfaces", "documentation_url"; A2A-12):
-// encoding/json would read the first as that member, the last spelling
-// winning, and protojson (which takes the proto field name too) the
-// second, while the signature and Verify read the exact name. The params of an extension whose uri is
+// underscores ("supported_interfaces", "documentation_url"; A2A-12) or
+// dashes ("documentation-url"; A2A-15): encoding/json would read the
+// first as that member, the last spelling winning, protojson (which takes
+// the proto field name too) the second, and encoding/json/v2 matching
+// names case-insensitively any of them, while the signature and Verify
+// read the exact name (jcs.Spellings). The params of an extension whose uri is
 // ExtensionURI are read the same way, against servedParamsDoc: they carry
 // the bundle and schema pins of each skill.
 func (n *goNames) caseVariant(v any) bool {
 	switch t := v.(type) {
 	case jcs.Object:
-		if n.spellingVariant(t) {
+		if n.spellings.Variant(t) {
 			return true
 		}
 		for _, m := range t {
@@ -95,51 +91,6 @@ func (n *goNames) caseVariant(v any) bool {
 		}
 	}
 	return false
-}
-
-// spellingVariant reports whether o holds a member that is none of n's
-// names but has the spelling key of one (spellingKey): equal to it under
-// Unicode simple case folding once every '_' is left out. One pass over
-// each member's name, no allocation but one key buffer.
-func (n *goNames) spellingVariant(o jcs.Object) bool {
-	var buf []byte
-	for _, m := range o {
-		if slices.Contains(n.names, m.Name) {
-			continue
-		}
-		var fits bool
-		if buf, fits = spellingKey(buf[:0], m.Name, n.maxKey); fits && slices.Contains(n.keys, string(buf)) {
-			return true
-		}
-	}
-	return false
-}
-
-// spellingKey appends to buf the key of name: its runes but '_', each the
-// least rune of its Unicode simple folding orbit ('K' for "k", "K" and the
-// Kelvin sign), so that two names have one key exactly when they are equal
-// under strings.EqualFold once their underscores are left out
-// ("input_modes", "INPUTMODES" and "inputModes" are one). It stops,
-// reporting false, once the key is longer than limit bytes.
-func spellingKey(buf []byte, name string, limit int) ([]byte, bool) {
-	for _, r := range name {
-		switch {
-		case r == '_':
-			continue
-		case 'a' <= r && r <= 'z':
-			r -= 'a' - 'A'
-		case r >= utf8.RuneSelf:
-			least := r
-			for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-				least = min(least, f)
-			}
-			r = least
-		}
-		if buf = utf8.AppendRune(buf, r); len(buf) > limit {
-			return buf, false
-		}
-	}
-	return buf, true
 }
 
 // checkKid refuses a kid that is not a DID or DID URL with a fragment

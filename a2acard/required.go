@@ -75,8 +75,9 @@ func required(card jcs.Object) (*Verified, error) {
 // webURLs refuses a card whose URL members are not web addresses
 // (A2A-14): each interface's url (what a client dials), and, when set,
 // provider.url, documentationUrl and iconUrl (what a UI links to or
-// fetches), must be an absolute http or https URL with a host and without
-// userinfo (no file:, javascript:, "//host", "https://agent.example@evil").
+// fetches), and the URLs of securitySchemes (schemeURLs; A2A-16), must be
+// an absolute http or https URL with a host and without userinfo (no
+// file:, javascript:, "//host", "https://agent.example@evil").
 func webURLs(card jcs.Object, ifaces []any) error {
 	for _, x := range ifaces {
 		u, _ := x.(jcs.Object).Get("url") // required checked it is a string
@@ -95,7 +96,51 @@ func webURLs(card jcs.Object, ifaces []any) error {
 			return notWeb(name)
 		}
 	}
+	if schemes, _ := card.Get("securitySchemes"); !schemeURLs(schemes) {
+		return notWeb("securitySchemes url")
+	}
 	return nil
+}
+
+// schemeURLNames are the URL fields of a2a.proto's security schemes: an
+// OAuth 2.0 flow's authorizationUrl (opened in the user's browser),
+// tokenUrl and refreshUrl (sent the client's credentials), a device
+// flow's deviceAuthorizationUrl, and the oauth2MetadataUrl and
+// openIdConnectUrl a client fetches first (A2A-16).
+var schemeURLNames = jcs.NewSpellings("authorizationUrl", "tokenUrl", "refreshUrl", "deviceAuthorizationUrl", "oauth2MetadataUrl", "openIdConnectUrl")
+
+// scopesName is a flow's scopes, a map of scope names to descriptions.
+var scopesName = jcs.NewSpellings("scopes")
+
+// schemeURLs reports whether every string member of v, the card's
+// securitySchemes at any depth, named in any spelling a folding reader
+// takes for one of schemeURLNames (token_url, TokenURL) and set (not "",
+// proto3's unset), is a web address (isWebURL); the members of a scopes
+// map are names and descriptions, not read, and a member of another type
+// (a scheme its author named "tokenUrl") is walked into.
+func schemeURLs(v any) bool {
+	switch t := v.(type) {
+	case jcs.Object:
+		for _, m := range t {
+			u, isStr := m.Value.(string)
+			switch {
+			case scopesName.Spelt(m.Name):
+			case isStr && u != "" && schemeURLNames.Spelt(m.Name):
+				if !isWebURL(u) {
+					return false
+				}
+			case !schemeURLs(m.Value):
+				return false
+			}
+		}
+	case []any:
+		for _, x := range t {
+			if !schemeURLs(x) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // notWeb is the refusal of a URL member that is no web address; it

@@ -37,13 +37,13 @@ type header struct {
 // did:key kid must be pub's own):
 // the card is at most MaxCardBytes of I-JSON with no duplicate member, no
 // member of a Card struct spelt in another case or with other underscores
-// (A2A-10, A2A-12), and every number in its
+// or dashes (A2A-10, A2A-12, A2A-15), and every number in its
 // RFC 8785 form; every signatures entry is a well-formed AgentCardSignature; one
 // with the kid exists, is EdDSA with typ "JOSE", and verifies over the
 // canonical card without its signatures and defaults (A2A §8.4.3); any
 // other entry with the kid verifies too; and the signed card has the
 // REQUIRED members of an AgentCard, no skill id, extension uri or id of
-// our extension's params twice (A2A-13), and web URLs only (A2A-14). Signatures under other kids are
+// our extension's params twice (A2A-13), and web URLs only, securitySchemes' included (A2A-14, A2A-16). Signatures under other kids are
 // checked for form only. A key of small order or not in canonical form
 // (amp.CheckEd25519PublicKey), which anybody can sign as, is
 // invalid_public_key. Nothing is returned but an error until every check

@@ -5,10 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/jcs"
@@ -144,72 +141,6 @@ func keptMembers(n int, what string) error {
 	return nil
 }
 
-// spellings are the names a reader knows in one object, with their
-// spelling keys (spellingKey), for variant.
-type spellings struct {
-	names []string
-	keys  []string
-	max   int // the longest key, in bytes
-}
-
-// newSpellings returns the spellings of names.
-func newSpellings(names ...string) *spellings {
-	sp := &spellings{names: names}
-	for _, n := range names {
-		k, _ := spellingKey(nil, n, len(n)*utf8.UTFMax)
-		sp.keys = append(sp.keys, string(k))
-		sp.max = max(sp.max, len(k))
-	}
-	return sp
-}
-
-// variant reports whether o holds a member spelt like one of the
-// names of sp but for case and underscores ("contextNeeded",
-// "Context_Needed", "EXPIRESAT" for "expires_at") without being it (AGH-5,
-// AGH-10): a reader that folds case (encoding/json) or maps snake_case to
-// camelCase (protojson, aliasing decoders) takes it for that member, while
-// the proof and the digest, and this package, read it as another. One
-// pass over each member's name, no allocation but one key buffer.
-func (sp *spellings) variant(o jcs.Object) bool {
-	var buf []byte
-	for _, m := range o {
-		if slices.Contains(sp.names, m.Name) {
-			continue
-		}
-		var fits bool
-		if buf, fits = spellingKey(buf[:0], m.Name, sp.max); fits && slices.Contains(sp.keys, string(buf)) {
-			return true
-		}
-	}
-	return false
-}
-
-// spellingKey appends to buf the key of name: its runes but '_', each the
-// least rune of its Unicode simple folding orbit ('K' for "k", "K" and the
-// Kelvin sign), so that two names have one key exactly when they are equal
-// under strings.EqualFold once their underscores are left out. It stops,
-// reporting false, once the key is longer than limit bytes.
-func spellingKey(buf []byte, name string, limit int) ([]byte, bool) {
-	for _, r := range name {
-		switch {
-		case r == '_':
-			continue
-		case 'a' <= r && r <= 'z':
-			r -= 'a' - 'A'
-		case r >= utf8.RuneSelf:
-			least := r
-			for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-				least = min(least, f)
-			}
-			r = least
-		}
-		if buf = utf8.AppendRune(buf, r); len(buf) > limit {
-			return buf, false
-		}
-	}
-	return buf, true
-}
-
 // stringList reads an optional member holding an array of strings (absent
 // or null: nil).
 func stringList(v any, present bool) ([]string, bool) {
@@ -259,7 +190,7 @@ var capNames = []string{"id", "summary", "outcome", "version", "digest",
 	"examples", "requirements"}
 
 // capSpellings are capNames' spellings (AGH-10).
-var capSpellings = newSpellings(capNames...)
+var capSpellings = jcs.NewSpellings(capNames...)
 
 // capKeys is capNames as a set.
 var capKeys = func() map[string]bool {
@@ -365,8 +296,9 @@ func (c Capability) WithDigest() (Capability, error) {
 // optional list members arrays of strings (absent or null: nil); unknown
 // members kept, in their RFC 8785 form as examples and requirements are (at
 // most MaxOpaqueMembers, more is too_large; AGH-8). A
-// member spelt like a known one but for case or underscores ("ID",
-// "Summary", "contextNeeded") is refused (AGH-5, AGH-10). The digest, if any, is not checked (VerifyCapability).
+// member spelt like a known one but for case, underscores or dashes ("ID",
+// "Summary", "contextNeeded", "context-needed") is refused (AGH-5, AGH-10,
+// AGH-13). The digest, if any, is not checked (VerifyCapability).
 func ParseCapability(data []byte) (Capability, error) {
 	o, err := parseObject(data, "capability document")
 	if err != nil {
@@ -377,8 +309,8 @@ func ParseCapability(data []byte) (Capability, error) {
 
 // capabilityOf reads a parsed capability document.
 func capabilityOf(o jcs.Object, cb *canonBuf) (Capability, error) {
-	if capSpellings.variant(o) {
-		return Capability{}, invalid("a member of the capability document is a known member spelt in another case or with other underscores")
+	if capSpellings.Variant(o) {
+		return Capability{}, invalid("a member of the capability document is a known member spelt in another case or with other underscores or dashes")
 	}
 	var c Capability
 	str := func(k string, dst *string, required bool) error {

@@ -16,7 +16,7 @@
 //     a bad proof, a from the proof's key does not belong to, a ts outside
 //     the window, an unknown protocol or kind, a channel it does not
 //     listen on, a to naming another peer, an unsigned envelope from a
-//     DID, each by name),
+//     DID or anything but a plain peer id, each by name),
 //     VerifyCapability.
 //
 // The peer card carries every member of the page's example (CardMembers),
@@ -35,6 +35,7 @@
 // MaxDocumentValues (too_large; AGH-4), and reads members by their exact
 // names; a signed or digested document with a member spelt like a known
 // one but for case, which encoding/json would take for it, or for case and
-// underscores, which a camelCase-aliasing reader would, is refused (AGH-5,
-// AGH-10).
+// underscores, which a camelCase-aliasing reader would, or for case,
+// underscores and dashes, which encoding/json/v2 matching names
+// case-insensitively would, is refused (AGH-5, AGH-10, AGH-13).
 package agh

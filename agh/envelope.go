@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/jcs"
@@ -94,8 +93,8 @@ var (
 	envelopeNames = []string{"protocol", "id", "kind", "channel", "from", "to", "reply_to", "ts", "expires_at", "body", "proof", "ext"}
 	bodyNames     = []string{"capability"}
 	// envelopeSpellings and bodySpellings are their spellings (AGH-10).
-	envelopeSpellings = newSpellings(envelopeNames...)
-	bodySpellings     = newSpellings(bodyNames...)
+	envelopeSpellings = jcs.NewSpellings(envelopeNames...)
+	bodySpellings     = jcs.NewSpellings(bodyNames...)
 )
 
 // knownKinds are the core kinds of agh-network/v0.
@@ -279,8 +278,10 @@ type ReceiveOptions struct {
 	// Skew and MaxAge bound ts (DefaultSkew, DefaultMaxAge when zero).
 	Skew, MaxAge time.Duration
 	// AllowUnverified accepts an envelope whose proof is null or absent,
-	// as the seed's v0 peers send it, when its from is not a DID (a DID's
-	// holder signs: "did:" in any case is missing_proof; AGH-12); the
+	// as the seed's v0 peers send it, when its from is a plain peer id of
+	// ASCII letters, digits and ". _ - @ / + ~" (a DID's holder signs, and
+	// a DID, or anything a reader may take for one, is missing_proof;
+	// AGH-12, AGH-14); the
 	// result says Verified false, and its From, To and Channel are the
 	// sender's unchecked claims, checked against Self and Channels only
 	// as a filter. Without it such an envelope is missing_proof. A proof
@@ -329,10 +330,10 @@ type Transfer struct {
 // invalid_document); protocol (unsupported_protocol); kind
 // (unsupported_kind); the members' names, types and bounds
 // (invalid_envelope: a member spelt like a known one but for case or
-// underscores is refused; an ext of more than MaxOpaqueMembers members is too_large);
+// underscores or dashes is refused; an ext of more than MaxOpaqueMembers members is too_large);
 // ts within [now-MaxAge, now+Skew] (stale_timestamp, future_timestamp) and
 // expires_at (expired); the proof — absent (missing_proof unless
-// AllowUnverified, and always when from is a DID), of another type
+// AllowUnverified, and always when from is not a plain peer id), of another type
 // (unsupported_proof), malformed (invalid_proof), by a key of another DID
 // than from (sender_mismatch), by a key not found (unknown_sender), not
 // verifying (bad_proof); channel not one of o.Channels, or to set and
@@ -425,8 +426,8 @@ func checkTransferKind(m jcs.Object) error {
 // spelt like a known member of the envelope or body but for case, which a
 // struct decoder would take for it, is refused.
 func transferMembers(m jcs.Object, cb *canonBuf) (t *Transfer, capability jcs.Object, exp *int64, err error) {
-	if envelopeSpellings.variant(m) {
-		return nil, nil, nil, badEnvelope("a member of the envelope is a known member spelt in another case or with other underscores")
+	if envelopeSpellings.Variant(m) {
+		return nil, nil, nil, badEnvelope("a member of the envelope is a known member spelt in another case or with other underscores or dashes")
 	}
 	t = &Transfer{}
 	for _, f := range []struct {
@@ -458,8 +459,8 @@ func transferMembers(m jcs.Object, cb *canonBuf) (t *Transfer, capability jcs.Ob
 	if !ok {
 		return nil, nil, nil, badEnvelope("envelope body must be an object with a capability object")
 	}
-	if bodySpellings.variant(body) {
-		return nil, nil, nil, badEnvelope("a member of the envelope body is a known member spelt in another case or with other underscores")
+	if bodySpellings.Variant(body) {
+		return nil, nil, nil, badEnvelope("a member of the envelope body is a known member spelt in another case or with other underscores or dashes")
 	}
 	cv, _ := body.Get("capability")
 	if capability, ok = cv.(jcs.Object); !ok {
@@ -509,8 +510,8 @@ func checkProof(m jcs.Object, t *Transfer, o ReceiveOptions, now time.Time, cb *
 		if !o.AllowUnverified {
 			return amp.Named(0, ErrMissingProof, "the envelope carries no proof and unverified transfers are not accepted")
 		}
-		if claimsDID(t.From) {
-			return amp.Named(0, ErrMissingProof, "the envelope's from is a DID but it carries no proof")
+		if !plainPeerID(t.From) {
+			return amp.Named(0, ErrMissingProof, "the envelope carries no proof and its from is not a plain peer id (letters, digits and . _ - @ / + ~): a DID, or what may read as one, needs a proof")
 		}
 		return nil
 	}
@@ -575,15 +576,26 @@ func checkProof(m jcs.Object, t *Transfer, o ReceiveOptions, now time.Time, cb *
 	return nil
 }
 
-// claimsDID reports whether from reads as a DID: "did:" in any case,
-// after any leading spaces, control or format characters (a BOM, a
-// zero-width space), which a reader that trims or shows it would drop. A
-// DID names a key its holder signs with, so an unsigned envelope claiming
-// one is a stripped proof or a forgery, whose to and channel nobody
-// vouches for (AGH-12).
-func claimsDID(from string) bool {
-	from = strings.TrimLeftFunc(from, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) })
-	return len(from) >= 4 && strings.EqualFold(from[:4], "did:")
+// plainPeerID reports whether from is a peer id an unsigned envelope may
+// carry (AGH-12, AGH-14): ASCII letters, digits and ". _ - @ / + ~" only,
+// as the page's peer ids ("designer.session-19"). A DID names a key its
+// holder signs with, so an unsigned envelope claiming one is a stripped
+// proof or a forgery whose to and channel nobody vouches for; and every
+// spelling a reader may turn into a DID holds a ':' or something that
+// encodes one: "DID:KEY:", a leading blank or BOM a reader trims, a
+// zero-width space it drops, "did%3Akey", a fullwidth colon NFKC maps to
+// ':', a Cyrillic і that shows as i, "did&#58;" or "did=3A". None of them
+// is written in this alphabet.
+func plainPeerID(from string) bool {
+	for i := range len(from) {
+		switch c := from[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("._-@/+~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return from != ""
 }
 
 // decodeSig decodes an Ed25519 signature written in the one spelling

@@ -37,3 +37,44 @@ func TestCaseVariantIsWhatEncodingJSONTakesForTheMember(t *testing.T) {
 }
 
 func quoteName(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestSpellingVariantIsEveryNameAFoldingReaderTakesForTheMember: Variant
+// flags every name encoding/json (Unicode simple folding), protojson (the
+// proto field name beside the JSON name) or encoding/json/v2 matching
+// names case-insensitively (folding, '_' and '-' left out) takes for a
+// known member without being it, and nothing a reader keeps apart
+// (fullwidth letters, a dotless or dotted I, a name one letter off);
+// Spelt flags the same names and the known names themselves.
+func TestSpellingVariantIsEveryNameAFoldingReaderTakesForTheMember(t *testing.T) {
+	sp := NewSpellings("expires_at", "supportedInterfaces")
+	for _, tc := range []struct {
+		name    string
+		variant bool
+	}{
+		{"expires_at", false}, {"supportedInterfaces", false},
+		{"EXPIRES_AT", true}, {"expiresAt", true}, {"expires-at", true}, {"Expires__At", true},
+		{"e-x-p-i-r-e-s-a-t", true}, {"expire\u017f_at", true}, {"supported_interfaces", true},
+		{"supported-interfaces", true}, {"SUPPORTEDINTERFACE\u017f", true},
+		{"expires", false}, {"expires_at_", true}, {"expires.at", false}, {"expires at", false},
+		{"ｅｘｐｉｒｅｓ＿ａｔ", false}, {"supported\u0130nterfaces", false}, {"supported\u0131nterfaces", false},
+		{"", false}, {"_", false}, {"-", false},
+	} {
+		if got := sp.Variant(Object{{Name: tc.name, Value: "x"}}); got != tc.variant {
+			t.Errorf("%q: Variant %v, want %v", tc.name, got, tc.variant)
+		}
+		exact := tc.name == "expires_at" || tc.name == "supportedInterfaces"
+		if got := sp.Spelt(tc.name); got != (tc.variant || exact) {
+			t.Errorf("%q: Spelt %v, want %v", tc.name, got, tc.variant || exact)
+		}
+		var known struct {
+			ExpiresAt string `json:"expires_at"`
+			Supported string `json:"supportedInterfaces"`
+		}
+		if err := json.Unmarshal([]byte(`{`+quoteName(tc.name)+`:"x"}`), &known); err != nil {
+			t.Fatal(err)
+		}
+		if taken := known.ExpiresAt == "x" || known.Supported == "x"; taken && !exact && !tc.variant {
+			t.Errorf("%q: encoding/json takes it for a known member, Variant passes it", tc.name)
+		}
+	}
+}
