@@ -6,10 +6,12 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -28,20 +30,55 @@ type Client struct {
 }
 
 // Dial connects to the admin socket at path; it fails fast when nothing
-// listens there.
+// listens there, and refuses (admin_socket) a socket served by a process
+// of another user than this one's: every connection the Client makes is
+// checked so (dialOwn) before a byte of a request is sent, as the server
+// serves only its own user (peerCheck).
 func Dial(path string) (*Client, error) {
-	c, err := net.DialTimeout("unix", path, 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	c, err := dialOwn(ctx, path)
+	cancel()
 	if err != nil {
-		return nil, amp.Named(0, "admin_socket", "no agent answers on the admin socket").WithCause(err)
+		return nil, err
 	}
 	c.Close()
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
+		return dialOwn(ctx, path)
 	}}
 	ac := &Client{path: path, http: &http.Client{Transport: tr}}
 	ac.Registry.client = ac
 	return ac, nil
+}
+
+// ErrForeignSocket is the cause of the admin_socket refusal of a socket
+// served by another user than this process's (errors.Is): not an agent
+// of this store's user, whatever listens there.
+var ErrForeignSocket = errors.New("the admin socket is another user's")
+
+// dialOwn connects to the admin socket at path and keeps the connection
+// only when the process that listens there is of this process's user
+// (SO_PEERCRED, LOCAL_PEERCRED: the server's credentials, which no file
+// mode or owner of the path can forge). A socket another user created
+// where the agent's should be (a folder others may write, an agent
+// listening elsewhere or not yet) would otherwise be sent the operator's
+// bundles, trust changes and statements, and have its forged answers
+// printed as the store's. Where the system cannot tell the peer, every
+// socket is refused, as the server refuses every peer there.
+func dialOwn(ctx context.Context, path string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, amp.Named(0, "admin_socket", "no agent answers on the admin socket").WithCause(err)
+	}
+	switch uid := connUID(c); {
+	case uid < 0:
+		c.Close()
+		return nil, amp.Named(0, "admin_socket", "cannot tell which user serves the admin socket; refusing it")
+	case uid != os.Getuid():
+		c.Close()
+		return nil, amp.Named(0, "admin_socket", "the admin socket is served by another user (uid %d), not this one (uid %d); refusing it", uid, os.Getuid()).WithCause(ErrForeignSocket)
+	}
+	return c, nil
 }
 
 // Path returns the socket path.
@@ -103,6 +140,10 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ct
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		var refused *amp.Error
+		if errors.As(err, &refused) && amp.NameOf(refused) == "admin_socket" {
+			return refused // dialOwn's: no agent, or another user's socket
+		}
 		return amp.Named(0, "admin_socket", "the agent did not answer on the admin socket").WithCause(err)
 	}
 	defer resp.Body.Close()

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -83,7 +84,7 @@ func Ops() []Operation {
 		opTrustAdd(), opTrustRemove(), opTrustList(), opTrustSetThreshold(), opTrustThresholds(), opTrustChains(), opTrustRefused(), opTrustPolicy(),
 		opFreshnessPolicy(), opSetFreshnessPolicy(), opResetHeartbeat(),
 		opRevocation(), opRotation(), opHeartbeat(), opStatements(), opHeartbeats(), opHasStatement(),
-		opRefusedAt(), opCheckImport(),
+		opRefusedAt(), opCheckImport(), opTypeClaims(),
 	}
 }
 
@@ -338,6 +339,11 @@ type Catalog struct {
 	// Aliases entry. Absent from an older agent's document, whose
 	// ambiguous types then name no capability.
 	TypeClaims map[string][]string `json:"type_claims"`
+	// TypeClaimsMore: types were left out of TypeClaims (beyond
+	// MaxTypeClaims or MaxTypeClaimsTotal); their claims come by pages
+	// (GET /v1/catalog/claims, Registry.TypeClaims). Absent from an
+	// older agent's document.
+	TypeClaimsMore bool `json:"type_claims_more,omitempty"`
 }
 
 // MaxTypeClaims and MaxTypeClaimsTotal bound the catalog document's
@@ -347,10 +353,13 @@ type Catalog struct {
 // ambiguous types by the aliases installed bundles carry: neither bound
 // is one an operator chose. A type beyond MaxTypeClaims, and the types
 // (in sorted order) beyond MaxTypeClaimsTotal in all, are left out of
-// type_claims: through the socket such a type names no capability (4002,
-// as in an older agent's document), never some of its claims, which
-// could leave a caller one squatter's claim as the answer
-// (docs/SPEC-DECISIONS.md CAP-8).
+// type_claims whole, never some of its claims, which could leave a caller
+// one squatter's claim as the answer (docs/SPEC-DECISIONS.md CAP-8), and
+// the document says so (type_claims_more): a Client then reads every
+// claim by pages of at most MaxTypeClaimsTotal claims
+// (opTypeClaims), all of one generation, so that such a type resolves
+// through the socket as in the store. MaxTypeClaimsTotal also bounds a
+// page.
 const (
 	MaxTypeClaims      = 64
 	MaxTypeClaimsTotal = 4096
@@ -358,7 +367,8 @@ const (
 
 // boundedTypeClaims returns the claims of each type c's Aliases maps to
 // resolver.AmbiguousAlias, within MaxTypeClaims per type and
-// MaxTypeClaimsTotal in all.
+// MaxTypeClaimsTotal in all (fewer types than ambiguousTypes: some were
+// left out).
 func boundedTypeClaims(c *resolver.Catalog) map[string][]string {
 	out := map[string][]string{}
 	total := 0
@@ -376,6 +386,149 @@ func boundedTypeClaims(c *resolver.Catalog) map[string][]string {
 	return out
 }
 
+// ambiguousTypes counts the types aliases maps to resolver.AmbiguousAlias.
+func ambiguousTypes(aliases map[string]string) int {
+	n := 0
+	for _, name := range aliases {
+		if name == resolver.AmbiguousAlias {
+			n++
+		}
+	}
+	return n
+}
+
+// claimsPage is a page of the claims of every ambiguous type
+// (opTypeClaims): the claims in (type, name) order from the from-th, at
+// most MaxTypeClaimsTotal of them (a type's may run on into the next
+// page), the index of the next page's first claim (0: none), and the
+// number of claims in all pages (a reader that has not got that many has
+// not got them all).
+type claimsPage struct {
+	Generation uint64              `json:"generation"`
+	TypeClaims map[string][]string `json:"type_claims"`
+	Next       uint64              `json:"next,omitempty"`
+	Total      uint64              `json:"total"`
+}
+
+// typeClaimsFrom is the page of c's ambiguous types' claims from the
+// from-th claim, at most limit claims (no bound when limit < 0).
+func typeClaimsFrom(c *resolver.Catalog, from uint64, limit int) *claimsPage {
+	p := &claimsPage{Generation: c.Generation, TypeClaims: map[string][]string{}}
+	var i uint64
+	n := 0
+	for _, typ := range slices.Sorted(maps.Keys(c.Aliases)) {
+		if c.Aliases[typ] != resolver.AmbiguousAlias {
+			continue
+		}
+		names := c.TypeClaims(typ)
+		if i+uint64(len(names)) <= from || p.Next != 0 {
+			i += uint64(len(names))
+			continue
+		}
+		for _, name := range names {
+			if i >= from && p.Next == 0 {
+				if n == limit {
+					p.Next = i
+				} else {
+					p.TypeClaims[typ] = append(p.TypeClaims[typ], name)
+					n++
+				}
+			}
+			i++
+		}
+	}
+	p.Total = i
+	return p
+}
+
+// claimsRequest is the query of a page of claims: the index of its first
+// claim (decimal; absent: 0).
+type claimsRequest struct {
+	From string `json:"from"`
+}
+
+// maxClaimsRestarts is how many times a Client reads the claims again
+// when the store changed between two of their pages (or between the
+// catalog document and them) before it answers busy.
+const maxClaimsRestarts = 3
+
+// errStoreChanging answers a catalog whose claims could not be read at one
+// generation within maxClaimsRestarts tries.
+func errStoreChanging() error {
+	return amp.Named(amp.CodeOverloaded, "busy", "the store changed %d times while its catalog was read through the admin socket; retry", maxClaimsRestarts)
+}
+
+// opTypeClaims answers the claims of every ambiguous type by pages
+// (claimsPage), so that a type the catalog document left out (beyond
+// MaxTypeClaims or MaxTypeClaimsTotal) is read whole, each answer
+// bounded. A Client reads every page, restarting when the generation
+// moves between them (errStoreChanging after maxClaimsRestarts).
+func opTypeClaims() *Op[claimsRequest, *claimsPage] {
+	return &Op[claimsRequest, *claimsPage]{
+		Spec: Spec{Name: "TypeClaims", Method: get, Path: "/v1/catalog/claims"},
+		Run: func(s *resolver.Store, req claimsRequest) (*claimsPage, error) {
+			from := uint64(0)
+			if req.From != "" {
+				var err error
+				if from, err = strconv.ParseUint(req.From, 10, 64); err != nil {
+					return nil, amp.Named(0, "bad_request", "from must be a decimal claim index")
+				}
+			}
+			c, err := s.Catalog()
+			if err != nil {
+				return nil, err
+			}
+			return typeClaimsFrom(c, from, MaxTypeClaimsTotal), nil
+		},
+		send: func(c *Client, _ claimsRequest) (*claimsPage, error) {
+			for range maxClaimsRestarts {
+				all, ok, err := readClaimPages(c)
+				if err != nil || ok {
+					return all, err
+				}
+			}
+			return nil, errStoreChanging()
+		},
+	}
+}
+
+// readClaimPages reads every page of claims through c; ok is false when
+// the store's generation moved between two pages (read them again).
+func readClaimPages(c *Client) (all *claimsPage, ok bool, err error) {
+	var from uint64
+	for first := true; ; first = false {
+		// One page: the route as a plain GET (the entry without send).
+		p, err := Call(c, &Op[claimsRequest, *claimsPage]{Spec: opTypeClaims().Spec}, claimsRequest{From: strconv.FormatUint(from, 10)})
+		if err != nil {
+			return nil, false, err
+		}
+		n := 0
+		for _, names := range p.TypeClaims {
+			n += len(names)
+		}
+		switch {
+		case first:
+			all = &claimsPage{Generation: p.Generation, TypeClaims: map[string][]string{}, Total: p.Total}
+		case p.Generation != all.Generation:
+			return nil, false, nil
+		}
+		// Each page moves on by what it carries, within the bound, and
+		// the last ends at the total: no loop, no part taken for all.
+		to := from + uint64(n)
+		if n > MaxTypeClaimsTotal || p.Total != all.Total || to > all.Total ||
+			(p.Next != 0 && (n == 0 || p.Next != to)) || (p.Next == 0 && to != all.Total) {
+			return nil, false, amp.Named(0, "admin_socket", "the agent's page of type claims does not follow the previous one")
+		}
+		for typ, names := range p.TypeClaims {
+			all.TypeClaims[typ] = append(all.TypeClaims[typ], names...)
+		}
+		if p.Next == 0 {
+			return all, true, nil
+		}
+		from = p.Next
+	}
+}
+
 // CatalogEntry is one installed descriptor.
 type CatalogEntry struct {
 	BundleID   string                `json:"bundle_id"`
@@ -390,8 +543,9 @@ func opCatalog() *Op[none, *Catalog] {
 			if err != nil {
 				return nil, err
 			}
-			out := &Catalog{Generation: c.Generation, Aliases: c.Aliases, Entries: []CatalogEntry{},
-				TypeClaims: boundedTypeClaims(c)}
+			out := &Catalog{Generation: c.Generation, Aliases: c.Aliases, Entries: []CatalogEntry{}}
+			out.TypeClaims = boundedTypeClaims(c)
+			out.TypeClaimsMore = len(out.TypeClaims) < ambiguousTypes(c.Aliases)
 			for _, name := range c.Names {
 				for _, e := range c.ByName[name] {
 					out.Entries = append(out.Entries, CatalogEntry{BundleID: e.BundleID, Descriptor: e.Descriptor})
@@ -412,23 +566,61 @@ type auditDoc struct {
 	Head     string                `json:"head"`
 	Verified bool                  `json:"verified"`
 	Error    *errorDoc             `json:"error,omitempty"`
+	// Count, in the answer of ?entries=0 only, is the number of entries
+	// the log had at that moment (Entries is then empty): a Client asks
+	// ?through=Count for them when it needs them (auditSnapshot).
+	Count *uint64 `json:"count,omitempty"`
 	// err is the verdict's own error (a local store's: it keeps its code).
 	err error
 }
 
-func opAudit() *Op[none, *auditDoc] {
-	return &Op[none, *auditDoc]{
+// auditRequest is the query of GET /v1/audit: entries=0 leaves the
+// entries out (their number says how many there were); through=N gives
+// the first N entries alone (those of a snapshot taken with entries=0:
+// the log only grows, so they are that moment's). Absent (as an older
+// client sends), the whole log.
+type auditRequest struct {
+	Entries string `json:"entries"`
+	Through string `json:"through"`
+}
+
+// opAudit answers the audit log, its head and its verdict in one
+// document. The head and verdict alone (entries=0) are what 'ampbundle
+// check' and a catalog over a held store need: a few hundred bytes, where
+// the log, which only grows, would cost its whole length on the socket at
+// every check and, past the client's answer bound, fail it
+// (docs/SPEC-DECISIONS.md ADMIN-3).
+func opAudit() *Op[auditRequest, *auditDoc] {
+	return &Op[auditRequest, *auditDoc]{
 		Spec: Spec{Name: "Audit", Also: []string{"AuditHead", "VerifyAudit"}, Method: get, Path: "/v1/audit"},
-		Run: func(s *resolver.Store, _ none) (*auditDoc, error) {
+		Run: func(s *resolver.Store, req auditRequest) (*auditDoc, error) {
+			var through uint64
+			if req.Through != "" {
+				n, err := strconv.ParseUint(req.Through, 10, 64)
+				if err != nil {
+					return nil, amp.Named(0, "bad_request", "through must be a decimal number of entries")
+				}
+				through = n
+			}
 			entries, err := s.Audit()
 			if err != nil {
 				return nil, err
+			}
+			if req.Through != "" {
+				if through > uint64(len(entries)) {
+					return nil, amp.Named(0, "bad_request", "through names more entries than the log holds")
+				}
+				return &auditDoc{Entries: entries[:through], Verified: true}, nil
 			}
 			head, err := s.AuditHead()
 			if err != nil {
 				return nil, err
 			}
 			doc := &auditDoc{Entries: entries, Head: fmt.Sprintf("%x", head), Verified: true}
+			if req.Entries == "0" {
+				n := uint64(len(entries))
+				doc.Entries, doc.Count = nil, &n
+			}
 			if doc.err = s.VerifyAudit(); doc.err != nil {
 				doc.Verified = false
 				e := amp.AsError(doc.err)

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -103,11 +104,61 @@ func (r *Registry) Catalog() (*resolver.Catalog, error) {
 	if r.local != nil {
 		return r.local.Catalog()
 	}
-	doc, err := call(r, opCatalog(), none{})
-	if err != nil {
-		return nil, err
+	for range maxClaimsRestarts {
+		doc, err := call(r, opCatalog(), none{})
+		if err != nil {
+			return nil, err
+		}
+		if !doc.TypeClaimsMore {
+			return catalogOf(doc), nil
+		}
+		// Types the document left out: every claim, by pages, of the
+		// document's generation.
+		claims, gen, err := r.TypeClaims()
+		if err != nil {
+			return nil, err
+		}
+		if gen == doc.Generation {
+			return catalogWithClaims(doc, claims), nil
+		}
 	}
-	return catalogOf(doc), nil
+	return nil, errStoreChanging()
+}
+
+// TypeClaims returns every claim of each legacy type that bundles of
+// several authorities claim (resolver.Catalog.TypeClaims of each type
+// Aliases maps to resolver.AmbiguousAlias), sorted, and the generation
+// they were read at. Through the socket it is read by pages of at most
+// MaxTypeClaimsTotal claims, all of one generation (busy when the store
+// kept changing); through an older agent's socket, unsupported.
+func (r *Registry) TypeClaims() (map[string][]string, uint64, error) {
+	if r.local != nil {
+		c, err := r.local.Catalog()
+		if err != nil {
+			return nil, 0, err
+		}
+		p := typeClaimsFrom(c, 0, -1)
+		return p.TypeClaims, p.Generation, nil
+	}
+	p, err := call(r, opTypeClaims(), claimsRequest{})
+	if err != nil {
+		return nil, 0, err
+	}
+	return p.TypeClaims, p.Generation, nil
+}
+
+// catalogWithClaims is the catalog doc describes, its ambiguous types'
+// claims being paged, every one of them read by pages (Registry.TypeClaims)
+// at doc's generation, in place of its type_claims.
+func catalogWithClaims(doc *Catalog, paged map[string][]string) *resolver.Catalog {
+	claims := make(map[string][]string, len(doc.Aliases))
+	for typ, name := range doc.Aliases {
+		claims[typ] = []string{name}
+		if names := paged[typ]; name == resolver.AmbiguousAlias && len(names) > 0 {
+			claims[typ] = names
+		}
+	}
+	return catalogOf(&Catalog{Generation: doc.Generation, Entries: doc.Entries, Aliases: doc.Aliases}).WithTypeClaims(claims)
 }
 
 // catalogOf is the catalog a document of the socket describes.
@@ -141,26 +192,42 @@ func catalogOf(doc *Catalog) *resolver.Catalog {
 // Check runs the store check.
 func (r *Registry) Check() ([]resolver.Problem, error) { return call(r, opCheck(), none{}) }
 
-// auditSnapshot takes the audit log, chain head and verdict in one
-// operation, once per Registry: Audit, AuditHead and VerifyAudit of one
-// Registry describe the same moment (a later change needs a new one).
-func (r *Registry) auditSnapshot() (*auditDoc, error) {
+// auditSnapshot takes the audit chain's head and verdict in one
+// operation, once per Registry, and with withEntries the log of that same
+// moment: Audit, AuditHead and VerifyAudit of one Registry describe the
+// same moment (a later change needs a new one). The head and verdict are
+// taken without the log (?entries=0, with the number of its entries), so
+// that AuditHead costs a few hundred bytes whatever the log's length; the
+// log is then asked for as that many first entries (?through=N), which
+// are that moment's since the log only grows. An older agent answers the
+// whole log every time: kept as the snapshot.
+func (r *Registry) auditSnapshot(withEntries bool) (*auditDoc, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.audit != nil {
-		return r.audit, nil
+	if r.audit == nil {
+		doc, err := call(r, opAudit(), auditRequest{Entries: "0"})
+		if err != nil {
+			return nil, err
+		}
+		r.audit = doc
 	}
-	doc, err := call(r, opAudit(), none{})
-	if err != nil {
-		return nil, err
+	if withEntries && r.audit.Count != nil {
+		n := *r.audit.Count
+		doc, err := call(r, opAudit(), auditRequest{Through: strconv.FormatUint(n, 10)})
+		if err != nil {
+			return nil, err
+		}
+		if uint64(len(doc.Entries)) != n {
+			return nil, amp.Named(0, "admin_socket", "the agent answered %d audit entries of a snapshot of %d", len(doc.Entries), n)
+		}
+		r.audit.Entries, r.audit.Count = doc.Entries, nil
 	}
-	r.audit = doc
-	return doc, nil
+	return r.audit, nil
 }
 
 // Audit returns the audit log, oldest first.
 func (r *Registry) Audit() ([]resolver.AuditEntry, error) {
-	doc, err := r.auditSnapshot()
+	doc, err := r.auditSnapshot(true)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +236,7 @@ func (r *Registry) Audit() ([]resolver.AuditEntry, error) {
 
 // AuditHead returns the hash of the last audit entry.
 func (r *Registry) AuditHead() ([]byte, error) {
-	doc, err := r.auditSnapshot()
+	doc, err := r.auditSnapshot(false)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +245,7 @@ func (r *Registry) AuditHead() ([]byte, error) {
 
 // VerifyAudit checks the audit chain.
 func (r *Registry) VerifyAudit() error {
-	doc, err := r.auditSnapshot()
+	doc, err := r.auditSnapshot(false)
 	switch {
 	case err != nil:
 		return err

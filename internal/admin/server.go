@@ -298,7 +298,13 @@ func Listen(path string) (net.Listener, error) {
 			return nil, amp.Named(0, "admin_socket", "the admin socket path exists and is not a socket")
 		}
 		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+			uid := connUID(c)
 			c.Close()
+			if uid >= 0 && uid != os.Getuid() {
+				// Not an agent of this user: say so (ADMIN-1), the
+				// operator must remove it, not look for an agent.
+				return nil, amp.Named(0, "admin_socket", "another user's process (uid %d) listens on the admin socket path", uid).WithCause(ErrForeignSocket)
+			}
 			return nil, amp.Named(0, "admin_socket", "another agent already listens on the admin socket")
 		}
 		if err := os.Remove(path); err != nil {
