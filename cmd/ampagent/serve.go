@@ -28,6 +28,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -114,6 +115,17 @@ type execHandler struct {
 	// MaxResultBytes is the program's largest result, in bytes of the reply
 	// that carries it (default: the config's max_result_bytes).
 	MaxResultBytes int64 `json:"max_result_bytes"`
+
+	// maxItems is the agent's item budget of a result, the config's
+	// max_param_items (0: offlineschema.DefaultMaxItems, the agent's
+	// default), set by loadServeConfig: runProgram refuses an output over it
+	// before parsing it.
+	maxItems int
+	// rules are the config's allow rules, set by loadServeConfig: its
+	// log lines say whether they name the caller (caller=named, which
+	// --log-rate never holds back) or not (caller=other), as the agent's
+	// message lines do (CLI-36).
+	rules agent.Rules
 }
 
 func serveCommand(env *cliutil.Env) *cli.Command {
@@ -418,7 +430,14 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 		cmd.WaitDelay = 2 * time.Second
 		start := time.Now()
 		err = cmd.Run()
-		plog := log.With("capability", capID, "id", agent.MessageIDFrom(ctx), "duration", time.Since(start))
+		// The group is the handler's: what the program left running dies
+		// with it, whatever the outcome (CLI-34).
+		killGroup(cmd)
+		caller := "other"
+		if agent.PrincipalOf(h.rules, agent.CallerFrom(ctx)) != agent.SharedPrincipal {
+			caller = "named"
+		}
+		plog := log.With("capability", capID, "id", agent.MessageIDFrom(ctx), "caller", caller, "duration", time.Since(start))
 		switch {
 		case stdout.Over():
 			met.handlerRun(capID, "output_too_large")
@@ -438,6 +457,16 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 			plog.Warn("handler program failed", "err", err, "stderr", excerpt, "stderr_truncated", cut)
 			return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
 		}
+		// Counted before it is parsed: a value expands to about 230 bytes,
+		// and the agent refuses a result over its item budget after the
+		// parse anyway (CLI-35).
+		maxItems := h.maxItems
+		limit.Default(&maxItems, offlineschema.DefaultMaxItems)
+		if jsonValuesOver(stdout.Bytes(), maxItems) {
+			met.handlerRun(capID, "output_too_large")
+			plog.Warn("handler program printed a result of more values than the agent accepts; not parsed", "limit", maxItems)
+			return nil, amp.Named(amp.CodeInternalError, "invalid_result", "the capability produced an invalid result")
+		}
 		out, err := offlineschema.ValueFromJSON(stdout.Bytes())
 		if err != nil {
 			met.handlerRun(capID, "invalid_json")
@@ -447,6 +476,71 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 		met.handlerRun(capID, "")
 		return out, nil
 	}
+}
+
+// jsonValuesOver reports whether the JSON text data holds more than most
+// values as offlineschema.ValueFromCBORBudget counts them (the top value,
+// every array element and every object member's value; keys do not
+// count). It scans once without allocating, outside strings: one, plus
+// each ':', each '[' not followed by ']' and each ',' between array
+// elements, exactly the agent's count for valid JSON, so that a text it
+// finds over is over for the agent's budget too; text that is not JSON is
+// the parse's to refuse, as invalid_result either way. Commas nested
+// deeper than offlineschema.MaxDepth are not counted: the parse refuses
+// that nesting.
+func jsonValuesOver(data []byte, most int) bool {
+	var inArray [offlineschema.MaxDepth + 2]bool
+	n, depth, inString := 1, 0, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++ // the escaped byte, a quote included
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+			if depth < len(inArray) {
+				inArray[depth] = c == '['
+			}
+			if c == '[' && !emptyArray(data[i+1:]) {
+				n++ // its first element
+			}
+		case ']', '}':
+			depth = max(depth-1, 0)
+		case ':':
+			n++
+		case ',':
+			if depth < len(inArray) && inArray[depth] {
+				n++
+			}
+		}
+		if n > most {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyArray reports whether rest, what follows a '[', closes the array
+// after JSON whitespace at most. The whitespace it skips follows one '['
+// only: the scan of jsonValuesOver stays linear.
+func emptyArray(rest []byte) bool {
+	for _, c := range rest {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == ']'
+	}
+	return false
 }
 
 // cappedWriter keeps at most max bytes and notes whether more came; with

@@ -81,6 +81,7 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.resolveHandlers()
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = defaultMaxConns
 	}
@@ -260,6 +261,18 @@ func validateHandlers(handlers map[string]execHandler) error {
 		}
 	}
 	return nil
+}
+
+// resolveHandlers gives each handler program what runProgram takes from
+// the rest of the config: the agent's item budget of a result
+// (max_param_items), which it checks before parsing an output (CLI-35),
+// and the allow rules, which say whether its log lines are a named
+// caller's (CLI-36).
+func (cfg *serveConfig) resolveHandlers() {
+	for id, h := range cfg.Handlers {
+		h.maxItems, h.rules = cfg.MaxParamItems, cfg.rules
+		cfg.Handlers[id] = h
+	}
 }
 
 // validateServe checks what only serve has: its listeners face the

@@ -1,0 +1,51 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestHandlerBackgroundChildDiesWithIt: a caller's params make a handler
+// program start a background child (a shell script's "cmd &", a helper
+// that hangs on hostile input) and exit 0 with its result (threat: the
+// group killed only when the invocation's context ends, so that a program
+// that returns in time leaves its children running, counted against
+// nothing, not the overdue handlers, not the requests in flight: each
+// invocation adds a process for good). The group is the handler's and is
+// killed once the program returned, whatever the outcome (CLI-34).
+func TestHandlerBackgroundChildDiesWithIt(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	script := `sleep 60 </dev/null >/dev/null 2>&1 & echo $! > "$1"; echo 1`
+	h := runProgram("org.example.spawn:1.0.0", execHandler{Command: []string{"/bin/sh", "-c", script, "sh", pidFile}}, slog.New(slog.DiscardHandler), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := h(ctx, map[string]any{}); err != nil {
+		t.Fatalf("the handler failed: %v", err)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		t.Fatalf("child pid %q", data)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) }) // the test's own child, if it survived
+	// SIGKILL is delivered at once; its reaping by whoever adopted the
+	// child may take a moment: 2 s is generous.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if !alive(pid) { // serve_test.go
+			return
+		}
+	}
+	t.Fatalf("the handler's background child %d still runs after the handler returned", pid)
+}
