@@ -36,17 +36,21 @@ const (
 	// an omitted artifact the base does not carry, a header no manifest
 	// signer signed).
 	ErrDeltaMismatch amp.ErrName = "delta_mismatch"
-	// ErrDeltaBaseMissing: the store does not hold the exact base a delta
-	// names.
+	// ErrDeltaBaseMissing: the store does not hold the base release a
+	// delta names (its bundle_id at its version).
 	ErrDeltaBaseMissing amp.ErrName = "delta_base_missing"
 )
 
-// BaseRef names the exact bundle a delta applies to.
+// BaseRef names the bundle a delta applies to: the release (bundle_id and
+// version) and the signed manifest the delta was built against.
 type BaseRef struct {
 	BundleID string `cbor:"bundle_id"`
 	Version  uint64 `cbor:"version"`
 	// ManifestSHA256 is the SHA-256 of the base's signed manifest (item 0
-	// of the base bundle file, the COSE_Sign bytes exactly).
+	// of the base bundle file, the COSE_Sign bytes exactly). It says which
+	// file the writer read; a reader does not require it of the base it
+	// holds, since another copy of the release (other signatures,
+	// FORMAT.md §12.3) may be what it kept.
 	ManifestSHA256 []byte `cbor:"manifest_sha256"`
 }
 
@@ -278,11 +282,14 @@ func (r *Reader) checkDelta(hdrSigners []*TrustedKey) error {
 func (r *Reader) Delta() *Delta { return r.delta }
 
 // CheckBase checks that the manifest baseSigned (the signed manifest of a
-// base, as installed or as item 0 of the base file) is the exact base the
-// delta names, and that it carries every artifact the delta omits (the
-// same hash, size and media type). It is what makes the omitted artifacts
-// verifiable: their bytes are the base's, whose hashes the base's own
-// signature covers.
+// base, as installed or as item 0 of the base file) is of the base release
+// the delta names (its bundle_id at its version; else delta_base_missing),
+// and that it carries every artifact the delta omits (the same hash, size
+// and media type; else delta_mismatch). Its signed manifest's hash need not
+// equal the header's: the base only supplies bytes, and every omitted
+// artifact is checked against the delta's own signed manifest, so another
+// copy of the release, or another payload of that version, cannot make a
+// reader take bytes that manifest does not name (FORMAT.md §12.4).
 func (r *Reader) CheckBase(baseSigned []byte) error {
 	if r.delta == nil {
 		return nil
@@ -292,7 +299,7 @@ func (r *Reader) CheckBase(baseSigned []byte) error {
 		return err
 	}
 	want := r.delta.Base
-	if ref.BundleID != want.BundleID || ref.Version != want.Version || !bytes.Equal(ref.ManifestSHA256, want.ManifestSHA256) {
+	if ref.BundleID != want.BundleID || ref.Version != want.Version {
 		return fail(ErrDeltaBaseMissing, "delta needs base %s; the base given is %s", want, ref)
 	}
 	idx := contentIndex(bm)

@@ -11,11 +11,26 @@ import (
 )
 
 // Importing a delta bundle (docs/FORMAT.md §12): the store must hold the
-// exact base the delta names; the artifacts the delta omits are the base's
-// blobs, checked against the full manifest before they are referenced.
+// release the delta names as its base (its bundle_id at its version); the
+// artifacts the delta omits are the base's blobs, checked against the full
+// manifest before they are referenced.
+//
+// The installed copy at the base version is the base whatever its signed
+// manifest's hash (BUNDLE-21): the signature list is covered by no
+// signature, so the copy a store kept first (BUNDLE-8) may differ from the
+// publisher's file the delta names, and naming the base by that hash alone
+// would refuse every delta of the line there. The base decides nothing
+// about what is installed: each omitted artifact must be listed with the
+// same bytes by the installed base's manifest (Reader.CheckBase) and is
+// checked against the new signed manifest (fromBase).
 
 // deltaBase is what an import of a delta takes from the installed base.
 type deltaBase struct {
+	// ref names the installed copy the import takes from: the delta's base
+	// bundle_id and version, and the SHA-256 of the signed manifest the
+	// store holds for them (which may differ from the header's, BUNDLE-21).
+	// The commit requires that very copy still installed (checkBaseStill):
+	// its blobs are what the import references.
 	ref bundle.BaseRef
 	// schemaIDs maps a blob of the base to the top-level $id of its schema
 	// artifact: the same bytes declare the same $id, so an omitted schema
@@ -34,8 +49,10 @@ type deltaBase struct {
 // a DID document is checked for scope, other media types are not.
 type takenKey struct{ blob, mediaType string }
 
-// loadDeltaBase checks that the store holds the exact base of the delta
-// br reads, and collects what the import takes from it.
+// loadDeltaBase checks that the store holds the base release of the delta
+// br reads (its bundle_id at its version; no other installed version is
+// ever taken for it) listing every artifact the delta omits, and collects
+// what the import takes from it.
 func loadDeltaBase(tx *bolt.Tx, br *bundle.Reader) (*deltaBase, error) {
 	d := br.Delta()
 	raw := bucket(tx, bBundles).Get([]byte(d.Base.BundleID))
@@ -46,13 +63,15 @@ func loadDeltaBase(tx *bolt.Tx, br *bundle.Reader) (*deltaBase, error) {
 	if err := decode(raw, &rec); err != nil {
 		return nil, err
 	}
-	if sum := sha256.Sum256(rec.Signed); rec.Version != d.Base.Version || !bytes.Equal(sum[:], d.Base.ManifestSHA256) {
-		return nil, fail(bundle.ErrDeltaBaseMissing, "delta needs base %s installed; the store holds %s version %d (a different manifest); import the full bundle instead", d.Base, rec.BundleID, rec.Version)
+	if rec.Version != d.Base.Version {
+		return nil, fail(bundle.ErrDeltaBaseMissing, "delta needs base %s installed; the store holds %s version %d; import the full bundle instead", d.Base, rec.BundleID, rec.Version)
 	}
 	if err := br.CheckBase(rec.Signed); err != nil {
 		return nil, err
 	}
-	base := &deltaBase{ref: d.Base, schemaIDs: map[string]string{}, taken: map[takenKey]staged{}}
+	sum := sha256.Sum256(rec.Signed)
+	ref := bundle.BaseRef{BundleID: d.Base.BundleID, Version: d.Base.Version, ManifestSHA256: sum[:]}
+	base := &deltaBase{ref: ref, schemaIDs: map[string]string{}, taken: map[takenKey]staged{}}
 	prefix := key2(d.Base.BundleID, "")
 	blobOf := map[string]string{}
 	c := bucket(tx, bIndex).Cursor()
@@ -72,8 +91,9 @@ func loadDeltaBase(tx *bolt.Tx, br *bundle.Reader) (*deltaBase, error) {
 	return base, nil
 }
 
-// checkBaseStill repeats, inside the final transaction, that the base is
-// the one the import was checked against.
+// checkBaseStill repeats, inside the final transaction, that the installed
+// base is the very copy the import was checked against: ref is
+// deltaBase.ref, the copy loadDeltaBase found.
 func checkBaseStill(tx *bolt.Tx, ref bundle.BaseRef) error {
 	raw := bucket(tx, bBundles).Get([]byte(ref.BundleID))
 	if raw == nil {

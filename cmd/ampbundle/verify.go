@@ -180,7 +180,8 @@ func reportDelta(env *cliutil.Env, c *cli.Context, r *bundle.Reader, s summary, 
 }
 
 // verifyBase verifies the full bundle at path (signatures, manifest, every
-// artifact) and checks that it is the exact base of the delta r and
+// artifact) and checks that it is the base release of the delta r (its
+// bundle_id at the version r names, BUNDLE-21) and
 // carries every artifact r omits: those artifacts are then verified, as
 // the base's artifacts, against the same hashes.
 func verifyBase(env *cliutil.Env, r *bundle.Reader, path string, policy *bundle.Policy) error {
