@@ -248,7 +248,7 @@ func (s *Store) foundRunning(k ledger.Key, kv *mvccpb.KeyValue) (ledger.ClaimRes
 		return ledger.ClaimResult{}, err
 	}
 	s.mu.Lock()
-	s.running[k] = entryRef{rev: kv.ModRevision, e: e, limit: e.reserve}
+	s.running[k] = entryRef{rev: kv.ModRevision, e: e, limit: e.reserve, uncounted: e.uncounted}
 	s.mu.Unlock()
 	return ledger.ClaimResult{Found: true, Record: ledger.Record{Expires: e.expires}}, nil
 }

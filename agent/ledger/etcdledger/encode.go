@@ -64,7 +64,13 @@ const (
 const (
 	stateRunning byte = 1
 	stateDone    byte = 2
-	valueVersion byte = 1
+	// stateUncounted is a running entry whose cost is on no usage counter
+	// (a remake that could not charge one: docs/SPEC-DECISIONS.md FLEET-20,
+	// review 35), so that whichever process finishes it, or makes it again,
+	// takes nothing off a counter (FLEET-22). It decodes as running, with
+	// uncounted set.
+	stateUncounted byte = 3
+	valueVersion   byte = 1
 )
 
 // ParseURL parses etcd://HOST:PORT[,HOST:PORT…][/PREFIX] into its
@@ -145,11 +151,15 @@ type entry struct {
 	end       int64     // the expiry bucket (and lease) end, unix seconds
 	principal [16]byte  // first 16 bytes of SHA-256(principal)
 	reply     []byte    // done: the reply (non-nil)
+	uncounted bool      // running, its cost on no counter (stateUncounted)
 }
 
 func (e entry) encode() []byte {
 	b := make([]byte, entryHeader, entryHeader+len(e.reply))
 	b[0], b[1] = valueVersion, e.state
+	if e.state == stateRunning && e.uncounted {
+		b[1] = stateUncounted
+	}
 	binary.BigEndian.PutUint64(b[2:], uint64(e.expires.UnixMilli()))
 	binary.BigEndian.PutUint32(b[10:], uint32(e.reserve))
 	binary.BigEndian.PutUint64(b[14:], uint64(e.end))
@@ -183,7 +193,8 @@ func decodeEntry(b []byte) (entry, error) {
 	}
 	reply := b[entryHeader:]
 	switch e.state {
-	case stateRunning:
+	case stateRunning, stateUncounted:
+		e.state, e.uncounted = stateRunning, e.state == stateUncounted
 		if len(reply) != 0 {
 			return bad("a running entry has reply bytes")
 		}

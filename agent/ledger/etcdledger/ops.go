@@ -104,8 +104,8 @@ func (s *Store) newEntry(k ledger.Key, now, expires time.Time, reserve int64, ol
 }
 
 // vanished is the charge of a running entry that went with its bucket
-// lease while its counter stayed (remake): cost, added to counter at
-// revision rev.
+// lease while its counter stayed (remake), or the old charge of an entry
+// that grow moves: cost, added to counter at revision rev.
 type vanished struct {
 	counter   string
 	cost, rev int64
@@ -136,8 +136,9 @@ func (v *vanished) takes(snap *usageSnap) int64 {
 // still holds is taken off it, and the remade entry's cost added to its
 // own; a counter that does not decode is left as it is, and when they
 // kept changing the last try writes neither (FLEET-14's rule: only that
-// charge or refund is lost; the entry is then uncounted, so Finish
-// refunds nothing off a counter that never held it). A try that fails on
+// charge or refund is lost; the entry is then uncounted, and written so
+// (stateUncounted, FLEET-22), so that no Finish on any process refunds
+// anything off a counter that never held it). A try that fails on
 // another's write is retried as one that fails on a stale guess.
 func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cost int64, gone *vanished, pl *principalLock) error {
 	phex := hexOf(e.principal)
@@ -267,7 +268,9 @@ func (m *making) txnOf(snap *usageSnap, charged bool, lease clientv3.LeaseID) ([
 	if m.claimed {
 		cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(m.ks.claim), "=", m.ci.rev))
 	}
-	ops := []clientv3.Op{clientv3.OpPut(m.ks.entry, string(m.e.encode()), clientv3.WithLease(lease))}
+	e := m.e
+	e.uncounted = !charged // marked so for every process (FLEET-22)
+	ops := []clientv3.Op{clientv3.OpPut(m.ks.entry, string(e.encode()), clientv3.WithLease(lease))}
 	if take > 0 && m.gone.counter == m.counter {
 		n -= take
 	} else if take > 0 { // kept on its own lease
@@ -292,8 +295,9 @@ func (s *Store) made(m *making, r *clientv3.TxnResponse, n int64, charged bool) 
 	}
 	s.mu.Lock()
 	ref := entryRef{rev: r.Header.Revision, e: m.e, charged: true, counter: n, counterRev: r.Header.Revision, limit: m.e.reserve}
-	if !charged {
+	if !charged { // written as such (txnOf)
 		ref.counter, ref.counterRev, ref.uncounted = 0, 0, true
+		ref.e.uncounted = true
 	}
 	s.running[m.k] = ref
 	s.charge(m.e.end, m.cost, 1)
@@ -321,9 +325,11 @@ func (m *making) refused(r *clientv3.TxnResponse) error {
 // reservation or a later bucket, in one transaction while the claim holds
 // and the entry is unchanged: the entry is written again (under the later
 // bucket's lease) and its charge moved to the counter of its bucket with
-// the new cost, compared on the principal's counters as markNew does.
-// Rare: a capability whose largest result is above the default, or a
-// handler's longest run past the message's expiry bucket.
+// the new cost, compared on the principal's counters as markNew does;
+// the old cost is taken off only the counter that holds it (made at or
+// before the entry's charge: FLEET-23). Rare: a capability whose largest
+// result is above the default, or a handler's longest run past the
+// message's expiry bucket.
 func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end int64) error {
 	dl := time.Now().Add(s.o.OpTimeout)
 	ce := ci.entry
@@ -344,6 +350,9 @@ func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end
 	u := usagePrefix(s.prefix, phex)
 	ks := keysOf(s.prefix, k)
 	counter := usageKey(s.prefix, phex, ne.end)
+	// The old charge, taken off only the counter made at or before it
+	// (never one made again since, its key's lease gone: FLEET-23).
+	held := &vanished{counter: ce.counter, cost: ce.cost, rev: ce.rev}
 	pl, err := s.hot.lock(u, dl)
 	if err != nil {
 		return err
@@ -359,7 +368,7 @@ func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end
 			return err
 		}
 		snap := pl.snap
-		over := func(sn *usageSnap) bool { return sn.sum-min(ce.cost, sn.vals[ce.counter])+cost > s.lim.PerCaller }
+		over := func(sn *usageSnap) bool { return sn.sum-held.takes(sn)+cost > s.lim.PerCaller }
 		if attempt > 0 || snap == nil || over(snap) { // never refuse on a guess
 			if snap, err = s.readUsage("mark", u); err != nil {
 				return err
@@ -369,16 +378,17 @@ func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end
 		if over(snap) {
 			return callerFull()
 		}
+		take := held.takes(snap) // the old charge, only where it still is
 		vals := map[string]int64{}
 		if counter == ce.counter {
-			vals[counter] = max(snap.vals[counter]-ce.cost, 0) + cost
+			vals[counter] = snap.vals[counter] - take + cost
 		} else {
-			vals[ce.counter] = max(snap.vals[ce.counter]-ce.cost, 0)
+			vals[ce.counter] = snap.vals[ce.counter] - take
 			vals[counter] = snap.vals[counter] + cost
 		}
 		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(ne.encode()), clientv3.WithLease(lease)),
 			clientv3.OpPut(counter, itoa(vals[counter]), clientv3.WithLease(lease))}
-		if counter != ce.counter {
+		if counter != ce.counter && take > 0 {
 			old := clientv3.OpPut(ce.counter, itoa(vals[ce.counter]), clientv3.WithLease(oldLease))
 			if vals[ce.counter] == 0 {
 				old = clientv3.OpDelete(ce.counter) // FLEET-19
@@ -647,12 +657,14 @@ func (s *Store) finishTxn(f *finishCall, attempt int) (cmp []clientv3.Cmp, ops [
 
 // finishRefund is the refund of f's try attempt (ok): comparisons on the
 // counter the entry was charged to and the operation that takes the
-// refund off it. None after maxRetries tries, without a refund, or once
-// the counter could not be read; the counter as marked here, or as this
+// refund off it. None after maxRetries tries, without a refund, once
+// the counter could not be read, or for an entry whose cost is on no
+// counter (uncounted: remade so, here or, as its value says, by another
+// process: FLEET-22); the counter as marked here, or as this
 // process last wrote it, is the first guess, read again on a later try
 // or when the guess is missing or too small.
 func (s *Store) finishRefund(f *finishCall, attempt int) (cmp []clientv3.Cmp, op clientv3.Op, ok bool) {
-	if attempt >= maxRetries || f.refund <= 0 || f.unread {
+	if attempt >= maxRetries || f.refund <= 0 || f.unread || f.ref.uncounted {
 		return nil, op, false
 	}
 	// As marked here, or as this process last wrote it: the first guess.
@@ -738,7 +750,6 @@ func (s *Store) remakeFinishing(f *finishCall) error {
 	ref := s.running[f.k]
 	s.mu.Unlock()
 	f.setEntry(ref)
-	f.unread = f.unread || ref.uncounted // none of it is on a counter
 	return nil
 }
 

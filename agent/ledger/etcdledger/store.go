@@ -110,8 +110,9 @@ type entryRef struct {
 	// asked for (e.reserve, what the entry charges, may be larger).
 	limit int64
 	// uncounted: the entry's cost is on no usage counter (a remake whose
-	// counter did not decode or kept changing, review 35), so Finish
-	// takes no refund off one.
+	// counter did not decode or kept changing, review 35), as its value
+	// says (stateUncounted, also to a process that finds it Lost), so
+	// Finish takes no refund off one and a remake of it nothing (FLEET-22).
 	uncounted bool
 }
 
