@@ -24,9 +24,13 @@ type ListedBundle struct {
 	Signers        []string `json:"signers"`
 	Artifacts      uint64   `json:"artifacts"`
 	Bytes          uint64   `json:"bytes"`
-	Revoked        string   `json:"revoked,omitempty"` // why it fails closed
-	Stale          string   `json:"stale,omitempty"`   // why it fails closed as stale (freshness policy)
-	Expired        bool     `json:"expired,omitempty"` // it fails closed as expired
+	// ManifestSHA256 is resolver.Bundle.ManifestSHA256: the hex SHA-256
+	// of the stored signed manifest, which changes whenever the stored
+	// file does (absent through an older agent's admin socket).
+	ManifestSHA256 string `json:"manifest_sha256,omitempty"`
+	Revoked        string `json:"revoked,omitempty"` // why it fails closed
+	Stale          string `json:"stale,omitempty"`   // why it fails closed as stale (freshness policy)
+	Expired        bool   `json:"expired,omitempty"` // it fails closed as expired
 }
 
 // ListedCapability is a capability of a Listing.
@@ -69,7 +73,7 @@ func (m *Model) Listing() Listing {
 		}
 		v.Bundles = append(v.Bundles, ListedBundle{BundleID: b.BundleID, Version: b.Version, HighestVersion: b.Highest,
 			ImportedAt: b.ImportedAt, ExpiresAt: b.ExpiresAt, Signers: signers, Artifacts: b.Artifacts, Bytes: b.Bytes,
-			Revoked: b.Revoked, Stale: b.Stale, Expired: b.Expired})
+			ManifestSHA256: b.ManifestSHA256, Revoked: b.Revoked, Stale: b.Stale, Expired: b.Expired})
 	}
 	for _, c := range m.Capabilities {
 		lc := ListedCapability{Name: c.Name, Versions: []ListedVersion{}}

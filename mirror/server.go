@@ -346,7 +346,7 @@ type memFile struct {
 
 // bundleFile is a signed bundle file in the spool folder.
 type bundleFile struct {
-	key    string // bundle_id, version and import time: unchanged means same file
+	key    string // bundleKey: unchanged, with a manifest hash, means the same file
 	path   string
 	size   int64
 	sha256 string
@@ -412,7 +412,7 @@ func (s *Server) buildFrom(src Source, old *snapshot, bs []resolver.Bundle) (*sn
 		}
 		key := bundleKey(b)
 		var bf *bundleFile
-		if old != nil && old.bundles[b.BundleID] != nil && old.bundles[b.BundleID].key == key {
+		if old != nil && old.bundles[b.BundleID] != nil && old.bundles[b.BundleID].key == key && b.ManifestSHA256 != "" {
 			bf = old.bundles[b.BundleID]
 		} else if bf, err = s.export(src, b.BundleID, key); err != nil {
 			s.log.Warn("bundle left out of the mirror", "bundle_id", b.BundleID, "err", err)
@@ -529,16 +529,26 @@ func (snap *snapshot) trim(now time.Time) (*snapshot, error) {
 }
 
 // bundleKey names an installed bundle file: its bundle_id, version and
-// import time (a bundle file of a snapshot with the same key is the one
-// the store holds).
+// the SHA-256 of its stored signed manifest, which names every artifact
+// by its hash, so that a bundle file of a snapshot with the same key is
+// the one the store holds. The import time alone did not: a copy of the
+// same release replacing the installed one (BUNDLE-8, TRUST-20) within
+// the second of its import kept the key, and the old file stayed served
+// (docs/SPEC-DECISIONS.md MIRROR-20). The import time stays in the key
+// for a Source that does not report the hash (an older agent's admin
+// socket): refusedBy still sees a re-import at another second, and build
+// reuses no file of such a bundle, exporting it again. The bundles are
+// read before the files are exported, so a file exported while a live
+// store replaced its bundle carries the key of what it replaced, never of
+// a later state: the next refresh exports it again.
 func bundleKey(b resolver.Bundle) string {
-	return b.BundleID + "\x00" + strconv.FormatUint(b.Version, 10) + "\x00" + b.ImportedAt
+	return b.BundleID + "\x00" + strconv.FormatUint(b.Version, 10) + "\x00" + b.ManifestSHA256 + "\x00" + b.ImportedAt
 }
 
 // refusedBy returns the bundle_ids of the bundles snap serves that the
 // store, whose bundles are bs, no longer uses as served: removed,
-// replaced by another version or import, or failing closed there
-// (revoked, stale, expired).
+// replaced by another version or another file (bundleKey), or failing
+// closed there (revoked, stale, expired).
 func (snap *snapshot) refusedBy(bs []resolver.Bundle) map[string]bool {
 	uses := make(map[string]string, len(bs)) // bundle_id -> key of the bundle the store uses
 	for _, b := range bs {

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"encoding/hex"
 	"slices"
 	"sort"
 	"sync"
@@ -231,6 +232,16 @@ type Bundle struct {
 	Artifacts  uint64   `json:"artifacts"`
 	Bytes      uint64   `json:"bytes"`
 	Highest    uint64   `json:"highest_version"` // the highest version ever imported
+	// ManifestSHA256 is the SHA-256, in lowercase hex, of the bundle's
+	// signed manifest as stored: the COSE_Sign item exactly as received,
+	// which names every artifact by its hash, so that Export writes one
+	// file per value. It changes whenever the stored file does, also when
+	// a copy of the same release replaces the installed one (BUNDLE-8,
+	// TRUST-20) within the second of its import, which neither Version
+	// nor ImportedAt shows; what caches an exported file keys it by this
+	// (docs/SPEC-DECISIONS.md MIRROR-20). Empty from an older agent's
+	// admin socket, which does not report it.
+	ManifestSHA256 string `json:"manifest_sha256,omitempty"`
 	// Revoked, when set, says why the bundle fails closed (5002
 	// bundle_revoked at every use): a revocation or trust rm --fail-closed.
 	Revoked string `json:"revoked,omitempty"`
@@ -243,7 +254,13 @@ type Bundle struct {
 	Expired bool `json:"expired,omitempty"`
 }
 
-// Bundles lists the installed bundles, by bundle_id.
+// Bundles lists the installed bundles, by bundle_id. Each one's
+// ManifestSHA256 is hashed here from the stored signed manifest: at most
+// bundle.DefaultMaxManifestSize (16 MiB, the cap the import's reader puts
+// on the item; the store keeps one only once a trusted signature over it
+// verified) and a few KiB for a bundle of tens of artifacts. Decoding the record already
+// copies those bytes, so the hash keeps the cost of a call linear in the
+// stored manifests, as it was.
 func (s *Store) Bundles() ([]Bundle, error) {
 	var out []Bundle
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -255,7 +272,8 @@ func (s *Store) Bundles() ([]Bundle, error) {
 			}
 			exp, ok := expiry(r)
 			out = append(out, Bundle{BundleID: r.BundleID, Version: r.Version, ImportedAt: r.ImportedAt, ExpiresAt: r.ExpiresAt,
-				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k)), Revoked: r.Revoked,
+				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k)),
+				ManifestSHA256: hex.EncodeToString(sha256sum(r.Signed)), Revoked: r.Revoked,
 				Stale: s.staleReason(tx, r.BundleID), Expired: ok && s.expiredAt(tx, &r, exp)})
 			return nil
 		})
