@@ -31,6 +31,9 @@ type Limits struct {
 
 // MinReplyReserve is the smallest reservation of a reply (1 KiB): a small
 // error result, the answer to a reply over its reservation, always fits.
+// It is also the reservation of an entry the write-ahead log finds left
+// running when it is opened: its one reply is the Lost ticket's
+// outcome_unknown answer (docs/SPEC-DECISIONS.md AGENT-24).
 const MinReplyReserve = 1 << 10
 
 // Resolved returns l with its defaults filled in: the limits a store
@@ -145,12 +148,13 @@ func (a *accounts) reserve(sender string, n int64, newEntry bool) error {
 	return nil
 }
 
-// charge adds n (which may be negative) without checking. A balance may
-// go below zero for a while (a Finish refunds its reservation before the
-// leader applies it, and the entry may be reclaimed in between: its whole
-// cost released, the refund taken back after), so it is kept exact, never
-// clamped: a clamp would keep the refund charged for good. A balance of
-// zero is removed.
+// charge adds n (which may be negative) without checking. A balance is
+// kept exact, never clamped (a clamp would keep a charge, or a credit, for
+// good: AGENT-23), and removed at zero. No store takes a balance below
+// zero: a charge is made before the entry it pays for is held, and what
+// is given back (a release, a reply's refund) only once the index no
+// longer holds it (the write-ahead log refunds a reply when its record is
+// applied to the entry it replaces, not before: AGENT-23).
 func (a *accounts) charge(sender string, n int64, newEntry bool) {
 	a.total += n
 	if newEntry {
@@ -186,13 +190,22 @@ func (a *accounts) release(sender string, n int64) {
 // charged: the room it would need was never secured, on disk as in the
 // quotas.
 func (a *accounts) settle(sender string, delta, reserve int64) error {
-	if delta > 0 {
-		return amp.Named(amp.CodeOverloaded, ErrReplyTooLarge,
-			"the reply is larger than the idempotency ledger reserved for it (%d bytes)", reserve)
+	if err := overReserve(delta, reserve); err != nil {
+		return err
 	}
 	a.mu.Lock()
 	a.charge(sender, delta, false)
 	a.mu.Unlock()
+	return nil
+}
+
+// overReserve refuses a reply whose cost exceeds that of its reservation
+// of reserve bytes by delta > 0 (ErrReplyTooLarge); it charges nothing.
+func overReserve(delta, reserve int64) error {
+	if delta > 0 {
+		return amp.Named(amp.CodeOverloaded, ErrReplyTooLarge,
+			"the reply is larger than the idempotency ledger reserved for it (%d bytes)", reserve)
+	}
 	return nil
 }
 

@@ -148,18 +148,25 @@ type walEntry struct {
 	after int64
 	off   int64 // file offset of the reply (done)
 	// n is the reply's length (done), or the reservation of the reply
-	// (running: MarkRunningWithin's; 0, the default, for an entry an
-	// earlier process left running).
+	// (running: MarkRunningWithin's; 0 for an entry an earlier process
+	// left running, see reserve).
 	n    uint32
 	done bool
 	// spare: set aside at open (WALStore.spare), charged to no quota.
 	spare bool
 }
 
-// reserve is the reservation of a running entry's reply.
-func (e walEntry) reserve(lim Limits) int64 {
+// reserve is the reservation of a running entry's reply. An entry an
+// earlier process left running (its record does not carry the
+// reservation it had) has MinReplyReserve: its one reply is the Lost
+// ticket's outcome_unknown answer, a small error result, which always
+// fits. Charged the default reservation instead, such entries of a
+// capability with a small largest result would count up to 256 times
+// what they did before a restart, past their caller's share and the
+// budget (AGENT-24).
+func (e walEntry) reserve() int64 {
 	if e.n == 0 {
-		return lim.ReplyReserve
+		return MinReplyReserve
 	}
 	return int64(e.n)
 }
@@ -290,10 +297,11 @@ func (s *WALStore) load() error {
 	return nil
 }
 
-// cost is what the entry counts in the accounts (as recordCost).
-func (e walEntry) cost(k Key, lim Limits) int64 {
+// cost is what the entry counts in the accounts (as recordCost; it no
+// longer depends on the limits, see reserve).
+func (e walEntry) cost(k Key, _ Limits) int64 {
 	if !e.done {
-		return entryCost(k, e.reserve(lim))
+		return entryCost(k, e.reserve())
 	}
 	return entryCost(k, int64(e.n))
 }
@@ -552,31 +560,29 @@ func (s *WALStore) Finish(k Key, reply []byte) error {
 	if !ok {
 		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger entry is not running")
 	}
-	old := e.cost(k, s.acct.lim)
-	delta := entryCost(k, int64(len(reply))) - old
-	op := &walOp{kind: stateDone, k: k, expires: e.expires, reply: reply, delta: delta}
+	cost := entryCost(k, int64(len(reply)))
+	if err := overReserve(cost-e.cost(k, s.acct.lim), e.reserve()); err != nil {
+		return err
+	}
+	// The refund of what of the reservation the reply does not use is
+	// made when the record is applied, to the entry it replaces (apply):
+	// made before, it would be counted twice if the leader reclaimed the
+	// entry meanwhile, and every reservation of the caller checked in
+	// between could pass its share by it (AGENT-23).
+	op := &walOp{kind: stateDone, k: k, expires: e.expires, reply: reply}
 	if e.spare {
 		// Set aside at open, charged to no quota (AGENT-22): the entry
 		// becomes an ordinary one, its reply charged in full, within
-		// the quotas like a new entry (a reply over the reservation is
-		// refused as settle refuses it).
-		if delta > 0 {
-			return s.acct.settle(k.Sender, delta, e.reserve(s.acct.lim))
-		}
-		op.delta, op.spare = old+delta, true
+		// the quotas like a new entry.
+		op.delta, op.spare = cost, true
 		if err := s.acct.reserve(k.Sender, op.delta, true); err != nil {
 			return err
 		}
-	} else if err := s.acct.settle(k.Sender, delta, e.reserve(s.acct.lim)); err != nil {
-		return err
 	}
 	if err := s.commit(op); err != nil {
-		s.acct.lock()
-		s.acct.charge(k.Sender, -op.delta, false)
 		if op.spare {
-			s.acct.entries--
+			s.acct.release(k.Sender, op.delta)
 		}
-		s.acct.unlock()
 		return err
 	}
 	if op.gone {
@@ -708,11 +714,11 @@ type walOp struct {
 	k       Key
 	expires int64
 	reply   []byte
-	delta   int64 // accounted growth of a Finish
+	delta   int64 // Finish of a set-aside entry: its reply's cost, charged up front
 	max     int   // sweep
 	swept   int
 	gone    bool  // Finish: the entry was reclaimed before it was applied
-	spare   bool  // Finish of a set-aside entry: delta is its whole cost, charged as a new entry's
+	spare   bool  // Finish of a set-aside entry: delta is charged as a new entry's
 	insert  bool  // migration: a done record inserts its entry; a running one reserves no disk (no handler of this process runs it)
 	rsv     int64 // running: the disk reserved for its reply (0: k has one already)
 	within  int64 // running: the reservation of its reply (MarkRunningWithin)
@@ -931,26 +937,38 @@ func (s *WALStore) apply(writes []*walOp, at []int, n int, wall time.Time) {
 		case stateDone:
 			s.unreserve(o.k)
 			e, ok := s.m[o.k]
-			if !ok && o.insert {
+			inserted := !ok && o.insert
+			if inserted {
 				e, ok = walEntry{expires: o.expires, after: afterOf(el, o.expires, now)}, true
 				s.liveDisk += e.disk(o.k)
 				heap.Push(&s.exp, expiryItem{o.expires, o.k})
 			}
-			if o.spare && ok && !e.spare {
-				// Finished meanwhile by another caller of the store (a
-				// Ledger's ticket is one per key): o.delta, charged in
-				// full, replaces the entry's charge.
-				s.acct.release(o.k.Sender, e.cost(o.k, s.acct.lim))
-			}
 			if !ok { // reclaimed meanwhile (expired): the record is dead
 				o.gone = true
-				s.acct.lock()
-				s.acct.charge(o.k.Sender, -o.delta, false)
 				if o.spare {
-					s.acct.entries--
+					s.acct.release(o.k.Sender, o.delta)
 				}
-				s.acct.unlock()
 				continue
+			}
+			// The reply's cost replaces the entry's charge: o.delta,
+			// charged in full up front (a set-aside entry), or the
+			// difference, a refund, charged now.
+			switch {
+			case inserted:
+				// A migrated entry, charged to nothing: the quotas are
+				// recomputed when the migrated log is opened.
+			case o.spare && !e.spare:
+				// Finished meanwhile by another caller of the store (a
+				// Ledger's ticket is one per key).
+				s.acct.release(o.k.Sender, e.cost(o.k, s.acct.lim))
+			case !o.spare && e.spare: // cannot be: set aside only at open
+				s.acct.lock()
+				s.acct.charge(o.k.Sender, entryCost(o.k, int64(len(o.reply))), true)
+				s.acct.unlock()
+			case !o.spare:
+				s.acct.lock()
+				s.acct.charge(o.k.Sender, entryCost(o.k, int64(len(o.reply)))-e.cost(o.k, s.acct.lim), false)
+				s.acct.unlock()
 			}
 			if e.spare {
 				// Set aside at open: now charged like any entry, and
