@@ -747,13 +747,13 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		refuse(it, amp.Named(0, ErrTooLarge, "the sync spool folder holds %d bytes of partial downloads; %d more would pass its limit of %d", used, e.Size, c.opts.MaxSpoolBytes))
 		return
 	}
-	head, err := c.headRefused(ctx, e, path)
+	head, served, err := c.headRefused(ctx, e, path)
 	if err != nil {
 		os.Remove(path)
 		refuse(it, err)
 		return
 	}
-	f, fileSum, resumed, err := c.downloadListed(ctx, e, path)
+	f, fileSum, resumed, err := c.downloadListed(ctx, e, path, served)
 	it.Resumed = max(0, resumed-head) // the head read in this run is not resumed
 	if err != nil {
 		refuse(it, err)
@@ -837,12 +837,17 @@ const bundleHeadBytes = 64 << 10
 // that a mirror signing its files again for each run (fresh SHA-256s that
 // no record of refusals knows) costs a run a head per file past the cap,
 // not the whole file (docs/SPEC-DECISIONS.md MIRROR-18). nil, with head
-// the bytes of it read in this run, when the file may be downloaded: a head the store's
-// trust passes, one that does not parse or names another bundle (the whole
-// file is judged as before), or no trust to check against.
-func (c *syncClient) headRefused(ctx context.Context, e IndexEntry, path string) (head int64, err error) {
+// the bytes of it read in this run, when the file may be downloaded: a
+// head the store's trust passes, one that does not parse or names another
+// bundle (the whole file is judged as before), or no trust to check
+// against. served is the head when this mirror served all of it in this
+// run (no bytes were kept from before): the file must begin with it
+// (downloadListed), so that a mirror cannot pass the head read with junk,
+// or with another file's head, and then have its file downloaded whole
+// (MIRROR-21).
+func (c *syncClient) headRefused(ctx context.Context, e IndexEntry, path string) (head int64, served *servedHead, err error) {
 	if c.trusted == nil || c.unvouched[kindBundle] < MaxStoreRefusals {
-		return 0, nil
+		return 0, nil, nil
 	}
 	for try := 0; ; try++ {
 		kept := int64(0)
@@ -851,8 +856,13 @@ func (c *syncClient) headRefused(ctx context.Context, e IndexEntry, path string)
 		}
 		in, n, err := c.readHead(ctx, e, path)
 		got := max(0, n-kept) // read in this run
+		if err == nil && kept == 0 && n > 0 {
+			if served, err = headOf(path, n); err != nil {
+				return got, nil, err
+			}
+		}
 		if err != nil || in == nil || in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version {
-			return got, err
+			return got, served, err
 		}
 		verify := bundleSigners(in)
 		if _, verr := verify(c.trusted); verr != nil && kept > 0 && try == 0 {
@@ -864,8 +874,29 @@ func (c *syncClient) headRefused(ctx context.Context, e IndexEntry, path string)
 			continue
 		}
 		_, err = c.offerToStore(kindBundle, listedSum(e.SHA256), verify)
-		return got, err
+		return got, served, err
 	}
+}
+
+// servedHead is the head of a bundle file a mirror served in this run
+// (headRefused): its first n bytes and their SHA-256.
+type servedHead struct {
+	n   int64
+	sum []byte
+}
+
+// headOf is the servedHead of the first n bytes of the spool file path.
+func headOf(path string, n int64) (*servedHead, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
+	if err != nil {
+		return nil, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.CopyN(h, f, n); err != nil {
+		return nil, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+	}
+	return &servedHead{n: n, sum: h.Sum(nil)}, nil
 }
 
 // readHead downloads the head of the listed bundle file e into the spool
@@ -902,8 +933,12 @@ func (c *syncClient) readHead(ctx context.Context, e IndexEntry, path string) (*
 // whole before it is refused: the kept bytes may be what differs (a
 // partial file left by another mirror that listed the same file, whose
 // name the spool shares), and a mirror is judged by its own bytes only
-// (docs/SPEC-DECISIONS.md MIRROR-15).
-func (c *syncClient) downloadListed(ctx context.Context, e IndexEntry, path string) (*os.File, []byte, int64, error) {
+// (docs/SPEC-DECISIONS.md MIRROR-15). When this mirror served the kept
+// bytes in this run (served: its head, headRefused), they are its own: the
+// file is refused at once, and so is one that does not begin with them,
+// whatever its SHA-256 (the mirror answered the rest with another whole
+// file): docs/SPEC-DECISIONS.md MIRROR-21.
+func (c *syncClient) downloadListed(ctx context.Context, e IndexEntry, path string, served *servedHead) (*os.File, []byte, int64, error) {
 	for try := 0; ; try++ {
 		resumed, err := c.download(ctx, e, path, e.Size)
 		if err != nil {
@@ -913,12 +948,20 @@ func (c *syncClient) downloadListed(ctx context.Context, e IndexEntry, path stri
 		if err != nil {
 			return nil, nil, resumed, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
 		}
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
+		h, hh := sha256.New(), sha256.New()
+		sameHead := true
+		if served != nil {
+			_, err = io.CopyN(io.MultiWriter(h, hh), f, served.n)
+			sameHead = err == nil && bytes.Equal(hh.Sum(nil), served.sum)
+		}
+		if err == nil {
+			_, err = io.Copy(h, f)
+		}
+		if err != nil && err != io.EOF {
 			f.Close()
 			return nil, nil, resumed, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
 		}
-		if sum := h.Sum(nil); hex.EncodeToString(sum) == e.SHA256 {
+		if sum := h.Sum(nil); sameHead && hex.EncodeToString(sum) == e.SHA256 {
 			if _, err := f.Seek(0, io.SeekStart); err != nil {
 				f.Close()
 				return nil, nil, resumed, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
@@ -927,7 +970,10 @@ func (c *syncClient) downloadListed(ctx context.Context, e IndexEntry, path stri
 		}
 		f.Close()
 		os.Remove(path)
-		if resumed == 0 || try > 0 { // once whole, never again
+		if !sameHead {
+			return nil, nil, 0, amp.Named(0, ErrIndexMismatch, "the file served does not begin with the head the mirror served for it in this run: discarded")
+		}
+		if resumed == 0 || try > 0 || served != nil { // once whole, never again; kept bytes of this run are the mirror's
 			return nil, nil, 0, amp.Named(0, ErrIndexMismatch, "the file served is not the one the index names (sha-256 differs): discarded")
 		}
 	}

@@ -14,14 +14,33 @@ import (
 // only the sync's user can open it to hold it; never waiting), and returns
 // what releases it (and removes the file); busy when another sync holds
 // it. The lock goes with the process: a file a killed sync left is taken
-// over (docs/SPEC-DECISIONS.md MIRROR-18).
+// over. A file there that others may open (another user's, or readable or
+// writable by group or others: lockOthersMayOpen), which only whoever may
+// write the spool folder can have put there, is no lock of a sync: it is
+// removed and made again, so that a user who holds a lock on it keeps no
+// sync out (docs/SPEC-DECISIONS.md MIRROR-18, MIRROR-21).
 func lockSpool(dir string) (unlock func(), busy bool, err error) {
 	p := filepath.Join(dir, spoolLockName)
+	foreign := false
 	for try := 0; try < 3; try++ {
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 		if err != nil {
 			return nil, false, err
 		}
+		if fi, err := f.Stat(); err != nil || lockOthersMayOpen(fi) {
+			f.Close()
+			if err != nil {
+				return nil, false, err
+			}
+			// Removed only while the name still names it: a sync that
+			// made its own meanwhile keeps it.
+			if pi, err := os.Lstat(p); err == nil && os.SameFile(fi, pi) {
+				os.Remove(p)
+			}
+			foreign = true
+			continue
+		}
+		foreign = false
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()
 			if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -39,7 +58,18 @@ func lockSpool(dir string) (unlock func(), busy bool, err error) {
 		}
 		f.Close()
 	}
+	if foreign {
+		return nil, false, errors.New("the lock file " + p + " is another user's, or others may open it, again and again: others may write the spool folder (chmod go-w it)")
+	}
 	return nil, true, nil
+}
+
+// lockOthersMayOpen reports whether the lock file fi may be opened, and
+// so held, by another user than the sync's: another user's (root's
+// excepted, as ownedByAnother), or with any permission for group or
+// others.
+func lockOthersMayOpen(fi os.FileInfo) bool {
+	return !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 || ownedByAnother(fi)
 }
 
 // openNoFollow makes an open fail on a link in the last place of a path

@@ -150,27 +150,36 @@ func (l *localRefusals) note(c *syncClient, sum []byte, verdict amp.ErrName, gen
 // an error name a line; lines that are not are skipped, at most
 // maxLocalRefusals are read. A file of another form is read as empty, and
 // so is one in a spool folder, or itself, that others may write
-// (othersMayWrite): a note skips a listed file, a revocation included, so
-// it is taken only where no other user may write, by the mode bits and
-// the owner (docs/SPEC-DECISIONS.md MIRROR-16, MIRROR-17).
+// (othersMayWrite), or below a folder through which others may replace
+// the spool (folderAboveOthersMayWrite): a note skips a listed file, a
+// revocation included, so it is taken only where no other user may write,
+// by the mode bits and the owner. The file is read through the spool's
+// path as resolved and judged, never resolved again: a link on the way,
+// in a folder others may write, repointed after the check, redirects
+// nothing (docs/SPEC-DECISIONS.md MIRROR-16, MIRROR-17, MIRROR-18,
+// MIRROR-21).
 func (l *localRefusals) load(c *syncClient) {
 	if l.loaded {
 		return
 	}
 	l.loaded, l.sums = true, map[string]string{}
-	dir, err := os.Stat(c.opts.SpoolDir)
-	if err != nil {
+	if _, err := os.Stat(c.opts.SpoolDir); err != nil {
+		return // no spool folder: no notes
+	}
+	real, above := folderAboveOthersMayWrite(c.opts.SpoolDir)
+	if above != "" {
+		c.log.Warn("others may write to a folder above the sync spool folder, and so replace it: the files earlier syncs refused are downloaded again (chmod go-w, or +t, the folder, owned by root or the sync's user)", "dir", c.opts.SpoolDir, "above", above)
+		return
+	}
+	dir, err := os.Lstat(real)
+	if err != nil || !dir.IsDir() {
 		return
 	}
 	if othersMayWrite(dir) {
 		c.log.Warn("others may write to the sync spool folder: the files earlier syncs refused are downloaded again (chmod go-w the folder, owned by the sync's user)", "dir", c.opts.SpoolDir)
 		return
 	}
-	if above := folderAboveOthersMayWrite(c.opts.SpoolDir); above != "" {
-		c.log.Warn("others may write to a folder above the sync spool folder, and so replace it: the files earlier syncs refused are downloaded again (chmod go-w, or +t, the folder, owned by root or the sync's user)", "dir", c.opts.SpoolDir, "above", above)
-		return
-	}
-	p := c.localRefusalsPath()
+	p := filepath.Join(real, filepath.Base(c.localRefusalsPath()))
 	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() || othersMayWrite(fi) {
 		return
 	}
@@ -207,39 +216,72 @@ func othersMayWrite(fi os.FileInfo) bool {
 	return runtime.GOOS != "windows" && (fi.Mode().Perm()&0o022 != 0 || ownedByAnother(fi))
 }
 
-// folderAboveOthersMayWrite returns the first folder above dir, up to
-// the root, through which another user may replace dir: one owned by
-// another user than the sync's and root (ownedByAnother), or writable by
-// group or others without the sticky bit (which keeps others from
-// renaming what they do not own, as /tmp's); "" when there is none. Both
-// dir's path as given (made absolute: a symbolic link's own folder) and
-// the path it resolves to are walked, as ssh's StrictModes walks a home;
-// a folder that cannot be read counts as one others may write. Not judged
-// on Windows, as othersMayWrite (docs/SPEC-DECISIONS.md MIRROR-18).
-func folderAboveOthersMayWrite(dir string) string {
-	if runtime.GOOS == "windows" {
-		return ""
-	}
+// folderAboveOthersMayWrite resolves dir once, as the system does (made
+// absolute, component by component, every link followed: real, through
+// which what is judged is then read), and returns with it the first
+// folder in which that resolution looks up a name and through which
+// another user may then replace or redirect dir: one owned by another user
+// than the sync's and root (ownedByAnother), or writable by group or
+// others without the sticky bit (which keeps others from renaming what
+// they do not own, as /tmp's); "" when there is none. So every folder
+// above dir up to the root is judged, along the path as given and the one
+// it resolves to, as ssh's StrictModes walks a home, and so is every
+// folder a link on the way lies in, and the folders above its target: a
+// link kept in a folder others may write is theirs to repoint at any
+// folder. A folder that cannot be read counts as one others may write, and
+// so do more than maxSpoolLinks links. Not judged on Windows, as
+// othersMayWrite (docs/SPEC-DECISIONS.md MIRROR-18, MIRROR-21).
+func folderAboveOthersMayWrite(dir string) (real, above string) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return dir
+		return dir, dir
 	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return dir
+	if runtime.GOOS == "windows" {
+		return abs, ""
 	}
-	for _, p := range []string{abs, real} {
-		for q := filepath.Dir(p); ; q = filepath.Dir(q) {
-			fi, err := os.Stat(q)
-			if err != nil || ownedByAnother(fi) || (fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0) {
-				return q
-			}
-			if filepath.Dir(q) == q {
-				break
-			}
+	cur, rest, links := string(filepath.Separator), splitPath(abs), 0
+	for len(rest) > 0 {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..": // cur holds no link: its parent is the system's
+			cur = filepath.Dir(cur)
+			continue
 		}
+		if fi, err := os.Lstat(cur); err != nil || !fi.IsDir() || ownedByAnother(fi) || (fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0) {
+			return abs, cur
+		}
+		next := filepath.Join(cur, name)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return abs, next
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		to, err := os.Readlink(next)
+		if links++; err != nil || links > maxSpoolLinks {
+			return abs, next
+		}
+		if filepath.IsAbs(to) {
+			cur = string(filepath.Separator)
+		}
+		rest = append(splitPath(to), rest...)
 	}
-	return ""
+	return cur, ""
+}
+
+// maxSpoolLinks bounds the links folderAboveOthersMayWrite follows, as
+// the system bounds those of one path (40 on Linux).
+const maxSpoolLinks = 40
+
+// splitPath returns the names of path p, uncleaned: a ".." after a link
+// is the parent of the link's target, not of the link.
+func splitPath(p string) []string {
+	return strings.Split(p, string(filepath.Separator))
 }
 
 // save writes what is remembered, whole or not at all (a temporary file
