@@ -137,20 +137,88 @@ func appendAudit(tx *bolt.Tx, now time.Time, e AuditEntry) error {
 // Audit returns the audit log, oldest first.
 func (s *Store) Audit() ([]AuditEntry, error) {
 	var out []AuditEntry
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return bucket(tx, bAudit).ForEach(func(_, v []byte) error {
-			var e AuditEntry
-			if err := decode(v, &e); err != nil {
-				return err
-			}
-			out = append(out, e)
-			return nil
-		})
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		out, err = auditEntries(tx, 0, false)
+		return err
 	})
 	if err != nil {
 		return nil, amp.AsError(wrapTx(err))
 	}
 	return out, nil
+}
+
+// AuditFirst returns the first n entries of the audit log, oldest first
+// (fewer when it holds fewer), decoding none after them: the entries of
+// an AuditSnapshot taken earlier, since the log only grows.
+func (s *Store) AuditFirst(n uint64) ([]AuditEntry, error) {
+	var out []AuditEntry
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		out, err = auditEntries(tx, n, true)
+		return err
+	})
+	if err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	return out, nil
+}
+
+// auditEntries decodes the log's entries in tx, oldest first: the first
+// n of them when bounded, else all.
+func auditEntries(tx *bolt.Tx, n uint64, bounded bool) ([]AuditEntry, error) {
+	var out []AuditEntry
+	c := bucket(tx, bAudit).Cursor()
+	for k, v := c.First(); k != nil && (!bounded || uint64(len(out)) < n); k, v = c.Next() {
+		var e AuditEntry
+		if err := decode(v, &e); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// AuditSnapshot is the audit log at one moment (Store.AuditSnapshot).
+type AuditSnapshot struct {
+	// Entries is the log, oldest first; nil unless asked for.
+	Entries []AuditEntry
+	// Count is the number of entries the log holds.
+	Count uint64
+	// Head is the hash of the last entry (nil for an empty log), as
+	// AuditHead returns it.
+	Head []byte
+	// Verdict is VerifyAudit's: nil when the chain holds.
+	Verdict error
+}
+
+// AuditSnapshot reads the audit chain's head, its verdict (VerifyAudit's)
+// and the number of its entries, with withEntries the entries too, in one
+// read transaction: no write lands between them, so the head is the last
+// of those entries' hash whatever imports, refusals and trust changes run
+// meanwhile (docs/SPEC-DECISIONS.md ADMIN-3). Without withEntries the log
+// is walked once, by the verification, and counted, not kept. An entry
+// that does not decode fails the read with withEntries (as Audit fails);
+// without, it is the verdict (audit_broken), as VerifyAudit says.
+func (s *Store) AuditSnapshot(withEntries bool) (*AuditSnapshot, error) {
+	snap := &AuditSnapshot{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if withEntries {
+			var err error
+			if snap.Entries, err = auditEntries(tx, 0, false); err != nil {
+				return err
+			}
+		}
+		c := bucket(tx, bAudit).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			snap.Count++
+		}
+		snap.Head = clone(bucket(tx, bMeta).Get([]byte(kAuditHead)))
+		snap.Verdict = verifyAudit(tx)
+		return nil
+	})
+	if err != nil {
+		return nil, amp.AsError(wrapTx(err))
+	}
+	return snap, nil
 }
 
 // AuditHead returns the hash of the last audit entry (nil for an empty log).

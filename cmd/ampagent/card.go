@@ -179,6 +179,11 @@ func cardCatalog(c *cli.Context, env *cliutil.Env) (*resolver.Catalog, func(), e
 		sock = admin.SocketPath(db)
 	}
 	ac, aerr := admin.Dial(sock)
+	if errors.Is(aerr, admin.ErrForeignSocket) {
+		// Not store_in_use: another user's socket sits where the agent's
+		// should be (docs/SPEC-DECISIONS.md ADMIN-1).
+		return nil, func() {}, cliutil.WithHint(aerr, admin.ForeignSocketHint(sock))
+	}
 	if aerr != nil {
 		return nil, func() {}, err
 	}

@@ -230,7 +230,9 @@ func mirrorSpool(spool string) (dir string, remove func(), err error) {
 
 // mirrorOpener returns how the mirror reads the store at each snapshot:
 // the store file, read-only, or, when a running agent holds it, that
-// agent's admin socket (sock, or the one next to db).
+// agent's admin socket (sock, or the one next to db); another user's
+// socket there is refused as admin_socket with its hint, as openStoreAt
+// refuses it.
 func mirrorOpener(env *cliutil.Env, db, sock string) func() (mirror.Source, error) {
 	if sock == "" {
 		sock = admin.SocketPath(db)
@@ -241,8 +243,14 @@ func mirrorOpener(env *cliutil.Env, db, sock string) func() (mirror.Source, erro
 			return s, nil
 		}
 		if errors.Is(err, resolver.ErrStoreInUse) {
-			if ac, aerr := admin.Dial(sock); aerr == nil {
+			ac, aerr := admin.Dial(sock)
+			if aerr == nil {
 				return ac, nil
+			}
+			if errors.Is(aerr, admin.ErrForeignSocket) {
+				// Not store_in_use: another user's socket sits where the
+				// agent's should be (docs/SPEC-DECISIONS.md ADMIN-1).
+				return nil, cliutil.WithHint(aerr, admin.ForeignSocketHint(sock))
 			}
 		}
 		return nil, storeHint(err, db)

@@ -45,8 +45,6 @@ const (
 	hintStoreInUse   = "another ampbundle command holds the store, or an agent whose admin socket is not at the default path (give it with --admin-socket); wait for it or stop it"
 	hintStoreMissing = "a store is created by trusting a publisher key: ampbundle trust add PUB --db %s --name NAME --scope PREFIX"
 	hintUnknown      = "'ampbundle ls --db %s' lists the installed bundles"
-	// hintForeignSocket: nothing was sent through it (admin.Dial refused it).
-	hintForeignSocket = "another user's process listens at %s, where the agent's admin socket should be, and nothing was sent to it: give the agent's socket with --admin-socket, keep stores out of folders others may write, and remove that socket"
 )
 
 // openStore opens the store named by --db in the given mode. When the
@@ -108,7 +106,7 @@ func openStoreAt(env *cliutil.Env, db, sock string, mode storeMode) (registry, e
 		if errors.Is(aerr, admin.ErrForeignSocket) {
 			// Not store_in_use: the operator must learn that another
 			// user's socket sits where the agent's should be.
-			return nil, cliutil.WithHint(aerr, fmt.Sprintf(hintForeignSocket, sock))
+			return nil, cliutil.WithHint(aerr, admin.ForeignSocketHint(sock))
 		}
 	}
 	return nil, storeHint(err, db)

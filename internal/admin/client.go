@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -54,6 +55,16 @@ func Dial(path string) (*Client, error) {
 // served by another user than this process's (errors.Is): not an agent
 // of this store's user, whatever listens there.
 var ErrForeignSocket = errors.New("the admin socket is another user's")
+
+// ForeignSocketHint is the operator's next step after Dial refused the
+// socket at path as another user's (ErrForeignSocket): nothing was sent
+// to it. Every command that reads a held store through the socket gives
+// it with that refusal (docs/SPEC-DECISIONS.md ADMIN-1), never the
+// store's store_in_use, which sends the operator looking for a command
+// or an agent instead.
+func ForeignSocketHint(path string) string {
+	return fmt.Sprintf("another user's process listens at %s, where the agent's admin socket should be, and nothing was sent to it: give the agent's socket with --admin-socket, keep stores out of folders others may write, and remove that socket", path)
+}
 
 // dialOwn connects to the admin socket at path and keeps the connection
 // only when the process that listens there is of this process's user

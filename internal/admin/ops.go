@@ -594,34 +594,32 @@ func opAudit() *Op[auditRequest, *auditDoc] {
 	return &Op[auditRequest, *auditDoc]{
 		Spec: Spec{Name: "Audit", Also: []string{"AuditHead", "VerifyAudit"}, Method: get, Path: "/v1/audit"},
 		Run: func(s *resolver.Store, req auditRequest) (*auditDoc, error) {
-			var through uint64
 			if req.Through != "" {
 				n, err := strconv.ParseUint(req.Through, 10, 64)
 				if err != nil {
 					return nil, amp.Named(0, "bad_request", "through must be a decimal number of entries")
 				}
-				through = n
-			}
-			entries, err := s.Audit()
-			if err != nil {
-				return nil, err
-			}
-			if req.Through != "" {
-				if through > uint64(len(entries)) {
+				entries, err := s.AuditFirst(n)
+				if err != nil {
+					return nil, err
+				}
+				if uint64(len(entries)) < n {
 					return nil, amp.Named(0, "bad_request", "through names more entries than the log holds")
 				}
-				return &auditDoc{Entries: entries[:through], Verified: true}, nil
+				return &auditDoc{Entries: entries, Verified: true}, nil
 			}
-			head, err := s.AuditHead()
+			// The entries (or their number), the head and the verdict of
+			// one moment: one read of the store.
+			snap, err := s.AuditSnapshot(req.Entries != "0")
 			if err != nil {
 				return nil, err
 			}
-			doc := &auditDoc{Entries: entries, Head: fmt.Sprintf("%x", head), Verified: true}
+			doc := &auditDoc{Entries: snap.Entries, Head: fmt.Sprintf("%x", snap.Head), Verified: true}
 			if req.Entries == "0" {
-				n := uint64(len(entries))
-				doc.Entries, doc.Count = nil, &n
+				n := snap.Count
+				doc.Count = &n
 			}
-			if doc.err = s.VerifyAudit(); doc.err != nil {
+			if doc.err = snap.Verdict; doc.err != nil {
 				doc.Verified = false
 				e := amp.AsError(doc.err)
 				doc.Error = &errorDoc{}
