@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"hash/maphash"
 	"math"
-	"strconv"
 	"unicode/utf8"
 )
 
@@ -400,19 +399,20 @@ func unescape(c byte) byte {
 // hexRune reads a \u escape at j, joined with the low surrogate escape
 // that must follow a high one, and the bytes it took.
 func (p *parser) hexRune(j int) (rune, int, bool) {
-	hex := func(k int) (rune, bool) {
-		if k+6 > len(p.s) || p.s[k] != '\\' || p.s[k+1] != 'u' {
-			return 0, false
-		}
-		v, err := strconv.ParseUint(p.s[k+2:k+6], 16, 16)
-		return rune(v), err == nil
-	}
-	r, ok := hex(j)
+	return escapedRune(p.s, j)
+}
+
+// escapedRune reads the \u escape at s[j:], joined with the low surrogate
+// escape that must follow a high one, and the bytes it took: false for a
+// lone surrogate (a low one, or a high one not followed by a low one) and
+// for an escape that is not \u and four hexadecimal digits.
+func escapedRune[T string | []byte](s T, j int) (rune, int, bool) {
+	r, ok := hex4(s, j)
 	switch {
 	case !ok:
 		return 0, 0, false
 	case r >= 0xD800 && r < 0xDC00:
-		lo, ok := hex(j + 6)
+		lo, ok := hex4(s, j+6)
 		if !ok || lo < 0xDC00 || lo > 0xDFFF {
 			return 0, 0, false
 		}
@@ -421,6 +421,63 @@ func (p *parser) hexRune(j int) (rune, int, bool) {
 		return 0, 0, false
 	}
 	return r, 6, true
+}
+
+// hex4 reads the escape \uXXXX at s[k:] as the code unit it writes.
+func hex4[T string | []byte](s T, k int) (rune, bool) {
+	if k < 0 || k+6 > len(s) || s[k] != '\\' || s[k+1] != 'u' {
+		return 0, false
+	}
+	var r rune
+	for _, c := range [4]byte{s[k+2], s[k+3], s[k+4], s[k+5]} {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// ExactStrings reports whether every string of the JSON text data reads
+// as written: data is UTF-8, and every \u escape of a UTF-16 surrogate is
+// half of a high-low pair (RFC 7493 §2.1, as Parse requires).
+// encoding/json, and every reader built on it, decodes a byte that is not
+// UTF-8 and a lone surrogate escape as U+FFFD, so that different texts
+// ("\ud800", "\udbff", "\ufffd") read as one value, and two different
+// member names as a duplicate: a reader built on it that must read a text
+// one way refuses it unless ExactStrings holds (docs/SPEC-DECISIONS.md
+// JSON-1). Only those are looked at: the rest of the text, other escapes
+// included, is its parser's to judge. It allocates nothing.
+func ExactStrings(data []byte) bool {
+	if !utf8.Valid(data) {
+		return false
+	}
+	in := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			in = !in
+		case c == '\\' && in:
+			r, ok := hex4(data, i)
+			if !ok || r < 0xD800 || r > 0xDFFF {
+				i++ // a two-character escape, or the parser's to refuse
+				continue
+			}
+			_, n, ok := escapedRune(data, i)
+			if !ok {
+				return false
+			}
+			i += n - 1
+		}
+	}
+	return true
 }
 
 // digitNumbers are the numbers of one digit, boxed once: a wide object

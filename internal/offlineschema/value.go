@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/jcs"
 	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
@@ -319,17 +320,20 @@ func numberInModel(s string) bool {
 
 // ValueFromJSON decodes JSON bytes into the same model as ValueFromCBOR,
 // with numbers as json.Number (exact). It is strict: exactly one value, no
-// trailing data, UTF-8 only, no duplicate object keys, at most MaxJSONSize
-// bytes (all invalid_json, code 0); numbers outside the model (see
-// ValueFromCBOR: beyond the CBOR integer range or float64, or unreasonably
-// long) are 4004 not_json_compatible; nesting deeper than MaxDepth is
-// limit_exceeded (code 0).
+// trailing data, UTF-8 only, no \u escape of a lone UTF-16 surrogate (a
+// CBOR text string cannot hold one; encoding/json would read U+FFFD:
+// docs/SPEC-DECISIONS.md JSON-1), no duplicate object keys, at most
+// MaxJSONSize bytes (all invalid_json, code 0); numbers outside the model
+// (see ValueFromCBOR: beyond the CBOR integer range or float64, or
+// unreasonably long) are 4004 not_json_compatible; nesting deeper than
+// MaxDepth is limit_exceeded (code 0).
 func ValueFromJSON(data []byte) (any, error) {
 	if len(data) > MaxJSONSize {
 		return nil, amp.Named(0, ErrInvalidJSON, "json input of %d bytes is over the %d-byte limit", len(data), MaxJSONSize)
 	}
-	if !utf8.Valid(data) {
-		return nil, amp.Named(0, ErrInvalidJSON, "json input is not utf-8")
+	if !jcs.ExactStrings(data) {
+		// encoding/json would read U+FFFD: two texts, one value.
+		return nil, amp.Named(0, ErrInvalidJSON, "json input is not utf-8 or holds a lone surrogate escape")
 	}
 	v, err := schemagraph.Parse(data, schemagraph.Options{MaxBytes: MaxJSONSize, MaxDepth: MaxDepth, MaxNodes: MaxJSONSize + 1, Number: numberInModel})
 	var e *schemagraph.Error

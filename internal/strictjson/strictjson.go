@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ampbundle/ampbundle/internal/jcs"
 )
 
 // maxEchoedName is how many bytes of a member name an error repeats.
@@ -29,9 +31,18 @@ func QuoteName(name string) string {
 	return strconv.QuoteToASCII(name[:cut]) + "..."
 }
 
+// errReplaced refuses a document with a string encoding/json would read
+// with replacement (docs/SPEC-DECISIONS.md JSON-1).
+var errReplaced = errors.New("a string is not UTF-8 or holds a lone surrogate escape")
+
 // Check reports whether data is exactly one JSON value with no duplicate
-// object member and arrays and objects nested at most maxDepth deep.
+// object member, every string read as written (UTF-8, no \u escape of a
+// lone UTF-16 surrogate: encoding/json would read either as U+FFFD) and
+// arrays and objects nested at most maxDepth deep.
 func Check(data []byte, maxDepth int) error {
+	if !jcs.ExactStrings(data) {
+		return errReplaced
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	type frame struct {
