@@ -134,22 +134,41 @@ func handlerProblems(handlers map[string]execHandler) []readyProblem {
 	return out
 }
 
-// programPath is the file exec would run for h: an absolute path as is, a
-// relative path with a separator under h.Dir, a bare name looked up in
-// PATH.
+// programPath is the file runProgram runs for h: the one resolved when
+// its config was loaded (resolveHandlers), else lookProgram's.
 func programPath(h execHandler) (string, error) {
+	if h.path != "" || h.pathErr != nil {
+		return h.path, h.pathErr
+	}
+	return lookProgram(h)
+}
+
+// lookProgram finds the program of h, as an absolute path: an absolute
+// path as is, a relative path with a separator under h.Dir (itself under
+// the agent's working directory), a bare name looked up in PATH. A name
+// found only through a relative PATH entry ("bin", ".") is refused, as
+// os/exec refuses to run it (exec.ErrDot): a readiness that found it would
+// say ready while every call fails (CLI-38).
+func lookProgram(h execHandler) (string, error) {
 	p := h.Command[0]
-	switch {
-	case filepath.IsAbs(p):
-		return p, nil
-	case strings.ContainsRune(p, filepath.Separator):
-		return filepath.Join(h.Dir, p), nil
+	if !filepath.IsAbs(p) && strings.ContainsRune(p, filepath.Separator) {
+		p = filepath.Join(h.Dir, p)
 	}
-	found, err := exec.LookPath(p)
-	if err != nil && !errors.Is(err, exec.ErrDot) {
-		return "", fmt.Errorf("program %s is not in PATH", p)
+	if !strings.ContainsRune(p, filepath.Separator) {
+		found, err := exec.LookPath(p)
+		switch {
+		case errors.Is(err, exec.ErrDot):
+			return "", fmt.Errorf("program %s is in PATH only through a relative directory, which is not searched: give its absolute path", p)
+		case err != nil:
+			return "", fmt.Errorf("program %s is not in PATH", p)
+		}
+		p = found
 	}
-	return found, nil
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("program %s cannot be located", p)
+	}
+	return abs, nil
 }
 
 // checkProgram reports whether the program of h exists, is a regular file

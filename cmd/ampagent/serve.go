@@ -96,6 +96,9 @@ type serveConfig struct {
 	// their invocation's deadline, in all (default 256; a principal holds
 	// 1/8 of it, at least 1): agent.Bounds.MaxOverdueHandlers (AGENT-15).
 	MaxOverdueHandlers int `json:"max_overdue_handlers"`
+	// MaxPrograms bounds the handler programs running at once, in all
+	// (default 16); a principal holds 1/4 of them, at least 1 (CLI-37).
+	MaxPrograms int `json:"max_programs"`
 
 	// rules are Allow, parsed (the file's, then --allow's).
 	rules agent.Rules
@@ -126,6 +129,16 @@ type execHandler struct {
 	// --log-rate never holds back) or not (caller=other), as the agent's
 	// message lines do (CLI-36).
 	rules agent.Rules
+	// slots are the config's programs run at once, shared by all its
+	// handlers, set by loadServeConfig (nil: no bound, for a handler built
+	// by hand): a program starts only in a slot of its caller's principal
+	// (CLI-37).
+	slots *programSlots
+	// path is the program, found once when the config was loaded
+	// (lookProgram), and pathErr why it was not: runProgram runs that file,
+	// never a name looked up again (CLI-38).
+	path    string
+	pathErr error
 }
 
 func serveCommand(env *cliutil.Env) *cli.Command {
@@ -197,6 +210,7 @@ any other path is 404 with a JSON error object.`,
 			&cli.Int64Flag{Name: "max-in-flight-bytes", Usage: "most request bytes held at once, `BYTES` (default 64 MiB); beyond it 503"},
 			&cli.IntFlag{Name: "max-conns", Usage: "most connections open at once on each listener, `N` (default 1024); more wait in the kernel backlog"},
 			&cli.IntFlag{Name: "max-overdue-handlers", Usage: fmt.Sprintf("most handlers still running past their invocation's deadline, `N` in all (default %d; a principal holds 1/8 of them, at least 1); beyond it an invocation is refused, retryably (5004 handlers_overdue)", agent.DefaultMaxOverdueHandlers)},
+			&cli.IntFlag{Name: "max-programs", Usage: fmt.Sprintf("most handler programs running at once, `N` in all (default %d; a principal holds 1/4 of them, at least 1); beyond it an invocation waits for a slot until its deadline (5003 timeout)", defaultMaxPrograms)},
 			&cli.IntFlag{Name: "peer-share", Usage: "one address (an IPv6 /64; for connections, an IPv6 /48) holds at most 1/`N` of the connections, requests and request bytes in flight (default 4); 1 behind a proxy, where every caller is one address"},
 			&cli.StringFlag{Name: "stream-dir", Usage: "take the params of invocations too large for one message as streams, spooled in `DIR` (an existing directory of the agent's own)"},
 			&cli.Int64Flag{Name: "stream-max-bytes", Usage: "most bytes of open streams, and of streamed params waiting for their invocation, `BYTES` each (default 256 MiB)"},
@@ -411,11 +425,37 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 		if err != nil {
 			return nil, amp.NewError(amp.CodeInternalError, "the capability failed")
 		}
+		principal, caller := agent.PrincipalOf(h.rules, agent.CallerFrom(ctx)), "other"
+		if principal != agent.SharedPrincipal {
+			caller = "named"
+		}
+		path, err := programPath(h)
+		if err != nil {
+			met.handlerRun(capID, "exit") // as a failed start
+			log.Warn("handler program cannot run", "capability", capID, "id", agent.MessageIDFrom(ctx), "caller", caller, "err", err)
+			return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
+		}
+		// A slot of the caller's principal, waited for until the
+		// invocation's deadline: the programs at once are bounded, and a
+		// principal cannot take every slot (CLI-37).
+		release, err := h.slots.acquire(ctx, principal)
+		if err != nil {
+			reason := "timeout" // the wait ended with its invocation
+			if !errors.Is(err, context.DeadlineExceeded) {
+				reason = "canceled"
+			}
+			met.handlerRun(capID, reason)
+			log.Warn("handler program not started: no slot of its caller's principal came before its deadline", "capability", capID,
+				"id", agent.MessageIDFrom(ctx), "caller", caller, "limit", h.slots.most())
+			return nil, err
+		}
+		defer release()
 		// A program that prints more than its cap is killed at once: its
 		// output is not read further, so it costs no memory.
 		pctx, kill := context.WithCancel(ctx)
 		defer kill()
-		cmd := exec.CommandContext(pctx, h.Command[0], h.Command[1:]...)
+		cmd := exec.CommandContext(pctx, path, h.Command[1:]...)
+		cmd.Args[0] = h.Command[0] // argv[0] as the config wrote it
 		cmd.Dir = h.Dir
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "AMP_CAPABILITY=" + capID, "AMP_CALLER=" + agent.CallerFrom(ctx)}
 		for k, v := range h.Env {
@@ -433,10 +473,6 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 		// The group is the handler's: what the program left running dies
 		// with it, whatever the outcome (CLI-34).
 		killGroup(cmd)
-		caller := "other"
-		if agent.PrincipalOf(h.rules, agent.CallerFrom(ctx)) != agent.SharedPrincipal {
-			caller = "named"
-		}
 		plog := log.With("capability", capID, "id", agent.MessageIDFrom(ctx), "caller", caller, "duration", time.Since(start))
 		switch {
 		case stdout.Over():
@@ -476,6 +512,75 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 		met.handlerRun(capID, "")
 		return out, nil
 	}
+}
+
+// defaultMaxPrograms is the default of max_programs: each program may
+// hold a 16 MiB stdout buffer and, parsed, about 60 MiB (a result at the
+// default max_param_items), so 16 at once are about 1.2 GiB at worst,
+// which a small host (2 cores, 4 GiB) survives; a handler's program waits
+// on I/O more than it computes, so the bound is memory's, not the CPUs'
+// (CLI-37).
+const defaultMaxPrograms = 16
+
+// programSlots bound the handler programs running at once: in all, and
+// per principal (agent.PrincipalOf of the config's rules) 1/4 of them, at
+// least 1, as the listeners' default peer share (threat: callers' slow
+// programs, as many as the listeners let in at once, 64 over HTTP and
+// 512 over TCP, each a process and up to 76 MiB; the unnamed callers of an
+// open policy, one principal, took every slot from the named ones). A
+// program waits for a slot until its invocation's deadline: a refusal from
+// a handler is the invocation's recorded result, which a retry with the
+// same id would get again, never running the program (CLI-37). A nil
+// *programSlots bounds nothing.
+type programSlots struct {
+	all   chan struct{} // a token per running program
+	share int
+	mu    sync.Mutex
+	by    map[string]chan struct{} // a principal's tokens
+}
+
+// newProgramSlots returns the slots of most programs at once (0:
+// defaultMaxPrograms).
+func newProgramSlots(most int) *programSlots {
+	limit.Default(&most, defaultMaxPrograms)
+	return &programSlots{all: make(chan struct{}, most), share: max(most/4, 1), by: map[string]chan struct{}{}}
+}
+
+// most is the number of programs at once (0 for nil: no bound).
+func (s *programSlots) most() int {
+	if s == nil {
+		return 0
+	}
+	return cap(s.all)
+}
+
+// acquire takes a slot of principal, its own share first and then one of
+// all, waiting until ctx ends (its error then). release gives it back.
+// The principals are the config's rules' callers and agent.SharedPrincipal:
+// their map stays as small as the config.
+func (s *programSlots) acquire(ctx context.Context, principal string) (release func(), err error) {
+	if s == nil {
+		return func() {}, nil
+	}
+	s.mu.Lock()
+	mine := s.by[principal]
+	if mine == nil {
+		mine = make(chan struct{}, s.share)
+		s.by[principal] = mine
+	}
+	s.mu.Unlock()
+	select {
+	case mine <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case s.all <- struct{}{}:
+	case <-ctx.Done():
+		<-mine
+		return nil, ctx.Err()
+	}
+	return func() { <-s.all; <-mine }, nil
 }
 
 // jsonValuesOver reports whether the JSON text data holds more than most

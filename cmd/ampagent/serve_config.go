@@ -78,10 +78,10 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 	}
 	cfg.rules = append(fileRules, flagRules...)
 	cfg.applyFlags(c)
+	cfg.resolveHandlers() // before Validate: its handler check is the resolved paths'
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.resolveHandlers()
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = defaultMaxConns
 	}
@@ -94,7 +94,7 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 // overridingFlags are the flags that override a field of the config file.
 var overridingFlags = []string{"listen", "did", "admin-socket", "metrics-listen", "max-body", "ledger", "ledger-store",
 	"ledger-budget", "max-result-bytes", "max-in-flight", "max-in-flight-bytes", "max-conns", "peer-share",
-	"tcp-max-in-flight", "stream-dir", "stream-max-bytes", "stream-max-params", "max-overdue-handlers"}
+	"tcp-max-in-flight", "stream-dir", "stream-max-bytes", "stream-max-params", "max-overdue-handlers", "max-programs"}
 
 // applyFlags overrides the file's fields with the flags given and takes
 // serve's own flags. It checks nothing: Validate does.
@@ -119,7 +119,7 @@ func (cfg *serveConfig) applyFlags(c *cli.Context) {
 		}
 	}
 	ints := map[string]*int{"max-in-flight": &cfg.MaxInFlight, "max-conns": &cfg.MaxConns, "peer-share": &cfg.PeerShare, "tcp-max-in-flight": &cfg.TCPMaxInFlight,
-		"max-overdue-handlers": &cfg.MaxOverdueHandlers}
+		"max-overdue-handlers": &cfg.MaxOverdueHandlers, "max-programs": &cfg.MaxPrograms}
 	for name, p := range ints {
 		if cfg.set[name] {
 			*p = c.Int(name)
@@ -178,6 +178,7 @@ func (cfg *serveConfig) validateFlags() error {
 		{"stream-max-bytes", cfg.StreamMaxBytes, 1 << 20, 0, "--stream-max-bytes must be at least 1 MiB"},
 		{"stream-max-params", cfg.StreamMaxParamsBytes, 1 << 10, 0, "--stream-max-params must be at least 1 KiB"},
 		{"max-overdue-handlers", int64(cfg.MaxOverdueHandlers), 1, 0, "--max-overdue-handlers must be at least 1"},
+		{"max-programs", int64(cfg.MaxPrograms), 1, 0, "--max-programs must be at least 1"},
 	} {
 		if cfg.set[f.name] && (f.v < f.min || (f.max != 0 && f.v > f.max)) {
 			return cliutil.Usagef("%s", f.msg)
@@ -225,7 +226,7 @@ func (cfg *serveConfig) validateFile() error {
 		{"max_conns", int64(cfg.MaxConns), 1}, {"peer_share", int64(cfg.PeerShare), 1}, {"tcp_max_in_flight", int64(cfg.TCPMaxInFlight), 1},
 		{"max_param_items", int64(cfg.MaxParamItems), 1}, {"stream_max_bytes", cfg.StreamMaxBytes, 1 << 20},
 		{"stream_max_params_bytes", cfg.StreamMaxParamsBytes, 1 << 10}, {"stream_per_sender", int64(cfg.StreamPerSender), 1},
-		{"max_overdue_handlers", int64(cfg.MaxOverdueHandlers), 1}} {
+		{"max_overdue_handlers", int64(cfg.MaxOverdueHandlers), 1}, {"max_programs", int64(cfg.MaxPrograms), 1}} {
 		if f.v != 0 && f.v < f.min {
 			return cliutil.Failf("invalid_config", "%s must be at least %d (leave it out for the default)", f.name, f.min)
 		}
@@ -266,11 +267,20 @@ func validateHandlers(handlers map[string]execHandler) error {
 // resolveHandlers gives each handler program what runProgram takes from
 // the rest of the config: the agent's item budget of a result
 // (max_param_items), which it checks before parsing an output (CLI-35),
-// and the allow rules, which say whether its log lines are a named
-// caller's (CLI-36).
+// the allow rules, which say whether its log lines are a named caller's
+// (CLI-36), and the slots of the programs run at once, one set for all
+// the config's handlers (max_programs, CLI-37). And its program, found
+// once (lookProgram), as an absolute path: a bare name is not looked up
+// in PATH again at each call, where a program planted in a PATH directory
+// another user may write would run in its place; one not found is
+// reported missing until the next reload (CLI-38).
 func (cfg *serveConfig) resolveHandlers() {
+	slots := newProgramSlots(cfg.MaxPrograms)
 	for id, h := range cfg.Handlers {
-		h.maxItems, h.rules = cfg.MaxParamItems, cfg.rules
+		h.maxItems, h.rules, h.slots = cfg.MaxParamItems, cfg.rules, slots
+		if len(h.Command) > 0 && h.Command[0] != "" { // else Validate refuses it
+			h.path, h.pathErr = lookProgram(h)
+		}
 		cfg.Handlers[id] = h
 	}
 }
