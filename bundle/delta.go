@@ -179,18 +179,33 @@ func DecodeDelta(data []byte) (*Delta, error) {
 	return &d, nil
 }
 
-// baseCarries reports whether the base manifest carries bytes identical to
-// artifact e: the same hash algorithm, hash, size and media type. Only
-// such artifacts are omitted from a delta.
-func baseCarries(base map[string]ArtifactEntry, e ArtifactEntry) bool {
-	b, ok := base[e.HashAlg+":"+string(e.Hash)]
-	return ok && b.Size == e.Size && b.MediaType == e.MediaType
+// contentKey is what makes two artifact entries the same bytes for a
+// delta: hash algorithm, hash, size and media type.
+type contentKey struct {
+	hashAlg, hash, mediaType string
+	size                     uint64
 }
 
-func contentIndex(m *Manifest) map[string]ArtifactEntry {
-	idx := make(map[string]ArtifactEntry, len(m.Artifacts))
+func contentOf(e ArtifactEntry) contentKey {
+	return contentKey{hashAlg: e.HashAlg, hash: string(e.Hash), mediaType: e.MediaType, size: e.Size}
+}
+
+// baseCarries reports whether the base manifest carries bytes identical to
+// artifact e: the same hash algorithm, hash, size and media type, under
+// any key. Only such artifacts are omitted from a delta.
+func baseCarries(base map[contentKey]struct{}, e ArtifactEntry) bool {
+	_, ok := base[contentOf(e)]
+	return ok
+}
+
+// contentIndex indexes every entry of m by all four fields: a manifest may
+// list the same bytes under several keys and media types, and each listing
+// counts (an index by hash alone kept the last, so a base copy listing the
+// omitted bytes also under another media type was refused, BUNDLE-22).
+func contentIndex(m *Manifest) map[contentKey]struct{} {
+	idx := make(map[contentKey]struct{}, len(m.Artifacts))
 	for _, a := range m.Artifacts {
-		idx[a.HashAlg+":"+string(a.Hash)] = a
+		idx[contentOf(a)] = struct{}{}
 	}
 	return idx
 }

@@ -481,6 +481,9 @@ func (s *Store) checkBeforeStaging(br *bundle.Reader, opts ImportOptions, res *I
 	}); err != nil {
 		return false, nil, amp.AsError(err)
 	}
+	// The base named is the copy the bytes come from, which may be
+	// another file of the release than the header names (BUNDLE-21).
+	res.Delta.Base = base.ref.String()
 	return false, base, nil
 }
 

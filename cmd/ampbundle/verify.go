@@ -179,12 +179,21 @@ func reportDelta(env *cliutil.Env, c *cli.Context, r *bundle.Reader, s summary, 
 	return nil
 }
 
-// verifyBase verifies the full bundle at path (signatures, manifest, every
-// artifact) and checks that it is the base release of the delta r (its
-// bundle_id at the version r names, BUNDLE-21) and
-// carries every artifact r omits: those artifacts are then verified, as
-// the base's artifacts, against the same hashes.
-func verifyBase(env *cliutil.Env, r *bundle.Reader, path string, policy *bundle.Policy) error {
+// verifyBase verifies the full bundle at path (its signatures, manifest and
+// every artifact) and checks that it is the base release of the delta r
+// (its bundle_id at the version r names, BUNDLE-21) and carries every
+// artifact r omits with the same hash_alg, hash, size and media type:
+// those artifacts are then verified, as the base's artifacts, against the
+// hashes r's own signed manifest names.
+//
+// The base is judged by no --trust key (the delta's policy, which this
+// ignores): as in a store, whose base is whatever copy it holds at that
+// version, the base only supplies bytes, each bound by hash to r's signed
+// manifest. Its signatures must still each verify against the key its kid
+// names (TRUST-20); they are counted as its signers, so that a base signed
+// by a retired or rotated key verifies without that key being trusted for
+// the delta too (BUNDLE-23).
+func verifyBase(env *cliutil.Env, r *bundle.Reader, path string, _ *bundle.Policy) error {
 	// Opened as the bundle itself is (BUNDLE-19): a FIFO or a device given
 	// as the base is refused at once, never waited on.
 	f, err := bundlebuild.OpenRegular(path)
@@ -192,16 +201,37 @@ func verifyBase(env *cliutil.Env, r *bundle.Reader, path string, policy *bundle.
 		return cliutil.Failf("io_error", "cannot open the base bundle").WithCause(err)
 	}
 	defer f.Close()
+	const hint = "--base must be a full bundle of the base version the delta names, whole and unaltered"
+	in, err := bundle.Inspect(f, 0)
+	if err != nil {
+		return cliutil.WithHint(err, hint)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return cliutil.Failf("io_error", "cannot read the base bundle").WithCause(err)
+	}
+	// The base's own signers, trusted for every name and for this file
+	// alone: each kid a did:key (FORMAT.md §2), at most
+	// bundle.MaxSignatures of them (decoding refuses more). A kid that
+	// names no key is left out, and the reader refuses its signature
+	// (TRUST-20).
+	own := &bundle.Policy{}
+	seen := map[string]bool{}
+	for _, s := range in.Signatures {
+		if key, ok := bundle.KeyFromKID(s.KID); ok && !seen[s.KID] {
+			seen[s.KID] = true
+			own.Keys = append(own.Keys, bundle.TrustedKey{Name: s.KID, Key: key, Scopes: []string{"*"}})
+		}
+	}
 	// Only the base's bytes are used, each against its signed hash: whether
 	// the base itself has expired does not matter to the delta (the
 	// delta's manifest carries its own expiry, checked above).
 	never := func() time.Time { return time.Time{} }
-	br, err := bundle.NewReader(f, bundle.ReaderOptions{Policy: policy, Now: never})
+	br, err := bundle.NewReader(f, bundle.ReaderOptions{Policy: own, Now: never})
 	if err == nil {
 		err = br.VerifyRest()
 	}
 	if err != nil {
-		return cliutil.WithHint(err, "--base must be the full bundle the delta names, and verify with the same --trust keys")
+		return cliutil.WithHint(err, hint)
 	}
 	return r.CheckBase(br.SignedManifest())
 }
