@@ -14,10 +14,20 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 )
 
-// runningBelow is the least entry value that is not a running entry of
-// value version 1: Value(e) < runningBelow compares true for a running
-// entry only (an absent key compares false).
+// runningBelow is the least entry value that is not a counted running
+// entry of value version 1: Value(e) < runningBelow compares true for a
+// counted running entry (state 1) only (an absent key compares false);
+// an uncounted one (state 3, FLEET-22) is above it (runningValue).
 const runningBelow = "\x01\x02"
+
+// runningValue reports whether an entry value, made with a claim whose
+// handler never ran, goes with that claim (clean): a running entry,
+// counted or not (FLEET-22), or one below every version-1 value that is
+// not running; a done entry, or one of another state or a later
+// version, is kept.
+func runningValue(v []byte) bool {
+	return len(v) < 2 || string(v[:2]) < runningBelow || v[0] == valueVersion && v[1] == stateUncounted
+}
 
 // claimPlan is the running entry a Claim makes with its claim: the entry
 // (the default reservation, the message's expiry), its cost, the counter

@@ -281,8 +281,9 @@ func (cl *cleaner) round() bool {
 // clean deletes c's claim, if it is still the one created at c.rev (or,
 // with c.rev 0, the one whose value is c.token), in one transaction; with
 // c.entry, also k's entry if it was made with that claim or after it and
-// is still running (Value < runningBelow), unchanged since it was read,
-// with its usage charge given back in a nested transaction compared on
+// is still running (runningValue: counted or not), unchanged since it
+// was read, with its usage charge (none for an uncounted one, FLEET-22)
+// given back in a nested transaction compared on
 // the counter's mod revision (a counter written since keeps the charge,
 // which then expires with its bucket: never a refund counted twice). An
 // entry that changed under a claim still held is an error, so that the
@@ -326,7 +327,7 @@ func (s *Store) clean(c cleanup) error {
 			return err
 		}
 		gone = ent == nil // deleted by a try whose answer was lost, or expired
-		if ent != nil && (ent.CreateRevision < c.rev || len(ent.Value) >= 2 && string(ent.Value[:2]) >= runningBelow) {
+		if ent != nil && (ent.CreateRevision < c.rev || !runningValue(ent.Value)) {
 			ent = nil // not made with this claim, or not running: kept
 		}
 	}
@@ -334,7 +335,9 @@ func (s *Store) clean(c cleanup) error {
 	if ent != nil { // that entry, unchanged, goes with the claim, and its charge
 		cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ent.ModRevision))
 		ops = append(ops, clientv3.OpDelete(ks.entry))
-		if e, err := decodeEntry(ent.Value); err == nil {
+		// An uncounted entry (state 3) has no charge on a counter to give
+		// back (FLEET-22).
+		if e, err := decodeEntry(ent.Value); err == nil && !e.uncounted {
 			key := usageKey(s.prefix, hexOf(e.principal), e.end)
 			n, crev, err := s.readCounter("unclaim", key)
 			if err != nil && amp.NameOf(err) != ErrCounterCorrupt {
