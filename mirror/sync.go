@@ -179,7 +179,9 @@ func (r *SyncReport) Count(o Outcome) int {
 }
 
 // Sync pulls from the mirror at opts.URL every bundle it offers that is
-// newer than what t has installed, and imports each through t.Import, which
+// newer than what t has installed, or of the installed version when that
+// fails closed as revoked (replaceable: a copy that stands replaces it,
+// docs/SPEC-DECISIONS.md MIRROR-22), and imports each through t.Import, which
 // verifies it exactly as 'ampbundle import' does (signature, trust scope,
 // every artifact's size and hash, rollback) and installs it atomically.
 // Nothing the mirror says is trusted: its capabilities document is checked,
@@ -272,10 +274,11 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 		if installed {
 			it.PreviousVersion = b.Version
 		}
+		same := installed && b.Version == e.Version
 		switch {
-		case installed && b.Version == e.Version:
+		case same && !replaceable(b):
 			it.Outcome = OutcomeCurrent
-		case installed && (e.Version < b.Version || e.Version <= b.Highest):
+		case installed && !same && (e.Version < b.Version || e.Version <= b.Highest):
 			refuse(&it, amp.Named(0, ErrOlderOffered, "the mirror offers version %d, not newer than version %d installed (highest ever %d): ignored", e.Version, b.Version, b.Highest))
 		case expiredByIndex(e, c.opts.Now()):
 			refuse(&it, amp.Named(0, bundle.ErrExpired, "the index says version %d expired: not downloaded (the store refuses an expired bundle)", e.Version))
@@ -310,6 +313,22 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	}
 	c.judged.save(c)
 	return rep, nil
+}
+
+// replaceable reports whether a listed file of the installed version of
+// b is fetched and offered to the store rather than reported up_to_date:
+// when b fails closed as revoked (its counting signers revoked, or trust
+// rm --fail-closed), a copy of the same release that the keys trusted now
+// sign replaces it (BUNDLE-8, amended), so the capability stands again
+// without waiting for a new version. Not when b has expired: the copy
+// carries the same signed expiry and the store refuses it (expired).
+// A stale install that is not revoked is not either (the store refuses its
+// copy, bundle_stale; a heartbeat mends it); a revoked one that is stale
+// is, and the heartbeats applied after the bundles may then mend it. What
+// the store refused is not downloaded again while its refusal stands
+// (refusedBefore): docs/SPEC-DECISIONS.md MIRROR-22.
+func replaceable(b resolver.Bundle) bool {
+	return b.Revoked != "" && !b.Expired
 }
 
 // expiredByIndex reports whether the index says e expired before now.
