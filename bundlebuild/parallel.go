@@ -229,7 +229,7 @@ func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 	cost := func(i int) int64 { return sizes[keys[i]] }
 	work := func(i int) firstRead {
 		k := keys[i]
-		data, err := schemas.dir.read(k, maxSourceFile)
+		data, err := schemas.dir.read(k, maxSchemaFile)
 		if err != nil {
 			return firstRead{err: err}
 		}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ const (
 	// maxSourceFile bounds one source file: sources are JSON documents,
 	// read into memory to be checked.
 	maxSourceFile = 16 << 20
+	// maxSchemaFile bounds one schema file: a larger schema document is
+	// over a compile limit and can never be built (BUILD-5).
+	maxSchemaFile = offlineschema.MaxCompileBytes
 	// maxSourceKept bounds the bytes the walk reads and keeps together:
 	// bundle.json, the capability.json files, bridges and DID documents
 	// (schemas are streamed, never kept: P8).
@@ -90,11 +94,30 @@ type bundleConfig struct {
 }
 
 // srcErr is a source problem naming the file (a path below the source
-// folder, the publisher's own input).
+// folder), shown by shownName.
 func srcErr(file, format string, args ...any) *amp.Error {
 	e := fail(bundle.ErrSource, format, args...)
-	e.Message = file + ": " + e.Message
+	e.Message = shownName(file) + ": " + e.Message
 	return e
+}
+
+// maxShownName bounds the bytes of a name shownName quotes.
+const maxShownName = 64
+
+// shownName renders a path below the source folder for an error message:
+// as it is when it is a safe artifact key (bundle.ValidateKey: ASCII
+// letters, digits and ._-/), else quoted in ASCII (strconv.QuoteToASCII:
+// every control, bidi, non-ASCII rune and invalid byte escaped) and cut to
+// its first maxShownName bytes. Whoever can write in the folder names its
+// files, so a name never reaches a log or a terminal raw (BUILD-6).
+func shownName(file string) string {
+	if bundle.ValidateKey(file) == nil {
+		return file
+	}
+	if len(file) > maxShownName {
+		return strconv.QuoteToASCII(file[:maxShownName]) + "..."
+	}
+	return strconv.QuoteToASCII(file)
 }
 
 // diskLoader serves the schema files of a source folder to the offline
@@ -115,7 +138,7 @@ func (l *diskLoader) Load(key string) ([]byte, error) {
 	if !ok {
 		return nil, fs.ErrNotExist
 	}
-	data, err := l.dir.read(p, maxSourceFile)
+	data, err := l.dir.read(p, maxSchemaFile)
 	if err != nil {
 		return nil, err
 	}
@@ -586,9 +609,11 @@ const (
 
 // placeSource places a source path in the layout (docs/FORMAT.md §8) and
 // says how many bytes a file of its kind may have: a bridge
-// compat.MaxBridgeSize, a DID document amp.MaxDIDDocumentSize, any other
-// maxSourceFile. The walk sizes each file against it before reading it
-// and classify sorts by it: one place for the layout's rules.
+// compat.MaxBridgeSize, a DID document amp.MaxDIDDocumentSize, a schema
+// maxSchemaFile (a larger schema document can never be compiled, so it is
+// refused unread rather than read, parsed and then refused: BUILD-5), any
+// other maxSourceFile. The walk sizes each file against it before reading
+// it and classify sorts by it: one place for the layout's rules.
 func placeSource(rel string) (sourceKind, int64) {
 	segs := strings.Split(rel, "/")
 	isJSON := strings.HasSuffix(rel, ".json")
@@ -600,7 +625,7 @@ func placeSource(rel string) (sourceKind, int64) {
 	case segs[0] == "capabilities" && len(segs) == 4 && segs[3] == bridgeFile:
 		return sourceBridge, compat.MaxBridgeSize
 	case isJSON && (segs[0] == "capabilities" && len(segs) == 4 || segs[0] == "schemas" && len(segs) >= 2):
-		return sourceSchema, maxSourceFile
+		return sourceSchema, maxSchemaFile
 	case isJSON && segs[0] == "dids" && len(segs) == 2:
 		return sourceDID, amp.MaxDIDDocumentSize
 	}
