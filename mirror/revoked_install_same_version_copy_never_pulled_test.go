@@ -109,9 +109,10 @@ func TestSyncPullsTheSameVersionCopyThatStandsOverARevokedInstall(t *testing.T) 
 
 // TestSyncDoesNotDownloadAgainASameVersionCopyRefusedOverARevokedInstall:
 // a mirror that still serves the publisher's own file (it has not
-// applied the revocation the site applied) gets it downloaded and refused
-// once — a refusal, not up_to_date: the bundle fails closed at the site
-// — and not downloaded again while the store's refusal stands.
+// applied the revocation the site applied) gets its head read and the file
+// refused once — a refusal, not up_to_date: the bundle fails closed at the
+// site — and not downloaded again while the refusal stands (at the same
+// store generation).
 func TestSyncDoesNotDownloadAgainASameVersionCopyRefusedOverARevokedInstall(t *testing.T) {
 	published := testBundle(t, 1)
 	m, _ := startMirror(t, newStore(t, published), nil)
@@ -134,7 +135,7 @@ func TestSyncDoesNotDownloadAgainASameVersionCopyRefusedOverARevokedInstall(t *t
 	}
 	for run := 0; run < 2; run++ {
 		it = syncItem(t, site, ts.URL)
-		if it.Outcome != OutcomeRefused || !strings.Contains(it.Message, "refused by the store before") || gets.Load() != 1 {
+		if it.Outcome != OutcomeRefused || !strings.Contains(it.Message, "at this store generation") || gets.Load() != 1 {
 			t.Fatalf("run %d: %+v, %d downloads in all; want refused before, no download", run+2, it, gets.Load())
 		}
 	}

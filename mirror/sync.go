@@ -295,7 +295,7 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 				break
 			}
 			keep[partName(e)] = true
-			c.fetchAndImport(ctx, t, e, &it)
+			c.fetchAndImport(ctx, t, e, &it, same)
 			if c.failed.fetched(it.Error, e.BundleID) {
 				failing = e.BundleID
 			}
@@ -505,11 +505,7 @@ func (c *syncClient) offerToStore(kind string, sum []byte, verify func(*bundle.P
 	}
 	if c.unvouched[kind] >= MaxStoreRefusals {
 		if verr != nil && c.trustGenKnown {
-			verdict := amp.NameOf(verr)
-			if !amp.ValidErrName(string(verdict)) {
-				verdict = ErrTooManyRefusals
-			}
-			c.judged.note(c, sum, verdict, c.trustGen)
+			c.judged.note(c, sum, verdictOf(verr), c.trustGen)
 		}
 		return "", amp.Named(0, ErrTooManyRefusals, "not signed as the store requires, and %d such files of this kind were offered to the store in this sync already: not offered (each refusal is audited)", MaxStoreRefusals)
 	}
@@ -517,6 +513,16 @@ func (c *syncClient) offerToStore(kind string, sum []byte, verify func(*bundle.P
 		c.count(&c.unvouched, kind)
 	}
 	return "", nil
+}
+
+// verdictOf is the error name a file is remembered as refused with when
+// the store's trust refused its signatures (verr) before it was offered
+// (localRefusals): verr's own, or too_many_refusals when it has none.
+func verdictOf(verr error) amp.ErrName {
+	if v := amp.NameOf(verr); amp.ValidErrName(string(v)) {
+		return v
+	}
+	return ErrTooManyRefusals
 }
 
 // signerShare is the counter of refusals of files of kind signed by the
@@ -759,14 +765,16 @@ const spoolLockName = "sync.lock"
 func partName(e IndexEntry) string { return e.BundleID + "-" + e.SHA256 + ".part" }
 
 // fetchAndImport downloads e (resuming a partial file), checks it against
-// the index, and imports it.
-func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry, it *SyncItem) {
+// the index, and imports it. replacing: e is a copy of the installed
+// version, which fails closed as revoked (replaceable): its head is judged
+// first (headRefused).
+func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry, it *SyncItem, replacing bool) {
 	path := filepath.Join(c.opts.SpoolDir, partName(e))
 	if used := c.spoolUsed(path); used+e.Size > c.opts.MaxSpoolBytes {
 		refuse(it, amp.Named(0, ErrTooLarge, "the sync spool folder holds %d bytes of partial downloads; %d more would pass its limit of %d", used, e.Size, c.opts.MaxSpoolBytes))
 		return
 	}
-	head, served, err := c.headRefused(ctx, e, path)
+	head, served, err := c.headRefused(ctx, e, path, replacing)
 	if err != nil {
 		os.Remove(path)
 		refuse(it, err)
@@ -864,8 +872,17 @@ const bundleHeadBytes = 64 << 10
 // (downloadListed), so that a mirror cannot pass the head read with junk,
 // or with another file's head, and then have its file downloaded whole
 // (MIRROR-21).
-func (c *syncClient) headRefused(ctx context.Context, e IndexEntry, path string) (head int64, served *servedHead, err error) {
-	if c.trusted == nil || c.unvouched[kindBundle] < MaxStoreRefusals {
+//
+// A copy of the installed version over an install that fails closed as
+// revoked (replacing) has its head judged whatever the count: only a copy
+// the keys trusted now sign can replace the install, so one they do not is
+// refused after its head, not offered, and remembered as such at the
+// store's generation (localRefusals), so that a mirror still listing the
+// revoked file itself, or a fresh file of the version each run, costs a
+// site a head per revoked install, not the whole file at every store
+// change (docs/SPEC-DECISIONS.md MIRROR-22).
+func (c *syncClient) headRefused(ctx context.Context, e IndexEntry, path string, replacing bool) (head int64, served *servedHead, err error) {
+	if c.trusted == nil || (!replacing && c.unvouched[kindBundle] < MaxStoreRefusals) {
 		return 0, nil, nil
 	}
 	for try := 0; ; try++ {
@@ -884,13 +901,21 @@ func (c *syncClient) headRefused(ctx context.Context, e IndexEntry, path string)
 			return got, served, err
 		}
 		verify := bundleSigners(in)
-		if _, verr := verify(c.trusted); verr != nil && kept > 0 && try == 0 {
+		_, verr := verify(c.trusted)
+		if verr != nil && kept > 0 && try == 0 {
 			// Bytes kept from an earlier download, perhaps another
 			// mirror's (the spool names a partial file by bundle_id and
 			// SHA-256 only), are no ground to refuse this mirror's file:
 			// its own head is read (MIRROR-15).
 			os.Remove(path)
 			continue
+		}
+		if replacing && verr != nil {
+			verdict := verdictOf(verr)
+			if c.trustGenKnown {
+				c.judged.note(c, listedSum(e.SHA256), verdict, c.trustGen)
+			}
+			return got, served, amp.Named(0, verdict, "a copy of the installed version, which fails closed as revoked, not signed as the store requires: it cannot replace the install, so it was not downloaded past its head nor offered").WithCause(verr)
 		}
 		_, err = c.offerToStore(kindBundle, listedSum(e.SHA256), verify)
 		return got, served, err
