@@ -130,7 +130,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Identity.Agreement != nil {
 		agree = []*amp.AgreementKey{cfg.Identity.Agreement}
 	}
-	if c.recv, err = amp.NewReceiver(amp.ReceiverConfig{Now: cfg.Now, DIDs: cfg.DIDs, AgreementKeys: agree, SharedKeys: shared, Limits: cfg.Limits}); err != nil {
+	var replyDIDs amp.DIDResolver
+	if cfg.DIDs != nil {
+		replyDIDs = peerOnly{dids: cfg.DIDs, peer: amp.BareDID(cfg.Peer)}
+	}
+	if c.recv, err = amp.NewReceiver(amp.ReceiverConfig{Now: cfg.Now, DIDs: replyDIDs, AgreementKeys: agree, SharedKeys: shared, Limits: cfg.Limits}); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -303,6 +307,13 @@ func (c *Client) backoff(n int) time.Duration {
 // A reply_to that does not match is 4001 (RFC 004 §9, A.12, A.13).
 func (c *Client) verify(ctx context.Context, raw []byte, req *amp.Message) (*amp.Message, error) {
 	reply, err := c.recv.Receive(ctx, raw)
+	var np notPeer
+	if errors.As(err, &np) {
+		// The sender's DID passed amp.ValidDID (bounded, no control
+		// characters) before it reached the resolver; %q quotes it all
+		// the same. Its signature was never checked: no WrongSender.
+		return nil, amp.Named(amp.CodeBadRequest, ErrWrongSender, "the reply names %q as its sender, not the provider %q; its document was not looked up", np.did, amp.BareDID(c.cfg.Peer))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -344,13 +355,43 @@ func (c *Client) verify(ctx context.Context, raw []byte, req *amp.Message) (*amp
 	return reply, nil
 }
 
+// peerOnly is the DIDResolver of the client's Receiver: it hands dids the
+// provider's DID (peer, bare) alone. A reply is verified against its
+// sender's keys before the client can check that the sender is the
+// provider, so without it a reply naming any DID (a did:web of any host)
+// made the client look that DID up, and a network resolver dial it
+// (docs/SPEC-DECISIONS.md TRANSPORT-17). A did:key never reaches a
+// resolver: it carries its keys.
+type peerOnly struct {
+	dids amp.DIDResolver
+	peer string
+}
+
+// ResolveDID resolves did through r.dids when it is the provider's, and
+// refuses it with a notPeer otherwise.
+func (r peerOnly) ResolveDID(ctx context.Context, did string) (*amp.DIDDocument, error) {
+	if amp.BareDID(did) != r.peer {
+		return nil, notPeer{did: amp.BareDID(did)}
+	}
+	return r.dids.ResolveDID(ctx, did)
+}
+
+// notPeer is peerOnly's refusal of a DID other than the provider's.
+type notPeer struct{ did string }
+
+func (e notPeer) Error() string {
+	return "the sender is not the provider: its document is not looked up"
+}
+
 // ErrPlaintextReply (4001): a reply in clear to a request sent encrypted
 // (Config.Encrypt): refused before its body is used.
 const ErrPlaintextReply = amp.ErrName("plaintext_reply")
 
-// ErrWrongSender (4001): a reply whose signature verified, from another
-// sender than the provider the client was made for. Its details are a
-// WrongSender.
+// ErrWrongSender (4001): a reply from another sender than the provider
+// the client was made for. Its details are a WrongSender when its
+// signature verified (a did:key sender, whose keys are in its DID); a
+// sender of another method is refused before its document is looked up,
+// without details (docs/SPEC-DECISIONS.md TRANSPORT-17).
 const ErrWrongSender = amp.ErrName("wrong_sender")
 
 // WrongSender is the Details of an ErrWrongSender error: the DID whose

@@ -1,9 +1,11 @@
 // Package client calls AMP agents: Client builds, signs (optionally
 // encrypts) and sends PING, CAP_QUERY and CAP_INVOKE over a Transport,
 // verifies each reply (signature against the provider's key, sender,
-// recipient, reply_to: a mismatch is 4001, RFC 004 A.12/A.13), and
-// retries delivery failures and retryable ERRORs with the same message,
-// with exponential backoff and jitter (RFC 001 §16.3).
+// recipient, reply_to: a mismatch is 4001, RFC 004 A.12/A.13; no DID
+// but the provider's is ever resolved, docs/SPEC-DECISIONS.md
+// TRANSPORT-17), and retries delivery failures and retryable ERRORs
+// with the same message, with exponential backoff and jitter (RFC 001
+// §16.3).
 //
 // Transports: amphttp.Transport (HTTP binding) and ampstcp.Transport
 // (AMPS/TCP binding) from the transport packages, Loopback into an

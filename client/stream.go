@@ -185,23 +185,36 @@ func (c *Client) sendChunks(ctx context.Context, s Stream, chunks uint64, conten
 	return h.Sum(nil), nil
 }
 
-// endProbes bounds the STREAM_ENDs endStream sends for one stream.
+// endProbes bounds the STREAM_ENDs endStream sends for one stream over a
+// OneWay transport, retries included.
 const endProbes = 30
 
 // endStream sends a STREAM_END with hash and returns the exchange. Over a
 // OneWay transport the chunks (or the STREAM_START) may still be in
 // flight: while the answer is unknown_stream or missing_chunks it sends a
 // new STREAM_END (a new message: STREAM-3 keeps the stream open) after a
-// short wait, at most endProbes times. until, when set, is the refusal
-// that ends the wait successfully (the probe for an open stream).
+// short wait. Every STREAM_END sent counts, the retries Send makes of one
+// (Retry) too: at most endProbes in all (docs/SPEC-DECISIONS.md
+// STREAM-10). until, when set, is the refusal that ends the wait
+// successfully (the probe for an open stream).
 func (c *Client) endStream(ctx context.Context, id string, hash []byte, oneWay bool, until string) (*Exchange, error) {
 	body, err := amp.Marshal(amp.StreamEndBody{StreamID: id, Hash: hash})
 	if err != nil {
 		return nil, err
 	}
 	wait := 5 * time.Millisecond
-	for probe := 1; ; probe++ {
-		ex, err := c.Do(ctx, amp.TypeStreamEnd, body)
+	for sent := 0; ; {
+		probe := c
+		if oneWay {
+			// A copy whose retries fit in what is left of endProbes.
+			capped := *c
+			capped.cfg.Retry.MaxAttempts = min(c.cfg.Retry.MaxAttempts, endProbes-sent)
+			probe = &capped
+		}
+		ex, err := probe.Do(ctx, amp.TypeStreamEnd, body)
+		if ex != nil {
+			sent += ex.Attempts
+		}
 		reason := reasonOf(err)
 		switch {
 		case err == nil || !oneWay:
@@ -210,8 +223,12 @@ func (c *Client) endStream(ctx context.Context, id string, hash []byte, oneWay b
 			return ex, nil
 		case reason != "unknown_stream" && reason != "missing_chunks":
 			return ex, err
-		case probe == endProbes:
-			return ex, amp.Named(amp.CodeTimeout, "stream_incomplete", "the agent did not receive the whole stream (its last answer: %s)", amp.SafeMessage(err))
+		case sent >= endProbes:
+			// The last answer is named by its code, error name and reason
+			// (one of the two above); its message is the agent's text, any
+			// length and any bytes: it stays in the cause, never in this
+			// message (docs/SPEC-DECISIONS.md STREAM-9).
+			return ex, amp.Named(amp.CodeTimeout, "stream_incomplete", "the agent did not receive the whole stream (its last answer: %d %s, %s)", uint16(amp.CodeOf(err)), amp.NameOf(err), reason).WithCause(err)
 		}
 		if err := c.cfg.Retry.Sleep(ctx, wait); err != nil {
 			return ex, amp.Wrap(amp.CodeTimeout, err, "gave up waiting for the stream")
