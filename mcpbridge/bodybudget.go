@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/jcs"
 )
 
 // ErrTooManyValues names a request body that holds more JSON values than
@@ -139,17 +139,6 @@ func checkPostBody(data []byte, maxArgs int) error {
 // (checkPostBody).
 func messageCounter(data []byte, maxArgs int, noListen bool) *bodyCounter {
 	return &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true, noListen: noListen}
-}
-
-// checkArgs reads a tools/call's arguments as checkBody reads a body's
-// params.arguments: at most maxArgs values, counted as the agent's item
-// budget counts the items of CBOR params (offlineschema.ValueFromCBORBudget:
-// every scalar, array and object one, member names none), and MaxBodyDepth
-// of nesting. It allocates nothing, so that arguments over the budget are
-// refused before a tree of them is built, on every transport (MCP-32).
-func checkArgs(data []byte, maxArgs int) error {
-	c := &bodyCounter{s: data, args: maxArgs, maxDepth: MaxBodyDepth}
-	return c.text(roleArgs)
 }
 
 // errBody is the named error of a body refused by checkBody.
@@ -536,8 +525,11 @@ func validRequestID(v []byte) bool {
 	case string(v) == "null":
 		return true
 	case v[0] == '"':
+		// JSON-1: go-sdk decodes a byte that is not UTF-8 and a lone
+		// surrogate escape as U+FFFD, and would answer under that other
+		// id ("\ud800" and "\udc00" as one).
 		body := v[1 : len(v)-1]
-		return len(body) <= MaxRequestIDText && exactString(body) && decodedLen(body) <= MaxRequestIDBytes
+		return len(body) <= MaxRequestIDText && jcs.ExactStrings(v) && decodedLen(body) <= MaxRequestIDBytes
 	}
 	digits := v
 	if digits[0] == '-' {
@@ -556,40 +548,9 @@ func validRequestID(v []byte) bool {
 	return n <= MaxRequestIDInt
 }
 
-// exactString reports whether the JSON string body b (between its
-// quotes, as written) decodes to text without replacement: valid UTF-8
-// and every \u surrogate escape in a high-low pair. go-sdk's decoder
-// replaces a byte that is not UTF-8 and a lone surrogate with U+FFFD, and
-// would answer under that other id ("\ud800" and "\udc00" as one).
-func exactString(b []byte) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' {
-			continue
-		}
-		i++
-		if b[i] != 'u' {
-			continue
-		}
-		r := surrogate(b[i+1 : i+5])
-		i += 4
-		switch {
-		case r == 0:
-		case r == 2:
-			return false // a low surrogate first
-		case len(b)-i < 7 || b[i+1] != '\\' || b[i+2] != 'u' || surrogate(b[i+3:i+7]) != 2:
-			return false // a high surrogate without its low one
-		default:
-			i += 6
-		}
-	}
-	return true
-}
-
 // decodedLen is the length in bytes of the UTF-8 text the JSON string
-// body b (between its quotes, as written, checked by str and exactString)
+// body b (between its quotes, as written, checked by str and
+// jcs.ExactStrings)
 // decodes to: an escape counts the bytes of what it stands for (a
 // surrogate pair four), every other byte one. It allocates nothing.
 func decodedLen(b []byte) int {
@@ -611,7 +572,7 @@ func decodedLen(b []byte) int {
 		i += 4
 		switch {
 		case 0xd800 <= r && r <= 0xdbff:
-			n += 4 // with its low surrogate, checked by exactString
+			n += 4 // with its low surrogate, checked by jcs.ExactStrings
 			i += 6
 		case r < 0x80:
 			n++
@@ -622,22 +583,6 @@ func decodedLen(b []byte) int {
 		}
 	}
 	return n
-}
-
-// surrogate classes a \u escape's four hex digits: 1 a high surrogate,
-// 2 a low one, 0 neither.
-func surrogate(h []byte) int {
-	r := 0
-	for _, ch := range h {
-		r = r<<4 | hexVal(ch)
-	}
-	switch {
-	case 0xd800 <= r && r <= 0xdbff:
-		return 1
-	case 0xdc00 <= r && r <= 0xdfff:
-		return 2
-	}
-	return 0
 }
 
 func isHex4(b []byte) bool {

@@ -126,22 +126,23 @@ func (b *Bridge) call(ctx context.Context, principal string, p *mcp.CallToolPara
 	return cr
 }
 
-// callParams turns a call's arguments into CBOR params: their values
-// counted first (checkArgs, nothing allocated) against the agent's item
-// budget, which refuses more, or deeper nesting, with the error the AMP
-// binding gives (1001 limit_exceeded), then parsed
-// (offlineschema.ValueFromJSON) and encoded. Absent arguments are {}.
+// callParams turns a call's arguments into CBOR params: parsed
+// (offlineschema.ValueFromJSONBudget: their values counted first, nothing
+// allocated, against the agent's item budget) and encoded. More items
+// than the budget, or nesting past offlineschema.MaxDepth, is the error
+// the AMP binding gives (1001 limit_exceeded, MCP-32). Absent arguments
+// are {}.
 func (b *Bridge) callParams(raw json.RawMessage) ([]byte, error) {
 	args := []byte(raw)
 	if len(args) == 0 {
 		args = []byte("{}") // MCP: arguments may be left out
 	}
-	switch amp.NameOf(checkArgs(args, b.opts.MaxParamItems)) {
-	case ErrTooManyValues, ErrTooDeep:
+	v, err := offlineschema.ValueFromJSONBudget(args, b.opts.MaxParamItems)
+	if amp.NameOf(err) == offlineschema.ErrLimitExceeded {
+		// One message for items and depth: the depth error's pointer
+		// would quote the arguments' member names.
 		return nil, amp.Named(amp.CodeInvalidMessage, offlineschema.ErrLimitExceeded, "value has more items than this agent accepts")
-	}
-	v, err := offlineschema.ValueFromJSON(args)
-	if err != nil {
+	} else if err != nil {
 		return nil, amp.Named(amp.CodeBadRequest, "invalid_arguments", "the arguments are not valid json")
 	}
 	params, err := offlineschema.ToCBOR(v)

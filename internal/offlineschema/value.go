@@ -30,9 +30,10 @@ const (
 	maxExponent  = 400
 )
 
-// ErrLimitExceeded: a value is nested deeper than MaxDepth. 1001 from
-// ValueFromCBOR (like amp's own depth cap), code 0 from ValueFromJSON and
-// ToCBOR.
+// ErrLimitExceeded: a value is nested deeper than MaxDepth (1001 from
+// ValueFromCBOR, like amp's own depth cap; code 0 from ValueFromJSON and
+// ToCBOR), or holds more items than its budget (1001 from
+// ValueFromCBORBudget and ValueFromJSONBudget).
 const ErrLimitExceeded amp.ErrName = "limit_exceeded"
 
 // negMinUint64 is -2^64, the smallest CBOR integer (major type 1 with
@@ -79,6 +80,13 @@ func ValueFromCBORBudget(item []byte, maxItems int) (any, error) {
 		return nil, malformed("trailing bytes after the item")
 	}
 	return v, nil
+}
+
+// tooManyItems is the refusal of a value over its item budget
+// (ValueFromCBORBudget, ValueFromJSONBudget): 1001 limit_exceeded, the
+// AMP binding's error, whichever encoding the value came in.
+func tooManyItems() *amp.Error {
+	return amp.Named(amp.CodeInvalidMessage, ErrLimitExceeded, "value has more items than this agent accepts")
 }
 
 func malformed(what string) *amp.Error {
@@ -136,7 +144,7 @@ func (r *cborReader) value(depth int) (any, error) {
 		return nil, err
 	}
 	if r.budget--; r.budget < 0 {
-		return nil, amp.Named(amp.CodeInvalidMessage, ErrLimitExceeded, "value has more items than this agent accepts")
+		return nil, tooManyItems()
 	}
 	switch major {
 	case 0, 1:
@@ -185,7 +193,7 @@ func (r *cborReader) array(depth int, n uint64) (any, error) {
 		return nil, malformed("truncated")
 	}
 	if n > uint64(r.budget) {
-		return nil, amp.Named(amp.CodeInvalidMessage, ErrLimitExceeded, "value has more items than this agent accepts")
+		return nil, tooManyItems()
 	}
 	arr := make([]any, n)
 	for i := range arr {
@@ -210,7 +218,7 @@ func (r *cborReader) object(depth int, n uint64) (any, error) {
 		return nil, malformed("truncated")
 	}
 	if n > uint64(r.budget) {
-		return nil, amp.Named(amp.CodeInvalidMessage, ErrLimitExceeded, "value has more items than this agent accepts")
+		return nil, tooManyItems()
 	}
 	m := make(map[string]any, n)
 	for i := uint64(0); i < n; i++ {
@@ -329,18 +337,94 @@ func numberInModel(s string) bool {
 // MaxDepth is limit_exceeded (code 0).
 func ValueFromJSON(data []byte) (any, error) {
 	if len(data) > MaxJSONSize {
-		return nil, amp.Named(0, ErrInvalidJSON, "json input of %d bytes is over the %d-byte limit", len(data), MaxJSONSize)
+		return nil, tooLarge(data)
 	}
+	return valueFromJSON(data, MaxJSONSize+1) // a byte per value at least
+}
+
+// ValueFromJSONBudget is ValueFromJSON with the item budget of
+// ValueFromCBORBudget (maxItems <= 0: DefaultMaxItems): the values of the
+// text are counted as the agent's item budget counts the items of CBOR
+// params (every scalar, array and object one, member names none), in one
+// pass over the bytes that allocates nothing, and a text of more is
+// refused with ValueFromCBORBudget's error (1001 limit_exceeded; nesting
+// deeper than MaxDepth stays code 0) before any tree is built. The parse
+// that follows stops at maxItems values too, so a text the count misjudges
+// (one that is not JSON) builds no tree beyond the budget either.
+func ValueFromJSONBudget(data []byte, maxItems int) (any, error) {
+	limit.Default(&maxItems, DefaultMaxItems)
+	if len(data) > MaxJSONSize {
+		return nil, tooLarge(data)
+	}
+	if jsonItems(data) > maxItems {
+		return nil, tooManyItems()
+	}
+	return valueFromJSON(data, maxItems)
+}
+
+// jsonItems counts the values of the JSON text data as the item budget
+// counts them: every array and object, every string that is not a member
+// name (a string followed by ':', whitespace aside) and every number or
+// literal one. It walks the bytes once and allocates nothing. For a JSON
+// text the count is exact; for another it may be off either way, and the
+// parse, which refuses that text, stops at the budget all the same.
+func jsonItems(data []byte) int {
+	n := 0
+	scalar := false // inside a number or a literal
+	name := false   // a string closed, only whitespace since
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			scalar = false
+			continue
+		case '{', '[':
+			n++
+		case '"':
+			n++ // taken back at its ':' if it is a member name
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++ // the escaped byte, a quote included
+				}
+			}
+			scalar, name = false, true
+			continue
+		case ':':
+			if name {
+				n--
+			}
+		case '}', ']', ',':
+		default:
+			if !scalar {
+				n++
+			}
+			scalar, name = true, false
+			continue
+		}
+		scalar, name = false, false
+	}
+	return n
+}
+
+// tooLarge is the refusal of JSON input over MaxJSONSize.
+func tooLarge(data []byte) *amp.Error {
+	return amp.Named(0, ErrInvalidJSON, "json input of %d bytes is over the %d-byte limit", len(data), MaxJSONSize)
+}
+
+// valueFromJSON is ValueFromJSON of data (at most MaxJSONSize bytes),
+// its parse stopped past maxNodes values (tooManyItems).
+func valueFromJSON(data []byte, maxNodes int) (any, error) {
 	if !jcs.ExactStrings(data) {
 		// encoding/json would read U+FFFD: two texts, one value.
 		return nil, amp.Named(0, ErrInvalidJSON, "json input is not utf-8 or holds a lone surrogate escape")
 	}
-	v, err := schemagraph.Parse(data, schemagraph.Options{MaxBytes: MaxJSONSize, MaxDepth: MaxDepth, MaxNodes: MaxJSONSize + 1, Number: numberInModel})
+	v, err := schemagraph.Parse(data, schemagraph.Options{MaxBytes: MaxJSONSize, MaxDepth: MaxDepth, MaxNodes: maxNodes, Number: numberInModel})
 	var e *schemagraph.Error
 	if !errors.As(err, &e) {
 		return v, err
 	}
 	switch e.Kind {
+	case schemagraph.KindTooManyNodes:
+		return nil, tooManyItems()
 	case schemagraph.KindEmpty:
 		return nil, amp.Named(0, ErrInvalidJSON, "json input is empty or truncated")
 	case schemagraph.KindTrailing:
