@@ -535,12 +535,14 @@ func (snap *snapshot) trim(now time.Time) (*snapshot, error) {
 // same release replacing the installed one (BUNDLE-8, TRUST-20) within
 // the second of its import kept the key, and the old file stayed served
 // (docs/SPEC-DECISIONS.md MIRROR-20). The import time stays in the key
-// for a Source that does not report the hash (an older agent's admin
-// socket): refusedBy still sees a re-import at another second, and build
-// reuses no file of such a bundle, exporting it again. The bundles are
-// read before the files are exported, so a file exported while a live
-// store replaced its bundle carries the key of what it replaced, never of
-// a later state: the next refresh exports it again.
+// (the same file imported again is exported again, a harmless cost). A
+// Source that does not report the hash (an older agent's admin socket)
+// gives a key that vouches for no file: build reuses no file of such a
+// bundle, exporting it again, and a failed refresh leaves it out
+// (refusedBy). The bundles are read before the files are exported, so a
+// file exported while a live store replaced its bundle carries the key
+// of what it replaced, never of a later state: the next refresh exports
+// it again.
 func bundleKey(b resolver.Bundle) string {
 	return b.BundleID + "\x00" + strconv.FormatUint(b.Version, 10) + "\x00" + b.ManifestSHA256 + "\x00" + b.ImportedAt
 }
@@ -548,11 +550,15 @@ func bundleKey(b resolver.Bundle) string {
 // refusedBy returns the bundle_ids of the bundles snap serves that the
 // store, whose bundles are bs, no longer uses as served: removed,
 // replaced by another version or another file (bundleKey), or failing
-// closed there (revoked, stale, expired).
+// closed there (revoked, stale, expired). A bundle reported without its
+// manifest hash (an older agent's admin socket) is among them: its key,
+// import time to the second, does not show a copy of the same release
+// replacing it within that second, so an unchanged key vouches for its
+// file no more than build reuses it (docs/SPEC-DECISIONS.md MIRROR-20).
 func (snap *snapshot) refusedBy(bs []resolver.Bundle) map[string]bool {
 	uses := make(map[string]string, len(bs)) // bundle_id -> key of the bundle the store uses
 	for _, b := range bs {
-		if failedClosed(b) == "" {
+		if failedClosed(b) == "" && b.ManifestSHA256 != "" {
 			uses[b.BundleID] = bundleKey(b)
 		}
 	}

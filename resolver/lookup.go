@@ -116,6 +116,55 @@ func (c *Catalog) ResolveType(typ string) (string, error) {
 type catalogCache struct {
 	mu  sync.Mutex
 	cur *Catalog
+	// listed is what Bundles keeps of each bundle, for one generation.
+	listed listedCache
+}
+
+// listedCache keeps, for one store generation, what Bundles reads of each
+// installed bundle that only a store change changes: the SHA-256 of its
+// stored signed manifest and why it is stale (staleReason). A record's
+// signed manifest is written only by an import's commit, which changes
+// the generation in the same transaction (as a removal does, and every
+// change of what staleness depends on, judgedCache): read from the
+// transaction itself, the generation names them, even when another
+// process wrote the store. So a listing hashes and judges each bundle
+// once per generation, not at every call (docs/SPEC-DECISIONS.md
+// MIRROR-20).
+type listedCache struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[string]listed
+}
+
+// listed is what listedCache keeps of one bundle.
+type listed struct {
+	sum   string // hex SHA-256 of its stored signed manifest
+	stale string // staleReason
+}
+
+// get returns the entry of bundleID at generation gen.
+func (c *listedCache) get(gen uint64, bundleID string) (listed, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return listed{}, false
+	}
+	l, ok := c.m[bundleID]
+	return l, ok
+}
+
+// put keeps the entry of bundleID read at generation gen (nothing when a
+// later generation was read meanwhile).
+func (c *listedCache) put(gen uint64, bundleID string, l listed) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen || c.m == nil {
+		if gen < c.gen {
+			return
+		}
+		c.gen, c.m = gen, map[string]listed{}
+	}
+	c.m[bundleID] = l
 }
 
 // Catalog returns the snapshot of the current generation, rebuilding it
@@ -254,27 +303,35 @@ type Bundle struct {
 	Expired bool `json:"expired,omitempty"`
 }
 
-// Bundles lists the installed bundles, by bundle_id. Each one's
-// ManifestSHA256 is hashed here from the stored signed manifest: at most
-// bundle.DefaultMaxManifestSize (16 MiB, the cap the import's reader puts
-// on the item; the store keeps one only once a trusted signature over it
-// verified) and a few KiB for a bundle of tens of artifacts. Decoding the record already
-// copies those bytes, so the hash keeps the cost of a call linear in the
-// stored manifests, as it was.
+// Bundles lists the installed bundles, by bundle_id. A listing copies
+// no stored signed manifest (listedRecord), and hashes one and judges its
+// staleness only once per store generation (listedCache): /readyz and a
+// metrics scrape list the bundles at every request, and a manifest may
+// be up to bundle.DefaultMaxManifestSize (16 MiB). Expiry is judged at
+// every call (the clock moves without the generation).
 func (s *Store) Bundles() ([]Bundle, error) {
 	var out []Bundle
 	err := s.db.View(func(tx *bolt.Tx) error {
-		hw := bucket(tx, bHighwater)
+		hw, gen := bucket(tx, bHighwater), txGeneration(tx)
 		return bucket(tx, bBundles).ForEach(func(k, v []byte) error {
-			var r bundleRecord
-			if err := decode(v, &r); err != nil {
-				return err
+			var r listedRecord
+			l, ok := s.catalog.listed.get(gen, string(k))
+			if ok {
+				if err := decode(v, &r); err != nil {
+					return err
+				}
+			} else {
+				if err := decode(v, &r.bundleRecord); err != nil {
+					return err
+				}
+				l = listed{sum: hex.EncodeToString(sha256sum(r.bundleRecord.Signed)), stale: s.staleReason(tx, r.BundleID)}
+				r.bundleRecord.Signed = nil
+				s.catalog.listed.put(gen, string(k), l)
 			}
-			exp, ok := expiry(r)
+			exp, ok := expiry(r.bundleRecord)
 			out = append(out, Bundle{BundleID: r.BundleID, Version: r.Version, ImportedAt: r.ImportedAt, ExpiresAt: r.ExpiresAt,
 				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k)),
-				ManifestSHA256: hex.EncodeToString(sha256sum(r.Signed)), Revoked: r.Revoked,
-				Stale: s.staleReason(tx, r.BundleID), Expired: ok && s.expiredAt(tx, &r, exp)})
+				ManifestSHA256: l.sum, Revoked: r.Revoked, Stale: l.stale, Expired: ok && s.expiredAt(tx, &r.bundleRecord, exp)})
 			return nil
 		})
 	})
@@ -283,6 +340,20 @@ func (s *Store) Bundles() ([]Bundle, error) {
 	}
 	return out, nil
 }
+
+// listedRecord is a bundleRecord read without its signed manifest: the
+// Signed field shadows the record's and keeps none of the item's bytes,
+// so listing a bundle copies nothing of its manifest out of the store.
+type listedRecord struct {
+	bundleRecord
+	Signed skippedItem `cbor:"signed"`
+}
+
+// skippedItem is a CBOR item decoded into nothing.
+type skippedItem struct{}
+
+// UnmarshalCBOR implements cbor.Unmarshaler: it keeps nothing of the item.
+func (*skippedItem) UnmarshalCBOR([]byte) error { return nil }
 
 // DIDs resolved from bundles.
 

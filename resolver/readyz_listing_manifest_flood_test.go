@@ -1,0 +1,158 @@
+package resolver
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"fmt"
+	"reflect"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/capability"
+	bolt "go.etcd.io/bbolt"
+)
+
+// manifestHeavyBundle is a bundle org.example.heavyI of n one-word
+// artifacts: its signed manifest, naming each by hash, is about 100 n
+// bytes (n = 5,000: about 600 KiB).
+func manifestHeavyBundle(t testing.TB, i, n int) []byte {
+	t.Helper()
+	id := fmt.Sprintf("org.example.heavy%d", i)
+	d := &bundle.Draft{BundleID: id, Version: 1, CreatedAt: testNow.Add(-time.Hour)}
+	for j := 0; j < n; j++ {
+		d.Artifacts = append(d.Artifacts, bundle.BytesSource(fmt.Sprintf("blobs/%05d.bin", j), "application/octet-stream",
+			[]byte{byte(i), byte(j), byte(j >> 8), byte(j >> 16)}))
+	}
+	in, out := "capabilities/"+id+".op/1.0.0/input.schema.json", "capabilities/"+id+".op/1.0.0/output.schema.json"
+	d.Artifacts = append(d.Artifacts, bundle.BytesSource(in, bundle.MediaTypeSchema, []byte(`{"type":"object"}`)),
+		bundle.BytesSource(out, bundle.MediaTypeSchema, []byte(`{"type":"object","properties":{}}`)))
+	v, _ := capability.ParseVersion("1.0.0")
+	d.Capabilities = []capability.Descriptor{{Name: id + ".op", Version: v,
+		InputSchema: capability.SchemaRef{ArtifactKey: in}, OutputSchema: capability.SchemaRef{ArtifactKey: out}}}
+	var buf bytes.Buffer
+	if _, err := bundle.Write(&buf, d, []ed25519.PrivateKey{sampleKey(t, "example-publisher")}, bundle.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// manifestHeavyStore is a store of n manifest-heavy bundles; it returns
+// the stored signed manifests' total size.
+func manifestHeavyStore(t testing.TB, n, artifacts int) (*Store, int) {
+	t.Helper()
+	s := newStore(t)
+	for i := 0; i < n; i++ {
+		mustImport(t, s, manifestHeavyBundle(t, i, artifacts))
+	}
+	bs, err := s.Bundles()
+	if err != nil || len(bs) != n {
+		t.Fatalf("bundles: %d, %v", len(bs), err)
+	}
+	total := 0
+	err = s.db.View(func(tx *bolt.Tx) error {
+		return bucket(tx, bBundles).ForEach(func(_, v []byte) error {
+			var r bundleRecord
+			if err := decode(v, &r); err != nil {
+				return err
+			}
+			total += len(r.Signed)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, total
+}
+
+// hashOnce returns the least time, of three tries, that hashing n bytes
+// with SHA-256 takes on this machine.
+func hashOnce(n int) time.Duration {
+	buf, least := make([]byte, n), time.Duration(1<<62)
+	for i := 0; i < 3; i++ {
+		start := time.Now()
+		sha256.Sum256(buf)
+		least = min(least, time.Since(start))
+	}
+	return least
+}
+
+// TestReadyzProbeHashesNoStoredManifestAgain
+//
+// Attack: GET /readyz on the agent's --listen (any peer that reaches it:
+// no Host rule off loopback, no peer share of its own) and a metrics
+// scrape call Store.Bundles, which hashed every stored signed manifest
+// (up to 16 MiB each) on every call to fill ManifestSHA256 (MIRROR-20): a
+// peer polling /readyz turns the store's manifests into CPU, again and
+// again, though nothing changed.
+//
+// Defence: the hash is a property of the stored record, which changes
+// only with the store's generation: hashed once per generation
+// (listedCache), the calls after the first hash nothing (before: 20 calls
+// hashed the manifests 20 times). Bound: 20 calls within 5 times what hashing the
+// manifests once takes (the least of three tries), generous on a loaded
+// machine: the calls that hash nothing take a few milliseconds in all;
+// those that hash every time take at least 20 times the hash.
+func TestReadyzProbeHashesNoStoredManifestAgain(t *testing.T) {
+	s, total := manifestHeavyStore(t, 4, 5000)
+	first, err := s.Bundles() // the one call of this generation that may hash
+	if err != nil {
+		t.Fatal(err)
+	}
+	const calls = 20
+	var last []Bundle
+	start := time.Now()
+	for i := 0; i < calls; i++ {
+		if last, err = s.Bundles(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took, once := time.Since(start), hashOnce(total)
+	if !reflect.DeepEqual(last, first) {
+		t.Fatalf("a listing at the same generation differs from the first: %+v, then %+v", first, last)
+	}
+	for _, b := range first {
+		if b.BundleID == "" || b.Version != 1 || b.ImportedAt == "" || len(b.Signers) != 1 || len(b.ManifestSHA256) != 64 {
+			t.Fatalf("listed: %+v", b)
+		}
+	}
+	if took > 5*once {
+		t.Fatalf("%d listings of a store of %d manifest bytes, at one generation, took %v; hashing those bytes once takes %v: each listing hashes them again",
+			calls, total, took, once)
+	}
+}
+
+// TestReadyzProbeCopiesNoStoredManifest
+//
+// Attack: as above, each call of Store.Bundles decoded every stored
+// record whole, copying its signed manifest out of the store, and judged
+// staleness by loading (and copying) it twice more: three copies of every
+// manifest allocated per /readyz request or metrics scrape, though
+// listing a bundle needs none of its bytes but their hash.
+//
+// Defence: a listing decodes each record without its manifest
+// (listedRecord) and judges staleness once per generation (listedCache):
+// at an unchanged generation it allocates far less than the manifests it
+// lists (bound: a sixteenth of their bytes per call; before: about 3
+// times their bytes).
+func TestReadyzProbeCopiesNoStoredManifest(t *testing.T) {
+	s, total := manifestHeavyStore(t, 4, 5000)
+	if _, err := s.Bundles(); err != nil {
+		t.Fatal(err)
+	}
+	const calls = 10
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < calls; i++ {
+		if _, err := s.Bundles(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / calls; per > uint64(total/16) {
+		t.Fatalf("a listing of a store of %d manifest bytes, at one generation, allocates %d bytes: it copies the manifests out of the store", total, per)
+	}
+}
