@@ -276,6 +276,9 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 		}
 		same := installed && b.Version == e.Version
 		switch {
+		case same && b.VersionRevoked:
+			// No copy of a revoked version can stand: nothing to fetch.
+			refuse(&it, amp.Named(0, resolver.ErrRevoked, "version %d itself is revoked (a revocation statement this store applied): no copy of it is downloaded; a newer version replaces it", e.Version))
 		case same && !replaceable(b):
 			it.Outcome = OutcomeCurrent
 		case installed && !same && (e.Version < b.Version || e.Version <= b.Highest):

@@ -294,6 +294,10 @@ type Bundle struct {
 	// Revoked, when set, says why the bundle fails closed (5002
 	// bundle_revoked at every use): a revocation or trust rm --fail-closed.
 	Revoked string `json:"revoked,omitempty"`
+	// VersionRevoked says that a revocation statement revoked this
+	// version itself (not only its signers): no copy of it can stand, so
+	// none is worth fetching (the store refuses every one, revoked).
+	VersionRevoked bool `json:"version_revoked,omitempty"`
 	// Stale, when set, says why the bundle fails closed as older than the
 	// freshness policy allows (5002 bundle_stale at every use).
 	Stale string `json:"stale,omitempty"`
@@ -331,7 +335,7 @@ func (s *Store) Bundles() ([]Bundle, error) {
 			exp, ok := expiry(r.bundleRecord)
 			out = append(out, Bundle{BundleID: r.BundleID, Version: r.Version, ImportedAt: r.ImportedAt, ExpiresAt: r.ExpiresAt,
 				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k)),
-				ManifestSHA256: l.sum, Revoked: r.Revoked, Stale: l.stale, Expired: ok && s.expiredAt(tx, &r.bundleRecord, exp)})
+				ManifestSHA256: l.sum, Revoked: r.Revoked, VersionRevoked: versionRevoked(tx, r.BundleID, r.Version), Stale: l.stale, Expired: ok && s.expiredAt(tx, &r.bundleRecord, exp)})
 			return nil
 		})
 	})
