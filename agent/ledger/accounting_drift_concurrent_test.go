@@ -18,15 +18,7 @@ import (
 func checkAccountsCover(s *WALStore) error {
 	s.idx.RLock()
 	defer s.idx.RUnlock()
-	var charged int64
-	per := map[string]int64{}
-	for k, e := range s.m {
-		if !e.spare {
-			c := e.cost(k, s.acct.lim)
-			charged += c
-			per[k.Sender] += c
-		}
-	}
+	charged, _, per, _, _ := indexHolds(s)
 	s.acct.mu.Lock()
 	defer s.acct.mu.Unlock()
 	if s.acct.total < charged {

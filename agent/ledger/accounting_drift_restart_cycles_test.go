@@ -8,18 +8,13 @@ import (
 	"time"
 )
 
-// checkAccountsExact fails unless the write-ahead log's accounts are the
-// sum of its index: the charged entries' costs in total, in entries and
-// per sender, the set-aside ones (AGENT-22) in spareBytes and spareN.
-func checkAccountsExact(t *testing.T, s *WALStore, step string) {
-	t.Helper()
-	s.idx.RLock()
-	defer s.idx.RUnlock()
-	var charged, spare int64
-	var nc, ns int
-	per := map[string]int64{}
+// indexHolds is what s's index holds (the caller holds s.idx): the
+// charged entries' costs in total, their number and each sender's, and
+// the set-aside ones' (AGENT-22) in total and their number.
+func indexHolds(s *WALStore) (charged int64, nc int, per map[string]int64, spare int64, ns int) {
+	per = map[string]int64{}
 	for k, e := range s.m {
-		c := e.cost(k, s.acct.lim)
+		c := e.cost(k)
 		if e.spare {
 			spare, ns = spare+c, ns+1
 			continue
@@ -27,6 +22,17 @@ func checkAccountsExact(t *testing.T, s *WALStore, step string) {
 		charged, nc = charged+c, nc+1
 		per[k.Sender] += c
 	}
+	return charged, nc, per, spare, ns
+}
+
+// checkAccountsExact fails unless the write-ahead log's accounts are the
+// sum of its index: the charged entries' costs in total, in entries and
+// per sender, the set-aside ones (AGENT-22) in spareBytes and spareN.
+func checkAccountsExact(t *testing.T, s *WALStore, step string) {
+	t.Helper()
+	s.idx.RLock()
+	defer s.idx.RUnlock()
+	charged, nc, per, spare, ns := indexHolds(s)
 	s.acct.mu.Lock()
 	defer s.acct.mu.Unlock()
 	if charged != s.acct.total || nc != s.acct.entries || spare != s.spareBytes || ns != s.spareN {
@@ -44,9 +50,9 @@ func checkAccountsExact(t *testing.T, s *WALStore, step string) {
 }
 
 // TestAccountingDriftAcrossRestartsAndClockSteps: the accounts of the
-// write-ahead log are changed on many paths (a reservation refunded up
-// front and taken back when its entry was reclaimed meanwhile, entries set
-// aside at open and then answered, finished as Lost, re-timed by a clock
+// write-ahead log are changed on many paths (a reply's refund made when
+// its record is applied, to an entry perhaps reclaimed meanwhile, entries
+// set aside at open and then answered, finished as Lost, re-timed by a clock
 // stepped back, reclaimed or evicted for room). Attack (many cycles of
 // short-lived messages, slow handlers, abandoned tickets, restarts with
 // the clock ahead or behind, sweeps at odd times): a counter that drifts

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// TestFinishAfterReclaimLeaksSenderShare: a Finish refunds the
-// difference between the reply and its reservation up front (settle); if
+// TestFinishAfterReclaimNeverLeaksSenderShare: before review 92, a Finish
+// refunded the difference between the reply and its reservation up front
+// (settle; since review 100 the refund is made when its record is applied); if
 // the leader reclaims the running entry before the record is applied (its
 // expiry passed on the wall clock and its lifetime elapsed: a handler that
 // outlived its message), it releases the entry's whole cost, and then
@@ -24,7 +25,7 @@ import (
 // (docs/SPEC-DECISIONS.md AGENT-23): the counters follow the sum of what is
 // charged, whatever the order; once everything is reclaimed the share is
 // free.
-func TestFinishAfterReclaimLeaksSenderShare(t *testing.T) {
+func TestFinishAfterReclaimNeverLeaksSenderShare(t *testing.T) {
 	c := newRestartClock()
 	lim := Limits{Budget: 1 << 20, PerCaller: 16 << 10, ReplyReserve: MinReplyReserve}
 	s := c.openNoSync(t, filepath.Join(t.TempDir(), "l.wal"), lim)

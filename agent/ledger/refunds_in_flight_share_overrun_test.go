@@ -51,9 +51,9 @@ func (s *WALStore) queued() int {
 	return len(s.gc.queue)
 }
 
-// TestRefundsInFlightPassShareByManyReservations: a Finish
-// refunds its reservation less the reply up front (settle), before its
-// record is applied; when the leader reclaims the entry meanwhile (its
+// TestRefundsInFlightNeverPassShare: before review 100, a Finish
+// refunded its reservation less the reply up front (settle), before its
+// record was applied; when the leader reclaims the entry meanwhile (its
 // handler outlived the message: overdue, AGENT-15), it releases the whole
 // cost and the refund is taken back only when the record is applied, one
 // fdatasync later. AGENT-23 bounds what a concurrent reservation of that
@@ -69,7 +69,7 @@ func (s *WALStore) queued() int {
 // order of Finish, reclaim and reservation, a caller never holds more
 // than its share: a refund is counted when its record is applied to the
 // entry it replaces, never before.
-func TestRefundsInFlightPassShareByManyReservations(t *testing.T) {
+func TestRefundsInFlightNeverPassShare(t *testing.T) {
 	c := newRestartClock()
 	lim := Limits{Budget: 1 << 20, PerCaller: 16 << 10, ReplyReserve: MinReplyReserve}
 	gate := &syncGate{}
@@ -156,7 +156,7 @@ func TestRefundsInFlightPassShareByManyReservations(t *testing.T) {
 	s.idx.RLock()
 	for k, e := range s.m {
 		if k.Sender == sender {
-			held += e.cost(k, lim.Resolved())
+			held += e.cost(k)
 		}
 	}
 	s.idx.RUnlock()

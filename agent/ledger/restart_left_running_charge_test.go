@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestRestartChargesLeftRunningEntriesTheDefaultReservation: an
+// TestRestartNeverChargesLeftRunningEntriesTheDefaultReservation: an
 // entry left running by an earlier process (a crash, or a shutdown that
 // gave up on an overdue handler) is charged, once the log is opened
 // again, the store's default reservation (Limits.ReplyReserve), whatever
@@ -22,7 +22,7 @@ import (
 // a restart charges no caller more than it held; an entry left running is
 // charged what its one possible reply needs (MinReplyReserve), and that
 // reply is still recorded.
-func TestRestartChargesLeftRunningEntriesTheDefaultReservation(t *testing.T) {
+func TestRestartNeverChargesLeftRunningEntriesTheDefaultReservation(t *testing.T) {
 	c := newRestartClock()
 	lim := Limits{Budget: 256 << 10, PerCaller: 64 << 10, ReplyReserve: 16 << 10}
 	path := filepath.Join(t.TempDir(), "l.wal")

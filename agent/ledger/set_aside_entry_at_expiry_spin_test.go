@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestSetAsideEntryAtItsExpirySpinsForever: an entry set aside at
+// TestSetAsideEntryAtItsExpiryNeverSpins: an entry set aside at
 // open (AGENT-22) whose time left has elapsed on the clock that is never
 // stepped, but whose expiry has not passed on the wall clock (stepped back
 // meanwhile: a clock ahead at boot and corrected, or an NTP step after a
@@ -20,7 +20,7 @@ import (
 // hung (the agent stopped answering, and its shutdown waited for ever).
 // What should happen (docs/SPEC-DECISIONS.md AGENT-22): the entry is put
 // back due once its expiry has passed, and the sweep returns.
-func TestSetAsideEntryAtItsExpirySpinsForever(t *testing.T) {
+func TestSetAsideEntryAtItsExpiryNeverSpins(t *testing.T) {
 	c := newRestartClock()
 	s, k, expires := setAsideOne(t, c)
 	// Its two minutes have elapsed on the monotonic clock, and the wall

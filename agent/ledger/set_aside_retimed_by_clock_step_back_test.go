@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// TestSetAsideEntryRetimedByClockStepBackStaysForEver: an entry set
+// TestSetAsideEntryRetimedByClockStepBackNeverStaysForEver: an entry set
 // aside at open (AGENT-22) whose time left has elapsed on the clock that is
 // never stepped, while the wall clock reads before its expiry, is given a
 // new lifetime from the wall clock: its expiry less the wall time. Attack
@@ -20,7 +20,7 @@ import (
 // reference the open set the entry aside by (the log's last write), so a
 // step back re-times it by no more than the time it had left after that
 // write; it is still kept while the wall clock reads before its expiry.
-func TestSetAsideEntryRetimedByClockStepBackStaysForEver(t *testing.T) {
+func TestSetAsideEntryRetimedByClockStepBackNeverStaysForEver(t *testing.T) {
 	c := newRestartClock()
 	s, _, _ := setAsideOne(t, c)
 	defer s.Close()

@@ -281,12 +281,12 @@ func (s *WALStore) load() error {
 			// Its time left after the log's last write, counted from
 			// now on the clock that is never stepped.
 			e.spare, e.after = true, e.expires-ref
-			s.spareBytes += e.cost(k, s.acct.lim)
+			s.spareBytes += e.cost(k)
 			s.spareN++
 			s.spare = append(s.spare, expiryItem{e.after, k})
 		default:
 			e.after = afterOf(0, e.expires, now)
-			s.acct.charge(k.Sender, e.cost(k, s.acct.lim), true)
+			s.acct.charge(k.Sender, e.cost(k), true)
 			s.exp = append(s.exp, expiryItem{e.expires, k})
 		}
 		s.m[k] = e
@@ -297,9 +297,8 @@ func (s *WALStore) load() error {
 	return nil
 }
 
-// cost is what the entry counts in the accounts (as recordCost; it no
-// longer depends on the limits, see reserve).
-func (e walEntry) cost(k Key, _ Limits) int64 {
+// cost is what the entry counts in the accounts (as recordCost).
+func (e walEntry) cost(k Key) int64 {
 	if !e.done {
 		return entryCost(k, e.reserve())
 	}
@@ -398,7 +397,6 @@ func (s *WALStore) replay(f *os.File, size, cutoff int64) (int64, error) {
 	// clock at open is behind their expiry. A log under the same budget
 	// and slack never holds more (AGENT-20, AGENT-21): cutoff is at most
 	// the wall time of its last write, when its live entries fitted.
-	now := cutoff
 	// (The dead bytes may reach slack + walFileHeader: 2 records more
 	// than slack/32, and no sum a large Slack could overflow.)
 	maxEntries := s.acct.lim.Budget/entryCost(Key{Sender: "x"}, 0) +
@@ -436,7 +434,7 @@ func (s *WALStore) replay(f *os.File, size, cutoff int64) (int64, error) {
 		}
 		base := off + int64(hs)
 		for _, rec := range recs {
-			if rec.expires < now {
+			if rec.expires < cutoff {
 				delete(s.m, rec.key)
 				continue
 			}
@@ -561,7 +559,7 @@ func (s *WALStore) Finish(k Key, reply []byte) error {
 		return amp.Named(amp.CodeInternalError, ErrTicketUsed, "ledger entry is not running")
 	}
 	cost := entryCost(k, int64(len(reply)))
-	if err := overReserve(cost-e.cost(k, s.acct.lim), e.reserve()); err != nil {
+	if err := overReserve(cost-e.cost(k), e.reserve()); err != nil {
 		return err
 	}
 	// The refund of what of the reservation the reply does not use is
@@ -960,21 +958,20 @@ func (s *WALStore) apply(writes []*walOp, at []int, n int, wall time.Time) {
 			case o.spare && !e.spare:
 				// Finished meanwhile by another caller of the store (a
 				// Ledger's ticket is one per key).
-				s.acct.release(o.k.Sender, e.cost(o.k, s.acct.lim))
+				s.acct.release(o.k.Sender, e.cost(o.k))
 			case !o.spare && e.spare: // cannot be: set aside only at open
 				s.acct.lock()
 				s.acct.charge(o.k.Sender, entryCost(o.k, int64(len(o.reply))), true)
 				s.acct.unlock()
 			case !o.spare:
 				s.acct.lock()
-				s.acct.charge(o.k.Sender, entryCost(o.k, int64(len(o.reply)))-e.cost(o.k, s.acct.lim), false)
+				s.acct.charge(o.k.Sender, entryCost(o.k, int64(len(o.reply)))-e.cost(o.k), false)
 				s.acct.unlock()
 			}
 			if e.spare {
 				// Set aside at open: now charged like any entry, and
 				// reclaimed as one (its after is kept).
-				s.spareBytes -= e.cost(o.k, s.acct.lim)
-				s.spareN--
+				s.unspare(o.k, e)
 				e.spare = false
 				heap.Push(&s.exp, expiryItem{e.expires, o.k})
 			}
@@ -1109,11 +1106,18 @@ func (s *WALStore) drop(k Key, e walEntry) {
 	delete(s.m, k)
 	s.liveDisk -= e.disk(k)
 	if e.spare {
-		s.spareBytes -= e.cost(k, s.acct.lim)
-		s.spareN--
+		s.unspare(k, e)
 		return
 	}
-	s.acct.release(k.Sender, e.cost(k, s.acct.lim))
+	s.acct.release(k.Sender, e.cost(k))
+}
+
+// unspare takes k's set-aside entry e out of the set-aside counts
+// (spareBytes, spareN), as it leaves the index or becomes an ordinary
+// entry.
+func (s *WALStore) unspare(k Key, e walEntry) {
+	s.spareBytes -= e.cost(k)
+	s.spareN--
 }
 
 // compact rewrites the live entries into path + ".compact", makes it

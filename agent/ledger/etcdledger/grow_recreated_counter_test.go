@@ -30,12 +30,7 @@ import (
 func TestGrowNeverTakesOldCostOffRecreatedCounter(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	const prefix = "/r97-grow/"
-	a, err := Open(Options{Endpoints: c.Endpoints(), Prefix: prefix, Now: time.Now, OpTimeout: 2 * time.Second,
-		Limits: ledger.Limits{Budget: 1 << 20, PerCaller: 1 << 18, ReplyReserve: 8 << 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
+	a := openStoreWithin(t, c, prefix, 2*time.Second, ledger.Limits{Budget: 1 << 20, PerCaller: 1 << 18, ReplyReserve: 8 << 10})
 	k := ledger.Key{Sender: "did:example:grow-recreated", ID: [16]byte{0x97, 0x04}}
 	exp := time.Now().Add(time.Hour)
 	if r, err := a.Claim(k, exp); err != nil || r.Found || r.Wait != nil {

@@ -94,12 +94,7 @@ func uncountedSetup(t *testing.T, c *etcdtest.Cluster, prefix string, k ledger.K
 func lostOnB(t *testing.T, c *etcdtest.Cluster, prefix string, a *Store, k ledger.Key) *Store {
 	t.Helper()
 	a.sess.revoke()
-	b, err := Open(Options{Endpoints: c.Endpoints(), Prefix: prefix, Now: time.Now, OpTimeout: 2 * time.Second,
-		Limits: ledger.Limits{Budget: 1 << 20, PerCaller: 1 << 18, ReplyReserve: 8 << 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b := openStoreWithin(t, c, prefix, 2*time.Second, ledger.Limits{Budget: 1 << 20, PerCaller: 1 << 18, ReplyReserve: 8 << 10})
 	r, err := b.Claim(k, time.Now().Add(time.Hour))
 	if err != nil || !r.Found || r.Record.Reply != nil {
 		t.Fatalf("setup: node B's claim should find the entry Lost: %+v %v", r, err)

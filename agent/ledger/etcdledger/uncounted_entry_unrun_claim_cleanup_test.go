@@ -27,12 +27,7 @@ import (
 func TestCleanupDeletesUncountedEntryOfUnrunClaim(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	const prefix = "/r105-clean-uncounted/"
-	s, err := Open(Options{Endpoints: c.Endpoints(), Prefix: prefix, Now: time.Now, OpTimeout: 2 * time.Second,
-		Limits: ledger.Limits{Budget: 1 << 20, PerCaller: 1 << 18, ReplyReserve: 8 << 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openStoreWithin(t, c, prefix, 2*time.Second, ledger.Limits{Budget: 1 << 20, PerCaller: 1 << 18, ReplyReserve: 8 << 10})
 	cli := c.Client()
 	const others = 1 << 16 // the other callers' charges on the counter
 	for i, tc := range []struct {
