@@ -436,9 +436,11 @@ var errBufferedCut = errors.New("catalog: schema cut in a buffered page")
 // execute the page), and not once the request's context ended, checked
 // before the rendering and every renderCheck tokens of the printing and
 // pieces of the markup; the error then stops the page. In a page of the
-// handler (pageOutOf) it streams instead: the page so far goes out, then
-// the markup every renderCheck tokens, so that a client gone fails a
-// write and stops the printing (CATALOG-26); it then returns nothing.
+// handler (pageOutOf) it writes to the page instead (stream): the page
+// so far goes out, then the markup every renderCheck tokens, so that a
+// client gone fails a write and stops the printing (CATALOG-26), or, in a
+// page that does not stream (HTTP/1.0), at most maxBufferedSchema of the
+// markup is kept (CATALOG-29); it then returns nothing.
 func (v schemaView) Body() (template.HTML, error) {
 	if v.s.Err != "" || len(v.s.Text) == 0 {
 		return "", nil
@@ -471,8 +473,8 @@ func (v schemaView) Body() (template.HTML, error) {
 // stream writes the schema's markup to out as it is printed (printTo).
 // The page renders its schemas within its peer's share of the
 // rendering time (pageOut.admit); the time the page took from there,
-// but for the writes, is charged. A page that does not stream shows at most
-// maxBufferedSchema of the markup (schemaCutBuffered).
+// but for the writes, is charged. A page that does not stream shows at
+// most maxBufferedSchema of the markup (schemaCutBuffered).
 func (v schemaView) stream(out *pageOut) error {
 	if !out.admit() {
 		return errRenderRefused

@@ -122,7 +122,7 @@ func refsOf(doc []byte) []string {
 	w.chainIDs()
 	own := ownResources(w.d, len(w.nodes), func(i int) (int, string, bool, bool) {
 		nd := &w.nodes[i]
-		return nd.parent, nd.id, nd.hasID && !(w.d == 7 && nd.hasRef), nd.bad
+		return nd.parent, nd.id, w.readsID(nd), nd.bad
 	})
 	own.closed = own.closed || w.dataID
 	return w.entries(own)
@@ -169,6 +169,12 @@ type refNode struct {
 	// the validator reads (-1: none); ids and idBytes count the
 	// chain of them from the root.
 	idNode, ids, idBytes int
+}
+
+// readsID reports whether the validator reads the "$id" of node nd: it
+// has one, and up to draft-07 an "$id" beside "$ref" is not read.
+func (w *refWalk) readsID(nd *refNode) bool {
+	return nd.hasID && !(w.d == 7 && nd.hasRef)
 }
 
 // refFound is a "$ref" value and the schema node holding it.
@@ -314,8 +320,7 @@ func (w *refWalk) chainIDs() {
 			nd.bad = nd.bad || up.bad
 			nd.idNode, nd.ids, nd.idBytes = up.idNode, up.ids, up.idBytes
 		}
-		// Up to draft-07 an "$id" beside "$ref" is not read.
-		if nd.hasID && !nd.bad && !(w.d == 7 && nd.hasRef) {
+		if w.readsID(nd) && !nd.bad {
 			nd.idNode, nd.ids, nd.idBytes = i, nd.ids+1, nd.idBytes+len(nd.id)
 			nd.bad = nd.ids > maxRefIDs || nd.idBytes > maxRefIDBytes || strings.Contains(nd.id, "\x00")
 		}

@@ -1,18 +1,11 @@
 package mirror
 
 import (
-	"bytes"
-	"context"
-	"crypto/ed25519"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // junkHeads answers every ranged request for a bundle file that starts at
@@ -55,24 +48,7 @@ func (j junkHeads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // that ends the list, so a run pays at most one file for it.
 func TestJunkHeadThenWholeFilePastTheCap(t *testing.T) {
 	const extra, pad = 8, 128 << 10
-	own := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
-	station := filepath.Join(t.TempDir(), "station.db")
-	st, err := resolver.Open(station, resolver.Options{Create: true, Now: func() time.Time { return testNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.TrustAdd("own", own.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
-		t.Fatal(err)
-	}
-	size := int64(0)
-	for i := range MaxStoreRefusals + extra {
-		f := paddedBundle(t, fmt.Sprintf("org.example.b%03d", i), own, pad)
-		size = int64(len(f))
-		if _, err := st.Import(context.Background(), bytes.NewReader(f), resolver.ImportOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st.Close()
+	station, size := ownKeyStation(t, MaxStoreRefusals+extra, pad)
 	m, _ := startMirror(t, station, nil)
 	cb := &countBundleBytes{h: junkHeads{m}}
 	ts := httptest.NewServer(cb)

@@ -42,16 +42,7 @@ func TestOldAgentSameSecondReplacementIsLeftOutAfterAFailedRefresh(t *testing.T)
 	published := testBundle(t, 1)
 	p := newStore(t, published)
 	var fail atomic.Bool
-	m, ts := startMirror(t, p, func(o *Options) {
-		open := o.Open
-		o.Open = func() (Source, error) {
-			src, err := open()
-			if err != nil {
-				return nil, err
-			}
-			return hashless{catalogFails{src, &fail}}, nil
-		}
-	})
+	m, ts := startMirror(t, p, wrapSources(func(src Source) Source { return hashless{catalogFails{src, &fail}} }))
 	if _, body := get(t, http.MethodGet, ts.URL+"/bundles/org.example.echo", nil); !bytes.Equal(body, published) {
 		t.Fatal("the mirror does not serve the publisher's file to begin with")
 	}

@@ -39,6 +39,32 @@ func paddedBundle(t testing.TB, id string, key ed25519.PrivateKey, pad int) []by
 	return file.Bytes()
 }
 
+// ownKeyStation is a station store holding n bundles of the lines
+// org.example.bNNN, each padded by pad bytes and signed by a key of the
+// station's own, which agentStore does not trust; size is one bundle
+// file's.
+func ownKeyStation(t *testing.T, n, pad int) (station string, size int64) {
+	t.Helper()
+	own := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+	station = filepath.Join(t.TempDir(), "station.db")
+	st, err := resolver.Open(station, resolver.Options{Create: true, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.TrustAdd("own", own.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		f := paddedBundle(t, fmt.Sprintf("org.example.b%03d", i), own, pad)
+		size = int64(len(f))
+		if _, err := st.Import(context.Background(), bytes.NewReader(f), resolver.ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return station, size
+}
+
 // countBundleBytes counts the body bytes h writes for bundle files.
 type countBundleBytes struct {
 	h http.Handler
@@ -82,24 +108,7 @@ func (c *countBundleBytes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // signed as the store requires is refused after its head only.
 func TestResignedOwnKeyBundlesDownloadedWholeEveryRun(t *testing.T) {
 	const extra, pad = 8, 128 << 10
-	own := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
-	station := filepath.Join(t.TempDir(), "station.db")
-	st, err := resolver.Open(station, resolver.Options{Create: true, Now: func() time.Time { return testNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.TrustAdd("own", own.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
-		t.Fatal(err)
-	}
-	size := int64(0)
-	for i := range MaxStoreRefusals + extra {
-		f := paddedBundle(t, fmt.Sprintf("org.example.b%03d", i), own, pad)
-		size = int64(len(f))
-		if _, err := st.Import(context.Background(), bytes.NewReader(f), resolver.ImportOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st.Close()
+	station, size := ownKeyStation(t, MaxStoreRefusals+extra, pad)
 	m, _ := startMirror(t, station, nil)
 	cb := &countBundleBytes{h: m}
 	ts := httptest.NewServer(cb)

@@ -79,6 +79,20 @@ func TestCopyReplacingARevokedInstallWithinOneSecondIsServed(t *testing.T) {
 	}
 }
 
+// wrapSources has a mirror serve each Source it opens through wrap.
+func wrapSources(wrap func(Source) Source) func(*Options) {
+	return func(o *Options) {
+		open := o.Open
+		o.Open = func() (Source, error) {
+			src, err := open()
+			if err != nil {
+				return nil, err
+			}
+			return wrap(src), nil
+		}
+	}
+}
+
 // catalogFails is a store whose catalog cannot be read while fail is
 // set: a refresh then fails after it read the store's bundles.
 type catalogFails struct {
@@ -102,16 +116,7 @@ func TestCopyReplacingARevokedInstallWithinOneSecondStopsTheOldFileWhenTheRefres
 	published := testBundle(t, 1)
 	p := newStore(t, published)
 	var fail atomic.Bool
-	m, ts := startMirror(t, p, func(o *Options) {
-		open := o.Open
-		o.Open = func() (Source, error) {
-			src, err := open()
-			if err != nil {
-				return nil, err
-			}
-			return catalogFails{src, &fail}, nil
-		}
-	})
+	m, ts := startMirror(t, p, wrapSources(func(src Source) Source { return catalogFails{src, &fail} }))
 	if _, body := get(t, http.MethodGet, ts.URL+"/bundles/org.example.echo", nil); !bytes.Equal(body, published) {
 		t.Fatal("the mirror does not serve the publisher's file to begin with")
 	}

@@ -507,8 +507,8 @@ func (c *syncClient) offerToStore(kind string, sum []byte, verify func(*bundle.P
 		verr = err
 	}
 	if c.unvouched[kind] >= MaxStoreRefusals {
-		if verr != nil && c.trustGenKnown {
-			c.judged.note(c, sum, verdictOf(verr), c.trustGen)
+		if verr != nil {
+			c.noteUnvouched(sum, verr)
 		}
 		return "", amp.Named(0, ErrTooManyRefusals, "not signed as the store requires, and %d such files of this kind were offered to the store in this sync already: not offered (each refusal is audited)", MaxStoreRefusals)
 	}
@@ -516,6 +516,16 @@ func (c *syncClient) offerToStore(kind string, sum []byte, verify func(*bundle.P
 		c.count(&c.unvouched, kind)
 	}
 	return "", nil
+}
+
+// noteUnvouched remembers the file sum, whose signatures the store's
+// trust refused (verr) and which is not offered, as refused at the
+// generation the trust was read at, when that is known (localRefusals,
+// docs/SPEC-DECISIONS.md MIRROR-15).
+func (c *syncClient) noteUnvouched(sum []byte, verr error) {
+	if c.trustGenKnown {
+		c.judged.note(c, sum, verdictOf(verr), c.trustGen)
+	}
 }
 
 // verdictOf is the error name a file is remembered as refused with when
@@ -903,8 +913,7 @@ func (c *syncClient) headRefused(ctx context.Context, e IndexEntry, path string,
 		if err != nil || in == nil || in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version {
 			return got, served, err
 		}
-		verify := bundleSigners(in)
-		_, verr := verify(c.trusted)
+		signers, verr := bundleSigners(in)(c.trusted)
 		if verr != nil && kept > 0 && try == 0 {
 			// Bytes kept from an earlier download, perhaps another
 			// mirror's (the spool names a partial file by bundle_id and
@@ -914,13 +923,12 @@ func (c *syncClient) headRefused(ctx context.Context, e IndexEntry, path string,
 			continue
 		}
 		if replacing && verr != nil {
-			verdict := verdictOf(verr)
-			if c.trustGenKnown {
-				c.judged.note(c, listedSum(e.SHA256), verdict, c.trustGen)
-			}
-			return got, served, amp.Named(0, verdict, "a copy of the installed version, which fails closed as revoked, not signed as the store requires: it cannot replace the install, so it was not downloaded past its head nor offered").WithCause(verr)
+			c.noteUnvouched(listedSum(e.SHA256), verr)
+			return got, served, amp.Named(0, verdictOf(verr), "a copy of the installed version, which fails closed as revoked, not signed as the store requires: it cannot replace the install, so it was not downloaded past its head nor offered").WithCause(verr)
 		}
-		_, err = c.offerToStore(kindBundle, listedSum(e.SHA256), verify)
+		// The head's signatures are judged once: offerToStore is given
+		// the verdict, not the check again.
+		_, err = c.offerToStore(kindBundle, listedSum(e.SHA256), func(*bundle.Policy) ([]bundle.TrustedKey, error) { return signers, verr })
 		return got, served, err
 	}
 }
