@@ -50,9 +50,17 @@ func (o *signedObject) verifyAll() error {
 // selfPolicy trusts every signer of o for everything: what a co-signer
 // checks a bundle with before adding a signature (its artifacts, DID
 // documents and structure), since it may not hold a trust store.
-func (o *signedObject) selfPolicy() *Policy {
+func (o *signedObject) selfPolicy() *Policy { return SelfPolicy(o.signatures) }
+
+// SelfPolicy is the policy that trusts the key each of sigs' kids names
+// (a did:key, FORMAT.md §2) for every name, and no other key: what a file
+// is checked with when only its own signers matter (a co-signer's check,
+// a delta's base given to verify --base). A kid that names no key is left
+// out, so its signature fails as a reader's does (TRUST-20). Decoding
+// refuses two signatures of one kid and more than MaxSignatures.
+func SelfPolicy(sigs []Signature) *Policy {
 	p := &Policy{}
-	for _, s := range o.signatures {
+	for _, s := range sigs {
 		if pub, ok := KeyFromKID(s.KID); ok {
 			p.Keys = append(p.Keys, TrustedKey{Name: s.KID, Key: pub, Scopes: []string{"*"}})
 		}

@@ -194,10 +194,11 @@ type AuditSnapshot struct {
 // and the number of its entries, with withEntries the entries too, in one
 // read transaction: no write lands between them, so the head is the last
 // of those entries' hash whatever imports, refusals and trust changes run
-// meanwhile (docs/SPEC-DECISIONS.md ADMIN-3). Without withEntries the log
-// is walked once, by the verification, and counted, not kept. An entry
-// that does not decode fails the read with withEntries (as Audit fails);
-// without, it is the verdict (audit_broken), as VerifyAudit says.
+// meanwhile (docs/SPEC-DECISIONS.md ADMIN-3). Without withEntries no
+// entry is kept: the log is decoded by the verification alone, and its
+// entries are counted by their keys. An entry that does not decode fails
+// the read with withEntries (as Audit fails); without, it is the verdict
+// (audit_broken), as VerifyAudit says.
 func (s *Store) AuditSnapshot(withEntries bool) (*AuditSnapshot, error) {
 	snap := &AuditSnapshot{}
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -206,10 +207,12 @@ func (s *Store) AuditSnapshot(withEntries bool) (*AuditSnapshot, error) {
 			if snap.Entries, err = auditEntries(tx, 0, false); err != nil {
 				return err
 			}
-		}
-		c := bucket(tx, bAudit).Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			snap.Count++
+			snap.Count = uint64(len(snap.Entries))
+		} else {
+			c := bucket(tx, bAudit).Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				snap.Count++
+			}
 		}
 		snap.Head = clone(bucket(tx, bMeta).Get([]byte(kAuditHead)))
 		snap.Verdict = verifyAudit(tx)

@@ -79,12 +79,13 @@ func (s *Store) checkFloorExpiry(m *bundle.Manifest) error {
 }
 
 // judgedCache keeps, for one store generation, what was judged of each
-// installed bundle from the store's state alone: its time floor and why it
-// is stale. Everything they depend on (trust, thresholds, floors,
-// heartbeats, freshness policy, the installed record) changes only with
-// the generation, read from the transaction itself, so a cache entry
-// never outlives the state it was computed from, even when another
-// process writes the store.
+// installed bundle from the store's state alone: its time floor, why it
+// is stale and the SHA-256 of its stored signed manifest (Bundles).
+// Everything they depend on (trust, thresholds, floors, heartbeats,
+// freshness policy, the installed record, whose signed manifest only an
+// import's commit writes) changes only with the generation, read from the
+// transaction itself, so a cache entry never outlives the state it was
+// computed from, even when another process writes the store.
 type judgedCache struct {
 	mu  sync.Mutex
 	gen uint64
@@ -93,9 +94,10 @@ type judgedCache struct {
 
 // judged is what judgedCache keeps of one bundle.
 type judged struct {
-	floor, stale bool // which of the two below is known
-	floorAt      int64
-	staleWhy     string
+	floor, stale, sum bool // which of the three below is known
+	floorAt           int64
+	staleWhy          string
+	manifestSum       string // hex SHA-256 of the stored signed manifest
 }
 
 // get returns the entry of bundleID at generation gen.
@@ -125,6 +127,9 @@ func (c *judgedCache) put(gen uint64, bundleID string, j judged) {
 	}
 	if j.stale {
 		cur.stale, cur.staleWhy = true, j.staleWhy
+	}
+	if j.sum {
+		cur.sum, cur.manifestSum = true, j.manifestSum
 	}
 	c.m[bundleID] = cur
 }

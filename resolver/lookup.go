@@ -116,55 +116,6 @@ func (c *Catalog) ResolveType(typ string) (string, error) {
 type catalogCache struct {
 	mu  sync.Mutex
 	cur *Catalog
-	// listed is what Bundles keeps of each bundle, for one generation.
-	listed listedCache
-}
-
-// listedCache keeps, for one store generation, what Bundles reads of each
-// installed bundle that only a store change changes: the SHA-256 of its
-// stored signed manifest and why it is stale (staleReason). A record's
-// signed manifest is written only by an import's commit, which changes
-// the generation in the same transaction (as a removal does, and every
-// change of what staleness depends on, judgedCache): read from the
-// transaction itself, the generation names them, even when another
-// process wrote the store. So a listing hashes and judges each bundle
-// once per generation, not at every call (docs/SPEC-DECISIONS.md
-// MIRROR-20).
-type listedCache struct {
-	mu  sync.Mutex
-	gen uint64
-	m   map[string]listed
-}
-
-// listed is what listedCache keeps of one bundle.
-type listed struct {
-	sum   string // hex SHA-256 of its stored signed manifest
-	stale string // staleReason
-}
-
-// get returns the entry of bundleID at generation gen.
-func (c *listedCache) get(gen uint64, bundleID string) (listed, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen {
-		return listed{}, false
-	}
-	l, ok := c.m[bundleID]
-	return l, ok
-}
-
-// put keeps the entry of bundleID read at generation gen (nothing when a
-// later generation was read meanwhile).
-func (c *listedCache) put(gen uint64, bundleID string, l listed) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen || c.m == nil {
-		if gen < c.gen {
-			return
-		}
-		c.gen, c.m = gen, map[string]listed{}
-	}
-	c.m[bundleID] = l
 }
 
 // Catalog returns the snapshot of the current generation, rebuilding it
@@ -309,18 +260,19 @@ type Bundle struct {
 
 // Bundles lists the installed bundles, by bundle_id. A listing copies
 // no stored signed manifest (listedRecord), and hashes one and judges its
-// staleness only once per store generation (listedCache): /readyz and a
-// metrics scrape list the bundles at every request, and a manifest may
-// be up to bundle.DefaultMaxManifestSize (16 MiB). Expiry is judged at
-// every call (the clock moves without the generation).
+// staleness only once per store generation (s.judged, judgedCache):
+// /readyz and a metrics scrape list the bundles at every request, and a
+// manifest may be up to bundle.DefaultMaxManifestSize (16 MiB)
+// (docs/SPEC-DECISIONS.md MIRROR-20). Expiry is judged at every call (the
+// clock moves without the generation).
 func (s *Store) Bundles() ([]Bundle, error) {
 	var out []Bundle
 	err := s.db.View(func(tx *bolt.Tx) error {
 		hw, gen := bucket(tx, bHighwater), txGeneration(tx)
 		return bucket(tx, bBundles).ForEach(func(k, v []byte) error {
 			var r listedRecord
-			l, ok := s.catalog.listed.get(gen, string(k))
-			if ok {
+			j := s.judged.get(gen, string(k))
+			if j.sum {
 				if err := decode(v, &r); err != nil {
 					return err
 				}
@@ -328,14 +280,15 @@ func (s *Store) Bundles() ([]Bundle, error) {
 				if err := decode(v, &r.bundleRecord); err != nil {
 					return err
 				}
-				l = listed{sum: hex.EncodeToString(sha256sum(r.bundleRecord.Signed)), stale: s.staleReason(tx, r.BundleID)}
+				j.manifestSum = hex.EncodeToString(sha256sum(r.bundleRecord.Signed))
 				r.bundleRecord.Signed = nil
-				s.catalog.listed.put(gen, string(k), l)
+				s.judged.put(gen, string(k), judged{sum: true, manifestSum: j.manifestSum})
 			}
 			exp, ok := expiry(r.bundleRecord)
 			out = append(out, Bundle{BundleID: r.BundleID, Version: r.Version, ImportedAt: r.ImportedAt, ExpiresAt: r.ExpiresAt,
 				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k)),
-				ManifestSHA256: l.sum, Revoked: r.Revoked, VersionRevoked: versionRevoked(tx, r.BundleID, r.Version), Stale: l.stale, Expired: ok && s.expiredAt(tx, &r.bundleRecord, exp)})
+				ManifestSHA256: j.manifestSum, Revoked: r.Revoked, VersionRevoked: versionRevoked(tx, r.BundleID, r.Version),
+				Stale: s.judgedStale(tx, r.BundleID), Expired: ok && s.expiredAt(tx, &r.bundleRecord, exp)})
 			return nil
 		})
 	})

@@ -91,7 +91,7 @@ func hashOnce(n int) time.Duration {
 //
 // Defence: the hash is a property of the stored record, which changes
 // only with the store's generation: hashed once per generation
-// (listedCache), the calls after the first hash nothing (before: 20 calls
+// (judgedCache), the calls after the first hash nothing (before: 20 calls
 // hashed the manifests 20 times). Bound: 20 calls within 5 times what hashing the
 // manifests once takes (the least of three tries), generous on a loaded
 // machine: the calls that hash nothing take a few milliseconds in all;
@@ -134,7 +134,7 @@ func TestReadyzProbeHashesNoStoredManifestAgain(t *testing.T) {
 // listing a bundle needs none of its bytes but their hash.
 //
 // Defence: a listing decodes each record without its manifest
-// (listedRecord) and judges staleness once per generation (listedCache):
+// (listedRecord) and judges staleness once per generation (judgedCache):
 // at an unchanged generation it allocates far less than the manifests it
 // lists (bound: a sixteenth of their bytes per call; before: about 3
 // times their bytes).

@@ -7,12 +7,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ampbundle/ampbundle/internal/admin"
 )
@@ -53,46 +50,10 @@ func TestAnotherUsersSocketAtTheDefaultPathIsNamedNotUsed(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to run the forger as another user")
 	}
-	const nobody = 65534
 	db := storeWithSamples(t)
-	dir := filepath.Dir(db)
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o1777); err != nil {
-			t.Fatal(err)
-		}
-	}
 	sock := filepath.Join(t.TempDir(), "agent.sock")
 	holdStore(t, db, sock)
-
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "forger")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	forged := admin.SocketPath(db)
-	cmd := exec.Command(bin, "-test.run=^TestForgedAdminSocketHelper$")
-	cmd.Env = append(os.Environ(), forgerEnv+"="+forged)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if st, err := os.Lstat(forged); err == nil && st.Mode()&os.ModeSocket != 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the forger did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	startForger(t, filepath.Dir(db), admin.SocketPath(db))
 
 	failsWith(t, "admin_socket", "ls", "--db", db)
 	r := runCLI(t, nil, "ls", "--db", db)

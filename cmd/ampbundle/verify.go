@@ -89,7 +89,7 @@ func runVerify(env *cliutil.Env, c *cli.Context) error {
 	s := summarize(inputName(path), r.Manifest(), sigs, true)
 	out["bundle"] = s
 	if r.Delta() != nil {
-		return reportDelta(env, c, r, s, out, policy)
+		return reportDelta(env, c, r, s, out)
 	}
 	if c.IsSet("base") {
 		return cliutil.Usagef("--base applies to a delta bundle; %s is a full bundle", path)
@@ -152,12 +152,12 @@ func verifyStream(env *cliutil.Env, c *cli.Context, src io.Reader, policy *bundl
 // from its base are verified against --base when given (or when it omits
 // none), and the report says which were verified and which are left to
 // the import.
-func reportDelta(env *cliutil.Env, c *cli.Context, r *bundle.Reader, s summary, out map[string]any, policy *bundle.Policy) error {
+func reportDelta(env *cliutil.Env, c *cli.Context, r *bundle.Reader, s summary, out map[string]any) error {
 	path := c.Args().First()
 	dv := catalog.DeltaOf(r.Manifest(), r.Delta())
 	baseChecked := false
 	if c.IsSet("base") {
-		if err := verifyBase(env, r, c.String("base"), policy); err != nil {
+		if err := verifyBase(env, r, c.String("base")); err != nil {
 			return err
 		}
 		baseChecked = true
@@ -186,14 +186,14 @@ func reportDelta(env *cliutil.Env, c *cli.Context, r *bundle.Reader, s summary, 
 // those artifacts are then verified, as the base's artifacts, against the
 // hashes r's own signed manifest names.
 //
-// The base is judged by no --trust key (the delta's policy, which this
-// ignores): as in a store, whose base is whatever copy it holds at that
+// The base is judged by no --trust key (not by the delta's policy): as in
+// a store, whose base is whatever copy it holds at that
 // version, the base only supplies bytes, each bound by hash to r's signed
 // manifest. Its signatures must still each verify against the key its kid
 // names (TRUST-20); they are counted as its signers, so that a base signed
 // by a retired or rotated key verifies without that key being trusted for
 // the delta too (BUNDLE-23).
-func verifyBase(env *cliutil.Env, r *bundle.Reader, path string, _ *bundle.Policy) error {
+func verifyBase(env *cliutil.Env, r *bundle.Reader, path string) error {
 	// Opened as the bundle itself is (BUNDLE-19): a FIFO or a device given
 	// as the base is refused at once, never waited on.
 	f, err := bundlebuild.OpenRegular(path)
@@ -210,18 +210,9 @@ func verifyBase(env *cliutil.Env, r *bundle.Reader, path string, _ *bundle.Polic
 		return cliutil.Failf("io_error", "cannot read the base bundle").WithCause(err)
 	}
 	// The base's own signers, trusted for every name and for this file
-	// alone: each kid a did:key (FORMAT.md §2), at most
-	// bundle.MaxSignatures of them (decoding refuses more). A kid that
-	// names no key is left out, and the reader refuses its signature
-	// (TRUST-20).
-	own := &bundle.Policy{}
-	seen := map[string]bool{}
-	for _, s := range in.Signatures {
-		if key, ok := bundle.KeyFromKID(s.KID); ok && !seen[s.KID] {
-			seen[s.KID] = true
-			own.Keys = append(own.Keys, bundle.TrustedKey{Name: s.KID, Key: key, Scopes: []string{"*"}})
-		}
-	}
+	// alone (bundle.SelfPolicy): a kid that names no key is left out, and
+	// the reader refuses its signature (TRUST-20).
+	own := bundle.SelfPolicy(in.Signatures)
 	// Only the base's bytes are used, each against its signed hash: whether
 	// the base itself has expired does not matter to the delta (the
 	// delta's manifest carries its own expiry, checked above).

@@ -52,6 +52,32 @@ func TestForeignAgentHelper(t *testing.T) {
 	os.Exit(0)
 }
 
+// sharedDirWithBinary makes a folder anyone may write and walk to, as
+// /tmp is, and copies the test binary into it as name, where another
+// user (or a user namespace's) may run it.
+func sharedDirWithBinary(t *testing.T, name string) (dir, bin string) {
+	t.Helper()
+	dir = t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o1777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(dir, name)
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bin
+}
+
 // TestClientRefusesAnotherUsersAdminSocket
 //
 // Attack: the store sits in a folder others may write (a shared /tmp,
@@ -75,25 +101,7 @@ func TestClientRefusesAnotherUsersAdminSocket(t *testing.T) {
 		t.Skip("needs root to run the forged agent as another user")
 	}
 	const nobody = 65534
-	dir := t.TempDir()
-	// A folder anyone may write and walk to, as /tmp is.
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o1777); err != nil {
-			t.Fatal(err)
-		}
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "forger")
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := sharedDirWithBinary(t, "forger")
 	sock := filepath.Join(dir, "store.db.admin.sock")
 	cmd := exec.Command(bin, "-test.run=^TestForeignAgentHelper$")
 	cmd.Env = append(os.Environ(), foreignAgentEnv+"="+sock)

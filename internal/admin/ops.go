@@ -367,10 +367,10 @@ const (
 
 // boundedTypeClaims returns the claims of each type c's Aliases maps to
 // resolver.AmbiguousAlias, within MaxTypeClaims per type and
-// MaxTypeClaimsTotal in all (fewer types than ambiguousTypes: some were
-// left out).
-func boundedTypeClaims(c *resolver.Catalog) map[string][]string {
-	out := map[string][]string{}
+// MaxTypeClaimsTotal in all, and whether a type was left out
+// (Catalog.TypeClaimsMore).
+func boundedTypeClaims(c *resolver.Catalog) (out map[string][]string, more bool) {
+	out = map[string][]string{}
 	total := 0
 	for _, typ := range slices.Sorted(maps.Keys(c.Aliases)) {
 		if c.Aliases[typ] != resolver.AmbiguousAlias {
@@ -378,23 +378,13 @@ func boundedTypeClaims(c *resolver.Catalog) map[string][]string {
 		}
 		names := c.TypeClaims(typ)
 		if len(names) > MaxTypeClaims || total+len(names) > MaxTypeClaimsTotal {
+			more = true
 			continue
 		}
 		total += len(names)
 		out[typ] = names
 	}
-	return out
-}
-
-// ambiguousTypes counts the types aliases maps to resolver.AmbiguousAlias.
-func ambiguousTypes(aliases map[string]string) int {
-	n := 0
-	for _, name := range aliases {
-		if name == resolver.AmbiguousAlias {
-			n++
-		}
-	}
-	return n
+	return out, more
 }
 
 // claimsPage is a page of the claims of every ambiguous type
@@ -544,8 +534,7 @@ func opCatalog() *Op[none, *Catalog] {
 				return nil, err
 			}
 			out := &Catalog{Generation: c.Generation, Aliases: c.Aliases, Entries: []CatalogEntry{}}
-			out.TypeClaims = boundedTypeClaims(c)
-			out.TypeClaimsMore = len(out.TypeClaims) < ambiguousTypes(c.Aliases)
+			out.TypeClaims, out.TypeClaimsMore = boundedTypeClaims(c)
 			for _, name := range c.Names {
 				for _, e := range c.ByName[name] {
 					out.Entries = append(out.Entries, CatalogEntry{BundleID: e.BundleID, Descriptor: e.Descriptor})

@@ -46,7 +46,10 @@ func TestTypeClaimsFloodIsBoundedAndFailsClosed(t *testing.T) {
 	}
 	cat := (&resolver.Catalog{Aliases: aliases}).WithTypeClaims(claims)
 
-	got := boundedTypeClaims(cat)
+	got, more := boundedTypeClaims(cat)
+	if !more {
+		t.Errorf("types were left out of type_claims but the document does not say so (type_claims_more)")
+	}
 	total := 0
 	for typ, names := range got {
 		total += len(names)

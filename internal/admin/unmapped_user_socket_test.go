@@ -64,12 +64,7 @@ func TestUnmappedUserIsNotThisUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to map a user namespace")
 	}
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o1777); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, bin := sharedDirWithBinary(t, "client")
 	// The planted socket, served by this process: root of the host, a
 	// user the namespace below does not map.
 	sock := filepath.Join(dir, "store.db.admin.sock")
@@ -87,18 +82,6 @@ func TestUnmappedUserIsNotThisUser(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "client")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	const inside, host = 65534, 40101 // the client's uid and gid in the namespace, and on the host
 	cmd := exec.Command(bin, "-test.run=^TestOverflowDialHelper$")
 	cmd.Env = append(os.Environ(), overflowDialEnv+"="+sock)
