@@ -34,10 +34,11 @@ that expires within --expiry-warning is imported with a WARNING on stderr.
 
 A delta bundle (built with 'ampbundle build --base') is accepted when the
 store holds the base release it names, whichever copy of that version it
-kept (else delta_base_missing, naming the base); the artifacts it omits are the base's blobs, re-hashed against the
-full signed manifest unless --skip-base-rehash (then checked by content
-address and size; 'ampbundle check' re-hashes every blob). The result is
-exactly the state the full bundle gives.
+kept (else delta_base_missing, naming the base); the artifacts it omits
+are the base's blobs, re-hashed against the full signed manifest unless
+--skip-base-rehash (then checked by content address and size; 'ampbundle
+check' re-hashes every blob). The result is exactly the state the full
+bundle gives.
 
 The store must exist: 'ampbundle trust add' creates it.
 
