@@ -37,18 +37,16 @@ type buildHooks struct {
 }
 
 // Memory of a build (docs/PERFORMANCE.md, P8): the target peak RSS is
-// 64 MiB + 4 × the largest schema × workers. A schema being checked costs
-// about 5.4 times its size in live heap: its bytes, and encoding/json's
-// parse tree of maps and interfaces (4.4 bytes per byte of a large object
-// schema, measured), on top of a base of about 32 MiB (runtime, the
-// output's buffers, the index of every schema). The bytes in flight are
-// bounded so that those trees fit in the target with room for the
-// collector, and the ampbundle command holds the collector to the target
+// 64 MiB + 4 × the largest schema × workers. On a base of about 32 MiB
+// (runtime, the output's buffers, the index of every schema), the heap
+// of the schemas in flight — each charged a bound of its parse tree, and
+// of its compile where it is compiled (heapcharge.go) — is bounded so
+// that it fits in the target less what the process holds beyond the Go
+// heap, and the ampbundle command holds the collector to the target
 // (SourceOptions.LimitMemory).
 const (
 	memTargetBase = 64 << 20
 	memBase       = 32 << 20
-	heapPerByte   = 8 // live heap per schema byte in flight, with room for the collector
 	// memNotHeap is what the process's RSS holds beyond the memory the Go
 	// runtime manages (the program's text and data): the soft memory
 	// limit is the target less this.
@@ -56,15 +54,14 @@ const (
 	memPerLargest = 4
 )
 
-// inFlightBudget returns the bytes of schemas a build with workers
-// workers may hold in flight — workers × the largest schema, less where
-// their parse trees would not fit in the target peak RSS, never less than
-// one schema — and that target.
+// inFlightBudget returns the bytes of heap the schemas a build with
+// workers workers holds in flight may be charged — the target peak RSS
+// less memBase and memNotHeap — and that target. One schema charged
+// more than the whole budget is admitted alone.
 func inFlightBudget(workers int, largest int64) (budget, target int64) {
 	largest = max(largest, 1)
 	target = memTargetBase + memPerLargest*largest*int64(workers)
-	budget = (target - memBase) / heapPerByte
-	return min(max(budget, largest), largest*int64(workers)), target
+	return target - memBase - memNotHeap, target
 }
 
 // holdMemoryLimit lowers the soft memory limit to target (less
@@ -86,9 +83,9 @@ func buildWorkers(n int) int {
 	return min(max(n, 1), maxBuildWorkers)
 }
 
-// byteBudget bounds the bytes of the items in flight. An item is admitted
-// when it fits with the others, or alone when it is larger than the whole
-// budget: the bytes in flight never exceed max(budget, one item).
+// byteBudget bounds the bytes charged to the items in flight. A charge is
+// taken when it fits with the others, or alone when it is larger than the
+// whole budget: the bytes charged never exceed max(budget, one charge).
 type byteBudget struct {
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -135,6 +132,27 @@ func (b *byteBudget) stop() {
 	b.cond.Broadcast()
 }
 
+// charge is what one item holds of a byteBudget.
+type charge struct {
+	b *byteBudget
+	n int64
+}
+
+// to makes the item's charge n: it releases what the item holds, then
+// waits until n fits. An item never waits while it holds a charge, so no
+// two items wait on each other, and one larger than the budget waits
+// until it is alone. It returns false, holding nothing, once the budget
+// is stopped.
+func (c *charge) to(n int64) bool {
+	c.b.release(c.n)
+	c.n = 0
+	if !c.b.acquire(n) {
+		return false
+	}
+	c.n = n
+	return true
+}
+
 // runOrdered runs work(i) for every i in [0, n) on up to workers
 // goroutines, and hands each result to consume on the calling goroutine
 // in the order of i. Item i starts only once its cost (bytes) fits in the
@@ -144,12 +162,21 @@ func (b *byteBudget) stop() {
 // finished: nothing of it runs after it returns. With one worker it runs
 // the items in order on the calling goroutine.
 func runOrdered[R any](workers, n int, b *byteBudget, cost func(int) int64, work func(int) R, consume func(int, R) error) error {
+	return runCharged(workers, n, b, cost, func(i int, _ *charge) R { return work(i) }, consume)
+}
+
+// runCharged is runOrdered whose work may change the charge of its item
+// (charge.to) once it knows more of what the item costs: an item starts
+// with cost(i) and holds what work last set until it returns. Each worker
+// takes its item's charge itself, after it has the item, so that nothing
+// waits for the budget while it holds a charge.
+func runCharged[R any](workers, n int, b *byteBudget, cost func(int) int64, work func(int, *charge) R, consume func(int, R) error) error {
 	if workers = min(workers, n); workers <= 1 {
 		for i := 0; i < n; i++ {
-			c := cost(i)
-			b.acquire(c)
-			r := work(i)
-			b.release(c)
+			c := &charge{b: b}
+			c.to(cost(i))
+			r := work(i, c)
+			b.release(c.n)
 			if err := consume(i, r); err != nil {
 				return err
 			}
@@ -165,7 +192,7 @@ func runOrdered[R any](workers, n int, b *byteBudget, cost func(int) int64, work
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1 + workers)
-	go func() { // the dispatcher: items in order, each once it is admitted
+	go func() { // the dispatcher: items in order, at most 2 × workers ahead of consume
 		defer wg.Done()
 		defer close(jobs)
 		for i := 0; i < n; i++ {
@@ -174,13 +201,9 @@ func runOrdered[R any](workers, n int, b *byteBudget, cost func(int) int64, work
 			case <-done:
 				return
 			}
-			if !b.acquire(cost(i)) {
-				return
-			}
 			select {
 			case jobs <- i:
 			case <-done:
-				b.release(cost(i))
 				return
 			}
 		}
@@ -189,8 +212,12 @@ func runOrdered[R any](workers, n int, b *byteBudget, cost func(int) int64, work
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				r := work(i)
-				b.release(cost(i))
+				c := &charge{b: b}
+				if !c.to(cost(i)) {
+					continue // stopped: no one waits for the result
+				}
+				r := work(i, c)
+				b.release(c.n)
 				results[i] <- r
 			}
 		}()
@@ -226,12 +253,15 @@ func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 		total += sizes[k]
 	}
 	checked := map[string]bundle.Source{}
-	cost := func(i int) int64 { return sizes[keys[i]] }
-	work := func(i int) firstRead {
+	cost := func(i int) int64 { return sizes[keys[i]] } // the bytes it reads
+	work := func(i int, c *charge) firstRead {
 		k := keys[i]
 		data, err := schemas.dir.read(k, maxSchemaFile)
 		if err != nil {
 			return firstRead{err: err}
+		}
+		if !c.to(schemaHeapBound(data)) { // before the parse
+			return firstRead{err: errBuildStopped}
 		}
 		h, _ := bundle.NewHash(schemas.alg)
 		h.Write(data)
@@ -259,7 +289,7 @@ func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 		schemas.ids[id] = k
 		return nil
 	}
-	return checked, runOrdered(workers, len(keys), b, cost, work, consume)
+	return checked, runCharged(workers, len(keys), b, cost, work, consume)
 }
 
 // checkSchemas resolves every schema's references and compiles, on the
@@ -275,12 +305,13 @@ func checkSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 		quick.Resolve(schemas) // then Check is safe for concurrent use
 	}
 	cost := func(i int) int64 { return sizes[keys[i]] }
-	work := func(i int) error {
+	work := func(i int, c *charge) error {
+		l := chargedLoader{schemas, c} // each document a compile loads is charged
 		if full {
-			_, err := offlineschema.Compile(schemas, keys[i], offlineschema.Options{})
+			_, err := offlineschema.Compile(l, keys[i], offlineschema.Options{})
 			return err
 		}
-		return quick.Check(schemas, keys[i], offlineschema.Options{})
+		return quick.Check(l, keys[i], offlineschema.Options{})
 	}
 	consume := func(i int, err error) error {
 		if err != nil {
@@ -291,5 +322,5 @@ func checkSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 		progress("checking schemas", done, total)
 		return nil
 	}
-	return runOrdered(workers, len(keys), b, cost, work, consume)
+	return runCharged(workers, len(keys), b, cost, work, consume)
 }

@@ -165,15 +165,21 @@ func TestBuildFirstErrorDoesNotDependOnWorkerCount(t *testing.T) {
 }
 
 // TestBuildHoldsSchemaBytesInFlightWithinBudget: a source of large
-// schemas cannot make a build hold more schema bytes at once than its
-// budget (workers × the largest schema by default), in either phase.
+// schemas cannot make a build charge more heap at once than its budget
+// (the target less memBase and memNotHeap by default), in either phase:
+// beyond it only one schema, charged more than the whole budget, runs
+// alone.
 func TestBuildHoldsSchemaBytesInFlightWithinBudget(t *testing.T) {
 	dir := writeVariedSource(t)
-	var largest int64
+	var largest, oneCharge int64
 	err := filepath.WalkDir(filepath.Join(dir, "schemas"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
-			info, _ := d.Info()
-			largest = max(largest, info.Size())
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			largest = max(largest, int64(len(data)))
+			oneCharge = max(oneCharge, int64(len(data))+compileHeapBound(data))
 		}
 		return err
 	})
@@ -182,30 +188,34 @@ func TestBuildHoldsSchemaBytesInFlightWithinBudget(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		workers int
+		full    bool
 		budget  int64 // 0: the default
-		limit   int64
 	}{
-		{2, 0, 2 * largest},
-		{7, 0, 7 * largest},
-		{16, largest, largest}, // tighter than the default: one schema at a time
-		{16, largest * 3 / 2, largest * 3 / 2},
+		{2, false, 0},
+		{7, true, 0},
+		{16, false, largest}, // tighter than any charge: one schema at a time
+		{16, true, oneCharge * 3 / 2},
 	} {
+		limit, _ := inFlightBudget(tt.workers, largest)
+		if tt.budget > 0 {
+			limit = tt.budget
+		}
 		var mu sync.Mutex
 		var peak, calls int64
 		hooks := buildHooks{budget: tt.budget, inFlight: func(used, budget int64) {
 			mu.Lock()
 			defer mu.Unlock()
 			peak, calls = max(peak, used), calls+1
-			if budget != tt.limit {
-				t.Errorf("budget %d, want %d", budget, tt.limit)
+			if budget != limit {
+				t.Errorf("budget %d, want %d", budget, limit)
 			}
 		}}
-		if _, err := buildWith(t, dir, tt.workers, false, hooks); err != nil {
+		if _, err := buildWith(t, dir, tt.workers, tt.full, hooks); err != nil {
 			t.Fatal(err)
 		}
-		if peak > tt.limit || peak <= 0 || calls == 0 {
-			t.Fatalf("%d workers, budget %d: peak %d bytes in flight over %d admissions, limit %d",
-				tt.workers, tt.budget, peak, calls, tt.limit)
+		if peak > max(limit, oneCharge) || peak <= 0 || calls == 0 {
+			t.Fatalf("%d workers, budget %d: peak %d bytes charged over %d admissions, limit %d, one schema at most %d",
+				tt.workers, tt.budget, peak, calls, limit, oneCharge)
 		}
 	}
 }
@@ -282,9 +292,9 @@ func TestOrderedPoolAdmitsNoItemOverBudget(t *testing.T) {
 }
 
 // TestBuildBudgetKeepsParseTreesWithinMemoryTarget: however many workers
-// and however large the schemas, the bytes a build lets in flight leave
-// their parse trees (heapPerByte each) within the P8 target of 64 MiB +
-// 4 × the largest schema × workers, and still admit one schema.
+// and however large the schemas, the heap a build lets the schemas in
+// flight be charged fits, with memBase and memNotHeap, in the P8 target
+// of 64 MiB + 4 × the largest schema × workers.
 func TestBuildBudgetKeepsParseTreesWithinMemoryTarget(t *testing.T) {
 	for _, w := range []int{1, 2, 7, 16, 64, 1024} {
 		for _, largest := range []int64{0, 1, 4 << 10, 1 << 20, 4 << 20, 16 << 20} {
@@ -292,11 +302,8 @@ func TestBuildBudgetKeepsParseTreesWithinMemoryTarget(t *testing.T) {
 			if want := int64(memTargetBase) + 4*max(largest, 1)*int64(w); target != want {
 				t.Fatalf("%d workers, largest %d: target %d, want %d", w, largest, target, want)
 			}
-			if budget < max(largest, 1) || budget > max(largest, 1)*int64(w) {
-				t.Fatalf("%d workers, largest %d: budget %d outside [largest, workers × largest]", w, largest, budget)
-			}
-			if budget > max(largest, 1) && memBase+heapPerByte*budget > target {
-				t.Fatalf("%d workers, largest %d: %d bytes in flight do not fit in %d", w, largest, budget, target)
+			if budget <= 0 || memBase+memNotHeap+budget > target {
+				t.Fatalf("%d workers, largest %d: a budget of %d bytes of heap does not fit in %d", w, largest, budget, target)
 			}
 		}
 	}
