@@ -45,6 +45,9 @@ type invocation struct {
 	// lateReturned. overdueAs is set before late becomes lateOverdue.
 	late      atomic.Int32
 	overdueAs string
+	// release ends the invocation's admission (Hooks.Admit): called once,
+	// when its handler returns.
+	release func()
 }
 
 // The states of invocation.late.
@@ -346,6 +349,32 @@ type Hooks struct {
 	// STREAM_* are not served (1005). Streams of invocation params never
 	// come here.
 	Streams func(ctx context.Context, info StreamInfo, content io.Reader) error
+	// Admit, when set, is asked whether an invocation's handler may start
+	// now, before the ledger records that it runs (RFC 004 §7.2 step 7,
+	// after the overdue handlers' check, AGENT-15): an embedder's bound on
+	// what its handlers hold at once (processes, connections, memory),
+	// per principal or in all. A non-nil error refuses the invocation
+	// before anything ran or was recorded, as the agent's own refusals
+	// there (AGENT-12): a retryable *amp.Error (5004 with its name and
+	// details.reason) is answered as it is, any other error becomes 5004
+	// not_admitted, and the sender's retry with the same message id is
+	// asked again. Once admitted, release (nil: nothing) is called exactly
+	// once: when the handler returns, a detached one that outlives its
+	// deadline included, or at once when the run is refused after the
+	// admission (no room in the ledger). It runs on the request's
+	// goroutine and must not block: refuse rather than wait.
+	Admit func(ctx context.Context, in Admission) (release func(), err error)
+}
+
+// Admission is an invocation Hooks.Admit is asked about.
+type Admission struct {
+	// Capability is the id ("name:version") of the handler that would run.
+	Capability string
+	// Caller is the caller's authenticated DID.
+	Caller string
+	// Principal is what the caller is charged to (PrincipalOf the
+	// policy): shares keyed on it cannot be multiplied with fresh DIDs.
+	Principal string
 }
 
 // Agent is an embedded AMP agent: give it message bytes, get signed reply

@@ -39,7 +39,8 @@ import (
 //     caller's share and on disk (retryable: budget, disk / share
 //     used up; docs/CLI.md §3.4, "Room before the run"); before it, a
 //     principal whose detached handlers still run past their deadline
-//     beyond its share is refused (5004 handlers_overdue, AGENT-15)
+//     beyond its share is refused (5004 handlers_overdue, AGENT-15), and
+//     an invocation the embedder's Hooks.Admit refuses (AGENT-25)
 //
 // Nothing runs before all of these pass. Then the handler runs on its own
 // context (the request's timeout_ms, bounded by MaxTimeout; not the
@@ -214,6 +215,13 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 			return 0, nil, err
 		}
 	}
+	// Before the record: the embedder's admission (Hooks.Admit), whose
+	// refusal is unrecorded and retryable.
+	release, err := a.admit(ctx, id, caller)
+	if err != nil {
+		in.use.putBack() // nothing ran: the sender's retry finds its params
+		return 0, nil, err
+	}
 	// 7. Accepted: record, durably, that the handler is about to run. From
 	// here on, exactly one CAP_RESULT. The entry outlives the handler's
 	// longest run (a ttl = 0 message's own expiry may come first).
@@ -236,6 +244,7 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 		t.Handling(false)
 	}
 	if err := rerr; err != nil {
+		release()
 		in.use.putBack() // nothing ran: the sender's retry finds its params
 		if ledger.NoRoom(err) {
 			// Before the handler runs: nothing ran, the sender retries.
@@ -245,7 +254,7 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 		a.log.Error("idempotency ledger unavailable", "err", err)
 		return 0, nil, unavailable()
 	}
-	res := a.limitResult(a.execute(ctx, &invocation{caller: caller, id: msgID}, t, id, in.outSchema, in.bridge, in.params, timeout), id)
+	res := a.limitResult(a.execute(ctx, &invocation{caller: caller, id: msgID, release: release}, t, id, in.outSchema, in.bridge, in.params, timeout), id)
 	if extra, deprecated := compatExtra(tg.entry.Descriptor, id, tg.asked); extra != nil {
 		if deprecated {
 			a.reqLog(ctx).Warn("deprecated version requested", "capability", id.String(), "requested", tg.asked.String(), "from", caller)
@@ -331,6 +340,7 @@ func (a *Agent) runHandler(log *slog.Logger, inv *invocation, id capability.ID, 
 	defer cancel()
 	if a.cfg.InlineHandlers {
 		v, err := callHandler(hctx, log, inv, id, h, params)
+		inv.release()
 		if hctx.Err() != nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
 			// Returned after its deadline: the same outcome as detached.
 			log.Warn("handler timed out", "id", inv.msgID(), "capability", id.String(), "timeout", timeout)
@@ -345,6 +355,7 @@ func (a *Agent) runHandler(log *slog.Logger, inv *invocation, id capability.ID, 
 	done := make(chan outcome, 1)
 	a.workers.Go(func() {
 		defer func() { // deferred: a handler that calls runtime.Goexit returns too
+			inv.release() // its admission ends when it returns, even late
 			if inv.late.Swap(lateReturned) == lateOverdue {
 				a.overdue.add(inv.overdueAs, -1)
 			}
@@ -368,6 +379,41 @@ func (a *Agent) runHandler(log *slog.Logger, inv *invocation, id capability.ID, 
 		log.Warn("handler timed out", "id", inv.msgID(), "capability", id.String(), "timeout", timeout)
 		return nil, amp.Named(amp.CodeTimeout, "timeout", "the capability did not finish in time")
 	}
+}
+
+// ErrNotAdmitted names the refusal of an invocation by Hooks.Admit with
+// an error that is not a retryable *amp.Error: 5004, retryable, with
+// details {"reason": "not_admitted"}, before anything ran, not recorded
+// (AGENT-25).
+const ErrNotAdmitted amp.ErrName = "not_admitted"
+
+// admit asks Hooks.Admit whether the handler of capability id may start
+// now for caller: its release (never nil), or the retryable refusal to
+// answer, logged. Without the hook, everything is admitted.
+func (a *Agent) admit(ctx context.Context, id capability.ID, caller string) (func(), error) {
+	if a.cfg.Admit == nil {
+		return func() {}, nil
+	}
+	release, err := a.cfg.Admit(ctx, Admission{Capability: id.String(), Caller: caller, Principal: a.principal(caller)})
+	if err != nil {
+		if release != nil {
+			release() // a refusal holds nothing
+		}
+		if ae := (*amp.Error)(nil); !errors.As(err, &ae) || !ae.Code.Retryable() {
+			// Fail closed, but never recorded: a final refusal would answer
+			// the sender's retries without asking again.
+			a.log.Error("admission refused with an error that is not retryable; answering not_admitted", "capability", id.String(), "err", err)
+			err = amp.Named(amp.CodeOverloaded, ErrNotAdmitted, "the invocation cannot start now; retry later").
+				WithDetails(map[string]any{"reason": string(ErrNotAdmitted)})
+		}
+		a.log.Warn("invocation refused: not admitted", "name", string(amp.NameOf(err)), "from", caller, "capability", id.String())
+		return nil, err
+	}
+	if release == nil {
+		return func() {}, nil
+	}
+	var once sync.Once
+	return func() { once.Do(release) }, nil
 }
 
 // DefaultMaxOverdueHandlers is the default of Bounds.MaxOverdueHandlers.

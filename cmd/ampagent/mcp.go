@@ -129,7 +129,7 @@ func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal s
 		// A zero max_timeout_ms or max_param_items is the agent's default.
 		Bounds: agent.Bounds{MaxResultBytes: maxResult, MaxTimeout: time.Duration(cfg.MaxTimeoutMS) * time.Millisecond, MaxParamItems: cfg.MaxParamItems,
 			MaxOverdueHandlers: cfg.MaxOverdueHandlers},
-		Hooks: agent.Hooks{Logger: log}}
+		Hooks: agent.Hooks{Logger: log, Admit: cfg.slots.hook()}}
 	lo := ledgerFileOptions(env, cfg)
 	if err := agentError(probeAgent(acfg, lo.Limits)); err != nil {
 		return err

@@ -23,7 +23,7 @@ var ownErrorNames = setOfNames(
 	"empty_trust_store", "handler_program_missing", "listen_failed", "mcp_failed",
 	"no_served_capability", "restart_needed", "serve_failed", "token_file_exposed",
 	"unknown_capability", "unsafe_listen", "unsafe_plain_tcp", string(errUnsafePlainHTTP),
-	ErrPublisherKeyAsAgentKey,
+	ErrPublisherKeyAsAgentKey, string(ErrProgramsBusy),
 	// keyfile: --key.
 	"file_exists", "insecure_key_file", "invalid_key_file", "invalid_public_key",
 	"key_encrypted", "unsupported_key_encryption", "wrong_passphrase",

@@ -8,6 +8,6 @@ import "os/exec"
 // is killed when its context ends (exec.CommandContext's default).
 func killGroupOnCancel(*exec.Cmd) {}
 
-// killGroup: without Unix process groups there is no group to kill once
-// the program returned; its children are not reached.
-func killGroup(*exec.Cmd) {}
+// runInGroup runs cmd: without Unix process groups there is no group to
+// kill once the program exited.
+func runInGroup(cmd *exec.Cmd) error { return cmd.Run() }

@@ -19,11 +19,34 @@ func killGroupOnCancel(cmd *exec.Cmd) {
 	}
 }
 
+// runInGroup runs cmd (set up by killGroupOnCancel) and kills what is
+// left of its process group once the program exited (killGroup): where
+// the leader can be waited for without reaping it (Linux, waitLeader),
+// before cmd.Wait reaps it, so that the group id, the leader's pid, is
+// still the group's and no other process's (a pid is not handed out
+// again while its process is unreaped), and the children it left holding
+// its stdout die at once, so the result it printed is read to its end;
+// elsewhere after cmd.Wait (CLI-34, CLI-39).
+func runInGroup(cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := waitLeader(cmd.Process.Pid)
+	if exited {
+		killGroup(cmd)
+	}
+	err := cmd.Wait()
+	if !exited {
+		killGroup(cmd)
+	}
+	return err
+}
+
 // killGroup kills what is left of the process group of cmd (started by
-// killGroupOnCancel) once cmd returned: children the program left running,
-// in the background or holding its pipes, die with it (CLI-34). A group
-// already empty is no error. A child that left the group (setsid, setpgid)
-// is not reached.
+// killGroupOnCancel) once the program exited: children the program left
+// running, in the background or holding its pipes, die with it (CLI-34).
+// A group already empty is no error. A child that left the group (setsid,
+// setpgid) is not reached.
 func killGroup(cmd *exec.Cmd) {
 	if cmd.Process == nil || cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid {
 		return

@@ -102,6 +102,12 @@ type serveConfig struct {
 
 	// rules are Allow, parsed (the file's, then --allow's).
 	rules agent.Rules
+	// slots bound the handler programs run at once (max_programs),
+	// admitting each invocation before the agent records its run
+	// (agent.Hooks.Admit, programSlots.admit); set by loadServeConfig.
+	// A reload keeps the start's, which counts the programs the replaced
+	// agents still run (CLI-37).
+	slots *programSlots
 	// serveFlags is what serve's own flags resolve (serve_config.go).
 	serveFlags
 }
@@ -129,11 +135,6 @@ type execHandler struct {
 	// --log-rate never holds back) or not (caller=other), as the agent's
 	// message lines do (CLI-36).
 	rules agent.Rules
-	// slots are the config's programs run at once, shared by all its
-	// handlers, set by loadServeConfig (nil: no bound, for a handler built
-	// by hand): a program starts only in a slot of its caller's principal
-	// (CLI-37).
-	slots *programSlots
 	// path is the program, found once when the config was loaded
 	// (lookProgram), and pathErr why it was not: runProgram runs that file,
 	// never a name looked up again (CLI-38).
@@ -210,7 +211,7 @@ any other path is 404 with a JSON error object.`,
 			&cli.Int64Flag{Name: "max-in-flight-bytes", Usage: "most request bytes held at once, `BYTES` (default 64 MiB); beyond it 503"},
 			&cli.IntFlag{Name: "max-conns", Usage: "most connections open at once on each listener, `N` (default 1024); more wait in the kernel backlog"},
 			&cli.IntFlag{Name: "max-overdue-handlers", Usage: fmt.Sprintf("most handlers still running past their invocation's deadline, `N` in all (default %d; a principal holds 1/8 of them, at least 1); beyond it an invocation is refused, retryably (5004 handlers_overdue)", agent.DefaultMaxOverdueHandlers)},
-			&cli.IntFlag{Name: "max-programs", Usage: fmt.Sprintf("most handler programs running at once, `N` in all (default %d; a principal holds 1/4 of them, at least 1); beyond it an invocation waits for a slot until its deadline (5003 timeout)", defaultMaxPrograms)},
+			&cli.IntFlag{Name: "max-programs", Usage: fmt.Sprintf("most handler programs running at once, `N` in all (default %d; a principal holds 1/4 of them, at least 1); beyond it an invocation is refused, retryably (5004 programs_busy)", defaultMaxPrograms)},
 			&cli.IntFlag{Name: "peer-share", Usage: "one address (an IPv6 /64; for connections, an IPv6 /48) holds at most 1/`N` of the connections, requests and request bytes in flight (default 4); 1 behind a proxy, where every caller is one address"},
 			&cli.StringFlag{Name: "stream-dir", Usage: "take the params of invocations too large for one message as streams, spooled in `DIR` (an existing directory of the agent's own)"},
 			&cli.Int64Flag{Name: "stream-max-bytes", Usage: "most bytes of open streams, and of streamed params waiting for their invocation, `BYTES` each (default 256 MiB)"},
@@ -435,21 +436,9 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 			log.Warn("handler program cannot run", "capability", capID, "id", agent.MessageIDFrom(ctx), "caller", caller, "err", err)
 			return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
 		}
-		// A slot of the caller's principal, waited for until the
-		// invocation's deadline: the programs at once are bounded, and a
-		// principal cannot take every slot (CLI-37).
-		release, err := h.slots.acquire(ctx, principal)
-		if err != nil {
-			reason := "timeout" // the wait ended with its invocation
-			if !errors.Is(err, context.DeadlineExceeded) {
-				reason = "canceled"
-			}
-			met.handlerRun(capID, reason)
-			log.Warn("handler program not started: no slot of its caller's principal came before its deadline", "capability", capID,
-				"id", agent.MessageIDFrom(ctx), "caller", caller, "limit", h.slots.most())
-			return nil, err
-		}
-		defer release()
+		// The agent admitted the invocation in a slot of its caller's
+		// principal (programSlots.admit, agent.Hooks.Admit) before it
+		// recorded the run, and frees it when this returns (CLI-37).
 		// A program that prints more than its cap is killed at once: its
 		// output is not read further, so it costs no memory.
 		pctx, kill := context.WithCancel(ctx)
@@ -469,10 +458,10 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 		killGroupOnCancel(cmd)
 		cmd.WaitDelay = 2 * time.Second
 		start := time.Now()
-		err = cmd.Run()
 		// The group is the handler's: what the program left running dies
-		// with it, whatever the outcome (CLI-34).
-		killGroup(cmd)
+		// with it, whatever the outcome, killed before the program is
+		// reaped where the system allows (CLI-34, CLI-39).
+		err = runInGroup(cmd)
 		plog := log.With("capability", capID, "id", agent.MessageIDFrom(ctx), "caller", caller, "duration", time.Since(start))
 		switch {
 		case stdout.Over():
@@ -522,65 +511,69 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 // (CLI-37).
 const defaultMaxPrograms = 16
 
+// ErrProgramsBusy names the refusal of an invocation while its caller's
+// principal runs its share of the handler programs, or all of them run:
+// 5004, retryable, with details {"reason": "programs_busy"}, before the
+// agent recorded anything (CLI-37).
+const ErrProgramsBusy amp.ErrName = "programs_busy"
+
 // programSlots bound the handler programs running at once: in all, and
-// per principal (agent.PrincipalOf of the config's rules) 1/4 of them, at
-// least 1, as the listeners' default peer share (threat: callers' slow
-// programs, as many as the listeners let in at once, 64 over HTTP and
-// 512 over TCP, each a process and up to 76 MiB; the unnamed callers of an
-// open policy, one principal, took every slot from the named ones). A
-// program waits for a slot until its invocation's deadline: a refusal from
-// a handler is the invocation's recorded result, which a retry with the
-// same id would get again, never running the program (CLI-37). A nil
+// per principal (agent.Admission.Principal, the allow rules' callers and
+// agent.SharedPrincipal) 1/4 of them, at least 1, as the listeners'
+// default peer share (threat: callers' slow programs, as many as the
+// listeners let in at once, 64 over HTTP and 512 over TCP, each a process
+// and up to 76 MiB; the unnamed callers of an open policy, one principal,
+// took every slot from the named ones). An invocation beyond its share
+// or the total is refused at once, retryably (ErrProgramsBusy), by the
+// agent's admission hook, before its run is recorded: the sender's retry
+// with the same message id is admitted afresh, and no invocation holds a
+// listener's slot and a goroutine while it waits (CLI-37). A nil
 // *programSlots bounds nothing.
 type programSlots struct {
-	all   chan struct{} // a token per running program
-	share int
-	mu    sync.Mutex
-	by    map[string]chan struct{} // a principal's tokens
+	most, share int // in all; per principal
+	mu          sync.Mutex
+	total       int
+	by          map[string]int // a principal's programs; none: absent
 }
 
 // newProgramSlots returns the slots of most programs at once (0:
 // defaultMaxPrograms).
 func newProgramSlots(most int) *programSlots {
 	limit.Default(&most, defaultMaxPrograms)
-	return &programSlots{all: make(chan struct{}, most), share: max(most/4, 1), by: map[string]chan struct{}{}}
+	return &programSlots{most: most, share: max(most/4, 1), by: map[string]int{}}
 }
 
-// most is the number of programs at once (0 for nil: no bound).
-func (s *programSlots) most() int {
+// admit is the agent.Hooks.Admit of the handler programs: a slot of the
+// invocation's principal, or ErrProgramsBusy. release gives it back when
+// the handler returned (the program's group reaped).
+func (s *programSlots) admit(_ context.Context, in agent.Admission) (release func(), err error) {
 	if s == nil {
-		return 0
-	}
-	return cap(s.all)
-}
-
-// acquire takes a slot of principal, its own share first and then one of
-// all, waiting until ctx ends (its error then). release gives it back.
-// The principals are the config's rules' callers and agent.SharedPrincipal:
-// their map stays as small as the config.
-func (s *programSlots) acquire(ctx context.Context, principal string) (release func(), err error) {
-	if s == nil {
-		return func() {}, nil
+		return nil, nil
 	}
 	s.mu.Lock()
-	mine := s.by[principal]
-	if mine == nil {
-		mine = make(chan struct{}, s.share)
-		s.by[principal] = mine
+	defer s.mu.Unlock()
+	if s.total >= s.most || s.by[in.Principal] >= s.share {
+		return nil, amp.Named(amp.CodeOverloaded, ErrProgramsBusy, "too many handler programs are running; retry later").
+			WithDetails(map[string]any{"reason": string(ErrProgramsBusy)})
 	}
-	s.mu.Unlock()
-	select {
-	case mine <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	s.total++
+	s.by[in.Principal]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.total--
+		if s.by[in.Principal]--; s.by[in.Principal] <= 0 {
+			delete(s.by, in.Principal)
+		}
+	}, nil
+}
+
+// hook is s as an agent's admission hook (nil: none).
+func (s *programSlots) hook() func(context.Context, agent.Admission) (func(), error) {
+	if s == nil {
+		return nil
 	}
-	select {
-	case s.all <- struct{}{}:
-	case <-ctx.Done():
-		<-mine
-		return nil, ctx.Err()
-	}
-	return func() { <-s.all; <-mine }, nil
+	return s.admit
 }
 
 // jsonValuesOver reports whether the JSON text data holds more than most
@@ -767,7 +760,7 @@ func reloadSignals(env *cliutil.Env) (<-chan os.Signal, func()) {
 // refused so the operator knows a restart is needed.
 func checkReload(running, next *serveConfig) error {
 	a, b := *running, *next
-	a.Handlers, b.Handlers, a.Allow, b.Allow, a.rules, b.rules = nil, nil, nil, nil, nil, nil
+	a.Handlers, b.Handlers, a.Allow, b.Allow, a.rules, b.rules, a.slots, b.slots = nil, nil, nil, nil, nil, nil, nil, nil
 	if !reflect.DeepEqual(a, b) {
 		return cliutil.Failf("restart_needed", "the config changes settings other than \"handlers\" and \"allow\": they apply only at a start (restart the agent)")
 	}

@@ -268,16 +268,17 @@ func validateHandlers(handlers map[string]execHandler) error {
 // the rest of the config: the agent's item budget of a result
 // (max_param_items), which it checks before parsing an output (CLI-35),
 // the allow rules, which say whether its log lines are a named caller's
-// (CLI-36), and the slots of the programs run at once, one set for all
-// the config's handlers (max_programs, CLI-37). And its program, found
+// (CLI-36); and the config the slots of the programs run at once
+// (max_programs, CLI-37), one set for all its handlers, the agent's
+// admission hook (programSlots.admit). And each handler its program, found
 // once (lookProgram), as an absolute path: a bare name is not looked up
 // in PATH again at each call, where a program planted in a PATH directory
 // another user may write would run in its place; one not found is
 // reported missing until the next reload (CLI-38).
 func (cfg *serveConfig) resolveHandlers() {
-	slots := newProgramSlots(cfg.MaxPrograms)
+	cfg.slots = newProgramSlots(cfg.MaxPrograms)
 	for id, h := range cfg.Handlers {
-		h.maxItems, h.rules, h.slots = cfg.MaxParamItems, cfg.rules, slots
+		h.maxItems, h.rules = cfg.MaxParamItems, cfg.rules
 		if len(h.Command) > 0 && h.Command[0] != "" { // else Validate refuses it
 			h.path, h.pathErr = lookProgram(h)
 		}

@@ -261,7 +261,7 @@ func (s *server) agentConfig(led *ledger.Ledger, handlerCfg map[string]execHandl
 			MaxOverdueHandlers: s.cfg.MaxOverdueHandlers, // 0: the agent's default
 			Limits:             amp.Limits{MaxMessageSize: int(s.cfg.MaxBodyBytes)},
 			StreamLimits:       s.streams, ParamStreams: s.params},
-		Hooks: agent.Hooks{Observe: s.met.observe, Logger: s.log}}
+		Hooks: agent.Hooks{Observe: s.met.observe, Logger: s.log, Admit: s.cfg.slots.hook()}} // the start's slots, kept by reloads (CLI-37)
 }
 
 // agentError adds its hint to agent.New's refusal of a largest result

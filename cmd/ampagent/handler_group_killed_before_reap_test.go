@@ -1,0 +1,40 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+)
+
+// TestBackgroundChildHoldingStdoutKilledBeforeReap: attack:
+// a caller's params make a handler program leave a background child that
+// keeps the program's stdout open, and the program exits 0 with its whole
+// result. cmd.Run waited for the pipe until WaitDelay (2 s), answered
+// 5001 handler_failed (the result lost), and killed the group only after
+// the leader was reaped, when its pid (the group id) may already be
+// another process's (CLI-34's accepted race; review 106). The group is
+// killed while the leader is still unreaped (waitid WNOWAIT, Linux): the
+// pid is still the group's, the pipe closes at once, and the result the
+// program printed is answered without the 2 s (CLI-39).
+func TestBackgroundChildHoldingStdoutKilledBeforeReap(t *testing.T) {
+	script := `sleep 60 & echo '{"ok":true}'`
+	h := runProgram("org.example.spawn:1.0.0", execHandler{Command: []string{"/bin/sh", "-c", script}}, slog.New(slog.DiscardHandler), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	out, err := h(ctx, map[string]any{})
+	took := time.Since(start)
+	if err != nil {
+		t.Errorf("the handler failed after %s: %v, want its printed result", took, err)
+	}
+	if m, _ := out.(map[string]any); m["ok"] != true {
+		t.Errorf("result %v, want {\"ok\":true}", out)
+	}
+	// Generous: a shell and its echo take milliseconds; the WaitDelay is 2 s.
+	if took > 1500*time.Millisecond {
+		t.Errorf("the handler returned after %s: it waited for the pipe its killed group held", took)
+	}
+}
