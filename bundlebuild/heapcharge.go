@@ -39,19 +39,26 @@ const (
 )
 
 // schemaHeapBound bounds the heap a schema of these bytes holds while it
-// is parsed and walked: heapPerByteRead for each byte, and heapPerObject, heapPerArray or heapPerMember
-// for each byte { [ , or : outside strings. The bytes need not be valid
-// JSON: a string left open runs to the end.
+// is parsed and walked: heapPerByteRead for each byte, and heapPerObject,
+// heapPerArray or heapPerMember for each byte { [ , or : outside strings.
+// The bytes need not be valid JSON: a string left open runs to the end.
 func schemaHeapBound(data []byte) int64 {
 	objects, arrays, members := structure(data)
-	return heapPerByteRead*int64(len(data)) + heapPerObject*objects + heapPerArray*arrays + heapPerMember*members
+	return treeHeapBound(int64(len(data)), objects, arrays, members)
+}
+
+// treeHeapBound is schemaHeapBound of a document of size bytes with these
+// counts of structure.
+func treeHeapBound(size, objects, arrays, members int64) int64 {
+	return heapPerByteRead*size + heapPerObject*objects + heapPerArray*arrays + heapPerMember*members
 }
 
 // compileHeapBound bounds the heap a compile holds for one document of
 // these bytes it loads.
 func compileHeapBound(data []byte) int64 {
-	objects, _, _ := structure(data)
-	return compileTreeFactor*schemaHeapBound(data) + compilePerByte*int64(len(data)) + heapPerCompiledObject*objects
+	size := int64(len(data))
+	objects, arrays, members := structure(data)
+	return compileTreeFactor*treeHeapBound(size, objects, arrays, members) + compilePerByte*size + heapPerCompiledObject*objects
 }
 
 // structure counts the bytes { [ and , or : of data outside strings.

@@ -26,11 +26,11 @@ const maxBuildWorkers = 1024
 // buildHooks are the test hooks of a build: the in-flight budget and a
 // look at it. The zero value is the production setting.
 type buildHooks struct {
-	// budget, when positive, replaces the default budget of bytes in
-	// flight (workers × the largest schema).
+	// budget, when positive, replaces the default budget of heap bytes
+	// charged to the schemas in flight (inFlightBudget).
 	budget int64
-	// inFlight, when set, is called each time an item is admitted, with
-	// the bytes then in flight (that item included) and the budget.
+	// inFlight, when set, is called each time a charge is taken, with
+	// the bytes then charged (that charge included) and the budget.
 	inFlight func(used, budget int64)
 	// maxFiles, when positive, replaces maxSourceFiles.
 	maxFiles int
@@ -153,23 +153,18 @@ func (c *charge) to(n int64) bool {
 	return true
 }
 
-// runOrdered runs work(i) for every i in [0, n) on up to workers
+// runCharged runs work(i, c) for every i in [0, n) on up to workers
 // goroutines, and hands each result to consume on the calling goroutine
-// in the order of i. Item i starts only once its cost (bytes) fits in the
-// budget b with the items in flight, and at most 2 × workers results wait
-// for consume, so memory stays bounded whatever n. It stops at the first
-// error consume returns and returns it once every item started has
-// finished: nothing of it runs after it returns. With one worker it runs
-// the items in order on the calling goroutine.
-func runOrdered[R any](workers, n int, b *byteBudget, cost func(int) int64, work func(int) R, consume func(int, R) error) error {
-	return runCharged(workers, n, b, cost, func(i int, _ *charge) R { return work(i) }, consume)
-}
-
-// runCharged is runOrdered whose work may change the charge of its item
-// (charge.to) once it knows more of what the item costs: an item starts
-// with cost(i) and holds what work last set until it returns. Each worker
+// in the order of i. Item i starts only once its cost fits in the budget
+// b with the charges of the items in flight; work may then change its
+// item's charge (charge.to) once it knows more of what the item costs,
+// and the item holds what work last set until it returns. Each worker
 // takes its item's charge itself, after it has the item, so that nothing
-// waits for the budget while it holds a charge.
+// waits for the budget while it holds a charge. At most 2 × workers
+// results wait for consume, so memory stays bounded whatever n. It stops
+// at the first error consume returns and returns it once every item
+// started has finished: nothing of it runs after it returns. With one
+// worker it runs the items in order on the calling goroutine.
 func runCharged[R any](workers, n int, b *byteBudget, cost func(int) int64, work func(int, *charge) R, consume func(int, R) error) error {
 	if workers = min(workers, n); workers <= 1 {
 		for i := 0; i < n; i++ {

@@ -220,6 +220,11 @@ func TestBuildHoldsSchemaBytesInFlightWithinBudget(t *testing.T) {
 	}
 }
 
+// runOrdered is runCharged with work that keeps its item's first charge.
+func runOrdered[R any](workers, n int, b *byteBudget, cost func(int) int64, work func(int) R, consume func(int, R) error) error {
+	return runCharged(workers, n, b, cost, func(i int, _ *charge) R { return work(i) }, consume)
+}
+
 // TestOrderedPoolAdmitsNoItemOverBudget: the pool under a build admits an
 // item only when its bytes fit with those in flight (an item larger than
 // the whole budget runs alone), hands results over in item order, and

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
+	"github.com/ampbundle/ampbundle/internal/strictjson"
 )
 
 // Source folder layout (FORMAT.md §8).
@@ -101,23 +101,17 @@ func srcErr(file, format string, args ...any) *amp.Error {
 	return e
 }
 
-// maxShownName bounds the bytes of a name shownName quotes.
-const maxShownName = 64
-
 // shownName renders a path below the source folder for an error message:
 // as it is when it is a safe artifact key (bundle.ValidateKey: ASCII
-// letters, digits and ._-/), else quoted in ASCII (strconv.QuoteToASCII:
-// every control, bidi, non-ASCII rune and invalid byte escaped) and cut to
-// its first maxShownName bytes. Whoever can write in the folder names its
-// files, so a name never reaches a log or a terminal raw (BUILD-6).
+// letters, digits and ._-/), else as strictjson.QuoteName shows a member
+// name (quoted in ASCII, every control, bidi, non-ASCII rune and invalid
+// byte escaped, cut to 64 bytes). Whoever can write in the folder names
+// its files, so a name never reaches a log or a terminal raw (BUILD-6).
 func shownName(file string) string {
 	if bundle.ValidateKey(file) == nil {
 		return file
 	}
-	if len(file) > maxShownName {
-		return strconv.QuoteToASCII(file[:maxShownName]) + "..."
-	}
-	return strconv.QuoteToASCII(file)
+	return strictjson.QuoteName(file)
 }
 
 // diskLoader serves the schema files of a source folder to the offline

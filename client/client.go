@@ -130,10 +130,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Identity.Agreement != nil {
 		agree = []*amp.AgreementKey{cfg.Identity.Agreement}
 	}
-	var replyDIDs amp.DIDResolver
-	if cfg.DIDs != nil {
-		replyDIDs = peerOnly{dids: cfg.DIDs, peer: amp.BareDID(cfg.Peer)}
-	}
+	replyDIDs := peerOnly{dids: cfg.DIDs, peer: amp.BareDID(cfg.Peer)}
 	if c.recv, err = amp.NewReceiver(amp.ReceiverConfig{Now: cfg.Now, DIDs: replyDIDs, AgreementKeys: agree, SharedKeys: shared, Limits: cfg.Limits}); err != nil {
 		return nil, err
 	}
@@ -355,10 +352,10 @@ func (c *Client) verify(ctx context.Context, raw []byte, req *amp.Message) (*amp
 	return reply, nil
 }
 
-// peerOnly is the DIDResolver of the client's Receiver: it hands dids the
-// provider's DID (peer, bare) alone. A reply is verified against its
-// sender's keys before the client can check that the sender is the
-// provider, so without it a reply naming any DID (a did:web of any host)
+// peerOnly is the DIDResolver of the client's Receiver: it hands dids
+// (nil: none, did:key only) the provider's DID (peer, bare) alone. A
+// reply is verified against its sender's keys before the client can check
+// that the sender is the provider, so without it a reply naming any DID (a did:web of any host)
 // made the client look that DID up, and a network resolver dial it
 // (docs/SPEC-DECISIONS.md TRANSPORT-17). A did:key never reaches a
 // resolver: it carries its keys.
@@ -373,8 +370,15 @@ func (r peerOnly) ResolveDID(ctx context.Context, did string) (*amp.DIDDocument,
 	if amp.BareDID(did) != r.peer {
 		return nil, notPeer{did: amp.BareDID(did)}
 	}
+	if r.dids == nil {
+		return nil, errNoResolver
+	}
 	return r.dids.ResolveDID(ctx, did)
 }
+
+// errNoResolver is peerOnly's refusal of the provider's DID when the
+// client has no Config.DIDs (amp.ResolveDID makes it 3001 unknown_did).
+var errNoResolver = errors.New("the client has no resolver for the provider's did")
 
 // notPeer is peerOnly's refusal of a DID other than the provider's.
 type notPeer struct{ did string }

@@ -38,6 +38,36 @@ func (r *lookupRecorder) ResolveDID(_ context.Context, did string) (*amp.DIDDocu
 // DID is refused wrong_sender before its document is looked up
 // (docs/SPEC-DECISIONS.md TRANSPORT-17).
 func TestReplyNamingAnotherSenderIsLookedUp(t *testing.T) {
+	dids := &lookupRecorder{}
+	err := pingHostileSender(t, dids)
+	if err == nil {
+		t.Fatal("a PONG from another DID was accepted")
+	}
+	if len(dids.asked) != 0 {
+		t.Errorf("the client looked up the DIDs the provider named: %q", dids.asked)
+	}
+	if amp.NameOf(err) != ErrWrongSender {
+		t.Errorf("the reply from another DID is %v, want %s", err, ErrWrongSender)
+	}
+}
+
+// TestReplyNamingAnotherSenderWithoutResolverIsUnknownDID: the same reply
+// to a client made without Config.DIDs (its provider a did:key) was 3001
+// unknown_did, "no did document is known for the sender", which says the
+// provider is unknown; it is wrong_sender as with a resolver
+// (docs/SPEC-DECISIONS.md TRANSPORT-17 rejects unknown_did for it).
+func TestReplyNamingAnotherSenderWithoutResolverIsUnknownDID(t *testing.T) {
+	err := pingHostileSender(t, nil)
+	if amp.NameOf(err) != ErrWrongSender {
+		t.Errorf("the reply from another DID is %v, want %s", err, ErrWrongSender)
+	}
+}
+
+// pingHostileSender pings, through a client with dids as its Config.DIDs,
+// a provider that answers as did:web:victim.internal, and returns the
+// error of the ping.
+func pingHostileSender(t *testing.T, dids amp.DIDResolver) error {
+	t.Helper()
 	p := newParties(t)
 	k := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, 32))
 	named := amp.Identity{DID: "did:web:victim.internal", SigningKey: k}
@@ -57,20 +87,10 @@ func TestReplyNamingAnotherSenderIsLookedUp(t *testing.T) {
 		_, out, err := send.Seal(ctx, amp.Draft{Type: amp.TypePong, To: amp.To(m.From), ReplyTo: m.ID[:]})
 		return out, err
 	})
-	dids := &lookupRecorder{}
 	c, err := New(Config{Identity: p.caller, Peer: p.provider.DID, Transport: hostile, DIDs: dids,
 		Now: p.clock.Now, Rand: rand.Reader, Retry: Retry{MaxAttempts: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = c.Ping(context.Background())
-	if err == nil {
-		t.Fatal("a PONG from another DID was accepted")
-	}
-	if len(dids.asked) != 0 {
-		t.Errorf("the client looked up the DIDs the provider named: %q", dids.asked)
-	}
-	if amp.NameOf(err) != ErrWrongSender {
-		t.Errorf("the reply from another DID is %v, want %s", err, ErrWrongSender)
-	}
+	return c.Ping(context.Background())
 }
