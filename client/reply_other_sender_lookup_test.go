@@ -51,12 +51,12 @@ func TestReplyNamingAnotherSenderIsLookedUp(t *testing.T) {
 	}
 }
 
-// TestReplyNamingAnotherSenderWithoutResolverIsUnknownDID: the same reply
+// TestReplyNamingAnotherSenderWithoutResolverIsWrongSender: the same reply
 // to a client made without Config.DIDs (its provider a did:key) was 3001
 // unknown_did, "no did document is known for the sender", which says the
 // provider is unknown; it is wrong_sender as with a resolver
 // (docs/SPEC-DECISIONS.md TRANSPORT-17 rejects unknown_did for it).
-func TestReplyNamingAnotherSenderWithoutResolverIsUnknownDID(t *testing.T) {
+func TestReplyNamingAnotherSenderWithoutResolverIsWrongSender(t *testing.T) {
 	err := pingHostileSender(t, nil)
 	if amp.NameOf(err) != ErrWrongSender {
 		t.Errorf("the reply from another DID is %v, want %s", err, ErrWrongSender)
