@@ -150,10 +150,14 @@ type Options struct {
 // one skill per capability version, and the capabilities extension
 // carrying each version's bundle id and schema hashes. An agent that
 // serves nothing has no card (A2A §5.7: a REQUIRED array holds at least
-// one element): ErrInvalid.
+// one element): ErrInvalid, as is a url that is no WebURL, which Verify
+// would refuse (A2A-14).
 func New(o Options, served []Served) (*Card, error) {
 	if o.Name == "" || o.Version == "" || o.URL == "" {
 		return nil, amp.Named(0, ErrInvalid, "the card needs a name, a version and a url")
+	}
+	if !WebURL(o.URL) {
+		return nil, notWeb("url") // Verify would refuse the card (A2A-14)
 	}
 	if len(served) == 0 {
 		return nil, amp.Named(0, ErrInvalid, "the agent serves no capability: a card needs at least one skill")

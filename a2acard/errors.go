@@ -48,7 +48,8 @@ const (
 	// member missing, empty or of the wrong type; a skill id, an extension
 	// uri, or a capability id of our extension's params listed twice,
 	// A2A-13; a URL member that is not an absolute http or https URL,
-	// A2A-14, also in securitySchemes, A2A-16); from New and Sign, a card that cannot be written.
+	// A2A-14, also in securitySchemes, A2A-16); from New and Sign, a card
+	// that cannot be written.
 	ErrInvalid amp.ErrName = "card_invalid"
 )
 

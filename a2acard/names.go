@@ -62,9 +62,9 @@ var servedNames = sync.OnceValue(func() *goNames { return namesOf(reflect.TypeFo
 // first as that member, the last spelling winning, protojson (which takes
 // the proto field name too) the second, and encoding/json/v2 matching
 // names case-insensitively any of them, while the signature and Verify
-// read the exact name (jcs.Spellings). The params of an extension whose uri is
-// ExtensionURI are read the same way, against servedParamsDoc: they carry
-// the bundle and schema pins of each skill.
+// read the exact name (jcs.Spellings). The params of an extension whose
+// uri is ExtensionURI are read the same way, against servedParamsDoc: they
+// carry the bundle and schema pins of each skill.
 func (n *goNames) caseVariant(v any) bool {
 	switch t := v.(type) {
 	case jcs.Object:

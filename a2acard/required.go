@@ -149,13 +149,16 @@ func notWeb(member string) error {
 	return fail(ErrInvalid, "the card's %s is not an absolute http or https URL with a host and no userinfo", member)
 }
 
-// isWebURL reports whether v is a string holding an absolute http or
-// https URL with a host name and no userinfo.
+// isWebURL reports whether v is a string that is a WebURL.
 func isWebURL(v any) bool {
 	s, ok := v.(string)
-	if !ok {
-		return false
-	}
+	return ok && WebURL(s)
+}
+
+// WebURL reports whether s is a URL Verify accepts in a card's URL
+// members (A2A-14): an absolute http or https URL with a host name and no
+// userinfo.
+func WebURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Opaque == "" && u.User == nil && u.Hostname() != ""
 }

@@ -43,8 +43,9 @@ type header struct {
 // canonical card without its signatures and defaults (A2A §8.4.3); any
 // other entry with the kid verifies too; and the signed card has the
 // REQUIRED members of an AgentCard, no skill id, extension uri or id of
-// our extension's params twice (A2A-13), and web URLs only, securitySchemes' included (A2A-14, A2A-16). Signatures under other kids are
-// checked for form only. A key of small order or not in canonical form
+// our extension's params twice (A2A-13), and web URLs only (WebURL),
+// securitySchemes' included (A2A-14, A2A-16). Signatures under other kids
+// are checked for form only. A key of small order or not in canonical form
 // (amp.CheckEd25519PublicKey), which anybody can sign as, is
 // invalid_public_key. Nothing is returned but an error until every check
 // has passed.

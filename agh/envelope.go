@@ -281,10 +281,9 @@ type ReceiveOptions struct {
 	// as the seed's v0 peers send it, when its from is a plain peer id of
 	// ASCII letters, digits and ". _ - @ / + ~" (a DID's holder signs, and
 	// a DID, or anything a reader may take for one, is missing_proof;
-	// AGH-12, AGH-14); the
-	// result says Verified false, and its From, To and Channel are the
-	// sender's unchecked claims, checked against Self and Channels only
-	// as a filter. Without it such an envelope is missing_proof. A proof
+	// AGH-12, AGH-14); the result says Verified false, and its From, To
+	// and Channel are the sender's unchecked claims, checked against Self
+	// and Channels only as a filter. Without it such an envelope is missing_proof. A proof
 	// that is present is always checked, and a bad one always refused.
 	AllowUnverified bool
 	// Resolve returns the DID document of a DID that is not a did:key
@@ -329,14 +328,15 @@ type Transfer struct {
 // before every check passed: size, number of values and JSON (too_large,
 // invalid_document); protocol (unsupported_protocol); kind
 // (unsupported_kind); the members' names, types and bounds
-// (invalid_envelope: a member spelt like a known one but for case or
-// underscores or dashes is refused; an ext of more than MaxOpaqueMembers members is too_large);
-// ts within [now-MaxAge, now+Skew] (stale_timestamp, future_timestamp) and
-// expires_at (expired); the proof — absent (missing_proof unless
-// AllowUnverified, and always when from is not a plain peer id), of another type
-// (unsupported_proof), malformed (invalid_proof), by a key of another DID
-// than from (sender_mismatch), by a key not found (unknown_sender), not
-// verifying (bad_proof); channel not one of o.Channels, or to set and
+// (invalid_envelope: a member spelt like a known one but for case,
+// underscores or dashes is refused; an ext of more than MaxOpaqueMembers
+// members is too_large); ts within [now-MaxAge, now+Skew]
+// (stale_timestamp, future_timestamp) and expires_at (expired); the
+// proof — absent (missing_proof unless AllowUnverified, and always when
+// from is not a plain peer id), of another type (unsupported_proof),
+// malformed (invalid_proof), by a key of another DID than from
+// (sender_mismatch), by a key not found (unknown_sender), not verifying
+// (bad_proof); channel not one of o.Channels, or to set and
 // not one of o.Self (not_a_recipient); last the capability's digest
 // (verification_failed). Members this version does not know are covered
 // by the proof and ignored. The envelope is parsed once; what is returned
@@ -423,8 +423,9 @@ func checkTransferKind(m jcs.Object) error {
 // type and within its bounds (invalid_envelope): the ids, ts, ext and
 // the body's capability object (returned unverified), and expires_at (exp,
 // nil when absent or null). Members are read by their exact names; one
-// spelt like a known member of the envelope or body but for case, which a
-// struct decoder would take for it, is refused.
+// spelt like a known member of the envelope or body but for case,
+// underscores or dashes, which a folding decoder would take for it, is
+// refused (AGH-5, AGH-10, AGH-13).
 func transferMembers(m jcs.Object, cb *canonBuf) (t *Transfer, capability jcs.Object, exp *int64, err error) {
 	if envelopeSpellings.Variant(m) {
 		return nil, nil, nil, badEnvelope("a member of the envelope is a known member spelt in another case or with other underscores or dashes")

@@ -550,9 +550,9 @@ func validRequestID(v []byte) bool {
 
 // decodedLen is the length in bytes of the UTF-8 text the JSON string
 // body b (between its quotes, as written, checked by str and
-// jcs.ExactStrings)
-// decodes to: an escape counts the bytes of what it stands for (a
-// surrogate pair four), every other byte one. It allocates nothing.
+// jcs.ExactStrings) decodes to: an escape counts the bytes of what it
+// stands for (a surrogate pair four), every other byte one. It allocates
+// nothing.
 func decodedLen(b []byte) int {
 	n := 0
 	for i := 0; i < len(b); i++ {

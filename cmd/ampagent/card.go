@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 
@@ -204,9 +203,8 @@ func a2aCard(c *cli.Context, env *cliutil.Env) error {
 	if c.IsSet("did") != c.IsSet("kid") {
 		return cliutil.Usagef("a did:web card names its key: give --did and --kid together (a did:key card's kid is the key's own)")
 	}
-	u, err := url.Parse(c.String("url"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return cliutil.Usagef("--url must be an absolute http or https URL")
+	if !a2acard.WebURL(c.String("url")) { // what Verify accepts (A2A-14)
+		return cliutil.Usagef("--url must be an absolute http or https URL with a host and no userinfo")
 	}
 	id, err := loadIdentity(c, env, c.String("key"), c.String("did"))
 	if err != nil {

@@ -51,7 +51,8 @@ func TestHandlerResultItemFloodRefusedBeforeParse(t *testing.T) {
 }
 
 // TestHandlerResultItemCountNeverRefusesWhatTheAgentAccepts: the count
-// that refuses an output before its parse is the agent's own
+// that refuses an output before its parse (offlineschema.ValueFromJSONBudget,
+// 1001 limit_exceeded) is the agent's own
 // (offlineschema.ValueFromCBORBudget after ToCBOR): for every valid text
 // and budget, it refuses exactly what the agent refuses (threat: a valid
 // result within max_param_items refused because commas or colons inside
@@ -75,14 +76,18 @@ func TestHandlerResultItemCountNeverRefusesWhatTheAgentAccepts(t *testing.T) {
 		}
 		for most := 1; most <= 12; most++ {
 			_, agentErr := offlineschema.ValueFromCBORBudget(enc, most)
-			if over := jsonValuesOver([]byte(text), most); over != (agentErr != nil) {
+			_, err := offlineschema.ValueFromJSONBudget([]byte(text), most)
+			over := amp.CodeOf(err) == amp.CodeInvalidMessage && amp.NameOf(err) == offlineschema.ErrLimitExceeded
+			if over != (agentErr != nil) || (err != nil && !over) {
 				t.Fatalf("%s at a budget of %d values: counted over %v, the agent refuses it %v", text, most, over, agentErr != nil)
 			}
 		}
 	}
 	for n := 1; n <= 8; n++ {
 		flat := "[" + strings.TrimSuffix(strings.Repeat("0,", n), ",") + "]" // n+1 values
-		if !jsonValuesOver([]byte(flat), n) || jsonValuesOver([]byte(flat), n+1) {
+		_, under := offlineschema.ValueFromJSONBudget([]byte(flat), n)
+		_, at := offlineschema.ValueFromJSONBudget([]byte(flat), n+1)
+		if amp.CodeOf(under) != amp.CodeInvalidMessage || amp.NameOf(under) != offlineschema.ErrLimitExceeded || at != nil {
 			t.Fatalf("%s: refused at %d, accepted at %d: want exactly so", flat, n, n+1)
 		}
 	}
@@ -107,5 +112,31 @@ func TestHandlerResultItemBudgetIsTheConfigs(t *testing.T) {
 				t.Fatalf("%s: error %v, want %q", out, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestHandlerResultTooDeepIsNotJSONNotOverTheBudget: a result nested past
+// offlineschema.MaxDepth, within the item budget, is refused as invalid
+// JSON (5001 invalid_result, logged as "not json"), not as a result over
+// the budget: only ValueFromJSONBudget's 1001 limit_exceeded is the item
+// count's (threat: matching limit_exceeded by name alone, which its depth
+// error shares with code 0, would report a deep result as a flood and
+// send an operator raising max_param_items after the wrong limit).
+func TestHandlerResultTooDeepIsNotJSONNotOverTheBudget(t *testing.T) {
+	const capID = "org.example.deep:1.0.0"
+	for _, tc := range []struct {
+		out, logged string
+	}{
+		{strings.Repeat("[", offlineschema.MaxDepth+2) + strings.Repeat("]", offlineschema.MaxDepth+2), "not json"},
+		{"[" + strings.TrimSuffix(strings.Repeat("7,", 2*offlineschema.MaxDepth), ",") + "]", "more values"},
+	} {
+		var logs bytes.Buffer
+		cfg := &serveConfig{MaxParamItems: offlineschema.MaxDepth + 8, Handlers: map[string]execHandler{capID: {Command: []string{"/bin/echo", tc.out}}}}
+		cfg.resolveHandlers()
+		h := runProgram(capID, cfg.Handlers[capID], slog.New(slog.NewTextHandler(&logs, nil)), nil)
+		_, err := h(context.Background(), map[string]any{})
+		if amp.NameOf(err) != "invalid_result" || !strings.Contains(logs.String(), tc.logged) {
+			t.Fatalf("%.20s...: error %v, log %q; want invalid_result logged as %q", tc.out, err, logs.String(), tc.logged)
+		}
 	}
 }

@@ -482,18 +482,20 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 			plog.Warn("handler program failed", "err", err, "stderr", excerpt, "stderr_truncated", cut)
 			return nil, amp.Named(amp.CodeInternalError, "handler_failed", "the capability failed")
 		}
-		// Counted before it is parsed: a value expands to about 230 bytes,
-		// and the agent refuses a result over its item budget after the
-		// parse anyway (CLI-35).
+		// Counted before it is parsed (offlineschema.ValueFromJSONBudget,
+		// the config's max_param_items): a value expands to about 230
+		// bytes, and the agent refuses a result over its item budget after
+		// the parse anyway (CLI-35). Too deep is limit_exceeded with code
+		// 0, an invalid text as the rest.
 		maxItems := h.maxItems
 		limit.Default(&maxItems, offlineschema.DefaultMaxItems)
-		if jsonValuesOver(stdout.Bytes(), maxItems) {
+		out, err := offlineschema.ValueFromJSONBudget(stdout.Bytes(), maxItems)
+		switch {
+		case amp.CodeOf(err) == amp.CodeInvalidMessage && amp.NameOf(err) == offlineschema.ErrLimitExceeded:
 			met.handlerRun(capID, "output_too_large")
 			plog.Warn("handler program printed a result of more values than the agent accepts; not parsed", "limit", maxItems)
 			return nil, amp.Named(amp.CodeInternalError, "invalid_result", "the capability produced an invalid result")
-		}
-		out, err := offlineschema.ValueFromJSON(stdout.Bytes())
-		if err != nil {
+		case err != nil:
 			met.handlerRun(capID, "invalid_json")
 			plog.Warn("handler program printed something that is not json")
 			return nil, amp.Named(amp.CodeInternalError, "invalid_result", "the capability produced an invalid result")
@@ -574,71 +576,6 @@ func (s *programSlots) hook() func(context.Context, agent.Admission) (func(), er
 		return nil
 	}
 	return s.admit
-}
-
-// jsonValuesOver reports whether the JSON text data holds more than most
-// values as offlineschema.ValueFromCBORBudget counts them (the top value,
-// every array element and every object member's value; keys do not
-// count). It scans once without allocating, outside strings: one, plus
-// each ':', each '[' not followed by ']' and each ',' between array
-// elements, exactly the agent's count for valid JSON, so that a text it
-// finds over is over for the agent's budget too; text that is not JSON is
-// the parse's to refuse, as invalid_result either way. Commas nested
-// deeper than offlineschema.MaxDepth are not counted: the parse refuses
-// that nesting.
-func jsonValuesOver(data []byte, most int) bool {
-	var inArray [offlineschema.MaxDepth + 2]bool
-	n, depth, inString := 1, 0, false
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++ // the escaped byte, a quote included
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '[', '{':
-			depth++
-			if depth < len(inArray) {
-				inArray[depth] = c == '['
-			}
-			if c == '[' && !emptyArray(data[i+1:]) {
-				n++ // its first element
-			}
-		case ']', '}':
-			depth = max(depth-1, 0)
-		case ':':
-			n++
-		case ',':
-			if depth < len(inArray) && inArray[depth] {
-				n++
-			}
-		}
-		if n > most {
-			return true
-		}
-	}
-	return false
-}
-
-// emptyArray reports whether rest, what follows a '[', closes the array
-// after JSON whitespace at most. The whitespace it skips follows one '['
-// only: the scan of jsonValuesOver stays linear.
-func emptyArray(rest []byte) bool {
-	for _, c := range rest {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c == ']'
-	}
-	return false
 }
 
 // cappedWriter keeps at most max bytes and notes whether more came; with

@@ -5,12 +5,13 @@ import (
 	"testing"
 )
 
-// TestCaseVariantIsWhatEncodingJSONTakesForTheMember: a member CaseVariant
-// passes is one a struct decoder would not take for the known member, and
-// one it flags is: otherwise a signed document could still be one thing
-// to exact readers and another to encoding/json (ASCII case, the Kelvin
-// sign and the long s, which fold to k and s).
-func TestCaseVariantIsWhatEncodingJSONTakesForTheMember(t *testing.T) {
+// TestSpellingVariantCoversWhatEncodingJSONTakesForTheMember: a member
+// Spellings.Variant passes is one a struct decoder would not take for the
+// known member, and every case variant encoding/json takes for it is
+// flagged: otherwise a signed document could still be one thing to exact
+// readers and another to encoding/json (ASCII case, the Kelvin sign and
+// the long s, which fold to k and s).
+func TestSpellingVariantCoversWhatEncodingJSONTakesForTheMember(t *testing.T) {
 	type known struct {
 		Skills string `json:"skills"`
 		URL    string `json:"url"`
@@ -29,9 +30,9 @@ func TestCaseVariantIsWhatEncodingJSONTakesForTheMember(t *testing.T) {
 			t.Fatal(err)
 		}
 		taken := k.Skills == "x" || k.URL == "x"
-		got := Object{{Name: tc.name, Value: "x"}}.CaseVariant("skills", "url")
+		got := NewSpellings("skills", "url").Variant(Object{{Name: tc.name, Value: "x"}})
 		if got != tc.variant || taken != (tc.variant || tc.name == "skills" || tc.name == "url") {
-			t.Errorf("%q: CaseVariant %v, encoding/json takes it %v, want variant %v", tc.name, got, taken, tc.variant)
+			t.Errorf("%q: Variant %v, encoding/json takes it %v, want variant %v", tc.name, got, taken, tc.variant)
 		}
 	}
 }
