@@ -283,8 +283,9 @@ type ReceiveOptions struct {
 	// a DID, or anything a reader may take for one, is missing_proof;
 	// AGH-12, AGH-14); the result says Verified false, and its From, To
 	// and Channel are the sender's unchecked claims, checked against Self
-	// and Channels only as a filter. Without it such an envelope is missing_proof. A proof
-	// that is present is always checked, and a bad one always refused.
+	// and Channels only as a filter. Without it such an envelope is
+	// missing_proof. A proof that is present is always checked, and a bad
+	// one always refused.
 	AllowUnverified bool
 	// Resolve returns the DID document of a DID that is not a did:key
 	// (did:key needs none); nil refuses every other DID (unknown_sender).

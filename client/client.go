@@ -355,10 +355,10 @@ func (c *Client) verify(ctx context.Context, raw []byte, req *amp.Message) (*amp
 // peerOnly is the DIDResolver of the client's Receiver: it hands dids
 // (nil: none, did:key only) the provider's DID (peer, bare) alone. A
 // reply is verified against its sender's keys before the client can check
-// that the sender is the provider, so without it a reply naming any DID (a did:web of any host)
-// made the client look that DID up, and a network resolver dial it
-// (docs/SPEC-DECISIONS.md TRANSPORT-17). A did:key never reaches a
-// resolver: it carries its keys.
+// that the sender is the provider, so without it a reply naming any DID
+// (a did:web of any host) made the client look that DID up, and a network
+// resolver dial it (docs/SPEC-DECISIONS.md TRANSPORT-17). A did:key never
+// reaches a resolver: it carries its keys.
 type peerOnly struct {
 	dids amp.DIDResolver
 	peer string

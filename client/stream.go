@@ -212,9 +212,11 @@ func (c *Client) endStream(ctx context.Context, id string, hash []byte, oneWay b
 			probe = &capped
 		}
 		ex, err := probe.Do(ctx, amp.TypeStreamEnd, body)
+		n := 1 // every turn counts one at least: the loop ends within endProbes
 		if ex != nil {
-			sent += ex.Attempts
+			n = max(n, ex.Attempts)
 		}
+		sent += n
 		reason := reasonOf(err)
 		switch {
 		case err == nil || !oneWay:
