@@ -64,7 +64,8 @@ func DeriveClaims(descs []capability.Descriptor, src *Source) [][]capability.Com
 // ascending), sorted by version; nil when there are none. Every
 // comparison takes its steps from the bundle's budget (ix.budget,
 // MaxBundleSteps), and one pair of schema keys is compared once per
-// index (pair); past the budget the verdicts are unknown and ix.spent() says so.
+// index (pair, for up to maxCachedVerdicts pairs); past the budget the
+// verdicts are unknown and ix.spent() says so.
 func (ix *coverIndex) claims(d capability.Descriptor, callers []int, src *Source) []capability.CompatClaim {
 	var cs []capability.CompatClaim
 	for _, j := range callers {
@@ -249,8 +250,8 @@ func checkDescriptorBridge(ix *coverIndex, cov *coverage, d capability.Descripto
 }
 
 // rangeProbes counts the version comparisons (binary-search steps) that
-// finding covered versions has made, added once per
-// DeriveClaims, Annotate or VerifyClaims: the tests bound it.
+// finding covered versions has made, added once per DeriveClaims, Annotate
+// or VerifyClaims: the tests bound it.
 var rangeProbes atomic.Int64
 
 // coverIndex finds which carried versions a descriptor's supported_ranges

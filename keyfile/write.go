@@ -139,7 +139,8 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 				return moveErr(lerr)
 			}
 		}
-		if cerr := f.Close(); err == nil {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			os.Remove(path) // linked, but not closed cleanly
 			err = cerr
 		}
 		if err != nil {
