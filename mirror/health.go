@@ -71,7 +71,8 @@ type ReadyReport struct {
 	severe bool
 }
 
-// Add lists p unless the report lists maxReadyProblems already.
+// Add lists p unless the report lists maxReadyProblems already; a p
+// that is not Degraded makes the report not_ready (Settle) either way.
 func (rep *ReadyReport) Add(p ReadyProblem) {
 	if !p.Degraded {
 		rep.severe = true

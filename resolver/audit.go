@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"math"
 	"os"
 	"time"
 
@@ -135,17 +136,7 @@ func appendAudit(tx *bolt.Tx, now time.Time, e AuditEntry) error {
 }
 
 // Audit returns the audit log, oldest first.
-func (s *Store) Audit() ([]AuditEntry, error) {
-	var out []AuditEntry
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		out, err = auditEntries(tx, 0, false)
-		return err
-	})
-	if err != nil {
-		return nil, amp.AsError(wrapTx(err))
-	}
-	return out, nil
-}
+func (s *Store) Audit() ([]AuditEntry, error) { return s.AuditFirst(math.MaxUint64) }
 
 // AuditFirst returns the first n entries of the audit log, oldest first
 // (fewer when it holds fewer), decoding none after them: the entries of
@@ -153,7 +144,7 @@ func (s *Store) Audit() ([]AuditEntry, error) {
 func (s *Store) AuditFirst(n uint64) ([]AuditEntry, error) {
 	var out []AuditEntry
 	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		out, err = auditEntries(tx, n, true)
+		out, err = auditEntries(tx, n)
 		return err
 	})
 	if err != nil {
@@ -162,12 +153,12 @@ func (s *Store) AuditFirst(n uint64) ([]AuditEntry, error) {
 	return out, nil
 }
 
-// auditEntries decodes the log's entries in tx, oldest first: the first
-// n of them when bounded, else all.
-func auditEntries(tx *bolt.Tx, n uint64, bounded bool) ([]AuditEntry, error) {
+// auditEntries decodes the first n of the log's entries in tx (all of
+// them when it holds fewer), oldest first.
+func auditEntries(tx *bolt.Tx, n uint64) ([]AuditEntry, error) {
 	var out []AuditEntry
 	c := bucket(tx, bAudit).Cursor()
-	for k, v := c.First(); k != nil && (!bounded || uint64(len(out)) < n); k, v = c.Next() {
+	for k, v := c.First(); k != nil && uint64(len(out)) < n; k, v = c.Next() {
 		var e AuditEntry
 		if err := decode(v, &e); err != nil {
 			return nil, err
@@ -204,7 +195,7 @@ func (s *Store) AuditSnapshot(withEntries bool) (*AuditSnapshot, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		if withEntries {
 			var err error
-			if snap.Entries, err = auditEntries(tx, 0, false); err != nil {
+			if snap.Entries, err = auditEntries(tx, math.MaxUint64); err != nil {
 				return err
 			}
 			snap.Count = uint64(len(snap.Entries))
