@@ -268,7 +268,7 @@ func validateHandlers(handlers map[string]execHandler) error {
 // the rest of the config: the agent's item budget of a result
 // (max_param_items), which it checks before parsing an output (CLI-35),
 // the allow rules, which say whether its log lines are a named caller's
-// (CLI-36); and the config the slots of the programs run at once
+// (CLI-36). It gives the config the slots of the programs run at once
 // (max_programs, CLI-37), one set for all its handlers, the agent's
 // admission hook (programSlots.admit). And each handler its program, found
 // once (lookProgram), as an absolute path: a bare name is not looked up

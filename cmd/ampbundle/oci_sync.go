@@ -281,8 +281,8 @@ func (p *ociPlan) planListing(l *ociListing, refs []*ocitransport.Artifact, skip
 	case ocitransport.TooManyStatements(skipped):
 		unread = cliutil.Failf(ocitransport.ErrTooMany, "the bundle's referrers were not all read (this sync's share of statement fetches for it, %d, is spent): not installed in this run", p.cache.Share())
 	}
-	for _, t := range l.tags {
-		if unread != nil {
+	if unread != nil {
+		for _, t := range l.tags {
 			refuse(t, unread)
 			t.cut = true
 		}

@@ -113,13 +113,14 @@ func (r *Registry) Catalog() (*resolver.Catalog, error) {
 			return catalogOf(doc), nil
 		}
 		// Types the document left out: every claim, by pages, of the
-		// document's generation.
-		claims, gen, err := r.TypeClaims()
+		// document's generation; a move between the pages or since the
+		// document reads both again (this loop's restarts alone).
+		all, ok, err := readClaimPages(r.client)
 		if err != nil {
 			return nil, err
 		}
-		if gen == doc.Generation {
-			return catalogWithClaims(doc, claims), nil
+		if ok && all.Generation == doc.Generation {
+			return catalogWithClaims(doc, all.TypeClaims), nil
 		}
 	}
 	return nil, errStoreChanging()
@@ -147,18 +148,27 @@ func (r *Registry) TypeClaims() (map[string][]string, uint64, error) {
 	return p.TypeClaims, p.Generation, nil
 }
 
-// catalogWithClaims is the catalog doc describes, its ambiguous types'
-// claims being paged, every one of them read by pages (Registry.TypeClaims)
-// at doc's generation, in place of its type_claims.
+// catalogWithClaims is the catalog doc describes with paged, every claim
+// of its ambiguous types read by pages (readClaimPages) at doc's
+// generation, in place of its type_claims.
 func catalogWithClaims(doc *Catalog, paged map[string][]string) *resolver.Catalog {
-	claims := make(map[string][]string, len(doc.Aliases))
-	for typ, name := range doc.Aliases {
+	return catalogOf(&Catalog{Generation: doc.Generation, Entries: doc.Entries, Aliases: doc.Aliases}).
+		WithTypeClaims(typeClaimsOf(doc.Aliases, paged, -1))
+}
+
+// typeClaimsOf is each type's claims: its Aliases entry, or, when that is
+// resolver.AmbiguousAlias, its claims in claimed, unless they are none or
+// more than most (most < 0: no bound), which leaves the type naming no
+// capability.
+func typeClaimsOf(aliases map[string]string, claimed map[string][]string, most int) map[string][]string {
+	claims := make(map[string][]string, len(aliases))
+	for typ, name := range aliases {
 		claims[typ] = []string{name}
-		if names := paged[typ]; name == resolver.AmbiguousAlias && len(names) > 0 {
+		if names := claimed[typ]; name == resolver.AmbiguousAlias && len(names) > 0 && (most < 0 || len(names) <= most) {
 			claims[typ] = names
 		}
 	}
-	return catalogOf(&Catalog{Generation: doc.Generation, Entries: doc.Entries, Aliases: doc.Aliases}).WithTypeClaims(claims)
+	return claims
 }
 
 // catalogOf is the catalog a document of the socket describes.
@@ -175,16 +185,9 @@ func catalogOf(doc *Catalog) *resolver.Catalog {
 		// A type's claims are its Aliases entry, or, when that is
 		// resolver.AmbiguousAlias, its TypeClaims. An older agent's
 		// document has none: its ambiguous types name no capability.
-		claims := make(map[string][]string, len(doc.Aliases))
-		for typ, name := range doc.Aliases {
-			claims[typ] = []string{name}
-			// More claims than the socket sends (MaxTypeClaims): kept
-			// as the type naming no capability, as the server does.
-			if names := doc.TypeClaims[typ]; name == resolver.AmbiguousAlias && len(names) > 0 && len(names) <= MaxTypeClaims {
-				claims[typ] = names
-			}
-		}
-		cat = cat.WithTypeClaims(claims)
+		// More claims than the socket sends (MaxTypeClaims): kept as the
+		// type naming no capability, as the server does.
+		cat = cat.WithTypeClaims(typeClaimsOf(doc.Aliases, doc.TypeClaims, MaxTypeClaims))
 	}
 	return cat
 }
