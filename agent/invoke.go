@@ -339,8 +339,8 @@ func (a *Agent) runHandler(log *slog.Logger, inv *invocation, id capability.ID, 
 	hctx, cancel := context.WithTimeout(context.WithValue(context.Background(), invocationKey{}, inv), timeout)
 	defer cancel()
 	if a.cfg.InlineHandlers {
+		defer inv.release() // when it returns, runtime.Goexit included
 		v, err := callHandler(hctx, log, inv, id, h, params)
-		inv.release()
 		if hctx.Err() != nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
 			// Returned after its deadline: the same outcome as detached.
 			log.Warn("handler timed out", "id", inv.msgID(), "capability", id.String(), "timeout", timeout)

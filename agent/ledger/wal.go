@@ -657,13 +657,14 @@ func (s *WALStore) unreserve(k Key) {
 func (s *WALStore) setActive(active func() int) { s.gc.active = active }
 
 // Usage implements Store. It counts the entries set aside at open
-// (charged to no quota, AGENT-22) with the others.
+// (charged to no quota, AGENT-22) with the others, read under the index
+// lock so that an entry promoted meanwhile (apply) is counted once.
 func (s *WALStore) Usage() Usage {
-	u := s.acct.usage()
 	s.idx.RLock()
+	defer s.idx.RUnlock()
+	u := s.acct.usage()
 	u.Entries += s.spareN
 	u.Bytes += s.spareBytes
-	s.idx.RUnlock()
 	return u
 }
 
