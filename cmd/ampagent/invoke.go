@@ -268,13 +268,10 @@ func resultErrorName(res *capability.Result, err error) error {
 // providerNameKept reports whether a provider's error name n, for code,
 // stays the CLI's error code.
 func providerNameKept(n amp.ErrName, code amp.Code) bool {
-	if n == "" || len(n) > maxProviderErrorName || ownErrorNames[n] || n[0] < 'a' || n[0] > 'z' {
+	// amp.ValidErrName: 1 to maxProviderErrorName of [a-z0-9_]; and a
+	// letter first.
+	if !amp.ValidErrName(string(n)) || ownErrorNames[n] || n[0] < 'a' || n[0] > 'z' {
 		return false
-	}
-	for _, r := range n {
-		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
-			return false
-		}
 	}
 	for _, c := range amp.Codes() {
 		if c != code && amp.ErrName(c.SnakeName()) == n {
