@@ -68,7 +68,10 @@ func TestFlattenedPartsAreChargedToTheCheckWork(t *testing.T) {
 // schema, so it reaches compat at import and in the catalog. flatten now
 // keeps a set keyed by scope, base and node, and charges each part to
 // the check's work: the check ends, Unknown (too_complex), well within
-// the bound.
+// the bound. The time bound is 5 s (the check takes well under 1 s
+// alone; 2 s failed on a loaded 2-core CI machine), still below the
+// quadratic walk's 6.5 s unloaded; too_complex is asserted too, which
+// load cannot move.
 func TestFlattenCostStaysWithinTheCheckBound(t *testing.T) {
 	if raceDetector {
 		t.Skip("bounds time")
@@ -77,14 +80,14 @@ func TestFlattenCostStaysWithinTheCheckBound(t *testing.T) {
 	done := make(chan Report, 1)
 	start := time.Now()
 	go func() { done <- Backward(NewSource(l), "s.json", NewSource(l), "s.json") }()
-	const limit = 2 * time.Second
+	const limit = 5 * time.Second
 	select {
 	case r := <-done:
 		if d := time.Since(start); d > limit {
 			t.Fatalf("one check of a %d-byte schema took %v (> %v), verdict %s", len(l.files["s.json"]), d, limit, r.Verdict)
 		}
-		if r.Verdict == Compatible {
-			t.Fatalf("a check past its work bound is Compatible")
+		if r.Verdict == Compatible || !hasRule(r, "too_complex") {
+			t.Fatalf("a check past its work bound is %s %+v, want too_complex", r.Verdict, r.Findings[:min(2, len(r.Findings))])
 		}
 	case <-time.After(limit):
 		// The check goes on in the background until the test binary exits.
