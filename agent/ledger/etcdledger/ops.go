@@ -327,9 +327,11 @@ func (m *making) refused(r *clientv3.TxnResponse) error {
 // bucket's lease) and its charge moved to the counter of its bucket with
 // the new cost, compared on the principal's counters as markNew does;
 // the old cost is taken off only the counter that holds it (made at or
-// before the entry's charge: FLEET-23). Rare: a capability whose largest
-// result is above the default, or a handler's longest run past the
-// message's expiry bucket.
+// before the entry's charge: FLEET-23), a write that keeps that
+// counter's lease (takeOff), so that the later bucket's is the one lease
+// it needs (FLEET-24). Rare: a capability whose largest result is above
+// the default, or a handler's longest run past the message's expiry
+// bucket.
 func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end int64) error {
 	dl := time.Now().Add(s.o.OpTimeout)
 	ce := ci.entry
@@ -363,10 +365,6 @@ func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end
 		if err != nil {
 			return err
 		}
-		oldLease, err := s.leases.get(ce.e.end)
-		if err != nil {
-			return err
-		}
 		snap := pl.snap
 		over := func(sn *usageSnap) bool { return sn.sum-held.takes(sn)+cost > s.lim.PerCaller }
 		if attempt > 0 || snap == nil || over(snap) { // never refuse on a guess
@@ -389,11 +387,10 @@ func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end
 		ops := []clientv3.Op{clientv3.OpPut(ks.entry, string(ne.encode()), clientv3.WithLease(lease)),
 			clientv3.OpPut(counter, itoa(vals[counter]), clientv3.WithLease(lease))}
 		if counter != ce.counter && take > 0 {
-			old := clientv3.OpPut(ce.counter, itoa(vals[ce.counter]), clientv3.WithLease(oldLease))
-			if vals[ce.counter] == 0 {
-				old = clientv3.OpDelete(ce.counter) // FLEET-19
-			}
-			ops = append(ops, old)
+			// A refund, as every other: the counter keeps its lease (its
+			// last writer's), deleted at 0 (FLEET-19); no lease of the old
+			// bucket is needed (FLEET-24).
+			ops = append(ops, takeOff(ce.counter, vals[ce.counter]))
 		}
 		ops = append(ops, clientv3.OpGet(u, clientv3.WithPrefix()))
 		r, err := s.txn("mark", k, u, []clientv3.Cmp{
@@ -403,9 +400,8 @@ func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end
 			clientv3.Compare(clientv3.ModRevision(counter), "=", snap.mods[counter]),
 			clientv3.Compare(clientv3.ModRevision(ce.counter), "=", snap.mods[ce.counter]),
 		}, ops, []clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(ks.claim)})
-		if leaseNotFound(err) {
+		if leaseNotFound(err) { // the one lease it writes under: granted again
 			s.leases.drop(ne.end)
-			s.leases.drop(ce.e.end)
 			continue
 		}
 		if err != nil {
@@ -568,7 +564,7 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 			s.finished(f, r, refunds)
 			return nil
 		}
-		remade, err := s.finishFailed(f, r, attempt)
+		remade, err := s.finishFailed(f, r, refunds)
 		if err != nil {
 			return err
 		}
@@ -712,9 +708,11 @@ func (s *Store) finished(f *finishCall, r *clientv3.TxnResponse, refunds bool) {
 // finishFailed is what follows a try of f that failed (r): an entry gone
 // while the claim holds is made again, once (remade: the next try is the
 // first on it); gone otherwise, ErrTicketUsed; an entry or a claim that
-// changed, ErrClaimLost; ErrContended after maxRetries tries failed on
-// the counter; nil to try again.
-func (s *Store) finishFailed(f *finishCall, r *clientv3.TxnResponse, attempt int) (remade bool, err error) {
+// changed, ErrClaimLost; nil to try again, only after a try that took a
+// refund (refunds), which failed on the counter. Tries past maxRetries
+// take none (finishRefund), so Finish ends by then: the reply recorded
+// without the refund rather than refused (FLEET-14), never ErrContended.
+func (s *Store) finishFailed(f *finishCall, r *clientv3.TxnResponse, refunds bool) (remade bool, err error) {
 	e, c := one(r.Responses[0]), one(r.Responses[1])
 	if e == nil && !f.remade && f.claimed && c != nil && c.CreateRevision == f.ci.rev {
 		// The entry went with its bucket lease while the handler ran,
@@ -730,17 +728,18 @@ func (s *Store) finishFailed(f *finishCall, r *clientv3.TxnResponse, attempt int
 		s.finishVanished(f)
 		return false, amp.Named(amp.CodeInternalError, ledger.ErrTicketUsed, "ledger entry went missing (expired)")
 	}
-	if e.ModRevision != f.ref.rev || f.claimed && (c == nil || c.CreateRevision != f.ci.rev) {
+	if !refunds || e.ModRevision != f.ref.rev || f.claimed && (c == nil || c.CreateRevision != f.ci.rev) {
 		return false, amp.Named(amp.CodeUnavailable, ErrClaimLost, "this agent's claim on the message expired while its handler ran; a retry is answered \"outcome unknown\"")
-	}
-	if attempt >= maxRetries {
-		return false, amp.Named(amp.CodeUnavailable, ErrContended, "the idempotency ledger is contended for this caller")
 	}
 	return false, nil
 }
 
 // remakeFinishing makes f's entry again (remake) and makes it the entry
-// f records its reply in; an entry made uncounted takes no refund.
+// f records its reply in; an entry made uncounted takes no refund. What
+// a try learnt of the vanished entry's counter (unread: gone with its
+// lease, or made again since) says nothing of the counter the remake just
+// charged, which the next try guesses from the remake's own write
+// (FLEET-25); without the lock it stays unread (FLEET-20's queued refund).
 func (s *Store) remakeFinishing(f *finishCall) error {
 	if err := s.remake(f.k, f.ref, f.ci, f.reply, f.pl); err != nil {
 		return err
@@ -750,6 +749,7 @@ func (s *Store) remakeFinishing(f *finishCall) error {
 	ref := s.running[f.k]
 	s.mu.Unlock()
 	f.setEntry(ref)
+	f.unread = f.pl == nil
 	return nil
 }
 
