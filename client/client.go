@@ -602,7 +602,9 @@ func (c *Client) QueryAllPages(ctx context.Context, q capability.Query) ([]capab
 }
 
 // Invoke sends a CAP_INVOKE and returns the CAP_RESULT. A result with
-// status "error" is returned together with its error.
+// status "error" is returned together with its error, named by the
+// provider's name only when that passes amp.ValidErrName, else by its
+// code's (the Result keeps the provider's name as it came).
 func (c *Client) Invoke(ctx context.Context, inv capability.Invoke) (*capability.Result, *Exchange, error) {
 	body, err := inv.Encode()
 	if err != nil {
@@ -620,7 +622,22 @@ func (c *Client) Invoke(ctx context.Context, inv capability.Invoke) (*capability
 		return nil, ex, err
 	}
 	if r.Status == capability.StatusError && r.Error != nil {
-		return &r, ex, r.Error.AsError()
+		return &r, ex, providerError(*r.Error)
 	}
 	return &r, ex, nil
+}
+
+// providerError is the error a CAP_RESULT with status "error" stands for:
+// the provider's code, message and details, and its error name only when
+// it passes amp.ValidErrName (1 to 64 bytes of a-z, 0-9 and _). Any other
+// name is the provider's text, any length and any bytes, which the error's
+// Error() would print first: the error takes its code's name instead, and
+// the provider's stays in the Result's Error.Name, for a caller who reads
+// it knowing whose it is (docs/SPEC-DECISIONS.md TRANSPORT-18).
+func providerError(re capability.ResultError) *amp.Error {
+	e := re.AsError()
+	if !amp.ValidErrName(string(e.Name)) {
+		e.Name = amp.ErrName(e.Code.SnakeName())
+	}
+	return e
 }
