@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,6 +40,14 @@ type Outbound struct {
 	// ERROR that asked for a retry; the caller's retry of the message
 	// (Add) reopens it.
 	reopen bool
+	// rcpts are the message's distinct recipients (bare DIDs, sorted);
+	// reported[i]: rcpts[i]'s final report (PROC_OK, PROC_FAIL, ERROR)
+	// came, and the entry no longer counts in its share; left counts
+	// those still to report; failed: one of them was not PROC_OK.
+	rcpts    []string
+	reported []bool
+	left     int
+	failed   bool
 }
 
 // summary is the bounded copy of a report that an entry keeps.
@@ -54,11 +63,14 @@ func summary(m *amp.Message) *amp.Message {
 // recipient of the original, a relay ACK from a relay the sender's or the
 // recipient's DID document lists as an AgentMessagingRelay service, or
 // one the operator configured); a PROC_* or ERROR must come from a
-// recipient of the original. A report that matches nothing, or breaks a
-// rule, changes nothing. At most Max messages are kept, and at most
-// MaxPerRecipient naming one recipient; expired and confirmed ones make
-// room first. A report is kept as a bounded summary (Outbound.Report).
-// Safe for concurrent use.
+// recipient of the original, and counts for that recipient alone: a
+// message to several is processed (or failed) once each of them said so,
+// and a recipient's report frees its share of the entry only. A report
+// that matches nothing, or breaks a rule, changes nothing. At most Max
+// messages are kept, and at most MaxPerRecipient naming one recipient
+// that has not reported; expired and confirmed ones make room first. A
+// report is kept as a bounded summary (Outbound.Report). Safe for
+// concurrent use.
 type Outbox struct {
 	mu       sync.Mutex
 	max      int
@@ -75,9 +87,9 @@ type OutboxConfig struct {
 	// Max bounds the messages kept (default 65,536).
 	Max int
 	// MaxPerRecipient bounds the messages kept that name one recipient
-	// (default a quarter of Max, at least 1, at most Max), so that a peer
-	// that confirms nothing fills only its share and messages to the
-	// others are still taken.
+	// that has not sent its final report on them (default a quarter of
+	// Max, at least 1, at most Max), so that a peer that confirms nothing
+	// fills only its share and messages to the others are still taken.
 	MaxPerRecipient int
 	// Now is the clock. Required.
 	Now func() time.Time
@@ -148,27 +160,30 @@ const (
 	ErrRecipientOutboxFull = amp.ErrName("recipient_outbox_full")
 )
 
-// recipients are the distinct bare DIDs a message names.
+// recipients are the distinct bare DIDs a message names, sorted: sorted
+// and compacted, not compared pairwise (a message may name 65,536).
 func recipients(to amp.Recipients) []string {
 	out := make([]string, 0, len(to.DIDs))
 	for _, d := range to.DIDs {
-		b := amp.BareDID(d)
-		dup := false
-		for _, x := range out {
-			dup = dup || x == b
-		}
-		if !dup {
-			out = append(out, b)
-		}
+		out = append(out, amp.BareDID(d))
 	}
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
-// drop forgets the entry id (o.mu held).
+// release takes one entry off the share of recipient r (o.mu held).
+func (o *Outbox) release(r string) {
+	if o.held[r]--; o.held[r] <= 0 {
+		delete(o.held, r)
+	}
+}
+
+// drop forgets the entry id: it leaves the shares of the recipients that
+// have not reported (o.mu held).
 func (o *Outbox) drop(id amp.ID, e *Outbound) {
-	for _, r := range recipients(e.To) {
-		if o.held[r]--; o.held[r] <= 0 {
-			delete(o.held, r)
+	for i, r := range e.rcpts {
+		if !e.reported[i] {
+			o.release(r)
 		}
 	}
 	delete(o.m, id)
@@ -222,7 +237,8 @@ func (o *Outbox) Add(m *amp.Message) error {
 		}
 	}
 	ttl := time.Duration(m.TTL) * time.Millisecond
-	o.m[m.ID] = &Outbound{ID: m.ID, To: m.To, Expires: time.UnixMilli(int64(m.TS)).Add(ttl), State: OutSent}
+	o.m[m.ID] = &Outbound{ID: m.ID, To: m.To, Expires: time.UnixMilli(int64(m.TS)).Add(ttl), State: OutSent,
+		rcpts: rs, reported: make([]bool, len(rs)), left: len(rs)}
 	for _, r := range rs {
 		o.held[r]++
 	}
@@ -296,14 +312,34 @@ func (o *Outbox) Receive(_ context.Context, r Receipt) bool {
 		e.State, e.Report = OutDelivered, summary(m)
 		return true
 	case amp.TypeProcOK, amp.TypeProcFail, amp.TypeError:
-		if !e.To.Contains(m.From) {
-			return false
-		}
-		e.State, e.Report = OutProcessed, summary(m)
-		if m.Type != amp.TypeProcOK {
-			e.State = OutFailed
-		}
-		return true
+		return o.reported(e, m)
 	}
 	return false // PROCESSING changes nothing here
+}
+
+// reported records the final report m (PROC_OK, PROC_FAIL, ERROR) of one
+// recipient of e: only a recipient that has not reported yet counts, and
+// for itself alone (docs/SPEC-DECISIONS.md TRANSPORT-19). Its share of
+// the entry is freed at once; the entry is final (OutProcessed, or
+// OutFailed when any recipient's report was not PROC_OK) once every
+// recipient reported, and OutDelivered until then (o.mu held).
+func (o *Outbox) reported(e *Outbound, m *amp.Message) bool {
+	from := amp.BareDID(m.From)
+	i, found := slices.BinarySearch(e.rcpts, from)
+	if !found || e.reported[i] {
+		return false
+	}
+	e.reported[i], e.left = true, e.left-1
+	o.release(from)
+	e.failed = e.failed || m.Type != amp.TypeProcOK
+	e.Report = summary(m)
+	switch {
+	case e.left > 0:
+		e.State = OutDelivered
+	case e.failed:
+		e.State = OutFailed
+	default:
+		e.State = OutProcessed
+	}
+	return true
 }
