@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -392,7 +393,10 @@ func (c *bodyCounter) str() ([]byte, bool) {
 			switch c.s[c.i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
-				if c.i+4 >= len(c.s) || !isHex4(c.s[c.i+1:c.i+5]) {
+				if c.i+4 >= len(c.s) {
+					return nil, false
+				}
+				if _, ok := hex4(c.s[c.i+1 : c.i+5]); !ok {
 					return nil, false
 				}
 				c.i += 4
@@ -429,10 +433,7 @@ func asciiDecodes(key []byte, word string, fold bool) bool {
 			i++
 			switch key[i] {
 			case 'u':
-				r := 0
-				for _, h := range key[i+1 : i+5] {
-					r = r<<4 | hexVal(h)
-				}
+				r, _ := hex4(key[i+1 : i+5])
 				i += 4
 				if r >= 0x80 {
 					return false // no ASCII word holds it
@@ -467,14 +468,18 @@ func lowerASCII(ch byte) byte {
 	return ch
 }
 
-func hexVal(h byte) int {
-	switch {
-	case '0' <= h && h <= '9':
-		return int(h - '0')
-	case 'a' <= h && h <= 'f':
-		return int(h-'a') + 10
+// hex4 is the UTF-16 code unit the four hexadecimal digits b of a \u
+// escape write (encoding/hex: either letter case), false when b is not
+// four such digits. It allocates nothing.
+func hex4(b []byte) (int, bool) {
+	var u [2]byte
+	if len(b) != 4 {
+		return 0, false
 	}
-	return int(h-'A') + 10
+	if _, err := hex.Decode(u[:], b); err != nil {
+		return 0, false
+	}
+	return int(u[0])<<8 | int(u[1]), true
 }
 
 // decodesTo reports whether the member name key, as written between its
@@ -565,10 +570,7 @@ func decodedLen(b []byte) int {
 			n++
 			continue
 		}
-		r := 0
-		for _, h := range b[i+1 : i+5] {
-			r = r<<4 | hexVal(h)
-		}
+		r, _ := hex4(b[i+1 : i+5])
 		i += 4
 		switch {
 		case 0xd800 <= r && r <= 0xdbff:
@@ -583,15 +585,6 @@ func decodedLen(b []byte) int {
 		}
 	}
 	return n
-}
-
-func isHex4(b []byte) bool {
-	for _, ch := range b {
-		if !('0' <= ch && ch <= '9' || 'a' <= ch && ch <= 'f' || 'A' <= ch && ch <= 'F') {
-			return false
-		}
-	}
-	return true
 }
 
 func (c *bodyCounter) literal(word string) error {

@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -16,7 +18,9 @@ import (
 )
 
 // IdempotencyKey is the _meta key of a tools/call whose value (a string of
-// at most agent.MaxIdempotencyKey bytes) makes the call idempotent.
+// 1 to agent.MaxIdempotencyKey bytes of UTF-8 without U+FFFD) makes the
+// call idempotent. The key is never echoed; of two in one _meta, the SDK
+// keeps the last (docs/SPEC-DECISIONS.md MCP-39).
 const IdempotencyKey = "io.github.ampbundle/idempotency_key"
 
 // TimeoutKey is the _meta key of a tools/call's timeout in milliseconds
@@ -165,11 +169,16 @@ func mayCallAny(ag Agent, principal string) bool {
 }
 
 // callMeta reads the idempotency key and the timeout of a call's _meta.
+// A key holding U+FFFD (or a byte that is not UTF-8) is refused: the SDK's
+// decoder writes U+FFFD for every lone surrogate escape and every byte
+// that is not UTF-8, so different keys a host sent ("\ud800", "\udc00")
+// would reach the agent as one, and the second call get the first's
+// reply without running (docs/SPEC-DECISIONS.md MCP-39).
 func callMeta(m mcp.Meta) (key string, timeout time.Duration, err error) {
 	if v, ok := m[IdempotencyKey]; ok {
 		s, isStr := v.(string)
-		if !isStr || s == "" || len(s) > agent.MaxIdempotencyKey {
-			return "", 0, amp.Named(amp.CodeBadRequest, "invalid_idempotency_key", "the idempotency key is a string of 1 to %d bytes", agent.MaxIdempotencyKey)
+		if !isStr || s == "" || len(s) > agent.MaxIdempotencyKey || strings.ContainsRune(s, utf8.RuneError) {
+			return "", 0, amp.Named(amp.CodeBadRequest, "invalid_idempotency_key", "the idempotency key is a string of 1 to %d bytes of utf-8 without u+fffd", agent.MaxIdempotencyKey)
 		}
 		key = s
 	}
