@@ -56,7 +56,10 @@ const (
 // Migration (one way): the bbolt ledger is retired. When the file to open
 // holds one (an explicit Path naming an old bbolt ledger), or, with the
 // default path, no log exists yet but registryPath + ".ledger" holds one,
-// its unexpired entries are converted into a new log: running entries
+// its entries not expired at its last write (its modification time) are
+// converted into a new log, which takes that time as its own, so that the
+// entries expired since are set aside as the log's open sets aside its
+// own (a clock ahead at the upgrade, AGENT-22): running entries
 // stay running (a retry gets "outcome unknown"; nothing runs twice), done
 // entries keep their exact reply bytes and expiry, and the quotas are
 // recomputed from the log when it opens. The log is written under a
@@ -292,13 +295,20 @@ func migrateBolt(old, path string, o WALOptions, fault func(string) error) (copi
 			}
 		}
 	}()
-	if copied, err = copyBolt(old, w, o); err == nil {
+	// The old ledger's last write (AGENT-22, docs/SPEC-DECISIONS.md
+	// AGENT-26): what expired since is copied, and the log takes that time
+	// as its own, so that its open sets those entries aside.
+	last, err := lastWrite(old, o.Now())
+	if err != nil {
+		return 0, "", err
+	}
+	if copied, err = copyBolt(old, w, o.LockTimeout, last); err == nil {
 		err = step(stepRead)
 	}
 	if err != nil {
 		return 0, "", err
 	}
-	if err = sealMigrated(w, tmp, step); err != nil {
+	if err = sealMigrated(w, tmp, last, step); err != nil {
 		return 0, "", err
 	}
 	if aside, made, err = keepAsideMade(old, o.Now()); err != nil {
@@ -344,12 +354,26 @@ func migrationFault(fault func(string) error) func(string) error {
 	}
 }
 
-// copyBolt writes every unexpired entry of the bbolt ledger at old into
-// the log w, in groups as the log commits them (maxGroup entries or
-// maxGroupBytes at most), and returns how many it copied. An expired
-// entry is left behind: any store may reclaim it.
-func copyBolt(old string, w *WALStore, o WALOptions) (copied int, err error) {
-	now := o.Now().UnixMilli()
+// lastWrite is the wall time of the bbolt ledger's last write: its
+// modification time, stamped by the kernel (older after a crash, the safe
+// side), or now if that is earlier (a clock behind the stamp), to the
+// millisecond.
+func lastWrite(old string, now time.Time) (time.Time, error) {
+	fi, err := os.Stat(old)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(min(fi.ModTime().UnixMilli(), now.UnixMilli())), nil
+}
+
+// copyBolt writes every entry of the bbolt ledger at old not expired at
+// its last write (Unix ms: what a log opened then would keep) into the log
+// w, in groups as the log commits them (maxGroup entries or maxGroupBytes
+// at most), and returns how many it copied. An entry expired before is
+// left behind: any store may reclaim it. One expired since is copied: the
+// clock may be ahead (AGENT-22), and the log's open decides.
+func copyBolt(old string, w *WALStore, lockTimeout time.Duration, last time.Time) (copied int, err error) {
+	cutoff := last.UnixMilli()
 	var ops []*walOp
 	size := 0
 	flush := func() error {
@@ -365,9 +389,9 @@ func copyBolt(old string, w *WALStore, o WALOptions) (copied int, err error) {
 		ops, size = ops[:0], 0
 		return nil
 	}
-	err = readBolt(old, o.LockTimeout, func(key Key, rec Record) error {
+	err = readBolt(old, lockTimeout, func(key Key, rec Record) error {
 		exp := rec.Expires.UnixMilli()
-		if exp < now {
+		if exp < cutoff {
 			return nil // expired: any store may reclaim it
 		}
 		// A running entry moves Lost: no handler of this process will
@@ -389,10 +413,15 @@ func copyBolt(old string, w *WALStore, o WALOptions) (copied int, err error) {
 	return copied, err
 }
 
-// sealMigrated closes the migrated log at tmp and makes it durable
-// before anything of the old ledger is touched.
-func sealMigrated(w *WALStore, tmp string, step func(string) error) error {
+// sealMigrated closes the migrated log at tmp, stamps it with the old
+// ledger's last write (its open sets aside what expired since, as it
+// would have from the old file, AGENT-22) and makes it durable, the stamp
+// included, before anything of the old ledger is touched.
+func sealMigrated(w *WALStore, tmp string, last time.Time, step func(string) error) error {
 	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := os.Chtimes(tmp, time.Time{}, last); err != nil {
 		return err
 	}
 	if err := syncFile(tmp); err != nil {
@@ -411,7 +440,8 @@ func keepAsideMade(old string, now time.Time) (aside, made string, err error) {
 	return aside, made, err
 }
 
-// syncFile makes the file at path durable (contents and length).
+// syncFile makes the file at path durable (contents, length and times:
+// fsync).
 func syncFile(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {

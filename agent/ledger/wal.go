@@ -33,7 +33,8 @@ type WALOptions struct {
 	// forward and back never reclaims an entry early (docs/SPEC-DECISIONS.md
 	// AGENT-18). On open, an entry expired on Now but not at the file's
 	// modification time (its last write) is set aside, not dropped
-	// (AGENT-22).
+	// (AGENT-22); while such entries remain, the log's modification time
+	// is kept on the clock they are judged by (AGENT-27).
 	Now func() time.Time
 	// Elapsed is the time elapsed on a clock that is never stepped, from
 	// any origin (default: the monotonic readings of Now's times, which
@@ -113,7 +114,11 @@ type WALStore struct {
 	spareN     int
 	// ref is the wall time (Unix ms) the open set entries aside by: the
 	// log's last write, or the open's clock if earlier (AGENT-22).
-	ref      int64
+	ref int64
+	// asideN counts the entries set aside at open still in the index
+	// (walEntry.aside, spare or not): while there are any, each group
+	// stamps the log with its time on ref's clock (stampLastWrite).
+	asideN   int
 	liveDisk int64 // bytes of the live entries' records
 	broken   error // a failed fdatasync: the file's state is unknown
 
@@ -154,6 +159,8 @@ type walEntry struct {
 	done bool
 	// spare: set aside at open (WALStore.spare), charged to no quota.
 	spare bool
+	// aside: set aside at open, spare or since finished (asideN).
+	aside bool
 }
 
 // reserve is the reservation of a running entry's reply. An entry an
@@ -253,11 +260,12 @@ func (s *WALStore) load() error {
 		return err
 	}
 	if end < st.Size() { // a torn last group: never acknowledged, drop it
+		// (or the writer's reserve of zeros, which every log has)
 		if err := f.Truncate(end); err != nil {
 			return walIOError("cannot truncate the ledger file's torn tail", err)
 		}
-		if err := s.sync(f); err != nil {
-			return walIOError("cannot sync the ledger file", err)
+		if err := s.keepLastWrite(st.ModTime()); err != nil {
+			return err
 		}
 	}
 	s.size, s.alloc = end, end
@@ -266,21 +274,24 @@ func (s *WALStore) load() error {
 		if err := s.compact(); err != nil {
 			return err
 		}
+		if err := s.keepLastWrite(st.ModTime()); err != nil {
+			return err
+		}
 	}
 	s.base = s.now()
 	if s.elapsed != nil {
 		s.elapsed0 = s.elapsed()
 	}
 	now = s.base.UnixMilli()
+	// Every entry replay kept expires at ref or later (it drops the
+	// records expired before it as it reads them).
 	for k, e := range s.m {
 		switch {
-		case e.expires < ref:
-			delete(s.m, k)
-			continue
 		case e.expires < now:
 			// Its time left after the log's last write, counted from
 			// now on the clock that is never stepped.
-			e.spare, e.after = true, e.expires-ref
+			e.spare, e.aside, e.after = true, true, e.expires-ref
+			s.asideN++
 			s.spareBytes += e.cost(k)
 			s.spareN++
 			s.spare = append(s.spare, expiryItem{e.after, k})
@@ -294,6 +305,26 @@ func (s *WALStore) load() error {
 	}
 	heap.Init(&s.exp)
 	heap.Init(&s.spare)
+	return nil
+}
+
+// keepLastWrite gives the log back mtime, the time of its last write,
+// after a write of the open's own, which records nothing (a torn tail or
+// the writer's reserve truncated, a version 1 file rewritten), and syncs
+// it. Stamped with the open's clock instead, the log would tell the next
+// open that the entries set aside by this one (AGENT-22) had expired at
+// its last write, and a second restart before the wall clock came back
+// would drop them (docs/SPEC-DECISIONS.md AGENT-27). The fdatasync of a
+// truncation flushes the inode, its times with it; after a rewrite the
+// time reaches the disk with the file system's next commit (a crash
+// before it leaves the rewrite's: the rule before).
+func (s *WALStore) keepLastWrite(mtime time.Time) error {
+	if err := os.Chtimes(s.path, time.Time{}, mtime); err != nil {
+		return walIOError("cannot keep the ledger file's time of last write", err)
+	}
+	if err := s.sync(s.f); err != nil {
+		return walIOError("cannot sync the ledger file", err)
+	}
 	return nil
 }
 
@@ -854,6 +885,26 @@ func (s *WALStore) run(batch []*walOp) {
 		return
 	}
 	s.apply(writes, at, len(g), wall)
+	s.stampLastWrite(wall)
+}
+
+// stampLastWrite gives the log, after a durable group written at wall,
+// the time of that write on the clock its entries set aside at open are
+// judged by (ref, and the time elapsed since the open: they are reclaimed
+// once it passes their expiry), while any is in the index and that time
+// is before the wall clock's (a clock ahead, or a downtime). Stamped by
+// the kernel with the wall clock instead, the log would tell the next
+// open that they had expired at its last write, and a second restart
+// before a clock ahead came back would drop them (AGENT-27). Best effort:
+// a failure, or a crash before the stamp reaches the disk, leaves the
+// kernel's (the rule before).
+func (s *WALStore) stampLastWrite(wall time.Time) {
+	if s.asideN == 0 {
+		return
+	}
+	if at := s.ref + s.since(wall); at < wall.UnixMilli() {
+		os.Chtimes(s.path, time.Time{}, time.UnixMilli(at))
+	}
 }
 
 // secure makes sure the group of writes, and every reservation it leaves,
@@ -960,11 +1011,9 @@ func (s *WALStore) apply(writes []*walOp, at []int, n int, wall time.Time) {
 				// Finished meanwhile by another caller of the store (a
 				// Ledger's ticket is one per key).
 				s.acct.release(o.k.Sender, e.cost(o.k))
-			case !o.spare && e.spare: // cannot be: set aside only at open
-				s.acct.lock()
-				s.acct.charge(o.k.Sender, entryCost(o.k, int64(len(o.reply))), true)
-				s.acct.unlock()
 			case !o.spare:
+				// Not set aside when Finish read it, so not now either:
+				// entries are set aside only at open.
 				s.acct.lock()
 				s.acct.charge(o.k.Sender, entryCost(o.k, int64(len(o.reply)))-e.cost(o.k), false)
 				s.acct.unlock()
@@ -1042,40 +1091,41 @@ func (s *WALStore) reclaim(now, el int64, max int) int {
 		s.drop(it.k, e)
 		n++
 	}
-	for n < max && len(s.wait) > 0 && s.wait[0].expires <= el {
-		it := heap.Pop(&s.wait).(expiryItem)
+	n = s.reclaimDue(&s.wait, false, now, el, n, max, func(k Key, e walEntry) {
+		heap.Push(&s.exp, expiryItem{e.expires, k})
+	})
+	return s.reclaimDue(&s.spare, true, now, el, n, max, func(k Key, e walEntry) {
+		// Taken again once its expiry has passed (expires+1; at
+		// expires == now, afterOf(el, expires, now) is el itself: it
+		// would be taken again at once, for ever), counted from no
+		// earlier than ref, so that a step back of a year re-times it
+		// by no more than the time it had left after the log's last
+		// write (and it is kept all the same while the wall clock
+		// reads before its expiry).
+		from := now
+		if from < s.ref {
+			from = s.ref
+		}
+		e.after = afterOf(el, e.expires+1, from)
+		s.m[k] = e
+		heap.Push(&s.spare, expiryItem{e.after, k})
+	})
+}
+
+// reclaimDue takes the items of h (s.wait, or s.spare when spare: ordered
+// by walEntry.after) whose time has elapsed at el, skipping stale ones,
+// and drops their entries, until n reaches max; it returns n. An entry
+// whose expiry the wall clock (now) has not passed (stepped back
+// meanwhile) is kept: handed to requeue.
+func (s *WALStore) reclaimDue(h *expiryHeap, spare bool, now, el int64, n, max int, requeue func(Key, walEntry)) int {
+	for n < max && len(*h) > 0 && (*h)[0].expires <= el {
+		it := heap.Pop(h).(expiryItem)
 		e, ok := s.m[it.k]
-		if !ok || e.after != it.expires {
+		if !ok || e.spare != spare || e.after != it.expires {
 			continue
 		}
-		if e.expires >= now { // the wall clock stepped back meanwhile
-			heap.Push(&s.exp, expiryItem{e.expires, it.k})
-			continue
-		}
-		s.drop(it.k, e)
-		n++
-	}
-	for n < max && len(s.spare) > 0 && s.spare[0].expires <= el {
-		it := heap.Pop(&s.spare).(expiryItem)
-		e, ok := s.m[it.k]
-		if !ok || !e.spare || e.after != it.expires {
-			continue
-		}
-		if e.expires >= now { // the wall clock stepped back meanwhile
-			// Taken again once its expiry has passed (expires+1; at
-			// expires == now, afterOf(el, expires, now) is el itself: it
-			// would be taken again at once, for ever), counted from no
-			// earlier than ref, so that a step back of a year re-times
-			// it by no more than the time it had left after the log's
-			// last write (and it is kept all the same while the wall
-			// clock reads before its expiry: the check above).
-			from := now
-			if from < s.ref {
-				from = s.ref
-			}
-			e.after = afterOf(el, e.expires+1, from)
-			s.m[it.k] = e
-			heap.Push(&s.spare, expiryItem{e.after, it.k})
+		if e.expires >= now {
+			requeue(it.k, e)
 			continue
 		}
 		s.drop(it.k, e)
@@ -1106,6 +1156,9 @@ func (s *WALStore) makeRoom(max int) {
 func (s *WALStore) drop(k Key, e walEntry) {
 	delete(s.m, k)
 	s.liveDisk -= e.disk(k)
+	if e.aside {
+		s.asideN--
+	}
 	if e.spare {
 		s.unspare(k, e)
 		return
@@ -1239,6 +1292,7 @@ func (s *WALStore) compact() error {
 		s.broken = dirErr
 		return walIOError("cannot sync the idempotency ledger's directory after compacting it", dirErr)
 	}
+	s.stampLastWrite(s.now()) // a new file: stamped by the kernel
 	return nil
 }
 
