@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 )
 
@@ -21,7 +22,9 @@ import (
 // proxy (one address) the server's --peer-share of 1 gives that address
 // the whole budget.
 
-// Error names of the refusals of a computation.
+// Error names of the refusals of the pages' computations: the matrices'
+// comparisons (CATALOG-18) and the renderings of schemas and kept
+// matrices' findings (CATALOG-26, CATALOG-30).
 const (
 	// ErrCompareShare: the peer's share of the comparisons is spent for
 	// now (429, retryable).
@@ -29,9 +32,17 @@ const (
 	// ErrCompareBudget: the server's comparisons are spent for now (503,
 	// retryable).
 	ErrCompareBudget amp.ErrName = "compare_budget_spent"
+	// ErrRenderShare: the peer's share of the schema renderings is spent
+	// for now (429, retryable).
+	ErrRenderShare amp.ErrName = "render_share_spent"
+	// ErrRenderBudget: the server's schema renderings are spent for now
+	// (503, retryable).
+	ErrRenderBudget amp.ErrName = "render_budget_spent"
 )
 
-// Bounds of the compute time of the matrices the pages compute.
+// Bounds of the compute time of the matrices the pages compute, and of
+// the time the pages spend rendering schemas and kept matrices' findings
+// (CATALOG-30).
 const (
 	// DefaultComputeBurst is the compute time the matrices may take at
 	// once, all peers together; one peer's is 1/PeerShare of it.
@@ -47,33 +58,6 @@ const (
 	// MinComputeCharge is the least a computation costs, however fast:
 	// with it a peer's burst also bounds how many it starts.
 	MinComputeCharge = 50 * time.Millisecond
-	// maxComputePeers bounds the peers whose buckets are tracked; a
-	// full bucket with nothing running is forgotten (it is as a new
-	// one), and a new peer past the bound is refused as the server's.
-	maxComputePeers = 4096
-	// reserveShare: the last 1/reserveShare of the total (its burst) is
-	// a reserve that only light peers take, when there are several
-	// peers (PeerShare over 1, CATALOG-28).
-	reserveShare = 4
-	// lightShare: a peer is light while it used at most 1/lightShare of
-	// its own burst (its bucket refilled to the clock) and has nothing
-	// running (CATALOG-31).
-	lightShare = 16
-)
-
-// Error names of the refusals of a page's schema rendering (CATALOG-26).
-const (
-	// ErrRenderShare: the peer's share of the schema renderings is spent
-	// for now (429, retryable).
-	ErrRenderShare amp.ErrName = "render_share_spent"
-	// ErrRenderBudget: the server's schema renderings are spent for now
-	// (503, retryable).
-	ErrRenderBudget amp.ErrName = "render_budget_spent"
-)
-
-// Bounds of the time the pages spend rendering schemas and kept
-// matrices' findings (CATALOG-30).
-const (
 	// DefaultRenderBurst is the rendering time the schemas of the pages
 	// may take at once, all peers together; one peer's is 1/PeerShare of
 	// it.
@@ -82,6 +66,20 @@ const (
 	// may take sustained, in seconds per second of the clock (one core),
 	// all peers together; one peer's is 1/PeerShare of it.
 	DefaultRenderRate = 1.0
+	// maxComputePeers bounds the peers whose buckets are tracked, and
+	// their networks; a full bucket with nothing running is forgotten
+	// (it is as a new one), and a new peer past the bound is refused as
+	// the server's.
+	maxComputePeers = 4096
+	// reserveShare: the last 1/reserveShare of the total (its burst) is
+	// a reserve that only light peers take, when there are several
+	// peers (PeerShare over 1, CATALOG-28).
+	reserveShare = 4
+	// lightShare: a peer is light while it and its network each used at
+	// most 1/lightShare of a peer's burst (its bucket refilled to the
+	// clock) and its network has nothing running (CATALOG-31,
+	// CATALOG-32).
+	lightShare = 16
 )
 
 // Fixed texts of the refusals: they quote nothing a peer sent.
@@ -152,8 +150,10 @@ func (b *computeBucket) waitAbove(level time.Duration, rate float64) time.Durati
 // reader, or one that used little, is still served. A computation is
 // charged only when it ends, so each one running counts for its part of
 // the reserve (reserve/maxRunning) until then, and a light peer takes
-// the reserve one computation at a time (CATALOG-31). Safe for
-// concurrent use.
+// the reserve one computation at a time (CATALOG-31). A peer is light
+// only while its network (admission.Network: an IPv6 peer's /48) is, so
+// that a site's fresh /64s take the reserve as one peer (CATALOG-32).
+// Safe for concurrent use.
 type computeShare struct {
 	kind                    shareKind
 	now                     func() time.Time
@@ -165,6 +165,11 @@ type computeShare struct {
 	mu                      sync.Mutex
 	total                   computeBucket
 	peers                   map[string]*computeBucket
+	// networks are the buckets of the peers' networks
+	// (admission.Network: an IPv6 peer's /48, an IPv4 address itself),
+	// charged what each of their peers is: whether a peer is light is
+	// also its network's (CATALOG-32).
+	networks map[string]*computeBucket
 }
 
 // newComputeShare gives burst and rate (seconds a second) and running
@@ -174,7 +179,7 @@ type computeShare struct {
 func newComputeShare(kind shareKind, now func() time.Time, burst time.Duration, rate float64, running, share int) *computeShare {
 	c := &computeShare{kind: kind, now: now, burst: burst, rate: rate, peerBurst: max(kind.minCharge, burst/time.Duration(share)),
 		peerRate: rate / float64(share), maxRunning: running, peerRunning: max(1, running/share),
-		total: computeBucket{left: burst, at: now()}, peers: map[string]*computeBucket{}}
+		total: computeBucket{left: burst, at: now()}, peers: map[string]*computeBucket{}, networks: map[string]*computeBucket{}}
 	if share > 1 {
 		c.reserve = burst / reserveShare
 		c.part = c.reserve / time.Duration(max(1, running))
@@ -185,11 +190,12 @@ func newComputeShare(kind shareKind, now func() time.Time, burst time.Duration, 
 
 // admit lets peer start a computation, or refuses it (its own share
 // first, then the total, whose reserve only a light peer, new or with
-// at least lightLeft in its bucket and nothing running, may take; the
-// computations running count for their parts of it). One admitted ends
-// with charge.
+// at least lightLeft in its bucket and its network's and nothing
+// running in its network, may take; the computations running count for
+// their parts of it). One admitted ends with charge.
 func (c *computeShare) admit(peer string) *refusal {
 	now := c.now()
+	network := admission.Network(peer)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.peers[peer]
@@ -206,37 +212,48 @@ func (c *computeShare) admit(peer string) *refusal {
 	if c.total.left <= 0 {
 		return c.budgetRefusal(c.total.wait(c.rate))
 	}
-	if no := c.reserved(b); no != nil {
+	n := c.networks[network]
+	if n != nil {
+		n.refill(now, c.peerBurst, c.peerRate)
+	}
+	if no := c.reserved(b, n); no != nil {
 		return no
 	}
 	if c.total.running >= c.maxRunning {
 		return c.budgetRefusal(time.Second)
 	}
-	if b == nil {
-		if len(c.peers) >= maxComputePeers {
-			c.forgetFull(now)
-		}
-		if len(c.peers) >= maxComputePeers {
+	if (b == nil && len(c.peers) >= maxComputePeers) || (n == nil && len(c.networks) >= maxComputePeers) {
+		c.forgetFull(now)
+		if (b == nil && len(c.peers) >= maxComputePeers) || (n == nil && len(c.networks) >= maxComputePeers) {
 			return c.budgetRefusal(time.Second)
 		}
+	}
+	if b == nil {
 		b = &computeBucket{left: c.peerBurst, at: now}
 		c.peers[peer] = b
 	}
+	if n == nil {
+		n = &computeBucket{left: c.peerBurst, at: now}
+		c.networks[network] = n
+	}
 	b.running++
+	n.running++
 	c.total.running++
 	return nil
 }
 
-// reserved refuses a peer that is not light (b: its bucket, nil for a
-// new one) once the total, less the parts of the computations running
-// (charged only when they end), is down to the reserve (CATALOG-28,
-// CATALOG-31); nil when the peer may go on. Heavy peers whose
-// computations start together just above the reserve take it only by
-// what each costs beyond its part, and a light peer takes the reserve
-// one computation at a time: its second would be admitted as light
-// before its first is charged.
-func (c *computeShare) reserved(b *computeBucket) *refusal {
-	if c.reserve <= 0 || b == nil {
+// reserved refuses a peer that is not light (b: its bucket, n: its
+// network's, each nil when new) once the total, less the parts of the
+// computations running (charged only when they end), is down to the
+// reserve (CATALOG-28, CATALOG-31); nil when the peer may go on. Heavy
+// peers whose computations start together just above the reserve take
+// it only by what each costs beyond its part, and a light network takes
+// the reserve one computation at a time: its second would be admitted
+// as light before its first is charged. A peer is light only while its
+// network is (CATALOG-32): a site's fresh /64s, each new, are one light
+// peer of the reserve, not thousands.
+func (c *computeShare) reserved(b, n *computeBucket) *refusal {
+	if c.reserve <= 0 || (b == nil && n == nil) {
 		return nil
 	}
 	level := c.reserve + time.Duration(c.total.running)*c.part
@@ -244,12 +261,13 @@ func (c *computeShare) reserved(b *computeBucket) *refusal {
 		return nil
 	}
 	switch {
-	case b.left < c.lightLeft:
-		// A peer that used more than a little of its share waits until
-		// the total is above the reserve and the running parts again.
+	case (b != nil && b.left < c.lightLeft) || (n != nil && n.left < c.lightLeft):
+		// A peer, or a network, that used more than a little of a
+		// peer's share waits until the total is above the reserve and
+		// the running parts again.
 		return c.budgetRefusal(c.total.waitAbove(level, c.rate))
-	case b.running > 0:
-		// A light peer, until its running computation ends.
+	case n != nil && n.running > 0:
+		// A light network, until its running computation ends.
 		return c.budgetRefusal(time.Second)
 	}
 	return nil
@@ -277,20 +295,24 @@ func (c *computeShare) charge(peer string, d time.Duration) {
 	c.total.refill(now, c.burst, c.rate)
 	c.total.left -= d
 	c.total.running--
-	if b := c.peers[peer]; b != nil {
-		b.refill(now, c.peerBurst, c.peerRate)
-		b.left -= d
-		b.running--
+	for _, b := range []*computeBucket{c.peers[peer], c.networks[admission.Network(peer)]} {
+		if b != nil {
+			b.refill(now, c.peerBurst, c.peerRate)
+			b.left -= d
+			b.running--
+		}
 	}
 }
 
-// forgetFull forgets the peers whose bucket is full again and runs
-// nothing.
+// forgetFull forgets the peers and networks whose bucket is full again
+// and runs nothing.
 func (c *computeShare) forgetFull(now time.Time) {
-	for p, b := range c.peers {
-		b.refill(now, c.peerBurst, c.peerRate)
-		if b.running == 0 && b.left >= c.peerBurst {
-			delete(c.peers, p)
+	for _, m := range []map[string]*computeBucket{c.peers, c.networks} {
+		for p, b := range m {
+			b.refill(now, c.peerBurst, c.peerRate)
+			if b.running == 0 && b.left >= c.peerBurst {
+				delete(m, p)
+			}
 		}
 	}
 }
