@@ -12,7 +12,9 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
+	"weak"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
@@ -403,32 +405,78 @@ type claimsPage struct {
 // typeClaimsFrom is the page of c's ambiguous types' claims from the
 // from-th claim, at most limit claims (no bound when limit < 0).
 func typeClaimsFrom(c *resolver.Catalog, from uint64, limit int) *claimsPage {
-	p := &claimsPage{Generation: c.Generation, TypeClaims: map[string][]string{}}
-	var i uint64
-	n := 0
+	return newClaimsIndex(c).page(c, from, limit)
+}
+
+// claimsIndex is where each ambiguous type of one catalog stands among
+// the claims of all of them, in (type, name) order: built once per
+// catalog (claimsIndexes), so that a page is found by a binary search
+// and costs its own size, not a sort and a walk of every type before it
+// (a whole read of P pages cost P times the alias table).
+type claimsIndex struct {
+	cat   weak.Pointer[resolver.Catalog] // the catalog it indexes, not kept alive by it
+	types []string                       // the ambiguous types, sorted
+	ends  []uint64                       // ends[i]: the claims of types[:i+1]
+}
+
+// newClaimsIndex indexes the ambiguous types of c.
+func newClaimsIndex(c *resolver.Catalog) *claimsIndex {
+	x := &claimsIndex{cat: weak.Make(c)}
+	var end uint64
 	for _, typ := range slices.Sorted(maps.Keys(c.Aliases)) {
 		if c.Aliases[typ] != resolver.AmbiguousAlias {
 			continue
 		}
-		names := c.TypeClaims(typ)
-		if i+uint64(len(names)) <= from || p.Next != 0 {
-			i += uint64(len(names))
-			continue
-		}
-		for _, name := range names {
-			if i >= from && p.Next == 0 {
-				if n == limit {
-					p.Next = i
-				} else {
-					p.TypeClaims[typ] = append(p.TypeClaims[typ], name)
-					n++
-				}
-			}
-			i++
-		}
+		end += uint64(len(c.TypeClaims(typ)))
+		x.types = append(x.types, typ)
+		x.ends = append(x.ends, end)
 	}
-	p.Total = i
+	return x
+}
+
+// page is the page of c's (the indexed catalog's) claims from the
+// from-th, at most limit claims (no bound when limit < 0): the types it
+// starts in found by a binary search, and no type before them looked at.
+func (x *claimsIndex) page(c *resolver.Catalog, from uint64, limit int) *claimsPage {
+	p := &claimsPage{Generation: c.Generation, TypeClaims: map[string][]string{}}
+	if len(x.ends) > 0 {
+		p.Total = x.ends[len(x.ends)-1]
+	}
+	at, n := from, 0
+	for i, _ := slices.BinarySearch(x.ends, from+1); i < len(x.types) && at < p.Total && n != limit; i++ {
+		names := c.TypeClaims(x.types[i])
+		take := names[at-(x.ends[i]-uint64(len(names))):]
+		if limit >= 0 && len(take) > limit-n {
+			take = take[:limit-n]
+		}
+		if len(take) > 0 {
+			p.TypeClaims[x.types[i]] = slices.Clone(take)
+		}
+		at += uint64(len(take))
+		n += len(take)
+	}
+	if at < p.Total {
+		p.Next = at
+	}
 	return p
+}
+
+// claimsIndexes keeps the index of the last catalog whose claims were
+// paged (a handler's: a reader's pages are of one catalog, and a page of
+// another builds that one's).
+type claimsIndexes struct {
+	mu   sync.Mutex
+	last *claimsIndex
+}
+
+// of is the index of c, built when it is not the last one's.
+func (k *claimsIndexes) of(c *resolver.Catalog) *claimsIndex {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.last == nil || k.last.cat.Value() != c {
+		k.last = newClaimsIndex(c)
+	}
+	return k.last
 }
 
 // claimsRequest is the query of a page of claims: the index of its first
@@ -454,6 +502,7 @@ func errStoreChanging() error {
 // bounded. A Client reads every page, restarting when the generation
 // moves between them (errStoreChanging after maxClaimsRestarts).
 func opTypeClaims() *Op[claimsRequest, *claimsPage] {
+	indexes := &claimsIndexes{}
 	return &Op[claimsRequest, *claimsPage]{
 		Spec: Spec{Name: "TypeClaims", Method: get, Path: "/v1/catalog/claims"},
 		Run: func(s *resolver.Store, req claimsRequest) (*claimsPage, error) {
@@ -468,7 +517,7 @@ func opTypeClaims() *Op[claimsRequest, *claimsPage] {
 			if err != nil {
 				return nil, err
 			}
-			return typeClaimsFrom(c, from, MaxTypeClaimsTotal), nil
+			return indexes.of(c).page(c, from, MaxTypeClaimsTotal), nil
 		},
 		send: func(c *Client, _ claimsRequest) (*claimsPage, error) {
 			for range maxClaimsRestarts {
