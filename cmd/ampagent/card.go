@@ -180,8 +180,9 @@ func cardCatalog(c *cli.Context, env *cliutil.Env) (*resolver.Catalog, func(), e
 	ac, aerr := admin.Dial(sock)
 	if errors.Is(aerr, admin.ErrForeignSocket) {
 		// Not store_in_use: another user's socket sits where the agent's
-		// should be (docs/SPEC-DECISIONS.md ADMIN-1).
-		return nil, func() {}, cliutil.WithHint(aerr, admin.ForeignSocketHint(sock))
+		// should be; the refusal carries its hint (docs/SPEC-DECISIONS.md
+		// ADMIN-1, ADMIN-5).
+		return nil, func() {}, aerr
 	}
 	if aerr != nil {
 		return nil, func() {}, err

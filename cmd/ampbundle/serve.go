@@ -249,8 +249,9 @@ func mirrorOpener(env *cliutil.Env, db, sock string) func() (mirror.Source, erro
 			}
 			if errors.Is(aerr, admin.ErrForeignSocket) {
 				// Not store_in_use: another user's socket sits where the
-				// agent's should be (docs/SPEC-DECISIONS.md ADMIN-1).
-				return nil, cliutil.WithHint(aerr, admin.ForeignSocketHint(sock))
+				// agent's should be; the refusal carries its hint
+				// (docs/SPEC-DECISIONS.md ADMIN-1, ADMIN-5).
+				return nil, aerr
 			}
 		}
 		return nil, storeHint(err, db)

@@ -105,8 +105,9 @@ func openStoreAt(env *cliutil.Env, db, sock string, mode storeMode) (registry, e
 		}
 		if errors.Is(aerr, admin.ErrForeignSocket) {
 			// Not store_in_use: the operator must learn that another
-			// user's socket sits where the agent's should be.
-			return nil, cliutil.WithHint(aerr, admin.ForeignSocketHint(sock))
+			// user's socket sits where the agent's should be (the
+			// refusal carries its hint: ADMIN-5).
+			return nil, aerr
 		}
 	}
 	return nil, storeHint(err, db)

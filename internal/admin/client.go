@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -58,12 +59,21 @@ var ErrForeignSocket = errors.New("the admin socket is another user's")
 
 // ForeignSocketHint is the operator's next step after Dial refused the
 // socket at path as another user's (ErrForeignSocket): nothing was sent
-// to it. Every command that reads a held store through the socket gives
-// it with that refusal (docs/SPEC-DECISIONS.md ADMIN-1), never the
-// store's store_in_use, which sends the operator looking for a command
-// or an agent instead.
+// to it. Dial's refusal carries it (cliutil.WithHint), so every command
+// that reads a held store through the socket shows it by reporting that
+// refusal (docs/SPEC-DECISIONS.md ADMIN-1, ADMIN-5), never the store's
+// store_in_use, which sends the operator looking for a command or an
+// agent instead.
 func ForeignSocketHint(path string) string {
 	return fmt.Sprintf("another user's process listens at %s, where the agent's admin socket should be, and nothing was sent to it: give the agent's socket with --admin-socket, keep stores out of folders others may write, and remove that socket", path)
+}
+
+// foreignListenerHint is the operator's next step after Listen refused
+// to start where another user's process answers at path: the agent
+// cannot serve its store's socket there, and that process is no agent of
+// this user (ADMIN-5).
+func foreignListenerHint(path string) string {
+	return fmt.Sprintf("another user's process listens at %s, where this agent's admin socket goes, and it is no agent of this user: remove that socket (or have its user stop that process), keep stores out of folders others may write, or give this agent another socket with --admin-socket", path)
 }
 
 // dialOwn connects to the admin socket at path and keeps the connection
@@ -87,7 +97,8 @@ func dialOwn(ctx context.Context, path string) (net.Conn, error) {
 		return nil, amp.Named(0, "admin_socket", "cannot tell which user serves the admin socket; refusing it")
 	case uid != os.Getuid():
 		c.Close()
-		return nil, amp.Named(0, "admin_socket", "the admin socket is served by another user (uid %d), not this one (uid %d); refusing it", uid, os.Getuid()).WithCause(ErrForeignSocket)
+		return nil, cliutil.WithHint(amp.Named(0, "admin_socket", "the admin socket is served by another user (uid %d), not this one (uid %d); refusing it", uid, os.Getuid()).WithCause(ErrForeignSocket),
+			ForeignSocketHint(path))
 	}
 	return c, nil
 }

@@ -97,28 +97,7 @@ func sharedDirWithBinary(t *testing.T, name string) (dir, bin string) {
 // user, at Dial and at each later connection, before it sends a byte;
 // Listen names the other user's socket by the same cause.
 func TestClientRefusesAnotherUsersAdminSocket(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to run the forged agent as another user")
-	}
-	const nobody = 65534
-	dir, bin := sharedDirWithBinary(t, "forger")
-	sock := filepath.Join(dir, "store.db.admin.sock")
-	cmd := exec.Command(bin, "-test.run=^TestForeignAgentHelper$")
-	cmd.Env = append(os.Environ(), foreignAgentEnv+"="+sock)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if st, err := os.Lstat(sock); err == nil && st.Mode()&os.ModeSocket != 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the forged agent did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sock := startForger(t)
 
 	// The agent starting there is told whose socket holds its path.
 	if _, err := Listen(sock); amp.NameOf(err) != "admin_socket" || !errors.Is(err, ErrForeignSocket) {
@@ -147,4 +126,34 @@ func TestClientRefusesAnotherUsersAdminSocket(t *testing.T) {
 	if amp.NameOf(err) != "admin_socket" || !errors.Is(err, ErrForeignSocket) {
 		t.Fatalf("trust ls through another user's socket: %v, want admin_socket (ErrForeignSocket)", err)
 	}
+}
+
+// startForger runs the forged agent (TestForeignAgentHelper) as nobody
+// in a folder anyone may write, and returns its socket once it listens;
+// the test is skipped unless it runs as root.
+func startForger(t *testing.T) (sock string) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the forged agent as another user")
+	}
+	const nobody = 65534
+	dir, bin := sharedDirWithBinary(t, "forger")
+	sock = filepath.Join(dir, "store.db.admin.sock")
+	cmd := exec.Command(bin, "-test.run=^TestForeignAgentHelper$")
+	cmd.Env = append(os.Environ(), foreignAgentEnv+"="+sock)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if st, err := os.Lstat(sock); err == nil && st.Mode()&os.ModeSocket != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the forged agent did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return sock
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/resolver"
 	"github.com/ampbundle/ampbundle/transport"
 )
@@ -291,7 +292,9 @@ type peerUIDKey struct{}
 
 // Listen creates the admin socket at path, mode 0600. A socket file left by
 // an agent that is gone is replaced; one that answers belongs to a running
-// agent, and Listen refuses (two agents on one store cannot both run).
+// agent, and Listen refuses (two agents on one store cannot both run), or
+// to another user's process, refused as ErrForeignSocket with the
+// operator's next step as its hint (cliutil.WithHint: ADMIN-5).
 func Listen(path string) (net.Listener, error) {
 	if st, err := os.Lstat(path); err == nil {
 		if st.Mode()&os.ModeSocket == 0 {
@@ -303,7 +306,8 @@ func Listen(path string) (net.Listener, error) {
 			if uid >= 0 && uid != os.Getuid() {
 				// Not an agent of this user: say so (ADMIN-1), the
 				// operator must remove it, not look for an agent.
-				return nil, amp.Named(0, "admin_socket", "another user's process (uid %d) listens on the admin socket path", uid).WithCause(ErrForeignSocket)
+				return nil, cliutil.WithHint(amp.Named(0, "admin_socket", "another user's process (uid %d) listens on the admin socket path", uid).WithCause(ErrForeignSocket),
+					foreignListenerHint(path))
 			}
 			return nil, amp.Named(0, "admin_socket", "another agent already listens on the admin socket")
 		}
