@@ -104,16 +104,7 @@ var smallOrderY = [7][32]byte{
 // It costs a few byte comparisons; whether the point is on the curve is
 // left to ed25519.Verify, which refuses a key that is not.
 func CheckEd25519PublicKey(pub []byte) error {
-	if len(pub) != ed25519.PublicKeySize {
-		return NewError(CodeUnauthorized, "invalid ed25519 public key")
-	}
-	if onBlocklist(pub, &smallOrderY) {
-		return NewError(CodeUnauthorized, "ed25519 public key of small order")
-	}
-	if atLeastP(pub) {
-		return NewError(CodeUnauthorized, "ed25519 public key not in canonical form")
-	}
-	return nil
+	return checkCurveKey(pub, "ed25519", &smallOrderY, true)
 }
 
 // atLeastP reports whether the low 255 bits of a 32-byte little-endian
@@ -166,14 +157,24 @@ var smallOrderU = [7][32]byte{
 //     DID documents, or a did:key and a document, could list one key under
 //     two names.
 func CheckX25519PublicKey(pub []byte) error {
-	if len(pub) != curve25519.PointSize {
-		return NewError(CodeUnauthorized, "invalid x25519 public key")
+	return checkCurveKey(pub, "x25519", &smallOrderU, false)
+}
+
+// checkCurveKey is the check of CheckEd25519PublicKey and
+// CheckX25519PublicKey, whose keys are both 32-byte little-endian field
+// elements of 2^255 - 19 with a spare top bit: 3001 for a key of another
+// length, one on smallOrder (either top bit), or one not in canonical form
+// (atLeastP; or the top bit set, unless topBitFree says that bit is free,
+// the sign of x of an Ed25519 key). curve names the key in the message.
+func checkCurveKey(pub []byte, curve string, smallOrder *[7][32]byte, topBitFree bool) error {
+	if len(pub) != 32 {
+		return NewError(CodeUnauthorized, "invalid %s public key", curve)
 	}
-	if onBlocklist(pub, &smallOrderU) {
-		return NewError(CodeUnauthorized, "x25519 public key of small order")
+	if onBlocklist(pub, smallOrder) {
+		return NewError(CodeUnauthorized, "%s public key of small order", curve)
 	}
-	if pub[31]&0x80 != 0 || atLeastP(pub) {
-		return NewError(CodeUnauthorized, "x25519 public key not in canonical form")
+	if !topBitFree && pub[31]&0x80 != 0 || atLeastP(pub) {
+		return NewError(CodeUnauthorized, "%s public key not in canonical form", curve)
 	}
 	return nil
 }

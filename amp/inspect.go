@@ -126,54 +126,26 @@ func JSONValue(item []byte) (json.RawMessage, error) {
 	if _, err := (Limits{}).Canonical(item); err != nil {
 		return nil, err
 	}
-	j := jsonWriter{data: item}
-	j.textKeys(0)
+	w := itemWalk{data: item, record: true}
+	w.end(0)
+	j := jsonWriter{data: item, objects: w.objects}
 	out, _ := j.value(nil, 0)
 	return out, nil
 }
 
 // jsonWriter renders one item that has passed the scanner. Whether a map
 // becomes an object depends on all of its keys, which come before their
-// values' subtrees are rendered; textKeys therefore records, for every map
-// in the order its head appears, whether all its keys are text strings, in
-// one walk of the item. Rendering is then linear too (docs/SPEC-DECISIONS.md
-// AMP-15): no map walks its subtree twice.
+// values' subtrees are rendered; a recording itemWalk (message.go)
+// therefore first notes, for every map in the order its head appears,
+// whether all its keys are text strings, in one walk of the item.
+// Rendering is then linear too (docs/SPEC-DECISIONS.md AMP-15): no map
+// walks its subtree twice.
 type jsonWriter struct {
 	data []byte
 	// objects holds, per map in head order, whether it renders as an
 	// object; next is the index of the next map the rendering meets.
 	objects []bool
 	next    int
-}
-
-// textKeys walks the item at data[off:], filling objects, and returns the
-// offset after it. It walks as itemEnd (message.go) skips, and also
-// records every map it passes (keys included: a key may be a map) and
-// looks at each map key's head; skipping with itemEnd and then looking
-// would walk nested maps more than once (AMP-15).
-func (j *jsonWriter) textKeys(off int) int {
-	h, _ := ReadHead(j.data, off)
-	off += h.Size
-	switch h.Major {
-	case MajorBytes, MajorText:
-		return off + int(h.Arg)
-	case MajorArray:
-		for i := uint64(0); i < h.Arg; i++ {
-			off = j.textKeys(off)
-		}
-	case MajorMap:
-		index := len(j.objects)
-		j.objects = append(j.objects, true)
-		for i := uint64(0); i < h.Arg; i++ {
-			if kh, _ := ReadHead(j.data, off); kh.Major != MajorText || standIn(j.data[off+kh.Size:off+kh.Size+int(kh.Arg)]) {
-				j.objects[index] = false
-			}
-			off = j.textKeys(j.textKeys(off))
-		}
-	case MajorTag:
-		return j.textKeys(off)
-	}
-	return off
 }
 
 // standIn reports whether a text key is one of the member names of the

@@ -103,9 +103,9 @@ func TestJSONValueMatchesTheReference(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("%x: got %s, the reference writes %s", in, got, want)
 		}
-		j := jsonWriter{data: in}
-		j.textKeys(0)
-		for _, o := range j.objects {
+		w := itemWalk{data: in, record: true}
+		w.end(0)
+		for _, o := range w.objects {
 			if o {
 				objects++
 			} else {

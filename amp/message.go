@@ -278,23 +278,56 @@ const envelopeFields = 13
 // itemEnd returns the offset just past the item at data[off:]. data must
 // have passed the scanner.
 func itemEnd(data []byte, off int) int {
-	h, _ := ReadHead(data, off)
+	w := itemWalk{data: data}
+	return w.end(off)
+}
+
+// itemWalk walks one item that has passed the scanner, in one pass. With
+// record set it also notes, for every map in the order its head appears
+// (keys included: a key may be a map), whether it renders as a JSON object
+// (jsonWriter: all its keys are text strings and none is a standIn), so
+// that JSONValue needs no second walk of any map (docs/SPEC-DECISIONS.md
+// AMP-15).
+type itemWalk struct {
+	data    []byte
+	record  bool
+	objects []bool
+}
+
+// end returns the offset just past the item at data[off:].
+func (w *itemWalk) end(off int) int {
+	h, _ := ReadHead(w.data, off)
 	off += h.Size
 	switch h.Major {
 	case MajorBytes, MajorText:
 		return off + int(h.Arg)
 	case MajorArray:
 		for i := uint64(0); i < h.Arg; i++ {
-			off = itemEnd(data, off)
+			off = w.end(off)
 		}
 	case MajorMap:
-		for i := uint64(0); i < 2*h.Arg; i++ {
-			off = itemEnd(data, off)
+		index := len(w.objects)
+		if w.record {
+			w.objects = append(w.objects, true)
+		}
+		for i := uint64(0); i < h.Arg; i++ {
+			if w.record && !w.objectKey(off) {
+				w.objects[index] = false
+			}
+			off = w.end(w.end(off))
 		}
 	case MajorTag:
-		return itemEnd(data, off)
+		return w.end(off)
 	}
 	return off
+}
+
+// objectKey reports whether the map key at data[off:] can be a member name
+// of the object JSONValue writes for its map: a text string that is not a
+// standIn.
+func (w *itemWalk) objectKey(off int) bool {
+	kh, _ := ReadHead(w.data, off)
+	return kh.Major == MajorText && !standIn(w.data[off+kh.Size:off+kh.Size+int(kh.Arg)])
 }
 
 // mapEntries returns the encoded keys and values of the map item data. It
