@@ -774,17 +774,6 @@ func measureValue(v any, depth int, m *valueMeasure) (size uint64, ok bool) {
 	return size, true
 }
 
-// shape adds to counts the nodes of v at each depth (valueMeasure.nodes);
-// ok is false when v nests deeper than MaxDepth.
-func shape(v any, depth int, counts *[MaxDepth + 1]uint64) (ok bool) {
-	var m valueMeasure
-	_, ok = measureValue(v, depth, &m)
-	for k, n := range m.nodes {
-		counts[k] += n
-	}
-	return ok
-}
-
 // checkCost refuses v before the library validates it when its worst case
 // is over MaxValidationCost or it nests deeper than MaxDepth. The worst
 // case adds, to the weighted evaluations (costTable.cost), the regular
@@ -1034,28 +1023,19 @@ func dynamicAnchorPointers(v any) (ptrs []string, all bool) {
 
 // anchorPointerWalk is the state of one dynamicAnchorPointers.
 type anchorPointerWalk struct {
-	tokens []string // escaped tokens from the root to the value walked
-	plen   int      // the length of tokens as a pointer
-	bytes  int      // pointer text recorded so far
-	ptrs   []string
-	all    bool
+	path schemagraph.PointerStack // fragment-escaped, as the pointers are
+	ptrs []string
+	all  bool
 }
 
 func (w *anchorPointerWalk) walk(v any) {
 	switch x := v.(type) {
 	case map[string]any:
 		if _, isString := x["$dynamicAnchor"].(string); isString && w.all {
-			if w.bytes+w.plen > maxDynamicAnchorPointerBytes {
-				w.all = false
+			if p, ok := w.path.Render(maxDynamicAnchorPointerBytes); ok {
+				w.ptrs = append(w.ptrs, p)
 			} else {
-				w.bytes += w.plen
-				var b strings.Builder
-				b.Grow(w.plen)
-				for _, t := range w.tokens {
-					b.WriteByte('/')
-					b.WriteString(t)
-				}
-				w.ptrs = append(w.ptrs, b.String())
+				w.all = false
 			}
 		}
 		// Only the members that hold objects or arrays are sorted.
@@ -1067,29 +1047,19 @@ func (w *anchorPointerWalk) walk(v any) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			w.push(fragmentToken(k))
+			w.path.Push(fragmentToken(k))
 			w.walk(x[k])
-			w.pop()
+			w.path.Pop()
 		}
 	case []any:
 		for i, c := range x {
 			if isContainer(c) {
-				w.push(strconv.Itoa(i))
+				w.path.Push(strconv.Itoa(i))
 				w.walk(c)
-				w.pop()
+				w.path.Pop()
 			}
 		}
 	}
-}
-
-func (w *anchorPointerWalk) push(t string) {
-	w.tokens = append(w.tokens, t)
-	w.plen += 1 + len(t)
-}
-
-func (w *anchorPointerWalk) pop() {
-	w.plen -= 1 + len(w.tokens[len(w.tokens)-1])
-	w.tokens = w.tokens[:len(w.tokens)-1]
 }
 
 // isContainer reports whether v is an object or an array (what a walk

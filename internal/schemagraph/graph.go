@@ -240,9 +240,7 @@ type Resource struct {
 	PointerRefs        []string
 	EmbeddedPointerRef bool
 
-	path  []string            // escaped tokens from the root to the value walked
-	plen  int                 // the length of r.path as a pointer
-	bytes int                 // pointer text recorded so far
+	path  PointerStack        // the pointer of the value walked
 	first map[string]struct{} // anchor names (either kind) declared so far
 	inner map[string]struct{} // anchor names declared inside embedded resources
 	dups  map[string]struct{} // the names in Duplicates
@@ -429,7 +427,7 @@ func Index(root any) *Resource {
 			r.duplicate(k)
 		}
 	}
-	r.path, r.first, r.inner, r.dups, r.data = nil, nil, nil, nil, nil
+	r.path.tokens, r.first, r.inner, r.dups, r.data = nil, nil, nil, nil, nil
 	return r
 }
 
@@ -440,7 +438,7 @@ func (r *Resource) walk(v any, embedded bool) {
 	if !ok {
 		return
 	}
-	if !embedded && len(r.path) > 0 {
+	if !embedded && r.path.Depth() > 0 {
 		if id, ok := x["$id"].(string); ok && !strings.HasPrefix(id, "#") && id != "" {
 			if p, ok := r.pointer(); ok {
 				r.IDs[p] = id
@@ -572,30 +570,17 @@ func (r *Resource) duplicate(s string) {
 }
 
 // push appends the token t to r.path, escaped; pop takes the last off.
-func (r *Resource) push(t string) {
-	t = EscapeToken(t)
-	r.path = append(r.path, t)
-	r.plen += 1 + len(t)
-}
+func (r *Resource) push(t string) { r.path.Push(EscapeToken(t)) }
 
-func (r *Resource) pop() {
-	r.plen -= 1 + len(r.path[len(r.path)-1])
-	r.path = r.path[:len(r.path)-1]
-}
+func (r *Resource) pop() { r.path.Pop() }
 
 // pointer renders r.path as a JSON pointer, within what is left of
 // MaxIndexPointerBytes; false (and Partial) beyond it.
 func (r *Resource) pointer() (string, bool) {
-	if r.Partial || r.bytes+r.plen > MaxIndexPointerBytes {
-		r.Partial = true
+	if r.Partial {
 		return "", false
 	}
-	r.bytes += r.plen
-	var b strings.Builder
-	b.Grow(r.plen)
-	for _, t := range r.path {
-		b.WriteByte('/')
-		b.WriteString(t)
-	}
-	return b.String(), true
+	p, ok := r.path.Render(MaxIndexPointerBytes)
+	r.Partial = !ok
+	return p, ok
 }
