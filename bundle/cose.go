@@ -158,12 +158,8 @@ func coseContentType(item []byte) string {
 // caller.
 func decodeCOSE(item []byte, ctype string) (*signedObject, error) {
 	lim := amp.Limits{MaxMessageSize: len(item) + 1, MaxArrayLen: MaxArtifacts, MaxMapPairs: MaxAliases}
-	canon, err := lim.Canonical(item)
-	if err != nil {
-		return nil, fail(ErrMalformed, "signed object is not valid cbor").WithCause(err)
-	}
-	if !bytes.Equal(canon, item) {
-		return nil, fail(ErrMalformed, "signed object is not in deterministic cbor encoding")
+	if err := checkDeterministic(lim, item, "signed object"); err != nil {
+		return nil, err
 	}
 	var tag cbor.RawTag
 	if err := amp.Unmarshal(item, &tag); err != nil || tag.Number != coseSignTag {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"io"
 	"sort"
+	"strconv"
 
 	"github.com/ampbundle/ampbundle/amp"
 )
@@ -61,19 +62,7 @@ func (b BaseRef) String() string {
 	if len(h) > 16 {
 		h = h[:16] + "…"
 	}
-	return b.BundleID + " version " + uitoa(b.Version) + " (manifest sha256 " + h + ")"
-}
-
-func uitoa(n uint64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		if n /= 10; n == 0 {
-			return string(b[i:])
-		}
-	}
+	return b.BundleID + " version " + strconv.FormatUint(b.Version, 10) + " (manifest sha256 " + h + ")"
 }
 
 // Delta is the signed header of a delta bundle.
@@ -155,28 +144,7 @@ func (d *Delta) Validate() error {
 // DecodeDelta decodes a delta header payload: deterministic CBOR with
 // exactly the fields of FORMAT.md §12.2, re-encoding to the same bytes.
 func DecodeDelta(data []byte) (*Delta, error) {
-	lim := amp.Limits{MaxMessageSize: len(data) + 1, MaxArrayLen: MaxArtifacts, MaxMapPairs: 16}
-	canon, err := lim.Canonical(data)
-	if err != nil {
-		return nil, fail(ErrMalformed, "delta header is not valid cbor").WithCause(err)
-	}
-	if !bytes.Equal(canon, data) {
-		return nil, fail(ErrMalformed, "delta header is not in deterministic cbor encoding")
-	}
-	var d Delta
-	if err := lim.Unmarshal(data, &d); err != nil {
-		return nil, fail(ErrMalformed, "delta header has a field of the wrong type").WithCause(err)
-	}
-	again, err := d.Encode()
-	if err != nil {
-		return nil, err
-	}
-	// A missing field re-encodes as its zero value, an unknown one not at
-	// all: either way the bytes differ.
-	if !bytes.Equal(again, data) {
-		return nil, fail(ErrMalformed, "delta header lacks a field, has one format %s does not define, or does not re-encode to the same bytes", DeltaFormat)
-	}
-	return &d, nil
+	return decodeExact[Delta](data, MaxArtifacts, "delta header", DeltaFormat)
 }
 
 // contentKey is what makes two artifact entries the same bytes for a

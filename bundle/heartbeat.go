@@ -1,11 +1,8 @@
 package bundle
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"time"
-
-	"github.com/ampbundle/ampbundle/amp"
 )
 
 // HeartbeatFormat is the format string of a heartbeat statement
@@ -52,24 +49,11 @@ func (h *Heartbeat) Validate() error {
 }
 
 // Created returns the signed time of the heartbeat.
-func (h *Heartbeat) Created() (time.Time, error) {
-	t, err := time.Parse(time.RFC3339, h.CreatedAt)
-	if err != nil || t.UTC().Format(time.RFC3339) != h.CreatedAt {
-		return time.Time{}, invalidStatement("created_at must be an RFC 3339 UTC time in whole seconds")
-	}
-	return t, nil
-}
+func (h *Heartbeat) Created() (time.Time, error) { return statementTime(h.CreatedAt) }
 
 // SignHeartbeat validates h and returns the statement signed by keys.
 func SignHeartbeat(h *Heartbeat, keys []ed25519.PrivateKey) ([]byte, error) {
-	if err := h.Validate(); err != nil {
-		return nil, err
-	}
-	payload, err := amp.Marshal(h)
-	if err != nil {
-		return nil, invalidStatement("cannot encode the heartbeat")
-	}
-	return SignObject(MediaTypeHeartbeat, payload, keys)
+	return signStatement(MediaTypeHeartbeat, "heartbeat", h, keys)
 }
 
 // ParseHeartbeat decodes a heartbeat statement and checks its form
@@ -77,23 +61,6 @@ func SignHeartbeat(h *Heartbeat, keys []ed25519.PrivateKey) ([]byte, error) {
 // closed deterministic payload, the rules of Validate. Signatures are
 // checked by VerifyStatement with the bundle_id as the scope.
 func ParseHeartbeat(data []byte) (*Heartbeat, *SignedObject, error) {
-	if len(data) > MaxHeartbeatSize {
-		return nil, nil, fail(ErrTooLarge, "a heartbeat statement is at most %d bytes", MaxHeartbeatSize)
-	}
-	obj, err := DecodeObject(data, MediaTypeHeartbeat)
-	if err != nil {
-		return nil, nil, err
-	}
-	var h Heartbeat
-	lim := amp.Limits{MaxMessageSize: len(obj.Payload) + 1, MaxArrayLen: 1, MaxMapPairs: 4}
-	if err := lim.Unmarshal(obj.Payload, &h); err != nil {
-		return nil, nil, invalidStatement("the heartbeat payload does not decode").WithCause(err)
-	}
-	if enc, err := amp.Marshal(&h); err != nil || !bytes.Equal(enc, obj.Payload) {
-		return nil, nil, invalidStatement("the heartbeat payload is not in its one allowed form (closed, deterministic)")
-	}
-	if err := h.Validate(); err != nil {
-		return nil, nil, err
-	}
-	return &h, obj, nil
+	return parseStatement[Heartbeat](statementForm{mediaType: MediaTypeHeartbeat, maxSize: MaxHeartbeatSize,
+		maxArray: 1, maxPairs: 4, file: "heartbeat statement", name: "heartbeat"}, data)
 }

@@ -120,12 +120,9 @@ func (m *Manifest) Encode() ([]byte, error) {
 // CBOR with exactly the fields of FORMAT.md §4.
 func DecodeManifest(data []byte) (*Manifest, error) {
 	lim := amp.Limits{MaxMessageSize: len(data) + 1, MaxArrayLen: MaxArtifacts, MaxMapPairs: MaxAliases}
-	canon, err := lim.Canonical(data)
+	err := checkDeterministic(lim, data, "manifest")
 	if err != nil {
-		return nil, fail(ErrMalformed, "manifest is not valid cbor").WithCause(err)
-	}
-	if !bytes.Equal(canon, data) {
-		return nil, fail(ErrMalformed, "manifest is not in deterministic cbor encoding")
+		return nil, err
 	}
 	var fields map[string]cbor.RawMessage
 	if err := lim.Unmarshal(data, &fields); err != nil {

@@ -140,26 +140,7 @@ func SignPartIndex(x *PartIndex, keys []ed25519.PrivateKey) ([]byte, error) {
 // DecodePartIndex decodes a part index payload: deterministic CBOR with
 // exactly the fields of FORMAT.md §13.2, re-encoding to the same bytes.
 func DecodePartIndex(data []byte) (*PartIndex, error) {
-	lim := amp.Limits{MaxMessageSize: len(data) + 1, MaxArrayLen: MaxParts, MaxMapPairs: 16}
-	canon, err := lim.Canonical(data)
-	if err != nil {
-		return nil, fail(ErrMalformed, "part index is not valid cbor").WithCause(err)
-	}
-	if !bytes.Equal(canon, data) {
-		return nil, fail(ErrMalformed, "part index is not in deterministic cbor encoding")
-	}
-	var x PartIndex
-	if err := lim.Unmarshal(data, &x); err != nil {
-		return nil, fail(ErrMalformed, "part index has a field of the wrong type").WithCause(err)
-	}
-	again, err := x.Encode()
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(again, data) {
-		return nil, fail(ErrMalformed, "part index lacks a field, has one format %s does not define, or does not re-encode to the same bytes", PartsFormat)
-	}
-	return &x, nil
+	return decodeExact[PartIndex](data, MaxParts, "part index", PartsFormat)
 }
 
 // ReadPartIndex reads a signed part index file (a COSE_Sign of content

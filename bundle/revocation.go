@@ -1,12 +1,10 @@
 package bundle
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
 )
@@ -59,8 +57,8 @@ func (r *Revocation) Validate() error {
 	if err := ValidateScope(r.Scope); err != nil || strings.HasSuffix(r.Scope, ".") {
 		return invalidStatement("the scope must be * or a reverse-domain prefix such as org.example")
 	}
-	if t, err := time.Parse(time.RFC3339, r.CreatedAt); err != nil || t.UTC().Format(time.RFC3339) != r.CreatedAt {
-		return invalidStatement("created_at must be an RFC 3339 UTC time in whole seconds")
+	if _, err := statementTime(r.CreatedAt); err != nil {
+		return err
 	}
 	if len(r.Keys) == 0 && len(r.Bundles) == 0 {
 		return invalidStatement("a revocation names at least one key or bundle version")
@@ -68,12 +66,9 @@ func (r *Revocation) Validate() error {
 	if len(r.Keys) > MaxRevocationEntries || len(r.Bundles) > MaxRevocationEntries {
 		return fail(ErrTooLarge, "a revocation names at most %d keys and %d bundle versions", MaxRevocationEntries, MaxRevocationEntries)
 	}
-	for i, k := range r.Keys {
-		if _, ok := KeyFromKID(k); !ok || amp.BareDID(k) != k {
-			return invalidStatement("revoked key %d is not an ed25519 did:key", i+1)
-		}
-		if i > 0 && r.Keys[i-1] >= k {
-			return invalidStatement("revoked keys must be sorted and unique")
+	for i := range r.Keys {
+		if err := checkKeyAt(r.Keys, i, "revoked"); err != nil {
+			return err
 		}
 	}
 	for i, b := range r.Bundles {
@@ -122,14 +117,7 @@ func uniqStrings(s []string) []string {
 
 // SignRevocation validates r and returns the statement signed by keys.
 func SignRevocation(r *Revocation, keys []ed25519.PrivateKey) ([]byte, error) {
-	if err := r.Validate(); err != nil {
-		return nil, err
-	}
-	payload, err := amp.Marshal(r)
-	if err != nil {
-		return nil, invalidStatement("cannot encode the revocation")
-	}
-	return SignObject(MediaTypeRevocation, payload, keys)
+	return signStatement(MediaTypeRevocation, "revocation", r, keys)
 }
 
 // ParseRevocation decodes a revocation statement and checks its form
@@ -137,25 +125,8 @@ func SignRevocation(r *Revocation, keys []ed25519.PrivateKey) ([]byte, error) {
 // a closed deterministic payload, the rules of Validate. Signatures are
 // checked by VerifyStatement.
 func ParseRevocation(data []byte) (*Revocation, *SignedObject, error) {
-	if len(data) > MaxRevocationSize {
-		return nil, nil, fail(ErrTooLarge, "a revocation statement is at most %d bytes", MaxRevocationSize)
-	}
-	obj, err := DecodeObject(data, MediaTypeRevocation)
-	if err != nil {
-		return nil, nil, err
-	}
-	var r Revocation
-	lim := amp.Limits{MaxMessageSize: len(obj.Payload) + 1, MaxArrayLen: MaxRevocationEntries, MaxMapPairs: 8}
-	if err := lim.Unmarshal(obj.Payload, &r); err != nil {
-		return nil, nil, invalidStatement("the revocation payload does not decode").WithCause(err)
-	}
-	if enc, err := amp.Marshal(&r); err != nil || !bytes.Equal(enc, obj.Payload) {
-		return nil, nil, invalidStatement("the revocation payload is not in its one allowed form (closed, deterministic)")
-	}
-	if err := r.Validate(); err != nil {
-		return nil, nil, err
-	}
-	return &r, obj, nil
+	return parseStatement[Revocation](statementForm{mediaType: MediaTypeRevocation, maxSize: MaxRevocationSize,
+		maxArray: MaxRevocationEntries, maxPairs: 8, file: "revocation statement", name: "revocation"}, data)
 }
 
 // VerifyStatement checks that a statement about scope is signed by enough

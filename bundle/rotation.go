@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
 )
@@ -58,8 +57,8 @@ func (r *Rotation) Validate() error {
 	if r.Sequence == 1 && !bytes.Equal(r.Prev, make([]byte, 32)) {
 		return invalidStatement("the first statement of a chain has prev = 32 zero bytes")
 	}
-	if t, err := time.Parse(time.RFC3339, r.CreatedAt); err != nil || t.UTC().Format(time.RFC3339) != r.CreatedAt {
-		return invalidStatement("created_at must be an RFC 3339 UTC time in whole seconds")
+	if _, err := statementTime(r.CreatedAt); err != nil {
+		return err
 	}
 	if r.Threshold < 1 || r.Threshold > MaxSignatures {
 		return invalidStatement("threshold is 1 to %d", MaxSignatures)
@@ -79,11 +78,8 @@ func (r *Rotation) Validate() error {
 		}
 	}
 	for i, k := range r.Retire {
-		if _, ok := KeyFromKID(k); !ok || amp.BareDID(k) != k {
-			return invalidStatement("retired key %d is not an ed25519 did:key", i+1)
-		}
-		if i > 0 && r.Retire[i-1] >= k {
-			return invalidStatement("retired keys must be sorted and unique")
+		if err := checkKeyAt(r.Retire, i, "retired"); err != nil {
+			return err
 		}
 		for _, a := range r.Add {
 			if a.Key == k {
@@ -116,36 +112,12 @@ func (r *Rotation) Normalize() {
 
 // SignRotation validates r and returns the trust statement signed by keys.
 func SignRotation(r *Rotation, keys []ed25519.PrivateKey) ([]byte, error) {
-	if err := r.Validate(); err != nil {
-		return nil, err
-	}
-	payload, err := amp.Marshal(r)
-	if err != nil {
-		return nil, invalidStatement("cannot encode the trust statement")
-	}
-	return SignObject(MediaTypeRotation, payload, keys)
+	return signStatement(MediaTypeRotation, "trust statement", r, keys)
 }
 
 // ParseRotation decodes a trust statement and checks its form (FORMAT.md
 // §22); signatures are checked with VerifyStatement.
 func ParseRotation(data []byte) (*Rotation, *SignedObject, error) {
-	if len(data) > MaxRevocationSize {
-		return nil, nil, fail(ErrTooLarge, "a trust statement is at most %d bytes", MaxRevocationSize)
-	}
-	obj, err := DecodeObject(data, MediaTypeRotation)
-	if err != nil {
-		return nil, nil, err
-	}
-	var r Rotation
-	lim := amp.Limits{MaxMessageSize: len(obj.Payload) + 1, MaxArrayLen: MaxRotationKeys, MaxMapPairs: 8}
-	if err := lim.Unmarshal(obj.Payload, &r); err != nil {
-		return nil, nil, invalidStatement("the trust statement payload does not decode").WithCause(err)
-	}
-	if enc, err := amp.Marshal(&r); err != nil || !bytes.Equal(enc, obj.Payload) {
-		return nil, nil, invalidStatement("the trust statement payload is not in its one allowed form (closed, deterministic)")
-	}
-	if err := r.Validate(); err != nil {
-		return nil, nil, err
-	}
-	return &r, obj, nil
+	return parseStatement[Rotation](statementForm{mediaType: MediaTypeRotation, maxSize: MaxRevocationSize,
+		maxArray: MaxRotationKeys, maxPairs: 8, file: "trust statement", name: "trust statement"}, data)
 }
