@@ -115,3 +115,11 @@ func matches(r Report, e expectation) error {
 	}
 	return fmt.Errorf("no %s finding %s at %q in %+v", e.Verdict, e.Rule, *e.Pointer, r.Findings)
 }
+
+// equal is JSON equality: numbers by value, objects by members. It walks
+// both values whole (the checker calls equalWithin, which bounds and
+// charges the walk).
+func equal(a, b any) bool {
+	left := maxInt
+	return equalWithin(a, b, &left)
+}

@@ -205,17 +205,10 @@ func intOf(v any) (*big.Rat, bool) {
 	return r, true
 }
 
-// equal is JSON equality: numbers by value, objects by members. It walks
-// both values whole: the checker calls it through equalWithin, which
-// bounds and charges the walk.
-func equal(a, b any) bool {
-	left := maxInt
-	return equalWithin(a, b, &left)
-}
-
-// equalWithin is equal taking a unit of *left for each value it visits;
-// once *left is below zero it stops and reports false (not proven
-// equal), which every caller reads as "compare them the long way".
+// equalWithin is JSON equality (numbers by value, objects by members)
+// taking a unit of *left for each value it visits; once *left is below
+// zero it stops and reports false (not proven equal), which every caller
+// reads as "compare them the long way".
 func equalWithin(a, b any, left *int) bool {
 	*left--
 	if *left < 0 {

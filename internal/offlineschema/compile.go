@@ -61,9 +61,6 @@ func (s *Schema) Deps() []string { return append([]string(nil), s.deps...) }
 // URL scheme of the synthetic artifact URLs: "ampbundle:///" + key.
 const urlScheme = "ampbundle"
 
-// maxKeyLen bounds an artifact key accepted in a synthetic URL.
-const maxKeyLen = schemagraph.MaxKeyLen
-
 // artifactURL returns the synthetic absolute URL of an artifact key,
 // "ampbundle:///" + key with the path percent-encoded as net/url does. It is
 // the base URL against which the artifact's relative references resolve.

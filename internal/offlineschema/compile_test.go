@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/schemagraph"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
@@ -349,7 +350,7 @@ func TestKeyURLRoundTrip(t *testing.T) {
 			t.Errorf("%q -> %q -> %q, %v", key, u, got, ok)
 		}
 	}
-	for _, key := range []string{"", "/a", "a/", "a//b", "./a", "a/../b", "..", `a\b`, "a\x00b", strings.Repeat("a", maxKeyLen+1)} {
+	for _, key := range []string{"", "/a", "a/", "a//b", "./a", "a/../b", "..", `a\b`, "a\x00b", strings.Repeat("a", schemagraph.MaxKeyLen+1)} {
 		if validKey(key) {
 			t.Errorf("validKey(%q) = true", key)
 		}

@@ -429,3 +429,14 @@ func TestDynamicRefIntoDefsIsCountedBeforeItRuns(t *testing.T) {
 		t.Fatalf("shallow value refused: %v", err)
 	}
 }
+
+// shape adds to counts the nodes of v at each depth (valueMeasure.nodes);
+// ok is false when v nests deeper than MaxDepth.
+func shape(v any, depth int, counts *[MaxDepth + 1]uint64) (ok bool) {
+	var m valueMeasure
+	_, ok = measureValue(v, depth, &m)
+	for k, n := range m.nodes {
+		counts[k] += n
+	}
+	return ok
+}

@@ -8,7 +8,7 @@ import (
 	"github.com/ampbundle/ampbundle/transport"
 )
 
-// budget counts bytes in flight under a cap. acquire waits, in arrival
+// budget counts bytes in flight under a cap. acquireBy waits, in arrival
 // order, until its charge fits (first come, first served: a large message
 // is not starved by a stream of small ones); force charges without waiting
 // (a reply larger than its request: the count may then pass the cap, and
@@ -36,14 +36,9 @@ func newBudget(max int64) *budget { return &budget{max: max} }
 // is held, so a message of the largest size always makes progress.
 func (b *budget) fits(n int64) bool { return b.used == 0 || b.used+n <= b.max }
 
-// acquire charges n, waiting while it does not fit. It gives up (false,
-// nothing charged) when stop is closed first.
-func (b *budget) acquire(n int64, stop <-chan struct{}) bool {
-	return b.acquireBy(n, stop, nil)
-}
-
-// acquireBy is acquire for a charge whose lifetime ends when expire
-// fires: then it gives up as when stop closes.
+// acquireBy charges n, waiting while it does not fit. It gives up
+// (false, nothing charged) when stop is closed or expire (nil: never)
+// fires first, for a charge whose lifetime ends then.
 func (b *budget) acquireBy(n int64, stop <-chan struct{}, expire expiry) bool {
 	b.mu.Lock()
 	if len(b.waiters) == 0 && b.fits(n) {

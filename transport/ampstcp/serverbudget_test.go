@@ -180,3 +180,9 @@ func (s *Server) peerInFlightBytes(key string) int64 {
 	}
 	return p.bytes.inUse()
 }
+
+// acquire charges n, waiting while it does not fit. It gives up (false,
+// nothing charged) when stop is closed first.
+func (b *budget) acquire(n int64, stop <-chan struct{}) bool {
+	return b.acquireBy(n, stop, nil)
+}
