@@ -153,6 +153,29 @@ func (s *Store) AuditFirst(n uint64) ([]AuditEntry, error) {
 	return out, nil
 }
 
+// AuditCount is the number of entries the audit log holds, read from its
+// last key alone (O(log n), nothing decoded): the log's keys are its
+// sequence numbers from 1 (VerifyAudit holds them so). A caller that
+// would refuse a request for more entries than the log holds asks this
+// first, so the refusal costs no decoding (docs/SPEC-DECISIONS.md
+// ADMIN-6). A damaged key (not 8 bytes) is store_io.
+func (s *Store) AuditCount() (uint64, error) {
+	var n uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		k, _ := bucket(tx, bAudit).Cursor().Last()
+		if k == nil {
+			return nil
+		}
+		var err error
+		n, err = strictU64(k, "audit key")
+		return err
+	})
+	if err != nil {
+		return 0, amp.AsError(wrapTx(err))
+	}
+	return n, nil
+}
+
 // auditEntries decodes the first n of the log's entries in tx (all of
 // them when it holds fewer), oldest first.
 func auditEntries(tx *bolt.Tx, n uint64) ([]AuditEntry, error) {
