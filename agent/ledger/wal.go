@@ -837,6 +837,12 @@ func (s *WALStore) run(batch []*walOp) {
 	if len(writes) == 0 {
 		return
 	}
+	// Whatever touches the file from here on is stamped on the clock the
+	// set-aside entries are judged by, a failed write too (the zeros of
+	// extend, a group whose fdatasync failed, its zeroing): else the
+	// kernel's stamp of a clock ahead would be the log's last write at the
+	// restart that follows, which would drop them (AGENT-27).
+	defer s.stampLastWrite(wall)
 	// Dead bytes after this group: compact first if they would exceed
 	// the slack. A compaction that cannot be written (a full disk) is put
 	// off: the current file holds every reservation, so the replies of
@@ -885,7 +891,6 @@ func (s *WALStore) run(batch []*walOp) {
 		return
 	}
 	s.apply(writes, at, len(g), wall)
-	s.stampLastWrite(wall)
 }
 
 // stampLastWrite gives the log, after a durable group written at wall,
@@ -897,7 +902,8 @@ func (s *WALStore) run(batch []*walOp) {
 // open that they had expired at its last write, and a second restart
 // before a clock ahead came back would drop them (AGENT-27). Best effort:
 // a failure, or a crash before the stamp reaches the disk, leaves the
-// kernel's (the rule before).
+// kernel's (the rule before). run stamps every group that touched the
+// file, a failed one too (review 114).
 func (s *WALStore) stampLastWrite(wall time.Time) {
 	if s.asideN == 0 {
 		return
