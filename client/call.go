@@ -31,8 +31,10 @@ const (
 // name the fields) and sent as CBOR; the result is decoded as
 // encoding/json decodes it (amp.JSONValue's view of the CBOR). The reply
 // is checked as Invoke checks it; a CAP_RESULT with status "error" is
-// returned as its *amp.Error, named as Invoke names it. For the exchange
-// itself (the reply message, encryption, negotiation hints), use Invoke.
+// returned as its *amp.Error, named as Invoke names it: a provider's name
+// that fails amp.ValidErrName is not in it, and Call returns no Result to
+// read it from (Invoke does). For the exchange itself (the reply message,
+// encryption, negotiation hints), use Invoke.
 func Call[Out any](ctx context.Context, c *Client, id string, in any) (Out, error) {
 	var out Out
 	capID, err := capability.ParseID(id)

@@ -34,7 +34,11 @@ type Outbound struct {
 	// as a bounded summary: its envelope (id, type, ts, ttl, from,
 	// reply_to, thread_id), without its body, signature, recipients or
 	// extensions, so that a peer's reports hold no more than a few hundred
-	// bytes an entry (docs/SPEC-DECISIONS.md REPORT-4).
+	// bytes an entry (docs/SPEC-DECISIONS.md REPORT-4). For a message to
+	// several recipients it is the last final report (PROC_OK, PROC_FAIL,
+	// ERROR) of one of them, never an ACK once one came, and the first
+	// failure's once one failed: an OutFailed entry's Report names a
+	// recipient that failed (TRANSPORT-19).
 	Report *amp.Message
 	// reopen: the answer that closed the entry (OutAnswered) is a signed
 	// ERROR that asked for a retry; the caller's retry of the message
@@ -309,7 +313,10 @@ func (o *Outbox) Receive(_ context.Context, r Receipt) bool {
 		if _, err := amp.CheckAck(m, e.To, o.trustedRelays(e.To, b.AckTarget)); err != nil {
 			return false
 		}
-		e.State, e.Report = OutDelivered, summary(m)
+		e.State = OutDelivered
+		if e.left == len(e.rcpts) { // a final report outranks an ACK
+			e.Report = summary(m)
+		}
 		return true
 	case amp.TypeProcOK, amp.TypeProcFail, amp.TypeError:
 		return o.reported(e, m)
@@ -322,7 +329,9 @@ func (o *Outbox) Receive(_ context.Context, r Receipt) bool {
 // for itself alone (docs/SPEC-DECISIONS.md TRANSPORT-19). Its share of
 // the entry is freed at once; the entry is final (OutProcessed, or
 // OutFailed when any recipient's report was not PROC_OK) once every
-// recipient reported, and OutDelivered until then (o.mu held).
+// recipient reported, and OutDelivered until then. It becomes the entry's
+// Report unless a recipient failed before, so that a failed entry's
+// Report is its first failure's (o.mu held).
 func (o *Outbox) reported(e *Outbound, m *amp.Message) bool {
 	from := amp.BareDID(m.From)
 	i, found := slices.BinarySearch(e.rcpts, from)
@@ -331,8 +340,10 @@ func (o *Outbox) reported(e *Outbound, m *amp.Message) bool {
 	}
 	e.reported[i], e.left = true, e.left-1
 	o.release(from)
+	if !e.failed { // the first failure's report is never replaced
+		e.Report = summary(m)
+	}
 	e.failed = e.failed || m.Type != amp.TypeProcOK
-	e.Report = summary(m)
 	switch {
 	case e.left > 0:
 		e.State = OutDelivered
