@@ -117,6 +117,11 @@ type SyncOptions struct {
 	// Progress, when set, is called with the bytes of the current bundle
 	// file received so far and its size.
 	Progress func(bundleID string, done, total int64)
+	// headBudget replaces maxRefusedLargeHeadBytes when set (tests).
+	headBudget int64
+	// verified, when set, is called at each check of a bundle file's
+	// signatures against the store's trust (tests).
+	verified func()
 }
 
 // Outcome of one offered bundle.
@@ -410,6 +415,9 @@ type syncClient struct {
 	// judged is what this sync knows of files refused at a store
 	// generation without being offered (syncrefusals.go).
 	judged localRefusals
+	// largeHeadsRefused is the bytes past bundleHeadBytes of the bundle
+	// heads judgeHead refused in this run (maxRefusedLargeHeadBytes).
+	largeHeadsRefused int64
 }
 
 // TrustLister is a Target that lists the keys its store trusts and its
@@ -662,6 +670,7 @@ func newSyncClient(opts SyncOptions) (*syncClient, error) {
 	limit.Default(&opts.MaxSpoolBytes, max(4<<30, 2*opts.MaxBundleBytes))
 	limit.Default(&opts.StallTimeout, DefaultStallTimeout)
 	limit.Default(&opts.MinDataRate, admission.MinDataRate)
+	limit.Default(&opts.headBudget, maxRefusedLargeHeadBytes)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -777,45 +786,37 @@ const spoolLockName = "sync.lock"
 // partName is the spool file of an offered bundle file.
 func partName(e IndexEntry) string { return e.BundleID + "-" + e.SHA256 + ".part" }
 
-// fetchAndImport downloads e (resuming a partial file), checks it against
-// the index, and imports it. replacing: e is a copy of the installed
-// version, which fails closed as revoked (replaceable): its head is judged
-// first (headRefused).
+// fetchAndImport downloads e (resuming a partial file), its head judged
+// first (judgeHead), checks it against the index, and imports it.
+// replacing: e is a copy of the installed version, which fails closed as
+// revoked (replaceable). A head refused is discarded; one the mirror did
+// not deliver whole (cut off, stalled, an error status) is kept, and the
+// next run resumes it (docs/SPEC-DECISIONS.md MIRROR-23).
 func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry, it *SyncItem, replacing bool) {
 	path := filepath.Join(c.opts.SpoolDir, partName(e))
 	if used := c.spoolUsed(path); used+e.Size > c.opts.MaxSpoolBytes {
 		refuse(it, amp.Named(0, ErrTooLarge, "the sync spool folder holds %d bytes of partial downloads; %d more would pass its limit of %d", used, e.Size, c.opts.MaxSpoolBytes))
 		return
 	}
-	head, served, err := c.headRefused(ctx, e, path, replacing)
+	head, jh, err := c.judgeHead(ctx, e, path, replacing)
 	if err != nil {
-		os.Remove(path)
+		if headRefusal(err) {
+			os.Remove(path) // a cut-off head is kept, and resumed next run
+		}
 		refuse(it, err)
 		return
 	}
-	f, fileSum, resumed, err := c.downloadListed(ctx, e, path, served)
+	f, fileSum, resumed, sameHead, err := c.downloadListed(ctx, e, path, jh)
 	it.Resumed = max(0, resumed-head) // the head read in this run is not resumed
 	if err != nil {
 		refuse(it, err)
 		return
 	}
 	defer f.Close()
-	in, err := bundle.Inspect(f, 0)
-	if err != nil {
-		// The mirror listed these bytes as a bundle file: it served a file
-		// other than the one it listed, as for a heartbeat that does not
-		// parse (index_mismatch, which fails the list: mirrorFailed).
-		os.Remove(path)
-		refuse(it, amp.Named(0, ErrIndexMismatch, "the file the index lists is not a bundle file (%s): discarded", amp.NameOf(err)).WithCause(err))
-		return
-	}
-	if in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version {
-		os.Remove(path)
-		refuse(it, amp.Named(0, ErrIndexMismatch, "the file served is bundle %s version %d, not what the index names: discarded", in.Manifest.BundleID, in.Manifest.Version))
-		return
-	}
-	share, err := c.offerToStore(kindBundle, fileSum, bundleSigners(in))
-	if err != nil {
+	share := ""
+	if sameHead {
+		share = jh.share // judged by its head, read and verified once
+	} else if share, err = c.judgeWhole(f, e, fileSum); err != nil {
 		os.Remove(path)
 		refuse(it, err)
 		return
@@ -845,11 +846,32 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 	c.log.Info("bundle imported from the mirror", "bundle_id", res.BundleID, "version", res.Version, "generation", res.Generation)
 }
 
+// judgeWhole judges the downloaded bundle file f (listed as e, of
+// SHA-256 sum) whose head was not judged before (no trust at hand, or it
+// does not begin with the head judged: judgeHead) and returns the
+// offerToStore share it is offered under.
+func (c *syncClient) judgeWhole(f *os.File, e IndexEntry, sum []byte) (string, error) {
+	in, err := bundle.Inspect(f, 0)
+	if err != nil {
+		// The mirror listed these bytes as a bundle file: it served a file
+		// other than the one it listed, as for a heartbeat that does not
+		// parse (index_mismatch, which fails the list: mirrorFailed).
+		return "", amp.Named(0, ErrIndexMismatch, "the file the index lists is not a bundle file (%s): discarded", amp.NameOf(err)).WithCause(err)
+	}
+	if in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version {
+		return "", amp.Named(0, ErrIndexMismatch, "the file served names another bundle or version than the index: discarded")
+	}
+	return c.offerToStore(kindBundle, sum, c.bundleSigners(in))
+}
+
 // bundleSigners is the store's check of the signatures of the bundle file
 // in (offerToStore's verify): every signature verifies, and the keys the
 // store trusts sign its manifest for its scope.
-func bundleSigners(in *bundle.Inspection) func(*bundle.Policy) ([]bundle.TrustedKey, error) {
+func (c *syncClient) bundleSigners(in *bundle.Inspection) func(*bundle.Policy) ([]bundle.TrustedKey, error) {
 	return func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
+		if c.opts.verified != nil {
+			c.opts.verified()
+		}
 		obj, err := bundle.DecodeObject(in.SignedManifest, bundle.MediaTypeManifest)
 		if err != nil {
 			return nil, err
@@ -865,171 +887,267 @@ func bundleSigners(in *bundle.Inspection) func(*bundle.Policy) ([]bundle.Trusted
 }
 
 // bundleHeadBytes is the first ranged read of a bundle file's head
-// (headRefused): a signed manifest of a few hundred artifacts fits.
+// (judgeHead): a signed manifest of a few hundred artifacts fits.
 const bundleHeadBytes = 64 << 10
 
-// headRefused is the refusal of the listed bundle file e, after its head
-// only, once MaxStoreRefusals files not signed as the store requires were
-// offered in this sync: its signed manifest (the file's head, downloaded
-// into the spool file path by a ranged request, 64 KiB, then up to two
-// manifest items of bundle.DefaultMaxManifestSize when they are larger)
-// is checked against the store's trust before the rest is downloaded, so
-// that a mirror signing its files again for each run (fresh SHA-256s that
-// no record of refusals knows) costs a run a head per file past the cap,
-// not the whole file (docs/SPEC-DECISIONS.md MIRROR-18). nil, with head
-// the bytes of it read in this run, when the file may be downloaded: a
-// head the store's trust passes, one that does not parse or names another
-// bundle (the whole file is judged as before), or no trust to check
-// against. served is the head when this mirror served all of it in this
-// run (no bytes were kept from before): the file must begin with it
-// (downloadListed), so that a mirror cannot pass the head read with junk,
-// or with another file's head, and then have its file downloaded whole
-// (MIRROR-21).
+// maxBundleHeadBytes is the most of a bundle file's head judgeHead
+// reads: one signed manifest item as large as the store takes
+// (bundle.DefaultMaxManifestSize), and bundleHeadBytes before it for a
+// delta header (no mirror's export writes one). A head whose signed
+// manifest does not end within it is one the store would refuse anyway
+// (limit_exceeded): docs/SPEC-DECISIONS.md MIRROR-23.
+const maxBundleHeadBytes = bundle.DefaultMaxManifestSize + bundleHeadBytes
+
+// maxRefusedLargeHeadBytes bounds, per run, the bytes past their first
+// bundleHeadBytes of the bundle heads refused (not signed as the store
+// requires, or not the file listed): once they are spent, a head is not
+// read past bundleHeadBytes in that run (limit_exceeded, tried again by
+// the next), so that a mirror listing files whose signed manifests are
+// near bundle.DefaultMaxManifestSize costs a run four such heads, not one
+// per listed file (docs/SPEC-DECISIONS.md MIRROR-23).
+const maxRefusedLargeHeadBytes = 4 * bundle.DefaultMaxManifestSize
+
+// judgedHead is the head of a bundle file judgeHead passed: its signed
+// manifest (in), the keys the store's trust counted for it (share, the
+// offerToStore counter they fall in), and its first n bytes with their
+// SHA-256 (sum). ours: this mirror served all of it in this run (no
+// bytes were kept from before): the file must then begin with it
+// (downloadListed, MIRROR-21). A file that begins with it is not read nor
+// verified again before it is offered: the verdict stands for it.
+type judgedHead struct {
+	in    *bundle.Inspection
+	share string
+	n     int64
+	sum   []byte
+	ours  bool
+}
+
+// judgeHead judges the listed bundle file e by its head before the rest
+// is downloaded, whenever the store's trust is at hand: its signed
+// manifest (the file's head, downloaded into the spool file path by a
+// ranged request of bundleHeadBytes, then up to maxBundleHeadBytes when
+// the manifest is larger) is read once, hashed as it is read, and its
+// signatures checked once against the store's trust. A head the trust
+// refuses is refused by the trust's error name (untrusted_key,
+// threshold_not_met, …), not downloaded further nor offered to the store,
+// and remembered as such at the store's generation (localRefusals), so
+// that a mirror listing files no trusted key signs (its own key's, signed
+// again each run: fresh SHA-256s no record of refusals knows) costs a run
+// a head per file, never a whole file (docs/SPEC-DECISIONS.md MIRROR-18,
+// MIRROR-22, MIRROR-23). A head that is not a bundle file's, or names
+// another bundle or version, is the mirror serving another file
+// (index_mismatch: its list ends); one whose signed manifest is larger
+// than the store takes is refused limit_exceeded. Bytes kept from an
+// earlier download (perhaps another mirror's: the spool names a partial
+// file by bundle_id and SHA-256 only) that fail any of this are discarded
+// and this mirror's head read instead (MIRROR-15). got is the bytes of
+// the head read in this run; jh is nil when there is no trust to judge
+// by (the whole file is then judged after its download).
 //
-// A copy of the installed version over an install that fails closed as
-// revoked (replacing) has its head judged whatever the count: only a copy
-// the keys trusted now sign can replace the install, so one they do not is
-// refused after its head, not offered, and remembered as such at the
-// store's generation (localRefusals), so that a mirror still listing the
-// revoked file itself, or a fresh file of the version each run, costs a
-// site a head per revoked install, not the whole file at every store
-// change (docs/SPEC-DECISIONS.md MIRROR-22).
-func (c *syncClient) headRefused(ctx context.Context, e IndexEntry, path string, replacing bool) (head int64, served *servedHead, err error) {
-	if c.trusted == nil || (!replacing && c.unvouched[kindBundle] < MaxStoreRefusals) {
+// replacing: e is a copy of the installed version, which fails closed as
+// revoked (replaceable); only a copy the keys trusted now sign can
+// replace it (MIRROR-22).
+func (c *syncClient) judgeHead(ctx context.Context, e IndexEntry, path string, replacing bool) (got int64, jh *judgedHead, err error) {
+	if c.trusted == nil {
 		return 0, nil, nil
 	}
 	for try := 0; ; try++ {
-		kept := int64(0)
-		if st, err := os.Lstat(path); err == nil {
-			kept = st.Size()
+		kept := partSize(path)
+		in, n, sum, err := c.readHead(ctx, e, path)
+		got = max(0, n-kept)
+		if err != nil && !headRefusal(err) {
+			return got, nil, err // the mirror or the spool failed: nothing judged
 		}
-		in, n, err := c.readHead(ctx, e, path)
-		got := max(0, n-kept) // read in this run
-		if err == nil && kept == 0 && n > 0 {
-			if served, err = headOf(path, n); err != nil {
-				return got, nil, err
-			}
+		var signers []bundle.TrustedKey
+		if err == nil && (in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version) {
+			err = amp.Named(0, ErrIndexMismatch, "the file served names another bundle or version than the index: discarded")
 		}
-		if err != nil || in == nil || in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version {
-			return got, served, err
+		if err == nil {
+			signers, err = c.bundleSigners(in)(c.trusted)
 		}
-		signers, verr := bundleSigners(in)(c.trusted)
-		if verr != nil && kept > 0 && try == 0 {
-			// Bytes kept from an earlier download, perhaps another
-			// mirror's (the spool names a partial file by bundle_id and
-			// SHA-256 only), are no ground to refuse this mirror's file:
-			// its own head is read (MIRROR-15).
+		if err != nil && kept > 0 && try == 0 {
+			// Kept bytes are no ground to refuse this mirror's file.
 			os.Remove(path)
 			continue
 		}
-		if replacing && verr != nil {
-			c.noteUnvouched(listedSum(e.SHA256), verr)
-			return got, served, amp.Named(0, verdictOf(verr), "a copy of the installed version, which fails closed as revoked, not signed as the store requires: it cannot replace the install, so it was not downloaded past its head nor offered").WithCause(verr)
+		if err != nil {
+			if got > bundleHeadBytes {
+				c.largeHeadsRefused += got - bundleHeadBytes
+			}
+			return got, nil, c.headRefused(e, err, replacing)
 		}
-		// The head's signatures are judged once: offerToStore is given
-		// the verdict, not the check again.
-		_, err = c.offerToStore(kindBundle, listedSum(e.SHA256), func(*bundle.Policy) ([]bundle.TrustedKey, error) { return signers, verr })
-		return got, served, err
+		// The verdict is given to offerToStore, not the check again: past
+		// MaxStoreRefusals refusals of these keys' files, the rest is not
+		// downloaded either.
+		share, err := c.offerToStore(kindBundle, listedSum(e.SHA256), func(*bundle.Policy) ([]bundle.TrustedKey, error) { return signers, nil })
+		if err != nil {
+			return got, nil, err
+		}
+		return got, &judgedHead{in: in, share: share, n: n, sum: sum, ours: kept == 0}, nil
 	}
 }
 
-// servedHead is the head of a bundle file a mirror served in this run
-// (headRefused): its first n bytes and their SHA-256.
-type servedHead struct {
-	n   int64
-	sum []byte
+// headRefusal reports whether err, from readHead or from the store's
+// trust, judges the file (so it is refused), rather than the mirror or
+// the spool failing to deliver its head.
+func headRefusal(err error) bool {
+	if errors.Is(err, errHeadBudget) {
+		return false // the file is not judged: the next run reads its head
+	}
+	switch amp.NameOf(err) {
+	case ErrMirrorUnreachable, ErrMirrorRefused, ErrIncomplete, resolver.ErrStoreIO:
+		return false
+	}
+	return true
 }
 
-// headOf is the servedHead of the first n bytes of the spool file path.
-func headOf(path string, n int64) (*servedHead, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
-	if err != nil {
-		return nil, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+// errHeadBudget is the cause of a head not read past bundleHeadBytes
+// because the run's maxRefusedLargeHeadBytes are spent.
+var errHeadBudget = errors.New("the run's budget of large refused heads is spent")
+
+// headRefused is the refusal of the listed bundle file e whose head
+// judgeHead refused with err: one the store's trust refuses is remembered
+// at the store's generation (localRefusals) and refused by the trust's
+// error name.
+func (c *syncClient) headRefused(e IndexEntry, err error, replacing bool) error {
+	switch name := amp.NameOf(err); {
+	case name == ErrIndexMismatch || name == ErrTooLarge:
+		return err
+	case replacing:
+		c.noteUnvouched(listedSum(e.SHA256), err)
+		return amp.Named(0, verdictOf(err), "a copy of the installed version, which fails closed as revoked, not signed as the store requires: it cannot replace the install, so it was not downloaded past its head nor offered").WithCause(err)
+	default:
+		c.noteUnvouched(listedSum(e.SHA256), err)
+		return amp.Named(0, verdictOf(err), "the bundle file's signed manifest (its head) is not signed as the store requires: not downloaded past its head nor offered").WithCause(err)
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.CopyN(h, f, n); err != nil {
-		return nil, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
-	}
-	return &servedHead{n: n, sum: h.Sum(nil)}, nil
 }
 
 // readHead downloads the head of the listed bundle file e into the spool
-// file path (keeping what it holds) and returns its signed manifest, nil
-// when it does not parse, and the bytes the head is.
-func (c *syncClient) readHead(ctx context.Context, e IndexEntry, path string) (*bundle.Inspection, int64, error) {
-	head := int64(0)
-	for _, n := range []int64{bundleHeadBytes, 2*bundle.DefaultMaxManifestSize + bundleHeadBytes} {
-		head = min(n, e.Size)
-		if _, err := c.download(ctx, e, path, head); err != nil {
-			return nil, 0, err
+// file path (keeping what it holds, and resuming it) and reads it once:
+// its signed manifest and the SHA-256 of its n bytes. The head is read in
+// steps, bundleHeadBytes then four times as much each time, up to
+// maxBundleHeadBytes, each resuming the one before, so that it costs at
+// most four times its signed manifest, never the bound. A head that does not
+// parse is index_mismatch (the mirror listed it as a bundle file of e), or
+// limit_exceeded when its signed manifest does not end within
+// maxBundleHeadBytes, or within bundleHeadBytes once the run's
+// maxRefusedLargeHeadBytes are spent.
+func (c *syncClient) readHead(ctx context.Context, e IndexEntry, path string) (in *bundle.Inspection, n int64, sum []byte, err error) {
+	for upto := int64(bundleHeadBytes); ; upto = min(4*upto, maxBundleHeadBytes) {
+		if upto > bundleHeadBytes && c.largeHeadsRefused >= c.opts.headBudget && partSize(path) < min(upto, e.Size) {
+			return nil, n, nil, amp.Named(0, ErrTooLarge, "the signed manifest of this bundle file is larger than %d bytes, and the heads of files refused in this run took %d bytes past their first %d already: not read further in this run (the next run tries it)", bundleHeadBytes, c.largeHeadsRefused, bundleHeadBytes).WithCause(errHeadBudget)
 		}
-		f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
-		if err != nil {
-			return nil, 0, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+		n = min(upto, e.Size)
+		if _, err := c.download(ctx, e, path, n); err != nil {
+			return nil, 0, nil, err
 		}
-		in, err := bundle.Inspect(io.LimitReader(f, head), 0)
-		f.Close()
-		if err == nil {
-			return in, head, nil
+		in, sum, err = inspectHead(path, n)
+		switch name := amp.NameOf(err); {
+		case err == nil:
+			return in, n, sum, nil
+		case name == resolver.ErrStoreIO:
+			return nil, n, nil, err
+		case name == bundle.ErrTruncated && n == maxBundleHeadBytes:
+			return nil, n, nil, amp.Named(0, ErrTooLarge, "the signed manifest of this bundle file does not end within its first %d bytes: larger than the store takes, not downloaded further", maxBundleHeadBytes)
+		case name == bundle.ErrTruncated && n < e.Size:
+			continue // a larger signed manifest: read on, four times as much
+		case name == bundle.ErrTooLarge:
+			return nil, n, nil, amp.Named(0, ErrTooLarge, "the signed manifest of this bundle file is larger than the store takes (%d bytes): not downloaded further", bundle.DefaultMaxManifestSize)
 		}
-		if head == e.Size || amp.NameOf(err) != bundle.ErrTruncated {
-			return nil, head, nil
-		}
+		return nil, n, nil, amp.Named(0, ErrIndexMismatch, "the file the index lists does not begin as a bundle file (%s): discarded", amp.NameOf(err)).WithCause(err)
 	}
-	return nil, head, nil
+}
+
+// partSize is the size of the spool file path, 0 when there is none.
+func partSize(path string) int64 {
+	if st, err := os.Lstat(path); err == nil {
+		return st.Size()
+	}
+	return 0
+}
+
+// inspectHead reads the first n bytes of the spool file path once: the
+// signed manifest they begin with, and their SHA-256. A read that fails
+// is store_io; a head that does not parse is bundle's error for it.
+func inspectHead(path string, n int64) (*bundle.Inspection, []byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
+	if err != nil {
+		return nil, nil, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	r := &countingReader{r: io.TeeReader(io.LimitReader(f, n), h)}
+	in, perr := bundle.Inspect(r, 0)
+	if _, err := io.Copy(io.Discard, r); err != nil || r.n != n {
+		return nil, nil, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+	}
+	return in, h.Sum(nil), perr
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.n += int64(n)
+	return n, err
 }
 
 // downloadListed completes the spool file path for e (download) and
 // returns it open, with its SHA-256, once that is the one the index lists
-// (the file is not offered to Import otherwise), and how many bytes of an
-// earlier download it kept. A file whose SHA-256 differs is discarded;
-// when bytes of an earlier download were kept, it is downloaded once more
-// whole before it is refused: the kept bytes may be what differs (a
-// partial file left by another mirror that listed the same file, whose
-// name the spool shares), and a mirror is judged by its own bytes only
-// (docs/SPEC-DECISIONS.md MIRROR-15). When this mirror served the kept
-// bytes in this run (served: its head, headRefused), they are its own: the
+// (the file is not offered to Import otherwise), how many bytes of an
+// earlier download it kept, and whether it begins with the head judgeHead
+// judged, jh (its verdict then stands for the file). A file whose SHA-256
+// differs is discarded; when bytes of an earlier download were kept, it
+// is downloaded once more whole before it is refused: the kept bytes may
+// be what differs (a partial file left by another mirror that listed the
+// same file, whose name the spool shares), and a mirror is judged by its
+// own bytes only (docs/SPEC-DECISIONS.md MIRROR-15). When this mirror
+// served the head in this run (jh.ours), the kept bytes are its own: the
 // file is refused at once, and so is one that does not begin with them,
 // whatever its SHA-256 (the mirror answered the rest with another whole
 // file): docs/SPEC-DECISIONS.md MIRROR-21.
-func (c *syncClient) downloadListed(ctx context.Context, e IndexEntry, path string, served *servedHead) (*os.File, []byte, int64, error) {
+func (c *syncClient) downloadListed(ctx context.Context, e IndexEntry, path string, jh *judgedHead) (f *os.File, sum []byte, resumed int64, sameHead bool, err error) {
+	ours := jh != nil && jh.ours
 	for try := 0; ; try++ {
 		resumed, err := c.download(ctx, e, path, e.Size)
 		if err != nil {
-			return nil, nil, resumed, err
+			return nil, nil, resumed, false, err
 		}
 		f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
 		if err != nil {
-			return nil, nil, resumed, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+			return nil, nil, resumed, false, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
 		}
 		h, hh := sha256.New(), sha256.New()
-		sameHead := true
-		if served != nil {
-			_, err = io.CopyN(io.MultiWriter(h, hh), f, served.n)
-			sameHead = err == nil && bytes.Equal(hh.Sum(nil), served.sum)
+		sameHead = jh != nil
+		if jh != nil {
+			_, err = io.CopyN(io.MultiWriter(h, hh), f, jh.n)
+			sameHead = err == nil && bytes.Equal(hh.Sum(nil), jh.sum)
 		}
 		if err == nil {
 			_, err = io.Copy(h, f)
 		}
 		if err != nil && err != io.EOF {
 			f.Close()
-			return nil, nil, resumed, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+			return nil, nil, resumed, false, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
 		}
-		if sum := h.Sum(nil); sameHead && hex.EncodeToString(sum) == e.SHA256 {
+		if sum := h.Sum(nil); (sameHead || !ours) && hex.EncodeToString(sum) == e.SHA256 {
 			if _, err := f.Seek(0, io.SeekStart); err != nil {
 				f.Close()
-				return nil, nil, resumed, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
+				return nil, nil, resumed, false, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
 			}
-			return f, sum, resumed, nil
+			return f, sum, resumed, sameHead, nil
 		}
 		f.Close()
 		os.Remove(path)
-		if !sameHead {
-			return nil, nil, 0, amp.Named(0, ErrIndexMismatch, "the file served does not begin with the head the mirror served for it in this run: discarded")
+		if ours && !sameHead {
+			return nil, nil, 0, false, amp.Named(0, ErrIndexMismatch, "the file served does not begin with the head the mirror served for it in this run: discarded")
 		}
-		if resumed == 0 || try > 0 || served != nil { // once whole, never again; kept bytes of this run are the mirror's
-			return nil, nil, 0, amp.Named(0, ErrIndexMismatch, "the file served is not the one the index names (sha-256 differs): discarded")
+		if resumed == 0 || try > 0 || ours { // once whole, never again; kept bytes of this run are the mirror's
+			return nil, nil, 0, false, amp.Named(0, ErrIndexMismatch, "the file served is not the one the index names (sha-256 differs): discarded")
 		}
 	}
 }

@@ -2,6 +2,8 @@ package mirror
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -75,19 +77,22 @@ func TestSyncAbandonsAnIndexTricklingPastTheStallWatchdog(t *testing.T) {
 }
 
 // The same for a bundle file: the index declares 512 KiB, the mirror
-// trickles it; the download is cut at its deadline (download_incomplete)
-// and what arrived is kept for the next run to resume.
+// trickles it (a genuine file: its head passes, MIRROR-23); the download is
+// cut at its deadline (download_incomplete) and what arrived is kept for
+// the next run to resume.
 func TestSyncAbandonsABundleFileTricklingPastTheStallWatchdog(t *testing.T) {
-	const window, rate, size = 200 * time.Millisecond, 4 << 20, 512 << 10
+	const window, rate = 200 * time.Millisecond, 4 << 20
+	file := largeEchoBundle(t, 512<<10)
+	size, fileSum := int64(len(file)), sha256.Sum256(file)
 	m, _ := startMirror(t, newStore(t), nil)
-	id := "org.example.slow"
+	id := "org.example.echo"
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == IndexPath:
 			json.NewEncoder(w).Encode(Index{Format: IndexFormat, Generation: 1, Bundles: []IndexEntry{{BundleID: id, Version: 1,
-				Size: size, SHA256: strings.Repeat("ab", 32), Href: BundlesPrefix + id}}})
+				Size: size, SHA256: hex.EncodeToString(fileSum[:]), Href: BundlesPrefix + id}}})
 		case r.URL.Path == BundlesPrefix+id:
-			trickleBody(w, r, "application/ampbundle", make([]byte, size), 8<<10, 20*time.Millisecond)
+			trickleBody(w, r, "application/ampbundle", file, 8<<10, 20*time.Millisecond)
 		default:
 			m.ServeHTTP(w, r)
 		}
@@ -105,7 +110,7 @@ func TestSyncAbandonsABundleFileTricklingPastTheStallWatchdog(t *testing.T) {
 	if el < deadline || el > deadline+3*window {
 		t.Errorf("a mirror trickling a bundle file held the sync for %v; its deadline was %v", el, deadline)
 	}
-	part, err := os.Stat(filepath.Join(filepath.Dir(s.Path()), "sync", id+"-"+strings.Repeat("ab", 32)+".part"))
+	part, err := os.Stat(filepath.Join(filepath.Dir(s.Path()), "sync", id+"-"+hex.EncodeToString(fileSum[:])+".part"))
 	if err != nil || part.Size() == 0 || part.Size() >= size {
 		t.Errorf("the partial file is not kept for the next run: %v", err)
 	}

@@ -5,71 +5,23 @@ package mirror
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"syscall"
 )
 
-// lockSpool takes the spool folder's lock for one sync (an exclusive flock
-// on spoolLockName in it, mode 0600 and never through a link, so that
-// only the sync's user can open it to hold it; never waiting), and returns
-// what releases it (and removes the file); busy when another sync holds
-// it. The lock goes with the process: a file a killed sync left is taken
-// over. A file there that others may open (another user's, or readable or
-// writable by group or others: lockOthersMayOpen), which only whoever may
-// write the spool folder can have put there, is no lock of a sync: it is
-// removed and made again, so that a user who holds a lock on it keeps no
-// sync out (docs/SPEC-DECISIONS.md MIRROR-18, MIRROR-21).
-func lockSpool(dir string) (unlock func(), busy bool, err error) {
-	p := filepath.Join(dir, spoolLockName)
-	foreign := false
-	for try := 0; try < 3; try++ {
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
-		if err != nil {
-			return nil, false, err
-		}
-		if fi, err := f.Stat(); err != nil || lockOthersMayOpen(fi) {
-			f.Close()
-			if err != nil {
-				return nil, false, err
-			}
-			// Removed only while the name still names it: a sync that
-			// made its own meanwhile keeps it.
-			if pi, err := os.Lstat(p); err == nil && os.SameFile(fi, pi) {
-				os.Remove(p)
-			}
-			foreign = true
-			continue
-		}
-		foreign = false
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			f.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
-				return nil, true, nil
-			}
-			return nil, false, err
-		}
-		// The sync that held it may have removed the file between this
-		// open and this lock: the lock counts only on the file the name
-		// still names.
-		fi, err1 := f.Stat()
-		pi, err2 := os.Lstat(p)
-		if err1 == nil && err2 == nil && os.SameFile(fi, pi) {
-			return func() { os.Remove(p); f.Close() }, false, nil
-		}
-		f.Close()
+// lockFile takes an exclusive flock on f, never waiting: busy when
+// another process holds one. A file system that does not lock files
+// (ENOLCK, EOPNOTSUPP: some network and FUSE file systems) is errNoLocks.
+func lockFile(f *os.File) (busy bool, err error) {
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		return true, nil
+	case errors.Is(err, syscall.ENOLCK), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.ENOTSUP):
+		return false, errNoLocks
 	}
-	if foreign {
-		return nil, false, errors.New("the lock file " + p + " is another user's, or others may open it, again and again: others may write the spool folder (chmod go-w it)")
-	}
-	return nil, true, nil
-}
-
-// lockOthersMayOpen reports whether the lock file fi may be opened, and
-// so held, by another user than the sync's: another user's (root's
-// excepted, as ownedByAnother), or with any permission for group or
-// others.
-func lockOthersMayOpen(fi os.FileInfo) bool {
-	return !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 || ownedByAnother(fi)
+	return false, err
 }
 
 // openNoFollow makes an open fail on a link in the last place of a path

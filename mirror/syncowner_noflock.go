@@ -1,11 +1,15 @@
-//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+//go:build !(unix || windows)
 
 package mirror
 
-// lockSpool takes no lock where flock is not available (Windows, and the
-// Unix systems without it): concurrent syncs of one spool folder are not
-// kept apart there (docs/SPEC-DECISIONS.md MIRROR-18).
-func lockSpool(string) (unlock func(), busy bool, err error) { return func() {}, false, nil }
+import "errors"
+
+// lockSpool refuses where the system has no file locks (js, wasip1,
+// plan9): a sync that writes is not run unlocked (docs/SPEC-DECISIONS.md
+// MIRROR-23).
+func lockSpool(string) (unlock func(), busy bool, err error) {
+	return nil, false, errors.New("this system does not lock files: a sync that writes is refused here")
+}
 
 // openNoFollow is 0 where the system's flag is not at hand: openPart
 // still removes a link it finds, but a link put there between its check

@@ -86,9 +86,14 @@ const maxLocalRefusals = 16384
 // MIRROR-13).
 type localRefusals struct {
 	loaded bool
-	gen    uint64
-	since  int64             // unix seconds (sync clock) the first note at gen was made
-	sums   map[string]string // hex SHA-256 -> verdict (an error name)
+	// dir is the spool folder as load resolved it and judged it sound
+	// (no other user may write it nor any folder its path is looked up
+	// in); "" when it was not: the notes are then neither read nor
+	// written.
+	dir   string
+	gen   uint64
+	since int64             // unix seconds (sync clock) the first note at gen was made
+	sums  map[string]string // hex SHA-256 -> verdict (an error name)
 }
 
 // localRefusalsPrefix starts the name of every spool file of local
@@ -104,10 +109,18 @@ const (
 	lastFailedTempPrefix    = ".last-failed-"
 )
 
-// localRefusalsPath is the spool file of the mirror's local refusals.
+// localRefusalsPath is the spool file of the mirror's local refusals by
+// the spool's path as given (load and save use the folder it resolved
+// to, dir).
 func (c *syncClient) localRefusalsPath() string {
+	return filepath.Join(c.opts.SpoolDir, c.localRefusalsName())
+}
+
+// localRefusalsName is the name of the spool file of the mirror's local
+// refusals.
+func (c *syncClient) localRefusalsName() string {
 	sum := sha256.Sum256([]byte(c.base.String()))
-	return filepath.Join(c.opts.SpoolDir, localRefusalsPrefix+hex.EncodeToString(sum[:8]))
+	return localRefusalsPrefix + hex.EncodeToString(sum[:8])
 }
 
 // current reports whether notes made at generation gen, first at unix
@@ -179,7 +192,8 @@ func (l *localRefusals) load(c *syncClient) {
 		c.log.Warn("others may write to the sync spool folder: the files earlier syncs refused are downloaded again (chmod go-w the folder, owned by the sync's user)", "dir", c.opts.SpoolDir)
 		return
 	}
-	p := filepath.Join(real, filepath.Base(c.localRefusalsPath()))
+	l.dir = real
+	p := filepath.Join(real, c.localRefusalsName())
 	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() || othersMayWrite(fi) {
 		return
 	}
@@ -286,20 +300,20 @@ func splitPath(p string) []string {
 
 // save writes what is remembered, whole or not at all (a temporary file
 // renamed), when it still counts (current); else removes the file (the
-// store moved, or a day passed: everything is judged again). It also
-// removes the files of other mirrors not written for a day (a mirror no
-// longer synced).
+// store moved, or a day passed: everything is judged again). It writes
+// beneath the spool folder load resolved and judged sound (dir), never
+// through the spool's path again: a link on it, repointed since, or one
+// in a folder others may write, leads nowhere this sync writes notes
+// (docs/SPEC-DECISIONS.md MIRROR-23). It also removes the files of other
+// mirrors not written for a day (a mirror no longer synced).
 func (l *localRefusals) save(c *syncClient) {
 	if c.failed != nil { // not a dry run
 		c.removeStaleLocalRefusals()
 	}
-	if c.refusals == nil {
+	if c.refusals == nil || !l.loaded || l.dir == "" {
 		return
 	}
-	if !l.loaded {
-		return
-	}
-	p := c.localRefusalsPath()
+	p := filepath.Join(l.dir, c.localRefusalsName())
 	if len(l.sums) == 0 || !c.current(l.gen, l.since) {
 		os.Remove(p)
 		return
@@ -309,7 +323,7 @@ func (l *localRefusals) save(c *syncClient) {
 	for h, v := range l.sums {
 		b.WriteString("\n" + h + " " + v)
 	}
-	tmp, err := os.CreateTemp(c.opts.SpoolDir, localRefusalsTempPrefix+"*")
+	tmp, err := os.CreateTemp(l.dir, localRefusalsTempPrefix+"*")
 	if err != nil {
 		return
 	}

@@ -1,0 +1,80 @@
+//go:build unix || windows
+
+package mirror
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// lockSpool takes the spool folder's lock for one sync (an exclusive
+// lock of the system, lockFile, on spoolLockName in it, mode 0600 and
+// never through a link, so that only the sync's user can open it to hold
+// it; never waiting), and returns what releases it (and removes the
+// file); busy when another sync holds it. The lock goes with the process:
+// a file a killed sync left is taken over, so it is never sticky. A file
+// there that others may open (another user's, or readable or writable by
+// group or others: lockOthersMayOpen), which only whoever may write the
+// spool folder can have put there, is no lock of a sync: it is removed
+// and made again, so that a user who holds a lock on it keeps no sync out
+// (docs/SPEC-DECISIONS.md MIRROR-18, MIRROR-21, MIRROR-23).
+func lockSpool(dir string) (unlock func(), busy bool, err error) {
+	p := filepath.Join(dir, spoolLockName)
+	foreign := false
+	for try := 0; try < 3; try++ {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|openNoFollow, 0o600)
+		if err != nil {
+			return nil, false, err
+		}
+		if fi, err := f.Stat(); err != nil || lockOthersMayOpen(fi) {
+			f.Close()
+			if err != nil {
+				return nil, false, err
+			}
+			// Removed only while the name still names it: a sync that
+			// made its own meanwhile keeps it.
+			if pi, err := os.Lstat(p); err == nil && os.SameFile(fi, pi) {
+				os.Remove(p)
+			}
+			foreign = true
+			continue
+		}
+		foreign = false
+		if busy, err := lockFile(f); busy || err != nil {
+			f.Close()
+			return nil, busy, err
+		}
+		// The sync that held it may have removed the file between this
+		// open and this lock: the lock counts only on the file the name
+		// still names.
+		fi, err1 := f.Stat()
+		pi, err2 := os.Lstat(p)
+		if err1 == nil && err2 == nil && os.SameFile(fi, pi) {
+			return func() { os.Remove(p); f.Close() }, false, nil
+		}
+		f.Close()
+	}
+	if foreign {
+		return nil, false, errors.New("the lock file " + p + " is another user's, or others may open it, again and again: others may write the spool folder (chmod go-w it)")
+	}
+	return nil, true, nil
+}
+
+// lockOthersMayOpen reports whether the lock file fi may be opened, and
+// so held, by another user than the sync's: another user's (root's
+// excepted, as ownedByAnother), or with any permission for group or
+// others. Only its kind is judged on Windows, whose mode bits do not say
+// who may open it (as othersMayWrite).
+func lockOthersMayOpen(fi os.FileInfo) bool {
+	if !fi.Mode().IsRegular() {
+		return true
+	}
+	return runtime.GOOS != "windows" && (fi.Mode().Perm()&0o077 != 0 || ownedByAnother(fi))
+}
+
+// errNoLocks is the cause of a spool folder whose file system does not
+// lock files: a sync that writes is refused there rather than run
+// unlocked (docs/SPEC-DECISIONS.md MIRROR-23).
+var errNoLocks = errors.New("the file system of the sync spool folder does not lock files: a sync that writes is refused there (put the store and its spool on a local file system)")
