@@ -2,7 +2,9 @@ package bundlebuild
 
 import (
 	"errors"
+	"fmt"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 )
 
@@ -43,26 +45,35 @@ const (
 // heapPerArray or heapPerMember for each byte { [ , or : outside strings.
 // The bytes need not be valid JSON: a string left open runs to the end.
 func schemaHeapBound(data []byte) int64 {
-	objects, arrays, members := structure(data)
-	return treeHeapBound(int64(len(data)), objects, arrays, members)
+	s := structure(data)
+	return treeHeapBound(int64(len(data)), s)
 }
 
-// treeHeapBound is schemaHeapBound of a document of size bytes with these
-// counts of structure.
-func treeHeapBound(size, objects, arrays, members int64) int64 {
-	return heapPerByteRead*size + heapPerObject*objects + heapPerArray*arrays + heapPerMember*members
+// treeHeapBound is schemaHeapBound of a document of size bytes with this
+// structure.
+func treeHeapBound(size int64, s shape) int64 {
+	return heapPerByteRead*size + heapPerObject*s.objects + heapPerArray*s.arrays + heapPerMember*s.members
 }
 
 // compileHeapBound bounds the heap a compile holds for one document of
 // these bytes it loads.
 func compileHeapBound(data []byte) int64 {
 	size := int64(len(data))
-	objects, arrays, members := structure(data)
-	return compileTreeFactor*treeHeapBound(size, objects, arrays, members) + compilePerByte*size + heapPerCompiledObject*objects
+	s := structure(data)
+	return compileTreeFactor*treeHeapBound(size, s) + compilePerByte*size + heapPerCompiledObject*s.objects
 }
 
-// structure counts the bytes { [ and , or : of data outside strings.
-func structure(data []byte) (objects, arrays, members int64) {
+// shape is what structure counts of a document.
+type shape struct {
+	objects, arrays, members int64
+	depth                    int // the deepest nesting of objects and arrays
+}
+
+// structure counts the bytes { [ and , or : of data outside strings, and
+// how deep { and [ nest.
+func structure(data []byte) shape {
+	var s shape
+	depth := 0
 	for i := 0; i < len(data); i++ {
 		switch data[i] {
 		case '"':
@@ -72,19 +83,48 @@ func structure(data []byte) (objects, arrays, members int64) {
 				}
 			}
 		case '{':
-			objects++
+			s.objects++
+			depth++
 		case '[':
-			arrays++
+			s.arrays++
+			depth++
+		case '}', ']':
+			depth--
 		case ',', ':':
-			members++
+			s.members++
 		}
+		s.depth = max(s.depth, depth)
 	}
-	return objects, arrays, members
+	return s
 }
 
-// errBuildStopped is what a charged loader answers once the build has
-// stopped on an earlier schema's error: nothing of it is reported.
-var errBuildStopped = errors.New("bundlebuild: the build stopped")
+// overCompileLimit names the per-document compile limit
+// (offlineschema.MaxSchemaNesting, MaxCompileObjects) that a schema of
+// this shape is over, in the words of the compile that would refuse it,
+// or "" when it is over none. A document over one can never be compiled,
+// nor vouched for by the quick check, so the build refuses it from this
+// scan of its bytes, before it is charged its tree or parsed (BUILD-7).
+func overCompileLimit(s shape) string {
+	switch {
+	case s.depth > offlineschema.MaxSchemaNesting:
+		return fmt.Sprintf("a document nested more than %d deep", offlineschema.MaxSchemaNesting)
+	case s.objects > offlineschema.MaxCompileObjects:
+		return "more than 10,000 json objects in all"
+	}
+	return ""
+}
+
+// overLimitError is the error a compile of the schema key gives for a
+// document over the limit why: the build refuses such a schema in the
+// first read with the same error (overCompileLimit).
+func overLimitError(key, why string) *amp.Error {
+	return amp.Named(0, offlineschema.ErrInvalidSchema, "schema %q is over a compile limit loading %q: %s", key, key, why)
+}
+
+// errBuildStopped is what a charged read answers once the build has
+// stopped on an earlier schema's error, or once its item is preempted
+// (byteBudget) and will run again: nothing of it is reported.
+var errBuildStopped = errors.New("bundlebuild: the build stopped or the schema will be checked again")
 
 // chargedLoader is the loader of one compile in the check phase: each
 // document it loads raises the compile's charge by compileHeapBound
@@ -94,14 +134,19 @@ type chargedLoader struct {
 	c *charge
 }
 
-// Load reads key and charges its compile, waiting, holding nothing, for
-// room in the budget.
+// Load charges the compile the bytes of key before it reads them, then,
+// read, the bound of what the compile holds for them: each time waiting,
+// holding what the compile holds, for room in the budget (byteBudget).
 func (l chargedLoader) Load(key string) ([]byte, error) {
+	size := l.dir.listedSize(l.files[key]) // what readListed may read
+	if !l.c.to(l.c.n + size) {
+		return nil, errBuildStopped
+	}
 	data, err := l.diskLoader.Load(key)
 	if err != nil {
 		return nil, err
 	}
-	if !l.c.to(l.c.n + compileHeapBound(data)) {
+	if !l.c.to(l.c.n - size + compileHeapBound(data)) {
 		return nil, errBuildStopped
 	}
 	return data, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -64,16 +65,42 @@ func inFlightBudget(workers int, largest int64) (budget, target int64) {
 	return target - memBase - memNotHeap, target
 }
 
+// memoryLimit is the soft memory limit a build holds while it checks the
+// schemas (SourceOptions.LimitMemory): the target less memNotHeap, raised
+// by what one item admitted alone is charged beyond the budget while it
+// holds that (BUILD-8: the collector would otherwise work without rest
+// against a limit below what that item must hold), and never above the
+// limit in force before.
+type memoryLimit struct {
+	prev, budget, target int64
+	set                  int64 // the limit now set
+}
+
 // holdMemoryLimit lowers the soft memory limit to target (less
 // memNotHeap), when that is lower than the limit in force, and returns
-// what restores it.
-func holdMemoryLimit(target int64) func() {
+// it; restore puts back the limit in force before.
+func holdMemoryLimit(budget, target int64) *memoryLimit {
 	prev := debug.SetMemoryLimit(-1)
-	if target-memNotHeap >= prev {
-		return func() {}
+	m := &memoryLimit{prev: prev, budget: budget, target: target, set: prev}
+	m.follow(0)
+	return m
+}
+
+// follow sets the limit for used bytes charged to the items in flight.
+func (m *memoryLimit) follow(used int64) {
+	want := m.target - memNotHeap + max(used-m.budget, 0)
+	if want = min(want, m.prev); want != m.set {
+		debug.SetMemoryLimit(want)
+		m.set = want
 	}
-	debug.SetMemoryLimit(target - memNotHeap)
-	return func() { debug.SetMemoryLimit(prev) }
+}
+
+// restore puts back the limit in force before holdMemoryLimit.
+func (m *memoryLimit) restore() {
+	if m.set != m.prev {
+		debug.SetMemoryLimit(m.prev)
+		m.set = m.prev
+	}
 }
 
 // buildWorkers returns the number of workers a build uses: n, or
@@ -83,16 +110,28 @@ func buildWorkers(n int) int {
 	return min(max(n, 1), maxBuildWorkers)
 }
 
-// byteBudget bounds the bytes charged to the items in flight. A charge is
-// taken when it fits with the others, or alone when it is larger than the
-// whole budget: the bytes charged never exceed max(budget, one charge).
+// byteBudget bounds the bytes charged to the items in flight. An item is
+// admitted when its first charge fits with the others (or alone, when it
+// is larger than the whole budget), and grows its charge before it
+// allocates what the growth is for, waiting while it holds what it has:
+// what an item holds is charged while it waits, so the bytes charged, and
+// the heap they stand for, never exceed max(budget, one charge). When every
+// item holding a charge waits to grow and none fits, the youngest (highest
+// index) is preempted: its wait fails, it drops what it holds and starts
+// again later (runCharged), so no two items wait on each other and the
+// oldest always goes on. No item is admitted while another waits to grow.
 type byteBudget struct {
 	mu      sync.Mutex
 	cond    sync.Cond
 	used    int64
 	max     int64
+	holders int       // items holding a charge (admitted, not yet released)
+	blocked []*charge // holders waiting to grow
 	stopped bool
 	hook    func(used, budget int64)
+	// follow, when set, is told the bytes charged each time they change
+	// (memoryLimit.follow).
+	follow func(used int64)
 }
 
 func newByteBudget(max int64, hook func(used, budget int64)) *byteBudget {
@@ -101,28 +140,139 @@ func newByteBudget(max int64, hook func(used, budget int64)) *byteBudget {
 	return b
 }
 
-// acquire waits until n bytes fit and takes them; false once stopped.
-func (b *byteBudget) acquire(n int64) bool {
+// charge is what one item (its index in the pool) holds of a byteBudget.
+type charge struct {
+	b         *byteBudget
+	item      int
+	n         int64
+	held      bool // admitted and not released
+	want      int64
+	preempted bool // chosen to drop what it holds and start again
+}
+
+// to makes the item's charge n: its first charge waits, holding nothing,
+// until n fits; a later one grows (or shrinks) what the item holds,
+// waiting for the difference while it keeps what it has. It returns false
+// once the budget is stopped or the item is preempted; the item must then
+// return, and what it holds is released with it.
+func (c *charge) to(n int64) bool {
+	b := c.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for !b.stopped && b.used > 0 && b.used+n > b.max {
+	if !c.held {
+		return b.admit(c, n)
+	}
+	return b.grow(c, n)
+}
+
+// admit takes an item's first charge (b.mu held).
+func (b *byteBudget) admit(c *charge, n int64) bool {
+	for !b.stopped && (len(b.blocked) > 0 || b.used > 0 && b.used+n > b.max) {
 		b.cond.Wait()
 	}
 	if b.stopped {
 		return false
 	}
 	b.used += n
-	if b.hook != nil {
-		b.hook(b.used, b.max)
-	}
+	b.holders++
+	c.n, c.held = n, true
+	b.took()
 	return true
 }
 
-func (b *byteBudget) release(n int64) {
+// grow changes the charge of an item that holds one (b.mu held).
+func (b *byteBudget) grow(c *charge, n int64) bool {
+	if b.stopped || c.preempted {
+		return false
+	}
+	if n <= c.n {
+		b.used -= c.n - n
+		c.n = n
+		b.changed()
+		b.cond.Broadcast()
+		return true
+	}
+	c.want = n
+	if !b.fits(c) {
+		b.blocked = append(b.blocked, c)
+		b.resolve()
+		for !b.stopped && !c.preempted && !b.fits(c) {
+			b.cond.Wait()
+		}
+		b.unblock(c)
+		if b.stopped || c.preempted {
+			return false
+		}
+	}
+	b.used += n - c.n
+	c.n = n
+	b.took()
+	return true
+}
+
+// fits reports whether c may grow to c.want now: it fits with the others,
+// or no other item holds anything (b.mu held).
+func (b *byteBudget) fits(c *charge) bool {
+	others := b.used - c.n
+	return others == 0 || others+c.want <= b.max
+}
+
+// unblock removes c from the items waiting to grow (b.mu held).
+func (b *byteBudget) unblock(c *charge) {
+	if i := slices.Index(b.blocked, c); i >= 0 {
+		b.blocked = slices.Delete(b.blocked, i, i+1)
+	}
+}
+
+// resolve preempts the youngest waiting item when every holder waits to
+// grow and none fits: nothing else would ever release bytes (b.mu held).
+func (b *byteBudget) resolve() {
+	defer b.cond.Broadcast()
+	if len(b.blocked) == 0 || len(b.blocked) < b.holders {
+		return
+	}
+	youngest := b.blocked[0]
+	for _, g := range b.blocked {
+		if b.fits(g) {
+			return // it goes on once woken
+		}
+		if g.item > youngest.item {
+			youngest = g
+		}
+	}
+	youngest.preempted = true
+	b.unblock(youngest)
+}
+
+// took reports a charge taken to the hook (b.mu held).
+func (b *byteBudget) took() {
+	b.changed()
+	if b.hook != nil {
+		b.hook(b.used, b.max)
+	}
+}
+
+// changed tells follow the bytes charged (b.mu held).
+func (b *byteBudget) changed() {
+	if b.follow != nil {
+		b.follow(b.used)
+	}
+}
+
+// release gives back what c holds, once its item has returned, and
+// reports whether the item was preempted (and must start again).
+func (b *byteBudget) release(c *charge) (preempted bool) {
 	b.mu.Lock()
-	b.used -= n
-	b.mu.Unlock()
-	b.cond.Broadcast()
+	defer b.mu.Unlock()
+	if c.held {
+		b.used -= c.n
+		b.holders--
+		c.n, c.held = 0, false
+		b.changed()
+	}
+	b.unblock(c)
+	b.resolve()
+	return c.preempted
 }
 
 func (b *byteBudget) stop() {
@@ -132,46 +282,24 @@ func (b *byteBudget) stop() {
 	b.cond.Broadcast()
 }
 
-// charge is what one item holds of a byteBudget.
-type charge struct {
-	b *byteBudget
-	n int64
-}
-
-// to makes the item's charge n: it releases what the item holds, then
-// waits until n fits. An item never waits while it holds a charge, so no
-// two items wait on each other, and one larger than the budget waits
-// until it is alone. It returns false, holding nothing, once the budget
-// is stopped.
-func (c *charge) to(n int64) bool {
-	c.b.release(c.n)
-	c.n = 0
-	if !c.b.acquire(n) {
-		return false
-	}
-	c.n = n
-	return true
-}
-
 // runCharged runs work(i, c) for every i in [0, n) on up to workers
 // goroutines, and hands each result to consume on the calling goroutine
 // in the order of i. Item i starts only once its cost fits in the budget
-// b with the charges of the items in flight; work may then change its
-// item's charge (charge.to) once it knows more of what the item costs,
-// and the item holds what work last set until it returns. Each worker
-// takes its item's charge itself, after it has the item, so that nothing
-// waits for the budget while it holds a charge. At most 2 × workers
-// results wait for consume, so memory stays bounded whatever n. It stops
-// at the first error consume returns and returns it once every item
-// started has finished: nothing of it runs after it returns. With one
-// worker it runs the items in order on the calling goroutine.
+// b with the charges of the items in flight; work then grows its item's
+// charge (charge.to) before it allocates what the growth is for, and the
+// item holds what work last set until it returns. Each worker takes its
+// item's first charge itself, after it has the item, holding nothing
+// while it waits; an item preempted while it waits to grow (byteBudget)
+// is run again from the start, so an item's result is that of one whole
+// run. At most 2 × workers results wait for consume, so memory stays
+// bounded whatever n. It stops at the first error consume returns and
+// returns it once every item started has finished: nothing of it runs
+// after it returns. With one worker it runs the items in order on the
+// calling goroutine.
 func runCharged[R any](workers, n int, b *byteBudget, cost func(int) int64, work func(int, *charge) R, consume func(int, R) error) error {
 	if workers = min(workers, n); workers <= 1 {
 		for i := 0; i < n; i++ {
-			c := &charge{b: b}
-			c.to(cost(i))
-			r := work(i, c)
-			b.release(c.n)
+			r, _ := runItem(b, i, cost, work)
 			if err := consume(i, r); err != nil {
 				return err
 			}
@@ -207,13 +335,9 @@ func runCharged[R any](workers, n int, b *byteBudget, cost func(int) int64, work
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				c := &charge{b: b}
-				if !c.to(cost(i)) {
-					continue // stopped: no one waits for the result
-				}
-				r := work(i, c)
-				b.release(c.n)
-				results[i] <- r
+				if r, ok := runItem(b, i, cost, work); ok {
+					results[i] <- r
+				} // else stopped: no one waits for the result
 			}
 		}()
 	}
@@ -228,13 +352,30 @@ func runCharged[R any](workers, n int, b *byteBudget, cost func(int) int64, work
 	return err
 }
 
+// runItem runs work on item i under a charge of b, from the start again
+// each time the item is preempted, and releases the charge after each
+// run. ok is false when the budget stopped before the item was admitted.
+func runItem[R any](b *byteBudget, i int, cost func(int) int64, work func(int, *charge) R) (r R, ok bool) {
+	for {
+		c := &charge{b: b, item: i}
+		if !c.to(cost(i)) {
+			return r, false
+		}
+		r = work(i, c)
+		if !b.release(c) {
+			return r, true
+		}
+	}
+}
+
 // firstRead is what a worker keeps of one schema's first read: its size
 // and hash, and the quick check's parse of it (the bytes are dropped).
 type firstRead struct {
 	size int64
 	sum  []byte
 	prep *offlineschema.Prepared
-	err  error // the file could not be read
+	err  error  // the file could not be read
+	over string // the per-document compile limit it is over, unparsed
 }
 
 // indexSchemas reads, hashes and parses every schema of the source (keys,
@@ -248,14 +389,20 @@ func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 		total += sizes[k]
 	}
 	checked := map[string]bundle.Source{}
-	cost := func(i int) int64 { return sizes[keys[i]] } // the bytes it reads
+	cost := func(i int) int64 { return schemas.dir.listedSize(keys[i]) } // the bytes readListed may read
 	work := func(i int, c *charge) firstRead {
 		k := keys[i]
-		data, err := schemas.dir.read(k, maxSchemaFile)
+		data, err := schemas.dir.readListed(k, maxSchemaFile)
 		if err != nil {
 			return firstRead{err: err}
 		}
-		if !c.to(schemaHeapBound(data)) { // before the parse
+		// Cheap refusals first: a document over a per-document compile
+		// limit is refused from one scan of its bytes, never parsed.
+		s := structure(data)
+		if why := overCompileLimit(s); why != "" {
+			return firstRead{over: why}
+		}
+		if !c.to(treeHeapBound(int64(len(data)), s)) { // before the parse
 			return firstRead{err: errBuildStopped}
 		}
 		h, _ := bundle.NewHash(schemas.alg)
@@ -266,6 +413,10 @@ func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 		k := keys[i]
 		if r.err != nil {
 			return srcErr(k, "cannot be read").WithCause(r.err)
+		}
+		if r.over != "" {
+			e := overLimitError(k, r.over)
+			return srcErr(k, "%s", e.Message).WithCause(e)
 		}
 		schemas.hashes[k] = hex.EncodeToString(r.sum)
 		checked[k] = bundle.Source{Size: r.size, Hash: r.sum}
@@ -299,7 +450,7 @@ func checkSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 	if !full {
 		quick.Resolve(schemas) // then Check is safe for concurrent use
 	}
-	cost := func(i int) int64 { return sizes[keys[i]] }
+	cost := func(int) int64 { return 0 } // each document a compile loads is charged before it is read
 	work := func(i int, c *charge) error {
 		l := chargedLoader{schemas, c} // each document a compile loads is charged
 		if full {

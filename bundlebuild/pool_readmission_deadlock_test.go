@@ -8,11 +8,12 @@ import (
 
 // TestPoolReadmissionCannotDeadlock: a schema learns its true charge only
 // once it is read, and a compile each time it loads a document; items
-// that grow past the budget together must not wait on each other (each
-// holding its first charge while waiting for more), nor may the charges
-// in flight ever exceed max(budget, one charge). Items of 1 byte grow to
-// 6 and then to 9 (two never fit in 10 together) and one to 25, on 8
-// workers; the pool must finish, in order, within the budget.
+// that grow past the budget together, each holding its charge while it
+// waits for more, must not wait on each other for ever (the youngest is
+// preempted and run again), nor may the charges in flight ever exceed
+// max(budget, one charge). Items of 1 byte grow to 6 and then to 9 (two
+// never fit in 10 together) and one to 25, on 8 workers; the pool must
+// finish, in order, within the budget.
 func TestPoolReadmissionCannotDeadlock(t *testing.T) {
 	const n = 64
 	var running, peak, over atomic.Int64

@@ -70,17 +70,21 @@ type SourceOptions struct {
 	// document.
 	FullSchemaCheck bool
 	// Workers is how many schemas are read, hashed, parsed and checked at
-	// once (0: GOMAXPROCS). The bytes of the schemas in flight are bounded
-	// by Workers × the largest schema; the bundle, and the first error,
-	// are the same whatever the number (docs/PERFORMANCE.md, P8).
+	// once (0: GOMAXPROCS). The heap of the schemas in flight is bounded
+	// by a budget of 4 × the largest schema × Workers plus 16 MiB, each
+	// schema charged a bound of its parse tree and compile before they are
+	// allocated (one charged more than the whole budget runs alone); the
+	// bundle, and the first error, are the same whatever the number
+	// (docs/PERFORMANCE.md, P8; docs/SPEC-DECISIONS.md, BUILD-2, BUILD-8).
 	Workers int
 	// LimitMemory lowers the process's soft memory limit
 	// (runtime/debug.SetMemoryLimit) to the P8 target, 64 MiB + 4 × the
 	// largest schema × Workers, while the schemas are checked, when it is
-	// lower than the limit in force; the limit is restored on return. It is
-	// for a process that builds one bundle at a time (the ampbundle
-	// command): without it the garbage collector lets the heap grow to
-	// about twice the parse trees in flight.
+	// lower than the limit in force, raised while one schema charged more
+	// than the whole budget runs alone (BUILD-8); the limit is restored on
+	// return. It is for a process that builds one bundle at a time (the
+	// ampbundle command): without it the garbage collector lets the heap
+	// grow to about twice the parse trees in flight.
 	LimitMemory bool
 }
 
@@ -125,14 +129,18 @@ type diskLoader struct {
 	hashes map[string]string // artifact key -> hash of the bytes first read
 }
 
-// Load reads a schema file; once its hash is known, bytes that differ from
+// Load reads a schema file, at most the size the walk saw (a file that has
+// grown since is refused); once its hash is known, bytes that differ from
 // the first read are refused, so that what is compiled is what was indexed.
 func (l *diskLoader) Load(key string) ([]byte, error) {
 	p, ok := l.files[key]
 	if !ok {
 		return nil, fs.ErrNotExist
 	}
-	data, err := l.dir.read(p, maxSchemaFile)
+	data, err := l.dir.readListed(p, maxSchemaFile)
+	if errors.Is(err, errSourceGrew) {
+		return nil, srcErr(key, "changed while the bundle was being built").WithCause(err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -233,9 +241,11 @@ type sourceFiles struct {
 // schemas are only sized (read when checked and when written, never
 // kept); the walk lists at most maxFiles files (maxSourceFiles) and at
 // most twice that many entries, folders counted (empty folders, wide or
-// deep, cost the walk as much as files). Every file is read beneath the
-// folder, and only when it is still the file listed (sourceDir). An empty
-// dir names no folder (filepath.Abs would make it the working folder).
+// deep, cost the walk as much as files). A file with another name (a hard
+// link, on Unix) is refused: its other name may be outside the folder
+// (BUILD-9). Every file is read beneath the folder, and only when it is
+// still the file listed (sourceDir). An empty dir names no folder
+// (filepath.Abs would make it the working folder).
 func walkSource(dir string, maxFiles int) (*sourceFiles, error) {
 	if dir == "" {
 		return nil, fail(bundle.ErrIO, "cannot read the source folder: no folder is named")
@@ -290,6 +300,9 @@ func walkSource(dir string, maxFiles int) (*sourceFiles, error) {
 		info, err := d.Info()
 		if err != nil {
 			return srcErr(rel, "cannot be read").WithCause(err)
+		}
+		if hasOtherNames(info) {
+			return srcErr(rel, "has another name (a hard link, maybe to a file outside the source folder): hard links are not allowed in a source folder, copy the file")
 		}
 		sd.seen[rel] = info
 		kind, limit := placeSource(rel)
@@ -437,16 +450,22 @@ func checkSourceSchemas(d *bundle.Draft, src *sourceFiles, schemas *diskLoader, 
 	if hooks.budget > 0 {
 		budget = hooks.budget
 	}
+	newBudget := func() *byteBudget { return newByteBudget(budget, hooks.inFlight) }
 	if opts.LimitMemory {
-		defer holdMemoryLimit(target)()
+		m := holdMemoryLimit(budget, target)
+		defer m.restore()
+		newBudget = func() *byteBudget {
+			b := newByteBudget(budget, hooks.inFlight)
+			b.follow = m.follow
+			return b
+		}
 	}
 	quick := offlineschema.NewQuickCheck()
-	checked, err := indexSchemas(schemaKeys, schemas, src.sizes, quick, workers, newByteBudget(budget, hooks.inFlight), progress)
+	checked, err := indexSchemas(schemaKeys, schemas, src.sizes, quick, workers, newBudget(), progress)
 	if err != nil {
 		return err
 	}
-	if err := checkSchemas(schemaKeys, schemas, src.sizes, quick, opts.FullSchemaCheck, workers,
-		newByteBudget(budget, hooks.inFlight), progress); err != nil {
+	if err := checkSchemas(schemaKeys, schemas, src.sizes, quick, opts.FullSchemaCheck, workers, newBudget(), progress); err != nil {
 		return err
 	}
 	for i, a := range d.Artifacts {

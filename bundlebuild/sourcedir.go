@@ -89,6 +89,36 @@ func (s *sourceDir) read(rel string, limit int64) ([]byte, error) {
 	return readSized(f, s.seen[rel].Size(), limit)
 }
 
+// listedSize is the size the walk saw of the source file rel (0 for a
+// file it did not list).
+func (s *sourceDir) listedSize(rel string) int64 {
+	if info, ok := s.seen[rel]; ok {
+		return max(info.Size(), 0)
+	}
+	return 0
+}
+
+// readListed reads the source file rel whole, at most the size the walk
+// saw (and at most limit): the bytes a build charged before the read
+// (BUILD-2, as amended for growth) are all it allocates. A file that has
+// grown since the walk is refused (errSourceGrew), never read further.
+func (s *sourceDir) readListed(rel string, limit int64) ([]byte, error) {
+	f, err := s.open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size := min(s.listedSize(rel), limit)
+	data, err := readSized(f, size, size)
+	if errors.As(err, new(tooLargeError)) {
+		return nil, errSourceGrew
+	}
+	return data, err
+}
+
+// errSourceGrew: a source file holds more bytes than the walk saw.
+var errSourceGrew = errors.New("has grown since the source folder was read")
+
 // readSized reads a source file expected to be size bytes long into a
 // buffer of that size (no growth, no garbage), refusing more than limit
 // bytes; a file that grew meanwhile is still read whole up to limit.
@@ -112,13 +142,20 @@ func readSized(f io.Reader, size, limit int64) ([]byte, error) {
 	}
 }
 
-// tooLarge is the cause of a source file refused for its size.
-func tooLarge(limit int64) error {
-	if limit%(1<<20) == 0 {
-		return fmt.Errorf("file is larger than %d MiB", limit>>20)
+// tooLargeError is the cause of a source file refused for its size: more
+// than limit bytes.
+type tooLargeError struct{ limit int64 }
+
+func (e tooLargeError) Error() string {
+	switch limit := e.limit; {
+	case limit%(1<<20) == 0:
+		return fmt.Sprintf("file is larger than %d MiB", limit>>20)
+	case limit%(1<<10) == 0:
+		return fmt.Sprintf("file is larger than %d KiB", limit>>10)
+	default:
+		return fmt.Sprintf("file is larger than %d bytes", limit)
 	}
-	if limit%(1<<10) == 0 {
-		return fmt.Errorf("file is larger than %d KiB", limit>>10)
-	}
-	return fmt.Errorf("file is larger than %d bytes", limit)
 }
+
+// tooLarge is the cause of a source file refused for its size.
+func tooLarge(limit int64) error { return tooLargeError{limit} }
