@@ -2,6 +2,7 @@ package ocitransport_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -34,7 +35,7 @@ func TestCopyIntoARegistryHoldingThePartsReadsNoBlobBack(t *testing.T) {
 	pushSample(t, mustOpen(t, "oci-layout:"+srcDir, ocitransport.Options{MaxLayerSize: 3000}, ocitransport.ReadWrite), "v1")
 	src := mustOpen(t, "oci-layout:"+srcDir, ocitransport.Options{}, ocitransport.ReadOnly)
 
-	reg := &holdingRegistry{blobs: map[string]bool{}}
+	reg := &holdingRegistry{blobs: map[string]int64{}}
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
@@ -52,27 +53,34 @@ func TestCopyIntoARegistryHoldingThePartsReadsNoBlobBack(t *testing.T) {
 }
 
 // holdingRegistry is the least of a registry a push speaks to: blobs
-// uploaded (POST, PATCH, PUT) are held (HEAD 200), a blob GET is
-// redirected to another host, a manifest PUT is taken.
+// uploaded (POST, PATCH, PUT, one upload at a time) are held (HEAD 200,
+// with their size), a blob GET is redirected to another host, a manifest
+// PUT is taken.
 type holdingRegistry struct {
 	mu       sync.Mutex
-	blobs    map[string]bool
+	blobs    map[string]int64 // size by digest
+	upload   int64            // bytes of the upload under way
 	blobGets atomic.Int64
+	tagPuts  atomic.Int64 // manifest PUTs under a tag
 }
 
 func (h *holdingRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	io.Copy(io.Discard, r.Body)
+	n, _ := io.Copy(io.Discard, r.Body)
 	p := r.URL.Path
 	switch {
 	case strings.HasPrefix(p, "/v2/amp/x/blobs/uploads/"):
 		switch r.Method {
 		case http.MethodPost, http.MethodPatch:
+			h.mu.Lock()
+			h.upload += n
+			h.mu.Unlock()
 			w.Header().Set("Location", "/v2/amp/x/blobs/uploads/u1")
 			w.WriteHeader(http.StatusAccepted)
 		case http.MethodPut:
 			d := r.URL.Query().Get("digest")
 			h.mu.Lock()
-			h.blobs[d] = true
+			h.blobs[d] = h.upload + n
+			h.upload = 0
 			h.mu.Unlock()
 			w.Header().Set("Docker-Content-Digest", d)
 			w.WriteHeader(http.StatusCreated)
@@ -80,7 +88,10 @@ func (h *holdingRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(p, "/v2/amp/x/blobs/"):
 		d := strings.TrimPrefix(p, "/v2/amp/x/blobs/")
 		h.mu.Lock()
-		held := h.blobs[d] || d == "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+		size, held := h.blobs[d]
+		if d == "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a" { // {}
+			size, held = 2, true
+		}
 		h.mu.Unlock()
 		if !held {
 			http.Error(w, `{"errors":[{"code":"BLOB_UNKNOWN"}]}`, http.StatusNotFound)
@@ -92,10 +103,13 @@ func (h *holdingRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Docker-Content-Digest", d)
-		w.Header().Set("Content-Length", "1")
+		w.Header().Set("Content-Length", fmt.Sprint(size))
 		w.WriteHeader(http.StatusOK)
 	case strings.HasPrefix(p, "/v2/amp/x/manifests/"):
 		if r.Method == http.MethodPut {
+			if !strings.HasPrefix(strings.TrimPrefix(p, "/v2/amp/x/manifests/"), "sha256:") {
+				h.tagPuts.Add(1)
+			}
 			w.WriteHeader(http.StatusCreated)
 			return
 		}

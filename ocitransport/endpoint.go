@@ -152,11 +152,12 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 		e.repo, e.src, e.dst = repo, repo, repo
 		return e, nil
 	case KindLayout:
-		if err := checkLayoutDir(loc.Path, &e.o); err != nil {
+		index, err := checkLayoutDir(loc.Path, &e.o)
+		if err != nil {
 			return nil, err
 		}
 		if mode == ReadOnly {
-			st, err := oci.NewFromFS(ctx, dirFiles{loc.Path})
+			st, err := oci.NewFromFS(ctx, dirFiles{root: loc.Path, pinned: true, index: index})
 			if err != nil {
 				return nil, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
 			}
@@ -166,7 +167,7 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 		if err := prepareLayoutDir(loc.Path); err != nil {
 			return nil, err
 		}
-		st, err := openLayoutStore(ctx, loc.Path, e.o.LayoutLockWait)
+		st, err := openLayoutStore(ctx, loc.Path, &e.o, index)
 		if err != nil {
 			return nil, err
 		}
@@ -277,7 +278,7 @@ func openRepository(loc Location, o *Options) (*remote.Repository, error) {
 		MaxMetadataBytes:     o.MaxManifestSize,
 		SkipReferrersGC:      true,
 		TagListPageSize:      1000,
-		TagListMaxPages:      o.MaxTags/1000 + 1,
+		TagListMaxPages:      ListedTagsPerKept*o.MaxTags/1000 + 1,
 		ReferrerListMaxPages: 10,
 		Client: &auth.Client{
 			Client:     newHTTPClient(host, loc.Repository, plain, o),

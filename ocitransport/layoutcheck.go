@@ -16,6 +16,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
@@ -76,38 +77,42 @@ type layoutNode struct {
 }
 
 // checkLayout refuses a layout whose index.json or manifests are over the
-// bounds before oras-go reads any of it.
-func checkLayout(files layoutFiles, o *Options) error {
+// bounds before oras-go reads any of it. It returns the index.json it
+// checked (nil when there is none), which oras-go is then given in place
+// of the file (dirFiles.index): an index.json put in its place after the
+// check, naming a manifest of a terabyte oras-go would allocate whole, is
+// never read (docs/SPEC-DECISIONS.md OCI-21).
+func checkLayout(files layoutFiles, o *Options) ([]byte, error) {
 	if n, err := files.size(ocispec.ImageLayoutFile); err == nil && n > maxOCILayoutFileSize {
-		return fail(ErrLayout, "the layout's oci-layout file is larger than %d bytes", maxOCILayoutFileSize)
+		return nil, fail(ErrLayout, "the layout's oci-layout file is larger than %d bytes", maxOCILayoutFileSize)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return nil, err
 	}
 	n, err := files.size(ocispec.ImageIndexFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // a new layout, or oras-go says what is missing
+		return nil, nil // a new layout, or oras-go says what is missing
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if n > o.MaxManifestSize {
-		return fail(ErrManifestTooBig, "the layout's index.json is larger than %d bytes", o.MaxManifestSize)
+		return nil, fail(ErrManifestTooBig, "the layout's index.json is larger than %d bytes", o.MaxManifestSize)
 	}
 	data, err := files.read(ocispec.ImageIndexFile, n)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	roots, err := decodeRefs(data, o.MaxTags, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c := &layoutCheck{files: files, o: o, nodes: map[digest.Digest]*layoutNode{}}
 	for _, r := range roots {
 		if err := c.walk(r, map[digest.Digest]bool{}); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return data, nil
 }
 
 // walk follows d as oras-go indexes it: each node once per root.
@@ -284,28 +289,60 @@ func decodeMember(dec *json.Decoder, out []ocispec.Descriptor, list bool, maxRef
 	return out, nil
 }
 
-// dirFiles is a layout folder, read without following a symbolic link.
-// It is also the fs.FS oras-go reads a layout folder through (Open): a
-// file that is a symbolic link or not a regular file (a FIFO, whose open
-// would wait for a writer forever, a device) is refused at its open,
-// oci_layout_error, even when it was put there after checkLayoutDir
-// (docs/SPEC-DECISIONS.md OCI-15, amended in review 76).
-type dirFiles struct{ root string }
+// dirFiles is a layout folder, read without following a symbolic link
+// below its root. It is also the fs.FS oras-go reads a layout folder
+// through (Open): a file that is a symbolic link or not a regular file (a
+// FIFO, whose open would wait for a writer forever, a device) is refused
+// at its open, oci_layout_error, even when it was put there after
+// checkLayoutDir (docs/SPEC-DECISIONS.md OCI-15, amended in review 76);
+// so is a folder on the way (blobs, blobs/sha256) that is a symbolic link
+// or not a folder (openLayoutDir, OCI-21).
+//
+// When pinned, index.json is not read from the folder: it is index, the
+// bytes checkLayout checked (missing when nil).
+type dirFiles struct {
+	root   string
+	pinned bool
+	index  []byte
+}
 
-// Open implements fs.FS: name, slash-separated and relative, opened by
-// openNoFollow.
+// Open implements fs.FS: name, slash-separated and relative, opened in
+// its folder (openLayoutDir) as a regular file that is no link.
 func (d dirFiles) Open(name string) (fs.File, error) {
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	if d.pinned && name == ocispec.ImageIndexFile {
+		if d.index == nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		}
+		return &tarEntryFile{io.NewSectionReader(bytes.NewReader(d.index), 0, int64(len(d.index))), name}, nil
 	}
-	f, err := openNoFollow(filepath.Join(d.root, filepath.FromSlash(name)))
-	if errors.Is(err, fs.ErrNotExist) {
+	dir, base, err := splitLayoutName(name)
+	if err != nil {
 		return nil, err
 	}
+	ld, err := openLayoutDir(d.root, dir, false)
 	if err != nil {
-		return nil, fail(ErrLayout, "a file of the OCI layout is a symbolic link or not a regular file").WithCause(err)
+		return nil, layoutOpenError(err)
+	}
+	defer ld.Close()
+	f, err := ld.open(base)
+	if err != nil {
+		return nil, layoutOpenError(err)
 	}
 	return f, nil
+}
+
+// layoutOpenError is the error of a layout file that could not be opened:
+// a missing one stays fs.ErrNotExist (oras-go says what is missing), a
+// named refusal is kept, anything else is oci_layout_error.
+func layoutOpenError(err error) error {
+	var ae *amp.Error
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return err
+	case errors.As(err, &ae):
+		return err
+	}
+	return fail(ErrLayout, "a file of the OCI layout is a symbolic link or not a regular file").WithCause(err)
 }
 
 // openNoFollow opens p for reading only when it is a regular file, not a
@@ -319,12 +356,24 @@ func openNoFollow(p string) (*os.File, error) {
 }
 
 func (d dirFiles) size(name string) (int64, error) {
-	st, err := os.Lstat(filepath.Join(d.root, filepath.FromSlash(name)))
+	dir, base, err := splitLayoutName(name)
+	if err != nil {
+		return 0, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+	}
+	ld, err := openLayoutDir(d.root, dir, false)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return 0, fs.ErrNotExist
 		}
-		return 0, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+		return 0, layoutReadError(err)
+	}
+	defer ld.Close()
+	st, err := ld.lstat(base)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, fs.ErrNotExist
+		}
+		return 0, layoutReadError(err)
 	}
 	if !st.Mode().IsRegular() {
 		return 0, fail(ErrLayout, "a file of the OCI layout is a symbolic link or not a regular file")
@@ -332,10 +381,19 @@ func (d dirFiles) size(name string) (int64, error) {
 	return st.Size(), nil
 }
 
+// layoutReadError keeps a named refusal, else names err oci_layout_error.
+func layoutReadError(err error) error {
+	var ae *amp.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	return fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+}
+
 func (d dirFiles) read(name string, n int64) ([]byte, error) {
-	f, err := openNoFollow(filepath.Join(d.root, filepath.FromSlash(name)))
+	f, err := d.Open(name)
 	if err != nil {
-		return nil, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+		return nil, layoutReadError(err)
 	}
 	defer f.Close()
 	return readExactly(f, n)
@@ -351,11 +409,12 @@ func readExactly(r io.Reader, n int64) ([]byte, error) {
 
 // checkLayoutDir refuses a layout folder whose index.json, oci-layout,
 // blobs, blobs/sha256, ingest or any blob is a symbolic link or not a
-// regular file or folder, then checks its bounds (checkLayout). A missing
-// folder passes (a destination creates it).
-func checkLayoutDir(root string, o *Options) error {
+// regular file or folder, then checks its bounds (checkLayout); it
+// returns the index.json checked (nil: none). A missing folder passes (a
+// destination creates it).
+func checkLayoutDir(root string, o *Options) ([]byte, error) {
 	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	for _, dir := range []string{"blobs", "blobs/sha256", "ingest"} {
 		st, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir)))
@@ -363,32 +422,38 @@ func checkLayoutDir(root string, o *Options) error {
 			continue
 		}
 		if err != nil {
-			return fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+			return nil, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
 		}
 		if !st.IsDir() {
-			return fail(ErrLayout, "the layout's %s is a symbolic link or not a folder", dir)
+			return nil, fail(ErrLayout, "the layout's %s is a symbolic link or not a folder", dir)
 		}
 	}
-	files := dirFiles{root}
+	files := dirFiles{root: root}
 	for _, f := range []string{ocispec.ImageLayoutFile, ocispec.ImageIndexFile} {
 		if _, err := files.size(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return nil, err
 		}
 	}
-	if err := checkBlobFiles(filepath.Join(root, "blobs", "sha256")); err != nil {
-		return err
+	if err := checkBlobFiles(root); err != nil {
+		return nil, err
 	}
 	return checkLayout(files, o)
 }
 
-// checkBlobFiles refuses a blob that is not a regular file.
-func checkBlobFiles(dir string) error {
-	f, err := os.Open(dir)
+// checkBlobFiles refuses a blob that is not a regular file, and a
+// blobs or blobs/sha256 folder that is a link (openLayoutDir).
+func checkBlobFiles(root string) error {
+	d, err := openLayoutDir(root, "blobs/sha256", false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+		return layoutReadError(err)
+	}
+	defer d.Close()
+	f, err := d.list()
+	if err != nil {
+		return layoutReadError(err)
 	}
 	defer f.Close()
 	for {
@@ -520,7 +585,7 @@ func openLayoutTar(p string, o *Options) (*tarFiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLayout(t, o); err != nil {
+	if _, err := checkLayout(t, o); err != nil {
 		t.f.Close()
 		return nil, err
 	}

@@ -1,19 +1,27 @@
 package ocitransport
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/errdef"
+
+	"github.com/ampbundle/ampbundle/amp"
 )
 
 // LayoutLockFile is the lock file a writer of a layout folder takes
@@ -29,41 +37,62 @@ const DefaultLayoutLockWait = 30 * time.Second
 // layoutLockPoll is how often a writer tries the held lock again.
 const layoutLockPoll = 20 * time.Millisecond
 
-// layoutStore is a layout folder opened for writing: oras-go's store,
-// whose index.json it writes itself, by replace (a temporary file in the
+// layoutStore is a layout folder opened for writing. It reads the layout
+// through oras-go's read-only store over dirFiles, as a layout opened to
+// read is read, and writes every blob and manifest itself, through the
+// layout's folders reached without following a link (openLayoutDir), into
+// a new file linked to its name: oras-go's writing store read back each
+// manifest it had just written through its own os.DirFS, which follows a
+// link and waits on a FIFO put at the name in that instant, and wrote
+// through a blobs folder swapped for a link (docs/SPEC-DECISIONS.md
+// OCI-21). index.json is written by replace (a temporary file in the
 // folder renamed over it), never in place, so a hard link or a file put
-// there is replaced, not written through (docs/SPEC-DECISIONS.md OCI-15).
-// Each change of index.json is made under the layout's lock file, on the
-// index.json read under it, so two writers at once each keep the other's
-// entries (OCI-14). The index it writes is oras-go's: one entry per tag
-// (with the org.opencontainers.image.ref.name annotation), then one per
-// manifest no tag names.
+// there is replaced, not written through (OCI-15). Each change of
+// index.json is made under the layout's lock file, on the index.json read
+// under it, so two writers at once each keep the other's entries
+// (OCI-14). The index it writes is oras-go's: one entry per tag (with the
+// org.opencontainers.image.ref.name annotation), then one per manifest no
+// tag names.
 type layoutStore struct {
-	*oci.Store
-	root  string
-	wait  time.Duration
-	blobs *oci.ReadOnlyStorage // the folder's blobs, read through dirFiles (Fetch)
+	ro   *oci.ReadOnlyStore // the layout as opened, read through dirFiles
+	root string
+	wait time.Duration
 
 	mu    sync.Mutex
 	index ocispec.Index // as last read or written
+	// What this store wrote since it was opened: the manifests (by
+	// digest), the nodes they point to (by the pointed-to digest) and the
+	// tags it set, which ro, loaded at the open, does not know.
+	pushed map[digest.Digest]ocispec.Descriptor
+	preds  map[digest.Digest][]ocispec.Descriptor
+	tags   map[string]ocispec.Descriptor
 }
 
 // openLayoutStore opens the layout folder root (checked by checkLayoutDir
-// and created by prepareLayoutDir first) for writing; wait bounds the wait
-// for its lock (DefaultLayoutLockWait when 0).
-func openLayoutStore(ctx context.Context, root string, wait time.Duration) (*layoutStore, error) {
+// and created by prepareLayoutDir first) for writing: index is the
+// index.json checkLayoutDir checked, nil when there was none (the one
+// prepareLayoutDir created is then checked); o.LayoutLockWait bounds the
+// wait for its lock (DefaultLayoutLockWait when 0).
+func openLayoutStore(ctx context.Context, root string, o *Options, index []byte) (*layoutStore, error) {
 	if err := checkLayoutLinks(root); err != nil {
 		return nil, err
 	}
-	st, err := oci.NewWithContext(ctx, root)
-	if err != nil {
-		return nil, fail(ErrLayout, "cannot open the OCI layout").WithCause(err)
+	if index == nil {
+		var err error
+		if index, err = checkLayoutDir(root, o); err != nil {
+			return nil, err
+		}
 	}
-	st.AutoSaveIndex = false
+	ro, err := oci.NewFromFS(ctx, dirFiles{root: root, pinned: true, index: index})
+	if err != nil {
+		return nil, layoutReadError(err)
+	}
+	wait := o.LayoutLockWait
 	if wait <= 0 {
 		wait = DefaultLayoutLockWait
 	}
-	ls := &layoutStore{Store: st, root: root, wait: wait, blobs: oci.NewStorageFromFS(dirFiles{root})}
+	ls := &layoutStore{ro: ro, root: root, wait: wait, pushed: map[digest.Digest]ocispec.Descriptor{},
+		preds: map[digest.Digest][]ocispec.Descriptor{}, tags: map[string]ocispec.Descriptor{}}
 	if ls.index, err = readLayoutIndex(root); err != nil {
 		return nil, err
 	}
@@ -141,7 +170,8 @@ func (l *layoutStore) update(ctx context.Context, change func(idx *ocispec.Index
 // Exists says whether the layout has target: for a manifest, that
 // index.json lists it (with its file), so a manifest whose file a killed
 // writer left unlisted is pushed, and listed, again (OCI-14); for any
-// other blob, that its file is there.
+// other blob, that its file is there (a regular file, in folders that are
+// no links).
 func (l *layoutStore) Exists(ctx context.Context, target ocispec.Descriptor) (bool, error) {
 	if readByOras(target.MediaType) {
 		l.mu.Lock()
@@ -151,14 +181,110 @@ func (l *layoutStore) Exists(ctx context.Context, target ocispec.Descriptor) (bo
 			return false, nil
 		}
 	}
-	return l.Store.Exists(ctx, target)
+	return l.hasFile(target)
+}
+
+// hasFile says whether the blob file of target is in the layout.
+func (l *layoutStore) hasFile(target ocispec.Descriptor) (bool, error) {
+	if target.Digest.Validate() != nil {
+		return false, fail(ErrDigest, "a descriptor's digest is not a valid digest")
+	}
+	d, err := openLayoutDir(l.root, "blobs/"+target.Digest.Algorithm().String(), false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, layoutReadError(err)
+	}
+	defer d.Close()
+	st, err := d.lstat(target.Digest.Encoded())
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, layoutReadError(err)
+	}
+	if !st.Mode().IsRegular() {
+		return false, fail(ErrLayout, "a blob of the layout is a symbolic link or not a regular file")
+	}
+	return true, nil
 }
 
 // Fetch reads the blob target from the folder through dirFiles, as a
 // layout opened to read is read, not through oras-go's os.DirFS, which
 // follows a symbolic link and waits on a FIFO put there since the open.
 func (l *layoutStore) Fetch(ctx context.Context, target ocispec.Descriptor) (io.ReadCloser, error) {
-	return l.blobs.Fetch(ctx, target)
+	return l.ro.Fetch(ctx, target)
+}
+
+// Resolve resolves a tag or a manifest's digest: as this store set or
+// pushed it, else as the layout was when it was opened.
+func (l *layoutStore) Resolve(ctx context.Context, reference string) (ocispec.Descriptor, error) {
+	l.mu.Lock()
+	d, tagged := l.tags[reference]
+	p, pushed := l.pushed[digest.Digest(reference)]
+	l.mu.Unlock()
+	switch {
+	case tagged:
+		return d, nil
+	case pushed:
+		return ocispec.Descriptor{MediaType: p.MediaType, Digest: p.Digest, Size: p.Size}, nil
+	}
+	return l.ro.Resolve(ctx, reference)
+}
+
+// Predecessors lists the manifests pointing to node: those of the layout
+// when it was opened and those this store pushed since.
+func (l *layoutStore) Predecessors(ctx context.Context, node ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	out, err := l.ro.Predecessors(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.preds[node.Digest] {
+		if !listed(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Tags lists the layout's tags, in ascending order, after last: those of
+// the layout when it was opened and those this store set since.
+func (l *layoutStore) Tags(ctx context.Context, last string, fn func(tags []string) error) error {
+	seen := map[string]bool{}
+	var all []string
+	if err := l.ro.Tags(ctx, "", func(tags []string) error {
+		for _, t := range tags {
+			if !seen[t] {
+				seen[t] = true
+				all = append(all, t)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	for t := range l.tags {
+		if !seen[t] {
+			seen[t] = true
+			all = append(all, t)
+		}
+	}
+	l.mu.Unlock()
+	slices.Sort(all)
+	var after []string
+	for _, t := range all {
+		if t > last {
+			after = append(after, t)
+		}
+	}
+	if len(after) == 0 {
+		return nil
+	}
+	return fn(after)
 }
 
 // checkLayoutLinks refuses a layout to write whose index.json or
@@ -183,33 +309,148 @@ func checkLayoutLinks(root string) error {
 
 // Push pushes a blob or manifest; a manifest is listed in index.json. A
 // file already there (a killed writer's, another writer's) is kept, and a
-// manifest's is listed all the same.
+// manifest's is listed all the same. A manifest is read whole (at most
+// DefaultMaxManifestSize), checked, written and indexed from those bytes:
+// nothing written is read back.
 func (l *layoutStore) Push(ctx context.Context, expected ocispec.Descriptor, content io.Reader) error {
-	if err := l.Store.Push(ctx, expected, content); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+	if !readByOras(expected.MediaType) {
+		return l.putBlob(expected, content)
+	}
+	if expected.Size < 0 || expected.Size > DefaultMaxManifestSize {
+		return fail(ErrManifestTooBig, "a manifest is larger than %d bytes", DefaultMaxManifestSize)
+	}
+	raw := make([]byte, expected.Size)
+	if _, err := io.ReadFull(content, raw); err != nil {
+		return fail(ErrIO, "cannot read the manifest to write").WithCause(err)
+	}
+	if digest.SHA256.FromBytes(raw) != expected.Digest {
+		return fail(ErrDigest, "a manifest does not match its digest")
+	}
+	children, err := decodeRefs(raw, maxRefsPerDocument, true)
+	if err != nil {
 		return err
 	}
-	if !readByOras(expected.MediaType) {
-		return nil
+	if err := l.putBlob(expected, bytes.NewReader(raw)); err != nil {
+		return err
 	}
+	node := ocispec.Descriptor{MediaType: expected.MediaType, Digest: expected.Digest, Size: expected.Size, ArtifactType: expected.ArtifactType}
+	l.mu.Lock()
+	if _, ok := l.pushed[expected.Digest]; !ok {
+		l.pushed[expected.Digest] = node
+		for _, ch := range children {
+			if !listed(l.preds[ch.Digest], node) {
+				l.preds[ch.Digest] = append(l.preds[ch.Digest], node)
+			}
+		}
+	}
+	l.mu.Unlock()
 	return l.update(ctx, func(idx *ocispec.Index) bool {
 		if listed(idx.Manifests, expected) {
 			return false
 		}
-		idx.Manifests = append(idx.Manifests, ocispec.Descriptor{MediaType: expected.MediaType, Digest: expected.Digest, Size: expected.Size, ArtifactType: expected.ArtifactType})
+		idx.Manifests = append(idx.Manifests, node)
 		return true
 	})
 }
 
-// Tag tags desc reference, in index.json: the entry of the tag replaces
-// any other entry of the tag and the untagged entry of desc.
-func (l *layoutStore) Tag(ctx context.Context, desc ocispec.Descriptor, reference string) error {
-	if err := l.Store.Tag(ctx, desc, reference); err != nil {
+// putBlob writes the blob expected from r into blobs/sha256, reached
+// without following a link (openLayoutDir): into a new file in that
+// folder, checked against its size and digest, synced, then linked to its
+// name, which replaces nothing (a file there, a killed or another
+// writer's, is kept).
+func (l *layoutStore) putBlob(expected ocispec.Descriptor, r io.Reader) (err error) {
+	if expected.Digest.Validate() != nil || expected.Digest.Algorithm() != digest.SHA256 {
+		return fail(ErrDigest, "a descriptor's digest is not a valid sha256 digest")
+	}
+	d, err := openLayoutDir(l.root, "blobs/sha256", true)
+	if err != nil {
+		return layoutWriteError(err)
+	}
+	defer d.Close()
+	name := expected.Digest.Encoded()
+	if st, err := d.lstat(name); err == nil {
+		if !st.Mode().IsRegular() {
+			return fail(ErrLayout, "a blob of the layout is a symbolic link or not a regular file")
+		}
+		return nil
+	}
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := ".ingest-" + hex.EncodeToString(rnd[:])
+	f, err := d.create(tmp)
+	if err != nil {
+		return layoutWriteError(err)
+	}
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+		if err != nil {
+			d.remove(tmp)
+		}
+	}()
+	v := expected.Digest.Verifier()
+	n, err := io.CopyBuffer(io.MultiWriter(f, v), io.LimitReader(r, expected.Size+1), make([]byte, CopyBufferSize))
+	switch {
+	case err != nil:
+		return layoutWriteError(err) // the source's named error kept
+	case n != expected.Size:
+		return fail(ErrSize, "a blob is not the size its descriptor says")
+	case !v.Verified():
+		return fail(ErrDigest, "a blob does not match its digest")
+	}
+	if err = f.Chmod(0o444); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	f = nil
+	if err != nil {
+		return fail(ErrIO, "cannot write a blob of the OCI layout").WithCause(err)
+	}
+	if err = d.linkNew(tmp, name); errors.Is(err, fs.ErrExist) {
+		err = d.remove(tmp) // another writer's file: kept
+	}
+	if err != nil {
+		return fail(ErrIO, "cannot write a blob of the OCI layout").WithCause(err)
+	}
+	return nil
+}
+
+// layoutWriteError keeps a named refusal, else names err io_error.
+func layoutWriteError(err error) error {
+	var ae *amp.Error
+	if errors.As(err, &ae) {
 		return err
 	}
-	return l.update(ctx, func(idx *ocispec.Index) bool {
+	return fail(ErrIO, "cannot write the OCI layout").WithCause(err)
+}
+
+// Tag tags desc reference, in index.json: the entry of the tag replaces
+// any other entry of the tag and the untagged entry of desc. desc's file
+// must be in the layout.
+func (l *layoutStore) Tag(ctx context.Context, desc ocispec.Descriptor, reference string) error {
+	if reference == "" {
+		return errdef.ErrMissingReference
+	}
+	ok, err := l.hasFile(desc)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s: %w", desc.MediaType, errdef.ErrNotFound)
+	}
+	if err := l.update(ctx, func(idx *ocispec.Index) bool {
 		idx.Manifests = retag(idx.Manifests, desc, reference)
 		return true
-	})
+	}); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.tags[reference] = desc
+	l.mu.Unlock()
+	return nil
 }
 
 // retag is index with desc tagged reference: the entry of the tag

@@ -566,15 +566,36 @@ func IsReferrersTag(t string) bool { return referrersTagRE.MatchString(t) }
 // Tags lists the tags of the repository or layout, each once (a tag the
 // registry lists again is left out), at most MaxTags.
 func (e *Endpoint) Tags(ctx context.Context) ([]string, error) {
+	return e.TagsWhere(ctx, nil)
+}
+
+// ListedTagsPerKept is how many tag names a listing reads, kept or not,
+// per tag it may keep (MaxTags): TagsWhere reads at most
+// ListedTagsPerKept × MaxTags names.
+const ListedTagsPerKept = 4
+
+// TagsWhere lists the tags keep accepts (every valid tag when keep is
+// nil), each once, at most MaxTags of them, reading at most
+// ListedTagsPerKept × MaxTags names in all (past it, oci_too_many): the
+// names keep refuses, a co-tenant's flood of tags under other names among
+// them, are read and dropped, and do not count against MaxTags, so a
+// caller narrowed to its own tags (a sync's --tag-pattern) still finds
+// them among up to three times as many others (docs/SPEC-DECISIONS.md
+// OCI-23).
+func (e *Endpoint) TagsWhere(ctx context.Context, keep func(tag string) bool) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
+	read, maxRead := 0, ListedTagsPerKept*e.o.MaxTags
 	err := e.src.Tags(withIntent(ctx, respTags), "", func(tags []string) error {
 		for _, t := range tags {
-			if !ValidTag(t) || seen[t] {
+			if read++; read > maxRead {
+				return fail(ErrTooMany, "the repository lists more than %d tag names, more than one listing reads: whoever may push tags to it can flood it (use a repository only trusted publishers push to)", maxRead)
+			}
+			if !ValidTag(t) || seen[t] || (keep != nil && !keep(t)) {
 				continue
 			}
 			if len(out) >= e.o.MaxTags {
-				return fail(ErrTooMany, "more than %d tags", e.o.MaxTags)
+				return fail(ErrTooMany, "more than %d tags (narrow them with --tag-pattern)", e.o.MaxTags)
 			}
 			seen[t] = true
 			out = append(out, t)

@@ -25,9 +25,20 @@ func (e *Endpoint) writable() error {
 	return nil
 }
 
-// pushIfAbsent pushes desc from r unless the destination has it.
+// pushIfAbsent pushes desc from r unless the destination has it. A
+// registry has it when its HEAD answer names desc's size (and digest,
+// when it names one): one that holds the digest at another size is
+// damaged or lying, and pushing again does not mend it (a registry keeps
+// the blob it holds under a digest), so the push is refused,
+// oci_size_mismatch, and nothing is tagged (docs/SPEC-DECISIONS.md
+// OCI-22).
 func (e *Endpoint) pushIfAbsent(ctx context.Context, desc ocispec.Descriptor, open func() (io.Reader, error)) error {
-	if ok, err := e.src.Exists(ctx, desc); err == nil && ok {
+	if e.repo != nil {
+		held, err := e.registryHolds(ctx, desc)
+		if err != nil || held {
+			return err
+		}
+	} else if ok, err := e.src.Exists(ctx, desc); err == nil && ok {
 		return nil
 	}
 	r, err := open()
@@ -38,6 +49,27 @@ func (e *Endpoint) pushIfAbsent(ctx context.Context, desc ocispec.Descriptor, op
 		return wrap(err, "pushing a blob")
 	}
 	return nil
+}
+
+// registryHolds says whether the destination registry holds desc (a
+// HEAD): a failed HEAD (a 404, a refused redirect, no Content-Length) is
+// "not held", as before, and the blob is pushed; a held one of another
+// size is oci_size_mismatch.
+func (e *Endpoint) registryHolds(ctx context.Context, desc ocispec.Descriptor) (bool, error) {
+	var r interface {
+		Resolve(ctx context.Context, reference string) (ocispec.Descriptor, error)
+	} = e.repo.Blobs()
+	if readByOras(desc.MediaType) {
+		r = e.repo.Manifests()
+	}
+	got, err := r.Resolve(ctx, desc.Digest.String())
+	if err != nil {
+		return false, nil
+	}
+	if got.Digest != desc.Digest || got.Size != desc.Size {
+		return false, fail(ErrSize, "the destination registry says it holds a blob's digest at another size than the blob's: not pushed over, nothing tagged")
+	}
+	return true, nil
 }
 
 func (e *Endpoint) pushManifest(ctx context.Context, raw []byte, artifactType, tag string) (*Artifact, error) {
@@ -109,9 +141,11 @@ func (e *Endpoint) PushBundle(ctx context.Context, f *os.File, title, tag string
 	var off int64
 	for _, l := range layers {
 		start := off
+		sent := false
 		// One layer: the file itself, which the HTTP client sends, on
 		// Linux, without copying it through user space (sendfile).
 		open := func() (io.Reader, error) {
+			sent = true
 			if len(layers) > 1 {
 				return io.NewSectionReader(f, start, l.Size), nil
 			}
@@ -122,6 +156,14 @@ func (e *Endpoint) PushBundle(ctx context.Context, f *os.File, title, tag string
 		}
 		if err := e.pushIfAbsent(ctx, l, open); err != nil {
 			return nil, err
+		}
+		if !sent {
+			// The layout had it: read back through its digest check
+			// (another user of the folder may have put other bytes
+			// under the name, OCI-22).
+			if err := e.copyBlob(ctx, l, io.Discard, make([]byte, CopyBufferSize)); err != nil {
+				return nil, err
+			}
 		}
 		off += l.Size
 	}
@@ -260,12 +302,18 @@ func copyArtifact(ctx context.Context, src, dst *Endpoint, a *Artifact) error {
 		if br != nil {
 			br.Close()
 		}
-		if err == nil && whole != nil && br == nil { // dst had it
+		switch {
+		case err != nil || br != nil:
+		case whole != nil: // dst had it
 			from := dst
 			if dst.repo != nil {
 				from = src
 			}
 			err = from.copyBlob(ctx, l, whole, buf)
+		case a.Kind == KindBundle && dst.repo == nil:
+			// A layout had the bundle's one layer: read back through
+			// its digest check (OCI-22).
+			err = dst.copyBlob(ctx, l, io.Discard, make([]byte, CopyBufferSize))
 		}
 		if err != nil {
 			return err

@@ -21,7 +21,11 @@ func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 		return nil, fail(ErrIO, "cannot create a temporary folder next to the tar").WithCause(err)
 	}
 	e.tmp = tmp
-	st, err := openLayoutStore(ctx, tmp, e.o.LayoutLockWait)
+	if err := prepareLayoutDir(tmp); err != nil {
+		e.Close()
+		return nil, err
+	}
+	st, err := openLayoutStore(ctx, tmp, &e.o, nil)
 	if err != nil {
 		e.Close()
 		return nil, err

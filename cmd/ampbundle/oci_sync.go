@@ -140,7 +140,12 @@ func syncOCI(env *cliutil.Env, c *cli.Context) (err error) {
 // is fetched, and its failure reported, once; the report lists at most
 // maxOCISkippedEntries skipped referrers, then their count (OCI-13).
 func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitransport.Location, pattern string) (*ociSyncReport, error) {
-	tags, err := ep.Tags(ctx)
+	// Only the tags planned count against MaxTags: a flood of tags under
+	// other names is read and dropped (docs/SPEC-DECISIONS.md OCI-23).
+	tags, err := ep.TagsWhere(ctx, func(t string) bool {
+		ok, _ := path.Match(pattern, t)
+		return ok && !ocitransport.IsReferrersTag(t)
+	})
 	if err != nil {
 		return nil, err
 	}
