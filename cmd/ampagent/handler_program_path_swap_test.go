@@ -66,3 +66,55 @@ func TestHandlerPathSwappedAfterLoad(t *testing.T) {
 		t.Fatalf("the handler ran the %v program, not the one in PATH when the config was loaded", got)
 	}
 }
+
+// TestHandlerWorkingDirMissingReportedNotReady: a handler's "dir" is
+// missing, or a file (threat: only the program was checked, so the
+// start and /readyz said ready while every invocation failed 5001, the
+// program unable to change into its directory; the shape of CLI-38's
+// ErrDot). The directory is checked with the program: missing is
+// handler_program_missing, at the start and in /readyz; a relative one is
+// under the agent's working directory, where a relative program path is
+// found too, so the program's relative arguments mean the same place
+// (CLI-42).
+func TestHandlerWorkingDirMissingReportedNotReady(t *testing.T) {
+	base := t.TempDir()
+	t.Chdir(base)
+	if err := os.Mkdir("work", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeProgram(t, filepath.Join("work", "prog"), `{"who":"work"}`)
+	if err := os.WriteFile("file", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, dir, prog string
+		ready           bool
+	}{
+		{"missing", filepath.Join(base, "gone"), "/bin/sh", false},
+		{"a file", filepath.Join(base, "file"), "/bin/sh", false},
+		{"relative, under the agent's working directory", "work", "./prog", true},
+		{"absolute", filepath.Join(base, "work"), "./prog", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfgFile := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.p:1.0.0": map[string]any{"command": []string{tc.prog}, "dir": tc.dir}}})
+			cfg, err := serveConfigOf(t, "--config", cfgFile, "--allow-missing-handlers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := handlerProblems(cfg.Handlers)
+			if (len(ps) == 0) != tc.ready {
+				t.Fatalf("readiness problems %+v, want ready %v", ps, tc.ready)
+			}
+			if !tc.ready {
+				if ps[0].Code != "handler_program_missing" {
+					t.Fatalf("problem %+v, want handler_program_missing", ps[0])
+				}
+				return
+			}
+			out, err := runProgram("org.example.p:1.0.0", cfg.Handlers["org.example.p:1.0.0"], slog.New(slog.DiscardHandler), nil)(context.Background(), map[string]any{})
+			if err != nil || out.(map[string]any)["who"] != "work" {
+				t.Fatalf("the program in its working directory answered %v, %v", out, err)
+			}
+		})
+	}
+}

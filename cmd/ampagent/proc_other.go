@@ -4,9 +4,10 @@ package main
 
 import "os/exec"
 
-// killGroupOnCancel: without Unix process groups only the program itself
-// is killed when its context ends (exec.CommandContext's default).
-func killGroupOnCancel(*exec.Cmd) {}
+// confineProgram: without Unix process groups only the program itself
+// is killed when its context ends (exec.CommandContext's default), and
+// what it started is not reached (CLI-40).
+func confineProgram(*exec.Cmd) {}
 
 // runInGroup runs cmd: without Unix process groups there is no group to
 // kill once the program exited.

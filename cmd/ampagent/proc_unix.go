@@ -7,9 +7,12 @@ import (
 	"syscall"
 )
 
-// killGroupOnCancel runs cmd in a process group of its own and, when its
+// confineProgram runs cmd in a process group of its own and, when its
 // context ends, kills the whole group: a handler's children die with it.
-func killGroupOnCancel(cmd *exec.Cmd) {
+// On Linux the program runs under a reaper of its own (underReaper),
+// which also finds and kills the processes that left the group (CLI-40);
+// elsewhere those are not reached.
+func confineProgram(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
@@ -17,9 +20,10 @@ func killGroupOnCancel(cmd *exec.Cmd) {
 		}
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
+	underReaper(cmd)
 }
 
-// runInGroup runs cmd (set up by killGroupOnCancel) and kills what is
+// runInGroup runs cmd (set up by confineProgram) and kills what is
 // left of its process group once the program exited (killGroup): where
 // the leader can be waited for without reaping it (Linux, waitLeader),
 // before cmd.Wait reaps it, so that the group id, the leader's pid, is
@@ -43,10 +47,11 @@ func runInGroup(cmd *exec.Cmd) error {
 }
 
 // killGroup kills what is left of the process group of cmd (started by
-// killGroupOnCancel) once the program exited: children the program left
+// confineProgram) once the program exited: children the program left
 // running, in the background or holding its pipes, die with it (CLI-34).
 // A group already empty is no error. A child that left the group (setsid,
-// setpgid) is not reached.
+// setpgid) is not reached here: on Linux the reaper killed it already
+// (underReaper, CLI-40).
 func killGroup(cmd *exec.Cmd) {
 	if cmd.Process == nil || cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid {
 		return

@@ -145,8 +145,11 @@ func programPath(h execHandler) (string, error) {
 
 // lookProgram finds the program of h, as an absolute path: an absolute
 // path as is, a relative path with a separator under h.Dir (itself under
-// the agent's working directory), a bare name looked up in PATH. A name
-// found only through a relative PATH entry ("bin", ".") is refused, as
+// the agent's working directory, the base of every relative path the
+// agent is given; the program runs in h.Dir, so its relative arguments
+// are under the same directory as its relative path, CLI-42), a bare name
+// looked up in PATH. A name found only through a relative PATH entry
+// ("bin", ".") is refused, as
 // os/exec refuses to run it (exec.ErrDot): a readiness that found it would
 // say ready while every call fails (CLI-38).
 func lookProgram(h execHandler) (string, error) {
@@ -173,7 +176,9 @@ func lookProgram(h execHandler) (string, error) {
 
 // checkProgram reports whether the program of h exists, is a regular file
 // and is executable by someone (the file's own x bits; the OS decides the
-// rest when it runs).
+// rest when it runs), and whether its working directory ("dir") is a
+// directory: a program that cannot change into it fails at every call
+// (CLI-42).
 func checkProgram(h execHandler) error {
 	p, err := programPath(h)
 	if err != nil {
@@ -189,6 +194,18 @@ func checkProgram(h execHandler) error {
 		return fmt.Errorf("program %s is not a regular file", p)
 	case fi.Mode().Perm()&0o111 == 0:
 		return fmt.Errorf("program %s is not executable", p)
+	}
+	if h.Dir == "" {
+		return nil
+	}
+	fi, err = os.Stat(h.Dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("working directory %s does not exist", h.Dir)
+	case err != nil:
+		return fmt.Errorf("working directory %s cannot be examined", h.Dir)
+	case !fi.IsDir():
+		return fmt.Errorf("working directory %s is not a directory", h.Dir)
 	}
 	return nil
 }

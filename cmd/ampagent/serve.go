@@ -23,6 +23,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/agh"
 	"github.com/ampbundle/ampbundle/amp"
@@ -454,8 +455,9 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 		stdout := &cappedWriter{max: maxProgramOutput, onOver: kill}
 		stderr := &cappedWriter{max: maxProgramStderr}
 		cmd.Stdout, cmd.Stderr = stdout, stderr
-		// Its own process group, killed whole at the deadline.
-		killGroupOnCancel(cmd)
+		// Its own process group, killed whole at the deadline; on Linux
+		// under a reaper that kills what left the group too (CLI-40).
+		confineProgram(cmd)
 		cmd.WaitDelay = 2 * time.Second
 		start := time.Now()
 		// The group is the handler's: what the program left running dies
@@ -525,47 +527,72 @@ const ErrProgramsBusy amp.ErrName = "programs_busy"
 // default peer share (threat: callers' slow programs, as many as the
 // listeners let in at once, 64 over HTTP and 512 over TCP, each a process
 // and up to 76 MiB; the unnamed callers of an open policy, one principal,
-// took every slot from the named ones). An invocation beyond its share
-// or the total is refused at once, retryably (ErrProgramsBusy), by the
-// agent's admission hook, before its run is recorded: the sender's retry
-// with the same message id is admitted afresh, and no invocation holds a
-// listener's slot and a goroutine while it waits (CLI-37). A nil
+// took every slot from the named ones). Within the unnamed callers'
+// share, the callers from one peer (admission.Network of the transport's
+// admission.PeerOf: an IPv4 address, an IPv6 /48) hold 1/peer_share of it,
+// at least 1, so that one stranger's slow programs do not take the
+// share of every other stranger (CLI-41); a call no transport named a
+// peer for (in process, `ampagent mcp` over stdio) is bounded by the
+// share alone. An invocation beyond its share or the total is refused at
+// once, retryably (ErrProgramsBusy), by the agent's admission hook, before
+// its run is recorded: the sender's retry with the same message id is
+// admitted afresh, and no invocation holds a listener's slot and a
+// goroutine while it waits (CLI-37). The maps hold an entry only while
+// one of its programs runs: at most most entries each. A nil
 // *programSlots bounds nothing.
 type programSlots struct {
 	most, share int // in all; per principal
+	peerShare   int // per peer, of the unnamed callers' share
 	mu          sync.Mutex
 	total       int
 	by          map[string]int // a principal's programs; none: absent
+	byPeer      map[string]int // the unnamed callers' programs, by peer; none: absent
 }
 
 // newProgramSlots returns the slots of most programs at once (0:
-// defaultMaxPrograms).
-func newProgramSlots(most int) *programSlots {
+// defaultMaxPrograms), a peer of the unnamed callers holding
+// 1/peerShare of their share (0: defaultPeerShare).
+func newProgramSlots(most, peerShare int) *programSlots {
 	limit.Default(&most, defaultMaxPrograms)
-	return &programSlots{most: most, share: max(most/4, 1), by: map[string]int{}}
+	limit.Default(&peerShare, defaultPeerShare)
+	share := max(most/4, 1)
+	return &programSlots{most: most, share: share, peerShare: max(share/peerShare, 1), by: map[string]int{}, byPeer: map[string]int{}}
 }
 
 // admit is the agent.Hooks.Admit of the handler programs: a slot of the
-// invocation's principal, or ErrProgramsBusy. release gives it back when
-// the handler returned (the program's group reaped).
-func (s *programSlots) admit(_ context.Context, in agent.Admission) (release func(), err error) {
+// invocation's principal (and, for an unnamed caller, of its peer), or
+// ErrProgramsBusy. release gives it back when the handler returned (the
+// program's group reaped).
+func (s *programSlots) admit(ctx context.Context, in agent.Admission) (release func(), err error) {
 	if s == nil {
 		return nil, nil
 	}
+	peer := ""
+	if in.Principal == agent.SharedPrincipal {
+		peer = admission.Network(admission.PeerOf(ctx))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.total >= s.most || s.by[in.Principal] >= s.share {
+	if s.total >= s.most || s.by[in.Principal] >= s.share || (peer != "" && s.byPeer[peer] >= s.peerShare) {
 		return nil, amp.Named(amp.CodeOverloaded, ErrProgramsBusy, "too many handler programs are running; retry later").
 			WithDetails(map[string]any{"reason": string(ErrProgramsBusy)})
 	}
 	s.total++
 	s.by[in.Principal]++
+	if peer != "" {
+		s.byPeer[peer]++
+	}
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.total--
 		if s.by[in.Principal]--; s.by[in.Principal] <= 0 {
 			delete(s.by, in.Principal)
+		}
+		if peer != "" {
+			if s.byPeer[peer]--; s.byPeer[peer] <= 0 {
+				delete(s.byPeer, peer)
+			}
 		}
 	}, nil
 }

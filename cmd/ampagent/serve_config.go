@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -274,13 +275,17 @@ func validateHandlers(handlers map[string]execHandler) error {
 // once (lookProgram), as an absolute path: a bare name is not looked up
 // in PATH again at each call, where a program planted in a PATH directory
 // another user may write would run in its place; one not found is
-// reported missing until the next reload (CLI-38).
+// reported missing until the next reload (CLI-38). A relative "dir" is
+// made absolute, under the agent's working directory (CLI-42).
 func (cfg *serveConfig) resolveHandlers() {
-	cfg.slots = newProgramSlots(cfg.MaxPrograms)
+	cfg.slots = newProgramSlots(cfg.MaxPrograms, cfg.PeerShare)
 	for id, h := range cfg.Handlers {
 		h.maxItems, h.rules = cfg.MaxParamItems, cfg.rules
 		if len(h.Command) > 0 && h.Command[0] != "" { // else Validate refuses it
 			h.path, h.pathErr = lookProgram(h)
+		}
+		if abs, err := filepath.Abs(h.Dir); h.Dir != "" && err == nil {
+			h.Dir = abs // under the agent's working directory, named so in the logs (CLI-42)
 		}
 		cfg.Handlers[id] = h
 	}

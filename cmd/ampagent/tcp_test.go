@@ -157,17 +157,19 @@ func TestTCPMaxInFlightBoundsConcurrentHandlers(t *testing.T) {
 				`printf '{"text":"x","detected_source":"en"}'`
 			cfg := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.translate.text:2.1.0": map[string]any{
 				"command": []string{"/bin/sh", "-c", script}, "env": map[string]string{"D": dir}}}})
-			r := startServe(t, append([]string{"--db", db, "--key", key, "--allow", "*=org.example.", "--config", cfg, "--listen-tcp", "127.0.0.1:0"}, c.args...)...)
-			tr, err := ampstcp.NewTransport(r.tcpURL, ampstcp.ClientOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tr.Close()
 			_, priv, _ := ed25519.GenerateKey(rand.Reader)
 			id, err := (&keyfile.Keys{Ed25519: priv}).Identity("")
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A caller the rules name: its programs' share is 4 (a
+			// stranger from one address holds 1 at a time, CLI-41).
+			r := startServe(t, append([]string{"--db", db, "--key", key, "--allow", id.DID + "=org.example.", "--config", cfg, "--listen-tcp", "127.0.0.1:0"}, c.args...)...)
+			tr, err := ampstcp.NewTransport(r.tcpURL, ampstcp.ClientOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
 			cl, err := client.New(client.Config{Identity: id, Peer: r.did, Transport: tr, Now: time.Now, Rand: rand.Reader, Retry: client.Retry{MaxAttempts: 1}})
 			if err != nil {
 				t.Fatal(err)

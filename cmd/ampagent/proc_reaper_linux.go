@@ -1,0 +1,189 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// reaperArg0 is argv[0] of the agent binary run as a handler program's
+// reaper (underReaper): the program's path and its argv follow it.
+const reaperArg0 = "ampagent handler-reaper"
+
+// selfExe is the agent's own binary, by the file it was started from: a
+// file put at the agent's path since it started is not run (CLI-38).
+const selfExe = "/proc/self/exe"
+
+// init runs the binary as a reaper when it was started as one
+// (underReaper), before any command is parsed: the agent's own binary and
+// the package's test binary alike.
+func init() {
+	if len(os.Args) >= 3 && os.Args[0] == reaperArg0 {
+		// syscall.Exit, not os.Exit: the reaper has nothing to flush, and
+		// a race-instrumented binary's os.Exit(0) sleeps a second for
+		// late reports, which every invocation would wait for.
+		syscall.Exit(runReaper(os.Args[1], os.Args[2:]))
+	}
+}
+
+// underReaper makes cmd (a handler program, its group set up by
+// confineProgram) start the agent's own binary as the program's reaper
+// (runReaper): a child subreaper (prctl PR_SET_CHILD_SUBREAPER) that runs
+// the program, with the same stdin, stdout, stderr, working directory and
+// environment, and once the program exited or the reaper was told to stop
+// (SIGTERM, cmd.Cancel: the deadline, a cancel, an output over its cap),
+// kills every process the program started, those that left its process
+// group and session (setsid, setpgid, a double fork) included, since each
+// is re-parented to the reaper when its parent dies, and reaps them all
+// before it exits (CLI-40). The reaper is the group's leader; the group
+// kill after its exit (runInGroup) stays as a second net.
+func underReaper(cmd *exec.Cmd) {
+	cmd.Args = append([]string{reaperArg0, cmd.Path}, cmd.Args...)
+	cmd.Path = selfExe
+	cmd.Cancel = func() error {
+		if cmd.Process == nil {
+			return nil
+		}
+		// Not SIGKILL: a reaper killed would leave the escaped processes
+		// to init. If it does not exit, os/exec kills it after WaitDelay.
+		return cmd.Process.Signal(syscall.SIGTERM)
+	}
+}
+
+// runReaper runs the program at path with argv as the reaper of all it
+// starts (underReaper) and returns the exit code to report: the program's,
+// 128 plus the signal that killed it, or 126 when it could not start (the
+// reason on stderr, which the agent logs).
+func runReaper(path string, argv []string) int {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "ampagent: cannot reap the handler program's processes: %v\n", err)
+		return 126
+	}
+	cmd := &exec.Cmd{Path: path, Args: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "ampagent: the handler program cannot start: %v\n", err)
+		return 126
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-stop:
+		cmd.Process.Kill()
+		err = <-done
+	}
+	if kerr := killAdopted(); kerr != nil {
+		fmt.Fprintf(os.Stderr, "ampagent: processes the handler program started may be left running: %v\n", kerr)
+	}
+	return exitCode(err)
+}
+
+// exitCode is the code a reaper reports for its program's end.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return 126
+}
+
+// killAdopted kills and reaps every child of the reaper: what the program
+// left, and, as each dies, the processes re-parented to the reaper in its
+// place, until no child is left (wait4 answers ECHILD: the kernel's word
+// that none is). A child is killed by its pid, never by a group (a
+// program's process may have joined the agent's own group). A pid is the
+// reaper's child's until the reaper reaps it, which it does only after
+// the kills of a round, so no kill reaches another process. It fails only
+// without /proc, where the children cannot be listed.
+func killAdopted() error {
+	self := os.Getpid()
+	for {
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			switch {
+			case errors.Is(err, unix.ECHILD):
+				return nil
+			case errors.Is(err, unix.EINTR):
+				continue
+			case err != nil:
+				return err
+			}
+			if pid <= 0 {
+				break // children left, alive
+			}
+		}
+		pids, err := childrenOf(self)
+		if err != nil {
+			return err
+		}
+		for _, pid := range pids {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		if len(pids) == 0 {
+			// A child re-parented while /proc was read: look again.
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// childrenOf lists the processes whose parent is ppid, from /proc.
+func childrenOf(ppid int) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone
+		}
+		if parentOf(stat) == ppid {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+// parentOf is the parent pid in a /proc/PID/stat line ("pid (comm) S
+// ppid ..."; comm may hold spaces and parentheses: the fields are after
+// the last ')'), or -1.
+func parentOf(stat []byte) int {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return -1
+	}
+	f := bytes.Fields(stat[i+1:])
+	if len(f) < 2 {
+		return -1
+	}
+	ppid, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return -1
+	}
+	return ppid
+}
