@@ -1,8 +1,10 @@
 package bundlebuild
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
@@ -100,10 +102,12 @@ func structure(data []byte) shape {
 
 // overCompileLimit names the per-document compile limit
 // (offlineschema.MaxSchemaNesting, MaxCompileObjects) that a schema of
-// this shape is over, in the words of the compile that would refuse it,
-// or "" when it is over none. A document over one can never be compiled,
-// nor vouched for by the quick check, so the build refuses it from this
-// scan of its bytes, before it is charged its tree or parsed (BUILD-7).
+// this shape is over, or "" when it is over none. For valid JSON the
+// shape counts what the compile's own scan counts (every { and [ outside
+// strings), so a document over one can never be compiled, nor vouched for
+// by the quick check; the build then refuses it before it is charged its
+// tree or parsed (BUILD-7), with the compile's own error
+// (compileRefusalUnparsed).
 func overCompileLimit(s shape) string {
 	switch {
 	case s.depth > offlineschema.MaxSchemaNesting:
@@ -114,12 +118,44 @@ func overCompileLimit(s shape) string {
 	return ""
 }
 
-// overLimitError is the error a compile of the schema key gives for a
-// document over the limit why: the build refuses such a schema in the
-// first read with the same error (overCompileLimit).
-func overLimitError(key, why string) *amp.Error {
-	return amp.Named(0, offlineschema.ErrInvalidSchema, "schema %q is over a compile limit loading %q: %s", key, key, why)
+// compileRefusalUnparsed returns the error a compile of the schema key,
+// whose bytes are data and whose shape is s, gives for a document over a
+// per-document limit, or nil where the build is to go on and parse it.
+// Only a document of valid JSON over a limit of its shape is refused
+// here, and with what offlineschema.Compile says of it, which refuses it
+// from a scan of its bytes, before the library parses it: the verdict is
+// the compile's in every case (a number past the value model's caps
+// before the nesting goes past 128, or anywhere in a document of 10,001
+// objects, is what it names). A document that is not valid JSON goes on
+// to the parse, which refuses it as the build always has ("is not a json
+// schema object"), charged the bound of its tree like any other
+// (docs/SPEC-DECISIONS.md BUILD-7, amended in review 117).
+func compileRefusalUnparsed(key string, data []byte, s shape) *amp.Error {
+	if overCompileLimit(s) == "" || !json.Valid(data) {
+		return nil
+	}
+	_, err := offlineschema.Compile(unparsedSchema{key, data}, key, offlineschema.Options{})
+	if !errors.Is(err, offlineschema.ErrInvalidSchema) {
+		return nil // never so (a scan over a limit is refused); parsed then
+	}
+	return amp.AsError(err)
 }
+
+// unparsedSchema serves one schema document, and no other, to the compile
+// of compileRefusalUnparsed.
+type unparsedSchema struct {
+	key  string
+	data []byte
+}
+
+func (u unparsedSchema) Load(key string) ([]byte, error) {
+	if key != u.key {
+		return nil, fs.ErrNotExist
+	}
+	return u.data, nil
+}
+
+func (unparsedSchema) KeyForID(string) (string, bool) { return "", false }
 
 // errBuildStopped is what a charged read answers once the build has
 // stopped on an earlier schema's error, or once its item is preempted

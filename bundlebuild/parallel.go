@@ -119,7 +119,10 @@ func buildWorkers(n int) int {
 // item holding a charge waits to grow and none fits, the youngest (highest
 // index) is preempted: its wait fails, it drops what it holds and starts
 // again later (runCharged), so no two items wait on each other and the
-// oldest always goes on. No item is admitted while another waits to grow.
+// oldest always goes on. A preempted item starts again only once every
+// item older than it has finished: it is then the oldest item left, never
+// preempted again, so each item runs at most twice (BUILD-2, amended in
+// review 117). No item is admitted while another waits to grow.
 type byteBudget struct {
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -127,15 +130,19 @@ type byteBudget struct {
 	max     int64
 	holders int       // items holding a charge (admitted, not yet released)
 	blocked []*charge // holders waiting to grow
-	stopped bool
-	hook    func(used, budget int64)
+	// oldest is the lowest item not yet finished; finished holds the
+	// items above it that have finished (at most the pool's window).
+	oldest   int
+	finished map[int]bool
+	stopped  bool
+	hook     func(used, budget int64)
 	// follow, when set, is told the bytes charged each time they change
 	// (memoryLimit.follow).
 	follow func(used int64)
 }
 
 func newByteBudget(max int64, hook func(used, budget int64)) *byteBudget {
-	b := &byteBudget{max: max, hook: hook}
+	b := &byteBudget{max: max, hook: hook, finished: map[int]bool{}}
 	b.cond.L = &b.mu
 	return b
 }
@@ -148,6 +155,7 @@ type charge struct {
 	held      bool // admitted and not released
 	want      int64
 	preempted bool // chosen to drop what it holds and start again
+	rerun     bool // a run after a preemption: admitted once every older item has finished
 }
 
 // to makes the item's charge n: its first charge waits, holding nothing,
@@ -167,7 +175,7 @@ func (c *charge) to(n int64) bool {
 
 // admit takes an item's first charge (b.mu held).
 func (b *byteBudget) admit(c *charge, n int64) bool {
-	for !b.stopped && (len(b.blocked) > 0 || b.used > 0 && b.used+n > b.max) {
+	for !b.stopped && (c.rerun && b.oldest < c.item || len(b.blocked) > 0 || b.used > 0 && b.used+n > b.max) {
 		b.cond.Wait()
 	}
 	if b.stopped {
@@ -260,7 +268,8 @@ func (b *byteBudget) changed() {
 }
 
 // release gives back what c holds, once its item has returned, and
-// reports whether the item was preempted (and must start again).
+// reports whether the item was preempted (and must start again); an item
+// not preempted has finished.
 func (b *byteBudget) release(c *charge) (preempted bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -271,6 +280,13 @@ func (b *byteBudget) release(c *charge) (preempted bool) {
 		b.changed()
 	}
 	b.unblock(c)
+	if !c.preempted {
+		b.finished[c.item] = true
+		for b.finished[b.oldest] {
+			delete(b.finished, b.oldest)
+			b.oldest++
+		}
+	}
 	b.resolve()
 	return c.preempted
 }
@@ -294,8 +310,8 @@ func (b *byteBudget) stop() {
 // run. At most 2 × workers results wait for consume, so memory stays
 // bounded whatever n. It stops at the first error consume returns and
 // returns it once every item started has finished: nothing of it runs
-// after it returns. With one worker it runs the items in order on the
-// calling goroutine.
+// after it returns, by a panic of consume too. With one worker it runs the
+// items in order on the calling goroutine.
 func runCharged[R any](workers, n int, b *byteBudget, cost func(int) int64, work func(int, *charge) R, consume func(int, R) error) error {
 	if workers = min(workers, n); workers <= 1 {
 		for i := 0; i < n; i++ {
@@ -314,6 +330,14 @@ func runCharged[R any](workers, n int, b *byteBudget, cost func(int) int64, work
 	window := make(chan struct{}, 2*workers)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
+	// Stopped and waited for however consume returns, a panic included
+	// (an embedder's progress callback): nothing of the pool runs, nor
+	// moves the soft memory limit, once runCharged has returned.
+	defer func() {
+		close(done)
+		b.stop()
+		wg.Wait()
+	}()
 	wg.Add(1 + workers)
 	go func() { // the dispatcher: items in order, at most 2 × workers ahead of consume
 		defer wg.Done()
@@ -346,18 +370,16 @@ func runCharged[R any](workers, n int, b *byteBudget, cost func(int) int64, work
 		err = consume(i, <-results[i])
 		<-window
 	}
-	close(done)
-	b.stop()
-	wg.Wait()
 	return err
 }
 
 // runItem runs work on item i under a charge of b, from the start again
-// each time the item is preempted, and releases the charge after each
-// run. ok is false when the budget stopped before the item was admitted.
+// when the item is preempted (once every older item has finished: at
+// most once), and releases the charge after each run. ok is false when
+// the budget stopped before the item was admitted.
 func runItem[R any](b *byteBudget, i int, cost func(int) int64, work func(int, *charge) R) (r R, ok bool) {
-	for {
-		c := &charge{b: b, item: i}
+	for rerun := false; ; rerun = true {
+		c := &charge{b: b, item: i, rerun: rerun}
 		if !c.to(cost(i)) {
 			return r, false
 		}
@@ -374,8 +396,8 @@ type firstRead struct {
 	size int64
 	sum  []byte
 	prep *offlineschema.Prepared
-	err  error  // the file could not be read
-	over string // the per-document compile limit it is over, unparsed
+	err  error      // the file could not be read
+	over *amp.Error // the compile's refusal of it, over a per-document limit, unparsed
 }
 
 // indexSchemas reads, hashes and parses every schema of the source (keys,
@@ -399,8 +421,8 @@ func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 		// Cheap refusals first: a document over a per-document compile
 		// limit is refused from one scan of its bytes, never parsed.
 		s := structure(data)
-		if why := overCompileLimit(s); why != "" {
-			return firstRead{over: why}
+		if e := compileRefusalUnparsed(k, data, s); e != nil {
+			return firstRead{over: e}
 		}
 		if !c.to(treeHeapBound(int64(len(data)), s)) { // before the parse
 			return firstRead{err: errBuildStopped}
@@ -414,9 +436,8 @@ func indexSchemas(keys []string, schemas *diskLoader, sizes map[string]int64, qu
 		if r.err != nil {
 			return srcErr(k, "cannot be read").WithCause(r.err)
 		}
-		if r.over != "" {
-			e := overLimitError(k, r.over)
-			return srcErr(k, "%s", e.Message).WithCause(e)
+		if r.over != nil {
+			return srcErr(k, "%s", r.over.Message).WithCause(r.over)
 		}
 		schemas.hashes[k] = hex.EncodeToString(r.sum)
 		checked[k] = bundle.Source{Size: r.size, Hash: r.sum}

@@ -84,7 +84,13 @@ type SourceOptions struct {
 	// than the whole budget runs alone (BUILD-8); the limit is restored on
 	// return. It is for a process that builds one bundle at a time (the
 	// ampbundle command): without it the garbage collector lets the heap
-	// grow to about twice the parse trees in flight.
+	// grow to about twice the parse trees in flight. The soft memory limit
+	// is the process's: two builds with LimitMemory at once each set it
+	// for the other, and the one that returns last restores what the first
+	// had set, so the process keeps a build's target after both (BUILD-8,
+	// amended in review 117); a limit the embedder sets during a build is
+	// likewise overwritten. A panic on the calling goroutine restores it.
+	// Leave it off in a process that may build several bundles at once.
 	LimitMemory bool
 }
 
