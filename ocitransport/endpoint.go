@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -61,7 +62,9 @@ type Options struct {
 	// MaxLayerSize cuts a pushed bundle into layers of at most this many
 	// bytes (0: one layer).
 	MaxLayerSize int64
-	// MaxTags bounds the tags listed (DefaultMaxTags when 0).
+	// MaxTags bounds the tags listed (DefaultMaxTags when 0; at most
+	// math.MaxInt / 16, so that every bound computed from it, such as the
+	// ListedTagsPerKept × MaxTags names a listing reads, stays positive).
 	MaxTags int
 	// MinDataRate is the slowest a body may arrive after Grace, in bytes
 	// per second (DefaultMinDataRate when 0).
@@ -78,6 +81,13 @@ type Options struct {
 	Now func() time.Time
 }
 
+// maxMaxTags caps Options.MaxTags: the bounds computed from it (4 ×
+// MaxTags manifests read by a layout's open, ListedTagsPerKept × MaxTags
+// names read by a listing, and its pages) must not wrap negative, which
+// refused every listing at its first name and cut the page bound to one
+// page (docs/SPEC-DECISIONS.md OCI-23, amended in review 117).
+const maxMaxTags = math.MaxInt / 16
+
 func (o *Options) defaults() {
 	if o.MaxRedirects == 0 {
 		o.MaxRedirects = DefaultMaxRedirects
@@ -87,6 +97,7 @@ func (o *Options) defaults() {
 	}
 	limit.Default(&o.MaxBlobSize, DefaultMaxBlobSize)
 	limit.Default(&o.MaxTags, DefaultMaxTags)
+	o.MaxTags = min(o.MaxTags, maxMaxTags)
 	limit.Default(&o.MinDataRate, DefaultMinDataRate)
 	limit.Default(&o.Grace, 30*time.Second)
 	if o.Now == nil {
