@@ -57,7 +57,7 @@ delta into a store holding that base installs exactly the full bundle, and
 			&cli.StringFlag{Name: "base", Usage: "write a delta against the base bundle `OLD.ampb`"},
 			&cli.StringFlag{Name: "base-from-db", Usage: "write a delta against the version installed in the store `DB`"},
 			&cli.BoolFlag{Name: "full-schema-check", Usage: "compile every JSON Schema, instead of only those the linear check cannot vouch for (slower for large schemas)"},
-			&cli.IntFlag{Name: "workers", Usage: "check up to `N` schemas at once, holding at most N × the largest schema in flight; the output is the same for every N (default: one per processor, GOMAXPROCS)"},
+			&cli.IntFlag{Name: "workers", Usage: "check up to `N` schemas at once, within a heap budget of 4 × the largest schema × N plus 16 MiB (each schema charged a bound of its parse and compile before they are allocated; one charged more than the whole budget is checked alone); the output is the same for every N (default: one per processor, GOMAXPROCS)"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error { return runBuild(env, c) },
