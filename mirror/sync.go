@@ -66,7 +66,11 @@ const (
 // are offered in that sync: the next one skips those the store refused
 // (RefusalTarget) and so reaches the ones after them. Refusals of one
 // authority's files never keep back another's, nor another kind
-// (docs/SPEC-DECISIONS.md MIRROR-12, MIRROR-13).
+// (docs/SPEC-DECISIONS.md MIRROR-12, MIRROR-13). Where sync holds the
+// store's trust, a bundle file not signed as the store requires is
+// refused at its head and not offered at all, so not audited
+// (MIRROR-23): the cap counts bundle files only where it does not, or
+// where a file does not begin with the head judged.
 const MaxStoreRefusals = 64
 
 // SyncOptions configures Sync.
@@ -202,6 +206,13 @@ func (r *SyncReport) Count(o Outcome) int {
 // that list is not tried in this run (refused, mirror_unreachable): one
 // stall a list, not one per file.
 // At most MaxStoreRefusals files no trusted key signed are offered to t.
+//
+// One sync at a time writes a spool folder: another, in this process or
+// another, is refused store_in_use while it runs (the lock of the system
+// on a file in it, lockSpool). Except on Solaris and AIX, whose only file
+// locks (fcntl) are held by the process: two syncs of one spool folder in
+// one process are not kept apart there (docs/SPEC-DECISIONS.md MIRROR-23,
+// amended).
 func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) {
 	c, err := newSyncClient(opts)
 	if err != nil {
@@ -248,11 +259,11 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 		if err := c.loadTrust(t); err != nil {
 			return nil, err
 		}
-		// Each list's files the mirror failed in the run before are tried
-		// last in it (noteFailed writes what this run failed, also when
-		// it ends early).
+		// Failed files of the run before are tried last; what this run
+		// fails or refuses unoffered is noted however it ends (MIRROR-23).
 		c.failed = &failedFiles{prev: c.readLastFailed(), tried: map[string]bool{}}
 		defer c.noteFailed()
+		defer c.judged.save(c)
 	}
 	if rep.Statements, err = c.syncStatements(ctx, t, ix, opts.DryRun); err != nil {
 		return rep, err
@@ -319,7 +330,6 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	if rep.Heartbeats, err = c.syncHeartbeats(ctx, t, ix, opts.DryRun); err != nil {
 		return rep, err
 	}
-	c.judged.save(c)
 	return rep, nil
 }
 
@@ -865,8 +875,13 @@ func (c *syncClient) judgeWhole(f *os.File, e IndexEntry, sum []byte) (string, e
 }
 
 // bundleSigners is the store's check of the signatures of the bundle file
-// in (offerToStore's verify): every signature verifies, and the keys the
-// store trusts sign its manifest for its scope.
+// in (offerToStore's verify): the keys the store trusts sign its manifest
+// for its scope, and every signature verifies. The trusted keys are asked
+// first: a head no trusted key signs (or too few) is refused by that
+// name with none of its signatures checked (its signatures by keys the
+// store does not know are not read), so that it costs its parse, not up
+// to bundle.MaxSignatures checks over its manifest (docs/SPEC-DECISIONS.md
+// MIRROR-23, amended).
 func (c *syncClient) bundleSigners(in *bundle.Inspection) func(*bundle.Policy) ([]bundle.TrustedKey, error) {
 	return func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
 		if c.opts.verified != nil {
@@ -876,13 +891,17 @@ func (c *syncClient) bundleSigners(in *bundle.Inspection) func(*bundle.Policy) (
 		if err != nil {
 			return nil, err
 		}
+		signers, err := bundle.VerifyFor(obj, p, in.Manifest)
+		if err != nil {
+			return nil, err
+		}
 		// Every signature verifies, as the store's import requires
 		// (FORMAT.md §2): a copy with a forged co-signature is refused
 		// here, before it is charged to its publisher's signers.
 		if err := obj.VerifyAll(); err != nil {
 			return nil, err
 		}
-		return bundle.VerifyFor(obj, p, in.Manifest)
+		return signers, nil
 	}
 }
 

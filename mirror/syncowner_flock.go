@@ -1,4 +1,4 @@
-//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly || illumos
 
 package mirror
 
@@ -9,7 +9,8 @@ import (
 )
 
 // lockFile takes an exclusive flock on f, never waiting: busy when
-// another process holds one. A file system that does not lock files
+// another open of the file holds one, in this process or another (the
+// lock is the open file's; illumos's flock too, unlike an fcntl lock). A file system that does not lock files
 // (ENOLCK, EOPNOTSUPP: some network and FUSE file systems) is errNoLocks.
 func lockFile(f *os.File) (busy bool, err error) {
 	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)

@@ -13,7 +13,9 @@ import (
 // lock of the system, lockFile, on spoolLockName in it, mode 0600 and
 // never through a link, so that only the sync's user can open it to hold
 // it; never waiting), and returns what releases it (and removes the
-// file); busy when another sync holds it. The lock goes with the process:
+// file, before it is closed, so that no sync locks a name then removed;
+// on Windows the file stays, as one open there cannot be removed: the
+// next sync takes it); busy when another sync holds it. The lock goes with the process:
 // a file a killed sync left is taken over, so it is never sticky. A file
 // there that others may open (another user's, or readable or writable by
 // group or others: lockOthersMayOpen), which only whoever may write the
