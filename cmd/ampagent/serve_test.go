@@ -350,8 +350,11 @@ func TestServeExecHandlers(t *testing.T) {
 	if !errors.Is(err, amp.CodeInternalError) {
 		t.Fatalf("invalid output: %v", err)
 	}
+	// A 2 s deadline, not 300 ms: the program starts under its reaper on
+	// Linux (CLI-40), and on a loaded machine the deadline could pass
+	// before the shell had written the grandchild's pid.
 	start := time.Now()
-	_, err = invokeID(t, c, "org.example.translate.text:1.0.0", map[string]any{"text": "hello", "lang": "fr"}, 300)
+	_, err = invokeID(t, c, "org.example.translate.text:1.0.0", map[string]any{"text": "hello", "lang": "fr"}, 2000)
 	if !errors.Is(err, amp.CodeTimeout) {
 		t.Fatalf("slow program: %v", err)
 	}
