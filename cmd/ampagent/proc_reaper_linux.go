@@ -56,8 +56,29 @@ func underReaper(cmd *exec.Cmd) {
 		}
 		// Not SIGKILL: a reaper killed would leave the escaped processes
 		// to init. If it does not exit, os/exec kills it after WaitDelay.
-		return cmd.Process.Signal(syscall.SIGTERM)
+		// SIGCONT after it: a reaper the program stopped (SIGSTOP, which
+		// no process can catch) would take the SIGTERM only once
+		// resumed, and be killed at WaitDelay instead (review 115).
+		err := cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Process.Signal(syscall.SIGCONT)
+		return err
 	}
+}
+
+// reaperKilled reports whether err, the end of a program run under its
+// reaper (underReaper), says the reaper itself died by a signal: it exits
+// by its own call otherwise, with its program's code. Only a SIGKILL (the
+// program's or another process's of the agent's user, or os/exec's after
+// WaitDelay) or a stop that outlasted the deadline does that; what the
+// program started may then run on, re-parented to init, and the agent
+// says so in its log (review 115).
+func reaperKilled(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
 }
 
 // runReaper runs the program at path with argv as the reaper of all it
@@ -65,8 +86,19 @@ func underReaper(cmd *exec.Cmd) {
 // 128 plus the signal that killed it, or 126 when it could not start (the
 // reason on stderr, which the agent logs).
 func runReaper(path string, argv []string) int {
+	// Every signal on which Go's runtime would end the reaper (SIGHUP,
+	// SIGINT, SIGTERM; SIGQUIT, SIGABRT, SIGTRAP, SIGSYS, SIGSTKFLT with a
+	// stack dump) stops it as SIGTERM does: it kills and reaps all the
+	// program started before it exits. A reaper that died on one, sent
+	// by the program (kill -QUIT $PPID), left the processes that had left
+	// the group to init (review 115). The terminal's stop signals
+	// (SIGTSTP, SIGTTIN, SIGTTOU), which would stop it, are caught and
+	// dropped: caught, not ignored, since an ignored signal stays ignored
+	// in the program it starts.
 	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Notify(stop, append([]os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP,
+		syscall.SIGQUIT, syscall.SIGABRT, syscall.SIGTRAP, syscall.SIGSYS}, stackFaultSignal()...)...)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "ampagent: cannot reap the handler program's processes: %v\n", err)
 		return 126

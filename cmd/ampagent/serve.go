@@ -465,6 +465,11 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 		// reaped where the system allows (CLI-34, CLI-39).
 		err = runInGroup(cmd)
 		plog := log.With("capability", capID, "id", agent.MessageIDFrom(ctx), "caller", caller, "duration", time.Since(start))
+		if reaperKilled(err) {
+			// Killed by the program or after its deadline's grace: what
+			// left the group may outlive the invocation (review 115).
+			plog.Warn("handler program's reaper was killed; processes the program started outside its group may still run", "err", err)
+		}
 		switch {
 		case stdout.Over():
 			met.handlerRun(capID, "output_too_large")

@@ -1,0 +1,89 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// TestHandlerProgramCannotStopOrCrashItsReaper: attack: a handler
+// program (driven by its caller's params) starts a daemon that leaves its
+// group and session, then signals its reaper ($PPID): SIGQUIT, SIGABRT,
+// SIGTRAP or SIGSYS, on which Go's runtime ended the reaper with a stack
+// dump, SIGTSTP or SIGTTIN, on which it stopped, SIGSTOP, which no
+// process catches. A reaper that died
+// left the daemon to init; one stopped reaped nothing until os/exec
+// killed it after the deadline's grace, the daemon left to init again.
+// The reaper takes every signal Go would end it on as SIGTERM (kill all,
+// reap all, exit), drops the terminal's stop signals, and is sent SIGCONT
+// with the deadline's SIGTERM. SIGKILL cannot be caught: the invocation
+// fails and the agent's log says what may be left running (CLI-40,
+// amended in review 115).
+func TestHandlerProgramCannotStopOrCrashItsReaper(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid program")
+	}
+	const spawn = `setsid /bin/sh -c 'sleep 300 </dev/null >/dev/null 2>&1 & echo $! > "$1.tmp"; mv "$1.tmp" "$1"' sh "$1" </dev/null >/dev/null 2>&1 &
+while [ ! -s "$1" ]; do sleep 0.01; done
+`
+	type signalCase struct {
+		name, tail   string
+		deadline     time.Duration
+		want         string // "": a result; an error name; "deadline"
+		daemonEscape bool   // SIGKILL: not preventable, logged
+	}
+	cases := []signalCase{
+		{"SIGTERM", `kill -TERM $PPID; sleep 60`, 30 * time.Second, "handler_failed", false},
+		{"SIGQUIT, a stack dump in Go", `kill -QUIT $PPID; sleep 60`, 30 * time.Second, "handler_failed", false},
+		{"SIGABRT, a stack dump in Go", `kill -ABRT $PPID; sleep 60`, 30 * time.Second, "handler_failed", false},
+		{"SIGTRAP, a stack dump in Go", `kill -TRAP $PPID; sleep 60`, 30 * time.Second, "handler_failed", false},
+		{"SIGSYS, a stack dump in Go", `kill -SYS $PPID; sleep 60`, 30 * time.Second, "handler_failed", false},
+		{"SIGTSTP, a stop", `kill -TSTP $PPID; echo '{"ok":true}'`, 30 * time.Second, "", false},
+		{"SIGTTIN, a stop", `kill -TTIN $PPID; echo '{"ok":true}'`, 30 * time.Second, "", false},
+		{"SIGSTOP, resumed at the deadline", `kill -STOP $PPID; echo '{"ok":true}'`, 3 * time.Second, "deadline", false},
+		{"SIGKILL, logged", `kill -KILL $PPID; sleep 60`, 30 * time.Second, "handler_failed", true},
+	}
+	for _, sig := range stackFaultSignal() { // by number: sh may not know its name
+		cases = append(cases, signalCase{"SIGSTKFLT, a stack dump in Go", "kill -" + strconv.Itoa(int(sig.(syscall.Signal))) + " $PPID; sleep 60", 30 * time.Second, "handler_failed", false})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pidFile := filepath.Join(t.TempDir(), "daemon.pid")
+			var logs bytes.Buffer
+			h := runProgram("org.example.spawn:1.0.0", execHandler{Command: []string{"/bin/sh", "-c", spawn + tc.tail, "sh", pidFile}},
+				slog.New(slog.NewTextHandler(&logs, nil)), nil)
+			ctx, cancel := context.WithTimeout(context.Background(), tc.deadline)
+			defer cancel()
+			_, err := h(ctx, map[string]any{})
+			switch {
+			case tc.want == "" && err != nil,
+				tc.want == "deadline" && !errors.Is(err, context.DeadlineExceeded),
+				tc.want != "" && tc.want != "deadline" && amp.NameOf(err) != amp.ErrName(tc.want):
+				t.Fatalf("the handler answered %v, want %q", err, tc.want)
+			}
+			pid := readPid(t, pidFile)
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+			if tc.daemonEscape {
+				if !strings.Contains(logs.String(), "reaper was killed") {
+					t.Fatalf("the reaper was killed and the log does not say so:\n%s", logs.String())
+				}
+				return
+			}
+			if alive(pid) {
+				t.Fatalf("the daemon %d outlived the invocation whose program signaled its reaper", pid)
+			}
+		})
+	}
+}
