@@ -242,17 +242,25 @@ type ProviderErrorName struct {
 // err as Invoke returns them) only when it is a bounded snake_case name
 // that is none of the program's own names, nor the name of another AMP
 // code than the error's; otherwise the error takes its code's name and the
-// provider's name moves to the details (ProviderErrorName). Any other
+// provider's name moves to the details (ProviderErrorName). The name
+// judged is res.Error.Name, the provider's as sent: the client already
+// gave the error its code's name for one amp.ValidErrName refuses
+// (TRANSPORT-18), which would pass here and lose the provider's name;
+// an empty one is the code's name, as the client gives it. Any other
 // error is returned as it is.
 func resultErrorName(res *capability.Result, err error) error {
 	var e *amp.Error
 	if res == nil || res.Status != capability.StatusError || res.Error == nil || !errors.As(err, &e) {
 		return err
 	}
-	if providerNameKept(e.Name, e.Code) {
+	sent := amp.ErrName(res.Error.Name)
+	if sent == "" {
+		sent = e.Name
+	}
+	if providerNameKept(sent, e.Code) {
 		return err
 	}
-	name := string(e.Name)
+	name := string(sent)
 	if len(name) > maxProviderErrorName {
 		name = strings.ToValidUTF8(name[:maxProviderErrorName], "")
 	}
