@@ -2,6 +2,7 @@ package offlineschema
 
 import (
 	"errors"
+	"math"
 	"regexp"
 	"regexp/syntax"
 	"sync"
@@ -28,8 +29,10 @@ const MaxPatternInsts = 10000
 var errPatternTooLarge = errors.New("offlineschema: regular expression over MaxPatternInsts instructions or MaxPatternRanges class ranges")
 
 // patternSizeCap saturates the size estimate: well over MaxPatternInsts,
-// far from overflowing a product of two of them.
-const patternSizeCap = int64(1) << 40
+// far from overflowing a product of two of them, and within an int where
+// an int has 32 bits (2^40 there did not compile, and a saturated size
+// converted to int would have wrapped to 0: a cost under every limit).
+const patternSizeCap = min(int64(1)<<40, math.MaxInt)
 
 // PatternInsts returns an upper bound on the instructions of the program
 // regexp.Compile builds for p (Perl syntax, as the schema library and
