@@ -90,8 +90,18 @@ func holdMemoryLimit(budget, target int64) *memoryLimit {
 func (m *memoryLimit) follow(used int64) {
 	want := m.target - memNotHeap + max(used-m.budget, 0)
 	if want = min(want, m.prev); want != m.set {
+		// Lowered from a limit raised for one item alone: that item has
+		// returned and its tree is garbage, which the collector, paced
+		// against the raised limit, has not yet freed. It is freed now,
+		// before the next item is admitted (this runs under the budget's
+		// lock), so that garbage never stands beside the next item's heap
+		// (BUILD-2, amended in review 118; BUILD-8).
+		collect := want < m.set && m.set > m.target-memNotHeap
 		debug.SetMemoryLimit(want)
 		m.set = want
+		if collect {
+			runtime.GC()
+		}
 	}
 }
 
