@@ -88,7 +88,8 @@ func reaperKilled(err error) bool {
 func runReaper(path string, argv []string) int {
 	// Every signal on which Go's runtime would end the reaper (SIGHUP,
 	// SIGINT, SIGTERM; SIGQUIT, SIGABRT, SIGTRAP, SIGSYS, SIGSTKFLT with a
-	// stack dump) stops it as SIGTERM does: it kills and reaps all the
+	// stack dump; SIGSEGV, SIGBUS, SIGFPE, SIGILL sent by another process,
+	// a crash) stops it as SIGTERM does: it kills and reaps all the
 	// program started before it exits. A reaper that died on one, sent
 	// by the program (kill -QUIT $PPID), left the processes that had left
 	// the group to init (review 115). The terminal's stop signals
@@ -97,7 +98,11 @@ func runReaper(path string, argv []string) int {
 	// in the program it starts.
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, append([]os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP,
-		syscall.SIGQUIT, syscall.SIGABRT, syscall.SIGTRAP, syscall.SIGSYS}, stackFaultSignal()...)...)
+		syscall.SIGQUIT, syscall.SIGABRT, syscall.SIGTRAP, syscall.SIGSYS,
+		// Sent by another process, these end a Go program that did not
+		// ask for them with a crash and exit status 2, which the agent
+		// cannot tell from a failed program (last read).
+		syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL}, stackFaultSignal()...)...)
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "ampagent: cannot reap the handler program's processes: %v\n", err)
