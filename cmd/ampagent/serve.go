@@ -543,7 +543,7 @@ const ErrProgramsBusy amp.ErrName = "programs_busy"
 // its run is recorded: the sender's retry with the same message id is
 // admitted afresh, and no invocation holds a listener's slot and a
 // goroutine while it waits (CLI-37). The maps hold an entry only while
-// one of its programs runs: at most most entries each. A nil
+// one of its programs runs: at most max_programs entries each. A nil
 // *programSlots bounds nothing.
 type programSlots struct {
 	most, share int // in all; per principal

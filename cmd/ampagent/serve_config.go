@@ -284,8 +284,10 @@ func (cfg *serveConfig) resolveHandlers() {
 		if len(h.Command) > 0 && h.Command[0] != "" { // else Validate refuses it
 			h.path, h.pathErr = lookProgram(h)
 		}
-		if abs, err := filepath.Abs(h.Dir); h.Dir != "" && err == nil {
-			h.Dir = abs // under the agent's working directory, named so in the logs (CLI-42)
+		if h.Dir != "" {
+			if abs, err := filepath.Abs(h.Dir); err == nil {
+				h.Dir = abs // under the agent's working directory, named so in the logs (CLI-42)
+			}
 		}
 		cfg.Handlers[id] = h
 	}
