@@ -4,12 +4,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -23,23 +17,13 @@ import (
 // invocation adds a process for good). The group is the handler's and is
 // killed once the program returned, whatever the outcome (CLI-34).
 func TestHandlerBackgroundChildDiesWithIt(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "child.pid")
-	script := `sleep 60 </dev/null >/dev/null 2>&1 & echo $! > "$1"; echo 1`
-	h := runProgram("org.example.spawn:1.0.0", execHandler{Command: []string{"/bin/sh", "-c", script, "sh", pidFile}}, slog.New(slog.DiscardHandler), nil)
+	h, pidFile := shellProgram(t, `sleep 60 </dev/null >/dev/null 2>&1 & echo $! > "$1"; echo 1`, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := h(ctx, map[string]any{}); err != nil {
 		t.Fatalf("the handler failed: %v", err)
 	}
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 1 {
-		t.Fatalf("child pid %q", data)
-	}
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) }) // the test's own child, if it survived
+	pid := spawnedPid(t, pidFile) // the test's own child, killed at its end if it survived
 	// SIGKILL is delivered at once; its reaping by whoever adopted the
 	// child may take a moment: 2 s is generous.
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

@@ -5,13 +5,8 @@ package main
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -29,12 +24,6 @@ func TestHandlerChildThatLeftItsSessionDiesWithIt(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid program")
 	}
-	// $1: the daemon's pid file. setsid runs in the background, so it is
-	// not a group leader and calls setsid() itself; the shell it runs
-	// starts the daemon and exits at once: the daemon's parent is gone.
-	const spawn = `setsid /bin/sh -c 'sleep 300 </dev/null >/dev/null 2>&1 & echo $! > "$1.tmp"; mv "$1.tmp" "$1"' sh "$1" </dev/null >/dev/null 2>&1 &
-while [ ! -s "$1" ]; do sleep 0.01; done
-`
 	for _, tc := range []struct {
 		name, tail string
 		cancel     bool
@@ -43,9 +32,7 @@ while [ ! -s "$1" ]; do sleep 0.01; done
 		{"the program is killed at its end", `sleep 60`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pidFile := filepath.Join(t.TempDir(), "daemon.pid")
-			h := runProgram("org.example.spawn:1.0.0", execHandler{Command: []string{"/bin/sh", "-c", spawn + tc.tail, "sh", pidFile}},
-				slog.New(slog.DiscardHandler), nil)
+			h, pidFile := shellProgram(t, setsidDaemon+tc.tail, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if tc.cancel {
@@ -68,8 +55,7 @@ while [ ! -s "$1" ]; do sleep 0.01; done
 			case !tc.cancel && err != nil:
 				t.Fatalf("the handler failed: %v", err)
 			}
-			pid := readPid(t, pidFile)
-			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) }) // if it survived
+			pid := spawnedPid(t, pidFile)
 			// The reaper reaps all before it exits, and the handler
 			// returns only after it exited: no wait is needed.
 			if alive(pid) {
@@ -77,18 +63,4 @@ while [ ! -s "$1" ]; do sleep 0.01; done
 			}
 		})
 	}
-}
-
-// readPid reads a pid file written by a test's program.
-func readPid(t *testing.T, file string) int {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 1 {
-		t.Fatalf("pid %q", data)
-	}
-	return pid
 }

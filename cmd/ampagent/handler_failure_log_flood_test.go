@@ -3,15 +3,8 @@
 package main
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/ampbundle/ampbundle/client"
-	"github.com/ampbundle/ampbundle/keyfile"
-	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // TestHandlerFailureLogFloodKeepsNamedCallers: a stranger (admitted by a
@@ -25,16 +18,9 @@ import (
 // caller=named or other, as the message lines do (CLI-36).
 func TestHandlerFailureLogFloodKeepsNamedCallers(t *testing.T) {
 	db, key := serveStore(t)
-	_, namedKey, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	namedID, err := (&keyfile.Keys{Ed25519: namedKey}).Identity("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	namedID := newNamedCaller(t)
 	cfg := writeConfig(t, map[string]any{
-		"allow": []string{"*=org.example.", namedID.DID + "=org.example."},
+		"allow": []string{"*=org.example.", namedID.DID() + "=org.example."},
 		"handlers": map[string]any{"org.example.translate.text:2.0.0": map[string]any{"command": []string{"/bin/sh", "-c",
 			`echo "failed for $AMP_CALLER" >&2; exit 3`}}},
 	})
@@ -46,21 +32,13 @@ func TestHandlerFailureLogFloodKeepsNamedCallers(t *testing.T) {
 			t.Fatal("the failing program succeeded")
 		}
 	}
-	tr, err := amphttp.NewTransport(r.url, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	named, err := client.New(client.Config{Identity: namedID, Peer: r.did, Transport: tr, Now: time.Now, Rand: rand.Reader,
-		Retry: client.Retry{MaxAttempts: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	named := namedID.client(r.url, r.did)
 	if _, err := invokeID(t, named, "org.example.translate.text:2.0.0", params, 0); err == nil {
 		t.Fatal("the failing program succeeded")
 	}
 	res := r.stop()
 	for _, line := range strings.Split(res.stderr, "\n") {
-		if strings.Contains(line, "handler program failed") && strings.Contains(line, "failed for "+namedID.DID) {
+		if strings.Contains(line, "handler program failed") && strings.Contains(line, "failed for "+namedID.DID()) {
 			return
 		}
 	}

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 )
@@ -20,8 +19,7 @@ import (
 // pid is still the group's, the pipe closes at once, and the result the
 // program printed is answered without the 2 s (CLI-39).
 func TestBackgroundChildHoldingStdoutKilledBeforeReap(t *testing.T) {
-	script := `sleep 60 & echo '{"ok":true}'`
-	h := runProgram("org.example.spawn:1.0.0", execHandler{Command: []string{"/bin/sh", "-c", script}}, slog.New(slog.DiscardHandler), nil)
+	h, _ := shellProgram(t, `sleep 60 & echo '{"ok":true}'`, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()

@@ -3,18 +3,12 @@
 package main
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/ampbundle/ampbundle/client"
-	"github.com/ampbundle/ampbundle/keyfile"
-	"github.com/ampbundle/ampbundle/transport/amphttp"
 )
 
 // TestManyCallersSlowProgramsStrangerCannotTakeEverySlot: strangers
@@ -31,17 +25,10 @@ import (
 // their share (CLI-37).
 func TestManyCallersSlowProgramsStrangerCannotTakeEverySlot(t *testing.T) {
 	db, key := serveStore(t)
-	_, namedKey, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	namedID, err := (&keyfile.Keys{Ed25519: namedKey}).Identity("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	namedID := newNamedCaller(t)
 	runs := t.TempDir()
 	cfg := writeConfig(t, map[string]any{
-		"allow": []string{"*=org.example.", namedID.DID + "=org.example."},
+		"allow": []string{"*=org.example.", namedID.DID() + "=org.example."},
 		"handlers": map[string]any{"org.example.translate.text:2.0.0": map[string]any{
 			"command": []string{"/bin/sh", "-c", `touch "$RUNS/$$"; sleep 0.4; rm -f "$RUNS/$$"; echo '{"text":"x","detected_source":"en"}'`},
 			"env":     map[string]string{"RUNS": runs}}},
@@ -87,15 +74,7 @@ func TestManyCallersSlowProgramsStrangerCannotTakeEverySlot(t *testing.T) {
 	// starts at once: 0.4 s of its own run, a generous 1.5 s in all
 	// (a wave of strangers ahead of it would take 0.4 s each).
 	time.Sleep(200 * time.Millisecond)
-	tr, err := amphttp.NewTransport(r.url, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	named, err := client.New(client.Config{Identity: namedID, Peer: r.did, Transport: tr, Now: time.Now, Rand: rand.Reader,
-		Retry: client.Retry{MaxAttempts: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	named := namedID.client(r.url, r.did)
 	start := time.Now()
 	_, nerr := invokeID(t, named, "org.example.translate.text:2.0.0", params, 20000)
 	namedTook := time.Since(start)

@@ -6,9 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,9 +33,6 @@ func TestHandlerProgramCannotStopOrCrashItsReaper(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid program")
 	}
-	const spawn = `setsid /bin/sh -c 'sleep 300 </dev/null >/dev/null 2>&1 & echo $! > "$1.tmp"; mv "$1.tmp" "$1"' sh "$1" </dev/null >/dev/null 2>&1 &
-while [ ! -s "$1" ]; do sleep 0.01; done
-`
 	type signalCase struct {
 		name, tail   string
 		deadline     time.Duration
@@ -64,10 +59,8 @@ while [ ! -s "$1" ]; do sleep 0.01; done
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			pidFile := filepath.Join(t.TempDir(), "daemon.pid")
 			var logs bytes.Buffer
-			h := runProgram("org.example.spawn:1.0.0", execHandler{Command: []string{"/bin/sh", "-c", spawn + tc.tail, "sh", pidFile}},
-				slog.New(slog.NewTextHandler(&logs, nil)), nil)
+			h, pidFile := shellProgram(t, setsidDaemon+tc.tail, &logs)
 			ctx, cancel := context.WithTimeout(context.Background(), tc.deadline)
 			defer cancel()
 			_, err := h(ctx, map[string]any{})
@@ -77,8 +70,7 @@ while [ ! -s "$1" ]; do sleep 0.01; done
 				tc.want != "" && tc.want != "deadline" && amp.NameOf(err) != amp.ErrName(tc.want):
 				t.Fatalf("the handler answered %v, want %q", err, tc.want)
 			}
-			pid := readPid(t, pidFile)
-			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+			pid := spawnedPid(t, pidFile)
 			if tc.daemonEscape {
 				if !strings.Contains(logs.String(), "reaper was killed") {
 					t.Fatalf("the reaper was killed and the log does not say so:\n%s", logs.String())

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,8 +47,10 @@ func init() {
 // group and session (setsid, setpgid, a double fork) included, since each
 // is re-parented to the reaper when its parent dies, and reaps them all
 // before it exits (CLI-40). The reaper is the group's leader; the group
-// kill after its exit (runInGroup) stays as a second net.
-func underReaper(cmd *exec.Cmd) {
+// kill after its exit (runInGroup) stays as a second net. It reports
+// true: cmd.Cancel is the reaper's, confineProgram's group kill is not
+// installed.
+func underReaper(cmd *exec.Cmd) bool {
 	cmd.Args = append([]string{reaperArg0, cmd.Path}, cmd.Args...)
 	cmd.Path = selfExe
 	cmd.Cancel = func() error {
@@ -63,6 +66,7 @@ func underReaper(cmd *exec.Cmd) {
 		cmd.Process.Signal(syscall.SIGCONT)
 		return err
 	}
+	return true
 }
 
 // reaperKilled reports whether err, the end of a program run under its
@@ -83,8 +87,10 @@ func reaperKilled(err error) bool {
 
 // runReaper runs the program at path with argv as the reaper of all it
 // starts (underReaper) and returns the exit code to report: the program's,
-// 128 plus the signal that killed it, or 126 when it could not start (the
-// reason on stderr, which the agent logs).
+// 128 plus the signal that killed it, 126 when it could not start, or
+// abandonedCode when the program exited 0 but not all it started could be
+// killed and reaped (the reason on stderr, which the agent logs for a
+// failed program).
 func runReaper(path string, argv []string) int {
 	// Every signal on which Go's runtime would end the reaper (SIGHUP,
 	// SIGINT, SIGTERM; SIGQUIT, SIGABRT, SIGTRAP, SIGSYS, SIGSTKFLT with a
@@ -122,11 +128,23 @@ func runReaper(path string, argv []string) int {
 		cmd.Process.Kill()
 		err = <-done
 	}
-	if kerr := killAdopted(); kerr != nil {
+	code := exitCode(err)
+	if kerr := killAdopted(systemReapOps()); kerr != nil {
+		// Said on stderr, which the agent logs only for a program that
+		// failed: a result whose program left processes running is not
+		// answered as a success (CLI-48).
 		fmt.Fprintf(os.Stderr, "ampagent: processes the handler program started may be left running: %v\n", kerr)
+		if code == 0 {
+			code = abandonedCode
+		}
 	}
-	return exitCode(err)
+	return code
 }
+
+// abandonedCode is the reaper's exit code when its program succeeded but
+// it could not kill and reap all the program started (killAdopted): the
+// invocation fails and the agent logs why (CLI-48).
+const abandonedCode = 125
 
 // exitCode is the code a reaper reports for its program's end.
 func exitCode(err error) int {
@@ -143,43 +161,150 @@ func exitCode(err error) int {
 	return 126
 }
 
+// Bounds of killAdopted's wait for children that do not die at once: the
+// pause between two rounds that reaped nothing and found no new child
+// doubles from reapPauseMin to reapPauseMax, and after reapPatience of
+// such rounds the reaper gives up. reapPatience is under os/exec's
+// WaitDelay (2 s), so that a reaper told to stop at the deadline still
+// exits by itself and says what it left (CLI-48).
+const (
+	reapPauseMin = time.Millisecond
+	reapPauseMax = 100 * time.Millisecond
+	reapPatience = time.Second
+)
+
+// reapOps are the system calls and the clock killAdopted uses
+// (systemReapOps; a test's fakes).
+type reapOps struct {
+	// reap reaps one exited child without waiting: its pid, 0 when
+	// children are left and none has exited, ECHILD when none is left.
+	reap func() (int, error)
+	// children lists the reaper's children (from /proc).
+	children func() ([]int, error)
+	// isChild reports whether pid is still the reaper's child, unreaped
+	// (waitid WNOWAIT): a pid /proc named that is another process's in
+	// the reaper's PID namespace is never killed.
+	isChild func(pid int) bool
+	// kill sends SIGKILL to pid.
+	kill  func(pid int)
+	now   func() time.Time
+	sleep func(time.Duration)
+}
+
+// systemReapOps are the reaper's own reapOps.
+func systemReapOps() reapOps {
+	self := os.Getpid()
+	return reapOps{
+		reap: func() (int, error) {
+			for {
+				var ws unix.WaitStatus
+				pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+				if !errors.Is(err, unix.EINTR) {
+					return pid, err
+				}
+			}
+		},
+		children: func() ([]int, error) { return childrenOf(self) },
+		isChild: func(pid int) bool {
+			for {
+				var info unix.Siginfo
+				err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+				if !errors.Is(err, unix.EINTR) {
+					return err == nil
+				}
+			}
+		},
+		kill:  func(pid int) { unix.Kill(pid, unix.SIGKILL) },
+		now:   time.Now,
+		sleep: time.Sleep,
+	}
+}
+
+// abandonedError says which children killAdopted gave up on: killed,
+// they did not die within reapPatience (uninterruptible sleep, a hung
+// file system), or the kill was refused, or wait4 says children are left
+// that /proc does not show as the reaper's (a /proc of another PID
+// namespace).
+type abandonedError struct {
+	pids    []int
+	unknown bool // children left that no listing found
+}
+
+func (e *abandonedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "gave up after %s", reapPatience)
+	if len(e.pids) > 0 {
+		fmt.Fprintf(&b, " on %d killed processes that did not end (pids", len(e.pids))
+		for _, pid := range e.pids {
+			fmt.Fprintf(&b, " %d", pid)
+		}
+		b.WriteString(")")
+	}
+	if e.unknown {
+		b.WriteString(" on children /proc does not list")
+	}
+	return b.String()
+}
+
 // killAdopted kills and reaps every child of the reaper: what the program
 // left, and, as each dies, the processes re-parented to the reaper in its
-// place, until no child is left (wait4 answers ECHILD: the kernel's word
+// place, until no child is left (reap answers ECHILD: the kernel's word
 // that none is). A child is killed by its pid, never by a group (a
-// program's process may have joined the agent's own group). A pid is the
+// program's process may have joined the agent's own group), and only
+// while ops.isChild says it is the reaper's unreaped child: a pid is the
 // reaper's child's until the reaper reaps it, which it does only after
-// the kills of a round, so no kill reaches another process. It fails only
+// the kills of a round, so no kill reaches another process. Rounds that
+// reap nothing and find no new child are paced (reapPauseMin doubling to
+// reapPauseMax) and, after reapPatience of them, it gives up
+// (*abandonedError): a child that cannot die at once (uninterruptible
+// sleep) or that /proc does not show made it read /proc and kill again
+// without pause, a core busy until the deadline (CLI-48). It fails
 // without /proc, where the children cannot be listed.
-func killAdopted() error {
-	self := os.Getpid()
+func killAdopted(ops reapOps) error {
+	seen := map[int]bool{}
+	pause := reapPauseMin
+	last := ops.now()
 	for {
+		progress := false
 		for {
-			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			pid, err := ops.reap()
 			switch {
 			case errors.Is(err, unix.ECHILD):
 				return nil
-			case errors.Is(err, unix.EINTR):
-				continue
 			case err != nil:
 				return err
 			}
 			if pid <= 0 {
 				break // children left, alive
 			}
+			progress = true
 		}
-		pids, err := childrenOf(self)
+		pids, err := ops.children()
 		if err != nil {
 			return err
 		}
+		var left []int
 		for _, pid := range pids {
-			unix.Kill(pid, unix.SIGKILL)
+			if !ops.isChild(pid) {
+				continue
+			}
+			ops.kill(pid)
+			left = append(left, pid)
+			if !seen[pid] {
+				seen[pid], progress = true, true
+			}
 		}
-		if len(pids) == 0 {
-			// A child re-parented while /proc was read: look again.
-			time.Sleep(time.Millisecond)
+		switch {
+		case progress:
+			last, pause = ops.now(), reapPauseMin
+		case ops.now().Sub(last) >= reapPatience:
+			return &abandonedError{pids: left, unknown: len(left) == 0}
+		default:
+			pause = min(2*pause, reapPauseMax)
 		}
+		// Also when nothing was listed: a child re-parented while /proc
+		// was read is found by the next round.
+		ops.sleep(pause)
 	}
 }
 

@@ -7,20 +7,25 @@ import (
 	"syscall"
 )
 
-// confineProgram runs cmd in a process group of its own and, when its
-// context ends, kills the whole group: a handler's children die with it.
-// On Linux the program runs under a reaper of its own (underReaper),
-// which also finds and kills the processes that left the group (CLI-40);
-// elsewhere those are not reached.
+// confineProgram runs cmd in a process group of its own, killed once the
+// program exited (runInGroup, CLI-34, CLI-39). When its context ends
+// (the deadline, a cancel, an output over its cap), on Linux the program's
+// reaper is told to stop (underReaper: it kills the program and all it
+// started, what left the group included, CLI-40); elsewhere the whole
+// group is killed, and a process that left it is not reached.
 func confineProgram(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if underReaper(cmd) {
+		// Not the group kill: it would kill the reaper first and leave
+		// what left the group to init (CLI-40).
+		return
+	}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
 			return nil
 		}
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	underReaper(cmd)
 }
 
 // runInGroup runs cmd (set up by confineProgram) and kills what is

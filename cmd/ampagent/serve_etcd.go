@@ -92,8 +92,9 @@ func allLoopback(endpoints []string) bool {
 
 // etcdTLS is the client TLS of --etcd-ca, --etcd-cert and --etcd-key (nil
 // when none is given), read as --listen-tcp's and --tls-ca's files are
-// (cliutil.ClientTLS, cliutil.ServerTLS: 1 MiB a file, tls_config for a
-// file that does not load; CLI-43).
+// (cliutil.ClientTLSNamed, cliutil.ServerTLSNamed: 1 MiB a file,
+// tls_config for a file that does not load; CLI-43), each error naming
+// the flag whose file it is, never what the file holds (CLI-50).
 func etcdTLS(ca, cert, key string) (*tls.Config, error) {
 	if ca == "" && cert == "" && key == "" {
 		return nil, nil
@@ -103,14 +104,14 @@ func etcdTLS(ca, cert, key string) (*tls.Config, error) {
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if ca != "" {
-		roots, err := cliutil.ClientTLS(ca)
+		roots, err := cliutil.ClientTLSNamed(ca, "--etcd-ca file")
 		if err != nil {
 			return nil, err
 		}
 		cfg.RootCAs = roots.RootCAs
 	}
 	if cert != "" {
-		pair, err := cliutil.ServerTLS(cert, key)
+		pair, err := cliutil.ServerTLSNamed(cert, key, "--etcd-cert file", "--etcd-key file")
 		if err != nil {
 			return nil, err
 		}
