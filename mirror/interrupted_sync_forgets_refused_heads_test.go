@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"fmt"
@@ -24,12 +23,12 @@ import (
 // after the ones its deadline allowed. The notes are now saved however
 // the run ends (docs/SPEC-DECISIONS.md MIRROR-23, amended by review 116).
 func TestSyncCutShortForgetsTheHeadsItRefused(t *testing.T) {
-	own := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{125}, ed25519.SeedSize))
+	own := ownKey(125)
 	var files [][]byte
 	for i := range 3 {
 		files = append(files, paddedBundle(t, fmt.Sprintf("org.example.own%d", i), own, 1<<10))
 	}
-	m := stationOf(t, own, files...)
+	m := stationOf(t, []ed25519.PrivateKey{own}, files...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var cutting atomic.Bool

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"crypto/ed25519"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -48,13 +49,13 @@ func (j junkHeads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // that ends the list, so a run pays at most one file for it.
 func TestJunkHeadThenWholeFilePastTheCap(t *testing.T) {
 	const extra, pad = 8, 128 << 10
-	station, size := ownKeyStation(t, MaxStoreRefusals+extra, pad)
-	m, _ := startMirror(t, station, nil)
-	cb := &countBundleBytes{h: junkHeads{m}}
-	ts := httptest.NewServer(cb)
-	defer ts.Close()
+	own := ownKey(9)
+	files := ownKeyBundles(t, own, MaxStoreRefusals+extra, pad)
+	size := int64(len(files[0]))
+	cb := stationOf(t, []ed25519.PrivateKey{own}, files...)
+	cb.h = junkHeads{cb.h}
 	s := agentStore(t) // trusts testKey only
-	if _, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.Now = func() time.Time { return testNow } }); err != nil {
+	if _, err := syncOnce(t, s, urlOf(t, cb), func(o *SyncOptions) { o.Now = func() time.Time { return testNow } }); err != nil {
 		t.Fatal(err)
 	}
 	// The files offered (MaxStoreRefusals) whole; past the cap one file's

@@ -1,16 +1,11 @@
 package mirror
 
 import (
-	"bytes"
-	"context"
 	"crypto/ed25519"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // TestAnotherMirrorsPartialHeadRefusesAGenuineFilePastTheCap: past
@@ -26,29 +21,10 @@ import (
 // earlier download that fail the check are discarded and the mirror's own
 // head read; the genuine file is imported.
 func TestAnotherMirrorsPartialHeadRefusesAGenuineFilePastTheCap(t *testing.T) {
-	own := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
-	station := filepath.Join(t.TempDir(), "station.db")
-	st, err := resolver.Open(station, resolver.Options{Create: true, Now: func() time.Time { return testNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, k := range map[string]ed25519.PrivateKey{"own": own, "example": testKey} {
-		if err := st.TrustAdd(name, k.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	files := [][]byte{}
-	for i := range MaxStoreRefusals {
-		files = append(files, paddedBundle(t, fmt.Sprintf("org.example.b%03d", i), own, 0))
-	}
+	own := ownKey(9)
+	files := ownKeyBundles(t, own, MaxStoreRefusals, 0)
 	genuine := paddedBundle(t, "org.example.z", testKey, 4096)
-	for _, f := range append(files, genuine) {
-		if _, err := st.Import(context.Background(), bytes.NewReader(f), resolver.ImportOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st.Close()
-	_, ts := startMirror(t, station, nil)
+	url := urlOf(t, stationOf(t, []ed25519.PrivateKey{own, testKey}, append(files, genuine)...))
 	s := agentStore(t) // trusts testKey only
 	spool := filepath.Join(filepath.Dir(s.Path()), "sync")
 	if err := os.MkdirAll(spool, 0o700); err != nil {
@@ -59,7 +35,7 @@ func TestAnotherMirrorsPartialHeadRefusesAGenuineFilePastTheCap(t *testing.T) {
 	if err := os.WriteFile(part, forged[:len(forged)/2], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.Now = func() time.Time { return testNow } })
+	rep, err := syncOnce(t, s, url, func(o *SyncOptions) { o.Now = func() time.Time { return testNow } })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,20 +2,14 @@ package mirror
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
-	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // paddedBundle signs bundle id (version 1) with key, its schema padded to
@@ -39,56 +33,15 @@ func paddedBundle(t testing.TB, id string, key ed25519.PrivateKey, pad int) []by
 	return file.Bytes()
 }
 
-// ownKeyStation is a station store holding n bundles of the lines
-// org.example.bNNN, each padded by pad bytes and signed by a key of the
-// station's own, which agentStore does not trust; size is one bundle
-// file's.
-func ownKeyStation(t *testing.T, n, pad int) (station string, size int64) {
+// ownKeyBundles are n bundles of the lines org.example.bNNN, each padded
+// by pad bytes and signed by own, a key of the station's own.
+func ownKeyBundles(t *testing.T, own ed25519.PrivateKey, n, pad int) [][]byte {
 	t.Helper()
-	own := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
-	station = filepath.Join(t.TempDir(), "station.db")
-	st, err := resolver.Open(station, resolver.Options{Create: true, Now: func() time.Time { return testNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.TrustAdd("own", own.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
-		t.Fatal(err)
-	}
+	var files [][]byte
 	for i := range n {
-		f := paddedBundle(t, fmt.Sprintf("org.example.b%03d", i), own, pad)
-		size = int64(len(f))
-		if _, err := st.Import(context.Background(), bytes.NewReader(f), resolver.ImportOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		files = append(files, paddedBundle(t, fmt.Sprintf("org.example.b%03d", i), own, pad))
 	}
-	return station, size
-}
-
-// countBundleBytes counts the body bytes h writes for bundle files.
-type countBundleBytes struct {
-	h http.Handler
-	n atomic.Int64
-}
-
-type countingWriter struct {
-	http.ResponseWriter
-	n *atomic.Int64
-}
-
-func (w countingWriter) Write(b []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(b)
-	w.n.Add(int64(n))
-	return n, err
-}
-
-func (w countingWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
-
-func (c *countBundleBytes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, BundlesPrefix) {
-		w = countingWriter{w, &c.n}
-	}
-	c.h.ServeHTTP(w, r)
+	return files
 }
 
 // TestResignedOwnKeyBundlesDownloadedWholeEveryRun: a mirror with
@@ -108,13 +61,12 @@ func (c *countBundleBytes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // signed as the store requires is refused after its head only.
 func TestResignedOwnKeyBundlesDownloadedWholeEveryRun(t *testing.T) {
 	const extra, pad = 8, 128 << 10
-	station, size := ownKeyStation(t, MaxStoreRefusals+extra, pad)
-	m, _ := startMirror(t, station, nil)
-	cb := &countBundleBytes{h: m}
-	ts := httptest.NewServer(cb)
-	defer ts.Close()
+	own := ownKey(9)
+	files := ownKeyBundles(t, own, MaxStoreRefusals+extra, pad)
+	size := int64(len(files[0]))
+	cb := stationOf(t, []ed25519.PrivateKey{own}, files...)
 	s := agentStore(t) // trusts testKey only
-	rep, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.Now = func() time.Time { return testNow } })
+	rep, err := syncOnce(t, s, urlOf(t, cb), func(o *SyncOptions) { o.Now = func() time.Time { return testNow } })
 	if err != nil {
 		t.Fatal(err)
 	}

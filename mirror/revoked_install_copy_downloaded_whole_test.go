@@ -19,17 +19,13 @@ package mirror
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
-	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // largeEchoBundle is org.example.echo version 1 signed by testKey, with
@@ -61,25 +57,6 @@ func largeEchoBundleBy(t *testing.T, size int, key ed25519.PrivateKey, fill byte
 	return file.Bytes()
 }
 
-// mirrorOf serves a store trusting key for org.example that holds file.
-func mirrorOf(t *testing.T, key ed25519.PrivateKey, file []byte) *countBundleBytes {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "store.db")
-	s, err := resolver.Open(p, resolver.Options{Create: true, Now: func() time.Time { return testNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.TrustAdd("publisher", key.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Import(context.Background(), bytes.NewReader(file), resolver.ImportOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	m, _ := startMirror(t, p, nil)
-	return &countBundleBytes{h: m}
-}
-
 // TestRevokedInstallCopyDownloadedWholeAtEachStoreChange: over an install
 // whose only signer the site revoked, a mirror lists the installed file
 // itself (4 MiB), or a hostile one a fresh file of its version signed by
@@ -87,7 +64,7 @@ func mirrorOf(t *testing.T, key ed25519.PrivateKey, file []byte) *countBundleByt
 // head only (well under 1 MiB) and reports the copy refused.
 func TestRevokedInstallCopyDownloadedWholeAtEachStoreChange(t *testing.T) {
 	const size = 4 << 20
-	hostile := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{113}, ed25519.SeedSize)) // the mirror's own
+	hostile := ownKey(113) // the mirror's own
 	published := largeEchoBundle(t, size)
 	for _, tc := range []struct {
 		name string
@@ -95,9 +72,9 @@ func TestRevokedInstallCopyDownloadedWholeAtEachStoreChange(t *testing.T) {
 		listed func(run int) *countBundleBytes
 		want   amp.ErrName
 	}{
-		{"the revoked file itself", func(int) *countBundleBytes { return mirrorOf(t, testKey, published) }, bundle.ErrUntrustedKey},
+		{"the revoked file itself", func(int) *countBundleBytes { return stationOf(t, []ed25519.PrivateKey{testKey}, published) }, bundle.ErrUntrustedKey},
 		{"a fresh file each run signed by the mirror's key", func(run int) *countBundleBytes {
-			return mirrorOf(t, hostile, largeEchoBundleBy(t, size, hostile, byte('c'+run)))
+			return stationOf(t, []ed25519.PrivateKey{hostile}, largeEchoBundleBy(t, size, hostile, byte('c'+run)))
 		}, bundle.ErrUntrustedKey},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,9 +94,7 @@ func TestRevokedInstallCopyDownloadedWholeAtEachStoreChange(t *testing.T) {
 					}
 				}
 				cb := tc.listed(run)
-				ts := httptest.NewServer(cb)
-				it := syncItem(t, site, ts.URL)
-				ts.Close()
+				it := syncItem(t, site, urlOf(t, cb))
 				if it.Outcome != OutcomeRefused || it.Error != string(tc.want) {
 					t.Fatalf("run %d: %+v; want refused %s (the bundle fails closed)", run+1, it, tc.want)
 				}
@@ -143,9 +118,7 @@ func TestRevokedInstallCopyDownloadedWholeAtEachStoreChange(t *testing.T) {
 // only what the keys trusted now do not sign.
 func TestRevokedInstallCopyTheTrustPassesIsStillPulledWhole(t *testing.T) {
 	published := largeEchoBundle(t, 1<<20)
-	cb := mirrorOf(t, testKey, published)
-	ts := httptest.NewServer(cb)
-	t.Cleanup(ts.Close)
+	url := urlOf(t, stationOf(t, []ed25519.PrivateKey{testKey}, published))
 	site := agentStore(t, published)
 	if gone, err := site.TrustRemoveFailClosed("example"); err != nil || len(gone) != 1 {
 		t.Fatalf("trust rm --fail-closed: %v, %v", gone, err)
@@ -156,7 +129,7 @@ func TestRevokedInstallCopyTheTrustPassesIsStillPulledWhole(t *testing.T) {
 	if bs, err := site.Bundles(); err != nil || len(bs) != 1 || bs[0].Revoked == "" {
 		t.Fatalf("the install: %+v, %v; want it failed closed", bs, err)
 	}
-	if it := syncItem(t, site, ts.URL); it.Outcome != OutcomeImported || it.PreviousVersion != 1 {
+	if it := syncItem(t, site, url); it.Outcome != OutcomeImported || it.PreviousVersion != 1 {
 		t.Fatalf("the file the trust passes over the revoked install: %+v; want imported, previous_version 1", it)
 	}
 	if bs, err := site.Bundles(); err != nil || len(bs) != 1 || bs[0].Revoked != "" {

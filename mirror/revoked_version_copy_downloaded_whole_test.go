@@ -3,7 +3,6 @@ package mirror
 import (
 	"bytes"
 	"crypto/ed25519"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/bundle"
@@ -21,10 +20,8 @@ import (
 func TestRevokedVersionCopyDownloadedWholeAtEachStoreChange(t *testing.T) {
 	const size = 4 << 20
 	published := largeEchoBundle(t, size)
-	m, _ := startMirror(t, newStore(t, published), nil)
-	cb := &countBundleBytes{h: m}
-	ts := httptest.NewServer(cb)
-	t.Cleanup(ts.Close)
+	cb := stationOf(t, []ed25519.PrivateKey{testKey}, published)
+	url := urlOf(t, cb)
 	site := agentStore(t, published)
 	if res, err := site.ApplyRevocation(signedRevocation(t, nil, []bundle.BundleVersion{{BundleID: "org.example.echo", Version: 1}}, testKey)); err != nil || len(res.FailedClosed) != 1 {
 		t.Fatalf("revocation at the site: %+v, %v", res, err)
@@ -37,7 +34,7 @@ func TestRevokedVersionCopyDownloadedWholeAtEachStoreChange(t *testing.T) {
 			}
 		}
 		before := cb.n.Load()
-		it := syncItem(t, site, ts.URL)
+		it := syncItem(t, site, url)
 		if it.Outcome != OutcomeRefused {
 			t.Fatalf("run %d: %+v; want refused (the bundle fails closed)", run+1, it)
 		}

@@ -62,7 +62,7 @@ func TestSpoolLinkOthersMayRepointForgesNotes(t *testing.T) {
 	spool := filepath.Join(srv, "amp", "store.sync")
 
 	const url = "http://mirror.example"
-	c, err := newSyncClient(SyncOptions{URL: url, SpoolDir: spool, Now: func() time.Time { return testNow }})
+	c, err := newSyncClient(SyncOptions{URL: url, SpoolDir: spool, Now: func() time.Time { return testNow }}, syncHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func TestNotesInASpoolOthersCanWriteSkipARevocation(t *testing.T) {
 	if err := os.Chmod(spool, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	c, err := newSyncClient(SyncOptions{URL: ts.URL, SpoolDir: spool})
+	c, err := newSyncClient(SyncOptions{URL: ts.URL, SpoolDir: spool}, syncHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestNotesInASpoolAnotherUserOwnsSkipARevocation(t *testing.T) {
 	if err := os.MkdirAll(spool, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c, err := newSyncClient(SyncOptions{URL: ts.URL, SpoolDir: spool})
+	c, err := newSyncClient(SyncOptions{URL: ts.URL, SpoolDir: spool}, syncHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}

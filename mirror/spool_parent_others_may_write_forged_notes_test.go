@@ -47,7 +47,7 @@ func TestNotesInASpoolWhoseParentOthersMayWriteSkipARevocation(t *testing.T) {
 	if err := os.Mkdir(spool, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	c, err := newSyncClient(SyncOptions{URL: ts.URL, SpoolDir: spool})
+	c, err := newSyncClient(SyncOptions{URL: ts.URL, SpoolDir: spool}, syncHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}

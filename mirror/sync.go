@@ -121,11 +121,6 @@ type SyncOptions struct {
 	// Progress, when set, is called with the bytes of the current bundle
 	// file received so far and its size.
 	Progress func(bundleID string, done, total int64)
-	// headBudget replaces maxRefusedLargeHeadBytes when set (tests).
-	headBudget int64
-	// verified, when set, is called at each check of a bundle file's
-	// signatures against the store's trust (tests).
-	verified func()
 }
 
 // Outcome of one offered bundle.
@@ -209,28 +204,27 @@ func (r *SyncReport) Count(o Outcome) int {
 //
 // One sync at a time writes a spool folder: another, in this process or
 // another, is refused store_in_use while it runs (the lock of the system
-// on a file in it, lockSpool). Except on Solaris and AIX, whose only file
-// locks (fcntl) are held by the process: two syncs of one spool folder in
-// one process are not kept apart there (docs/SPEC-DECISIONS.md MIRROR-23,
-// amended).
+// on a file in it, lockSpool). Sync runs with a Syncer of its own: on
+// Solaris and AIX, whose only file locks (fcntl) are held by the process,
+// only syncs run through one Syncer are kept apart within a process
+// (docs/SPEC-DECISIONS.md MIRROR-24).
 func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) {
-	c, err := newSyncClient(opts)
+	return new(Syncer).Sync(ctx, t, opts)
+}
+
+// Sync syncs as the package's Sync does; besides, a sync of a spool
+// folder that another sync through s holds is refused store_in_use
+// before it opens anything in it, on every system (docs/SPEC-DECISIONS.md
+// MIRROR-24).
+func (s *Syncer) Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) {
+	c, err := newSyncClient(opts, s.hooks)
 	if err != nil {
 		return nil, err
 	}
 	if !opts.DryRun {
-		if err := os.MkdirAll(opts.SpoolDir, 0o700); err != nil {
-			return nil, amp.Named(0, resolver.ErrStoreIO, "cannot create the sync spool folder").WithCause(err)
-		}
-		// One sync at a time uses a spool folder: another would prune
-		// this one's live partial file (pruneSpool) or write it at the
-		// same time (docs/SPEC-DECISIONS.md MIRROR-18).
-		unlock, busy, err := lockSpool(opts.SpoolDir)
+		unlock, err := s.lockSpool(opts.SpoolDir)
 		if err != nil {
-			return nil, amp.Named(0, resolver.ErrStoreIO, "cannot lock the sync spool folder").WithCause(err)
-		}
-		if busy {
-			return nil, amp.Named(0, resolver.ErrStoreInUse, "another sync of this store is running (its spool folder is locked): try again when it ends")
+			return nil, err
 		}
 		defer unlock()
 	}
@@ -279,7 +273,8 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 	keep := map[string]bool{}
 	bundles := failedLast(c, ix.Bundles, func(e IndexEntry) string { return e.BundleID })
 	// failing names the download the mirror failed (unreachable, too
-	// slow, cut off, an error status, not the file listed: mirrorFailed):
+	// slow, cut off, an error status, not the file listed: mirrorFailed,
+	// or a head that is no bundle file's: headVerdict):
 	// the rest of the bundle list is not tried in this run, so that a
 	// mirror stalling each of 10,000 files costs one stall, not days; the
 	// next run tries them, the failed ones last.
@@ -314,8 +309,7 @@ func Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncReport, error) 
 				break
 			}
 			keep[partName(e)] = true
-			c.fetchAndImport(ctx, t, e, &it, same)
-			if c.failed.fetched(it.Error, e.BundleID) {
+			if c.failed.fetched(c.fetchAndImport(ctx, t, e, &it, same), e.BundleID) {
 				failing = e.BundleID
 			}
 		}
@@ -391,21 +385,20 @@ func containsStr(ss []string, s string) bool {
 }
 
 type syncClient struct {
-	opts SyncOptions
-	base *url.URL
-	http *http.Client
-	log  *slog.Logger
+	opts  SyncOptions
+	hooks syncHooks
+	base  *url.URL
+	http  *http.Client
+	log   *slog.Logger
 	// trusted is the store's trust (its keys with their scopes and
 	// revocations, and its thresholds), to tell whether a file is signed
 	// as the store requires (vouched); nil when the target does not list
 	// it: refusals are then counted after the fact.
 	trusted *bundle.Policy
-	// trustGen is the store generation trusted was read at, when
-	// trustGenKnown (the generation did not move while it was read): a
-	// file refused against it without being offered is remembered at that
-	// generation (offerToStore).
-	trustGen      uint64
-	trustGenKnown bool
+	// trustKey names trusted (trustDigest): a file refused against it
+	// without being offered is remembered under it (offerToStore,
+	// localRefusals).
+	trustKey string
 	// unvouched counts, per kind, the files offered to the store that
 	// were not signed as it requires; vouchedRefused, per kind and signer
 	// keys (signerShare), those signed as it requires that it refused all
@@ -446,20 +439,7 @@ func (c *syncClient) loadTrust(t Target) error {
 	if !ok {
 		return nil
 	}
-	// Through an admin socket the generation is that of the last answer:
-	// the first read may start from an older one, so it is read once more
-	// when the generation moved meanwhile.
-	for try := 0; ; try++ {
-		before := c.storeGeneration()
-		if err := c.readTrust(tl); err != nil {
-			return err
-		}
-		after := c.storeGeneration()
-		c.trustGen, c.trustGenKnown = after, c.refusals != nil && before == after
-		if c.trustGenKnown || try == 1 {
-			return nil
-		}
-	}
+	return c.readTrust(tl)
 }
 
 // readTrust sets trusted from tl.
@@ -479,7 +459,7 @@ func (c *syncClient) readTrust(tl TrustLister) error {
 	for _, k := range keys {
 		p.Keys = append(p.Keys, bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes, Except: k.Except})
 	}
-	c.trusted = p
+	c.trusted, c.trustKey = p, trustDigest(p)
 	return nil
 }
 
@@ -537,13 +517,12 @@ func (c *syncClient) offerToStore(kind string, sum []byte, verify func(*bundle.P
 }
 
 // noteUnvouched remembers the file sum, whose signatures the store's
-// trust refused (verr) and which is not offered, as refused at the
-// generation the trust was read at, when that is known (localRefusals,
-// docs/SPEC-DECISIONS.md MIRROR-15).
+// trust refused (verr) and which is not offered, as refused under that
+// trust (localRefusals): the verdict depends on the file and the trust
+// alone, so it holds while the trust does, whatever else moves the
+// store's generation (docs/SPEC-DECISIONS.md MIRROR-15, MIRROR-24).
 func (c *syncClient) noteUnvouched(sum []byte, verr error) {
-	if c.trustGenKnown {
-		c.judged.note(c, sum, verdictOf(verr), c.trustGen)
-	}
+	c.judged.noteTrusted(c, sum, verdictOf(verr))
 }
 
 // verdictOf is the error name a file is remembered as refused with when
@@ -640,7 +619,7 @@ func (r *listedRun) decide(held bool) (Outcome, error) {
 // mirror failed the download of what, the rest of the list is not tried,
 // and the next run tries it last (failedFiles, by its key).
 func (r *listedRun) fetched(errName, what, key string) {
-	if r.c.failed.fetched(errName, key) {
+	if r.c.failed.fetched(mirrorFailed(errName), key) {
 		r.failing = what
 	}
 }
@@ -665,7 +644,7 @@ func notTried(failed string) error {
 
 var errRedirect = errors.New("redirect refused")
 
-func newSyncClient(opts SyncOptions) (*syncClient, error) {
+func newSyncClient(opts SyncOptions, hooks syncHooks) (*syncClient, error) {
 	u, err := url.Parse(opts.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, amp.Named(0, ErrMisconfigured, "the mirror url must be http:// or https://HOST[:PORT][/PATH], without user, query or fragment")
@@ -680,11 +659,11 @@ func newSyncClient(opts SyncOptions) (*syncClient, error) {
 	limit.Default(&opts.MaxSpoolBytes, max(4<<30, 2*opts.MaxBundleBytes))
 	limit.Default(&opts.StallTimeout, DefaultStallTimeout)
 	limit.Default(&opts.MinDataRate, admission.MinDataRate)
-	limit.Default(&opts.headBudget, maxRefusedLargeHeadBytes)
+	limit.Default(&hooks.headBudget, maxRefusedLargeHeadBytes)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &syncClient{opts: opts, base: u, http: opts.Client, log: opts.Logger}
+	c := &syncClient{opts: opts, hooks: hooks, base: u, http: opts.Client, log: opts.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -797,16 +776,19 @@ const spoolLockName = "sync.lock"
 func partName(e IndexEntry) string { return e.BundleID + "-" + e.SHA256 + ".part" }
 
 // fetchAndImport downloads e (resuming a partial file), its head judged
-// first (judgeHead), checks it against the index, and imports it.
+// first (judgeHead), checks it against the index, and imports it, and
+// reports whether the mirror failed it, so that the rest of the list
+// waits (mirrorFailed, or a head that is no bundle file's: headVerdict).
 // replacing: e is a copy of the installed version, which fails closed as
 // revoked (replaceable). A head refused is discarded; one the mirror did
 // not deliver whole (cut off, stalled, an error status) is kept, and the
 // next run resumes it (docs/SPEC-DECISIONS.md MIRROR-23).
-func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry, it *SyncItem, replacing bool) {
+func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry, it *SyncItem, replacing bool) (listEnds bool) {
+	defer func() { listEnds = listEnds || mirrorFailed(it.Error) }()
 	path := filepath.Join(c.opts.SpoolDir, partName(e))
 	if used := c.spoolUsed(path); used+e.Size > c.opts.MaxSpoolBytes {
 		refuse(it, amp.Named(0, ErrTooLarge, "the sync spool folder holds %d bytes of partial downloads; %d more would pass its limit of %d", used, e.Size, c.opts.MaxSpoolBytes))
-		return
+		return false
 	}
 	head, jh, err := c.judgeHead(ctx, e, path, replacing)
 	if err != nil {
@@ -814,13 +796,13 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 			os.Remove(path) // a cut-off head is kept, and resumed next run
 		}
 		refuse(it, err)
-		return
+		return junkHead(err)
 	}
 	f, fileSum, resumed, sameHead, err := c.downloadListed(ctx, e, path, jh)
 	it.Resumed = max(0, resumed-head) // the head read in this run is not resumed
 	if err != nil {
 		refuse(it, err)
-		return
+		return false
 	}
 	defer f.Close()
 	share := ""
@@ -829,7 +811,7 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 	} else if share, err = c.judgeWhole(f, e, fileSum); err != nil {
 		os.Remove(path)
 		refuse(it, err)
-		return
+		return false
 	}
 	f.Seek(0, io.SeekStart)
 	// The file's SHA-256 (checked above) keys the store's record of the
@@ -839,13 +821,13 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		var ae *amp.Error
 		if errors.As(err, &ae) && (ae.Name == resolver.ErrStoreInUse || ae.Name == resolver.ErrStoreIO) {
 			refuse(it, err) // keep the file: the next run imports it without a download
-			return
+			return false
 		}
 		c.storeRefused(err, kindBundle, share)
 		os.Remove(path)
 		refuse(it, err)
 		c.log.Warn("bundle from the mirror refused", "bundle_id", e.BundleID, "version", e.Version, "err", err)
-		return
+		return false
 	}
 	os.Remove(path)
 	it.Outcome = OutcomeImported
@@ -854,6 +836,7 @@ func (c *syncClient) fetchAndImport(ctx context.Context, t Target, e IndexEntry,
 		it.Outcome = OutcomeCurrent
 	}
 	c.log.Info("bundle imported from the mirror", "bundle_id", res.BundleID, "version", res.Version, "generation", res.Generation)
+	return false
 }
 
 // judgeWhole judges the downloaded bundle file f (listed as e, of
@@ -868,10 +851,20 @@ func (c *syncClient) judgeWhole(f *os.File, e IndexEntry, sum []byte) (string, e
 		// parse (index_mismatch, which fails the list: mirrorFailed).
 		return "", amp.Named(0, ErrIndexMismatch, "the file the index lists is not a bundle file (%s): discarded", amp.NameOf(err)).WithCause(err)
 	}
-	if in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version {
-		return "", amp.Named(0, ErrIndexMismatch, "the file served names another bundle or version than the index: discarded")
+	if err := listedAs(in, e); err != nil {
+		return "", err
 	}
 	return c.offerToStore(kindBundle, sum, c.bundleSigners(in))
+}
+
+// listedAs is the refusal (index_mismatch) of a bundle file, or its head,
+// in whose signed manifest another bundle or version than its listing e
+// is named; nil when it names e's.
+func listedAs(in *bundle.Inspection, e IndexEntry) error {
+	if in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version {
+		return amp.Named(0, ErrIndexMismatch, "the file served names another bundle or version than the index: discarded")
+	}
+	return nil
 }
 
 // bundleSigners is the store's check of the signatures of the bundle file
@@ -884,8 +877,8 @@ func (c *syncClient) judgeWhole(f *os.File, e IndexEntry, sum []byte) (string, e
 // MIRROR-23, amended).
 func (c *syncClient) bundleSigners(in *bundle.Inspection) func(*bundle.Policy) ([]bundle.TrustedKey, error) {
 	return func(p *bundle.Policy) ([]bundle.TrustedKey, error) {
-		if c.opts.verified != nil {
-			c.opts.verified()
+		if c.hooks.verified != nil {
+			c.hooks.verified()
 		}
 		obj, err := bundle.DecodeObject(in.SignedManifest, bundle.MediaTypeManifest)
 		if err != nil {
@@ -918,12 +911,15 @@ const bundleHeadBytes = 64 << 10
 const maxBundleHeadBytes = bundle.DefaultMaxManifestSize + bundleHeadBytes
 
 // maxRefusedLargeHeadBytes bounds, per run, the bytes past their first
-// bundleHeadBytes of the bundle heads refused (not signed as the store
-// requires, or not the file listed): once they are spent, a head is not
-// read past bundleHeadBytes in that run (limit_exceeded, tried again by
-// the next), so that a mirror listing files whose signed manifests are
-// near bundle.DefaultMaxManifestSize costs a run four such heads, not one
-// per listed file (docs/SPEC-DECISIONS.md MIRROR-23).
+// bundleHeadBytes of the heads of bundles refused (their signatures not
+// as the store requires, or past MaxStoreRefusals refusals of their
+// signers' files), each read counted, a first read from bytes kept in the
+// spool too: once they are spent, a head is not read past
+// bundleHeadBytes in that run (limit_exceeded, tried again by the next),
+// so that a mirror listing files whose signed manifests are near
+// bundle.DefaultMaxManifestSize costs a run four such heads, not one per
+// listed file (docs/SPEC-DECISIONS.md MIRROR-23, MIRROR-24). A head that
+// is no bundle file's takes none of it: it ends its list (headVerdict).
 const maxRefusedLargeHeadBytes = 4 * bundle.DefaultMaxManifestSize
 
 // judgedHead is the head of a bundle file judgeHead passed: its signed
@@ -949,19 +945,22 @@ type judgedHead struct {
 // signatures checked once against the store's trust. A head the trust
 // refuses is refused by the trust's error name (untrusted_key,
 // threshold_not_met, …), not downloaded further nor offered to the store,
-// and remembered as such at the store's generation (localRefusals), so
-// that a mirror listing files no trusted key signs (its own key's, signed
-// again each run: fresh SHA-256s no record of refusals knows) costs a run
-// a head per file, never a whole file (docs/SPEC-DECISIONS.md MIRROR-18,
-// MIRROR-22, MIRROR-23). A head that is not a bundle file's, or names
-// another bundle or version, is the mirror serving another file
-// (index_mismatch: its list ends); one whose signed manifest is larger
-// than the store takes is refused limit_exceeded. Bytes kept from an
+// and remembered as such under that trust (localRefusals), so that a
+// mirror listing files no trusted key signs (its own key's, signed again
+// each run: fresh SHA-256s no record of refusals knows) costs a run a
+// head per file, never a whole file (docs/SPEC-DECISIONS.md MIRROR-18,
+// MIRROR-22, MIRROR-23, MIRROR-24). A head that is no bundle file's (it
+// does not parse, names another bundle or version, or its signed manifest
+// is larger than the store takes) is the mirror serving another file: a
+// junk verdict (headVerdict), which ends its list. Bytes kept from an
 // earlier download (perhaps another mirror's: the spool names a partial
 // file by bundle_id and SHA-256 only) that fail any of this are discarded
-// and this mirror's head read instead (MIRROR-15). got is the bytes of
-// the head read in this run; jh is nil when there is no trust to judge
-// by (the whole file is then judged after its download).
+// and this mirror's head read instead (MIRROR-15); the bytes read for
+// them in this run are charged all the same (chargeRefusedHead). got is
+// the bytes of the head read in the last try; jh is nil when there is no
+// trust to judge by (the whole file is then judged after its download).
+// An error that is not a headVerdict is the mirror or the spool failing to
+// deliver the head: nothing was judged.
 //
 // replacing: e is a copy of the installed version, which fails closed as
 // revoked (replaceable); only a copy the keys trusted now sign can
@@ -977,47 +976,93 @@ func (c *syncClient) judgeHead(ctx context.Context, e IndexEntry, path string, r
 		if err != nil && !headRefusal(err) {
 			return got, nil, err // the mirror or the spool failed: nothing judged
 		}
-		var signers []bundle.TrustedKey
-		if err == nil && (in.Manifest.BundleID != e.BundleID || in.Manifest.Version != e.Version) {
-			err = amp.Named(0, ErrIndexMismatch, "the file served names another bundle or version than the index: discarded")
-		}
 		if err == nil {
-			signers, err = c.bundleSigners(in)(c.trusted)
+			if err = listedAs(in, e); err != nil {
+				err = junkVerdict(err)
+			}
 		}
-		if err != nil && kept > 0 && try == 0 {
+		share := ""
+		if err == nil {
+			if share, err = c.trustHead(in, e); err != nil {
+				c.chargeRefusedHead(kept, n)
+			}
+		}
+		switch {
+		case err == nil:
+			return got, &judgedHead{in: in, share: share, n: n, sum: sum, ours: kept == 0}, nil
+		case kept > 0 && try == 0:
 			// Kept bytes are no ground to refuse this mirror's file.
 			os.Remove(path)
 			continue
 		}
-		if err != nil {
-			if got > bundleHeadBytes {
-				c.largeHeadsRefused += got - bundleHeadBytes
-			}
-			return got, nil, c.headRefused(e, err, replacing)
-		}
-		// The verdict is given to offerToStore, not the check again: past
-		// MaxStoreRefusals refusals of these keys' files, the rest is not
-		// downloaded either.
-		share, err := c.offerToStore(kindBundle, listedSum(e.SHA256), func(*bundle.Policy) ([]bundle.TrustedKey, error) { return signers, nil })
-		if err != nil {
-			return got, nil, err
-		}
-		return got, &judgedHead{in: in, share: share, n: n, sum: sum, ours: kept == 0}, nil
+		return got, nil, c.headRefused(e, err, replacing)
 	}
 }
 
-// headRefusal reports whether err, from readHead or from the store's
-// trust, judges the file (so it is refused), rather than the mirror or
-// the spool failing to deliver its head.
+// trustHead is the store's trust's verdict on the signed manifest in of
+// the listed bundle file e, given once (offerToStore takes it, not the
+// check again): the offerToStore share the file falls in, or the refusal,
+// a headVerdict: the trust refuses its signatures, or the store refused
+// MaxStoreRefusals files of its signers in this run (the rest is then not
+// downloaded either).
+func (c *syncClient) trustHead(in *bundle.Inspection, e IndexEntry) (string, error) {
+	signers, err := c.bundleSigners(in)(c.trusted)
+	if err != nil {
+		return "", &headVerdict{err: amp.AsError(err), trust: true}
+	}
+	share, err := c.offerToStore(kindBundle, listedSum(e.SHA256), func(*bundle.Policy) ([]bundle.TrustedKey, error) { return signers, nil })
+	if err != nil {
+		return "", &headVerdict{err: amp.AsError(err)}
+	}
+	return share, nil
+}
+
+// chargeRefusedHead charges the run's budget of refused heads
+// (maxRefusedLargeHeadBytes) with the bytes of a head refused that were
+// read in this run past its first bundleHeadBytes: from kept bytes (kept)
+// up to n. A first read from bytes kept in the spool is charged as any
+// other: a head refused is discarded and read again, and both reads are
+// the mirror's to pay (docs/SPEC-DECISIONS.md MIRROR-24).
+func (c *syncClient) chargeRefusedHead(kept, n int64) {
+	c.largeHeadsRefused += max(0, n-max(kept, bundleHeadBytes))
+}
+
+// headVerdict is a judgment of a listed bundle file by its head that
+// refuses the file (judgeHead): the trust's verdict on its signatures
+// (trust), the cap on its signers' refused files, or junk: the head is
+// no bundle file's the store would take (it does not parse, names another
+// bundle or version, or its signed manifest is larger than the store
+// takes). No mirror serving what its store imported serves junk, so junk
+// ends its list as a file other than the one listed does, and takes
+// nothing of the run's budget of refused heads, which is the bundles'
+// (docs/SPEC-DECISIONS.md MIRROR-24). Any other error of a head read is a
+// failure to deliver it, not a verdict.
+type headVerdict struct {
+	err   *amp.Error
+	junk  bool
+	trust bool
+}
+
+func (v *headVerdict) Error() string { return v.err.Error() }
+func (v *headVerdict) Unwrap() error { return v.err }
+
+// junkVerdict is err (index_mismatch or limit_exceeded) as the junk
+// verdict on a head.
+func junkVerdict(err error) error { return &headVerdict{err: amp.AsError(err), junk: true} }
+
+// headRefusal reports whether err judged the file by its head (a
+// headVerdict), so that it is refused and its head discarded, rather than
+// the mirror or the spool failing to deliver the head (which is kept).
 func headRefusal(err error) bool {
-	if errors.Is(err, errHeadBudget) {
-		return false // the file is not judged: the next run reads its head
-	}
-	switch amp.NameOf(err) {
-	case ErrMirrorUnreachable, ErrMirrorRefused, ErrIncomplete, resolver.ErrStoreIO:
-		return false
-	}
-	return true
+	var v *headVerdict
+	return errors.As(err, &v)
+}
+
+// junkHead reports whether err judged a head to be no bundle file's: the
+// rest of its list is not tried in this run.
+func junkHead(err error) bool {
+	var v *headVerdict
+	return errors.As(err, &v) && v.junk
 }
 
 // errHeadBudget is the cause of a head not read past bundleHeadBytes
@@ -1025,20 +1070,20 @@ func headRefusal(err error) bool {
 var errHeadBudget = errors.New("the run's budget of large refused heads is spent")
 
 // headRefused is the refusal of the listed bundle file e whose head
-// judgeHead refused with err: one the store's trust refuses is remembered
-// at the store's generation (localRefusals) and refused by the trust's
-// error name.
+// judgeHead refused with the verdict err: one the store's trust refuses is
+// remembered under that trust (localRefusals) and refused by the trust's
+// error name, with a message that says so.
 func (c *syncClient) headRefused(e IndexEntry, err error, replacing bool) error {
-	switch name := amp.NameOf(err); {
-	case name == ErrIndexMismatch || name == ErrTooLarge:
+	var v *headVerdict
+	if !errors.As(err, &v) || !v.trust {
 		return err
-	case replacing:
-		c.noteUnvouched(listedSum(e.SHA256), err)
-		return amp.Named(0, verdictOf(err), "a copy of the installed version, which fails closed as revoked, not signed as the store requires: it cannot replace the install, so it was not downloaded past its head nor offered").WithCause(err)
-	default:
-		c.noteUnvouched(listedSum(e.SHA256), err)
-		return amp.Named(0, verdictOf(err), "the bundle file's signed manifest (its head) is not signed as the store requires: not downloaded past its head nor offered").WithCause(err)
 	}
+	c.noteUnvouched(listedSum(e.SHA256), v.err)
+	name := verdictOf(v.err)
+	if replacing {
+		return &headVerdict{err: amp.Named(0, name, "a copy of the installed version, which fails closed as revoked, refused by the store's trust (%s): it cannot replace the install, so it was not downloaded past its head nor offered", name).WithCause(v.err), trust: true}
+	}
+	return &headVerdict{err: amp.Named(0, name, "the bundle file's signed manifest (its head) is refused by the store's trust (%s): not downloaded past its head nor offered", name).WithCause(v.err), trust: true}
 }
 
 // readHead downloads the head of the listed bundle file e into the spool
@@ -1046,14 +1091,15 @@ func (c *syncClient) headRefused(e IndexEntry, err error, replacing bool) error 
 // its signed manifest and the SHA-256 of its n bytes. The head is read in
 // steps, bundleHeadBytes then four times as much each time, up to
 // maxBundleHeadBytes, each resuming the one before, so that it costs at
-// most four times its signed manifest, never the bound. A head that does not
-// parse is index_mismatch (the mirror listed it as a bundle file of e), or
-// limit_exceeded when its signed manifest does not end within
-// maxBundleHeadBytes, or within bundleHeadBytes once the run's
-// maxRefusedLargeHeadBytes are spent.
+// most four times its signed manifest, never the bound. A head that does
+// not parse, or whose signed manifest does not end within
+// maxBundleHeadBytes or declares more than the store takes, is a junk
+// verdict (index_mismatch, limit_exceeded); a head not read past
+// bundleHeadBytes once the run's maxRefusedLargeHeadBytes are spent is
+// limit_exceeded, no verdict (the next run reads it).
 func (c *syncClient) readHead(ctx context.Context, e IndexEntry, path string) (in *bundle.Inspection, n int64, sum []byte, err error) {
 	for upto := int64(bundleHeadBytes); ; upto = min(4*upto, maxBundleHeadBytes) {
-		if upto > bundleHeadBytes && c.largeHeadsRefused >= c.opts.headBudget && partSize(path) < min(upto, e.Size) {
+		if upto > bundleHeadBytes && c.largeHeadsRefused >= c.hooks.headBudget && partSize(path) < min(upto, e.Size) {
 			return nil, n, nil, amp.Named(0, ErrTooLarge, "the signed manifest of this bundle file is larger than %d bytes, and the heads of files refused in this run took %d bytes past their first %d already: not read further in this run (the next run tries it)", bundleHeadBytes, c.largeHeadsRefused, bundleHeadBytes).WithCause(errHeadBudget)
 		}
 		n = min(upto, e.Size)
@@ -1067,13 +1113,13 @@ func (c *syncClient) readHead(ctx context.Context, e IndexEntry, path string) (i
 		case name == resolver.ErrStoreIO:
 			return nil, n, nil, err
 		case name == bundle.ErrTruncated && n == maxBundleHeadBytes:
-			return nil, n, nil, amp.Named(0, ErrTooLarge, "the signed manifest of this bundle file does not end within its first %d bytes: larger than the store takes, not downloaded further", maxBundleHeadBytes)
+			return nil, n, nil, junkVerdict(amp.Named(0, ErrTooLarge, "the signed manifest of this bundle file does not end within its first %d bytes: larger than the store takes, not downloaded further; no mirror's store holds it, so the rest of the list waits for the next run", maxBundleHeadBytes))
 		case name == bundle.ErrTruncated && n < e.Size:
 			continue // a larger signed manifest: read on, four times as much
 		case name == bundle.ErrTooLarge:
-			return nil, n, nil, amp.Named(0, ErrTooLarge, "the signed manifest of this bundle file is larger than the store takes (%d bytes): not downloaded further", bundle.DefaultMaxManifestSize)
+			return nil, n, nil, junkVerdict(amp.Named(0, ErrTooLarge, "the signed manifest of this bundle file is larger than the store takes (%d bytes): not downloaded further; no mirror's store holds it, so the rest of the list waits for the next run", bundle.DefaultMaxManifestSize))
 		}
-		return nil, n, nil, amp.Named(0, ErrIndexMismatch, "the file the index lists does not begin as a bundle file (%s): discarded", amp.NameOf(err)).WithCause(err)
+		return nil, n, nil, junkVerdict(amp.Named(0, ErrIndexMismatch, "the file the index lists does not begin as a bundle file (%s): discarded", amp.NameOf(err)).WithCause(err))
 	}
 }
 
@@ -1306,11 +1352,10 @@ type failedFiles struct {
 	failing []string
 }
 
-// fetched notes how the fetch of the listed file key ended (errName) and
-// reports whether the mirror failed it (mirrorFailed): the rest of its
-// list is then not tried in this run.
-func (f *failedFiles) fetched(errName, key string) bool {
-	failed := mirrorFailed(errName)
+// fetched notes whether the mirror failed the fetch of the listed file
+// key (failed: mirrorFailed, or a head that is no bundle file's) and
+// reports it: the rest of its list is then not tried in this run.
+func (f *failedFiles) fetched(failed bool, key string) bool {
 	if f != nil {
 		if failed {
 			f.failing = append(f.failing, key)

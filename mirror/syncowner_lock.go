@@ -15,14 +15,20 @@ import (
 // it; never waiting), and returns what releases it (and removes the
 // file, before it is closed, so that no sync locks a name then removed;
 // on Windows the file stays, as one open there cannot be removed: the
-// next sync takes it); busy when another sync holds it. The lock goes with the process:
-// a file a killed sync left is taken over, so it is never sticky. A file
-// there that others may open (another user's, or readable or writable by
-// group or others: lockOthersMayOpen), which only whoever may write the
-// spool folder can have put there, is no lock of a sync: it is removed
-// and made again, so that a user who holds a lock on it keeps no sync out
-// (docs/SPEC-DECISIONS.md MIRROR-18, MIRROR-21, MIRROR-23).
-func lockSpool(dir string) (unlock func(), busy bool, err error) {
+// next sync takes it); busy when another sync holds it. lock takes the
+// lock on the open file (lockFile, the system's, when nil). The lock goes
+// with the process: a file a killed sync left is taken over, so it is
+// never sticky. A file there that others may open (another user's, or
+// readable or writable by group or others: lockOthersMayOpen), which only
+// whoever may write the spool folder can have put there, is no lock of a
+// sync: it is removed and made again, so that a user who holds a lock on
+// it keeps no sync out (docs/SPEC-DECISIONS.md MIRROR-18, MIRROR-21,
+// MIRROR-23). Syncer.lockSpool holds the folder within the process first
+// (MIRROR-24).
+func lockSpool(dir string, lock func(*os.File) (bool, error)) (unlock func(), busy bool, err error) {
+	if lock == nil {
+		lock = lockFile
+	}
 	p := filepath.Join(dir, spoolLockName)
 	foreign := false
 	for try := 0; try < 3; try++ {
@@ -44,7 +50,7 @@ func lockSpool(dir string) (unlock func(), busy bool, err error) {
 			continue
 		}
 		foreign = false
-		if busy, err := lockFile(f); busy || err != nil {
+		if busy, err := lock(f); busy || err != nil {
 			f.Close()
 			return nil, busy, err
 		}

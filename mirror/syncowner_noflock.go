@@ -2,12 +2,15 @@
 
 package mirror
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // lockSpool refuses where the system has no file locks (js, wasip1,
 // plan9): a sync that writes is not run unlocked (docs/SPEC-DECISIONS.md
 // MIRROR-23).
-func lockSpool(string) (unlock func(), busy bool, err error) {
+func lockSpool(string, func(*os.File) (bool, error)) (unlock func(), busy bool, err error) {
 	return nil, false, errors.New("this system does not lock files: a sync that writes is refused here")
 }
 

@@ -1,17 +1,22 @@
 package mirror
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -53,7 +58,7 @@ func (c *syncClient) refusedBefore(sum []byte) (copyKept bool, err error) {
 		return false, amp.Named(0, amp.ErrName(verdict), "refused by the store before, at this store generation (%s): not downloaded again until the store changes or a day has passed", verdict)
 	}
 	if verdict, ok := c.judged.at(c, sum); ok {
-		return false, amp.Named(0, amp.ErrName(verdict), "refused by an earlier sync at this store generation without being offered (%s): not downloaded again until the store changes", verdict)
+		return false, amp.Named(0, amp.ErrName(verdict), "refused by an earlier sync without being offered (%s), at this store generation or under this trust: not downloaded again until that changes", verdict)
 	}
 	return false, nil
 }
@@ -71,19 +76,27 @@ func sumHex(h string) bool {
 	return len(h) == 2*sha256.Size && len(listedSum(h)) == sha256.Size && h == strings.ToLower(h)
 }
 
-// maxLocalRefusals bounds the files localRefusals remembers: more than
-// one index lists statements (DecodeIndex).
+// maxLocalRefusals bounds the files localRefusals remembers, both kinds
+// together: more than one index lists statements (DecodeIndex).
 const maxLocalRefusals = 16384
 
 // localRefusals are the files a sync refused without offering them to the
-// store, for a reason that holds while the store's generation does not
-// move (a trust statement after one the store refused as out of order:
-// gapBefore), kept in the spool folder per mirror URL so that the next
-// run neither downloads nor offers them again. They count only at the
-// generation the refusal they follow was judged at, and for
-// resolver.RefusalReauditInterval after they were first noted at it, as
-// the store's own record of refusals does (docs/SPEC-DECISIONS.md
-// MIRROR-13).
+// store, kept in the spool folder per mirror URL so that the next run
+// neither downloads nor offers them again, each keyed by what its verdict
+// depends on besides the file (its SHA-256):
+//
+//   - at a store generation (gen, sums): a trust statement after one the
+//     store refused as out of order (gapBefore), which holds while the
+//     store's generation does not move;
+//   - under a trust (trust, trusted): a file whose signatures the store's
+//     trust refused (noteUnvouched), which holds while the trust sync
+//     judges by (trustDigest) is the same, whatever else moves the
+//     generation (an import, a heartbeat): docs/SPEC-DECISIONS.md
+//     MIRROR-24.
+//
+// Each kind counts for resolver.RefusalReauditInterval after its first
+// note at its key, as the store's own record of refusals does
+// (docs/SPEC-DECISIONS.md MIRROR-13).
 type localRefusals struct {
 	loaded bool
 	// dir is the spool folder as load resolved it and judged it sound
@@ -94,11 +107,29 @@ type localRefusals struct {
 	gen   uint64
 	since int64             // unix seconds (sync clock) the first note at gen was made
 	sums  map[string]string // hex SHA-256 -> verdict (an error name)
+	// trust is the trustDigest the notes of trusted were judged under,
+	// first at trustSince (unix seconds).
+	trust      string
+	trustSince int64
+	trusted    map[string]string
 }
 
 // localRefusalsPrefix starts the name of every spool file of local
 // refusals.
 const localRefusalsPrefix = "refused-"
+
+// The spool file of local refusals: its first line is the generation and
+// the time of the first note at it, each line after a hex SHA-256 and an
+// error name (noted at that generation), as before MIRROR-24; then, for
+// the notes under a trust, a line trustLinePrefix, the trustDigest and the
+// time of the first note under it, and a line trustedNotePrefix, a hex
+// SHA-256 and an error name each. A sync of an earlier release reads the
+// lines of the first kind only, and skips the others (their first field is
+// no SHA-256): it downloads those files again, no more.
+const (
+	trustLinePrefix   = "trust "
+	trustedNotePrefix = "t "
+)
 
 // The temporary files the spool files of local refusals and of failed
 // files (noteFailed) are written through, renamed over them once whole.
@@ -126,19 +157,40 @@ func (c *syncClient) localRefusalsName() string {
 // current reports whether notes made at generation gen, first at unix
 // time at, still count: the store is at gen and less than a day passed.
 func (c *syncClient) current(gen uint64, at int64) bool {
+	return gen == c.refusals.Generation() && c.withinADay(at)
+}
+
+// currentTrust reports whether notes made under the trust digest trust,
+// first at unix time at, still count: sync judges by that trust now and
+// less than a day passed.
+func (c *syncClient) currentTrust(trust string, at int64) bool {
+	return trust != "" && trust == c.trustKey && c.withinADay(at)
+}
+
+// withinADay reports whether less than resolver.RefusalReauditInterval
+// passed since the unix time at (not in the future).
+func (c *syncClient) withinADay(at int64) bool {
 	now := c.opts.Now().Unix()
-	return gen == c.refusals.Generation() && at <= now && now < at+int64(resolver.RefusalReauditInterval/time.Second)
+	return at <= now && now < at+int64(resolver.RefusalReauditInterval/time.Second)
 }
 
 // at returns the verdict of a file refused without being offered at the
-// store's current generation within the last day.
+// store's current generation, or under the trust sync judges by now,
+// within the last day.
 func (l *localRefusals) at(c *syncClient, sum []byte) (string, bool) {
 	l.load(c)
-	if !c.current(l.gen, l.since) {
-		return "", false
+	h := hex.EncodeToString(sum)
+	if c.current(l.gen, l.since) {
+		if v, ok := l.sums[h]; ok {
+			return v, true
+		}
 	}
-	v, ok := l.sums[hex.EncodeToString(sum)]
-	return v, ok
+	if c.currentTrust(l.trust, l.trustSince) {
+		if v, ok := l.trusted[h]; ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // note remembers that the file sum was refused with verdict, without
@@ -153,16 +205,34 @@ func (l *localRefusals) note(c *syncClient, sum []byte, verdict amp.ErrName, gen
 	if !c.current(l.gen, l.since) {
 		l.gen, l.since, l.sums = gen, c.opts.Now().Unix(), map[string]string{}
 	}
-	if len(l.sums) < maxLocalRefusals {
+	if l.count() < maxLocalRefusals {
 		l.sums[hex.EncodeToString(sum)] = string(verdict)
 	}
 }
 
-// load reads the spool file once: a regular file whose first line is the
-// generation and the unix time of the first note, then a hex SHA-256 and
-// an error name a line; lines that are not are skipped, at most
-// maxLocalRefusals are read. A file of another form is read as empty, and
-// so is one in a spool folder, or itself, that others may write
+// noteTrusted remembers that the file sum was refused with verdict,
+// without being offered, by the store's trust sync judges by now
+// (trustKey).
+func (l *localRefusals) noteTrusted(c *syncClient, sum []byte, verdict amp.ErrName) {
+	if c.refusals == nil || c.trustKey == "" {
+		return
+	}
+	l.load(c)
+	if !c.currentTrust(l.trust, l.trustSince) {
+		l.trust, l.trustSince, l.trusted = c.trustKey, c.opts.Now().Unix(), map[string]string{}
+	}
+	if l.count() < maxLocalRefusals {
+		l.trusted[hex.EncodeToString(sum)] = string(verdict)
+	}
+}
+
+// count is how many files are remembered, both kinds together.
+func (l *localRefusals) count() int { return len(l.sums) + len(l.trusted) }
+
+// load reads the spool file once: a regular file of the form above
+// (trustLinePrefix); lines that are not are skipped, at most
+// maxLocalRefusals notes are read. A file of another form is read as
+// empty, and so is one in a spool folder, or itself, that others may write
 // (othersMayWrite), or below a folder through which others may replace
 // the spool (folderAboveOthersMayWrite): a note skips a listed file, a
 // revocation included, so it is taken only where no other user may write,
@@ -175,7 +245,7 @@ func (l *localRefusals) load(c *syncClient) {
 	if l.loaded {
 		return
 	}
-	l.loaded, l.sums = true, map[string]string{}
+	l.loaded, l.sums, l.trusted = true, map[string]string{}, map[string]string{}
 	if _, err := os.Stat(c.opts.SpoolDir); err != nil {
 		return // no spool folder: no notes
 	}
@@ -202,24 +272,83 @@ func (l *localRefusals) load(c *syncClient) {
 		return
 	}
 	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, 64+maxLocalRefusals*(64+1+65)))
-	lines := strings.Split(string(b), "\n")
+	b, _ := io.ReadAll(io.LimitReader(f, int64(256+maxLocalRefusals*(len(trustedNotePrefix)+64+1+65))))
+	l.parse(strings.Split(string(b), "\n"))
+}
+
+// parse reads the lines of the spool file of local refusals (load): a
+// line not of the form written is skipped, and so is the rest of the file
+// after a second trust line or one that does not parse.
+func (l *localRefusals) parse(lines []string) {
 	g, t, _ := strings.Cut(lines[0], " ")
-	gen, err := strconv.ParseUint(g, 10, 64)
-	if err != nil {
-		return
-	}
-	at, err := strconv.ParseInt(t, 10, 64)
-	if err != nil {
+	gen, err1 := strconv.ParseUint(g, 10, 64)
+	at, err2 := strconv.ParseInt(t, 10, 64)
+	if err1 != nil || err2 != nil {
 		return
 	}
 	l.gen, l.since = gen, at
+	notes, prefix := l.sums, ""
 	for _, line := range lines[1:] {
-		h, v, ok := strings.Cut(line, " ")
-		if ok && len(l.sums) < maxLocalRefusals && sumHex(h) && amp.ValidErrName(v) {
-			l.sums[h] = v
+		if rest, ok := strings.CutPrefix(line, trustLinePrefix); ok {
+			d, t, _ := strings.Cut(rest, " ")
+			at, err := strconv.ParseInt(t, 10, 64)
+			if err != nil || !sumHex(d) || l.trust != "" {
+				return
+			}
+			l.trust, l.trustSince, notes, prefix = d, at, l.trusted, trustedNotePrefix
+			continue
+		}
+		note, ok := strings.CutPrefix(line, prefix)
+		h, v, found := strings.Cut(note, " ")
+		if ok && found && l.count() < maxLocalRefusals && sumHex(h) && amp.ValidErrName(v) {
+			notes[h] = v
 		}
 	}
+}
+
+// trustDigest names the store's trust p as sync judges files by it: the
+// SHA-256 (lower-case hex) of its keys (name, key, scopes, exceptions) and
+// thresholds in a canonical order, each field length-prefixed, and of the
+// form's version. A verdict of bundle.VerifyFor, VerifyStatement or
+// VerifyAll on a file depends on the file and on these alone, so a note
+// made under one digest holds under the same one (localRefusals).
+func trustDigest(p *bundle.Policy) string {
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	list := func(ss []string) {
+		ss = slices.Sorted(slices.Values(ss))
+		field(strconv.Itoa(len(ss)))
+		for _, s := range ss {
+			field(s)
+		}
+	}
+	field("ampbundle-sync-trust/1")
+	keys := slices.Clone(p.Keys)
+	slices.SortFunc(keys, func(a, b bundle.TrustedKey) int {
+		if c := bytes.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	field(strconv.Itoa(len(keys)))
+	for _, k := range keys {
+		field(k.Name)
+		field(string(k.Key))
+		list(k.Scopes)
+		list(k.Except)
+	}
+	scopes := slices.Sorted(maps.Keys(p.Thresholds))
+	field(strconv.Itoa(len(scopes)))
+	for _, sc := range scopes {
+		field(sc)
+		field(strconv.Itoa(p.Thresholds[sc]))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // othersMayWrite reports whether fi's mode lets a group or other users
@@ -299,11 +428,12 @@ func splitPath(p string) []string {
 }
 
 // save writes what is remembered, whole or not at all (a temporary file
-// renamed), when it still counts (current); else removes the file (the
-// store moved, or a day passed: everything is judged again). It writes
-// beneath the spool folder load resolved and judged sound (dir), never
-// through the spool's path again: a link on it, repointed since, or one
-// in a folder others may write, leads nowhere this sync writes notes
+// renamed), of each kind while it still counts (current, currentTrust);
+// when neither does, it removes the file (the store or its trust moved,
+// or a day passed: everything is judged again). It writes beneath the
+// spool folder load resolved and judged sound (dir), never through the
+// spool's path again: a link on it, repointed since, or one in a folder
+// others may write, leads nowhere this sync writes notes
 // (docs/SPEC-DECISIONS.md MIRROR-23). It also removes the files of other
 // mirrors not written for a day (a mirror no longer synced).
 func (l *localRefusals) save(c *syncClient) {
@@ -314,14 +444,26 @@ func (l *localRefusals) save(c *syncClient) {
 		return
 	}
 	p := filepath.Join(l.dir, c.localRefusalsName())
-	if len(l.sums) == 0 || !c.current(l.gen, l.since) {
+	byGen := len(l.sums) > 0 && c.current(l.gen, l.since)
+	byTrust := len(l.trusted) > 0 && c.currentTrust(l.trust, l.trustSince)
+	if !byGen && !byTrust {
 		os.Remove(p)
 		return
 	}
 	var b strings.Builder
-	b.WriteString(strconv.FormatUint(l.gen, 10) + " " + strconv.FormatInt(l.since, 10))
-	for h, v := range l.sums {
-		b.WriteString("\n" + h + " " + v)
+	if byGen {
+		b.WriteString(strconv.FormatUint(l.gen, 10) + " " + strconv.FormatInt(l.since, 10))
+		for h, v := range l.sums {
+			b.WriteString("\n" + h + " " + v)
+		}
+	} else {
+		b.WriteString("0 0") // no notes at a generation: a day before any
+	}
+	if byTrust {
+		b.WriteString("\n" + trustLinePrefix + l.trust + " " + strconv.FormatInt(l.trustSince, 10))
+		for h, v := range l.trusted {
+			b.WriteString("\n" + trustedNotePrefix + h + " " + v)
+		}
 	}
 	tmp, err := os.CreateTemp(l.dir, localRefusalsTempPrefix+"*")
 	if err != nil {

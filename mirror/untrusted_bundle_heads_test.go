@@ -5,7 +5,6 @@ package mirror
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"fmt"
 	"net/http"
@@ -22,28 +21,6 @@ import (
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/resolver"
 )
-
-// stationOf is a store trusting key for org.example that holds files,
-// served by a mirror whose bundle bytes are counted.
-func stationOf(t *testing.T, key ed25519.PrivateKey, files ...[]byte) *countBundleBytes {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "station.db")
-	st, err := resolver.Open(p, resolver.Options{Create: true, Now: func() time.Time { return testNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.TrustAdd("station", key.Public().(ed25519.PublicKey), []string{"org.example"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		if _, err := st.Import(context.Background(), bytes.NewReader(f), resolver.ImportOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st.Close()
-	m, _ := startMirror(t, p, nil)
-	return &countBundleBytes{h: m}
-}
 
 // manyArtifactsBundle is bundle id version 1 signed by key, with n small
 // artifacts (a signed manifest of about n*100 bytes) and one of pad bytes.
@@ -77,17 +54,15 @@ func manyArtifactsBundle(t *testing.T, id string, key ed25519.PrivateKey, n, pad
 // refused by the store; their heads say as much. Each now costs its head.
 func TestFirstUntrustedBundlesDownloadedWholeBeforeTheCap(t *testing.T) {
 	const n, pad = 3, 1 << 20
-	own := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{123}, ed25519.SeedSize))
+	own := ownKey(123)
 	var files [][]byte
 	for i := range n {
 		files = append(files, paddedBundle(t, fmt.Sprintf("org.example.own%d", i), own, pad))
 	}
-	cb := stationOf(t, own, files...)
-	ts := httptest.NewServer(cb)
-	defer ts.Close()
+	cb := stationOf(t, []ed25519.PrivateKey{own}, files...)
 	s := agentStore(t)
 	before := refusalsIn(t, s)
-	rep, err := syncOnce(t, s, ts.URL, nil)
+	rep, err := syncOnce(t, s, urlOf(t, cb), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +90,7 @@ func TestFirstUntrustedBundlesDownloadedWholeBeforeTheCap(t *testing.T) {
 // read further in that run (limit_exceeded).
 func TestLargeManifestHeadsEachCostTheirWholeManifest(t *testing.T) {
 	const n, arts, pad = 6, 1500, 256 << 10
-	own := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{124}, ed25519.SeedSize))
+	own := ownKey(124)
 	var files [][]byte
 	for i := range n {
 		files = append(files, manyArtifactsBundle(t, fmt.Sprintf("org.example.big%d", i), own, arts, pad))
@@ -129,11 +104,9 @@ func TestLargeManifestHeadsEachCostTheirWholeManifest(t *testing.T) {
 		t.Fatalf("a signed manifest of %d bytes: not larger than a first head read", head)
 	}
 	budget := 2 * head
-	cb := stationOf(t, own, files...)
-	ts := httptest.NewServer(cb)
-	defer ts.Close()
+	cb := stationOf(t, []ed25519.PrivateKey{own}, files...)
 	s := agentStore(t)
-	rep, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.headBudget = budget })
+	rep, err := syncWithHooks(t, s, urlOf(t, cb), syncHooks{headBudget: budget}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,12 +148,10 @@ func revokedInstall(t *testing.T, published []byte, trustedAgain bool) *resolver
 // reads). Now the verdict stands for a file that begins with that head.
 func TestJudgedHeadIsVerifiedAgainAfterTheDownload(t *testing.T) {
 	published := largeEchoBundle(t, 256<<10)
-	cb := stationOf(t, testKey, published)
-	ts := httptest.NewServer(cb)
-	defer ts.Close()
+	cb := stationOf(t, []ed25519.PrivateKey{testKey}, published)
 	s := revokedInstall(t, published, true)
 	var checks atomic.Int32
-	rep, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.verified = func() { checks.Add(1) } })
+	rep, err := syncWithHooks(t, s, urlOf(t, cb), syncHooks{verified: func() { checks.Add(1) }}, nil)
 	if it := soleItem(t, rep, err); it.Outcome != OutcomeImported {
 		t.Fatalf("the copy over the revoked install: %+v; want imported", it)
 	}
@@ -226,15 +197,14 @@ func (c *cutHead) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestCutOffHeadIsDownloadedAgainFromItsStart(t *testing.T) {
 	const cut = 16 << 10
 	published := largeEchoBundle(t, 256<<10)
-	m := stationOf(t, testKey, published)
+	m := stationOf(t, []ed25519.PrivateKey{testKey}, published)
 	ch := &cutHead{h: m.h, cut: cut}
-	ts := httptest.NewServer(ch)
-	defer ts.Close()
+	url := urlOf(t, ch)
 	s := revokedInstall(t, published, true)
-	if it := syncItem(t, s, ts.URL); it.Error != string(ErrIncomplete) {
+	if it := syncItem(t, s, url); it.Error != string(ErrIncomplete) {
 		t.Fatalf("run 1: %+v; want %s", it, ErrIncomplete)
 	}
-	if it := syncItem(t, s, ts.URL); it.Outcome != OutcomeImported {
+	if it := syncItem(t, s, url); it.Outcome != OutcomeImported {
 		t.Fatalf("run 2: %+v; want imported", it)
 	}
 	if len(ch.ranges) < 2 || ch.ranges[1] != fmt.Sprintf("bytes=%d-%d", cut, bundleHeadBytes-1) {
@@ -252,9 +222,7 @@ func TestCutOffHeadIsDownloadedAgainFromItsStart(t *testing.T) {
 // at all.
 func TestNotesSavedThroughASpoolLinkOthersMayRepoint(t *testing.T) {
 	published := signedBundle(t, "org.example.echo", testKey)
-	cb := stationOf(t, testKey, published)
-	ts := httptest.NewServer(cb)
-	defer ts.Close()
+	cb := stationOf(t, []ed25519.PrivateKey{testKey}, published)
 	s := revokedInstall(t, published, false)
 	base := t.TempDir()
 	shared, victim := filepath.Join(base, "shared"), filepath.Join(base, "victim")
@@ -269,7 +237,7 @@ func TestNotesSavedThroughASpoolLinkOthersMayRepoint(t *testing.T) {
 	if err := os.Symlink(victim, filepath.Join(shared, "spool")); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.SpoolDir = filepath.Join(shared, "spool") })
+	rep, err := syncOnce(t, s, urlOf(t, cb), func(o *SyncOptions) { o.SpoolDir = filepath.Join(shared, "spool") })
 	if it := soleItem(t, rep, err); it.Error != string(bundle.ErrUntrustedKey) {
 		t.Fatalf("%+v; want refused %s (a note)", it, bundle.ErrUntrustedKey)
 	}

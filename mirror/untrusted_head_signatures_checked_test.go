@@ -45,7 +45,7 @@ func (a *alteredHeads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // signatures checked: here a head whose signatures do not verify is
 // refused untrusted_key, not bad_signature (which also ended the list).
 func TestHeadsNoTrustedKeySignsHaveEverySignatureChecked(t *testing.T) {
-	own := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{126}, ed25519.SeedSize))
+	own := ownKey(126)
 	var files [][]byte
 	for i := range 2 {
 		files = append(files, paddedBundle(t, fmt.Sprintf("org.example.own%d", i), own, 1<<10))
@@ -54,11 +54,9 @@ func TestHeadsNoTrustedKeySignsHaveEverySignatureChecked(t *testing.T) {
 	if i := bytes.Index(files[0], stamp); i < 0 || i > bundleHeadBytes {
 		t.Fatalf("the signed manifest's created_at is not in the head as text (at %d)", i)
 	}
-	m := stationOf(t, own, files...)
-	ts := httptest.NewServer(&alteredHeads{h: m, from: stamp, to: []byte("2026-11-01T00:00:01Z")})
-	defer ts.Close()
+	m := stationOf(t, []ed25519.PrivateKey{own}, files...)
 	s := agentStore(t)
-	rep, err := syncOnce(t, s, ts.URL, nil)
+	rep, err := syncOnce(t, s, urlOf(t, &alteredHeads{h: m, from: stamp, to: []byte("2026-11-01T00:00:01Z")}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
