@@ -77,7 +77,8 @@ type Options struct {
 	// DialContext dials the registry (nil: a net.Dialer with a 30 s
 	// timeout). A layout never dials.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Now is the clock of the rate check (nil: time.Now).
+	// Now is the clock of the rate check and of the age of a layout's
+	// temporary files (StaleLayoutTempAge) (nil: time.Now).
 	Now func() time.Time
 }
 
@@ -132,6 +133,9 @@ type Endpoint struct {
 	tmp string
 	// tar is the layout tar a source is read through (nil otherwise).
 	tar *os.File
+	// layout are the folders of a layout folder, opened once (nil
+	// otherwise).
+	layout *layoutFolders
 	// subjects are the layout's manifests read by a referrers listing
 	// (layoutSubject), by digest.
 	subjectsMu sync.Mutex
@@ -163,26 +167,14 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 		e.repo, e.src, e.dst = repo, repo, repo
 		return e, nil
 	case KindLayout:
-		index, err := checkLayoutDir(loc.Path, &e.o)
-		if err != nil {
-			return nil, err
-		}
 		if mode == ReadOnly {
-			st, err := oci.NewFromFS(ctx, dirFiles{root: loc.Path, pinned: true, index: index})
-			if err != nil {
-				return nil, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
-			}
-			e.src = st
-			return e, nil
+			return openLayoutSource(ctx, e)
 		}
-		if err := prepareLayoutDir(loc.Path); err != nil {
-			return nil, err
-		}
-		st, err := openLayoutStore(ctx, loc.Path, &e.o, index)
+		st, err := openLayoutWriter(ctx, loc.Path, &e.o)
 		if err != nil {
 			return nil, err
 		}
-		e.src, e.dst = st, st
+		e.src, e.dst, e.layout = st, st, st.lf
 		return e, nil
 	case KindLayoutTar:
 		if mode == ReadOnly {
@@ -205,9 +197,35 @@ func Open(ctx context.Context, loc Location, o Options, mode Mode) (*Endpoint, e
 	return nil, fail(ErrReference, "unknown OCI location kind")
 }
 
-// Close releases e: a layout tar source's descriptor is closed, a tar
-// destination not committed is discarded.
+// openLayoutSource opens the layout folder e.loc names to read: its
+// folders once (openLayoutFolders), checked (checkLayoutDir), read by
+// oras-go through them.
+func openLayoutSource(ctx context.Context, e *Endpoint) (*Endpoint, error) {
+	lf, err := openLayoutFolders(e.loc.Path)
+	if err != nil {
+		return nil, layoutReadError(err)
+	}
+	index, err := checkLayoutDir(lf, &e.o)
+	if err != nil {
+		lf.Close()
+		return nil, err
+	}
+	st, err := oci.NewFromFS(ctx, dirFiles{lf: lf, pinned: true, index: index})
+	if err != nil {
+		lf.Close()
+		return nil, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+	}
+	e.src, e.layout = st, lf
+	return e, nil
+}
+
+// Close releases e: a layout's folders and a layout tar source's
+// descriptor are closed, a tar destination not committed is discarded.
 func (e *Endpoint) Close() error {
+	if e.layout != nil {
+		e.layout.Close()
+		e.layout = nil
+	}
 	if e.tar != nil {
 		e.tar.Close()
 		e.tar = nil

@@ -3,6 +3,7 @@
 package ocitransport_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -27,6 +28,40 @@ func swapForLink(t *testing.T, dir, rel, elsewhere string) string {
 	return to
 }
 
+// attackerFolder is a folder of the attacker's, holding under each name
+// the folder rel of the layout dir holds (after swapForLink: moved to
+// moved) other bytes: what a reader follows there fails its digest check.
+func attackerFolder(t *testing.T, moved string) string {
+	t.Helper()
+	evil := filepath.Join(t.TempDir(), "evil")
+	err := filepath.WalkDir(moved, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(moved, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(evil, rel), 0o755)
+		}
+		return os.WriteFile(filepath.Join(evil, rel), []byte("not the blob"), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evil
+}
+
+// relink points the link swapForLink left at rel of dir to target.
+func relink(t *testing.T, dir, rel, target string) {
+	t.Helper()
+	from := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.Remove(from); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, from); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestLayoutFolderSwappedForALinkIsNeverFollowedByAReader: the attack.
 // Whoever may write into a layout folder another reads replaces blobs or
 // blobs/sha256 with a symbolic link to a folder of their choosing after
@@ -34,8 +69,12 @@ func swapForLink(t *testing.T, dir, rel, elsewhere string) string {
 // then). Before review 106 the reader's files were opened by path: the
 // folder link was followed (only a link as the file's own name was
 // refused), and the blobs were read from wherever it led. Each folder is
-// now opened from the layout's root without following a link
-// (openLayoutDir): oci_layout_error (docs/SPEC-DECISIONS.md OCI-21).
+// now opened from the layout's root without following a link, once per
+// endpoint (docs/SPEC-DECISIONS.md OCI-21, OCI-24): the reader reads the
+// folder it opened and checked, wherever it was moved (where no folder is
+// held by descriptor: refuses the link, oci_layout_error), and nothing of
+// the folder the link names (which holds other bytes under every name: a
+// read there is oci_digest_mismatch).
 func TestLayoutFolderSwappedForALinkIsNeverFollowedByAReader(t *testing.T) {
 	for _, rel := range []string{"blobs", "blobs/sha256"} {
 		t.Run(rel, func(t *testing.T) {
@@ -47,10 +86,20 @@ func TestLayoutFolderSwappedForALinkIsNeverFollowedByAReader(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			swapForLink(t, dir, rel, t.TempDir())
-			err = src.PullFile(ctx, a, filepath.Join(t.TempDir(), "out.ampb"))
-			if nameOf(err) != string(ocitransport.ErrLayout) {
-				t.Fatalf("a pull through %s swapped for a link: %v, want %s", rel, err, ocitransport.ErrLayout)
+			moved := swapForLink(t, dir, rel, t.TempDir())
+			relink(t, dir, rel, attackerFolder(t, moved))
+			out := filepath.Join(t.TempDir(), "out.ampb")
+			err = src.PullFile(ctx, a, out)
+			switch {
+			case err == nil:
+				if !bytes.Equal(mustRead(t, out), mustRead(t, sampleBundle)) {
+					t.Errorf("a pull through %s swapped for a link is not the bundle", rel)
+				}
+			case nameOf(err) == string(ocitransport.ErrLayout):
+				// Where no folder is held by descriptor, the link is
+				// found at the next use and refused.
+			default:
+				t.Fatalf("a pull through %s swapped for a link: %v (%s), want the folder checked read, or %s", rel, err, nameOf(err), ocitransport.ErrLayout)
 			}
 		})
 	}
@@ -61,24 +110,29 @@ func TestLayoutFolderSwappedForALinkIsNeverFollowedByAReader(t *testing.T) {
 // to another folder the writer may write (the attacker's, or one of the
 // writer's own). Before review 106 oras-go's store created its files
 // through the link: the bundle's blobs were written into the folder the
-// link named, and the manifest read back from there. The write is now
-// refused, oci_layout_error, and nothing is written there
-// (docs/SPEC-DECISIONS.md OCI-21).
+// link named, and the manifest read back from there. The writer now
+// writes into the folder it opened, wherever it was moved, and nothing
+// into the folder the link names (docs/SPEC-DECISIONS.md OCI-21, OCI-24).
 func TestLayoutFolderSwappedForALinkIsNeverWrittenThrough(t *testing.T) {
 	for _, rel := range []string{"blobs", "blobs/sha256"} {
 		t.Run(rel, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "layout")
 			ep := mustOpen(t, "oci-layout:"+dir, ocitransport.Options{}, ocitransport.ReadWrite)
+			swapForLink(t, dir, rel, t.TempDir())
 			elsewhere := t.TempDir()
-			swapForLink(t, dir, rel, elsewhere)
+			if rel == "blobs" {
+				if err := os.Mkdir(filepath.Join(elsewhere, "sha256"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			relink(t, dir, rel, elsewhere)
 			f, err := os.Open(sampleBundle)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			_, err = ep.PushBundle(t.Context(), f, "translate.ampb", "v1")
-			if nameOf(err) != string(ocitransport.ErrLayout) {
-				t.Errorf("a push through %s swapped for a link: %v, want %s", rel, err, ocitransport.ErrLayout)
+			if _, err = ep.PushBundle(t.Context(), f, "translate.ampb", "v1"); err != nil && nameOf(err) != string(ocitransport.ErrLayout) {
+				t.Errorf("a push through %s swapped for a link: %v, want success or %s", rel, err, ocitransport.ErrLayout)
 			}
 			n := 0
 			filepath.WalkDir(elsewhere, func(p string, d os.DirEntry, err error) error {

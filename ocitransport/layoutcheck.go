@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -167,6 +166,12 @@ func (c *layoutCheck) node(d ocispec.Descriptor) (*layoutNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	// What is stored under a digest's name is that digest's only once
+	// hashed: the walk, and so the bounds, follow these bytes, never
+	// others than oras-go is then given (OCI-24).
+	if digest.SHA256.FromBytes(data) != d.Digest {
+		return nil, fail(ErrDigest, "a manifest of the layout does not match its digest")
+	}
 	children, err := decodeRefs(data, maxRefsPerDocument, true)
 	if err != nil {
 		return nil, err
@@ -298,16 +303,17 @@ func decodeMember(dec *json.Decoder, out []ocispec.Descriptor, list bool, maxRef
 // so is a folder on the way (blobs, blobs/sha256) that is a symbolic link
 // or not a folder (openLayoutDir, OCI-21).
 //
-// When pinned, index.json is not read from the folder: it is index, the
-// bytes checkLayout checked (missing when nil).
+// Its folders are those the endpoint opened once (layoutFolders). When
+// pinned, index.json is not read from the folder: it is index, the bytes
+// checkLayout checked (missing when nil).
 type dirFiles struct {
-	root   string
+	lf     *layoutFolders
 	pinned bool
 	index  []byte
 }
 
 // Open implements fs.FS: name, slash-separated and relative, opened in
-// its folder (openLayoutDir) as a regular file that is no link.
+// its folder (layoutFolders.dir) as a regular file that is no link.
 func (d dirFiles) Open(name string) (fs.File, error) {
 	if d.pinned && name == ocispec.ImageIndexFile {
 		if d.index == nil {
@@ -319,11 +325,11 @@ func (d dirFiles) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	ld, err := openLayoutDir(d.root, dir, false)
+	ld, done, err := d.lf.dir(dir)
 	if err != nil {
 		return nil, layoutOpenError(err)
 	}
-	defer ld.Close()
+	defer done()
 	f, err := ld.open(base)
 	if err != nil {
 		return nil, layoutOpenError(err)
@@ -345,29 +351,19 @@ func layoutOpenError(err error) error {
 	return fail(ErrLayout, "a file of the OCI layout is a symbolic link or not a regular file").WithCause(err)
 }
 
-// openNoFollow opens p for reading only when it is a regular file, not a
-// symbolic link (regfile.Open, NoLinks): a FIFO put at p (by another user
-// of a shared layout folder, after the layout was checked) is refused
-// without waiting for a writer, under the layout's lock, and a device is
-// never opened (docs/SPEC-DECISIONS.md OCI-15).
-func openNoFollow(p string) (*os.File, error) {
-	f, _, err := regfile.Open(p, regfile.NoLinks)
-	return f, err
-}
-
 func (d dirFiles) size(name string) (int64, error) {
 	dir, base, err := splitLayoutName(name)
 	if err != nil {
 		return 0, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
 	}
-	ld, err := openLayoutDir(d.root, dir, false)
+	ld, done, err := d.lf.dir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return 0, fs.ErrNotExist
 		}
 		return 0, layoutReadError(err)
 	}
-	defer ld.Close()
+	defer done()
 	st, err := ld.lstat(base)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -407,51 +403,37 @@ func readExactly(r io.Reader, n int64) ([]byte, error) {
 	return buf, nil
 }
 
-// checkLayoutDir refuses a layout folder whose index.json, oci-layout,
-// blobs, blobs/sha256, ingest or any blob is a symbolic link or not a
-// regular file or folder, then checks its bounds (checkLayout); it
-// returns the index.json checked (nil: none). A missing folder passes (a
-// destination creates it).
-func checkLayoutDir(root string, o *Options) ([]byte, error) {
-	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+// checkLayoutDir refuses a layout folder, opened as lf, whose index.json,
+// oci-layout, ingest or any blob is a symbolic link or not a regular file
+// or folder (blobs and blobs/sha256 were refused so by the open), then
+// checks its bounds (checkLayout); it returns the index.json checked
+// (nil: none).
+func checkLayoutDir(lf *layoutFolders, o *Options) ([]byte, error) {
+	st, err := lf.top.lstat("ingest")
+	if err == nil && !st.IsDir() {
+		return nil, fail(ErrLayout, "the layout's ingest is a symbolic link or not a folder")
 	}
-	for _, dir := range []string{"blobs", "blobs/sha256", "ingest"} {
-		st, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir)))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
-		}
-		if !st.IsDir() {
-			return nil, fail(ErrLayout, "the layout's %s is a symbolic link or not a folder", dir)
-		}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, layoutReadError(err)
 	}
-	files := dirFiles{root: root}
+	files := dirFiles{lf: lf}
 	for _, f := range []string{ocispec.ImageLayoutFile, ocispec.ImageIndexFile} {
 		if _, err := files.size(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
 	}
-	if err := checkBlobFiles(root); err != nil {
+	if err := checkBlobFiles(lf); err != nil {
 		return nil, err
 	}
 	return checkLayout(files, o)
 }
 
-// checkBlobFiles refuses a blob that is not a regular file, and a
-// blobs or blobs/sha256 folder that is a link (openLayoutDir).
-func checkBlobFiles(root string) error {
-	d, err := openLayoutDir(root, "blobs/sha256", false)
-	if errors.Is(err, fs.ErrNotExist) {
+// checkBlobFiles refuses a blob that is not a regular file.
+func checkBlobFiles(lf *layoutFolders) error {
+	if lf.blobs == nil {
 		return nil
 	}
-	if err != nil {
-		return layoutReadError(err)
-	}
-	defer d.Close()
-	f, err := d.list()
+	f, err := lf.blobs.list()
 	if err != nil {
 		return layoutReadError(err)
 	}
@@ -592,25 +574,20 @@ func openLayoutTar(p string, o *Options) (*tarFiles, error) {
 	return t, nil
 }
 
-// prepareLayoutDir creates what is missing of a destination layout folder
-// (checked by checkLayoutDir first): the folders with Mkdir, oci-layout
+// prepareLayoutDir creates what is missing of a destination layout
+// folder lf (checked by checkLayoutDir first): blobs/sha256, each folder
+// made in the one held before it, never through a link, and oci-layout
 // and an empty index.json with O_EXCL, which refuses a symbolic link put
-// there since, so oras-go later rewrites files it did not create through
-// no link.
-func prepareLayoutDir(root string) error {
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fail(ErrIO, "cannot create the OCI layout folder").WithCause(err)
-	}
-	for _, dir := range []string{"blobs", "blobs/sha256"} {
-		if err := os.Mkdir(filepath.Join(root, filepath.FromSlash(dir)), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fail(ErrIO, "cannot create the OCI layout folder").WithCause(err)
-		}
+// there since.
+func prepareLayoutDir(lf *layoutFolders) error {
+	if err := lf.openBlobs(true); err != nil {
+		return layoutWriteError(err)
 	}
 	for _, f := range []struct{ name, body string }{
 		{ocispec.ImageLayoutFile, `{"imageLayoutVersion":"1.0.0"}`},
 		{ocispec.ImageIndexFile, `{"schemaVersion":2,"manifests":[]}`},
 	} {
-		fh, err := os.OpenFile(filepath.Join(root, f.name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		fh, err := lf.top.create(f.name)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}

@@ -18,13 +18,8 @@ const procSelfFD = "/proc/self/fd/"
 // openLayoutDir opens the folder rel of the layout at top without
 // following a symbolic link below top: top is opened as the operator
 // named it (regfile.OpenFolder, links in its path followed), then each
-// element of rel relative to the folder opened before it
-// (openat O_NOFOLLOW|O_DIRECTORY|O_NONBLOCK: a link, a FIFO, a device or a
-// file there is refused without being opened, errLayoutLink); with
-// create, a missing element is made. The folder reached is handed out as
-// an os.Root through its descriptor's name in the proc file system, so
-// what is later opened in it is in that very folder. Without the proc
-// file system it falls back to openLayoutPathDir.
+// element of rel relative to the folder opened before it (walkLayoutDir).
+// Without the proc file system it falls back to openLayoutPathDir.
 func openLayoutDir(top, rel string, create bool) (*layoutDir, error) {
 	els, err := layoutElements(rel)
 	if err != nil {
@@ -40,22 +35,53 @@ func openLayoutDir(top, rel string, create bool) (*layoutDir, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd := int(d.Fd())
-	defer func() { d.Close() }()
+	defer d.Close()
+	return walkLayoutDir(d, els, create)
+}
+
+// sub opens the folder rel below d as openLayoutDir does below the
+// layout's root, starting from d itself: d's path is not looked up again.
+func (d *layoutDir) sub(rel string, create bool) (*layoutDir, error) {
+	els, err := layoutElements(rel)
+	if err != nil {
+		return nil, err
+	}
+	if d.fd == nil {
+		return d.subByPath(rel, create)
+	}
+	return walkLayoutDir(d.fd, els, create)
+}
+
+// walkLayoutDir opens each element of els relative to the folder opened
+// before it, from start (openat O_NOFOLLOW|O_DIRECTORY|O_NONBLOCK: a
+// link, a FIFO, a device or a file there is refused without being opened,
+// errLayoutLink); with create, a missing element is made. The folder
+// reached is held by its own descriptor, and handed out as an os.Root
+// through that descriptor's name in the proc file system, so what is
+// later opened in it is in that very folder. start is left open.
+func walkLayoutDir(start *os.File, els []string, create bool) (*layoutDir, error) {
+	if len(els) == 0 {
+		els = []string{"."}
+	}
+	fd := int(start.Fd())
+	var d *os.File
 	for _, el := range els {
 		next, err := openAt(fd, el, create)
+		if d != nil {
+			d.Close()
+		}
 		if err != nil {
 			return nil, err
 		}
-		d.Close()
-		d = os.NewFile(uintptr(next), d.Name()+"/"+el)
+		d = os.NewFile(uintptr(next), start.Name()+"/"+el)
 		fd = next
 	}
 	root, err := os.OpenRoot(procSelfFD + strconv.Itoa(fd))
 	if err != nil {
+		d.Close()
 		return nil, err
 	}
-	return &layoutDir{root: root}, nil
+	return &layoutDir{root: root, fd: d}, nil
 }
 
 // openAt opens the folder el in the folder parent, following no link and

@@ -8,3 +8,8 @@ package ocitransport
 func openLayoutDir(top, rel string, create bool) (*layoutDir, error) {
 	return openLayoutPathDir(top, rel, create)
 }
+
+// sub opens the folder rel below d by its path (subByPath).
+func (d *layoutDir) sub(rel string, create bool) (*layoutDir, error) {
+	return d.subByPath(rel, create)
+}

@@ -3,15 +3,12 @@ package ocitransport
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -55,8 +52,15 @@ const layoutLockPoll = 20 * time.Millisecond
 // tag names.
 type layoutStore struct {
 	ro   *oci.ReadOnlyStore // the layout as opened, read through dirFiles
-	root string
+	lf   *layoutFolders     // its folders, opened once
 	wait time.Duration
+	// maxIndex bounds index.json when it is read again under the lock:
+	// Options.MaxManifestSize, as at the open.
+	maxIndex int64
+	// trace, when set (by a test), is told each step that orders the
+	// layout's durability: "link" (a blob given its name), "sync" (the
+	// blobs folder synced), "save" (index.json replaced).
+	trace func(step string)
 
 	mu    sync.Mutex
 	index ocispec.Index // as last read or written
@@ -68,22 +72,59 @@ type layoutStore struct {
 	tags   map[string]ocispec.Descriptor
 }
 
-// openLayoutStore opens the layout folder root (checked by checkLayoutDir
-// and created by prepareLayoutDir first) for writing: index is the
-// index.json checkLayoutDir checked, nil when there was none (the one
-// prepareLayoutDir created is then checked); o.LayoutLockWait bounds the
-// wait for its lock (DefaultLayoutLockWait when 0).
-func openLayoutStore(ctx context.Context, root string, o *Options, index []byte) (*layoutStore, error) {
-	if err := checkLayoutLinks(root); err != nil {
+// openLayoutWriter opens the layout folder root for writing: its folders
+// once (openLayoutFolders; a missing root is made first), checked
+// (checkLayoutDir) before anything is written, then completed
+// (prepareLayoutDir) and opened as a layoutStore.
+func openLayoutWriter(ctx context.Context, root string, o *Options) (*layoutStore, error) {
+	var index []byte
+	lf, err := openLayoutFolders(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, fail(ErrIO, "cannot create the OCI layout folder").WithCause(err)
+		}
+		if lf, err = openLayoutFolders(root); err != nil {
+			return nil, layoutWriteError(err)
+		}
+	case err != nil:
+		return nil, layoutReadError(err)
+	default:
+		if index, err = checkLayoutDir(lf, o); err != nil {
+			lf.Close()
+			return nil, err
+		}
+	}
+	ls, err := openLayoutStore(ctx, lf, o, index)
+	if err != nil {
+		lf.Close()
+		return nil, err
+	}
+	return ls, nil
+}
+
+// openLayoutStore opens the layout folder lf (checked by checkLayoutDir)
+// for writing: index is the index.json checkLayoutDir checked, nil when
+// there was none (the one prepareLayoutDir then creates is checked);
+// o.LayoutLockWait bounds the wait for its lock (DefaultLayoutLockWait
+// when 0). index.json is read once: the store's view of it is those
+// bytes, never the file read again (docs/SPEC-DECISIONS.md OCI-24). The
+// temporary files a killed writer left are removed
+// (removeStaleTemps).
+func openLayoutStore(ctx context.Context, lf *layoutFolders, o *Options, index []byte) (*layoutStore, error) {
+	if err := checkLayoutLinks(lf.top); err != nil {
+		return nil, err
+	}
+	if err := prepareLayoutDir(lf); err != nil {
 		return nil, err
 	}
 	if index == nil {
 		var err error
-		if index, err = checkLayoutDir(root, o); err != nil {
+		if index, err = checkLayoutDir(lf, o); err != nil {
 			return nil, err
 		}
 	}
-	ro, err := oci.NewFromFS(ctx, dirFiles{root: root, pinned: true, index: index})
+	ro, err := oci.NewFromFS(ctx, dirFiles{lf: lf, pinned: true, index: index})
 	if err != nil {
 		return nil, layoutReadError(err)
 	}
@@ -91,35 +132,53 @@ func openLayoutStore(ctx context.Context, root string, o *Options, index []byte)
 	if wait <= 0 {
 		wait = DefaultLayoutLockWait
 	}
-	ls := &layoutStore{ro: ro, root: root, wait: wait, pushed: map[digest.Digest]ocispec.Descriptor{},
+	ls := &layoutStore{ro: ro, lf: lf, wait: wait, maxIndex: o.MaxManifestSize, pushed: map[digest.Digest]ocispec.Descriptor{},
 		preds: map[digest.Digest][]ocispec.Descriptor{}, tags: map[string]ocispec.Descriptor{}}
-	if ls.index, err = readLayoutIndex(root); err != nil {
+	if ls.index, err = decodeLayoutIndex(index); err != nil {
 		return nil, err
 	}
+	removeStaleTemps(lf, o.Now())
 	return ls, nil
 }
 
-// readLayoutIndex reads the layout's index.json, bounded.
-func readLayoutIndex(root string) (ocispec.Index, error) {
+// decodeLayoutIndex decodes the bytes of index.json (none: an empty
+// index).
+func decodeLayoutIndex(raw []byte) (ocispec.Index, error) {
 	var idx ocispec.Index
-	f, err := openNoFollow(filepath.Join(root, ocispec.ImageIndexFile))
-	if err != nil {
-		return idx, fail(ErrLayout, "cannot read the OCI layout's index.json").WithCause(err)
+	if raw == nil {
+		return idx, nil
 	}
-	defer f.Close()
-	if err := json.NewDecoder(io.LimitReader(f, DefaultMaxManifestSize)).Decode(&idx); err != nil {
+	if err := json.Unmarshal(raw, &idx); err != nil {
 		return idx, fail(ErrLayout, "the OCI layout's index.json is malformed").WithCause(err)
 	}
 	return idx, nil
 }
 
+// readLayoutIndex reads the layout's index.json again (under the lock),
+// bounded by l.maxIndex, the configured Options.MaxManifestSize that
+// bounded it at the open.
+func (l *layoutStore) readLayoutIndex() (ocispec.Index, error) {
+	f, err := l.lf.top.open(ocispec.ImageIndexFile)
+	if err != nil {
+		return ocispec.Index{}, fail(ErrLayout, "cannot read the OCI layout's index.json").WithCause(err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, l.maxIndex+1))
+	if err != nil {
+		return ocispec.Index{}, fail(ErrLayout, "cannot read the OCI layout's index.json").WithCause(err)
+	}
+	if int64(len(raw)) > l.maxIndex {
+		return ocispec.Index{}, fail(ErrManifestTooBig, "the layout's index.json is larger than %d bytes", l.maxIndex)
+	}
+	return decodeLayoutIndex(raw)
+}
+
 // lock takes the layout's lock file, waiting at most l.wait for another
 // writer to release it.
 func (l *layoutStore) lock(ctx context.Context) (func(), error) {
-	p := filepath.Join(l.root, LayoutLockFile)
 	deadline := time.Now().Add(l.wait)
 	for {
-		unlock, ok, err := tryLockFile(p)
+		unlock, ok, err := tryLockFile(l.lf.top)
 		if err != nil {
 			return nil, fail(ErrLayout, "cannot take the layout's lock file %s", LayoutLockFile).WithCause(err)
 		}
@@ -142,21 +201,28 @@ func (l *layoutStore) lock(ctx context.Context) (func(), error) {
 
 // update changes index.json under the layout's lock: change is applied to
 // the index.json read under the lock, which is replaced when change says
-// it changed it.
+// it changed it, after blobs/sha256 is synced: every blob linked into it
+// before (by this writer or another, killed before it synced) is durable
+// before an index.json that may name it is (docs/SPEC-DECISIONS.md
+// OCI-24).
 func (l *layoutStore) update(ctx context.Context, change func(idx *ocispec.Index) bool) error {
 	unlock, err := l.lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := checkLayoutLinks(l.root); err != nil {
+	if err := checkLayoutLinks(l.lf.top); err != nil {
 		return err
 	}
-	idx, err := readLayoutIndex(l.root)
+	idx, err := l.readLayoutIndex()
 	if err != nil {
 		return err
 	}
 	if change(&idx) {
+		if err := l.lf.blobs.sync(); err != nil {
+			return fail(ErrIO, "cannot sync the OCI layout's blobs folder").WithCause(err)
+		}
+		l.traced("sync")
 		if err := l.save(idx); err != nil {
 			return err
 		}
@@ -184,19 +250,18 @@ func (l *layoutStore) Exists(ctx context.Context, target ocispec.Descriptor) (bo
 	return l.hasFile(target)
 }
 
-// hasFile says whether the blob file of target is in the layout.
+// hasFile says whether the blob file of target is in the layout. A file
+// of any blob but a bundle's layer (a manifest, a statement, the config:
+// small) is hashed before it is taken for target: what another user of
+// the folder put under a digest's name would otherwise be listed and
+// tagged unread (oci_digest_mismatch, oci_size_mismatch;
+// docs/SPEC-DECISIONS.md OCI-24). A bundle's layer is read back through
+// its digest check by the copy or push that asked (OCI-17, OCI-22).
 func (l *layoutStore) hasFile(target ocispec.Descriptor) (bool, error) {
-	if target.Digest.Validate() != nil {
-		return false, fail(ErrDigest, "a descriptor's digest is not a valid digest")
+	if target.Digest.Validate() != nil || target.Digest.Algorithm() != digest.SHA256 {
+		return false, fail(ErrDigest, "a descriptor's digest is not a valid sha256 digest")
 	}
-	d, err := openLayoutDir(l.root, "blobs/"+target.Digest.Algorithm().String(), false)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, layoutReadError(err)
-	}
-	defer d.Close()
+	d := l.lf.blobs
 	st, err := d.lstat(target.Digest.Encoded())
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -207,7 +272,36 @@ func (l *layoutStore) hasFile(target ocispec.Descriptor) (bool, error) {
 	if !st.Mode().IsRegular() {
 		return false, fail(ErrLayout, "a blob of the layout is a symbolic link or not a regular file")
 	}
-	return true, nil
+	if isBundleLayer(target.MediaType) {
+		return true, nil
+	}
+	return true, checkBlobFile(d, target)
+}
+
+// isBundleLayer says whether mt is the media type of a bundle's layer.
+func isBundleLayer(mt string) bool {
+	return mt == MediaTypeBundleFile || mt == MediaTypeBundlePart
+}
+
+// checkBlobFile hashes the file of target in d against target's size and
+// digest.
+func checkBlobFile(d *layoutDir, target ocispec.Descriptor) error {
+	f, err := d.open(target.Digest.Encoded())
+	if err != nil {
+		return layoutReadError(err)
+	}
+	defer f.Close()
+	v := target.Digest.Verifier()
+	n, err := io.Copy(v, io.LimitReader(f, target.Size+1))
+	switch {
+	case err != nil:
+		return fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
+	case n != target.Size:
+		return fail(ErrSize, "a file of the layout is not the size its descriptor says")
+	case !v.Verified():
+		return fail(ErrDigest, "a file of the layout does not match its digest")
+	}
+	return nil
 }
 
 // Fetch reads the blob target from the folder through dirFiles, as a
@@ -291,9 +385,9 @@ func (l *layoutStore) Tags(ctx context.Context, last string, fn func(tags []stri
 // oci-layout has another name (a hard link, maybe to a file outside the
 // folder): on Unix; elsewhere the link count is not known, and the
 // replace still leaves the other name's file as it was.
-func checkLayoutLinks(root string) error {
+func checkLayoutLinks(top *layoutDir) error {
 	for _, name := range []string{ocispec.ImageIndexFile, ocispec.ImageLayoutFile} {
-		st, err := os.Lstat(filepath.Join(root, name))
+		st, err := top.lstat(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -362,22 +456,18 @@ func (l *layoutStore) putBlob(expected ocispec.Descriptor, r io.Reader) (err err
 	if expected.Digest.Validate() != nil || expected.Digest.Algorithm() != digest.SHA256 {
 		return fail(ErrDigest, "a descriptor's digest is not a valid sha256 digest")
 	}
-	d, err := openLayoutDir(l.root, "blobs/sha256", true)
-	if err != nil {
-		return layoutWriteError(err)
-	}
-	defer d.Close()
+	d := l.lf.blobs
 	name := expected.Digest.Encoded()
 	if st, err := d.lstat(name); err == nil {
 		if !st.Mode().IsRegular() {
 			return fail(ErrLayout, "a blob of the layout is a symbolic link or not a regular file")
 		}
-		return nil
+		if isBundleLayer(expected.MediaType) {
+			return nil // read back by the copy or push (OCI-22)
+		}
+		return checkBlobFile(d, expected)
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := ".ingest-" + hex.EncodeToString(rnd[:])
-	f, err := d.create(tmp)
+	f, tmp, err := d.createTemp(ingestPrefix)
 	if err != nil {
 		return layoutWriteError(err)
 	}
@@ -411,11 +501,22 @@ func (l *layoutStore) putBlob(expected ocispec.Descriptor, r io.Reader) (err err
 	}
 	if err = d.linkNew(tmp, name); errors.Is(err, fs.ErrExist) {
 		err = d.remove(tmp) // another writer's file: kept
+		if err == nil && !isBundleLayer(expected.MediaType) {
+			return checkBlobFile(d, expected)
+		}
 	}
 	if err != nil {
 		return fail(ErrIO, "cannot write a blob of the OCI layout").WithCause(err)
 	}
+	l.traced("link")
 	return nil
+}
+
+// traced tells l.trace (a test's) of step.
+func (l *layoutStore) traced(step string) {
+	if l.trace != nil {
+		l.trace(step)
+	}
 }
 
 // layoutWriteError keeps a named refusal, else names err io_error.
@@ -495,20 +596,22 @@ func listed(index []ocispec.Descriptor, d ocispec.Descriptor) bool {
 }
 
 // save writes idx as index.json by replace: a temporary file in the
-// folder, synced, renamed over it.
+// folder, synced, renamed over it; the folder is then synced, so the new
+// index.json outlives a crash.
 func (l *layoutStore) save(idx ocispec.Index) (err error) {
 	raw, err := json.Marshal(idx)
 	if err != nil {
 		return fail(ErrLayout, "cannot write the OCI layout's index.json").WithCause(err)
 	}
-	f, err := os.CreateTemp(l.root, ".index.json-*")
+	top := l.lf.top
+	f, tmp, err := top.createTemp(indexTempPrefix)
 	if err != nil {
 		return fail(ErrIO, "cannot write the OCI layout's index.json").WithCause(err)
 	}
 	defer func() {
 		if err != nil {
 			f.Close()
-			os.Remove(f.Name())
+			top.remove(tmp)
 		}
 	}()
 	if _, err = f.Write(raw); err == nil {
@@ -520,7 +623,11 @@ func (l *layoutStore) save(idx ocispec.Index) (err error) {
 		err = f.Close()
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(l.root, ocispec.ImageIndexFile))
+		err = top.rename(tmp, ocispec.ImageIndexFile)
+	}
+	if err == nil {
+		l.traced("save")
+		err = top.sync()
 	}
 	if err != nil {
 		return fail(ErrIO, "cannot write the OCI layout's index.json").WithCause(err)

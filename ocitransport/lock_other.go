@@ -8,11 +8,15 @@ import (
 	"os"
 )
 
-// tryLockFile takes the lock of the layout's lock file p by creating it
-// (O_CREATE|O_EXCL), removed at unlock: a process killed while holding it
-// leaves it, and the operator removes it (the error names it). ok is
-// false when another holds it.
-func tryLockFile(p string) (unlock func(), ok bool, err error) {
+// tryLockFile takes the lock of the layout whose root folder is top by
+// creating its lock file LayoutLockFile (O_CREATE|O_EXCL), removed at
+// unlock: a process killed while holding it leaves it, and the operator
+// removes it (the error names it). ok is false when another holds it.
+func tryLockFile(top *layoutDir) (unlock func(), ok bool, err error) {
+	p, err := top.at(LayoutLockFile)
+	if err != nil {
+		return nil, false, err
+	}
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, false, nil

@@ -5,19 +5,23 @@ package ocitransport
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-// tryLockFile takes the lock of the layout's lock file p: an exclusive
-// flock on it (created when missing, never through a symbolic link), which
-// the system releases when the process ends, killed or not. ok is false
-// when another holds it. The file is opened read-only: flock needs no
-// write access, so a lock file another user of a shared layout folder
-// created (mode 0644, theirs) still serves every user who may replace
+// tryLockFile takes the lock of the layout whose root folder is top: an
+// exclusive flock on its lock file LayoutLockFile (created when missing,
+// never through a symbolic link, in the very folder held), which the
+// system releases when the process ends, killed or not. ok is false when
+// another holds it. The file is opened read-only: flock needs no write
+// access, so a lock file another user of a shared layout folder created
+// (mode 0644, theirs) still serves every user who may replace
 // index.json; O_NONBLOCK keeps a FIFO planted at the name from hanging
 // the open.
-func tryLockFile(p string) (unlock func(), ok bool, err error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+func tryLockFile(top *layoutDir) (unlock func(), ok bool, err error) {
+	f, err := openLockFile(top)
 	if err != nil {
 		return nil, false, err
 	}
@@ -39,4 +43,27 @@ func tryLockFile(p string) (unlock func(), ok bool, err error) {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, true, nil
+}
+
+// openLockFile opens (creates) the lock file in top: relative to the
+// folder's descriptor where it is held, else by its path.
+func openLockFile(top *layoutDir) (*os.File, error) {
+	const flag = unix.O_RDONLY | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	if top.fd == nil {
+		p, err := top.at(LayoutLockFile)
+		if err != nil {
+			return nil, err
+		}
+		return os.OpenFile(p, flag, 0o644)
+	}
+	for {
+		fd, err := unix.Openat(int(top.fd.Fd()), LayoutLockFile, flag, 0o644)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: LayoutLockFile, Err: err}
+		}
+		return os.NewFile(uintptr(fd), filepath.Join(top.fd.Name(), LayoutLockFile)), nil
+	}
 }

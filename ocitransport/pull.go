@@ -574,6 +574,11 @@ func (e *Endpoint) Tags(ctx context.Context) ([]string, error) {
 // ListedTagsPerKept × MaxTags names.
 const ListedTagsPerKept = 4
 
+// ErrTagsOverMax is the cause of TagsWhere's oci_too_many when more than
+// Options.MaxTags tags pass its filter: a caller says there how its own
+// users narrow the filter (a sync's --tag-pattern).
+var ErrTagsOverMax = errors.New("narrow the filter")
+
 // TagsWhere lists the tags keep accepts (every valid tag when keep is
 // nil), each once, at most MaxTags of them, reading at most
 // ListedTagsPerKept × MaxTags names in all (past it, oci_too_many): the
@@ -581,7 +586,8 @@ const ListedTagsPerKept = 4
 // them, are read and dropped, and do not count against MaxTags, so a
 // caller narrowed to its own tags (a sync's --tag-pattern) still finds
 // them among up to three times as many others (docs/SPEC-DECISIONS.md
-// OCI-23).
+// OCI-23). More than MaxTags kept is oci_too_many caused by
+// ErrTagsOverMax.
 func (e *Endpoint) TagsWhere(ctx context.Context, keep func(tag string) bool) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
@@ -595,7 +601,7 @@ func (e *Endpoint) TagsWhere(ctx context.Context, keep func(tag string) bool) ([
 				continue
 			}
 			if len(out) >= e.o.MaxTags {
-				return fail(ErrTooMany, "more than %d tags (narrow them with --tag-pattern)", e.o.MaxTags)
+				return fail(ErrTooMany, "more than %d tags pass the listing's filter (Options.MaxTags)", e.o.MaxTags).WithCause(ErrTagsOverMax)
 			}
 			seen[t] = true
 			out = append(out, t)

@@ -274,16 +274,22 @@ func Copy(ctx context.Context, src *Endpoint, ref string, dst *Endpoint, tag str
 	return a, len(stmts), nil
 }
 
-// copyArtifact copies a's layers, then its manifest, untagged. A bundle
-// cut into parts is checked as a pull checks it (checkFile) before its
-// manifest lands: each part hashed in order as it streams from src, or,
-// when dst has it already, as it is read again, verified: from dst when
-// dst is a layout (a folder anyone may write to could hold other bytes
-// under the name), from src when dst is a registry (which checked what it
-// was sent against the digest; a read back needed its storage redirects
-// allowed and downloaded the file) (docs/SPEC-DECISIONS.md OCI-17,
-// amended in review 81). One layer is the file: its digest is the file's
-// SHA-256 (DecodeManifest), and nothing more is read.
+// copyArtifact copies a's layers, then its manifest, untagged; a blob
+// dst says it has is not sent (pushIfAbsent: a registry's only at the
+// size of its descriptor, a layout's manifest or statement only when its
+// file is its digest, OCI-22, OCI-24). A bundle cut into parts is checked
+// as a pull checks it (checkFile) before its manifest lands: each part
+// hashed in order as it streams from src, or, when dst has it already, as
+// it is read again, verified: from dst when dst is a layout (a folder
+// anyone may write to could hold other bytes under the name), from src
+// when dst is a registry (which checked what it was sent against the
+// digest; a read back needed its storage redirects allowed and downloaded
+// the file) (docs/SPEC-DECISIONS.md OCI-17, amended in review 81). A
+// bundle of one layer (the file: its digest is the file's SHA-256,
+// DecodeManifest) that a layout destination has is read back from it
+// through its digest check (OCI-22); from a registry that has it, nothing
+// more is read. A statement's layer is sent or, when dst has it, checked
+// as above.
 func copyArtifact(ctx context.Context, src, dst *Endpoint, a *Artifact) error {
 	var whole *hashWriter
 	var buf []byte

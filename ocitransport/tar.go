@@ -21,16 +21,12 @@ func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 		return nil, fail(ErrIO, "cannot create a temporary folder next to the tar").WithCause(err)
 	}
 	e.tmp = tmp
-	if err := prepareLayoutDir(tmp); err != nil {
-		e.Close()
-		return nil, err
-	}
-	st, err := openLayoutStore(ctx, tmp, &e.o, nil)
+	st, err := openLayoutWriter(ctx, tmp, &e.o)
 	if err != nil {
 		e.Close()
 		return nil, err
 	}
-	e.src, e.dst = st, st
+	e.src, e.dst, e.layout = st, st, st.lf
 	if _, err := os.Stat(e.loc.Path); err != nil {
 		return e, nil // a new tar
 	}

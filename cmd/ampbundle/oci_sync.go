@@ -146,11 +146,15 @@ func planOCISync(ctx context.Context, ep *ocitransport.Endpoint, loc ocitranspor
 		ok, _ := path.Match(pattern, t)
 		return ok && !ocitransport.IsReferrersTag(t)
 	})
+	if errors.Is(err, ocitransport.ErrTagsOverMax) {
+		// The library names its own bound; the hint is the CLI's.
+		return nil, cliutil.Failf(ocitransport.ErrTooMany, "more than %d tags match --tag-pattern: narrow the pattern", ocitransport.DefaultMaxTags)
+	}
 	if err != nil {
 		return nil, err
 	}
 	p := &ociPlan{rep: &ociSyncReport{Source: loc.String()}, loc: loc, seen: map[string]bool{}, unlisted: map[string]int{}}
-	bundles := p.planTags(ctx, ep, tags, pattern)
+	bundles := p.planTags(ctx, ep, tags)
 	p.planReferrers(ctx, ep, ociListingsOf(bundles))
 	if w := unlistedEntry(loc, p.unlisted); w != nil {
 		p.rep.Entries = append(p.rep.Entries, w)
@@ -175,18 +179,13 @@ type ociPlan struct {
 	unlisted map[string]int
 }
 
-// planTags plans each tag pattern matches (referrers tags are not ours to
-// plan): a bundle, a statement tagged on its own, or a skipped or refused
-// entry. It returns the bundles, whose referrers are read next.
-func (p *ociPlan) planTags(ctx context.Context, ep *ocitransport.Endpoint, tags []string, pattern string) []*ociSyncEntry {
+// planTags plans each tag (those the pattern matches, no referrers tag:
+// TagsWhere kept only those): a bundle, a statement tagged on its own, or
+// a skipped or refused entry. It returns the bundles, whose referrers are
+// read next.
+func (p *ociPlan) planTags(ctx context.Context, ep *ocitransport.Endpoint, tags []string) []*ociSyncEntry {
 	var bundles []*ociSyncEntry
 	for _, t := range tags {
-		if ocitransport.IsReferrersTag(t) {
-			continue
-		}
-		if ok, _ := path.Match(pattern, t); !ok {
-			continue
-		}
 		e := &ociSyncEntry{Ref: p.loc.WithReference(t).String(), Outcome: ociPlanned}
 		p.rep.Entries = append(p.rep.Entries, e)
 		a, err := ep.Resolve(ctx, t)
