@@ -3,7 +3,6 @@ package bundlebuild
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -100,22 +99,16 @@ func structure(data []byte) shape {
 	return s
 }
 
-// overCompileLimit names the per-document compile limit
-// (offlineschema.MaxSchemaNesting, MaxCompileObjects) that a schema of
-// this shape is over, or "" when it is over none. For valid JSON the
-// shape counts what the compile's own scan counts (every { and [ outside
-// strings), so a document over one can never be compiled, nor vouched for
-// by the quick check; the build then refuses it before it is charged its
-// tree or parsed (BUILD-7), with the compile's own error
-// (compileRefusalUnparsed).
-func overCompileLimit(s shape) string {
-	switch {
-	case s.depth > offlineschema.MaxSchemaNesting:
-		return fmt.Sprintf("a document nested more than %d deep", offlineschema.MaxSchemaNesting)
-	case s.objects > offlineschema.MaxCompileObjects:
-		return "more than 10,000 json objects in all"
-	}
-	return ""
+// overCompileLimits reports whether a schema of this shape is over a
+// per-document compile limit (offlineschema.MaxSchemaNesting,
+// MaxCompileObjects). For valid JSON the shape counts what the compile's
+// own scan counts (every { and [ outside strings), so a document over one
+// can never be compiled, nor vouched for by the quick check; the build
+// then refuses it before it is charged its tree or parsed (BUILD-7), with
+// the compile's own error (compileRefusalUnparsed): which limit, and how
+// it is said, is the compile's to name, never this function's.
+func overCompileLimits(s shape) bool {
+	return s.depth > offlineschema.MaxSchemaNesting || s.objects > offlineschema.MaxCompileObjects
 }
 
 // compileRefusalUnparsed returns the error a compile of the schema key,
@@ -131,7 +124,7 @@ func overCompileLimit(s shape) string {
 // schema object"), charged the bound of its tree like any other
 // (docs/SPEC-DECISIONS.md BUILD-7, amended in review 117).
 func compileRefusalUnparsed(key string, data []byte, s shape) *amp.Error {
-	if overCompileLimit(s) == "" || !json.Valid(data) {
+	if !overCompileLimits(s) || !json.Valid(data) {
 		return nil
 	}
 	_, err := offlineschema.Compile(unparsedSchema{key, data}, key, offlineschema.Options{})

@@ -3,7 +3,6 @@ package bundlebuild
 import (
 	"encoding/hex"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -63,54 +62,6 @@ func inFlightBudget(workers int, largest int64) (budget, target int64) {
 	largest = max(largest, 1)
 	target = memTargetBase + memPerLargest*largest*int64(workers)
 	return target - memBase - memNotHeap, target
-}
-
-// memoryLimit is the soft memory limit a build holds while it checks the
-// schemas (SourceOptions.LimitMemory): the target less memNotHeap, raised
-// by what one item admitted alone is charged beyond the budget while it
-// holds that (BUILD-8: the collector would otherwise work without rest
-// against a limit below what that item must hold), and never above the
-// limit in force before.
-type memoryLimit struct {
-	prev, budget, target int64
-	set                  int64 // the limit now set
-}
-
-// holdMemoryLimit lowers the soft memory limit to target (less
-// memNotHeap), when that is lower than the limit in force, and returns
-// it; restore puts back the limit in force before.
-func holdMemoryLimit(budget, target int64) *memoryLimit {
-	prev := debug.SetMemoryLimit(-1)
-	m := &memoryLimit{prev: prev, budget: budget, target: target, set: prev}
-	m.follow(0)
-	return m
-}
-
-// follow sets the limit for used bytes charged to the items in flight.
-func (m *memoryLimit) follow(used int64) {
-	want := m.target - memNotHeap + max(used-m.budget, 0)
-	if want = min(want, m.prev); want != m.set {
-		// Lowered from a limit raised for one item alone: that item has
-		// returned and its tree is garbage, which the collector, paced
-		// against the raised limit, has not yet freed. It is freed now,
-		// before the next item is admitted (this runs under the budget's
-		// lock), so that garbage never stands beside the next item's heap
-		// (BUILD-2, amended in review 118; BUILD-8).
-		collect := want < m.set && m.set > m.target-memNotHeap
-		debug.SetMemoryLimit(want)
-		m.set = want
-		if collect {
-			runtime.GC()
-		}
-	}
-}
-
-// restore puts back the limit in force before holdMemoryLimit.
-func (m *memoryLimit) restore() {
-	if m.set != m.prev {
-		debug.SetMemoryLimit(m.prev)
-		m.set = m.prev
-	}
 }
 
 // buildWorkers returns the number of workers a build uses: n, or

@@ -78,19 +78,19 @@ type SourceOptions struct {
 	// (docs/PERFORMANCE.md, P8; docs/SPEC-DECISIONS.md, BUILD-2, BUILD-8).
 	Workers int
 	// LimitMemory lowers the process's soft memory limit
-	// (runtime/debug.SetMemoryLimit) to the P8 target, 64 MiB + 4 × the
-	// largest schema × Workers, while the schemas are checked, when it is
-	// lower than the limit in force, raised while one schema charged more
-	// than the whole budget runs alone (BUILD-8); the limit is restored on
-	// return. It is for a process that builds one bundle at a time (the
-	// ampbundle command): without it the garbage collector lets the heap
-	// grow to about twice the parse trees in flight. The soft memory limit
-	// is the process's: two builds with LimitMemory at once each set it
-	// for the other, and the one that returns last restores what the first
-	// had set, so the process keeps a build's target after both (BUILD-8,
-	// amended in review 117); a limit the embedder sets during a build is
-	// likewise overwritten. A panic on the calling goroutine restores it.
-	// Leave it off in a process that may build several bundles at once.
+	// (runtime/debug.SetMemoryLimit) to the P8 target (64 MiB + 4 × the
+	// largest schema × Workers) less 16 MiB while the schemas are
+	// checked, raised while one schema charged more than the whole budget
+	// runs alone (BUILD-8): without it the garbage collector lets the
+	// heap grow to about twice the parse trees in flight. The limit is the
+	// process's, so it is held in one place for every build of the process
+	// (docs/SPEC-DECISIONS.md BUILD-10): while several builds with
+	// LimitMemory run at once the limit is the sum of what each would set
+	// alone; it is never set above the limit in force before the first of
+	// them began, which is put back when the last returns (a panic on the
+	// calling goroutine included). A limit the embedder sets while builds
+	// run is the limit in force from then on: the builds stay under it and
+	// leave it in place.
 	LimitMemory bool
 }
 
