@@ -701,10 +701,13 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 	for {
 		var st ledger.Start
 		var err error
+		// The message's ts holds its entry for its lifetime as the
+		// sender counts it, whatever this clock says (AGENT-29).
+		sent := time.UnixMilli(int64(m.TS))
 		if a.ledger.Shared() {
-			a.idle(ctx, func() { st, err = a.ledger.Start(sender, m.ID, a.expiry(m)) })
+			a.idle(ctx, func() { st, err = a.ledger.StartSent(sender, m.ID, sent, a.expiry(m)) })
 		} else {
-			st, err = a.ledger.Start(sender, m.ID, a.expiry(m))
+			st, err = a.ledger.StartSent(sender, m.ID, sent, a.expiry(m))
 		}
 		if err != nil {
 			a.log.Error("idempotency ledger unavailable", "err", err, "from", sender, "id", m.ID.String())

@@ -6,7 +6,7 @@
 //
 // # Use
 //
-//	s := ledger.Start(sender, id, expires)
+//	s := ledger.StartSent(sender, id, ts, expires) // ts: the message's, verified
 //	switch s.State {
 //	case ledger.Done:    send s.Reply                      // a replay
 //	case ledger.Busy:    wait for s.Wait, then Start again // a concurrent copy runs
@@ -89,7 +89,9 @@
 // Expired entries are reclaimed a few at a time in every commit, and by
 // Sweep, once their lifetime has also elapsed on the monotonic clock (a
 // wall clock stepped forward and back reclaims nothing early; see
-// WALOptions.Now), so the file stops growing under steady load (the
+// WALOptions.Now; after StartSent, no sooner than the lifetime the sender
+// gave the message, its expiry less its ts, which a clock already ahead at
+// the write cannot shorten), so the file stops growing under steady load (the
 // write-ahead log is rewritten with its live entries only when its dead
 // records exceed a slack, so it never exceeds the budget plus that slack).
 //

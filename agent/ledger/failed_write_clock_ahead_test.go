@@ -48,28 +48,18 @@ func TestFailedWriteWithClockAheadNeverDropsWhatARestartSetAside(t *testing.T) {
 		}
 		return s
 	}
-	s := open()
 	k := Key{Sender: "did:key:zVictim", ID: id(1)}
-	if err := s.MarkRunning(k, c.wall.Now().Add(2*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Finish(k, []byte("ran once")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c.stamp(t, path)
+	c.recordRun(t, path, open, k, []byte("ran once"))
 
 	c.tick(time.Hour+10*time.Second, 10*time.Second) // the first restart, an hour ahead
-	s = open()
+	s := open()
 	if _, found, err := s.Lookup(k); err != nil || !found {
 		s.Close()
 		t.Fatalf("setup: the first restart did not set the entry aside (%v, %v)", found, err)
 	}
 	c.tick(20*time.Second, 20*time.Second)
 	failing.Store(true)
-	if err := s.MarkRunning(Key{Sender: "did:key:zOther", ID: id(2)}, c.wall.Now().Add(2*time.Minute)); err == nil {
+	if err := s.MarkRunning(Key{Sender: "did:key:zOther", ID: id(2)}, c.wall.Now().Add(runLifetime)); err == nil {
 		s.Close()
 		t.Fatal("setup: a write whose fdatasync failed was acknowledged")
 	}

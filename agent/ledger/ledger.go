@@ -324,8 +324,27 @@ type Start struct {
 }
 
 // Start looks up (sender, id). expires is when the message's reply may be
-// forgotten. An error means the store failed; nothing was claimed.
+// forgotten. An error means the store failed; nothing was claimed. It is
+// StartSent without the message's ts: the entry is held by the wall
+// clock's reading of expires alone.
 func (l *Ledger) Start(sender string, id [16]byte, expires time.Time) (Start, error) {
+	return l.StartSent(sender, id, time.Time{}, expires)
+}
+
+// StartSent is Start for a message sent at sent (its verified ts; zero:
+// unknown), whose reply may be forgotten at expires. An entry it records
+// (Ticket.Running) is kept, whatever the wall clock says, until the
+// message's lifetime as its sender counts it, expires less sent, has
+// elapsed since the write on a clock that is never stepped (on a store
+// that keeps one: the write-ahead log), and no shorter than expires reads
+// on the wall clock: a receiver whose clock was ahead when it recorded the
+// entry, corrected meanwhile, still finds it when a copy it accepts again
+// is retried (docs/SPEC-DECISIONS.md AGENT-29). sent must be the ts the
+// receiver checked against its clock and skew: the hold is then at most
+// the message's ttl and the skew, what a message sent at the receiver's
+// own now is held for; a sent before that only keeps the sender's own
+// entries longer, charged to its share.
+func (l *Ledger) StartSent(sender string, id [16]byte, sent, expires time.Time) (Start, error) {
 	k := Key{Sender: sender, ID: id}
 	now := l.opts.Now()
 	l.mu.Lock()
@@ -357,7 +376,11 @@ func (l *Ledger) Start(sender string, id [16]byte, expires time.Time) (Start, er
 		return Start{State: Lost, Ticket: &Ticket{l: l, k: k, c: c, expires: rec.Expires, running: true}}, nil
 	}
 	l.open.Add(1)
-	return Start{State: Fresh, Ticket: &Ticket{l: l, k: k, c: c, expires: expires}}, nil
+	t := &Ticket{l: l, k: k, c: c, expires: expires}
+	if !sent.IsZero() && expires.After(sent) {
+		t.hold = expires.Sub(sent)
+	}
+	return Start{State: Fresh, Ticket: t}, nil
 }
 
 // lookup reads k's record, claiming k first on a SharedStore (wait is
@@ -418,7 +441,8 @@ type Ticket struct {
 	k         Key
 	c         chan struct{}
 	expires   time.Time
-	reserve   int64 // the reply's reservation (0: the store's default)
+	reserve   int64         // the reply's reservation (0: the store's default)
+	hold      time.Duration // the message's lifetime from its ts (StartSent; 0: none)
 	running   bool
 	inHandler bool // counted in Ledger.inHandler
 	ended     bool
@@ -469,8 +493,12 @@ func (t *Ticket) Reserve(reserve int64) {
 }
 
 // markRunning marks the ticket's key running in the store, reserving the
-// ticket's reservation.
-func (t *Ticket) markRunning(expires time.Time) error {
+// ticket's reservation, held at least hold from the write (on a
+// holdingStore; 0: no hold).
+func (t *Ticket) markRunning(expires time.Time, hold time.Duration) error {
+	if hs, ok := t.l.store.(holdingStore); ok && hold > 0 {
+		return hs.markRunningHeld(t.k, expires, t.reserve, hold)
+	}
 	if rs, ok := t.l.store.(ReservingStore); ok && t.reserve > 0 {
 		return rs.MarkRunningWithin(t.k, expires, t.reserve)
 	}
@@ -489,7 +517,7 @@ func (t *Ticket) Running() error {
 	if t.running {
 		return nil
 	}
-	if err := t.markRunning(t.expires); err != nil {
+	if err := t.markRunning(t.expires, t.hold); err != nil {
 		return err
 	}
 	t.running, t.inHandler = true, true
@@ -518,7 +546,9 @@ func (t *Ticket) Finish(reply []byte) error {
 			if now := t.l.opts.Now(); exp.Before(now.Add(time.Minute)) {
 				exp = now.Add(time.Minute)
 			}
-			if err = t.markRunning(exp); err == nil {
+			// No hold: the first record's has elapsed (the entry was
+			// reclaimed), and its minute is on the wall clock.
+			if err = t.markRunning(exp, 0); err == nil {
 				err = t.l.store.Finish(t.k, reply)
 			}
 		}
@@ -547,6 +577,14 @@ func (t *Ticket) Abandon() {
 		r.releaseReservation(t.k)
 	}
 	t.end()
+}
+
+// holdingStore is a store that keeps a running entry, whatever the wall
+// clock says, until a given time has elapsed since its write on a clock
+// that is never stepped (WALStore): markRunningHeld is
+// ReservingStore.MarkRunningWithin with that hold (StartSent).
+type holdingStore interface {
+	markRunningHeld(k Key, expires time.Time, reserve int64, hold time.Duration) error
 }
 
 // reservationReleaser is a store that reserves disk for a running

@@ -49,6 +49,74 @@ func (c restartClock) stamp(t *testing.T, path string) {
 	}
 }
 
+// open opens the log at path with the default limits and fdatasync, on
+// the wall clock and the clock that is never stepped.
+func (c restartClock) open(t *testing.T, path string) *WALStore {
+	t.Helper()
+	return openTestWAL(t, path, c.wall, c.opts(Limits{}))
+}
+
+// runLifetime is the lifetime of the invocations the clock-ahead tests
+// record and retry.
+const runLifetime = 2 * time.Minute
+
+// recordRun is the setup of the clock-ahead tests: it records one
+// invocation of k in the log at path, through the store open returns, as
+// an agent leaves it at its last write before a restart (the handler
+// ran and answered reply; nil: left running, its outcome unknown), with
+// its expiry runLifetime ahead of the wall clock, then closes the log and
+// stamps it with the wall clock (the kernel's stamp of that write).
+func (c restartClock) recordRun(t *testing.T, path string, open func() *WALStore, k Key, reply []byte) {
+	t.Helper()
+	s := open()
+	if err := s.MarkRunning(k, c.wall.Now().Add(runLifetime)); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	if reply != nil {
+		if err := s.Finish(k, reply); err != nil {
+			s.Close()
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.stamp(t, path)
+}
+
+// retryFinds is the check of the clock-ahead tests: a retry of k on l,
+// with expiry expires, must find what was recorded, want (Done with that
+// reply; nil: Lost, its outcome unknown). Anything else (Fresh) would run
+// the handler a second time; when says when the retry comes. The ticket
+// a Lost retry takes is abandoned.
+func retryFinds(t *testing.T, l *Ledger, k Key, expires time.Time, want []byte, when string) {
+	t.Helper()
+	st, err := l.Start(k.Sender, k.ID, expires)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Ticket != nil {
+		defer st.Ticket.Abandon()
+	}
+	state := Done
+	if want == nil {
+		state = Lost
+	}
+	if st.State != state || (want != nil && string(st.Reply) != string(want)) {
+		t.Fatalf("%s got %s, want %s: the handler would run a second time", when, st.State, state)
+	}
+}
+
+// sweepReclaims sweeps l at the wall clock now and fails the test unless
+// it reclaims exactly want entries; when says when the sweep comes.
+func (c restartClock) sweepReclaims(t *testing.T, l *Ledger, want int, when string) {
+	t.Helper()
+	if n, err := l.Sweep(c.wall.Now()); err != nil || n != want {
+		t.Fatalf("a sweep %s reclaimed %d entries (%v), want %d", when, n, err, want)
+	}
+}
+
 // TestRestartWithClockAheadNeverRunsTwice: AGENT-18 protects a running
 // log from a wall clock stepped forward and back, but a log opened while
 // the wall clock was ahead dropped every entry that clock called expired.
@@ -65,52 +133,22 @@ func (c restartClock) stamp(t *testing.T, path string) {
 func TestRestartWithClockAheadNeverRunsTwice(t *testing.T) {
 	c := newRestartClock()
 	path := filepath.Join(t.TempDir(), "l.wal")
-	s := openTestWAL(t, path, c.wall, c.opts(Limits{}))
+	k := Key{Sender: "did:key:zVictim", ID: id(1)}
+	c.recordRun(t, path, func() *WALStore { return c.open(t, path) }, k, []byte("ran once"))
+
+	c.tick(time.Hour, 5*time.Second) // the restart, with the clock an hour ahead
+	s := c.open(t, path)
+	defer s.Close()
 	l, err := New(s, Options{Now: c.wall.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sender, mid := "did:key:zVictim", id(1)
-	st, err := l.Start(sender, mid, c.wall.Now().Add(2*time.Minute))
-	if err != nil || st.State != Fresh {
-		t.Fatalf("%v %v", st.State, err)
-	}
-	if err := st.Ticket.Running(); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Ticket.Finish([]byte("ran once")); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c.stamp(t, path)
-
-	c.tick(time.Hour, 5*time.Second) // the restart, with the clock an hour ahead
-	s = openTestWAL(t, path, c.wall, c.opts(Limits{}))
-	defer s.Close()
-	l, err = New(s, Options{Now: c.wall.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := l.Sweep(c.wall.Now()); err != nil || n != 0 {
-		t.Fatalf("a sweep with the clock ahead reclaimed %d entries (%v), want 0", n, err)
-	}
+	c.sweepReclaims(t, l, 0, "with the clock ahead")
 	c.tick(-time.Hour, 5*time.Second) // corrected: 10 s after the run
-	st, err = l.Start(sender, mid, c.wall.Now().Add(2*time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.State != Done || string(st.Reply) != "ran once" {
-		if st.Ticket != nil {
-			st.Ticket.Abandon()
-		}
-		t.Fatalf("a retry 10 s after the run, once the clock was corrected after a restart, got %s: the handler would run a second time", st.State)
-	}
+	retryFinds(t, l, k, c.wall.Now().Add(runLifetime), []byte("ran once"),
+		"a retry 10 s after the run, once the clock was corrected after a restart,")
 	c.tick(3*time.Minute, 3*time.Minute) // its lifetime has elapsed
-	if n, err := l.Sweep(c.wall.Now()); err != nil || n != 1 {
-		t.Fatalf("a sweep after the entry's lifetime reclaimed %d entries (%v), want 1", n, err)
-	}
+	c.sweepReclaims(t, l, 1, "after the entry's lifetime")
 	if u := l.Usage(); u.Entries != 0 || u.Bytes != 0 {
 		t.Fatalf("usage after the reclaim: %+v, want none", u)
 	}
@@ -178,21 +216,16 @@ func TestRestartAfterLongDowntimeSetAsideNeverRefuses(t *testing.T) {
 func TestRestartSetAsideLostEntryFinishes(t *testing.T) {
 	c := newRestartClock()
 	path := filepath.Join(t.TempDir(), "l.wal")
-	s := openTestWAL(t, path, c.wall, c.opts(Limits{}))
 	k := Key{Sender: "did:key:zA", ID: id(1)}
-	if err := s.MarkRunning(k, c.wall.Now().Add(2*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	c.stamp(t, path)
+	c.recordRun(t, path, func() *WALStore { return c.open(t, path) }, k, nil)
 	c.tick(time.Hour, time.Second)
-	s = openTestWAL(t, path, c.wall, c.opts(Limits{}))
+	s := c.open(t, path)
 	defer s.Close()
 	l, err := New(s, Options{Now: c.wall.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := l.Start(k.Sender, k.ID, c.wall.Now().Add(2*time.Minute))
+	st, err := l.Start(k.Sender, k.ID, c.wall.Now().Add(runLifetime))
 	if err != nil || st.State != Lost {
 		t.Fatalf("%v %v, want lost", st.State, err)
 	}
@@ -203,10 +236,7 @@ func TestRestartSetAsideLostEntryFinishes(t *testing.T) {
 		t.Fatalf("usage %+v, want the one entry at its reply's cost", u)
 	}
 	c.tick(-time.Hour+time.Second, time.Second)
-	st, err = l.Start(k.Sender, k.ID, c.wall.Now().Add(2*time.Minute))
-	if err != nil || st.State != Done || string(st.Reply) != "outcome" {
-		t.Fatalf("%v %q %v, want done", st.State, st.Reply, err)
-	}
+	retryFinds(t, l, k, c.wall.Now().Add(runLifetime), []byte("outcome"), "a retry once the outcome was recorded")
 }
 
 // TestRestartSetAsideOneSenderCannotEvict: set-aside entries give way when

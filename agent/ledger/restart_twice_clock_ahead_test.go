@@ -23,34 +23,17 @@ import (
 func TestSecondRestartWithClockStillAheadNeverRunsTwice(t *testing.T) {
 	c := newRestartClock()
 	path := filepath.Join(t.TempDir(), "l.wal")
-	s := openTestWAL(t, path, c.wall, c.opts(Limits{}))
-	l, err := New(s, Options{Now: c.wall.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
 	k := Key{Sender: "did:key:zVictim", ID: id(1)}
-	st, err := l.Start(k.Sender, k.ID, c.wall.Now().Add(2*time.Minute))
-	if err != nil || st.State != Fresh {
-		t.Fatalf("%v %v", st.State, err)
-	}
-	if err := st.Ticket.Running(); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Ticket.Finish([]byte("ran once")); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c.stamp(t, path)
+	c.recordRun(t, path, func() *WALStore { return c.open(t, path) }, k, []byte("ran once"))
 
 	want := Usage{Entries: 1, Bytes: entryCost(k, int64(len("ran once")))}
+	var s *WALStore
 	for restart := 1; restart <= 2; restart++ { // both with the clock an hour ahead
 		c.tick(10*time.Second, 10*time.Second)
 		if restart == 1 {
 			c.tick(time.Hour, 0)
 		}
-		s = openTestWAL(t, path, c.wall, c.opts(Limits{}))
+		s = c.open(t, path)
 		if u := s.Usage(); u.Entries != want.Entries || u.Bytes != want.Bytes {
 			s.Close()
 			t.Fatalf("usage after restart %d with the clock still ahead: %+v, want the entry set aside, counted once (%+v)", restart, u, want)
@@ -66,21 +49,13 @@ func TestSecondRestartWithClockStillAheadNeverRunsTwice(t *testing.T) {
 		}
 	}
 	defer s.Close()
-	l, err = New(s, Options{Now: c.wall.Now})
+	l, err := New(s, Options{Now: c.wall.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.tick(-time.Hour, 0) // corrected: 20 s after the run, within its lifetime
-	st, err = l.Start(k.Sender, k.ID, c.wall.Now().Add(2*time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.State != Done || string(st.Reply) != "ran once" {
-		if st.Ticket != nil {
-			st.Ticket.Abandon()
-		}
-		t.Fatalf("a retry after two restarts with the clock ahead, once it was corrected, got %s: the handler would run a second time", st.State)
-	}
+	retryFinds(t, l, k, c.wall.Now().Add(runLifetime), []byte("ran once"),
+		"a retry after two restarts with the clock ahead, once it was corrected,")
 }
 
 // TestSecondRestartAfterWritesWithClockStillAheadNeverRunsTwice: the
@@ -98,25 +73,15 @@ func TestSecondRestartWithClockStillAheadNeverRunsTwice(t *testing.T) {
 func TestSecondRestartAfterWritesWithClockStillAheadNeverRunsTwice(t *testing.T) {
 	c := newRestartClock()
 	path := filepath.Join(t.TempDir(), "l.wal")
-	s := openTestWAL(t, path, c.wall, c.opts(Limits{}))
 	k := Key{Sender: "did:key:zVictim", ID: id(1)}
-	if err := s.MarkRunning(k, c.wall.Now().Add(2*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Finish(k, []byte("ran once")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c.stamp(t, path)
+	c.recordRun(t, path, func() *WALStore { return c.open(t, path) }, k, []byte("ran once"))
 
 	c.tick(time.Hour+10*time.Second, 10*time.Second) // the first restart, an hour ahead
-	s = openTestWAL(t, path, c.wall, c.opts(Limits{}))
+	s := c.open(t, path)
 	c.tick(20*time.Second, 20*time.Second)
 	for i := 0; i < 3; i++ { // others' invocations, recorded with the clock ahead
 		o := Key{Sender: "did:key:zOther", ID: id(10 + i)}
-		if err := s.MarkRunning(o, c.wall.Now().Add(2*time.Minute)); err != nil {
+		if err := s.MarkRunning(o, c.wall.Now().Add(runLifetime)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -125,7 +90,7 @@ func TestSecondRestartAfterWritesWithClockStillAheadNeverRunsTwice(t *testing.T)
 	}
 
 	c.tick(10*time.Second, 10*time.Second) // the second restart, still ahead
-	s = openTestWAL(t, path, c.wall, c.opts(Limits{}))
+	s = c.open(t, path)
 	defer s.Close()
 	if u := s.Usage(); u.Entries != 4 {
 		t.Fatalf("usage after a second restart with the clock still ahead: %d entries, want 4 (the one set aside and the 3 recorded since)", u.Entries)
@@ -135,25 +100,13 @@ func TestSecondRestartAfterWritesWithClockStillAheadNeverRunsTwice(t *testing.T)
 		t.Fatal(err)
 	}
 	c.tick(-time.Hour, 0) // corrected: 40 s after the run
-	st, err := l.Start(k.Sender, k.ID, c.wall.Now().Add(2*time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.State != Done || string(st.Reply) != "ran once" {
-		if st.Ticket != nil {
-			st.Ticket.Abandon()
-		}
-		t.Fatalf("a retry 40 s after the run, after two restarts with the clock ahead and writes between, got %s: the handler would run a second time", st.State)
-	}
+	retryFinds(t, l, k, c.wall.Now().Add(runLifetime), []byte("ran once"),
+		"a retry 40 s after the run, after two restarts with the clock ahead and writes between,")
 	// Its time left: 2 min less the 20 s the first run counted up to its
 	// last write (100 s from the second open); reclaimed once that has
 	// elapsed and its expiry has passed.
 	c.tick(95*time.Second, 95*time.Second)
-	if n, err := l.Sweep(c.wall.Now()); err != nil || n != 0 {
-		t.Fatalf("a sweep 5 s before the entry's time is up reclaimed %d (%v), want 0", n, err)
-	}
+	c.sweepReclaims(t, l, 0, "5 s before the entry's time is up")
 	c.tick(10*time.Second, 10*time.Second)
-	if n, err := l.Sweep(c.wall.Now()); err != nil || n != 1 {
-		t.Fatalf("a sweep once the entry's time is up reclaimed %d (%v), want 1", n, err)
-	}
+	c.sweepReclaims(t, l, 1, "once the entry's time is up")
 }

@@ -58,21 +58,11 @@ func TestSetAsideEntryAtItsExpiryNeverSpins(t *testing.T) {
 func setAsideOne(t *testing.T, c restartClock) (*WALStore, Key, time.Time) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "l.wal")
-	s := c.openNoSync(t, path, Limits{})
 	k := Key{Sender: "did:key:zVictim", ID: id(1)}
-	expires := c.wall.Now().Add(2 * time.Minute)
-	if err := s.MarkRunning(k, expires); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Finish(k, []byte("ran once")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c.stamp(t, path)
+	expires := c.wall.Now().Add(runLifetime)
+	c.recordRun(t, path, func() *WALStore { return c.openNoSync(t, path, Limits{}) }, k, []byte("ran once"))
 	c.tick(time.Hour, time.Second) // the restart, with the clock an hour ahead
-	s = c.openNoSync(t, path, Limits{})
+	s := c.openNoSync(t, path, Limits{})
 	if u := s.Usage(); u.Entries != 1 {
 		t.Fatalf("usage after the restart %+v, want the entry set aside", u)
 	}

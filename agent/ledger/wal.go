@@ -31,7 +31,9 @@ type WALOptions struct {
 	// time as it had left when it was written (or when the log was
 	// opened) has elapsed on Elapsed, so that a wall clock stepped
 	// forward and back never reclaims an entry early (docs/SPEC-DECISIONS.md
-	// AGENT-18). On open, an entry expired on Now but not at the file's
+	// AGENT-18), and no sooner than its message's expiry less its ts
+	// (Ledger.StartSent), which a clock already ahead when it was
+	// written cannot shorten (AGENT-29). On open, an entry expired on Now but not at the file's
 	// modification time (its last write) is set aside, not dropped
 	// (AGENT-22); while such entries remain, the log's modification time
 	// is kept on the clock they are judged by (AGENT-27).
@@ -84,9 +86,13 @@ type WALStore struct {
 	elapsed0 time.Duration
 	slack    int64
 	sync     func(*os.File) error // fdatasync; replaced by tests to count
-	syncDir  func(string) error   // a directory's sync after a rename; replaced by tests to fail
-	rand     io.Reader
-	room     func(add int64) error // WALOptions.Room
+	// fsync makes the file durable whole, its times included (fdatasync
+	// need not flush a change of times alone): keepLastWrite's sync.
+	// Replaced by tests to model what each sync leaves after a crash.
+	fsync   func(*os.File) error
+	syncDir func(string) error // a directory's sync after a rename; replaced by tests to fail
+	rand    io.Reader
+	room    func(add int64) error // WALOptions.Room
 
 	// idx guards the index, the file handle and its size: Lookup reads
 	// them shared; the leader changes them exclusively.
@@ -149,7 +155,9 @@ type walEntry struct {
 	expires int64 // Unix ms
 	// after is the elapsed time (since, ms) before which the entry is not
 	// reclaimed, whatever Now says: its expiry less the wall time when it
-	// was written (or the log opened), counted from the elapsed time then.
+	// was written (or the log opened), or the hold its message gave it
+	// (its expiry less its ts, AGENT-29) when that is longer, counted from
+	// the elapsed time then.
 	after int64
 	off   int64 // file offset of the reply (done)
 	// n is the reply's length (done), or the reservation of the reply
@@ -193,6 +201,12 @@ func OpenWAL(path string, opts WALOptions) (*WALStore, error) {
 }
 
 func openWAL(path string, opts WALOptions, syncFn func(*os.File) error) (*WALStore, error) {
+	return openWALSyncs(path, opts, syncFn, (*os.File).Sync)
+}
+
+// openWALSyncs is openWAL with the fsync of the open's own writes
+// (keepLastWrite) given too.
+func openWALSyncs(path string, opts WALOptions, syncFn, fsyncFn func(*os.File) error) (*WALStore, error) {
 	if opts.Now == nil {
 		return nil, amp.Named(0, "misconfigured", "the ledger needs a clock")
 	}
@@ -202,7 +216,7 @@ func openWAL(path string, opts WALOptions, syncFn func(*os.File) error) (*WALSto
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
 	}
-	s := &WALStore{path: path, acct: newAccounts(opts.Limits), now: opts.Now, sync: syncFn, rand: opts.Rand, room: opts.Room,
+	s := &WALStore{path: path, acct: newAccounts(opts.Limits), now: opts.Now, sync: syncFn, fsync: fsyncFn, rand: opts.Rand, room: opts.Room,
 		m: map[Key]walEntry{}, resv: map[Key]int64{}, elapsed: opts.Elapsed, syncDir: regfile.SyncDir}
 	s.slack = opts.Slack
 	if s.slack <= 0 {
@@ -310,19 +324,21 @@ func (s *WALStore) load() error {
 
 // keepLastWrite gives the log back mtime, the time of its last write,
 // after a write of the open's own, which records nothing (a torn tail or
-// the writer's reserve truncated, a version 1 file rewritten), and syncs
-// it. Stamped with the open's clock instead, the log would tell the next
-// open that the entries set aside by this one (AGENT-22) had expired at
-// its last write, and a second restart before the wall clock came back
-// would drop them (docs/SPEC-DECISIONS.md AGENT-27). The fdatasync of a
-// truncation flushes the inode, its times with it; after a rewrite the
-// time reaches the disk with the file system's next commit (a crash
-// before it leaves the rewrite's: the rule before).
+// the writer's reserve truncated, a version 1 file rewritten), and makes
+// that time durable before the open returns. Stamped with the open's
+// clock instead, the log would tell the next open that the entries set
+// aside by this one (AGENT-22) had expired at its last write, and a
+// second restart before the wall clock came back would drop them
+// (docs/SPEC-DECISIONS.md AGENT-27). The sync is an fsync: fdatasync
+// flushes the data and what reading it back needs (the size), and need
+// not flush a change of the file's times alone, so after a crash the
+// truncation's stamp, from the clock that may be ahead, could be what the
+// disk holds. One fsync per open that wrote, never per group.
 func (s *WALStore) keepLastWrite(mtime time.Time) error {
 	if err := os.Chtimes(s.path, time.Time{}, mtime); err != nil {
 		return walIOError("cannot keep the ledger file's time of last write", err)
 	}
-	if err := s.sync(s.f); err != nil {
+	if err := s.fsync(s.f); err != nil {
 		return walIOError("cannot sync the ledger file", err)
 	}
 	return nil
@@ -556,6 +572,13 @@ func (s *WALStore) Limits() Limits { return s.acct.lim }
 // to the quotas, and set aside on disk, before the running record is
 // written.
 func (s *WALStore) MarkRunningWithin(k Key, expires time.Time, reserve int64) error {
+	return s.markRunningHeld(k, expires, reserve, 0)
+}
+
+// markRunningHeld implements holdingStore: MarkRunningWithin, and the
+// entry is not reclaimed before hold has elapsed since its write on the
+// clock that is never stepped, whatever the wall clock says (AGENT-29).
+func (s *WALStore) markRunningHeld(k Key, expires time.Time, reserve int64, hold time.Duration) error {
 	if len(k.Sender) == 0 || len(k.Sender) > maxWALSender {
 		return amp.Named(amp.CodeInternalError, ErrLedgerIO, "the sender cannot be recorded in the ledger")
 	}
@@ -570,7 +593,7 @@ func (s *WALStore) MarkRunningWithin(k Key, expires time.Time, reserve int64) er
 	if err := s.acct.reserve(k.Sender, cost, true); err != nil {
 		return err
 	}
-	op := &walOp{kind: stateRunning, k: k, expires: expires.UnixMilli(), within: reserve}
+	op := &walOp{kind: stateRunning, k: k, expires: expires.UnixMilli(), within: reserve, hold: max(hold.Milliseconds(), 0)}
 	if err := s.commit(op); err != nil {
 		s.acct.release(k.Sender, cost)
 		return err
@@ -752,6 +775,7 @@ type walOp struct {
 	insert  bool  // migration: a done record inserts its entry; a running one reserves no disk (no handler of this process runs it)
 	rsv     int64 // running: the disk reserved for its reply (0: k has one already)
 	within  int64 // running: the reservation of its reply (MarkRunningWithin)
+	hold    int64 // running: the least time (ms) the entry is kept from its write on the never-stepped clock (markRunningHeld)
 	err     error
 }
 
@@ -893,17 +917,20 @@ func (s *WALStore) run(batch []*walOp) {
 	s.apply(writes, at, len(g), wall)
 }
 
-// stampLastWrite gives the log, after a durable group written at wall,
-// the time of that write on the clock its entries set aside at open are
-// judged by (ref, and the time elapsed since the open: they are reclaimed
-// once it passes their expiry), while any is in the index and that time
-// is before the wall clock's (a clock ahead, or a downtime). Stamped by
-// the kernel with the wall clock instead, the log would tell the next
-// open that they had expired at its last write, and a second restart
-// before a clock ahead came back would drop them (AGENT-27). Best effort:
-// a failure, or a crash before the stamp reaches the disk, leaves the
+// stampLastWrite gives the log, after a group written at wall, the time
+// of that write on the clock its entries set aside at open are judged by
+// (ref, and the time elapsed since the open: they are reclaimed once it
+// passes their expiry), while any is in the index and that time is
+// before the wall clock's (a clock ahead, or a downtime). Stamped by the
+// kernel with the wall clock instead, the log would tell the next open
+// that they had expired at its last write, and a second restart before a
+// clock ahead came back would drop them (AGENT-27). Best effort, and not
+// synced (an fsync per group would double its cost while entries are set
+// aside, for up to their lifetime): a failure, or a crash before the
+// file system commits the stamp (fdatasync need not), leaves the
 // kernel's (the rule before). run stamps every group that touched the
-// file, a failed one too (review 114).
+// file once, at its end: a failed one too (review 114), and one that
+// compacted the log first (the new file is stamped with the group).
 func (s *WALStore) stampLastWrite(wall time.Time) {
 	if s.asideN == 0 {
 		return
@@ -986,7 +1013,9 @@ func (s *WALStore) apply(writes []*walOp, at []int, n int, wall time.Time) {
 				s.resv[o.k] = o.rsv
 				s.reserved += o.rsv
 			}
-			e := walEntry{expires: o.expires, after: afterOf(el, o.expires, now), n: uint32(o.within)}
+			// Kept until its time left on the wall clock has elapsed,
+			// and no sooner than the hold its message gave it (AGENT-29).
+			e := walEntry{expires: o.expires, after: max(afterOf(el, o.expires, now), el+o.hold), n: uint32(o.within)}
 			s.m[o.k] = e
 			s.liveDisk += e.disk(o.k)
 			heap.Push(&s.exp, expiryItem{o.expires, o.k})
@@ -1298,7 +1327,9 @@ func (s *WALStore) compact() error {
 		s.broken = dirErr
 		return walIOError("cannot sync the idempotency ledger's directory after compacting it", dirErr)
 	}
-	s.stampLastWrite(s.now()) // a new file: stamped by the kernel
+	// The new file carries the kernel's stamp: compact runs within a
+	// group (run) or an open (load), which stamp the log once when it is
+	// written (run's deferred stampLastWrite, load's keepLastWrite).
 	return nil
 }
 
