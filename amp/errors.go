@@ -179,14 +179,17 @@ func (n ErrName) Error() string { return string(n) }
 // Error is the one error type of this project. It carries the
 // AMP code when one applies, a stable snake_case name, a message that is safe
 // to show to a peer (it never echoes raw input), optional structured details,
-// and the underlying cause.
+// and the underlying cause. An Error built from a peer's answer (a signed
+// ERROR, ErrorBody.AsError; a CAP_RESULT's error) holds that peer's
+// message as sent: its Error method prints it escaped and bounded, the
+// field keeps it whole.
 //
 // errors.As(err, &e) works across packages; errors.Is(err, code) and
 // errors.Is(err, name) compare the code and the name.
 type Error struct {
 	Code    Code    // AMP code, or 0 when none applies
 	Name    ErrName // stable snake_case name; defaults to Code.SnakeName()
-	Message string  // safe, lowercase, no raw input
+	Message string  // safe, lowercase, no raw input (a peer's as sent, in a peer's answer)
 	Details any     // optional structured details, safe to send to a peer
 	Err     error   // cause, for logs; never sent to a peer
 	// Final marks an error that a retry of the same message cannot
@@ -218,16 +221,26 @@ func (e *Error) WithCause(err error) *Error { e.Err = err; return e }
 // WithDetails sets the details and returns e.
 func (e *Error) WithDetails(d any) *Error { e.Details = d; return e }
 
-// Error returns "<name>: <message>", followed by the cause when there is one.
+// Error returns "<name> (<code>): <message>", followed by the cause when
+// there is one. The name and the message are printed escaped and bounded
+// (errorText: control, format and bidi characters and bytes that are not
+// UTF-8 as visible escapes, at most MaxErrorText bytes of each, a cut
+// marked): an error built from a peer's answer (ErrorBody.AsError,
+// capability.ResultError.AsError) carries the peer's message as sent,
+// which an embedder's log would otherwise take as it came, terminal
+// escapes, forged log lines and 64 KiB of text included
+// (docs/SPEC-DECISIONS.md TRANSPORT-21). The fields keep the text as sent,
+// for a caller that reads it knowing whose it is. The cause prints itself:
+// an *Error cause by this same rule.
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString(string(e.name()))
+	b.WriteString(errorText(string(e.name())))
 	if e.Code != 0 {
 		fmt.Fprintf(&b, " (%d)", uint16(e.Code))
 	}
 	if e.Message != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Message)
+		b.WriteString(errorText(e.Message))
 	}
 	if e.Err != nil {
 		b.WriteString(": ")

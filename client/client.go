@@ -160,7 +160,7 @@ func (c *Client) Do(ctx context.Context, typ amp.Type, body []byte) (*Exchange, 
 func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Exchange, error) {
 	ex := &Exchange{Request: req}
 	if c.cfg.Outbox != nil {
-		if err := c.cfg.Outbox.Add(req); err != nil {
+		if err := c.cfg.Outbox.add(req, c.cfg.Peer); err != nil {
 			return ex, err
 		}
 	}
@@ -196,16 +196,18 @@ func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Excha
 
 // record notes a verified reply to the request id in the Outbox, if any.
 // A synchronous ACK says delivered, not answered: the final report
-// (PROC_OK, PROC_FAIL) may follow (RFC 001 §16.5). retryable: the reply
-// is a signed ERROR that asks for a retry, the answer only until the
-// caller sends the message again (Outbox.Add reopens the entry).
+// (PROC_OK, PROC_FAIL) may follow (RFC 001 §16.5). Any other reply is the
+// peer's answer, for the peer's own recipient when the message names it
+// among others (docs/SPEC-DECISIONS.md TRANSPORT-22). retryable: the
+// reply is a signed ERROR that asks for a retry, the answer only until
+// the caller sends the message again (Send reopens it).
 func (c *Client) record(id amp.ID, reply *amp.Message, retryable bool) {
 	switch {
 	case c.cfg.Outbox == nil:
 	case reply.Type == amp.TypeAck:
 		c.cfg.Outbox.Delivered(id)
 	default:
-		c.cfg.Outbox.answered(id, retryable)
+		c.cfg.Outbox.answered(id, c.cfg.Peer, retryable)
 	}
 }
 

@@ -15,13 +15,29 @@ type OutState int
 
 // Outbound message states. Delivered, Processed and Failed come from
 // reports; Answered from a synchronous reply; Expired from the clock.
+//
+// A message to several recipients is final once each of them settled it:
+// by its final report (PROC_OK, PROC_FAIL, ERROR), or, for the Client's
+// peer, by its synchronous answer (docs/SPEC-DECISIONS.md TRANSPORT-19,
+// TRANSPORT-22). Until then it is OutDelivered once one of them did (or an
+// ACK came).
 const (
 	OutSent      OutState = iota // sent, nothing heard yet
-	OutDelivered                 // an ACK that passed the §16.1 rules
-	OutProcessed                 // PROC_OK
-	OutFailed                    // PROC_FAIL or ERROR
-	OutAnswered                  // a verified synchronous reply
+	OutDelivered                 // an ACK that passed the §16.1 rules, or some recipients settled
+	OutProcessed                 // PROC_OK from every recipient
+	OutFailed                    // PROC_FAIL or ERROR reported by a recipient
+	OutAnswered                  // a verified synchronous reply (an ERROR included), no report failed
 	OutExpired                   // ts + ttl passed with no final report
+)
+
+// settlement is how one recipient of an entry settled it.
+type settlement uint8
+
+const (
+	unsettled settlement = iota // nothing final from it yet
+	byReport                    // its final report (PROC_OK, PROC_FAIL, ERROR)
+	byAnswer                    // the peer's synchronous answer
+	byRetry                     // the peer's signed ERROR asking for a retry, until the caller's retry (Add)
 )
 
 // Outbound is the state of one outbound message.
@@ -40,18 +56,34 @@ type Outbound struct {
 	// failure's once one failed: an OutFailed entry's Report names a
 	// recipient that failed (TRANSPORT-19).
 	Report *amp.Message
-	// reopen: the answer that closed the entry (OutAnswered) is a signed
-	// ERROR that asked for a retry; the caller's retry of the message
-	// (Add) reopens it.
-	reopen bool
 	// rcpts are the message's distinct recipients (bare DIDs, sorted);
-	// reported[i]: rcpts[i]'s final report (PROC_OK, PROC_FAIL, ERROR)
-	// came, and the entry no longer counts in its share; left counts
-	// those still to report; failed: one of them was not PROC_OK.
-	rcpts    []string
-	reported []bool
-	left     int
-	failed   bool
+	// settled[i]: how rcpts[i] settled the entry (unsettled: it still
+	// counts in rcpts[i]'s share); left counts those unsettled; failed:
+	// a report was not PROC_OK; acked: an ACK came.
+	rcpts   []string
+	settled []settlement
+	left    int
+	failed  bool
+	acked   bool
+}
+
+// update sets e.State from its recipients' settlements: final once all
+// settled (OutFailed when a report failed, else OutAnswered when a
+// synchronous answer settled one, else OutProcessed), OutDelivered while
+// some settled or an ACK came, else OutSent.
+func (e *Outbound) update() {
+	switch {
+	case e.left > 0 && (e.acked || e.left < len(e.rcpts)):
+		e.State = OutDelivered
+	case e.left > 0:
+		e.State = OutSent
+	case e.failed:
+		e.State = OutFailed
+	case slices.Contains(e.settled, byAnswer) || slices.Contains(e.settled, byRetry):
+		e.State = OutAnswered
+	default:
+		e.State = OutProcessed
+	}
 }
 
 // summary is the bounded copy of a report that an entry keeps.
@@ -69,8 +101,11 @@ func summary(m *amp.Message) *amp.Message {
 // one the operator configured); a PROC_* or ERROR must come from a
 // recipient of the original, and counts for that recipient alone: a
 // message to several is processed (or failed) once each of them said so,
-// and a recipient's report frees its share of the entry only. A report
-// that matches nothing, or breaks a rule, changes nothing. At most Max
+// and a recipient's report frees its share of the entry only. A Client's
+// synchronous answer likewise settles its peer's own recipient, or the
+// whole message when the peer is none of its recipients; a recipient's
+// report outranks an answer (docs/SPEC-DECISIONS.md TRANSPORT-22). A
+// report that matches nothing, or breaks a rule, changes nothing. At most Max
 // messages are kept, and at most MaxPerRecipient naming one recipient
 // that has not reported; expired and confirmed ones make room first. A
 // report is kept as a bounded summary (Outbound.Report). Safe for
@@ -183,14 +218,24 @@ func (o *Outbox) release(r string) {
 }
 
 // drop forgets the entry id: it leaves the shares of the recipients that
-// have not reported (o.mu held).
+// have not settled it (o.mu held).
 func (o *Outbox) drop(id amp.ID, e *Outbound) {
 	for i, r := range e.rcpts {
-		if !e.reported[i] {
+		if e.settled[i] == unsettled {
 			o.release(r)
 		}
 	}
 	delete(o.m, id)
+}
+
+// settle records that rcpts[i] of e settled it (how), freeing its share
+// of the entry (o.mu held).
+func (o *Outbox) settle(e *Outbound, i int, how settlement) {
+	if e.settled[i] == unsettled {
+		e.left--
+		o.release(e.rcpts[i])
+	}
+	e.settled[i] = how
 }
 
 // sweep drops what is confirmed or expired (o.mu held).
@@ -208,6 +253,12 @@ func (o *Outbox) fullFor(rs []string) error {
 	if len(o.m) >= o.max {
 		return amp.Named(amp.CodeOverloaded, ErrOutboxFull, "%d messages await confirmation; retry later", o.max)
 	}
+	return o.shareFullFor(rs)
+}
+
+// shareFullFor is the refusal of one more entry naming rs, or nil (o.mu
+// held).
+func (o *Outbox) shareFullFor(rs []string) error {
 	for _, r := range rs {
 		if o.held[r] >= o.share {
 			return amp.Named(amp.CodeOverloaded, ErrRecipientOutboxFull, "%d messages to one recipient await confirmation; retry later", o.share)
@@ -220,18 +271,42 @@ func (o *Outbox) fullFor(rs []string) error {
 // confirmed or expired) is 5004 outbox_full, retryable; a recipient
 // already holding MaxPerRecipient entries is 5004 recipient_outbox_full,
 // for messages that name it only. A message already kept is a retry of
-// the same message: it changes nothing, but that an entry a signed ERROR
-// asking for a retry closed is open again (OutSent), so that the retry's
-// ACK and reports are matched; it stays the one entry its recipients'
-// shares count (docs/SPEC-DECISIONS.md TRANSPORT-8).
-func (o *Outbox) Add(m *amp.Message) error {
+// the same message: it changes nothing, but that the recipients a signed
+// ERROR asking for a retry settled are open again, so that the retry's
+// ACK, answer and reports are matched (docs/SPEC-DECISIONS.md
+// TRANSPORT-8, TRANSPORT-22): it stays the one entry, and takes their
+// shares again, refused as a new message would be when one is full.
+func (o *Outbox) Add(m *amp.Message) error { return o.add(m, "") }
+
+// add is Add for a message sent to peer ("": any), whose retry reopens
+// what peer's retryable answer settled: peer's own recipient, or every
+// one when peer is none of them (reopening).
+func (o *Outbox) add(m *amp.Message, peer string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if e, ok := o.m[m.ID]; ok {
-		if e.reopen {
-			e.State, e.reopen = OutSent, false
+		again := reopening(e, peer)
+		if len(again) == 0 {
+			return nil
 		}
-		return nil
+		rs := make([]string, len(again))
+		for j, i := range again {
+			rs[j] = e.rcpts[i]
+		}
+		if o.shareFullFor(rs) != nil {
+			o.sweep()
+			if err := o.shareFullFor(rs); err != nil {
+				return err
+			}
+		}
+		if e, ok := o.m[m.ID]; ok { // not swept: reopen it
+			for _, i := range again {
+				e.settled[i], e.left = unsettled, e.left+1
+				o.held[e.rcpts[i]]++
+			}
+			e.update()
+			return nil
+		}
 	}
 	rs := recipients(m.To)
 	if o.fullFor(rs) != nil {
@@ -242,11 +317,30 @@ func (o *Outbox) Add(m *amp.Message) error {
 	}
 	ttl := time.Duration(m.TTL) * time.Millisecond
 	o.m[m.ID] = &Outbound{ID: m.ID, To: m.To, Expires: time.UnixMilli(int64(m.TS)).Add(ttl), State: OutSent,
-		rcpts: rs, reported: make([]bool, len(rs)), left: len(rs)}
+		rcpts: rs, settled: make([]settlement, len(rs)), left: len(rs)}
 	for _, r := range rs {
 		o.held[r]++
 	}
 	return nil
+}
+
+// reopening are the indexes of the recipients of e that a retry of its
+// message to peer ("": any) reopens: those a retryable answer settled
+// (byRetry), peer's alone when peer is one of them.
+func reopening(e *Outbound, peer string) []int {
+	var out []int
+	if i, found := slices.BinarySearch(e.rcpts, amp.BareDID(peer)); peer != "" && found {
+		if e.settled[i] == byRetry {
+			out = append(out, i)
+		}
+		return out
+	}
+	for i, how := range e.settled {
+		if how == byRetry {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // State returns the state of the outbound message id.
@@ -271,22 +365,46 @@ func (o *Outbox) Delivered(id amp.ID) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if e, ok := o.m[id]; ok && !final(e.State) {
-		e.State = OutDelivered
+		e.acked = true
+		e.update()
 	}
 }
 
-// Answered records a verified synchronous reply to id.
-func (o *Outbox) Answered(id amp.ID) { o.answered(id, false) }
+// Answered records a verified synchronous reply to id from whoever the
+// message went to: it settles every recipient that has not reported
+// (OutAnswered unless a report failed). Client records its peer's answer
+// for the peer's own recipient only (docs/SPEC-DECISIONS.md TRANSPORT-22).
+func (o *Outbox) Answered(id amp.ID) { o.answered(id, "", false) }
 
-// answered records a verified synchronous reply to id; retryable: a
-// signed ERROR that asks for a retry, which a retry of the message (Add)
-// reopens.
-func (o *Outbox) answered(id amp.ID, retryable bool) {
+// answered records a verified synchronous reply to id from peer ("":
+// anyone). It settles peer's own recipient when peer is one of the
+// message's (a recipient of several answers for itself alone), else every
+// recipient; never one that reported (its report is its last word, and
+// outranks an answer). retryable: a signed ERROR that asks for a retry,
+// settled until the caller's retry of the message (Add) reopens it.
+func (o *Outbox) answered(id amp.ID, peer string, retryable bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if e, ok := o.m[id]; ok {
-		e.State, e.reopen = OutAnswered, retryable
+	e, ok := o.m[id]
+	if !ok {
+		return
 	}
+	how := byAnswer
+	if retryable {
+		how = byRetry
+	}
+	if i, found := slices.BinarySearch(e.rcpts, amp.BareDID(peer)); peer != "" && found {
+		if e.settled[i] != byReport {
+			o.settle(e, i, how)
+		}
+	} else {
+		for i, was := range e.settled {
+			if was != byReport {
+				o.settle(e, i, how)
+			}
+		}
+	}
+	e.update()
 }
 
 // Receive matches a report to its outbound message. It never fails: a
@@ -301,11 +419,14 @@ func (o *Outbox) Receive(_ context.Context, r Receipt) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e, ok := o.m[id]
-	if !ok || final(e.State) {
+	if !ok {
 		return false
 	}
 	switch m.Type {
 	case amp.TypeAck:
+		if final(e.State) {
+			return false
+		}
 		b, err := amp.DecodeAck(m.Body)
 		if err != nil {
 			return false
@@ -313,7 +434,8 @@ func (o *Outbox) Receive(_ context.Context, r Receipt) bool {
 		if _, err := amp.CheckAck(m, e.To, o.trustedRelays(e.To, b.AckTarget)); err != nil {
 			return false
 		}
-		e.State = OutDelivered
+		e.acked = true
+		e.update()
 		if e.left == len(e.rcpts) { // a final report outranks an ACK
 			e.Report = summary(m)
 		}
@@ -326,31 +448,25 @@ func (o *Outbox) Receive(_ context.Context, r Receipt) bool {
 
 // reported records the final report m (PROC_OK, PROC_FAIL, ERROR) of one
 // recipient of e: only a recipient that has not reported yet counts, and
-// for itself alone (docs/SPEC-DECISIONS.md TRANSPORT-19). Its share of
-// the entry is freed at once; the entry is final (OutProcessed, or
-// OutFailed when any recipient's report was not PROC_OK) once every
-// recipient reported, and OutDelivered until then. It becomes the entry's
+// for itself alone (docs/SPEC-DECISIONS.md TRANSPORT-19), and not one a
+// synchronous answer settled, but for an answer that asked for a retry:
+// the report is the recipient's last word and outranks it, so that the
+// caller's retry (Add) reopens nothing it reported on (TRANSPORT-22). Its
+// share of the entry is freed at once; the entry is final (OutProcessed,
+// or OutFailed when any recipient's report was not PROC_OK) once every
+// recipient settled, and OutDelivered until then. It becomes the entry's
 // Report unless a recipient failed before, so that a failed entry's
 // Report is its first failure's (o.mu held).
 func (o *Outbox) reported(e *Outbound, m *amp.Message) bool {
-	from := amp.BareDID(m.From)
-	i, found := slices.BinarySearch(e.rcpts, from)
-	if !found || e.reported[i] {
+	i, found := slices.BinarySearch(e.rcpts, amp.BareDID(m.From))
+	if !found || (e.settled[i] != unsettled && e.settled[i] != byRetry) {
 		return false
 	}
-	e.reported[i], e.left = true, e.left-1
-	o.release(from)
+	o.settle(e, i, byReport)
 	if !e.failed { // the first failure's report is never replaced
 		e.Report = summary(m)
 	}
 	e.failed = e.failed || m.Type != amp.TypeProcOK
-	switch {
-	case e.left > 0:
-		e.State = OutDelivered
-	case e.failed:
-		e.State = OutFailed
-	default:
-		e.State = OutProcessed
-	}
+	e.update()
 	return true
 }

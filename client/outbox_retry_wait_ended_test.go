@@ -76,10 +76,10 @@ func TestContextEndDuringRetryWaitDoesNotCloseTheOutboxEntry(t *testing.T) {
 // TestOutboxReopensOnlyWhatARetryableErrorClosed: Add reopens an entry
 // only when the answer that closed it was a signed ERROR asking for a
 // retry; a PONG or an ERROR with retry: false stays the answer, whatever
-// the caller sends again. A reopened entry is the same entry, still
-// counted in its recipient's share: with a share of one, a second message
-// to that recipient is refused while it is open, so that a peer that
-// asks for retries gains no room by it.
+// the caller sends again. A reopened entry is the same entry, counted in
+// its recipient's share again (the answer freed it, TRANSPORT-22): with a
+// share of one, a second message to that recipient is refused while it
+// is open, so that a peer that asks for retries gains no room by it.
 func TestOutboxReopensOnlyWhatARetryableErrorClosed(t *testing.T) {
 	for _, c := range []struct {
 		name   string
