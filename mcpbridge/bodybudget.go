@@ -43,6 +43,18 @@ const ErrInvalidRequestID = "invalid_request_id"
 // notification streams and unread by the answer rewriting.
 const ErrMethodNotServed = "method_not_served"
 
+// ErrDuplicateMetaKey names a message on which readers of its JSON may
+// disagree about a call's idempotency key or timeout
+// (docs/SPEC-DECISIONS.md MCP-40): one _meta names IdempotencyKey or
+// TimeoutKey twice (escapes decoded), or a message holding either has
+// more than one member that may be read as params, or its params more
+// than one that may be read as _meta (escapes decoded, ASCII letter case
+// ignored). The SDK keeps the last of two keys and merges two _meta
+// objects, while a proxy or a log in front of the agent may keep the
+// first: the key that decides whether a call runs would not be the one
+// they saw.
+const ErrDuplicateMetaKey = "duplicate_meta_key"
+
 // listenMethod is the method ErrMethodNotServed refuses (SEP-2575; a
 // session's notifications come on its GET stream).
 const listenMethod = "subscriptions/listen"
@@ -89,6 +101,25 @@ const (
 	roleParams                  // a message's params
 	roleArgs                    // params.arguments, and all inside it
 	roleOther                   // any other value
+	// roleParamsAlt is a message's member that may be read as params
+	// spelt otherwise ("p\u0061rams", "PARAMS"): charged as roleOther,
+	// looked into only for its _meta (ErrDuplicateMetaKey).
+	roleParamsAlt
+	roleMeta // a member of params that may be read as _meta
+)
+
+// metaSeen is what one message holds, so far, of what decides its
+// call's idempotency key and timeout (ErrDuplicateMetaKey): the members
+// that may be read as params, as params._meta, and the known keys of
+// those _meta objects (idempotencyBit, timeoutBit).
+type metaSeen struct {
+	params, metas int
+	keys          uint8
+}
+
+const (
+	idempotencyBit uint8 = 1 << iota // IdempotencyKey seen
+	timeoutBit                       // TimeoutKey seen
 )
 
 // bodyCounter reads one JSON text without building it: every value
@@ -109,6 +140,8 @@ type bodyCounter struct {
 	// seenIDs are the ids of the body's messages so far, decoded
 	// (requestIDKey): two messages of a batch under one id are refused.
 	seenIDs []string
+	// meta is the message being read's (ErrDuplicateMetaKey).
+	meta metaSeen
 }
 
 // checkBody reads data as one JSON text of at most maxArgs values in
@@ -151,6 +184,8 @@ func errBody(name string) *amp.Error {
 		return amp.Named(amp.CodeInvalidMessage, ErrTooDeep, "the request nests json more than %d deep", MaxBodyDepth)
 	case ErrBatchTooLarge:
 		return amp.Named(amp.CodeInvalidMessage, ErrBatchTooLarge, "the request batches more than %d messages", MaxBatch)
+	case ErrDuplicateMetaKey:
+		return amp.Named(amp.CodeBadRequest, ErrDuplicateMetaKey, "a message names the idempotency key or the timeout of _meta more than once, or holds one with params or _meta named more than once")
 	case ErrMethodNotServed:
 		return amp.Named(amp.CodeBadRequest, ErrMethodNotServed, "subscriptions/listen is not served here: a session's notifications come on its GET stream")
 	case ErrInvalidRequestID:
@@ -164,7 +199,7 @@ func errBody(name string) *amp.Error {
 // over a bound.
 func bodyStatus(refused *amp.Error) int {
 	switch refused.Name {
-	case ErrMalformedBody, ErrInvalidRequestID, ErrMethodNotServed:
+	case ErrMalformedBody, ErrInvalidRequestID, ErrMethodNotServed, ErrDuplicateMetaKey:
 		return http.StatusBadRequest
 	}
 	return http.StatusRequestEntityTooLarge
@@ -236,17 +271,56 @@ func okOr(ok bool) error {
 	return errBody(ErrMalformedBody)
 }
 
-// memberRole is the role of the member key of an object in role.
+// memberRole is the role of the member key of an object in role. Only
+// "params" and "arguments" written exactly so are charged as such; a
+// member that may be read as params or _meta under another spelling
+// (escapes decoded, ASCII letter case ignored) is still looked into for
+// the known _meta keys (noteMeta).
 func memberRole(role bodyRole, key []byte) bodyRole {
 	switch {
 	case role == roleArgs:
 		return roleArgs
 	case (role == roleRoot || role == roleMessage) && string(key) == "params":
 		return roleParams
+	case (role == roleRoot || role == roleMessage) && nameFolds(key, "params"):
+		return roleParamsAlt
 	case role == roleParams && string(key) == "arguments":
 		return roleArgs
+	case (role == roleParams || role == roleParamsAlt) && nameFolds(key, "_meta"):
+		return roleMeta
 	}
 	return roleOther
+}
+
+// noteMeta records the member key, of role member, of an object in role
+// for the message's metaSeen; false when it names a known _meta key
+// (IdempotencyKey, TimeoutKey: a map's keys, matched exactly once
+// escapes are decoded) the message's _meta objects already named.
+func (c *bodyCounter) noteMeta(role, member bodyRole, key []byte) bool {
+	bit := uint8(0)
+	switch {
+	case member == roleParams || member == roleParamsAlt:
+		c.meta.params++
+	case member == roleMeta:
+		c.meta.metas++
+	case role == roleMeta && asciiDecodes(key, IdempotencyKey, false):
+		bit = idempotencyBit
+	case role == roleMeta && asciiDecodes(key, TimeoutKey, false):
+		bit = timeoutBit
+	}
+	if c.meta.keys&bit != 0 {
+		return false
+	}
+	c.meta.keys |= bit
+	return true
+}
+
+// metaAmbiguous reports whether the message just read holds a known
+// _meta key where readers may disagree on it: with params, or params'
+// _meta, named more than once (the SDK merges two _meta objects and
+// keeps the last params; another reader may keep the first of either).
+func (c *bodyCounter) metaAmbiguous() bool {
+	return c.meta.keys != 0 && (c.meta.params > 1 || c.meta.metas > 1)
 }
 
 // elementRole is the role of an element of an array in role: a batch's
@@ -275,6 +349,9 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 		return nil
 	}
 	message := role == roleRoot || role == roleMessage
+	if message {
+		c.meta = metaSeen{}
+	}
 	// escaped: a member name with an escape, which the SDK decodes (and
 	// of duplicates it keeps the last): "m\u0065thod" may be the method
 	// it reads, so such a message is never taken for a tools/call.
@@ -295,7 +372,11 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 		c.i++
 		c.space()
 		start := c.i
-		if err := c.value(depth+1, memberRole(role, key)); err != nil {
+		member := memberRole(role, key)
+		if !c.noteMeta(role, member, key) {
+			return errBody(ErrDuplicateMetaKey)
+		}
+		if err := c.value(depth+1, member); err != nil {
 			return err
 		}
 		if message && string(key) == "method" {
@@ -320,6 +401,9 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 		if done {
 			if id != nil && !c.noteID(id) {
 				return errBody(ErrInvalidRequestID)
+			}
+			if message && c.metaAmbiguous() {
+				return errBody(ErrDuplicateMetaKey)
 			}
 			if used := argsBefore - c.args; message && (!isCall || escaped) && used > 0 {
 				c.args += used

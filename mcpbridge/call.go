@@ -19,12 +19,15 @@ import (
 
 // IdempotencyKey is the _meta key of a tools/call whose value (a string of
 // 1 to agent.MaxIdempotencyKey bytes of UTF-8 without U+FFFD) makes the
-// call idempotent. The key is never echoed; of two in one _meta, the SDK
-// keeps the last (docs/SPEC-DECISIONS.md MCP-39).
+// call idempotent. The key is never echoed (docs/SPEC-DECISIONS.md
+// MCP-39); a message naming it twice, or holding it with params or _meta
+// named twice, is refused before the SDK reads it (ErrDuplicateMetaKey,
+// MCP-40).
 const IdempotencyKey = "io.github.ampbundle/idempotency_key"
 
 // TimeoutKey is the _meta key of a tools/call's timeout in milliseconds
-// (bounded by the agent's largest timeout).
+// (bounded by the agent's largest timeout); named twice, refused as
+// IdempotencyKey is (ErrDuplicateMetaKey).
 const TimeoutKey = "io.github.ampbundle/timeout_ms"
 
 // ResultMeta is a tools/call result's _meta[MetaKey].
