@@ -52,7 +52,7 @@ var (
 // the operator, but it is still a file: one that asks for a billion
 // iterations or a gigabyte of scrypt memory is refused, not obeyed.
 type kdfLimits struct {
-	pbkdf2Iterations int
+	pbkdf2Iterations int   // each up to maxPBKDF2Blocks HMACs (pbkdf2Blocks)
 	scryptMemory     int64 // 128·r·(N + p + 2) bytes, and 128·N·r·p bytes of work (scryptWithin)
 	scryptP          int
 }
@@ -74,12 +74,52 @@ func (lim kdfLimits) scryptWithin(n, r, p int64) bool {
 }
 
 // defaultLimits bound the work a key file may ask for: 10 million PBKDF2
-// iterations, 256 MiB of scrypt memory, scrypt p up to 16.
+// iterations, 256 MiB of scrypt memory, scrypt p up to 16. A PBKDF2
+// iteration is not one unit of work: it costs one HMAC for each block of
+// the derived key (pbkdf2Blocks), two for HMAC-SHA-1 with an AES-192 or
+// AES-256 key and for HMAC-SHA-224 with an AES-256 key, so a key may ask
+// for up to 20 million HMACs (maxPBKDF2Blocks times the iterations), each
+// two runs of the hash (docs/SPEC-DECISIONS.md, CLI-46; docs/FORMAT.md,
+// key files).
 func defaultLimits() kdfLimits {
 	return kdfLimits{pbkdf2Iterations: 10_000_000, scryptMemory: 256 << 20, scryptP: 16}
 }
 
 const maxSaltLen = 1024
+
+// maxPBKDF2Blocks is the most blocks PBKDF2 derives for a key here: an
+// AES key (at most 32 bytes) from an HMAC of at least 20 bytes (SHA-1),
+// so at most two (pbkdf2Blocks). The bound of a key's PBKDF2 work,
+// documented in docs/FORMAT.md, is the iteration bound times this.
+const maxPBKDF2Blocks = 2
+
+// pbkdf2Blocks is how many HMACs one PBKDF2 iteration costs for a key of
+// keyLen bytes with the hash h: one for each hLen-byte block of the key
+// (RFC 8018 §5.2: T_1 … T_l, l = ⌈keyLen / hLen⌉, each its own chain of
+// c iterations).
+func pbkdf2Blocks(h func() hash.Hash, keyLen int) int {
+	n := h().Size()
+	return (keyLen + n - 1) / n
+}
+
+// prfHash returns the hash of a PBKDF2 PRF this package supports (HMAC
+// with SHA-1 or a SHA-2), nil for another; no PRF is HMAC-SHA-1 (RFC 8018
+// A.2).
+func prfHash(prf asn1.ObjectIdentifier) func() hash.Hash {
+	switch {
+	case len(prf) == 0 || prf.Equal(oidHMACSHA1):
+		return sha1.New
+	case prf.Equal(oidHMACSHA224):
+		return sha256.New224
+	case prf.Equal(oidHMACSHA256):
+		return sha256.New
+	case prf.Equal(oidHMACSHA384):
+		return sha512.New384
+	case prf.Equal(oidHMACSHA512):
+		return sha512.New
+	}
+	return nil
+}
 
 // The scheme WritePrivateEncrypted uses: scrypt with OpenSSL's own default
 // parameters (N = 2^14, r = 8, p = 1: 16 MiB; OpenSSL refuses more than 32
@@ -234,20 +274,14 @@ func deriveKey(kdf pkix.AlgorithmIdentifier, passphrase []byte, keyLen int, lim 
 		if p.KeyLength != 0 && p.KeyLength != keyLen {
 			return nil, fail(ErrInvalidKeyFile, "key file's pbkdf2 key length does not match its cipher")
 		}
-		var h func() hash.Hash
-		switch prf := p.PRF.Algorithm; {
-		case len(prf) == 0 || prf.Equal(oidHMACSHA1):
-			h = sha1.New
-		case prf.Equal(oidHMACSHA224):
-			h = sha256.New224
-		case prf.Equal(oidHMACSHA256):
-			h = sha256.New
-		case prf.Equal(oidHMACSHA384):
-			h = sha512.New384
-		case prf.Equal(oidHMACSHA512):
-			h = sha512.New
-		default:
+		h := prfHash(p.PRF.Algorithm)
+		if h == nil {
 			return nil, fail(ErrUnsupportedEncryption, "private key uses a pbkdf2 prf other than hmac with sha-1 or sha-2, which is not supported")
+		}
+		if pbkdf2Blocks(h, keyLen) > maxPBKDF2Blocks {
+			// Not reached with the ciphers and PRFs above; a cipher or
+			// PRF added later must not raise the documented work bound.
+			return nil, fail(ErrUnsupportedEncryption, "private key asks for more pbkdf2 work than this tool's bound")
 		}
 		key, err := pbkdf2.Key(h, string(passphrase), p.Salt, p.IterationCount, keyLen)
 		if err != nil {

@@ -27,11 +27,13 @@ const (
 // name is drawn, as os.CreateTemp does) and with mode as the umask limits
 // it, as a file created at its final name would be: os.CreateTemp's 0600
 // widened by a chmod would give a public key file 0644 whatever the site's
-// umask (docs/SPEC-DECISIONS.md, CLI-31).
+// umask (docs/SPEC-DECISIONS.md, CLI-31). On Windows, where mode bits are
+// not access rights, a private key's file is created with an owner-only
+// access list instead (createNew).
 func createTemp(dir string, mode os.FileMode) (*os.File, error) {
 	for try := 0; ; try++ {
 		name := filepath.Join(dir, tempPrefix+strconv.FormatUint(uint64(rand.Uint32()), 10)+tempSuffix)
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		f, err := createNew(name, mode)
 		if errors.Is(err, fs.ErrExist) && try < 10000 {
 			continue
 		}

@@ -48,3 +48,40 @@ func TestEncryptedAgentKey(t *testing.T) {
 		t.Fatalf("no passphrase: %s", code)
 	}
 }
+
+// TestKeygenPathTerminalEscapesAreNotPrinted: keygen run by a script with
+// -o naming a file whose name carries terminal escapes (ESC ] 0 ; … BEL
+// sets the window title, ESC [ 2 J clears the screen; a name taken from a
+// folder others can write) printed "wrote NAME" with the name as given,
+// so the name's author drove the operator's terminal. The name is shown
+// escaped, on success and in a refusal (the key exists already), on
+// stdout and stderr, as key show shows it.
+func TestKeygenPathTerminalEscapesAreNotPrinted(t *testing.T) {
+	dir := t.TempDir()
+	name := "k\x1b]0;owned\x07\x1b[2J.pem"
+	key := filepath.Join(dir, name)
+	if f, err := os.OpenFile(filepath.Join(dir, "probe"+name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err != nil {
+		t.Skip("this file system refuses the name:", err)
+	} else {
+		f.Close()
+	}
+	for _, tc := range []struct {
+		name string
+		code int
+	}{{"written", 0}, {"refused, the key exists", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, "", "keygen", "-o", key)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d: %s %s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			for what, out := range map[string]string{"stdout": r.stdout, "stderr": r.stderr} {
+				if strings.ContainsAny(out, "\x1b\x07") {
+					t.Errorf("%s carries the file name's terminal escapes: %q", what, out)
+				}
+			}
+			if tc.code == 0 && !strings.Contains(r.stdout, `k\x1b]0;owned\x07\x1b[2J.pem`) {
+				t.Errorf("the file name is not shown escaped: %q", r.stdout)
+			}
+		})
+	}
+}

@@ -60,7 +60,10 @@ private key file that group or others can read.`,
 					"did": did, "key_file": out, "did_document": json.RawMessage(docJSON),
 				})
 			}
-			fmt.Fprintf(env.Stdout, "wrote %s (mode 0600)\ndid: %s\ndid document:\n", out, did)
+			// The path is the operator's, but a script may pass on a name
+			// from a folder others write: shown through Sanitize, as key
+			// show shows it, so its terminal escapes are never sent.
+			fmt.Fprintf(env.Stdout, "wrote %s (mode 0600)\ndid: %s\ndid document:\n", cliutil.Sanitize(out), did)
 			return cliutil.PrintJSON(env.Stdout, json.RawMessage(docJSON))
 		},
 	}
