@@ -160,6 +160,37 @@ func stringList(v any, present bool) ([]string, bool) {
 	return out, true
 }
 
+// validID reports whether id is a capability id this package reads and
+// writes (docs/SPEC-DECISIONS.md AGH-15): 1 to maxIDBytes bytes of
+// printable ASCII other than space (0x21 to 0x7e), as the page's ids
+// ("build-site") and a store's ("org.example.translate.text:2.1.0") are.
+// Ids are compared byte for byte and never case-folded: a SemVer
+// pre-release ("1.0.0-RC1", "1.0.0-rc1") is case-sensitive, so two ids
+// that differ in ASCII case are two capabilities. A non-ASCII id is
+// refused rather than folded: Unicode folding maps the Kelvin sign to
+// "k" and the long s to "s", NFKC a fullwidth letter to ASCII, and a
+// reader may drop a zero-width space, so such an id is another one to
+// some peer's reader and not to another's. Within ASCII every folding
+// agrees: folding readers all see the same id, and exact ones (this
+// package) a case-sensitive one.
+func validID(id string) bool {
+	if id == "" || len(id) > maxIDBytes {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// errID is the refusal of a capability id validID refuses; what names
+// where it was found (a constant), never the id.
+func errID(what string) error {
+	return invalid("%s must be 1 to %d bytes of printable ASCII without spaces (ids are compared byte for byte, never folded)", what, maxIDBytes)
+}
+
 func invalid(format string, args ...any) error {
 	return amp.Named(0, ErrInvalidDocument, format, args...)
 }
@@ -252,12 +283,17 @@ func marshalNoEscape(v any) ([]byte, error) {
 }
 
 // CanonicalDigest returns "sha256:" + hex SHA-256 of the JCS form of the
-// document MarshalJSON writes for c, without its digest member. A
+// document MarshalJSON writes for c, without its digest member. An id a
+// reader refuses (validID) is invalid_document, so that WithDigest,
+// RichCatalog, TransferBody and TransferEnvelope never send one (AGH-15). A
 // received document's digest is over that document as it came
 // (VerifyCapability), which may hold what c does not keep (a null
 // version, an empty examples): c.CanonicalDigest() is the digest of c as
 // this package would send it.
 func (c Capability) CanonicalDigest() (string, error) {
+	if !validID(c.ID) {
+		return "", errID("capability id") // never sent: a reader refuses it (AGH-15)
+	}
 	raw, err := marshalNoEscape(c.fields(true))
 	if err != nil {
 		return "", invalid("the capability cannot be encoded")
@@ -292,8 +328,10 @@ func (c Capability) WithDigest() (Capability, error) {
 }
 
 // ParseCapability reads a capability document: id, summary and outcome
-// non-empty strings; version and digest strings (absent or null: ""); the
-// optional list members arrays of strings (absent or null: nil); unknown
+// non-empty strings, id of printable ASCII without spaces (validID; a
+// non-ASCII id, which some peer's reader would fold into another, is
+// invalid_document, AGH-15); version and digest strings (absent or null:
+// ""); the optional list members arrays of strings (absent or null: nil); unknown
 // members kept, in their RFC 8785 form as examples and requirements are (at
 // most MaxOpaqueMembers, more is too_large; AGH-8). A
 // member spelt like a known one but for case, underscores or dashes ("ID",
@@ -344,6 +382,9 @@ func capabilityOf(o jcs.Object, cb *canonBuf) (Capability, error) {
 		if f != nil {
 			return Capability{}, f
 		}
+	}
+	if !validID(c.ID) {
+		return Capability{}, errID("capability id")
 	}
 	unknown := 0
 	for _, m := range o {
@@ -415,8 +456,9 @@ type PeerCard struct {
 }
 
 // ParsePeerCard reads a peer card: an object whose "capabilities", when
-// present, is an array of strings and whose "ext", when present, is an
-// object. Every other member, and every ext key, is kept in its RFC 8785
+// present, is an array of capability ids (validID, else
+// invalid_document; AGH-15) and whose "ext", when present, is an object.
+// Every other member, and every ext key, is kept in its RFC 8785
 // form: at most MaxOpaqueMembers of each, more is too_large (AGH-8).
 func ParsePeerCard(data []byte) (*PeerCard, error) {
 	o, err := parseObject(data, "peer card")
@@ -434,6 +476,11 @@ func ParsePeerCard(data []byte) (*PeerCard, error) {
 			caps, ok := stringList(m.Value, true)
 			if !ok {
 				return nil, invalid("peer card capabilities must be an array of strings")
+			}
+			for _, id := range caps {
+				if !validID(id) {
+					return nil, errID("each of the peer card's capabilities")
+				}
 			}
 			pc.Capabilities = caps
 		case "ext":
@@ -493,7 +540,15 @@ func Brief(catalog []Capability) ([]string, []BriefEntry) {
 // ProjectPeerCard sets the brief discovery members of card from catalog:
 // capabilities (never null) and ext["agh.capabilities_brief"], which is
 // removed when the catalog is empty. Other members and ext keys are kept.
+// A catalog holding an id a reader refuses (validID: anything but
+// printable ASCII without spaces) is invalid_document, and card is left
+// as it was (AGH-15).
 func ProjectPeerCard(card *PeerCard, catalog []Capability) error {
+	for _, c := range catalog {
+		if !validID(c.ID) {
+			return errID("capability id") // never sent: a reader refuses it (AGH-15)
+		}
+	}
 	ids, brief := Brief(catalog)
 	card.Capabilities = ids
 	if len(catalog) == 0 {
@@ -564,7 +619,9 @@ type CatalogExt struct {
 // for the catalog (the responder then adds no agh.capability_catalog),
 // else every capability of the catalog, or those whose id the request
 // names, in catalog order, each with its canonical digest; [] when none
-// match. A catalog whose encoding would exceed maxBytes is too_large:
+// match. Ids are compared byte for byte, never folded: a request for
+// "BUILD-SITE" or "build-\u017fite" (long s) gets no "build-site"
+// (AGH-15). A catalog whose encoding would exceed maxBytes is too_large:
 // rejected before emission.
 func RichCatalog(catalog []Capability, req WhoisRequest, maxBytes int) (*CatalogExt, error) {
 	if !req.Rich {

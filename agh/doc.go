@@ -38,4 +38,10 @@
 // underscores, which a camelCase-aliasing reader would, or for case,
 // underscores and dashes, which encoding/json/v2 matching names
 // case-insensitively would, is refused (AGH-5, AGH-10, AGH-13).
+//
+// A capability id is 1 to 512 bytes of printable ASCII without spaces,
+// compared byte for byte and never case-folded, wherever it is read or
+// written: a non-ASCII id, which one peer's reader would fold into another
+// id (the Kelvin sign into "k", the long s into "s") and another's would
+// not, is refused, never sent (AGH-15).
 package agh
