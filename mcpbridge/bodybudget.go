@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/jcs"
@@ -494,7 +496,10 @@ func (c *bodyCounter) str() ([]byte, bool) {
 
 // nameFolds reports whether the member name key (its text between the
 // quotes, escapes as written and already checked by str) decodes to word,
-// an ASCII word, ignoring ASCII letter case. It allocates nothing.
+// an ASCII word, under Unicode simple case folding, as encoding/json
+// matches a member to a field (so `PARAMS`, and `paramſ` with U+017F
+// LATIN SMALL LETTER LONG S, are read as params there; MCP-40, amended).
+// It allocates nothing.
 func nameFolds(key []byte, word string) bool {
 	return asciiDecodes(key, word, true)
 }
@@ -507,37 +512,44 @@ func stringIs(v []byte, word string) bool {
 }
 
 // asciiDecodes reports whether the JSON string text key (between its
-// quotes, escapes as written and checked by str) decodes to word, an
-// ASCII word, ignoring ASCII letter case when fold.
+// quotes, escapes as written, UTF-8 checked by str) decodes to word, an
+// ASCII word, exactly, or, when fold, under Unicode simple case folding
+// (foldsTo).
 func asciiDecodes(key []byte, word string, fold bool) bool {
 	n := 0
-	for i := 0; i < len(key); i++ {
-		ch := key[i]
-		if ch == '\\' {
+	for i := 0; i < len(key); {
+		var r rune
+		switch ch := key[i]; {
+		case ch == '\\':
 			i++
 			switch key[i] {
 			case 'u':
-				r, _ := hex4(key[i+1 : i+5])
+				u, _ := hex4(key[i+1 : i+5])
+				r = rune(u) // a surrogate half folds to no ASCII letter
 				i += 4
-				if r >= 0x80 {
-					return false // no ASCII word holds it
-				}
-				ch = byte(r)
 			case 'b':
-				ch = '\b'
+				r = '\b'
 			case 'f':
-				ch = '\f'
+				r = '\f'
 			case 'n':
-				ch = '\n'
+				r = '\n'
 			case 'r':
-				ch = '\r'
+				r = '\r'
 			case 't':
-				ch = '\t'
+				r = '\t'
 			default: // '"', '\\', '/'
-				ch = key[i]
+				r = rune(key[i])
 			}
+			i++
+		case ch < utf8.RuneSelf:
+			r = rune(ch)
+			i++
+		default:
+			var size int
+			r, size = utf8.DecodeRune(key[i:])
+			i += size
 		}
-		if n >= len(word) || (ch != word[n] && (!fold || lowerASCII(ch) != lowerASCII(word[n]))) {
+		if n >= len(word) || (r != rune(word[n]) && (!fold || !foldsTo(r, word[n]))) {
 			return false
 		}
 		n++
@@ -545,11 +557,17 @@ func asciiDecodes(key []byte, word string, fold bool) bool {
 	return n == len(word)
 }
 
-func lowerASCII(ch byte) byte {
-	if 'A' <= ch && ch <= 'Z' {
-		return ch + 'a' - 'A'
+// foldsTo reports whether r and the ASCII byte w are one letter under
+// Unicode simple case folding (unicode.SimpleFold's orbit of r holds w),
+// as strings.EqualFold and encoding/json judge them: besides ASCII case,
+// U+017F (long s) is s and U+212A (Kelvin sign) is k.
+func foldsTo(r rune, w byte) bool {
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f == rune(w) {
+			return true
+		}
 	}
-	return ch
+	return false
 }
 
 // hex4 is the UTF-16 code unit the four hexadecimal digits b of a \u

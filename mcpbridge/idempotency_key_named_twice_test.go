@@ -24,7 +24,9 @@ import (
 // likewise). Was (MCP-39): the bridge used the SDK's choice and the call
 // ran. Now (MCP-40) the body check refuses such a message, 400
 // duplicate_meta_key over HTTP, the stdio session ended with that name,
-// before the SDK reads it, and nothing runs; a key named once, a known
+// before the SDK reads it, and nothing runs, whichever spelling
+// encoding/json would fold into params or _meta (ASCII case, the long s
+// U+017F: Unicode simple folding); a key named once, a known
 // name nested deeper than _meta's own members, and other keys named
 // twice are as before.
 func TestIdempotencyKeyReadersMayDisagreeOnIsRefused(t *testing.T) {
@@ -63,6 +65,15 @@ func TestIdempotencyKeyReadersMayDisagreeOnIsRefused(t *testing.T) {
 		{"key in the first of two params", func(t *testing.T, id int) string {
 			return call(id, `{`+tool(t)+`,"_meta":{`+k+`:"a-`+strconv.Itoa(id)+`"}},"p\u0061rams":{`+tool(t)+`}`)
 		}, true},
+		{"key in the first of two params, the second's s a long s", func(t *testing.T, id int) string {
+			return call(id, `{`+tool(t)+`,"_meta":{`+k+`:"a-`+strconv.Itoa(id)+`"}},"paramſ":{`+tool(t)+`,"_meta":{`+k+`:"b"}}`)
+		}, true},
+		{"key in the first of two params, the second's s a long s, escaped", func(t *testing.T, id int) string {
+			return call(id, `{`+tool(t)+`,"_meta":{`+k+`:"a-`+strconv.Itoa(id)+`"}},"PARAM\u017f":{`+tool(t)+`}`)
+		}, true},
+		{"key with a _meta whose a is no fold of a", func(t *testing.T, id int) string {
+			return call(id, `{`+tool(t)+`,"_meta":{`+k+`:"a-`+strconv.Itoa(id)+`"},"_met\u00e0":{}}`)
+		}, false},
 		{"key once", func(t *testing.T, id int) string {
 			return call(id, `{`+tool(t)+`,"_meta":{`+k+`:"a-`+strconv.Itoa(id)+`",`+to+`:60000}}`)
 		}, false},
