@@ -167,10 +167,17 @@ func exitCode(err error) int {
 // such rounds the reaper gives up. reapPatience is under os/exec's
 // WaitDelay (2 s), so that a reaper told to stop at the deadline still
 // exits by itself and says what it left (CLI-48).
+//
+// reapLimit bounds the whole of killAdopted whatever its progress: a
+// chain of processes each forking once more before its kill lands shows
+// a new child every round, and would otherwise keep the reaper, and the
+// invocation's slot, until os/exec kills the reaper at the deadline's
+// grace, leaving the chain to init (CLI-48, amended).
 const (
 	reapPauseMin = time.Millisecond
 	reapPauseMax = 100 * time.Millisecond
 	reapPatience = time.Second
+	reapLimit    = 1500 * time.Millisecond
 )
 
 // reapOps are the system calls and the clock killAdopted uses
@@ -227,12 +234,17 @@ func systemReapOps() reapOps {
 // namespace).
 type abandonedError struct {
 	pids    []int
-	unknown bool // children left that no listing found
+	unknown bool          // children left that no listing found
+	limit   time.Duration // reapLimit when the whole bound ended it, else 0
 }
 
 func (e *abandonedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "gave up after %s", reapPatience)
+	if e.limit > 0 {
+		fmt.Fprintf(&b, "gave up after %s in all, children still appearing", e.limit)
+	} else {
+		fmt.Fprintf(&b, "gave up after %s", reapPatience)
+	}
 	if len(e.pids) > 0 {
 		fmt.Fprintf(&b, " on %d killed processes that did not end (pids", len(e.pids))
 		for _, pid := range e.pids {
@@ -255,15 +267,16 @@ func (e *abandonedError) Error() string {
 // reaper's child's until the reaper reaps it, which it does only after
 // the kills of a round, so no kill reaches another process. Rounds that
 // reap nothing and find no new child are paced (reapPauseMin doubling to
-// reapPauseMax) and, after reapPatience of them, it gives up
-// (*abandonedError): a child that cannot die at once (uninterruptible
+// reapPauseMax) and, after reapPatience of them, or reapLimit in all, it
+// gives up (*abandonedError): a child that cannot die at once (uninterruptible
 // sleep) or that /proc does not show made it read /proc and kill again
 // without pause, a core busy until the deadline (CLI-48). It fails
 // without /proc, where the children cannot be listed.
 func killAdopted(ops reapOps) error {
 	seen := map[int]bool{}
 	pause := reapPauseMin
-	last := ops.now()
+	start := ops.now()
+	last := start
 	for {
 		progress := false
 		for {
@@ -295,6 +308,8 @@ func killAdopted(ops reapOps) error {
 			}
 		}
 		switch {
+		case ops.now().Sub(start) >= reapLimit:
+			return &abandonedError{pids: left, unknown: len(left) == 0, limit: reapLimit}
 		case progress:
 			last, pause = ops.now(), reapPauseMin
 		case ops.now().Sub(last) >= reapPatience:

@@ -26,6 +26,8 @@ type fakeChildren struct {
 	foreign []int        // listed, not the reaper's
 	rounds  int          // listings of /proc
 	killed  map[int]int
+	forkers bool // killed, each leaves a new child first (a fork chain)
+	next    int  // the pid a fork chain's next child gets
 }
 
 func (f *fakeChildren) ops() reapOps {
@@ -59,6 +61,10 @@ func (f *fakeChildren) ops() reapOps {
 			f.killed[pid]++
 			if f.alive[pid] && !f.stuck[pid] && !slices.Contains(f.exited, pid) {
 				f.exited = append(f.exited, pid)
+				if f.forkers {
+					f.next++
+					f.alive[f.next] = true
+				}
 			}
 		},
 		now:   func() time.Time { return f.clock },
@@ -77,6 +83,7 @@ func (f *fakeChildren) ops() reapOps {
 // up after 1 s of them and says which children it left, and a pid /proc
 // names that is not the reaper's child is never killed (CLI-48).
 func TestReaperGivesUpOnChildrenThatCannotDieWithoutSpinning(t *testing.T) {
+	t.Run("a fork chain", testReaperGivesUpOnAForkChain)
 	for _, tc := range []struct {
 		name        string
 		alive       []int
@@ -131,5 +138,28 @@ func TestReaperGivesUpOnChildrenThatCannotDieWithoutSpinning(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// testReaperGivesUpOnAForkChain: attack: each process of a chain forks
+// once more before the reaper's kill lands, so every round finds a new
+// child, progress by the patience's measure, and the reaper kept on until
+// os/exec killed it at the deadline's grace (with no deadline, for ever),
+// holding the invocation's slot, and the chain went to init. The whole
+// of killAdopted is bounded (reapLimit, under os/exec's WaitDelay): it
+// gives up and says so (CLI-48, amended).
+func testReaperGivesUpOnAForkChain(t *testing.T) {
+	f := &fakeChildren{t: t, clock: time.Unix(0, 0), alive: map[int]bool{100: true}, stuck: map[int]bool{},
+		killed: map[int]int{}, forkers: true, next: 100}
+	err := killAdopted(f.ops())
+	var ae *abandonedError
+	if !errors.As(err, &ae) || ae.limit != reapLimit {
+		t.Fatalf("killAdopted: %v, want it to give up after %s in all", err, reapLimit)
+	}
+	if took := f.clock.Sub(time.Unix(0, 0)); took > reapLimit+reapPauseMax {
+		t.Errorf("killAdopted held the invocation %s, bound %s", took, reapLimit+reapPauseMax)
+	}
+	if reapLimit >= 2*time.Second {
+		t.Errorf("reapLimit %s is not under os/exec's WaitDelay (2 s) the agent gives the reaper", reapLimit)
 	}
 }
