@@ -162,12 +162,19 @@ func ReadPrivate(path string) (*Keys, error) {
 }
 
 // ReadPrivateWith reads a private key file after checking that it is a
-// regular file only its owner can read or write, and parses it with
-// ParsePrivateWith. A file that holds a public key is refused as one
-// before its mode is judged: a public key file is readable by all by
-// design, and "run chmod 600" would send its owner the wrong way.
+// regular file only its owner can read or write (CheckOwnerOnly, judged
+// on the file opened and read), and parses it with ParsePrivateWith. A
+// file that holds a public key is refused as one before its access is
+// judged: a public key file is readable by all by design, and "run chmod
+// 600" would send its owner the wrong way.
 func ReadPrivateWith(path string, o Options) (*Keys, error) {
-	data, st, err := readKeyFile(path, "private key file")
+	const what = "private key file"
+	f, st, err := OpenRegular(path, what)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := readOpen(f, st, what)
 	if err != nil {
 		return nil, err
 	}
@@ -175,10 +182,26 @@ func ReadPrivateWith(path string, o Options) (*Keys, error) {
 	if publicKeyOnly(data) {
 		return nil, errPublicGiven()
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fail(ErrInsecureKeyFile, "private key file is readable or writable by group or others (mode %04o); run chmod 600 on it", st.Mode().Perm())
+	if err := CheckOwnerOnly(f, st, what); err != nil {
+		return nil, err
 	}
 	return ParsePrivateWith(data, o)
+}
+
+// CheckOwnerOnly refuses (ErrInsecureKeyFile) the open file f, with st
+// its FileInfo, unless only its owner may read or write it; what names
+// it at the start of the message ("private key file"). Where mode bits
+// are access rights, a mode giving group or others anything is refused
+// ("run chmod 600"). On Windows, where os.Stat reports 0666 for every
+// writable file, f's security descriptor is judged, read from f's handle
+// (never reopened by name): the owner must be this process's user,
+// SYSTEM or Administrators, the access list must exist, and no allow
+// entry may give anyone else more than reading the file's attributes or
+// access list, as Win32-OpenSSH judges a private key; an entry it cannot
+// read refuses the file (docs/SPEC-DECISIONS.md, CLI-51). A descriptor
+// that cannot be read is ErrKeyUnreadable.
+func CheckOwnerOnly(f *os.File, st fs.FileInfo, what string) error {
+	return judgeOpenFile(f, st, what)
 }
 
 // OpenRegular opens path for reading only when it leads to a regular
@@ -202,27 +225,31 @@ func OpenRegular(path, what string) (*os.File, fs.FileInfo, error) {
 // ReadKeyFile reads a key file, private or public, that is a regular file
 // of at most 64 KiB (OpenRegular): what `key show` reads.
 func ReadKeyFile(path string) ([]byte, error) {
-	data, _, err := readKeyFile(path, "key file")
-	return data, err
+	return readKeyFile(path, "key file")
 }
 
 // readKeyFile reads the regular file path (OpenRegular), at most
-// maxKeyFile bytes (ErrInvalidKeyFile beyond), and returns its bytes and
-// FileInfo.
-func readKeyFile(path, what string) ([]byte, fs.FileInfo, error) {
+// maxKeyFile bytes (ErrInvalidKeyFile beyond).
+func readKeyFile(path, what string) ([]byte, error) {
 	f, st, err := OpenRegular(path, what)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer f.Close()
+	return readOpen(f, st, what)
+}
+
+// readOpen reads the open regular file f, whose FileInfo is st: at most
+// maxKeyFile bytes (ErrInvalidKeyFile beyond).
+func readOpen(f *os.File, st fs.FileInfo, what string) ([]byte, error) {
 	if st.Size() > maxKeyFile {
-		return nil, nil, fail(ErrInvalidKeyFile, "the %s is larger than %d bytes", what, maxKeyFile)
+		return nil, fail(ErrInvalidKeyFile, "the %s is larger than %d bytes", what, maxKeyFile)
 	}
 	data := make([]byte, st.Size())
 	if _, err := f.ReadAt(data, 0); err != nil {
-		return nil, nil, fail(ErrKeyUnreadable, "cannot read the %s", what).WithCause(err)
+		return nil, fail(ErrKeyUnreadable, "cannot read the %s", what).WithCause(err)
 	}
-	return data, st, nil
+	return data, nil
 }
 
 // ParsePrivate parses a private key file that is not encrypted (see
@@ -507,7 +534,7 @@ func ParsePublic(s string) (ed25519.PublicKey, error) {
 		}
 		return nil, fail(ErrInvalidPublicKey, "did:key holds no ed25519 key")
 	}
-	data, _, err := readKeyFile(s, "public key file")
+	data, err := readKeyFile(s, "public key file")
 	if err != nil {
 		if amp.NameOf(err) == ErrInvalidKeyFile {
 			return nil, fail(ErrInvalidPublicKey, "public key file is larger than %d bytes", maxKeyFile)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -25,6 +26,9 @@ func TestPrivateRoundTripAndPermissions(t *testing.T) {
 	}
 	if err := WritePrivate(p, ed); !errors.Is(err, amp.ErrName("file_exists")) {
 		t.Fatalf("overwrite: %v", err)
+	}
+	if runtime.GOOS == "windows" {
+		return // modes are no access rights there: CLI-51's tests judge the access list
 	}
 	for _, mode := range []os.FileMode{0o640, 0o604, 0o660, 0o666} {
 		os.Chmod(p, mode)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -32,6 +33,9 @@ func TestPublicKeyGivenAsPrivateSaysSoFirst(t *testing.T) {
 				t.Errorf("%s mode %04o: %v", name, mode, err)
 			}
 		}
+	}
+	if runtime.GOOS == "windows" {
+		return // modes are no access rights there: CLI-51's tests judge the access list
 	}
 	// A private key readable by others is still refused for its mode.
 	data, err := os.ReadFile(filepath.Join("testdata", "openssl-plain.pem"))

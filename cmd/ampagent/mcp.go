@@ -23,6 +23,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/mcpbridge"
 	"github.com/ampbundle/ampbundle/resolver"
 	"github.com/ampbundle/ampbundle/transport"
@@ -376,13 +377,40 @@ func mcpAuth(c *cli.Context, addr string) (*tls.Config, []mcpbridge.Token, error
 	return cfg, tokens, nil
 }
 
+// readOwnerOnly reads the file at path, at most max bytes, once it has
+// judged the open file owner-only (keyfile.CheckOwnerOnly: its mode, or on
+// Windows its access list, CLI-51): the file judged is the file read, and
+// one others may read is token_file_exposed.
+func readOwnerOnly(path string, max int64, what string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, cliutil.Failf("io_error", "cannot read the %s", what).WithCause(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, cliutil.Failf("io_error", "cannot read the %s", what).WithCause(err)
+	}
+	if err := keyfile.CheckOwnerOnly(f, st, "the "+what); err != nil {
+		if amp.NameOf(err) == keyfile.ErrInsecureKeyFile {
+			return nil, cliutil.WithHint(cliutil.Failf("token_file_exposed", "the %s is readable by other users", what), "allow only the agent's user to read it (chmod 600 the file)")
+		}
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, cliutil.Failf("io_error", "cannot read the %s", what).WithCause(err)
+	}
+	if int64(len(data)) > max {
+		return nil, cliutil.Failf("limit_exceeded", "the %s is larger than %d bytes", what, max)
+	}
+	return data, nil
+}
+
 // readMCPTokens reads and parses a token file: mode 0600 or stricter, at
 // least one token unless client certificates authenticate too.
 func readMCPTokens(path string, certs bool) ([]mcpbridge.Token, error) {
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		return nil, cliutil.WithHint(cliutil.Failf("token_file_exposed", "the mcp token file is readable by other users"), "chmod 600 the file")
-	}
-	data, err := cliutil.ReadFile(path, mcpbridge.MaxTokenFile, "mcp token file")
+	data, err := readOwnerOnly(path, mcpbridge.MaxTokenFile, "mcp token file")
 	if err != nil {
 		return nil, err
 	}

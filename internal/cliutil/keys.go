@@ -162,8 +162,10 @@ func readPassphraseFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, Failf(keyfile.ErrInsecureKeyFile, "the passphrase file is readable or writable by group or others (mode %04o); run chmod 600 on it", st.Mode().Perm())
+	// Owner-only, judged on the open file: by its mode, or on Windows by
+	// its access list (CLI-51).
+	if err := keyfile.CheckOwnerOnly(f, st, "the passphrase file"); err != nil {
+		return nil, err
 	}
 	if st.Size() > maxPassphraseFile {
 		return nil, Failf("key_unreadable", "the passphrase file is larger than %d bytes", maxPassphraseFile)
