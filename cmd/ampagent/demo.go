@@ -84,7 +84,7 @@ holds the error document).`,
 			}
 			err := d.run(c.Bool("keep"))
 			if c.Bool("keep") && d.t.w != nil && d.dir != "" {
-				fmt.Fprintf(d.t.w, "\nkept %s (bundle, store, key)\n", d.dir)
+				fmt.Fprintf(d.t.w, "\nkept %s (bundle, store, key)\n", cliutil.Sanitize(d.dir))
 			}
 			if c.Bool("json") {
 				doc := map[string]any{"ok": err == nil, "steps": d.t.steps}
@@ -154,10 +154,14 @@ func (t *transcript) step(name string) *demoStep {
 	return s
 }
 
-// say prints a line of the transcript (people only).
+// say prints a line of the transcript (people only). The line may carry
+// the temporary folder's path ($TMPDIR's) and the messages and JSON bodies
+// the agents exchanged: what a terminal acts on is escaped (SanitizeJSON:
+// a plain line, and the newlines of a JSON body, are kept as they are, and
+// nothing is cut; docs/SPEC-DECISIONS.md CLI-52).
 func (s *demoStep) say(format string, args ...any) {
 	if s.w != nil {
-		fmt.Fprintf(s.w, "    "+format+"\n", args...)
+		fmt.Fprintf(s.w, "    %s\n", cliutil.SanitizeJSON([]byte(fmt.Sprintf(format, args...))))
 	}
 }
 
@@ -242,7 +246,7 @@ func (d *demo) run(keep bool) (err error) {
 	defer cancel()
 	d.ctx = ctx
 	if d.t.w != nil {
-		fmt.Fprintf(d.t.w, "ampagent demo: the whole job on the embedded sample bundle, in %s\n", d.dir)
+		fmt.Fprintf(d.t.w, "ampagent demo: the whole job on the embedded sample bundle, in %s\n", cliutil.Sanitize(d.dir))
 		fmt.Fprintf(d.t.w, "(nothing outside that folder is read or written; nothing listens beyond 127.0.0.1)\n")
 	}
 	setup := []struct {

@@ -110,7 +110,7 @@ same message.`,
 				how += ", encrypted"
 			}
 			fmt.Fprintf(env.Stdout, "CAP_RESULT %s for %s from %s (%s)\nrequest %s, reply %s\n",
-				res.Status, target, s.peer, how, ex.Request.ID, ex.Reply.ID)
+				cliutil.Sanitize(res.Status), cliutil.Sanitize(target), cliutil.Sanitize(s.peer), how, ex.Request.ID, ex.Reply.ID)
 			return cliutil.PrintJSON(env.Stdout, result)
 		},
 	}

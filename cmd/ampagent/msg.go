@@ -136,7 +136,7 @@ key comes from --x25519-key (a PEM file, e.g. an ampagent key file) or
 					"from": m.From, "encrypted": m.Encrypted(), "body": body,
 				})
 			}
-			fmt.Fprintf(env.Stdout, "valid: %s id %s from %s", m.Type, m.ID, m.From)
+			fmt.Fprintf(env.Stdout, "valid: %s id %s from %s", m.Type, m.ID, cliutil.Sanitize(m.From))
 			if m.Encrypted() {
 				fmt.Fprint(env.Stdout, " (encrypted)")
 			}

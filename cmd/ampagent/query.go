@@ -105,7 +105,7 @@ DID needs its DID document in --to-doc, to check the signed replies.`,
 				return cliutil.PrintJSON(env.Stdout, out)
 			}
 			fmt.Fprintf(env.Stdout, "CAP_DECLARE from %s (signature and reply_to verified), %d page(s), %d capability version(s)\n",
-				s.peer, pages, len(descs))
+				cliutil.Sanitize(s.peer), pages, len(descs))
 			for _, d := range descs {
 				printDescriptor(env.Stdout, d)
 			}

@@ -177,18 +177,22 @@ func (s *server) announce(mcpURL, metricsURL string) {
 		return
 	}
 	out := s.env.Stdout
-	fmt.Fprintf(out, "listening on %s as %s (admin socket %s)\n", url, did, sock)
+	// The admin socket's path is the operator's (--admin-socket, or next
+	// to --db), and may be a name from a folder others write: shown
+	// through Sanitize, as every address (docs/SPEC-DECISIONS.md CLI-52).
+	S := cliutil.Sanitize
+	fmt.Fprintf(out, "listening on %s as %s (admin socket %s)\n", S(url), S(did), S(sock))
 	if s.tcpURL != "" {
-		fmt.Fprintf(out, "listening on %s (tcp binding)\n", s.tcpURL)
+		fmt.Fprintf(out, "listening on %s (tcp binding)\n", S(s.tcpURL))
 	}
 	if mcpURL != "" {
-		fmt.Fprintf(out, "mcp on %s\n", mcpURL)
+		fmt.Fprintf(out, "mcp on %s\n", S(mcpURL))
 	}
 	if metricsURL != "" {
-		fmt.Fprintf(out, "metrics on %s\n", metricsURL)
+		fmt.Fprintf(out, "metrics on %s\n", S(metricsURL))
 	}
 	if s.catalogURL != "" {
-		fmt.Fprintf(out, "catalog on %s\n", s.catalogURL)
+		fmt.Fprintf(out, "catalog on %s\n", S(s.catalogURL))
 	}
 }
 

@@ -168,11 +168,11 @@ func reportBuilt(env *cliutil.Env, c *cli.Context, b builtBundle) error {
 		kind = "wrote delta"
 	}
 	fmt.Fprintf(summaryTo(env, out), "%s %s: %s version %d, %d artifacts, %d capabilities, %d bytes, sha256 %s\n",
-		kind, outputName(out), m.BundleID, m.Version, len(m.Artifacts), len(m.Capabilities), b.size, b.sum)
+		kind, cliutil.Sanitize(outputName(out)), cliutil.Sanitize(m.BundleID), m.Version, len(m.Artifacts), len(m.Capabilities), b.size, b.sum)
 	if delta != nil {
 		dv := catalog.DeltaOf(m, delta)
 		fmt.Fprintf(summaryTo(env, out), "  base          %s\n  carries       %d artifacts; %d (%d bytes) come from the base\n",
-			dv.Base, len(m.Artifacts)-dv.Omitted, dv.Omitted, dv.OmittedBytes)
+			cliutil.Sanitize(dv.Base), len(m.Artifacts)-dv.Omitted, dv.Omitted, dv.OmittedBytes)
 	}
 	return nil
 }

@@ -162,7 +162,7 @@ func checkSound(env *cliutil.Env, c *cli.Context, s registry, rolledBack *resolv
 		}
 	}
 	if !c.Bool("json") {
-		fmt.Fprintf(env.Stdout, "store %s is sound: %d bundle(s), %d trusted key(s), generation %d\n", c.String("db"), len(bundles), len(keys), s.Generation())
+		fmt.Fprintf(env.Stdout, "store %s is sound: %d bundle(s), %d trusted key(s), generation %d\n", cliutil.Sanitize(c.String("db")), len(bundles), len(keys), s.Generation())
 	}
 	if err := failingClosedError(fc); err != nil {
 		return err

@@ -46,7 +46,7 @@ func warnExpiry(env *cliutil.Env, c *cli.Context, s registry, r *resolver.Import
 		}
 		if left := at.Sub(env.Now()); left < window {
 			fmt.Fprintf(env.Stderr, "WARNING: %s version %d %s (at %s): import a newer version before then\n",
-				cliutil.Sanitize(b.BundleID), b.Version, expiresIn(left), b.ExpiresAt)
+				cliutil.Sanitize(b.BundleID), b.Version, expiresIn(left), cliutil.Sanitize(b.ExpiresAt))
 		}
 	}
 }

@@ -81,7 +81,8 @@ e.g. as evidence.`,
 					"bundle_id": id, "version": b.Version, "file": out, "size": size, "sha256": sum,
 				})
 			}
-			fmt.Fprintf(summaryTo(env, out), "exported %s version %d to %s: %d bytes, sha256 %s\n", id, b.Version, outputName(out), size, sum)
+			fmt.Fprintf(summaryTo(env, out), "exported %s version %d to %s: %d bytes, sha256 %s\n",
+				cliutil.Sanitize(id), b.Version, cliutil.Sanitize(outputName(out)), size, sum)
 			return nil
 		},
 	}

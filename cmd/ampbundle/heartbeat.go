@@ -50,7 +50,8 @@ installed bundle too many versions behind fails closed (5002 bundle_stale).`,
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": in.out, "bundle_id": h.BundleID, "version": h.Version, "created_at": h.CreatedAt, "signers": signerKIDs(in.keys), "size": len(data)})
 			}
-			fmt.Fprintf(env.Stdout, "wrote %s: heartbeat for %s at version >= %d (signed %s), signed by %d key(s)\n", in.out, h.BundleID, h.Version, h.CreatedAt, len(in.keys))
+			fmt.Fprintf(env.Stdout, "wrote %s: heartbeat for %s at version >= %d (signed %s), signed by %d key(s)\n",
+				cliutil.Sanitize(in.out), cliutil.Sanitize(h.BundleID), h.Version, h.CreatedAt, len(in.keys))
 			return nil
 		},
 	}
@@ -67,7 +68,7 @@ func applyHeartbeat(env *cliutil.Env, c *cli.Context, st registry, path string, 
 	}
 	w := env.Stdout
 	if res.Unchanged {
-		fmt.Fprintf(w, "unchanged: the heartbeat in %s was already applied\n", path)
+		fmt.Fprintf(w, "unchanged: the heartbeat in %s was already applied\n", cliutil.Sanitize(path))
 		return nil
 	}
 	S := cliutil.Sanitize // the statement's text
@@ -173,7 +174,7 @@ Works through a running agent's admin socket.`,
 				if p.MaxAgeSeconds > 0 {
 					parts = append(parts, fmt.Sprintf("vouched for as current within %s of the newest signed time", time.Duration(p.MaxAgeSeconds)*time.Second))
 				}
-				fmt.Fprintf(env.Stdout, "%s: %s\n", p.Scope, strings.Join(parts, "; "))
+				fmt.Fprintf(env.Stdout, "%s: %s\n", cliutil.Sanitize(p.Scope), strings.Join(parts, "; "))
 			}
 			return nil
 		},
@@ -187,9 +188,9 @@ Works through a running agent's admin socket.`,
 // report, and it was what pinned the line stale.
 func resetMessage(line string, version uint64) string {
 	if version == 0 {
-		return fmt.Sprintf("cleared the unreadable heartbeat record of %s; nothing of the line is stale because of it any more", line)
+		return fmt.Sprintf("cleared the unreadable heartbeat record of %s; nothing of the line is stale because of it any more", cliutil.Sanitize(line))
 	}
-	return fmt.Sprintf("forgot the heartbeat of %s (version >= %d); nothing of the line is stale because of it any more", line, version)
+	return fmt.Sprintf("forgot the heartbeat of %s (version >= %d); nothing of the line is stale because of it any more", cliutil.Sanitize(line), version)
 }
 
 // parseAge reads "30d" or "12h" (whole days or hours, at least one hour,

@@ -260,7 +260,7 @@ func importStatement(env *cliutil.Env, c *cli.Context, path string, data []byte)
 	}
 	w := env.Stdout
 	if res.Unchanged {
-		fmt.Fprintf(w, "unchanged: the revocation in %s was already applied\n", path)
+		fmt.Fprintf(w, "unchanged: the revocation in %s was already applied\n", cliutil.Sanitize(path))
 		return nil
 	}
 	S, J := cliutil.Sanitize, cliutil.SanitizeJoin // the statement's text
@@ -366,15 +366,16 @@ func downgradeWarning(r *resolver.ImportResult) string {
 	return fmt.Sprintf("downgrade: %s version %d is not newer than the highest version ever imported; accepted because of --allow-downgrade and recorded in the audit log", r.BundleID, r.Version)
 }
 
-// printImport writes the import for people; the bundle's text goes through
-// cliutil.Sanitize.
+// printImport writes the import for people; the bundle's text and the
+// file's name (path) go through cliutil.Sanitize (idempotent: a caller
+// that sanitized path already changes nothing).
 func printImport(env *cliutil.Env, path string, r *resolver.ImportResult) {
 	w := env.Stdout
 	S := cliutil.Sanitize
 	if r.Unchanged {
 		// The attempt is audited (import_unchanged, CLI-23); nothing
 		// else changes.
-		fmt.Fprintf(w, "unchanged: %s version %d from %s is already installed (verified again; only the audit log records the attempt)\n", S(r.BundleID), r.Version, path)
+		fmt.Fprintf(w, "unchanged: %s version %d from %s is already installed (verified again; only the audit log records the attempt)\n", S(r.BundleID), r.Version, S(path))
 		return
 	}
 	if r.Downgrade {

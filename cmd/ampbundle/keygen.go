@@ -41,9 +41,12 @@ Operators trust the public key (or the did:key) with 'ampbundle trust add'.`,
 				}
 				return cliutil.PrintJSON(env.Stdout, out)
 			}
-			fmt.Fprintf(env.Stdout, "wrote %s (mode 0600)\ndid: %s\n", c.String("out"), did)
+			// The paths are the operator's, but a script may pass on a
+			// name from a folder others write: shown through Sanitize
+			// (CLI-52, as ampagent keygen, CLI-47).
+			fmt.Fprintf(env.Stdout, "wrote %s (mode 0600)\ndid: %s\n", cliutil.Sanitize(c.String("out")), did)
 			if c.IsSet("pub") {
-				fmt.Fprintf(env.Stdout, "wrote %s\n", c.String("pub"))
+				fmt.Fprintf(env.Stdout, "wrote %s\n", cliutil.Sanitize(c.String("pub")))
 			} else {
 				fmt.Fprintf(env.Stdout, "%s", keyfile.PublicPEM(pub))
 			}

@@ -82,11 +82,12 @@ only with --force. What a killed run left in the folder is removed first.`,
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"index": index, "bundle_id": x.BundleID, "version": x.Version,
 					"size": x.Size, "sha256": fmt.Sprintf("%x", x.SHA256), "parts": parts})
 			}
-			fmt.Fprintf(env.Stdout, "split %s (%s version %d, %d bytes) into %s of at most %d bytes\n", path, x.BundleID, x.Version, x.Size, nParts(len(x.Parts)), size)
+			fmt.Fprintf(env.Stdout, "split %s (%s version %d, %d bytes) into %s of at most %d bytes\n",
+				cliutil.Sanitize(path), cliutil.Sanitize(x.BundleID), x.Version, x.Size, nParts(len(x.Parts)), size)
 			for _, p := range x.Parts {
-				fmt.Fprintf(env.Stdout, "  %s  %d bytes\n", filepath.Join(dir, p.Name), p.Size)
+				fmt.Fprintf(env.Stdout, "  %s  %d bytes\n", cliutil.Sanitize(filepath.Join(dir, p.Name)), p.Size)
 			}
-			fmt.Fprintf(env.Stdout, "  index %s (signed; carry it with the parts)\n", index)
+			fmt.Fprintf(env.Stdout, "  index %s (signed; carry it with the parts)\n", cliutil.Sanitize(index))
 			return nil
 		},
 	}
@@ -149,7 +150,7 @@ needed for verify or import, which read the parts directly.`,
 			if !check {
 				fmt.Fprintln(w, "signature NOT checked: give --trust PUB to check the part index's signature, or run 'ampbundle verify' on the result")
 			}
-			fmt.Fprintf(w, "joined %s into %s: %d bytes, sha256 %s\n", nParts(len(in.x.Parts)), outputName(out), size, sum)
+			fmt.Fprintf(w, "joined %s into %s: %d bytes, sha256 %s\n", nParts(len(in.x.Parts)), cliutil.Sanitize(outputName(out)), size, sum)
 			return nil
 		},
 	}

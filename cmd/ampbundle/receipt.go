@@ -72,7 +72,7 @@ anything is signed. Opens the store read-only.`,
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "site": r.Site, "first_seq": r.FirstSeq,
 					"last_seq": last, "head": hex.EncodeToString(r.Head), "size": len(data)})
 			}
-			fmt.Fprintf(env.Stdout, "wrote %s: entries %d..%d signed by %s\nhead sha256 %s\n", out, r.FirstSeq, last, r.Site, hex.EncodeToString(r.Head))
+			fmt.Fprintf(env.Stdout, "wrote %s: entries %d..%d signed by %s\nhead sha256 %s\n", cliutil.Sanitize(out), r.FirstSeq, last, cliutil.Sanitize(r.Site), hex.EncodeToString(r.Head))
 			return nil
 		},
 	}
@@ -147,7 +147,7 @@ its entries' hashes or the hash its first entry chains to. Lists the entries.`,
 			for _, e := range r.Entries {
 				printAudit(env.Stdout, e)
 			}
-			fmt.Fprintf(env.Stdout, "receipt verified: %d entries signed by the site key %s\nhead sha256 %s\n", len(r.Entries), r.Site, hex.EncodeToString(r.Head))
+			fmt.Fprintf(env.Stdout, "receipt verified: %d entries signed by the site key %s\nhead sha256 %s\n", len(r.Entries), cliutil.Sanitize(r.Site), hex.EncodeToString(r.Head))
 			return nil
 		},
 	}

@@ -72,7 +72,8 @@ at their next use (5002 bundle_revoked) and are listed by ls and check.`,
 				}
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": in.out, "scope": r.Scope, "keys": nonNil(r.Keys), "bundles": bv, "signers": signerKIDs(in.keys), "size": len(data)})
 			}
-			fmt.Fprintf(env.Stdout, "wrote %s: revocation for %s of %d key(s) and %d bundle version(s), signed by %d key(s)\n", in.out, r.Scope, len(r.Keys), len(r.Bundles), len(in.keys))
+			fmt.Fprintf(env.Stdout, "wrote %s: revocation for %s of %d key(s) and %d bundle version(s), signed by %d key(s)\n",
+				cliutil.Sanitize(in.out), cliutil.Sanitize(r.Scope), len(r.Keys), len(r.Bundles), len(in.keys))
 			return nil
 		},
 	}
@@ -101,7 +102,7 @@ func signStatement(env *cliutil.Env, c *cli.Context, in, out string, data []byte
 	if c.Bool("json") {
 		return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "size": len(signed), "statement": true, "added": kid})
 	}
-	fmt.Fprintf(env.Stdout, "signed the statement %s with %s: wrote %s, %d bytes\n", in, kid, out, len(signed))
+	fmt.Fprintf(env.Stdout, "signed the statement %s with %s: wrote %s, %d bytes\n", cliutil.Sanitize(in), kid, cliutil.Sanitize(out), len(signed))
 	return nil
 }
 
@@ -178,7 +179,7 @@ imports them in order.`,
 					"threshold": r.Threshold, "added": len(r.Add), "retired": len(r.Retire), "size": len(data)})
 			}
 			fmt.Fprintf(env.Stdout, "wrote %s: trust statement %d of %s (adds %d, retires %d, threshold %d), signed by %d key(s)\n",
-				in.out, r.Sequence, r.Scope, len(r.Add), len(r.Retire), r.Threshold, len(in.keys))
+				cliutil.Sanitize(in.out), r.Sequence, cliutil.Sanitize(r.Scope), len(r.Add), len(r.Retire), r.Threshold, len(in.keys))
 			return nil
 		},
 	}

@@ -40,8 +40,9 @@ protection). Audited.`,
 					"removed": id, "version": version, "highest_version": highest, "generation": s.Generation(),
 				})
 			}
-			fmt.Fprintf(env.Stdout, "removed %s version %d\n", id, version)
-			fmt.Fprintf(env.Stdout, "the high-water mark stays at version %d: importing %s version %d or lower again needs --allow-downgrade\n", highest, id, highest)
+			shown := cliutil.Sanitize(id)
+			fmt.Fprintf(env.Stdout, "removed %s version %d\n", shown, version)
+			fmt.Fprintf(env.Stdout, "the high-water mark stays at version %d: importing %s version %d or lower again needs --allow-downgrade\n", highest, shown, highest)
 			return nil
 		}),
 	}

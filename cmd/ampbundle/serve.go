@@ -154,9 +154,9 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	if c.Bool("json") {
 		cliutil.PrintJSON(env.Stdout, startDoc)
 	} else {
-		fmt.Fprintf(env.Stdout, "serving %s read-only on %s (generation %d)\n", db, url, m.Generation())
+		fmt.Fprintf(env.Stdout, "serving %s read-only on %s (generation %d)\n", cliutil.Sanitize(db), cliutil.Sanitize(url), m.Generation())
 		if metricsURL != "" {
-			fmt.Fprintf(env.Stdout, "metrics on %s\n", metricsURL)
+			fmt.Fprintf(env.Stdout, "metrics on %s\n", cliutil.Sanitize(metricsURL))
 		}
 	}
 	runErr := waitMirror(ctx, log, sigs, errs)

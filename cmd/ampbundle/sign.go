@@ -74,7 +74,8 @@ is added the same way, after its form and signatures are checked.`,
 					"file": out, "size": size, "sha256": sum, "bundle_id": m.BundleID, "version": m.Version, "added": kid,
 				})
 			}
-			fmt.Fprintf(env.Stdout, "signed %s version %d with %s: wrote %s, %d bytes, sha256 %s\n", m.BundleID, m.Version, kid, out, size, sum)
+			fmt.Fprintf(env.Stdout, "signed %s version %d with %s: wrote %s, %d bytes, sha256 %s\n",
+				cliutil.Sanitize(m.BundleID), m.Version, kid, cliutil.Sanitize(out), size, sum)
 			return nil
 		},
 	}

@@ -100,7 +100,7 @@ func openStoreAt(env *cliutil.Env, db, sock string, mode storeMode) (registry, e
 		}
 		ac, aerr := admin.Dial(sock)
 		if aerr == nil {
-			fmt.Fprintf(env.Stderr, "note: the store is held by a running agent; using its admin socket %s\n", sock)
+			fmt.Fprintf(env.Stderr, "note: the store is held by a running agent; using its admin socket %s\n", cliutil.Sanitize(sock))
 			return &ac.Registry, nil
 		}
 		if errors.Is(aerr, admin.ErrForeignSocket) {

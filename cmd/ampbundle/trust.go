@@ -115,11 +115,11 @@ Names are unique, and a key is trusted under one name only. Audited.`,
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"store": db, "created": created, "trusted": trustView(k)})
 			}
 			if created {
-				fmt.Fprintf(env.Stdout, "created store %s\n", db)
+				fmt.Fprintf(env.Stdout, "created store %s\n", cliutil.Sanitize(db))
 			}
-			fmt.Fprintf(env.Stdout, "trusted %s (%s) for %s\n", k.Name, k.DID(), strings.Join(k.Scopes, ", "))
+			fmt.Fprintf(env.Stdout, "trusted %s (%s) for %s\n", cliutil.Sanitize(k.Name), k.DID(), cliutil.SanitizeJoin(k.Scopes, ", "))
 			if c.IsSet("threshold") {
-				fmt.Fprintf(env.Stdout, "threshold of %s: %d distinct trusted signatures\n", strings.Join(k.Scopes, ", "), c.Int("threshold"))
+				fmt.Fprintf(env.Stdout, "threshold of %s: %d distinct trusted signatures\n", cliutil.SanitizeJoin(k.Scopes, ", "), c.Int("threshold"))
 			}
 			return nil
 		},
@@ -184,9 +184,12 @@ func printTrust(env *cliutil.Env, c *cli.Context, keys []resolver.TrustKey, refu
 		fmt.Fprintln(env.Stdout, "no trusted keys")
 	}
 	for _, k := range keys {
-		fmt.Fprintf(env.Stdout, "%s\n  key     %s\n  scopes  %s\n  added   %s\n", k.Name, k.DID(), strings.Join(k.Scopes, ", "), k.AddedAt)
+		// The store's text (a store, or the agent answering for it, may
+		// come from elsewhere): through Sanitize, as the refused keys.
+		fmt.Fprintf(env.Stdout, "%s\n  key     %s\n  scopes  %s\n  added   %s\n",
+			cliutil.Sanitize(k.Name), k.DID(), cliutil.SanitizeJoin(k.Scopes, ", "), cliutil.Sanitize(k.AddedAt))
 		if len(k.Except) > 0 {
-			fmt.Fprintf(env.Stdout, "  except  %s (revoked there: counts for nothing under them)\n", strings.Join(k.Except, ", "))
+			fmt.Fprintf(env.Stdout, "  except  %s (revoked there: counts for nothing under them)\n", cliutil.SanitizeJoin(k.Except, ", "))
 		}
 	}
 	for _, k := range refused {
@@ -195,10 +198,10 @@ func printTrust(env *cliutil.Env, c *cli.Context, keys []resolver.TrustKey, refu
 			name, cliutil.Sanitize(k.Refused), name, cliutil.Sanitize(k.Key), cliutil.SanitizeJoin(k.Scopes, ", "), cliutil.Sanitize(k.AddedAt))
 	}
 	for _, sc := range slices.Sorted(maps.Keys(thresholds)) {
-		fmt.Fprintf(env.Stdout, "threshold %s: %d distinct trusted signatures\n", sc, thresholds[sc])
+		fmt.Fprintf(env.Stdout, "threshold %s: %d distinct trusted signatures\n", cliutil.Sanitize(sc), thresholds[sc])
 	}
 	for _, sc := range slices.Sorted(maps.Keys(chains)) {
-		fmt.Fprintf(env.Stdout, "trust statements %s: applied up to %d\n", sc, chains[sc])
+		fmt.Fprintf(env.Stdout, "trust statements %s: applied up to %d\n", cliutil.Sanitize(sc), chains[sc])
 	}
 	return nil
 }
@@ -258,16 +261,17 @@ one. Audited.`,
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"removed": trustView(k), "still_installed": signed, "failed_closed": failed})
 			}
-			fmt.Fprintf(env.Stdout, "no longer trusting %s (%s)\n", name, k.DID())
+			shown := cliutil.Sanitize(name)
+			fmt.Fprintf(env.Stdout, "no longer trusting %s (%s)\n", shown, k.DID())
 			if len(failed) > 0 {
-				fmt.Fprintf(env.Stdout, "failed closed (5002 bundle_revoked from now on): %s\n", strings.Join(failed, ", "))
+				fmt.Fprintf(env.Stdout, "failed closed (5002 bundle_revoked from now on): %s\n", cliutil.SanitizeJoin(failed, ", "))
 			}
 			if len(signed) > 0 {
 				hint := "kept by --keep-serving: remove with 'ampbundle rm BUNDLE_ID'"
 				if !keepServing {
 					hint = "other trusted signers still meet their threshold"
 				}
-				fmt.Fprintf(env.Stdout, "still installed and served, signed by %s: %s (%s)\n", name, strings.Join(signed, ", "), hint)
+				fmt.Fprintf(env.Stdout, "still installed and served, signed by %s: %s (%s)\n", shown, cliutil.SanitizeJoin(signed, ", "), hint)
 			}
 			return nil
 		}),
@@ -325,9 +329,9 @@ socket.`,
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"scope": scope, "threshold": n, "covering_keys": covering, "warning": warning})
 			}
-			fmt.Fprintf(env.Stdout, "threshold of %s: %d distinct trusted signatures (%d trusted key(s) cover it)\n", scope, n, covering)
+			fmt.Fprintf(env.Stdout, "threshold of %s: %d distinct trusted signatures (%d trusted key(s) cover it)\n", cliutil.Sanitize(scope), n, covering)
 			if warning != "" {
-				fmt.Fprintf(env.Stderr, "WARNING: %s\n", warning)
+				fmt.Fprintf(env.Stderr, "WARNING: %s\n", cliutil.Sanitize(warning))
 			}
 			return nil
 		},

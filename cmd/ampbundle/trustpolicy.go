@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -51,7 +50,7 @@ running agent's admin socket.`,
 			}
 			defer closeStore(s, &err)
 			if created {
-				fmt.Fprintf(env.Stderr, "created store %s\n", c.String("db"))
+				fmt.Fprintf(env.Stderr, "created store %s\n", cliutil.Sanitize(c.String("db")))
 			}
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, res)
@@ -63,7 +62,7 @@ running agent's admin socket.`,
 				fmt.Fprintf(w, "trust policy applied: %d key(s) added, %d kept, %d threshold(s) set\n", len(res.Added), len(res.Kept), len(res.Thresholds))
 			}
 			for _, n := range res.Added {
-				fmt.Fprintf(w, "  trusted    %s\n", n)
+				fmt.Fprintf(w, "  trusted    %s\n", cliutil.Sanitize(n))
 			}
 			scopes := make([]string, 0, len(res.Thresholds))
 			for sc := range res.Thresholds {
@@ -71,10 +70,10 @@ running agent's admin socket.`,
 			}
 			sort.Strings(scopes)
 			for _, sc := range scopes {
-				fmt.Fprintf(w, "  threshold  %s: %d distinct trusted signatures\n", sc, res.Thresholds[sc])
+				fmt.Fprintf(w, "  threshold  %s: %d distinct trusted signatures\n", cliutil.Sanitize(sc), res.Thresholds[sc])
 			}
 			if len(res.NotInPolicy) > 0 {
-				fmt.Fprintf(w, "  not in the policy, left trusted: %s (trust rm removes them)\n", strings.Join(res.NotInPolicy, ", "))
+				fmt.Fprintf(w, "  not in the policy, left trusted: %s (trust rm removes them)\n", cliutil.SanitizeJoin(res.NotInPolicy, ", "))
 			}
 			fmt.Fprintf(w, "  generation %d\n", res.Generation)
 			return nil

@@ -97,7 +97,7 @@ func runVerify(env *cliutil.Env, c *cli.Context) error {
 	if c.Bool("json") {
 		return cliutil.PrintJSON(env.Stdout, out)
 	}
-	fmt.Fprintf(env.Stdout, "verified: signature and all %d artifacts of %s\n", len(s.Artifacts), inputName(path))
+	fmt.Fprintf(env.Stdout, "verified: signature and all %d artifacts of %s\n", len(s.Artifacts), cliutil.Sanitize(inputName(path)))
 	printManifest(env.Stdout, s)
 	return nil
 }
@@ -170,10 +170,10 @@ func reportDelta(env *cliutil.Env, c *cli.Context, r *bundle.Reader, s summary, 
 	}
 	if baseChecked {
 		fmt.Fprintf(env.Stdout, "verified delta with its base: signatures, the %d artifacts %s carries, and the %d artifacts (%d bytes) it takes from base %s, verified in %s\n",
-			len(s.Artifacts)-dv.Omitted, inputName(path), dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base), c.String("base"))
+			len(s.Artifacts)-dv.Omitted, cliutil.Sanitize(inputName(path)), dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base), cliutil.Sanitize(c.String("base")))
 	} else {
 		fmt.Fprintf(env.Stdout, "verified delta: signatures and the %d artifacts %s carries; %d artifacts (%d bytes) come from base %s and are verified on import into a store holding it, or here with --base\n",
-			len(s.Artifacts)-dv.Omitted, inputName(path), dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base))
+			len(s.Artifacts)-dv.Omitted, cliutil.Sanitize(inputName(path)), dv.Omitted, dv.OmittedBytes, cliutil.Sanitize(dv.Base))
 	}
 	printManifest(env.Stdout, s)
 	return nil
