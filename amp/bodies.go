@@ -152,7 +152,9 @@ func DecodeError(body []byte) (ErrorBody, error) {
 
 // ErrorBodyOf returns the ERROR body for err: its code (5001 for an error
 // that carries none), the code's category and retry flag, the safe message
-// and the details. Nothing of the cause is included.
+// (SafeMessage: escaped and bounded, a peer's message handed on included,
+// docs/SPEC-DECISIONS.md TRANSPORT-23) and the details. Nothing of the
+// cause is included.
 func ErrorBodyOf(err error) ErrorBody {
 	e := AsError(err)
 	code := e.Code

@@ -308,15 +308,27 @@ func NameOf(err error) ErrName {
 	return AsError(err).name()
 }
 
-// SafeMessage returns the message of err that may be shown to a peer: the
-// Message of an *Error, or a generic text for anything else.
+// SafeMessage returns the message of err that may be shown to a peer,
+// written to a log or shown on a terminal: the Message of an *Error (its
+// name, spaced, when it has none), or a generic text for anything else,
+// escaped and bounded as Error prints it (errorText: at most MaxErrorText
+// bytes, control, format and bidi characters and bytes that are not
+// UTF-8 as visible escapes). An *Error built from a peer's answer
+// (ErrorBody.AsError, capability.ResultError.AsError) holds the peer's
+// message as sent; an agent whose handler hands that error on signs
+// SafeMessage's text as its own answer's message (ErrorBodyOf,
+// capability.NewErrorResult), which therefore never carries a peer's
+// text raw, nor more than MaxErrorText bytes of it, and is escaped once
+// however many agents hand it on (docs/SPEC-DECISIONS.md TRANSPORT-23).
+// The module's own messages (printable ASCII within the bound, their
+// input %q-quoted) come out unchanged.
 func SafeMessage(err error) string {
 	if err == nil {
 		return ""
 	}
 	e := AsError(err)
 	if e.Message != "" {
-		return e.Message
+		return errorText(e.Message)
 	}
-	return strings.ReplaceAll(string(e.name()), "_", " ")
+	return errorText(strings.ReplaceAll(string(e.name()), "_", " "))
 }

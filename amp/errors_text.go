@@ -8,9 +8,9 @@ import (
 )
 
 // MaxErrorText bounds what Error prints of an error's name and of its
-// message, each: at most this many bytes of the escaped text, then a mark
-// saying the text was cut and how long it was (docs/SPEC-DECISIONS.md
-// TRANSPORT-21).
+// message, each, and what SafeMessage returns: at most this many bytes in
+// all, a cut text ending with a mark saying it was cut and how long it
+// was (docs/SPEC-DECISIONS.md TRANSPORT-21, TRANSPORT-23).
 const MaxErrorText = 512
 
 // errorText renders s, an error's name or message, for Error: a message
@@ -28,25 +28,32 @@ const MaxErrorText = 512
 //     order mark, the tag characters) and the line and paragraph
 //     separators U+2028, U+2029: \uHHHH or \UHHHHHHHH.
 //
-// At most MaxErrorText bytes of the escaped text are kept, never splitting
-// an escape or a character; a longer text ends with "… (cut, N bytes)",
-// N its length as sent. Backslashes are kept as they are: the result is
+// An escaped text of at most MaxErrorText bytes is kept whole; a longer
+// one is cut, never splitting an escape or a character, and ends with
+// "… (cut, N bytes)", N its length as sent, the mark within the
+// MaxErrorText bytes. Backslashes are kept as they are: the result is
 // for people to read, not to parse back. The module's own messages need
-// none of this and come out unchanged.
+// none of this and come out unchanged, and so does errorText's own
+// result: an error handed on from agent to agent (SafeMessage, then a
+// peer's ErrorBody.AsError) is escaped and cut once, not once a hop.
 func errorText(s string) string {
 	if plainErrorText(s) {
 		return s
 	}
+	mark := fmt.Sprintf("… (cut, %d bytes)", len(s))
 	var b strings.Builder
-	b.Grow(min(len(s), MaxErrorText) + 32)
+	b.Grow(min(len(s), MaxErrorText))
+	keep := 0 // the longest escaped prefix that leaves room for mark
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		esc := escapeErrorRune(s[i:i+n], r, n)
 		if b.Len()+len(esc) > MaxErrorText {
-			fmt.Fprintf(&b, "… (cut, %d bytes)", len(s))
-			break
+			return b.String()[:keep] + mark
 		}
 		b.WriteString(esc)
+		if b.Len() <= MaxErrorText-len(mark) {
+			keep = b.Len()
+		}
 		i += n
 	}
 	return b.String()

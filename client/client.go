@@ -198,7 +198,10 @@ func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Excha
 // A synchronous ACK says delivered, not answered: the final report
 // (PROC_OK, PROC_FAIL) may follow (RFC 001 §16.5). Any other reply is the
 // peer's answer, for the peer's own recipient when the message names it
-// among others (docs/SPEC-DECISIONS.md TRANSPORT-22). retryable: the
+// among others (docs/SPEC-DECISIONS.md TRANSPORT-22), and for no
+// recipient when the message does not name the peer: a relay's (or any
+// intermediary's) word is at most that it accepted the message, RFC 001
+// §16.1 (TRANSPORT-23). retryable: the
 // reply is a signed ERROR that asks for a retry, the answer only until
 // the caller sends the message again (Send reopens it).
 func (c *Client) record(id amp.ID, reply *amp.Message, retryable bool) {

@@ -18,9 +18,10 @@ type OutState int
 //
 // A message to several recipients is final once each of them settled it:
 // by its final report (PROC_OK, PROC_FAIL, ERROR), or, for the Client's
-// peer, by its synchronous answer (docs/SPEC-DECISIONS.md TRANSPORT-19,
-// TRANSPORT-22). Until then it is OutDelivered once one of them did (or an
-// ACK came).
+// peer when it is one of them, by its synchronous answer; a peer that is
+// none of them (a relay) settles none (docs/SPEC-DECISIONS.md
+// TRANSPORT-19, TRANSPORT-22, TRANSPORT-23). Until then it is
+// OutDelivered once one of them did (or an ACK came).
 const (
 	OutSent      OutState = iota // sent, nothing heard yet
 	OutDelivered                 // an ACK that passed the §16.1 rules, or some recipients settled
@@ -102,14 +103,15 @@ func summary(m *amp.Message) *amp.Message {
 // recipient of the original, and counts for that recipient alone: a
 // message to several is processed (or failed) once each of them said so,
 // and a recipient's report frees its share of the entry only. A Client's
-// synchronous answer likewise settles its peer's own recipient, or the
-// whole message when the peer is none of its recipients; a recipient's
-// report outranks an answer (docs/SPEC-DECISIONS.md TRANSPORT-22). A
-// report that matches nothing, or breaks a rule, changes nothing. At most Max
-// messages are kept, and at most MaxPerRecipient naming one recipient
-// that has not reported; expired and confirmed ones make room first. A
-// report is kept as a bounded summary (Outbound.Report). Safe for
-// concurrent use.
+// synchronous answer likewise settles its peer's own recipient, and none
+// when the peer is none of the message's recipients (a relay or other
+// intermediary, whose word is at most a relay ACK: delivered, RFC 001
+// §16.1); a recipient's report outranks an answer (docs/SPEC-DECISIONS.md
+// TRANSPORT-22, TRANSPORT-23). A report that matches nothing, or breaks a
+// rule, changes nothing. At most Max messages are kept, and at most
+// MaxPerRecipient naming one recipient that has not reported; expired and
+// confirmed ones make room first. A report is kept as a bounded summary
+// (Outbound.Report). Safe for concurrent use.
 type Outbox struct {
 	mu       sync.Mutex
 	max      int
@@ -279,8 +281,9 @@ func (o *Outbox) shareFullFor(rs []string) error {
 func (o *Outbox) Add(m *amp.Message) error { return o.add(m, "") }
 
 // add is Add for a message sent to peer ("": any), whose retry reopens
-// what peer's retryable answer settled: peer's own recipient, or every
-// one when peer is none of them (reopening).
+// (reopening) what a retryable answer settled: peer's own recipient when
+// peer is one of them, else every one so settled (a relay's answer
+// settles none, TRANSPORT-23: those were settled through another Client).
 func (o *Outbox) add(m *amp.Message, peer string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -371,17 +374,25 @@ func (o *Outbox) Delivered(id amp.ID) {
 }
 
 // Answered records a verified synchronous reply to id from whoever the
-// message went to: it settles every recipient that has not reported
-// (OutAnswered unless a report failed). Client records its peer's answer
-// for the peer's own recipient only (docs/SPEC-DECISIONS.md TRANSPORT-22).
+// message went to, as the embedder vouches: it settles every recipient
+// that has not reported (OutAnswered unless a report failed). Client
+// records its peer's answer for the peer's own recipient only, and an
+// intermediary's (a peer that is none of the recipients) for none
+// (docs/SPEC-DECISIONS.md TRANSPORT-22, TRANSPORT-23).
 func (o *Outbox) Answered(id amp.ID) { o.answered(id, "", false) }
 
 // answered records a verified synchronous reply to id from peer ("":
-// anyone). It settles peer's own recipient when peer is one of the
-// message's (a recipient of several answers for itself alone), else every
-// recipient; never one that reported (its report is its last word, and
-// outranks an answer). retryable: a signed ERROR that asks for a retry,
-// settled until the caller's retry of the message (Add) reopens it.
+// anyone, Answered). It settles peer's own recipient when peer is one of
+// the message's (a recipient of several answers for itself alone), and
+// none when peer is none of them: a relay or any other intermediary
+// (RFC 001 §1.6) may say that it accepted the message for delivery, an
+// ACK (Delivered, after the §16.1 relay rules), never that a recipient
+// got, processed or answered it (PROC_OK and PROC_FAIL are the
+// recipient's only, §16.1), so its answer, an ERROR included, leaves the
+// entry to the recipients' reports or its ttl (§16.5). It never settles
+// a recipient that reported (its report is its last word, and outranks
+// an answer). retryable: a signed ERROR that asks for a retry, settled
+// until the caller's retry of the message (Add) reopens it.
 func (o *Outbox) answered(id amp.ID, peer string, retryable bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -393,16 +404,18 @@ func (o *Outbox) answered(id amp.ID, peer string, retryable bool) {
 	if retryable {
 		how = byRetry
 	}
-	if i, found := slices.BinarySearch(e.rcpts, amp.BareDID(peer)); peer != "" && found {
-		if e.settled[i] != byReport {
-			o.settle(e, i, how)
-		}
-	} else {
+	i, found := slices.BinarySearch(e.rcpts, amp.BareDID(peer))
+	switch {
+	case peer == "":
 		for i, was := range e.settled {
 			if was != byReport {
 				o.settle(e, i, how)
 			}
 		}
+	case !found: // an intermediary: settles no recipient
+		return
+	case e.settled[i] != byReport:
+		o.settle(e, i, how)
 	}
 	e.update()
 }

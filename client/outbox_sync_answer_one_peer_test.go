@@ -18,9 +18,11 @@ import (
 // settles the peer's own recipient only: its share is freed, the others
 // keep theirs and are matched as reports come (OutDelivered until the
 // last, OutFailed when one failed); a retryable answer from the peer is
-// reopened by the caller's retry for the peer alone. A message to one
-// recipient, or one whose recipients do not include the peer (a relay),
-// is answered whole, as before (docs/SPEC-DECISIONS.md TRANSPORT-22).
+// reopened by the caller's retry for the peer alone. A message to the
+// peer alone is answered whole, as before (docs/SPEC-DECISIONS.md
+// TRANSPORT-22); one whose recipients do not include the peer (a relay)
+// is settled by none of its answers (TRANSPORT-23,
+// TestRelaysAnswerCannotSettleTheRecipientsItIsNot).
 func TestOnePeersAnswerCannotSettleAMessageForTheOtherRecipients(t *testing.T) {
 	p := newParties(t)
 	ob := mustOutbox(t, OutboxConfig{Max: 8, MaxPerRecipient: 1, Now: p.clock.Now})
@@ -91,12 +93,13 @@ func TestOnePeersAnswerCannotSettleAMessageForTheOtherRecipients(t *testing.T) {
 		t.Fatalf("the stranger's PROC_FAIL after the peer's answer: state %d, want OutFailed (%d)", state(req), OutFailed)
 	}
 
-	// Answered whole: a message whose recipients do not include the peer.
+	// Settled by none: a message whose recipients do not include the
+	// peer (TRANSPORT-23).
 	viaPeer, msg := seal(amp.To(p.stranger.DID))
 	if _, err := cl.Send(context.Background(), viaPeer, msg); err != nil {
 		t.Fatal(err)
 	}
-	if state(viaPeer) != OutAnswered {
-		t.Errorf("a message the peer answered for recipients it is not: state %d, want OutAnswered (%d)", state(viaPeer), OutAnswered)
+	if state(viaPeer) != OutSent {
+		t.Errorf("a message the peer answered for recipients it is not: state %d, want OutSent (%d)", state(viaPeer), OutSent)
 	}
 }

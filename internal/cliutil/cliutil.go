@@ -135,7 +135,15 @@ type ErrorBody struct {
 func ErrorDoc(err error) ErrorJSON {
 	var e *amp.Error
 	if errors.As(err, &e) {
-		return ErrorJSON{ErrorBody{Code: string(amp.NameOf(e)), AMPCode: uint16(e.Code), Message: amp.SafeMessage(e), Details: detailsJSON(e.Details)}}
+		// The message as sent, a peer's too: JSON output is not cut, and
+		// PrintJSON escapes what a terminal would act on (docs/CLI.md §1.2);
+		// SafeMessage, which escapes and cuts for the human form, only
+		// where there is none (TRANSPORT-23).
+		msg := e.Message
+		if msg == "" {
+			msg = amp.SafeMessage(e)
+		}
+		return ErrorJSON{ErrorBody{Code: string(amp.NameOf(e)), AMPCode: uint16(e.Code), Message: msg, Details: detailsJSON(e.Details)}}
 	}
 	if IsUsage(err) {
 		return ErrorJSON{ErrorBody{Code: "usage", Message: err.Error()}}
