@@ -54,21 +54,23 @@ func (c compileCost) plus(d compileCost) compileCost {
 		c.ranges + d.ranges, max(c.largestRanges, d.largestRanges)}
 }
 
-// over names the first limit c exceeds, "" when none.
+// over names the first limit c exceeds, "" when none, checking them in
+// the order below.
 func (c compileCost) over() string {
-	switch {
-	case c.bytes > MaxCompileBytes:
-		return "more than 4 MiB in all"
-	case c.objects > MaxCompileObjects:
-		return "more than 10,000 json objects in all"
-	case c.largest > MaxPatternInsts:
-		return "a regular expression of more than 10,000 instructions"
-	case c.largestRanges > MaxPatternRanges:
-		return "a regular expression whose character classes cost more than 200,000 ranges to compile"
-	case c.insts > MaxCompilePatternInsts:
-		return "more than 200,000 regular expression instructions in all"
-	case c.ranges > MaxCompilePatternRanges:
-		return "regular expressions whose character classes cost more than 2,000,000 ranges to compile in all"
+	for _, l := range [...]struct {
+		n, max int
+		why    string
+	}{
+		{c.bytes, MaxCompileBytes, "more than 4 MiB in all"},
+		{c.objects, MaxCompileObjects, "more than 10,000 json objects in all"},
+		{c.largest, MaxPatternInsts, "a regular expression of more than 10,000 instructions"},
+		{c.largestRanges, MaxPatternRanges, "a regular expression whose character classes cost more than 200,000 ranges to compile"},
+		{c.insts, MaxCompilePatternInsts, "more than 200,000 regular expression instructions in all"},
+		{c.ranges, MaxCompilePatternRanges, "regular expressions whose character classes cost more than 2,000,000 ranges to compile in all"},
+	} {
+		if l.n > l.max {
+			return l.why
+		}
 	}
 	return ""
 }
