@@ -146,8 +146,12 @@ func startForger(t *testing.T) (sock string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Ready once it accepts a connection, not once its file exists: the
+	// file is there from bind(2), before listen(2), and a socket that
+	// refuses connections is one Listen takes for stale and replaces.
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		if st, err := os.Lstat(sock); err == nil && st.Mode()&os.ModeSocket != 0 {
+		if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
+			c.Close()
 			break
 		}
 		if time.Now().After(deadline) {
