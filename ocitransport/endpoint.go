@@ -80,6 +80,19 @@ type Options struct {
 	// Now is the clock of the rate check and of the age of a layout's
 	// temporary files (StaleLayoutTempAge) (nil: time.Now).
 	Now func() time.Time
+
+	// trace, when set (by a test), is told each step that makes a new
+	// layout, or a tar's, durable: "made:NAME" and "synced:NAME", NAME
+	// relative to the layout's root ("." the root, ".." the folder
+	// holding it), and "renamed:tar", "synced:tar-folder".
+	trace func(step string)
+}
+
+// traced tells o.trace (a test's) of step.
+func (o *Options) traced(step string) {
+	if o.trace != nil {
+		o.trace(step)
+	}
 }
 
 // maxMaxTags caps Options.MaxTags: the bounds computed from it (4 ×
@@ -129,8 +142,11 @@ type Endpoint struct {
 	src  readTarget
 	dst  writeTarget // nil when read-only
 	repo *remote.Repository
-	// tmp is the folder a tar destination is built in.
-	tmp string
+	// tmp is the folder a tar destination is built in; tmpLock holds it
+	// open, locked (tryLockFolder) while it is in use, so that another
+	// writer's removeStaleTarTemps never takes it for a killed writer's.
+	tmp     string
+	tmpLock *os.File
 	// tar is the layout tar a source is read through (nil otherwise).
 	tar *os.File
 	// layout are the folders of a layout folder, opened once (nil
@@ -233,6 +249,10 @@ func (e *Endpoint) Close() error {
 	if e.tmp != "" {
 		err := os.RemoveAll(e.tmp)
 		e.tmp = ""
+		if e.tmpLock != nil {
+			e.tmpLock.Close() // the lock goes with it
+			e.tmpLock = nil
+		}
 		return err
 	}
 	return nil
@@ -282,14 +302,15 @@ func hostIn(host string, list []string) bool {
 // openRepository opens the repository loc names. The registry's host is
 // the one oras-go sends the requests to (registry.Reference.Host:
 // registry-1.docker.io for docker.io), for every check of the round
-// tripper (OCI-11, OCI-12); --plain-http-host may name either.
+// tripper (OCI-11, OCI-12); Options.PlainHTTPHosts may name either.
 func openRepository(loc Location, o *Options) (*remote.Repository, error) {
 	ref := registry.Reference{Registry: loc.Registry, Repository: loc.Repository}
 	host := ref.Host()
 	plain := hostIn(loc.Registry, o.PlainHTTPHosts) || hostIn(host, o.PlainHTTPHosts)
 	if o.PlainHTTP && !plain {
 		if !isLoopback(host) {
-			return nil, fail(ErrPlainHTTP, "plain HTTP is only for a loopback registry or a host named with --plain-http-host")
+			return nil, optionRefusal(ErrPlainHTTP, &OptionHint{Field: OptionPlainHTTPHosts, Host: cliSafe(host),
+				Refusal: "plain HTTP is only for a loopback registry or a host named for it"})
 		}
 		plain = true
 	}
@@ -396,7 +417,8 @@ func newHTTPClient(host, repo string, plain bool, o *Options) *http.Client {
 			return fail(ErrRedirect, "more than %d redirects", max)
 		}
 		if !strings.EqualFold(req.URL.Host, host) && !hostIn(req.URL.Host, allowed) {
-			return fail(ErrRedirect, "a redirect to a host not allowed (allow it with --allow-redirect)")
+			return optionRefusal(ErrRedirect, &OptionHint{Field: OptionAllowRedirectHosts, Host: cliSafe(req.URL.Hostname()),
+				Refusal: "a redirect to a host not allowed"})
 		}
 		if req.URL.Scheme != "https" && !(plain && strings.EqualFold(req.URL.Host, host)) && !hostIn(req.URL.Host, o.PlainHTTPHosts) {
 			return fail(ErrRedirect, "a redirect to plain HTTP")

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -396,8 +397,9 @@ func TestHostileRegistryRealmIsAnUnpolicedRedirect(t *testing.T) {
 // TestHostileRegistryRealmElsewhereNeedsAllowAuthHost: a token realm on
 // another host (Docker Hub's shape: registry-1.docker.io, realm on
 // auth.docker.io) is dialed only when the operator named it with
-// --allow-auth-host; otherwise the refusal names the host and the flag,
-// and nothing reaches the realm (OCI-12).
+// --allow-auth-host; otherwise the refusal names the host and the
+// option, Options.AllowAuthHosts (the CLI's flag is the CLI's to name,
+// OCI-25), and nothing reaches the realm (OCI-12).
 func TestHostileRegistryRealmElsewhereNeedsAllowAuthHost(t *testing.T) {
 	var reached atomic.Int64
 	realm := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -429,7 +431,9 @@ func TestHostileRegistryRealmElsewhereNeedsAllowAuthHost(t *testing.T) {
 			if got := reached.Load(); (got > 0) != (tc.want > 0) {
 				t.Fatalf("the realm was reached %d times (resolve: %v)", got, err)
 			}
-			if tc.want == 0 && (nameOf(err) != string(ocitransport.ErrAuthHost) || !strings.Contains(err.Error(), "--allow-auth-host 127.0.0.1")) {
+			var hint *ocitransport.OptionHint
+			if tc.want == 0 && (nameOf(err) != string(ocitransport.ErrAuthHost) || !strings.Contains(err.Error(), "Options.AllowAuthHosts") ||
+				!errors.As(err, &hint) || hint.Field != ocitransport.OptionAllowAuthHosts || hint.Host != "127.0.0.1") {
 				t.Fatalf("a realm on a host not allowed: %v", err)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -158,8 +159,9 @@ func (t *boundedTransport) noteRealm(resp *http.Response) error {
 		return nil // the client refuses it too, and sends nothing
 	}
 	if !t.allowedHost(u) {
-		return fail(ErrAuthHost, "the registry's token realm is on the host %q, not allowed (allow it with --allow-auth-host %s)",
-			cliSafe(u.Hostname()), cliSafe(u.Hostname()))
+		h := cliSafe(u.Hostname())
+		return optionRefusal(ErrAuthHost, &OptionHint{Field: OptionAllowAuthHosts, Host: h,
+			Refusal: fmt.Sprintf("the registry's token realm is on the host %q, not allowed", h)})
 	}
 	key := realmKey(u)
 	t.mu.Lock()
@@ -235,7 +237,8 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, fail(ErrPlainHTTP, "a request in plain HTTP to a host neither the registry nor named with --plain-http-host")
+		return nil, optionRefusal(ErrPlainHTTP, &OptionHint{Field: OptionPlainHTTPHosts, Host: cliSafe(req.URL.Hostname()),
+			Refusal: "a request in plain HTTP to a host neither the registry nor named for it"})
 	}
 	if req.Response == nil && !t.allowedHost(req.URL) {
 		// Not a redirect (CheckRedirect polices those): a token realm the
@@ -243,8 +246,9 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, fail(ErrAuthHost, "the registry sends the client to the host %q, not allowed (allow it with --allow-auth-host %s)",
-			cliSafe(req.URL.Hostname()), cliSafe(req.URL.Hostname()))
+		h := cliSafe(req.URL.Hostname())
+		return nil, optionRefusal(ErrAuthHost, &OptionHint{Field: OptionAllowAuthHosts, Host: h,
+			Refusal: fmt.Sprintf("the registry sends the client to the host %q, not allowed", h)})
 	}
 	kind := t.kindOf(req)
 	if kind == respBlob && req.Method == http.MethodGet {
@@ -344,7 +348,8 @@ func (t *boundedTransport) checkCredentials(req *http.Request) error {
 	u := req.URL
 	same := strings.EqualFold(hostPort(u), hostPort(&url.URL{Scheme: schemeOf(t.plain), Host: t.registry}))
 	if !same && !hostIn(u.Host, t.o.AllowAuthHosts) && !hostIn(u.Host, t.o.AllowRedirectHosts) {
-		return fail(ErrAuthHost, "the registry asks for credentials to be sent to a host not allowed (allow it with --allow-auth-host)")
+		return optionRefusal(ErrAuthHost, &OptionHint{Field: OptionAllowAuthHosts,
+			Refusal: "the registry asks for credentials to be sent to a host not allowed"})
 	}
 	if u.Scheme != "https" && !(same && t.plain) {
 		return fail(ErrAuthHost, "the registry asks for credentials to be sent in plain HTTP")

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -578,10 +579,22 @@ func openLayoutTar(p string, o *Options) (*tarFiles, error) {
 // folder lf (checked by checkLayoutDir first): blobs/sha256, each folder
 // made in the one held before it, never through a link, and oci-layout
 // and an empty index.json with O_EXCL, which refuses a symbolic link put
-// there since.
-func prepareLayoutDir(lf *layoutFolders) error {
+// there since. What it creates is durable before it is used: each file
+// synced, then each folder that gained a name (blobs/sha256, blobs, the
+// root), so that a power loss cannot keep blobs or an index.json that
+// names them in a layout that lost its oci-layout, or its blobs folder
+// (docs/SPEC-DECISIONS.md OCI-25).
+func prepareLayoutDir(lf *layoutFolders, o *Options) error {
+	made := lf.blobs == nil
 	if err := lf.openBlobs(true); err != nil {
 		return layoutWriteError(err)
+	}
+	if made {
+		o.traced("made:blobs")
+		o.traced("made:blobs/sha256")
+		if err := syncLayoutBlobsFolders(lf, o); err != nil {
+			return fail(ErrIO, "cannot create the OCI layout").WithCause(err)
+		}
 	}
 	for _, f := range []struct{ name, body string }{
 		{ocispec.ImageLayoutFile, `{"imageLayoutVersion":"1.0.0"}`},
@@ -592,7 +605,13 @@ func prepareLayoutDir(lf *layoutFolders) error {
 			continue
 		}
 		if err == nil {
+			made = true
+			o.traced("made:" + f.name)
 			_, err = fh.WriteString(f.body)
+			if err == nil {
+				err = fh.Sync()
+				o.traced("synced:" + f.name)
+			}
 			if cerr := fh.Close(); err == nil {
 				err = cerr
 			}
@@ -601,5 +620,74 @@ func prepareLayoutDir(lf *layoutFolders) error {
 			return fail(ErrIO, "cannot create the OCI layout").WithCause(err)
 		}
 	}
+	if made {
+		if err := lf.top.sync(); err != nil {
+			return fail(ErrIO, "cannot create the OCI layout").WithCause(err)
+		}
+		o.traced("synced:.")
+	}
 	return nil
+}
+
+// syncLayoutBlobsFolders syncs blobs/sha256 and blobs, just made (the
+// root, which holds blobs, is synced by the caller).
+func syncLayoutBlobsFolders(lf *layoutFolders, o *Options) error {
+	if err := lf.blobs.sync(); err != nil {
+		return err
+	}
+	o.traced("synced:blobs/sha256")
+	b, err := lf.top.sub("blobs", false)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.sync(); err != nil {
+		return err
+	}
+	o.traced("synced:blobs")
+	return nil
+}
+
+// makeLayoutRoot makes the layout folder root and each missing folder
+// above it, outermost first, syncing the folder that holds each after it
+// is made: the root's own name is durable before anything is written in
+// it (docs/SPEC-DECISIONS.md OCI-25). A folder made by another meanwhile
+// is taken, as os.MkdirAll does.
+func makeLayoutRoot(root string, o *Options) error {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for p := abs; ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append(missing, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		p := missing[i]
+		if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		o.traced("made:" + relToRoot(abs, p))
+		if err := regfile.SyncDir(filepath.Dir(p)); err != nil {
+			return err
+		}
+		o.traced("synced:" + relToRoot(abs, filepath.Dir(p)))
+	}
+	return nil
+}
+
+// relToRoot is p relative to the layout's root abs, slash-separated, for
+// the trace.
+func relToRoot(abs, p string) string {
+	rel, err := filepath.Rel(abs, p)
+	if err != nil {
+		return p
+	}
+	return filepath.ToSlash(rel)
 }

@@ -1,8 +1,16 @@
 package ocitransport
 
 import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // The temporary files of a layout's writer: a blob being written, in
@@ -16,8 +24,11 @@ const (
 // StaleLayoutTempAge is how long a layout's temporary file (.ingest-* in
 // blobs/sha256, .index.json-* in the root) must have gone unwritten
 // before the next writer to open the layout removes it as one a killed
-// writer left (docs/SPEC-DECISIONS.md OCI-24). A live writer writes its
-// file as its bytes arrive, so its time of last change is recent.
+// writer left (docs/SPEC-DECISIONS.md OCI-24), and how long nothing in a
+// layout tar's temporary folder (.NAME.layout-DIGITS, next to the tar)
+// must have changed before the next writer of the tar removes it
+// (removeStaleTarTemps, OCI-25). A live writer writes its file as its
+// bytes arrive, so its time of last change is recent.
 const StaleLayoutTempAge = 24 * time.Hour
 
 // removeStaleTemps removes the temporary files of lf that a writer left
@@ -57,6 +68,137 @@ func removeStaleIn(d *layoutDir, prefix string, now time.Time) {
 		}
 		if err != nil { // io.EOF: all read
 			return
+		}
+	}
+}
+
+// layoutTempPrefix is the start of the name of the temporary folder a
+// tar destination named tarName is built in, next to it
+// (openTarDestination): os.MkdirTemp adds the decimal digits of its "*".
+func layoutTempPrefix(tarName string) string { return "." + tarName + ".layout-" }
+
+// isLayoutTempName says whether name is exactly what os.MkdirTemp makes
+// of layoutTempPrefix(tarName)+"*": the prefix, then 1 to 20 decimal
+// digits, nothing else.
+func isLayoutTempName(name, tarName string) bool {
+	digits, ok := strings.CutPrefix(name, layoutTempPrefix(tarName))
+	return ok && digits != "" && len(digits) <= 20 && strings.Trim(digits, "0123456789") == ""
+}
+
+// maxLayoutTempDepth bounds how deep removeStaleTarTemps looks into a
+// temporary layout folder for its newest change: a layout's deepest file
+// is blobs/sha256/NAME (3); a folder deeper than this is not one a
+// writer made, and is left.
+const maxLayoutTempDepth = 4
+
+// removeStaleTarTemps removes from dir, the folder of the tar named
+// tarName, the temporary layout folders (isLayoutTempName) a writer of
+// that tar left (killed, or the system lost power) and no live writer
+// holds: a folder (never a link, nor anything else), whose lock
+// (tryLockFolder) is free, nothing in which, itself included, has
+// changed for StaleLayoutTempAge as of now (the newest time of last
+// change found, lstat, nothing followed). It is removed below dir's own
+// descriptor (os.Root.RemoveAll: unlinkat, each folder opened
+// O_NOFOLLOW): a link inside is removed, never followed, and nothing
+// outside the folder is touched. Failures are ignored: the folder is left,
+// as before (docs/SPEC-DECISIONS.md OCI-25).
+func removeStaleTarTemps(dir, tarName string, now time.Time) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	f, err := root.Open(".")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	for {
+		ents, err := f.ReadDir(1024)
+		for _, e := range ents {
+			if e.Type().IsDir() && isLayoutTempName(e.Name(), tarName) {
+				removeStaleTarTemp(root, dir, e.Name(), now)
+			}
+		}
+		if err != nil { // io.EOF: all read
+			return
+		}
+	}
+}
+
+// removeStaleTarTemp removes the temporary layout folder name of root
+// (the folder dir) when it is stale (removeStaleTarTemps).
+func removeStaleTarTemp(root *os.Root, dir, name string, now time.Time) {
+	st, err := root.Lstat(name)
+	if err != nil || !st.IsDir() {
+		return
+	}
+	// Opened as a folder only, no link followed, and the very folder
+	// listed: its lock says whether a live writer holds it.
+	d, err := regfile.OpenFolder(filepath.Join(dir, name), regfile.NoLinks)
+	if err != nil {
+		return
+	}
+	defer d.Close() // the lock goes with it
+	if dst, err := d.Stat(); err != nil || !os.SameFile(st, dst) {
+		return
+	}
+	if ok, err := tryLockFolder(d); !ok && err == nil {
+		return // a live writer's
+	}
+	newest, ok := newestChange(root, dir, name, st, 1)
+	if !ok || now.Sub(newest) <= StaleLayoutTempAge {
+		return
+	}
+	if again, err := root.Lstat(name); err != nil || !os.SameFile(st, again) {
+		return
+	}
+	root.RemoveAll(name)
+}
+
+// newestChange is the newest time of last change of name, below root
+// (the folder dir), st its lstat, and of everything in it: each entry by
+// its own lstat, a link never followed, a folder opened only as a folder
+// (regfile.OpenFolder: never waiting on a FIFO put in its place) and only
+// when it is the one lstat saw; ok is false when it cannot be read whole,
+// changed meanwhile, or is deeper than maxLayoutTempDepth.
+func newestChange(root *os.Root, dir, name string, st fs.FileInfo, depth int) (newest time.Time, ok bool) {
+	newest = st.ModTime()
+	if !st.IsDir() {
+		return newest, true
+	}
+	if depth > maxLayoutTempDepth {
+		return newest, false
+	}
+	f, err := regfile.OpenFolder(filepath.Join(dir, filepath.FromSlash(name)), regfile.NoLinks)
+	if err != nil {
+		return newest, false
+	}
+	defer f.Close()
+	if fst, err := f.Stat(); err != nil || !os.SameFile(st, fst) {
+		return newest, false // swapped meanwhile
+	}
+	for {
+		ents, err := f.ReadDir(1024)
+		for _, e := range ents {
+			p := path.Join(name, e.Name())
+			est, lerr := root.Lstat(p)
+			if lerr != nil {
+				return newest, false
+			}
+			t, ok := newestChange(root, dir, p, est, depth+1)
+			if !ok {
+				return newest, false
+			}
+			if t.After(newest) {
+				newest = t
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return newest, true
+		}
+		if err != nil {
+			return newest, false
 		}
 	}
 }

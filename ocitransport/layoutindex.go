@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -81,7 +80,7 @@ func openLayoutWriter(ctx context.Context, root string, o *Options) (*layoutStor
 	lf, err := openLayoutFolders(root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(root, 0o755); err != nil {
+		if err := makeLayoutRoot(root, o); err != nil {
 			return nil, fail(ErrIO, "cannot create the OCI layout folder").WithCause(err)
 		}
 		if lf, err = openLayoutFolders(root); err != nil {
@@ -115,7 +114,7 @@ func openLayoutStore(ctx context.Context, lf *layoutFolders, o *Options, index [
 	if err := checkLayoutLinks(lf.top); err != nil {
 		return nil, err
 	}
-	if err := prepareLayoutDir(lf); err != nil {
+	if err := prepareLayoutDir(lf, o); err != nil {
 		return nil, err
 	}
 	if index == nil {
@@ -132,7 +131,7 @@ func openLayoutStore(ctx context.Context, lf *layoutFolders, o *Options, index [
 	if wait <= 0 {
 		wait = DefaultLayoutLockWait
 	}
-	ls := &layoutStore{ro: ro, lf: lf, wait: wait, maxIndex: o.MaxManifestSize, pushed: map[digest.Digest]ocispec.Descriptor{},
+	ls := &layoutStore{ro: ro, lf: lf, wait: wait, maxIndex: o.MaxManifestSize, trace: o.trace, pushed: map[digest.Digest]ocispec.Descriptor{},
 		preds: map[digest.Digest][]ocispec.Descriptor{}, tags: map[string]ocispec.Descriptor{}}
 	if ls.index, err = decodeLayoutIndex(index); err != nil {
 		return nil, err

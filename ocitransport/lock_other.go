@@ -27,3 +27,10 @@ func tryLockFile(top *layoutDir) (unlock func(), ok bool, err error) {
 	f.Close()
 	return func() { os.Remove(p) }, true, nil
 }
+
+// tryLockFolder takes no lock here (no flock): only a temporary layout
+// folder's age tells whether a writer still uses it
+// (removeStaleTarTemps).
+func tryLockFolder(*os.File) (ok bool, err error) {
+	return false, errors.ErrUnsupported
+}

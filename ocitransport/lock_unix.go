@@ -67,3 +67,22 @@ func openLockFile(top *layoutDir) (*os.File, error) {
 		return os.NewFile(uintptr(fd), filepath.Join(top.fd.Name(), LayoutLockFile)), nil
 	}
 }
+
+// tryLockFolder takes an exclusive flock on the folder open as d without
+// waiting, held until d is closed (or the process ends, killed or not):
+// a tar destination's temporary layout folder while it is in use
+// (openTarDestination). ok is false with a nil error when another
+// holds it; an error says no lock can be taken here (then only the
+// folder's age tells, removeStaleTarTemps).
+func tryLockFolder(d *os.File) (ok bool, err error) {
+	for {
+		err = syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"os"
 
@@ -179,7 +180,8 @@ func layerCut(size, max int64) (int64, string, error) {
 		max = size
 	}
 	if (size+max-1)/max > MaxLayers {
-		return 0, "", fail(ErrTooMany, "--max-layer-size cuts the bundle into more than %d layers", MaxLayers)
+		return 0, "", optionRefusal(ErrTooMany, &OptionHint{Field: OptionMaxLayerSize,
+			Refusal: fmt.Sprintf("the layer size cuts the bundle into more than %d layers", MaxLayers)})
 	}
 	if max == size {
 		return max, MediaTypeBundleFile, nil

@@ -10,17 +10,29 @@ import (
 	"sort"
 
 	"github.com/ampbundle/ampbundle/bundlebuild"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // openTarDestination builds the layout in a temporary folder next to the
-// tar, starting from the tar's current bundles (with their statements)
-// when it exists. Commit writes the tar.
+// tar (".NAME.layout-DIGITS", NAME the tar's name), held locked while it
+// is in use, starting from the tar's current bundles (with their
+// statements) when it exists. Commit writes the tar. Such folders of the
+// tar that killed writers left are removed first (removeStaleTarTemps).
 func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
-	tmp, err := os.MkdirTemp(absDir(e.loc.Path), "."+filepath.Base(e.loc.Path)+".layout-*")
+	dir, name := absDir(e.loc.Path), filepath.Base(e.loc.Path)
+	removeStaleTarTemps(dir, name, e.o.Now())
+	tmp, err := os.MkdirTemp(dir, layoutTempPrefix(name)+"*")
 	if err != nil {
 		return nil, fail(ErrIO, "cannot create a temporary folder next to the tar").WithCause(err)
 	}
 	e.tmp = tmp
+	if d, err := regfile.OpenFolder(tmp, regfile.NoLinks); err == nil {
+		if ok, _ := tryLockFolder(d); ok {
+			e.tmpLock = d
+		} else {
+			d.Close() // no lock here: its age alone keeps it (StaleLayoutTempAge)
+		}
+	}
 	st, err := openLayoutWriter(ctx, tmp, &e.o)
 	if err != nil {
 		e.Close()
@@ -55,7 +67,10 @@ func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 
 // Commit writes a tar destination: the layout as a tar (oci-layout,
 // index.json, blobs/, in name order, mode 0644, no time), into a
-// temporary file renamed over the tar. Nothing to do for other locations.
+// temporary file, synced, renamed over the tar, and the tar's folder
+// synced after the rename, so that the new name is durable when Commit
+// returns (docs/SPEC-DECISIONS.md OCI-25). Nothing to do for other
+// locations.
 func (e *Endpoint) Commit() error {
 	if e.tmp == "" {
 		return nil
@@ -78,6 +93,12 @@ func (e *Endpoint) Commit() error {
 		os.Remove(f.Name())
 		return fail(ErrIO, "cannot write the tar").WithCause(err)
 	}
+	e.o.traced("renamed:tar")
+	if err := regfile.SyncDir(filepath.Dir(e.loc.Path)); err != nil {
+		e.Close()
+		return fail(ErrIO, "the tar was written, but its folder could not be synced").WithCause(err)
+	}
+	e.o.traced("synced:tar-folder")
 	return e.Close()
 }
 

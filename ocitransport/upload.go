@@ -111,5 +111,5 @@ func plainHTTPAnswer(err error, what string) error {
 	if err == nil || !strings.Contains(err.Error(), goPlainHTTPAnswer) {
 		return nil
 	}
-	return fail(ErrRegistry, "%s: the registry answered plain HTTP; for a loopback registry add --plain-http (docs/CLI.md)", what)
+	return optionRefusal(ErrRegistry, &OptionHint{Field: OptionPlainHTTP, Refusal: what + ": the registry answered plain HTTP"})
 }

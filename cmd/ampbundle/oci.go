@@ -78,6 +78,41 @@ func ociOptions(env *cliutil.Env, c *cli.Context) (ocitransport.Options, error) 
 	return o, nil
 }
 
+// ociFlagHint names, in a refusal of the ocitransport library that an
+// Options field governs (its cause an ocitransport.OptionHint), the flag
+// of this CLI that sets the field, where the library names the field
+// (its callers set Options; docs/SPEC-DECISIONS.md OCI-25). The error
+// name, code and details are kept; any other error is returned as it is.
+func ociFlagHint(err error) error {
+	var ae *amp.Error
+	var h *ocitransport.OptionHint
+	if !errors.As(err, &ae) || !errors.As(ae.Err, &h) {
+		return err
+	}
+	host := ""
+	if h.Host != "" {
+		host = " " + h.Host
+	}
+	var msg string
+	switch h.Field {
+	case ocitransport.OptionPlainHTTP:
+		msg = h.Refusal + "; for a loopback registry add --plain-http (docs/CLI.md)"
+	case ocitransport.OptionPlainHTTPHosts:
+		msg = h.Refusal + " (name it with --plain-http-host" + host + ")"
+	case ocitransport.OptionAllowRedirectHosts:
+		msg = h.Refusal + " (allow it with --allow-redirect" + host + ")"
+	case ocitransport.OptionAllowAuthHosts:
+		msg = h.Refusal + " (allow it with --allow-auth-host" + host + ")"
+	case ocitransport.OptionMaxLayerSize:
+		msg = h.Refusal + " (a larger --max-layer-size cuts fewer)"
+	default:
+		return err
+	}
+	hinted := *ae
+	hinted.Message, hinted.Err = msg, nil
+	return &hinted
+}
+
 // timeoutContext is the command's context with --timeout, or with def
 // when --timeout is not given and def is not 0 (a limit of 0: none).
 func timeoutContext(c *cli.Context, def time.Duration) (context.Context, context.CancelFunc) {
@@ -140,6 +175,7 @@ func spoolOCIBundle(ctx context.Context, ep *ocitransport.Endpoint, a *ocitransp
 // applied as 'import STATEMENT' applies a file. A layout is read without
 // any network call.
 func importOCI(env *cliutil.Env, c *cli.Context) (err error) {
+	defer func() { err = ociFlagHint(err) }() // the library names its Options, the CLI its flags
 	if err := cliutil.ExactArgs(c, 1, "the OCI reference"); err != nil {
 		return err
 	}
@@ -249,10 +285,11 @@ func errName(err error) string {
 	return "error"
 }
 
-// errMessage is err's message without its error name.
+// errMessage is err's message without its error name; a refusal an
+// ocitransport option governs names this CLI's flag (ociFlagHint).
 func errMessage(err error) string {
 	var e *amp.Error
-	if errors.As(err, &e) && e.Message != "" {
+	if errors.As(ociFlagHint(err), &e) && e.Message != "" {
 		return e.Message
 	}
 	return err.Error()

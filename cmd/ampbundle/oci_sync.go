@@ -93,6 +93,7 @@ func refuse(e *ociSyncEntry, err error) {
 // before the bundles, heartbeats after them. Without --timeout, the sync
 // gives up after defaultOCITimeout.
 func syncOCI(env *cliutil.Env, c *cli.Context) (err error) {
+	defer func() { err = ociFlagHint(err) }() // the library names its Options, the CLI its flags
 	loc, err := parseOCI(c.Args().First(), "the sync source", false)
 	if err != nil {
 		return err

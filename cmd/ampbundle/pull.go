@@ -38,7 +38,8 @@ A pull checks the transport, not the publisher: 'ampbundle import' (or
 			&cli.BoolFlag{Name: "force", Usage: "replace an existing FILE"},
 			jsonFlag,
 		}, ociFlags(false)...),
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
+			defer func() { err = ociFlagHint(err) }() // the library names its Options, the CLI its flags
 			if err := cliutil.ExactArgs(c, 1, "the SOURCE"); err != nil {
 				return err
 			}

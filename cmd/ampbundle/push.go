@@ -41,7 +41,8 @@ replaced only when the push succeeded.`,
 			&cli.StringFlag{Name: "max-layer-size", Usage: "cut the bundle into layers of at most `SIZE` bytes (bytes, or with K, M, G; default: one layer)"},
 			jsonFlag,
 		}, ociFlags(false)...),
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
+			defer func() { err = ociFlagHint(err) }() // the library names its Options, the CLI its flags
 			if err := cliutil.ExactArgs(c, 2, "the FILE (or SOURCE) and the DESTINATION"); err != nil {
 				return err
 			}
