@@ -68,18 +68,30 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 		}
 	}
 	defer held()
-	// itemError signs the ERROR of item i holding a slot, then parks again.
+	// running reports whether items may still be started: before the
+	// batch's deadline, and while its caller waits.
+	running := func() bool { return a.cfg.Now().Before(deadline) && ctx.Err() == nil }
+	// itemError signs the ERROR of item i holding a slot, then parks again
+	// while items may still run. Once none may, the container keeps the
+	// slot for the rest: the ERRORs left are signed one after the other,
+	// not each after a wait for a slot (which no deadline bounds).
 	itemError := func(i int, ierr error) ([]byte, error) {
 		held()
 		reply, err := a.batchItemError(ctx, m, i, ierr)
-		resume = a.cpu.Park(ctx)
+		if running() {
+			resume = a.cpu.Park(ctx)
+		}
 		return reply, err
 	}
 	for i, item := range b.Items {
 		var reply []byte
 		var err error
-		if a.cfg.Now().Before(deadline) {
+		if running() {
 			reply, err = a.Handle(ictx, item)
+		} else if ctx.Err() != nil {
+			// The caller is gone: no reply will reach it, so none is
+			// signed for the items left.
+			return nil, amp.Wrap(amp.CodeTimeout, ctx.Err(), "the batch's caller went away")
 		} else {
 			err = amp.Named(amp.CodeTimeout, "batch_deadline_exceeded",
 				"the batch ran out of time before this item was started; nothing of it ran: send it again")

@@ -23,6 +23,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/mcpbridge"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -382,15 +383,17 @@ func mcpAuth(c *cli.Context, addr string) (*tls.Config, []mcpbridge.Token, error
 // Windows its access list, CLI-51): the file judged is the file read, and
 // one others may read is token_file_exposed.
 func readOwnerOnly(path string, max int64, what string) ([]byte, error) {
-	f, err := os.Open(path)
+	// regfile.Open examines what the path leads to before opening it: a
+	// FIFO put there is refused at once, never waited on (a start, or a
+	// SIGHUP reload that would hang and keep revoked tokens valid).
+	f, st, err := regfile.Open(path, regfile.FollowLinks)
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return nil, cliutil.Failf("io_error", "the %s is not a regular file", what)
+	}
 	if err != nil {
 		return nil, cliutil.Failf("io_error", "cannot read the %s", what).WithCause(err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, cliutil.Failf("io_error", "cannot read the %s", what).WithCause(err)
-	}
 	if err := keyfile.CheckOwnerOnly(f, st, "the "+what); err != nil {
 		if amp.NameOf(err) == keyfile.ErrInsecureKeyFile {
 			return nil, cliutil.WithHint(cliutil.Failf("token_file_exposed", "the %s is readable by other users", what), "allow only the agent's user to read it (chmod 600 the file)")
