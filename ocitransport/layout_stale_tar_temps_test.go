@@ -42,6 +42,9 @@ func TestKilledTarWritersLayoutFoldersAreRemovedOnceStale(t *testing.T) {
 		mustWrite(t, filepath.Join(p, "oci-layout"))
 		mustWrite(t, filepath.Join(p, "index.json"))
 		mustWrite(t, filepath.Join(p, "blobs", "sha256", ".ingest-0011"))
+		if err := os.Chmod(p, 0o700); err != nil { // as os.MkdirTemp makes it
+			t.Fatal(err)
+		}
 		setTimes(t, p, at)
 		return p
 	}
@@ -59,6 +62,22 @@ func TestKilledTarWritersLayoutFoldersAreRemovedOnceStale(t *testing.T) {
 			setTimes(t, p, stale)
 		}, true},
 		{".site.tar.layout-2", func(p string) { layoutAt(filepath.Base(p), young) }, false},
+		// A folder of ours another user renamed to the writer's pattern
+		// (the tar's folder is theirs to write, no sticky bit): one others
+		// may read, or one that holds more than a layout, is not the
+		// writer's and is never removed (OCI-26, amended).
+		{".site.tar.layout-95", func(p string) {
+			layoutAt(filepath.Base(p), stale)
+			if err := os.Chmod(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			setTimes(t, p, stale)
+		}, false},
+		{".site.tar.layout-96", func(p string) {
+			layoutAt(filepath.Base(p), stale)
+			mustWrite(t, filepath.Join(p, "thesis.tex"))
+			setTimes(t, p, stale)
+		}, false},
 		{".site.tar.layout-3", func(p string) {
 			layoutAt(filepath.Base(p), stale)
 			blob := filepath.Join(p, "blobs", "sha256", ".ingest-0011")

@@ -302,7 +302,7 @@ func decodeMember(dec *json.Decoder, out []ocispec.Descriptor, list bool, maxRef
 // at its open, oci_layout_error, even when it was put there after
 // checkLayoutDir (docs/SPEC-DECISIONS.md OCI-15, amended in review 76);
 // so is a folder on the way (blobs, blobs/sha256) that is a symbolic link
-// or not a folder (openLayoutDir, OCI-21).
+// or not a folder (layoutDir.sub, OCI-21).
 //
 // Its folders are those the endpoint opened once (layoutFolders). When
 // pinned, index.json is not read from the folder: it is index, the bytes

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -97,13 +96,16 @@ const maxLayoutTempDepth = 4
 // holds: a folder (never a link, nor anything else), whose lock
 // (tryLockFolder) is free, nothing in which, itself included, has
 // changed for StaleLayoutTempAge as of now (the newest time of last
-// change found, lstat, nothing followed). It is removed below dir's own
-// descriptor (os.Root.RemoveAll: unlinkat, each folder opened
+// change found, lstat, nothing followed). dir is opened once, as a
+// folder only ("dir/.": never waiting on a FIFO put there), and
+// everything below is reached through that os.Root, never by its path
+// again (docs/SPEC-DECISIONS.md OCI-26). A folder is removed below dir's
+// own descriptor (os.Root.RemoveAll: unlinkat, each folder opened
 // O_NOFOLLOW): a link inside is removed, never followed, and nothing
-// outside the folder is touched. Failures are ignored: the folder is left,
-// as before (docs/SPEC-DECISIONS.md OCI-25).
+// outside the folder is touched. Failures are ignored: the folder is
+// left, as before (docs/SPEC-DECISIONS.md OCI-25).
 func removeStaleTarTemps(dir, tarName string, now time.Time) {
-	root, err := os.OpenRoot(dir)
+	root, err := os.OpenRoot(folderOnlyPath(dir))
 	if err != nil {
 		return
 	}
@@ -117,7 +119,7 @@ func removeStaleTarTemps(dir, tarName string, now time.Time) {
 		ents, err := f.ReadDir(1024)
 		for _, e := range ents {
 			if e.Type().IsDir() && isLayoutTempName(e.Name(), tarName) {
-				removeStaleTarTemp(root, dir, e.Name(), now)
+				removeStaleTarTemp(root, e.Name(), now)
 			}
 		}
 		if err != nil { // io.EOF: all read
@@ -127,26 +129,31 @@ func removeStaleTarTemps(dir, tarName string, now time.Time) {
 }
 
 // removeStaleTarTemp removes the temporary layout folder name of root
-// (the folder dir) when it is stale (removeStaleTarTemps).
-func removeStaleTarTemp(root *os.Root, dir, name string, now time.Time) {
+// (the tar's folder) when it is stale (removeStaleTarTemps).
+func removeStaleTarTemp(root *os.Root, name string, now time.Time) {
 	st, err := root.Lstat(name)
-	if err != nil || !st.IsDir() {
+	// Only a folder as the writer makes it (os.MkdirTemp: this user's, no
+	// access for group or others): in a tar's folder others may write
+	// (no sticky bit), another user may rename any folder of ours there
+	// to the writer's pattern, and we would remove it with our rights
+	// (OCI-26, amended).
+	if err != nil || !st.IsDir() || !regfile.OwnedBySelf(st) || st.Mode().Perm()&0o077 != 0 {
 		return
 	}
-	// Opened as a folder only, no link followed, and the very folder
-	// listed: its lock says whether a live writer holds it.
-	d, err := regfile.OpenFolder(filepath.Join(dir, name), regfile.NoLinks)
-	if err != nil {
+	// Opened as a folder only, and the very folder listed: its lock says
+	// whether a live writer holds it.
+	d, ok := openFolderIn(root, name, st)
+	if !ok {
 		return
 	}
 	defer d.Close() // the lock goes with it
-	if dst, err := d.Stat(); err != nil || !os.SameFile(st, dst) {
+	if !holdsOnlyLayout(d) {
 		return
 	}
 	if ok, err := tryLockFolder(d); !ok && err == nil {
 		return // a live writer's
 	}
-	newest, ok := newestChange(root, dir, name, st, 1)
+	newest, ok := newestChange(root, name, st, 1)
 	if !ok || now.Sub(newest) <= StaleLayoutTempAge {
 		return
 	}
@@ -156,13 +163,29 @@ func removeStaleTarTemp(root *os.Root, dir, name string, now time.Time) {
 	root.RemoveAll(name)
 }
 
-// newestChange is the newest time of last change of name, below root
-// (the folder dir), st its lstat, and of everything in it: each entry by
-// its own lstat, a link never followed, a folder opened only as a folder
-// (regfile.OpenFolder: never waiting on a FIFO put in its place) and only
-// when it is the one lstat saw; ok is false when it cannot be read whole,
-// changed meanwhile, or is deeper than maxLayoutTempDepth.
-func newestChange(root *os.Root, dir, name string, st fs.FileInfo, depth int) (newest time.Time, ok bool) {
+// openFolderIn opens name below root (slash-separated), seen its lstat,
+// as a folder only: through "name/.", which resolves only to a folder (a
+// FIFO or a device put there since is refused, never opened nor waited
+// on), never out of root, and kept only when it is the very folder seen
+// (a link put there since is refused); ok is false otherwise.
+func openFolderIn(root *os.Root, name string, seen fs.FileInfo) (f *os.File, ok bool) {
+	f, err := root.Open(folderOnly(name))
+	if err != nil {
+		return nil, false
+	}
+	if st, err := f.Stat(); err != nil || !st.IsDir() || !os.SameFile(seen, st) {
+		f.Close()
+		return nil, false
+	}
+	return f, true
+}
+
+// newestChange is the newest time of last change of name, below root, st
+// its lstat, and of everything in it: each entry by its own lstat, a link
+// never followed, a folder opened only as a folder and only when it is
+// the one lstat saw (openFolderIn); ok is false when it cannot be read
+// whole, changed meanwhile, or is deeper than maxLayoutTempDepth.
+func newestChange(root *os.Root, name string, st fs.FileInfo, depth int) (newest time.Time, ok bool) {
 	newest = st.ModTime()
 	if !st.IsDir() {
 		return newest, true
@@ -170,14 +193,11 @@ func newestChange(root *os.Root, dir, name string, st fs.FileInfo, depth int) (n
 	if depth > maxLayoutTempDepth {
 		return newest, false
 	}
-	f, err := regfile.OpenFolder(filepath.Join(dir, filepath.FromSlash(name)), regfile.NoLinks)
-	if err != nil {
-		return newest, false
-	}
-	defer f.Close()
-	if fst, err := f.Stat(); err != nil || !os.SameFile(st, fst) {
+	f, ok := openFolderIn(root, name, st)
+	if !ok {
 		return newest, false // swapped meanwhile
 	}
+	defer f.Close()
 	for {
 		ents, err := f.ReadDir(1024)
 		for _, e := range ents {
@@ -186,7 +206,7 @@ func newestChange(root *os.Root, dir, name string, st fs.FileInfo, depth int) (n
 			if lerr != nil {
 				return newest, false
 			}
-			t, ok := newestChange(root, dir, p, est, depth+1)
+			t, ok := newestChange(root, p, est, depth+1)
 			if !ok {
 				return newest, false
 			}
@@ -201,4 +221,25 @@ func newestChange(root *os.Root, dir, name string, st fs.FileInfo, depth int) (n
 			return newest, false
 		}
 	}
+}
+
+// holdsOnlyLayout reports whether the folder d holds nothing but what a
+// layout writer puts at a layout's top (oci-layout, index.json, its lock
+// and temporary files, blobs, ingest): a folder of ours renamed to the
+// writer's pattern by someone else is not taken for one (OCI-26,
+// amended).
+func holdsOnlyLayout(d *os.File) bool {
+	names, err := d.Readdirnames(65)
+	if (err != nil && !errors.Is(err, io.EOF)) || len(names) > 64 {
+		return false
+	}
+	for _, n := range names {
+		switch {
+		case n == "oci-layout", n == "index.json", n == LayoutLockFile, n == "blobs", n == "ingest",
+			strings.HasPrefix(n, indexTempPrefix):
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -7,39 +7,31 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // errLayoutLink is the refusal of a folder below a layout's root that is a
 // symbolic link or not a folder (a FIFO, a device, a file): nothing
 // beneath it was opened (docs/SPEC-DECISIONS.md OCI-21).
-func errLayoutLink() error {
+func errLayoutLink() *amp.Error {
 	return fail(ErrLayout, "a folder of the OCI layout is a symbolic link or not a folder")
 }
 
-// layoutDir is one folder of a layout (blobs/sha256, the root), reached
-// from the layout's root without following a symbolic link below it
-// (openLayoutDir, sub). Every name given to its methods is one element,
-// never a path: nothing is resolved below the folder but the name itself,
-// which is not followed either. An endpoint opens the folders of its
-// layout once and uses them until it is closed (layoutFolders).
-//
-// Where the folder was walked by descriptor (Linux with its proc file
-// system), fd is that very folder and root is anchored at it, whatever is
-// put in those names since; elsewhere dir is the folder's path, top and
-// els the layout's root and the elements below it, each of which is
-// found a folder, not a link, again just before each use (at: a swap in
-// between is followed; what is read there is still a regular file,
-// checked against its digest).
+// layoutDir is one folder of a layout (blobs/sha256, the root), held
+// open as an os.Root from the layout's root, reached without following a
+// symbolic link below it (openLayoutRoot, sub). Every name given to its
+// methods is one element, never a path, resolved in the folder held: a
+// folder swapped, or the layout's path repointed, after the folder was
+// opened is never followed; what is checked and what is then removed,
+// read, written or renamed is in that very folder, wherever it was
+// moved. An endpoint opens the folders of its layout once and uses them
+// until it is closed (layoutFolders; docs/SPEC-DECISIONS.md OCI-24,
+// OCI-26).
 type layoutDir struct {
 	root *os.Root
-	fd   *os.File
-	dir  string
-	top  string
-	els  []string
 }
 
 // Close releases d.
@@ -47,69 +39,24 @@ func (d *layoutDir) Close() {
 	if d == nil {
 		return
 	}
-	if d.root != nil {
-		d.root.Close()
-	}
-	if d.fd != nil {
-		d.fd.Close()
-	}
-}
-
-// at is the path of name in d, where d is reached by path: each element
-// of d below the layout's root is checked again a folder and not a link.
-func (d *layoutDir) at(name string) (string, error) {
-	dir := d.top
-	for _, el := range d.els {
-		dir = filepath.Join(dir, el)
-		st, err := os.Lstat(dir)
-		if err != nil {
-			return "", err
-		}
-		if !st.IsDir() {
-			return "", errLayoutLink()
-		}
-	}
-	return filepath.Join(dir, name), nil
+	d.root.Close()
 }
 
 func (d *layoutDir) lstat(name string) (fs.FileInfo, error) {
-	if d.root != nil {
-		return d.root.Lstat(name)
-	}
-	p, err := d.at(name)
-	if err != nil {
-		return nil, err
-	}
-	return os.Lstat(p)
+	return d.root.Lstat(name)
 }
 
 // open opens the regular file name for reading: a symbolic link, a FIFO
 // or a device there is regfile.ErrNotRegular, never opened.
 func (d *layoutDir) open(name string) (*os.File, error) {
-	if d.root != nil {
-		f, _, err := regfile.OpenIn(d.root, name)
-		return f, err
-	}
-	p, err := d.at(name)
-	if err != nil {
-		return nil, err
-	}
-	f, _, err := regfile.Open(p, regfile.NoLinks)
+	f, _, err := regfile.OpenIn(d.root, name)
 	return f, err
 }
 
 // create creates name, which must not exist (O_EXCL: a link there is not
 // followed), for writing.
 func (d *layoutDir) create(name string) (*os.File, error) {
-	const flag = os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if d.root != nil {
-		return d.root.OpenFile(name, flag, 0o644)
-	}
-	p, err := d.at(name)
-	if err != nil {
-		return nil, err
-	}
-	return os.OpenFile(p, flag, 0o644)
+	return d.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
 // createTemp creates a new file named prefix and a random suffix (create).
@@ -130,77 +77,51 @@ func (d *layoutDir) createTemp(prefix string) (*os.File, string, error) {
 // there (a hard link, which fails on any name taken), then removes tmp.
 // A name taken is fs.ErrExist.
 func (d *layoutDir) linkNew(tmp, name string) error {
-	if d.root != nil {
-		err := d.root.Link(tmp, name)
-		if err == nil {
-			d.root.Remove(tmp)
-			return nil
-		}
-		if errors.Is(err, fs.ErrExist) {
-			return err
-		}
-		// No hard links here (FAT, some network shares): rename only
-		// where nothing is (a name made in between is replaced).
-		if _, lerr := d.root.Lstat(name); lerr == nil {
-			return &fs.PathError{Op: "link", Path: name, Err: fs.ErrExist}
-		}
-		return d.root.Rename(tmp, name)
+	err := d.root.Link(tmp, name)
+	if err == nil {
+		d.root.Remove(tmp)
+		return nil
 	}
-	from, err := d.at(tmp)
-	if err != nil {
+	if errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return regfile.LinkNew(from, filepath.Join(filepath.Dir(from), name))
+	// No hard links here (FAT, some network shares): rename only where
+	// nothing is (a name made in between is replaced: the name is the
+	// digest of the bytes just checked, docs/SPEC-DECISIONS.md OCI-21).
+	if _, lerr := d.root.Lstat(name); lerr == nil {
+		return &fs.PathError{Op: "link", Path: name, Err: fs.ErrExist}
+	}
+	return d.root.Rename(tmp, name)
 }
 
 // rename renames tmp to name in d, replacing what is there (a link is
 // replaced, never followed).
 func (d *layoutDir) rename(tmp, name string) error {
-	if d.root != nil {
-		return d.root.Rename(tmp, name)
-	}
-	from, err := d.at(tmp)
-	if err != nil {
-		return err
-	}
-	return os.Rename(from, filepath.Join(filepath.Dir(from), name))
+	return d.root.Rename(tmp, name)
 }
 
 func (d *layoutDir) remove(name string) error {
-	if d.root != nil {
-		return d.root.Remove(name)
-	}
-	p, err := d.at(name)
-	if err != nil {
-		return err
-	}
-	return os.Remove(p)
+	return d.root.Remove(name)
 }
 
 // list opens the folder itself to read its entries.
 func (d *layoutDir) list() (*os.File, error) {
-	if d.root != nil {
-		return d.root.Open(".")
-	}
-	p, err := d.at(".")
-	if err != nil {
-		return nil, err
-	}
-	return regfile.OpenFolder(p, regfile.NoLinks)
+	return d.root.Open(".")
 }
 
-// sync makes the names made or removed in d durable (fsync of the folder),
-// so that a crash cannot lose a blob index.json names
+// sync makes the names made or removed in d durable (fsync of the folder
+// held, syncFolder), so that a crash cannot lose a blob index.json names
 // (docs/SPEC-DECISIONS.md OCI-24).
 func (d *layoutDir) sync() error {
-	if d.fd != nil {
-		return d.fd.Sync()
-	}
-	p, err := d.at(".")
+	f, err := d.root.Open(".")
 	if err != nil {
 		return err
 	}
-	return regfile.SyncDir(p)
+	err = syncFolder(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // layoutElements splits rel (slash-separated, relative to the layout's
@@ -216,58 +137,105 @@ func layoutElements(rel string) ([]string, error) {
 	return strings.Split(rel, "/"), nil
 }
 
-// openLayoutPathDir opens the folder rel of the layout at top by its
-// path, each element of which must be a folder and not a symbolic link
-// (lstat, just before, and again at each use; with create, a missing one
-// is made): where no descriptor walk is possible.
-func openLayoutPathDir(top string, rel string, create bool) (*layoutDir, error) {
+// openLayoutRoot opens the layout's root folder top as the operator named
+// it (links in its path followed), once: as a folder only, never waiting
+// (regfile.OpenFolder refuses a FIFO, a device or a file there,
+// errLayoutLink, unopened), then held as an os.Root opened through
+// "top/." (a name that resolves only to a folder: one put there since is
+// refused, never opened). Nothing below is found by its path again.
+func openLayoutRoot(top string) (*layoutDir, error) {
+	f, err := regfile.OpenFolder(top, regfile.FollowLinks)
+	if errors.Is(err, regfile.ErrNotFolder) {
+		return nil, errLayoutLink()
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	root, err := os.OpenRoot(folderOnlyPath(top))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, errLayoutLink().WithCause(err)
+	}
+	return &layoutDir{root: root}, nil
+}
+
+// folderOnly is the name below an os.Root that opens name as a folder
+// only: "name/." resolves only where name is a folder (or a link to one
+// below the root), so a FIFO or a device put at name is refused
+// (ENOTDIR), never opened, its driver never run, nor waited on, where
+// os.Root's OpenRoot and Open of name itself would open it (a FIFO: until
+// a writer comes; docs/SPEC-DECISIONS.md OCI-21, OCI-26).
+func folderOnly(name string) string { return name + "/." }
+
+// sub opens the folder rel below d, one element at a time, each in the
+// folder opened before it (subFolder): d's path is not looked up again,
+// and no link below d is followed. With create, a missing element is
+// made.
+func (d *layoutDir) sub(rel string, create bool) (*layoutDir, error) {
 	els, err := layoutElements(rel)
 	if err != nil {
 		return nil, err
 	}
-	dir := top
+	cur := d
 	for _, el := range els {
-		dir = filepath.Join(dir, el)
-		st, err := os.Lstat(dir)
-		if errors.Is(err, fs.ErrNotExist) && create {
-			if err = os.Mkdir(dir, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
-				st, err = os.Lstat(dir)
-			}
+		next, err := cur.subFolder(el, create)
+		if cur != d {
+			cur.Close()
 		}
 		if err != nil {
 			return nil, err
 		}
-		if !st.IsDir() {
-			return nil, errLayoutLink()
-		}
+		cur = next
 	}
-	if len(els) == 0 {
-		f, err := regfile.OpenFolder(top, regfile.FollowLinks)
-		if errors.Is(err, regfile.ErrNotFolder) {
-			return nil, errLayoutLink()
-		}
+	if cur == d {
+		root, err := d.root.OpenRoot(".")
 		if err != nil {
 			return nil, err
 		}
-		f.Close()
+		return &layoutDir{root: root}, nil
 	}
-	return &layoutDir{dir: dir, top: top, els: els}, nil
+	return cur, nil
 }
 
-// subByPath opens the folder rel below d, reached by path, as
-// openLayoutPathDir does: each element below the layout's root is checked
-// again at each use.
-func (d *layoutDir) subByPath(rel string, create bool) (*layoutDir, error) {
-	p, err := d.at(".")
+// subFolder opens the folder el of d, which must be a folder and not a
+// symbolic link, as an os.Root: el is examined (lstat: a link, a FIFO, a
+// device or a file is errLayoutLink, never opened), then opened as
+// "el/.", which resolves only to a folder (a FIFO or a device put there
+// since is refused, never opened, nor waited on) and, as every name of an
+// os.Root, never out of d; what was opened must be the very folder
+// examined (a link put there since, to a folder of d, is refused).
+// os.Root has no open that refuses a link outright (it follows one that
+// stays below the root), hence the comparison. With create, a missing el
+// is made (mkdirat: a link there is not followed).
+func (d *layoutDir) subFolder(el string, create bool) (*layoutDir, error) {
+	seen, err := d.root.Lstat(el)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		if err = d.root.Mkdir(el, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
+			seen, err = d.root.Lstat(el)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	sd, err := openLayoutPathDir(p, rel, create)
-	if err != nil {
-		return nil, err
+	if !seen.IsDir() {
+		return nil, errLayoutLink()
 	}
-	sd.top, sd.els = d.top, append(append([]string(nil), d.els...), sd.els...)
-	return sd, nil
+	root, err := d.root.OpenRoot(folderOnly(el))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, errLayoutLink().WithCause(err)
+	}
+	st, err := root.Stat(".")
+	if err != nil || !st.IsDir() || !os.SameFile(seen, st) {
+		root.Close()
+		return nil, errLayoutLink()
+	}
+	return &layoutDir{root: root}, nil
 }
 
 // splitLayoutName splits name (slash-separated, relative) into its folder
@@ -293,10 +261,10 @@ type layoutFolders struct {
 }
 
 // openLayoutFolders opens the layout folder root (links in its path
-// followed, as the operator named it) and its blobs/sha256 (not followed,
-// openLayoutDir; a missing one is left nil).
+// followed, as the operator named it, openLayoutRoot) and its
+// blobs/sha256 (no link followed, sub; a missing one is left nil).
 func openLayoutFolders(root string) (*layoutFolders, error) {
-	top, err := openLayoutDir(root, ".", false)
+	top, err := openLayoutRoot(root)
 	if err != nil {
 		return nil, err
 	}

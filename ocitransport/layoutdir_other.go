@@ -1,15 +1,15 @@
-//go:build !linux
+//go:build !unix
 
 package ocitransport
 
-// openLayoutDir opens the folder rel of the layout at top: by its path,
-// each element checked a folder and not a link just before
-// (openLayoutPathDir); no descriptor walk here.
-func openLayoutDir(top, rel string, create bool) (*layoutDir, error) {
-	return openLayoutPathDir(top, rel, create)
-}
+import "os"
 
-// sub opens the folder rel below d by its path (subByPath).
-func (d *layoutDir) sub(rel string, create bool) (*layoutDir, error) {
-	return d.subByPath(rel, create)
-}
+// folderOnlyPath is p itself here: no FIFO or device is found by a path
+// in a folder's place (Windows keeps named pipes and devices apart from
+// the file system's folders), and os.OpenRoot opens only a folder.
+func folderOnlyPath(p string) string { return p }
+
+// syncFolder: a folder cannot be synced here (Windows opens one
+// read-only); its names are as durable as the file system makes them, as
+// regfile.SyncDir says.
+func syncFolder(*os.File) error { return nil }

@@ -36,7 +36,7 @@ const layoutLockPoll = 20 * time.Millisecond
 // layoutStore is a layout folder opened for writing. It reads the layout
 // through oras-go's read-only store over dirFiles, as a layout opened to
 // read is read, and writes every blob and manifest itself, through the
-// layout's folders reached without following a link (openLayoutDir), into
+// layout's folders reached without following a link (layoutDir.sub), into
 // a new file linked to its name: oras-go's writing store read back each
 // manifest it had just written through its own os.DirFS, which follows a
 // link and waits on a FIFO put at the name in that instant, and wrote
@@ -447,7 +447,7 @@ func (l *layoutStore) Push(ctx context.Context, expected ocispec.Descriptor, con
 }
 
 // putBlob writes the blob expected from r into blobs/sha256, reached
-// without following a link (openLayoutDir): into a new file in that
+// without following a link (layoutDir.sub): into a new file in that
 // folder, checked against its size and digest, synced, then linked to its
 // name, which replaces nothing (a file there, a killed or another
 // writer's, is kept).

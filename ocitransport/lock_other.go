@@ -9,15 +9,12 @@ import (
 )
 
 // tryLockFile takes the lock of the layout whose root folder is top by
-// creating its lock file LayoutLockFile (O_CREATE|O_EXCL), removed at
-// unlock: a process killed while holding it leaves it, and the operator
-// removes it (the error names it). ok is false when another holds it.
+// creating its lock file LayoutLockFile (O_CREATE|O_EXCL) in the very
+// folder held, removed at unlock: a process killed while holding it
+// leaves it, and the operator removes it (the error names it). ok is
+// false when another holds it.
 func tryLockFile(top *layoutDir) (unlock func(), ok bool, err error) {
-	p, err := top.at(LayoutLockFile)
-	if err != nil {
-		return nil, false, err
-	}
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := top.root.OpenFile(LayoutLockFile, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, false, nil
 	}
@@ -25,7 +22,7 @@ func tryLockFile(top *layoutDir) (unlock func(), ok bool, err error) {
 		return nil, false, err
 	}
 	f.Close()
-	return func() { os.Remove(p) }, true, nil
+	return func() { top.root.Remove(LayoutLockFile) }, true, nil
 }
 
 // tryLockFolder takes no lock here (no flock): only a temporary layout

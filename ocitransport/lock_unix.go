@@ -45,26 +45,25 @@ func tryLockFile(top *layoutDir) (unlock func(), ok bool, err error) {
 	}, true, nil
 }
 
-// openLockFile opens (creates) the lock file in top: relative to the
-// folder's descriptor where it is held, else by its path.
+// openLockFile opens (creates) the lock file in top, relative to the
+// descriptor of the very folder held (openat on it: the layout's path is
+// not looked up again, and a link at the name is never followed).
 func openLockFile(top *layoutDir) (*os.File, error) {
 	const flag = unix.O_RDONLY | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	if top.fd == nil {
-		p, err := top.at(LayoutLockFile)
-		if err != nil {
-			return nil, err
-		}
-		return os.OpenFile(p, flag, 0o644)
+	d, err := top.root.Open(".")
+	if err != nil {
+		return nil, err
 	}
+	defer d.Close()
 	for {
-		fd, err := unix.Openat(int(top.fd.Fd()), LayoutLockFile, flag, 0o644)
+		fd, err := unix.Openat(int(d.Fd()), LayoutLockFile, flag, 0o644)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return nil, &os.PathError{Op: "open", Path: LayoutLockFile, Err: err}
 		}
-		return os.NewFile(uintptr(fd), filepath.Join(top.fd.Name(), LayoutLockFile)), nil
+		return os.NewFile(uintptr(fd), filepath.Join(top.root.Name(), LayoutLockFile)), nil
 	}
 }
 

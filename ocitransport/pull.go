@@ -110,8 +110,12 @@ func (a *Artifact) checkFile(hw *hashWriter) error {
 
 // PullFile writes the bundle file of a to path: into a temporary file next
 // to it (bundlebuild.CreateTemp: named and locked as the house's temporary
-// files), renamed over path only when every check passed. On an error
-// nothing is written at path.
+// files), synced, renamed over path only when every check passed, and
+// path's folder synced after the rename, so that the new name is durable
+// when PullFile returns (renameSynced, docs/SPEC-DECISIONS.md OCI-26). On
+// an error nothing is written at path, but for a folder that could not be
+// synced (io_error: the file is at path, its name perhaps not yet
+// durable).
 func (e *Endpoint) PullFile(ctx context.Context, a *Artifact, path string) (err error) {
 	f, err := bundlebuild.CreateTemp(filepath.Dir(path), "pull")
 	if err != nil {
@@ -135,7 +139,11 @@ func (e *Endpoint) PullFile(ctx context.Context, a *Artifact, path string) (err 
 	if err = os.Chmod(f.Name(), 0o644); err != nil {
 		return fail(ErrIO, "cannot write the output file").WithCause(err)
 	}
-	if err = os.Rename(f.Name(), path); err != nil {
+	renamed, err := renameSynced(f.Name(), path, &e.o, "pull")
+	if err != nil && renamed {
+		return fail(ErrIO, "the output file was written, but its folder could not be synced").WithCause(err)
+	}
+	if err != nil {
 		return fail(ErrIO, "cannot write the output file").WithCause(err)
 	}
 	return nil

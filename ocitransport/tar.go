@@ -86,20 +86,39 @@ func (e *Endpoint) Commit() error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	renamed := false
 	if err == nil {
-		err = os.Rename(f.Name(), e.loc.Path)
+		renamed, err = renameSynced(f.Name(), e.loc.Path, &e.o, "tar")
 	}
-	if err != nil {
+	if err != nil && !renamed {
 		os.Remove(f.Name())
 		return fail(ErrIO, "cannot write the tar").WithCause(err)
 	}
-	e.o.traced("renamed:tar")
-	if err := regfile.SyncDir(filepath.Dir(e.loc.Path)); err != nil {
+	if err != nil {
 		e.Close()
 		return fail(ErrIO, "the tar was written, but its folder could not be synced").WithCause(err)
 	}
-	e.o.traced("synced:tar-folder")
 	return e.Close()
+}
+
+// renameSynced renames tmp, a complete file already synced, over path,
+// then syncs the folder holding path (regfile.SyncDir), so that the new
+// name is durable when it returns: a power loss cannot leave the old
+// file, or none, at path after a success was reported
+// (docs/SPEC-DECISIONS.md OCI-25, OCI-26). It serves a tar's Commit and
+// PullFile; what names the file in o's trace ("renamed:WHAT",
+// "synced:WHAT-folder"). renamed says whether path holds the file: true
+// with an error when only the folder's sync failed.
+func renameSynced(tmp, path string, o *Options, what string) (renamed bool, err error) {
+	if err := os.Rename(tmp, path); err != nil {
+		return false, err
+	}
+	o.traced("renamed:" + what)
+	if err := regfile.SyncDir(filepath.Dir(path)); err != nil {
+		return true, err
+	}
+	o.traced("synced:" + what + "-folder")
+	return true, nil
 }
 
 func writeTar(w io.Writer, root string) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 	"github.com/ampbundle/ampbundle/ocitransport"
 )
 
@@ -105,13 +106,22 @@ A pull checks the transport, not the publisher: 'ampbundle import' (or
 	}
 }
 
-// pullStatement writes a statement's blob to out: a temporary file
-// renamed over out once complete.
-func pullStatement(ctx context.Context, src *ocitransport.Endpoint, a *ocitransport.Artifact, out string) (err error) {
+// pullStatement writes a statement's blob to out (writePulled).
+func pullStatement(ctx context.Context, src *ocitransport.Endpoint, a *ocitransport.Artifact, out string) error {
 	data, err := src.Statement(ctx, a)
 	if err != nil {
 		return err
 	}
+	return writePulled(data, out, regfile.SyncDir)
+}
+
+// writePulled writes data to out: a temporary file, synced, renamed over
+// out once complete, then out's folder synced by syncDir (regfile.SyncDir;
+// a test's recorder), so that the new name is durable when it returns, as
+// a bundle's (ocitransport's PullFile; docs/SPEC-DECISIONS.md OCI-26). A
+// folder that cannot be synced is io_error: the file is at out, its name
+// perhaps not yet durable.
+func writePulled(data []byte, out string, syncDir func(dir string) error) (err error) {
 	f, err := bundlebuild.CreateTemp(filepath.Dir(out), "pull")
 	if err != nil {
 		return cliutil.Failf("io_error", "cannot create the output file").WithCause(err)
@@ -136,6 +146,9 @@ func pullStatement(ctx context.Context, src *ocitransport.Endpoint, a *ocitransp
 	}
 	if err != nil {
 		return cliutil.Failf("io_error", "cannot write the output file").WithCause(err)
+	}
+	if err = syncDir(filepath.Dir(out)); err != nil {
+		return cliutil.Failf("io_error", "the output file was written, but its folder could not be synced").WithCause(err)
 	}
 	return nil
 }
