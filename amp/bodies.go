@@ -153,8 +153,10 @@ func DecodeError(body []byte) (ErrorBody, error) {
 // ErrorBodyOf returns the ERROR body for err: its code (5001 for an error
 // that carries none), the code's category and retry flag, the safe message
 // (SafeMessage: escaped and bounded, a peer's message handed on included,
-// docs/SPEC-DECISIONS.md TRANSPORT-23) and the details. Nothing of the
-// cause is included.
+// docs/SPEC-DECISIONS.md TRANSPORT-23) and the details (SafeDetails: at
+// most MaxErrorDetails bytes nested at most MaxErrorDetailsDepth deep,
+// else dropped whole, a peer's handed on included, TRANSPORT-24).
+// Nothing of the cause is included.
 func ErrorBodyOf(err error) ErrorBody {
 	e := AsError(err)
 	code := e.Code
@@ -162,13 +164,7 @@ func ErrorBodyOf(err error) ErrorBody {
 		code = CodeInternalError
 	}
 	retry := code.Retryable() && !e.Final
-	b := ErrorBody{Code: code, Category: code.Category(), Message: SafeMessage(e), Retry: &retry}
-	if e.Details != nil {
-		if d, err := Marshal(e.Details); err == nil {
-			b.Details = d
-		}
-	}
-	return b
+	return ErrorBody{Code: code, Category: code.Category(), Message: SafeMessage(e), Details: SafeDetails(e), Retry: &retry}
 }
 
 // AsError returns the body as an *Error (for a client that received it).

@@ -523,30 +523,43 @@ type ResultError struct {
 }
 
 // NewErrorResult returns the CAP_RESULT(status="error") for err: its code
-// (5001 for an error that carries none), name, safe message and details
-// (dropped if they cannot be encoded). Nothing of the cause is included.
+// (5001 for an error that carries none), its name when it has one, its
+// safe message and its details. What it signs is bounded whoever wrote
+// the error, a provider whose error a handler hands on included
+// (docs/SPEC-DECISIONS.md TRANSPORT-23, TRANSPORT-24): the name is
+// amp.SafeName's (a name amp.ValidErrName refuses becomes the code's),
+// the message amp.SafeMessage's (escaped, at most amp.MaxErrorText
+// bytes), the details amp.SafeDetails' (at most amp.MaxErrorDetails
+// bytes of well-formed CBOR nested at most amp.MaxErrorDetailsDepth
+// deep, else dropped whole, as are details that cannot be encoded).
+// Nothing of the cause is included.
 func NewErrorResult(err error) Result {
 	e := amp.AsError(err)
-	re := &ResultError{Code: e.Code, Name: string(e.Name), Message: amp.SafeMessage(e)}
+	re := &ResultError{Code: e.Code, Message: amp.SafeMessage(e), Details: amp.SafeDetails(e)}
+	if e.Name != "" {
+		re.Name = string(amp.SafeName(e))
+	}
 	if re.Code == 0 {
 		re.Code = amp.CodeInternalError
 		re.Name = ""
-	}
-	if e.Details != nil {
-		if d, err := amp.Marshal(e.Details); err == nil {
-			re.Details = d
-		}
 	}
 	return Result{Status: StatusError, Error: re}
 }
 
 // AsError returns the error of a failed invocation as an *amp.Error, for
-// the caller that received it. Details stay raw CBOR.
+// the caller that received it: the provider's code, message and details
+// (raw CBOR) as sent, and its name only when amp.ValidErrName passes it,
+// else the code's (amp.SafeName): an error name is printed first by
+// Error() and compared by errors.Is, and a provider's may be any bytes of
+// any length (docs/SPEC-DECISIONS.md TRANSPORT-18, TRANSPORT-24). The
+// ResultError keeps the provider's name as it came, for a caller that
+// reads it knowing whose it is.
 func (e ResultError) AsError() *amp.Error {
 	out := &amp.Error{Code: e.Code, Name: amp.ErrName(e.Name), Message: e.Message}
 	if out.Name == "" {
 		out.Name = amp.ErrName(e.Code.SnakeName())
 	}
+	out.Name = amp.SafeName(out)
 	if len(e.Details) > 0 {
 		out.Details = e.Details
 	}

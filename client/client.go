@@ -638,11 +638,9 @@ func (c *Client) Invoke(ctx context.Context, inv capability.Invoke) (*capability
 // name is the provider's text, any length and any bytes, which the error's
 // Error() would print first: the error takes its code's name instead, and
 // the provider's stays in the Result's Error.Name, for a caller who reads
-// it knowing whose it is (docs/SPEC-DECISIONS.md TRANSPORT-18).
+// it knowing whose it is (docs/SPEC-DECISIONS.md TRANSPORT-18). The rule
+// is capability.ResultError.AsError's (amp.SafeName, TRANSPORT-24), the
+// one an agent that hands the error on and the MCP bridge apply too.
 func providerError(re capability.ResultError) *amp.Error {
-	e := re.AsError()
-	if !amp.ValidErrName(string(e.Name)) {
-		e.Name = amp.ErrName(e.Code.SnakeName())
-	}
-	return e
+	return re.AsError()
 }

@@ -114,6 +114,11 @@ func (b *Bridge) call(ctx context.Context, principal string, p *mcp.CallToolPara
 	if r.Status != capability.StatusSuccess || r.Error != nil {
 		e := amp.Named(amp.CodeInternalError, "", "the capability failed")
 		if r.Error != nil {
+			// The reply's name and message as the Agent signed them:
+			// a reply another Agent built, or one the idempotency
+			// ledger kept from before TRANSPORT-24, may carry a
+			// provider's name as sent; errorResult prints it only
+			// when it is a name (amp.SafeName).
 			e = amp.Named(r.Error.Code, amp.ErrName(r.Error.Name), "%s", r.Error.Message)
 		}
 		return errorResult(e, rm)
@@ -197,16 +202,25 @@ func callMeta(m mcp.Meta) (key string, timeout time.Duration, err error) {
 
 // errorResult is an isError result: the text says the code, name and
 // message (never raw input), _meta[MetaKey] carries them and, when the
-// agent signed one, the reply.
+// agent signed one, the reply. The name is amp.SafeName's (a name that
+// is not one, a provider's as sent, becomes the code's) and the message
+// amp.SafeMessage's (escaped and bounded): both may come from a
+// provider's CAP_RESULT error that a handler handed on, and the MCP host
+// shows them to a model or a person (docs/SPEC-DECISIONS.md
+// TRANSPORT-24).
 func errorResult(err error, rm *ResultMeta) *mcp.CallToolResult {
 	e := amp.AsError(err)
 	if rm == nil {
 		rm = &ResultMeta{}
 	}
-	rm.Code, rm.Name = uint16(e.Code), string(e.Name)
-	text := fmt.Sprintf("error %d", e.Code)
+	name := ""
 	if e.Name != "" {
-		text += " " + string(e.Name)
+		name = string(amp.SafeName(e))
+	}
+	rm.Code, rm.Name = uint16(e.Code), name
+	text := fmt.Sprintf("error %d", e.Code)
+	if name != "" {
+		text += " " + name
 	}
 	text += ": " + amp.SafeMessage(e)
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}, Meta: mcp.Meta{MetaKey: rm}}
