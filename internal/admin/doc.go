@@ -14,8 +14,8 @@
 // request and answer, and the resolver.Store call that performs it. The
 // server (NewHandler) serves each entry, and a Registry runs each on a
 // local store or, as a Client, through the socket: a new operation is an
-// entry and a Registry method. docs/CLI.md §1.7 lists the routes (a test
-// keeps the two alike).
+// entry and a Registry method. docs/FORMAT.md, "Admin socket protocol",
+// lists the routes (a test keeps the two alike).
 //
 // JSON field names are snake_case (resolver.Bundle, resolver.ImportResult,
 // resolver.AuditEntry, resolver.Problem); byte fields of audit entries are

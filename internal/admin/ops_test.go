@@ -20,27 +20,37 @@ import (
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
-// documentedRoutes returns the routes of the table in docs/CLI.md's
-// section "The admin socket", as "METHOD /path".
+// documentedRoutes returns the routes of the table in docs/FORMAT.md's
+// section "Admin socket protocol" (to which docs/CLI.md §1.7 points), as
+// "METHOD /path".
 func documentedRoutes(t *testing.T) map[string]bool {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "docs", "CLI.md"))
+	f, err := os.Open(filepath.Join("..", "..", "docs", "FORMAT.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	routes := map[string]bool{}
-	in := false
+	level := 0 // the section's heading level while in it, else 0
 	row := regexp.MustCompile("^\\| `(GET|POST) ")
 	path := regexp.MustCompile("/v1/[a-z/]*[a-z]")
-	for sc := bufio.NewScanner(f); sc.Scan(); {
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20) // a table row may be long
+	for sc.Scan() {
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "#"):
-			// The section on the admin socket (§1.7 today), found by its
-			// title so that renumbering does not lose it.
-			in = strings.HasSuffix(strings.ToLower(line), "the admin socket")
-		case in && row.MatchString(line):
+			// The section, found by its title so that moving or
+			// renumbering it does not lose it; it ends at the next
+			// heading of its level or a higher one.
+			n := len(line) - len(strings.TrimLeft(line, "#"))
+			switch {
+			case strings.HasSuffix(strings.ToLower(line), " admin socket protocol"):
+				level = n
+			case n <= level:
+				level = 0
+			}
+		case level > 0 && row.MatchString(line):
 			method := row.FindStringSubmatch(line)[1]
 			cell := strings.SplitN(line, "|", 3)[1]
 			for _, p := range path.FindAllString(cell, -1) {
@@ -48,8 +58,11 @@ func documentedRoutes(t *testing.T) map[string]bool {
 			}
 		}
 	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
 	if len(routes) == 0 {
-		t.Fatal("docs/CLI.md §1.7 lists no route")
+		t.Fatal(`docs/FORMAT.md "Admin socket protocol" lists no route`)
 	}
 	return routes
 }
@@ -78,7 +91,7 @@ func TestEveryOperationIsServedCalledAndDocumented(t *testing.T) {
 		}
 		seen[route] = true
 		if !docs[route] {
-			t.Errorf("%s (%s) is not in docs/CLI.md §1.7's table", route, spec.Name)
+			t.Errorf("%s (%s) is not in the table of docs/FORMAT.md, \"Admin socket protocol\"", route, spec.Name)
 		}
 		for _, name := range append([]string{spec.Name}, spec.Also...) {
 			if _, ok := reg.MethodByName(name); !ok {
@@ -105,7 +118,7 @@ func TestEveryOperationIsServedCalledAndDocumented(t *testing.T) {
 	}
 	for route := range docs {
 		if !seen[route] {
-			t.Errorf("docs/CLI.md §1.7 lists %s, which no operation serves", route)
+			t.Errorf("docs/FORMAT.md, \"Admin socket protocol\", lists %s, which no operation serves", route)
 		}
 	}
 }

@@ -34,7 +34,7 @@ type Server struct {
 // when path is empty) is created with mode 0600, only connections from
 // the process's own user are served, and every change goes through the
 // same resolver.Store methods as offline: verified, atomic and audited.
-// The protocol is docs/CLI.md §1.7's.
+// The protocol is docs/FORMAT.md's "Admin socket protocol".
 //
 // It refuses (admin_socket) when another process already answers on the
 // socket; a socket file left by a process that is gone is replaced. Unix
