@@ -1,4 +1,4 @@
-//go:build !windows
+//go:build !windows && !unix
 
 package keyfile
 
@@ -8,10 +8,8 @@ import (
 )
 
 // judgeOpenFile refuses a file whose mode gives group or others any
-// access (ErrInsecureKeyFile): here the mode bits are the access rights.
+// access (ErrInsecureKeyFile). Where files have no owner this package can
+// read (neither Unix nor Windows), the mode alone is judged.
 func judgeOpenFile(_ *os.File, st fs.FileInfo, what string) error {
-	if st.Mode().Perm()&0o077 != 0 {
-		return fail(ErrInsecureKeyFile, "%s is readable or writable by group or others (mode %04o); run chmod 600 on it", what, st.Mode().Perm())
-	}
-	return nil
+	return judgeMode(st.Mode().Perm(), what)
 }

@@ -15,8 +15,9 @@
 // Public keys are PKIX (SubjectPublicKeyInfo) as a PEM "PUBLIC KEY" block
 // or DER, or a did:key.
 //
-// A private key file that group or others can read is refused (on
-// Windows, judged by its owner and access list: CheckOwnerOnly): a leaked
+// A private key file that group or others can read, or that another user
+// than the reader (or root) owns, is refused (on Windows, judged by its
+// owner and access list: CheckOwnerOnly): a leaked
 // publisher or agent key is the one failure the air gap cannot contain.
 // Key files are read only when they are regular files (OpenRegular): what
 // a key's path leads to is examined before it is opened, so a FIFO or a

@@ -28,7 +28,7 @@ const (
 	// ErrKeyUnreadable: the file cannot be opened, stat'd or read.
 	ErrKeyUnreadable amp.ErrName = "key_unreadable"
 	// ErrInsecureKeyFile: a private key file that group or others may read
-	// or write.
+	// or write, or that another user owns (CheckOwnerOnly).
 	ErrInsecureKeyFile amp.ErrName = "insecure_key_file"
 	// ErrInvalidKeyFile: the file is not a key file this package reads.
 	ErrInvalidKeyFile amp.ErrName = "invalid_key_file"
@@ -191,8 +191,9 @@ func ReadPrivateWith(path string, o Options) (*Keys, error) {
 // CheckOwnerOnly refuses (ErrInsecureKeyFile) the open file f, with st
 // its FileInfo, unless only its owner may read or write it; what names
 // it at the start of the message ("private key file"). Where mode bits
-// are access rights, a mode giving group or others anything is refused
-// ("run chmod 600"). On Windows, where os.Stat reports 0666 for every
+// are access rights (Unix), the owner must be this process's effective
+// user or root, and a mode giving group or others anything is refused
+// ("run chmod 600"; docs/SPEC-DECISIONS.md, CLI-53). On Windows, where os.Stat reports 0666 for every
 // writable file, f's security descriptor is judged, read from f's handle
 // (never reopened by name): the owner must be this process's user,
 // SYSTEM or Administrators, the access list must exist, and no allow

@@ -379,8 +379,8 @@ func mcpAuth(c *cli.Context, addr string) (*tls.Config, []mcpbridge.Token, error
 }
 
 // readOwnerOnly reads the file at path, at most max bytes, once it has
-// judged the open file owner-only (keyfile.CheckOwnerOnly: its mode, or on
-// Windows its access list, CLI-51): the file judged is the file read, and
+// judged the open file owner-only (keyfile.CheckOwnerOnly: its owner and
+// mode, CLI-53, or on Windows its access list, CLI-51): the file judged is the file read, and
 // one others may read is token_file_exposed.
 func readOwnerOnly(path string, max int64, what string) ([]byte, error) {
 	// regfile.Open examines what the path leads to before opening it: a
@@ -396,7 +396,7 @@ func readOwnerOnly(path string, max int64, what string) ([]byte, error) {
 	defer f.Close()
 	if err := keyfile.CheckOwnerOnly(f, st, "the "+what); err != nil {
 		if amp.NameOf(err) == keyfile.ErrInsecureKeyFile {
-			return nil, cliutil.WithHint(cliutil.Failf("token_file_exposed", "the %s is readable by other users", what), "allow only the agent's user to read it (chmod 600 the file)")
+			return nil, cliutil.WithHint(cliutil.Failf("token_file_exposed", "the %s is readable by other users, or owned by one", what), "make the file the agent's user's (chown), readable by it alone (chmod 600)")
 		}
 		return nil, err
 	}
