@@ -291,6 +291,12 @@ func killAdopted(ops reapOps) error {
 				break // children left, alive
 			}
 			progress = true
+			// Orphans that exit as fast as they are reaped (chains that
+			// fork and exit) would keep this loop from ever killing:
+			// the whole bound holds here too.
+			if ops.now().Sub(start) >= reapLimit {
+				return &abandonedError{limit: reapLimit}
+			}
 		}
 		pids, err := ops.children()
 		if err != nil {

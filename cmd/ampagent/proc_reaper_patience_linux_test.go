@@ -84,6 +84,7 @@ func (f *fakeChildren) ops() reapOps {
 // names that is not the reaper's child is never killed (CLI-48).
 func TestReaperGivesUpOnChildrenThatCannotDieWithoutSpinning(t *testing.T) {
 	t.Run("a fork chain", testReaperGivesUpOnAForkChain)
+	t.Run("orphans exiting as fast as they are reaped", testReaperGivesUpOnEndlessExits)
 	for _, tc := range []struct {
 		name        string
 		alive       []int
@@ -161,5 +162,38 @@ func testReaperGivesUpOnAForkChain(t *testing.T) {
 	}
 	if reapLimit >= 2*time.Second {
 		t.Errorf("reapLimit %s is not under os/exec's WaitDelay (2 s) the agent gives the reaper", reapLimit)
+	}
+}
+
+// testReaperGivesUpOnEndlessExits: attack: chains that fork and exit
+// hand the reaper an exited orphan every time it reaps. Its inner loop
+// reaped them one after another without ever looking at the clock or
+// killing anyone, for as long as the chains ran: the whole bound
+// (reapLimit) was checked only between rounds. It now holds inside the
+// loop too. Each reap here takes 10 µs of the fake clock.
+func testReaperGivesUpOnEndlessExits(t *testing.T) {
+	clock, reaps := time.Unix(0, 0), 0
+	ops := reapOps{
+		reap: func() (int, error) {
+			reaps++
+			if reaps > 1_000_000 {
+				t.Fatalf("killAdopted reaped %d orphans over %s of its clock: its bound does not hold", reaps, clock.Sub(time.Unix(0, 0)))
+			}
+			clock = clock.Add(10 * time.Microsecond)
+			return 1000 + reaps, nil
+		},
+		children: func() ([]int, error) { return nil, nil },
+		isChild:  func(int) bool { return false },
+		kill:     func(int) {},
+		now:      func() time.Time { return clock },
+		sleep:    func(d time.Duration) { clock = clock.Add(d) },
+	}
+	err := killAdopted(ops)
+	var ae *abandonedError
+	if !errors.As(err, &ae) || ae.limit != reapLimit {
+		t.Fatalf("killAdopted: %v, want it to give up after %s in all", err, reapLimit)
+	}
+	if took := clock.Sub(time.Unix(0, 0)); took > reapLimit+time.Millisecond {
+		t.Errorf("killAdopted held the invocation %s, bound %s", took, reapLimit)
 	}
 }
