@@ -258,12 +258,15 @@ func (h *HTTPEndpoint) Stats() HTTPStats {
 }
 
 // jsonError answers an HTTP-level refusal: a JSON object with the AMP
-// code and name, never an echo of the request.
+// code and name, never an echo of the request. The name and message go
+// through amp.SafeName and amp.SafeMessage, the rule every printed error
+// follows (docs/SPEC-DECISIONS.md TRANSPORT-24), though each caller
+// names its refusal itself today.
 func jsonError(w http.ResponseWriter, status int, err *amp.Error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	body, _ := json.Marshal(map[string]any{"error": map[string]any{"code": uint16(err.Code), "name": string(err.Name), "message": amp.SafeMessage(err)}})
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{"code": uint16(err.Code), "name": string(amp.SafeName(err)), "message": amp.SafeMessage(err)}})
 	w.Write(append(body, '\n'))
 }
 
