@@ -115,8 +115,11 @@ func (a *Artifact) checkFile(hw *hashWriter) error {
 // when PullFile returns (renameSynced, docs/SPEC-DECISIONS.md OCI-26). On
 // an error nothing is written at path, but for a folder that could not be
 // synced (io_error: the file is at path, its name perhaps not yet
-// durable).
+// durable). The house's temporary files that killed writers left in
+// path's folder (stale, unlocked: bundlebuild.RemoveStaleTemps) are
+// removed first.
 func (e *Endpoint) PullFile(ctx context.Context, a *Artifact, path string) (err error) {
+	bundlebuild.RemoveStaleTemps(filepath.Dir(path), e.o.Now())
 	f, err := bundlebuild.CreateTemp(filepath.Dir(path), "pull")
 	if err != nil {
 		return fail(ErrIO, "cannot create the output file").WithCause(err)

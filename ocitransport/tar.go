@@ -17,10 +17,14 @@ import (
 // tar (".NAME.layout-DIGITS", NAME the tar's name), held locked while it
 // is in use, starting from the tar's current bundles (with their
 // statements) when it exists. Commit writes the tar. Such folders of the
-// tar that killed writers left are removed first (removeStaleTarTemps).
+// tar that killed writers left are removed first (removeStaleTarTemps),
+// and so are the house's temporary files a killed Commit or PullFile left
+// in the folder (.ampbundle-ocitar-DIGITS.tmp and the like:
+// bundlebuild.RemoveStaleTemps, stale and unlocked only).
 func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 	dir, name := absDir(e.loc.Path), filepath.Base(e.loc.Path)
 	removeStaleTarTemps(dir, name, e.o.Now())
+	bundlebuild.RemoveStaleTemps(dir, e.o.Now())
 	tmp, err := os.MkdirTemp(dir, layoutTempPrefix(name)+"*")
 	if err != nil {
 		return nil, fail(ErrIO, "cannot create a temporary folder next to the tar").WithCause(err)
