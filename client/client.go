@@ -201,16 +201,24 @@ func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Excha
 // among others (docs/SPEC-DECISIONS.md TRANSPORT-22), and for no
 // recipient when the message does not name the peer: a relay's (or any
 // intermediary's) word is at most that it accepted the message, RFC 001
-// §16.1 (TRANSPORT-23). retryable: the
-// reply is a signed ERROR that asks for a retry, the answer only until
-// the caller sends the message again (Send reopens it).
+// §16.1 (TRANSPORT-23); but that its signed ERROR refusing the message
+// for good (refusedForGood) ends the recipients still waiting as refused,
+// freeing their shares (TRANSPORT-25). Only a reply verify passed comes
+// here: signed by the peer's key, from the peer, to the caller, reply_to
+// the request's id. retryable: the reply is a signed ERROR that asks for
+// a retry, the answer only until the caller sends the message again
+// (Send reopens it).
 func (c *Client) record(id amp.ID, reply *amp.Message, retryable bool) {
 	switch {
 	case c.cfg.Outbox == nil:
 	case reply.Type == amp.TypeAck:
 		c.cfg.Outbox.Delivered(id)
+	case retryable:
+		c.cfg.Outbox.answered(id, c.cfg.Peer, retryAnswer)
+	case refusedForGood(reply):
+		c.cfg.Outbox.answered(id, c.cfg.Peer, finalRefusal)
 	default:
-		c.cfg.Outbox.answered(id, c.cfg.Peer, retryable)
+		c.cfg.Outbox.answered(id, c.cfg.Peer, plainAnswer)
 	}
 }
 
@@ -274,6 +282,21 @@ func replyError(reply *amp.Message) (again bool, err error) {
 		return false, err
 	}
 	return eb.Retry != nil && *eb.Retry, eb.AsError()
+}
+
+// refusedForGood reports whether the verified reply is an ERROR that no
+// retry of the same message may change: its body decodes, it does not
+// ask for a retry, and its code is not retryable (amp.Code.Retryable,
+// the Retry column of RFC 001 §15.3: 2001 recipient_not_found, 2002,
+// 2003, 3005 and every 5xxx are not final, whatever the flag says).
+// Either word for a retry keeps the message waiting
+// (docs/SPEC-DECISIONS.md TRANSPORT-25).
+func refusedForGood(reply *amp.Message) bool {
+	if reply.Type != amp.TypeError {
+		return false
+	}
+	eb, err := amp.DecodeError(reply.Body)
+	return err == nil && (eb.Retry == nil || !*eb.Retry) && !eb.Code.Retryable()
 }
 
 // retryAfterer is the cause a transport gives a busy refusal that named a

@@ -18,12 +18,14 @@
 // for one message and then invokes (docs/SPEC-DECISIONS.md STREAM-6).
 //
 // Outbox keeps outbound messages until they are answered, confirmed by a
-// report (ACK, PROC_OK, PROC_FAIL, ERROR: RFC 001 §16.1 ack_source rules)
-// or expired (§16.5), and exposes their state; its Receive method takes
-// the Receipts an agent hands over (agent.Config.Receipts). A relay ACK
-// counts only from a relay that the sender's or the recipient's DID
-// document lists as an AgentMessagingRelay service (ReadDIDDocuments reads
-// the operator's files; docs/SPEC-DECISIONS.md REPORT-2).
+// report (ACK, PROC_OK, PROC_FAIL, ERROR: RFC 001 §16.1 ack_source rules),
+// refused for good by the relay they went through (docs/SPEC-DECISIONS.md
+// TRANSPORT-25) or expired (§16.5), and exposes their state; its Receive
+// method takes the Receipts an agent hands over (agent.Config.Receipts).
+// A relay ACK counts only from a relay that the sender's or the
+// recipient's DID document lists as an AgentMessagingRelay service
+// (ReadDIDDocuments reads the operator's files; docs/SPEC-DECISIONS.md
+// REPORT-2).
 //
 // The package depends on amp and capability only: a program that only
 // calls agents links neither the agent runtime, nor the registry's

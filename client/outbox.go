@@ -14,19 +14,23 @@ import (
 type OutState int
 
 // Outbound message states. Delivered, Processed and Failed come from
-// reports; Answered from a synchronous reply; Expired from the clock.
+// reports; Answered from a synchronous reply; Failed also from a relay's
+// final refusal; Expired from the clock.
 //
 // A message to several recipients is final once each of them settled it:
 // by its final report (PROC_OK, PROC_FAIL, ERROR), or, for the Client's
 // peer when it is one of them, by its synchronous answer; a peer that is
 // none of them (a relay) settles none (docs/SPEC-DECISIONS.md
-// TRANSPORT-19, TRANSPORT-22, TRANSPORT-23). Until then it is
-// OutDelivered once one of them did (or an ACK came).
+// TRANSPORT-19, TRANSPORT-22, TRANSPORT-23), but that its signed ERROR
+// refusing the message for good, before any ACK, ends the recipients
+// still unsettled as refused (OutFailed, their shares freed; not their
+// word: a report of theirs is still taken, TRANSPORT-25). Until then it
+// is OutDelivered once one of them did (or an ACK came).
 const (
 	OutSent      OutState = iota // sent, nothing heard yet
 	OutDelivered                 // an ACK that passed the §16.1 rules, or some recipients settled
 	OutProcessed                 // PROC_OK from every recipient
-	OutFailed                    // PROC_FAIL or ERROR reported by a recipient
+	OutFailed                    // PROC_FAIL or ERROR reported by a recipient, or refused for good by a relay
 	OutAnswered                  // a verified synchronous reply (an ERROR included), no report failed
 	OutExpired                   // ts + ttl passed with no final report
 )
@@ -39,6 +43,7 @@ const (
 	byReport                    // its final report (PROC_OK, PROC_FAIL, ERROR)
 	byAnswer                    // the peer's synchronous answer
 	byRetry                     // the peer's signed ERROR asking for a retry, until the caller's retry (Add)
+	byRefusal                   // a relay's final refusal: no word of the recipient's, its report is still taken; until the caller's retry (Add)
 )
 
 // Outbound is the state of one outbound message.
@@ -55,7 +60,10 @@ type Outbound struct {
 	// several recipients it is the last final report (PROC_OK, PROC_FAIL,
 	// ERROR) of one of them, never an ACK once one came, and the first
 	// failure's once one failed: an OutFailed entry's Report names a
-	// recipient that failed (TRANSPORT-19).
+	// recipient that failed (TRANSPORT-19), or, when none failed and a
+	// relay refused the message for good, is nil or a recipient's PROC_OK
+	// (the relay's ERROR is no recipient's report: Send returned it,
+	// TRANSPORT-25).
 	Report *amp.Message
 	// rcpts are the message's distinct recipients (bare DIDs, sorted);
 	// settled[i]: how rcpts[i] settled the entry (unsettled: it still
@@ -69,16 +77,17 @@ type Outbound struct {
 }
 
 // update sets e.State from its recipients' settlements: final once all
-// settled (OutFailed when a report failed, else OutAnswered when a
-// synchronous answer settled one, else OutProcessed), OutDelivered while
-// some settled or an ACK came, else OutSent.
+// settled (OutFailed when a report failed or a relay's refusal settled
+// one, else OutAnswered when a synchronous answer settled one, else
+// OutProcessed), OutDelivered while some settled or an ACK came, else
+// OutSent.
 func (e *Outbound) update() {
 	switch {
 	case e.left > 0 && (e.acked || e.left < len(e.rcpts)):
 		e.State = OutDelivered
 	case e.left > 0:
 		e.State = OutSent
-	case e.failed:
+	case e.failed || slices.Contains(e.settled, byRefusal):
 		e.State = OutFailed
 	case slices.Contains(e.settled, byAnswer) || slices.Contains(e.settled, byRetry):
 		e.State = OutAnswered
@@ -107,7 +116,11 @@ func summary(m *amp.Message) *amp.Message {
 // when the peer is none of the message's recipients (a relay or other
 // intermediary, whose word is at most a relay ACK: delivered, RFC 001
 // §16.1); a recipient's report outranks an answer (docs/SPEC-DECISIONS.md
-// TRANSPORT-22, TRANSPORT-23). A report that matches nothing, or breaks a
+// TRANSPORT-22, TRANSPORT-23). Such a peer's signed ERROR that refuses
+// the message for good (no retry may change it), before any ACK, ends
+// the entry OutFailed and frees the shares of the recipients still
+// unsettled, as no word of theirs: their reports are still taken
+// (TRANSPORT-25). A report that matches nothing, or breaks a
 // rule, changes nothing. At most Max messages are kept, and at most
 // MaxPerRecipient naming one recipient that has not reported; expired and
 // confirmed ones make room first. A report is kept as a bounded summary
@@ -274,16 +287,18 @@ func (o *Outbox) shareFullFor(rs []string) error {
 // already holding MaxPerRecipient entries is 5004 recipient_outbox_full,
 // for messages that name it only. A message already kept is a retry of
 // the same message: it changes nothing, but that the recipients a signed
-// ERROR asking for a retry settled are open again, so that the retry's
-// ACK, answer and reports are matched (docs/SPEC-DECISIONS.md
-// TRANSPORT-8, TRANSPORT-22): it stays the one entry, and takes their
-// shares again, refused as a new message would be when one is full.
+// ERROR asking for a retry settled, or a relay's final refusal, are open
+// again, so that the retry's ACK, answer and reports are matched
+// (docs/SPEC-DECISIONS.md TRANSPORT-8, TRANSPORT-22, TRANSPORT-25): it
+// stays the one entry, and takes their shares again, refused as a new
+// message would be when one is full.
 func (o *Outbox) Add(m *amp.Message) error { return o.add(m, "") }
 
 // add is Add for a message sent to peer ("": any), whose retry reopens
-// (reopening) what a retryable answer settled: peer's own recipient when
-// peer is one of them, else every one so settled (a relay's answer
-// settles none, TRANSPORT-23: those were settled through another Client).
+// (reopening) what a retryable answer or a relay's final refusal settled:
+// peer's own recipient when peer is one of them, else every one so
+// settled (a relay's other answers settle none, TRANSPORT-23: those were
+// settled through another Client).
 func (o *Outbox) add(m *amp.Message, peer string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -328,18 +343,20 @@ func (o *Outbox) add(m *amp.Message, peer string) error {
 }
 
 // reopening are the indexes of the recipients of e that a retry of its
-// message to peer ("": any) reopens: those a retryable answer settled
-// (byRetry), peer's alone when peer is one of them.
+// message to peer ("": any) reopens: those a retryable answer or a
+// relay's final refusal settled (byRetry, byRefusal: the retry may go
+// otherwise), peer's alone when peer is one of them.
 func reopening(e *Outbound, peer string) []int {
+	again := func(how settlement) bool { return how == byRetry || how == byRefusal }
 	var out []int
 	if i, found := slices.BinarySearch(e.rcpts, amp.BareDID(peer)); peer != "" && found {
-		if e.settled[i] == byRetry {
+		if again(e.settled[i]) {
 			out = append(out, i)
 		}
 		return out
 	}
 	for i, how := range e.settled {
-		if how == byRetry {
+		if again(how) {
 			out = append(out, i)
 		}
 	}
@@ -377,23 +394,43 @@ func (o *Outbox) Delivered(id amp.ID) {
 // message went to, as the embedder vouches: it settles every recipient
 // that has not reported (OutAnswered unless a report failed). Client
 // records its peer's answer for the peer's own recipient only, and an
-// intermediary's (a peer that is none of the recipients) for none
-// (docs/SPEC-DECISIONS.md TRANSPORT-22, TRANSPORT-23).
-func (o *Outbox) Answered(id amp.ID) { o.answered(id, "", false) }
+// intermediary's (a peer that is none of the recipients) for none, but
+// that its final refusal ends the recipients still waiting as refused
+// (docs/SPEC-DECISIONS.md TRANSPORT-22, TRANSPORT-23, TRANSPORT-25).
+func (o *Outbox) Answered(id amp.ID) { o.answered(id, "", plainAnswer) }
 
-// answered records a verified synchronous reply to id from peer ("":
+// answer is what a verified synchronous reply says of its message, as
+// the Client that verified it classes it (Client.record).
+type answer uint8
+
+const (
+	plainAnswer  answer = iota // any reply but an ACK or the two below
+	retryAnswer                // a signed ERROR that asks for a retry
+	finalRefusal               // a signed ERROR no retry of the same message may change (refusedForGood)
+)
+
+// answered records a verified synchronous reply a to id from peer ("":
 // anyone, Answered). It settles peer's own recipient when peer is one of
 // the message's (a recipient of several answers for itself alone), and
 // none when peer is none of them: a relay or any other intermediary
 // (RFC 001 §1.6) may say that it accepted the message for delivery, an
 // ACK (Delivered, after the §16.1 relay rules), never that a recipient
 // got, processed or answered it (PROC_OK and PROC_FAIL are the
-// recipient's only, §16.1), so its answer, an ERROR included, leaves the
-// entry to the recipients' reports or its ttl (§16.5). It never settles
-// a recipient that reported (its report is its last word, and outranks
-// an answer). retryable: a signed ERROR that asks for a retry, settled
-// until the caller's retry of the message (Add) reopens it.
-func (o *Outbox) answered(id amp.ID, peer string, retryable bool) {
+// recipient's only, §16.1), so its answer leaves the entry to the
+// recipients' reports or its ttl (§16.5). It never settles a recipient
+// that reported (its report is its last word, and outranks an answer).
+// A retryAnswer is settled until the caller's retry of the message (Add)
+// reopens it.
+//
+// An intermediary's finalRefusal is the one exception (TRANSPORT-25): the
+// message will not go by the path the sender chose, so waiting its ttl
+// in the recipients' shares serves nothing. It settles the recipients
+// still unsettled as refused (byRefusal: OutFailed, their shares freed),
+// no word of theirs (their reports are still taken, and the caller's
+// retry reopens them), and only while no ACK came: once an ACK said the
+// message was accepted for delivery, a refusal (of a retry of it) no
+// longer says it will not be delivered.
+func (o *Outbox) answered(id amp.ID, peer string, a answer) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e, ok := o.m[id]
@@ -401,7 +438,7 @@ func (o *Outbox) answered(id amp.ID, peer string, retryable bool) {
 		return
 	}
 	how := byAnswer
-	if retryable {
+	if a == retryAnswer {
 		how = byRetry
 	}
 	i, found := slices.BinarySearch(e.rcpts, amp.BareDID(peer))
@@ -412,8 +449,14 @@ func (o *Outbox) answered(id amp.ID, peer string, retryable bool) {
 				o.settle(e, i, how)
 			}
 		}
-	case !found: // an intermediary: settles no recipient
+	case !found && (a != finalRefusal || e.acked): // an intermediary: settles no recipient
 		return
+	case !found:
+		for i, was := range e.settled {
+			if was == unsettled {
+				o.settle(e, i, byRefusal)
+			}
+		}
 	case e.settled[i] != byReport:
 		o.settle(e, i, how)
 	}
@@ -462,17 +505,19 @@ func (o *Outbox) Receive(_ context.Context, r Receipt) bool {
 // reported records the final report m (PROC_OK, PROC_FAIL, ERROR) of one
 // recipient of e: only a recipient that has not reported yet counts, and
 // for itself alone (docs/SPEC-DECISIONS.md TRANSPORT-19), and not one a
-// synchronous answer settled, but for an answer that asked for a retry:
-// the report is the recipient's last word and outranks it, so that the
-// caller's retry (Add) reopens nothing it reported on (TRANSPORT-22). Its
-// share of the entry is freed at once; the entry is final (OutProcessed,
-// or OutFailed when any recipient's report was not PROC_OK) once every
-// recipient settled, and OutDelivered until then. It becomes the entry's
-// Report unless a recipient failed before, so that a failed entry's
-// Report is its first failure's (o.mu held).
+// synchronous answer settled, but for an answer that asked for a retry
+// or a relay's final refusal: the report is the recipient's last word
+// and outranks them, so that the caller's retry (Add) reopens nothing it
+// reported on (TRANSPORT-22, TRANSPORT-25). Its share of the entry is
+// freed at once (a refused one's already was); the entry is final
+// (OutProcessed, or OutFailed when any recipient's report was not
+// PROC_OK or one is left refused) once every recipient settled, and
+// OutDelivered until then. It becomes the entry's Report unless a
+// recipient failed before, so that a failed entry's Report is its first
+// failure's (o.mu held).
 func (o *Outbox) reported(e *Outbound, m *amp.Message) bool {
 	i, found := slices.BinarySearch(e.rcpts, amp.BareDID(m.From))
-	if !found || (e.settled[i] != unsettled && e.settled[i] != byRetry) {
+	if !found || (e.settled[i] != unsettled && e.settled[i] != byRetry && e.settled[i] != byRefusal) {
 		return false
 	}
 	o.settle(e, i, byReport)

@@ -19,7 +19,9 @@ import (
 // its answer now settles no recipient; the entry stays OutSent (its ACK:
 // OutDelivered), each recipient keeps its share, and the message is
 // final when the recipients' own reports came (docs/SPEC-DECISIONS.md
-// TRANSPORT-23).
+// TRANSPORT-23). A relay's ERROR that refuses the message for good is
+// the one answer that ends it (refused, not answered: TRANSPORT-25,
+// TestRelayFinalRefusalFreesRecipientShares); a retryable one is here.
 func TestRelaysAnswerCannotSettleTheRecipientsItIsNot(t *testing.T) {
 	p := newParties(t)
 	bob, carol := identity(t, 6), identity(t, 7)
@@ -40,7 +42,6 @@ func TestRelaysAnswerCannotSettleTheRecipientsItIsNot(t *testing.T) {
 	}{
 		{"a pong of its own", amp.TypePong, nil, OutSent},
 		{"a proc_ok it cannot send", amp.TypeProcOK, empty, OutSent},
-		{"a final error", amp.TypeError, errorBody(amp.NewError(amp.CodeBadRequest, "refused")), OutSent},
 		{"a retryable error", amp.TypeError, errorBody(amp.NewError(amp.CodeRelayRejected, "recipient offline")), OutSent},
 		{"its relay ack", amp.TypeAck, ack, OutDelivered},
 	}
