@@ -439,20 +439,15 @@ func checkBlobFiles(lf *layoutFolders) error {
 		return layoutReadError(err)
 	}
 	defer f.Close()
-	for {
-		ents, err := f.ReadDir(1024)
-		for _, e := range ents {
-			if !e.Type().IsRegular() {
-				return fail(ErrLayout, "a blob of the layout is a symbolic link or not a regular file")
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
+	for e, err := range dirEntries(f) {
 		if err != nil {
 			return fail(ErrLayout, "cannot read the OCI layout").WithCause(err)
 		}
+		if !e.Type().IsRegular() {
+			return fail(ErrLayout, "a blob of the layout is a symbolic link or not a regular file")
+		}
 	}
+	return nil
 }
 
 // tarFiles is a layout tar: its entries' headers, read once, and the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"path"
 	"strings"
@@ -54,19 +55,38 @@ func removeStaleIn(d *layoutDir, prefix string, now time.Time) {
 		return
 	}
 	defer f.Close()
-	for {
-		ents, err := f.ReadDir(1024)
-		for _, e := range ents {
-			if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
-				continue
-			}
-			st, err := d.lstat(e.Name())
-			if err == nil && st.Mode().IsRegular() && now.Sub(st.ModTime()) > StaleLayoutTempAge {
-				d.remove(e.Name())
-			}
-		}
-		if err != nil { // io.EOF: all read
+	for e, err := range dirEntries(f) {
+		if err != nil {
 			return
+		}
+		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+			continue
+		}
+		st, err := d.lstat(e.Name())
+		if err == nil && st.Mode().IsRegular() && now.Sub(st.ModTime()) > StaleLayoutTempAge {
+			d.remove(e.Name())
+		}
+	}
+}
+
+// dirEntries yields the entries of the open folder f, read 1,024 at a
+// time (a folder of any size in bounded memory), and then, when reading
+// stopped on anything but the folder's end, that error with a nil entry.
+func dirEntries(f *os.File) iter.Seq2[fs.DirEntry, error] {
+	return func(yield func(fs.DirEntry, error) bool) {
+		for {
+			ents, err := f.ReadDir(1024)
+			for _, e := range ents {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					yield(nil, err)
+				}
+				return
+			}
 		}
 	}
 }
@@ -115,15 +135,12 @@ func removeStaleTarTemps(dir, tarName string, now time.Time) {
 		return
 	}
 	defer f.Close()
-	for {
-		ents, err := f.ReadDir(1024)
-		for _, e := range ents {
-			if e.Type().IsDir() && isLayoutTempName(e.Name(), tarName) {
-				removeStaleTarTemp(root, e.Name(), now)
-			}
-		}
-		if err != nil { // io.EOF: all read
+	for e, err := range dirEntries(f) {
+		if err != nil {
 			return
+		}
+		if e.Type().IsDir() && isLayoutTempName(e.Name(), tarName) {
+			removeStaleTarTemp(root, e.Name(), now)
 		}
 	}
 }
@@ -198,29 +215,24 @@ func newestChange(root *os.Root, name string, st fs.FileInfo, depth int) (newest
 		return newest, false // swapped meanwhile
 	}
 	defer f.Close()
-	for {
-		ents, err := f.ReadDir(1024)
-		for _, e := range ents {
-			p := path.Join(name, e.Name())
-			est, lerr := root.Lstat(p)
-			if lerr != nil {
-				return newest, false
-			}
-			t, ok := newestChange(root, p, est, depth+1)
-			if !ok {
-				return newest, false
-			}
-			if t.After(newest) {
-				newest = t
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			return newest, true
-		}
+	for e, err := range dirEntries(f) {
 		if err != nil {
 			return newest, false
 		}
+		p := path.Join(name, e.Name())
+		est, err := root.Lstat(p)
+		if err != nil {
+			return newest, false
+		}
+		t, ok := newestChange(root, p, est, depth+1)
+		if !ok {
+			return newest, false
+		}
+		if t.After(newest) {
+			newest = t
+		}
 	}
+	return newest, true
 }
 
 // holdsOnlyLayout reports whether the folder d holds nothing but what a
