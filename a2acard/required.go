@@ -96,7 +96,7 @@ func webURLs(card jcs.Object, ifaces []any) error {
 			return notWeb(name)
 		}
 	}
-	if schemes, _ := card.Get("securitySchemes"); !schemeURLs(schemes) {
+	if schemes, _ := card.Get("securitySchemes"); !schemeURLs(schemes, true) {
 		return notWeb("securitySchemes url")
 	}
 	return nil
@@ -115,29 +115,53 @@ var scopesName = jcs.NewSpellings("scopes")
 // schemeURLs reports whether every string member of v, the card's
 // securitySchemes at any depth, named in any spelling a folding reader
 // takes for one of schemeURLNames (token_url, TokenURL) and set (not "",
-// proto3's unset), is a web address (isWebURL); the members of a scopes
-// map are names and descriptions, not read, and a member of another type
-// (a scheme its author named "tokenUrl") is walked into.
-func schemeURLs(v any) bool {
+// proto3's unset), is a web address (isWebURL); a member of another type
+// (a scheme its author named "tokenUrl") is walked into. The members of
+// v are scheme names when schemeNames (securitySchemes itself, a map its
+// author names), and a scheme named "scopes" is a scheme like any other;
+// below it, a member spelt "scopes" is a flow's scopes map (scopeURLs;
+// A2A-17).
+func schemeURLs(v any, schemeNames bool) bool {
 	switch t := v.(type) {
 	case jcs.Object:
 		for _, m := range t {
 			u, isStr := m.Value.(string)
 			switch {
-			case scopesName.Spelt(m.Name):
 			case isStr && u != "" && schemeURLNames.Spelt(m.Name):
 				if !isWebURL(u) {
 					return false
 				}
-			case !schemeURLs(m.Value):
+			case !schemeNames && scopesName.Spelt(m.Name):
+				if !scopeURLs(m.Value) {
+					return false
+				}
+			case !schemeURLs(m.Value, false):
 				return false
 			}
 		}
 	case []any:
 		for _, x := range t {
-			if !schemeURLs(x) {
+			if !schemeURLs(x, false) {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// scopeURLs is schemeURLs of a flow's scopes: a map of scope names to
+// descriptions, whose string values are not read (a scope may be named
+// "tokenUrl"); any other value is no description and is walked as the
+// rest of securitySchemes is, so that nothing a reader may take for a
+// scheme hides under the name (docs/SPEC-DECISIONS.md A2A-17).
+func scopeURLs(v any) bool {
+	o, ok := v.(jcs.Object)
+	if !ok {
+		return schemeURLs(v, false)
+	}
+	for _, m := range o {
+		if _, isStr := m.Value.(string); !isStr && !schemeURLs(m.Value, false) {
+			return false
 		}
 	}
 	return true
