@@ -73,7 +73,8 @@ func required(card jcs.Object) (*Verified, error) {
 }
 
 // webURLs refuses a card whose URL members are not web addresses
-// (A2A-14): each interface's url (what a client dials), and, when set,
+// (A2A-14): each interface's url (what a client dials; a 0.3 card's url
+// and additionalInterfaces' too, A2A-18), and, when set,
 // provider.url, documentationUrl and iconUrl (what a UI links to or
 // fetches), and the URLs of securitySchemes (schemeURLs; A2A-16), must be
 // an absolute http or https URL with a host and without userinfo (no
@@ -83,6 +84,21 @@ func webURLs(card jcs.Object, ifaces []any) error {
 		u, _ := x.(jcs.Object).Get("url") // required checked it is a string
 		if !isWebURL(u) {
 			return notWeb("supportedInterfaces url")
+		}
+	}
+	// A 0.3 card's endpoints: its url and additionalInterfaces' urls,
+	// which a 1.0 reader ignores and a 0.3 reader dials (A2A-18).
+	if u, ok := card.Get("url"); ok && !isWebURL(u) {
+		return notWeb("url")
+	}
+	if more, _ := card.Get("additionalInterfaces"); more != nil {
+		list, _ := more.([]any)
+		for _, x := range list {
+			if o, ok := x.(jcs.Object); ok {
+				if u, ok := o.Get("url"); ok && !isWebURL(u) {
+					return notWeb("additionalInterfaces url")
+				}
+			}
 		}
 	}
 	if p, _ := card.Get("provider"); p != nil {
