@@ -269,8 +269,10 @@ type Schema struct {
 	Truncated bool
 	Err       string
 	// refs are the document's $refs in schema positions (refsOf), read
-	// before any truncation.
-	refs []string
+	// before any truncation; shadowed, the members a later member of
+	// the same name overrides (refsAndShadowed), which are no anchors.
+	refs     []string
+	shadowed [][2]int
 }
 
 // Trust is the store's trust configuration.
@@ -578,7 +580,7 @@ func (m *Model) keepSchema(loc SchemaLoc, data []byte, err error, opts ReadOptio
 		return
 	}
 	s.ID = schemaID(data)
-	s.refs = refsOf(data)
+	s.refs, s.shadowed = refsAndShadowed(data)
 	if len(data) > opts.MaxSchemaBytes {
 		data, s.Truncated = data[:opts.MaxSchemaBytes], true
 	}

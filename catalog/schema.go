@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,7 +10,9 @@ import (
 	"errors"
 	"hash"
 	"io"
+	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -107,6 +110,21 @@ func tableOf(dd int) int {
 // it never sees that "$ref". The printer links the i-th "$ref" it meets
 // with the i-th entry: both walk the same positions in the same order.
 func refsOf(doc []byte) []string {
+	refs, _ := refsAndShadowed(doc)
+	return refs
+}
+
+// refsAndShadowed is refsOf, and the members of the document the
+// validator never reads (shadowed): the spans of member ordinals, in the
+// order the printer meets the members (every object member of the
+// document, nested ones included), of each member a later member of the
+// same name in the same object overrides, with everything inside its
+// value; sorted and merged. The printer gives no anchor to a member in
+// one, so that a link to a pointer ("$ref", a finding) lands on the
+// member the validator reads, never on a decoy of the same pointer
+// before it. Past maxShadowed spans, the rest of the document is one
+// span: no member of it is an anchor.
+func refsAndShadowed(doc []byte) ([]string, [][2]int) {
 	dd := docDraft(doc) // the document is parsed once for its draft
 	w := &refWalk{d: tableOf(dd), known: dd != 0}
 	dec := json.NewDecoder(bytes.NewReader(doc))
@@ -125,7 +143,31 @@ func refsOf(doc []byte) []string {
 		return nd.parent, nd.id, w.readsID(nd), nd.bad
 	})
 	own.closed = own.closed || w.dataID
-	return w.entries(own)
+	return w.entries(own), mergeSpans(w.shadowed)
+}
+
+// maxShadowed bounds the spans of shadowed members a schema keeps
+// (refsAndShadowed): at most 16 bytes each (docs/SPEC-DECISIONS.md
+// CATALOG-33).
+const maxShadowed = 4096
+
+// mergeSpans sorts spans by start and merges those that overlap or
+// touch.
+func mergeSpans(spans [][2]int) [][2]int {
+	if len(spans) == 0 {
+		return nil
+	}
+	slices.SortFunc(spans, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	out := spans[:1]
+	for _, sp := range spans[1:] {
+		last := &out[len(out)-1]
+		if sp[0] <= last[1] {
+			last[1] = max(last[1], sp[1])
+			continue
+		}
+		out = append(out, sp)
+	}
+	return slices.Clip(out)
 }
 
 // refWalk is refsOf's state while it reads a document's tokens: the
@@ -143,6 +185,11 @@ type refWalk struct {
 	// dataID: an "$id" in data (noteValue).
 	dataID bool
 	key    string // the name of the member last read
+	// members counts the object members read, nested ones included;
+	// shadowed are the spans of member ordinals that a later member
+	// of the same name overrides (refsAndShadowed).
+	members  int
+	shadowed [][2]int
 }
 
 // refLevel is an open container of the document.
@@ -157,6 +204,11 @@ type refLevel struct {
 	member string
 	start  int
 	held   map[string][2]int
+	// ord is the ordinal of the member being read (-1: none yet);
+	// spans maps a name already read to the span of member ordinals of
+	// its member and everything in its value.
+	ord   int
+	spans map[string][2]int
 }
 
 // refNode is a schema object of the document.
@@ -222,8 +274,31 @@ func (w *refWalk) memberName(tok json.Token) {
 		w.overridden = append(w.overridden, span)
 		delete(lv.held, w.key)
 	}
+	w.shadow(lv)
 	lv.member, lv.start = w.key, len(w.refs)
 	lv.wantKey = false
+}
+
+// shadow notes, as the member w.key of the object lv begins, the span
+// of the member before it, and the span of an earlier member of the
+// same name as shadowed (refsAndShadowed).
+func (w *refWalk) shadow(lv *refLevel) {
+	if lv.ord >= 0 {
+		if lv.spans == nil {
+			lv.spans = map[string][2]int{}
+		}
+		lv.spans[lv.member] = [2]int{lv.ord, w.members}
+	}
+	if span, ok := lv.spans[w.key]; ok {
+		switch {
+		case len(w.shadowed) < maxShadowed:
+			w.shadowed = append(w.shadowed, span)
+		case len(w.shadowed) == maxShadowed:
+			w.shadowed = append(w.shadowed, [2]int{span[0], math.MaxInt})
+		}
+	}
+	lv.ord = w.members
+	w.members++
 }
 
 // endMember notes the refs the member lv was reading held.
@@ -290,7 +365,7 @@ func (w *refWalk) open(t json.Delim) {
 	} else if t == '[' {
 		r = roleData
 	}
-	lv := refLevel{obj: t == '{', wantKey: t == '{', role: r, node: -1, start: -1}
+	lv := refLevel{obj: t == '{', wantKey: t == '{', role: r, node: -1, start: -1, ord: -1}
 	if lv.obj && r == roleSchema {
 		parent := -1
 		for i := n - 1; i >= 0; i-- {
@@ -727,6 +802,9 @@ type printer struct {
 	drain    func([]Tok) error
 	drained  bool
 	drainErr error
+	// members counts the object members printed; shadowedAt is the
+	// first span of s.shadowed not behind them.
+	members, shadowedAt int
 }
 
 // write appends text, unless the rendering is over MaxRenderBytes.
@@ -828,15 +906,31 @@ func (p *printer) member(k string) bool {
 	if !p.indent() {
 		return false
 	}
-	// Every member is an anchor: $refs and the compatibility findings'
-	// pointers link to it.
-	if h := p.child(k); h != nil {
+	// Every member the validator reads is an anchor: $refs and the
+	// compatibility findings' pointers link to it. A member a later one
+	// of the same name overrides (s.shadowed) is not: its id would be
+	// the one of the member the validator reads, and a browser goes to
+	// the first element of an id.
+	read := !p.shadowed()
+	if h := p.child(k); h != nil && read {
 		if !p.emit(Tok{ID: p.prefix + "-" + hex.EncodeToString(h.Sum(nil)[:anchorBytes])}) {
 			return false
 		}
 	}
 	p.key, p.haveKey = k, true
 	return p.write(quote(k) + ": ")
+}
+
+// shadowed reports whether the member being printed is one the
+// validator never reads (refsAndShadowed), and counts it.
+func (p *printer) shadowed() bool {
+	i := p.members
+	p.members++
+	sh := p.s.shadowed
+	for p.shadowedAt < len(sh) && sh[p.shadowedAt][1] <= i {
+		p.shadowedAt++
+	}
+	return p.shadowedAt < len(sh) && sh[p.shadowedAt][0] <= i
 }
 
 func (p *printer) run() bool {
