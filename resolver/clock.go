@@ -159,8 +159,8 @@ func (s *Store) judgedFloor(tx *bolt.Tx, rec *bundleRecord) int64 {
 // judgedStale returns staleReason of an installed bundle, cached per
 // generation (s.judged).
 func (s *Store) judgedStale(tx *bolt.Tx, bundleID string) string {
-	if bucket(tx, bHeartbeat).Get([]byte(bundleID)) == nil {
-		return "" // no heartbeat, nothing stale: no need to look further
+	if bucket(tx, bHeartbeat).Get([]byte(bundleID)) == nil && noFreshnessPolicy(tx) {
+		return "" // no heartbeat and no bound: nothing stale, no need to look further
 	}
 	gen := txGeneration(tx)
 	if j := s.judged.get(gen, bundleID); j.stale {

@@ -304,11 +304,19 @@ func (s *Store) staleReason(tx *bolt.Tx, bundleID string) string {
 	return trust.Stale(st, bundleID)
 }
 
+// noFreshnessPolicy reports whether the store sets no staleness bound:
+// then nothing is stale. A bound in days needs no heartbeat of the line
+// (trust.Stale), so a store with one judges every installed bundle.
+func noFreshnessPolicy(tx *bolt.Tx) bool {
+	k, _ := bucket(tx, bFreshness).Cursor().First()
+	return k == nil
+}
+
 // staleBundles returns the installed bundles that fail closed as stale,
 // with the reason.
 func (s *Store) staleBundles(tx *bolt.Tx) (map[string]string, error) {
 	out := map[string]string{}
-	if bucket(tx, bHeartbeat).Stats().KeyN == 0 {
+	if bucket(tx, bHeartbeat).Stats().KeyN == 0 && noFreshnessPolicy(tx) {
 		return out, nil
 	}
 	st, err := s.loadState(tx, selJudged)

@@ -127,7 +127,7 @@ func checkBlob(data []byte, blob, bundleID, key string) error {
 // artifacts: the same bytes elsewhere can be a different schema.
 type schemaKey struct {
 	alg    string
-	hash   [64]byte
+	hash   string // the reference's hash exactly: one padded or cut short is another key
 	bundle string
 	key    string
 }
@@ -169,11 +169,10 @@ func (s *Store) Schema(ref capability.SchemaRef) (*offlineschema.Schema, error) 
 	if ref.BundleID == "" || ref.ArtifactKey == "" {
 		return nil, unavailable(ErrNoLocalLocator, "schema reference has no bundle_id and artifact_key: nothing is fetched from a uri")
 	}
-	k := schemaKey{alg: ref.HashAlg, bundle: ref.BundleID, key: ref.ArtifactKey}
-	copy(k.hash[:], ref.Hash)
-	if len(ref.Hash) > len(k.hash) {
+	if len(ref.Hash) > 64 { // the longest digest bundle.NewHash makes (SHA-512)
 		return nil, unavailable(ErrHashMismatch, "schema reference hash is too long")
 	}
+	k := schemaKey{alg: ref.HashAlg, hash: string(ref.Hash), bundle: ref.BundleID, key: ref.ArtifactKey}
 	gen := s.gen.Load()
 	c := s.schemas
 	c.mu.RLock()

@@ -253,36 +253,39 @@ func (s *State) FreshnessFor(bundleID string) (f Freshness, scope string, ok boo
 // the line — while its signers still vouch for the installed bundle —
 // says it is at a version more than max_versions above it, or the newest
 // time enough of its own keys signed (Floor) is more than max_age after
-// it was last vouched for as current. The local clock plays no part. It
+// it was last vouched for as current (its own created_at, or the kept
+// heartbeat's). The age rule needs no heartbeat of the line
+// (docs/FORMAT.md §23): a line no heartbeat of which was let through is
+// judged from its own created_at. The local clock plays no part. It
 // reads Keys, Thresholds, RevokedKeys, Freshness, KeyFloors and the line's
 // Heartbeats and Installed entries.
 func Stale(s *State, bundleID string) string {
-	hb, ok := s.Heartbeats[bundleID]
-	if !ok {
-		return ""
-	}
+	hb, kept := s.Heartbeats[bundleID]
 	pol, scope, ok := s.FreshnessFor(bundleID)
-	switch in, installed := s.Installed[bundleID]; {
-	case !ok:
-		return ""
-	case hb.Unreadable:
+	in, installed := s.Installed[bundleID]
+	switch {
+	case !ok, !kept && (pol.MaxAgeSeconds == 0 || !installed):
+		return "" // no bound, or only a version bound and no heartbeat to judge it by
+	case kept && hb.Unreadable:
 		return "the stored heartbeat is unreadable"
 	case !installed || in.Signed == nil:
 		return "the installed bundle's record is unreadable"
-	default:
-		_, m, ok := in.Manifest()
-		if !ok {
-			return "the installed bundle's manifest is unreadable"
-		}
-		return staleManifest(s, &hb, pol, scope, &in, m)
 	}
+	_, m, ok := in.Manifest()
+	if !ok {
+		return "the installed bundle's manifest is unreadable"
+	}
+	if !kept {
+		return staleManifest(s, nil, pol, scope, &in, m)
+	}
+	return staleManifest(s, &hb, pol, scope, &in, m)
 }
 
 // staleManifest is Stale of the installed bundle in with manifest m, its
-// kept heartbeat hb and the bound pol of scope.
+// kept heartbeat hb (nil: none) and the bound pol of scope.
 func staleManifest(s *State, hb *Heartbeat, pol Freshness, scope string, in *Installed, m *bundle.Manifest) string {
 	p, installed := s.Policy(), in.Version
-	counts := Vouches(p, hb, m)
+	counts := hb != nil && Vouches(p, hb, m)
 	if counts && pol.MaxVersions != NoVersionBound && hb.Version > installed && hb.Version-installed > pol.MaxVersions {
 		return fmt.Sprintf("installed version %d is %d versions behind the publisher's heartbeat (version >= %d, signed %s); the freshness policy of %s allows %d",
 			installed, hb.Version-installed, hb.Version, hb.CreatedAt, scopeName(scope), pol.MaxVersions)
