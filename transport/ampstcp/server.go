@@ -58,10 +58,12 @@ type ServerOptions struct {
 	MaxInFlight      int
 	MaxInFlightTotal int
 	// MaxPeerInFlight caps the messages being handled for one peer (an
-	// IP address, an IPv6 /64: transport.Peer), all its connections
-	// together (default a quarter of MaxInFlightTotal, at least 1, at most
-	// MaxInFlightTotal): beyond it, its connections are not read until one
-	// finishes, so that one host cannot hold every server-wide slot.
+	// IP address, an IPv6 /48: admission.Network of transport.Peer, as
+	// for MaxPeerConns, since one host with a /48 has 65,536 /64s), all
+	// its connections together (default a quarter of MaxInFlightTotal, at
+	// least 1, at most MaxInFlightTotal): beyond it, its connections are
+	// not read until one finishes, so that one host cannot hold every
+	// server-wide slot.
 	MaxPeerInFlight int
 	// MaxInFlightBytes caps the bytes of the messages in flight, all
 	// connections together (default DefaultMaxInFlightBytes, 64 MiB like the
@@ -190,7 +192,7 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[*serverConn]struct{}
 	peers     map[string]*peerShare // by transport.Peer
-	sites     map[string]int        // open connections by admission.Network (MaxPeerConns)
+	sites     map[string]*siteShare // by admission.Network
 	closing   bool
 	wg        sync.WaitGroup
 }
@@ -203,27 +205,52 @@ func NewServer(h Handler, opts ServerOptions) *Server {
 		bytes:     newServerBudget(opts.MaxInFlightBytes, int64(opts.MaxMessageSize)),
 		workers:   workers.New(0),
 		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}, peers: map[string]*peerShare{},
-		sites: map[string]int{}}
+		sites: map[string]*siteShare{}}
 }
 
-// peerShare is the in-flight byte budget and message slots of one peer
-// (key, its transport.Peer), shared by its connections (conns: how many
-// hold it).
+// peerShare is the in-flight byte budget of one peer (key, its
+// transport.Peer) and the message slots of its site, shared by its
+// connections (conns: how many hold it).
 type peerShare struct {
 	key   string
 	bytes *budget
-	slots chan struct{}
+	slots chan struct{} // its site's (siteShare)
 	conns int
+}
+
+// siteShare is what one site (admission.Network of a transport.Peer: an
+// IPv4 address, an IPv6 /48) holds: its open connections (MaxPeerConns)
+// and its message slots (MaxPeerInFlight), since one host with a /48 has
+// 65,536 /64s (threat: four /64s of one /48, a quarter of the slots each,
+// held every server-wide slot; docs/SPEC-DECISIONS.md TRANSPORT-14).
+type siteShare struct {
+	conns int
+	slots chan struct{}
+}
+
+// siteConns is how many connections the site of the peer key (a
+// transport.Peer) has open. s.mu is held.
+func (s *Server) siteConns(key string) int {
+	if st := s.sites[admission.Network(key)]; st != nil {
+		return st.conns
+	}
+	return 0
 }
 
 // peerOf returns the share of the peer key (a transport.Peer), counting
 // one more connection, of the peer and of its site (s.sites). s.mu is
 // held.
 func (s *Server) peerOf(key string) *peerShare {
-	s.sites[admission.Network(key)]++
+	site := admission.Network(key)
+	st := s.sites[site]
+	if st == nil {
+		st = &siteShare{slots: make(chan struct{}, s.opts.MaxPeerInFlight)}
+		s.sites[site] = st
+	}
+	st.conns++
 	p := s.peers[key]
 	if p == nil {
-		p = &peerShare{key: key, bytes: newBudget(s.opts.MaxPeerInFlightBytes), slots: make(chan struct{}, s.opts.MaxPeerInFlight)}
+		p = &peerShare{key: key, bytes: newBudget(s.opts.MaxPeerInFlightBytes), slots: st.slots}
 		s.peers[key] = p
 	}
 	p.conns++
@@ -233,10 +260,11 @@ func (s *Server) peerOf(key string) *peerShare {
 // leavePeer counts one connection of p's peer, and of its site, less.
 // s.mu is held.
 func (s *Server) leavePeer(p *peerShare) {
-	if site := admission.Network(p.key); s.sites[site] <= 1 {
+	site := admission.Network(p.key)
+	if st := s.sites[site]; st.conns <= 1 {
 		delete(s.sites, site)
 	} else {
-		s.sites[site]--
+		st.conns--
 	}
 	if p.conns--; p.conns == 0 {
 		delete(s.peers, p.key)
@@ -300,7 +328,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.opts.Logger.Warn("tcp connection refused: too many connections", "remote", c.RemoteAddr().String())
 			continue
 		}
-		if s.sites[admission.Network(key)] >= s.opts.MaxPeerConns {
+		if s.siteConns(key) >= s.opts.MaxPeerConns {
 			s.refuseAsync(c, key, amp.NewError(amp.CodeOverloaded, "too many connections from this address; retry later"))
 			s.mu.Unlock()
 			s.opts.Logger.Warn("tcp connection refused: too many connections from the peer", "peer", key)
@@ -453,10 +481,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// Close closes every listener and connection at once.
+// Close closes every listener and connection at once (a TLS connection
+// below TLS, without its close_notify: serverConn.kill).
 func (s *Server) Close() error {
 	s.workers.Close()
-	s.stop((*serverConn).shut)
+	s.stop((*serverConn).kill)
 	return nil
 }
 
@@ -482,13 +511,17 @@ type serverConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	out    chan outFrame // frames to write
-	done   chan struct{} // closed when the connection ends
-	stop   chan struct{} // closed when the connection is being torn down
-	slots  chan struct{} // per-connection in-flight slots
-	bytes  *budget       // per-connection bytes in flight
-	share  *peerShare    // its peer's share of the bytes (set by Serve)
-	peer   int           // the peer's max_msg_size
-	active sync.WaitGroup
+	// goawayq is closed when the server sends GOAWAY (sendGoAway): the
+	// writer writes the frame, so that whoever sends it never waits
+	// behind the replies queued for a peer that does not read.
+	goawayq chan struct{}
+	done    chan struct{} // closed when the connection ends
+	stop    chan struct{} // closed when the connection is being torn down
+	slots   chan struct{} // per-connection in-flight slots
+	bytes   *budget       // per-connection bytes in flight
+	share   *peerShare    // its peer's share of the bytes (set by Serve)
+	peer    int           // the peer's max_msg_size
+	active  sync.WaitGroup
 
 	inflight atomic.Int64
 	goaway   atomic.Bool
@@ -513,12 +546,13 @@ type serverConn struct {
 func newServerConn(s *Server, c net.Conn, key string) *serverConn {
 	ctx, cancel := context.WithCancel(admission.WithPeer(context.Background(), key))
 	return &serverConn{s: s, conn: c, ctx: ctx, cancel: cancel,
-		log:   s.opts.Logger.With("remote", c.RemoteAddr().String()),
-		out:   make(chan outFrame, s.opts.MaxInFlight+4),
-		done:  make(chan struct{}),
-		stop:  make(chan struct{}),
-		slots: make(chan struct{}, s.opts.MaxInFlight),
-		bytes: newBudget(s.opts.MaxConnInFlightBytes)}
+		log:     s.opts.Logger.With("remote", c.RemoteAddr().String()),
+		out:     make(chan outFrame, s.opts.MaxInFlight+4),
+		goawayq: make(chan struct{}),
+		done:    make(chan struct{}),
+		stop:    make(chan struct{}),
+		slots:   make(chan struct{}, s.opts.MaxInFlight),
+		bytes:   newBudget(s.opts.MaxConnInFlightBytes)}
 }
 
 // outFrame is a frame to write (its type and payload, written without
@@ -550,6 +584,19 @@ func (c *serverConn) shut() {
 	c.cancel()
 	c.stopOnce.Do(func() { close(c.stop) })
 	c.conn.Close()
+}
+
+// kill is shut at once, for Server.Close, which ends every connection
+// in turn under the server's lock: a TLS connection is closed below TLS
+// first, so that tls.Conn.Close does not write a close_notify alert
+// under TLS's own 5 s write deadline, which a peer that reads nothing
+// (its buffers full, no write of the writer's in progress) would hold
+// (threat: 5 s of Close per such connection, one after another).
+func (c *serverConn) kill() {
+	if tc, ok := c.conn.(interface{ NetConn() net.Conn }); ok {
+		tc.NetConn().Close()
+	}
+	c.shut()
 }
 
 // Read reads the connection for the read loop (serve's bufio.Reader):
@@ -863,10 +910,15 @@ func (c *serverConn) goAway() {
 	}
 }
 
-// sendGoAway sends GOAWAY once and starts the drain timer.
+// sendGoAway sends GOAWAY once and starts the drain timer. It does not
+// wait: the writer writes the frame (c.goawayq), since Shutdown calls it
+// under the server's lock, and a queue full of replies for a peer that
+// reads nothing would hold it there for as long as the peer keeps each
+// write within the write timeout (threat: Shutdown past its context,
+// Close and every connection's exit waiting on the lock meanwhile).
 func (c *serverConn) sendGoAway() {
 	c.goOnce.Do(func() {
-		c.send(outFrame{typ: FrameGoAway})
+		close(c.goawayq)
 		// The read loop now waits at most DrainTimeout for more frames.
 		c.setReadDeadline(time.Now().Add(c.s.opts.DrainTimeout))
 		time.AfterFunc(c.s.opts.DrainTimeout, c.shut)
@@ -1009,10 +1061,14 @@ func (c *serverConn) writer() {
 	o := c.s.opts
 	rw := transport.NewRateWriter(c.conn, c.conn.SetWriteDeadline, o.MinDataRate, o.frameGrace, o.WriteTimeout)
 	bw := bufio.NewWriterSize(rw, 64<<10)
+	goaway := c.goawayq
 	for {
 		var f outFrame
 		select {
 		case f = <-c.out:
+		case <-goaway:
+			goaway = nil // written once
+			f = outFrame{typ: FrameGoAway}
 		case <-c.done:
 			// Write what is left, then stop.
 			var err error
