@@ -49,7 +49,10 @@ type Options struct {
 	// over all its sessions and transports (default 16, the HTTP
 	// endpoint's default share of one peer; an HTTP endpoint lowers it
 	// to its MaxPeerInFlight). A call past it is refused at once with
-	// 3005 too_many_calls (docs/SPEC-DECISIONS.md MCP-30).
+	// 3005 too_many_calls (docs/SPEC-DECISIONS.md MCP-30). It bounds
+	// apart, until each is answered, the principal's other requests
+	// (tools/list, ping, …): past it, a JSON-RPC error CodeBusy,
+	// ErrTooManyRequests (MCP-41).
 	MaxPrincipalCalls int
 	// MaxParamItems bounds the items of a tools/call's arguments, counted
 	// before they are parsed: set it to the agent's
@@ -70,8 +73,9 @@ type Bridge struct {
 	mu      sync.Mutex
 	servers map[string]*principalServer
 
-	// calls holds each principal's running tools/calls (MCP-30).
-	calls callGate
+	// calls holds each principal's running tools/calls (MCP-30);
+	// requests its other requests until they are answered (MCP-41).
+	calls, requests callGate
 
 	// genMu guards gen, the tools verified for the current catalog
 	// generation and agent, shared by every principal.
@@ -123,6 +127,7 @@ func New(opts Options) (*Bridge, error) {
 	}
 	b := &Bridge{opts: opts, log: log, servers: map[string]*principalServer{}}
 	b.calls.share.Store(int64(opts.MaxPrincipalCalls))
+	b.requests.share.Store(int64(opts.MaxPrincipalCalls))
 	return b, nil
 }
 
@@ -362,18 +367,21 @@ func refuseDirect(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, e
 // middleware brings the principal's tools up to date before each
 // tools/list (verifying them only when the catalog generation or the
 // agent changed) and answers tools/call through the agent's pipeline,
-// which verifies again; an SDK error that may quote the request is
-// replaced by its code's generic text.
+// which verifies again; any other request (not a notification) takes one
+// of the principal's request slots until it is answered, or is refused
+// (enterRequest); an SDK error that may quote the request is replaced by
+// its code's generic text.
 func (b *Bridge) middleware(ps *principalServer) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			switch method {
-			case "tools/list":
+			if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
+				return b.call(ctx, ps.principal, r.Params), nil
+			}
+			if !strings.HasPrefix(method, "notifications/") && !b.enterRequest(ctx, ps.principal) {
+				return nil, tooManyRequests()
+			}
+			if method == "tools/list" {
 				b.sync(ps, false) // cheap unless the generation changed
-			case "tools/call":
-				if r, ok := req.(*mcp.CallToolRequest); ok {
-					return b.call(ctx, ps.principal, r.Params), nil
-				}
 			}
 			res, err := next(ctx, method, req)
 			return res, safeRPCError(err)

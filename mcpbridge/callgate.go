@@ -1,8 +1,11 @@
 package mcpbridge
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/ampbundle/ampbundle/amp"
 )
@@ -10,6 +13,17 @@ import (
 // ErrTooManyCalls names a tools/call refused because its principal runs
 // its share of calls already (Options.MaxPrincipalCalls).
 const ErrTooManyCalls = "too_many_calls"
+
+// ErrTooManyRequests names a request other than tools/call (tools/list,
+// initialize, ping, …) refused because its principal has as many of them
+// being answered as its share (Options.MaxPrincipalCalls): a JSON-RPC
+// error, code CodeBusy (docs/SPEC-DECISIONS.md MCP-41).
+const ErrTooManyRequests = "too_many_requests"
+
+// CodeBusy is the JSON-RPC error code of a refusal for a principal's
+// share: ErrTooManyRequests, and the HTTP endpoint's ErrTooManySessions.
+// Its data is {"code","name"}: the AMP code (3005) and the name.
+const CodeBusy = -32000
 
 // callGate counts the tools/calls each principal runs: a call holds its
 // slot from before its arguments are parsed until agent.InvokeLocal has
@@ -50,21 +64,56 @@ func (g *callGate) leave(principal string) {
 	}
 }
 
-// shareCalls lowers the calls one principal may run at once to n (n > 0;
-// never raises it): an HTTP endpoint whose share of one caller
-// (HTTPOptions.MaxPeerInFlight) is smaller than the bridge's makes it the
-// bridge's, so that a call outliving its request (the client hung up)
-// still counts against that share.
-func (b *Bridge) shareCalls(n int) {
+// lower lowers g's share to n (n > 0; never raises it).
+func (g *callGate) lower(n int) {
 	if n <= 0 {
 		return
 	}
 	for {
-		cur := b.calls.share.Load()
-		if int64(n) >= cur || b.calls.share.CompareAndSwap(cur, int64(n)) {
+		cur := g.share.Load()
+		if int64(n) >= cur || g.share.CompareAndSwap(cur, int64(n)) {
 			return
 		}
 	}
+}
+
+// shareCalls lowers the calls, and the other requests, one principal may
+// have answered at once to n (n > 0; never raises them): an HTTP endpoint
+// whose share of one caller (HTTPOptions.MaxPeerInFlight) is smaller than
+// the bridge's makes it the bridge's, so that a request outliving its POST
+// (the client hung up) still counts against that share.
+func (b *Bridge) shareCalls(n int) {
+	b.calls.lower(n)
+	b.requests.lower(n)
+}
+
+// enterRequest takes one of principal's request slots for a request other
+// than tools/call, held until the SDK is done with it: go-sdk v1.8.0's
+// JSON-RPC connection cancels a request's context once its answer is
+// written, or dropped because the client that asked went away
+// (internal/jsonrpc2, Connection.processResult), so the slot covers the
+// handler and the encoding and writing of its answer, which a POST's
+// in-flight share does not once the client hung up (MCP-41). False when
+// the share is used up: the request is then refused (tooManyRequests),
+// never queued.
+func (b *Bridge) enterRequest(ctx context.Context, principal string) bool {
+	if !b.requests.enter(principal) {
+		return false
+	}
+	context.AfterFunc(ctx, func() { b.requests.leave(principal) })
+	return true
+}
+
+// busyData is the data of a CodeBusy error of ErrTooManyRequests: the
+// AMP code 3005 (rate limited) and the name.
+var busyData = mustJSON(map[string]any{"code": uint16(amp.CodeRateLimited), "name": ErrTooManyRequests})
+
+// tooManyRequestsText is the message of a CodeBusy error.
+const tooManyRequestsText = "too many requests of this principal at once; retry later"
+
+// tooManyRequests is the refusal of a request past its principal's share.
+func tooManyRequests() error {
+	return &jsonrpc.Error{Code: CodeBusy, Message: tooManyRequestsText, Data: busyData}
 }
 
 // tooManyCalls is the refusal of a call past its principal's share.

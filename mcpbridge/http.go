@@ -458,7 +458,7 @@ func (h *HTTPEndpoint) refuseSession(w http.ResponseWriter, status int, principa
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
-		"code": -32000, "message": "too many sessions; retry later",
+		"code": CodeBusy, "message": "too many sessions; retry later",
 		"data": map[string]any{"code": uint16(code), "name": ErrTooManySessions}}})
 	w.Write(append(body, '\n'))
 }

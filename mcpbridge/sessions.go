@@ -324,8 +324,9 @@ func answerKind(m []byte) (isError, ok bool) {
 }
 
 // rpcErrorBody is the JSON-RPC error answer m made safe: its id (a plain
-// one) and code, the code's fixed text, no data; for m that is not such an
-// error, an internal error (-32603) with a null id.
+// one) and code, the code's fixed text, no data (but the fixed data of
+// CodeBusy, ErrTooManyRequests); for m that is not such an error, an
+// internal error (-32603) with a null id.
 func rpcErrorBody(m []byte) []byte {
 	var msg struct {
 		ID    json.RawMessage `json:"id"`
@@ -341,8 +342,13 @@ func rpcErrorBody(m []byte) []byte {
 	if len(msg.ID) == 0 {
 		msg.ID = json.RawMessage("null")
 	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{
-		"code": msg.Error.Code, "message": rpcErrorText(msg.Error.Code)}})
+	e := map[string]any{"code": msg.Error.Code, "message": rpcErrorText(msg.Error.Code)}
+	if msg.Error.Code == CodeBusy {
+		// The bridge's own refusal (the SDK uses no CodeBusy): its
+		// fixed data, never the answer's.
+		e["data"] = busyData
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": e})
 	return body
 }
 
@@ -397,6 +403,8 @@ func rpcErrorText(code int64) string {
 		return "the request's mcp headers do not match its body"
 	case mcp.CodeUnsupportedProtocolVersion:
 		return "unsupported protocol version"
+	case CodeBusy:
+		return tooManyRequestsText
 	}
 	if code <= -32000 && code >= -32099 {
 		return "server error"
