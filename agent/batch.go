@@ -25,7 +25,11 @@ type batchKey struct{}
 // report) is no reply. The container is not recorded in the ledger: a
 // replayed BATCH replays each item from its own entry, so every item
 // reply is byte-identical to the first one (the container's signature is
-// new). See docs/SPEC-DECISIONS.md (BATCH-1).
+// new). Every item's answer fits the reply: a reply that does not fit is
+// replaced by an ERROR batch_reply_too_large, whose room is kept for each
+// item not yet answered, and a batch with more items than the reply has
+// room for is refused whole (1001 batch_too_large) before any item runs.
+// See docs/SPEC-DECISIONS.md (BATCH-1).
 func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error) {
 	if ctx.Value(batchKey{}) != nil {
 		return a.replyError(ctx, m, amp.Named(amp.CodeInvalidMessage, "nested_batch", "a batch item must not be a batch"))
@@ -40,6 +44,17 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 	// The replies must fit one message to the sender: the container's
 	// own envelope and signature take less than this margin.
 	budget := a.maxMessage() - 4096
+	// Every item is answered, and an item's reply that does not fit is
+	// replaced by an ERROR, which must fit too: the room of that ERROR is
+	// kept for each item not yet answered, and a batch with more items
+	// than the reply has room for is refused whole, before any item runs
+	// (threat: 256 undecodable items, a container under 1 KiB, drew a
+	// reply of 95 KiB from an agent whose message limit is 64 KiB).
+	room := a.batchItemRoom(m)
+	if len(b.Items)*room > budget {
+		return a.replyError(ctx, m, amp.Named(amp.CodeInvalidMessage, "batch_too_large",
+			"a batch to this agent carries at most %d items: their replies must fit one message", max(budget/room, 0)))
+	}
 	ictx := context.WithValue(ctx, batchKey{}, true)
 	// No item is started after the batch's deadline (Config.MaxBatchDuration):
 	// those are answered retryably, unprocessed, so that one request cannot
@@ -104,12 +119,11 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 		if reply == nil {
 			continue
 		}
-		if size+len(reply)+16 > budget {
+		if size+len(reply)+16+(len(b.Items)-1-i)*room > budget {
 			// The item ran and its reply is in the ledger: sent alone, the
-			// same item gets it back.
+			// same item gets it back. Its ERROR fits in the room kept for it.
 			a.log.Warn("batch reply over the message limit; item answered with an error", "from", m.From, "id", m.ID.String(), "batch_index", i)
-			if reply, err = itemError(i, amp.Named(amp.CodeOverloaded, "batch_reply_too_large",
-				"the replies do not fit one message; send this item alone to get its reply")); err != nil {
+			if reply, err = itemError(i, errBatchReplyTooLarge()); err != nil {
 				return nil, err
 			}
 		}
@@ -125,6 +139,30 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 		return nil, amp.Wrap(amp.CodeInternalError, err, "cannot encode the batch reply")
 	}
 	return a.reply(ctx, m, amp.TypeBatch, body)
+}
+
+// errBatchReplyTooLarge is the ERROR that answers a BATCH item whose reply
+// does not fit the batch's reply.
+func errBatchReplyTooLarge() error {
+	return amp.Named(amp.CodeOverloaded, "batch_reply_too_large",
+		"the replies do not fit one message; send this item alone to get its reply")
+}
+
+// batchEnvelope bounds what a signed ERROR to a BATCH item takes beyond
+// its body, the two DIDs and the thread_id: the other envelope fields,
+// their keys, the reply_to, the signature and, when encrypted, the
+// algorithm, mode, nonce and tag (about 330 bytes; amp/message.go).
+const batchEnvelope = 512
+
+// batchItemRoom is the room one item's answer is sure to have in the reply
+// to the BATCH m: the signed ERROR batch_reply_too_large at the largest
+// batch_index, and its framing in the reply's item array (16).
+func (a *Agent) batchItemRoom(m *amp.Message) int {
+	body, err := amp.Marshal(amp.BatchItem{Index: MaxBatchItems, Err: errBatchReplyTooLarge()}.ErrorBody())
+	if err != nil {
+		body = make([]byte, 1024) // not reached: a fixed body always encodes
+	}
+	return len(body) + len(a.cfg.Identity.DID) + len(m.From) + len(m.ThreadID) + batchEnvelope + 16
 }
 
 // batchItemError is the signed ERROR about item i of the container m:
