@@ -256,9 +256,9 @@ func servedSet(c *cli.Context) (map[string]bool, error) {
 	if !c.IsSet("config") {
 		return nil, nil
 	}
-	data, err := cliutil.ReadFile(c.String("config"), maxConfigFile, "config file")
+	data, err := readConfigFile(c.String("config"))
 	if err != nil {
-		return nil, cliutil.Failf("invalid_config", "%s", amp.SafeMessage(err)).WithCause(err)
+		return nil, err
 	}
 	cfg := &serveConfig{}
 	if err := decodeConfig(data, cfg); err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/agent/ledger"
-	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
@@ -61,9 +60,9 @@ func agentFlags() []cli.Flag {
 func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 	cfg := &serveConfig{}
 	if c.IsSet("config") {
-		data, err := cliutil.ReadFile(c.String("config"), maxConfigFile, "config file")
+		data, err := readConfigFile(c.String("config"))
 		if err != nil {
-			return nil, cliutil.Failf("invalid_config", "%s", amp.SafeMessage(err)).WithCause(err)
+			return nil, err
 		}
 		if err := decodeConfig(data, cfg); err != nil {
 			return nil, err

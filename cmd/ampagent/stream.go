@@ -8,6 +8,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // Spool file name prefixes of the agent (agent/stream.go, agent/stream_invoke.go).
@@ -15,9 +16,9 @@ var spoolPrefixes = []string{"ampstream-", "ampparams-"}
 
 // streamConfig turns the stream settings into the agent's limits. Without
 // a stream directory, streams are not served (nil). The directory must
-// exist and be a directory that only its owner may write to. It only
-// reads: removeLeftSpool removes what a previous run left, once every
-// check of the start has passed.
+// exist and be a directory of the agent's user (or root) that only its
+// owner may write to. It only reads: removeLeftSpool removes what a
+// previous run left, once every check of the start has passed.
 func streamConfig(cfg *serveConfig) (agent.StreamLimits, *agent.ParamStreamLimits, error) {
 	if cfg.StreamDir == "" {
 		return agent.StreamLimits{}, nil, nil
@@ -32,6 +33,12 @@ func streamConfig(cfg *serveConfig) (agent.StreamLimits, *agent.ParamStreamLimit
 	case st.Mode().Perm()&0o022 != 0:
 		return agent.StreamLimits{}, nil, cliutil.WithHint(cliutil.Failf("invalid_stream_dir", "others may write to the stream directory"),
 			"chmod go-w DIR: spooled content must be the agent's alone")
+	}
+	if uid, foreign := regfile.ForeignOwner(st); foreign {
+		// Its owner may remove, rename and create any entry, whatever
+		// the mode: the agent's spool files too (CLI-55).
+		return agent.StreamLimits{}, nil, cliutil.WithHint(cliutil.Failf("invalid_stream_dir", "the stream directory is owned by another user (uid %d) than the agent's (uid %d) or root", uid, os.Geteuid()),
+			"chown AGENT_USER DIR: spooled content must be the agent's alone")
 	}
 	if _, err := os.ReadDir(cfg.StreamDir); err != nil {
 		return agent.StreamLimits{}, nil, cliutil.Failf("invalid_stream_dir", "cannot read the stream directory").WithCause(err)

@@ -290,6 +290,11 @@ func peerCheck(h http.Handler) http.Handler {
 
 type peerUIDKey struct{}
 
+// afterBind runs between the socket's creation and its check in Listen:
+// nothing, but for a test that moves what is at the path there, as
+// another user who may write the folder could.
+var afterBind = func(string) {}
+
 // Listen creates the admin socket at path, mode 0600. A socket file left by
 // an agent that is gone is replaced; one that answers belongs to a running
 // agent, and Listen refuses (two agents on one store cannot both run), or
@@ -317,14 +322,17 @@ func Listen(path string) (net.Listener, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, amp.Named(0, "admin_socket", "cannot check the admin socket path").WithCause(err)
 	}
-	// Create it inaccessible to others from the start, then make sure.
+	// Create it inaccessible to others from the start, then make sure,
+	// changing nothing through the path: a chmod would follow a link put
+	// there meanwhile (ADMIN-7).
 	ln, err := listenPrivate(path)
 	if err != nil {
 		return nil, amp.Named(0, "admin_socket", "cannot listen on the admin socket").WithCause(err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	afterBind(path)
+	if err := checkPrivate(path); err != nil {
 		ln.Close()
-		return nil, amp.Named(0, "admin_socket", "cannot restrict the admin socket").WithCause(err)
+		return nil, err
 	}
 	return ln, nil
 }

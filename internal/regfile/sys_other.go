@@ -32,3 +32,8 @@ func blocking(*os.File) error { return nil }
 // OwnedBySelf: a file's owner cannot be read from what stat shows here;
 // always false, so nothing is taken as this process's own.
 func OwnedBySelf(os.FileInfo) bool { return false }
+
+// ForeignOwner: a file's owner cannot be read from what stat shows here;
+// never foreign, so ownership refuses nothing (the mode, where it means
+// anything, still does).
+func ForeignOwner(os.FileInfo) (uint32, bool) { return 0, false }

@@ -56,6 +56,18 @@ func blocking(f *os.File) error {
 	return serr
 }
 
+// ForeignOwner reports the owner of st (an lstat or fstat of a file or
+// folder) when it is neither this process's effective user nor root: a
+// user who may rewrite, replace or chmod what the process trusts there
+// (a config file, a spool folder), whatever the mode says.
+func ForeignOwner(st os.FileInfo) (uid uint32, foreign bool) {
+	s, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return s.Uid, int64(s.Uid) != int64(os.Geteuid()) && s.Uid != 0
+}
+
 // OwnedBySelf reports whether st (an lstat or fstat of a file) belongs to
 // the effective user of this process.
 func OwnedBySelf(st os.FileInfo) bool {
