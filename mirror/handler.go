@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -110,7 +111,7 @@ func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 				writeError(w, http.StatusNotFound, CodeNotFound)
 				return
 			}
-			f, err := os.Open(b.path)
+			f, err := openExported(b)
 			if err == nil {
 				defer f.Close()
 				s.serveBundle(w, r, b, f)
@@ -125,6 +126,29 @@ func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusNotFound, CodeNotFound)
 	}
+}
+
+// errNotExported is the cause of a spool file that is not the one the
+// mirror exported there.
+var errNotExported = errors.New("the spool file is not the one the mirror exported: not served")
+
+// openExported opens the spool file of b when it is still the file export
+// wrote there (the same file, by device and inode), never waiting on a
+// FIFO: whoever may write the spool folder (a --spool folder of another
+// user's, or below one) could otherwise put there, under its name, a link
+// (symbolic, or hard) to any file the mirror's user may read and have any
+// peer that asks the bundle read it, or hold the request's slot on a FIFO
+// for ever (docs/SPEC-DECISIONS.md MIRROR-25).
+func openExported(b *bundleFile) (*os.File, error) {
+	f, err := os.OpenFile(b.path, os.O_RDONLY|openNonBlock, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || b.file == nil || !os.SameFile(fi, b.file) {
+		f.Close()
+		return nil, errNotExported
+	}
+	return f, nil
 }
 
 // rateBody is a ResponseWriter whose body is written under the minimum

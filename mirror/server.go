@@ -351,6 +351,9 @@ type bundleFile struct {
 	size   int64
 	sha256 string
 	etag   string
+	// file is the file export wrote (stat of its own descriptor): only
+	// that file is served from path (serveSnapshot, MIRROR-25).
+	file os.FileInfo
 }
 
 func etagOf(alg string, sum []byte) string { return `"` + alg + ":" + hex.EncodeToString(sum) + `"` }
@@ -811,8 +814,12 @@ func (s *Server) export(src Source, id, key string) (*bundleFile, error) {
 	h := sha256.New()
 	lw := &limitWriter{w: io.MultiWriter(f, h), left: s.opts.MaxBundleBytes}
 	err = src.Export(id, lw)
+	fi, serr := f.Stat()
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = cerr
+	}
+	if err == nil && serr != nil {
+		err = amp.Named(0, resolver.ErrStoreIO, "mirror: cannot write to the spool folder").WithCause(serr)
 	}
 	if err != nil {
 		return nil, err
@@ -823,7 +830,7 @@ func (s *Server) export(src Source, id, key string) (*bundleFile, error) {
 		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot write to the spool folder").WithCause(err)
 	}
 	size := s.opts.MaxBundleBytes - lw.left
-	return &bundleFile{key: key, path: name, size: size, sha256: hex.EncodeToString(sum), etag: etagOf(capability.HashSHA256, sum)}, nil
+	return &bundleFile{key: key, path: name, size: size, sha256: hex.EncodeToString(sum), etag: etagOf(capability.HashSHA256, sum), file: fi}, nil
 }
 
 // prune removes spool files that the current snapshot does not serve. A

@@ -626,9 +626,15 @@ func (r *listedRun) fetched(errName, what, key string) {
 
 // getListed downloads the file the index lists at href, of size bytes (at
 // most max) and SHA-256 sum; same is false when the bytes served are not
-// those.
+// those. An answer longer than size (said, or sent) is a file other than
+// the one listed, index_mismatch, as a bundle file's is (download), so
+// that it ends its list (mirrorFailed), not limit_exceeded, which does
+// not (docs/SPEC-DECISIONS.md MIRROR-15, MIRROR-25).
 func (c *syncClient) getListed(ctx context.Context, href string, size, max int64, sum []byte) (data []byte, same bool, err error) {
 	data, err = c.getSmall(ctx, href, min(size, max))
+	if amp.NameOf(err) == ErrTooLarge {
+		return nil, false, amp.Named(0, ErrIndexMismatch, "the mirror sent more bytes than the index names for %s: not the file listed", href).WithCause(err)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -1135,7 +1141,7 @@ func partSize(path string) int64 {
 // signed manifest they begin with, and their SHA-256. A read that fails
 // is store_io; a head that does not parse is bundle's error for it.
 func inspectHead(path string, n int64) (*bundle.Inspection, []byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
+	f, err := openSpoolFile(path, os.O_RDONLY)
 	if err != nil {
 		return nil, nil, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
 	}
@@ -1182,7 +1188,7 @@ func (c *syncClient) downloadListed(ctx context.Context, e IndexEntry, path stri
 		if err != nil {
 			return nil, nil, resumed, false, err
 		}
-		f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
+		f, err := openSpoolFile(path, os.O_RDONLY)
 		if err != nil {
 			return nil, nil, resumed, false, amp.Named(0, resolver.ErrStoreIO, "cannot read the downloaded file").WithCause(err)
 		}
@@ -1298,18 +1304,53 @@ func (c *syncClient) download(ctx context.Context, e IndexEntry, path string, up
 }
 
 // openPart opens the spool file path of a partial download for reading
-// and writing, made when missing, never through a link: a link (or
-// anything but a regular file) in its place, which only whoever may write
-// the spool folder can have put there, is removed first, so that no
-// mirror's bytes are written to, nor a file truncated at, the place it
-// points to (docs/SPEC-DECISIONS.md MIRROR-18).
+// and writing, made when missing, never through a link: a link, a file
+// with another name (a hard link) or anything but a regular file in its
+// place, which only whoever may write the spool folder can have put
+// there, is removed first, so that no mirror's bytes are written to, nor
+// a file truncated at, the place it points to or the file it also names
+// (docs/SPEC-DECISIONS.md MIRROR-18, MIRROR-25); one put there between
+// that check and the open is refused (openSpoolFile).
 func openPart(path string) (*os.File, error) {
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+	if fi, err := os.Lstat(path); err == nil && (!fi.Mode().IsRegular() || linkedElsewhere(fi)) {
 		if err := os.Remove(path); err != nil {
 			return nil, err
 		}
 	}
-	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|openNoFollow, 0o600)
+	return openSpoolFile(path, os.O_RDWR|os.O_CREATE)
+}
+
+// errNotSpoolFile is the cause of a spool file that openSpoolFile does not
+// open: not a regular file, or one with another name.
+var errNotSpoolFile = errors.New("not a regular file of the sync spool folder alone (a link, a FIFO, or a file with another name): left alone")
+
+// openSpoolFile opens the spool file path with flag (os.O_RDONLY, or
+// os.O_RDWR|os.O_CREATE, made mode 0600) when it is a regular file with no
+// other name (linkedElsewhere), never through a link and never waiting:
+// what is in its place is judged before the open and what was opened
+// after it (a FIFO swapped in meanwhile is opened without waiting for a
+// writer, then closed), so that whoever may write the spool folder can
+// neither hold a sync for ever on a FIFO (an open for reading waits for
+// its writer, and no context ends it, while the sync holds the spool
+// lock) nor have it write to a file of theirs choosing
+// (docs/SPEC-DECISIONS.md MIRROR-25). Anything else is errNotSpoolFile.
+func openSpoolFile(path string, flag int) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil && (!fi.Mode().IsRegular() || linkedElsewhere(fi)) {
+		return nil, errNotSpoolFile
+	}
+	f, err := os.OpenFile(path, flag|openNoFollow|openNonBlock, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && (!fi.Mode().IsRegular() || linkedElsewhere(fi)) {
+		err = errNotSpoolFile
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // spoolUsed is the size of the partial files in the spool other than
@@ -1410,14 +1451,11 @@ func (c *syncClient) lastFailedPath() string {
 }
 
 // readLastFailed returns the keys lastFailedPath names: read only from a
-// regular file, at most maxLastFailed valid keys (a bundle_id, or a
-// statement's or a heartbeat's key); lines that are not are skipped.
+// regular file (openSpoolFile: never waiting on a FIFO), at most
+// maxLastFailed valid keys (a bundle_id, or a statement's or a
+// heartbeat's key); lines that are not are skipped.
 func (c *syncClient) readLastFailed() []string {
-	p := c.lastFailedPath()
-	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	f, err := os.Open(p)
+	f, err := openSpoolFile(c.lastFailedPath(), os.O_RDONLY)
 	if err != nil {
 		return nil
 	}

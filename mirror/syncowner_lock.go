@@ -32,7 +32,7 @@ func lockSpool(dir string, lock func(*os.File) (bool, error)) (unlock func(), bu
 	p := filepath.Join(dir, spoolLockName)
 	foreign := false
 	for try := 0; try < 3; try++ {
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|openNoFollow, 0o600)
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|openNoFollow|openNonBlock, 0o600)
 		if err != nil {
 			return nil, false, err
 		}
@@ -73,10 +73,12 @@ func lockSpool(dir string, lock func(*os.File) (bool, error)) (unlock func(), bu
 // lockOthersMayOpen reports whether the lock file fi may be opened, and
 // so held, by another user than the sync's: another user's (root's
 // excepted, as ownedByAnother), or with any permission for group or
-// others. Only its kind is judged on Windows, whose mode bits do not say
-// who may open it (as othersMayWrite).
+// others, or with another name (linkedElsewhere: a hard link to a file
+// someone holds locked, the store's own database, keeps every sync out:
+// docs/SPEC-DECISIONS.md MIRROR-25). Only its kind is judged on Windows,
+// whose mode bits do not say who may open it (as othersMayWrite).
 func lockOthersMayOpen(fi os.FileInfo) bool {
-	if !fi.Mode().IsRegular() {
+	if !fi.Mode().IsRegular() || linkedElsewhere(fi) {
 		return true
 	}
 	return runtime.GOOS != "windows" && (fi.Mode().Perm()&0o077 != 0 || ownedByAnother(fi))
