@@ -89,9 +89,16 @@ type costNode struct {
 	// group: a set of schemas one dynamic reference may resolve to; the
 	// node costs the most of them and evaluates nothing itself.
 	group []int
-	// self: what evaluating the schema's own keywords counts for: 1, and
-	// 1 more for every 16 "enum" members (each compared with the value).
+	// self: what evaluating the schema's own keywords counts for
+	// (keywordSelf): 1, 2 for every name of "required",
+	// "dependentRequired" and "dependencies", and 1 for every 16
+	// "properties" and "dependentSchemas" members and every 16 nodes of
+	// the "enum" and "const" values (a number 16 × its numberSize).
 	self uint64
+	// compare: the "enum" members and "const" compared with the value;
+	// each comparison may convert every number of the value to a
+	// math/big rational (measured by measureCompare).
+	compare uint64
 	// text[τ]: the regular-expression instructions the schema's own
 	// keywords run per byte of an instance of kind τ: for a string its
 	// "pattern" (and formatInsts for a "format"), for an object its
@@ -157,6 +164,11 @@ type costTable struct {
 	// not 0.
 	regex    [MaxDepth + 1]uint64
 	hasRegex bool
+	// compare[k] bounds the "enum" members and "const" values any one
+	// instance node at depth k is compared with in one Validate;
+	// hasCompare: some is not 0.
+	compare    [MaxDepth + 1]uint64
+	hasCompare bool
 	// weight[k] is what one evaluation at depth k counts for: 1 plus a
 	// sixth of the longest dynamic scope it can run in. The library
 	// builds a failing evaluation's keyword location from its whole
@@ -298,7 +310,8 @@ func costEdges(n *costNode, s *jsonschema.Schema, ids map[*jsonschema.Schema]int
 	for kind := range kinds {
 		n.mismatch[kind] = !typeAllows(s.Types, kind)
 	}
-	n.self = 1 + uint64(len(s.Enum))/16
+	n.self = keywordSelf(s)
+	n.compare = uint64(len(s.Enum) + len(s.Constant))
 	if s.Pattern != nil {
 		n.text[kindScalar] = schemaPatternInsts(s.Pattern.String())
 	}
@@ -314,6 +327,73 @@ func costEdges(n *costNode, s *jsonschema.Schema, ids map[*jsonschema.Schema]int
 	}
 	n.unique = s.UniqueItems
 	n.regex = s.Format == "regex"
+}
+
+// keywordSelf is costNode.self of s: what the library's own keywords of s
+// cost on one instance node whatever the node, in evaluations. It walks
+// every name of "required" (and of the "dependentRequired" and
+// "dependencies" lists of the names present), quoting each missing one
+// into its error, which Validate then turns into a Violation each (some
+// 2.3 µs a name: two evaluations each); it looks up every "properties" and
+// "dependentSchemas" member in an object (tens of ns, a sixteenth); it
+// compares the value with every "enum" member and the "const", walking
+// as deep as the member (compareUnits), and formats a scalar "const"
+// that fails into its error (a sixteenth a byte). Charged 1 for a whole
+// "enum", a 300,000-name "required" cost 3 s per object and a 2,000
+// member "enum" of 100-number arrays 0.3 s per array
+// (docs/SPEC-DECISIONS.md SCHEMA-8).
+func keywordSelf(s *jsonschema.Schema) uint64 {
+	names := uint64(len(s.Required))
+	for _, list := range s.DependentRequired {
+		names = satAdd(names, uint64(len(list)))
+	}
+	for _, d := range s.Dependencies {
+		if list, ok := d.([]string); ok {
+			names = satAdd(names, uint64(len(list)))
+		}
+	}
+	units := uint64(len(s.Properties) + len(s.DependentSchemas))
+	for _, e := range s.Enum {
+		units = satAdd(units, compareUnits(e, 0))
+	}
+	for _, c := range s.Constant {
+		units = satAdd(units, compareUnits(c, 0))
+		if str, ok := c.(string); ok {
+			units = satAdd(units, uint64(len(str)))
+		}
+	}
+	return satAdd(satAdd(1, satMul(2, names)), units/16)
+}
+
+// compareUnits is what comparing a value with the schema value v costs
+// the library at most, in sixteenths of an evaluation: 1 a node, a
+// string 1 more a 64 bytes, a member name likewise, and a number 16 ×
+// numberSize (the library compares numbers as math/big rationals built
+// from their text, about an evaluation each). The walk stops at
+// MaxSchemaNesting (schema documents nest no deeper).
+func compareUnits(v any, depth int) uint64 {
+	if depth > MaxSchemaNesting {
+		return costInf
+	}
+	switch x := v.(type) {
+	case string:
+		return 1 + uint64(len(x))/uniqueBytesPerNode
+	case json.Number, float32, float64, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return satMul(16, numberSize(x))
+	case []any:
+		c := uint64(1)
+		for _, e := range x {
+			c = satAdd(c, compareUnits(e, depth+1))
+		}
+		return c
+	case map[string]any:
+		c := uint64(1)
+		for name, e := range x {
+			c = satAdd(c, satAdd(1+uint64(len(name))/uniqueBytesPerNode, compareUnits(e, depth+1)))
+		}
+		return c
+	}
+	return 1
 }
 
 // formatInsts is what a "format" check counts for per byte of a string,
@@ -419,7 +499,7 @@ func costLevels(nodes []costNode) *costTable {
 	for k := range table.weight {
 		table.weight[k] = satAdd(1, satMul(uint64(k+1), chain)/6)
 	}
-	for m, out := range []*[MaxDepth + 1]uint64{&table.perDepth, &table.text, &table.unique, &table.regex} {
+	for m, out := range []*[MaxDepth + 1]uint64{&table.perDepth, &table.text, &table.unique, &table.regex, &table.compare} {
 		e := newCostEval(nodes)
 		e.measure = m
 		for k := 0; k <= MaxDepth; k++ {
@@ -436,24 +516,28 @@ func costLevels(nodes []costNode) *costTable {
 	for _, r := range table.regex {
 		table.hasRegex = table.hasRegex || r > 0
 	}
+	for _, c := range table.compare {
+		table.hasCompare = table.hasCompare || c > 0
+	}
 	return table
 }
 
 // What a costEval counts: evaluations, regular-expression instructions
-// per byte of text, evaluations of "uniqueItems", or evaluations of
-// "format": "regex".
+// per byte of text, evaluations of "uniqueItems", evaluations of
+// "format": "regex", or "enum" members and "const" values compared.
 const (
 	measureEvals = iota
 	measureText
 	measureUnique
 	measureRegex
+	measureCompare
 )
 
 // costEval holds costLevels' tables while it computes one level k after
 // the other: A_τ(·, k) (cur) from A*(·, k-1) (star).
 type costEval struct {
 	nodes   []costNode
-	measure int // measureEvals, measureText, measureUnique or measureRegex
+	measure int // measureEvals, measureText, measureUnique, measureRegex or measureCompare
 	k       int
 	cur     [kinds][]uint64 // A_τ(·, k)
 	state   [kinds][]uint8  // 0 new, 1 on the stack, 2 done
@@ -567,6 +651,8 @@ func (e *costEval) self(nd *costNode, kind int) uint64 {
 			}
 		}
 		return c
+	case measureCompare:
+		return nd.compare
 	}
 	return nd.self
 }
@@ -683,6 +769,12 @@ type valueMeasure struct {
 	// worst. uniqueHash[k]: over those of more than 20 items, their size:
 	// what hashing the items costs, and what uniqueWork reads.
 	uniqueAll, uniqueHash [MaxDepth + 1]uint64
+	// numbers[k]: over the nodes at depth k, what the numbers in them
+	// (the node and everything under it) cost a comparison beyond one
+	// evaluation each: numberSize - 1, 0 for an ordinary number. An
+	// "enum" member or "const" compared with the node converts each of
+	// them at most once.
+	numbers [MaxDepth + 1]uint64
 }
 
 // uniqueBytesPerNode is how many bytes of a string or member name count
@@ -738,8 +830,15 @@ func float64Exp10(f float64) uint64 {
 // nests deeper than MaxDepth; the walk stops there, so a Go value that
 // contains itself ends too.
 func measureValue(v any, depth int, m *valueMeasure) (size uint64, ok bool) {
+	size, _, ok = measureNode(v, depth, m)
+	return size, ok
+}
+
+// measureNode is measureValue, also returning what the numbers of v cost
+// a comparison beyond an evaluation each (valueMeasure.numbers).
+func measureNode(v any, depth int, m *valueMeasure) (size, numbers uint64, ok bool) {
 	if depth > MaxDepth {
-		return 0, false
+		return 0, 0, false
 	}
 	m.nodes[depth]++
 	size = 1
@@ -749,29 +848,33 @@ func measureValue(v any, depth int, m *valueMeasure) (size uint64, ok bool) {
 		size += uint64(len(x)) / uniqueBytesPerNode
 	case json.Number, float32, float64, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
 		size = numberSize(x)
+		numbers = size - 1
 	case map[string]any:
 		for name, c := range x {
 			m.text[depth] += uint64(len(name))
-			n, ok := measureValue(c, depth+1, m)
+			n, num, ok := measureNode(c, depth+1, m)
 			if !ok {
-				return 0, false
+				return 0, 0, false
 			}
 			size = satAdd(size, satAdd(n, 1+uint64(len(name))/uniqueBytesPerNode))
+			numbers = satAdd(numbers, num)
 		}
 	case []any:
 		for _, c := range x {
-			n, ok := measureValue(c, depth+1, m)
+			n, num, ok := measureNode(c, depth+1, m)
 			if !ok {
-				return 0, false
+				return 0, 0, false
 			}
 			size = satAdd(size, n)
+			numbers = satAdd(numbers, num)
 		}
 		m.uniqueAll[depth] = satAdd(m.uniqueAll[depth], satMul(uint64(len(x)), size))
 		if len(x) > 20 {
 			m.uniqueHash[depth] = satAdd(m.uniqueHash[depth], size)
 		}
 	}
-	return size, true
+	m.numbers[depth] = satAdd(m.numbers[depth], numbers)
+	return size, numbers, true
 }
 
 // checkCost refuses v before the library validates it when its worst case
@@ -798,6 +901,11 @@ func (s *Schema) checkCost(v any) error {
 			w, _ := t.uniqueWorkOf(v, 0)
 			c = satAdd(c, w)
 		}
+	}
+	if t.hasCompare {
+		// Each "enum" member or "const" compared with a node converts its
+		// numbers (the member's side is in the evaluations: keywordSelf).
+		c = satAdd(c, weigh(&m.numbers, &t.compare))
 	}
 	if t.hasRegex && c <= MaxValidationCost {
 		var ranges [MaxDepth + 1]uint64

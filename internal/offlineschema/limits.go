@@ -18,8 +18,10 @@ import (
 const (
 	// MaxCompileBytes caps the bytes of the documents of one compile.
 	MaxCompileBytes = 4 << 20
-	// MaxCompileObjects caps the JSON objects (every subschema that is
-	// not a boolean is one) in the documents of one compile.
+	// MaxCompileObjects caps the JSON objects and the literals true and
+	// false (every subschema is one or the other) in the documents of one
+	// compile: the library's compile time grows with the square of its
+	// subschemas, boolean ones included (docs/SPEC-DECISIONS.md SCHEMA-8).
 	MaxCompileObjects = 10000
 	// MaxCompilePatternInsts caps the instructions of the compiled
 	// programs of every "pattern" and "patternProperties" regular
@@ -62,7 +64,7 @@ func (c compileCost) over() string {
 		why    string
 	}{
 		{c.bytes, MaxCompileBytes, "more than 4 MiB in all"},
-		{c.objects, MaxCompileObjects, "more than 10,000 json objects in all"},
+		{c.objects, MaxCompileObjects, "more than 10,000 json objects and booleans in all"},
 		{c.largest, MaxPatternInsts, "a regular expression of more than 10,000 instructions"},
 		{c.largestRanges, MaxPatternRanges, "a regular expression whose character classes cost more than 200,000 ranges to compile"},
 		{c.insts, MaxCompilePatternInsts, "more than 200,000 regular expression instructions in all"},
@@ -76,8 +78,10 @@ func (c compileCost) over() string {
 }
 
 // scanSchemaJSON reads the bytes of one valid JSON document once and
-// returns its number of objects, or why it is over a per-document limit
-// (nesting, a number's length or exponent).
+// returns its number of objects and true and false literals (each may be
+// a subschema: an upper bound of what the library compiles, as objects in
+// data are counted too), or why it is over a per-document limit (nesting,
+// a number's length or exponent).
 func scanSchemaJSON(data []byte) (objects int, why string) {
 	depth := 0
 	for i := 0; i < len(data); i++ {
@@ -95,6 +99,10 @@ func scanSchemaJSON(data []byte) (objects int, why string) {
 			if depth++; depth > MaxSchemaNesting {
 				return objects, "a document nested more than 128 deep"
 			}
+		case c == 't' || c == 'f':
+			// true or false: outside strings, in valid JSON, nothing else
+			// starts with these letters.
+			objects++
 		case c == '}' || c == ']':
 			depth--
 		case c == '-' || ('0' <= c && c <= '9'):
