@@ -47,3 +47,48 @@ func TestBooleanSubschemasEscapeTheCompileObjectLimit(t *testing.T) {
 		t.Fatalf("1,000 boolean subschemas: %v", cerr)
 	}
 }
+
+// TestBooleanFlagsAreNoSubschemas: counting every true and false (the
+// first form of SCHEMA-8) refused ordinary schemas that compiled in under
+// a second, and with them installed bundles at their next use: 4,000
+// properties {"type": "string", "readOnly": true, "deprecated": false}
+// hold 12,001 objects and literals. The value of a flag keyword
+// (readOnly, deprecated, …) in a schema object is no subschema and is not
+// counted; in a map of subschemas (properties, $defs, …) a member named
+// readOnly is a subschema like any other, and counts: 1,500 properties
+// maps of the seven flag names as true subschemas (3,001 objects, 10,500
+// boolean subschemas) stay refused.
+func TestBooleanFlagsAreNoSubschemas(t *testing.T) {
+	var ok strings.Builder
+	ok.WriteString(`{"type": "object", "properties": {`)
+	for i := range 4000 {
+		if i > 0 {
+			ok.WriteString(",")
+		}
+		fmt.Fprintf(&ok, `"p%d": {"type": "string", "readOnly": true, "deprecated": false}`, i)
+	}
+	ok.WriteString(`}}`)
+	if cerr, _ := sameVerdict(t, quickFiles(ok.String()), qk); cerr != nil {
+		t.Fatalf("4,000 properties flagged readOnly and deprecated: %v", cerr)
+	}
+	var flags []string
+	for k := range flagKeywords {
+		flags = append(flags, fmt.Sprintf(`%q: true`, k))
+	}
+	var over strings.Builder
+	over.WriteString(`{"properties": {`)
+	for i := range 1500 {
+		if i > 0 {
+			over.WriteString(",")
+		}
+		fmt.Fprintf(&over, `"p%d": {"properties": {%s}}`, i, strings.Join(flags, ", "))
+	}
+	over.WriteString(`}}`)
+	cerr, _ := sameVerdict(t, quickFiles(over.String()), qk)
+	if cerr == nil {
+		t.Fatal("10,500 boolean subschemas named as flag keywords in properties maps were not counted")
+	}
+	if e := ampErr(t, cerr, ErrInvalidSchema, 0); !strings.Contains(e.Message, "over a compile limit") {
+		t.Fatalf("refused, but not for a limit: %v", cerr)
+	}
+}

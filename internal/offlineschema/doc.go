@@ -107,7 +107,7 @@
 //     floats are float64; the library compares them as exact rationals, so
 //     "maximum": 18446744073709551615 is checked exactly.
 //   - Limits: the documents one Compile loads hold at most
-//     MaxCompileBytes, MaxCompileObjects JSON objects and booleans and
+//     MaxCompileBytes, MaxCompileObjects JSON objects and boolean subschemas and
 //     MaxCompilePatternInsts regular-expression instructions in all (and
 //     MaxPatternInsts in any one program, measured without building it)
 //     and MaxCompilePatternRanges character-class ranges their compile

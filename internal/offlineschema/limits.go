@@ -64,7 +64,7 @@ func (c compileCost) over() string {
 		why    string
 	}{
 		{c.bytes, MaxCompileBytes, "more than 4 MiB in all"},
-		{c.objects, MaxCompileObjects, "more than 10,000 json objects and booleans in all"},
+		{c.objects, MaxCompileObjects, "more than 10,000 json objects and boolean subschemas in all"},
 		{c.largest, MaxPatternInsts, "a regular expression of more than 10,000 instructions"},
 		{c.largestRanges, MaxPatternRanges, "a regular expression whose character classes cost more than 200,000 ranges to compile"},
 		{c.insts, MaxCompilePatternInsts, "more than 200,000 regular expression instructions in all"},
@@ -78,33 +78,54 @@ func (c compileCost) over() string {
 }
 
 // scanSchemaJSON reads the bytes of one valid JSON document once and
-// returns its number of objects and true and false literals (each may be
-// a subschema: an upper bound of what the library compiles, as objects in
-// data are counted too), or why it is over a per-document limit (nesting,
-// a number's length or exponent).
+// returns its number of objects and of true and false literals that may
+// be subschemas (an upper bound of what the library compiles: objects and
+// literals in data are counted too), or why it is over a per-document
+// limit (nesting, a number's length or exponent). The one literal not
+// counted is the value of a keyword whose value is a boolean flag in
+// every draft (readOnly, deprecated, uniqueItems, …: flagKeywords) in an
+// object that is not a map of subschemas (the value of properties,
+// $defs, …: mapKeywords), where a member so named is a subschema
+// (docs/SPEC-DECISIONS.md SCHEMA-8, amended).
 func scanSchemaJSON(data []byte) (objects int, why string) {
-	depth := 0
+	// maps[d]: the container open at depth d+1 is an object whose members
+	// are subschemas (or an array: true too, its elements may be).
+	var maps []bool
+	var key, last string // the member name whose value comes next; the last string read
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; {
 		case c == '"':
+			start := i + 1
 			for i++; i < len(data) && data[i] != '"'; i++ {
 				if data[i] == '\\' {
 					i++
 				}
 			}
+			last = string(data[start:min(i, len(data))])
+			continue // a member's name: its ':' comes next
+		case c == ':':
+			key = last
+			continue
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
 		case c == '{' || c == '[':
 			if c == '{' {
 				objects++
 			}
-			if depth++; depth > MaxSchemaNesting {
+			maps = append(maps, c == '[' || mapKeywords[key])
+			if len(maps) > MaxSchemaNesting {
 				return objects, "a document nested more than 128 deep"
 			}
 		case c == 't' || c == 'f':
 			// true or false: outside strings, in valid JSON, nothing else
 			// starts with these letters.
-			objects++
+			if !flagKeywords[key] || len(maps) == 0 || maps[len(maps)-1] {
+				objects++
+			}
 		case c == '}' || c == ']':
-			depth--
+			if len(maps) > 0 {
+				maps = maps[:len(maps)-1]
+			}
 		case c == '-' || ('0' <= c && c <= '9'):
 			j := i
 			for j < len(data) && numberByte(data[j]) {
@@ -115,8 +136,26 @@ func scanSchemaJSON(data []byte) (objects int, why string) {
 			}
 			i = j - 1
 		}
+		key = "" // after a value or any structural character but ':'
 	}
 	return objects, ""
+}
+
+// flagKeywords are the keywords whose value is a boolean flag, never a
+// subschema, in every draft the library reads: annotations and
+// assertions (draft-04's exclusive bounds were booleans) and 2019-09's
+// $recursiveAnchor.
+var flagKeywords = map[string]bool{
+	"readOnly": true, "writeOnly": true, "deprecated": true, "uniqueItems": true,
+	"exclusiveMinimum": true, "exclusiveMaximum": true, "$recursiveAnchor": true,
+}
+
+// mapKeywords are the keywords whose value is an object of subschemas by
+// name, in any draft: a member there named as a flag keyword is a
+// subschema.
+var mapKeywords = map[string]bool{
+	"properties": true, "patternProperties": true, "$defs": true, "definitions": true,
+	"dependentSchemas": true, "dependencies": true,
 }
 
 // numberByte reports whether c can be part of a JSON number literal.
