@@ -356,6 +356,14 @@ type bundleFile struct {
 	file os.FileInfo
 }
 
+// bundleOf is the file snap serves for bundle id, or nil (snap nil too).
+func (snap *snapshot) bundleOf(id string) *bundleFile {
+	if snap == nil {
+		return nil
+	}
+	return snap.bundles[id]
+}
+
 func etagOf(alg string, sum []byte) string { return `"` + alg + ":" + hex.EncodeToString(sum) + `"` }
 
 func newMemFile(body []byte, ctype string) *memFile {
@@ -417,7 +425,7 @@ func (s *Server) buildFrom(src Source, old *snapshot, bs []resolver.Bundle) (*sn
 		var bf *bundleFile
 		if old != nil && old.bundles[b.BundleID] != nil && old.bundles[b.BundleID].key == key && b.ManifestSHA256 != "" {
 			bf = old.bundles[b.BundleID]
-		} else if bf, err = s.export(src, b.BundleID, key); err != nil {
+		} else if bf, err = s.export(src, b.BundleID, key, old); err != nil {
 			s.log.Warn("bundle left out of the mirror", "bundle_id", b.BundleID, "err", err)
 			continue
 		}
@@ -804,8 +812,13 @@ func (s *Server) addCapability(src Source, snap *snapshot, e resolver.Entry) (In
 	return ic, nil
 }
 
-// export writes bundle id into the spool folder as <sha256>.bundle.
-func (s *Server) export(src Source, id, key string) (*bundleFile, error) {
+// export writes bundle id into the spool folder as <sha256>.bundle. When
+// the snapshot old serves the same bytes of id from a file still at that
+// name, that file is kept (the copy just written is dropped): renamed
+// over it, the new file would not be the one old's requests may serve
+// (openExported), and the bundle would be answered 500 until the new
+// snapshot is stored (MIRROR-25, amended).
+func (s *Server) export(src Source, id, key string, old *snapshot) (*bundleFile, error) {
 	f, err := os.CreateTemp(s.opts.SpoolDir, ".export-*.tmp")
 	if err != nil {
 		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot write to the spool folder").WithCause(err)
@@ -826,6 +839,11 @@ func (s *Server) export(src Source, id, key string) (*bundleFile, error) {
 	}
 	sum := h.Sum(nil)
 	name := filepath.Join(s.opts.SpoolDir, hex.EncodeToString(sum)+".bundle")
+	if prev := old.bundleOf(id); prev != nil && prev.path == name && prev.file != nil {
+		if st, err := os.Lstat(name); err == nil && os.SameFile(st, prev.file) {
+			return &bundleFile{key: key, path: name, size: prev.size, sha256: prev.sha256, etag: prev.etag, file: prev.file}, nil
+		}
+	}
 	if err := os.Rename(f.Name(), name); err != nil {
 		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot write to the spool folder").WithCause(err)
 	}
