@@ -368,8 +368,9 @@ func refuseDirect(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, e
 // tools/list (verifying them only when the catalog generation or the
 // agent changed) and answers tools/call through the agent's pipeline,
 // which verifies again; any other request (not a notification) takes one
-// of the principal's request slots until it is answered, or is refused
-// (enterRequest); an SDK error that may quote the request is replaced by
+// of the principal's request slots until its handler returned (a
+// tools/list: until its answer is marshalled), or is refused
+// (enterRequest, heldResult); an SDK error that may quote the request is replaced by
 // its code's generic text.
 func (b *Bridge) middleware(ps *principalServer) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -377,14 +378,23 @@ func (b *Bridge) middleware(ps *principalServer) mcp.Middleware {
 			if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
 				return b.call(ctx, ps.principal, r.Params), nil
 			}
-			if !strings.HasPrefix(method, "notifications/") && !b.enterRequest(ctx, ps.principal) {
+			if strings.HasPrefix(method, "notifications/") {
+				res, err := next(ctx, method, req)
+				return res, safeRPCError(err)
+			}
+			release, ok := b.enterRequest(ps.principal)
+			if !ok {
 				return nil, tooManyRequests()
 			}
 			if method == "tools/list" {
 				b.sync(ps, false) // cheap unless the generation changed
 			}
 			res, err := next(ctx, method, req)
-			return res, safeRPCError(err)
+			if err != nil || res == nil || method != "tools/list" {
+				release() // an answer cheap to write: the handler was the work
+				return res, safeRPCError(err)
+			}
+			return holdUntilMarshalled(res, release), nil // up to MaxToolsBytes to encode
 		}
 	}
 }

@@ -1,11 +1,14 @@
 package mcpbridge
 
 import (
-	"context"
+	"bytes"
+	"encoding/json"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ampbundle/ampbundle/amp"
 )
@@ -88,20 +91,51 @@ func (b *Bridge) shareCalls(n int) {
 }
 
 // enterRequest takes one of principal's request slots for a request other
-// than tools/call, held until the SDK is done with it: go-sdk v1.8.0's
-// JSON-RPC connection cancels a request's context once its answer is
-// written, or dropped because the client that asked went away
-// (internal/jsonrpc2, Connection.processResult), so the slot covers the
-// handler and the encoding and writing of its answer, which a POST's
-// in-flight share does not once the client hung up (MCP-41). False when
-// the share is used up: the request is then refused (tooManyRequests),
-// never queued.
-func (b *Bridge) enterRequest(ctx context.Context, principal string) bool {
+// than tools/call; false when the share is used up: the request is then
+// refused (tooManyRequests), never queued. The slot is held until the
+// handler returned, and a tools/list's until its answer has been
+// marshalled (heldResult), which the SDK does after the handler returned,
+// whatever became of the request: the client may have hung up, or
+// cancelled it (go-sdk v1.8.0 ends a request's context on
+// notifications/cancelled, before its answer is built, so the context's
+// end would free the slot while a 16 MiB tools/list is still encoded;
+// MCP-41, amended). release gives it back, once.
+func (b *Bridge) enterRequest(principal string) (release func(), ok bool) {
 	if !b.requests.enter(principal) {
-		return false
+		return nil, false
 	}
-	context.AfterFunc(ctx, func() { b.requests.leave(principal) })
-	return true
+	return sync.OnceFunc(func() { b.requests.leave(principal) }), true
+}
+
+// heldResult is an answer that holds its request's slot until the SDK has
+// marshalled it (MarshalJSON), or, should it never be, until it is
+// garbage (a cleanup). It is the answer itself to the SDK: the embedded
+// Result gives it the interface, and its JSON is the Result's, written
+// as the SDK writes answers (HTML characters not escaped).
+type heldResult struct {
+	mcp.Result
+	release func()
+}
+
+// holdUntilMarshalled wraps res so that release runs once it is
+// marshalled (or collected unmarshalled).
+func holdUntilMarshalled(res mcp.Result, release func()) *heldResult {
+	h := &heldResult{Result: res, release: release}
+	runtime.AddCleanup(h, func(f func()) { f() }, release)
+	return h
+}
+
+// MarshalJSON implements json.Marshaler: the Result's JSON, then the slot
+// given back.
+func (h *heldResult) MarshalJSON() ([]byte, error) {
+	defer h.release()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(h.Result); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // busyData is the data of a CodeBusy error of ErrTooManyRequests: the
