@@ -29,6 +29,26 @@ import (
 // each tools/list answer here, standing for the SDK's work on it after
 // the bridge's middleware returned.
 func TestClientWhoHangsUpOnToolsListRunsNoMoreThanItsShare(t *testing.T) {
+	testToolsListShare(t, false)
+}
+
+// TestClientWhoCancelsHungUpToolsListRunsNoMoreThanItsShare: MCP-41
+// counted a tools/list until its request's context ended, which go-sdk
+// ends on notifications/cancelled before the answer is built: a client
+// that posts tools/list, hangs up and cancels it got its slot back at
+// once, while the SDK still encoded the answer (up to MaxToolsBytes), and
+// held any number of them at once. The slot is now held until the answer
+// is marshalled.
+func TestClientWhoCancelsHungUpToolsListRunsNoMoreThanItsShare(t *testing.T) {
+	testToolsListShare(t, true)
+}
+
+// testToolsListShare posts tools/lists of one principal and hangs up on
+// each (and, with cancel, sends notifications/cancelled for it), while a
+// middleware outside the bridge's holds every answer: at most the
+// principal's share are ever held, the rest refused with the busy error,
+// and the slots come back once the answers are done with.
+func testToolsListShare(t *testing.T, cancel bool) {
 	e := newEnv(t, newStoreFile(t), agent.Rules{{Caller: "*", Prefix: "*"}})
 	tokens, err := ParseTokenFile([]byte(testPrincipal + " " + testToken + "\n"))
 	if err != nil {
@@ -73,9 +93,13 @@ func TestClientWhoHangsUpOnToolsListRunsNoMoreThanItsShare(t *testing.T) {
 			}
 			break
 		}
+		if cancel {
+			send(t, http.MethodPost, srv.URL, testToken, s.session, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+strconv.Itoa(100+i)+`}}`)
+			time.Sleep(20 * time.Millisecond) // the SDK cancels in a goroutine of its own: give it the time to
+		}
 	}
 	if n := held.Load(); n > share {
-		t.Fatalf("%d tools/list answers worked on at once for one principal whose share is %d (its clients hung up)", n, share)
+		t.Fatalf("%d tools/list answers worked on at once for one principal whose share is %d (its clients hung up; cancelled: %v)", n, share, cancel)
 	}
 	if refused == 0 {
 		t.Fatal("no list was refused")
