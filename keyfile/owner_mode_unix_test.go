@@ -6,26 +6,11 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/regfile/regfiletest"
 )
-
-// statOf is a FileInfo of a file owned by uid with permission bits perm,
-// as a Unix fstat gives it.
-type statOf struct {
-	uid  uint32
-	perm fs.FileMode
-}
-
-func (s statOf) Name() string       { return "key" }
-func (s statOf) Size() int64        { return 0 }
-func (s statOf) Mode() fs.FileMode  { return s.perm }
-func (s statOf) ModTime() time.Time { return time.Time{} }
-func (s statOf) IsDir() bool        { return false }
-func (s statOf) Sys() any           { return &syscall.Stat_t{Uid: s.uid} }
 
 // TestOwnerModeJudgement: the Unix rule for a key, passphrase or token
 // file, as values, run by any user. A file another user owns is refused
@@ -52,7 +37,7 @@ func TestOwnerModeJudgement(t *testing.T) {
 		{"another user's 0644", other, 0o644, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := judgeOpenFile(nil, statOf{c.owner, c.perm}, "private key file")
+			err := judgeOpenFile(nil, regfiletest.Stat(c.owner, c.perm), "private key file")
 			if c.ok != (err == nil) {
 				t.Fatalf("owner %d, reader %d, mode %04o: %v", c.owner, me, c.perm, err)
 			}

@@ -3,22 +3,11 @@
 package regfile
 
 import (
-	"io/fs"
 	"os"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/ampbundle/ampbundle/internal/regfile/regfiletest"
 )
-
-// ownedInfo is a FileInfo whose owner is uid.
-type ownedInfo struct{ uid uint32 }
-
-func (o ownedInfo) Name() string       { return "f" }
-func (o ownedInfo) Size() int64        { return 0 }
-func (o ownedInfo) Mode() fs.FileMode  { return 0o600 }
-func (o ownedInfo) ModTime() time.Time { return time.Time{} }
-func (o ownedInfo) IsDir() bool        { return false }
-func (o ownedInfo) Sys() any           { return &syscall.Stat_t{Uid: o.uid} }
 
 // TestForeignOwnerIsNeitherThisUserNorRoot: the one owner rule of the
 // files and folders a process trusts (CLI-54, CLI-55): a file of another
@@ -35,7 +24,7 @@ func TestForeignOwnerIsNeitherThisUserNorRoot(t *testing.T) {
 		uid     uint32
 		foreign bool
 	}{{me, false}, {0, false}, {other, true}, {65534, me != 65534}} {
-		if uid, foreign := ForeignOwner(ownedInfo{c.uid}); foreign != c.foreign || foreign && uid != c.uid {
+		if uid, foreign := ForeignOwner(regfiletest.Stat(c.uid, 0o600)); foreign != c.foreign || foreign && uid != c.uid {
 			t.Errorf("owner %d (this process %d): foreign %v uid %d, want %v", c.uid, me, foreign, uid, c.foreign)
 		}
 	}
