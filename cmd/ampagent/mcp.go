@@ -54,7 +54,7 @@ The process holds the store as serve does: import or remove bundles with
 'ampbundle', which goes through its admin socket; the tools change and the
 host is told (notifications/tools/list_changed).`,
 		Flags: append(agentFlags(),
-			&cli.StringFlag{Name: "config", Usage: "config `FILE` (JSON, serve's): handlers, allow rules, limits"},
+			&cli.StringFlag{Name: "config", Usage: "config `FILE` (JSON, serve's, writable by the agent's user alone): handlers, allow rules, limits"},
 			&cli.StringSliceFlag{Name: "allow", Usage: "allow `CALLER=PREFIX` (repeatable), e.g. 'did:local:uid-1000=org.example.'"},
 			&cli.StringFlag{Name: "principal", Usage: "the `DID` the local user is, for the allow rules (default did:local:uid-UID)"},
 			&cli.StringFlag{Name: "admin-socket", Usage: "admin socket `PATH` (default DB.admin.sock)"},
@@ -191,7 +191,7 @@ func (nopWriteCloser) Close() error { return nil }
 func mcpServeFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "mcp-listen", Usage: "also serve MCP (streamable HTTP) at POST/GET /mcp on `ADDR` (needs --mcp-token-file or --mcp-client-ca)"},
-		&cli.StringFlag{Name: "mcp-token-file", Usage: "bearer tokens of MCP callers: `FILE` of \"DID TOKEN\" lines (mode 0600); the allow rules name the DID"},
+		&cli.StringFlag{Name: "mcp-token-file", Usage: "bearer tokens of MCP callers: `FILE` of \"DID TOKEN\" lines (mode 0600, owned by the agent's user or root); the allow rules name the DID"},
 		&cli.StringFlag{Name: "mcp-tls-cert", Usage: "TLS certificate chain `FILE` (PEM) for --mcp-listen"},
 		&cli.StringFlag{Name: "mcp-tls-key", Usage: "TLS private key `FILE` (PEM) for --mcp-tls-cert"},
 		&cli.StringFlag{Name: "mcp-client-ca", Usage: "mutual TLS: client certificates signed by the CAs in `FILE` (PEM) are the DID of their first DID URI SAN"},

@@ -25,7 +25,7 @@ const maxPassphraseFile = 4 << 10
 // PassphraseFileFlag returns the --passphrase-file flag of every command
 // that reads or encrypts a private key.
 func PassphraseFileFlag() cli.Flag {
-	return &cli.StringFlag{Name: "passphrase-file", Usage: "read the passphrase of an encrypted key from the first line of `FILE` (mode 0600); otherwise $" + PassphraseEnv + ", otherwise asked on the terminal"}
+	return &cli.StringFlag{Name: "passphrase-file", Usage: "read the passphrase of an encrypted key from the first line of `FILE` (mode 0600, owned by you or root); otherwise $" + PassphraseEnv + ", otherwise asked on the terminal"}
 }
 
 // terminalPassword returns a prompt on the controlling terminal, or nil
