@@ -390,6 +390,8 @@ type Agent struct {
 	cursorKey []byte
 	ledger    *ledger.Ledger
 	ownLedger bool
+	// spool holds the stream directory open while streams are served.
+	spool *spool
 	// results is the largest result of each capability (result_limit.go).
 	results resultLimits
 	// cpu holds a slot per goroutine computing in Handle (see idle),
@@ -434,8 +436,6 @@ func New(cfg Config) (*Agent, error) {
 		workers: workers.New(0), life: newLifecycle(), sweeps: newSweeper(),
 	}
 	a.overdue = newOverdueHandlers(cfg.MaxOverdueHandlers)
-	a.streams = newStreams(cfg.StreamLimits, cfg.ParamStreams, a.principal)
-	a.params = newParamKeeper(cfg.ParamStreams, cfg.StreamLimits, a.principal)
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -443,14 +443,16 @@ func New(cfg Config) (*Agent, error) {
 	if a.reg == nil {
 		a.reg = storeRegistry{cfg.Store}
 	}
-	for _, step := range []func() error{a.checkIdentity, a.addHandlers, a.newCodec, a.openLedger} {
+	for _, step := range []func() error{a.checkIdentity, a.addHandlers, a.newCodec, a.openSpool, a.openLedger} {
 		if err := step(); err != nil {
+			a.spool.close()
 			return nil, err
 		}
 	}
 	a.ledger.SetPrincipal(a.principal)
 	var err error
 	if a.results, err = newResultLimits(cfg, a.ledger); err != nil {
+		a.spool.close()
 		if a.ownLedger {
 			a.ledger.Close()
 		}
@@ -549,6 +551,19 @@ func (a *Agent) openLedger() error {
 		return err
 	}
 	a.ownLedger = true
+	return nil
+}
+
+// openSpool holds the spool directory open (spool.go) and makes the
+// stream and params tables that use it.
+func (a *Agent) openSpool() error {
+	sp, err := openSpool(a.cfg.StreamLimits, a.cfg.Streams != nil || a.cfg.ParamStreams != nil, a.cfg.Rand)
+	if err != nil {
+		return err
+	}
+	a.spool = sp
+	a.streams = newStreams(a.cfg.StreamLimits, a.cfg.ParamStreams, a.principal, sp)
+	a.params = newParamKeeper(a.cfg.ParamStreams, a.cfg.StreamLimits, a.principal, sp)
 	return nil
 }
 

@@ -170,6 +170,7 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	a.closeOnce.Do(func() {
 		a.streams.closeAll()
 		a.params.closeAll()
+		a.spool.close()
 		if !a.ownLedger {
 			return
 		}

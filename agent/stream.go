@@ -102,8 +102,16 @@ type StreamLimits struct {
 	// SpoolThreshold: a stream whose total_size is larger is written to a
 	// temporary file in SpoolDir, never held in memory (default 1 MiB).
 	SpoolThreshold uint64
-	// SpoolDir is where spool files go (default os.TempDir()).
+	// SpoolDir is where spool files go (default os.TempDir()). The agent
+	// opens it once, in New, and makes, reopens and removes its spool files
+	// through the directory it opened, never by this path again: a
+	// directory swapped in at the path later is not used.
 	SpoolDir string
+	// SpoolRoot, when set, is the spool directory already open, used
+	// instead of SpoolDir (a caller that checked the directory it opened,
+	// as ampagent serve does). The agent does not close it; its caller
+	// keeps it open until every agent using it is closed.
+	SpoolRoot *os.Root
 }
 
 func (l *StreamLimits) setDefaults() {
@@ -155,6 +163,8 @@ type inStream struct {
 	start    amp.StreamStartBody
 	mem      []byte   // content when not spooled
 	file     *os.File // spool file, or nil
+	fileName string   // its name in the spool directory
+	spool    *spool
 	have     []uint64 // bitmap of received chunks
 	received uint64
 	last     time.Time // last activity (a new chunk, or an END of a complete stream)
@@ -172,6 +182,7 @@ type inStream struct {
 type streams struct {
 	mu      sync.Mutex
 	lim     StreamLimits
+	spool   *spool // where spool files are made (nil: no stream is served)
 	open    map[streamKey]*inStream
 	perSend map[string]int // open streams per slot (slotOf)
 	// sharedOpen counts the open streams of unnamed callers, at most
@@ -187,7 +198,7 @@ type streams struct {
 
 // newStreams makes the table; params, when set, are the limits of params
 // streams, the largest of which one sender must be able to send.
-func newStreams(lim StreamLimits, params *ParamStreamLimits, principal func(sender string) string) *streams {
+func newStreams(lim StreamLimits, params *ParamStreamLimits, principal func(sender string) string, sp *spool) *streams {
 	lim.setDefaults()
 	var largest uint64
 	if params != nil {
@@ -195,7 +206,7 @@ func newStreams(lim StreamLimits, params *ParamStreamLimits, principal func(send
 		p.setDefaults()
 		largest = p.MaxSize
 	}
-	t := &streams{lim: lim, open: map[streamKey]*inStream{}, perSend: map[string]int{}, principal: principal,
+	t := &streams{lim: lim, spool: sp, open: map[streamKey]*inStream{}, perSend: map[string]int{}, principal: principal,
 		bySender: map[string]uint64{}, byPeer: map[string]uint64{}, sharedSlots: max(1, lim.MaxStreams-lim.MaxStreams/4)}
 	t.senderCap, t.peerCap, t.sharedCap = lim.shares(largest)
 	return t
@@ -342,9 +353,8 @@ func (s *inStream) closeFile() {
 	s.closed = true
 	s.mem = nil
 	if s.file != nil {
-		name := s.file.Name()
 		s.file.Close()
-		os.Remove(name)
+		s.spool.remove(s.fileName)
 		s.file = nil
 	}
 }
@@ -515,12 +525,12 @@ func (a *Agent) streamStart(sender, peer string, b amp.StreamStartBody, now time
 	t.mu.Unlock()
 	defer s.mu.Unlock()
 	if b.TotalSize > t.lim.SpoolThreshold {
-		f, err := os.CreateTemp(t.lim.SpoolDir, "ampstream-*")
+		f, name, err := t.spool.create("ampstream-")
 		if err == nil {
 			err = f.Truncate(int64(b.TotalSize))
 			if err != nil {
 				f.Close()
-				os.Remove(f.Name())
+				t.spool.remove(name)
 			}
 		}
 		if err != nil {
@@ -528,7 +538,7 @@ func (a *Agent) streamStart(sender, peer string, b amp.StreamStartBody, now time
 			t.drop(s)
 			return unavailable()
 		}
-		s.file = f
+		s.file, s.fileName, s.spool = f, name, t.spool
 	} else {
 		s.mem = make([]byte, b.TotalSize)
 	}

@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -77,7 +76,7 @@ type keptParams struct {
 	sum     []byte
 	size    uint64
 	mem     []byte // content when small
-	file    string // spool file otherwise
+	file    string // spool file otherwise (its name in the spool directory)
 	kept    time.Time
 	expires time.Time
 	// ready: filled (fill); claimed: a CAP_INVOKE is using it (take),
@@ -85,9 +84,9 @@ type keptParams struct {
 	ready, claimed bool
 }
 
-func (k *keptParams) remove() {
+func (k *keptParams) remove(sp *spool) {
 	if k.file != "" {
-		os.Remove(k.file)
+		sp.remove(k.file)
 	}
 }
 
@@ -95,7 +94,7 @@ func (k *keptParams) remove() {
 type paramKeeper struct {
 	lim       ParamStreamLimits
 	threshold uint64
-	dir       string
+	spool     *spool
 	grace     time.Duration // StreamLimits.StallGrace
 	mu        sync.Mutex
 	m         map[streamKey]*keptParams
@@ -106,14 +105,14 @@ type paramKeeper struct {
 	principal func(sender string) string
 }
 
-func newParamKeeper(lim *ParamStreamLimits, streams StreamLimits, principal func(sender string) string) *paramKeeper {
+func newParamKeeper(lim *ParamStreamLimits, streams StreamLimits, principal func(sender string) string, sp *spool) *paramKeeper {
 	if lim == nil {
 		return nil
 	}
 	l := *lim
 	l.setDefaults()
 	streams.setDefaults()
-	return &paramKeeper{lim: l, threshold: streams.SpoolThreshold, dir: streams.SpoolDir, grace: streams.StallGrace,
+	return &paramKeeper{lim: l, threshold: streams.SpoolThreshold, spool: sp, grace: streams.StallGrace,
 		m: map[streamKey]*keptParams{}, perSend: map[string]int{}, principal: principal}
 }
 
@@ -135,7 +134,7 @@ func (p *paramKeeper) expire(now time.Time) {
 	for _, k := range p.m {
 		if k.ready && !k.claimed && now.After(k.expires) {
 			p.unlink(k)
-			k.remove()
+			k.remove(p.spool)
 		}
 	}
 }
@@ -170,7 +169,7 @@ func (p *paramKeeper) evictOld(slot string, now time.Time) bool {
 		return false
 	}
 	p.unlink(old)
-	old.remove()
+	old.remove(p.spool)
 	return true
 }
 
@@ -194,7 +193,7 @@ func (p *paramKeeper) reserve(info StreamInfo, peer string, now time.Time) (*kep
 		// removed by its user.
 		p.unlink(old)
 		if !old.claimed {
-			old.remove()
+			old.remove(p.spool)
 		}
 	}
 	for {
@@ -232,12 +231,12 @@ func (p *paramKeeper) cancel(k *keptParams) {
 		p.unlink(k)
 	}
 	p.mu.Unlock()
-	k.remove()
+	k.remove(p.spool)
 }
 
 // store fills k with content; on failure it gives k's room back.
 func (p *paramKeeper) store(k *keptParams, content io.Reader) error {
-	if err := k.fill(content, p.threshold, p.dir); err != nil {
+	if err := k.fill(content, p.threshold, p.spool); err != nil {
 		p.cancel(k)
 		return err
 	}
@@ -248,7 +247,7 @@ func (p *paramKeeper) store(k *keptParams, content io.Reader) error {
 }
 
 // fill copies exactly k.size bytes of content to memory or a spool file.
-func (k *keptParams) fill(content io.Reader, threshold uint64, dir string) error {
+func (k *keptParams) fill(content io.Reader, threshold uint64, sp *spool) error {
 	if k.size <= threshold {
 		k.mem = make([]byte, k.size)
 		if _, err := io.ReadFull(content, k.mem); err != nil {
@@ -256,11 +255,11 @@ func (k *keptParams) fill(content io.Reader, threshold uint64, dir string) error
 		}
 		return nil
 	}
-	f, err := os.CreateTemp(dir, "ampparams-*")
+	f, name, err := sp.create("ampparams-")
 	if err != nil {
 		return unavailable()
 	}
-	k.file = f.Name()
+	k.file = name
 	n, err := io.Copy(f, io.LimitReader(content, int64(k.size)))
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -304,7 +303,7 @@ func (u *paramsUse) finish(putBack bool) {
 	}
 	u.p.mu.Unlock()
 	if !kept || !putBack {
-		k.remove() // used up, or replaced or dropped meanwhile
+		k.remove(u.p.spool) // used up, or replaced or dropped meanwhile
 	}
 }
 
@@ -330,7 +329,7 @@ func (p *paramKeeper) take(sender string, ref capability.ParamsStream, now time.
 	k.claimed = true
 	p.mu.Unlock()
 	use := &paramsUse{p: p, k: k}
-	buf, err := k.read()
+	buf, err := k.read(p.spool)
 	if err != nil {
 		use.putBack()
 		return nil, nil, err
@@ -340,11 +339,11 @@ func (p *paramKeeper) take(sender string, ref capability.ParamsStream, now time.
 
 // read returns k's content, checked against its SHA-256 when it comes
 // from a file.
-func (k *keptParams) read() ([]byte, error) {
+func (k *keptParams) read(sp *spool) ([]byte, error) {
 	if k.file == "" {
 		return k.mem, nil
 	}
-	f, err := os.Open(k.file)
+	f, err := sp.open(k.file)
 	if err != nil {
 		return nil, unavailable()
 	}
@@ -371,7 +370,7 @@ func (p *paramKeeper) closeAll() {
 	for _, k := range p.m {
 		p.unlink(k)
 		if !k.claimed {
-			k.remove() // one in use is removed by its user
+			k.remove(p.spool) // one in use is removed by its user
 		}
 	}
 }

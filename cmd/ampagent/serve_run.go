@@ -107,6 +107,9 @@ func (s *server) checkFlags() error {
 	if s.streams, s.params, err = streamConfig(s.cfg); err != nil {
 		return err
 	}
+	if root := s.streams.SpoolRoot; root != nil {
+		s.onClose(func() { root.Close() })
+	}
 	// One peer's unnamed callers hold 1/--peer-share of the stream bytes,
 	// as of its requests (1 behind a proxy: every caller is one address).
 	s.streams.PeerShare = s.cfg.PeerShare
@@ -228,7 +231,7 @@ func (s *server) checkAgent() error {
 
 // buildAgent builds the first agent, behind the switch a reload swaps.
 func (s *server) buildAgent() error {
-	if err := removeLeftSpool(s.cfg, s.log); err != nil {
+	if err := removeLeftSpool(s.streams, s.log); err != nil {
 		return err
 	}
 	first, err := s.newAgent(s.cfg.Handlers, s.cfg.rules)
