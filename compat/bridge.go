@@ -350,8 +350,11 @@ func put(root map[string]any, p []string, v any, ifAbsent bool) error {
 // side produces for requires that member — the provider's input schema
 // for the input side, the caller's output schema for the output side —
 // or when that schema is not plain enough to prove it does not: a
-// "$ref", "allOf", "anyOf", "oneOf", "not", "if", "dependentRequired" or
-// "dependentSchemas" on the way to the member, or a boolean false schema.
+// keyword of unprovable on the way to the member (a reference, a
+// combinator, a conditional, a dependency, listed values), a
+// "patternProperties" above the member's parent (it may apply to a
+// listed property too), a "minProperties" on its parent, or a boolean
+// false schema.
 func CheckBridge(b *Bridge, input, output Schema) error {
 	if err := checkBridgeSide("input", b.Input, input.Key, func() (any, error) { return loadJSON(input) }); err != nil {
 		return err
@@ -407,7 +410,14 @@ func loadJSON(s Schema) (any, error) {
 	return v, nil
 }
 
-var unprovable = []string{"$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas"}
+// unprovable are the keywords that make requiredAt give up on a schema
+// object on the way to a removed member (its parent included): each may
+// make the member required, or its removal invalid, in a way the walk
+// does not follow. jsonschema v5.3.1 compiles "$recursiveRef" and
+// "dependencies" in a draft 2020-12 document too; "enum" and "const"
+// list whole values, so removing a member of one of them refuses it.
+var unprovable = []string{"$ref", "$dynamicRef", "$recursiveRef", "allOf", "anyOf", "oneOf", "not", "if",
+	"dependentRequired", "dependentSchemas", "dependencies", "enum", "const"}
 
 // requiredAt names why the schema root requires (or may require) the
 // member at p, or returns "" when it provably does not.
@@ -430,6 +440,9 @@ func requiredAt(root any, p []string) string {
 			}
 		}
 		if depth == len(p)-1 {
+			if _, has := m["minProperties"]; has {
+				return "the target schema bounds the members of the object holding it (minProperties), which the builder cannot prove safe"
+			}
 			req, _ := m["required"].([]any)
 			for _, r := range req {
 				if r == p[depth] {
@@ -438,14 +451,17 @@ func requiredAt(root any, p []string) string {
 			}
 			return ""
 		}
+		// A pattern applies to a member listed in "properties" too.
+		if _, pat := m["patternProperties"]; pat {
+			return "the target schema has patternProperties on the way, which the builder cannot prove safe"
+		}
 		props, _ := m["properties"].(map[string]any)
 		next, ok := props[p[depth]]
 		if !ok {
-			_, pat := m["patternProperties"]
 			_, addl := m["additionalProperties"].(map[string]any)
 			_, uneval := m["unevaluatedProperties"].(map[string]any)
-			if pat || addl || uneval {
-				return "the target schema describes " + strictjson.QuoteName(p[depth]) + " only through patternProperties, additionalProperties or unevaluatedProperties, which the builder cannot prove safe"
+			if addl || uneval {
+				return "the target schema describes " + strictjson.QuoteName(p[depth]) + " only through additionalProperties or unevaluatedProperties, which the builder cannot prove safe"
 			}
 			return "" // the parent is not described: nothing requires it
 		}
