@@ -122,13 +122,26 @@ type leaseCache struct {
 	mu      sync.Mutex
 	m       map[int64]clientv3.LeaseID
 	flights map[int64]*grant // grants in flight by bucket end
+	// until is, for each lease of m, the earliest time etcd may delete
+	// it, on the clock that is never stepped (the monotonic reading of
+	// time.Now): the time its grant was asked plus its TTL. A lease
+	// granted while the wall clock was ahead ends that much before the
+	// bucket's end (plus the skew) by the right clock; it is not used
+	// for a later entry that needs it to last longer (FLEET-26).
+	until map[int64]time.Time
 }
 
 // get returns the lease ending at end (plus MaxClockSkew), granted if
-// needed; concurrent callers for one end share one grant.
+// needed; concurrent callers for one end share one grant. A cached lease
+// that etcd may delete more than a second before the bucket's end plus
+// MaxClockSkew by the wall clock now (granted while that clock was
+// ahead, and stepped back since) is granted again: an entry written
+// under it would vanish early, and a copy of its message accepted in
+// between would run again (FLEET-26).
 func (lc *leaseCache) get(end int64) (clientv3.LeaseID, error) {
+	need := time.Duration(leaseTTL(end, lc.s.o.Now(), lc.s.o.MaxClockSkew)) * time.Second
 	lc.mu.Lock()
-	if id, ok := lc.m[end]; ok {
+	if id, ok := lc.m[end]; ok && time.Until(lc.until[end]) > need-time.Second {
 		lc.mu.Unlock()
 		return id, nil
 	}
@@ -149,6 +162,7 @@ func (lc *leaseCache) get(end int64) (clientv3.LeaseID, error) {
 func (lc *leaseCache) grant(end int64, f *grant) {
 	defer close(f.done)
 	ttl := leaseTTL(end, lc.s.o.Now(), lc.s.o.MaxClockSkew)
+	asked := time.Now() // etcd counts the TTL from no earlier than this
 	var id clientv3.LeaseID
 	err := lc.s.call("lease", func(ctx context.Context) error {
 		r, err := lc.s.cli.Grant(ctx, ttl)
@@ -160,7 +174,10 @@ func (lc *leaseCache) grant(end int64, f *grant) {
 	lc.mu.Lock()
 	delete(lc.flights, end)
 	if err == nil {
-		lc.m[end] = id
+		if lc.until == nil {
+			lc.until = map[int64]time.Time{}
+		}
+		lc.m[end], lc.until[end] = id, asked.Add(time.Duration(ttl)*time.Second)
 	}
 	lc.mu.Unlock()
 	f.id, f.err = id, err
@@ -179,6 +196,7 @@ func leaseTTL(end int64, now time.Time, skew time.Duration) int64 {
 func (lc *leaseCache) drop(end int64) {
 	lc.mu.Lock()
 	delete(lc.m, end)
+	delete(lc.until, end)
 	lc.mu.Unlock()
 }
 
@@ -188,6 +206,7 @@ func (lc *leaseCache) prune(now time.Time) {
 	for end := range lc.m {
 		if end < now.Unix() {
 			delete(lc.m, end)
+			delete(lc.until, end)
 		}
 	}
 	lc.mu.Unlock()

@@ -446,9 +446,17 @@ func contendedErr() error {
 	return amp.Named(amp.CodeUnavailable, ErrContended, "the idempotency ledger is contended for this caller; retry")
 }
 
-// charge adds to this process's tally. Callers hold s.mu.
+// charge adds to this process's tally. A charge keeps the bucket in the
+// tally, on the clock that is never stepped, for as long as its lease
+// granted now would last (pruneTally). Callers hold s.mu.
 func (s *Store) charge(end, bytes int64, entries int) {
 	b := s.tally[end]
+	if bytes > 0 {
+		ttl := time.Duration(leaseTTL(end, s.o.Now(), s.o.MaxClockSkew)) * time.Second
+		if until := time.Now().Add(ttl); until.After(b.until) {
+			b.until = until
+		}
+	}
 	// Never below zero: a refund gives back at most what was charged here.
 	nb, ne := max(b.bytes+bytes, 0), max(b.entries+entries, 0)
 	s.usage.Bytes = max(s.usage.Bytes+nb-b.bytes, 0)

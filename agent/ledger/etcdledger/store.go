@@ -157,6 +157,11 @@ type usageSnap struct {
 type tallyBucket struct {
 	bytes   int64
 	entries int
+	// until is when the bucket's lease, as its latest charge asked for
+	// it, ends on the clock that is never stepped (the monotonic reading
+	// of time.Now): the bucket stays in the tally until then, whatever
+	// the wall clock says (FLEET-27).
+	until time.Time
 }
 
 // Open returns a Store over the etcd cluster of o. It does not wait for
@@ -335,10 +340,15 @@ func (s *Store) Usage() ledger.Usage {
 }
 
 // pruneTally drops the buckets whose leases ended at now (MaxClockSkew
-// after their end). Callers hold s.mu.
+// after their end) and, on the clock that is never stepped, at their
+// until: etcd deletes a bucket's entries when its lease's seconds have
+// run, so a wall clock stepped forward, even for a moment, must not empty
+// the tally of entries etcd still holds, and let the node write another
+// Budget beside them (FLEET-27). Callers hold s.mu.
 func (s *Store) pruneTally(now time.Time) {
+	mono := time.Now()
 	for end, b := range s.tally {
-		if end+int64(s.o.MaxClockSkew/time.Second) < now.Unix() {
+		if end+int64(s.o.MaxClockSkew/time.Second) < now.Unix() && !mono.Before(b.until) {
 			s.usage.Bytes -= b.bytes
 			s.usage.Entries -= b.entries
 			delete(s.tally, end)
