@@ -1,12 +1,20 @@
 package transport
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/ampbundle/ampbundle/admission"
+)
 
 // Admission counts the requests, and the request bytes, a server holds in
-// flight, in all and by peer (Peer: an IP address, an IPv6 /64), and
-// refuses at once what does not fit: it never queues. Each peer's share is
-// strict, so that a few hosts holding slow requests cannot take every
-// slot. Safe for concurrent use.
+// flight, in all and by peer, and refuses at once what does not fit: it
+// never queues. The bytes count by peer (Peer: an IP address, an IPv6
+// /64); the requests by its site (admission.Network of the peer: an IPv6
+// peer's /48, as LimitListener counts connections), since one host with a
+// /48 sends from as many /64s as it likes and, counted by /64, held every
+// slot from four of them (docs/SPEC-DECISIONS.md TRANSPORT-28). Each
+// share is strict, so that a few hosts holding slow requests cannot take
+// every slot. Safe for concurrent use.
 type Admission struct {
 	maxReqs, maxPeerReqs, maxBytes, maxPeerBytes int64
 
@@ -14,22 +22,27 @@ type Admission struct {
 	reqs, bytes int64
 	large       int64 // the part of bytes charged to large bodies
 	peers       map[string]*peerLoad
+	sites       map[string]int64 // requests in flight by site (admission.Network)
 }
 
-// peerLoad is what one peer holds: requests and bytes.
-type peerLoad struct{ reqs, bytes int64 }
+// peerLoad is what one peer holds: requests and bytes, and its site.
+type peerLoad struct {
+	reqs, bytes int64
+	site        string
+}
 
 // NewAdmission admits at most maxReqs requests and maxBytes bytes at
 // once, of which one peer holds at most maxPeerReqs and maxPeerBytes. A
 // server that charges no bytes passes 0 for both and never calls Charge.
 func NewAdmission(maxReqs, maxPeerReqs int, maxBytes, maxPeerBytes int64) *Admission {
 	return &Admission{maxReqs: int64(maxReqs), maxPeerReqs: int64(maxPeerReqs), maxBytes: maxBytes, maxPeerBytes: maxPeerBytes,
-		peers: map[string]*peerLoad{}}
+		peers: map[string]*peerLoad{}, sites: map[string]int64{}}
 }
 
 // Enter admits one more request from peer, or names the limit it meets:
-// "requests" (the server's) or "peer_requests" (the peer's share). An
-// admitted request ends with Leave.
+// "requests" (the server's) or "peer_requests" (the share of the peer's
+// site: every /64 of an IPv6 /48 together). An admitted request ends
+// with Leave.
 func (a *Admission) Enter(peer string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -37,16 +50,28 @@ func (a *Admission) Enter(peer string) string {
 		return "requests"
 	}
 	p := a.peers[peer]
-	if p == nil {
-		p = &peerLoad{}
-		a.peers[peer] = p
+	site := admission.Network(peer)
+	if p != nil {
+		site = p.site
 	}
-	if p.reqs >= a.maxPeerReqs {
+	if a.sites[site] >= a.maxPeerReqs {
 		return "peer_requests"
+	}
+	if p == nil {
+		p = &peerLoad{site: site}
+		a.peers[peer] = p
 	}
 	a.reqs++
 	p.reqs++
+	a.sites[site]++
 	return ""
+}
+
+// leaveSite counts one request of p's site less. a.mu is held.
+func (a *Admission) leaveSite(p *peerLoad) {
+	if a.sites[p.site]--; a.sites[p.site] <= 0 {
+		delete(a.sites, p.site)
+	}
 }
 
 // Charge admits n more bytes for a request of peer that entered, or
@@ -164,6 +189,7 @@ func (a *Admission) LeaveHeldLarge(peer string, peerHeld, serverHeld, largeHeld 
 	a.large -= largeHeld
 	p := a.peers[peer]
 	p.reqs--
+	a.leaveSite(p)
 	p.bytes -= peerHeld
 	a.forget(peer, p)
 }
@@ -202,6 +228,7 @@ func (a *Admission) Answer(peer string, peerHeld, serverHeld, largeHeld, reply i
 	}
 	p := a.peers[peer]
 	p.reqs--
+	a.leaveSite(p)
 	p.bytes += reply - peerHeld
 	a.forget(peer, p)
 }

@@ -70,7 +70,7 @@ type serveConfig struct {
 	// MaxConns bounds the open connections of each listener (HTTP, TCP),
 	// default 1024.
 	MaxConns int `json:"max_conns"`
-	// PeerShare: one peer (an IP address, an IPv6 /64; for connections, a /48) holds at most
+	// PeerShare: one peer (an IP address, an IPv6 /48; for request bytes, a /64) holds at most
 	// 1/PeerShare of each listener's connections, requests and request
 	// bytes in flight (default 4; 1 lifts the per-peer limits, for an
 	// agent behind a proxy through which every caller is one peer).
@@ -213,7 +213,7 @@ any other path is 404 with a JSON error object.`,
 			&cli.IntFlag{Name: "max-conns", Usage: "most connections open at once on each listener, `N` (default 1024); more wait in the kernel backlog"},
 			&cli.IntFlag{Name: "max-overdue-handlers", Usage: fmt.Sprintf("most handlers still running past their invocation's deadline, `N` in all (default %d; a principal holds 1/8 of them, at least 1); beyond it an invocation is refused, retryably (5004 handlers_overdue)", agent.DefaultMaxOverdueHandlers)},
 			&cli.IntFlag{Name: "max-programs", Usage: fmt.Sprintf("most handler programs running at once, `N` in all (default %d; a principal holds 1/4 of them, at least 1); beyond it an invocation is refused, retryably (5004 programs_busy)", defaultMaxPrograms)},
-			&cli.IntFlag{Name: "peer-share", Usage: "one address (an IPv6 /64; for connections, an IPv6 /48) holds at most 1/`N` of the connections, requests and request bytes in flight (default 4); 1 behind a proxy, where every caller is one address"},
+			&cli.IntFlag{Name: "peer-share", Usage: "one address (an IPv6 /48; for request bytes, an IPv6 /64) holds at most 1/`N` of the connections, requests and request bytes in flight (default 4); 1 behind a proxy, where every caller is one address"},
 			&cli.StringFlag{Name: "stream-dir", Usage: "take the params of invocations too large for one message as streams, spooled in `DIR` (an existing directory owned by the agent's user or root, writable by its owner alone)"},
 			&cli.Int64Flag{Name: "stream-max-bytes", Usage: "most bytes of open streams, and of streamed params waiting for their invocation, `BYTES` each (default 256 MiB)"},
 			&cli.Int64Flag{Name: "stream-max-params", Usage: "largest streamed params of one invocation in `BYTES` (default 64 MiB)"},

@@ -65,12 +65,15 @@ type Options struct {
 	// at once: never queued.
 	MaxInFlight int
 	// MaxPeerInFlight caps the requests of one peer (an IP address, an
-	// IPv6 /64: transport.Peer) among them (default a quarter of
-	// MaxInFlight, at least 1, at most MaxInFlight): beyond it, 503 with
-	// Retry-After, so that one host cannot hold every slot (by sending
-	// bodies slowly, for example). A share lent beyond it while the server
-	// is idle would not come back while slow requests hold it: it is
-	// strict. Behind a proxy, every caller is one peer: give MaxInFlight.
+	// IPv6 /48: admission.Network of transport.Peer, every /64 of a site
+	// together, as the listener counts its connections) among them
+	// (default a quarter of MaxInFlight, at least 1, at most
+	// MaxInFlight): beyond it, 503 with Retry-After, so that one host
+	// cannot hold every slot (by sending bodies slowly, for example;
+	// docs/SPEC-DECISIONS.md TRANSPORT-28). A share lent beyond it while
+	// the server is idle would not come back while slow requests hold
+	// it: it is strict. Behind a proxy, every caller is one peer: give
+	// MaxInFlight.
 	MaxPeerInFlight int
 	// MaxInFlightBytes caps the request bytes held in memory at once, all
 	// requests together (default 64 MiB, at least MaxBody + 1: a body is
@@ -194,6 +197,16 @@ const readTimeout = 30 * time.Second
 
 // idleTimeout closes a connection idle between requests.
 const idleTimeout = 120 * time.Second
+
+// maxStreams bounds the streams one HTTP/2 connection has open at once
+// (NewServer): a peer's default share of the messages in flight
+// (DefaultMaxInFlight / 4). net/http's default, 250, let one connection
+// hold 250 handlers, each with its request and answer (about 12 KiB),
+// until the write timeout: a peer that opens no flow-control window
+// (SETTINGS_INITIAL_WINDOW_SIZE 0) and asks for anything with a body (a
+// 503, a 404, /healthz) pins each one, and one address holds a quarter of
+// the listener's connections (docs/SPEC-DECISIONS.md TRANSPORT-29).
+const maxStreams = DefaultMaxInFlight / 4
 
 // connKey is the context key of a request's connection (withConn).
 type connKey struct{}
@@ -338,7 +351,10 @@ func httpError(w http.ResponseWriter, status int, err error) {
 // PingTimeout), and (3) hands each request its connection (ConnContext),
 // so that an answer whose write passes its deadline closes the
 // connection a grace later whatever the protocol (answer), and a peer
-// that trickles cannot hold its reply either.
+// that trickles cannot hold its reply either. (4) One connection has at
+// most maxStreams streams open (HTTP2Config.MaxConcurrentStreams), so
+// that a peer that never opens a flow-control window pins at most that
+// many handlers a connection, as HTTP/1.1 pins one.
 func NewServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *http.Server {
 	limit.Default(&writeTimeout, 90*time.Second)
 	s := &http.Server{
@@ -349,9 +365,10 @@ func NewServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *ht
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		HTTP2: &http.HTTP2Config{
-			WriteByteTimeout: admission.FrameGrace,
-			SendPingTimeout:  idleTimeout,
-			PingTimeout:      admission.FrameGrace,
+			MaxConcurrentStreams: maxStreams,
+			WriteByteTimeout:     admission.FrameGrace,
+			SendPingTimeout:      idleTimeout,
+			PingTimeout:          admission.FrameGrace,
 		},
 		ConnContext: withConn,
 	}

@@ -145,11 +145,21 @@ func (s *server) refuseHeaders(w http.ResponseWriter, r *http.Request) (answered
 // held (readBody). What is charged must keep coming, at the minimum data
 // rate (transport.RateReader: the same rule as the TCP binding's). The
 // declared length is charged to the peer's share at once, the server's
-// bytes as they arrive (as on the TCP binding).
+// bytes as they arrive (as on the TCP binding). Once the body is whole
+// its read deadline is cleared: over HTTP/1.1 net/http watches the
+// connection from the body's end with a read of its own (the client's
+// departure ends the request's context), which the RateReader's last
+// deadline, set after net/http cleared it, timed out a grace later, and
+// net/http then ended the context of a message whose caller still
+// waited (docs/SPEC-DECISIONS.md TRANSPORT-30).
 func (s *server) readCharged(w http.ResponseWriter, r *http.Request, h *held) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	in := transport.NewRateReader(r.Body, rc.SetReadDeadline, s.opts.MinDataRate, s.opts.grace, readTimeout)
-	return readBody(in, r.ContentLength, s.opts.MaxBody, h.declare, h.charge, h.force, h.release)
+	body, err := readBody(in, r.ContentLength, s.opts.MaxBody, h.declare, h.charge, h.force, h.release)
+	if err == nil {
+		rc.SetReadDeadline(time.Time{})
+	}
+	return body, err
 }
 
 // refuseBody answers a body that could not be read whole: over MaxBody
