@@ -33,6 +33,12 @@ const (
 // has no policy. Claims are computed the way build computes them.
 func bridgeBundle(t *testing.T, key ed25519.PrivateKey) []byte {
 	t.Helper()
+	return bridgeBundleWith(t, key, translateOut2)
+}
+
+// bridgeBundleWith is bridgeBundle with out2 as the 2.0.0 output schema.
+func bridgeBundleWith(t *testing.T, key ed25519.PrivateKey, out2 string) []byte {
+	t.Helper()
 	bridgeDoc, err := os.ReadFile(filepath.Join("..", "testdata", "compat", "bridge", "example.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +50,7 @@ func bridgeBundle(t *testing.T, key ed25519.PrivateKey) []byte {
 			dir := "capabilities/" + name + "/" + v + "/"
 			in, out := translateIn1, translateOut1
 			if v == "2.0.0" {
-				in, out = translateIn2, translateOut2
+				in, out = translateIn2, out2
 			}
 			files[dir+"input.schema.json"], files[dir+"output.schema.json"] = []byte(in), []byte(out)
 			d.Artifacts = append(d.Artifacts,

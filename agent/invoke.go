@@ -81,6 +81,10 @@ type invokeTarget struct {
 	id    capability.ID
 	asked capability.Version
 	entry resolver.Entry
+	// askedOut is the output schema of the version the caller asked for
+	// when another version serves it in place (nil otherwise, or when the
+	// registry has no descriptor of that version).
+	askedOut *capability.SchemaRef
 }
 
 // invokeTarget runs steps 3 to 5 of invoke for an authorized caller: the
@@ -135,7 +139,13 @@ func (a *Agent) invokeTarget(ctx context.Context, cat *resolver.Catalog, caller 
 		a.log.Error("capability configured but not in the registry", "capability", id.String())
 		return invokeTarget{}, unavailable()
 	}
-	return invokeTarget{id: id, asked: asked, entry: entry}, nil
+	tg := invokeTarget{id: id, asked: asked, entry: entry}
+	if asked != id.Version {
+		if e, ok := cat.Lookup(capability.ID{Name: name, Version: asked}); ok {
+			tg.askedOut = &e.Descriptor.OutputSchema
+		}
+	}
+	return tg, nil
 }
 
 // invokeInput is what step 6 of invoke settles: the output schema, the
@@ -144,6 +154,9 @@ func (a *Agent) invokeTarget(ctx context.Context, cat *resolver.Catalog, caller 
 type invokeInput struct {
 	outSchema SchemaValidator
 	bridge    *compat.Bridge
+	// callerOut is, with a bridge, the output schema of the caller's
+	// version, which the bridged result must pass (COMPAT-13).
+	callerOut SchemaValidator
 	params    any
 	use       *paramsUse
 }
@@ -166,10 +179,15 @@ func (a *Agent) invokeInput(tg invokeTarget, caller string, inv capability.Invok
 		a.log.Error("output schema unavailable", "capability", id.String(), "err", err)
 		return invokeInput{}, unavailable()
 	}
-	// A bridged caller: the verified bridge, before anything runs.
+	// A bridged caller: the verified bridge and the caller's own output
+	// schema, before anything runs.
 	var bridge *compat.Bridge
+	var callerOut SchemaValidator
 	if desc.Policy == capability.PolicyBridge && id.Version != tg.asked {
 		if bridge, err = a.loadBridge(desc); err != nil {
+			return invokeInput{}, err
+		}
+		if callerOut, err = a.callerOutput(tg); err != nil {
 			return invokeInput{}, err
 		}
 	}
@@ -191,7 +209,24 @@ func (a *Agent) invokeInput(tg invokeTarget, caller string, inv capability.Invok
 		use.done()
 		return invokeInput{}, err
 	}
-	return invokeInput{outSchema: outSchema, bridge: bridge, params: params, use: use}, nil
+	return invokeInput{outSchema: outSchema, bridge: bridge, callerOut: callerOut, params: params, use: use}, nil
+}
+
+// callerOutput resolves the output schema of the version a bridged caller
+// asked for (hash-checked, offline, like the others): what the bridge
+// hands it must be valid there. Missing or unreadable: 5002, logged.
+func (a *Agent) callerOutput(tg invokeTarget) (SchemaValidator, error) {
+	asked := capability.ID{Name: tg.id.Name, Version: tg.asked}
+	if tg.askedOut == nil {
+		a.log.Error("bridged caller's output schema unavailable", "capability", tg.id.String(), "asked", asked.String(), "err", "the registry has no descriptor of the asked version")
+		return nil, unavailable()
+	}
+	v, err := a.reg.Schema(*tg.askedOut)
+	if err != nil {
+		a.log.Error("bridged caller's output schema unavailable", "capability", tg.id.String(), "asked", asked.String(), "err", err)
+		return nil, unavailable()
+	}
+	return v, nil
 }
 
 // invokeRun is step 7 of invoke and the run: the ledger records, durably,
@@ -254,7 +289,7 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 		a.log.Error("idempotency ledger unavailable", "err", err)
 		return 0, nil, unavailable()
 	}
-	res := a.limitResult(a.execute(ctx, &invocation{caller: caller, id: msgID, release: release}, t, id, in.outSchema, in.bridge, in.params, timeout), id)
+	res := a.limitResult(a.execute(ctx, &invocation{caller: caller, id: msgID, release: release}, t, id, in, timeout), id)
 	if extra, deprecated := compatExtra(tg.entry.Descriptor, id, tg.asked); extra != nil {
 		if deprecated {
 			a.reqLog(ctx).Warn("deprecated version requested", "capability", id.String(), "requested", tg.asked.String(), "from", caller)
@@ -282,10 +317,12 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 
 // execute runs the handler and checks its result; it always returns a
 // terminal result.
-// A non-nil bridge turns the validated result into the caller's shape.
+// A bridge (in.bridge) turns the validated result into the caller's
+// shape, which must then pass the caller's output schema (in.callerOut).
 // t counts as in its handler while the handler runs, and only then
 // (ledger.Ticket.Handling).
-func (a *Agent) execute(ctx context.Context, inv *invocation, t *ledger.Ticket, id capability.ID, outSchema SchemaValidator, bridge *compat.Bridge, params any, timeout time.Duration) capability.Result {
+func (a *Agent) execute(ctx context.Context, inv *invocation, t *ledger.Ticket, id capability.ID, in invokeInput, timeout time.Duration) capability.Result {
+	outSchema, bridge, params := in.outSchema, in.bridge, in.params
 	log := a.reqLog(ctx)
 	var out any
 	var err error
@@ -314,6 +351,12 @@ func (a *Agent) execute(ctx context.Context, inv *invocation, t *ledger.Ticket, 
 		var model, bridged any
 		if model, err = offlineschema.ValueFromCBORBudget(enc, a.cfg.MaxParamItems); err == nil {
 			if bridged, err = bridge.ApplyOutput(model); err == nil {
+				// What a bridge writes (a default, a renamed or moved
+				// member) is not proven at build time: the caller's
+				// schema judges it here (docs/SPEC-DECISIONS.md COMPAT-13).
+				err = in.callerOut.Validate(bridged)
+			}
+			if err == nil {
 				enc, err = offlineschema.ToCBOR(bridged)
 			}
 		}
