@@ -38,7 +38,7 @@ func (e *Endpoint) openBlob(ctx context.Context, desc ocispec.Descriptor) (*blob
 	if err != nil {
 		cancel(nil)
 		if strings.HasSuffix(err.Error(), "mismatch Content-Length") { // oras: the answer's length is not the descriptor's
-			return nil, fail(ErrSize, "the registry answered a blob of another size than its descriptor").WithCause(err)
+			return nil, fail(ErrSize, "the registry answered a blob of another size than its descriptor").WithCause(peerCause{err})
 		}
 		return nil, wrap(err, "fetching a blob")
 	}

@@ -428,7 +428,8 @@ func newHTTPClient(host, repo string, plain bool, o *Options) *http.Client {
 }
 
 // wrap turns a registry or layout error into a named error; a named error
-// inside (a redirect refused, a body too slow) is kept.
+// inside (a redirect refused, a body too slow) is kept. Any other cause is
+// kept as a peerCause: its text may quote the registry's.
 func wrap(err error, what string) error {
 	if pe := plainHTTPAnswer(err, what); pe != nil {
 		return pe // upload.go
@@ -440,16 +441,34 @@ func wrap(err error, what string) error {
 	var resp *errcode.ErrorResponse
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return fail(ErrTooSlow, "%s: the deadline passed", what).WithCause(err)
+		return fail(ErrTooSlow, "%s: the deadline passed", what).WithCause(peerCause{err})
 	case errors.Is(err, errdef.ErrNotFound), errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound:
 		return fail(ErrNotFound, "%s: not found", what) // the cause would say it again
 	case errors.Is(err, errdef.ErrTooManyPages):
-		return fail(ErrTooMany, "%s: more pages than the bound", what).WithCause(err)
+		return fail(ErrTooMany, "%s: more pages than the bound", what).WithCause(peerCause{err})
 	case errors.Is(err, errdef.ErrSizeExceedsLimit):
-		return fail(ErrManifestTooBig, "%s: larger than the limit", what).WithCause(err)
+		return fail(ErrManifestTooBig, "%s: larger than the limit", what).WithCause(peerCause{err})
 	}
-	return fail(ErrRegistry, "%s failed", what).WithCause(err)
+	return fail(ErrRegistry, "%s failed", what).WithCause(peerCause{err})
 }
+
+// peerCause is the cause of a named error that is an error of oras-go's
+// or net/http's, whose text may quote what the registry sent: an error
+// answer's message and detail (up to 8 KiB of any bytes,
+// errcode.ErrorResponse), a URL a redirect or a Link chose. Its Error is
+// that text escaped and bounded by amp's rule for a peer's text
+// (amp.SafeMessage: controls, bidi and format characters as visible
+// escapes, at most amp.MaxErrorText bytes), since amp.Error's Error
+// prints a cause by the cause's own Error: an embedder's log or terminal
+// never takes a registry's escapes or forged lines as its own
+// (docs/SPEC-DECISIONS.md TRANSPORT-21, OCI-29). Unwrap gives the error
+// itself, for errors.Is and errors.As.
+type peerCause struct{ err error }
+
+func (c peerCause) Error() string { return amp.SafeMessage(&amp.Error{Message: c.err.Error()}) }
+
+// Unwrap returns the error as oras-go or net/http returned it.
+func (c peerCause) Unwrap() error { return c.err }
 
 func absDir(p string) string {
 	if a, err := filepath.Abs(p); err == nil {

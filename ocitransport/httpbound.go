@@ -273,12 +273,14 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, nil
 }
 
-// blobAnswer sends a blob GET. The blob itself (a 200 or 206 answer) is
-// bounded by the blobReader that reads it; any other answer (an error, a
-// redirect) is read here whole, bounded in bytes and in time from its
-// first byte, before oras-go parses it or net/http follows the redirect,
-// so that no answer to a blob GET is read at a pace of the registry's
-// choosing (docs/SPEC-DECISIONS.md OCI-11).
+// blobAnswer sends a blob GET. The blob itself is bounded by the
+// blobReader that reads it: a 200 answer, or a 206 answer to a request
+// for a range (isBlobBody), what oras-go returns as the blob; any other
+// answer (an error, a redirect, a 206 to a request for no range, which
+// oras-go parses as an error body) is read here whole, bounded in bytes
+// and in time from its first byte, before oras-go parses it or net/http
+// follows the redirect, so that no answer to a blob GET is read at a pace
+// of the registry's choosing (docs/SPEC-DECISIONS.md OCI-11, OCI-28).
 func (t *boundedTransport) blobAnswer(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
 	resp, err := t.answer(t.base.RoundTrip(req.WithContext(ctx)))
@@ -286,7 +288,7 @@ func (t *boundedTransport) blobAnswer(req *http.Request) (*http.Response, error)
 		cancel(nil)
 		return nil, err
 	}
-	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent {
+	if isBlobBody(req, resp) {
 		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 		return resp, nil
 	}
@@ -303,6 +305,14 @@ func (t *boundedTransport) blobAnswer(req *http.Request) (*http.Response, error)
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	resp.ContentLength = int64(len(data))
 	return resp, nil
+}
+
+// isBlobBody says whether resp, the answer to the blob GET req, is the
+// blob oras-go reads (its blob store's Fetch): a 200, or a 206 only to a
+// request that asked for a range (oras-go's seek); a 206 to a request for
+// the whole blob is an error to oras-go, whose body it parses unpaced.
+func isBlobBody(req *http.Request, resp *http.Response) bool {
+	return resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent && req.Header.Get("Range") != ""
 }
 
 // cancelBody ends its request's context when closed.

@@ -4,10 +4,12 @@ import (
 	"archive/tar"
 	"context"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/regfile"
@@ -70,11 +72,12 @@ func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 }
 
 // Commit writes a tar destination: the layout as a tar (oci-layout,
-// index.json, blobs/, in name order, mode 0644, no time), into a
-// temporary file, synced, renamed over the tar, and the tar's folder
-// synced after the rename, so that the new name is durable when Commit
-// returns (docs/SPEC-DECISIONS.md OCI-25). Nothing to do for other
-// locations.
+// index.json, blobs/, in name order, mode 0644, no time; read through the
+// folders the endpoint holds, never its folder's path again: writeTar),
+// into a temporary file, synced, renamed over the tar, and the tar's
+// folder synced after the rename, so that the new name is durable when
+// Commit returns (docs/SPEC-DECISIONS.md OCI-25, OCI-30). Nothing to do
+// for other locations.
 func (e *Endpoint) Commit() error {
 	if e.tmp == "" {
 		return nil
@@ -83,7 +86,7 @@ func (e *Endpoint) Commit() error {
 	if err != nil {
 		return fail(ErrIO, "cannot create the tar").WithCause(err)
 	}
-	err = writeTar(f, e.tmp)
+	err = writeTar(f, e.layout)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -125,54 +128,81 @@ func renameSynced(tmp, path string, o *Options, what string) (renamed bool, err 
 	return true, nil
 }
 
-func writeTar(w io.Writer, root string) error {
-	var names []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil || rel == "." || rel == LayoutLockFile || rel == "ingest" || filepath.Dir(rel) == "ingest" {
-			if d.IsDir() && rel == "ingest" {
-				return filepath.SkipDir
-			}
-			return err
-		}
-		names = append(names, rel)
-		return nil
-	})
+// writeTar writes the layout lf, a tar destination's folder, as a tar:
+// the folders blobs and blobs/sha256, each blob, index.json and
+// oci-layout, in name order (mode 0644, no time). It reads through the
+// folders the endpoint holds (layoutFolders: os.Roots, each file opened
+// as a regular file that is no link, never waiting on a FIFO), never the
+// folder's path again: in a tar's folder others may write, another user
+// could rename the writer's folder away and put theirs at its name, and a
+// walk of the path wrote into the tar, with the writer's rights, a file a
+// link there named, what they chose in place of what was built, or waited
+// forever on a FIFO (docs/SPEC-DECISIONS.md OCI-30). Only the layout's
+// own names are written: a blob's (its digest's 64 hex digits), never a
+// writer's temporary file or lock file.
+func writeTar(w io.Writer, lf *layoutFolders) error {
+	blobs, err := blobNames(lf.blobs)
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
 	tw := tar.NewWriter(w)
+	for _, d := range []string{"blobs/", "blobs/sha256/"} {
+		if err := tw.WriteHeader(&tar.Header{Name: d, Mode: 0o755, Typeflag: tar.TypeDir, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+	}
 	buf := make([]byte, CopyBufferSize)
-	for _, n := range names {
-		if err := addTarEntry(tw, root, n, buf); err != nil {
+	for _, n := range blobs {
+		if err := addTarEntry(tw, lf.blobs, n, "blobs/sha256/"+n, buf); err != nil {
+			return err
+		}
+	}
+	for _, n := range []string{ocispec.ImageIndexFile, ocispec.ImageLayoutFile} {
+		if err := addTarEntry(tw, lf.top, n, n, buf); err != nil {
 			return err
 		}
 	}
 	return tw.Close()
 }
 
-func addTarEntry(tw *tar.Writer, root, name string, buf []byte) error {
-	p := filepath.Join(root, name)
-	st, err := os.Stat(p)
+// blobNames lists the blobs of the folder d (blobs/sha256) in name
+// order: the names that are a sha256 digest's 64 lowercase hex digits,
+// the others (a writer's .ingest-* files) left out.
+func blobNames(d *layoutDir) ([]string, error) {
+	f, err := d.list()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h := &tar.Header{Name: filepath.ToSlash(name), Mode: 0o644, Typeflag: tar.TypeReg, Size: st.Size(), Format: tar.FormatPAX}
-	if st.IsDir() {
-		h = &tar.Header{Name: filepath.ToSlash(name) + "/", Mode: 0o755, Typeflag: tar.TypeDir, Format: tar.FormatPAX}
+	defer f.Close()
+	var names []string
+	for e, err := range dirEntries(f) {
+		if err != nil {
+			return nil, err
+		}
+		if digest.NewDigestFromEncoded(digest.SHA256, e.Name()).Validate() == nil {
+			names = append(names, e.Name())
+		}
 	}
-	if err := tw.WriteHeader(h); err != nil || st.IsDir() {
-		return err
-	}
-	f, err := os.Open(p)
+	sort.Strings(names)
+	return names, nil
+}
+
+// addTarEntry writes the regular file name of d as the tar entry
+// tarName, of the size its descriptor gives.
+func addTarEntry(tw *tar.Writer, d *layoutDir, name, tarName string, buf []byte) error {
+	f, err := d.open(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	h := &tar.Header{Name: tarName, Mode: 0o644, Typeflag: tar.TypeReg, Size: st.Size(), Format: tar.FormatPAX}
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
 	_, err = io.CopyBuffer(tw, f, buf)
 	return err
 }
