@@ -622,7 +622,8 @@ type CatalogExt struct {
 // match. Ids are compared byte for byte, never folded: a request for
 // "BUILD-SITE" or "build-\u017fite" (long s) gets no "build-site"
 // (AGH-15). A catalog whose encoding would exceed maxBytes is too_large:
-// rejected before emission.
+// rejected before emission, and before any of it is encoded once the
+// bytes its capabilities must take already exceed maxBytes (AGH-16).
 func RichCatalog(catalog []Capability, req WhoisRequest, maxBytes int) (*CatalogExt, error) {
 	if !req.Rich {
 		return nil, nil
@@ -632,9 +633,15 @@ func RichCatalog(catalog []Capability, req WhoisRequest, maxBytes int) (*Catalog
 		want[id] = true
 	}
 	out := &CatalogExt{Capabilities: []Capability{}}
+	least := 0
 	for _, c := range catalog {
 		if req.Filter && !want[strings.TrimSpace(c.ID)] {
 			continue
+		}
+		// Refused before it is encoded, not after (AGH-16): a summary
+		// of megabytes cost every request many copies of it.
+		if least += minDigestedEntry + c.encodedAtLeast(); maxBytes > 0 && least > maxBytes {
+			return nil, tooLargeAnswer(maxBytes)
 		}
 		c, err := c.WithDigest()
 		if err != nil {
@@ -651,10 +658,67 @@ func RichCatalog(catalog []Capability, req WhoisRequest, maxBytes int) (*Catalog
 			return nil, invalid("the capability catalog cannot be encoded")
 		}
 		if len(raw) > maxBytes {
-			return nil, amp.Named(0, ErrTooLarge, "the capability catalog would exceed %d bytes", maxBytes)
+			return nil, tooLargeAnswer(maxBytes)
 		}
 	}
 	return out, nil
+}
+
+func tooLargeAnswer(maxBytes int) error {
+	return amp.Named(0, ErrTooLarge, "the capability catalog would exceed %d bytes", maxBytes)
+}
+
+// encodedAtLeast is a lower bound of the bytes of c's encoding, as
+// MarshalJSON writes it: the bytes of each string it writes (an escape,
+// or the replacement of an invalid byte, only adds), and of each raw
+// value it writes other than JSON whitespace (which compacting drops).
+// It reads c once and allocates nothing, so that an answer too large to
+// send is refused before anything of it is encoded (AGH-16).
+func (c Capability) encodedAtLeast() int {
+	n := len(c.ID) + len(c.Summary) + len(c.Outcome) + len(c.Version) // not Digest: WithDigest replaces it
+	for _, l := range [][]string{c.ContextNeeded, c.ArtifactsExpected, c.ExecutionOutline, c.Constraints} {
+		for _, s := range l {
+			n += len(s)
+		}
+	}
+	for _, raw := range []json.RawMessage{c.Examples, c.Requirements} {
+		if k := nonSpace(raw); k > len("null") { // an empty one is not written
+			n += k
+		}
+	}
+	for k, raw := range c.Extra {
+		if !capKeys[k] { // a known name is written from its field instead
+			n += len(k) + nonSpace(raw)
+		}
+	}
+	return n
+}
+
+// minDigestedEntry is the bytes every capability with its digest takes
+// in a catalog besides what encodedAtLeast counts: the members always
+// written, their names and quotes, and the digest.
+const minDigestedEntry = len(`{"digest":"","id":"","outcome":"","summary":""}`) + len(DigestPrefix) + 2*sha256.Size
+
+// briefAtLeast is a lower bound of the bytes of the brief members a
+// peer card of catalog holds: each id twice (in capabilities and in its
+// brief entry), each summary, and their quotes and names.
+func briefAtLeast(catalog []Capability) int {
+	n := 0
+	for _, c := range catalog {
+		n += len(`""{"id":"","summary":""}`) + 2*len(strings.TrimSpace(c.ID)) + len(c.Summary)
+	}
+	return n
+}
+
+// nonSpace counts the bytes of raw other than JSON whitespace.
+func nonSpace(raw []byte) int {
+	n := 0
+	for _, b := range raw {
+		if b != ' ' && b != '\t' && b != '\n' && b != '\r' {
+			n++
+		}
+	}
+	return n
 }
 
 // TransferBody returns body.capability of a kind:"capability" envelope for

@@ -41,7 +41,9 @@ type HandlerOptions struct {
 	Now  func() time.Time
 	Rand io.Reader
 	// MaxBytes bounds a response (default MaxDocumentBytes): a larger one
-	// is refused (500 too_large) rather than sent.
+	// is refused (500 too_large) rather than sent, and one whose
+	// capabilities alone must take more is refused before any of it is
+	// encoded or signed (AGH-16).
 	MaxBytes int
 }
 
@@ -146,6 +148,10 @@ func NewHandler(opts HandlerOptions) http.Handler {
 		}
 		switch {
 		case p == PeerCardPath:
+			if briefAtLeast(cat) > opts.MaxBytes { // refused before it is encoded (AGH-16)
+				fail(w, http.StatusInternalServerError, "too_large", "the answer would exceed the size limit")
+				return
+			}
 			card := &PeerCard{Extra: members}
 			if err := ProjectPeerCard(card, cat); err != nil {
 				fail(w, http.StatusInternalServerError, "internal_error", "the projection failed")
@@ -167,6 +173,10 @@ func NewHandler(opts HandlerOptions) http.Handler {
 			id := p[len(CapabilityPrefix):]
 			for _, c := range cat {
 				if c.ID == id {
+					if c.encodedAtLeast() > opts.MaxBytes { // refused before it is signed (AGH-16)
+						fail(w, http.StatusInternalServerError, "too_large", "the answer would exceed the size limit")
+						return
+					}
 					body, err := TransferEnvelope(c, opts.Signer, peerID, EnvelopeOptions{Now: opts.Now, Rand: opts.Rand})
 					if err != nil {
 						fail(w, http.StatusInternalServerError, "internal_error", "the projection failed")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -16,6 +15,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/admin"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
 )
@@ -333,11 +333,18 @@ card_bad_signature, card_invalid. Exit 0 when it verifies, else 1.`,
 
 // readCard reads a card file, or stdin for "-", at most one byte over
 // a2acard.MaxCardBytes: that byte makes Verify refuse it as too large
-// without the rest being read.
+// without the rest being read. A card comes from a peer, on a medium or
+// in a shared folder, so a name is opened only when it leads to a
+// regular file (regfile.Open, as key and config files are): a FIFO put
+// there is refused at once as io_error, never waited on for a writer,
+// and a device is never opened, its driver never run.
 func readCard(env *cliutil.Env, name string) ([]byte, error) {
 	r := env.Stdin
 	if name != "-" {
-		f, err := os.Open(name)
+		f, _, err := regfile.Open(name, regfile.FollowLinks)
+		if errors.Is(err, regfile.ErrNotRegular) {
+			return nil, cliutil.Failf("io_error", "the card is not a regular file")
+		}
 		if err != nil {
 			return nil, cliutil.Failf("io_error", "cannot open the card").WithCause(err)
 		}
