@@ -187,6 +187,15 @@ func parseTime(s, field string) (time.Time, error) {
 	return t, nil
 }
 
+// writableYear reports whether t is written in the one form parseTime
+// reads back: a year of four digits in UTC. A time past 9999 would be
+// signed as "10000-…" and refused by every reader (docs/SPEC-DECISIONS.md
+// BUNDLE-24).
+func writableYear(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 0 && y <= 9999
+}
+
 // ValidateBundleID checks a bundle id: a reverse-domain name of at least two
 // labels, each label 1-63 bytes of [a-z0-9-] not starting or ending with
 // "-", at most 255 bytes ("org.example.translate-schemas").
@@ -273,6 +282,9 @@ func (m *Manifest) validateHeader() error {
 	}
 	if !m.CreatedAt.Equal(m.CreatedAt.Truncate(time.Second)) {
 		return fail(ErrInconsistent, "created_at must be whole seconds")
+	}
+	if !writableYear(m.CreatedAt) || m.ExpiresAt != nil && !writableYear(*m.ExpiresAt) {
+		return fail(ErrInconsistent, "created_at and expires_at must lie in the years 0000 to 9999 (utc): rfc 3339 writes four-digit years")
 	}
 	if m.ExpiresAt != nil && !m.ExpiresAt.After(m.CreatedAt) {
 		return fail(ErrInconsistent, "expires_at must be after created_at")

@@ -1,7 +1,6 @@
 package bundlebuild
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/ed25519"
 	"encoding/hex"
@@ -247,7 +246,9 @@ type sourceFiles struct {
 // schemas are only sized (read when checked and when written, never
 // kept); the walk lists at most maxFiles files (maxSourceFiles) and at
 // most twice that many entries, folders counted (empty folders, wide or
-// deep, cost the walk as much as files). A file with another name (a hard
+// deep, cost the walk as much as files), each folder read in batches and
+// refused as soon as they pass that bound, never read whole first
+// (walkListed, BUILD-11). A file with another name (a hard
 // link, on Unix) is refused: its other name may be outside the folder
 // (BUILD-9). Every file is read beneath the folder, and only when it is
 // still the file listed (sourceDir). An empty dir names no folder
@@ -264,13 +265,9 @@ func walkSource(dir string, maxFiles int) (*sourceFiles, error) {
 		misplaced: map[string]bool{}}
 	folded := map[string]string{}
 	var kept int64
-	entries := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := walkListed(dir, 2*maxFiles, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fail(bundle.ErrIO, "cannot read the source folder").WithCause(err)
-		}
-		if entries++; entries > 2*maxFiles {
-			return fail(bundle.ErrTooLarge, "the source folder holds more than %d files and folders", 2*maxFiles)
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
@@ -335,6 +332,9 @@ func walkSource(dir string, maxFiles int) (*sourceFiles, error) {
 		src.files[rel] = data
 		return nil
 	})
+	if errors.Is(err, errWalkBound) {
+		return nil, fail(bundle.ErrTooLarge, "the source folder holds more than %d files and folders", 2*maxFiles)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -666,30 +666,22 @@ func fileSource(dir *sourceDir, key, mediaType string, size int64) bundle.Source
 	}}
 }
 
-// strictJSON decodes one JSON value with no unknown struct fields and no
-// trailing data. Its error text never quotes the input.
+// maxSourceJSONDepth bounds the nesting of bundle.json and a
+// capability.json: a deeper value has no place in a manifest, whose CBOR
+// nests at most amp.DefaultMaxDepth deep (nor in a descriptor, which
+// capability reads as deep at most).
+const maxSourceJSONDepth = amp.DefaultMaxDepth
+
+// strictJSON decodes bundle.json, a capability.json or a part of one as
+// every reader reads it (strictjson.Decode): one JSON value, no trailing
+// data, no member twice, no member name differing from a field's only in
+// letter case (encoding/json would take "VERSION" for "version", a case-
+// sensitive reader of the same text would not), no string encoding/json
+// reads with replacement (invalid UTF-8, a lone surrogate escape), no
+// member v has no field for. A text two readers read differently is
+// refused, never signed one way (docs/SPEC-DECISIONS.md BUILD-12). Its
+// error text never holds the input but a member name quoted in ASCII and
+// cut (strictjson.QuoteName).
 func strictJSON(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			return errors.New("json syntax error")
-		case errors.As(err, &te):
-			return errors.New("field " + te.Field + " has the wrong type")
-		case strings.HasPrefix(err.Error(), "json: unknown field"):
-			return errors.New(strings.TrimPrefix(err.Error(), "json: "))
-		}
-		return errors.New("invalid json")
-	}
-	if dec.More() {
-		return errors.New("data after the json value")
-	}
-	var extra json.RawMessage
-	if dec.Decode(&extra) != io.EOF {
-		return errors.New("data after the json value")
-	}
-	return nil
+	return strictjson.Decode(data, v, maxSourceJSONDepth)
 }
