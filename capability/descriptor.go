@@ -20,8 +20,11 @@ const (
 	// (schema-ref-online / schema-ref-offline). Decoding applies it.
 	ProfileDefault Profile = iota
 	// ProfileOffline is the Offline Registry Profile (§2.2, §5.3):
-	// bundle_id and artifact_key are required, uri is optional. Bundles
-	// carry descriptors of this form.
+	// bundle_id and artifact_key are required, uri is optional, and every
+	// extra field has a JSON form that reads back as the same CBOR (a
+	// bundle's descriptors travel as JSON too: the admin socket's
+	// catalog, a mirror's descriptor.json). Bundles carry descriptors of
+	// this form.
 	ProfileOffline
 )
 
@@ -76,7 +79,8 @@ func (r SchemaRef) Matches(data []byte) bool {
 // Validate checks r under profile p (§4.2 consistency rules): hash_alg is
 // sha-256 with a 32-byte hash or sha-512 with a 64-byte hash; bundle_id and
 // artifact_key come together or not at all; under ProfileDefault there is a
-// uri or both of them, under ProfileOffline both of them. Errors are 4001.
+// uri or both of them, under ProfileOffline both of them and no extra
+// field without a JSON form (see ProfileOffline). Errors are 4001.
 func (r SchemaRef) Validate(p Profile) error { return r.validate(p, "schema-ref") }
 
 func (r SchemaRef) validate(p Profile, path string) error {
@@ -98,7 +102,13 @@ func (r SchemaRef) validate(p Profile, path string) error {
 	case r.URI == "" && !hasB:
 		return badRequest(ErrMissingLocator, "%s needs a uri, or bundle_id and artifact_key", path)
 	}
-	return checkExtra(r.Extra, "schema-ref", path)
+	if err := checkExtra(r.Extra, "schema-ref", path); err != nil {
+		return err
+	}
+	if p == ProfileOffline {
+		return checkJSONForm(r.Extra, path, 1)
+	}
+	return nil
 }
 
 func decodeSchemaRef(raw []byte, path string) (SchemaRef, error) {
@@ -271,8 +281,10 @@ func (d Descriptor) Deprecated(v Version) bool {
 // Validate checks every §4.2 consistency rule that does not need the
 // schema bytes, under profile p: a valid name and version (the id is then
 // consistent by construction), valid schema-refs (see SchemaRef.Validate),
-// parsed ranges, and Extra fields that do not shadow defined ones. Errors
-// are 4001.
+// parsed ranges, and Extra fields that do not shadow defined ones (under
+// ProfileOffline, that have a JSON form that reads back as the same CBOR:
+// no byte string, tag, undefined, NaN, infinity, integer below -2^63 or
+// non-text map key). Errors are 4001.
 //
 // Checking the hashes against the schema bytes (§4.2, §5.2) needs the
 // bytes: see SchemaRef.Matches.
@@ -312,7 +324,13 @@ func (d Descriptor) validate(p Profile, path string) error {
 			return err
 		}
 	}
-	return checkExtra(d.Extra, "descriptor", path)
+	if err := checkExtra(d.Extra, "descriptor", path); err != nil {
+		return err
+	}
+	if p == ProfileOffline {
+		return checkJSONForm(d.Extra, path, 0)
+	}
+	return nil
 }
 
 // validateCompat checks policy and compat_claims.

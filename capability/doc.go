@@ -84,7 +84,10 @@
 // hash_alg is "sha-256" with a 32-byte hash or "sha-512" with a 64-byte
 // hash. A schema-ref has a uri, or both bundle_id and artifact_key; one of
 // those two without the other is invalid in every profile; the Offline
-// Registry Profile (ProfileOffline) requires both. Absent supported_ranges
+// Registry Profile (ProfileOffline) requires both, and refuses an extra
+// field that has no JSON form reading back as the same CBOR (a byte
+// string, a tag, undefined, NaN, an infinity, an integer below -2^63, a
+// non-text map key; docs/SPEC-DECISIONS.md CAP-9). Absent supported_ranges
 // means only the exact version is supported; a descriptor always supports
 // its own version (Descriptor.Supports). The JSON form writes hashes as
 // lowercase hex.

@@ -182,6 +182,86 @@ func cborToJSON(v any) (any, error) {
 	return noForm()
 }
 
+// checkJSONForm refuses, with 4001 invalid_field, an extra field whose
+// value has no JSON form that DecodeDescriptorJSON reads back as the same
+// CBOR (see jsonItem). depth is the JSON nesting of the object holding
+// the fields: 0 for a descriptor, 1 for its schema-refs.
+func checkJSONForm(extra map[string]cbor.RawMessage, path string, depth int) error {
+	for _, v := range extra {
+		if end, ok := jsonItem(v, 0, depth+1); !ok || end != len(v) {
+			return badRequest(ErrInvalidField, "%s: an extra field has no json form", path)
+		}
+	}
+	return nil
+}
+
+// jsonItem reports whether the CBOR item at b[off:], at JSON nesting
+// depth, is one that MarshalJSON writes and DecodeDescriptorJSON reads
+// back as the same deterministic CBOR, and returns the offset after it:
+// null, true, false, an integer from -2^63 to 2^64-1, a finite float,
+// UTF-8 text, and arrays and maps with text keys of those, no container
+// at depth maxJSONDepth or deeper (the JSON reader's cap). Refused: byte
+// strings, tags (bignums included), other simple values (undefined, which
+// would come back as null), NaN and the infinities, integers below
+// -2^63, other map keys. It reads heads only, and allocates nothing.
+func jsonItem(b []byte, off, depth int) (int, bool) {
+	h, err := amp.ReadHead(b, off)
+	if err != nil {
+		return 0, false
+	}
+	next := off + h.Size
+	switch h.Major {
+	case majorUint:
+		return next, true
+	case amp.MajorNegint:
+		return next, h.Arg <= math.MaxInt64
+	case majorText:
+		if h.Arg > uint64(len(b)-next) {
+			return 0, false
+		}
+		end := next + int(h.Arg)
+		return end, utf8.Valid(b[next:end])
+	case majorArray, majorMap:
+		if depth >= maxJSONDepth || h.Arg > uint64(len(b)-next) {
+			return 0, false
+		}
+		for i := uint64(0); i < h.Arg; i++ {
+			ok := true
+			if h.Major == majorMap {
+				if k, err := amp.ReadHead(b, next); err != nil || k.Major != majorText {
+					return 0, false
+				}
+				if next, ok = jsonItem(b, next, depth+1); !ok {
+					return 0, false
+				}
+			}
+			if next, ok = jsonItem(b, next, depth+1); !ok {
+				return 0, false
+			}
+		}
+		return next, true
+	case amp.MajorSimple:
+		return next, jsonSimple(h)
+	}
+	return 0, false // byte strings and tags
+}
+
+// jsonSimple reports whether a major type 7 head is false, true, null or a
+// finite float.
+func jsonSimple(h amp.Head) bool {
+	switch h.Info {
+	case 20, 21, 22: // false, true, null
+		return true
+	case 25:
+		return h.Arg&0x7c00 != 0x7c00
+	case 26:
+		return h.Arg&0x7f800000 != 0x7f800000
+	case 27:
+		return h.Arg&0x7ff0000000000000 != 0x7ff0000000000000
+	}
+	return false
+}
+
 // readJSON parses one JSON value strictly into map[string]any, []any,
 // string, bool, nil, int64, uint64 and float64 values.
 func readJSON(data []byte) (any, error) {
