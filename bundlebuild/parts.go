@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,8 @@ func SplitFile(path, dir string, partSize int64, keys []ed25519.PrivateKey) (str
 // are renamed into place and the index last. An index in dir therefore
 // always names a complete set of its own parts: a kill before the end
 // leaves no index, or the old one only when no part was replaced yet.
+// Without Force nothing in dir is ever replaced, also a file that
+// appeared there while the bundle was split (commitNew).
 func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, o SplitOptions) (string, *bundle.PartIndex, error) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -94,22 +97,17 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 	if size == 0 {
 		return "", nil, fail(bundle.ErrTruncated, "the bundle file is empty")
 	}
-	// Rounded up without size + partSize, which overflows for a part
-	// size near math.MaxInt64.
-	parts := size / partSize
-	if size%partSize != 0 {
-		parts++
+	x, names, err := splitPlan(id, version, name, size, partSize)
+	if err != nil {
+		return "", nil, err
 	}
-	if parts > bundle.MaxParts {
-		return "", nil, fail(bundle.ErrTooLarge, "%d parts of %d bytes; a split has at most %d parts (choose a larger --size)", parts, partSize, bundle.MaxParts)
+	n := len(x.Parts)
+	// Every check comes before the first side effect: the keys are
+	// those the index can be signed with, then no output is there to be
+	// replaced unasked; only then are leftovers removed and parts written.
+	if err := checkSplitKeys(x, keys); err != nil {
+		return "", nil, err
 	}
-	n := int(parts)
-	names := make([]string, 0, n+1)
-	for i := 1; i <= n; i++ {
-		names = append(names, bundle.PartName(name, i, n))
-	}
-	names = append(names, bundle.IndexName(name))
-	RemoveStaleTemps(dir, o.Now())
 	if !o.Force {
 		for _, nm := range names {
 			if _, err := os.Lstat(filepath.Join(dir, nm)); err == nil {
@@ -117,23 +115,20 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 			}
 		}
 	}
+	RemoveStaleTemps(dir, o.Now())
 	stage, lock, err := MkdirTemp(dir, "split")
 	if err != nil {
 		return "", nil, fail(bundle.ErrIO, "cannot create a temporary folder in %s", dir).WithCause(err)
 	}
 	defer lock.Close()
 	defer os.RemoveAll(stage) // empty after a commit
-	x := &bundle.PartIndex{Format: bundle.PartsFormat, BundleID: id, Version: version, Name: name, Size: uint64(size)}
 	whole := sha256.New()
 	buf := make([]byte, 256<<10)
 	var done int64
-	for i := 1; i <= n; i++ {
-		want := partSize
-		if rest := size - int64(i-1)*partSize; rest < want {
-			want = rest
-		}
+	for i := range x.Parts {
+		want := int64(x.Parts[i].Size)
 		r := io.TeeReader(io.LimitReader(src, want), whole)
-		sum, err := writePart(filepath.Join(stage, names[i-1]), r, want, buf, func(k int64) {
+		sum, err := writePart(filepath.Join(stage, names[i]), r, want, buf, func(k int64) {
 			if o.Progress != nil {
 				o.Progress(done + k)
 			}
@@ -142,7 +137,7 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 			return "", nil, err
 		}
 		done += want
-		x.Parts = append(x.Parts, bundle.PartEntry{Name: names[i-1], Size: uint64(want), SHA256: sum})
+		x.Parts[i].SHA256 = sum
 	}
 	// The file grew since it was examined: its parts would be a prefix.
 	if n, _ := src.Read(make([]byte, 1)); n > 0 {
@@ -160,12 +155,17 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 	// Commit: no index may name parts of another split, so an old index
 	// goes first and the new one comes last.
 	ip := filepath.Join(dir, names[n])
-	if o.Force {
-		if err := os.Remove(ip); err != nil && !os.IsNotExist(err) {
-			return "", nil, fail(bundle.ErrIO, "cannot replace %s", ip).WithCause(err)
+	if !o.Force {
+		if err := commitNew(stage, dir, names); err != nil {
+			return "", nil, err
 		}
 		syncFolder(dir)
+		return ip, x, nil
 	}
+	if err := os.Remove(ip); err != nil && !os.IsNotExist(err) {
+		return "", nil, fail(bundle.ErrIO, "cannot replace %s", ip).WithCause(err)
+	}
+	syncFolder(dir)
 	for _, nm := range names {
 		if err := os.Rename(filepath.Join(stage, nm), filepath.Join(dir, nm)); err != nil {
 			return "", nil, fail(bundle.ErrIO, "cannot move %s into place", nm).WithCause(err)
@@ -173,6 +173,86 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 	}
 	syncFolder(dir)
 	return ip, x, nil
+}
+
+// commitNew moves the staged files names (the parts, then the index)
+// from stage into dir without Force: each is placed only where nothing
+// is (regfile.LinkNew), so a name taken since the check before staging
+// is ErrFileExists, never replaced; the files this split placed before
+// it are then removed again (each only while it is still the file
+// placed), so a refused split leaves nothing, and no index is placed
+// unless all its parts are (docs/SPEC-DECISIONS.md BUILD-15).
+func commitNew(stage, dir string, names []string) error {
+	placed := make([]os.FileInfo, 0, len(names))
+	for _, nm := range names {
+		from, to := filepath.Join(stage, nm), filepath.Join(dir, nm)
+		st, err := os.Lstat(from)
+		if err == nil {
+			err = regfile.LinkNew(from, to)
+		}
+		if err == nil {
+			placed = append(placed, st)
+			continue
+		}
+		for i, was := range placed {
+			p := filepath.Join(dir, names[i])
+			if now, err := os.Lstat(p); err == nil && os.SameFile(was, now) {
+				os.Remove(p)
+			}
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return fail(ErrFileExists, "%s appeared while the bundle was split; split replaces it only with --force", to)
+		}
+		return fail(bundle.ErrIO, "cannot move %s into place", nm).WithCause(err)
+	}
+	return nil
+}
+
+// splitPlan is the index of a split of the file name (size bytes, the
+// bundle id at version) into parts of partSize bytes, every part named
+// and sized, its hashes still zero, and the names of the parts then of
+// the index: what split writes, known before anything is written.
+func splitPlan(id string, version uint64, name string, size, partSize int64) (*bundle.PartIndex, []string, error) {
+	// Rounded up without size + partSize, which overflows for a part
+	// size near math.MaxInt64.
+	parts := size / partSize
+	if size%partSize != 0 {
+		parts++
+	}
+	if parts > bundle.MaxParts {
+		return nil, nil, fail(bundle.ErrTooLarge, "%d parts of %d bytes; a split has at most %d parts (choose a larger --size)", parts, partSize, bundle.MaxParts)
+	}
+	n := int(parts)
+	x := &bundle.PartIndex{Format: bundle.PartsFormat, BundleID: id, Version: version, Name: name, Size: uint64(size), SHA256: make([]byte, sha256.Size)}
+	names := make([]string, 0, n+1)
+	for i := 1; i <= n; i++ {
+		names = append(names, bundle.PartName(name, i, n))
+		want := min(partSize, size-int64(i-1)*partSize)
+		x.Parts = append(x.Parts, bundle.PartEntry{Name: names[i-1], Size: uint64(want), SHA256: make([]byte, sha256.Size)})
+	}
+	names = append(names, bundle.IndexName(name))
+	return x, names, nil
+}
+
+// checkSplitKeys refuses, before anything is written, keys that could
+// not sign the index x at the end (docs/SPEC-DECISIONS.md BUILD-14): each
+// must be an Ed25519 private key (ed25519.Sign panics on another length)
+// whose public half is its seed's (else its signature verifies under no
+// key, and the index it signs is one no one can check); then x, its
+// hashes still zero, is signed as it will be, so the index's own rules
+// and bundle.SignPartIndex's on the keys (1 to bundle.MaxSignatures,
+// each once) refuse here what they would refuse after the last part.
+func checkSplitKeys(x *bundle.PartIndex, keys []ed25519.PrivateKey) error {
+	for i, k := range keys {
+		if len(k) != ed25519.PrivateKeySize {
+			return fail(bundle.ErrInconsistent, "signing key %d is not an Ed25519 private key (%d bytes, not %d)", i+1, len(k), ed25519.PrivateKeySize)
+		}
+		if !k.Equal(ed25519.NewKeyFromSeed(k.Seed())) {
+			return fail(bundle.ErrInconsistent, "signing key %d is not an Ed25519 private key: its public half is not its seed's", i+1)
+		}
+	}
+	_, err := bundle.SignPartIndex(x, keys)
+	return err
 }
 
 // writePart writes exactly want bytes of r to path, syncs it, and returns

@@ -1,11 +1,13 @@
 package bundlebuild
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
@@ -94,34 +96,68 @@ func MkdirTemp(dir, kind string) (string, *os.File, error) {
 // age, that no live process holds locked. It returns the paths removed;
 // what cannot be read or removed is left alone, silently: cleaning up is
 // never the reason a command fails.
+//
+// dir is opened only as a folder, without waiting (regfile.OpenFolder: a
+// FIFO or a device put in its place is never opened), and read in
+// batches of locateBatch entries, never whole. The entries listed, those
+// of dir and of every leftover folder in it together, are at most
+// MaxStaleScanEntries: past them the clean-up stops, leaving the rest to
+// a later run; a leftover folder holding more entries than a split's
+// stage can (bundle.MaxParts parts and the index) is not ours and is
+// left after one batch past that count (docs/SPEC-DECISIONS.md BUILD-13).
 func RemoveStaleTemps(dir string, now time.Time) []string {
-	entries, err := os.ReadDir(dir)
+	d, err := regfile.OpenFolder(dir, regfile.FollowLinks)
 	if err != nil {
 		return nil
 	}
+	defer d.Close()
+	budget := staleScanLimit
 	var removed []string
-	for _, e := range entries {
-		if !IsTempName(e.Name()) {
-			continue
+	for {
+		batch, err := d.ReadDir(locateBatch)
+		if budget -= len(batch); budget < 0 {
+			return removed
 		}
-		p := filepath.Join(dir, e.Name())
-		st, err := os.Lstat(p)
-		if err != nil || now.Sub(st.ModTime()) < staleAge() {
-			continue
-		}
-		switch {
-		case st.Mode().IsRegular():
-			if removeUnlocked(p, st) {
+		for _, e := range batch {
+			if !IsTempName(e.Name()) {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			st, err := os.Lstat(p)
+			if err != nil || now.Sub(st.ModTime()) < staleAge() || !(st.Mode().IsRegular() || st.IsDir()) {
+				continue
+			}
+			if removeWithin(p, st, &budget) {
 				removed = append(removed, p)
 			}
-		case st.IsDir():
-			if removeUnlocked(p, st) {
-				removed = append(removed, p)
+			if budget < 0 {
+				return removed
 			}
+		}
+		if err != nil { // io.EOF, or a folder that cannot be read on
+			return removed
 		}
 	}
-	return removed
 }
+
+// MaxStaleScanEntries bounds the folder entries one RemoveStaleTemps
+// lists, over the folder it cleans and every leftover folder in it: a
+// full split's stage (bundle.MaxParts + 1 entries) several times over,
+// while a shared folder ($TMPDIR for -o - and import -) that another
+// user floods with entries, or a planted folder of millions of files,
+// costs each run that many entries, read a batch at a time
+// (docs/SPEC-DECISIONS.md BUILD-13).
+const MaxStaleScanEntries = 1 << 16
+
+// staleScanLimit is MaxStaleScanEntries; the package's tests lower it.
+var staleScanLimit = MaxStaleScanEntries
+
+// maxStageEntries is the most entries a folder of ours holds: a split's
+// stage, its parts and the index.
+const maxStageEntries = bundle.MaxParts + 1
+
+// stageEntriesLimit is maxStageEntries; the package's tests lower it.
+var stageEntriesLimit = maxStageEntries
 
 // removeUnlocked takes p's lock without waiting (it fails when a live
 // process holds it), checks that p is still the entry st describes, and
@@ -135,6 +171,13 @@ func RemoveStaleTemps(dir string, now time.Time) []string {
 // followed, so nothing outside the folder checked is ever removed
 // (docs/SPEC-DECISIONS.md, BUNDLE-6).
 func removeUnlocked(p string, st os.FileInfo) bool {
+	budget := stageEntriesLimit
+	return removeWithin(p, st, &budget)
+}
+
+// removeWithin is removeUnlocked, the entries of a folder listed counted
+// against budget (RemoveStaleTemps's).
+func removeWithin(p string, st os.FileInfo, budget *int) bool {
 	var f *os.File
 	var err error
 	if st.IsDir() {
@@ -155,20 +198,31 @@ func removeUnlocked(p string, st os.FileInfo) bool {
 	if !st.IsDir() {
 		return os.Remove(p) == nil
 	}
-	return removeFolderEntries(f) && removeDir(p) == nil
+	return removeFolderEntries(f, budget) && removeDir(p) == nil
 }
 
 // plainEntries lists the folder open as d, or fails when it holds anything
-// but plain files (then it is not one of ours to remove).
-func plainEntries(d *os.File) ([]os.DirEntry, bool) {
-	entries, err := d.ReadDir(-1)
-	if err != nil {
-		return nil, false
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
+// but plain files, or more than maxStageEntries (then it is not one of
+// ours to remove). It reads a batch at a time, each counted against
+// budget, and fails once budget is spent.
+func plainEntries(d *os.File, budget *int) ([]os.DirEntry, bool) {
+	var entries []os.DirEntry
+	for {
+		batch, err := d.ReadDir(locateBatch)
+		if *budget -= len(batch); *budget < 0 || len(entries)+len(batch) > stageEntriesLimit {
+			return nil, false
+		}
+		for _, e := range batch {
+			if !e.Type().IsRegular() {
+				return nil, false
+			}
+		}
+		entries = append(entries, batch...)
+		if err == io.EOF {
+			return entries, true
+		}
+		if err != nil {
 			return nil, false
 		}
 	}
-	return entries, true
 }

@@ -17,11 +17,11 @@ func lockTemp(*os.File) error { return nil }
 
 func tryLockTemp(*os.File) bool { return true }
 
-// removeFolderEntries removes the plain files of the folder open as d,
-// beneath that folder (os.Root: a link is removed, never followed), or
-// nothing when it holds anything else.
-func removeFolderEntries(d *os.File) bool {
-	entries, ok := plainEntries(d)
+// removeFolderEntries removes the plain files of the folder open as d
+// (plainEntries, within budget), beneath that folder (os.Root: a link is
+// removed, never followed), or nothing when it holds anything else.
+func removeFolderEntries(d *os.File, budget *int) bool {
+	entries, ok := plainEntries(d, budget)
 	if !ok {
 		return false
 	}

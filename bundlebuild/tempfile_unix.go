@@ -23,10 +23,11 @@ func tryLockTemp(f *os.File) bool {
 }
 
 // removeFolderEntries removes the plain files of the folder open as d,
-// listed and unlinked relative to that descriptor (never by path), or
-// nothing when it holds anything else: then it is not one of ours.
-func removeFolderEntries(d *os.File) bool {
-	entries, ok := plainEntries(d)
+// listed (plainEntries, within budget) and unlinked relative to that
+// descriptor (never by path), or nothing when it holds anything else:
+// then it is not one of ours.
+func removeFolderEntries(d *os.File, budget *int) bool {
+	entries, ok := plainEntries(d, budget)
 	if !ok {
 		return false
 	}
