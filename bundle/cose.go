@@ -75,8 +75,8 @@ func signManifest(payload []byte, keys ...ed25519.PrivateKey) ([]byte, error) {
 // function of the set of keys, not of the order they were given in). The
 // same key twice is refused: it would count once anyway.
 func signCOSE(ctype string, payload []byte, keys []ed25519.PrivateKey) ([]byte, error) {
-	if len(keys) == 0 || len(keys) > MaxSignatures {
-		return nil, fail(ErrInconsistent, "a signed object carries 1 to %d signatures", MaxSignatures)
+	if err := CheckSigningKeys(keys); err != nil {
+		return nil, err
 	}
 	o := &signedObject{bodyProtected: bodyProtectedHeader(ctype), payload: payload}
 	for _, k := range keys {
@@ -87,10 +87,48 @@ func signCOSE(ctype string, payload []byte, keys []ed25519.PrivateKey) ([]byte, 
 	return o.encode()
 }
 
+// CheckSigningKeys refuses a set of keys that could not sign an object,
+// before any work is done with them (docs/SPEC-DECISIONS.md BUNDLE-25):
+// 1 to MaxSignatures keys (ErrInconsistent), each an Ed25519 private key
+// whose public half is its seed's (ErrInconsistent: ed25519.Sign panics
+// on another length, and a key whose halves disagree signs what no key
+// verifies), none twice (ErrDuplicateSigner).
+func CheckSigningKeys(keys []ed25519.PrivateKey) error {
+	if len(keys) == 0 || len(keys) > MaxSignatures {
+		return fail(ErrInconsistent, "a signed object carries 1 to %d signatures", MaxSignatures)
+	}
+	for i, k := range keys {
+		if err := checkSigningKey(k); err != nil {
+			return err
+		}
+		for _, other := range keys[:i] {
+			if k.Equal(other) {
+				return fail(ErrDuplicateSigner, "the same signing key is given twice")
+			}
+		}
+	}
+	return nil
+}
+
+// checkSigningKey refuses a key that is not an Ed25519 private key whose
+// public half is its seed's.
+func checkSigningKey(k ed25519.PrivateKey) error {
+	if len(k) != ed25519.PrivateKeySize {
+		return fail(ErrInconsistent, "a signing key is not an Ed25519 private key (%d bytes, not %d)", len(k), ed25519.PrivateKeySize)
+	}
+	if !k.Equal(ed25519.NewKeyFromSeed(k.Seed())) {
+		return fail(ErrInconsistent, "a signing key is not an Ed25519 private key: its public half is not its seed's")
+	}
+	return nil
+}
+
 // addSignature signs o with k and inserts the signature before the first
 // one whose kid sorts after k's (bytewise): a sorted list stays sorted and
 // the signatures already there keep their order and bytes.
 func (o *signedObject) addSignature(k ed25519.PrivateKey) error {
+	if err := checkSigningKey(k); err != nil {
+		return err
+	}
 	kid := KeyID(k.Public().(ed25519.PublicKey))
 	at := len(o.signatures)
 	for i, s := range o.signatures {

@@ -84,6 +84,9 @@ func Cosign(w io.Writer, r io.Reader, key ed25519.PrivateKey, opts CosignOptions
 	if opts.Now == nil || len(key) != ed25519.PrivateKeySize {
 		return nil, fail(ErrIO, "cosign needs a clock and an ed25519 key")
 	}
+	if err := checkSigningKey(key); err != nil {
+		return nil, err // before the bundle is read (BUNDLE-25)
+	}
 	limit.Default(&opts.MaxManifestSize, DefaultMaxManifestSize)
 	limit.Default(&opts.MaxArtifactSize, DefaultMaxArtifactSize)
 	br := bufio.NewReaderSize(r, readBufferSize)

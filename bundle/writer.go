@@ -83,8 +83,10 @@ type deltaHook func(m *Manifest, signed []byte) (head []byte, omit []bool, err e
 // artifact twice: once to hash it into the manifest (hashArtifacts), once
 // to copy it after the signed manifest (copyArtifacts), re-hashed.
 func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOptions, delta deltaHook) (*Manifest, error) {
-	if len(keys) == 0 {
-		return nil, fail(ErrInconsistent, "a bundle needs at least one signing key")
+	// The keys first: nothing is hashed or written with keys that cannot
+	// sign (a short key panicked in draftManifest).
+	if err := CheckSigningKeys(keys); err != nil {
+		return nil, err
 	}
 	alg := d.HashAlg
 	if alg == "" {
