@@ -20,6 +20,10 @@
 // (docs/SPEC-DECISIONS.md BUNDLE-12, BUNDLE-17, BUNDLE-19, BUNDLE-20,
 // BUILD-4, CLI-29).
 //
+// OpenStream opens a one-shot input the same way but takes a pipe too (a
+// FIFO, a shell's process substitution), with an open that waits for its
+// writer: its caller bounds that wait (CLI-57).
+//
 // SyncDir syncs a folder after a name was added to it, opening it only as
 // a folder; LinkNew hard-links a synced temporary file to its final name,
 // which fails when anything is there, and where no link can be made

@@ -58,6 +58,24 @@ func openPlace(p place) (*os.File, fs.FileInfo, error) {
 // very folder the open starts from): anywhere else it is errNoProc and
 // nothing is opened.
 func reopen(pf *os.File) (int, error) {
+	fd, err := reopenWith(pf, unix.O_NONBLOCK)
+	if err != nil {
+		return -1, err
+	}
+	// The inode is the regular file examined: it blocks from here on, so
+	// the *os.File made of it is an ordinary one, outside Go's poller.
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// reopenWith opens the inode pf (an O_PATH descriptor) names for reading
+// through procFD, with flag added (O_NONBLOCK, or none: a pipe's open
+// then waits for a writer); only when procFD is the proc file system,
+// else errNoProc and nothing is opened.
+func reopenWith(pf *os.File, flag int) (int, error) {
 	dir, err := procDir()
 	if err != nil {
 		return -1, err
@@ -70,7 +88,7 @@ func reopen(pf *os.File) (int, error) {
 	fd, oerr := -1, error(nil)
 	if err := rc.Control(func(pfd uintptr) {
 		for {
-			fd, oerr = unix.Openat(dir, strconv.Itoa(int(pfd)), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+			fd, oerr = unix.Openat(dir, strconv.Itoa(int(pfd)), unix.O_RDONLY|unix.O_CLOEXEC|flag, 0)
 			if oerr != unix.EINTR {
 				return
 			}
@@ -80,12 +98,6 @@ func reopen(pf *os.File) (int, error) {
 	}
 	if oerr != nil {
 		return -1, oerr
-	}
-	// The inode is the regular file examined: it blocks from here on, so
-	// the *os.File made of it is an ordinary one, outside Go's poller.
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
-		return -1, err
 	}
 	return fd, nil
 }
@@ -104,4 +116,45 @@ func procDir() (int, error) {
 		return -1, errNoProc
 	}
 	return dir, nil
+}
+
+// openStream looks path up once, its links followed (the operator's, and
+// /dev/fd/N's, which lead to a shell's pipe): O_PATH gives a descriptor
+// of what is there without opening it, fstat examines it, and only a
+// regular file or a pipe is opened, through /proc/self/fd, so that very
+// inode is opened whatever was put in the name since: a regular file
+// without waiting (then blocking, as openPlace), a pipe with an open that
+// waits for a writer and a descriptor that blocks (OpenStream). Without
+// /proc, or where it is not procfs, it falls back to openStreamByName.
+func openStream(path string) (*os.File, fs.FileInfo, error) {
+	pf, err := os.OpenFile(path, unix.O_PATH, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer pf.Close()
+	seen, err := pf.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	regular := seen.Mode().IsRegular()
+	if !regular && !isPipe(seen) {
+		return nil, nil, ErrNotRegular
+	}
+	var fd int
+	if regular {
+		fd, err = reopen(pf)
+	} else {
+		fd, err = reopenWith(pf, 0) // waits for a writer
+	}
+	if errors.Is(err, errNoProc) {
+		return openStreamByName(path)
+	}
+	if err != nil {
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if regular {
+		return keepExamined(f, seen)
+	}
+	return f, seen, nil
 }

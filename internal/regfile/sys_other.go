@@ -37,3 +37,6 @@ func OwnedBySelf(os.FileInfo) bool { return false }
 // never foreign, so ownership refuses nothing (the mode, where it means
 // anything, still does).
 func ForeignOwner(os.FileInfo) (uint32, bool) { return 0, false }
+
+// pipesAreFiles: a pipe here is not a file OpenStream opens.
+const pipesAreFiles = false

@@ -74,3 +74,6 @@ func OwnedBySelf(st os.FileInfo) bool {
 	s, ok := st.Sys().(*syscall.Stat_t)
 	return ok && int64(s.Uid) == int64(os.Geteuid())
 }
+
+// pipesAreFiles: a FIFO is opened and read as a file here (OpenStream).
+const pipesAreFiles = true

@@ -15,3 +15,12 @@ func TestWithoutProcNodeIsNeverOpened(t *testing.T) {
 	TestNodeInARegularFilesPlaceIsNeverOpened(t)
 	TestRegularFileIsOpened(t)
 }
+
+// TestWithoutProcOpenStreamNeverOpensADevice: OpenStream's fallback
+// without /proc still refuses a device and reads a file or a pipe.
+func TestWithoutProcOpenStreamNeverOpensADevice(t *testing.T) {
+	old := procFD
+	procFD = t.TempDir() + "/absent/"
+	t.Cleanup(func() { procFD = old })
+	TestOpenStreamOpensAFileOrAPipeAndNeverADevice(t)
+}

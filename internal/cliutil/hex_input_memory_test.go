@@ -1,0 +1,70 @@
+package cliutil
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// TestHexInputOfOneDigitAWordCostsAboutItsSize
+//
+// Attack: a message file handed to 'msg inspect --hex' or 'msg verify
+// --hex' (a peer's, from a shared folder) is hex digits each followed by
+// a space: "0 0 0 …". The reader split the text into words
+// (strings.Fields) and joined them: a 16-byte string header a word, 256
+// MiB of headers for the 32 MiB --hex allows, 312 MiB allocated in all,
+// ten times the input.
+//
+// Defence: white space is dropped in place; reading such an input
+// allocates about what reading it takes, well under four times its size.
+func TestHexInputOfOneDigitAWordCostsAboutItsSize(t *testing.T) {
+	const max = 1 << 20
+	p := filepath.Join(t.TempDir(), "msg.hex")
+	in := bytes.Repeat([]byte("0 "), max) // 2 MiB of text, 1 MiB of digits
+	if err := os.WriteFile(p, in, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out, err := ReadInput(&Env{}, p, max, true)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(out) != max/2 {
+		t.Fatalf("got %d bytes, %v; want %d", len(out), err, max/2)
+	}
+	if got, bound := after.TotalAlloc-before.TotalAlloc, uint64(4*len(in)); got > bound {
+		t.Fatalf("reading %d bytes of spaced hex allocated %d bytes, more than %d", len(in), got, bound)
+	}
+}
+
+// TestHexInputReadsAsFieldsJoined: the white space dropped is the white
+// space strings.Fields split at, ASCII and Unicode, and nothing else.
+func TestHexInputReadsAsFieldsJoined(t *testing.T) {
+	for _, in := range []string{
+		"0a0b", "0a 0b\n", "\t0a\r\n0b\v\f", "0a\u00850b", "0a\u00a00b", "0a\u20000b\u3000",
+		"0a\u200b0b", "0a\xff0b", "0a0", "zz", "", " \n ",
+	} {
+		want, wantErr := hex.DecodeString(strings.Join(strings.Fields(in), ""))
+		if wantErr != nil {
+			want = nil // what was decoded before the error is not returned
+		}
+		p := filepath.Join(t.TempDir(), "msg.hex")
+		if err := os.WriteFile(p, []byte(in), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadInput(&Env{}, p, 1<<10, true)
+		if (wantErr != nil) != (err != nil) || !bytes.Equal(got, want) {
+			t.Errorf("%q: got %x, %v; want %x, %v", in, got, err, want, wantErr)
+		}
+		if err != nil && !errors.Is(err, amp.ErrName("invalid_hex")) {
+			t.Errorf("%q: %v, want invalid_hex", in, err)
+		}
+	}
+}

@@ -1,0 +1,221 @@
+//go:build unix
+
+package cliutil
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// oneShotReaders are the one-shot readers of a named input: ReadFile
+// (--to-doc, --did-doc, TLS and CA files, receipts, trust policies,
+// revoke --after) and ReadInput (msg inspect, msg verify, invoke
+// --params @FILE).
+var oneShotReaders = []struct {
+	name string
+	read func(path string, max int64) ([]byte, error)
+}{
+	{"ReadFile", func(p string, max int64) ([]byte, error) { return ReadFile(p, max, "did document") }},
+	{"ReadInput", func(p string, max int64) ([]byte, error) { return ReadInput(&Env{}, p, max, false) }},
+}
+
+// shortPipeWait sets PipeWait to d for the test.
+func shortPipeWait(t *testing.T, d time.Duration) {
+	old := PipeWait
+	PipeWait = d
+	t.Cleanup(func() { PipeWait = old })
+}
+
+// readWithin runs read(path) and fails the test when it has not returned
+// within limit; release is then called to let the stuck reader go.
+func readWithin(t *testing.T, limit time.Duration, read func() ([]byte, error), release func()) ([]byte, error) {
+	t.Helper()
+	type res struct {
+		data []byte
+		err  error
+	}
+	done := make(chan res, 1)
+	go func() {
+		d, err := read()
+		done <- res{d, err}
+	}()
+	select {
+	case r := <-done:
+		return r.data, r.err
+	case <-time.After(limit):
+		release()
+		<-done
+		t.Fatalf("the reader waited more than %s", limit)
+		return nil, nil
+	}
+}
+
+// releaseFIFO lets a reader blocked in the open of fifo go: a writer
+// joins and leaves.
+func releaseFIFO(fifo string) func() {
+	return func() {
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+	}
+}
+
+// TestOneShotInputFIFOThatNeverEndsIsNotWaitedOnForEver
+//
+// Attack (whoever can write the folder a message, a DID document or a
+// params file is read from): a FIFO is put where the file is. The
+// readers opened it with os.Open, which waits for a writer: with none
+// (msg inspect, msg verify, invoke --params @FILE, query --to-doc, serve's
+// TLS files) the command hung for ever, without output; with a writer
+// that trickles a byte now and then and never closes, it hung as long as
+// the writer liked.
+//
+// Defence: a pipe named as an input must end within PipeWait, its open
+// included (io_error, saying so; "-" is read without a bound).
+func TestOneShotInputFIFOThatNeverEndsIsNotWaitedOnForEver(t *testing.T) {
+	shortPipeWait(t, 300*time.Millisecond)
+	for _, r := range oneShotReaders {
+		for _, trickle := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s trickle=%v", r.name, trickle), func(t *testing.T) {
+				fifo := filepath.Join(t.TempDir(), "msg.cbor")
+				if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+					t.Skipf("no FIFO here: %v", err)
+				}
+				stop := make(chan struct{})
+				var once sync.Once
+				release := func() { once.Do(func() { close(stop) }); releaseFIFO(fifo)() }
+				defer release()
+				if trickle {
+					go func() {
+						w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // waits for the reader
+						if err != nil {
+							return
+						}
+						defer w.Close()
+						for {
+							select {
+							case <-stop:
+								return
+							case <-time.After(50 * time.Millisecond):
+								if _, err := w.Write([]byte("{")); err != nil {
+									return
+								}
+							}
+						}
+					}()
+				}
+				// The reader left waiting in the open or a read goes when
+				// the trickle stops or a writer joins and leaves (release).
+				_, err := readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(fifo, 1<<20) }, release)
+				if !errors.Is(err, amp.ErrName("io_error")) || !strings.Contains(err.Error(), "did not end within") {
+					t.Fatalf("a FIFO that never ends: %v, want io_error (did not end within)", err)
+				}
+			})
+		}
+	}
+}
+
+// TestOneShotInputDeviceIsNeverOpened: a device node put where an input
+// file is was opened (its driver run) and read: /dev/null as an empty
+// message or DID document, /dev/zero up to the size bound. It is now
+// io_error, never opened.
+func TestOneShotInputDeviceIsNeverOpened(t *testing.T) {
+	for _, r := range oneShotReaders {
+		for _, dev := range []string{"/dev/null", "/dev/zero"} {
+			if _, err := os.Stat(dev); err != nil {
+				t.Skipf("no %s here", dev)
+			}
+			_, err := r.read(dev, 1<<10)
+			if !errors.Is(err, amp.ErrName("io_error")) || !strings.Contains(err.Error(), "not a regular file or a pipe") {
+				t.Errorf("%s of %s: %v, want io_error (not a regular file or a pipe)", r.name, dev, err)
+			}
+		}
+	}
+}
+
+// TestOneShotInputPipeIsReadWithinItsBounds: what the bound must not
+// break. A process substitution (<(…): /dev/fd/N, a pipe whose writer is
+// there), a named FIFO whose writer comes a little after the reader, and
+// a regular file are read whole; an endless pipe is cut at the size
+// bound (limit_exceeded), not read into memory.
+func TestOneShotInputPipeIsReadWithinItsBounds(t *testing.T) {
+	shortPipeWait(t, 5*time.Second)
+	want := `{"id":"did:key:z6Mk"}`
+	for _, r := range oneShotReaders {
+		t.Run(r.name+" process substitution", func(t *testing.T) {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			go func() { pw.WriteString(want); pw.Close() }()
+			path := fmt.Sprintf("/dev/fd/%d", pr.Fd())
+			if _, err := os.Stat(path); err != nil {
+				t.Skipf("no /dev/fd here: %v", err)
+			}
+			got, err := readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(path, 1<<20) }, func() {})
+			if err != nil || string(got) != want {
+				t.Fatalf("got %q, %v; want %q", got, err, want)
+			}
+		})
+		t.Run(r.name+" FIFO, writer after the reader", func(t *testing.T) {
+			fifo := filepath.Join(t.TempDir(), "doc.json")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Skipf("no FIFO here: %v", err)
+			}
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+					w.WriteString(want)
+					w.Close()
+				}
+			}()
+			got, err := readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(fifo, 1<<20) }, releaseFIFO(fifo))
+			if err != nil || string(got) != want {
+				t.Fatalf("got %q, %v; want %q", got, err, want)
+			}
+		})
+		t.Run(r.name+" regular file", func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "doc.json")
+			if err := os.WriteFile(p, []byte(want), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := r.read(p, 1<<20); err != nil || string(got) != want {
+				t.Fatalf("got %q, %v; want %q", got, err, want)
+			}
+		})
+		t.Run(r.name+" endless pipe", func(t *testing.T) {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			go func() {
+				defer pw.Close()
+				buf := make([]byte, 4096)
+				for {
+					if _, err := pw.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+			path := fmt.Sprintf("/dev/fd/%d", pr.Fd())
+			if _, err := os.Stat(path); err != nil {
+				t.Skipf("no /dev/fd here: %v", err)
+			}
+			_, err = readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(path, 1<<10) }, func() {})
+			if !errors.Is(err, amp.ErrName("limit_exceeded")) {
+				t.Fatalf("an endless pipe: %v, want limit_exceeded", err)
+			}
+		})
+	}
+}
