@@ -49,8 +49,15 @@ type readiness struct {
 	window  time.Duration
 	recheck time.Duration
 
-	// ledger, when set, checks a shared idempotency ledger (etcd) answers.
+	// ledger, when set, checks a shared idempotency ledger (etcd)
+	// answers: at most one probe at a time, and none within
+	// ledgerProbeEvery of the last one's end (ledgerDown).
 	ledger func() error
+
+	probeMu  sync.Mutex // one ledger probe at a time; guards the fields below
+	probed   bool
+	probedAt time.Time // when the last probe ended
+	probeErr error
 
 	// log gets the full reports (nil: none), each time they change: the
 	// /readyz answer carries only the status and the failing checks'
@@ -98,7 +105,7 @@ func (r *readiness) report() readyReport {
 	for _, p := range expiryProblems(bundles, r.now(), r.window) {
 		rep.Add(p)
 	}
-	if r.ledger != nil && r.ledger() != nil {
+	if r.ledgerDown() {
 		rep.Add(readyProblem{Check: "ledger", Code: "ledger_unavailable", Message: "the shared idempotency ledger (etcd) does not answer within its deadline: invocations are refused (5002, retryable)"})
 	}
 	rep.Status = "ready"
@@ -106,6 +113,30 @@ func (r *readiness) report() readyReport {
 		rep.Status = "not_ready"
 	}
 	return rep
+}
+
+// ledgerProbeEvery is how long a probe of the shared ledger answers for
+// every /readyz after it (docs/SPEC-DECISIONS.md CLI-61).
+const ledgerProbeEvery = time.Second
+
+// ledgerDown reports whether the shared ledger did not answer its last
+// probe, probing it again once the last probe is ledgerProbeEvery old
+// (or the clock went back). /readyz answers anyone reaching --listen:
+// a probe for each request made each anonymous GET an etcd round trip on
+// the cluster every node's invocations need, as many at once as the
+// listener lets requests in, each up to the ledger's 2 s deadline. Now a
+// request waits for the probe in progress, if any, and takes its answer.
+func (r *readiness) ledgerDown() bool {
+	if r.ledger == nil {
+		return false
+	}
+	r.probeMu.Lock()
+	defer r.probeMu.Unlock()
+	if now := r.now(); !r.probed || now.Sub(r.probedAt) >= ledgerProbeEvery || now.Before(r.probedAt) {
+		r.probeErr = r.ledger()
+		r.probed, r.probedAt = true, r.now()
+	}
+	return r.probeErr != nil
 }
 
 // integrityProblems returns the problems of the store's check, running it

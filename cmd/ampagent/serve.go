@@ -695,20 +695,49 @@ func mountDiscovery(mux *http.ServeMux, withAGH bool, cfg *serveConfig, store *r
 	mux.Handle(mirror.ACDPWellKnownPath, acdp)
 	if withAGH {
 		peer, _ := json.Marshal(id.DID)
+		proj := &aghProjection{store: store}
 		mux.Handle("/agh/v0/", agh.NewHandler(agh.HandlerOptions{
-			Signer: &agh.Signer{DID: id.DID, Key: id.SigningKey},
-			Catalog: func() ([]agh.Capability, error) {
-				cat, err := store.Catalog()
-				if err != nil {
-					return nil, err
-				}
-				return agh.FromCatalog(cat), nil
-			},
+			Signer:  &agh.Signer{DID: id.DID, Key: id.SigningKey},
+			Catalog: proj.capabilities,
 			Card: map[string]json.RawMessage{"peer_id": peer, "profiles_supported": json.RawMessage(`["agh-network/v0"]`),
 				"artifacts_supported": json.RawMessage(`["capability"]`)},
 		}))
 	}
 	return nil
+}
+
+// aghProjection is the AGH projection of the store's catalog, built once
+// for each catalog the store returns (docs/SPEC-DECISIONS.md CLI-60).
+// agh.FromCatalog allocates a map and three JSON encodings for each
+// capability: built at every request, one anonymous GET of a store of
+// 10,000 capabilities, even one answered 404, cost 23 MiB and 20 ms of
+// CPU. The store keeps its catalog until the generation changes or a
+// bundle in it expires or goes stale (resolver.Store.Catalog), so the
+// projection is keyed by that catalog itself, never by the generation
+// alone (an expiry keeps the generation). It is built under mu: requests
+// that find a new catalog wait for one build instead of each making one.
+// The agh handler only reads what it is given (RichCatalog and
+// TransferEnvelope copy a capability before setting its digest).
+type aghProjection struct {
+	store *resolver.Store
+	mu    sync.Mutex
+	of    *resolver.Catalog // the catalog caps were built from
+	caps  []agh.Capability
+}
+
+// capabilities is agh.HandlerOptions.Catalog: the projection of the
+// store's current catalog.
+func (p *aghProjection) capabilities() ([]agh.Capability, error) {
+	cat, err := p.store.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cat != p.of {
+		p.of, p.caps = cat, agh.FromCatalog(cat)
+	}
+	return p.caps, nil
 }
 
 // reloadSignals returns the channel serve reloads its config on: SIGHUP,
