@@ -298,6 +298,7 @@ func checkOwners(tx *bolt.Tx, installed map[string]*bundle.Manifest, add problem
 		ownerOf("index", string(b), func(m *bundle.Manifest) bool { _, ok := m.Artifact(string(key)); return ok })
 		return nil
 	})
+	signed := signedDescriptors{}
 	_ = bucket(tx, bDescriptors).ForEach(func(k, v []byte) error {
 		var dr descRecord
 		if decode(v, &dr) != nil {
@@ -305,13 +306,8 @@ func checkOwners(tx *bolt.Tx, installed map[string]*bundle.Manifest, add problem
 			return nil
 		}
 		ownerOf("descriptor", dr.BundleID, func(m *bundle.Manifest) bool {
-			for _, d := range m.Capabilities {
-				enc, _ := d.Encode()
-				if bytes.Equal(key2(d.Name, d.Version.String()), k) && bytes.Equal(enc, dr.Descriptor) {
-					return true
-				}
-			}
-			return false
+			enc, ok := signed.of(m)[string(k)]
+			return ok && bytes.Equal(enc, dr.Descriptor)
 		})
 		return nil
 	})
@@ -348,6 +344,30 @@ func checkOwners(tx *bolt.Tx, installed map[string]*bundle.Manifest, add problem
 		ownerOf("schema id", string(b), func(m *bundle.Manifest) bool { _, ok := m.Artifact(string(v)); return ok })
 		return nil
 	})
+}
+
+// signedDescriptors indexes the descriptors of each installed bundle's
+// signed manifest by their descriptor key (name, version), each encoded
+// once, when a descriptor entry first names the bundle: matching each
+// entry against every descriptor of its bundle, encoded again each time,
+// cost n² encodings (10,000 capabilities, the most a bundle holds: 99 GB
+// allocated and nearly 7 minutes of every check, /readyz's included;
+// docs/SPEC-DECISIONS.md CLI-62).
+type signedDescriptors map[*bundle.Manifest]map[string][]byte
+
+// of returns m's index, made on first use.
+func (s signedDescriptors) of(m *bundle.Manifest) map[string][]byte {
+	idx, ok := s[m]
+	if !ok {
+		idx = make(map[string][]byte, len(m.Capabilities))
+		for _, d := range m.Capabilities {
+			if enc, err := d.Encode(); err == nil {
+				idx[string(key2(d.Name, d.Version.String()))] = enc
+			}
+		}
+		s[m] = idx
+	}
+	return idx
 }
 
 // checkLoader loads a bundle's artifacts for Check: from the index and the
