@@ -354,9 +354,10 @@ func (a *Agent) execute(ctx context.Context, inv *invocation, t *ledger.Ticket, 
 				// What a bridge writes (a default, a renamed or moved
 				// member) is not proven at build time: the caller's
 				// schema judges it here (docs/SPEC-DECISIONS.md COMPAT-13).
-				err = in.callerOut.Validate(bridged)
-			}
-			if err == nil {
+				if verr := in.callerOut.Validate(bridged); verr != nil {
+					log.Error("bridged result does not match the caller's output schema", "id", inv.msgID(), "capability", id.String(), "err", verr)
+					return capability.NewErrorResult(amp.Named(amp.CodeInternalError, "invalid_result", "the capability produced an invalid result"))
+				}
 				enc, err = offlineschema.ToCBOR(bridged)
 			}
 		}

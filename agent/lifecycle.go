@@ -162,7 +162,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	var errs []error
+	abandoned := false
 	if n, s := a.life.running(), a.sweepsRunning(); n > 0 || handlers > 0 || s > 0 {
+		abandoned = true
 		errs = append(errs, amp.Named(0, ErrShutdownAbandoned,
 			"the agent stopped waiting at its shutdown deadline: handlers still running: %d, messages in progress: %d, ledger sweeps running: %d",
 			handlers, n, s).WithCause(ctx.Err()))
@@ -170,7 +172,14 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	a.closeOnce.Do(func() {
 		a.streams.closeAll()
 		a.params.closeAll()
-		a.spool.close()
+		if abandoned {
+			// A message still in progress removes its spool file
+			// through the directory when it ends: it stays open (one
+			// descriptor) rather than leave the file behind (CLI-56).
+			a.log.Warn("the spool directory stays open for the messages still in progress")
+		} else {
+			a.spool.close()
+		}
 		if !a.ownLedger {
 			return
 		}

@@ -66,7 +66,7 @@ type Options struct {
 	Refresh     time.Duration
 	MaxAge      time.Duration
 	MaxInFlight int
-	// PeerShare: one peer (an IP address or IPv6 /64) holds at most
+	// PeerShare: one peer (an IP address or IPv6 /48, TRANSPORT-28) holds at most
 	// 1/PeerShare of MaxInFlight (at least one page); 0 is
 	// DefaultPeerShare. A server passes its own --peer-share (1 behind a
 	// proxy, where every caller is one address).

@@ -88,7 +88,8 @@ type Options struct {
 	// overloaded. Default 256.
 	MaxInFlight int
 	// MaxPeerInFlight bounds those of one peer (an IP address, an IPv6
-	// /64: transport.Peer), so that one host reading slowly cannot hold
+	// /48: admission.Network of transport.Peer, docs/SPEC-DECISIONS.md
+	// TRANSPORT-28), so that one host reading slowly cannot hold
 	// every slot; beyond it, 503 overloaded. Default a quarter of
 	// MaxInFlight, at least 1, at most MaxInFlight.
 	MaxPeerInFlight int

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -342,8 +343,16 @@ func readCard(env *cliutil.Env, name string) ([]byte, error) {
 	r := env.Stdin
 	if name != "-" {
 		f, _, err := regfile.Open(name, regfile.FollowLinks)
+		if err != nil && !errors.Is(err, regfile.ErrNotRegular) {
+			// A process substitution's /dev/fd link fails its lookup
+			// rather than its mode: name it as what it is.
+			if st, serr := os.Stat(name); serr == nil && !st.Mode().IsRegular() {
+				err = regfile.ErrNotRegular
+			}
+		}
 		if errors.Is(err, regfile.ErrNotRegular) {
-			return nil, cliutil.Failf("io_error", "the card is not a regular file")
+			return nil, cliutil.WithHint(cliutil.Failf("io_error", "the card is not a regular file"),
+				"give a card from a pipe on standard input: card verify -")
 		}
 		if err != nil {
 			return nil, cliutil.Failf("io_error", "cannot open the card").WithCause(err)

@@ -583,7 +583,7 @@ func ReadInput(env *Env, name string, max int64, asHex bool) ([]byte, error) {
 	}
 	var data []byte
 	var err error
-	if name == "-" {
+	if name == "-" || namesStdin(env, name) {
 		if data, err = io.ReadAll(io.LimitReader(env.Stdin, limit+1)); err != nil {
 			return nil, Failf("io_error", "cannot read input").WithCause(err)
 		}
@@ -603,6 +603,23 @@ func ReadInput(env *Env, name string, max int64, asHex bool) ([]byte, error) {
 		return nil, amp.Named(amp.CodeInvalidMessage, "invalid_hex", "input is not hex text")
 	}
 	return out, nil
+}
+
+// namesStdin reports whether name leads to the command's own standard
+// input (/dev/stdin, /dev/fd/0 on a terminal or a socket, which the
+// one-shot rule of readNamed would refuse as a device): it is read as "-"
+// is. Only a stat is made; nothing is opened.
+func namesStdin(env *Env, name string) bool {
+	f, ok := env.Stdin.(*os.File)
+	if !ok {
+		return false
+	}
+	in, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(name)
+	return err == nil && os.SameFile(in, st)
 }
 
 // dropSpace removes from b, in place, the white space strings.Fields
@@ -635,6 +652,9 @@ var PipeWait = 60 * time.Second
 
 // errPipeWait: a pipe named as an input did not end within PipeWait.
 var errPipeWait = errors.New("the pipe did not end in time")
+
+// errOpenWait: a name given as an input did not open within PipeWait.
+var errOpenWait = errors.New("the input did not open in time")
 
 // readError is a failure of readNamed after the file was opened.
 type readError struct{ error }
@@ -687,7 +707,7 @@ func readNamed(path string, limit int64) ([]byte, error) {
 			return nil, errPipeWait
 		}
 	case <-wait.C:
-		return nil, errPipeWait
+		return nil, errOpenWait // a FIFO without a writer, a hung mount
 	}
 	return r.data, r.err
 }
@@ -701,8 +721,11 @@ func namedErr(err error, what, openMsg, hint string) error {
 	switch {
 	case errors.Is(err, regfile.ErrNotRegular):
 		return Failf("io_error", "%s is not a regular file or a pipe", what)
-	case errors.Is(err, errPipeWait):
+	case errors.Is(err, errPipeWait), errors.Is(err, errOpenWait):
 		e := Failf("io_error", "%s is a pipe that did not end within %s", what, PipeWait)
+		if errors.Is(err, errOpenWait) {
+			e = Failf("io_error", "%s did not open within %s (a pipe no one writes to, or an unanswering mount)", what, PipeWait)
+		}
 		if hint == "" {
 			return e
 		}

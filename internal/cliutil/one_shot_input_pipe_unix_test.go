@@ -3,6 +3,7 @@
 package cliutil
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -116,8 +117,14 @@ func TestOneShotInputFIFOThatNeverEndsIsNotWaitedOnForEver(t *testing.T) {
 				// The reader left waiting in the open or a read goes when
 				// the trickle stops or a writer joins and leaves (release).
 				_, err := readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(fifo, 1<<20) }, release)
-				if !errors.Is(err, amp.ErrName("io_error")) || !strings.Contains(err.Error(), "did not end within") {
-					t.Fatalf("a FIFO that never ends: %v, want io_error (did not end within)", err)
+				// A FIFO no one opens for writing never opens; one a
+				// writer trickles into opens and never ends.
+				want := "did not end within"
+				if !trickle {
+					want = "did not open within"
+				}
+				if !errors.Is(err, amp.ErrName("io_error")) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("a FIFO that never ends: %v, want io_error (%s)", err, want)
 				}
 			})
 		}
@@ -217,5 +224,37 @@ func TestOneShotInputPipeIsReadWithinItsBounds(t *testing.T) {
 				t.Fatalf("an endless pipe: %v, want limit_exceeded", err)
 			}
 		})
+	}
+}
+
+// TestOneShotInputNamingTheCommandsOwnStdinIsReadAsDash: /dev/stdin or
+// /dev/fd/0 on a socket (a socket-activated or inetd-style run) or a
+// terminal names the command's own standard input, which the device rule
+// refused though `-` read it: such a name is read as `-` is, while
+// another socket or device is still refused unopened (CLI-57).
+func TestOneShotInputNamingTheCommandsOwnStdinIsReadAsDash(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, peer := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "peer")
+	defer in.Close()
+	if _, err := peer.Write([]byte("a0")); err != nil {
+		t.Fatal(err)
+	}
+	peer.Close()
+	name := fmt.Sprintf("/dev/fd/%d", in.Fd())
+	got, err := ReadInput(&Env{Stdin: in}, name, 1<<10, true)
+	if err != nil || !bytes.Equal(got, []byte{0xa0}) {
+		t.Fatalf("the command's own stdin named %s: %x, %v; want a0 as with -", name, got, err)
+	}
+	// The same socket named while stdin is something else: a device.
+	other, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := ReadInput(&Env{Stdin: other}, name, 1<<10, true); !errors.Is(err, amp.ErrName("io_error")) {
+		t.Fatalf("a socket that is not stdin: %v, want io_error", err)
 	}
 }

@@ -192,6 +192,15 @@ func leaseTTL(end int64, now time.Time, skew time.Duration) int64 {
 	return max(end+int64((skew+time.Second-1)/time.Second)-now.Unix()+1, 1)
 }
 
+// ends returns the earliest time etcd may delete the cached lease of the
+// bucket ending at end, on the clock that is never stepped (zero when
+// none is cached).
+func (lc *leaseCache) ends(end int64) time.Time {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return lc.until[end]
+}
+
 // drop forgets the lease of end (etcd no longer has it).
 func (lc *leaseCache) drop(end int64) {
 	lc.mu.Lock()

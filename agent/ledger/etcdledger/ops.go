@@ -448,12 +448,21 @@ func contendedErr() error {
 
 // charge adds to this process's tally. A charge keeps the bucket in the
 // tally, on the clock that is never stepped, for as long as its lease
-// granted now would last (pruneTally). Callers hold s.mu.
+// granted now would last, or its cached lease lasts if longer
+// (pruneTally). Callers hold s.mu.
 func (s *Store) charge(end, bytes int64, entries int) {
 	b := s.tally[end]
 	if bytes > 0 {
+		// As long as a lease granted now would last, or the bucket's
+		// cached lease, under which the charged entry was most likely
+		// written, if that lasts longer (granted before a step of the
+		// wall clock forward).
 		ttl := time.Duration(leaseTTL(end, s.o.Now(), s.o.MaxClockSkew)) * time.Second
-		if until := time.Now().Add(ttl); until.After(b.until) {
+		until := time.Now().Add(ttl)
+		if cached := s.leases.ends(end); cached.After(until) {
+			until = cached
+		}
+		if until.After(b.until) {
 			b.until = until
 		}
 	}
