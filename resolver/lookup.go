@@ -145,14 +145,15 @@ func (s *Store) Catalog() (*Catalog, error) {
 		expired := map[string]bool{}
 		if !s.opts.AllowExpired {
 			if err := bucket(tx, bBundles).ForEach(func(_, v []byte) error {
-				var r bundleRecord
-				if err := decode(v, &r); err != nil {
+				var lr listedRecord // its signed manifest left unread
+				if err := decode(v, &lr); err != nil {
 					return err
 				}
-				exp, ok := expiry(r)
+				r := &lr.bundleRecord
+				exp, ok := expiry(*r)
 				switch {
 				case !ok:
-				case s.expiredAt(tx, &r, exp):
+				case s.expiredAt(tx, r, exp):
 					expired[r.BundleID] = true
 				case c.validUntil.IsZero() || exp.Before(c.validUntil):
 					c.validUntil = exp
@@ -309,8 +310,17 @@ type listedRecord struct {
 // skippedItem is a CBOR item decoded into nothing.
 type skippedItem struct{}
 
-// UnmarshalCBOR implements cbor.Unmarshaler: it keeps nothing of the item.
-func (*skippedItem) UnmarshalCBOR([]byte) error { return nil }
+// UnmarshalCBOR implements cbor.Unmarshaler: it keeps nothing of a
+// definite-length byte string, what the record's Signed holds; any other
+// item is judged as that []byte field judges it, so that a record read
+// without its manifest is refused exactly when the whole record is.
+func (*skippedItem) UnmarshalCBOR(data []byte) error {
+	if len(data) > 0 && data[0]>>5 == 2 && data[0] != 0x5f {
+		return nil
+	}
+	var b []byte
+	return decode(data, &b)
+}
 
 // DIDs resolved from bundles.
 
@@ -363,11 +373,11 @@ func (s *Store) ResolveDID(_ context.Context, did string) (*amp.DIDDocument, err
 		}
 		// artifact judged the bundle served (not revoked, stale or
 		// expired) now; keep its expiry for the cache's later hits.
-		var rec bundleRecord
+		var rec listedRecord // its signed manifest left unread (artifact)
 		if err := decode(bucket(tx, bBundles).Get([]byte(dr.BundleID)), &rec); err != nil {
 			return err
 		}
-		if exp, ok := expiry(rec); ok {
+		if exp, ok := expiry(rec.bundleRecord); ok {
 			expires = exp
 		}
 		if err := checkBlob(data, ir.Blob, dr.BundleID, dr.ArtifactKey); err != nil {

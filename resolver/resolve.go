@@ -58,17 +58,21 @@ func (s *Store) artifact(tx *bolt.Tx, bundleID, key string) ([]byte, indexRecord
 	if raw == nil {
 		return nil, indexRecord{}, unavailable(ErrBundleMissing, "bundle %s is not installed in the local store", bundleID)
 	}
-	var rec bundleRecord
-	if err := decode(raw, &rec); err != nil {
+	// The record is read without its signed manifest (listedRecord), which
+	// nothing here needs: a copy of it at every call made resolving each
+	// schema of a bundle of many capabilities quadratic (SCALE-1).
+	var lr listedRecord
+	if err := decode(raw, &lr); err != nil {
 		return nil, indexRecord{}, unavailable(ErrBlobUnreadable, "the record of bundle %s is unreadable", bundleID).WithCause(err)
 	}
+	rec := &lr.bundleRecord
 	if rec.Revoked != "" {
 		return nil, indexRecord{}, unavailable(ErrBundleRevoked, "bundle %s version %d is revoked: %s", bundleID, rec.Version, rec.Revoked)
 	}
 	if why := s.judgedStale(tx, bundleID); why != "" {
 		return nil, indexRecord{}, unavailable(ErrBundleStale, "bundle %s is stale: %s; import a newer version", bundleID, why)
 	}
-	if exp, ok := expiry(rec); ok && !s.opts.AllowExpired && s.expiredAt(tx, &rec, exp) {
+	if exp, ok := expiry(*rec); ok && !s.opts.AllowExpired && s.expiredAt(tx, rec, exp) {
 		return nil, indexRecord{}, unavailable(ErrBundleExpired, "bundle %s expired at %s", bundleID, rec.ExpiresAt)
 	}
 	raw = bucket(tx, bIndex).Get(key2(bundleID, key))
@@ -285,9 +289,9 @@ func (s *Store) compile(ref capability.SchemaRef, gen uint64) (*schemaEntry, err
 	err := s.db.View(func(tx *bolt.Tx) error {
 		raw := bucket(tx, bBundles).Get([]byte(ref.BundleID))
 		if raw != nil {
-			var rec bundleRecord
+			var rec listedRecord // its signed manifest left unread (artifact)
 			if decode(raw, &rec) == nil {
-				if exp, ok := expiry(rec); ok {
+				if exp, ok := expiry(rec.bundleRecord); ok {
 					e.expires = exp
 				}
 			}
