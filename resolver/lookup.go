@@ -58,9 +58,21 @@ func (c *Catalog) Versions(name string) []capability.Version {
 	return out
 }
 
-// Lookup returns the entry of a capability id.
+// Lookup returns the entry of a capability id. A name's entries are in
+// ascending order (ByName), so it searches them by halves: a walk made
+// the agent's loops over versions (a negotiation's range against every
+// served version, docs/SPEC-DECISIONS.md SCALE-2) quadratic in the
+// versions of one name. A catalog built out of that order (by hand) is
+// still answered, by a walk, when the search misses.
 func (c *Catalog) Lookup(id capability.ID) (Entry, bool) {
-	for _, e := range c.ByName[id.Name] {
+	es := c.ByName[id.Name]
+	i := sort.Search(len(es), func(i int) bool {
+		return capability.OrderOldestFirst.CompareVersions(es[i].Descriptor.Version, id.Version) >= 0
+	})
+	if i < len(es) && es[i].Descriptor.Version == id.Version {
+		return es[i], true
+	}
+	for _, e := range es {
 		if e.Descriptor.Version == id.Version {
 			return e, true
 		}
