@@ -387,6 +387,7 @@ type Agent struct {
 	log       *slog.Logger
 	handlers  map[capability.ID]Handler
 	byName    map[string][]capability.Version // served versions per name, ascending
+	servedIDs []capability.ID                 // byName's ids by name then version (Served)
 	cursorKey []byte
 	ledger    *ledger.Ledger
 	ownLedger bool
@@ -503,9 +504,19 @@ func (a *Agent) addHandlers() error {
 		a.handlers[id] = h
 		a.byName[id.Name] = append(a.byName[id.Name], id.Version)
 	}
+	names := make([]string, 0, len(a.byName))
 	for name, vs := range a.byName {
 		capabilitySortVersions(vs)
 		a.byName[name] = vs
+		names = append(names, name)
+	}
+	// Served's list, by name then ascending version, made once
+	// (docs/SPEC-DECISIONS.md SCALE-21).
+	sort.Strings(names)
+	for _, name := range names {
+		for _, v := range a.byName[name] {
+			a.servedIDs = append(a.servedIDs, capability.ID{Name: name, Version: v})
+		}
 	}
 	return nil
 }

@@ -55,33 +55,68 @@ func requestedVersions(inv capability.Invoke, cat *resolver.Catalog, name string
 // import), or policy "bridge" with a bridge and a claim for v (the bundle
 // carries v, so its bridge was checked against v's schemas), serves it.
 // Strict (or absent) policies never serve another version.
+//
+// A provided version serves only versions it holds a claim for, so the
+// claims of the provided descriptors, highest first, are read once into
+// the version each serves (claimServers), and each requested version is
+// then one map lookup: trying every provided version for every requested
+// one cost a range over 1,000 versions that 1,000 served ones did not
+// hold 143 ms of CPU, 18 times the cost at 250 (docs/SPEC-DECISIONS.md
+// SCALE-20).
 func servedInPlace(cat *resolver.Catalog, name string, requested, provided []capability.Version) (served capability.ID, asked capability.Version, ok bool) {
+	if len(requested) == 0 {
+		return capability.ID{}, capability.Version{}, false
+	}
+	servers := claimServers(cat, name, provided)
 	for _, v := range requested {
 		if v.IsZero() {
 			continue
 		}
-		for i := len(provided) - 1; i >= 0; i-- {
-			id := capability.ID{Name: name, Version: provided[i]}
-			e, found := cat.Lookup(id)
-			if !found || !e.Descriptor.Supports(v) {
-				continue
-			}
-			c, has := e.Descriptor.Claim(v)
-			switch e.Descriptor.Policy {
-			case capability.PolicyRange:
-				if has && c.Compatible() {
-					return id, v, true
-				}
-			case capability.PolicyBridge:
-				// The bridge was checked against this caller's output
-				// schema because the bundle carries it (it has a claim).
-				if has && e.Descriptor.Bridge != nil {
-					return id, v, true
-				}
-			}
+		if i, has := servers[v]; has {
+			return capability.ID{Name: name, Version: provided[i]}, v, true
 		}
 	}
 	return capability.ID{}, capability.Version{}, false
+}
+
+// claimServers maps each version a provided version of name serves in
+// place to the index in provided of the highest one: its descriptor
+// supports the version and its first claim for it (Descriptor.Claim) is
+// compatible under policy "range", or any under policy "bridge" with a
+// bridge (checked against the caller's output schema because the bundle
+// carries that version: it has a claim).
+func claimServers(cat *resolver.Catalog, name string, provided []capability.Version) map[capability.Version]int {
+	var servers map[capability.Version]int
+	for i := len(provided) - 1; i >= 0; i-- {
+		e, found := cat.Lookup(capability.ID{Name: name, Version: provided[i]})
+		if !found {
+			continue
+		}
+		d := &e.Descriptor
+		switch {
+		case d.Policy == capability.PolicyRange:
+		case d.Policy == capability.PolicyBridge && d.Bridge != nil:
+		default:
+			continue
+		}
+		seen := make(map[capability.Version]bool, len(d.CompatClaims))
+		for _, c := range d.CompatClaims {
+			if seen[c.Version] {
+				continue // Claim gives the first claim of a version
+			}
+			seen[c.Version] = true
+			if _, taken := servers[c.Version]; taken || !d.Supports(c.Version) {
+				continue
+			}
+			if d.Policy == capability.PolicyBridge || c.Compatible() {
+				if servers == nil {
+					servers = map[capability.Version]int{}
+				}
+				servers[c.Version] = i
+			}
+		}
+	}
+	return servers
 }
 
 // compatExtra returns the CAP_RESULT extension fields for an invocation of
