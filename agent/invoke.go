@@ -236,9 +236,11 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 	id := tg.id
 	timeout := a.cfg.DefaultTimeout
 	if inv.TimeoutMS != nil {
-		timeout = time.Duration(*inv.TimeoutMS) * time.Millisecond
-		if timeout <= 0 || timeout > a.cfg.MaxTimeout {
-			timeout = a.cfg.MaxTimeout
+		// Compared in milliseconds: a product past int64 would wrap to a
+		// short deadline the caller did not ask for.
+		timeout = a.cfg.MaxTimeout
+		if ms := *inv.TimeoutMS; ms > 0 && ms < uint64(a.cfg.MaxTimeout/time.Millisecond) {
+			timeout = time.Duration(ms) * time.Millisecond
 		}
 	}
 	// Before the record: a principal whose detached handlers overran their

@@ -225,12 +225,17 @@ func DecodeDeclare(body []byte) (Declare, error) {
 	if len(items) == 0 {
 		return Declare{}, badRequest(ErrInvalidField, "capabilities must not be empty")
 	}
+	// Grown as descriptors decode, not made for the count first: an array
+	// of 65,536 one-byte items (a 65 KB reply) made 29 MB of descriptors
+	// before the first failed (docs/SPEC-DECISIONS.md CAP-10).
 	var d Declare
-	d.Capabilities = make([]Descriptor, len(items))
+	d.Capabilities = make([]Descriptor, 0, min(len(items), 64))
 	for i, it := range items {
-		if d.Capabilities[i], err = decodeDescriptor(it, indexPath("capabilities", i)); err != nil {
+		desc, err := decodeDescriptor(it, indexPath("capabilities", i))
+		if err != nil {
 			return Declare{}, err
 		}
+		d.Capabilities = append(d.Capabilities, desc)
 	}
 	if d.NextCursor, _, err = o.text("next_cursor"); err != nil {
 		return Declare{}, err
