@@ -55,12 +55,14 @@ func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.W
 	if toStdout {
 		dir = os.TempDir()
 	}
-	bundlebuild.RemoveStaleTemps(dir, env.Now())
 	if !toStdout && !force {
 		if _, err := os.Lstat(out); err == nil {
 			return 0, "", existsError(out)
 		}
 	}
+	// Only a command that will write removes the folder's leftovers: a
+	// refusal changes nothing (BUILD-13).
+	bundlebuild.RemoveStaleTemps(dir, env.Now())
 	f, err := bundlebuild.CreateTemp(dir, kind)
 	if err != nil {
 		return 0, "", cliutil.Failf("io_error", "cannot create the output file").WithCause(err)
