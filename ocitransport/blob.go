@@ -10,6 +10,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry/remote/errcode"
 )
 
 // errStalled is the cause a body's context is cancelled with when it
@@ -37,7 +38,11 @@ func (e *Endpoint) openBlob(ctx context.Context, desc ocispec.Descriptor) (*blob
 	rc, err := e.src.Fetch(cctx, desc)
 	if err != nil {
 		cancel(nil)
-		if strings.HasSuffix(err.Error(), "mismatch Content-Length") { // oras: the answer's length is not the descriptor's
+		// oras: the answer's length is not the descriptor's, told by its
+		// text; never a registry's error answer, whose message the
+		// registry writes (OCI-29 amended).
+		var resp *errcode.ErrorResponse
+		if !errors.As(err, &resp) && strings.HasSuffix(err.Error(), "mismatch Content-Length") {
 			return nil, fail(ErrSize, "the registry answered a blob of another size than its descriptor").WithCause(peerCause{err})
 		}
 		return nil, wrap(err, "fetching a blob")
