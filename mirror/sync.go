@@ -421,6 +421,10 @@ type syncClient struct {
 	// largeHeadsRefused is the bytes past bundleHeadBytes of the bundle
 	// heads judgeHead refused in this run (maxRefusedLargeHeadBytes).
 	largeHeadsRefused int64
+	// slack is what is left of the run's slack (runSlackStalls): the
+	// time answers may still take past answerAllowance and their bytes
+	// at MinDataRate (charge).
+	slack time.Duration
 }
 
 // TrustLister is a Target that lists the keys its store trusts and its
@@ -669,7 +673,7 @@ func newSyncClient(opts SyncOptions, hooks syncHooks) (*syncClient, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &syncClient{opts: opts, hooks: hooks, base: u, http: opts.Client, log: opts.Logger}
+	c := &syncClient{opts: opts, hooks: hooks, base: u, http: opts.Client, log: opts.Logger, slack: runSlackStalls * opts.StallTimeout}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -701,8 +705,14 @@ func (c *syncClient) url(p string) string {
 // one, is in the message). expect is the most the body may hold (what the
 // caller accepts): with the Content-Length, when smaller, it sets the
 // time the body has to arrive (bodyDeadline).
+//
+// The answer, from the request to its body's end, is cut off once it
+// takes longer than its expect bytes at MinDataRate, answerAllowance and
+// what is left of the run's slack; what it took past its bytes at the
+// rate and the allowance is charged to the slack (charge).
 func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, expect int64, ok ...int) (*http.Response, error) {
-	rctx, cancel := context.WithCancel(ctx)
+	start := time.Now()
+	rctx, cancel := context.WithDeadlineCause(ctx, start.Add(admission.DataDeadline(expect, c.opts.MinDataRate, answerAllowance+max(0, c.slack), 0)), errRunSlackSpent)
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, c.url(p), nil)
 	if err != nil {
 		cancel()
@@ -713,9 +723,14 @@ func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, ex
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		c.charge(start, 0)
+		cause := context.Cause(rctx)
 		cancel()
 		if errors.Is(err, errRedirect) {
 			return nil, amp.Named(0, ErrMirrorRefused, "the mirror answered %s with a redirect: refused (only the configured url is used)", p)
+		}
+		if cause == errRunSlackSpent {
+			return nil, amp.Named(0, ErrMirrorUnreachable, "cannot reach the mirror (%s)", errRunSlackSpent).WithCause(err)
 		}
 		return nil, amp.Named(0, ErrMirrorUnreachable, "cannot reach the mirror").WithCause(err)
 	}
@@ -723,7 +738,9 @@ func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, ex
 	if resp.ContentLength >= 0 && resp.ContentLength < n {
 		n = resp.ContentLength
 	}
-	resp.Body = newWatchedBody(resp.Body, cancel, c.opts.StallTimeout, n, c.bodyDeadline(n))
+	wb := newWatchedBody(resp.Body, cancel, c.opts.StallTimeout, n, c.bodyDeadline(n))
+	wb.ctx, wb.ended = rctx, func(got int64) { c.charge(start, got) }
+	resp.Body = wb
 	for _, s := range ok {
 		if resp.StatusCode == s {
 			return resp, nil
@@ -732,6 +749,36 @@ func (c *syncClient) do(ctx context.Context, p string, hdr map[string]string, ex
 	code := envelopeCode(resp)
 	resp.Body.Close()
 	return nil, amp.Named(0, ErrMirrorRefused, "the mirror answered %s with http %d%s", p, resp.StatusCode, code)
+}
+
+// answerAllowance is the time an answer may take past its bytes at
+// MinDataRate without charging the run's slack: a round trip and the
+// mirror's own work, for each of the tens of thousands of files an index
+// may list (charge).
+const answerAllowance = 250 * time.Millisecond
+
+// runSlackStalls is the run's slack in StallTimeouts (2 minutes by
+// default): what the answers of one run may take, in all, past
+// answerAllowance and their bytes at MinDataRate. Each answer still has
+// its own bounds (the headers' timeout, StallTimeout, bodyDeadline); this
+// one bounds what they add up to, so that a mirror answering each listed
+// file whole and correct, just inside them, holds a run (its spool lock,
+// the store's write lock) no longer than the bytes it sends take at the
+// rate, answerAllowance a file and this slack, not some 60 s a file
+// (docs/SPEC-DECISIONS.md MIRROR-26).
+const runSlackStalls = 4
+
+// errRunSlackSpent is the cause of an answer cut off because the run's
+// slack is spent (do).
+const errRunSlackSpent = abandoned("the mirror's answers in this run took longer than their bytes at the minimum data rate allow, past the run's slack")
+
+// charge charges the run's slack with what the answer sent at start, of
+// which got body bytes arrived, took past answerAllowance and got at
+// MinDataRate.
+func (c *syncClient) charge(start time.Time, got int64) {
+	if over := time.Since(start) - admission.DataDeadline(got, c.opts.MinDataRate, answerAllowance, 0); over > 0 {
+		c.slack -= over
+	}
 }
 
 // bodyDeadline is how long after its headers a body of n bytes may take:
@@ -1548,6 +1595,13 @@ type watchedBody struct {
 	once   sync.Once
 	n      atomic.Int64
 	cause  atomic.Pointer[abandoned]
+	// ctx is the request's context: a read that fails once it ended for
+	// an abandoned cause (errRunSlackSpent) fails with that cause.
+	ctx context.Context
+	// ended, when set, is called once with the bytes read, at the body's
+	// end or close, whichever comes first (the sync's charge).
+	ended     func(got int64)
+	endedOnce sync.Once
 }
 
 func newWatchedBody(body io.ReadCloser, cancel context.CancelFunc, window time.Duration, size int64, deadline time.Duration) *watchedBody {
@@ -1582,7 +1636,12 @@ func newWatchedBody(body io.ReadCloser, cancel context.CancelFunc, window time.D
 	return b
 }
 
-func (b *watchedBody) stop() { b.once.Do(func() { close(b.done) }) }
+func (b *watchedBody) stop() {
+	b.once.Do(func() { close(b.done) })
+	if b.ended != nil {
+		b.endedOnce.Do(func() { b.ended(b.n.Load()) })
+	}
+}
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
@@ -1593,6 +1652,10 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 	case err != nil:
 		if why := b.cause.Load(); why != nil {
 			err = *why
+		} else if b.ctx != nil && b.ctx.Err() != nil {
+			if why, ok := context.Cause(b.ctx).(abandoned); ok {
+				err = why
+			}
 		}
 	}
 	return n, err
