@@ -188,13 +188,19 @@ func (p *paramKeeper) reserve(info StreamInfo, peer string, now time.Time) (*kep
 	defer p.mu.Unlock()
 	p.expire(now)
 	if old := p.m[k.key]; old != nil {
-		// The same sender reused the stream_id: the newer content wins
-		// (a CAP_INVOKE names the SHA-256 it means). One in use is
-		// removed by its user.
-		p.unlink(old)
-		if !old.claimed {
-			old.remove(p.spool)
+		// Params a CAP_INVOKE holds stay counted until its run ends:
+		// replaced, they were no longer, so that reusing one stream_id
+		// let a sender hold any number of them at once (threat: with
+		// PerSender 1, three handlers held streamed params, and three
+		// spool files were kept).
+		if old.claimed {
+			return nil, streamRefusal(amp.CodeOverloaded, "params_stream_in_use", info.StreamID,
+				"the params of this stream_id are in use by an invocation; retry once it is answered")
 		}
+		// The same sender reused the stream_id: the newer content wins
+		// (a CAP_INVOKE names the SHA-256 it means).
+		p.unlink(old)
+		old.remove(p.spool)
 	}
 	for {
 		ok, slotFull := p.fits(k)
@@ -285,7 +291,7 @@ func (u *paramsUse) done() { u.finish(false) }
 func (u *paramsUse) putBack() { u.finish(true) }
 
 // finish ends the use, the first time only: the params wait again
-// (putBack) unless they were replaced or dropped meanwhile, or they are
+// (putBack) unless they were dropped meanwhile (Agent.Close), or they are
 // forgotten for good.
 func (u *paramsUse) finish(putBack bool) {
 	if u == nil || u.k == nil {
@@ -303,7 +309,7 @@ func (u *paramsUse) finish(putBack bool) {
 	}
 	u.p.mu.Unlock()
 	if !kept || !putBack {
-		k.remove(u.p.spool) // used up, or replaced or dropped meanwhile
+		k.remove(u.p.spool) // used up, or dropped meanwhile
 	}
 }
 
