@@ -113,17 +113,21 @@ func (s *State) policyKey(k PolicyKey, retired map[string][]string, now time.Tim
 	if by, ok := s.KeyRevokedFor(did, k.Scopes); ok {
 		return false, fail(ErrKeyRevoked, "key %s (%s) is revoked for scope %s in this store; it cannot be trusted for a scope overlapping it", k.Name, did, by)
 	}
+	// One pass over the keys, nothing sorted (docs/SPEC-DECISIONS.md
+	// TRUST-24): a file names up to MaxTrustPolicyKeys keys, and trust
+	// statements may have added any number. Of the clashes, the one of
+	// the greatest name is reported, as a pass in name order did.
 	var same bool
-	var clash string
-	for _, r := range s.sortedKeys() {
-		keyEq := r.Key.Equal(pub)
+	var clash, clashName string
+	for _, r := range s.Keys {
+		keyEq := string(r.Key) == string(pub)
 		switch {
 		case r.Name == k.Name && keyEq && slices.Equal(r.Scopes, k.Scopes):
 			same = true
-		case r.Name == k.Name:
-			clash = "a trusted key named " + k.Name + " is another key or has other scopes (" + strings.Join(r.Scopes, ", ") + ")"
-		case keyEq:
-			clash = "key " + did + " is already trusted as " + r.Name
+		case r.Name == k.Name && r.Name >= clashName:
+			clash, clashName = "a trusted key named "+k.Name+" is another key or has other scopes ("+strings.Join(r.Scopes, ", ")+")", r.Name
+		case r.Name != k.Name && keyEq && r.Name >= clashName:
+			clash, clashName = "key "+did+" is already trusted as "+r.Name, r.Name
 		}
 	}
 	if clash != "" {

@@ -89,9 +89,10 @@ func ApplyRevocation(st *State, data []byte, now time.Time) (*State, *Revocation
 // did:keys named, and those left trusted for disjoint scopes.
 func (s *State) revokeKeys(res *RevocationEffects, rev *bundle.Revocation, sum []byte, at string) (fresh bool, named, narrowed map[string]bool, err error) {
 	named, narrowed = map[string]bool{}, map[string]bool{}
+	idx := s.keysByPublic() // one pass over the keys, not one per named key (TRUST-24)
 	for _, did := range rev.Keys {
 		named[did] = true
-		if k, ok := s.keyByDID(did); ok {
+		if k, ok := s.trustedByDID(idx, did); ok {
 			kept, ok := withdrawScope(k.Scopes, rev.Scope)
 			switch {
 			case !ok:
@@ -108,7 +109,8 @@ func (s *State) revokeKeys(res *RevocationEffects, rev *bundle.Revocation, sum [
 			}
 		}
 		rr := Revocation{StatementSHA256: sum, At: at, Scopes: []string{rev.Scope}}
-		if old, ok := s.revokedKey(did); ok {
+		_, trusted := s.trustedByDID(idx, did)
+		if old, ok := s.revokedKeyOf(did, trusted); ok {
 			if len(old.Scopes) == 0 || slices.Contains(old.Scopes, rev.Scope) {
 				continue // already revoked for this scope (or everywhere)
 			}

@@ -82,7 +82,9 @@ func (s *State) applied(scope string, seq uint64) []byte {
 // bundle.Policy.RequiredWithin of the scope. Then its added keys are
 // trusted for the scope, its retired keys are withdrawn from it
 // (withdrawScope), and the scope's threshold is set; a statement that
-// would leave fewer keys for the scope than its threshold is refused. It
+// would leave fewer keys for the scope than its threshold is refused, and
+// one adding keys that would keep more than MaxMintedKeys keys of its
+// account trusted is limit_exceeded (checkMinted). It
 // reads every field but Heartbeats and Freshness, and of Chains only its
 // scope's last statement and the one at its sequence; of Records, the
 // revocations of the keys it adds.
@@ -145,6 +147,9 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 	if err := next.add(res, rot, formatTime(now), origin); err != nil {
 		return nil, nil, err
 	}
+	if err := next.checkMinted(origin, len(res.Added)); err != nil {
+		return nil, nil, err
+	}
 	next.setThreshold(rot.Scope, rot.Threshold)
 	if covering := next.covering(rot.Scope); uint64(covering) < rot.Threshold {
 		return nil, nil, fail(bundle.ErrInvalidStatement, "the statement would leave %d key(s) trusted for %s, fewer than its threshold %d", covering, rot.Scope, rot.Threshold)
@@ -168,6 +173,35 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 		Sequence: rot.Sequence, Threshold: rot.Threshold, Signers: res.Signers, FileSHA256: sum[:], AddedKeys: added, RetiredKeys: rot.Retire})
 	res.Chain, res.Statement, res.StatementID, res.StatementAccounts = link, data, id, accounts
 	return next, res, nil
+}
+
+// MaxMintedKeys bounds the keys trust statements keep trusted under one
+// account (Key.Origin, docs/SPEC-DECISIONS.md TRUST-25): as many as a
+// trust policy file lists. Without it an authority's share of statements
+// (StatementShare, each adding bundle.MaxRotationKeys) trusted 64,000
+// keys, which every later import, statement and judgement of an
+// installed bundle loads and walks.
+const MaxMintedKeys = 1000
+
+// checkMinted refuses, limit_exceeded, a statement that added keys
+// (added > 0) when more than MaxMintedKeys keys descending from origin are
+// trusted after it. One that adds none (a retirement, a new threshold)
+// is never refused by it, so an account past the bound from an earlier
+// build can still retire keys.
+func (s *State) checkMinted(origin string, added int) error {
+	if added == 0 || origin == "" {
+		return nil
+	}
+	n := 0
+	for _, k := range s.Keys {
+		if k.Origin == origin {
+			n++
+		}
+	}
+	if n > MaxMintedKeys {
+		return fail(bundle.ErrTooLarge, "the statement would keep %d keys trusted that trust statements of the account of %s added, more than %d; retire keys in the same statement, or have the operator trust the new key itself (trust add)", n, origin, MaxMintedKeys)
+	}
+	return nil
 }
 
 // retire withdraws the keys rot retires from its scope and returns their

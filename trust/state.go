@@ -306,13 +306,20 @@ func (s *State) revokedVersion(v bundle.BundleVersion) (Revocation, bool) {
 // revokedKey returns the revocation of the key did, from RevokedKeys or,
 // for a key the state does not trust, Records, and whether there is one.
 func (s *State) revokedKey(did string) (Revocation, bool) {
+	if _, ok := s.RevokedKeys[did]; ok || s.Records == nil {
+		return s.revokedKeyOf(did, false)
+	}
+	_, trusted := s.keyByDID(did)
+	return s.revokedKeyOf(did, trusted)
+}
+
+// revokedKeyOf is revokedKey for a key the caller knows to be trusted by
+// s or not.
+func (s *State) revokedKeyOf(did string, trusted bool) (Revocation, bool) {
 	if r, ok := s.RevokedKeys[did]; ok {
 		return r, true
 	}
-	if s.Records == nil {
-		return Revocation{}, false
-	}
-	if _, trusted := s.keyByDID(did); trusted {
+	if s.Records == nil || trusted {
 		return Revocation{}, false // a trusted key's is in RevokedKeys
 	}
 	return s.Records.RevokedKey(did)
@@ -345,15 +352,51 @@ func (s *State) sortedKeys() []Key {
 	return out
 }
 
-// keyByDID returns the trusted key whose did:key is did.
+// keyByDID returns the trusted key whose did:key is did (of two, the
+// least name). One pass over Keys, nothing sorted or copied, and a plain
+// comparison (a public key is no secret): trust statements add keys to a
+// store without a bound of their own (bundle.MaxRotationKeys a statement,
+// a share of statements an authority), and sorting them all for every
+// question made one revocation of bundle.MaxRevocationEntries keys cost
+// tens of seconds of the store's write lock (docs/SPEC-DECISIONS.md
+// TRUST-24). A caller asking for many keys uses keysByPublic.
 func (s *State) keyByDID(did string) (Key, bool) {
 	pub, _ := bundle.KeyFromKID(did)
-	for _, k := range s.sortedKeys() {
-		if k.Key.Equal(pub) {
-			return k, true
+	var out Key
+	found := false
+	for _, k := range s.Keys {
+		if string(k.Key) == string(pub) && (!found || k.Name < out.Name) {
+			out, found = k, true
 		}
 	}
-	return Key{}, false
+	return out, found
+}
+
+// keysByPublic indexes the trusted keys by their raw public key (of two,
+// the least name), for a caller that asks keyByDID's question of many
+// did:keys: trustedByDID answers it from the index in constant time.
+func (s *State) keysByPublic() map[string]string {
+	idx := make(map[string]string, len(s.Keys))
+	for name, k := range s.Keys {
+		if cur, ok := idx[string(k.Key)]; !ok || name < cur {
+			idx[string(k.Key)] = name
+		}
+	}
+	return idx
+}
+
+// trustedByDID is keyByDID answered from idx (keysByPublic of s): a key
+// deleted from s since is not trusted, one changed since is as it is now.
+// A name indexed for a key is never given to another key meanwhile by
+// its callers.
+func (s *State) trustedByDID(idx map[string]string, did string) (Key, bool) {
+	pub, _ := bundle.KeyFromKID(did)
+	name, ok := idx[string(pub)]
+	if !ok {
+		return Key{}, false
+	}
+	k, ok := s.Keys[name]
+	return k, ok
 }
 
 // RevokedScopes returns the scopes of the revocations the store applied to
