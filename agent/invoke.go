@@ -239,7 +239,7 @@ func (a *Agent) invokeRun(ctx context.Context, msgID amp.ID, t *ledger.Ticket, c
 		// Compared in milliseconds: a product past int64 would wrap to a
 		// short deadline the caller did not ask for.
 		timeout = a.cfg.MaxTimeout
-		if ms := *inv.TimeoutMS; ms > 0 && ms < uint64(a.cfg.MaxTimeout/time.Millisecond) {
+		if ms := *inv.TimeoutMS; ms > 0 && ms <= uint64(a.cfg.MaxTimeout/time.Millisecond) {
 			timeout = time.Duration(ms) * time.Millisecond
 		}
 	}

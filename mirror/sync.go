@@ -1344,6 +1344,10 @@ func (c *syncClient) download(ctx context.Context, e IndexEntry, path string, up
 			return resumed, amp.Named(0, ErrIndexMismatch, "the mirror sent more bytes than the index names for %s: discarded", e.BundleID)
 		}
 	}
+	// The answer ends here, before the sync's own work (a head's rest
+	// is never read, so its body would end only at the deferred Close,
+	// its fsync charged to the run's slack: MIRROR-26).
+	resp.Body.Close()
 	if err := f.Sync(); err != nil {
 		return resumed, amp.Named(0, resolver.ErrStoreIO, "cannot write to the sync spool folder").WithCause(err)
 	}

@@ -16,8 +16,9 @@ import (
 // key, which every later act loads and walks (docs/SPEC-DECISIONS.md
 // TRUST-25). A statement that adds keys is now refused limit_exceeded,
 // and changes nothing, when more than trust.MaxMintedKeys keys descending
-// from its account would be trusted; one that retires as many as it adds
-// passes, and one authority's keys never refuse another's.
+// from its account would be trusted and more than before; one that
+// retires as many as it adds passes, and one authority's keys never
+// refuse another's.
 func TestTrustStatementsWhoseKeysWouldPassTheAccountsBoundAreRefused(t *testing.T) {
 	a, b := seedKey(41), seedKey(44)
 	fresh := bundle.NamedKey{Name: "fresh", Key: did(seedKey(45))}
@@ -32,6 +33,10 @@ func TestTrustStatementsWhoseKeysWouldPassTheAccountsBoundAreRefused(t *testing.
 		{"a key past the bound", trust.MaxMintedKeys, a, nil, true},
 		{"a key past the bound, one retired with it", trust.MaxMintedKeys, a, []string{did(numberedKey(0, 7))}, false},
 		{"another authority's key", trust.MaxMintedKeys, b, nil, false},
+		// An account past the bound (an earlier build kept no bound) may
+		// rotate one key for another, never grow.
+		{"an account past the bound, one key for another", trust.MaxMintedKeys + 500, a, []string{did(numberedKey(0, 7))}, false},
+		{"an account past the bound, one more key", trust.MaxMintedKeys + 500, a, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := state(t, map[string][]string{"a": {"org.example"}, "b": {"org.example"}}, map[string]ed25519.PrivateKey{"a": a, "b": b})

@@ -147,7 +147,7 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 	if err := next.add(res, rot, formatTime(now), origin); err != nil {
 		return nil, nil, err
 	}
-	if err := next.checkMinted(origin, len(res.Added)); err != nil {
+	if err := next.checkMinted(origin, len(res.Added), st.minted(origin)); err != nil {
 		return nil, nil, err
 	}
 	next.setThreshold(rot.Scope, rot.Threshold)
@@ -183,22 +183,28 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 // installed bundle loads and walks.
 const MaxMintedKeys = 1000
 
-// checkMinted refuses, limit_exceeded, a statement that added keys
-// (added > 0) when more than MaxMintedKeys keys descending from origin are
-// trusted after it. One that adds none (a retirement, a new threshold)
-// is never refused by it, so an account past the bound from an earlier
-// build can still retire keys.
-func (s *State) checkMinted(origin string, added int) error {
-	if added == 0 || origin == "" {
-		return nil
-	}
+// minted counts the trusted keys descending from origin.
+func (s *State) minted(origin string) int {
 	n := 0
 	for _, k := range s.Keys {
 		if k.Origin == origin {
 			n++
 		}
 	}
-	if n > MaxMintedKeys {
+	return n
+}
+
+// checkMinted refuses, limit_exceeded, a statement that added keys
+// (added > 0) when more than MaxMintedKeys keys descending from origin are
+// trusted after it and more than before it (before). One that adds none
+// (a retirement, a new threshold) is never refused by it, nor one that
+// retires as many as it adds, so an account past the bound from an
+// earlier build can still rotate a key and shrink.
+func (s *State) checkMinted(origin string, added, before int) error {
+	if added == 0 || origin == "" {
+		return nil
+	}
+	if n := s.minted(origin); n > MaxMintedKeys && n > before {
 		return fail(bundle.ErrTooLarge, "the statement would keep %d keys trusted that trust statements of the account of %s added, more than %d; retire keys in the same statement, or have the operator trust the new key itself (trust add)", n, origin, MaxMintedKeys)
 	}
 	return nil

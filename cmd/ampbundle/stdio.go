@@ -60,7 +60,7 @@ func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.W
 			return 0, "", existsError(out)
 		}
 	}
-	// Only a command that will write removes the folder's leftovers: a
+	// The leftovers are removed after the existence check: a file_exists
 	// refusal changes nothing (BUILD-13).
 	bundlebuild.RemoveStaleTemps(dir, env.Now())
 	f, err := bundlebuild.CreateTemp(dir, kind)
