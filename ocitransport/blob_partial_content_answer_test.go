@@ -3,9 +3,6 @@ package ocitransport_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,18 +37,8 @@ func TestHostileRegistryPartialContentAnswerToABlobGETIsTimeBound(t *testing.T) 
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHostileRegistry(t, "faithful")
-			var hits atomic.Int64
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if strings.HasPrefix(r.URL.Path, "/v2/amp/x/blobs/") && r.Method == http.MethodGet && hits.Add(1) == 1 {
-					tc.serve(w, r)
-					return
-				}
-				h.serve(w, r)
-			}))
-			defer srv.Close()
-			o := ocitransport.Options{PlainHTTP: true, Grace: 300 * time.Millisecond, MinDataRate: 1024}
-			ep := mustOpen(t, "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/amp/x", o, ocitransport.ReadOnly)
+			o := ocitransport.Options{Grace: 300 * time.Millisecond, MinDataRate: 1024}
+			ep := registryAnswering(t, o, "/v2/amp/x/blobs/", true, tc.serve)
 			a, err := ep.Resolve(context.Background(), "v1")
 			if err != nil {
 				t.Fatal(err)

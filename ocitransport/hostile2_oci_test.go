@@ -577,22 +577,14 @@ func TestHostileRegistryBlobGETNonBlobAnswerIsTimeBound(t *testing.T) {
 		{"307 with a trickled body", http.StatusTemporaryRedirect, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHostileRegistry(t, "faithful")
-			var hops atomic.Int64
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if strings.HasPrefix(r.URL.Path, "/v2/amp/x/blobs/") && r.Method == http.MethodGet && hops.Add(1) == 1 {
-					loc := ""
-					if tc.redirect {
-						loc = r.URL.Path + "?hop=2"
-					}
-					dripStatus(w, r, tc.status, loc, 400)
-					return
+			o := ocitransport.Options{Grace: 300 * time.Millisecond, MinDataRate: 1024}
+			ep := registryAnswering(t, o, "/v2/amp/x/blobs/", true, func(w http.ResponseWriter, r *http.Request) {
+				loc := ""
+				if tc.redirect {
+					loc = r.URL.Path + "?hop=2"
 				}
-				h.serve(w, r)
-			}))
-			defer srv.Close()
-			o := ocitransport.Options{PlainHTTP: true, Grace: 300 * time.Millisecond, MinDataRate: 1024}
-			ep := mustOpen(t, "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/amp/x", o, ocitransport.ReadOnly)
+				dripStatus(w, r, tc.status, loc, 400)
+			})
 			a, err := ep.Resolve(context.Background(), "v1")
 			if err != nil {
 				t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,26 @@ func newHostileRegistry(t *testing.T, mode string) *hostileRegistry {
 	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
 	t.Cleanup(h.srv.Close)
 	return h
+}
+
+// registryAnswering is a faithful registry whose answers to the GETs of
+// paths under prefix are answer's (only the first such GET's when first),
+// opened read-only at amp/x over plain HTTP with o; the server closes
+// with t.
+func registryAnswering(t *testing.T, o ocitransport.Options, prefix string, first bool, answer http.HandlerFunc) *ocitransport.Endpoint {
+	t.Helper()
+	h := newHostileRegistry(t, "faithful")
+	var gets atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, prefix) && r.Method == http.MethodGet && (!first || gets.Add(1) == 1) {
+			answer(w, r)
+			return
+		}
+		h.serve(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	o.PlainHTTP = true
+	return mustOpen(t, "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/amp/x", o, ocitransport.ReadOnly)
 }
 
 func (h *hostileRegistry) host() string { return strings.TrimPrefix(h.srv.URL, "http://") }

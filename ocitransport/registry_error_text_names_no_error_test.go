@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/ocitransport"
@@ -22,19 +20,8 @@ func TestRegistryErrorTextCannotChooseTheErrorName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHostileRegistry(t, "faithful")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v2/amp/x/blobs/") && r.Method == http.MethodGet {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusInternalServerError)
-			w.Write(body)
-			return
-		}
-		h.serve(w, r)
-	}))
-	defer srv.Close()
 	ctx := context.Background()
-	ep := mustOpen(t, "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/amp/x", ocitransport.Options{PlainHTTP: true}, ocitransport.ReadOnly)
+	ep := registryAnswering(t, ocitransport.Options{}, "/v2/amp/x/blobs/", false, jsonError(http.StatusInternalServerError, body))
 	a, err := ep.Resolve(ctx, "v1")
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -53,19 +52,8 @@ func TestRegistryErrorTextIsNeverPrintedRawByTheError(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHostileRegistry(t, "faithful")
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if strings.HasPrefix(r.URL.Path, tc.path) && r.Method == http.MethodGet {
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(http.StatusInternalServerError)
-					w.Write(body)
-					return
-				}
-				h.serve(w, r)
-			}))
-			defer srv.Close()
 			ctx := context.Background()
-			ep := mustOpen(t, "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/amp/x", ocitransport.Options{PlainHTTP: true}, ocitransport.ReadOnly)
+			ep := registryAnswering(t, ocitransport.Options{}, tc.path, false, jsonError(http.StatusInternalServerError, body))
 			err := tc.call(ctx, ep)
 			if nameOf(err) != string(ocitransport.ErrRegistry) {
 				t.Fatalf("%s answered 500: %v, want %s", tc.name, err, ocitransport.ErrRegistry)
@@ -82,5 +70,14 @@ func TestRegistryErrorTextIsNeverPrintedRawByTheError(t *testing.T) {
 				t.Fatalf("%s answered 500: the registry's error is no longer the cause (%v); it is kept for errors.Is and errors.As", tc.name, err)
 			}
 		})
+	}
+}
+
+// jsonError answers status with the JSON error document body.
+func jsonError(status int, body []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(body)
 	}
 }
