@@ -264,13 +264,13 @@ func checkMCPFlags(c *cli.Context) (*mcpSetup, error) {
 // tokens or client certificates), loopback only for plain HTTP unless
 // --unsafe-listen (checkMCPFlags), bounded like the AMP binding. It returns the
 // endpoint's URL and its stop function.
-func startMCP(c *cli.Context, setup *mcpSetup, cfg *serveConfig, store *resolver.Store, current func() *agent.Agent, log *slog.Logger, errs chan<- error) (string, func(context.Context) error, error) {
+func startMCP(c *cli.Context, setup *mcpSetup, cfg *serveConfig, store *resolver.Store, agents func() mcpbridge.Agent, log *slog.Logger, errs chan<- error) (string, func(context.Context) error, error) {
 	none := func(context.Context) error { return nil }
 	if setup == nil {
 		return "", none, nil
 	}
 	tlsCfg, tokens := setup.tls, setup.tokens
-	b, err := mcpbridge.New(mcpbridge.Options{Agent: func() mcpbridge.Agent { return current() }, Store: store, Logger: log,
+	b, err := mcpbridge.New(mcpbridge.Options{Agent: agents, Store: store, Logger: log,
 		Version: cliutil.ReadBuild("ampagent").Version, MaxParamItems: cfg.MaxParamItems})
 	if err != nil {
 		return "", none, err

@@ -27,10 +27,12 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/agh"
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
+	"github.com/ampbundle/ampbundle/mcpbridge"
 	"github.com/ampbundle/ampbundle/mirror"
 	"github.com/ampbundle/ampbundle/resolver"
 	"github.com/ampbundle/ampbundle/transport"
@@ -808,6 +810,34 @@ func (s *agentSwitch) Handle(ctx context.Context, msg []byte) ([]byte, error) {
 
 // DID is the agent's DID (a reload keeps the identity).
 func (s *agentSwitch) DID() string { return s.did }
+
+// InvokeLocal implements mcpbridge.Agent: like Handle, a call runs in the
+// agent current when it starts and holds it open until it returns, so a
+// reload between the bridge's look-up and its call never answers it 5002
+// agent_closed.
+func (s *agentSwitch) InvokeLocal(ctx context.Context, call agent.LocalCall) (agent.LocalResult, error) {
+	for {
+		l := s.cur.Load()
+		l.mu.RLock()
+		if !l.closed {
+			res, err := l.a.InvokeLocal(ctx, call)
+			l.mu.RUnlock()
+			return res, err
+		}
+		l.mu.RUnlock()
+	}
+}
+
+// mcpAgent is the MCP bridge's Options.Agent: the switch itself, never
+// the agent current at the look-up, which a reload may close before the
+// bridge calls it.
+func (s *agentSwitch) mcpAgent() mcpbridge.Agent { return s }
+
+// Served implements mcpbridge.Agent: the current agent's capabilities.
+func (s *agentSwitch) Served() []capability.ID { return s.cur.Load().a.Served() }
+
+// Allows implements mcpbridge.Agent: the current agent's policy.
+func (s *agentSwitch) Allows(caller, name string) bool { return s.cur.Load().a.Allows(caller, name) }
 
 // swap makes a the current agent and closes the one it replaces once
 // that one's calls returned.

@@ -136,7 +136,7 @@ func (s *server) start() error {
 			MaxConns: cfg.MaxConns, MaxPeerConns: cfg.MaxConns / cfg.PeerShare,
 			MaxInFlightTotal: tcpInFlight(cfg), MaxPeerInFlight: max(1, tcpInFlight(cfg)/cfg.PeerShare), MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare), Logger: s.log}, errs)
 	}
-	mcpURL, stopMCP, err := startMCP(s.c, s.mcp, cfg, s.store, func() *agent.Agent { return s.agents.cur.Load().a }, s.log, errs)
+	mcpURL, stopMCP, err := startMCP(s.c, s.mcp, cfg, s.store, s.agents.mcpAgent, s.log, errs)
 	if err != nil {
 		s.stopTCP(context.Background())
 		s.srv.Close()
