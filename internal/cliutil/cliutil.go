@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/signal"
@@ -562,7 +563,14 @@ func ExactArgs(c *cli.Context, n int, names string) error {
 // to a pipe (a FIFO, a process substitution), read within PipeWait; a
 // device or anything else is io_error, never opened (readNamed).
 func ReadFile(path string, max int64, what string) ([]byte, error) {
-	data, err := readNamed(path, max)
+	return readFileChecked(path, max, what, nil)
+}
+
+// readFileChecked is ReadFile that calls check, when not nil, with the
+// file opened and its FileInfo (from the open file) before anything is
+// read: an error check returns is returned as it is, and nothing is read.
+func readFileChecked(path string, max int64, what string, check func(*os.File, fs.FileInfo) error) ([]byte, error) {
+	data, err := readNamed(path, max, check)
 	if err != nil {
 		return nil, namedErr(err, "the "+what, "cannot read the "+what, "")
 	}
@@ -587,7 +595,7 @@ func ReadInput(env *Env, name string, max int64, asHex bool) ([]byte, error) {
 		if data, err = io.ReadAll(io.LimitReader(env.Stdin, limit+1)); err != nil {
 			return nil, Failf("io_error", "cannot read input").WithCause(err)
 		}
-	} else if data, err = readNamed(name, limit); err != nil {
+	} else if data, err = readNamed(name, limit, nil); err != nil {
 		return nil, namedErr(err, "the input", "cannot open input",
 			"give a slow writer's output on standard input (-), which is read without a time bound")
 	}
@@ -661,6 +669,11 @@ type readError struct{ error }
 
 func (e readError) Unwrap() error { return e.error }
 
+// refusedError is the refusal of readNamed's check: returned as it is.
+type refusedError struct{ error }
+
+func (e refusedError) Unwrap() error { return e.error }
+
 // readNamed reads at most limit+1 bytes of the file path names (the
 // caller judges the size), which must be a regular file or a pipe
 // (regfile.OpenStream: anything else is regfile.ErrNotRegular and never
@@ -669,8 +682,10 @@ func (e readError) Unwrap() error { return e.error }
 // the open or a read (a pipe cannot be woken portably), holding at most
 // limit+1 bytes, until a writer comes or goes or the process ends: every
 // caller is a one-shot command, or a start that fails on the error. A
-// failure to read what was opened is a readError.
-func readNamed(path string, limit int64) ([]byte, error) {
+// failure to read what was opened is a readError. check, when not nil,
+// judges the open file and its FileInfo before anything is read; its
+// refusal is a refusedError, and nothing is read.
+func readNamed(path string, limit int64, check func(*os.File, fs.FileInfo) error) ([]byte, error) {
 	type read struct {
 		data []byte
 		err  error
@@ -684,6 +699,12 @@ func readNamed(path string, limit int64) ([]byte, error) {
 			return
 		}
 		defer f.Close()
+		if check != nil {
+			if err := check(f, st); err != nil {
+				done <- read{err: refusedError{err}}
+				return
+			}
+		}
 		pipe <- !st.Mode().IsRegular()
 		data, err := io.ReadAll(io.LimitReader(f, limit+1))
 		if err != nil {
@@ -718,7 +739,10 @@ func readNamed(path string, limit int64) ([]byte, error) {
 // did not end in time.
 func namedErr(err error, what, openMsg, hint string) error {
 	var re readError
+	var rf refusedError
 	switch {
+	case errors.As(err, &rf):
+		return rf.error
 	case errors.Is(err, regfile.ErrNotRegular):
 		return Failf("io_error", "%s is not a regular file or a pipe", what)
 	case errors.Is(err, errPipeWait), errors.Is(err, errOpenWait):

@@ -179,9 +179,13 @@ func readPassphraseFile(path string) ([]byte, error) {
 }
 
 // ReadPrivateKey reads the private key file of flag --key (or another
-// flag) with the command's passphrase sources, after OutputNotKey.
+// flag) with the command's passphrase sources, after OutputNotKey and
+// OutputNotPassphraseFile.
 func ReadPrivateKey(c *cli.Context, env *Env, path string) (*keyfile.Keys, error) {
 	if err := OutputNotKey(c, path); err != nil {
+		return nil, err
+	}
+	if err := OutputNotPassphraseFile(c); err != nil {
 		return nil, err
 	}
 	return keyfile.ReadPrivateWith(path, keyfile.Options{Passphrase: Passphrase(c, env, "key file "+path)})
@@ -196,19 +200,40 @@ func ReadPrivateKey(c *cli.Context, env *Env, path string) (*keyfile.Keys, error
 // reads a private key calls it through ReadPrivateKey
 // (docs/SPEC-DECISIONS.md, CLI-27).
 func OutputNotKey(c *cli.Context, keyPath string) error {
-	out := c.String("out")
-	if out == "" || out == "-" {
-		return nil
-	}
-	ost, err := os.Stat(out)
-	if err != nil {
-		return nil
-	}
-	kst, err := os.Stat(keyPath)
-	if err != nil || !os.SameFile(ost, kst) {
+	if !outputIs(c, keyPath) {
 		return nil
 	}
 	return Usagef("the output file (-o) is the private key file the command reads; private key files are never overwritten: write the output to another file")
+}
+
+// OutputNotPassphraseFile refuses, as OutputNotKey does, a command whose
+// output (--out, -o) is its --passphrase-file (os.SameFile), whether or
+// not the key it reads is encrypted: the writers rename their output
+// into place, and the file that holds the passphrase of a key is a secret
+// the command never writes (docs/SPEC-DECISIONS.md, CLI-64).
+func OutputNotPassphraseFile(c *cli.Context) error {
+	pf := c.String("passphrase-file")
+	if pf == "" || !outputIs(c, pf) {
+		return nil
+	}
+	return Usagef("the output file (-o) is the --passphrase-file; a passphrase file is never overwritten: write the output to another file")
+}
+
+// outputIs reports whether the command's output (--out, -o) exists and
+// is the same file as path (os.SameFile: a link, a hard link or another
+// spelling counts). No output, stdout (-) or an output that does not
+// exist yet is never path.
+func outputIs(c *cli.Context, path string) bool {
+	out := c.String("out")
+	if out == "" || out == "-" {
+		return false
+	}
+	ost, err := os.Stat(out)
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(path)
+	return err == nil && os.SameFile(ost, st)
 }
 
 // ReadSigningKey is ReadPrivateKey for a file that must hold an Ed25519

@@ -3,6 +3,12 @@ package cliutil
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/ampbundle/ampbundle/keyfile"
 )
 
 // maxPEMFile bounds a certificate, key or CA file.
@@ -10,7 +16,8 @@ const maxPEMFile = 1 << 20
 
 // ServerTLS loads a certificate chain and its key (PEM files) into a TLS
 // server configuration (TLS 1.2 or later). A pair that does not load is
-// tls_config.
+// tls_config; a key file another user owns, or that group or others may
+// read or write, is insecure_key_file (ServerTLSNamed).
 func ServerTLS(certFile, keyFile string) (*tls.Config, error) {
 	return ServerTLSNamed(certFile, keyFile, "tls certificate", "tls key")
 }
@@ -18,13 +25,17 @@ func ServerTLS(certFile, keyFile string) (*tls.Config, error) {
 // ServerTLSNamed is ServerTLS whose errors call the two files certName
 // and keyName (the flags that gave them, "--etcd-cert file"), so that a
 // command with several TLS flags says which file does not load or cannot
-// be read; no error holds what a file holds (CLI-50).
+// be read; no error holds what a file holds (CLI-50). The key file is
+// judged as a private key file is (keyfile.CheckOwnerOnly, on the file
+// opened, before it is read): another user's, or one group or others may
+// read or write, is insecure_key_file; so is the certificate file when it
+// holds a private key too (docs/SPEC-DECISIONS.md, CLI-63).
 func ServerTLSNamed(certFile, keyFile, certName, keyName string) (*tls.Config, error) {
-	certPEM, err := ReadFile(certFile, maxPEMFile, certName)
+	certPEM, err := readPEMFile(certFile, certName, false)
 	if err != nil {
 		return nil, err
 	}
-	keyPEM, err := ReadFile(keyFile, maxPEMFile, keyName)
+	keyPEM, err := readPEMFile(keyFile, keyName, true)
 	if err != nil {
 		return nil, err
 	}
@@ -54,4 +65,45 @@ func ClientTLSNamed(caFile, name string) (*tls.Config, error) {
 		return nil, Failf("tls_config", "the %s holds no PEM certificate", name)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// readPEMFile reads a TLS file as ReadFile reads one (a regular file or a
+// pipe, at most maxPEMFile bytes), judging the open file as a private key
+// file is judged (keyfile.CheckOwnerOnly: owner this user or root, no
+// access for group or others; on Windows the access list) before it is
+// read. A key file's refusal is returned before anything is read; a
+// certificate file's only when what it holds has a private key block (a
+// file holding the chain and its key, given to both flags or not).
+func readPEMFile(path, name string, key bool) ([]byte, error) {
+	var verdict error
+	data, err := readFileChecked(path, maxPEMFile, name, func(f *os.File, st fs.FileInfo) error {
+		verdict = keyfile.CheckOwnerOnly(f, st, "the "+name)
+		if key {
+			return verdict
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if verdict != nil && holdsPrivateKey(data) {
+		clear(data)
+		return nil, verdict
+	}
+	return data, nil
+}
+
+// holdsPrivateKey reports whether data has a PEM block of a private key
+// of any kind ("PRIVATE KEY", "EC PRIVATE KEY", "ENCRYPTED PRIVATE KEY",
+// ...).
+func holdsPrivateKey(data []byte) bool {
+	for rest := data; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			return false
+		}
+		if strings.HasSuffix(block.Type, "PRIVATE KEY") {
+			return true
+		}
+	}
 }
