@@ -57,9 +57,20 @@ const ErrMethodNotServed = "method_not_served"
 // they saw.
 const ErrDuplicateMetaKey = "duplicate_meta_key"
 
+// ErrListBatched names a POST body whose batch holds a tools/list beside
+// another request (docs/SPEC-DECISIONS.md MCP-42): go-sdk v1.8.0 holds a
+// batch's encoded answers until every request of it is answered, so the
+// list answers (each up to MaxToolsBytes, their request slots given
+// back) would wait, held, on the slowest request, a tools/call.
+const ErrListBatched = "tools_list_batched"
+
 // listenMethod is the method ErrMethodNotServed refuses (SEP-2575; a
 // session's notifications come on its GET stream).
 const listenMethod = "subscriptions/listen"
+
+// listMethod is the method ErrListBatched keeps alone among a body's
+// requests.
+const listMethod = "tools/list"
 
 // MaxRequestIDBytes bounds a string id as the SDK decodes it, in bytes of
 // UTF-8 (escapes decoded): every answer echoes it.
@@ -144,6 +155,22 @@ type bodyCounter struct {
 	seenIDs []string
 	// meta is the message being read's (ErrDuplicateMetaKey).
 	meta metaSeen
+	// soleList refuses a tools/list beside another request
+	// (ErrListBatched): the HTTP endpoint's bodies. msg is the message
+	// being read's; requests counts the body's messages that may be
+	// requests, listed whether one of them may be a tools/list.
+	soleList bool
+	msg      messageSeen
+	requests int
+	listed   bool
+}
+
+// messageSeen is what one message holds, so far, of what ErrListBatched
+// reads: whether it may be a request (a member that may be read as id,
+// not null) and a tools/list (a member that may be read as method whose
+// string decodes to listMethod).
+type messageSeen struct {
+	request, list bool
 }
 
 // checkBody reads data as one JSON text of at most maxArgs values in
@@ -164,17 +191,20 @@ func checkBody(data []byte, maxArgs int) error {
 // refuses a message (the body, or an element of a batch) whose method
 // the SDK may read as "subscriptions/listen" (ErrMethodNotServed): the
 // method member under any spelling the SDK may decode to "method",
-// its string value with escapes decoded.
+// its string value with escapes decoded; and a batch holding a request
+// the SDK may read as a tools/list beside any other request
+// (ErrListBatched), read under the same spellings, a request being a
+// message with a member the SDK may read as id that is not null.
 func checkPostBody(data []byte, maxArgs int) error {
 	return messageCounter(data, maxArgs, true).text(roleRoot)
 }
 
 // messageCounter is the bodyCounter of a JSON-RPC body (checkBody):
 // maxArgs values in arguments, MaxEnvelopeValues elsewhere, MaxBodyDepth,
-// each message's id checked; noListen also refuses listenMethod
-// (checkPostBody).
-func messageCounter(data []byte, maxArgs int, noListen bool) *bodyCounter {
-	return &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true, noListen: noListen}
+// each message's id checked; post also refuses listenMethod and a
+// batched tools/list (checkPostBody).
+func messageCounter(data []byte, maxArgs int, post bool) *bodyCounter {
+	return &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true, noListen: post, soleList: post}
 }
 
 // errBody is the named error of a body refused by checkBody.
@@ -188,6 +218,8 @@ func errBody(name string) *amp.Error {
 		return amp.Named(amp.CodeInvalidMessage, ErrBatchTooLarge, "the request batches more than %d messages", MaxBatch)
 	case ErrDuplicateMetaKey:
 		return amp.Named(amp.CodeBadRequest, ErrDuplicateMetaKey, "a message names the idempotency key or the timeout of _meta more than once, or holds one with params or _meta named more than once")
+	case ErrListBatched:
+		return amp.Named(amp.CodeBadRequest, ErrListBatched, "a tools/list must be the only request of its post: a batch's answers are held until its last request is answered")
 	case ErrMethodNotServed:
 		return amp.Named(amp.CodeBadRequest, ErrMethodNotServed, "subscriptions/listen is not served here: a session's notifications come on its GET stream")
 	case ErrInvalidRequestID:
@@ -201,7 +233,7 @@ func errBody(name string) *amp.Error {
 // over a bound.
 func bodyStatus(refused *amp.Error) int {
 	switch refused.Name {
-	case ErrMalformedBody, ErrInvalidRequestID, ErrMethodNotServed, ErrDuplicateMetaKey:
+	case ErrMalformedBody, ErrInvalidRequestID, ErrMethodNotServed, ErrDuplicateMetaKey, ErrListBatched:
 		return http.StatusBadRequest
 	}
 	return http.StatusRequestEntityTooLarge
@@ -325,6 +357,37 @@ func (c *bodyCounter) metaAmbiguous() bool {
 	return c.meta.keys != 0 && (c.meta.params > 1 || c.meta.metas > 1)
 }
 
+// noteRequest records the member key, of value v (one JSON value as
+// written), of a message for its messageSeen: a member the SDK may read
+// as id (any spelling nameFolds takes, each duplicate) that is not null
+// makes it a request, one it may read as method whose string decodes to
+// listMethod a tools/list. It records nothing unless c.soleList.
+func (c *bodyCounter) noteRequest(key, v []byte) {
+	switch {
+	case !c.soleList:
+	case nameFolds(key, "method"):
+		c.msg.list = c.msg.list || stringIs(v, listMethod)
+	case nameFolds(key, "id"):
+		c.msg.request = c.msg.request || string(v) != "null"
+	}
+}
+
+// endRequest counts the message just read among the body's requests;
+// false when the body then holds a tools/list beside another request:
+// go-sdk v1.8.0 writes a batch's answers only once every request of it
+// is answered (mcp/streamable.go, stream.deliverLocked), so the list's
+// answer, its request slot given back once marshalled (MCP-41), would be
+// held for as long as the slowest other request runs (MCP-42). Always
+// true unless c.soleList.
+func (c *bodyCounter) endRequest() bool {
+	if !c.soleList || !c.msg.request {
+		return true // a notification: nothing answered, nothing held
+	}
+	c.requests++
+	c.listed = c.listed || c.msg.list
+	return !c.listed || c.requests == 1
+}
+
 // elementRole is the role of an element of an array in role: a batch's
 // elements are messages.
 func elementRole(role bodyRole) bodyRole {
@@ -352,7 +415,7 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 	}
 	message := role == roleRoot || role == roleMessage
 	if message {
-		c.meta = metaSeen{}
+		c.meta, c.msg = metaSeen{}, messageSeen{}
 	}
 	// escaped: a member name with an escape, which the SDK decodes (and
 	// of duplicates it keeps the last): "m\u0065thod" may be the method
@@ -387,6 +450,9 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 		if message && c.noListen && nameFolds(key, "method") && stringIs(c.s[start:c.i], listenMethod) {
 			return errBody(ErrMethodNotServed)
 		}
+		if message {
+			c.noteRequest(key, c.s[start:c.i])
+		}
 		if message && c.ids && nameFolds(key, "id") {
 			if !validRequestID(c.s[start:c.i]) {
 				return errBody(ErrInvalidRequestID)
@@ -406,6 +472,9 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 			}
 			if message && c.metaAmbiguous() {
 				return errBody(ErrDuplicateMetaKey)
+			}
+			if message && !c.endRequest() {
+				return errBody(ErrListBatched)
 			}
 			if used := argsBefore - c.args; message && (!isCall || escaped) && used > 0 {
 				c.args += used

@@ -311,7 +311,7 @@ func (h *HTTPEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, refused, principal)
 		return
 	}
-	sw := &safeWriter{ResponseWriter: w}
+	sw := &safeWriter{ResponseWriter: w, grace: h.o.grace}
 	defer func() { h.leave(req, sw.Header().Get(sessionHeader)) }()
 	if r.Method == http.MethodPost && !h.readBody(w, r) {
 		return
@@ -320,6 +320,7 @@ func (h *HTTPEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// context (admission.Fair): here the principal, as the bounds above.
 	req.ent.sh.ServeHTTP(sw, r.WithContext(admission.WithPeer(r.Context(), principal)))
 	sw.finish()
+	sw.settle()
 }
 
 // sessionHeader is the streamable HTTP transport's session id header.

@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // request is a request enter admitted: what leave gives back.
@@ -189,14 +191,20 @@ func (h *HTTPEndpoint) evictLocked() bool {
 // error body becomes the JSON error of its status. A 200
 // application/json answer passes its results as they are, and its errors
 // rewritten the same way (safeAnswer: the SDK's -32602 for params it
-// cannot decode quotes them, escaped again). Other responses pass through,
-// streamed (Flush, Unwrap for http.ResponseController).
+// cannot decode quotes them, escaped again), written at the minimum data
+// rate (out). Other responses pass through, streamed (Flush, Unwrap for
+// http.ResponseController).
 type safeWriter struct {
 	http.ResponseWriter
 	wrote, swallow bool
 	// answer: a 200 application/json answer, each Write of it one whole
 	// JSON-RPC answer (safeAnswer).
 	answer bool
+	// grace is the rate's grace of the answer (HTTPOptions.grace; 0:
+	// admission.FrameGrace); out writes the answer, made at its first
+	// byte (rated).
+	grace time.Duration
+	out   io.Writer
 	// rpc: a JSON-RPC error held until finish; status its status, held
 	// its body (at most maxHeldError bytes).
 	rpc    bool
@@ -241,12 +249,44 @@ func (s *safeWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	if s.answer {
-		if _, err := s.ResponseWriter.Write(safeAnswer(p)); err != nil {
+		if _, err := s.rated().Write(safeAnswer(p)); err != nil {
 			return 0, err
 		}
 		return len(p), nil
 	}
 	return s.ResponseWriter.Write(p)
+}
+
+// rated is the writer of a 200 answer: transport.RateWriter on the
+// connection's write deadline, the bindings' one rule for answers (the
+// AMP HTTP binding's, the mirror's; admission.MinDataRate after the
+// grace, no stall longer than the grace), its clock started at the
+// answer's first byte, so that the request's own run (a tools/call) is
+// not charged to the reader. A peer that reads nothing, or trickles,
+// has the write fail within moments: the request ends and gives back
+// its slot, and net/http closes the connection (docs/SPEC-DECISIONS.md
+// MCP-43). The whole write needs no bound of its own: the answer is one
+// Write of a bounded size, which the rate bounds.
+func (s *safeWriter) rated() io.Writer {
+	if s.out == nil {
+		s.out = transport.NewRateWriter(s.ResponseWriter, http.NewResponseController(s.ResponseWriter).SetWriteDeadline, 0, s.grace, 0)
+	}
+	return s.out
+}
+
+// settle ends a rated answer's write: what net/http still buffers is
+// flushed under the answer's deadline, which is then cleared, since the
+// server sets none for the connection's next request (ampagent's has no
+// WriteTimeout) and a deadline past would cut its answer at once. A
+// flush that fails leaves the deadline: the connection is closed.
+func (s *safeWriter) settle() {
+	if s.out == nil {
+		return
+	}
+	rc := http.NewResponseController(s.ResponseWriter)
+	if rc.Flush() == nil {
+		rc.SetWriteDeadline(time.Time{})
+	}
 }
 
 // safeAnswer is a 200 application/json body of the SDK made safe to send:
