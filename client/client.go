@@ -207,10 +207,17 @@ func (c *Client) Send(ctx context.Context, req *amp.Message, msg []byte) (*Excha
 // here: signed by the peer's key, from the peer, to the caller, reply_to
 // the request's id. retryable: the reply is a signed ERROR that asks for
 // a retry, the answer only until the caller sends the message again
-// (Send reopens it).
+// (Send reopens it). A PROCESSING (RFC 001 §5: a long operation in
+// progress, provisional) changes nothing, and a PROC_OK or PROC_FAIL is
+// the peer's report, for its own recipient, as each would be arriving on
+// its own (Outbox.Receive): taken as the answer, either closed the entry
+// and the final report that followed was ignored, or a PROC_FAIL left it
+// answered, not failed (docs/SPEC-DECISIONS.md AMP-19).
 func (c *Client) record(id amp.ID, reply *amp.Message, retryable bool) {
 	switch {
-	case c.cfg.Outbox == nil:
+	case c.cfg.Outbox == nil, reply.Type == amp.TypeProcessing:
+	case reply.Type == amp.TypeProcOK || reply.Type == amp.TypeProcFail:
+		c.cfg.Outbox.reportedAnswer(id, reply)
 	case reply.Type == amp.TypeAck:
 		c.cfg.Outbox.Delivered(id)
 	case retryable:

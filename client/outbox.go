@@ -14,8 +14,10 @@ import (
 type OutState int
 
 // Outbound message states. Delivered, Processed and Failed come from
-// reports; Answered from a synchronous reply; Failed also from a relay's
-// final refusal; Expired from the clock.
+// reports (a synchronous PROC_OK or PROC_FAIL is its sender's report too;
+// a PROCESSING, synchronous or not, changes nothing); Answered from any
+// other synchronous reply; Failed also from a relay's final refusal;
+// Expired from the clock.
 //
 // A message to several recipients is final once each of them settled it:
 // by its final report (PROC_OK, PROC_FAIL, ERROR), or, for the Client's
@@ -461,6 +463,20 @@ func (o *Outbox) answered(id amp.ID, peer string, a answer) {
 		o.settle(e, i, how)
 	}
 	e.update()
+}
+
+// reportedAnswer records the verified synchronous reply m to id, a
+// PROC_OK or PROC_FAIL, as the report of its sender (the Client's peer):
+// for the peer's own recipient only, and for none when the peer is none
+// of the message's recipients (a relay's PROC_* is no recipient's word,
+// RFC 001 §16.1), as reported takes a report that arrives on its own
+// (docs/SPEC-DECISIONS.md AMP-19).
+func (o *Outbox) reportedAnswer(id amp.ID, m *amp.Message) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if e, ok := o.m[id]; ok {
+		o.reported(e, m)
+	}
 }
 
 // Receive matches a report to its outbound message. It never fails: a
