@@ -151,7 +151,8 @@ func newServer(a Handler, opts Options) *server {
 	}
 }
 
-// routes is NewHandler's mux over s.
+// routes is NewHandler's mux over s; the write of every answer that
+// does not wait for the agent is bounded from the start (bound).
 func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(MessagesPath, s.messages)
@@ -159,7 +160,16 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, amp.NewError(amp.CodeEndpointUnreachable, "no such route"))
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every answer but the agent's (a POST to MessagesPath, which
+		// waits for the agent and is bounded once it begins: answer,
+		// refuse) is ready at once: its write is bounded from here,
+		// the mux's redirects to a clean path included (TRANSPORT-31).
+		if r.Method != http.MethodPost || r.URL.Path != MessagesPath {
+			s.bound(w, r)
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // withDefaults fills the limits left zero and brings the others into

@@ -77,7 +77,7 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 func (s *server) busy(w http.ResponseWriter, r *http.Request, what string) {
 	admission.Log(r.Context(), s.log).Warn("request refused: agent busy", "limit", what)
 	w.Header().Set("Retry-After", s.retryAfter)
-	httpError(w, http.StatusServiceUnavailable, amp.Named(amp.CodeOverloaded, "busy", "the agent is busy; retry later"))
+	s.refuse(w, r, http.StatusServiceUnavailable, amp.Named(amp.CodeOverloaded, "busy", "the agent is busy; retry later"))
 }
 
 // serve answers one POST; true means the body was left unread and
@@ -125,17 +125,17 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request) (refused bool) {
 // left unread: refused). answered is false when the headers pass.
 func (s *server) refuseHeaders(w http.ResponseWriter, r *http.Request) (answered, refused bool) {
 	if v := r.Header.Get(TransportVersionHeader); v != "" && v != "1" {
-		httpError(w, http.StatusBadRequest, amp.NewError(amp.CodeUnsupportedVersion, "this agent speaks transport version 1 only"))
+		s.refuse(w, r, http.StatusBadRequest, amp.NewError(amp.CodeUnsupportedVersion, "this agent speaks transport version 1 only"))
 		return true, false
 	}
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, ContentType) {
-		httpError(w, http.StatusUnsupportedMediaType, amp.NewError(amp.CodeInvalidMessage, "content type must be application/cbor"))
+		s.refuse(w, r, http.StatusUnsupportedMediaType, amp.NewError(amp.CodeInvalidMessage, "content type must be application/cbor"))
 		return true, false
 	}
 	if r.ContentLength > s.opts.MaxBody {
 		admission.Log(r.Context(), s.log).Info("request refused: body over the limit", "length", r.ContentLength)
 		w.Header().Set("Connection", "close")
-		httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", s.opts.MaxBody))
+		s.refuse(w, r, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", s.opts.MaxBody))
 		return true, true
 	}
 	return false, false
@@ -169,14 +169,14 @@ func (s *server) refuseBody(w http.ResponseWriter, r *http.Request, err error) (
 	switch {
 	case errors.Is(err, errTooLarge):
 		w.Header().Set("Connection", "close")
-		httpError(w, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", s.opts.MaxBody))
+		s.refuse(w, r, http.StatusRequestEntityTooLarge, amp.NewError(amp.CodeInvalidMessage, "message is larger than %d bytes", s.opts.MaxBody))
 		return true
 	case errors.Is(err, errNoRoom):
 		w.Header().Set("Connection", "close")
 		s.busy(w, r, "bytes")
 		return true
 	default:
-		httpError(w, http.StatusBadRequest, amp.NewError(amp.CodeInvalidMessage, "cannot read the request body"))
+		s.refuse(w, r, http.StatusBadRequest, amp.NewError(amp.CodeInvalidMessage, "cannot read the request body"))
 		return false
 	}
 }
@@ -232,6 +232,30 @@ func (s *server) answer(w http.ResponseWriter, r *http.Request, reply []byte, er
 	w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
 	w.WriteHeader(http.StatusOK)
 	out.Write(reply)
+}
+
+// refuse answers status with the unsigned error body of err (httpError),
+// under the write bound of the binding's own answers (bound).
+func (s *server) refuse(w http.ResponseWriter, r *http.Request, status int, err error) {
+	s.bound(w, r)
+	httpError(w, status, err)
+}
+
+// bound gives an answer the binding writes itself (a refusal, a 404 or
+// 405, /healthz, net/http's own redirect to a clean path: a few hundred
+// bytes, ready at once) the grace to be written whole, within the
+// http.Server's WriteTimeout (answerBound of nothing), as the agent's
+// answers are bounded by the minimum data rate (answer). Without it such
+// an answer had the write timeout alone: over HTTP/2 a peer that opens no
+// flow-control window held each stream, its handler and the unread body
+// bytes the server had buffered for it (up to the connection's receive
+// window, charged to no share) for 90 s, 150 s under ampagent serve
+// (docs/SPEC-DECISIONS.md TRANSPORT-31). Past the deadline the stream is
+// reset (HTTP/2), or the connection closed.
+func (s *server) bound(w http.ResponseWriter, r *http.Request) {
+	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	d := answerBound(0, s.opts.MinDataRate, s.opts.grace, srv)
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d))
 }
 
 // answerBound is the longest the write of an answer of n bytes may take
