@@ -129,11 +129,11 @@ func (s *Store) claimTxn(k ledger.Key, expires time.Time, lease clientv3.LeaseID
 		}, []clientv3.Op{
 			clientv3.OpPut(ks.entry, string(p.e.encode()), clientv3.WithLease(p.lease)),
 			clientv3.OpPut(p.counter, itoa(cur+p.cost), clientv3.WithLease(p.lease)),
-			clientv3.OpGet(u, clientv3.WithPrefix()),
-		}, []clientv3.Op{clientv3.OpGet(ks.entry), clientv3.OpGet(u, clientv3.WithPrefix())}))
+			s.counterRead(u),
+		}, []clientv3.Op{clientv3.OpGet(ks.entry), s.counterRead(u)}))
 	} else {
 		// no room by the guess: the counters read back with the claim
-		then = append(then, clientv3.OpGet(ks.entry), clientv3.OpGet(u, clientv3.WithPrefix()))
+		then = append(then, clientv3.OpGet(ks.entry), s.counterRead(u))
 	}
 	r, err := s.txn("claim", k, u, []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", 0),
@@ -223,7 +223,7 @@ func (s *Store) claimEntryLate(k ledger.Key, ci *claimInfo, expires time.Time, p
 		}, []clientv3.Op{
 			clientv3.OpPut(ks.entry, string(p.e.encode()), clientv3.WithLease(p.lease)),
 			clientv3.OpPut(p.counter, itoa(cur+p.cost), clientv3.WithLease(p.lease)),
-			clientv3.OpGet(u, clientv3.WithPrefix()),
+			s.counterRead(u),
 		}, nil)
 		if leaseNotFound(err) { // nothing written: a lease granted again
 			s.leases.drop(p.e.end)
@@ -326,10 +326,14 @@ func (s *Store) claimLost(k ledger.Key, lease clientv3.LeaseID, kv *mvccpb.KeyVa
 	ks := keysOf(s.prefix, k)
 	token := s.node + "." + strconv.FormatUint(s.seq.Add(1), 10)
 	var r *clientv3.TxnResponse
+	then := []clientv3.Op{clientv3.OpPut(ks.claim, token, clientv3.WithLease(lease))}
 	err := s.call("claim", func(ctx context.Context) (err error) {
 		r, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", 0),
 			clientv3.Compare(clientv3.ModRevision(ks.entry), "=", kv.ModRevision)).
-			Then(clientv3.OpPut(ks.claim, token, clientv3.WithLease(lease))).Commit()
+			Then(then...).Commit()
+		if err == nil {
+			err = replyFits(r, then, nil) // FLEET-28
+		}
 		return err
 	})
 	if err != nil {

@@ -297,6 +297,9 @@ func (s *Store) clean(c cleanup) error {
 		var kv *mvccpb.KeyValue
 		err := s.call("unclaim", func(ctx context.Context) error {
 			r, err := s.cli.Get(ctx, ks.claim)
+			if err == nil {
+				err = getFits(r, clientv3.OpGet(ks.claim)) // FLEET-28
+			}
 			if err == nil && len(r.Kvs) == 1 {
 				kv = r.Kvs[0]
 			}
@@ -318,6 +321,9 @@ func (s *Store) clean(c cleanup) error {
 	if c.entry {
 		err := s.call("unclaim", func(ctx context.Context) error {
 			r, err := s.cli.Get(ctx, ks.entry)
+			if err == nil {
+				err = getFits(r, clientv3.OpGet(ks.entry))
+			}
 			if err == nil && len(r.Kvs) == 1 {
 				ent = r.Kvs[0]
 			}
@@ -354,8 +360,12 @@ func (s *Store) clean(c cleanup) error {
 		}
 	}
 	var r *clientv3.TxnResponse
+	els := []clientv3.Op{clientv3.OpGet(ks.claim)}
 	err := s.call("unclaim", func(ctx context.Context) (err error) {
-		r, err = s.cli.Txn(ctx).If(cmp...).Then(ops...).Else(clientv3.OpGet(ks.claim)).Commit()
+		r, err = s.cli.Txn(ctx).If(cmp...).Then(ops...).Else(els...).Commit()
+		if err == nil {
+			err = replyFits(r, ops, els) // FLEET-28
+		}
 		return err
 	})
 	if err != nil || ent == nil {
@@ -467,7 +477,7 @@ func (s *Store) undoClaim(k ledger.Key, ci claimInfo) error {
 		clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ce.rev),
 	}, []clientv3.Op{clientv3.OpDelete(ks.claim), clientv3.OpDelete(ks.entry),
 		clientv3.OpTxn(chargedTo(ce.counter, rev, ce.rev), []clientv3.Op{takeOff(ce.counter, left)}, nil),
-		clientv3.OpGet(u, clientv3.WithPrefix())}, nil)
+		s.counterRead(u)}, nil)
 	if err != nil {
 		return err
 	}

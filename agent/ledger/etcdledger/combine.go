@@ -69,7 +69,8 @@ type combiner struct {
 // txn commits the transaction of k (its principal's usage prefix u):
 // combined with others' when several are waiting, else alone. Its answer
 // is what the transaction alone would have answered: on success the
-// results of then (at the combined revision), on failure those of els.
+// results of then (at the combined revision), on failure those of els,
+// of the shape asked (replyFits), else an error.
 func (s *Store) txn(op string, k ledger.Key, u string, cmp []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	t := &txnReq{op: op, k: k, usage: u, cmp: cmp, then: then, els: els, dl: time.Now().Add(s.o.OpTimeout), done: make(chan struct{})}
 	t.size, t.nest = opsSize(then)
@@ -80,10 +81,18 @@ func (s *Store) txn(op string, k ledger.Key, u string, cmp []clientv3.Cmp, then,
 		go c.run(c.take, c.commit)
 	}
 	<-t.done
+	r, err := t.r, t.err
 	if t.alone {
-		return s.txnAlone(t)
+		r, err = s.txnAlone(t)
 	}
-	return t.r, t.err
+	if err == nil {
+		// Checked before any caller reads it (FLEET-28).
+		err = replyFits(r, then, els)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // opsSize is the bytes of the keys and values of ops, those of nested

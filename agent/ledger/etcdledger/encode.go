@@ -209,6 +209,19 @@ func decodeEntry(b []byte) (entry, error) {
 	return e, nil
 }
 
+// maxCountersOf is the most usage counters of one principal that a read
+// of its prefix asks etcd for, and accepts (a principal with more is
+// ErrCounterCorrupt, unread: docs/SPEC-DECISIONS.md FLEET-29), for the
+// fleet's MaxClockSkew: 8,192 and two per second of skew, above twice
+// the counters one principal's live buckets can number (bucketEnd:
+// about 66 buckets of 1 s ahead, 33 more for each power of two up to
+// 2^20 s, one per 2^20 s up to the largest MaxTTL, 100 years, and those
+// whose lease still runs behind, up to 2 × skew + 1 s: some 3,740 and
+// two per second of skew in all).
+func maxCountersOf(skew time.Duration) int {
+	return 8192 + 2*int((skew+time.Second-1)/time.Second)
+}
+
 // decodeCounter parses a usage counter: decimal ASCII, 0 to MaxCounter, no
 // sign, no leading zero.
 func decodeCounter(b []byte) (int64, error) {

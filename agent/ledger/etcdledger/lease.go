@@ -57,7 +57,7 @@ func (se *session) grant(f *grant) {
 	err := se.s.call("lease", func(ctx context.Context) error {
 		r, err := se.s.cli.Grant(ctx, int64(se.s.o.SessionTTL/time.Second))
 		if err == nil {
-			id = r.ID
+			id, err = grantedID(r)
 		}
 		return err
 	})
@@ -167,7 +167,7 @@ func (lc *leaseCache) grant(end int64, f *grant) {
 	err := lc.s.call("lease", func(ctx context.Context) error {
 		r, err := lc.s.cli.Grant(ctx, ttl)
 		if err == nil {
-			id = r.ID
+			id, err = grantedID(r)
 		}
 		return err
 	})
@@ -219,4 +219,14 @@ func (lc *leaseCache) prune(now time.Time) {
 		}
 	}
 	lc.mu.Unlock()
+}
+
+// grantedID is the lease etcd granted in r: never 0, which etcd reads as
+// no lease at all (a claim or an entry written under it would never be
+// deleted: FLEET-28); an answer without one is ErrBadValue.
+func grantedID(r *clientv3.LeaseGrantResponse) (clientv3.LeaseID, error) {
+	if r == nil || r.ID == clientv3.NoLease {
+		return 0, badReply("a lease grant without a lease")
+	}
+	return r.ID, nil
 }

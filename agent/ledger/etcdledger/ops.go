@@ -144,6 +144,7 @@ func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cos
 	phex := hexOf(e.principal)
 	m := &making{k: k, ci: ci, claimed: claimed, e: e, cost: cost, gone: gone, pl: pl,
 		ks: keysOf(s.prefix, k), u: usagePrefix(s.prefix, phex), counter: usageKey(s.prefix, phex, e.end)}
+	m.read = s.counterRead(m.u)
 	leaseGone := false
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		lease, err := s.leases.get(e.end)
@@ -186,7 +187,8 @@ func (s *Store) makeEntry(k ledger.Key, ci claimInfo, claimed bool, e entry, cos
 // under the claim ci (claimed: one of this process), the vanished entry
 // it replaces (gone: a remake; nil for none) and the principal's lock pl
 // (nil: not held by the caller), with the etcd keys they name: ks, the
-// principal's usage prefix u and the counter of e's bucket.
+// principal's usage prefix u and the counter of e's bucket, and read,
+// the read of u's counters (counterRead).
 type making struct {
 	k       ledger.Key
 	ci      claimInfo
@@ -198,6 +200,7 @@ type making struct {
 	ks      keys
 	u       string
 	counter string
+	read    clientv3.Op
 }
 
 // makeCounters is what makeEntry's try attempt compares on, and what its
@@ -281,7 +284,7 @@ func (m *making) txnOf(snap *usageSnap, charged bool, lease clientv3.LeaseID) ([
 		ops = append(ops, clientv3.OpPut(m.counter, itoa(n), clientv3.WithLease(lease)))
 	}
 	if m.pl != nil { // the counters after it, for the next holder's guess
-		ops = append(ops, clientv3.OpGet(m.u, clientv3.WithPrefix()))
+		ops = append(ops, m.read)
 	}
 	return cmp, ops, n
 }
@@ -392,7 +395,7 @@ func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end
 			// bucket is needed (FLEET-24).
 			ops = append(ops, takeOff(ce.counter, vals[ce.counter]))
 		}
-		ops = append(ops, clientv3.OpGet(u, clientv3.WithPrefix()))
+		ops = append(ops, s.counterRead(u))
 		r, err := s.txn("mark", k, u, []clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(ks.claim), "=", ci.rev),
 			clientv3.Compare(clientv3.ModRevision(ks.entry), "=", ce.rev),
@@ -502,10 +505,21 @@ func (s *Store) remakeCounters(counter, gone string) (snap *usageSnap, charged b
 	return snap, charged, nil
 }
 
+// counterRead is the read of the usage counters under u, a principal's
+// prefix: at most maxCounters of them (more is ErrCounterCorrupt,
+// snapOf: FLEET-29), so that no answer of etcd carries more.
+func (s *Store) counterRead(u string) clientv3.Op {
+	return clientv3.OpGet(u, clientv3.WithPrefix(), clientv3.WithLimit(int64(s.maxCounters)))
+}
+
 // readUsage reads the counters under prefix (observed as op).
 func (s *Store) readUsage(op, prefix string) (snap *usageSnap, err error) {
 	err = s.call(op, func(ctx context.Context) error {
-		r, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix())
+		read := s.counterRead(prefix)
+		r, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithLimit(read.Limit()))
+		if err == nil {
+			err = getFits(r, read) // FLEET-28
+		}
 		if err != nil {
 			return err
 		}
@@ -515,11 +529,17 @@ func (s *Store) readUsage(op, prefix string) (snap *usageSnap, err error) {
 	return snap, err
 }
 
-// snapOf sums the usage counters of a range read at revision rev.
+// snapOf sums the usage counters of a range read at revision rev. A
+// read that left counters out (its limit, counterRead) is
+// ErrCounterCorrupt: a principal with more than any fleet writes
+// (FLEET-29).
 func snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
 	snap := &usageSnap{rev: rev, vals: map[string]int64{}, mods: map[string]int64{}, creates: map[string]int64{}}
 	if r == nil {
 		return nil, amp.Named(amp.CodeUnavailable, ErrBadValue, "no usage counters in the answer")
+	}
+	if r.More {
+		return nil, amp.Named(amp.CodeUnavailable, ErrCounterCorrupt, "ledger usage counters on etcd: more for one principal than any fleet writes")
 	}
 	for _, kv := range r.Kvs {
 		n, err := decodeCounter(kv.Value)
@@ -663,7 +683,7 @@ func (s *Store) finishTxn(f *finishCall, attempt int) (cmp []clientv3.Cmp, ops [
 		refunds = true
 	}
 	if f.pl != nil { // the counters after it, for the next holder's guess
-		ops = append(ops, clientv3.OpGet(f.u, clientv3.WithPrefix()))
+		ops = append(ops, s.counterRead(f.u))
 	}
 	return cmp, ops, refunds
 }
@@ -866,6 +886,9 @@ func (s *Store) readCounter(op, key string) (n, rev int64, err error) {
 func (s *Store) readCounterOf(op, key string) (n, rev, created int64, err error) {
 	err = s.call(op, func(ctx context.Context) error {
 		r, err := s.cli.Get(ctx, key)
+		if err == nil {
+			err = getFits(r, clientv3.OpGet(key)) // FLEET-28
+		}
 		if err != nil || len(r.Kvs) == 0 {
 			return err
 		}

@@ -71,6 +71,9 @@ func (s *Store) getKey(op, key string) (*mvccpb.KeyValue, error) {
 func (s *Store) readAlone(r *readReq) {
 	r.err = s.callBy(r.op, r.dl, func(ctx context.Context) error {
 		g, err := s.cli.Get(ctx, r.key)
+		if err == nil {
+			err = getFits(g, clientv3.OpGet(r.key)) // FLEET-28
+		}
 		if err == nil && len(g.Kvs) == 1 {
 			r.kv = g.Kvs[0]
 		}
@@ -109,8 +112,8 @@ func (rd *reader) read(batch []*readReq) {
 			tr, err = rd.s.cli.Txn(ctx).Then(ops...).Commit()
 			return err
 		})
-		if err == nil && len(tr.Responses) != len(batch) {
-			err = amp.Named(amp.CodeUnavailable, ErrBadValue, "etcd answered %d results for %d reads", len(tr.Responses), len(batch))
+		if err == nil {
+			err = replyFits(tr, ops, nil) // FLEET-28
 		}
 		if !refusedUnwritten(err) {
 			for i, r := range batch {

@@ -75,6 +75,9 @@ type Store struct {
 	node      string
 	bg        context.Context
 	stop      context.CancelFunc
+	// maxCounters bounds the usage counters of one principal read
+	// (counterRead: FLEET-29).
+	maxCounters int
 
 	principal atomic.Pointer[func(string) string]
 	sess      session
@@ -188,7 +191,7 @@ func Open(o Options) (*Store, error) {
 	if o.MaxClockSkew == 0 {
 		o.MaxClockSkew = amp.DefaultMaxClockSkew
 	}
-	s := &Store{cli: o.Client, prefix: o.Prefix, lim: o.Limits.Resolved(), o: o,
+	s := &Store{cli: o.Client, prefix: o.Prefix, lim: o.Limits.Resolved(), o: o, maxCounters: maxCountersOf(o.MaxClockSkew),
 		claims: map[ledger.Key]claimInfo{}, running: map[ledger.Key]entryRef{}, tally: map[int64]tallyBucket{}}
 	if s.cli == nil {
 		if len(o.Endpoints) == 0 {
@@ -303,7 +306,11 @@ func (s *Store) Ready() error {
 func (s *Store) Lookup(k ledger.Key) (ledger.Record, bool, error) {
 	var kv []byte
 	err := s.call("lookup", func(ctx context.Context) error {
-		r, err := s.cli.Get(ctx, keysOf(s.prefix, k).entry)
+		key := keysOf(s.prefix, k).entry
+		r, err := s.cli.Get(ctx, key)
+		if err == nil {
+			err = getFits(r, clientv3.OpGet(key)) // FLEET-28
+		}
 		if err == nil && len(r.Kvs) == 1 {
 			kv = r.Kvs[0].Value
 		}

@@ -1,10 +1,13 @@
 package etcdledger
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"strconv"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -61,4 +64,98 @@ func refusedUnwritten(err error) bool {
 		return true
 	}
 	return false
+}
+
+// replyFits checks r, etcd's answer to a transaction whose Then is then
+// and Else els, against what was asked before any of it is used
+// (docs/SPEC-DECISIONS.md FLEET-28): a header with a revision, one result
+// per operation of the branch it took, each of its operation's kind, and
+// each read's key-values its own (readFits), in nested transactions too.
+// An answer of another shape (a misbehaving member, a proxy) is
+// ErrBadValue (5002, retryable), its transaction's answer as good as
+// lost: never an index past the results, nor a key-value of another key
+// read as the one asked.
+func replyFits(r *clientv3.TxnResponse, then, els []clientv3.Op) error {
+	if r == nil || r.Header == nil || r.Header.Revision <= 0 {
+		return badReply("a transaction without its header")
+	}
+	return resultsFit(r.Succeeded, r.Responses, then, els)
+}
+
+// resultsFit checks the results got of a transaction (nested or not)
+// that took Then (ok) or Else.
+func resultsFit(ok bool, got []*pb.ResponseOp, then, els []clientv3.Op) error {
+	ops := els
+	if ok {
+		ops = then
+	}
+	if len(got) != len(ops) {
+		return badReply("%d results for %d operations", len(got), len(ops))
+	}
+	for i, o := range ops {
+		g := got[i]
+		switch {
+		case o.IsGet():
+			rr := g.GetResponseRange()
+			if rr == nil {
+				return badReply("a result of another kind for a read")
+			}
+			if err := readFits(o, rr.Kvs); err != nil {
+				return err
+			}
+		case o.IsPut():
+			if g.GetResponsePut() == nil {
+				return badReply("a result of another kind for a put")
+			}
+		case o.IsDelete():
+			if g.GetResponseDeleteRange() == nil {
+				return badReply("a result of another kind for a delete")
+			}
+		case o.IsTxn():
+			in := g.GetResponseTxn()
+			if in == nil {
+				return badReply("a result of another kind for a nested transaction")
+			}
+			_, t, e := o.Txn()
+			if err := resultsFit(in.Succeeded, in.Responses, t, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readFits checks the key-values kvs read by the Get o: of one key, at
+// most one, of that key; of a prefix (a range), only keys within it, at
+// most o's limit when it has one.
+func readFits(o clientv3.Op, kvs []*mvccpb.KeyValue) error {
+	key, end := o.KeyBytes(), o.RangeBytes()
+	if len(end) == 0 {
+		if len(kvs) > 1 || len(kvs) == 1 && (kvs[0] == nil || !bytes.Equal(kvs[0].Key, key)) {
+			return badReply("a read of one key answered with another or more")
+		}
+		return nil
+	}
+	if o.Limit() > 0 && int64(len(kvs)) > o.Limit() {
+		return badReply("a read answered with more key-values than its limit")
+	}
+	for _, kv := range kvs {
+		if kv == nil || bytes.Compare(kv.Key, key) < 0 || bytes.Compare(kv.Key, end) >= 0 {
+			return badReply("a read of a range answered with a key outside it")
+		}
+	}
+	return nil
+}
+
+// getFits checks etcd's answer r to the Get o outside a transaction.
+func getFits(r *clientv3.GetResponse, o clientv3.Op) error {
+	if r == nil || r.Header == nil || r.Header.Revision <= 0 {
+		return badReply("a read without its header")
+	}
+	return readFits(o, r.Kvs)
+}
+
+// badReply is the refusal of an etcd answer of another shape than asked.
+func badReply(format string, a ...any) error {
+	return amp.Named(amp.CodeUnavailable, ErrBadValue, "etcd answered "+format, a...)
 }
