@@ -66,8 +66,9 @@ type Options struct {
 	// math.MaxInt / 16, so that every bound computed from it, such as the
 	// ListedTagsPerKept × MaxTags names a listing reads, stays positive).
 	MaxTags int
-	// MinDataRate is the slowest a body may arrive after Grace, in bytes
-	// per second (DefaultMinDataRate when 0).
+	// MinDataRate is the slowest a body may arrive after Grace, or a
+	// request's body (an upload) be taken by the registry, in bytes per
+	// second (DefaultMinDataRate when 0).
 	MinDataRate int64
 	// Grace is the time a body gets before MinDataRate counts (30 s when 0).
 	Grace time.Duration
@@ -144,9 +145,12 @@ type Endpoint struct {
 	repo *remote.Repository
 	// tmp is the folder a tar destination is built in; tmpLock holds it
 	// open, locked (tryLockFolder) while it is in use, so that another
-	// writer's removeStaleTarTemps never takes it for a killed writer's.
+	// writer's removeStaleTarTemps never takes it for a killed writer's;
+	// tmpRoot holds it from its making, so that Close removes what is in
+	// that very folder, never a folder put at its name (removeTarFolder).
 	tmp     string
 	tmpLock *os.File
+	tmpRoot *os.Root
 	// tar is the layout tar a source is read through (nil otherwise).
 	tar *os.File
 	// layout are the folders of a layout folder, opened once (nil
@@ -247,8 +251,8 @@ func (e *Endpoint) Close() error {
 		e.tar = nil
 	}
 	if e.tmp != "" {
-		err := os.RemoveAll(e.tmp)
-		e.tmp = ""
+		err := removeTarFolder(e.tmp, e.tmpRoot)
+		e.tmp, e.tmpRoot = "", nil
 		if e.tmpLock != nil {
 			e.tmpLock.Close() // the lock goes with it
 			e.tmpLock = nil
@@ -256,6 +260,51 @@ func (e *Endpoint) Close() error {
 		return err
 	}
 	return nil
+}
+
+// removeTarFolder removes the folder a tar destination was built in, held
+// as root since it was made (nil: it could not be opened, and only an
+// empty folder at tmp is removed): what is in it is removed through root
+// (os.Root.RemoveAll: no link followed, nothing outside it touched), then
+// its name tmp, by rmdir, which removes an empty folder only, and only
+// while tmp still names the folder held. root is closed. In a tar's
+// folder others may write (no sticky bit), another user could rename the
+// writer's folder away and a folder of the writer's (or theirs) to its
+// name: removed by its path, the writer's own folder went, with all its
+// files, and the one built was left, up to the layout's size
+// (docs/SPEC-DECISIONS.md OCI-32).
+func removeTarFolder(tmp string, root *os.Root) error {
+	if root == nil {
+		removeEmptyFolder(tmp)
+		return nil
+	}
+	err := emptyFolder(root)
+	held, serr := root.Stat(".")
+	root.Close()
+	named, lerr := os.Lstat(tmp)
+	if serr != nil || lerr != nil || !os.SameFile(held, named) {
+		return err // moved away: emptied where it is, nothing else removed
+	}
+	if rerr := removeEmptyFolder(tmp); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// emptyFolder removes everything in the folder root holds, through root.
+func emptyFolder(root *os.Root) error {
+	f, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1) // a layout's top: a few names
+	f.Close()
+	for _, n := range names {
+		if rerr := root.RemoveAll(n); err == nil {
+			err = rerr
+		}
+	}
+	return err
 }
 
 // DefaultCredentialsFile is the standard Docker credentials file:

@@ -264,13 +264,122 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		limit, name = MaxTagPageSize, ErrTooMany
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
-	resp, err := t.answer(t.base.RoundTrip(req.WithContext(ctx)))
+	req = req.WithContext(ctx)
+	var sent *sentBody
+	if req.Body != nil && req.Body != http.NoBody {
+		sent = &sentBody{rc: req.Body, cancel: cancel, o: t.o}
+		req.Body = sent
+		if get := req.GetBody; get != nil {
+			// The transport sends the body again on a connection it
+			// found closed: that body too, on a clock of its own.
+			req.GetBody = func() (io.ReadCloser, error) {
+				rc, err := get()
+				if err != nil {
+					return nil, err
+				}
+				return sent.again(rc), nil
+			}
+		}
+	}
+	resp, err := t.answer(t.base.RoundTrip(req))
+	if sent != nil {
+		sent.stop() // the answer came (or the request failed): its own bounds now
+	}
 	if err != nil {
 		cancel(nil)
+		if errors.Is(context.Cause(ctx), errStalled) {
+			return nil, fail(ErrTooSlow, "the registry took a request's body slower than %d bytes per second", t.o.MinDataRate)
+		}
 		return nil, err
 	}
 	resp.Body = newBoundedBody(resp.Body, ctx, cancel, limit, name, t.o)
 	return resp, nil
+}
+
+// sentBody is the body of a request (an upload, a manifest, a token
+// request's form) as the transport reads it to send it: from its first
+// read on, after the grace period, it must be read at the minimum data
+// rate, else its request is cancelled (cause errStalled). The transport
+// reads it as fast as the registry takes the bytes (plus the buffers of
+// the connection), so a registry that takes an upload at 1 B/s, or not at
+// all, ends it as a blob sent at that pace would (docs/SPEC-DECISIONS.md
+// OCI-31). Its clock stops at its end, at Close, or when the answer came
+// (stop): the wait for the answer's headers is the client's
+// ResponseHeaderTimeout, the answer's body a boundedBody's.
+type sentBody struct {
+	rc     io.ReadCloser
+	cancel context.CancelCauseFunc
+	o      *Options
+
+	mu    sync.Mutex
+	timer *time.Timer // nil until the first read
+	start time.Time
+	n     int64
+	done  bool
+	gen   int // again's count: a read of a body sent before counts nothing
+}
+
+// Read reads from the body and moves the rate clock on.
+func (b *sentBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	if !b.done && b.timer == nil {
+		b.start = b.o.Now()
+		b.timer = time.AfterFunc(b.o.Grace, func() { b.cancel(errStalled) })
+	}
+	rc, gen := b.rc, b.gen
+	b.mu.Unlock()
+	n, err := rc.Read(p)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done || gen != b.gen {
+		return n, err
+	}
+	b.n += int64(n)
+	if err != nil {
+		b.stopLocked()
+	} else if n > 0 {
+		b.timer.Reset(b.o.due(b.start, b.n).Sub(b.o.Now()))
+	}
+	return n, err
+}
+
+// again is b reading rc, the body sent again, on a new clock.
+func (b *sentBody) again(rc io.ReadCloser) *sentBody {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopLocked()
+	b.rc, b.timer, b.n, b.done = rc, nil, 0, false
+	b.gen++
+	return b
+}
+
+// Close stops the rate clock and closes the body; the request goes on.
+func (b *sentBody) Close() error {
+	b.mu.Lock()
+	b.stopLocked()
+	rc := b.rc
+	b.mu.Unlock()
+	return rc.Close()
+}
+
+// stop stops the rate clock for good.
+func (b *sentBody) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopLocked()
+}
+
+func (b *sentBody) stopLocked() {
+	b.done = true
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+}
+
+// due is when n bytes, started at start, are late: after the grace
+// period, at the minimum data rate.
+func (o *Options) due(start time.Time, n int64) time.Time {
+	return start.Add(o.Grace + time.Duration(float64(n)/float64(o.MinDataRate)*float64(time.Second)))
 }
 
 // blobAnswer sends a blob GET. The blob itself is bounded by the
@@ -416,8 +525,7 @@ func (b *pacedBody) read(p []byte) (int, error) {
 	b.left -= int64(n)
 	b.n += int64(n)
 	if n > 0 {
-		due := b.start.Add(b.o.Grace + time.Duration(float64(b.n)/float64(b.o.MinDataRate)*float64(time.Second)))
-		b.timer.Reset(due.Sub(b.o.Now()))
+		b.timer.Reset(b.o.due(b.start, b.n).Sub(b.o.Now()))
 	}
 	return n, err
 }

@@ -24,3 +24,7 @@ func syncFolder(f *os.File) error {
 	}
 	return err
 }
+
+// removeEmptyFolder removes the folder p when it is empty (rmdir): never a
+// file, a link or a folder with anything in it put at p meanwhile.
+func removeEmptyFolder(p string) error { return syscall.Rmdir(p) }

@@ -56,6 +56,9 @@ type layoutStore struct {
 	// maxIndex bounds index.json when it is read again under the lock:
 	// Options.MaxManifestSize, as at the open.
 	maxIndex int64
+	// maxEntries bounds its entries then: Options.MaxTags, as at the open
+	// (checkLayout).
+	maxEntries int
 	// trace, when set (by a test), is told each step that orders the
 	// layout's durability: "link" (a blob given its name), "sync" (the
 	// blobs folder synced), "save" (index.json replaced).
@@ -131,7 +134,7 @@ func openLayoutStore(ctx context.Context, lf *layoutFolders, o *Options, index [
 	if wait <= 0 {
 		wait = DefaultLayoutLockWait
 	}
-	ls := &layoutStore{ro: ro, lf: lf, wait: wait, maxIndex: o.MaxManifestSize, trace: o.trace, pushed: map[digest.Digest]ocispec.Descriptor{},
+	ls := &layoutStore{ro: ro, lf: lf, wait: wait, maxIndex: o.MaxManifestSize, maxEntries: o.MaxTags, trace: o.trace, pushed: map[digest.Digest]ocispec.Descriptor{},
 		preds: map[digest.Digest][]ocispec.Descriptor{}, tags: map[string]ocispec.Descriptor{}}
 	if ls.index, err = decodeLayoutIndex(index); err != nil {
 		return nil, err
@@ -154,8 +157,13 @@ func decodeLayoutIndex(raw []byte) (ocispec.Index, error) {
 }
 
 // readLayoutIndex reads the layout's index.json again (under the lock),
-// bounded by l.maxIndex, the configured Options.MaxManifestSize that
-// bounded it at the open.
+// bounded as at the open: at most l.maxIndex bytes (the configured
+// Options.MaxManifestSize) and l.maxEntries entries (Options.MaxTags),
+// each member once, counted one descriptor at a time before it is
+// decoded whole (decodeRefs). Another user of the folder may replace it
+// after the open: 4 MiB of "{}," entries decoded as some 1.4 million
+// descriptors, written back as an index.json no reader opens
+// (docs/SPEC-DECISIONS.md OCI-33).
 func (l *layoutStore) readLayoutIndex() (ocispec.Index, error) {
 	f, err := l.lf.top.open(ocispec.ImageIndexFile)
 	if err != nil {
@@ -168,6 +176,9 @@ func (l *layoutStore) readLayoutIndex() (ocispec.Index, error) {
 	}
 	if int64(len(raw)) > l.maxIndex {
 		return ocispec.Index{}, fail(ErrManifestTooBig, "the layout's index.json is larger than %d bytes", l.maxIndex)
+	}
+	if _, err := decodeRefs(raw, l.maxEntries, false); err != nil {
+		return ocispec.Index{}, err
 	}
 	return decodeLayoutIndex(raw)
 }

@@ -32,6 +32,10 @@ func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 		return nil, fail(ErrIO, "cannot create a temporary folder next to the tar").WithCause(err)
 	}
 	e.tmp = tmp
+	if e.tmpRoot, err = os.OpenRoot(folderOnlyPath(tmp)); err != nil {
+		e.Close()
+		return nil, fail(ErrIO, "cannot open the temporary folder next to the tar").WithCause(err)
+	}
 	if d, err := regfile.OpenFolder(tmp, regfile.NoLinks); err == nil {
 		if ok, _ := tryLockFolder(d); ok {
 			e.tmpLock = d

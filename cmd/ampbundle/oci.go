@@ -39,7 +39,7 @@ func ociFlags(forSync bool) []cli.Flag {
 		fs = append(fs,
 			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificates `PEM` to verify an https registry with (default: the system roots)"},
 			&cli.DurationFlag{Name: "timeout", Value: defaultOCITimeout, Usage: "give up after `DURATION` (0: no limit; each body must also arrive at the minimum rate)"},
-			&cli.Int64Flag{Name: "min-rate", Usage: fmt.Sprintf("the slowest a body may arrive, in `BYTES` per second (default %d; at least 1024)", admission.MinDataRate)})
+			&cli.Int64Flag{Name: "min-rate", Usage: fmt.Sprintf("the slowest a body may arrive, or an upload be taken by the registry, in `BYTES` per second (default %d; at least 1024)", admission.MinDataRate)})
 	}
 	return fs
 }
