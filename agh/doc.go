@@ -44,4 +44,10 @@
 // written: a non-ASCII id, which one peer's reader would fold into another
 // id (the Kelvin sign into "k", the long s into "s") and another's would
 // not, is refused, never sent (AGH-15).
+//
+// ReceiveTransferContext bounds the one step of reception that may wait,
+// the resolution of a sender's DID other than a did:key, by its context
+// (sender_unresolved; AGH-18). NewHandler keeps the peer card and the
+// whole catalog it answered for a catalog, and builds at most
+// MaxBuilding other answers at once (503 overloaded; AGH-19).
 package agh

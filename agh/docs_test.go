@@ -128,7 +128,9 @@ func TestDocsAGHFailureTableMatchesTheHandler(t *testing.T) {
 		seen[tc.code] = true
 	}
 	for code := range doc {
-		if !seen[code] && code != "internal_error" { // not reachable from a request
+		// internal_error is not reachable from a request; overloaded
+		// needs builds held (TestAnswersBuiltAtOnceAreBounded).
+		if !seen[code] && code != "internal_error" && code != "overloaded" {
 			t.Errorf("documented code %s is not exercised", code)
 		}
 	}

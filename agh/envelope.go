@@ -1,6 +1,7 @@
 package agh
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
@@ -84,6 +85,11 @@ const (
 	// receiver (ReceiveOptions.Self); the name the agent gives a message
 	// not addressed to it.
 	ErrNotARecipient amp.ErrName = "not_a_recipient"
+	// ErrSenderUnresolved: the caller's context ended before the sender's
+	// DID document was resolved (ReceiveTransferContext; AGH-18): nothing
+	// is known of the sender either way, so the transfer may be retried,
+	// unlike unknown_sender.
+	ErrSenderUnresolved amp.ErrName = "sender_unresolved"
 )
 
 // envelopeNames are the envelope members this package reads; bodyNames
@@ -287,9 +293,12 @@ type ReceiveOptions struct {
 	// missing_proof. A proof that is present is always checked, and a bad
 	// one always refused.
 	AllowUnverified bool
-	// Resolve returns the DID document of a DID that is not a did:key
-	// (did:key needs none); nil refuses every other DID (unknown_sender).
-	Resolve func(did string) (*amp.DIDDocument, error)
+	// DIDs resolves a DID that is not a did:key (did:key needs none),
+	// as amp.ReceiverConfig.DIDs does (a resolver.Store is one); nil
+	// refuses every other DID (unknown_sender). It is given the context
+	// of ReceiveTransferContext and must return when that context ends:
+	// a resolution the context outlives is sender_unresolved (AGH-18).
+	DIDs amp.DIDResolver
 	// Self are the names this receiver is addressed by: its card's
 	// peer_id (its DID when it signs) and any other peer id it answers
 	// to. An envelope whose to is set and is none of them, compared
@@ -343,8 +352,18 @@ type Transfer struct {
 // by the proof and ignored. The envelope is parsed once; what is returned
 // comes from that parse, opaque members (ext, the capability's examples,
 // requirements and unknown members) in the RFC 8785 form the proof and
-// digest cover.
+// digest cover. It is ReceiveTransferContext without a deadline.
 func ReceiveTransfer(data []byte, o ReceiveOptions) (*Transfer, error) {
+	return ReceiveTransferContext(context.Background(), data, o)
+}
+
+// ReceiveTransferContext is ReceiveTransfer bounded by ctx: the one step
+// that may wait, the resolution of a sender's DID other than a did:key
+// (o.DIDs), is given ctx, and a transfer whose sender is still
+// unresolved when ctx ends is refused, sender_unresolved (the cause is
+// ctx's error), whatever the resolver returned (AGH-18). Every other step
+// is a bounded computation on the bytes.
+func ReceiveTransferContext(ctx context.Context, data []byte, o ReceiveOptions) (*Transfer, error) {
 	m, err := parseObject(data, "envelope")
 	if err != nil {
 		return nil, err
@@ -364,7 +383,7 @@ func ReceiveTransfer(data []byte, o ReceiveOptions) (*Transfer, error) {
 	if err := checkTransferTimes(t.TS, exp, o, now); err != nil {
 		return nil, err
 	}
-	if err := checkProof(m, t, o, now, cb); err != nil {
+	if err := checkProof(ctx, m, t, o, now, cb); err != nil {
 		return nil, err
 	}
 	if err := checkRecipient(t.Channel, t.To, o.Channels, o.Self); err != nil {
@@ -506,7 +525,7 @@ func checkTransferTimes(ts int64, exp *int64, o ReceiveOptions, now time.Time) e
 
 // checkProof verifies the envelope's proof, or accepts its absence under
 // AllowUnverified.
-func checkProof(m jcs.Object, t *Transfer, o ReceiveOptions, now time.Time, cb *canonBuf) error {
+func checkProof(ctx context.Context, m jcs.Object, t *Transfer, o ReceiveOptions, now time.Time, cb *canonBuf) error {
 	raw, _ := m.Get("proof")
 	if raw == nil {
 		if !o.AllowUnverified {
@@ -550,18 +569,9 @@ func checkProof(m jcs.Object, t *Transfer, o ReceiveOptions, now time.Time, cb *
 	if did != t.From {
 		return amp.Named(0, ErrSenderMismatch, "the proof's key does not belong to the envelope's from")
 	}
-	var doc *amp.DIDDocument
-	var err error
-	switch {
-	case strings.HasPrefix(did, "did:key:"):
-		doc, err = amp.DIDKeyDocument(did)
-	case o.Resolve != nil:
-		doc, err = o.Resolve(did)
-	default:
-		return amp.Named(0, ErrUnknownSender, "the sender's DID cannot be resolved here")
-	}
-	if err != nil || doc == nil {
-		return amp.Named(0, ErrUnknownSender, "the sender's DID cannot be resolved")
+	doc, err := senderDocument(ctx, did, o.DIDs)
+	if err != nil {
+		return err
 	}
 	vm, err := doc.SigningKey(key, now)
 	if err != nil || len(vm.PublicKey) != ed25519.PublicKeySize {
@@ -576,6 +586,39 @@ func checkProof(m jcs.Object, t *Transfer, o ReceiveOptions, now time.Time, cb *
 	}
 	t.Verified, t.KeyID = true, vm.ID // the method the document selected, however the relay spelled it
 	return nil
+}
+
+// senderDocument returns the DID document of did, the proof's bare DID:
+// a did:key expanded here, another DID from dids, asked with ctx (AGH-18).
+// A resolution begun after ctx ended, or still unanswered when it ended,
+// is sender_unresolved whatever the resolver returned: a resolver that
+// ignores ctx still holds its caller, but never makes it act on a
+// sender past the caller's deadline.
+func senderDocument(ctx context.Context, did string, dids amp.DIDResolver) (*amp.DIDDocument, error) {
+	if strings.HasPrefix(did, "did:key:") {
+		doc, err := amp.DIDKeyDocument(did)
+		if err != nil {
+			return nil, amp.Named(0, ErrUnknownSender, "the sender's DID cannot be resolved")
+		}
+		return doc, nil
+	}
+	if dids == nil {
+		return nil, amp.Named(0, ErrUnknownSender, "the sender's DID cannot be resolved here")
+	}
+	unresolved := func() error {
+		return amp.Named(0, ErrSenderUnresolved, "the sender's DID was not resolved before the caller's deadline").WithCause(ctx.Err())
+	}
+	if ctx.Err() != nil {
+		return nil, unresolved()
+	}
+	doc, err := dids.ResolveDID(ctx, did)
+	if ctx.Err() != nil {
+		return nil, unresolved()
+	}
+	if err != nil || doc == nil {
+		return nil, amp.Named(0, ErrUnknownSender, "the sender's DID cannot be resolved")
+	}
+	return doc, nil
 }
 
 // plainPeerID reports whether from is a peer id an unsigned envelope may

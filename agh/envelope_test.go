@@ -2,6 +2,7 @@ package agh
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -265,11 +266,8 @@ func TestProofByUnresolvableSenderIsRefused(t *testing.T) {
 	if _, err := ReceiveTransfer(env, recvOpts()); errName(err) != string(ErrUnknownSender) {
 		t.Fatalf("no resolver: %v", err)
 	}
-	resolve := func(string) (*amp.DIDDocument, error) {
-		return &amp.DIDDocument{ID: did, Methods: []amp.VerificationMethod{{ID: did + "#k1", Type: "Multikey", Controller: did,
-			KeyType: amp.KeyEd25519, PublicKey: key.Public().(ed25519.PublicKey)}}, AssertionMethod: []string{did + "#k1"}}, nil
-	}
-	tr, err := ReceiveTransfer(env, ReceiveOptions{Now: clock, Resolve: resolve})
+	resolve := didsFunc(func(context.Context, string) (*amp.DIDDocument, error) { return webDocument(did, key), nil })
+	tr, err := ReceiveTransfer(env, ReceiveOptions{Now: clock, DIDs: resolve})
 	if err != nil || !tr.Verified || tr.KeyID != did+"#k1" {
 		t.Fatalf("resolved: %+v %v", tr, err)
 	}
