@@ -8,8 +8,8 @@
 // `openssl pkcs8 -topk8 -v2 aes-256-cbc` and `-scrypt` write. The
 // passphrase comes from a callback (Options.Passphrase), asked only when a
 // key is encrypted; a key whose derivation would cost more than bounded
-// CPU or memory is refused (unsupported_key_encryption) rather than
-// obeyed. A file holds an Ed25519 signing key, an X25519 key agreement
+// CPU or memory, or a file whose keys would together, is refused
+// (unsupported_key_encryption) rather than obeyed. A file holds an Ed25519 signing key, an X25519 key agreement
 // key, or both.
 //
 // Public keys are PKIX (SubjectPublicKeyInfo) as a PEM "PUBLIC KEY" block

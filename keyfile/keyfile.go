@@ -281,7 +281,10 @@ func IsEncrypted(data []byte) bool {
 // PBKDF2 or scrypt, AES-CBC or AES-GCM), or one PKCS#8 key in DER,
 // encrypted or not. Every key must be Ed25519 or X25519, at most one of
 // each. An encrypted key needs o.Passphrase (ErrKeyEncrypted otherwise),
-// which is asked once for the whole file.
+// which is asked once for the whole file. Every encrypted key's scheme
+// and parameters are checked before the passphrase is asked, and the
+// file's keys together may ask no more key derivation than one key may
+// (ErrUnsupportedEncryption; docs/SPEC-DECISIONS.md, CLI-65, CLI-66).
 func ParsePrivateWith(data []byte, o Options) (*Keys, error) {
 	return parsePrivate(data, o, defaultLimits())
 }
@@ -290,7 +293,7 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 	var pass []byte
 	defer func() { clear(pass) }() // CLI-31: no passphrase left in the heap
 	asked := false
-	decrypt := func(der []byte) ([]byte, error) {
+	decrypt := func(sealed *sealedKey) ([]byte, error) {
 		if !asked {
 			if o.Passphrase == nil {
 				return nil, fail(ErrKeyEncrypted, "private key is encrypted and no passphrase was given")
@@ -301,7 +304,7 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 			}
 			pass, asked = p, true
 		}
-		plain, err := decryptPKCS8(der, pass, lim)
+		plain, err := sealed.decrypt(pass, lim)
 		if err != nil {
 			return nil, err
 		}
@@ -322,8 +325,11 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 			if !sealedShape(data) {
 				return nil, fail(ErrInvalidKeyFile, "key file holds an unreadable encrypted pkcs#8 key")
 			}
-			var err error
-			if der, err = decrypt(data); err != nil {
+			sealed, err := openSealedFile([][]byte{data}, lim)
+			if err != nil {
+				return nil, err
+			}
+			if der, err = decrypt(sealed[0]); err != nil {
 				return nil, err
 			}
 			defer clear(der) // its plaintext; the key is a copy
@@ -379,7 +385,14 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 			return nil, err
 		}
 	}
-	for _, enc := range encrypted {
+	// Every encrypted key's scheme and parameters, and what the file's
+	// keys ask together, before the passphrase is asked and any key
+	// derived (docs/SPEC-DECISIONS.md, CLI-65, CLI-66).
+	sealed, err := openSealedFile(encrypted, lim)
+	if err != nil {
+		return nil, err
+	}
+	for _, enc := range sealed {
 		der, err := decrypt(enc)
 		if err != nil {
 			return nil, err
@@ -394,7 +407,7 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 }
 
 // sealedShape reports whether der is one EncryptedPrivateKeyInfo with
-// nothing after it, which decryptPKCS8 checks again: it lets a damaged
+// nothing after it, which openSealed checks again: it lets a damaged
 // file be refused before its passphrase is asked.
 func sealedShape(der []byte) bool {
 	var info encryptedPrivateKeyInfo

@@ -50,11 +50,14 @@ var (
 
 // Bounds on what a key file may ask of the machine. A key file is chosen by
 // the operator, but it is still a file: one that asks for a billion
-// iterations or a gigabyte of scrypt memory is refused, not obeyed.
+// iterations or a gigabyte of scrypt memory is refused, not obeyed. The
+// bounds are one key's, and what the keys of one file may ask together
+// (fileWithin; docs/SPEC-DECISIONS.md, CLI-65).
 type kdfLimits struct {
 	pbkdf2Iterations int   // each up to maxPBKDF2Blocks HMACs (pbkdf2Blocks)
 	scryptMemory     int64 // 128·r·(N + p + 2) bytes, and 128·N·r·p bytes of work (scryptWithin)
 	scryptP          int
+	derived          func() // when not nil, called as each derivation starts (tests count them)
 }
 
 // scryptWithin reports whether scrypt with cost n, block size r and
@@ -166,13 +169,32 @@ func unmarshalExact(der []byte, v any) bool {
 	return err == nil && len(rest) == 0
 }
 
-// decryptPKCS8 opens an EncryptedPrivateKeyInfo with passphrase and
-// returns the PrivateKeyInfo DER inside. Errors: unsupported_key_encryption
-// (a scheme this package does not implement, or parameters beyond its
-// bounds), invalid_key_file (a structure that does not parse) and
-// wrong_passphrase (decryption failed: a wrong passphrase or a damaged
-// file, which cannot be told apart).
-func decryptPKCS8(der []byte, passphrase []byte, lim kdfLimits) ([]byte, error) {
+// sealedKey is an EncryptedPrivateKeyInfo whose scheme and parameters
+// were all checked (openSealed): what deriving its key costs is known,
+// and nothing was derived yet.
+type sealedKey struct {
+	data   []byte // the encrypted PrivateKeyInfo
+	kdf    kdfRun
+	keyLen int
+	gcm    *gcmParams // nil for AES-CBC
+	iv     []byte     // AES-CBC's
+}
+
+// kdfRun is a PBES2 key derivation whose parameters are within the
+// bounds of one key (checkKDF).
+type kdfRun struct {
+	salt       []byte
+	prf        func() hash.Hash // PBKDF2's; nil for scrypt
+	iterations int              // PBKDF2
+	n, r, p    int              // scrypt
+}
+
+// openSealed parses an EncryptedPrivateKeyInfo and checks everything its
+// decryption will use, its key derivation's bounds included, without
+// deriving anything. Errors: unsupported_key_encryption (a scheme this
+// package does not implement, or parameters beyond its bounds) and
+// invalid_key_file (a structure that does not parse).
+func openSealed(der []byte, lim kdfLimits) (*sealedKey, error) {
 	var info encryptedPrivateKeyInfo
 	if !unmarshalExact(der, &info) {
 		return nil, fail(ErrInvalidKeyFile, "key file holds an unreadable encrypted pkcs#8 key")
@@ -193,27 +215,52 @@ func decryptPKCS8(der []byte, passphrase []byte, lim kdfLimits) ([]byte, error) 
 	}
 
 	// The cipher first: it fixes the key length the KDF must produce.
-	enc := p.EncryptionScheme.Algorithm
-	var keyLen int
+	s := &sealedKey{data: info.EncryptedData}
 	gcm := false
+	enc := p.EncryptionScheme.Algorithm
 	switch {
 	case enc.Equal(oidAES128CBC):
-		keyLen = 16
+		s.keyLen = 16
 	case enc.Equal(oidAES192CBC):
-		keyLen = 24
+		s.keyLen = 24
 	case enc.Equal(oidAES256CBC):
-		keyLen = 32
+		s.keyLen = 32
 	case enc.Equal(oidAES128GCM):
-		keyLen, gcm = 16, true
+		s.keyLen, gcm = 16, true
 	case enc.Equal(oidAES192GCM):
-		keyLen, gcm = 24, true
+		s.keyLen, gcm = 24, true
 	case enc.Equal(oidAES256GCM):
-		keyLen, gcm = 32, true
+		s.keyLen, gcm = 32, true
 	default:
 		return nil, fail(ErrUnsupportedEncryption, "private key is encrypted with a cipher other than aes-cbc or aes-gcm, which is not supported")
 	}
+	run, err := checkKDF(p.KeyDerivationFunc, s.keyLen, lim)
+	if err != nil {
+		return nil, err
+	}
+	s.kdf = run
+	if gcm {
+		var gp gcmParams
+		if !unmarshalExact(p.EncryptionScheme.Parameters.FullBytes, &gp) || len(gp.Nonce) != 12 || gp.ICVLen < 12 || gp.ICVLen > 16 {
+			return nil, fail(ErrUnsupportedEncryption, "private key uses aes-gcm parameters other than a 12-byte nonce and a 12 to 16-byte tag")
+		}
+		s.gcm = &gp
+		return s, nil
+	}
+	if !unmarshalExact(p.EncryptionScheme.Parameters.FullBytes, &s.iv) || len(s.iv) != aes.BlockSize {
+		return nil, fail(ErrInvalidKeyFile, "key file holds an aes-cbc iv that is not 16 bytes")
+	}
+	if len(s.data) == 0 || len(s.data)%aes.BlockSize != 0 {
+		return nil, fail(ErrInvalidKeyFile, "key file holds encrypted data that is not a whole number of aes blocks")
+	}
+	return s, nil
+}
 
-	key, err := deriveKey(p.KeyDerivationFunc, passphrase, keyLen, lim)
+// decrypt derives s's key from passphrase and returns the PrivateKeyInfo
+// DER inside. A failed decryption is wrong_passphrase: a wrong
+// passphrase or a damaged file, which cannot be told apart.
+func (s *sealedKey) decrypt(passphrase []byte, lim kdfLimits) ([]byte, error) {
+	key, err := s.kdf.derive(passphrase, s.keyLen, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -221,94 +268,152 @@ func decryptPKCS8(der []byte, passphrase []byte, lim kdfLimits) ([]byte, error) 
 	if err != nil {
 		return nil, fail(ErrInvalidKeyFile, "cannot use the derived key").WithCause(err)
 	}
-	var plain []byte
-	if gcm {
-		var gp gcmParams
-		if !unmarshalExact(p.EncryptionScheme.Parameters.FullBytes, &gp) || len(gp.Nonce) != 12 || gp.ICVLen < 12 || gp.ICVLen > 16 {
-			return nil, fail(ErrUnsupportedEncryption, "private key uses aes-gcm parameters other than a 12-byte nonce and a 12 to 16-byte tag")
-		}
-		aead, err := cipher.NewGCMWithTagSize(block, gp.ICVLen)
+	if s.gcm != nil {
+		aead, err := cipher.NewGCMWithTagSize(block, s.gcm.ICVLen)
 		if err != nil {
 			return nil, fail(ErrUnsupportedEncryption, "private key uses unsupported aes-gcm parameters").WithCause(err)
 		}
-		plain, err = aead.Open(nil, gp.Nonce, info.EncryptedData, nil)
+		plain, err := aead.Open(nil, s.gcm.Nonce, s.data, nil)
 		if err != nil {
 			return nil, fail(ErrWrongPassphrase, "cannot decrypt the private key: wrong passphrase, or the file is damaged")
 		}
-	} else {
-		var iv []byte
-		if !unmarshalExact(p.EncryptionScheme.Parameters.FullBytes, &iv) || len(iv) != aes.BlockSize {
-			return nil, fail(ErrInvalidKeyFile, "key file holds an aes-cbc iv that is not 16 bytes")
-		}
-		ct := info.EncryptedData
-		if len(ct) == 0 || len(ct)%aes.BlockSize != 0 {
-			return nil, fail(ErrInvalidKeyFile, "key file holds encrypted data that is not a whole number of aes blocks")
-		}
-		plain = make([]byte, len(ct))
-		cipher.NewCBCDecrypter(block, iv).CryptBlocks(plain, ct)
-		var ok bool
-		if plain, ok = unpad(plain); !ok {
-			return nil, fail(ErrWrongPassphrase, "cannot decrypt the private key: wrong passphrase, or the file is damaged")
-		}
-		// AES-CBC has no integrity check: a wrong passphrase gives valid
-		// padding about once in 256 tries. What it decrypted to must then
-		// still be a private key, or it was the wrong passphrase too.
-		if _, err := x509.ParsePKCS8PrivateKey(plain); err != nil {
-			return nil, fail(ErrWrongPassphrase, "cannot decrypt the private key: wrong passphrase, or the file is damaged")
-		}
+		return plain, nil
+	}
+	plain := make([]byte, len(s.data))
+	cipher.NewCBCDecrypter(block, s.iv).CryptBlocks(plain, s.data)
+	plain, ok := unpad(plain)
+	if !ok {
+		return nil, fail(ErrWrongPassphrase, "cannot decrypt the private key: wrong passphrase, or the file is damaged")
+	}
+	// AES-CBC has no integrity check: a wrong passphrase gives valid
+	// padding about once in 256 tries. What it decrypted to must then
+	// still be a private key, or it was the wrong passphrase too.
+	if _, err := x509.ParsePKCS8PrivateKey(plain); err != nil {
+		return nil, fail(ErrWrongPassphrase, "cannot decrypt the private key: wrong passphrase, or the file is damaged")
 	}
 	return plain, nil
 }
 
-// deriveKey runs the PBES2 key derivation function kdf.
+// openSealedFile opens every encrypted key of one file (openSealed) and
+// refuses them, unsupported_key_encryption, when together they ask for
+// more derivation than the file's budget (fileWithin): all before a
+// passphrase is asked or any key derived (docs/SPEC-DECISIONS.md,
+// CLI-65, CLI-66).
+func openSealedFile(ders [][]byte, lim kdfLimits) ([]*sealedKey, error) {
+	keys := make([]*sealedKey, 0, len(ders))
+	for _, der := range ders {
+		s, err := openSealed(der, lim)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, s)
+	}
+	if !lim.fileWithin(keys) {
+		return nil, fail(ErrUnsupportedEncryption, "the private keys of this file together ask for more key derivation than this tool's bound for one file (what one key may: %d pbkdf2 iterations, or %d MiB of scrypt memory and as much work, shared by the file's keys)", lim.pbkdf2Iterations, lim.scryptMemory>>20)
+	}
+	return keys, nil
+}
+
+// cost is what the derivation asks of its bound: PBKDF2 iterations, or
+// scrypt's 128-byte blocks, the larger of what it allocates, r·(N + p +
+// 2), and its work, N·r·p (scryptWithin). Both are within one key's
+// bound (checkKDF).
+func (k kdfRun) cost() (iterations, blocks int64) {
+	if k.prf != nil {
+		return int64(k.iterations), 0
+	}
+	n, r, p := int64(k.n), int64(k.r), int64(k.p)
+	return 0, max(r*(n+p+2), n*r*p)
+}
+
+// fileWithin reports whether the key derivations of one file's keys
+// together ask no more than one key may: each key's share of its KDF's
+// bound (its PBKDF2 iterations out of pbkdf2Iterations; its scrypt cost
+// out of scryptMemory's blocks) adding up to at most the whole. Each
+// share is at most the whole (checkKDF) and a file holds at most
+// maxKeysPerFile keys, so the sum, in units of 1/(iterations·blocks),
+// cannot overflow.
+func (lim kdfLimits) fileWithin(keys []*sealedKey) bool {
+	iters, units := int64(lim.pbkdf2Iterations), lim.scryptMemory/128
+	var sum int64
+	for _, k := range keys {
+		it, blocks := k.kdf.cost()
+		sum += it*units + blocks*iters
+	}
+	return sum <= iters*units
+}
+
+// deriveKey runs the PBES2 key derivation function kdf, once its
+// parameters are checked (checkKDF).
 func deriveKey(kdf pkix.AlgorithmIdentifier, passphrase []byte, keyLen int, lim kdfLimits) ([]byte, error) {
+	run, err := checkKDF(kdf, keyLen, lim)
+	if err != nil {
+		return nil, err
+	}
+	return run.derive(passphrase, keyLen, lim)
+}
+
+// checkKDF parses the PBES2 key derivation function kdf of a key of
+// keyLen bytes and checks its parameters against one key's bounds.
+func checkKDF(kdf pkix.AlgorithmIdentifier, keyLen int, lim kdfLimits) (kdfRun, error) {
 	switch {
 	case kdf.Algorithm.Equal(oidPBKDF2):
 		var p pbkdf2Params
 		if !unmarshalExact(kdf.Parameters.FullBytes, &p) {
-			return nil, fail(ErrInvalidKeyFile, "key file holds unreadable pbkdf2 parameters")
+			return kdfRun{}, fail(ErrInvalidKeyFile, "key file holds unreadable pbkdf2 parameters")
 		}
 		if p.IterationCount < 1 || p.IterationCount > lim.pbkdf2Iterations || len(p.Salt) == 0 || len(p.Salt) > maxSaltLen {
-			return nil, fail(ErrUnsupportedEncryption, "private key asks for pbkdf2 parameters beyond this tool's bounds (1 to %d iterations, a salt of 1 to %d bytes)", lim.pbkdf2Iterations, maxSaltLen)
+			return kdfRun{}, fail(ErrUnsupportedEncryption, "private key asks for pbkdf2 parameters beyond this tool's bounds (1 to %d iterations, a salt of 1 to %d bytes)", lim.pbkdf2Iterations, maxSaltLen)
 		}
 		if p.KeyLength != 0 && p.KeyLength != keyLen {
-			return nil, fail(ErrInvalidKeyFile, "key file's pbkdf2 key length does not match its cipher")
+			return kdfRun{}, fail(ErrInvalidKeyFile, "key file's pbkdf2 key length does not match its cipher")
 		}
 		h := prfHash(p.PRF.Algorithm)
 		if h == nil {
-			return nil, fail(ErrUnsupportedEncryption, "private key uses a pbkdf2 prf other than hmac with sha-1 or sha-2, which is not supported")
+			return kdfRun{}, fail(ErrUnsupportedEncryption, "private key uses a pbkdf2 prf other than hmac with sha-1 or sha-2, which is not supported")
 		}
 		if pbkdf2Blocks(h, keyLen) > maxPBKDF2Blocks {
 			// Not reached with the ciphers and PRFs above; a cipher or
 			// PRF added later must not raise the documented work bound.
-			return nil, fail(ErrUnsupportedEncryption, "private key asks for more pbkdf2 work than this tool's bound")
+			return kdfRun{}, fail(ErrUnsupportedEncryption, "private key asks for more pbkdf2 work than this tool's bound")
 		}
-		key, err := pbkdf2.Key(h, string(passphrase), p.Salt, p.IterationCount, keyLen)
-		if err != nil {
-			return nil, fail(ErrUnsupportedEncryption, "cannot derive the key with pbkdf2").WithCause(err)
-		}
-		return key, nil
+		return kdfRun{salt: p.Salt, prf: h, iterations: p.IterationCount}, nil
 	case kdf.Algorithm.Equal(oidScrypt):
 		var p scryptParams
 		if !unmarshalExact(kdf.Parameters.FullBytes, &p) {
-			return nil, fail(ErrInvalidKeyFile, "key file holds unreadable scrypt parameters")
+			return kdfRun{}, fail(ErrInvalidKeyFile, "key file holds unreadable scrypt parameters")
 		}
 		n, r := p.CostParameter, p.BlockSize
 		if n < 2 || n&(n-1) != 0 || r < 1 || p.Parallelization < 1 || p.Parallelization > lim.scryptP ||
 			!lim.scryptWithin(int64(n), int64(r), int64(p.Parallelization)) || len(p.Salt) == 0 || len(p.Salt) > maxSaltLen {
-			return nil, fail(ErrUnsupportedEncryption, "private key asks for scrypt parameters beyond this tool's bounds (at most %d MiB of memory and as much work, p at most %d)", lim.scryptMemory>>20, lim.scryptP)
+			return kdfRun{}, fail(ErrUnsupportedEncryption, "private key asks for scrypt parameters beyond this tool's bounds (at most %d MiB of memory and as much work, p at most %d)", lim.scryptMemory>>20, lim.scryptP)
 		}
 		if p.KeyLength != 0 && p.KeyLength != keyLen {
-			return nil, fail(ErrInvalidKeyFile, "key file's scrypt key length does not match its cipher")
+			return kdfRun{}, fail(ErrInvalidKeyFile, "key file's scrypt key length does not match its cipher")
 		}
-		key, err := scrypt.Key(passphrase, p.Salt, n, r, p.Parallelization, keyLen)
+		return kdfRun{salt: p.Salt, n: n, r: r, p: p.Parallelization}, nil
+	default:
+		return kdfRun{}, fail(ErrUnsupportedEncryption, "private key uses a key derivation other than pbkdf2 or scrypt, which is not supported")
+	}
+}
+
+// derive runs the checked derivation k for a key of keyLen bytes.
+func (k kdfRun) derive(passphrase []byte, keyLen int, lim kdfLimits) ([]byte, error) {
+	if lim.derived != nil {
+		lim.derived()
+	}
+	if k.prf != nil {
+		key, err := pbkdf2.Key(k.prf, string(passphrase), k.salt, k.iterations, keyLen)
 		if err != nil {
-			return nil, fail(ErrUnsupportedEncryption, "cannot derive the key with scrypt").WithCause(err)
+			return nil, fail(ErrUnsupportedEncryption, "cannot derive the key with pbkdf2").WithCause(err)
 		}
 		return key, nil
-	default:
-		return nil, fail(ErrUnsupportedEncryption, "private key uses a key derivation other than pbkdf2 or scrypt, which is not supported")
 	}
+	key, err := scrypt.Key(passphrase, k.salt, k.n, k.r, k.p, keyLen)
+	if err != nil {
+		return nil, fail(ErrUnsupportedEncryption, "cannot derive the key with scrypt").WithCause(err)
+	}
+	return key, nil
 }
 
 // unpad removes PKCS#7 padding (RFC 8018 §6.1.1 step 4).
