@@ -1,6 +1,7 @@
 package client
 
 import (
+	"container/heap"
 	"context"
 	"slices"
 	"sync"
@@ -70,12 +71,14 @@ type Outbound struct {
 	// rcpts are the message's distinct recipients (bare DIDs, sorted);
 	// settled[i]: how rcpts[i] settled the entry (unsettled: it still
 	// counts in rcpts[i]'s share); left counts those unsettled; failed:
-	// a report was not PROC_OK; acked: an ACK came.
+	// a report was not PROC_OK; acked: an ACK came; at: its index in
+	// the outbox's queue.
 	rcpts   []string
 	settled []settlement
 	left    int
 	failed  bool
 	acked   bool
+	at      int
 }
 
 // update sets e.State from its recipients' settlements: final once all
@@ -136,6 +139,62 @@ type Outbox struct {
 	always   []string            // relays trusted for every message
 	relaysOf map[string][]string // recipient DID -> relays its document lists
 	m        map[amp.ID]*Outbound
+	queue    dropOrder // the entries of m, in the order a sweep drops them
+	visited  int       // entries the sweeps looked at (tests count them)
+}
+
+// dropOrder is a heap (container/heap) of the entries of an Outbox: the
+// final ones first, then by expiry, so that a sweep finds what it may
+// drop at its top and stops at the first entry it may not: a refused
+// Add looks at one entry, not at every entry (docs/SPEC-DECISIONS.md
+// REPORT-4: Max is 65,536). Outbox.update keeps it in order when an
+// entry becomes final or stops being final (a retry reopens it); an
+// entry's expiry never changes.
+type dropOrder []*Outbound
+
+// Len is the number of entries (container/heap).
+func (q dropOrder) Len() int { return len(q) }
+
+// Less puts a final entry before one that is not, then the one that
+// expires first (container/heap).
+func (q dropOrder) Less(i, j int) bool {
+	if fi, fj := final(q[i].State), final(q[j].State); fi != fj {
+		return fi
+	}
+	return q[i].Expires.Before(q[j].Expires)
+}
+
+// Swap swaps two entries and their indexes (container/heap).
+func (q dropOrder) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].at, q[j].at = i, j
+}
+
+// Push appends x, an *Outbound (container/heap).
+func (q *dropOrder) Push(x any) {
+	e := x.(*Outbound)
+	e.at = len(*q)
+	*q = append(*q, e)
+}
+
+// Pop removes the last entry (container/heap).
+func (q *dropOrder) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return e
+}
+
+// update sets e.State from its settlements (Outbound.update) and keeps
+// e's place in the queue when it became final or stopped being final
+// (o.mu held).
+func (o *Outbox) update(e *Outbound) {
+	was := final(e.State)
+	e.update()
+	if final(e.State) != was {
+		heap.Fix(&o.queue, e.at)
+	}
 }
 
 // OutboxConfig configures an Outbox.
@@ -242,6 +301,7 @@ func (o *Outbox) drop(id amp.ID, e *Outbound) {
 			o.release(r)
 		}
 	}
+	heap.Remove(&o.queue, e.at)
 	delete(o.m, id)
 }
 
@@ -255,13 +315,18 @@ func (o *Outbox) settle(e *Outbound, i int, how settlement) {
 	e.settled[i] = how
 }
 
-// sweep drops what is confirmed or expired (o.mu held).
+// sweep drops what is confirmed or expired (o.mu held): from the top of
+// the queue, up to the first entry neither final nor expired, behind
+// which none is.
 func (o *Outbox) sweep() {
 	now := o.now()
-	for id, e := range o.m {
-		if final(e.State) || now.After(e.Expires) {
-			o.drop(id, e)
+	for len(o.queue) > 0 {
+		e := o.queue[0]
+		o.visited++
+		if !final(e.State) && !now.After(e.Expires) {
+			return
 		}
+		o.drop(e.ID, e)
 	}
 }
 
@@ -324,7 +389,7 @@ func (o *Outbox) add(m *amp.Message, peer string) error {
 				e.settled[i], e.left = unsettled, e.left+1
 				o.held[e.rcpts[i]]++
 			}
-			e.update()
+			o.update(e)
 			return nil
 		}
 	}
@@ -336,8 +401,10 @@ func (o *Outbox) add(m *amp.Message, peer string) error {
 		}
 	}
 	ttl := time.Duration(m.TTL) * time.Millisecond
-	o.m[m.ID] = &Outbound{ID: m.ID, To: m.To, Expires: time.UnixMilli(int64(m.TS)).Add(ttl), State: OutSent,
-		rcpts: rs, settled: make([]settlement, len(rs)), left: len(rs)}
+	e := &Outbound{ID: m.ID, To: amp.Recipients{DIDs: slices.Clone(m.To.DIDs), List: m.To.List},
+		Expires: time.UnixMilli(int64(m.TS)).Add(ttl), State: OutSent, rcpts: rs, settled: make([]settlement, len(rs)), left: len(rs)}
+	o.m[m.ID] = e
+	heap.Push(&o.queue, e)
 	for _, r := range rs {
 		o.held[r]++
 	}
@@ -365,7 +432,9 @@ func reopening(e *Outbound, peer string) []int {
 	return out
 }
 
-// State returns the state of the outbound message id.
+// State returns the state of the outbound message id: a copy, its
+// recipients and report too, so that what the caller does with it
+// changes nothing kept.
 func (o *Outbox) State(id amp.ID) (Outbound, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -373,7 +442,10 @@ func (o *Outbox) State(id amp.ID) (Outbound, bool) {
 	if !ok {
 		return Outbound{}, false
 	}
-	out := *e
+	out := Outbound{ID: e.ID, To: amp.Recipients{DIDs: slices.Clone(e.To.DIDs), List: e.To.List}, Expires: e.Expires, State: e.State}
+	if e.Report != nil {
+		out.Report = summary(e.Report)
+	}
 	if !final(out.State) && o.now().After(out.Expires) {
 		out.State = OutExpired
 	}
@@ -388,7 +460,7 @@ func (o *Outbox) Delivered(id amp.ID) {
 	defer o.mu.Unlock()
 	if e, ok := o.m[id]; ok && !final(e.State) {
 		e.acked = true
-		e.update()
+		o.update(e)
 	}
 }
 
@@ -462,7 +534,7 @@ func (o *Outbox) answered(id amp.ID, peer string, a answer) {
 	case e.settled[i] != byReport:
 		o.settle(e, i, how)
 	}
-	e.update()
+	o.update(e)
 }
 
 // reportedAnswer records the verified synchronous reply m to id, a
@@ -507,7 +579,7 @@ func (o *Outbox) Receive(_ context.Context, r Receipt) bool {
 			return false
 		}
 		e.acked = true
-		e.update()
+		o.update(e)
 		if e.left == len(e.rcpts) { // a final report outranks an ACK
 			e.Report = summary(m)
 		}
@@ -541,6 +613,6 @@ func (o *Outbox) reported(e *Outbound, m *amp.Message) bool {
 		e.Report = summary(m)
 	}
 	e.failed = e.failed || m.Type != amp.TypeProcOK
-	e.update()
+	o.update(e)
 	return true
 }

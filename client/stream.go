@@ -164,7 +164,9 @@ func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (s
 // SHA-256 of the content.
 func (c *Client) sendChunks(ctx context.Context, s Stream, chunks uint64, content io.Reader) ([]byte, error) {
 	h := sha256.New()
-	buf := make([]byte, s.ChunkSize)
+	// No chunk is longer than the content: a chunk size above it (a
+	// single chunk) allocates the content's size, not the chunk size.
+	buf := make([]byte, min(s.ChunkSize, s.Size))
 	for i := uint64(0); i < chunks; i++ {
 		n := s.ChunkSize
 		if i == chunks-1 {

@@ -1,0 +1,61 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// TestStreamChunkSizeOverTheContentIsNotAllocated: SendStream allocated
+// its chunk buffer at Stream.ChunkSize whatever the content's size, after
+// the STREAM_START was sent: 100 bytes with a chunk size of 2^62 (one
+// chunk, a consistent STREAM_START) panicked (makeslice: len out of
+// range), and with 1 GiB allocated 1 GiB for 100 bytes. The buffer is now
+// the size of the largest chunk sent, at most the content's size.
+func TestStreamChunkSizeOverTheContentIsNotAllocated(t *testing.T) {
+	yes := true
+	for _, chunk := range []uint64{1 << 30, 1 << 62} {
+		t.Run(fmt.Sprint(chunk), func(t *testing.T) {
+			p := newParties(t)
+			tr := p.scripted(t, func(m *amp.Message, send *amp.Sender) ([]byte, error) {
+				if m.Type != amp.TypeStreamEnd {
+					return nil, nil // START and DATA get no reply
+				}
+				e, err := amp.DecodeStreamEnd(m.Body)
+				if err != nil {
+					return nil, err
+				}
+				one := uint64(1)
+				body, err := amp.Marshal(amp.AckBody{AckSource: amp.AckFromRecipient, ReceivedAt: m.TS, StreamID: e.StreamID,
+					ChunksReceived: &one, Verified: &yes})
+				if err != nil {
+					return nil, err
+				}
+				_, out, err := send.Seal(context.Background(), amp.Draft{Type: amp.TypeAck, To: amp.To(m.From), ReplyTo: m.ID[:], Body: body})
+				return out, err
+			})
+			c := p.client(t, tr)
+			content := bytes.Repeat([]byte("x"), 100)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("SendStream of 100 bytes in chunks of %d panicked: %v", chunk, r)
+					}
+				}()
+				if _, _, err := c.SendStream(context.Background(), Stream{Size: uint64(len(content)), ChunkSize: chunk}, bytes.NewReader(content)); err != nil {
+					t.Fatalf("SendStream: %v", err)
+				}
+			}()
+			runtime.ReadMemStats(&after)
+			if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+				t.Errorf("SendStream of 100 bytes in chunks of %d allocated %d bytes", chunk, got)
+			}
+		})
+	}
+}
