@@ -167,6 +167,24 @@ type rateBody struct {
 	out   *transport.RateWriter
 }
 
+// RateBodies returns next with the body of every answer written as the
+// mirror writes its files (rateBody, MIRROR-14): at rate bytes a second
+// (admission.MinDataRate when zero or less) after grace
+// (admission.FrameGrace when zero or less), with no stall longer than
+// grace, whole within the http.Server's WriteTimeout, the clock started
+// at the body's first byte. It is for the routes a server mounts beside
+// its own that write an answer of some size without a rate: a peer that
+// reads none of it (a zero TCP window) then holds the handler, and
+// whatever the handler holds while it writes (a build slot), for moments
+// instead of the whole write timeout (docs/SPEC-DECISIONS.md
+// TRANSPORT-32). A handler that bounds its own writes is best mounted
+// outside it: the deadline last set wins.
+func RateBodies(next http.Handler, rate int64, grace time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&rateBody{ResponseWriter: w, r: r, rate: rate, grace: grace}, r)
+	})
+}
+
 // Unwrap gives http.ResponseController the connection's writer.
 func (b *rateBody) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 

@@ -6,9 +6,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/catalog"
@@ -79,7 +81,7 @@ func (s *server) mountAgent() error {
 	// The write deadline counts from the request: it covers the longest
 	// answer (a BATCH: MaxBatchDuration plus one item's timeout, AGENT-13)
 	// and the reply's write.
-	routes := instrument(s.mux, s.met, s.log)
+	routes := instrument(rateSideRoutes(s.mux, 0), s.met, s.log)
 	if s.cfg.catalog {
 		// The operator's catalog makes --listen the operator's origin:
 		// every route of it is behind the Host rule on loopback
@@ -90,6 +92,28 @@ func (s *server) mountAgent() error {
 	}
 	s.srv = amphttp.NewServer(mirror.ScriptFree(routes), agent.Bounds{MaxTimeout: s.maxTimeout}.LongestAnswer()+30*time.Second, s.log)
 	return nil
+}
+
+// rateSideRoutes is mux with the answers of the routes mounted beside
+// the agent's (the AGH projection, the discovery documents, /readyz, the
+// 404) written at the minimum data rate after grace (mirror.RateBodies;
+// admission.FrameGrace when zero or less). Without it such an answer had
+// the server's write timeout alone (150 s and more): a peer that reads
+// none of it holds its handler, its answer's bytes, and an AGH answer's
+// build slot, four in all for every caller, for that long
+// (docs/SPEC-DECISIONS.md TRANSPORT-32). The routes that bound their own
+// writes keep their bound: the agent's (amphttp, TRANSPORT-4 and
+// TRANSPORT-31) and the catalog's (CATALOG-24).
+func rateSideRoutes(mux http.Handler, grace time.Duration) http.Handler {
+	rated := mirror.RateBodies(mux, admission.MinDataRate, grace)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case p == amphttp.MessagesPath, p == amphttp.HealthPath, strings.HasPrefix(p, catalog.Prefix):
+			mux.ServeHTTP(w, r)
+		default:
+			rated.ServeHTTP(w, r)
+		}
+	})
 }
 
 // messageHandler is the HTTP binding of the agent, with its limits and
