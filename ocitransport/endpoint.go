@@ -448,7 +448,7 @@ func newHTTPClient(host, repo string, plain bool, o *Options) *http.Client {
 		DialContext:            dial,
 		TLSClientConfig:        tlsCfg,
 		TLSHandshakeTimeout:    30 * time.Second,
-		ResponseHeaderTimeout:  60 * time.Second,
+		ResponseHeaderTimeout:  responseHeaderWait,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 		MaxIdleConnsPerHost:    4,

@@ -76,7 +76,8 @@ func checkManifestDescriptor(desc ocispec.Descriptor, max int64) error {
 
 // WriteBundle streams the bundle file of a (KindBundle) into w: each layer
 // checked against its digest as it streams, the whole against the
-// manifest's size and SHA-256. On an error, w has received part of the
+// manifest's size and SHA-256, all the layers within one time budget
+// (fileBudget: oci_too_slow past it). On an error, w has received part of the
 // file: write to a temporary file (PullFile does).
 func (e *Endpoint) WriteBundle(ctx context.Context, a *Artifact, w io.Writer) error {
 	if a.Kind != KindBundle {
@@ -85,9 +86,15 @@ func (e *Endpoint) WriteBundle(ctx context.Context, a *Artifact, w io.Writer) er
 	hw := &hashWriter{h: sha256.New()}
 	mw := io.MultiWriter(w, hw)
 	buf := make([]byte, CopyBufferSize)
+	// One clock over every layer's request (docs/SPEC-DECISIONS.md OCI-34).
+	bud := e.o.startBudget(ctx, "layers of a file", len(a.Manifest.Layers), layerBytes(a.Manifest.Layers), pullRequests)
+	defer bud.stop()
 	for _, l := range a.Manifest.Layers {
-		if err := e.copyBlob(ctx, l, mw, buf); err != nil {
+		if err := bud.check(); err != nil {
 			return err
+		}
+		if err := e.copyBlob(bud.ctx, l, mw, buf); err != nil {
+			return bud.failed(err)
 		}
 	}
 	return a.checkFile(hw)
@@ -188,7 +195,9 @@ func (e *Endpoint) Statements(ctx context.Context, b *Artifact) ([]*Artifact, er
 // (its error in skipped) and keeps the others: a statement is verified by
 // the store that applies it, so one bad referrer need not hide the rest
 // (docs/SPEC-DECISIONS.md OCI-9). err is a failure of the listing itself,
-// oci_too_many past MaxReferrers, found as the pages arrive.
+// oci_too_many past MaxReferrers, found as the pages arrive, or
+// oci_too_slow past the time budget of the manifests it fetches
+// (fileBudget, OCI-36).
 func (e *Endpoint) StatementsSkipping(ctx context.Context, b *Artifact) (out []*Artifact, skipped []error, err error) {
 	return e.StatementsCached(ctx, b, nil)
 }
@@ -235,6 +244,10 @@ func (e *Endpoint) statements(ctx context.Context, b *Artifact, cache *Statement
 			return nil, nil, need, nil
 		}
 	}
+	// One clock over the manifests the listing fetches, each at most
+	// maxSize (docs/SPEC-DECISIONS.md OCI-36).
+	bud := e.o.startBudget(ctx, "statement manifests listed for a bundle", len(descs), int64(len(descs))*maxSize, pullRequests)
+	defer bud.stop()
 	seen := make(map[statementKey]bool, len(descs))
 	fresh := 0
 	for _, d := range descs {
@@ -252,10 +265,13 @@ func (e *Endpoint) statements(ctx context.Context, b *Artifact, cache *Statement
 				continue
 			}
 			fresh++
+			if err := bud.check(); err != nil {
+				return nil, nil, 0, err
+			}
 		}
-		c, err := cache.fetch(ctx, e, d)
+		c, err := cache.fetch(bud.ctx, e, d)
 		if err != nil {
-			return nil, nil, 0, err // the context ended: no verdict
+			return nil, nil, 0, bud.failed(err) // the context ended: no verdict
 		}
 		err = c.err
 		if err == nil && c.a.Manifest.Subject.Digest != b.Descriptor.Digest {

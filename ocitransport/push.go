@@ -291,18 +291,28 @@ func Copy(ctx context.Context, src *Endpoint, ref string, dst *Endpoint, tag str
 // DecodeManifest) that a layout destination has is read back from it
 // through its digest check (OCI-22); from a registry that has it, nothing
 // more is read. A statement's layer is sent or, when dst has it, checked
-// as above.
+// as above. The layers are copied within one time budget (fileBudget:
+// oci_too_slow past it).
 func copyArtifact(ctx context.Context, src, dst *Endpoint, a *Artifact) error {
 	var whole *hashWriter
 	var buf []byte
 	if a.Kind == KindBundle && len(a.Manifest.Layers) > 1 {
 		whole, buf = &hashWriter{h: sha256.New()}, make([]byte, CopyBufferSize)
 	}
+	// One clock over every layer's requests, at the slower endpoint's
+	// bounds (docs/SPEC-DECISIONS.md OCI-35).
+	o := dst.o
+	o.MinDataRate, o.Grace = min(o.MinDataRate, src.o.MinDataRate), max(o.Grace, src.o.Grace)
+	bud := o.startBudget(ctx, "layers of a file", len(a.Manifest.Layers), layerBytes(a.Manifest.Layers), copyRequests)
+	defer bud.stop()
 	for _, l := range a.Manifest.Layers {
+		if err := bud.check(); err != nil {
+			return err
+		}
 		var br *blobReader
-		err := dst.pushIfAbsent(ctx, l, func() (io.Reader, error) {
+		err := dst.pushIfAbsent(bud.ctx, l, func() (io.Reader, error) {
 			var err error
-			if br, err = src.openBlob(ctx, l); err != nil || whole == nil {
+			if br, err = src.openBlob(bud.ctx, l); err != nil || whole == nil {
 				return br, err
 			}
 			return io.TeeReader(br, whole), nil
@@ -317,14 +327,14 @@ func copyArtifact(ctx context.Context, src, dst *Endpoint, a *Artifact) error {
 			if dst.repo != nil {
 				from = src
 			}
-			err = from.copyBlob(ctx, l, whole, buf)
+			err = from.copyBlob(bud.ctx, l, whole, buf)
 		case a.Kind == KindBundle && dst.repo == nil:
 			// A layout had the bundle's one layer: read back through
 			// its digest check (OCI-22).
-			err = dst.copyBlob(ctx, l, io.Discard, make([]byte, CopyBufferSize))
+			err = dst.copyBlob(bud.ctx, l, io.Discard, make([]byte, CopyBufferSize))
 		}
 		if err != nil {
-			return err
+			return bud.failed(err)
 		}
 	}
 	if whole != nil {

@@ -19,7 +19,8 @@ import (
 // streamLayers uploads the layers of f (size bytes, cut at MaxLayerSize)
 // to the registry, each hashed as it streams (the distribution
 // specification's streamed upload: POST, one PATCH with the layer, PUT
-// with the digest), so the file is read once. It returns the layers and
+// with the digest), so the file is read once, all of them within one time
+// budget (fileBudget: oci_too_slow past it). It returns the layers and
 // the whole file's SHA-256.
 func (e *Endpoint) streamLayers(ctx context.Context, f *os.File, size int64) ([]ocispec.Descriptor, []byte, error) {
 	max, mt, err := layerCut(size, e.o.MaxLayerSize)
@@ -29,11 +30,17 @@ func (e *Endpoint) streamLayers(ctx context.Context, f *os.File, size int64) ([]
 	ctx = auth.AppendRepositoryScope(ctx, e.repo.Reference, auth.ActionPull, auth.ActionPush)
 	whole := sha256.New()
 	var layers []ocispec.Descriptor
+	// One clock over every layer's requests (docs/SPEC-DECISIONS.md OCI-35).
+	bud := e.o.startBudget(ctx, "layers of a file", int((size+max-1)/max), size, pushRequests)
+	defer bud.stop()
 	for off := int64(0); off < size; off += max {
 		n := min(max, size-off)
 		part := sha256.New()
-		if err := e.streamUpload(ctx, io.NewSectionReader(f, off, n), n, whole, part); err != nil {
+		if err := bud.check(); err != nil {
 			return nil, nil, err
+		}
+		if err := e.streamUpload(bud.ctx, io.NewSectionReader(f, off, n), n, whole, part); err != nil {
+			return nil, nil, bud.failed(err)
 		}
 		layers = append(layers, ocispec.Descriptor{MediaType: mt, Digest: digest.NewDigest(digest.SHA256, part), Size: n})
 	}
