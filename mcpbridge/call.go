@@ -93,7 +93,7 @@ func (b *Bridge) call(ctx context.Context, principal string, p *mcp.CallToolPara
 	if err != nil {
 		return errorResult(err, rm)
 	}
-	rm.Reply = base64.StdEncoding.EncodeToString(res.Reply)
+	rm.Reply = encodeReply(res.Reply)
 	rm.MessageID = res.ID.String()
 	rm.Type = res.Type.Name()
 	switch res.Type {
@@ -136,6 +136,19 @@ func (b *Bridge) call(ctx context.Context, principal string, p *mcp.CallToolPara
 		cr.StructuredContent = json.RawMessage(text)
 	}
 	return cr
+}
+
+// encodeReply is the reply in base64 (standard, padded), written once
+// into the string it returns: EncodeToString writes it and then copies
+// it into a string, one more copy of the signed reply, about 4/3 of the
+// result, per answer (docs/SPEC-DECISIONS.md MCP-46).
+func encodeReply(reply []byte) string {
+	var sb strings.Builder
+	sb.Grow(base64.StdEncoding.EncodedLen(len(reply)))
+	w := base64.NewEncoder(base64.StdEncoding, &sb)
+	w.Write(reply) // a strings.Builder's writes do not fail
+	w.Close()
+	return sb.String()
 }
 
 // callParams turns a call's arguments into CBOR params: parsed

@@ -115,11 +115,12 @@ func TestSafeAnswerReadsAResultAtAFewBytesPerByte(t *testing.T) {
 }
 
 // TestSafeAnswerKeepsAnHonestBatch: a batch answer of results and errors
-// keeps its order and ids; only the errors' texts change (what held).
+// keeps its order and ids; only the errors' texts change, the results
+// are kept as the SDK wrote them (MCP-45).
 func TestSafeAnswerKeepsAnHonestBatch(t *testing.T) {
 	in := `[{"jsonrpc":"2.0","id":3,"result":{"x":"<b>"}},{"jsonrpc":"2.0","id":"a","error":{"code":-32602,"message":"ECHO","data":"ECHO"}},{"jsonrpc":"2.0","id":1,"result":{}}]`
 	out := string(safeAnswer([]byte(in)))
-	want := `[{"jsonrpc":"2.0","id":3,"result":{"x":"\u003cb\u003e"}},{"error":{"code":-32602,"message":"invalid params"},"id":"a","jsonrpc":"2.0"},{"jsonrpc":"2.0","id":1,"result":{}}]`
+	want := `[{"jsonrpc":"2.0","id":3,"result":{"x":"<b>"}},{"error":{"code":-32602,"message":"invalid params"},"id":"a","jsonrpc":"2.0"},{"jsonrpc":"2.0","id":1,"result":{}}]`
 	if out != want {
 		t.Errorf("got  %s\nwant %s", out, want)
 	}

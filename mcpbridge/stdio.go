@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ampbundle/ampbundle/amp"
 )
 
 // checkedStdio returns t with each message it reads checked by checkBody,
@@ -56,19 +58,23 @@ type checkedReader struct {
 
 // frameLimit bounds the bytes the decoder buffers for one value, as the
 // SDK's frame limit does (mcp.IOTransport.MaxLineLength: 0 its default,
-// below 0 none).
+// below 0 none). count is the bytes read for the value being decoded:
+// those read since the end of the one before, the ones the decoder had
+// already read ahead with it included (docs/SPEC-DECISIONS.md MCP-44).
 type frameLimit struct {
 	r     io.Reader
 	limit int
 	count int
+	total int64 // bytes read from r
 }
 
 // errStdioFrameTooLarge ends a stdio session whose message is longer
-// than the transport's MaxLineLength.
-var errStdioFrameTooLarge = errors.New("a stdio message is longer than the transport's maximum line length")
+// than the transport's MaxLineLength: body_too_large, the HTTP
+// endpoint's name for a body over its bound.
+var errStdioFrameTooLarge = amp.Named(amp.CodeInvalidMessage, "body_too_large", "a stdio message is longer than the transport's maximum line length")
 
 // Read implements io.Reader: it reads f.r, and fails with
-// errStdioFrameTooLarge once limit bytes were read since count was reset.
+// errStdioFrameTooLarge once count reached limit.
 func (f *frameLimit) Read(p []byte) (int, error) {
 	if f.limit > 0 {
 		if f.count >= f.limit {
@@ -78,8 +84,16 @@ func (f *frameLimit) Read(p []byte) (int, error) {
 	}
 	n, err := f.r.Read(p)
 	f.count += n
+	f.total += int64(n)
 	return n, err
 }
+
+// next starts the count of the next value at the bytes read past the
+// end of the last, at offset end of the stream (the decoder's
+// InputOffset): the decoder reads ahead, and bytes it read with one value
+// are the next one's. Reset to 0, a value read ahead with a value near
+// the limit could reach twice the limit before it was refused.
+func (f *frameLimit) next(end int64) { f.count = int(f.total - end) }
 
 // Read implements io.Reader.
 func (r *checkedReader) Read(p []byte) (int, error) {
@@ -127,7 +141,7 @@ func (r *checkedReader) next() {
 		after = b[0]
 	}
 	r.pending = append(raw, after) // raw is the decoder's fresh copy
-	r.limit.count = 0
+	r.limit.next(r.dec.InputOffset())
 }
 
 // Close implements io.Closer: it closes src.
