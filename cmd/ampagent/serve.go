@@ -784,65 +784,85 @@ type liveAgent struct {
 	mu     sync.RWMutex
 	a      *agent.Agent
 	closed bool
+	view   mcpView // the MCP bridge's agent while this one is current
 }
 
 func newAgentSwitch(a *agent.Agent, log *slog.Logger) *agentSwitch {
 	s := &agentSwitch{did: a.DID(), log: log}
-	s.cur.Store(&liveAgent{a: a})
+	s.cur.Store(s.live(a))
 	return s
 }
 
-// Handle implements amphttp.Handler and ampstcp.Handler.
-func (s *agentSwitch) Handle(ctx context.Context, msg []byte) ([]byte, error) {
+// live is a as one of s's agents.
+func (s *agentSwitch) live(a *agent.Agent) *liveAgent {
+	l := &liveAgent{a: a}
+	l.view = mcpView{s: s, l: l}
+	return l
+}
+
+// in runs f in the agent current when it starts and holds that agent open
+// until f returns: a reload closes it only after. An agent replaced and
+// closed between the load and the lock leads to its successor; once the
+// switch itself is closed (the same closed agent loaded twice), f runs in
+// that agent, which refuses at once (5002 agent_closed), rather than the
+// loop spinning.
+func (s *agentSwitch) in(f func(*agent.Agent)) {
+	var last *liveAgent
 	for {
 		l := s.cur.Load()
 		l.mu.RLock()
-		if !l.closed {
-			reply, err := l.a.Handle(ctx, msg)
+		if !l.closed || l == last {
+			f(l.a)
 			l.mu.RUnlock()
-			return reply, err
+			return
 		}
-		// Replaced and closed between the load and the lock: the next
-		// load finds its successor.
 		l.mu.RUnlock()
+		last = l
 	}
+}
+
+// Handle implements amphttp.Handler and ampstcp.Handler.
+func (s *agentSwitch) Handle(ctx context.Context, msg []byte) (reply []byte, err error) {
+	s.in(func(a *agent.Agent) { reply, err = a.Handle(ctx, msg) })
+	return reply, err
 }
 
 // DID is the agent's DID (a reload keeps the identity).
 func (s *agentSwitch) DID() string { return s.did }
 
-// InvokeLocal implements mcpbridge.Agent: like Handle, a call runs in the
-// agent current when it starts and holds it open until it returns, so a
-// reload between the bridge's look-up and its call never answers it 5002
-// agent_closed.
-func (s *agentSwitch) InvokeLocal(ctx context.Context, call agent.LocalCall) (agent.LocalResult, error) {
-	for {
-		l := s.cur.Load()
-		l.mu.RLock()
-		if !l.closed {
-			res, err := l.a.InvokeLocal(ctx, call)
-			l.mu.RUnlock()
-			return res, err
-		}
-		l.mu.RUnlock()
-	}
+// mcpAgent is the MCP bridge's Options.Agent: the view of the agent
+// current now. Its calls run through the switch, never in an agent a
+// reload may close between the bridge's look-up and its call (AGENT-33);
+// its tools are that agent's, and each reload gives a new view, so the
+// bridge builds its tool set again.
+func (s *agentSwitch) mcpAgent() mcpbridge.Agent { return &s.cur.Load().view }
+
+// mcpView is the MCP bridge's agent while l is current (mcpAgent).
+type mcpView struct {
+	s *agentSwitch
+	l *liveAgent
 }
 
-// mcpAgent is the MCP bridge's Options.Agent: the switch itself, never
-// the agent current at the look-up, which a reload may close before the
-// bridge calls it.
-func (s *agentSwitch) mcpAgent() mcpbridge.Agent { return s }
+// InvokeLocal implements mcpbridge.Agent: like Handle, the call runs in
+// the agent current when it starts, held open until it returns.
+func (v *mcpView) InvokeLocal(ctx context.Context, call agent.LocalCall) (res agent.LocalResult, err error) {
+	v.s.in(func(a *agent.Agent) { res, err = a.InvokeLocal(ctx, call) })
+	return res, err
+}
 
-// Served implements mcpbridge.Agent: the current agent's capabilities.
-func (s *agentSwitch) Served() []capability.ID { return s.cur.Load().a.Served() }
+// Served implements mcpbridge.Agent: the capabilities of the view's agent.
+func (v *mcpView) Served() []capability.ID { return v.l.a.Served() }
 
-// Allows implements mcpbridge.Agent: the current agent's policy.
-func (s *agentSwitch) Allows(caller, name string) bool { return s.cur.Load().a.Allows(caller, name) }
+// Allows implements mcpbridge.Agent: the policy of the view's agent.
+func (v *mcpView) Allows(caller, name string) bool { return v.l.a.Allows(caller, name) }
+
+// DID implements mcpbridge.Agent.
+func (v *mcpView) DID() string { return v.s.did }
 
 // swap makes a the current agent and closes the one it replaces once
 // that one's calls returned.
 func (s *agentSwitch) swap(a *agent.Agent) {
-	old := s.cur.Swap(&liveAgent{a: a})
+	old := s.cur.Swap(s.live(a))
 	s.closes.Add(1)
 	go func() {
 		defer s.closes.Done()
