@@ -356,7 +356,7 @@ func mcpAuth(c *cli.Context, addr string) (*tls.Config, []mcpbridge.Token, error
 	if cert == "" {
 		return nil, tokens, nil
 	}
-	cfg, err := cliutil.ServerTLS(cert, key)
+	cfg, err := cliutil.ServerTLSNamed(cert, key, "--mcp-tls-cert file", "--mcp-tls-key file")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -40,7 +40,7 @@ func tcpTLS(sc *serveConfig) (*tls.Config, error) {
 	if sc.listenTCP == "" || sc.tlsCert == "" {
 		return nil, nil
 	}
-	return cliutil.ServerTLS(sc.tlsCert, sc.tlsKey)
+	return cliutil.ServerTLSNamed(sc.tlsCert, sc.tlsKey, "--tls-cert file", "--tls-key file")
 }
 
 // tcpListener opens the listener of --listen-tcp: TLS with cfg (tcpTLS),

@@ -202,7 +202,7 @@ func checkMirrorFlags(c *cli.Context) (*tls.Config, error) {
 	if cert == "" {
 		return nil, nil
 	}
-	return cliutil.ServerTLS(cert, key)
+	return cliutil.ServerTLSNamed(cert, key, "--tls-cert file", "--tls-key file")
 }
 
 // mirrorOptions are the mirror's options of serve's flags (checked by

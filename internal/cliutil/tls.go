@@ -14,22 +14,16 @@ import (
 // maxPEMFile bounds a certificate, key or CA file.
 const maxPEMFile = 1 << 20
 
-// ServerTLS loads a certificate chain and its key (PEM files) into a TLS
-// server configuration (TLS 1.2 or later). A pair that does not load is
-// tls_config; a key file another user owns, or that group or others may
-// read or write, is insecure_key_file (ServerTLSNamed).
-func ServerTLS(certFile, keyFile string) (*tls.Config, error) {
-	return ServerTLSNamed(certFile, keyFile, "tls certificate", "tls key")
-}
-
-// ServerTLSNamed is ServerTLS whose errors call the two files certName
-// and keyName (the flags that gave them, "--etcd-cert file"), so that a
-// command with several TLS flags says which file does not load or cannot
-// be read; no error holds what a file holds (CLI-50). The key file is
-// judged as a private key file is (keyfile.CheckOwnerOnly, on the file
-// opened, before it is read): another user's, or one group or others may
-// read or write, is insecure_key_file; so is the certificate file when it
-// holds a private key too (docs/SPEC-DECISIONS.md, CLI-63).
+// ServerTLSNamed loads a certificate chain and its key (PEM files) into a
+// TLS server configuration (TLS 1.2 or later); a pair that does not load
+// is tls_config. Its errors call the two files certName and keyName (the
+// flags that gave them, "--etcd-cert file"), so that a command with
+// several TLS flags says which file does not load or cannot be read; no
+// error holds what a file holds (CLI-50). The key file is judged as a
+// private key file is (keyfile.CheckOwnerOnly, on the file opened, before
+// it is read): another user's, or one group or others may read or write,
+// is insecure_key_file; so is the certificate file when it holds a
+// private key too (docs/SPEC-DECISIONS.md, CLI-63).
 func ServerTLSNamed(certFile, keyFile, certName, keyName string) (*tls.Config, error) {
 	certPEM, err := readPEMFile(certFile, certName, false)
 	if err != nil {

@@ -143,7 +143,7 @@ func TestTLSKeyFileOfAnotherUserIsRefused(t *testing.T) {
 	if err := os.Chown(key, 65534, 65534); err != nil {
 		t.Skipf("cannot give the file away: %v", err)
 	}
-	cfg, err := ServerTLS(cert, key)
+	cfg, err := ServerTLSNamed(cert, key, "--tls-cert file", "--tls-key file")
 	if amp.NameOf(err) != keyfile.ErrInsecureKeyFile || cfg != nil {
 		t.Fatalf("got %v, %v; want %s", cfg, err, keyfile.ErrInsecureKeyFile)
 	}
@@ -171,7 +171,7 @@ func TestTLSKeyGivenAsAPipeIsStillRead(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("no /dev/fd here: %v", err)
 	}
-	cfg, err := ServerTLS(cert, path)
+	cfg, err := ServerTLSNamed(cert, path, "--tls-cert file", "--tls-key file")
 	if err != nil || cfg == nil || len(cfg.Certificates) != 1 {
 		t.Fatalf("got %v, %v; want the pair loaded from the pipe", cfg, err)
 	}
