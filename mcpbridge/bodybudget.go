@@ -166,11 +166,11 @@ type bodyCounter struct {
 }
 
 // messageSeen is what one message holds, so far, of what ErrListBatched
-// reads: whether it may be a request (a member that may be read as id,
-// not null) and a tools/list (a member that may be read as method whose
-// string decodes to listMethod).
+// reads: whether it has a member that may be read as id, not null, and
+// one that may be read as method (both: it may be a request), and whether
+// it may be a tools/list (a method whose string decodes to listMethod).
 type messageSeen struct {
-	request, list bool
+	id, method, list bool
 }
 
 // checkBody reads data as one JSON text of at most maxArgs values in
@@ -359,16 +359,19 @@ func (c *bodyCounter) metaAmbiguous() bool {
 
 // noteRequest records the member key, of value v (one JSON value as
 // written), of a message for its messageSeen: a member the SDK may read
-// as id (any spelling nameFolds takes, each duplicate) that is not null
-// makes it a request, one it may read as method whose string decodes to
-// listMethod a tools/list. It records nothing unless c.soleList.
+// as id (any spelling nameFolds takes, each duplicate) that is not null,
+// beside one it may read as method, makes it a request (without a
+// method it is a response to the server, which is never answered);
+// a method whose string decodes to listMethod makes it a tools/list. It
+// records nothing unless c.soleList.
 func (c *bodyCounter) noteRequest(key, v []byte) {
 	switch {
 	case !c.soleList:
 	case nameFolds(key, "method"):
+		c.msg.method = true
 		c.msg.list = c.msg.list || stringIs(v, listMethod)
 	case nameFolds(key, "id"):
-		c.msg.request = c.msg.request || string(v) != "null"
+		c.msg.id = c.msg.id || string(v) != "null"
 	}
 }
 
@@ -380,8 +383,8 @@ func (c *bodyCounter) noteRequest(key, v []byte) {
 // held for as long as the slowest other request runs (MCP-42). Always
 // true unless c.soleList.
 func (c *bodyCounter) endRequest() bool {
-	if !c.soleList || !c.msg.request {
-		return true // a notification: nothing answered, nothing held
+	if !c.soleList || !c.msg.id || !c.msg.method {
+		return true // a notification or a response: nothing answered, nothing held
 	}
 	c.requests++
 	c.listed = c.listed || c.msg.list

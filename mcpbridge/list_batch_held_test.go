@@ -209,6 +209,9 @@ func TestBatchedListUnderAnySpellingIsRefusedBeforeTheSDK(t *testing.T) {
 		{"calls and pings", batchMsgs(callBody(3), ping, callBody(4)), false},
 		{"tools/list in the params", batchMsgs(ping, `{"jsonrpc":"2.0","id":5,"method":"ping","params":{"method":"tools/list"}}`), false},
 		{"another list method", batchMsgs(ping, `{"jsonrpc":"2.0","id":5,"method":"prompts/list"}`), false},
+		{"a list beside the host's response to a server request", batchMsgs(list, `{"jsonrpc":"2.0","id":7,"result":{}}`), false},
+		{"a list beside the host's error response", batchMsgs(`{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"no"}}`, list), false},
+		{"a list beside a response that names a method in capitals", batchMsgs(list, `{"jsonrpc":"2.0","id":7,"Method":"ping","result":{}}`), true},
 	} {
 		err := checkPostBody([]byte(c.body), 1<<10)
 		var name string
