@@ -85,7 +85,9 @@ type Options struct {
 	// trace, when set (by a test), is told each step that makes a new
 	// layout, or a tar's, durable: "made:NAME" and "synced:NAME", NAME
 	// relative to the layout's root ("." the root, ".." the folder
-	// holding it), and "renamed:tar", "synced:tar-folder".
+	// holding it), and "renamed:tar", "synced:tar-folder"; and
+	// "held:tar-temp" once a tar's build folder is made and held, before
+	// the layout writer opens it.
 	trace func(step string)
 }
 

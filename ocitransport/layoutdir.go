@@ -268,6 +268,23 @@ func openLayoutFolders(root string) (*layoutFolders, error) {
 	if err != nil {
 		return nil, err
 	}
+	return layoutFoldersOn(top)
+}
+
+// layoutFoldersOf is openLayoutFolders of a folder already held (a tar's
+// build folder: never its name again, OCI-32), through a handle of its
+// own.
+func layoutFoldersOf(held *os.Root) (*layoutFolders, error) {
+	root, err := held.OpenRoot(".")
+	if err != nil {
+		return nil, err
+	}
+	return layoutFoldersOn(&layoutDir{root: root})
+}
+
+// layoutFoldersOn is the layout folders of the root folder top, its
+// blobs/sha256 opened when it is there.
+func layoutFoldersOn(top *layoutDir) (*layoutFolders, error) {
 	lf := &layoutFolders{top: top}
 	if err := lf.openBlobs(false); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		lf.Close()

@@ -92,10 +92,24 @@ func openLayoutWriter(ctx context.Context, root string, o *Options) (*layoutStor
 	case err != nil:
 		return nil, layoutReadError(err)
 	default:
-		if index, err = checkLayoutDir(lf, o); err != nil {
-			lf.Close()
-			return nil, err
-		}
+		return openLayoutWriterOn(ctx, lf, o)
+	}
+	ls, err := openLayoutStore(ctx, lf, o, index)
+	if err != nil {
+		lf.Close()
+		return nil, err
+	}
+	return ls, nil
+}
+
+// openLayoutWriterOn is openLayoutWriter of the layout folders lf hold,
+// which are there (checked as an open checks them); lf is closed on
+// failure.
+func openLayoutWriterOn(ctx context.Context, lf *layoutFolders, o *Options) (*layoutStore, error) {
+	index, err := checkLayoutDir(lf, o)
+	if err != nil {
+		lf.Close()
+		return nil, err
 	}
 	ls, err := openLayoutStore(ctx, lf, o, index)
 	if err != nil {

@@ -36,14 +36,22 @@ func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 		e.Close()
 		return nil, fail(ErrIO, "cannot open the temporary folder next to the tar").WithCause(err)
 	}
-	if d, err := regfile.OpenFolder(tmp, regfile.NoLinks); err == nil {
+	if d, err := e.tmpRoot.Open("."); err == nil { // the folder held, never its name again
 		if ok, _ := tryLockFolder(d); ok {
 			e.tmpLock = d
 		} else {
 			d.Close() // no lock here: its age alone keeps it (StaleLayoutTempAge)
 		}
 	}
-	st, err := openLayoutWriter(ctx, tmp, &e.o)
+	e.o.traced("held:tar-temp")
+	// The writer works in the folder held, never one put at its name
+	// since (OCI-32 amended).
+	lf, err := layoutFoldersOf(e.tmpRoot)
+	if err != nil {
+		e.Close()
+		return nil, fail(ErrIO, "cannot open the temporary folder next to the tar").WithCause(err)
+	}
+	st, err := openLayoutWriterOn(ctx, lf, &e.o)
 	if err != nil {
 		e.Close()
 		return nil, err
