@@ -117,7 +117,9 @@
 // during its write) is truncated on open, damage before an intact group
 // fails the open (ErrLedgerCorrupt), and so does a file holding more
 // unexpired entries than the budget can account for; opening allocates by
-// the bytes it reads, never by a group's claimed length. A failed fdatasync,
+// the bytes it reads, never by a group's claimed length. A read the file
+// system fails is never taken for a torn tail, and a log another user may
+// write is refused: both fail the open (ErrLedgerIO), changing nothing. A failed fdatasync,
 // or a failed directory sync after a compaction, makes the log refuse
 // every write until it is opened again.
 // The formats are specified in docs/FORMAT.md.

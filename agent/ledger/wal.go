@@ -61,6 +61,11 @@ type WALOptions struct {
 	// full). It is the seam through which tests simulate a full disk; nil
 	// leaves the decision to the file system alone.
 	Room func(add int64) error
+
+	// readFile, when set (by this package's tests only), is what the open
+	// reads the log through, given the file: the seam through which tests
+	// fail a read (a bad sector) where they choose.
+	readFile func(*os.File) io.ReaderAt
 }
 
 // WALStore is a durable Store: an append-only write-ahead log in a file
@@ -93,6 +98,8 @@ type WALStore struct {
 	syncDir func(string) error // a directory's sync after a rename; replaced by tests to fail
 	rand    io.Reader
 	room    func(add int64) error // WALOptions.Room
+	// readFile is WALOptions.readFile (nil: the open reads the file).
+	readFile func(*os.File) io.ReaderAt
 
 	// idx guards the index, the file handle and its size: Lookup reads
 	// them shared; the leader changes them exclusively.
@@ -195,7 +202,10 @@ func (e walEntry) disk(k Key) int64 {
 
 // OpenWAL opens or creates the write-ahead log ledger at path. A torn last
 // group (a crash during its write) is truncated; damage before it fails
-// with ErrLedgerCorrupt.
+// with ErrLedgerCorrupt. A read the file system fails, a file that is not
+// regular, and (on unix) a file another user than the process's or root
+// owns, or that group or others may write, fail with ErrLedgerIO, the
+// file unchanged (docs/SPEC-DECISIONS.md AGENT-40, AGENT-41).
 func OpenWAL(path string, opts WALOptions) (*WALStore, error) {
 	return openWAL(path, opts, fdatasync)
 }
@@ -217,7 +227,7 @@ func openWALSyncs(path string, opts WALOptions, syncFn, fsyncFn func(*os.File) e
 		opts.Rand = rand.Reader
 	}
 	s := &WALStore{path: path, acct: newAccounts(opts.Limits), now: opts.Now, sync: syncFn, fsync: fsyncFn, rand: opts.Rand, room: opts.Room,
-		m: map[Key]walEntry{}, resv: map[Key]int64{}, elapsed: opts.Elapsed, syncDir: regfile.SyncDir}
+		m: map[Key]walEntry{}, resv: map[Key]int64{}, elapsed: opts.Elapsed, syncDir: regfile.SyncDir, readFile: opts.readFile}
 	s.slack = opts.Slack
 	if s.slack <= 0 {
 		s.slack = max(s.acct.lim.Budget/8, 1<<20)
@@ -242,24 +252,47 @@ func walIOError(msg string, err error) *amp.Error {
 	return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "%s", msg).WithCause(err)
 }
 
-// load opens (or creates) the file and replays it into the index.
-func (s *WALStore) load() error {
-	os.Remove(s.path + ".compact") // a compaction that did not finish
+// openLog opens the log file into s.f (creating an empty log where there
+// is none) and returns its fstat. Before anything is written, a name that
+// leads to something other than a regular file is refused without being
+// opened (a device's driver never runs), and the file opened is refused
+// when another user may write it (logWriters, AGENT-41).
+func (s *WALStore) openLog() (os.FileInfo, error) {
+	if st, err := os.Stat(s.path); err == nil && !st.Mode().IsRegular() {
+		return nil, amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the ledger file is not a regular file (%s)", st.Mode().Type())
+	}
 	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := s.create(s.path); err != nil {
-			return err
+			return nil, err
 		}
 		f, err = os.OpenFile(s.path, os.O_RDWR, 0)
 	}
 	if err != nil {
-		return walIOError("cannot open the ledger file", err)
+		return nil, walIOError("cannot open the ledger file", err)
 	}
 	s.f = f
 	st, err := f.Stat()
 	if err != nil {
-		return walIOError("cannot open the ledger file", err)
+		return nil, walIOError("cannot open the ledger file", err)
 	}
+	if !st.Mode().IsRegular() {
+		return nil, amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the ledger file is not a regular file (%s)", st.Mode().Type())
+	}
+	if err := logWriters(st); err != nil {
+		return nil, err
+	}
+	os.Remove(s.path + ".compact") // a compaction that did not finish
+	return st, nil
+}
+
+// load opens (or creates) the file and replays it into the index.
+func (s *WALStore) load() error {
+	st, err := s.openLog()
+	if err != nil {
+		return err
+	}
+	f := s.f
 	// ref is the latest wall time the log itself recorded: the file's
 	// mtime, stamped by the kernel from the same wall clock at its last
 	// write (older after a crash, never newer). An entry expired on the
@@ -269,7 +302,11 @@ func (s *WALStore) load() error {
 	now := s.now().UnixMilli()
 	ref := min(st.ModTime().UnixMilli(), now)
 	s.ref = ref
-	end, err := s.replay(f, st.Size(), ref)
+	var rd io.ReaderAt = f
+	if s.readFile != nil {
+		rd = s.readFile(f)
+	}
+	end, err := s.replay(rd, st.Size(), ref)
 	if err != nil {
 		return err
 	}
@@ -365,6 +402,15 @@ func (s *WALStore) newFileHeader() ([]byte, *walFormat, error) {
 	return h, newWALFormat(key), nil
 }
 
+// newTemp creates the temporary file at path that will be renamed over
+// the log: a new file, mode 0600, never one already there (O_EXCL: not a
+// file another user made in a shared folder, which would become the log
+// and stay theirs to write, nor the target of a link planted there, which
+// would be truncated; AGENT-41). The caller removes a stale one first.
+func newTemp(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+}
+
 // create writes an empty log at path atomically (header only).
 func (s *WALStore) create(path string) error {
 	h, _, err := s.newFileHeader()
@@ -372,7 +418,8 @@ func (s *WALStore) create(path string) error {
 		return walIOError("cannot create the ledger file: no randomness for its key", err)
 	}
 	tmp := path + ".compact"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	os.Remove(tmp) // left by a crash; never opened whatever it is (newTemp)
+	f, err := newTemp(tmp)
 	if err != nil {
 		return walIOError("cannot create the ledger file", err)
 	}
@@ -397,8 +444,12 @@ func (s *WALStore) create(path string) error {
 }
 
 // replay reads the log into s.m and returns the end of its last intact
-// group. Records expired before cutoff (Unix ms) are dropped.
-func (s *WALStore) replay(f *os.File, size, cutoff int64) (int64, error) {
+// group. Records expired before cutoff (Unix ms) are dropped. A read the
+// file system fails (an I/O error, not bytes that do not check) fails the
+// open with ErrLedgerIO: what the unread bytes hold is unknown, so they
+// are neither truncated as a torn tail nor judged damaged
+// (docs/SPEC-DECISIONS.md AGENT-40).
+func (s *WALStore) replay(f io.ReaderAt, size, cutoff int64) (int64, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<16)
 	head := make([]byte, walFileHeader)
 	_, err := io.ReadFull(r, head[:len(WALFormatID)])
@@ -468,13 +519,16 @@ func (s *WALStore) replay(f *os.File, size, cutoff int64) (int64, error) {
 			err = io.ErrUnexpectedEOF
 		}
 		if err == nil && !first && seq != s.seq+1 {
-			err = fmt.Errorf("group sequence %d after %d", seq, s.seq)
+			err = fmt.Errorf("%w %d after %d", errWALSeq, seq, s.seq)
 		}
 		if err == nil {
 			recs, err = sc.payload(r, int64(n), crc, recs)
 		}
 		if errors.Is(err, errWALTooMany) {
 			return 0, overBudget()
+		}
+		if unreadable(err) {
+			return 0, readFault(off, err)
 		}
 		if err != nil {
 			return off, s.tornOrCorrupt(f, off, size, sc.max, err)
@@ -501,13 +555,37 @@ func (s *WALStore) replay(f *os.File, size, cutoff int64) (int64, error) {
 	return off, nil
 }
 
+// unreadable reports whether err, met reading the log, is the file
+// system's (an I/O error) rather than bytes that do not check: a length,
+// checksum, tag, sequence number or record that is wrong, or the end of
+// the file within a group.
+func unreadable(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, damage := range []error{io.EOF, io.ErrUnexpectedEOF, errWALHeader, errWALPayload, errWALRecord, errWALSeq, errWALTooMany} {
+		if errors.Is(err, damage) {
+			return false
+		}
+	}
+	return true
+}
+
+// readFault is the refusal of a log the open could not read at or after
+// byte off: nothing is truncated or changed (AGENT-40).
+func readFault(off int64, err error) error {
+	return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
+		"cannot read the ledger file after byte %d (nothing was changed); check the disk, then start again", off).WithCause(err)
+}
+
 // tornOrCorrupt decides what an unreadable group at off is. If no intact
 // group follows it, it is the torn tail of a write that was never
 // acknowledged (nil: the caller truncates). If one does, records that
 // were acknowledged lie beyond the damage: the open fails. A candidate
 // group of more than maxRecs records counts as intact (it is not read:
-// the file is refused, never truncated).
-func (s *WALStore) tornOrCorrupt(f *os.File, off, size int64, maxRecs int, cause error) error {
+// the file is refused, never truncated). So does a read the file system
+// fails (readFault): an intact group could lie in what it could not read.
+func (s *WALStore) tornOrCorrupt(f io.ReaderAt, off, size int64, maxRecs int, cause error) error {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, off+1, size-off-1), 1<<16)
 	var win []byte
 	buf := make([]byte, 1<<16)
@@ -528,15 +606,22 @@ func (s *WALStore) tornOrCorrupt(f *os.File, off, size int64, maxRecs int, cause
 				} else {
 					pr.Reset(sr)
 				}
-				if _, perr := sc.payload(pr, int64(plen), crc, nil); perr == nil || errors.Is(perr, errWALTooMany) {
+				_, perr := sc.payload(pr, int64(plen), crc, nil)
+				if perr == nil || errors.Is(perr, errWALTooMany) {
 					return amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
 						"the ledger file is damaged at byte %d (%v) and intact records follow at byte %d; move it aside only if no invocation it records may be retried", off, cause, pos)
+				}
+				if unreadable(perr) {
+					return readFault(pos, perr)
 				}
 			}
 			win, pos = win[1:], pos+1
 		}
-		if err != nil {
+		if errors.Is(err, io.EOF) {
 			return nil
+		}
+		if err != nil {
+			return readFault(pos, err)
 		}
 		win = append(win[:0:0], win...) // keep the window small
 	}
@@ -1226,7 +1311,8 @@ func (s *WALStore) compact() error {
 		}
 	}
 	tmp := s.path + ".compact"
-	nf, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	os.Remove(tmp)
+	nf, err := newTemp(tmp)
 	if err != nil {
 		return walIOError("cannot compact the idempotency ledger", err)
 	}

@@ -133,6 +133,7 @@ var (
 	errWALPayload = errors.New("group payload checksum mismatch")
 	errWALRecord  = errors.New("malformed record")
 	errWALTooMany = errors.New("more records in one group than the budget can account for")
+	errWALSeq     = errors.New("group sequence")
 )
 
 // parseGroupHeader checks a group header and returns its payload length,

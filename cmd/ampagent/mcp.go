@@ -145,7 +145,7 @@ func runMCPStdio(c *cli.Context, env *cliutil.Env, cfg *serveConfig, principal s
 	defer adminSrv.Close()
 	bs, _, err := ledger.OpenFile(db, lo)
 	if err != nil {
-		return cliutil.WithHint(err, "another agent may hold the ledger file; each agent needs its own (--ledger FILE)")
+		return cliutil.WithHint(err, "if the ledger file is in use, another agent holds it: each agent needs its own (--ledger FILE); otherwise the error says what to fix")
 	}
 	defer bs.Close()
 	if acfg.Ledger, err = ledger.New(bs, ledger.Options{Now: env.Now}); err != nil {

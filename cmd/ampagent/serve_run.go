@@ -206,7 +206,7 @@ func (s *server) openLedger() error {
 	} else if amp.NameOf(err) == ledger.ErrLedgerCorrupt {
 		return cliutil.WithHint(err, "the ledger records invocations that may still be retried: if the error names the budget, start with the budget the file was written under (--ledger-budget or ledger_budget_bytes); else restore it from a backup, or move it aside only once the longest ttl the agent accepts (7 days) has passed")
 	} else if err != nil {
-		return cliutil.WithHint(err, "another agent may hold the ledger file; each agent needs its own (--ledger FILE)")
+		return cliutil.WithHint(err, "if the ledger file is in use, another agent holds it: each agent needs its own (--ledger FILE); otherwise the error says what to fix")
 	}
 	log.Info("idempotency ledger", "store", ledgerKind)
 	s.ledgerStore = ledgerStore
