@@ -112,19 +112,9 @@ func (t *topPairs) complete() bool { return t.isMap && !t.lost }
 // caps, so a caller that splits a message into its fields needs no second
 // pass over it.
 func (l Limits) check(data []byte, record bool) ([]byte, topPairs, error) {
-	l = l.withDefaults()
-	if len(data) > l.MaxMessageSize {
-		return nil, topPairs{}, NewError(CodeInvalidMessage, "cbor item of %d bytes is over the %d-byte limit", len(data), l.MaxMessageSize)
-	}
-	if len(data) == 0 {
-		return nil, topPairs{}, NewError(CodeInvalidMessage, "empty cbor input")
-	}
-	s := scanner{data: data, lim: l, canonical: true, record: record}
-	if err := s.item(0); err != nil {
+	s, err := l.scan(data, record)
+	if err != nil {
 		return nil, topPairs{}, err
-	}
-	if s.off != len(data) {
-		return nil, topPairs{}, NewError(CodeInvalidMessage, "%d trailing bytes after cbor item", len(data)-s.off)
 	}
 	if s.canonical {
 		return data, s.top, nil
@@ -134,6 +124,28 @@ func (l Limits) check(data []byte, record bool) ([]byte, topPairs, error) {
 		return nil, topPairs{}, err
 	}
 	return out, s.top, nil
+}
+
+// scan is check without the rewrite: it refuses what check refuses but
+// duplicate map keys (canonicalize compares keys in deterministic form),
+// and allocates nothing. A caller that holds an item of a message that
+// check accepted whole uses it to hold that item to other caps.
+func (l Limits) scan(data []byte, record bool) (scanner, error) {
+	l = l.withDefaults()
+	if len(data) > l.MaxMessageSize {
+		return scanner{}, NewError(CodeInvalidMessage, "cbor item of %d bytes is over the %d-byte limit", len(data), l.MaxMessageSize)
+	}
+	if len(data) == 0 {
+		return scanner{}, NewError(CodeInvalidMessage, "empty cbor input")
+	}
+	s := scanner{data: data, lim: l, canonical: true, record: record}
+	if err := s.item(0); err != nil {
+		return scanner{}, err
+	}
+	if s.off != len(data) {
+		return scanner{}, NewError(CodeInvalidMessage, "%d trailing bytes after cbor item", len(data)-s.off)
+	}
+	return s, nil
 }
 
 // IsCanonical reports whether data is a single accepted CBOR item already in

@@ -113,11 +113,19 @@ type jsonJWK struct {
 // are kept out of Methods (they can never be selected). A document that
 // carries private key material is refused.
 //
+// The document must read one way (docs/SPEC-DECISIONS.md AMP-23): an
+// object that names a member twice, or a member spelt like one this
+// parser reads in another letter case (encoding/json would take either,
+// the last one winning), is refused.
+//
 // Errors are 3001 invalid_did_document: a sender whose document cannot be
 // read cannot be authenticated. The messages never echo the input.
 func ParseDIDDocument(data []byte) (*DIDDocument, error) {
 	if len(data) > MaxDIDDocumentSize {
 		return nil, errDIDDoc("did document of %d bytes is over the %d-byte limit", len(data), MaxDIDDocumentSize)
+	}
+	if err := checkDIDJSON(data); err != nil {
+		return nil, err
 	}
 	var jd jsonDoc
 	if err := json.Unmarshal(data, &jd); err != nil {
@@ -191,6 +199,190 @@ func ParseDIDDocument(data []byte) (*DIDDocument, error) {
 		return nil, err
 	}
 	return doc, nil
+}
+
+// didObject names the struct an object of a DID document is decoded into
+// (jsonDoc, jsonMethod, jsonJWK, jsonService, the map of endpointDIDs),
+// whose member names encoding/json matches ignoring letter case
+// (Unicode simple folding, as strings.EqualFold).
+type didObject int
+
+const (
+	didOther    didObject = iota // not decoded into a struct
+	didDoc                       // jsonDoc
+	didMethod                    // jsonMethod
+	didJWK                       // jsonJWK
+	didService                   // jsonService
+	didEndpoint                  // the map of endpointDIDs
+)
+
+// didMembers are the member names each didObject is read by.
+var didMembers = [...][]string{
+	didDoc:      {"@context", "id", "verificationMethod", "authentication", "assertionMethod", "keyAgreement", "service"},
+	didMethod:   {"id", "type", "controller", "publicKeyMultibase", "publicKeyBase58", "publicKeyJwk", "revoked", "expires", "privateKeyJwk", "privateKeyMultibase"},
+	didJWK:      {"kty", "crv", "x", "d"},
+	didService:  {"id", "type", "serviceEndpoint"},
+	didEndpoint: {"uri", "routingKeys"},
+}
+
+// child returns what the value of member name of an object of kind o is
+// decoded into; for an array value, what its object elements are.
+func (o didObject) child(name string) didObject {
+	switch {
+	case o == didDoc && (name == "verificationMethod" || name == "authentication" || name == "assertionMethod" || name == "keyAgreement"):
+		return didMethod
+	case o == didDoc && name == "service":
+		return didService
+	case o == didMethod && name == "publicKeyJwk":
+		return didJWK
+	case o == didService && name == "serviceEndpoint":
+		return didEndpoint
+	}
+	return didOther
+}
+
+// didJSON is the walk of checkDIDJSON over a document that json.Valid
+// accepted: names holds the member names of the open objects, each
+// object's after those of the objects around it.
+type didJSON struct {
+	data  []byte
+	off   int
+	names [][]byte
+}
+
+// checkDIDJSON refuses a DID document that two JSON readers may read
+// apart (docs/SPEC-DECISIONS.md AMP-23): an object, anywhere, that names
+// a member twice (encoding/json keeps the last, other readers the first
+// or neither), and a member of an object ParseDIDDocument decodes into a
+// struct whose name differs from one the struct reads only in letter case
+// (encoding/json takes "ID", "Revoked" or "X" for "id", "revoked" or "x";
+// a case-sensitive reader ignores them). It walks the bytes once and
+// allocates little: a member name only when it holds an escape, and a
+// set only for an object of many members.
+func checkDIDJSON(data []byte) error {
+	if !json.Valid(data) {
+		return errDIDDoc("did document is not valid json of the did core shape")
+	}
+	w := didJSON{data: data}
+	w.space()
+	return w.value(didDoc)
+}
+
+// space skips white space.
+func (w *didJSON) space() {
+	for w.off < len(w.data) && strings.IndexByte(" \t\r\n", w.data[w.off]) >= 0 {
+		w.off++
+	}
+}
+
+// value walks the value at off, whose objects (for an array, whose
+// elements' objects) are of kind.
+func (w *didJSON) value(kind didObject) error {
+	switch w.data[w.off] {
+	case '{':
+		return w.object(kind)
+	case '[':
+		w.off++
+		for {
+			w.space()
+			switch w.data[w.off] {
+			case ']':
+				w.off++
+				return nil
+			case ',':
+				w.off++
+				w.space()
+			}
+			if err := w.value(kind); err != nil {
+				return err
+			}
+		}
+	case '"':
+		w.str()
+	default:
+		for w.off < len(w.data) && strings.IndexByte(",]} \t\r\n", w.data[w.off]) < 0 {
+			w.off++
+		}
+	}
+	return nil
+}
+
+// object walks the object at off, of kind, checking its member names.
+func (w *didJSON) object(kind didObject) error {
+	w.off++
+	base := len(w.names)
+	var set map[string]bool
+	for {
+		w.space()
+		switch w.data[w.off] {
+		case '}':
+			w.off++
+			w.names = w.names[:base]
+			return nil
+		case ',':
+			w.off++
+			w.space()
+		}
+		name := w.str()
+		w.space()
+		w.off++ // the colon
+		w.space()
+		if set == nil && len(w.names)-base >= 32 {
+			set = make(map[string]bool, 64)
+			for _, n := range w.names[base:] {
+				set[string(n)] = true
+			}
+		}
+		if err := memberName(kind, name, w.names[base:], set); err != nil {
+			return err
+		}
+		w.names = append(w.names, name)
+		if set != nil {
+			set[string(name)] = true
+		}
+		if err := w.value(kind.child(string(name))); err != nil {
+			return err
+		}
+	}
+}
+
+// str reads the string at off and returns what it reads as: its bytes,
+// or, when it holds an escape, its decoded text.
+func (w *didJSON) str() []byte {
+	start := w.off
+	escaped := false
+	for w.off++; w.data[w.off] != '"'; w.off++ {
+		if w.data[w.off] == '\\' {
+			escaped = true
+			w.off++
+		}
+	}
+	w.off++
+	if !escaped {
+		return w.data[start+1 : w.off-1]
+	}
+	var s string
+	_ = json.Unmarshal(w.data[start:w.off], &s) // valid JSON: cannot fail
+	return []byte(s)
+}
+
+// memberName refuses a member name of an object of kind that the object
+// named before (seen, or set when not nil), or that is spelt like a name
+// of kind in another letter case.
+func memberName(kind didObject, name []byte, seen [][]byte, set map[string]bool) error {
+	dup := set[string(name)]
+	for i := 0; set == nil && i < len(seen) && !dup; i++ {
+		dup = bytes.Equal(seen[i], name)
+	}
+	if dup {
+		return errDIDDoc("did document has an object that names a member twice")
+	}
+	for _, known := range didMembers[kind] {
+		if string(name) != known && strings.EqualFold(string(name), known) {
+			return errDIDDoc("did document has a member spelt like %q in another letter case", known)
+		}
+	}
+	return nil
 }
 
 // absoluteMethodID resolves a method reference ("#key-1" or an absolute DID

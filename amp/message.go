@@ -269,6 +269,9 @@ type rawMessage struct {
 	// itself when canonical, else the body item of the one rewrite of the
 	// whole message, so that nothing rewrites it a second time.
 	canonBody []byte
+	// canonExt is the deterministic form of ext, taken likewise
+	// (docs/SPEC-DECISIONS.md AMP-24).
+	canonExt []byte
 }
 
 // envelopeFields is the number of distinct envelope fields (RFC 001 §4.1):
@@ -355,6 +358,25 @@ func mapEntries(data []byte, what string) (keys []string, vals [][]byte, err err
 	return keys, vals, nil
 }
 
+// textKeyed reports whether the item data, which must have passed the
+// scanner, is a map whose keys are all text strings. It allocates nothing:
+// mapEntries would allocate for as many pairs as the head says
+// (docs/SPEC-DECISIONS.md AMP-24).
+func textKeyed(data []byte) bool {
+	h, _ := ReadHead(data, 0)
+	if h.Major != MajorMap {
+		return false
+	}
+	off := h.Size
+	for i := uint64(0); i < h.Arg; i++ {
+		if kh, _ := ReadHead(data, off); kh.Major != MajorText {
+			return false
+		}
+		off = itemEnd(data, itemEnd(data, off))
+	}
+	return true
+}
+
 // Scalar readers over one encoded item; ok is false when the item has
 // another type.
 
@@ -422,11 +444,15 @@ func decodeEnvelope(data []byte, l Limits) (rawMessage, error) {
 		}
 	}
 	switch {
-	case r.body == nil:
 	case r.canonical:
-		r.canonBody = r.body
+		r.canonBody, r.canonExt = r.body, r.ext
 	default:
-		r.canonBody = textKeyValue(out, "body")
+		if r.body != nil {
+			r.canonBody = textKeyValue(out, "body")
+		}
+		if r.ext != nil {
+			r.canonExt = textKeyValue(out, "ext")
+		}
 	}
 	return r, nil
 }
@@ -502,8 +528,7 @@ func (r *rawMessage) set(data []byte, k, v, end int) error {
 	case "enc":
 		slot, ok, want = &r.enc, vh.Major == MajorMap, "a map"
 	case "ext":
-		_, _, err := mapEntries(val, "ext")
-		slot, ok, want = &r.ext, err == nil, "a map with text keys"
+		slot, ok, want = &r.ext, textKeyed(val), "a map with text keys"
 	default:
 		return Named(CodeInvalidMessage, "unknown_field", "message has a field that is not part of the amp envelope")
 	}
@@ -561,25 +586,35 @@ func decodeRecipients(item []byte) (Recipients, bool) {
 	return r, true
 }
 
-// decodeEnc reads the `enc` map (RFC 001 §4.1 encrypted-payload).
+// decodeEnc reads the `enc` map (RFC 001 §4.1 encrypted-payload), pair by
+// pair: nothing is allocated for the pairs its head announces, of which a
+// peer may write 65,536 (docs/SPEC-DECISIONS.md AMP-24).
 func decodeEnc(item []byte) (*Encrypted, error) {
-	keys, vals, err := mapEntries(item, "enc")
-	if err != nil {
-		return nil, err
+	h, _ := ReadHead(item, 0)
+	switch {
+	case h.Major != MajorMap:
+		return nil, Named(CodeInvalidMessage, "wrong_shape", "enc is not a cbor map")
+	case !textKeyed(item):
+		return nil, Named(CodeInvalidMessage, "wrong_shape", "enc has a key that is not a text string")
 	}
 	e := &Encrypted{}
 	seen := 0
-	for i, k := range keys {
+	for i, off := uint64(0), h.Size; i < h.Arg; i++ {
+		kh, _ := ReadHead(item, off)
+		kEnd := itemEnd(item, off)
+		vEnd := itemEnd(item, kEnd)
+		k, val := string(item[off+kh.Size:kEnd]), item[kEnd:vEnd]
+		off = vEnd
 		var ok bool
 		switch k {
 		case "alg":
-			e.Alg, ok = asText(vals[i])
+			e.Alg, ok = asText(val)
 		case "mode":
-			e.Mode, ok = asText(vals[i])
+			e.Mode, ok = asText(val)
 		case "nonce":
-			e.Nonce, ok = asBytes(vals[i])
+			e.Nonce, ok = asBytes(val)
 		case "ciphertext":
-			e.Ciphertext, ok = asBytes(vals[i])
+			e.Ciphertext, ok = asBytes(val)
 		default:
 			return nil, Named(CodeInvalidMessage, "unknown_field", "enc has a field that is not part of the encrypted payload")
 		}

@@ -232,12 +232,13 @@ func requiredFields(raw *rawMessage) (*Message, error) {
 	m.Sig = append([]byte(nil), sig...)
 	if raw.ext != nil {
 		// ext is unsigned; keep it, deterministically encoded, so that a
-		// received message re-encodes to the deterministic form of its input.
-		ext, err := Limits{}.Canonical(raw.ext)
-		if err != nil {
+		// received message re-encodes to the deterministic form of its
+		// input. It is held to the default caps, and its deterministic
+		// form is the one step 1 made (docs/SPEC-DECISIONS.md AMP-24).
+		if _, err := (Limits{}).scan(raw.ext, false); err != nil {
 			return nil, err
 		}
-		m.Ext = append([]byte(nil), ext...)
+		m.Ext = append([]byte(nil), raw.canonExt...)
 	}
 	if raw.enc != nil {
 		enc, err := decodeEnc(raw.enc)
