@@ -34,8 +34,9 @@ func walkActive(f *Fair, now time.Time) int {
 // every moment the running count (Fair.active) equals a walk of every
 // peer in the table (walkActive), whatever the peers do: Enter (with
 // waits that end), Verified, done, Idle, Park (nested, as a BATCH
-// container and its item), resume, and the clock moving on (lingers
-// ending, sweeps). Workers drive the gate through its API only; a checker
+// container and its item), Away (a copy waiting for another's outcome;
+// a BATCH container away while its item runs, AGENT-34), resume, and the
+// clock moving on (lingers ending, sweeps). Workers drive the gate through its API only; a checker
 // compares the two counts under the gate's lock and moves the clock.
 func TestActiveCountDriftGrowsAFlooderShare(t *testing.T) {
 	f := NewFair(4, 4)
@@ -56,7 +57,7 @@ func TestActiveCountDriftGrowsAFlooderShare(t *testing.T) {
 				if rng.IntN(4) > 0 {
 					f.Verified(msg)
 				}
-				switch rng.IntN(4) {
+				switch rng.IntN(6) {
 				case 0: // a handler wait
 					f.Idle(msg)()
 				case 1: // a batched write, in progress a while
@@ -68,6 +69,18 @@ func TestActiveCountDriftGrowsAFlooderShare(t *testing.T) {
 					if item, itemDone, err := f.Enter(msg); err == nil {
 						f.Verified(item)
 						f.Park(item)()
+						itemDone()
+					}
+					back()
+				case 3: // a copy waiting for its first copy's outcome
+					back := f.Away(msg)
+					time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+					back()
+				case 4: // a BATCH container away while its item runs
+					back := f.Away(msg)
+					if item, itemDone, err := f.Enter(msg); err == nil {
+						f.Verified(item)
+						f.Away(item)()
 						itemDone()
 					}
 					back()
@@ -84,7 +97,7 @@ func TestActiveCountDriftGrowsAFlooderShare(t *testing.T) {
 	checks, drifts := 0, []string(nil)
 	// What the checks saw: a peer active by its linger alone, and one
 	// active by its parked messages alone.
-	lingered, parkedOnly := 0, 0
+	lingered, parkedOnly, awayOnly := 0, 0, 0
 	for running := true; running; {
 		select {
 		case <-finished:
@@ -98,6 +111,8 @@ func TestActiveCountDriftGrowsAFlooderShare(t *testing.T) {
 			switch {
 			case q.inside == 0 && q.waiting == 0 && q.parked > 0:
 				parkedOnly++
+			case q.inside == 0 && q.waiting == 0 && q.away > 0:
+				awayOnly++
 			case q.inside == 0 && q.waiting == 0 && q.parked == 0 && q.isActive(now):
 				lingered++
 			}
@@ -127,8 +142,8 @@ func TestActiveCountDriftGrowsAFlooderShare(t *testing.T) {
 	if f.free != 4 || f.inside != 0 || f.busy != 0 {
 		t.Fatalf("after every message: %d free, %d inside, %d counted busy; want 4, 0, 0", f.free, f.inside, f.busy)
 	}
-	t.Logf("%d checks, the running count equal to the table's walk; %d peers seen lingering, %d with only parked messages", checks, lingered, parkedOnly)
-	if lingered == 0 || parkedOnly == 0 {
-		t.Errorf("the checks saw %d lingering peers and %d with only parked messages: the trace did not cover both", lingered, parkedOnly)
+	t.Logf("%d checks, the running count equal to the table's walk; %d peers seen lingering, %d with only parked messages, %d with only messages away", checks, lingered, parkedOnly, awayOnly)
+	if lingered == 0 || parkedOnly == 0 || awayOnly == 0 {
+		t.Errorf("the checks saw %d lingering peers, %d with only parked messages and %d with only messages away: the trace did not cover all three", lingered, parkedOnly, awayOnly)
 	}
 }

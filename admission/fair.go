@@ -36,12 +36,14 @@ const ErrSlotWaitEnded amp.ErrName = "slot_wait_ended"
 //   - Inside: a message counts against its peer from Enter to its done
 //     function, also while it waits without a slot (for a handler, a
 //     network: Leave and Resume), but not while it is parked for a
-//     batched write (Park). While other peers are active (a message
-//     inside, parked or waiting, or one answered within FairLinger after
-//     at least FairLingerBusy of its messages that verified were answered
-//     in the last one to two FairLinger windows: Verified), a peer gets a new
-//     slot only while it has fewer messages inside than the average of
-//     the others plus one. A flooder with 128 messages in flight therefore
+//     batched write (Park), nor while it waits for another message's
+//     outcome (Away), which does not keep its peer active either. While
+//     other peers are active (a message inside, parked or waiting, or
+//     one answered within FairLinger after at least FairLingerBusy of
+//     its messages that verified were answered in the last one to two
+//     FairLinger windows: Verified), a peer gets a new slot only while
+//     it has fewer messages inside than the average of the others plus
+//     one. A flooder with 128 messages in flight therefore
 //     keeps about as many inside as the caller it competes with, not
 //     eight times as many; and a caller whose messages are mostly on the
 //     way (its replies travelling back, its next message coming) still
@@ -107,6 +109,9 @@ type fairPeer struct {
 	// Reserve rule).
 	idle   int
 	parked int // messages parked (Park): not inside, but the peer is active
+	// away: messages away (Away): neither inside nor keeping the peer
+	// active; kept from the sweep until they come back.
+	away int
 	// back: its parked messages waiting to take a slot again, in order;
 	// held while the peer is at its share (resumable).
 	back   []fairResume
@@ -226,7 +231,8 @@ type admittedKey struct{}
 type fairTicket struct {
 	verified atomic.Bool
 	peer     *fairPeer // its peer
-	parked   int       // Park calls not yet resumed; f.mu
+	parked   int       // Park and Away calls not yet resumed; f.mu
+	away     bool      // the first of those was Away (p.away, not p.parked); f.mu
 }
 
 // Enter takes a slot for a message from the peer of ctx (PeerOf; "" for
@@ -397,7 +403,7 @@ func (f *Fair) sweep() {
 	}
 	f.swept = now
 	for k, p := range f.peers {
-		if p.inside == 0 && p.parked == 0 && p.waiting == 0 && now.Sub(p.last) >= FairLinger {
+		if p.inside == 0 && p.parked == 0 && p.waiting == 0 && p.away == 0 && now.Sub(p.last) >= FairLinger {
 			delete(f.peers, k)
 		}
 	}
@@ -486,7 +492,11 @@ func (f *Fair) dispatch() {
 		if active < 0 && (len(f.parked) > 0 || len(f.ring) > 0) {
 			active = f.active(now)
 		}
+		busy := f.busy
 		if f.nextResume(active, now) {
+			if f.busy != busy {
+				active = -1 // a message back from Away made its peer active
+			}
 			continue
 		}
 		i, held := 0, false
@@ -708,12 +718,24 @@ func (p *fairPeer) holds() {
 }
 
 // unpark counts a parked message (ticket t) inside its peer again as it
-// takes its slot, once its last Park ends. f.mu is held.
+// takes its slot, once its last Park ends; a message back from Away makes
+// its peer active again. f.mu is held.
 func (f *Fair) unpark(t *fairTicket) {
-	if t.parked--; t.parked == 0 {
-		t.peer.parked--
-		t.peer.inside++
-		f.inside++
+	if t.parked--; t.parked > 0 {
+		return
+	}
+	p := t.peer
+	if t.away {
+		t.away = false
+		p.away--
+	} else {
+		p.parked--
+	}
+	p.inside++
+	f.inside++
+	if !p.busy {
+		p.busy = true
+		f.busy++
 	}
 }
 
@@ -753,15 +775,36 @@ func (f *Fair) Resumable(ctx context.Context) bool {
 // signatures, which only computes, held eight durable callers to the two
 // to four messages it computed at once, about 18 % of their rate alone).
 //
-// A message that waits for another message of its own peer, one that
-// may be parked (a copy waiting for the first copy's outcome, a lock the
-// other holds), must Park too, not Leave: counted, such waiters can fill
-// the share the other needs to come back, and wait for it until they give
-// up (threat: a retried invocation stuck behind its own copies). A BATCH
-// container parks while its items run, each a message of its own
-// (threat: items that did not count took every free slot for their
-// address). Without a ticket in ctx, Park is Leave and resume is Resume.
+// A message that waits for another message's outcome (a copy waiting
+// for the first copy's, a lock the other holds, a BATCH container for
+// its items) goes Away instead. Without a ticket in ctx, Park is Leave
+// and resume is Resume.
 func (f *Fair) Park(ctx context.Context) (resume func()) {
+	return f.park(ctx, false)
+}
+
+// Away gives back the slot of the message of ctx (the context Enter
+// returned) while it waits for another message's outcome: a copy for
+// its first copy's, a lock another message holds, a BATCH container for
+// its items; it takes one again with the returned resume, called once,
+// as after Park (within its peer's share, before any message waiting in
+// Enter). Like Park, the message does not count as inside its peer, so
+// that waiters cannot fill the share the message they wait for needs to
+// come back (threat: a retried invocation stuck behind its own copies);
+// unlike Park, it does not keep its peer active either, since that
+// other message, whosever it is, is counted already: inside, idle or
+// parked (threat: a copy of a long invocation sent from a second
+// network, parked, made that network active with nothing inside, and
+// held the invocation's caller, whose one message waited in its
+// handler, to no new message at all with every slot free). Its peer
+// counts as active again once the message takes its slot back. Without
+// a ticket in ctx, Away is Leave and resume is Resume.
+func (f *Fair) Away(ctx context.Context) (resume func()) {
+	return f.park(ctx, true)
+}
+
+// park is Park (away false) and Away (away true).
+func (f *Fair) park(ctx context.Context, away bool) (resume func()) {
 	t, _ := ctx.Value(admittedKey{}).(*fairTicket)
 	if t == nil {
 		f.Leave()
@@ -772,7 +815,12 @@ func (f *Fair) Park(ctx context.Context) (resume func()) {
 	if t.parked == 0 {
 		p.inside--
 		f.inside--
-		p.parked++
+		if t.away = away; away {
+			p.away++
+			f.forget(p)
+		} else {
+			p.parked++
+		}
 	}
 	t.parked++
 	f.free++
@@ -783,7 +831,11 @@ func (f *Fair) Park(ctx context.Context) (resume func()) {
 
 // Verified marks the message of ctx (the context Enter returned) as
 // verified: when it is done, it counts toward its peer's linger
-// (FairLingerBusy).
+// (FairLingerBusy). The agent marks only a message whose outcome it
+// records for its id, which its sender had to sign anew: not a copy
+// answered from its ledger, one refused before its ledger is consulted,
+// or one refused retryably and not recorded, whose bytes anyone who saw
+// them can send again at no cost (docs/SPEC-DECISIONS.md AGENT-35).
 func (f *Fair) Verified(ctx context.Context) {
 	if t, ok := ctx.Value(admittedKey{}).(*fairTicket); ok {
 		t.verified.Store(true)

@@ -650,9 +650,6 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 		a.observe(Observation{Code: code, Name: name, Duration: time.Since(start)})
 		return nil, &UnverifiedError{Err: amp.AsError(err)}
 	}
-	// Only verified messages make their peer a busy caller whose linger
-	// holds others (admission.FairLingerBusy).
-	a.cpu.Verified(ctx)
 	// A writer on its way to the ledger until it claims its ticket
 	// (ledger.Ledger.Expect): counted once it verifies, never before, or
 	// a flood of bad signatures waiting for slots would hold every group
@@ -744,10 +741,11 @@ func (a *Agent) claim(ctx context.Context, m *amp.Message, sender string, arriva
 		}
 		arrival.Done()
 		var werr error
-		// Parked: the first copy may itself be parked, its slot to be
+		// Away: the first copy may itself be parked, its slot to be
 		// taken back within this peer's share, which the copies waiting
-		// for it must not fill (admission.Fair.Park).
-		a.park(ctx, func() {
+		// for it must not fill; and it is counted already, so the copy
+		// keeps no peer active (admission.Fair.Away).
+		a.away(ctx, func() {
 			select {
 			case <-st.Wait:
 			case <-ctx.Done():
@@ -789,12 +787,23 @@ func (a *Agent) durable(ctx context.Context, f func()) {
 
 // park runs f without one of the agent's CPU slots and without counting
 // against its peer's share (admission.Fair.Park): for a wait that costs
-// the others nothing, the local group commit, or one for another message
-// of the same peer that may be parked itself (a copy waiting for its
-// first copy, a stream's lock), which counted would fill the share that
-// message needs to come back. It takes a slot back within that share.
+// the others nothing, the local group commit. It takes a slot back within
+// that share.
 func (a *Agent) park(ctx context.Context, f func()) {
 	resume := a.cpu.Park(ctx)
+	defer resume()
+	f()
+}
+
+// away runs f, which waits for another message's outcome (a copy for its
+// first copy, a stream's lock), like park, but without keeping its peer
+// active meanwhile (admission.Fair.Away): the message waited for is
+// counted already, whichever peer sent it; parked, a copy sent from a
+// second network made that network active with nothing inside, and held
+// the first copy's caller, whose invocation waited in its handler, to no
+// new message at all (docs/SPEC-DECISIONS.md AGENT-34).
+func (a *Agent) away(ctx context.Context, f func()) {
+	resume := a.cpu.Away(ctx)
 	defer resume()
 	f()
 }
@@ -903,6 +912,15 @@ func (a *Agent) handleClaimed(ctx context.Context, m *amp.Message, sender string
 	// A retryable refusal before anything ran is not kept (below): a
 	// refusal, signed for RefusalTTL at most.
 	kept := perr == nil || !amp.CodeOf(perr).Retryable() || t.Durable()
+	if kept {
+		// Only a message whose outcome is recorded for its id makes its
+		// peer a busy caller whose linger holds others
+		// (admission.FairLingerBusy): its sender signed it anew, where
+		// a copy answered from the ledger, or one refused before (or
+		// retryably and not recorded), is anyone's to send again at no
+		// cost (docs/SPEC-DECISIONS.md AGENT-35).
+		a.cpu.Verified(ctx)
+	}
 	switch {
 	case perr != nil:
 		sent, reply, err = a.sealError(ctx, m, perr, !kept)

@@ -63,19 +63,22 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 	replies := make([][]byte, 0, len(b.Items))
 	size := 0
 	// Each item takes a CPU slot of its own in Handle, counted against its
-	// peer like any message: the container parks meanwhile
-	// (admission.Fair.Park), uncounted, so that concurrent batches cannot
+	// peer like any message: the container waits away meanwhile
+	// (admission.Fair.Away), uncounted, so that concurrent batches cannot
 	// hold every slot while their items wait for one, nor their items skip
 	// their peer's share (threat: 4 batches admitted while their address
 	// was alone ran their items in every free slot for up to
-	// MaxBatchDuration). It parks once for its items, not once an item:
-	// between two items it only counts bytes, and taking a slot again
-	// after each item made it queue for one 32 times a batch, on the
-	// admission lock each time (a BATCH item at 84 % of a message sent
-	// alone on 16 cores, docs/PERFORMANCE.md). It takes a slot again only
-	// to sign: an item's ERROR (signing is work the slots bound) and, at
-	// the end, the reply.
-	resume := a.cpu.Park(ctx)
+	// MaxBatchDuration); and not keeping its peer active, which its items
+	// do while inside, parked or waiting (threat: parked, a container
+	// whose one item was a copy waiting for another network's invocation
+	// kept its network active with nothing inside, AGENT-34). It waits
+	// once for its items, not once an item: between two items it only
+	// counts bytes, and taking a slot again after each item made it queue
+	// for one 32 times a batch, on the admission lock each time (a BATCH
+	// item at 84 % of a message sent alone on 16 cores,
+	// docs/PERFORMANCE.md). It takes a slot again only to sign: an item's
+	// ERROR (signing is work the slots bound) and, at the end, the reply.
+	resume := a.cpu.Away(ctx)
 	held := func() {
 		if resume != nil {
 			resume()
@@ -86,15 +89,15 @@ func (a *Agent) handleBatch(ctx context.Context, m *amp.Message) ([]byte, error)
 	// running reports whether items may still be started: before the
 	// batch's deadline, and while its caller waits.
 	running := func() bool { return a.cfg.Now().Before(deadline) && ctx.Err() == nil }
-	// itemError signs the ERROR of item i holding a slot, then parks again
-	// while items may still run. Once none may, the container keeps the
-	// slot for the rest: the ERRORs left are signed one after the other,
-	// not each after a wait for a slot (which no deadline bounds).
+	// itemError signs the ERROR of item i holding a slot, then waits away
+	// again while items may still run. Once none may, the container keeps
+	// the slot for the rest: the ERRORs left are signed one after the
+	// other, not each after a wait for a slot (which no deadline bounds).
 	itemError := func(i int, ierr error) ([]byte, error) {
 		held()
 		reply, err := a.batchItemError(ctx, m, i, ierr)
 		if running() {
-			resume = a.cpu.Park(ctx)
+			resume = a.cpu.Away(ctx)
 		}
 		return reply, err
 	}

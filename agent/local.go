@@ -186,7 +186,6 @@ func (a *Agent) handleLocal(ctx context.Context, m *amp.Message) (localReply, er
 		return localReply{}, err
 	}
 	defer done()
-	a.cpu.Verified(ctx) // built here: authentic
 	// A writer on its way to the ledger from here, as in Handle once a
 	// message verifies: not while it waits for a slot (threat: an MCP
 	// client's calls waiting for slots held every group commit to its

@@ -551,14 +551,15 @@ func (a *Agent) streamStart(sender, peer string, b amp.StreamStartBody, now time
 }
 
 // lookup finds the open stream of sender, locked. The stream's lock is
-// waited for through park, without a CPU slot: its holder may be handing
+// waited for through wait, without a CPU slot: its holder may be handing
 // the stream to the application (streamEnd), and needs a slot back when
 // that returns; waiting for the lock while holding a slot would let a
 // sender fill every slot with copies aimed at one stream and stop the
-// agent. The agent parks the wait (Agent.park), not counted against the
+// agent. The agent waits away (Agent.away), not counted against the
 // sender's share: the holder may be parked itself, to come back within
-// that share, which counted waiters would fill.
-func (t *streams) lookup(sender, id string, park func(func())) (*inStream, error) {
+// that share, which counted waiters would fill; nor keeping the waiter's
+// peer active, since the holder is counted already (AGENT-34).
+func (t *streams) lookup(sender, id string, wait func(func())) (*inStream, error) {
 	t.mu.Lock()
 	s := t.open[streamKey{sender, id}]
 	t.mu.Unlock()
@@ -566,7 +567,7 @@ func (t *streams) lookup(sender, id string, park func(func())) (*inStream, error
 		return nil, streamRefusal(amp.CodeInvalidMessage, "unknown_stream", id, "no open stream has this stream_id (never started, finished, or reclaimed after its timeout)")
 	}
 	if !s.mu.TryLock() {
-		park(s.mu.Lock)
+		wait(s.mu.Lock)
 	}
 	if s.closed {
 		s.mu.Unlock()
@@ -583,7 +584,7 @@ func (s *inStream) chunkLen(i uint64) uint64 {
 }
 
 func (a *Agent) streamData(ctx context.Context, sender string, d amp.StreamDataBody, now time.Time) error {
-	s, err := a.streams.lookup(sender, d.StreamID, func(f func()) { a.park(ctx, f) })
+	s, err := a.streams.lookup(sender, d.StreamID, func(f func()) { a.away(ctx, f) })
 	if err != nil {
 		return err
 	}
@@ -692,7 +693,7 @@ func (t *streams) resume(s *inStream, n uint64, now time.Time) (extra uint64, er
 // replay gets the same bytes for the message's ttl however busy the
 // ledger's volatile cache is.
 func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBody, now time.Time, t *ledger.Ticket) (amp.Type, []byte, error) {
-	s, err := a.streams.lookup(sender, e.StreamID, func(f func()) { a.park(ctx, f) })
+	s, err := a.streams.lookup(sender, e.StreamID, func(f func()) { a.away(ctx, f) })
 	if err != nil {
 		return 0, nil, err
 	}
