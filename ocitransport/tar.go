@@ -3,6 +3,8 @@ package ocitransport
 import (
 	"archive/tar"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -31,11 +33,13 @@ func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 	if err != nil {
 		return nil, fail(ErrIO, "cannot create a temporary folder next to the tar").WithCause(err)
 	}
-	e.tmp = tmp
-	if e.tmpRoot, err = os.OpenRoot(folderOnlyPath(tmp)); err != nil {
-		e.Close()
-		return nil, fail(ErrIO, "cannot open the temporary folder next to the tar").WithCause(err)
+	e.o.traced("made:tar-temp")
+	if e.tmpRoot, err = holdNewFolder(dir, filepath.Base(tmp)); err != nil {
+		// Not the folder just made: nothing at its name is touched, the
+		// folder made (moved away, empty) is left.
+		return nil, fail(ErrIO, "the temporary folder next to the tar was replaced as it was made").WithCause(err)
 	}
+	e.tmp = tmp
 	if d, err := e.tmpRoot.Open("."); err == nil { // the folder held, never its name again
 		if ok, _ := tryLockFolder(d); ok {
 			e.tmpLock = d
@@ -217,4 +221,61 @@ func addTarEntry(tw *tar.Writer, d *layoutDir, name, tarName string, buf []byte)
 	}
 	_, err = io.CopyBuffer(tw, f, buf)
 	return err
+}
+
+// holdNewFolder opens the folder name in dir that the caller has just
+// made, through dir held (an os.Root: a link leading out of dir is not
+// followed), and checks that it is that folder before anything uses it:
+// a folder, not a link (Lstat within dir), the one opened (os.SameFile),
+// of this user (regfile.ForeignOwner), that neither group nor others may
+// use, and empty. Another user who may rename in dir (no sticky bit:
+// OCI-25) and put a link, or a folder of this user's, at the name
+// between its making and this open would otherwise have had it made a
+// layout and emptied by Close (docs/SPEC-DECISIONS.md OCI-32 amended).
+func holdNewFolder(dir, name string) (*os.Root, error) {
+	parent, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer parent.Close()
+	named, err := parent.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	root, err := parent.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	held, err := root.Stat(".")
+	if err == nil {
+		err = checkNewFolder(root, named, held)
+	}
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return root, nil
+}
+
+// checkNewFolder is holdNewFolder's check of the folder root holds,
+// named being what Lstat found at its name and held what the open found.
+func checkNewFolder(root *os.Root, named, held os.FileInfo) error {
+	if !named.IsDir() || !os.SameFile(named, held) {
+		return errors.New("another folder or a link is at its name")
+	}
+	if uid, foreign := regfile.ForeignOwner(held); foreign {
+		return fmt.Errorf("it is owned by another user (uid %d)", uid)
+	}
+	if openToOthers(held) {
+		return fmt.Errorf("group or others may use it (mode %04o)", held.Mode().Perm())
+	}
+	f, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Readdirnames(1); err != io.EOF {
+		return errors.New("it is not empty")
+	}
+	return nil
 }
