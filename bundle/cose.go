@@ -268,6 +268,14 @@ func decodeCOSE(item []byte, ctype string) (*signedObject, error) {
 		}
 		o.signatures = append(o.signatures, s)
 	}
+	// The one allowed form of the whole (docs/FORMAT.md §2): a tag on any
+	// item inside (the decoder takes a tagged byte string or array for the
+	// bare one) or a self-described CBOR prefix before tag 98 would give
+	// one signed object many files, every signature still verifying
+	// (docs/SPEC-DECISIONS.md BUNDLE-26).
+	if again, err := o.encode(); err != nil || !bytes.Equal(again, item) {
+		return nil, fail(ErrUnknownFormat, "COSE_Sign is not in its one allowed form (a tag on one of its items, or around it)")
+	}
 	return o, nil
 }
 
