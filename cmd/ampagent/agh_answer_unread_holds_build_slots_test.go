@@ -63,8 +63,9 @@ func dialNoReader(t *testing.T, addr, path string) net.Conn {
 // long, and every other caller's narrowed catalog and transfer was
 // refused, 503 overloaded. The routes beside the agent's are written at
 // the minimum data rate (rateSideRoutes, TRANSPORT-32): the unread
-// answers are cut off once their deadline passed (a grace of 300 ms
-// here) and the slots come back. The count of slots still held is what
+// answers are cut off once their deadline passed (a grace of 2 s here,
+// long enough that a loaded machine sees the slots held first) and the
+// slots come back. The count of slots still held is what
 // is checked (every probe's answer is 200 or 503), not a time.
 func TestPeerThatReadsNoAGHAnswerCannotHoldTheBuildSlots(t *testing.T) {
 	now := testNow()
@@ -82,7 +83,7 @@ func TestPeerThatReadsNoAGHAnswerCannotHoldTheBuildSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := amphttp.NewServer(rateSideRoutes(mux, 300*time.Millisecond), 150*time.Second, nil)
+	srv := amphttp.NewServer(rateSideRoutes(mux, 2*time.Second), 150*time.Second, nil)
 	go srv.Serve(smallSendBuffers{ln})
 	t.Cleanup(func() { srv.Close() })
 	addr := ln.Addr().String()
@@ -116,12 +117,12 @@ func TestPeerThatReadsNoAGHAnswerCannotHoldTheBuildSlots(t *testing.T) {
 		t.Fatal("the unread answers never held the build slots (the test proves nothing)")
 	}
 	// Their deadline is the grace plus 126 KiB at the minimum data rate:
-	// under a second. Fifty probes, 200 ms apart, leave them 10 s.
-	for range 50 {
+	// about 3 s. A hundred probes, 200 ms apart, leave them 20 s.
+	for range 100 {
 		if probe() == http.StatusOK {
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("a peer that reads none of its %d narrowed catalogs still holds every AGH build slot 10 s on: another caller is refused 503 (the answers have the write timeout alone)", agh.DefaultMaxBuilding)
+	t.Fatalf("a peer that reads none of its %d narrowed catalogs still holds every AGH build slot 20 s on: another caller is refused 503 (the answers have the write timeout alone)", agh.DefaultMaxBuilding)
 }
