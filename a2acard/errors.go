@@ -19,7 +19,9 @@ const (
 	// that member (docs/SPEC-DECISIONS.md A2A-10), or with other
 	// underscores ("supported_interfaces", "documentation_url"), which
 	// protojson would (A2A-12), or with dashes ("documentation-url"), which
-	// encoding/json/v2 matching names case-insensitively would (A2A-15).
+	// encoding/json/v2 matching names case-insensitively would (A2A-15);
+	// the A2A 0.3 endpoint members (url, additionalInterfaces and its
+	// entries' url) are read the same way (A2A-19).
 	ErrDuplicateMember amp.ErrName = "card_duplicate_member"
 	// ErrNumberNotCanonical: a number of the card is not written in its
 	// RFC 8785 form (docs/SPEC-DECISIONS.md A2A-1).
@@ -28,8 +30,10 @@ const (
 	ErrUnsigned amp.ErrName = "card_unsigned"
 	// ErrSignatureMalformed: a signatures entry that is not an
 	// AgentCardSignature (a missing or extra member, a wrong type, bad
-	// base64url, a protected header that is not a JSON object, an
-	// unprotected header repeating or adding a protected parameter).
+	// base64url, a protected header that is not a JSON object or whose
+	// jku is not an absolute https URL with a host and no userinfo,
+	// A2A-20, an unprotected header repeating or adding a protected
+	// parameter).
 	ErrSignatureMalformed amp.ErrName = "card_signature_malformed"
 	// ErrHeaderUnsupported: a protected header without typ "JOSE", or with
 	// a parameter this package does not implement (crit, b64, ...).

@@ -93,6 +93,34 @@ func (n *goNames) caseVariant(v any) bool {
 	return false
 }
 
+// endpoint03Names are the A2A 0.3 endpoint members that A2A-18 checks by
+// their exact names: a card's url and additionalInterfaces; iface03Names,
+// an additionalInterfaces entry's url.
+var endpoint03Names, iface03Names = jcs.NewSpellings("url", "additionalInterfaces"), jcs.NewSpellings("url")
+
+// endpoint03Variant reports whether card spells one of the A2A 0.3
+// endpoint members another way than webURLs reads them: at its top level
+// a member spelt like url or additionalInterfaces, or in an entry of
+// additionalInterfaces one spelt like url, but for case, underscores or
+// dashes ("URL", "additional_interfaces"; jcs.Spellings). A 0.3 reader
+// decoding with encoding/json, protojson or encoding/json/v2 takes such
+// a member for the endpoint (the last spelling winning) while Verify
+// would read, and check, another or none (A2A-19). Not Card members, so
+// caseVariant does not see them.
+func endpoint03Variant(card jcs.Object) bool {
+	if endpoint03Names.Variant(card) {
+		return true
+	}
+	more, _ := card.Get("additionalInterfaces")
+	list, _ := more.([]any)
+	for _, x := range list {
+		if o, ok := x.(jcs.Object); ok && iface03Names.Variant(o) {
+			return true
+		}
+	}
+	return false
+}
+
 // checkKid refuses a kid that is not a DID or DID URL with a fragment
 // (amp.ValidDID: "did:", a method name of ASCII lowercase letters and
 // digits; "did:kеy:" with a Cyrillic е, a fullwidth colon, "did%3Akey%3A"

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"net/url"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/jcs"
@@ -37,8 +38,10 @@ type header struct {
 // did:key kid must be pub's own):
 // the card is at most MaxCardBytes of I-JSON with no duplicate member, no
 // member of a Card struct spelt in another case or with other underscores
-// or dashes (A2A-10, A2A-12, A2A-15), and every number in its
-// RFC 8785 form; every signatures entry is a well-formed AgentCardSignature; one
+// or dashes (A2A-10, A2A-12, A2A-15), nor an A2A 0.3 endpoint member
+// (url, additionalInterfaces, their url) spelt so (A2A-19), and every
+// number in its RFC 8785 form; every signatures entry is a well-formed
+// AgentCardSignature (a jku, if any, an https WebURL, A2A-20); one
 // with the kid exists, is EdDSA with typ "JOSE", and verifies over the
 // canonical card without its signatures and defaults (A2A §8.4.3); any
 // other entry with the kid verifies too; and the signed card has the
@@ -75,6 +78,9 @@ func Verify(data []byte, pub ed25519.PublicKey, kid string) (*Verified, error) {
 	}
 	if cardNames().caseVariant(card) {
 		return nil, fail(ErrDuplicateMember, "an object of the card spells one of its AgentCard members in another case")
+	}
+	if endpoint03Variant(card) {
+		return nil, fail(ErrDuplicateMember, "the card spells an A2A 0.3 endpoint member (url, additionalInterfaces) in another case or with other underscores or dashes")
 	}
 	if !numbersCanonical(tree) {
 		return nil, fail(ErrNumberNotCanonical, "a number of the card is not written in its RFC 8785 form")
@@ -285,6 +291,11 @@ func readSignature(s Signature) (header, []byte, error) {
 		case "typ":
 			h.typ, h.hasTyp = str, true
 		case "jku":
+			// Never fetched here (A2A-2), but a client dials it for the
+			// key: RFC 7515 §4.1.2 asks for TLS (A2A-20).
+			if !jkuURL(str) {
+				return header{}, nil, fail(ErrSignatureMalformed, "a protected header's jku is not an absolute https URL with a host and no userinfo")
+			}
 		default:
 			h.unknown = true
 		}
@@ -305,6 +316,14 @@ func readSignature(s Signature) (header, []byte, error) {
 		}
 	}
 	return h, sig, nil
+}
+
+// jkuURL reports whether s is a jku Verify accepts: a WebURL whose scheme
+// is https, as RFC 7515 §4.1.2 requires of the JWK Set's retrieval
+// (docs/SPEC-DECISIONS.md A2A-20).
+func jkuURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "https" && WebURL(s)
 }
 
 // mustBeProtected reports whether a header parameter may appear only in

@@ -81,7 +81,7 @@ func signRaw(t testing.TB, raw []byte, count int) []byte {
 	kid := DIDKeyID(vectorPub())
 	var sigs []Signature
 	for i := range count {
-		h, _ := json.Marshal(map[string]string{"alg": Alg, "kid": kid, "typ": Typ, "jku": strconv.Itoa(i)})
+		h, _ := json.Marshal(map[string]string{"alg": Alg, "kid": kid, "typ": Typ, "jku": "https://agent.example/jwks/" + strconv.Itoa(i)})
 		p := base64.RawURLEncoding.EncodeToString(h)
 		sigs = append(sigs, Signature{Protected: p, Signature: base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, signingInput(p, payload)))})
 	}
