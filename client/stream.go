@@ -79,6 +79,12 @@ type Stream struct {
 // DefaultChunkSize is the chunk size of SendStream when none is given.
 const DefaultChunkSize = 256 << 10
 
+// maxChunkBuffer bounds the chunk a client sends (1 GiB: far above what
+// any agent's message size takes, amp.DefaultMaxMessageSize being 16 MiB),
+// so that a chunk size no memory holds is refused, chunk_size_too_large,
+// before anything is sent.
+const maxChunkBuffer = 1 << 30
+
 // SendStream sends content (s.Size bytes, never held whole) as
 // STREAM_START, STREAM_DATA in order and STREAM_END with its SHA-256, and
 // returns the stream_id used and the provider's ACK once it says
@@ -109,6 +115,14 @@ func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (s
 	if err != nil {
 		return s.ID, nil, err
 	}
+	// No chunk is longer than the content: a chunk size above it (a
+	// single chunk) allocates the content's size, not the chunk size; and
+	// the buffer is made before the STREAM_START, so that a size no
+	// memory holds leaves nothing open at the peer (AMP-22).
+	if n := min(s.ChunkSize, s.Size); n > maxChunkBuffer {
+		return s.ID, nil, amp.Named(amp.CodeBadRequest, "chunk_size_too_large", "a chunk of %d bytes is more than the %d a client sends", n, uint64(maxChunkBuffer))
+	}
+	buf := make([]byte, min(s.ChunkSize, s.Size))
 	if _, err := c.Post(ctx, amp.TypeStreamStart, start); err != nil {
 		return s.ID, nil, err
 	}
@@ -122,7 +136,7 @@ func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (s
 			return s.ID, nil, err
 		}
 	}
-	sum, err := c.sendChunks(ctx, s, chunks, content)
+	sum, err := c.sendChunks(ctx, s, chunks, content, buf)
 	if err != nil {
 		return s.ID, nil, err
 	}
@@ -132,7 +146,7 @@ func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (s
 		// under it): send them all again, once; the agent ignores the
 		// copies of what it has (STREAM-3).
 		if _, serr := rs.Seek(0, io.SeekStart); serr == nil {
-			again, err2 := c.sendChunks(ctx, s, chunks, content)
+			again, err2 := c.sendChunks(ctx, s, chunks, content, buf)
 			if err2 != nil {
 				return s.ID, nil, err2
 			}
@@ -160,13 +174,10 @@ func (c *Client) SendStream(ctx context.Context, s Stream, content io.Reader) (s
 	return s.ID, &ack, nil
 }
 
-// sendChunks sends the chunks of s read from content and returns the
-// SHA-256 of the content.
-func (c *Client) sendChunks(ctx context.Context, s Stream, chunks uint64, content io.Reader) ([]byte, error) {
+// sendChunks sends the chunks of s read from content, through buf (of
+// the largest chunk's size), and returns the SHA-256 of the content.
+func (c *Client) sendChunks(ctx context.Context, s Stream, chunks uint64, content io.Reader, buf []byte) ([]byte, error) {
 	h := sha256.New()
-	// No chunk is longer than the content: a chunk size above it (a
-	// single chunk) allocates the content's size, not the chunk size.
-	buf := make([]byte, min(s.ChunkSize, s.Size))
 	for i := uint64(0); i < chunks; i++ {
 		n := s.ChunkSize
 		if i == chunks-1 {

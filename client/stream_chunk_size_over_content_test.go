@@ -59,3 +59,33 @@ func TestStreamChunkSizeOverTheContentIsNotAllocated(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamChunkNoMemoryHoldsIsRefusedBeforeTheStart: content and chunk
+// size both past any memory (2^62) made SendStream post the STREAM_START
+// and then panic (makeslice) or run out of memory, the stream left open
+// at the peer. The chunk's buffer is judged and made first: refused
+// chunk_size_too_large, nothing sent.
+func TestStreamChunkNoMemoryHoldsIsRefusedBeforeTheStart(t *testing.T) {
+	p := newParties(t)
+	var sent int
+	tr := p.scripted(t, func(*amp.Message, *amp.Sender) ([]byte, error) {
+		sent++
+		return nil, nil
+	})
+	c := p.client(t, tr)
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("SendStream of 2^62 bytes in chunks of 2^62 panicked: %v", r)
+			}
+		}()
+		_, _, err = c.SendStream(context.Background(), Stream{Size: 1 << 62, ChunkSize: 1 << 62}, bytes.NewReader(nil))
+	}()
+	if amp.NameOf(err) != "chunk_size_too_large" {
+		t.Fatalf("SendStream of 2^62 bytes in chunks of 2^62: %v (%s), want chunk_size_too_large", err, amp.NameOf(err))
+	}
+	if sent != 0 {
+		t.Fatalf("%d messages sent before the refusal, want none (a STREAM_START left open at the peer)", sent)
+	}
+}
