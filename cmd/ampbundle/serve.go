@@ -243,11 +243,11 @@ func mirrorOpener(env *cliutil.Env, db, sock string) func() (mirror.Source, erro
 			return s, nil
 		}
 		if errors.Is(err, resolver.ErrStoreInUse) {
-			ac, aerr := admin.Dial(sock)
+			ac, aerr := admin.DialStore(sock, db)
 			if aerr == nil {
 				return ac, nil
 			}
-			if errors.Is(aerr, admin.ErrForeignSocket) {
+			if errors.Is(aerr, admin.ErrForeignSocket) || errors.Is(aerr, admin.ErrOtherStore) {
 				// Not store_in_use: another user's socket sits where the
 				// agent's should be; the refusal carries its hint
 				// (docs/SPEC-DECISIONS.md ADMIN-1, ADMIN-5).

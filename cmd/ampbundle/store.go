@@ -98,15 +98,19 @@ func openStoreAt(env *cliutil.Env, db, sock string, mode storeMode) (registry, e
 		if sock == "" {
 			sock = admin.SocketPath(db)
 		}
-		ac, aerr := admin.Dial(sock)
+		// The agent is asked to serve this very store file: a socket of
+		// this user's agent of another store at sock (a link put there,
+		// a wrong --admin-socket) refuses the command (ADMIN-8).
+		ac, aerr := admin.DialStore(sock, db)
 		if aerr == nil {
 			fmt.Fprintf(env.Stderr, "note: the store is held by a running agent; using its admin socket %s\n", cliutil.Sanitize(sock))
 			return &ac.Registry, nil
 		}
-		if errors.Is(aerr, admin.ErrForeignSocket) {
+		if errors.Is(aerr, admin.ErrForeignSocket) || errors.Is(aerr, admin.ErrOtherStore) {
 			// Not store_in_use: the operator must learn that another
-			// user's socket sits where the agent's should be (the
-			// refusal carries its hint: ADMIN-5).
+			// user's socket, or an agent of another store, sits where
+			// the agent's should be (the refusal carries its hint:
+			// ADMIN-5, ADMIN-8).
 			return nil, aerr
 		}
 	}

@@ -26,9 +26,10 @@ import (
 // operations run in the agent.
 type Client struct {
 	Registry
-	path string
-	http *http.Client
-	gen  atomic.Uint64
+	path  string
+	store string // the store file every request names (DialStore); "": none
+	http  *http.Client
+	gen   atomic.Uint64
 }
 
 // Dial connects to the admin socket at path; it fails fast when nothing
@@ -50,6 +51,40 @@ func Dial(path string) (*Client, error) {
 	ac := &Client{path: path, http: &http.Client{Transport: tr}}
 	ac.Registry.client = ac
 	return ac, nil
+}
+
+// DialStore is Dial for a command about the store file db: every
+// request names db's file (StoreFileHeader) and the agent refuses it
+// when that is not the store it serves (storeCheck), before anything is
+// done; DialStore asks once at once, so that the refusal comes before
+// the command goes on (cause ErrOtherStore, with the operator's next
+// step as its hint). The socket's path says nothing of the store behind
+// it: a link put at DB.admin.sock to another agent of this user (of
+// another store) passes Dial's user check, and the command's bundles,
+// trust changes and statements went to that store
+// (docs/SPEC-DECISIONS.md ADMIN-8). An agent older than this program
+// ignores the name and serves as before.
+func DialStore(path, db string) (*Client, error) {
+	id, err := storeFileID(db)
+	if err != nil {
+		return nil, amp.Named(0, "admin_socket", "cannot identify the store file to name it to the agent").WithCause(err)
+	}
+	c, err := Dial(path)
+	if err != nil {
+		return nil, err
+	}
+	c.store = id
+	if _, err := c.FetchGeneration(); errors.Is(err, ErrOtherStore) {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// otherStoreHint is the operator's next step after the agent at path
+// refused the command's store as not its own (ErrOtherStore).
+func otherStoreHint(path string) string {
+	return fmt.Sprintf("the agent listening at %s serves another store than the one given with --db, and nothing was sent to it to do: give this store's agent socket with --admin-socket, or, if nothing of yours should be at %s (a link someone put there), remove it", path, path)
 }
 
 // ErrForeignSocket is the cause of the admin_socket refusal of a socket
@@ -160,6 +195,9 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ct
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
 	}
+	if c.store != "" {
+		req.Header.Set(StoreFileHeader, c.store)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		var refused *amp.Error
@@ -184,6 +222,9 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ct
 		e := amp.Named(amp.Code(doc.Error.AMPCode), amp.ErrName(doc.Error.Code), "%s", doc.Error.Message)
 		if len(doc.Error.Details) > 0 {
 			e = e.WithDetails(doc.Error.Details)
+		}
+		if c.store != "" && resp.StatusCode == statusOtherStore && doc.Error.Code == "admin_socket" {
+			return cliutil.WithHint(e.WithCause(ErrOtherStore), otherStoreHint(c.path))
 		}
 		return e
 	}

@@ -23,8 +23,9 @@ func SocketPath(db string) string { return db + ".admin.sock" }
 
 // NewHandler serves the admin API over s: a route for each operation of
 // Ops. Every request body is read, and every answer written, at the
-// minimum data rate (rateBodies), before the peer check and the routes:
-// each operation still bounds its body's size.
+// minimum data rate (rateBodies), before the peer check, the store check
+// (storeCheck) and the routes: each operation still bounds its body's
+// size.
 func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -56,7 +57,46 @@ func NewHandler(s *resolver.Store, log *slog.Logger) http.Handler {
 			}
 		})
 	}
-	return rateBodies(peerCheck(mux))
+	id, _ := storeFileID(s.Path()) // "": none, every named store refused
+	return rateBodies(peerCheck(storeCheck(id, mux)))
+}
+
+// StoreFileHeader names, on a request, the store file the caller means
+// (its device and inode, as a DialStore client sends it), and, on every
+// answer, the one the agent serves.
+const StoreFileHeader = "X-Store-File"
+
+// ErrOtherStore is the cause of the admin_socket refusal of a request
+// that names another store file than the agent's (errors.Is, through a
+// Client): the socket at the store's path is an agent of this user, but
+// of another store (a link put at the path, a wrong --admin-socket).
+var ErrOtherStore = errors.New("the admin socket serves another store")
+
+// statusOtherStore is the HTTP status of storeCheck's refusal, which no
+// other answer of the socket has: a Client gives that refusal its cause,
+// ErrOtherStore.
+const statusOtherStore = http.StatusConflict
+
+// storeCheck serves only requests that name no store file or the one the
+// agent serves (id): a request naming another is refused admin_socket
+// before any route runs (docs/SPEC-DECISIONS.md ADMIN-8). The peer check
+// says the caller is this user; this says the caller's command is about
+// this store, which its socket path alone does not (a link to another
+// agent's socket of the same user passes the peer check).
+func storeCheck(id string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id != "" {
+			w.Header().Set(StoreFileHeader, id)
+		}
+		if want := r.Header.Get(StoreFileHeader); want != "" && want != id {
+			var doc errorDoc
+			doc.Error.Code = "admin_socket"
+			doc.Error.Message = "this agent serves another store than the one the command names; nothing was done"
+			writeJSON(w, statusOtherStore, doc)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // rateBodies reads the body of every request h serves at the minimum
