@@ -96,7 +96,8 @@ type SyncOptions struct {
 	// TLS configures https (a private CA, for example); nil uses the
 	// system roots.
 	TLS *tls.Config
-	// Client replaces the HTTP client (tests); it must refuse redirects.
+	// Client replaces the HTTP client (tests); it must refuse redirects
+	// and inflate nothing (http.Transport.DisableCompression).
 	Client *http.Client
 	// StallTimeout bounds how long an answer may stall: when fewer than
 	// StallMinBytes bytes of a body arrive within StallTimeout, the request
@@ -687,6 +688,12 @@ func newSyncClient(opts SyncOptions, hooks syncHooks) (*syncClient, error) {
 				ResponseHeaderTimeout:  30 * time.Second,
 				MaxIdleConnsPerHost:    2,
 				MaxResponseHeaderBytes: 64 << 10,
+				// No Accept-Encoding: gzip, so nothing is inflated: every
+				// bound (a listed size, the minimum data rate, the stall
+				// window) counts the bytes on the wire, and a gzip answer
+				// is bytes other than the file listed
+				// (docs/SPEC-DECISIONS.md MIRROR-27).
+				DisableCompression: true,
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect },
 		}
@@ -825,8 +832,25 @@ func (c *syncClient) getSmall(ctx context.Context, p string, max int64) ([]byte,
 // it runs (lockSpool).
 const spoolLockName = "sync.lock"
 
-// partName is the spool file of an offered bundle file.
-func partName(e IndexEntry) string { return e.BundleID + "-" + e.SHA256 + ".part" }
+// partName is the spool file of an offered bundle file:
+// BUNDLE_ID-SHA256.part, or, where that would be longer than a file
+// name may be (maxSpoolNameLen: a bundle_id over 185 bytes),
+// long-H-SHA256.part with H the SHA-256 of the bundle_id in hex, cut to
+// 32 digits; no bundle_id is "long-H" (it has no dot), so the two never
+// meet (docs/SPEC-DECISIONS.md MIRROR-28).
+func partName(e IndexEntry) string {
+	if n := e.BundleID + "-" + e.SHA256 + ".part"; len(n) <= maxSpoolNameLen {
+		return n
+	}
+	h := sha256.Sum256([]byte(e.BundleID))
+	return "long-" + hex.EncodeToString(h[:16]) + "-" + e.SHA256 + ".part"
+}
+
+// maxSpoolNameLen is the longest spool file name partName makes: 255
+// bytes, the longest name ext4, XFS, APFS and NTFS take. A bundle_id may
+// be up to 254 bytes (a namespace prefix), so BUNDLE_ID-SHA256.part may
+// be up to 324.
+const maxSpoolNameLen = 255
 
 // fetchAndImport downloads e (resuming a partial file), its head judged
 // first (judgeHead), checks it against the index, and imports it, and
