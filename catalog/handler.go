@@ -215,6 +215,28 @@ func setHeaders(w http.ResponseWriter) {
 	hd.Set("Cache-Control", "no-store")
 }
 
+// ErrCrossSite: a request a document of another site made for anything
+// but a top-level navigation (an image, a frame, a stylesheet, a fetch,
+// a prefetch: Fetch Metadata's Sec-Fetch-Site, Sec-Fetch-Mode and
+// Sec-Fetch-Dest) is refused, 403, before the store is read
+// (CATALOG-34).
+const ErrCrossSite amp.ErrName = "cross_site_refused"
+
+// crossSite reports whether r was made by a document of another origin
+// than the catalog's for anything but a top-level navigation (W3C Fetch
+// Metadata Request Headers): the catalog never embeds nor fetches its
+// pages from elsewhere, and a page of another site has no reason to. A
+// request without Sec-Fetch-Site (curl, an older browser), one the
+// user made (none) and one of the catalog's own pages (same-origin) is
+// not; any other value of Sec-Fetch-Site counts as another site.
+func crossSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return false
+	}
+	return r.Header.Get("Sec-Fetch-Mode") != "navigate" || r.Header.Get("Sec-Fetch-Dest") != "document"
+}
+
 // ServeHTTP serves GET and HEAD of the catalog pages.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setHeaders(w)
@@ -231,6 +253,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// spares reading the body too.
 		w.Header().Set("Connection", "close")
 		http.Error(w, "a page request has no body", http.StatusBadRequest)
+		return
+	}
+	if crossSite(r) {
+		// A page of another site embeds or fetches the catalog: its
+		// answer is never read there, but rendering it would spend the
+		// operator's own share (the browser is the operator's address)
+		// and its timing tells that page what the store holds
+		// (CATALOG-34). Refused before the store is read.
+		h.log.Debug("catalog request of another site refused", "err", string(ErrCrossSite))
+		http.Error(w, "a page of another site cannot load the catalog: open it directly", http.StatusForbidden)
 		return
 	}
 	peer := transport.Peer(r.RemoteAddr)
