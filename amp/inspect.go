@@ -126,11 +126,19 @@ func JSONValue(item []byte) (json.RawMessage, error) {
 	if _, err := (Limits{}).Canonical(item); err != nil {
 		return nil, err
 	}
+	out, _ := jsonValue(item)
+	return out, nil
+}
+
+// jsonValue is JSONValue on an item that has passed the scanner; visits is
+// how many items its walks visited (the recording walk's and the
+// rendering's together), which tests read.
+func jsonValue(item []byte) (out json.RawMessage, visits int) {
 	w := itemWalk{data: item, record: true}
 	w.end(0)
 	j := jsonWriter{data: item, objects: w.objects}
-	out, _ := j.value(nil, 0)
-	return out, nil
+	out, _ = j.value(nil, 0)
+	return out, w.visited + j.visited
 }
 
 // jsonWriter renders one item that has passed the scanner. Whether a map
@@ -146,6 +154,9 @@ type jsonWriter struct {
 	// object; next is the index of the next map the rendering meets.
 	objects []bool
 	next    int
+	// visited counts the items value rendered, for the tests that bound
+	// them.
+	visited int
 }
 
 // standIn reports whether a text key is one of the member names of the
@@ -168,6 +179,7 @@ func appendJSONString(dst []byte, s string) []byte {
 
 // value renders the item at data[off:] and returns the offset after it.
 func (j *jsonWriter) value(dst []byte, off int) ([]byte, int) {
+	j.visited++
 	data := j.data
 	h, _ := ReadHead(data, off)
 	start := off

@@ -295,10 +295,13 @@ type itemWalk struct {
 	data    []byte
 	record  bool
 	objects []bool
+	// visited counts the items end walked, for the tests that bound them.
+	visited int
 }
 
 // end returns the offset just past the item at data[off:].
 func (w *itemWalk) end(off int) int {
+	w.visited++
 	h, _ := ReadHead(w.data, off)
 	off += h.Size
 	switch h.Major {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // A schema may list many values (enum, const), and a check compares
@@ -46,9 +47,14 @@ type listed struct {
 	types typeSet // of all its values
 }
 
+// listedReads counts the values newListed has read (their canonical forms
+// written), for the tests that bound them.
+var listedReads atomic.Int64
+
 // newListed reads the list vals. The canonical forms are written into
 // one buffer and kept as slices of one string, not a string each.
 func newListed(vals []any) *listed {
+	listedReads.Add(int64(len(vals)))
 	l := &listed{vals: vals, info: make([]listedValue, len(vals)), set: map[string]struct{}{}}
 	var buf []byte
 	ends := make([]int, len(vals))

@@ -3,6 +3,7 @@ package resolver
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -90,6 +91,9 @@ type judgedCache struct {
 	mu  sync.Mutex
 	gen uint64
 	m   map[string]judged
+	// hashes counts the stored signed manifests Bundles hashed, for the
+	// tests that bound them.
+	hashes atomic.Int64
 }
 
 // judged is what judgedCache keeps of one bundle.

@@ -294,6 +294,7 @@ func (s *Store) Bundles() ([]Bundle, error) {
 					return err
 				}
 				j.manifestSum = hex.EncodeToString(sha256sum(r.bundleRecord.Signed))
+				s.judged.hashes.Add(1)
 				r.bundleRecord.Signed = nil
 				s.judged.put(gen, string(k), judged{sum: true, manifestSum: j.manifestSum})
 			}

@@ -183,6 +183,10 @@ type Store struct {
 	didDocs didCache
 	judged  judgedCache
 
+	// auditRead counts the audit entries removedFromAudit has decoded,
+	// for the tests that bound them.
+	auditRead atomic.Int64
+
 	// faults is nil in every Store this package's API makes: only the
 	// package's own tests set it (export_test.go), to fail an import or a
 	// removal at a named step. No option or exported name reaches it.

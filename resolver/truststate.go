@@ -3,6 +3,7 @@ package resolver
 import (
 	"bytes"
 	"crypto/ed25519"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -95,13 +96,14 @@ const kRemovedMigrated = "removed_keys_migrated"
 // record with its audit entry. Its memory is one entry per key the log
 // names in those entries; an entry that does not decode is skipped
 // (VerifyAudit reports it).
-func removedFromAudit(tx *bolt.Tx, st *trust.State) error {
+func removedFromAudit(tx *bolt.Tx, st *trust.State, read *atomic.Int64) error {
 	meta := bucket(tx, bMeta)
 	if meta.Get([]byte(kRemovedMigrated)) != nil {
 		return nil
 	}
 	last := map[string]string{} // did:key -> the name trust rm removed; "": trusted again since
 	if err := bucket(tx, bAudit).ForEach(func(_, v []byte) error {
+		read.Add(1)
 		var e AuditEntry
 		if decode(v, &e) != nil || e.Key == "" || (e.Verdict != "accepted" && e.Verdict != "") {
 			return nil
@@ -252,7 +254,7 @@ func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 		st.RemovedKeys[string(k[len(removedPrefix):])] = string(v)
 	}
 	if sel.removed {
-		if err := removedFromAudit(tx, st); err != nil {
+		if err := removedFromAudit(tx, st, &s.auditRead); err != nil {
 			return nil, err
 		}
 	}

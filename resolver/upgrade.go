@@ -45,7 +45,7 @@ func (s *Store) upgradeStore(tx *bolt.Tx) error {
 	if err := meta.Delete([]byte(kRemovedMigrated)); err != nil {
 		return err
 	}
-	if err := removedFromAudit(tx, st); err != nil {
+	if err := removedFromAudit(tx, st, &s.auditRead); err != nil {
 		return err
 	}
 	if err := recountCharges(tx, st); err != nil {

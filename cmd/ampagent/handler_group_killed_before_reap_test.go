@@ -17,7 +17,8 @@ import (
 // another process's (CLI-34's accepted race; review 106). The group is
 // killed while the leader is still unreaped (waitid WNOWAIT, Linux): the
 // pid is still the group's, the pipe closes at once, and the result the
-// program printed is answered without the 2 s (CLI-39).
+// program printed is answered without the 2 s (CLI-39): the handler
+// answers the printed result, not handler_failed.
 func TestBackgroundChildHoldingStdoutKilledBeforeReap(t *testing.T) {
 	h, _ := shellProgram(t, `sleep 60 & echo '{"ok":true}'`, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -31,8 +32,8 @@ func TestBackgroundChildHoldingStdoutKilledBeforeReap(t *testing.T) {
 	if m, _ := out.(map[string]any); m["ok"] != true {
 		t.Errorf("result %v, want {\"ok\":true}", out)
 	}
-	// Generous: a shell and its echo take milliseconds; the WaitDelay is 2 s.
-	if took > 1500*time.Millisecond {
-		t.Errorf("the handler returned after %s: it waited for the pipe its killed group held", took)
-	}
+	// Waiting for the pipe until WaitDelay lost the result (5001
+	// handler_failed, caught above), so the time is only logged: a shell
+	// and its echo take milliseconds, the WaitDelay is 2 s.
+	t.Logf("the handler returned after %s", took)
 }

@@ -28,22 +28,19 @@ func floodDoc(n, per int) []byte {
 // list of duplicates found so far: that is quadratic in the names (32,000
 // names twice, 5·10⁸ comparisons; 100,000 fit in the 4 MiB document
 // bound). The Index of 64,000 subschemas naming 32,000 anchors twice
-// each takes at most 5 times as long as that of as many subschemas each
-// naming its own (the best of 3 runs each).
+// each compares each duplicate with at most one listed name (a set
+// lookup: dupCompared at most one per subschema), where searching the
+// list compared it with every name listed before. The times of both
+// Index runs are logged (the distinct names are the twin).
 func TestAnchorDuplicateFloodCostsLinearTime(t *testing.T) {
 	measure := func(per int) (time.Duration, *Resource) {
 		v, err := Parse(floodDoc(64000, per), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		best := time.Duration(1 << 62)
-		var r *Resource
-		for range 3 {
-			start := time.Now()
-			r = Index(v)
-			best = min(best, time.Since(start))
-		}
-		return best, r
+		start := time.Now()
+		r := Index(v)
+		return time.Since(start), r
 	}
 	distinct, r := measure(1)
 	if len(r.Duplicates) != 0 || len(r.Anchors) != 64000 {
@@ -53,8 +50,8 @@ func TestAnchorDuplicateFloodCostsLinearTime(t *testing.T) {
 	if len(r.Duplicates) != 32000 || r.Duplicates[0] != "a000000" || r.Duplicates[31999] != "a031999" {
 		t.Fatalf("%d duplicates listed, want each of 32000 names once in the order found", len(r.Duplicates))
 	}
-	t.Logf("distinct names: %v; each twice: %v", distinct, twice)
-	if twice > 5*distinct {
-		t.Fatalf("Index of 32,000 names declared twice took %v, of as many subschemas with distinct names %v: more than 5 times as long", twice, distinct)
+	t.Logf("distinct names: %v; each twice: %v, %d names compared", distinct, twice, r.dupCompared)
+	if r.dupCompared > 64000 {
+		t.Fatalf("Index of 32,000 names declared twice compared %d listed names, want at most one per subschema (64,000): each duplicate searches the list", r.dupCompared)
 	}
 }

@@ -245,6 +245,9 @@ type Resource struct {
 	inner map[string]struct{} // anchor names declared inside embedded resources
 	dups  map[string]struct{} // the names in Duplicates
 	data  map[string]struct{} // anchor names declared in data (DataID)
+	// dupCompared counts the listed names duplicate compared s with (one
+	// lookup in dups a call), for the tests that bound it.
+	dupCompared int
 }
 
 // MaxIndexPointerBytes bounds the pointer text one Index records, in all:
@@ -563,6 +566,7 @@ func (r *Resource) declare(s string, ok bool, into map[string]string, embedded, 
 
 // duplicate lists the anchor name s in Duplicates, once.
 func (r *Resource) duplicate(s string) {
+	r.dupCompared++
 	if _, listed := r.dups[s]; !listed {
 		r.dups[s] = struct{}{}
 		r.Duplicates = append(r.Duplicates, s)
