@@ -13,6 +13,11 @@ import (
 	"github.com/ampbundle/ampbundle/internal/jcs"
 )
 
+// ErrBodyTooLarge names a request over its byte bound: an HTTP body over
+// MaxBody (413), a stdio message longer than the transport's maximum line
+// length (the session ends with it, MCP-44).
+const ErrBodyTooLarge = "body_too_large"
+
 // ErrTooManyValues names a request body that holds more JSON values than
 // the endpoint lets the SDK decode (docs/SPEC-DECISIONS.md MCP-20):
 // more than the agent's item budget in params.arguments, or more than

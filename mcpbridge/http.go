@@ -359,7 +359,7 @@ func (h *HTTPEndpoint) authenticate(w http.ResponseWriter, r *http.Request) (str
 	}
 	if r.ContentLength > h.o.MaxBody {
 		closeAfter(w)
-		jsonError(w, http.StatusRequestEntityTooLarge, amp.Named(amp.CodeInvalidMessage, "body_too_large", "the request is larger than %d bytes", h.o.MaxBody))
+		jsonError(w, http.StatusRequestEntityTooLarge, amp.Named(amp.CodeInvalidMessage, ErrBodyTooLarge, "the request is larger than %d bytes", h.o.MaxBody))
 		return "", false
 	}
 	return principal, true
@@ -401,7 +401,7 @@ func (h *HTTPEndpoint) readBody(w http.ResponseWriter, r *http.Request) bool {
 	switch {
 	case errors.As(err, &tooLarge):
 		closeAfter(w)
-		jsonError(w, http.StatusRequestEntityTooLarge, amp.Named(amp.CodeInvalidMessage, "body_too_large", "the request is larger than %d bytes", h.o.MaxBody))
+		jsonError(w, http.StatusRequestEntityTooLarge, amp.Named(amp.CodeInvalidMessage, ErrBodyTooLarge, "the request is larger than %d bytes", h.o.MaxBody))
 		return false
 	case err != nil:
 		closeAfter(w)

@@ -515,7 +515,7 @@ func statusError(code int) *amp.Error {
 	case http.StatusNotFound:
 		return amp.Named(amp.CodeBadRequest, "session_not_found", "no such session (it ended or never existed)")
 	case http.StatusRequestEntityTooLarge:
-		return amp.Named(amp.CodeInvalidMessage, "body_too_large", "the request is too large")
+		return amp.Named(amp.CodeInvalidMessage, ErrBodyTooLarge, "the request is too large")
 	case http.StatusMethodNotAllowed:
 		return amp.Named(amp.CodeBadRequest, "method_not_allowed", "the http method is not allowed here")
 	case http.StatusUnsupportedMediaType:

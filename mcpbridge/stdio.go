@@ -69,16 +69,19 @@ type frameLimit struct {
 }
 
 // errStdioFrameTooLarge ends a stdio session whose message is longer
-// than the transport's MaxLineLength: body_too_large, the HTTP
-// endpoint's name for a body over its bound.
-var errStdioFrameTooLarge = amp.Named(amp.CodeInvalidMessage, "body_too_large", "a stdio message is longer than the transport's maximum line length")
+// than the transport's MaxLineLength: ErrBodyTooLarge, the HTTP
+// endpoint's name for a body over its bound (a new error each time: an
+// amp.Error is not shared).
+func errStdioFrameTooLarge() error {
+	return amp.Named(amp.CodeInvalidMessage, ErrBodyTooLarge, "a stdio message is longer than the transport's maximum line length")
+}
 
 // Read implements io.Reader: it reads f.r, and fails with
 // errStdioFrameTooLarge once count reached limit.
 func (f *frameLimit) Read(p []byte) (int, error) {
 	if f.limit > 0 {
 		if f.count >= f.limit {
-			return 0, errStdioFrameTooLarge
+			return 0, errStdioFrameTooLarge()
 		}
 		p = p[:min(len(p), f.limit-f.count)]
 	}

@@ -2,7 +2,6 @@ package mcpbridge
 
 import (
 	"context"
-	"errors"
 	"io"
 	"strconv"
 	"strings"
@@ -108,7 +107,7 @@ func TestStdioMessageReadAheadPastItsFrameIsRefused(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the session did not end")
 			}
-			if !errors.Is(err, errStdioFrameTooLarge) || amp.NameOf(err) != "body_too_large" {
+			if amp.NameOf(err) != ErrBodyTooLarge {
 				t.Errorf("the session ended with %v, want body_too_large", err)
 			}
 			// What was read of the third message: at most the line length.

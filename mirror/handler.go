@@ -178,7 +178,9 @@ type rateBody struct {
 // whatever the handler holds while it writes (a build slot), for moments
 // instead of the whole write timeout (docs/SPEC-DECISIONS.md
 // TRANSPORT-32). A handler that bounds its own writes is best mounted
-// outside it: the deadline last set wins.
+// outside it: the deadline last set wins. The writer it hands on is no
+// http.Flusher: a handler that streams flushes through
+// http.NewResponseController, which reaches the connection (Unwrap).
 func RateBodies(next http.Handler, rate int64, grace time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(&rateBody{ResponseWriter: w, r: r, rate: rate, grace: grace}, r)
