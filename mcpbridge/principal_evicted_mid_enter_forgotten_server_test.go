@@ -55,8 +55,7 @@ func TestPrincipalEvictedMidEnterKeepsAForgottenServer(t *testing.T) {
 		}()
 	}
 	pollUntil(t, "two first requests in Bridge.Server", func() bool {
-		buf := make([]byte, 1<<20)
-		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "mcpbridge.(*Bridge).sync(") >= 2
+		return strings.Count(allStacks(), "mcpbridge.(*Bridge).sync(") >= 2
 	})
 	armed.Store(true)
 	ps.mu.Unlock()
@@ -84,6 +83,16 @@ func TestPrincipalEvictedMidEnterKeepsAForgottenServer(t *testing.T) {
 	b.mu.Unlock()
 	if ent != nil && (held == nil || held.server != ent.srv) {
 		t.Fatalf("the principal's entry serves a server the bridge forgot (answered %d): Refresh never updates its tools", second.status)
+	}
+}
+
+// allStacks is every goroutine's stack, whole however many goroutines
+// other tests left running (a fixed buffer cut the dump short).
+func allStacks() string {
+	for buf := make([]byte, 1<<20); ; buf = make([]byte, 2*len(buf)) {
+		if n := runtime.Stack(buf, true); n < len(buf) {
+			return string(buf[:n])
+		}
 	}
 }
 
