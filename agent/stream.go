@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -199,6 +200,9 @@ type streams struct {
 	inFlight, shared              uint64
 	bySender, byPeer              map[string]uint64
 	senderCap, peerCap, sharedCap uint64
+	// shut: closeAll ran (set with mu held). A stream in use then is
+	// closed by its holder (unlock); no stream is opened after it.
+	shut atomic.Bool
 }
 
 // newStreams makes the table; params, when set, are the limits of params
@@ -392,14 +396,35 @@ func (t *streams) reclaim(now time.Time) int {
 	return n
 }
 
-// closeAll drops every stream (Agent.Close).
+// closeAll drops every stream (Agent.Close). A stream in use right now
+// (a STREAM_END handing it to Config.Streams, whose handler may outlast
+// Shutdown's deadline) is not waited for: its holder drops it when it
+// lets go (unlock). Waiting for its lock held Shutdown past its deadline
+// for as long as the handler ran.
 func (t *streams) closeAll() {
 	t.mu.Lock()
+	t.shut.Store(true)
 	all := slices.Collect(maps.Values(t.open))
 	t.mu.Unlock()
 	for _, s := range all {
-		s.mu.Lock()
-		t.drop(s)
+		if s.mu.TryLock() {
+			t.drop(s)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// unlock lets go of s, whose lock its caller holds. Once closeAll ran,
+// it drops s, its spool file removed, whatever the outcome (a retryable
+// one keeps the stream otherwise): closeAll skipped it if it was held.
+// The lock is let go first and taken again, so that a closeAll whose
+// TryLock failed before shut was seen here is still covered.
+func (t *streams) unlock(s *inStream) {
+	s.mu.Unlock()
+	if t.shut.Load() && s.mu.TryLock() {
+		if !s.closed {
+			t.drop(s)
+		}
 		s.mu.Unlock()
 	}
 }
@@ -502,6 +527,9 @@ func (a *Agent) streamStart(sender, peer string, b amp.StreamStartBody, now time
 	s.have = make([]uint64, (b.TotalChunks+63)/64)
 	t.mu.Lock()
 	switch {
+	case t.shut.Load():
+		t.mu.Unlock()
+		return agentClosed()
 	case t.open[s.key] != nil:
 		t.mu.Unlock()
 		return streamRefusal(amp.CodeInvalidMessage, "stream_exists", b.StreamID, "a stream with this stream_id is already open")
@@ -528,7 +556,7 @@ func (a *Agent) streamStart(sender, peer string, b amp.StreamStartBody, now time
 	s.mu.Lock()
 	t.charge(s, int64(b.TotalSize))
 	t.mu.Unlock()
-	defer s.mu.Unlock()
+	defer t.unlock(s)
 	if b.TotalSize > t.lim.SpoolThreshold {
 		f, name, err := t.spool.create("ampstream-")
 		if err == nil {
@@ -588,7 +616,7 @@ func (a *Agent) streamData(ctx context.Context, sender string, d amp.StreamDataB
 	if err != nil {
 		return err
 	}
-	defer s.mu.Unlock()
+	defer a.streams.unlock(s)
 	switch {
 	case d.Index >= s.start.TotalChunks:
 		return streamRefusal(amp.CodeInvalidMessage, "chunk_out_of_range", d.StreamID, "chunk index is out of range")
@@ -697,7 +725,7 @@ func (a *Agent) streamEnd(ctx context.Context, sender string, e amp.StreamEndBod
 	if err != nil {
 		return 0, nil, err
 	}
-	defer s.mu.Unlock()
+	defer a.streams.unlock(s)
 	if s.received != s.start.TotalChunks {
 		// The stream stays open until its timeout: the sender may send
 		// the missing chunks and a new STREAM_END (STREAM-3). This END

@@ -102,6 +102,7 @@ type paramKeeper struct {
 	bytes     uint64
 	shared    uint64 // bytes of the callers the policy does not name
 	sharedN   int    // their waiting params
+	shut      bool   // closeAll ran: nothing is reserved after it
 	principal func(sender string) string
 }
 
@@ -154,10 +155,23 @@ func (p *paramKeeper) fits(k *keptParams) (ok, slotFull bool) {
 	return false, false
 }
 
-// evictOld drops the oldest waiting params of a caller the policy does
+// link counts k among the waiting params; the lock is held.
+func (p *paramKeeper) link(k *keptParams) {
+	p.m[k.key] = k
+	p.perSend[k.slot]++
+	p.bytes += k.size
+	if k.shared {
+		p.shared += k.size
+		p.sharedN++
+	}
+}
+
+// evictOld unlinks the oldest waiting params of a caller the policy does
 // not name (in slot, when slot is not "") that waited longer than the
-// grace, and reports whether there was one; the lock is held.
-func (p *paramKeeper) evictOld(slot string, now time.Time) bool {
+// grace, and returns them (nil: none); their file is left to the caller,
+// which links them again if the room they made does not suffice. The
+// lock is held.
+func (p *paramKeeper) evictOld(slot string, now time.Time) *keptParams {
 	var old *keptParams
 	for _, k := range p.m {
 		if k.shared && k.ready && !k.claimed && (slot == "" || k.slot == slot) && now.Sub(k.kept) > p.grace &&
@@ -165,12 +179,10 @@ func (p *paramKeeper) evictOld(slot string, now time.Time) bool {
 			old = k
 		}
 	}
-	if old == nil {
-		return false
+	if old != nil {
+		p.unlink(old)
 	}
-	p.unlink(old)
-	old.remove(p.spool)
-	return true
+	return old
 }
 
 // reserve makes room for the verified params of info, from peer (the
@@ -186,7 +198,11 @@ func (p *paramKeeper) reserve(info StreamInfo, peer string, now time.Time) (*kep
 		sum: info.SHA256, size: info.Size, kept: now, expires: now.Add(p.lim.Keep)}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.shut {
+		return nil, agentClosed()
+	}
 	p.expire(now)
+	var gone []*keptParams // unlinked to make room; their files go once k fits
 	if old := p.m[k.key]; old != nil {
 		// Params a CAP_INVOKE holds stay counted until its run ends:
 		// replaced, they were no longer, so that reusing one stream_id
@@ -200,8 +216,12 @@ func (p *paramKeeper) reserve(info StreamInfo, peer string, now time.Time) (*kep
 		// The same sender reused the stream_id: the newer content wins
 		// (a CAP_INVOKE names the SHA-256 it means).
 		p.unlink(old)
-		old.remove(p.spool)
+		gone = append(gone, old)
 	}
+	// What gives way is dropped only once the new params fit: refused,
+	// they dropped it for nothing (threat: one anonymous STREAM_END that
+	// could never fit beside a named caller's params dropped every other
+	// unnamed caller's waiting params).
 	for {
 		ok, slotFull := p.fits(k)
 		if ok {
@@ -211,19 +231,24 @@ func (p *paramKeeper) reserve(info StreamInfo, peer string, now time.Time) (*kep
 		if slotFull {
 			slot = k.slot
 		}
-		if slotFull && !shared || !p.evictOld(slot, now) {
+		var old *keptParams
+		if !slotFull || shared {
+			old = p.evictOld(slot, now)
+		}
+		if old == nil {
+			for _, g := range gone {
+				p.link(g)
+			}
 			return nil, streamRefusal(amp.CodeOverloaded, "params_budget_exceeded", info.StreamID,
 				"too many verified params wait for their CAP_INVOKE; invoke or retry later")
 		}
+		gone = append(gone, old)
+	}
+	for _, g := range gone {
+		g.remove(p.spool)
 	}
 	// Reserved before any memory or disk is used.
-	p.m[k.key] = k
-	p.perSend[k.slot]++
-	p.bytes += k.size
-	if shared {
-		p.shared += k.size
-		p.sharedN++
-	}
+	p.link(k)
 	return k, nil
 }
 
@@ -240,15 +265,23 @@ func (p *paramKeeper) cancel(k *keptParams) {
 	k.remove(p.spool)
 }
 
-// store fills k with content; on failure it gives k's room back.
+// store fills k with content; on failure it gives k's room back. Params
+// that closeAll dropped while they were being filled are not kept: the
+// spool file made for them is removed (it was made after closeAll, which
+// could not remove it).
 func (p *paramKeeper) store(k *keptParams, content io.Reader) error {
 	if err := k.fill(content, p.threshold, p.spool); err != nil {
 		p.cancel(k)
 		return err
 	}
 	p.mu.Lock()
-	k.ready = true
+	kept := p.m[k.key] == k
+	k.ready = kept
 	p.mu.Unlock()
+	if !kept {
+		k.remove(p.spool)
+		return agentClosed()
+	}
 	return nil
 }
 
@@ -373,10 +406,11 @@ func (p *paramKeeper) closeAll() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.shut = true
 	for _, k := range p.m {
 		p.unlink(k)
-		if !k.claimed {
-			k.remove(p.spool) // one in use is removed by its user
+		if k.ready && !k.claimed {
+			k.remove(p.spool) // one in use, or being filled, is removed by its user (finish, store)
 		}
 	}
 }
