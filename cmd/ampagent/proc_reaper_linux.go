@@ -114,6 +114,10 @@ func runReaper(path string, argv []string) int {
 		fmt.Fprintf(os.Stderr, "ampagent: cannot reap the handler program's processes: %v\n", err)
 		return 126
 	}
+	if err := closeOnExecAll(); err != nil {
+		fmt.Fprintf(os.Stderr, "ampagent: cannot keep the agent's descriptors from the handler program: %v\n", err)
+		return 126
+	}
 	cmd := &exec.Cmd{Path: path, Args: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "ampagent: the handler program cannot start: %v\n", err)
@@ -139,6 +143,36 @@ func runReaper(path string, argv []string) int {
 		}
 	}
 	return code
+}
+
+// closeOnExecAll marks every descriptor of the reaper above stderr
+// close-on-exec, so that the program gets its stdin, stdout and stderr
+// alone. Go's os/exec passes on every descriptor without the flag, and
+// the agent may hold some it did not open (its parent's: a shell's
+// "3<key.pem", a supervisor's socket, a /dev/fd/N named on its command
+// line), which reach the reaper as they reach any child (CLI-67).
+// close_range(CLOSE_RANGE_CLOEXEC) where the kernel has it (Linux 5.11),
+// else each descriptor /proc/self/fd lists; neither: an error, and the
+// program is not started.
+func closeOnExecAll() error {
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		// The listing's own descriptor is closed by now (EBADF).
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && !errors.Is(err, unix.EBADF) {
+			return err
+		}
+	}
+	return nil
 }
 
 // abandonedCode is the reaper's exit code when its program succeeded but

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -252,6 +254,9 @@ func validateHandlers(handlers map[string]execHandler) error {
 		if v := h.MaxResultBytes; v != 0 && (v < ledger.MinReplyReserve || v > maxResultBytes) {
 			return cliutil.Failf("invalid_config", "handler %s: max_result_bytes must be between %d and %d (leave it out for the default)", id, ledger.MinReplyReserve, maxResultBytes)
 		}
+		if holdsNUL(h) {
+			return cliutil.Failf("invalid_config", "handler %s: its command, an environment value or its dir holds a NUL, which no program can be given", id)
+		}
 		for k := range h.Env {
 			switch {
 			case k == "" || strings.ContainsAny(k, "=\x00"):
@@ -262,6 +267,15 @@ func validateHandlers(handlers map[string]execHandler) error {
 		}
 	}
 	return nil
+}
+
+// holdsNUL reports whether a string h gives its program holds a NUL: the
+// kernel's argv, environment and paths end at one, and os/exec refuses
+// such a string at every start, so the handler would fail every call
+// while the start and /readyz said it could run (CLI-68).
+func holdsNUL(h execHandler) bool {
+	nul := func(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+	return slices.ContainsFunc(h.Command, nul) || nul(h.Dir) || slices.ContainsFunc(slices.Collect(maps.Values(h.Env)), nul)
 }
 
 // resolveHandlers gives each handler program what runProgram takes from
