@@ -68,17 +68,22 @@ func NewSource(l Loader) *Source { return &Source{s: newSide(l)} }
 // forward compatible when Subsumes(newOutput, oldOutput) is Compatible.
 // Findings point into the acceptor.
 func Subsumes(producerSrc *Source, producerKey string, acceptorSrc *Source, acceptorKey string) Report {
-	return subsumes(producerSrc, producerKey, acceptorSrc, acceptorKey, nil)
+	return subsumes(producerSrc, producerKey, acceptorSrc, acceptorKey, nil, nil)
 }
 
 // subsumes is Subsumes taking its comparisons from budget too, when not
-// nil (MatrixOf).
-func subsumes(producerSrc *Source, producerKey string, acceptorSrc *Source, acceptorKey string, budget *int) Report {
+// nil (MatrixOf), and adding what the check read of listed values to
+// reads, when not nil (the tests read it).
+func subsumes(producerSrc *Source, producerKey string, acceptorSrc *Source, acceptorKey string, budget *int, reads *valueReads) Report {
 	if producerSrc == nil || acceptorSrc == nil {
 		return Report{Verdict: Unknown, Findings: []Finding{{Verdict: Unknown, Rule: "unreadable_schema", Detail: "no schema source"}}}
 	}
 	c := &checker{a: producerSrc.s, b: acceptorSrc.s, memo: map[string]int{}, assumed: maxInt, budget: budget}
-	return c.run(producerKey, acceptorKey)
+	r := c.run(producerKey, acceptorKey)
+	if reads != nil {
+		reads.add(c.reads)
+	}
+	return r
 }
 
 // Backward checks the input side: every request valid for the old input
@@ -135,6 +140,14 @@ type checker struct {
 	// budget, when not nil, is what is left of the comparisons every
 	// check of one matrix shares (MatrixOf); each step takes one.
 	budget *int
+	// reads counts what the check read of listed values (valueReads):
+	// the tests read it.
+	reads valueReads
+	// flattened counts the parts flatten put in conjunctions,
+	// leafWalked the values sameLeaf's walks visited (equalValues,
+	// holdsNoRef), ownWalked the parts of own schemas evaluatedIn passed
+	// over: the tests read and bound them.
+	flattened, leafWalked, ownWalked int
 }
 
 // spent reports whether the shared budget of c is used up.
@@ -243,6 +256,7 @@ func (c *checker) flatten(s *side, roots []part) view {
 			return
 		}
 		seen[key] = struct{}{}
+		c.flattened++
 		m, _ := p.n.v.(map[string]any)
 		c.chargeValues(len(m), 1) // the checker passes over its members
 		switch x := p.n.v.(type) {
@@ -513,7 +527,7 @@ func (c *checker) factsOf(va view) facts {
 	f := facts{types: tAll}
 	passed := 0
 	for _, p := range va.parts {
-		passed += f.addPart(p)
+		passed += f.addPart(p, &c.reads)
 	}
 	if f.hasEnum {
 		passed += len(f.enum)
@@ -538,15 +552,15 @@ func (c *checker) factsOf(va view) facts {
 // listed values (addListed), numeric and length bounds, patterns and
 // formats, counts and required members (addCounts); a keyword the
 // checker does not use makes the facts opaque. It returns how many listed
-// values it passed over.
-func (f *facts) addPart(p part) int {
+// values it passed over; a list read is counted in reads.
+func (f *facts) addPart(p part, reads *valueReads) int {
 	m := p.n.v.(map[string]any)
 	if t, ok := m["type"]; ok {
 		if ts, ok := typeOfKeyword(t); ok {
 			f.types &= ts
 		}
 	}
-	passed := f.addListed(p)
+	passed := f.addListed(p, reads)
 	if r, ok := ratOf(m["minimum"]); ok {
 		f.lower = tighterLower(f.lower, &bound{r: r})
 	}
@@ -585,9 +599,10 @@ func (f *facts) addPart(p part) int {
 
 // addListed intersects the listed values with the part's enum or const
 // (const wins when both are given), by their canonical forms (listedOf).
-// It returns how many listed values it passed over.
-func (f *facts) addListed(p part) int {
-	l := partListed(p)
+// It returns how many listed values it passed over; a list read is
+// counted in reads.
+func (f *facts) addListed(p part, reads *valueReads) int {
+	l := partListed(p, reads)
 	if l == nil {
 		return 0
 	}
@@ -790,7 +805,7 @@ func (c *checker) keywordsA(va view, f facts, p part, m map[string]any, kw strin
 		c.numBoundKeyword(f, p, kw, val, add)
 	case kw == "multipleOf":
 		c.chargeRats(f)
-		multipleOfKeyword(f, p, kw, val, add)
+		c.multipleOfKeyword(f, p, kw, val, add)
 	case kw == "minLength" || kw == "maxLength":
 		c.chargeValues(len(f.enum), 0)
 		lengthKeyword(f, p, kw, val, add)
@@ -805,7 +820,7 @@ func (c *checker) keywordsA(va view, f facts, p part, m map[string]any, kw strin
 // only limited to them when it sends nothing but null, or integers of a
 // bounded range small enough to enumerate.
 func (c *checker) listedKeyword(f facts, p part, kw string, add func(Finding)) {
-	allowed, ok := listedOf(p, kw)
+	allowed, ok := listedOf(p, kw, &c.reads)
 	if !ok {
 		add(finding(Unknown, "invalid_keyword", p, kw, ""))
 		return
@@ -852,8 +867,8 @@ func (c *checker) numBoundKeyword(f facts, p part, kw string, val any, add func(
 
 // multipleOfKeyword checks a consumer's multipleOf: every number the
 // producer may send must be a multiple of it.
-func multipleOfKeyword(f facts, p part, kw string, val any, add func(Finding)) {
-	if r := keywordValue(f, tNum, p, kw, val, positiveRatOf, add); r != nil && !multipleOK(f, r) {
+func (c *checker) multipleOfKeyword(f facts, p part, kw string, val any, add func(Finding)) {
+	if r := keywordValue(f, tNum, p, kw, val, positiveRatOf, add); r != nil && !c.multipleOK(f, r) {
 		add(finding(Incompatible, "multiple_of_changed", p, kw, "multipleOf %s", r.RatString()))
 	}
 }
@@ -1222,7 +1237,7 @@ func (c *checker) numBound(f facts, kw string, r *big.Rat) bool {
 	if f.hasEnum {
 		c.chargeRats(f)
 		for _, x := range f.enum {
-			v, ok := ratOf(x)
+			v, ok := c.listedRat(x)
 			if !ok {
 				continue
 			}
@@ -1252,10 +1267,11 @@ func (c *checker) numBound(f facts, kw string, r *big.Rat) bool {
 
 func isIntRat(r *big.Rat) bool { return r.IsInt() }
 
-func multipleOK(f facts, m *big.Rat) bool {
+// multipleOK: every number the producer admits is a multiple of m.
+func (c *checker) multipleOK(f facts, m *big.Rat) bool {
 	if f.hasEnum {
 		for _, x := range f.enum {
-			v, ok := ratOf(x)
+			v, ok := c.listedRat(x)
 			if ok && !isIntRat(new(big.Rat).Quo(v, m)) {
 				return false
 			}
@@ -1394,7 +1410,7 @@ func (c *checker) factsOfB(v view) typeSet {
 			}
 		}
 		for _, kw := range []string{"enum", "const"} {
-			if l, ok := listedOf(p, kw); ok {
+			if l, ok := listedOf(p, kw, &c.reads); ok {
 				t &= l.types
 			}
 		}
@@ -1476,6 +1492,7 @@ func (c *checker) sameLeaf(a, b any) bool {
 func (c *checker) equalValues(a, b any) bool {
 	left, start := c.walkLeft()
 	same := equalWithin(a, b, &left)
+	c.leafWalked += start - left
 	return c.chargeWalk(start, left) && same
 }
 
@@ -1485,6 +1502,7 @@ func (c *checker) equalValues(a, b any) bool {
 func (c *checker) holdsNoRef(v any) bool {
 	left, start := c.walkLeft()
 	found := containsRefWithin(v, &left)
+	c.leafWalked += start - left
 	return c.chargeWalk(start, left) && !found
 }
 

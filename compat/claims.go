@@ -3,7 +3,6 @@ package compat
 import (
 	"slices"
 	"sort"
-	"sync/atomic"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
@@ -48,8 +47,13 @@ var maxBundleSteps = MaxBundleSteps
 // descriptor against every range (newCoverIndex): its cost is n·log n in
 // the descriptors and ranges, plus one schema comparison per claim.
 func DeriveClaims(descs []capability.Descriptor, src *Source) [][]capability.CompatClaim {
-	ix := newCoverIndex(descs)
-	defer ix.done()
+	return deriveClaims(newCoverIndex(descs), src)
+}
+
+// deriveClaims is DeriveClaims over the index ix of the descriptors (the
+// tests read its probes).
+func deriveClaims(ix *coverIndex, src *Source) [][]capability.CompatClaim {
+	descs := ix.descs
 	out := make([][]capability.CompatClaim, len(descs))
 	for i, d := range descs {
 		if d.Policy == "" {
@@ -108,7 +112,6 @@ func policyProblem(d capability.Descriptor, claims []capability.CompatClaim) str
 // modified; the result is a new slice.
 func Annotate(descs []capability.Descriptor, src *Source) ([]capability.Descriptor, error) {
 	ix := newCoverIndex(descs)
-	defer ix.done()
 	out := make([]capability.Descriptor, len(descs))
 	for i, d := range descs {
 		cov := ix.cover(d)
@@ -148,9 +151,13 @@ func Annotate(descs []capability.Descriptor, src *Source) ([]capability.Descript
 // refused without a comparison, so the comparisons are at most the
 // signed claims (capability.MaxCompatClaims per decoded descriptor).
 func VerifyClaims(descs []capability.Descriptor, src *Source) error {
-	ix := newCoverIndex(descs)
-	defer ix.done()
-	for _, d := range descs {
+	return verifyClaims(newCoverIndex(descs), src)
+}
+
+// verifyClaims is VerifyClaims over the index ix of the descriptors (the
+// tests read its probes).
+func verifyClaims(ix *coverIndex, src *Source) error {
+	for _, d := range ix.descs {
 		if d.Policy == "" && d.CompatClaims == nil {
 			continue
 		}
@@ -249,11 +256,6 @@ func checkDescriptorBridge(ix *coverIndex, cov *coverage, d capability.Descripto
 	return nil
 }
 
-// rangeProbes counts the version comparisons (binary-search steps) that
-// finding covered versions has made, added once per DeriveClaims, Annotate
-// or VerifyClaims: the tests bound it.
-var rangeProbes atomic.Int64
-
 // coverIndex finds which carried versions a descriptor's supported_ranges
 // cover without trying every descriptor against every range, the n²
 // × ranges × comparators walk a signed bundle of 10,000 descriptors would
@@ -273,7 +275,9 @@ type coverIndex struct {
 	byName map[string]*nameVersions
 	// read holds the comparators of each range string read so far: a
 	// bundle repeats its ranges.
-	read   map[string][]capability.Comparator
+	read map[string][]capability.Comparator
+	// probes counts the version comparisons (binary-search steps, first)
+	// finding covered versions has made: the tests read and bound it.
 	probes int64
 	// budget is what is left of the bundle's comparison steps
 	// (MaxBundleSteps); verdicts holds the pairs of schema keys compared
@@ -337,7 +341,7 @@ func (ix *coverIndex) pair(src *Source, producer, acceptor string) Verdict {
 	if v, ok := ix.verdicts[k]; ok {
 		return v
 	}
-	v := subsumes(src, producer, src, acceptor, &ix.budget).Verdict
+	v := subsumes(src, producer, src, acceptor, &ix.budget, nil).Verdict
 	if !ix.spent() && len(ix.verdicts) < maxCachedVerdicts {
 		ix.verdicts[k] = v
 	}
@@ -352,9 +356,6 @@ func (ix *coverIndex) spent() bool { return ix.budget < 0 }
 func tooCostly(d capability.Descriptor) error {
 	return amp.Named(0, ErrClaimsTooCostly, "%s: deriving the bundle's compatibility claims takes more than %d comparison steps", d.ID().String(), MaxBundleSteps)
 }
-
-// done adds the index's comparisons to rangeProbes.
-func (ix *coverIndex) done() { rangeProbes.Add(ix.probes) }
 
 // span is [lo, hi) of the indexes of l.
 type span struct{ lo, hi int }

@@ -125,7 +125,7 @@ func (c *checker) scalarWitness(f facts, x any) bool {
 		}
 		return true
 	}
-	r, ok := ratOf(x)
+	r, ok := c.listedRat(x)
 	if !ok {
 		return false
 	}

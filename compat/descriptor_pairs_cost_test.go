@@ -58,7 +58,8 @@ func pairFloodBundle(t testing.TB, n, ranges int) ([]capability.Descriptor, []st
 // Deriving and verifying its claims compared every pair of descriptors
 // and tried every range for each (10^8 pairs × ranges × comparators, at
 // import and build). The version comparisons must stay n·log n: at most a
-// few binary searches per comparator (rangeProbes). The time is logged;
+// few binary searches per comparator (coverIndex.probes of the two
+// indexes). The time is logged;
 // its ratio to parsing the descriptors' versions and ranges once (at most
 // 20 ×) is BenchmarkManyDescriptorsClaimDerivation's, not a test's: a busy
 // machine cannot decide it.
@@ -80,13 +81,13 @@ func TestManyDescriptorsClaimDerivationIsNotQuadratic(t *testing.T) {
 	log := bits.Len(uint(n)) + 1
 	bound := int64(2 * (4*n + 4*nComparators) * log) // Derive and Verify
 
-	before := rangeProbes.Load()
+	derive, verify := newCoverIndex(descs), newCoverIndex(descs)
 	runtime.GC()
 	start := time.Now()
-	claims := DeriveClaims(descs, src)
-	err := VerifyClaims(descs, src)
+	claims := deriveClaims(derive, src)
+	err := verifyClaims(verify, src)
 	took := time.Since(start)
-	probes := rangeProbes.Load() - before
+	probes := derive.probes + verify.probes
 
 	if err != nil {
 		t.Fatalf("VerifyClaims: %v", err)

@@ -3,10 +3,10 @@ package compat
 import (
 	"encoding/json"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 )
 
 // A schema may list many values (enum, const), and a check compares
@@ -47,14 +47,21 @@ type listed struct {
 	types typeSet // of all its values
 }
 
-// listedReads counts the values newListed has read (their canonical forms
-// written), for the tests that bound them.
-var listedReads atomic.Int64
+// valueReads counts what a check read of listed values: the tests read
+// and bound it (checker.reads; matrixOf sums its checks'). listed is the
+// values read into lists (newListed: their canonical forms written, each
+// list once per document when cached); rats is the producer's listed
+// numbers read exactly (listedRat: a big.Rat each).
+type valueReads struct{ listed, rats int64 }
 
-// newListed reads the list vals. The canonical forms are written into
-// one buffer and kept as slices of one string, not a string each.
-func newListed(vals []any) *listed {
-	listedReads.Add(int64(len(vals)))
+// add adds the counts of o to r.
+func (r *valueReads) add(o valueReads) { r.listed += o.listed; r.rats += o.rats }
+
+// newListed reads the list vals, counted in reads. The canonical forms
+// are written into one buffer and kept as slices of one string, not a
+// string each.
+func newListed(vals []any, reads *valueReads) *listed {
+	reads.listed += int64(len(vals))
 	l := &listed{vals: vals, info: make([]listedValue, len(vals)), set: map[string]struct{}{}}
 	var buf []byte
 	ends := make([]int, len(vals))
@@ -100,8 +107,8 @@ func ratCostOf(v any) int {
 
 // listedOf is the list of the keyword kw of the part p: its enum (an
 // array; ok is false when it is not one) or its const (a list of one),
-// read once per document.
-func listedOf(p part, kw string) (*listed, bool) {
+// read once per document (a read counted in reads).
+func listedOf(p part, kw string, reads *valueReads) (*listed, bool) {
 	m, _ := p.n.v.(map[string]any)
 	val, ok := m[kw]
 	if !ok {
@@ -115,7 +122,7 @@ func listedOf(p part, kw string) (*listed, bool) {
 	}
 	d := p.n.doc
 	if d == nil {
-		return newListed(vals), true
+		return newListed(vals, reads), true
 	}
 	k := p.n.ptr + "\x00" + kw
 	d.listMu.Lock()
@@ -123,7 +130,7 @@ func listedOf(p part, kw string) (*listed, bool) {
 	if l, ok := d.lists[k]; ok {
 		return l, true
 	}
-	l := newListed(vals)
+	l := newListed(vals, reads)
 	if d.lists == nil {
 		d.lists = map[string]*listed{}
 	}
@@ -132,12 +139,12 @@ func listedOf(p part, kw string) (*listed, bool) {
 }
 
 // partListed is the values the part p lists: its const, else its enum
-// (addListed); nil when it lists none.
-func partListed(p part) *listed {
-	if l, ok := listedOf(p, "const"); ok {
+// (addListed); nil when it lists none. A list read is counted in reads.
+func partListed(p part, reads *valueReads) *listed {
+	if l, ok := listedOf(p, "const", reads); ok {
 		return l
 	}
-	if l, ok := listedOf(p, "enum"); ok {
+	if l, ok := listedOf(p, "enum", reads); ok {
 		return l
 	}
 	return nil
@@ -217,6 +224,15 @@ func (c *checker) chargeValues(n, cost int) {
 	if c.budget != nil {
 		*c.budget -= s
 	}
+}
+
+// listedRat is ratOf of x, a listed value of the producer, counted in
+// c.reads.rats when it is a number (the tests bound those reads).
+func (c *checker) listedRat(x any) (*big.Rat, bool) {
+	if _, ok := x.(json.Number); ok {
+		c.reads.rats++
+	}
+	return ratOf(x)
 }
 
 // chargeRats charges a pass over the producer's listed values that reads

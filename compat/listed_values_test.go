@@ -59,8 +59,8 @@ func listedVersions(t *testing.T, n int, format string) []Provided {
 // finishes in well under a second.
 //
 // Should: across the whole matrix each list is read once per document
-// (listedReads: at most the 2n values of the two documents' enums) and no
-// listed number is read exactly (ratReads: none, where pairwise comparison
+// (valueReads.listed: at most the 2n values of the two documents' enums) and no
+// listed number is read exactly (valueReads.rats: none, where pairwise comparison
 // read two a comparison, n² a check). The time is logged (a busy machine
 // cannot decide a bound on it; the counts are what the fix changed).
 func TestHostileListedValuesCannotOutlastTheMatrixComparisonBudget(t *testing.T) {
@@ -74,11 +74,11 @@ func TestHostileListedValuesCannotOutlastTheMatrixComparisonBudget(t *testing.T)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vs := listedVersions(t, tc.n, tc.format)
-			reads, rats := listedReads.Load(), ratReads.Load()
+			var counted valueReads
 			start := time.Now()
-			mx := MatrixOf(vs, 1000, nil)
+			mx := matrixOf(vs, 1000, nil, &counted)
 			took := time.Since(start)
-			reads, rats = listedReads.Load()-reads, ratReads.Load()-rats
+			reads, rats := counted.listed, counted.rats
 			t.Logf("%d values a list: %d listed values read, %d numbers read exactly, %v (levels %v)", tc.n, reads, rats, took, levels(mx))
 			if reads > int64(2*tc.n) {
 				t.Errorf("a matrix of two versions listing %d values read %d listed values, want at most %d: each list is read again per comparison, not once per document",
@@ -161,8 +161,8 @@ func TestHostileListedValuesAreChargedToTheCheckSteps(t *testing.T) {
 // 0e400.. (each number 4.5 µs to read exactly): the check runs out of
 // work (too_complex, unknown, never compatible) within the time of a
 // check at its step bound, not after n² comparisons: each list is read
-// once per document (listedReads at most 2n), and the numbers read exactly
-// (ratReads) stay within MaxValueWork and one more list, each costing a
+// once per document (checker.reads.listed at most 2n), and the numbers read
+// exactly (checker.reads.rats) stay within MaxValueWork and one more list, each costing a
 // unit of work; the time is logged.
 func TestHostileListedValuesCostNoMoreThanTheCheckStepBound(t *testing.T) {
 	if raceDetector {
@@ -177,9 +177,8 @@ func TestHostileListedValuesCostNoMoreThanTheCheckStepBound(t *testing.T) {
 		{"lists of decimals", "%d.5", "", 40000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reads, rats := listedReads.Load(), ratReads.Load()
 			c, r, took := listedCheck(t, 200, tc.n, tc.format, tc.extra)
-			reads, rats = listedReads.Load()-reads, ratReads.Load()-rats
+			reads, rats := c.reads.listed, c.reads.rats
 			t.Logf("%d values a list: %d units of work, %d listed values read, %d numbers read exactly, %v", tc.n, c.work, reads, rats, took)
 			if c.work <= MaxValueWork || r.Verdict != Unknown || len(r.Findings) == 0 || r.Findings[0].Rule != "too_complex" {
 				t.Errorf("200 properties meeting lists of %d values: %d units of work, %s %+v; want the passes over the lists charged past MaxValueWork (too_complex)",

@@ -74,6 +74,12 @@ func Matrices(ps []Provided) []Matrix {
 // findings from it: the matrix never holds more findings than keep
 // leaves. vs is not modified.
 func MatrixOf(vs []Provided, maxSteps int, keep func(*Cell)) Matrix {
+	return matrixOf(vs, maxSteps, keep, nil)
+}
+
+// matrixOf is MatrixOf adding what its checks read of listed values to
+// reads, when not nil (the tests read it).
+func matrixOf(vs []Provided, maxSteps int, keep func(*Cell), reads *valueReads) Matrix {
 	if len(vs) == 0 {
 		return Matrix{}
 	}
@@ -92,7 +98,7 @@ func MatrixOf(vs []Provided, maxSteps int, keep func(*Cell)) Matrix {
 	m.Cells = make([]Cell, 0, len(vs)*len(vs))
 	for _, r := range vs {
 		for _, p := range vs {
-			c := cell(r, p, budget)
+			c := cell(r, p, budget, reads)
 			if keep != nil {
 				keep(&c)
 			}
@@ -102,11 +108,11 @@ func MatrixOf(vs []Provided, maxSteps int, keep func(*Cell)) Matrix {
 	return m
 }
 
-func cell(r, p Provided, budget *int) Cell {
+func cell(r, p Provided, budget *int, reads *valueReads) Cell {
 	c := Cell{Requester: r.Descriptor.Version.String(), Provider: p.Descriptor.Version.String()}
 	pr := versionsWithin(
 		Version{Src: r.Src, Input: r.Descriptor.InputSchema.ArtifactKey, Output: r.Descriptor.OutputSchema.ArtifactKey},
-		Version{Src: p.Src, Input: p.Descriptor.InputSchema.ArtifactKey, Output: p.Descriptor.OutputSchema.ArtifactKey}, budget)
+		Version{Src: p.Src, Input: p.Descriptor.InputSchema.ArtifactKey, Output: p.Descriptor.OutputSchema.ArtifactKey}, budget, reads)
 	c.Input, c.Output = pr.Input, pr.Output
 	switch pr.Verdict() {
 	case Compatible:

@@ -92,6 +92,7 @@ func (c *checker) evaluatedIn(s *side, p part, name string, other, ignorePattern
 		si.uncertain = true
 		return si
 	}
+	c.ownWalked += len(own.parts)
 	for i, q := range own.parts {
 		m := q.n.v.(map[string]any)
 		for _, kw := range conditional {

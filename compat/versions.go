@@ -36,14 +36,15 @@ func worst(a, b Verdict) Verdict {
 // a provider of new: old's requests valid for new's input, new's results
 // valid for old's output.
 func Versions(old, new Version) PairReport {
-	return versionsWithin(old, new, nil)
+	return versionsWithin(old, new, nil, nil)
 }
 
 // versionsWithin is Versions taking its comparisons from budget too, when
-// not nil (MatrixOf): Backward on the input side, Forward on the output.
-func versionsWithin(old, new Version, budget *int) PairReport {
+// not nil (MatrixOf): Backward on the input side, Forward on the output;
+// what the checks read of listed values is added to reads, when not nil.
+func versionsWithin(old, new Version, budget *int, reads *valueReads) PairReport {
 	return PairReport{
-		Input:  subsumes(old.Src, old.Input, new.Src, new.Input, budget),
-		Output: subsumes(new.Src, new.Output, old.Src, old.Output, budget),
+		Input:  subsumes(old.Src, old.Input, new.Src, new.Input, budget, reads),
+		Output: subsumes(new.Src, new.Output, old.Src, old.Output, budget, reads),
 	}
 }

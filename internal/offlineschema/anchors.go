@@ -4,7 +4,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/schemagraph"
@@ -62,10 +61,6 @@ func libraryVocabDraft(u string) int {
 	return 0
 }
 
-// metaHops counts the steps metaEnd and metaDraft took along meta-schema
-// chains, for the tests that bound them.
-var metaHops atomic.Int64
-
 // metaLoop reports whether the meta-schema chain from meta, the
 // meta-schema URL of a document being loaded at raw, leads back to raw
 // through the documents loaded so far (s.metaOf). jsonschema v5.3.1 finds
@@ -99,7 +94,7 @@ func (s *session) metaLoop(raw, meta string) bool {
 func (s *session) metaEnd(u string) (end string, ok bool) {
 	end = u
 	for hops := 0; ; hops++ {
-		metaHops.Add(1)
+		s.metaHops++
 		next, loaded := s.metaOf[end]
 		if !loaded {
 			break
@@ -113,7 +108,7 @@ func (s *session) metaEnd(u string) (end string, ok bool) {
 		}
 	}
 	for u != end {
-		metaHops.Add(1)
+		s.metaHops++
 		next, loaded := s.metaOf[u]
 		if !loaded {
 			break
@@ -147,7 +142,7 @@ func (s *session) metaDraft(u string, parsed *parsedDocs) int {
 	var path []string
 	draft := 0
 	for hops := 0; hops <= len(s.byURL); hops++ {
-		metaHops.Add(1)
+		s.metaHops++
 		if d, ok := s.draftByURL[u]; ok {
 			draft = d
 			break

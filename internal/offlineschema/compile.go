@@ -93,6 +93,9 @@ type session struct {
 	draftByURL map[string]int
 	cost       compileCost            // of every document loaded so far
 	patterns   map[string]PatternCost // patternCost cache
+	// metaHops counts the steps metaEnd and metaDraft took along
+	// meta-schema chains: the tests read and bound it.
+	metaHops int
 }
 
 // refused is the cause of an unresolved_ref error. Its text names the URL
@@ -206,20 +209,29 @@ func (s *session) external(raw, reason string) error {
 // references through l only (see the package documentation for the URL
 // model and the decisions). Errors: unresolved_ref and invalid_schema, both
 // code 0.
-func Compile(l Loader, rootKey string, opts Options) (sch *Schema, err error) {
-	if l == nil {
+func Compile(l Loader, rootKey string, opts Options) (*Schema, error) {
+	return newSession(l, opts).compile(rootKey)
+}
+
+// newSession is the state of a Compile through l.
+func newSession(l Loader, opts Options) *session {
+	return &session{l: l, opts: opts, deps: make(map[string]struct{}), docs: map[string][]byte{},
+		byURL: map[string]string{}, metaOf: map[string]string{}, patterns: map[string]PatternCost{}}
+}
+
+// compile is Compile in the session s (the tests read its counts).
+func (s *session) compile(rootKey string) (sch *Schema, err error) {
+	if s.l == nil {
 		return nil, amp.Named(0, ErrUnresolvedRef, "no loader")
 	}
 	if !validKey(rootKey) {
 		return nil, amp.Named(0, ErrUnresolvedRef, "root artifact key is not a valid bundle key")
 	}
-	sess := &session{l: l, opts: opts, deps: make(map[string]struct{}), docs: map[string][]byte{},
-		byURL: map[string]string{}, metaOf: map[string]string{}, patterns: map[string]PatternCost{}}
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
 	c.AssertContent = false
-	c.LoadURL = sess.load
+	c.LoadURL = s.load
 	// Formats whose library check costs more than a pass over the string
 	// ("regex" compiles it, "duration" and "period" are quadratic):
 	// checked here by our own bounded code (formats.go).
@@ -248,15 +260,15 @@ func Compile(l Loader, rootKey string, opts Options) (sch *Schema, err error) {
 	// The worst case of one Validate, from the compiled schema, and the
 	// $dynamicRef targets no applicator leads to.
 	parsed := &parsedDocs{}
-	extra, allFound := dynamicAnchorTargets(c, sess.docs, parsed)
+	extra, allFound := dynamicAnchorTargets(c, s.docs, parsed)
 	// Every document the compile loaded, the targets' included: one
 	// anchor name with two possible targets is resolved by the library in
 	// map order, so the schema would not mean one thing.
-	if err := sess.checkAnchors(rootKey, parsed, libraryMetaSchemas(byLocation, extra)); err != nil {
+	if err := s.checkAnchors(rootKey, parsed, libraryMetaSchemas(byLocation, extra)); err != nil {
 		return nil, err
 	}
 	cost := analyzeCost(compiled, extra, !allFound)
-	deps := slices.Sorted(maps.Keys(sess.deps))
+	deps := slices.Sorted(maps.Keys(s.deps))
 	return &Schema{compiled: compiled, deps: deps, byLocation: byLocation, cost: cost}, nil
 }
 

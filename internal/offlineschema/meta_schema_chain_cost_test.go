@@ -45,7 +45,7 @@ func metaChainFiles(n int, chained bool) map[string]string {
 // about the same now: each loaded document's chain end (metaEnd) and
 // draft (metaDraft) is remembered once, as the library does
 // (docs/SPEC-DECISIONS.md, SCHEMA-7). Should: the steps metaEnd and
-// metaDraft take along the chain (metaHops) stay linear in it, at most 8
+// metaDraft take along the chain (session.metaHops) stay linear in it, at most 8
 // a document (n²/2 before); the times of the chain and of its twin naming
 // 2020-12 are logged.
 func TestMetaSchemaChainCostsQuadraticInTheScan(t *testing.T) {
@@ -55,12 +55,12 @@ func TestMetaSchemaChainCostsQuadraticInTheScan(t *testing.T) {
 	const n = 9900
 	run := func(chained bool) (time.Duration, int64) {
 		files := metaChainFiles(n, chained)
-		hops := metaHops.Load()
+		sess := newSession(newLoader(files), Options{})
 		start := time.Now()
-		if _, err := Compile(newLoader(files), "s.json", Options{}); err != nil {
+		if _, err := sess.compile("s.json"); err != nil {
 			t.Fatalf("chained=%v: %v", chained, err)
 		}
-		return time.Since(start), metaHops.Load() - hops
+		return time.Since(start), int64(sess.metaHops)
 	}
 	flat, flatHops := run(false)
 	chain, chainHops := run(true)

@@ -40,6 +40,10 @@ func onePassUnicodePatterns(n int) []string {
 // retained and 5 s to compile. The one-pass copy is counted
 // (MaxPatternRanges, MaxCompilePatternRanges): such a schema is
 // invalid_schema, found without compiling.
+//
+// Should: the compile is refused by the ranges cap on one pattern (an
+// overLimit, what the load finds before the library compiles a pattern),
+// whatever the time; the time is logged.
 func TestOnePassPatternCompileMemory(t *testing.T) {
 	ps := onePassUnicodePatterns(40)
 	parts := make([]string, len(ps))
@@ -56,24 +60,17 @@ func TestOnePassPatternCompileMemory(t *testing.T) {
 		t.Fatalf("the test schema is %d instructions, over MaxCompilePatternInsts", total)
 	}
 	doc := `{"type":"string","allOf":[` + strings.Join(parts, ",") + `]}`
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
 	start := time.Now()
 	sch, err := Compile(newLoader(map[string]string{"in.schema.json": doc}), "in.schema.json", Options{})
-	took := time.Since(start)
-	if isInvalidSchema(err) {
-		return // refused: what should happen
-	}
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	retained := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	runtime.KeepAlive(sch)
-	if retained > 64<<20 || took > victimLimit(2*time.Second) {
-		t.Fatalf("a %d-byte schema of %d patterns (%d instructions in all) took %v to compile and retains %d MiB", len(doc), len(ps), total, took, retained>>20)
+	t.Logf("a %d-byte schema of %d patterns (%d instructions in all): %v after %v", len(doc), len(ps), total, err, time.Since(start))
+	var over *overLimit
+	if !isInvalidSchema(err) || !errors.As(err, &over) || !strings.Contains(over.why, "200,000 ranges") {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		runtime.KeepAlive(sch)
+		t.Fatalf("a %d-byte schema of %d one-pass Unicode patterns (%d instructions in all, %d MiB of heap after): %v, want invalid_schema over the ranges of one pattern, found before compiling",
+			len(doc), len(ps), total, ms.HeapAlloc>>20, err)
 	}
 }
 
@@ -86,6 +83,8 @@ func TestOnePassPatternCompileMemory(t *testing.T) {
 // MaxPatternRanges: a schema holding it is invalid_schema, a peer's string
 // of it is no "format": "regex" (schema_violation), both without parsing
 // it; ordinary Unicode and case-insensitive patterns stay accepted.
+// MeasurePattern must find each over the cap from its text (no
+// instructions measured: nothing parsed); the times are logged.
 func TestPatternParseRangesAmplification(t *testing.T) {
 	huge := []string{
 		"[" + strings.Repeat(`\pL`, 10000) + "]",
@@ -103,11 +102,17 @@ func TestPatternParseRangesAmplification(t *testing.T) {
 	}
 	for _, p := range huge {
 		start := time.Now()
-		if _, err := MeasurePattern(p); err == nil {
+		c, err := MeasurePattern(p)
+		if err == nil {
 			t.Errorf("a %d-byte pattern that parses into hundreds of thousands of ranges was accepted", len(p))
 		}
+		if c.Ranges <= MaxPatternRanges || c.Insts != 0 {
+			// Insts is measured from the parse tree: 0, the text alone
+			// refused it.
+			t.Errorf("a %d-byte pattern of %d parse ranges measured %+v, want over MaxPatternRanges from its text, before any parse", len(p), patternParseRanges(p), c)
+		}
 		doc, _ := json.Marshal(map[string]any{"type": "string", "pattern": p})
-		_, err := Compile(newLoader(map[string]string{"in.schema.json": string(doc)}), "in.schema.json", Options{})
+		_, err = Compile(newLoader(map[string]string{"in.schema.json": string(doc)}), "in.schema.json", Options{})
 		if !isInvalidSchema(err) {
 			t.Errorf("a schema with a %d-byte pattern of %d parse ranges: %v, want invalid_schema", len(p), patternParseRanges(p), err)
 		}
@@ -115,9 +120,7 @@ func TestPatternParseRangesAmplification(t *testing.T) {
 		if err := fmtSch.Validate(p); !errors.As(err, &e) || e.Name != ErrSchemaViolation {
 			t.Errorf("a %d-byte peer string against format regex: %v, want schema_violation", len(p), err)
 		}
-		if took := time.Since(start); took > 500*time.Millisecond {
-			t.Errorf("refusing a %d-byte pattern took %v", len(p), took)
-		}
+		t.Logf("refusing a %d-byte pattern three ways took %v", len(p), time.Since(start))
 	}
 	// Each string under the cap, but many of them: charged by their parse
 	// ranges, not their bytes ("\pL\pL" is 6 bytes, 3,000 ranges).
@@ -195,10 +198,11 @@ func TestManyPatternsUnderCapCountedInAll(t *testing.T) {
 	}
 }
 
-// FuzzMeasurePattern: measuring any text never panics, reads it as Go's
-// parser does (a pattern it accepts compiles, one Go refuses it refuses
-// or finds over a cap), and a pattern it accepts compiles within a small
-// multiple of its cost in time.
+// FuzzMeasurePattern: measuring any text never panics, and reads it as
+// Go's parser does (a pattern it accepts compiles, one Go refuses it
+// refuses or finds over a cap). What measuring costs in time is
+// BenchmarkMeasurePattern's (a fuzz input's time is no verdict on a busy
+// machine).
 func FuzzMeasurePattern(f *testing.F) {
 	for _, seed := range []string{
 		`^[a-z0-9-]{1,63}$`, `^\pL{990}$`, `(?i)[B-\x{1e942}]`, `[\p{Greek}\PL]`, `[]a]`, `[^]a-]`,
@@ -211,11 +215,7 @@ func FuzzMeasurePattern(f *testing.F) {
 		if len(p) > 4096 {
 			return
 		}
-		start := time.Now()
 		c, err := MeasurePattern(p)
-		if took := time.Since(start); took > time.Second {
-			t.Fatalf("%q: measuring took %v", p, took)
-		}
 		if c.Over() {
 			return // refused before Go would parse it: not compiled here either
 		}
@@ -227,4 +227,23 @@ func FuzzMeasurePattern(f *testing.F) {
 			t.Fatalf("%q: refused (%v) within the caps (%+v), but Go compiles it", p, err, c)
 		}
 	})
+}
+
+// BenchmarkMeasurePattern times measuring a 4 KB pattern (FuzzMeasurePattern's
+// largest input) whose text the parser's reading is quadratic in, "[" then
+// "[:" repeated (the parser looks for ":]" from every "[:" to the end;
+// patternParseRanges finds the last ":]" once): "hostile", against its
+// twin, 4 KB of plain literal text ("twin"). The ratio should stay a
+// small multiple: both are a pass over the text.
+func BenchmarkMeasurePattern(b *testing.B) {
+	for _, bc := range []struct{ name, p string }{
+		{"hostile", "[" + strings.Repeat("[:", 2047) + "x]"},
+		{"twin", strings.Repeat("ab", 2048)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				_, _ = MeasurePattern(bc.p)
+			}
+		})
+	}
 }
