@@ -19,8 +19,3 @@ func syncFolder(*os.File) error { return nil }
 // put at p between the caller's check and the call (no rmdir of its own
 // on every system this file builds for).
 func removeEmptyFolder(p string) error { return os.Remove(p) }
-
-// openToOthers: a folder's mode bits say nothing of who may use it here
-// (Windows answers 0777 for every folder); its access list is the
-// system's.
-func openToOthers(os.FileInfo) bool { return false }

@@ -28,6 +28,3 @@ func syncFolder(f *os.File) error {
 // removeEmptyFolder removes the folder p when it is empty (rmdir): never a
 // file, a link or a folder with anything in it put at p meanwhile.
 func removeEmptyFolder(p string) error { return syscall.Rmdir(p) }
-
-// openToOthers reports whether fi's mode gives group or others anything.
-func openToOthers(fi os.FileInfo) bool { return fi.Mode().Perm()&0o077 != 0 }

@@ -227,8 +227,10 @@ func addTarEntry(tw *tar.Writer, d *layoutDir, name, tarName string, buf []byte)
 // made, through dir held (an os.Root: a link leading out of dir is not
 // followed), and checks that it is that folder before anything uses it:
 // a folder, not a link (Lstat within dir), the one opened (os.SameFile),
-// of this user (regfile.ForeignOwner), that neither group nor others may
-// use, and empty. Another user who may rename in dir (no sticky bit:
+// of this user (regfile.ForeignOwner), and empty. Its mode is not judged:
+// a volume that keeps no modes (FAT, exFAT, NTFS, SMB: a USB stick that
+// crosses the air gap) shows its mount's mask, 0755 or 0777, for any
+// folder. Another user who may rename in dir (no sticky bit:
 // OCI-25) and put a link, or a folder of this user's, at the name
 // between its making and this open would otherwise have had it made a
 // layout and emptied by Close (docs/SPEC-DECISIONS.md OCI-32 amended).
@@ -265,9 +267,6 @@ func checkNewFolder(root *os.Root, named, held os.FileInfo) error {
 	}
 	if uid, foreign := regfile.ForeignOwner(held); foreign {
 		return fmt.Errorf("it is owned by another user (uid %d)", uid)
-	}
-	if openToOthers(held) {
-		return fmt.Errorf("group or others may use it (mode %04o)", held.Mode().Perm())
 	}
 	f, err := root.Open(".")
 	if err != nil {
