@@ -32,7 +32,9 @@ import (
 // any other caller is busy; before Park its "running" write ended with
 // Resume, never refused). Every copy must get the invocation's result
 // in each of 100 rounds (the copies do not always arrive in time to
-// hold it), each copy's caller waiting at most 3 s.
+// hold it). Held, a copy waits until its caller gives up: each caller
+// gives up after 10 s, a hang guard (a copy is answered in milliseconds),
+// so that a held round fails with its copies' errors instead of hanging.
 func TestRetriedInvocationIsNotHeldByItsOwnCopies(t *testing.T) {
 	e := newEnv(t, withHandler("org.agentries.code-review:2.1.0", noop), smallResults())
 	pings := sealN(t, e, e.caller, 64, amp.TypePing, nil)
@@ -52,7 +54,7 @@ func TestRetriedInvocationIsNotHeldByItsOwnCopies(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ctx, cancel := context.WithTimeout(from, 3*time.Second)
+				ctx, cancel := context.WithTimeout(from, 10*time.Second) // hang guard
 				defer cancel()
 				if _, err := e.agent.Handle(ctx, msg); err != nil {
 					mu.Lock()

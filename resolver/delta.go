@@ -122,6 +122,7 @@ func (s *Store) fromBase(br *bundle.Reader, a *bundle.Artifact, base *deltaBase,
 		prev.entry = a.ArtifactEntry
 		return prev, nil
 	}
+	s.baseChecked.Add(1)
 	err := s.db.View(func(tx *bolt.Tx) error {
 		data := getBlob(tx, []byte(st.blob))
 		if data == nil {

@@ -186,6 +186,10 @@ type Store struct {
 	// auditRead counts the audit entries removedFromAudit has decoded,
 	// for the tests that bound them.
 	auditRead atomic.Int64
+	// baseChecked counts the base blobs fromBase has checked (size, hash
+	// unless skipped, DID scope and parse: delta.go), all imports
+	// together, for the tests that bound them.
+	baseChecked atomic.Int64
 
 	// faults is nil in every Store this package's API makes: only the
 	// package's own tests set it (export_test.go), to fail an import or a

@@ -100,13 +100,17 @@ func TestServeSlowBodyIsCutAtTheMinimumDataRate(t *testing.T) {
 	c := dialServe(t, startServe(t, "--db", db, "--key", key))
 	start := time.Now()
 	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: agent\r\nContent-Type: %s\r\nContent-Length: 100\r\n\r\nx", amphttp.MessagesPath, amphttp.ContentType)
+	// Hang guard, and what fails the test when the body is not cut at the
+	// rate: the server's read timeout (30 s) would answer after it.
 	c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		t.Fatalf("no answer to a stalled body within 20 s: %v", err)
+		t.Fatalf("no answer to a stalled body within 20 s (the server's read timeout is 30 s): %v", err)
 	}
 	resp.Body.Close()
-	if took := time.Since(start); resp.StatusCode != http.StatusBadRequest || took > 15*time.Second {
+	took := time.Since(start)
+	t.Logf("stalled body answered %d after %v", resp.StatusCode, took)
+	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("stalled body: %d after %v, want 400 after about 5 s", resp.StatusCode, took)
 	}
 }
