@@ -29,20 +29,24 @@ func TestPageOfAnotherSiteCannotMakeTheCatalogWork(t *testing.T) {
 	for _, c := range []struct {
 		what, site, mode, dest string
 		refused                bool
+		purpose                string // Sec-Purpose
 	}{
-		{"an image of another site", "cross-site", "no-cors", "image", true},
-		{"a frame of another site", "cross-site", "navigate", "iframe", true},
-		{"a fetch of another site", "cross-site", "cors", "empty", true},
-		{"a stylesheet of another site", "cross-site", "no-cors", "style", true},
-		{"an image of the same site, another port", "same-site", "no-cors", "image", true},
-		{"an object of another site", "cross-site", "navigate", "object", true},
-		{"an unknown Sec-Fetch-Site", "elsewhere", "no-cors", "image", true},
-		{"a link of another site followed", "cross-site", "navigate", "document", false},
-		{"a link of a same-site page followed", "same-site", "navigate", "document", false},
-		{"the catalog's own link", "same-origin", "navigate", "document", false},
-		{"the catalog's own stylesheet request", "same-origin", "no-cors", "style", false},
-		{"an address typed by the user", "none", "navigate", "document", false},
-		{"a client without Fetch Metadata", "", "", "", false},
+		{"an image of another site", "cross-site", "no-cors", "image", true, ""},
+		{"a frame of another site", "cross-site", "navigate", "iframe", true, ""},
+		{"a fetch of another site", "cross-site", "cors", "empty", true, ""},
+		{"a stylesheet of another site", "cross-site", "no-cors", "style", true, ""},
+		{"an image of the same site, another port", "same-site", "no-cors", "image", true, ""},
+		{"an object of another site", "cross-site", "navigate", "object", true, ""},
+		{"an unknown Sec-Fetch-Site", "elsewhere", "no-cors", "image", true, ""},
+		{"a link of another site followed", "cross-site", "navigate", "document", false, ""},
+		{"a link of a same-site page followed", "same-site", "navigate", "document", false, ""},
+		{"the catalog's own link", "same-origin", "navigate", "document", false, ""},
+		{"the catalog's own stylesheet request", "same-origin", "no-cors", "style", false, ""},
+		{"an address typed by the user", "none", "navigate", "document", false, ""},
+		{"a client without Fetch Metadata", "", "", "", false, ""},
+		{"a speculation-rules prefetch of another site", "cross-site", "navigate", "document", true, "prefetch"},
+		{"a prerender of another site", "cross-site", "navigate", "document", true, "prefetch;prerender"},
+		{"the catalog's own prefetch", "same-origin", "navigate", "document", false, "prefetch"},
 	} {
 		t.Run(c.what, func(t *testing.T) {
 			clock := testNow
@@ -57,7 +61,7 @@ func TestPageOfAnotherSiteCannotMakeTheCatalogWork(t *testing.T) {
 			clock = clock.Add(time.Minute) // past Refresh: a page served looks at the store
 			before := opens.Load()
 			req := httptest.NewRequest(http.MethodGet, "/ui/compat?name="+name, nil)
-			for k, v := range map[string]string{"Sec-Fetch-Site": c.site, "Sec-Fetch-Mode": c.mode, "Sec-Fetch-Dest": c.dest} {
+			for k, v := range map[string]string{"Sec-Fetch-Site": c.site, "Sec-Fetch-Mode": c.mode, "Sec-Fetch-Dest": c.dest, "Sec-Purpose": c.purpose} {
 				if v != "" {
 					req.Header.Set(k, v)
 				}

@@ -228,11 +228,18 @@ const ErrCrossSite amp.ErrName = "cross_site_refused"
 // pages from elsewhere, and a page of another site has no reason to. A
 // request without Sec-Fetch-Site (curl, an older browser), one the
 // user made (none) and one of the catalog's own pages (same-origin) is
-// not; any other value of Sec-Fetch-Site counts as another site.
+// not; any other value of Sec-Fetch-Site counts as another site. A
+// navigation the browser makes ahead of the user (Sec-Purpose or
+// Purpose: a speculation-rules prefetch or prerender, which a page may
+// fire by the dozen without leaving) is no link followed and is refused
+// too (CATALOG-34 amended).
 func crossSite(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "", "same-origin", "none":
 		return false
+	}
+	if r.Header.Get("Sec-Purpose") != "" || r.Header.Get("Purpose") != "" {
+		return true
 	}
 	return r.Header.Get("Sec-Fetch-Mode") != "navigate" || r.Header.Get("Sec-Fetch-Dest") != "document"
 }
