@@ -448,6 +448,11 @@ func NewTransportWith(baseURL string, o TransportOptions) (*Transport, error) {
 		ResponseHeaderTimeout:  0,
 		MaxResponseHeaderBytes: maxHeaderBytes,
 		ForceAttemptHTTP2:      true,
+		// No gzip asked, so none inflated: the reply's bounds (its size,
+		// the minimum data rate) count the bytes on the wire, never what
+		// an agent's padding of empty deflate blocks inflates to
+		// (docs/SPEC-DECISIONS.md TRANSPORT-33, as MIRROR-27 for sync).
+		DisableCompression: true,
 		// Over HTTP/2 the first response byte is reported only once the
 		// header block is whole, and the connection's one reader waits
 		// for a CONTINUATION that never comes: a connection from which
