@@ -459,7 +459,13 @@ func (s *WALStore) replay(f io.ReaderAt, size, cutoff int64) (int64, error) {
 		// bits of one byte) would read as a log of torn groups and be
 		// truncated: its key's checksum still checks against the version 2
 		// line, so it is refused instead.
-		if _, rerr := f.ReadAt(head, 0); rerr == nil && walHeaderChecks(head) {
+		_, rerr := f.ReadAt(head, 0)
+		if rerr != nil && rerr != io.EOF {
+			// A read error is no damage (AGENT-40): a version 2 header the
+			// device fails to read must not be taken for version 1's.
+			return 0, readFault(0, rerr)
+		}
+		if rerr == nil && walHeaderChecks(head) {
 			return 0, amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
 				"the ledger file's first line is damaged (it reads version 1 before a version 2 key); move it aside only if no invocation it records may be retried")
 		}
