@@ -241,7 +241,7 @@ type fairTicket struct {
 // slot and ends the message's count (call it once, holding the slot). A
 // message entered with a ctx that is admitted already (a BATCH item,
 // handled inside its container) is a message of its own, counted against
-// its peer like any other: its container parks meanwhile (Park), so that
+// its peer like any other: its container is away meanwhile (Away, AGENT-34), so that
 // it does not wait for its own items. Enter returns an error, and holds
 // nothing, when the transport peer already has maxPeerQueue messages
 // waiting (5004 ErrPeerBusy,
