@@ -391,7 +391,7 @@ func (t *streams) reclaim(now time.Time) int {
 		case s.file != nil && s.charged > s.got && !t.keepsPace(s, s.got, now):
 			t.stall(s)
 		}
-		s.mu.Unlock()
+		t.unlock(s) // as every holder does: a closeAll that met s held drops it here
 	}
 	return n
 }
@@ -596,6 +596,15 @@ func (t *streams) lookup(sender, id string, wait func(func())) (*inStream, error
 	}
 	if !s.mu.TryLock() {
 		wait(s.mu.Lock)
+	}
+	if t.shut.Load() {
+		// The agent closed while this message waited for the stream: it
+		// is handed to no one after Shutdown returned (STREAM-11).
+		if !s.closed {
+			t.drop(s)
+		}
+		s.mu.Unlock()
+		return nil, agentClosed()
 	}
 	if s.closed {
 		s.mu.Unlock()

@@ -82,7 +82,7 @@ func TestTarTempFolderSwappedBeforeTheWriterOpensItIsNotWritten(t *testing.T) {
 // writer may write (anywhere), or a folder of the writer's: the open
 // followed it, made it a layout, and Close emptied it, every file of the
 // writer's in it removed. The folder opened must be the one just made
-// (not a link, of this user, private, empty), or the open is refused and
+// (not a link, of this user, empty), or the open is refused and
 // nothing there is touched (OCI-32 amended).
 func TestTarTempFolderSwappedAsItIsMadeIsRefused(t *testing.T) {
 	for _, link := range []bool{true, false} {

@@ -459,8 +459,11 @@ func (s *WALStore) replay(f io.ReaderAt, size, cutoff int64) (int64, error) {
 		// bits of one byte) would read as a log of torn groups and be
 		// truncated: its key's checksum still checks against the version 2
 		// line, so it is refused instead.
-		_, rerr := f.ReadAt(head, 0)
-		if rerr != nil && rerr != io.EOF {
+		n, rerr := f.ReadAt(head, 0)
+		if n == len(head) {
+			rerr = nil // all read: an io.EOF with it says no more
+		}
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
 			// A read error is no damage (AGENT-40): a version 2 header the
 			// device fails to read must not be taken for version 1's.
 			return 0, readFault(0, rerr)

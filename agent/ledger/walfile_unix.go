@@ -32,8 +32,7 @@ func isNoSpace(err error) bool {
 
 // logWriters refuses a log (st: the open file's fstat) that another user
 // than this process's effective one or root owns (regfile.ForeignOwner),
-// or that others (or a group this process is not in) may write: that
-// user could drop a record (the
+// or that group or others may write: that user could drop a record (the
 // next retry of its invocation runs the handler again) or give a message
 // another's reply, with groups whose tags check, since the key is in the
 // file (docs/SPEC-DECISIONS.md AGENT-41). The writer makes every log mode
@@ -44,37 +43,9 @@ func logWriters(st os.FileInfo) error {
 		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
 			"the ledger file is owned by another user (uid %d) than the agent's (uid %d) or root; make it the agent's user's (chown) and writable by it alone (chmod go-w)", uid, os.Geteuid())
 	}
-	perm := st.Mode().Perm()
-	if perm&0o002 != 0 || perm&0o020 != 0 && !ownGroup(st) {
+	if perm := st.Mode().Perm(); perm&0o022 != 0 {
 		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
 			"the ledger file may be written by group or others (mode %04o); make it writable by the agent's user alone (chmod go-w)", perm)
 	}
 	return nil
-}
-
-// ownGroup reports whether the file's group is one this process is in
-// (its effective group or a supplementary one): a group write such a
-// group holds is the agent's own setup, not another user's way in. A
-// Kubernetes volume mounted with fsGroup gives every file on it group
-// read and write for the pod's group at each mount, so a log there is
-// mode 0660 whatever the agent made it (AGENT-41 amended).
-func ownGroup(st os.FileInfo) bool {
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return false
-	}
-	gid := int(sys.Gid)
-	if gid == os.Getegid() {
-		return true
-	}
-	groups, err := os.Getgroups()
-	if err != nil {
-		return false
-	}
-	for _, g := range groups {
-		if g == gid {
-			return true
-		}
-	}
-	return false
 }
