@@ -83,8 +83,12 @@ func TestBatchAnswerIsNotDecodedAndEncodedAgain(t *testing.T) {
 // capability's largest result costing more than its copies need, on
 // top of the SDK's own encoding).
 //
-// Should: the base64 is written once, into its string: at most 8 bytes
-// per result byte (7.4 with this result), the text the result's JSON.
+// Should: the base64 is written once, into its string (encodeReply: at
+// most 1.5 times its length allocated, where EncodeToString made two),
+// and the answer's text is the result's JSON. The whole call's bytes per
+// result byte (7.4 here, 8.7 before) are logged: other goroutines of the
+// process (the bridge's refresh among them) allocate meanwhile, so they
+// cannot bound it.
 func TestCallAnswerCopiesItsResultOnlyAsTheSDKNeeds(t *testing.T) {
 	e := newEnv(t, newStoreFile(t), agent.Rules{{Caller: "*", Prefix: "*"}})
 	text := strings.Repeat("abcd", 1<<18) // 1 MiB
@@ -113,8 +117,10 @@ func TestCallAnswerCopiesItsResultOnlyAsTheSDKNeeds(t *testing.T) {
 	if rm := resultMeta(t, r); rm.Reply != base64.StdEncoding.EncodeToString(reply) {
 		t.Fatal("_meta's reply is not the signed reply in base64")
 	}
-	if per := float64(a) / float64(len(want)); per > 8 {
-		t.Errorf("the answer of a %d-byte result allocated %d bytes (%.2f per byte), want at most 8 per byte", len(want), a, per)
+	t.Logf("the answer of a %d-byte result allocated %d bytes (%.2f per byte)", len(want), a, float64(a)/float64(len(want)))
+	n := base64.StdEncoding.EncodedLen(len(reply))
+	if got := allocated(func() { encodeReply(reply) }); got > uint64(n+n/2) {
+		t.Errorf("the signed reply's %d bytes of base64 allocated %d bytes, want at most %d: it is written and then copied", n, got, n+n/2)
 	}
 }
 
