@@ -404,11 +404,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, code int, body [
 // whole write timeout; that timeout bounds the writing from now, which
 // moves the connection's write deadline (CATALOG-24).
 func (h *Handler) rateWriter(w http.ResponseWriter, r *http.Request) *transport.RateWriter {
-	var most time.Duration
-	if srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server); srv != nil {
-		most = srv.WriteTimeout
-	}
-	return transport.NewRateWriter(w, http.NewResponseController(w).SetWriteDeadline, h.opts.MinDataRate, admission.FrameGrace, most)
+	return transport.ResponseRateWriter(w, r, h.opts.MinDataRate, admission.FrameGrace)
 }
 
 // streamChunk is how many bytes of a streamed page are buffered before

@@ -68,7 +68,7 @@ func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	// Once the slot is taken, the answer is read at the minimum data
 	// rate or cut off (MIRROR-14): a peer reading nothing must not hold
 	// its slot for the whole write timeout.
-	w = &rateBody{ResponseWriter: w, r: r, rate: s.opts.MinDataRate, grace: s.opts.grace}
+	w = transport.RatedBody(w, r, s.opts.MinDataRate, s.opts.grace)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed)
@@ -149,58 +149,6 @@ func openExported(b *bundleFile) (*os.File, error) {
 		return nil, errNotExported
 	}
 	return f, nil
-}
-
-// rateBody is a ResponseWriter whose body is written under the minimum
-// data rate (transport.RateWriter, the agent's HTTP answers' rule): a
-// client that reads slower than rate on average after grace, or stalls
-// for more than grace, has the write fail, which ends the request and
-// gives its slot back; the whole body gets at most the http.Server's
-// WriteTimeout. The rate's clock starts at the first byte of the body,
-// so what the handler did before (a trim of an expired snapshot) is not
-// charged to the client.
-type rateBody struct {
-	http.ResponseWriter
-	r     *http.Request
-	rate  int64
-	grace time.Duration
-	out   *transport.RateWriter
-}
-
-// RateBodies returns next with the body of every answer written as the
-// mirror writes its files (rateBody, MIRROR-14): at rate bytes a second
-// (admission.MinDataRate when zero or less) after grace
-// (admission.FrameGrace when zero or less), with no stall longer than
-// grace, whole within the http.Server's WriteTimeout, the clock started
-// at the body's first byte. It is for the routes a server mounts beside
-// its own that write an answer of some size without a rate: a peer that
-// reads none of it (a zero TCP window) then holds the handler, and
-// whatever the handler holds while it writes (a build slot), for moments
-// instead of the whole write timeout (docs/SPEC-DECISIONS.md
-// TRANSPORT-32). A handler that bounds its own writes is best mounted
-// outside it: the deadline last set wins. The writer it hands on is no
-// http.Flusher: a handler that streams flushes through
-// http.NewResponseController, which reaches the connection (Unwrap).
-func RateBodies(next http.Handler, rate int64, grace time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(&rateBody{ResponseWriter: w, r: r, rate: rate, grace: grace}, r)
-	})
-}
-
-// Unwrap gives http.ResponseController the connection's writer.
-func (b *rateBody) Unwrap() http.ResponseWriter { return b.ResponseWriter }
-
-// Write writes p under the rate, starting its clock on the first call.
-func (b *rateBody) Write(p []byte) (int, error) {
-	if b.out == nil {
-		var most time.Duration
-		if srv, _ := b.r.Context().Value(http.ServerContextKey).(*http.Server); srv != nil {
-			most = srv.WriteTimeout
-		}
-		rc := http.NewResponseController(b.ResponseWriter)
-		b.out = transport.NewRateWriter(b.ResponseWriter, rc.SetWriteDeadline, b.rate, b.grace, most)
-	}
-	return b.out.Write(p)
 }
 
 // notModified reports whether If-None-Match matches etag (weak comparison,

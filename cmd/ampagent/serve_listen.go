@@ -96,7 +96,7 @@ func (s *server) mountAgent() error {
 
 // rateSideRoutes is mux with the answers of the routes mounted beside
 // the agent's (the AGH projection, the discovery documents, /readyz, the
-// 404) written at the minimum data rate after grace (mirror.RateBodies;
+// 404) written at the minimum data rate after grace (transport.RateBodies;
 // admission.FrameGrace when zero or less). Without it such an answer had
 // the server's write timeout alone (150 s and more): a peer that reads
 // none of it holds its handler, its answer's bytes, and an AGH answer's
@@ -105,7 +105,7 @@ func (s *server) mountAgent() error {
 // writes keep their bound: the agent's (amphttp, TRANSPORT-4 and
 // TRANSPORT-31) and the catalog's (CATALOG-24).
 func rateSideRoutes(mux http.Handler, grace time.Duration) http.Handler {
-	rated := mirror.RateBodies(mux, admission.MinDataRate, grace)
+	rated := transport.RateBodies(mux, admission.MinDataRate, grace)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
 		case p == amphttp.MessagesPath, p == amphttp.HealthPath, strings.HasPrefix(p, catalog.Prefix):
