@@ -271,3 +271,11 @@ func (a *Admission) PeerBytes(peer string) int64 {
 	}
 	return 0
 }
+
+// Requests is the requests the server holds in flight, all peers
+// together.
+func (a *Admission) Requests() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.reqs
+}
