@@ -65,6 +65,11 @@ type DIDDocument struct {
 const (
 	MaxDIDDocumentSize = 256 << 10
 	maxDIDMethods      = 256
+	// maxDIDDepth caps the nesting of arrays and objects, the document
+	// itself at level 1 (docs/SPEC-DECISIONS.md AMP-27): the cap
+	// DefaultMaxDepth puts on CBOR items, far above the 6 or so levels
+	// of a JSON-LD context with scoped terms.
+	maxDIDDepth = 32
 )
 
 func errDIDDoc(format string, args ...any) *Error {
@@ -93,6 +98,34 @@ type jsonMethod struct {
 	Expires             string          `json:"expires,omitempty"`
 	PrivateKeyJwk       json.RawMessage `json:"privateKeyJwk,omitempty"`
 	PrivateKeyMultibase string          `json:"privateKeyMultibase,omitempty"`
+	// Verification material this parser does not decode, read only to
+	// refuse a method that carries a second key (docs/SPEC-DECISIONS.md
+	// AMP-26).
+	PublicKeyHex    json.RawMessage `json:"publicKeyHex,omitempty"`
+	PublicKeyBase64 json.RawMessage `json:"publicKeyBase64,omitempty"`
+	PublicKeyPem    json.RawMessage `json:"publicKeyPem,omitempty"`
+}
+
+// materials counts the verification material properties of a method: DID
+// Core §5.2.1 allows one (a method "MUST NOT contain multiple verification
+// material properties for the same material"). An empty string or a null
+// is none.
+func (jm jsonMethod) materials() int {
+	n := 0
+	for _, s := range []string{jm.PublicKeyMultibase, jm.PublicKeyBase58} {
+		if s != "" {
+			n++
+		}
+	}
+	if jm.PublicKeyJwk != nil {
+		n++
+	}
+	for _, raw := range []json.RawMessage{jm.PublicKeyHex, jm.PublicKeyBase64, jm.PublicKeyPem} {
+		if len(raw) > 0 && string(raw) != "null" && string(raw) != `""` {
+			n++
+		}
+	}
+	return n
 }
 
 type jsonJWK struct {
@@ -116,7 +149,11 @@ type jsonJWK struct {
 // The document must read one way (docs/SPEC-DECISIONS.md AMP-23): an
 // object that names a member twice, or a member spelt like one this
 // parser reads in another letter case (encoding/json would take either,
-// the last one winning), is refused.
+// the last one winning), is refused; so is a method of a type this
+// parser reads that carries more than one public key (AMP-26), and a
+// document that nests arrays and objects deeper than 32 levels (AMP-27).
+// A service that is not an AgentMessagingRelay is held to the shapes DID
+// Core allows alone (AMP-25): nothing reads it.
 //
 // Errors are 3001 invalid_did_document: a sender whose document cannot be
 // read cannot be authenticated. The messages never echo the input.
@@ -219,7 +256,7 @@ const (
 // didMembers are the member names each didObject is read by.
 var didMembers = [...][]string{
 	didDoc:      {"@context", "id", "verificationMethod", "authentication", "assertionMethod", "keyAgreement", "service"},
-	didMethod:   {"id", "type", "controller", "publicKeyMultibase", "publicKeyBase58", "publicKeyJwk", "revoked", "expires", "privateKeyJwk", "privateKeyMultibase"},
+	didMethod:   {"id", "type", "controller", "publicKeyMultibase", "publicKeyBase58", "publicKeyJwk", "revoked", "expires", "privateKeyJwk", "privateKeyMultibase", "publicKeyHex", "publicKeyBase64", "publicKeyPem"},
 	didJWK:      {"kty", "crv", "x", "d"},
 	didService:  {"id", "type", "serviceEndpoint"},
 	didEndpoint: {"uri", "routingKeys"},
@@ -258,14 +295,47 @@ type didJSON struct {
 // (encoding/json takes "ID", "Revoked" or "X" for "id", "revoked" or "x";
 // a case-sensitive reader ignores them). It walks the bytes once and
 // allocates little: a member name only when it holds an escape, and a
-// set only for an object of many members.
+// set only for an object of many members. Before anything else, a
+// document nested deeper than maxDIDDepth is refused (AMP-27).
 func checkDIDJSON(data []byte) error {
+	if !shallowJSON(data, maxDIDDepth) {
+		return errDIDDoc("did document nests arrays and objects deeper than %d levels", maxDIDDepth)
+	}
 	if !json.Valid(data) {
 		return errDIDDoc("did document is not valid json of the did core shape")
 	}
 	w := didJSON{data: data}
 	w.space()
 	return w.value(didDoc)
+}
+
+// shallowJSON reports whether no array or object of data lies deeper than
+// limit levels, the outermost at level 1. It reads the bytes once and
+// allocates nothing, so that a deep document is refused before
+// encoding/json, whose parse state grows with the depth, sees it (up to
+// its own 10,000 levels). Brackets inside strings do not count; data need
+// not be valid JSON (json.Valid runs next).
+func shallowJSON(data []byte, limit int) bool {
+	depth := 0
+	inString := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case inString:
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > limit {
+				return false
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return true
 }
 
 // space skips white space.
@@ -457,6 +527,9 @@ func parseMethod(docID string, jm jsonMethod) (VerificationMethod, bool, error) 
 		}
 	default:
 		return vm, false, nil
+	}
+	if err == nil && jm.materials() > 1 {
+		err = errDIDDoc("did document has a verification method with more than one public key")
 	}
 	if err == nil && vm.KeyType == KeyEd25519 && CheckEd25519PublicKey(vm.PublicKey) != nil {
 		err = errDIDDoc("did document has an ed25519 key of small order or in non-canonical form")

@@ -30,11 +30,14 @@ type jsonService struct {
 // parseServices checks every service entry of a document (id, type and
 // serviceEndpoint present and of the DID Core shapes, within the caps) and
 // returns the bare DIDs of its relays: those an AgentMessagingRelay
-// service names as its serviceEndpoint (docs/SPEC-DECISIONS.md RELAY-1):
-// a DID string, an array of them (URLs beside them are ignored), or a map
-// (or an array of maps) whose "uri" is a DID or whose "routingKeys" are DID
-// URLs. A relay service that names no DID is refused: the operator meant a
-// relay and none would be trusted.
+// service names as its serviceEndpoint: a DID string, an array of them
+// (URLs beside them are ignored), or a map (or an array of maps) whose
+// "uri" is a DID or whose "routingKeys" are DID URLs. A relay service that
+// names no DID is refused: the operator meant a relay and none would be
+// trusted. The serviceEndpoint of a service of another type, which
+// nothing reads, is held to the shapes of DID Core §5.4 alone (a string,
+// a map of any members, or a set of 1 to 16 of these;
+// docs/SPEC-DECISIONS.md AMP-25).
 func parseServices(docID string, raws []json.RawMessage) ([]string, error) {
 	if len(raws) > maxDIDServices {
 		return nil, errDIDDoc("did document lists more than %d services", maxDIDServices)
@@ -63,12 +66,15 @@ func parseServices(docID string, raws []json.RawMessage) ([]string, error) {
 		for _, t := range types {
 			isRelay = isRelay || t == RelayServiceType
 		}
+		if !isRelay {
+			if err := otherEndpoint(s.Endpoint); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		dids, err := endpointDIDs(s.Endpoint)
 		if err != nil {
 			return nil, err
-		}
-		if !isRelay {
-			continue
 		}
 		if len(dids) == 0 {
 			return nil, errDIDDoc("did document has an %s service that names no relay did", RelayServiceType)
@@ -106,6 +112,35 @@ func serviceTypes(raw json.RawMessage) ([]string, error) {
 		}
 	}
 	return many, nil
+}
+
+// otherEndpoint checks the serviceEndpoint of a service that is not a
+// relay: a string of 1 to maxServiceText bytes, a map (its members are
+// not read; the document's caps bound them: size, nesting, and the
+// member checks of checkDIDJSON), or an array of 1 to maxServiceEndpoint
+// of these (DID Core §5.4). Anything else (null, a number, a boolean, an
+// empty array, an array in an array) is refused.
+func otherEndpoint(raw json.RawMessage) error {
+	list := []json.RawMessage{raw}
+	if len(raw) > 0 && raw[0] == '[' {
+		list = nil
+		if json.Unmarshal(raw, &list) != nil || len(list) == 0 || len(list) > maxServiceEndpoint {
+			return errDIDDoc("did document has a serviceEndpoint array that is empty or longer than %d", maxServiceEndpoint)
+		}
+	}
+	for _, item := range list {
+		if len(item) > 0 && item[0] == '{' {
+			continue
+		}
+		var s string
+		if json.Unmarshal(item, &s) != nil {
+			return errDIDDoc("did document has a serviceEndpoint that is not a string, a map, or an array of them")
+		}
+		if s == "" || len(s) > maxServiceText {
+			return errDIDDoc("did document has an empty or overlong serviceEndpoint")
+		}
+	}
+	return nil
 }
 
 // endpointDIDs reads a serviceEndpoint (a string, a map, or an array of
