@@ -22,10 +22,12 @@ func admissionReason(t *testing.T, b amp.ErrorBody) string {
 	return r
 }
 
-// waitCount waits (2 s, generous for a goroutine's defer) until n == want.
+// waitCount waits until n == want: a goroutine's defer, in a moment; the
+// 10 s is a hang guard with room for a loaded machine (a release that
+// never comes fails the same).
 func waitCount(t *testing.T, n *atomic.Int64, want int64, what string) {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); n.Load() != want; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); n.Load() != want; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: %d, want %d", what, n.Load(), want)
 		}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -116,19 +117,29 @@ func TestCopyWaitingForTheFirstIsNotAnExpectedWriter(t *testing.T) {
 // verifies (threat: an MCP client with 256 calls waiting for a slot held
 // every group commit of the agent's durable callers to its whole window
 // for writers who were not coming). With every slot taken, 32 local calls
-// wait for one; the ledger expects none of them.
+// wait for one; the ledger expects none of them. The slots are taken by
+// count (the agent's 2 per CPU, less the one the Reserve rule keeps from
+// a caller that holds the others), not until a short Enter times out: on
+// a loaded machine such a probe could give up with a slot still free.
 func TestLocalCallsWaitingForASlotAreNotExpectedWriters(t *testing.T) {
 	e := newEnv(t)
 	var held []func()
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	for range 2*runtime.GOMAXPROCS(0) - 1 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard
 		_, done, err := e.agent.cpu.Enter(ctx)
 		cancel()
 		if err != nil {
-			break // every slot is taken
+			t.Fatalf("test setup: slot %d of the agent's %d: %v", len(held)+1, 2*runtime.GOMAXPROCS(0), err)
 		}
 		held = append(held, done)
 	}
+	// Every slot is taken: a further Enter waits (and gives up here).
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	if _, done, err := e.agent.cpu.Enter(ctx); err == nil {
+		done()
+		t.Fatalf("test setup: a slot is still free after %d were taken (the test proves nothing)", len(held))
+	}
+	cancel()
 	calls := make(chan error, 32)
 	for range 32 {
 		go func() {

@@ -55,7 +55,9 @@ func TestOnePrincipalsSlowCallsNeverStarveAnotherPrincipalBehindOneAddress(t *te
 // that declares a body and sends none would hold the connection and its
 // goroutine for as long as it liked (serve sets no read timeout past the
 // headers) (threat: an unauthenticated slowloris past
-// ReadHeaderTimeout).
+// ReadHeaderTimeout). Kept open, the refusal never comes (the test
+// server has no read timeout either), so the 20 s wait is a hang guard
+// with room for a loaded machine, not a measure of how fast it comes.
 func TestUnauthenticatedPeerIsAnsweredWithoutWaitingForItsBody(t *testing.T) {
 	_, srv := httpEnv(t)
 	cases := map[string]string{
@@ -73,12 +75,12 @@ func TestUnauthenticatedPeerIsAnsweredWithoutWaitingForItsBody(t *testing.T) {
 		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n%s\r\n{", srv.Listener.Addr(), hdr)
 		conns[name] = c
 	}
-	deadline := time.Now().Add(1500 * time.Millisecond)
+	deadline := time.Now().Add(20 * time.Second)
 	for name, c := range conns {
 		c.SetReadDeadline(deadline)
 		line, err := bufio.NewReader(c).ReadString('\n')
 		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 40") {
-			t.Errorf("%s: no refusal within 1.5 s of the headers while the declared body is not sent (%q, %v)", name, line, err)
+			t.Errorf("%s: no refusal while the declared body is not sent (%q, %v): it waits for the body", name, line, err)
 		}
 	}
 }

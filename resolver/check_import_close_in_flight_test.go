@@ -63,7 +63,17 @@ func TestCheckInFlightAtCloseAnswersStoreIO(t *testing.T) {
 			go func() { closed <- s.Close() }()
 			// A Read that never returns holds Close, for a check as for an
 			// Import (MIRROR-13); the admin socket's minimum data rate ends
-			// a stalled body, as this does a second after Close began.
+			// a stalled body, as this does once Close has begun (seen in
+			// the store's own state, then a second more: no fixed sleep
+			// that a loaded machine outlasts before Close even starts).
+			for end := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+				if closing, _ := closeState(s); closing {
+					break
+				}
+				if time.Now().After(end) {
+					t.Fatal("Close never began")
+				}
+			}
 			time.Sleep(time.Second)
 			pw.CloseWithError(io.ErrUnexpectedEOF)
 			select {

@@ -8,3 +8,12 @@ func setFaults(s *Store, fn func(step string) error) { s.faults = fn }
 // countDecodes has s tell fn of every revoked or DID record its trust
 // decisions decode (truststate.go), with the record's bucket.
 func countDecodes(s *Store, fn func(bucket string)) { s.decoded = fn }
+
+// closeState reports whether Close has begun on s (its in-flight writes
+// cancelled) and how many Imports and checks Close waits for: the
+// states the Close tests wait for, rather than sleeping and hoping.
+func closeState(s *Store) (closing bool, inflight int) {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	return s.closed, s.inflight
+}

@@ -38,7 +38,16 @@ func TestRefusalJudgedWhileTheStoreClosesKeepsItsAuditEntry(t *testing.T) {
 		_, err := s.Import(context.Background(), pr, ImportOptions{})
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // the Import holds s.mu and waits for its first bytes
+	// The Import holds s.mu, registered with Close, and waits for its
+	// first bytes (20 s: a hang guard for a loaded machine).
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, n := closeState(s); n == 1 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("test setup: the Import never registered with Close")
+		}
+	}
 	select {
 	case err := <-done:
 		t.Fatalf("test setup: the Import returned before its stream sent anything: %v", err)

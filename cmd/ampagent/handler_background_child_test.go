@@ -24,9 +24,10 @@ func TestHandlerBackgroundChildDiesWithIt(t *testing.T) {
 		t.Fatalf("the handler failed: %v", err)
 	}
 	pid := spawnedPid(t, pidFile) // the test's own child, killed at its end if it survived
-	// SIGKILL is delivered at once; its reaping by whoever adopted the
-	// child may take a moment: 2 s is generous.
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	// SIGKILL is delivered at once; the child's exit (a zombie counts as
+	// gone) may take a moment on a loaded machine: 10 s is a hang guard,
+	// as a child that escaped the kill runs on for its whole 60 s.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if !alive(pid) { // serve_test.go
 			return
 		}
