@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha512"
 	"math/big"
+	"slices"
 	"sync"
 
 	"golang.org/x/crypto/curve25519"
@@ -200,12 +201,10 @@ func X25519PublicFromEd25519(pub []byte) ([32]byte, error) {
 		return out, err
 	}
 	p := curveP()
-	le := make([]byte, 32)
-	for i := range le {
-		le[i] = pub[31-i]
-	}
-	le[0] &= 0x7f // drop the sign bit of x
-	y := new(big.Int).SetBytes(le)
+	be := slices.Clone(pub) // pub is little-endian, big.Int big-endian
+	slices.Reverse(be)
+	be[0] &= 0x7f // drop the sign bit of x
+	y := new(big.Int).SetBytes(be)
 	one := big.NewInt(1)
 	if y.Cmp(p) >= 0 || y.Cmp(one) == 0 {
 		return out, NewError(CodeUnauthorized, "invalid ed25519 public key")
@@ -226,10 +225,8 @@ func X25519PublicFromEd25519(pub []byte) ([32]byte, error) {
 	inv := new(big.Int).Sub(one, y)
 	inv.Mod(inv, p).ModInverse(inv, p)
 	u.Mul(u, inv).Mod(u, p)
-	ub := u.FillBytes(make([]byte, 32))
-	for i := range out {
-		out[i] = ub[31-i]
-	}
+	u.FillBytes(out[:])
+	slices.Reverse(out[:])
 	return out, nil
 }
 

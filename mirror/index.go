@@ -163,14 +163,8 @@ type bundleList struct{ list []IndexEntry }
 
 // UnmarshalJSON decodes and checks the bundles one at a time.
 func (l *bundleList) UnmarshalJSON(raw []byte) error {
-	l.list = nil
 	seen := map[string]bool{}
-	return decodeArray(raw, MaxIndexBundles, "bundles", func(i int, dec *json.Decoder) error {
-		l.list = append(l.list, IndexEntry{})
-		e := &l.list[len(l.list)-1]
-		if dec.Decode(e) != nil {
-			return badShape()
-		}
+	return decodeList(raw, &l.list, MaxIndexBundles, "bundles", func(i int, e *IndexEntry) error {
 		if bundle.ValidateBundleID(e.BundleID) != nil {
 			return amp.Named(0, ErrBadIndex, "the mirror index lists an invalid bundle_id (entry %d)", i)
 		}
@@ -227,14 +221,8 @@ type statementList struct{ list []IndexStatement }
 
 // UnmarshalJSON decodes and checks the statements one at a time.
 func (l *statementList) UnmarshalJSON(raw []byte) error {
-	l.list = nil
 	seen := map[string]bool{}
-	return decodeArray(raw, MaxIndexStatements, "statements", func(i int, dec *json.Decoder) error {
-		l.list = append(l.list, IndexStatement{})
-		st := &l.list[len(l.list)-1]
-		if dec.Decode(st) != nil {
-			return badShape()
-		}
+	return decodeList(raw, &l.list, MaxIndexStatements, "statements", func(i int, st *IndexStatement) error {
 		if !isLowerHex64(st.SHA256) || seen[st.SHA256] {
 			return amp.Named(0, ErrBadIndex, "the mirror index has a bad or repeated sha256 for statement %d", i)
 		}
@@ -256,14 +244,8 @@ type heartbeatList struct{ list []IndexHeartbeat }
 
 // UnmarshalJSON decodes and checks the heartbeats one at a time.
 func (l *heartbeatList) UnmarshalJSON(raw []byte) error {
-	l.list = nil
 	lines, sums := map[string]bool{}, map[string]bool{}
-	return decodeArray(raw, MaxIndexHeartbeats, "heartbeats", func(i int, dec *json.Decoder) error {
-		l.list = append(l.list, IndexHeartbeat{})
-		h := &l.list[len(l.list)-1]
-		if dec.Decode(h) != nil {
-			return badShape()
-		}
+	return decodeList(raw, &l.list, MaxIndexHeartbeats, "heartbeats", func(i int, h *IndexHeartbeat) error {
 		hb := bundle.Heartbeat{Format: bundle.HeartbeatFormat, BundleID: h.BundleID, Version: h.Version, CreatedAt: h.CreatedAt}
 		if hb.Validate() != nil || lines[h.BundleID] {
 			return amp.Named(0, ErrBadIndex, "the mirror index has a bad or repeated bundle_id, version or created_at for heartbeat %d", i)
@@ -304,6 +286,22 @@ func decodeArray(raw []byte, max int, what string, each func(i int, dec *json.De
 		}
 	}
 	return nil
+}
+
+// decodeList decodes the JSON array raw (decodeArray: at most max
+// elements) into *list, one element at a time, each decoded in its place
+// at the end of the list and then handed to check with its index, so that
+// a bad element is refused before the next is read.
+func decodeList[T any](raw []byte, list *[]T, max int, what string, check func(i int, e *T) error) error {
+	*list = nil
+	return decodeArray(raw, max, what, func(i int, dec *json.Decoder) error {
+		*list = append(*list, *new(T))
+		e := &(*list)[len(*list)-1]
+		if dec.Decode(e) != nil {
+			return badShape()
+		}
+		return check(i, e)
+	})
 }
 
 // skipValue reads a JSON value and keeps nothing of it.

@@ -126,46 +126,38 @@ func invokeFromFlags(c *cli.Context) (capability.Invoke, string, error) {
 	case c.IsSet("id") && (c.IsSet("capability") || c.IsSet("version") || hints):
 		return inv, "", cliutil.Usagef("--id names the version: do not combine it with --capability, --version, --prefer, --accept or --range")
 	case c.IsSet("id"):
-		id, err := capability.ParseID(c.String("id"))
-		if err != nil {
-			return inv, "", cliutil.Usagef("--id: %s", amp.AsError(err).Message)
+		if err := setFlag(c, "id", &inv.ID, capability.ParseID); err != nil {
+			return inv, "", err
 		}
-		inv.ID = id
-		return inv, id.String(), finishInvoke(c, &inv)
+		return inv, inv.ID.String(), finishInvoke(c, &inv)
 	case !c.IsSet("capability"):
 		return inv, "", cliutil.WithHint(cliutil.Usagef("nothing to invoke"), "give --id NAME:VERSION, or --capability NAME with --version or --prefer/--accept/--range")
 	}
 	inv.Capability = c.String("capability")
 	if err := capability.ValidateName(inv.Capability); err != nil {
-		return inv, "", cliutil.Usagef("--capability: %s", amp.AsError(err).Message)
+		return inv, "", flagError("capability", err)
 	}
 	switch {
 	case c.IsSet("version") && hints:
 		return inv, "", cliutil.Usagef("give --version or negotiation hints (--prefer, --accept, --range), not both")
 	case c.IsSet("version"):
-		v, err := capability.ParseVersion(c.String("version"))
-		if err != nil {
-			return inv, "", cliutil.Usagef("--version: %s", amp.AsError(err).Message)
+		if err := setFlag(c, "version", &inv.Version, capability.ParseVersion); err != nil {
+			return inv, "", err
 		}
-		inv.Version = v
-		return inv, inv.Capability + ":" + v.String(), finishInvoke(c, &inv)
+		return inv, inv.Capability + ":" + inv.Version.String(), finishInvoke(c, &inv)
 	case !hints:
 		return inv, "", cliutil.WithHint(cliutil.Usagef("--capability needs a version"), "give --version V, or let the provider choose with --prefer V, --accept V,V and/or --range R")
 	}
 	h := &capability.NegotiateHints{}
-	if c.IsSet("prefer") {
-		v, err := capability.ParseVersion(c.String("prefer"))
-		if err != nil {
-			return inv, "", cliutil.Usagef("--prefer: %s", amp.AsError(err).Message)
-		}
-		h.Preferred = v
+	if err := setFlag(c, "prefer", &h.Preferred, capability.ParseVersion); err != nil {
+		return inv, "", err
 	}
 	if c.IsSet("accept") {
 		h.Acceptable = []capability.Version{}
 		for _, s := range c.StringSlice("accept") {
 			v, err := capability.ParseVersion(strings.TrimSpace(s))
 			if err != nil {
-				return inv, "", cliutil.Usagef("--accept: %s", amp.AsError(err).Message)
+				return inv, "", flagError("accept", err)
 			}
 			h.Acceptable = append(h.Acceptable, v)
 		}
@@ -173,12 +165,8 @@ func invokeFromFlags(c *cli.Context) (capability.Invoke, string, error) {
 			return inv, "", cliutil.Usagef("--accept takes at most %d versions", capability.MaxAcceptable)
 		}
 	}
-	if c.IsSet("range") {
-		r, err := capability.ParseRange(c.String("range"))
-		if err != nil {
-			return inv, "", cliutil.Usagef("--range: %s", amp.AsError(err).Message)
-		}
-		h.Range = r
+	if err := setFlag(c, "range", &h.Range, capability.ParseRange); err != nil {
+		return inv, "", err
 	}
 	inv.Negotiate = h
 	return inv, inv.Capability + " (negotiated)", finishInvoke(c, &inv)

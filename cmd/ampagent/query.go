@@ -135,7 +135,7 @@ func queryFromFlags(c *cli.Context) (capability.Query, error) {
 	case c.IsSet("capability"):
 		q.Filter.Capability = c.String("capability")
 		if err := capability.ValidateName(q.Filter.Capability); err != nil {
-			return q, cliutil.Usagef("--capability: %s", amp.AsError(err).Message)
+			return q, flagError("capability", err)
 		}
 	case c.IsSet("type"):
 		if q.Filter.Type = c.String("type"); q.Filter.Type == "" {
@@ -144,12 +144,8 @@ func queryFromFlags(c *cli.Context) (capability.Query, error) {
 	default:
 		return q, cliutil.WithHint(cliutil.Usagef("nothing to look for"), "give --capability NAME or --type T")
 	}
-	if c.IsSet("version") {
-		r, err := capability.ParseRange(c.String("version"))
-		if err != nil {
-			return q, cliutil.Usagef("--version: %s", amp.AsError(err).Message)
-		}
-		q.Filter.Version = r
+	if err := setFlag(c, "version", &q.Filter.Version, capability.ParseRange); err != nil {
+		return q, err
 	}
 	if c.IsSet("order") {
 		switch o := capability.Order(c.String("order")); o {
@@ -172,6 +168,26 @@ func queryFromFlags(c *cli.Context) (capability.Query, error) {
 		}
 	}
 	return q, nil
+}
+
+// setFlag sets *dst to the value of the flag name as parse reads it, when
+// the flag is set; a value parse refuses is flagError's usage error.
+func setFlag[T any](c *cli.Context, name string, dst *T, parse func(string) (T, error)) error {
+	if !c.IsSet(name) {
+		return nil
+	}
+	v, err := parse(c.String(name))
+	if err != nil {
+		return flagError(name, err)
+	}
+	*dst = v
+	return nil
+}
+
+// flagError is the usage error of a value of the flag name that err
+// refuses: "--name: " and err's message.
+func flagError(name string, err error) error {
+	return cliutil.Usagef("--%s: %s", name, amp.AsError(err).Message)
 }
 
 // printDescriptor writes one descriptor for people: its id, what it

@@ -32,24 +32,43 @@ func openPlace(p place) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return openExamined(pf, false, func() (*os.File, fs.FileInfo, error) { return openByName(p) })
+}
+
+// openExamined is openPlace and openStream once pf, an O_PATH descriptor
+// of what is at the name, is open; it closes pf. fstat examines pf; only
+// a regular file, or a pipe when pipes is set, is opened, through
+// /proc/self/fd: a regular file without waiting (reopen), then kept only
+// when it is the file examined (keepExamined), a pipe with an open that
+// waits for a writer. Without procfs (errNoProc) it is byName's answer.
+// Errors name pf's name, as the files opened do (not /proc/self/fd/N).
+func openExamined(pf *os.File, pipes bool, byName func() (*os.File, fs.FileInfo, error)) (*os.File, fs.FileInfo, error) {
 	defer pf.Close()
 	seen, err := pf.Stat()
 	if err != nil {
 		return nil, nil, err
 	}
-	if !seen.Mode().IsRegular() {
+	regular := seen.Mode().IsRegular()
+	if !regular && !(pipes && isPipe(seen)) {
 		return nil, nil, ErrNotRegular
 	}
-	fd, err := reopen(pf)
+	var fd int
+	if regular {
+		fd, err = reopen(pf)
+	} else {
+		fd, err = reopenWith(pf, 0) // waits for a writer
+	}
 	if errors.Is(err, errNoProc) {
-		return openByName(p)
+		return byName()
 	}
 	if err != nil {
 		return nil, nil, &fs.PathError{Op: "open", Path: pf.Name(), Err: err}
 	}
-	// Named as the place examined, not /proc/self/fd/N: later errors
-	// name the file.
-	return keepExamined(os.NewFile(uintptr(fd), pf.Name()), seen)
+	f := os.NewFile(uintptr(fd), pf.Name())
+	if regular {
+		return keepExamined(f, seen)
+	}
+	return f, seen, nil
 }
 
 // reopen opens the inode pf (an O_PATH descriptor) names for reading
@@ -131,30 +150,5 @@ func openStream(path string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	defer pf.Close()
-	seen, err := pf.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	regular := seen.Mode().IsRegular()
-	if !regular && !isPipe(seen) {
-		return nil, nil, ErrNotRegular
-	}
-	var fd int
-	if regular {
-		fd, err = reopen(pf)
-	} else {
-		fd, err = reopenWith(pf, 0) // waits for a writer
-	}
-	if errors.Is(err, errNoProc) {
-		return openStreamByName(path)
-	}
-	if err != nil {
-		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	if regular {
-		return keepExamined(f, seen)
-	}
-	return f, seen, nil
+	return openExamined(pf, true, func() (*os.File, fs.FileInfo, error) { return openStreamByName(path) })
 }
