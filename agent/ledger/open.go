@@ -84,6 +84,11 @@ func OpenFile(registryPath string, o FileOptions) (Store, string, error) {
 	if path == "" {
 		path, old = registryPath+".ledger.wal", registryPath+".ledger"
 	}
+	// The folder is judged before a migration removes or makes anything
+	// in it (AGENT-44); lockFile judges it again for OpenWAL's callers.
+	if err := logFolder(filepath.Dir(path)); err != nil {
+		return nil, "", err
+	}
 	if isBoltFile(old) {
 		if old != path && exists(path) {
 			// Both: a crash between the rename of the log and the

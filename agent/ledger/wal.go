@@ -202,10 +202,15 @@ func (e walEntry) disk(k Key) int64 {
 
 // OpenWAL opens or creates the write-ahead log ledger at path. A torn last
 // group (a crash during its write) is truncated; damage before it fails
-// with ErrLedgerCorrupt. A read the file system fails, a file that is not
+// with ErrLedgerCorrupt, and so does a reply larger than one caller's
+// share (AGENT-42). A read the file system fails, a file that is not
 // regular, and (on unix) a file another user than the process's or root
 // owns, or that group or others may write, fail with ErrLedgerIO, the
-// file unchanged (docs/SPEC-DECISIONS.md AGENT-40, AGENT-41).
+// file unchanged (docs/SPEC-DECISIONS.md AGENT-40, AGENT-41); so do such
+// a lock file, or one reached through a link (AGENT-43), and (on unix)
+// a folder another user owns or that group or others may write without
+// the sticky bit, before anything is made in it (AGENT-44). A log whose
+// name is a link is compacted where the link leads (AGENT-45).
 func OpenWAL(path string, opts WALOptions) (*WALStore, error) {
 	return openWAL(path, opts, fdatasync)
 }
@@ -279,11 +284,40 @@ func (s *WALStore) openLog() (os.FileInfo, error) {
 	if !st.Mode().IsRegular() {
 		return nil, amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the ledger file is not a regular file (%s)", st.Mode().Type())
 	}
-	if err := logWriters(st); err != nil {
+	if err := logWriters(st, "the ledger file"); err != nil {
+		return nil, err
+	}
+	if err := s.followLink(st); err != nil {
 		return nil, err
 	}
 	os.Remove(s.path + ".compact") // a compaction that did not finish
 	return st, nil
+}
+
+// followLink makes s.path the name a link given as the log's name leads
+// to (st: the opened log's fstat), so that a compaction writes its new
+// file beside the log and renames it over the log itself: over the link,
+// it replaced the link with a file in the link's folder, and left the file
+// the operator keeps (on another disk, say) without any group written
+// since, to be read again if the link is made again (docs/SPEC-DECISIONS.md
+// AGENT-45). That name's folder is judged as the link's is (logFolder),
+// and it must lead to the file opened.
+func (s *WALStore) followLink(st os.FileInfo) error {
+	if li, err := os.Lstat(s.path); err != nil || li.Mode()&os.ModeSymlink == 0 {
+		return nil // opened by its own name (a failed look: the open's)
+	}
+	real, err := filepath.EvalSymlinks(s.path)
+	if err != nil {
+		return walIOError("cannot follow the link to the ledger file", err)
+	}
+	if err := logFolder(filepath.Dir(real)); err != nil {
+		return err
+	}
+	if ri, err := os.Stat(real); err != nil || !os.SameFile(ri, st) {
+		return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the link to the ledger file was changed while it was opened; start again")
+	}
+	s.path = real
+	return nil
 }
 
 // load opens (or creates) the file and replays it into the index.
@@ -444,7 +478,8 @@ func (s *WALStore) create(path string) error {
 }
 
 // replay reads the log into s.m and returns the end of its last intact
-// group. Records expired before cutoff (Unix ms) are dropped. A read the
+// group. Records expired before cutoff (Unix ms) are dropped; a reply
+// over one caller's share fails it (index, AGENT-42). A read the
 // file system fails (an I/O error, not bytes that do not check) fails the
 // open with ErrLedgerIO: what the unread bytes hold is unknown, so they
 // are neither truncated as a torn tail nor judged damaged
@@ -543,18 +578,11 @@ func (s *WALStore) replay(f io.ReaderAt, size, cutoff int64) (int64, error) {
 			return off, s.tornOrCorrupt(f, off, size, sc.max, err)
 		}
 		base := off + int64(hs)
-		for _, rec := range recs {
-			if rec.expires < cutoff {
-				delete(s.m, rec.key)
-				continue
-			}
-			e := walEntry{expires: rec.expires, done: rec.typ == stateDone}
-			if e.done {
-				e.off, e.n = base+int64(rec.replyAt), uint32(rec.replyLen)
-			}
-			s.m[rec.key] = e
-		}
+		err = s.index(recs, off, base, cutoff)
 		clear(recs) // their senders are not kept alive by the buffer
+		if err != nil {
+			return 0, err
+		}
 		if int64(len(s.m)) > maxEntries {
 			return 0, overBudget()
 		}
@@ -562,6 +590,33 @@ func (s *WALStore) replay(f io.ReaderAt, size, cutoff int64) (int64, error) {
 		off = base + int64(n)
 	}
 	return off, nil
+}
+
+// index applies the records of the intact group at off, whose payload
+// starts at base, to s.m. Records expired before cutoff (Unix ms) are
+// dropped. A done record kept whose entry would cost more than one
+// caller's share (Limits.PerCaller), or whose reply is over maxReply,
+// fails the open (ErrLedgerCorrupt): no writer under these limits records
+// one (a reply fits its reservation, which fits the share), and every
+// Lookup of it, and a compaction, would allocate the whole reply
+// (docs/SPEC-DECISIONS.md AGENT-42).
+func (s *WALStore) index(recs []walRecord, off, base, cutoff int64) error {
+	for _, rec := range recs {
+		if rec.expires < cutoff {
+			delete(s.m, rec.key)
+			continue
+		}
+		e := walEntry{expires: rec.expires, done: rec.typ == stateDone}
+		if e.done {
+			if n := int64(rec.replyLen); n > maxReply || entryCost(rec.key, n) > s.acct.lim.PerCaller {
+				return amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
+					"the ledger file records a reply of %d bytes (in the group at byte %d), more than one caller's share (%d bytes) can hold; it is not this agent's log, or the share was lowered: raise it, or move the file aside only if no invocation it records may be retried", n, off, s.acct.lim.PerCaller)
+			}
+			e.off, e.n = base+int64(rec.replyAt), uint32(rec.replyLen)
+		}
+		s.m[rec.key] = e
+	}
+	return nil
 }
 
 // unreadable reports whether err, met reading the log, is the file

@@ -24,4 +24,4 @@ func unlockFile(f *os.File) error { return f.Close() }
 func isNoSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }
 
 // logWriters: no log is opened here (lockFile refuses first).
-func logWriters(os.FileInfo) error { return nil }
+func logWriters(os.FileInfo, string) error { return nil }

@@ -37,15 +37,53 @@ func isNoSpace(err error) bool {
 // another's reply, with groups whose tags check, since the key is in the
 // file (docs/SPEC-DECISIONS.md AGENT-41). The writer makes every log mode
 // 0600, so an honest one never is.
-func logWriters(st os.FileInfo) error {
+//
+// what names the file in the refusal ("the ledger file", or its lock
+// file: the same rule, AGENT-43).
+func logWriters(st os.FileInfo, what string) error {
 	if uid, foreign := regfile.ForeignOwner(st); foreign {
 		// A number the system gave, not text another user chose.
 		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
-			"the ledger file is owned by another user (uid %d) than the agent's (uid %d) or root; make it the agent's user's (chown) and writable by it alone (chmod go-w)", uid, os.Geteuid())
+			"%s is owned by another user (uid %d) than the agent's (uid %d) or root; make it the agent's user's (chown) and writable by it alone (chmod go-w)", what, uid, os.Geteuid())
 	}
 	if perm := st.Mode().Perm(); perm&0o022 != 0 {
 		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
-			"the ledger file may be written by group or others (mode %04o); make it writable by the agent's user alone (chmod go-w)", perm)
+			"%s may be written by group or others (mode %04o); make it writable by the agent's user alone (chmod go-w)", what, perm)
+	}
+	return nil
+}
+
+// lockNoFollow makes the lock file's open fail on a link put at its name
+// (O_NOFOLLOW) and never wait (O_NONBLOCK: a FIFO put there since is
+// opened at once, then refused).
+const lockNoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+
+// logFolder refuses the folder dir that holds the log, its lock file and
+// its temporary file (links followed, as the log's own lookups follow
+// them) when another user than this process's effective one or root owns
+// it (regfile.ForeignOwner), or when group or others may write it without
+// the sticky bit: that user could rename the agent's own log away (the
+// next open makes an empty one: every acknowledged invocation retried
+// runs its handler again) or put an older log of the agent's in its
+// place, with files whose owner and mode pass logWriters. A sticky folder
+// (/tmp) lets them take only names nothing holds yet, which the log's
+// checks refuse (docs/SPEC-DECISIONS.md AGENT-44).
+func logFolder(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return walIOError("cannot examine the ledger's folder", err)
+	}
+	if !st.IsDir() {
+		return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the ledger's folder is not a folder (%s)", st.Mode().Type())
+	}
+	if uid, foreign := regfile.ForeignOwner(st); foreign {
+		// A number the system gave, not text another user chose.
+		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
+			"the ledger's folder is owned by another user (uid %d) than the agent's (uid %d) or root, who may replace the log in it; make it the agent's user's or root's (chown) and writable by its owner alone (chmod go-w)", uid, os.Geteuid())
+	}
+	if perm := st.Mode().Perm(); perm&0o022 != 0 && st.Mode()&os.ModeSticky == 0 {
+		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
+			"the ledger's folder may be written by group or others (mode %04o), who may replace the log in it; make it writable by its owner alone (chmod go-w), or put the ledger in a folder that is (--ledger)", perm)
 	}
 	return nil
 }

@@ -32,4 +32,12 @@ func isNoSpace(err error) bool {
 
 // logWriters: the mode bits mean nothing here (a file's ACL decides) and
 // the owner cannot be read from what stat shows; nothing is refused.
-func logWriters(os.FileInfo) error { return nil }
+func logWriters(os.FileInfo, string) error { return nil }
+
+// lockNoFollow: the open has no such flag here; openLock's look before it
+// refuses a link already at the name.
+const lockNoFollow = 0
+
+// logFolder: the mode bits mean nothing here and the owner is not in what
+// stat shows; no folder is refused.
+func logFolder(string) error { return nil }
