@@ -18,9 +18,12 @@
 // the CLI show a bundle the same way.
 //
 // Handler serves GET and HEAD without a body only (CATALOG-25), and
-// to a document of another site only a top-level navigation (Fetch
-// Metadata: an image, a frame or a fetch of another site is 403
-// cross_site_refused before the store is read, CATALOG-34), renders
+// to a document of another site only a top-level navigation the user's
+// click started (Fetch Metadata: an image, a frame or a fetch of another
+// site is 403 cross_site_refused before the store is read, CATALOG-34,
+// and so is a navigation without Sec-Fetch-User, by a page linking the
+// address, CATALOG-36), isolates its windows from their openers
+// (Cross-Origin-Opener-Policy, CATALOG-37), renders
 // server-side with html/template (every publisher-controlled value is
 // escaped, and long ones truncated;
 // a schema's pieces by schemaHTML), embeds its one stylesheet, uses no

@@ -213,35 +213,62 @@ func setHeaders(w http.ResponseWriter) {
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Cache-Control", "no-store")
+	// A page of another site that opened the catalog in a window (a
+	// link with a target, window.open) keeps no handle on it: it cannot
+	// send that window to one catalog address after another, nor
+	// anywhere else later (CATALOG-37).
+	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
 }
 
 // ErrCrossSite: a request a document of another site made for anything
 // but a top-level navigation (an image, a frame, a stylesheet, a fetch,
 // a prefetch: Fetch Metadata's Sec-Fetch-Site, Sec-Fetch-Mode and
 // Sec-Fetch-Dest) is refused, 403, before the store is read
-// (CATALOG-34).
+// (CATALOG-34); so is a top-level navigation the user's activation did
+// not start (Sec-Fetch-User), by a page linking the address (CATALOG-36).
 const ErrCrossSite amp.ErrName = "cross_site_refused"
 
-// crossSite reports whether r was made by a document of another origin
-// than the catalog's for anything but a top-level navigation (W3C Fetch
+// Kinds of a request of another site (crossSite).
+const (
+	// ownSite: a request without Sec-Fetch-Site (curl, an older
+	// browser), one the user made (none), or one of the catalog's own
+	// pages (same-origin).
+	ownSite = iota
+	// embedded: anything of another site but a top-level navigation
+	// (an image, a frame, a fetch, a prefetch), refused as text.
+	embedded
+	// unclicked: a top-level navigation of another site the user's
+	// activation did not start (no Sec-Fetch-User: ?1), refused by a
+	// page that links the catalog's own address for it (CATALOG-36).
+	unclicked
+	// clicked: a link of another site the user followed.
+	clicked
+)
+
+// crossSite says what kind of request of another site r is (W3C Fetch
 // Metadata Request Headers): the catalog never embeds nor fetches its
-// pages from elsewhere, and a page of another site has no reason to. A
-// request without Sec-Fetch-Site (curl, an older browser), one the
-// user made (none) and one of the catalog's own pages (same-origin) is
-// not; any other value of Sec-Fetch-Site counts as another site. A
-// navigation the browser makes ahead of the user (Sec-Purpose or
+// pages from elsewhere, and a page of another site has no reason to.
+// Any value of Sec-Fetch-Site but same-origin and none counts as another
+// site. A navigation the browser makes ahead of the user (Sec-Purpose or
 // Purpose: a speculation-rules prefetch or prerender, which a page may
-// fire by the dozen without leaving) is no link followed and is refused
-// too (CATALOG-34 amended).
-func crossSite(r *http.Request) bool {
+// fire by the dozen without leaving) is no link followed
+// (CATALOG-34 amended), and neither is one a script started without the
+// user's activation (no Sec-Fetch-User: ?1): a page that starts a
+// navigation and stops it (window.stop, or the next one) fires any
+// number of them without leaving (CATALOG-36).
+func crossSite(r *http.Request) int {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "", "same-origin", "none":
-		return false
+		return ownSite
 	}
-	if r.Header.Get("Sec-Purpose") != "" || r.Header.Get("Purpose") != "" {
-		return true
+	if r.Header.Get("Sec-Purpose") != "" || r.Header.Get("Purpose") != "" ||
+		r.Header.Get("Sec-Fetch-Mode") != "navigate" || r.Header.Get("Sec-Fetch-Dest") != "document" {
+		return embedded
 	}
-	return r.Header.Get("Sec-Fetch-Mode") != "navigate" || r.Header.Get("Sec-Fetch-Dest") != "document"
+	if r.Header.Get("Sec-Fetch-User") != "?1" {
+		return unclicked
+	}
+	return clicked
 }
 
 // ServeHTTP serves GET and HEAD of the catalog pages.
@@ -262,7 +289,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a page request has no body", http.StatusBadRequest)
 		return
 	}
-	if crossSite(r) {
+	switch crossSite(r) {
+	case embedded:
 		// A page of another site embeds or fetches the catalog: its
 		// answer is never read there, but rendering it would spend the
 		// operator's own share (the browser is the operator's address)
@@ -270,6 +298,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// (CATALOG-34). Refused before the store is read.
 		h.log.Debug("catalog request of another site refused", "err", string(ErrCrossSite))
 		http.Error(w, "a page of another site cannot load the catalog: open it directly", http.StatusForbidden)
+		return
+	case unclicked:
+		// A page of another site navigates to the catalog without the
+		// user's click, maybe to stop the navigation and start the next
+		// (CATALOG-36): refused before the store is read, by a page
+		// that links the address, so that one click of the user's opens
+		// it (a same-origin request).
+		h.log.Debug("catalog navigation of another site without the user's activation refused", "err", string(ErrCrossSite))
+		name, data, code := errorPage(h.cur.Load(), http.StatusForbidden, "A page of another site opened this address without a click of yours, so the catalog did not open it.")
+		data.Continue = continueLink(r)
+		h.render(w, r, name, data, code)
 		return
 	}
 	peer := transport.Peer(r.RemoteAddr)
@@ -532,7 +571,7 @@ func (o *pageOut) Flush() error {
 
 // parsePages parses the layout with each page.
 func parsePages() (map[string]*template.Template, error) {
-	funcs := template.FuncMap{"t": short, "long": long, "join": join}
+	funcs := template.FuncMap{"t": short, "long": long, "join": join, "unusable": Bundle.unusable}
 	out := map[string]*template.Template{}
 	for _, p := range []string{"index", "bundles", "bundle", "cap", "version", "compat", "trust", "schema", "search", "error"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+p+".html")

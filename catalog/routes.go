@@ -59,6 +59,9 @@ type page struct {
 	Version      versionView
 	Matrix       matrixView
 	Schema       schemaView
+	// Continue, on the refusal of a navigation of another site, is the
+	// catalog's own link to the page it asked for (continueLink).
+	Continue string
 	// retryAfter, when positive, is sent as Retry-After (a refusal).
 	retryAfter time.Duration
 }
@@ -177,6 +180,9 @@ func route(m *Model, r *http.Request, admit func() (func(), *refusal)) (string, 
 	case Prefix + "bundle":
 		b, ok := m.Bundle(q.Get("id"))
 		p.Title, p.Bundle, p.Lists = "Bundle "+short(b.BundleID), b, listsOf(b, q)
+		if s := b.unusable(); s != "" {
+			p.Title += " (" + s + ")"
+		}
 		return lookedUp(m, ok, "bundle", p, "no such bundle is installed")
 	case Prefix + "cap":
 		c, ok := m.Capability(q.Get("name"))
@@ -210,6 +216,23 @@ func route(m *Model, r *http.Request, admit func() (func(), *refusal)) (string, 
 	return errorPage(m, http.StatusNotFound, "no such page")
 }
 
+// unusable is why the store offers nothing of b ("revoked", "stale" or
+// "expired": every use fails bundle_revoked, bundle_stale or
+// bundle_expired, and its capabilities are not in the catalog), else "".
+// The bundle page says it first, and then shows the signed manifest as
+// what the bundle was (CATALOG-38).
+func (b Bundle) unusable() string {
+	switch {
+	case b.Revoked != "":
+		return "revoked"
+	case b.Stale != "":
+		return "stale"
+	case b.Expired:
+		return "expired"
+	}
+	return ""
+}
+
 // lookedUp is the page tmpl showing p, of the one thing a query names, or
 // when the look-up found nothing (ok false) the 404 page saying missing.
 // p is filled from the look-up's zero value then, and not shown.
@@ -218,6 +241,35 @@ func lookedUp(m *Model, ok bool, tmpl string, p page, missing string) (string, p
 		return errorPage(m, http.StatusNotFound, missing)
 	}
 	return tmpl, p, http.StatusOK
+}
+
+// maxContinue bounds the query a continueLink keeps, in bytes.
+const maxContinue = 4 * maxParam
+
+// continueLink is the catalog's own link to the page r asked for: its
+// path when it is a page of the catalog (else the index), and its query
+// parameters encoded again (url.Values.Encode), dropped when one is
+// longer than route takes or they are longer than maxContinue in all.
+// Nothing of r is shown: the link's text is fixed (error.html).
+func continueLink(r *http.Request) string {
+	switch r.URL.Path {
+	case Prefix + "bundles", Prefix + "bundle", Prefix + "cap", Prefix + "version", Prefix + "compat",
+		Prefix + "trust", Prefix + "schema", Prefix + "search":
+	default:
+		return Prefix
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil || len(q) == 0 || len(r.URL.RawQuery) > maxContinue {
+		return r.URL.Path
+	}
+	for k, vs := range q {
+		for _, v := range vs {
+			if len(v) > maxParam || len(k) > maxParam {
+				return r.URL.Path
+			}
+		}
+	}
+	return r.URL.Path + "?" + q.Encode()
 }
 
 func errorPage(m *Model, code int, msg string) (string, page, int) {
