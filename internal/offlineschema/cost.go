@@ -99,9 +99,18 @@ type costNode struct {
 	// each comparison may convert every number of the value to a
 	// math/big rational (measured by measureCompare).
 	compare uint64
+	// numeric: the math/big rationals the schema's own keywords build
+	// from a number instance ("type" with "integer", and each of
+	// "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum" and
+	// "multipleOf", which compare with it); numericSelf: what those
+	// keywords' own numbers cost each such comparison beyond an
+	// evaluation (ratSize - 1 each, 0 for ordinary numbers).
+	numeric, numericSelf uint64
 	// text[τ]: the regular-expression instructions the schema's own
 	// keywords run per byte of an instance of kind τ: for a string its
-	// "pattern" (and formatInsts for a "format"), for an object its
+	// "pattern" (and formatInsts for a "format", lengthInsts for
+	// "minLength" or "maxLength", contentInsts for a draft-07
+	// "contentEncoding" or "contentMediaType"), for an object its
 	// "patternProperties" names, matched against every member name.
 	text [kinds]uint64
 	// unique: "uniqueItems" is true (its work on an array is uniqueWork).
@@ -169,6 +178,11 @@ type costTable struct {
 	// hasCompare: some is not 0.
 	compare    [MaxDepth + 1]uint64
 	hasCompare bool
+	// numeric[k] bounds the math/big rationals the numeric keywords
+	// build from, and compare with, any one number at depth k in one
+	// Validate (costNode.numeric); hasNumeric: some is not 0.
+	numeric    [MaxDepth + 1]uint64
+	hasNumeric bool
 	// weight[k] is what one evaluation at depth k counts for: 1 plus a
 	// sixth of the longest dynamic scope it can run in. The library
 	// builds a failing evaluation's keyword location from its whole
@@ -322,9 +336,11 @@ func costEdges(n *costNode, s *jsonschema.Schema, ids map[*jsonschema.Schema]int
 	default:
 		n.text[kindScalar] = satAdd(n.text[kindScalar], formatInsts)
 	}
+	n.text[kindScalar] = satAdd(n.text[kindScalar], stringInsts(s))
 	for re := range s.PatternProperties {
 		n.text[kindObject] = satAdd(n.text[kindObject], schemaPatternInsts(re.String()))
 	}
+	n.numeric, n.numericSelf = numericWork(s)
 	n.unique = s.UniqueItems
 	n.regex = s.Format == "regex"
 }
@@ -409,6 +425,76 @@ const (
 	formatInsts      = 16
 	formatRegexInsts = 64
 )
+
+// What the library's other string keywords count for per byte of a
+// string, in regular-expression instructions, at each evaluation:
+// "minLength" and "maxLength" copy the string and count its runes
+// (lengthInsts: 0.3 to 2 ns a byte); a draft-07 "contentEncoding":
+// "base64" decodes it into a new buffer (contentEncodingInsts: about 1 ns
+// a byte), and "contentMediaType": "application/json" decodes it with
+// encoding/json into Go values (contentMediaInsts: up to 65 ns and 48
+// bytes allocated a byte of "[1,1,…" on a loaded 2-core machine, like
+// "regex"). Uncharged, one 1 MiB string against 4,096 evaluations of
+// "maxLength" took 3 s, of "contentMediaType" 6 minutes, within the
+// budget (docs/SPEC-DECISIONS.md SCHEMA-10).
+const (
+	lengthInsts          = 2
+	contentEncodingInsts = 4
+	contentMediaInsts    = formatRegexInsts
+)
+
+// stringInsts is what s's "minLength", "maxLength", "contentEncoding"
+// and "contentMediaType" count for per byte of a string (lengthInsts,
+// contentEncodingInsts, contentMediaInsts). The library asserts the
+// content keywords for draft-07 only (Compile turns them into
+// annotations from 2019-09 on, and earlier drafts have none); any
+// encoding or media type is charged, registered or not.
+func stringInsts(s *jsonschema.Schema) uint64 {
+	c := uint64(0)
+	if s.MinLength != -1 || s.MaxLength != -1 {
+		c = lengthInsts
+	}
+	if s.Draft != jsonschema.Draft2019 && s.Draft != jsonschema.Draft2020 {
+		if s.ContentEncoding != "" {
+			c += contentEncodingInsts
+		}
+		if s.ContentMediaType != "" {
+			c += contentMediaInsts
+		}
+	}
+	return c
+}
+
+// numericWork returns costNode.numeric and numericSelf of s: the library
+// builds a math/big rational from a number instance's text for "type"
+// "integer" and again for its numeric keywords, and each of those
+// compares with it (Cmp) or divides it ("multipleOf": Quo, then a gcd),
+// at a cost that grows with the digits and exponents of both numbers:
+// 0.5 µs for 1.5 and 0.5, 6 µs for a float near 1e-300 and a
+// "multipleOf" near 1e-400, where an evaluation is 0.1 to 1.3 µs.
+// Charged one evaluation, 262,143 such floats against 15 "anyOf"
+// branches took 99 s (docs/SPEC-DECISIONS.md SCHEMA-9).
+func numericWork(s *jsonschema.Schema) (numeric, self uint64) {
+	if slices.Contains(s.Types, "integer") {
+		numeric = 1
+	}
+	for _, r := range []*big.Rat{s.Minimum, s.ExclusiveMinimum, s.Maximum, s.ExclusiveMaximum, s.MultipleOf} {
+		if r != nil {
+			numeric++
+			self = satAdd(self, ratSize(r)-1)
+		}
+	}
+	return numeric, self
+}
+
+// ratSize is numberSize of a schema number the library holds as a
+// math/big rational: 1, and 1 more per numberDigitsPerNode decimal
+// digits of its numerator and denominator (a bit is 0.30103 digits), so
+// that 1e-400 (a denominator of 401 digits) is 13 and 0.5 is 1.
+func ratSize(r *big.Rat) uint64 {
+	bitLen := uint64(r.Num().BitLen() + r.Denom().BitLen())
+	return 1 + bitLen*30103/100000/numberDigitsPerNode
+}
 
 // textPerEvaluation is how many instructions × bytes of regular
 // expression matching count as one evaluation against
@@ -499,7 +585,7 @@ func costLevels(nodes []costNode) *costTable {
 	for k := range table.weight {
 		table.weight[k] = satAdd(1, satMul(uint64(k+1), chain)/6)
 	}
-	for m, out := range []*[MaxDepth + 1]uint64{&table.perDepth, &table.text, &table.unique, &table.regex, &table.compare} {
+	for m, out := range []*[MaxDepth + 1]uint64{&table.perDepth, &table.text, &table.unique, &table.regex, &table.compare, &table.numeric} {
 		e := newCostEval(nodes)
 		e.measure = m
 		for k := 0; k <= MaxDepth; k++ {
@@ -519,25 +605,30 @@ func costLevels(nodes []costNode) *costTable {
 	for _, c := range table.compare {
 		table.hasCompare = table.hasCompare || c > 0
 	}
+	for _, c := range table.numeric {
+		table.hasNumeric = table.hasNumeric || c > 0
+	}
 	return table
 }
 
 // What a costEval counts: evaluations, regular-expression instructions
 // per byte of text, evaluations of "uniqueItems", evaluations of
-// "format": "regex", or "enum" members and "const" values compared.
+// "format": "regex", "enum" members and "const" values compared, or
+// numbers converted and compared by the numeric keywords.
 const (
 	measureEvals = iota
 	measureText
 	measureUnique
 	measureRegex
 	measureCompare
+	measureNumeric
 )
 
 // costEval holds costLevels' tables while it computes one level k after
 // the other: A_τ(·, k) (cur) from A*(·, k-1) (star).
 type costEval struct {
 	nodes   []costNode
-	measure int // measureEvals, measureText, measureUnique, measureRegex or measureCompare
+	measure int // measureEvals, measureText, measureUnique, measureRegex, measureCompare or measureNumeric
 	k       int
 	cur     [kinds][]uint64 // A_τ(·, k)
 	state   [kinds][]uint8  // 0 new, 1 on the stack, 2 done
@@ -653,6 +744,15 @@ func (e *costEval) self(nd *costNode, kind int) uint64 {
 		return c
 	case measureCompare:
 		return nd.compare
+	case measureNumeric:
+		if kind == kindScalar {
+			return nd.numeric
+		}
+		return 0
+	}
+	if kind == kindScalar {
+		// The numeric keywords' own numbers, at each comparison.
+		return satAdd(nd.self, nd.numericSelf)
 	}
 	return nd.self
 }
@@ -775,6 +875,11 @@ type valueMeasure struct {
 	// "enum" member or "const" compared with the node converts each of
 	// them at most once.
 	numbers [MaxDepth + 1]uint64
+	// scalars[k]: over the numbers at depth k, what each costs a
+	// conversion or comparison beyond one evaluation (numberSize - 1):
+	// the numeric keywords convert a number instance each time
+	// (costTable.numeric).
+	scalars [MaxDepth + 1]uint64
 }
 
 // uniqueBytesPerNode is how many bytes of a string or member name count
@@ -805,7 +910,9 @@ func numberSize(v any) uint64 {
 	case json.Number:
 		t := string(x)
 		digits = uint64(len(t))
-		if i := strings.IndexAny(t, "eE"); i >= 0 {
+		// With no digit before its exponent, math/big refuses the text
+		// before reading the exponent ("SECRET" costs its bytes).
+		if i := strings.IndexAny(t, "eE"); i >= 0 && strings.ContainsAny(t[:i], "0123456789") {
 			e, err := strconv.ParseInt(strings.TrimPrefix(t[i+1:], "+"), 10, 32)
 			if err != nil {
 				e = math.MaxInt32 // not a number the library reads: the most
@@ -849,6 +956,7 @@ func measureNode(v any, depth int, m *valueMeasure) (size, numbers uint64, ok bo
 	case json.Number, float32, float64, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
 		size = numberSize(x)
 		numbers = size - 1
+		m.scalars[depth] = satAdd(m.scalars[depth], numbers)
 	case map[string]any:
 		for name, c := range x {
 			m.text[depth] += uint64(len(name))
@@ -906,6 +1014,11 @@ func (s *Schema) checkCost(v any) error {
 		// Each "enum" member or "const" compared with a node converts its
 		// numbers (the member's side is in the evaluations: keywordSelf).
 		c = satAdd(c, weigh(&m.numbers, &t.compare))
+	}
+	if t.hasNumeric {
+		// Each numeric keyword evaluated on a number converts it, or
+		// compares or divides it (its own number is in the evaluations).
+		c = satAdd(c, weigh(&m.scalars, &t.numeric))
 	}
 	if t.hasRegex && c <= MaxValidationCost {
 		var ranges [MaxDepth + 1]uint64
