@@ -72,6 +72,11 @@ type Transport struct {
 	// nothing can send on it any more (a registered channel is sent on
 	// at most once, by whoever removes it from pending).
 	replies sync.Pool
+
+	// lastLinger bounds the write of a failed connection's last frame,
+	// a connection-level ERROR frame: transport.AnswerLinger (tests
+	// change it).
+	lastLinger time.Duration
 }
 
 // dialCall is one dial, which every caller that needs a connection
@@ -104,7 +109,8 @@ func NewTransport(rawURL string, opts ClientOptions) (*Transport, error) {
 	limit.Default(&opts.DialTimeout, 10*time.Second)
 	limit.Default(&opts.HandshakeTimeout, 10*time.Second)
 	limit.Default(&opts.WriteTimeout, 30*time.Second)
-	t := &Transport{addr: u.Host, opts: opts, url: u.Scheme + "://" + u.Host, log: opts.Logger, conns: map[*clientConn]struct{}{}}
+	t := &Transport{addr: u.Host, opts: opts, url: u.Scheme + "://" + u.Host, log: opts.Logger, conns: map[*clientConn]struct{}{},
+		lastLinger: transport.AnswerLinger}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
@@ -263,7 +269,7 @@ func (t *Transport) dial(ctx context.Context) (*clientConn, error) {
 		nc = tc
 	}
 	c := &clientConn{t: t, conn: nc, br: bufio.NewReaderSize(nc, 64<<10),
-		pending: map[[16]byte]chan result{}, out: make(chan outFrame, 256), done: make(chan struct{})}
+		pending: map[[16]byte]chan result{}, out: make(chan outFrame, 256), pong: make(chan []byte, 1), done: make(chan struct{})}
 	if err := c.handshake(ctx); err != nil {
 		nc.Close()
 		return nil, dialErr(ctx, err, "")
@@ -365,13 +371,21 @@ type clientConn struct {
 	br      *bufio.Reader
 	peerMax int
 	out     chan outFrame
-	done    chan struct{}
+	// pong holds the payload of the PONG the writer is to write next: at
+	// most one waits, so that the reader never waits on the writer.
+	pong chan []byte
+	done chan struct{}
 
 	mu        sync.Mutex
 	pending   map[[16]byte]chan result
 	goingAway bool
 	failed    bool
 	err       error // set before done is closed
+	// last is the payload of a connection-level ERROR frame the writer
+	// writes once done is closed, lastTimer the close that bounds it
+	// (both set before done is closed; nil: none).
+	last      []byte
+	lastTimer *time.Timer
 }
 
 func (c *clientConn) usable() bool {
@@ -402,7 +416,7 @@ func (c *clientConn) unregister(id [16]byte) {
 	idle := c.goingAway && len(c.pending) == 0
 	c.mu.Unlock()
 	if idle {
-		c.conn.Close()
+		c.closeNow()
 	}
 }
 
@@ -423,13 +437,21 @@ func (c *clientConn) deliver(id []byte, r result) bool {
 	}
 	if idle {
 		// Drained after GOAWAY: close, the server sees the end.
-		c.conn.Close()
+		c.closeNow()
 	}
 	return ok
 }
 
 // fail ends the connection: every waiting request gets err.
-func (c *clientConn) fail(err error) {
+func (c *clientConn) fail(err error) { c.failWith(err, nil) }
+
+// failWith ends the connection: every waiting request gets err at once.
+// last, when not nil, is the payload of a connection-level ERROR frame:
+// the writer, the only one that writes on the connection, writes it
+// after the frame it may be writing and closes the connection, which is
+// closed after lastLinger in any case (docs/SPEC-DECISIONS.md
+// TRANSPORT-34).
+func (c *clientConn) failWith(err error, last []byte) {
 	c.mu.Lock()
 	if c.failed {
 		c.mu.Unlock()
@@ -439,9 +461,15 @@ func (c *clientConn) fail(err error) {
 	c.err = err
 	pending := c.pending
 	c.pending = map[[16]byte]chan result{}
+	if last != nil {
+		c.last = last
+		c.lastTimer = time.AfterFunc(c.t.lastLinger, c.closeNow)
+	}
 	c.mu.Unlock()
 	close(c.done)
-	c.conn.Close()
+	if last == nil {
+		c.closeNow()
+	}
 	c.t.forget(c)
 	for _, ch := range pending {
 		ch <- result{err: err}
@@ -510,30 +538,74 @@ func (c *clientConn) handshake(ctx context.Context) error {
 	return nil
 }
 
-// writer writes queued frames, flushing when the queue is empty.
+// writer writes queued frames (and the PONG waiting, if any), flushing
+// when the queue is empty. Once the connection failed it writes no
+// more of them: only its last frame, if any (writeLast).
 func (c *clientConn) writer() {
 	bw := bufio.NewWriterSize(c.conn, 64<<10)
 	for {
+		var f outFrame
 		select {
-		case f := <-c.out:
-			c.conn.SetWriteDeadline(time.Now().Add(c.t.opts.WriteTimeout))
-			err := f.writeTo(bw)
-			if err == nil && len(c.out) == 0 {
-				// Let callers about to send queue first: one write for
-				// many frames.
-				runtime.Gosched()
-				if len(c.out) == 0 {
-					err = bw.Flush()
-				}
-			}
-			if err != nil {
-				c.fail(amp.Wrap(amp.CodeEndpointUnreachable, err, "the connection to the agent failed"))
-				return
-			}
 		case <-c.done:
+			c.writeLast(bw)
+			return
+		default:
+		}
+		select {
+		case f = <-c.out:
+		case p := <-c.pong:
+			f = outFrame{typ: FramePong, payload: p}
+		case <-c.done:
+			c.writeLast(bw)
+			return
+		}
+		c.conn.SetWriteDeadline(time.Now().Add(c.t.opts.WriteTimeout))
+		err := f.writeTo(bw)
+		if err == nil && len(c.out) == 0 && len(c.pong) == 0 {
+			// Let callers about to send queue first: one write for
+			// many frames.
+			runtime.Gosched()
+			if len(c.out) == 0 && len(c.pong) == 0 {
+				err = bw.Flush()
+			}
+		}
+		if err != nil {
+			c.fail(amp.Wrap(amp.CodeEndpointUnreachable, err, "the connection to the agent failed"))
 			return
 		}
 	}
+}
+
+// writeLast writes the failed connection's last frame, a
+// connection-level ERROR frame if failWith left one, behind the whole
+// frames written before it, within lastLinger of the failure (its
+// timer closes the connection then), and closes the connection.
+func (c *clientConn) writeLast(bw *bufio.Writer) {
+	c.mu.Lock()
+	last, timer := c.last, c.lastTimer
+	c.mu.Unlock()
+	if last == nil {
+		return // closed by fail
+	}
+	if err := (outFrame{typ: FrameError, payload: last}).writeTo(bw); err == nil {
+		bw.Flush()
+	}
+	timer.Stop()
+	c.closeNow()
+}
+
+// closeNow closes the connection at once: a TLS connection below TLS
+// first, so that tls.Conn.Close writes no close_notify alert under TLS's
+// own 5 s write deadline, which an agent that reads nothing (the socket
+// full, no write of the writer's in progress) would hold: the calls
+// waiting on a connection that failed, and Transport.Close, one
+// connection after another (docs/SPEC-DECISIONS.md TRANSPORT-36; the
+// server's serverConn.kill, TRANSPORT-26).
+func (c *clientConn) closeNow() {
+	if tc, ok := c.conn.(interface{ NetConn() net.Conn }); ok {
+		tc.NetConn().Close()
+	}
+	c.conn.Close()
 }
 
 // ErrReplyStalled (2002, retryable) names a connection cut because a
@@ -584,11 +656,14 @@ func (c *clientConn) readLoop() {
 			if !drained {
 				c.t.log.Info("tcp connection ended", "err", err)
 			}
+			var last []byte
 			if errors.As(err, new(*amp.Error)) {
-				c.conn.SetWriteDeadline(time.Now().Add(c.t.opts.WriteTimeout))
-				c.conn.Write(AppendFrame(nil, FrameError, EncodeErrorFrame(err, nil)))
+				// A frame violation (docs/TRANSPORT.md §2): answered by
+				// a connection-level ERROR frame, which the writer writes
+				// (TRANSPORT-34).
+				last = EncodeErrorFrame(err, nil)
 			}
-			c.fail(amp.Wrap(amp.CodeEndpointUnreachable, err, "the connection to the agent ended"))
+			c.failWith(amp.Wrap(amp.CodeEndpointUnreachable, err, "the connection to the agent ended"), last)
 			return
 		}
 		switch f.Type {
@@ -610,10 +685,13 @@ func (c *clientConn) readLoop() {
 			}
 			c.deliver(ef.MessageID, result{err: unsignedFrame(ef.Error)})
 		case FramePing:
+			// Answered unless the answer to an earlier PING still waits
+			// for the writer: the reader never waits on the writer
+			// (docs/SPEC-DECISIONS.md TRANSPORT-35).
 			select {
-			case c.out <- outFrame{typ: FramePong, payload: f.Payload}:
-			case <-c.done:
-				return
+			case c.pong <- f.Payload:
+			default:
+				c.t.log.Debug("tcp ping while a pong waits: not answered")
 			}
 		case FramePong:
 		case FrameGoAway:
@@ -622,7 +700,7 @@ func (c *clientConn) readLoop() {
 			idle := len(c.pending) == 0
 			c.mu.Unlock()
 			if idle {
-				c.conn.Close()
+				c.closeNow()
 			}
 		case FrameHandshake:
 			c.fail(amp.Named(amp.CodeInvalidMessage, ErrProtocol, "a second HANDSHAKE from the agent"))
