@@ -103,8 +103,8 @@ func TestHeldResumeFreedByALingerEndingGoesBeforeALaterCaller(t *testing.T) {
 					} else {
 						thirdDone()
 					}
-				case <-time.After(2 * time.Second):
-					t.Fatalf("granted %v, then nothing for 2 s", order)
+				case <-time.After(10 * time.Second): // a hang guard (both are granted at once once the linger ends)
+					t.Fatalf("granted %v, then nothing for 10 s", order)
 				}
 			}
 			for _, done := range leaving {
@@ -128,10 +128,10 @@ func TestHeldResumeFreedByALingerEndingGoesBeforeALaterCaller(t *testing.T) {
 }
 
 // waitBack waits until peer has n parked messages queued to take a slot
-// again.
+// again (a state that lasts once reached: 10 s is a hang guard).
 func waitBack(t *testing.T, f *Fair, peer string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		f.mu.Lock()
 		k := 0
@@ -143,7 +143,7 @@ func waitBack(t *testing.T, f *Fair, peer string, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d parked resumes of %s queued after 2 s, want %d", k, peer, n)
+			t.Fatalf("%d parked resumes of %s queued after 10 s, want %d", k, peer, n)
 		}
 		time.Sleep(time.Millisecond)
 	}

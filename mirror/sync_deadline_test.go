@@ -44,8 +44,13 @@ func trickleBody(w http.ResponseWriter, r *http.Request, ctype string, body []by
 // index at the 30 s default takes 5.7 days). Each body now has
 // StallTimeout + size / MinDataRate, however steadily it trickles. Scaled
 // down: a window of 200 ms and 4 MiB/s give a 512 KiB index about 330 ms;
-// the mirror, at 400 KiB/s (far above the watchdog's 5 KiB/s), would take
-// 1.3 s.
+// the mirror, at 50 KiB/s (ten times the watchdog's 5 KiB/s), would take
+// over 10 s. The sync must end at its deadline, not before, and well
+// before the trickle would have ended: within 5 s of the deadline, room
+// for a loaded machine (with 400 KiB/s and 3 windows, 600 ms, of room the
+// bound was a wall-clock race with the rest of the sync). The cut must be
+// the body's own deadline ("slower than the minimum data rate"), not the
+// run's slack, which ends such a trickle some seconds on.
 func TestSyncAbandonsAnIndexTricklingPastTheStallWatchdog(t *testing.T) {
 	m, _ := startMirror(t, newStore(t, testBundle(t, 1)), nil)
 	const window, rate = 200 * time.Millisecond, 4 << 20
@@ -59,7 +64,7 @@ func TestSyncAbandonsAnIndexTricklingPastTheStallWatchdog(t *testing.T) {
 		m.ServeHTTP(rec, r)
 		body := append(rec.Body.Bytes(), bytes.Repeat([]byte(" "), 512<<10)...)
 		size = len(body)
-		trickleBody(w, r, "application/json", body, 8<<10, 20*time.Millisecond)
+		trickleBody(w, r, "application/json", body, 2<<10, 40*time.Millisecond)
 	}))
 	defer ts.Close()
 	s := agentStore(t)
@@ -68,18 +73,20 @@ func TestSyncAbandonsAnIndexTricklingPastTheStallWatchdog(t *testing.T) {
 	el := time.Since(start)
 	deadline := admission.DataDeadline(int64(size), rate, window, 0)
 	t.Logf("sync took %v for a deadline of %v; err %v", el, deadline, err)
-	if amp.NameOf(err) != ErrMirrorUnreachable || !strings.Contains(err.Error(), "minimum data rate") {
+	if amp.NameOf(err) != ErrMirrorUnreachable || !strings.Contains(err.Error(), "slower than the minimum data rate") {
 		t.Fatalf("a trickled index: %v, want %s (slower than the minimum data rate)", err, ErrMirrorUnreachable)
 	}
-	if el < deadline || el > deadline+3*window {
-		t.Errorf("a mirror trickling 400 KiB/s held the sync for %v; its deadline was %v", el, deadline)
+	if el < deadline || el > deadline+5*time.Second {
+		t.Errorf("a mirror trickling 50 KiB/s held the sync for %v; its deadline was %v", el, deadline)
 	}
 }
 
 // The same for a bundle file: the index declares 512 KiB, the mirror
-// trickles it (a genuine file: its head passes, MIRROR-23); the download is
-// cut at its deadline (download_incomplete) and what arrived is kept for
-// the next run to resume.
+// sends its head at once (a genuine file: its head passes, MIRROR-23) and
+// then trickles the file; the download is
+// cut at its deadline (download_incomplete), not before and within 5 s of
+// it (the whole file at 50 KiB/s takes over 10 s), and what arrived is
+// kept for the next run to resume.
 func TestSyncAbandonsABundleFileTricklingPastTheStallWatchdog(t *testing.T) {
 	const window, rate = 200 * time.Millisecond, 4 << 20
 	file := largeEchoBundle(t, 512<<10)
@@ -91,8 +98,15 @@ func TestSyncAbandonsABundleFileTricklingPastTheStallWatchdog(t *testing.T) {
 		case r.URL.Path == IndexPath:
 			json.NewEncoder(w).Encode(Index{Format: IndexFormat, Generation: 1, Bundles: []IndexEntry{{BundleID: id, Version: 1,
 				Size: size, SHA256: hex.EncodeToString(fileSum[:]), Href: BundlesPrefix + id}}})
+		case r.URL.Path == BundlesPrefix+id && strings.HasPrefix(r.Header.Get("Range"), "bytes=0-") && r.Header.Get("Range") != "bytes=0-":
+			// The file's head (a Range with an end): sent at once. Were
+			// it trickled too, its own deadline (64 KiB at the rate,
+			// 216 ms) could cut it on a loaded machine before the
+			// download under test began.
+			w.Header().Set("Content-Type", "application/ampbundle")
+			w.Write(file)
 		case r.URL.Path == BundlesPrefix+id:
-			trickleBody(w, r, "application/ampbundle", file, 8<<10, 20*time.Millisecond)
+			trickleBody(w, r, "application/ampbundle", file, 2<<10, 40*time.Millisecond)
 		default:
 			m.ServeHTTP(w, r)
 		}
@@ -104,10 +118,10 @@ func TestSyncAbandonsABundleFileTricklingPastTheStallWatchdog(t *testing.T) {
 	rep, err := syncOnce(t, s, ts.URL, func(o *SyncOptions) { o.StallTimeout, o.MinDataRate = window, rate })
 	el := time.Since(start)
 	deadline := admission.DataDeadline(size, rate, window, 0)
-	if err != nil || len(rep.Items) != 1 || rep.Items[0].Error != string(ErrIncomplete) || !strings.Contains(rep.Items[0].Message, "minimum data rate") {
+	if err != nil || len(rep.Items) != 1 || rep.Items[0].Error != string(ErrIncomplete) || !strings.Contains(rep.Items[0].Message, "slower than the minimum data rate") {
 		t.Fatalf("a trickled bundle file: %+v %v, want one item %s (slower than the minimum data rate)", rep, err, ErrIncomplete)
 	}
-	if el < deadline || el > deadline+3*window {
+	if el < deadline || el > deadline+5*time.Second {
 		t.Errorf("a mirror trickling a bundle file held the sync for %v; its deadline was %v", el, deadline)
 	}
 	part, err := os.Stat(filepath.Join(filepath.Dir(s.Path()), "sync", id+"-"+hex.EncodeToString(fileSum[:])+".part"))

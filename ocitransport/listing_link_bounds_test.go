@@ -116,7 +116,9 @@ func TestReferrersLinkToBlobPathKeepsTimeBound(t *testing.T) {
 
 // listLinked runs list on the registry at url (plain HTTP, a 0.3 s grace,
 // a 1 KiB/s minimum rate) and returns its error; one still reading after
-// 3 s fails the test: a page of the listing what escaped the time bound.
+// 10 s fails the test: a page of the listing what escaped the time bound
+// (a bounded page ends within moments, an unbounded one is read until
+// the caller's deadline, 20 s; 10 s leaves room for a loaded machine).
 func listLinked(t *testing.T, url, what string, list func(context.Context, *ocitransport.Endpoint) error) error {
 	t.Helper()
 	o := ocitransport.Options{PlainHTTP: true, Grace: 300 * time.Millisecond, MinDataRate: 1024}
@@ -128,10 +130,10 @@ func listLinked(t *testing.T, url, what string, list func(context.Context, *ocit
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(3 * time.Second):
+	case <-time.After(10 * time.Second):
 		cancel()
 		<-done
-		t.Fatalf("still reading a 1-byte-per-second %s page after 3 s (grace 0.3 s, min rate 1024 B/s): a Link to a blob path escaped the time bound", what)
+		t.Fatalf("still reading a 1-byte-per-second %s page after 10 s (grace 0.3 s, min rate 1024 B/s): a Link to a blob path escaped the time bound", what)
 		return nil
 	}
 }

@@ -80,12 +80,12 @@ func TestTarCommitWritesTheFolderItBuiltNeverOnePutAtItsName(t *testing.T) {
 			go func() { done <- ep.Commit() }()
 			select {
 			case err = <-done:
-			case <-time.After(3 * time.Second):
+			case <-time.After(20 * time.Second): // a hang guard: an open of the FIFO waits forever
 				if w, err := os.OpenFile(filepath.Join(blobs, blobName), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 					w.Close() // lets the waiting open go
 				}
 				<-done
-				t.Fatalf("Commit still waiting after 3 s on a FIFO put in a folder at its temporary folder's name: it opened the other user's folder by path")
+				t.Fatalf("Commit still waiting after 20 s on a FIFO put in a folder at its temporary folder's name: it opened the other user's folder by path")
 			}
 			if err != nil {
 				t.Fatalf("Commit, its folder swapped for another user's: %v (it must write the folder it built)", err)

@@ -45,13 +45,13 @@ func TestBundleFileSwappedForFIFO(t *testing.T) {
 				if r.code != 1 || errorCode(t, r) != "io_error" {
 					t.Fatalf("%s of a FIFO: exit %d, %s %s; want io_error", cmd, r.code, r.stdout, r.stderr)
 				}
-			case <-time.After(2 * time.Second):
+			case <-time.After(20 * time.Second): // a hang guard: a FIFO's open waits for a writer forever
 				// Release the blocked open: a writer that closes at once.
 				if w, err := os.OpenFile(file, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 					w.Close()
 				}
 				<-done
-				t.Fatalf("%s of a file that is a FIFO is still blocked in open(2) after 2s: it should refuse anything but a regular file at once", cmd)
+				t.Fatalf("%s of a file that is a FIFO is still blocked in open(2) after 20s: it should refuse anything but a regular file at once", cmd)
 			}
 		})
 	}

@@ -45,7 +45,7 @@ func TestKeyShowAndPassphraseFileFIFODoNotHang(t *testing.T) {
 				if r.code != 1 || errorCode(t, r) != "key_unreadable" {
 					t.Fatalf("exit %d: %s %s; want key_unreadable", r.code, r.stdout, r.stderr)
 				}
-			case <-time.After(4 * time.Second):
+			case <-time.After(20 * time.Second): // a hang guard: a FIFO's open waits for a writer forever
 				unblockFIFO(fifo, done)
 				t.Fatal("the command hangs on a FIFO until something writes to it")
 			}

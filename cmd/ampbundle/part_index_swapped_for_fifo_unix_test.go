@@ -37,13 +37,13 @@ func TestPartIndexSwappedForFIFO(t *testing.T) {
 	var r result
 	select {
 	case r = <-done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(20 * time.Second): // a hang guard: a FIFO's open waits for a writer forever
 		// Release the blocked open: a writer that closes at once.
 		if w, err := os.OpenFile(index, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 			w.Close()
 		}
 		<-done
-		t.Fatal("join of a part index that is a FIFO is still blocked in open(2) after 2s: it should refuse anything but a regular file at once")
+		t.Fatal("join of a part index that is a FIFO is still blocked in open(2) after 20s: it should refuse anything but a regular file at once")
 	}
 	if r.code != 1 || errorCode(t, r) != "io_error" {
 		t.Fatalf("join of a FIFO as the index: exit %d, %s %s; want io_error", r.code, r.stdout, r.stderr)

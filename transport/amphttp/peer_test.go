@@ -84,10 +84,14 @@ func postFrom(t *testing.T, srv *httptest.Server, from string) int {
 // (threat: a few connections pinning the budget for everyone): beyond the
 // share it gets 503, another host is still served; and each declared body
 // gives its charge back once it is overdue at the minimum data rate.
+// The grace (3 s) is the window in which the two slow bodies are held
+// while the peer's next request is refused: with 300 ms a loaded machine
+// could cut the first body before that request was judged (a 200, not a
+// refusal of the share).
 func TestOnePeerCannotHoldTheWholeBudget(t *testing.T) {
 	h := handlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return []byte{0xa0}, nil })
 	opts := Options{MaxBody: 1 << 20, MaxInFlight: 64, MaxInFlightBytes: 8 << 20, MaxPeerInFlightBytes: 2 << 20,
-		MinDataRate: 8 << 20, grace: 300 * time.Millisecond}
+		MinDataRate: 8 << 20, grace: 3 * time.Second}
 	srv := startServer(t, h, opts)
 	// Two declared 1 MiB bodies fill 127.0.0.10's share (2 MiB).
 	slowBody(t, srv, "127.0.0.10", 1<<20-1)
@@ -98,12 +102,14 @@ func TestOnePeerCannotHoldTheWholeBudget(t *testing.T) {
 	if s := postFrom(t, srv.Server, "127.0.0.11"); s != http.StatusOK {
 		t.Fatalf("another peer: %d, want 200", s)
 	}
-	// 300 ms of grace and 1/8 s for 1 MiB at 8 MiB/s: then the slow
-	// bodies are cut off and their charge is back.
-	deadline := time.Now().Add(5 * time.Second)
+	// 3 s of grace and 1/8 s for 1 MiB at 8 MiB/s: then the slow
+	// bodies are cut off and their charge is back. Without the cut they
+	// hold it for the server's read timeout: 20 s is a hang guard with
+	// room for a loaded machine.
+	deadline := time.Now().Add(20 * time.Second)
 	for postFrom(t, srv.Server, "127.0.0.10") != http.StatusOK {
 		if time.Now().After(deadline) {
-			t.Fatal("the slow bodies still hold the peer's share")
+			t.Fatal("the slow bodies still hold the peer's share 20 s on (grace 3 s)")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -153,10 +159,12 @@ func TestBodyOfMaxBodyIsServed(t *testing.T) {
 // trickles their bodies holds at most its share of the request slots
 // (threat: a handful of tiny, slow requests refusing everyone else with
 // 503 for as long as the host renews them): beyond the share it gets 503,
-// other hosts are still served.
+// other hosts are still served. The minimum data rate is kept out of it
+// (a minute of grace): with 2 s a loaded machine could cut the held
+// bodies before the peer's next request was judged.
 func TestOnePeerCannotHoldEveryRequestSlot(t *testing.T) {
 	h := handlerFunc(func(ctx context.Context, msg []byte) ([]byte, error) { return []byte{0xa0}, nil })
-	opts := Options{MaxInFlight: 8, MaxPeerInFlight: 2, grace: 2 * time.Second}
+	opts := Options{MaxInFlight: 8, MaxPeerInFlight: 2, grace: time.Minute}
 	srv := startServer(t, h, opts)
 	for range 8 {
 		slowBody(t, srv, "127.0.0.20", 100)
