@@ -172,12 +172,15 @@ func decodeSigned(item []byte) (*signedObject, error) {
 // coseContentType returns the content type of an encoded COSE_Sign without
 // checking anything else ("" when item is not one).
 func coseContentType(item []byte) string {
+	// Within the item's own length, not amp's default of 16 MiB: a reader
+	// may take a larger item (ReaderOptions.MaxManifestSize, BUNDLE-28).
+	lim := amp.Limits{MaxMessageSize: len(item) + 1}
 	var tag cbor.RawTag
-	if err := amp.Unmarshal(item, &tag); err != nil || tag.Number != coseSignTag {
+	if err := lim.Unmarshal(item, &tag); err != nil || tag.Number != coseSignTag {
 		return ""
 	}
 	var parts []cbor.RawMessage
-	if err := amp.Unmarshal(tag.Content, &parts); err != nil || len(parts) != 4 {
+	if err := lim.Unmarshal(tag.Content, &parts); err != nil || len(parts) != 4 {
 		return ""
 	}
 	var prot []byte
@@ -199,12 +202,16 @@ func decodeCOSE(item []byte, ctype string) (*signedObject, error) {
 	if err := checkDeterministic(lim, item, "signed object"); err != nil {
 		return nil, err
 	}
+	// Every decoding below is held to lim, the item's own length, not to
+	// amp's default of 16 MiB: a reader may take a larger item
+	// (ReaderOptions.MaxManifestSize), which was refused here as
+	// unknown_format (BUNDLE-28).
 	var tag cbor.RawTag
-	if err := amp.Unmarshal(item, &tag); err != nil || tag.Number != coseSignTag {
+	if err := lim.Unmarshal(item, &tag); err != nil || tag.Number != coseSignTag {
 		return nil, fail(ErrUnknownFormat, "file does not start with a COSE_Sign (tag 98) object")
 	}
 	var parts []cbor.RawMessage
-	if err := amp.Unmarshal(tag.Content, &parts); err != nil || len(parts) != 4 {
+	if err := lim.Unmarshal(tag.Content, &parts); err != nil || len(parts) != 4 {
 		return nil, fail(ErrUnknownFormat, "COSE_Sign must be an array of 4 items")
 	}
 	o := &signedObject{}
@@ -214,7 +221,7 @@ func decodeCOSE(item []byte, ctype string) (*signedObject, error) {
 	if !bytes.Equal(parts[1], []byte{0xa0}) {
 		return nil, fail(ErrUnknownFormat, "COSE_Sign unprotected header must be empty")
 	}
-	if err := amp.Unmarshal(parts[2], &o.payload); err != nil || o.payload == nil {
+	if err := lim.Unmarshal(parts[2], &o.payload); err != nil || o.payload == nil {
 		return nil, fail(ErrUnknownFormat, "COSE_Sign payload must be an embedded byte string")
 	}
 	var sigs []cbor.RawMessage

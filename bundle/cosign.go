@@ -75,7 +75,8 @@ func SelfPolicy(sigs []Signature) *Policy {
 // is signed the bundle is verified whole: every existing signature against
 // the key its kid names, the manifest rules, expiry, every artifact's size
 // and hash, nothing trailing. A key that already signed is refused
-// (duplicate_signer), as is a ninth signature.
+// (duplicate_signer), as is a ninth signature, and one that would make the
+// signed manifest larger than a reader takes (limit_exceeded, BUNDLE-27).
 //
 // w receives the new signed manifest before the artifacts are verified;
 // on error, what was written must be discarded (the CLI writes to a
@@ -119,6 +120,11 @@ func Cosign(w io.Writer, r io.Reader, key ed25519.PrivateKey, opts CosignOptions
 	}
 	out, err := obj.encode()
 	if err != nil {
+		return nil, err
+	}
+	// One more signature makes item 0 longer: a manifest near the cap
+	// would be pushed over what every reader takes (BUNDLE-27).
+	if err := checkSignedSize(out); err != nil {
 		return nil, err
 	}
 	if _, err := w.Write(out); err != nil {

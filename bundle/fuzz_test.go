@@ -18,6 +18,7 @@ func FuzzReader(f *testing.F) {
 	k := testKey(1)
 	f.Add(build(f, smallDraft(f), k))
 	f.Add(build(f, smallDraft(f), k, testKey(2)))
+	f.Add(overNestedBundle(f, k)) // a manifest over a reader's nesting limit (BUNDLE-27)
 	samples, _ := filepath.Glob(filepath.Join("..", "testdata", "bundles", "*.ampb"))
 	for _, s := range samples {
 		if data, err := os.ReadFile(s); err == nil {

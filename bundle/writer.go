@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/subtle"
+	"errors"
 	"io"
 	"sort"
 	"time"
@@ -69,7 +70,9 @@ type WriteOptions struct {
 //
 // Artifacts are streamed twice (hash, then copy) so memory does not grow
 // with their size; if a source changes between the two reads, Write fails
-// and what it wrote must be discarded.
+// and what it wrote must be discarded. A manifest no reader would take
+// (a signed manifest over 16 MiB, or over a limit of DecodeManifest) is
+// refused, limit_exceeded, before anything is written (BUNDLE-27).
 func Write(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOptions) (*Manifest, error) {
 	return writeBundle(w, d, keys, opts, nil)
 }
@@ -109,8 +112,14 @@ func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOpt
 	if err != nil {
 		return nil, err
 	}
+	if err := checkReadable(payload); err != nil {
+		return nil, err
+	}
 	signed, err := signManifest(payload, keys...)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkSignedSize(signed); err != nil {
 		return nil, err
 	}
 	var omit []bool
@@ -131,6 +140,35 @@ func writeBundle(w io.Writer, d *Draft, keys []ed25519.PrivateKey, opts WriteOpt
 		return nil, err
 	}
 	return m, nil
+}
+
+// checkReadable refuses a manifest payload that a reader would refuse
+// (docs/SPEC-DECISIONS.md BUNDLE-27): over the 16 MiB a reader takes of
+// a signed manifest by default (docs/FORMAT.md §6), or over a limit
+// DecodeManifest applies to what it decodes (nesting, the pairs of a
+// map, the elements of an array), which Validate does not see: an
+// extension field of a descriptor can exceed them. Write would sign it,
+// and every reader would refuse the file.
+func checkReadable(payload []byte) error {
+	if len(payload) > DefaultMaxManifestSize {
+		return fail(ErrTooLarge, "the manifest is %d bytes: a signed manifest is at most %d bytes, and readers take no larger one", len(payload), DefaultMaxManifestSize)
+	}
+	if _, err := DecodeManifest(payload); err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return fail(ErrTooLarge, "the manifest is over a limit every reader applies to it (nesting 32, 10000 pairs in a map, 100000 elements in an array): no reader would take it").WithCause(err)
+		}
+		return err
+	}
+	return nil
+}
+
+// checkSignedSize refuses a signed manifest (item 0) over the size every
+// reader takes by default (docs/FORMAT.md §6, BUNDLE-27).
+func checkSignedSize(signed []byte) error {
+	if len(signed) > DefaultMaxManifestSize {
+		return fail(ErrTooLarge, "the signed manifest would be %d bytes: a signed manifest is at most %d bytes, and readers take no larger one", len(signed), DefaultMaxManifestSize)
+	}
+	return nil
 }
 
 // draftManifest is the manifest's header from the draft: times in UTC
