@@ -703,7 +703,11 @@ func (c *clientConn) readLoop() {
 				c.closeNow()
 			}
 		case FrameHandshake:
-			c.fail(amp.Named(amp.CodeInvalidMessage, ErrProtocol, "a second HANDSHAKE from the agent"))
+			// A connection error (docs/TRANSPORT.md §5): answered by a
+			// connection-level ERROR frame, and what is in flight fails
+			// as delivery uncertain (2002), as on a frame violation.
+			e := amp.Named(amp.CodeInvalidMessage, ErrProtocol, "a second HANDSHAKE from the agent")
+			c.failWith(amp.Wrap(amp.CodeEndpointUnreachable, e, "the connection to the agent ended"), EncodeErrorFrame(e, nil))
 			return
 		}
 	}
