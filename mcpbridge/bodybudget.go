@@ -66,7 +66,9 @@ const ErrDuplicateMetaKey = "duplicate_meta_key"
 // another request (docs/SPEC-DECISIONS.md MCP-42): go-sdk v1.8.0 holds a
 // batch's encoded answers until every request of it is answered, so the
 // list answers (each up to MaxToolsBytes, their request slots given
-// back) would wait, held, on the slowest request, a tools/call.
+// back) would wait, held, on the slowest request, a tools/call. Over
+// stdio a notification beside a tools/list is refused too, and ends the
+// session (MCP-48).
 const ErrListBatched = "tools_list_batched"
 
 // listenMethod is the method ErrMethodNotServed refuses (SEP-2575; a
@@ -165,9 +167,14 @@ type bodyCounter struct {
 	// being read's; requests counts the body's messages that may be
 	// requests, listed whether one of them may be a tools/list.
 	soleList bool
-	msg      messageSeen
-	requests int
-	listed   bool
+	// notesCount counts a notification (a message with a method and no
+	// id, or a null one) beside a tools/list as soleList counts a
+	// request: stdio's bodies (MCP-48), whose batch answer go-sdk v1.8.0
+	// never writes when the batch holds a notification.
+	notesCount bool
+	msg        messageSeen
+	requests   int
+	listed     bool
 }
 
 // messageSeen is what one message holds, so far, of what ErrListBatched
@@ -178,16 +185,25 @@ type messageSeen struct {
 	id, method, list bool
 }
 
-// checkBody reads data as one JSON text of at most maxArgs values in
-// params.arguments (summed over a batch's messages), MaxEnvelopeValues
-// elsewhere, and MaxBodyDepth of nesting; the error names the first bound
-// met (ErrTooManyValues, ErrTooDeep), ErrMalformedBody, or
-// ErrInvalidRequestID for a message (the body, or an element of a batch)
-// with an id member the SDK would not answer as sent (validRequestID). A
-// member name is matched as written ("params", "arguments"): one spelled
-// another way (escapes, letter case) is charged to the envelope, the
-// smaller budget; an id is found under any spelling the SDK may decode to
-// "id" (escapes decoded, ASCII letter case ignored).
+// checkBody is the check of a stdio message (ServeStdio). It reads data
+// as one JSON text of at most maxArgs values in params.arguments (summed
+// over a batch's messages), MaxEnvelopeValues elsewhere, and
+// MaxBodyDepth of nesting; the error names the first bound met
+// (ErrTooManyValues, ErrTooDeep), ErrMalformedBody, ErrInvalidRequestID
+// for a message (the body, or an element of a batch) with an id member
+// the SDK would not answer as sent (validRequestID), or ErrListBatched
+// for a batch holding a message the SDK may read as a tools/list beside
+// any other message with a method, a request or a notification (MCP-48:
+// go-sdk v1.8.0's stdio connection, mcp/transport.go ioConn.Read, also
+// tracks a batch's notifications as requests awaiting an answer, so it
+// never writes the answer of a batch holding one, and holds a list's
+// answer until the session ends). A member name is matched as written
+// ("params", "arguments"): one spelled another way (escapes, letter
+// case) is charged to the envelope, the smaller budget; an id and a
+// method are found under any spelling the SDK may decode to "id" or
+// "method" (escapes decoded, letter case folded). A listen
+// (ErrMethodNotServed) passes: over stdio it is one parked request of
+// the peer's own session.
 func checkBody(data []byte, maxArgs int) error {
 	return messageCounter(data, maxArgs, false).text(roleRoot)
 }
@@ -196,20 +212,22 @@ func checkBody(data []byte, maxArgs int) error {
 // refuses a message (the body, or an element of a batch) whose method
 // the SDK may read as "subscriptions/listen" (ErrMethodNotServed): the
 // method member under any spelling the SDK may decode to "method",
-// its string value with escapes decoded; and a batch holding a request
-// the SDK may read as a tools/list beside any other request
-// (ErrListBatched), read under the same spellings, a request being a
-// message with a member the SDK may read as id that is not null.
+// its string value with escapes decoded; and whose ErrListBatched
+// refuses a tools/list beside another request only, a request being a
+// message with a member the SDK may read as id that is not null (the
+// SDK's HTTP transport answers a batch beside its notifications).
 func checkPostBody(data []byte, maxArgs int) error {
 	return messageCounter(data, maxArgs, true).text(roleRoot)
 }
 
 // messageCounter is the bodyCounter of a JSON-RPC body (checkBody):
 // maxArgs values in arguments, MaxEnvelopeValues elsewhere, MaxBodyDepth,
-// each message's id checked; post also refuses listenMethod and a
-// batched tools/list (checkPostBody).
+// each message's id checked, a batched tools/list refused; post also
+// refuses listenMethod (checkPostBody), and without it a notification
+// beside a tools/list is refused too (checkBody, stdio).
 func messageCounter(data []byte, maxArgs int, post bool) *bodyCounter {
-	return &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true, noListen: post, soleList: post}
+	return &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true, noListen: post,
+		soleList: true, notesCount: !post}
 }
 
 // errBody is the named error of a body refused by checkBody.
@@ -224,7 +242,7 @@ func errBody(name string) *amp.Error {
 	case ErrDuplicateMetaKey:
 		return amp.Named(amp.CodeBadRequest, ErrDuplicateMetaKey, "a message names the idempotency key or the timeout of _meta more than once, or holds one with params or _meta named more than once")
 	case ErrListBatched:
-		return amp.Named(amp.CodeBadRequest, ErrListBatched, "a tools/list must be the only request of its post: a batch's answers are held until its last request is answered")
+		return amp.Named(amp.CodeBadRequest, ErrListBatched, "a tools/list must be the only request of its batch: a batch's answers are held until its last request is answered")
 	case ErrMethodNotServed:
 		return amp.Named(amp.CodeBadRequest, ErrMethodNotServed, "subscriptions/listen is not served here: a session's notifications come on its GET stream")
 	case ErrInvalidRequestID:
@@ -385,10 +403,11 @@ func (c *bodyCounter) noteRequest(key, v []byte) {
 // go-sdk v1.8.0 writes a batch's answers only once every request of it
 // is answered (mcp/streamable.go, stream.deliverLocked), so the list's
 // answer, its request slot given back once marshalled (MCP-41), would be
-// held for as long as the slowest other request runs (MCP-42). Always
+// held for as long as the slowest other request runs (MCP-42). With
+// c.notesCount a notification counts as a request (MCP-48). Always
 // true unless c.soleList.
 func (c *bodyCounter) endRequest() bool {
-	if !c.soleList || !c.msg.id || !c.msg.method {
+	if !c.soleList || !c.msg.method || (!c.msg.id && !c.notesCount) {
 		return true // a notification or a response: nothing answered, nothing held
 	}
 	c.requests++

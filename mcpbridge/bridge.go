@@ -54,6 +54,14 @@ type Options struct {
 	// (tools/list, ping, …): past it, a JSON-RPC error CodeBusy,
 	// ErrTooManyRequests (MCP-41).
 	MaxPrincipalCalls int
+	// MaxCalls bounds the tools/calls all principals together run at
+	// once (default 4 times MaxPrincipalCalls, 64, the HTTP endpoint's
+	// default MaxInFlight; an HTTP endpoint lowers it to its
+	// MaxInFlight), and apart their other requests: past it a call is
+	// refused 5004 too_many_calls, another request CodeBusy
+	// ErrTooManyRequests with the AMP code 5004 (docs/SPEC-DECISIONS.md
+	// MCP-47).
+	MaxCalls int
 	// MaxParamItems bounds the items of a tools/call's arguments, counted
 	// before they are parsed: set it to the agent's
 	// Config.MaxParamItems (default offlineschema.DefaultMaxItems, the
@@ -117,6 +125,7 @@ func New(opts Options) (*Bridge, error) {
 	limit.Default(&opts.Refresh, time.Second)
 	limit.Default(&opts.MaxPrincipals, 1024)
 	limit.Default(&opts.MaxPrincipalCalls, 16)
+	limit.Default(&opts.MaxCalls, 4*opts.MaxPrincipalCalls)
 	limit.Default(&opts.MaxParamItems, offlineschema.DefaultMaxItems)
 	if opts.Version == "" {
 		opts.Version = "dev"
@@ -128,6 +137,8 @@ func New(opts Options) (*Bridge, error) {
 	b := &Bridge{opts: opts, log: log, servers: map[string]*principalServer{}}
 	b.calls.share.Store(int64(opts.MaxPrincipalCalls))
 	b.requests.share.Store(int64(opts.MaxPrincipalCalls))
+	b.calls.total.Store(int64(opts.MaxCalls))
+	b.requests.total.Store(int64(opts.MaxCalls))
 	return b, nil
 }
 
@@ -382,9 +393,9 @@ func (b *Bridge) middleware(ps *principalServer) mcp.Middleware {
 				res, err := next(ctx, method, req)
 				return res, safeRPCError(err)
 			}
-			release, ok := b.enterRequest(ps.principal)
-			if !ok {
-				return nil, tooManyRequests()
+			release, refused := b.enterRequest(ps.principal)
+			if refused != gateOpen {
+				return nil, tooManyRequests(refused)
 			}
 			if method == "tools/list" {
 				b.sync(ps, false) // cheap unless the generation changed

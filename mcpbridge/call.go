@@ -81,9 +81,10 @@ func (b *Bridge) call(ctx context.Context, principal string, p *mcp.CallToolPara
 		return errorResult(err, rm)
 	}
 	// The principal's slot, held until InvokeLocal returns (MCP-30):
-	// taken before the arguments are parsed, so that parses count too.
-	if !b.calls.enter(principal) {
-		return errorResult(tooManyCalls(), rm)
+	// taken before the arguments are parsed, so that parses count too,
+	// those of all principals together as well (MCP-47).
+	if refused := b.calls.enter(principal); refused != gateOpen {
+		return errorResult(tooManyCalls(refused), rm)
 	}
 	defer b.calls.leave(principal)
 	if call.Params, err = b.callParams(p.Arguments); err != nil {

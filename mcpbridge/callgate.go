@@ -33,48 +33,70 @@ const CodeBusy = -32000
 // returned, whatever became of the request that carried it (a client
 // that hung up, one item of a JSON-RPC batch), so that the handlers a
 // principal runs at once never exceed its share (docs/SPEC-DECISIONS.md
-// MCP-30). The map holds only principals with a call running.
+// MCP-30), nor those of every principal together the total (MCP-47).
+// The map holds only principals with a call running.
 type callGate struct {
 	share atomic.Int64 // calls one principal may run at once
+	total atomic.Int64 // calls all principals may run at once
 
 	mu      sync.Mutex
 	running map[string]int
+	all     int // the sum of running
 }
 
-// enter takes one of principal's slots; false when its share is used up
-// (the call is then refused, never queued: a queued call would hold its
+// gateRefusal is why enter refused a slot: gateOpen when it did not.
+type gateRefusal uint8
+
+const (
+	gateOpen      gateRefusal = iota // a slot was taken
+	gatePrincipal                    // the principal's share is used up
+	gateAll                          // every principal's together are at the total
+)
+
+// enter takes one of principal's slots, or names what is used up (the
+// call is then refused, never queued: a queued call would hold its
 // goroutine and its arguments for as long as the calls before it run).
-func (g *callGate) enter(principal string) bool {
-	share := int(g.share.Load())
+// The principal's share is checked first: a principal past it is told
+// so whatever the others run.
+func (g *callGate) enter(principal string) gateRefusal {
+	share, total := int(g.share.Load()), int(g.total.Load())
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.running[principal] >= share {
-		return false
+		return gatePrincipal
+	}
+	if g.all >= total {
+		return gateAll
 	}
 	if g.running == nil {
 		g.running = map[string]int{}
 	}
 	g.running[principal]++
-	return true
+	g.all++
+	return gateOpen
 }
 
 // leave gives back a slot enter took.
 func (g *callGate) leave(principal string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.all--
 	if g.running[principal]--; g.running[principal] <= 0 {
 		delete(g.running, principal)
 	}
 }
 
 // lower lowers g's share to n (n > 0; never raises it).
-func (g *callGate) lower(n int) {
+func (g *callGate) lower(n int) { lowerTo(&g.share, n) }
+
+// lowerTo lowers v to n (n > 0; never raises it).
+func lowerTo(v *atomic.Int64, n int) {
 	if n <= 0 {
 		return
 	}
 	for {
-		cur := g.share.Load()
-		if int64(n) >= cur || g.share.CompareAndSwap(cur, int64(n)) {
+		cur := v.Load()
+		if int64(n) >= cur || v.CompareAndSwap(cur, int64(n)) {
 			return
 		}
 	}
@@ -90,9 +112,19 @@ func (b *Bridge) shareCalls(n int) {
 	b.requests.lower(n)
 }
 
+// totalCalls lowers the calls, and apart the other requests, all
+// principals together may have answered at once to n (n > 0; never
+// raises them): an HTTP endpoint's MaxInFlight, so that requests that
+// outlive their POSTs are bounded in all as the POSTs are (MCP-47).
+func (b *Bridge) totalCalls(n int) {
+	lowerTo(&b.calls.total, n)
+	lowerTo(&b.requests.total, n)
+}
+
 // enterRequest takes one of principal's request slots for a request other
-// than tools/call; false when the share is used up: the request is then
-// refused (tooManyRequests), never queued. The slot is held until the
+// than tools/call, or names what is used up (the principal's share, or
+// the total of all principals'): the request is then refused
+// (tooManyRequests), never queued. The slot is held until the
 // handler returned, and a tools/list's until its answer has been
 // marshalled (heldResult), which the SDK does after the handler returned,
 // whatever became of the request: the client may have hung up, or
@@ -100,11 +132,11 @@ func (b *Bridge) shareCalls(n int) {
 // notifications/cancelled, before its answer is built, so the context's
 // end would free the slot while a 16 MiB tools/list is still encoded;
 // MCP-41, amended). release gives it back, once.
-func (b *Bridge) enterRequest(principal string) (release func(), ok bool) {
-	if !b.requests.enter(principal) {
-		return nil, false
+func (b *Bridge) enterRequest(principal string) (release func(), refused gateRefusal) {
+	if refused := b.requests.enter(principal); refused != gateOpen {
+		return nil, refused
 	}
-	return sync.OnceFunc(func() { b.requests.leave(principal) }), true
+	return sync.OnceFunc(func() { b.requests.leave(principal) }), gateOpen
 }
 
 // heldResult is an answer that holds its request's slot until the SDK has
@@ -142,15 +174,33 @@ func (h *heldResult) MarshalJSON() ([]byte, error) {
 // AMP code 3005 (rate limited) and the name.
 var busyData = mustJSON(map[string]any{"code": uint16(amp.CodeRateLimited), "name": ErrTooManyRequests})
 
+// busyAllData is the data of a CodeBusy error of ErrTooManyRequests past
+// the total of all principals: the AMP code 5004 (overloaded) and the
+// name (MCP-47).
+var busyAllData = mustJSON(map[string]any{"code": uint16(amp.CodeOverloaded), "name": ErrTooManyRequests})
+
 // tooManyRequestsText is the message of a CodeBusy error.
 const tooManyRequestsText = "too many requests of this principal at once; retry later"
 
-// tooManyRequests is the refusal of a request past its principal's share.
-func tooManyRequests() error {
+// tooManyRequestsAllText is the message of a CodeBusy error past the
+// total of all principals.
+const tooManyRequestsAllText = "too many requests at once; retry later"
+
+// tooManyRequests is the refusal of a request past its principal's share
+// (3005) or the total (5004).
+func tooManyRequests(refused gateRefusal) error {
+	if refused == gateAll {
+		return &jsonrpc.Error{Code: CodeBusy, Message: tooManyRequestsAllText, Data: busyAllData}
+	}
 	return &jsonrpc.Error{Code: CodeBusy, Message: tooManyRequestsText, Data: busyData}
 }
 
-// tooManyCalls is the refusal of a call past its principal's share.
-func tooManyCalls() error {
+// tooManyCalls is the refusal of a call past its principal's share
+// (3005, retryable by that principal once one of its calls ends) or the
+// total of all principals' (5004, the agent is busy).
+func tooManyCalls(refused gateRefusal) error {
+	if refused == gateAll {
+		return amp.Named(amp.CodeOverloaded, ErrTooManyCalls, "the agent runs as many tool calls as it may at once; retry later")
+	}
 	return amp.Named(amp.CodeRateLimited, ErrTooManyCalls, "this principal runs as many tool calls as it may at once; retry later")
 }

@@ -128,7 +128,10 @@ type HTTPOptions struct {
 	// is bounded by peer (transport.Peer): MaxInFlight in all and
 	// MaxPeerInFlight from one address. Open notification streams (GET)
 	// are counted apart: one per session, MaxPeerInFlight per principal
-	// and MaxSessions in all.
+	// and MaxSessions in all. The bridge's tool calls, and apart its
+	// other requests, that outlive their POSTs are bounded the same:
+	// MaxPeerInFlight of one principal, MaxInFlight in all (MCP-30,
+	// MCP-41, MCP-47).
 	MaxInFlight, MaxPeerInFlight           int
 	MaxInFlightBytes, MaxPeerInFlightBytes int64
 	// SessionTimeout closes sessions idle this long (default 10 min).
@@ -211,7 +214,8 @@ type liveSession struct {
 // client certificate is 401), Origin checked (403), bounded (413; 503 or 429 with Retry-After; 409 for
 // a session's second notification stream). Each principal has its own SDK
 // handler, so a session id never crosses principals. The bridge's calls
-// of one principal at once are lowered to MaxPeerInFlight.
+// (and other requests) of one principal at once are lowered to
+// MaxPeerInFlight, of all principals to MaxInFlight.
 func (b *Bridge) HTTPHandler(o HTTPOptions) *HTTPEndpoint {
 	limit.Default(&o.MaxBody, 4<<20)
 	limit.Default(&o.MaxInFlight, 64)
@@ -231,6 +235,7 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) *HTTPEndpoint {
 	}
 	o.Hosts = o.Hosts.OnLoopbackOnly()
 	b.shareCalls(o.MaxPeerInFlight)
+	b.totalCalls(o.MaxInFlight)
 	h := &HTTPEndpoint{b: b, o: o,
 		pre:        transport.NewAdmission(o.MaxInFlight, o.MaxPeerInFlight, 0, 0),
 		posts:      transport.NewAdmission(o.MaxInFlight, o.MaxPeerInFlight, o.MaxInFlightBytes, o.MaxPeerInFlightBytes),

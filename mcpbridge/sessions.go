@@ -411,20 +411,21 @@ func answerKind(m []byte) (isError, ok bool) {
 }
 
 // rpcErrorBody is the JSON-RPC error answer m made safe: its id (a plain
-// one) and code, the code's fixed text, no data (but the fixed data of
-// CodeBusy, ErrTooManyRequests); for m that is not such an error, an
+// one) and code, the code's fixed text, no data (but the fixed text and
+// data of CodeBusy, ErrTooManyRequests, of the principal's share or of
+// the total as its AMP code says); for m that is not such an error, an
 // internal error (-32603) with a null id.
 func rpcErrorBody(m []byte) []byte {
+	type rpcError struct {
+		Code int64           `json:"code"`
+		Data json.RawMessage `json:"data"` // any JSON: read for CodeBusy only
+	}
 	var msg struct {
 		ID    json.RawMessage `json:"id"`
-		Error *struct {
-			Code int64 `json:"code"`
-		} `json:"error"`
+		Error *rpcError       `json:"error"`
 	}
 	if m == nil || json.Unmarshal(m, &msg) != nil || msg.Error == nil || !plainID(msg.ID) {
-		msg.ID, msg.Error = nil, &struct {
-			Code int64 `json:"code"`
-		}{Code: -32603}
+		msg.ID, msg.Error = nil, &rpcError{Code: -32603}
 	}
 	if len(msg.ID) == 0 {
 		msg.ID = json.RawMessage("null")
@@ -432,8 +433,15 @@ func rpcErrorBody(m []byte) []byte {
 	e := map[string]any{"code": msg.Error.Code, "message": rpcErrorText(msg.Error.Code)}
 	if msg.Error.Code == CodeBusy {
 		// The bridge's own refusal (the SDK uses no CodeBusy): its
-		// fixed data, never the answer's.
+		// fixed text and data, never the answer's; only its AMP code
+		// picks which (MCP-47: 5004 past the total of all principals).
 		e["data"] = busyData
+		var data struct {
+			Code uint16 `json:"code"`
+		}
+		if json.Unmarshal(msg.Error.Data, &data) == nil && data.Code == uint16(amp.CodeOverloaded) {
+			e["message"], e["data"] = tooManyRequestsAllText, busyAllData
+		}
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": e})
 	return body
