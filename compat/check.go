@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"math/big"
@@ -8,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
@@ -127,6 +127,8 @@ type checker struct {
 	depth int
 	over  bool
 	memo  map[string]int // depth while in progress, provenMark once proven
+	// ids numbers the scopes and nodes memo keys name (memoKey).
+	ids map[string]int
 	// assumed is the lowest depth of an in-progress pair assumed by the
 	// current computation.
 	assumed int
@@ -302,29 +304,35 @@ func (c *checker) tooComplex(p part) Finding {
 	return finding(Unknown, "too_complex", p, "", "the comparison exceeds the checker's bounds")
 }
 
-func memoKey(a, b []part) string {
-	var sb strings.Builder
+// memoKey names the pair of conjunctions a and b in the memo: each part
+// by a number the check gives its scope and node (ids), in order, so
+// that a key costs a few bytes a part however long the parts' pointers
+// and bases are (MaxPointerBytes), and the memo, one key a step, stays
+// small.
+func (c *checker) memoKey(a, b []part) string {
+	if c.ids == nil {
+		c.ids = map[string]int{}
+	}
+	buf := binary.AppendUvarint(nil, uint64(len(a)))
 	ids := func(ps []part) {
-		if len(ps) == 1 {
-			sb.WriteString(strconv.Itoa(ps[0].scope))
-			sb.WriteByte('|')
-			sb.WriteString(ps[0].n.id())
-			return
-		}
-		s := make([]string, len(ps))
+		ns := make([]int, len(ps))
 		for i, p := range ps {
-			s[i] = strconv.Itoa(p.scope) + "|" + p.n.id()
+			k := strconv.Itoa(p.scope) + "|" + p.n.id()
+			n, ok := c.ids[k]
+			if !ok {
+				n = len(c.ids)
+				c.ids[k] = n
+			}
+			ns[i] = n
 		}
-		sort.Strings(s)
-		for _, x := range s {
-			sb.WriteString(x)
-			sb.WriteByte(0)
+		slices.Sort(ns)
+		for _, n := range ns {
+			buf = binary.AppendUvarint(buf, uint64(n))
 		}
 	}
-	ids(a)
-	sb.WriteByte(1)
+	ids(a) // len(a) first: where a ends is never in doubt
 	ids(b)
-	return sb.String()
+	return string(buf)
 }
 
 // subset returns the findings that keep "every instance of the
@@ -338,14 +346,14 @@ func (c *checker) subset(a, b []part) []Finding {
 	if c.budget != nil {
 		*c.budget--
 	}
-	if c.steps > MaxSteps || c.work > MaxValueWork || c.depth > MaxDepth || c.spent() {
+	if c.steps > MaxSteps || c.work > MaxValueWork || c.depth > MaxDepth || c.spent() || pathPast(a, b) {
 		if !c.over {
 			c.over = true
 			return []Finding{c.tooComplex(b[0])}
 		}
 		return []Finding{{Verdict: Unknown, Rule: "too_complex"}}
 	}
-	key := memoKey(a, b)
+	key := c.memoKey(a, b)
 	if m, ok := c.memo[key]; ok {
 		if m >= 0 {
 			// In progress at depth m: assumed while it is being proven
@@ -368,7 +376,7 @@ func (c *checker) subset(a, b []part) []Finding {
 	saved := c.assumed
 	c.assumed = maxInt
 	c.depth++
-	fs := c.subsetOnce(a, b)
+	fs := keepFindings(c.subsetOnce(a, b))
 	c.depth--
 	if len(fs) == 0 && c.assumed >= my {
 		c.memo[key] = provenMark
@@ -381,6 +389,36 @@ func (c *checker) subset(a, b []part) []Finding {
 		c.assumed = min(saved, c.assumed)
 	}
 	return fs
+}
+
+// pathPast reports whether a part of a or b was reached by an evaluation
+// path longer than MaxPathBytes: each finding below would hold it.
+func pathPast(a, b []part) bool {
+	for _, ps := range [][]part{a, b} {
+		for _, p := range ps {
+			if len(p.path) > MaxPathBytes {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keepFindings keeps the first MaxFindings of fs, the first Incompatible
+// one among them when fs has one: what a comparison returns, so the
+// findings a check holds stay bounded (a failing pair met at many paths
+// is compared at each) and its verdict is unchanged.
+func keepFindings(fs []Finding) []Finding {
+	if len(fs) <= MaxFindings {
+		return fs
+	}
+	kept := slices.Clone(fs[:MaxFindings])
+	if !slices.ContainsFunc(kept, func(f Finding) bool { return f.Verdict == Incompatible }) {
+		if i := slices.IndexFunc(fs, func(f Finding) bool { return f.Verdict == Incompatible }); i >= 0 {
+			kept[MaxFindings-1] = fs[i]
+		}
+	}
+	return kept
 }
 
 func (c *checker) subsetOnce(a, b []part) []Finding {

@@ -143,9 +143,12 @@
 // # Bounds
 //
 // Schemas are publisher input: a document is at most MaxDocumentSize bytes
-// and MaxNesting deep, a check at most MaxSteps comparisons, MaxDepth
-// nested ones and MaxSplits producers split for unions; beyond, the
-// verdict is Unknown (too_complex). Listed values (enum, const) are
+// and MaxNesting deep, with no JSON pointer nor "$id" longer than
+// MaxPointerBytes (else unreadable_schema), a check at most MaxSteps
+// comparisons, MaxDepth nested ones, evaluation paths of MaxPathBytes
+// and MaxSplits producers split for unions; beyond, the verdict is
+// Unknown (too_complex). A comparison keeps at most MaxFindings findings
+// (an Incompatible one among them when there is one). Listed values (enum, const) are
 // compared by canonical forms read once per document, and a comparison
 // that passes over a list costs a unit of work per 64 values (and per
 // 128 bytes of each number it reads exactly), each schema "$ref" and

@@ -52,6 +52,21 @@ const (
 	// MaxDepth bounds the nesting of comparisons (through properties,
 	// items, combinators and references).
 	MaxDepth = 256
+	// MaxPointerBytes bounds the JSON pointer of every value of a
+	// document, and every "$id" in it: the checker names each subschema
+	// it compares by its pointer and base, once per comparison, so a
+	// long member name above many subschemas would cost its length for
+	// each of them. A document past it is not compared
+	// (unreadable_schema).
+	MaxPointerBytes = 1024
+	// MaxPathBytes bounds the evaluation path of one comparison (what a
+	// finding's Pointer holds); beyond, the check is Unknown
+	// (too_complex).
+	MaxPathBytes = 4096
+	// MaxFindings bounds the findings one comparison keeps, an
+	// Incompatible one among them when there is one, so that the verdict
+	// is the same.
+	MaxFindings = 256
 )
 
 const urlScheme = schemagraph.URLScheme
@@ -186,6 +201,9 @@ func (s *side) parse(key string) (*document, string) {
 	default:
 		return nil, fmt.Sprintf("artifact %q is not a json schema document", key)
 	}
+	if pointerPast(v, 0, MaxPointerBytes) {
+		return nil, fmt.Sprintf("artifact %q holds a json pointer or an $id longer than %d bytes, which the checker does not compare", key, MaxPointerBytes)
+	}
 	base := artifactURL(key)
 	if m, ok := v.(map[string]any); ok {
 		if sv, present := m["$schema"]; offlineschema.SchemaDraft(sv, present) != 2020 {
@@ -206,6 +224,34 @@ func (s *side) parse(key string) (*document, string) {
 		}
 	}
 	return &document{key: key, base: base, root: v}, ""
+}
+
+// pointerPast reports whether a value of v, whose own JSON pointer is
+// plen bytes long, has a pointer longer than max bytes, or a member
+// "$id" holds a string longer than max: a walk linear in the document
+// that builds no pointer (escaped lengths are counted).
+func pointerPast(v any, plen, max int) bool {
+	if plen > max {
+		return true
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if id, ok := e.(string); ok && k == "$id" && len(id) > max {
+				return true
+			}
+			if pointerPast(e, plen+1+len(k)+strings.Count(k, "~")+strings.Count(k, "/"), max) {
+				return true
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if pointerPast(e, plen+1+len(strconv.Itoa(i)), max) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // parseJSON decodes one JSON value with numbers kept as json.Number,

@@ -1,0 +1,137 @@
+package compat
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// longNamePair is two schema documents, a.json and b.json, that differ
+// only in a description under one member named nameLen bytes long,
+// above leaves empty subschemas: every leaf is compared, and each was
+// named by a pointer holding the long name.
+func longNamePair(nameLen, leaves int) memLoader {
+	name := strings.Repeat("n", nameLen)
+	var ps []string
+	for i := range leaves {
+		ps = append(ps, fmt.Sprintf(`"p%d":{}`, i))
+	}
+	doc := func(d string) []byte {
+		return []byte(`{"type":"object","properties":{"` + name + `":{"description":"` + d + `","properties":{` + strings.Join(ps, ",") + `}}}}`)
+	}
+	return memLoader{files: map[string][]byte{"a.json": doc("a"), "b.json": doc("b")}}
+}
+
+// TestSchemaWhoseLongMemberNameSitsAboveManySubschemasIsNotCompared: the
+// checker names each subschema it compares by its JSON pointer, built
+// anew at each comparison and kept in the memo's key. A 1 MB member name
+// above 2,000 empty subschemas (two 1 MB documents the offline compiler
+// accepts) allocated 22 GB and held 3.8 GB in the memo for one check;
+// 10,000 subschemas about 19 GB. A document holding a pointer or an
+// "$id" past MaxPointerBytes is now not compared (unreadable_schema,
+// Unknown) before any comparison; one within it is compared as before.
+func TestSchemaWhoseLongMemberNameSitsAboveManySubschemasIsNotCompared(t *testing.T) {
+	longID := memLoader{files: map[string][]byte{
+		"a.json": []byte(`{"$id":"urn:x:` + strings.Repeat("i", 2000) + `","type":"object"}`),
+		"b.json": []byte(`{"type":"object"}`),
+	}}
+	for _, tc := range []struct {
+		name  string
+		l     memLoader
+		want  Verdict
+		steps bool
+	}{
+		{"a 2,000-byte member name", longNamePair(2000, 200), Unknown, false},
+		{"a 100,000-byte member name", longNamePair(100000, 200), Unknown, false},
+		{"a 2,000-byte $id", longID, Unknown, false},
+		{"a 100-byte member name", longNamePair(100, 200), Compatible, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := NewSource(tc.l)
+			c := &checker{a: src.s, b: src.s, memo: map[string]int{}, assumed: maxInt}
+			r := c.run("a.json", "b.json")
+			if r.Verdict != tc.want || (c.steps > 0) != tc.steps {
+				t.Fatalf("%s: %s after %d steps %+v; want %s, steps taken %v", tc.name, r.Verdict, c.steps, r.Findings, tc.want, tc.steps)
+			}
+			if tc.want == Unknown && !hasRule(r, "unreadable_schema") {
+				t.Fatalf("%s: %+v, want unreadable_schema", tc.name, r.Findings)
+			}
+		})
+	}
+}
+
+// TestMemoKeysStayShortUnderLongPointers: within MaxPointerBytes, a
+// member name of 900 bytes above 2,000 subschemas made each memo key
+// hold two pointers and bases (about 2 KB a step, 4 MB in all); a key now
+// names each part by a number, a few bytes.
+func TestMemoKeysStayShortUnderLongPointers(t *testing.T) {
+	l := longNamePair(900, 2000)
+	src := NewSource(l)
+	c := &checker{a: src.s, b: src.s, memo: map[string]int{}, assumed: maxInt}
+	if r := c.run("a.json", "b.json"); r.Verdict != Compatible {
+		t.Fatalf("%s %+v, want compatible", r.Verdict, r.Findings)
+	}
+	keyBytes := 0
+	for k := range c.memo {
+		keyBytes += len(k)
+	}
+	if len(c.memo) < 2000 || keyBytes > 16*len(c.memo) {
+		t.Fatalf("%d memo entries hold %d bytes of keys, want at least 2,000 entries of at most 16 bytes each", len(c.memo), keyBytes)
+	}
+}
+
+// dagPair is two documents whose root reaches, through levels of
+// definitions each with two members (named a<i> and b<i>, padded to
+// nameLen bytes) referring to the next, a last definition of type string
+// (a.json) or integer (b.json): one failing pair met at 2^levels paths.
+func dagPair(levels, nameLen int) memLoader {
+	doc := func(leaf string) []byte {
+		var defs []string
+		for i := range levels {
+			pad := strings.Repeat("x", nameLen)
+			defs = append(defs, fmt.Sprintf(`"d%d":{"type":"object","properties":{"a%d%s":{"$ref":"#/$defs/d%d"},"b%d%s":{"$ref":"#/$defs/d%d"}}}`, i, i, pad, i+1, i, pad, i+1))
+		}
+		defs = append(defs, fmt.Sprintf(`"d%d":{"type":"%s"}`, levels, leaf))
+		return []byte(`{"$ref":"#/$defs/d0","$defs":{` + strings.Join(defs, ",") + `}}`)
+	}
+	return memLoader{files: map[string][]byte{"a.json": doc("string"), "b.json": doc("integer")}}
+}
+
+// TestFailingPairMetAtManyPathsKeepsBoundedFindings: a pair that fails
+// is not remembered, so it is compared again, and reported again, at
+// every evaluation path that reaches it. Seventeen levels of two members
+// each (a 1 KB document) made one check return 74,997 findings; with
+// 900-byte member names (34 KB) their pointers held 1.2 GB, with 10,000
+// bytes (340 KB) 12 GB after 48 GB allocated. A comparison now keeps at
+// most MaxFindings findings (an Incompatible one among them: the verdict
+// is unchanged), and one reached by a path past MaxPathBytes is
+// too_complex (the 900-byte names pass it at the fifth level).
+func TestFailingPairMetAtManyPathsKeepsBoundedFindings(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		nameLen int
+		want    Verdict
+	}{
+		{"short member names", 1, Incompatible},
+		{"900-byte member names", 900, Unknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := dagPair(17, tc.nameLen)
+			src := NewSource(l)
+			r := Subsumes(src, "a.json", src, "b.json")
+			text := 0
+			for _, f := range r.Findings {
+				text += len(f.Pointer) + len(f.At) + len(f.Detail)
+				if len(f.Pointer) > MaxPathBytes+MaxPointerBytes+64 {
+					t.Fatalf("a finding's pointer of %d bytes, want at most %d", len(f.Pointer), MaxPathBytes+MaxPointerBytes+64)
+				}
+			}
+			if r.Verdict != tc.want || len(r.Findings) > MaxFindings {
+				t.Fatalf("%s: %d findings (%d bytes), verdict %s; want at most %d, %s", tc.name, len(r.Findings), text, r.Verdict, MaxFindings, tc.want)
+			}
+			if tc.want == Unknown && !hasRule(r, "too_complex") {
+				t.Fatalf("%s: %+v, want too_complex", tc.name, r.Findings[:min(2, len(r.Findings))])
+			}
+		})
+	}
+}
