@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
@@ -204,6 +205,11 @@ func mcpServeFlags() []cli.Flag {
 // MCPPath is where serve answers MCP's streamable HTTP transport.
 const MCPPath = "/mcp"
 
+// mcpMaxStreams is how many HTTP/2 streams one MCP connection holds open
+// at once: a peer that never opens a flow-control window pins at most
+// that many handlers a connection (MCP-50).
+const mcpMaxStreams = 16
+
 // mcpSetup is what serve's --mcp-* flags resolve to: the address, the
 // TLS configuration and the tokens, read and checked before serve opens
 // anything (checkMCPFlags).
@@ -293,8 +299,17 @@ func startMCP(c *cli.Context, setup *mcpSetup, cfg *serveConfig, store *resolver
 	// streams (a GET that never ends), so that Shutdown does not wait for
 	// them; a call already claimed in the ledger finishes regardless.
 	ctx, cancel := context.WithCancel(context.Background())
+	// Over HTTP/2 (TLS) a POST's rated answer (MCP-43) passing its
+	// deadline resets only its stream, and the reset waits behind the
+	// frames stuck in the connection: a peer that opens large windows
+	// and stops reading would keep the handler and its slot. The
+	// connection is closed when nothing could be written to it for the
+	// grace, pinged when idle, and holds at most mcpMaxStreams streams,
+	// as amphttp.NewServer does for the AMP binding (MCP-50).
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
-		TLSConfig: tlsCfg, BaseContext: func(net.Listener) context.Context { return ctx }}
+		TLSConfig: tlsCfg, BaseContext: func(net.Listener) context.Context { return ctx },
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: mcpMaxStreams, WriteByteTimeout: admission.FrameGrace,
+			SendPingTimeout: 2 * time.Minute, PingTimeout: admission.FrameGrace}}
 	go b.Run(ctx)
 	stopReload := reloadMCPTokens(ctx, c, h, tlsCfg != nil && tlsCfg.ClientCAs != nil, log)
 	scheme := "http"
