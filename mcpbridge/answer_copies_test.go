@@ -15,6 +15,18 @@ import (
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 )
 
+// leastAllocated is the least of three runs of allocated(f), for an f
+// that does the same each time: TotalAlloc counts the whole process, so a
+// goroutine another test left behind can add to one run (a CI run under
+// load saw 3 KB more than the bound in one), never take from it.
+func leastAllocated(f func()) uint64 {
+	least := allocated(f)
+	for range 2 {
+		least = min(least, allocated(f))
+	}
+	return least
+}
+
 // allocated is the bytes f allocates.
 func allocated(f func()) uint64 {
 	var before, after runtime.MemStats
@@ -57,7 +69,7 @@ func TestBatchAnswerIsNotDecodedAndEncodedAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := []byte(tc.in)
 			var out []byte
-			a := allocated(func() { out = safeAnswer(p) })
+			a := leastAllocated(func() { out = safeAnswer(p) })
 			if string(out) != tc.want {
 				t.Errorf("got %.120s…, want %.120s…", out, tc.want)
 			}
@@ -119,7 +131,7 @@ func TestCallAnswerCopiesItsResultOnlyAsTheSDKNeeds(t *testing.T) {
 	}
 	t.Logf("the answer of a %d-byte result allocated %d bytes (%.2f per byte)", len(want), a, float64(a)/float64(len(want)))
 	n := base64.StdEncoding.EncodedLen(len(reply))
-	if got := allocated(func() { encodeReply(reply) }); got > uint64(n+n/2) {
+	if got := leastAllocated(func() { encodeReply(reply) }); got > uint64(n+n/2) {
 		t.Errorf("the signed reply's %d bytes of base64 allocated %d bytes, want at most %d: it is written and then copied", n, got, n+n/2)
 	}
 }
