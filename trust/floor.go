@@ -56,18 +56,68 @@ func (s *State) raiseFloors(created time.Time, dids []string) {
 // of p trusted for its bundle id and every namespace (0 when fewer keys
 // have one).
 func Floor(s *State, p *bundle.Policy, m *bundle.Manifest) int64 {
-	var fs []int64
-	for _, k := range p.Keys {
-		if bundle.KeyCoversManifest(k, m) {
-			fs = append(fs, s.KeyFloors[amp.DIDKey(k.Key)])
-		}
-	}
-	need := p.RequiredFor(m)
-	if len(fs) < need {
+	return floorOf(s, coveringDIDs(p, nil, coverer(m)), p.RequiredFor(m))
+}
+
+// floorOf is the need-th largest time floor of the did:keys covering
+// (0 when fewer than need).
+func floorOf(s *State, covering []string, need int) int64 {
+	if len(covering) < need {
 		return 0
+	}
+	fs := make([]int64, len(covering))
+	for i, did := range covering {
+		fs[i] = s.KeyFloors[did]
 	}
 	sort.Slice(fs, func(i, j int) bool { return fs[i] > fs[j] })
 	return fs[need-1]
+}
+
+// coverer returns whether a key may publish a bundle with manifest m
+// (bundle.KeyCoversManifest: its scopes cover m's bundle id and every
+// namespace), with m's names read once. Manifest.Namespaces parses every
+// capability name (up to bundle.MaxCapabilities), and asking it once per
+// trusted key made each trust change cost the installed bundles times
+// the keys times their capabilities (docs/SPEC-DECISIONS.md TRUST-26).
+func coverer(m *bundle.Manifest) func(bundle.TrustedKey) bool {
+	names := append([]string{m.BundleID}, m.Namespaces()...)
+	one := &bundle.Manifest{}
+	return func(k bundle.TrustedKey) bool {
+		for _, n := range names {
+			one.BundleID = n // a manifest of one name, no namespace: does k cover n
+			if !bundle.KeyCoversManifest(k, one) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// keyDIDs returns the did:key of each key of p, in p's order: encoded
+// once per act, not once per key per installed bundle.
+func keyDIDs(p *bundle.Policy) []string {
+	out := make([]string, len(p.Keys))
+	for i, k := range p.Keys {
+		out[i] = amp.DIDKey(k.Key)
+	}
+	return out
+}
+
+// coveringDIDs returns the did:keys of the keys of p that covers accepts;
+// dids, when not nil, are keyDIDs of p.
+func coveringDIDs(p *bundle.Policy, dids []string, covers func(bundle.TrustedKey) bool) []string {
+	var out []string
+	for i, k := range p.Keys {
+		if !covers(k) {
+			continue
+		}
+		if dids != nil {
+			out = append(out, dids[i])
+		} else {
+			out = append(out, amp.DIDKey(k.Key))
+		}
+	}
+	return out
 }
 
 // InstalledFloor returns the floor of the installed bundle bundleID: its
@@ -114,6 +164,7 @@ func (s *State) pinFloors(prev *State) {
 		return
 	}
 	pp, np := prev.Policy(), s.Policy()
+	pd, nd := keyDIDs(pp), keyDIDs(np)
 	for id, in := range s.Installed {
 		old, ok := prev.Installed[id]
 		if !ok || old.Version != in.Version {
@@ -123,13 +174,15 @@ func (s *State) pinFloors(prev *State) {
 		if !ok {
 			continue
 		}
-		may := mayKeepPin(np, &in, m)
-		pin := min(Floor(prev, pp, m), keptFloor(prev, pp, may, m))
-		if old.Floor > pin && pinAlive(prev, pp, &old, m, may) {
+		covers := coverer(m)
+		pc, nc := coveringDIDs(pp, pd, covers), coveringDIDs(np, nd, covers)
+		may := mayKeepPin(nc, &in)
+		pin := min(floorOf(prev, pc, pp.RequiredFor(m)), keptFloor(prev, pc, may))
+		if old.Floor > pin && pinAlive(prev, pc, &old, may) {
 			pin = old.Floor
 		}
 		in.Floor, in.FloorKeys = 0, nil
-		if pin > Floor(s, np, m) {
+		if pin > floorOf(s, nc, np.RequiredFor(m)) {
 			in.Floor = pin
 			for did := range may {
 				if prev.KeyFloors[did] >= pin {
@@ -142,14 +195,15 @@ func (s *State) pinFloors(prev *State) {
 	}
 }
 
-// pinAlive reports whether the pin old had in prev (policy pp) still
-// rests on a key that may keep it (may): one of its FloorKeys — or, for
-// a pin kept before they were recorded, a key of pp trusted for the
-// bundle, or one of its signers, that signed a time at least the pin.
-func pinAlive(prev *State, pp *bundle.Policy, old *Installed, m *bundle.Manifest, may map[string]bool) bool {
+// pinAlive reports whether the pin old had in prev still rests on a key
+// that may keep it (may): one of its FloorKeys — or, for a pin kept
+// before they were recorded, a key of prev's policy trusted for the
+// bundle (pc, its did:keys), or one of its signers, that signed a time
+// at least the pin.
+func pinAlive(prev *State, pc []string, old *Installed, may map[string]bool) bool {
 	keys := old.FloorKeys
 	if keys == nil {
-		for did := range mayKeepPin(pp, old, m) {
+		for did := range mayKeepPin(pc, old) {
 			if prev.KeyFloors[did] >= old.Floor {
 				keys = append(keys, did)
 			}
@@ -164,16 +218,14 @@ func pinAlive(prev *State, pp *bundle.Policy, old *Installed, m *bundle.Manifest
 }
 
 // mayKeepPin returns the did:keys that may keep a pin for the installed
-// bundle in with manifest m under policy np (the policy after the act):
-// a key np trusts for its bundle id and every namespace, or one that
-// signed the bundle itself (Installed.Signers, or its signatures when the
-// record keeps none).
-func mayKeepPin(np *bundle.Policy, in *Installed, m *bundle.Manifest) map[string]bool {
+// bundle in: a key the policy after the act trusts for its bundle id and
+// every namespace (covering, their did:keys), or one that signed the
+// bundle itself (Installed.Signers, or its signatures when the record
+// keeps none).
+func mayKeepPin(covering []string, in *Installed) map[string]bool {
 	may := map[string]bool{}
-	for _, k := range np.Keys {
-		if bundle.KeyCoversManifest(k, m) {
-			may[amp.DIDKey(k.Key)] = true
-		}
+	for _, did := range covering {
+		may[did] = true
 	}
 	for _, did := range in.Signers {
 		may[did] = true
@@ -188,18 +240,18 @@ func mayKeepPin(np *bundle.Policy, in *Installed, m *bundle.Manifest) map[string
 	return may
 }
 
-// keptFloor returns the latest time signed by a key of prev's policy pp
-// trusted for m that may keep a pin for it (may, mayKeepPin). A new pin
-// is the floor the bundle had, capped at it: a time that only keys the
-// act drops (removed, revoked, retired, narrowed) signed, of a bundle
-// they did not sign, goes with them — dropping a compromised key undoes
-// the far-future time it alone signed — while one that a key still
-// trusted signed too stays pinned, with that key (docs/SPEC-DECISIONS.md
-// TRUST-12).
-func keptFloor(prev *State, pp *bundle.Policy, may map[string]bool, m *bundle.Manifest) int64 {
+// keptFloor returns the latest time signed by a key of prev's policy
+// trusted for the bundle (pc, their did:keys) that may keep a pin for it
+// (may, mayKeepPin). A new pin is the floor the bundle had, capped at
+// it: a time that only keys the act drops (removed, revoked, retired,
+// narrowed) signed, of a bundle they did not sign, goes with them —
+// dropping a compromised key undoes the far-future time it alone signed
+// — while one that a key still trusted signed too stays pinned, with
+// that key (docs/SPEC-DECISIONS.md TRUST-12).
+func keptFloor(prev *State, pc []string, may map[string]bool) int64 {
 	var f int64
-	for _, k := range pp.Keys {
-		if did := amp.DIDKey(k.Key); may[did] && bundle.KeyCoversManifest(k, m) {
+	for _, did := range pc {
+		if may[did] {
 			f = max(f, prev.KeyFloors[did])
 		}
 	}

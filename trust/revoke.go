@@ -295,11 +295,12 @@ func (s *State) reachedBy(in *Installed, m *bundle.Manifest, gone map[string]boo
 
 // remainingSigners returns the policy of the keys that still vouch for an
 // installed bundle: trusted now, not in gone, and (when the record keeps
-// them) among the signers that counted when it was imported.
-func remainingSigners(p *bundle.Policy, in *Installed, gone map[string]bool) *bundle.Policy {
+// them) among the signers that counted when it was imported. dids are
+// keyDIDs of p, encoded once for every bundle an act recounts.
+func remainingSigners(p *bundle.Policy, dids []string, in *Installed, gone map[string]bool) *bundle.Policy {
 	out := &bundle.Policy{Thresholds: p.Thresholds}
-	for _, k := range p.Keys {
-		did := amp.DIDKey(k.Key)
+	for i, k := range p.Keys {
+		did := dids[i]
 		if gone[did] || len(in.Signers) > 0 && !slices.Contains(in.Signers, did) {
 			continue
 		}
@@ -328,6 +329,7 @@ func remainingSigners(p *bundle.Policy, in *Installed, gone map[string]bool) *bu
 // trust may have been what a bundle spanning two scopes needed.
 func (s *State) failClosed(gone, narrowed map[string]bool, versions map[bundle.BundleVersion]bool, within, reason string) []string {
 	policy := s.Policy()
+	var dids []string // keyDIDs of policy, once a bundle needs a recount
 	out := []string{}
 	for _, id := range slices.Sorted(maps.Keys(s.Installed)) {
 		in := s.Installed[id]
@@ -338,7 +340,10 @@ func (s *State) failClosed(gone, narrowed map[string]bool, versions map[bundle.B
 		if versions[bundle.BundleVersion{BundleID: in.BundleID, Version: in.Version}] {
 			why = "this version is revoked"
 		} else if len(gone) > 0 || len(narrowed) > 0 {
-			why = s.recount(policy, &in, gone, narrowed, within, reason)
+			if dids == nil {
+				dids = keyDIDs(policy)
+			}
+			why = s.recount(policy, dids, &in, gone, narrowed, within, reason)
 		}
 		if why == "" {
 			continue
@@ -352,19 +357,19 @@ func (s *State) failClosed(gone, narrowed map[string]bool, versions map[bundle.B
 }
 
 // recount is failClosed's second rule for one installed bundle: reason
-// when it fails closed, "" when it stays.
-func (s *State) recount(policy *bundle.Policy, in *Installed, gone, narrowed map[string]bool, within, reason string) string {
+// when it fails closed, "" when it stays (dids: keyDIDs of policy).
+func (s *State) recount(policy *bundle.Policy, dids []string, in *Installed, gone, narrowed map[string]bool, within, reason string) string {
 	obj, m, ok := in.Manifest()
 	switch {
 	case !ok:
 		return "its signed manifest is unreadable" // cannot tell who signed it: fail closed
 	case signedBy(obj, gone) && (within == "" || s.reachedBy(in, m, gone, within)):
-		if s.vouchFor(obj, remainingSigners(policy, in, gone), m, in) == nil {
+		if s.vouchFor(obj, remainingSigners(policy, dids, in, gone), m, in) == nil {
 			return ""
 		}
 		return reason
 	case signedBy(obj, narrowed):
-		if s.vouchFor(obj, remainingSigners(policy, in, nil), m, in) == nil {
+		if s.vouchFor(obj, remainingSigners(policy, dids, in, nil), m, in) == nil {
 			return ""
 		}
 		return reason
