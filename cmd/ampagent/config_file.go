@@ -37,3 +37,10 @@ func readConfigFile(path string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// exposedProgramError says that another user than the agent's (or root)
+// may rewrite or replace a handler's program, or create it where it is
+// missing (programWriters): the handler does not run (CLI-70).
+type exposedProgramError struct{ msg string }
+
+func (e *exposedProgramError) Error() string { return e.msg }

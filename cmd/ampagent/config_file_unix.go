@@ -3,8 +3,12 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/regfile"
@@ -24,6 +28,112 @@ func configWriters(st fs.FileInfo) error {
 	}
 	if perm := st.Mode().Perm(); perm&0o022 != 0 {
 		return cliutil.WithHint(cliutil.Failf("invalid_config", "the config file may be written by group or others (mode %04o)", perm), hint)
+	}
+	return nil
+}
+
+// maxProgramLinks bounds the symbolic links programWriters follows, as
+// the kernel's own path walk does (40, then ELOOP).
+const maxProgramLinks = 40
+
+// programWriters refuses a handler's program (path: absolute, as
+// lookProgram found it) that another user than this process's effective
+// one or root could rewrite or replace, as the config file naming it is
+// refused (configWriters, CLI-54): the file, every folder on the way to
+// it and every symbolic link followed must be owned by the agent's user
+// or root, and the file and the folders writable by no group or other,
+// but a sticky folder (/tmp), whose entries only their owners may rename
+// or remove. That user's program would run as the agent's, with the
+// caller's params and the agent's key file readable (CLI-49). OpenSSH
+// holds its AuthorizedKeysCommand to the same (sshd_config(5)). A
+// program missing is left to checkProgram, unless the folder it would
+// be in is one others may write (sticky): they could put it there once
+// the handler was loaded (CLI-70).
+func programWriters(path string) error {
+	todo := strings.Split(path, "/")
+	cur, links := "/", 0
+	st, err := os.Lstat(cur)
+	if err != nil {
+		return fmt.Errorf("program %s cannot be examined", path)
+	}
+	if err := judgeProgramPart(path, cur, st); err != nil {
+		return err
+	}
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur) // judged on the way down: cur holds no link
+			continue
+		}
+		next := filepath.Join(cur, name)
+		st, err := os.Lstat(next)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return missingProgram(path, cur)
+		case err != nil:
+			return fmt.Errorf("program %s cannot be examined", path)
+		}
+		if err := judgeProgramPart(path, next, st); err != nil {
+			return err
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxProgramLinks {
+			return fmt.Errorf("program %s is reached through more than %d symbolic links", path, maxProgramLinks)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return fmt.Errorf("program %s cannot be examined", path)
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	return nil
+}
+
+// judgeProgramPart judges one part of the way to program (at, its lstat
+// st): the file, a folder or a symbolic link (its owner alone: a link's
+// mode means nothing, and it is replaced only through its folder).
+func judgeProgramPart(program, at string, st fs.FileInfo) error {
+	what := "the file"
+	switch {
+	case st.Mode()&fs.ModeSymlink != 0:
+		what = "the symbolic link"
+	case st.IsDir():
+		what = "the folder"
+	}
+	if uid, foreign := regfile.ForeignOwner(st); foreign {
+		// Numbers the system gave; the paths are the operator's.
+		return &exposedProgramError{fmt.Sprintf("program %s: %s %s is owned by another user (uid %d) than the agent's (uid %d) or root", program, what, at, uid, os.Geteuid())}
+	}
+	if st.Mode()&fs.ModeSymlink != 0 || (st.IsDir() && st.Mode()&fs.ModeSticky != 0) {
+		return nil
+	}
+	if perm := st.Mode().Perm(); perm&0o022 != 0 {
+		return &exposedProgramError{fmt.Sprintf("program %s: %s %s may be written by group or others (mode %04o)", program, what, at, perm)}
+	}
+	return nil
+}
+
+// missingProgram is programWriters' answer for a program whose way ends
+// in folder dir (judged, with no link in its path): nil, for
+// checkProgram to call it missing, unless others may write dir (a
+// sticky folder) and so create the missing part after the load.
+func missingProgram(program, dir string) error {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("program %s cannot be examined", program)
+	}
+	if perm := st.Mode().Perm(); perm&0o022 != 0 {
+		return &exposedProgramError{fmt.Sprintf("program %s does not exist, and group or others may create it in the folder %s (mode %04o)", program, dir, perm)}
 	}
 	return nil
 }

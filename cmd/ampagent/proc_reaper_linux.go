@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -118,14 +119,36 @@ func runReaper(path string, argv []string) int {
 		fmt.Fprintf(os.Stderr, "ampagent: cannot keep the agent's descriptors from the handler program: %v\n", err)
 		return 126
 	}
-	cmd := &exec.Cmd{Path: path, Args: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "ampagent: the handler program cannot start: %v\n", err)
+	cmd := &exec.Cmd{Path: path, Args: argv, Stdin: os.Stdin, Stdout: os.Stdout}
+	return superviseProgram(cmd, stop, systemReapOps(), os.Stderr)
+}
+
+// superviseProgram runs cmd until it exits or stop says to end it, then
+// kills and reaps all it started (killAdopted, with ops), and returns the
+// code runReaper reports. errOut is the reaper's stderr: the program's
+// stderr goes through a pipe of the reaper's, kept (keepStderr) and
+// written to errOut after what the reaper has to say. The agent logs the
+// first maxLoggedStderr bytes of it for a failed program: a note written
+// after the program's own stderr, which the program had shared, was
+// pushed out of that line by 4 KiB of the program's text (CLI-69).
+func superviseProgram(cmd *exec.Cmd, stop <-chan os.Signal, ops reapOps, errOut io.Writer) int {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintf(errOut, "ampagent: the handler program cannot start: %v\n", err)
 		return 126
 	}
+	defer pr.Close()
+	cmd.Stderr = pw
+	err = cmd.Start()
+	pw.Close() // the program's and its children's copies are the writers
+	if err != nil {
+		fmt.Fprintf(errOut, "ampagent: the handler program cannot start: %v\n", err)
+		return 126
+	}
+	kept := make(chan []byte, 1)
+	go func() { kept <- keepStderr(pr) }()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var err error
 	select {
 	case err = <-done:
 	case <-stop:
@@ -133,16 +156,38 @@ func runReaper(path string, argv []string) int {
 		err = <-done
 	}
 	code := exitCode(err)
-	if kerr := killAdopted(systemReapOps()); kerr != nil {
-		// Said on stderr, which the agent logs only for a program that
-		// failed: a result whose program left processes running is not
-		// answered as a success (CLI-48).
-		fmt.Fprintf(os.Stderr, "ampagent: processes the handler program started may be left running: %v\n", kerr)
+	kerr := killAdopted(ops)
+	// Every writer is dead unless a child could not be killed, or one
+	// handed the pipe to a process outside the program's tree.
+	pr.SetReadDeadline(time.Now().Add(stderrGrace))
+	programErr := <-kept
+	if kerr != nil {
+		// First, so that the program's stderr cannot push it out of the
+		// agent's log line; and a result whose program left processes
+		// running is not answered as a success (CLI-48).
+		fmt.Fprintf(errOut, "ampagent: processes the handler program started may be left running: %v\n", kerr)
 		if code == 0 {
 			code = abandonedCode
 		}
 	}
+	errOut.Write(programErr)
 	return code
+}
+
+// stderrGrace is how long the reaper reads the program's stderr once all
+// it started was killed and reaped (or given up on): under os/exec's
+// WaitDelay (2 s) with reapLimit (1.5 s), so that a reaper told to stop
+// still exits by itself.
+const stderrGrace = 100 * time.Millisecond
+
+// keepStderr reads r to its end (or its deadline) and returns its first
+// maxProgramStderr bytes, as much as the agent keeps of a program's
+// stderr; the rest is read and dropped, so that the program never blocks
+// on a full pipe.
+func keepStderr(r io.Reader) []byte {
+	b, _ := io.ReadAll(io.LimitReader(r, maxProgramStderr))
+	io.Copy(io.Discard, r)
+	return b
 }
 
 // closeOnExecAll marks every descriptor of the reaper above stderr
@@ -155,10 +200,18 @@ func runReaper(path string, argv []string) int {
 // else each descriptor /proc/self/fd lists; neither: an error, and the
 // program is not started.
 func closeOnExecAll() error {
-	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+	return closeOnExecWith(func() error { return unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) }, "/proc/self/fd")
+}
+
+// closeOnExecWith is closeOnExecAll with its close_range call and its
+// listing of the process's descriptors given: a test forces the fallback
+// through the listing, which kernels before 5.11, and seccomp filters
+// that refuse close_range, take (CLI-71).
+func closeOnExecWith(closeRange func() error, fdDir string) error {
+	if closeRange() == nil {
 		return nil
 	}
-	ents, err := os.ReadDir("/proc/self/fd")
+	ents, err := os.ReadDir(fdDir)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -296,6 +297,11 @@ func (cfg *serveConfig) resolveHandlers() {
 		h.maxItems, h.rules = cfg.MaxParamItems, cfg.rules
 		if len(h.Command) > 0 && h.Command[0] != "" { // else Validate refuses it
 			h.path, h.pathErr = lookProgram(h)
+			if h.pathErr == nil {
+				// Another user who may rewrite it runs code as the
+				// agent's user: it does not run (CLI-70).
+				h.pathErr = programWriters(h.path)
+			}
 		}
 		if h.Dir != "" {
 			if abs, err := filepath.Abs(h.Dir); err == nil {
@@ -329,8 +335,12 @@ func (cfg *serveConfig) validateServe() error {
 		return err
 	}
 	if ps := handlerProblems(cfg.Handlers); len(ps) > 0 && !cfg.allowMissingHandlers {
-		return cliutil.WithHint(cliutil.Failf("handler_program_missing", "the handler of %s cannot run: %s", ps[0].Subject, ps[0].Message),
-			"install the program (an absolute path, or a name in PATH), fix the config file's \"handlers\", or start anyway with --allow-missing-handlers")
+		hint := "install the program (an absolute path, or a name in PATH), fix the config file's \"handlers\", or start anyway with --allow-missing-handlers"
+		var exposed *exposedProgramError
+		if errors.As(cfg.Handlers[ps[0].Subject].pathErr, &exposed) {
+			hint = "make the program and the folders on its way the agent's user's or root's (chown) and writable by their owner alone (chmod go-w)"
+		}
+		return cliutil.WithHint(cliutil.Failf("handler_program_missing", "the handler of %s cannot run: %s", ps[0].Subject, ps[0].Message), hint)
 	}
 	if cfg.readyExpiryWindow < 0 || cfg.readyRecheck <= 0 {
 		return cliutil.Usagef("--ready-expiry-window must not be negative and --ready-recheck must be positive")
