@@ -587,6 +587,9 @@ func (c *clientConn) writeLast(bw *bufio.Writer) {
 	if last == nil {
 		return // closed by fail
 	}
+	// The deadline of the last frame written may have passed long ago
+	// (an idle connection): the ERROR frame gets its own, the linger.
+	_ = c.conn.SetWriteDeadline(time.Now().Add(c.t.lastLinger))
 	if err := (outFrame{typ: FrameError, payload: last}).writeTo(bw); err == nil {
 		bw.Flush()
 	}
