@@ -101,7 +101,8 @@ func programWriters(path string) error {
 
 // judgeProgramPart judges one part of the way to program (at, its lstat
 // st): the file, a folder or a symbolic link (its owner alone: a link's
-// mode means nothing, and it is replaced only through its folder).
+// mode means nothing, and it is replaced only through its folder). The
+// mode of a part on a read-only mount is not judged (readOnlyMount).
 func judgeProgramPart(program, at string, st fs.FileInfo) error {
 	what := "the file"
 	switch {
@@ -117,7 +118,7 @@ func judgeProgramPart(program, at string, st fs.FileInfo) error {
 	if st.Mode()&fs.ModeSymlink != 0 || (st.IsDir() && st.Mode()&fs.ModeSticky != 0) {
 		return nil
 	}
-	if perm := st.Mode().Perm(); perm&0o022 != 0 {
+	if perm := st.Mode().Perm(); perm&0o022 != 0 && !readOnlyMount(at) {
 		return &exposedProgramError{fmt.Sprintf("program %s: %s %s may be written by group or others (mode %04o)", program, what, at, perm)}
 	}
 	return nil
@@ -132,7 +133,7 @@ func missingProgram(program, dir string) error {
 	if err != nil {
 		return fmt.Errorf("program %s cannot be examined", program)
 	}
-	if perm := st.Mode().Perm(); perm&0o022 != 0 {
+	if perm := st.Mode().Perm(); perm&0o022 != 0 && !readOnlyMount(dir) {
 		return &exposedProgramError{fmt.Sprintf("program %s does not exist, and group or others may create it in the folder %s (mode %04o)", program, dir, perm)}
 	}
 	return nil

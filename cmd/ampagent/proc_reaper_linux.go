@@ -177,8 +177,11 @@ func superviseProgram(cmd *exec.Cmd, stop <-chan os.Signal, ops reapOps, errOut 
 // stderrGrace is how long the reaper reads the program's stderr once all
 // it started was killed and reaped (or given up on): under os/exec's
 // WaitDelay (2 s) with reapLimit (1.5 s), so that a reaper told to stop
-// still exits by itself.
-const stderrGrace = 100 * time.Millisecond
+// still exits by itself. With every writer dead the end of the pipe comes
+// at once and the grace costs nothing; it is as long as that bound allows
+// because a read past it is refused even with bytes left in the pipe (a
+// reading goroutine descheduled on a loaded machine would lose them).
+const stderrGrace = 400 * time.Millisecond
 
 // keepStderr reads r to its end (or its deadline) and returns its first
 // maxProgramStderr bytes, as much as the agent keeps of a program's
