@@ -25,3 +25,7 @@ func isNoSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }
 
 // logWriters: no log is opened here (lockFile refuses first).
 func logWriters(os.FileInfo, string) error { return nil }
+
+// logFolder: a folder's owner and mode are not read here
+// (docs/SPEC-DECISIONS.md AGENT-44).
+func logFolder(string) error { return nil }
