@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"strings"
 
@@ -95,10 +96,35 @@ func (p *Policy) requiredFor(m *Manifest) (need int, name, scope string) {
 	return need, name, scope
 }
 
-// find returns the trusted key whose kid is kid.
+// findByDecodingAbove is the number of keys above which find reads the
+// key out of the kid (KeyFromKID, about five did:key encodings of work)
+// rather than encoding the did:key of every key of the policy.
+const findByDecodingAbove = 8
+
+// find returns the trusted key whose kid is kid (the first, in p's
+// order). Encoding every key's did:key for each signature made a
+// signature cost the policy's keys (a base58 encoding each, about 2 µs):
+// with the 1,000 keys an authority may keep trusted (TRUST-25), 8,000
+// encodings per object of MaxSignatures signatures, and a revocation's
+// recount of each installed bundle whose record names no signers pays it
+// per bundle (docs/SPEC-DECISIONS.md SCALE-25). For a large policy the
+// kid is decoded once and compared with each key's bytes; the one key it
+// names is then confirmed by its own did:key, so the answer is the
+// encoding's. A kid that does not decode as an Ed25519 did:key (no key
+// of 32 bytes on the curve has it) is looked for as before.
 func (p *Policy) find(kid []byte) (*TrustedKey, bool) {
 	if p == nil {
 		return nil, false
+	}
+	if len(p.Keys) > findByDecodingAbove {
+		if pub, ok := KeyFromKID(string(kid)); ok {
+			for i := range p.Keys {
+				if bytes.Equal(p.Keys[i].Key, pub) && string(KeyID(p.Keys[i].Key)) == string(kid) {
+					return &p.Keys[i], true
+				}
+			}
+			return nil, false
+		}
 	}
 	for i := range p.Keys {
 		if string(KeyID(p.Keys[i].Key)) == string(kid) {

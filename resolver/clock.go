@@ -52,13 +52,18 @@ func (s *Store) loadFloor(tx *bolt.Tx) {
 // by the local clock, or by its floor. The floor is computed only when the
 // newest signed time of any key reaches exp (otherwise no floor can).
 func (s *Store) expiredAt(tx *bolt.Tx, rec *bundleRecord, exp time.Time) bool {
-	if !s.opts.Now().Before(exp) {
+	return s.judge(tx).expiredAt(rec, exp)
+}
+
+// expiredAt is Store.expiredAt, its floor judged by j.
+func (j *judge) expiredAt(rec *bundleRecord, exp time.Time) bool {
+	if !j.s.opts.Now().Before(exp) {
 		return true
 	}
-	if s.floor.Load() < exp.Unix() {
+	if j.s.floor.Load() < exp.Unix() {
 		return false
 	}
-	return s.judgedFloor(tx, rec) >= exp.Unix()
+	return j.judgedFloor(rec) >= exp.Unix()
 }
 
 // TimeFloor returns the newest signed time any key vouched for in a bundle
@@ -94,6 +99,9 @@ type judgedCache struct {
 	// hashes counts the stored signed manifests Bundles hashed, for the
 	// tests that bound them.
 	hashes atomic.Int64
+	// prepared counts the trust policies judges built (trust.Prepare),
+	// for the tests that bound them.
+	prepared atomic.Int64
 }
 
 // judged is what judgedCache keeps of one bundle.
@@ -140,37 +148,93 @@ func (c *judgedCache) put(gen uint64, bundleID string, j judged) {
 
 func txGeneration(tx *bolt.Tx) uint64 { return getU64(bucket(tx, bMeta).Get([]byte(kGeneration))) }
 
+// judge judges installed bundles inside one transaction against one
+// trust state, loaded and its policy built (trust.Prepare) when the first
+// bundle needs it. Each judgement loaded the state and built the policy
+// anew, every trusted key's did:key encoded again: a listing of every
+// installed bundle (Bundles, Catalog) cost installed bundles × trusted
+// keys (docs/SPEC-DECISIONS.md SCALE-24). A bundle's line (its record and
+// heartbeat) is loaded into the state when it is judged, exactly as
+// loadState loads one line, and dropped after, so the judge holds one
+// manifest at a time. A judge must not outlive tx.
+type judge struct {
+	s      *Store
+	tx     *bolt.Tx
+	st     *trust.State
+	prep   *trust.Prepared
+	err    error
+	loaded bool
+}
+
+// judge returns a judge of tx; it loads nothing yet.
+func (s *Store) judge(tx *bolt.Tx) *judge { return &judge{s: s, tx: tx} }
+
+// line returns the prepared state with the line of bundleID loaded into
+// it (loadState with selection{line: bundleID}); the caller drops the
+// line when done, also on an error.
+func (j *judge) line(bundleID string) (*trust.Prepared, error) {
+	if !j.loaded {
+		j.loaded = true
+		if j.st, j.err = j.s.loadState(j.tx, selTrust); j.err == nil {
+			j.prep = trust.Prepare(j.st)
+			j.s.judged.prepared.Add(1)
+		}
+	}
+	if j.err != nil {
+		return nil, j.err
+	}
+	if err := loadLine(j.tx, j.st, bundleID, false); err != nil {
+		return nil, err
+	}
+	return j.prep, nil
+}
+
+// drop forgets the line of bundleID that line loaded.
+func (j *judge) drop(bundleID string) {
+	if j.st == nil {
+		return
+	}
+	delete(j.st.Installed, bundleID)
+	delete(j.st.Heartbeats, bundleID)
+	delete(j.st.HeartbeatKept, bundleID)
+	delete(j.st.Highwater, bundleID)
+}
+
 // judgedFloor returns the floor of an installed bundle
 // (trust.InstalledFloor), cached per generation (s.judged). A trust state
 // that cannot be read (a damaged floor, pin or threshold, TSTATE-6) gives
 // the largest floor, not cached: the bundle is judged expired, never
 // judged with no floor, which would serve it again with the clock set
 // back (docs/SPEC-DECISIONS.md TSTATE-6).
-func (s *Store) judgedFloor(tx *bolt.Tx, rec *bundleRecord) int64 {
-	gen := txGeneration(tx)
-	if j := s.judged.get(gen, rec.BundleID); j.floor {
-		return j.floorAt
+func (j *judge) judgedFloor(rec *bundleRecord) int64 {
+	gen := txGeneration(j.tx)
+	if c := j.s.judged.get(gen, rec.BundleID); c.floor {
+		return c.floorAt
 	}
-	st, err := s.loadState(tx, selection{line: rec.BundleID})
+	p, err := j.line(rec.BundleID)
+	defer j.drop(rec.BundleID)
 	if err != nil {
 		return math.MaxInt64
 	}
-	f := trust.InstalledFloor(st, rec.BundleID)
-	s.judged.put(gen, rec.BundleID, judged{floor: true, floorAt: f})
+	f := p.InstalledFloor(rec.BundleID)
+	j.s.judged.put(gen, rec.BundleID, judged{floor: true, floorAt: f})
 	return f
 }
 
 // judgedStale returns staleReason of an installed bundle, cached per
 // generation (s.judged).
-func (s *Store) judgedStale(tx *bolt.Tx, bundleID string) string {
-	if bucket(tx, bHeartbeat).Get([]byte(bundleID)) == nil && noFreshnessPolicy(tx) {
+func (s *Store) judgedStale(tx *bolt.Tx, bundleID string) string { return s.judge(tx).stale(bundleID) }
+
+// stale is judgedStale, judged by j.
+func (j *judge) stale(bundleID string) string {
+	if bucket(j.tx, bHeartbeat).Get([]byte(bundleID)) == nil && noFreshnessPolicy(j.tx) {
 		return "" // no heartbeat and no bound: nothing stale, no need to look further
 	}
-	gen := txGeneration(tx)
-	if j := s.judged.get(gen, bundleID); j.stale {
-		return j.staleWhy
+	gen := txGeneration(j.tx)
+	if c := j.s.judged.get(gen, bundleID); c.stale {
+		return c.staleWhy
 	}
-	why := s.staleReason(tx, bundleID)
-	s.judged.put(gen, bundleID, judged{stale: true, staleWhy: why})
+	why := j.staleReason(bundleID)
+	j.s.judged.put(gen, bundleID, judged{stale: true, staleWhy: why})
 	return why
 }

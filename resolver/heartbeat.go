@@ -295,13 +295,15 @@ func chargeable(st *trust.State, counts map[string]int, signers []string) string
 }
 
 // staleReason says why the installed bundle bundleID is older than the
-// freshness policy allows, or "" when it is not (trust.Stale).
-func (s *Store) staleReason(tx *bolt.Tx, bundleID string) string {
-	st, err := s.loadState(tx, selection{line: bundleID})
+// freshness policy allows, or "" when it is not (trust.Stale), judged
+// against j's state with the bundle's line loaded.
+func (j *judge) staleReason(bundleID string) string {
+	p, err := j.line(bundleID)
+	defer j.drop(bundleID)
 	if err != nil {
 		return "the trust policy is unreadable"
 	}
-	return trust.Stale(st, bundleID)
+	return p.Stale(bundleID)
 }
 
 // noFreshnessPolicy reports whether the store sets no staleness bound:
@@ -323,8 +325,16 @@ func (s *Store) staleBundles(tx *bolt.Tx) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The policy is built once for every bundle, not once per bundle
+	// (docs/SPEC-DECISIONS.md SCALE-24); what is judged is what
+	// judgedStale would judge of each at this generation, so it is kept
+	// for the uses that follow (Resolve, Bundles).
+	p, gen := trust.Prepare(st), txGeneration(tx)
+	s.judged.prepared.Add(1)
 	for id := range st.Installed {
-		if why := trust.Stale(st, id); why != "" {
+		why := p.Stale(id)
+		s.judged.put(gen, id, judged{stale: true, staleWhy: why})
+		if why != "" {
 			out[id] = why
 		}
 	}

@@ -153,6 +153,7 @@ func (s *Store) Catalog() (*Catalog, error) {
 		if err != nil {
 			return err
 		}
+		j := s.judge(tx) // one trust policy for every bundle's floor (SCALE-24)
 		// Nor an expired one's (5002 bundle_expired at every use).
 		expired := map[string]bool{}
 		if !s.opts.AllowExpired {
@@ -165,7 +166,7 @@ func (s *Store) Catalog() (*Catalog, error) {
 				exp, ok := expiry(*r)
 				switch {
 				case !ok:
-				case s.expiredAt(tx, r, exp):
+				case j.expiredAt(r, exp):
 					expired[r.BundleID] = true
 				case c.validUntil.IsZero() || exp.Before(c.validUntil):
 					c.validUntil = exp
@@ -282,6 +283,7 @@ func (s *Store) Bundles() ([]Bundle, error) {
 	var out []Bundle
 	err := s.db.View(func(tx *bolt.Tx) error {
 		hw, gen := bucket(tx, bHighwater), txGeneration(tx)
+		jd := s.judge(tx) // one trust policy for every bundle (SCALE-24)
 		return bucket(tx, bBundles).ForEach(func(k, v []byte) error {
 			var r listedRecord
 			j := s.judged.get(gen, string(k))
@@ -302,7 +304,7 @@ func (s *Store) Bundles() ([]Bundle, error) {
 			out = append(out, Bundle{BundleID: r.BundleID, Version: r.Version, ImportedAt: r.ImportedAt, ExpiresAt: r.ExpiresAt,
 				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k)),
 				ManifestSHA256: j.manifestSum, Revoked: r.Revoked, VersionRevoked: versionRevoked(tx, r.BundleID, r.Version),
-				Stale: s.judgedStale(tx, r.BundleID), Expired: ok && s.expiredAt(tx, &r.bundleRecord, exp)})
+				Stale: jd.stale(r.BundleID), Expired: ok && jd.expiredAt(&r.bundleRecord, exp)})
 			return nil
 		})
 	})

@@ -90,7 +90,9 @@ func (s *Store) Heartbeats() ([]KeptHeartbeat, error) {
 		if err != nil {
 			return err
 		}
-		p, data := st.Policy(), bucket(tx, bStatements)
+		// One policy, its did:keys encoded once, for every heartbeat
+		// (docs/SPEC-DECISIONS.md SCALE-24).
+		p, data := trust.Prepare(st), bucket(tx, bStatements)
 		// A record that does not decode is left out (its line's bundle
 		// fails closed as stale: ls and check show it), and one whose
 		// line's manifest does not decode counts for nothing; the others
@@ -102,7 +104,7 @@ func (s *Store) Heartbeats() ([]KeptHeartbeat, error) {
 			}
 			line, err := st.LineOf(id)
 			h := KeptHeartbeat{BundleID: id, Version: r.Version, CreatedAt: r.CreatedAt, SHA256: bytes.Clone(r.StatementSHA256),
-				Counts: err == nil && trust.Vouches(p, &r, line)}
+				Counts: err == nil && p.Vouches(&r, line)}
 			if d := data.Get(heartbeatDataKey(id)); d != nil && bytes.Equal(sha256sum(d), r.StatementSHA256) {
 				h.Data = bytes.Clone(d)
 			}
