@@ -150,6 +150,10 @@ type checker struct {
 	// holdsNoRef), ownWalked the parts of own schemas evaluatedIn passed
 	// over: the tests read and bound them.
 	flattened, leafWalked, ownWalked int
+	// lookups counts what chargeLookups charged: parts looked up for a
+	// property name or an item index, patterns matched against a name,
+	// own-schema parts passed over; the tests read and bound it.
+	lookups int
 }
 
 // spent reports whether the shared budget of c is used up.
@@ -1167,12 +1171,24 @@ func (c *checker) sameKeyword(va view, kw string, val any) bool {
 		// "$recursiveRef", on the dynamic scope.
 		return false
 	}
+	// One walk over every producer part and the values compared, a
+	// value each part looked up, charged once (chargeWalk): charged
+	// walk by walk, each under valuesPerStep values was free, and an
+	// acceptor of many parts asking a producer of many parts cost parts
+	// × parts uncharged (COMPAT-16). Past the bound, not the same.
+	left, start := c.walkLeft()
+	same := false
 	for _, p := range va.parts {
-		if x, ok := p.n.v.(map[string]any)[kw]; ok && c.equalValues(x, val) {
-			return true
+		if left--; left < 0 {
+			break
+		}
+		if x, ok := p.n.v.(map[string]any)[kw]; ok && equalWithin(x, val, &left) && left >= 0 {
+			same = true
+			break
 		}
 	}
-	return false
+	c.leafWalked += start - left
+	return c.chargeWalk(start, left) && same
 }
 
 // listsMeet reports whether a value is listed by both fx and fy, by

@@ -490,22 +490,35 @@ func (c *checker) sameGroup(va view, m map[string]any, group ...string) bool {
 			return false
 		}
 	}
+	// One walk over every producer part, a value each keyword of the
+	// group looked up, and the values compared, charged once as
+	// sameKeyword's (COMPAT-16).
+	left, start := c.walkLeft()
+	found := false
 	for _, p := range va.parts {
-		pm := p.n.v.(map[string]any)
-		same := true
-		for _, kw := range group {
-			x, okx := pm[kw]
-			y, oky := m[kw]
-			if okx != oky || (okx && !c.equalValues(x, y)) {
-				same = false
-				break
-			}
-		}
-		if same {
-			return true
+		if found = groupEqualWithin(p.n.v.(map[string]any), m, group, &left); found || left < 0 {
+			break
 		}
 	}
-	return false
+	c.leafWalked += start - left
+	return c.chargeWalk(start, left) && found && left >= 0
+}
+
+// groupEqualWithin reports whether producer part pm carries the same
+// values as acceptor part m for every keyword of group, each lookup a
+// value of left and each comparison its values (equalWithin).
+func groupEqualWithin(pm, m map[string]any, group []string, left *int) bool {
+	for _, kw := range group {
+		if *left--; *left < 0 {
+			return false
+		}
+		x, okx := pm[kw]
+		y, oky := m[kw]
+		if okx != oky || (okx && !equalWithin(x, y, left)) {
+			return false
+		}
+	}
+	return true
 }
 
 // maxSplit bounds how many listed values a producer is split into.

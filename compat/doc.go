@@ -155,7 +155,11 @@
 // "allOf" flatten into a conjunction a unit (and a unit per 64 of its
 // members), each walk that finds two schema values equal, or a value
 // free of references, a unit per 64 values visited (a pair found equal
-// is remembered), and a regular expression
+// is remembered; each producer part looked up for an acceptor's keyword
+// counts as a value of the walk that compares them), each part of a
+// conjunction looked up for a property name or an item index a unit per
+// 64 counted over the check (an own schema passed over for
+// "unevaluatedProperties" half a unit a part), and a regular expression
 // a unit per 4 bytes of it to parse, what compiling it builds (half a
 // unit an instruction, an eighth a character-class range, charged before
 // it is built), and per 256 instructions × bytes of each string it is

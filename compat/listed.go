@@ -226,6 +226,24 @@ func (c *checker) chargeValues(n, cost int) {
 	}
 }
 
+// chargeLookups charges n lookups (parts of a conjunction looked up for
+// a property name or an item index, patterns matched against a name, an
+// own schema's parts passed over) to the check's value work and the
+// matrix's budget, valuesPerStep a unit as listed values are, counted
+// over the whole check (c.lookups): a call of fewer than valuesPerStep is
+// charged with the next ones, not rounded away, so many short walks cost
+// what one long one does (COMPAT-16).
+func (c *checker) chargeLookups(n int) {
+	before := c.lookups / valuesPerStep
+	c.lookups += n
+	c.chargeValues(0, c.lookups/valuesPerStep-before)
+}
+
+// overWork reports whether the check is past its value work
+// (MaxValueWork) or the matrix past its budget: what follows is
+// too_complex.
+func (c *checker) overWork() bool { return c.work > MaxValueWork || c.spent() }
+
 // listedRat is ratOf of x, a listed value of the producer, counted in
 // c.reads.rats when it is a number (the tests bound those reads).
 func (c *checker) listedRat(x any) (*big.Rat, bool) {

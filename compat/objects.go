@@ -26,7 +26,15 @@ func (c *checker) propertyParts(s *side, v view, name string, other bool) []part
 // additionalProperties give the property (memberParts), then its
 // unevaluatedProperties where its own schema does not evaluate the name
 // (evaluatedIn).
+//
+// Every part is looked up for the name: a lookup each, charged before the
+// walk (chargeLookups), so a conjunction of many parts asked for many
+// names costs names × parts (COMPAT-16); past the check's work, nothing
+// is walked and the answer is too_complex.
 func (c *checker) propertyPartsUnc(s *side, v view, name string, other, ignorePatterns bool) (out []part, unc []Finding) {
+	if c.chargeLookups(len(v.parts)); c.overWork() {
+		return nil, c.overFindings(v)
+	}
 	for _, p := range v.parts {
 		m := p.n.v.(map[string]any)
 		out, unc = c.memberParts(p, m, name, other, ignorePatterns, out, unc)
@@ -85,10 +93,12 @@ type ownKey struct {
 func (c *checker) evaluatedIn(s *side, p part, name string, other, ignorePatterns bool) evalScope {
 	var si evalScope
 	own := c.ownSchema(s, p)
-	// Each pass over the own schema is charged as a pass over listed
-	// values: one asked for every property name would otherwise walk
-	// every part uncharged (review 60). Past the check's work, uncertain.
-	if c.chargeValues(len(own.parts), 0); len(own.bad) > 0 || c.work > MaxValueWork || c.spent() {
+	// Each pass over the own schema is charged, ownPartLookups a part:
+	// one asked for every property name would otherwise walk every part
+	// uncharged (review 60), and one pass of a part costs its keyword
+	// lookups and the own schema's key, counted over the check
+	// (chargeLookups, COMPAT-16). Past the check's work, uncertain.
+	if c.chargeLookups(len(own.parts) * ownPartLookups); len(own.bad) > 0 || c.overWork() {
 		si.uncertain = true
 		return si
 	}
@@ -118,6 +128,13 @@ func (c *checker) evaluatedIn(s *side, p part, name string, other, ignorePattern
 	}
 	return si
 }
+
+// ownPartLookups is what evaluatedIn charges for each part of an own
+// schema it passes over, in lookups (chargeLookups): the part's ten
+// keyword lookups, the own schema's key built and looked up, and the
+// finding an uncertain answer makes, about what 32 lookups of a
+// property name cost (BenchmarkPropertyLookupCost).
+const ownPartLookups = 32
 
 // patternsEvaluate marks si evaluated when a pattern of pp matches name,
 // uncertain when one does not compile or the name is unlisted (other).
@@ -155,6 +172,8 @@ func (c *checker) memberParts(p part, m map[string]any, name string, other, igno
 	if pp, ok := m["patternProperties"].(map[string]any); ok && len(pp) > 0 && !ignorePatterns {
 		patterned = true
 		if !other {
+			// A lookup a pattern, a name matched against them.
+			c.chargeLookups(len(pp))
 			out, unc, matched = c.patternParts(p, pp, name, out, unc)
 		}
 	}
@@ -259,6 +278,7 @@ func (c *checker) objects(va, vb view, f facts) []Finding {
 	for _, v := range []view{va, vb} {
 		for _, p := range v.parts {
 			if props, ok := p.n.v.(map[string]any)["properties"].(map[string]any); ok {
+				c.chargeLookups(len(props))
 				for k := range props {
 					names[k] = true
 				}
@@ -266,9 +286,20 @@ func (c *checker) objects(va, vb view, f facts) []Finding {
 		}
 	}
 	sorted := slices.Sorted(maps.Keys(names))
+	// Each name is looked up in every part of both sides (propertyPartsUnc
+	// charges it); once the check's work is past its bound, the names left
+	// are not walked. What cannot be decided of a part is the same
+	// finding for every name that meets it: kept once (seen), not once a
+	// name (COMPAT-16).
+	seen := map[Finding]bool{}
 	check := func(name string, other, ignore bool) {
 		bp, unc := c.propertyPartsUnc(c.b, vb, name, other, ignore)
-		fs = append(fs, unc...)
+		for _, x := range unc {
+			if !seen[x] {
+				seen[x] = true
+				fs = append(fs, x)
+			}
+		}
 		if len(bp) == 0 {
 			return
 		}
@@ -300,15 +331,32 @@ func (c *checker) objects(va, vb view, f facts) []Finding {
 		fs = append(fs, sub...)
 	}
 	for _, name := range sorted {
+		if c.overWork() {
+			return append(fs, c.overFindings(vb)...)
+		}
 		check(name, false, false)
 	}
 	check("", true, c.samePatterns(va, vb))
 	return fs
 }
 
+// overFindings is the too_complex finding of a check past its work, at
+// the first part of v (at no part when v has none).
+func (c *checker) overFindings(v view) []Finding {
+	if len(v.parts) == 0 {
+		return []Finding{{Verdict: Unknown, Rule: "too_complex"}}
+	}
+	return []Finding{c.tooComplex(v.parts[0])}
+}
+
 // itemParts is the conjunction of the schemas that apply to array index
-// i (or, with tail set, to every index past all prefixItems).
+// i (or, with tail set, to every index past all prefixItems). Every part
+// is looked up for the index, charged before the walk as
+// propertyPartsUnc's lookups are (COMPAT-16).
 func (c *checker) itemParts(v view, i int, tail bool) (out []part, unc []Finding) {
+	if c.chargeLookups(len(v.parts)); c.overWork() {
+		return nil, c.overFindings(v)
+	}
 	for _, p := range v.parts {
 		m := p.n.v.(map[string]any)
 		prefix, _ := m["prefixItems"].([]any)
@@ -350,6 +398,9 @@ func (c *checker) arrays(va, vb view, f facts) []Finding {
 	for i := 0; i < n; i++ {
 		if limit(i) {
 			return fs
+		}
+		if c.overWork() {
+			return append(fs, c.overFindings(vb)...)
 		}
 		bp, unc := c.itemParts(vb, i, false)
 		fs = append(fs, unc...)
