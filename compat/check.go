@@ -127,8 +127,11 @@ type checker struct {
 	depth int
 	over  bool
 	memo  map[string]int // depth while in progress, provenMark once proven
-	// ids numbers the scopes and nodes memo keys name (memoKey).
-	ids map[string]int
+	// ids numbers the scopes and nodes memo keys name (memoKey), and
+	// bases each base they are under, so that ids keeps one copy of a
+	// base however many nodes are under it.
+	ids   map[partID]int
+	bases map[string]int
 	// assumed is the lowest depth of an in-progress pair assumed by the
 	// current computation.
 	assumed int
@@ -308,6 +311,14 @@ func (c *checker) tooComplex(p part) Finding {
 	return finding(Unknown, "too_complex", p, "", "the comparison exceeds the checker's bounds")
 }
 
+// partID names a part in checker.ids: its scope, the number of its base
+// (checker.bases), its artifact and its pointer; building one joins no
+// text.
+type partID struct {
+	scope, base int
+	key, ptr    string
+}
+
 // memoKey names the pair of conjunctions a and b in the memo: each part
 // by a number the check gives its scope and node (ids), in order, so
 // that a key costs a few bytes a part however long the parts' pointers
@@ -315,13 +326,18 @@ func (c *checker) tooComplex(p part) Finding {
 // small.
 func (c *checker) memoKey(a, b []part) string {
 	if c.ids == nil {
-		c.ids = map[string]int{}
+		c.ids, c.bases = map[partID]int{}, map[string]int{}
 	}
 	buf := binary.AppendUvarint(nil, uint64(len(a)))
 	ids := func(ps []part) {
 		ns := make([]int, len(ps))
 		for i, p := range ps {
-			k := strconv.Itoa(p.scope) + "|" + p.n.id()
+			b, ok := c.bases[p.n.base]
+			if !ok {
+				b = len(c.bases)
+				c.bases[p.n.base] = b
+			}
+			k := partID{scope: p.scope, base: b, key: p.n.doc.key, ptr: p.n.ptr}
 			n, ok := c.ids[k]
 			if !ok {
 				n = len(c.ids)
@@ -449,7 +465,7 @@ func (c *checker) subsetOnce(a, b []part) []Finding {
 		return nil
 	}
 	// A union on the producing side: every branch must be covered.
-	have := map[string]bool{}
+	have := map[nodeID]bool{}
 	for _, p := range va.parts {
 		have[p.n.id()] = true
 	}
@@ -1512,7 +1528,7 @@ func typePart(name string) part {
 
 // expanded reports whether a branch of the union kw of p is already part
 // of the conjunction (the union was split before).
-func expanded(have map[string]bool, p part, kw string, n int) bool {
+func expanded(have map[nodeID]bool, p part, kw string, n int) bool {
 	for i := 0; i < n; i++ {
 		if ch, ok := p.n.child(kw, strconv.Itoa(i)); ok && have[ch.id()] {
 			return true

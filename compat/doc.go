@@ -144,7 +144,8 @@
 //
 // Schemas are publisher input: a document is at most MaxDocumentSize bytes
 // and MaxNesting deep, with no JSON pointer nor "$id" longer than
-// MaxPointerBytes (else unreadable_schema), a check at most MaxSteps
+// MaxPointerBytes and no subschema's base (its nested "$id"s resolved)
+// longer than twice it (else unreadable_schema), a check at most MaxSteps
 // comparisons, MaxDepth nested ones, evaluation paths of MaxPathBytes
 // and MaxSplits producers split for unions; beyond, the verdict is
 // Unknown (too_complex). A comparison keeps at most MaxFindings findings

@@ -81,7 +81,7 @@ func (c *checker) ownSchema(s *side, p part) view {
 // ownKey names a part's own schema in checker.own.
 type ownKey struct {
 	s  *side
-	id string
+	id nodeID
 }
 
 // evaluatedIn computes whether the property (name, or an unlisted one

@@ -22,6 +22,50 @@ func longNamePair(nameLen, leaves int) memLoader {
 	return memLoader{files: map[string][]byte{"a.json": doc("a"), "b.json": doc("b")}}
 }
 
+// nestedIDPair is two documents like longNamePair's, the leaves under
+// depth levels each with its own relative "$id" of idLen bytes, reached
+// by "items" (via "items") or by a member of "properties" that also
+// holds an "$id" string (via "properties": a member, not a subschema,
+// which the validator and node.child pass over): every leaf's base is
+// the levels' "$id"s resolved each against the one above, about idLen
+// bytes a level.
+func nestedIDPair(depth, idLen, leaves int, via string) memLoader {
+	seg := strings.Repeat("d", idLen) + "/"
+	var ps []string
+	for i := range leaves {
+		ps = append(ps, fmt.Sprintf(`"p%d":{}`, i))
+	}
+	open, closing := `"items":`, "}"
+	if via == "properties" {
+		open, closing = `"properties":{"$id":"urn:x:","p":`, "}}"
+	}
+	doc := func(d string) []byte {
+		var sb strings.Builder
+		sb.WriteString(`{"type":"array","items":`)
+		for range depth {
+			sb.WriteString(`{"$id":"` + seg + `",` + open)
+		}
+		sb.WriteString(`{"description":"` + d + `","properties":{` + strings.Join(ps, ",") + `}}`)
+		sb.WriteString(strings.Repeat(closing, depth) + "}")
+		return []byte(sb.String())
+	}
+	return memLoader{files: map[string][]byte{"a.json": doc("a"), "b.json": doc("b")}}
+}
+
+// manyIDsUnderLongBase is two documents whose leaves, ids of them, each
+// have an "$id" of their own under a base of about 2,000 bytes (two
+// nested relative "$id"s): resolving each reads the base once.
+func manyIDsUnderLongBase(ids int) memLoader {
+	var ps []string
+	for i := range ids {
+		ps = append(ps, fmt.Sprintf(`"p%d":{"$id":"i%d"}`, i, i))
+	}
+	doc := func(d string) []byte {
+		return []byte(`{"type":"array","items":{"$id":"` + strings.Repeat("d", 1000) + `/","items":{"$id":"` + strings.Repeat("e", 950) + `/","description":"` + d + `","properties":{` + strings.Join(ps, ",") + `}}}}`)
+	}
+	return memLoader{files: map[string][]byte{"a.json": doc("a"), "b.json": doc("b")}}
+}
+
 // TestSchemaWhoseLongMemberNameSitsAboveManySubschemasIsNotCompared: the
 // checker names each subschema it compares by its JSON pointer, built
 // anew at each comparison and kept in the memo's key. A 1 MB member name
@@ -30,6 +74,14 @@ func longNamePair(nameLen, leaves int) memLoader {
 // 10,000 subschemas about 19 GB. A document holding a pointer or an
 // "$id" past MaxPointerBytes is now not compared (unreadable_schema,
 // Unknown) before any comparison; one within it is compared as before.
+// COMPAT-14 amended: so is one whose nested relative "$id"s resolve,
+// each against the one above, to a base past 2 × MaxPointerBytes. A
+// chain of 100 levels of 1,000-byte "$id"s above 2,000 leaves (a 123 KB
+// pair the offline compiler accepts) made bases of 100 KB and allocated
+// 905 MB, 394 MB held in the checker's node numbers (checker.ids). The
+// walk that finds it resolves each "$id" once, reading its base: past
+// maxResolveBytes of bases and "$id"s read (2,200 "$id"s under a
+// 2,000-byte base) the document is not compared either.
 func TestSchemaWhoseLongMemberNameSitsAboveManySubschemasIsNotCompared(t *testing.T) {
 	longID := memLoader{files: map[string][]byte{
 		"a.json": []byte(`{"$id":"urn:x:` + strings.Repeat("i", 2000) + `","type":"object"}`),
@@ -44,7 +96,14 @@ func TestSchemaWhoseLongMemberNameSitsAboveManySubschemasIsNotCompared(t *testin
 		{"a 2,000-byte member name", longNamePair(2000, 200), Unknown, false},
 		{"a 100,000-byte member name", longNamePair(100000, 200), Unknown, false},
 		{"a 2,000-byte $id", longID, Unknown, false},
+		{"100 nested relative $ids of 1,000 bytes", nestedIDPair(100, 1000, 200, "items"), Unknown, false},
+		{"3 nested relative $ids of 1,000 bytes", nestedIDPair(3, 1000, 200, "items"), Unknown, false},
+		{"nested relative $ids under properties holding an $id member", nestedIDPair(3, 1000, 200, "properties"), Unknown, false},
+		{"2,200 $ids under a 2,000-byte base", manyIDsUnderLongBase(2200), Unknown, false},
 		{"a 100-byte member name", longNamePair(100, 200), Compatible, true},
+		{"1,000 $ids under a 2,000-byte base", manyIDsUnderLongBase(1000), Compatible, true},
+		{"one relative $id of 1,000 bytes", nestedIDPair(1, 1000, 200, "items"), Compatible, true},
+		{"100 nested relative $ids of 10 bytes", nestedIDPair(100, 10, 200, "items"), Compatible, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := NewSource(tc.l)
@@ -133,5 +192,31 @@ func TestFailingPairMetAtManyPathsKeepsBoundedFindings(t *testing.T) {
 				t.Fatalf("%s: %+v, want too_complex", tc.name, r.Findings[:min(2, len(r.Findings))])
 			}
 		})
+	}
+}
+
+// TestMemoKeyOfPartsUnderLongBasesJoinsNoBaseText: a memo key numbered
+// each part by its scope and node id, but built the id's text first,
+// base, artifact and pointer joined, at every step and for every part: a
+// base of up to 2 × MaxPointerBytes (COMPAT-14 amended) a part a step.
+// A part is now named by its base's number and its own strings, so a key
+// allocates what holds the numbers, not an id a part.
+func TestMemoKeyOfPartsUnderLongBasesJoinsNoBaseText(t *testing.T) {
+	base := artifactURL(strings.Repeat("d", 1000)+"/") + strings.Repeat("e", 1000) + "/"
+	d := &document{key: "a.json", base: base, root: map[string]any{}}
+	var a, b []part
+	for i := range 32 {
+		a = append(a, part{n: mkNode(d, fmt.Sprintf("/properties/p%d", i), base, map[string]any{})})
+		b = append(b, part{n: mkNode(d, fmt.Sprintf("/properties/q%d", i), base, map[string]any{}), scope: 1})
+	}
+	c := &checker{}
+	want := c.memoKey(a, b)
+	allocs := testing.AllocsPerRun(20, func() {
+		if c.memoKey(a, b) != want {
+			t.Fatal("a memo key changed between two builds")
+		}
+	})
+	if allocs >= float64(len(a)+len(b)) {
+		t.Fatalf("a memo key of %d parts under a %d-byte base made %.0f allocations, want fewer than one a part", len(a)+len(b), len(base), allocs)
 	}
 }

@@ -56,8 +56,9 @@ const (
 	// document, and every "$id" in it: the checker names each subschema
 	// it compares by its pointer and base, once per comparison, so a
 	// long member name above many subschemas would cost its length for
-	// each of them. A document past it is not compared
-	// (unreadable_schema).
+	// each of them. Nor is the base of any subschema, each nested "$id"
+	// resolved against the one above, longer than twice it. A document
+	// past either is not compared (unreadable_schema).
 	MaxPointerBytes = 1024
 	// MaxPathBytes bounds the evaluation path of one comparison (what a
 	// finding's Pointer holds); beyond, the check is Unknown
@@ -108,10 +109,14 @@ func mkNode(d *document, ptr, base string, v any) node {
 	return node{doc: d, ptr: ptr, base: base, v: v}
 }
 
-// id identifies the node for memoisation: its base, artifact and
+// nodeID identifies a node for memoisation: its base, artifact and
 // pointer, so that one value met under two bases is two nodes (its
-// references resolve differently).
-func (n node) id() string { return n.base + "\x00" + n.doc.key + "#" + n.ptr }
+// references resolve differently). The strings are the node's own: an
+// id joins no text (a base is up to 2 × MaxPointerBytes).
+type nodeID struct{ base, key, ptr string }
+
+// id identifies the node for memoisation (nodeID).
+func (n node) id() nodeID { return nodeID{base: n.base, key: n.doc.key, ptr: n.ptr} }
 
 // side is one loader with its parsed documents.
 type side struct {
@@ -201,10 +206,10 @@ func (s *side) parse(key string) (*document, string) {
 	default:
 		return nil, fmt.Sprintf("artifact %q is not a json schema document", key)
 	}
-	if pointerPast(v, 0, MaxPointerBytes) {
-		return nil, fmt.Sprintf("artifact %q holds a json pointer or an $id longer than %d bytes, which the checker does not compare", key, MaxPointerBytes)
-	}
 	base := artifactURL(key)
+	if pointerPast(v, base, MaxPointerBytes) {
+		return nil, fmt.Sprintf("artifact %q holds a json pointer or an $id longer than %d bytes, or $ids that resolve to a base longer than %d bytes or too many bytes to resolve, which the checker does not compare", key, MaxPointerBytes, maxBase(MaxPointerBytes))
+	}
 	if m, ok := v.(map[string]any); ok {
 		if sv, present := m["$schema"]; offlineschema.SchemaDraft(sv, present) != 2020 {
 			// The validator reads other drafts otherwise (before
@@ -226,33 +231,79 @@ func (s *side) parse(key string) (*document, string) {
 	return &document{key: key, base: base, root: v}, ""
 }
 
-// pointerPast reports whether a value of v, whose own JSON pointer is
-// plen bytes long, has a pointer longer than max bytes, or a member
-// "$id" holds a string longer than max: a walk linear in the document
-// that builds no pointer (escaped lengths are counted).
-func pointerPast(v any, plen, max int) bool {
-	if plen > max {
+// pointerPast reports whether a value of the document v, whose base
+// before its own "$id" is base, has a pointer longer than max bytes, a
+// member "$id" holds a string longer than max, or a subschema's base is
+// longer than maxBase(max), or whether resolving its "$id"s would read
+// more than maxResolveBytes: a walk linear in the document that builds
+// no pointer (escaped lengths are counted) and resolves each "$id" once,
+// against the base of the subschema above, as node.child does.
+func pointerPast(v any, base string, max int) bool {
+	w := boundWalk{max: max, resolve: maxResolveBytes}
+	return w.past(v, 0, base, false)
+}
+
+// boundWalk is one walk of pointerPast: resolve is what is left of the
+// bytes of bases and "$id"s it may resolve.
+type boundWalk struct{ max, resolve int }
+
+// past is pointerPast for the value v, whose own JSON pointer is plen
+// bytes long. container: v is the member of a keyword whose members are
+// subschemas (schemagraph.PosProp, such as "properties"), which child
+// passes through without reading an "$id" of it.
+func (w *boundWalk) past(v any, plen int, base string, container bool) bool {
+	if plen > w.max {
 		return true
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		for k, e := range x {
-			if id, ok := e.(string); ok && k == "$id" && len(id) > max {
+		if id, ok := x["$id"].(string); ok {
+			if len(id) > w.max {
 				return true
 			}
-			if pointerPast(e, plen+1+len(k)+strings.Count(k, "~")+strings.Count(k, "/"), max) {
+			if !container {
+				if w.resolve -= len(base) + len(id); w.resolve < 0 {
+					return true
+				}
+				if u, _, err := schemagraph.Resolve(base, id); err == nil {
+					base = u.String()
+				}
+				if len(base) > maxBase(w.max) {
+					return true
+				}
+			}
+		}
+		for k, e := range x {
+			_, isMap := e.(map[string]any)
+			inner := isMap && !container && schemaKeywords[k]&schemagraph.PosProp != 0
+			if w.past(e, plen+1+len(k)+strings.Count(k, "~")+strings.Count(k, "/"), base, inner) {
 				return true
 			}
 		}
 	case []any:
 		for i, e := range x {
-			if pointerPast(e, plen+1+len(strconv.Itoa(i)), max) {
+			if w.past(e, plen+1+len(strconv.Itoa(i)), base, false) {
 				return true
 			}
 		}
 	}
 	return false
 }
+
+// maxResolveBytes bounds the bytes of bases and "$id"s that resolving
+// one document's "$id"s reads (pointerPast): many "$id"s under a long
+// base would otherwise cost the base's length each, before any
+// comparison.
+const maxResolveBytes = MaxDocumentSize
+
+// maxBase bounds the base of every subschema of a document, each nested
+// "$id" resolved against the one above (COMPAT-14): twice the bound of
+// one "$id" (a relative "$id" appended to a base of its own length).
+func maxBase(max int) int { return 2 * max }
+
+// schemaKeywords is where draft 2020-12 holds subschemas
+// (schemagraph.Subschemas).
+var schemaKeywords = schemagraph.Subschemas(schemagraph.Draft2020)
 
 // parseJSON decodes one JSON value with numbers kept as json.Number,
 // refusing trailing data and nesting beyond MaxNesting. A member named
