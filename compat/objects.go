@@ -93,12 +93,14 @@ type ownKey struct {
 func (c *checker) evaluatedIn(s *side, p part, name string, other, ignorePatterns bool) evalScope {
 	var si evalScope
 	own := c.ownSchema(s, p)
-	// Each pass over the own schema is charged, ownPartLookups a part:
-	// one asked for every property name would otherwise walk every part
-	// uncharged (review 60), and one pass of a part costs its keyword
-	// lookups and the own schema's key, counted over the check
-	// (chargeLookups, COMPAT-16). Past the check's work, uncertain.
-	if c.chargeLookups(len(own.parts) * ownPartLookups); len(own.bad) > 0 || c.overWork() {
+	// Each pass over the own schema is charged a lookup a part: one
+	// asked for every property name would otherwise walk every part
+	// uncharged (review 60), counted over the check (chargeLookups,
+	// COMPAT-16); an uncertain pass, which makes a finding, is charged
+	// uncertainPartLookups a part more below (COMPAT-17 amended: a flat
+	// 32 made an honest closed record of 70 mixins unknown). Past the
+	// check's work, uncertain.
+	if c.chargeLookups(len(own.parts)); len(own.bad) > 0 || c.overWork() {
 		si.uncertain = true
 		return si
 	}
@@ -126,15 +128,20 @@ func (c *checker) evaluatedIn(s *side, p part, name string, other, ignorePattern
 			c.patternsEvaluate(&si, pp, name, other)
 		}
 	}
+	if si.uncertain {
+		c.chargeLookups(len(own.parts) * uncertainPartLookups)
+	}
 	return si
 }
 
-// ownPartLookups is what evaluatedIn charges for each part of an own
-// schema it passes over, in lookups (chargeLookups): the part's ten
-// keyword lookups, the own schema's key built and looked up, and the
-// finding an uncertain answer makes, about what 32 lookups of a
-// property name cost (BenchmarkPropertyLookupCost).
-const ownPartLookups = 32
+// uncertainPartLookups is what evaluatedIn charges, beyond the lookup a
+// part every pass costs, for each part of an own schema whose pass ends
+// uncertain, in lookups (chargeLookups): the finding such an answer
+// makes and the comparisons an uncertain part splits into, about what
+// 31 lookups of a property name cost (BenchmarkPropertyLookupCost). A
+// pass that ends certain (a closed record's plain properties) costs its
+// parts' lookups alone.
+const uncertainPartLookups = 31
 
 // patternsEvaluate marks si evaluated when a pattern of pp matches name,
 // uncertain when one does not compile or the name is unlisted (other).

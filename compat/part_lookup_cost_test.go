@@ -119,8 +119,9 @@ func TestPartsLookedUpForEveryNameIndexOrKeywordAreCharged(t *testing.T) {
 //     schema (evaluatedIn) and made a finding, at every one of 100
 //     producer splits: 2 million own-schema passes (~3 s; 200 parts,
 //     14 KB: 22 s; 1,000 parts, 72 KB: 5 minutes 33 s for one check).
-//     Each pass is now charged ownPartLookups: the passes stay within
-//     2 × MaxValueWork, and each comparison keeps a part's finding once.
+//     Each uncertain pass is now charged 1 + uncertainPartLookups a
+//     part: the passes stay within 2 × MaxValueWork, and each
+//     comparison keeps a part's finding once.
 func TestConjunctionPastTheWorkBoundByItsLookupsIsTooComplex(t *testing.T) {
 	uneval := func(i int) string {
 		return fmt.Sprintf(`{"properties":{"p%05d":{}},"unevaluatedProperties":false,"anyOf":[{}]}`, i)
@@ -135,7 +136,7 @@ func TestConjunctionPastTheWorkBoundByItsLookupsIsTooComplex(t *testing.T) {
 		count func(c *checker) int
 	}{
 		{"2,500 single-property parts", 2500, oneProperty, (MaxValueWork+1)*valuesPerStep + 2*2500, func(c *checker) int { return c.lookups }},
-		{"100 parts with unevaluatedProperties", 100, uneval, (MaxValueWork + 1) * valuesPerStep / ownPartLookups, func(c *checker) int { return c.ownWalked }},
+		{"100 parts with unevaluatedProperties", 100, uneval, (MaxValueWork + 1) * valuesPerStep / (1 + uncertainPartLookups), func(c *checker) int { return c.ownWalked }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, r := checkItself(t, manyPartsSchema(tc.n, tc.part, ""))
@@ -153,7 +154,7 @@ func TestConjunctionPastTheWorkBoundByItsLookupsIsTooComplex(t *testing.T) {
 // TestConjunctionPastTheWorkBoundByItsLookupsIsTooComplex, and of 2,500
 // parts each negating a value of its own (sameKeyword), run to the work
 // bound, and reports the time a unit of work costs ("ns/unit"): what
-// ownPartLookups and valuesPerStep are set by. A flatten-bound check
+// uncertainPartLookups and valuesPerStep are set by. A flatten-bound check
 // (BenchmarkFlattenCost, "hostile", about 1,800 ns a unit here) is the
 // yardstick; names measured about 3,700, own schemas and "not" about
 // 1,800 to 2,000.
@@ -178,5 +179,48 @@ func BenchmarkPropertyLookupCost(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(units, 1)), "ns/unit")
 		})
+	}
+}
+
+// closedMixins is an object schema closed by unevaluatedProperties
+// whose allOf refers to k mixins of p plain string properties each, one
+// more optional integer property in the last mixin when added.
+func closedMixins(k, p int, added bool) string {
+	refs := make([]string, k)
+	defs := make([]string, k)
+	for i := range k {
+		refs[i] = fmt.Sprintf(`{"$ref":"#/$defs/m%d"}`, i)
+		ps := make([]string, p)
+		for j := range p {
+			ps[j] = fmt.Sprintf(`"f%d_%d":{"type":"string","maxLength":64}`, i, j)
+		}
+		if added && i == k-1 {
+			ps = append(ps, `"added":{"type":"integer"}`)
+		}
+		defs[i] = fmt.Sprintf(`"m%d":{"type":"object","properties":{%s}}`, i, strings.Join(ps, ","))
+	}
+	return `{"type":"object","unevaluatedProperties":false,"allOf":[` + strings.Join(refs, ",") +
+		`],"$defs":{` + strings.Join(defs, ",") + `}}`
+}
+
+// TestClosedRecordOfManyMixinsStaysCompatible: an honest closed record
+// (unevaluatedProperties false over an allOf of mixins of plain
+// properties) whose new version adds one optional property is backward
+// compatible. COMPAT-17 first charged every own-schema pass 32 lookups a
+// part whether it ended certain or not, so such a record of 70 mixins of
+// 20 properties (1,400 names, 62 KB) became unknown (too_complex), and a
+// bundle whose claim said compatible was refused at import (threat: a
+// cost bound turning an honest upgrade into a refusal). A certain pass
+// now costs a lookup a part; the 80 × 20 record (71 KB) stays compatible.
+func TestClosedRecordOfManyMixinsStaysCompatible(t *testing.T) {
+	for _, tc := range []struct{ k, p int }{{10, 10}, {70, 20}, {80, 20}} {
+		l := memLoader{files: map[string][]byte{
+			"old.json": []byte(closedMixins(tc.k, tc.p, false)),
+			"new.json": []byte(closedMixins(tc.k, tc.p, true)),
+		}}
+		if r := Backward(NewSource(l), "old.json", NewSource(l), "new.json"); r.Verdict != Compatible {
+			t.Errorf("a closed record of %d mixins of %d properties adding an optional one: %s %+v, want compatible",
+				tc.k, tc.p, r.Verdict, r.Findings[:min(2, len(r.Findings))])
+		}
 	}
 }
