@@ -160,7 +160,8 @@
 // counts as a value of the walk that compares them), each part of a
 // conjunction looked up for a property name or an item index a unit per
 // 64 counted over the check (an own schema passed over for
-// "unevaluatedProperties" half a unit a part), and a regular expression
+// "unevaluatedProperties" a lookup a part, half a unit a part more when
+// the pass ends uncertain), and a regular expression
 // a unit per 4 bytes of it to parse, what compiling it builds (half a
 // unit an instruction, an eighth a character-class range, charged before
 // it is built), and per 256 instructions × bytes of each string it is
