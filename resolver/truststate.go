@@ -227,13 +227,18 @@ var (
 func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 	st := (&trust.State{}).Clone() // every map made
 	st.Records = &txRecords{tx: tx, decoded: s.decoded}
+	// Each key's did:key is encoded once, for its origin, its revocation
+	// (loadRevokedKeys) and the policy (docs/SPEC-DECISIONS.md TRUST-28).
+	st.KeyDIDs = map[string]string{}
 	if err := bucket(tx, bTrust).ForEach(func(_, v []byte) error {
 		var r trustRecord
 		if err := decode(v, &r); err != nil {
 			return err
 		}
 		k := trust.Key{Name: r.Name, Key: ed25519.PublicKey(clone(r.Key)), Scopes: r.Scopes, AddedAt: r.AddedAt}
-		k.Origin = string(bucket(tx, bMeta).Get(keyOriginKey(k.DID())))
+		did := k.DID()
+		st.KeyDIDs[string(k.Key)] = did
+		k.Origin = string(bucket(tx, bMeta).Get(keyOriginKey(did)))
 		st.Keys[r.Name] = k
 		return nil
 	}); err != nil {
@@ -314,7 +319,10 @@ func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 func (s *Store) loadRevokedKeys(tx *bolt.Tx, st *trust.State) {
 	b := bucket(tx, bRevoked)
 	for _, k := range st.Keys {
-		did := k.DID()
+		did, ok := st.KeyDIDs[string(k.Key)]
+		if !ok {
+			did = k.DID()
+		}
 		if v := b.Get(revokedKeyKey(did)); v != nil {
 			st.RevokedKeys[did] = revocationOf(v, s.decoded)
 		}

@@ -47,9 +47,13 @@ func invalidPolicy(format string, args ...any) *amp.Error {
 // overlapping scope or that trust rm removed invalid_policy), each
 // listed threshold is set (never lowered: invalid_policy), and then every
 // listed threshold must be reachable by the keys trusted for its scope.
-// It reads Keys, Thresholds, RevokedKeys, RemovedKeys, Chains and, to keep
+// A file that is not well formed (checkPolicyFile) is invalid_policy. It
+// reads Keys, Thresholds, RevokedKeys, RemovedKeys, Chains and, to keep
 // the floors a raise would lower, Installed (pinFloors).
 func ApplyPolicy(st *State, p *PolicyFile, now time.Time) (*State, *PolicyEffects, error) {
+	if err := checkPolicyFile(p); err != nil {
+		return nil, nil, err
+	}
 	res := &PolicyEffects{Added: []string{}, Kept: []string{}, Thresholds: map[string]uint64{}, NotInPolicy: []string{}}
 	retired, err := st.retiredKeys()
 	if err != nil {
@@ -100,6 +104,53 @@ func ApplyPolicy(st *State, p *PolicyFile, now time.Time) (*State, *PolicyEffect
 	res.Effects = finish(st, next, events...)
 	res.Changed = !res.Unchanged
 	return next, res, nil
+}
+
+// checkPolicyFile refuses (invalid_policy) a policy file that
+// resolver.ParseTrustPolicy would not have returned, as AddKey checks its
+// own input (docs/SPEC-DECISIONS.md TRUST-14): every name valid
+// (ValidName), every name and every key once, each key with at least one
+// scope, every scope in its stored form (CleanScope) and a key's sorted
+// and unique, every threshold 1 to bundle.MaxSignatures. Else a caller
+// other than the parser had the store keep a key trusted for nothing or
+// for scopes no threshold or statement names the same way, or a threshold
+// no bundle can reach (docs/SPEC-DECISIONS.md TRUST-29).
+func checkPolicyFile(p *PolicyFile) error {
+	names, dids := make(map[string]bool, len(p.Keys)), make(map[string]bool, len(p.Keys))
+	for i, k := range p.Keys {
+		if !ValidName(k.Name) {
+			return invalidPolicy("key %d: name must be 1-%d characters of [A-Za-z0-9._-@]", i+1, MaxNameLen)
+		}
+		if names[k.Name] || dids[k.Key] {
+			return invalidPolicy("key %s: each name and each key appears once", k.Name)
+		}
+		names[k.Name], dids[k.Key] = true, true
+		if len(k.Scopes) == 0 {
+			return invalidPolicy("key %s: at least one scope", k.Name)
+		}
+		for j, sc := range k.Scopes {
+			if !storedScope(sc) || j > 0 && k.Scopes[j-1] >= sc {
+				return invalidPolicy("key %s: scope %d must be * or a reverse-domain prefix such as org.example, in stored form, sorted and unique", k.Name, j+1)
+			}
+		}
+	}
+	for _, sc := range slices.Sorted(maps.Keys(p.Thresholds)) {
+		n := p.Thresholds[sc]
+		if !storedScope(sc) {
+			return invalidPolicy("threshold scopes must be * or reverse-domain prefixes such as org.example, in stored form")
+		}
+		if n < 1 || n > bundle.MaxSignatures {
+			return invalidPolicy("the threshold of %s must be 1 to %d", sc, bundle.MaxSignatures)
+		}
+	}
+	return nil
+}
+
+// storedScope reports whether sc is a valid scope in its stored form
+// (CleanScope returns it unchanged).
+func storedScope(sc string) bool {
+	c, err := CleanScope(sc)
+	return err == nil && c == sc
 }
 
 // policyKey trusts one key of a policy file; added is false when it is

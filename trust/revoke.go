@@ -296,17 +296,32 @@ func (s *State) reachedBy(in *Installed, m *bundle.Manifest, gone map[string]boo
 // remainingSigners returns the policy of the keys that still vouch for an
 // installed bundle: trusted now, not in gone, and (when the record keeps
 // them) among the signers that counted when it was imported. dids are
-// keyDIDs of p, encoded once for every bundle an act recounts.
-func remainingSigners(p *bundle.Policy, dids []string, in *Installed, gone map[string]bool) *bundle.Policy {
+// keyDIDs of p, encoded once for every bundle an act recounts. Only the
+// keys whose did:key is the kid of a signature of obj are kept: no other
+// key of p can verify one (bundle.Policy.find matches a kid to a key's
+// did:key exactly), and copying all of p per recounted bundle made a
+// recount cost bundles × trusted keys in memory (docs/SPEC-DECISIONS.md
+// TRUST-27).
+func remainingSigners(p *bundle.Policy, dids []string, obj *bundle.SignedObject, in *Installed, gone map[string]bool) *bundle.Policy {
 	out := &bundle.Policy{Thresholds: p.Thresholds}
 	for i, k := range p.Keys {
 		did := dids[i]
-		if gone[did] || len(in.Signers) > 0 && !slices.Contains(in.Signers, did) {
+		if !signedAs(obj, did) || gone[did] || len(in.Signers) > 0 && !slices.Contains(in.Signers, did) {
 			continue
 		}
 		out.Keys = append(out.Keys, k)
 	}
 	return out
+}
+
+// signedAs reports whether a signature of obj has the kid did.
+func signedAs(obj *bundle.SignedObject, did string) bool {
+	for _, sg := range obj.Signatures {
+		if sg.KID == did {
+			return true
+		}
+	}
+	return false
 }
 
 // failClosed marks the installed bundles that can no longer be trusted
@@ -364,12 +379,12 @@ func (s *State) recount(policy *bundle.Policy, dids []string, in *Installed, gon
 	case !ok:
 		return "its signed manifest is unreadable" // cannot tell who signed it: fail closed
 	case signedBy(obj, gone) && (within == "" || s.reachedBy(in, m, gone, within)):
-		if s.vouchFor(obj, remainingSigners(policy, dids, in, gone), m, in) == nil {
+		if s.vouchFor(obj, remainingSigners(policy, dids, obj, in, gone), m, in) == nil {
 			return ""
 		}
 		return reason
 	case signedBy(obj, narrowed):
-		if s.vouchFor(obj, remainingSigners(policy, dids, in, nil), m, in) == nil {
+		if s.vouchFor(obj, remainingSigners(policy, dids, obj, in, nil), m, in) == nil {
 			return ""
 		}
 		return reason

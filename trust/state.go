@@ -231,6 +231,15 @@ type State struct {
 	// keeps no more revoked versions than RevokedVersions and no DID
 	// documents.
 	Records Records
+	// KeyDIDs, when not nil, holds did:keys already encoded, by the
+	// public key's bytes (amp.DIDKey of each): Policy and covering read a
+	// trusted key's there instead of encoding it again. A store loading
+	// its state fills it as it looks each key's origin and revocation up
+	// by did:key, so that a load and its policy encode each key once, not
+	// three times (docs/SPEC-DECISIONS.md TRUST-28). Every entry must be
+	// amp.DIDKey of its key; a key absent is encoded. Like Records, it is
+	// read-only once the State is in use, and Clone shares it.
+	KeyDIDs map[string]string
 }
 
 // Clone returns a deep copy of s: changing the copy (its maps, or the
@@ -245,6 +254,7 @@ func (s *State) Clone() *State {
 		Heartbeats: cloneMap(s.Heartbeats, cloneHeartbeat), HeartbeatKept: cloneMap(s.HeartbeatKept, bytes.Clone),
 		Freshness: cloneMap(s.Freshness, same), KeyFloors: cloneMap(s.KeyFloors, same), TimeFloor: s.TimeFloor,
 		Highwater: cloneMap(s.Highwater, same), Installed: cloneMap(s.Installed, cloneInstalled), Records: s.Records,
+		KeyDIDs: s.KeyDIDs,
 	}
 }
 
@@ -454,7 +464,11 @@ func (s *State) Policy() *bundle.Policy {
 }
 
 func (s *State) trusted(k Key) bundle.TrustedKey {
-	r, ok := s.RevokedKeys[k.DID()] // a trusted key's revocation is held there
+	did, ok := s.KeyDIDs[string(k.Key)]
+	if !ok {
+		did = k.DID()
+	}
+	r, ok := s.RevokedKeys[did] // a trusted key's revocation is held there
 	return bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes, Except: revokedScopes(r, ok)}
 }
 
