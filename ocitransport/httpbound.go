@@ -293,7 +293,99 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	resp.Body = newBoundedBody(resp.Body, ctx, cancel, limit, name, t.o)
+	if resp.StatusCode == http.StatusOK {
+		resp.Body = t.countedPage(kind, resp.Body)
+	}
 	return resp, nil
+}
+
+// countedPage bounds the names a listing's page (a referrers page, or the
+// referrers tag schema's index, or a tag page) may hold as it arrives:
+// MaxReferrers descriptors, ListedTagsPerKept × MaxTags tags, what the
+// listing refuses past anyway. oras-go decodes a page whole before the
+// listing counts it, so a 512 KiB page of "{}," decoded 174,743
+// descriptors (116 MB allocated), and a 2 MiB tag page of `"",` 699,031
+// names (67 MB), before the refusal (docs/SPEC-DECISIONS.md OCI-38).
+// Other answers are returned as they are.
+func (t *boundedTransport) countedPage(kind responseKind, rc io.ReadCloser) io.ReadCloser {
+	switch kind {
+	case respReferrers:
+		return &countedBody{ReadCloser: rc, c: elementCounter{max: MaxReferrers},
+			refusal: fmt.Sprintf("a referrers page of the registry names more than %d manifests", MaxReferrers)}
+	case respTags:
+		n := ListedTagsPerKept * t.o.MaxTags
+		return &countedBody{ReadCloser: rc, c: elementCounter{max: n},
+			refusal: fmt.Sprintf("a tag page of the registry names more than %d tags, more than one listing reads", n)}
+	}
+	return rc
+}
+
+// countedBody is a page's body whose elements (elementCounter) are
+// counted as they are read: past the bound, Read fails with
+// oci_too_many, before the page is decoded.
+type countedBody struct {
+	io.ReadCloser
+	c       elementCounter
+	refusal string
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.c.scan(p[:n]) {
+		return 0, fail(ErrTooMany, "%s", b.refusal)
+	}
+	return n, err
+}
+
+// elementCounter counts, byte by byte as a JSON text arrives, the
+// elements of the arrays that are members of its top object (a
+// listing's "manifests" or "tags"), n, in constant memory; nested values
+// and strings (escapes included) are skipped. It judges no syntax: the
+// decoder that reads the text after it does.
+type elementCounter struct {
+	depth, n, max     int
+	top, arr, want    bool // the top is an object; the member read an array; an element may start
+	inString, escaped bool
+}
+
+// scan counts the elements in p, the text's next bytes, and says whether
+// they are now more than c.max.
+func (c *elementCounter) scan(p []byte) (over bool) {
+	for _, ch := range p {
+		if c.inString {
+			switch {
+			case c.escaped:
+				c.escaped = false
+			case ch == '\\':
+				c.escaped = true
+			case ch == '"':
+				c.inString = false
+			}
+			continue
+		}
+		if ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' {
+			continue
+		}
+		if c.depth == 2 && c.top && c.arr && c.want && ch != ']' {
+			c.n, c.want = c.n+1, false
+		}
+		switch ch {
+		case '"':
+			c.inString = true
+		case '{', '[':
+			c.depth++
+			if c.depth == 1 {
+				c.top = ch == '{'
+			} else if c.depth == 2 {
+				c.arr, c.want = ch == '[', true
+			}
+		case '}', ']':
+			c.depth--
+		case ',':
+			c.want = c.want || c.depth == 2
+		}
+	}
+	return c.n > c.max
 }
 
 // sentBody is the body of a request (an upload, a manifest, a token

@@ -113,8 +113,9 @@ const maxLayoutTempDepth = 4
 // removeStaleTarTemps removes from dir, the folder of the tar named
 // tarName, the temporary layout folders (isLayoutTempName) a writer of
 // that tar left (killed, or the system lost power) and no live writer
-// holds: a folder (never a link, nor anything else), whose lock
-// (tryLockFolder) is free, nothing in which, itself included, has
+// holds: a folder (never a link, nor anything else) of this user's,
+// the writer's by its mode or its mark (isWritersFolder, OCI-37), holding
+// only a layout's names, whose lock (tryLockFolder) is free, nothing in which, itself included, has
 // changed for StaleLayoutTempAge as of now (the newest time of last
 // change found, lstat, nothing followed). dir is opened once, as a
 // folder only ("dir/.": never waiting on a FIFO put there), and
@@ -149,12 +150,13 @@ func removeStaleTarTemps(dir, tarName string, now time.Time) {
 // (the tar's folder) when it is stale (removeStaleTarTemps).
 func removeStaleTarTemp(root *os.Root, name string, now time.Time) {
 	st, err := root.Lstat(name)
-	// Only a folder as the writer makes it (os.MkdirTemp: this user's, no
-	// access for group or others): in a tar's folder others may write
-	// (no sticky bit), another user may rename any folder of ours there
-	// to the writer's pattern, and we would remove it with our rights
-	// (OCI-26, amended).
-	if err != nil || !st.IsDir() || !regfile.OwnedBySelf(st) || st.Mode().Perm()&0o077 != 0 {
+	// Only a folder as the writer makes it (this user's, and by
+	// isWritersFolder its mode or, where the file system keeps no modes,
+	// the writer's mark): in a tar's folder others may write (no sticky
+	// bit), another user may rename any folder of ours there to the
+	// writer's pattern, and we would remove it with our rights (OCI-26,
+	// amended; OCI-37).
+	if err != nil || !st.IsDir() || !regfile.OwnedBySelf(st) {
 		return
 	}
 	// Opened as a folder only, and the very folder listed: its lock says
@@ -164,7 +166,7 @@ func removeStaleTarTemp(root *os.Root, name string, now time.Time) {
 		return
 	}
 	defer d.Close() // the lock goes with it
-	if !holdsOnlyLayout(d) {
+	if !isWritersFolder(root, name, d, st) || !holdsOnlyLayout(d) {
 		return
 	}
 	if ok, err := tryLockFolder(d); !ok && err == nil {
@@ -237,9 +239,9 @@ func newestChange(root *os.Root, name string, st fs.FileInfo, depth int) (newest
 
 // holdsOnlyLayout reports whether the folder d holds nothing but what a
 // layout writer puts at a layout's top (oci-layout, index.json, its lock
-// and temporary files, blobs, ingest): a folder of ours renamed to the
-// writer's pattern by someone else is not taken for one (OCI-26,
-// amended).
+// and temporary files, blobs, ingest, a tar writer's mark): a folder of
+// ours renamed to the writer's pattern by someone else is not taken for
+// one (OCI-26, amended).
 func holdsOnlyLayout(d *os.File) bool {
 	names, err := d.Readdirnames(65)
 	if (err != nil && !errors.Is(err, io.EOF)) || len(names) > 64 {
@@ -247,7 +249,7 @@ func holdsOnlyLayout(d *os.File) bool {
 	}
 	for _, n := range names {
 		switch {
-		case n == "oci-layout", n == "index.json", n == LayoutLockFile, n == "blobs", n == "ingest",
+		case n == "oci-layout", n == "index.json", n == LayoutLockFile, n == "blobs", n == "ingest", n == tarBuildMarker,
 			strings.HasPrefix(n, indexTempPrefix):
 		default:
 			return false

@@ -40,6 +40,10 @@ func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 		return nil, fail(ErrIO, "the temporary folder next to the tar was replaced as it was made").WithCause(err)
 	}
 	e.tmp = tmp
+	if err := markWritersFolder(e.tmpRoot); err != nil {
+		e.Close()
+		return nil, fail(ErrIO, "cannot mark the temporary folder next to the tar").WithCause(err)
+	}
 	if d, err := e.tmpRoot.Open("."); err == nil { // the folder held, never its name again
 		if ok, _ := tryLockFolder(d); ok {
 			e.tmpLock = d
@@ -227,10 +231,11 @@ func addTarEntry(tw *tar.Writer, d *layoutDir, name, tarName string, buf []byte)
 // made, through dir held (an os.Root: a link leading out of dir is not
 // followed), and checks that it is that folder before anything uses it:
 // a folder, not a link (Lstat within dir), the one opened (os.SameFile),
-// of this user (regfile.ForeignOwner), and empty. Its mode is not judged:
-// a volume that keeps no modes (FAT, exFAT, NTFS, SMB: a USB stick that
-// crosses the air gap) shows its mount's mask, 0755 or 0777, for any
-// folder. Another user who may rename in dir (no sticky bit:
+// of this user (regfile.ForeignOwner), empty, and, where the file system
+// is known to keep modes (modesKept), 0700: its mode is not judged on a
+// volume that keeps none (FAT, exFAT, NTFS, SMB: a USB stick that
+// crosses the air gap shows its mount's mask, 0755 or 0777, for any
+// folder; OCI-37). Another user who may rename in dir (no sticky bit:
 // OCI-25) and put a link, or a folder of this user's, at the name
 // between its making and this open would otherwise have had it made a
 // layout and emptied by Close (docs/SPEC-DECISIONS.md OCI-32 amended).
@@ -273,8 +278,27 @@ func checkNewFolder(root *os.Root, named, held os.FileInfo) error {
 		return err
 	}
 	defer f.Close()
+	// The rule of the stale cleaner (isWritersFolder): where the file
+	// system is known to keep modes, the folder made is 0700
+	// (os.MkdirTemp); one that group or others may use was put there
+	// (OCI-37).
+	if held.Mode().Perm()&0o077 != 0 && modesKept(f) {
+		return fmt.Errorf("others may use it (mode %#o)", held.Mode().Perm())
+	}
 	if _, err := f.Readdirnames(1); err != io.EOF {
 		return errors.New("it is not empty")
 	}
 	return nil
+}
+
+// markWritersFolder puts tarBuildMarker in the build folder held as root,
+// a new file (never one put there), empty: the mark by which
+// removeStaleTarTemps knows a killed writer's folder where the file
+// system keeps no modes (docs/SPEC-DECISIONS.md OCI-37).
+func markWritersFolder(root *os.Root) error {
+	f, err := root.OpenFile(tarBuildMarker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package ocitransport
+
+import (
+	"errors"
+	"os"
+)
+
+// statfsType: no f_type is read here (statfs differs on each system), so
+// the modes are taken to mean what they say (modesMeanNothing).
+var statfsType = func(*os.File) (int64, error) {
+	return 0, errors.New("no statfs f_type on this system")
+}
