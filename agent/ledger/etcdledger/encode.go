@@ -35,6 +35,11 @@ const (
 	// MaxCounter: the principal's share is refused (5002), never computed
 	// from a wrapped or guessed sum.
 	ErrCounterCorrupt amp.ErrName = "ledger_counter_corrupt"
+	// ErrAnswerTooLarge: etcd, or a proxy in front of it, answered a call
+	// with more bytes than any answer to what the store asks can hold
+	// (recvLimit): refused unread, and taken as an answer lost (5002,
+	// retryable; docs/SPEC-DECISIONS.md FLEET-30).
+	ErrAnswerTooLarge amp.ErrName = "ledger_answer_too_large"
 )
 
 // Limits of the encodings.

@@ -6,12 +6,15 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/ampbundle/ampbundle/agent/ledger"
 	"github.com/ampbundle/ampbundle/amp"
@@ -36,6 +39,9 @@ type Options struct {
 	// TLS, when set, is the client's TLS (mutual TLS: with a certificate).
 	TLS *tls.Config
 	// Client is an etcd client of the embedder's; Close leaves it open.
+	// Its receive limit is the embedder's: a client made here takes at
+	// most recvLimit's bound (FLEET-30), and so should one passed in
+	// (clientv3.Config.MaxCallRecvMsgSize).
 	Client *clientv3.Client
 	// Limits are the ledger's limits: PerCaller holds across the fleet,
 	// Budget for the entries this process writes (docs/FLEET.md).
@@ -62,6 +68,10 @@ type Options struct {
 	// duration and error (a combined transaction, FLEET-10, is one call,
 	// named by the operation of its first message). It must not block.
 	Observe func(op string, d time.Duration, err error)
+
+	// recvLimit, when above 0, replaces recvLimit's bound (tests only:
+	// a small answer then shows the bound at work).
+	recvLimit int
 }
 
 // Store is a ledger.SharedStore on etcd v3 (docs/FORMAT.md, "Ledger on
@@ -197,8 +207,12 @@ func Open(o Options) (*Store, error) {
 		if len(o.Endpoints) == 0 {
 			return nil, amp.Named(0, "misconfigured", "the etcd ledger needs endpoints")
 		}
+		if o.recvLimit <= 0 {
+			o.recvLimit = recvLimit(o.Prefix, s.maxCounters)
+		}
 		cli, err := clientv3.New(clientv3.Config{Endpoints: o.Endpoints, TLS: o.TLS, DialTimeout: o.OpTimeout,
-			DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: o.OpTimeout, Logger: zap.NewNop()})
+			DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: o.OpTimeout, Logger: zap.NewNop(),
+			MaxCallRecvMsgSize: o.recvLimit}) // FLEET-30
 		if err != nil {
 			return nil, amp.Wrap(amp.CodeUnavailable, err, "cannot make an etcd client")
 		}
@@ -215,6 +229,25 @@ func Open(o Options) (*Store, error) {
 	s.cleaner.q, s.cleaner.wake = map[cleanup]struct{}{}, make(chan struct{}, 1)
 	s.usage.Budget = s.lim.Budget
 	return s, nil
+}
+
+// recvLimit is the largest answer this store takes from etcd, its gRPC
+// client's receive limit (docs/SPEC-DECISIONS.md FLEET-30), and more than
+// any answer to what it asks: a combined transaction of at most
+// combineMaxMembers messages (FLEET-10), each reading at most two entries
+// (a reply of at most MaxReply), a principal's counters (at most
+// maxCounters, FLEET-29, each at most MaxCounter: 15 digits) and
+// combineMaxOps results, every key at most prefix plus 80 bytes, each
+// key-value and result framed in at most 64 bytes more; plus 1 MiB. With
+// DefaultPrefix and the default skew, about 110 MiB, where gRPC's default
+// is 2 GiB: a member or a proxy answering more is refused before the
+// client buffers it (ErrAnswerTooLarge).
+func recvLimit(prefix string, maxCounters int) int {
+	const frame = 64
+	key := len(prefix) + 80
+	entry := key + entryHeader + MaxReply + frame
+	counters := maxCounters * (key + 15 + frame)
+	return combineMaxMembers*(2*entry+counters+combineMaxOps*frame) + 1<<20
 }
 
 // Limits returns the store's limits, defaults filled in (ReplyReserve at
@@ -271,9 +304,21 @@ func (s *Store) callBy(op string, dl time.Time, f func(ctx context.Context) erro
 		if errors.As(err, &ae) {
 			return err
 		}
+		if tooLarge(err) {
+			return amp.Named(amp.CodeUnavailable, ErrAnswerTooLarge, "etcd answered %s with more bytes than any answer the ledger asks for", op).WithCause(err)
+		}
 		return amp.Named(amp.CodeUnavailable, ledger.ErrLedgerIO, "the etcd ledger did not answer in time (%s)", op).WithCause(err)
 	}
 	return nil
+}
+
+// tooLarge reports whether err is the gRPC client's refusal of an answer
+// over its receive limit (recvLimit): nothing of that answer was used.
+// etcd's own ResourceExhausted errors (too many requests, no space) say
+// otherwise.
+func tooLarge(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "received message larger than max")
 }
 
 // Stats are the store's call counters since Open.
