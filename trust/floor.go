@@ -125,22 +125,7 @@ func coveringDIDs(p *bundle.Policy, dids []string, covers func(bundle.TrustedKey
 // pinned for it (0 when it is not in s or its manifest is unreadable: the
 // local clock alone then).
 func InstalledFloor(s *State, bundleID string) int64 {
-	in, ok := s.Installed[bundleID]
-	if !ok {
-		return 0
-	}
-	_, m, ok := in.Manifest()
-	if !ok {
-		return 0
-	}
-	return installedFloor(s, s.Policy(), &in, m)
-}
-
-// installedFloor is the floor of the installed bundle in with manifest m
-// under policy p (s.Policy()): Floor, or the floor pinned for it when
-// higher.
-func installedFloor(s *State, p *bundle.Policy, in *Installed, m *bundle.Manifest) int64 {
-	return max(Floor(s, p, m), in.Floor)
+	return Prepare(s).InstalledFloor(bundleID)
 }
 
 // pinFloors keeps, for each installed bundle that prev and s both hold at

@@ -260,56 +260,7 @@ func (s *State) FreshnessFor(bundleID string) (f Freshness, scope string, ok boo
 // reads Keys, Thresholds, RevokedKeys, Freshness, KeyFloors and the line's
 // Heartbeats and Installed entries.
 func Stale(s *State, bundleID string) string {
-	hb, kept := s.Heartbeats[bundleID]
-	pol, scope, ok := s.FreshnessFor(bundleID)
-	in, installed := s.Installed[bundleID]
-	switch {
-	case !ok, !kept && (pol.MaxAgeSeconds == 0 || !installed):
-		return "" // no bound, or only a version bound and no heartbeat to judge it by
-	case kept && hb.Unreadable:
-		return "the stored heartbeat is unreadable"
-	case !installed || in.Signed == nil:
-		return "the installed bundle's record is unreadable"
-	}
-	_, m, ok := in.Manifest()
-	if !ok {
-		return "the installed bundle's manifest is unreadable"
-	}
-	if !kept {
-		return staleManifest(s, nil, pol, scope, &in, m)
-	}
-	return staleManifest(s, &hb, pol, scope, &in, m)
-}
-
-// staleManifest is Stale of the installed bundle in with manifest m, its
-// kept heartbeat hb (nil: none) and the bound pol of scope.
-func staleManifest(s *State, hb *Heartbeat, pol Freshness, scope string, in *Installed, m *bundle.Manifest) string {
-	p, installed := s.Policy(), in.Version
-	counts := hb != nil && Vouches(p, hb, m)
-	if counts && pol.MaxVersions != NoVersionBound && hb.Version > installed && hb.Version-installed > pol.MaxVersions {
-		return fmt.Sprintf("installed version %d is %d versions behind the publisher's heartbeat (version >= %d, signed %s); the freshness policy of %s allows %d",
-			installed, hb.Version-installed, hb.Version, hb.CreatedAt, scopeName(scope), pol.MaxVersions)
-	}
-	if pol.MaxAgeSeconds == 0 {
-		return ""
-	}
-	// Age: from the latest signed time at which the installed version was
-	// vouched for as current (its own created_at, or the kept heartbeat's
-	// when that names no newer version) to the newest time enough of its
-	// own keys have signed (its floor).
-	vouched := m.CreatedAt.Unix()
-	if counts && hb.Version <= installed {
-		if t, err := time.Parse(time.RFC3339, hb.CreatedAt); err == nil && t.Unix() > vouched {
-			vouched = t.Unix()
-		}
-	}
-	floor := installedFloor(s, p, in, m)
-	if age := floor - vouched; age > 0 && uint64(age) > pol.MaxAgeSeconds {
-		return fmt.Sprintf("installed version %d was last vouched for as current %s, %s before the newest time its keys have signed (%s); the freshness policy of %s allows %s",
-			installed, time.Unix(vouched, 0).UTC().Format(time.RFC3339), days(uint64(age)), time.Unix(floor, 0).UTC().Format(time.RFC3339),
-			scopeName(scope), days(pol.MaxAgeSeconds))
-	}
-	return ""
+	return Prepare(s).Stale(bundleID)
 }
 
 func days(sec uint64) string {

@@ -37,7 +37,8 @@ func Prepare(s *State) *Prepared {
 }
 
 // Stale is Stale(s, bundleID) of the Prepared's State s, judged against
-// the policy Prepare built.
+// the policy Prepare built (Stale of a State is this, prepared for the
+// one call).
 func (pr *Prepared) Stale(bundleID string) string {
 	s := pr.s
 	hb, kept := s.Heartbeats[bundleID]
@@ -45,7 +46,7 @@ func (pr *Prepared) Stale(bundleID string) string {
 	in, installed := s.Installed[bundleID]
 	switch {
 	case !ok, !kept && (pol.MaxAgeSeconds == 0 || !installed):
-		return ""
+		return "" // no bound, or only a version bound and no heartbeat to judge it by
 	case kept && hb.Unreadable:
 		return "the stored heartbeat is unreadable"
 	case !installed || in.Signed == nil:
@@ -61,7 +62,8 @@ func (pr *Prepared) Stale(bundleID string) string {
 	return pr.staleManifest(&hb, pol, scope, &in, m)
 }
 
-// staleManifest is staleManifest (trust/heartbeat.go) against the
+// staleManifest is Stale of the installed bundle in with manifest m, its
+// kept heartbeat hb (nil: none) and the bound pol of scope, against the
 // prepared policy: the did:keys of the keys covering m are found once,
 // and serve both Vouches and Floor.
 func (pr *Prepared) staleManifest(hb *Heartbeat, pol Freshness, scope string, in *Installed, m *bundle.Manifest) string {
@@ -75,6 +77,10 @@ func (pr *Prepared) staleManifest(hb *Heartbeat, pol Freshness, scope string, in
 	if pol.MaxAgeSeconds == 0 {
 		return ""
 	}
+	// Age: from the latest signed time at which the installed version was
+	// vouched for as current (its own created_at, or the kept heartbeat's
+	// when that names no newer version) to the newest time enough of its
+	// own keys have signed (its floor).
 	vouched := m.CreatedAt.Unix()
 	if counts && hb.Version <= installed {
 		if t, err := time.Parse(time.RFC3339, hb.CreatedAt); err == nil && t.Unix() > vouched {
