@@ -157,6 +157,10 @@ type checker struct {
 	// property name or an item index, patterns matched against a name,
 	// own-schema parts passed over; the tests read and bound it.
 	lookups int
+	// matchWork counts a pattern's instructions × the bytes of each string
+	// matched against it, over the check, so that many small matches add
+	// up (match) instead of each rounding down to nothing.
+	matchWork int
 }
 
 // spent reports whether the shared budget of c is used up.
@@ -1295,7 +1299,9 @@ const matchPerWork = 256
 // when the charge takes the check over MaxValueWork or the matrix's
 // budget: the caller reads that as undecided (Unknown).
 func (c *checker) match(p *pattern, s string) (matched, decided bool) {
-	c.chargeValues(0, p.insts*len(s)/matchPerWork)
+	before := c.matchWork / matchPerWork
+	c.matchWork += p.insts * max(len(s), 1)
+	c.chargeValues(0, c.matchWork/matchPerWork-before)
 	if c.work > MaxValueWork || c.spent() {
 		return false, false
 	}

@@ -93,14 +93,15 @@ type ownKey struct {
 func (c *checker) evaluatedIn(s *side, p part, name string, other, ignorePatterns bool) evalScope {
 	var si evalScope
 	own := c.ownSchema(s, p)
-	// Each pass over the own schema is charged a lookup a part: one
-	// asked for every property name would otherwise walk every part
+	// Each pass over the own schema is charged ownPartLookups a part:
+	// one asked for every property name would otherwise walk every part
 	// uncharged (review 60), counted over the check (chargeLookups,
 	// COMPAT-16); an uncertain pass, which makes a finding, is charged
 	// uncertainPartLookups a part more below (COMPAT-17 amended: a flat
-	// 32 made an honest closed record of 70 mixins unknown). Past the
-	// check's work, uncertain.
-	if c.chargeLookups(len(own.parts)); len(own.bad) > 0 || c.overWork() {
+	// 32 made an honest closed record of 70 mixins unknown, a flat 1 let
+	// a certain pass cost 4-9 times its charge). Past the check's work,
+	// uncertain.
+	if c.chargeLookups(len(own.parts) * ownPartLookups); len(own.bad) > 0 || c.overWork() {
 		si.uncertain = true
 		return si
 	}
@@ -134,19 +135,37 @@ func (c *checker) evaluatedIn(s *side, p part, name string, other, ignorePattern
 	return si
 }
 
-// uncertainPartLookups is what evaluatedIn charges, beyond the lookup a
-// part every pass costs, for each part of an own schema whose pass ends
-// uncertain, in lookups (chargeLookups): the finding such an answer
-// makes and the comparisons an uncertain part splits into, about what
-// 31 lookups of a property name cost (BenchmarkPropertyLookupCost). A
-// pass that ends certain (a closed record's plain properties) costs its
-// parts' lookups alone.
-const uncertainPartLookups = 31
+// ownPartLookups is what evaluatedIn charges for each part of an own
+// schema a pass walks, in lookups (chargeLookups): its fourteen keyword
+// lookups and the own schema's key, about what 8 lookups of a property
+// name cost (a certain pass of a closed record measured 6,400 to 16,000
+// ns a unit charged at 1 a part, against 1,800 for a flatten).
+// uncertainPartLookups is what it charges a part more when the pass ends
+// uncertain: the finding such an answer makes and the comparisons an
+// uncertain part splits into, 32 lookups a part in all
+// (BenchmarkPropertyLookupCost).
+const (
+	ownPartLookups       = 8
+	uncertainPartLookups = 24
+)
+
+// patternLookups is what evaluatedIn charges for each pattern it matches
+// a name against, in lookups: a match of a short pattern on a short name
+// (about 130 ns) is 4 to 5 lookups; match charges the longer ones by
+// their instructions × bytes.
+const patternLookups = 4
 
 // patternsEvaluate marks si evaluated when a pattern of pp matches name,
 // uncertain when one does not compile or the name is unlisted (other).
 func (c *checker) patternsEvaluate(si *evalScope, pp map[string]any, name string, other bool) {
 	if other {
+		si.uncertain = true
+		return
+	}
+	// A lookup's worth a pattern, before any is matched: a closed schema
+	// of 4,990 names and 4,990 patterns took 6.4 s a check charging a
+	// fifth of the work bound (COMPAT-17 amended).
+	if c.chargeLookups(len(pp) * patternLookups); c.overWork() {
 		si.uncertain = true
 		return
 	}
