@@ -22,7 +22,7 @@ import (
 // system is not either, whatever it says: others write it on the server.
 func readOnlyMount(at string) bool {
 	var sx unix.Statx_t
-	if unix.Statx(unix.AT_FDCWD, at, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &sx) != nil || sx.Mask&unix.STATX_MNT_ID == 0 {
+	if unix.Statx(unix.AT_FDCWD, at, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_MNT_ID, &sx) != nil || sx.Mask&unix.STATX_MNT_ID == 0 {
 		return false
 	}
 	f, err := os.Open("/proc/self/mountinfo")
