@@ -220,3 +220,115 @@ func TestMemoKeyOfPartsUnderLongBasesJoinsNoBaseText(t *testing.T) {
 		t.Fatalf("a memo key of %d parts under a %d-byte base made %.0f allocations, want fewer than one a part", len(a)+len(b), len(base), allocs)
 	}
 }
+
+// refsUnderEmbeddedBase is two documents like manyIDsUnderLongBase's,
+// whose leaves, refs of them, each hold a distinct "$ref" to a member
+// of "$defs" under a base of about 2,000 bytes (two nested relative
+// "$id"s): each is written in an embedded schema resource, which the
+// checker does not follow (whyEmbeddedRef).
+func refsUnderEmbeddedBase(refs int) memLoader {
+	var ps, ds []string
+	for i := range refs {
+		ps = append(ps, fmt.Sprintf(`"p%d":{"$ref":"#/$defs/d%d"}`, i, i))
+		ds = append(ds, fmt.Sprintf(`"d%d":{"type":"string"}`, i))
+	}
+	doc := func(d string) []byte {
+		return []byte(`{"type":"array","items":{"$id":"` + strings.Repeat("d", 1000) + `/","items":{"$id":"` + strings.Repeat("e", 950) + `/","description":"` + d + `","$defs":{` + strings.Join(ds, ",") + `},"properties":{` + strings.Join(ps, ",") + `}}}}`)
+	}
+	return memLoader{files: map[string][]byte{"a.json": doc("a"), "b.json": doc("b")}}
+}
+
+// TestReferenceCacheUnderLongBasesJoinsNoBaseText: the cache of "$ref"
+// resolutions (side.refs), kept as long as the Source and so across
+// every check of a bundle, was keyed by the artifact key and the base
+// joined (up to 2 × MaxPointerBytes a key), built at every resolve,
+// even one answered from the cache, and even under an embedded schema
+// resource, whose references are refused whatever they are: ten pairs
+// of 4,900 such references (5.3 MB) kept 49,000 keys, 95 MB of text. A
+// reference under an embedded resource is now refused before any key
+// is built or kept, and a key is a struct of the node's own strings.
+func TestReferenceCacheUnderLongBasesJoinsNoBaseText(t *testing.T) {
+	l := refsUnderEmbeddedBase(200)
+	src := NewSource(l)
+	c := &checker{a: src.s, b: src.s, memo: map[string]int{}, assumed: maxInt}
+	c.run("a.json", "b.json")
+	if n := len(src.s.refs); n != 0 {
+		t.Fatalf("200 references under an embedded resource left %d cache entries, want none", n)
+	}
+
+	long := memLoader{files: map[string][]byte{
+		"a.json": []byte(`{"$id":"https://example.com/` + strings.Repeat("i", 1000) + `","$defs":{"d":{"type":"string"}}}`),
+	}}
+	s := NewSource(long).s
+	d, e := s.load("a.json")
+	if e != "" {
+		t.Fatal(e)
+	}
+	root := mkNode(d, "", d.base, d.root)
+	embedded := mkNode(d, "/$defs/d", d.base+strings.Repeat("e", 1000), map[string]any{})
+	embedded.embedded = true
+	if _, why := s.resolve(root, "#/$defs/d"); why != "" {
+		t.Fatalf("a plain reference under a %d-byte base: %s", len(d.base), why)
+	}
+	for _, tc := range []struct {
+		name string
+		n    node
+		why  string
+	}{
+		{"a cached reference under a 1,000-byte base", root, ""},
+		{"a reference under an embedded resource's 2,000-byte base", embedded, whyEmbeddedRef},
+	} {
+		allocs := testing.AllocsPerRun(20, func() {
+			if _, why := s.resolve(tc.n, "#/$defs/d"); why != tc.why {
+				t.Fatalf("%s: %q, want %q", tc.name, why, tc.why)
+			}
+		})
+		if allocs != 0 {
+			t.Fatalf("%s: resolve made %.0f allocations, want none", tc.name, allocs)
+		}
+	}
+	if n := len(s.refs); n != 1 {
+		t.Fatalf("%d cache entries, want the plain reference's only", n)
+	}
+}
+
+// TestSchemaWhoseDataHoldsIDsIsCompared: COMPAT-14 amended resolved
+// the "$id" of every object the bounding walk met but a member of an
+// object of subschemas, data among them, where node.child (and the
+// validator) never reads one: a schema describing schema documents,
+// whose "examples", "default", "const" or "enum" holds objects with
+// nested relative "$id"s of 900 bytes, was refused unreadable_schema
+// (its signed compatible claim failed at import). Only a subschema's
+// "$id" is resolved now; every "$id" string is still held to
+// MaxPointerBytes.
+func TestSchemaWhoseDataHoldsIDsIsCompared(t *testing.T) {
+	seg := func(c string) string { return strings.Repeat(c, 900) + "/" }
+	nested := `{"$id":"` + seg("a") + `","items":{"$id":"` + seg("b") + `","items":{"$id":"` + seg("c") + `"}}}`
+	data := `{"$id":"` + seg("a") + `","x":{"$id":"` + seg("b") + `","y":{"$id":"` + seg("c") + `"}}}`
+	for _, tc := range []struct {
+		name, kw string
+		want     Verdict
+	}{
+		{"examples holding a schema with nested relative $ids", `"examples":[` + nested + `]`, Compatible},
+		{"default holding data objects with $ids", `"default":` + data, Compatible},
+		{"const holding data objects with $ids", `"const":` + data, Compatible},
+		{"enum holding data objects with $ids", `"enum":[` + data + `,1]`, Compatible},
+		{"an unknown keyword holding a schema with nested $ids", `"x-sample":` + nested, Compatible},
+		{"examples holding a 2,000-byte $id", `"examples":[{"$id":"` + strings.Repeat("i", 2000) + `"}]`, Unknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := func(d string) []byte {
+				return []byte(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","description":"` + d + `",` + tc.kw + `}`)
+			}
+			src := NewSource(memLoader{files: map[string][]byte{"a.json": doc("a"), "b.json": doc("b")}})
+			c := &checker{a: src.s, b: src.s, memo: map[string]int{}, assumed: maxInt}
+			r := c.run("a.json", "b.json")
+			if r.Verdict != tc.want {
+				t.Fatalf("%s: %s %+v, want %s", tc.name, r.Verdict, r.Findings, tc.want)
+			}
+			if tc.want == Unknown && !hasRule(r, "unreadable_schema") {
+				t.Fatalf("%s: %+v, want unreadable_schema", tc.name, r.Findings)
+			}
+		})
+	}
+}

@@ -124,7 +124,7 @@ type side struct {
 	l    Loader
 	docs map[string]*document
 	errs map[string]string
-	refs map[[2]string]resolved
+	refs map[refKey]resolved
 	// plain holds the schemas a bridge re-check decoded by loadJSON
 	// (bridgeTarget) that docs does not hold, or why they could not be.
 	plain map[string]plainDoc
@@ -157,6 +157,12 @@ func (s *side) bridgeTarget(key string) (any, error) {
 	return root, err
 }
 
+// refKey names a cached reference resolution: the artifact and base of
+// the node the reference is written in, and the reference. The strings
+// are the node's and the document's own, as nodeID's: a key joins no
+// text (a base is up to 2 × MaxPointerBytes).
+type refKey struct{ doc, base, ref string }
+
 // resolved is a cached reference resolution.
 type resolved struct {
 	n   node
@@ -164,7 +170,7 @@ type resolved struct {
 }
 
 func newSide(l Loader) *side {
-	return &side{l: l, docs: map[string]*document{}, errs: map[string]string{}, refs: map[[2]string]resolved{}}
+	return &side{l: l, docs: map[string]*document{}, errs: map[string]string{}, refs: map[refKey]resolved{}}
 }
 
 // load parses the artifact at key once. The error text names the key only.
@@ -236,22 +242,33 @@ func (s *side) parse(key string) (*document, string) {
 // member "$id" holds a string longer than max, or a subschema's base is
 // longer than maxBase(max), or whether resolving its "$id"s would read
 // more than maxResolveBytes: a walk linear in the document that builds
-// no pointer (escaped lengths are counted) and resolves each "$id" once,
-// against the base of the subschema above, as node.child does.
+// no pointer (escaped lengths are counted) and resolves the "$id" of a
+// subschema only, once, against the base of the subschema above, as
+// node.child does.
 func pointerPast(v any, base string, max int) bool {
 	w := boundWalk{max: max, resolve: maxResolveBytes}
-	return w.past(v, 0, base, false)
+	return w.past(v, 0, base, atSchema)
 }
+
+// Where the bounding walk (boundWalk.past) meets a value: node.child
+// reads an "$id" only of a subschema, a value reached from the root
+// through keywords that hold subschemas (schemaKeywords), never one
+// in data (examples, default, const, enum, an unknown keyword).
+const (
+	atData   = iota // not a subschema: an "$id" there is not resolved
+	atSchema        // a subschema: its "$id" sets the base below it
+	atProps         // an object whose members are subschemas (PosProp)
+	atItems         // an array whose elements are subschemas (PosItem)
+)
 
 // boundWalk is one walk of pointerPast: resolve is what is left of the
 // bytes of bases and "$id"s it may resolve.
 type boundWalk struct{ max, resolve int }
 
 // past is pointerPast for the value v, whose own JSON pointer is plen
-// bytes long. container: v is the member of a keyword whose members are
-// subschemas (schemagraph.PosProp, such as "properties"), which child
-// passes through without reading an "$id" of it.
-func (w *boundWalk) past(v any, plen int, base string, container bool) bool {
+// bytes long, met where at says (atSchema, atProps, atItems, atData).
+// Every "$id" string is held to max; only a subschema's is resolved.
+func (w *boundWalk) past(v any, plen int, base string, at int) bool {
 	if plen > w.max {
 		return true
 	}
@@ -261,7 +278,7 @@ func (w *boundWalk) past(v any, plen int, base string, container bool) bool {
 			if len(id) > w.max {
 				return true
 			}
-			if !container {
+			if at == atSchema {
 				if w.resolve -= len(base) + len(id); w.resolve < 0 {
 					return true
 				}
@@ -274,20 +291,49 @@ func (w *boundWalk) past(v any, plen int, base string, container bool) bool {
 			}
 		}
 		for k, e := range x {
-			_, isMap := e.(map[string]any)
-			inner := isMap && !container && schemaKeywords[k]&schemagraph.PosProp != 0
-			if w.past(e, plen+1+len(k)+strings.Count(k, "~")+strings.Count(k, "/"), base, inner) {
+			if w.past(e, plen+1+len(k)+strings.Count(k, "~")+strings.Count(k, "/"), base, memberAt(at, k, e)) {
 				return true
 			}
 		}
 	case []any:
+		in := atData
+		if at == atItems {
+			in = atSchema
+		}
 		for i, e := range x {
-			if w.past(e, plen+1+len(strconv.Itoa(i)), base, false) {
+			if w.past(e, plen+1+len(strconv.Itoa(i)), base, in) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// memberAt is where the member k, valued e, of an object met at at is
+// met: under a subschema, a keyword's value as schemaKeywords says; a
+// member of an object of subschemas (atProps) is one itself; anything
+// else is data.
+func memberAt(at int, k string, e any) int {
+	switch at {
+	case atProps:
+		return atSchema
+	case atSchema:
+		pos := schemaKeywords[k]
+		switch e.(type) {
+		case map[string]any:
+			if pos&schemagraph.PosSelf != 0 {
+				return atSchema
+			}
+			if pos&schemagraph.PosProp != 0 {
+				return atProps
+			}
+		case []any:
+			if pos&schemagraph.PosItem != 0 {
+				return atItems
+			}
+		}
+	}
+	return atData
 }
 
 // maxResolveBytes bounds the bytes of bases and "$id"s that resolving
@@ -317,12 +363,16 @@ func parseJSON(b []byte) (any, error) {
 // is never done: callers only pass "$ref") written in n. It returns the
 // target node, or a reason it cannot be resolved inside the bundle as the
 // validator resolves it.
+//
+// A reference written under an embedded schema resource is refused
+// (whyEmbeddedRef) before any key is built or anything is kept: such a
+// node's base is its own "$id"s resolved (up to 2 × MaxPointerBytes),
+// and the cache lives as long as the Source, across a bundle's checks.
 func (s *side) resolve(n node, ref string) (node, string) {
-	from := n.doc.key + "\x00" + n.base
 	if n.embedded {
-		from += "\x00embedded"
+		return node{}, whyEmbeddedRef
 	}
-	k := [2]string{from, ref}
+	k := refKey{doc: n.doc.key, base: n.base, ref: ref}
 	s.mu.Lock()
 	r, ok := s.refs[k]
 	s.mu.Unlock()
