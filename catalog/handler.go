@@ -571,7 +571,7 @@ func (o *pageOut) Flush() error {
 
 // parsePages parses the layout with each page.
 func parsePages() (map[string]*template.Template, error) {
-	funcs := template.FuncMap{"t": short, "long": long, "join": join, "unusable": Bundle.unusable}
+	funcs := template.FuncMap{"t": short, "long": long, "join": join, "unusable": Bundle.FailsClosed}
 	out := map[string]*template.Template{}
 	for _, p := range []string{"index", "bundles", "bundle", "cap", "version", "compat", "trust", "schema", "search", "error"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+p+".html")

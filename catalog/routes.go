@@ -180,7 +180,9 @@ func route(m *Model, r *http.Request, admit func() (func(), *refusal)) (string, 
 	case Prefix + "bundle":
 		b, ok := m.Bundle(q.Get("id"))
 		p.Title, p.Bundle, p.Lists = "Bundle "+short(b.BundleID), b, listsOf(b, q)
-		if s := b.unusable(); s != "" {
+		// A bundle every use refuses says so first; its signed
+		// manifest is still shown as what it was (CATALOG-38).
+		if s := b.FailsClosed(); s != "" {
 			p.Title += " (" + s + ")"
 		}
 		return lookedUp(m, ok, "bundle", p, "no such bundle is installed")
@@ -214,23 +216,6 @@ func route(m *Model, r *http.Request, admit func() (func(), *refusal)) (string, 
 		return search(m, q)
 	}
 	return errorPage(m, http.StatusNotFound, "no such page")
-}
-
-// unusable is why the store offers nothing of b ("revoked", "stale" or
-// "expired": every use fails bundle_revoked, bundle_stale or
-// bundle_expired, and its capabilities are not in the catalog), else "".
-// The bundle page says it first, and then shows the signed manifest as
-// what the bundle was (CATALOG-38).
-func (b Bundle) unusable() string {
-	switch {
-	case b.Revoked != "":
-		return "revoked"
-	case b.Stale != "":
-		return "stale"
-	case b.Expired:
-		return "expired"
-	}
-	return ""
 }
 
 // lookedUp is the page tmpl showing p, of the one thing a query names, or

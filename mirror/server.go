@@ -397,7 +397,7 @@ func (s *Server) buildFrom(src Source, old *snapshot, bs []resolver.Bundle) (*sn
 	ix := Index{Format: IndexFormat, Generation: snap.gen, Bundles: []IndexEntry{}, Capabilities: []IndexCap{}}
 	served := 0
 	for _, b := range bs {
-		if failedClosed(b) == "" {
+		if b.FailsClosed() == "" {
 			served++
 		}
 	}
@@ -407,7 +407,7 @@ func (s *Server) buildFrom(src Source, old *snapshot, bs []resolver.Bundle) (*sn
 	for _, b := range bs {
 		// Only what the store would use is served: a bundle that fails
 		// closed there (revoked, stale, expired) is not distributed further.
-		if reason := failedClosed(b); reason != "" {
+		if reason := b.FailsClosed(); reason != "" {
 			s.log.Info("bundle left out of the mirror: it fails closed in the store", "bundle_id", b.BundleID, "reason", reason)
 			continue
 		}
@@ -570,7 +570,7 @@ func bundleKey(b resolver.Bundle) string {
 func (snap *snapshot) refusedBy(bs []resolver.Bundle) map[string]bool {
 	uses := make(map[string]string, len(bs)) // bundle_id -> key of the bundle the store uses
 	for _, b := range bs {
-		if failedClosed(b) == "" && b.ManifestSHA256 != "" {
+		if b.FailsClosed() == "" && b.ManifestSHA256 != "" {
 			uses[b.BundleID] = bundleKey(b)
 		}
 	}
@@ -653,20 +653,6 @@ func (snap *snapshot) without(gone map[string]bool) (*snapshot, error) {
 // refresh error names the cap.
 func overCap(n int, what string) error {
 	return amp.Named(0, ErrMisconfigured, "mirror: the store holds more than %d %s, more than a syncing store accepts in one index", n, what)
-}
-
-// failedClosed says why the store would refuse every use of b ("" when it
-// would not).
-func failedClosed(b resolver.Bundle) string {
-	switch {
-	case b.Revoked != "":
-		return "revoked"
-	case b.Stale != "":
-		return "stale"
-	case b.Expired:
-		return "expired"
-	}
-	return ""
 }
 
 // StatementSource is a Source that also lists the signed trust and

@@ -272,6 +272,21 @@ type Bundle struct {
 	Expired bool `json:"expired,omitempty"`
 }
 
+// FailsClosed names why every use of b fails closed: "revoked", "stale"
+// or "expired" (5002 bundle_revoked, bundle_stale, bundle_expired), in
+// that order; "" when it is served.
+func (b Bundle) FailsClosed() string {
+	switch {
+	case b.Revoked != "":
+		return "revoked"
+	case b.Stale != "":
+		return "stale"
+	case b.Expired:
+		return "expired"
+	}
+	return ""
+}
+
 // Bundles lists the installed bundles, by bundle_id. A listing copies
 // no stored signed manifest (listedRecord), and hashes one and judges its
 // staleness only once per store generation (s.judged, judgedCache):
