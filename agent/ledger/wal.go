@@ -82,8 +82,13 @@ type WALOptions struct {
 type WALStore struct {
 	path string
 	lock *os.File
-	acct *accounts
-	now  func() time.Time
+	// realLock is the lock at the name a link given as the log's name
+	// leads to (followLink), held beside lock; lockTimeout is how long
+	// either is waited for.
+	realLock    *os.File
+	lockTimeout time.Duration
+	acct        *accounts
+	now         func() time.Time
 	// base and elapsed measure the time elapsed since the log was opened
 	// (since); elapsed0 is elapsed's reading then.
 	base     time.Time
@@ -232,7 +237,8 @@ func openWALSyncs(path string, opts WALOptions, syncFn, fsyncFn func(*os.File) e
 		opts.Rand = rand.Reader
 	}
 	s := &WALStore{path: path, acct: newAccounts(opts.Limits), now: opts.Now, sync: syncFn, fsync: fsyncFn, rand: opts.Rand, room: opts.Room,
-		m: map[Key]walEntry{}, resv: map[Key]int64{}, elapsed: opts.Elapsed, syncDir: regfile.SyncDir, readFile: opts.readFile}
+		m: map[Key]walEntry{}, resv: map[Key]int64{}, elapsed: opts.Elapsed, syncDir: regfile.SyncDir, readFile: opts.readFile,
+		lockTimeout: opts.LockTimeout}
 	s.slack = opts.Slack
 	if s.slack <= 0 {
 		s.slack = max(s.acct.lim.Budget/8, 1<<20)
@@ -246,6 +252,9 @@ func openWALSyncs(path string, opts WALOptions, syncFn, fsyncFn func(*os.File) e
 	if err := s.load(); err != nil {
 		if s.f != nil {
 			s.f.Close()
+		}
+		if s.realLock != nil {
+			unlockFile(s.realLock)
 		}
 		unlockFile(lock)
 		return nil, err
@@ -301,7 +310,11 @@ func (s *WALStore) openLog() (os.FileInfo, error) {
 // the operator keeps (on another disk, say) without any group written
 // since, to be read again if the link is made again (docs/SPEC-DECISIONS.md
 // AGENT-45). That name's folder is judged as the link's is (logFolder),
-// and it must lead to the file opened.
+// and it must lead to the file opened. The lock at that name is taken
+// too, beside the one at the link's: an agent given the file's own name
+// takes only that one, and the two, each locking its own name, both ran
+// the same log, so a message's handler could run once in each
+// (AGENT-45 amended).
 func (s *WALStore) followLink(st os.FileInfo) error {
 	if li, err := os.Lstat(s.path); err != nil || li.Mode()&os.ModeSymlink == 0 {
 		return nil // opened by its own name (a failed look: the open's)
@@ -316,7 +329,11 @@ func (s *WALStore) followLink(st os.FileInfo) error {
 	if ri, err := os.Stat(real); err != nil || !os.SameFile(ri, st) {
 		return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the link to the ledger file was changed while it was opened; start again")
 	}
-	s.path = real
+	lock, err := lockFile(real+".lock", s.lockTimeout)
+	if err != nil {
+		return err
+	}
+	s.realLock, s.path = lock, real
 	return nil
 }
 
@@ -898,6 +915,11 @@ func (s *WALStore) Close() error {
 	}
 	err := s.f.Close()
 	s.f = nil
+	if s.realLock != nil {
+		if uerr := unlockFile(s.realLock); err == nil {
+			err = uerr
+		}
+	}
 	if uerr := unlockFile(s.lock); err == nil {
 		err = uerr
 	}
