@@ -101,7 +101,8 @@ func TestNavigationOfAnotherSiteWithoutAClickCannotMakeTheCatalogWork(t *testing
 
 // TestBrowserNavigationOfAnotherSiteWithoutAClickCannotMakeTheCatalogWork
 // drives headless chromium: a page of another site sets its own location
-// to the catalog's compatibility page and stops the navigation, 8 times,
+// to the catalog's compatibility page and stops the navigation (the
+// catalog's answer held until then), 8 times,
 // without a click. Each navigation reaches the catalog (cross-site,
 // navigate, document, no Sec-Fetch-User) and is refused: the matrix is
 // not computed.
@@ -118,6 +119,14 @@ func TestBrowserNavigationOfAnotherSiteWithoutAClickCannotMakeTheCatalogWork(t *
 			seen = append(seen, fmt.Sprintf("%s %s %s user=%q: %d", r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Sec-Fetch-Mode"),
 				r.Header.Get("Sec-Fetch-Dest"), r.Header.Get("Sec-Fetch-User"), rec.Code))
 			mu.Unlock()
+			// The answer is held until the page stops the navigation: a
+			// loaded machine's 3 ms timer can otherwise fire after the
+			// refusal arrived, and the page, navigated away, fires no more.
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(3 * time.Second):
+			}
 		}
 		maps.Copy(w.Header(), rec.Header())
 		w.WriteHeader(rec.Code)
@@ -132,7 +141,7 @@ window.done = false;
 (async () => {
   for (let i = 0; i < 8; i++) {
     location.href = "` + target + `&i=" + i;
-    await new Promise(r => setTimeout(r, 3));
+    await new Promise(r => setTimeout(r, 100));
     window.stop();
     await new Promise(r => setTimeout(r, 50));
   }
@@ -145,7 +154,7 @@ window.done = false;
 
 	b := startBrowser(t)
 	b.open(t, elsewhere)
-	for range 100 {
+	for range 300 {
 		mu.Lock()
 		n := len(seen)
 		mu.Unlock()
