@@ -29,7 +29,8 @@
 // a schema's pieces by schemaHTML), embeds its one stylesheet, uses no
 // script at all, and sends a strict Content-Security-Policy. A page is
 // rendered only for a GET whose client is still there (a HEAD gets the
-// status and headers alone; a client gone gets its connection closed, no
+// status and headers alone, and a HEAD of a compatibility page computes
+// no matrix, CATALOG-39; a client gone gets its connection closed, no
 // answer), streams from its first schema on (HTTP/1.1 and later, whose
 // answers mark their end, CATALOG-27), so that a client gone unseen
 // stops the rendering at the first failed write (CATALOG-26),

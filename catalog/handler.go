@@ -340,7 +340,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A schema of the page streams its rendering to out (schemaView.Body),
 	// so route's views find it in the request's context.
 	out := &pageOut{h: h, w: w, r: r, peer: peer}
-	defer out.settle() // a page admitted and not executed (HEAD, abandoned)
+	defer out.settle() // a page admitted and not executed (abandoned)
 	r = r.WithContext(context.WithValue(r.Context(), pageOutKey{}, out))
 	name, data, code := route(m, r, h.admitter(peer))
 	h.render(w, r, name, data, code)
@@ -481,8 +481,9 @@ type pageOut struct {
 }
 
 // settle ends the page's admission, if any, charging what it took: once
-// the page is executed, and for one admitted but never executed (a HEAD
-// of a compare page, a client gone), so that its place is given back.
+// the page is executed, and for one admitted but never executed (a
+// client gone; a HEAD is never admitted, CATALOG-39), so that its place
+// is given back.
 func (o *pageOut) settle() {
 	if o.admitted {
 		o.h.shown.charge(o.peer, o.rendering())

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -63,20 +64,28 @@ func TestKeptMatrixPageRendersFree(t *testing.T) {
 // (CATALOG-30); a HEAD, whose page is not executed, or a client gone
 // before it is, must give its place back, else a peer's few HEADs would
 // hold every rendering place of the server for good and every schema
-// and compare page would be refused.
+// and compare page would be refused. (A HEAD is no longer admitted at
+// all, CATALOG-39; a GET whose client is gone still is.)
 func TestComparePagesNotWrittenGiveBackTheirRendering(t *testing.T) {
 	h := newHandler(t, newStore(t, flippingMatrixBundle(t, 2, 10)))
 	const target = "/ui/compat?name=org.hostile.matrix"
-	for i := range 2 * DefaultMaxInFlight {
-		rec := httptest.NewRecorder()
-		r := httptest.NewRequest(http.MethodHead, target, nil)
-		r.RemoteAddr = "192.0.2." + strconv.Itoa(i%4+1) + ":1"
-		h.ServeHTTP(rec, r)
-		if rec.Code != http.StatusOK {
-			t.Fatalf("HEAD %d of the compare page: %d", i, rec.Code)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, method := range []string{http.MethodHead, http.MethodGet} {
+		for i := range 2 * DefaultMaxInFlight {
+			rec := httptest.NewRecorder()
+			r := httptest.NewRequestWithContext(gone, method, target, nil)
+			if method == http.MethodHead {
+				r = r.WithContext(context.Background())
+			}
+			r.RemoteAddr = "192.0.2." + strconv.Itoa(i%4+1) + ":1"
+			aborted := serveAbortable(h, rec, r)
+			if method == http.MethodHead && rec.Code != http.StatusOK || method == http.MethodGet && !aborted {
+				t.Fatalf("%s %d of the compare page: %d, aborted %v", method, i, rec.Code, aborted)
+			}
 		}
-	}
-	if res, _ := getFrom(t, h, "198.51.100.7:1", target); res.StatusCode != http.StatusOK {
-		t.Fatalf("the compare page after %d HEADs: %d, want 200", 2*DefaultMaxInFlight, res.StatusCode)
+		if res, _ := getFrom(t, h, "198.51.100.7:1", target); res.StatusCode != http.StatusOK {
+			t.Fatalf("the compare page after %d %ss not written: %d, want 200", 2*DefaultMaxInFlight, method, res.StatusCode)
+		}
 	}
 }

@@ -197,6 +197,13 @@ func route(m *Model, r *http.Request, admit func() (func(), *refusal)) (string, 
 		p.Title, p.Version = short(v.Name)+" "+short(v.Version), v
 		return lookedUp(m, ok, "version", p, "no such capability version is installed")
 	case Prefix + "compat":
+		if r.Method == http.MethodHead {
+			// A HEAD gets no body: its status is the model's answer
+			// whether the name has a matrix, with no matrix computed
+			// nor its findings built, and nothing taken from either
+			// budget (CATALOG-39).
+			return lookedUp(m, m.HasMatrix(q.Get("name")), "compat", p, "no compatibility matrix for this name")
+		}
 		mv, ok, no := m.matrixView(q.Get("name"), admit, pageOutOf(r.Context()))
 		if no != nil {
 			name, p, code := errorPage(m, no.status, no.text)
@@ -213,7 +220,7 @@ func route(m *Model, r *http.Request, admit func() (func(), *refusal)) (string, 
 		p.Title, p.Schema = "Schema "+short(s.Loc.Key), m.schemaView(r.Context(), s, "s")
 		return lookedUp(m, ok, "schema", p, "no such schema in the catalog")
 	case Prefix + "search":
-		return search(m, q)
+		return search(m, q, r.Method == http.MethodHead)
 	}
 	return errorPage(m, http.StatusNotFound, "no such page")
 }
@@ -261,13 +268,18 @@ func errorPage(m *Model, code int, msg string) (string, page, int) {
 	return "error", page{Title: http.StatusText(code), Model: m, Err: msg}, code
 }
 
-// search lists the capabilities whose name contains q, case-insensitively.
-func search(m *Model, q url.Values) (string, page, int) {
+// search lists the capabilities whose name contains q, case-insensitively;
+// for a HEAD (head) it looks at no capability: the status does not
+// depend on them (CATALOG-39).
+func search(m *Model, q url.Values, head bool) (string, page, int) {
 	query := q.Get("q")
 	if len(query) > MaxQuery {
 		return errorPage(m, http.StatusBadRequest, "the search query is longer than "+strconv.Itoa(MaxQuery)+" bytes")
 	}
 	p := page{Model: m, Title: "Search", Query: query}
+	if head {
+		return "search", p, http.StatusOK
+	}
 	needle := strings.ToLower(strings.TrimSpace(query))
 	var hits []Capability
 	for _, c := range m.Capabilities {
