@@ -61,19 +61,42 @@ type fileBudget struct {
 
 // startBudget starts the budget of layers layers (what they are: "layers
 // of a file") of size bytes in all, each taking perLayer requests, on o's
-// clock, its minimum data rate and grace. Its requests are made on the budget's ctx; stop it when they
-// are done.
+// clock, its minimum data rate and grace. Its requests are made on the
+// budget's ctx; stop it when they are done.
 func (o *Options) startBudget(ctx context.Context, what string, layers int, size int64, perLayer int) *fileBudget {
-	allow := addCapped(time.Duration(layers*perLayer)*RequestAllowance+responseHeaderWait, o.Grace)
+	allow := maxBudget // a count of requests whose allowance would wrap (a tag listing's pages under a huge MaxTags)
+	if n := int64(layers) * int64(perLayer); n >= 0 && n < int64(maxBudget/RequestAllowance) {
+		allow = addCapped(time.Duration(n)*RequestAllowance+responseHeaderWait, o.Grace)
+	}
 	if sec := float64(max(size, 0)) / float64(o.MinDataRate); sec < maxBudget.Seconds() {
 		allow = addCapped(allow, time.Duration(sec*float64(time.Second)))
 	} else {
 		allow = maxBudget
 	}
 	b := &fileBudget{o: o, layers: layers, what: what, due: o.Now().Add(allow)}
-	b.ctx, b.cancel = context.WithCancelCause(ctx)
+	ctx, b.cancel = context.WithCancelCause(ctx)
+	b.ctx = context.WithValue(ctx, budgetKey{}, b)
 	b.timer = time.AfterFunc(allow, func() { b.cancel(errBudgetSpent) })
 	return b
+}
+
+// budgetKey is the context key of the fileBudget whose requests are made
+// on a context (startBudget).
+type budgetKey struct{}
+
+// budgetSpentBy says whether ctx is a budget's (startBudget) whose due
+// time o.Now has reached, and then ends the budget's requests (cause
+// errBudgetSpent). The round tripper asks it before each request it
+// sends: a layer's redirects, its token requests and an upload's steps
+// are cut on the clock of Options.Now, not only by the timer, which runs
+// on the system's clock (docs/SPEC-DECISIONS.md OCI-40).
+func budgetSpentBy(ctx context.Context) bool {
+	b, _ := ctx.Value(budgetKey{}).(*fileBudget)
+	if b == nil || b.o.Now().Before(b.due) {
+		return false
+	}
+	b.cancel(errBudgetSpent)
+	return true
 }
 
 // addCapped is a + b (both at least 0), at most maxBudget.

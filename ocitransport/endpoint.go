@@ -379,7 +379,7 @@ func openRepository(loc Location, o *Options) (*remote.Repository, error) {
 		MaxMetadataBytes:     o.MaxManifestSize,
 		SkipReferrersGC:      true,
 		TagListPageSize:      1000,
-		TagListMaxPages:      ListedTagsPerKept*o.MaxTags/1000 + 1,
+		TagListMaxPages:      o.tagListMaxPages(),
 		ReferrerListMaxPages: 10,
 		Client: &auth.Client{
 			Client:     newHTTPClient(host, loc.Repository, plain, o),

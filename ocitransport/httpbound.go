@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -240,6 +241,12 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, optionRefusal(ErrPlainHTTP, &OptionHint{Field: OptionPlainHTTPHosts, Host: cliSafe(req.URL.Hostname()),
 			Refusal: "a request in plain HTTP to a host neither the registry nor named for it"})
 	}
+	if budgetSpentBy(req.Context()) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, fail(ErrTooSlow, "the requests took longer than their budget").WithCause(errBudgetSpent)
+	}
 	if req.Response == nil && !t.allowedHost(req.URL) {
 		// Not a redirect (CheckRedirect polices those): a token realm the
 		// challenge check missed, or an upload location oras-go follows.
@@ -293,6 +300,9 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	resp.Body = newBoundedBody(resp.Body, ctx, cancel, limit, name, t.o)
+	if kind == respTags {
+		resp.Body = listingBytesOf(req.Context(), resp.Body)
+	}
 	if resp.StatusCode == http.StatusOK {
 		resp.Body = t.countedPage(kind, resp.Body)
 	}
@@ -318,6 +328,51 @@ func (t *boundedTransport) countedPage(kind responseKind, rc io.ReadCloser) io.R
 			refusal: fmt.Sprintf("a tag page of the registry names more than %d tags, more than one listing reads", n)}
 	}
 	return rc
+}
+
+// listingBytesKey is the context key of a tag listing's byte count
+// (withListingBytes).
+type listingBytesKey struct{}
+
+// listingBytes counts the bytes of every answer to one tag listing's
+// requests, its pages in turn, up to max.
+type listingBytes struct {
+	n   atomic.Int64
+	max int64
+}
+
+// withListingBytes marks ctx, a tag listing's, with a count of the bytes
+// its answers may hold in all, max: each page is bounded on its own
+// (MaxTagPageSize), and TagListMaxPages pages of nearly 2 MiB that name
+// nothing were 82 MiB read on the registry's pace (docs/SPEC-DECISIONS.md
+// OCI-39).
+func withListingBytes(ctx context.Context, max int64) context.Context {
+	return context.WithValue(ctx, listingBytesKey{}, &listingBytes{max: max})
+}
+
+// listingBytesOf is rc counted against the listing ctx is marked with
+// (withListingBytes), or rc as it is when it is marked with none.
+func listingBytesOf(ctx context.Context, rc io.ReadCloser) io.ReadCloser {
+	if c, ok := ctx.Value(listingBytesKey{}).(*listingBytes); ok {
+		return &listingBody{ReadCloser: rc, c: c}
+	}
+	return rc
+}
+
+// listingBody is an answer to a listing's request whose bytes count
+// against the listing's (listingBytes): past them Read fails with
+// oci_too_many.
+type listingBody struct {
+	io.ReadCloser
+	c *listingBytes
+}
+
+func (b *listingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.c.n.Add(int64(n)) > b.c.max {
+		return 0, fail(ErrTooMany, "the tag pages of the registry hold more than %d bytes in all, more than one listing reads", b.c.max)
+	}
+	return n, err
 }
 
 // countedBody is a page's body whose elements (elementCounter) are

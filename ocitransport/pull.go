@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -601,6 +602,29 @@ func (e *Endpoint) Tags(ctx context.Context) ([]string, error) {
 // ListedTagsPerKept × MaxTags names.
 const ListedTagsPerKept = 4
 
+// TagListBytesPerName is what a tag listing's pages may hold in all for
+// each name the listing reads (ListedTagsPerKept × MaxTags): a tag of 128
+// bytes, its quotes and comma, and room for a page written with
+// indentation. The pages may hold one MaxTagPageSize more, for their
+// envelopes and a listing of few names (maxTagListBytes).
+const TagListBytesPerName = 160
+
+// tagListMaxPages is the most pages a tag listing reads: pages of 1,000
+// names (the n it asks for) up to the names it reads, and one more
+// (docs/SPEC-DECISIONS.md OCI-23).
+func (o *Options) tagListMaxPages() int { return ListedTagsPerKept*o.MaxTags/1000 + 1 }
+
+// maxTagListBytes is the most bytes the pages of one tag listing hold in
+// all: TagListBytesPerName for each name it reads, and one MaxTagPageSize
+// (math.MaxInt64 where that would wrap; docs/SPEC-DECISIONS.md OCI-39).
+func (o *Options) maxTagListBytes() int64 {
+	names := int64(ListedTagsPerKept) * int64(o.MaxTags)
+	if names > (math.MaxInt64-MaxTagPageSize)/TagListBytesPerName {
+		return math.MaxInt64
+	}
+	return names*TagListBytesPerName + MaxTagPageSize
+}
+
 // ErrTagsOverMax is the cause of TagsWhere's oci_too_many when more than
 // Options.MaxTags tags pass its filter: a caller says there how its own
 // users narrow the filter (a sync's --tag-pattern).
@@ -619,7 +643,14 @@ func (e *Endpoint) TagsWhere(ctx context.Context, keep func(tag string) bool) ([
 	var out []string
 	seen := map[string]bool{}
 	read, maxRead := 0, ListedTagsPerKept*e.o.MaxTags
-	err := e.src.Tags(withIntent(ctx, respTags), "", func(tags []string) error {
+	// The pages share one clock and one byte bound (docs/SPEC-DECISIONS.md
+	// OCI-39): each page request is judged against the budget as it is
+	// sent, each page's bytes against the listing's as they arrive.
+	pages, size := e.o.tagListMaxPages(), e.o.maxTagListBytes()
+	bud := e.o.startBudget(ctx, "tag pages a listing may read", pages, size, pullRequests)
+	defer bud.stop()
+	lctx := withListingBytes(withIntent(bud.ctx, respTags), size)
+	err := e.src.Tags(lctx, "", func(tags []string) error {
 		for _, t := range tags {
 			if read++; read > maxRead {
 				return fail(ErrTooMany, "the repository lists more than %d tag names, more than one listing reads: whoever may push tags to it can flood it (use a repository only trusted publishers push to)", maxRead)
@@ -636,7 +667,7 @@ func (e *Endpoint) TagsWhere(ctx context.Context, keep func(tag string) bool) ([
 		return nil
 	})
 	if err != nil {
-		return nil, wrap(err, "listing the tags")
+		return nil, wrap(bud.failed(err), "listing the tags")
 	}
 	return out, nil
 }
