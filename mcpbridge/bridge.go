@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"maps"
@@ -382,12 +383,16 @@ func refuseDirect(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, e
 // of the principal's request slots until its handler returned (a
 // tools/list: until its answer is marshalled), or is refused
 // (enterRequest, heldResult); an SDK error that may quote the request is replaced by
-// its code's generic text.
+// its code's generic text. Params the SDK keeps for the session are
+// bounded first (checkKeptParams).
 func (b *Bridge) middleware(ps *principalServer) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
 				return b.call(ctx, ps.principal, r.Params), nil
+			}
+			if err := checkKeptParams(method, req); err != nil {
+				return nil, err // before the SDK keeps them for the session (MCP-51)
 			}
 			if strings.HasPrefix(method, "notifications/") {
 				res, err := next(ctx, method, req)
@@ -408,6 +413,50 @@ func (b *Bridge) middleware(ps *principalServer) mcp.Middleware {
 			return holdUntilMarshalled(res, release), nil // up to MaxToolsBytes to encode
 		}
 	}
+}
+
+// MaxSessionParams bounds, in bytes of JSON, the params of a message
+// whose params go-sdk v1.8.0 keeps for its session's life
+// (ServerSessionState, mcp/session.go): an initialize's (the client's
+// info and capabilities), a notifications/initialized's, a
+// logging/setLevel's. Only the body bound bounded them, so each session
+// could keep three bodies (docs/SPEC-DECISIONS.md MCP-51).
+const MaxSessionParams = 16 << 10
+
+// MaxSessionParamValues bounds the JSON values of those params (every
+// scalar, array and object one; member names none): a decoded value
+// costs tens of bytes whatever its text.
+const MaxSessionParamValues = 256
+
+// ErrSessionParamsTooLarge names a message whose params the session would
+// keep and that are over MaxSessionParams or MaxSessionParamValues: a
+// JSON-RPC error, code -32602 (invalid params), data {"code":1001,"name"}.
+const ErrSessionParamsTooLarge = "session_params_too_large"
+
+// sessionParamsText is the message of ErrSessionParamsTooLarge.
+const sessionParamsText = "the params are larger than a session keeps"
+
+// sessionParamsData is the data of ErrSessionParamsTooLarge.
+var sessionParamsData = mustJSON(map[string]any{"code": uint16(amp.CodeInvalidMessage), "name": ErrSessionParamsTooLarge})
+
+// checkKeptParams refuses the params of a message the SDK keeps for the
+// session (initialize, notifications/initialized, logging/setLevel) when
+// they are over MaxSessionParams or MaxSessionParamValues, before the
+// SDK's handler keeps them; nil for any other method.
+func checkKeptParams(method string, req mcp.Request) error {
+	switch method {
+	case "initialize", "notifications/initialized", "logging/setLevel":
+	default:
+		return nil
+	}
+	data, err := json.Marshal(req.GetParams())
+	if err == nil && len(data) <= MaxSessionParams {
+		c := &bodyCounter{s: data, other: MaxSessionParamValues, maxDepth: MaxBodyDepth}
+		if c.text(roleOther) == nil {
+			return nil
+		}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: sessionParamsText, Data: sessionParamsData}
 }
 
 // safeRPCError replaces the message (and data) of a JSON-RPC error the SDK

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -431,6 +432,11 @@ func rpcErrorBody(m []byte) []byte {
 		msg.ID = json.RawMessage("null")
 	}
 	e := map[string]any{"code": msg.Error.Code, "message": rpcErrorText(msg.Error.Code)}
+	if msg.Error.Code == jsonrpc.CodeInvalidParams && sessionParamsRefusal(msg.Error.Data) {
+		// The bridge's own refusal of params a session would keep
+		// (MCP-51): its fixed text and data, never the answer's.
+		e["message"], e["data"] = sessionParamsText, sessionParamsData
+	}
 	if msg.Error.Code == CodeBusy {
 		// The bridge's own refusal (the SDK uses no CodeBusy): its
 		// fixed text and data, never the answer's; only its AMP code
@@ -445,6 +451,15 @@ func rpcErrorBody(m []byte) []byte {
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": e})
 	return body
+}
+
+// sessionParamsRefusal reports whether data is an error's data naming
+// ErrSessionParamsTooLarge.
+func sessionParamsRefusal(data json.RawMessage) bool {
+	var d struct {
+		Name string `json:"name"`
+	}
+	return json.Unmarshal(data, &d) == nil && d.Name == ErrSessionParamsTooLarge
 }
 
 // finish writes the JSON-RPC error held: its id and code, the code's
