@@ -941,19 +941,28 @@ func (s *Store) failsClosedAsInstalled(tx *bolt.Tx, cur *bundleRecord) error {
 // ambiguous). signers are the keys that counted for m. Claims owned only
 // by m's own bundle_id are left out: the installed version is replaced
 // in the same transaction (uninstall), as its descriptors are. Each
-// owner's record is read once, whatever the number of m's aliases.
+// owner's record is read once, whatever the number of m's aliases. It
+// refuses, too_many_alias_owners, m's claims that would hold more than
+// MaxAliasClaimOwners owners together, as soon as they do.
 func (s *Store) checkAliasClaims(tx *bolt.Tx, m *bundle.Manifest, signers []bundle.TrustedKey) error {
 	aliases := bucket(tx, bAliases)
 	var policy *bundle.Policy          // loaded at the first claim to judge
 	counted := map[string]ownerClaim{} // owner -> what judges its claims
+	owners := 0                        // of m's claims once installed (tooManyAliasOwners)
 	for typ, name := range m.Aliases {
 		raw := aliases.Get([]byte(typ))
 		if raw == nil {
+			if owners++; owners > maxAliasClaimOwners {
+				return tooManyAliasOwners(m)
+			}
 			continue
 		}
 		var ar aliasRecord
 		if err := decode(raw, &ar); err != nil {
 			return err
+		}
+		if owners += ownersOnceInstalled(ar.claims(), name, m.BundleID); owners > maxAliasClaimOwners {
+			return tooManyAliasOwners(m)
 		}
 		for _, c := range ar.claims() {
 			// A claim of another namespace conflicts only when m's
@@ -993,6 +1002,48 @@ func (s *Store) checkAliasClaims(tx *bolt.Tx, m *bundle.Manifest, signers []bund
 		}
 	}
 	return nil
+}
+
+// MaxAliasClaimOwners bounds the owners an import's alias claims hold
+// once it is installed, summed over its legacy types: each claim it
+// joins counts its owners, the importing bundle_id once. An alias record
+// keeps a claim's owners inline, so installing, replacing or removing one
+// owner rewrites every record of its types whole; without a bound one
+// authority's bundles sharing their types made each next import write
+// more, the square of its bundles in all (docs/SPEC-DECISIONS.md
+// STORE-1). 65,536 names of at most bundle.MaxBundleIDLen bytes are
+// about bundle.DefaultMaxManifestSize, the largest manifest an import
+// carries. Only the namespace of a claim's name can add owners to it (an
+// alias names a capability its bundle carries), so the bound never
+// refuses one authority for another's claims.
+const MaxAliasClaimOwners = 1 << 16
+
+// maxAliasClaimOwners is MaxAliasClaimOwners, a variable only so that
+// this package's tests can lower it.
+var maxAliasClaimOwners = MaxAliasClaimOwners
+
+// ownersOnceInstalled is how many owners the claim of name among cs holds
+// once bundleID is installed: the claim's owners other than bundleID,
+// plus bundleID.
+func ownersOnceInstalled(cs []aliasClaim, name, bundleID string) int {
+	n := 1
+	for _, c := range cs {
+		if c.Name != name {
+			continue
+		}
+		for _, o := range c.Owners {
+			if o != bundleID {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// tooManyAliasOwners is the refusal of m by MaxAliasClaimOwners.
+func tooManyAliasOwners(m *bundle.Manifest) error {
+	return fail(ErrTooManyAliasOwners, "bundle %s: its alias claims would hold more than %d owners together (each install, replacement or removal of an owner rewrites them); carry the legacy types in fewer bundles",
+		m.BundleID, maxAliasClaimOwners)
 }
 
 // ownerClaim is what judges the claims of one installed bundle: the

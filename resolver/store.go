@@ -107,6 +107,9 @@ const (
 	ErrBundleExpired     amp.ErrName = "bundle_expired"
 	ErrSchemaUnavailable amp.ErrName = "schema_unavailable"
 	ErrAuditBroken       amp.ErrName = "audit_broken"
+	// ErrTooManyAliasOwners: an import whose alias claims would hold
+	// more than MaxAliasClaimOwners owners together.
+	ErrTooManyAliasOwners amp.ErrName = "too_many_alias_owners"
 	// ErrUnsupported: the store as reached (the admin socket of an agent
 	// older than the caller) does not offer the operation.
 	ErrUnsupported amp.ErrName = "unsupported"
