@@ -17,6 +17,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -359,72 +360,19 @@ func othersMayWrite(fi os.FileInfo) bool {
 	return runtime.GOOS != "windows" && (fi.Mode().Perm()&0o022 != 0 || ownedByAnother(fi))
 }
 
-// folderAboveOthersMayWrite resolves dir once, as the system does (made
-// absolute, component by component, every link followed: real, through
-// which what is judged is then read), and returns with it the first
-// folder in which that resolution looks up a name and through which
-// another user may then replace or redirect dir: one owned by another user
-// than the sync's and root (ownedByAnother), or writable by group or
-// others without the sticky bit (which keeps others from renaming what
-// they do not own, as /tmp's); "" when there is none. So every folder
-// above dir up to the root is judged, along the path as given and the one
-// it resolves to, as ssh's StrictModes walks a home, and so is every
-// folder a link on the way lies in, and the folders above its target: a
-// link kept in a folder others may write is theirs to repoint at any
-// folder. A folder that cannot be read counts as one others may write, and
-// so do more than maxSpoolLinks links. Not judged on Windows, as
-// othersMayWrite (docs/SPEC-DECISIONS.md MIRROR-18, MIRROR-21).
+// folderAboveOthersMayWrite is regfile.FolderAbove for the spool: real,
+// the spool's path resolved once (through which what is judged is then
+// read), and above, the first folder on the way through which another
+// user may replace or redirect the spool ("" when there is none). A
+// folder that cannot be read counts as one others may write, and so do
+// more than regfile.MaxFolderLinks links (docs/SPEC-DECISIONS.md
+// MIRROR-18, MIRROR-21).
 func folderAboveOthersMayWrite(dir string) (real, above string) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return dir, dir
+	real, a := regfile.FolderAbove(dir)
+	if a != nil {
+		return real, a.Path
 	}
-	if runtime.GOOS == "windows" {
-		return abs, ""
-	}
-	cur, rest, links := string(filepath.Separator), splitPath(abs), 0
-	for len(rest) > 0 {
-		name := rest[0]
-		rest = rest[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..": // cur holds no link: its parent is the system's
-			cur = filepath.Dir(cur)
-			continue
-		}
-		if fi, err := os.Lstat(cur); err != nil || !fi.IsDir() || ownedByAnother(fi) || (fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0) {
-			return abs, cur
-		}
-		next := filepath.Join(cur, name)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			return abs, next
-		}
-		if fi.Mode()&os.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		to, err := os.Readlink(next)
-		if links++; err != nil || links > maxSpoolLinks {
-			return abs, next
-		}
-		if filepath.IsAbs(to) {
-			cur = string(filepath.Separator)
-		}
-		rest = append(splitPath(to), rest...)
-	}
-	return cur, ""
-}
-
-// maxSpoolLinks bounds the links folderAboveOthersMayWrite follows, as
-// the system bounds those of one path (40 on Linux).
-const maxSpoolLinks = 40
-
-// splitPath returns the names of path p, uncleaned: a ".." after a link
-// is the parent of the link's target, not of the link.
-func splitPath(p string) []string {
-	return strings.Split(p, string(filepath.Separator))
+	return real, ""
 }
 
 // save writes what is remembered, whole or not at all (a temporary file

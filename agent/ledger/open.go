@@ -71,7 +71,9 @@ const (
 // the old file where it was, unchanged (ErrLedgerMigration); the next
 // open migrates again. A crash after the rename and before the old name is
 // given up leaves both names; the next open sees that the old file is
-// already kept aside, and gives the old name up.
+// already kept aside, and gives the old name up. A bbolt ledger migrated
+// in place through a link is migrated where the link leads: the link
+// stays a link, to the log (AGENT-47).
 func OpenFile(registryPath string, o FileOptions) (Store, string, error) {
 	wopts := WALOptions{Limits: o.Limits, Now: o.Now, LockTimeout: o.LockTimeout}
 	if o.Now == nil {
@@ -103,7 +105,17 @@ func OpenFile(registryPath string, o FileOptions) (Store, string, error) {
 				return nil, "", err
 			}
 		} else {
-			n, aside, err := migrateBolt(old, path, wopts, o.fault)
+			from, to := old, path
+			if old == path {
+				// Migrated in place: where a link given as its name
+				// leads (AGENT-47).
+				real, err := linkLeadsTo(path)
+				if err != nil {
+					return nil, "", err
+				}
+				from, to = real, real
+			}
+			n, aside, err := migrateBolt(from, to, wopts, o.fault)
 			if err != nil {
 				return nil, "", err
 			}
@@ -117,6 +129,26 @@ func OpenFile(registryPath string, o FileOptions) (Store, string, error) {
 		return nil, "", err
 	}
 	return s, KindWAL, nil
+}
+
+// linkLeadsTo returns the name a link at path leads to, or path when it
+// is no link. A bbolt ledger migrated in place through a link was
+// replaced by the new log beside the link, the link with it: the bbolt
+// ledger the link led to stayed there, and a link made again (as an
+// entrypoint's ln -sf makes it) had the next open migrate it again over
+// the log, every reply recorded since lost (docs/SPEC-DECISIONS.md
+// AGENT-47). Migrated at that name, the log takes the bbolt ledger's
+// place and the link leads to it, as a compaction keeps it (AGENT-45);
+// migrateBolt's lock judges that name's folder (lockFile).
+func linkLeadsTo(path string) (string, error) {
+	if li, err := os.Lstat(path); err != nil || li.Mode()&os.ModeSymlink == 0 {
+		return path, nil
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", amp.Named(amp.CodeUnavailable, ErrLedgerMigration, "cannot follow the link to the bbolt ledger").WithCause(err)
+	}
+	return real, nil
 }
 
 func exists(path string) bool {

@@ -214,8 +214,9 @@ func (e walEntry) disk(k Key) int64 {
 // file unchanged (docs/SPEC-DECISIONS.md AGENT-40, AGENT-41); so do such
 // a lock file, or one reached through a link (AGENT-43), and (on unix)
 // a folder another user owns or that group or others may write without
-// the sticky bit, before anything is made in it (AGENT-44). A log whose
-// name is a link is compacted where the link leads (AGENT-45).
+// the sticky bit, before anything is made in it (AGENT-44), or a folder
+// below one (AGENT-48). A log whose name is a link is compacted where the
+// link leads (AGENT-45).
 func OpenWAL(path string, opts WALOptions) (*WALStore, error) {
 	return openWAL(path, opts, fdatasync)
 }
@@ -625,11 +626,11 @@ func (s *WALStore) index(recs []walRecord, off, base, cutoff int64) error {
 		}
 		e := walEntry{expires: rec.expires, done: rec.typ == stateDone}
 		if e.done {
-			if n := int64(rec.replyLen); n > maxReply || entryCost(rec.key, n) > s.acct.lim.PerCaller {
+			if n := rec.replyLen; n > maxReply || entryCost(rec.key, n) > s.acct.lim.PerCaller {
 				return amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
 					"the ledger file records a reply of %d bytes (in the group at byte %d), more than one caller's share (%d bytes) can hold; it is not this agent's log, or the share was lowered: raise it, or move the file aside only if no invocation it records may be retried", n, off, s.acct.lim.PerCaller)
 			}
-			e.off, e.n = base+int64(rec.replyAt), uint32(rec.replyLen)
+			e.off, e.n = base+rec.replyAt, uint32(rec.replyLen)
 		}
 		s.m[rec.key] = e
 	}
@@ -666,6 +667,15 @@ func readFault(off int64, err error) error {
 // group of more than maxRecs records counts as intact (it is not read:
 // the file is refused, never truncated). So does a read the file system
 // fails (readFault): an intact group could lie in what it could not read.
+//
+// The candidates' payloads are read within a budget of twice the bytes
+// searched: the payloads of a log's own groups behind the damage never
+// overlap, so they take at most once that. Groups without a tag (version
+// 1) can be written by a caller inside a reply, each claiming the rest
+// of the file, and read one by one they made the search quadratic in the
+// file's length; a candidate that cannot be judged within the budget
+// fails the open (ErrLedgerCorrupt), nothing truncated
+// (docs/SPEC-DECISIONS.md AGENT-46).
 func (s *WALStore) tornOrCorrupt(f io.ReaderAt, off, size int64, maxRecs int, cause error) error {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, off+1, size-off-1), 1<<16)
 	var win []byte
@@ -673,6 +683,7 @@ func (s *WALStore) tornOrCorrupt(f io.ReaderAt, off, size int64, maxRecs int, ca
 	sc := walScanner{max: maxRecs}
 	var pr *bufio.Reader
 	pos := off + 1 // file offset of win[0]
+	left := 2 * (size - off)
 	for {
 		n, err := r.Read(buf)
 		win = append(win, buf[:n]...)
@@ -681,19 +692,26 @@ func (s *WALStore) tornOrCorrupt(f io.ReaderAt, off, size int64, maxRecs int, ca
 			if plen, _, crc, herr := s.wf.parseGroupHeader(win); herr == nil && int64(plen) <= size-pos-int64(hs) {
 				// Streamed: a candidate header claiming gigabytes
 				// allocates nothing ahead (AGENT-20).
-				sr := io.NewSectionReader(f, pos+int64(hs), int64(plen))
+				cut := int64(plen) > left
+				sr := &countingReader{r: io.NewSectionReader(f, pos+int64(hs), min(int64(plen), left))}
 				if pr == nil {
 					pr = bufio.NewReaderSize(sr, 1<<16)
 				} else {
 					pr.Reset(sr)
 				}
 				_, perr := sc.payload(pr, int64(plen), crc, nil)
-				if perr == nil || errors.Is(perr, errWALTooMany) {
+				left -= sr.n
+				switch {
+				case perr == nil || errors.Is(perr, errWALTooMany):
 					return amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
 						"the ledger file is damaged at byte %d (%v) and intact records follow at byte %d; move it aside only if no invocation it records may be retried", off, cause, pos)
-				}
-				if unreadable(perr) {
+				case unreadable(perr):
 					return readFault(pos, perr)
+				case cut && (errors.Is(perr, io.ErrUnexpectedEOF) || errors.Is(perr, io.EOF)):
+					// Cut short by the budget: what follows cannot be told
+					// torn or intact.
+					return amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
+						"the ledger file is damaged at byte %d (%v), and the groups that seem to follow it claim more bytes than the search for intact ones reads (%d); move it aside only if no invocation it records may be retried", off, cause, 2*(size-off))
 				}
 			}
 			win, pos = win[1:], pos+1
@@ -706,6 +724,18 @@ func (s *WALStore) tornOrCorrupt(f io.ReaderAt, off, size int64, maxRecs int, ca
 		}
 		win = append(win[:0:0], win...) // keep the window small
 	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // Lookup implements Store.

@@ -67,7 +67,8 @@ const lockNoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 // runs its handler again) or put an older log of the agent's in its
 // place, with files whose owner and mode pass logWriters. A sticky folder
 // (/tmp) lets them take only names nothing holds yet, which the log's
-// checks refuse (docs/SPEC-DECISIONS.md AGENT-44).
+// checks refuse (docs/SPEC-DECISIONS.md AGENT-44). Every folder above it
+// is judged by the same rule (foldersAbove, AGENT-48).
 func logFolder(dir string) error {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -81,9 +82,42 @@ func logFolder(dir string) error {
 		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
 			"the ledger's folder is owned by another user (uid %d) than the agent's (uid %d) or root, who may replace the log in it; make it the agent's user's or root's (chown) and writable by its owner alone (chmod go-w)", uid, os.Geteuid())
 	}
-	if perm := st.Mode().Perm(); perm&0o022 != 0 && st.Mode()&os.ModeSticky == 0 {
+	if othersMayRename(st) {
 		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
-			"the ledger's folder may be written by group or others (mode %04o), who may replace the log in it; make it writable by its owner alone (chmod go-w), or put the ledger in a folder that is (--ledger)", perm)
+			"the ledger's folder may be written by group or others (mode %04o), who may replace the log in it; make it writable by its owner alone (chmod go-w), or put the ledger in a folder that is (--ledger)", st.Mode().Perm())
 	}
-	return nil
+	return foldersAbove(dir)
+}
+
+// othersMayRename reports whether st's mode lets group or others rename
+// what a folder holds: write without the sticky bit.
+func othersMayRename(st os.FileInfo) bool {
+	return st.Mode().Perm()&0o022 != 0 && st.Mode()&os.ModeSticky == 0
+}
+
+// foldersAbove refuses the log's folder dir when a folder a lookup of dir
+// passes through (regfile.FolderAbove: along the path as given and the one
+// it resolves to, the folders links lie in and those above their targets)
+// is one logFolder would refuse. Whoever may write a folder above can
+// rename the log's folder away and put another folder of the agent's user
+// in its place (a backup holding an older log, another agent's folder):
+// its owner and mode pass logFolder, and the acknowledged invocations its
+// log lacks run their handlers again when retried; a link in such a
+// folder is theirs to repoint the same way (docs/SPEC-DECISIONS.md
+// AGENT-48). The folder named is the operator's path, quoted.
+func foldersAbove(dir string) error {
+	_, a := regfile.FolderAbove(dir)
+	switch {
+	case a == nil:
+		return nil
+	case a.Foreign:
+		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
+			"the folder %q above the ledger's is owned by another user (uid %d) than the agent's (uid %d) or root, who may replace the ledger's folder; put the ledger below folders of the agent's user or root (--ledger)", a.Path, a.UID, os.Geteuid())
+	case a.Writable:
+		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
+			"the folder %q above the ledger's may be written by group or others (mode %04o), who may replace the ledger's folder; make it writable by its owner alone (chmod go-w) or sticky (chmod +t), or put the ledger elsewhere (--ledger)", a.Path, a.Mode)
+	case errors.Is(a.Err, regfile.ErrTooManyLinks):
+		return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "cannot follow the links to the ledger's folder")
+	}
+	return walIOError("cannot examine the folders above the ledger's", a.Err)
 }

@@ -163,12 +163,16 @@ func (f *walFormat) parseGroupHeader(h []byte) (n uint32, seq uint64, crc uint32
 // index reads replies back from the file); the tests' decoder of a whole
 // payload sets reply to alias it.
 type walRecord struct {
-	typ      byte
-	key      Key
-	expires  int64
-	reply    []byte
-	replyAt  int
-	replyLen int
+	typ     byte
+	key     Key
+	expires int64
+	reply   []byte
+	replyAt int64
+	// replyLen is the length the record holds, up to 4 GiB - 1: an
+	// int64, which an int of 32 bits (GOARCH=386, arm) would read as
+	// negative from 2 GiB on, passing the open's check of a reply over
+	// maxReply or one caller's share (docs/SPEC-DECISIONS.md AGENT-49).
+	replyLen int64
 }
 
 // walRecordSize is the encoded size of a record.
@@ -224,7 +228,7 @@ func (sc *walScanner) records(r io.Reader, n int64, h hash.Hash32, out []walReco
 		sc.buf = make([]byte, walRecordFixed+maxWALSender)
 	}
 	out = out[:0]
-	left, at := n, 0
+	left, at := n, int64(0)
 	read := func(b []byte) error {
 		if _, err := io.ReadFull(r, b); err != nil {
 			return err
@@ -268,7 +272,7 @@ func (sc *walScanner) records(r io.Reader, n int64, h hash.Hash32, out []walReco
 		default:
 			return nil, errWALRecord
 		}
-		rec.replyAt, rec.replyLen = at+walRecordFixed+slen, int(rlen)
+		rec.replyAt, rec.replyLen = at+int64(walRecordFixed+slen), rlen
 		for skip := rlen; skip > 0; {
 			chunk := sc.buf[:min(skip, int64(len(sc.buf)))]
 			if err := read(chunk); err != nil {
@@ -280,7 +284,7 @@ func (sc *walScanner) records(r io.Reader, n int64, h hash.Hash32, out []walReco
 			return nil, errWALTooMany
 		}
 		out = append(out, rec)
-		at += walRecordFixed + slen + int(rlen)
+		at += int64(walRecordFixed+slen) + rlen
 	}
 	if len(out) == 0 {
 		return nil, errWALRecord
