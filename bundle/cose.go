@@ -385,5 +385,7 @@ func readItem(br *bufio.Reader, budget int64) ([]byte, error) {
 	if errors.As(err, &ae) {
 		return nil, fail(ErrMalformed, "signed manifest is not valid cbor").WithCause(err)
 	}
-	return nil, err
+	// An error of the reader itself (the medium): named, as every error
+	// of this package is, and never for the content (BUNDLE-30).
+	return nil, fail(ErrIO, "cannot read the signed manifest").WithCause(err)
 }

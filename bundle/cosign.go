@@ -78,10 +78,14 @@ func SelfPolicy(sigs []Signature) *Policy {
 // (duplicate_signer), as is a ninth signature, and one that would make the
 // signed manifest larger than a reader takes (limit_exceeded, BUNDLE-27).
 //
-// w receives the new signed manifest before the artifacts are verified;
-// on error, what was written must be discarded (the CLI writes to a
+// Nothing is signed and nothing is written to w before all of that has
+// passed (docs/SPEC-DECISIONS.md BUNDLE-29): r is read twice, first to
+// verify the bundle whole, then, from where its signed manifest ends, to
+// copy the artifacts after the new signed manifest, each verified again
+// as it is copied. Should r change between the two reads, the second one
+// fails and what w received must be discarded (the CLI writes to a
 // temporary file that it renames only on success).
-func Cosign(w io.Writer, r io.Reader, key ed25519.PrivateKey, opts CosignOptions) (*Manifest, error) {
+func Cosign(w io.Writer, r io.ReadSeeker, key ed25519.PrivateKey, opts CosignOptions) (*Manifest, error) {
 	if opts.Now == nil || len(key) != ed25519.PrivateKeySize {
 		return nil, fail(ErrIO, "cosign needs a clock and an ed25519 key")
 	}
@@ -90,8 +94,12 @@ func Cosign(w io.Writer, r io.Reader, key ed25519.PrivateKey, opts CosignOptions
 	}
 	limit.Default(&opts.MaxManifestSize, DefaultMaxManifestSize)
 	limit.Default(&opts.MaxArtifactSize, DefaultMaxArtifactSize)
+	start, err := r.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, fail(ErrIO, "cannot read the bundle").WithCause(err)
+	}
 	br := bufio.NewReaderSize(r, readBufferSize)
-	_, obj, err := readSigned(br, opts.MaxManifestSize)
+	item, obj, err := readSigned(br, opts.MaxManifestSize)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +123,12 @@ func Cosign(w io.Writer, r io.Reader, key ed25519.PrivateKey, opts CosignOptions
 			return nil, fail(ErrTooLarge, "artifact %s is larger than the %d-byte limit", a.Key, opts.MaxArtifactSize)
 		}
 	}
+	// The artifacts and the end of the file, before anything is signed:
+	// a co-signer never signs a bundle that does not verify whole.
+	first := &Reader{br: br, opts: ropts, obj: obj, manifest: m, signers: verified}
+	if err := first.VerifyRest(); err != nil {
+		return nil, err
+	}
 	if err := obj.addSignature(key); err != nil {
 		return nil, err
 	}
@@ -127,12 +141,17 @@ func Cosign(w io.Writer, r io.Reader, key ed25519.PrivateKey, opts CosignOptions
 	if err := checkSignedSize(out); err != nil {
 		return nil, err
 	}
+	if _, err := r.Seek(start+int64(len(item)), io.SeekStart); err != nil {
+		return nil, fail(ErrIO, "cannot read the bundle again").WithCause(err)
+	}
 	if _, err := w.Write(out); err != nil {
 		return nil, fail(ErrIO, "cannot write the bundle").WithCause(err)
 	}
-	// The artifacts are copied exactly as read while they are verified.
-	rd := &Reader{br: bufio.NewReaderSize(io.TeeReader(br, w), readBufferSize), opts: ropts, obj: obj, manifest: m, signers: verified}
-	if err := rd.VerifyRest(); err != nil {
+	// The artifacts are copied exactly as read while they are verified
+	// again: the bytes written are the bytes verified, not merely those
+	// of the first read.
+	again := &Reader{br: bufio.NewReaderSize(io.TeeReader(r, w), readBufferSize), opts: ropts, obj: obj, manifest: m, signers: verified}
+	if err := again.VerifyRest(); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -29,16 +29,15 @@ const (
 // Caps of the format (FORMAT.md §6). A reader also takes lower caps from its
 // options.
 const (
-	MaxKeyLen        = 255     // bytes of one artifact key
-	maxKeySegments   = 16      // path segments of one artifact key
-	MaxArtifacts     = 100_000 // artifacts in one bundle
-	MaxCapabilities  = 10_000  // descriptors in one bundle
-	MaxAliases       = 10_000  // alias entries
-	MaxBundleIDLen   = 255
-	maxMediaTypeLen  = 255
-	maxAliasLen      = 255
-	timeLayout       = "2006-01-02T15:04:05Z"
-	maxManifestField = 1 << 20 // bytes of a text field we accept at all
+	MaxKeyLen       = 255     // bytes of one artifact key
+	maxKeySegments  = 16      // path segments of one artifact key
+	MaxArtifacts    = 100_000 // artifacts in one bundle
+	MaxCapabilities = 10_000  // descriptors in one bundle
+	MaxAliases      = 10_000  // alias entries
+	MaxBundleIDLen  = 255
+	maxMediaTypeLen = 255
+	maxAliasLen     = 255
+	timeLayout      = "2006-01-02T15:04:05Z"
 )
 
 // ArtifactEntry is one row of the manifest's "artifacts" array.

@@ -189,8 +189,13 @@ func readPartIndexObject(r io.Reader) (*signedObject, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := br.ReadByte(); err != io.EOF {
+	// A byte after the index is trailing data; a failed read is no byte
+	// at all, and says nothing of the file's content (BUNDLE-30).
+	switch _, err := br.ReadByte(); {
+	case err == nil:
 		return nil, fail(ErrTrailingData, "part index file has data after its signed index")
+	case err != io.EOF:
+		return nil, fail(ErrIO, "cannot read the part index file").WithCause(err)
 	}
 	return decodeCOSE(item, MediaTypePartIndex)
 }

@@ -131,9 +131,9 @@ func NewReader(r io.Reader, opts ReaderOptions) (*Reader, error) {
 }
 
 // hashFrom feeds the next n bytes of br to h straight from br's buffer (no
-// second copy: verifying costs little more than hashing). It reports
-// whether all n bytes were there.
-func hashFrom(h io.Writer, br *bufio.Reader, n uint64) bool {
+// second copy: verifying costs little more than hashing). It returns the
+// read error that stopped it before n bytes, io.EOF or another.
+func hashFrom(h io.Writer, br *bufio.Reader, n uint64) error {
 	for n > 0 {
 		chunk := min(uint64(br.Size()), n)
 		b, err := br.Peek(int(chunk))
@@ -143,10 +143,24 @@ func hashFrom(h io.Writer, br *bufio.Reader, n uint64) bool {
 			n -= uint64(len(b))
 		}
 		if err != nil && n > 0 {
-			return false
+			return err
 		}
 	}
-	return true
+	return nil
+}
+
+// artifactReadError names a read that stopped inside artifact key: the
+// end of the file, or a verdict the stream itself reached (a named error,
+// such as a split's part_mismatch, which its reader reports itself:
+// bundlebuild.PartsReader.Explain), is truncated, as it always was; any
+// other error of the reader (the medium) is io_error, which says nothing
+// of the file's content (BUNDLE-30).
+func artifactReadError(key string, err error) error {
+	var named *amp.Error
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &named) {
+		return fail(ErrTruncated, "file ends inside artifact %s", key)
+	}
+	return fail(ErrIO, "cannot read artifact %s", key).WithCause(err)
 }
 
 // readSigned reads and decodes the first item.
@@ -232,7 +246,7 @@ func (r *Reader) next1(keep bool) (*Artifact, error) {
 	case errors.As(err, new(*amp.Error)):
 		return nil, fail(ErrMalformed, "indefinite-length or reserved cbor item").WithCause(err)
 	case err != nil:
-		return nil, err
+		return nil, fail(ErrIO, "cannot read the bundle").WithCause(err)
 	case hd.Major != amp.MajorBytes:
 		return nil, fail(ErrMalformed, "artifact %s is not a cbor byte string", e.Key)
 	case !hd.Minimal:
@@ -252,11 +266,11 @@ func (r *Reader) next1(keep bool) (*Artifact, error) {
 	if keep || isDID {
 		data = make([]byte, e.Size)
 		if _, err := io.ReadFull(r.br, data); err != nil {
-			return nil, fail(ErrTruncated, "file ends inside artifact %s", e.Key)
+			return nil, artifactReadError(e.Key, err)
 		}
 		h.Write(data)
-	} else if !hashFrom(h, r.br, e.Size) {
-		return nil, fail(ErrTruncated, "file ends inside artifact %s", e.Key)
+	} else if err := hashFrom(h, r.br, e.Size); err != nil {
+		return nil, artifactReadError(e.Key, err)
 	}
 	if subtle.ConstantTimeCompare(h.Sum(nil), e.Hash) != 1 {
 		return nil, fail(ErrHashMismatch, "artifact %s does not match its %s hash", e.Key, e.HashAlg)
