@@ -28,6 +28,11 @@
 // a folder; LinkNew hard-links a synced temporary file to its final name,
 // which fails when anything is there, and where no link can be made
 // renames it exclusively where the system can (CLI-29, CLI-32).
+//
+// FolderAbove judges the folders a path's lookup passes through, links
+// followed, as ssh's StrictModes does: none may be another user's or
+// writable by group or others without the sticky bit (MIRROR-18,
+// AGENT-48).
 // CreateUnnamed makes a file with no name (Linux O_TMPFILE, only where
 // /proc is procfs) and LinkUnnamed gives it its name once complete, never
 // replacing a file there: a process killed before leaves nothing; where
