@@ -294,15 +294,24 @@ func (s *Store) claimHeld(k ledger.Key, lease clientv3.LeaseID, r *clientv3.TxnR
 		// claimless, answered "outcome unknown" (FLEET-21).
 		if !tracked {
 			if queued, busy := s.cleaner.take(k); !busy {
-				if len(queued) == 0 { // taken as one run all the same
+				if !namesClaim(queued, c) {
+					if len(queued) > 0 { // else taken as one run all the same
+						s.cleaner.also(k)
+					}
 					// With its entry only if its Claim's answer was lost (the
 					// claim applied after its cleanup looked): else a handler
-					// may have run under it.
-					queued = []cleanup{{k: k, rev: c.CreateRevision, entry: s.cleaner.wasLost(string(c.Value))}}
+					// may have run under it. A lost claim's clean-up queued
+					// for another value (not applied yet) stays queued: it
+					// never stands for this one (FLEET-31).
+					queued = append(queued, cleanup{k: k, rev: c.CreateRevision, entry: s.cleaner.wasLost(string(c.Value))})
 				}
 				failed := false
 				for _, q := range queued {
 					err := s.clean(q)
+					if err == errClaimUnseen {
+						s.cleaner.park(q)
+						continue
+					}
 					failed = failed || err != nil
 					s.cleaner.end(q, err == nil)
 				}
@@ -337,7 +346,11 @@ func (s *Store) claimLost(k ledger.Key, lease clientv3.LeaseID, kv *mvccpb.KeyVa
 		return err
 	})
 	if err != nil {
-		s.cleaner.add(cleanup{k: k, token: token}) // the claim alone: the entry may be a run's
+		c := cleanup{k: k, token: token} // the claim alone: the entry may be a run's
+		if e, derr := decodeEntry(kv.Value); derr == nil {
+			c.until = e.expires.Add(s.o.MaxClockSkew).Unix() // applied late: FLEET-31
+		}
+		s.cleaner.add(c)
 		return ledger.ClaimResult{}, err
 	}
 	if !r.Succeeded {
@@ -351,6 +364,17 @@ func (s *Store) claimLost(k ledger.Key, lease clientv3.LeaseID, kv *mvccpb.KeyVa
 	return s.foundRunning(k, kv)
 }
 
+// namesClaim reports whether one of the clean-ups qs is of the claim c:
+// by its create revision, or by its value (a lost claim's, FLEET-31).
+func namesClaim(qs []cleanup, c *mvccpb.KeyValue) bool {
+	for _, q := range qs {
+		if q.rev == c.CreateRevision || q.rev == 0 && q.token == string(c.Value) {
+			return true
+		}
+	}
+	return false
+}
+
 // one returns the only key-value of a range response, or nil.
 func one(op *pb.ResponseOp) *mvccpb.KeyValue {
 	rr := op.GetResponseRange()
@@ -360,8 +384,13 @@ func one(op *pb.ResponseOp) *mvccpb.KeyValue {
 	return rr.Kvs[0]
 }
 
-// waitFor returns a channel that closes on the first change of key from
-// revision rev on, or after WaitPoll, whichever comes first.
+// waitFor returns a channel that closes when the claim key goes (a
+// delete of it from revision rev on, or a watch that fails), or after
+// WaitPoll, whichever comes first. A put of a claim held is no change the
+// copy waits for (every claim is created only where none is, so a new
+// one comes after a delete): a writer under the prefix rewriting the key
+// would otherwise send every waiting copy, on every node, back to Claim
+// at each write, one etcd transaction per event (FLEET-32).
 func (s *Store) waitFor(key string, rev int64) <-chan struct{} {
 	ch := make(chan struct{})
 	go func() {
@@ -369,10 +398,20 @@ func (s *Store) waitFor(key string, rev int64) <-chan struct{} {
 		ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(s.bg), s.o.WaitPoll)
 		defer cancel()
 		for w := range s.cli.Watch(ctx, key, clientv3.WithRev(rev)) {
-			if w.Err() != nil || len(w.Events) > 0 {
+			if w.Err() != nil || claimGone(w.Events) {
 				return
 			}
 		}
 	}()
 	return ch
+}
+
+// claimGone reports whether events hold a delete of the claim key.
+func claimGone(evs []*clientv3.Event) bool {
+	for _, ev := range evs {
+		if ev.Type == mvccpb.DELETE {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package etcdledger
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -33,6 +34,12 @@ const maxCleanups = 1 << 16
 // done entry still costs: the refund is taken only off the counter
 // created by then (never one made again since, with the same key) and
 // only while it holds take+keep (refund).
+//
+// until (unix seconds) is, with rev 0, when a claim of token can no
+// longer matter (its message's expiry plus MaxClockSkew): etcd may apply
+// a Claim whose answer was lost after the clean-up looked for it, so
+// until then a clean-up that finds no such claim stays queued and looks
+// again (errClaimUnseen, FLEET-31).
 type cleanup struct {
 	k          ledger.Key
 	rev        int64
@@ -41,7 +48,14 @@ type cleanup struct {
 	cost, end  int64
 	counter    string
 	take, keep int64
+	until      int64
 }
+
+// errClaimUnseen is a clean-up of a claim named by its value (rev 0)
+// that found no such claim before its until: etcd may still apply the
+// Claim (its answer was lost, not refused), so it is looked for again
+// (FLEET-31). Never returned to a caller of the Store.
+var errClaimUnseen = errors.New("etcdledger: the lost claim is not in etcd yet")
 
 // cleaner retries the cleanups that failed, for as long as the process
 // lives: one goroutine, one queue, all of it tried again after a backoff
@@ -79,7 +93,7 @@ func (cl *cleaner) lostClaim(k ledger.Key, token string, expires time.Time) {
 		cl.lost[token] = expires.Unix()
 	}
 	cl.mu.Unlock()
-	cl.add(cleanup{k: k, token: token, entry: true})
+	cl.add(cleanup{k: k, token: token, entry: true, until: expires.Add(cl.s.o.MaxClockSkew).Unix()})
 }
 
 // wasLost reports whether token is the value of a Claim whose answer was
@@ -180,6 +194,32 @@ func (cl *cleaner) end(c cleanup, done bool) {
 	}
 }
 
+// park puts back a clean-up that found its lost claim not yet applied
+// (errClaimUnseen), ending its run, without waking the cleaner: it is
+// looked for again at the next round, at most SessionTTL later (run),
+// never in a loop of rounds (FLEET-31).
+func (cl *cleaner) park(c cleanup) {
+	cl.mu.Lock()
+	cl.hold(c.k, -1)
+	cl.queue(c)
+	cl.mu.Unlock()
+}
+
+// also marks one more run of k, taken by the caller of take beside the
+// clean-ups take returned.
+func (cl *cleaner) also(k ledger.Key) {
+	cl.mu.Lock()
+	cl.hold(k, 1)
+	cl.mu.Unlock()
+}
+
+// waiting reports whether a clean-up is queued.
+func (cl *cleaner) waiting() bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return len(cl.q) > 0
+}
+
 // unclaiming marks an Unclaim of k in flight (n 1) or ended (n -1); an
 // end wakes the cleaner when a clean-up waits (one a round skipped while
 // k was busy).
@@ -214,7 +254,9 @@ func (cl *cleaner) pending() int {
 	return len(cl.q) + cl.running
 }
 
-// run retries the queue until the store closes.
+// run retries the queue until the store closes. While clean-ups wait
+// with none failing (lost claims not yet applied, FLEET-31), it looks
+// again every SessionTTL.
 func (cl *cleaner) run() {
 	fails := 0
 	for {
@@ -222,6 +264,8 @@ func (cl *cleaner) run() {
 		if fails > 0 {
 			d := cl.s.o.OpTimeout << min(fails-1, 16)
 			wait = time.After(min(d, cl.s.o.SessionTTL))
+		} else if cl.waiting() {
+			wait = time.After(cl.s.o.SessionTTL)
 		}
 		select {
 		case <-cl.s.bg.Done():
@@ -250,7 +294,8 @@ func (cl *cleaner) run() {
 // claim) stays queued and the round goes on (FLEET-18). One whose key is
 // busy (a clean-up or an Unclaim of it runs) is skipped, not failed: the
 // end of that run wakes the cleaner for it, with no backoff (FLEET-21).
-// It reports whether none failed.
+// A lost claim not yet applied is parked, not failed (FLEET-31). It
+// reports whether none failed.
 func (cl *cleaner) round() bool {
 	cl.mu.Lock()
 	batch := make([]cleanup, 0, len(cl.q))
@@ -267,6 +312,10 @@ func (cl *cleaner) round() bool {
 			continue
 		}
 		err := cl.s.clean(c)
+		if err == errClaimUnseen {
+			cl.park(c)
+			continue
+		}
 		cl.end(c, err == nil)
 		if err != nil {
 			if amp.NameOf(err) == ledger.ErrLedgerIO {
@@ -309,7 +358,15 @@ func (s *Store) clean(c cleanup) error {
 			return err
 		}
 		if kv == nil || string(kv.Value) != c.token {
-			return nil // never made, or gone with its session
+			// Never made, gone with its session, or not applied yet: a
+			// Claim whose answer was lost may be applied after this
+			// look, and left, it would hold the message Busy on every
+			// other node, and read as Lost once this node stops
+			// (FLEET-31). Looked for again until it cannot matter.
+			if c.until >= s.o.Now().Unix() {
+				return errClaimUnseen
+			}
+			return nil
 		}
 		c.rev = kv.CreateRevision
 	}
