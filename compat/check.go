@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
@@ -153,6 +154,9 @@ type checker struct {
 	// holdsNoRef), ownWalked the parts of own schemas evaluatedIn passed
 	// over: the tests read and bound them.
 	flattened, leafWalked, ownWalked int
+	// keywordsVisited counts the members keywords visited (looked up or
+	// sorted): the tests bound it.
+	keywordsVisited int
 	// lookups counts what chargeLookups charged: parts looked up for a
 	// property name or an item index, patterns matched against a name,
 	// own-schema parts passed over; the tests read and bound it.
@@ -469,10 +473,7 @@ func (c *checker) subsetOnce(a, b []part) []Finding {
 		return nil
 	}
 	// A union on the producing side: every branch must be covered.
-	have := map[nodeID]bool{}
-	for _, p := range va.parts {
-		have[p.n.id()] = true
-	}
+	have := unionBranches(va.parts)
 	for _, p := range va.parts {
 		m := p.n.v.(map[string]any)
 		for _, kw := range []string{"anyOf", "oneOf"} {
@@ -764,6 +765,25 @@ var decided = map[string]bool{
 	"uniqueItems": true, "required": true, "dependentRequired": true, "anyOf": true, "oneOf": true,
 }
 
+// comparedKeywords are the keywords that keywords compares (decided and
+// undecided), in name order. A part is looked up for each of them, or,
+// when it has fewer members, its members are sorted: a step costs a
+// few dozen lookups a part however many members the part has. Sorting
+// every member of every acceptor part at every step, annotations and
+// unknown keywords included, cost 64 members' sort for the unit of work
+// flatten charges them (an object of 60,000 unknown keywords behind a
+// "$ref" met from many properties: about 14 µs a unit of work, 3 to 10
+// times any other kind; docs/SPEC-DECISIONS.md COMPAT-20).
+var comparedKeywords = slices.Sorted(func(yield func(string) bool) {
+	for _, set := range []map[string]bool{decided, undecided} {
+		for kw := range set {
+			if !yield(kw) {
+				return
+			}
+		}
+	}
+})
+
 // undecided keywords: accepted only when a producer part carries the same
 // value (and it holds no reference).
 var undecided = map[string]bool{
@@ -830,7 +850,8 @@ func (c *checker) direct(va, vb view) []Finding {
 // keywords checks each keyword of the consumer's part p (an object
 // schema, its members in name order) against the producer view va with
 // facts f, for direct; producer-side uncertainty turns incompatible into
-// unknown.
+// unknown. Only the keywords it compares are visited (comparedKeywords):
+// any other member asserts nothing here.
 func (c *checker) keywords(va view, f facts, p part, m map[string]any) []Finding {
 	var fs []Finding
 	add := func(x Finding) {
@@ -839,8 +860,16 @@ func (c *checker) keywords(va view, f facts, p part, m map[string]any) []Finding
 		}
 		fs = append(fs, x)
 	}
-	for _, kw := range slices.Sorted(maps.Keys(m)) {
-		val := m[kw]
+	kws := comparedKeywords
+	if len(m) < len(kws) {
+		kws = slices.Sorted(maps.Keys(m))
+	}
+	c.keywordsVisited += len(kws)
+	for _, kw := range kws {
+		val, ok := m[kw]
+		if !ok || !(decided[kw] || undecided[kw]) {
+			continue
+		}
 		if !c.keywordsA(va, f, p, m, kw, val, add) && !c.keywordsB(va, f, p, m, kw, val, add) {
 			c.keywordsC(va, f, p, m, kw, val, add, &fs)
 		}
@@ -1532,11 +1561,52 @@ func typePart(name string) part {
 	return part{n: mkNode(d, "", d.base, d.root), path: "", scope: -2}
 }
 
-// expanded reports whether a branch of the union kw of p is already part
-// of the conjunction (the union was split before).
-func expanded(have map[nodeID]bool, p part, kw string, n int) bool {
-	for i := 0; i < n; i++ {
-		if ch, ok := p.n.child(kw, strconv.Itoa(i)); ok && have[ch.id()] {
+// unionKey names a union of a document: the artifact and pointer of the
+// schema object holding it, and its keyword (anyOf, oneOf).
+type unionKey struct{ key, ptr, kw string }
+
+// branchAt is a part of a conjunction that is a branch of a union: the
+// branch's index and the part's node.
+type branchAt struct {
+	i  int
+	id nodeID
+}
+
+// unionBranches indexes the parts of a conjunction that are branches of
+// a union, by the union (their pointers name it): what expanded looks
+// up, a pass over the parts, which flatten charged.
+func unionBranches(ps []part) map[unionKey][]branchAt {
+	out := map[unionKey][]branchAt{}
+	for _, p := range ps {
+		j := strings.LastIndexByte(p.n.ptr, '/')
+		if j < 0 {
+			continue
+		}
+		i, err := strconv.Atoi(p.n.ptr[j+1:])
+		k := strings.LastIndexByte(p.n.ptr[:j], '/')
+		if err != nil || i < 0 || k < 0 {
+			continue
+		}
+		if kw := p.n.ptr[k+1 : j]; kw == "anyOf" || kw == "oneOf" {
+			u := unionKey{key: p.n.doc.key, ptr: p.n.ptr[:k], kw: kw}
+			out[u] = append(out[u], branchAt{i: i, id: p.n.id()})
+		}
+	}
+	return out
+}
+
+// expanded reports whether a branch of the union kw of p (n branches) is
+// already part of the conjunction whose union branches are have
+// (unionBranches): the union was split before. It looks at those parts,
+// not at every branch: asking each of n branches, at each of the n
+// comparisons of a split, made n²/2 subschemas a split and none charged
+// (docs/SPEC-DECISIONS.md COMPAT-19).
+func expanded(have map[unionKey][]branchAt, p part, kw string, n int) bool {
+	for _, b := range have[unionKey{key: p.n.doc.key, ptr: p.n.ptr, kw: kw}] {
+		if b.i >= n {
+			continue
+		}
+		if ch, ok := p.n.child(kw, strconv.Itoa(b.i)); ok && ch.id() == b.id {
 			return true
 		}
 	}

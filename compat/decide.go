@@ -50,10 +50,7 @@ func (c *checker) inhabited(s *side, ps []part) bool {
 // one branch may match another), every anyOf expanded into the view, and
 // a "type" and an "enum" of the shapes factsOf reads.
 func factsCover(v view) bool {
-	have := map[nodeID]bool{}
-	for _, p := range v.parts {
-		have[p.n.id()] = true
-	}
+	have := unionBranches(v.parts)
 	for _, p := range v.parts {
 		m := p.n.v.(map[string]any)
 		if _, ok := m["oneOf"]; ok {

@@ -89,6 +89,53 @@ type document struct {
 	// dataChecked: dataAnchors is pointsIntoData's answer for d.
 	dataChecked, dataAnchors bool
 	listedCache
+	idCache
+}
+
+// idCache is a document's subschema bases (idBase): each "$id" that
+// node.child meets resolved once against the base above it, not once
+// per call. idMu guards it, a document being shared by the checks of
+// its Source. What it holds is bounded by what pointerPast resolved
+// when the document was read: one entry a subschema with an "$id"
+// (its base is fixed by its pointer: a reference never lands below an
+// "$id", entersResource), within maxResolveBytes of bases and "$id"s.
+type idCache struct {
+	idMu    sync.Mutex
+	idBases map[idKey]string
+	// idResolved counts the "$id"s resolved: the tests read and bound
+	// it.
+	idResolved int
+}
+
+// idKey names a resolved "$id": the base above it and the "$id", the
+// node's and the document's own strings (a key joins no text).
+type idKey struct{ base, id string }
+
+// idBase is the base of a subschema of d whose "$id" is id, under a
+// subschema whose base is base: id resolved against base as the
+// validator does, or base when it does not resolve. Resolving reads
+// both (up to 3 × MaxPointerBytes, with an allocation per part of the
+// URL), so it is done once per document and pair (idCache): a schema
+// whose subschemas with an "$id" were reached at every step (an allOf
+// of them behind a "$ref" met from many properties) resolved each at
+// each step, uncharged (docs/SPEC-DECISIONS.md COMPAT-18).
+func (d *document) idBase(base, id string) string {
+	k := idKey{base: base, id: id}
+	d.idMu.Lock()
+	defer d.idMu.Unlock()
+	if b, ok := d.idBases[k]; ok {
+		return b
+	}
+	d.idResolved++
+	b := base
+	if u, _, err := schemagraph.Resolve(base, id); err == nil {
+		b = u.String()
+	}
+	if d.idBases == nil {
+		d.idBases = map[idKey]string{}
+	}
+	d.idBases[k] = b
+	return b
 }
 
 // node is a schema value inside a document, with the base URI its
@@ -625,9 +672,7 @@ func (n node) child(tokens ...string) (node, bool) {
 		if raw, ok := m["$id"]; ok {
 			embedded = true
 			if id, ok := raw.(string); ok {
-				if u, _, err := schemagraph.Resolve(base, id); err == nil {
-					base = u.String()
-				}
+				base = n.doc.idBase(base, id)
 			}
 		}
 	}
