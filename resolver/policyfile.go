@@ -15,12 +15,14 @@ import (
 // (docs/FORMAT.md, "Trust policy files").
 const TrustPolicyFormat = "ampbundle-trust-policy/1"
 
-// Trust policy file limits (docs/FORMAT.md, "Trust policy files").
+// Trust policy file limits (docs/FORMAT.md, "Trust policy files"). The
+// counts are trust's, which trust.ApplyPolicy checks itself
+// (docs/SPEC-DECISIONS.md TRUST-30).
 const (
 	MaxTrustPolicySize       = 1 << 20 // bytes
-	MaxTrustPolicyKeys       = 1000
-	MaxTrustPolicyThresholds = 1000
-	MaxTrustPolicyKeyScopes  = 64
+	MaxTrustPolicyKeys       = trust.MaxPolicyKeys
+	MaxTrustPolicyThresholds = trust.MaxPolicyThresholds
+	MaxTrustPolicyKeyScopes  = trust.MaxPolicyKeyScopes
 )
 
 // ErrInvalidPolicy names a trust policy file that is not well formed, or
@@ -62,8 +64,8 @@ func ParseTrustPolicy(data []byte) (*TrustPolicy, error) {
 	if p.Format != TrustPolicyFormat {
 		return nil, invalidPolicy("format must be %q", TrustPolicyFormat)
 	}
-	if len(p.Keys) > MaxTrustPolicyKeys || len(p.Thresholds) > MaxTrustPolicyThresholds {
-		return nil, fail(bundle.ErrTooLarge, "a trust policy names at most %d keys and %d thresholds", MaxTrustPolicyKeys, MaxTrustPolicyThresholds)
+	if err := trust.CheckPolicyCounts(len(p.Keys), len(p.Thresholds)); err != nil {
+		return nil, err
 	}
 	if len(p.Keys) == 0 && len(p.Thresholds) == 0 {
 		return nil, invalidPolicy("it names no key and no threshold")

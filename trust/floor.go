@@ -93,18 +93,10 @@ func coverer(m *bundle.Manifest) func(bundle.TrustedKey) bool {
 	}
 }
 
-// keyDIDs returns the did:key of each key of p, in p's order: encoded
-// once per act, not once per key per installed bundle.
-func keyDIDs(p *bundle.Policy) []string {
-	out := make([]string, len(p.Keys))
-	for i, k := range p.Keys {
-		out[i] = amp.DIDKey(k.Key)
-	}
-	return out
-}
-
 // coveringDIDs returns the did:keys of the keys of p that covers accepts;
-// dids, when not nil, are keyDIDs of p.
+// dids, when not nil, are the did:keys of p's keys in its order
+// (State.policy), found once per act, not once per key per installed
+// bundle.
 func coveringDIDs(p *bundle.Policy, dids []string, covers func(bundle.TrustedKey) bool) []string {
 	var out []string
 	for i, k := range p.Keys {
@@ -148,8 +140,8 @@ func (s *State) pinFloors(prev *State) {
 	if prev.TimeFloor == 0 || len(s.Installed) == 0 || !trustChanged(prev, s) {
 		return
 	}
-	pp, np := prev.Policy(), s.Policy()
-	pd, nd := keyDIDs(pp), keyDIDs(np)
+	pp, pd := prev.policy(true)
+	np, nd := s.policy(true)
 	for id, in := range s.Installed {
 		old, ok := prev.Installed[id]
 		if !ok || old.Version != in.Version {

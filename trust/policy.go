@@ -35,6 +35,29 @@ type PolicyEffects struct {
 	Unchanged   bool
 }
 
+// Trust policy file limits (docs/FORMAT.md, "Trust policy files"): the
+// keys and thresholds a file lists, and the scopes of one key. They are
+// kept here, where ApplyPolicy checks them (checkPolicyFile), and package
+// resolver's parser uses them (CheckPolicyCounts): an embedder calling
+// ApplyPolicy directly gets the same bounds (docs/SPEC-DECISIONS.md
+// TRUST-30).
+const (
+	MaxPolicyKeys       = 1000
+	MaxPolicyThresholds = 1000
+	MaxPolicyKeyScopes  = 64
+)
+
+// CheckPolicyCounts refuses, limit_exceeded (bundle.ErrTooLarge), a trust
+// policy file listing more than MaxPolicyKeys keys or MaxPolicyThresholds
+// thresholds: each listed key is looked up with a pass over every trusted
+// key, and each threshold with another (docs/SPEC-DECISIONS.md TRUST-30).
+func CheckPolicyCounts(keys, thresholds int) error {
+	if keys > MaxPolicyKeys || thresholds > MaxPolicyThresholds {
+		return fail(bundle.ErrTooLarge, "a trust policy names at most %d keys and %d thresholds", MaxPolicyKeys, MaxPolicyThresholds)
+	}
+	return nil
+}
+
 func invalidPolicy(format string, args ...any) *amp.Error {
 	return fail(ErrInvalidPolicy, "trust policy: "+format, args...)
 }
@@ -106,16 +129,21 @@ func ApplyPolicy(st *State, p *PolicyFile, now time.Time) (*State, *PolicyEffect
 	return next, res, nil
 }
 
-// checkPolicyFile refuses (invalid_policy) a policy file that
-// resolver.ParseTrustPolicy would not have returned, as AddKey checks its
-// own input (docs/SPEC-DECISIONS.md TRUST-14): every name valid
-// (ValidName), every name and every key once, each key with at least one
-// scope, every scope in its stored form (CleanScope) and a key's sorted
+// checkPolicyFile refuses a policy file that resolver.ParseTrustPolicy
+// would not have returned, as AddKey checks its own input
+// (docs/SPEC-DECISIONS.md TRUST-14): first the counts (CheckPolicyCounts,
+// limit_exceeded), then (invalid_policy) every name valid (ValidName),
+// every name and every key once, each key with 1 to MaxPolicyKeyScopes
+// scopes, every scope in its stored form (CleanScope) and a key's sorted
 // and unique, every threshold 1 to bundle.MaxSignatures. Else a caller
 // other than the parser had the store keep a key trusted for nothing or
 // for scopes no threshold or statement names the same way, or a threshold
-// no bundle can reach (docs/SPEC-DECISIONS.md TRUST-29).
+// no bundle can reach (docs/SPEC-DECISIONS.md TRUST-29), or looked up
+// any number of keys against every trusted key (TRUST-30).
 func checkPolicyFile(p *PolicyFile) error {
+	if err := CheckPolicyCounts(len(p.Keys), len(p.Thresholds)); err != nil {
+		return err
+	}
 	names, dids := make(map[string]bool, len(p.Keys)), make(map[string]bool, len(p.Keys))
 	for i, k := range p.Keys {
 		if !ValidName(k.Name) {
@@ -125,8 +153,8 @@ func checkPolicyFile(p *PolicyFile) error {
 			return invalidPolicy("key %s: each name and each key appears once", k.Name)
 		}
 		names[k.Name], dids[k.Key] = true, true
-		if len(k.Scopes) == 0 {
-			return invalidPolicy("key %s: at least one scope", k.Name)
+		if len(k.Scopes) == 0 || len(k.Scopes) > MaxPolicyKeyScopes {
+			return invalidPolicy("key %s: 1 to %d scopes", k.Name, MaxPolicyKeyScopes)
 		}
 		for j, sc := range k.Scopes {
 			if !storedScope(sc) || j > 0 && k.Scopes[j-1] >= sc {

@@ -27,13 +27,15 @@ import (
 type Prepared struct {
 	s    *State
 	p    *bundle.Policy
-	dids []string // keyDIDs(p)
+	dids []string // the did:key of each key of p, in p's order
 }
 
-// Prepare builds the policy of s and the did:keys of its keys once.
+// Prepare builds the policy of s and the did:keys of its keys once: each
+// read from State.KeyDIDs or encoded, once for both
+// (docs/SPEC-DECISIONS.md TRUST-31).
 func Prepare(s *State) *Prepared {
-	p := s.Policy()
-	return &Prepared{s: s, p: p, dids: keyDIDs(p)}
+	p, dids := s.policy(true)
+	return &Prepared{s: s, p: p, dids: dids}
 }
 
 // Stale is Stale(s, bundleID) of the Prepared's State s, judged against

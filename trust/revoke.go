@@ -206,6 +206,12 @@ func (s *State) vouchFor(obj *bundle.SignedObject, p *bundle.Policy, m *bundle.M
 	if err != nil {
 		return err
 	}
+	return s.vouchDIDs(p, signers, in)
+}
+
+// vouchDIDs is vouchFor's check of the DID documents the installed
+// bundle in carries, by signers (bundle.VerifyFor's answer).
+func (s *State) vouchDIDs(p *bundle.Policy, signers []bundle.TrustedKey, in *Installed) error {
 	dids, err := s.bundleDIDs(in.BundleID)
 	if err != nil {
 		return err
@@ -228,6 +234,7 @@ func (s *State) vouchFor(obj *bundle.SignedObject, p *bundle.Policy, m *bundle.M
 // (bundle.Policy.RequiredWithin).
 func (s *State) checkVersionAuthority(obj *bundle.SignedObject, policy *bundle.Policy, signers []bundle.TrustedKey, versions []bundle.BundleVersion) error {
 	counted := &bundle.Policy{Keys: signers, Thresholds: policy.Thresholds}
+	verify := verifierFor(obj, counted)
 	seen := map[string]bool{}
 	for _, v := range versions {
 		if seen[v.BundleID] {
@@ -244,12 +251,62 @@ func (s *State) checkVersionAuthority(obj *bundle.SignedObject, policy *bundle.P
 		}
 		if _, m, ok := in.Manifest(); !ok {
 			return fail(ErrStoreIO, "the signed manifest of installed bundle %s is unreadable", v.BundleID)
-		} else if err := s.vouchFor(obj, counted, m, &in); err != nil {
+		} else if err := s.vouchLine(verify, counted, m, &in); err != nil {
 			e := amp.AsError(err)
 			return amp.Named(e.Code, e.Name, "the revocation of versions of %s is not signed as the installed bundle itself must be: %s", v.BundleID, e.Message).WithDetails(e.Details)
 		}
 	}
 	return nil
+}
+
+// vouchLine is vouchFor for one installed line of a version revocation,
+// its signatures verified by verify (verifierFor).
+func (s *State) vouchLine(verify func(*bundle.Manifest) ([]bundle.TrustedKey, error), p *bundle.Policy, m *bundle.Manifest, in *Installed) error {
+	signers, err := verify(m)
+	if err != nil {
+		return err
+	}
+	return s.vouchDIDs(p, signers, in)
+}
+
+// verifierFor returns bundle.VerifyFor(obj, p, m) as a function of m,
+// for the many installed lines one version revocation names
+// (checkVersionAuthority): obj's signatures are verified once for each
+// answer, not once per line. VerifyFor verifies the signatures by p's
+// keys whatever m is, then admits those of the keys covering m, against
+// m's threshold; so its answer depends on m only through which keys of
+// p cover m and p.RequiredFor(m), and an answer that admits is kept
+// under those. A refusal is never kept: it ends the check. Each
+// verification builds the signed bytes, the whole payload, per
+// signature, so a statement naming 1,000 lines under 8 signatures cost
+// 8,000 verifications of its own 44 KB payload, 479 MB allocated
+// (docs/SPEC-DECISIONS.md TRUST-32). A policy of more than 64 keys,
+// which VerifyStatement's signers never make, is verified per call.
+func verifierFor(obj *bundle.SignedObject, p *bundle.Policy) func(*bundle.Manifest) ([]bundle.TrustedKey, error) {
+	type answer struct {
+		covering uint64 // bit i: p.Keys[i] covers m
+		need     int
+	}
+	admitted := map[answer][]bundle.TrustedKey{}
+	return func(m *bundle.Manifest) ([]bundle.TrustedKey, error) {
+		if len(p.Keys) > 64 {
+			return bundle.VerifyFor(obj, p, m)
+		}
+		a, covers := answer{need: p.RequiredFor(m)}, coverer(m)
+		for i, k := range p.Keys {
+			if covers(k) {
+				a.covering |= 1 << i
+			}
+		}
+		if out, ok := admitted[a]; ok {
+			return out, nil
+		}
+		out, err := bundle.VerifyFor(obj, p, m)
+		if err == nil {
+			admitted[a] = out
+		}
+		return out, err
+	}
 }
 
 // reachedBy reports whether a revocation of scope within naming the keys
@@ -296,12 +353,12 @@ func (s *State) reachedBy(in *Installed, m *bundle.Manifest, gone map[string]boo
 // remainingSigners returns the policy of the keys that still vouch for an
 // installed bundle: trusted now, not in gone, and (when the record keeps
 // them) among the signers that counted when it was imported. dids are
-// keyDIDs of p, encoded once for every bundle an act recounts. Only the
-// keys whose did:key is the kid of a signature of obj are kept: no other
-// key of p can verify one (bundle.Policy.find matches a kid to a key's
-// did:key exactly), and copying all of p per recounted bundle made a
-// recount cost bundles × trusted keys in memory (docs/SPEC-DECISIONS.md
-// TRUST-27).
+// the did:keys of p's keys (State.policy), found once for every bundle
+// an act recounts. Only the keys whose did:key is the kid of a signature
+// of obj are kept: no other key of p can verify one (bundle.Policy.find
+// matches a kid to a key's did:key exactly), and copying all of p per
+// recounted bundle made a recount cost bundles × trusted keys in memory
+// (docs/SPEC-DECISIONS.md TRUST-27).
 func remainingSigners(p *bundle.Policy, dids []string, obj *bundle.SignedObject, in *Installed, gone map[string]bool) *bundle.Policy {
 	out := &bundle.Policy{Thresholds: p.Thresholds}
 	for i, k := range p.Keys {
@@ -343,8 +400,9 @@ func signedAs(obj *bundle.SignedObject, did string) bool {
 // under within no longer counts them), since a key that lost part of its
 // trust may have been what a bundle spanning two scopes needed.
 func (s *State) failClosed(gone, narrowed map[string]bool, versions map[bundle.BundleVersion]bool, within, reason string) []string {
-	policy := s.Policy()
-	var dids []string // keyDIDs of policy, once a bundle needs a recount
+	// The did:keys of policy's keys, for the recounts (none without gone
+	// or narrowed keys).
+	policy, dids := s.policy(len(s.Installed) > 0 && (len(gone) > 0 || len(narrowed) > 0))
 	out := []string{}
 	for _, id := range slices.Sorted(maps.Keys(s.Installed)) {
 		in := s.Installed[id]
@@ -355,9 +413,6 @@ func (s *State) failClosed(gone, narrowed map[string]bool, versions map[bundle.B
 		if versions[bundle.BundleVersion{BundleID: in.BundleID, Version: in.Version}] {
 			why = "this version is revoked"
 		} else if len(gone) > 0 || len(narrowed) > 0 {
-			if dids == nil {
-				dids = keyDIDs(policy)
-			}
 			why = s.recount(policy, dids, &in, gone, narrowed, within, reason)
 		}
 		if why == "" {
@@ -372,7 +427,8 @@ func (s *State) failClosed(gone, narrowed map[string]bool, versions map[bundle.B
 }
 
 // recount is failClosed's second rule for one installed bundle: reason
-// when it fails closed, "" when it stays (dids: keyDIDs of policy).
+// when it fails closed, "" when it stays (dids: the did:keys of
+// policy's keys).
 func (s *State) recount(policy *bundle.Policy, dids []string, in *Installed, gone, narrowed map[string]bool, within, reason string) string {
 	obj, m, ok := in.Manifest()
 	switch {

@@ -451,23 +451,49 @@ func (s *State) KeyRevokedFor(did string, scopes []string) (string, bool) {
 // is left out: a bundle reader checks a trusted key's signature against
 // the key itself, and would accept a forged one.
 func (s *State) Policy() *bundle.Policy {
+	p, _ := s.policy(false)
+	return p
+}
+
+// policy is Policy and, when withDIDs, the did:key of each of its keys,
+// in its order: the one policy read from KeyDIDs or encoded to look the
+// key's revocation up. Prepare, pinFloors and failClosed need both, and
+// encoding every key once more after Policy cost a base58 encoding per
+// trusted key per listing or act (docs/SPEC-DECISIONS.md TRUST-31).
+func (s *State) policy(withDIDs bool) (*bundle.Policy, []string) {
 	p := &bundle.Policy{Thresholds: make(map[string]int, len(s.Thresholds))}
 	for sc, n := range s.Thresholds {
 		p.Thresholds[sc] = int(n)
 	}
+	var dids []string
+	if withDIDs {
+		dids = make([]string, 0, len(s.Keys))
+	}
 	for _, k := range s.sortedKeys() {
-		if k.usable() {
-			p.Keys = append(p.Keys, s.trusted(k))
+		if !k.usable() {
+			continue
+		}
+		did := s.didOf(k)
+		p.Keys = append(p.Keys, s.trustedAs(k, did))
+		if withDIDs {
+			dids = append(dids, did)
 		}
 	}
-	return p
+	return p, dids
 }
 
-func (s *State) trusted(k Key) bundle.TrustedKey {
-	did, ok := s.KeyDIDs[string(k.Key)]
-	if !ok {
-		did = k.DID()
+// didOf returns k's did:key, from KeyDIDs when it is there.
+func (s *State) didOf(k Key) string {
+	if did, ok := s.KeyDIDs[string(k.Key)]; ok {
+		return did
 	}
+	return k.DID()
+}
+
+func (s *State) trusted(k Key) bundle.TrustedKey { return s.trustedAs(k, s.didOf(k)) }
+
+// trustedAs is trusted for k, whose did:key is did.
+func (s *State) trustedAs(k Key, did string) bundle.TrustedKey {
 	r, ok := s.RevokedKeys[did] // a trusted key's revocation is held there
 	return bundle.TrustedKey{Name: k.Name, Key: k.Key, Scopes: k.Scopes, Except: revokedScopes(r, ok)}
 }
