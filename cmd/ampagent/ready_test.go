@@ -269,26 +269,30 @@ func docBlock(t *testing.T, doc []byte, prefix string) []byte {
 	t.Helper()
 	start := bytes.Index(doc, []byte(prefix))
 	if start < 0 {
-		t.Fatalf("docs/CLI.md shows no %s", prefix)
+		t.Fatalf("the docs show no %s", prefix)
 	}
 	end := bytes.Index(doc[start:], []byte("```"))
 	if end < 0 {
-		t.Fatalf("docs/CLI.md: the block starting %s does not end", prefix)
+		t.Fatalf("the docs: the block starting %s does not end", prefix)
 	}
 	return bytes.TrimSpace(doc[start : start+end])
 }
 
-// TestReadyzDocExample: the /readyz answers docs/CLI.md shows (§2.15,
-// §3.4) are byte for byte what the agent serves, the log line it shows is
+// TestReadyzDocExample: the /readyz answers docs/CLI.md (§2.15) and
+// docs/FORMAT.md ("Health, readiness and metrics") show are byte for byte what the agent serves, the log line it shows is
 // the one logged, once however often the probe asks, and every fixed
 // message its readiness tables list is the one served (threat: a doc that
 // shows, so an operator expects, a capability and a program path in the
 // public answer that MIRROR-9 took out of it, or a probe script matching
 // on a text the server does not send).
 func TestReadyzDocExample(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "CLI.md"))
-	if err != nil {
-		t.Fatal(err)
+	var doc []byte
+	for _, name := range []string{"CLI.md", "FORMAT.md"} { // §2.15; "Health, readiness and metrics"
+		b, err := os.ReadFile(filepath.Join("..", "..", "docs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc = append(append(doc, b...), '\n')
 	}
 	if _, err := os.Stat("/usr/local/bin/translate"); err == nil {
 		t.Skip("this machine has /usr/local/bin/translate")
@@ -341,7 +345,7 @@ func TestReadyzDocExample(t *testing.T) {
 					fmt.Appendf(nil, `"generation":%d,`, s.Generation()), fmt.Appendf(nil, `"generation":%d,`, rep.Generation), 1)
 				if rec.Code != tc.status || !bytes.Equal(served, shown.Bytes()) ||
 					rec.Header().Get("Content-Type") != "application/json" || rec.Header().Get("Cache-Control") != "no-store" {
-					t.Fatalf("request %d: docs/CLI.md shows\n%s\nthe agent serves %d %v\n%s", i, shown.Bytes(), rec.Code, rec.Header(), served)
+					t.Fatalf("request %d: the docs show\n%s\nthe agent serves %d %v\n%s", i, shown.Bytes(), rec.Code, rec.Header(), served)
 				}
 			}
 			var want []string
@@ -351,7 +355,7 @@ func TestReadyzDocExample(t *testing.T) {
 				want = []string{fmt.Sprintf("level=INFO msg=ready generation=%d", s.Generation())}
 			}
 			if got := strings.Split(strings.TrimSpace(log.String()), "\n"); !slices.Equal(got, want) {
-				t.Errorf("after 3 probes the log has\n%s\nwant (docs/CLI.md)\n%s", log.String(), strings.Join(want, "\n"))
+				t.Errorf("after 3 probes the log has\n%s\nwant (the docs)\n%s", log.String(), strings.Join(want, "\n"))
 			}
 		})
 	}
@@ -377,12 +381,12 @@ func TestReadyzDocExample(t *testing.T) {
 			check, code, msg := strings.Trim(cells[0], "`"), strings.Trim(cells[1], "`"), strings.Trim(cells[3], "`")
 			served := readyReport{Status: "not_ready", Problems: []readyProblem{{Check: check, Code: code, Subject: "s", Message: "m"}}}.Public()
 			if len(served.Problems) != 1 || served.Problems[0] != (readyProblem{Check: check, Code: code, Message: msg}) {
-				t.Errorf("docs/CLI.md: %s/%s says %q, /readyz serves %+v", check, code, msg, served.Problems)
+				t.Errorf("the docs: %s/%s says %q, /readyz serves %+v", check, code, msg, served.Problems)
 			}
 		}
 	}
 	if tables != 2 || rows != 12 {
-		t.Errorf("docs/CLI.md has %d readiness tables of %d rows in all, want §2.15's (3) and §3.4's (9)", tables, rows)
+		t.Errorf("the docs have %d readiness tables of %d rows in all, want CLI.md §2.15's (3) and FORMAT.md's (9)", tables, rows)
 	}
 }
 
