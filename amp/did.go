@@ -152,6 +152,11 @@ type jsonJWK struct {
 // the last one winning), is refused; so is a method of a type this
 // parser reads that carries more than one public key (AMP-26), and a
 // document that nests arrays and objects deeper than 32 levels (AMP-27).
+// A method this parser reads must name its controller, a DID (AMP-28);
+// one whose controller is another DID is kept but never selected. A list
+// decoded entry by entry (the methods and relationships, 1,024 entries in
+// all; services; a service's types and endpoints) is counted before it is
+// decoded (AMP-29).
 // A service that is not an AgentMessagingRelay is held to the shapes DID
 // Core allows alone (AMP-25): nothing reads it.
 //
@@ -278,13 +283,41 @@ func (o didObject) child(name string) didObject {
 	return didOther
 }
 
+// didList caps the entries of one array of a DID document.
+type didList struct {
+	max    int    // 0: no cap but the document's size
+	shared bool   // max caps this list and the others shared together
+	why    string // the refusal past max, a format of one %d (max)
+}
+
+// list returns the cap on an array value of member name of an object of
+// kind o. The arrays capped are those ParseDIDDocument decodes entry by
+// entry, each entry at least one allocation: checkDIDJSON counts them
+// before anything is decoded, so that a 256 KiB document of one-byte
+// entries costs no more than one of whole entries (docs/SPEC-DECISIONS.md
+// AMP-29). Each cap is the one the decoding checks after.
+func (o didObject) list(name string) didList {
+	switch {
+	case o.child(name) == didMethod: // the method list and the relationships
+		return didList{4 * maxDIDMethods, true, "did document lists more than %d verification methods"}
+	case o == didDoc && name == "service":
+		return didList{maxDIDServices, false, "did document lists more than %d services"}
+	case o == didService && name == "type":
+		return didList{maxServiceTypes, false, "did document has a service type that is an array of more than %d strings"}
+	case o == didService && name == "serviceEndpoint":
+		return didList{maxServiceEndpoint, false, "did document has a serviceEndpoint array that is empty or longer than %d"}
+	}
+	return didList{}
+}
+
 // didJSON is the walk of checkDIDJSON over a document that json.Valid
 // accepted: names holds the member names of the open objects, each
 // object's after those of the objects around it.
 type didJSON struct {
-	data  []byte
-	off   int
-	names [][]byte
+	data   []byte
+	off    int
+	names  [][]byte
+	shared int // the entries of the lists whose cap is shared
 }
 
 // checkDIDJSON refuses a DID document that two JSON readers may read
@@ -306,7 +339,7 @@ func checkDIDJSON(data []byte) error {
 	}
 	w := didJSON{data: data}
 	w.space()
-	return w.value(didDoc)
+	return w.value(didDoc, didList{})
 }
 
 // shallowJSON reports whether no array or object of data lies deeper than
@@ -346,14 +379,15 @@ func (w *didJSON) space() {
 }
 
 // value walks the value at off, whose objects (for an array, whose
-// elements' objects) are of kind.
-func (w *didJSON) value(kind didObject) error {
+// elements' objects) are of kind; an array of more than list.max
+// elements is refused.
+func (w *didJSON) value(kind didObject, list didList) error {
 	switch w.data[w.off] {
 	case '{':
 		return w.object(kind)
 	case '[':
 		w.off++
-		for {
+		for n := 0; ; n++ {
 			w.space()
 			switch w.data[w.off] {
 			case ']':
@@ -363,7 +397,10 @@ func (w *didJSON) value(kind didObject) error {
 				w.off++
 				w.space()
 			}
-			if err := w.value(kind); err != nil {
+			if list.max > 0 && w.before(list, n) >= list.max {
+				return errDIDDoc(list.why, list.max)
+			}
+			if err := w.value(kind, didList{}); err != nil {
 				return err
 			}
 		}
@@ -375,6 +412,16 @@ func (w *didJSON) value(kind didObject) error {
 		}
 	}
 	return nil
+}
+
+// before returns how many entries of list came before the one at off: n,
+// those of its own array, or those of every list that shares its cap.
+func (w *didJSON) before(list didList, n int) int {
+	if !list.shared {
+		return n
+	}
+	w.shared++
+	return w.shared - 1
 }
 
 // object walks the object at off, of kind, checking its member names.
@@ -410,7 +457,7 @@ func (w *didJSON) object(kind didObject) error {
 		if set != nil {
 			set[string(name)] = true
 		}
-		if err := w.value(kind.child(string(name))); err != nil {
+		if err := w.value(kind.child(string(name)), kind.list(string(name))); err != nil {
 			return err
 		}
 	}
@@ -537,6 +584,11 @@ func parseMethod(docID string, jm jsonMethod) (VerificationMethod, bool, error) 
 	if err == nil && vm.KeyType == KeyX25519 && CheckX25519PublicKey(vm.PublicKey) != nil {
 		err = errDIDDoc("did document has an x25519 key of small order or in non-canonical form")
 	}
+	if err == nil && (!ValidDID(jm.Controller) || BareDID(jm.Controller) != jm.Controller) {
+		// DID Core §5.2: a method's controller is required, and is a DID
+		// (docs/SPEC-DECISIONS.md AMP-28).
+		err = errDIDDoc("did document has a verification method whose controller is missing or not a did")
+	}
 	if err != nil {
 		return VerificationMethod{}, false, err
 	}
@@ -586,7 +638,8 @@ func (d *DIDDocument) method(id string) (VerificationMethod, bool) {
 }
 
 // eligible returns the active methods of type t referenced by rel whose id
-// belongs to this document's DID, sorted by id (bytewise).
+// belongs to this document's DID and that this DID controls, sorted by id
+// (bytewise).
 func (d *DIDDocument) eligible(rel []string, t KeyType, now time.Time) []VerificationMethod {
 	var out []VerificationMethod
 	seen := map[string]bool{}
@@ -595,12 +648,23 @@ func (d *DIDDocument) eligible(rel []string, t KeyType, now time.Time) []Verific
 			continue
 		}
 		seen[id] = true
-		if m, ok := d.method(id); ok && m.KeyType == t && m.Active(now) {
+		if m, ok := d.method(id); ok && m.KeyType == t && m.Active(now) && d.controls(m) {
 			out = append(out, m)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// controls reports whether m is the document's own key. A method that
+// another DID controls is that DID's key (DID Core §5.2, "controller"):
+// its holder is not the subject, so it neither signs as the subject nor
+// receives what is encrypted to it, whichever relationship names it
+// (docs/SPEC-DECISIONS.md AMP-28). An empty controller is a document
+// built in Go, which MarshalJSON writes as the document's own;
+// ParseDIDDocument refuses a method without one.
+func (d *DIDDocument) controls(m VerificationMethod) bool {
+	return m.Controller == "" || m.Controller == d.ID
 }
 
 func errNoKey(format string, args ...any) *Error {
@@ -616,6 +680,9 @@ func errNoKey(format string, args ...any) *Error {
 //   - a bare DID selects, among active Ed25519 methods referenced by
 //     assertionMethod (or, when there are none, by authentication), the one
 //     with the lexicographically smallest id.
+//
+// In both, only a method the document's DID controls is eligible
+// (docs/SPEC-DECISIONS.md AMP-28).
 //
 // Anything else (a path or a query, which would otherwise be ignored) and
 // no eligible key are 3001 no_eligible_key. A selected key that fails
@@ -664,9 +731,9 @@ func (d *DIDDocument) signingKey(didURL string, now time.Time) (VerificationMeth
 	return VerificationMethod{}, errNoKey("the sender's did document has no active signing key")
 }
 
-// AgreementKeys returns the active X25519 methods referenced by keyAgreement,
-// smallest id first; the first is the one a sender selects (RFC 001 §8.9).
-// None is 3001 no_eligible_key.
+// AgreementKeys returns the active X25519 methods referenced by keyAgreement
+// that the document's DID controls, smallest id first; the first is the one
+// a sender selects (RFC 001 §8.9). None is 3001 no_eligible_key.
 func (d *DIDDocument) AgreementKeys(now time.Time) ([]VerificationMethod, error) {
 	ms := d.eligible(d.KeyAgreement, KeyX25519, now)
 	if len(ms) == 0 {

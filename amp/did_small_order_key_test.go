@@ -126,15 +126,15 @@ func TestSmallOrderEd25519KeysAreRefusedWherePeerBytesBecomeKeys(t *testing.T) {
 			return err
 		},
 		"Multikey": func(k []byte) error {
-			_, err := ParseDIDDocument(doc(`{"id":"#k","type":"Multikey","publicKeyMultibase":"` + EncodeMultikey(KeyEd25519, k) + `"}`))
+			_, err := ParseDIDDocument(doc(`{"id":"#k","controller":"did:web:a.example","type":"Multikey","publicKeyMultibase":"` + EncodeMultikey(KeyEd25519, k) + `"}`))
 			return err
 		},
 		"Ed25519VerificationKey2018": func(k []byte) error {
-			_, err := ParseDIDDocument(doc(`{"id":"#k","type":"Ed25519VerificationKey2018","publicKeyBase58":"` + base58Encode(k) + `"}`))
+			_, err := ParseDIDDocument(doc(`{"id":"#k","controller":"did:web:a.example","type":"Ed25519VerificationKey2018","publicKeyBase58":"` + base58Encode(k) + `"}`))
 			return err
 		},
 		"JsonWebKey2020": func(k []byte) error {
-			_, err := ParseDIDDocument(doc(`{"id":"#k","type":"JsonWebKey2020","publicKeyJwk":{"kty":"OKP","crv":"Ed25519","x":"` + base64.RawURLEncoding.EncodeToString(k) + `"}}`))
+			_, err := ParseDIDDocument(doc(`{"id":"#k","controller":"did:web:a.example","type":"JsonWebKey2020","publicKeyJwk":{"kty":"OKP","crv":"Ed25519","x":"` + base64.RawURLEncoding.EncodeToString(k) + `"}}`))
 			return err
 		},
 		"SigningKey of a hand-built document": func(k []byte) error {

@@ -167,15 +167,9 @@ func endpointDIDs(raw json.RawMessage) ([]string, error) {
 			}
 			continue
 		}
-		var m struct {
-			URI         *string  `json:"uri"`
-			RoutingKeys []string `json:"routingKeys"`
-		}
-		if err := json.Unmarshal(item, &m); err != nil || (m.URI == nil && m.RoutingKeys == nil) {
-			return nil, errDIDDoc("did document has a serviceEndpoint that is not a string, a map with uri or routingKeys, or an array of them")
-		}
-		if len(m.RoutingKeys) > maxServiceEndpoint {
-			return nil, errDIDDoc("did document has more than %d routingKeys in a service", maxServiceEndpoint)
+		m, err := endpointMap(item)
+		if err != nil {
+			return nil, err
 		}
 		if m.URI != nil {
 			d, err := endpointText(*m.URI)
@@ -194,6 +188,61 @@ func endpointDIDs(raw json.RawMessage) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// relayMap is the map of a relay's serviceEndpoint.
+type relayMap struct {
+	URI         *string  `json:"uri"`
+	RoutingKeys []string `json:"routingKeys"`
+}
+
+// endpointMap reads the map of a relay's serviceEndpoint: uri, a string,
+// or routingKeys, an array of at most maxServiceEndpoint strings,
+// counted before they are decoded (docs/SPEC-DECISIONS.md AMP-29).
+func endpointMap(item json.RawMessage) (relayMap, error) {
+	var m struct {
+		URI         *string         `json:"uri"`
+		RoutingKeys json.RawMessage `json:"routingKeys"`
+	}
+	var out relayMap
+	if json.Unmarshal(item, &m) == nil && jsonArrayLen(m.RoutingKeys) > maxServiceEndpoint {
+		return out, errDIDDoc("did document has more than %d routingKeys in a service", maxServiceEndpoint)
+	}
+	if err := json.Unmarshal(item, &out); err != nil || (out.URI == nil && out.RoutingKeys == nil) {
+		return out, errDIDDoc("did document has a serviceEndpoint that is not a string, a map with uri or routingKeys, or an array of them")
+	}
+	return out, nil
+}
+
+// jsonArrayLen returns the number of elements of raw when it is a JSON
+// array that json.Valid accepts (checkDIDJSON checked the document), and
+// 0 for any other value. It allocates nothing.
+func jsonArrayLen(raw []byte) int {
+	if len(raw) < 2 || raw[0] != '[' {
+		return 0
+	}
+	n, depth, inString := 0, 0, false
+	for i := 1; i < len(raw)-1; i++ {
+		c := raw[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case inString:
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 0:
+			n++
+		}
+		if n == 0 && strings.IndexByte(" \t\r\n", c) < 0 {
+			n = 1
+		}
+	}
+	return n
 }
 
 // endpointText checks one endpoint string and returns its bare DID, or ""

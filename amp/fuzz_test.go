@@ -118,7 +118,7 @@ func FuzzParseDIDDocument(f *testing.F) {
 		}
 		f.Add(data)
 	}
-	f.Add([]byte(`{"id":"did:web:a.example","verificationMethod":[{"id":"#k","type":"Ed25519VerificationKey2018","publicKeyBase58":"8HH5gYEeNc3z7PYXmd54d4x6qAfCNrqQqEB3nS7Zfu7K"}],"authentication":["#k"]}`))
+	f.Add([]byte(`{"id":"did:web:a.example","verificationMethod":[{"id":"#k","type":"Ed25519VerificationKey2018","controller":"did:web:a.example","publicKeyBase58":"8HH5gYEeNc3z7PYXmd54d4x6qAfCNrqQqEB3nS7Zfu7K"}],"authentication":["#k"]}`))
 	f.Add([]byte(`{"id":"did:web:a.example","service":[{"id":"#r","type":"AgentMessagingRelay","serviceEndpoint":"did:web:relay.example"}]}`))
 	f.Add([]byte(`{"id":"did:web:a.example","service":[{"id":"#r","type":["AgentMessagingRelay"],"serviceEndpoint":[{"uri":"did:web:relay.example","routingKeys":["did:web:m.example#k"]},"https://relay.example"]}]}`))
 	now := time.Unix(1_800_000_000, 0)

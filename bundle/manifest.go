@@ -145,12 +145,25 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	if required != 7 {
 		return nil, fail(ErrMalformed, "manifest lacks a required field")
 	}
-	var w wireManifest
+	// Descriptors are decoded under lim, not amp's defaults, so that the
+	// reader's manifest cap bounds them too (docs/SPEC-DECISIONS.md CAP-11).
+	var w struct {
+		wireManifest
+		Capabilities []cbor.RawMessage `cbor:"capabilities"`
+	}
 	if err := lim.Unmarshal(data, &w); err != nil {
 		return nil, fail(ErrMalformed, "manifest has a field of the wrong type").WithCause(err)
 	}
+	caps := make([]capability.Descriptor, 0, min(len(w.Capabilities), 64))
+	for _, raw := range w.Capabilities {
+		d, err := capability.DecodeDescriptorLimits(raw, lim)
+		if err != nil {
+			return nil, fail(ErrMalformed, "manifest has a field of the wrong type").WithCause(err)
+		}
+		caps = append(caps, d)
+	}
 	m := &Manifest{Format: w.Format, BundleID: w.BundleID, Version: w.Version, Publisher: w.Publisher,
-		Artifacts: w.Artifacts, Capabilities: w.Capabilities, Aliases: w.Aliases}
+		Artifacts: w.Artifacts, Capabilities: caps, Aliases: w.Aliases}
 	if m.CreatedAt, err = parseTime(w.CreatedAt, "created_at"); err != nil {
 		return nil, err
 	}

@@ -365,7 +365,18 @@ func (d Descriptor) validateCompat(path string) error {
 // profile). Bytes that are not one valid CBOR item are 1001; a missing,
 // mistyped or inconsistent field is 4001 (the name says which rule).
 func DecodeDescriptor(data []byte) (Descriptor, error) {
-	canon, err := canonicalBody(data)
+	return DecodeDescriptorLimits(data, amp.Limits{})
+}
+
+// DecodeDescriptorLimits is DecodeDescriptor with the caps on the CBOR
+// item that the caller chose (a zero field is amp's default, so
+// amp.Limits{} is DecodeDescriptor's 16 MiB): a bundle's manifest passes
+// its own, so that a reader's raised or lowered manifest cap is the one
+// that bounds a descriptor too (docs/SPEC-DECISIONS.md CAP-11). The caps
+// of RFC 004 bodies (MaxDescriptorRanges, MaxCompatClaims) hold whatever
+// lim says.
+func DecodeDescriptorLimits(data []byte, lim amp.Limits) (Descriptor, error) {
+	canon, err := canonicalBodyLimits(lim, data)
 	if err != nil {
 		return Descriptor{}, err
 	}

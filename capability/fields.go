@@ -40,7 +40,13 @@ const (
 // canonicalBody checks that body is one accepted CBOR item (1001 otherwise)
 // and returns its deterministic encoding in a buffer the caller owns.
 func canonicalBody(body []byte) ([]byte, error) {
-	canon, err := amp.Limits{}.Canonical(body)
+	return canonicalBodyLimits(amp.Limits{}, body)
+}
+
+// canonicalBodyLimits is canonicalBody under the caller's caps (zero
+// fields are amp's defaults).
+func canonicalBodyLimits(lim amp.Limits, body []byte) ([]byte, error) {
+	canon, err := lim.Canonical(body)
 	if err != nil {
 		return nil, err
 	}
