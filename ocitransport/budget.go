@@ -18,6 +18,14 @@ import (
 // (docs/SPEC-DECISIONS.md OCI-34).
 const RequestAllowance = 2 * time.Second
 
+// TagPageAllowance is the time a tag listing's budget grants each page
+// it may read, besides one header wait, the grace and the listing's bytes
+// at the minimum data rate: about 9.5 minutes for a default listing's 41
+// pages, where each page's own bounds let a registry hold it some 72
+// minutes, and a registry taking 9 s a page reads the largest listing
+// whole (docs/SPEC-DECISIONS.md OCI-39, amended).
+const TagPageAllowance = 5 * RequestAllowance
+
 // responseHeaderWait is how long one request waits for its answer's
 // headers once it is sent (the client's ResponseHeaderTimeout,
 // newHTTPClient).
@@ -28,6 +36,10 @@ const (
 	pullRequests = 1 // the source's GET
 	pushRequests = 3 // streamUpload's POST, PATCH and PUT
 	copyRequests = 4 // the destination's HEAD, the source's GET, oras-go's POST and PUT
+	// tagPageRequests: a tag page is one GET, but a registry may build
+	// each from a scan of the repository's every tag; a listing grants
+	// each page TagPageAllowance (OCI-39, amended).
+	tagPageRequests = int(TagPageAllowance / RequestAllowance)
 )
 
 // maxBudget caps a file's budget (a duration must not wrap negative).
@@ -52,7 +64,8 @@ var errBudgetSpent = fmt.Errorf("%w: the file's time budget is spent", errStalle
 type fileBudget struct {
 	o      *Options
 	layers int
-	what   string // what the layers are, for the error
+	what   string        // what the layers are, for the error
+	each   time.Duration // the allowance of one layer's requests, for the error
 	due    time.Time
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -73,7 +86,7 @@ func (o *Options) startBudget(ctx context.Context, what string, layers int, size
 	} else {
 		allow = maxBudget
 	}
-	b := &fileBudget{o: o, layers: layers, what: what, due: o.Now().Add(allow)}
+	b := &fileBudget{o: o, layers: layers, what: what, each: time.Duration(perLayer) * RequestAllowance, due: o.Now().Add(allow)}
 	ctx, b.cancel = context.WithCancelCause(ctx)
 	b.ctx = context.WithValue(ctx, budgetKey{}, b)
 	b.timer = time.AfterFunc(allow, func() { b.cancel(errBudgetSpent) })
@@ -135,8 +148,8 @@ func (b *fileBudget) failed(err error) error {
 }
 
 func (b *fileBudget) spent() error {
-	return fail(ErrTooSlow, "the %d %s took longer than their budget (the grace, %d bytes per second, %v a request)",
-		b.layers, b.what, b.o.MinDataRate, RequestAllowance)
+	return fail(ErrTooSlow, "the %d %s took longer than their budget (the grace, %d bytes per second, %v each)",
+		b.layers, b.what, b.o.MinDataRate, b.each)
 }
 
 // stop stops the clock and ends the budget's requests.

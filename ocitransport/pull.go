@@ -647,7 +647,7 @@ func (e *Endpoint) TagsWhere(ctx context.Context, keep func(tag string) bool) ([
 	// OCI-39): each page request is judged against the budget as it is
 	// sent, each page's bytes against the listing's as they arrive.
 	pages, size := e.o.tagListMaxPages(), e.o.maxTagListBytes()
-	bud := e.o.startBudget(ctx, "tag pages a listing may read", pages, size, pullRequests)
+	bud := e.o.startBudget(ctx, "tag pages a listing may read", pages, size, tagPageRequests)
 	defer bud.stop()
 	lctx := withListingBytes(withIntent(bud.ctx, respTags), size)
 	err := e.src.Tags(lctx, "", func(tags []string) error {

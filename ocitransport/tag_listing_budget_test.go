@@ -74,13 +74,13 @@ func longTag(i int) string {
 // page's grace and bytes) before the page bound refused it, and only
 // --timeout stopped it sooner. The pages of one listing now share one
 // clock (one header wait, the grace, the listing's bytes in all at the
-// minimum rate, RequestAllowance a page): past it the next page is not
+// minimum rate, TagPageAllowance a page): past it the next page is not
 // asked for, oci_too_slow (docs/SPEC-DECISIONS.md OCI-39). The largest
 // listing a default sync reads (40 pages of 1,000 names of 128 bytes,
 // pretty-printed, one name in four kept) from an honest registry 300 ms
-// away (0.9 s a page) is read whole.
+// away (0.9 s a page), or from a slow one (9 s a page), is read whole.
 func TestTagListingWhosePagesTheRegistryHoldsIsRefusedOnOneClock(t *testing.T) {
-	budget := 90*time.Second + defaultTagListPages*ocitransport.RequestAllowance +
+	budget := 90*time.Second + defaultTagListPages*ocitransport.TagPageAllowance +
 		time.Duration(maxTagListBytes)*time.Second/ocitransport.DefaultMinDataRate
 	const honestPages = ocitransport.ListedTagsPerKept * ocitransport.DefaultMaxTags / 1000
 	honest := func(i int) (string, bool) {
@@ -99,6 +99,7 @@ func TestTagListingWhosePagesTheRegistryHoldsIsRefusedOnOneClock(t *testing.T) {
 	}{
 		{"a registry that holds each page 59 s", 59 * time.Second, held, layersWithin(budget, 59*time.Second)},
 		{"an honest registry 300 ms away, the largest listing", 900 * time.Millisecond, honest, 0},
+		{"a slow honest registry, 9 s a page, the largest listing", 9 * time.Second, honest, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := &stepClock{now: time.Now()}
