@@ -420,8 +420,10 @@ func (b *Bridge) middleware(ps *principalServer) mcp.Middleware {
 // (ServerSessionState, mcp/session.go): an initialize's (the client's
 // info and capabilities), a notifications/initialized's, a
 // logging/setLevel's. Only the body bound bounded them, so each session
-// could keep three bodies (docs/SPEC-DECISIONS.md MCP-51).
-const MaxSessionParams = 16 << 10
+// could keep three bodies (docs/SPEC-DECISIONS.md MCP-51). 64 KiB leaves
+// room for a client's icons as data: URIs (clientInfo.icons, which the
+// MCP specification allows) beside its info and capabilities.
+const MaxSessionParams = 64 << 10
 
 // MaxSessionParamValues bounds the JSON values of those params (every
 // scalar, array and object one; member names none): a decoded value

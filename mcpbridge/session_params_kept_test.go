@@ -84,8 +84,11 @@ func TestInitializeWhoseClientInfoIsHugeIsRefused(t *testing.T) {
 	if json.Unmarshal([]byte(r.body), &answer) != nil || answer.Error.Code != -32602 || answer.Error.Data.Name != ErrSessionParamsTooLarge {
 		t.Fatalf("initialize of 300 capability values: %d %s", r.status, r.body)
 	}
-	// A plain host is served as before.
-	c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil)
+	// A plain host is served as before, and so is one whose clientInfo
+	// carries its icon inline (a data: URI the MCP specification allows),
+	// 32 KiB of base64.
+	icon := mcp.Icon{Source: "data:image/png;base64," + strings.Repeat("iVBO", 8<<10), MIMEType: "image/png", Sizes: []string{"128x128"}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1", Icons: []mcp.Icon{icon}}, nil)
 	ok, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL,
 		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}}}, nil)
 	if err != nil {
