@@ -24,7 +24,8 @@ type worstFill struct {
 // many tiny numbers (one tree node each), long strings of escapes and of
 // non-ASCII (each rewritten), wide objects whose names sort by UTF-16 code
 // units (surrogate pairs against BMP characters above them), nesting to
-// jcs.MaxDepth repeated, and many signatures under the verifying kid.
+// jcs.MaxDepth repeated, subnormal numbers (each rounded three times), and
+// many signatures under the verifying kid.
 var worstFills = []worstFill{
 	// As many values as MaxCardValues leaves, then the bytes left in one
 	// string: the card at both bounds at once.
@@ -61,6 +62,14 @@ var worstFills = []worstFill{
 		one := strings.Repeat(`{"a":[`, jcs.MaxDepth/2-2) + "0" + strings.Repeat("]}", jcs.MaxDepth/2-2)
 		k := min(n/(len(one)+1), (MaxCardValues-200)/(jcs.MaxDepth-3))
 		return "[" + strings.Repeat(one+",", k) + `"` + strings.Repeat("a", max(0, n-(len(one)+1)*k-4)) + `"]`
+	}},
+	// Subnormal numbers, canonical as written, which strconv rounds by
+	// its slow decimal fallback, a thousand times a plain number
+	// (docs/SPEC-DECISIONS.md AGH-20).
+	{"SubnormalNumbers", func(n int) string {
+		const x = "5e-324,"
+		k := min(n/len(x), MaxCardValues-200)
+		return "[" + strings.Repeat(x, k) + `"` + strings.Repeat("a", n-len(x)*k-4) + `"]`
 	}},
 }
 

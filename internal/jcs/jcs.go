@@ -313,16 +313,6 @@ func smallInteger(s string) bool {
 	return true
 }
 
-// parseDouble is the double value of a JSON number, ErrNumber outside
-// the range.
-func parseDouble(s string) (float64, error) {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, ErrNumber
-	}
-	return f, nil
-}
-
 func appendDouble(dst []byte, f float64) ([]byte, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return nil, ErrNumber
