@@ -218,9 +218,9 @@ func TestStaticcheckPinnedOnceForCIAndContributors(t *testing.T) {
 }
 
 // testOnlyPackages are the module's packages that only tests may import:
-// helpers that read test data, fail a testing.TB, or hold keys no one may
-// trust.
-var testOnlyPackages = []string{"internal/cliutil/clitest", "internal/termtest", "internal/testkeys"}
+// helpers that read test data, fail a testing.TB, hold keys no one may
+// trust, or measure what a test's work allocates.
+var testOnlyPackages = []string{"internal/cliutil/clitest", "internal/termtest", "internal/testalloc", "internal/testkeys"}
 
 // TestTestOnlyPackagesAreImportedByTestsOnly (threat: a test helper, such
 // as internal/testkeys with its keys of small order, reaches a binary and

@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // oneSchemaLoader serves one schema document to offlineschema.Compile.
@@ -60,16 +60,13 @@ func TestSchemaOverObjectLimitParsedBeforeRefused(t *testing.T) {
 				dir := copyTree(t, filepath.Join("..", "testdata", "bundles", "translate"))
 				write(t, dir, key, tt.schema)
 				k := testKey(1)
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				_, err := LoadSource(dir, SourceOptions{CreatedAt: time.Unix(1_700_000_000, 0), Signer: k.Public().(ed25519.PublicKey),
-					Workers: 1, FullSchemaCheck: full})
-				runtime.ReadMemStats(&after)
+				opts := SourceOptions{CreatedAt: time.Unix(1_700_000_000, 0), Signer: k.Public().(ed25519.PublicKey), Workers: 1, FullSchemaCheck: full}
+				var err error
+				grew := testalloc.Least(func() { _, err = LoadSource(dir, opts) })
 				if !errors.Is(err, bundle.ErrSource) || amp.AsError(err).Message != key+": "+amp.AsError(want).Message {
 					t.Fatalf("full=%v: got %v, want %s naming %s with the compile's message %q", full, err, bundle.ErrSource, key, amp.AsError(want).Message)
 				}
-				if grew := after.TotalAlloc - before.TotalAlloc; grew > tt.alloc {
+				if grew > tt.alloc {
 					t.Fatalf("full=%v: a %d-byte schema that can never compile made LoadSource allocate %d MiB (at most %d MiB): it was parsed before it was refused",
 						full, len(tt.schema), grew>>20, tt.alloc>>20)
 				}

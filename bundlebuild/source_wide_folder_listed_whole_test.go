@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // TestSourceWideFolderIsListedWholeBeforeRefused: the attack: BUILD-4's
@@ -52,14 +52,14 @@ func TestSourceWideFolderIsListedWholeBeforeRefused(t *testing.T) {
 		f.Close()
 	}
 	// What listing the flood costs, measured here as the walk did it.
-	listing := allocated(func() {
+	listing := testalloc.Least(func() {
 		if _, err := os.ReadDir(wide); err != nil {
 			t.Fatal(err)
 		}
 	})
 
 	var err error
-	walk := allocated(func() { _, err = loadSource(dir, opts, buildHooks{maxFiles: entries + 5}) })
+	walk := testalloc.Least(func() { _, err = loadSource(dir, opts, buildHooks{maxFiles: entries + 5}) })
 	expectName(t, err, bundle.ErrTooLarge)
 	if walk > listing/4 {
 		t.Fatalf("a source folder of %d entries in one folder, against a bound of %d entries, was refused after allocating %d bytes; listing that folder whole costs %d: the folder was read whole before the bound was checked",
@@ -77,11 +77,3 @@ func TestSourceWideFolderIsListedWholeBeforeRefused(t *testing.T) {
 }
 
 // allocated returns the bytes f allocates (the heap's running total).
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}

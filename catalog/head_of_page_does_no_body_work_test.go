@@ -3,10 +3,11 @@ package catalog
 import (
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // headFrom is a HEAD of target from the address remote: its status and
@@ -90,18 +91,6 @@ func TestHeadOfACompatPageCannotComputeItsMatrix(t *testing.T) {
 	}
 }
 
-// allocatedBy is the bytes the process allocated while f ran n times,
-// over n.
-func allocatedBy(n int, f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range n {
-		f()
-	}
-	runtime.ReadMemStats(&after)
-	return (after.TotalAlloc - before.TotalAlloc) / uint64(n)
-}
-
 // TestHeadOfASearchCannotScanTheCatalog: a HEAD of /ui/search matched
 // every capability's name and kept the matches (10 ms and a slice of
 // every capability of a 10,000-capability store) for an answer whose
@@ -122,7 +111,7 @@ func TestHeadOfASearchCannotScanTheCatalog(t *testing.T) {
 		{"a query too long", "/ui/search?q=" + strings.Repeat("o", MaxQuery+1), http.StatusBadRequest},
 	} {
 		code := 0
-		per := allocatedBy(20, func() { code, _ = headFrom(h, peer, tc.target) })
+		per := testalloc.LeastPerRun(20, func() { code, _ = headFrom(h, peer, tc.target) })
 		if code != tc.want {
 			t.Errorf("%s: HEAD is %d, want %d", tc.name, code, tc.want)
 		}

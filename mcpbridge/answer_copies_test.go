@@ -3,7 +3,6 @@ package mcpbridge
 import (
 	"context"
 	"encoding/base64"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,30 +12,8 @@ import (
 	"github.com/ampbundle/ampbundle/agent"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
-
-// leastAllocated is the least of three runs of allocated(f), for an f
-// that does the same each time: TotalAlloc counts the whole process, so a
-// goroutine another test left behind can add to one run (a CI run under
-// load saw 3 KB more than the bound in one), never take from it.
-func leastAllocated(f func()) uint64 {
-	least := allocated(f)
-	for range 2 {
-		least = min(least, allocated(f))
-	}
-	return least
-}
-
-// allocated is the bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.GC() // sync.Pool's victims too: what f needs, it allocates
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // TestBatchAnswerIsNotDecodedAndEncodedAgain: safeAnswer rewrote a batch
 // answer by decoding it whole into one copy of each element and, when
@@ -69,7 +46,7 @@ func TestBatchAnswerIsNotDecodedAndEncodedAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := []byte(tc.in)
 			var out []byte
-			a := leastAllocated(func() { out = safeAnswer(p) })
+			a := testalloc.Least(func() { out = safeAnswer(p) })
 			if string(out) != tc.want {
 				t.Errorf("got %.120s…, want %.120s…", out, tc.want)
 			}
@@ -121,7 +98,7 @@ func TestCallAnswerCopiesItsResultOnlyAsTheSDKNeeds(t *testing.T) {
 	p := &mcp.CallToolParamsRaw{Name: testTool(t), Arguments: []byte(`{"text":"hi","lang":"de"}`)}
 	b.call(context.Background(), testPrincipal, p) // the tools, verified once
 	var r *mcp.CallToolResult
-	a := allocated(func() { r = b.call(context.Background(), testPrincipal, p) })
+	a := testalloc.Bytes(func() { r = b.call(context.Background(), testPrincipal, p) })
 	want := `{"text":"` + text + `"}`
 	if r.IsError || r.Content[0].(*mcp.TextContent).Text != want {
 		t.Fatalf("the call's answer is not the result: %.100s", r.Content[0].(*mcp.TextContent).Text)
@@ -131,7 +108,7 @@ func TestCallAnswerCopiesItsResultOnlyAsTheSDKNeeds(t *testing.T) {
 	}
 	t.Logf("the answer of a %d-byte result allocated %d bytes (%.2f per byte)", len(want), a, float64(a)/float64(len(want)))
 	n := base64.StdEncoding.EncodedLen(len(reply))
-	if got := leastAllocated(func() { encodeReply(reply) }); got > uint64(n+n/2) {
+	if got := testalloc.Least(func() { encodeReply(reply) }); got > uint64(n+n/2) {
 		t.Errorf("the signed reply's %d bytes of base64 allocated %d bytes, want at most %d: it is written and then copied", n, got, n+n/2)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"runtime"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/jcs"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // checkArgs is checkBody's count of a body's params.arguments, run over
@@ -61,16 +61,7 @@ func TestArgumentsOverTheBudgetBuildNoTree(t *testing.T) {
 	zeros := append([]byte{'['}, bytes.Repeat([]byte("0,"), (offlineschema.MaxJSONSize-1)/2)...)
 	zeros[len(zeros)-1] = ']'
 	var err error
-	least := uint64(math.MaxUint64) // of three runs: other goroutines allocate too
-	for range 3 {
-		var m0, m1 runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&m0)
-		_, err = b.callParams(zeros)
-		runtime.ReadMemStats(&m1)
-		least = min(least, m1.TotalAlloc-m0.TotalAlloc)
-	}
-	if least > 4<<10 {
+	if least := testalloc.Least(func() { _, err = b.callParams(zeros) }); least > 4<<10 {
 		t.Errorf("refusing 16 MiB of [0,0,...] allocated %d bytes", least)
 	}
 	want := &amp.Error{Code: amp.CodeInvalidMessage, Name: offlineschema.ErrLimitExceeded}

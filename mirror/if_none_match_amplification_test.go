@@ -2,9 +2,10 @@ package mirror
 
 import (
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // TestIfNoneMatchListCostsMoreThanItsSize: every request carries an
@@ -33,15 +34,7 @@ func TestIfNoneMatchListCostsMoreThanItsSize(t *testing.T) {
 			if got := notModified(r, etag); got != tc.match {
 				t.Fatalf("notModified = %v, want %v", got, tc.match)
 			}
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			const runs = 100
-			for range runs {
-				notModified(r, etag)
-			}
-			runtime.ReadMemStats(&after)
-			if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 512 {
+			if per := testalloc.LeastPerRun(100, func() { notModified(r, etag) }); per > 512 {
 				t.Fatalf("%d bytes allocated per If-None-Match of %d bytes: the list is copied", per, len(tc.header))
 			}
 		})

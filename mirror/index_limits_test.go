@@ -5,13 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // indexOfEmptyCaps is an index whose capabilities array holds n empty
@@ -45,17 +45,6 @@ func indexOfBundles(n int) []byte {
 	return b.Bytes()
 }
 
-// allocated returns the bytes allocated while f runs (the tests of this
-// package do not run in parallel).
-func allocated(f func()) uint64 {
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // A hostile mirror serves an index of the largest size a sync accepts
 // (16 MiB) made of empty capability entries, which sync never uses: each
 // 3 bytes used to become a 176-byte IndexCap, 5.8 GiB allocated in all. The
@@ -81,7 +70,7 @@ func TestSyncIndexOfEmptyCapabilityEntriesCannotAmplifyMemory(t *testing.T) {
 	s := agentStore(t)
 	before := state(t, s)
 	var err error
-	n := allocated(func() { _, err = syncOnce(t, s, ts.URL, nil) })
+	n := testalloc.Least(func() { _, err = syncOnce(t, s, ts.URL, nil) })
 	t.Logf("index of %d bytes: sync allocated %d MiB (%.1fx), err %v", len(body), n>>20, float64(n)/float64(len(body)), err)
 	if amp.NameOf(err) != ErrBadIndex || !strings.Contains(err.Error(), "capabilities") {
 		t.Fatalf("an index of %d capabilities: %v, want %s", len(body)/3, err, ErrBadIndex)
@@ -104,17 +93,17 @@ func TestIndexCapabilitiesCostAtMostTheirCap(t *testing.T) {
 	const slack = 64 << 10
 	var ix *Index
 	var err error
-	if n := allocated(func() { ix, err = decodeIndex(raw, false) }); err != nil || n > slack || ix.Capabilities != nil {
+	if n := testalloc.Least(func() { ix, err = decodeIndex(raw, false) }); err != nil || n > slack || ix.Capabilities != nil {
 		t.Errorf("sync decode of %d capabilities (%d bytes): %d bytes allocated, %d held, err %v; want at most %d, none held",
 			MaxIndexCapabilities, len(raw), n, len(ix.Capabilities), err, slack)
 	}
 	limit := uint64(MaxIndexCapabilities)*uint64(unsafe.Sizeof(IndexCap{})) + slack
-	if n := allocated(func() { ix, err = DecodeIndex(raw) }); err != nil || n > limit || len(ix.Capabilities) != MaxIndexCapabilities {
+	if n := testalloc.Least(func() { ix, err = DecodeIndex(raw) }); err != nil || n > limit || len(ix.Capabilities) != MaxIndexCapabilities {
 		t.Errorf("DecodeIndex of %d capabilities (%d bytes): %d bytes allocated, err %v; want at most %d", MaxIndexCapabilities, len(raw), n, err, limit)
 	}
 	raw = indexOfEmptyCaps(MaxIndexCapabilities + 1)
 	for _, keep := range []bool{false, true} {
-		if n := allocated(func() { _, err = decodeIndex(raw, keep) }); amp.NameOf(err) != ErrBadIndex || n > slack {
+		if n := testalloc.Least(func() { _, err = decodeIndex(raw, keep) }); amp.NameOf(err) != ErrBadIndex || n > slack {
 			t.Errorf("keep %v: %d capabilities: %v after %d bytes allocated; want %s within %d", keep, MaxIndexCapabilities+1, err, n, ErrBadIndex, slack)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +22,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 	"github.com/ampbundle/ampbundle/ocitransport"
 )
 
@@ -55,15 +55,6 @@ func indexOf(desc string, n int) string {
 
 func manifestDesc(raw []byte, size int) string {
 	return fmt.Sprintf(`{"mediaType":%q,"digest":%q,"size":%d}`, ocispec.MediaTypeImageManifest, digest.FromBytes(raw), size)
-}
-
-// allocatedBy is what f allocates, in bytes.
-func allocatedBy(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // TestHostileLayoutOverBoundsIsRefusedBeforeOrasReadsIt: a layout whose
@@ -100,10 +91,11 @@ func TestHostileLayoutOverBoundsIsRefusedBeforeOrasReadsIt(t *testing.T) {
 					t.Fatal(err)
 				}
 				var ep *ocitransport.Endpoint
-				alloc := allocatedBy(func() { ep, err = ocitransport.Open(context.Background(), loc, tc.o, ocitransport.ReadOnly) })
-				if ep != nil {
-					ep.Close()
-				}
+				alloc := testalloc.Least(func() {
+					if ep, err = ocitransport.Open(context.Background(), loc, tc.o, ocitransport.ReadOnly); ep != nil {
+						ep.Close()
+					}
+				})
 				if nameOf(err) != tc.want {
 					t.Fatalf("%s: got %v, want %s", p, err, tc.want)
 				}
@@ -123,7 +115,7 @@ func TestHostileLayoutIndexOverBoundIsNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	var err error
-	alloc := allocatedBy(func() {
+	alloc := testalloc.Least(func() {
 		_, err = ocitransport.Open(context.Background(), ocitransport.Location{Kind: ocitransport.KindLayout, Path: dir}, ocitransport.Options{}, ocitransport.ReadOnly)
 	})
 	if nameOf(err) != string(ocitransport.ErrManifestTooBig) || alloc > 1<<20 {

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // manyCapabilities is a bundle of n capabilities sharing two schemas.
@@ -33,18 +33,17 @@ func manyCapabilities(t *testing.T, n int) []byte {
 	return buf.Bytes()
 }
 
-// checkAllocated is the bytes one Check of s allocates.
+// checkAllocated is the bytes one Check of s allocates (the least of
+// testalloc.Runs checks).
 func checkAllocated(t *testing.T, s *Store) uint64 {
 	t.Helper()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	ps, err := s.Check()
-	runtime.ReadMemStats(&after)
+	var ps []Problem
+	var err error
+	a := testalloc.Least(func() { ps, err = s.Check() })
 	if err != nil || len(ps) != 0 {
 		t.Fatalf("check: %v %v", ps, err)
 	}
-	return after.TotalAlloc - before.TotalAlloc
+	return a
 }
 
 // TestCheckOfABundleOfManyCapabilitiesCostsLinearly: a trusted

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/bundlebuild"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // partsMemory splits a bundle of n artifacts of 256 KiB into 1 MiB parts
@@ -29,18 +30,10 @@ func partsMemory(t *testing.T, n int) (split, verify, importPeak uint64) {
 		t.Fatal(err)
 	}
 	f.Close()
-	var ms runtime.MemStats
-	allocated := func(fn func()) uint64 {
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		before := ms.TotalAlloc
-		fn()
-		runtime.ReadMemStats(&ms)
-		return ms.TotalAlloc - before
-	}
 	var index string
 	var x *bundle.PartIndex
-	split = allocated(func() {
+	// One split: it writes the parts, which a second would find there.
+	split = testalloc.Bytes(func() {
 		if index, x, err = bundlebuild.SplitFile(file, dir, 1<<20, []ed25519.PrivateKey{k}); err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +56,7 @@ func partsMemory(t *testing.T, n int) (split, verify, importPeak uint64) {
 		}
 		return bundlebuild.NewPartsReader(got, paths)
 	}
-	verify = allocated(func() {
+	verify = testalloc.Least(func() { // the parts are only read
 		pr := stream()
 		defer pr.Close()
 		r, err := bundle.NewReader(pr, bundle.ReaderOptions{Policy: policy, Now: func() time.Time { return testNow }})
@@ -78,6 +71,7 @@ func partsMemory(t *testing.T, n int) (split, verify, importPeak uint64) {
 	pr := stream()
 	defer pr.Close()
 	runtime.GC()
+	var ms runtime.MemStats
 	pr.OnPart = func(int) {
 		runtime.GC()
 		runtime.ReadMemStats(&ms)

@@ -3,13 +3,12 @@ package offlineschema
 import (
 	"bytes"
 	"errors"
-	"math"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // itemsOf counts the values of a parsed JSON-model tree as the item
@@ -27,21 +26,6 @@ func itemsOf(v any) int {
 		}
 	}
 	return n
-}
-
-// bytesAllocated returns the bytes f allocates: the least of three runs,
-// since the count is the process's and other goroutines allocate too.
-func bytesAllocated(f func()) uint64 {
-	least := uint64(math.MaxUint64)
-	for range 3 {
-		var m0, m1 runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&m0)
-		f()
-		runtime.ReadMemStats(&m1)
-		least = min(least, m1.TotalAlloc-m0.TotalAlloc)
-	}
-	return least
 }
 
 // zerosArray is `[0,0,...,0]` of at most size bytes.
@@ -70,7 +54,7 @@ func budgetRefusal(t *testing.T, what string, err error) {
 func TestJSONTextOverTheItemBudgetBuildsNoTree(t *testing.T) {
 	text := zerosArray(MaxJSONSize)
 	var err error
-	if n := bytesAllocated(func() { _, err = ValueFromJSONBudget(text, 0) }); n > 4<<10 {
+	if n := testalloc.Least(func() { _, err = ValueFromJSONBudget(text, 0) }); n > 4<<10 {
 		t.Errorf("refusing 16 MiB of [0,0,...] allocated %d bytes, want under 4 KiB", n)
 	}
 	budgetRefusal(t, "16 MiB of [0,0,...]", err)
@@ -186,14 +170,14 @@ func TestJSONTextThatIsNotJSONBuildsNoTreeBeyondTheBudget(t *testing.T) {
 		[]byte("[" + zeros + strings.Repeat(`"",:`, 1<<20) + "]"),
 	} {
 		var err error
-		if n := bytesAllocated(func() { _, err = ValueFromJSONBudget(text, 1000) }); n > 4<<10 {
+		if n := testalloc.Least(func() { _, err = ValueFromJSONBudget(text, 1000) }); n > 4<<10 {
 			t.Errorf("%.20q...: refusing it allocated %d bytes", text, n)
 		}
 		budgetRefusal(t, "a million zeros, then colons", err)
 	}
 	var err error
 	text := zerosArray(1 << 20)
-	if n := bytesAllocated(func() { _, err = valueFromJSON(text, 1000) }); n > 1<<20 {
+	if n := testalloc.Least(func() { _, err = valueFromJSON(text, 1000) }); n > 1<<20 {
 		t.Errorf("a parse bounded at 1,000 values allocated %d bytes", n)
 	}
 	budgetRefusal(t, "a parse past its bound", err)

@@ -2,23 +2,23 @@ package schemagraph
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
-// indexAlloc returns the Index of doc and the bytes Index allocated.
+// indexAlloc returns the Index of doc and the bytes Index allocated (the
+// least of testalloc.Runs runs).
 func indexAlloc(t *testing.T, doc []byte) (*Resource, uint64) {
 	t.Helper()
 	v, err := Parse(doc, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	r := Index(v)
-	runtime.ReadMemStats(&after)
-	return r, after.TotalAlloc - before.TotalAlloc
+	var r *Resource
+	a := testalloc.Least(func() { r = Index(v) })
+	return r, a
 }
 
 // TestIndexCostUnderALongMemberNameIsLinear: a publisher ships a schema
