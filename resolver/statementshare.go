@@ -150,10 +150,12 @@ func (s *Store) statementChargesCounted() error {
 }
 
 // chargeStatement charges the statement e keeps (Effects.Statement) to
-// one of its accounts (trust.ChargeStatement), before anything of e is
-// written: refused statement_share_exhausted, the transaction writes
-// nothing. A statement the store keeps already (the same file, or the same
-// payload under other signatures: TRUST-19) is not charged again.
+// one of its accounts, as e.StatementCharge kept statements
+// (trust.ChargeStatementAs; docs/SPEC-DECISIONS.md TRUST-33), before
+// anything of e is written: refused statement_share_exhausted, the
+// transaction writes nothing. A statement the store keeps already (the
+// same file, or the same payload under other signatures: TRUST-19) is not
+// charged again.
 func (s *Store) chargeStatement(tx *bolt.Tx, e *trust.Effects) error {
 	if e.Statement == nil {
 		return nil
@@ -169,9 +171,10 @@ func (s *Store) chargeStatement(tx *bolt.Tx, e *trust.Effects) error {
 	for _, a := range e.StatementAccounts {
 		charged[a] = chargeCount(meta.Get(statementChargeKey(a)), statementLimits.Share)
 	}
-	a, err := trust.ChargeStatement(e.StatementAccounts, charged, int(sb.Sequence()), statementLimits)
+	units := max(1, e.StatementCharge)
+	a, err := trust.ChargeStatementAs(e.StatementAccounts, charged, int(sb.Sequence()), units, statementLimits)
 	if err != nil {
 		return err
 	}
-	return meta.Put(statementChargeKey(a), u64(uint64(charged[a])+1))
+	return meta.Put(statementChargeKey(a), u64(uint64(charged[a]+units)))
 }

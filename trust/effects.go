@@ -74,7 +74,15 @@ type Effects struct {
 	// Statement (State.Account), sorted: the store charges it to one of
 	// them when it keeps it (ChargeStatement).
 	StatementAccounts []string
-	Audit             []Event
+	// StatementCharge is how many kept statements of its account's share
+	// Statement is charged as (0 is 1): a revocation, one for each
+	// record of a key that stays trusted it lengthens without
+	// withdrawing any of the key's trust; a trust statement, one for
+	// each scope of the revocations of the keys it trusts. Every load of
+	// the store's trust state reads those (docs/SPEC-DECISIONS.md
+	// TRUST-33, ChargeStatementAs).
+	StatementCharge int
+	Audit           []Event
 	// Changed says that the store's generation changes.
 	Changed bool
 }

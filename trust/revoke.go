@@ -55,7 +55,7 @@ func ApplyRevocation(st *State, data []byte, now time.Time) (*State, *Revocation
 	}
 	sum := sha256.Sum256(data)
 	next := st.Clone()
-	fresh, goneKeys, narrowedKeys, err := next.revokeKeys(res, rev, sum[:], formatTime(now))
+	fresh, goneKeys, narrowedKeys, kept, err := next.revokeKeys(res, rev, sum[:], formatTime(now))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,29 +80,38 @@ func ApplyRevocation(st *State, data []byte, now time.Time) (*State, *Revocation
 	// and charges no second file of the same StatementID, and audits none
 	// that changes nothing (TRUST-19).
 	res.Statement, res.StatementID, res.StatementAccounts, res.Changed = data, obj.PayloadSHA256(), st.statementAccounts(signers), !res.Unchanged
+	res.StatementCharge = max(1, kept) // docs/SPEC-DECISIONS.md TRUST-33
 	return next, res, nil
 }
 
 // revokeKeys withdraws the keys rev names from the scopes under its own
 // and records their revocation; it fills res's RemovedTrust and
 // NarrowedTrust and returns whether it recorded something new, the
-// did:keys named, and those left trusted for disjoint scopes.
-func (s *State) revokeKeys(res *RevocationEffects, rev *bundle.Revocation, sum []byte, at string) (fresh bool, named, narrowed map[string]bool, err error) {
+// did:keys named, those left trusted for disjoint scopes, and kept: how
+// many records of keys that stay trusted, none of their trust withdrawn,
+// it lengthened. Those are read by every load of the store's trust
+// state, so the statement is charged one kept statement for each
+// (ApplyRevocation, Effects.StatementCharge; docs/SPEC-DECISIONS.md
+// TRUST-33). A scope lying under one the record holds is not added;
+// the scopes the record holds under it are replaced by it (withScope).
+func (s *State) revokeKeys(res *RevocationEffects, rev *bundle.Revocation, sum []byte, at string) (fresh bool, named, narrowed map[string]bool, kept int, err error) {
 	named, narrowed = map[string]bool{}, map[string]bool{}
 	idx := s.keysByPublic() // one pass over the keys, not one per named key (TRUST-24)
 	for _, did := range rev.Keys {
 		named[did] = true
+		withdrawn := false
 		if k, ok := s.trustedByDID(idx, did); ok {
-			kept, ok := withdrawScope(k.Scopes, rev.Scope)
+			left, ok := withdrawScope(k.Scopes, rev.Scope)
+			withdrawn = ok && len(left) < len(k.Scopes)
 			switch {
 			case !ok:
-				return false, nil, nil, fail(ErrRevocationScope, "key %s (%s) is trusted for %s, broader than the statement's scope %s: only a statement for a scope covering it revokes it there",
+				return false, nil, nil, 0, fail(ErrRevocationScope, "key %s (%s) is trusted for %s, broader than the statement's scope %s: only a statement for a scope covering it revokes it there",
 					k.Name, did, strings.Join(k.Scopes, ", "), rev.Scope)
-			case len(kept) == 0:
+			case len(left) == 0:
 				delete(s.Keys, k.Name)
 				res.RemovedTrust = append(res.RemovedTrust, k.Name)
-			case len(kept) < len(k.Scopes):
-				k.Scopes = kept
+			case len(left) < len(k.Scopes):
+				k.Scopes = left
 				s.Keys[k.Name] = k
 				narrowed[k.DID()] = true
 				res.NarrowedTrust = append(res.NarrowedTrust, k.Name)
@@ -110,22 +119,50 @@ func (s *State) revokeKeys(res *RevocationEffects, rev *bundle.Revocation, sum [
 		}
 		rr := Revocation{StatementSHA256: sum, At: at, Scopes: []string{rev.Scope}}
 		_, trusted := s.trustedByDID(idx, did)
+		longer := true
 		if old, ok := s.revokedKeyOf(did, trusted); ok {
-			if len(old.Scopes) == 0 || slices.Contains(old.Scopes, rev.Scope) {
+			scopes, changed := withScope(old.Scopes, rev.Scope)
+			if len(old.Scopes) == 0 || !changed {
 				continue // already revoked for this scope (or everywhere)
 			}
-			rr.At, rr.Scopes = old.At, append(slices.Clone(old.Scopes), rev.Scope)
+			rr.At, rr.Scopes, longer = old.At, scopes, len(scopes) > len(old.Scopes)
 			if len(old.StatementSHA256) > 0 {
 				rr.StatementSHA256 = old.StatementSHA256
 			}
-			sort.Strings(rr.Scopes)
+		}
+		if trusted && !withdrawn && longer {
+			kept++
 		}
 		fresh = true
 		s.RevokedKeys[did] = rr
 	}
 	sort.Strings(res.RemovedTrust)
 	sort.Strings(res.NarrowedTrust)
-	return fresh, named, narrowed, nil
+	return fresh, named, narrowed, kept, nil
+}
+
+// withScope returns the scopes of a key's revocation once revoked for
+// scope as well, sorted, and whether they changed: a scope lying under
+// one of them (equal or narrower) adds nothing, and those lying under
+// scope are replaced by it. The key counts nowhere under any of them
+// (KeyRevokedFor, bundle.TrustedKey.Except), so both forms forbid the
+// same names; without this, a key revoked for org.example took
+// org.example.a1, org.example.a2, ... on top of it, each kept and loaded
+// (docs/SPEC-DECISIONS.md TRUST-33).
+func withScope(scopes []string, scope string) ([]string, bool) {
+	for _, sc := range scopes {
+		if bundle.ScopesUnder([]string{scope}, sc) {
+			return scopes, false
+		}
+	}
+	out := []string{scope}
+	for _, sc := range scopes {
+		if !bundle.ScopesUnder([]string{sc}, scope) {
+			out = append(out, sc)
+		}
+	}
+	sort.Strings(out)
+	return out, true
 }
 
 // verifyStatement verifies a statement of scope against the state's trust

@@ -144,7 +144,8 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := next.add(res, rot, formatTime(now), origin); err != nil {
+	held, err := next.add(res, rot, formatTime(now), origin)
+	if err != nil {
 		return nil, nil, err
 	}
 	if err := next.checkMinted(origin, len(res.Added), st.minted(origin)); err != nil {
@@ -172,6 +173,7 @@ func ApplyRotation(st *State, data []byte, now time.Time) (*State, *RotationEffe
 	res.Effects = finish(st, next, Event{Action: "rotate", Verdict: verdictAccepted, Scopes: []string{rot.Scope},
 		Sequence: rot.Sequence, Threshold: rot.Threshold, Signers: res.Signers, FileSHA256: sum[:], AddedKeys: added, RetiredKeys: rot.Retire})
 	res.Chain, res.Statement, res.StatementID, res.StatementAccounts = link, data, id, accounts
+	res.StatementCharge = max(1, held) // docs/SPEC-DECISIONS.md TRUST-33
 	return next, res, nil
 }
 
@@ -239,29 +241,35 @@ func (s *State) retire(res *RotationEffects, rot *bundle.Rotation) (map[string]b
 }
 
 // add trusts the keys rot adds for its scope (a key already trusted for
-// it stays as it is), with origin (Key.Origin).
-func (s *State) add(res *RotationEffects, rot *bundle.Rotation, at, origin string) error {
+// it stays as it is), with origin (Key.Origin). held is the number of
+// scopes of the revocations of the keys it trusts: every load of the
+// store reads them from now on, so the statement is charged for them
+// (Effects.StatementCharge), as a revocation adding them to a trusted
+// key's record is (revokeKeys; docs/SPEC-DECISIONS.md TRUST-33).
+func (s *State) add(res *RotationEffects, rot *bundle.Rotation, at, origin string) (held int, err error) {
 	for _, a := range rot.Add {
 		if by, ok := s.KeyRevokedFor(a.Key, []string{rot.Scope}); ok {
-			return fail(ErrKeyRevoked, "the statement adds %s, which this store has revoked for scope %s", a.Key, by)
+			return 0, fail(ErrKeyRevoked, "the statement adds %s, which this store has revoked for scope %s", a.Key, by)
 		}
 		if k, ok := s.keyByDID(a.Key); ok {
 			if tk := s.trusted(k); tk.CoversScope(rot.Scope) {
 				continue // already trusted for the scope
 			}
-			return fail(ErrTrustExists, "the statement adds %s, already trusted as %s for other scopes", a.Key, k.Name)
+			return 0, fail(ErrTrustExists, "the statement adds %s, already trusted as %s for other scopes", a.Key, k.Name)
 		}
 		if _, ok := s.Keys[a.Name]; ok {
-			return fail(ErrTrustExists, "the statement adds a key named %s, a name this store already uses", a.Name)
+			return 0, fail(ErrTrustExists, "the statement adds a key named %s, a name this store already uses", a.Name)
 		}
 		// bundle.ParseRotation expanded every added key already
 		// (KeyFromKID refuses one of small order, amp.CheckEd25519PublicKey);
 		// a key that does not expand is never trusted as an empty one.
 		pub, ok := bundle.KeyFromKID(a.Key)
 		if !ok || !(Key{Key: pub}).usable() {
-			return fail(bundle.ErrInvalidStatement, "the statement adds %s, which is not a did:key of an ed25519 key anyone holds", a.Key)
+			return 0, fail(bundle.ErrInvalidStatement, "the statement adds %s, which is not a did:key of an ed25519 key anyone holds", a.Key)
 		}
-		s.holdRevocation(amp.DIDKey(pub))
+		did := amp.DIDKey(pub)
+		s.holdRevocation(did)
+		held += len(s.RevokedKeys[did].Scopes)
 		// A trust rm record (RemovedKeys) stays: the statement trusts the
 		// key for its own scope, and the record keeps a policy file from
 		// trusting it for any scope once no statement does
@@ -270,5 +278,5 @@ func (s *State) add(res *RotationEffects, rot *bundle.Rotation, at, origin strin
 		s.Keys[a.Name] = Key{Name: a.Name, Key: ed25519.PublicKey(pub), Scopes: []string{rot.Scope}, AddedAt: at, Origin: origin}
 		res.Added = append(res.Added, a.Name)
 	}
-	return nil
+	return held, nil
 }

@@ -57,10 +57,27 @@ func (s *State) statementAccounts(signers []bundle.TrustedKey) []string {
 // statement_share_exhausted, and nothing is to be kept, when every one of
 // them has had its share, or when the store already keeps lim.Total
 // statements (kept). A statement the store already keeps (the same bytes)
-// is never charged again: the caller does not ask.
+// is never charged again: the caller does not ask. It is
+// ChargeStatementAs for a statement charged as one.
 func ChargeStatement(accounts []string, charged map[string]int, kept int, lim StatementLimits) (string, error) {
-	out := LeastUnderShare(accounts, charged, lim.Share)
+	return ChargeStatementAs(accounts, charged, kept, 1, lim)
+}
+
+// ChargeStatementAs is ChargeStatement for a statement charged as units
+// kept statements (Effects.StatementCharge; less than 1 is 1): the least
+// of accounts with room for all of them, charged[a]+units at most
+// lim.Share. A revocation that lengthens the records of many keys that
+// stay trusted, or a trust statement trusting keys whose revocations
+// hold many scopes, costs its authority as many, so that no authority
+// grows what every load of the store reads past its own share, and none
+// spends another's (docs/SPEC-DECISIONS.md TRUST-33).
+func ChargeStatementAs(accounts []string, charged map[string]int, kept, units int, lim StatementLimits) (string, error) {
+	units = max(1, units)
+	out := LeastUnderShare(accounts, charged, lim.Share-units+1)
 	switch {
+	case out == "" && units > 1:
+		return "", fail(ErrStatementShare, "this statement is charged as %d signed statements, one for each revocation scope it leaves on keys this store still trusts (a revocation of keys trusted only for other scopes, or a trust statement trusting keys revoked for other scopes), which every load of the store reads; no authority its signers descend from (%s) has that many left of its share of %d, so nothing was applied: name fewer such keys (their own scopes' owners revoke them free of this charge), or trust other keys",
+			units, strings.Join(accounts, ", "), lim.Share)
 	case out == "":
 		return "", fail(ErrStatementShare, "each authority this statement's signers descend from (%s) has had its share of %d signed statements kept by this store, so that no one authority fills the %d a mirror index lists; nothing was applied, and its keys' statements are refused from now on (a key the operator trusts itself, trust add, is an authority of its own)",
 			strings.Join(accounts, ", "), lim.Share, lim.Total)
