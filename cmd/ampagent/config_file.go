@@ -39,8 +39,11 @@ func readConfigFile(path string) ([]byte, error) {
 }
 
 // exposedProgramError says that another user than the agent's (or root)
-// may rewrite or replace a handler's program, or create it where it is
-// missing (programWriters): the handler does not run (CLI-70).
-type exposedProgramError struct{ msg string }
+// may rewrite or replace a handler's program, or an interpreter its #!
+// line names, or create it where it is missing, or that the program runs
+// through a #! line the agent cannot follow to the file the system would
+// run (programWriters): the handler does not run (CLI-70, CLI-72). hint,
+// when set, replaces the start's hint to chown and chmod go-w.
+type exposedProgramError struct{ msg, hint string }
 
 func (e *exposedProgramError) Error() string { return e.msg }

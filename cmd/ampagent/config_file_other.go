@@ -9,6 +9,7 @@ import "io/fs"
 // read as the folder it lies in lets it be.
 func configWriters(fs.FileInfo) error { return nil }
 
-// programWriters: as configWriters, a handler's program is run as the
-// folders it lies in let it be (CLI-70).
-func programWriters(string) error { return nil }
+// programWriters: as configWriters, a handler's program, and the
+// interpreter its #! line names, are run as the folders they lie in let
+// them be (CLI-70, CLI-72).
+func programWriters(string, string) error { return nil }

@@ -36,27 +36,29 @@ func configWriters(st fs.FileInfo) error {
 // the kernel's own path walk does (40, then ELOOP).
 const maxProgramLinks = 40
 
-// programWriters refuses a handler's program (path: absolute, as
-// lookProgram found it) that another user than this process's effective
-// one or root could rewrite or replace, as the config file naming it is
-// refused (configWriters, CLI-54): the file, every folder on the way to
-// it and every symbolic link followed must be owned by the agent's user
-// or root, and the file and the folders writable by no group or other,
-// but a sticky folder (/tmp), whose entries only their owners may rename
-// or remove. That user's program would run as the agent's, with the
-// caller's params and the agent's key file readable (CLI-49). OpenSSH
-// holds its AuthorizedKeysCommand to the same (sshd_config(5)). A
-// program missing is left to checkProgram, unless the folder it would
-// be in is one others may write (sticky): they could put it there once
-// the handler was loaded (CLI-70).
-func programWriters(path string) error {
+// pathWriters refuses a file the agent has the system run for a
+// handler (path: absolute; the program as lookProgram found it, or an
+// interpreter its #! line names, programWriters) that another user than
+// this process's effective one or root could rewrite or replace, as the
+// config file naming it is refused (configWriters, CLI-54): the file,
+// every folder on the way to it and every symbolic link followed must be
+// owned by the agent's user or root, and the file and the folders
+// writable by no group or other, but a sticky folder (/tmp), whose
+// entries only their owners may rename or remove. That user's code would
+// run as the agent's, with the caller's params and the agent's key file
+// readable (CLI-49). OpenSSH holds its AuthorizedKeysCommand to the same
+// (sshd_config(5)). A file missing is left to checkProgram, unless the
+// folder it would be in is one others may write (sticky): they could put
+// it there once the handler was loaded (CLI-70). program names the file
+// in a refusal.
+func pathWriters(program, path string) error {
 	todo := strings.Split(path, "/")
 	cur, links := "/", 0
 	st, err := os.Lstat(cur)
 	if err != nil {
-		return fmt.Errorf("program %s cannot be examined", path)
+		return fmt.Errorf("program %s cannot be examined", program)
 	}
-	if err := judgeProgramPart(path, cur, st); err != nil {
+	if err := judgeProgramPart(program, cur, st); err != nil {
 		return err
 	}
 	for len(todo) > 0 {
@@ -73,11 +75,11 @@ func programWriters(path string) error {
 		st, err := os.Lstat(next)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return missingProgram(path, cur)
+			return missingProgram(program, cur)
 		case err != nil:
-			return fmt.Errorf("program %s cannot be examined", path)
+			return fmt.Errorf("program %s cannot be examined", program)
 		}
-		if err := judgeProgramPart(path, next, st); err != nil {
+		if err := judgeProgramPart(program, next, st); err != nil {
 			return err
 		}
 		if st.Mode()&fs.ModeSymlink == 0 {
@@ -85,11 +87,11 @@ func programWriters(path string) error {
 			continue
 		}
 		if links++; links > maxProgramLinks {
-			return fmt.Errorf("program %s is reached through more than %d symbolic links", path, maxProgramLinks)
+			return fmt.Errorf("program %s is reached through more than %d symbolic links", program, maxProgramLinks)
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return fmt.Errorf("program %s cannot be examined", path)
+			return fmt.Errorf("program %s cannot be examined", program)
 		}
 		if filepath.IsAbs(target) {
 			cur = "/"
@@ -102,7 +104,9 @@ func programWriters(path string) error {
 // judgeProgramPart judges one part of the way to program (at, its lstat
 // st): the file, a folder or a symbolic link (its owner alone: a link's
 // mode means nothing, and it is replaced only through its folder). The
-// mode of a part on a read-only mount is not judged (readOnlyMount).
+// mode of a part on a read-only mount is not judged (readOnlyMount); a
+// part on a FUSE mount another user made is refused whatever its owner
+// and mode say (foreignFUSE, CLI-73).
 func judgeProgramPart(program, at string, st fs.FileInfo) error {
 	what := "the file"
 	switch {
@@ -113,13 +117,20 @@ func judgeProgramPart(program, at string, st fs.FileInfo) error {
 	}
 	if uid, foreign := regfile.ForeignOwner(st); foreign {
 		// Numbers the system gave; the paths are the operator's.
-		return &exposedProgramError{fmt.Sprintf("program %s: %s %s is owned by another user (uid %d) than the agent's (uid %d) or root", program, what, at, uid, os.Geteuid())}
+		return &exposedProgramError{msg: fmt.Sprintf("program %s: %s %s is owned by another user (uid %d) than the agent's (uid %d) or root", program, what, at, uid, os.Geteuid())}
 	}
-	if st.Mode()&fs.ModeSymlink != 0 || (st.IsDir() && st.Mode()&fs.ModeSticky != 0) {
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return nil // on its folder's file system, judged before it
+	}
+	if mounter, foreign := foreignFUSE(at); foreign {
+		return &exposedProgramError{msg: fmt.Sprintf("program %s: %s %s is on a FUSE file system %s, whose daemon reports any owner and mode", program, what, at, mounter),
+			hint: "put the program, and the interpreters its #! lines name, on a file system that is not a FUSE mount of another user than the agent's or root"}
+	}
+	if st.IsDir() && st.Mode()&fs.ModeSticky != 0 {
 		return nil
 	}
 	if perm := st.Mode().Perm(); perm&0o022 != 0 && !readOnlyMount(at) {
-		return &exposedProgramError{fmt.Sprintf("program %s: %s %s may be written by group or others (mode %04o)", program, what, at, perm)}
+		return &exposedProgramError{msg: fmt.Sprintf("program %s: %s %s may be written by group or others (mode %04o)", program, what, at, perm)}
 	}
 	return nil
 }
@@ -134,7 +145,7 @@ func missingProgram(program, dir string) error {
 		return fmt.Errorf("program %s cannot be examined", program)
 	}
 	if perm := st.Mode().Perm(); perm&0o022 != 0 && !readOnlyMount(dir) {
-		return &exposedProgramError{fmt.Sprintf("program %s does not exist, and group or others may create it in the folder %s (mode %04o)", program, dir, perm)}
+		return &exposedProgramError{msg: fmt.Sprintf("program %s does not exist, and group or others may create it in the folder %s (mode %04o)", program, dir, perm)}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -298,9 +299,10 @@ func (cfg *serveConfig) resolveHandlers() {
 		if len(h.Command) > 0 && h.Command[0] != "" { // else Validate refuses it
 			h.path, h.pathErr = lookProgram(h)
 			if h.pathErr == nil {
-				// Another user who may rewrite it runs code as the
-				// agent's user: it does not run (CLI-70).
-				h.pathErr = programWriters(h.path)
+				// Another user who may rewrite it, or the interpreter
+				// its #! line names, runs code as the agent's user: it
+				// does not run (CLI-70, CLI-72).
+				h.pathErr = programWriters(h.path, programPATH(h))
 			}
 		}
 		if h.Dir != "" {
@@ -310,6 +312,16 @@ func (cfg *serveConfig) resolveHandlers() {
 		}
 		cfg.Handlers[id] = h
 	}
+}
+
+// programPATH is the PATH h's program is given (runProgram): the
+// handler's "env" PATH if it sets one, else the agent's. An env on a #!
+// line searches it (CLI-72).
+func programPATH(h execHandler) string {
+	if v, ok := h.Env["PATH"]; ok {
+		return v
+	}
+	return os.Getenv("PATH")
 }
 
 // validateServe checks what only serve has: its listeners face the
@@ -339,6 +351,9 @@ func (cfg *serveConfig) validateServe() error {
 		var exposed *exposedProgramError
 		if errors.As(cfg.Handlers[ps[0].Subject].pathErr, &exposed) {
 			hint = "make the program and the folders on its way the agent's user's or root's (chown) and writable by their owner alone (chmod go-w)"
+			if exposed.hint != "" {
+				hint = exposed.hint
+			}
 		}
 		return cliutil.WithHint(cliutil.Failf("handler_program_missing", "the handler of %s cannot run: %s", ps[0].Subject, ps[0].Message), hint)
 	}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ampbundle/ampbundle/amp"
+)
+
+// TestHandlerProgramOnAnotherUsersFUSEMountIsRefused: a FUSE file system
+// another user mounted (fusermount, with user_allow_other in
+// /etc/fuse.conf) answers every stat as its daemon likes: a folder and a
+// program of root's, mode 0755, over a folder of that user's in /tmp,
+// and the bytes it likes at each read. CLI-70's owner and mode rules
+// took the daemon's word, and the program ran (threat: the one file
+// system whose owners and modes are another user's say). Now a program,
+// or a folder or interpreter on its way, on a FUSE mount neither root
+// nor the agent's user made is refused (handler_program_missing; at a
+// call, handler_failed without a run), as one whose mounter mountinfo
+// does not tell; root's and the agent's user's own FUSE mounts are
+// judged as any file system (CLI-73). The daemon is stood in for by
+// fuseMountOf, the one place the agent learns of FUSE.
+func TestHandlerProgramOnAnotherUsersFUSEMountIsRefused(t *testing.T) {
+	other := strconv.Itoa(os.Geteuid() + 1)
+	for _, tc := range []struct {
+		name   string
+		super  string // the mount's super options in mountinfo
+		known  bool   // its line found
+		interp bool   // the FUSE mount holds the interpreter, not the program
+		refuse bool
+	}{
+		{"a program on another user's FUSE mount", "rw,user_id=" + other + ",group_id=" + other + ",allow_other", true, false, true},
+		{"an interpreter on another user's FUSE mount", "rw,user_id=" + other + ",group_id=" + other + ",allow_other", true, true, true},
+		{"a program on a FUSE mount whose mounter is not told", "rw,allow_other", true, false, true},
+		{"a program on a FUSE mount whose line is not found", "", false, false, true},
+		{"a program on root's FUSE mount", "rw,user_id=0,group_id=0,allow_other", true, false, false},
+		{"a program on the agent's user's FUSE mount", "rw,user_id=" + strconv.Itoa(os.Geteuid()) + ",group_id=0", true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			fuse := filepath.Join(base, "fuse")
+			saved := fuseMountOf
+			t.Cleanup(func() { fuseMountOf = saved })
+			fuseMountOf = func(at string) (string, bool, bool) {
+				if at == fuse || strings.HasPrefix(at, fuse+"/") {
+					return tc.super, true, tc.known
+				}
+				return saved(at)
+			}
+			var cmd []string
+			if tc.interp {
+				in := writeExec(t, filepath.Join(fuse, "interp"), interpreterScript, 0o755)
+				cmd = []string{script(t, base, "#!"+in)}
+			} else {
+				cmd = []string{program(t, base, "fuse", 0o755, 0o755)}
+			}
+			cfgFile := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.p:1.0.0": map[string]any{"command": cmd}}})
+			_, err := serveConfigOf(t, "--config", cfgFile)
+			switch {
+			case !tc.refuse && err != nil:
+				t.Fatalf("a program on root's or the agent's user's FUSE mount is refused: %v", err)
+			case tc.refuse && (amp.NameOf(err) != "handler_program_missing" || !strings.Contains(err.Error(), "is on a FUSE file system")):
+				t.Fatalf("serve starts with a program on another user's FUSE mount: %v", err)
+			}
+			cfg, err := serveConfigOf(t, "--config", cfgFile, "--allow-missing-handlers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := runProgram("org.example.p:1.0.0", cfg.Handlers["org.example.p:1.0.0"], slog.New(slog.DiscardHandler), nil)(context.Background(), map[string]any{})
+			switch {
+			case !tc.refuse && err != nil:
+				t.Fatalf("the program did not run: %v", err)
+			case tc.refuse && err == nil:
+				t.Fatalf("the program on another user's FUSE mount ran: %v", out)
+			case tc.refuse && amp.NameOf(err) != "handler_failed":
+				t.Fatalf("the refused program's call: %v, want handler_failed", err)
+			}
+		})
+	}
+}
+
+// TestFUSEMountWhoseLineIsHostileIsReadAsItsKernelWroteIt: mountLine
+// reads a mount's kind and super options from its mountinfo line, whose
+// mount point a user chose (escaped spaces, a " - " look-alike in a
+// name is "\040-\040"), and stops at the first line of the id: a FUSE
+// mount's super options are what foreignFUSE judges (CLI-73).
+func TestFUSEMountWhoseLineIsHostileIsReadAsItsKernelWroteIt(t *testing.T) {
+	info := strings.Join([]string{
+		`22 1 0:21 / /proc rw,nosuid shared:5 - proc proc rw`,
+		`412 29 0:58 / /tmp/x\040-\040tmpfs\040tmpfs\040ro rw,nosuid,nodev,relatime shared:220 - fuse.sshfs me@host:/ rw,user_id=1000,group_id=1000,allow_other`,
+		`413 29 0:59 / /mnt/ntfs rw,relatime - fuseblk /dev/sdb1 rw,user_id=0,group_id=0,allow_other,blksize=4096`,
+		`414 29 0:60 / /mnt/short rw - fuse`,
+	}, "\n")
+	for _, tc := range []struct {
+		id          uint64
+		kind, super string
+		ok          bool
+	}{
+		{412, "fuse.sshfs", "rw,user_id=1000,group_id=1000,allow_other", true},
+		{413, "fuseblk", "rw,user_id=0,group_id=0,allow_other,blksize=4096", true},
+		{414, "", "", false},
+		{41, "", "", false},
+	} {
+		kind, super, ok := mountLine(strings.NewReader(info), tc.id)
+		if kind != tc.kind || super != tc.super || ok != tc.ok {
+			t.Errorf("mount %d: %q %q %v, want %q %q %v", tc.id, kind, super, ok, tc.kind, tc.super, tc.ok)
+		}
+	}
+}
