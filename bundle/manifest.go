@@ -145,8 +145,12 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	if required != 7 {
 		return nil, fail(ErrMalformed, "manifest lacks a required field")
 	}
-	// Descriptors are decoded under lim, not amp's defaults, so that the
-	// reader's manifest cap bounds them too (docs/SPEC-DECISIONS.md CAP-11).
+	// Descriptors are decoded under the manifest's size, not amp's default
+	// size, so that the reader's manifest cap bounds them too; every other
+	// cap is amp's default, the one the store decodes a stored descriptor
+	// under (resolver/lookup.go): a descriptor of a 70,000-item array, under
+	// the manifest's 100,000-item cap, was imported and then failed every
+	// publisher's catalog (docs/SPEC-DECISIONS.md CAP-11, amended).
 	var w struct {
 		wireManifest
 		Capabilities []cbor.RawMessage `cbor:"capabilities"`
@@ -156,7 +160,7 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	}
 	caps := make([]capability.Descriptor, 0, min(len(w.Capabilities), 64))
 	for _, raw := range w.Capabilities {
-		d, err := capability.DecodeDescriptorLimits(raw, lim)
+		d, err := capability.DecodeDescriptorLimits(raw, amp.Limits{MaxMessageSize: lim.MaxMessageSize})
 		if err != nil {
 			return nil, fail(ErrMalformed, "manifest has a field of the wrong type").WithCause(err)
 		}
