@@ -35,6 +35,10 @@ const maxCleanups = 1 << 16
 // created by then (never one made again since, with the same key) and
 // only while it holds take+keep (refund).
 //
+// With stray, it is instead the delete of counter, a usage counter
+// without a lease (FLEET-33), if it is still the one read at mod
+// revision rev and still has no lease.
+//
 // until (unix seconds) is, with rev 0, when a claim of token can no
 // longer matter (its message's expiry plus MaxClockSkew): etcd may apply
 // a Claim whose answer was lost after the clean-up looked for it, so
@@ -49,6 +53,7 @@ type cleanup struct {
 	counter    string
 	take, keep int64
 	until      int64
+	stray      bool
 }
 
 // errClaimUnseen is a clean-up of a claim named by its value (rev 0)
@@ -205,6 +210,26 @@ func (cl *cleaner) park(c cleanup) {
 	cl.mu.Unlock()
 }
 
+// strays queues the delete of each usage counter of kvs (a principal's,
+// as read) that has no lease (FLEET-33): no node writes one, so it holds
+// no charge of an entry and only refuses the principal while it lives.
+// Deletes and refunds together fill at most half of the queue, the rest
+// kept for given-up claims; one more waits for the next read to find it.
+func (cl *cleaner) strays(kvs []*mvccpb.KeyValue) {
+	n := 0
+	cl.mu.Lock()
+	for _, kv := range kvs {
+		if kv != nil && kv.Lease == 0 && len(cl.q) < maxCleanups/2 {
+			cl.queue(cleanup{counter: string(kv.Key), rev: kv.ModRevision, stray: true})
+			n++
+		}
+	}
+	cl.mu.Unlock()
+	if n > 0 {
+		cl.poke()
+	}
+}
+
 // also marks one more run of k, taken by the caller of take beside the
 // clean-ups take returned.
 func (cl *cleaner) also(k ledger.Key) {
@@ -294,8 +319,10 @@ func (cl *cleaner) run() {
 // claim) stays queued and the round goes on (FLEET-18). One whose key is
 // busy (a clean-up or an Unclaim of it runs) is skipped, not failed: the
 // end of that run wakes the cleaner for it, with no backoff (FLEET-21).
-// A lost claim not yet applied is parked, not failed (FLEET-31). It
-// reports whether none failed.
+// A lost claim not yet applied is parked, not failed (FLEET-31): the
+// claim keys of the lost claims are read together first (lookLost), and
+// one not found applied stays queued without a read of its own, or is
+// dropped past its until (FLEET-34). It reports whether none failed.
 func (cl *cleaner) round() bool {
 	cl.mu.Lock()
 	batch := make([]cleanup, 0, len(cl.q))
@@ -303,10 +330,22 @@ func (cl *cleaner) round() bool {
 		batch = append(batch, c)
 	}
 	cl.mu.Unlock()
+	seen, err := cl.s.lookLost(batch)
+	if err != nil {
+		return false
+	}
 	ok := true
 	for _, c := range batch {
 		if cl.s.bg.Err() != nil {
 			return false
+		}
+		if kv, looked := seen[c]; looked && (kv == nil || string(kv.Value) != c.token) {
+			if c.until < cl.s.o.Now().Unix() {
+				if run, _ := cl.begin(c); run {
+					cl.end(c, true) // it can no longer matter
+				}
+			}
+			continue // not applied yet: parked, looked for again next round
 		}
 		if run, _ := cl.begin(c); !run {
 			continue
@@ -327,6 +366,51 @@ func (cl *cleaner) round() bool {
 	return ok
 }
 
+// lookLost reads the claim keys of the lost claims among batch (the
+// clean-ups of a claim named by its value, rev 0), combineMaxOps to one
+// read-only transaction, as the shared read of claims does (FLEET-12):
+// one request for 128 lost claims, where each clean-up read its own key
+// at every round while it waited (FLEET-31). The answer maps each one
+// read to its claim key's key-value (nil: absent). A read that etcd
+// refuses for its size (a member's --max-txn-ops below 128), or answers
+// in another shape (FLEET-28), leaves its clean-ups out, each read alone
+// by clean, as before; etcd not answering fails the round (FLEET-34).
+func (s *Store) lookLost(batch []cleanup) (map[cleanup]*mvccpb.KeyValue, error) {
+	seen := map[cleanup]*mvccpb.KeyValue{}
+	var lost []cleanup
+	for _, c := range batch {
+		if c.rev == 0 && c.counter == "" && !c.stray {
+			lost = append(lost, c)
+		}
+	}
+	for len(lost) > 0 {
+		part := lost[:min(len(lost), combineMaxOps)]
+		lost = lost[len(part):]
+		ops := make([]clientv3.Op, len(part))
+		for i, c := range part {
+			ops[i] = clientv3.OpGet(keysOf(s.prefix, c.k).claim)
+		}
+		var r *clientv3.TxnResponse
+		err := s.call("unclaim", func(ctx context.Context) (err error) {
+			r, err = s.cli.Txn(ctx).Then(ops...).Commit()
+			if err == nil {
+				err = replyFits(r, ops, nil) // FLEET-28
+			}
+			return err
+		})
+		if refusedUnwritten(err) || err != nil && amp.NameOf(err) != ledger.ErrLedgerIO {
+			continue // read alone by clean, each failing or not on its own
+		}
+		if err != nil {
+			return nil, err // etcd did not answer: the round waits for its backoff
+		}
+		for i, c := range part {
+			seen[c] = one(r.Responses[i])
+		}
+	}
+	return seen, nil
+}
+
 // clean deletes c's claim, if it is still the one created at c.rev (or,
 // with c.rev 0, the one whose value is c.token), in one transaction; with
 // c.entry, also k's entry if it was made with that claim or after it and
@@ -338,6 +422,9 @@ func (cl *cleaner) round() bool {
 // entry that changed under a claim still held is an error, so that the
 // clean-up is tried again.
 func (s *Store) clean(c cleanup) error {
+	if c.stray {
+		return s.cleanStray(c)
+	}
 	if c.counter != "" {
 		return s.cleanRefund(c)
 	}
@@ -464,6 +551,24 @@ func (s *Store) cleanRefund(c cleanup) error {
 		s.mu.Unlock()
 	}
 	return err
+}
+
+// cleanStray deletes c's counter, a usage counter without a lease, in
+// one transaction while it is unchanged since it was read (its mod
+// revision) and still has no lease (FLEET-33): one written since, or put
+// under a lease by a node's charge, is kept (a later read finds it again
+// if it is still without one). An error (nothing written) keeps it
+// queued.
+func (s *Store) cleanStray(c cleanup) error {
+	then := []clientv3.Op{clientv3.OpDelete(c.counter)}
+	return s.call("unclaim", func(ctx context.Context) error {
+		r, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(c.counter), "=", c.rev),
+			clientv3.Compare(clientv3.LeaseValue(c.counter), "=", clientv3.NoLease)).Then(then...).Commit()
+		if err == nil {
+			err = replyFits(r, then, nil) // FLEET-28
+		}
+		return err
+	})
 }
 
 // untally gives back to this process's budget tally the charge of c's

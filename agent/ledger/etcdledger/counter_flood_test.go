@@ -36,16 +36,18 @@ func kvsOf(results []*pb.ResponseOp) int {
 // fleet node, an operator's script, a compromised agent) writes a flood
 // of usage counters under one principal's prefix: here one more than
 // the store's bound, each "0" (a valid count, as an earlier version
-// wrote). Every Claim, Running, Finish and Unclaim of that principal
-// reads the whole prefix (docs/FORMAT.md, "Ledger on etcd"): before,
-// each answer carried every counter (here 8,195 key-values; a million
-// such keys, each transaction a hundred megabytes) and snapOf built
-// three maps of them, for every message of the principal, while the
-// keys lived (without a lease: for ever). Now each read asks etcd for
-// at most maxCountersOf(MaxClockSkew) counters (more than twice what one
-// principal's live buckets can number) and a principal with more is
-// refused by name (ledger_counter_corrupt, 5002), as one whose counters
-// sum past 2^48 is (FLEET-9): no answer carries more than the bound.
+// wrote), under a lease, as a node writes them (a counter without one is
+// refused on its own: FLEET-33). Every Claim, Running, Finish and
+// Unclaim of that principal reads the whole prefix (docs/FORMAT.md,
+// "Ledger on etcd"): before, each answer carried every counter (here
+// 8,195 key-values; a million such keys, each transaction a hundred
+// megabytes) and snapOf built three maps of them, for every message of
+// the principal, while the keys lived (as long as the writer's lease).
+// Now each read asks etcd for at most maxCountersOf(MaxClockSkew)
+// counters (more than twice what one principal's live buckets can
+// number) and a principal with more is refused by name
+// (ledger_counter_corrupt, 5002), as one whose counters sum past 2^48
+// is (FLEET-9): no answer carries more than the bound.
 func TestPrincipalFloodedWithCountersIsRefusedWithoutReadingThemAll(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	var most atomic.Int64
@@ -82,10 +84,16 @@ func TestPrincipalFloodedWithCountersIsRefusedWithoutReadingThemAll(t *testing.T
 	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.Settle)
 	defer cancel()
 	u := usagePrefix(prefix, hash16(sender))
+	// Under a lease, as a node writes them: a counter without one is
+	// refused on its own (FLEET-33), whatever their number.
+	g, err := other.Grant(ctx, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i <= bound; i += 100 {
 		var ops []clientv3.Op
 		for j := i; j < min(i+100, bound+1); j++ {
-			ops = append(ops, clientv3.OpPut(u+fmt.Sprint(1_000_000_000+j), "0"))
+			ops = append(ops, clientv3.OpPut(u+fmt.Sprint(1_000_000_000+j), "0", clientv3.WithLease(g.ID)))
 		}
 		if _, err := other.Txn(ctx).Then(ops...).Commit(); err != nil {
 			t.Fatal(err)

@@ -31,9 +31,10 @@ const (
 	// (5002, retryable).
 	ErrContended amp.ErrName = "ledger_contended"
 	// ErrCounterCorrupt: a usage counter under the prefix is not a decimal
-	// count of 0 to MaxCounter, or a principal's counters sum past
-	// MaxCounter: the principal's share is refused (5002), never computed
-	// from a wrapped or guessed sum.
+	// count of 0 to MaxCounter, or has no lease (no node writes one: it is
+	// deleted, docs/SPEC-DECISIONS.md FLEET-33), or a principal's counters
+	// sum past MaxCounter: the principal's share is refused (5002), never
+	// computed from a wrapped or guessed sum.
 	ErrCounterCorrupt amp.ErrName = "ledger_counter_corrupt"
 	// ErrAnswerTooLarge: etcd, or a proxy in front of it, answered a call
 	// with more bytes than any answer to what the store asks can hold

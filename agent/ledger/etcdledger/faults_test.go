@@ -433,8 +433,14 @@ func faultOverflowingCountersRefusedAsCorrupt(t *testing.T, c *etcdtest.Cluster,
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// Under a lease, as a node writes counters: one without a lease is
+	// refused for that alone (FLEET-33).
+	g, err := cli.Grant(ctx, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, end := range []string{"1", "2"} {
-		if _, err := cli.Put(ctx, "/fault-ovf/u/"+hex.EncodeToString(ph[:16])+"/"+end, "4611686018427387904"); err != nil {
+		if _, err := cli.Put(ctx, "/fault-ovf/u/"+hex.EncodeToString(ph[:16])+"/"+end, "4611686018427387904", clientv3.WithLease(g.ID)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -60,7 +60,11 @@ func TestGrowNeverTakesOldCostOffRecreatedCounter(t *testing.T) {
 	// The next charge of the bucket (another message, another node) makes
 	// it again: it holds that message's charge alone.
 	others := 3 * ce.cost
-	if _, err := cli.Put(ctx, ce.counter, itoa(others)); err != nil {
+	next, err := cli.Grant(ctx, 3600) // that node's lease of the bucket (FLEET-33)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, ce.counter, itoa(others), clientv3.WithLease(next.ID)); err != nil {
 		t.Fatal(err)
 	}
 	if _, found, err := a.Lookup(k); err != nil || !found {

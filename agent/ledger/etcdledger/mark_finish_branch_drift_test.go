@@ -69,6 +69,23 @@ func TestMarkAndFinishRefusalsNeverDriftNorLeakCharge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// putCounter writes a usage counter as a node does, under a lease (one
+	// without a lease is no node's: refused and deleted, FLEET-33), the
+	// first write granting it.
+	var counterLease clientv3.LeaseID
+	putCounter := func(t *testing.T, key, v string) {
+		t.Helper()
+		if counterLease == 0 {
+			g, err := c.Client().Grant(ctx(t), 3600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counterLease = g.ID
+		}
+		if _, err := c.Client().Put(ctx(t), key, v, clientv3.WithLease(counterLease)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tally := func(s *Store) ledger.Usage {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -170,11 +187,11 @@ func TestMarkAndFinishRefusalsNeverDriftNorLeakCharge(t *testing.T) {
 			// reply is recorded and the counter left as it is.
 			name: "finish on a counter that keeps changing",
 			setup: func(t *testing.T, e *env) {
-				put(t, e.counter, strconv.Itoa(1<<16))
+				putCounter(t, e.counter, strconv.Itoa(1<<16))
 				var writes atomic.Int64
 				f := func(op string) {
 					if op == "finish" {
-						put(t, e.counter, strconv.FormatInt(1<<16+writes.Add(1), 10))
+						putCounter(t, e.counter, strconv.FormatInt(1<<16+writes.Add(1), 10))
 					}
 				}
 				e.observe.Store(&f)
@@ -291,12 +308,12 @@ func TestMarkAndFinishRefusalsNeverDriftNorLeakCharge(t *testing.T) {
 				// the first try (its guess is stale), then after every
 				// etcd call of the Running.
 				other := usageKey(e.s.prefix, hash16(e.s.principalOf(e.k.Sender)), 1)
-				put(t, other, "1")
+				putCounter(t, other, "1")
 				var writes atomic.Int64
 				writes.Store(1)
 				f := func(op string) {
 					if op == "mark" {
-						put(t, other, strconv.FormatInt(writes.Add(1), 10))
+						putCounter(t, other, strconv.FormatInt(writes.Add(1), 10))
 					}
 				}
 				e.observe.Store(&f)

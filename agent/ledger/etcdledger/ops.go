@@ -524,6 +524,9 @@ func (s *Store) readUsage(op, prefix string) (snap *usageSnap, err error) {
 			return err
 		}
 		snap, err = snapOf((*pb.RangeResponse)(r), r.Header.Revision)
+		if err != nil && !r.More {
+			s.cleaner.strays(r.Kvs) // FLEET-33
+		}
 		return err
 	})
 	return snap, err
@@ -532,7 +535,9 @@ func (s *Store) readUsage(op, prefix string) (snap *usageSnap, err error) {
 // snapOf sums the usage counters of a range read at revision rev. A
 // read that left counters out (its limit, counterRead) is
 // ErrCounterCorrupt: a principal with more than any fleet writes
-// (FLEET-29).
+// (FLEET-29); so is a counter without a lease: every node writes a
+// counter under its bucket's lease, and a refund keeps the lease it has,
+// so none is one any node charged (FLEET-33).
 func snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
 	snap := &usageSnap{rev: rev, vals: map[string]int64{}, mods: map[string]int64{}, creates: map[string]int64{}}
 	if r == nil {
@@ -542,6 +547,9 @@ func snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
 		return nil, amp.Named(amp.CodeUnavailable, ErrCounterCorrupt, "ledger usage counters on etcd: more for one principal than any fleet writes")
 	}
 	for _, kv := range r.Kvs {
+		if kv.Lease == 0 {
+			return nil, amp.Named(amp.CodeUnavailable, ErrCounterCorrupt, "ledger usage counter on etcd without a lease: no node writes one")
+		}
 		n, err := decodeCounter(kv.Value)
 		if err != nil {
 			return nil, err
