@@ -11,7 +11,8 @@ import (
 // TestWorstCardsVerifyInLinearMemory: every worst card at the size bound
 // (full of escapes, of non-ASCII, of small or long numbers, one wide
 // object, nesting to jcs.MaxDepth, MaxSignatures signatures) verifies
-// allocating at most 12 times its size in all.
+// allocating at most 12 times its size in all (not judged under the race
+// detector, whose instrumentation allocates).
 func TestWorstCardsVerifyInLinearMemory(t *testing.T) {
 	cases := map[string][]byte{}
 	for _, f := range worstFills {
@@ -21,7 +22,7 @@ func TestWorstCardsVerifyInLinearMemory(t *testing.T) {
 	for name, card := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := verifyCost(t, card).bytes
-			if limit := 12 * uint64(len(card)); got > limit {
+			if limit := 12 * uint64(len(card)); got > limit && !raceDetector {
 				t.Errorf("Verify of %d bytes allocated %d, over %d", len(card), got, limit)
 			}
 		})
