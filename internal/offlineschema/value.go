@@ -12,6 +12,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/jcs"
+	"github.com/ampbundle/ampbundle/internal/jsonnum"
 	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
@@ -301,8 +302,9 @@ func halfToFloat64(h uint16) float64 {
 
 // numberInModel reports whether a JSON number literal is in the model:
 // an integer literal in the CBOR integer range [-2^64, 2^64-1], or any
-// other literal that is a finite float64 once rounded, at most maxNumberLen
-// bytes long with a decimal exponent within ±maxExponent.
+// other literal that is a finite float64 once rounded (internal/jsonnum,
+// the module's one rounding of a number a peer wrote), at most
+// maxNumberLen bytes long with a decimal exponent within ±maxExponent.
 func numberInModel(s string) bool {
 	if len(s) > maxNumberLen || !schemagraph.NumberSyntax(s) {
 		return false
@@ -322,8 +324,8 @@ func numberInModel(s string) bool {
 			return false
 		}
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	return err == nil && !math.IsInf(f, 0)
+	_, err := jsonnum.ParseFloat(s) // exact and linear: docs/SPEC-DECISIONS.md JSON-3
+	return err == nil
 }
 
 // ValueFromJSON decodes JSON bytes into the same model as ValueFromCBOR,
@@ -552,6 +554,6 @@ func numberToCBOR(s string, p path) (any, error) {
 		b, _ := new(big.Int).SetString(s, 10) // in [-2^64, -2^63-1]
 		return b, nil
 	}
-	f, _ := strconv.ParseFloat(s, 64)
+	f, _ := jsonnum.ParseFloat(s)
 	return f, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ampbundle/ampbundle/internal/jsonnum"
 	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
@@ -32,8 +33,11 @@ type Options struct {
 	// name its object already holds, and the later value replaces the
 	// earlier one (as encoding/json does); nil refuses it (KindDuplicate).
 	Duplicate func(pointer string)
-	// Float64 turns numbers into float64 as encoding/json does, refusing
-	// one out of range (KindNumber); otherwise they stay json.Number.
+	// Float64 turns numbers into float64, the double nearest each
+	// (internal/jsonnum: what encoding/json gives, but exact for a number
+	// of more than 800 digits before its point, and in time linear in its
+	// text), refusing one out of range (KindNumber); otherwise they stay
+	// json.Number.
 	Float64 bool
 	// Number, if set, vets each number literal (json.Number form only);
 	// false refuses it (KindNumber).
@@ -125,14 +129,21 @@ func Parse(data []byte, o Options) (any, error) {
 	return v, nil
 }
 
-// decode is Parse with Options.EncodingJSON.
+// decode is Parse with Options.EncodingJSON. With Float64 it decodes
+// numbers as encoding/json does (strconv.ParseFloat) only when scan found
+// every one a number strconv rounds fast (jsonnum.StrconvFast); a document
+// holding another is decoded with its numbers kept as text and then
+// rounded by jsonnum (floats): the same doubles, in time linear in the
+// text, and the right one for a number of more than 800 digits before
+// its point (docs/SPEC-DECISIONS.md JSON-3).
 func decode(data []byte, o Options) (any, error) {
-	if o.MaxDepth < 10000 && nesting(data) > o.MaxDepth {
+	deepest, slow := scan(data, o.Float64)
+	if o.MaxDepth < 10000 && deepest > o.MaxDepth {
 		return nil, &Error{Kind: KindTooDeep}
 	}
 	var v any
 	var err error
-	if o.Float64 {
+	if o.Float64 && !slow {
 		err = json.Unmarshal(data, &v)
 	} else {
 		dec := json.NewDecoder(bytes.NewReader(data))
@@ -140,6 +151,9 @@ func decode(data []byte, o Options) (any, error) {
 		if err = dec.Decode(&v); err == nil {
 			if _, terr := dec.Token(); terr != io.EOF {
 				return nil, &Error{Kind: KindTrailing, Cause: terr}
+			}
+			if o.Float64 {
+				return floats(v)
 			}
 		}
 	}
@@ -155,13 +169,49 @@ func decode(data []byte, o Options) (any, error) {
 	return nil, &Error{Kind: KindSyntax, Cause: err}
 }
 
-// nesting returns how deep arrays and objects nest in data, counting
-// brackets outside strings (data not yet known to be JSON).
-func nesting(data []byte) int {
-	depth, deepest := 0, 0
+// floats replaces, in place, every json.Number of v (as decoded with
+// UseNumber) by its double (jsonnum.ParseFloat), refusing one beyond the
+// doubles (KindNumber). The recursion is as deep as the document, at
+// most 10,000 (encoding/json's nesting bound).
+func floats(v any) (any, error) {
+	switch t := v.(type) {
+	case json.Number:
+		f, err := jsonnum.ParseFloat(string(t))
+		if err != nil {
+			return nil, &Error{Kind: KindNumber, Cause: err}
+		}
+		return f, nil
+	case []any:
+		for i, x := range t {
+			y, err := floats(x)
+			if err != nil {
+				return nil, err
+			}
+			t[i] = y
+		}
+	case map[string]any:
+		for k, x := range t {
+			y, err := floats(x)
+			if err != nil {
+				return nil, err
+			}
+			if _, isNum := x.(json.Number); isNum {
+				t[k] = y // containers are changed in place
+			}
+		}
+	}
+	return v, nil
+}
+
+// scan returns how deep arrays and objects nest in data, counting
+// brackets outside strings (data not yet known to be JSON), and, when
+// numbers is set, whether a number outside strings is one strconv does
+// not round fast (jsonnum.StrconvFast).
+func scan(data []byte, numbers bool) (deepest int, slow bool) {
+	depth := 0
 	inStr, esc := false, false
-	for _, c := range data {
-		switch {
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
 		case inStr:
 			if esc {
 				esc = false
@@ -177,9 +227,16 @@ func nesting(data []byte) int {
 			deepest = max(deepest, depth)
 		case c == '}' || c == ']':
 			depth--
+		case numbers && !slow && (c == '-' || '0' <= c && c <= '9'):
+			j := i + 1
+			for j < len(data) && strings.IndexByte("0123456789+-.eE", data[j]) >= 0 {
+				j++
+			}
+			slow = !jsonnum.StrconvFast(string(data[i:j]))
+			i = j - 1
 		}
 	}
-	return deepest
+	return deepest, slow
 }
 
 type parser struct {
@@ -225,7 +282,7 @@ func (p *parser) value(tok json.Token, depth int) (any, error) {
 
 func (p *parser) number(n json.Number) (any, error) {
 	if p.o.Float64 {
-		f, err := strconv.ParseFloat(string(n), 64)
+		f, err := jsonnum.ParseFloat(string(n))
 		if err != nil {
 			return nil, p.fail(KindNumber)
 		}

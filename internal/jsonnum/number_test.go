@@ -1,10 +1,11 @@
-package jcs
+package jsonnum
 
 import (
 	"errors"
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,8 +35,10 @@ func spellings(digits string, point int) []string {
 		digits[:1] + "." + digits[1:] + "e" + strconv.Itoa(point-1),
 		digits + "E" + strconv.Itoa(point-len(digits)),
 	}
-	if len(digits) == 1 {
+	if len(digits) == 1 && point >= 1 {
 		out[0] = digits + "e+" + strconv.Itoa(point-1)
+	} else if len(digits) == 1 {
+		out[0] = digits + "e" + strconv.Itoa(point-1)
 	}
 	if point <= 0 && point > -40 {
 		out = append(out, "0."+strings.Repeat("0", -point)+digits)
@@ -71,42 +74,34 @@ func countStrconv(t *testing.T, f func()) int {
 // TestNumbersThatCostStrconvItsSlowPathNeverReachIt: a subnormal number
 // (5e-324) or one of more than 19 digits near a rounding boundary far
 // from 10^0 took strconv.ParseFloat's decimal fallback, 10 to 100 µs
-// each, a thousand times a plain number, once per parse and again for
-// every canonical form: a document of 65,536 of them held Parse and
-// Canonical for seconds (AGH-20). None of them reaches strconv now, in
-// Parse, Canonical or CanonicalNumber, and each is rounded to the double
-// strconv gives.
+// each, a thousand times a plain number: a document of 65,536 of them
+// held a reader for seconds (docs/SPEC-DECISIONS.md AGH-20, JSON-3). None
+// of them reaches strconv, and each is rounded to the double strconv
+// gives; a plain number still does (the fast paths are strconv's).
 func TestNumbersThatCostStrconvItsSlowPathNeverReachIt(t *testing.T) {
 	nums := hostileNumbers()
-	want := make([]string, len(nums))
-	for i, s := range nums {
-		f, finite := nearest(t, s)
+	for _, s := range nums {
+		want, finite := nearest(t, s)
 		if !finite {
 			t.Fatalf("%s: not finite", s)
 		}
-		b, err := appendDouble(nil, f)
-		if err != nil {
-			t.Fatal(err)
+		if StrconvFast(s) {
+			t.Errorf("%.40s: StrconvFast", s)
 		}
-		want[i] = string(b)
-	}
-	doc := []byte("[" + strings.Join(nums, ",") + "]")
-	var got []byte
-	var err error
-	if n := countStrconv(t, func() { got, err = Canonical(doc) }); n != 0 {
-		t.Errorf("Canonical handed %d of %d slow numbers to strconv", n, len(nums))
-	}
-	if err != nil || string(got) != "["+strings.Join(want, ",")+"]" {
-		t.Errorf("Canonical: %v, or a number rounded otherwise than strconv rounds it", err)
-	}
-	for i, s := range nums {
-		var c string
-		if n := countStrconv(t, func() { c, err = CanonicalNumber(s) }); n != 0 {
+		var got float64
+		var err error
+		if n := countStrconv(t, func() { got, err = ParseFloat(s) }); n != 0 {
 			t.Errorf("%.40s: handed to strconv", s)
 		}
-		if err != nil || c != want[i] {
-			t.Errorf("%.40s: got %s %v, want %s", s, c, err, want[i])
+		if err != nil || math.Float64bits(got) != math.Float64bits(want) {
+			t.Errorf("%.40s: got %v %v, want %v", s, got, err, want)
 		}
+	}
+	if n := countStrconv(t, func() { ParseFloat("1.5") }); n != 1 || !StrconvFast("1.5") {
+		t.Errorf("a plain number reached strconv %d times, want 1", n)
+	}
+	if a := testing.AllocsPerRun(10, func() { StrconvFast(nums[0]) }); a != 0 {
+		t.Errorf("StrconvFast: %v allocations", a)
 	}
 }
 
@@ -129,16 +124,16 @@ func nearest(t *testing.T, s string) (float64, bool) {
 	return f, !math.IsInf(f, 0)
 }
 
-// agree checks that parseDouble gives s the double nearest it, bit for
+// agree checks that ParseFloat gives s the double nearest it, bit for
 // bit (the sign of a zero included), and refuses it exactly when that is
 // infinite.
 func agree(t *testing.T, s string) {
 	t.Helper()
 	want, finite := nearest(t, s)
-	got, err := parseDouble(s)
+	got, err := ParseFloat(s)
 	if !finite {
-		if !errors.Is(err, ErrNumber) {
-			t.Errorf("%.60s: got %v %v, want ErrNumber", s, got, err)
+		if !errors.Is(err, ErrRange) {
+			t.Errorf("%.60s: got %v %v, want ErrRange", s, got, err)
 		}
 		return
 	}
@@ -195,32 +190,38 @@ func TestExactRoundingAgreesWithStrconv(t *testing.T) {
 	}
 }
 
-// FuzzParseDoubleAgreesWithStrconv: for any text, parseDouble gives the
-// double strconv gives (for a JSON number, the double nearest its exact
-// value), and ErrNumber exactly when that is infinite or the text is no
-// number.
+// jsonNumber is the number grammar of RFC 8259 §6.
+var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// FuzzParseDoubleAgreesWithStrconv: for any JSON number, ParseFloat
+// gives the double nearest its exact value (strconv's, but for AGH-21),
+// and ErrRange exactly when that is infinite; any other text, strconv's
+// own syntax included ("+1", "Inf", "0x1p3"), is ErrSyntax.
 func FuzzParseDoubleAgreesWithStrconv(f *testing.F) {
 	for _, s := range hostileNumbers() {
 		f.Add(s)
 	}
-	for _, s := range []string{"0", "-0.0", "1e23", "0.1", "1E+5", "123.456e-7", "01", "1.", ".5", "1e", "-", "inf", "0x1p3"} {
+	for _, s := range []string{"0", "-0.0", "1e23", "0.1", "1E+5", "123.456e-7", "01", "1.", ".5", "1e", "-", "inf", "0x1p3", "+1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if len(s) > 4000 {
 			return
 		}
-		want, werr := strconv.ParseFloat(s, 64)
-		if _, ok := readNumberText(s); ok {
-			var finite bool
-			if want, finite = nearest(t, s); !finite {
-				werr = ErrNumber
+		got, err := ParseFloat(s)
+		if _, ok := readNumberText(s); !ok {
+			if !errors.Is(err, ErrSyntax) {
+				t.Fatalf("%q: got %v %v, want ErrSyntax", s, got, err)
 			}
+			if jsonNumber.MatchString(s) {
+				t.Fatalf("%q: a JSON number refused", s)
+			}
+			return
 		}
-		got, err := parseDouble(s)
-		if werr != nil || math.IsInf(want, 0) || math.IsNaN(want) {
-			if err == nil {
-				t.Fatalf("%q: got %v, want ErrNumber", s, got)
+		want, finite := nearest(t, s)
+		if !finite {
+			if !errors.Is(err, ErrRange) {
+				t.Fatalf("%q: got %v %v, want ErrRange", s, got, err)
 			}
 			return
 		}
@@ -235,10 +236,9 @@ func FuzzParseDoubleAgreesWithStrconv(f *testing.F) {
 // most, so a number written with more than 800 digits before its point
 // (or with no point), whose rounding that fallback decides, took a double
 // 10^k too small: 1.5e-323 written as 901 digits and an exponent was 0,
-// the midpoint of two doubles near 1e200 so written was about 1e99. Its
-// RFC 8785 form was another number's, so a digest or proof over it
-// covered that number, not the one written (AGH-21). Each now takes the
-// double nearest its value.
+// the midpoint of two doubles near 1e200 so written was about 1e99
+// (docs/SPEC-DECISIONS.md AGH-21). Each now takes the double nearest its
+// value.
 func TestNumberOfMoreThan800LeadingDigitsTakesItsOwnDouble(t *testing.T) {
 	for _, x := range []float64{1e-323, 1e200, 1e-200, 2.2250738585072014e-308} {
 		digits, point := midpointDigits(x)
@@ -247,11 +247,10 @@ func TestNumberOfMoreThan800LeadingDigitsTakesItsOwnDouble(t *testing.T) {
 			long + "e" + strconv.Itoa(point-len(long)),
 			long[:850] + "." + long[850:] + "e" + strconv.Itoa(point-850),
 		} {
-			f, _ := nearest(t, s)
-			want, _ := appendDouble(nil, f)
-			got, err := CanonicalNumber(s)
-			if err != nil || got != string(want) {
-				t.Errorf("%.30s… (%d digits, near %g): RFC 8785 form %q %v, want %q", s, len(long), x, got, err, want)
+			want, _ := nearest(t, s)
+			got, err := ParseFloat(s)
+			if err != nil || math.Float64bits(got) != math.Float64bits(want) {
+				t.Errorf("%.30s… (%d digits, near %g): %v %v, want %v", s, len(long), x, got, err, want)
 			}
 		}
 	}
