@@ -253,7 +253,7 @@ func writePart(path string, r io.Reader, want int64, buf []byte, progress func(i
 		return nil, fail(bundle.ErrIO, "cannot create part %s", filepath.Base(path)).WithCause(err)
 	}
 	h := sha256.New()
-	n, err := io.CopyBuffer(&countWriter{w: io.MultiWriter(f, h), progress: progress}, r, buf)
+	n, err := io.CopyBuffer(&CountingWriter{W: io.MultiWriter(f, h), Progress: progress}, r, buf)
 	if err == nil && n != want {
 		err = io.ErrUnexpectedEOF
 	}
@@ -269,17 +269,24 @@ func writePart(path string, r io.Reader, want int64, buf []byte, progress func(i
 	return h.Sum(nil), nil
 }
 
-// countWriter reports the bytes written through it.
-type countWriter struct {
-	w        io.Writer
-	n        int64
-	progress func(int64)
+// CountingWriter passes what is written to W and counts in N the bytes W
+// took; Progress, when set, is called with N after each write. Every
+// writer of bundle files counts through it (split here; build, export,
+// join and the demo's build in cmd/ampbundle and cmd/ampagent), with W an
+// io.MultiWriter where a hash is taken on the way.
+type CountingWriter struct {
+	W        io.Writer
+	N        int64
+	Progress func(written int64)
 }
 
-func (c *countWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n += int64(n)
-	c.progress(c.n)
+// Write writes b to W, adds the bytes W took to N and reports N.
+func (c *CountingWriter) Write(b []byte) (int, error) {
+	n, err := c.W.Write(b)
+	c.N += int64(n)
+	if c.Progress != nil {
+		c.Progress(c.N)
+	}
 	return n, err
 }
 

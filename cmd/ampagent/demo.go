@@ -340,7 +340,7 @@ func (d *demo) stepImport(s *demoStep) error {
 		return cliutil.Failf("io_error", "cannot create the bundle file").WithCause(err)
 	}
 	h := sha256.New()
-	cw := &countingWriter{w: io.MultiWriter(f, h)}
+	cw := &bundlebuild.CountingWriter{W: io.MultiWriter(f, h)}
 	m, err := bundle.Write(cw, draft, []ed25519.PrivateKey{key}, bundle.WriteOptions{})
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = cliutil.Failf("io_error", "cannot write the bundle file").WithCause(cerr)
@@ -350,7 +350,7 @@ func (d *demo) stepImport(s *demoStep) error {
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	s.note("bundle", "built", fmt.Sprintf("%s: bundle_id %s, version %d, %d artifacts, %d capabilities, %d bytes",
-		filepath.Base(file), m.BundleID, m.Version, len(m.Artifacts), len(m.Capabilities), cw.n))
+		filepath.Base(file), m.BundleID, m.Version, len(m.Artifacts), len(m.Capabilities), cw.N))
 	s.note("sha256", "sha256", sum)
 	arts := make([]string, len(m.Artifacts))
 	for i, a := range m.Artifacts {
@@ -529,18 +529,6 @@ func (d *demo) stepServe(s *demoStep) error {
 	}
 	s.note("caller", "caller", d.caller.DID)
 	return nil
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // wireLog is the HTTP transport, recording the bytes that crossed it.

@@ -261,7 +261,7 @@ func writeAtomic(out string, write func(io.Writer) (*bundle.Manifest, error)) (*
 	}
 	defer os.Remove(f.Name()) // after a successful rename this is a no-op
 	h := sha256.New()
-	cw := &countingWriter{w: f, h: h}
+	cw := &bundlebuild.CountingWriter{W: io.MultiWriter(f, h)}
 	m, err := write(cw)
 	if err != nil {
 		f.Close()
@@ -277,20 +277,7 @@ func writeAtomic(out string, write func(io.Writer) (*bundle.Manifest, error)) (*
 	if err := os.Rename(f.Name(), out); err != nil {
 		return nil, 0, "", cliutil.Failf("io_error", "cannot move the bundle into place").WithCause(err)
 	}
-	return m, cw.n, hex.EncodeToString(h.Sum(nil)), nil
-}
-
-type countingWriter struct {
-	w interface{ Write([]byte) (int, error) }
-	h interface{ Write([]byte) (int, error) }
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.h.Write(p[:n])
-	c.n += int64(n)
-	return n, err
+	return m, cw.N, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // writeFileAtomic writes data to out as writeAtomic does (a signed

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/resolver"
 )
@@ -70,7 +71,7 @@ e.g. as evidence.`,
 			}
 			prog := cliutil.NewProgress(env, c.Bool("json"), "exporting", int64(b.Bytes))
 			size, sum, err := writeOutput(env, out, "export", c.Bool("force"), func(w io.Writer) error {
-				return s.Export(id, &progressWriter{w: w, progress: func(n int64) { prog.Update(min(n, int64(b.Bytes))) }})
+				return s.Export(id, &bundlebuild.CountingWriter{W: w, Progress: func(n int64) { prog.Update(min(n, int64(b.Bytes))) }})
 			})
 			prog.Done()
 			if err != nil {
@@ -101,18 +102,4 @@ func failedClosed(b *resolver.Bundle) error {
 		return cliutil.Failf(resolver.ErrBundleExpired, "bundle %s fails closed in this store (expired at %s)%s", b.BundleID, b.ExpiresAt, hint)
 	}
 	return nil
-}
-
-// progressWriter reports the bytes written so far.
-type progressWriter struct {
-	w        interface{ Write([]byte) (int, error) }
-	n        int64
-	progress func(int64)
-}
-
-func (p *progressWriter) Write(b []byte) (int, error) {
-	n, err := p.w.Write(b)
-	p.n += int64(n)
-	p.progress(p.n)
-	return n, err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -132,18 +133,32 @@ func runImport(env *cliutil.Env, c *cli.Context) (err error) {
 		// The whole file's hash is in the signed index.
 		in = importInput{src: parts, explain: parts.Explain, total: int64(parts.x.Size), fileSum: parts.x.SHA256}
 	}
-	prog := cliutil.NewProgress(env, c.Bool("json"), "importing", in.total)
-	res, err := s.Import(importContext(c.Context, s), in.src, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: in.fileSum})
-	prog.Done()
+	res, err := importBundle(c.Context, env, c, s, in)
 	if err != nil {
 		return in.explain(err)
 	}
-	warnExpiry(env, c, s, res)
 	if c.Bool("json") {
 		return cliutil.PrintJSON(env.Stdout, importView(inputName(path), res))
 	}
 	printImport(env, inputName(path), res)
 	return nil
+}
+
+// importBundle imports in into s as 'import' does, whatever the bundle
+// came from (a file, stdin, a split bundle, an OCI artifact): with
+// --allow-downgrade and --skip-base-rehash, a progress of in.total bytes
+// and in.fileSum for the audit entry of a refusal; then, once it stands,
+// the warning of an expiry near (warnExpiry). The error is the store's,
+// for the caller to explain.
+func importBundle(ctx context.Context, env *cliutil.Env, c *cli.Context, s registry, in importInput) (*resolver.ImportResult, error) {
+	prog := cliutil.NewProgress(env, c.Bool("json"), "importing", in.total)
+	res, err := s.Import(importContext(ctx, s), in.src, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: in.fileSum})
+	prog.Done()
+	if err != nil {
+		return nil, err
+	}
+	warnExpiry(env, c, s, res)
+	return res, nil
 }
 
 // openImportFile opens the bundle file of an import: path, or with -

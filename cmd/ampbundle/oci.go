@@ -15,7 +15,6 @@ import (
 	"github.com/ampbundle/ampbundle/bundlebuild"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/ocitransport"
-	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // defaultOCITimeout is the overall deadline of a push, pull, import or
@@ -221,13 +220,10 @@ func importOCI(env *cliutil.Env, c *cli.Context) (err error) {
 		return err
 	}
 	defer closeStore(s, &err)
-	prog := cliutil.NewProgress(env, c.Bool("json"), "importing", total)
-	res, err := s.Import(importContext(ctx, s), sp.File, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: a.FileSHA256})
-	prog.Done()
+	res, err := importBundle(ctx, env, c, s, importInput{src: sp.File, total: total, fileSum: a.FileSHA256})
 	if err != nil {
 		return err
 	}
-	warnExpiry(env, c, s, res)
 	v := importView(name, res)
 	// The import stands: the listing runs even when a signal came after
 	// its commit, within the endpoint's own bounds.

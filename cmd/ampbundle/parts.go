@@ -136,7 +136,7 @@ needed for verify or import, which read the parts directly.`,
 			out := c.String("out")
 			prog := cliutil.NewProgress(env, c.Bool("json"), "joining", int64(in.x.Size))
 			size, sum, err := writeOutput(env, out, "join", c.Bool("force"), func(w io.Writer) error {
-				_, err := io.Copy(&progressWriter{w: w, progress: prog.Update}, in)
+				_, err := io.Copy(&bundlebuild.CountingWriter{W: w, Progress: prog.Update}, in)
 				return err
 			})
 			prog.Done()

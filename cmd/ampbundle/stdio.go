@@ -70,7 +70,7 @@ func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.W
 	defer f.Close()
 	defer os.Remove(f.Name()) // after a successful move this is a no-op
 	h := sha256.New()
-	cw := &countingWriter{w: f, h: h}
+	cw := &bundlebuild.CountingWriter{W: io.MultiWriter(f, h)}
 	bw := bufio.NewWriterSize(cw, 256<<10)
 	if err := write(bw); err != nil {
 		return 0, "", err
@@ -86,7 +86,7 @@ func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.W
 		if _, err := io.Copy(env.Stdout, f); err != nil {
 			return 0, "", cliutil.Failf("io_error", "cannot write to stdout").WithCause(err)
 		}
-		return cw.n, sum, nil
+		return cw.N, sum, nil
 	}
 	if err := f.Sync(); err != nil {
 		return 0, "", cliutil.Failf("io_error", "cannot write the output file").WithCause(err)
@@ -97,7 +97,7 @@ func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.W
 	// A folder that cannot be synced is not an error here: the file
 	// itself is complete either way.
 	_ = regfile.SyncDir(dir)
-	return cw.n, sum, nil
+	return cw.N, sum, nil
 }
 
 // moveIntoPlace moves the complete temporary file tmp to out. Without

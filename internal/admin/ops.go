@@ -903,28 +903,36 @@ type hasAnswer struct {
 }
 
 func opHasStatement() *Op[hasRequest, hasAnswer] {
-	return &Op[hasRequest, hasAnswer]{
-		Spec: Spec{Name: "HasStatement", Method: get, Path: "/v1/statements/has"},
-		Run: func(s *resolver.Store, req hasRequest) (hasAnswer, error) {
-			sum, err := hex.DecodeString(req.SHA256)
-			if err != nil || len(sum) != 32 {
-				return hasAnswer{}, amp.Named(0, "bad_request", "sha256 must be 64 hex digits")
-			}
-			has, err := s.HasStatement(sum)
-			return hasAnswer{has}, err
-		},
-	}
+	return readingSum("HasStatement", "/v1/statements/has", func(s *resolver.Store, sum []byte) (hasAnswer, error) {
+		has, err := s.HasStatement(sum)
+		return hasAnswer{has}, err
+	})
 }
 
 // fileSum is the file SHA-256 an import's query names (file_sha256, 64
 // hex digits); nil when absent or not that: the store then hashes what it
-// reads.
+// reads. readingSum reads a request's sha256 by it too.
 func fileSum(h string) []byte {
 	sum, err := hex.DecodeString(h)
 	if err != nil || len(sum) != sha256.Size {
 		return nil
 	}
 	return sum
+}
+
+// readingSum is the operation name at GET path: read of the SHA-256 the
+// request names (sha256, 64 hex digits: fileSum), refused bad_request
+// before the store is read when it names none.
+func readingSum[Resp any](name, path string, read func(s *resolver.Store, sum []byte) (Resp, error)) *Op[hasRequest, Resp] {
+	return &Op[hasRequest, Resp]{Spec: Spec{Name: name, Method: get, Path: path},
+		Run: func(s *resolver.Store, req hasRequest) (Resp, error) {
+			sum := fileSum(req.SHA256)
+			if sum == nil {
+				var zero Resp
+				return zero, amp.Named(0, "bad_request", "sha256 must be 64 hex digits")
+			}
+			return read(s, sum)
+		}}
 }
 
 type refusedAnswer struct {
@@ -935,15 +943,8 @@ type refusedAnswer struct {
 // opRefusedAt answers whether the store refused a file at its current
 // generation lately (resolver.Store.RefusedAt).
 func opRefusedAt() *Op[hasRequest, refusedAnswer] {
-	return &Op[hasRequest, refusedAnswer]{
-		Spec: Spec{Name: "RefusedAt", Method: get, Path: "/v1/refused"},
-		Run: func(s *resolver.Store, req hasRequest) (refusedAnswer, error) {
-			sum, err := hex.DecodeString(req.SHA256)
-			if err != nil || len(sum) != sha256.Size {
-				return refusedAnswer{}, amp.Named(0, "bad_request", "sha256 must be 64 hex digits")
-			}
-			verdict, ok, err := s.RefusedAt(sum)
-			return refusedAnswer{Refused: ok, Verdict: verdict}, err
-		},
-	}
+	return readingSum("RefusedAt", "/v1/refused", func(s *resolver.Store, sum []byte) (refusedAnswer, error) {
+		verdict, ok, err := s.RefusedAt(sum)
+		return refusedAnswer{Refused: ok, Verdict: verdict}, err
+	})
 }
