@@ -5,13 +5,13 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ampbundle/ampbundle/internal/jcs"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // worstFill is a hostile value that fills a card up to about n bytes.
@@ -125,14 +125,19 @@ type cost struct {
 	ns, cpu int64
 }
 
-// verifyCost returns the cost of Verify of card.
-func verifyCost(t testing.TB, card []byte) cost {
-	pub := vectorPub()
-	return measure(func() {
+// verifyCard returns Verify of card under pub, the vector key, failing
+// t if card does not verify.
+func verifyCard(t testing.TB, card []byte, pub ed25519.PublicKey) func() {
+	return func() {
 		if _, err := Verify(card, pub, ""); err != nil {
 			t.Fatal(err)
 		}
-	})
+	}
+}
+
+// verifyCost returns the cost of Verify of card.
+func verifyCost(t testing.TB, card []byte) cost {
+	return measure(verifyCard(t, card, vectorPub()))
 }
 
 // unmarshalCost is verifyCost for json.Unmarshal of card into an any.
@@ -143,16 +148,16 @@ func unmarshalCost(card []byte) cost {
 	})
 }
 
-// measure returns the cost of f, after a collection that is not counted.
+// measure returns the cost of one run of f (testalloc.Bytes: after
+// collections that are not counted), its times and bytes from the same
+// run, for the benchmark to report.
 func measure(f func()) cost {
-	var m0, m1 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&m0)
-	c0, t0 := cpuTime(), time.Now()
-	f()
-	c := cost{ns: time.Since(t0).Nanoseconds(), cpu: cpuTime() - c0}
-	runtime.ReadMemStats(&m1)
-	c.bytes = m1.TotalAlloc - m0.TotalAlloc
+	var c cost
+	c.bytes = testalloc.Bytes(func() {
+		c0, t0 := cpuTime(), time.Now()
+		f()
+		c.ns, c.cpu = time.Since(t0).Nanoseconds(), cpuTime()-c0
+	})
 	return c
 }
 

@@ -2,9 +2,10 @@ package agh
 
 import (
 	"encoding/json"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // TestHostileDocumentsOfTinyValuesStayWithinLinearMemory: a parsed value
@@ -48,12 +49,7 @@ func TestHostileDocumentsOfTinyValuesStayWithinLinearMemory(t *testing.T) {
 		if len(tc.data) > MaxDocumentBytes {
 			t.Fatalf("%s: test input of %d bytes is over the bound", tc.name, len(tc.data))
 		}
-		var m0, m1 runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&m0)
-		tc.f(tc.data)
-		runtime.ReadMemStats(&m1)
-		got := m1.TotalAlloc - m0.TotalAlloc
+		got := testalloc.Least(func() { tc.f(tc.data) })
 		if limit := 12 * uint64(len(tc.data)); got > limit {
 			t.Errorf("%s of %d bytes of tiny values allocated %d MiB (%dx, budget 12x): a hostile peer gets that much memory per request",
 				tc.name, len(tc.data), got>>20, got/uint64(len(tc.data)))
@@ -164,15 +160,11 @@ func TestHostileDocumentOfManyMembersStaysWithinLinearMemory(t *testing.T) {
 			if len(tc.data) > MaxDocumentBytes {
 				t.Fatalf("test input of %d bytes is over the bound", len(tc.data))
 			}
-			var m0, m1 runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&m0)
-			err := tc.f(tc.data)
-			runtime.ReadMemStats(&m1)
+			var err error
+			got := testalloc.Least(func() { err = tc.f(tc.data) })
 			if errName(err) != tc.want {
 				t.Fatalf("%d members: got %v, want %q", n, err, tc.want)
 			}
-			got := m1.TotalAlloc - m0.TotalAlloc
 			if limit := 12 * uint64(len(tc.data)); got > limit {
 				t.Errorf("%d bytes of %d members allocated %d MiB (%dx, budget 12x): a hostile peer gets that much memory per request",
 					len(tc.data), n, got>>20, got/uint64(len(tc.data)))
@@ -206,17 +198,15 @@ func TestObjectOfMoreMembersThanAReaderKeepsIsTooLarge(t *testing.T) {
 		}
 		check := func(name string, data []byte, f func([]byte) (int, error)) {
 			t.Helper()
-			var m0, m1 runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&m0)
-			got, err := f(data)
-			runtime.ReadMemStats(&m1)
+			var got int
+			var err error
+			alloc := testalloc.Least(func() { got, err = f(data) })
 			if errName(err) != want {
 				t.Errorf("%s of %d members: got %v, want %q", name, n, err, want)
 			} else if err == nil && got != n {
 				t.Errorf("%s of %d members: kept %d", name, n, got)
 			}
-			if alloc, limit := m1.TotalAlloc-m0.TotalAlloc, 12*uint64(len(data))+128*uint64(n); alloc > limit {
+			if limit := 12*uint64(len(data)) + 128*uint64(n); alloc > limit {
 				t.Errorf("%s of %d members (%d bytes) allocated %d bytes, over %d", name, n, len(data), alloc, limit)
 			}
 		}

@@ -5,9 +5,10 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"runtime"
 	"sort"
 	"testing"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // nestedOnePairMaps returns depth nested one-pair maps {"a": {"a": ...
@@ -26,16 +27,6 @@ func nestedOnePairMaps(depth int, payload []byte) []byte {
 func nonMinimalBytes(n int) []byte {
 	out := []byte{MajorBytes<<5 | 27, 0, 0, 0, 0, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
 	return append(out, make([]byte, n)...)
-}
-
-// allocatedBytes returns the bytes fn allocates.
-func allocatedBytes(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // TestNonCanonicalNestedMapsCostDepthTimesTheMessageBeforeTheSignature
@@ -92,7 +83,7 @@ func TestUnsortedNestedMapsCostLinearToCanonicalize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out []byte
 			var err error
-			alloc := allocatedBytes(func() { out, err = Limits{}.Canonical(tc.in) })
+			alloc := testalloc.Least(func() { out, err = Limits{}.Canonical(tc.in) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,7 +333,9 @@ func FuzzCanonicalizeMatchesTheReference(f *testing.F) {
 
 // forgedBodyAllocation puts body into a signed message in place of the
 // body that was signed (an unsigned message within the caps) and returns
-// it with the bytes Receive allocates refusing it, which must be 1002.
+// it with the bytes Receive allocates refusing it, which must be 1002:
+// the least of testalloc.Runs first Receives, each of a Receiver of its
+// own (receiverPerRun).
 func forgedBodyAllocation(t *testing.T, body []byte) ([]byte, uint64) {
 	t.Helper()
 	f := newFixture(t)
@@ -353,12 +346,33 @@ func forgedBodyAllocation(t *testing.T, body []byte) ([]byte, uint64) {
 	if _, err := f.recv.Limits().Canonical(msg); err != nil {
 		t.Fatalf("the attack message must be within the caps: %v", err)
 	}
-	var err error
-	alloc := allocatedBytes(func() {
-		_, err = f.recv.Receive(context.Background(), msg)
+	next := receiverPerRun(t)
+	alloc := testalloc.Least(func() {
+		_, err := next().Receive(context.Background(), msg)
+		if CodeOf(err) != CodeInvalidSignature {
+			t.Fatalf("forged message: got %v, want 1002 (the body is not what was signed)", err)
+		}
 	})
-	if CodeOf(err) != CodeInvalidSignature {
-		t.Fatalf("forged message: got %v, want 1002 (the body is not what was signed)", err)
-	}
 	return msg, alloc
+}
+
+// receiverPerRun returns a function that returns, at each call, another
+// of testalloc.Runs Receivers made now, each newFixture's (its keys and
+// clock): one for each run of testalloc.Least. A Receiver keeps the
+// did:keys it decoded (Receiver.didKeys), so a second Receive on one
+// would be measured warm.
+func receiverPerRun(t *testing.T) func() *Receiver {
+	t.Helper()
+	rs := make([]*Receiver, testalloc.Runs)
+	for i := range rs {
+		rs[i] = newFixture(t).recv
+	}
+	n := 0
+	return func() *Receiver {
+		if n == len(rs) {
+			t.Fatalf("more than %d runs of one Receive", len(rs))
+		}
+		n++
+		return rs[n-1]
+	}
 }

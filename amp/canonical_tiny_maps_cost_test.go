@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // tinyReorderedMaps returns an array of arrays holding n copies of
@@ -238,7 +240,7 @@ func TestChainsOfLargeOutOfOrderMapsCostASmallMultiple(t *testing.T) {
 	}
 	var out []byte
 	var err error
-	alloc := allocatedBytes(func() { out, err = Limits{}.Canonical(in) })
+	alloc := testalloc.Least(func() { out, err = Limits{}.Canonical(in) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // TestDIDDocumentWhoseNestingIsDeepIsRefusedBeforeDecoding covers the
@@ -52,7 +54,7 @@ func TestDIDDocumentWhoseNestingIsDeepIsRefusedBeforeDecoding(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var err error
 			data := []byte(c.doc)
-			alloc := allocatedBytes(func() { _, err = ParseDIDDocument(data) })
+			alloc := testalloc.Least(func() { _, err = ParseDIDDocument(data) })
 			if !errors.Is(err, ErrName("invalid_did_document")) || CodeOf(err) != CodeUnauthorized {
 				t.Fatalf("got %v after allocating %d bytes for %d, want 3001 invalid_did_document", err, alloc, len(data))
 			}

@@ -2,6 +2,8 @@ package amp
 
 import (
 	"testing"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // largeShuffledMap returns one map of n pairs {i: 0} written in a shuffled
@@ -36,7 +38,7 @@ func largeShuffledMap(n int) []byte {
 // message in all.
 func TestReceiveRewritesTheBodyTwiceBeforeTheSignature(t *testing.T) {
 	msg, alloc := forgedBodyAllocation(t, largeShuffledMap(DefaultMaxMapPairs))
-	canon := allocatedBytes(func() {
+	canon := testalloc.Least(func() {
 		if _, err := (Limits{}).Canonical(msg); err != nil {
 			t.Fatal(err)
 		}

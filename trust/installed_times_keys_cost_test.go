@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 	"github.com/ampbundle/ampbundle/trust"
 )
 
@@ -113,7 +114,7 @@ func TestAnAuthoritysMintedKeysDoNotMakeEveryTrustChangeCostInstalledTimesKeys(t
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.state(t)
 			var err error
-			got := allocatedBy(func() { err = tc.act(t, st) })
+			got := testalloc.Least(func() { err = tc.act(t, st) })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 	"github.com/ampbundle/ampbundle/trust"
 )
 
@@ -50,7 +51,7 @@ func TestARecountPerInstalledBundleDoesNotCopyEveryTrustedKey(t *testing.T) {
 				}
 				var res *trust.RevocationEffects
 				var err error
-				got := allocatedBy(func() { _, res, err = trust.ApplyRevocation(st, rev, now) })
+				got := testalloc.Least(func() { _, res, err = trust.ApplyRevocation(st, rev, now) })
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ampbundle/ampbundle/bundle"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 	"github.com/ampbundle/ampbundle/trust"
 )
 
@@ -41,7 +42,7 @@ func TestARecountOfRecordsWithoutSignersDoesNotEncodeEveryKeyPerSignature(t *tes
 	}
 	var res *trust.RevocationEffects
 	var err error
-	got := allocatedBy(func() {
+	got := testalloc.Least(func() {
 		_, res, err = trust.ApplyRevocation(st, revocation(t, "org.example", []string{did(numberedKey(trust.MaxMintedKeys-1, 9))}, a), now)
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 	"github.com/ampbundle/ampbundle/trust"
 )
 
@@ -78,7 +79,7 @@ func TestARevocationOfManyInstalledLinesVerifiesItsSignaturesOnce(t *testing.T) 
 		var next *trust.State
 		var res *trust.RevocationEffects
 		var err error
-		got := allocatedBy(func() { next, res, err = trust.ApplyRevocation(st, data, now) })
+		got := testalloc.Least(func() { next, res, err = trust.ApplyRevocation(st, data, now) })
 		return next, res, got, err
 	}
 	for _, tc := range []struct {
