@@ -12,6 +12,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/jsonnum"
 )
 
 // Names of Call's own refusals, before anything is sent or after the
@@ -193,7 +194,10 @@ func keepWritten(dst, src reflect.Value) {
 // written as that integer ("1.0" as "1"), in place: every other byte, key
 // order and escapes included, stays as JSONValue wrote it (a re-encoded
 // map would sort its keys, and encoding/json's case-folded field matching
-// would then let a provider choose which of two keys fills a field). ok is
+// would then let a provider choose which of two keys fills a field). Each
+// number's double is read by jsonnum.ParseFloat: a provider's result may
+// hold any number of subnormal floats, which strconv rounds a thousand
+// times slower than a plain number (docs/SPEC-DECISIONS.md AGH-20). ok is
 // false when nothing was rewritten or the text does not decode.
 func integralFloats(data []byte) ([]byte, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -212,7 +216,7 @@ func integralFloats(data []byte) ([]byte, bool) {
 		if !isNum || !strings.ContainsAny(string(n), ".eE") {
 			continue
 		}
-		f, err := n.Float64()
+		f, err := jsonnum.ParseFloat(string(n))
 		if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<53 {
 			continue
 		}
@@ -253,7 +257,10 @@ func paramsCBOR(in any) ([]byte, error) {
 
 // cborModel replaces the json.Numbers in v (as decoded with UseNumber)
 // by int64, uint64 or float64, the values amp.Marshal encodes as CBOR
-// numbers. A value encoding/json produced nests no deeper than its own
+// numbers; a number's double is jsonnum.ParseFloat's (a json.Number or
+// json.RawMessage in the params may carry any text: strconv misreads one
+// of more than 800 digits before its point, docs/SPEC-DECISIONS.md
+// AGH-21). A value encoding/json produced nests no deeper than its own
 // limit, so the recursion is bounded.
 func cborModel(v any) (any, error) {
 	switch x := v.(type) {
@@ -267,8 +274,8 @@ func cborModel(v any) (any, error) {
 				return u, nil
 			}
 		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsInf(f, 0) {
+		f, err := jsonnum.ParseFloat(s)
+		if err != nil {
 			return nil, amp.Named(0, ErrParamsEncoding, "a number in the params is out of range")
 		}
 		return f, nil

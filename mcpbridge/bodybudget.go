@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/jcs"
+	"github.com/ampbundle/ampbundle/internal/jsonnum"
 )
 
 // ErrBodyTooLarge names a request over its byte bound: an HTTP body over
@@ -21,7 +22,8 @@ const ErrBodyTooLarge = "body_too_large"
 // ErrTooManyValues names a request body that holds more JSON values than
 // the endpoint lets the SDK decode (docs/SPEC-DECISIONS.md MCP-20):
 // more than the agent's item budget in params.arguments, or more than
-// MaxEnvelopeValues everywhere else.
+// MaxEnvelopeValues everywhere else, a number there that strconv may
+// round slowly counting SlowNumberValues (docs/SPEC-DECISIONS.md JSON-7).
 const ErrTooManyValues = "too_many_json_values"
 
 // ErrTooDeep names a request body that nests arrays and objects more than
@@ -106,6 +108,16 @@ const MaxBatch = 16
 // times, at tens of bytes per value.
 const MaxEnvelopeValues = 4096
 
+// SlowNumberValues is what a number of the envelope (and of another
+// method's arguments, which are the envelope's) counts against
+// MaxEnvelopeValues when jsonnum.StrconvFast does not vouch for it: the
+// SDK rounds the numbers it decodes with strconv, which takes 15 to 80
+// µs for a subnormal (5e-324) or a 20-digit number near a rounding
+// boundary (docs/SPEC-DECISIONS.md AGH-20), some 150 times what a plain
+// value costs the SDK. A body holds at most 15 such numbers outside a
+// tools/call's arguments (JSON-7).
+const SlowNumberValues = 256
+
 // MaxBodyDepth bounds the nesting of a request body: twice the nesting
 // the agent accepts in a message (amp.DefaultMaxDepth), the root counting
 // one.
@@ -147,7 +159,8 @@ const (
 // arguments' budget (args) when it lies in a message's params.arguments,
 // else to the envelope's (other); depth is bounded. It allocates nothing
 // but the ids it compares (at most MaxBatch, each at most
-// MaxRequestIDBytes).
+// MaxRequestIDBytes) and, with slowCost, the text of a number of more
+// than 32 bytes (jsonnum.StrconvFast's argument).
 type bodyCounter struct {
 	s           []byte
 	i           int
@@ -175,6 +188,11 @@ type bodyCounter struct {
 	msg        messageSeen
 	requests   int
 	listed     bool
+	// slowCost, when not 0, is what a number jsonnum.StrconvFast does
+	// not vouch for counts against the envelope (SlowNumberValues);
+	// slowArgs counts those read in arguments, charged when the
+	// message's arguments are charged back to the envelope.
+	slowCost, slowArgs int
 }
 
 // messageSeen is what one message holds, so far, of what ErrListBatched
@@ -227,7 +245,7 @@ func checkPostBody(data []byte, maxArgs int) error {
 // beside a tools/list is refused too (checkBody, stdio).
 func messageCounter(data []byte, maxArgs int, post bool) *bodyCounter {
 	return &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true, noListen: post,
-		soleList: true, notesCount: !post}
+		soleList: true, notesCount: !post, slowCost: SlowNumberValues}
 }
 
 // errBody is the named error of a body refused by checkBody.
@@ -316,9 +334,33 @@ func (c *bodyCounter) value(depth int, role bodyRole) error {
 	case ch == 'n':
 		return c.literal("null")
 	case ch == '-' || ('0' <= ch && ch <= '9'):
-		return okOr(c.number())
+		start := c.i
+		if !c.number() {
+			return errBody(ErrMalformedBody)
+		}
+		return c.slowNumber(role, c.s[start:c.i])
 	}
 	return errBody(ErrMalformedBody)
+}
+
+// slowNumber charges the number text, in role, that jsonnum.StrconvFast
+// does not vouch for (with c.slowCost): SlowNumberValues in all against
+// the envelope, or, in arguments, to slowArgs (object charges them when
+// the message is not a tools/call). go-sdk v1.8.0 decodes a request's
+// _meta into maps (MCP-16) and rounds each number with strconv
+// (docs/SPEC-DECISIONS.md JSON-7).
+func (c *bodyCounter) slowNumber(role bodyRole, text []byte) error {
+	if c.slowCost == 0 || jsonnum.StrconvFast(string(text)) {
+		return nil
+	}
+	if role == roleArgs {
+		c.slowArgs++
+		return nil
+	}
+	if c.other -= c.slowCost - 1; c.other < 0 {
+		return errBody(ErrTooManyValues)
+	}
+	return nil
 }
 
 func okOr(ok bool) error {
@@ -447,7 +489,7 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 	// escaped: a member name with an escape, which the SDK decodes (and
 	// of duplicates it keeps the last): "m\u0065thod" may be the method
 	// it reads, so such a message is never taken for a tools/call.
-	argsBefore, isCall, escaped := c.args, false, false
+	argsBefore, slowBefore, isCall, escaped := c.args, c.slowArgs, false, false
 	var id []byte // the value of the last member the SDK reads as "id"
 	for {
 		if c.i >= len(c.s) || c.s[c.i] != '"' {
@@ -505,7 +547,7 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 			}
 			if used := argsBefore - c.args; message && (!isCall || escaped) && used > 0 {
 				c.args += used
-				if c.other -= used; c.other < 0 {
+				if c.other -= used + (c.slowArgs-slowBefore)*(c.slowCost-1); c.other < 0 {
 					return errBody(ErrTooManyValues)
 				}
 			}

@@ -14,6 +14,8 @@
 // a number a peer controls takes its double here (docs/SPEC-DECISIONS.md
 // JSON-3): internal/jcs (canonical forms), internal/offlineschema
 // (invocation params, MCP arguments, handler results) and
-// internal/schemagraph (schema documents read with Options.Float64).
+// internal/schemagraph (schema documents read with Options.Float64),
+// client (a provider's result, the caller's params) and capability
+// (descriptor JSON) (JSON-5, JSON-6).
 // Errors never quote the input.
 package jsonnum

@@ -14,8 +14,10 @@ import (
 // invocation's params and a handler's result (internal/offlineschema),
 // an MCP client's arguments (mcpbridge, through internal/offlineschema),
 // a publisher's schema documents (internal/schemagraph, compat), signed
-// documents and cards (internal/jcs), contract files (internal/strictjson).
-var peerNumberReaders = []string{"../jcs", "../offlineschema", "../schemagraph", "../strictjson", "../../compat", "../../mcpbridge"}
+// documents and cards (internal/jcs), contract files (internal/strictjson),
+// a provider's result and the caller's params (client), descriptor JSON
+// (capability).
+var peerNumberReaders = []string{"../jcs", "../offlineschema", "../schemagraph", "../strictjson", "../../compat", "../../mcpbridge", "../../client", "../../capability"}
 
 // TestReadersOfPeerNumbersRoundOnlyThroughJsonnum: strconv.ParseFloat
 // rounds a subnormal or a long number near a rounding boundary in 20 to
