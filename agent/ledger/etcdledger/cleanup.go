@@ -17,6 +17,13 @@ import (
 // (its claim then goes with the session lease, when the process ends).
 const maxCleanups = 1 << 16
 
+// maxParked bounds the clean-ups of lost Claims not found applied yet
+// (parked, FLEET-31), kept apart from the queue: one more is dropped
+// (its claim, if etcd applies it, then goes with the session lease or
+// holds its message until it expires, as a dropped clean-up's does).
+// At most one per lost claim the node remembers (cleaner.lost).
+const maxParked = maxCleanups
+
 // cleanup is a claim this process gave up, to delete from etcd: the claim
 // key of k created at revision rev (never a later claim of k), or, with
 // rev 0, the claim whose value is token (a Claim whose answer was lost:
@@ -42,8 +49,9 @@ const maxCleanups = 1 << 16
 // until (unix seconds) is, with rev 0, when a claim of token can no
 // longer matter (its message's expiry plus MaxClockSkew): etcd may apply
 // a Claim whose answer was lost after the clean-up looked for it, so
-// until then a clean-up that finds no such claim stays queued and looks
-// again (errClaimUnseen, FLEET-31).
+// until then a clean-up that finds no such claim is parked and looks
+// again (errClaimUnseen, FLEET-31), at most once per SessionTTL, apart
+// from the queue (FLEET-35).
 type cleanup struct {
 	k          ledger.Key
 	rev        int64
@@ -65,13 +73,22 @@ var errClaimUnseen = errors.New("etcdledger: the lost claim is not in etcd yet")
 // cleaner retries the cleanups that failed, for as long as the process
 // lives: one goroutine, one queue, all of it tried again after a backoff
 // (OpTimeout, doubling, at most SessionTTL) when etcd fails, at once
-// when a cleanup is added.
+// when a cleanup is added. The clean-ups of lost Claims not found
+// applied yet are parked apart (parked): they never wake it, and a
+// round looks at them only once look has passed, at most once per
+// SessionTTL (FLEET-35).
 type cleaner struct {
 	s    *Store
 	mu   sync.Mutex
 	q    map[cleanup]struct{}
 	wake chan struct{}
 	once sync.Once
+	// parked holds the clean-ups of lost Claims not found applied yet
+	// (errClaimUnseen: FLEET-31), at most maxParked; look is when a
+	// round looks for them all again (monotonic time, SessionTTL after
+	// the last look or the first park).
+	parked map[cleanup]struct{}
+	look   time.Time
 	// lost holds the values of this process's claims whose Claim answer
 	// was lost, with their message's expiry (unix seconds): a claim that
 	// etcd applied after its cleanup looked for it is still known to have
@@ -161,23 +178,33 @@ func (cl *cleaner) take(k ledger.Key) (out []cleanup, busy bool) {
 			delete(cl.q, c)
 		}
 	}
+	for c := range cl.parked {
+		if c.k == k {
+			out = append(out, c)
+			delete(cl.parked, c)
+		}
+	}
 	cl.hold(k, max(len(out), 1))
 	return out, false
 }
 
-// begin takes the queued cleanup c to run it, unless it is no longer
-// queued (taken and run by a copy's claimHeld) or a clean-up or Unclaim
-// of its key runs: then later reports that it waits for a later round.
+// begin takes the queued (or parked) cleanup c to run it, unless it is
+// no longer queued (taken and run by a copy's claimHeld) or a clean-up or
+// Unclaim of its key runs: then later reports that it waits for a later
+// round.
 func (cl *cleaner) begin(c cleanup) (run, later bool) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if _, ok := cl.q[c]; !ok {
+	_, queued := cl.q[c]
+	_, parked := cl.parked[c]
+	if !queued && !parked {
 		return false, false
 	}
 	if cl.busy[c.k] > 0 {
 		return false, true
 	}
 	delete(cl.q, c)
+	delete(cl.parked, c)
 	cl.hold(c.k, 1)
 	return true, false
 }
@@ -201,13 +228,39 @@ func (cl *cleaner) end(c cleanup, done bool) {
 
 // park puts back a clean-up that found its lost claim not yet applied
 // (errClaimUnseen), ending its run, without waking the cleaner: it is
-// looked for again at the next round, at most SessionTTL later (run),
-// never in a loop of rounds (FLEET-31).
+// looked for again when the parked ones are, at most SessionTTL later
+// (run), never in a loop of rounds (FLEET-31), and never by the rounds
+// that other clean-ups wake (FLEET-35).
 func (cl *cleaner) park(c cleanup) {
 	cl.mu.Lock()
 	cl.hold(c.k, -1)
-	cl.queue(c)
+	cl.shelve(c)
 	cl.mu.Unlock()
+}
+
+// repark moves c, a clean-up a round found not applied yet (lookLost),
+// from the queue to the parked ones, unless a copy's claimHeld took it.
+func (cl *cleaner) repark(c cleanup) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if _, ok := cl.q[c]; ok {
+		delete(cl.q, c)
+		cl.shelve(c)
+	}
+}
+
+// shelve parks c, unless maxParked are: the first one parked is looked
+// for again SessionTTL later. Callers hold cl.mu.
+func (cl *cleaner) shelve(c cleanup) {
+	if cl.parked == nil {
+		cl.parked = map[cleanup]struct{}{}
+	}
+	if len(cl.parked) == 0 {
+		cl.look = time.Now().Add(cl.s.o.SessionTTL)
+	}
+	if len(cl.parked) < maxParked {
+		cl.parked[c] = struct{}{}
+	}
 }
 
 // strays queues the delete of each usage counter of kvs (a principal's,
@@ -238,11 +291,20 @@ func (cl *cleaner) also(k ledger.Key) {
 	cl.mu.Unlock()
 }
 
-// waiting reports whether a clean-up is queued.
-func (cl *cleaner) waiting() bool {
+// idle is how long the goroutine waits, with no failure, for a round
+// nothing wakes: SessionTTL while a clean-up is queued (one a round
+// skipped), until the parked ones' look while only they wait; ok false
+// when nothing waits.
+func (cl *cleaner) idle() (d time.Duration, ok bool) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	return len(cl.q) > 0
+	if len(cl.q) > 0 {
+		return cl.s.o.SessionTTL, true
+	}
+	if len(cl.parked) > 0 {
+		return max(time.Until(cl.look), 0), true
+	}
+	return 0, false
 }
 
 // unclaiming marks an Unclaim of k in flight (n 1) or ended (n -1); an
@@ -272,16 +334,24 @@ func (cl *cleaner) hold(k ledger.Key, n int) {
 	cl.running += n
 }
 
-// pending is the number of cleanups waiting or running.
+// pending is the number of cleanups waiting or running, parked ones
+// aside.
 func (cl *cleaner) pending() int {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	return len(cl.q) + cl.running
 }
 
+// parkedN is the number of parked clean-ups.
+func (cl *cleaner) parkedN() int {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return len(cl.parked)
+}
+
 // run retries the queue until the store closes. While clean-ups wait
-// with none failing (lost claims not yet applied, FLEET-31), it looks
-// again every SessionTTL.
+// with none failing, it looks again every SessionTTL; while only parked
+// ones wait (lost claims not yet applied, FLEET-31), at their look.
 func (cl *cleaner) run() {
 	fails := 0
 	for {
@@ -289,8 +359,8 @@ func (cl *cleaner) run() {
 		if fails > 0 {
 			d := cl.s.o.OpTimeout << min(fails-1, 16)
 			wait = time.After(min(d, cl.s.o.SessionTTL))
-		} else if cl.waiting() {
-			wait = time.After(cl.s.o.SessionTTL)
+		} else if d, ok := cl.idle(); ok {
+			wait = time.After(d)
 		}
 		select {
 		case <-cl.s.bg.Done():
@@ -321,13 +391,21 @@ func (cl *cleaner) run() {
 // end of that run wakes the cleaner for it, with no backoff (FLEET-21).
 // A lost claim not yet applied is parked, not failed (FLEET-31): the
 // claim keys of the lost claims are read together first (lookLost), and
-// one not found applied stays queued without a read of its own, or is
-// dropped past its until (FLEET-34). It reports whether none failed.
+// one not found applied is parked without a read of its own, or is
+// dropped past its until (FLEET-34). The parked ones join a round only
+// once their look has passed, then SessionTTL later again, whatever
+// woke it (FLEET-35). It reports whether none failed.
 func (cl *cleaner) round() bool {
 	cl.mu.Lock()
 	batch := make([]cleanup, 0, len(cl.q))
 	for c := range cl.q {
 		batch = append(batch, c)
+	}
+	if now := time.Now(); len(cl.parked) > 0 && !now.Before(cl.look) {
+		for c := range cl.parked {
+			batch = append(batch, c)
+		}
+		cl.look = now.Add(cl.s.o.SessionTTL)
 	}
 	cl.mu.Unlock()
 	seen, err := cl.s.lookLost(batch)
@@ -345,7 +423,8 @@ func (cl *cleaner) round() bool {
 					cl.end(c, true) // it can no longer matter
 				}
 			}
-			continue // not applied yet: parked, looked for again next round
+			cl.repark(c) // not applied yet: looked for again at the next look
+			continue
 		}
 		if run, _ := cl.begin(c); !run {
 			continue

@@ -26,7 +26,7 @@ import (
 // undone: here 300 parked clean-ups cost 3 requests, one applied claim
 // 3 more (its read, its entry's, its undoing), where they cost one Get
 // each. A lost claim applied late is
-// still undone, one past its expiry is dropped, and the rest stay queued.
+// still undone, one past its expiry is dropped, and the rest stay parked.
 func TestParkedLostClaimsAreLookedForInBoundedReads(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	// Every etcd call of the store, counted once (Observe), whatever
@@ -82,12 +82,12 @@ func TestParkedLostClaimsAreLookedForInBoundedReads(t *testing.T) {
 		t.Fatalf("the lost claim applied late was not undone: %v %v", r, err)
 	}
 	cl.mu.Lock()
-	_, dropped := cl.q[qs[1]]
-	_, undone := cl.q[qs[0]]
-	left := len(cl.q)
+	_, dropped := cl.parked[qs[1]]
+	_, undone := cl.parked[qs[0]]
+	left, queued := len(cl.parked), len(cl.q)
 	cl.mu.Unlock()
-	if dropped || undone || left != n-2 {
-		t.Fatalf("queued after the round: %d (expired one still queued: %v, undone one still queued: %v), want %d",
-			left, dropped, undone, n-2)
+	if dropped || undone || left != n-2 || queued != 0 {
+		t.Fatalf("parked after the round: %d (expired one still parked: %v, undone one still parked: %v), want %d; "+
+			"queued: %d, want 0 (FLEET-35)", left, dropped, undone, n-2, queued)
 	}
 }

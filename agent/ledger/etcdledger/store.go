@@ -328,14 +328,19 @@ type Stats struct {
 	// Cleanups is the number of given-up claims waiting for etcd to
 	// delete them, and of refunds of Finishes that recorded their reply
 	// without the principal's lock (retried in the background while the
-	// process lives).
+	// process lives). Parked clean-ups are not counted.
 	Cleanups int
+	// Parked is the number of clean-ups of Claims whose answer was lost
+	// and that etcd has not been seen to apply: each is looked for
+	// again at most once per SessionTTL until its message expires
+	// (plus MaxClockSkew), and dropped then (FLEET-31, FLEET-35).
+	Parked int
 }
 
 // Stats returns the store's call counters.
 func (s *Store) Stats() Stats {
 	return Stats{Calls: s.calls.Load(), Errors: s.errs.Load(), Latency: time.Duration(s.nanos.Load()),
-		Cleanups: s.cleaner.pending()}
+		Cleanups: s.cleaner.pending(), Parked: s.cleaner.parkedN()}
 }
 
 // Ready checks that the cluster answers a linearizable read within the
