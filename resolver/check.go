@@ -22,6 +22,22 @@ import (
 // (MIRROR-19).
 const ProblemSignature = "signature"
 
+// ProblemDescriptorUnreadable is the kind of the Problem Check reports
+// for a stored descriptor entry that does not decode, or whose descriptor
+// does not decode as the catalog decodes it (capability.DecodeDescriptor:
+// a damaged record, or one an older build stored under other caps). The
+// catalog leaves that bundle out, or the entry alone when it names no
+// bundle (docs/SPEC-DECISIONS.md STORE-2).
+const ProblemDescriptorUnreadable = "descriptor_unreadable"
+
+// ProblemDIDDocumentInvalid is the kind of the Problem Check reports for a
+// stored DID document, its bytes sound, that does not parse as
+// ResolveDID parses it (amp.ParseDIDDocument), or that describes another
+// DID than the one it is stored under: every resolution of that DID
+// fails closed, 3001 (a document an older build installed before a
+// stricter rule, docs/SPEC-DECISIONS.md AMP-28; STORE-3).
+const ProblemDIDDocumentInvalid = "did_document_invalid"
+
 // Problem is one inconsistency found by Check.
 type Problem struct {
 	Kind    string `json:"kind"`
@@ -45,7 +61,10 @@ type Problem struct {
 // "meta": the store refuses to read a damaged one, docs/SPEC-DECISIONS.md
 // TSTATE-6); every installed bundle's signatures verifying, trusted or
 // not, as import checks them (kind "signature": a copy an earlier build
-// installed with a forged co-signature, TRUST-20).
+// installed with a forged co-signature, TRUST-20); every stored
+// descriptor decoding as the catalog decodes it (kind
+// "descriptor_unreadable", STORE-2) and every stored DID document parsing
+// as ResolveDID parses it (kind "did_document_invalid", STORE-3).
 func (s *Store) Check() ([]Problem, error) {
 	var ps []Problem
 	add := func(kind, format string, args ...any) {
@@ -63,6 +82,7 @@ func (s *Store) Check() ([]Problem, error) {
 			return err
 		}
 		checkOwners(tx, installed, add)
+		checkDIDDocuments(tx, add)
 		checkMetaValues(tx, add)
 		if s.upgradeErr != nil {
 			add("meta", "the store stays at schema version %d until its damaged value is repaired: %s", minSchemaVersion, amp.SafeMessage(s.upgradeErr))
@@ -302,8 +322,11 @@ func checkOwners(tx *bolt.Tx, installed map[string]*bundle.Manifest, add problem
 	_ = bucket(tx, bDescriptors).ForEach(func(k, v []byte) error {
 		var dr descRecord
 		if decode(v, &dr) != nil {
-			add("descriptor", "a descriptor entry does not decode")
+			add(ProblemDescriptorUnreadable, "the descriptor entry %q does not decode: the catalog leaves that capability out", printableKey(k))
 			return nil
+		}
+		if _, err := capability.DecodeDescriptor(dr.Descriptor); err != nil {
+			add(ProblemDescriptorUnreadable, "the stored descriptor %q of bundle %s does not decode (%s: %s): the catalog leaves the bundle out; import a newer version of it, or remove it", printableKey(k), dr.BundleID, amp.NameOf(err), amp.SafeMessage(err))
 		}
 		ownerOf("descriptor", dr.BundleID, func(m *bundle.Manifest) bool {
 			enc, ok := signed.of(m)[string(k)]
@@ -342,6 +365,35 @@ func checkOwners(tx *bolt.Tx, installed map[string]*bundle.Manifest, add problem
 	_ = bucket(tx, bSchemaIDs).ForEach(func(k, v []byte) error {
 		b, _, _ := bytes.Cut(k, []byte{0})
 		ownerOf("schema id", string(b), func(m *bundle.Manifest) bool { _, ok := m.Artifact(string(v)); return ok })
+		return nil
+	})
+}
+
+// checkDIDDocuments parses every stored DID document whose bytes are
+// sound as ResolveDID does (amp.ParseDIDDocument, its id the DID it is
+// stored under), and names each that fails (ProblemDIDDocumentInvalid): a
+// document an older build installed stays installed after a stricter
+// parser (docs/SPEC-DECISIONS.md AMP-28), and every resolution of it
+// fails closed. Missing or altered bytes are the index and blob checks'
+// problems. Each document is read once, bounded as its blob is.
+func checkDIDDocuments(tx *bolt.Tx, add problems) {
+	_ = bucket(tx, bDIDs).ForEach(func(k, v []byte) error {
+		var dr didRecord
+		if decode(v, &dr) != nil {
+			return nil // checkOwners: a did entry that does not decode
+		}
+		data, err := (&checkLoader{tx: tx, bundle: dr.BundleID}).Load(dr.ArtifactKey)
+		if err != nil {
+			return nil
+		}
+		doc, err := amp.ParseDIDDocument(data)
+		switch {
+		case err != nil:
+			add(ProblemDIDDocumentInvalid, "the did document %s of bundle %s no longer parses (%s: %s): every resolution of %q fails closed (3001); import a newer version of the bundle whose document parses, or remove it",
+				dr.ArtifactKey, dr.BundleID, amp.NameOf(err), amp.SafeMessage(err), k)
+		case doc.ID != string(k):
+			add(ProblemDIDDocumentInvalid, "the did document %s of bundle %s does not describe the did %q it is stored under: every resolution of it fails closed", dr.ArtifactKey, dr.BundleID, k)
+		}
 		return nil
 	})
 }

@@ -133,7 +133,11 @@ type catalogCache struct {
 // Catalog returns the snapshot of the current generation, rebuilding it
 // when the generation changed or a bundle it offers has expired since.
 // Revoked, stale and expired bundles (unless Options.AllowExpired) offer
-// nothing: their every use fails 5002.
+// nothing: their every use fails 5002. Nor does a bundle one of whose
+// stored descriptors does not decode, and a descriptor entry that does
+// not decode at all is left out alone: the rest of the store is still
+// listed, and Check names each (ProblemDescriptorUnreadable;
+// docs/SPEC-DECISIONS.md STORE-2).
 func (s *Store) Catalog() (*Catalog, error) {
 	s.catalog.mu.Lock()
 	defer s.catalog.mu.Unlock()
@@ -176,25 +180,38 @@ func (s *Store) Catalog() (*Catalog, error) {
 				return err
 			}
 		}
+		// A bundle one of whose stored descriptors does not decode (a
+		// damaged record, or one an older build stored under other caps)
+		// offers nothing either, and the rest of the store is served:
+		// check names it (ProblemDescriptorUnreadable;
+		// docs/SPEC-DECISIONS.md STORE-2).
+		undecodable := map[string]bool{}
 		failsClosed := func(bundleID string) bool {
-			return revoked[bundleID] || stale[bundleID] != "" || expired[bundleID]
+			return revoked[bundleID] || stale[bundleID] != "" || expired[bundleID] || undecodable[bundleID]
 		}
+		var entries []Entry
 		if err := bucket(tx, bDescriptors).ForEach(func(_, v []byte) error {
 			var dr descRecord
-			if err := decode(v, &dr); err != nil {
-				return err
+			if decode(v, &dr) != nil {
+				return nil // its bundle unknown: that capability alone is left out
 			}
 			if failsClosed(dr.BundleID) {
 				return nil
 			}
 			d, err := capability.DecodeDescriptor(dr.Descriptor)
 			if err != nil {
-				return fail(ErrStoreIO, "a stored descriptor does not decode").WithCause(err)
+				undecodable[dr.BundleID] = true
+				return nil
 			}
-			c.ByName[d.Name] = append(c.ByName[d.Name], Entry{Descriptor: d, BundleID: dr.BundleID})
+			entries = append(entries, Entry{Descriptor: d, BundleID: dr.BundleID})
 			return nil
 		}); err != nil {
 			return err
+		}
+		for _, e := range entries {
+			if !undecodable[e.BundleID] {
+				c.ByName[e.Descriptor.Name] = append(c.ByName[e.Descriptor.Name], e)
+			}
 		}
 		return bucket(tx, bAliases).ForEach(func(k, v []byte) error {
 			var ar aliasRecord
