@@ -41,11 +41,12 @@ const interpHint = "name the interpreter on the program's #! line by its absolut
 // interpreter runs their code (CLI-72). Each interpreter is judged as
 // the program, its own #! line too. For env (#!/usr/bin/env NAME) the
 // program env runs is judged too: the file execvp(3) finds for NAME in
-// envPATH (the PATH the program is given) and every place before it in
-// PATH where another user could put NAME. A #! line the agent cannot
+// envPATH (the PATH the program is given) and every other place in PATH
+// where another user could put NAME (execvp goes on past a file that
+// fails to run). A #! line the agent cannot
 // follow to the one file the system runs is refused: longer than
 // maxShebangLine, a relative interpreter, env with options, a variable
-// or a relative name, a PATH with a relative folder.
+// or a relative name, an empty PATH or one with a relative folder.
 func programWriters(path, envPATH string) error {
 	left := maxInterpreters
 	return judgeRun(path, path, envPATH, &left)
@@ -100,15 +101,13 @@ func shebang(label, p string) (interp, arg string, err error) {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, regfile.ErrNotRegular):
 		return "", "", nil
 	case err != nil:
-		return "", "", &exposedProgramError{msg: fmt.Sprintf("program %s cannot be read to find the interpreter its #! line names", label),
-			hint: "make the program readable by the agent's user"}
+		return "", "", unreadableProgram(label)
 	}
 	defer f.Close()
 	buf := make([]byte, maxShebangLine)
 	n, err := io.ReadFull(f, buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return "", "", &exposedProgramError{msg: fmt.Sprintf("program %s cannot be read to find the interpreter its #! line names", label),
-			hint: "make the program readable by the agent's user"}
+		return "", "", unreadableProgram(label)
 	}
 	if !bytes.HasPrefix(buf[:n], []byte("#!")) {
 		return "", "", nil
@@ -128,18 +127,32 @@ func shebang(label, p string) (interp, arg string, err error) {
 	return s[:i], strings.TrimLeft(s[i+1:], " \t"), nil
 }
 
+// unreadableProgram refuses program label, which the agent's user may
+// not read: execve(2) needs only the execute bit, and the kernel reads
+// the #! line of an execute-only file (mode 0711) and runs the
+// interpreter it names, so the agent must read that line too to judge
+// that interpreter (CLI-72).
+func unreadableProgram(label string) error {
+	return &exposedProgramError{msg: fmt.Sprintf("program %s cannot be read by the agent's user, yet the kernel reads the #! line of a file it may only execute (mode 0711) and runs the interpreter named there: the agent must read that line too, to judge that interpreter", label),
+		hint: "make the program readable by the agent's user (chmod u+r, or a+r if another user owns it)"}
+}
+
 // envProgram returns the file env runs for script's #! line "#!…/env
 // arg" given PATH envPATH: env execs its first word with execvp(3),
 // which tries each folder of PATH in turn and runs the first file there
 // of that name the agent's user may execute (access(2), X_OK; the agent
-// is not set-user-ID). Every place tried before it is judged as a
-// missing program is (pathWriters): another user who may create the
-// name there runs in its place. Empty when env runs the script itself
-// (no word) or finds nothing (then nothing runs, and each call fails).
-// What env would read as an option, a variable or more words, a
-// relative name, and a PATH holding a relative folder (empty: the
-// working directory) are refused: the file they lead to is not told
-// here.
+// is not set-user-ID). Every other place in PATH is judged as a missing
+// program is (pathWriters): another user who may create the name in one
+// tried before it runs in its place, and glibc's and musl's execvp go on
+// to the next folder when the exec of the file found fails with ENOENT,
+// EACCES, ENOTDIR, ESTALE, ENODEV or ETIMEDOUT (a script whose
+// interpreter is missing or not executable, a binary whose loader is
+// missing), so a place after it runs in its place too. Empty when env
+// runs the script itself (no word) or finds nothing (then nothing runs,
+// and each call fails). What env would read as an option, a variable or
+// more words, a relative name, an empty PATH and a PATH holding a
+// relative folder (empty: the working directory) are refused: the file
+// they lead to is not told here.
 func envProgram(program, script, arg, envPATH string) (string, error) {
 	switch {
 	case arg == "":
@@ -150,19 +163,28 @@ func envProgram(program, script, arg, envPATH string) (string, error) {
 		return arg, nil
 	case strings.Contains(arg, "/"):
 		return "", &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env run %q, a relative path, which env finds from the program's working directory", program, script, arg), hint: interpHint}
+	case envPATH == "":
+		// runProgram gives PATH= when the agent has none: env then
+		// searches the working directory.
+		return "", &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env find %q in PATH, which is empty (neither the agent's environment nor the handler's \"env\" gives it a folder), so env searches the program's working directory", program, script, arg),
+			hint: "give PATH absolute folders (PATH=/usr/bin:/bin in the handler's \"env\", or in the agent's environment), or " + interpHint}
 	}
+	found := ""
 	for _, dir := range strings.Split(envPATH, ":") {
 		if !strings.HasPrefix(dir, "/") {
 			return "", &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env find %q in PATH, which holds a folder that is not absolute (%q), searched from the program's working directory", program, script, arg, dir),
 				hint: "give PATH only absolute folders (the agent's, or the handler's \"env\"), or " + interpHint}
 		}
 		cand := dir + "/" + arg
-		if st, err := os.Stat(cand); err == nil && st.Mode().IsRegular() && unix.Access(cand, unix.X_OK) == nil {
-			return cand, nil
+		if found == "" {
+			if st, err := os.Stat(cand); err == nil && st.Mode().IsRegular() && unix.Access(cand, unix.X_OK) == nil {
+				found = cand // judged as an interpreter by judgeRun
+				continue
+			}
 		}
 		if err := pathWriters(program+"'s interpreter "+cand, cand); err != nil {
 			return "", err
 		}
 	}
-	return "", nil
+	return found, nil
 }

@@ -28,18 +28,38 @@ func readOnlyMount(at string) bool {
 // mountOf returns the kind and the super options of the file system at
 // (not followed if a link) lies on: its line in /proc/self/mountinfo,
 // found by the mount id statx gives; ok is false when either is not
-// found.
+// found (Linux before 5.8 gives no mount id).
 func mountOf(at string) (kind, super string, ok bool) {
-	var sx unix.Statx_t
-	if unix.Statx(unix.AT_FDCWD, at, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_MNT_ID, &sx) != nil || sx.Mask&unix.STATX_MNT_ID == 0 {
+	id, ok := mountIDOf(at)
+	if !ok {
 		return "", "", false
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	return readMountInfo(func(r io.Reader) (string, string, bool) { return mountLine(r, id) })
+}
+
+// mountIDOf returns the mount id statx gives for at (not followed if a
+// link); ok is false on Linux before 5.8, whose statx has no
+// STATX_MNT_ID. A variable so that a test stands in for such a kernel.
+var mountIDOf = func(at string) (uint64, bool) {
+	var sx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, at, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_MNT_ID, &sx) != nil || sx.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, false
+	}
+	return sx.Mnt_id, true
+}
+
+// procMountInfo is the file mountInfo lines are read from; a variable so
+// that a test gives the lines of a mount it stands in for.
+var procMountInfo = "/proc/self/mountinfo"
+
+// readMountInfo gives find at most maxMountInfo bytes of procMountInfo.
+func readMountInfo(find func(io.Reader) (kind, super string, ok bool)) (kind, super string, ok bool) {
+	f, err := os.Open(procMountInfo)
 	if err != nil {
 		return "", "", false
 	}
 	defer f.Close()
-	return mountLine(io.LimitReader(f, maxMountInfo), sx.Mnt_id)
+	return find(io.LimitReader(f, maxMountInfo))
 }
 
 // maxMountInfo bounds the bytes of /proc/self/mountinfo read (a host with
@@ -92,7 +112,14 @@ var fuseMountOf = func(at string) (super string, fuse, known bool) {
 	if sfs.Type != fuseSuperMagic {
 		return "", false, true
 	}
-	kind, super, ok := mountOf(at)
+	return fuseSuper(at)
+}
+
+// fuseSuper is fuseMountOf for at on a FUSE file system (statfs's
+// f_type): the super options of its mount's line, known false when the
+// line is not found; fuse false for virtiofs.
+func fuseSuper(at string) (super string, fuse, known bool) {
+	kind, super, ok := fuseMount(at)
 	switch {
 	case !ok:
 		return "", true, false
@@ -100,6 +127,65 @@ var fuseMountOf = func(at string) (super string, fuse, known bool) {
 		return "", false, true // virtiofs: the host's share, judged as a network file system's
 	}
 	return super, true, true
+}
+
+// fuseMount returns the kind and the super options of the mount at (on
+// a FUSE file system, statfs said) lies on: by the mount id statx gives
+// (mountOf), or, on Linux before 5.8, which gives none, by its device:
+// lstat's st_dev against each mountinfo line's MAJ:MIN (mountOfDevice).
+func fuseMount(at string) (kind, super string, ok bool) {
+	if _, ok := mountIDOf(at); ok {
+		return mountOf(at)
+	}
+	var st unix.Stat_t
+	if unix.Lstat(at, &st) != nil {
+		return "", "", false
+	}
+	dev := strconv.FormatUint(uint64(unix.Major(st.Dev)), 10) + ":" + strconv.FormatUint(uint64(unix.Minor(st.Dev)), 10)
+	return readMountInfo(func(r io.Reader) (string, string, bool) { return mountOfDevice(r, dev) })
+}
+
+// mountOfDevice returns the kind and the super options mountinfo's lines
+// of device dev ("MAJ:MIN", the third field) give. Each FUSE file system
+// has a device of its own (an anonymous one; fuseblk's block device,
+// which no other file system mounts at once): every line of dev is a
+// mount of its one superblock (bind mounts included), whose kind and
+// super options, user_id among them, are the same on each. ok is false
+// when no line is of dev, a line of dev is cut short, lines of dev
+// disagree on the kind or on user_id, or the lines cannot all be read:
+// the mount is not told, and refused.
+func mountOfDevice(mountinfo io.Reader, dev string) (kind, super string, ok bool) {
+	sc := bufio.NewScanner(mountinfo)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	for sc.Scan() {
+		before, after, found := strings.Cut(sc.Text(), " - ")
+		if f := strings.Fields(before); len(f) < 3 || f[2] != dev {
+			continue
+		}
+		fields := strings.Fields(after)
+		if !found || len(fields) < 3 {
+			return "", "", false
+		}
+		if ok && (fields[0] != kind || superUserID(fields[2]) != superUserID(super)) {
+			return "", "", false
+		}
+		kind, super, ok = fields[0], fields[2], true
+	}
+	if sc.Err() != nil {
+		return "", "", false
+	}
+	return kind, super, ok
+}
+
+// superUserID returns the value of super's "user_id=" option (the first
+// one, as foreignFUSE reads it), or "" when it has none.
+func superUserID(super string) string {
+	for _, opt := range strings.Split(super, ",") {
+		if v, ok := strings.CutPrefix(opt, "user_id="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // foreignFUSE reports whether at lies on a FUSE file system that another

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ampbundle/ampbundle/amp"
 )
 
@@ -110,5 +112,90 @@ func TestFUSEMountWhoseLineIsHostileIsReadAsItsKernelWroteIt(t *testing.T) {
 		if kind != tc.kind || super != tc.super || ok != tc.ok {
 			t.Errorf("mount %d: %q %q %v, want %q %q %v", tc.id, kind, super, ok, tc.kind, tc.super, tc.ok)
 		}
+	}
+}
+
+// TestHandlerProgramOnFUSEMountOfAKernelWithoutMountIDsIsJudgedByItsDevice:
+// Linux before 5.8 (Debian 10's 4.19, Ubuntu 20.04's 5.4) gives no mount
+// id (STATX_MNT_ID), so mountOf found no mountinfo line for a FUSE part,
+// and every program on any FUSE mount was refused, root's squashfuse and
+// ntfs-3g among them, which CLI-73 meant to judge as any file system
+// (threat: an honest host refused for its kernel's age). Now the line
+// is found by the part's device (lstat's st_dev against MAJ:MIN), each
+// line of that device a mount of its one superblock: root's and the
+// agent's user's mounts, bound twice too, run, another user's is refused,
+// and so is one whose device no line names or whose lines disagree on
+// user_id (CLI-73 amended). The older kernel is stood in for by
+// mountIDOf, the FUSE daemon by fuseMountOf and the kernel's mountinfo
+// by procMountInfo.
+func TestHandlerProgramOnFUSEMountOfAKernelWithoutMountIDsIsJudgedByItsDevice(t *testing.T) {
+	me, other := strconv.Itoa(os.Geteuid()), strconv.Itoa(os.Geteuid()+1)
+	for _, tc := range []struct {
+		name  string
+		lines []string // DEV stands for the FUSE mount's MAJ:MIN
+		why   string   // in the refusal; empty: the program runs
+	}{
+		{"root's FUSE mount", []string{`512 29 DEV / /srv/img ro,nosuid - fuse.squashfuse squashfuse ro,user_id=0,group_id=0,allow_other`}, ""},
+		{"root's fuseblk mount, bound twice", []string{
+			`513 29 DEV / /mnt/ntfs rw,relatime - fuseblk /dev/sdb1 rw,user_id=0,group_id=0,allow_other,blksize=4096`,
+			`514 29 DEV /h /opt/h rw,relatime - fuseblk /dev/sdb1 rw,user_id=0,group_id=0,allow_other,blksize=4096`,
+		}, ""},
+		{"the agent's user's FUSE mount", []string{`515 29 DEV / /home/a/m rw - fuse.sshfs a@h:/ rw,user_id=` + me + `,group_id=0`}, ""},
+		{"another user's FUSE mount", []string{`516 29 DEV / /tmp/h rw - fuse.sshfs o@h:/ rw,user_id=` + other + `,group_id=` + other + `,allow_other`}, "(uid " + other + ") mounted"},
+		{"a FUSE mount whose device no line names", nil, "whose mounter cannot be told"},
+		{"a FUSE mount whose lines disagree on user_id", []string{
+			`517 29 DEV / /mnt/a rw - fuse.x x rw,user_id=0,group_id=0,allow_other`,
+			`518 29 DEV / /tmp/h\040-\040fuse\040x\040rw,user_id=0 rw - fuse.x x rw,user_id=` + other + `,group_id=0,allow_other`,
+		}, "whose mounter cannot be told"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			fuse := filepath.Join(base, "fuse")
+			cmd := []string{program(t, base, "fuse", 0o755, 0o755)}
+			var st unix.Stat_t
+			if err := unix.Lstat(fuse, &st); err != nil {
+				t.Fatal(err)
+			}
+			dev := strconv.FormatUint(uint64(unix.Major(st.Dev)), 10) + ":" + strconv.FormatUint(uint64(unix.Minor(st.Dev)), 10)
+			info := []string{`22 1 0:21 / /proc rw,nosuid shared:5 - proc proc rw`}
+			for _, l := range tc.lines {
+				info = append(info, strings.Replace(l, "DEV", dev, 1))
+			}
+			infoFile := filepath.Join(base, "mountinfo")
+			if err := os.WriteFile(infoFile, []byte(strings.Join(info, "\n")+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			savedFUSE, savedID, savedInfo := fuseMountOf, mountIDOf, procMountInfo
+			t.Cleanup(func() { fuseMountOf, mountIDOf, procMountInfo = savedFUSE, savedID, savedInfo })
+			mountIDOf = func(string) (uint64, bool) { return 0, false }
+			procMountInfo = infoFile
+			fuseMountOf = func(at string) (string, bool, bool) {
+				if at == fuse || strings.HasPrefix(at, fuse+"/") {
+					return fuseSuper(at) // statfs said FUSE
+				}
+				return savedFUSE(at)
+			}
+			cfgFile := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.p:1.0.0": map[string]any{"command": cmd}}})
+			_, err := serveConfigOf(t, "--config", cfgFile)
+			switch {
+			case tc.why == "" && err != nil:
+				t.Fatalf("a program on root's or the agent's user's FUSE mount is refused on a kernel without mount ids: %v", err)
+			case tc.why != "" && (amp.NameOf(err) != "handler_program_missing" || !strings.Contains(err.Error(), tc.why)):
+				t.Fatalf("serve starts with a program on a FUSE mount not told: %v (want %q)", err, tc.why)
+			}
+			cfg, err := serveConfigOf(t, "--config", cfgFile, "--allow-missing-handlers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := runProgram("org.example.p:1.0.0", cfg.Handlers["org.example.p:1.0.0"], slog.New(slog.DiscardHandler), nil)(context.Background(), map[string]any{})
+			switch {
+			case tc.why == "" && err != nil:
+				t.Fatalf("the program did not run: %v", err)
+			case tc.why != "" && err == nil:
+				t.Fatalf("the program on a FUSE mount not told ran: %v", out)
+			case tc.why != "" && amp.NameOf(err) != "handler_failed":
+				t.Fatalf("the refused program's call: %v, want handler_failed", err)
+			}
+		})
 	}
 }

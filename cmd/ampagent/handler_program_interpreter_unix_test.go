@@ -55,89 +55,111 @@ func envProgramPath(t *testing.T) string {
 // user in folders only it may write, run by an interpreter another user
 // may rewrite or replace, ran that user's code as the agent's user, as
 // did env (#!/usr/bin/env NAME) finding NAME in a PATH folder another
-// user may write, or finding it after one where they could plant it
-// (threat: the interpreter, the one file that decides what a script
+// user may write, or finding it after one where they could plant it,
+// or before one, when the file env found first fails to run (a missing
+// or not executable interpreter: execvp goes on down PATH) (threat: the interpreter, the one file that decides what a script
 // does, was the one file not judged). Each such handler ran before;
 // now it does not (handler_program_missing at the start, a reason and a
 // hint; handler_failed at each call otherwise), while a script whose
 // interpreters only root or the agent's user may write still runs. A #!
 // line the agent cannot follow to the file the system runs (longer than
 // 127 bytes, a relative interpreter, env options, a relative PATH
-// folder, a loop of #! lines) is refused too: fail closed (CLI-72).
+// folder, an empty PATH, a loop of #! lines) is refused too: fail closed
+// (CLI-72, amended).
 func TestHandlerProgramWhoseInterpreterAnotherUserMayWriteIsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// setup returns the handler's command, its "env" and its "dir".
 		setup func(t *testing.T, base string) (cmd []string, env map[string]string, dir string)
 		why   string // in the refusal; empty: the program runs
+		plant string // a program another user puts there after the load (under base); empty: none
 	}{
 		{"a script whose interpreter only its owner may write", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			in := writeExec(t, filepath.Join(base, "safe", "interp"), interpreterScript, 0o755)
 			return []string{script(t, base, "#!"+in)}, nil, ""
-		}, ""},
+		}, "", ""},
 		{"a script whose interpreter others may write", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			in := writeExec(t, filepath.Join(base, "safe", "interp"), interpreterScript, 0o757)
 			return []string{script(t, base, "#!"+in)}, nil, ""
-		}, "may be written by group or others"},
+		}, "may be written by group or others", ""},
 		{"a script whose interpreter is in a folder group may write", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			mkdir(t, filepath.Join(base, "open"), 0o775)
 			in := writeExec(t, filepath.Join(base, "open", "interp"), interpreterScript, 0o755)
 			return []string{script(t, base, "#! "+in+" ")}, nil, ""
-		}, "may be written by group or others"},
+		}, "may be written by group or others", ""},
 		{"a script whose interpreter is a link in a folder others may write", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			in := writeExec(t, filepath.Join(base, "safe", "interp"), interpreterScript, 0o755)
 			mkdir(t, filepath.Join(base, "open"), 0o777)
 			return []string{script(t, base, "#!"+link(t, in, filepath.Join(base, "open", "interp")))}, nil, ""
-		}, "may be written by group or others"},
+		}, "may be written by group or others", ""},
 		{"a script whose interpreter's own interpreter others may write", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			mkdir(t, filepath.Join(base, "open"), 0o777)
 			in2 := writeExec(t, filepath.Join(base, "open", "interp"), interpreterScript, 0o755)
 			in1 := writeExec(t, filepath.Join(base, "safe", "interp"), "#!"+in2+"\nexec /bin/sh \"$@\"\n", 0o755)
 			return []string{script(t, base, "#!"+in1)}, nil, ""
-		}, "may be written by group or others"},
+		}, "may be written by group or others", ""},
 		{"a script whose interpreter is missing from a sticky folder, planted after the load", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			mkdir(t, filepath.Join(base, "sticky"), os.ModeSticky|0o777)
 			return []string{script(t, base, "#!"+filepath.Join(base, "sticky", "interp"))}, nil, ""
-		}, "may create it"},
+		}, "may create it", "sticky/interp"},
 		{"a script env runs from a safe PATH folder", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			writeExec(t, filepath.Join(base, "safe", "ampinterp"), interpreterScript, 0o755)
 			return []string{script(t, base, "#!"+envProgramPath(t)+" ampinterp")}, map[string]string{"PATH": filepath.Join(base, "safe")}, ""
-		}, ""},
+		}, "", ""},
 		{"a script env runs from the agent's PATH, a folder others may write", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			mkdir(t, filepath.Join(base, "open"), 0o777)
 			writeExec(t, filepath.Join(base, "open", "ampinterp"), interpreterScript, 0o755)
 			t.Setenv("PATH", filepath.Join(base, "open"))
 			return []string{script(t, base, "#!"+envProgramPath(t)+" ampinterp")}, nil, ""
-		}, "may be written by group or others"},
+		}, "may be written by group or others", ""},
 		{"a script env runs from the handler's PATH, after a folder where others may plant it", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			mkdir(t, filepath.Join(base, "open"), 0o777)
 			writeExec(t, filepath.Join(base, "safe", "ampinterp"), interpreterScript, 0o755)
 			return []string{script(t, base, "#!"+envProgramPath(t)+" ampinterp")},
 				map[string]string{"PATH": filepath.Join(base, "open") + ":" + filepath.Join(base, "safe")}, ""
-		}, "open may be written by group or others"},
+		}, "open may be written by group or others", ""},
+		{"a script env runs from the handler's PATH, whose interpreter is missing, before a folder where others may plant it", func(t *testing.T, base string) ([]string, map[string]string, string) {
+			mkdir(t, filepath.Join(base, "open"), 0o777)
+			writeExec(t, filepath.Join(base, "safe", "ampinterp"), "#!"+filepath.Join(base, "safe", "gone")+"\n", 0o755)
+			return []string{script(t, base, "#!"+envProgramPath(t)+" ampinterp")},
+				map[string]string{"PATH": filepath.Join(base, "safe") + ":" + filepath.Join(base, "open")}, ""
+		}, "open may be written by group or others", "open/ampinterp"},
+		{"a script env runs from the handler's PATH, whose interpreter is not executable, before a folder where others may plant it", func(t *testing.T, base string) ([]string, map[string]string, string) {
+			mkdir(t, filepath.Join(base, "open"), 0o777)
+			sh := writeExec(t, filepath.Join(base, "safe", "sh0644"), interpreterScript, 0o644)
+			writeExec(t, filepath.Join(base, "safe", "ampinterp"), "#!"+sh+"\n", 0o755)
+			return []string{script(t, base, "#!"+envProgramPath(t)+" ampinterp")},
+				map[string]string{"PATH": filepath.Join(base, "safe") + ":" + filepath.Join(base, "open")}, ""
+		}, "open may be written by group or others", "open/ampinterp"},
+		{"a script env runs with the agent's PATH unset", func(t *testing.T, base string) ([]string, map[string]string, string) {
+			writeExec(t, filepath.Join(base, "prog", "ampinterp"), interpreterScript, 0o755)
+			t.Setenv("PATH", "")
+			os.Unsetenv("PATH")
+			return []string{script(t, base, "#!"+envProgramPath(t)+" ampinterp")}, nil, filepath.Join(base, "prog")
+		}, "PATH, which is empty", ""},
 		{"a script env runs with options", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			writeExec(t, filepath.Join(base, "safe", "ampinterp"), interpreterScript, 0o755)
 			return []string{script(t, base, "#!"+envProgramPath(t)+" -S ampinterp")}, map[string]string{"PATH": filepath.Join(base, "safe")}, ""
-		}, "gives env options"},
+		}, "gives env options", ""},
 		{"a script env finds through a relative PATH folder others may write", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			mkdir(t, filepath.Join(base, "open"), 0o777)
 			writeExec(t, filepath.Join(base, "open", "ampinterp"), interpreterScript, 0o755)
 			return []string{script(t, base, "#!"+envProgramPath(t)+" ampinterp")}, map[string]string{"PATH": "open"}, base
-		}, "not absolute"},
+		}, "not absolute", ""},
 		{"a script whose relative interpreter is in a working directory others may write", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			mkdir(t, filepath.Join(base, "open"), 0o777)
 			writeExec(t, filepath.Join(base, "open", "interp"), interpreterScript, 0o755)
 			return []string{script(t, base, "#!interp")}, nil, filepath.Join(base, "open")
-		}, "relative path"},
+		}, "relative path", ""},
 		{"a script whose #! line is longer than 127 bytes", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			long := filepath.Join(base, "safe", strings.Repeat("d", max(1, 140-len(base))), "interp")
 			in := writeExec(t, long, interpreterScript, 0o755)
 			return []string{script(t, base, "#!"+in)}, nil, ""
-		}, "longer than 127 bytes"},
+		}, "longer than 127 bytes", ""},
 		{"a script that names itself as its interpreter", func(t *testing.T, base string) ([]string, map[string]string, string) {
 			p := filepath.Join(base, "prog", "prog")
 			return []string{script(t, base, "#!"+p)}, nil, ""
-		}, "more than 4 #! lines"},
+		}, "more than 4 #! lines", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()
@@ -158,8 +180,8 @@ func TestHandlerProgramWhoseInterpreterAnotherUserMayWriteIsRefused(t *testing.T
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.why == "may create it" && strings.Contains(tc.name, "planted") {
-				writeExec(t, filepath.Join(base, "sticky", "interp"), interpreterScript, 0o755)
+			if tc.plant != "" {
+				writeExec(t, filepath.Join(base, tc.plant), "#!/bin/sh\necho '{\"planted\":true}'\n", 0o755)
 			}
 			out, err := runProgram("org.example.p:1.0.0", cfg.Handlers["org.example.p:1.0.0"], slog.New(slog.DiscardHandler), nil)(context.Background(), map[string]any{})
 			switch {
@@ -171,5 +193,28 @@ func TestHandlerProgramWhoseInterpreterAnotherUserMayWriteIsRefused(t *testing.T
 				t.Fatalf("the refused script's call: %v, want handler_failed", err)
 			}
 		})
+	}
+}
+
+// TestHandlerProgramTheAgentMayOnlyExecuteIsRefusedSayingWhy: a program
+// the agent's user may execute but not read (root's of mode 0711, its
+// own of mode 0111) runs all the same, and the kernel reads its #! line and runs the interpreter
+// named there, so CLI-72 refuses it; the refusal said only "cannot be
+// read" and "make the program readable", which an operator who made it
+// execute-only on purpose took for a fault of the agent's (threat: a
+// refusal that does not say what it guards against is worked around).
+// Now it says why (handler_program_missing, CLI-72 amended). Root reads
+// any file: run as another user (uid 65534, as CLI-72's tests were).
+func TestHandlerProgramTheAgentMayOnlyExecuteIsRefusedSayingWhy(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads an execute-only file")
+	}
+	base := t.TempDir()
+	in := writeExec(t, filepath.Join(base, "safe", "interp"), interpreterScript, 0o755)
+	p := writeExec(t, filepath.Join(base, "prog", "prog"), "#!"+in+"\necho '{\"ran\":true}'\n", 0o111)
+	cfgFile := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.p:1.0.0": map[string]any{"command": []string{p}}}})
+	_, err := serveConfigOf(t, "--config", cfgFile)
+	if amp.NameOf(err) != "handler_program_missing" || !strings.Contains(err.Error(), "the kernel reads the #! line of a file it may only execute") {
+		t.Fatalf("an execute-only program's refusal does not say why: %v", err)
 	}
 }
