@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
+	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
 
 // What a schema is charged against the in-flight budget (BUILD-2, as
@@ -39,6 +41,13 @@ const (
 	compileTreeFactor     = 5
 	compilePerByte        = 8
 	heapPerCompiledObject = 16 << 10
+	// heapPerTextNumber and heapPerTextNumberByte bound what one number
+	// costs beyond the above where the parse keeps every number as text
+	// before it rounds it (schemagraph.NumbersKeptAsText: one number
+	// strconv rounds slowly; docs/SPEC-DECISIONS.md JSON-3, JSON-8): a
+	// boxed json.Number, its text, and the decoder's buffer of it.
+	heapPerTextNumber     = 64
+	heapPerTextNumberByte = 3
 )
 
 // schemaHeapBound bounds the heap a schema of these bytes holds while it
@@ -53,25 +62,40 @@ func schemaHeapBound(data []byte) int64 {
 // treeHeapBound is schemaHeapBound of a document of size bytes with this
 // structure.
 func treeHeapBound(size int64, s shape) int64 {
-	return heapPerByteRead*size + heapPerObject*s.objects + heapPerArray*s.arrays + heapPerMember*s.members
+	return heapPerByteRead*size + heapPerObject*s.objects + heapPerArray*s.arrays + heapPerMember*s.members + textNumberHeap(s)
+}
+
+// textNumberHeap is what the numbers of a document of this structure add
+// to its tree where its parse keeps them as text, else 0.
+func textNumberHeap(s shape) int64 {
+	if !s.numbersAsText {
+		return 0
+	}
+	return heapPerTextNumber*s.numbers + heapPerTextNumberByte*s.numberBytes
 }
 
 // compileHeapBound bounds the heap a compile holds for one document of
-// these bytes it loads.
+// these bytes it loads. Numbers kept as text are charged once: the
+// library's own trees do not keep them so.
 func compileHeapBound(data []byte) int64 {
 	size := int64(len(data))
 	s := structure(data)
-	return compileTreeFactor*treeHeapBound(size, s) + compilePerByte*size + heapPerCompiledObject*s.objects
+	text := textNumberHeap(s)
+	s.numbersAsText = false
+	return compileTreeFactor*treeHeapBound(size, s) + text + compilePerByte*size + heapPerCompiledObject*s.objects
 }
 
 // shape is what structure counts of a document.
 type shape struct {
 	objects, arrays, members int64
-	depth                    int // the deepest nesting of objects and arrays
+	numbers, numberBytes     int64 // numbers outside strings, and their bytes
+	depth                    int   // the deepest nesting of objects and arrays
+	numbersAsText            bool  // schemagraph.NumbersKeptAsText
 }
 
-// structure counts the bytes { [ and , or : of data outside strings, and
-// how deep { and [ nest.
+// structure counts the bytes { [ and , or : of data outside strings, the
+// numbers outside strings (a run of 0-9 + - . e E from a digit or -) and
+// their bytes, and how deep { and [ nest.
 func structure(data []byte) shape {
 	var s shape
 	depth := 0
@@ -93,9 +117,18 @@ func structure(data []byte) shape {
 			depth--
 		case ',', ':':
 			s.members++
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			j := i + 1
+			for j < len(data) && strings.IndexByte("0123456789+-.eE", data[j]) >= 0 {
+				j++
+			}
+			s.numbers++
+			s.numberBytes += int64(j - i)
+			i = j - 1
 		}
 		s.depth = max(s.depth, depth)
 	}
+	s.numbersAsText = s.numbers > 0 && schemagraph.NumbersKeptAsText(data)
 	return s
 }
 

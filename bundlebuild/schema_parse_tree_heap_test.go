@@ -90,6 +90,21 @@ var heapShapes = []struct {
 	{"P8 fields", repeatSchema(`{"type":"object","properties":{`, `"field_%d": {"type": "string", "maxLength": 64, "pattern": "^[a-z0-9_]+$", "description": "field %d of schema 1, described at some length so that the schema is large"}`, ",\n", `}}`, 1<<20, 9990)},
 	{"long string", `{"description":"` + strings.Repeat("a", 4<<20-20) + `"}`},
 	{"nesting", strings.Repeat(`[`, 120) + strings.Repeat(`]`, 120)},
+	// One number strconv rounds slowly (1e-320, jsonnum.StrconvFast) sends
+	// the whole document down schemagraph's other Float64 path, which
+	// holds every number as text before it rounds it
+	// (docs/SPEC-DECISIONS.md JSON-3, JSON-8): 9- to 18-byte numbers took
+	// 1.39 to 1.57 times their charge before heapPerTextNumber.
+	{"zeros one slow", repeatSchema(`{"enum":[1e-320,`, `0`, `,`, `]}`, 4<<20, 1<<30)},
+	{"short numbers one slow", repeatSchema(`{"enum":[1e-320,`, `1.5`, `,`, `]}`, 4<<20, 1<<30)},
+	{"numbers one slow", repeatSchema(`{"enum":[1e-320,`, `12345.5`, `,`, `]}`, 4<<20, 1<<30)},
+	{"9-byte numbers one slow", repeatSchema(`{"enum":[1e-320,`, `1234567.5`, `,`, `]}`, 4<<20, 1<<30)},
+	{"10-byte numbers one slow", repeatSchema(`{"enum":[1e-320,`, `12345678.5`, `,`, `]}`, 4<<20, 1<<30)},
+	{"15-byte numbers one slow", repeatSchema(`{"enum":[1e-320,`, `1234567890123.5`, `,`, `]}`, 4<<20, 1<<30)},
+	{"17-byte numbers one slow", repeatSchema(`{"enum":[1e-320,`, `12345678901234567`, `,`, `]}`, 4<<20, 1<<30)},
+	{"18-byte numbers one slow", repeatSchema(`{"enum":[1e-320,`, `1234567890123456.5`, `,`, `]}`, 4<<20, 1<<30)},
+	{"30-digit numbers", repeatSchema(`{"enum":[`, `123456789012345678901234567890`, `,`, `]}`, 4<<20, 1<<30)},
+	{"100-digit numbers", repeatSchema(`{"enum":[`, strings.Repeat("1234567890", 10), `,`, `]}`, 4<<20, 1<<30)},
 }
 
 // TestSchemaHeapBoundCoversEveryShape: a schema's shape decides what its

@@ -131,11 +131,14 @@ func Parse(data []byte, o Options) (any, error) {
 
 // decode is Parse with Options.EncodingJSON. With Float64 it decodes
 // numbers as encoding/json does (strconv.ParseFloat) only when scan found
-// every one a number strconv rounds fast (jsonnum.StrconvFast); a document
-// holding another is decoded with its numbers kept as text and then
-// rounded by jsonnum (floats): the same doubles, in time linear in the
-// text, and the right one for a number of more than 800 digits before
-// its point (docs/SPEC-DECISIONS.md JSON-3).
+// every one a number strconv rounds fast (jsonnum.StrconvFast); a valid
+// document holding another is decoded with its numbers kept as text and
+// then rounded by jsonnum (floats): the same doubles, in time linear in
+// the text, and the right one for a number of more than 800 digits before
+// its point (docs/SPEC-DECISIONS.md JSON-3). An invalid one gets
+// json.Unmarshal's own error, as a document of fast numbers does
+// (Unmarshal checks the whole text before it decodes any of it): data
+// after the value is KindSyntax with Float64 whatever the numbers cost.
 func decode(data []byte, o Options) (any, error) {
 	deepest, slow := scan(data, o.Float64)
 	if o.MaxDepth < 10000 && deepest > o.MaxDepth {
@@ -143,7 +146,7 @@ func decode(data []byte, o Options) (any, error) {
 	}
 	var v any
 	var err error
-	if o.Float64 && !slow {
+	if o.Float64 && (!slow || !json.Valid(data)) {
 		err = json.Unmarshal(data, &v)
 	} else {
 		dec := json.NewDecoder(bytes.NewReader(data))
@@ -167,6 +170,18 @@ func decode(data []byte, o Options) (any, error) {
 		return nil, &Error{Kind: KindEmpty}
 	}
 	return nil, &Error{Kind: KindSyntax, Cause: err}
+}
+
+// NumbersKeptAsText reports whether Parse with Float64 and EncodingJSON
+// decodes data, once valid, with its numbers kept as text (a boxed
+// json.Number each) before it rounds them (floats): whether a number
+// outside strings is one strconv does not round fast
+// (jsonnum.StrconvFast). Such a parse holds more heap per number than
+// encoding/json's own; a caller that bounds that heap
+// (bundlebuild/heapcharge.go) charges it.
+func NumbersKeptAsText(data []byte) bool {
+	_, slow := scan(data, true)
+	return slow
 }
 
 // floats replaces, in place, every json.Number of v (as decoded with
