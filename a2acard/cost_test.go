@@ -23,7 +23,7 @@ func TestWorstCardsVerifyInLinearMemory(t *testing.T) {
 	for name, card := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := testalloc.Least(verifyCard(t, card, vectorPub()))
-			if limit := 12 * uint64(len(card)); got > limit && !raceDetector {
+			if limit := 12 * uint64(len(card)); got > limit && !testalloc.Race {
 				t.Errorf("Verify of %d bytes allocated %d, over %d", len(card), got, limit)
 			}
 		})

@@ -2,6 +2,8 @@ package amp
 
 import (
 	"testing"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // quarterNewChain returns levels nested maps around core, each about
@@ -67,7 +69,7 @@ func TestOutOfOrderChainsAllocatePastTheDocumentedMultiple(t *testing.T) {
 			msg, alloc := forgedBodyAllocation(t, tc.body)
 			ratio := float64(alloc) / float64(len(msg))
 			t.Logf("%d-byte message: Receive allocated %d bytes (%.1fx)", len(msg), alloc, ratio)
-			if !raceDetector && ratio > tc.limit {
+			if !testalloc.Race && ratio > tc.limit {
 				t.Errorf("Receive of a %d-byte unsigned message allocated %d bytes (%.1fx), want at most %.0fx", len(msg), alloc, ratio, tc.limit)
 			}
 		})

@@ -50,7 +50,7 @@ func TestReceiveRewritesTheBodyTwiceBeforeTheSignature(t *testing.T) {
 	}
 	// The race detector's instrumentation allocates too (Canonical alone
 	// some 9x here): only the bound above holds under it.
-	if limit := uint64(7 * len(msg)); !raceDetector && alloc > limit {
+	if limit := uint64(7 * len(msg)); !testalloc.Race && alloc > limit {
 		t.Errorf("Receive of a %d-byte unsigned message allocated %d bytes (%.1fx), want at most %d", len(msg), alloc, float64(alloc)/float64(len(msg)), limit)
 	}
 }

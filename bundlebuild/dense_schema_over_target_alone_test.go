@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"testing"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // TestDenseSchemaOverTargetStarvesCollector: a 4 MiB schema of empty
@@ -20,7 +22,7 @@ import (
 // by what it is charged beyond the budget (never above the limit in force
 // before); once the schemas are checked the limit in force before is back.
 func TestDenseSchemaOverTargetStarvesCollector(t *testing.T) {
-	if raceBuild {
+	if testalloc.Race {
 		t.Skip("builds a 4 MiB schema of a million arrays")
 	}
 	dir := writeVariedSource(t)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // repeatSchema returns prefix, then item repeated (joined by sep) while
@@ -116,7 +118,7 @@ var heapShapes = []struct {
 // compiled (--full-schema-check). This is where the constants of
 // heapcharge.go come from; a constant set too low fails here.
 func TestSchemaHeapBoundCoversEveryShape(t *testing.T) {
-	if testing.Short() || raceBuild {
+	if testing.Short() || testalloc.Race {
 		t.Skip("builds 4 MiB schemas of every shape and measures the heap")
 	}
 	const slack = 4 << 20 // the rest of the sample, and the sampling

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // TestSchemaParseTreeOutgrowsBudget: anyone who can write in the source
@@ -28,7 +30,7 @@ import (
 // passed the 143 MiB budget by 7 MiB with the trees within it). Fails on
 // a budget that counts bytes (342 MiB).
 func TestSchemaParseTreeOutgrowsBudget(t *testing.T) {
-	if raceBuild {
+	if testalloc.Race {
 		t.Skip("measures the heap")
 	}
 	dir := copyTree(t, filepath.Join("..", "testdata", "bundles", "translate"))

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ampbundle/ampbundle/capability"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // listedVersions are two versions of org.example.listed whose input and
@@ -165,7 +167,7 @@ func TestHostileListedValuesAreChargedToTheCheckSteps(t *testing.T) {
 // exactly (checker.reads.rats) stay within MaxValueWork and one more list, each costing a
 // unit of work; the time is logged.
 func TestHostileListedValuesCostNoMoreThanTheCheckStepBound(t *testing.T) {
-	if raceDetector {
+	if testalloc.Race {
 		t.Skip("the race detector makes the checker ten times slower: minutes of checks")
 	}
 	for _, tc := range []struct {

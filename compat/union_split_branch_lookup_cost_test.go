@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // splitUnionPair is a producer whose props properties each refer to one
@@ -47,7 +49,7 @@ func splitUnionPair(n, props int, withID bool) memLoader {
 // allocates is bounded by the conjunction, not by the union. The
 // verdicts are unchanged.
 func TestProducerUnionSplitLooksUpItsBranchesOnce(t *testing.T) {
-	if raceDetector {
+	if testalloc.Race {
 		t.Skip("allocation counts differ under the race detector")
 	}
 	for _, tc := range []struct {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // TestKeySortNeedsNoUTF16Copy: the in-place comparison orders names as
@@ -54,7 +56,7 @@ func TestCanonicalNumbersCostNoAllocation(t *testing.T) {
 		if !IsCanonicalNumber(s) {
 			t.Errorf("%s: not canonical", s)
 		}
-		if n := testing.AllocsPerRun(100, func() { IsCanonicalNumber(s) }); n != 0 && !raceDetector {
+		if n := testing.AllocsPerRun(100, func() { IsCanonicalNumber(s) }); n != 0 && !testalloc.Race {
 			t.Errorf("%s: %v allocations", s, n)
 		}
 	}

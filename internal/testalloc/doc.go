@@ -14,6 +14,10 @@
 // or changes a store is measured once, with Bytes, or not through this
 // package.
 //
+// Race says whether the race detector instruments the build, under
+// which such bounds are not judged (one constant for every package's
+// tests).
+//
 // It holds no state, and it is imported by tests only (deps_test.go at
 // the repository root keeps it so).
 package testalloc
