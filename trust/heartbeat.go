@@ -89,8 +89,9 @@ func ApplyHeartbeat(st *State, data []byte, now time.Time) (*State, *HeartbeatEf
 	// no longer trusted) never blocks one that does; it is replaced
 	// (TRUST-9).
 	if kept {
-		today := vouches(policy, &old, line, false)
-		if today || vouches(policy, &old, line, true) {
+		covering, need := coveringDIDs(policy, nil, coverer(line)), policy.RequiredFor(line)
+		today := vouchesCovering(covering, need, &old, line, false)
+		if today || vouchesCovering(covering, need, &old, line, true) {
 			if hb.Version < old.Version || (today && hb.CreatedAt < old.CreatedAt) {
 				return nil, nil, fail(ErrHeartbeatOlder, "this heartbeat (%s at version >= %d, signed %s) is older than the one already applied (version >= %d, signed %s); a store never goes back",
 					hb.BundleID, hb.Version, hb.CreatedAt, old.Version, old.CreatedAt)
@@ -175,17 +176,7 @@ func vouches(p *bundle.Policy, hb *Heartbeat, m *bundle.Manifest, recorded bool)
 	if len(hb.Signers) == 0 {
 		return true
 	}
-	n := 0
-	for _, k := range p.Keys {
-		if slices.Contains(hb.Signers, amp.DIDKey(k.Key)) && bundle.KeyCoversManifest(k, m) {
-			n++
-		}
-	}
-	need := uint64(p.RequiredFor(m))
-	if recorded && hb.Threshold > 0 && hb.Threshold < need && bytes.Equal(hb.LineSHA256, LineDigest(m)) {
-		need = hb.Threshold
-	}
-	return uint64(n) >= need
+	return vouchesCovering(coveringDIDs(p, nil, coverer(m)), p.RequiredFor(m), hb, m, recorded)
 }
 
 // pinHeartbeats records, on a change of the keys, thresholds or revoked

@@ -71,7 +71,7 @@ func (pr *Prepared) Stale(bundleID string) string {
 func (pr *Prepared) staleManifest(hb *Heartbeat, pol Freshness, scope string, in *Installed, m *bundle.Manifest) string {
 	covering, need := coveringDIDs(pr.p, pr.dids, coverer(m)), pr.p.RequiredFor(m)
 	installed := in.Version
-	counts := hb != nil && vouchesCovering(covering, need, hb, m)
+	counts := hb != nil && vouchesCovering(covering, need, hb, m, true)
 	if counts && pol.MaxVersions != NoVersionBound && hb.Version > installed && hb.Version-installed > pol.MaxVersions {
 		return fmt.Sprintf("installed version %d is %d versions behind the publisher's heartbeat (version >= %d, signed %s); the freshness policy of %s allows %d",
 			installed, hb.Version-installed, hb.Version, hb.CreatedAt, scopeName(scope), pol.MaxVersions)
@@ -98,11 +98,11 @@ func (pr *Prepared) staleManifest(hb *Heartbeat, pol Freshness, scope string, in
 	return ""
 }
 
-// vouchesCovering is Vouches for the keys covering m (their did:keys, in
+// vouchesCovering is vouches for the keys covering m (their did:keys, in
 // the policy's order) and m's threshold need: the keys among them that
-// signed hb, or the threshold hb met when applied while it names m's
-// line.
-func vouchesCovering(covering []string, need int, hb *Heartbeat, m *bundle.Manifest) bool {
+// signed hb reach need or, with recorded, the threshold hb met when
+// applied while it names m's line.
+func vouchesCovering(covering []string, need int, hb *Heartbeat, m *bundle.Manifest, recorded bool) bool {
 	if len(hb.Signers) == 0 {
 		return true
 	}
@@ -113,7 +113,7 @@ func vouchesCovering(covering []string, need int, hb *Heartbeat, m *bundle.Manif
 		}
 	}
 	want := uint64(need)
-	if hb.Threshold > 0 && hb.Threshold < want && bytes.Equal(hb.LineSHA256, LineDigest(m)) {
+	if recorded && hb.Threshold > 0 && hb.Threshold < want && bytes.Equal(hb.LineSHA256, LineDigest(m)) {
 		want = hb.Threshold
 	}
 	return uint64(n) >= want
@@ -125,7 +125,7 @@ func (pr *Prepared) Vouches(hb *Heartbeat, m *bundle.Manifest) bool {
 	if len(hb.Signers) == 0 {
 		return true
 	}
-	return vouchesCovering(coveringDIDs(pr.p, pr.dids, coverer(m)), pr.p.RequiredFor(m), hb, m)
+	return vouchesCovering(coveringDIDs(pr.p, pr.dids, coverer(m)), pr.p.RequiredFor(m), hb, m, true)
 }
 
 // InstalledFloor is InstalledFloor(s, bundleID) of the Prepared's State
