@@ -187,7 +187,7 @@ func (s *Store) Catalog() (*Catalog, error) {
 		// docs/SPEC-DECISIONS.md STORE-2).
 		undecodable := map[string]bool{}
 		failsClosed := func(bundleID string) bool {
-			return revoked[bundleID] || stale[bundleID] != "" || expired[bundleID] || undecodable[bundleID]
+			return revoked[bundleID] || stale[bundleID] != "" || expired[bundleID]
 		}
 		var entries []Entry
 		if err := bucket(tx, bDescriptors).ForEach(func(_, v []byte) error {
@@ -208,7 +208,7 @@ func (s *Store) Catalog() (*Catalog, error) {
 		}); err != nil {
 			return err
 		}
-		for _, e := range entries {
+		for _, e := range entries { // a bundle found undecodable after some of its entries: all left out here
 			if !undecodable[e.BundleID] {
 				c.ByName[e.Descriptor.Name] = append(c.ByName[e.Descriptor.Name], e)
 			}

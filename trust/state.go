@@ -232,8 +232,9 @@ type State struct {
 	// documents.
 	Records Records
 	// KeyDIDs, when not nil, holds did:keys already encoded, by the
-	// public key's bytes (amp.DIDKey of each): Policy and covering read a
-	// trusted key's there instead of encoding it again. A store loading
+	// public key's bytes (amp.DIDKey of each): the policy (policy, didOf;
+	// so Prepare, pinFloors and failClosed) reads a trusted key's there
+	// instead of encoding it again. A store loading
 	// its state fills it as it looks each key's origin and revocation up
 	// by did:key, so that a load and its policy encode each key once, not
 	// three times (docs/SPEC-DECISIONS.md TRUST-28). Every entry must be

@@ -45,7 +45,7 @@ func ParseFloat(s string) (float64, error) {
 	if !ok {
 		return 0, ErrSyntax
 	}
-	if !d.cheap() || len(s) > maxExactDigits { // not StrconvFast
+	if !d.strconvFast(s) {
 		return d.double()
 	}
 	f, err := strconvParseFloat(s, 64)
@@ -61,7 +61,13 @@ func ParseFloat(s string) (float64, error) {
 // float64 decoding) may be handed such numbers only. It allocates nothing.
 func StrconvFast(s string) bool {
 	d, ok := readNumberText(s)
-	return ok && d.cheap() && len(s) <= maxExactDigits
+	return ok && d.strconvFast(s)
+}
+
+// strconvFast is StrconvFast of d, read from s: the one rule both
+// ParseFloat and StrconvFast apply.
+func (d numberText) strconvFast(s string) bool {
+	return d.cheap() && len(s) <= maxExactDigits
 }
 
 // numberText is a JSON number read as its sign and significant digits:
