@@ -693,14 +693,15 @@ func (s *WALStore) tornOrCorrupt(f io.ReaderAt, off, size int64, maxRecs int, ca
 				// Streamed: a candidate header claiming gigabytes
 				// allocates nothing ahead (AGENT-20).
 				cut := int64(plen) > left
-				sr := &countingReader{r: io.NewSectionReader(f, pos+int64(hs), min(int64(plen), left))}
+				sr := io.NewSectionReader(f, pos+int64(hs), min(int64(plen), left))
 				if pr == nil {
 					pr = bufio.NewReaderSize(sr, 1<<16)
 				} else {
 					pr.Reset(sr)
 				}
 				_, perr := sc.payload(pr, int64(plen), crc, nil)
-				left -= sr.n
+				read, _ := sr.Seek(0, io.SeekCurrent) // what the search read of it
+				left -= read
 				switch {
 				case perr == nil || errors.Is(perr, errWALTooMany):
 					return amp.Named(amp.CodeUnavailable, ErrLedgerCorrupt,
@@ -724,18 +725,6 @@ func (s *WALStore) tornOrCorrupt(f io.ReaderAt, off, size int64, maxRecs int, ca
 		}
 		win = append(win[:0:0], win...) // keep the window small
 	}
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // Lookup implements Store.

@@ -134,8 +134,8 @@ func fuseSuper(at string) (super string, fuse, known bool) {
 // (mountOf), or, on Linux before 5.8, which gives none, by its device:
 // lstat's st_dev against each mountinfo line's MAJ:MIN (mountOfDevice).
 func fuseMount(at string) (kind, super string, ok bool) {
-	if _, ok := mountIDOf(at); ok {
-		return mountOf(at)
+	if id, ok := mountIDOf(at); ok {
+		return readMountInfo(func(r io.Reader) (string, string, bool) { return mountLine(r, id) })
 	}
 	var st unix.Stat_t
 	if unix.Lstat(at, &st) != nil {
@@ -205,19 +205,12 @@ func foreignFUSE(at string) (string, bool) {
 	if !known {
 		return "whose mounter cannot be told", true
 	}
-	for _, opt := range strings.Split(super, ",") {
-		v, ok := strings.CutPrefix(opt, "user_id=")
-		if !ok {
-			continue
-		}
-		uid, err := strconv.ParseUint(v, 10, 32)
-		if err != nil {
-			break
-		}
-		if uid == 0 || uid == uint64(os.Geteuid()) {
-			return "", false
-		}
-		return "that another user (uid " + strconv.FormatUint(uid, 10) + ") mounted", true
+	uid, err := strconv.ParseUint(superUserID(super), 10, 32)
+	switch {
+	case err != nil:
+		return "whose mounter cannot be told", true
+	case uid == 0 || uid == uint64(os.Geteuid()):
+		return "", false
 	}
-	return "whose mounter cannot be told", true
+	return "that another user (uid " + strconv.FormatUint(uid, 10) + ") mounted", true
 }

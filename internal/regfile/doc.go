@@ -33,6 +33,7 @@
 // followed, as ssh's StrictModes does: none may be another user's or
 // writable by group or others without the sticky bit (MIRROR-18,
 // AGENT-48).
+//
 // CreateUnnamed makes a file with no name (Linux O_TMPFILE, only where
 // /proc is procfs) and LinkUnnamed gives it its name once complete, never
 // replacing a file there: a process killed before leaves nothing; where
