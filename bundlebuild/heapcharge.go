@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/jsonnum"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
-	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
 
 // What a schema is charged against the in-flight budget (BUILD-2, as
@@ -43,8 +43,8 @@ const (
 	heapPerCompiledObject = 16 << 10
 	// heapPerTextNumber and heapPerTextNumberByte bound what one number
 	// costs beyond the above where the parse keeps every number as text
-	// before it rounds it (schemagraph.NumbersKeptAsText: one number
-	// strconv rounds slowly; docs/SPEC-DECISIONS.md JSON-3, JSON-8): a
+	// before it rounds it (schemagraph's Parse with Float64 does so when
+	// one number is one strconv rounds slowly, jsonnum.StrconvFast; docs/SPEC-DECISIONS.md JSON-3, JSON-8): a
 	// boxed json.Number, its text, and the decoder's buffer of it.
 	heapPerTextNumber     = 64
 	heapPerTextNumberByte = 3
@@ -90,7 +90,7 @@ type shape struct {
 	objects, arrays, members int64
 	numbers, numberBytes     int64 // numbers outside strings, and their bytes
 	depth                    int   // the deepest nesting of objects and arrays
-	numbersAsText            bool  // schemagraph.NumbersKeptAsText
+	numbersAsText            bool  // a number strconv rounds slowly: Parse keeps them all as text
 }
 
 // structure counts the bytes { [ and , or : of data outside strings, the
@@ -124,11 +124,13 @@ func structure(data []byte) shape {
 			}
 			s.numbers++
 			s.numberBytes += int64(j - i)
+			if !s.numbersAsText && !jsonnum.StrconvFast(string(data[i:j])) {
+				s.numbersAsText = true // the rule of schemagraph's scan
+			}
 			i = j - 1
 		}
 		s.depth = max(s.depth, depth)
 	}
-	s.numbersAsText = s.numbers > 0 && schemagraph.NumbersKeptAsText(data)
 	return s
 }
 

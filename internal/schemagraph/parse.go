@@ -172,18 +172,6 @@ func decode(data []byte, o Options) (any, error) {
 	return nil, &Error{Kind: KindSyntax, Cause: err}
 }
 
-// NumbersKeptAsText reports whether Parse with Float64 and EncodingJSON
-// decodes data, once valid, with its numbers kept as text (a boxed
-// json.Number each) before it rounds them (floats): whether a number
-// outside strings is one strconv does not round fast
-// (jsonnum.StrconvFast). Such a parse holds more heap per number than
-// encoding/json's own; a caller that bounds that heap
-// (bundlebuild/heapcharge.go) charges it.
-func NumbersKeptAsText(data []byte) bool {
-	_, slow := scan(data, true)
-	return slow
-}
-
 // floats replaces, in place, every json.Number of v (as decoded with
 // UseNumber) by its double (jsonnum.ParseFloat), refusing one beyond the
 // doubles (KindNumber). The recursion is as deep as the document, at
