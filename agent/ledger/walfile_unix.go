@@ -82,17 +82,11 @@ func logFolder(dir string) error {
 		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
 			"the ledger's folder is owned by another user (uid %d) than the agent's (uid %d) or root, who may replace the log in it; make it the agent's user's or root's (chown) and writable by its owner alone (chmod go-w)", uid, os.Geteuid())
 	}
-	if othersMayRename(st) {
+	if regfile.OthersMayRename(st) {
 		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
 			"the ledger's folder may be written by group or others (mode %04o), who may replace the log in it; make it writable by its owner alone (chmod go-w), or put the ledger in a folder that is (--ledger)", st.Mode().Perm())
 	}
 	return foldersAbove(dir)
-}
-
-// othersMayRename reports whether st's mode lets group or others rename
-// what a folder holds: write without the sticky bit.
-func othersMayRename(st os.FileInfo) bool {
-	return st.Mode().Perm()&0o022 != 0 && st.Mode()&os.ModeSticky == 0
 }
 
 // foldersAbove refuses the log's folder dir when a folder a lookup of dir

@@ -109,8 +109,16 @@ func judgeFolder(path string) *Above {
 	if uid, foreign := ForeignOwner(fi); foreign {
 		return &Above{Path: path, Foreign: true, UID: uid}
 	}
-	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+	if OthersMayRename(fi) {
 		return &Above{Path: path, Writable: true, Mode: fi.Mode().Perm()}
 	}
 	return nil
+}
+
+// OthersMayRename reports whether a folder's mode (fi, an lstat or stat
+// of it) lets group or others rename what it holds: write without the
+// sticky bit. The rule of FolderAbove for each folder on the way, and of
+// the folder a caller keeps its own files in (agent/ledger).
+func OthersMayRename(fi os.FileInfo) bool {
+	return fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0
 }
