@@ -24,7 +24,7 @@ const RequestAllowance = 2 * time.Second
 // pages, where each page's own bounds let a registry hold it some 72
 // minutes, and a registry taking 9 s a page reads the largest listing
 // whole (docs/SPEC-DECISIONS.md OCI-39, amended).
-const TagPageAllowance = 5 * RequestAllowance
+const TagPageAllowance = tagPageRequests * RequestAllowance
 
 // responseHeaderWait is how long one request waits for its answer's
 // headers once it is sent (the client's ResponseHeaderTimeout,
@@ -39,7 +39,7 @@ const (
 	// tagPageRequests: a tag page is one GET, but a registry may build
 	// each from a scan of the repository's every tag; a listing grants
 	// each page TagPageAllowance (OCI-39, amended).
-	tagPageRequests = int(TagPageAllowance / RequestAllowance)
+	tagPageRequests = 5
 )
 
 // maxBudget caps a file's budget (a duration must not wrap negative).
