@@ -6,9 +6,13 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // KeyType is the curve of a verification method's public key.
@@ -246,7 +250,11 @@ func ParseDIDDocument(data []byte) (*DIDDocument, error) {
 // didObject names the struct an object of a DID document is decoded into
 // (jsonDoc, jsonMethod, jsonJWK, jsonService, the map of endpointDIDs),
 // whose member names encoding/json matches ignoring letter case
-// (Unicode simple folding, as strings.EqualFold).
+// (Unicode simple folding, as strings.EqualFold). didRelayMap is the map
+// of a relay's serviceEndpoint, walked again by endpointMap
+// (didservice.go) once the service is known to be a relay: the walk of
+// the whole document cannot tell, a service's type may come after its
+// serviceEndpoint.
 type didObject int
 
 const (
@@ -255,7 +263,8 @@ const (
 	didMethod                    // jsonMethod
 	didJWK                       // jsonJWK
 	didService                   // jsonService
-	didEndpoint                  // the map of endpointDIDs
+	didEndpoint                  // the map of any serviceEndpoint
+	didRelayMap                  // the map of a relay's serviceEndpoint (relayMap)
 )
 
 // didMembers are the member names each didObject is read by.
@@ -265,6 +274,7 @@ var didMembers = [...][]string{
 	didJWK:      {"kty", "crv", "x", "d"},
 	didService:  {"id", "type", "serviceEndpoint"},
 	didEndpoint: {"uri", "routingKeys"},
+	didRelayMap: {"uri", "routingKeys"},
 }
 
 // child returns what the value of member name of an object of kind o is
@@ -306,6 +316,10 @@ func (o didObject) list(name string) didList {
 		return didList{maxServiceTypes, false, "did document has a service type that is an array of more than %d strings"}
 	case o == didService && name == "serviceEndpoint":
 		return didList{maxServiceEndpoint, false, "did document has a serviceEndpoint array that is empty or longer than %d"}
+	case o == didRelayMap && name == "routingKeys":
+		// A relay's alone: routingKeys in the map of a service nobody
+		// reads are not decoded (docs/SPEC-DECISIONS.md AMP-30).
+		return didList{maxServiceEndpoint, false, "did document has more than %d routingKeys in a service"}
 	}
 	return didList{}
 }
@@ -317,7 +331,13 @@ type didJSON struct {
 	data   []byte
 	off    int
 	names  [][]byte
-	shared int // the entries of the lists whose cap is shared
+	buf    []byte // the decoded text of the escaped names of names
+	shared int    // the entries of the lists whose cap is shared
+	// objects counts the objects opened; seen holds the names of the
+	// open objects of more than indexFrom members (twice).
+	objects int
+	seen    map[memberKey]struct{}
+	seed    maphash.Seed
 }
 
 // checkDIDJSON refuses a DID document that two JSON readers may read
@@ -327,8 +347,9 @@ type didJSON struct {
 // struct whose name differs from one the struct reads only in letter case
 // (encoding/json takes "ID", "Revoked" or "X" for "id", "revoked" or "x";
 // a case-sensitive reader ignores them). It walks the bytes once and
-// allocates little: a member name only when it holds an escape, and a
-// set only for an object of many members. Before anything else, a
+// allocates little: the escaped member names into one buffer, and one
+// map for the names of the objects of many members, whatever the number
+// of strings and objects (AMP-31, AMP-33). Before anything else, a
 // document nested deeper than maxDIDDepth is refused (AMP-27).
 func checkDIDJSON(data []byte) error {
 	if !shallowJSON(data, maxDIDDepth) {
@@ -405,7 +426,7 @@ func (w *didJSON) value(kind didObject, list didList) error {
 			}
 		}
 	case '"':
-		w.str()
+		w.skipStr()
 	default:
 		for w.off < len(w.data) && strings.IndexByte(",]} \t\r\n", w.data[w.off]) < 0 {
 			w.off++
@@ -427,14 +448,16 @@ func (w *didJSON) before(list didList, n int) int {
 // object walks the object at off, of kind, checking its member names.
 func (w *didJSON) object(kind didObject) error {
 	w.off++
-	base := len(w.names)
-	var set map[string]bool
+	base, bufBase := len(w.names), len(w.buf)
+	obj := w.objects
+	w.objects++
 	for {
 		w.space()
 		switch w.data[w.off] {
 		case '}':
 			w.off++
-			w.names = w.names[:base]
+			w.closeObject(obj, base)
+			w.names, w.buf = w.names[:base], w.buf[:bufBase]
 			return nil
 		case ',':
 			w.off++
@@ -444,22 +467,67 @@ func (w *didJSON) object(kind didObject) error {
 		w.space()
 		w.off++ // the colon
 		w.space()
-		if set == nil && len(w.names)-base >= 32 {
-			set = make(map[string]bool, 64)
-			for _, n := range w.names[base:] {
-				set[string(n)] = true
-			}
+		if w.twice(obj, base, name) {
+			return errDIDDoc("did document has an object that names a member twice")
 		}
-		if err := memberName(kind, name, w.names[base:], set); err != nil {
+		if err := memberName(kind, name); err != nil {
 			return err
 		}
 		w.names = append(w.names, name)
-		if set != nil {
-			set[string(name)] = true
-		}
 		if err := w.value(kind.child(string(name)), kind.list(string(name))); err != nil {
 			return err
 		}
+	}
+}
+
+// indexFrom is the number of member names past which an object's names
+// are looked up in didJSON.seen rather than compared one by one.
+const indexFrom = 32
+
+// memberKey is a member name of an open object in didJSON.seen: the
+// object's number in the walk and the hash of the name.
+type memberKey struct {
+	obj int
+	h   uint64
+}
+
+// twice reports whether object obj, whose names so far are
+// w.names[base:], already names name. Past indexFrom names, the names are
+// looked up by hash in w.seen, one map the whole walk shares (an object's
+// entries leave it when the object closes), and compared only on a hit:
+// no allocation per member or per object (docs/SPEC-DECISIONS.md AMP-33).
+func (w *didJSON) twice(obj, base int, name []byte) bool {
+	names := w.names[base:]
+	if len(names) >= indexFrom {
+		if w.seen == nil {
+			w.seen, w.seed = map[memberKey]struct{}{}, maphash.MakeSeed()
+		}
+		if len(names) == indexFrom {
+			for _, n := range names {
+				w.seen[memberKey{obj, maphash.Bytes(w.seed, n)}] = struct{}{}
+			}
+		}
+		k := memberKey{obj, maphash.Bytes(w.seed, name)}
+		if _, hit := w.seen[k]; !hit {
+			w.seen[k] = struct{}{}
+			return false
+		}
+	}
+	for _, n := range names {
+		if bytes.Equal(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// closeObject removes the names of object obj from w.seen.
+func (w *didJSON) closeObject(obj, base int) {
+	if len(w.names)-base <= indexFrom {
+		return
+	}
+	for _, n := range w.names[base:] {
+		delete(w.seen, memberKey{obj, maphash.Bytes(w.seed, n)})
 	}
 }
 
@@ -467,6 +535,78 @@ func (w *didJSON) object(kind didObject) error {
 // or, when it holds an escape, its decoded text.
 func (w *didJSON) str() []byte {
 	start := w.off
+	if !w.skipStr() {
+		return w.data[start+1 : w.off-1]
+	}
+	return w.unquote(w.data[start:w.off])
+}
+
+// unquote appends to buf the text the JSON string s (quotes included,
+// valid JSON) reads as, exactly as encoding/json decodes it: its escapes,
+// a UTF-16 surrogate pair as one rune, and a lone surrogate or a byte
+// that is not UTF-8 as U+FFFD. It returns the bytes appended, which stay
+// valid until the object that names them closes: a member name costs no
+// allocation of its own (docs/SPEC-DECISIONS.md AMP-31).
+func (w *didJSON) unquote(s []byte) []byte {
+	start := len(w.buf)
+	for r := 1; r < len(s)-1; {
+		switch c := s[r]; {
+		case c == '\\' && s[r+1] == 'u':
+			rr := getu4(s[r:])
+			r += 6
+			if utf16.IsSurrogate(rr) {
+				if dec := utf16.DecodeRune(rr, getu4(s[r:])); dec != unicode.ReplacementChar {
+					w.buf = utf8.AppendRune(w.buf, dec)
+					r += 6
+					continue
+				}
+				rr = unicode.ReplacementChar
+			}
+			w.buf = utf8.AppendRune(w.buf, rr)
+		case c == '\\':
+			w.buf = append(w.buf, unescaped[s[r+1]])
+			r += 2
+		case c < utf8.RuneSelf:
+			w.buf = append(w.buf, c)
+			r++
+		default:
+			rr, size := utf8.DecodeRune(s[r:])
+			w.buf = utf8.AppendRune(w.buf, rr)
+			r += size
+		}
+	}
+	return w.buf[start:]
+}
+
+// unescaped maps the letter of a one-letter JSON escape to its byte.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// getu4 reads the \uXXXX escape at the start of s, or returns -1.
+func getu4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range s[2:6] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// skipStr moves off past the string at off and reports whether it holds
+// an escape. A string value is skipped, never decoded: only member names
+// are compared (docs/SPEC-DECISIONS.md AMP-31).
+func (w *didJSON) skipStr() bool {
 	escaped := false
 	for w.off++; w.data[w.off] != '"'; w.off++ {
 		if w.data[w.off] == '\\' {
@@ -475,25 +615,12 @@ func (w *didJSON) str() []byte {
 		}
 	}
 	w.off++
-	if !escaped {
-		return w.data[start+1 : w.off-1]
-	}
-	var s string
-	_ = json.Unmarshal(w.data[start:w.off], &s) // valid JSON: cannot fail
-	return []byte(s)
+	return escaped
 }
 
-// memberName refuses a member name of an object of kind that the object
-// named before (seen, or set when not nil), or that is spelt like a name
-// of kind in another letter case.
-func memberName(kind didObject, name []byte, seen [][]byte, set map[string]bool) error {
-	dup := set[string(name)]
-	for i := 0; set == nil && i < len(seen) && !dup; i++ {
-		dup = bytes.Equal(seen[i], name)
-	}
-	if dup {
-		return errDIDDoc("did document has an object that names a member twice")
-	}
+// memberName refuses a member name of an object of kind that is spelt
+// like a name of kind in another letter case.
+func memberName(kind didObject, name []byte) error {
 	for _, known := range didMembers[kind] {
 		if string(name) != known && strings.EqualFold(string(name), known) {
 			return errDIDDoc("did document has a member spelt like %q in another letter case", known)

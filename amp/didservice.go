@@ -197,52 +197,21 @@ type relayMap struct {
 }
 
 // endpointMap reads the map of a relay's serviceEndpoint: uri, a string,
-// or routingKeys, an array of at most maxServiceEndpoint strings,
-// counted before they are decoded (docs/SPEC-DECISIONS.md AMP-29).
+// or routingKeys, an array of at most maxServiceEndpoint strings, counted
+// by the walk of checkDIDJSON before they are decoded (didObject.list,
+// docs/SPEC-DECISIONS.md AMP-29, AMP-30).
 func endpointMap(item json.RawMessage) (relayMap, error) {
-	var m struct {
-		URI         *string         `json:"uri"`
-		RoutingKeys json.RawMessage `json:"routingKeys"`
-	}
 	var out relayMap
-	if json.Unmarshal(item, &m) == nil && jsonArrayLen(m.RoutingKeys) > maxServiceEndpoint {
-		return out, errDIDDoc("did document has more than %d routingKeys in a service", maxServiceEndpoint)
+	if len(item) > 0 && item[0] == '{' {
+		w := didJSON{data: item}
+		if err := w.value(didRelayMap, didList{}); err != nil {
+			return out, err
+		}
 	}
 	if err := json.Unmarshal(item, &out); err != nil || (out.URI == nil && out.RoutingKeys == nil) {
 		return out, errDIDDoc("did document has a serviceEndpoint that is not a string, a map with uri or routingKeys, or an array of them")
 	}
 	return out, nil
-}
-
-// jsonArrayLen returns the number of elements of raw when it is a JSON
-// array that json.Valid accepts (checkDIDJSON checked the document), and
-// 0 for any other value. It allocates nothing.
-func jsonArrayLen(raw []byte) int {
-	if len(raw) < 2 || raw[0] != '[' {
-		return 0
-	}
-	n, depth, inString := 0, 0, false
-	for i := 1; i < len(raw)-1; i++ {
-		c := raw[i]
-		switch {
-		case inString && c == '\\':
-			i++
-		case inString:
-			inString = c != '"'
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
-			depth++
-		case c == ']' || c == '}':
-			depth--
-		case c == ',' && depth == 0:
-			n++
-		}
-		if n == 0 && strings.IndexByte(" \t\r\n", c) < 0 {
-			n = 1
-		}
-	}
-	return n
 }
 
 // endpointText checks one endpoint string and returns its bare DID, or ""

@@ -9,11 +9,12 @@ import (
 )
 
 // TestMessageLimitsAreDocumented: every cap a message is refused by (1001
-// limit_exceeded) is named in docs/CLI.md beside the others, with the
-// value the decoder applies: an array of 65,537 items was refused by a
-// limit no document named.
+// limit_exceeded) is named in docs/FORMAT.md beside the agent's other
+// admission limits (moved there from docs/CLI.md), with the value the
+// decoder applies: an array of 65,537 items was refused by a limit no
+// document named.
 func TestMessageLimitsAreDocumented(t *testing.T) {
-	data, err := os.ReadFile("../docs/CLI.md")
+	data, err := os.ReadFile("../docs/FORMAT.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func TestMessageLimitsAreDocumented(t *testing.T) {
 		"nesting " + thousands(l.MaxDepth) + " deep",
 	} {
 		if !strings.Contains(doc, want) {
-			t.Errorf("docs/CLI.md does not say %q", want)
+			t.Errorf("docs/FORMAT.md does not say %q", want)
 		}
 	}
 }

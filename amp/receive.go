@@ -17,6 +17,13 @@ const (
 	maxIDSkewMillis = uint64(MaxIDSkew / time.Millisecond)
 	// DefaultTTL is the TTL senders should use when none is asked for.
 	DefaultTTL = 24 * time.Hour
+	// maxSenderAgreementKeys caps the sender's agreement keys step 7
+	// tries, smallest id first: the first is the one a sender selects
+	// (RFC 001 §8.9), the next ones a sender mid-rotation may still use.
+	// The encrypted part names no key, and each one tried costs an X25519
+	// and a pass over the ciphertext before the signature is checked
+	// (docs/SPEC-DECISIONS.md AMP-32).
+	maxSenderAgreementKeys = 4
 )
 
 // ReceiverConfig configures a Receiver. Now is required: the clock is always
@@ -91,7 +98,8 @@ func (r *Receiver) Limits() Limits { return r.cfg.Limits }
 //     while now-ts <= skew), not in the future (ts > now+skew), id
 //     timestamp within 1 s of ts                           → 1003
 //  6. sender's keys from its DID document (§8.9)           → 3001
-//  7. decryption of an encrypted body (§8.6)               → 3001
+//  7. decryption of an encrypted body (§8.6), against the
+//     sender's first 4 agreement keys (SPEC-DECISIONS AMP-32) → 3001
 //  8. Ed25519 signature over Sig_Input (§8.1-8.2)          → 1002
 //
 // and, for an encrypted message, the decrypted bytes must then be one valid
@@ -148,6 +156,7 @@ func (r *Receiver) Receive(ctx context.Context, data []byte) (*Message, error) {
 		if senderX, err = doc.AgreementKeys(now); err != nil {
 			return nil, err
 		}
+		senderX = senderX[:min(len(senderX), maxSenderAgreementKeys)]
 	}
 	// Step 7.
 	if m.Enc != nil {
