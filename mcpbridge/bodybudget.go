@@ -73,6 +73,16 @@ const ErrDuplicateMetaKey = "duplicate_meta_key"
 // session (MCP-48).
 const ErrListBatched = "tools_list_batched"
 
+// ErrNotificationBatched names a stdio batch holding a notification (a
+// message with a method and no id, or a null one), refused before the
+// SDK reads it (docs/SPEC-DECISIONS.md MCP-53): go-sdk v1.8.0's stdio
+// connection awaits an answer to a batch's notification too, so it never
+// wrote the batch's answer and its host waited for ever. Each request of
+// the batch is answered with a JSON-RPC error, code -32600 (invalid
+// request), data {"code":4001,"name"}; nothing of it runs, and the
+// session goes on.
+const ErrNotificationBatched = "notification_batched"
+
 // listenMethod is the method ErrMethodNotServed refuses (SEP-2575; a
 // session's notifications come on its GET stream).
 const listenMethod = "subscriptions/listen"
@@ -188,6 +198,14 @@ type bodyCounter struct {
 	msg        messageSeen
 	requests   int
 	listed     bool
+	// notesSeen records each message (the body, or an element of a
+	// batch): notes counts the notifications (a method, and no id the
+	// SDK decodes, or a null one), reqIDs holds the id, as written, of
+	// each request; for stdio's ErrNotificationBatched (MCP-53) and the
+	// HTTP endpoint's drain (MCP-54).
+	notesSeen bool
+	notes     int
+	reqIDs    [][]byte
 	// slowCost, when not 0, is what a number jsonnum.StrconvFast does
 	// not vouch for counts against the envelope (SlowNumberValues);
 	// slowArgs counts those read in arguments, charged when the
@@ -203,8 +221,9 @@ type messageSeen struct {
 	id, method, list bool
 }
 
-// checkBody is the check of a stdio message (ServeStdio). It reads data
-// as one JSON text of at most maxArgs values in params.arguments (summed
+// messageCounter returns the counter of a JSON-RPC body: the check of a
+// stdio message (ServeStdio) and, with post, of an HTTP POST's body. Its
+// text(roleRoot) reads data as one JSON text of at most maxArgs values in params.arguments (summed
 // over a batch's messages), MaxEnvelopeValues elsewhere, and
 // MaxBodyDepth of nesting; the error names the first bound met
 // (ErrTooManyValues, ErrTooDeep), ErrMalformedBody, ErrInvalidRequestID
@@ -222,33 +241,23 @@ type messageSeen struct {
 // "method" (escapes decoded, letter case folded). A listen
 // (ErrMethodNotServed) passes: over stdio it is one parked request of
 // the peer's own session.
-func checkBody(data []byte, maxArgs int) error {
-	return messageCounter(data, maxArgs, false).text(roleRoot)
-}
-
-// checkPostBody is checkBody for the body of an HTTP POST, which also
-// refuses a message (the body, or an element of a batch) whose method
-// the SDK may read as "subscriptions/listen" (ErrMethodNotServed): the
+//
+// With post it also refuses a message (the body, or an element of a
+// batch) whose method the SDK may read as "subscriptions/listen" (ErrMethodNotServed): the
 // method member under any spelling the SDK may decode to "method",
 // its string value with escapes decoded; and whose ErrListBatched
 // refuses a tools/list beside another request only, a request being a
 // message with a member the SDK may read as id that is not null (the
 // SDK's HTTP transport answers a batch beside its notifications).
-func checkPostBody(data []byte, maxArgs int) error {
-	return messageCounter(data, maxArgs, true).text(roleRoot)
-}
-
-// messageCounter is the bodyCounter of a JSON-RPC body (checkBody):
-// maxArgs values in arguments, MaxEnvelopeValues elsewhere, MaxBodyDepth,
-// each message's id checked, a batched tools/list refused; post also
-// refuses listenMethod (checkPostBody), and without it a notification
-// beside a tools/list is refused too (checkBody, stdio).
+//
+// It records each message's notifications and request ids (noteMessage)
+// for stdio's ErrNotificationBatched and the HTTP endpoint's drain.
 func messageCounter(data []byte, maxArgs int, post bool) *bodyCounter {
 	return &bodyCounter{s: data, args: maxArgs, other: MaxEnvelopeValues, maxDepth: MaxBodyDepth, ids: true, noListen: post,
-		soleList: true, notesCount: !post, slowCost: SlowNumberValues}
+		soleList: true, notesCount: !post, slowCost: SlowNumberValues, notesSeen: true}
 }
 
-// errBody is the named error of a body refused by checkBody.
+// errBody is the named error of a body refused by messageCounter.
 func errBody(name string) *amp.Error {
 	switch name {
 	case ErrTooManyValues:
@@ -269,7 +278,7 @@ func errBody(name string) *amp.Error {
 	return amp.Named(amp.CodeInvalidMessage, ErrMalformedBody, "the request is not one json text")
 }
 
-// bodyStatus is the HTTP status of a body refused by checkBody: 400 for
+// bodyStatus is the HTTP status of a body refused by messageCounter: 400 for
 // one that is not a JSON-RPC text the endpoint passes on, 413 for one
 // over a bound.
 func bodyStatus(refused *amp.Error) int {
@@ -457,6 +466,23 @@ func (c *bodyCounter) endRequest() bool {
 	return !c.listed || c.requests == 1
 }
 
+// noteMessage records the object just read, when it is a message (role:
+// the body, or an element of a batch) and c.notesSeen: a notification
+// when it has a member that may be read as method and id, the value of
+// the last member the SDK decodes as "id", is absent or null (go-sdk
+// v1.8.0 reads it as a notification, whatever other spellings of id it
+// holds), else a request under id. A message without a method is a
+// response, never answered: not recorded.
+func (c *bodyCounter) noteMessage(role bodyRole, id []byte) {
+	switch {
+	case !c.notesSeen || (role != roleMessage && role != roleRoot) || !c.msg.method:
+	case id == nil || string(id) == "null":
+		c.notes++
+	default:
+		c.reqIDs = append(c.reqIDs, id)
+	}
+}
+
 // elementRole is the role of an element of an array in role: a batch's
 // elements are messages.
 func elementRole(role bodyRole) bodyRole {
@@ -539,6 +565,7 @@ func (c *bodyCounter) object(depth int, role bodyRole) error {
 			if id != nil && !c.noteID(id) {
 				return errBody(ErrInvalidRequestID)
 			}
+			c.noteMessage(role, id)
 			if message && c.metaAmbiguous() {
 				return errBody(ErrDuplicateMetaKey)
 			}

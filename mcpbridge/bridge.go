@@ -492,7 +492,10 @@ func safeRPCError(err error) error {
 // message an mcp.IOTransport or mcp.StdioTransport reads is checked as
 // the HTTP endpoint checks a body (its JSON values, nesting and request
 // ids: MCP-20, MCP-35) before the SDK decodes it; the first refused ends
-// the session with the check's named error.
+// the session with the check's named error. A batch holding a
+// notification, which the SDK would never answer, is answered instead
+// with a JSON-RPC error per request (ErrNotificationBatched, MCP-53), and
+// the session goes on.
 func (b *Bridge) ServeStdio(ctx context.Context, principal string, t mcp.Transport) error {
 	srv := b.Server(principal)
 	if srv == nil {

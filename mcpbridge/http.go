@@ -3,6 +3,9 @@ package mcpbridge
 import (
 	"bufio"
 	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/x509"
@@ -119,7 +122,7 @@ type HTTPOptions struct {
 	// Options.MaxParamItems JSON values in params.arguments and
 	// MaxEnvelopeValues elsewhere, nested at most MaxBodyDepth (else 413);
 	// a message whose method is "subscriptions/listen" is 400
-	// ErrMethodNotServed (checkPostBody).
+	// ErrMethodNotServed (messageCounter).
 	MaxBody int64
 	// MaxInFlight and MaxPeerInFlight bound the authenticated requests
 	// at once (POST, DELETE), in all and of one principal;
@@ -131,7 +134,8 @@ type HTTPOptions struct {
 	// and MaxSessions in all. The bridge's tool calls, and apart its
 	// other requests, that outlive their POSTs are bounded the same:
 	// MaxPeerInFlight of one principal, MaxInFlight in all (MCP-30,
-	// MCP-41, MCP-47).
+	// MCP-41, MCP-47). A POST that carries a notification holds its
+	// slot and bytes until the SDK has handled it (MCP-54).
 	MaxInFlight, MaxPeerInFlight           int
 	MaxInFlightBytes, MaxPeerInFlightBytes int64
 	// SessionTimeout closes sessions idle this long (default 10 min).
@@ -318,15 +322,76 @@ func (h *HTTPEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sw := &safeWriter{ResponseWriter: w, grace: h.o.grace}
 	defer func() { h.leave(req, sw.Header().Get(sessionHeader)) }()
-	if r.Method == http.MethodPost && !h.readBody(w, r) {
-		return
+	notes := false
+	if r.Method == http.MethodPost {
+		if ok, notes = h.readBody(w, r); !ok {
+			return
+		}
 	}
 	// The agent hands out its processing slots by the peer of the
 	// context (admission.Fair): here the principal, as the bounds above.
 	req.ent.sh.ServeHTTP(sw, r.WithContext(admission.WithPeer(r.Context(), principal)))
+	if notes {
+		// Still holding the POST's slot and bytes (MCP-54).
+		h.drain(req.ent, r, cmp.Or(sid, sw.Header().Get(sessionHeader)))
+	}
 	sw.finish()
 	sw.settle()
 }
+
+// drainTimeout bounds how long drain waits for a session's notifications
+// to be handled.
+const drainTimeout = 30 * time.Second
+
+// drain waits until the SDK has handled every notification handed so far
+// to session sid: go-sdk v1.8.0 answers a POST of notifications 202 once
+// it has queued them (mcp/streamable.go, servePOST) and handles a
+// session's notifications one at a time, each before the next message,
+// in an unbounded queue (internal/jsonrpc2, handleAsync), so the POST's
+// request slot and bytes, given back with the answer, bounded nothing
+// that was queued (docs/SPEC-DECISIONS.md MCP-54). It posts the session a
+// ping of its own, under a fresh random id, with r's protocol version:
+// the ping is answered only once every message queued before it has
+// been handled. Its answer is not the client's (the SDK answers it on
+// this POST, which drain discards). It waits at most drainTimeout,
+// whatever becomes of r's client (a client that hangs up must not get
+// its slot back sooner), and not at all for a session that is gone.
+func (h *HTTPEndpoint) drain(ent *principalEntry, r *http.Request, sid string) {
+	if sid == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), drainTimeout)
+	defer cancel()
+	body := `{"jsonrpc":"2.0","id":"ampbundle-drain-` + rand.Text() + `","method":"ping"}`
+	ping, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL.String(), strings.NewReader(body))
+	if err != nil {
+		return
+	}
+	ping.Header.Set("Content-Type", "application/json")
+	ping.Header.Set("Accept", "application/json, text/event-stream")
+	ping.Header.Set(sessionHeader, sid)
+	if v := r.Header.Get(protocolVersionHeader); v != "" {
+		ping.Header.Set(protocolVersionHeader, v)
+	}
+	ent.sh.ServeHTTP(&discardWriter{header: http.Header{}}, ping)
+}
+
+// protocolVersionHeader is the streamable HTTP transport's protocol
+// version header.
+const protocolVersionHeader = "Mcp-Protocol-Version"
+
+// discardWriter is the http.ResponseWriter of drain's ping: the answer
+// is not sent anywhere.
+type discardWriter struct{ header http.Header }
+
+// Header implements http.ResponseWriter.
+func (d *discardWriter) Header() http.Header { return d.header }
+
+// Write implements http.ResponseWriter: p is dropped.
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// WriteHeader implements http.ResponseWriter.
+func (d *discardWriter) WriteHeader(int) {}
 
 // sessionHeader is the streamable HTTP transport's session id header.
 const sessionHeader = "Mcp-Session-Id"
@@ -381,10 +446,11 @@ const bodyReadLimit = 30 * time.Second
 // readBody reads the body of a POST whole before the SDK sees it: through
 // transport.RateReader (the bindings' minimum data rate: a read deadline
 // FrameGrace + n / MinDataRate, moved on as bytes arrive, and a stall
-// grace), at most MaxBody, then counted (checkPostBody). A refusal is
-// answered (413, 400) and false returned; the SDK then reads the bytes
-// held here.
-func (h *HTTPEndpoint) readBody(w http.ResponseWriter, r *http.Request) bool {
+// grace), at most MaxBody, then counted (messageCounter). A refusal is
+// answered (413, 400) and ok is false; the SDK then reads the bytes
+// held here. notes reports whether the body holds a notification
+// (drain).
+func (h *HTTPEndpoint) readBody(w http.ResponseWriter, r *http.Request) (ok, notes bool) {
 	rc := http.NewResponseController(w)
 	in := transport.NewRateReader(http.MaxBytesReader(w, r.Body, h.o.MaxBody), rc.SetReadDeadline, 0, h.o.grace, bodyReadLimit)
 	var body []byte
@@ -407,25 +473,26 @@ func (h *HTTPEndpoint) readBody(w http.ResponseWriter, r *http.Request) bool {
 	case errors.As(err, &tooLarge):
 		closeAfter(w)
 		jsonError(w, http.StatusRequestEntityTooLarge, amp.Named(amp.CodeInvalidMessage, ErrBodyTooLarge, "the request is larger than %d bytes", h.o.MaxBody))
-		return false
+		return false, false
 	case err != nil:
 		closeAfter(w)
 		jsonError(w, http.StatusBadRequest, amp.Named(amp.CodeInvalidMessage, "body_unreadable", "cannot read the request body"))
-		return false
+		return false, false
 	}
 	// The body is read whole: the rate reader's read deadline must not
 	// outlive it (net/http cancels the request when a read deadline
 	// passes, so a call running longer than the deadline was answered
 	// empty while its handler ran on).
 	rc.SetReadDeadline(time.Time{})
-	if err := checkPostBody(body, h.b.opts.MaxParamItems); err != nil {
-		refused := err.(*amp.Error) // checkPostBody's errors are errBody's
+	c := messageCounter(body, h.b.opts.MaxParamItems, true)
+	if err := c.text(roleRoot); err != nil {
+		refused := err.(*amp.Error) // messageCounter's errors are errBody's
 		h.b.log.Warn("mcp request refused", "limit", refused.Name)
 		jsonError(w, bodyStatus(refused), refused)
-		return false
+		return false, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	return true
+	return true, c.notes > 0
 }
 
 func (h *HTTPEndpoint) busy(w http.ResponseWriter, what, principal string) {

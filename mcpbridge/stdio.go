@@ -5,13 +5,15 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ampbundle/ampbundle/amp"
 )
 
-// checkedStdio returns t with each message it reads checked by checkBody,
+// checkedStdio returns t with each message it reads checked by messageCounter,
 // as the HTTP endpoint checks a POST body (MCP-20, MCP-35), for the
 // transports whose bytes the bridge can reach: an *mcp.IOTransport and an
 // *mcp.StdioTransport. Any other transport (the SDK's in-memory pipes of
@@ -19,14 +21,34 @@ import (
 func checkedStdio(t mcp.Transport, maxArgs int) mcp.Transport {
 	switch x := t.(type) {
 	case *mcp.IOTransport:
-		return &mcp.IOTransport{Reader: &checkedReader{src: x.Reader, maxLine: x.MaxLineLength, maxArgs: maxArgs},
-			Writer: x.Writer, MaxLineLength: x.MaxLineLength}
+		out := &lockedWriter{w: x.Writer}
+		return &mcp.IOTransport{Reader: &checkedReader{src: x.Reader, out: out, maxLine: x.MaxLineLength, maxArgs: maxArgs},
+			Writer: out, MaxLineLength: x.MaxLineLength}
 	case *mcp.StdioTransport:
-		return &mcp.IOTransport{Reader: &checkedReader{src: os.Stdin, maxLine: x.MaxLineLength, maxArgs: maxArgs},
-			Writer: stdoutCloser{}, MaxLineLength: x.MaxLineLength}
+		out := &lockedWriter{w: stdoutCloser{}}
+		return &mcp.IOTransport{Reader: &checkedReader{src: os.Stdin, out: out, maxLine: x.MaxLineLength, maxArgs: maxArgs},
+			Writer: out, MaxLineLength: x.MaxLineLength}
 	}
 	return t
 }
+
+// lockedWriter is a stdio transport's writer shared by the SDK (one Write
+// per message, mcp/transport.go ioConn.Write) and the checkedReader's
+// refusals (ErrNotificationBatched): a lock keeps each Write whole.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.WriteCloser
+}
+
+// Write implements io.Writer: p is written whole before any other Write.
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Close implements io.Closer: it closes the writer.
+func (l *lockedWriter) Close() error { return l.w.Close() }
 
 // stdoutCloser is the process's stdout, never closed (as the SDK's
 // StdioTransport leaves it).
@@ -41,13 +63,16 @@ func (stdoutCloser) Close() error { return nil }
 // checkedReader frames src as the SDK's stdio connection does (one JSON
 // value after another, each followed by a newline, a frame of at most
 // maxLine bytes as the SDK reads it) and hands the SDK each value only
-// once checkBody accepted it; the first value refused ends the stream
-// with checkBody's named error, which ends the session (the SDK ends a
+// once messageCounter accepted it; the first value refused ends the stream
+// with messageCounter's named error, which ends the session (the SDK ends a
 // stdio session on a line it cannot read). The SDK sees the accepted
 // values as written, each followed by the byte that followed it (a
-// newline for its check), so its own framing rules hold unchanged.
+// newline for its check), so its own framing rules hold unchanged. A
+// batch holding a notification is not handed on: out answers it
+// (batchRefusal, ErrNotificationBatched) and the next value is read.
 type checkedReader struct {
 	src     io.ReadCloser
+	out     *lockedWriter // where a refused batch is answered
 	maxLine int
 	maxArgs int
 	dec     *json.Decoder
@@ -132,8 +157,18 @@ func (r *checkedReader) next() {
 		r.err = err
 		return
 	}
-	if err := checkBody(raw, r.maxArgs); err != nil {
+	c := messageCounter(raw, r.maxArgs, false)
+	if err := c.text(roleRoot); err != nil {
 		r.err = err
+		return
+	}
+	if c.notes > 0 && raw[0] == '[' {
+		// go-sdk v1.8.0 would never answer it (MCP-53): its requests
+		// are answered here, the SDK sees none of it.
+		r.limit.next(r.dec.InputOffset())
+		if _, err := r.out.Write(batchRefusal(c.reqIDs)); err != nil {
+			r.err = err
+		}
 		return
 	}
 	// The byte after the value, for the SDK's trailing-data check: a
@@ -149,3 +184,45 @@ func (r *checkedReader) next() {
 
 // Close implements io.Closer: it closes src.
 func (r *checkedReader) Close() error { return r.src.Close() }
+
+// batchRefusal is the answer to a stdio batch refused with
+// ErrNotificationBatched: a JSON-RPC batch answer holding one error per
+// request, under its id (ids, as written and checked by validRequestID:
+// a string is written again from its decoded value, an integer as it
+// is), or, when the batch holds none, one error under a null id (a batch
+// is never answered with an empty array), then a newline.
+func batchRefusal(ids [][]byte) []byte {
+	type rpcError struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+	type answer struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}
+	if len(ids) == 0 {
+		ids = [][]byte{[]byte("null")}
+	}
+	out := make([]answer, 0, len(ids))
+	for _, id := range ids {
+		if id[0] == '"' {
+			var s string
+			if json.Unmarshal(id, &s) != nil {
+				id = []byte("null") // not reached: validRequestID read it
+			} else {
+				id = mustJSON(s)
+			}
+		}
+		out = append(out, answer{JSONRPC: "2.0", ID: id, Error: rpcError{Code: jsonrpc.CodeInvalidRequest,
+			Message: notificationBatchedText, Data: notificationBatchedData}})
+	}
+	return append(mustJSON(out), '\n')
+}
+
+// notificationBatchedText is the message of ErrNotificationBatched.
+const notificationBatchedText = "a batch holding a notification is not served: send its messages one by one"
+
+// notificationBatchedData is the data of ErrNotificationBatched.
+var notificationBatchedData = mustJSON(map[string]any{"code": uint16(amp.CodeBadRequest), "name": ErrNotificationBatched})
