@@ -144,85 +144,145 @@ type findingView struct {
 	Href string
 }
 
-// route picks the page of a request and its data; admit lets the
-// request start a matrix computation (Model.lookupMatrixFor).
+// pageFunc builds the data of one page of the catalog for r, whose
+// query q route has checked; admit lets it start a matrix computation
+// (Model.lookupMatrixFor).
+type pageFunc func(m *Model, r *http.Request, q url.Values, admit func() (func(), *refusal)) (string, page, int)
+
+// pagesByPath are the catalog's pages by path: the one list of them.
+// route serves a request from the page its path names, and continueLink
+// links only to one of them, so that no page can be served and not
+// linked back to, or linked and not served (CATALOG-40).
+var pagesByPath = map[string]pageFunc{
+	Prefix:                          indexPage,
+	strings.TrimSuffix(Prefix, "/"): indexPage,
+	Prefix + "bundles":              bundlesPage,
+	Prefix + "bundle":               bundlePage,
+	Prefix + "cap":                  capPage,
+	Prefix + "version":              versionPage,
+	Prefix + "compat":               compatPage,
+	Prefix + "trust":                trustPage,
+	Prefix + "schema":               schemaPage,
+	Prefix + "search": func(m *Model, r *http.Request, q url.Values, _ func() (func(), *refusal)) (string, page, int) {
+		return search(m, q, r.Method == http.MethodHead)
+	},
+}
+
+// route picks the page of a request (pagesByPath) and its data; admit
+// lets the request start a matrix computation (Model.lookupMatrixFor).
 func route(m *Model, r *http.Request, admit func() (func(), *refusal)) (string, page, int) {
 	q := r.URL.Query()
+	if paramTooLong(q) {
+		return errorPage(m, http.StatusBadRequest, "a query parameter is too long")
+	}
+	if f, ok := pagesByPath[r.URL.Path]; ok {
+		return f(m, r, q, admit)
+	}
+	return errorPage(m, http.StatusNotFound, "no such page")
+}
+
+// paramTooLong says whether a name or value of q is longer than
+// maxParam: route refuses the request, continueLink keeps no query.
+func paramTooLong(q url.Values) bool {
 	for k, vs := range q {
 		for _, v := range vs {
 			if len(v) > maxParam || len(k) > maxParam {
-				return errorPage(m, http.StatusBadRequest, "a query parameter is too long")
+				return true
 			}
 		}
 	}
+	return false
+}
+
+// indexPage is the index: expiring bundles, the capabilities paged, the
+// first bundles.
+func indexPage(m *Model, _ *http.Request, q url.Values, _ func() (func(), *refusal)) (string, page, int) {
+	p := page{Model: m, Title: "Catalog"}
+	for _, b := range m.Bundles {
+		if b.ExpiresSoon || b.Expired {
+			if len(p.Expiring) == maxExpiring {
+				p.MoreExpiring++
+				continue
+			}
+			p.Expiring = append(p.Expiring, b)
+		}
+	}
+	var caps []Capability
+	caps, p.Pager = paged(m.Capabilities, q, "page", Prefix, nil)
+	p.Caps = capRows(caps)
+	p.Bundles = m.Bundles[:min(len(m.Bundles), 20)]
+	return "index", p, http.StatusOK
+}
+
+// bundlesPage pages the installed bundles.
+func bundlesPage(m *Model, _ *http.Request, q url.Values, _ func() (func(), *refusal)) (string, page, int) {
+	p := page{Model: m, Title: "Bundles"}
+	p.Bundles, p.Pager = paged(m.Bundles, q, "page", Prefix+"bundles", nil)
+	return "bundles", p, http.StatusOK
+}
+
+// bundlePage is the bundle ?id=, its manifest's lists paged (listsOf).
+func bundlePage(m *Model, _ *http.Request, q url.Values, _ func() (func(), *refusal)) (string, page, int) {
 	p := page{Model: m}
-	switch r.URL.Path {
-	case Prefix, strings.TrimSuffix(Prefix, "/"):
-		p.Title = "Catalog"
-		for _, b := range m.Bundles {
-			if b.ExpiresSoon || b.Expired {
-				if len(p.Expiring) == maxExpiring {
-					p.MoreExpiring++
-					continue
-				}
-				p.Expiring = append(p.Expiring, b)
-			}
-		}
-		var caps []Capability
-		caps, p.Pager = paged(m.Capabilities, q, "page", Prefix, nil)
-		p.Caps = capRows(caps)
-		p.Bundles = m.Bundles[:min(len(m.Bundles), 20)]
-		return "index", p, http.StatusOK
-	case Prefix + "bundles":
-		p.Title = "Bundles"
-		p.Bundles, p.Pager = paged(m.Bundles, q, "page", Prefix+"bundles", nil)
-		return "bundles", p, http.StatusOK
-	case Prefix + "bundle":
-		b, ok := m.Bundle(q.Get("id"))
-		p.Title, p.Bundle, p.Lists = "Bundle "+short(b.BundleID), b, listsOf(b, q)
-		// A bundle every use refuses says so first; its signed
-		// manifest is still shown as what it was (CATALOG-38).
-		if s := b.FailsClosed(); s != "" {
-			p.Title += " (" + s + ")"
-		}
-		return lookedUp(m, ok, "bundle", p, "no such bundle is installed")
-	case Prefix + "cap":
-		c, ok := m.Capability(q.Get("name"))
-		p.Title, p.Cap = "Capability "+short(c.Name), c
-		p.Versions, p.Pager = paged(c.Versions, q, "page", Prefix+"cap", url.Values{"name": {c.Name}})
-		p.Matrix.Found = m.HasMatrix(c.Name)
-		return lookedUp(m, ok, "cap", p, "no such capability is installed")
-	case Prefix + "version":
-		v, ok := m.versionView(r.Context(), q.Get("name"), q.Get("v"))
-		p.Title, p.Version = short(v.Name)+" "+short(v.Version), v
-		return lookedUp(m, ok, "version", p, "no such capability version is installed")
-	case Prefix + "compat":
-		if r.Method == http.MethodHead {
-			// A HEAD gets no body: its status is the model's answer
-			// whether the name has a matrix, with no matrix computed
-			// nor its findings built, and nothing taken from either
-			// budget (CATALOG-39).
-			return lookedUp(m, m.HasMatrix(q.Get("name")), "compat", p, "no compatibility matrix for this name")
-		}
-		mv, ok, no := m.matrixView(q.Get("name"), admit, pageOutOf(r.Context()))
-		if no != nil {
-			name, p, code := errorPage(m, no.status, no.text)
-			p.retryAfter = no.retry
-			return name, p, code
-		}
-		p.Title, p.Matrix = "Compatibility of "+short(mv.Name), mv
-		return lookedUp(m, ok, "compat", p, "no compatibility matrix for this name")
-	case Prefix + "trust":
-		p.Title, p.Trust = "Trust", trustListsOf(m.Trust, q)
-		return "trust", p, http.StatusOK
-	case Prefix + "schema":
-		s, ok := m.Schema(SchemaLoc{BundleID: q.Get("b"), Key: q.Get("k")})
-		p.Title, p.Schema = "Schema "+short(s.Loc.Key), m.schemaView(r.Context(), s, "s")
-		return lookedUp(m, ok, "schema", p, "no such schema in the catalog")
-	case Prefix + "search":
-		return search(m, q, r.Method == http.MethodHead)
+	b, ok := m.Bundle(q.Get("id"))
+	p.Title, p.Bundle, p.Lists = "Bundle "+short(b.BundleID), b, listsOf(b, q)
+	// A bundle every use refuses says so first; its signed manifest is
+	// still shown as what it was (CATALOG-38).
+	if s := b.FailsClosed(); s != "" {
+		p.Title += " (" + s + ")"
 	}
-	return errorPage(m, http.StatusNotFound, "no such page")
+	return lookedUp(m, ok, "bundle", p, "no such bundle is installed")
+}
+
+// capPage is the capability ?name=, its versions paged.
+func capPage(m *Model, _ *http.Request, q url.Values, _ func() (func(), *refusal)) (string, page, int) {
+	p := page{Model: m}
+	c, ok := m.Capability(q.Get("name"))
+	p.Title, p.Cap = "Capability "+short(c.Name), c
+	p.Versions, p.Pager = paged(c.Versions, q, "page", Prefix+"cap", url.Values{"name": {c.Name}})
+	p.Matrix.Found = m.HasMatrix(c.Name)
+	return lookedUp(m, ok, "cap", p, "no such capability is installed")
+}
+
+// versionPage is the version ?v= of the capability ?name=.
+func versionPage(m *Model, r *http.Request, q url.Values, _ func() (func(), *refusal)) (string, page, int) {
+	p := page{Model: m}
+	v, ok := m.versionView(r.Context(), q.Get("name"), q.Get("v"))
+	p.Title, p.Version = short(v.Name)+" "+short(v.Version), v
+	return lookedUp(m, ok, "version", p, "no such capability version is installed")
+}
+
+// compatPage is the compatibility matrix of the capability ?name=.
+func compatPage(m *Model, r *http.Request, q url.Values, admit func() (func(), *refusal)) (string, page, int) {
+	p := page{Model: m}
+	if r.Method == http.MethodHead {
+		// A HEAD gets no body: its status is the model's answer whether
+		// the name has a matrix, with no matrix computed nor its
+		// findings built, and nothing taken from either budget
+		// (CATALOG-39).
+		return lookedUp(m, m.HasMatrix(q.Get("name")), "compat", p, "no compatibility matrix for this name")
+	}
+	mv, ok, no := m.matrixView(q.Get("name"), admit, pageOutOf(r.Context()))
+	if no != nil {
+		name, p, code := errorPage(m, no.status, no.text)
+		p.retryAfter = no.retry
+		return name, p, code
+	}
+	p.Title, p.Matrix = "Compatibility of "+short(mv.Name), mv
+	return lookedUp(m, ok, "compat", p, "no compatibility matrix for this name")
+}
+
+// trustPage is the store's trust, its lists paged (trustListsOf).
+func trustPage(m *Model, _ *http.Request, q url.Values, _ func() (func(), *refusal)) (string, page, int) {
+	return "trust", page{Model: m, Title: "Trust", Trust: trustListsOf(m.Trust, q)}, http.StatusOK
+}
+
+// schemaPage is the schema ?k= of the bundle ?b=.
+func schemaPage(m *Model, r *http.Request, q url.Values, _ func() (func(), *refusal)) (string, page, int) {
+	p := page{Model: m}
+	s, ok := m.Schema(SchemaLoc{BundleID: q.Get("b"), Key: q.Get("k")})
+	p.Title, p.Schema = "Schema "+short(s.Loc.Key), m.schemaView(r.Context(), s, "s")
+	return lookedUp(m, ok, "schema", p, "no such schema in the catalog")
 }
 
 // lookedUp is the page tmpl showing p, of the one thing a query names, or
@@ -239,27 +299,23 @@ func lookedUp(m *Model, ok bool, tmpl string, p page, missing string) (string, p
 const maxContinue = 4 * maxParam
 
 // continueLink is the catalog's own link to the page r asked for: its
-// path when it is a page of the catalog (else the index), and its query
-// parameters encoded again (url.Values.Encode), dropped when one is
-// longer than route takes or they are longer than maxContinue in all.
-// Nothing of r is shown: the link's text is fixed (error.html).
+// path when it is a page of the catalog (pagesByPath, the pages route
+// serves; else the index), and its query parameters encoded again
+// (url.Values.Encode), dropped when one is longer than route takes
+// (paramTooLong) or they are longer than maxContinue in all. Nothing of
+// r is shown: the link's text is fixed (catalog/templates/error.html).
 func continueLink(r *http.Request) string {
-	switch r.URL.Path {
-	case Prefix + "bundles", Prefix + "bundle", Prefix + "cap", Prefix + "version", Prefix + "compat",
-		Prefix + "trust", Prefix + "schema", Prefix + "search":
-	default:
+	if _, ok := pagesByPath[r.URL.Path]; !ok {
 		return Prefix
 	}
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil || len(q) == 0 || len(r.URL.RawQuery) > maxContinue {
+	if len(r.URL.RawQuery) > maxContinue {
+		// Dropped unread: the refusal takes no page slot, so it parses
+		// no query it would drop (CATALOG-41).
 		return r.URL.Path
 	}
-	for k, vs := range q {
-		for _, v := range vs {
-			if len(v) > maxParam || len(k) > maxParam {
-				return r.URL.Path
-			}
-		}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil || len(q) == 0 || paramTooLong(q) {
+		return r.URL.Path
 	}
 	return r.URL.Path + "?" + q.Encode()
 }

@@ -46,25 +46,36 @@ func modelessFSType(fsType int64) bool {
 	return false
 }
 
-// modesMeanNothing says whether the folder open as d lies on a file
-// system known to keep no modes (modelessFSType of its statfs). Where
-// statfs cannot tell (it fails, or the system gives no f_type: every
-// system but Linux here), it says false: the stale cleaner then judges
-// the mode and leaves a folder that fails it (fail closed).
-func modesMeanNothing(d *os.File) bool {
-	t, err := statfsType(d)
-	return err == nil && modelessFSType(t)
-}
+// What the file system of an open folder is known to do with modes
+// (fsModesOf).
+const (
+	// modesUnknown: statfs cannot tell (it fails, or the system gives
+	// no f_type: every system but Linux here). The stale cleaner then
+	// judges the mode and leaves a folder that fails it (fail closed);
+	// a new build folder's mode is not judged (holdNewFolder, as before
+	// OCI-37), since Windows shows 0777 for every folder and macOS its
+	// mount's mask on a USB stick, and refusing there would refuse
+	// every tar written.
+	modesUnknown = iota
+	// modesKept: statfs names a file system not modelessFSType.
+	modesKept
+	// modesMeanNothing: statfs names a modelessFSType.
+	modesMeanNothing
+)
 
-// modesKept says whether the folder open as d lies on a file system
-// known to keep modes: statfs names one, not modelessFSType. Where
-// statfs cannot tell it says false: a new build folder's mode is then
-// not judged (holdNewFolder, as before OCI-37), since Windows shows
-// 0777 for every folder and macOS its mount's mask on a USB stick, and
-// refusing there would refuse every tar written.
-func modesKept(d *os.File) bool {
+// fsModesOf is what the file system of the folder open as d is known
+// to do with modes (modesUnknown, modesKept, modesMeanNothing): the one
+// reading of statfs that the stale cleaner (isWritersFolder) and the
+// check of a new build folder (checkNewFolder) both take.
+func fsModesOf(d *os.File) int {
 	t, err := statfsType(d)
-	return err == nil && !modelessFSType(t)
+	switch {
+	case err != nil:
+		return modesUnknown
+	case modelessFSType(t):
+		return modesMeanNothing
+	}
+	return modesKept
 }
 
 // isWritersFolder is the one rule by which a tar's build folder is told
@@ -76,7 +87,7 @@ func modesKept(d *os.File) bool {
 // shows its mount's mask, 0755, 0777 or 0700 alike), the writer's own
 // mark: tarBuildMarker, of this user.
 func isWritersFolder(root *os.Root, name string, d *os.File, st fs.FileInfo) bool {
-	if modesMeanNothing(d) {
+	if fsModesOf(d) == modesMeanNothing {
 		return hasWritersMark(root, name)
 	}
 	return st.Mode().Perm()&0o077 == 0

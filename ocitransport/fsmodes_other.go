@@ -8,7 +8,7 @@ import (
 )
 
 // statfsType: no f_type is read here (statfs differs on each system), so
-// the modes are taken to mean what they say (modesMeanNothing).
+// fsModesOf says modesUnknown: the stale cleaner judges the mode.
 var statfsType = func(*os.File) (int64, error) {
 	return 0, errors.New("no statfs f_type on this system")
 }

@@ -232,10 +232,10 @@ func addTarEntry(tw *tar.Writer, d *layoutDir, name, tarName string, buf []byte)
 // followed), and checks that it is that folder before anything uses it:
 // a folder, not a link (Lstat within dir), the one opened (os.SameFile),
 // of this user (regfile.ForeignOwner), empty, and, where the file system
-// is known to keep modes (modesKept), 0700: its mode is not judged on a
-// volume that keeps none (FAT, exFAT, NTFS, SMB: a USB stick that
-// crosses the air gap shows its mount's mask, 0755 or 0777, for any
-// folder; OCI-37). Another user who may rename in dir (no sticky bit:
+// is known to keep modes (fsModesOf: modesKept), 0700: its mode is not
+// judged on a volume that keeps none (FAT, exFAT, NTFS, SMB: a USB
+// stick that crosses the air gap shows its mount's mask, 0755 or 0777,
+// for any folder; OCI-37). Another user who may rename in dir (no sticky bit:
 // OCI-25) and put a link, or a folder of this user's, at the name
 // between its making and this open would otherwise have had it made a
 // layout and emptied by Close (docs/SPEC-DECISIONS.md OCI-32 amended).
@@ -282,7 +282,7 @@ func checkNewFolder(root *os.Root, named, held os.FileInfo) error {
 	// system is known to keep modes, the folder made is 0700
 	// (os.MkdirTemp); one that group or others may use was put there
 	// (OCI-37).
-	if held.Mode().Perm()&0o077 != 0 && modesKept(f) {
+	if held.Mode().Perm()&0o077 != 0 && fsModesOf(f) == modesKept {
 		return fmt.Errorf("others may use it (mode %#o)", held.Mode().Perm())
 	}
 	if _, err := f.Readdirnames(1); err != io.EOF {

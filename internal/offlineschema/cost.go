@@ -189,6 +189,9 @@ type costTable struct {
 	// scope, so a failure k deep costs about as much as that many
 	// successes (BenchmarkValidationBudget).
 	weight [MaxDepth + 1]uint64
+	// passes: the measures costLevels computed a table of (countsIn),
+	// 3 to 6.
+	passes int
 }
 
 // analyzeCost computes the costTable of root. extra are compiled schemas
@@ -197,6 +200,13 @@ type costTable struct {
 // every $dynamicRef that can resolve dynamically cost costInf (used when
 // those targets could not all be found).
 func analyzeCost(root *jsonschema.Schema, extra []*jsonschema.Schema, dynamicUnknown bool) *costTable {
+	return costLevels(costGraph(root, extra, dynamicUnknown), countsIn)
+}
+
+// costGraph is the nodes of analyzeCost: every schema root, extra and
+// their applicators reach, and a group node for each set of dynamic
+// targets.
+func costGraph(root *jsonschema.Schema, extra []*jsonschema.Schema, dynamicUnknown bool) []costNode {
 	ids := map[*jsonschema.Schema]int{}
 	var schemas []*jsonschema.Schema
 	var queue []*jsonschema.Schema
@@ -243,7 +253,7 @@ func analyzeCost(root *jsonschema.Schema, extra []*jsonschema.Schema, dynamicUnk
 	for i, s := range schemas {
 		costEdges(&nodes[i], s, ids, recursiveGroup, dynamicGroups, dynamicUnknown)
 	}
-	return costLevels(nodes)
+	return nodes
 }
 
 // costEdges fills the node n of schema s with its edges (by kind of
@@ -577,15 +587,20 @@ func forEachApplicator(s *jsonschema.Schema, f func(*jsonschema.Schema)) {
 // costInf. The table is A*(root, k).
 //
 // The same recursion, with what a node's own keywords count for at k = 0
-// replaced, gives the text, unique and regex tables (measureText,
-// measureUnique, measureRegex).
-func costLevels(nodes []costNode) *costTable {
+// replaced, gives the text, unique, regex, compare and numeric tables
+// (measureText, measureUnique, measureRegex, measureCompare,
+// measureNumeric), each where counts says it can matter (countsIn).
+func costLevels(nodes []costNode, counts func(nodes []costNode, m int) bool) *costTable {
 	table := &costTable{}
 	chain := longestChain(nodes)
 	for k := range table.weight {
 		table.weight[k] = satAdd(1, satMul(uint64(k+1), chain)/6)
 	}
 	for m, out := range []*[MaxDepth + 1]uint64{&table.perDepth, &table.text, &table.unique, &table.regex, &table.compare, &table.numeric} {
+		if !counts(nodes, m) {
+			continue // left 0: it would change no verdict (countsIn)
+		}
+		table.passes++
 		e := newCostEval(nodes)
 		e.measure = m
 		for k := 0; k <= MaxDepth; k++ {
@@ -609,6 +624,39 @@ func costLevels(nodes []costNode) *costTable {
 		table.hasNumeric = table.hasNumeric || c > 0
 	}
 	return table
+}
+
+// countsIn says whether measure m's table is computed: always for the
+// evaluations, text and regex (their own counts at an object evaluate
+// its propertyNames schemas, which the evaluations count a level
+// deeper), and for unique, compare and numeric only when the own
+// keywords of some node of nodes count in it (costEval.self at k = 0:
+// "uniqueItems", "enum" or "const", "type" "integer" or a numeric
+// keyword). Where none does, such a table is 0 at every depth, or
+// costInf at a depth where the evaluations' table is costInf too (a
+// same-node cycle, or a node the analysis cannot model, costNode.sat:
+// the recursion of every measure reaches it alike, and these measures'
+// own counts evaluate no other node). A value with a node there is
+// refused by the evaluations alone, and one with none adds nothing from
+// the table: checkCost decides the same without it, so costLevels does
+// not compute it (a pass of MaxDepth + 1 levels over every node and
+// kind; docs/SPEC-DECISIONS.md SCHEMA-11).
+func countsIn(nodes []costNode, m int) bool {
+	switch m {
+	case measureUnique, measureCompare, measureNumeric:
+	default:
+		return true
+	}
+	for i := range nodes {
+		nd := &nodes[i]
+		switch {
+		case m == measureUnique && nd.unique,
+			m == measureCompare && nd.compare > 0,
+			m == measureNumeric && nd.numeric > 0:
+			return true
+		}
+	}
+	return false
 }
 
 // What a costEval counts: evaluations, regular-expression instructions
