@@ -38,6 +38,19 @@ const ProblemDescriptorUnreadable = "descriptor_unreadable"
 // stricter rule, docs/SPEC-DECISIONS.md AMP-28; STORE-3).
 const ProblemDIDDocumentInvalid = "did_document_invalid"
 
+// ProblemBundleUnreadable is the kind of the Problem Check reports for an
+// installed bundle's record that does not decode (a torn or edited store
+// file): the catalog leaves that bundle out, since whether it is revoked
+// or expired cannot be read, and serves the rest (docs/SPEC-DECISIONS.md
+// STORE-4).
+const ProblemBundleUnreadable = "bundle_unreadable"
+
+// ProblemAliasUnreadable is the kind of the Problem Check reports for an
+// alias record that does not decode: the catalog resolves its legacy type
+// to no capability (AmbiguousAlias) and serves every other type
+// (docs/SPEC-DECISIONS.md STORE-5).
+const ProblemAliasUnreadable = "alias_unreadable"
+
 // Problem is one inconsistency found by Check.
 type Problem struct {
 	Kind    string `json:"kind"`
@@ -63,8 +76,10 @@ type Problem struct {
 // not, as import checks them (kind "signature": a copy an earlier build
 // installed with a forged co-signature, TRUST-20); every stored
 // descriptor decoding as the catalog decodes it (kind
-// "descriptor_unreadable", STORE-2) and every stored DID document parsing
-// as ResolveDID parses it (kind "did_document_invalid", STORE-3).
+// "descriptor_unreadable", STORE-2), every stored DID document parsing
+// as ResolveDID parses it (kind "did_document_invalid", STORE-3), and
+// every bundle and alias record decoding (kinds "bundle_unreadable",
+// STORE-4, and "alias_unreadable", STORE-5).
 func (s *Store) Check() ([]Problem, error) {
 	var ps []Problem
 	add := func(kind, format string, args ...any) {
@@ -229,7 +244,7 @@ func checkBundles(tx *bolt.Tx, add problems) (map[string]*bundle.Manifest, error
 	if err := bucket(tx, bBundles).ForEach(func(k, v []byte) error {
 		var rec bundleRecord
 		if err := decode(v, &rec); err != nil {
-			add("bundle", "the record of bundle %s does not decode", k)
+			add(ProblemBundleUnreadable, "the record of bundle %q does not decode: the catalog leaves the bundle out (import and rm of it fail store_io: restore the store from a backup)", printableKey(k))
 			return nil
 		}
 		in, err := bundle.Inspect(bytes.NewReader(rec.Signed), int64(len(rec.Signed))+1)
@@ -282,8 +297,14 @@ func checkSchemas(tx *bolt.Tx, m *bundle.Manifest, add problems) {
 		if a.MediaType != bundle.MediaTypeSchema {
 			continue
 		}
+		// Unreadable, refused or over offlineschema.MaxCompileBytes (not
+		// parsed, as at import: docs/SPEC-DECISIONS.md STORE-7): Check
+		// compiles it.
+		if a.Size > offlineschema.MaxCompileBytes {
+			continue
+		}
 		if data, err := l.Load(a.Key); err == nil {
-			_, _ = q.Add(a.Key, data) // unreadable or refused: Check compiles it
+			_, _ = q.Add(a.Key, data)
 		}
 	}
 	for _, a := range m.Artifacts {
@@ -337,7 +358,7 @@ func checkOwners(tx *bolt.Tx, installed map[string]*bundle.Manifest, add problem
 	_ = bucket(tx, bAliases).ForEach(func(k, v []byte) error {
 		var ar aliasRecord
 		if decode(v, &ar) != nil {
-			add("alias", "alias %q has no owner", k)
+			add(ProblemAliasUnreadable, "the alias record of the legacy type %q does not decode: the catalog resolves that type to no capability (an import or rm of a bundle declaring it fails store_io: restore the store from a backup)", printableKey(k))
 			return nil
 		}
 		for _, c := range ar.claims() {

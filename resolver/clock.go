@@ -173,6 +173,19 @@ func (s *Store) judge(tx *bolt.Tx) *judge { return &judge{s: s, tx: tx} }
 // it (loadState with selection{line: bundleID}); the caller drops the
 // line when done, also on an error.
 func (j *judge) line(bundleID string) (*trust.Prepared, error) {
+	if err := j.load(); err != nil {
+		return nil, err
+	}
+	if err := loadLine(j.tx, j.st, bundleID, false); err != nil {
+		return nil, err
+	}
+	return j.prep, nil
+}
+
+// load loads the trust state (no line) and builds its policy, once: the
+// error of a state that cannot be read (a damaged trust record, floor or
+// threshold; docs/SPEC-DECISIONS.md TSTATE-6) at every call.
+func (j *judge) load() error {
 	if !j.loaded {
 		j.loaded = true
 		if j.st, j.err = j.s.loadState(j.tx, selTrust); j.err == nil {
@@ -180,13 +193,7 @@ func (j *judge) line(bundleID string) (*trust.Prepared, error) {
 			j.s.judged.prepared.Add(1)
 		}
 	}
-	if j.err != nil {
-		return nil, j.err
-	}
-	if err := loadLine(j.tx, j.st, bundleID, false); err != nil {
-		return nil, err
-	}
-	return j.prep, nil
+	return j.err
 }
 
 // drop forgets the line of bundleID that line loaded.

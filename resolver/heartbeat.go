@@ -315,30 +315,28 @@ func noFreshnessPolicy(tx *bolt.Tx) bool {
 }
 
 // staleBundles returns the installed bundles that fail closed as stale,
-// with the reason.
-func (s *Store) staleBundles(tx *bolt.Tx) (map[string]string, error) {
+// with the reason, judged by j one line at a time (judge.stale), as a
+// listing judges them: the policy is built once for every bundle
+// (docs/SPEC-DECISIONS.md SCALE-24), one signed manifest is held at a
+// time, and a line that cannot be read (its record, high-water mark or
+// pin damaged) is judged for itself, never failing the others
+// (docs/SPEC-DECISIONS.md STORE-4). A trust state that cannot be read is
+// still an error: every judgement rests on it (TSTATE-6).
+func (s *Store) staleBundles(tx *bolt.Tx, j *judge) (map[string]string, error) {
 	out := map[string]string{}
 	if bucket(tx, bHeartbeat).Stats().KeyN == 0 && noFreshnessPolicy(tx) {
 		return out, nil
 	}
-	st, err := s.loadState(tx, selJudged)
-	if err != nil {
+	if err := j.load(); err != nil {
 		return nil, err
 	}
-	// The policy is built once for every bundle, not once per bundle
-	// (docs/SPEC-DECISIONS.md SCALE-24); what is judged is what
-	// judgedStale would judge of each at this generation, so it is kept
-	// for the uses that follow (Resolve, Bundles).
-	p, gen := trust.Prepare(st), txGeneration(tx)
-	s.judged.prepared.Add(1)
-	for id := range st.Installed {
-		why := p.Stale(id)
-		s.judged.put(gen, id, judged{stale: true, staleWhy: why})
-		if why != "" {
-			out[id] = why
+	err := bucket(tx, bBundles).ForEach(func(k, _ []byte) error {
+		if why := j.stale(string(k)); why != "" {
+			out[string(k)] = why
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // Freshness is an operator's staleness bound for a scope.

@@ -137,7 +137,10 @@ type catalogCache struct {
 // stored descriptors does not decode, and a descriptor entry that does
 // not decode at all is left out alone: the rest of the store is still
 // listed, and Check names each (ProblemDescriptorUnreadable;
-// docs/SPEC-DECISIONS.md STORE-2).
+// docs/SPEC-DECISIONS.md STORE-2). Nor does a bundle whose record does not
+// decode (ProblemBundleUnreadable, STORE-4), and a legacy type whose alias
+// record does not decode resolves to no capability
+// (ProblemAliasUnreadable, STORE-5).
 func (s *Store) Catalog() (*Catalog, error) {
 	s.catalog.mu.Lock()
 	defer s.catalog.mu.Unlock()
@@ -148,37 +151,11 @@ func (s *Store) Catalog() (*Catalog, error) {
 	c := &Catalog{ByName: map[string][]Entry{}, Aliases: map[string]string{}, aliasClaims: map[string][]string{}}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c.Generation = getU64(bucket(tx, bMeta).Get([]byte(kGeneration)))
-		// A revoked bundle's capabilities are not offered (fail closed).
-		revoked, err := revokedBundles(tx)
+		// Revoked, stale and expired bundles, and those whose record does
+		// not decode, offer nothing (fail closed).
+		closed, err := s.closedBundles(tx, c)
 		if err != nil {
 			return err
-		}
-		stale, err := s.staleBundles(tx)
-		if err != nil {
-			return err
-		}
-		j := s.judge(tx) // one trust policy for every bundle's floor (SCALE-24)
-		// Nor an expired one's (5002 bundle_expired at every use).
-		expired := map[string]bool{}
-		if !s.opts.AllowExpired {
-			if err := bucket(tx, bBundles).ForEach(func(_, v []byte) error {
-				var lr listedRecord // its signed manifest left unread
-				if err := decode(v, &lr); err != nil {
-					return err
-				}
-				r := &lr.bundleRecord
-				exp, ok := expiry(*r)
-				switch {
-				case !ok:
-				case j.expiredAt(r, exp):
-					expired[r.BundleID] = true
-				case c.validUntil.IsZero() || exp.Before(c.validUntil):
-					c.validUntil = exp
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
 		}
 		// A bundle one of whose stored descriptors does not decode (a
 		// damaged record, or one an older build stored under other caps)
@@ -186,16 +163,13 @@ func (s *Store) Catalog() (*Catalog, error) {
 		// check names it (ProblemDescriptorUnreadable;
 		// docs/SPEC-DECISIONS.md STORE-2).
 		undecodable := map[string]bool{}
-		failsClosed := func(bundleID string) bool {
-			return revoked[bundleID] || stale[bundleID] != "" || expired[bundleID]
-		}
 		var entries []Entry
 		if err := bucket(tx, bDescriptors).ForEach(func(_, v []byte) error {
 			var dr descRecord
 			if decode(v, &dr) != nil {
 				return nil // its bundle unknown: that capability alone is left out
 			}
-			if failsClosed(dr.BundleID) {
+			if closed[dr.BundleID] {
 				return nil
 			}
 			d, err := capability.DecodeDescriptor(dr.Descriptor)
@@ -213,31 +187,7 @@ func (s *Store) Catalog() (*Catalog, error) {
 				c.ByName[e.Descriptor.Name] = append(c.ByName[e.Descriptor.Name], e)
 			}
 		}
-		return bucket(tx, bAliases).ForEach(func(k, v []byte) error {
-			var ar aliasRecord
-			if err := decode(v, &ar); err != nil {
-				return err
-			}
-			// Nor does a claim whose every owner fails closed count: a
-			// revoked squatter's claim would keep another authority's
-			// type ambiguous (docs/SPEC-DECISIONS.md BUNDLE-9).
-			var names []string
-			for _, cl := range ar.claims() {
-				if slices.ContainsFunc(cl.Owners, func(o string) bool { return !failsClosed(o) }) {
-					names = append(names, cl.Name)
-				}
-			}
-			if len(names) == 0 {
-				return nil
-			}
-			sort.Strings(names)
-			c.aliasClaims[string(k)] = names
-			c.Aliases[string(k)] = names[0]
-			if len(names) > 1 {
-				c.Aliases[string(k)] = AmbiguousAlias
-			}
-			return nil
-		})
+		return catalogAliases(tx, c, func(id string) bool { return closed[id] })
 	})
 	if err != nil {
 		return nil, amp.AsError(wrapTx(err))
@@ -251,6 +201,85 @@ func (s *Store) Catalog() (*Catalog, error) {
 	sort.Strings(c.Names)
 	s.catalog.cur = c
 	return c, nil
+}
+
+// closedBundles returns the installed bundles the catalog leaves out:
+// revoked, stale, expired (unless Options.AllowExpired), and each whose
+// record does not decode, by its key: whether it is revoked or expired
+// cannot be read, so it fails closed alone and the rest of the store is
+// served (docs/SPEC-DECISIONS.md STORE-4). It sets c.validUntil to the
+// earliest expiry of those not expired. Each record is read once and without
+// its signed manifest (listedRecord; STORE-6), and staleness one line at
+// a time (staleBundles), all judged against one trust policy (SCALE-24).
+func (s *Store) closedBundles(tx *bolt.Tx, c *Catalog) (map[string]bool, error) {
+	j := s.judge(tx)
+	stale, err := s.staleBundles(tx, j)
+	if err != nil {
+		return nil, err
+	}
+	closed := make(map[string]bool, len(stale))
+	for id := range stale {
+		closed[id] = true
+	}
+	err = bucket(tx, bBundles).ForEach(func(k, v []byte) error {
+		var lr listedRecord // its signed manifest left unread
+		if decode(v, &lr) != nil {
+			closed[string(k)] = true
+			return nil
+		}
+		r := &lr.bundleRecord
+		if r.Revoked != "" {
+			closed[r.BundleID] = true
+		}
+		if s.opts.AllowExpired {
+			return nil
+		}
+		exp, ok := expiry(*r)
+		switch {
+		case !ok:
+		case j.expiredAt(r, exp):
+			closed[r.BundleID] = true
+		case c.validUntil.IsZero() || exp.Before(c.validUntil):
+			c.validUntil = exp
+		}
+		return nil
+	})
+	return closed, err
+}
+
+// catalogAliases fills c's Aliases and claims from the alias records. A
+// claim whose every owner fails closed does not count: a revoked
+// squatter's claim would keep another authority's type ambiguous
+// (docs/SPEC-DECISIONS.md BUNDLE-9). A record that does not decode maps
+// its type to AmbiguousAlias, claimed for AmbiguousAlias alone: the
+// type resolves to no capability (4002), never to a slug match standing
+// in for the claims the record held, and every other type is served
+// (docs/SPEC-DECISIONS.md STORE-5).
+func catalogAliases(tx *bolt.Tx, c *Catalog, failsClosed func(bundleID string) bool) error {
+	return bucket(tx, bAliases).ForEach(func(k, v []byte) error {
+		var ar aliasRecord
+		if decode(v, &ar) != nil {
+			c.aliasClaims[string(k)] = []string{AmbiguousAlias}
+			c.Aliases[string(k)] = AmbiguousAlias
+			return nil
+		}
+		var names []string
+		for _, cl := range ar.claims() {
+			if slices.ContainsFunc(cl.Owners, func(o string) bool { return !failsClosed(o) }) {
+				names = append(names, cl.Name)
+			}
+		}
+		if len(names) == 0 {
+			return nil
+		}
+		sort.Strings(names)
+		c.aliasClaims[string(k)] = names
+		c.Aliases[string(k)] = names[0]
+		if len(names) > 1 {
+			c.Aliases[string(k)] = AmbiguousAlias
+		}
+		return nil
+	})
 }
 
 // Bundle describes an installed bundle.
@@ -310,7 +339,12 @@ func (b Bundle) FailsClosed() string {
 // /readyz and a metrics scrape list the bundles at every request, and a
 // manifest may be up to bundle.DefaultMaxManifestSize (16 MiB)
 // (docs/SPEC-DECISIONS.md MIRROR-20). Expiry is judged at every call (the
-// clock moves without the generation).
+// clock moves without the generation). A bundle whose record does not
+// decode is left out, as the catalog leaves it out: nothing of it can be
+// read, not even whether it is revoked, and one such record no longer
+// fails the listing of every other bundle (/readyz, a mirror's snapshot);
+// Check names it (ProblemBundleUnreadable; docs/SPEC-DECISIONS.md
+// STORE-4).
 func (s *Store) Bundles() ([]Bundle, error) {
 	var out []Bundle
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -320,12 +354,12 @@ func (s *Store) Bundles() ([]Bundle, error) {
 			var r listedRecord
 			j := s.judged.get(gen, string(k))
 			if j.sum {
-				if err := decode(v, &r); err != nil {
-					return err
+				if decode(v, &r) != nil {
+					return nil // left out, as the catalog leaves it out (STORE-4)
 				}
 			} else {
-				if err := decode(v, &r.bundleRecord); err != nil {
-					return err
+				if decode(v, &r.bundleRecord) != nil {
+					return nil
 				}
 				j.manifestSum = hex.EncodeToString(sha256sum(r.bundleRecord.Signed))
 				s.judged.hashes.Add(1)

@@ -6,22 +6,6 @@ import (
 	"github.com/ampbundle/ampbundle/trust"
 )
 
-// revokedBundles returns the installed bundles that fail closed.
-func revokedBundles(tx *bolt.Tx) (map[string]bool, error) {
-	out := map[string]bool{}
-	err := bucket(tx, bBundles).ForEach(func(k, v []byte) error {
-		var r bundleRecord
-		if err := decode(v, &r); err != nil {
-			return err
-		}
-		if r.Revoked != "" {
-			out[r.BundleID] = true
-		}
-		return nil
-	})
-	return out, err
-}
-
 // versionRevoked reports whether a bundle version is revoked.
 func versionRevoked(tx *bolt.Tx, id string, version uint64) bool {
 	return bucket(tx, bRevoked).Get(revokedBundleKey(id, version)) != nil

@@ -316,13 +316,11 @@ func (s *Store) loadState(tx *bolt.Tx, sel selection) (*trust.State, error) {
 // as its keys, each looked up by key): a revocation may name any did:key,
 // and those of keys nobody trusts are looked up when a change asks
 // (txRecords.RevokedKey), never loaded (docs/SPEC-DECISIONS.md TSTATE-1).
+// Each key's did:key is the one the policy reads (trust.State.DIDOf).
 func (s *Store) loadRevokedKeys(tx *bolt.Tx, st *trust.State) {
 	b := bucket(tx, bRevoked)
 	for _, k := range st.Keys {
-		did, ok := st.KeyDIDs[string(k.Key)]
-		if !ok {
-			did = k.DID()
-		}
+		did := st.DIDOf(k)
 		if v := b.Get(revokedKeyKey(did)); v != nil {
 			st.RevokedKeys[did] = revocationOf(v, s.decoded)
 		}

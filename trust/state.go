@@ -232,7 +232,7 @@ type State struct {
 	// documents.
 	Records Records
 	// KeyDIDs, when not nil, holds did:keys already encoded, by the
-	// public key's bytes (amp.DIDKey of each): the policy (policy, didOf;
+	// public key's bytes (amp.DIDKey of each): the policy (policy, DIDOf;
 	// so Prepare, pinFloors and failClosed) reads a trusted key's there
 	// instead of encoding it again. A store loading
 	// its state fills it as it looks each key's origin and revocation up
@@ -474,7 +474,7 @@ func (s *State) policy(withDIDs bool) (*bundle.Policy, []string) {
 		if !k.usable() {
 			continue
 		}
-		did := s.didOf(k)
+		did := s.DIDOf(k)
 		p.Keys = append(p.Keys, s.trustedAs(k, did))
 		if withDIDs {
 			dids = append(dids, did)
@@ -483,15 +483,18 @@ func (s *State) policy(withDIDs bool) (*bundle.Policy, []string) {
 	return p, dids
 }
 
-// didOf returns k's did:key, from KeyDIDs when it is there.
-func (s *State) didOf(k Key) string {
+// DIDOf returns k's did:key: its KeyDIDs entry when there is one, else
+// encoded (Key.DID). The policy reads each trusted key's did:key by it,
+// and so does a store looking each one's revocation up, so that both read
+// one entry (docs/SPEC-DECISIONS.md TRUST-28).
+func (s *State) DIDOf(k Key) string {
 	if did, ok := s.KeyDIDs[string(k.Key)]; ok {
 		return did
 	}
 	return k.DID()
 }
 
-func (s *State) trusted(k Key) bundle.TrustedKey { return s.trustedAs(k, s.didOf(k)) }
+func (s *State) trusted(k Key) bundle.TrustedKey { return s.trustedAs(k, s.DIDOf(k)) }
 
 // trustedAs is trusted for k, whose did:key is did.
 func (s *State) trustedAs(k Key, did string) bundle.TrustedKey {
