@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,7 +24,23 @@ const (
 	// ErrResultType: the provider's result does not decode into Out
 	// (4004; the result is not quoted).
 	ErrResultType amp.ErrName = "result_type_mismatch"
+	// ErrResultCost: decoding the provider's result into Out would hand
+	// strconv more than MaxSlowResultNumbers numbers it rounds on its
+	// decimal fallback (4004; the result is not quoted; nothing was
+	// decoded).
+	ErrResultCost amp.ErrName = "result_too_costly"
 )
+
+// MaxSlowResultNumbers bounds the numbers of a result that Call lets
+// encoding/json round into Out's floats (float64, float32, an empty
+// interface, a float field with the ",string" option) when strconv would
+// round them on its decimal fallback (slowFor): 10 to 25 µs each on the
+// 2-core build machine (a subnormal double, 5e-324; into a float32, any
+// double beyond its range, 1e-300), a thousand times a plain number,
+// and encoding/json cannot be made to round them otherwise. 64 such
+// numbers cost about 1.6 ms; a result of more is ErrResultCost
+// (docs/SPEC-DECISIONS.md JSON-9).
+const MaxSlowResultNumbers = 64
 
 // Call invokes the capability id ("name:version", as the keys of
 // agent.Config.Handlers) on c's peer with in as the params and decodes the
@@ -34,7 +50,9 @@ const (
 // is checked as Invoke checks it; a CAP_RESULT with status "error" is
 // returned as its *amp.Error, named as Invoke names it: a provider's name
 // that fails amp.ValidErrName is not in it, and Call returns no Result to
-// read it from (Invoke does). For the exchange itself (the reply message,
+// read it from (Invoke does). A result whose numbers Out's floats would
+// round slowly, more than MaxSlowResultNumbers of them, is ErrResultCost.
+// For the exchange itself (the reply message,
 // encryption, negotiation hints), use Invoke.
 func Call[Out any](ctx context.Context, c *Client, id string, in any) (Out, error) {
 	var out Out
@@ -74,10 +92,18 @@ func Call[Out any](ctx context.Context, c *Client, id string, in any) (Out, erro
 // an Unmarshaler that refuses the bytes as written refuses the result. An
 // Unmarshaler of Out thus runs at most twice on the provider's bytes.
 // data must be one JSON value, as amp.JSONValue writes it: the wrapper
-// takes it for the value of its first member.
+// takes it for the value of its first member. Before either decode, a
+// result holding more than MaxSlowResultNumbers numbers that strconv
+// would round on its decimal fallback into Out's floats is refused,
+// ErrResultCost (slowNumbers; docs/SPEC-DECISIONS.md JSON-9).
 func decodeResult[Out any](data []byte) (Out, error) {
 	refused := amp.Named(amp.CodeSchemaViolation, ErrResultType, "the result does not fit the type it is decoded into")
 	var out Out
+	var r rounding
+	r.of(reflect.TypeFor[Out](), map[reflect.Type]bool{})
+	if r.any() && slowNumbers(data, r, MaxSlowResultNumbers) > MaxSlowResultNumbers {
+		return out, amp.Named(amp.CodeSchemaViolation, ErrResultCost, "the result holds more than %d numbers that its type's floats would take a slow rounding for", MaxSlowResultNumbers)
+	}
 	if !keepsBytes(reflect.TypeFor[Out](), map[reflect.Type]bool{}) {
 		if json.Unmarshal(data, &out) == nil {
 			return out, nil
@@ -109,6 +135,205 @@ func decodeResult[Out any](data []byte) (Out, error) {
 	}
 	keepWritten(reflect.ValueOf(&out).Elem(), reflect.ValueOf(&written.V).Elem())
 	return out, nil
+}
+
+// rounding says which floats encoding/json rounds a result's numbers
+// into, with strconv, for a type: a float64 or an empty interface (f64),
+// a float32 (f32), and a float field with the ",string" option, whose
+// JSON string's text it rounds (quoted).
+type rounding struct{ f64, f32, quoted bool }
+
+// any reports whether encoding/json rounds any number for the type.
+func (r rounding) any() bool { return r.f64 || r.f32 }
+
+// of adds what encoding/json rounds into a value of type t: nothing
+// inside a value it hands its bytes or text (holdsBytes), and nothing
+// of a struct's fields it does not fill (unexported, or tagged "-").
+// seen breaks the cycles of recursive types.
+func (r *rounding) of(t reflect.Type, seen map[reflect.Type]bool) {
+	if holdsBytes(t) || seen[t] {
+		return
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Float64:
+		r.f64 = true
+	case reflect.Float32:
+		r.f32 = true
+	case reflect.Interface:
+		r.f64 = r.f64 || t.NumMethod() == 0 // a number in an any: float64
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		r.of(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			if (!f.IsExported() && !f.Anonymous) || tag == "-" {
+				continue
+			}
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if k := ft.Kind(); (k == reflect.Float64 || k == reflect.Float32) && slices.Contains(strings.Split(tag, ",")[1:], "string") {
+				r.quoted = true
+			}
+			r.of(f.Type, seen)
+		}
+	}
+}
+
+// slowNumbers counts, up to most+1, the numbers of the JSON text data
+// (and, when r.quoted, the strings whose text is a number) that strconv
+// would round on its decimal fallback into a float r names (slowFor):
+// one pass that reads each number's digits once, no allocation but for
+// a string with an escape when r.quoted.
+func slowNumbers(data []byte, r rounding, most int) int {
+	n := 0
+	count := func(text []byte) bool {
+		if slowFor(text, r) {
+			n++
+		}
+		return n <= most
+	}
+	var str func(lit []byte, escaped bool) bool
+	if r.quoted {
+		str = func(lit []byte, escaped bool) bool { return count(stringText(lit, escaped)) }
+	}
+	scanJSON(data, func(i, j int) bool { return count(data[i:j]) }, str)
+	return n
+}
+
+// scanJSON calls number with the offsets of each number of the JSON text
+// data, and str, when not nil, with each string's literal (quotes
+// included; escaped: it holds a backslash), in order; either returning
+// false ends the scan. It reads data once and allocates nothing; it
+// checks no grammar (what data is not JSON, encoding/json refuses).
+func scanJSON(data []byte, number func(i, j int) bool, str func(lit []byte, escaped bool) bool) {
+	for i := 0; i < len(data); {
+		switch c := data[i]; {
+		case c == '"':
+			j := i + 1
+			escaped := false
+			for j < len(data) && data[j] != '"' {
+				if data[j] == '\\' {
+					escaped = true
+					j++
+				}
+				j++
+			}
+			j = min(j+1, len(data))
+			if str != nil && !str(data[i:j], escaped) {
+				return
+			}
+			i = j
+		case c == '-' || '0' <= c && c <= '9':
+			j := i + 1
+			for j < len(data) && strings.IndexByte("0123456789.eE+-", data[j]) >= 0 {
+				j++
+			}
+			if !number(i, j) {
+				return
+			}
+			i = j
+		default:
+			i++
+		}
+	}
+}
+
+// stringText is the text of the JSON string lit (quotes included), as
+// encoding/json reads it; nil when it does not read.
+func stringText(lit []byte, escaped bool) []byte {
+	if len(lit) < 2 {
+		return nil
+	}
+	if !escaped {
+		return lit[1 : len(lit)-1]
+	}
+	var s string
+	if json.Unmarshal(lit, &s) != nil {
+		return nil
+	}
+	return []byte(s)
+}
+
+// slowFor reports whether strconv.ParseFloat rounds the number s into a
+// float r names on its decimal fallback, which costs it 10 to 25 µs
+// where a plain number costs 20 to 60 ns (measured, Go 1.26, the 2-core
+// build machine). That is a number of more than 19 significant digits
+// beyond 10^±30 (within, the fallback shifts a few times only, as
+// internal/jsonnum/number.go says: a 20-digit integer is cheap), or one
+// whose double is subnormal (5e-324), a zero it underflows to, or
+// beyond the doubles; into a float32, one whose double is no normal
+// float32 (1e-300, 1e+300). Its decimal place says which for all but
+// the numbers of the decade of either end of the range, which
+// jsonnum.ParseFloat rounds exactly. Anything else (a zero, a text that
+// is no JSON number, which encoding/json refuses) is not slow.
+func slowFor(s []byte, r rounding) bool {
+	digits, p := decimalPlace(s)
+	switch {
+	case digits == 0:
+		return false
+	case digits > 19 && (p < -29 || p > 31):
+		return true
+	}
+	lo, hi := int64(-307), int64(309) // 10^(lo-1) < 2^-1022 < 10^lo; 10^(hi-1) < MaxFloat64 < 10^hi
+	if r.f32 {
+		lo, hi = -37, 39 // likewise for 2^-126 and MaxFloat32
+	}
+	switch {
+	case p < lo || p > hi:
+		return true
+	case lo < p && p < hi:
+		return false
+	}
+	f, err := jsonnum.ParseFloat(string(s))
+	a := math.Abs(f)
+	return err != nil || a == 0 || a < 0x1p-1022 || r.f32 && (a < 0x1p-126 || a > math.MaxFloat32)
+}
+
+// decimalPlace reads the JSON number s as 0.D × 10^p: digits, the
+// number of digits of D (leading zeros left out, none for a zero), and
+// p, its exponent saturating far outside the doubles.
+func decimalPlace(s []byte) (digits int, p int64) {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+		if digits > 0 || s[i] != '0' {
+			digits++
+			p++
+		}
+	}
+	if i < len(s) && s[i] == '.' {
+		for i++; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+			if digits == 0 && s[i] == '0' {
+				p--
+			} else {
+				digits++
+			}
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		neg := i < len(s) && s[i] == '-'
+		if i < len(s) && (s[i] == '-' || s[i] == '+') {
+			i++
+		}
+		var e int64
+		for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+			if e < 1e9 {
+				e = e*10 + int64(s[i]-'0')
+			}
+		}
+		if neg {
+			e = -e
+		}
+		p += e
+	}
+	return digits, p
 }
 
 var (
@@ -198,41 +423,58 @@ func keepWritten(dst, src reflect.Value) {
 // number's double is read by jsonnum.ParseFloat: a provider's result may
 // hold any number of subnormal floats, which strconv rounds a thousand
 // times slower than a plain number (docs/SPEC-DECISIONS.md AGH-20). ok is
-// false when nothing was rewritten or the text does not decode.
+// false when nothing was rewritten or the text does not decode. It reads
+// the text by bytes (scanJSON), not by json.Decoder.Token, which
+// allocated about 112 bytes an item, whatever the numbers, for a result
+// that was then most often refused (JSON-10): it allocates only for the
+// output and for a number it must round to tell (notIntegral).
 func integralFloats(data []byte) ([]byte, bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
+	if !json.Valid(data) {
+		return nil, false
+	}
 	var out []byte
 	last := 0
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, false
-		}
-		n, isNum := tok.(json.Number)
-		if !isNum || !strings.ContainsAny(string(n), ".eE") {
-			continue
+	scanJSON(data, func(i, j int) bool {
+		n := data[i:j]
+		if !bytes.ContainsAny(n, ".eE") || notIntegral(n) {
+			return true
 		}
 		f, err := jsonnum.ParseFloat(string(n))
 		if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<53 {
-			continue
+			return true
 		}
-		end := int(dec.InputOffset())
-		start := end - len(n)
-		if start < last || string(data[start:end]) != string(n) {
-			return nil, false
-		}
-		out = append(out, data[last:start]...)
+		out = append(out, data[last:i]...)
 		out = strconv.AppendInt(out, int64(f), 10)
-		last = end
-	}
+		last = j
+		return true
+	}, nil)
 	if out == nil {
 		return nil, false
 	}
 	return append(out, data[last:]...), true
+}
+
+// notIntegral reports, from its digits alone, that the double of the
+// JSON number n is no integer: it has at most 15 significant digits,
+// some after its point, and lies above 10^-300 (0.D × 10^p with D of sig
+// digits, trailing zeros left out, and -300 < p < sig). Its fraction is
+// then at least 10^(p-15), more than half the spacing of the doubles
+// near it (below 10^p · 2^-52), and its magnitude at least 10^-301, so
+// it rounds to no integer, zero included. Other numbers are rounded to
+// tell.
+func notIntegral(n []byte) bool {
+	digits, p := decimalPlace(n)
+	end := len(n) // of the digits before the exponent
+	if e := bytes.IndexAny(n, "eE"); e >= 0 {
+		end = e
+	}
+	sig := digits
+	for i := end - 1; i >= 0 && sig > 0 && (n[i] == '0' || n[i] == '.'); i-- {
+		if n[i] == '0' {
+			sig--
+		}
+	}
+	return sig > 0 && sig <= 15 && -300 < p && p < int64(sig)
 }
 
 // paramsCBOR encodes in as JSON and then as deterministic CBOR: integer

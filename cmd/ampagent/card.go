@@ -179,7 +179,7 @@ func cardCatalog(c *cli.Context, env *cliutil.Env) (*resolver.Catalog, func(), e
 		sock = admin.SocketPath(db)
 	}
 	ac, aerr := admin.DialStore(sock, db)
-	if errors.Is(aerr, admin.ErrForeignSocket) || errors.Is(aerr, admin.ErrOtherStore) {
+	if admin.ReportAsIs(aerr) {
 		// Not store_in_use: another user's socket sits where the agent's
 		// should be; the refusal carries its hint (docs/SPEC-DECISIONS.md
 		// ADMIN-1, ADMIN-5).

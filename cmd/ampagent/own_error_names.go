@@ -32,7 +32,7 @@ var ownErrorNames = setOfNames(
 	"plaintext_reply", "outside_filter", "duplicate_descriptor", "too_many_pages",
 	"cursor_loop", "query_too_large", "outbox_full", "recipient_outbox_full",
 	"stream_incomplete", "stream_not_verified", "content_changed", "chunk_size_too_large",
-	"params_not_encodable", "result_type_mismatch", "invalid_did_document",
+	"params_not_encodable", "result_type_mismatch", "result_too_costly", "invalid_did_document",
 	// transport, amphttp, ampstcp: delivery and the bindings' refusals.
 	"unsigned_refusal", "redirect_refused", "reply_stalled", "busy",
 	"empty_frame", "frame_too_large", "unknown_frame_type", "protocol_violation",

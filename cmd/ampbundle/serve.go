@@ -247,7 +247,7 @@ func mirrorOpener(env *cliutil.Env, db, sock string) func() (mirror.Source, erro
 			if aerr == nil {
 				return ac, nil
 			}
-			if errors.Is(aerr, admin.ErrForeignSocket) || errors.Is(aerr, admin.ErrOtherStore) {
+			if admin.ReportAsIs(aerr) {
 				// Not store_in_use: another user's socket sits where the
 				// agent's should be; the refusal carries its hint
 				// (docs/SPEC-DECISIONS.md ADMIN-1, ADMIN-5).

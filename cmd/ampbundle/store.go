@@ -106,7 +106,7 @@ func openStoreAt(env *cliutil.Env, db, sock string, mode storeMode) (registry, e
 			fmt.Fprintf(env.Stderr, "note: the store is held by a running agent; using its admin socket %s\n", cliutil.Sanitize(sock))
 			return &ac.Registry, nil
 		}
-		if errors.Is(aerr, admin.ErrForeignSocket) || errors.Is(aerr, admin.ErrOtherStore) {
+		if admin.ReportAsIs(aerr) {
 			// Not store_in_use: the operator must learn that another
 			// user's socket, or an agent of another store, sits where
 			// the agent's should be (the refusal carries its hint:

@@ -14,12 +14,15 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/resolver"
+	"github.com/ampbundle/ampbundle/transport"
 )
 
 // Client talks to a running agent's admin socket: a Registry whose
@@ -30,6 +33,41 @@ type Client struct {
 	store string // the store file every request names (DialStore); "": none
 	http  *http.Client
 	gen   atomic.Uint64
+	wait  time.Duration // the longest the agent may keep a request waiting (watch)
+}
+
+// DefaultAnswerWait is the longest a Client waits for its agent to take
+// the next part of a request, or to begin its answer once the request is
+// sent (watch): an operation sends nothing while it runs (a store check
+// hashing every blob, an import queued behind another's stream), so this
+// is also the longest an operation may run before its answer. The answer
+// itself is read at the minimum data rate (admission.MinDataRate after
+// admission.FrameGrace), as the agent reads a request. Past either, the
+// request fails admin_socket, code 5003, cause ErrNoAnswer
+// (docs/SPEC-DECISIONS.md ADMIN-9).
+const DefaultAnswerWait = time.Hour
+
+// ProbeWait bounds DialStore's first request (GET /v1/generation, which
+// an agent answers from memory, or 503 busy at once beyond MaxConns): a
+// process that accepts connections at the socket's path and never
+// answers is refused there, ErrNoAnswer, before the command goes on.
+const ProbeWait = 10 * time.Second
+
+// ErrNoAnswer is the cause of the admin_socket refusal (code 5003) of a
+// request the agent did not take, or did not answer, within the Client's
+// wait (DefaultAnswerWait; ProbeWait for DialStore's first request), or
+// whose answer fell below the minimum data rate: an agent that hangs, or
+// a process of this user that took the socket's path and accepts without
+// answering, would otherwise hold the command for ever.
+var ErrNoAnswer = errors.New("the agent did not answer on the admin socket in time")
+
+// ReportAsIs reports whether err, a DialStore error, must reach the
+// operator as it is rather than as the store being in use: another
+// user's socket (ErrForeignSocket, ADMIN-5), an agent of another store
+// (ErrOtherStore, ADMIN-8) or a process at the socket's path that did not
+// answer (ErrNoAnswer, ADMIN-9); each names what sits at the path.
+func ReportAsIs(err error) bool {
+	return errors.Is(err, ErrForeignSocket) || errors.Is(err, ErrOtherStore) || errors.Is(err, ErrNoAnswer)
 }
 
 // Dial connects to the admin socket at path; it fails fast when nothing
@@ -48,7 +86,7 @@ func Dial(path string) (*Client, error) {
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return dialOwn(ctx, path)
 	}}
-	ac := &Client{path: path, http: &http.Client{Transport: tr}}
+	ac := &Client{path: path, http: &http.Client{Transport: tr}, wait: DefaultAnswerWait}
 	ac.Registry.client = ac
 	return ac, nil
 }
@@ -65,6 +103,12 @@ func Dial(path string) (*Client, error) {
 // (docs/SPEC-DECISIONS.md ADMIN-8). An agent older than this program
 // ignores the name and serves as before.
 func DialStore(path, db string) (*Client, error) {
+	return dialStore(path, db, ProbeWait)
+}
+
+// dialStore is DialStore with probe the wait of its first request (a
+// test that plays a silent process shortens it).
+func dialStore(path, db string, probe time.Duration) (*Client, error) {
 	id, err := storeFileID(db)
 	if err != nil {
 		return nil, amp.Named(0, "admin_socket", "cannot identify the store file to name it to the agent").WithCause(err)
@@ -74,7 +118,14 @@ func DialStore(path, db string) (*Client, error) {
 		return nil, err
 	}
 	c.store = id
-	if _, err := c.FetchGeneration(); errors.Is(err, ErrOtherStore) {
+	// The agent answers this from memory: a silent process at the path
+	// is refused here, within ProbeWait, not after the command's first
+	// operation waited DefaultAnswerWait (ADMIN-9).
+	wait := c.wait
+	c.wait = min(wait, probe)
+	_, err = c.FetchGeneration()
+	c.wait = wait
+	if errors.Is(err, ErrOtherStore) || errors.Is(err, ErrNoAnswer) {
 		c.Close()
 		return nil, err
 	}
@@ -188,9 +239,14 @@ func withQuery(path string, q url.Values) string {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ct string, out any) error {
+	ctx, w := c.watch(ctx)
+	defer w.stop()
 	req, err := http.NewRequestWithContext(ctx, method, "http://agent"+path, body)
 	if err != nil {
 		return amp.Named(0, "admin_socket", "cannot build the admin request").WithCause(err)
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = &watchedBody{ReadCloser: req.Body, w: w} // ContentLength kept
 	}
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
@@ -204,15 +260,19 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ct
 		if errors.As(err, &refused) && amp.NameOf(refused) == "admin_socket" {
 			return refused // dialOwn's: no agent, or another user's socket
 		}
-		return amp.Named(0, "admin_socket", "the agent did not answer on the admin socket").WithCause(err)
+		return w.failed(amp.Named(0, "admin_socket", "the agent did not answer on the admin socket").WithCause(err))
 	}
 	defer resp.Body.Close()
+	answer := w.answer(resp.Body)
 	if g, err := strconv.ParseUint(resp.Header.Get(GenerationHeader), 10, 64); err == nil {
 		c.gen.Store(g)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var doc errorDoc
-		if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc) != nil || doc.Error.Code == "" {
+		if json.NewDecoder(io.LimitReader(answer, 1<<20)).Decode(&doc) != nil || doc.Error.Code == "" {
+			if err := w.failed(nil); err != nil {
+				return err
+			}
 			if resp.StatusCode == http.StatusNotFound {
 				// No such route: an agent older than this program.
 				return amp.Named(0, resolver.ErrUnsupported, "the agent's admin socket does not offer %s (an older agent: restart it with this version)", path)
@@ -228,16 +288,94 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ct
 		}
 		return e
 	}
-	if w, ok := out.(io.Writer); ok {
-		if _, err := io.Copy(w, resp.Body); err != nil {
-			return amp.Named(0, "admin_socket", "the agent's answer was cut off").WithCause(err)
+	if wr, ok := out.(io.Writer); ok {
+		if _, err := io.Copy(wr, answer); err != nil {
+			return w.failed(amp.Named(0, "admin_socket", "the agent's answer was cut off").WithCause(err))
 		}
 		return nil
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out); err != nil {
-		return amp.Named(0, "admin_socket", "the agent's answer does not decode").WithCause(err)
+	if err := json.NewDecoder(io.LimitReader(answer, 64<<20)).Decode(out); err != nil {
+		return w.failed(amp.Named(0, "admin_socket", "the agent's answer does not decode").WithCause(err))
 	}
 	return nil
+}
+
+// requestWatch bounds one request of a Client (docs/SPEC-DECISIONS.md
+// ADMIN-9): its context ends, with the cause ErrNoAnswer, when the agent
+// takes no part of the request's body for the Client's wait, sends no
+// answer within that wait after the body's last part was taken (or after
+// the request began, without a body), or, once the answer began, falls
+// below the minimum data rate (transport.RateReader, the rule the agent
+// reads requests by). An HTTP client without a timeout, over a socket
+// whose server accepts and says nothing, waits for ever.
+type requestWatch struct {
+	wait     time.Duration
+	t        *time.Timer
+	mu       sync.Mutex
+	answered bool // from the answer's head: the rate rules
+	cancel   context.CancelCauseFunc
+	ctx      context.Context
+}
+
+// watch starts the watch of a request made with the returned context.
+func (c *Client) watch(parent context.Context) (context.Context, *requestWatch) {
+	ctx, cancel := context.WithCancelCause(parent)
+	w := &requestWatch{wait: c.wait, cancel: cancel, ctx: ctx}
+	w.t = time.AfterFunc(w.wait, func() { cancel(ErrNoAnswer) })
+	return ctx, w
+}
+
+// again gives the agent its wait once more, from now, until the answer
+// begins: a part of the body was taken.
+func (w *requestWatch) again() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.answered {
+		w.t.Reset(w.wait)
+	}
+}
+
+// answer is the answer's body, read at the minimum data rate from now
+// (its grace, and the longest stall, admission.FrameGrace, or the wait
+// when shorter).
+func (w *requestWatch) answer(body io.Reader) io.Reader {
+	w.mu.Lock()
+	w.answered = true
+	w.mu.Unlock()
+	return transport.NewRateReader(body, func(t time.Time) error {
+		w.t.Reset(time.Until(t))
+		return nil
+	}, 0, min(w.wait, admission.FrameGrace), 0)
+}
+
+// failed is err, or, when the watch ended the request, the refusal
+// naming that (ErrNoAnswer; nil when it did not and err is nil).
+func (w *requestWatch) failed(err error) error {
+	if errors.Is(context.Cause(w.ctx), ErrNoAnswer) {
+		return cliutil.WithHint(amp.Named(amp.CodeTimeout, "admin_socket", "the agent took no part of the request, or sent no answer, within %v, or its answer fell below the minimum data rate; nothing more was waited for", w.wait).WithCause(ErrNoAnswer),
+			"the agent may be hung, or another process of this user listens at the admin socket's path: check the agent (its log, its process), restart it, or give its socket with --admin-socket")
+	}
+	return err
+}
+
+// stop ends the watch (the request is over).
+func (w *requestWatch) stop() {
+	w.t.Stop()
+	w.cancel(nil)
+}
+
+// watchedBody is a request's body whose every part read (what the HTTP
+// client then writes to the agent) gives the agent its wait again.
+type watchedBody struct {
+	io.ReadCloser
+	w *requestWatch
+}
+
+// Read reads the next part of the body.
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.w.again()
+	return n, err
 }
 
 // ownBytes refuses an answer that lists a statement (what names it)

@@ -23,5 +23,10 @@
 // generation in X-Store-Generation. A Client answers Audit, AuditHead and
 // VerifyAudit from one snapshot, taken at the first of them.
 // Errors are {"error":{"code","amp_code","message","details"}} with a 4xx or 5xx
-// status, and come back to the client as the *amp.Error they were.
+// status, and come back to the client as the *amp.Error they were. A
+// Client waits at most DefaultAnswerWait for the agent to take each part
+// of a request or to begin its answer, reads the answer at the minimum
+// data rate (a JSON answer in at most 64 MiB), and gives DialStore's
+// first request ProbeWait: an agent that hangs fails admin_socket (5003,
+// ErrNoAnswer).
 package admin
