@@ -698,7 +698,7 @@ func (a *Agent) Handle(ctx context.Context, data []byte) ([]byte, error) {
 		a.reqLog(ctx).Info("duplicate answered from the ledger", "from", sender, "id", m.ID.String(), "typ", m.Type.Name())
 		a.observe(Observation{Type: m.Type, Duplicate: true, Duration: time.Since(start)})
 		if len(st.Reply) == 0 {
-			return nil, nil // recorded as needing no reply (STREAM_DATA)
+			return nil, nil // recorded as needing no reply (STREAM_START, STREAM-13)
 		}
 		return st.Reply, nil
 	case ledger.Lost:

@@ -65,7 +65,8 @@
 // records durably that it runs; the reply is durable before it is sent; if
 // the process dies in between, a retry gets a final CAP_RESULT 5001
 // "outcome unknown" instead of a second execution. Only invocations that
-// ran a handler are written durably: PING, queries and refusals live in a
+// ran a handler, and stream messages that opened or handed over a stream,
+// are written durably: PING, queries, STREAM_DATA and refusals live in a
 // bounded memory cache, and retryable refusals are not kept at all, so that
 // a retry with the same id (RFC 001 §16.3) is evaluated again. The ledger
 // has a byte budget and a per-caller share; beyond them an invocation is
@@ -97,7 +98,10 @@
 // to a temporary file in StreamLimits.SpoolDir. Chunks may arrive in any
 // order; an identical duplicate is ignored, a different one discards the
 // stream. STREAM_START and STREAM_DATA get no reply (HTTP 202, no TCP
-// frame); a refusal gets an ERROR. STREAM_END is answered, once, by an ACK
+// frame); a refusal gets an ERROR. A STREAM_START that opened a stream is
+// recorded durably in the ledger: replayed after a restart, or once the
+// memory cache forgot it, it opens nothing (docs/SPEC-DECISIONS.md
+// STREAM-13). STREAM_END is answered, once, by an ACK
 // (stream_id, chunks_received, verified: true) after every chunk arrived,
 // the SHA-256 of the content matched and Config.Streams accepted it; or by
 // an ERROR whose details.reason names the cause (missing_chunks,

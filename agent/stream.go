@@ -83,15 +83,18 @@ type StreamLimits struct {
 	// pace: a new chunk at least every StallGrace (default 10 s), and,
 	// StallGrace after it started, at least MinRate bytes a second since
 	// it started (default admission.MinDataRate, 128 KiB/s). Once it falls
-	// behind, its charge drops to the bytes it received (the spool file is
-	// sparse: the rest costs nothing) and the stream stays open. Its next
-	// chunk charges the whole rest again only when the stream has caught
-	// up with that pace, counted from its start; otherwise it charges what
-	// was received plus MinRate × StallGrace (a look-ahead, given back at
-	// the next check while it stays behind), or, while that does not fit,
-	// only itself, or is refused retryably (5004 stream_budget_exceeded)
-	// when not even that fits. A stream held in memory is charged its
-	// whole size while it is open.
+	// behind, its charge drops to what its spool file holds, up to the end
+	// of the furthest chunk written (the file is never extended ahead of
+	// its chunks: on a file system without holes the rest would hold disk
+	// too; docs/SPEC-DECISIONS.md STREAM-14), and the stream stays open.
+	// Its next chunk charges the whole rest again only when the stream has
+	// caught up with that pace, counted from its start; otherwise it
+	// charges what its file then holds plus MinRate × StallGrace (a
+	// look-ahead, given back at the next check while it stays behind),
+	// or, while that does not fit, only what its file holds, or is
+	// refused retryably (5004 stream_budget_exceeded) when not even that
+	// fits. A stream held in memory is charged its whole size while it is
+	// open.
 	StallGrace time.Duration
 	MinRate    uint64
 	// MaxChunks caps total_chunks of one stream (default 1,048,576).
@@ -172,11 +175,14 @@ type inStream struct {
 	closed   bool      // removed from the table; resources released
 	// The charge (StreamLimits.StallGrace): charged is what the budgets
 	// hold for the stream (changed with both locks held), got the
-	// content bytes received. The pace counts from started; lastNew is
-	// the last new chunk (or started). A stream that fell behind is
-	// charged got (plus a look-ahead after a chunk).
-	charged, got     uint64
-	started, lastNew time.Time
+	// content bytes received, ext the end of the furthest chunk written
+	// to the spool file (its length: what a file system without holes
+	// holds for it, whatever was received). The pace counts from
+	// started, by got; lastNew is the last new chunk (or started). A
+	// stream that fell behind is charged ext (plus a look-ahead after a
+	// chunk).
+	charged, got, ext uint64
+	started, lastNew  time.Time
 	// sum is the content's SHA-256, computed at the first STREAM_END
 	// that found every chunk: the content cannot change after that (a
 	// chunk again with other bytes ends the stream), so a later
@@ -321,11 +327,12 @@ func (t *streams) lookAhead() uint64 {
 	return uint64(b)
 }
 
-// stall gives back what s is charged beyond what it received; s.mu is
-// held.
+// stall gives back what s is charged beyond what its spool file holds
+// (ext: on a file system without holes a chunk written far ahead holds
+// the disk before it, STREAM-14); s.mu is held.
 func (t *streams) stall(s *inStream) {
 	t.mu.Lock()
-	t.charge(s, -int64(s.charged-s.got))
+	t.charge(s, -int64(s.charged-s.ext))
 	t.mu.Unlock()
 }
 
@@ -388,7 +395,7 @@ func (t *streams) reclaim(now time.Time) int {
 		case now.Sub(s.last) > t.lim.Idle:
 			t.drop(s)
 			n++
-		case s.file != nil && s.charged > s.got && !t.keepsPace(s, s.got, now):
+		case s.file != nil && s.charged > s.ext && !t.keepsPace(s, s.got, now):
 			t.stall(s)
 		}
 		t.unlock(s) // as every holder does: a closeAll that met s held drops it here
@@ -475,7 +482,7 @@ func (a *Agent) stream(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 		if err != nil {
 			return 0, nil, err
 		}
-		return noReply, nil, a.streamStart(sender, admission.PeerOf(ctx), b, now)
+		return noReply, nil, a.streamStart(ctx, sender, b, now, t)
 	case amp.TypeStreamData:
 		b, err := amp.DecodeStreamData(m.Body)
 		if err != nil {
@@ -491,10 +498,11 @@ func (a *Agent) stream(ctx context.Context, m *amp.Message, t *ledger.Ticket) (a
 	}
 }
 
-// streamStart opens a stream of sender, received from peer (a
-// transport.Peer, or "" when no transport named one).
-func (a *Agent) streamStart(sender, peer string, b amp.StreamStartBody, now time.Time) error {
-	t := a.streams
+// streamStart opens a stream of sender, received from the peer of ctx
+// (a transport.Peer, or "" when no transport named one), once every check
+// passed and its ticket tk is recorded in the ledger (STREAM-13).
+func (a *Agent) streamStart(ctx context.Context, sender string, b amp.StreamStartBody, now time.Time, tk *ledger.Ticket) error {
+	t, peer := a.streams, admission.PeerOf(ctx)
 	// The layout, hash and size checks are the Reassembler's (RFC 001 §6.2).
 	if len(b.StreamID) > maxStreamID || len(b.ContentType) > 256 || len(b.Filename) > 1024 {
 		return streamRefusal(amp.CodeInvalidMessage, "limit_exceeded", "", "stream_id, content_type or filename is too long")
@@ -558,14 +566,11 @@ func (a *Agent) streamStart(sender, peer string, b amp.StreamStartBody, now time
 	t.mu.Unlock()
 	defer t.unlock(s)
 	if b.TotalSize > t.lim.SpoolThreshold {
+		// Not extended to total_size ahead of its chunks: a file system
+		// without holes (NTFS by default, FAT, exFAT) would hold all of
+		// it on disk at once, while a stalled stream is charged only
+		// what its file holds (STREAM-14).
 		f, name, err := t.spool.create("ampstream-")
-		if err == nil {
-			err = f.Truncate(int64(b.TotalSize))
-			if err != nil {
-				f.Close()
-				t.spool.remove(name)
-			}
-		}
 		if err != nil {
 			a.log.Error("cannot create a stream spool file", "err", err)
 			t.drop(s)
@@ -575,7 +580,34 @@ func (a *Agent) streamStart(sender, peer string, b amp.StreamStartBody, now time
 	} else {
 		s.mem = make([]byte, b.TotalSize)
 	}
-	return nil
+	return a.recordStart(ctx, s, tk)
+}
+
+// recordStart records durably in the ledger that s is opened, the last
+// step of STREAM_START; when it cannot, s is dropped (its spool file
+// removed) and the refusal is retryable, not recorded. A STREAM_START
+// kept only in the ledger's memory cache was forgotten at a restart, or
+// once its sender's later messages overflowed its share of the cache:
+// replayed within its ttl (24 h by default), it opened the finished
+// stream again under its sender's identity and share, and with the
+// captured chunks and a captured STREAM_END that had been refused
+// (missing_chunks), the application was handed the stream a second time
+// (docs/SPEC-DECISIONS.md STREAM-13). Recorded, a replay gets the
+// recorded answer (no reply) and opens nothing.
+func (a *Agent) recordStart(ctx context.Context, s *inStream, tk *ledger.Ticket) error {
+	tk.Reserve(ledger.MinReplyReserve) // its reply is none
+	var err error
+	a.durable(ctx, func() { err = tk.Running() })
+	if err == nil {
+		return nil
+	}
+	a.streams.drop(s)
+	if ledger.NoRoom(err) {
+		a.log.Warn("stream refused: no room in the idempotency ledger", "name", string(amp.NameOf(err)), "from", s.key.sender)
+		return err
+	}
+	a.log.Error("idempotency ledger unavailable", "err", err)
+	return unavailable()
 }
 
 // lookup finds the open stream of sender, locked. The stream's lock is
@@ -656,8 +688,7 @@ func (a *Agent) streamData(ctx context.Context, sender string, d amp.StreamDataB
 		return streamRefusal(amp.CodeInvalidMessage, "conflicting_chunk", d.StreamID, "chunk was received twice with different bytes; the stream is discarded")
 	}
 	n := uint64(len(d.Data))
-	extra, err := a.streams.resume(s, n, now)
-	if err != nil {
+	if err := a.streams.resume(s, n, off+n, now); err != nil {
 		return err
 	}
 	s.last = now
@@ -665,14 +696,13 @@ func (a *Agent) streamData(ctx context.Context, sender string, d amp.StreamDataB
 		if _, err := s.file.WriteAt(d.Data, int64(off)); err != nil {
 			// Retryable: the chunk is not counted, the stream stays (and
 			// is reclaimed when idle), so the sender's retry can land.
+			// Its charge stays: the failed write may have extended the
+			// file up to the chunk's end.
 			a.log.Error("cannot write a stream spool file", "err", err)
-			if extra > 0 {
-				a.streams.mu.Lock()
-				a.streams.charge(s, -int64(extra))
-				a.streams.mu.Unlock()
-			}
+			s.ext = max(s.ext, off+n)
 			return unavailable()
 		}
+		s.ext = max(s.ext, off+n)
 	} else {
 		copy(s.mem[off:], d.Data)
 	}
@@ -683,37 +713,37 @@ func (a *Agent) streamData(ctx context.Context, sender string, d amp.StreamDataB
 	return nil
 }
 
-// resume charges a new chunk of n bytes for s (s.mu held) and returns
-// what it added (undo it if the chunk is not kept). A stream charged its
-// whole size is charged already. One that fell behind charges its whole
-// rest again only when, with this chunk, it has caught up with its pace
-// counted from its start (never a fresh pace: one tiny chunk per grace
-// must not win the whole charge back); otherwise what it received plus a
-// look-ahead (lookAhead); when that does not fit, only what it received;
-// when not even that fits, the chunk is refused retryably and nothing
-// changes.
-func (t *streams) resume(s *inStream, n uint64, now time.Time) (extra uint64, err error) {
-	total, got := s.start.TotalSize, s.got+n
+// resume charges a new chunk of n bytes ending at end for s (s.mu held;
+// a failed write keeps the charge: the file may have grown). A stream
+// charged its whole size is charged already. One that fell behind
+// charges its whole rest again only when, with this chunk, it has caught
+// up with its pace counted from its start (never a fresh pace: one tiny
+// chunk per grace must not win the whole charge back); otherwise what
+// its spool file holds with this chunk (hold: up to the furthest chunk's
+// end, STREAM-14) plus a look-ahead (lookAhead); when that does not fit,
+// only what its file holds; when not even that fits, the chunk is
+// refused retryably and nothing changes.
+func (t *streams) resume(s *inStream, n, end uint64, now time.Time) error {
+	total, got, hold := s.start.TotalSize, s.got+n, max(s.ext, end)
 	if s.charged >= total {
-		return 0, nil
+		return nil
 	}
 	want := total
 	if !t.onRate(s, got, now) {
-		want = min(total, got+t.lookAhead())
+		want = min(total, hold+t.lookAhead())
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, w := range []uint64{want, got} {
+	for _, w := range []uint64{want, hold} {
 		if w <= s.charged {
-			return 0, nil
+			return nil
 		}
 		if t.room(s, w-s.charged) == "" {
-			extra = w - s.charged
-			t.charge(s, int64(extra))
-			return extra, nil
+			t.charge(s, int64(w-s.charged))
+			return nil
 		}
 	}
-	return 0, streamRefusal(amp.CodeOverloaded, "stream_budget_exceeded", s.start.StreamID, "%s", t.room(s, got-s.charged))
+	return streamRefusal(amp.CodeOverloaded, "stream_budget_exceeded", s.start.StreamID, "%s", t.room(s, hold-s.charged))
 }
 
 // streamEnd hands a complete, verified stream to the application. The
