@@ -56,7 +56,7 @@ type claimPlan struct {
 // read. A claim held by another process gives Wait, which closes on the
 // next change of the claim key or after WaitPoll.
 func (s *Store) Claim(k ledger.Key, expires time.Time) (ledger.ClaimResult, error) {
-	dl := time.Now().Add(s.o.OpTimeout)
+	dl := s.lockBy()
 	lease, err := s.sess.lease()
 	if err != nil {
 		return ledger.ClaimResult{}, err
@@ -151,7 +151,7 @@ func (s *Store) claimTxn(k ledger.Key, expires time.Time, lease clientv3.LeaseID
 	ci := claimInfo{lease: lease, rev: r.Header.Revision, token: token}
 	kv := one(r.Responses[1])
 	if p == nil && len(r.Responses) == 3 {
-		if snap, err := snapOf(r.Responses[2].GetResponseRange(), r.Header.Revision); err == nil {
+		if snap, err := s.snapOf(r.Responses[2].GetResponseRange(), r.Header.Revision); err == nil {
 			ci.usage, pl.snap = snap, snap
 		}
 	}
@@ -164,7 +164,7 @@ func (s *Store) claimTxn(k ledger.Key, expires time.Time, lease clientv3.LeaseID
 		if in.Succeeded {
 			n := cur + p.cost
 			ci.entry = &claimEntry{e: p.e, rev: ci.rev, cost: p.cost, counter: p.counter, n: n, nrev: ci.rev}
-			pl.learn(in.Responses[2], ci.rev)
+			pl.learn(s, in.Responses[2], ci.rev)
 			s.mu.Lock()
 			s.claims[k] = ci
 			s.charge(p.e.end, p.cost, 1)
@@ -173,7 +173,7 @@ func (s *Store) claimTxn(k ledger.Key, expires time.Time, lease clientv3.LeaseID
 		}
 		kv = one(in.Responses[0])
 		if kv == nil { // the counters changed: the claim alone; Running charges
-			if snap, err := snapOf(in.Responses[1].GetResponseRange(), r.Header.Revision); err == nil {
+			if snap, err := s.snapOf(in.Responses[1].GetResponseRange(), r.Header.Revision); err == nil {
 				ci.usage, pl.snap = snap, snap
 			}
 		}
@@ -237,7 +237,7 @@ func (s *Store) claimEntryLate(k ledger.Key, ci *claimInfo, expires time.Time, p
 		}
 		rev := r.Header.Revision
 		ci.entry = &claimEntry{e: p.e, rev: rev, cost: p.cost, counter: p.counter, n: cur + p.cost, nrev: rev}
-		pl.learn(r.Responses[2], rev)
+		pl.learn(s, r.Responses[2], rev)
 		s.mu.Lock()
 		s.charge(p.e.end, p.cost, 1)
 		s.mu.Unlock()
@@ -281,6 +281,9 @@ func (s *Store) claimHeld(k ledger.Key, lease clientv3.LeaseID, r *clientv3.TxnR
 		if c == nil {
 			return s.claimLost(k, lease, kv)
 		}
+	}
+	if c != nil && c.Lease == int64(clientv3.NoLease) {
+		return s.claimLeaseless(k, c, r.Header.Revision)
 	}
 	if c != nil && clientv3.LeaseID(c.Lease) == lease {
 		// Our own claim, which this process no longer tracks (an Unclaim
@@ -326,6 +329,47 @@ func (s *Store) claimHeld(k ledger.Key, lease clientv3.LeaseID, r *clientv3.TxnR
 		}
 	}
 	return ledger.ClaimResult{Wait: s.waitFor(ks.claim, r.Header.Revision+1)}, nil
+}
+
+// claimLeaseless answers a Claim of k that found c, a claim key without a
+// lease (FLEET-38). Every node writes its claims under its session lease
+// (grantedID never yields NoLease), so no live node holds c: a writer under
+// the prefix, or a tool that copied keys without their leases, made it,
+// and nothing would ever delete it (the message Busy on every node for
+// ever). It is deleted in one transaction while it is the key read (its
+// create and mod revisions) and still has no lease, and the copy claims
+// again at once: Fresh with no entry, Lost with a running one (never a
+// second run: the entry stays), Done with a done one. A claim this
+// process tracks under that create revision is its own (its lease taken
+// off by such a writer): kept, as one changed since is, and waited on as
+// another's claim (FLEET-17: never a tight loop).
+func (s *Store) claimLeaseless(k ledger.Key, c *mvccpb.KeyValue, rev int64) (ledger.ClaimResult, error) {
+	key := keysOf(s.prefix, k).claim
+	s.mu.Lock()
+	ci, tracked := s.claims[k]
+	s.mu.Unlock()
+	if !tracked || ci.rev != c.CreateRevision {
+		then := []clientv3.Op{clientv3.OpDelete(key)}
+		var r *clientv3.TxnResponse
+		err := s.call("claim", func(ctx context.Context) (err error) {
+			r, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", c.CreateRevision),
+				clientv3.Compare(clientv3.ModRevision(key), "=", c.ModRevision),
+				clientv3.Compare(clientv3.LeaseValue(key), "=", clientv3.NoLease)).Then(then...).Commit()
+			if err == nil {
+				err = replyFits(r, then, nil) // FLEET-28
+			}
+			return err
+		})
+		if err != nil {
+			return ledger.ClaimResult{}, err
+		}
+		if r.Succeeded { // gone: claim again at once
+			ch := make(chan struct{})
+			close(ch)
+			return ledger.ClaimResult{Wait: ch}, nil
+		}
+	}
+	return ledger.ClaimResult{Wait: s.waitFor(key, rev+1)}, nil
 }
 
 // claimLost claims k's running entry kv, which no process claims: one

@@ -43,8 +43,9 @@ const maxParked = maxCleanups
 // only while it holds take+keep (refund).
 //
 // With stray, it is instead the delete of counter, a usage counter
-// without a lease (FLEET-33), if it is still the one read at mod
-// revision rev and still has no lease.
+// without a lease (FLEET-33) or of a bucket over by every node's clock
+// (FLEET-37), if it is still the one read at mod revision rev and still
+// has the lease it was read with (lease; 0: none).
 //
 // until (unix seconds) is, with rev 0, when a claim of token can no
 // longer matter (its message's expiry plus MaxClockSkew): etcd may apply
@@ -62,6 +63,7 @@ type cleanup struct {
 	take, keep int64
 	until      int64
 	stray      bool
+	lease      int64
 }
 
 // errClaimUnseen is a clean-up of a claim named by its value (rev 0)
@@ -264,23 +266,34 @@ func (cl *cleaner) shelve(c cleanup) {
 }
 
 // strays queues the delete of each usage counter of kvs (a principal's,
-// as read) that has no lease (FLEET-33): no node writes one, so it holds
-// no charge of an entry and only refuses the principal while it lives.
-// Deletes and refunds together fill at most half of the queue, the rest
-// kept for given-up claims; one more waits for the next read to find it.
-func (cl *cleaner) strays(kvs []*mvccpb.KeyValue) {
-	n := 0
-	cl.mu.Lock()
+// as read) of a bucket ending at or before over (FLEET-37): a lease
+// longer than any node grants keeps it, and it counts no entry a node
+// still answers; and, with leaseless, of each that has no lease
+// (FLEET-33): no node writes one, so it holds no charge of an entry and
+// only refuses the principal while it lives. Deletes and refunds
+// together fill at most half of the queue, the rest kept for given-up
+// claims; one more waits for the next read to find it.
+func (cl *cleaner) strays(kvs []*mvccpb.KeyValue, over int64, leaseless bool) {
+	var qs []cleanup
 	for _, kv := range kvs {
-		if kv != nil && kv.Lease == 0 && len(cl.q) < maxCleanups/2 {
-			cl.queue(cleanup{counter: string(kv.Key), rev: kv.ModRevision, stray: true})
-			n++
+		if kv == nil {
+			continue
+		}
+		if end, ok := counterEnd(kv.Key); leaseless && kv.Lease == 0 || kv.Lease != 0 && ok && end <= over {
+			qs = append(qs, cleanup{counter: string(kv.Key), rev: kv.ModRevision, stray: true, lease: kv.Lease})
+		}
+	}
+	if len(qs) == 0 {
+		return
+	}
+	cl.mu.Lock()
+	for _, c := range qs {
+		if len(cl.q) < maxCleanups/2 {
+			cl.queue(c)
 		}
 	}
 	cl.mu.Unlock()
-	if n > 0 {
-		cl.poke()
-	}
+	cl.poke()
 }
 
 // also marks one more run of k, taken by the caller of take beside the
@@ -632,17 +645,17 @@ func (s *Store) cleanRefund(c cleanup) error {
 	return err
 }
 
-// cleanStray deletes c's counter, a usage counter without a lease, in
-// one transaction while it is unchanged since it was read (its mod
-// revision) and still has no lease (FLEET-33): one written since, or put
-// under a lease by a node's charge, is kept (a later read finds it again
-// if it is still without one). An error (nothing written) keeps it
-// queued.
+// cleanStray deletes c's counter, a usage counter without a lease
+// (FLEET-33) or of a bucket over (FLEET-37), in one transaction while it
+// is unchanged since it was read (its mod revision) and still has the
+// lease it was read with: one written since, or put under another lease
+// by a node's charge, is kept (a later read finds it again if it is
+// still one to delete). An error (nothing written) keeps it queued.
 func (s *Store) cleanStray(c cleanup) error {
 	then := []clientv3.Op{clientv3.OpDelete(c.counter)}
 	return s.call("unclaim", func(ctx context.Context) error {
 		r, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(c.counter), "=", c.rev),
-			clientv3.Compare(clientv3.LeaseValue(c.counter), "=", clientv3.NoLease)).Then(then...).Commit()
+			clientv3.Compare(clientv3.LeaseValue(c.counter), "=", clientv3.LeaseID(c.lease))).Then(then...).Commit()
 		if err == nil {
 			err = replyFits(r, then, nil) // FLEET-28
 		}
@@ -706,7 +719,7 @@ func (s *Store) undoClaim(k ledger.Key, ci claimInfo) error {
 	ce := ci.entry
 	ks := keysOf(s.prefix, k)
 	u := usagePrefix(s.prefix, hexOf(ce.e.principal))
-	pl, err := s.hot.lock(u, time.Now().Add(s.o.OpTimeout))
+	pl, err := s.hot.lock(u, s.lockBy())
 	if err != nil {
 		return err // clean deletes it, without the lock
 	}
@@ -728,7 +741,7 @@ func (s *Store) undoClaim(k ledger.Key, ci claimInfo) error {
 	s.mu.Lock()
 	s.charge(ce.e.end, -ce.cost, -1)
 	s.mu.Unlock()
-	pl.learn(r.Responses[3], r.Header.Revision)
+	pl.learn(s, r.Responses[3], r.Header.Revision)
 	if in := r.Responses[2].GetResponseTxn(); in == nil || !in.Succeeded {
 		s.refund(ce.counter, ce.cost, 0, ce.rev, pl)
 	}

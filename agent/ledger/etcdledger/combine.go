@@ -290,14 +290,14 @@ func (p *principalLocks) release(pl *principalLock) {
 }
 
 // learn sets pl's counters from the range read of the principal's prefix
-// that a transaction made after its writes, at revision rev (unknown if
-// the read is missing or refused).
-func (pl *principalLock) learn(op *pb.ResponseOp, rev int64) {
+// that a transaction of s made after its writes, at revision rev (unknown
+// if the read is missing or refused).
+func (pl *principalLock) learn(s *Store, op *pb.ResponseOp, rev int64) {
 	if op == nil {
 		pl.snap = nil
 		return
 	}
-	snap, err := snapOf(op.GetResponseRange(), rev)
+	snap, err := s.snapOf(op.GetResponseRange(), rev)
 	if err != nil {
 		snap = nil
 	}

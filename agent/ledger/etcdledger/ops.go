@@ -1,8 +1,10 @@
 package etcdledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"strconv"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -68,7 +70,7 @@ func (s *Store) MarkRunningWithin(k ledger.Key, expires time.Time, reserve int64
 // principal's counters (no other writer since they were summed); a
 // conflict is retried (at most 16 times).
 func (s *Store) markNew(k ledger.Key, ci claimInfo, claimed bool, expires time.Time, reserve int64) error {
-	dl := time.Now().Add(s.o.OpTimeout)
+	dl := s.lockBy()
 	now := s.o.Now()
 	e, cost, err := s.newEntry(k, now, expires, reserve, nil)
 	if err != nil {
@@ -294,7 +296,7 @@ func (m *making) txnOf(snap *usageSnap, charged bool, lease clientv3.LeaseID) ([
 // uncounted), its cost in the tally, and the claim's handler ran.
 func (s *Store) made(m *making, r *clientv3.TxnResponse, n int64, charged bool) {
 	if m.pl != nil {
-		m.pl.learn(r.Responses[len(r.Responses)-1], r.Header.Revision)
+		m.pl.learn(s, r.Responses[len(r.Responses)-1], r.Header.Revision)
 	}
 	s.mu.Lock()
 	ref := entryRef{rev: r.Header.Revision, e: m.e, charged: true, counter: n, counterRev: r.Header.Revision, limit: m.e.reserve}
@@ -336,7 +338,7 @@ func (m *making) refused(r *clientv3.TxnResponse) error {
 // the default, or a handler's longest run past the message's expiry
 // bucket.
 func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end int64) error {
-	dl := time.Now().Add(s.o.OpTimeout)
+	dl := s.lockBy()
 	ce := ci.entry
 	ne := ce.e
 	ne.reserve, ne.end = max(reserve, ce.e.reserve), max(end, ce.e.end)
@@ -412,7 +414,7 @@ func (s *Store) grow(k ledger.Key, ci claimInfo, expires time.Time, reserve, end
 		}
 		if r.Succeeded {
 			rev := r.Header.Revision
-			pl.learn(r.Responses[len(r.Responses)-1], rev)
+			pl.learn(s, r.Responses[len(r.Responses)-1], rev)
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.charge(ce.e.end, -ce.cost, -1)
@@ -523,13 +525,57 @@ func (s *Store) readUsage(op, prefix string) (snap *usageSnap, err error) {
 		if err != nil {
 			return err
 		}
-		snap, err = snapOf((*pb.RangeResponse)(r), r.Header.Revision)
-		if err != nil && !r.More {
-			s.cleaner.strays(r.Kvs) // FLEET-33
+		over := s.overEnd()
+		snap, err = snapOf((*pb.RangeResponse)(r), r.Header.Revision, over)
+		if !r.More {
+			s.cleaner.strays(r.Kvs, over, true) // FLEET-33, FLEET-37
 		}
 		return err
 	})
 	return snap, err
+}
+
+// counterGrace is how long past the latest moment any node's lease of a
+// bucket may end by the fleet's rules (overEnd) its counters are still
+// summed: etcd raises a TTL below its minimum (1.5 election timeouts, at
+// most 75 s) and revokes an expired lease some time after it ends
+// (FLEET-37).
+const counterGrace = 2 * time.Minute
+
+// overEnd is the latest bucket end whose counters no node's lease keeps
+// by the fleet's rules at this node's clock now: a node grants a bucket's
+// lease until its end plus ⌈MaxClockSkew⌉ + 1 s by its own clock
+// (leaseTTL), at most MaxClockSkew behind this one's, and counterGrace
+// more. Such a counter (under a lease some writer granted longer, or one
+// etcd renewed in full at a change of leader) counts no entry any node
+// still answers: it is not summed, and is deleted (FLEET-37).
+func (s *Store) overEnd() int64 {
+	skew := int64((s.o.MaxClockSkew + time.Second - 1) / time.Second)
+	return s.o.Now().Unix() - 2*skew - 1 - int64(counterGrace/time.Second)
+}
+
+// snapOf is the package's snapOf of a principal's counters read at
+// revision rev with a transaction, those of buckets over by this node's
+// clock (overEnd) not summed; unless etcd cut the read at its limit
+// (FLEET-29), the delete of each such counter is queued on the cleaner
+// (FLEET-37). A counter without a lease is deleted only after the read
+// that refuses a share on it (readUsage): the refusal is what names it
+// to the operator (FLEET-33).
+func (s *Store) snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
+	over := s.overEnd()
+	snap, err := snapOf(r, rev, over)
+	if r != nil && !r.More {
+		s.cleaner.strays(r.Kvs, over, false)
+	}
+	return snap, err
+}
+
+// counterEnd is the bucket end a usage counter's key names (ok false: a
+// key that names none, summed as any counter).
+func counterEnd(key []byte) (end int64, ok bool) {
+	i := bytes.LastIndexByte(key, '/')
+	end, err := strconv.ParseInt(string(key[i+1:]), 10, 64)
+	return end, err == nil
 }
 
 // snapOf sums the usage counters of a range read at revision rev. A
@@ -537,8 +583,12 @@ func (s *Store) readUsage(op, prefix string) (snap *usageSnap, err error) {
 // ErrCounterCorrupt: a principal with more than any fleet writes
 // (FLEET-29); so is a counter without a lease: every node writes a
 // counter under its bucket's lease, and a refund keeps the lease it has,
-// so none is one any node charged (FLEET-33).
-func snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
+// so none is one any node charged (FLEET-33). A counter of a bucket
+// ending at or before over is decoded (one that does not is refused as
+// any) but not summed, nor in vals: its bucket is over by every node's
+// clock (FLEET-37); its mod and create revisions are kept, so that a
+// comparison on it is exact.
+func snapOf(r *pb.RangeResponse, rev, over int64) (*usageSnap, error) {
 	snap := &usageSnap{rev: rev, vals: map[string]int64{}, mods: map[string]int64{}, creates: map[string]int64{}}
 	if r == nil {
 		return nil, amp.Named(amp.CodeUnavailable, ErrBadValue, "no usage counters in the answer")
@@ -554,12 +604,15 @@ func snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
 		if err != nil {
 			return nil, err
 		}
+		snap.mods[string(kv.Key)] = kv.ModRevision
+		snap.creates[string(kv.Key)] = kv.CreateRevision
+		if end, ok := counterEnd(kv.Key); ok && end <= over {
+			continue
+		}
 		if snap.sum, err = addCounter(snap.sum, n); err != nil {
 			return nil, err
 		}
 		snap.vals[string(kv.Key)] = n
-		snap.mods[string(kv.Key)] = kv.ModRevision
-		snap.creates[string(kv.Key)] = kv.CreateRevision
 	}
 	return snap, nil
 }
@@ -586,7 +639,7 @@ func (s *Store) Finish(k ledger.Key, reply []byte) error {
 	if err != nil {
 		return err
 	}
-	if pl, err := s.hot.lock(f.u, time.Now().Add(s.o.OpTimeout)); err != nil {
+	if pl, err := s.hot.lock(f.u, s.lockBy()); err != nil {
 		// The principal's queue did not reach this Finish within its
 		// deadline (FLEET-15): the handler ran, so its reply is recorded
 		// all the same, without the lock (FLEET-20), and the unused
@@ -736,7 +789,7 @@ func (s *Store) finishRefund(f *finishCall, attempt int) (cmp []clientv3.Cmp, op
 // entry, or queued on the cleaner when f did not hold the lock.
 func (s *Store) finished(f *finishCall, r *clientv3.TxnResponse, refunds bool) {
 	if f.pl != nil {
-		f.pl.learn(r.Responses[len(r.Responses)-1], r.Header.Revision)
+		f.pl.learn(s, r.Responses[len(r.Responses)-1], r.Header.Revision)
 	}
 	s.mu.Lock()
 	delete(s.running, f.k)

@@ -72,6 +72,11 @@ type Options struct {
 	// recvLimit, when above 0, replaces recvLimit's bound (tests only:
 	// a small answer then shows the bound at work).
 	recvLimit int
+	// lockWait, when above 0, replaces OpTimeout as the longest wait for
+	// a principal's lock (lockBy; tests only: a lock held by the test then
+	// shows the path past that wait while every etcd call keeps a
+	// deadline no loaded machine reaches).
+	lockWait time.Duration
 }
 
 // Store is a ledger.SharedStore on etcd v3 (docs/FORMAT.md, "Ledger on
@@ -277,6 +282,15 @@ func (s *Store) principalOf(sender string) string {
 		return (*p)(sender)
 	}
 	return sender
+}
+
+// lockBy is the deadline, counted from now (the call's arrival), of the
+// wait for a principal's lock: OpTimeout later (FLEET-15).
+func (s *Store) lockBy() time.Time {
+	if s.o.lockWait > 0 {
+		return time.Now().Add(s.o.lockWait)
+	}
+	return time.Now().Add(s.o.OpTimeout)
 }
 
 // call runs one etcd call under the deadline, observed.
