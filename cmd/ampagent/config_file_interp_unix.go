@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -33,57 +34,101 @@ const maxInterpreters = 4
 // interpHint is the start's hint for a #! line the agent cannot follow.
 const interpHint = "name the interpreter on the program's #! line by its absolute path (#!/usr/bin/python3), in folders only root or the agent's user may write"
 
+// maxJudgedFiles bounds the files programWriters judges for one handler
+// (the program, its interpreters, each file env may run, the files after
+// the first in PATH included, and each other place env looks in PATH):
+// with env on the lines, each of PATH's folders could lead on to another
+// line, so the files grow as PATH's folders to the power of the lines
+// (CLI-75). A handler's four lines through env, each looked up in a PATH
+// of 40 folders, judge about 170.
+const maxJudgedFiles = 256
+
 // programWriters refuses a handler's program (path: absolute, as
 // lookProgram found it) that another user than the agent's or root
 // could rewrite or replace (pathWriters), or whose #! line names an
 // interpreter they could, which the system runs with the program as its
 // argument: a script of the agent's user run by another user's
 // interpreter runs their code (CLI-72). Each interpreter is judged as
-// the program, its own #! line too. For env (#!/usr/bin/env NAME) the
-// program env runs is judged too: the file execvp(3) finds for NAME in
-// envPATH (the PATH the program is given) and every other place in PATH
-// where another user could put NAME (execvp goes on past a file that
-// fails to run). A #! line the agent cannot
-// follow to the one file the system runs is refused: longer than
-// maxShebangLine, a relative interpreter, env with options, a variable
-// or a relative name, an empty PATH or one with a relative folder.
+// the program, its own #! line too. For env (#!/usr/bin/env NAME, or a
+// link whose target is named env, isEnv) each file env may run is
+// judged too, as an interpreter: every file of that name execvp(3) may
+// run in envPATH (the PATH the program is given), the first and those
+// after it (execvp goes on past a file that fails to run), and every
+// other place in PATH where another user could put NAME. A #! line the
+// agent cannot follow to the files the system may run is refused:
+// longer than maxShebangLine, a relative interpreter, env with options,
+// a variable or a relative name, an empty PATH or one with a relative
+// folder, more than maxInterpreters lines deep, more than maxJudgedFiles
+// files to judge in all (CLI-72, CLI-75, CLI-76). The host's mounts are
+// hostMounts' (CLI-78).
 func programWriters(path, envPATH string) error {
-	left := maxInterpreters
-	return judgeRun(path, path, envPATH, &left)
+	c := programCheck{mounts: hostMounts(), envPATH: envPATH}
+	return c.judgeRun(path, path, maxInterpreters)
+}
+
+// programCheck is one handler's programWriters: what it judges by, and
+// the files it has followed so far.
+type programCheck struct {
+	mounts  mountProbe // how the host's mounts are told (pathWriters)
+	envPATH string     // the program's PATH, where env looks
+	files   int        // the files judged so far, at most maxJudgedFiles
+}
+
+// judging counts one more file to judge for program, refused past
+// maxJudgedFiles.
+func (c *programCheck) judging(program string) error {
+	if c.files++; c.files > maxJudgedFiles {
+		return &exposedProgramError{msg: fmt.Sprintf("program %s: its #! lines, and the places env looks for the programs they name, lead to more than %d files to judge", program, maxJudgedFiles), hint: interpHint}
+	}
+	return nil
 }
 
 // judgeRun judges p, a file the system runs for program (the program,
-// or an interpreter on its way), then what p's #! line has it run.
-func judgeRun(program, p, envPATH string, left *int) error {
+// or an interpreter on its way), then what p's #! line has it run, with
+// left #! lines still allowed below p.
+func (c *programCheck) judgeRun(program, p string, left int) error {
 	label := program
 	if p != program {
 		label = program + "'s interpreter " + p
 	}
-	if err := pathWriters(label, p); err != nil {
+	if err := c.judging(program); err != nil {
+		return err
+	}
+	if err := pathWriters(c.mounts, label, p); err != nil {
 		return err
 	}
 	interp, arg, err := shebang(label, p)
 	if err != nil || interp == "" {
 		return err
 	}
-	if *left == 0 {
+	if left == 0 {
 		return &exposedProgramError{msg: fmt.Sprintf("program %s runs through more than %d #! lines", program, maxInterpreters), hint: interpHint}
 	}
-	*left--
 	if !strings.HasPrefix(interp, "/") {
 		return &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s names an interpreter by a relative path, which the system finds from the program's working directory", program, p), hint: interpHint}
 	}
-	if err := judgeRun(program, interp, envPATH, left); err != nil {
+	if err := c.judgeRun(program, interp, left-1); err != nil {
 		return err
 	}
-	if path.Base(interp) != "env" {
+	if !isEnv(interp) {
 		return nil
 	}
-	next, err := envProgram(program, p, arg, envPATH)
-	if err != nil || next == "" {
-		return err
+	return c.envPrograms(program, p, arg, left-1)
+}
+
+// isEnv reports whether interp (judged by pathWriters) runs env: its
+// name is env, or it is a link whose target, links followed, is named
+// env. GNU env runs as env under any name the kernel gives it (its
+// argv[0] is not read), so "#!/opt/bin/e NAME", e a link to
+// /usr/bin/env, has it look NAME up in PATH as "#!/usr/bin/env NAME"
+// does (CLI-76). A multi-call binary (busybox) reached through a link
+// of another name is not env: it picks its applet by that name.
+func isEnv(interp string) bool {
+	if path.Base(interp) == "env" {
+		return true
 	}
-	return judgeRun(program, next, envPATH, left)
+	real, err := filepath.EvalSymlinks(interp)
+	return err == nil && path.Base(real) == "env"
 }
 
 // shebang returns the interpreter and its argument that the #! line of
@@ -137,54 +182,57 @@ func unreadableProgram(label string) error {
 		hint: "make the program readable by the agent's user (chmod u+r, or a+r if another user owns it)"}
 }
 
-// envProgram returns the file env runs for script's #! line "#!…/env
-// arg" given PATH envPATH: env execs its first word with execvp(3),
-// which tries each folder of PATH in turn and runs the first file there
-// of that name the agent's user may execute (access(2), X_OK; the agent
-// is not set-user-ID). Every other place in PATH is judged as a missing
-// program is (pathWriters): another user who may create the name in one
-// tried before it runs in its place, and glibc's and musl's execvp go on
-// to the next folder when the exec of the file found fails with ENOENT,
-// EACCES, ENOTDIR, ESTALE, ENODEV or ETIMEDOUT (a script whose
-// interpreter is missing or not executable, a binary whose loader is
-// missing), so a place after it runs in its place too. Empty when env
-// runs the script itself (no word) or finds nothing (then nothing runs,
-// and each call fails). What env would read as an option, a variable or
-// more words, a relative name, an empty PATH and a PATH holding a
-// relative folder (empty: the working directory) are refused: the file
-// they lead to is not told here.
-func envProgram(program, script, arg, envPATH string) (string, error) {
+// envPrograms judges what env runs for script's #! line "#!…/env arg"
+// given PATH c.envPATH: env execs its first word with execvp(3), which
+// tries each folder of PATH in turn and runs the first file there of
+// that name the agent's user may execute (access(2), X_OK; the agent is
+// not set-user-ID); glibc's and musl's execvp go on to the next folder
+// when the exec of that file fails with ENOENT, EACCES, ENOTDIR, ESTALE,
+// ENODEV or ETIMEDOUT (a script whose interpreter is missing or not
+// executable, a binary whose loader is missing), so any later file of
+// that name it may execute may run in its place (CLI-75). Each such
+// file is judged as an interpreter (judgeRun: its folders, then its own #!
+// chain, left lines below it), every other place in PATH as a missing
+// program is (pathWriters): another user who may create the name there
+// runs in its place. Nothing is judged when env runs the script itself
+// (no word). What env would read as an option, a variable or more
+// words, a relative name, an empty PATH and a PATH holding a relative
+// folder (empty: the working directory) are refused: the file they lead
+// to is not told here.
+func (c *programCheck) envPrograms(program, script, arg string, left int) error {
 	switch {
 	case arg == "":
-		return "", nil
+		return nil
 	case strings.HasPrefix(arg, "-") || strings.ContainsAny(arg, " \t="):
-		return "", &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s gives env options, a variable or more than one word (%q), which the agent does not follow to the program env runs", program, script, arg), hint: interpHint}
+		return &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s gives env options, a variable or more than one word (%q), which the agent does not follow to the program env runs", program, script, arg), hint: interpHint}
 	case strings.HasPrefix(arg, "/"):
-		return arg, nil
+		return c.judgeRun(program, arg, left)
 	case strings.Contains(arg, "/"):
-		return "", &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env run %q, a relative path, which env finds from the program's working directory", program, script, arg), hint: interpHint}
-	case envPATH == "":
+		return &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env run %q, a relative path, which env finds from the program's working directory", program, script, arg), hint: interpHint}
+	case c.envPATH == "":
 		// runProgram gives PATH= when the agent has none: env then
 		// searches the working directory.
-		return "", &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env find %q in PATH, which is empty (neither the agent's environment nor the handler's \"env\" gives it a folder), so env searches the program's working directory", program, script, arg),
+		return &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env find %q in PATH, which is empty (neither the agent's environment nor the handler's \"env\" gives it a folder), so env searches the program's working directory", program, script, arg),
 			hint: "give PATH absolute folders (PATH=/usr/bin:/bin in the handler's \"env\", or in the agent's environment), or " + interpHint}
 	}
-	found := ""
-	for _, dir := range strings.Split(envPATH, ":") {
+	for _, dir := range strings.Split(c.envPATH, ":") {
 		if !strings.HasPrefix(dir, "/") {
-			return "", &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env find %q in PATH, which holds a folder that is not absolute (%q), searched from the program's working directory", program, script, arg, dir),
+			return &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env find %q in PATH, which holds a folder that is not absolute (%q), searched from the program's working directory", program, script, arg, dir),
 				hint: "give PATH only absolute folders (the agent's, or the handler's \"env\"), or " + interpHint}
 		}
 		cand := dir + "/" + arg
-		if found == "" {
-			if st, err := os.Stat(cand); err == nil && st.Mode().IsRegular() && unix.Access(cand, unix.X_OK) == nil {
-				found = cand // judged as an interpreter by judgeRun
-				continue
+		if st, err := os.Stat(cand); err == nil && st.Mode().IsRegular() && unix.Access(cand, unix.X_OK) == nil {
+			if err := c.judgeRun(program, cand, left); err != nil {
+				return err
 			}
+			continue
 		}
-		if err := pathWriters(program+"'s interpreter "+cand, cand); err != nil {
-			return "", err
+		if err := c.judging(program); err != nil {
+			return err
+		}
+		if err := pathWriters(c.mounts, program+"'s interpreter "+cand, cand); err != nil {
+			return err
 		}
 	}
-	return found, nil
+	return nil
 }

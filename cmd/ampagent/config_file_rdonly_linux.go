@@ -20,27 +20,47 @@ import (
 // ConfigMap and Secret volumes: tmpfs mounted read-write, bound read-only)
 // is not: others write it through another path. A network or FUSE file
 // system is not either, whatever it says: others write it on the server.
-func readOnlyMount(at string) bool {
-	kind, super, ok := mountOf(at)
+func readOnlyMount(m mountProbe, at string) bool {
+	kind, super, ok := m.mountOf(at)
 	return ok && slices.Contains(localReadOnly, kind) && slices.Contains(strings.Split(super, ","), "ro")
+}
+
+// mountProbe is how the checks of a handler's program (programWriters)
+// tell the host's mounts: the mount id statx gives for a path, and the
+// file mountinfo lines are read from. hostMounts is the host's, given by
+// the check's entry point; a test gives its own, to stand in for a kernel
+// without mount ids or for the lines of a mount (no package variable a
+// test swaps, docs/SPEC-DECISIONS.md CLI-78).
+type mountProbe struct {
+	// mountID returns the mount id of at (not followed if a link); ok
+	// is false where the kernel gives none.
+	mountID func(at string) (id uint64, ok bool)
+	// mountInfo is the path of the mountinfo lines.
+	mountInfo string
+}
+
+// hostMounts is the host's mountProbe: statx's mount id and
+// /proc/self/mountinfo.
+func hostMounts() mountProbe {
+	return mountProbe{mountID: statxMountID, mountInfo: "/proc/self/mountinfo"}
 }
 
 // mountOf returns the kind and the super options of the file system at
 // (not followed if a link) lies on: its line in /proc/self/mountinfo,
 // found by the mount id statx gives; ok is false when either is not
 // found (Linux before 5.8 gives no mount id).
-func mountOf(at string) (kind, super string, ok bool) {
-	id, ok := mountIDOf(at)
+func (m mountProbe) mountOf(at string) (kind, super string, ok bool) {
+	id, ok := m.mountID(at)
 	if !ok {
 		return "", "", false
 	}
-	return readMountInfo(func(r io.Reader) (string, string, bool) { return mountLine(r, id) })
+	return m.readMountInfo(func(r io.Reader) (string, string, bool) { return mountLine(r, id) })
 }
 
-// mountIDOf returns the mount id statx gives for at (not followed if a
-// link); ok is false on Linux before 5.8, whose statx has no
-// STATX_MNT_ID. A variable so that a test stands in for such a kernel.
-var mountIDOf = func(at string) (uint64, bool) {
+// statxMountID returns the mount id statx gives for at (not followed if
+// a link); ok is false on Linux before 5.8, whose statx has no
+// STATX_MNT_ID (hostMounts).
+func statxMountID(at string) (uint64, bool) {
 	var sx unix.Statx_t
 	if unix.Statx(unix.AT_FDCWD, at, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_MNT_ID, &sx) != nil || sx.Mask&unix.STATX_MNT_ID == 0 {
 		return 0, false
@@ -48,13 +68,9 @@ var mountIDOf = func(at string) (uint64, bool) {
 	return sx.Mnt_id, true
 }
 
-// procMountInfo is the file mountInfo lines are read from; a variable so
-// that a test gives the lines of a mount it stands in for.
-var procMountInfo = "/proc/self/mountinfo"
-
-// readMountInfo gives find at most maxMountInfo bytes of procMountInfo.
-func readMountInfo(find func(io.Reader) (kind, super string, ok bool)) (kind, super string, ok bool) {
-	f, err := os.Open(procMountInfo)
+// readMountInfo gives find at most maxMountInfo bytes of m's mountinfo.
+func (m mountProbe) readMountInfo(find func(io.Reader) (kind, super string, ok bool)) (kind, super string, ok bool) {
+	f, err := os.Open(m.mountInfo)
 	if err != nil {
 		return "", "", false
 	}
@@ -102,9 +118,9 @@ const fuseSuperMagic = 0x65735546
 // fuseMountOf returns the super options of the FUSE mount at (a folder
 // or a file, not a link) lies on: fuse is false when at is on no FUSE
 // file system (statfs's f_type, a system call, before mountinfo is
-// read), known false when it is on one whose line cannot be found. A
-// variable so that a test stands in for a FUSE daemon.
-var fuseMountOf = func(at string) (super string, fuse, known bool) {
+// read, through m), known false when it is on one whose line cannot be
+// found. A variable so that a test stands in for a FUSE daemon.
+var fuseMountOf = func(m mountProbe, at string) (super string, fuse, known bool) {
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(at, &sfs); err != nil {
 		return "", true, false // lstat saw it: fail closed
@@ -112,14 +128,14 @@ var fuseMountOf = func(at string) (super string, fuse, known bool) {
 	if sfs.Type != fuseSuperMagic {
 		return "", false, true
 	}
-	return fuseSuper(at)
+	return m.fuseSuper(at)
 }
 
 // fuseSuper is fuseMountOf for at on a FUSE file system (statfs's
 // f_type): the super options of its mount's line, known false when the
 // line is not found; fuse false for virtiofs.
-func fuseSuper(at string) (super string, fuse, known bool) {
-	kind, super, ok := fuseMount(at)
+func (m mountProbe) fuseSuper(at string) (super string, fuse, known bool) {
+	kind, super, ok := m.fuseMount(at)
 	switch {
 	case !ok:
 		return "", true, false
@@ -133,16 +149,16 @@ func fuseSuper(at string) (super string, fuse, known bool) {
 // a FUSE file system, statfs said) lies on: by the mount id statx gives
 // (mountOf), or, on Linux before 5.8, which gives none, by its device:
 // lstat's st_dev against each mountinfo line's MAJ:MIN (mountOfDevice).
-func fuseMount(at string) (kind, super string, ok bool) {
-	if id, ok := mountIDOf(at); ok {
-		return readMountInfo(func(r io.Reader) (string, string, bool) { return mountLine(r, id) })
+func (m mountProbe) fuseMount(at string) (kind, super string, ok bool) {
+	if id, ok := m.mountID(at); ok {
+		return m.readMountInfo(func(r io.Reader) (string, string, bool) { return mountLine(r, id) })
 	}
 	var st unix.Stat_t
 	if unix.Lstat(at, &st) != nil {
 		return "", "", false
 	}
 	dev := strconv.FormatUint(uint64(unix.Major(st.Dev)), 10) + ":" + strconv.FormatUint(uint64(unix.Minor(st.Dev)), 10)
-	return readMountInfo(func(r io.Reader) (string, string, bool) { return mountOfDevice(r, dev) })
+	return m.readMountInfo(func(r io.Reader) (string, string, bool) { return mountOfDevice(r, dev) })
 }
 
 // mountOfDevice returns the kind and the super options mountinfo's lines
@@ -197,8 +213,8 @@ func superUserID(super string) string {
 // /etc/fuse.conf, any user may mount such a file system over a folder
 // they own, in a sticky folder (/tmp) among others (CLI-73). A FUSE mount
 // whose mounter is not told is refused too.
-func foreignFUSE(at string) (string, bool) {
-	super, fuse, known := fuseMountOf(at)
+func foreignFUSE(m mountProbe, at string) (string, bool) {
+	super, fuse, known := fuseMountOf(m, at)
 	if !fuse {
 		return "", false
 	}

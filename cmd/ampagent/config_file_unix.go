@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/internal/regfile"
@@ -32,73 +31,38 @@ func configWriters(st fs.FileInfo) error {
 	return nil
 }
 
-// maxProgramLinks bounds the symbolic links programWriters follows, as
-// the kernel's own path walk does (40, then ELOOP).
-const maxProgramLinks = 40
-
 // pathWriters refuses a file the agent has the system run for a
 // handler (path: absolute; the program as lookProgram found it, or an
 // interpreter its #! line names, programWriters) that another user than
 // this process's effective one or root could rewrite or replace, as the
 // config file naming it is refused (configWriters, CLI-54): the file,
-// every folder on the way to it and every symbolic link followed must be
-// owned by the agent's user or root, and the file and the folders
-// writable by no group or other, but a sticky folder (/tmp), whose
-// entries only their owners may rename or remove. That user's code would
-// run as the agent's, with the caller's params and the agent's key file
-// readable (CLI-49). OpenSSH holds its AuthorizedKeysCommand to the same
-// (sshd_config(5)). A file missing is left to checkProgram, unless the
-// folder it would be in is one others may write (sticky): they could put
-// it there once the handler was loaded (CLI-70). program names the file
-// in a refusal.
-func pathWriters(program, path string) error {
-	todo := strings.Split(path, "/")
-	cur, links := "/", 0
-	st, err := os.Lstat(cur)
-	if err != nil {
-		return fmt.Errorf("program %s cannot be examined", program)
+// every folder on the way to it and every symbolic link followed (at
+// most regfile.MaxFolderLinks, as the kernel's own walk: 40, then ELOOP)
+// must be owned by the agent's user or root, and the file and the
+// folders writable by no group or other, but a sticky folder (/tmp),
+// whose entries only their owners may rename or remove. That user's code
+// would run as the agent's, with the caller's params and the agent's key
+// file readable (CLI-49). OpenSSH holds its AuthorizedKeysCommand to the
+// same (sshd_config(5)). A file missing is left to checkProgram, unless
+// the folder it would be in is one others may write (sticky): they could
+// put it there once the handler was loaded (CLI-70). program names the
+// file in a refusal; m is how the host's mounts are told (mountProbe).
+// The walk is regfile.Walk's, the one of regfile.FolderAbove, each part
+// judged by judgeProgramPart (CLI-77).
+func pathWriters(m mountProbe, program, path string) error {
+	_, err := regfile.Walk(path, func(p regfile.Part) error { return judgeProgramPart(m, program, p.Path, p.Info) })
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &pe):
+		return err // judgeProgramPart's
+	case errors.Is(err, regfile.ErrTooManyLinks):
+		return fmt.Errorf("program %s is reached through more than %d symbolic links", program, regfile.MaxFolderLinks)
+	case pe.Op == "lstat" && errors.Is(err, fs.ErrNotExist):
+		return missingProgram(m, program, filepath.Dir(pe.Path))
 	}
-	if err := judgeProgramPart(program, cur, st); err != nil {
-		return err
-	}
-	for len(todo) > 0 {
-		name := todo[0]
-		todo = todo[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur) // judged on the way down: cur holds no link
-			continue
-		}
-		next := filepath.Join(cur, name)
-		st, err := os.Lstat(next)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return missingProgram(program, cur)
-		case err != nil:
-			return fmt.Errorf("program %s cannot be examined", program)
-		}
-		if err := judgeProgramPart(program, next, st); err != nil {
-			return err
-		}
-		if st.Mode()&fs.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		if links++; links > maxProgramLinks {
-			return fmt.Errorf("program %s is reached through more than %d symbolic links", program, maxProgramLinks)
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return fmt.Errorf("program %s cannot be examined", program)
-		}
-		if filepath.IsAbs(target) {
-			cur = "/"
-		}
-		todo = append(strings.Split(target, "/"), todo...)
-	}
-	return nil
+	return fmt.Errorf("program %s cannot be examined", program)
 }
 
 // judgeProgramPart judges one part of the way to program (at, its lstat
@@ -107,7 +71,7 @@ func pathWriters(program, path string) error {
 // mode of a part on a read-only mount is not judged (readOnlyMount); a
 // part on a FUSE mount another user made is refused whatever its owner
 // and mode say (foreignFUSE, CLI-73).
-func judgeProgramPart(program, at string, st fs.FileInfo) error {
+func judgeProgramPart(m mountProbe, program, at string, st fs.FileInfo) error {
 	what := "the file"
 	switch {
 	case st.Mode()&fs.ModeSymlink != 0:
@@ -122,14 +86,14 @@ func judgeProgramPart(program, at string, st fs.FileInfo) error {
 	if st.Mode()&fs.ModeSymlink != 0 {
 		return nil // on its folder's file system, judged before it
 	}
-	if mounter, foreign := foreignFUSE(at); foreign {
+	if mounter, foreign := foreignFUSE(m, at); foreign {
 		return &exposedProgramError{msg: fmt.Sprintf("program %s: %s %s is on a FUSE file system %s, whose daemon reports any owner and mode", program, what, at, mounter),
 			hint: "put the program, and the interpreters its #! lines name, on a file system that is not a FUSE mount of another user than the agent's or root"}
 	}
 	if st.IsDir() && st.Mode()&fs.ModeSticky != 0 {
 		return nil
 	}
-	if perm := st.Mode().Perm(); perm&0o022 != 0 && !readOnlyMount(at) {
+	if perm := st.Mode().Perm(); perm&0o022 != 0 && !readOnlyMount(m, at) {
 		return &exposedProgramError{msg: fmt.Sprintf("program %s: %s %s may be written by group or others (mode %04o)", program, what, at, perm)}
 	}
 	return nil
@@ -139,12 +103,12 @@ func judgeProgramPart(program, at string, st fs.FileInfo) error {
 // in folder dir (judged, with no link in its path): nil, for
 // checkProgram to call it missing, unless others may write dir (a
 // sticky folder) and so create the missing part after the load.
-func missingProgram(program, dir string) error {
+func missingProgram(m mountProbe, program, dir string) error {
 	st, err := os.Lstat(dir)
 	if err != nil {
 		return fmt.Errorf("program %s cannot be examined", program)
 	}
-	if perm := st.Mode().Perm(); perm&0o022 != 0 && !readOnlyMount(dir) {
+	if perm := st.Mode().Perm(); perm&0o022 != 0 && !readOnlyMount(m, dir) {
 		return &exposedProgramError{msg: fmt.Sprintf("program %s does not exist, and group or others may create it in the folder %s (mode %04o)", program, dir, perm)}
 	}
 	return nil

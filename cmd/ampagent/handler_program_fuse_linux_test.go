@@ -48,11 +48,11 @@ func TestHandlerProgramOnAnotherUsersFUSEMountIsRefused(t *testing.T) {
 			fuse := filepath.Join(base, "fuse")
 			saved := fuseMountOf
 			t.Cleanup(func() { fuseMountOf = saved })
-			fuseMountOf = func(at string) (string, bool, bool) {
+			fuseMountOf = func(m mountProbe, at string) (string, bool, bool) {
 				if at == fuse || strings.HasPrefix(at, fuse+"/") {
 					return tc.super, true, tc.known
 				}
-				return saved(at)
+				return saved(m, at)
 			}
 			var cmd []string
 			if tc.interp {
@@ -125,9 +125,9 @@ func TestFUSEMountWhoseLineIsHostileIsReadAsItsKernelWroteIt(t *testing.T) {
 // line of that device a mount of its one superblock: root's and the
 // agent's user's mounts, bound twice too, run, another user's is refused,
 // and so is one whose device no line names or whose lines disagree on
-// user_id (CLI-73 amended). The older kernel is stood in for by
-// mountIDOf, the FUSE daemon by fuseMountOf and the kernel's mountinfo
-// by procMountInfo.
+// user_id (CLI-73 amended). The FUSE daemon is stood in for by
+// fuseMountOf, the older kernel and its mountinfo by the mountProbe it
+// judges the mount by (no mount id, the test's lines).
 func TestHandlerProgramOnFUSEMountOfAKernelWithoutMountIDsIsJudgedByItsDevice(t *testing.T) {
 	me, other := strconv.Itoa(os.Geteuid()), strconv.Itoa(os.Geteuid()+1)
 	for _, tc := range []struct {
@@ -165,15 +165,14 @@ func TestHandlerProgramOnFUSEMountOfAKernelWithoutMountIDsIsJudgedByItsDevice(t 
 			if err := os.WriteFile(infoFile, []byte(strings.Join(info, "\n")+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			savedFUSE, savedID, savedInfo := fuseMountOf, mountIDOf, procMountInfo
-			t.Cleanup(func() { fuseMountOf, mountIDOf, procMountInfo = savedFUSE, savedID, savedInfo })
-			mountIDOf = func(string) (uint64, bool) { return 0, false }
-			procMountInfo = infoFile
-			fuseMountOf = func(at string) (string, bool, bool) {
+			oldKernel := mountProbe{mountID: func(string) (uint64, bool) { return 0, false }, mountInfo: infoFile}
+			savedFUSE := fuseMountOf
+			t.Cleanup(func() { fuseMountOf = savedFUSE })
+			fuseMountOf = func(m mountProbe, at string) (string, bool, bool) {
 				if at == fuse || strings.HasPrefix(at, fuse+"/") {
-					return fuseSuper(at) // statfs said FUSE
+					return oldKernel.fuseSuper(at) // statfs said FUSE
 				}
-				return savedFUSE(at)
+				return savedFUSE(m, at)
 			}
 			cfgFile := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.p:1.0.0": map[string]any{"command": cmd}}})
 			_, err := serveConfigOf(t, "--config", cfgFile)

@@ -4,10 +4,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -204,14 +208,64 @@ func TestHandlerProgramWhoseInterpreterAnotherUserMayWriteIsRefused(t *testing.T
 // execute-only on purpose took for a fault of the agent's (threat: a
 // refusal that does not say what it guards against is worked around).
 // Now it says why (handler_program_missing, CLI-72 amended). Root reads
-// any file: run as another user (uid 65534, as CLI-72's tests were).
+// any file, and CI runs as root, where this test was skipped: as root
+// it runs its check again in a copy of the test binary as uid 65534, on
+// root's program of mode 0711, and fails if that child cannot run or
+// does not pass (CLI-79).
 func TestHandlerProgramTheAgentMayOnlyExecuteIsRefusedSayingWhy(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root reads an execute-only file")
+	if dir := os.Getenv(execOnlyChildEnv); dir != "" {
+		execOnlyRefusedSayingWhy(t, filepath.Join(dir, "prog", "prog"))
+		return
 	}
 	base := t.TempDir()
 	in := writeExec(t, filepath.Join(base, "safe", "interp"), interpreterScript, 0o755)
-	p := writeExec(t, filepath.Join(base, "prog", "prog"), "#!"+in+"\necho '{\"ran\":true}'\n", 0o111)
+	if os.Geteuid() != 0 {
+		execOnlyRefusedSayingWhy(t, writeExec(t, filepath.Join(base, "prog", "prog"), "#!"+in+"\necho '{\"ran\":true}'\n", 0o111))
+		return
+	}
+	writeExec(t, filepath.Join(base, "prog", "prog"), "#!"+in+"\necho '{\"ran\":true}'\n", 0o711)
+	// The child (uid 65534) walks base's folders and runs the copy.
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(base, "ampagent.test")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestHandlerProgramTheAgentMayOnlyExecuteIsRefusedSayingWhy$", "-test.count=1", "-test.v")
+	cmd.Dir = base
+	cmd.Env = append(os.Environ(), execOnlyChildEnv+"="+base)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestHandlerProgramTheAgentMayOnlyExecuteIsRefusedSayingWhy") {
+		t.Fatalf("the check as uid 65534 of root's execute-only program did not pass: %v\n%s", err, out)
+	}
+}
+
+// execOnlyChildEnv names, for the test binary run again as uid 65534,
+// the folder holding root's execute-only program.
+const execOnlyChildEnv = "AMPAGENT_TEST_EXEC_ONLY_DIR"
+
+// execOnlyRefusedSayingWhy checks, as a user who may execute p but not
+// read it, that serve refuses p saying why.
+func execOnlyRefusedSayingWhy(t *testing.T, p string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		t.Fatal("the check of an execute-only program runs as root, who reads any file")
+	}
+	if _, err := os.ReadFile(p); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("the program is not execute-only for uid %d: %v", os.Geteuid(), err)
+	}
 	cfgFile := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.p:1.0.0": map[string]any{"command": []string{p}}}})
 	_, err := serveConfigOf(t, "--config", cfgFile)
 	if amp.NameOf(err) != "handler_program_missing" || !strings.Contains(err.Error(), "the kernel reads the #! line of a file it may only execute") {

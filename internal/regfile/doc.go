@@ -32,7 +32,9 @@
 // FolderAbove judges the folders a path's lookup passes through, links
 // followed, as ssh's StrictModes does: none may be another user's or
 // writable by group or others without the sticky bit (MIRROR-18,
-// AGENT-48).
+// AGENT-48). Walk is that lookup, every part given to a judge of the
+// caller's; the agent's judge of a handler's program walks it too
+// (CLI-77).
 //
 // CreateUnnamed makes a file with no name (Linux O_TMPFILE, only where
 // /proc is procfs) and LinkUnnamed gives it its name once complete, never

@@ -3,6 +3,7 @@ package regfile
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -49,7 +50,8 @@ type Above struct {
 // others may write is theirs to repoint. A name that cannot be examined
 // is such a folder too (Err). dir itself is not judged: its callers judge
 // it by their own rule. Nothing is judged on Windows, whose mode bits do
-// not say who may write (docs/SPEC-DECISIONS.md MIRROR-18, AGENT-48).
+// not say who may write (docs/SPEC-DECISIONS.md MIRROR-18, AGENT-48). The
+// walk is Walk's, each folder the lookup passes through judged.
 func FolderAbove(dir string) (real string, above *Above) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -58,11 +60,75 @@ func FolderAbove(dir string) (real string, above *Above) {
 	if runtime.GOOS == "windows" {
 		return abs, nil
 	}
+	real, err = Walk(abs, func(p Part) error {
+		if p.Info.Mode()&os.ModeSymlink != 0 || !p.PassedThrough() {
+			return nil // a link: its folder was judged before it
+		}
+		if above = judgeFolder(p.Path, p.Info); above != nil {
+			return errAbove
+		}
+		return nil
+	})
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		return real, nil
+	case above != nil:
+		return abs, above
+	case errors.Is(err, ErrTooManyLinks) && errors.As(err, &pe):
+		return abs, &Above{Path: pe.Path, Err: ErrTooManyLinks}
+	case errors.As(err, &pe):
+		return abs, &Above{Path: pe.Path, Err: err}
+	}
+	return abs, &Above{Path: abs, Err: err}
+}
+
+// errAbove stops FolderAbove's walk at the folder it judged.
+var errAbove = errors.New("a folder above")
+
+// Part is one name the system's lookup of a path passes through, as Walk
+// gives it to its judge.
+type Part struct {
+	// Path is the part, absolute: the root first, then each name looked
+	// up in the folder before it (a symbolic link's own name too, before
+	// what it points to).
+	Path string
+	// Info is Path's lstat: a link is given as a link.
+	Info os.FileInfo
+	// Next is the name the lookup takes next after Path ("" where the
+	// path ends there, ".." where it goes back up; for a link, the name
+	// after the link's own).
+	Next string
+}
+
+// PassedThrough reports whether the lookup goes on from the part to a
+// name in it: a folder on the way, not the path's end.
+func (p Part) PassedThrough() bool { return p.Next != "" && p.Next != ".." }
+
+// Walk resolves abs (an absolute path) once, as the system does:
+// component by component from the root, every symbolic link followed, at
+// most MaxFolderLinks in all. It gives judge each part it looks up, the
+// root first, in the order of the lookup and before it goes on from it,
+// and returns the path abs resolves to; or judge's first error as it
+// is; or an *fs.PathError naming the part whose lstat or readlink failed,
+// whose Err is ErrTooManyLinks where more than MaxFolderLinks links lead
+// on. It is the one walk of FolderAbove and of the agent's judge of a
+// handler's program (cmd/ampagent/config_file_unix.go): each judges the
+// parts by its own rule (docs/SPEC-DECISIONS.md CLI-77).
+func Walk(abs string, judge func(Part) error) (string, error) {
 	sep := string(filepath.Separator)
-	cur, rest, links := sep, strings.Split(abs, sep), 0
-	for len(rest) > 0 {
-		name := rest[0]
-		rest = rest[1:]
+	todo := strings.Split(abs, sep)
+	cur, links := sep, 0
+	fi, err := os.Lstat(cur)
+	if err != nil {
+		return cur, err
+	}
+	if err := judge(Part{Path: cur, Info: fi, Next: nextName(todo)}); err != nil {
+		return cur, err
+	}
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
 		switch name {
 		case "", ".":
 			continue
@@ -70,40 +136,48 @@ func FolderAbove(dir string) (real string, above *Above) {
 			cur = filepath.Dir(cur)
 			continue
 		}
-		if a := judgeFolder(cur); a != nil {
-			return abs, a
-		}
 		next := filepath.Join(cur, name)
 		fi, err := os.Lstat(next)
 		if err != nil {
-			return abs, &Above{Path: next, Err: err}
+			return cur, err
+		}
+		if err := judge(Part{Path: next, Info: fi, Next: nextName(todo)}); err != nil {
+			return cur, err
 		}
 		if fi.Mode()&os.ModeSymlink == 0 {
 			cur = next
 			continue
 		}
-		to, err := os.Readlink(next)
 		if links++; links > MaxFolderLinks {
-			err = ErrTooManyLinks
+			return cur, &fs.PathError{Op: "readlink", Path: next, Err: ErrTooManyLinks}
 		}
+		to, err := os.Readlink(next)
 		if err != nil {
-			return abs, &Above{Path: next, Err: err}
+			return cur, err
 		}
 		if filepath.IsAbs(to) {
 			cur = sep
 		}
-		rest = append(strings.Split(to, sep), rest...)
+		todo = append(strings.Split(to, sep), todo...)
 	}
 	return cur, nil
 }
 
-// judgeFolder is FolderAbove's rule for one folder on the way.
-func judgeFolder(path string) *Above {
-	fi, err := os.Lstat(path)
-	switch {
-	case err != nil:
-		return &Above{Path: path, Err: err}
-	case !fi.IsDir():
+// nextName is the first name of todo the lookup takes: "" and "." are
+// none.
+func nextName(todo []string) string {
+	for _, name := range todo {
+		if name != "" && name != "." {
+			return name
+		}
+	}
+	return ""
+}
+
+// judgeFolder is FolderAbove's rule for one folder on the way (path, its
+// lstat fi).
+func judgeFolder(path string, fi os.FileInfo) *Above {
+	if !fi.IsDir() {
 		return &Above{Path: path, Err: fmt.Errorf("%s is not a folder", path)}
 	}
 	if uid, foreign := ForeignOwner(fi); foreign {
