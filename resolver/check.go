@@ -42,7 +42,7 @@ const ProblemDIDDocumentInvalid = "did_document_invalid"
 // installed bundle's record that does not decode (a torn or edited store
 // file): the catalog leaves that bundle out, since whether it is revoked
 // or expired cannot be read, and serves the rest (docs/SPEC-DECISIONS.md
-// STORE-4).
+// STORE-4). Remove removes such a bundle (STORE-9).
 const ProblemBundleUnreadable = "bundle_unreadable"
 
 // ProblemAliasUnreadable is the kind of the Problem Check reports for an
@@ -244,7 +244,7 @@ func checkBundles(tx *bolt.Tx, add problems) (map[string]*bundle.Manifest, error
 	if err := bucket(tx, bBundles).ForEach(func(k, v []byte) error {
 		var rec bundleRecord
 		if err := decode(v, &rec); err != nil {
-			add(ProblemBundleUnreadable, "the record of bundle %q does not decode: the catalog leaves the bundle out (import and rm of it fail store_io: restore the store from a backup)", printableKey(k))
+			add(ProblemBundleUnreadable, "the record of bundle %q does not decode: the catalog leaves the bundle out (an import of it fails store_io; rm of it removes every entry of it the store holds)", printableKey(k))
 			return nil
 		}
 		in, err := bundle.Inspect(bytes.NewReader(rec.Signed), int64(len(rec.Signed))+1)

@@ -1594,7 +1594,11 @@ func removeOwner(owners []string, id string) []string {
 // Remove uninstalls a bundle in one transaction: its index entries,
 // descriptors, aliases and DID documents go, blobs nothing else references
 // are deleted, the generation changes and the removal is audited. The
-// high-water mark of its bundle_id stays (rollback protection).
+// high-water mark of its bundle_id stays (rollback protection). It
+// returns the version removed: 0 when the bundle's record does not decode
+// (ProblemBundleUnreadable), which is removed all the same, every entry of
+// that bundle found by reading each bucket whole, and audited without a
+// version (docs/SPEC-DECISIONS.md STORE-9).
 func (s *Store) Remove(bundleID string) (uint64, error) {
 	if err := s.writable(); err != nil {
 		return 0, err
@@ -1604,10 +1608,12 @@ func (s *Store) Remove(bundleID string) (uint64, error) {
 	var gen, version uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		rec, err := installedRecord(tx, bundleID)
-		if err != nil {
+		if errors.Is(err, ErrUnknownBundle) {
 			return err
 		}
-		version = rec.Version
+		if err == nil { // else unread, and 0: the version was in the record
+			version = rec.Version
+		}
 		orphans, err := uninstall(tx, bundleID)
 		if err != nil {
 			return err
@@ -1618,7 +1624,7 @@ func (s *Store) Remove(bundleID string) (uint64, error) {
 		if err := s.fault("remove"); err != nil {
 			return err
 		}
-		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "remove", Actor: s.actor(), Verdict: verdictAccepted, BundleID: bundleID, Version: rec.Version}); err != nil {
+		if err := appendAudit(tx, s.opts.Now(), AuditEntry{Action: "remove", Actor: s.actor(), Verdict: verdictAccepted, BundleID: bundleID, Version: version}); err != nil {
 			return err
 		}
 		gen, err = bumpGeneration(tx)

@@ -33,7 +33,10 @@ type Catalog struct {
 	// of several authorities claim (docs/SPEC-DECISIONS.md BUNDLE-9) maps
 	// to AmbiguousAlias, which names no capability: a reader of Aliases
 	// alone answers it 4002 rather than taking one claim, or a slug match,
-	// as the answer; TypeClaims gives its claims.
+	// as the answer; TypeClaims gives its claims. So does a type whose
+	// alias record does not decode (STORE-5) or whose every claim is of
+	// bundles that fail closed (STORE-8): its claims are AmbiguousAlias
+	// alone.
 	Aliases map[string]string
 	// aliasClaims maps every legacy type to the canonical names installed
 	// bundles claim for it, sorted (TypeClaims); nil in a catalog built
@@ -140,7 +143,9 @@ type catalogCache struct {
 // docs/SPEC-DECISIONS.md STORE-2). Nor does a bundle whose record does not
 // decode (ProblemBundleUnreadable, STORE-4), and a legacy type whose alias
 // record does not decode resolves to no capability
-// (ProblemAliasUnreadable, STORE-5).
+// (ProblemAliasUnreadable, STORE-5), nor one every claim of which is of
+// bundles the catalog leaves out (STORE-8): a type claimed is never
+// resolved by slug match to another authority's capability.
 func (s *Store) Catalog() (*Catalog, error) {
 	s.catalog.mu.Lock()
 	defer s.catalog.mu.Unlock()
@@ -187,7 +192,7 @@ func (s *Store) Catalog() (*Catalog, error) {
 				c.ByName[e.Descriptor.Name] = append(c.ByName[e.Descriptor.Name], e)
 			}
 		}
-		return catalogAliases(tx, c, func(id string) bool { return closed[id] })
+		return catalogAliases(tx, c, func(id string) bool { return closed[id] || undecodable[id] })
 	})
 	if err != nil {
 		return nil, amp.AsError(wrapTx(err))
@@ -250,26 +255,26 @@ func (s *Store) closedBundles(tx *bolt.Tx, c *Catalog) (map[string]bool, error) 
 // catalogAliases fills c's Aliases and claims from the alias records. A
 // claim whose every owner fails closed does not count: a revoked
 // squatter's claim would keep another authority's type ambiguous
-// (docs/SPEC-DECISIONS.md BUNDLE-9). A record that does not decode maps
-// its type to AmbiguousAlias, claimed for AmbiguousAlias alone: the
-// type resolves to no capability (4002), never to a slug match standing
-// in for the claims the record held, and every other type is served
-// (docs/SPEC-DECISIONS.md STORE-5).
+// (docs/SPEC-DECISIONS.md BUNDLE-9). A record that does not decode, or
+// none of whose claims counts, maps its type to AmbiguousAlias, claimed
+// for AmbiguousAlias alone: the type resolves to no capability (4002),
+// never to a slug match standing in for the claims the record held (a
+// capability of another authority), and every other type is served
+// (docs/SPEC-DECISIONS.md STORE-5, STORE-8).
 func catalogAliases(tx *bolt.Tx, c *Catalog, failsClosed func(bundleID string) bool) error {
 	return bucket(tx, bAliases).ForEach(func(k, v []byte) error {
 		var ar aliasRecord
-		if decode(v, &ar) != nil {
-			c.aliasClaims[string(k)] = []string{AmbiguousAlias}
-			c.Aliases[string(k)] = AmbiguousAlias
-			return nil
-		}
 		var names []string
-		for _, cl := range ar.claims() {
-			if slices.ContainsFunc(cl.Owners, func(o string) bool { return !failsClosed(o) }) {
-				names = append(names, cl.Name)
+		if decode(v, &ar) == nil {
+			for _, cl := range ar.claims() {
+				if slices.ContainsFunc(cl.Owners, func(o string) bool { return !failsClosed(o) }) {
+					names = append(names, cl.Name)
+				}
 			}
 		}
 		if len(names) == 0 {
+			c.aliasClaims[string(k)] = []string{AmbiguousAlias}
+			c.Aliases[string(k)] = AmbiguousAlias
 			return nil
 		}
 		sort.Strings(names)

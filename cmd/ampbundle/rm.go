@@ -35,12 +35,23 @@ protection). Audited.`,
 			if err != nil {
 				return storeHint(err, c.String("db"))
 			}
+			shown := cliutil.Sanitize(id)
+			if version == 0 {
+				// Its record did not decode: neither its version nor its
+				// high-water mark could be read (docs/SPEC-DECISIONS.md
+				// STORE-9); the mark stays all the same.
+				if c.Bool("json") {
+					return cliutil.PrintJSON(env.Stdout, map[string]any{"removed": id, "generation": s.Generation()})
+				}
+				fmt.Fprintf(env.Stdout, "removed %s (its record could not be read: version unknown)\n", shown)
+				fmt.Fprintf(env.Stdout, "its high-water mark stays: importing %s at a version up to it again needs --allow-downgrade\n", shown)
+				return nil
+			}
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{
 					"removed": id, "version": version, "highest_version": highest, "generation": s.Generation(),
 				})
 			}
-			shown := cliutil.Sanitize(id)
 			fmt.Fprintf(env.Stdout, "removed %s version %d\n", shown, version)
 			fmt.Fprintf(env.Stdout, "the high-water mark stays at version %d: importing %s version %d or lower again needs --allow-downgrade\n", highest, shown, highest)
 			return nil
