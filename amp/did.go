@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -74,6 +75,12 @@ const (
 	// DefaultMaxDepth puts on CBOR items, far above the 6 or so levels
 	// of a JSON-LD context with scoped terms.
 	maxDIDDepth = 32
+	// maxDIDIDBytes caps the bytes of the ids a parsed document holds,
+	// its methods' and its relationship entries' made absolute: a
+	// relative reference ("#k") costs the document a few bytes and the
+	// parse a copy of the DID, up to 2,048 bytes (docs/SPEC-DECISIONS.md
+	// AMP-35). The cap is the document's own.
+	maxDIDIDBytes = MaxDIDDocumentSize
 )
 
 func errDIDDoc(format string, args ...any) *Error {
@@ -160,7 +167,8 @@ type jsonJWK struct {
 // one whose controller is another DID is kept but never selected. A list
 // decoded entry by entry (the methods and relationships, 1,024 entries in
 // all; services; a service's types and endpoints) is counted before it is
-// decoded (AMP-29).
+// decoded (AMP-29). The ids of the methods and relationship entries,
+// made absolute, are at most 256 KiB in all (AMP-35).
 // A service that is not an AgentMessagingRelay is held to the shapes DID
 // Core allows alone (AMP-25): nothing reads it.
 //
@@ -185,10 +193,23 @@ func ParseDIDDocument(data []byte) (*DIDDocument, error) {
 	}
 	doc := &DIDDocument{ID: jd.ID}
 	ids := map[string]bool{}
+	held := 0 // the bytes of the absolute ids made so far
+	hold := func(ref string) error {
+		if held += len(ref); strings.HasPrefix(ref, "#") {
+			held += len(doc.ID)
+		}
+		if held > maxDIDIDBytes {
+			return errDIDDoc("did document's method ids and references, made absolute, are over %d bytes", maxDIDIDBytes)
+		}
+		return nil
+	}
 	add := func(raw json.RawMessage) (string, error) {
 		var jm jsonMethod
 		if err := json.Unmarshal(raw, &jm); err != nil {
 			return "", errDIDDoc("did document has a verification method of the wrong shape")
+		}
+		if err := hold(jm.ID); err != nil {
+			return "", err
 		}
 		vm, keep, err := parseMethod(doc.ID, jm)
 		if err != nil {
@@ -216,6 +237,9 @@ func ParseDIDDocument(data []byte) (*DIDDocument, error) {
 		for _, raw := range entries {
 			var ref string
 			if json.Unmarshal(raw, &ref) == nil {
+				if err := hold(ref); err != nil {
+					return nil, err
+				}
 				abs, ok := absoluteMethodID(doc.ID, ref)
 				if !ok {
 					return nil, errDIDDoc("did document has a verification relationship entry that is not a did url")
@@ -754,7 +778,9 @@ func EncodeMultikey(t KeyType, pub []byte) string {
 	return "z" + base58Encode(append([]byte(prefix), pub...))
 }
 
-// method returns the method with the given absolute id.
+// method returns the method with the given absolute id, the first of
+// two of one id (a document built in Go may list two; ParseDIDDocument
+// refuses them).
 func (d *DIDDocument) method(id string) (VerificationMethod, bool) {
 	for _, m := range d.Methods {
 		if m.ID == id {
@@ -764,23 +790,54 @@ func (d *DIDDocument) method(id string) (VerificationMethod, bool) {
 	return VerificationMethod{}, false
 }
 
+// usable reports whether m is an active method of type t that this
+// document's DID controls.
+func (d *DIDDocument) usable(m VerificationMethod, t KeyType, now time.Time) bool {
+	return m.KeyType == t && m.Active(now) && d.controls(m)
+}
+
 // eligible returns the active methods of type t referenced by rel whose id
 // belongs to this document's DID and that this DID controls, sorted by id
-// (bytewise).
+// (bytewise). The methods are indexed once by what follows the DID in
+// their ids, the first of two of one id as method takes it, and each
+// reference is looked up in the index: the work is the bytes of the ids
+// and of the references, not the product of their numbers
+// (docs/SPEC-DECISIONS.md AMP-34).
 func (d *DIDDocument) eligible(rel []string, t KeyType, now time.Time) []VerificationMethod {
-	var out []VerificationMethod
-	seen := map[string]bool{}
-	for _, id := range rel {
-		if seen[id] || BareDID(id) != d.ID {
-			continue
-		}
-		seen[id] = true
-		if m, ok := d.method(id); ok && m.KeyType == t && m.Active(now) && d.controls(m) {
-			out = append(out, m)
+	if len(rel) == 0 || len(d.Methods) == 0 || strings.ContainsAny(d.ID, "#?/") {
+		return nil // no BareDID is such a DID: nothing belongs to it
+	}
+	pos := make(map[string]int, len(d.Methods))
+	for i := len(d.Methods) - 1; i >= 0; i-- {
+		if rest, ok := d.rest(d.Methods[i].ID); ok {
+			pos[rest] = i
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	var out []VerificationMethod
+	for _, id := range rel {
+		rest, ok := d.rest(id)
+		if !ok {
+			continue
+		}
+		if i, ok := pos[rest]; ok {
+			delete(pos, rest) // a method referenced twice is taken once
+			if m := d.Methods[i]; d.usable(m, t, now) {
+				out = append(out, m)
+			}
+		}
+	}
+	n := len(d.ID) // every id in out starts with the DID
+	sort.Slice(out, func(i, j int) bool { return out[i].ID[n:] < out[j].ID[n:] })
 	return out
+}
+
+// rest returns what follows the document's DID in id, and whether id
+// belongs to the DID: for a DID that holds none of '#', '?' and '/',
+// BareDID(id) == d.ID, found by comparing the DID's bytes rather than
+// scanning them for those delimiters.
+func (d *DIDDocument) rest(id string) (string, bool) {
+	rest, ok := strings.CutPrefix(id, d.ID)
+	return rest, ok && (rest == "" || strings.IndexByte("#?/", rest[0]) >= 0)
 }
 
 // controls reports whether m is the document's own key. A method that
@@ -839,12 +896,12 @@ func (d *DIDDocument) signingKey(didURL string, now time.Time) (VerificationMeth
 	if BareDID(didURL) != d.ID {
 		return VerificationMethod{}, errNoKey("did document does not belong to the sender")
 	}
-	if i := strings.IndexByte(didURL, '#'); i >= 0 {
-		for _, rel := range [][]string{d.AssertionMethod, d.Authentication} {
-			for _, m := range d.eligible(rel, KeyEd25519, now) {
-				if m.ID == didURL {
-					return m, nil
-				}
+	if strings.IndexByte(didURL, '#') >= 0 {
+		// The method didURL names, when either relationship references
+		// it: one pass over each list and one over the methods.
+		if slices.Contains(d.AssertionMethod, didURL) || slices.Contains(d.Authentication, didURL) {
+			if m, ok := d.method(didURL); ok && d.usable(m, KeyEd25519, now) {
+				return m, nil
 			}
 		}
 		return VerificationMethod{}, errNoKey("the sender's key fragment names no active signing key")
