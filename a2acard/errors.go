@@ -31,9 +31,9 @@ const (
 	// ErrSignatureMalformed: a signatures entry that is not an
 	// AgentCardSignature (a missing or extra member, a wrong type, bad
 	// base64url, a protected header that is not a JSON object or whose
-	// jku is not an absolute https URL with a host and no userinfo,
-	// A2A-20, an unprotected header repeating or adding a protected
-	// parameter).
+	// jku or x5u is not an absolute https URL with a host and no
+	// userinfo, A2A-20, A2A-21, an unprotected header repeating or adding
+	// a protected parameter).
 	ErrSignatureMalformed amp.ErrName = "card_signature_malformed"
 	// ErrHeaderUnsupported: a protected header without typ "JOSE", or with
 	// a parameter this package does not implement (crit, b64, ...).

@@ -41,7 +41,8 @@ type header struct {
 // or dashes (A2A-10, A2A-12, A2A-15), nor an A2A 0.3 endpoint member
 // (url, additionalInterfaces, their url) spelt so (A2A-19), and every
 // number in its RFC 8785 form; every signatures entry is a well-formed
-// AgentCardSignature (a jku, if any, an https WebURL, A2A-20); one
+// AgentCardSignature (a protected jku or x5u, if any, an https WebURL,
+// A2A-20, A2A-21); one
 // with the kid exists, is EdDSA with typ "JOSE", and verifies over the
 // canonical card without its signatures and defaults (A2A §8.4.3); any
 // other entry with the kid verifies too; and the signed card has the
@@ -278,7 +279,7 @@ func readSignature(s Signature) (header, []byte, error) {
 		h.names[m.Name] = true
 		str, isStr := m.Value.(string)
 		switch m.Name {
-		case "alg", "kid", "typ", "jku":
+		case "alg", "kid", "typ", "jku", "x5u":
 			if !isStr {
 				return header{}, nil, fail(ErrSignatureMalformed, "a protected header's %s is not a string", m.Name)
 			}
@@ -296,6 +297,14 @@ func readSignature(s Signature) (header, []byte, error) {
 			if !jkuURL(str) {
 				return header{}, nil, fail(ErrSignatureMalformed, "a protected header's jku is not an absolute https URL with a host and no userinfo")
 			}
+		case "x5u":
+			// Not implemented here (refused under the verifying kid), but a
+			// client checking the entry dials it for the certificate
+			// chain, and RFC 7515 §4.1.5 asks for TLS as of a jku (A2A-21).
+			if !jkuURL(str) {
+				return header{}, nil, fail(ErrSignatureMalformed, "a protected header's x5u is not an absolute https URL with a host and no userinfo")
+			}
+			h.unknown = true
 		default:
 			h.unknown = true
 		}
@@ -318,9 +327,10 @@ func readSignature(s Signature) (header, []byte, error) {
 	return h, sig, nil
 }
 
-// jkuURL reports whether s is a jku Verify accepts: a WebURL whose scheme
-// is https, as RFC 7515 §4.1.2 requires of the JWK Set's retrieval
-// (docs/SPEC-DECISIONS.md A2A-20).
+// jkuURL reports whether s is a jku (or x5u) Verify accepts: a WebURL
+// whose scheme is https, as RFC 7515 §4.1.2 requires of the JWK Set's
+// retrieval and §4.1.5 of the certificate's (docs/SPEC-DECISIONS.md
+// A2A-20, A2A-21).
 func jkuURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && u.Scheme == "https" && WebURL(s)

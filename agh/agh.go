@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -220,8 +221,13 @@ var capNames = []string{"id", "summary", "outcome", "version", "digest",
 	"context_needed", "artifacts_expected", "execution_outline", "constraints",
 	"examples", "requirements"}
 
-// capSpellings are capNames' spellings (AGH-10).
-var capSpellings = jcs.NewSpellings(capNames...)
+// capSpellings are the spellings (AGH-10) of capNames and of the members
+// this package adds to a store's documents (KeyBundleID, KeyInputSchema,
+// KeyOutputSchema): those three are unknown members to a reader (kept in
+// Extra), but they pin a capability's bundle and schemas, so one spelt
+// like them but for case, underscores or dashes is refused as a page
+// member's spelling is (docs/SPEC-DECISIONS.md AGH-22).
+var capSpellings = jcs.NewSpellings(append(slices.Clone(capNames), KeyBundleID, KeyInputSchema, KeyOutputSchema)...)
 
 // capKeys is capNames as a set.
 var capKeys = func() map[string]bool {
@@ -336,7 +342,9 @@ func (c Capability) WithDigest() (Capability, error) {
 // most MaxOpaqueMembers, more is too_large; AGH-8). A
 // member spelt like a known one but for case, underscores or dashes ("ID",
 // "Summary", "contextNeeded", "context-needed") is refused (AGH-5, AGH-10,
-// AGH-13). The digest, if any, is not checked (VerifyCapability).
+// AGH-13), as is one spelt so like a member this package adds from a
+// store ("AMPBUNDLE.INPUT_SCHEMA", "ampbundle.inputSchema"; AGH-22). The
+// digest, if any, is not checked (VerifyCapability).
 func ParseCapability(data []byte) (Capability, error) {
 	o, err := parseObject(data, "capability document")
 	if err != nil {
