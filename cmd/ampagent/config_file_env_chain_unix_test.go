@@ -139,7 +139,7 @@ func TestHandlerProgramWhoseEnvFilesFanOutPastTheBoundIsRefused(t *testing.T) {
 				dirs = append(dirs, d)
 			}
 			p := script(t, base, "#!"+envProgramPath(t)+" ampinterp")
-			err := programWriters(p, strings.Join(dirs, ":"))
+			err := programWriters(hostMounts(), p, nil, strings.Join(dirs, ":"))
 			switch {
 			case !tc.refuse && err != nil:
 				t.Fatalf("a PATH of %d folders (with the program and env, %d files) is refused: %v", tc.folders, tc.folders+2, err)

@@ -59,11 +59,20 @@ const maxJudgedFiles = 256
 // longer than maxShebangLine, a relative interpreter, env with options,
 // a variable or a relative name, an empty PATH or one with a relative
 // folder, more than maxInterpreters lines deep, more than maxJudgedFiles
-// files to judge in all (CLI-72, CLI-75, CLI-76). The host's mounts are
-// hostMounts' (CLI-78).
-func programWriters(path, envPATH string) error {
-	c := programCheck{mounts: hostMounts(), envPATH: envPATH}
-	return c.judgeRun(path, path, maxInterpreters)
+// files to judge in all (CLI-72, CLI-75, CLI-76). A program that is env
+// itself (isEnv) has the program its words name (args: the command's
+// words after the program) judged as that #! line's NAME is
+// (envCommand, CLI-80). m tells the host's mounts (hostMounts, CLI-78,
+// CLI-81).
+func programWriters(m mountProbe, path string, args []string, envPATH string) error {
+	c := programCheck{mounts: m, envPATH: envPATH}
+	if err := c.judgeRun(path, path, path, maxInterpreters); err != nil {
+		return err
+	}
+	if !isEnv(path) {
+		return nil
+	}
+	return c.envCommand(path, args)
 }
 
 // programCheck is one handler's programWriters: what it judges by, and
@@ -84,13 +93,9 @@ func (c *programCheck) judging(program string) error {
 }
 
 // judgeRun judges p, a file the system runs for program (the program,
-// or an interpreter on its way), then what p's #! line has it run, with
-// left #! lines still allowed below p.
-func (c *programCheck) judgeRun(program, p string, left int) error {
-	label := program
-	if p != program {
-		label = program + "'s interpreter " + p
-	}
+// or an interpreter on its way, label naming it in a refusal), then what
+// p's #! line has it run, with left #! lines still allowed below p.
+func (c *programCheck) judgeRun(program, label, p string, left int) error {
 	if err := c.judging(program); err != nil {
 		return err
 	}
@@ -107,7 +112,7 @@ func (c *programCheck) judgeRun(program, p string, left int) error {
 	if !strings.HasPrefix(interp, "/") {
 		return &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s names an interpreter by a relative path, which the system finds from the program's working directory", program, p), hint: interpHint}
 	}
-	if err := c.judgeRun(program, interp, left-1); err != nil {
+	if err := c.judgeRun(program, program+"'s interpreter "+interp, interp, left-1); err != nil {
 		return err
 	}
 	if !isEnv(interp) {
@@ -183,46 +188,140 @@ func unreadableProgram(label string) error {
 }
 
 // envPrograms judges what env runs for script's #! line "#!…/env arg"
-// given PATH c.envPATH: env execs its first word with execvp(3), which
-// tries each folder of PATH in turn and runs the first file there of
-// that name the agent's user may execute (access(2), X_OK; the agent is
-// not set-user-ID); glibc's and musl's execvp go on to the next folder
-// when the exec of that file fails with ENOENT, EACCES, ENOTDIR, ESTALE,
-// ENODEV or ETIMEDOUT (a script whose interpreter is missing or not
-// executable, a binary whose loader is missing), so any later file of
-// that name it may execute may run in its place (CLI-75). Each such
-// file is judged as an interpreter (judgeRun: its folders, then its own #!
-// chain, left lines below it), every other place in PATH as a missing
-// program is (pathWriters): another user who may create the name there
-// runs in its place. Nothing is judged when env runs the script itself
-// (no word). What env would read as an option, a variable or more
-// words, a relative name, an empty PATH and a PATH holding a relative
-// folder (empty: the working directory) are refused: the file they lead
-// to is not told here.
+// given PATH c.envPATH (envLookup). Nothing is judged when env runs the
+// script itself (no word): env is given script's path, absolute, first,
+// and runs it, unless that path holds '=', which env takes for an
+// assignment, running the program's next word instead (CLI-82). What env
+// would read as an option, a variable or more words is refused: the
+// file they lead to is not told here.
 func (c *programCheck) envPrograms(program, script, arg string, left int) error {
 	switch {
+	case arg == "" && strings.Contains(script, "="):
+		return &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env run it, yet its path holds '=', which env takes for a variable, running the word after it instead", program, script), hint: interpHint}
 	case arg == "":
 		return nil
 	case strings.HasPrefix(arg, "-") || strings.ContainsAny(arg, " \t="):
 		return &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s gives env options, a variable or more than one word (%q), which the agent does not follow to the program env runs", program, script, arg), hint: interpHint}
-	case strings.HasPrefix(arg, "/"):
-		return c.judgeRun(program, arg, left)
-	case strings.Contains(arg, "/"):
-		return &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env run %q, a relative path, which env finds from the program's working directory", program, script, arg), hint: interpHint}
-	case c.envPATH == "":
+	}
+	return c.envLookup(program, "the #! line of "+script, arg, c.envPATH, left)
+}
+
+// envCommand judges what env runs for a handler whose program is env
+// itself (program: env, or a link whose target is named env, isEnv;
+// args: the command's words after it): the word envArgs finds, looked
+// up as a #! line's NAME is (envLookup), in the PATH env is left with,
+// the lines left below it those of "#!/usr/bin/env NAME". env's other
+// words (the program's arguments) are not judged (CLI-74). A PATH env
+// leaves unset (-i or -u PATH, no PATH= after) is refused for a name
+// without '/': execvp then searches its C library's own list of
+// folders (CLI-80).
+func (c *programCheck) envCommand(program string, args []string) error {
+	name, envPATH, unset, err := envArgs(program, args, c.envPATH)
+	switch {
+	case err != nil || name == "":
+		return err // no name: env prints its environment, runs nothing
+	case unset && !strings.Contains(name, "/"):
+		return &exposedProgramError{msg: fmt.Sprintf("program %s: its command has env find %q with PATH unset (env -i or -u PATH, and no PATH= after), where execvp searches a list of folders its C library chooses (glibc's /bin:/usr/bin, musl's /usr/local/bin:/bin:/usr/bin)", program, name),
+			hint: envCommandHint}
+	}
+	return c.envLookup(program, envCommandFrom, name, envPATH, maxInterpreters-1)
+}
+
+// envCommandFrom says, in a refusal, that env's words are the handler's
+// command's (envCommand), not a #! line's.
+const envCommandFrom = "its command"
+
+// envCommandHint is the start's hint for an env command the agent does
+// not read (envArgs, envCommand).
+const envCommandHint = "make the program env runs the handler's command, by its absolute path ([\"/usr/bin/python3\", \"t.py\"]), or give env only -i, -u NAME, -- and NAME=value (PATH=/usr/bin:/bin among them) before the program's name"
+
+// envArgs reads env's words (args) as GNU's and busybox's env read them:
+// options up to the first word that is not one ("--" ends them), then
+// assignments (each word holding '=', also after "--"), then the word
+// env runs with execvp(3), its arguments after it. It returns that word
+// (empty: there is none, and env prints its environment), the PATH env
+// looks in (inherited, unless an assignment sets it) and whether PATH
+// is unset (-i, or -u PATH, with no assignment of PATH after). Only -i,
+// -u NAME and -- are read: any other option (-S's splitting and
+// escapes, -C's folder, long and joined options, "-") is refused, as is
+// an assignment with no name (env fails it), since the program they
+// lead to is not told here (CLI-80).
+func envArgs(program string, args []string, inherited string) (name, envPATH string, unset bool, err error) {
+	envPATH = inherited
+	i := 0
+options:
+	for ; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+			i++
+			break options
+		case a == "-i":
+			unset = true
+		case a == "-u" && i+1 < len(args):
+			i++
+			unset = unset || args[i] == "PATH"
+		case strings.HasPrefix(a, "-"):
+			return "", "", false, &exposedProgramError{msg: fmt.Sprintf("program %s: its command gives the env option %q, which the agent does not read to tell the program env runs", program, a), hint: envCommandHint}
+		default:
+			break options
+		}
+	}
+	for ; i < len(args) && strings.Contains(args[i], "="); i++ {
+		k, v, _ := strings.Cut(args[i], "=")
+		switch k {
+		case "":
+			return "", "", false, &exposedProgramError{msg: fmt.Sprintf("program %s: its command gives env the assignment %q, of no name, which env refuses", program, args[i]), hint: envCommandHint}
+		case "PATH":
+			envPATH, unset = v, false
+		}
+	}
+	if i < len(args) {
+		name = args[i]
+	}
+	return name, envPATH, unset, nil
+}
+
+// envLookup judges what env runs for name, a word from (a #! line, or
+// the handler's command, envCommandFrom) has it run, given PATH envPATH:
+// an absolute name is judged as an interpreter (judgeRun); otherwise env
+// execs it with execvp(3), which tries each folder of PATH in turn and
+// runs the first file there of that name the agent's user may execute
+// (access(2), X_OK; the agent is not set-user-ID); glibc's and musl's
+// execvp go on to the next folder when the exec of that file fails with
+// ENOENT, EACCES, ENOTDIR, ESTALE, ENODEV or ETIMEDOUT (a script whose
+// interpreter is missing or not executable, a binary whose loader is
+// missing), so any later file of that name it may execute may run in
+// its place (CLI-75). Each such file is judged as an interpreter
+// (judgeRun: its folders, then its own #! chain, left lines below it),
+// every other place in PATH as a missing program is (pathWriters):
+// another user who may create the name there runs in its place. A
+// relative name, an empty PATH and a PATH holding a relative folder
+// (empty: the working directory) are refused: the file they lead to is
+// not told here.
+func (c *programCheck) envLookup(program, from, name, envPATH string, left int) error {
+	via, givers, hint := "'s interpreter ", "neither the agent's environment nor the handler's \"env\" gives it a folder", interpHint
+	if from == envCommandFrom {
+		via, givers, hint = "'s command ", "neither the agent's environment, the handler's \"env\" nor a PATH= on the command gives it a folder", envCommandHint
+	}
+	switch {
+	case strings.HasPrefix(name, "/"):
+		return c.judgeRun(program, program+via+name, name, left)
+	case strings.Contains(name, "/"):
+		return &exposedProgramError{msg: fmt.Sprintf("program %s: %s has env run %q, a relative path, which env finds from the program's working directory", program, from, name), hint: hint}
+	case envPATH == "":
 		// runProgram gives PATH= when the agent has none: env then
 		// searches the working directory.
-		return &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env find %q in PATH, which is empty (neither the agent's environment nor the handler's \"env\" gives it a folder), so env searches the program's working directory", program, script, arg),
-			hint: "give PATH absolute folders (PATH=/usr/bin:/bin in the handler's \"env\", or in the agent's environment), or " + interpHint}
+		return &exposedProgramError{msg: fmt.Sprintf("program %s: %s has env find %q in PATH, which is empty (%s), so env searches the program's working directory", program, from, name, givers),
+			hint: "give PATH absolute folders (PATH=/usr/bin:/bin in the handler's \"env\", or in the agent's environment), or " + hint}
 	}
-	for _, dir := range strings.Split(c.envPATH, ":") {
+	for _, dir := range strings.Split(envPATH, ":") {
 		if !strings.HasPrefix(dir, "/") {
-			return &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s has env find %q in PATH, which holds a folder that is not absolute (%q), searched from the program's working directory", program, script, arg, dir),
-				hint: "give PATH only absolute folders (the agent's, or the handler's \"env\"), or " + interpHint}
+			return &exposedProgramError{msg: fmt.Sprintf("program %s: %s has env find %q in PATH, which holds a folder that is not absolute (%q), searched from the program's working directory", program, from, name, dir),
+				hint: "give PATH only absolute folders (the agent's, or the handler's \"env\"), or " + hint}
 		}
-		cand := dir + "/" + arg
+		cand := dir + "/" + name
 		if st, err := os.Stat(cand); err == nil && st.Mode().IsRegular() && unix.Access(cand, unix.X_OK) == nil {
-			if err := c.judgeRun(program, cand, left); err != nil {
+			if err := c.judgeRun(program, program+via+cand, cand, left); err != nil {
 				return err
 			}
 			continue
@@ -230,7 +329,7 @@ func (c *programCheck) envPrograms(program, script, arg string, left int) error 
 		if err := c.judging(program); err != nil {
 			return err
 		}
-		if err := pathWriters(c.mounts, program+"'s interpreter "+cand, cand); err != nil {
+		if err := pathWriters(c.mounts, program+via+cand, cand); err != nil {
 			return err
 		}
 	}

@@ -12,4 +12,10 @@ func configWriters(fs.FileInfo) error { return nil }
 // programWriters: as configWriters, a handler's program, and the
 // interpreter its #! line names, are run as the folders they lie in let
 // them be (CLI-70, CLI-72).
-func programWriters(string, string) error { return nil }
+func programWriters(mountProbe, string, []string, string) error { return nil }
+
+// mountProbe: nothing of the mounts is told here (CLI-78).
+type mountProbe struct{}
+
+// hostMounts is the host's mountProbe.
+func hostMounts() mountProbe { return mountProbe{} }

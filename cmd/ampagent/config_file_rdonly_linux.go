@@ -26,23 +26,37 @@ func readOnlyMount(m mountProbe, at string) bool {
 }
 
 // mountProbe is how the checks of a handler's program (programWriters)
-// tell the host's mounts: the mount id statx gives for a path, and the
-// file mountinfo lines are read from. hostMounts is the host's, given by
-// the check's entry point; a test gives its own, to stand in for a kernel
-// without mount ids or for the lines of a mount (no package variable a
-// test swaps, docs/SPEC-DECISIONS.md CLI-78).
+// tell the host's mounts: the mount id statx gives for a path, the kind
+// of file system statfs gives, and the file mountinfo lines are read
+// from. hostMounts is the host's, given by the config's loader
+// (configLoader); a test gives its own, to stand in for a kernel without
+// mount ids, for a FUSE daemon or for the lines of a mount (no package
+// variable a test swaps, docs/SPEC-DECISIONS.md CLI-78, CLI-81).
 type mountProbe struct {
 	// mountID returns the mount id of at (not followed if a link); ok
 	// is false where the kernel gives none.
 	mountID func(at string) (id uint64, ok bool)
+	// fsMagic returns the f_type statfs(2) gives for the file system at
+	// (a folder or a file, not a link) lies on; ok is false when statfs
+	// fails.
+	fsMagic func(at string) (magic int64, ok bool)
 	// mountInfo is the path of the mountinfo lines.
 	mountInfo string
 }
 
-// hostMounts is the host's mountProbe: statx's mount id and
-// /proc/self/mountinfo.
+// hostMounts is the host's mountProbe: statx's mount id, statfs's f_type
+// and /proc/self/mountinfo.
 func hostMounts() mountProbe {
-	return mountProbe{mountID: statxMountID, mountInfo: "/proc/self/mountinfo"}
+	return mountProbe{mountID: statxMountID, fsMagic: statfsMagic, mountInfo: "/proc/self/mountinfo"}
+}
+
+// statfsMagic returns the f_type statfs(2) gives for at (hostMounts).
+func statfsMagic(at string) (int64, bool) {
+	var sfs unix.Statfs_t
+	if unix.Statfs(at, &sfs) != nil {
+		return 0, false
+	}
+	return int64(sfs.Type), true // int32 or uint32 on some ports
 }
 
 // mountOf returns the kind and the super options of the file system at
@@ -117,15 +131,15 @@ const fuseSuperMagic = 0x65735546
 
 // fuseMountOf returns the super options of the FUSE mount at (a folder
 // or a file, not a link) lies on: fuse is false when at is on no FUSE
-// file system (statfs's f_type, a system call, before mountinfo is
-// read, through m), known false when it is on one whose line cannot be
-// found. A variable so that a test stands in for a FUSE daemon.
-var fuseMountOf = func(m mountProbe, at string) (super string, fuse, known bool) {
-	var sfs unix.Statfs_t
-	if err := unix.Statfs(at, &sfs); err != nil {
+// file system (statfs's f_type, m.fsMagic, a system call, before
+// mountinfo is read), known false when it is on one whose line cannot be
+// found. A test stands in for a FUSE daemon through m (CLI-81).
+func (m mountProbe) fuseMountOf(at string) (super string, fuse, known bool) {
+	magic, ok := m.fsMagic(at)
+	switch {
+	case !ok:
 		return "", true, false // lstat saw it: fail closed
-	}
-	if sfs.Type != fuseSuperMagic {
+	case magic != fuseSuperMagic:
 		return "", false, true
 	}
 	return m.fuseSuper(at)
@@ -214,7 +228,7 @@ func superUserID(super string) string {
 // they own, in a sticky folder (/tmp) among others (CLI-73). A FUSE mount
 // whose mounter is not told is refused too.
 func foreignFUSE(m mountProbe, at string) (string, bool) {
-	super, fuse, known := fuseMountOf(m, at)
+	super, fuse, known := m.fuseMountOf(at)
 	if !fuse {
 		return "", false
 	}

@@ -41,7 +41,7 @@ func TestHandlerConfigWhoseStringHoldsNULIsRefused(t *testing.T) {
 			for _, serve := range []bool{false, true} {
 				cfg := &serveConfig{Listen: "127.0.0.1:0", Handlers: map[string]execHandler{"org.example.echo:1.0.0": tc.h}}
 				cfg.serve, cfg.allowMissingHandlers, cfg.readyRecheck = serve, true, time.Second
-				cfg.resolveHandlers()
+				cfg.resolveHandlers(hostMounts())
 				if err := cfg.Validate(); amp.NameOf(err) != "invalid_config" {
 					t.Fatalf("serve=%v: the config was not refused invalid_config: %v", serve, err)
 				}

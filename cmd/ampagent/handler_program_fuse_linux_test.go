@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -9,9 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/internal/cliutil"
 )
 
 // TestHandlerProgramOnAnotherUsersFUSEMountIsRefused: a FUSE file system
@@ -25,8 +28,10 @@ import (
 // nor the agent's user made is refused (handler_program_missing; at a
 // call, handler_failed without a run), as one whose mounter mountinfo
 // does not tell; root's and the agent's user's own FUSE mounts are
-// judged as any file system (CLI-73). The daemon is stood in for by
-// fuseMountOf, the one place the agent learns of FUSE.
+// judged as any file system (CLI-73). The daemon is stood in for by the
+// mountProbe the config is loaded with (fuseProbe): statfs saying FUSE,
+// a mount id and its mountinfo line, the one place the agent learns of
+// FUSE (CLI-81).
 func TestHandlerProgramOnAnotherUsersFUSEMountIsRefused(t *testing.T) {
 	other := strconv.Itoa(os.Geteuid() + 1)
 	for _, tc := range []struct {
@@ -46,13 +51,20 @@ func TestHandlerProgramOnAnotherUsersFUSEMountIsRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()
 			fuse := filepath.Join(base, "fuse")
-			saved := fuseMountOf
-			t.Cleanup(func() { fuseMountOf = saved })
-			fuseMountOf = func(m mountProbe, at string) (string, bool, bool) {
-				if at == fuse || strings.HasPrefix(at, fuse+"/") {
-					return tc.super, true, tc.known
+			hostInfo, err := os.ReadFile("/proc/self/mountinfo")
+			if err != nil {
+				t.Skipf("no mountinfo to read: %v", err)
+			}
+			info := string(hostInfo)
+			if tc.known {
+				info += strconv.FormatUint(fuseMountID, 10) + " 29 0:999 / " + fuse + " rw,nosuid,nodev - fuse.amptest amptest " + tc.super + "\n"
+			}
+			m := fuseProbe(t, base, fuse, info)
+			m.mountID = func(at string) (uint64, bool) {
+				if under(at, fuse) {
+					return fuseMountID, true
 				}
-				return saved(m, at)
+				return statxMountID(at)
 			}
 			var cmd []string
 			if tc.interp {
@@ -62,14 +74,14 @@ func TestHandlerProgramOnAnotherUsersFUSEMountIsRefused(t *testing.T) {
 				cmd = []string{program(t, base, "fuse", 0o755, 0o755)}
 			}
 			cfgFile := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.p:1.0.0": map[string]any{"command": cmd}}})
-			_, err := serveConfigOf(t, "--config", cfgFile)
+			_, err = serveConfigProbed(t, m, "--config", cfgFile)
 			switch {
 			case !tc.refuse && err != nil:
 				t.Fatalf("a program on root's or the agent's user's FUSE mount is refused: %v", err)
 			case tc.refuse && (amp.NameOf(err) != "handler_program_missing" || !strings.Contains(err.Error(), "is on a FUSE file system")):
 				t.Fatalf("serve starts with a program on another user's FUSE mount: %v", err)
 			}
-			cfg, err := serveConfigOf(t, "--config", cfgFile, "--allow-missing-handlers")
+			cfg, err := serveConfigProbed(t, m, "--config", cfgFile, "--allow-missing-handlers")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,9 +137,9 @@ func TestFUSEMountWhoseLineIsHostileIsReadAsItsKernelWroteIt(t *testing.T) {
 // line of that device a mount of its one superblock: root's and the
 // agent's user's mounts, bound twice too, run, another user's is refused,
 // and so is one whose device no line names or whose lines disagree on
-// user_id (CLI-73 amended). The FUSE daemon is stood in for by
-// fuseMountOf, the older kernel and its mountinfo by the mountProbe it
-// judges the mount by (no mount id, the test's lines).
+// user_id (CLI-73 amended). The FUSE daemon, the older kernel and its
+// mountinfo are stood in for by the mountProbe the config is loaded with
+// (statfs saying FUSE, no mount id, the test's lines; CLI-81).
 func TestHandlerProgramOnFUSEMountOfAKernelWithoutMountIDsIsJudgedByItsDevice(t *testing.T) {
 	me, other := strconv.Itoa(os.Geteuid()), strconv.Itoa(os.Geteuid()+1)
 	for _, tc := range []struct {
@@ -161,28 +173,17 @@ func TestHandlerProgramOnFUSEMountOfAKernelWithoutMountIDsIsJudgedByItsDevice(t 
 			for _, l := range tc.lines {
 				info = append(info, strings.Replace(l, "DEV", dev, 1))
 			}
-			infoFile := filepath.Join(base, "mountinfo")
-			if err := os.WriteFile(infoFile, []byte(strings.Join(info, "\n")+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			oldKernel := mountProbe{mountID: func(string) (uint64, bool) { return 0, false }, mountInfo: infoFile}
-			savedFUSE := fuseMountOf
-			t.Cleanup(func() { fuseMountOf = savedFUSE })
-			fuseMountOf = func(m mountProbe, at string) (string, bool, bool) {
-				if at == fuse || strings.HasPrefix(at, fuse+"/") {
-					return oldKernel.fuseSuper(at) // statfs said FUSE
-				}
-				return savedFUSE(m, at)
-			}
+			oldKernel := fuseProbe(t, base, fuse, strings.Join(info, "\n")+"\n")
+			oldKernel.mountID = func(string) (uint64, bool) { return 0, false }
 			cfgFile := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.p:1.0.0": map[string]any{"command": cmd}}})
-			_, err := serveConfigOf(t, "--config", cfgFile)
+			_, err := serveConfigProbed(t, oldKernel, "--config", cfgFile)
 			switch {
 			case tc.why == "" && err != nil:
 				t.Fatalf("a program on root's or the agent's user's FUSE mount is refused on a kernel without mount ids: %v", err)
 			case tc.why != "" && (amp.NameOf(err) != "handler_program_missing" || !strings.Contains(err.Error(), tc.why)):
 				t.Fatalf("serve starts with a program on a FUSE mount not told: %v (want %q)", err, tc.why)
 			}
-			cfg, err := serveConfigOf(t, "--config", cfgFile, "--allow-missing-handlers")
+			cfg, err := serveConfigProbed(t, oldKernel, "--config", cfgFile, "--allow-missing-handlers")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,4 +198,52 @@ func TestHandlerProgramOnFUSEMountOfAKernelWithoutMountIDsIsJudgedByItsDevice(t 
 			}
 		})
 	}
+}
+
+// fuseMountID is the mount id the tests' FUSE mount has (fuseProbe's
+// caller), past any a host gives.
+const fuseMountID = 1 << 40
+
+// fuseProbe is the host's mountProbe, but for the folder fuse (under
+// base) and what lies in it, which statfs says is on a FUSE file system,
+// and the mountinfo lines, info (written under base): the FUSE daemon
+// and the kernel stood in for, given to the config's loader
+// (serveConfigProbed), no package variable swapped (CLI-81).
+func fuseProbe(t *testing.T, base, fuse, info string) mountProbe {
+	t.Helper()
+	infoFile := filepath.Join(base, "mountinfo")
+	if err := os.WriteFile(infoFile, []byte(info), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := hostMounts()
+	host := m.fsMagic
+	m.fsMagic = func(at string) (int64, bool) {
+		if under(at, fuse) {
+			return fuseSuperMagic, true
+		}
+		return host(at)
+	}
+	m.mountInfo = infoFile
+	return m
+}
+
+// under reports whether at is dir or lies in it.
+func under(at, dir string) bool { return at == dir || strings.HasPrefix(at, dir+"/") }
+
+// serveConfigProbed is serveConfigOf with the handler programs judged by
+// m (configLoader), not the host's mounts.
+func serveConfigProbed(t *testing.T, m mountProbe, args ...string) (*serveConfig, error) {
+	t.Helper()
+	env := &cliutil.Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+	cmd := serveCommand(env)
+	var got *serveConfig
+	cmd.Action = func(c *cli.Context) error {
+		cfg, err := configLoader{mounts: m}.load(c)
+		got = cfg
+		return err
+	}
+	app := &cli.App{Name: "ampagent", Commands: []*cli.Command{cmd}, Writer: env.Stdout, ErrWriter: env.Stderr,
+		ExitErrHandler: func(*cli.Context, error) {}}
+	err := app.Run(append([]string{"ampagent", "serve", "--listen", "127.0.0.1:0"}, args...))
+	return got, err
 }

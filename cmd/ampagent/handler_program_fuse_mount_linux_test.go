@@ -99,7 +99,7 @@ func TestHandlerProgramOnAnotherUsersRealFUSEMountIsRefused(t *testing.T) {
 			}
 			go serveFUSE(dev)
 			defer unix.Unmount(dir, unix.MNT_DETACH)
-			err = programWriters(filepath.Join(dir, "prog"), "/usr/bin:/bin")
+			err = programWriters(hostMounts(), filepath.Join(dir, "prog"), nil, "/usr/bin:/bin")
 			switch {
 			case tc.refuse && (err == nil || !strings.Contains(err.Error(), "is on a FUSE file system that another user (uid "+other+") mounted")):
 				t.Fatalf("a program on another user's FUSE mount, root's by its daemon's word, is not refused: %v", err)

@@ -102,7 +102,7 @@ func TestHandlerResultItemBudgetIsTheConfigs(t *testing.T) {
 		t.Run(fmt.Sprint(tc.values), func(t *testing.T) {
 			out := "[" + strings.TrimSuffix(strings.Repeat("7,", tc.values-1), ",") + "]"
 			cfg := &serveConfig{MaxParamItems: 4, Handlers: map[string]execHandler{capID: {Command: []string{"/bin/echo", out}}}}
-			cfg.resolveHandlers()
+			cfg.resolveHandlers(hostMounts())
 			h := runProgram(capID, cfg.Handlers[capID], slog.New(slog.DiscardHandler), nil)
 			_, err := h(context.Background(), map[string]any{})
 			if amp.NameOf(err) != tc.want {
@@ -129,7 +129,7 @@ func TestHandlerResultTooDeepIsNotJSONNotOverTheBudget(t *testing.T) {
 	} {
 		var logs bytes.Buffer
 		cfg := &serveConfig{MaxParamItems: offlineschema.MaxDepth + 8, Handlers: map[string]execHandler{capID: {Command: []string{"/bin/echo", tc.out}}}}
-		cfg.resolveHandlers()
+		cfg.resolveHandlers(hostMounts())
 		h := runProgram(capID, cfg.Handlers[capID], slog.New(slog.NewTextHandler(&logs, nil)), nil)
 		_, err := h(context.Background(), map[string]any{})
 		if amp.NameOf(err) != "invalid_result" || !strings.Contains(logs.String(), tc.logged) {

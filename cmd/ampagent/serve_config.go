@@ -62,6 +62,19 @@ func agentFlags() []cli.Flag {
 // file, then the flags that override it, checked by Validate, then the
 // defaults of what was left out. A reload (SIGHUP) calls it again.
 func loadServeConfig(c *cli.Context) (*serveConfig, error) {
+	return configLoader{mounts: hostMounts()}.load(c)
+}
+
+// configLoader is loadServeConfig with what it judges a handler's program
+// by: the host's mounts (hostMounts), or a test's stand-in for a FUSE
+// daemon or an older kernel, given here rather than swapped in a package
+// variable (docs/SPEC-DECISIONS.md CLI-78, CLI-81).
+type configLoader struct {
+	mounts mountProbe // programWriters'
+}
+
+// load is loadServeConfig, judging handler programs by l.mounts.
+func (l configLoader) load(c *cli.Context) (*serveConfig, error) {
 	cfg := &serveConfig{}
 	if c.IsSet("config") {
 		data, err := readConfigFile(c.String("config"))
@@ -82,7 +95,7 @@ func loadServeConfig(c *cli.Context) (*serveConfig, error) {
 	}
 	cfg.rules = append(fileRules, flagRules...)
 	cfg.applyFlags(c)
-	cfg.resolveHandlers() // before Validate: its handler check is the resolved paths'
+	cfg.resolveHandlers(l.mounts) // before Validate: its handler check is the resolved paths'
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -291,18 +304,20 @@ func holdsNUL(h execHandler) bool {
 // in PATH again at each call, where a program planted in a PATH directory
 // another user may write would run in its place; one not found is
 // reported missing until the next reload (CLI-38). A relative "dir" is
-// made absolute, under the agent's working directory (CLI-42).
-func (cfg *serveConfig) resolveHandlers() {
+// made absolute, under the agent's working directory (CLI-42). m tells
+// the host's mounts to the program check (programWriters).
+func (cfg *serveConfig) resolveHandlers(m mountProbe) {
 	cfg.slots = newProgramSlots(cfg.MaxPrograms, cfg.PeerShare)
 	for id, h := range cfg.Handlers {
 		h.maxItems, h.rules = cfg.MaxParamItems, cfg.rules
 		if len(h.Command) > 0 && h.Command[0] != "" { // else Validate refuses it
 			h.path, h.pathErr = lookProgram(h)
 			if h.pathErr == nil {
-				// Another user who may rewrite it, or the interpreter
-				// its #! line names, runs code as the agent's user: it
-				// does not run (CLI-70, CLI-72).
-				h.pathErr = programWriters(h.path, programPATH(h))
+				// Another user who may rewrite it, the interpreter its
+				// #! line names, or the program env runs when it is
+				// env, runs code as the agent's user: it does not run
+				// (CLI-70, CLI-72, CLI-80).
+				h.pathErr = programWriters(m, h.path, h.Command[1:], programPATH(h))
 			}
 		}
 		if h.Dir != "" {
@@ -316,7 +331,7 @@ func (cfg *serveConfig) resolveHandlers() {
 
 // programPATH is the PATH h's program is given (runProgram): the
 // handler's "env" PATH if it sets one, else the agent's. An env on a #!
-// line searches it (CLI-72).
+// line, or as the command, searches it (CLI-72, CLI-80).
 func programPATH(h execHandler) string {
 	if v, ok := h.Env["PATH"]; ok {
 		return v
