@@ -141,6 +141,19 @@ type Server struct {
 	checkMu        sync.Mutex             // one store check at a time (/readyz)
 	lastCheck      atomic.Pointer[integrity]
 	readyLog       ReadyLog // the full /readyz reports, logged when they change
+	// capped is the last snapshot refused for a cap (MIRROR-8) and what it
+	// was built from; nil once one is stored (build). Refresh holds mu.
+	capped *cappedBuild
+}
+
+// cappedBuild is a snapshot build refused for a cap (overCap, or the
+// index's size): at the store generation gen, from the bundles named by
+// servedKey served, with the refusal err. The same generation and
+// bundles give the same snapshot, so the same refusal (MIRROR-31).
+type cappedBuild struct {
+	gen    uint64
+	served string
+	err    error
 }
 
 // New checks opts and the capabilities document they imply (a
@@ -377,6 +390,10 @@ func newMemFile(body []byte, ctype string) *memFile {
 // artifact hash, so a tampered store yields no file). It also returns the
 // store's bundles, once read, even when it fails after: what the store
 // now refuses is left out of the snapshot still served (leaveOutRefused).
+// A snapshot refused for a cap is not built again while the store's
+// generation and the bundles it would serve are those it was refused at
+// (capped): the refresh fails at once with the same refusal, exporting,
+// reading and encoding nothing (docs/SPEC-DECISIONS.md MIRROR-31).
 func (s *Server) build(src Source, old *snapshot) (*snapshot, []resolver.Bundle, error) {
 	bs, err := src.Bundles()
 	if err != nil {
@@ -385,8 +402,35 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, []resolver.Bundle,
 	if bs == nil {
 		bs = []resolver.Bundle{} // read: an empty store
 	}
+	gen, served := src.Generation(), servedKey(bs, s.opts.Now())
+	if c := s.capped; c != nil && c.gen == gen && c.served == served {
+		return nil, bs, c.err
+	}
 	snap, err := s.buildFrom(src, old, bs)
+	switch {
+	case err == nil:
+		s.capped = nil
+	case amp.NameOf(err) == ErrMisconfigured: // a cap: overCap, the index's size
+		s.capped = &cappedBuild{gen: gen, served: served, err: err}
+	}
 	return snap, bs, err
+}
+
+// servedKey names the bundles of bs a snapshot taken at now would serve
+// (buildFrom): those that do not fail closed in the store nor have
+// expired by now, each by its bundleKey.
+func servedKey(bs []resolver.Bundle, now time.Time) string {
+	h := sha256.New()
+	for _, b := range bs {
+		if b.FailsClosed() != "" {
+			continue
+		}
+		if exp, err := time.Parse(time.RFC3339, b.ExpiresAt); b.ExpiresAt != "" && (err != nil || !now.Before(exp)) {
+			continue
+		}
+		h.Write([]byte(bundleKey(b) + "\xff"))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // buildFrom is build once the store's bundles bs are read.
@@ -806,7 +850,7 @@ func (s *Server) addCapability(src Source, snap *snapshot, e resolver.Entry) (In
 // (openExported), and the bundle would be answered 500 until the new
 // snapshot is stored (MIRROR-25, amended).
 func (s *Server) export(src Source, id, key string, old *snapshot) (*bundleFile, error) {
-	f, err := os.CreateTemp(s.opts.SpoolDir, ".export-*.tmp")
+	f, err := os.CreateTemp(s.opts.SpoolDir, exportTempPattern)
 	if err != nil {
 		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot write to the spool folder").WithCause(err)
 	}
@@ -838,15 +882,25 @@ func (s *Server) export(src Source, id, key string, old *snapshot) (*bundleFile,
 	return &bundleFile{key: key, path: name, size: size, sha256: hex.EncodeToString(sum), etag: etagOf(capability.HashSHA256, sum), file: fi}, nil
 }
 
+// exportTempPattern names the temporary files export writes a bundle
+// file through (os.CreateTemp), in the spool folder.
+const exportTempPattern = ".export-*.tmp"
+
 // prune removes spool files that the current snapshot does not serve. A
-// request still reading one keeps its open file.
+// request still reading one keeps its open file. It also removes the
+// temporary files of exports (exportTempPattern): prune runs under the
+// refresh, as every export of the server does, so none is in flight,
+// and one there was left by a mirror killed during an export, up to
+// MaxBundleBytes each, which nothing else removes
+// (docs/SPEC-DECISIONS.md MIRROR-30).
 func (s *Server) prune(snap *snapshot) {
 	keep := map[string]bool{}
 	for _, b := range snap.bundles {
 		keep[b.path] = true
 	}
 	names, _ := filepath.Glob(filepath.Join(s.opts.SpoolDir, "*.bundle"))
-	for _, n := range names {
+	temps, _ := filepath.Glob(filepath.Join(s.opts.SpoolDir, exportTempPattern))
+	for _, n := range append(names, temps...) {
 		if !keep[n] {
 			os.Remove(n)
 		}

@@ -254,7 +254,8 @@ func (s *Syncer) Sync(ctx context.Context, t Target, opts SyncOptions) (*SyncRep
 		if err := c.loadTrust(t); err != nil {
 			return nil, err
 		}
-		// Failed files of the run before are tried last; what this run
+		// Failed bundles and heartbeats of the run before are tried
+		// last, failed statements in their place (MIRROR-29); what this run
 		// fails or refuses unoffered is noted however it ends (MIRROR-23).
 		c.failed = &failedFiles{prev: c.readLastFailed(), tried: map[string]bool{}}
 		defer c.noteFailed()
@@ -413,8 +414,10 @@ type syncClient struct {
 	// refusals is the target when it says which files its store refused
 	// at its current generation; nil when it does not (an older agent).
 	refusals RefusalTarget
-	// failed is what the next run tries last of each list (nil in a dry
-	// run).
+	// failed is what the mirror failed in the run before, and in this
+	// one (nil in a dry run): the next run tries those bundles and
+	// heartbeats last, and passes over those statements when the mirror
+	// serves them otherwise again (fetchedInPlace).
 	failed *failedFiles
 	// judged is what this sync knows of files refused at a store
 	// generation without being offered (syncrefusals.go).
@@ -564,8 +567,7 @@ func (c *syncClient) count(m *map[string]int, k string) {
 // from offerToStore), or without knowing its trust (offerToStore counted
 // the others).
 func (c *syncClient) storeRefused(err error, kind, share string) {
-	switch amp.NameOf(err) {
-	case "", resolver.ErrStoreIO, resolver.ErrStoreInUse, resolver.ErrReadOnly:
+	if name := amp.NameOf(err); name == "" || storeFailure(string(name)) {
 		return
 	}
 	switch {
@@ -604,6 +606,10 @@ type listedRun struct {
 	c       *syncClient
 	dryRun  bool
 	failing string // the download the mirror failed, if any
+	// unapplied is the store's failure (its error name) to apply the
+	// statement failing names (fetchedInPlace): the rest is not tried
+	// either.
+	unapplied string
 }
 
 // decide is an item's outcome before any download, or its refusal; ""
@@ -614,6 +620,8 @@ func (r *listedRun) decide(held bool) (Outcome, error) {
 		return OutcomeCurrent, nil
 	case r.dryRun:
 		return OutcomePlanned, nil
+	case r.unapplied != "":
+		return "", amp.Named(0, amp.ErrName(r.unapplied), "not tried: the store could not apply %s earlier in this run (%s); statements are applied in the order listed, so the next run starts from it", r.failing, r.unapplied)
 	case r.failing != "":
 		return "", notTried(r.failing)
 	}
@@ -627,6 +635,54 @@ func (r *listedRun) fetched(errName, what, key string) {
 	if r.c.failed.fetched(mirrorFailed(errName), key) {
 		r.failing = what
 	}
+}
+
+// fetchedInPlace is fetched for a list tried in the index order, never
+// reordered (the statements): the rest of the list is not tried in this
+// run once the mirror failed the download of what, as fetched says,
+// unless it served what, in this run and in the run before, as bytes
+// other than those listed or altered after they were signed
+// (servedOtherwise): one file the mirror serves wrong on every run (a
+// damaged file, junk) is then passed over, so that it does not keep the
+// rest of the list back for ever (MIRROR-16). A failure to deliver (no
+// answer, cut off, too slow, an error status) always ends the list at
+// what, and the next run starts from it again in its place: trying it
+// after the statements listed behind it would have the store apply them
+// first, and a statement that retires or revokes its signers, or raises
+// the threshold, would have it refused for good. For the same reason a
+// statement the store failed to apply (storeFailure: nothing judged) ends
+// the list too (docs/SPEC-DECISIONS.md MIRROR-29).
+func (r *listedRun) fetchedInPlace(errName, what, key string) {
+	failed := mirrorFailed(errName)
+	again := failed && servedOtherwise(errName) && r.c.failed.failedBefore(key)
+	if r.c.failed.fetched(failed, key) && !again {
+		r.failing = what
+	}
+	if storeFailure(errName) {
+		r.failing, r.unapplied = what, errName
+	}
+}
+
+// storeFailure reports whether errName is the store failing to judge a
+// file (its I/O, its lock held by another, opened read-only), not a
+// refusal of it.
+func storeFailure(errName string) bool {
+	switch amp.ErrName(errName) {
+	case resolver.ErrStoreIO, resolver.ErrStoreInUse, resolver.ErrReadOnly:
+		return true
+	}
+	return false
+}
+
+// servedOtherwise reports whether the mirror failed a download (errName,
+// mirrorFailed) by what it served (other bytes than listed, or bytes
+// altered after they were signed), not by failing to deliver it.
+func servedOtherwise(errName string) bool {
+	switch amp.ErrName(errName) {
+	case ErrMirrorUnreachable, ErrIncomplete, ErrMirrorRefused:
+		return false
+	}
+	return mirrorFailed(errName)
 }
 
 // getListed downloads the file the index lists at href, of size bytes (at
@@ -1460,8 +1516,11 @@ const (
 // failedFiles are the listed files (by key: bundle_id, or a prefix above)
 // the mirror failed in the run before (prev, from lastFailedPath), and,
 // in this run, those fetched without the mirror failing them (tried) and
-// the one a list stopped at (failing, at most one a list). noteFailed
-// writes from them what the next run tries last. Nil in a dry run.
+// those it failed (failing: the one a list stopped at, at most one a
+// list, and the statements it served otherwise again and that were
+// passed over, fetchedInPlace). noteFailed writes from them what the next
+// run tries last (bundles, heartbeats) or passes over when served
+// otherwise again (statements). Nil in a dry run.
 type failedFiles struct {
 	prev    []string
 	tried   map[string]bool
@@ -1482,14 +1541,20 @@ func (f *failedFiles) fetched(failed bool, key string) bool {
 	return failed
 }
 
+// failedBefore reports whether the mirror failed the listed file key in
+// the run before (f nil: no).
+func (f *failedFiles) failedBefore(key string) bool {
+	return f != nil && slices.Contains(f.prev, key)
+}
+
 // failedLast returns items (a list of the index, each named by key) with
 // the ones the mirror failed in the run before moved to the end, in the
 // order they failed, so that a file the mirror fails on every run (a
 // damaged file, junk, an error status) does not keep the files listed
-// after it from ever being tried: one stall a list stops a list, and a
-// statement's place in it is not worth the rest of it (a trust statement
-// tried before the one it follows is refused as rotation_gap, and tried
-// again once the store moved): docs/SPEC-DECISIONS.md MIRROR-16.
+// after it from ever being tried: one stall a list stops a list
+// (docs/SPEC-DECISIONS.md MIRROR-16). Bundles and heartbeats only: the
+// order of the statements is what a store applies them by, and is kept
+// (fetchedInPlace, MIRROR-29).
 func failedLast[T any](c *syncClient, items []T, key func(T) string) []T {
 	if c.failed == nil || len(c.failed.prev) == 0 {
 		return items

@@ -27,9 +27,8 @@ type StatementItem struct {
 	Message     string  `json:"message,omitempty"`
 }
 
-// syncStatements applies, in the index order (those the mirror failed in
-// the run before last: failedLast), every statement of ix that t has not
-// applied, each exactly as 'ampbundle import FILE' applies it:
+// syncStatements applies, in the index order, every statement of ix that
+// t has not applied, each exactly as 'ampbundle import FILE' applies it:
 // downloaded (bounded by the statement size limit), checked against the
 // index's size, type and SHA-256, then verified by the store against its
 // own trust. A refused statement changes nothing and is reported; the
@@ -37,7 +36,12 @@ type StatementItem struct {
 // the store would), unless the mirror failed its download or served
 // another file (mirrorFailed): the following ones are then not tried in
 // this run (mirror_unreachable), so that a mirror stalling each download
-// costs one stall a run.
+// costs one stall a run. Unlike bundles and heartbeats, a statement the
+// mirror failed in the run before is tried in its place, never moved
+// last: a store applies statements in the order given, and one listed
+// after it (a retirement or revocation of its signer, a raised
+// threshold) would have it refused for good (listedRun.fetchedInPlace,
+// docs/SPEC-DECISIONS.md MIRROR-29).
 func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dryRun bool) ([]StatementItem, error) {
 	out := []StatementItem{}
 	st, ok := t.(StatementTarget)
@@ -45,7 +49,7 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 		return out, nil
 	}
 	run := listedRun{c: c, dryRun: dryRun}
-	for _, e := range failedLast(c, ix.Statements, statementFailedKey) {
+	for _, e := range ix.Statements {
 		it := StatementItem{SHA256: e.SHA256, ContentType: e.ContentType}
 		sum, _ := hex.DecodeString(e.SHA256) // checked by DecodeIndex
 		has, err := st.HasStatement(sum)
@@ -68,7 +72,7 @@ func (c *syncClient) syncStatements(ctx context.Context, t Target, ix *Index, dr
 				refuseStatement(&it, err)
 			} else {
 				c.fetchAndApply(ctx, t, st, e, sum, &it)
-				run.fetched(it.Error, "statement "+e.SHA256, statementFailedKey(e))
+				run.fetchedInPlace(it.Error, "statement "+e.SHA256, statementFailedKey(e))
 			}
 		}
 		out = append(out, it)

@@ -1,0 +1,42 @@
+package mirror
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestServeSpoolExportTempFilesLeftByACrashStayForever: the mirror
+// exports each bundle file into its spool folder through a temporary
+// file (.export-*.tmp) renamed into place once whole; a mirror killed
+// during an export (a restart, the OOM killer, a reboot) leaves that file,
+// up to the bundle size limit (1 GiB by default), and nothing ever removed
+// it: prune removes only *.bundle. A mirror restarted now and then over
+// years, with --spool, fills the spool's disk. Should: a snapshot stored
+// removes such files, as it removes bundle files it does not serve (no
+// export of the server runs meanwhile: both happen under its refresh).
+func TestServeSpoolExportTempFilesLeftByACrashStayForever(t *testing.T) {
+	spool := filepath.Join(t.TempDir(), "spool")
+	if err := os.MkdirAll(spool, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(spool, ".export-1234567.tmp")
+	if err := os.WriteFile(left, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Not the server's: left alone.
+	other := filepath.Join(spool, "notes.txt")
+	if err := os.WriteFile(other, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := startMirror(t, newStore(t, testBundle(t, 1)), func(o *Options) { o.SpoolDir = spool })
+	if _, err := os.Lstat(left); err == nil {
+		t.Fatalf("%s, a temporary export a killed mirror left, is still in the spool folder after a snapshot was stored", filepath.Base(left))
+	}
+	if _, err := os.Lstat(other); err != nil {
+		t.Fatalf("a file not the server's was removed from its spool folder: %v", err)
+	}
+	if n := len(globSpool(t, m)); n != 1 {
+		t.Fatalf("%d bundle files in the spool, want 1", n)
+	}
+}
