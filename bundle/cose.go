@@ -374,6 +374,8 @@ func readItem(br *bufio.Reader, budget int64) ([]byte, error) {
 	switch {
 	case err == nil:
 		return item, nil
+	case streamVerdict(err):
+		return nil, err // the stream's own verdict, as it named it (BUNDLE-32)
 	case errors.Is(err, io.EOF), errors.Is(err, amp.ErrTruncated):
 		return nil, fail(ErrTruncated, "file ends inside the signed manifest")
 	case errors.Is(err, amp.ErrLimitExceeded):

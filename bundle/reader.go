@@ -149,18 +149,39 @@ func hashFrom(h io.Writer, br *bufio.Reader, n uint64) error {
 	return nil
 }
 
-// artifactReadError names a read that stopped inside artifact key: the
-// end of the file, or a verdict the stream itself reached (a named error,
-// such as a split's part_mismatch, which its reader reports itself:
-// bundlebuild.PartsReader.Explain), is truncated, as it always was; any
-// other error of the reader (the medium) is io_error, which says nothing
-// of the file's content (BUNDLE-30).
+// artifactReadError names a read that stopped inside artifact key: a
+// verdict the stream itself reached (streamVerdict) is returned as it
+// is; the end of the file, or another error that carries a name, is
+// truncated, as it always was; any other error of the reader (the
+// medium) is io_error, which says nothing of the file's content
+// (BUNDLE-30).
 func artifactReadError(key string, err error) error {
+	if streamVerdict(err) {
+		return err
+	}
 	var named *amp.Error
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &named) {
 		return fail(ErrTruncated, "file ends inside artifact %s", key)
 	}
 	return fail(ErrIO, "cannot read artifact %s", key).WithCause(err)
+}
+
+// streamVerdict reports whether err, as a read of the bundle's stream
+// returned it, is that stream's own verdict: an *amp.Error that carries
+// a name of this project and no AMP code, such as the part_mismatch, or
+// the io_error naming a part, of a split's bundlebuild.PartsReader. Such
+// an error is returned as it is wherever the read met it, in a signed
+// manifest, at an artifact's head, inside an artifact or after the last
+// (docs/SPEC-DECISIONS.md BUNDLE-32): the reader below named what it
+// found, and the place where a part happens to end must not rename it
+// (truncated, malformed_bundle, io_error). amp's readers name the CBOR
+// they refuse with code 1001, so their verdicts are never taken for the
+// stream's; an error the caller wrapped in a type of its own is the
+// caller's to name (resolver/import.go wraps a failed transfer so), and
+// keeps the names of BUNDLE-30.
+func streamVerdict(err error) bool {
+	e, ok := err.(*amp.Error)
+	return ok && e.Code == 0
 }
 
 // readSigned reads and decodes the first item.
@@ -239,6 +260,8 @@ func (r *Reader) next1(keep bool) (*Artifact, error) {
 	}
 	hd, err := amp.ReadHeadFrom(r.br)
 	switch {
+	case streamVerdict(err):
+		return nil, err
 	case errors.Is(err, io.EOF):
 		return nil, fail(ErrCountMismatch, "bundle ends after %d of %d artifacts", r.next, len(arts))
 	case errors.Is(err, amp.ErrTruncated):
@@ -310,6 +333,9 @@ func (r *Reader) end() error {
 	if errors.Is(err, io.EOF) {
 		r.finished = true
 		return io.EOF
+	}
+	if streamVerdict(err) {
+		return err
 	}
 	if err != nil {
 		return fail(ErrIO, "cannot read the bundle").WithCause(err)

@@ -266,11 +266,11 @@ func walkSource(dir string, maxFiles int) (*sourceFiles, error) {
 	folded := map[string]string{}
 	var kept int64
 	err := walkListed(dir, 2*maxFiles, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fail(bundle.ErrIO, "cannot read the source folder").WithCause(err)
-		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
+		if err != nil {
+			return folderError(rel, err)
+		}
 		if d.Type()&fs.ModeSymlink != 0 {
 			return srcErr(rel, "symbolic links are not allowed in a source folder")
 		}
@@ -339,6 +339,24 @@ func walkSource(dir string, maxFiles int) (*sourceFiles, error) {
 		return nil, err
 	}
 	return src, nil
+}
+
+// folderError is the walk's refusal of a folder of the source it cannot
+// read (rel, a slash path below the source folder; "." for the folder
+// itself): io_error, with the system's error as the cause. Below the
+// folder, that error's path, which holds the names of the folders on the
+// way raw, is replaced by rel as a source error shows a file's name
+// (shownName): whoever can write in the source folder names them, and a
+// folder made unreadable, or nested past the system's path limit, had
+// them reach the log or terminal of whoever prints the error
+// (docs/SPEC-DECISIONS.md BUILD-16; BUILD-6 for a file's name). The
+// folder itself keeps the path the caller gave.
+func folderError(rel string, err error) *amp.Error {
+	var pe *fs.PathError
+	if rel != "." && errors.As(err, &pe) {
+		err = &fs.PathError{Op: pe.Op, Path: shownName(rel), Err: pe.Err}
+	}
+	return fail(bundle.ErrIO, "cannot read the source folder").WithCause(err)
 }
 
 // errSourceKept: the files a walk keeps in memory are over maxSourceKept.
