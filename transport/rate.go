@@ -160,9 +160,13 @@ func (rr *RateReader) End() time.Time { return rr.end }
 // trickles, is cut off within moments, and the reply's charge with it,
 // not after the whole write timeout. The write that times out fails with
 // the connection's deadline error; the binding then closes the connection.
+// A connection that writes one reply after another keeps one clock for
+// the replies it has waiting (Next), and starts a new one only when it
+// had nothing to write (Reset).
 type RateWriter struct {
 	w io.Writer
 	rateClock
+	whole time.Duration // the end of each write (Reset, Next); 0: none
 }
 
 // NewRateWriter writes to w, a connection (or a response writer over
@@ -176,16 +180,36 @@ func NewRateWriter(w io.Writer, set func(time.Time) error, rate int64, grace, li
 
 // newRateWriter is NewRateWriter with its clock (tests inject one).
 func newRateWriter(w io.Writer, set func(time.Time) error, rate int64, grace, limit time.Duration, now func() time.Time) *RateWriter {
-	rw := &RateWriter{w: w, rateClock: newRateClock(set, rate, grace, limit, limit, now)}
+	// Unlike a RateReader's, the rate is not capped at limit: across
+	// the writes of one stretch (Next) its origin stays while each
+	// write's end moves on, so the end alone bounds a write at limit
+	// (for a single write, the same deadline as the cap).
+	rw := &RateWriter{w: w, rateClock: newRateClock(set, rate, grace, 0, limit, now), whole: limit}
 	rw.set(rw.deadline(0))
 	return rw
 }
 
-// Reset starts a new write now (the next frame on a connection): the
-// rate, the stall and the end count from here, as for a new RateWriter.
+// Reset starts a new write now, as a new RateWriter would: the rate, the
+// stall and the end count from here. A connection resets its writer
+// only when the writer had nothing left to write (every byte handed to
+// the connection, no reply waiting), so that the time it waited for a
+// reply is not the peer's.
 func (rw *RateWriter) Reset() {
 	c := &rw.rateClock
-	*c = newRateClock(c.set, c.rate, c.grace, c.limit, c.limit, c.now)
+	*c = newRateClock(c.set, c.rate, c.grace, 0, rw.whole, c.now)
+}
+
+// Next starts the next write of the same stretch (the next frame of a
+// connection that has more waiting, or the flush after it): its end is
+// limit from now, while the rate and the stall go on counting across
+// the writes since the last Reset. Restarting the whole clock per write
+// instead gave each step of SmallBody bytes a fresh grace, so a peer
+// taking one step a grace drained a backlog of replies at about a tenth
+// of the rate (docs/SPEC-DECISIONS.md TRANSPORT-38).
+func (rw *RateWriter) Next() {
+	if rw.whole > 0 {
+		rw.end = rw.now().Add(rw.whole)
+	}
 }
 
 // Write writes p step by step, each step under the deadline above.

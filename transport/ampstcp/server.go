@@ -107,9 +107,10 @@ type ServerOptions struct {
 	// most FrameTimeout (waits for the server's budget left out), and
 	// the whole frame, those waits included, transport.Lifetime of it.
 	// Reply frames are written under the same rule, the peer now reading
-	// (transport.RateWriter): a peer that takes a frame slower than
-	// MinDataRate after the grace, or stalls, has its connection closed
-	// and every queued reply's charge given back.
+	// (transport.RateWriter): a peer that takes its reply frames slower
+	// than MinDataRate after the grace (counted across the frames it
+	// has waiting, not afresh for each), or stalls, has its connection
+	// closed and every queued reply's charge given back.
 	MinDataRate int64
 	// HandshakeTimeout bounds the wait for the client's HANDSHAKE (5 s).
 	HandshakeTimeout time.Duration
@@ -1051,16 +1052,28 @@ func (c *serverConn) handshake(br *bufio.Reader) bool {
 }
 
 // writer writes queued frames, flushing when the queue is empty. A frame's
-// in-flight bytes are released once it is handed to the connection. Each
-// frame (and each flush) is written under the minimum data rate
-// (transport.RateWriter, the rule frames are read under): the peer must
-// take it at MinDataRate on average after the grace, without stalling,
-// and whole within WriteTimeout, or the connection is closed and every
-// queued reply's charge given back.
+// in-flight bytes are released once it is handed to the connection. The
+// frames are written under the minimum data rate (transport.RateWriter,
+// the rule frames are read under), counted across the frames the writer
+// has waiting: from the first frame it took with nothing left to write
+// (every byte flushed, the queue empty), the peer must take them at
+// MinDataRate on average after the grace, without stalling, each frame
+// whole within WriteTimeout, or the connection is closed and every
+// queued reply's charge given back. The time the writer waits for a
+// reply is not counted (docs/SPEC-DECISIONS.md TRANSPORT-38).
 func (c *serverConn) writer() {
 	o := c.s.opts
 	rw := transport.NewRateWriter(c.conn, c.conn.SetWriteDeadline, o.MinDataRate, o.frameGrace, o.WriteTimeout)
 	bw := bufio.NewWriterSize(rw, 64<<10)
+	idle := true // nothing left to write: the next frame starts the clock
+	next := func() {
+		if idle {
+			rw.Reset()
+		} else {
+			rw.Next()
+		}
+		idle = false
+	}
 	goaway := c.goawayq
 	for {
 		var f outFrame
@@ -1076,20 +1089,20 @@ func (c *serverConn) writer() {
 				select {
 				case f = <-c.out:
 					if err == nil {
-						rw.Reset()
+						next()
 						err = f.writeTo(bw)
 					}
 					c.release(f.charge)
 				default:
-					if err == nil {
-						rw.Reset()
+					if err == nil && bw.Buffered() > 0 {
+						next()
 						bw.Flush()
 					}
 					return
 				}
 			}
 		}
-		rw.Reset()
+		next()
 		err := f.writeTo(bw)
 		c.release(f.charge)
 		if err == nil && len(c.out) == 0 {
@@ -1097,8 +1110,11 @@ func (c *serverConn) writer() {
 			// that one write carries many frames.
 			runtime.Gosched()
 			if len(c.out) == 0 {
-				rw.Reset()
+				rw.Next()
 				err = bw.Flush()
+				// Idle only if no reply came while the flush waited for
+				// the peer: a backlog keeps its clock.
+				idle = err == nil && len(c.out) == 0
 			}
 		}
 		if err != nil {
