@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -356,16 +357,23 @@ func put(root map[string]any, p []string, v any, ifAbsent bool) error {
 // listed property too), a "minProperties" on its parent, or a boolean
 // false schema.
 func CheckBridge(b *Bridge, input, output Schema) error {
-	if err := checkBridgeSide("input", b.Input, input.Key, func() (any, error) { return loadJSON(input) }); err != nil {
+	left := math.MaxInt // one call's walk is bounded by its two schemas and 2 × MaxBridgeOps
+	if err := checkBridgeSide("input", b.Input, input.Key, func() (any, error) { return loadJSON(input) }, &left); err != nil {
 		return err
 	}
-	return checkBridgeSide("output", b.Output, output.Key, func() (any, error) { return loadJSON(output) })
+	return checkBridgeSide("output", b.Output, output.Key, func() (any, error) { return loadJSON(output) }, &left)
 }
+
+// errWalkSpent is what checkBridgeSide answers when its walks make more
+// visits than left allowed (coverIndex.walk: the bundle's budget).
+var errWalkSpent = errors.New("the bridge re-check is past the bundle's comparison budget")
 
 // checkBridgeSide is CheckBridge for one side (name) of a bridge: its
 // operations ops against the schema at key, which load reads and decodes
-// when a first operation removes a member (never otherwise).
-func checkBridgeSide(name string, ops []BridgeOp, key string, load func() (any, error)) error {
+// when a first operation removes a member (never otherwise). Each schema
+// object and each "required" entry the walks visit (requiredAt) takes
+// one from *left; past zero it stops with errWalkSpent.
+func checkBridgeSide(name string, ops []BridgeOp, key string, load func() (any, error), left *int) error {
 	var root any
 	for i, op := range ops {
 		var removed []string
@@ -383,7 +391,11 @@ func checkBridgeSide(name string, ops []BridgeOp, key string, load func() (any, 
 				return amp.Named(0, ErrBridgeDropsRequired, "bridge %s[%d]: the target schema %s cannot be read", name, i, strictjson.QuoteName(key))
 			}
 		}
-		if why := requiredAt(root, removed); why != "" {
+		why, ok := requiredAt(root, removed, left)
+		if !ok {
+			return errWalkSpent
+		}
+		if why != "" {
 			return amp.Named(0, ErrBridgeDropsRequired, "bridge %s[%d] (%s) removes %s: %s", name, i, op.Op, pointerString(removed), why)
 		}
 	}
@@ -420,50 +432,63 @@ var unprovable = []string{"$ref", "$dynamicRef", "$recursiveRef", "allOf", "anyO
 	"dependentRequired", "dependentSchemas", "dependencies", "enum", "const"}
 
 // requiredAt names why the schema root requires (or may require) the
-// member at p, or returns "" when it provably does not.
-func requiredAt(root any, p []string) string {
+// member at p, or returns "" when it provably does not. Each schema
+// object on the way and each "required" entry compared takes one from
+// *left; ok is false when that went below zero (the answer is then not
+// known).
+func requiredAt(root any, p []string, left *int) (why string, ok bool) {
+	visit := func(n int) bool {
+		*left -= n
+		return *left >= 0
+	}
 	node := root
 	for depth := 0; ; depth++ {
-		if b, ok := node.(bool); ok {
-			if !b {
-				return "the target schema is false there"
-			}
-			return "" // true: anything goes, nothing required
+		if !visit(1) {
+			return "", false
 		}
-		m, ok := node.(map[string]any)
-		if !ok {
-			return "the target schema is not an object there"
+		if b, isBool := node.(bool); isBool {
+			if !b {
+				return "the target schema is false there", true
+			}
+			return "", true // true: anything goes, nothing required
+		}
+		m, isObj := node.(map[string]any)
+		if !isObj {
+			return "the target schema is not an object there", true
 		}
 		for _, kw := range unprovable {
 			if _, has := m[kw]; has {
-				return "the target schema uses " + kw + " on the way, which the builder cannot prove safe"
+				return "the target schema uses " + kw + " on the way, which the builder cannot prove safe", true
 			}
 		}
 		if depth == len(p)-1 {
 			if _, has := m["minProperties"]; has {
-				return "the target schema bounds the members of the object holding it (minProperties), which the builder cannot prove safe"
+				return "the target schema bounds the members of the object holding it (minProperties), which the builder cannot prove safe", true
 			}
 			req, _ := m["required"].([]any)
 			for _, r := range req {
+				if !visit(1) {
+					return "", false
+				}
 				if r == p[depth] {
-					return "the target schema requires it"
+					return "the target schema requires it", true
 				}
 			}
-			return ""
+			return "", true
 		}
 		// A pattern applies to a member listed in "properties" too.
 		if _, pat := m["patternProperties"]; pat {
-			return "the target schema has patternProperties on the way, which the builder cannot prove safe"
+			return "the target schema has patternProperties on the way, which the builder cannot prove safe", true
 		}
 		props, _ := m["properties"].(map[string]any)
-		next, ok := props[p[depth]]
-		if !ok {
+		next, listed := props[p[depth]]
+		if !listed {
 			_, addl := m["additionalProperties"].(map[string]any)
 			_, uneval := m["unevaluatedProperties"].(map[string]any)
 			if addl || uneval {
-				return "the target schema describes " + strictjson.QuoteName(p[depth]) + " only through additionalProperties or unevaluatedProperties, which the builder cannot prove safe"
+				return "the target schema describes " + strictjson.QuoteName(p[depth]) + " only through additionalProperties or unevaluatedProperties, which the builder cannot prove safe", true
 			}
-			return "" // the parent is not described: nothing requires it
+			return "", true // the parent is not described: nothing requires it
 		}
 		node = next
 	}

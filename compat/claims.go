@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"errors"
 	"slices"
 	"sort"
 
@@ -230,11 +231,10 @@ func checkDescriptorBridge(ix *coverIndex, cov *coverage, d capability.Descripto
 		return nil
 	}
 	id := d.ID().String()
-	data, err := src.s.l.Load(d.Bridge.ArtifactKey)
-	if err != nil || !d.Bridge.Matches(data) {
+	b, err := src.s.bridge(*d.Bridge)
+	if errors.Is(err, errBridgeUnmatched) {
 		return amp.Named(0, ErrBridgeMalformed, "%s: the bridge artifact is missing or does not match its hash", id)
 	}
-	b, err := ParseBridge(data)
 	if err != nil {
 		return amp.Named(0, ErrBridgeMalformed, "%s: %s", id, amp.SafeMessage(err))
 	}
@@ -245,9 +245,14 @@ func checkDescriptorBridge(ix *coverIndex, cov *coverage, d capability.Descripto
 	load := func(key string) func() (any, error) {
 		return func() (any, error) { return src.s.bridgeTarget(key) }
 	}
+	// Each schema object and each "required" entry the walks visit
+	// costs the bundle's budget (ix.walk), as a listed value does: a
+	// bridge's 64 removals against a "required" list of 533,015 names
+	// must not cost an import a quarter of a second per descriptor
+	// (docs/SPEC-DECISIONS.md COMPAT-22).
 	inKey := d.InputSchema.ArtifactKey
-	if err := checkBridgeSide("input", b.Input, inKey, load(inKey)); err != nil {
-		return amp.Named(0, ErrBridgeDropsRequired, "%s: %s", id, amp.SafeMessage(err))
+	if err := ix.walk(func(left *int) error { return checkBridgeSide("input", b.Input, inKey, load(inKey), left) }); err != nil {
+		return bridgeRefusal(d, err, "")
 	}
 	done := map[string]bool{}
 	for _, j := range cov.callers() {
@@ -257,11 +262,44 @@ func checkDescriptorBridge(ix *coverIndex, cov *coverage, d capability.Descripto
 			continue
 		}
 		done[key] = true
-		if err := checkBridgeSide("output", b.Output, key, load(key)); err != nil {
-			return amp.Named(0, ErrBridgeDropsRequired, "%s (for callers of %s): %s", id, caller.Version.String(), amp.SafeMessage(err))
+		if err := ix.walk(func(left *int) error { return checkBridgeSide("output", b.Output, key, load(key), left) }); err != nil {
+			return bridgeRefusal(d, err, caller.Version.String())
 		}
 	}
 	return nil
+}
+
+// bridgeRefusal is the error of a bridge re-check of d that failed with
+// err: the bundle's budget spent (errWalkSpent) is ErrClaimsTooCostly,
+// anything else ErrBridgeDropsRequired, naming the callers' version when
+// it is the output side's.
+func bridgeRefusal(d capability.Descriptor, err error, callers string) error {
+	if errors.Is(err, errWalkSpent) {
+		return tooCostly(d)
+	}
+	if callers != "" {
+		return amp.Named(0, ErrBridgeDropsRequired, "%s (for callers of %s): %s", d.ID().String(), callers, amp.SafeMessage(err))
+	}
+	return amp.Named(0, ErrBridgeDropsRequired, "%s: %s", d.ID().String(), amp.SafeMessage(err))
+}
+
+// walk runs a bridge side's check (checkBridgeSide) with what is left of
+// the bundle's budget, in visits (valuesPerStep a unit), and charges the
+// visits it made; the visits are counted over the bundle (ix.visits), so
+// many short walks cost what one long one does. A walk that would spend
+// the budget stops (errWalkSpent) at the first visit past it, and so does
+// a later one: after it, ix.spent().
+func (ix *coverIndex) walk(check func(left *int) error) error {
+	allowed := (max(ix.budget, -1)+1)*valuesPerStep - ix.visits
+	left := allowed
+	err := check(&left)
+	ix.visits += allowed - left
+	ix.budget -= ix.visits / valuesPerStep
+	ix.visits %= valuesPerStep
+	if err == nil && ix.spent() {
+		err = errWalkSpent
+	}
+	return err
 }
 
 // coverIndex finds which carried versions a descriptor's supported_ranges
@@ -292,6 +330,9 @@ type coverIndex struct {
 	// within it (pair; at most maxCachedVerdicts).
 	budget   int
 	verdicts map[[2]string]Verdict
+	// visits counts the bridge walks' visits not yet charged to budget
+	// (fewer than valuesPerStep; walk).
+	visits int
 }
 
 // nameVersions are the carried versions of one capability name; rel and

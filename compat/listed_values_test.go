@@ -78,7 +78,8 @@ func TestHostileListedValuesCannotOutlastTheMatrixComparisonBudget(t *testing.T)
 			vs := listedVersions(t, tc.n, tc.format)
 			var counted valueReads
 			start := time.Now()
-			mx := matrixOf(vs, 1000, nil, &counted)
+			budget := 1000
+			mx := matrixOf(vs, &budget, nil, &counted)
 			took := time.Since(start)
 			reads, rats := counted.listed, counted.rats
 			t.Logf("%d values a list: %d listed values read, %d numbers read exactly, %v (levels %v)", tc.n, reads, rats, took, levels(mx))

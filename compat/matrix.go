@@ -50,16 +50,25 @@ type Matrix struct {
 }
 
 // Matrices computes the matrix of every capability among ps, by name
-// ascending.
+// ascending. The checks of all of them share one budget of comparisons:
+// MaxBundleSteps for each distinct Source among ps (a bundle's, or a
+// store bundle's), what deriving one bundle's claims may spend at import;
+// once it is spent every cell still to check is unknown (too_complex),
+// never full, as under MatrixOf's maxSteps. Without it a bundle of a few
+// versions sharing one costly schema cost 2n² checks of up to a second
+// each (docs/SPEC-DECISIONS.md COMPAT-23).
 func Matrices(ps []Provided) []Matrix {
 	byName := map[string][]Provided{}
+	srcs := map[*Source]bool{}
 	for _, p := range ps {
 		byName[p.Descriptor.Name] = append(byName[p.Descriptor.Name], p)
+		srcs[p.Src] = true
 	}
+	budget := maxBundleSteps * max(len(srcs), 1)
 	names := slices.Sorted(maps.Keys(byName))
 	out := make([]Matrix, 0, len(names))
 	for _, n := range names {
-		out = append(out, MatrixOf(byName[n], 0, nil))
+		out = append(out, matrixOf(byName[n], &budget, nil, nil))
 	}
 	return out
 }
@@ -74,12 +83,17 @@ func Matrices(ps []Provided) []Matrix {
 // findings from it: the matrix never holds more findings than keep
 // leaves. vs is not modified.
 func MatrixOf(vs []Provided, maxSteps int, keep func(*Cell)) Matrix {
-	return matrixOf(vs, maxSteps, keep, nil)
+	var budget *int
+	if maxSteps > 0 {
+		budget = &maxSteps
+	}
+	return matrixOf(vs, budget, keep, nil)
 }
 
-// matrixOf is MatrixOf adding what its checks read of listed values to
-// reads, when not nil (the tests read it).
-func matrixOf(vs []Provided, maxSteps int, keep func(*Cell), reads *valueReads) Matrix {
+// matrixOf is MatrixOf taking its comparisons from budget, when not nil
+// (shared with other matrices by Matrices), and adding what its checks
+// read of listed values to reads, when not nil (the tests read it).
+func matrixOf(vs []Provided, budget *int, keep func(*Cell), reads *valueReads) Matrix {
 	if len(vs) == 0 {
 		return Matrix{}
 	}
@@ -87,10 +101,6 @@ func matrixOf(vs []Provided, maxSteps int, keep func(*Cell), reads *valueReads) 
 	sort.SliceStable(vs, func(i, j int) bool {
 		return capability.OrderOldestFirst.CompareVersions(vs[i].Descriptor.Version, vs[j].Descriptor.Version) < 0
 	})
-	var budget *int
-	if maxSteps > 0 {
-		budget = &maxSteps
-	}
 	m := Matrix{Capability: vs[0].Descriptor.Name}
 	for _, v := range vs {
 		m.Versions = append(m.Versions, v.Descriptor.Version.String())

@@ -1,11 +1,13 @@
 package compat
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/internal/schemagraph"
 )
@@ -175,6 +177,43 @@ type side struct {
 	// plain holds the schemas a bridge re-check decoded by loadJSON
 	// (bridgeTarget) that docs does not hold, or why they could not be.
 	plain map[string]plainDoc
+	// bridges holds the bridges a re-check parsed (bridge), by the
+	// reference that located and hash-checked them.
+	bridges map[bridgeRef]*Bridge
+}
+
+// errBridgeUnmatched: a bridge artifact is missing or does not have the
+// hash its reference gives.
+var errBridgeUnmatched = errors.New("the bridge artifact is missing or does not match its hash")
+
+// bridgeRef names a bridge artifact and the hash it was checked against.
+type bridgeRef struct{ key, alg, hash string }
+
+// bridge is the parsed bridge ref locates, read, hash-checked and parsed
+// (ParseBridge) at most once per side: descriptors that share a bridge
+// artifact (up to bundle.MaxCapabilities of them) parse its up to
+// MaxBridgeSize bytes once (docs/SPEC-DECISIONS.md COMPAT-22). Only a
+// bridge that passed is kept; a failure fails the whole re-check.
+func (s *side) bridge(ref capability.SchemaRef) (*Bridge, error) {
+	k := bridgeRef{key: ref.ArtifactKey, alg: ref.HashAlg, hash: string(ref.Hash)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.bridges[k]; ok {
+		return b, nil
+	}
+	data, err := s.l.Load(ref.ArtifactKey)
+	if err != nil || !ref.Matches(data) {
+		return nil, errBridgeUnmatched
+	}
+	b, err := ParseBridge(data)
+	if err != nil {
+		return nil, err
+	}
+	if s.bridges == nil {
+		s.bridges = map[bridgeRef]*Bridge{}
+	}
+	s.bridges[k] = b
+	return b, nil
 }
 
 // plainDoc is one schema decoded for a bridge re-check, or its error.

@@ -110,6 +110,9 @@ name.`,
 				}
 				ps = keep
 			}
+			if err := checkCompatVersions(ps); err != nil {
+				return err
+			}
 			ms := compat.Matrices(ps)
 			if c.Bool("json") {
 				return cliutil.PrintJSON(env.Stdout, map[string]any{"matrices": ms})
@@ -224,4 +227,24 @@ func schemaIDOf(doc []byte) string {
 		return ""
 	}
 	return id
+}
+
+// maxCompatVersions bounds the versions of one capability compat compares:
+// a matrix holds n² cells, and a bundle may carry 10,000 versions of one
+// name (10^8 cells, tens of GB) that compat.Matrices' shared budget
+// decides cheaply but still builds (docs/SPEC-DECISIONS.md COMPAT-23).
+const maxCompatVersions = 256
+
+// checkCompatVersions refuses, limit_exceeded, versions ps of one
+// capability past maxCompatVersions, before any matrix is built.
+func checkCompatVersions(ps []compat.Provided) error {
+	count := map[string]int{}
+	for _, p := range ps {
+		count[p.Descriptor.Name]++
+		if n := count[p.Descriptor.Name]; n > maxCompatVersions {
+			return cliutil.WithHint(cliutil.Failf("limit_exceeded", "more than %d versions of %s to compare", maxCompatVersions, cliutil.Sanitize(p.Descriptor.Name)),
+				"compare fewer bundle files at once, or read the catalog page's matrix (ampbundle serve --catalog), which compares the newest versions")
+		}
+	}
+	return nil
 }

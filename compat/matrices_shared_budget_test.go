@@ -1,0 +1,70 @@
+package compat
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ampbundle/ampbundle/capability"
+)
+
+// TestMatricesOfABundleOfCostlyVersionsShareOneBudget: Matrices (what
+// `ampbundle compat FILE --trust KEY` prints, run on a publisher's
+// bundle before an operator imports it) computed each matrix with no
+// budget (MatrixOf with maxSteps 0): 2n² checks, each bounded only by
+// MaxSteps and MaxValueWork. Four versions sharing one schema of a
+// 2,500-part allOf (73 KB, the offline compiler takes it) cost 32
+// checks, 37 s here; 100 such versions 20,000 checks, hours; where the
+// import of the same bundle spends at most MaxBundleSteps.
+//
+// Want: the checks of all the matrices share MaxBundleSteps for each
+// distinct Source; the cells past it are unknown (too_complex), never
+// full. Here the budget is lowered to 100,000 and one check of the
+// 1,000-part schema (compatible) costs about 31,250 units: before, all
+// nine cells were full (18 checks, about 560,000 units).
+func TestMatricesOfABundleOfCostlyVersionsShareOneBudget(t *testing.T) {
+	defer func(n int) { maxBundleSteps = n }(maxBundleSteps)
+	maxBundleSteps = 100_000
+	const perCheck = 31_250 // what a check of the 1,000-part schema charges (COMPAT-16)
+	src := NewSource(manyPartsSchema(1000, oneProperty, ""))
+	var ps []Provided
+	for i := 0; i < 3; i++ {
+		v, err := capability.ParseVersion(fmt.Sprintf("1.%d.0", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, Provided{Src: src, Descriptor: capability.Descriptor{Name: "org.example.costly", Version: v,
+			InputSchema:  capability.SchemaRef{ArtifactKey: "s.json"},
+			OutputSchema: capability.SchemaRef{ArtifactKey: "s.json"}}})
+	}
+	ms := Matrices(ps)
+	if len(ms) != 1 || len(ms[0].Cells) != 9 {
+		t.Fatalf("got %d matrices, want one of 9 cells", len(ms))
+	}
+	full, spent := 0, 0
+	for _, c := range ms[0].Cells {
+		switch c.Level {
+		case LevelFull:
+			full++
+		case LevelUnknown:
+			for _, f := range append(c.Input.Findings, c.Output.Findings...) {
+				if f.Rule == "too_complex" {
+					spent++
+					break
+				}
+			}
+		default:
+			t.Fatalf("cell %s × %s is %s, want full or unknown", c.Requester, c.Provider, c.Level)
+		}
+	}
+	if full+spent != 9 {
+		t.Fatalf("%d cells full and %d past the budget, want all 9 one or the other", full, spent)
+	}
+	// Each full cell is two checks; the budget pays for at most
+	// maxBundleSteps/perCheck of them, and one more that passes it.
+	if checks := 2 * full; checks > maxBundleSteps/perCheck+1 {
+		t.Fatalf("%d full cells (%d checks of about %d units) within a budget of %d: the matrices did not share it", full, checks, perCheck, maxBundleSteps)
+	}
+	if spent == 0 {
+		t.Fatal("no cell past the budget: not a witness")
+	}
+}
