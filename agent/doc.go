@@ -34,7 +34,10 @@
 // (3001), version and negotiation (4003), input schema (4004), and a caller
 // who may not use a capability gets the same 3001 whether it exists or not.
 // A legacy type is resolved among the capabilities the caller may use only,
-// so no answer, message or candidate list tells it about the others.
+// so no answer, message or candidate list tells it about the others; a type
+// that an installed bundle claims is never resolved by its slug, and a
+// caller that may use none of its claims gets the 4002 of a type that
+// exists nowhere (docs/SPEC-DECISIONS.md CAP-12).
 // Both schemas (input and output, each with its whole $ref closure) come
 // only from the registry, hash-verified, compiled offline, and are resolved
 // before the handler starts; any doubt is 5002 and nothing runs or is
@@ -123,7 +126,8 @@
 // # Paging
 //
 // CAP_DECLARE carries next_cursor (docs/SPEC-DECISIONS.md CAP-1) when more pages exist. Cursors
-// are opaque, HMAC-protected, bound to the caller, the filter and the
+// are opaque, HMAC-protected, bound to the caller, the filter (and the
+// name a legacy type resolved to, docs/SPEC-DECISIONS.md CAP-13) and the
 // order, and expire; anything else is 4001. Paging is keyset paging: no
 // duplicates or skips within an unchanged registry; across an import or
 // removal the next page continues after the same position (see query.go).

@@ -49,6 +49,11 @@ func (a *Agent) served(cat *resolver.Catalog, name string) (entries []resolver.E
 // catalog that knows only that a type is ambiguous (one decoded from an
 // older admin socket's document), is kept for every caller: it names no
 // capability, so the type is 4002, never a slug match standing in for it.
+// So is a claimed type whose every claim names a capability the caller may
+// not use (docs/SPEC-DECISIONS.md CAP-12): the slug rule is for types that
+// no installed bundle claims, and a caller that may use none of the claims
+// gets the one 4002 of a type that exists nowhere, not another authority's
+// capability whose slug the type happens to be.
 func (a *Agent) resolveName(cat *resolver.Catalog, caller, capName, typ string) (string, error) {
 	if capName != "" {
 		return capName, nil
@@ -61,11 +66,15 @@ func (a *Agent) resolveName(cat *resolver.Catalog, caller, capName, typ string) 
 	}
 	var claims map[string][]string
 	if typ != "" {
+		claimed := cat.TypeClaims(typ)
 		var allowed []string
-		for _, n := range cat.TypeClaims(typ) {
+		for _, n := range claimed {
 			if n == resolver.AmbiguousAlias || a.cfg.Policy.AllowCapability(caller, n) {
 				allowed = append(allowed, n)
 			}
+		}
+		if len(claimed) > 0 && len(allowed) == 0 {
+			allowed = []string{resolver.AmbiguousAlias}
 		}
 		if len(allowed) > 0 {
 			claims = map[string][]string{typ: allowed}
@@ -138,7 +147,13 @@ func (a *Agent) query(m *amp.Message) (amp.Type, []byte, error) {
 			entries[i], entries[j] = entries[j], entries[i]
 		}
 	}
-	bind := a.cursorBinding(caller, q.Filter, order)
+	// A cursor of a legacy type is bound to the name the type resolved to
+	// (docs/SPEC-DECISIONS.md CAP-13): once the type resolves to another
+	// capability, a page of that one would continue the answer, so the
+	// cursor is refused as one of another filter.
+	bound := q.Filter
+	bound.Capability = name
+	bind := a.cursorBinding(caller, bound, order)
 	start := 0
 	if q.Cursor != "" {
 		last, err := a.openCursor(q.Cursor, bind)
@@ -186,7 +201,8 @@ func (a *Agent) query(m *amp.Message) (amp.Type, []byte, error) {
 
 // Cursors (RFC 004 §6.5, docs/SPEC-DECISIONS.md CAP-1): opaque to clients, tamper-evident
 // (HMAC-SHA256 with a key drawn at agent start), bound to the caller, the
-// filter and the order, and valid for CursorTTL. A cursor holds the
+// filter (with the name a legacy type resolved to, CAP-13) and the order,
+// and valid for CursorTTL. A cursor holds the
 // position after which the next page starts (keyset paging): pages of one
 // unchanged registry never repeat or skip a descriptor; if a bundle is
 // imported or removed between pages, the next page continues after the
