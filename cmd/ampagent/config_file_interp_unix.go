@@ -236,8 +236,8 @@ const envCommandFrom = "its command"
 const envCommandHint = "make the program env runs the handler's command, by its absolute path ([\"/usr/bin/python3\", \"t.py\"]), or give env only -i, -u NAME, -- and NAME=value (PATH=/usr/bin:/bin among them) before the program's name"
 
 // envArgs reads env's words (args) as GNU's and busybox's env read them:
-// options up to the first word that is not one ("--" ends them), then
-// assignments (each word holding '=', also after "--"), then the word
+// options up to the first word that is not one ("--" ends them), a
+// lone "-" there (-i), then assignments (each word holding '=', also after "--"), then the word
 // env runs with execvp(3), its arguments after it. It returns that word
 // (empty: there is none, and env prints its environment), the PATH env
 // looks in (inherited, unless an assignment sets it) and whether PATH
@@ -265,6 +265,12 @@ options:
 		default:
 			break options
 		}
+	}
+	// A lone "-" where the options end (after "--" too) is -i to GNU's
+	// and busybox's env, not the program's name.
+	if i < len(args) && args[i] == "-" {
+		unset = true
+		i++
 	}
 	for ; i < len(args) && strings.Contains(args[i], "="); i++ {
 		k, v, _ := strings.Cut(args[i], "=")

@@ -79,6 +79,12 @@ func TestHandlerCommandThatIsEnvRunningAnotherUsersProgramIsRefused(t *testing.T
 		{"env -u PATH, which leaves PATH to the C library", func(t *testing.T, base string) ([]string, string) {
 			return []string{env, "-u", "PATH", "python3"}, safePython(t, base)
 		}, "PATH unset", ""},
+		{"env -- -, which is -i, given a PATH assignment naming a folder others may write", func(t *testing.T, base string) ([]string, string) {
+			return []string{env, "--", "-", "PATH=" + openPython(t, base), "python3"}, safePython(t, base)
+		}, "open may be written by group or others", ""},
+		{"env -- -, which is -i and leaves PATH to the C library", func(t *testing.T, base string) ([]string, string) {
+			return []string{env, "--", "-", "python3"}, safePython(t, base)
+		}, "PATH unset", ""},
 		{"env -S, whose splitting the check does not read", func(t *testing.T, base string) ([]string, string) {
 			return []string{env, "-S", "python3 t.py"}, safePython(t, base)
 		}, `env option "-S"`, ""},
