@@ -16,7 +16,7 @@ import (
 // and /ui with its ?page=N, was not in it, so the link of a refused
 // /ui/?page=3 was /ui/, its first page, and a page added to route and
 // not to that list would have been linked as the index. Both now read
-// one list (pagesByPath). For every page of the catalog (each template
+// one list (pageOf). For every page of the catalog (each template
 // but the layout and the error page) and for addresses that are no
 // page, route serves the address exactly when continueLink links it
 // back with its query.

@@ -149,33 +149,49 @@ type findingView struct {
 // (Model.lookupMatrixFor).
 type pageFunc func(m *Model, r *http.Request, q url.Values, admit func() (func(), *refusal)) (string, page, int)
 
-// pagesByPath are the catalog's pages by path: the one list of them.
-// route serves a request from the page its path names, and continueLink
-// links only to one of them, so that no page can be served and not
-// linked back to, or linked and not served (CATALOG-40).
-var pagesByPath = map[string]pageFunc{
-	Prefix:                          indexPage,
-	strings.TrimSuffix(Prefix, "/"): indexPage,
-	Prefix + "bundles":              bundlesPage,
-	Prefix + "bundle":               bundlePage,
-	Prefix + "cap":                  capPage,
-	Prefix + "version":              versionPage,
-	Prefix + "compat":               compatPage,
-	Prefix + "trust":                trustPage,
-	Prefix + "schema":               schemaPage,
-	Prefix + "search": func(m *Model, r *http.Request, q url.Values, _ func() (func(), *refusal)) (string, page, int) {
-		return search(m, q, r.Method == http.MethodHead)
-	},
+// pageOf returns the catalog's page at path, and whether there is one:
+// the one list of them. route serves a request from the page its path
+// names, and continueLink links only to one of them, so that no page can
+// be served and not linked back to, or linked and not served
+// (CATALOG-40). A switch, not a package map: nothing can change the
+// routes of every server at once.
+func pageOf(path string) (pageFunc, bool) {
+	switch path {
+	case Prefix, strings.TrimSuffix(Prefix, "/"):
+		return indexPage, true
+	case Prefix + "bundles":
+		return bundlesPage, true
+	case Prefix + "bundle":
+		return bundlePage, true
+	case Prefix + "cap":
+		return capPage, true
+	case Prefix + "version":
+		return versionPage, true
+	case Prefix + "compat":
+		return compatPage, true
+	case Prefix + "trust":
+		return trustPage, true
+	case Prefix + "schema":
+		return schemaPage, true
+	case Prefix + "search":
+		return searchPage, true
+	}
+	return nil, false
 }
 
-// route picks the page of a request (pagesByPath) and its data; admit
+// searchPage is the search page's pageFunc.
+func searchPage(m *Model, r *http.Request, q url.Values, _ func() (func(), *refusal)) (string, page, int) {
+	return search(m, q, r.Method == http.MethodHead)
+}
+
+// route picks the page of a request (pageOf) and its data; admit
 // lets the request start a matrix computation (Model.lookupMatrixFor).
 func route(m *Model, r *http.Request, admit func() (func(), *refusal)) (string, page, int) {
 	q := r.URL.Query()
 	if paramTooLong(q) {
 		return errorPage(m, http.StatusBadRequest, "a query parameter is too long")
 	}
-	if f, ok := pagesByPath[r.URL.Path]; ok {
+	if f, ok := pageOf(r.URL.Path); ok {
 		return f(m, r, q, admit)
 	}
 	return errorPage(m, http.StatusNotFound, "no such page")
@@ -299,13 +315,13 @@ func lookedUp(m *Model, ok bool, tmpl string, p page, missing string) (string, p
 const maxContinue = 4 * maxParam
 
 // continueLink is the catalog's own link to the page r asked for: its
-// path when it is a page of the catalog (pagesByPath, the pages route
+// path when it is a page of the catalog (pageOf, the pages route
 // serves; else the index), and its query parameters encoded again
 // (url.Values.Encode), dropped when one is longer than route takes
 // (paramTooLong) or they are longer than maxContinue in all. Nothing of
 // r is shown: the link's text is fixed (catalog/templates/error.html).
 func continueLink(r *http.Request) string {
-	if _, ok := pagesByPath[r.URL.Path]; !ok {
+	if _, ok := pageOf(r.URL.Path); !ok {
 		return Prefix
 	}
 	if len(r.URL.RawQuery) > maxContinue {
