@@ -163,9 +163,16 @@ func (r *checkedReader) next() {
 		return
 	}
 	if c.notes > 0 && raw[0] == '[' {
+		r.limit.next(r.dec.InputOffset())
+		if len(c.reqIDs) == 0 {
+			// Nothing in it is owed an answer: the SDK is handed its
+			// messages one by one, in order, and nothing is written
+			// (a host's [notifications/initialized] still initializes).
+			r.pending, r.err = unbatched(raw)
+			return
+		}
 		// go-sdk v1.8.0 would never answer it (MCP-53): its requests
 		// are answered here, the SDK sees none of it.
-		r.limit.next(r.dec.InputOffset())
 		if _, err := r.out.Write(batchRefusal(c.reqIDs)); err != nil {
 			r.err = err
 		}
@@ -185,12 +192,28 @@ func (r *checkedReader) next() {
 // Close implements io.Closer: it closes src.
 func (r *checkedReader) Close() error { return r.src.Close() }
 
+// unbatched returns the messages of batch, which messageCounter checked,
+// each as written and followed by a newline, for the SDK to read one
+// after another.
+func unbatched(batch []byte) ([]byte, error) {
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(batch, &msgs); err != nil {
+		return nil, errBody(ErrMalformedBody) // not reached: checked
+	}
+	out := make([]byte, 0, len(batch)+len(msgs))
+	for _, m := range msgs {
+		out = append(append(out, m...), '\n')
+	}
+	return out, nil
+}
+
 // batchRefusal is the answer to a stdio batch refused with
 // ErrNotificationBatched: a JSON-RPC batch answer holding one error per
 // request, under its id (ids, as written and checked by validRequestID:
 // a string is written again from its decoded value, an integer as it
 // is), or, when the batch holds none, one error under a null id (a batch
-// is never answered with an empty array), then a newline.
+// is never answered with an empty array), then a newline. (A batch of
+// notifications alone is not refused: unbatched.)
 func batchRefusal(ids [][]byte) []byte {
 	type rpcError struct {
 		Code    int             `json:"code"`
