@@ -180,9 +180,10 @@ func cardCatalog(c *cli.Context, env *cliutil.Env) (*resolver.Catalog, func(), e
 	}
 	ac, aerr := admin.DialStore(sock, db)
 	if admin.ReportAsIs(aerr) {
-		// Not store_in_use: another user's socket sits where the agent's
-		// should be; the refusal carries its hint (docs/SPEC-DECISIONS.md
-		// ADMIN-1, ADMIN-5).
+		// Not store_in_use: another user's socket, an agent of another
+		// store or a silent process sits where the agent's should be; the
+		// refusal carries its hint (docs/SPEC-DECISIONS.md ADMIN-1, ADMIN-5,
+		// ADMIN-8, ADMIN-9).
 		return nil, func() {}, aerr
 	}
 	if aerr != nil {

@@ -248,9 +248,10 @@ func mirrorOpener(env *cliutil.Env, db, sock string) func() (mirror.Source, erro
 				return ac, nil
 			}
 			if admin.ReportAsIs(aerr) {
-				// Not store_in_use: another user's socket sits where the
-				// agent's should be; the refusal carries its hint
-				// (docs/SPEC-DECISIONS.md ADMIN-1, ADMIN-5).
+				// Not store_in_use: another user's socket, an agent of
+				// another store or a silent process sits where the agent's
+				// should be; the refusal carries its hint
+				// (docs/SPEC-DECISIONS.md ADMIN-1, ADMIN-5, ADMIN-8, ADMIN-9).
 				return nil, aerr
 			}
 		}
