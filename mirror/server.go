@@ -209,6 +209,7 @@ func New(opts Options) (*Server, error) {
 		return nil, amp.Named(0, resolver.ErrStoreIO, "mirror: cannot create the spool folder").WithCause(err)
 	}
 	s.slots = transport.NewAdmission(opts.MaxInFlight, opts.MaxPeerInFlight, 0, 0)
+	s.removeExportTemps() // before any export: a killed server's, whatever the first refresh does
 	if err := s.Refresh(); err != nil {
 		return nil, err
 	}
@@ -899,11 +900,24 @@ func (s *Server) prune(snap *snapshot) {
 		keep[b.path] = true
 	}
 	names, _ := filepath.Glob(filepath.Join(s.opts.SpoolDir, "*.bundle"))
-	temps, _ := filepath.Glob(filepath.Join(s.opts.SpoolDir, exportTempPattern))
-	for _, n := range append(names, temps...) {
+	for _, n := range names {
 		if !keep[n] {
 			os.Remove(n)
 		}
+	}
+	s.removeExportTemps()
+}
+
+// removeExportTemps removes the temporary files of exports
+// (exportTempPattern) from the spool folder; its callers run when no
+// export of the server is in flight (New, before the first refresh;
+// prune, under the refresh), so each one there was left by a mirror
+// killed during an export (MIRROR-30). New's call clears them even when
+// the store stays past a cap and no snapshot is stored (MIRROR-31).
+func (s *Server) removeExportTemps() {
+	temps, _ := filepath.Glob(filepath.Join(s.opts.SpoolDir, exportTempPattern))
+	for _, n := range temps {
+		os.Remove(n)
 	}
 }
 
