@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"crypto/ed25519"
+	"strings"
 	"testing"
 
 	"github.com/ampbundle/ampbundle/agent/ledger"
@@ -256,8 +257,8 @@ func TestCursorOfALegacyTypeDoesNotContinueOnAnotherCapability(t *testing.T) {
 				if got := answeredName(t, next); got != "" {
 					t.Fatalf("the cursor of paging's first page continued on %s", got)
 				}
-				if eb := errorOf(t, next); eb.Code != tc.want {
-					t.Fatalf("the cursor of paging's first page answered %+v, want %d", eb, tc.want)
+				if eb := errorOf(t, next); eb.Code != tc.want || !strings.Contains(eb.Message, "another filter or order") {
+					t.Fatalf("the cursor of paging's first page answered %+v, want %d: the cursor belongs to another filter", eb, tc.want)
 				}
 				return
 			}

@@ -68,3 +68,36 @@ func TestMatricesOfABundleOfCostlyVersionsShareOneBudget(t *testing.T) {
 		t.Fatal("no cell past the budget: not a witness")
 	}
 }
+
+// TestMatricesOfManyHonestVersionsAreDecidedWhole: the shared budget
+// alone (MaxBundleSteps a Source) left most cells of 256 honest versions
+// of a dozen-property schema unknown (37,655 of 65,536, a read of
+// COMPAT-23 found): the checks of many cheap cells spent it. Each cell
+// now brings CellAllowance to the budget, so honest versions are decided
+// whole however many a caller passes. Here the bundle's budget is 0 and
+// 24 versions of a small schema (576 cells) are all decided, none
+// too_complex.
+func TestMatricesOfManyHonestVersionsAreDecidedWhole(t *testing.T) {
+	defer func(n int) { maxBundleSteps = n }(maxBundleSteps)
+	maxBundleSteps = 0
+	src := NewSource(memLoader{files: map[string][]byte{"s.json": []byte(`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"},"c":{"type":"boolean"}},"required":["a"]}`)}})
+	var ps []Provided
+	for i := range 24 {
+		v, err := capability.ParseVersion(fmt.Sprintf("1.%d.0", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, Provided{Src: src, Descriptor: capability.Descriptor{Name: "org.example.honest", Version: v,
+			InputSchema:  capability.SchemaRef{ArtifactKey: "s.json"},
+			OutputSchema: capability.SchemaRef{ArtifactKey: "s.json"}}})
+	}
+	ms := Matrices(ps)
+	if len(ms) != 1 || len(ms[0].Cells) != 24*24 {
+		t.Fatalf("got %d matrices, want one of %d cells", len(ms), 24*24)
+	}
+	for _, c := range ms[0].Cells {
+		if c.Level != LevelFull {
+			t.Fatalf("cell %s × %s is %s, want full: an honest cell left to the exhausted bundle budget", c.Requester, c.Provider, c.Level)
+		}
+	}
+}

@@ -49,10 +49,19 @@ type Matrix struct {
 	Cells      []Cell   `json:"cells"`
 }
 
+// CellAllowance is what Matrices adds to its budget for each cell of the
+// matrices it computes: an honest schema of a dozen properties costs
+// about 18 units a check, two checks a cell, so a bundle of many honest
+// versions is decided whole, where the bundle's MaxBundleSteps alone left
+// most of 256 versions' cells unknown (docs/SPEC-DECISIONS.md COMPAT-23).
+// A caller bounds the cells (the versions it passes).
+const CellAllowance = 32
+
 // Matrices computes the matrix of every capability among ps, by name
 // ascending. The checks of all of them share one budget of comparisons:
 // MaxBundleSteps for each distinct Source among ps (a bundle's, or a
-// store bundle's), what deriving one bundle's claims may spend at import;
+// store bundle's), what deriving one bundle's claims may spend at import,
+// and CellAllowance for each cell;
 // once it is spent every cell still to check is unknown (too_complex),
 // never full, as under MatrixOf's maxSteps. Without it a bundle of a few
 // versions sharing one costly schema cost 2n² checks of up to a second
@@ -64,7 +73,11 @@ func Matrices(ps []Provided) []Matrix {
 		byName[p.Descriptor.Name] = append(byName[p.Descriptor.Name], p)
 		srcs[p.Src] = true
 	}
-	budget := maxBundleSteps * max(len(srcs), 1)
+	cells := 0
+	for _, vs := range byName {
+		cells += len(vs) * len(vs)
+	}
+	budget := maxBundleSteps*max(len(srcs), 1) + CellAllowance*cells
 	names := slices.Sorted(maps.Keys(byName))
 	out := make([]Matrix, 0, len(names))
 	for _, n := range names {

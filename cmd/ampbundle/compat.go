@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -110,7 +112,8 @@ name.`,
 				}
 				ps = keep
 			}
-			if err := checkCompatVersions(ps); err != nil {
+			ps, err = limitCompatVersions(env.Stderr, ps)
+			if err != nil {
 				return err
 			}
 			ms := compat.Matrices(ps)
@@ -229,22 +232,42 @@ func schemaIDOf(doc []byte) string {
 	return id
 }
 
-// maxCompatVersions bounds the versions of one capability compat compares:
+// maxCompatVersions bounds the versions of one capability compat
+// compares, the newest kept (as the catalog page keeps its newest 32):
 // a matrix holds n² cells, and a bundle may carry 10,000 versions of one
-// name (10^8 cells, tens of GB) that compat.Matrices' shared budget
-// decides cheaply but still builds (docs/SPEC-DECISIONS.md COMPAT-23).
-const maxCompatVersions = 256
+// name (10^8 cells, tens of GB), which compat.Matrices' budget decides
+// cheaply but still builds (docs/SPEC-DECISIONS.md COMPAT-23).
+const maxCompatVersions = 64
 
-// checkCompatVersions refuses, limit_exceeded, versions ps of one
-// capability past maxCompatVersions, before any matrix is built.
-func checkCompatVersions(ps []compat.Provided) error {
-	count := map[string]int{}
+// maxCompatCells bounds the cells of all the matrices compat builds
+// (about 450 bytes each, and as much printed): 156 names of 64 versions
+// (a bundle's 10,000 capabilities) would be 640,000.
+const maxCompatCells = 1 << 18
+
+// limitCompatVersions keeps the newest maxCompatVersions versions of
+// each capability among ps, noting on w each name cut, and refuses,
+// limit_exceeded, what would still build more than maxCompatCells cells,
+// before any matrix is built.
+func limitCompatVersions(w io.Writer, ps []compat.Provided) ([]compat.Provided, error) {
+	byName := map[string][]compat.Provided{}
 	for _, p := range ps {
-		count[p.Descriptor.Name]++
-		if n := count[p.Descriptor.Name]; n > maxCompatVersions {
-			return cliutil.WithHint(cliutil.Failf("limit_exceeded", "more than %d versions of %s to compare", maxCompatVersions, cliutil.Sanitize(p.Descriptor.Name)),
-				"compare fewer bundle files at once, or read the catalog page's matrix (ampbundle serve --catalog), which compares the newest versions")
-		}
+		byName[p.Descriptor.Name] = append(byName[p.Descriptor.Name], p)
 	}
-	return nil
+	var kept []compat.Provided
+	cells := 0
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		vs := byName[name]
+		if len(vs) > maxCompatVersions {
+			slices.SortFunc(vs, func(a, b compat.Provided) int { return b.Descriptor.Version.Compare(a.Descriptor.Version) })
+			fmt.Fprintf(w, "note: %s: the newest %d of its %d versions are compared\n", cliutil.Sanitize(name), maxCompatVersions, len(vs))
+			vs = vs[:maxCompatVersions]
+		}
+		cells += len(vs) * len(vs)
+		kept = append(kept, vs...)
+	}
+	if cells > maxCompatCells {
+		return nil, cliutil.WithHint(cliutil.Failf("limit_exceeded", "the matrices would hold %d cells, more than %d", cells, maxCompatCells),
+			"pass --capability NAME to compare one capability's versions")
+	}
+	return kept, nil
 }
