@@ -264,10 +264,10 @@ func checkBundleManifest(a *Artifact, maxBlob int64) error {
 			return fail(ErrManifest, "a bundle's manifest lists one layer digest twice")
 		}
 		seen[l.Digest] = true
-		total += l.Size
-		if total > size {
-			break
+		if l.Size > size-total { // total <= size: no sum that can wrap
+			return fail(ErrManifest, "the layers' sizes do not add up to the file size")
 		}
+		total += l.Size
 	}
 	if total != size {
 		return fail(ErrManifest, "the layers' sizes do not add up to the file size")

@@ -226,9 +226,12 @@ func importOCI(env *cliutil.Env, c *cli.Context) (err error) {
 	}
 	v := importView(name, res)
 	// The import stands: the listing runs even when a signal came after
-	// its commit, within the endpoint's own bounds.
+	// its commit, within the endpoint's own bounds and the command's
+	// --timeout (carriedContext).
+	lctx, lcancel := carriedContext(ctx)
+	defer lcancel()
 	var lerr error
-	v.StatementsNotApplied, lerr = carriedStatements(context.WithoutCancel(ctx), ep, a)
+	v.StatementsNotApplied, lerr = carriedStatements(lctx, ep, a)
 	v.StatementsUnlisted = lerr != nil
 	defer noteCarried(env, v.StatementsNotApplied, lerr, loc)
 	if c.Bool("json") {
@@ -236,6 +239,22 @@ func importOCI(env *cliutil.Env, c *cli.Context) (err error) {
 	}
 	printImport(env, cliutil.Sanitize(name), res)
 	return nil
+}
+
+// carriedContext is the context the listing of an imported artifact's
+// carried statements runs on: ctx's values and deadline (the command's
+// --timeout), but no cancellation by a signal, which must not make a
+// committed import say its statements were not listed. Dropping the
+// deadline with the signal let a registry that stalls the listing hold
+// the command past its --timeout, for as long as each page's own
+// bounds allow (docs/SPEC-DECISIONS.md CLI-20: "within the command's
+// timeout"; OCI-41).
+func carriedContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	lctx := context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(lctx, d)
+	}
+	return lctx, func() {}
 }
 
 // carriedStatements counts the statements carried with the bundle a
