@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bufio"
+	"cmp"
 	"container/heap"
 	"crypto/rand"
 	"encoding/binary"
@@ -300,6 +301,12 @@ func (s *WALStore) openLog() (os.FileInfo, error) {
 	if err := s.followLink(st); err != nil {
 		return nil, err
 	}
+	// The lock on the file itself, after the locks by name (their
+	// order in every agent: no two wait on each other): another name
+	// of this file took another lock file (AGENT-50).
+	if err := lockLog(f, s.lockTimeout); err != nil {
+		return nil, err
+	}
 	os.Remove(s.path + ".compact") // a compaction that did not finish
 	return st, nil
 }
@@ -459,8 +466,21 @@ func (s *WALStore) newFileHeader() ([]byte, *walFormat, error) {
 // file another user made in a shared folder, which would become the log
 // and stay theirs to write, nor the target of a link planted there, which
 // would be truncated; AGENT-41). The caller removes a stale one first.
+// The file is locked (tryLockLog) before it can take the log's name, so
+// that an agent given another name of the log finds the new file held
+// once a compaction has renamed it over the log (lockLog, AGENT-50); it
+// was made just now, so no one else holds it.
 func newTemp(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if held, err := tryLockLog(f); err != nil || held {
+		f.Close()
+		os.Remove(path)
+		return nil, cmp.Or(err, errors.New("the new file is locked by another process"))
+	}
+	return f, nil
 }
 
 // create writes an empty log at path atomically (header only).

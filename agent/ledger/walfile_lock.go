@@ -24,19 +24,38 @@ func lockFile(path string, timeout time.Duration) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := waitLock(f, tryLock, timeout, "the ledger file is in use by another process"); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// lockLog takes an exclusive advisory lock on the open log file f itself
+// (tryLockLog), waiting at most timeout. The lock file is found by the
+// name the log was given, so two agents given two names of one file that
+// are no symbolic link (hard links, or one file bind-mounted at two
+// names) each took a lock file of their own and both wrote the log; the
+// lock on the file is the same whatever name reached it
+// (docs/SPEC-DECISIONS.md AGENT-50). Closing f releases it.
+func lockLog(f *os.File, timeout time.Duration) error {
+	return waitLock(f, tryLockLog, timeout, "the ledger file is in use by another process (through another name of it)")
+}
+
+// waitLock tries lock on f until it is taken or timeout has passed, then
+// refuses with busy (ErrLedgerIO).
+func waitLock(f *os.File, lock func(*os.File) (bool, error), timeout time.Duration, busy string) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		held, err := tryLock(f)
+		held, err := lock(f)
 		if err != nil {
-			f.Close()
-			return nil, walIOError("cannot lock the ledger file", err)
+			return walIOError("cannot lock the ledger file", err)
 		}
 		if !held {
-			return f, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			f.Close()
-			return nil, amp.Named(amp.CodeUnavailable, ErrLedgerIO, "the ledger file is in use by another process")
+			return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "%s", busy)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -24,6 +24,10 @@ func tryLock(f *os.File) (held bool, err error) {
 	}
 }
 
+// tryLockLog takes the lock on the log file itself (lockLog): the same
+// flock as the lock file's.
+func tryLockLog(f *os.File) (held bool, err error) { return tryLock(f) }
+
 // isNoSpace reports whether err says the disk (or the process's file size
 // limit, or a quota) has no room for more bytes.
 func isNoSpace(err error) bool {

@@ -24,6 +24,12 @@ func tryLock(f *os.File) (held bool, err error) {
 	}
 }
 
+// tryLockLog takes no lock on the log file itself here: a LockFileEx
+// lock is mandatory, so other processes (a backup) could no longer read
+// the bytes it covers. The lock file stays the only lock, as before
+// (docs/SPEC-DECISIONS.md AGENT-50).
+func tryLockLog(*os.File) (held bool, err error) { return false, nil }
+
 // isNoSpace reports whether err says the disk (or a quota) has no room for
 // more bytes.
 func isNoSpace(err error) bool {
