@@ -5,6 +5,7 @@ import (
 	"crypto/ecdh"
 	"crypto/ed25519"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/pem"
 	"errors"
@@ -339,47 +340,11 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 		}
 		return keys, nil
 	}
-	// The file's shape first: every block a private key, at most two, and
-	// nothing after them. A file that cannot be a key file is refused
-	// before its passphrase is asked and any key derived
-	// (docs/SPEC-DECISIONS.md, CLI-29). Plain keys are read before
-	// encrypted ones for the same reason.
-	var plain, encrypted [][]byte
-	rest := data
-	for {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		switch block.Type {
-		case "PRIVATE KEY":
-			if block.Headers["Proc-Type"] != "" {
-				return nil, fail(ErrUnsupportedEncryption, "key file uses legacy pem encryption (Proc-Type), which is not supported; convert it with `openssl pkcs8 -topk8 -v2 aes-256-cbc`")
-			}
-			plain = append(plain, block.Bytes)
-		case "ENCRYPTED PRIVATE KEY":
-			if !sealedShape(block.Bytes) {
-				return nil, fail(ErrInvalidKeyFile, "key file holds an unreadable encrypted pkcs#8 key")
-			}
-			encrypted = append(encrypted, block.Bytes)
-		case "OPENSSH PRIVATE KEY":
-			return nil, fail(ErrInvalidKeyFile, "key file is an openssh private key; this tool reads pkcs#8 keys (make one with `keygen`)")
-		case "PUBLIC KEY":
-			return nil, errPublicGiven()
-		default:
-			return nil, fail(ErrInvalidKeyFile, "key file holds a pem block that is not a pkcs#8 private key")
-		}
-		if len(plain)+len(encrypted) > maxKeysPerFile {
-			return nil, fail(ErrInvalidKeyFile, "key file holds more than %d keys (one ed25519 and one x25519 at most)", maxKeysPerFile)
-		}
+	plain, encrypted, err := pemShape(data)
+	if err != nil {
+		return nil, err
 	}
-	if len(plain)+len(encrypted) == 0 {
-		return nil, fail(ErrInvalidKeyFile, "key file holds neither a pem nor a der private key")
-	}
-	if len(bytes.TrimSpace(rest)) != 0 {
-		return nil, fail(ErrInvalidKeyFile, "key file has data after its pem blocks")
-	}
+	// Plain keys are read before encrypted ones, for CLI-29's reason.
 	for _, der := range plain {
 		if err := keys.add(der); err != nil {
 			return nil, err
@@ -406,6 +371,74 @@ func parsePrivate(data []byte, o Options, lim kdfLimits) (*Keys, error) {
 	return keys, nil
 }
 
+// pemShape checks a PEM key file's shape and returns the DER of its
+// plain and of its encrypted keys: every block a private key, at most
+// two, none damaged (decodePEM), and nothing after them. A file that
+// cannot be a key file is refused before its passphrase is asked and any
+// key derived (docs/SPEC-DECISIONS.md, CLI-29, CLI-83).
+func pemShape(data []byte) (plain, encrypted [][]byte, err error) {
+	rest := data
+	for {
+		block, next, damaged := decodePEM(rest)
+		if damaged {
+			return nil, nil, fail(ErrInvalidKeyFile, "key file holds a pem block that cannot be read (not base64, or without its END line) before another block")
+		}
+		if block == nil {
+			break
+		}
+		rest = next
+		switch block.Type {
+		case "PRIVATE KEY":
+			if block.Headers["Proc-Type"] != "" {
+				return nil, nil, fail(ErrUnsupportedEncryption, "key file uses legacy pem encryption (Proc-Type), which is not supported; convert it with `openssl pkcs8 -topk8 -v2 aes-256-cbc`")
+			}
+			plain = append(plain, block.Bytes)
+		case "ENCRYPTED PRIVATE KEY":
+			if !sealedShape(block.Bytes) {
+				return nil, nil, fail(ErrInvalidKeyFile, "key file holds an unreadable encrypted pkcs#8 key")
+			}
+			encrypted = append(encrypted, block.Bytes)
+		case "OPENSSH PRIVATE KEY":
+			return nil, nil, fail(ErrInvalidKeyFile, "key file is an openssh private key; this tool reads pkcs#8 keys (make one with `keygen`)")
+		case "PUBLIC KEY":
+			return nil, nil, errPublicGiven()
+		default:
+			return nil, nil, fail(ErrInvalidKeyFile, "key file holds a pem block that is not a pkcs#8 private key")
+		}
+		if len(plain)+len(encrypted) > maxKeysPerFile {
+			return nil, nil, fail(ErrInvalidKeyFile, "key file holds more than %d keys (one ed25519 and one x25519 at most)", maxKeysPerFile)
+		}
+	}
+	if len(plain)+len(encrypted) == 0 {
+		return nil, nil, fail(ErrInvalidKeyFile, "key file holds neither a pem nor a der private key")
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		return nil, nil, fail(ErrInvalidKeyFile, "key file has data after its pem blocks")
+	}
+	return plain, encrypted, nil
+}
+
+// pemBegin starts every PEM encapsulation boundary (RFC 7468 §2).
+var pemBegin = []byte("-----BEGIN")
+
+// decodePEM is pem.Decode for a key file, which also reports a damaged
+// block: pem.Decode passes over a block it cannot read (a body that is
+// not base64, no END line or another label's) as if it were the
+// explanatory text RFC 7468 §2 allows before a block, and returns the
+// next good one. Text before the block it returns may hold no
+// "-----BEGIN" (damaged is true then): a key file whose first block is
+// damaged is refused, not read as the block after it
+// (docs/SPEC-DECISIONS.md, CLI-83). With no block, rest is data and
+// damaged is false.
+func decodePEM(data []byte) (block *pem.Block, rest []byte, damaged bool) {
+	block, rest = pem.Decode(data)
+	if block == nil {
+		return nil, data, false
+	}
+	read := data[:len(data)-len(rest)]
+	return block, rest, bytes.Count(read, pemBegin) != 1
+}
+
 // sealedShape reports whether der is one EncryptedPrivateKeyInfo with
 // nothing after it, which openSealed checks again: it lets a damaged
 // file be refused before its passphrase is asked.
@@ -414,11 +447,38 @@ func sealedShape(der []byte) bool {
 	return unmarshalExact(der, &info)
 }
 
-// add parses one PKCS#8 PrivateKeyInfo into k.
+// privateKeyInfo is the start of a PKCS#8 PrivateKeyInfo (RFC 5958 §2):
+// the fields after privateKey (attributes, and a OneAsymmetricKey's
+// publicKey) are not read, as crypto/x509 does not read them.
+type privateKeyInfo struct {
+	Version    int
+	Algo       pkix.AlgorithmIdentifier
+	PrivateKey []byte
+}
+
+// exactPKCS8 reports whether der is one PrivateKeyInfo with nothing
+// after it, whose privateKey holds one OCTET STRING (RFC 8410 §7,
+// CurvePrivateKey) with nothing after it either: crypto/x509 reads a key
+// from the front of both and passes over what follows
+// (docs/SPEC-DECISIONS.md, CLI-84).
+func exactPKCS8(der []byte) bool {
+	var info privateKeyInfo
+	var curveKey []byte
+	return unmarshalExact(der, &info) && unmarshalExact(info.PrivateKey, &curveKey)
+}
+
+// add parses one PKCS#8 PrivateKeyInfo into k: the whole of der, nothing
+// after the key (exactPKCS8).
 func (k *Keys) add(der []byte) error {
 	key, err := x509.ParsePKCS8PrivateKey(der)
 	if err != nil {
 		return fail(ErrInvalidKeyFile, "key file holds an unreadable pkcs#8 key")
+	}
+	switch key.(type) {
+	case ed25519.PrivateKey, *ecdh.PrivateKey:
+		if !exactPKCS8(der) {
+			return fail(ErrInvalidKeyFile, "key file holds bytes after a pkcs#8 key")
+		}
 	}
 	switch key := key.(type) {
 	case ed25519.PrivateKey:
@@ -572,13 +632,14 @@ func ParsePublicKey(data []byte) (ed25519.PublicKey, error) {
 
 // ParsePublicPEM parses one PKIX PEM Ed25519 public key. A private key
 // file is refused as such (errPrivateGiven), before anything else is said
-// of its blocks.
+// of its blocks. A damaged block before it refuses the file (decodePEM,
+// CLI-83): a file of two PUBLIC KEY blocks never reads as its second.
 func ParsePublicPEM(data []byte) (ed25519.PublicKey, error) {
 	if privateKeyOnly(data) {
 		return nil, errPrivateGiven()
 	}
-	block, rest := pem.Decode(data)
-	if block == nil || block.Type != "PUBLIC KEY" || len(bytes.TrimSpace(rest)) != 0 {
+	block, rest, damaged := decodePEM(data)
+	if block == nil || damaged || block.Type != "PUBLIC KEY" || len(bytes.TrimSpace(rest)) != 0 {
 		return nil, fail(ErrInvalidPublicKey, "public key file is not one pem \"PUBLIC KEY\" block")
 	}
 	return parsePKIX(block.Bytes)

@@ -581,7 +581,8 @@ func readFileChecked(path string, max int64, what string, check func(*os.File, f
 }
 
 // ReadInput reads the named file, or stdin for "-", up to max bytes. With
-// asHex the content is hex text (whitespace ignored). A name is read as
+// asHex the content is hex text (whitespace ignored) of up to max bytes:
+// the hex of more is limit_exceeded. A name is read as
 // ReadFile reads one (readNamed); stdin is read as it comes, without a
 // time bound: it is the operator's own plumbing.
 func ReadInput(env *Env, name string, max int64, asHex bool) ([]byte, error) {
@@ -606,6 +607,12 @@ func ReadInput(env *Env, name string, max int64, asHex bool) ([]byte, error) {
 		return data, nil
 	}
 	digits := dropSpace(data)
+	if int64(hex.DecodedLen(len(digits))) > max {
+		// The read's bound leaves room for white space: the bytes the
+		// digits stand for are bounded here (docs/SPEC-DECISIONS.md,
+		// CLI-85).
+		return nil, amp.Named(amp.CodeInvalidMessage, "limit_exceeded", "input is larger than %d bytes", max)
+	}
 	out := make([]byte, hex.DecodedLen(len(digits)))
 	if _, err := hex.Decode(out, digits); err != nil {
 		return nil, amp.Named(amp.CodeInvalidMessage, "invalid_hex", "input is not hex text")
