@@ -112,8 +112,7 @@ func TestBridgeSharedByManyDescriptorsIsParsedOncePerImport(t *testing.T) {
 // compatibility_claims_too_costly, with no more than one visit past the
 // budget. An honest bundle's walks cost their visits and stay accepted.
 func TestBridgeRemovalsAgainstALongRequiredListAreChargedToTheBundle(t *testing.T) {
-	defer func(n int) { maxBundleSteps = n }(maxBundleSteps)
-	maxBundleSteps = 20_000
+	const maxBundleSteps = 20_000
 	for _, tc := range []struct {
 		name       string
 		descs, ops int
@@ -139,11 +138,14 @@ func TestBridgeRemovalsAgainstALongRequiredListAreChargedToTheBundle(t *testing.
 			}}
 			descs := bridgedDescs(t, tc.descs, bridge)
 			ix := newCoverIndex(descs)
+			ix.budget = maxBundleSteps
 			err := verifyClaims(ix, NewSource(l))
 			if got := amp.NameOf(err); got != tc.want {
 				t.Fatalf("VerifyClaims: error %q (%v), want %q", got, err, tc.want)
 			}
-			_, err = Annotate(descs, NewSource(l))
+			ax := newCoverIndex(descs)
+			ax.budget = maxBundleSteps
+			_, err = annotate(ax, NewSource(l))
 			if got := amp.NameOf(err); got != tc.want {
 				t.Fatalf("Annotate: error %q (%v), want %q", got, err, tc.want)
 			}

@@ -137,7 +137,7 @@ func TestBundleOfChecksRunToTheirBoundsIsRefusedWithinSeconds(t *testing.T) {
 		t.Fatalf("%v, want %s: twelve checks at their work bound (%d units) fit the bundle's budget of %d",
 			err, ErrClaimsTooCostly, 12*MaxValueWork, MaxBundleSteps)
 	}
-	if spent := maxBundleSteps - ix.budget; spent > MaxBundleSteps+MaxSteps+MaxValueWork {
+	if spent := MaxBundleSteps - ix.budget; spent > MaxBundleSteps+MaxSteps+MaxValueWork {
 		t.Errorf("%d units spent before the refusal, want at most %d", spent, MaxBundleSteps+MaxSteps+MaxValueWork)
 	}
 }

@@ -61,9 +61,9 @@ func TestBundleClaimComparisonsShareOneBudget(t *testing.T) {
 	if err := VerifyClaims(descs, src); err != nil {
 		t.Fatalf("the bundle's own derived claims are refused under the default budget: %v", err)
 	}
-	defer func(n int) { maxBundleSteps = n }(maxBundleSteps)
-	maxBundleSteps = 20_000
+	const maxBundleSteps = 20_000
 	ix := newCoverIndex(descs)
+	ix.budget = maxBundleSteps
 	for _, d := range descs {
 		ix.claims(d, ix.cover(d).callers(), NewSource(src.s.l))
 		if ix.spent() {
@@ -77,9 +77,15 @@ func TestBundleClaimComparisonsShareOneBudget(t *testing.T) {
 		t.Fatalf("%d steps spent for a budget of %d", spentSteps, maxBundleSteps)
 	}
 	for name, err := range map[string]error{
-		"VerifyClaims": VerifyClaims(descs, NewSource(src.s.l)),
+		"VerifyClaims": func() error {
+			ix := newCoverIndex(descs)
+			ix.budget = maxBundleSteps
+			return verifyClaims(ix, NewSource(src.s.l))
+		}(),
 		"Annotate": func() error {
-			_, err := Annotate(descs, NewSource(src.s.l))
+			ix := newCoverIndex(descs)
+			ix.budget = maxBundleSteps
+			_, err := annotate(ix, NewSource(src.s.l))
 			return err
 		}(),
 	} {
@@ -97,7 +103,7 @@ func TestBundleClaimsCompareOnePairOfSchemasOnce(t *testing.T) {
 	descs, src := claimFloodBundle(t, 2, 40)
 	ix := newCoverIndex(descs)
 	ix.claims(descs[1], ix.cover(descs[1]).callers(), src)
-	one := maxBundleSteps - ix.budget
+	one := MaxBundleSteps - ix.budget
 	if one <= 0 {
 		t.Fatal("no steps counted")
 	}
@@ -112,7 +118,7 @@ func TestBundleClaimsCompareOnePairOfSchemasOnce(t *testing.T) {
 	for _, d := range shared {
 		ix.claims(d, ix.cover(d).callers(), src)
 	}
-	if got := maxBundleSteps - ix.budget; got > 4*one {
+	if got := MaxBundleSteps - ix.budget; got > 4*one {
 		t.Fatalf("200 versions over two pairs of schemas spent %d steps, one comparison %d", got, one)
 	}
 }

@@ -44,8 +44,6 @@ const (
 // (9,900 claims), takes about half of it.
 const MaxBundleSteps = 1_000_000
 
-// maxBundleSteps is MaxBundleSteps; the tests lower it.
-var maxBundleSteps = MaxBundleSteps
 
 // DeriveClaims computes, for every descriptor that declares a policy, the
 // claims for callers of each other version of the same capability among descs that its
@@ -120,7 +118,13 @@ func policyProblem(d capability.Descriptor, claims []capability.CompatClaim) str
 // code 0) a descriptor whose policy the verdicts contradict. descs is not
 // modified; the result is a new slice.
 func Annotate(descs []capability.Descriptor, src *Source) ([]capability.Descriptor, error) {
-	ix := newCoverIndex(descs)
+	return annotate(newCoverIndex(descs), src)
+}
+
+// annotate is Annotate over the index ix of the descriptors (the tests
+// lower its budget).
+func annotate(ix *coverIndex, src *Source) ([]capability.Descriptor, error) {
+	descs := ix.descs
 	out := make([]capability.Descriptor, len(descs))
 	for i, d := range descs {
 		cov := ix.cover(d)
@@ -348,7 +352,7 @@ type member struct {
 
 func newCoverIndex(descs []capability.Descriptor) *coverIndex {
 	ix := &coverIndex{descs: descs, byName: map[string]*nameVersions{}, read: map[string][]capability.Comparator{},
-		budget: maxBundleSteps, verdicts: map[[2]string]Verdict{}}
+		budget: MaxBundleSteps, verdicts: map[[2]string]Verdict{}}
 	for i := range descs {
 		d := &descs[i]
 		g := ix.byName[d.Name]

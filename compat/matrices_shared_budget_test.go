@@ -22,8 +22,7 @@ import (
 // 1,000-part schema (compatible) costs about 31,250 units: before, all
 // nine cells were full (18 checks, about 560,000 units).
 func TestMatricesOfABundleOfCostlyVersionsShareOneBudget(t *testing.T) {
-	defer func(n int) { maxBundleSteps = n }(maxBundleSteps)
-	maxBundleSteps = 100_000
+	const maxBundleSteps = 100_000
 	const perCheck = 31_250 // what a check of the 1,000-part schema charges (COMPAT-16)
 	src := NewSource(manyPartsSchema(1000, oneProperty, ""))
 	var ps []Provided
@@ -36,7 +35,7 @@ func TestMatricesOfABundleOfCostlyVersionsShareOneBudget(t *testing.T) {
 			InputSchema:  capability.SchemaRef{ArtifactKey: "s.json"},
 			OutputSchema: capability.SchemaRef{ArtifactKey: "s.json"}}})
 	}
-	ms := Matrices(ps)
+	ms := matrices(ps, maxBundleSteps)
 	if len(ms) != 1 || len(ms[0].Cells) != 9 {
 		t.Fatalf("got %d matrices, want one of 9 cells", len(ms))
 	}
@@ -78,8 +77,7 @@ func TestMatricesOfABundleOfCostlyVersionsShareOneBudget(t *testing.T) {
 // 24 versions of a small schema (576 cells) are all decided, none
 // too_complex.
 func TestMatricesOfManyHonestVersionsAreDecidedWhole(t *testing.T) {
-	defer func(n int) { maxBundleSteps = n }(maxBundleSteps)
-	maxBundleSteps = 0
+	const maxBundleSteps = 0
 	src := NewSource(memLoader{files: map[string][]byte{"s.json": []byte(`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"},"c":{"type":"boolean"}},"required":["a"]}`)}})
 	var ps []Provided
 	for i := range 24 {
@@ -91,7 +89,7 @@ func TestMatricesOfManyHonestVersionsAreDecidedWhole(t *testing.T) {
 			InputSchema:  capability.SchemaRef{ArtifactKey: "s.json"},
 			OutputSchema: capability.SchemaRef{ArtifactKey: "s.json"}}})
 	}
-	ms := Matrices(ps)
+	ms := matrices(ps, maxBundleSteps)
 	if len(ms) != 1 || len(ms[0].Cells) != 24*24 {
 		t.Fatalf("got %d matrices, want one of %d cells", len(ms), 24*24)
 	}

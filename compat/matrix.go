@@ -67,6 +67,12 @@ const CellAllowance = 32
 // versions sharing one costly schema cost 2n² checks of up to a second
 // each (docs/SPEC-DECISIONS.md COMPAT-23).
 func Matrices(ps []Provided) []Matrix {
+	return matrices(ps, MaxBundleSteps)
+}
+
+// matrices is Matrices with bundleSteps for each Source in place of
+// MaxBundleSteps (the tests lower it).
+func matrices(ps []Provided, bundleSteps int) []Matrix {
 	byName := map[string][]Provided{}
 	srcs := map[*Source]bool{}
 	for _, p := range ps {
@@ -77,7 +83,7 @@ func Matrices(ps []Provided) []Matrix {
 	for _, vs := range byName {
 		cells += len(vs) * len(vs)
 	}
-	budget := maxBundleSteps*max(len(srcs), 1) + CellAllowance*cells
+	budget := bundleSteps*max(len(srcs), 1) + CellAllowance*cells
 	names := slices.Sorted(maps.Keys(byName))
 	out := make([]Matrix, 0, len(names))
 	for _, n := range names {
