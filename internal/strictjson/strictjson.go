@@ -166,8 +166,7 @@ func exactNames(data []byte, t reflect.Type) error {
 		if err := json.Unmarshal(trimmed, &members); err != nil {
 			return errors.New("not valid JSON")
 		}
-		fields := map[string]reflect.Type{}
-		structFields(t, fields, 0)
+		fields := structFields(t)
 		for name, raw := range members {
 			ft, ok := fields[name]
 			if !ok {
@@ -207,10 +206,46 @@ func exactNames(data []byte, t reflect.Type) error {
 	return nil
 }
 
-// structFields records the JSON name and type of each field encoding/json
+// structFields returns the JSON name and type of each field encoding/json
 // decodes into a struct of type t, following embedded structs (depth
-// bounded: a type cannot embed itself by value).
-func structFields(t reflect.Type, out map[string]reflect.Type, depth int) {
+// bounded: a type cannot embed itself by value). Of the fields that share
+// a name, encoding/json decodes into the least nested one, or, at that
+// depth, the one tagged alone; where that leaves more than one it decodes
+// into none. The map holds that field, whichever order the fields come
+// in, and no field for a name no field takes (Decode then refuses the
+// member as unknown, as the decoder does): a walk that followed another
+// field would check the names of a value the decoder reads into a type it
+// never looks at (docs/SPEC-DECISIONS.md JSON-11).
+func structFields(t reflect.Type) map[string]reflect.Type {
+	type candidate struct {
+		t      reflect.Type
+		depth  int
+		tagged bool
+		n      int // fields of this depth and tagging
+	}
+	all := map[string]*candidate{}
+	collectFields(t, 0, func(name string, ft reflect.Type, depth int, tagged bool) {
+		c, ok := all[name]
+		switch {
+		case !ok || depth < c.depth || depth == c.depth && tagged && !c.tagged:
+			all[name] = &candidate{t: ft, depth: depth, tagged: tagged, n: 1}
+		case depth == c.depth && tagged == c.tagged:
+			c.n++
+		}
+	})
+	out := make(map[string]reflect.Type, len(all))
+	for name, c := range all {
+		if c.n == 1 {
+			out[name] = c.t
+		}
+	}
+	return out
+}
+
+// collectFields calls add with the JSON name, type, embedding depth and
+// tagging of each field of t that encoding/json may decode into,
+// following embedded structs.
+func collectFields(t reflect.Type, depth int, add func(name string, ft reflect.Type, depth int, tagged bool)) {
 	if depth > 16 {
 		return
 	}
@@ -228,18 +263,17 @@ func structFields(t reflect.Type, out map[string]reflect.Type, depth int) {
 				et = et.Elem()
 			}
 			if et.Kind() == reflect.Struct {
-				structFields(et, out, depth+1)
+				collectFields(et, depth+1, add)
 				continue
 			}
 		}
 		if !f.IsExported() {
 			continue
 		}
-		if name == "" {
+		tagged := name != ""
+		if !tagged {
 			name = f.Name
 		}
-		if _, taken := out[name]; !taken || depth == 0 {
-			out[name] = ft
-		}
+		add(name, ft, depth, tagged)
 	}
 }
