@@ -44,7 +44,6 @@ const (
 // (9,900 claims), takes about half of it.
 const MaxBundleSteps = 1_000_000
 
-
 // DeriveClaims computes, for every descriptor that declares a policy, the
 // claims for callers of each other version of the same capability among descs that its
 // SupportedRanges cover (sorted by version; nil when none). Schemas are
