@@ -108,7 +108,10 @@ func (s *Store) actor() *Actor {
 // appendAudit appends an entry inside a write transaction. An audit
 // sequence of the wrong size is store_io and the act is refused: read as
 // 0, each act would write over the oldest entries of the log
-// (docs/SPEC-DECISIONS.md TSTATE-6).
+// (docs/SPEC-DECISIONS.md TSTATE-6). So is a sequence, missing, rolled
+// back or at its largest value, whose next number the log already holds
+// or that wraps: the act would write over an entry of the log
+// (docs/SPEC-DECISIONS.md AUDIT-1).
 func appendAudit(tx *bolt.Tx, now time.Time, e AuditEntry) error {
 	meta, log := bucket(tx, bMeta), bucket(tx, bAudit)
 	if v := meta.Get([]byte(kAuditSeq)); v != nil {
@@ -117,6 +120,9 @@ func appendAudit(tx *bolt.Tx, now time.Time, e AuditEntry) error {
 			return err
 		}
 		e.Seq = seq
+	}
+	if err := auditSeqFree(log, e.Seq); err != nil {
+		return err
 	}
 	e.Seq++
 	e.At = formatTime(now)
@@ -133,6 +139,19 @@ func appendAudit(tx *bolt.Tx, now time.Time, e AuditEntry) error {
 		return err
 	}
 	return meta.Put([]byte(kAuditHead), sum[:])
+}
+
+// auditSeqFree checks that entry seq+1 can be written: the log holds no
+// entry under that number (it would be written over) and seq+1 does not
+// wrap to 0 (no entry of docs/FORMAT.md §20.1). One key is looked up.
+func auditSeqFree(log *bolt.Bucket, seq uint64) error {
+	if seq == math.MaxUint64 {
+		return fail(ErrStoreIO, "the store's %s is at its largest value: the store is damaged (ampbundle check)", kAuditSeq)
+	}
+	if log.Get(u64(seq+1)) != nil {
+		return fail(ErrStoreIO, "the store's %s is %d but the audit log already holds entry %d: it would be written over; the store is damaged (ampbundle check)", kAuditSeq, seq, seq+1)
+	}
+	return nil
 }
 
 // Audit returns the audit log, oldest first.
@@ -263,13 +282,57 @@ type auditLink struct {
 	sum  [sha256.Size]byte
 }
 
+// auditWindow is the part of the chain verifyAudit keeps while it walks
+// the log: the links of at most three consecutive entries, base the number
+// of entries before them. Whether the link from an entry to the next holds,
+// and if not which of the two was altered, is known from those three
+// (firstBadLink), so a log of any length is verified in constant memory
+// (docs/SPEC-DECISIONS.md AUDIT-2).
+type auditWindow struct {
+	links [3]auditLink
+	n     int
+	base  int
+}
+
+// push adds the next entry's link; once three are held it judges the link
+// from the oldest (and, at the log's start, its prev) and returns the
+// 1-based number of the entry the chain shows to be wrong (0: it holds,
+// and the oldest is let go at the next push).
+func (w *auditWindow) push(l auditLink) (int, string) {
+	if w.n == len(w.links) {
+		w.links[0], w.links[1] = w.links[1], w.links[2]
+		w.n--
+		w.base++
+	}
+	w.links[w.n] = l
+	w.n++
+	if w.n < len(w.links) {
+		return 0, ""
+	}
+	i, msg := firstBadLink(w.links[:], nil, false, w.base == 0, 1)
+	if i > 0 {
+		i += w.base
+	}
+	return i, msg
+}
+
+// end judges the links still held, the last one's against head (when
+// withHead), as firstBadLink does.
+func (w *auditWindow) end(head []byte, withHead bool) (int, string) {
+	i, msg := firstBadLink(w.links[:w.n], head, withHead, w.base == 0, w.n)
+	if i > 0 {
+		i += w.base
+	}
+	return i, msg
+}
+
 func verifyAudit(tx *bolt.Tx) error {
-	var links []auditLink
+	var win auditWindow
 	var seq uint64
 	// An entry that does not decode, is out of order or is not canonical
 	// is wrong by itself; the chain is only looked at before it.
 	bad := uint64(0)
-	var badErr error
+	var badErr, linkErr error
 	err := bucket(tx, bAudit).ForEach(func(k, v []byte) error {
 		seq++
 		var e AuditEntry
@@ -285,11 +348,17 @@ func verifyAudit(tx *bolt.Tx) error {
 			bad = seq
 			return errStopAudit
 		}
-		links = append(links, auditLink{prev: e.Prev, sum: sha256.Sum256(v)})
+		if i, msg := win.push(auditLink{prev: e.Prev, sum: sha256.Sum256(v)}); i > 0 {
+			linkErr = fail(ErrAuditBroken, "audit entry %d %s", i, msg)
+			return errStopAudit
+		}
 		return nil
 	})
 	if err != nil && err != errStopAudit {
 		return err
+	}
+	if linkErr != nil {
+		return linkErr
 	}
 	meta := bucket(tx, bMeta)
 	head := meta.Get([]byte(kAuditHead))
@@ -303,25 +372,27 @@ func verifyAudit(tx *bolt.Tx) error {
 	}
 	// The head records the last entry's hash only when no entry is missing
 	// or wrong by itself.
-	if i, msg := firstBadLink(links, head, badErr == nil); i > 0 {
+	if i, msg := win.end(head, badErr == nil); i > 0 {
 		return fail(ErrAuditBroken, "audit entry %d %s", i, msg)
 	}
 	return badErr
 }
 
 // errStopAudit ends the walk over the log at the first entry that is wrong
-// by itself.
+// by itself, or once the chain shows one to be wrong.
 var errStopAudit = errors.New("stop")
 
-// firstBadLink returns the 1-based number of the first entry the chain
-// shows to be wrong, and why (0 when the chain holds). Entry i's stored
-// hash is recorded by entry i+1's prev (by the head for the last entry,
-// when withHead), and entry 1's prev is 32 zero bytes. A broken link
-// between entries i and i+1 means one of the two changed: when the link
-// after (i+1 to i+2, or to the head) holds, entry i+1's prev is as
-// written, so entry i is the one altered; when that link is broken too,
-// entry i+1's own bytes (its prev) changed, and it is named.
-func firstBadLink(links []auditLink, head []byte, withHead bool) (int, string) {
+// firstBadLink returns the 1-based number (within links) of the first
+// entry the chain shows to be wrong, and why (0 when the chain holds).
+// links are consecutive entries' links, the first of them entry 1 of the
+// log when first; only the links from the first upto of them are judged.
+// Entry i's stored hash is recorded by entry i+1's prev (by the head for
+// the last entry, when withHead), and entry 1's prev is 32 zero bytes. A
+// broken link between entries i and i+1 means one of the two changed:
+// when the link after (i+1 to i+2, or to the head) holds, entry i+1's
+// prev is as written, so entry i is the one altered; when that link is
+// broken too, entry i+1's own bytes (its prev) changed, and it is named.
+func firstBadLink(links []auditLink, head []byte, withHead, first bool, upto int) (int, string) {
 	n := len(links)
 	// recorded(i) is what the chain says entry i (0-based) hashed to.
 	recorded := func(i int) ([]byte, bool) {
@@ -334,7 +405,7 @@ func firstBadLink(links []auditLink, head []byte, withHead bool) (int, string) {
 		r, ok := recorded(i)
 		return !ok || bytes.Equal(r, links[i].sum[:])
 	}
-	if n > 0 && !bytes.Equal(links[0].prev, make([]byte, sha256.Size)) {
+	if first && n > 0 && !bytes.Equal(links[0].prev, make([]byte, sha256.Size)) {
 		if holds(0) {
 			// Entry 1's stored bytes are as the chain recorded them, but
 			// they do not start the chain: it is wrong as written.
@@ -342,7 +413,7 @@ func firstBadLink(links []auditLink, head []byte, withHead bool) (int, string) {
 		}
 		return 1, "was altered (its prev is not 32 zero bytes and the entry after it does not chain to it)"
 	}
-	for i := 0; i < n; i++ {
+	for i := 0; i < upto; i++ {
 		if holds(i) {
 			continue
 		}

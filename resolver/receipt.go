@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"math"
 	"time"
 
 	"github.com/ampbundle/ampbundle/amp"
@@ -56,7 +57,9 @@ func AuditEntryHash(e AuditEntry) []byte { return sha256sum(encode(e)) }
 // now. log must be the whole audit log, oldest first: its chain is checked
 // before anything is signed. A receipt is self-contained: the entries as
 // stored, the prev hash the first chains to, and the head hash the last
-// gives, signed by the site key named in it (docs/FORMAT.md §20).
+// gives, signed by the site key named in it (docs/FORMAT.md §20). A range
+// whose receipt would be larger than MaxReceiptSize, which no verifier
+// reads, is refused (invalid_receipt) before it is signed.
 func BuildReceipt(log []AuditEntry, from, to uint64, site ed25519.PrivateKey, now time.Time) ([]byte, error) {
 	if len(log) == 0 {
 		return nil, fail(ErrInvalidReceipt, "the audit log is empty: nothing to put in a receipt")
@@ -70,6 +73,7 @@ func BuildReceipt(log []AuditEntry, from, to uint64, site ed25519.PrivateKey, no
 	prev := make([]byte, sha256.Size)
 	p := receiptPayload{Format: ReceiptFormat, Site: amp.DIDKey(site.Public().(ed25519.PublicKey)),
 		IssuedAt: formatTime(now), FirstSeq: from}
+	size := 0 // the entries' bytes: a receipt of more is read by no verifier
 	for i, e := range log {
 		enc := encode(e)
 		if e.Seq != uint64(i+1) || !bytes.Equal(e.Prev, prev) {
@@ -80,11 +84,25 @@ func BuildReceipt(log []AuditEntry, from, to uint64, site ed25519.PrivateKey, no
 		}
 		prev = sha256sum(enc)
 		if e.Seq >= from && e.Seq <= to {
+			if size += len(enc); size > MaxReceiptSize {
+				return nil, receiptTooLarge(from, to)
+			}
 			p.Entries = append(p.Entries, enc)
 			p.Head = prev
 		}
 	}
-	return bundle.SignObject(bundle.MediaTypeReceipt, encode(p), []ed25519.PrivateKey{site})
+	out, err := bundle.SignObject(bundle.MediaTypeReceipt, encode(p), []ed25519.PrivateKey{site})
+	if err == nil && len(out) > MaxReceiptSize {
+		return nil, receiptTooLarge(from, to)
+	}
+	return out, err
+}
+
+// receiptTooLarge is BuildReceipt's refusal of a range whose receipt
+// would pass MaxReceiptSize, which VerifyReceipt refuses to read
+// (docs/SPEC-DECISIONS.md AUDIT-4).
+func receiptTooLarge(from, to uint64) error {
+	return fail(ErrInvalidReceipt, "the entries %d..%d take more than the %d bytes a receipt may hold: export them in smaller ranges", from, to, MaxReceiptSize)
 }
 
 // VerifyReceipt checks a receipt (docs/FORMAT.md §20) against the site key
@@ -121,6 +139,18 @@ func checkReceipt(data []byte, site ed25519.PublicKey) (*Receipt, error) {
 	if len(obj.Signatures) != 1 {
 		return nil, fail(ErrInvalidReceipt, "a receipt carries exactly one signature, by the site key")
 	}
+	// Who signed is judged before the signature is checked or anything
+	// the signer wrote is read: a receipt by a key other than the expected
+	// site's costs the verifier no more than its COSE structure
+	// (docs/SPEC-DECISIONS.md AUDIT-3). The key is named in its canonical
+	// form, never as the kid's bytes.
+	key, ok := bundle.KeyFromKID(obj.Signatures[0].KID)
+	if !ok {
+		return nil, fail(ErrInvalidReceipt, "the receipt's kid is not an Ed25519 did:key")
+	}
+	if site != nil && !bytes.Equal(site, key) {
+		return nil, fail(ErrInvalidReceipt, "the receipt is signed by %s, not by the expected site key", amp.DIDKey(key))
+	}
 	if err := obj.VerifyAll(); err != nil {
 		return nil, fail(ErrInvalidReceipt, "the receipt's signature does not verify").WithCause(err)
 	}
@@ -128,16 +158,17 @@ func checkReceipt(data []byte, site ed25519.PublicKey) (*Receipt, error) {
 	if err := decode(obj.Payload, &p); err != nil || !bytes.Equal(encode(p), obj.Payload) {
 		return nil, fail(ErrInvalidReceipt, "the receipt payload is not in its one allowed form")
 	}
-	key, _ := bundle.KeyFromKID(obj.Signatures[0].KID)
 	switch {
 	case p.Format != ReceiptFormat:
 		return nil, fail(ErrInvalidReceipt, "unknown receipt format")
 	case p.Site != obj.Signatures[0].KID:
 		return nil, fail(ErrInvalidReceipt, "the receipt is signed by another key than the site it names")
-	case site != nil && !bytes.Equal(site, key):
-		return nil, fail(ErrInvalidReceipt, "the receipt is signed by %s, not by the expected site key", p.Site)
 	case len(p.Entries) == 0 || p.FirstSeq < 1:
 		return nil, fail(ErrInvalidReceipt, "a receipt holds at least one entry, numbered from 1")
+	case p.FirstSeq-1 > math.MaxUint64-uint64(len(p.Entries)):
+		// first_seq + n - 1 would wrap: entries numbered 0, 1, … after
+		// the largest (docs/SPEC-DECISIONS.md AUDIT-5).
+		return nil, fail(ErrInvalidReceipt, "the receipt's %d entries from first_seq %d are numbered past %d", len(p.Entries), p.FirstSeq, uint64(math.MaxUint64))
 	case len(p.Prev) != sha256.Size || len(p.Head) != sha256.Size:
 		return nil, fail(ErrInvalidReceipt, "prev and head are 32-byte SHA-256 values")
 	case p.FirstSeq == 1 && !bytes.Equal(p.Prev, make([]byte, sha256.Size)):
