@@ -118,17 +118,21 @@ its entries' hashes or the hash its first entry chains to. Lists the entries.`,
 			if err != nil {
 				return err
 			}
-			expectAt := -1
+			// The entry number of the expected head, as the receipt
+			// numbers them (uint64: no sign, nor int's 32 bits on 386 and
+			// arm, can make a number up to 2^64-1 a miss).
+			var expectAt uint64
+			found := false
 			if expect != nil {
-				if bytes.Equal(r.Prev, expect) {
-					expectAt = int(r.FirstSeq) - 1
+				if bytes.Equal(r.Prev, expect) && r.FirstSeq > 0 {
+					expectAt, found = r.FirstSeq-1, true
 				}
 				for _, e := range r.Entries {
 					if bytes.Equal(resolver.AuditEntryHash(e), expect) {
-						expectAt = int(e.Seq)
+						expectAt, found = e.Seq, true
 					}
 				}
-				if expectAt < 0 {
+				if !found {
 					return cliutil.Failf(resolver.ErrInvalidReceipt, "the expected head is not in the receipt's chain")
 				}
 			}
