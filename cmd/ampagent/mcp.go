@@ -376,7 +376,9 @@ func mcpAuth(c *cli.Context, addr string) (*tls.Config, []mcpbridge.Token, error
 		return nil, nil, err
 	}
 	if ca != "" {
-		pem, err := cliutil.ReadFile(ca, 1<<20, "mcp client ca file")
+		// A trust anchor: another user's file, or one group or others
+		// may write, is invalid_ca before it is parsed (CLI-86).
+		pem, err := cliutil.ReadCAFile(ca, "mcp client ca file", "invalid_ca")
 		if err != nil {
 			return nil, nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/keyfile"
 )
 
@@ -42,7 +43,8 @@ func ServerTLSNamed(certFile, keyFile, certName, keyName string) (*tls.Config, e
 
 // ClientTLS returns a TLS client configuration (TLS 1.2 or later) that
 // trusts exactly the CA certificates in caFile (PEM). A file without a
-// certificate is tls_config.
+// certificate is tls_config; so is one another user owns or group or
+// others may write (ReadCAFile).
 func ClientTLS(caFile string) (*tls.Config, error) {
 	return ClientTLSNamed(caFile, "CA file")
 }
@@ -50,7 +52,7 @@ func ClientTLS(caFile string) (*tls.Config, error) {
 // ClientTLSNamed is ClientTLS whose errors call the file name (the flag
 // that gave it, "--etcd-ca file"); no error holds what the file holds.
 func ClientTLSNamed(caFile, name string) (*tls.Config, error) {
-	data, err := ReadFile(caFile, maxPEMFile, name)
+	data, err := ReadCAFile(caFile, name, "tls_config")
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +61,23 @@ func ClientTLSNamed(caFile, name string) (*tls.Config, error) {
 		return nil, Failf("tls_config", "the %s holds no PEM certificate", name)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// ReadCAFile reads a CA file (PEM, at most 1 MiB) as ReadFile reads one
+// (a regular file or a pipe, links followed), once the file opened is
+// judged as a trust anchor (caWriters, on its fstat, before anything is
+// read): where mode bits are access rights (Unix) its owner must be this
+// process's effective user or root and no group or other write bit may
+// be set, as for the agent's config file (docs/SPEC-DECISIONS.md,
+// CLI-54, CLI-86). Whoever may write it chooses which servers a client
+// trusts, or which client certificates a server accepts. Such a file is
+// refused with the caller's error name (refused: tls_config, invalid_ca)
+// and a hint to chown or chmod go-w it; name calls the file in errors
+// ("--etcd-ca file"), never its path or what it holds.
+func ReadCAFile(path, name string, refused amp.ErrName) ([]byte, error) {
+	return readFileChecked(path, maxPEMFile, name, func(_ *os.File, st fs.FileInfo) error {
+		return caWriters(st, name, refused)
+	})
 }
 
 // readPEMFile reads a TLS file as ReadFile reads one (a regular file or a
