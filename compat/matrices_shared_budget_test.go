@@ -99,3 +99,49 @@ func TestMatricesOfManyHonestVersionsAreDecidedWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestACostlyCapabilitySortingFirstLeavesTheOthersTheirAllowance: the
+// matrices' budget was one pool spent in name order, each name's cell
+// allowance poured into it: a publisher's costly capability named to
+// sort first spent it all, and every honest capability after it came
+// out unknown (a read of COMPAT-23 measured 0 of 64 honest cells
+// decided). Each name now spends its own cells' allowance before the
+// shared pool: the honest name is decided whole.
+func TestACostlyCapabilitySortingFirstLeavesTheOthersTheirAllowance(t *testing.T) {
+	const maxBundleSteps = 100_000
+	costly := NewSource(manyPartsSchema(1000, oneProperty, ""))
+	honest := NewSource(memLoader{files: map[string][]byte{"s.json": []byte(`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}}}`)}})
+	var ps []Provided
+	for i := range 8 {
+		v, err := capability.ParseVersion(fmt.Sprintf("1.%d.0", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []struct {
+			name string
+			src  *Source
+		}{{"a.costly", costly}, {"z.honest", honest}} {
+			ps = append(ps, Provided{Src: p.src, Descriptor: capability.Descriptor{Name: p.name, Version: v,
+				InputSchema:  capability.SchemaRef{ArtifactKey: "s.json"},
+				OutputSchema: capability.SchemaRef{ArtifactKey: "s.json"}}})
+		}
+	}
+	ms := matrices(ps, maxBundleSteps)
+	if len(ms) != 2 || ms[1].Capability != "z.honest" {
+		t.Fatalf("got %d matrices, want a.costly then z.honest", len(ms))
+	}
+	costlyFull := 0
+	for _, c := range ms[0].Cells {
+		if c.Level == LevelFull {
+			costlyFull++
+		}
+	}
+	if costlyFull == len(ms[0].Cells) {
+		t.Fatal("every costly cell decided: the costly capability did not spend the pool, not a witness")
+	}
+	for _, c := range ms[1].Cells {
+		if c.Level != LevelFull {
+			t.Fatalf("honest cell %s × %s is %s: the capability sorting first left it nothing", c.Requester, c.Provider, c.Level)
+		}
+	}
+}

@@ -61,7 +61,7 @@ const CellAllowance = 32
 // ascending. The checks of all of them share one budget of comparisons:
 // MaxBundleSteps for each distinct Source among ps (a bundle's, or a
 // store bundle's), what deriving one bundle's claims may spend at import,
-// and CellAllowance for each cell;
+// and, for each name, CellAllowance for each of its cells, spent first;
 // once it is spent every cell still to check is unknown (too_complex),
 // never full, as under MatrixOf's maxSteps. Without it a bundle of a few
 // versions sharing one costly schema cost 2n² checks of up to a second
@@ -79,15 +79,17 @@ func matrices(ps []Provided, bundleSteps int) []Matrix {
 		byName[p.Descriptor.Name] = append(byName[p.Descriptor.Name], p)
 		srcs[p.Src] = true
 	}
-	cells := 0
-	for _, vs := range byName {
-		cells += len(vs) * len(vs)
-	}
-	budget := bundleSteps*max(len(srcs), 1) + CellAllowance*cells
+	// Each name spends its own cells' allowance first, then the shared
+	// pool: a costly capability sorting first cannot leave the names
+	// after it nothing (a read of COMPAT-23).
+	pool := bundleSteps * max(len(srcs), 1)
 	names := slices.Sorted(maps.Keys(byName))
 	out := make([]Matrix, 0, len(names))
 	for _, n := range names {
-		out = append(out, matrixOf(byName[n], &budget, nil, nil))
+		vs := byName[n]
+		budget := pool + CellAllowance*len(vs)*len(vs)
+		out = append(out, matrixOf(vs, &budget, nil, nil))
+		pool = min(pool, budget)
 	}
 	return out
 }

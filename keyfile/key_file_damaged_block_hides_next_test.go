@@ -121,4 +121,10 @@ func TestKeyFileWhoseDamagedBlockHidesTheNextIsRefused(t *testing.T) {
 	if got, err := ParsePublicKey(cat([]byte("the publisher's key\n"), trusted)); err != nil || !got.Equal(other.Public()) {
 		t.Fatalf("a public key file with text before its block: %x, %v", got, err)
 	}
+	// Text naming a boundary where pem.Decode starts none (mid-line, or
+	// with no space after it) is explanatory text too (a read of CLI-83).
+	note := []byte("copy from -----BEGIN PRIVATE KEY----- to its END line\n-----BEGINNING notes\n")
+	if keys, err := ParsePrivate(cat(note, edPEM, xPEM)); err != nil || !keys.Ed25519.Equal(ed) {
+		t.Fatalf("a file whose text names a boundary pem.Decode does not start: %v", err)
+	}
 }

@@ -418,15 +418,17 @@ func pemShape(data []byte) (plain, encrypted [][]byte, err error) {
 	return plain, encrypted, nil
 }
 
-// pemBegin starts every PEM encapsulation boundary (RFC 7468 §2).
-var pemBegin = []byte("-----BEGIN")
+// pemBegin starts a PEM encapsulation boundary where pem.Decode looks
+// for one: at the start of a line, then a space (RFC 7468 §2).
+const pemBegin = "-----BEGIN "
 
 // decodePEM is pem.Decode for a key file, which also reports a damaged
 // block: pem.Decode passes over a block it cannot read (a body that is
 // not base64, no END line or another label's) as if it were the
 // explanatory text RFC 7468 §2 allows before a block, and returns the
-// next good one. Text before the block it returns may hold no
-// "-----BEGIN" (damaged is true then): a key file whose first block is
+// next good one. Text before the block it returns may hold no line
+// that begins "-----BEGIN " as pem.Decode reads one (damaged is true
+// then): a key file whose first block is
 // damaged is refused, not read as the block after it
 // (docs/SPEC-DECISIONS.md, CLI-83). With no block, rest is data and
 // damaged is false.
@@ -436,7 +438,11 @@ func decodePEM(data []byte) (block *pem.Block, rest []byte, damaged bool) {
 		return nil, data, false
 	}
 	read := data[:len(data)-len(rest)]
-	return block, rest, bytes.Count(read, pemBegin) != 1
+	n := strings.Count(string(read), "\n"+pemBegin) // no copy: the conversion is only read
+	if bytes.HasPrefix(read, []byte(pemBegin)) {
+		n++
+	}
+	return block, rest, n != 1
 }
 
 // sealedShape reports whether der is one EncryptedPrivateKeyInfo with

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,5 +39,30 @@ func TestServeSpoolExportTempFilesLeftByACrashStayForever(t *testing.T) {
 	}
 	if n := len(globSpool(t, m)); n != 1 {
 		t.Fatalf("%d bundle files in the spool, want 1", n)
+	}
+}
+
+// TestExportTempsAreRemovedAtStartEvenWhenNoSnapshotIsStored: prune
+// runs only once a snapshot is stored, and a store past an index cap
+// never stores one (MIRROR-31 refuses each refresh at once), so a
+// mirror killed during an export and restarted over such a store kept
+// the temporary file (a read of MIRROR-30). New now removes them before
+// its first refresh: here that refresh fails, New returns its error, and
+// the file is gone.
+func TestExportTempsAreRemovedAtStartEvenWhenNoSnapshotIsStored(t *testing.T) {
+	spool := filepath.Join(t.TempDir(), "spool")
+	if err := os.MkdirAll(spool, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(spool, ".export-7654321.tmp")
+	if err := os.WriteFile(left, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(Options{SpoolDir: spool, Open: func() (Source, error) { return nil, errors.New("the store cannot be read") }})
+	if err == nil {
+		t.Fatal("New started over a store it cannot read: not a witness")
+	}
+	if _, err := os.Lstat(left); err == nil {
+		t.Fatalf("%s, a temporary export a killed mirror left, stays while no snapshot can be stored", filepath.Base(left))
 	}
 }
