@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 
 	"github.com/urfave/cli/v2"
 
@@ -92,7 +94,9 @@ still listed first, without --json). Opens the store read-only.`,
 	}
 }
 
-// auditJSON is an audit entry with its hashes in hex.
+// auditJSON is an audit entry with its hashes in hex: every key of
+// docs/FORMAT.md §20.1's table, spelt as there and absent when the entry
+// has none (docs/SPEC-DECISIONS.md CLI-87).
 type auditJSON struct {
 	Seq             uint64          `json:"seq"`
 	At              string          `json:"at"`
@@ -106,6 +110,11 @@ type auditJSON struct {
 	Key             string          `json:"key,omitempty"`
 	Scopes          []string        `json:"scopes,omitempty"`
 	Threshold       uint64          `json:"threshold,omitempty"`
+	RevokedKeys     []string        `json:"revoked_keys,omitempty"`
+	RevokedBundles  []string        `json:"revoked_bundles,omitempty"`
+	Sequence        uint64          `json:"sequence,omitempty"`
+	AddedKeys       []string        `json:"added_keys,omitempty"`
+	RetiredKeys     []string        `json:"retired_keys,omitempty"`
 	Actor           *resolver.Actor `json:"actor,omitempty"`
 	FileSHA256      string          `json:"file_sha256,omitempty"`
 	Verdict         string          `json:"verdict,omitempty"`
@@ -116,31 +125,38 @@ type auditJSON struct {
 func auditView(e resolver.AuditEntry) auditJSON {
 	return auditJSON{Seq: e.Seq, At: e.At, Action: e.Action, BundleID: e.BundleID, Version: e.Version,
 		PreviousVersion: e.PreviousVersion, Signers: e.Signers, ManifestSHA256: hex.EncodeToString(e.ManifestSHA256),
-		TrustName: e.TrustName, Key: e.Key, Scopes: e.Scopes, Threshold: e.Threshold, Actor: e.Actor,
-		FileSHA256: hex.EncodeToString(e.FileSHA256), Verdict: e.Verdict, Source: e.Source, Prev: hex.EncodeToString(e.Prev)}
+		TrustName: e.TrustName, Key: e.Key, Scopes: e.Scopes, Threshold: e.Threshold,
+		RevokedKeys: e.RevokedKeys, RevokedBundles: e.RevokedBundles, Sequence: e.Sequence, AddedKeys: e.AddedKeys, RetiredKeys: e.RetiredKeys,
+		Actor: e.Actor, FileSHA256: hex.EncodeToString(e.FileSHA256), Verdict: e.Verdict, Source: e.Source, Prev: hex.EncodeToString(e.Prev)}
+}
+
+// MaxAuditListed is the most items of one list of an audit entry (its
+// signers, scopes, keys added, retired or revoked, bundles revoked) that
+// the text output shows; the others are counted ("… and N more"). --json
+// carries them all (docs/SPEC-DECISIONS.md CLI-89).
+const MaxAuditListed = 8
+
+// auditList is the first MaxAuditListed of ss, each through
+// cliutil.Sanitize, comma-separated, and how many more there are.
+func auditList(ss []string) string {
+	if len(ss) <= MaxAuditListed {
+		return cliutil.SanitizeJoin(ss, ", ")
+	}
+	return cliutil.SanitizeJoin(ss[:MaxAuditListed], ", ") + fmt.Sprintf(", … and %d more", len(ss)-MaxAuditListed)
 }
 
 func printAudit(w io.Writer, e resolver.AuditEntry) {
 	// The entry is the store's text (a store may come from elsewhere, to be
 	// audited): each field is shown through cliutil.Sanitize on its own, so
-	// that a long one is cut alone and the verdict and actor always show.
-	q, qs := cliutil.Sanitize, func(ss []string) string { return cliutil.SanitizeJoin(ss, ", ") }
-	var what string
-	switch {
-	case e.Action == "trust_threshold":
-		what = fmt.Sprintf("%s threshold %d", qs(e.Scopes), e.Threshold)
-	case e.TrustName != "":
-		what = fmt.Sprintf("%s %s scopes %s", q(e.TrustName), q(e.Key), qs(e.Scopes))
-	case e.BundleID == "":
-		what = "file sha256 " + hex.EncodeToString(e.FileSHA256)
-	default:
-		what = fmt.Sprintf("%s version %d", q(e.BundleID), e.Version)
-		if e.PreviousVersion != 0 {
-			what += fmt.Sprintf(" (was %d)", e.PreviousVersion)
-		}
-		if len(e.Signers) > 0 {
-			what += " signed by " + qs(e.Signers)
-		}
+	// that a long one is cut alone and the verdict and actor always show,
+	// and each list is cut at MaxAuditListed items.
+	q := cliutil.Sanitize
+	what := auditSubject(e) + auditChanges(e)
+	if len(e.Signers) > 0 {
+		what += " signed by " + auditList(e.Signers)
+	}
+	if e.BundleID == "" && e.TrustName == "" && len(e.Scopes) > 0 && len(e.FileSHA256) > 0 {
+		what += " file sha256 " + hex.EncodeToString(e.FileSHA256) // the statement's
 	}
 	if e.Verdict != "" && e.Verdict != "accepted" {
 		what += " verdict " + q(e.Verdict)
@@ -150,4 +166,61 @@ func printAudit(w io.Writer, e resolver.AuditEntry) {
 	}
 	// The action column fits the longest action (import_unchanged).
 	fmt.Fprintf(w, "%4d  %s  %-16s  %s\n", e.Seq, q(e.At), q(e.Action), what)
+}
+
+// auditSubject is what an audit entry is about, for printAudit: the
+// scope of a threshold, freshness policy or statement, the trust entry,
+// the bundle, or else the file.
+func auditSubject(e resolver.AuditEntry) string {
+	q, qs := cliutil.Sanitize, auditList
+	switch {
+	case e.Action == "trust_threshold":
+		return fmt.Sprintf("%s threshold %d", qs(e.Scopes), e.Threshold)
+	case e.Action == "trust_freshness":
+		// docs/FORMAT.md §23: threshold is the most versions (2^64-1 for
+		// none), version the most age in seconds (absent for none).
+		versions, age := "none", "none"
+		if e.Threshold != math.MaxUint64 {
+			versions = strconv.FormatUint(e.Threshold, 10)
+		}
+		if e.Version != 0 {
+			age = strconv.FormatUint(e.Version, 10) + "s"
+		}
+		return fmt.Sprintf("%s max versions %s max age %s", qs(e.Scopes), versions, age)
+	case e.TrustName != "" && e.Key == "":
+		return q(e.TrustName) // fail_closed: the bundles follow
+	case e.TrustName != "":
+		return fmt.Sprintf("%s %s scopes %s", q(e.TrustName), q(e.Key), qs(e.Scopes))
+	case e.BundleID == "" && len(e.Scopes) > 0:
+		return "scope " + qs(e.Scopes) // revoke, rotate
+	case e.BundleID == "":
+		return "file sha256 " + hex.EncodeToString(e.FileSHA256)
+	}
+	what := fmt.Sprintf("%s version %d", q(e.BundleID), e.Version)
+	if e.PreviousVersion != 0 {
+		what += fmt.Sprintf(" (was %d)", e.PreviousVersion)
+	}
+	return what
+}
+
+// auditChanges is what a revocation or a trust statement changed, for
+// printAudit: its number, the keys it added, retired and revoked, the
+// threshold it set, the bundle versions it revoked or failed closed.
+func auditChanges(e resolver.AuditEntry) string {
+	var what string
+	if e.Sequence != 0 {
+		what += fmt.Sprintf(" sequence %d", e.Sequence)
+	}
+	for _, l := range []struct {
+		name string
+		keys []string
+	}{{"added", e.AddedKeys}, {"retired", e.RetiredKeys}, {"revoked keys", e.RevokedKeys}, {"revoked bundles", e.RevokedBundles}} {
+		if len(l.keys) > 0 {
+			what += " " + l.name + " " + auditList(l.keys)
+		}
+	}
+	if e.Threshold != 0 && e.Action != "trust_threshold" && e.Action != "trust_freshness" {
+		what += fmt.Sprintf(" threshold %d", e.Threshold)
+	}
+	return what
 }
