@@ -395,6 +395,8 @@ type Agent struct {
 	spool *spool
 	// results is the largest result of each capability (result_limit.go).
 	results resultLimits
+	// bridges keeps the parsed bridges of the store generation (compat.go).
+	bridges bridgeCache
 	// cpu holds a slot per goroutine computing in Handle (see idle),
 	// handed out round robin by the transport's peer (admission.Fair).
 	cpu *admission.Fair

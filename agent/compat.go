@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"sync"
+	"sync/atomic"
+
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/compat"
@@ -151,12 +154,26 @@ type artifactResolver interface {
 	Resolve(ref capability.SchemaRef) ([]byte, error)
 }
 
-// loadBridge returns the verified, parsed bridge of d, or a 5002 (logged):
-// the bytes are hash-checked by the registry before they are parsed.
+// loadBridge returns the verified, parsed bridge of d, or a 5002 (logged).
+// The registry hash-checks the stored bytes at every call, before any use
+// (Resolve: one hash of at most compat.MaxBridgeSize bytes, and the
+// bundle's revocation, staleness and expiry, which the clock moves without
+// the generation); only the parse is kept, per store generation
+// (bridgeCache): a signed bridge within compat.MaxBridgeSize can take
+// milliseconds of CPU to parse, which a caller would otherwise have the
+// agent spend at every bridged invocation (docs/SPEC-DECISIONS.md
+// AGENT-51).
 func (a *Agent) loadBridge(d capability.Descriptor) (*compat.Bridge, error) {
 	r, ok := a.reg.(artifactResolver)
 	if !ok || d.Bridge == nil {
 		a.log.Error("bridge unavailable", "capability", d.ID().String(), "err", "the registry cannot resolve bridge artifacts")
+		return nil, unavailable()
+	}
+	// The generation is read before the bytes: a parse kept under it is
+	// of bytes no older than it.
+	cat, err := a.reg.Catalog()
+	if err != nil {
+		a.log.Error("bridge unavailable", "capability", d.ID().String(), "err", err)
 		return nil, unavailable()
 	}
 	data, err := r.Resolve(*d.Bridge)
@@ -164,10 +181,90 @@ func (a *Agent) loadBridge(d capability.Descriptor) (*compat.Bridge, error) {
 		a.log.Error("bridge unavailable", "capability", d.ID().String(), "err", err)
 		return nil, unavailable()
 	}
+	// The bytes match the reference's hash, so the parse kept under that
+	// hash is theirs.
+	k := bridgeKey{bundle: d.Bridge.BundleID, key: d.Bridge.ArtifactKey, alg: d.Bridge.HashAlg, hash: string(d.Bridge.Hash)}
+	if b := a.bridges.get(cat.Generation, k); b != nil {
+		return b, nil
+	}
+	a.bridges.parses.Add(1)
 	b, err := compat.ParseBridge(data)
 	if err != nil {
 		a.log.Error("bridge unusable", "capability", d.ID().String(), "err", err)
 		return nil, unavailable()
 	}
+	a.bridges.put(cat.Generation, k, b, len(data))
 	return b, nil
+}
+
+// Bounds of the parsed bridges an agent keeps (bridgeCache). A parse
+// holds up to about 24 times the bytes it read (64 KiB of empty objects
+// as default values: 1.5 MB), so the bytes bound keeps a few MB at most:
+// four of the largest bridges (compat.MaxBridgeSize), or all 256 honest
+// ones of a few hundred bytes.
+const (
+	maxKeptBridges     = 256
+	maxKeptBridgeBytes = 4 * compat.MaxBridgeSize
+)
+
+// bridgeKey names a bridge artifact by its reference: where it is stored
+// and the hash its bytes were checked against.
+type bridgeKey struct{ bundle, key, alg, hash string }
+
+type keptBridge struct {
+	b    *compat.Bridge
+	size int // the bytes it was parsed from
+}
+
+// bridgeCache keeps the bridges an agent parsed at one store generation,
+// at most maxKeptBridges of them parsed from at most maxKeptBridgeBytes
+// in all; a bridge past either bound evicts others. Another generation
+// empties it. A kept bridge is only read (Bridge.ApplyInput and
+// ApplyOutput copy what they insert), so invocations share it. The zero
+// value is ready to use.
+type bridgeCache struct {
+	mu      sync.Mutex
+	gen     uint64
+	entries map[bridgeKey]keptBridge
+	bytes   int
+	// parses counts the compat.ParseBridge calls of loadBridge.
+	parses atomic.Uint64
+}
+
+// get returns the bridge kept under k at generation gen, or nil.
+func (c *bridgeCache) get(gen uint64, k bridgeKey) *compat.Bridge {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return nil
+	}
+	return c.entries[k].b
+}
+
+// put keeps b, parsed from size bytes, under k at generation gen. A
+// generation other than the kept one's first empties the cache; then
+// entries are evicted, in Go's map order (none a caller can choose),
+// until b fits the bounds.
+func (c *bridgeCache) put(gen uint64, k bridgeKey, b *compat.Bridge, size int) {
+	if size > maxKeptBridgeBytes {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen || c.entries == nil {
+		c.gen, c.entries, c.bytes = gen, map[bridgeKey]keptBridge{}, 0
+	}
+	if old, ok := c.entries[k]; ok {
+		delete(c.entries, k)
+		c.bytes -= old.size
+	}
+	for victim, e := range c.entries {
+		if len(c.entries) < maxKeptBridges && c.bytes+size <= maxKeptBridgeBytes {
+			break
+		}
+		delete(c.entries, victim)
+		c.bytes -= e.size
+	}
+	c.entries[k] = keptBridge{b: b, size: size}
+	c.bytes += size
 }
