@@ -68,6 +68,11 @@ func TestOCIImportWhoseCarriedListingStallsEndsAtItsTimeout(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("import: exit %d; want 0 (the import stands)\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// The server sees the client's end of a held request a moment after
+	// the command returned: wait for it, bounded.
+	for end := time.Now().Add(10 * time.Second); held.Load() > 0 && cancelled.Load() != held.Load() && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if held.Load() == 0 || cancelled.Load() != held.Load() {
 		t.Fatalf("the registry held %d referrers requests, %d ended by the client; want every held one ended by the command's --timeout", held.Load(), cancelled.Load())
 	}
