@@ -73,31 +73,44 @@ func TestHandlerProgramEnvRunsThroughAnotherUsersInterpreterIsRefused(t *testing
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()
 			cmd, path := tc.setup(t, base)
-			cfgFile := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.p:1.0.0": map[string]any{"command": cmd, "env": map[string]string{"PATH": path}}}})
-			_, err := serveConfigOf(t, "--config", cfgFile)
-			switch {
-			case tc.why == "" && err != nil:
-				t.Fatalf("a script whose files env may run are only root's or the agent's user's is refused: %v", err)
-			case tc.why != "" && (amp.NameOf(err) != "handler_program_missing" || !strings.Contains(err.Error(), tc.why)):
-				t.Fatalf("serve starts with a script env may run through another user's file: %v (want %q)", err, tc.why)
-			}
-			cfg, err := serveConfigOf(t, "--config", cfgFile, "--allow-missing-handlers")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.plant != "" {
-				writeExec(t, filepath.Join(base, tc.plant), attackerScript, 0o755)
-			}
-			out, err := runProgram("org.example.p:1.0.0", cfg.Handlers["org.example.p:1.0.0"], slog.New(slog.DiscardHandler), nil)(context.Background(), map[string]any{})
-			switch {
-			case tc.why == "" && (err != nil || !strings.Contains(fmt.Sprint(out), "ran:true")):
-				t.Fatalf("the script did not run: %v %v", out, err)
-			case tc.why != "" && err == nil:
-				t.Fatalf("another user's file ran as the agent's user: %v", out)
-			case tc.why != "" && amp.NameOf(err) != "handler_failed":
-				t.Fatalf("the refused script's call: %v, want handler_failed", err)
-			}
+			judgeEnvHandler(t, base, cmd, path, tc.why, tc.plant, true)
 		})
+	}
+}
+
+// judgeEnvHandler loads a handler of command cmd and PATH path: it must
+// be refused (handler_program_missing, naming why) or, with why empty,
+// accepted; then, with run, loaded past the check, plant (a file
+// another user puts under base after the load) written, its call must
+// fail (handler_failed, nothing run) or answer the program's {"ran":true}.
+func judgeEnvHandler(t *testing.T, base string, cmd []string, path, why, plant string, run bool) {
+	t.Helper()
+	cfgFile := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.p:1.0.0": map[string]any{"command": cmd, "env": map[string]string{"PATH": path}}}})
+	_, err := serveConfigOf(t, "--config", cfgFile)
+	switch {
+	case why == "" && err != nil:
+		t.Fatalf("a handler env runs only root's or the agent's user's files for is refused: %v", err)
+	case why != "" && (amp.NameOf(err) != "handler_program_missing" || !strings.Contains(err.Error(), why)):
+		t.Fatalf("serve starts with a handler env may run another user's file for: %v (want %q)", err, why)
+	}
+	cfg, err := serveConfigOf(t, "--config", cfgFile, "--allow-missing-handlers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plant != "" {
+		writeExec(t, filepath.Join(base, plant), attackerScript, 0o755)
+	}
+	if !run {
+		return
+	}
+	out, err := runProgram("org.example.p:1.0.0", cfg.Handlers["org.example.p:1.0.0"], slog.New(slog.DiscardHandler), nil)(context.Background(), map[string]any{})
+	switch {
+	case why == "" && (err != nil || !strings.Contains(fmt.Sprint(out), "ran:true")):
+		t.Fatalf("the program env runs did not run: %v %v", out, err)
+	case why != "" && err == nil:
+		t.Fatalf("another user's file ran as the agent's user: %v", out)
+	case why != "" && amp.NameOf(err) != "handler_failed":
+		t.Fatalf("the refused handler's call: %v, want handler_failed", err)
 	}
 }
 

@@ -116,33 +116,9 @@ func TestHandlerCommandThatIsEnvRunningAnotherUsersProgramIsRefused(t *testing.T
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()
 			cmd, path := tc.setup(t, base)
-			cfgFile := writeConfig(t, map[string]any{"handlers": map[string]any{"org.example.p:1.0.0": map[string]any{"command": cmd, "env": map[string]string{"PATH": path}}}})
-			_, err := serveConfigOf(t, "--config", cfgFile)
-			switch {
-			case tc.why == "" && err != nil:
-				t.Fatalf("env running a program only root or the agent's user may write is refused: %v", err)
-			case tc.why != "" && (amp.NameOf(err) != "handler_program_missing" || !strings.Contains(err.Error(), tc.why)):
-				t.Fatalf("serve starts with env running a program it did not judge: %v (want %q)", err, tc.why)
-			}
-			cfg, err := serveConfigOf(t, "--config", cfgFile, "--allow-missing-handlers")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.plant != "" {
-				writeExec(t, filepath.Join(base, tc.plant), attackerScript, 0o755)
-			}
-			if len(cmd) < 2 || strings.Contains(cmd[len(cmd)-1], "=") {
-				return // env prints its environment: no program, no JSON answer
-			}
-			out, err := runProgram("org.example.p:1.0.0", cfg.Handlers["org.example.p:1.0.0"], slog.New(slog.DiscardHandler), nil)(context.Background(), map[string]any{})
-			switch {
-			case tc.why == "" && (err != nil || !strings.Contains(fmt.Sprint(out), "ran:true")):
-				t.Fatalf("the program env runs did not run: %v %v", out, err)
-			case tc.why != "" && err == nil:
-				t.Fatalf("env ran a program the agent did not judge: %v", out)
-			case tc.why != "" && amp.NameOf(err) != "handler_failed":
-				t.Fatalf("the refused handler's call: %v, want handler_failed", err)
-			}
+			// env with no program prints its environment: nothing to run.
+			run := len(cmd) >= 2 && !strings.Contains(cmd[len(cmd)-1], "=")
+			judgeEnvHandler(t, base, cmd, path, tc.why, tc.plant, run)
 		})
 	}
 }
