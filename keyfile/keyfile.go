@@ -438,7 +438,7 @@ func decodePEM(data []byte) (block *pem.Block, rest []byte, damaged bool) {
 		return nil, data, false
 	}
 	read := data[:len(data)-len(rest)]
-	n := strings.Count(string(read), "\n"+pemBegin) // no copy: the conversion is only read
+	n := bytes.Count(read, []byte("\n"+pemBegin)) // read holds key text: never copied to a string
 	if bytes.HasPrefix(read, []byte(pemBegin)) {
 		n++
 	}
