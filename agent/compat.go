@@ -154,7 +154,8 @@ type artifactResolver interface {
 	Resolve(ref capability.SchemaRef) ([]byte, error)
 }
 
-// loadBridge returns the verified, parsed bridge of d, or a 5002 (logged).
+// loadBridge returns the verified, parsed bridge of d, or a 5002 (logged);
+// gen is the generation of the catalog the invocation found d in.
 // The registry hash-checks the stored bytes at every call, before any use
 // (Resolve: one hash of at most compat.MaxBridgeSize bytes, and the
 // bundle's revocation, staleness and expiry, which the clock moves without
@@ -163,19 +164,15 @@ type artifactResolver interface {
 // milliseconds of CPU to parse, which a caller would otherwise have the
 // agent spend at every bridged invocation (docs/SPEC-DECISIONS.md
 // AGENT-51).
-func (a *Agent) loadBridge(d capability.Descriptor) (*compat.Bridge, error) {
+func (a *Agent) loadBridge(d capability.Descriptor, gen uint64) (*compat.Bridge, error) {
 	r, ok := a.reg.(artifactResolver)
 	if !ok || d.Bridge == nil {
 		a.log.Error("bridge unavailable", "capability", d.ID().String(), "err", "the registry cannot resolve bridge artifacts")
 		return nil, unavailable()
 	}
-	// The generation is read before the bytes: a parse kept under it is
-	// of bytes no older than it.
-	cat, err := a.reg.Catalog()
-	if err != nil {
-		a.log.Error("bridge unavailable", "capability", d.ID().String(), "err", err)
-		return nil, unavailable()
-	}
+	// gen, the invocation's catalog's, was read before the bytes: a parse
+	// kept under it is of bytes no older than it (no second catalog read,
+	// which through an admin socket is the whole catalog).
 	data, err := r.Resolve(*d.Bridge)
 	if err != nil {
 		a.log.Error("bridge unavailable", "capability", d.ID().String(), "err", err)
@@ -184,7 +181,7 @@ func (a *Agent) loadBridge(d capability.Descriptor) (*compat.Bridge, error) {
 	// The bytes match the reference's hash, so the parse kept under that
 	// hash is theirs.
 	k := bridgeKey{bundle: d.Bridge.BundleID, key: d.Bridge.ArtifactKey, alg: d.Bridge.HashAlg, hash: string(d.Bridge.Hash)}
-	if b := a.bridges.get(cat.Generation, k); b != nil {
+	if b := a.bridges.get(gen, k); b != nil {
 		return b, nil
 	}
 	a.bridges.parses.Add(1)
@@ -193,7 +190,7 @@ func (a *Agent) loadBridge(d capability.Descriptor) (*compat.Bridge, error) {
 		a.log.Error("bridge unusable", "capability", d.ID().String(), "err", err)
 		return nil, unavailable()
 	}
-	a.bridges.put(cat.Generation, k, b, len(data))
+	a.bridges.put(gen, k, b, len(data))
 	return b, nil
 }
 

@@ -85,6 +85,9 @@ type invokeTarget struct {
 	// when another version serves it in place (nil otherwise, or when the
 	// registry has no descriptor of that version).
 	askedOut *capability.SchemaRef
+	// gen is the generation of the catalog the target was found in, read
+	// before any artifact of it (loadBridge keeps its parse under it).
+	gen uint64
 }
 
 // invokeTarget runs steps 3 to 5 of invoke for an authorized caller: the
@@ -139,7 +142,7 @@ func (a *Agent) invokeTarget(ctx context.Context, cat *resolver.Catalog, caller 
 		a.log.Error("capability configured but not in the registry", "capability", id.String())
 		return invokeTarget{}, unavailable()
 	}
-	tg := invokeTarget{id: id, asked: asked, entry: entry}
+	tg := invokeTarget{id: id, asked: asked, entry: entry, gen: cat.Generation}
 	if asked != id.Version {
 		if e, ok := cat.Lookup(capability.ID{Name: name, Version: asked}); ok {
 			tg.askedOut = &e.Descriptor.OutputSchema
@@ -184,7 +187,7 @@ func (a *Agent) invokeInput(tg invokeTarget, caller string, inv capability.Invok
 	var bridge *compat.Bridge
 	var callerOut SchemaValidator
 	if desc.Policy == capability.PolicyBridge && id.Version != tg.asked {
-		if bridge, err = a.loadBridge(desc); err != nil {
+		if bridge, err = a.loadBridge(desc, tg.gen); err != nil {
 			return invokeInput{}, err
 		}
 		if callerOut, err = a.callerOutput(tg); err != nil {
