@@ -112,14 +112,22 @@ func TestRemovingABundleCostsWhatItHoldsNotTheStore(t *testing.T) {
 		{"aliases", holding{caps: 1, aliases: per}},
 		{"did documents", holding{caps: 1, dids: per}},
 	}
+	// Each op runs three times on one store (a remove is followed by an
+	// unmeasured import of a newer version, a replace imports a newer
+	// version each time) and the least it allocated counts: what other
+	// goroutines of the test binary allocate meanwhile only adds.
 	ops := []struct {
 		name string
-		do   func(t *testing.T, s *Store) error
+		do   func(t *testing.T, s *Store, v uint64) uint64
 	}{
-		{"remove", func(t *testing.T, s *Store) error { _, err := s.Remove(gone); return err }},
-		{"replace", func(t *testing.T, s *Store) error {
-			_, err := importBytes(t, s, holdingBundle(t, gone, 2, small), ImportOptions{})
-			return err
+		{"remove", func(t *testing.T, s *Store, v uint64) uint64 {
+			n := allocatedBy(t, func() error { _, err := s.Remove(gone); return err })
+			mustImport(t, s, holdingBundle(t, gone, v, small))
+			return n
+		}},
+		{"replace", func(t *testing.T, s *Store, v uint64) uint64 {
+			b := holdingBundle(t, gone, v, small)
+			return allocatedBy(t, func() error { _, err := importBytes(t, s, b, ImportOptions{}); return err })
 		}},
 	}
 	for _, k := range kinds {
@@ -132,10 +140,19 @@ func TestRemovingABundleCostsWhatItHoldsNotTheStore(t *testing.T) {
 						mustImport(t, s, holdingBundle(t, fmt.Sprintf("org.example.rest%03d", i), 1, k.rest))
 					}
 					mustImport(t, s, holdingBundle(t, gone, 1, small))
-					cost[n] = allocatedBy(t, func() error { return op.do(t, s) })
+					for v := uint64(2); v <= 4; v++ {
+						if c := op.do(t, s, v); cost[n] == 0 || c < cost[n] {
+							cost[n] = c
+						}
+					}
 				}
 				more := int64(cost[1600]) - int64(cost[400])
-				if each := more / 1200; each > 40 {
+				// The fault cost 100 (a DID entry) to 520 bytes per record;
+				// bbolt's own page work at commit (the path to each touched
+				// leaf, a split or merge, a remap of the grown file) has
+				// cost up to 50 per record in one replace of a race-detector
+				// run, so the bound is 64.
+				if each := more / 1200; each > 64 {
 					t.Fatalf("%s of a bundle of 3 capabilities among 1,600 other %s allocated %d bytes, among 400 %d: %d bytes more for each record it does not hold",
 						op.name, k.name, cost[1600], cost[400], each)
 				}
