@@ -14,6 +14,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/capability"
+	"github.com/ampbundle/ampbundle/internal/testalloc"
 )
 
 // didDoc is a minimal DID document of did:web:<host>.example.org (a host
@@ -102,6 +103,11 @@ func allocatedBy(t *testing.T, f func() error) uint64 {
 // store. The rest of the store now adds next to nothing (SCALE-22); the
 // store stays sound (newStore checks it).
 func TestRemovingABundleCostsWhatItHoldsNotTheStore(t *testing.T) {
+	if testalloc.Race {
+		// A replace allocated up to 50 bytes more per record among
+		// 1,600 than among 400 under the race detector (CI, 5 December).
+		t.Skip("allocation bounds are not judged under the race detector")
+	}
 	const gone, per = "org.example.gone", 50 // the rest: bundles of per records
 	small := holding{caps: 3, aliases: 1, dids: 1}
 	kinds := []struct {
@@ -147,12 +153,7 @@ func TestRemovingABundleCostsWhatItHoldsNotTheStore(t *testing.T) {
 					}
 				}
 				more := int64(cost[1600]) - int64(cost[400])
-				// The fault cost 100 (a DID entry) to 520 bytes per record;
-				// bbolt's own page work at commit (the path to each touched
-				// leaf, a split or merge, a remap of the grown file) has
-				// cost up to 50 per record in one replace of a race-detector
-				// run, so the bound is 64.
-				if each := more / 1200; each > 64 {
+				if each := more / 1200; each > 40 {
 					t.Fatalf("%s of a bundle of 3 capabilities among 1,600 other %s allocated %d bytes, among 400 %d: %d bytes more for each record it does not hold",
 						op.name, k.name, cost[1600], cost[400], each)
 				}
