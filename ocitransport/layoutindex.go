@@ -580,8 +580,16 @@ func (l *layoutStore) Tag(ctx context.Context, desc ocispec.Descriptor, referenc
 
 // retag is index with desc tagged reference: the entry of the tag
 // replaces any other entry of the tag and the untagged entry of desc.
+// index (the caller's, decoded for this write) is filtered in place,
+// its entries not copied to a second list, and read once, then once more
+// only when the tag named entries before: looking each of those up among
+// the entries kept cost a scan of the index apiece, some 50 million
+// digest comparisons for one write to an index of 10,000 entries of one
+// tag (docs/SPEC-DECISIONS.md OCI-43). The entries and their order are
+// oras-go's, as before.
 func retag(index []ocispec.Descriptor, desc ocispec.Descriptor, reference string) []ocispec.Descriptor {
-	var kept, moved []ocispec.Descriptor
+	var moved []ocispec.Descriptor
+	kept := index[:0]
 	for _, d := range index {
 		ref, tagged := d.Annotations[ocispec.AnnotationRefName]
 		switch {
@@ -592,11 +600,23 @@ func retag(index []ocispec.Descriptor, desc ocispec.Descriptor, reference string
 			kept = append(kept, d)
 		}
 	}
-	// A manifest the tag named before stays listed, untagged, as oras-go
-	// keeps it.
-	for _, d := range moved {
-		if d.Digest != desc.Digest && !listed(kept, d) {
-			kept = append(kept, ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size, ArtifactType: d.ArtifactType})
+	// A manifest the tag named before stays listed, untagged, once, as
+	// oras-go keeps it: has says which of those digests is listed already.
+	if len(moved) > 0 {
+		has := make(map[digest.Digest]bool, len(moved))
+		for _, d := range moved {
+			has[d.Digest] = d.Digest == desc.Digest
+		}
+		for _, d := range kept {
+			if _, ok := has[d.Digest]; ok {
+				has[d.Digest] = true
+			}
+		}
+		for _, d := range moved {
+			if !has[d.Digest] {
+				has[d.Digest] = true
+				kept = append(kept, ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size, ArtifactType: d.ArtifactType})
+			}
 		}
 	}
 	entry := desc
