@@ -15,7 +15,8 @@ type CosignOptions struct {
 	// Now is the clock: an expired bundle is not signed. Required.
 	Now func() time.Time
 	// MaxManifestSize and MaxArtifactSize are the reader caps
-	// (FORMAT.md §6); zero means the defaults.
+	// (FORMAT.md §6); zero means the defaults. A MaxManifestSize over
+	// the default is refused, as ReaderOptions' is.
 	MaxManifestSize int64
 	MaxArtifactSize int64
 }
@@ -92,7 +93,10 @@ func Cosign(w io.Writer, r io.ReadSeeker, key ed25519.PrivateKey, opts CosignOpt
 	if err := checkSigningKey(key); err != nil {
 		return nil, err // before the bundle is read (BUNDLE-25)
 	}
-	limit.Default(&opts.MaxManifestSize, DefaultMaxManifestSize)
+	var err error
+	if opts.MaxManifestSize, err = manifestCap(opts.MaxManifestSize, "CosignOptions.MaxManifestSize"); err != nil {
+		return nil, err
+	}
 	limit.Default(&opts.MaxArtifactSize, DefaultMaxArtifactSize)
 	start, err := r.Seek(0, io.SeekCurrent)
 	if err != nil {

@@ -3,8 +3,6 @@ package bundle
 import (
 	"bufio"
 	"io"
-
-	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
 // Inspection is what can be said of a bundle without trusting anyone: its
@@ -22,8 +20,13 @@ type Inspection struct {
 
 // Inspect reads the signed manifest of the bundle in r without verifying
 // any signature, and checks the manifest's own rules. It reads no artifact.
+// maxManifestSize caps the signed manifest as ReaderOptions.MaxManifestSize
+// does: 0 is the default, more than the default is refused.
 func Inspect(r io.Reader, maxManifestSize int64) (*Inspection, error) {
-	limit.Default(&maxManifestSize, DefaultMaxManifestSize)
+	maxManifestSize, err := manifestCap(maxManifestSize, "Inspect's maxManifestSize")
+	if err != nil {
+		return nil, err
+	}
 	br := bufio.NewReaderSize(r, readBufferSize)
 	item, err := readItem(br, maxManifestSize)
 	if err != nil {

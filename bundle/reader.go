@@ -11,6 +11,25 @@ import (
 	"github.com/ampbundle/ampbundle/internal/limit"
 )
 
+// manifestCap is a reader's cap on the signed manifest item from the
+// value the caller set for the option name (named in the refusal):
+// DefaultMaxManifestSize when 0 or less, and refused above it
+// (limit_exceeded, before anything is read). Nothing else of this project takes a larger item: a store
+// imports under the default cap, Identify reads at most that (split, and
+// the parts reader's check that its index names the bundle the parts
+// carry, which passed a head over it on to the bundle reader: under a
+// raised cap, an index of another bundle went unchecked), a co-signer
+// writes at most that, so a raised cap only read as genuine what the
+// rest then refused or did not check (docs/SPEC-DECISIONS.md BUNDLE-33,
+// amending BUNDLE-28).
+func manifestCap(value int64, name string) (int64, error) {
+	if value > DefaultMaxManifestSize {
+		return 0, fail(ErrTooLarge, "%s is %d: a signed manifest is at most %d bytes, the most a store, a split and a co-signer take; a reader may lower the cap, never raise it", name, value, DefaultMaxManifestSize)
+	}
+	limit.Default(&value, DefaultMaxManifestSize)
+	return value, nil
+}
+
 // Reader defaults (FORMAT.md §6).
 const (
 	DefaultMaxManifestSize = 16 << 20  // bytes of the signed manifest item
@@ -24,7 +43,9 @@ type ReaderOptions struct {
 	Policy *Policy
 	// Now is the clock for expiry. Required.
 	Now func() time.Time
-	// MaxManifestSize caps the signed manifest item. Default 16 MiB.
+	// MaxManifestSize caps the signed manifest item. Default (0) and
+	// most: DefaultMaxManifestSize, 16 MiB; a larger value is refused,
+	// limit_exceeded (docs/SPEC-DECISIONS.md BUNDLE-33).
 	MaxManifestSize int64
 	// MaxArtifactSize caps one artifact, and so the memory Next needs.
 	// Default 256 MiB.
@@ -75,7 +96,10 @@ func NewReader(r io.Reader, opts ReaderOptions) (*Reader, error) {
 	if opts.Policy == nil || opts.Now == nil {
 		return nil, fail(ErrIO, "bundle reader needs a trust policy and a clock")
 	}
-	limit.Default(&opts.MaxManifestSize, DefaultMaxManifestSize)
+	var err error
+	if opts.MaxManifestSize, err = manifestCap(opts.MaxManifestSize, "ReaderOptions.MaxManifestSize"); err != nil {
+		return nil, err
+	}
 	limit.Default(&opts.MaxArtifactSize, DefaultMaxArtifactSize)
 	rd := &Reader{br: bufio.NewReaderSize(r, readBufferSize), opts: opts}
 	item, err := readItem(rd.br, opts.MaxManifestSize)
