@@ -418,20 +418,43 @@ func (s *Server) build(src Source, old *snapshot) (*snapshot, []resolver.Bundle,
 }
 
 // servedKey names the bundles of bs a snapshot taken at now would serve
-// (buildFrom): those that do not fail closed in the store nor have
-// expired by now, each by its bundleKey.
+// (servedAt, the rule buildFrom serves by), each by its bundleKey.
 func servedKey(bs []resolver.Bundle, now time.Time) string {
 	h := sha256.New()
 	for _, b := range bs {
-		if b.FailsClosed() != "" {
-			continue
+		if _, why := servedAt(b, now); why == "" {
+			h.Write([]byte(bundleKey(b) + "\xff"))
 		}
-		if exp, err := time.Parse(time.RFC3339, b.ExpiresAt); b.ExpiresAt != "" && (err != nil || !now.Before(exp)) {
-			continue
-		}
-		h.Write([]byte(bundleKey(b) + "\xff"))
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// whyUnreadableExpiry is servedAt's reason for a bundle whose expires_at
+// the mirror cannot read.
+const whyUnreadableExpiry = "unreadable expiry"
+
+// servedAt is the one rule of which bundles a snapshot taken at now
+// serves (buildFrom, its cap on bundles, and servedKey): only what the
+// store would use is served, so it returns why b is left out: the reason
+// it fails closed in the store (revoked, stale, expired), "expired" when
+// it has expired by the mirror's clock (which each request checks too),
+// or whyUnreadableExpiry; "" when b is served, with its expiry (zero:
+// none) (docs/SPEC-DECISIONS.md MIRROR-33).
+func servedAt(b resolver.Bundle, now time.Time) (exp time.Time, why string) {
+	if reason := b.FailsClosed(); reason != "" {
+		return time.Time{}, reason
+	}
+	if b.ExpiresAt == "" {
+		return time.Time{}, ""
+	}
+	exp, err := time.Parse(time.RFC3339, b.ExpiresAt)
+	switch {
+	case err != nil:
+		return time.Time{}, whyUnreadableExpiry
+	case !now.Before(exp):
+		return time.Time{}, "expired"
+	}
+	return exp, ""
 }
 
 // buildFrom is build once the store's bundles bs are read.
@@ -442,7 +465,7 @@ func (s *Server) buildFrom(src Source, old *snapshot, bs []resolver.Bundle) (*sn
 	ix := Index{Format: IndexFormat, Generation: snap.gen, Bundles: []IndexEntry{}, Capabilities: []IndexCap{}}
 	served := 0
 	for _, b := range bs {
-		if b.FailsClosed() == "" {
+		if _, why := servedAt(b, now); why == "" {
 			served++
 		}
 	}
@@ -450,22 +473,15 @@ func (s *Server) buildFrom(src Source, old *snapshot, bs []resolver.Bundle) (*sn
 		return nil, overCap(MaxIndexBundles, "bundles")
 	}
 	for _, b := range bs {
-		// Only what the store would use is served: a bundle that fails
-		// closed there (revoked, stale, expired) is not distributed further.
-		if reason := b.FailsClosed(); reason != "" {
-			s.log.Info("bundle left out of the mirror: it fails closed in the store", "bundle_id", b.BundleID, "reason", reason)
+		exp, why := servedAt(b, now)
+		switch why {
+		case "":
+		case whyUnreadableExpiry:
+			s.log.Warn("bundle left out of the mirror: unreadable expiry", "bundle_id", b.BundleID)
 			continue
-		}
-		var exp time.Time
-		if b.ExpiresAt != "" {
-			if exp, err = time.Parse(time.RFC3339, b.ExpiresAt); err != nil {
-				s.log.Warn("bundle left out of the mirror: unreadable expiry", "bundle_id", b.BundleID)
-				continue
-			}
-			if !now.Before(exp) { // by the mirror's clock, which each request checks too
-				s.log.Info("bundle left out of the mirror: it fails closed in the store", "bundle_id", b.BundleID, "reason", "expired")
-				continue
-			}
+		default:
+			s.log.Info("bundle left out of the mirror: it fails closed in the store", "bundle_id", b.BundleID, "reason", why)
+			continue
 		}
 		key := bundleKey(b)
 		var bf *bundleFile

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -60,6 +61,10 @@ func (s *Syncer) lockSpool(dir string) (unlock func(), err error) {
 	unlockFile, busy, err := lockSpool(dir, s.hooks.lockFile)
 	if err != nil || busy {
 		release()
+		var named *amp.Error
+		if errors.As(err, &named) {
+			return nil, err // it says what is wrong and what to do (removeNotAFile)
+		}
 		if err != nil {
 			return nil, amp.Named(0, resolver.ErrStoreIO, "cannot lock the sync spool folder").WithCause(err)
 		}

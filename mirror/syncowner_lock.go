@@ -4,9 +4,13 @@ package mirror
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/resolver"
 )
 
 // lockSpool takes the spool folder's lock for one sync (an exclusive
@@ -23,7 +27,9 @@ import (
 // whoever may write the spool folder can have put there, is no lock of a
 // sync: it is removed and made again, so that a user who holds a lock on
 // it keeps no sync out (docs/SPEC-DECISIONS.md MIRROR-18, MIRROR-21,
-// MIRROR-23). Syncer.lockSpool holds the folder within the process first
+// MIRROR-23). A name there that is no file the open could take (a
+// folder, a link, a socket) is removed first (removeNotAFile,
+// MIRROR-32). Syncer.lockSpool holds the folder within the process first
 // (MIRROR-24).
 func lockSpool(dir string, lock func(*os.File) (bool, error)) (unlock func(), busy bool, err error) {
 	if lock == nil {
@@ -32,6 +38,13 @@ func lockSpool(dir string, lock func(*os.File) (bool, error)) (unlock func(), bu
 	p := filepath.Join(dir, spoolLockName)
 	foreign := false
 	for try := 0; try < 3; try++ {
+		if removed, err := removeNotAFile(p); err != nil || removed {
+			if err != nil {
+				return nil, false, err
+			}
+			foreign = true
+			continue
+		}
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|openNoFollow|openNonBlock, 0o600)
 		if err != nil {
 			return nil, false, err
@@ -68,6 +81,32 @@ func lockSpool(dir string, lock func(*os.File) (bool, error)) (unlock func(), bu
 		return nil, false, errors.New("the lock file " + p + " is another user's, or others may open it, again and again: others may write the spool folder (chmod go-w it)")
 	}
 	return nil, true, nil
+}
+
+// removeNotAFile removes what the name p names when it is not a regular
+// file: a link (not what it names), a socket, a FIFO, a device, an empty
+// folder; the open of the lock file fails on each of them (O_NOFOLLOW,
+// EISDIR, ENXIO) or may wait on it, and none is a sync's lock, so left
+// there it refused every later sync for good. Only the name is removed,
+// and only while it still names what was judged. A folder holding files
+// is no sync's either, but may be someone's data: it is left whole and
+// the sync refused store_io, naming it and saying what to do
+// (docs/SPEC-DECISIONS.md MIRROR-32). removed is false when p names
+// nothing or a regular file.
+func removeNotAFile(p string) (removed bool, err error) {
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode().IsRegular() {
+		return false, nil // nothing there (the open makes it), or judged once open
+	}
+	if pi, err := os.Lstat(p); err == nil && os.SameFile(fi, pi) {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if fi.IsDir() {
+				return false, amp.Named(0, resolver.ErrStoreIO, "the sync lock file %s is a folder holding files, made by no sync: remove it (after keeping what it holds) and sync again", p)
+			}
+			return false, amp.Named(0, resolver.ErrStoreIO, "the sync lock file %s is not a regular file and cannot be removed: remove it and sync again", p).WithCause(err)
+		}
+	}
+	return true, nil
 }
 
 // lockOthersMayOpen reports whether the lock file fi may be opened, and

@@ -69,7 +69,7 @@ SIGINT or SIGTERM stops it.`,
 			&cli.BoolFlag{Name: "unsafe-listen", Usage: "allow plain HTTP on a non-loopback address"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "TLS certificate chain `PEM` (with --tls-key)"},
 			&cli.StringFlag{Name: "tls-key", Usage: "TLS private key `PEM` (with --tls-cert)"},
-			&cli.StringFlag{Name: "spool", Usage: "`DIR` for the bundle files served (default: a fresh temporary folder, removed on exit)"},
+			&cli.StringFlag{Name: "spool", Usage: "`DIR` for the bundle files served (default: a folder of its own in DB.mirror/, removed on exit, and at the next start when killed)"},
 			&cli.DurationFlag{Name: "refresh", Value: mirror.DefaultRefresh, Usage: "look for a new store generation every `DURATION`"},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics on GET /metrics at `ADDR`, a listener of its own (default: no metrics listener)"},
 			&cli.DurationFlag{Name: "ready-recheck", Value: mirror.DefaultReadyRecheck, Usage: "/readyz re-runs the store check at least every `DURATION` (and whenever the served generation changes)"},
@@ -113,7 +113,7 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	}
 	log := slog.New(lh)
 	db := c.String("db")
-	spool, removeSpool, err := mirrorSpool(c.String("spool"))
+	spool, removeSpool, err := mirrorSpool(c.String("spool"), db)
 	if err != nil {
 		return err
 	}
@@ -216,16 +216,22 @@ func mirrorOptions(c *cli.Context, env *cliutil.Env, open func() (mirror.Source,
 }
 
 // mirrorSpool returns the folder the bundle files are served from: the
-// one given, or a fresh temporary folder that remove deletes on exit.
-func mirrorSpool(spool string) (dir string, remove func(), err error) {
+// one given, or a folder of this process's own in DB.mirror/, next to the
+// store, that remove deletes on exit; one a killed 'ampbundle serve' left
+// there is removed at the next start (mirror.ServeSpool). Its copies of
+// bundle files, up to 1 GiB each, were left in $TMPDIR for good before
+// (docs/SPEC-DECISIONS.md MIRROR-34).
+func mirrorSpool(spool, db string) (dir string, remove func(), err error) {
 	if spool != "" {
 		return spool, func() {}, nil
 	}
-	dir, err = os.MkdirTemp("", "ampbundle-mirror-")
+	base := db + ".mirror"
+	dir, remove, err = mirror.ServeSpool(base)
 	if err != nil {
-		return "", nil, cliutil.Failf("io_error", "cannot create the spool folder").WithCause(err)
+		return "", nil, cliutil.WithHint(cliutil.Failf("io_error", "cannot create the spool folder %s", cliutil.Sanitize(base)).WithCause(err),
+			"give --spool a folder of its own for the bundle files served")
 	}
-	return dir, func() { os.RemoveAll(dir) }, nil
+	return dir, remove, nil
 }
 
 // mirrorOpener returns how the mirror reads the store at each snapshot:
