@@ -401,7 +401,7 @@ func (c *clientConn) register(id [16]byte, ch chan result) error {
 		return c.err
 	}
 	if c.goingAway {
-		return errGoingAway
+		return goingAway()
 	}
 	if _, dup := c.pending[id]; dup {
 		return amp.NewError(amp.CodeInvalidMessage, "a message with this id is already in flight")
@@ -776,7 +776,18 @@ func topBytes(msg []byte, key string) []byte {
 	return nil
 }
 
-// errGoingAway: the connection received GOAWAY; use another.
+// errGoingAway names the refusal of a connection that received GOAWAY:
+// the caller sends on another (RoundTrip does, twice).
 const errGoingAway = amp.ErrName("going_away")
+
+// goingAway is the refusal of a message on a connection that received
+// GOAWAY, in the shape of every other refusal of the binding: its name,
+// code 2002 (retryable: the message was not sent, another connection
+// may take it; docs/TRANSPORT.md §6) and a fixed text. A bare name
+// carried no code, so amp.CodeOf and amp.NameOf read it as 5001
+// internal_error (docs/SPEC-DECISIONS.md TRANSPORT-39).
+func goingAway() error {
+	return amp.Named(amp.CodeEndpointUnreachable, errGoingAway, "the connection to the agent is going away (goaway); send on another")
+}
 
 var _ fmt.Stringer = (*Transport)(nil)

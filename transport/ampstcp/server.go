@@ -114,6 +114,19 @@ type ServerOptions struct {
 	MinDataRate int64
 	// HandshakeTimeout bounds the wait for the client's HANDSHAKE (5 s).
 	HandshakeTimeout time.Duration
+	// PeerHandshakeRate bounds the TLS handshakes the server begins for
+	// one peer (an IP address, an IPv6 /48, as for MaxPeerConns), in
+	// handshakes a second (default 16): each costs the server an ECDHE
+	// and a signature before the peer has sent anything it must keep
+	// sending, so a peer opening connections and abandoning their
+	// handshakes took the server's CPU at its own pace. A token bucket
+	// per peer holds MaxPeerConns handshakes (a peer may open its whole
+	// share at once) and refills at this rate; a TLS connection beyond
+	// it is refused like one over MaxPeerConns (closed below TLS before
+	// any handshake: retryable, a client sees its handshake fail, 2002)
+	// and the refusal is logged. Plain connections do not count
+	// (docs/SPEC-DECISIONS.md TRANSPORT-40).
+	PeerHandshakeRate int
 	// IdleTimeout closes a connection with no frame and nothing in flight
 	// for that long (120 s).
 	IdleTimeout time.Duration
@@ -133,6 +146,8 @@ type ServerOptions struct {
 	frameGrace time.Duration
 	// answerLinger replaces transport.AnswerLinger (tests).
 	answerLinger time.Duration
+	// now replaces time.Now for the handshake buckets (tests).
+	now func() time.Time
 }
 
 func (o ServerOptions) withDefaults() ServerOptions {
@@ -153,6 +168,10 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	o.MaxPeerInFlightBytes = min(max(o.MaxPeerInFlightBytes, int64(o.MaxMessageSize)), o.MaxInFlightBytes)
 	limit.Default(&o.MinDataRate, admission.MinDataRate)
 	limit.Default(&o.HandshakeTimeout, 5*time.Second)
+	limit.Default(&o.PeerHandshakeRate, 16)
+	if o.now == nil {
+		o.now = time.Now
+	}
 	limit.Default(&o.IdleTimeout, 120*time.Second)
 	limit.Default(&o.FrameTimeout, 30*time.Second)
 	limit.Default(&o.WriteTimeout, 30*time.Second)
@@ -180,7 +199,10 @@ type Server struct {
 	// lingering counts the refused connections closing gracefully
 	// (refuse), by peer.
 	lingering lingerSlots
-	bytes     *serverBudget // server-wide bytes in flight
+	// handshakes are the TLS handshakes each site may begin
+	// (PeerHandshakeRate); s.mu guards them.
+	handshakes handshakeBuckets
+	bytes      *serverBudget // server-wide bytes in flight
 	// workers handle the messages: at most as many as are in flight
 	// (MaxInFlightTotal), reused, so their stacks have grown to what
 	// verifying and signing need.
@@ -202,10 +224,11 @@ type Server struct {
 func NewServer(h Handler, opts ServerOptions) *Server {
 	opts = opts.withDefaults()
 	return &Server{h: h, opts: opts, inflight: make(chan struct{}, opts.MaxInFlightTotal),
-		lingering: lingerSlots{peers: map[string]int{}},
-		bytes:     newServerBudget(opts.MaxInFlightBytes, int64(opts.MaxMessageSize)),
-		workers:   workers.New(0),
-		listeners: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}, peers: map[string]*peerShare{},
+		lingering:  lingerSlots{peers: map[string]int{}},
+		handshakes: handshakeBuckets{rate: float64(opts.PeerHandshakeRate), burst: float64(opts.MaxPeerConns), sites: map[string]handshakeBucket{}},
+		bytes:      newServerBudget(opts.MaxInFlightBytes, int64(opts.MaxMessageSize)),
+		workers:    workers.New(0),
+		listeners:  map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{}, peers: map[string]*peerShare{},
 		sites: map[string]*siteShare{}}
 }
 
@@ -335,6 +358,14 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.opts.Logger.Warn("tcp connection refused: too many connections from the peer", "peer", key)
 			continue
 		}
+		if _, ok := c.(*tls.Conn); ok && !s.handshakes.take(admission.Network(key), s.opts.now()) {
+			// Closed below TLS before its handshake (refuse): the
+			// refusal costs no ECDHE nor signature.
+			s.refuseAsync(c, key, amp.NewError(amp.CodeOverloaded, "too many tls handshakes from this address; retry later"))
+			s.mu.Unlock()
+			s.opts.Logger.Warn("tcp connection refused: too many tls handshakes from the peer", "peer", key)
+			continue
+		}
 		sc := newServerConn(s, c, key)
 		sc.share = s.peerOf(key)
 		s.conns[sc] = struct{}{}
@@ -406,6 +437,69 @@ func (l *lingerSlots) give(key string) {
 	l.total--
 	if l.peers[key]--; l.peers[key] <= 0 {
 		delete(l.peers, key)
+	}
+}
+
+// maxHandshakeSites bounds the sites handshakeBuckets keeps a bucket
+// for: a site's bucket is forgotten once it is full again (a peer that
+// comes back finds it as it left it), so the sites it holds are those
+// that began a handshake within the time a bucket takes to refill
+// (MaxPeerConns / PeerHandshakeRate: 16 s with ampagent's defaults).
+// Past the bound, with no bucket full to forget, a new site's TLS
+// connection is refused (fail closed), as one over MaxConns is.
+const maxHandshakeSites = 4096
+
+// handshakeBuckets are the token buckets of the TLS handshakes each site
+// (admission.Network of a transport.Peer) may begin: burst at most,
+// refilled at rate a second (ServerOptions.PeerHandshakeRate; threat: a
+// peer opening TLS connections and abandoning their handshakes made the
+// server run an ECDHE and a signature for each, at the peer's pace,
+// docs/SPEC-DECISIONS.md TRANSPORT-40). The server's lock guards them.
+type handshakeBuckets struct {
+	rate, burst float64
+	sites       map[string]handshakeBucket
+}
+
+// handshakeBucket is one site's handshakes left at a time.
+type handshakeBucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// take takes a handshake for site at now; false, with none taken, when
+// the site has none left (or no bucket can be kept for it). A clock that
+// steps back refills nothing.
+func (b *handshakeBuckets) take(site string, now time.Time) bool {
+	k, ok := b.sites[site]
+	if !ok {
+		if len(b.sites) >= maxHandshakeSites {
+			b.forgetFull(now)
+		}
+		if len(b.sites) >= maxHandshakeSites {
+			return false
+		}
+		k = handshakeBucket{tokens: b.burst, at: now}
+	}
+	if d := now.Sub(k.at); d > 0 {
+		k.tokens = min(b.burst, k.tokens+b.rate*d.Seconds())
+		k.at = now
+	}
+	if k.tokens < 1 {
+		b.sites[site] = k
+		return false
+	}
+	k.tokens--
+	b.sites[site] = k
+	return true
+}
+
+// forgetFull forgets the buckets full again at now: a site without one
+// starts full.
+func (b *handshakeBuckets) forgetFull(now time.Time) {
+	for site, k := range b.sites {
+		if d := now.Sub(k.at); d > 0 && k.tokens+b.rate*d.Seconds() >= b.burst {
+			delete(b.sites, site)
+		}
 	}
 }
 
