@@ -152,13 +152,30 @@ func runImport(env *cliutil.Env, c *cli.Context) (err error) {
 // for the caller to explain.
 func importBundle(ctx context.Context, env *cliutil.Env, c *cli.Context, s registry, in importInput) (*resolver.ImportResult, error) {
 	prog := cliutil.NewProgress(env, c.Bool("json"), "importing", in.total)
-	res, err := s.Import(importContext(ctx, s), in.src, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: in.fileSum})
+	ictx, cancel := withDeadlineOf(importContext(ctx, s), ctx)
+	defer cancel()
+	res, err := s.Import(ictx, in.src, resolver.ImportOptions{AllowDowngrade: c.Bool("allow-downgrade"), SkipBaseRehash: c.Bool("skip-base-rehash"), Progress: prog.Update, FileSHA256: in.fileSum})
 	prog.Done()
 	if err != nil {
 		return nil, err
 	}
 	warnExpiry(env, c, s, res)
 	return res, nil
+}
+
+// withDeadlineOf is ictx, an import's context (importContext), with the
+// deadline of ctx, the command's (--timeout): through an agent's admin
+// socket importContext leaves out ctx's cancellation, and its deadline
+// went with it, so the import ran on past --timeout for as long as the
+// agent took. The admin client hands the deadline on to the agent, which
+// ends the import at it and answers whether it committed
+// (internal/admin/client.go ImportAnswerGrace; docs/SPEC-DECISIONS.md
+// ADMIN-10).
+func withDeadlineOf(ictx, ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ictx, d)
+	}
+	return ictx, func() {}
 }
 
 // openImportFile opens the bundle file of an import: path, or with -

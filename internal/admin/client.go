@@ -61,6 +61,52 @@ const ProbeWait = 10 * time.Second
 // answering, would otherwise hold the command for ever.
 var ErrNoAnswer = errors.New("the agent did not answer on the admin socket in time")
 
+// ImportAnswerGrace is how long past an import's deadline (its context's,
+// the command's --timeout) a Client waits for the agent's answer: the
+// agent ends the import at that deadline itself (timeout_ms), committed
+// or rolled back, and answers which; cutting the request at the deadline
+// instead would race the agent's commit and could say "nothing was
+// imported" of a bundle the agent serves (docs/SPEC-DECISIONS.md CLI-22,
+// ADMIN-10). The agent answers within cancelGrace of its deadline
+// (resolver's import stream) unless its import still waits for the
+// store's write lock, which another write holds.
+const ImportAnswerGrace = 10 * time.Second
+
+// agentDeadline returns the context an import with ctx is sent with, a
+// function that releases it, and the time left to ctx's deadline (0:
+// none), which the agent is told as timeout_ms and ends the import at:
+// without a deadline ctx itself; with one, a context that ends
+// ImportAnswerGrace after it, or when ctx is cancelled otherwise (a
+// cancellation is still the caller's to make).
+func agentDeadline(ctx context.Context) (context.Context, func(), time.Duration) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}, 0
+	}
+	left := max(time.Until(d), time.Millisecond)
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), d.Add(ImportAnswerGrace))
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	return rctx, func() { stop(); cancel() }, left
+}
+
+// pastDeadline is err, the failure of an import sent with ctx
+// (agentDeadline), or, when ctx's own deadline cut it (the agent did not
+// answer within ImportAnswerGrace of the import's deadline: an older
+// agent that ignores timeout_ms, or one whose import still waits for the
+// store's write lock), the refusal saying so: whether the agent imported
+// the bundle is then unknown.
+func pastDeadline(ctx context.Context, err error) error {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return cliutil.WithHint(amp.Named(amp.CodeTimeout, "admin_socket", "the agent did not answer within %v of the import's deadline; the request was cut, and whether the agent imported the bundle is unknown", ImportAnswerGrace).WithCause(err),
+		"see the store's state with 'ampbundle ls' and 'ampbundle audit'")
+}
+
 // ReportAsIs reports whether err, a DialStore error, must reach the
 // operator as it is rather than as the store being in use: another
 // user's socket (ErrForeignSocket, ADMIN-5), an agent of another store

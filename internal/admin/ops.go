@@ -113,17 +113,41 @@ func reading[Resp any](name, path string, read func(*resolver.Store) (Resp, erro
 }
 
 // importRequest is the request of an import: a stream, with its options
-// in the query.
+// in the query. cancel, when set, ends ctx once the import returns (the
+// agent's deadline of a caller's timeout_ms).
 type importRequest struct {
-	ctx  context.Context
-	body io.Reader
-	opts resolver.ImportOptions
+	ctx    context.Context
+	body   io.Reader
+	opts   resolver.ImportOptions
+	cancel context.CancelFunc
+}
+
+// maxImportTimeout bounds the timeout_ms an import's caller may give
+// (30 days): a larger number is refused before it can overflow a
+// time.Duration.
+const maxImportTimeout = 30 * 24 * time.Hour
+
+// importTimeout reads an import's timeout_ms (agentDeadline): 0 when the
+// caller gave none, else 1 ms to maxImportTimeout; anything else is
+// refused bad_request, naming the parameter, never quoting it.
+func importTimeout(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	ms, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || ms < 1 || ms > uint64(maxImportTimeout.Milliseconds()) {
+		return 0, amp.Named(0, "bad_request", "timeout_ms is not a number of milliseconds from 1 to %d", maxImportTimeout.Milliseconds())
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }
 
 func opImport() *Op[importRequest, *resolver.ImportResult] {
 	return &Op[importRequest, *resolver.ImportResult]{
 		Spec: Spec{Name: "Import", Method: post, Path: "/v1/import", Mutates: true, Type: "application/ampbundle", Stream: true},
 		Run: func(s *resolver.Store, req importRequest) (*resolver.ImportResult, error) {
+			if req.cancel != nil {
+				defer req.cancel()
+			}
 			return s.Import(req.ctx, req.body, req.opts)
 		},
 		Log: func(_ importRequest, res *resolver.ImportResult) (string, []any) {
@@ -132,11 +156,27 @@ func opImport() *Op[importRequest, *resolver.ImportResult] {
 		},
 		read: func(w http.ResponseWriter, r *http.Request) (importRequest, error) {
 			q := r.URL.Query()
-			return importRequest{ctx: r.Context(), body: http.MaxBytesReader(w, r.Body, maxUpload),
-				opts: resolver.ImportOptions{AllowDowngrade: q.Get("allow_downgrade") == "1", Source: q.Get("source"), FileSHA256: fileSum(q.Get("file_sha256"))}}, nil
+			timeout, err := importTimeout(q.Get("timeout_ms"))
+			if err != nil {
+				return importRequest{}, err
+			}
+			req := importRequest{ctx: r.Context(), body: http.MaxBytesReader(w, r.Body, maxUpload),
+				opts: resolver.ImportOptions{AllowDowngrade: q.Get("allow_downgrade") == "1", Source: q.Get("source"), FileSHA256: fileSum(q.Get("file_sha256"))}}
+			if timeout > 0 {
+				// The caller's deadline (agentDeadline): the import ends
+				// at it here, committed or rolled back, and the answer
+				// says which.
+				req.ctx, req.cancel = context.WithTimeout(req.ctx, timeout)
+			}
+			return req, nil
 		},
 		send: func(c *Client, req importRequest) (*resolver.ImportResult, error) {
+			ctx, stop, timeout := agentDeadline(req.ctx)
+			defer stop()
 			q := make(map[string][]string)
+			if timeout > 0 {
+				q["timeout_ms"] = []string{strconv.FormatInt(timeout.Milliseconds(), 10)} // an older agent ignores it
+			}
 			if req.opts.AllowDowngrade {
 				q["allow_downgrade"] = []string{"1"}
 			}
@@ -151,8 +191,8 @@ func opImport() *Op[importRequest, *resolver.ImportResult] {
 				body = &progressReader{r: body, fn: req.opts.Progress}
 			}
 			var res resolver.ImportResult
-			if err := c.do(req.ctx, post, withQuery("/v1/import", q), body, "application/ampbundle", &res); err != nil {
-				return nil, err
+			if err := c.do(ctx, post, withQuery("/v1/import", q), body, "application/ampbundle", &res); err != nil {
+				return nil, pastDeadline(ctx, err)
 			}
 			return &res, nil
 		},

@@ -61,7 +61,7 @@ func call[Req, Resp any](r *Registry, op *Op[Req, Resp], req Req) (Resp, error) 
 // Import verifies and installs a bundle (resolver.Store.Import); through
 // the socket, opts.Progress counts the bytes sent.
 func (r *Registry) Import(ctx context.Context, body io.Reader, opts resolver.ImportOptions) (*resolver.ImportResult, error) {
-	return call(r, opImport(), importRequest{ctx, body, opts})
+	return call(r, opImport(), importRequest{ctx: ctx, body: body, opts: opts})
 }
 
 // CheckImport judges the bundle in body as Import would, installing,
