@@ -8,6 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ampbundle/ampbundle/amp"
+	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
 	"github.com/ampbundle/ampbundle/keyfile"
 	"github.com/ampbundle/ampbundle/resolver"
@@ -114,6 +116,9 @@ its entries' hashes or the hash its first entry chains to. Lists the entries.`,
 			if err != nil {
 				return err
 			}
+			if site == nil {
+				return siteKeyRequired(data)
+			}
 			r, err := resolver.VerifyReceipt(data, site)
 			if err != nil {
 				return err
@@ -155,4 +160,32 @@ its entries' hashes or the hash its first entry chains to. Lists the entries.`,
 			return nil
 		},
 	}
+}
+
+// siteKeyRequired is the refusal of 'receipt verify' without --site
+// (site_key_required): a receipt proves only who signed it, so without
+// the site's key the verdict is this refusal whatever the receipt holds.
+// Only what it takes to name the key the receipt claims is done: its
+// COSE structure decoded (bounded by resolver.MaxReceiptSize, read
+// already), one signature, a kid that is an Ed25519 did:key, named in
+// its canonical form (amp.DIDKey), never as the kid's bytes. Its
+// signature over the payload, the payload and the chain of its entries
+// are not read: resolver.VerifyReceipt without a site key checks them
+// all before it refuses (measured: seven times the receipt allocated
+// again beyond its COSE structure, and a signature over the payload),
+// for a refusal that does not depend on them (docs/SPEC-DECISIONS.md
+// CLI-95).
+func siteKeyRequired(data []byte) error {
+	obj, err := bundle.DecodeObject(data, bundle.MediaTypeReceipt)
+	if err != nil {
+		return cliutil.Failf(resolver.ErrInvalidReceipt, "not a signed receipt").WithCause(err)
+	}
+	if len(obj.Signatures) != 1 {
+		return cliutil.Failf(resolver.ErrInvalidReceipt, "a receipt carries exactly one signature, by the site key")
+	}
+	key, ok := bundle.KeyFromKID(obj.Signatures[0].KID)
+	if !ok {
+		return cliutil.Failf(resolver.ErrInvalidReceipt, "the receipt's kid is not an Ed25519 did:key")
+	}
+	return cliutil.Failf(resolver.ErrSiteKeyRequired, "the receipt claims to be signed by %s, and nothing says that is the site's key: verify it against the site's public key (receipt verify --site PUB); nothing more of it was checked", amp.DIDKey(key))
 }
