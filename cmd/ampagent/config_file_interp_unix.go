@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -66,11 +65,9 @@ const maxJudgedFiles = 256
 // CLI-81).
 func programWriters(m mountProbe, path string, args []string, envPATH string) error {
 	c := programCheck{mounts: m, envPATH: envPATH}
-	if err := c.judgeRun(path, path, path, maxInterpreters); err != nil {
+	real, err := c.judgeRun(path, path, path, maxInterpreters)
+	if err != nil || !isEnv(path, real) {
 		return err
-	}
-	if !isEnv(path) {
-		return nil
 	}
 	return c.envCommand(path, args)
 }
@@ -94,46 +91,45 @@ func (c *programCheck) judging(program string) error {
 
 // judgeRun judges p, a file the system runs for program (the program,
 // or an interpreter on its way, label naming it in a refusal), then what
-// p's #! line has it run, with left #! lines still allowed below p.
-func (c *programCheck) judgeRun(program, label, p string, left int) error {
+// p's #! line has it run, with left #! lines still allowed below p. It
+// returns the path the walk resolved p to (pathWriters; "" where p is
+// missing), for isEnv.
+func (c *programCheck) judgeRun(program, label, p string, left int) (real string, err error) {
 	if err := c.judging(program); err != nil {
-		return err
+		return "", err
 	}
-	if err := pathWriters(c.mounts, label, p); err != nil {
-		return err
+	if real, err = pathWriters(c.mounts, label, p); err != nil {
+		return "", err
 	}
 	interp, arg, err := shebang(label, p)
 	if err != nil || interp == "" {
-		return err
+		return real, err
 	}
 	if left == 0 {
-		return &exposedProgramError{msg: fmt.Sprintf("program %s runs through more than %d #! lines", program, maxInterpreters), hint: interpHint}
+		return "", &exposedProgramError{msg: fmt.Sprintf("program %s runs through more than %d #! lines", program, maxInterpreters), hint: interpHint}
 	}
 	if !strings.HasPrefix(interp, "/") {
-		return &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s names an interpreter by a relative path, which the system finds from the program's working directory", program, p), hint: interpHint}
+		return "", &exposedProgramError{msg: fmt.Sprintf("program %s: the #! line of %s names an interpreter by a relative path, which the system finds from the program's working directory", program, p), hint: interpHint}
 	}
-	if err := c.judgeRun(program, program+"'s interpreter "+interp, interp, left-1); err != nil {
-		return err
+	interpReal, err := c.judgeRun(program, program+"'s interpreter "+interp, interp, left-1)
+	if err != nil || !isEnv(interp, interpReal) {
+		return real, err
 	}
-	if !isEnv(interp) {
-		return nil
-	}
-	return c.envPrograms(program, p, arg, left-1)
+	return real, c.envPrograms(program, p, arg, left-1)
 }
 
-// isEnv reports whether interp (judged by pathWriters) runs env: its
-// name is env, or it is a link whose target, links followed, is named
-// env. GNU env runs as env under any name the kernel gives it (its
-// argv[0] is not read), so "#!/opt/bin/e NAME", e a link to
-// /usr/bin/env, has it look NAME up in PATH as "#!/usr/bin/env NAME"
-// does (CLI-76). A multi-call binary (busybox) reached through a link
-// of another name is not env: it picks its applet by that name.
-func isEnv(interp string) bool {
-	if path.Base(interp) == "env" {
-		return true
-	}
-	real, err := filepath.EvalSymlinks(interp)
-	return err == nil && path.Base(real) == "env"
+// isEnv reports whether interp (judged by pathWriters, which resolved it
+// to real, "" where it is missing) runs env: its name is env, or it is a
+// link whose target, links followed, is named env. GNU env runs as env
+// under any name the kernel gives it (its argv[0] is not read), so
+// "#!/opt/bin/e NAME", e a link to /usr/bin/env, has it look NAME up in
+// PATH as "#!/usr/bin/env NAME" does (CLI-76). The target is the one the
+// judged walk reached (regfile.Walk), not a second resolution of its own
+// that could reach another file (CLI-92). A multi-call binary (busybox)
+// reached through a link of another name is not env: it picks its
+// applet by that name.
+func isEnv(interp, real string) bool {
+	return path.Base(interp) == "env" || real != "" && path.Base(real) == "env"
 }
 
 // shebang returns the interpreter and its argument that the #! line of
@@ -311,7 +307,8 @@ func (c *programCheck) envLookup(program, from, name, envPATH string, left int) 
 	}
 	switch {
 	case strings.HasPrefix(name, "/"):
-		return c.judgeRun(program, program+via+name, name, left)
+		_, err := c.judgeRun(program, program+via+name, name, left)
+		return err
 	case strings.Contains(name, "/"):
 		return &exposedProgramError{msg: fmt.Sprintf("program %s: %s has env run %q, a relative path, which env finds from the program's working directory", program, from, name), hint: hint}
 	case envPATH == "":
@@ -327,7 +324,7 @@ func (c *programCheck) envLookup(program, from, name, envPATH string, left int) 
 		}
 		cand := dir + "/" + name
 		if st, err := os.Stat(cand); err == nil && st.Mode().IsRegular() && unix.Access(cand, unix.X_OK) == nil {
-			if err := c.judgeRun(program, program+via+cand, cand, left); err != nil {
+			if _, err := c.judgeRun(program, program+via+cand, cand, left); err != nil {
 				return err
 			}
 			continue
@@ -335,7 +332,7 @@ func (c *programCheck) envLookup(program, from, name, envPATH string, left int) 
 		if err := c.judging(program); err != nil {
 			return err
 		}
-		if err := pathWriters(c.mounts, program+via+cand, cand); err != nil {
+		if _, err := pathWriters(c.mounts, program+via+cand, cand); err != nil {
 			return err
 		}
 	}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,11 +29,11 @@ func readOnlyMount(m mountProbe, at string) bool {
 
 // mountProbe is how the checks of a handler's program (programWriters)
 // tell the host's mounts: the mount id statx gives for a path, the kind
-// of file system statfs gives, and the file mountinfo lines are read
-// from. hostMounts is the host's, given by the config's loader
-// (configLoader); a test gives its own, to stand in for a kernel without
-// mount ids, for a FUSE daemon or for the lines of a mount (no package
-// variable a test swaps, docs/SPEC-DECISIONS.md CLI-78, CLI-81).
+// of file system statfs gives, and the mountinfo lines. hostMounts is
+// the host's, made by the config's loader for each load (configLoader);
+// a test gives its own, to stand in for a kernel without mount ids, for
+// a FUSE daemon or for the lines of a mount (no package variable a test
+// swaps, docs/SPEC-DECISIONS.md CLI-78, CLI-81).
 type mountProbe struct {
 	// mountID returns the mount id of at (not followed if a link); ok
 	// is false where the kernel gives none.
@@ -40,14 +42,38 @@ type mountProbe struct {
 	// (a folder or a file, not a link) lies on; ok is false when statfs
 	// fails.
 	fsMagic func(at string) (magic int64, ok bool)
-	// mountInfo is the path of the mountinfo lines.
-	mountInfo string
+	// mountInfo returns the mountinfo lines, at most maxMountInfo bytes
+	// of them, the same for every lookup through the probe (onceLines);
+	// ok is false when they cannot be read.
+	mountInfo func() (lines []byte, ok bool)
 }
 
 // hostMounts is the host's mountProbe: statx's mount id, statfs's f_type
-// and /proc/self/mountinfo.
+// and /proc/self/mountinfo, read once, at the first lookup that needs it,
+// for all the lookups of the load that made the probe (CLI-90).
 func hostMounts() mountProbe {
-	return mountProbe{mountID: statxMountID, fsMagic: statfsMagic, mountInfo: "/proc/self/mountinfo"}
+	return mountProbe{mountID: statxMountID, fsMagic: statfsMagic,
+		mountInfo: onceLines(func() (io.ReadCloser, error) { return os.Open("/proc/self/mountinfo") })}
+}
+
+// onceLines returns a mountProbe's mountInfo that reads at most
+// maxMountInfo bytes of what open gives at its first call and returns
+// those same bytes at every call after. Each judged part of a handler's
+// program may look its mount up (readOnlyMount, foreignFUSE), and a load
+// judges up to maxJudgedFiles files for each handler: read per lookup,
+// the lines (up to maxMountInfo each time, other users' FUSE mounts
+// among them) cost each load as many reads as lookups (CLI-90). One
+// snapshot also gives every lookup of a load the same mounts.
+func onceLines(open func() (io.ReadCloser, error)) func() ([]byte, bool) {
+	return sync.OnceValues(func() ([]byte, bool) {
+		f, err := open()
+		if err != nil {
+			return nil, false
+		}
+		defer f.Close()
+		lines, err := io.ReadAll(io.LimitReader(f, maxMountInfo))
+		return lines, err == nil
+	})
 }
 
 // statfsMagic returns the f_type statfs(2) gives for at (hostMounts).
@@ -82,14 +108,13 @@ func statxMountID(at string) (uint64, bool) {
 	return sx.Mnt_id, true
 }
 
-// readMountInfo gives find at most maxMountInfo bytes of m's mountinfo.
+// readMountInfo gives find m's mountinfo lines (m.mountInfo).
 func (m mountProbe) readMountInfo(find func(io.Reader) (kind, super string, ok bool)) (kind, super string, ok bool) {
-	f, err := os.Open(m.mountInfo)
-	if err != nil {
+	lines, ok := m.mountInfo()
+	if !ok {
 		return "", "", false
 	}
-	defer f.Close()
-	return find(io.LimitReader(f, maxMountInfo))
+	return find(bytes.NewReader(lines))
 }
 
 // maxMountInfo bounds the bytes of /proc/self/mountinfo read (a host with

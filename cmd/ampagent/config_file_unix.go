@@ -15,18 +15,16 @@ import (
 
 // configWriters refuses a config file (st: the open file's fstat) that
 // another user than this process's effective one or root owns, or that
-// group or others may write: that user could have the agent run a
-// program of theirs as the agent's user, or widen its allow rules, as
-// OpenSSH refuses such a config file ("Bad owner or permissions",
-// readconf.c). Reading it stays open to anyone the operator lets.
+// group or others may write (regfile.OthersMayWrite, the one rule of a CA
+// file too, CLI-91): that user could have the agent run a program of
+// theirs as the agent's user, or widen its allow rules, as OpenSSH
+// refuses such a config file ("Bad owner or permissions", readconf.c).
+// Reading it stays open to anyone the operator lets.
 func configWriters(st fs.FileInfo) error {
-	hint := "make the config file the agent's user's (chown) and writable by it alone (chmod go-w)"
-	if uid, foreign := regfile.ForeignOwner(st); foreign {
-		// A number the system gave, not text another user chose.
-		return cliutil.WithHint(cliutil.Failf("invalid_config", "the config file is owned by another user (uid %d) than the agent's (uid %d) or root", uid, os.Geteuid()), hint)
-	}
-	if perm := st.Mode().Perm(); perm&0o022 != 0 {
-		return cliutil.WithHint(cliutil.Failf("invalid_config", "the config file may be written by group or others (mode %04o)", perm), hint)
+	if w := regfile.OthersMayWrite(st); w != nil {
+		// Numbers the system gave, not text another user chose.
+		return cliutil.WithHint(cliutil.Failf("invalid_config", "%s", w.Reason("the config file", "the agent's")),
+			"make the config file the agent's user's (chown) and writable by it alone (chmod go-w)")
 	}
 	return nil
 }
@@ -48,21 +46,33 @@ func configWriters(st fs.FileInfo) error {
 // put it there once the handler was loaded (CLI-70). program names the
 // file in a refusal; m is how the host's mounts are told (mountProbe).
 // The walk is regfile.Walk's, the one of regfile.FolderAbove, each part
-// judged by judgeProgramPart (CLI-77).
-func pathWriters(m mountProbe, program, path string) error {
-	_, err := regfile.Walk(path, func(p regfile.Part) error { return judgeProgramPart(m, program, p.Path, p.Info) })
+// judged by judgeProgramPart (CLI-77). It returns real, the path the walk
+// resolved path to (no link in it), "" where a part is missing: the one
+// answer of the lookup its callers read (isEnv, CLI-92).
+func pathWriters(m mountProbe, program, path string) (real string, err error) {
+	// The folders the walk examined, by path: a missing part's folder is
+	// judged by what the walk saw of it (missingProgram), never looked
+	// at again.
+	folders := map[string]fs.FileInfo{}
+	real, err = regfile.Walk(path, func(p regfile.Part) error {
+		if p.Info.IsDir() {
+			folders[p.Path] = p.Info
+		}
+		return judgeProgramPart(m, program, p.Path, p.Info)
+	})
 	var pe *fs.PathError
 	switch {
 	case err == nil:
-		return nil
+		return real, nil
 	case !errors.As(err, &pe):
-		return err // judgeProgramPart's
+		return "", err // judgeProgramPart's
 	case errors.Is(err, regfile.ErrTooManyLinks):
-		return fmt.Errorf("program %s is reached through more than %d symbolic links", program, regfile.MaxFolderLinks)
+		return "", fmt.Errorf("program %s is reached through more than %d symbolic links", program, regfile.MaxFolderLinks)
 	case pe.Op == "lstat" && errors.Is(err, fs.ErrNotExist):
-		return missingProgram(m, program, filepath.Dir(pe.Path))
+		dir := filepath.Dir(pe.Path)
+		return "", missingProgram(m, program, dir, folders[dir])
 	}
-	return fmt.Errorf("program %s cannot be examined", program)
+	return "", fmt.Errorf("program %s cannot be examined", program)
 }
 
 // judgeProgramPart judges one part of the way to program (at, its lstat
@@ -100,12 +110,12 @@ func judgeProgramPart(m mountProbe, program, at string, st fs.FileInfo) error {
 }
 
 // missingProgram is programWriters' answer for a program whose way ends
-// in folder dir (judged, with no link in its path): nil, for
-// checkProgram to call it missing, unless others may write dir (a
-// sticky folder) and so create the missing part after the load.
-func missingProgram(m mountProbe, program, dir string) error {
-	st, err := os.Lstat(dir)
-	if err != nil {
+// in folder dir (judged, with no link in its path; st, the lstat the walk
+// gave it): nil, for checkProgram to call it missing, unless others may
+// write dir (a sticky folder) and so create the missing part after the
+// load. A dir the walk gave no lstat of is refused (CLI-92).
+func missingProgram(m mountProbe, program, dir string, st fs.FileInfo) error {
+	if st == nil {
 		return fmt.Errorf("program %s cannot be examined", program)
 	}
 	if perm := st.Mode().Perm(); perm&0o022 != 0 && !readOnlyMount(m, dir) {

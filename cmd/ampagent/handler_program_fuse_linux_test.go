@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -223,7 +224,7 @@ func fuseProbe(t *testing.T, base, fuse, info string) mountProbe {
 		}
 		return host(at)
 	}
-	m.mountInfo = infoFile
+	m.mountInfo = onceLines(func() (io.ReadCloser, error) { return os.Open(infoFile) })
 	return m
 }
 

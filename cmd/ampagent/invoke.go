@@ -133,9 +133,9 @@ func invokeFromFlags(c *cli.Context) (capability.Invoke, string, error) {
 	case !c.IsSet("capability"):
 		return inv, "", cliutil.WithHint(cliutil.Usagef("nothing to invoke"), "give --id NAME:VERSION, or --capability NAME with --version or --prefer/--accept/--range")
 	}
-	inv.Capability = c.String("capability")
-	if err := capability.ValidateName(inv.Capability); err != nil {
-		return inv, "", flagError("capability", err)
+	var err error
+	if inv.Capability, err = capabilityFlag(c); err != nil {
+		return inv, "", err
 	}
 	switch {
 	case c.IsSet("version") && hints:
@@ -177,14 +177,9 @@ func finishInvoke(c *cli.Context, inv *capability.Invoke) error {
 	if err := cliutil.Require(c, "params"); err != nil {
 		return err
 	}
-	if c.IsSet("timeout-ms") {
-		ms := c.Uint64("timeout-ms")
-		if ms == 0 || ms > uint64(24*time.Hour/time.Millisecond) {
-			return cliutil.Usagef("--timeout-ms must be between 1 and 86400000")
-		}
-		inv.TimeoutMS = &ms
-	}
-	return nil
+	var err error
+	inv.TimeoutMS, err = countFlag(c, "timeout-ms", uint64(24*time.Hour/time.Millisecond))
+	return err
 }
 
 // readParams turns --params (JSON text, @FILE or @-) into CBOR. JSON that

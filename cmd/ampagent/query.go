@@ -133,9 +133,9 @@ func queryFromFlags(c *cli.Context) (capability.Query, error) {
 	case c.IsSet("capability") && c.IsSet("type"):
 		return q, cliutil.Usagef("give --capability or --type, not both")
 	case c.IsSet("capability"):
-		q.Filter.Capability = c.String("capability")
-		if err := capability.ValidateName(q.Filter.Capability); err != nil {
-			return q, flagError("capability", err)
+		var err error
+		if q.Filter.Capability, err = capabilityFlag(c); err != nil {
+			return q, err
 		}
 	case c.IsSet("type"):
 		if q.Filter.Type = c.String("type"); q.Filter.Type == "" {
@@ -155,12 +155,9 @@ func queryFromFlags(c *cli.Context) (capability.Query, error) {
 			return q, cliutil.Usagef("--order must be newest-first or oldest-first")
 		}
 	}
-	if c.IsSet("limit") {
-		n := c.Uint64("limit")
-		if n == 0 {
-			return q, cliutil.Usagef("--limit must be at least 1")
-		}
-		q.Limit = &n
+	var err error
+	if q.Limit, err = countFlag(c, "limit", 0); err != nil {
+		return q, err
 	}
 	if c.IsSet("cursor") {
 		if q.Cursor = c.String("cursor"); q.Cursor == "" {
@@ -182,6 +179,34 @@ func setFlag[T any](c *cli.Context, name string, dst *T, parse func(string) (T, 
 	}
 	*dst = v
 	return nil
+}
+
+// capabilityFlag returns the capability name --capability gives (query
+// and invoke), a name capability.ValidateName refuses being flagError's
+// usage error.
+func capabilityFlag(c *cli.Context) (string, error) {
+	name := c.String("capability")
+	if err := capability.ValidateName(name); err != nil {
+		return "", flagError("capability", err)
+	}
+	return name, nil
+}
+
+// countFlag returns the value of the uint64 flag name (query's --limit,
+// invoke's --timeout-ms), nil when it is not set; one below 1, or above
+// most when most is not 0, is a usage error.
+func countFlag(c *cli.Context, name string, most uint64) (*uint64, error) {
+	if !c.IsSet(name) {
+		return nil, nil
+	}
+	switch n := c.Uint64(name); {
+	case most != 0 && (n == 0 || n > most):
+		return nil, cliutil.Usagef("--%s must be between 1 and %d", name, most)
+	case n == 0:
+		return nil, cliutil.Usagef("--%s must be at least 1", name)
+	default:
+		return &n, nil
+	}
 }
 
 // flagError is the usage error of a value of the flag name that err

@@ -38,5 +38,10 @@ func OwnedBySelf(os.FileInfo) bool { return false }
 // anything, still does).
 func ForeignOwner(os.FileInfo) (uint32, bool) { return 0, false }
 
+// modeBitsAreRights: the mode bits do not say who may write a file here
+// (Windows reports 0666 for every writable one); OthersMayWrite refuses
+// nothing.
+const modeBitsAreRights = false
+
 // pipesAreFiles: a pipe here is not a file OpenStream opens.
 const pipesAreFiles = false

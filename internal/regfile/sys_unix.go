@@ -75,5 +75,9 @@ func OwnedBySelf(st os.FileInfo) bool {
 	return ok && int64(s.Uid) == int64(os.Geteuid())
 }
 
+// modeBitsAreRights: a file's owner and mode bits say who may write it
+// here (OthersMayWrite).
+const modeBitsAreRights = true
+
 // pipesAreFiles: a FIFO is opened and read as a file here (OpenStream).
 const pipesAreFiles = true
