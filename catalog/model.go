@@ -15,6 +15,7 @@ import (
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/internal/limit"
+	"github.com/ampbundle/ampbundle/internal/offlineschema"
 	"github.com/ampbundle/ampbundle/resolver"
 )
 
@@ -141,7 +142,7 @@ type ReadOptions struct {
 	// DefaultMaxSchemaBytes); a longer one is kept truncated.
 	MaxSchemaBytes int
 	// MaxMatrixVersions bounds the versions of one capability compared
-	// (0: no bound; the newest are kept).
+	// (0: no bound; the newest are kept, compat.NewestVersions).
 	MaxMatrixVersions int
 	// MaxMatrixSteps bounds the comparisons of one matrix
 	// (compat.MatrixOf; 0: each check's own bound only).
@@ -579,6 +580,13 @@ func (m *Model) keepSchema(loc SchemaLoc, data []byte, err error, opts ReadOptio
 		m.schemas[loc] = s
 		return
 	}
+	if err := offlineschema.CheckCompileBytes(data); err != nil {
+		// No compile loads it: neither its $id nor its $refs are read
+		// (docs/SPEC-DECISIONS.md SCHEMA-12).
+		s.Err = string(amp.NameOf(err))
+		m.schemas[loc] = s
+		return
+	}
 	s.ID = schemaID(data)
 	s.refs, s.shadowed = refsAndShadowed(data)
 	if len(data) > opts.MaxSchemaBytes {
@@ -645,10 +653,7 @@ func (m *Model) readTrust(src Source) error {
 func (m *Model) provide(opts ReadOptions) {
 	srcs := map[string]*compat.Source{}
 	for _, c := range m.Capabilities {
-		vs := c.Versions
-		if opts.MaxMatrixVersions > 0 && len(vs) > opts.MaxMatrixVersions {
-			vs = vs[len(vs)-opts.MaxMatrixVersions:]
-		}
+		vs := compat.NewestVersions(c.Versions, opts.MaxMatrixVersions, func(v Version) capability.Version { return v.Descriptor.Version })
 		if len(vs) > 0 {
 			m.provRange[c.Name] = [2]int{len(m.provided), len(m.provided) + len(vs)}
 		}

@@ -49,6 +49,24 @@ type Matrix struct {
 	Cells      []Cell   `json:"cells"`
 }
 
+// NewestVersions returns the newest n of vs, versions of one capability
+// (version gives each one's), oldest first: the versions a matrix of at
+// most n versions compares. Newest is the total order matrices sort by
+// (capability.OrderOldestFirst: SemVer precedence, then the version text
+// bytewise), so versions that differ only in build metadata are cut the
+// same way whatever the order of vs (docs/SPEC-DECISIONS.md COMPAT-24).
+// n <= 0, or vs of at most n versions: vs itself. vs is not modified.
+func NewestVersions[T any](vs []T, n int, version func(T) capability.Version) []T {
+	if n <= 0 || len(vs) <= n {
+		return vs
+	}
+	vs = slices.Clone(vs)
+	sort.SliceStable(vs, func(i, j int) bool {
+		return capability.OrderOldestFirst.CompareVersions(version(vs[i]), version(vs[j])) < 0
+	})
+	return slices.Clip(vs[len(vs)-n:])
+}
+
 // CellAllowance is what Matrices adds to its budget for each cell of the
 // matrices it computes: an honest schema of a dozen properties costs
 // about 18 units a check, two checks a cell, so a bundle of many honest

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/bundle"
 	"github.com/ampbundle/ampbundle/bundlebuild"
+	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/compat"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
@@ -245,9 +246,9 @@ const maxCompatVersions = 64
 const maxCompatCells = 1 << 18
 
 // limitCompatVersions keeps the newest maxCompatVersions versions of
-// each capability among ps, noting on w each name cut, and refuses,
-// limit_exceeded, what would still build more than maxCompatCells cells,
-// before any matrix is built.
+// each capability among ps (compat.NewestVersions, the catalog's rule),
+// noting on w each name cut, and refuses, limit_exceeded, what would
+// still build more than maxCompatCells cells, before any matrix is built.
 func limitCompatVersions(w io.Writer, ps []compat.Provided) ([]compat.Provided, error) {
 	byName := map[string][]compat.Provided{}
 	for _, p := range ps {
@@ -258,9 +259,8 @@ func limitCompatVersions(w io.Writer, ps []compat.Provided) ([]compat.Provided, 
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		vs := byName[name]
 		if len(vs) > maxCompatVersions {
-			slices.SortFunc(vs, func(a, b compat.Provided) int { return b.Descriptor.Version.Compare(a.Descriptor.Version) })
 			fmt.Fprintf(w, "note: %s: the newest %d of its %d versions are compared\n", cliutil.Sanitize(name), maxCompatVersions, len(vs))
-			vs = vs[:maxCompatVersions]
+			vs = compat.NewestVersions(vs, maxCompatVersions, func(p compat.Provided) capability.Version { return p.Descriptor.Version })
 		}
 		cells += len(vs) * len(vs)
 		kept = append(kept, vs...)

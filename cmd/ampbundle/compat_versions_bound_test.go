@@ -69,8 +69,8 @@ func TestCompatOfTenThousandVersionsIsBoundedBeforeItsMatrices(t *testing.T) {
 			if got := strings.Contains(notes.String(), "the newest"); got != tc.noted {
 				t.Fatalf("note %q, want one: %v", notes.String(), tc.noted)
 			}
-			if want := fmt.Sprintf("1.0.%d", len(tc.ps)/(len(kept)/maxCompatVersions)-1); tc.noted && kept[0].Descriptor.Version.String() != want {
-				t.Fatalf("kept from %s, want the newest, %s", kept[0].Descriptor.Version, want)
+			if want := fmt.Sprintf("1.0.%d", len(tc.ps)/(len(kept)/maxCompatVersions)-1); tc.noted && kept[maxCompatVersions-1].Descriptor.Version.String() != want {
+				t.Fatalf("kept up to %s, want the newest, %s", kept[maxCompatVersions-1].Descriptor.Version, want)
 			}
 		})
 	}

@@ -387,8 +387,12 @@ func index(root *jsonschema.Schema, rootKey string) (map[string]*jsonschema.Sche
 // $id resolves against the artifact's own synthetic URL and adds no name).
 // A draft-04 document ("$schema" draft-04) uses "id" instead. It errors
 // (invalid_schema, code 0) when doc is not a JSON object or the id is not a
-// string.
+// string, and, unparsed, when doc is larger than a compile loads
+// (CheckCompileBytes).
 func SchemaID(doc []byte) (string, error) {
+	if err := CheckCompileBytes(doc); err != nil {
+		return "", err
+	}
 	v, err := parseSchema(doc)
 	m, ok := v.(map[string]any)
 	if err != nil || !ok {
@@ -396,6 +400,23 @@ func SchemaID(doc []byte) (string, error) {
 	}
 	return idOf(m)
 }
+
+// CheckCompileBytes refuses (invalid_schema, code 0) a schema document
+// of more than MaxCompileBytes, from its length alone: no compile loads
+// it (Compile refuses it before parsing it), so SchemaID, Prepare and
+// QuickCheck.Add refuse it unparsed, and a caller that reads a schema for
+// itself asks here first (docs/SPEC-DECISIONS.md SCHEMA-12). nil when doc
+// is within the limit.
+func CheckCompileBytes(doc []byte) error {
+	if len(doc) <= MaxCompileBytes {
+		return nil
+	}
+	return amp.Named(0, ErrInvalidSchema, "schema document is over a compile limit: %s", overBytes)
+}
+
+// overBytes is why a document over MaxCompileBytes is over a compile
+// limit, as compileCost.over says it.
+const overBytes = "more than 4 MiB in all"
 
 // parseSchema parses a schema document as the library's decoder reads it
 // (a member named twice keeps its last value; nesting bounded as

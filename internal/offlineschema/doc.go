@@ -116,7 +116,9 @@
 //     the value model's caps (limits.go). Beyond them the schema is
 //     invalid_schema before the library reads the document: its compile
 //     time grows with the square of the subschemas, and it has no way to
-//     stop.
+//     stop. A document over MaxCompileBytes on its own is refused from its
+//     length by SchemaID, Prepare and QuickCheck.Add too, never parsed
+//     (CheckCompileBytes).
 //   - Violations: leaves of the library's error tree, except that anyOf,
 //     oneOf, not and contains are reported as themselves. "required" points
 //     at each missing property. At most MaxViolations, after sorting.

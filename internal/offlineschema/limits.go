@@ -63,7 +63,7 @@ func (c compileCost) over() string {
 		n, max int
 		why    string
 	}{
-		{c.bytes, MaxCompileBytes, "more than 4 MiB in all"},
+		{c.bytes, MaxCompileBytes, overBytes},
 		{c.objects, MaxCompileObjects, "more than 10,000 json objects and boolean subschemas in all"},
 		{c.largest, MaxPatternInsts, "a regular expression of more than 10,000 instructions"},
 		{c.largestRanges, MaxPatternRanges, "a regular expression whose character classes cost more than 200,000 ranges to compile"},

@@ -68,9 +68,10 @@ func NewQuickCheck() *QuickCheck {
 
 // Add parses the schema artifact at key (its bytes as verified by the
 // caller) and returns its top-level "$id" exactly as SchemaID does, with
-// SchemaID's errors for a document that is not a JSON object; such a
-// document is still added, for Check to compile (a boolean schema
-// document compiles). A key added twice is refused (invalid_schema).
+// SchemaID's errors for a document that is not a JSON object or is over
+// MaxCompileBytes (that one unparsed, CheckCompileBytes); such a document
+// is still added, for Check to compile (a boolean schema document
+// compiles). A key added twice is refused (invalid_schema).
 // Add(key, data) is Commit(Prepare(key, data)), with caches shared across
 // the documents of q.
 func (q *QuickCheck) Add(key string, data []byte) (string, error) {
@@ -102,6 +103,12 @@ func prepare(key string, data []byte, patterns map[string]bool, insts map[string
 	p := &Prepared{key: key, s: &scanned{}}
 	if !validKey(key) {
 		p.badKey = true
+		return p
+	}
+	if p.err = CheckCompileBytes(data); p.err != nil {
+		// Never parsed: Check compiles it, and Compile refuses it from
+		// its size (docs/SPEC-DECISIONS.md SCHEMA-12).
+		p.s.full = "it is over a compile limit: " + overBytes
 		return p
 	}
 	v, err := parseSchema(data)
