@@ -35,8 +35,9 @@ func isNoSpace(err error) bool {
 }
 
 // logWriters refuses a log (st: the open file's fstat) that another user
-// than this process's effective one or root owns (regfile.ForeignOwner),
-// or that group or others may write: that user could drop a record (the
+// than this process's effective one or root owns, or that group or others
+// may write (regfile.OthersMayWrite, the rule the config and CA files are
+// judged by): that user could drop a record (the
 // next retry of its invocation runs the handler again) or give a message
 // another's reply, with groups whose tags check, since the key is in the
 // file (docs/SPEC-DECISIONS.md AGENT-41). The writer makes every log mode
@@ -45,16 +46,15 @@ func isNoSpace(err error) bool {
 // what names the file in the refusal ("the ledger file", or its lock
 // file: the same rule, AGENT-43).
 func logWriters(st os.FileInfo, what string) error {
-	if uid, foreign := regfile.ForeignOwner(st); foreign {
-		// A number the system gave, not text another user chose.
-		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
-			"%s is owned by another user (uid %d) than the agent's (uid %d) or root; make it the agent's user's (chown) and writable by it alone (chmod go-w)", what, uid, os.Geteuid())
+	w := regfile.OthersMayWrite(st) // numbers the system gave, not text another user chose
+	if w == nil {
+		return nil
 	}
-	if perm := st.Mode().Perm(); perm&0o022 != 0 {
-		return amp.Named(amp.CodeUnavailable, ErrLedgerIO,
-			"%s may be written by group or others (mode %04o); make it writable by the agent's user alone (chmod go-w)", what, perm)
+	hint := "make it writable by the agent's user alone (chmod go-w)"
+	if w.Foreign {
+		hint = "make it the agent's user's (chown) and writable by it alone (chmod go-w)"
 	}
-	return nil
+	return amp.Named(amp.CodeUnavailable, ErrLedgerIO, "%s; %s", w.Reason(what, "the agent's"), hint)
 }
 
 // lockNoFollow makes the lock file's open fail on a link put at its name
