@@ -135,7 +135,9 @@ type HTTPOptions struct {
 	// other requests, that outlive their POSTs are bounded the same:
 	// MaxPeerInFlight of one principal, MaxInFlight in all (MCP-30,
 	// MCP-41, MCP-47). A POST that carries a notification holds its
-	// slot and bytes until the SDK has handled it (MCP-54).
+	// slot and bytes until the SDK has handled it (MCP-54); a session
+	// that has not within 30 s is closed, the POST answered 404
+	// ErrNotificationsUnhandled once it is done (MCP-56).
 	MaxInFlight, MaxPeerInFlight           int
 	MaxInFlightBytes, MaxPeerInFlightBytes int64
 	// SessionTimeout closes sessions idle this long (default 10 min).
@@ -155,6 +157,9 @@ type HTTPOptions struct {
 
 	// grace replaces admission.FrameGrace for the request bodies (tests).
 	grace time.Duration
+	// drainCut, closed, ends every drain's wait as drainTimeout does
+	// (tests; nil otherwise).
+	drainCut chan struct{}
 }
 
 // ErrHostRefused names a request refused by HTTPOptions.Hosts: its Host
@@ -322,26 +327,33 @@ func (h *HTTPEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sw := &safeWriter{ResponseWriter: w, grace: h.o.grace}
 	defer func() { h.leave(req, sw.Header().Get(sessionHeader)) }()
-	notes := false
 	if r.Method == http.MethodPost {
-		if ok, notes = h.readBody(w, r); !ok {
+		if ok, sw.holdAccepted = h.readBody(w, r); !ok {
 			return
 		}
 	}
 	// The agent hands out its processing slots by the peer of the
 	// context (admission.Fair): here the principal, as the bounds above.
-	req.ent.sh.ServeHTTP(sw, r.WithContext(admission.WithPeer(r.Context(), principal)))
-	if notes {
-		// Still holding the POST's slot and bytes (MCP-54).
-		h.drain(req.ent, r, cmp.Or(sid, sw.Header().Get(sessionHeader)))
+	r = r.WithContext(admission.WithPeer(r.Context(), principal))
+	req.ent.sh.ServeHTTP(sw, r)
+	if sw.holdAccepted {
+		// Still holding the POST's slot and bytes (MCP-54, MCP-56).
+		sw.endAccepted(h.drain(req.ent, r, cmp.Or(sid, sw.Header().Get(sessionHeader))))
 	}
 	sw.finish()
 	sw.settle()
 }
 
 // drainTimeout bounds how long drain waits for a session's notifications
-// to be handled.
+// to be handled before it closes the session.
 const drainTimeout = 30 * time.Second
+
+// ErrNotificationsUnhandled names a POST of notifications whose session
+// did not handle them within drainTimeout, or could not be asked
+// whether it had (docs/SPEC-DECISIONS.md MCP-56): the session is closed,
+// and the POST is answered 404, as for a session that ended, once the
+// session's connection is done.
+const ErrNotificationsUnhandled = "notifications_unhandled"
 
 // drain waits until the SDK has handled every notification handed so far
 // to session sid: go-sdk v1.8.0 answers a POST of notifications 202 once
@@ -349,49 +361,91 @@ const drainTimeout = 30 * time.Second
 // session's notifications one at a time, each before the next message,
 // in an unbounded queue (internal/jsonrpc2, handleAsync), so the POST's
 // request slot and bytes, given back with the answer, bounded nothing
-// that was queued (docs/SPEC-DECISIONS.md MCP-54). It posts the session a
-// ping of its own, under a fresh random id, with r's protocol version:
-// the ping is answered only once every message queued before it has
-// been handled. Its answer is not the client's (the SDK answers it on
-// this POST, which drain discards). It waits at most drainTimeout,
-// whatever becomes of r's client (a client that hangs up must not get
-// its slot back sooner), and not at all for a session that is gone.
-func (h *HTTPEndpoint) drain(ent *principalEntry, r *http.Request, sid string) {
+// that was queued (docs/SPEC-DECISIONS.md MCP-54). It posts the session
+// a ping of its own, under a fresh random id, in r's context (the
+// principal's, admission.WithPeer; MCP-58): the ping is answered only
+// once every message queued before it has been handled. Its answer is
+// not the client's (the SDK answers it on this POST, which drain
+// discards). The ping carries none of r's headers but the session id:
+// the SDK refuses a ping at once under a protocol version it queues
+// notifications under (MCP-57). It waits at most drainTimeout, whatever
+// becomes of r's client (a client that hangs up must not get its slot
+// back sooner). Only an answer (200) drains. Otherwise (the wait ran
+// out, the session is gone, the ping was refused) the session, while
+// the SDK still holds it, is closed, and drain returns false once its
+// connection is done, its queue handled (ServerSession.Close waits for
+// that): the slot is never given back while what it bounded is still
+// queued (MCP-56).
+func (h *HTTPEndpoint) drain(ent *principalEntry, r *http.Request, sid string) bool {
 	if sid == "" {
-		return
+		return true
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), drainTimeout)
 	defer cancel()
+	if h.o.drainCut != nil {
+		go func() {
+			select {
+			case <-h.o.drainCut:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	body := `{"jsonrpc":"2.0","id":"ampbundle-drain-` + rand.Text() + `","method":"ping"}`
 	ping, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL.String(), strings.NewReader(body))
 	if err != nil {
-		return
+		return false // not reached: a fixed method and a parsed URL
 	}
 	ping.Header.Set("Content-Type", "application/json")
 	ping.Header.Set("Accept", "application/json, text/event-stream")
 	ping.Header.Set(sessionHeader, sid)
-	if v := r.Header.Get(protocolVersionHeader); v != "" {
-		ping.Header.Set(protocolVersionHeader, v)
+	answer := &discardWriter{header: http.Header{}}
+	ent.sh.ServeHTTP(answer, ping)
+	if answer.status == http.StatusOK {
+		return true
 	}
-	ent.sh.ServeHTTP(&discardWriter{header: http.Header{}}, ping)
+	ss := serverSession(ent.srv, sid)
+	if ss == nil {
+		return true // its connection is done: nothing of it is queued
+	}
+	h.b.log.Warn("mcp session closed: its notifications were not handled", "limit", ErrNotificationsUnhandled, "principal", ent.principal)
+	ss.Close()
+	return false
 }
 
-// protocolVersionHeader is the streamable HTTP transport's protocol
-// version header.
-const protocolVersionHeader = "Mcp-Protocol-Version"
+// serverSession is srv's session sid while the SDK holds it (its
+// connection not done yet), else nil.
+func serverSession(srv *mcp.Server, sid string) *mcp.ServerSession {
+	for s := range srv.Sessions() {
+		if s.ID() == sid {
+			return s
+		}
+	}
+	return nil
+}
 
 // discardWriter is the http.ResponseWriter of drain's ping: the answer
-// is not sent anywhere.
-type discardWriter struct{ header http.Header }
+// is not sent anywhere, only its status kept.
+type discardWriter struct {
+	header http.Header
+	status int
+}
 
 // Header implements http.ResponseWriter.
 func (d *discardWriter) Header() http.Header { return d.header }
 
 // Write implements http.ResponseWriter: p is dropped.
-func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) Write(p []byte) (int, error) {
+	d.WriteHeader(http.StatusOK)
+	return len(p), nil
+}
 
 // WriteHeader implements http.ResponseWriter.
-func (d *discardWriter) WriteHeader(int) {}
+func (d *discardWriter) WriteHeader(code int) {
+	if d.status == 0 {
+		d.status = code
+	}
+}
 
 // sessionHeader is the streamable HTTP transport's session id header.
 const sessionHeader = "Mcp-Session-Id"

@@ -116,12 +116,7 @@ func (h *HTTPEndpoint) leave(req request, sid string) {
 	ent, opens := req.ent, req.opens
 	var ss *mcp.ServerSession
 	if opens && sid != "" {
-		for s := range ent.srv.Sessions() {
-			if s.ID() == sid {
-				ss = s
-				break
-			}
-		}
+		ss = serverSession(ent.srv, sid)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -211,6 +206,9 @@ type safeWriter struct {
 	rpc    bool
 	status int
 	held   []byte
+	// holdAccepted: a POST holding a notification (drain), whose 202 is
+	// held, accepted, until endAccepted.
+	holdAccepted, accepted bool
 }
 
 // maxHeldError bounds the JSON error body of the SDK that safeWriter
@@ -222,6 +220,10 @@ func (s *safeWriter) WriteHeader(code int) {
 		return
 	}
 	s.wrote = true
+	if code == http.StatusAccepted && s.holdAccepted {
+		s.accepted = true
+		return
+	}
 	if code < 400 {
 		if code == http.StatusOK && strings.HasPrefix(s.Header().Get("Content-Type"), "application/json") {
 			s.answer = true
@@ -477,6 +479,22 @@ func (s *safeWriter) finish() {
 	s.Header().Del("Content-Length")
 	s.ResponseWriter.WriteHeader(s.status)
 	s.ResponseWriter.Write(append(rpcErrorBody(s.held), '\n'))
+}
+
+// endAccepted writes the 202 held, when drained (HTTPEndpoint.drain),
+// else ErrNotificationsUnhandled: the session is closed (404, as the SDK
+// answers a session that ended). Any other answer was written as it came.
+func (s *safeWriter) endAccepted(drained bool) {
+	if !s.accepted {
+		return
+	}
+	s.accepted = false
+	if drained {
+		s.ResponseWriter.WriteHeader(http.StatusAccepted)
+		return
+	}
+	jsonError(s.ResponseWriter, http.StatusNotFound, amp.Named(amp.CodeOverloaded, ErrNotificationsUnhandled,
+		"the session did not handle its notifications in time and is closed; open a new session"))
 }
 
 // plainID reports whether id is a JSON-RPC id as the SDK writes one: a

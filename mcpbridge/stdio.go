@@ -211,9 +211,9 @@ func unbatched(batch []byte) ([]byte, error) {
 // ErrNotificationBatched: a JSON-RPC batch answer holding one error per
 // request, under its id (ids, as written and checked by validRequestID:
 // a string is written again from its decoded value, an integer as it
-// is), or, when the batch holds none, one error under a null id (a batch
-// is never answered with an empty array), then a newline. (A batch of
-// notifications alone is not refused: unbatched.)
+// is), then a newline. ids is never empty: a batch of notifications
+// alone is not refused (next hands it to the SDK unbatched), so the
+// answer is never an empty array.
 func batchRefusal(ids [][]byte) []byte {
 	type rpcError struct {
 		Code    int             `json:"code"`
@@ -224,9 +224,6 @@ func batchRefusal(ids [][]byte) []byte {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   rpcError        `json:"error"`
-	}
-	if len(ids) == 0 {
-		ids = [][]byte{[]byte("null")}
 	}
 	out := make([]answer, 0, len(ids))
 	for _, id := range ids {
