@@ -247,7 +247,7 @@ func checkBundles(tx *bolt.Tx, add problems) (map[string]*bundle.Manifest, error
 			add(ProblemBundleUnreadable, "the record of bundle %q does not decode: the catalog leaves the bundle out (an import of it fails store_io; rm of it removes every entry of it the store holds)", printableKey(k))
 			return nil
 		}
-		in, err := bundle.Inspect(bytes.NewReader(rec.Signed), int64(len(rec.Signed))+1)
+		in, err := bundle.Inspect(bytes.NewReader(rec.Signed), storedManifestCap(rec.Signed))
 		if err != nil {
 			add("bundle", "the signed manifest of bundle %s does not decode: %s", k, amp.SafeMessage(err))
 			return nil

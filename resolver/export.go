@@ -24,7 +24,7 @@ func (s *Store) Export(bundleID string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		in, err := bundle.Inspect(bytes.NewReader(rec.Signed), int64(len(rec.Signed))+1)
+		in, err := bundle.Inspect(bytes.NewReader(rec.Signed), storedManifestCap(rec.Signed))
 		if err != nil {
 			return fail(ErrStoreIO, "the stored manifest of %s does not decode", bundleID).WithCause(err)
 		}
@@ -66,4 +66,14 @@ func (s *Store) Export(bundleID string, w io.Writer) error {
 		return amp.AsError(err)
 	}
 	return nil
+}
+
+// storedManifestCap is the cap a stored signed manifest is read back
+// under: one byte over its length, so a record grown since it was
+// written is refused, but never over bundle.DefaultMaxManifestSize,
+// the most the store imports and the most the bundle reader lets a
+// caller set (docs/SPEC-DECISIONS.md BUNDLE-33): a manifest of exactly
+// that size is read under the default itself.
+func storedManifestCap(signed []byte) int64 {
+	return min(int64(len(signed))+1, bundle.DefaultMaxManifestSize)
 }
