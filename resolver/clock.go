@@ -102,6 +102,9 @@ type judgedCache struct {
 	// prepared counts the trust policies judges built (trust.Prepare),
 	// for the tests that bound them.
 	prepared atomic.Int64
+	// lines counts the bundle lines judges loaded (judge.line), for the
+	// tests that bound them.
+	lines atomic.Int64
 }
 
 // judged is what judgedCache keeps of one bundle.
@@ -176,6 +179,7 @@ func (j *judge) line(bundleID string) (*trust.Prepared, error) {
 	if err := j.load(); err != nil {
 		return nil, err
 	}
+	j.s.judged.lines.Add(1)
 	if err := loadLine(j.tx, j.st, bundleID, false); err != nil {
 		return nil, err
 	}
@@ -214,34 +218,70 @@ func (j *judge) drop(bundleID string) {
 // judged with no floor, which would serve it again with the clock set
 // back (docs/SPEC-DECISIONS.md TSTATE-6).
 func (j *judge) judgedFloor(rec *bundleRecord) int64 {
-	gen := txGeneration(j.tx)
-	if c := j.s.judged.get(gen, rec.BundleID); c.floor {
-		return c.floorAt
-	}
-	p, err := j.line(rec.BundleID)
-	defer j.drop(rec.BundleID)
-	if err != nil {
-		return math.MaxInt64
-	}
-	f := p.InstalledFloor(rec.BundleID)
-	j.s.judged.put(gen, rec.BundleID, judged{floor: true, floorAt: f})
+	_, f := j.judgeLine(rec.BundleID, false, true)
 	return f
 }
 
-// judgedStale returns staleReason of an installed bundle, cached per
-// generation (s.judged).
+// judgeLine returns, of the installed bundle bundleID, why it is older
+// than the freshness policy allows, or "" (trust.Stale; with stale), and
+// its floor (judgedFloor; with floor), each cached per generation
+// (s.judged), its line loaded at most once for both: a catalog or a
+// listing that needed both loaded it (its whole record, signed manifest
+// included) twice (docs/SPEC-DECISIONS.md STORE-10). A line that cannot
+// be loaded is "the trust policy is unreadable", and its floor the
+// largest, not cached (judgedFloor).
+func (j *judge) judgeLine(bundleID string, stale, floor bool) (string, int64) {
+	gen := txGeneration(j.tx)
+	c := j.s.judged.get(gen, bundleID)
+	if stale && !c.stale && bucket(j.tx, bHeartbeat).Get([]byte(bundleID)) == nil && noFreshnessPolicy(j.tx) {
+		stale = false // no heartbeat and no bound: nothing stale, no need to look further
+	}
+	stale, floor = stale && !c.stale, floor && !c.floor
+	if !stale && !floor {
+		return c.staleWhy, c.floorAt
+	}
+	p, err := j.line(bundleID)
+	defer j.drop(bundleID)
+	var put judged
+	if stale {
+		c.staleWhy = "the trust policy is unreadable"
+		if err == nil {
+			c.staleWhy = p.Stale(bundleID)
+		}
+		put.stale, put.staleWhy = true, c.staleWhy
+	}
+	if floor {
+		c.floorAt = math.MaxInt64
+		if err == nil {
+			c.floorAt = p.InstalledFloor(bundleID)
+			put.floor, put.floorAt = true, c.floorAt
+		}
+	}
+	j.s.judged.put(gen, bundleID, put)
+	return c.staleWhy, c.floorAt
+}
+
+// staleExpired returns why the installed bundle id, whose record is rec,
+// is stale (judge.stale), and, when it expires at exp (expires), whether
+// it is expired (judge.expiredAt), its line loaded at most once for both
+// (judgeLine).
+func (j *judge) staleExpired(id string, rec *bundleRecord, exp time.Time, expires bool) (string, bool) {
+	expired := expires && !j.s.opts.Now().Before(exp)
+	floor := expires && !expired && j.s.floor.Load() >= exp.Unix()
+	same := rec.BundleID == id
+	why, at := j.judgeLine(id, true, floor && same)
+	if floor && !same {
+		at = j.judgedFloor(rec)
+	}
+	return why, expired || floor && at >= exp.Unix()
+}
+
+// judgedStale returns why an installed bundle is stale, or "" (trust.Stale,
+// judgeLine), cached per generation (s.judged).
 func (s *Store) judgedStale(tx *bolt.Tx, bundleID string) string { return s.judge(tx).stale(bundleID) }
 
 // stale is judgedStale, judged by j.
 func (j *judge) stale(bundleID string) string {
-	if bucket(j.tx, bHeartbeat).Get([]byte(bundleID)) == nil && noFreshnessPolicy(j.tx) {
-		return "" // no heartbeat and no bound: nothing stale, no need to look further
-	}
-	gen := txGeneration(j.tx)
-	if c := j.s.judged.get(gen, bundleID); c.stale {
-		return c.staleWhy
-	}
-	why := j.staleReason(bundleID)
-	j.s.judged.put(gen, bundleID, judged{stale: true, staleWhy: why})
+	why, _ := j.judgeLine(bundleID, true, false)
 	return why
 }

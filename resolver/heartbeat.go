@@ -294,49 +294,12 @@ func chargeable(st *trust.State, counts map[string]int, signers []string) string
 	return trust.LeastUnderShare(accounts, counts, maxHeartbeatsNotInstalled)
 }
 
-// staleReason says why the installed bundle bundleID is older than the
-// freshness policy allows, or "" when it is not (trust.Stale), judged
-// against j's state with the bundle's line loaded.
-func (j *judge) staleReason(bundleID string) string {
-	p, err := j.line(bundleID)
-	defer j.drop(bundleID)
-	if err != nil {
-		return "the trust policy is unreadable"
-	}
-	return p.Stale(bundleID)
-}
-
 // noFreshnessPolicy reports whether the store sets no staleness bound:
 // then nothing is stale. A bound in days needs no heartbeat of the line
 // (trust.Stale), so a store with one judges every installed bundle.
 func noFreshnessPolicy(tx *bolt.Tx) bool {
 	k, _ := bucket(tx, bFreshness).Cursor().First()
 	return k == nil
-}
-
-// staleBundles returns the installed bundles that fail closed as stale,
-// with the reason, judged by j one line at a time (judge.stale), as a
-// listing judges them: the policy is built once for every bundle
-// (docs/SPEC-DECISIONS.md SCALE-24), one signed manifest is held at a
-// time, and a line that cannot be read (its record, high-water mark or
-// pin damaged) is judged for itself, never failing the others
-// (docs/SPEC-DECISIONS.md STORE-4). A trust state that cannot be read is
-// still an error: every judgement rests on it (TSTATE-6).
-func (s *Store) staleBundles(tx *bolt.Tx, j *judge) (map[string]string, error) {
-	out := map[string]string{}
-	if bucket(tx, bHeartbeat).Stats().KeyN == 0 && noFreshnessPolicy(tx) {
-		return out, nil
-	}
-	if err := j.load(); err != nil {
-		return nil, err
-	}
-	err := bucket(tx, bBundles).ForEach(func(k, _ []byte) error {
-		if why := j.stale(string(k)); why != "" {
-			out[string(k)] = why
-		}
-		return nil
-	})
-	return out, err
 }
 
 // Freshness is an operator's staleness bound for a scope.

@@ -214,35 +214,39 @@ func (s *Store) Catalog() (*Catalog, error) {
 // cannot be read, so it fails closed alone and the rest of the store is
 // served (docs/SPEC-DECISIONS.md STORE-4). It sets c.validUntil to the
 // earliest expiry of those not expired. Each record is read once and without
-// its signed manifest (listedRecord; STORE-6), and staleness one line at
-// a time (staleBundles), all judged against one trust policy (SCALE-24).
+// its signed manifest (listedRecord; STORE-6), in one walk of the
+// installed bundles, each line loaded at most once for its staleness and
+// its floor together (judge.staleExpired; STORE-10), all judged against
+// one trust policy (SCALE-24). A line that cannot be read (its record,
+// high-water mark or pin damaged) is judged stale for itself, never
+// failing the others (STORE-4); a trust state that cannot be read is an
+// error: every judgement rests on it (TSTATE-6).
 func (s *Store) closedBundles(tx *bolt.Tx, c *Catalog) (map[string]bool, error) {
 	j := s.judge(tx)
-	stale, err := s.staleBundles(tx, j)
-	if err != nil {
-		return nil, err
+	if bucket(tx, bHeartbeat).Stats().KeyN != 0 || !noFreshnessPolicy(tx) {
+		if err := j.load(); err != nil {
+			return nil, err
+		}
 	}
-	closed := make(map[string]bool, len(stale))
-	for id := range stale {
-		closed[id] = true
-	}
-	err = bucket(tx, bBundles).ForEach(func(k, v []byte) error {
+	closed := map[string]bool{}
+	err := bucket(tx, bBundles).ForEach(func(k, v []byte) error {
 		var lr listedRecord // its signed manifest left unread
 		if decode(v, &lr) != nil {
 			closed[string(k)] = true
 			return nil
 		}
 		r := &lr.bundleRecord
+		exp, ok := expiry(*r)
+		why, expired := j.staleExpired(string(k), r, exp, ok && !s.opts.AllowExpired)
+		if why != "" {
+			closed[string(k)] = true
+		}
 		if r.Revoked != "" {
 			closed[r.BundleID] = true
 		}
-		if s.opts.AllowExpired {
-			return nil
-		}
-		exp, ok := expiry(*r)
 		switch {
-		case !ok:
-		case j.expiredAt(r, exp):
+		case !ok || s.opts.AllowExpired:
+		case expired:
 			closed[r.BundleID] = true
 		case c.validUntil.IsZero() || exp.Before(c.validUntil):
 			c.validUntil = exp
@@ -372,10 +376,11 @@ func (s *Store) Bundles() ([]Bundle, error) {
 				s.judged.put(gen, string(k), judged{sum: true, manifestSum: j.manifestSum})
 			}
 			exp, ok := expiry(r.bundleRecord)
+			why, expired := jd.staleExpired(r.BundleID, &r.bundleRecord, exp, ok) // one load of its line (STORE-10)
 			out = append(out, Bundle{BundleID: r.BundleID, Version: r.Version, ImportedAt: r.ImportedAt, ExpiresAt: r.ExpiresAt,
 				Signers: r.Signers, Artifacts: r.Artifacts, Bytes: r.Bytes, Highest: getU64(hw.Get(k)),
 				ManifestSHA256: j.manifestSum, Revoked: r.Revoked, VersionRevoked: versionRevoked(tx, r.BundleID, r.Version),
-				Stale: jd.stale(r.BundleID), Expired: ok && jd.expiredAt(&r.bundleRecord, exp)})
+				Stale: why, Expired: expired})
 			return nil
 		})
 	})
