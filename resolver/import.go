@@ -707,14 +707,10 @@ func stagedOf(a *bundle.Artifact) (staged, error) {
 	st := staged{entry: a.ArtifactEntry, blob: BlobKey(a.HashAlg, a.Hash)}
 	switch a.MediaType {
 	case bundle.MediaTypeSchema:
-		// The bytes are verified (Next). A document over
-		// offlineschema.MaxCompileBytes never compiles, so the import is
-		// refused (checkSchemasCompile) without its $id: it is not
-		// parsed, which cost about 47 times its bytes
-		// (docs/SPEC-DECISIONS.md STORE-7).
-		if len(a.Data) > offlineschema.MaxCompileBytes {
-			break
-		}
+		// The bytes are verified (Next). SchemaID refuses a document
+		// over offlineschema.MaxCompileBytes unparsed, so such an import
+		// is refused (checkSchemasCompile) without its $id
+		// (docs/SPEC-DECISIONS.md STORE-7, SCHEMA-12).
 		if id, err := offlineschema.SchemaID(a.Data); err == nil {
 			st.schemaID = id
 		}
