@@ -282,8 +282,8 @@ func (s *Store) claimHeld(k ledger.Key, lease clientv3.LeaseID, r *clientv3.TxnR
 			return s.claimLost(k, lease, kv)
 		}
 	}
-	if c != nil && c.Lease == int64(clientv3.NoLease) {
-		return s.claimLeaseless(k, c, r.Header.Revision)
+	if c != nil && (c.Lease == int64(clientv3.NoLease) || clientv3.LeaseID(c.Lease) != lease && !s.sessionLease(clientv3.LeaseID(c.Lease))) {
+		return s.claimUnheld(k, c, r.Header.Revision)
 	}
 	if c != nil && clientv3.LeaseID(c.Lease) == lease {
 		// Our own claim, which this process no longer tracks (an Unclaim
@@ -331,19 +331,22 @@ func (s *Store) claimHeld(k ledger.Key, lease clientv3.LeaseID, r *clientv3.TxnR
 	return ledger.ClaimResult{Wait: s.waitFor(ks.claim, r.Header.Revision+1)}, nil
 }
 
-// claimLeaseless answers a Claim of k that found c, a claim key without a
-// lease (FLEET-38). Every node writes its claims under its session lease
-// (grantedID never yields NoLease), so no live node holds c: a writer under
-// the prefix, or a tool that copied keys without their leases, made it,
-// and nothing would ever delete it (the message Busy on every node for
-// ever). It is deleted in one transaction while it is the key read (its
-// create and mod revisions) and still has no lease, and the copy claims
-// again at once: Fresh with no entry, Lost with a running one (never a
-// second run: the entry stays), Done with a done one. A claim this
-// process tracks under that create revision is its own (its lease taken
-// off by such a writer): kept, as one changed since is, and waited on as
-// another's claim (FLEET-17: never a tight loop).
-func (s *Store) claimLeaseless(k ledger.Key, c *mvccpb.KeyValue, rev int64) (ledger.ClaimResult, error) {
+// claimUnheld answers a Claim of k that found c, a claim key no live
+// node holds: one without a lease (FLEET-38), or one under a lease that
+// etcd granted longer than any session lease (sessionLease, FLEET-40).
+// Every node writes its claims under its session lease (grantedID never
+// yields NoLease), so a writer under the prefix, or a tool that copied
+// keys without their leases, made it, and nothing would delete it before
+// its lease ends, if ever (the message Busy on every node until then). It
+// is deleted in one transaction while it is the key read (its create and
+// mod revisions) and still has the lease read, and the copy claims again
+// at once: Fresh with no entry, Lost with a running one (never a second
+// run: the entry stays), Done with a done one. A claim this process
+// tracks under that create revision is its own (its lease changed by
+// such a writer): kept, as one changed since is, and waited on as
+// another's claim (FLEET-17: never a tight loop). The lease itself is
+// left alone: it may hold keys that are not the ledger's.
+func (s *Store) claimUnheld(k ledger.Key, c *mvccpb.KeyValue, rev int64) (ledger.ClaimResult, error) {
 	key := keysOf(s.prefix, k).claim
 	s.mu.Lock()
 	ci, tracked := s.claims[k]
@@ -354,7 +357,7 @@ func (s *Store) claimLeaseless(k ledger.Key, c *mvccpb.KeyValue, rev int64) (led
 		err := s.call("claim", func(ctx context.Context) (err error) {
 			r, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", c.CreateRevision),
 				clientv3.Compare(clientv3.ModRevision(key), "=", c.ModRevision),
-				clientv3.Compare(clientv3.LeaseValue(key), "=", clientv3.NoLease)).Then(then...).Commit()
+				clientv3.Compare(clientv3.LeaseValue(key), "=", clientv3.LeaseID(c.Lease))).Then(then...).Commit()
 			if err == nil {
 				err = replyFits(r, then, nil) // FLEET-28
 			}
@@ -370,6 +373,52 @@ func (s *Store) claimLeaseless(k ledger.Key, c *mvccpb.KeyValue, rev int64) (led
 		}
 	}
 	return ledger.ClaimResult{Wait: s.waitFor(key, rev+1)}, nil
+}
+
+// maxSessionLike bounds the leases sessionLease remembers: a writer under
+// the prefix may attach claims to any number of leases.
+const maxSessionLike = 1024
+
+// sessionLease reports whether id, the lease of another process's claim,
+// may be a node's session lease: etcd granted it (LeaseTimeToLive) a TTL
+// no longer than this process's own session lease (the fleet's nodes
+// share one SessionTTL, raised alike to etcd's minimum). A longer lease
+// (a bucket's, or any writer's, of years) is no node's session: the
+// claim under it would be waited on, on every node, until that lease
+// ends (docs/SPEC-DECISIONS.md FLEET-40). A lookup that fails (etcd
+// not answering, or refusing it), or a lease already gone (etcd deletes
+// the claim with it), is taken as a session's: the claim is waited on,
+// as before. A lease found no longer, or not looked up, is remembered
+// and looked up again at most once per SessionTTL: one call per live
+// node, not per claim (a lease ID a writer has etcd grant again is found
+// within that time).
+func (s *Store) sessionLease(id clientv3.LeaseID) bool {
+	now := time.Now()
+	s.mu.Lock()
+	at, ok := s.sessionLike[id]
+	s.mu.Unlock()
+	own := s.sess.grantedTTL()
+	if ok && now.Sub(at) < s.o.SessionTTL || own <= 0 {
+		return true
+	}
+	var r *clientv3.LeaseTimeToLiveResponse
+	err := s.call("lease", func(ctx context.Context) (err error) {
+		r, err = s.cli.TimeToLive(ctx, id)
+		if err == nil && (r == nil || r.ID != id) {
+			err = badReply("a lease's time to live for another lease") // FLEET-28
+		}
+		return err
+	})
+	if err == nil && r.TTL >= 0 && r.GrantedTTL > own {
+		return false
+	}
+	s.mu.Lock()
+	if s.sessionLike == nil || len(s.sessionLike) >= maxSessionLike {
+		s.sessionLike = map[clientv3.LeaseID]time.Time{}
+	}
+	s.sessionLike[id] = now
+	s.mu.Unlock()
+	return true
 }
 
 // claimLost claims k's running entry kv, which no process claims: one

@@ -239,7 +239,7 @@ func TestPreviousVersionClaimAndEntryReadDuringUpgrade(t *testing.T) {
 		want    ledger.State
 	}{{5, false, ledger.Fresh}, {6, true, ledger.Lost}} {
 		k := ledger.Key{Sender: "did:example:old", ID: [16]byte{tc.id}}
-		lease, err := cli.Grant(ctx, 60)
+		lease, err := cli.Grant(ctx, int64(etcdledger.DefaultSessionTTL/time.Second)) // the old node's session (FLEET-40)
 		if err != nil {
 			t.Fatal(err)
 		}

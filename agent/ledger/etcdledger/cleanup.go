@@ -3,6 +3,7 @@ package etcdledger
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -265,30 +266,23 @@ func (cl *cleaner) shelve(c cleanup) {
 	}
 }
 
-// strays queues the delete of each usage counter of kvs (a principal's,
-// as read) of a bucket ending at or before over (FLEET-37): a lease
-// longer than any node grants keeps it, and it counts no entry a node
-// still answers; and, with leaseless, of each that has no lease
-// (FLEET-33): no node writes one, so it holds no charge of an entry and
-// only refuses the principal while it lives. Deletes and refunds
-// together fill at most half of the queue, the rest kept for given-up
-// claims; one more waits for the next read to find it.
-func (cl *cleaner) strays(kvs []*mvccpb.KeyValue, over int64, leaseless bool) {
-	var qs []cleanup
-	for _, kv := range kvs {
-		if kv == nil {
-			continue
-		}
-		if end, ok := counterEnd(kv.Key); leaseless && kv.Lease == 0 || kv.Lease != 0 && ok && end <= over {
-			qs = append(qs, cleanup{counter: string(kv.Key), rev: kv.ModRevision, stray: true, lease: kv.Lease})
-		}
-	}
-	if len(qs) == 0 {
+// strays queues the deletes snapOf found in a principal's counters as
+// read (FLEET-41): of each of a bucket ending at or before the read's
+// overEnd (FLEET-37): a lease longer than any node grants keeps it, and
+// it counts no entry a node still answers; and, with leaseless, of each
+// that has no lease (FLEET-33): no node writes one, so it holds no
+// charge of an entry and only refuses the principal while it lives.
+// Deletes and refunds together fill at most half of the queue, the rest
+// kept for given-up claims; one more waits for the next read to find
+// it.
+func (cl *cleaner) strays(qs []cleanup, leaseless bool) {
+	wanted := func(c cleanup) bool { return leaseless || c.lease != 0 }
+	if !slices.ContainsFunc(qs, wanted) {
 		return
 	}
 	cl.mu.Lock()
 	for _, c := range qs {
-		if len(cl.q) < maxCleanups/2 {
+		if wanted(c) && len(cl.q) < maxCleanups/2 {
 			cl.queue(c)
 		}
 	}

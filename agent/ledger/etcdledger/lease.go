@@ -26,6 +26,11 @@ type session struct {
 	id     clientv3.LeaseID
 	cancel context.CancelFunc
 	flight *grant // the grant in flight, if any
+	// ttl is the TTL etcd granted the session lease (seconds, SessionTTL
+	// raised to etcd's minimum where below it), kept once granted: the
+	// longest lease any node of the fleet holds a claim under
+	// (docs/SPEC-DECISIONS.md FLEET-40).
+	ttl int64
 }
 
 // lease returns the live session lease, granting one if there is none;
@@ -54,10 +59,12 @@ func (se *session) lease() (clientv3.LeaseID, error) {
 func (se *session) grant(f *grant) {
 	defer close(f.done)
 	var id clientv3.LeaseID
+	var ttl int64
 	err := se.s.call("lease", func(ctx context.Context) error {
 		r, err := se.s.cli.Grant(ctx, int64(se.s.o.SessionTTL/time.Second))
 		if err == nil {
 			id, err = grantedID(r)
+			ttl = r.TTL
 		}
 		return err
 	})
@@ -69,7 +76,7 @@ func (se *session) grant(f *grant) {
 	se.mu.Lock()
 	se.flight = nil
 	if err == nil {
-		se.id, se.cancel = id, cancel
+		se.id, se.cancel, se.ttl = id, cancel, ttl
 	}
 	se.mu.Unlock()
 	f.id, f.err = id, err
@@ -95,6 +102,14 @@ func (se *session) holds(id clientv3.LeaseID) bool {
 	se.mu.Lock()
 	defer se.mu.Unlock()
 	return se.id == id
+}
+
+// grantedTTL is the TTL etcd granted the last session lease (seconds;
+// 0 before the first grant).
+func (se *session) grantedTTL() int64 {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	return se.ttl
 }
 
 // revoke ends the session: its claims are deleted at once.

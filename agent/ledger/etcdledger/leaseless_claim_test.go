@@ -55,8 +55,8 @@ func TestClaimKeyWithoutALeaseIsRemovedNeverHoldsItsMessageBusy(t *testing.T) {
 			k := ledger.Key{Sender: "did:example:leaseless-claim", ID: [16]byte{0x37, byte(i)}}
 			ks := keysOf(s.prefix, k)
 			var opts []clientv3.OpOption
-			if tc.leased {
-				g, err := cli.Grant(ctx, 3600)
+			if tc.leased { // as long as a session: a longer one is no node's (FLEET-40)
+				g, err := cli.Grant(ctx, int64(DefaultSessionTTL/time.Second))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ampbundle/ampbundle/agent/ledger"
@@ -525,11 +526,9 @@ func (s *Store) readUsage(op, prefix string) (snap *usageSnap, err error) {
 		if err != nil {
 			return err
 		}
-		over := s.overEnd()
-		snap, err = snapOf((*pb.RangeResponse)(r), r.Header.Revision, over)
-		if !r.More {
-			s.cleaner.strays(r.Kvs, over, true) // FLEET-33, FLEET-37
-		}
+		var strays []cleanup
+		snap, strays, err = snapOf((*pb.RangeResponse)(r), r.Header.Revision, s.overEnd())
+		s.cleaner.strays(strays, true) // FLEET-33, FLEET-37
 		return err
 	})
 	return snap, err
@@ -562,11 +561,8 @@ func (s *Store) overEnd() int64 {
 // that refuses a share on it (readUsage): the refusal is what names it
 // to the operator (FLEET-33).
 func (s *Store) snapOf(r *pb.RangeResponse, rev int64) (*usageSnap, error) {
-	over := s.overEnd()
-	snap, err := snapOf(r, rev, over)
-	if r != nil && !r.More {
-		s.cleaner.strays(r.Kvs, over, false)
-	}
+	snap, strays, err := snapOf(r, rev, s.overEnd())
+	s.cleaner.strays(strays, false)
 	return snap, err
 }
 
@@ -587,34 +583,64 @@ func counterEnd(key []byte) (end int64, ok bool) {
 // ending at or before over is decoded (one that does not is refused as
 // any) but not summed, nor in vals: its bucket is over by every node's
 // clock (FLEET-37); its mod and create revisions are kept, so that a
-// comparison on it is exact.
-func snapOf(r *pb.RangeResponse, rev, over int64) (*usageSnap, error) {
-	snap := &usageSnap{rev: rev, vals: map[string]int64{}, mods: map[string]int64{}, creates: map[string]int64{}}
+// comparison on it is exact. It also returns, unless the read was cut,
+// the deletes to queue (cleaner.strays): each counter of a bucket over
+// under a lease and each without one, all of the read, also past a
+// counter refused. Each counter is looked at once: its key made a
+// string once and its bucket end parsed once, for the sum and the
+// deletes alike, the maps sized for the read at once: a principal's
+// read holds up to maxCountersOf counters, and every node reads it at
+// each of that principal's transactions (docs/SPEC-DECISIONS.md
+// FLEET-41).
+func snapOf(r *pb.RangeResponse, rev, over int64) (*usageSnap, []cleanup, error) {
 	if r == nil {
-		return nil, amp.Named(amp.CodeUnavailable, ErrBadValue, "no usage counters in the answer")
+		return nil, nil, amp.Named(amp.CodeUnavailable, ErrBadValue, "no usage counters in the answer")
 	}
 	if r.More {
-		return nil, amp.Named(amp.CodeUnavailable, ErrCounterCorrupt, "ledger usage counters on etcd: more for one principal than any fleet writes")
+		return nil, nil, amp.Named(amp.CodeUnavailable, ErrCounterCorrupt, "ledger usage counters on etcd: more for one principal than any fleet writes")
 	}
+	n := len(r.Kvs)
+	snap := &usageSnap{rev: rev, vals: make(map[string]int64, n), mods: make(map[string]int64, n), creates: make(map[string]int64, n)}
+	var strays []cleanup
+	var err error
 	for _, kv := range r.Kvs {
-		if kv.Lease == 0 {
-			return nil, amp.Named(amp.CodeUnavailable, ErrCounterCorrupt, "ledger usage counter on etcd without a lease: no node writes one")
+		key := string(kv.Key)
+		end, ok := counterEnd(kv.Key)
+		done := ok && end <= over
+		if kv.Lease == 0 || done {
+			strays = append(strays, cleanup{counter: key, rev: kv.ModRevision, stray: true, lease: kv.Lease})
 		}
-		n, err := decodeCounter(kv.Value)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			err = snap.add(kv, key, done)
 		}
-		snap.mods[string(kv.Key)] = kv.ModRevision
-		snap.creates[string(kv.Key)] = kv.CreateRevision
-		if end, ok := counterEnd(kv.Key); ok && end <= over {
-			continue
-		}
-		if snap.sum, err = addCounter(snap.sum, n); err != nil {
-			return nil, err
-		}
-		snap.vals[string(kv.Key)] = n
 	}
-	return snap, nil
+	if err != nil {
+		return nil, strays, err
+	}
+	return snap, strays, nil
+}
+
+// add adds the counter kv, whose key is key, to snap: refused without a
+// lease or when it does not decode; its revisions kept; summed and in
+// vals unless its bucket is over (done).
+func (snap *usageSnap) add(kv *mvccpb.KeyValue, key string, done bool) error {
+	if kv.Lease == 0 {
+		return amp.Named(amp.CodeUnavailable, ErrCounterCorrupt, "ledger usage counter on etcd without a lease: no node writes one")
+	}
+	n, err := decodeCounter(kv.Value)
+	if err != nil {
+		return err
+	}
+	snap.mods[key] = kv.ModRevision
+	snap.creates[key] = kv.CreateRevision
+	if done {
+		return nil
+	}
+	if snap.sum, err = addCounter(snap.sum, n); err != nil {
+		return err
+	}
+	snap.vals[key] = n
+	return nil
 }
 
 // contended waits a little before the next try of a transaction whose

@@ -133,7 +133,7 @@ func TestUsageCountersOfABucketOverAreLeftOutAndQueuedForDelete(t *testing.T) {
 		{"without a lease", []*mvccpb.KeyValue{kv("/p/u/h/5000", "11", 0)}, 0, ErrCounterCorrupt, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sn, err := snapOf(&pb.RangeResponse{Kvs: tc.kvs}, 6, over)
+			sn, strays, err := snapOf(&pb.RangeResponse{Kvs: tc.kvs}, 6, over)
 			if amp.NameOf(err) != tc.err || err == nil && sn.sum != tc.sum {
 				t.Fatalf("snap %+v %v, want sum %d, error %q", sn, err, tc.sum, tc.err)
 			}
@@ -150,7 +150,7 @@ func TestUsageCountersOfABucketOverAreLeftOutAndQueuedForDelete(t *testing.T) {
 			}
 			cl := &cleaner{q: map[cleanup]struct{}{}, wake: make(chan struct{}, 1)}
 			cl.once.Do(func() {}) // no goroutine: the queue is looked at, not run
-			cl.strays(tc.kvs, over, true)
+			cl.strays(strays, true)
 			if len(cl.q) != tc.queued {
 				t.Fatalf("%d deletes queued, want %d: %+v", len(cl.q), tc.queued, cl.q)
 			}

@@ -92,16 +92,16 @@ func TestEtcdAnswerShapeMismatchesAreRefusedByName(t *testing.T) {
 // refused, never summed from the part read (FLEET-29).
 func TestUsageCountersCutByTheirLimitAreRefused(t *testing.T) {
 	r := &pb.RangeResponse{Kvs: []*mvccpb.KeyValue{{Key: []byte("/p/u/h/1"), Value: []byte("10"), Lease: 7}}, More: true}
-	if _, err := snapOf(r, 3, 0); amp.NameOf(err) != ErrCounterCorrupt {
+	if _, _, err := snapOf(r, 3, 0); amp.NameOf(err) != ErrCounterCorrupt {
 		t.Fatalf("%v, want %s", err, ErrCounterCorrupt)
 	}
 	r.More = false
-	if sn, err := snapOf(r, 3, 0); err != nil || sn.sum != 10 {
+	if sn, _, err := snapOf(r, 3, 0); err != nil || sn.sum != 10 {
 		t.Fatalf("%v %v", sn, err)
 	}
 	// A counter without a lease is no node's (FLEET-33).
 	r.Kvs[0].Lease = 0
-	if _, err := snapOf(r, 3, 0); amp.NameOf(err) != ErrCounterCorrupt {
+	if _, _, err := snapOf(r, 3, 0); amp.NameOf(err) != ErrCounterCorrupt {
 		t.Fatalf("a counter without a lease: %v, want %s", err, ErrCounterCorrupt)
 	}
 }

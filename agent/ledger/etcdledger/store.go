@@ -64,7 +64,8 @@ type Options struct {
 	// Negative is refused.
 	MaxClockSkew time.Duration
 	// Observe, when set, is called after every etcd call with its
-	// operation ("claim", "mark", "finish", "unclaim", "lookup", "lease"),
+	// operation ("claim", "mark", "finish", "unclaim", "lookup", "lease":
+	// a grant, or a look at the lease of another's claim, FLEET-40),
 	// duration and error (a combined transaction, FLEET-10, is one call,
 	// named by the operation of its first message). It must not block.
 	Observe func(op string, d time.Duration, err error)
@@ -107,6 +108,10 @@ type Store struct {
 	running map[ledger.Key]entryRef  // entries marked or found running
 	tally   map[int64]tallyBucket    // this process's entries by bucket end
 	usage   ledger.Usage
+	// sessionLike holds the leases of other processes' claims found no
+	// longer than this process's session lease, with when each was
+	// looked up (sessionLease: FLEET-40); at most maxSessionLike.
+	sessionLike map[clientv3.LeaseID]time.Time
 
 	calls, errs atomic.Uint64
 	nanos       atomic.Int64
