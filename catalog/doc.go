@@ -42,7 +42,9 @@
 // Options.Refresh. Every list is paged at PageSize or cut (RowVersions,
 // MaxJoined). A schema's rendering is linear in its size and stops at
 // MaxRenderBytes, markup included, and so do a compatibility page's
-// findings (at most MaxCellFindings a pair). The matrices the pages
+// findings (at most MaxCellFindings a pair); a matrix compares the
+// newest DefaultMaxMatrixVersions versions of a capability, and its page
+// and the page of a version left out say so (CATALOG-42). The matrices the pages
 // compute take their time from a compute budget, in all and by peer
 // (Options.ComputeBurst, ComputeRate): past it a page that would compute
 // one is refused, 429 or 503 with Retry-After. A "$ref" is followed or

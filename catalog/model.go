@@ -747,6 +747,22 @@ func (m *Model) HasMatrix(name string) bool {
 	return ok && m.lazy
 }
 
+// compared reports whether the matrix of the capability name compares
+// its version (the newest ReadOptions.MaxMatrixVersions are compared,
+// compat.NewestVersions), and how many versions it compares.
+func (m *Model) compared(name, version string) (bool, int) {
+	r, ok := m.provRange[name]
+	if !ok {
+		return false, 0
+	}
+	for _, p := range m.provided[r[0]:r[1]] {
+		if p.Descriptor.Version.String() == version {
+			return true, r[1] - r[0]
+		}
+	}
+	return false, r[1] - r[0]
+}
+
 // Matrix returns the compatibility matrix of the capability name: the
 // one computed in the read (Parts.Compat), or else computed now and kept
 // (Parts.LazyCompat). Its findings are those the read's bounds keep

@@ -101,6 +101,11 @@ type versionView struct {
 	Supported, Deprecated                  []string
 	Input, Output                          schemaView
 	HasMatrix                              bool
+	// InMatrix: the version is one its capability's matrix compares;
+	// Compared: how many versions that matrix compares (the newest,
+	// ReadOptions.MaxMatrixVersions).
+	InMatrix bool
+	Compared int
 }
 
 // schemaView is a schema shown in a page; its rendering (Body) is done
@@ -123,6 +128,11 @@ type matrixView struct {
 	// MoreCells and MoreFindings: the cells whose findings the page has
 	// no room left for, and their findings.
 	MoreCells, MoreFindings int
+	// Of: the versions the capability has; Omitted: those of them the
+	// matrix does not compare (older than the newest it keeps,
+	// ReadOptions.MaxMatrixVersions), which the page names so that its
+	// verdict is not read as the capability's (CATALOG-42).
+	Of, Omitted int
 }
 
 type matrixRow struct {
@@ -517,6 +527,7 @@ func (m *Model) versionView(ctx context.Context, name, version string) (versionV
 		vv.Input = m.schemaView(ctx, m.schemas[SchemaLoc{BundleID: v.BundleID, Key: d.InputSchema.ArtifactKey}], "in")
 		vv.Output = m.schemaView(ctx, m.schemas[SchemaLoc{BundleID: v.BundleID, Key: d.OutputSchema.ArtifactKey}], "out")
 		vv.HasMatrix = m.HasMatrix(c.Name)
+		vv.InMatrix, vv.Compared = m.compared(c.Name, v.Version)
 		return vv, true
 	}
 	return versionView{}, false
@@ -653,6 +664,9 @@ func (m *Model) matrixView(name string, admit func() (func(), *refusal), out *pa
 	}
 	mx := k.mx
 	v := matrixView{Name: mx.Capability, Versions: mx.Versions, Found: true}
+	if c, ok := m.Capability(mx.Capability); ok {
+		v.Of, v.Omitted = len(c.Versions), max(0, len(c.Versions)-len(mx.Versions))
+	}
 	bundleOf := m.versionBundles(mx)
 	budget := MaxRenderBytes
 	n := len(mx.Versions)

@@ -642,8 +642,10 @@ const (
 	// 2*maxIndentDepth spaces before its text.
 	maxIndentDepth = 16
 	// anchorBytes is the length of the hash of a pointer an anchor id
-	// holds, in bytes (hex in the id).
-	anchorBytes = 8
+	// holds, in bytes (hex in the id): 128 bits, so that a publisher
+	// cannot find two pointers of one id (a birthday collision of 64
+	// bits is about 2^32 hashes; docs/SPEC-DECISIONS.md CATALOG-43).
+	anchorBytes = 16
 )
 
 // Tok is one piece of a pretty-printed schema: text, a link when Href is
@@ -657,7 +659,7 @@ type Tok struct {
 }
 
 // anchorID is the id of the node at pointer in the schema shown under
-// prefix: a short hash of the pointer, so that an id is 16 hex digits
+// prefix: a short hash of the pointer, so that an id is 32 hex digits
 // whatever the depth or the length of the keys on the way.
 func anchorID(prefix, pointer string) string {
 	h := sha256.Sum256([]byte(pointer))
