@@ -81,6 +81,12 @@ type serveConfig struct {
 	// handles at once, all connections together (default 512; a peer
 	// holds 1/PeerShare of them).
 	TCPMaxInFlight int `json:"tcp_max_in_flight"`
+	// TCPHandshakeRate bounds the TLS handshakes the --listen-tcp
+	// listener begins for one peer (an IP address, an IPv6 /48), in
+	// handshakes a second, 1 to maxTCPHandshakeRate (default 16, ampstcp's:
+	// ampstcp.ServerOptions.PeerHandshakeRate, docs/SPEC-DECISIONS.md
+	// TRANSPORT-40, CLI-98).
+	TCPHandshakeRate int `json:"tcp_handshake_rate"`
 	// MaxParamItems bounds the items of an invocation's params once
 	// expanded (default 262,144).
 	MaxParamItems int `json:"max_param_items"`
@@ -311,6 +317,12 @@ const defaultPeerShare = 4
 // defaultTCPMaxInFlight is the default of --tcp-max-in-flight: the TCP
 // listener's server-wide message slots (ampstcp's default).
 const defaultTCPMaxInFlight = 512
+
+// maxTCPHandshakeRate bounds --tcp-handshake-rate: at about 0.5 ms of
+// CPU a TLS handshake (docs/SPEC-DECISIONS.md TRANSPORT-40), 2,000 a
+// second from one peer take a whole core; a higher rate bounds nothing
+// (CLI-98).
+const maxTCPHandshakeRate = 2000
 
 // tcpInFlight is the TCP listener's server-wide message slots.
 func tcpInFlight(cfg *serveConfig) int {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -111,7 +112,7 @@ func (l configLoader) load(c *cli.Context) (*serveConfig, error) {
 // overridingFlags are the flags that override a field of the config file.
 var overridingFlags = []string{"listen", "did", "admin-socket", "metrics-listen", "max-body", "ledger", "ledger-store",
 	"ledger-budget", "max-result-bytes", "max-in-flight", "max-in-flight-bytes", "max-conns", "peer-share",
-	"tcp-max-in-flight", "stream-dir", "stream-max-bytes", "stream-max-params", "max-overdue-handlers", "max-programs"}
+	"tcp-max-in-flight", "tcp-handshake-rate", "stream-dir", "stream-max-bytes", "stream-max-params", "max-overdue-handlers", "max-programs"}
 
 // applyFlags overrides the file's fields with the flags given and takes
 // serve's own flags. It checks nothing: Validate does.
@@ -136,7 +137,7 @@ func (cfg *serveConfig) applyFlags(c *cli.Context) {
 		}
 	}
 	ints := map[string]*int{"max-in-flight": &cfg.MaxInFlight, "max-conns": &cfg.MaxConns, "peer-share": &cfg.PeerShare, "tcp-max-in-flight": &cfg.TCPMaxInFlight,
-		"max-overdue-handlers": &cfg.MaxOverdueHandlers, "max-programs": &cfg.MaxPrograms}
+		"tcp-handshake-rate": &cfg.TCPHandshakeRate, "max-overdue-handlers": &cfg.MaxOverdueHandlers, "max-programs": &cfg.MaxPrograms}
 	for name, p := range ints {
 		if cfg.set[name] {
 			*p = c.Int(name)
@@ -192,6 +193,7 @@ func (cfg *serveConfig) validateFlags() error {
 		{"max-conns", int64(cfg.MaxConns), 1, 0, "--max-conns must be at least 1"},
 		{"peer-share", int64(cfg.PeerShare), 1, 0, "--peer-share must be at least 1"},
 		{"tcp-max-in-flight", int64(cfg.TCPMaxInFlight), 1, 0, "--tcp-max-in-flight must be at least 1"},
+		{"tcp-handshake-rate", int64(cfg.TCPHandshakeRate), 1, maxTCPHandshakeRate, fmt.Sprintf("--tcp-handshake-rate must be between 1 and %d", maxTCPHandshakeRate)},
 		{"stream-max-bytes", cfg.StreamMaxBytes, 1 << 20, 0, "--stream-max-bytes must be at least 1 MiB"},
 		{"stream-max-params", cfg.StreamMaxParamsBytes, 1 << 10, 0, "--stream-max-params must be at least 1 KiB"},
 		{"max-overdue-handlers", int64(cfg.MaxOverdueHandlers), 1, 0, "--max-overdue-handlers must be at least 1"},
@@ -241,6 +243,7 @@ func (cfg *serveConfig) validateFile() error {
 	}{{"ledger_budget_bytes", cfg.LedgerBudgetBytes, 1 << 20}, {"ledger_caller_bytes", cfg.LedgerCallerBytes, 64 << 10},
 		{"max_in_flight", int64(cfg.MaxInFlight), 1}, {"max_in_flight_bytes", cfg.MaxInFlightBytes, 1 << 20},
 		{"max_conns", int64(cfg.MaxConns), 1}, {"peer_share", int64(cfg.PeerShare), 1}, {"tcp_max_in_flight", int64(cfg.TCPMaxInFlight), 1},
+		{"tcp_handshake_rate", int64(cfg.TCPHandshakeRate), 1},
 		{"max_param_items", int64(cfg.MaxParamItems), 1}, {"stream_max_bytes", cfg.StreamMaxBytes, 1 << 20},
 		{"stream_max_params_bytes", cfg.StreamMaxParamsBytes, 1 << 10}, {"stream_per_sender", int64(cfg.StreamPerSender), 1},
 		{"max_overdue_handlers", int64(cfg.MaxOverdueHandlers), 1}, {"max_programs", int64(cfg.MaxPrograms), 1}} {
@@ -250,6 +253,9 @@ func (cfg *serveConfig) validateFile() error {
 	}
 	if v := cfg.MaxResultBytes; v != 0 && (v < ledger.MinReplyReserve || v > maxResultBytes) {
 		return cliutil.Failf("invalid_config", "max_result_bytes must be between %d and %d (leave it out for the default)", ledger.MinReplyReserve, maxResultBytes)
+	}
+	if cfg.TCPHandshakeRate > maxTCPHandshakeRate {
+		return cliutil.Failf("invalid_config", "tcp_handshake_rate must be between 1 and %d (leave it out for the default)", maxTCPHandshakeRate)
 	}
 	if cfg.MaxTimeoutMS < 0 {
 		return cliutil.Failf("invalid_config", "max_timeout_ms must be positive (leave it out for the default, %d)", agent.Bounds{}.WithDefaults().MaxTimeout.Milliseconds())
@@ -405,16 +411,22 @@ func (cfg *serveConfig) validateCatalogListen() error {
 }
 
 // validateTCP checks the TCP listener's flags: TLS files go together and
-// with --listen-tcp, and plain TCP is on loopback unless --unsafe-listen.
+// with --listen-tcp, as its limits do (the handshake rate with TLS, CLI-98),
+// and plain TCP is on loopback unless --unsafe-listen.
 func (cfg *serveConfig) validateTCP() error {
 	if cfg.listenTCP == "" {
 		if cfg.tlsCert != "" || cfg.tlsKey != "" {
 			return cliutil.Usagef("--tls-cert and --tls-key are for --listen-tcp")
 		}
-		if cfg.set["tcp-max-in-flight"] {
-			return cliutil.Usagef("--tcp-max-in-flight is for --listen-tcp")
+		for _, f := range []string{"tcp-max-in-flight", "tcp-handshake-rate"} {
+			if cfg.set[f] {
+				return cliutil.Usagef("--%s is for --listen-tcp", f)
+			}
 		}
 		return nil
+	}
+	if cfg.tlsCert == "" && cfg.set["tcp-handshake-rate"] {
+		return cliutil.Usagef("--tcp-handshake-rate is for amps:// (--tls-cert): a plain tcp connection takes no tls handshake")
 	}
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
 		return cliutil.Usagef("give both --tls-cert and --tls-key, or neither")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -156,9 +157,7 @@ func (s *server) start() error {
 		}
 	}()
 	if s.tcpLn != nil {
-		s.stopTCP = startTCP(s.tcpLn, s.agents, ampstcp.ServerOptions{MaxMessageSize: int(cfg.MaxBodyBytes), MaxInFlightBytes: cfg.MaxInFlightBytes,
-			MaxConns: cfg.MaxConns, MaxPeerConns: cfg.MaxConns / cfg.PeerShare,
-			MaxInFlightTotal: tcpInFlight(cfg), MaxPeerInFlight: max(1, tcpInFlight(cfg)/cfg.PeerShare), MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare), Logger: s.log}, errs)
+		s.stopTCP = startTCP(s.tcpLn, s.agents, tcpServerOptions(cfg, s.log), errs)
 	}
 	mcpURL, stopMCP, err := startMCP(s.c, s.mcp, cfg, s.store, s.agents.mcpAgent, s.log, errs)
 	if err != nil {
@@ -293,4 +292,15 @@ func (s *server) shutdown() {
 	}
 	cliutil.FlushLog(context.Background(), log)
 	log.Info("stopped")
+}
+
+// tcpServerOptions are the --listen-tcp listener's limits: the HTTP
+// listener's (--max-in-flight-bytes, --max-conns, --peer-share), its own
+// message slots (--tcp-max-in-flight) and TLS handshake rate
+// (--tcp-handshake-rate; 0 is ampstcp's default).
+func tcpServerOptions(cfg *serveConfig, log *slog.Logger) ampstcp.ServerOptions {
+	return ampstcp.ServerOptions{MaxMessageSize: int(cfg.MaxBodyBytes), MaxInFlightBytes: cfg.MaxInFlightBytes,
+		MaxConns: cfg.MaxConns, MaxPeerConns: cfg.MaxConns / cfg.PeerShare,
+		MaxInFlightTotal: tcpInFlight(cfg), MaxPeerInFlight: max(1, tcpInFlight(cfg)/cfg.PeerShare), MaxPeerInFlightBytes: inFlightBytes(cfg) / int64(cfg.PeerShare),
+		PeerHandshakeRate: cfg.TCPHandshakeRate, Logger: log}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"time"
 
@@ -22,6 +23,7 @@ func tcpServeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "tls-cert", Usage: "TLS certificate chain `FILE` (PEM) for --listen-tcp (amps://)"},
 		&cli.StringFlag{Name: "tls-key", Usage: "TLS private key `FILE` (PEM) for --tls-cert"},
 		&cli.IntFlag{Name: "tcp-max-in-flight", Usage: "most messages the --listen-tcp listener handles at once, all connections together, `N` (default 512); beyond it connections are not read (back-pressure)"},
+		&cli.IntFlag{Name: "tcp-handshake-rate", Usage: fmt.Sprintf("most TLS handshakes the --listen-tcp listener (amps://) begins a second for one address (an IPv6 /48), `N` from 1 to %d (default 16); one address may first open its whole share of --max-conns at once, and a connection beyond the rate is closed before its handshake", maxTCPHandshakeRate)},
 	}
 }
 

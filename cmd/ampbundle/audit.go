@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -155,8 +156,8 @@ func printAudit(w io.Writer, e resolver.AuditEntry) {
 	if len(e.Signers) > 0 {
 		what += " signed by " + auditList(e.Signers)
 	}
-	if e.BundleID == "" && e.TrustName == "" && len(e.Scopes) > 0 && len(e.FileSHA256) > 0 {
-		what += " file sha256 " + hex.EncodeToString(e.FileSHA256) // the statement's
+	if auditStatementFile(e) && len(e.FileSHA256) > 0 {
+		what += " file sha256 " + auditHash(e.FileSHA256) // the statement's
 	}
 	if e.Verdict != "" && e.Verdict != "accepted" {
 		what += " verdict " + q(e.Verdict)
@@ -166,6 +167,31 @@ func printAudit(w io.Writer, e resolver.AuditEntry) {
 	}
 	// The action column fits the longest action (import_unchanged).
 	fmt.Fprintf(w, "%4d  %s  %-16s  %s\n", e.Seq, q(e.At), q(e.Action), what)
+}
+
+// auditStatementFile reports whether the file an entry's file_sha256
+// names is a signed statement, which the text line shows by its hash as
+// a mirror serves it (/statements/{sha256}, docs/FORMAT.md): a
+// revocation or trust statement (a scope, no bundle or trust entry), a
+// heartbeat, or the heartbeat a heartbeat_reset forgot (§23;
+// docs/SPEC-DECISIONS.md CLI-97).
+func auditStatementFile(e resolver.AuditEntry) bool {
+	switch e.Action {
+	case "heartbeat", "heartbeat_reset":
+		return true
+	}
+	return e.BundleID == "" && e.TrustName == "" && len(e.Scopes) > 0
+}
+
+// auditHash is a hash of an entry in hex, for the text line: a SHA-256
+// whole; a longer value, which only a store or receipt written
+// elsewhere holds, its first 32 bytes and its length, so that one field
+// cannot make the line unbounded (docs/SPEC-DECISIONS.md CLI-97).
+func auditHash(b []byte) string {
+	if len(b) <= sha256.Size {
+		return hex.EncodeToString(b)
+	}
+	return hex.EncodeToString(b[:sha256.Size]) + fmt.Sprintf("… (%d bytes)", len(b))
 }
 
 // auditSubject is what an audit entry is about, for printAudit: the
@@ -194,7 +220,7 @@ func auditSubject(e resolver.AuditEntry) string {
 	case e.BundleID == "" && len(e.Scopes) > 0:
 		return "scope " + qs(e.Scopes) // revoke, rotate
 	case e.BundleID == "":
-		return "file sha256 " + hex.EncodeToString(e.FileSHA256)
+		return "file sha256 " + auditHash(e.FileSHA256)
 	}
 	what := fmt.Sprintf("%s version %d", q(e.BundleID), e.Version)
 	if e.PreviousVersion != 0 {

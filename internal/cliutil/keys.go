@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -264,11 +265,116 @@ func publicKeyFile(data []byte) bool {
 // did:key of a private key file (asking for the passphrase of an encrypted
 // one) or of a public key file, PEM or DER.
 func KeyShowCommand(env *Env) *cli.Command {
-	return Group("key", "show what a key file holds", keyShowCommand(env))
+	return Group("key", "show what a key file holds", keyShowCommand(env, keyfile.OpenRegular))
 }
 
-// keyShowCommand is `key show FILE`.
-func keyShowCommand(env *Env) *cli.Command {
+// keyOpener opens the key file `key show` reads: keyfile.OpenRegular, or
+// a test's stand-in that counts the opens (given to keyShowCommand, never
+// swapped in a package variable).
+type keyOpener func(path, what string) (*os.File, fs.FileInfo, error)
+
+// maxShownKeyFile bounds the key file `key show` reads: keyfile's bound of
+// a key file (keyfile.ReadKeyFile, 64 KiB).
+const maxShownKeyFile = 64 << 10
+
+// keyShown is the key file `key show` read: opened once by its opener,
+// with its FileInfo and its bytes. Everything shown, and the private
+// key's access check, comes from this one open and this one read
+// (docs/SPEC-DECISIONS.md CLI-96).
+type keyShown struct {
+	f    *os.File
+	st   fs.FileInfo
+	data []byte
+}
+
+// readKeyShown opens path with open and reads it once: a regular file of
+// at most maxShownKeyFile bytes (keyfile's errors and names).
+func readKeyShown(open keyOpener, path string) (*keyShown, error) {
+	const what = "key file"
+	f, st, err := open(path, what)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > maxShownKeyFile {
+		f.Close()
+		return nil, Failf(keyfile.ErrInvalidKeyFile, "the %s is larger than %d bytes", what, maxShownKeyFile)
+	}
+	data := make([]byte, st.Size())
+	if _, err := f.ReadAt(data, 0); err != nil {
+		f.Close()
+		return nil, Failf(keyfile.ErrKeyUnreadable, "cannot read the %s", what).WithCause(err)
+	}
+	return &keyShown{f: f, st: st, data: data}, nil
+}
+
+// close closes the file and clears the bytes read: a private key's are
+// secret, and the keys parsed from them are copies (CLI-31).
+func (k *keyShown) close() {
+	clear(k.data)
+	k.f.Close()
+}
+
+// privateKeys parses the private keys of k, as ReadPrivateKey reads a
+// key file, but from k's bytes and k's open file: refused unless only
+// its owner may read it (keyfile.CheckOwnerOnly on the file opened), then
+// parsed with the command's passphrase sources.
+func (k *keyShown) privateKeys(c *cli.Context, env *Env, path string) (*keyfile.Keys, error) {
+	if err := OutputNotKey(c, path); err != nil {
+		return nil, err
+	}
+	if err := OutputNotPassphraseFile(c); err != nil {
+		return nil, err
+	}
+	if err := keyfile.CheckOwnerOnly(k.f, k.st, "private key file"); err != nil {
+		return nil, err
+	}
+	return keyfile.ParsePrivateWith(k.data, keyfile.Options{Passphrase: Passphrase(c, env, "key file "+path)})
+}
+
+// keyShowDoc is what `key show` prints (--json as is).
+type keyShowDoc struct {
+	File      string `json:"file"`
+	Kind      string `json:"kind"`
+	Encrypted bool   `json:"encrypted"`
+	DID       string `json:"did,omitempty"`
+	PublicKey string `json:"public_key_pem,omitempty"`
+	X25519    bool   `json:"x25519"`
+}
+
+// showKey reads the key file path once (open) and says what it holds.
+func showKey(c *cli.Context, env *Env, open keyOpener, path string) (*keyShowDoc, error) {
+	k, err := readKeyShown(open, path)
+	if err != nil {
+		return nil, err
+	}
+	defer k.close()
+	doc := &keyShowDoc{File: path}
+	var pub ed25519.PublicKey
+	if p, perr := keyfile.ParsePublicKey(k.data); perr == nil {
+		doc.Kind, pub = "public", p
+	} else if publicKeyFile(k.data) {
+		return nil, perr // a public key file whose key is refused (small order, not Ed25519)
+	} else {
+		doc.Kind = "private"
+		doc.Encrypted = keyfile.IsEncrypted(k.data)
+		keys, err := k.privateKeys(c, env, path)
+		if err != nil {
+			return nil, err
+		}
+		doc.X25519 = keys.X25519 != nil
+		if keys.Ed25519 != nil {
+			pub = keys.Ed25519.Public().(ed25519.PublicKey)
+		}
+	}
+	if pub != nil {
+		doc.DID = amp.DIDKey(pub)
+		doc.PublicKey = string(keyfile.PublicPEM(pub))
+	}
+	return doc, nil
+}
+
+// keyShowCommand is `key show FILE`, reading FILE through open.
+func keyShowCommand(env *Env, open keyOpener) *cli.Command {
 	return &cli.Command{
 		Name:      "show",
 		Usage:     "print the public key and did:key of a key file",
@@ -285,38 +391,9 @@ it prints the did:key alone, for scripts: did=$(ampagent key show --did FILE).`,
 				return err
 			}
 			path := c.Args().First()
-			data, err := keyfile.ReadKeyFile(path)
+			doc, err := showKey(c, env, open, path)
 			if err != nil {
 				return err
-			}
-			doc := struct {
-				File      string `json:"file"`
-				Kind      string `json:"kind"`
-				Encrypted bool   `json:"encrypted"`
-				DID       string `json:"did,omitempty"`
-				PublicKey string `json:"public_key_pem,omitempty"`
-				X25519    bool   `json:"x25519"`
-			}{File: path}
-			var pub ed25519.PublicKey
-			if p, perr := keyfile.ParsePublicKey(data); perr == nil {
-				doc.Kind, pub = "public", p
-			} else if publicKeyFile(data) {
-				return perr // a public key file whose key is refused (small order, not Ed25519)
-			} else {
-				doc.Kind = "private"
-				doc.Encrypted = keyfile.IsEncrypted(data)
-				keys, err := ReadPrivateKey(c, env, path)
-				if err != nil {
-					return err
-				}
-				doc.X25519 = keys.X25519 != nil
-				if keys.Ed25519 != nil {
-					pub = keys.Ed25519.Public().(ed25519.PublicKey)
-				}
-			}
-			if pub != nil {
-				doc.DID = amp.DIDKey(pub)
-				doc.PublicKey = string(keyfile.PublicPEM(pub))
 			}
 			if c.Bool("did") && doc.DID == "" {
 				return Failf(keyfile.ErrInvalidKeyFile, "the key file holds no ed25519 signing key: it has no did:key")
