@@ -74,16 +74,28 @@ const ImportAnswerGrace = 10 * time.Second
 
 // agentDeadline returns the context an import with ctx is sent with, a
 // function that releases it, and the time left to ctx's deadline (0:
-// none), which the agent is told as timeout_ms and ends the import at:
-// without a deadline ctx itself; with one, a context that ends
-// ImportAnswerGrace after it, or when ctx is cancelled otherwise (a
+// none to tell), which the agent is told as timeout_ms and ends the
+// import at: without a deadline ctx itself; with one, a context that
+// ends ImportAnswerGrace after it, or when ctx is cancelled otherwise (a
 // cancellation is still the caller's to make).
+//
+// A deadline further away than the agent takes (maxImportTimeout, 30
+// days) is not told: the agent refuses a larger timeout_ms bad_request,
+// and an import with a year's --timeout, which an agent imported before
+// timeout_ms existed, would fail. The agent then applies no deadline of
+// its own, as an older agent does, and the request is still cut
+// ImportAnswerGrace past ctx's deadline (pastDeadline). So the client
+// sends no timeout_ms the agent refuses, for any deadline
+// (docs/SPEC-DECISIONS.md ADMIN-11).
 func agentDeadline(ctx context.Context) (context.Context, func(), time.Duration) {
 	d, ok := ctx.Deadline()
 	if !ok {
 		return ctx, func() {}, 0
 	}
 	left := max(time.Until(d), time.Millisecond)
+	if left.Milliseconds() > maxImportTimeout.Milliseconds() {
+		left = 0 // beyond what the agent takes: told nothing
+	}
 	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), d.Add(ImportAnswerGrace))
 	stop := context.AfterFunc(ctx, func() {
 		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -124,8 +124,15 @@ type importRequest struct {
 
 // maxImportTimeout bounds the timeout_ms an import's caller may give
 // (30 days): a larger number is refused before it can overflow a
-// time.Duration.
+// time.Duration. The client (agentDeadline) tells no deadline further
+// away than this, so that what it sends is never refused
+// (docs/SPEC-DECISIONS.md ADMIN-11).
 const maxImportTimeout = 30 * 24 * time.Hour
+
+// importDeadlineSet, when not nil (a test), is given the context of each
+// import the agent runs under a caller's timeout_ms, once it is made: a
+// test waits on its Done to know the agent's deadline has passed.
+var importDeadlineSet func(context.Context)
 
 // importTimeout reads an import's timeout_ms (agentDeadline): 0 when the
 // caller gave none, else 1 ms to maxImportTimeout; anything else is
@@ -167,6 +174,9 @@ func opImport() *Op[importRequest, *resolver.ImportResult] {
 				// at it here, committed or rolled back, and the answer
 				// says which.
 				req.ctx, req.cancel = context.WithTimeout(req.ctx, timeout)
+				if importDeadlineSet != nil {
+					importDeadlineSet(req.ctx)
+				}
 			}
 			return req, nil
 		},
