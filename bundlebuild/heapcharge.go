@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"strings"
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/jsonnum"
@@ -48,6 +47,15 @@ const (
 	// boxed json.Number, its text, and the decoder's buffer of it.
 	heapPerTextNumber     = 64
 	heapPerTextNumberByte = 3
+	// heapPerLongNumberByte bounds what each byte of a number of more than
+	// longNumberBytes bytes costs beyond the above where encoding/json
+	// rounds the numbers itself (no number kept as text): it rounds each
+	// from a copy of its text, which the runtime keeps on the stack up to
+	// 32 bytes and puts on the heap beyond. Measured on the quick check,
+	// 4 MiB enums of 33- to 800-byte numbers: 2.4 to 3.5 bytes a byte
+	// more than the above (docs/SPEC-DECISIONS.md JSON-14).
+	heapPerLongNumberByte = 4
+	longNumberBytes       = 32
 )
 
 // schemaHeapBound bounds the heap a schema of these bytes holds while it
@@ -62,51 +70,56 @@ func schemaHeapBound(data []byte) int64 {
 // treeHeapBound is schemaHeapBound of a document of size bytes with this
 // structure.
 func treeHeapBound(size int64, s shape) int64 {
-	return heapPerByteRead*size + heapPerObject*s.objects + heapPerArray*s.arrays + heapPerMember*s.members + textNumberHeap(s)
+	return heapPerByteRead*size + heapPerObject*s.objects + heapPerArray*s.arrays + heapPerMember*s.members + numberHeap(s)
 }
 
-// textNumberHeap is what the numbers of a document of this structure add
-// to its tree where its parse keeps them as text, else 0.
-func textNumberHeap(s shape) int64 {
+// numberHeap is what the numbers of a document of this structure add to
+// its parse beyond their bytes: where its parse keeps them as text,
+// heapPerTextNumber and heapPerTextNumberByte each (JSON-8); else, where
+// encoding/json rounds them, heapPerLongNumberByte for each byte of the
+// numbers of more than longNumberBytes bytes (JSON-14).
+func numberHeap(s shape) int64 {
 	if !s.numbersAsText {
-		return 0
+		return heapPerLongNumberByte * s.longNumberBytes
 	}
 	return heapPerTextNumber*s.numbers + heapPerTextNumberByte*s.numberBytes
 }
 
 // compileHeapBound bounds the heap a compile holds for one document of
-// these bytes it loads. Numbers kept as text are charged once: the
-// library's own trees do not keep them so.
+// these bytes it loads. What its numbers add (numberHeap) is charged
+// once: the library's own trees do not keep them so.
 func compileHeapBound(data []byte) int64 {
 	size := int64(len(data))
 	s := structure(data)
-	text := textNumberHeap(s)
-	s.numbersAsText = false
-	return compileTreeFactor*treeHeapBound(size, s) + text + compilePerByte*size + heapPerCompiledObject*s.objects
+	numbers := numberHeap(s)
+	s.numbersAsText, s.longNumberBytes = false, 0
+	return compileTreeFactor*treeHeapBound(size, s) + numbers + compilePerByte*size + heapPerCompiledObject*s.objects
 }
 
 // shape is what structure counts of a document.
 type shape struct {
 	objects, arrays, members int64
 	numbers, numberBytes     int64 // numbers outside strings, and their bytes
+	longNumberBytes          int64 // the bytes of those of more than longNumberBytes bytes
 	depth                    int   // the deepest nesting of objects and arrays
 	numbersAsText            bool  // a number strconv rounds slowly: Parse keeps them all as text
 }
 
 // structure counts the bytes { [ and , or : of data outside strings, the
 // numbers outside strings (a run of 0-9 + - . e E from a digit or -) and
-// their bytes, and how deep { and [ nest.
+// their bytes (apart, those of numbers of more than longNumberBytes), and
+// how deep { and [ nest. It reads data with jsonnum's
+// Scanner, as schemagraph's scan reads it to choose the parse's path
+// (docs/SPEC-DECISIONS.md JSON-13).
 func structure(data []byte) shape {
 	var s shape
 	depth := 0
-	for i := 0; i < len(data); i++ {
-		switch data[i] {
-		case '"':
-			for i++; i < len(data) && data[i] != '"'; i++ {
-				if data[i] == '\\' {
-					i++
-				}
-			}
+	sc := jsonnum.NewScanner(data)
+	for {
+		kind, i, j := sc.Next()
+		switch kind {
+		case 0:
+			return s
 		case '{':
 			s.objects++
 			depth++
@@ -117,21 +130,18 @@ func structure(data []byte) shape {
 			depth--
 		case ',', ':':
 			s.members++
-		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-			j := i + 1
-			for j < len(data) && strings.IndexByte("0123456789+-.eE", data[j]) >= 0 {
-				j++
-			}
+		case jsonnum.TokenNumber:
 			s.numbers++
 			s.numberBytes += int64(j - i)
+			if j-i > longNumberBytes {
+				s.longNumberBytes += int64(j - i)
+			}
 			if !s.numbersAsText && !jsonnum.StrconvFast(string(data[i:j])) {
 				s.numbersAsText = true // the rule of schemagraph's scan
 			}
-			i = j - 1
 		}
 		s.depth = max(s.depth, depth)
 	}
-	return s
 }
 
 // overCompileLimits reports whether a schema of this shape is over a

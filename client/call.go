@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"reflect"
 	"slices"
@@ -207,37 +208,25 @@ func slowNumbers(data []byte, r rounding, most int) int {
 // scanJSON calls number with the offsets of each number of the JSON text
 // data, and str, when not nil, with each string's literal (quotes
 // included; escaped: it holds a backslash), in order; either returning
-// false ends the scan. It reads data once and allocates nothing; it
-// checks no grammar (what data is not JSON, encoding/json refuses).
+// false ends the scan. It reads data with jsonnum's Scanner, the one
+// reader of a text's tokens by their bytes (docs/SPEC-DECISIONS.md
+// JSON-13), and allocates nothing; it checks no grammar (what data is not
+// JSON, encoding/json refuses).
 func scanJSON(data []byte, number func(i, j int) bool, str func(lit []byte, escaped bool) bool) {
-	for i := 0; i < len(data); {
-		switch c := data[i]; {
-		case c == '"':
-			j := i + 1
-			escaped := false
-			for j < len(data) && data[j] != '"' {
-				if data[j] == '\\' {
-					escaped = true
-					j++
-				}
-				j++
-			}
-			j = min(j+1, len(data))
-			if str != nil && !str(data[i:j], escaped) {
+	sc := jsonnum.NewScanner(data)
+	for {
+		kind, i, j := sc.Next()
+		switch kind {
+		case 0:
+			return
+		case jsonnum.TokenString:
+			if str != nil && !str(data[i:j], bytes.IndexByte(data[i:j], '\\') >= 0) {
 				return
 			}
-			i = j
-		case c == '-' || '0' <= c && c <= '9':
-			j := i + 1
-			for j < len(data) && strings.IndexByte("0123456789.eE+-", data[j]) >= 0 {
-				j++
-			}
+		case jsonnum.TokenNumber:
 			if !number(i, j) {
 				return
 			}
-			i = j
-		default:
-			i++
 		}
 	}
 }
@@ -261,36 +250,38 @@ func stringText(lit []byte, escaped bool) []byte {
 // slowFor reports whether strconv.ParseFloat rounds the number s into a
 // float r names on its decimal fallback, which costs it 10 to 25 µs
 // where a plain number costs 20 to 60 ns (measured, Go 1.26, the 2-core
-// build machine). That is a number of more than 19 significant digits
-// beyond 10^±30 (within, the fallback shifts a few times only, as
-// internal/jsonnum/number.go says: a 20-digit integer is cheap), or one
-// whose double is subnormal (5e-324), a zero it underflows to, or
-// beyond the doubles; into a float32, one whose double is no normal
-// float32 (1e-300, 1e+300). Its decimal place says which for all but
-// the numbers of the decade of either end of the range, which
-// jsonnum.ParseFloat rounds exactly. Anything else (a zero, a text that
-// is no JSON number, which encoding/json refuses) is not slow.
+// build machine): into a float64, a number jsonnum.StrconvFast does not
+// vouch for (the one rule of what strconv rounds fast,
+// docs/SPEC-DECISIONS.md JSON-12: a subnormal double, 5e-324, a zero it
+// underflows to, one beyond the doubles, or a number of more than 19
+// digits beyond 10^±30 whose first 19 digits do not decide its double);
+// into a float32, also one whose double is no normal float32 (1e-300,
+// 1e+300). Its decimal place says which for all but the decade of
+// either end of the float32's range, which jsonnum.ParseFloat rounds
+// exactly. Anything else (a zero, a text that is no JSON number, which
+// encoding/json refuses) is not slow.
 func slowFor(s []byte, r rounding) bool {
 	digits, p := decimalPlace(s)
-	switch {
-	case digits == 0:
-		return false
-	case digits > 19 && (p < -29 || p > 31):
-		return true
-	}
-	lo, hi := int64(-307), int64(309) // 10^(lo-1) < 2^-1022 < 10^lo; 10^(hi-1) < MaxFloat64 < 10^hi
-	if r.f32 {
-		lo, hi = -37, 39 // likewise for 2^-126 and MaxFloat32
-	}
-	switch {
-	case p < lo || p > hi:
-		return true
-	case lo < p && p < hi:
+	if digits == 0 {
 		return false
 	}
-	f, err := jsonnum.ParseFloat(string(s))
+	text := string(s)
+	if !jsonnum.StrconvFast(text) {
+		_, err := jsonnum.ParseFloat(text)
+		return !errors.Is(err, jsonnum.ErrSyntax)
+	}
+	if !r.f32 {
+		return false
+	}
+	switch { // 10^-38 < 2^-126 < 10^-37; 10^38 < MaxFloat32 < 10^39
+	case p < -37 || p > 39:
+		return true
+	case -37 < p && p < 39:
+		return false
+	}
+	f, err := jsonnum.ParseFloat(text)
 	a := math.Abs(f)
-	return err != nil || a == 0 || a < 0x1p-1022 || r.f32 && (a < 0x1p-126 || a > math.MaxFloat32)
+	return err != nil || a < 0x1p-126 || a > math.MaxFloat32
 }
 
 // decimalPlace reads the JSON number s as 0.D × 10^p: digits, the

@@ -17,5 +17,9 @@
 // internal/schemagraph (schema documents read with Options.Float64),
 // client (a provider's result, the caller's params) and capability
 // (descriptor JSON) (JSON-5, JSON-6).
+// StrconvFast is the one rule of which numbers strconv rounds fast
+// (JSON-12), and Scanner the one reader of a text's numbers by their
+// bytes, for those that count them before a parse: client,
+// internal/schemagraph and bundlebuild (JSON-13).
 // Errors never quote the input.
 package jsonnum

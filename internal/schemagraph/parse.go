@@ -209,37 +209,27 @@ func floats(v any) (any, error) {
 // scan returns how deep arrays and objects nest in data, counting
 // brackets outside strings (data not yet known to be JSON), and, when
 // numbers is set, whether a number outside strings is one strconv does
-// not round fast (jsonnum.StrconvFast).
+// not round fast (jsonnum.StrconvFast). It reads data with jsonnum's
+// Scanner, as bundlebuild reads a schema to charge it
+// (docs/SPEC-DECISIONS.md JSON-13).
 func scan(data []byte, numbers bool) (deepest int, slow bool) {
 	depth := 0
-	inStr, esc := false, false
-	for i := 0; i < len(data); i++ {
-		switch c := data[i]; {
-		case inStr:
-			if esc {
-				esc = false
-			} else if c == '\\' {
-				esc = true
-			} else if c == '"' {
-				inStr = false
-			}
-		case c == '"':
-			inStr = true
-		case c == '{' || c == '[':
+	sc := jsonnum.NewScanner(data)
+	for {
+		switch kind, i, j := sc.Next(); kind {
+		case 0:
+			return deepest, slow
+		case '{', '[':
 			depth++
 			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
+		case '}', ']':
 			depth--
-		case numbers && !slow && (c == '-' || '0' <= c && c <= '9'):
-			j := i + 1
-			for j < len(data) && strings.IndexByte("0123456789+-.eE", data[j]) >= 0 {
-				j++
+		case jsonnum.TokenNumber:
+			if numbers && !slow {
+				slow = !jsonnum.StrconvFast(string(data[i:j]))
 			}
-			slow = !jsonnum.StrconvFast(string(data[i:j]))
-			i = j - 1
 		}
 	}
-	return deepest, slow
 }
 
 type parser struct {
