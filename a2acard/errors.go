@@ -51,9 +51,11 @@ const (
 	// ErrInvalid: the signed card is not an A2A 1.0 AgentCard (a REQUIRED
 	// member missing, empty or of the wrong type; a skill id, an extension
 	// uri, or a capability id of our extension's params listed twice,
-	// A2A-13; a URL member that is not an absolute http or https URL,
-	// A2A-14, also in securitySchemes, A2A-16); from New and Sign, a card
-	// that cannot be written.
+	// A2A-13; such a capability id that is not 1 to 512 bytes of
+	// printable ASCII, A2A-22; an extension uri spelt like ExtensionURI
+	// but not exactly it, A2A-23; a URL member that is not an absolute
+	// http or https URL, A2A-14, also in securitySchemes, A2A-16); from
+	// New and Sign, a card that cannot be written.
 	ErrInvalid amp.ErrName = "card_invalid"
 )
 

@@ -2,6 +2,7 @@ package a2acard
 
 import (
 	"net/url"
+	"strings"
 
 	"github.com/ampbundle/ampbundle/internal/jcs"
 )
@@ -206,7 +207,10 @@ func WebURL(s string) bool {
 // uniqueExtensions refuses a card whose capabilities list one extension
 // uri twice, or whose own extension's params (ExtensionURI) list one
 // capability id twice (A2A-13): readers that index them by uri or id
-// would take different entries, the first or the last.
+// would take different entries, the first or the last. It refuses too an
+// extension uri spelt like ExtensionURI but not exactly it (ownURISpelling;
+// A2A-23), and a capability id of those params that is not printable
+// ASCII (pinID; A2A-22).
 func uniqueExtensions(card jcs.Object) error {
 	caps, _ := card.Get("capabilities")
 	exts, _ := caps.(jcs.Object).Get("extensions") // required checked capabilities is an object
@@ -221,6 +225,9 @@ func uniqueExtensions(card jcs.Object) error {
 		}
 		if uris[u] {
 			return twice("extension uri")
+		}
+		if ownURISpelling(u) {
+			return fail(ErrInvalid, "the card names an extension by a uri a reader may take for the %s extension, spelt otherwise", ExtensionURI)
 		}
 		uris[u] = true
 		if u != ExtensionURI {
@@ -238,6 +245,9 @@ func uniqueExtensions(card jcs.Object) error {
 			if !isStr {
 				continue
 			}
+			if !pinID(s) {
+				return fail(ErrInvalid, "a capability id in the %s params is not 1 to %d bytes of printable ASCII without spaces", ExtensionURI, maxPinIDBytes)
+			}
 			if ids[s] {
 				return twice("capability id in the " + ExtensionURI + " params")
 			}
@@ -245,6 +255,72 @@ func uniqueExtensions(card jcs.Object) error {
 		}
 	}
 	return nil
+}
+
+// maxPinIDBytes bounds a capability id of our extension's params, as the
+// AGH projection bounds the same ids (agh/envelope.go, maxIDBytes).
+const maxPinIDBytes = 512
+
+// pinID reports whether id may be a capability id of our extension's
+// params (A2A-22): 1 to maxPinIDBytes bytes of printable ASCII other than
+// space (0x21 to 0x7e), as a store's ids ("name:version") and the AGH
+// projection's are (docs/SPEC-DECISIONS.md AGH-15). A pin is found by its
+// id, and a non-ASCII id is another id to an exact reader and the same
+// one to a folding reader (the long s is "s" and the Kelvin sign "k" to
+// strings.EqualFold, a fullwidth letter its ASCII one to NFKC, a
+// zero-width space dropped): a card pinning "build-site:1" and
+// "build-\u017fite:1" gave such a reader two pins for one id, the one it
+// kept picked by their order. Within ASCII every folding agrees, and ids
+// stay compared byte for byte.
+func pinID(id string) bool {
+	if id == "" || len(id) > maxPinIDBytes {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// ownURI is ExtensionURI parsed, for ownURISpelling.
+var ownURI, _ = url.Parse(ExtensionURI)
+
+// ownURISpelling reports whether u is not ExtensionURI byte for byte but
+// a reader may take it for it (A2A-23): once white space around it is
+// trimmed, equal to it under Unicode simple case folding
+// (strings.EqualFold: "HTTPS://GITHUB.COM/...", a long s or a Kelvin
+// sign), or so once its octets are percent-decoded ("%61mpbundle") and
+// an empty or default port (":443") is dropped, as RFC 3986 §6.2.2 and
+// §6.2.3 normalize. Our extension's params carry the pins, and Verify
+// checks their spellings (A2A-10), ids (A2A-13, A2A-22) and that the
+// extension is listed once by the exact uri: under another spelling a
+// second, unchecked set of pins would be the extension to a reader that
+// folds or normalizes the uri. No spelling is shorter than ExtensionURI
+// (ASCII), and only one holding a '%' or a port is parsed, so other uris
+// cost no allocation.
+func ownURISpelling(u string) bool {
+	if u == ExtensionURI || len(u) < len(ExtensionURI) {
+		return false
+	}
+	s := strings.TrimSpace(u)
+	if strings.EqualFold(s, ExtensionURI) {
+		return true
+	}
+	if !strings.Contains(s, "%") && strings.Count(s, ":") < 2 {
+		return false
+	}
+	p, err := url.Parse(s)
+	if err != nil || p.Opaque != "" || p.User != nil || p.RawQuery != "" || p.ForceQuery {
+		return false
+	}
+	host := p.Host
+	if port := p.Port(); port == "" || port == "443" {
+		host = p.Hostname()
+	}
+	return strings.EqualFold(p.Scheme, ownURI.Scheme) && strings.EqualFold(host, ownURI.Host) &&
+		strings.EqualFold(p.Path, ownURI.Path) && strings.EqualFold(p.Fragment, ownURI.Fragment)
 }
 
 // twice is the refusal of a card that lists one id twice.

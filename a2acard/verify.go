@@ -47,7 +47,9 @@ type header struct {
 // canonical card without its signatures and defaults (A2A §8.4.3); any
 // other entry with the kid verifies too; and the signed card has the
 // REQUIRED members of an AgentCard, no skill id, extension uri or id of
-// our extension's params twice (A2A-13), and web URLs only (WebURL),
+// our extension's params twice (A2A-13), those ids printable ASCII
+// (A2A-22), no extension uri spelt like ExtensionURI but not exactly it
+// (A2A-23), and web URLs only (WebURL),
 // securitySchemes' included (A2A-14, A2A-16). Signatures under other kids
 // are checked for form only. A key of small order or not in canonical form
 // (amp.CheckEd25519PublicKey), which anybody can sign as, is

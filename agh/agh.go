@@ -278,6 +278,24 @@ func emptyJSON(raw json.RawMessage) bool {
 // MarshalJSON writes the document with its members sorted by name.
 func (c Capability) MarshalJSON() ([]byte, error) { return marshalNoEscape(c.fields(false)) }
 
+// UnmarshalJSON reads a capability document as ParseCapability does, so
+// that encoding/json, decoding one into a Capability (or a CatalogExt of
+// a whois answer), reads what this package's readers read: the members
+// by their exact names, the pins and other unknown members in Extra, and
+// a document they refuse refused, null included (docs/SPEC-DECISIONS.md
+// AGH-23). Without it encoding/json matched the Go field names ignoring
+// case: it dropped context_needed and the pins, and took a member
+// "Extra", which the digest and the proof cover as one unknown member,
+// for the pins. The digest is not checked (VerifyCapability).
+func (c *Capability) UnmarshalJSON(data []byte) error {
+	x, err := ParseCapability(data)
+	if err != nil {
+		return err
+	}
+	*c = x
+	return nil
+}
+
 func marshalNoEscape(v any) ([]byte, error) {
 	var sb strings.Builder
 	enc := json.NewEncoder(&sb)
@@ -512,6 +530,21 @@ func ParsePeerCard(data []byte) (*PeerCard, error) {
 		}
 	}
 	return pc, nil
+}
+
+// UnmarshalJSON reads a peer card as ParsePeerCard does, so that
+// encoding/json, decoding one into a PeerCard, applies its bounds and
+// its refusals (a capability id that is not printable ASCII, AGH-15;
+// more than MaxOpaqueMembers members, AGH-8) and keeps every member
+// other than capabilities and ext in Extra, never taking a member
+// "Extra" for that map (docs/SPEC-DECISIONS.md AGH-23).
+func (pc *PeerCard) UnmarshalJSON(data []byte) error {
+	x, err := ParsePeerCard(data)
+	if err != nil {
+		return err
+	}
+	*pc = *x
+	return nil
 }
 
 // MarshalJSON writes the card; capabilities is always an array.

@@ -33,11 +33,13 @@
 //
 // Every reader parses its document once, bounded at MaxDocumentBytes and
 // MaxDocumentValues (too_large; AGH-4), and reads members by their exact
-// names; a signed or digested document with a member spelt like a known
-// one but for case, which encoding/json would take for it, or for case and
-// underscores, which a camelCase-aliasing reader would, or for case,
-// underscores and dashes, which encoding/json/v2 matching names
-// case-insensitively would, is refused (AGH-5, AGH-10, AGH-13).
+// names (a Capability decoded with encoding/json too: its UnmarshalJSON
+// is ParseCapability, AGH-23); a signed or digested document with a
+// member spelt like a known one but for case, which encoding/json would
+// take for it, or for case and underscores, which a camelCase-aliasing
+// reader would, or for case, underscores and dashes, which
+// encoding/json/v2 matching names case-insensitively would, is refused
+// (AGH-5, AGH-10, AGH-13).
 //
 // A capability id is 1 to 512 bytes of printable ASCII without spaces,
 // compared byte for byte and never case-folded, wherever it is read or
