@@ -48,24 +48,6 @@ func (s *Store) loadFloor(tx *bolt.Tx) {
 	s.floor.Store(int64(f))
 }
 
-// expiredAt reports whether an installed bundle expiring at exp is expired:
-// by the local clock, or by its floor. The floor is computed only when the
-// newest signed time of any key reaches exp (otherwise no floor can).
-func (s *Store) expiredAt(tx *bolt.Tx, rec *bundleRecord, exp time.Time) bool {
-	return s.judge(tx).expiredAt(rec, exp)
-}
-
-// expiredAt is Store.expiredAt, its floor judged by j.
-func (j *judge) expiredAt(rec *bundleRecord, exp time.Time) bool {
-	if !j.s.opts.Now().Before(exp) {
-		return true
-	}
-	if j.s.floor.Load() < exp.Unix() {
-		return false
-	}
-	return j.judgedFloor(rec) >= exp.Unix()
-}
-
 // TimeFloor returns the newest signed time any key vouched for in a bundle
 // or heartbeat this store accepted. A bundle's expiry is judged by its own
 // floor (judgedFloor), which is never later.
@@ -225,11 +207,13 @@ func (j *judge) judgedFloor(rec *bundleRecord) int64 {
 // judgeLine returns, of the installed bundle bundleID, why it is older
 // than the freshness policy allows, or "" (trust.Stale; with stale), and
 // its floor (judgedFloor; with floor), each cached per generation
-// (s.judged), its line loaded at most once for both: a catalog or a
-// listing that needed both loaded it (its whole record, signed manifest
-// included) twice (docs/SPEC-DECISIONS.md STORE-10). A line that cannot
-// be loaded is "the trust policy is unreadable", and its floor the
-// largest, not cached (judgedFloor).
+// (s.judged), its line loaded and its signed manifest decoded at most
+// once for both (trust.Prepared.StaleAndFloor): a catalog or a listing
+// that needed both loaded it (its whole record, signed manifest
+// included) twice (docs/SPEC-DECISIONS.md STORE-10), and then decoded
+// the manifest twice (TRUST-34). A line that cannot be loaded is "the
+// trust policy is unreadable", and its floor the largest, not cached
+// (judgedFloor).
 func (j *judge) judgeLine(bundleID string, stale, floor bool) (string, int64) {
 	gen := txGeneration(j.tx)
 	c := j.s.judged.get(gen, bundleID)
@@ -242,29 +226,39 @@ func (j *judge) judgeLine(bundleID string, stale, floor bool) (string, int64) {
 	}
 	p, err := j.line(bundleID)
 	defer j.drop(bundleID)
+	var why string
+	var at int64
+	switch {
+	case err != nil:
+		why, at = "the trust policy is unreadable", math.MaxInt64
+	case stale && floor: // one decode of its manifest for both (TRUST-34)
+		why, at = p.StaleAndFloor(bundleID)
+	case stale:
+		why = p.Stale(bundleID)
+	default:
+		at = p.InstalledFloor(bundleID)
+	}
 	var put judged
 	if stale {
-		c.staleWhy = "the trust policy is unreadable"
-		if err == nil {
-			c.staleWhy = p.Stale(bundleID)
-		}
-		put.stale, put.staleWhy = true, c.staleWhy
+		c.staleWhy = why
+		put.stale, put.staleWhy = true, why
 	}
 	if floor {
-		c.floorAt = math.MaxInt64
-		if err == nil {
-			c.floorAt = p.InstalledFloor(bundleID)
-			put.floor, put.floorAt = true, c.floorAt
-		}
+		c.floorAt = at
+		put.floor, put.floorAt = err == nil, at
 	}
 	j.s.judged.put(gen, bundleID, put)
 	return c.staleWhy, c.floorAt
 }
 
 // staleExpired returns why the installed bundle id, whose record is rec,
-// is stale (judge.stale), and, when it expires at exp (expires), whether
-// it is expired (judge.expiredAt), its line loaded at most once for both
-// (judgeLine).
+// is stale, or "" (trust.Stale), and, when it expires at exp (expires),
+// whether it is expired: by the local clock, or by its floor, which is
+// computed only when the newest signed time of any key reaches exp
+// (otherwise no floor can). Its line is loaded, and its signed manifest
+// decoded, at most once for both (judgeLine); the catalog, the listing,
+// artifact and failsClosedAsInstalled all judge through it
+// (docs/SPEC-DECISIONS.md STORE-10, TRUST-36).
 func (j *judge) staleExpired(id string, rec *bundleRecord, exp time.Time, expires bool) (string, bool) {
 	expired := expires && !j.s.opts.Now().Before(exp)
 	floor := expires && !expired && j.s.floor.Load() >= exp.Unix()
@@ -274,14 +268,4 @@ func (j *judge) staleExpired(id string, rec *bundleRecord, exp time.Time, expire
 		at = j.judgedFloor(rec)
 	}
 	return why, expired || floor && at >= exp.Unix()
-}
-
-// judgedStale returns why an installed bundle is stale, or "" (trust.Stale,
-// judgeLine), cached per generation (s.judged).
-func (s *Store) judgedStale(tx *bolt.Tx, bundleID string) string { return s.judge(tx).stale(bundleID) }
-
-// stale is judgedStale, judged by j.
-func (j *judge) stale(bundleID string) string {
-	why, _ := j.judgeLine(bundleID, true, false)
-	return why
 }

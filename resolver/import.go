@@ -933,11 +933,19 @@ func (s *Store) checkAgainstStore(tx *bolt.Tx, m *bundle.Manifest, signed []byte
 // say all is well (docs/SPEC-DECISIONS.md BUNDLE-8). A store opened with
 // AllowExpired serves an expired bundle, and answers unchanged.
 func (s *Store) failsClosedAsInstalled(tx *bolt.Tx, cur *bundleRecord) error {
-	if exp, ok := expiry(*cur); ok && !s.opts.AllowExpired && s.expiredAt(tx, cur, exp) {
+	// Expired by the clock needs no line; else its floor and staleness are
+	// judged from one load of it (judge.staleExpired; TRUST-36).
+	exp, ok := expiry(*cur)
+	expires := ok && !s.opts.AllowExpired
+	why, expired := "", expires && !s.opts.Now().Before(exp)
+	if !expired {
+		why, expired = s.judge(tx).staleExpired(cur.BundleID, cur, exp, expires)
+	}
+	if expired {
 		return fail(bundle.ErrExpired, "bundle %s version %d is installed and expired at %s: a copy of it cannot make it valid (its expiry is signed); import a newer version",
 			cur.BundleID, cur.Version, cur.ExpiresAt)
 	}
-	if why := s.judgedStale(tx, cur.BundleID); why != "" {
+	if why != "" {
 		return fail(ErrBundleStale, "bundle %s version %d is installed and stale (%s): a copy of it cannot refresh it; apply a newer heartbeat of its line, or import a newer version",
 			cur.BundleID, cur.Version, why)
 	}

@@ -69,10 +69,14 @@ func (s *Store) artifact(tx *bolt.Tx, bundleID, key string) ([]byte, indexRecord
 	if rec.Revoked != "" {
 		return nil, indexRecord{}, unavailable(ErrBundleRevoked, "bundle %s version %d is revoked: %s", bundleID, rec.Version, rec.Revoked)
 	}
-	if why := s.judgedStale(tx, bundleID); why != "" {
+	// Its staleness and floor are judged from one load of its line
+	// (judge.staleExpired; docs/SPEC-DECISIONS.md TRUST-36).
+	exp, ok := expiry(*rec)
+	why, expired := s.judge(tx).staleExpired(bundleID, rec, exp, ok && !s.opts.AllowExpired)
+	if why != "" {
 		return nil, indexRecord{}, unavailable(ErrBundleStale, "bundle %s is stale: %s; import a newer version", bundleID, why)
 	}
-	if exp, ok := expiry(*rec); ok && !s.opts.AllowExpired && s.expiredAt(tx, rec, exp) {
+	if expired {
 		return nil, indexRecord{}, unavailable(ErrBundleExpired, "bundle %s expired at %s", bundleID, rec.ExpiresAt)
 	}
 	raw = bucket(tx, bIndex).Get(key2(bundleID, key))

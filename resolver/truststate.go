@@ -430,7 +430,11 @@ func loadLine(tx *bolt.Tx, st *trust.State, id string, strict bool) error {
 		st.Installed[id] = trust.Installed{BundleID: id} // no manifest: judged unreadable
 		return nil
 	}
-	in := trust.Installed{BundleID: r.BundleID, Version: r.Version, Signed: clone(r.Signed), Signers: r.SignerKeys, Revoked: r.Revoked}
+	// decode copied Signed out of raw, which bbolt owns only while tx is
+	// open (amp.Limits.Unmarshal fills a []byte with a copy): a clone of
+	// it copied the signed manifest a second time (docs/SPEC-DECISIONS.md
+	// TRUST-35).
+	in := trust.Installed{BundleID: r.BundleID, Version: r.Version, Signed: r.Signed, Signers: r.SignerKeys, Revoked: r.Revoked}
 	var err error
 	if in.Floor, in.FloorKeys, err = pinnedFloor(tx, id, r.Version); err != nil {
 		return err
