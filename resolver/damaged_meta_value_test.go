@@ -112,7 +112,7 @@ func TestDamagedFloorChargeAndThresholdValuesFailClosed(t *testing.T) {
 
 // TestDamagedTimeFloorNeverSkipsTheFloorCheck: the store's time floor in
 // memory is an upper bound of every bundle's floor, consulted to skip
-// computing one (expiredAt); a damaged value read as 0 would skip every
+// computing one (judge.staleExpired); a damaged value read as 0 would skip every
 // floor check, so it is read as the largest.
 func TestDamagedTimeFloorNeverSkipsTheFloorCheck(t *testing.T) {
 	s := storeAt(t)
