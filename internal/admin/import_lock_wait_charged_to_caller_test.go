@@ -5,7 +5,6 @@ package admin
 import (
 	"bytes"
 	"context"
-	"io"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,14 +12,6 @@ import (
 	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/resolver"
 )
-
-// lockHolderGate blocks its first Read until open is closed, then ends.
-type lockHolderGate struct{ open chan struct{} }
-
-func (g *lockHolderGate) Read([]byte) (int, error) {
-	<-g.open
-	return 0, io.ErrUnexpectedEOF
-}
 
 // TestImportWaitingForTheWriteLockIsNotCutForTheServersWait: attack:
 // rateBodies started every request body's rate clock (its read
@@ -56,13 +47,14 @@ func TestImportWaitingForTheWriteLockIsNotCutForTheServersWait(t *testing.T) {
 
 	// Another write holds the store's lock (an import whose stream is
 	// slow to come: here, one that waits on a gate).
-	gate := &lockHolderGate{open: make(chan struct{})}
+	gate := newStoreHolder()
+	t.Cleanup(gate.release)
 	first := make(chan error, 1)
 	go func() {
 		_, err := store.Import(context.Background(), gate, resolver.ImportOptions{})
 		first <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // the first import holds the lock
+	gate.awaitHolding(t, first)
 
 	second := make(chan error, 1)
 	go func() {
@@ -70,7 +62,7 @@ func TestImportWaitingForTheWriteLockIsNotCutForTheServersWait(t *testing.T) {
 		second <- err
 	}()
 	time.Sleep(admission.FrameGrace + 2*time.Second) // the agent's own wait
-	close(gate.open)
+	gate.release()
 	<-first
 	select {
 	case err := <-second:
