@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -95,9 +96,10 @@ SIGINT or SIGTERM stops it.`,
 }
 
 // runMirror runs 'ampbundle serve' until a signal, the end of ctx or a
-// server failure: every flag is checked and every listener opened before
-// anything is served or printed, so that a bad flag or address fails the
-// command with nothing started.
+// server failure: every flag is checked, the store opened and every
+// listener opened before anything is served or printed, or any spool
+// folder made or swept (startMirror), so that a bad flag, store or address
+// fails the command with nothing started, made or removed.
 func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	tlsCfg, err := checkMirrorFlags(c)
 	if err != nil {
@@ -113,20 +115,12 @@ func runMirror(ctx context.Context, env *cliutil.Env, c *cli.Context) error {
 	}
 	log := slog.New(lh)
 	db := c.String("db")
-	spool, removeSpool, err := mirrorSpool(c.String("spool"), db)
+	open := mirrorOpener(env, db, c.String("admin-socket"))
+	m, lns, removeSpool, err := startMirror(c, env, open, tlsCfg, log)
 	if err != nil {
 		return err
 	}
 	defer removeSpool()
-	open := mirrorOpener(env, db, c.String("admin-socket"))
-	m, err := mirror.New(mirrorOptions(c, env, open, spool, log))
-	if err != nil {
-		return err
-	}
-	lns, err := listenMirror(c, tlsCfg)
-	if err != nil {
-		return err
-	}
 	handler, err := mirrorHandler(c, env, log, m, open)
 	if err != nil {
 		lns.close()
@@ -205,6 +199,63 @@ func checkMirrorFlags(c *cli.Context) (*tls.Config, error) {
 	return cliutil.ServerTLSNamed(cert, key, "--tls-cert file", "--tls-key file")
 }
 
+// startMirror starts what 'ampbundle serve' serves, each step only once
+// those before it passed: the store's first open (through open), the
+// listeners, the spool folder (mirrorSpool: DB.mirror/run-N made, the
+// folders of ended serves removed) and the mirror, whose first snapshot
+// reads the store so opened. A typo'd --db, an unreadable store or an
+// address in use fails before anything is made or removed on disk
+// (docs/SPEC-DECISIONS.md MIRROR-35). On success, removeSpool removes the
+// spool folder when the serve ends.
+func startMirror(c *cli.Context, env *cliutil.Env, open func() (mirror.Source, error), tlsCfg *tls.Config, log *slog.Logger) (m *mirror.Server, lns mirrorListeners, removeSpool func(), err error) {
+	first, err := open()
+	if err != nil {
+		return nil, mirrorListeners{}, nil, err
+	}
+	openFirst, drop := handOver(first, open)
+	defer drop()
+	if lns, err = listenMirror(c, tlsCfg); err != nil {
+		return nil, mirrorListeners{}, nil, err
+	}
+	spool, removeSpool, err := mirrorSpool(c.String("spool"), c.String("db"))
+	if err != nil {
+		lns.close()
+		return nil, mirrorListeners{}, nil, err
+	}
+	if m, err = mirror.New(mirrorOptions(c, env, openFirst, spool, log)); err != nil {
+		removeSpool()
+		lns.close()
+		return nil, mirrorListeners{}, nil, err
+	}
+	return m, lns, removeSpool, nil
+}
+
+// handOver returns an opener whose first call hands over src, a store
+// opened already, and whose later calls open anew (open); drop closes src
+// when no call took it.
+func handOver(src mirror.Source, open func() (mirror.Source, error)) (opener func() (mirror.Source, error), drop func()) {
+	var mu sync.Mutex
+	take := func() mirror.Source {
+		mu.Lock()
+		defer mu.Unlock()
+		s := src
+		src = nil
+		return s
+	}
+	opener = func() (mirror.Source, error) {
+		if s := take(); s != nil {
+			return s, nil
+		}
+		return open()
+	}
+	drop = func() {
+		if s := take(); s != nil {
+			s.Close()
+		}
+	}
+	return opener, drop
+}
+
 // mirrorOptions are the mirror's options of serve's flags (checked by
 // checkMirrorFlags), reading the store through open into spool.
 func mirrorOptions(c *cli.Context, env *cliutil.Env, open func() (mirror.Source, error), spool string, log *slog.Logger) mirror.Options {
@@ -228,10 +279,29 @@ func mirrorSpool(spool, db string) (dir string, remove func(), err error) {
 	base := db + ".mirror"
 	dir, remove, err = mirror.ServeSpool(base)
 	if err != nil {
-		return "", nil, cliutil.WithHint(cliutil.Failf("io_error", "cannot create the spool folder %s", cliutil.Sanitize(base)).WithCause(err),
-			"give --spool a folder of its own for the bundle files served")
+		return "", nil, mirrorSpoolRefusal(base, err)
 	}
 	return dir, remove, nil
+}
+
+// mirrorSpoolRefusal is serve's io_error for the default spool folder base
+// that mirror.ServeSpool refused (err): one through which another user
+// could redirect what the mirror writes and removes (a link, another
+// user's, one group or others may write, or below such a folder), a file
+// system without file locks, or one that cannot be made; each names the
+// folder and says to give --spool (docs/SPEC-DECISIONS.md MIRROR-35).
+func mirrorSpoolRefusal(base string, err error) error {
+	const hint = "give --spool a folder of its own for the bundle files served"
+	var unsafe *mirror.SpoolBaseError
+	switch {
+	case errors.As(err, &unsafe):
+		return cliutil.WithHint(cliutil.Failf("io_error", "the spool folder %s is refused: %s %s", cliutil.Sanitize(base), cliutil.Sanitize(unsafe.Path), unsafe.Why),
+			hint+", or make "+cliutil.Sanitize(base)+" a folder of this user's that group and others may not write, below folders only this user or root may write (chmod go-w)")
+	case errors.Is(err, mirror.ErrNoFileLocks):
+		return cliutil.WithHint(cliutil.Failf("io_error", "the file system of %s does not lock files: the spool folder of a running serve could not be told from a killed one's", cliutil.Sanitize(base)),
+			hint+" (or put the store on a local file system)")
+	}
+	return cliutil.WithHint(cliutil.Failf("io_error", "cannot create the spool folder %s", cliutil.Sanitize(base)).WithCause(err), hint)
 }
 
 // mirrorOpener returns how the mirror reads the store at each snapshot:
