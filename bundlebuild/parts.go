@@ -108,11 +108,9 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 	if err := checkSplitKeys(x, keys); err != nil {
 		return "", nil, err
 	}
-	if !o.Force {
-		for _, nm := range names {
-			if _, err := os.Lstat(filepath.Join(dir, nm)); err == nil {
-				return "", nil, fail(ErrFileExists, "%s exists; split replaces it only with --force", filepath.Join(dir, nm))
-			}
+	for _, nm := range names {
+		if err := splitTarget(filepath.Join(dir, nm), o.Force); err != nil {
+			return "", nil, err
 		}
 	}
 	RemoveStaleTemps(dir, o.Now())
@@ -173,6 +171,31 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 	}
 	syncFolder(dir)
 	return ip, x, nil
+}
+
+// splitTarget refuses the name p of a part or of the index before
+// anything is written: a name that leads to something else than a
+// regular file (regfile.JudgeOutput, links followed: a device, a FIFO, a
+// folder, a socket) is ErrIO, also with force, since renaming a part
+// over it would replace the node by a regular file, and writing a part
+// into it would leave an index naming a part no join can read
+// (docs/SPEC-DECISIONS.md CLI-102); an existing regular file is
+// ErrFileExists without force.
+func splitTarget(p string, force bool) error {
+	k, err := regfile.JudgeOutput(p)
+	if err == nil && k != regfile.OutputFile {
+		err = regfile.ErrNotRegular
+	}
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return fail(bundle.ErrIO, "%s is not a regular file; split never replaces it, also with --force", p)
+	}
+	if err != nil {
+		return fail(bundle.ErrIO, "cannot examine %s", p).WithCause(err)
+	}
+	if _, err := os.Lstat(p); err == nil && !force {
+		return fail(ErrFileExists, "%s exists; split replaces it only with --force", p)
+	}
+	return nil
 }
 
 // commitNew moves the staged files names (the parts, then the index)

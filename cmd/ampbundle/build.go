@@ -253,9 +253,20 @@ func keyInfos(keys []ed25519.PrivateKey) []catalog.ManifestSignature {
 
 // writeAtomic writes a file through write to a temporary file next to out
 // and renames it into place, so that out is either the old file or the
-// complete new one.
+// complete new one. An out that is a character device or a FIFO
+// (outputStream) is written into once the file is complete, from a
+// temporary file in the system's temporary folder; any other out that is
+// not a regular file is refused before anything is written.
 func writeAtomic(out string, write func(io.Writer) (*bundle.Manifest, error)) (*bundle.Manifest, int64, string, error) {
-	f, err := bundlebuild.CreateTemp(filepath.Dir(out), "build") // locked: no other run takes it for a leftover
+	stream, err := outputStream(out)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	dir := filepath.Dir(out)
+	if stream {
+		dir = os.TempDir()
+	}
+	f, err := bundlebuild.CreateTemp(dir, "build") // locked: no other run takes it for a leftover
 	if err != nil {
 		return nil, 0, "", cliutil.Failf("io_error", "cannot create the output file").WithCause(err)
 	}
@@ -266,6 +277,14 @@ func writeAtomic(out string, write func(io.Writer) (*bundle.Manifest, error)) (*
 	if err != nil {
 		f.Close()
 		return nil, 0, "", err
+	}
+	if stream {
+		err := copyToStream(f, out)
+		f.Close()
+		if err != nil {
+			return nil, 0, "", err
+		}
+		return m, cw.N, hex.EncodeToString(h.Sum(nil)), nil
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -55,10 +56,8 @@ A pull checks the transport, not the publisher: 'ampbundle import' (or
 			if err != nil {
 				return err
 			}
-			if out := c.String("out"); !ocitransport.IsLocation(out) && !c.Bool("force") {
-				if _, err := os.Lstat(out); err == nil {
-					return existsError(out) // before any network call
-				}
+			if err := pullTarget(c.String("out"), c.Bool("force")); err != nil {
+				return err // before any network call
 			}
 			ctx, src, done, err := openOCI(c, 0, loc, o, ocitransport.ReadOnly)
 			if err != nil {
@@ -94,7 +93,7 @@ A pull checks the transport, not the publisher: 'ampbundle import' (or
 				return err
 			}
 			if a.Kind == ocitransport.KindBundle {
-				err = src.PullFile(ctx, a, out)
+				err = pullBundle(ctx, src, a, out)
 			} else {
 				err = pullStatement(ctx, src, a, out)
 			}
@@ -104,6 +103,49 @@ A pull checks the transport, not the publisher: 'ampbundle import' (or
 			return printPulled(env, c, loc, a, out)
 		},
 	}
+}
+
+// pullTarget refuses an --out FILE before any network call: one that is
+// not a regular file, a character device or a FIFO (outputStream), also
+// with force; an existing regular file without force (file_exists). A
+// device or a FIFO is written into, with or without force.
+func pullTarget(out string, force bool) error {
+	if ocitransport.IsLocation(out) {
+		return nil
+	}
+	stream, err := outputStream(out)
+	if err != nil || stream || force {
+		return err
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return existsError(out)
+	}
+	return nil
+}
+
+// pullBundle writes the bundle file of a to out: through PullFile (a
+// temporary file next to out, renamed over it once every check passed),
+// or, for a character device or a FIFO (outputStream), into a temporary
+// file in the system's temporary folder that is copied into out once
+// every check passed (copyToStream), so that nothing is renamed over it.
+func pullBundle(ctx context.Context, src *ocitransport.Endpoint, a *ocitransport.Artifact, out string) error {
+	stream, err := outputStream(out)
+	if err != nil {
+		return err
+	}
+	if !stream {
+		return src.PullFile(ctx, a, out)
+	}
+	f, err := bundlebuild.CreateTemp(os.TempDir(), "pull")
+	if err != nil {
+		return cliutil.Failf("io_error", "cannot create a temporary file for the bundle").WithCause(err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := src.WriteBundle(ctx, a, f); err != nil {
+		return err
+	}
+	return copyToStream(f, out)
 }
 
 // pullStatement writes a statement's blob to out (writePulled).
@@ -121,7 +163,17 @@ func pullStatement(ctx context.Context, src *ocitransport.Endpoint, a *ocitransp
 // a bundle's (ocitransport's PullFile; docs/SPEC-DECISIONS.md OCI-26). A
 // folder that cannot be synced is io_error: the file is at out, its name
 // perhaps not yet durable.
+//
+// An out that is a character device or a FIFO (outputStream) gets data
+// written into it, complete; nothing is renamed over it.
 func writePulled(data []byte, out string, syncDir func(dir string) error) (err error) {
+	stream, err := outputStream(out)
+	if err != nil {
+		return err
+	}
+	if stream {
+		return copyToStream(bytes.NewReader(data), out)
+	}
 	f, err := bundlebuild.CreateTemp(filepath.Dir(out), "pull")
 	if err != nil {
 		return cliutil.Failf("io_error", "cannot create the output file").WithCause(err)
