@@ -381,8 +381,10 @@ const maxSessionLike = 1024
 
 // sessionLease reports whether id, the lease of another process's claim,
 // may be a node's session lease: etcd granted it (LeaseTimeToLive) a TTL
-// no longer than this process's own session lease (the fleet's nodes
-// share one SessionTTL, raised alike to etcd's minimum). A longer lease
+// no longer than twice this process's own session lease (the fleet's
+// nodes share one SessionTTL; the margin spares a node configured a
+// little longer, or a member that raised a grant to its own minimum:
+// FLEET-42). A longer lease
 // (a bucket's, or any writer's, of years) is no node's session: the
 // claim under it would be waited on, on every node, until that lease
 // ends (docs/SPEC-DECISIONS.md FLEET-40). A lookup that fails (etcd
@@ -409,7 +411,7 @@ func (s *Store) sessionLease(id clientv3.LeaseID) bool {
 		}
 		return err
 	})
-	if err == nil && r.TTL >= 0 && r.GrantedTTL > own {
+	if err == nil && r.TTL >= 0 && r.GrantedTTL > 2*own {
 		return false
 	}
 	s.mu.Lock()

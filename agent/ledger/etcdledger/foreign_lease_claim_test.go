@@ -67,7 +67,8 @@ func TestClaimUnderALeaseLongerThanAnySessionIsRemovedNeverHoldsItsMessageBusy(t
 		{"under a lease of a year, no entry", year, 0, "fresh", true},
 		{"under a lease of a year, a running entry", year, stateRunning, "lost", true},
 		{"under a lease of a year, a done entry", year, stateDone, "done", false},
-		{"under a lease one second longer than a session", session + 1, 0, "fresh", true},
+		{"under a lease one second longer than two sessions", 2*session + 1, 0, "fresh", true},
+		{"under a lease twice a session (a node whose SessionTTL is up to twice ours)", 2 * session, 0, "busy", false},
 		{"under a lease as long as a session (a live node's)", session, 0, "busy", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -52,7 +52,13 @@ type Options struct {
 	OpTimeout time.Duration
 	// SessionTTL is the lease of this process's claims (default 10 s),
 	// kept alive while it runs: a process that stops for longer loses its
-	// claims, and its running entries read as "outcome unknown".
+	// claims, and its running entries read as "outcome unknown". Every
+	// node of a fleet must use one SessionTTL: a claim found under a lease
+	// etcd granted for more than twice this node's own is taken for no
+	// node's and deleted (docs/SPEC-DECISIONS.md FLEET-40), so a node
+	// whose SessionTTL is more than twice another's has its live claims
+	// deleted by that node's copies (they answer "outcome unknown"; no
+	// handler runs twice).
 	SessionTTL time.Duration
 	// WaitPoll bounds one wait for another process's claim (default 1 s).
 	WaitPoll time.Duration
