@@ -33,6 +33,12 @@ func sample(t *testing.T, name string) []byte {
 // directory and returns the store, the socket path and a dialled client.
 func serve(t *testing.T) (*resolver.Store, string, *Client) {
 	t.Helper()
+	return serveWrapped(t, func(h http.Handler) http.Handler { return h })
+}
+
+// serveWrapped is serve with the agent's handler wrapped by wrap.
+func serveWrapped(t *testing.T, wrap func(http.Handler) http.Handler) (*resolver.Store, string, *Client) {
+	t.Helper()
 	dir := t.TempDir()
 	s, err := resolver.Open(filepath.Join(dir, "store.db"), resolver.Options{Create: true})
 	if err != nil {
@@ -44,7 +50,7 @@ func serve(t *testing.T) (*resolver.Store, string, *Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: NewHandler(s, nil), ConnContext: ConnContext}
+	srv := &http.Server{Handler: wrap(NewHandler(s, nil)), ConnContext: ConnContext}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	c, err := Dial(sock)

@@ -29,13 +29,17 @@ import (
 // is imported as before.
 func TestAnImportPastItsCallersDeadlineIsEndedByTheAgentWhichSaysSo(t *testing.T) {
 	deadlines := make(chan context.Context, 1) // the agent's import contexts
-	importDeadlineSet = func(ctx context.Context) {
+	seen := func(ctx context.Context) {
 		select {
 		case deadlines <- ctx:
 		default:
 		}
 	}
-	t.Cleanup(func() { importDeadlineSet = nil })
+	withSeen := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), importDeadlineKey{}, seen)))
+		})
+	}
 	for _, tc := range []struct {
 		name     string
 		held     bool // another write holds the store past the deadline
@@ -53,7 +57,7 @@ func TestAnImportPastItsCallersDeadlineIsEndedByTheAgentWhichSaysSo(t *testing.T
 			for len(deadlines) > 0 {
 				<-deadlines
 			}
-			s, _, c := serve(t)
+			s, _, c := serveWrapped(t, withSeen)
 			if err := c.TrustAdd("example", publisher(t), []string{"org.example"}); err != nil {
 				t.Fatal(err)
 			}

@@ -129,10 +129,12 @@ type importRequest struct {
 // (docs/SPEC-DECISIONS.md ADMIN-11).
 const maxImportTimeout = 30 * 24 * time.Hour
 
-// importDeadlineSet, when not nil (a test), is given the context of each
-// import the agent runs under a caller's timeout_ms, once it is made: a
-// test waits on its Done to know the agent's deadline has passed.
-var importDeadlineSet func(context.Context)
+// importDeadlineKey is the request context key of a func(context.Context)
+// that is given the context of each import the agent runs under a
+// caller's timeout_ms, once it is made: a test's handler puts it there
+// and waits on its Done to know the agent's deadline has passed. No
+// request of a client carries it (a request's context is the server's).
+type importDeadlineKey struct{}
 
 // importTimeout reads an import's timeout_ms (agentDeadline): 0 when the
 // caller gave none, else 1 ms to maxImportTimeout; anything else is
@@ -174,8 +176,8 @@ func opImport() *Op[importRequest, *resolver.ImportResult] {
 				// at it here, committed or rolled back, and the answer
 				// says which.
 				req.ctx, req.cancel = context.WithTimeout(req.ctx, timeout)
-				if importDeadlineSet != nil {
-					importDeadlineSet(req.ctx)
+				if seen, ok := r.Context().Value(importDeadlineKey{}).(func(context.Context)); ok {
+					seen(req.ctx)
 				}
 			}
 			return req, nil

@@ -330,17 +330,17 @@ func peerCheck(h http.Handler) http.Handler {
 
 type peerUIDKey struct{}
 
-// afterBind runs between the socket's creation and its check in Listen:
-// nothing, but for a test that moves what is at the path there, as
-// another user who may write the folder could.
-var afterBind = func(string) {}
-
 // Listen creates the admin socket at path, mode 0600. A socket file left by
 // an agent that is gone is replaced; one that answers belongs to a running
 // agent, and Listen refuses (two agents on one store cannot both run), or
 // to another user's process, refused as ErrForeignSocket with the
 // operator's next step as its hint (cliutil.WithHint: ADMIN-5).
-func Listen(path string) (net.Listener, error) {
+func Listen(path string) (net.Listener, error) { return listen(path, nil) }
+
+// listen is Listen; afterBind, when not nil, runs between the socket's
+// creation and its check: a test moves what is at the path there, as
+// another user who may write the folder could.
+func listen(path string, afterBind func(string)) (net.Listener, error) {
 	if st, err := os.Lstat(path); err == nil {
 		if st.Mode()&os.ModeSocket == 0 {
 			return nil, amp.Named(0, "admin_socket", "the admin socket path exists and is not a socket")
@@ -369,7 +369,9 @@ func Listen(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, amp.Named(0, "admin_socket", "cannot listen on the admin socket").WithCause(err)
 	}
-	afterBind(path)
+	if afterBind != nil {
+		afterBind(path)
+	}
 	if err := checkPrivate(path); err != nil {
 		ln.Close()
 		return nil, err

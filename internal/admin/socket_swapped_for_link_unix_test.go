@@ -36,9 +36,7 @@ func TestAdminSocketSwappedForALinkIsNeverFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "store.db.admin.sock")
-	prev := afterBind
-	t.Cleanup(func() { afterBind = prev })
-	afterBind = func(path string) {
+	afterBind := func(path string) {
 		// The other user's move, between the socket's creation and
 		// its check.
 		if err := os.Rename(path, path+".moved"); err != nil {
@@ -48,7 +46,7 @@ func TestAdminSocketSwappedForALinkIsNeverFollowed(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	ln, err := Listen(sock)
+	ln, err := listen(sock, afterBind)
 	if err == nil {
 		ln.Close()
 	}
