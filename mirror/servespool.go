@@ -62,7 +62,7 @@ func (e *SpoolBaseError) Error() string { return e.Path + " " + e.Why }
 // process's, only one ServeSpool per process may use a base. A file
 // system that does not lock files is ErrNoFileLocks.
 func ServeSpool(base string) (dir string, release func(), err error) {
-	if err := os.MkdirAll(base, 0o700); err != nil {
+	if err := makeSpoolBase(base); err != nil {
 		return "", nil, err
 	}
 	if err := judgeSpoolBase(base); err != nil {
@@ -129,9 +129,40 @@ func judgeSpoolBase(base string) error {
 		return &SpoolBaseError{base, fmt.Sprintf("may be written by group or others (mode %04o)", fi.Mode().Perm())}
 	}
 	if _, above := folderAboveOthersMayWrite(base); above != "" {
-		return &SpoolBaseError{above, "lies above the mirror's spool folder and another user may replace or redirect what it holds (owned by another user, or writable by group or others without the sticky bit)"}
+		return aboveSpoolBase(above)
 	}
 	return nil
+}
+
+// makeSpoolBase makes base, mode 0700, when it is missing, after judging
+// the folder it goes in and those above it (MIRROR-35's rule): nothing
+// is created below a folder another user may redirect. It makes base
+// alone, not the folders above (the store's folder exists).
+func makeSpoolBase(base string) error {
+	if _, err := os.Lstat(base); !errors.Is(err, fs.ErrNotExist) {
+		return nil // judged as it is by judgeSpoolBase
+	}
+	parent := filepath.Dir(base)
+	if _, above := folderAboveOthersMayWrite(parent); above != "" {
+		return aboveSpoolBase(above)
+	}
+	st, err := os.Stat(parent)
+	if err != nil {
+		return err
+	}
+	if _, foreign := regfile.ForeignOwner(st); foreign || regfile.OthersMayRename(st) {
+		return aboveSpoolBase(parent)
+	}
+	if err := os.Mkdir(base, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// aboveSpoolBase is the refusal of a spool base below the folder above,
+// through which another user may replace or redirect it.
+func aboveSpoolBase(above string) error {
+	return &SpoolBaseError{above, "lies above the mirror's spool folder and another user may replace or redirect what it holds (owned by another user, or writable by group or others without the sticky bit)"}
 }
 
 // makeRunFolder makes the folder run of this mirror, mode 0700, and
