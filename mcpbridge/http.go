@@ -373,9 +373,10 @@ const ErrNotificationsUnhandled = "notifications_unhandled"
 // back sooner). Only an answer (200) drains. Otherwise (the wait ran
 // out, the session is gone, the ping was refused) the session, while
 // the SDK still holds it, is closed, and drain returns false once its
-// connection is done, its queue handled (ServerSession.Close waits for
-// that): the slot is never given back while what it bounded is still
-// queued (MCP-56).
+// connection is done, its queue handled and its calls in flight returned
+// (ServerSession.Close waits for both: a tools/call of the session holds
+// the slot until it ends, at most its own deadline): the slot is never
+// given back while what it bounded is still queued (MCP-56).
 func (h *HTTPEndpoint) drain(ent *principalEntry, r *http.Request, sid string) bool {
 	if sid == "" {
 		return true
