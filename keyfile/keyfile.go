@@ -175,7 +175,7 @@ func ReadPrivateWith(path string, o Options) (*Keys, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := readOpen(f, st, what)
+	data, err := ReadOpen(f, st, what)
 	if err != nil {
 		return nil, err
 	}
@@ -238,12 +238,16 @@ func readKeyFile(path, what string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return readOpen(f, st, what)
+	return ReadOpen(f, st, what)
 }
 
-// readOpen reads the open regular file f, whose FileInfo is st: at most
-// maxKeyFile bytes (ErrInvalidKeyFile beyond).
-func readOpen(f *os.File, st fs.FileInfo, what string) ([]byte, error) {
+// ReadOpen reads the open regular file f (OpenRegular's), whose FileInfo
+// is st, the file what names ("key file"): at most 64 KiB, the bound of
+// every key file (ErrInvalidKeyFile beyond; ErrKeyUnreadable when the
+// read fails). A caller that must judge and parse one read of a key file
+// (`key show`: docs/SPEC-DECISIONS.md CLI-96) opens it once and reads it
+// with this.
+func ReadOpen(f *os.File, st fs.FileInfo, what string) ([]byte, error) {
 	if st.Size() > maxKeyFile {
 		return nil, fail(ErrInvalidKeyFile, "the %s is larger than %d bytes", what, maxKeyFile)
 	}

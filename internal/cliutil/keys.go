@@ -273,10 +273,6 @@ func KeyShowCommand(env *Env) *cli.Command {
 // swapped in a package variable).
 type keyOpener func(path, what string) (*os.File, fs.FileInfo, error)
 
-// maxShownKeyFile bounds the key file `key show` reads: keyfile's bound of
-// a key file (keyfile.ReadKeyFile, 64 KiB).
-const maxShownKeyFile = 64 << 10
-
 // keyShown is the key file `key show` read: opened once by its opener,
 // with its FileInfo and its bytes. Everything shown, and the private
 // key's access check, comes from this one open and this one read
@@ -287,22 +283,18 @@ type keyShown struct {
 	data []byte
 }
 
-// readKeyShown opens path with open and reads it once: a regular file of
-// at most maxShownKeyFile bytes (keyfile's errors and names).
+// readKeyShown opens path with open and reads it once (keyfile.ReadOpen:
+// a regular file of at most 64 KiB, keyfile's errors and names).
 func readKeyShown(open keyOpener, path string) (*keyShown, error) {
 	const what = "key file"
 	f, st, err := open(path, what)
 	if err != nil {
 		return nil, err
 	}
-	if st.Size() > maxShownKeyFile {
+	data, err := keyfile.ReadOpen(f, st, what)
+	if err != nil {
 		f.Close()
-		return nil, Failf(keyfile.ErrInvalidKeyFile, "the %s is larger than %d bytes", what, maxShownKeyFile)
-	}
-	data := make([]byte, st.Size())
-	if _, err := f.ReadAt(data, 0); err != nil {
-		f.Close()
-		return nil, Failf(keyfile.ErrKeyUnreadable, "cannot read the %s", what).WithCause(err)
+		return nil, err
 	}
 	return &keyShown{f: f, st: st, data: data}, nil
 }
