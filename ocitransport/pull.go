@@ -18,6 +18,7 @@ import (
 
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/bundlebuild"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // CopyBufferSize is the one buffer a pull or push streams through.
@@ -126,7 +127,19 @@ func (a *Artifact) checkFile(hw *hashWriter) error {
 // durable). The house's temporary files that killed writers left in
 // path's folder (stale, unlocked: bundlebuild.RemoveStaleTemps) are
 // removed first.
+//
+// path is judged first, before anything is written or removed and before
+// any request (regfile.JudgeOutput, docs/SPEC-DECISIONS.md OCI-44): a
+// character device or a FIFO, or a name that stands for a descriptor
+// (/dev/stdout), is written into once every check passed (pullInto),
+// never renamed over; a folder, a socket or a block device is io_error.
 func (e *Endpoint) PullFile(ctx context.Context, a *Artifact, path string) (err error) {
+	if stream, err := judgeOutput(path); err != nil || stream {
+		if err != nil {
+			return err
+		}
+		return e.pullInto(ctx, a, path)
+	}
 	bundlebuild.RemoveStaleTemps(filepath.Dir(path), e.o.Now())
 	f, err := bundlebuild.CreateTemp(filepath.Dir(path), "pull")
 	if err != nil {
@@ -156,6 +169,53 @@ func (e *Endpoint) PullFile(ctx context.Context, a *Artifact, path string) (err 
 	}
 	if err != nil {
 		return fail(ErrIO, "cannot write the output file").WithCause(err)
+	}
+	return nil
+}
+
+// judgeOutput is the CLI's output rule (regfile.JudgeOutput;
+// docs/SPEC-DECISIONS.md CLI-100, CLI-103) for a pull's path: stream
+// says it is to be written into; a name that is no regular file, device
+// or FIFO is io_error, never replaced.
+func judgeOutput(path string) (stream bool, err error) {
+	k, err := regfile.JudgeOutput(path)
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return false, fail(ErrIO, "the output is not a regular file (nor a device or a pipe to write into); it is never replaced")
+	}
+	if err != nil {
+		return false, fail(ErrIO, "cannot examine the output file").WithCause(err)
+	}
+	return k == regfile.OutputStream, nil
+}
+
+// pullInto writes the bundle file of a into path, a character device or
+// a FIFO (judgeOutput): into a temporary file in the system's temporary
+// folder first, every check passed (WriteBundle), then copied into path,
+// opened only then (regfile.OpenOutputStream: a FIFO no process reads is
+// io_error at once). The temporary file is removed.
+func (e *Endpoint) pullInto(ctx context.Context, a *Artifact, path string) error {
+	f, err := bundlebuild.CreateTemp(os.TempDir(), "pull")
+	if err != nil {
+		return fail(ErrIO, "cannot create a temporary file for the bundle").WithCause(err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := e.WriteBundle(ctx, a, f); err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fail(ErrIO, "cannot read back the bundle").WithCause(err)
+	}
+	w, err := regfile.OpenOutputStream(path)
+	if err != nil {
+		return fail(ErrIO, "cannot open the output for writing (a pipe must have a reader)").WithCause(err)
+	}
+	_, err = io.Copy(w, f)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fail(ErrIO, "cannot write the output").WithCause(err)
 	}
 	return nil
 }

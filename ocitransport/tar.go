@@ -25,7 +25,13 @@ import (
 // and so are the house's temporary files a killed Commit or PullFile left
 // in the folder (.ampbundle-ocitar-DIGITS.tmp and the like:
 // bundlebuild.RemoveStaleTemps, stale and unlocked only).
+//
+// The tar's name is judged first, before anything is removed or made
+// (tarTarget): a tar is written only over nothing or a regular file.
 func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
+	if err := tarTarget(e.loc.Path); err != nil {
+		return nil, err
+	}
 	dir, name := absDir(e.loc.Path), filepath.Base(e.loc.Path)
 	removeStaleTarTemps(dir, name, e.o.Now())
 	bundlebuild.RemoveStaleTemps(dir, e.o.Now())
@@ -128,6 +134,30 @@ func (e *Endpoint) Commit() error {
 	return e.Close()
 }
 
+// tarTarget is the output rule (regfile.JudgeOutput,
+// docs/SPEC-DECISIONS.md OCI-45) for a tar destination's name: nothing
+// there or a regular file (OutputFile) is written beside and renamed
+// over; anything else is io_error, never replaced: a folder, a socket or
+// a block device, and also a character device, a FIFO or a name that
+// stands for a descriptor (/dev/stdout), into which a tar could be
+// written but not read back: a tar destination keeps the bundles the tar
+// holds, and reading a device or a pipe to find them would run its
+// driver or take a reader's bytes.
+func tarTarget(path string) error {
+	k, err := regfile.JudgeOutput(path)
+	if err == nil && k == regfile.OutputFile {
+		return nil
+	}
+	if err != nil && !errors.Is(err, regfile.ErrNotRegular) {
+		return fail(ErrIO, "cannot examine the tar's name").WithCause(err)
+	}
+	return fail(ErrIO, "the tar's name holds no regular file (a folder, a device, a pipe or a socket); it is never replaced")
+}
+
+// errNotReplaced: renameSynced found at the name, just before the
+// rename, something that is no regular file.
+var errNotReplaced = errors.New("the name holds no regular file now; it is never replaced")
+
 // renameSynced renames tmp, a complete file already synced, over path,
 // then syncs the folder holding path (regfile.SyncDir), so that the new
 // name is durable when it returns: a power loss cannot leave the old
@@ -136,7 +166,18 @@ func (e *Endpoint) Commit() error {
 // PullFile; what names the file in o's trace ("renamed:WHAT",
 // "synced:WHAT-folder"). renamed says whether path holds the file: true
 // with an error when only the folder's sync failed.
+//
+// path is judged again just before the rename (regfile.JudgeOutput): the
+// download or the tar's build may take minutes, and a node put at the
+// name meanwhile (a device, a FIFO, a socket, a link to one) is never
+// renamed over: errNotReplaced (docs/SPEC-DECISIONS.md OCI-45).
 func renameSynced(tmp, path string, o *Options, what string) (renamed bool, err error) {
+	if k, err := regfile.JudgeOutput(path); err != nil || k != regfile.OutputFile {
+		if err == nil || errors.Is(err, regfile.ErrNotRegular) {
+			err = errNotReplaced
+		}
+		return false, err
+	}
 	if err := os.Rename(tmp, path); err != nil {
 		return false, err
 	}

@@ -207,13 +207,14 @@ func writePulled(data []byte, out string, syncDir func(dir string) error) (err e
 
 func printPulled(env *cliutil.Env, c *cli.Context, loc ocitransport.Location, a *ocitransport.Artifact, out string) error {
 	v := pushedJSON{Location: loc.String(), Digest: a.Descriptor.Digest.String(), Kind: a.Kind, Layers: len(a.Manifest.Layers), Size: a.FileSize, File: out}
+	w := summaryTo(env, out) // never after the bytes pulled to -o /dev/stdout (CLI-104)
 	if c.Bool("json") {
-		return cliutil.PrintJSON(env.Stdout, v)
+		return cliutil.PrintJSON(w, v)
 	}
-	fmt.Fprintf(env.Stdout, "pulled %s from %s to %s\n", a.Kind, cliutil.Sanitize(v.Location), cliutil.Sanitize(out))
-	fmt.Fprintf(env.Stdout, "  digest      %s\n", v.Digest)
+	fmt.Fprintf(w, "pulled %s from %s to %s\n", a.Kind, cliutil.Sanitize(v.Location), cliutil.Sanitize(out))
+	fmt.Fprintf(w, "  digest      %s\n", v.Digest)
 	if a.Kind == ocitransport.KindBundle {
-		fmt.Fprintf(env.Stdout, "  size        %d bytes (checked against its digests; import verifies the signatures)\n", v.Size)
+		fmt.Fprintf(w, "  size        %d bytes (checked against its digests; import verifies the signatures)\n", v.Size)
 	}
 	return nil
 }

@@ -24,9 +24,11 @@ import (
 // to replace an existing file without --force (join, export; split does
 // the same for its parts); every writer first removes what a killed run
 // left in the folder (bundlebuild.RemoveStaleTemps). An output that is a
-// character device or a FIFO (-o /dev/null, -o /dev/stdout) is written
-// into once complete, as stdout is, and never renamed over; one that is
-// no regular file either is refused (outputStream).
+// character device or a FIFO (-o /dev/null, -o /dev/stdout), or a
+// regular file named through a descriptor (-o /dev/stdout with stdout
+// redirected to a file), is written into once complete, as stdout is,
+// and never renamed over; one that is no regular file either is refused
+// (outputStream).
 
 // stdio is the FILE name that means stdin or stdout.
 const stdio = "-"
@@ -38,12 +40,30 @@ var forceFlag = &cli.BoolFlag{Name: "force", Usage: "replace an existing output 
 const defaultMaxStdin = "4G"
 
 // summaryTo is where a writing command prints its summary: stderr when
-// stdout carries the bundle's bytes.
+// stdout carries the bundle's bytes: with out "-", or out a name of the
+// file stdout is (-o /dev/stdout, /dev/fd/1: docs/SPEC-DECISIONS.md
+// CLI-104), which would else get the summary after the bundle, in the
+// same pipe or file.
 func summaryTo(env *cliutil.Env, out string) io.Writer {
-	if out == stdio {
+	if out == stdio || namesStdout(env, out) {
 		return env.Stderr
 	}
 	return env.Stdout
+}
+
+// namesStdout reports whether out leads to the file env.Stdout is (when
+// it is one): the same inode (os.SameFile), links followed.
+func namesStdout(env *cliutil.Env, out string) bool {
+	f, ok := env.Stdout.(*os.File)
+	if !ok {
+		return false
+	}
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(out)
+	return err == nil && os.SameFile(a, b)
 }
 
 // writeOutput writes what write produces to out: to a temporary file of
