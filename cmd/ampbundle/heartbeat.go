@@ -48,9 +48,9 @@ installed bundle too many versions behind fails closed (5002 bundle_stale).`,
 				return err
 			}
 			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": in.out, "bundle_id": h.BundleID, "version": h.Version, "created_at": h.CreatedAt, "signers": signerKIDs(in.keys), "size": len(data)})
+				return cliutil.PrintJSON(summaryTo(env, in.out), map[string]any{"file": in.out, "bundle_id": h.BundleID, "version": h.Version, "created_at": h.CreatedAt, "signers": signerKIDs(in.keys), "size": len(data)})
 			}
-			fmt.Fprintf(env.Stdout, "wrote %s: heartbeat for %s at version >= %d (signed %s), signed by %d key(s)\n",
+			fmt.Fprintf(summaryTo(env, in.out), "wrote %s: heartbeat for %s at version >= %d (signed %s), signed by %d key(s)\n",
 				cliutil.Sanitize(in.out), cliutil.Sanitize(h.BundleID), h.Version, h.CreatedAt, len(in.keys))
 			return nil
 		},

@@ -209,6 +209,9 @@ func TestOutputToStdoutsPipeCarriesTheOutputAlone(t *testing.T) {
 		{"build", filepath.Join(testdata, "translate"), "--key", key, "--created", "2026-11-01T00:00:00Z", "-o"},
 		{"export", translateID, "--db", db, "-o"},
 		{"pull", "oci-layout:" + layout + ":v1", "-o"},
+		// revoke's summary went to stdout itself, after the statement
+		// (sign, receipt, rotate and heartbeat print theirs the same way).
+		{"revoke", "--key", key, "--scope", "org.example", "--revoke-bundle", "org.example.translate@1", "--created", "2026-11-01T00:00:00Z", "-o"},
 	} {
 		file := filepath.Join(t.TempDir(), "file.ampb")
 		mustRun(t, append(args[:len(args):len(args)], file)...)

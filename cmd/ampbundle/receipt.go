@@ -71,10 +71,10 @@ anything is signed. Opens the store read-only.`,
 			}
 			last := r.FirstSeq + uint64(len(r.Entries)) - 1
 			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "site": r.Site, "first_seq": r.FirstSeq,
+				return cliutil.PrintJSON(summaryTo(env, out), map[string]any{"file": out, "site": r.Site, "first_seq": r.FirstSeq,
 					"last_seq": last, "head": hex.EncodeToString(r.Head), "size": len(data)})
 			}
-			fmt.Fprintf(env.Stdout, "wrote %s: entries %d..%d signed by %s\nhead sha256 %s\n", cliutil.Sanitize(out), r.FirstSeq, last, cliutil.Sanitize(r.Site), hex.EncodeToString(r.Head))
+			fmt.Fprintf(summaryTo(env, out), "wrote %s: entries %d..%d signed by %s\nhead sha256 %s\n", cliutil.Sanitize(out), r.FirstSeq, last, cliutil.Sanitize(r.Site), hex.EncodeToString(r.Head))
 			return nil
 		},
 	}

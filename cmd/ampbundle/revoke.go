@@ -70,9 +70,9 @@ at their next use (5002 bundle_revoked) and are listed by ls and check.`,
 				for _, b := range r.Bundles {
 					bv = append(bv, b.String())
 				}
-				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": in.out, "scope": r.Scope, "keys": nonNil(r.Keys), "bundles": bv, "signers": signerKIDs(in.keys), "size": len(data)})
+				return cliutil.PrintJSON(summaryTo(env, in.out), map[string]any{"file": in.out, "scope": r.Scope, "keys": nonNil(r.Keys), "bundles": bv, "signers": signerKIDs(in.keys), "size": len(data)})
 			}
-			fmt.Fprintf(env.Stdout, "wrote %s: revocation for %s of %d key(s) and %d bundle version(s), signed by %d key(s)\n",
+			fmt.Fprintf(summaryTo(env, in.out), "wrote %s: revocation for %s of %d key(s) and %d bundle version(s), signed by %d key(s)\n",
 				cliutil.Sanitize(in.out), cliutil.Sanitize(r.Scope), len(r.Keys), len(r.Bundles), len(in.keys))
 			return nil
 		},
@@ -100,9 +100,9 @@ func signStatement(env *cliutil.Env, c *cli.Context, in, out string, data []byte
 	}
 	kid := string(bundle.KeyID(key.Public().(ed25519.PublicKey)))
 	if c.Bool("json") {
-		return cliutil.PrintJSON(env.Stdout, map[string]any{"file": out, "size": len(signed), "statement": true, "added": kid})
+		return cliutil.PrintJSON(summaryTo(env, out), map[string]any{"file": out, "size": len(signed), "statement": true, "added": kid})
 	}
-	fmt.Fprintf(env.Stdout, "signed the statement %s with %s: wrote %s, %d bytes\n", cliutil.Sanitize(in), kid, cliutil.Sanitize(out), len(signed))
+	fmt.Fprintf(summaryTo(env, out), "signed the statement %s with %s: wrote %s, %d bytes\n", cliutil.Sanitize(in), kid, cliutil.Sanitize(out), len(signed))
 	return nil
 }
 
@@ -175,10 +175,10 @@ imports them in order.`,
 				return err
 			}
 			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, map[string]any{"file": in.out, "scope": r.Scope, "sequence": r.Sequence,
+				return cliutil.PrintJSON(summaryTo(env, in.out), map[string]any{"file": in.out, "scope": r.Scope, "sequence": r.Sequence,
 					"threshold": r.Threshold, "added": len(r.Add), "retired": len(r.Retire), "size": len(data)})
 			}
-			fmt.Fprintf(env.Stdout, "wrote %s: trust statement %d of %s (adds %d, retires %d, threshold %d), signed by %d key(s)\n",
+			fmt.Fprintf(summaryTo(env, in.out), "wrote %s: trust statement %d of %s (adds %d, retires %d, threshold %d), signed by %d key(s)\n",
 				cliutil.Sanitize(in.out), r.Sequence, cliutil.Sanitize(r.Scope), len(r.Add), len(r.Retire), r.Threshold, len(in.keys))
 			return nil
 		},

@@ -70,11 +70,11 @@ is added the same way, after its form and signatures are checked.`,
 			}
 			kid := string(bundle.KeyID(key.Public().(ed25519.PublicKey)))
 			if c.Bool("json") {
-				return cliutil.PrintJSON(env.Stdout, map[string]any{
+				return cliutil.PrintJSON(summaryTo(env, out), map[string]any{
 					"file": out, "size": size, "sha256": sum, "bundle_id": m.BundleID, "version": m.Version, "added": kid,
 				})
 			}
-			fmt.Fprintf(env.Stdout, "signed %s version %d with %s: wrote %s, %d bytes, sha256 %s\n",
+			fmt.Fprintf(summaryTo(env, out), "signed %s version %d with %s: wrote %s, %d bytes, sha256 %s\n",
 				cliutil.Sanitize(m.BundleID), m.Version, kid, cliutil.Sanitize(out), size, sum)
 			return nil
 		},
