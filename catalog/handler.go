@@ -195,7 +195,12 @@ func (h *Handler) refresh(force bool) error {
 				return err
 			}
 		}
-		m, err := Read(src, PageReadOptions(h.opts.Now))
+		// What the model served derived of a schema is reused for the
+		// same bytes: an unchanged schema is not parsed again
+		// (CATALOG-44).
+		opts := PageReadOptions(h.opts.Now)
+		opts.Previous = cur
+		m, err := Read(src, opts)
 		if err != nil {
 			return err
 		}

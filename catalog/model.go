@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -26,6 +28,10 @@ const (
 	ErrStoreChanging amp.ErrName = "store_changing"
 	// ErrMisconfigured: a Handler was built without a source.
 	ErrMisconfigured amp.ErrName = "misconfigured"
+	// ErrOverSchemaBudget: a schema the model does not keep, its
+	// bundle's share of ReadOptions.MaxCatalogSchemaBytes spent by the
+	// bundle's schemas read before it; its page says it is not shown.
+	ErrOverSchemaBudget amp.ErrName = "over_schema_budget"
 )
 
 // Defaults and bounds of a read.
@@ -57,6 +63,12 @@ const (
 	// DefaultMaxMatrixFindingBytes of findings and its cells, so it keeps
 	// about 48 of the largest, and every ordinary one.
 	DefaultMaxKeptMatrixBytes = 64 << 20
+	// DefaultMaxCatalogSchemaBytes bounds what the schemas a model keeps
+	// cost together (schemaCost: their kept text and $ref entries),
+	// each bundle an equal share of it (schemaShare); a schema past its
+	// bundle's share is kept as ErrOverSchemaBudget, unread
+	// (docs/SPEC-DECISIONS.md CATALOG-45).
+	DefaultMaxCatalogSchemaBytes = 256 << 20
 	// ExpiryWarning is how close an expiry must be to be flagged.
 	ExpiryWarning = 30 * 24 * time.Hour
 )
@@ -156,6 +168,20 @@ type ReadOptions struct {
 	// (Parts.LazyCompat) cost kept together (0: no bound); past it the
 	// oldest are dropped.
 	MaxKeptMatrixBytes int
+	// MaxCatalogSchemaBytes bounds what the schemas the model keeps cost
+	// together (schemaCost; default DefaultMaxCatalogSchemaBytes): each
+	// of the store's bundles has an equal share of it, so that no
+	// bundle's schemas take another's; a schema read past its bundle's
+	// share is kept as ErrOverSchemaBudget, without its text.
+	MaxCatalogSchemaBytes int
+	// Previous is the model this read replaces (the one the Handler
+	// serves), or nil. A schema whose bytes hash (SHA-256) as one
+	// Previous kept, read with the same MaxSchemaBytes, takes what
+	// Previous derived of it (its $id, $ref entries, shadowed members,
+	// draft and kept text) rather than being parsed again: schemas are
+	// content-addressed, and what is derived of one depends on its bytes
+	// alone. The model read keeps nothing of Previous but those.
+	Previous *Model
 }
 
 // PageReadOptions are the options of the pages' reads: PageParts, and
@@ -210,6 +236,15 @@ type Model struct {
 	schemaKeys map[string]map[string]bool
 	// schemaIDs are, by bundle, the keys of the kept schemas by $id.
 	schemaIDs map[string]map[string]string
+	// derived are the schemas read whole and parsed, by the SHA-256 of
+	// their bytes, for the next read (ReadOptions.Previous), read with
+	// maxSchemaBytes; schemaShare is a bundle's share of the schema
+	// budget, and schemaSpent what each bundle's kept schemas cost (nil
+	// in a model Read did not make: no budget).
+	derived        map[[sha256.Size]byte]Schema
+	maxSchemaBytes int
+	schemaShare    int
+	schemaSpent    map[string]int
 }
 
 // Bundle is an installed bundle.
@@ -274,6 +309,10 @@ type Schema struct {
 	// the same name overrides (refsAndShadowed), which are no anchors.
 	refs     []string
 	shadowed [][2]int
+	// draft is the keyword table of the whole document (tableOf), the
+	// one its refs were read by and the printer reads it by; 0 when
+	// not read (draftOf then).
+	draft int
 }
 
 // Trust is the store's trust configuration.
@@ -318,6 +357,7 @@ func Read(src Source, opts ReadOptions) (*Model, error) {
 		opts.Now = time.Now
 	}
 	limit.Default(&opts.MaxSchemaBytes, DefaultMaxSchemaBytes)
+	limit.Default(&opts.MaxCatalogSchemaBytes, DefaultMaxCatalogSchemaBytes)
 	if ls, ok := src.(loaderSource); ok && opts.Loader == nil {
 		opts.Loader = func(id string) compat.Loader { return ls.Loader(id) }
 	}
@@ -357,6 +397,7 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 	now := opts.Now()
 	m := &Model{Generation: cat.Generation, ReadAt: now, Aliases: map[string]string{},
 		byName: map[string]int{}, byBundle: map[string]int{}, matrix: map[string]int{}, schemas: map[SchemaLoc]Schema{},
+		derived: map[[sha256.Size]byte]Schema{}, maxSchemaBytes: opts.MaxSchemaBytes, schemaSpent: map[string]int{},
 		schemaKeys: map[string]map[string]bool{}, provRange: map[string][2]int{}, memo: &matrixMemo{kept: map[string]*keptMatrix{}, maxBytes: opts.MaxKeptMatrixBytes},
 		bounds: matrixBounds{steps: opts.MaxMatrixSteps, perReport: opts.MaxReportFindings, bytes: opts.MaxMatrixFindingBytes}}
 	idsOf := map[string][]string{}
@@ -391,6 +432,7 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 		m.Bundles = append(m.Bundles, mb)
 	}
 	if opts.Parts.Schemas {
+		m.schemaShare = opts.MaxCatalogSchemaBytes / max(len(m.Bundles), 1)
 		m.readSchemas(src, opts)
 	}
 	m.indexSchemaIDs()
@@ -547,7 +589,15 @@ func (m *Model) readSchemas(src Source, opts ReadOptions) {
 			loaders[loc.BundleID] = l
 		}
 		s := m.schemas[loc]
+		// A document names the same reference many times over ("#/$defs/x"
+		// under every property): each entry is resolved once, as it
+		// resolves the same each time within the read (CATALOG-44).
+		resolved := map[string]bool{}
 		for _, ref := range s.refs {
+			if resolved[ref] {
+				continue
+			}
+			resolved[ref] = true
 			key, ok := resolveRef(s, ref, l)
 			if !ok || !m.schemaKeys[loc.BundleID][key] {
 				continue // only an artifact signed as a JSON Schema
@@ -570,6 +620,9 @@ func locLess(a, b SchemaLoc) bool {
 	return a.Key < b.Key
 }
 
+// keepSchema keeps the schema read at loc: what Previous (or this read)
+// derived of the same bytes, or else what it derives of them now, within
+// its bundle's share of the schema budget, checked before any parse.
 func (m *Model) keepSchema(loc SchemaLoc, data []byte, err error, opts ReadOptions) {
 	s := Schema{Loc: loc}
 	if err != nil {
@@ -587,13 +640,55 @@ func (m *Model) keepSchema(loc SchemaLoc, data []byte, err error, opts ReadOptio
 		m.schemas[loc] = s
 		return
 	}
-	s.ID = schemaID(data)
-	s.refs, s.shadowed = refsAndShadowed(data)
-	if len(data) > opts.MaxSchemaBytes {
-		data, s.Truncated = data[:opts.MaxSchemaBytes], true
+	if m.schemaSpent != nil && m.schemaSpent[loc.BundleID]+min(len(data), opts.MaxSchemaBytes) > m.schemaShare {
+		// Its bundle's share is spent: nothing of it is kept nor parsed,
+		// and no $ref of it is followed (CATALOG-45).
+		s.Err = string(ErrOverSchemaBudget)
+		m.schemas[loc] = s
+		return
 	}
-	s.Text = data
+	sum := sha256.Sum256(data)
+	d, ok := m.derived[sum]
+	if p := opts.Previous; !ok && p != nil && p.maxSchemaBytes == opts.MaxSchemaBytes {
+		d, ok = p.derived[sum]
+	}
+	if !ok {
+		d = deriveSchema(data, opts.MaxSchemaBytes)
+	}
+	if m.derived == nil {
+		m.derived = map[[sha256.Size]byte]Schema{}
+	}
+	m.derived[sum] = d
+	s.ID, s.refs, s.shadowed, s.draft, s.Text, s.Truncated = d.ID, d.refs, d.shadowed, d.draft, d.Text, d.Truncated
+	if m.schemaSpent != nil {
+		m.schemaSpent[loc.BundleID] += schemaCost(s)
+	}
 	m.schemas[loc] = s
+}
+
+// deriveSchema parses a schema document for what the model keeps of it:
+// its $id, $ref entries, shadowed members and draft, read from the whole
+// document, and at most maxText bytes of its text. A truncated text is a
+// copy, so that the model holds no more than it shows of a longer one.
+func deriveSchema(data []byte, maxText int) Schema {
+	var d Schema
+	d.ID = schemaID(data)
+	d.refs, d.shadowed, d.draft = refsShadowedDraft(data)
+	d.Text = data
+	if len(data) > maxText {
+		d.Text, d.Truncated = bytes.Clone(data[:maxText]), true
+	}
+	return d
+}
+
+// schemaCost is what a kept schema costs the schema budget: its text,
+// its $ref entries and its shadowed spans.
+func schemaCost(s Schema) int {
+	n := len(s.Text) + 16*len(s.shadowed)
+	for _, r := range s.refs {
+		n += len(r) + 16
+	}
+	return n
 }
 
 // readTrust reads the trust side, when the source has one.

@@ -113,10 +113,13 @@ type versionView struct {
 type schemaView struct {
 	BundleID, Key, ID, Err string
 	Truncated, Found       bool
-	m                      *Model
-	s                      Schema
-	prefix                 string
-	ctx                    context.Context
+	// OverBudget: the model did not keep the schema, its bundle's share
+	// of the schema budget spent (ErrOverSchemaBudget, CATALOG-45).
+	OverBudget bool
+	m          *Model
+	s          Schema
+	prefix     string
+	ctx        context.Context
 }
 
 type matrixView struct {
@@ -537,7 +540,8 @@ func (m *Model) versionView(ctx context.Context, name, version string) (versionV
 // nothing is rendered yet.
 func (m *Model) schemaView(ctx context.Context, s Schema, prefix string) schemaView {
 	return schemaView{BundleID: s.Loc.BundleID, Key: s.Loc.Key, ID: s.ID, Err: s.Err, Truncated: s.Truncated, Found: s.Loc.Key != "",
-		m: m, s: s, prefix: prefix, ctx: ctx}
+		OverBudget: s.Err == string(ErrOverSchemaBudget),
+		m:          m, s: s, prefix: prefix, ctx: ctx}
 }
 
 // Markup around a rendered schema: its <pre>, and the warning after it

@@ -85,6 +85,18 @@ func childRole(parent role, d int, key string, open json.Delim) role {
 // used for the drafts the quick pass leaves to the compiler).
 func draftOf(doc []byte) int { return tableOf(docDraft(doc)) }
 
+// table is the keyword table the printer reads s by: the one its refs
+// were read by (Schema.draft), the same as draftOf its text when kept
+// whole (a truncated text is shown as text, rawText), so that a page
+// does not parse the document again for it (docs/SPEC-DECISIONS.md
+// CATALOG-44); draftOf its text when not read.
+func (s Schema) table() int {
+	if s.draft != 0 {
+		return s.draft
+	}
+	return draftOf(s.Text)
+}
+
 // tableOf is the keyword table of a document of draft dd (docDraft).
 func tableOf(dd int) int {
 	if dd == 7 {
@@ -125,6 +137,13 @@ func refsOf(doc []byte) []string {
 // before it. Past maxShadowed spans, the rest of the document is one
 // span: no member of it is an anchor.
 func refsAndShadowed(doc []byte) ([]string, [][2]int) {
+	refs, shadowed, _ := refsShadowedDraft(doc)
+	return refs, shadowed
+}
+
+// refsShadowedDraft is refsAndShadowed, and the keyword table it read the
+// document by (tableOf), which the printer reads its kept text by.
+func refsShadowedDraft(doc []byte) ([]string, [][2]int, int) {
 	dd := docDraft(doc) // the document is parsed once for its draft
 	w := &refWalk{d: tableOf(dd), known: dd != 0}
 	dec := json.NewDecoder(bytes.NewReader(doc))
@@ -143,7 +162,7 @@ func refsAndShadowed(doc []byte) ([]string, [][2]int) {
 		return nd.parent, nd.id, w.readsID(nd), nd.bad
 	})
 	own.closed = own.closed || w.dataID
-	return w.entries(own), mergeSpans(w.shadowed)
+	return w.entries(own), mergeSpans(w.shadowed), w.d
 }
 
 // maxShadowed bounds the spans of shadowed members a schema keeps
@@ -190,7 +209,25 @@ type refWalk struct {
 	// of the same name overrides (refsAndShadowed).
 	members  int
 	shadowed [][2]int
+	// names are the members read of the open objects, each object's
+	// from its refLevel.first, innermost last: one slice for the whole
+	// walk rather than maps in every object (CATALOG-44).
+	names []memberRead
 }
+
+// memberRead is the last member of a name read in an open object: the
+// span of member ordinals of it and everything in its value, and the
+// span of the refs its value held (held: some, not yet overridden).
+type memberRead struct {
+	name string
+	ords [2]int
+	refs [2]int
+	held bool
+}
+
+// indexedMembers is how many members an object holds before its names
+// are looked up in a map (refLevel.index) rather than one by one.
+const indexedMembers = 16
 
 // refLevel is an open container of the document.
 type refLevel struct {
@@ -198,17 +235,14 @@ type refLevel struct {
 	role         role
 	node         int // the schema object's index in nodes, or -1
 	// member is the name of the object's member being read, from
-	// refs[start]; held maps a name already read whose value held
-	// refs to their span, until a later member of the name
-	// overrides it (overridden).
+	// refs[start]; ord is its ordinal (-1: none yet). The members
+	// already read are refWalk.names from first; index maps their
+	// names to their places there once they are over indexedMembers.
 	member string
 	start  int
-	held   map[string][2]int
-	// ord is the ordinal of the member being read (-1: none yet);
-	// spans maps a name already read to the span of member ordinals of
-	// its member and everything in its value.
-	ord   int
-	spans map[string][2]int
+	ord    int
+	first  int
+	index  map[string]int
 }
 
 // refNode is a schema object of the document.
@@ -265,31 +299,28 @@ func (w *refWalk) memberName(tok json.Token) {
 	lv := &w.stack[n-1]
 	w.endMember(lv)
 	if dl, ok := tok.(json.Delim); ok && dl == '}' {
+		w.names = w.names[:lv.first]
 		w.stack = w.stack[:n-1]
 		w.done()
 		return
 	}
 	w.key, _ = tok.(string)
-	if span, ok := lv.held[w.key]; ok {
-		w.overridden = append(w.overridden, span)
-		delete(lv.held, w.key)
-	}
 	w.shadow(lv)
 	lv.member, lv.start = w.key, len(w.refs)
 	lv.wantKey = false
 }
 
-// shadow notes, as the member w.key of the object lv begins, the span
-// of the member before it, and the span of an earlier member of the
-// same name as shadowed (refsAndShadowed).
+// shadow notes, as the member w.key of the object lv begins, the refs
+// an earlier member of the same name held as overridden, and that
+// member's span as shadowed (refsAndShadowed).
 func (w *refWalk) shadow(lv *refLevel) {
-	if lv.ord >= 0 {
-		if lv.spans == nil {
-			lv.spans = map[string][2]int{}
+	if i := w.find(lv, w.key); i >= 0 {
+		mr := &w.names[i]
+		if mr.held {
+			w.overridden = append(w.overridden, mr.refs)
+			mr.held = false
 		}
-		lv.spans[lv.member] = [2]int{lv.ord, w.members}
-	}
-	if span, ok := lv.spans[w.key]; ok {
+		span := mr.ords
 		switch {
 		case len(w.shadowed) < maxShadowed:
 			w.shadowed = append(w.shadowed, span)
@@ -301,17 +332,45 @@ func (w *refWalk) shadow(lv *refLevel) {
 	w.members++
 }
 
-// endMember notes the refs the member lv was reading held.
+// endMember notes the member lv was reading: its span of member
+// ordinals, and the refs it held.
 func (w *refWalk) endMember(lv *refLevel) {
 	if lv.start < 0 {
 		return
 	}
-	if lv.start < len(w.refs) {
-		if lv.held == nil {
-			lv.held = map[string][2]int{}
+	i := w.find(lv, lv.member)
+	if i < 0 {
+		i = len(w.names)
+		w.names = append(w.names, memberRead{name: lv.member})
+		if lv.index != nil {
+			lv.index[lv.member] = i
+		} else if i-lv.first >= indexedMembers {
+			lv.index = make(map[string]int, 2*indexedMembers)
+			for j := lv.first; j <= i; j++ {
+				lv.index[w.names[j].name] = j
+			}
 		}
-		lv.held[lv.member] = [2]int{lv.start, len(w.refs)}
 	}
+	mr := &w.names[i]
+	mr.ords = [2]int{lv.ord, w.members}
+	mr.refs, mr.held = [2]int{lv.start, len(w.refs)}, lv.start < len(w.refs)
+}
+
+// find is the place in w.names of the member of the object lv named
+// name, or -1.
+func (w *refWalk) find(lv *refLevel, name string) int {
+	if lv.index != nil {
+		if i, ok := lv.index[name]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := lv.first; i < len(w.names); i++ {
+		if w.names[i].name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // done ends a value: the innermost object, if any, expects a member's
@@ -365,7 +424,7 @@ func (w *refWalk) open(t json.Delim) {
 	} else if t == '[' {
 		r = roleData
 	}
-	lv := refLevel{obj: t == '{', wantKey: t == '{', role: r, node: -1, start: -1, ord: -1}
+	lv := refLevel{obj: t == '{', wantKey: t == '{', role: r, node: -1, start: -1, ord: -1, first: len(w.names)}
 	if lv.obj && r == roleSchema {
 		parent := -1
 		for i := n - 1; i >= 0; i-- {
@@ -710,7 +769,7 @@ func renderCost(s string) int {
 // once ctx ends, checked every renderCheck tokens of the document, so
 // that a client gone while its page renders stops the printing too.
 func (m *Model) prettyFor(ctx context.Context, s Schema, prefix string) ([]Tok, error) {
-	p := &printer{ctx: ctx, m: m, s: s, prefix: prefix, draft: draftOf(s.Text)}
+	p := &printer{ctx: ctx, m: m, s: s, prefix: prefix, draft: s.table()}
 	ok := p.run()
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -736,7 +795,7 @@ func (m *Model) printTo(ctx context.Context, s Schema, prefix string, drain func
 	if !json.Valid(s.Text) {
 		toks = rawText(s.Text)
 	} else {
-		p := &printer{ctx: ctx, m: m, s: s, prefix: prefix, draft: draftOf(s.Text), drain: drain}
+		p := &printer{ctx: ctx, m: m, s: s, prefix: prefix, draft: s.table(), drain: drain}
 		ok := p.run()
 		if p.drainErr != nil {
 			return false, p.drainErr
