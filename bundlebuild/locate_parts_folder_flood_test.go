@@ -36,27 +36,20 @@ func TestLocatePartsFolderFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := len(entries) + filler
-	old := locateEntriesLimit
-	t.Cleanup(func() { locateEntriesLimit = old })
-
-	locateEntriesLimit = total
-	if _, err := LocateParts(x, []string{other, parts}); err != nil {
+	if _, err := locateParts(x, []string{other, parts}, total); err != nil {
 		t.Fatalf("at the limit (%d entries): %v", total, err)
 	}
-	locateEntriesLimit = total - 1
-	_, err = LocateParts(x, []string{other, parts})
+	_, err = locateParts(x, []string{other, parts}, total-1)
 	expectName(t, err, bundle.ErrTooLarge)
 	// The same folder given twice counts twice.
-	locateEntriesLimit = filler + 1
-	_, err = LocateParts(x, []string{other, other, parts})
+	_, err = locateParts(x, []string{other, other, parts}, filler+1)
 	expectName(t, err, bundle.ErrTooLarge)
 	// A part file given by its path is not a folder entry.
-	locateEntriesLimit = 0
 	var files []string
 	for _, p := range x.Parts {
 		files = append(files, filepath.Join(parts, p.Name))
 	}
-	if _, err := LocateParts(x, files); err != nil {
+	if _, err := locateParts(x, files, 0); err != nil {
 		t.Fatalf("parts given as files: %v", err)
 	}
 }

@@ -349,6 +349,12 @@ func syncFolder(dir string) { _ = regfile.SyncDir(dir) }
 // are examined over all the folders given; beyond them the search is
 // refused as limit_exceeded (docs/SPEC-DECISIONS.md BUNDLE-16).
 func LocateParts(x *bundle.PartIndex, paths []string) ([]string, error) {
+	return locateParts(x, paths, MaxLocateEntries)
+}
+
+// locateParts is LocateParts examining at most limit folder entries
+// (MaxLocateEntries; the package's tests pass less).
+func locateParts(x *bundle.PartIndex, paths []string, limit int) ([]string, error) {
 	want := make(map[string]int, len(x.Parts))
 	for i, p := range x.Parts {
 		want[p.Name] = i
@@ -377,7 +383,7 @@ func LocateParts(x *bundle.PartIndex, paths []string) ([]string, error) {
 			}
 			continue
 		}
-		if err := locateIn(p, add, &examined); err != nil {
+		if err := locateIn(p, add, &examined, limit); err != nil {
 			return nil, err
 		}
 	}
@@ -408,19 +414,16 @@ func LocateParts(x *bundle.PartIndex, paths []string) ([]string, error) {
 // rather than read for minutes.
 const MaxLocateEntries = 1 << 20
 
-// locateEntriesLimit is MaxLocateEntries; the package's tests lower it.
-var locateEntriesLimit = MaxLocateEntries
-
 // locateBatch is how many entries LocateParts reads from a folder at once.
 const locateBatch = 1024
 
 // locateIn passes the regular files of the folder dir to add, reading its
 // entries in batches and counting them in examined, which may not pass
-// the limit (MaxLocateEntries). The folder is opened without waiting and,
+// limit (MaxLocateEntries). The folder is opened without waiting and,
 // where the system allows, only as a folder (regfile.OpenFolder: a FIFO or
 // a device put in its place is not opened), and what was opened must be a
 // folder.
-func locateIn(dir string, add func(string) error, examined *int) error {
+func locateIn(dir string, add func(string) error, examined *int, limit int) error {
 	d, err := regfile.OpenFolder(dir, regfile.FollowLinks)
 	if errors.Is(err, regfile.ErrNotFolder) {
 		return fail(bundle.ErrIO, "cannot read the folder %s (no longer a folder)", dir)
@@ -433,8 +436,8 @@ func locateIn(dir string, add func(string) error, examined *int) error {
 		batch, err := d.ReadDir(locateBatch)
 		for _, e := range batch {
 			*examined++
-			if *examined > locateEntriesLimit {
-				return fail(bundle.ErrTooLarge, "the folders given hold more than %d entries; give the folders that hold the parts, or the part files themselves", locateEntriesLimit)
+			if *examined > limit {
+				return fail(bundle.ErrTooLarge, "the folders given hold more than %d entries; give the folders that hold the parts, or the part files themselves", limit)
 			}
 			if e.Type().IsRegular() {
 				if err := add(filepath.Join(dir, e.Name())); err != nil {

@@ -49,9 +49,7 @@ func listingCost(t *testing.T, dirs ...string) uint64 {
 // once it has more entries than that (here lowered to 100), costing under
 // a quarter of the listing; a stage of the bound is still removed.
 func TestPlantedLeftoverFolderOfManyFilesIsListedWhole(t *testing.T) {
-	old := stageEntriesLimit
-	t.Cleanup(func() { stageEntriesLimit = old })
-	stageEntriesLimit = 100
+	budget := entryBudget{left: MaxStaleScanEntries, stage: 100}
 	shared := t.TempDir() // stands for $TMPDIR
 	now := time.Now()
 	planted := filepath.Join(shared, ".ampbundle-split-1.tmp")
@@ -64,7 +62,7 @@ func TestPlantedLeftoverFolderOfManyFilesIsListedWhole(t *testing.T) {
 	listing := listingCost(t, planted)
 
 	var removed []string // by any run
-	cost := testalloc.Least(func() { removed = append(removed, RemoveStaleTemps(shared, now)...) })
+	cost := testalloc.Least(func() { removed = append(removed, removeStaleTemps(shared, now, budget)...) })
 	if len(removed) != 0 {
 		t.Errorf("a folder of %d files, more than a split's stage holds, was removed as a leftover: %v", flood, removed)
 	}
@@ -81,10 +79,10 @@ func TestPlantedLeftoverFolderOfManyFilesIsListedWhole(t *testing.T) {
 	if err := os.Mkdir(stage, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	fill(t, stage, "b.ampb.part", stageEntriesLimit)
+	fill(t, stage, "b.ampb.part", budget.stage)
 	aged(t, stage, now)
-	if removed := RemoveStaleTemps(shared, now); !slices.Equal(removed, []string{stage}) {
-		t.Fatalf("removed %v, want the stage of %d entries %s", removed, stageEntriesLimit, stage)
+	if removed := removeStaleTemps(shared, now, budget); !slices.Equal(removed, []string{stage}) {
+		t.Fatalf("removed %v, want the stage of %d entries %s", removed, budget.stage, stage)
 	}
 }
 
@@ -106,8 +104,6 @@ func TestFloodedTempFolderIsListedWholeOnEveryRun(t *testing.T) {
 		{"leftover folders within a stage's bound", 0, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			old := staleScanLimit
-			t.Cleanup(func() { staleScanLimit = old })
 			shared := t.TempDir()
 			now := time.Now()
 			fill(t, shared, "x", tc.files)
@@ -128,18 +124,18 @@ func TestFloodedTempFolderIsListedWholeOnEveryRun(t *testing.T) {
 			aged(t, ours, now)
 			listing := listingCost(t, dirs...)
 
-			staleScanLimit = 300
+			budget := entryBudget{left: 300, stage: maxStageEntries}
 			// One run: the first may remove the leftover of ours, so the
 			// runs after it would not do the same work.
-			cost := testalloc.Bytes(func() { RemoveStaleTemps(shared, now) })
+			cost := testalloc.Bytes(func() { removeStaleTemps(shared, now, budget) })
 			if cost > listing/4 {
-				t.Fatalf("a clean-up bounded at %d entries allocated %d bytes; listing the %d folders whole costs %d: they were read whole", staleScanLimit, cost, len(dirs), listing)
+				t.Fatalf("a clean-up bounded at %d entries allocated %d bytes; listing the %d folders whole costs %d: they were read whole", budget.left, cost, len(dirs), listing)
 			}
 			t.Logf("clean-up allocated %d bytes (listing whole: %d)", cost, listing)
 
 			// Above the entries, every leftover goes.
-			staleScanLimit = tc.files + 100*tc.folders + 1
-			RemoveStaleTemps(shared, now)
+			budget.left = tc.files + 100*tc.folders + 1
+			removeStaleTemps(shared, now, budget)
 			entries, err := os.ReadDir(shared)
 			if err != nil {
 				t.Fatal(err)

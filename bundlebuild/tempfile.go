@@ -106,16 +106,21 @@ func MkdirTemp(dir, kind string) (string, *os.File, error) {
 // stage can (bundle.MaxParts parts and the index) is not ours and is
 // left after one batch past that count (docs/SPEC-DECISIONS.md BUILD-13).
 func RemoveStaleTemps(dir string, now time.Time) []string {
+	return removeStaleTemps(dir, now, entryBudget{left: MaxStaleScanEntries, stage: maxStageEntries})
+}
+
+// removeStaleTemps is RemoveStaleTemps within budget (the package's tests
+// pass less than MaxStaleScanEntries and maxStageEntries).
+func removeStaleTemps(dir string, now time.Time, budget entryBudget) []string {
 	d, err := regfile.OpenFolder(dir, regfile.FollowLinks)
 	if err != nil {
 		return nil
 	}
 	defer d.Close()
-	budget := staleScanLimit
 	var removed []string
 	for {
 		batch, err := d.ReadDir(locateBatch)
-		if budget -= len(batch); budget < 0 {
+		if budget.left -= len(batch); budget.left < 0 {
 			return removed
 		}
 		for _, e := range batch {
@@ -130,7 +135,7 @@ func RemoveStaleTemps(dir string, now time.Time) []string {
 			if removeWithin(p, st, &budget) {
 				removed = append(removed, p)
 			}
-			if budget < 0 {
+			if budget.left < 0 {
 				return removed
 			}
 		}
@@ -149,15 +154,16 @@ func RemoveStaleTemps(dir string, now time.Time) []string {
 // (docs/SPEC-DECISIONS.md BUILD-13).
 const MaxStaleScanEntries = 1 << 16
 
-// staleScanLimit is MaxStaleScanEntries; the package's tests lower it.
-var staleScanLimit = MaxStaleScanEntries
-
 // maxStageEntries is the most entries a folder of ours holds: a split's
 // stage, its parts and the index.
 const maxStageEntries = bundle.MaxParts + 1
 
-// stageEntriesLimit is maxStageEntries; the package's tests lower it.
-var stageEntriesLimit = maxStageEntries
+// entryBudget is what one clean-up may still list (left:
+// MaxStaleScanEntries for RemoveStaleTemps, maxStageEntries for
+// removeUnlocked) and the most entries a folder of ours holds (stage:
+// maxStageEntries). It is carried by each clean-up, so the package's
+// tests lower it on their own run.
+type entryBudget struct{ left, stage int }
 
 // removeUnlocked takes p's lock without waiting (it fails when a live
 // process holds it), checks that p is still the entry st describes, and
@@ -171,13 +177,13 @@ var stageEntriesLimit = maxStageEntries
 // followed, so nothing outside the folder checked is ever removed
 // (docs/SPEC-DECISIONS.md, BUNDLE-6).
 func removeUnlocked(p string, st os.FileInfo) bool {
-	budget := stageEntriesLimit
+	budget := entryBudget{left: maxStageEntries, stage: maxStageEntries}
 	return removeWithin(p, st, &budget)
 }
 
 // removeWithin is removeUnlocked, the entries of a folder listed counted
 // against budget (RemoveStaleTemps's).
-func removeWithin(p string, st os.FileInfo, budget *int) bool {
+func removeWithin(p string, st os.FileInfo, budget *entryBudget) bool {
 	var f *os.File
 	var err error
 	if st.IsDir() {
@@ -202,14 +208,14 @@ func removeWithin(p string, st os.FileInfo, budget *int) bool {
 }
 
 // plainEntries lists the folder open as d, or fails when it holds anything
-// but plain files, or more than maxStageEntries (then it is not one of
-// ours to remove). It reads a batch at a time, each counted against
-// budget, and fails once budget is spent.
-func plainEntries(d *os.File, budget *int) ([]os.DirEntry, bool) {
+// but plain files, or more than budget.stage (maxStageEntries: then it is
+// not one of ours to remove). It reads a batch at a time, each counted
+// against budget.left, and fails once that is spent.
+func plainEntries(d *os.File, budget *entryBudget) ([]os.DirEntry, bool) {
 	var entries []os.DirEntry
 	for {
 		batch, err := d.ReadDir(locateBatch)
-		if *budget -= len(batch); *budget < 0 || len(entries)+len(batch) > stageEntriesLimit {
+		if budget.left -= len(batch); budget.left < 0 || len(entries)+len(batch) > budget.stage {
 			return nil, false
 		}
 		for _, e := range batch {

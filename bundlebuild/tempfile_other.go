@@ -20,7 +20,7 @@ func tryLockTemp(*os.File) bool { return true }
 // removeFolderEntries removes the plain files of the folder open as d
 // (plainEntries, within budget), beneath that folder (os.Root: a link is
 // removed, never followed), or nothing when it holds anything else.
-func removeFolderEntries(d *os.File, budget *int) bool {
+func removeFolderEntries(d *os.File, budget *entryBudget) bool {
 	entries, ok := plainEntries(d, budget)
 	if !ok {
 		return false

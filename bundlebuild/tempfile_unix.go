@@ -26,7 +26,7 @@ func tryLockTemp(f *os.File) bool {
 // listed (plainEntries, within budget) and unlinked relative to that
 // descriptor (never by path), or nothing when it holds anything else:
 // then it is not one of ours.
-func removeFolderEntries(d *os.File, budget *int) bool {
+func removeFolderEntries(d *os.File, budget *entryBudget) bool {
 	entries, ok := plainEntries(d, budget)
 	if !ok {
 		return false

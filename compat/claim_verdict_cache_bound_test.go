@@ -14,9 +14,8 @@ import (
 func TestBundleClaimVerdictCacheIsBounded(t *testing.T) {
 	descs, src := claimFloodBundle(t, 12, 1)
 	want := DeriveClaims(descs, src)
-	defer func(n int) { maxCachedVerdicts = n }(maxCachedVerdicts)
-	maxCachedVerdicts = 10
 	ix := newCoverIndex(descs)
+	ix.maxVerdicts = 10
 	for i, d := range descs {
 		got := ix.claims(d, ix.cover(d).callers(), src)
 		if !reflect.DeepEqual(got, want[i]) {
@@ -26,7 +25,7 @@ func TestBundleClaimVerdictCacheIsBounded(t *testing.T) {
 	if ix.spent() {
 		t.Fatal("the budget was spent: not a witness")
 	}
-	if n := len(ix.verdicts); n > maxCachedVerdicts {
-		t.Fatalf("%d verdicts cached, bound %d", n, maxCachedVerdicts)
+	if n := len(ix.verdicts); n > ix.maxVerdicts {
+		t.Fatalf("%d verdicts cached, bound %d", n, ix.maxVerdicts)
 	}
 }

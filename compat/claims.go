@@ -330,9 +330,11 @@ type coverIndex struct {
 	probes int64
 	// budget is what is left of the bundle's comparison steps
 	// (MaxBundleSteps); verdicts holds the pairs of schema keys compared
-	// within it (pair; at most maxCachedVerdicts).
-	budget   int
-	verdicts map[[2]string]Verdict
+	// within it (pair; at most maxVerdicts, which newCoverIndex sets to
+	// maxCachedVerdicts and the tests lower on their own index).
+	budget      int
+	verdicts    map[[2]string]Verdict
+	maxVerdicts int
 	// visits counts the bridge walks' visits not yet charged to budget
 	// (fewer than valuesPerStep; walk).
 	visits int
@@ -351,7 +353,7 @@ type member struct {
 
 func newCoverIndex(descs []capability.Descriptor) *coverIndex {
 	ix := &coverIndex{descs: descs, byName: map[string]*nameVersions{}, read: map[string][]capability.Comparator{},
-		budget: MaxBundleSteps, verdicts: map[[2]string]Verdict{}}
+		budget: MaxBundleSteps, verdicts: map[[2]string]Verdict{}, maxVerdicts: maxCachedVerdicts}
 	for i := range descs {
 		d := &descs[i]
 		g := ix.byName[d.Name]
@@ -380,12 +382,12 @@ func newCoverIndex(descs []capability.Descriptor) *coverIndex {
 // keeps: a bundle whose schemas are all distinct could otherwise keep one
 // entry per claim (millions) without ever reusing one. A bundle that
 // repeats its schemas, the case the cache is for, has few distinct pairs.
-// The tests lower it.
-var maxCachedVerdicts = 1 << 16
+// Each index carries it (coverIndex.maxVerdicts).
+const maxCachedVerdicts = 1 << 16
 
 // pair is the verdict of subsumes(producer, acceptor) within the
 // bundle's budget, computed once per pair of keys (up to
-// maxCachedVerdicts pairs; beyond, each is compared again, from the
+// ix.maxVerdicts pairs; beyond, each is compared again, from the
 // budget): a verdict depends on the two schemas alone. A comparison cut
 // short by the budget is not kept.
 func (ix *coverIndex) pair(src *Source, producer, acceptor string) Verdict {
@@ -394,7 +396,7 @@ func (ix *coverIndex) pair(src *Source, producer, acceptor string) Verdict {
 		return v
 	}
 	v := subsumes(src, producer, src, acceptor, &ix.budget, nil).Verdict
-	if !ix.spent() && len(ix.verdicts) < maxCachedVerdicts {
+	if !ix.spent() && len(ix.verdicts) < ix.maxVerdicts {
 		ix.verdicts[k] = v
 	}
 	return v

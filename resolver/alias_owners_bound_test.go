@@ -63,11 +63,9 @@ func aliasBytes(t *testing.T, s *Store, types []string) int {
 	return n
 }
 
-// lowerAliasOwners sets maxAliasClaimOwners to n for the test.
-func lowerAliasOwners(t *testing.T, n int) {
-	old := maxAliasClaimOwners
-	maxAliasClaimOwners = n
-	t.Cleanup(func() { maxAliasClaimOwners = old })
+// lowerAliasOwners lowers MaxAliasClaimOwners to n for s alone.
+func lowerAliasOwners(s *Store, n int) {
+	lowerLimits(s, func(l *storeLimits) { l.aliasOwners = n })
 }
 
 // TestSharedClaimsDoNotMakeEachNextImportWriteMore: alias records keep
@@ -81,8 +79,8 @@ func lowerAliasOwners(t *testing.T, n int) {
 // bundles past it are refused (STORE-1).
 func TestSharedClaimsDoNotMakeEachNextImportWriteMore(t *testing.T) {
 	const types, bound = 20, 100
-	lowerAliasOwners(t, bound)
 	s := newStore(t)
+	lowerAliasOwners(s, bound)
 	// A record is its type's key-free CBOR: the claim's name (a few
 	// dozen bytes) and its owners, each a 21-byte name and its head.
 	limit := types*64 + bound*(len("org.example.line000")+3)
@@ -113,8 +111,8 @@ func TestSharedClaimsDoNotMakeEachNextImportWriteMore(t *testing.T) {
 // not counted against this one's (STORE-1).
 func TestAnImportWhoseAliasClaimsWouldHoldTooManyOwnersIsRefused(t *testing.T) {
 	const types, bound = 20, 60
-	lowerAliasOwners(t, bound)
 	s := newStore(t)
+	lowerAliasOwners(s, bound)
 	for i := 1; i <= 3; i++ { // 20, 40, then 60 owners: at the bound
 		mustImport(t, s, typeSharingBundle(t, fmt.Sprintf("org.example.line%03d", i), 1, fmt.Sprintf("1.0.%d", i), types))
 	}

@@ -51,10 +51,12 @@ func TestDamagedFloorChargeAndThresholdValuesFailClosed(t *testing.T) {
 			return f == 0, err
 		}},
 		{"heartbeat_charge", "", chargeKey(did), u64(uint64(math.MaxInt32)), func(tx *bolt.Tx) (bool, error) {
-			return chargeCounts(tx)[did] < maxHeartbeatsNotInstalled, nil
+			share := defaultLimits().heartbeats
+			return chargeCounts(tx, share)[did] < share, nil
 		}},
 		{"statement_charge", "", statementChargeKey(did), u64(1), func(tx *bolt.Tx) (bool, error) {
-			return chargeCount(bucket(tx, bMeta).Get(statementChargeKey(did)), statementLimits.Share) < statementLimits.Share, nil
+			share := defaultLimits().statements.Share
+			return chargeCount(bucket(tx, bMeta).Get(statementChargeKey(did)), share) < share, nil
 		}},
 		// The operator's threshold of 3 for org.example, read as 0: the
 		// policy would need 1 signature.

@@ -17,3 +17,7 @@ func closeState(s *Store) (closing bool, inflight int) {
 	defer s.closeMu.Unlock()
 	return s.closed, s.inflight
 }
+
+// lowerLimits has s use the bounds set leaves in its storeLimits: a test
+// lowers a bound on its own store, never for the package.
+func lowerLimits(s *Store, set func(*storeLimits)) { set(&s.lim) }

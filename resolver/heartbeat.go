@@ -27,9 +27,6 @@ import (
 // refused by it.
 const MaxHeartbeatsNotInstalled = 10_000
 
-// maxHeartbeatsNotInstalled is MaxHeartbeatsNotInstalled (tests lower it).
-var maxHeartbeatsNotInstalled = MaxHeartbeatsNotInstalled
-
 // HeartbeatResult describes an applied heartbeat statement.
 type HeartbeatResult struct {
 	BundleID   string   `json:"bundle_id"`
@@ -65,7 +62,7 @@ func (s *Store) ApplyHeartbeat(data []byte) (*HeartbeatResult, error) {
 		if err := s.db.View(func(tx *bolt.Tx) error {
 			id := []byte(hb.BundleID)
 			if bucket(tx, bBundles).Get(id) == nil && bucket(tx, bHeartbeat).Get(id) == nil {
-				notInstalled = chargeCounts(tx) // only a new line not installed needs it
+				notInstalled = chargeCounts(tx, s.lim.heartbeats) // only a new line not installed needs it
 			}
 			return nil
 		}); err != nil {
@@ -80,9 +77,9 @@ func (s *Store) ApplyHeartbeat(data []byte) (*HeartbeatResult, error) {
 		}
 		if _, kept := st.Heartbeats[res.BundleID]; !kept && res.Installed == 0 && notInstalled != nil {
 			h := next.Heartbeats[res.BundleID]
-			if h.Charged = chargeable(st, notInstalled, h.Signers); h.Charged == "" {
+			if h.Charged = chargeable(st, notInstalled, h.Signers, s.lim.heartbeats); h.Charged == "" {
 				return nil, nil, fail(bundle.ErrTooLarge, "the account of each key that signed this heartbeat is charged kept heartbeats of %d lines with no bundle installed, its share; import a bundle of the line first, or forget a heartbeat (ampbundle trust freshness --reset LINE)",
-					maxHeartbeatsNotInstalled)
+					s.lim.heartbeats)
 			}
 			next.Heartbeats[res.BundleID] = h
 			res.Effects.Heartbeats[res.BundleID] = h
@@ -109,8 +106,9 @@ func chargeKey(account string) []byte { return key2("heartbeat_charge", account)
 // chargeCounts returns, per account, the kept heartbeats charged to it:
 // the stored counters (one read per account charged), or, on a store
 // whose counters are not yet written (countCharges writes them with the
-// first trust change), what countCharges would write.
-func chargeCounts(tx *bolt.Tx) map[string]int {
+// first trust change), what countCharges would write. A damaged counter
+// counts as share (MaxHeartbeatsNotInstalled; chargeCount).
+func chargeCounts(tx *bolt.Tx, share int) map[string]int {
 	meta := bucket(tx, bMeta)
 	if meta.Get([]byte(kChargesCounted)) == nil {
 		n, _ := chargesOfRecords(tx, nil)
@@ -119,7 +117,7 @@ func chargeCounts(tx *bolt.Tx) map[string]int {
 	n, prefix := map[string]int{}, chargeKey("")
 	c := meta.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		n[string(k[len(prefix):])] = chargeCount(v, maxHeartbeatsNotInstalled)
+		n[string(k[len(prefix):])] = chargeCount(v, share)
 	}
 	return n
 }
@@ -210,13 +208,14 @@ func writeCharges(tx *bolt.Tx, account func(string) string) error {
 }
 
 // charge moves one kept heartbeat's charge from account from to account
-// to ("" for none) in the counters (countCharges must have run).
-func charge(meta *bolt.Bucket, from, to string) error {
+// to ("" for none) in the counters (countCharges must have run); a
+// damaged counter counts as share (chargeCount).
+func charge(meta *bolt.Bucket, from, to string, share int) error {
 	if from == to {
 		return nil
 	}
 	if from != "" {
-		if c := uint64(chargeCount(meta.Get(chargeKey(from)), maxHeartbeatsNotInstalled)); c > 1 {
+		if c := uint64(chargeCount(meta.Get(chargeKey(from)), share)); c > 1 {
 			if err := meta.Put(chargeKey(from), u64(c-1)); err != nil {
 				return err
 			}
@@ -227,12 +226,13 @@ func charge(meta *bolt.Bucket, from, to string) error {
 	if to == "" {
 		return nil
 	}
-	return meta.Put(chargeKey(to), u64(uint64(chargeCount(meta.Get(chargeKey(to)), maxHeartbeatsNotInstalled))+1))
+	return meta.Put(chargeKey(to), u64(uint64(chargeCount(meta.Get(chargeKey(to)), share))+1))
 }
 
 // saveCharges keeps the counters in step with the heartbeat records a
-// change puts (puts) and deletes (deletes), before it writes them.
-func saveCharges(tx *bolt.Tx, puts map[string]trust.Heartbeat, deletes []string) error {
+// change puts (puts) and deletes (deletes), before it writes them; share
+// is MaxHeartbeatsNotInstalled (charge).
+func saveCharges(tx *bolt.Tx, puts map[string]trust.Heartbeat, deletes []string, share int) error {
 	if len(puts)+len(deletes) == 0 {
 		return nil
 	}
@@ -248,12 +248,12 @@ func saveCharges(tx *bolt.Tx, puts map[string]trust.Heartbeat, deletes []string)
 		return ""
 	}
 	for id, h := range puts {
-		if err := charge(meta, was(id), h.Charged); err != nil {
+		if err := charge(meta, was(id), h.Charged, share); err != nil {
 			return err
 		}
 	}
 	for _, id := range deletes {
-		if err := charge(meta, was(id), ""); err != nil {
+		if err := charge(meta, was(id), "", share); err != nil {
 			return err
 		}
 	}
@@ -261,8 +261,9 @@ func saveCharges(tx *bolt.Tx, puts map[string]trust.Heartbeat, deletes []string)
 }
 
 // unchargeLine frees the charge of the kept heartbeat of line bundleID,
-// whose bundle is being installed: the share counts lines not installed.
-func unchargeLine(tx *bolt.Tx, bundleID string) error {
+// whose bundle is being installed: the share counts lines not installed
+// (share: MaxHeartbeatsNotInstalled; charge).
+func unchargeLine(tx *bolt.Tx, bundleID string, share int) error {
 	hb := bucket(tx, bHeartbeat)
 	var r heartbeatRecord
 	if v := hb.Get([]byte(bundleID)); v == nil || decode(v, &r) != nil || r.Charged == "" {
@@ -274,7 +275,7 @@ func unchargeLine(tx *bolt.Tx, bundleID string) error {
 	if err := decode(hb.Get([]byte(bundleID)), &r); err != nil {
 		return err
 	}
-	if err := charge(bucket(tx, bMeta), r.Charged, ""); err != nil {
+	if err := charge(bucket(tx, bMeta), r.Charged, "", share); err != nil {
 		return err
 	}
 	r.Charged = ""
@@ -284,14 +285,14 @@ func unchargeLine(tx *bolt.Tx, bundleID string) error {
 // chargeable returns the account a heartbeat of a new line not installed,
 // signed by signers, is charged to: the least account of theirs charged
 // fewer kept heartbeats than its share (counts: heartbeatsNotInstalled;
-// trust.LeastUnderShare, the rule statements are charged by), or "" when
-// none is.
-func chargeable(st *trust.State, counts map[string]int, signers []string) string {
+// share: MaxHeartbeatsNotInstalled; trust.LeastUnderShare, the rule
+// statements are charged by), or "" when none is.
+func chargeable(st *trust.State, counts map[string]int, signers []string, share int) string {
 	accounts := make([]string, 0, len(signers))
 	for _, did := range signers {
 		accounts = append(accounts, st.Account(did))
 	}
-	return trust.LeastUnderShare(accounts, counts, maxHeartbeatsNotInstalled)
+	return trust.LeastUnderShare(accounts, counts, share)
 }
 
 // noFreshnessPolicy reports whether the store sets no staleness bound:

@@ -21,9 +21,8 @@ import (
 // (docs/SPEC-DECISIONS.md TRUST-17), so one scope's heartbeats cannot
 // refuse another's.
 func TestOneScopeCannotFillTheHeartbeatCapForEveryOtherScope(t *testing.T) {
-	defer func(n int) { maxHeartbeatsNotInstalled = n }(maxHeartbeatsNotInstalled)
-	maxHeartbeatsNotInstalled = 3
 	s := newStore(t) // example (org.example), acme (com.acme)
+	lowerLimits(s, func(l *storeLimits) { l.heartbeats = 3 })
 	example, acme := sampleKey(t, "example-publisher"), sampleKey(t, "acme-publisher")
 	for _, id := range []string{"org.example.junk1", "org.example.junk2", "org.example.junk3"} {
 		if _, err := s.ApplyHeartbeat(heartbeat(t, id, 1, testNow, example)); err != nil {
@@ -57,9 +56,8 @@ func TestOneScopeCannotFillTheHeartbeatCapForEveryOtherScope(t *testing.T) {
 // (trust.Key.Origin), so the lines one scope's authority can have kept do
 // not grow with the keys it mints, and the charges are stored counters.
 func TestScopeOwnerCannotMultiplyItsHeartbeatShareByMintingKeys(t *testing.T) {
-	defer func(n int) { maxHeartbeatsNotInstalled = n }(maxHeartbeatsNotInstalled)
-	maxHeartbeatsNotInstalled = 2
 	s := newStore(t) // example (org.example), acme (com.acme)
+	lowerLimits(s, func(l *storeLimits) { l.heartbeats = 2 })
 	example := sampleKey(t, "example-publisher")
 	line := 0
 	beat := func(k ed25519.PrivateKey) error {
@@ -67,7 +65,7 @@ func TestScopeOwnerCannotMultiplyItsHeartbeatShareByMintingKeys(t *testing.T) {
 		_, err := s.ApplyHeartbeat(heartbeat(t, fmt.Sprintf("org.example.junk%d", line), 1, testNow, k))
 		return err
 	}
-	for i := 0; i < maxHeartbeatsNotInstalled; i++ {
+	for i := 0; i < s.lim.heartbeats; i++ {
 		if err := beat(example); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +79,7 @@ func TestScopeOwnerCannotMultiplyItsHeartbeatShareByMintingKeys(t *testing.T) {
 	}
 	extra := 0
 	for _, k := range minted {
-		for i := 0; i < maxHeartbeatsNotInstalled; i++ {
+		for i := 0; i < s.lim.heartbeats; i++ {
 			if beat(k) == nil {
 				extra++
 			}
@@ -90,7 +88,7 @@ func TestScopeOwnerCannotMultiplyItsHeartbeatShareByMintingKeys(t *testing.T) {
 	if extra > 0 {
 		t.Fatalf("after spending its share of %d, the org.example publisher minted %d keys with one trust statement and had %d more "+
 			"heartbeats of lines never installed kept: the bound grows with keys the publisher itself creates (64 per statement, unbounded statements)",
-			maxHeartbeatsNotInstalled, len(minted), extra)
+			s.lim.heartbeats, len(minted), extra)
 	}
 }
 
@@ -101,9 +99,8 @@ func TestScopeOwnerCannotMultiplyItsHeartbeatShareByMintingKeys(t *testing.T) {
 // and are charged once, with the first change; the counters always equal
 // a recount of the records.
 func TestHeartbeatShareCountersStayInStepWithTheKeptRecords(t *testing.T) {
-	defer func(n int) { maxHeartbeatsNotInstalled = n }(maxHeartbeatsNotInstalled)
-	maxHeartbeatsNotInstalled = 2
 	s := newStore(t)
+	lowerLimits(s, func(l *storeLimits) { l.heartbeats = 2 })
 	example := sampleKey(t, "example-publisher")
 	inStep := func(t *testing.T) {
 		t.Helper()
@@ -111,7 +108,7 @@ func TestHeartbeatShareCountersStayInStepWithTheKeptRecords(t *testing.T) {
 			if bucket(tx, bMeta).Get([]byte(kChargesCounted)) == nil {
 				return fmt.Errorf("no counters written")
 			}
-			got, recount := chargeCounts(tx), map[string]int{}
+			got, recount := chargeCounts(tx, s.lim.heartbeats), map[string]int{}
 			_ = bucket(tx, bHeartbeat).ForEach(func(_, v []byte) error {
 				var r heartbeatRecord
 				if decode(v, &r) == nil && r.Charged != "" {

@@ -541,7 +541,7 @@ func (s *Store) commitImport(br *bundle.Reader, arts []staged, base *deltaBase, 
 			}
 		}
 		entry := AuditEntry{Actor: s.actor(), FileSHA256: fileSum, Source: opts.Source}
-		if err := install(tx, m, signed, arts, res, s.opts.Now(), entry); err != nil {
+		if err := install(tx, m, signed, arts, res, s.opts.Now(), entry, s.lim.heartbeats); err != nil {
 			return err
 		}
 		if floor, err = s.raiseFloors(tx, m.CreatedAt, res.signerKeys); err != nil {
@@ -970,8 +970,8 @@ func (s *Store) checkAliasClaims(tx *bolt.Tx, m *bundle.Manifest, signers []bund
 	for typ, name := range m.Aliases {
 		raw := aliases.Get([]byte(typ))
 		if raw == nil {
-			if owners++; owners > maxAliasClaimOwners {
-				return tooManyAliasOwners(m)
+			if owners++; owners > s.lim.aliasOwners {
+				return tooManyAliasOwners(m, s.lim.aliasOwners)
 			}
 			continue
 		}
@@ -979,8 +979,8 @@ func (s *Store) checkAliasClaims(tx *bolt.Tx, m *bundle.Manifest, signers []bund
 		if err := decode(raw, &ar); err != nil {
 			return err
 		}
-		if owners += ownersOnceInstalled(ar.claims(), name, m.BundleID); owners > maxAliasClaimOwners {
-			return tooManyAliasOwners(m)
+		if owners += ownersOnceInstalled(ar.claims(), name, m.BundleID); owners > s.lim.aliasOwners {
+			return tooManyAliasOwners(m, s.lim.aliasOwners)
 		}
 		for _, c := range ar.claims() {
 			// A claim of another namespace conflicts only when m's
@@ -1036,10 +1036,6 @@ func (s *Store) checkAliasClaims(tx *bolt.Tx, m *bundle.Manifest, signers []bund
 // refuses one authority for another's claims.
 const MaxAliasClaimOwners = 1 << 16
 
-// maxAliasClaimOwners is MaxAliasClaimOwners, a variable only so that
-// this package's tests can lower it.
-var maxAliasClaimOwners = MaxAliasClaimOwners
-
 // ownersOnceInstalled is how many owners the claim of name among cs holds
 // once bundleID is installed: the claim's owners other than bundleID,
 // plus bundleID.
@@ -1058,10 +1054,11 @@ func ownersOnceInstalled(cs []aliasClaim, name, bundleID string) int {
 	return n
 }
 
-// tooManyAliasOwners is the refusal of m by MaxAliasClaimOwners.
-func tooManyAliasOwners(m *bundle.Manifest) error {
+// tooManyAliasOwners is the refusal of m by MaxAliasClaimOwners (bound:
+// the store's).
+func tooManyAliasOwners(m *bundle.Manifest, bound int) error {
 	return fail(ErrTooManyAliasOwners, "bundle %s: its alias claims would hold more than %d owners together (each install, replacement or removal of an owner rewrites them); carry the legacy types in fewer bundles",
-		m.BundleID, maxAliasClaimOwners)
+		m.BundleID, bound)
 }
 
 // ownerClaim is what judges the claims of one installed bundle: the
@@ -1210,8 +1207,9 @@ func checkDIDs(tx *bolt.Tx, bundleID string, arts []staged) error {
 }
 
 // install writes everything of a verified bundle whose blobs are staged.
-// entry carries the audit fields the caller knows (actor, file hash).
-func install(tx *bolt.Tx, m *bundle.Manifest, signed []byte, arts []staged, res *ImportResult, now time.Time, entry AuditEntry) error {
+// entry carries the audit fields the caller knows (actor, file hash);
+// share is the store's MaxHeartbeatsNotInstalled (unchargeLine).
+func install(tx *bolt.Tx, m *bundle.Manifest, signed []byte, arts []staged, res *ImportResult, now time.Time, entry AuditEntry, share int) error {
 	if err := checkDIDs(tx, m.BundleID, arts); err != nil {
 		return err
 	}
@@ -1280,7 +1278,7 @@ func install(tx *bolt.Tx, m *bundle.Manifest, signed []byte, arts []staged, res 
 	if err := bucket(tx, bBundles).Put([]byte(m.BundleID), encode(rec)); err != nil {
 		return err
 	}
-	if err := unchargeLine(tx, m.BundleID); err != nil {
+	if err := unchargeLine(tx, m.BundleID, share); err != nil {
 		return err
 	}
 	high, err := highwaterOf(tx, m.BundleID)
@@ -1729,7 +1727,7 @@ func (s *Store) auditImportRefusal(ctx context.Context, err error, verified *Imp
 	}
 	drained := false
 	if s.beginDrain() {
-		drained = drainRefused(ctx, r, max(s.opts.MaxArtifactSize, MaxRefusalDrain))
+		drained = drainRefused(ctx, r, max(s.opts.MaxArtifactSize, MaxRefusalDrain), s.lim.drainRate, s.lim.drainGrace)
 		s.endDrain()
 	}
 	var werr error
@@ -1745,14 +1743,6 @@ func (s *Store) auditImportRefusal(ctx context.Context, err error, verified *Imp
 	return nil
 }
 
-// drainRate and drainGrace are the minimum data rate of a refused
-// stream's drain (drainRefused): the transport bindings' (admission).
-// Variables only so that this package's tests can shorten them.
-var (
-	drainRate  int64 = admission.MinDataRate
-	drainGrace       = admission.FrameGrace
-)
-
 // drainRefused reads r to its end and reports whether it ended within
 // limit bytes, before ctx was done (a cancel, or Store.Close), and while
 // keeping the minimum data rate: after drainGrace, what has arrived
@@ -1764,7 +1754,11 @@ var (
 // goroutine so that a Read blocked on a stream its caller keeps open
 // cannot hold the import: when the drain gives up, that goroutine ends
 // when the Read in flight returns, and reads nothing more.
-func drainRefused(ctx context.Context, r io.Reader, limit int64) bool {
+//
+// drainRate and drainGrace are the minimum data rate of the drain: the
+// transport bindings' (admission.MinDataRate, admission.FrameGrace), as
+// the store carries them (storeLimits).
+func drainRefused(ctx context.Context, r io.Reader, limit, drainRate int64, drainGrace time.Duration) bool {
 	if ctx.Err() != nil {
 		return false
 	}

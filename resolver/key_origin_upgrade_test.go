@@ -21,9 +21,9 @@ import (
 // (migrateKeyOrigins): after the publisher's share of 2 is spent, none of
 // its 3 earlier-minted keys has another line kept.
 func TestKeyAddedByStatementBeforeOriginsSharesItsAccount(t *testing.T) {
-	defer func(n int) { maxHeartbeatsNotInstalled = n }(maxHeartbeatsNotInstalled)
-	maxHeartbeatsNotInstalled = 2
+	const share = 2
 	s := storeAt(t)
+	lowerLimits(s, func(l *storeLimits) { l.heartbeats = share })
 	example := sampleKey(t, "example-publisher")
 	minted := map[string]ed25519.PrivateKey{"m1": testKeyN(92), "m2": testKeyN(93), "m3": testKeyN(94)}
 	if _, err := s.ApplyRotation(rotation(t, nil, 1, 1, minted, nil, example)); err != nil {
@@ -42,13 +42,14 @@ func TestKeyAddedByStatementBeforeOriginsSharesItsAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer checkClose(t, r)
+	lowerLimits(r, func(l *storeLimits) { l.heartbeats = share })
 	line := 0
 	beat := func(k ed25519.PrivateKey) error {
 		line++
 		_, err := r.ApplyHeartbeat(heartbeat(t, fmt.Sprintf("org.example.junk%d", line), 1, testNow, k))
 		return err
 	}
-	for i := 0; i < maxHeartbeatsNotInstalled; i++ {
+	for i := 0; i < share; i++ {
 		if err := beat(example); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func TestKeyAddedByStatementBeforeOriginsSharesItsAccount(t *testing.T) {
 	}
 	extra := 0
 	for _, k := range minted {
-		for i := 0; i < maxHeartbeatsNotInstalled; i++ {
+		for i := 0; i < share; i++ {
 			if beat(k) == nil {
 				extra++
 			}
@@ -67,6 +68,6 @@ func TestKeyAddedByStatementBeforeOriginsSharesItsAccount(t *testing.T) {
 	if extra > 0 {
 		t.Fatalf("on a store upgraded from a build before key origins, the %d keys the publisher minted earlier each got a share: "+
 			"%d more heartbeats of lines never installed kept past the publisher's share of %d",
-			len(minted), extra, maxHeartbeatsNotInstalled)
+			len(minted), extra, share)
 	}
 }

@@ -43,10 +43,10 @@ func newerHeartbeatOfALegacyLineThenANewLine(t *testing.T, s *Store) {
 		t.Fatalf("a newer heartbeat of a kept line: %v", err)
 	}
 	var counted int
-	_ = s.db.View(func(tx *bolt.Tx) error { counted = chargeCounts(tx)[did]; return nil })
+	_ = s.db.View(func(tx *bolt.Tx) error { counted = chargeCounts(tx, s.lim.heartbeats)[did]; return nil })
 	if _, err := s.ApplyHeartbeat(heartbeat(t, "org.example.new1", 1, testNow, example)); err == nil {
 		t.Fatalf("share %d, two legacy lines kept, yet a third line not installed was kept (counters say %d for the publisher)",
-			maxHeartbeatsNotInstalled, counted)
+			s.lim.heartbeats, counted)
 	} else {
 		expectName(t, err, bundle.ErrTooLarge)
 	}
@@ -55,9 +55,8 @@ func newerHeartbeatOfALegacyLineThenANewLine(t *testing.T, s *Store) {
 // TestLegacyHeartbeatChargeKeptWhenItsLineMigrates: the migration run by
 // the first trust change (a store whose counters are not written).
 func TestLegacyHeartbeatChargeKeptWhenItsLineMigrates(t *testing.T) {
-	defer func(n int) { maxHeartbeatsNotInstalled = n }(maxHeartbeatsNotInstalled)
-	maxHeartbeatsNotInstalled = 2
 	s := newStore(t)
+	lowerLimits(s, func(l *storeLimits) { l.heartbeats = 2 })
 	did := amp.DIDKey(pub(sampleKey(t, "example-publisher")))
 	if err := s.db.Update(func(tx *bolt.Tx) error { return legacyHeartbeats(tx, did, "org.example.old1", "org.example.old2") }); err != nil {
 		t.Fatal(err)
@@ -68,14 +67,15 @@ func TestLegacyHeartbeatChargeKeptWhenItsLineMigrates(t *testing.T) {
 // TestLegacyHeartbeatChargeKeptAcrossTheUpgrade: the same store, of
 // version 2, upgraded at its first writable open.
 func TestLegacyHeartbeatChargeKeptAcrossTheUpgrade(t *testing.T) {
-	defer func(n int) { maxHeartbeatsNotInstalled = n }(maxHeartbeatsNotInstalled)
-	maxHeartbeatsNotInstalled = 2
+	const share = 2
 	s := storeAt(t)
+	lowerLimits(s, func(l *storeLimits) { l.heartbeats = share })
 	did := amp.DIDKey(pub(sampleKey(t, "example-publisher")))
 	r, err := asV2(t, s, func(tx *bolt.Tx) error { return legacyHeartbeats(tx, did, "org.example.old1", "org.example.old2") }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer checkClose(t, r)
+	lowerLimits(r, func(l *storeLimits) { l.heartbeats = share })
 	newerHeartbeatOfALegacyLineThenANewLine(t, r)
 }

@@ -29,12 +29,11 @@ func drainsInFlight() int {
 // drain at once; a refusal beyond them is audited at once, unhashed and
 // recorded nowhere, as a drain that gives up is (MIRROR-13).
 func TestRefusedDrainsAreBoundedInNumber(t *testing.T) {
-	defer func(r int64, g time.Duration) { drainRate, drainGrace = r, g }(drainRate, drainGrace)
+	s := newStore(t)
 	// The rate, shortened: 1000 B/s. The grace is long (the stall rule's
 	// too), so that a trickling writer descheduled on a loaded machine
 	// does not end its drain before the drains are counted.
-	drainRate, drainGrace = 1000, 2*time.Second
-	s := newStore(t)
+	lowerLimits(s, func(l *storeLimits) { l.drainRate, l.drainGrace = 1000, 2*time.Second })
 	const n = 64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

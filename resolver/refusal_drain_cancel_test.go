@@ -63,11 +63,10 @@ func refusedOpenStream(t *testing.T, s *Store, ctx context.Context) (<-chan erro
 // and recorded nowhere, as for any stream not read whole), and Import
 // returns promptly.
 func TestRefusalDrainEndsWhenTheCallerCancels(t *testing.T) {
+	s := newStore(t)
 	// The drain's own stall rule, lengthened past the wait below: only
 	// the cancel can end the drain in time.
-	defer func(g time.Duration) { drainGrace = g }(drainGrace)
-	drainGrace = time.Minute
-	s := newStore(t)
+	lowerLimits(s, func(l *storeLimits) { l.drainGrace = time.Minute })
 	ctx, cancel := context.WithCancel(context.Background())
 	done, end := refusedOpenStream(t, s, ctx)
 	defer end()

@@ -26,8 +26,7 @@ func TestRefusalAuditSurvivesCloseDuringTheDrain(t *testing.T) {
 	}
 	// The drain's own stall rule, lengthened past the waits below: only
 	// Close can end the drain in time.
-	defer func(g time.Duration) { drainGrace = g }(drainGrace)
-	drainGrace = time.Minute
+	lowerLimits(s, func(l *storeLimits) { l.drainGrace = time.Minute })
 	done, end := refusedOpenStream(t, s, context.Background())
 	defer end()
 	waitInDrain(t) // the refusal is judged; the drain waits

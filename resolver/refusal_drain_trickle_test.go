@@ -13,13 +13,13 @@ import (
 // byte now and then (no stall, no cancel), so that the drain of its rest
 // (up to MaxRefusalDrain, 1 GiB) lasts as long as it likes, a goroutine
 // and the caller's request held. The drain now keeps the transport
-// bindings' minimum data rate (drainRate after drainGrace, shortened
-// here): it gives up, the refusal is audited without a file hash and
-// recorded nowhere, and Import returns while the stream is still open.
+// bindings' minimum data rate (the store's drainRate after its
+// drainGrace, storeLimits; shortened here): it gives up, the refusal is
+// audited without a file hash and recorded nowhere, and Import returns
+// while the stream is still open.
 func TestRefusalDrainOfATrickledStreamStopsAtTheMinimumDataRate(t *testing.T) {
-	defer func(g time.Duration) { drainGrace = g }(drainGrace)
-	drainGrace = 100 * time.Millisecond
 	s := newStore(t)
+	lowerLimits(s, func(l *storeLimits) { l.drainGrace = 100 * time.Millisecond })
 	pr, pw := io.Pipe()
 	stop := make(chan struct{})
 	defer close(stop)

@@ -17,11 +17,10 @@ import (
 // (only the record's own transaction needs the store): a genuine import
 // goes through meanwhile.
 func TestRefusalDrainDoesNotHoldTheWriteLock(t *testing.T) {
+	s := newStore(t)
 	// The drain's own stall rule, lengthened past the wait below: only
 	// the peer ending its stream would end the drain.
-	defer func(g time.Duration) { drainGrace = g }(drainGrace)
-	drainGrace = time.Minute
-	s := newStore(t)
+	lowerLimits(s, func(l *storeLimits) { l.drainGrace = time.Minute })
 	good := variant(t, 2, nil)
 	done, end := refusedOpenStream(t, s, context.Background())
 	defer end()

@@ -50,8 +50,8 @@ func refusedEntries(t *testing.T, s *Store) int {
 // signed as the store requires). The generation does not move, so the
 // refusals are identical. Should: audited once at a generation.
 func TestOverShareStatementOfferedAgainIsAuditedOnce(t *testing.T) {
-	lowerStatementLimits(t, 2, 100)
 	s := newStore(t)
+	lowerStatementLimits(s, 2, 100)
 	example := sampleKey(t, "example-publisher")
 	for i := range 2 {
 		if _, err := s.ApplyRevocation(strangerRevocationOf(t, "org.example", byte(70+i), example)); err != nil {

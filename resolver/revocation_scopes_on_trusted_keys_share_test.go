@@ -37,8 +37,8 @@ func revokedScopesKept(t *testing.T, s *Store) (scopes, size int) {
 // revocation of the same keys, which withdraws their trust, still
 // applies, charged once to acme.
 func TestSiblingScopeRevocationsOfKeysTrustedElsewhereSpendOnlyTheirAuthoritysShare(t *testing.T) {
-	lowerStatementLimits(t, 6, 100)
 	s := newStore(t) // example (org.example), acme (com.acme)
+	lowerStatementLimits(s, 6, 100)
 	example, acme := sampleKey(t, "example-publisher"), sampleKey(t, "acme-publisher")
 	var victims []string
 	for i := range 3 {
@@ -89,8 +89,8 @@ func TestSiblingScopeRevocationsOfKeysTrustedElsewhereSpendOnlyTheirAuthoritysSh
 // statement trusting it (charged four), with nothing trusted, and still
 // trusts a fresh key (charged one).
 func TestKeysRevokedForManyScopesChargeTheTrustStatementThatTrustsThem(t *testing.T) {
-	lowerStatementLimits(t, 4, 100)
 	s := newStore(t)
+	lowerStatementLimits(s, 4, 100)
 	example, acme := sampleKey(t, "example-publisher"), sampleKey(t, "acme-publisher")
 	loaded, fresh := testKeyN(110), testKeyN(111)
 	for i := range 4 {

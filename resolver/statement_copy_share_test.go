@@ -34,8 +34,8 @@ func cosignedByNobody(t *testing.T, st []byte, n byte) []byte {
 // (TRUST-19): the copies are R, kept and charged once; acme's next
 // revocation applies.
 func TestCopiesOfAStatementReSignedByAnyoneAreNotChargedToItsAuthority(t *testing.T) {
-	lowerStatementLimits(t, 3, 100)
 	s := newStore(t)
+	lowerStatementLimits(s, 3, 100)
 	acme := sampleKey(t, "acme-publisher")
 	r := strangerRevocationOf(t, "com.acme", 70, acme)
 	if _, err := s.ApplyRevocation(r); err != nil {
@@ -66,8 +66,8 @@ func TestCopiesOfAStatementReSignedByAnyoneAreNotChargedToItsAuthority(t *testin
 // with the same signers. It is the same payload: unchanged, not kept, not
 // charged.
 func TestAStatementWithItsSignaturesReorderedIsNotKeptAgain(t *testing.T) {
-	lowerStatementLimits(t, 10, 100)
 	s := newStore(t)
+	lowerStatementLimits(s, 10, 100)
 	acme := sampleKey(t, "acme-publisher")
 	other := testKeyN(210)
 	if err := s.TrustAdd("other", pub(other), []string{"com.acme"}); err != nil {
@@ -100,12 +100,12 @@ func TestAStatementWithItsSignaturesReorderedIsNotKeptAgain(t *testing.T) {
 // identity index. Its next statement counts the kept ones again, once
 // per payload: acme is charged 1, and a fourth copy is not kept.
 func TestCopiesKeptBeforeThisBuildAreChargedOnce(t *testing.T) {
-	lowerStatementLimits(t, 3, 100)
 	p := filepath.Join(t.TempDir(), "store.db")
 	s, err := Open(p, Options{Now: func() time.Time { return testNow }, Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	lowerStatementLimits(s, 3, 100)
 	acme := sampleKey(t, "acme-publisher")
 	if err := s.TrustAdd("acme", pub(acme), []string{"com.acme"}); err != nil {
 		t.Fatal(err)
@@ -140,6 +140,7 @@ func TestCopiesKeptBeforeThisBuildAreChargedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	lowerStatementLimits(s, 3, 100)
 	if n := keptStatements(t, s); n != 3 {
 		t.Fatalf("%d statements listed, want the 3 kept", n)
 	}

@@ -17,8 +17,8 @@ import (
 // holds the statement sequence indexed up to: a store whose statements
 // go past it is counted and indexed again, once, and the copies are R2.
 func TestStatementKeptByARolledBackBuildIsIndexedBeforeItsCopiesAreCharged(t *testing.T) {
-	lowerStatementLimits(t, 10, 100)
 	s := newStore(t)
+	lowerStatementLimits(s, 10, 100)
 	acme := sampleKey(t, "acme-publisher")
 	if _, err := s.ApplyRevocation(strangerRevocationOf(t, "com.acme", 82, acme)); err != nil {
 		t.Fatal(err)

@@ -21,9 +21,9 @@ import (
 // origin, and its heartbeat of a line not installed is accepted after the
 // publisher spent its share.
 func TestStatementNamingTheOperatorsKeyGivesItNoOrigin(t *testing.T) {
-	defer func(n int) { maxHeartbeatsNotInstalled = n }(maxHeartbeatsNotInstalled)
-	maxHeartbeatsNotInstalled = 2
+	const share = 2
 	s := storeAt(t)
+	lowerLimits(s, func(l *storeLimits) { l.heartbeats = share })
 	example := sampleKey(t, "example-publisher")
 	ops := testKeyN(95)
 	if err := s.TrustAdd("ops", pub(ops), []string{"org.example"}); err != nil {
@@ -37,6 +37,7 @@ func TestStatementNamingTheOperatorsKeyGivesItNoOrigin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer checkClose(t, r)
+	lowerLimits(r, func(l *storeLimits) { l.heartbeats = share })
 	origin := ""
 	_ = r.db.View(func(tx *bolt.Tx) error {
 		origin = string(bucket(tx, bMeta).Get(keyOriginKey(amp.DIDKey(pub(ops)))))
@@ -51,7 +52,7 @@ func TestStatementNamingTheOperatorsKeyGivesItNoOrigin(t *testing.T) {
 		_, err := r.ApplyHeartbeat(heartbeat(t, fmt.Sprintf("org.example.junk%d", line), 1, testNow, k))
 		return err
 	}
-	for i := 0; i < maxHeartbeatsNotInstalled; i++ {
+	for i := 0; i < share; i++ {
 		if err := beat(example); err != nil {
 			t.Fatal(err)
 		}

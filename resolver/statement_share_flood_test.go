@@ -12,12 +12,9 @@ import (
 	"github.com/ampbundle/ampbundle/trust"
 )
 
-// lowerStatementLimits sets statementLimits for one test.
-func lowerStatementLimits(t *testing.T, share, total int) {
-	t.Helper()
-	was := statementLimits
-	statementLimits = trust.StatementLimits{Share: share, Total: total}
-	t.Cleanup(func() { statementLimits = was })
+// lowerStatementLimits lowers the statement limits of s alone.
+func lowerStatementLimits(s *Store, share, total int) {
+	lowerLimits(s, func(l *storeLimits) { l.statements = trust.StatementLimits{Share: share, Total: total} })
 }
 
 // strangerRevocationOf revokes, for scope, the key of seed n (trusted by
@@ -66,8 +63,8 @@ func statementChargeOf(t *testing.T, s *Store, k ed25519.PrivateKey) int {
 // the refusal, and acme's revocation must still apply. The same statement
 // again is not charged twice.
 func TestOneAuthorityCannotFloodTheStatementsEveryOtherAuthorityNeeds(t *testing.T) {
-	lowerStatementLimits(t, 3, 100)
 	s := newStore(t) // example (org.example), acme (com.acme)
+	lowerStatementLimits(s, 3, 100)
 	example, acme := sampleKey(t, "example-publisher"), sampleKey(t, "acme-publisher")
 	var first []byte
 	for i := range 3 {
@@ -118,8 +115,8 @@ func TestOneAuthorityCannotFloodTheStatementsEveryOtherAuthorityNeeds(t *testing
 // statement adds descend from its signers' account (trust.Key.Origin), so
 // the statement adding them and theirs are all charged to example's share.
 func TestAuthorityCannotMintStatementSharesByTrustStatements(t *testing.T) {
-	lowerStatementLimits(t, 3, 100)
 	s := newStore(t)
+	lowerStatementLimits(s, 3, 100)
 	example, minted := sampleKey(t, "example-publisher"), testKeyN(80)
 	if _, err := s.ApplyRotation(rotation(t, nil, 1, 1, map[string]ed25519.PrivateKey{"minted": minted}, nil, example)); err != nil {
 		t.Fatal(err)
@@ -147,8 +144,8 @@ func TestAuthorityCannotMintStatementSharesByTrustStatements(t *testing.T) {
 // statement is refused (statement_share_exhausted, naming the rule), not
 // kept past what a mirror can serve (lowered to share 2, total 3).
 func TestStoreFullOfStatementsRefusesMoreWhateverTheShares(t *testing.T) {
-	lowerStatementLimits(t, 2, 3)
 	s := newStore(t)
+	lowerStatementLimits(s, 2, 3)
 	example, acme := sampleKey(t, "example-publisher"), sampleKey(t, "acme-publisher")
 	for i, st := range [][]byte{
 		strangerRevocationOf(t, "org.example", 60, example), strangerRevocationOf(t, "org.example", 61, example),
@@ -177,12 +174,12 @@ func TestStoreFullOfStatementsRefusesMoreWhateverTheShares(t *testing.T) {
 // example, already past its share (3), is refused even that first time and
 // acme is not.
 func TestStoreKeptStatementsBeforeSharesIsCountedOnce(t *testing.T) {
-	lowerStatementLimits(t, 100, 100)
 	p := filepath.Join(t.TempDir(), "store.db")
 	s, err := Open(p, Options{Now: func() time.Time { return testNow }, Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	lowerStatementLimits(s, 100, 100)
 	example, acme := sampleKey(t, "example-publisher"), sampleKey(t, "acme-publisher")
 	for name, k := range map[string]ed25519.PrivateKey{"example": example, "acme": acme} {
 		scope := map[string]string{"example": "org.example", "acme": "com.acme"}[name]
@@ -217,12 +214,12 @@ func TestStoreKeptStatementsBeforeSharesIsCountedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	lowerStatementLimits(t, 3, 100)
 	s, err = Open(p, Options{Now: func() time.Time { return testNow }})
 	if err != nil {
 		t.Fatalf("a store kept before statement charges does not open: %v", err)
 	}
 	defer s.Close()
+	lowerStatementLimits(s, 3, 100)
 	if n := keptStatements(t, s); n != 5 {
 		t.Fatalf("%d statements listed, want 5", n)
 	}

@@ -25,9 +25,6 @@ const (
 	MaxStatements = trust.MaxStatements
 )
 
-// statementLimits are trust.DefaultStatementLimits (tests lower them).
-var statementLimits = trust.DefaultStatementLimits
-
 // kStatementChargesCounted is the meta key whose presence says the
 // statement charges are counted (statementChargeKey): every statement
 // kept before this build charged once, to its account
@@ -169,10 +166,10 @@ func (s *Store) chargeStatement(tx *bolt.Tx, e *trust.Effects) error {
 	}
 	meta, charged := bucket(tx, bMeta), map[string]int{}
 	for _, a := range e.StatementAccounts {
-		charged[a] = chargeCount(meta.Get(statementChargeKey(a)), statementLimits.Share)
+		charged[a] = chargeCount(meta.Get(statementChargeKey(a)), s.lim.statements.Share)
 	}
 	units := max(1, e.StatementCharge)
-	a, err := trust.ChargeStatementAs(e.StatementAccounts, charged, int(sb.Sequence()), units, statementLimits)
+	a, err := trust.ChargeStatementAs(e.StatementAccounts, charged, int(sb.Sequence()), units, s.lim.statements)
 	if err != nil {
 		return err
 	}

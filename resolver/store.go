@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/ampbundle/ampbundle/admission"
 	"github.com/ampbundle/ampbundle/amp"
 	"github.com/ampbundle/ampbundle/internal/limit"
 	"github.com/ampbundle/ampbundle/trust"
@@ -241,6 +242,32 @@ type Store struct {
 	// once, unhashed and recorded nowhere, as a drain that gives up is
 	// (auditImportRefusal).
 	drainSlots chan struct{}
+
+	// lim are the bounds of this store's writes, which open sets
+	// (storeLimits); only the package's own tests lower them, on their
+	// own store (export_test.go).
+	lim storeLimits
+}
+
+// storeLimits are the bounds a Store carries rather than reads from
+// package state, so that a test lowers them on its own store alone.
+type storeLimits struct {
+	heartbeats  int                   // MaxHeartbeatsNotInstalled
+	aliasOwners int                   // MaxAliasClaimOwners
+	statements  trust.StatementLimits // trust.DefaultStatementLimits
+	drainRate   int64                 // admission.MinDataRate (drainRefused)
+	drainGrace  time.Duration         // admission.FrameGrace (drainRefused)
+}
+
+// defaultLimits are the bounds of every Store this package's API opens.
+func defaultLimits() storeLimits {
+	return storeLimits{
+		heartbeats:  MaxHeartbeatsNotInstalled,
+		aliasOwners: MaxAliasClaimOwners,
+		statements:  trust.DefaultStatementLimits,
+		drainRate:   admission.MinDataRate,
+		drainGrace:  admission.FrameGrace,
+	}
 }
 
 // Recovery is what opening a store read-write rolled back of imports a
@@ -293,7 +320,7 @@ func open(path string, opts Options, faults func(step string) error) (*Store, er
 		return nil, fail(ErrStoreIO, "cannot open the store").WithCause(err)
 	}
 	s := &Store{db: db, opts: opts, path: path, schemas: newSchemaCache(), faults: faults, epoch: refusalEpoch(opts),
-		drainSlots: make(chan struct{}, MaxRefusalDrains)}
+		drainSlots: make(chan struct{}, MaxRefusalDrains), lim: defaultLimits()}
 	s.closeCtx, s.closeNow = context.WithCancel(context.Background())
 	s.idle = sync.NewCond(&s.closeMu)
 	if err := s.init(); err != nil {

@@ -260,9 +260,8 @@ func TestStalePolicyFileCannotRetrustAKeyRemovedByTrustRm(t *testing.T) {
 // kept, and one of an installed line, are still applied, and a reset
 // frees a place. The judgement of installed bundles no longer loads them.
 func TestHeartbeatsOfLinesNeverInstalledAreCapped(t *testing.T) {
-	defer func(n int) { maxHeartbeatsNotInstalled = n }(maxHeartbeatsNotInstalled)
-	maxHeartbeatsNotInstalled = 3
 	s := newStore(t)
+	lowerLimits(s, func(l *storeLimits) { l.heartbeats = 3 })
 	example := sampleKey(t, "example-publisher")
 	mustImport(t, s, variant(t, 1, nil))
 	for _, id := range []string{"org.example.l1", "org.example.l2", "org.example.l3"} {

@@ -532,7 +532,7 @@ func (s *Store) saveEffects(tx *bolt.Tx, e *trust.Effects, now time.Time) error 
 			return encode(freshnessRecord{MaxVersions: f.MaxVersions, MaxAgeSeconds: f.MaxAgeSeconds})
 		}),
 		failClosed(bucket(tx, bBundles), e.FailClosed),
-		saveCharges(tx, e.Heartbeats, e.DeleteHeartbeats),
+		saveCharges(tx, e.Heartbeats, e.DeleteHeartbeats, s.lim.heartbeats),
 		putAll(hb, e.Heartbeats, bytesOf, func(h trust.Heartbeat) []byte {
 			return encode(heartbeatRecord{Version: h.Version, CreatedAt: h.CreatedAt, StatementSHA256: h.StatementSHA256, At: h.At, Signers: h.Signers,
 				Threshold: h.Threshold, LineSHA256: h.LineSHA256, Charged: h.Charged})
