@@ -25,13 +25,14 @@ const killMidWriteEnv = "KEYFILE_TEST_KILL_MID_WRITE"
 // key's name, and a rerun writes the key.
 func TestKeyFileKilledMidWriteLeavesNoKey(t *testing.T) {
 	if p := os.Getenv(killMidWriteEnv); p != "" {
-		writeData = func(f *os.File, data []byte) error {
+		w := systemSteps()
+		w.writeData = func(f *os.File, data []byte) error {
 			f.Write(data[:len(data)/2])
 			f.Sync()
 			os.Exit(3) // killed here
 			return nil
 		}
-		WritePrivate(p, ed25519.NewKeyFromSeed(make([]byte, 32)))
+		writePrivate(w, p, ed25519.NewKeyFromSeed(make([]byte, 32)))
 		os.Exit(0)
 	}
 	for _, tc := range []struct {
@@ -71,24 +72,25 @@ func TestKeyFileKilledMidWriteLeavesNoKey(t *testing.T) {
 func TestKeyFileWriteFailureLeavesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		write func(path string) error
+		write func(w writeSteps, path string) error
 	}{
-		{"private", func(p string) error { return WritePrivate(p, testKey()) }},
-		{"encrypted", func(p string) error { return WritePrivateEncrypted(p, []byte("pw"), zeroReader{}, testKey()) }},
-		{"public", func(p string) error { return WritePublic(p, testKey().Public().(ed25519.PublicKey)) }},
+		{"private", func(w writeSteps, p string) error { return writePrivate(w, p, testKey()) }},
+		{"encrypted", func(w writeSteps, p string) error {
+			return writePrivateEncrypted(w, p, []byte("pw"), zeroReader{}, testKey())
+		}},
+		{"public", func(w writeSteps, p string) error { return writePublic(w, p, testKey().Public().(ed25519.PublicKey)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			p := filepath.Join(dir, "k.pem")
 			var atNameMidWrite error
-			old := writeData
-			t.Cleanup(func() { writeData = old })
-			writeData = func(f *os.File, data []byte) error {
+			w := systemSteps()
+			w.writeData = func(f *os.File, data []byte) error {
 				f.Write(data[:len(data)/2])
 				_, atNameMidWrite = os.Lstat(p)
 				return errors.New("no space left on device")
 			}
-			err := tc.write(p)
+			err := tc.write(w, p)
 			if amp.NameOf(err) != ErrIOError {
 				t.Fatalf("got %v; want %s", err, ErrIOError)
 			}

@@ -41,15 +41,15 @@ func TestPrivateKeyFileInAFolderOthersReadIsOwnerOnlyFromItsCreation(t *testing.
 		t.Fatal(err)
 	}
 	seen := false
-	old := writeData
-	writeData = func(f *os.File, data []byte) error {
+	w := systemSteps()
+	write := w.writeData
+	w.writeData = func(f *os.File, data []byte) error {
 		seen = true
 		ownerOnlyFile(t, f.Name(), me, "the temporary file, while the key is written to it")
-		return old(f, data)
+		return write(f, data)
 	}
-	t.Cleanup(func() { writeData = old })
 	key := filepath.Join(dir, "k.pem")
-	if err := WritePrivate(key, testKey()); err != nil {
+	if err := writePrivate(w, key, testKey()); err != nil {
 		t.Fatal(err)
 	}
 	if !seen {

@@ -80,11 +80,16 @@ func fail(name amp.ErrName, format string, args ...any) *amp.Error {
 // *ecdh.PrivateKey on X25519), in that order, as PKCS#8 PEM blocks to a new
 // file of mode 0600. An existing file is never overwritten.
 func WritePrivate(path string, keys ...any) error {
+	return writePrivate(systemSteps(), path, keys...)
+}
+
+// writePrivate is WritePrivate through w's steps (writeNew).
+func writePrivate(w writeSteps, path string, keys ...any) error {
 	data, err := privatePEM(keys...)
 	if err != nil {
 		return err
 	}
-	return writeNew(path, data, 0o600)
+	return writeNew(w, path, data, 0o600)
 }
 
 // WritePrivateEncrypted is WritePrivate with each key encrypted under
@@ -93,11 +98,17 @@ func WritePrivate(path string, keys ...any) error {
 // (`openssl pkey -in FILE`). rand supplies the salts and IVs. An empty
 // passphrase is refused.
 func WritePrivateEncrypted(path string, passphrase []byte, rand io.Reader, keys ...any) error {
+	return writePrivateEncrypted(systemSteps(), path, passphrase, rand, keys...)
+}
+
+// writePrivateEncrypted is WritePrivateEncrypted through w's steps
+// (writeNew).
+func writePrivateEncrypted(w writeSteps, path string, passphrase []byte, rand io.Reader, keys ...any) error {
 	data, err := EncryptedPEM(passphrase, rand, keys...)
 	if err != nil {
 		return err
 	}
-	return writeNew(path, data, 0o600)
+	return writeNew(w, path, data, 0o600)
 }
 
 // EncryptedPEM returns the bytes WritePrivateEncrypted writes.
@@ -143,11 +154,16 @@ func privatePEM(keys ...any) ([]byte, error) {
 
 // WritePublic writes an Ed25519 public key as PKIX PEM to a new file.
 func WritePublic(path string, pub ed25519.PublicKey) error {
+	return writePublic(systemSteps(), path, pub)
+}
+
+// writePublic is WritePublic through w's steps (writeNew).
+func writePublic(w writeSteps, path string, pub ed25519.PublicKey) error {
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
 		return fail(ErrKeyError, "cannot encode public key").WithCause(err)
 	}
-	return writeNew(path, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644)
+	return writeNew(w, path, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644)
 }
 
 // PublicPEM returns the PKIX PEM of an Ed25519 public key.

@@ -55,16 +55,17 @@ func keyCopies(t *testing.T, dir, keep string, want []byte) []string {
 // (docs/SPEC-DECISIONS.md, CLI-33).
 func TestKilledKeygenLeavesNoKeyCopy(t *testing.T) {
 	if p := os.Getenv(killAfterWriteEnv); p != "" {
+		w := systemSteps()
 		if os.Getenv(namedTempEnv) != "" {
-			createUnnamed = noUnnamed
+			w.createUnnamed = noUnnamed
 		}
-		writeData = func(f *os.File, data []byte) error {
+		w.writeData = func(f *os.File, data []byte) error {
 			f.Write(data)
 			f.Sync()
 			os.Exit(3) // killed here: the bytes are all written
 			return nil
 		}
-		WritePrivate(p, testKey())
+		writePrivate(w, p, testKey())
 		os.Exit(0)
 	}
 	want, err := privatePEM(testKey())
@@ -106,9 +107,8 @@ func TestKilledKeygenLeavesNoKeyCopy(t *testing.T) {
 		if runtime.GOOS == "windows" {
 			t.Skip("a file's owner cannot be read here: the copy stays (CLI-33)")
 		}
-		old := createUnnamed
-		createUnnamed = noUnnamed
-		t.Cleanup(func() { createUnnamed = old })
+		w := systemSteps()
+		w.createUnnamed = noUnnamed
 		dir := t.TempDir()
 		kill(t, filepath.Join(dir, "k.pem"), true)
 		left := keyCopies(t, dir, "k.pem", want)
@@ -116,17 +116,16 @@ func TestKilledKeygenLeavesNoKeyCopy(t *testing.T) {
 			t.Fatalf("the named temporary file a killed keygen leaves: %v", left)
 		}
 		clock := time.Now()
-		now = func() time.Time { return clock }
-		t.Cleanup(func() { now = time.Now })
+		w.now = func() time.Time { return clock }
 		// A day old is stale; younger, it may be a live keygen's.
-		if err := WritePrivate(filepath.Join(dir, "a.pem"), testKey()); err != nil {
+		if err := writePrivate(w, filepath.Join(dir, "a.pem"), testKey()); err != nil {
 			t.Fatal(err)
 		}
 		if c := keyCopies(t, dir, "a.pem", want); len(c) != 1 {
 			t.Fatalf("a fresh temporary file was removed, or another left: %v", c)
 		}
 		clock = clock.Add(staleTempAge + time.Minute)
-		if err := WritePrivate(filepath.Join(dir, "b.pem"), testKey()); err != nil {
+		if err := writePrivate(w, filepath.Join(dir, "b.pem"), testKey()); err != nil {
 			t.Fatal(err)
 		}
 		// Only a.pem and b.pem hold the key now.

@@ -41,12 +41,24 @@ func createTemp(dir string, mode os.FileMode) (*os.File, error) {
 	}
 }
 
-// createUnnamed is regfile.CreateUnnamed; tests replace it to take the
-// named temporary file a system without O_TMPFILE takes.
-var createUnnamed = regfile.CreateUnnamed
+// writeSteps are the steps of writeNew that tests stand in for, each on
+// its own call (docs/SPEC-DECISIONS.md STYLE-2); the writers of the
+// package take systemSteps.
+type writeSteps struct {
+	// createUnnamed is regfile.CreateUnnamed; a test's takes the named
+	// temporary file a system without O_TMPFILE takes.
+	createUnnamed func(dir string, mode os.FileMode) (*os.File, error)
+	// now is the clock removeStaleTemps reads.
+	now func() time.Time
+	// writeData writes a key file's bytes to its temporary file; a
+	// test's fails, or dies, half-way.
+	writeData func(f *os.File, data []byte) error
+}
 
-// now is the clock removeStaleTemps reads; tests replace it.
-var now = time.Now
+// systemSteps are the steps writeNew takes outside tests.
+func systemSteps() writeSteps {
+	return writeSteps{createUnnamed: regfile.CreateUnnamed, now: time.Now, writeData: writeAll}
+}
 
 // staleTempAge is how old (by its modification time) a temporary key file
 // must be before a later keygen in its folder removes it: far beyond the
@@ -92,9 +104,8 @@ func removeStaleTemps(dir string, now time.Time) {
 	}
 }
 
-// writeData writes a key file's bytes to its temporary file. Tests
-// replace it to fail, or to die, half-way.
-var writeData = func(f *os.File, data []byte) error {
+// writeAll writes a key file's bytes to its temporary file.
+func writeAll(f *os.File, data []byte) error {
 	_, err := f.Write(data)
 	return err
 }
@@ -114,13 +125,14 @@ var writeData = func(f *os.File, data []byte) error {
 // synced last. Any failure removes what was written (and path, when the
 // folder cannot be synced after the move) and is ErrIOError, or
 // ErrFileExists when path is taken, checked before anything is created.
-func writeNew(path string, data []byte, mode os.FileMode) error {
+// Its steps are w's (systemSteps, or a test's).
+func writeNew(w writeSteps, path string, data []byte, mode os.FileMode) error {
 	if _, err := os.Lstat(path); err == nil {
 		return errExists()
 	}
 	dir := filepath.Dir(path)
-	removeStaleTemps(dir, now())
-	f, err := createUnnamed(dir, mode)
+	removeStaleTemps(dir, w.now())
+	f, err := w.createUnnamed(dir, mode)
 	unnamed := err == nil
 	if errors.Is(err, regfile.ErrNoUnnamed) {
 		f, err = createTemp(dir, mode)
@@ -129,7 +141,7 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 		return fail(ErrIOError, "cannot create the key file's temporary file").WithCause(err)
 	}
 	tmp := f.Name()
-	err = writeData(f, data)
+	err = w.writeData(f, data)
 	if err == nil {
 		err = f.Sync()
 	}

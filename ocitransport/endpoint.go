@@ -89,6 +89,19 @@ type Options struct {
 	// "held:tar-temp" once a tar's build folder is made and held, before
 	// the layout writer opens it.
 	trace func(step string)
+	// statfs, when set (by a test), stands in for statfsType: the f_type
+	// of a file system the test cannot mount (docs/SPEC-DECISIONS.md
+	// STYLE-2).
+	statfs fsTypeOf
+}
+
+// fsType is how o reads a file system's f_type: o.statfs (a test's),
+// else statfsType.
+func (o *Options) fsType() fsTypeOf {
+	if o.statfs != nil {
+		return o.statfs
+	}
+	return statfsType
 }
 
 // traced tells o.trace (a test's) of step.

@@ -63,12 +63,18 @@ const (
 	modesMeanNothing
 )
 
+// fsTypeOf reads the statfs f_type of the file system of an open file:
+// statfsType, or a test's stand-in for a file system it cannot mount
+// (Options.statfs; docs/SPEC-DECISIONS.md STYLE-2).
+type fsTypeOf func(d *os.File) (int64, error)
+
 // fsModesOf is what the file system of the folder open as d is known
-// to do with modes (modesUnknown, modesKept, modesMeanNothing): the one
-// reading of statfs that the stale cleaner (isWritersFolder) and the
-// check of a new build folder (checkNewFolder) both take.
-func fsModesOf(d *os.File) int {
-	t, err := statfsType(d)
+// to do with modes (modesUnknown, modesKept, modesMeanNothing), its
+// f_type read by statfs: the one reading that the stale cleaner
+// (isWritersFolder) and the check of a new build folder
+// (checkNewFolder) both take.
+func fsModesOf(d *os.File, statfs fsTypeOf) int {
+	t, err := statfs(d)
 	switch {
 	case err != nil:
 		return modesUnknown
@@ -85,9 +91,10 @@ func fsModesOf(d *os.File) int {
 // for group or others (another user who renames a folder of ours to the
 // writer's name cannot make it so). Where it keeps none (every folder
 // shows its mount's mask, 0755, 0777 or 0700 alike), the writer's own
-// mark: tarBuildMarker, of this user.
-func isWritersFolder(root *os.Root, name string, d *os.File, st fs.FileInfo) bool {
-	if fsModesOf(d) == modesMeanNothing {
+// mark: tarBuildMarker, of this user. statfs reads the file system's
+// f_type (fsModesOf).
+func isWritersFolder(root *os.Root, name string, d *os.File, st fs.FileInfo, statfs fsTypeOf) bool {
+	if fsModesOf(d, statfs) == modesMeanNothing {
 		return hasWritersMark(root, name)
 	}
 	return st.Mode().Perm()&0o077 == 0

@@ -7,9 +7,9 @@ import (
 )
 
 // statfsType is the f_type statfs gives for the file system of the open
-// file d (a variable: tests give the value of a file system they cannot
-// mount).
-var statfsType = func(d *os.File) (int64, error) {
+// file d (tests give the value of a file system they cannot mount
+// through Options.statfs instead).
+func statfsType(d *os.File) (int64, error) {
 	var s unix.Statfs_t
 	if err := unix.Fstatfs(int(d.Fd()), &s); err != nil {
 		return 0, err

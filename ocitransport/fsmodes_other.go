@@ -9,6 +9,6 @@ import (
 
 // statfsType: no f_type is read here (statfs differs on each system), so
 // fsModesOf says modesUnknown: the stale cleaner judges the mode.
-var statfsType = func(*os.File) (int64, error) {
+func statfsType(*os.File) (int64, error) {
 	return 0, errors.New("no statfs f_type on this system")
 }

@@ -124,8 +124,9 @@ const maxLayoutTempDepth = 4
 // own descriptor (os.Root.RemoveAll: unlinkat, each folder opened
 // O_NOFOLLOW): a link inside is removed, never followed, and nothing
 // outside the folder is touched. Failures are ignored: the folder is
-// left, as before (docs/SPEC-DECISIONS.md OCI-25).
-func removeStaleTarTemps(dir, tarName string, now time.Time) {
+// left, as before (docs/SPEC-DECISIONS.md OCI-25). statfs reads the file
+// system's f_type (isWritersFolder).
+func removeStaleTarTemps(dir, tarName string, now time.Time, statfs fsTypeOf) {
 	root, err := os.OpenRoot(folderOnlyPath(dir))
 	if err != nil {
 		return
@@ -141,14 +142,14 @@ func removeStaleTarTemps(dir, tarName string, now time.Time) {
 			return
 		}
 		if e.Type().IsDir() && isLayoutTempName(e.Name(), tarName) {
-			removeStaleTarTemp(root, e.Name(), now)
+			removeStaleTarTemp(root, e.Name(), now, statfs)
 		}
 	}
 }
 
 // removeStaleTarTemp removes the temporary layout folder name of root
 // (the tar's folder) when it is stale (removeStaleTarTemps).
-func removeStaleTarTemp(root *os.Root, name string, now time.Time) {
+func removeStaleTarTemp(root *os.Root, name string, now time.Time, statfs fsTypeOf) {
 	st, err := root.Lstat(name)
 	// Only a folder as the writer makes it (this user's, and by
 	// isWritersFolder its mode or, where the file system keeps no modes,
@@ -166,7 +167,7 @@ func removeStaleTarTemp(root *os.Root, name string, now time.Time) {
 		return
 	}
 	defer d.Close() // the lock goes with it
-	if !isWritersFolder(root, name, d, st) || !holdsOnlyLayout(d) {
+	if !isWritersFolder(root, name, d, st, statfs) || !holdsOnlyLayout(d) {
 		return
 	}
 	if ok, err := tryLockFolder(d); !ok && err == nil {

@@ -33,14 +33,14 @@ func openTarDestination(ctx context.Context, e *Endpoint) (*Endpoint, error) {
 		return nil, err
 	}
 	dir, name := absDir(e.loc.Path), filepath.Base(e.loc.Path)
-	removeStaleTarTemps(dir, name, e.o.Now())
+	removeStaleTarTemps(dir, name, e.o.Now(), e.o.fsType())
 	bundlebuild.RemoveStaleTemps(dir, e.o.Now())
 	tmp, err := os.MkdirTemp(dir, layoutTempPrefix(name)+"*")
 	if err != nil {
 		return nil, fail(ErrIO, "cannot create a temporary folder next to the tar").WithCause(err)
 	}
 	e.o.traced("made:tar-temp")
-	if e.tmpRoot, err = holdNewFolder(dir, filepath.Base(tmp)); err != nil {
+	if e.tmpRoot, err = holdNewFolder(dir, filepath.Base(tmp), e.o.fsType()); err != nil {
 		// Not the folder just made: nothing at its name is touched, the
 		// folder made (moved away, empty) is left.
 		return nil, fail(ErrIO, "the temporary folder next to the tar was replaced as it was made").WithCause(err)
@@ -280,7 +280,8 @@ func addTarEntry(tw *tar.Writer, d *layoutDir, name, tarName string, buf []byte)
 // OCI-25) and put a link, or a folder of this user's, at the name
 // between its making and this open would otherwise have had it made a
 // layout and emptied by Close (docs/SPEC-DECISIONS.md OCI-32 amended).
-func holdNewFolder(dir, name string) (*os.Root, error) {
+// statfs reads the file system's f_type (fsModesOf).
+func holdNewFolder(dir, name string, statfs fsTypeOf) (*os.Root, error) {
 	parent, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -296,7 +297,7 @@ func holdNewFolder(dir, name string) (*os.Root, error) {
 	}
 	held, err := root.Stat(".")
 	if err == nil {
-		err = checkNewFolder(root, named, held)
+		err = checkNewFolder(root, named, held, statfs)
 	}
 	if err != nil {
 		root.Close()
@@ -307,7 +308,7 @@ func holdNewFolder(dir, name string) (*os.Root, error) {
 
 // checkNewFolder is holdNewFolder's check of the folder root holds,
 // named being what Lstat found at its name and held what the open found.
-func checkNewFolder(root *os.Root, named, held os.FileInfo) error {
+func checkNewFolder(root *os.Root, named, held os.FileInfo, statfs fsTypeOf) error {
 	if !named.IsDir() || !os.SameFile(named, held) {
 		return errors.New("another folder or a link is at its name")
 	}
@@ -323,7 +324,7 @@ func checkNewFolder(root *os.Root, named, held os.FileInfo) error {
 	// system is known to keep modes, the folder made is 0700
 	// (os.MkdirTemp); one that group or others may use was put there
 	// (OCI-37).
-	if held.Mode().Perm()&0o077 != 0 && fsModesOf(f) == modesKept {
+	if held.Mode().Perm()&0o077 != 0 && fsModesOf(f, statfs) == modesKept {
 		return fmt.Errorf("others may use it (mode %#o)", held.Mode().Perm())
 	}
 	if _, err := f.Readdirnames(1); err != io.EOF {

@@ -13,18 +13,16 @@ import (
 	"github.com/ampbundle/ampbundle/amp"
 )
 
-// onFileSystem makes every statfs of the test report fsType (the
+// onFileSystem is a statfs that reports fsType for every file (the
 // file system the test cannot mount here; unknownFS: statfs fails, as on
-// every system but Linux), until the test ends.
-func onFileSystem(t *testing.T, fsType int64) {
-	saved := statfsType
-	statfsType = func(*os.File) (int64, error) {
+// every system but Linux).
+func onFileSystem(fsType int64) fsTypeOf {
+	return func(*os.File) (int64, error) {
 		if fsType == unknownFS {
 			return 0, errors.New("no f_type")
 		}
 		return fsType, nil
 	}
-	t.Cleanup(func() { statfsType = saved })
 }
 
 const (
@@ -87,7 +85,6 @@ func TestKilledTarWritersFolderOnAVolumeWithoutModesIsJudgedByItsMark(t *testing
 		{"statfs cannot tell: 0700, as before", unknownFS, 0o700, "", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			onFileSystem(t, c.fsType)
 			dir := t.TempDir()
 			p := filepath.Join(dir, ".site.tar.layout-123")
 			for _, d := range []string{p, filepath.Join(p, "blobs", "sha256")} {
@@ -117,7 +114,7 @@ func TestKilledTarWritersFolderOnAVolumeWithoutModesIsJudgedByItsMark(t *testing
 				t.Fatal(err)
 			}
 			setTreeTimes(t, p, stale)
-			removeStaleTarTemps(dir, "site.tar", now)
+			removeStaleTarTemps(dir, "site.tar", now, onFileSystem(c.fsType))
 			_, err = os.Lstat(p)
 			if gone := os.IsNotExist(err); gone != c.remove {
 				t.Errorf("removed %v, want %v", gone, c.remove)
@@ -199,7 +196,6 @@ func TestTarBuildFolderOthersMayUseIsRefusedWhereModesAreKept(t *testing.T) {
 		{"statfs cannot tell (Windows, macOS), 0777: as before", unknownFS, 0o777, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			onFileSystem(t, c.fsType)
 			dir := t.TempDir()
 			theirs := filepath.Join(dir, "shared")
 			if err := os.Mkdir(theirs, 0o700); err != nil {
@@ -209,7 +205,7 @@ func TestTarBuildFolderOthersMayUseIsRefusedWhereModesAreKept(t *testing.T) {
 				t.Fatal(err)
 			}
 			swapped := false
-			o := Options{trace: func(step string) {
+			o := Options{statfs: onFileSystem(c.fsType), trace: func(step string) {
 				if step != "made:tar-temp" || swapped {
 					return
 				}

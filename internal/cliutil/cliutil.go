@@ -563,16 +563,17 @@ func ExactArgs(c *cli.Context, n int, names string) error {
 // to a pipe (a FIFO, a process substitution), read within PipeWait; a
 // device or anything else is io_error, never opened (readNamed).
 func ReadFile(path string, max int64, what string) ([]byte, error) {
-	return readFileChecked(path, max, what, nil)
+	return readFileChecked(path, max, what, nil, PipeWait)
 }
 
 // readFileChecked is ReadFile that calls check, when not nil, with the
 // file opened and its FileInfo (from the open file) before anything is
 // read: an error check returns is returned as it is, and nothing is read.
-func readFileChecked(path string, max int64, what string, check func(*os.File, fs.FileInfo) error) ([]byte, error) {
-	data, err := readNamed(path, max, check)
+// A pipe must end within wait (PipeWait; a test's own, shorter).
+func readFileChecked(path string, max int64, what string, check func(*os.File, fs.FileInfo) error, wait time.Duration) ([]byte, error) {
+	data, err := readNamed(path, max, check, wait)
 	if err != nil {
-		return nil, namedErr(err, "the "+what, "cannot read the "+what, "")
+		return nil, namedErr(err, "the "+what, "cannot read the "+what, "", wait)
 	}
 	if int64(len(data)) > max {
 		return nil, Failf("limit_exceeded", "the %s is larger than %d bytes", what, max)
@@ -586,6 +587,12 @@ func readFileChecked(path string, max int64, what string, check func(*os.File, f
 // ReadFile reads one (readNamed); stdin is read as it comes, without a
 // time bound: it is the operator's own plumbing.
 func ReadInput(env *Env, name string, max int64, asHex bool) ([]byte, error) {
+	return readInput(env, name, max, asHex, PipeWait)
+}
+
+// readInput is ReadInput with a named pipe given wait (PipeWait; a
+// test's own, shorter) to end.
+func readInput(env *Env, name string, max int64, asHex bool, wait time.Duration) ([]byte, error) {
 	limit := max
 	if asHex {
 		limit = 2*max + 4096
@@ -596,9 +603,9 @@ func ReadInput(env *Env, name string, max int64, asHex bool) ([]byte, error) {
 		if data, err = io.ReadAll(io.LimitReader(env.Stdin, limit+1)); err != nil {
 			return nil, Failf("io_error", "cannot read input").WithCause(err)
 		}
-	} else if data, err = readNamed(name, limit, nil); err != nil {
+	} else if data, err = readNamed(name, limit, nil, wait); err != nil {
 		return nil, namedErr(err, "the input", "cannot open input",
-			"give a slow writer's output on standard input (-), which is read without a time bound")
+			"give a slow writer's output on standard input (-), which is read without a time bound", wait)
 	}
 	if int64(len(data)) > limit {
 		return nil, amp.Named(amp.CodeInvalidMessage, "limit_exceeded", "input is larger than %d bytes", max)
@@ -661,14 +668,15 @@ func dropSpace(b []byte) []byte {
 // process substitution <(…), /dev/stdin on a pipe) may take, from its
 // open, which waits for a writer, to its end: a FIFO put where a file was
 // expected, with no writer or one that trickles, must not hold a command
-// for ever. Standard input ("-") has no such bound. Tests shorten it
-// (docs/SPEC-DECISIONS.md, CLI-57).
-var PipeWait = 60 * time.Second
+// for ever. Standard input ("-") has no such bound (docs/SPEC-DECISIONS.md,
+// CLI-57). Tests give readNamed's callers a shorter wait of their own
+// (STYLE-2).
+const PipeWait = 60 * time.Second
 
-// errPipeWait: a pipe named as an input did not end within PipeWait.
+// errPipeWait: a pipe named as an input did not end within its wait.
 var errPipeWait = errors.New("the pipe did not end in time")
 
-// errOpenWait: a name given as an input did not open within PipeWait.
+// errOpenWait: a name given as an input did not open within its wait.
 var errOpenWait = errors.New("the input did not open in time")
 
 // readError is a failure of readNamed after the file was opened.
@@ -685,14 +693,14 @@ func (e refusedError) Unwrap() error { return e.error }
 // caller judges the size), which must be a regular file or a pipe
 // (regfile.OpenStream: anything else is regfile.ErrNotRegular and never
 // opened). The open and the reads run in a goroutine; a pipe's must end
-// within PipeWait, else errPipeWait, and the goroutine is left waiting in
+// within wait (PipeWait), else errPipeWait, and the goroutine is left waiting in
 // the open or a read (a pipe cannot be woken portably), holding at most
 // limit+1 bytes, until a writer comes or goes or the process ends: every
 // caller is a one-shot command, or a start that fails on the error. A
 // failure to read what was opened is a readError. check, when not nil,
 // judges the open file and its FileInfo before anything is read; its
 // refusal is a refusedError, and nothing is read.
-func readNamed(path string, limit int64, check func(*os.File, fs.FileInfo) error) ([]byte, error) {
+func readNamed(path string, limit int64, check func(*os.File, fs.FileInfo) error, wait time.Duration) ([]byte, error) {
 	type read struct {
 		data []byte
 		err  error
@@ -719,8 +727,8 @@ func readNamed(path string, limit int64, check func(*os.File, fs.FileInfo) error
 		}
 		done <- read{data: data, err: err}
 	}()
-	wait := time.NewTimer(PipeWait)
-	defer wait.Stop()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	var r read
 	select {
 	case r = <-done:
@@ -731,10 +739,10 @@ func readNamed(path string, limit int64, check func(*os.File, fs.FileInfo) error
 		}
 		select {
 		case r = <-done:
-		case <-wait.C:
+		case <-timer.C:
 			return nil, errPipeWait
 		}
-	case <-wait.C:
+	case <-timer.C:
 		return nil, errOpenWait // a FIFO without a writer, a hung mount
 	}
 	return r.data, r.err
@@ -743,8 +751,8 @@ func readNamed(path string, limit int64, check func(*os.File, fs.FileInfo) error
 // namedErr names a failure of readNamed: io_error, saying what (for
 // "the input", "the did document") was refused or could not be opened
 // (openMsg) or read; hint, when not empty, is shown after a pipe that
-// did not end in time.
-func namedErr(err error, what, openMsg, hint string) error {
+// did not end in time; wait is the time it was given.
+func namedErr(err error, what, openMsg, hint string, wait time.Duration) error {
 	var re readError
 	var rf refusedError
 	switch {
@@ -753,9 +761,9 @@ func namedErr(err error, what, openMsg, hint string) error {
 	case errors.Is(err, regfile.ErrNotRegular):
 		return Failf("io_error", "%s is not a regular file or a pipe", what)
 	case errors.Is(err, errPipeWait), errors.Is(err, errOpenWait):
-		e := Failf("io_error", "%s is a pipe that did not end within %s", what, PipeWait)
+		e := Failf("io_error", "%s is a pipe that did not end within %s", what, wait)
 		if errors.Is(err, errOpenWait) {
-			e = Failf("io_error", "%s did not open within %s (a pipe no one writes to, or an unanswering mount)", what, PipeWait)
+			e = Failf("io_error", "%s did not open within %s (a pipe no one writes to, or an unanswering mount)", what, wait)
 		}
 		if hint == "" {
 			return e

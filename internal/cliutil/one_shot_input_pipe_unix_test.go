@@ -20,20 +20,18 @@ import (
 // oneShotReaders are the one-shot readers of a named input: ReadFile
 // (--to-doc, --did-doc, TLS and CA files, receipts, trust policies,
 // revoke --after) and ReadInput (msg inspect, msg verify, invoke
-// --params @FILE).
+// --params @FILE), each giving a pipe wait (PipeWait in production, a
+// test's own here) to end.
 var oneShotReaders = []struct {
 	name string
-	read func(path string, max int64) ([]byte, error)
+	read func(path string, max int64, wait time.Duration) ([]byte, error)
 }{
-	{"ReadFile", func(p string, max int64) ([]byte, error) { return ReadFile(p, max, "did document") }},
-	{"ReadInput", func(p string, max int64) ([]byte, error) { return ReadInput(&Env{}, p, max, false) }},
-}
-
-// shortPipeWait sets PipeWait to d for the test.
-func shortPipeWait(t *testing.T, d time.Duration) {
-	old := PipeWait
-	PipeWait = d
-	t.Cleanup(func() { PipeWait = old })
+	{"ReadFile", func(p string, max int64, wait time.Duration) ([]byte, error) {
+		return readFileChecked(p, max, "did document", nil, wait)
+	}},
+	{"ReadInput", func(p string, max int64, wait time.Duration) ([]byte, error) {
+		return readInput(&Env{}, p, max, false, wait)
+	}},
 }
 
 // readWithin runs read(path) and fails the test when it has not returned
@@ -83,7 +81,7 @@ func releaseFIFO(fifo string) func() {
 // Defence: a pipe named as an input must end within PipeWait, its open
 // included (io_error, saying so; "-" is read without a bound).
 func TestOneShotInputFIFOThatNeverEndsIsNotWaitedOnForEver(t *testing.T) {
-	shortPipeWait(t, 300*time.Millisecond)
+	const wait = 300 * time.Millisecond
 	for _, r := range oneShotReaders {
 		for _, trickle := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s trickle=%v", r.name, trickle), func(t *testing.T) {
@@ -116,7 +114,7 @@ func TestOneShotInputFIFOThatNeverEndsIsNotWaitedOnForEver(t *testing.T) {
 				}
 				// The reader left waiting in the open or a read goes when
 				// the trickle stops or a writer joins and leaves (release).
-				_, err := readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(fifo, 1<<20) }, release)
+				_, err := readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(fifo, 1<<20, wait) }, release)
 				// A FIFO no one opens for writing never opens; one a
 				// writer trickles into opens and never ends.
 				want := "did not end within"
@@ -141,7 +139,7 @@ func TestOneShotInputDeviceIsNeverOpened(t *testing.T) {
 			if _, err := os.Stat(dev); err != nil {
 				t.Skipf("no %s here", dev)
 			}
-			_, err := r.read(dev, 1<<10)
+			_, err := r.read(dev, 1<<10, PipeWait)
 			if !errors.Is(err, amp.ErrName("io_error")) || !strings.Contains(err.Error(), "not a regular file or a pipe") {
 				t.Errorf("%s of %s: %v, want io_error (not a regular file or a pipe)", r.name, dev, err)
 			}
@@ -155,7 +153,7 @@ func TestOneShotInputDeviceIsNeverOpened(t *testing.T) {
 // a regular file are read whole; an endless pipe is cut at the size
 // bound (limit_exceeded), not read into memory.
 func TestOneShotInputPipeIsReadWithinItsBounds(t *testing.T) {
-	shortPipeWait(t, 5*time.Second)
+	const wait = 5 * time.Second
 	want := `{"id":"did:key:z6Mk"}`
 	for _, r := range oneShotReaders {
 		t.Run(r.name+" process substitution", func(t *testing.T) {
@@ -169,7 +167,7 @@ func TestOneShotInputPipeIsReadWithinItsBounds(t *testing.T) {
 			if _, err := os.Stat(path); err != nil {
 				t.Skipf("no /dev/fd here: %v", err)
 			}
-			got, err := readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(path, 1<<20) }, func() {})
+			got, err := readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(path, 1<<20, wait) }, func() {})
 			if err != nil || string(got) != want {
 				t.Fatalf("got %q, %v; want %q", got, err, want)
 			}
@@ -186,7 +184,7 @@ func TestOneShotInputPipeIsReadWithinItsBounds(t *testing.T) {
 					w.Close()
 				}
 			}()
-			got, err := readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(fifo, 1<<20) }, releaseFIFO(fifo))
+			got, err := readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(fifo, 1<<20, wait) }, releaseFIFO(fifo))
 			if err != nil || string(got) != want {
 				t.Fatalf("got %q, %v; want %q", got, err, want)
 			}
@@ -196,7 +194,7 @@ func TestOneShotInputPipeIsReadWithinItsBounds(t *testing.T) {
 			if err := os.WriteFile(p, []byte(want), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := r.read(p, 1<<20); err != nil || string(got) != want {
+			if got, err := r.read(p, 1<<20, wait); err != nil || string(got) != want {
 				t.Fatalf("got %q, %v; want %q", got, err, want)
 			}
 		})
@@ -219,7 +217,7 @@ func TestOneShotInputPipeIsReadWithinItsBounds(t *testing.T) {
 			if _, err := os.Stat(path); err != nil {
 				t.Skipf("no /dev/fd here: %v", err)
 			}
-			_, err = readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(path, 1<<10) }, func() {})
+			_, err = readWithin(t, 10*time.Second, func() ([]byte, error) { return r.read(path, 1<<10, wait) }, func() {})
 			if !errors.Is(err, amp.ErrName("limit_exceeded")) {
 				t.Fatalf("an endless pipe: %v, want limit_exceeded", err)
 			}

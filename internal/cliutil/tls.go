@@ -77,7 +77,7 @@ func ClientTLSNamed(caFile, name string) (*tls.Config, error) {
 func ReadCAFile(path, name string, refused amp.ErrName) ([]byte, error) {
 	return readFileChecked(path, maxPEMFile, name, func(_ *os.File, st fs.FileInfo) error {
 		return caWriters(st, name, refused)
-	})
+	}, PipeWait)
 }
 
 // readPEMFile reads a TLS file as ReadFile reads one (a regular file or a
@@ -95,7 +95,7 @@ func readPEMFile(path, name string, key bool) ([]byte, error) {
 			return verdict
 		}
 		return nil
-	})
+	}, PipeWait)
 	if err != nil {
 		return nil, err
 	}

@@ -17,11 +17,6 @@ var (
 	ErrRange = errors.New("jsonnum: number beyond the doubles")
 )
 
-// strconvParseFloat is strconv.ParseFloat, the conversion of the numbers
-// it makes cheaply (numberText.strconvFast); a variable so that a test can
-// count what reaches it.
-var strconvParseFloat = strconv.ParseFloat
-
 // ParseFloat returns the double nearest the JSON number s (RFC 8259 §6),
 // ties to even, as strconv.ParseFloat(s, 64) specifies; -0 for a negative
 // number that rounds to zero. It is ErrSyntax when s is not of the JSON
@@ -42,6 +37,14 @@ var strconvParseFloat = strconv.ParseFloat
 // StrconvFast vouches for by their decimal place alone
 // (numberText.strconvFastByPlace; docs/SPEC-DECISIONS.md JSON-12).
 func ParseFloat(s string) (float64, error) {
+	return parseFloat(s, strconv.ParseFloat)
+}
+
+// parseFloat is ParseFloat with conv, strconv.ParseFloat, the conversion
+// of the numbers it makes cheaply (numberText.strconvFast): a parameter,
+// so that a test counts what reaches it on its own call
+// (docs/SPEC-DECISIONS.md STYLE-2).
+func parseFloat(s string, conv func(string, int) (float64, error)) (float64, error) {
 	d, ok := readNumberText(s)
 	if !ok {
 		return 0, ErrSyntax
@@ -49,7 +52,7 @@ func ParseFloat(s string) (float64, error) {
 	if fast, sure := d.strconvFastByPlace(s); !fast || !sure {
 		return d.double() // one exact rounding, where telling takes two
 	}
-	f, err := strconvParseFloat(s, 64)
+	f, err := conv(s, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return 0, ErrRange // of the grammar, so only out of range
 	}

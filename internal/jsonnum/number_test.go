@@ -68,13 +68,13 @@ func hostileNumbers() []string {
 	return out
 }
 
-// countStrconv counts, while f runs, the numbers handed to strconv.
-func countStrconv(t *testing.T, f func()) int {
+// countStrconv counts the numbers that the ParseFloat f is given hands
+// to strconv while f runs.
+func countStrconv(t *testing.T, f func(parse func(string) (float64, error))) int {
 	t.Helper()
 	n := 0
-	strconvParseFloat = func(s string, bits int) (float64, error) { n++; return strconv.ParseFloat(s, bits) }
-	defer func() { strconvParseFloat = strconv.ParseFloat }()
-	f()
+	counted := func(s string, bits int) (float64, error) { n++; return strconv.ParseFloat(s, bits) }
+	f(func(s string) (float64, error) { return parseFloat(s, counted) })
 	return n
 }
 
@@ -97,14 +97,14 @@ func TestNumbersThatCostStrconvItsSlowPathNeverReachIt(t *testing.T) {
 		}
 		var got float64
 		var err error
-		if n := countStrconv(t, func() { got, err = ParseFloat(s) }); n != 0 {
+		if n := countStrconv(t, func(parse func(string) (float64, error)) { got, err = parse(s) }); n != 0 {
 			t.Errorf("%.40s: handed to strconv", s)
 		}
 		if err != nil || math.Float64bits(got) != math.Float64bits(want) {
 			t.Errorf("%.40s: got %v %v, want %v", s, got, err, want)
 		}
 	}
-	if n := countStrconv(t, func() { ParseFloat("1.5") }); n != 1 || !StrconvFast("1.5") {
+	if n := countStrconv(t, func(parse func(string) (float64, error)) { parse("1.5") }); n != 1 || !StrconvFast("1.5") {
 		t.Errorf("a plain number reached strconv %d times, want 1", n)
 	}
 	fast := true
@@ -137,8 +137,14 @@ func nearest(t *testing.T, s string) (float64, bool) {
 // infinite.
 func agree(t *testing.T, s string) {
 	t.Helper()
+	agreeVia(t, s, ParseFloat)
+}
+
+// agreeVia is agree with parse standing for ParseFloat.
+func agreeVia(t *testing.T, s string, parse func(string) (float64, error)) {
+	t.Helper()
 	want, finite := nearest(t, s)
-	got, err := ParseFloat(s)
+	got, err := parse(s)
 	if !finite {
 		if !errors.Is(err, ErrRange) {
 			t.Errorf("%.60s: got %v %v, want ErrRange", s, got, err)

@@ -46,7 +46,7 @@ func TestOrdinaryNumberFarFromOneIsVouchedForStrconv(t *testing.T) {
 			}
 			var got float64
 			var err error
-			if n := countStrconv(t, func() { got, err = ParseFloat(c.s) }); n != c.strconv {
+			if n := countStrconv(t, func(parse func(string) (float64, error)) { got, err = parse(c.s) }); n != c.strconv {
 				t.Errorf("handed to strconv %d times, want %d", n, c.strconv)
 			}
 			want, _ := nearest(t, c.s)
@@ -83,7 +83,7 @@ func TestNumberStrconvRoundsSlowlyIsStillNotVouchedFor(t *testing.T) {
 			if StrconvFast(s) {
 				t.Fatalf("vouched for")
 			}
-			if n := countStrconv(t, func() { agree(t, s) }); n != 0 {
+			if n := countStrconv(t, func(parse func(string) (float64, error)) { agreeVia(t, s, parse) }); n != 0 {
 				t.Errorf("handed to strconv")
 			}
 		})

@@ -35,14 +35,11 @@ func TestFakeProcPlantedNodeIsNeverOpened(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	old := procFD
-	procFD = fake + "/"
-	t.Cleanup(func() { procFD = old })
 	file := filepath.Join(dir, "file")
 	if err := os.WriteFile(file, []byte("data"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, _, err := Open(file, NoLinks)
+	f, _, err := viaProc(fake+"/").open(file, NoLinks)
 	if err != nil {
 		t.Errorf("a regular file under a fake /proc: %v, want it read by the fallback", err)
 	} else {

@@ -4,6 +4,7 @@ package regfile
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,17 +25,23 @@ import (
 // ErrNotRegular and never opened, a link is ErrNotRegular where links are
 // not followed (NoLinks, OpenIn), and a regular file is opened.
 func TestNodeInARegularFilesPlaceIsNeverOpened(t *testing.T) {
+	nodeInARegularFilesPlaceIsNeverOpened(t, exported)
+}
+
+// nodeInARegularFilesPlaceIsNeverOpened is
+// TestNodeInARegularFilesPlaceIsNeverOpened through o.
+func nodeInARegularFilesPlaceIsNeverOpened(t *testing.T, o openers) {
 	for _, tc := range []struct {
 		name    string
 		viaLink bool
 		open    func(dir, name string) (*os.File, error)
 	}{
-		{"Open FollowLinks, node", false, openPath(FollowLinks)},
-		{"Open FollowLinks, link to a node", true, openPath(FollowLinks)},
-		{"Open NoLinks, node", false, openPath(NoLinks)},
-		{"Open NoLinks, link to a node", true, openPath(NoLinks)},
-		{"OpenIn, node", false, openBeneath},
-		{"OpenIn, link to a node", true, openBeneath},
+		{"Open FollowLinks, node", false, openPath(o, FollowLinks)},
+		{"Open FollowLinks, link to a node", true, openPath(o, FollowLinks)},
+		{"Open NoLinks, node", false, openPath(o, NoLinks)},
+		{"Open NoLinks, link to a node", true, openPath(o, NoLinks)},
+		{"OpenIn, node", false, openBeneath(o)},
+		{"OpenIn, link to a node", true, openBeneath(o)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -66,6 +73,11 @@ func TestNodeInARegularFilesPlaceIsNeverOpened(t *testing.T) {
 // file, nor one the operator names through a link (FollowLinks), and
 // refuses the link itself where links are not followed.
 func TestRegularFileIsOpened(t *testing.T) {
+	regularFileIsOpened(t, exported)
+}
+
+// regularFileIsOpened is TestRegularFileIsOpened through o.
+func regularFileIsOpened(t *testing.T, o openers) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "file"), []byte("data"), 0o600); err != nil {
 		t.Fatal(err)
@@ -78,13 +90,13 @@ func TestRegularFileIsOpened(t *testing.T) {
 		open       func(dir, name string) (*os.File, error)
 		want       error
 	}{
-		{"Open FollowLinks", "file", openPath(FollowLinks), nil},
-		{"Open FollowLinks through a link", "link", openPath(FollowLinks), nil},
-		{"Open NoLinks", "file", openPath(NoLinks), nil},
-		{"Open NoLinks of a link", "link", openPath(NoLinks), ErrNotRegular},
-		{"OpenIn", "file", openBeneath, nil},
-		{"OpenIn of a link", "link", openBeneath, ErrNotRegular},
-		{"Open FollowLinks of a folder", ".", openPath(FollowLinks), ErrNotRegular},
+		{"Open FollowLinks", "file", openPath(o, FollowLinks), nil},
+		{"Open FollowLinks through a link", "link", openPath(o, FollowLinks), nil},
+		{"Open NoLinks", "file", openPath(o, NoLinks), nil},
+		{"Open NoLinks of a link", "link", openPath(o, NoLinks), ErrNotRegular},
+		{"OpenIn", "file", openBeneath(o), nil},
+		{"OpenIn of a link", "link", openBeneath(o), ErrNotRegular},
+		{"Open FollowLinks of a folder", ".", openPath(o, FollowLinks), ErrNotRegular},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := tc.open(dir, tc.file)
@@ -104,19 +116,32 @@ func TestRegularFileIsOpened(t *testing.T) {
 	}
 }
 
-func openPath(links Links) func(dir, name string) (*os.File, error) {
+// openers are the openers a test runs: the exported ones, or on Linux
+// the same through a /proc of the test's (viaProc).
+type openers struct {
+	open       func(path string, links Links) (*os.File, fs.FileInfo, error)
+	openIn     func(root *os.Root, name string) (*os.File, fs.FileInfo, error)
+	openStream func(path string) (*os.File, fs.FileInfo, error)
+}
+
+// exported are Open, OpenIn and OpenStream.
+var exported = openers{open: Open, openIn: OpenIn, openStream: OpenStream}
+
+func openPath(o openers, links Links) func(dir, name string) (*os.File, error) {
 	return func(dir, name string) (*os.File, error) {
-		f, _, err := Open(filepath.Join(dir, name), links)
+		f, _, err := o.open(filepath.Join(dir, name), links)
 		return f, err
 	}
 }
 
-func openBeneath(dir, name string) (*os.File, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
+func openBeneath(o openers) func(dir, name string) (*os.File, error) {
+	return func(dir, name string) (*os.File, error) {
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer root.Close()
+		f, _, err := o.openIn(root, name)
+		return f, err
 	}
-	defer root.Close()
-	f, _, err := OpenIn(root, name)
-	return f, err
 }

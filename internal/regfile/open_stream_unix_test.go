@@ -17,6 +17,12 @@ import (
 // its writer) and a shell's pipe (/dev/fd/N), and refuses a device or a
 // link to one (ErrNotRegular) without opening it.
 func TestOpenStreamOpensAFileOrAPipeAndNeverADevice(t *testing.T) {
+	openStreamOpensAFileOrAPipeAndNeverADevice(t, exported)
+}
+
+// openStreamOpensAFileOrAPipeAndNeverADevice is
+// TestOpenStreamOpensAFileOrAPipeAndNeverADevice through o.
+func openStreamOpensAFileOrAPipeAndNeverADevice(t *testing.T, o openers) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
 	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
@@ -54,7 +60,7 @@ func TestOpenStreamOpensAFileOrAPipeAndNeverADevice(t *testing.T) {
 		{"link to a device", devLink, false},
 		{"folder", dir, false},
 	} {
-		f, _, err := OpenStream(tc.path)
+		f, _, err := o.openStream(tc.path)
 		if !tc.ok {
 			if f != nil {
 				f.Close()

@@ -32,6 +32,18 @@ const (
 // (see the package documentation for how strong "never" is per system);
 // other failures are the system's errors.
 func Open(path string, links Links) (*os.File, fs.FileInfo, error) {
+	return openVia(path, links, procSelfFD)
+}
+
+// procSelfFD is the folder through which, on Linux, a descriptor is
+// opened again (openPlace, openStream, CreateUnnamed, LinkUnnamed); the
+// unexported openers take it as a parameter, which tests point where
+// nothing is, or at a folder that is not procfs (docs/SPEC-DECISIONS.md
+// STYLE-2). Other systems do not use it.
+const procSelfFD = "/proc/self/fd/"
+
+// openVia is Open, a descriptor opened again through proc (procSelfFD).
+func openVia(path string, links Links, proc string) (*os.File, fs.FileInfo, error) {
 	target := path
 	if links == FollowLinks {
 		t, err := filepath.EvalSymlinks(path)
@@ -40,7 +52,7 @@ func Open(path string, links Links) (*os.File, fs.FileInfo, error) {
 		}
 		target = t
 	}
-	return openPlace(pathPlace(target))
+	return openPlace(pathPlace(target), proc)
 }
 
 // OpenIn opens name beneath root (os.Root: a name that leads out of it is
@@ -48,7 +60,7 @@ func Open(path string, links Links) (*os.File, fs.FileInfo, error) {
 // NoLinks: the last element is not followed, and the file is examined
 // before it is opened. The file stays open after root is closed.
 func OpenIn(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
-	return openPlace(rootPlace{root, name})
+	return openPlace(rootPlace{root, name}, procSelfFD)
 }
 
 // ErrNotFolder is the refusal of a name OpenFolder was given that is no

@@ -11,13 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procFD is the folder through which a descriptor is opened again; tests
-// point it where nothing is, or at a folder that is not procfs, to take
-// openByName.
-var procFD = "/proc/self/fd/"
-
-// errNoProc: procFD is absent or is not the proc file system, so a
-// descriptor cannot be opened again through it.
+// errNoProc: the folder through which a descriptor is opened again
+// (procSelfFD, or a test's) is absent or is not the proc file system, so
+// a descriptor cannot be opened again through it.
 var errNoProc = errors.New("regfile: no proc file system")
 
 // openPlace looks p up once: O_PATH gives a descriptor of what is there
@@ -26,23 +22,24 @@ var errNoProc = errors.New("regfile: no proc file system")
 // through /proc/self/fd, which opens that very inode whatever was put in
 // its name since. Without /proc, or where /proc is not the proc file
 // system (a plain folder in a chroot, whose entries anyone who can write
-// it may plant), it falls back to openByName.
-func openPlace(p place) (*os.File, fs.FileInfo, error) {
+// it may plant), it falls back to openByName. proc is where /proc/self/fd
+// is (procSelfFD; a test's).
+func openPlace(p place, proc string) (*os.File, fs.FileInfo, error) {
 	pf, err := p.open(unix.O_PATH | unix.O_NOFOLLOW)
 	if err != nil {
 		return nil, nil, err
 	}
-	return openExamined(pf, false, func() (*os.File, fs.FileInfo, error) { return openByName(p) })
+	return openExamined(pf, false, proc, func() (*os.File, fs.FileInfo, error) { return openByName(p) })
 }
 
 // openExamined is openPlace and openStream once pf, an O_PATH descriptor
 // of what is at the name, is open; it closes pf. fstat examines pf; only
 // a regular file, or a pipe when pipes is set, is opened, through
-// /proc/self/fd: a regular file without waiting (reopen), then kept only
+// /proc/self/fd (proc): a regular file without waiting (reopen), then kept only
 // when it is the file examined (keepExamined), a pipe with an open that
 // waits for a writer. Without procfs (errNoProc) it is byName's answer.
 // Errors name pf's name, as the files opened do (not /proc/self/fd/N).
-func openExamined(pf *os.File, pipes bool, byName func() (*os.File, fs.FileInfo, error)) (*os.File, fs.FileInfo, error) {
+func openExamined(pf *os.File, pipes bool, proc string, byName func() (*os.File, fs.FileInfo, error)) (*os.File, fs.FileInfo, error) {
 	defer pf.Close()
 	seen, err := pf.Stat()
 	if err != nil {
@@ -54,9 +51,9 @@ func openExamined(pf *os.File, pipes bool, byName func() (*os.File, fs.FileInfo,
 	}
 	var fd int
 	if regular {
-		fd, err = reopen(pf)
+		fd, err = reopen(pf, proc)
 	} else {
-		fd, err = reopenWith(pf, 0) // waits for a writer
+		fd, err = reopenWith(pf, 0, proc) // waits for a writer
 	}
 	if errors.Is(err, errNoProc) {
 		return byName()
@@ -72,12 +69,12 @@ func openExamined(pf *os.File, pipes bool, byName func() (*os.File, fs.FileInfo,
 }
 
 // reopen opens the inode pf (an O_PATH descriptor) names for reading
-// through procFD, without waiting (a lease is not waited for), then makes
-// it blocking; only when procFD is the proc file system (fstatfs of the
+// through proc, without waiting (a lease is not waited for), then makes
+// it blocking; only when proc is the proc file system (fstatfs of the
 // very folder the open starts from): anywhere else it is errNoProc and
 // nothing is opened.
-func reopen(pf *os.File) (int, error) {
-	fd, err := reopenWith(pf, unix.O_NONBLOCK)
+func reopen(pf *os.File, proc string) (int, error) {
+	fd, err := reopenWith(pf, unix.O_NONBLOCK, proc)
 	if err != nil {
 		return -1, err
 	}
@@ -91,11 +88,11 @@ func reopen(pf *os.File) (int, error) {
 }
 
 // reopenWith opens the inode pf (an O_PATH descriptor) names for reading
-// through procFD, with flag added (O_NONBLOCK, or none: a pipe's open
-// then waits for a writer); only when procFD is the proc file system,
+// through proc, with flag added (O_NONBLOCK, or none: a pipe's open
+// then waits for a writer); only when proc is the proc file system,
 // else errNoProc and nothing is opened.
-func reopenWith(pf *os.File, flag int) (int, error) {
-	dir, err := procDir()
+func reopenWith(pf *os.File, flag int, proc string) (int, error) {
+	dir, err := procDir(proc)
 	if err != nil {
 		return -1, err
 	}
@@ -121,11 +118,12 @@ func reopenWith(pf *os.File, flag int) (int, error) {
 	return fd, nil
 }
 
-// procDir opens procFD (O_PATH) only when it is the proc file system
-// (fstatfs of the very folder a lookup starts from); anywhere else, or
-// where it is absent, it is errNoProc and nothing is left open.
-func procDir() (int, error) {
-	dir, err := unix.Open(procFD, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// procDir opens proc (procSelfFD; a test's) with O_PATH only when it is
+// the proc file system (fstatfs of the very folder a lookup starts
+// from); anywhere else, or where it is absent, it is errNoProc and
+// nothing is left open.
+func procDir(proc string) (int, error) {
+	dir, err := unix.Open(proc, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, errNoProc
 	}
@@ -145,10 +143,11 @@ func procDir() (int, error) {
 // without waiting (then blocking, as openPlace), a pipe with an open that
 // waits for a writer and a descriptor that blocks (OpenStream). Without
 // /proc, or where it is not procfs, it falls back to openStreamByName.
-func openStream(path string) (*os.File, fs.FileInfo, error) {
+// proc is where /proc/self/fd is (procSelfFD; a test's).
+func openStream(path, proc string) (*os.File, fs.FileInfo, error) {
 	pf, err := os.OpenFile(path, unix.O_PATH, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	return openExamined(pf, true, func() (*os.File, fs.FileInfo, error) { return openStreamByName(path) })
+	return openExamined(pf, true, proc, func() (*os.File, fs.FileInfo, error) { return openStreamByName(path, proc) })
 }

@@ -20,7 +20,7 @@ import (
 // not files (Windows), a pipe is ErrNotRegular too
 // (docs/SPEC-DECISIONS.md, CLI-57).
 func OpenStream(path string) (*os.File, fs.FileInfo, error) {
-	return openStream(path)
+	return openStream(path, procSelfFD)
 }
 
 // isPipe reports whether st is a FIFO (a named one or a shell's pipe).
@@ -31,14 +31,15 @@ func isPipe(st fs.FileInfo) bool { return st.Mode()&fs.ModeNamedPipe != 0 }
 // waiting open whose file must be the pipe examined (os.SameFile). A node
 // put in the name between the two looks is opened before it is refused:
 // openStream comes here only where the system has no descriptor that
-// opens nothing.
-func openStreamByName(path string) (*os.File, fs.FileInfo, error) {
+// opens nothing. A regular file is opened through proc (procSelfFD), as
+// Open opens one.
+func openStreamByName(path, proc string) (*os.File, fs.FileInfo, error) {
 	seen, err := os.Stat(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	if seen.Mode().IsRegular() {
-		return Open(path, FollowLinks)
+		return openVia(path, FollowLinks, proc)
 	}
 	if !isPipe(seen) || !pipesAreFiles {
 		return nil, nil, ErrNotRegular

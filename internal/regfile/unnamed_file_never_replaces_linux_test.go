@@ -80,16 +80,13 @@ func TestUnnamedFileNeverReplacesNorFollows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	oldProc := procFD
-	procFD = fake + "/"
-	t.Cleanup(func() { procFD = oldProc })
-	if g, err := CreateUnnamed(dir, 0o600); !errors.Is(err, ErrNoUnnamed) {
+	if g, err := createUnnamed(dir, 0o600, fake+"/"); !errors.Is(err, ErrNoUnnamed) {
 		if g != nil {
 			g.Close()
 		}
 		t.Errorf("CreateUnnamed under a fake /proc: %v, want ErrNoUnnamed", err)
 	}
-	if err := LinkUnnamed(f, filepath.Join(dir, "k2.pem")); err == nil || errors.Is(err, fs.ErrExist) {
+	if err := linkUnnamed(f, filepath.Join(dir, "k2.pem"), fake+"/"); err == nil || errors.Is(err, fs.ErrExist) {
 		t.Errorf("LinkUnnamed through a fake /proc: %v, want a refusal", err)
 	}
 }

@@ -16,7 +16,13 @@ import (
 // through it), and where the kernel and dir's file system can make such
 // a file; elsewhere it is ErrNoUnnamed and nothing was created.
 func CreateUnnamed(dir string, mode os.FileMode) (*os.File, error) {
-	pd, err := procDir()
+	return createUnnamed(dir, mode, procSelfFD)
+}
+
+// createUnnamed is CreateUnnamed with /proc/self/fd at proc (procSelfFD;
+// a test's).
+func createUnnamed(dir string, mode os.FileMode, proc string) (*os.File, error) {
+	pd, err := procDir(proc)
 	if err != nil {
 		return nil, ErrNoUnnamed
 	}
@@ -46,7 +52,13 @@ func CreateUnnamed(dir string, mode os.FileMode) (*os.File, error) {
 // fs.ErrExist; f stays open and unnamed (the caller closes it, and it is
 // gone). Syncing the folder is the caller's (SyncDir).
 func LinkUnnamed(f *os.File, out string) error {
-	pd, err := procDir()
+	return linkUnnamed(f, out, procSelfFD)
+}
+
+// linkUnnamed is LinkUnnamed with /proc/self/fd at proc (procSelfFD; a
+// test's).
+func linkUnnamed(f *os.File, out, proc string) error {
+	pd, err := procDir(proc)
 	if err != nil {
 		return &os.LinkError{Op: "link", Old: f.Name(), New: out, Err: err}
 	}
