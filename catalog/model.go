@@ -2,13 +2,14 @@ package catalog
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"io"
 	"maps"
+	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -28,9 +29,10 @@ const (
 	ErrStoreChanging amp.ErrName = "store_changing"
 	// ErrMisconfigured: a Handler was built without a source.
 	ErrMisconfigured amp.ErrName = "misconfigured"
-	// ErrOverSchemaBudget: a schema the model does not keep, its
-	// bundle's share of ReadOptions.MaxCatalogSchemaBytes spent by the
-	// bundle's schemas read before it; its page says it is not shown.
+	// ErrOverSchemaBudget: a schema the model does not keep, its cost
+	// (schemaCost) past what its bundle's share of
+	// ReadOptions.MaxCatalogSchemaBytes has left after the bundle's
+	// schemas read before it; its page says it is not shown.
 	ErrOverSchemaBudget amp.ErrName = "over_schema_budget"
 )
 
@@ -65,9 +67,10 @@ const (
 	DefaultMaxKeptMatrixBytes = 64 << 20
 	// DefaultMaxCatalogSchemaBytes bounds what the schemas a model keeps
 	// cost together (schemaCost: their kept text and $ref entries),
-	// each bundle an equal share of it (schemaShare); a schema past its
-	// bundle's share is kept as ErrOverSchemaBudget, unread
-	// (docs/SPEC-DECISIONS.md CATALOG-45).
+	// each bundle a max-min fair share of it (readSchemas: at least an
+	// equal share, and what the bundles of less demand leave); a schema
+	// past its bundle's share is kept as ErrOverSchemaBudget
+	// (docs/SPEC-DECISIONS.md CATALOG-45, CATALOG-46).
 	DefaultMaxCatalogSchemaBytes = 256 << 20
 	// ExpiryWarning is how close an expiry must be to be flagged.
 	ExpiryWarning = 30 * 24 * time.Hour
@@ -170,9 +173,11 @@ type ReadOptions struct {
 	MaxKeptMatrixBytes int
 	// MaxCatalogSchemaBytes bounds what the schemas the model keeps cost
 	// together (schemaCost; default DefaultMaxCatalogSchemaBytes): each
-	// of the store's bundles has an equal share of it, so that no
-	// bundle's schemas take another's; a schema read past its bundle's
-	// share is kept as ErrOverSchemaBudget, without its text.
+	// of the store's bundles has a max-min fair share of it, at least an
+	// equal share, so that no bundle's schemas take another's, and what
+	// a bundle leaves unused is lent to those of more demand; a schema
+	// read past its bundle's share is kept as ErrOverSchemaBudget,
+	// without its text.
 	MaxCatalogSchemaBytes int
 	// Previous is the model this read replaces (the one the Handler
 	// serves), or nil. A schema whose bytes hash (SHA-256) as one
@@ -238,12 +243,12 @@ type Model struct {
 	schemaIDs map[string]map[string]string
 	// derived are the schemas read whole and parsed, by the SHA-256 of
 	// their bytes, for the next read (ReadOptions.Previous), read with
-	// maxSchemaBytes; schemaShare is a bundle's share of the schema
-	// budget, and schemaSpent what each bundle's kept schemas cost (nil
-	// in a model Read did not make: no budget).
+	// maxSchemaBytes; schemaShare is, by bundle, its share of the schema
+	// budget (readSchemas), and schemaSpent what each bundle's kept
+	// schemas cost (nil in a model Read did not make: no budget).
 	derived        map[[sha256.Size]byte]Schema
 	maxSchemaBytes int
-	schemaShare    int
+	schemaShare    map[string]int
 	schemaSpent    map[string]int
 }
 
@@ -397,15 +402,20 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 	now := opts.Now()
 	m := &Model{Generation: cat.Generation, ReadAt: now, Aliases: map[string]string{},
 		byName: map[string]int{}, byBundle: map[string]int{}, matrix: map[string]int{}, schemas: map[SchemaLoc]Schema{},
-		derived: map[[sha256.Size]byte]Schema{}, maxSchemaBytes: opts.MaxSchemaBytes, schemaSpent: map[string]int{},
+		derived: map[[sha256.Size]byte]Schema{}, maxSchemaBytes: opts.MaxSchemaBytes, schemaSpent: map[string]int{}, schemaShare: map[string]int{},
 		schemaKeys: map[string]map[string]bool{}, provRange: map[string][2]int{}, memo: &matrixMemo{kept: map[string]*keptMatrix{}, maxBytes: opts.MaxKeptMatrixBytes},
 		bounds: matrixBounds{steps: opts.MaxMatrixSteps, perReport: opts.MaxReportFindings, bytes: opts.MaxMatrixFindingBytes}}
 	idsOf := map[string][]string{}
+	// named are, by bundle, the keys of the schemas its descriptors
+	// name; demand, what its schemas may cost (schemaDemand; absent:
+	// unknown, its manifest not read).
+	named, demand := map[string]map[string]bool{}, map[string]int{}
 	for _, name := range cat.Names {
 		c := Capability{Name: name}
 		for _, e := range cat.ByName[name] {
 			c.Versions = append(c.Versions, Version{Version: e.Descriptor.Version.String(), BundleID: e.BundleID, Descriptor: e.Descriptor})
 			idsOf[e.BundleID] = append(idsOf[e.BundleID], e.Descriptor.ID().String())
+			nameSchemas(named, e.BundleID, e.Descriptor)
 		}
 		m.byName[name] = len(m.Capabilities)
 		m.Capabilities = append(m.Capabilities, c)
@@ -426,14 +436,14 @@ func readOnce(src Source, opts ReadOptions) (*Model, error) {
 		if es, ok := src.(ExportSource); ok && (opts.Parts.Manifests || (opts.Parts.Schemas && opts.Loader != nil)) {
 			if in := manifestOf(es, b.BundleID); in != nil {
 				m.keepManifest(&mb, in, opts.Parts.Manifests)
+				demand[b.BundleID] = schemaDemand(in.Manifest, named[b.BundleID], opts.MaxSchemaBytes)
 			}
 		}
 		m.byBundle[b.BundleID] = len(m.Bundles)
 		m.Bundles = append(m.Bundles, mb)
 	}
 	if opts.Parts.Schemas {
-		m.schemaShare = opts.MaxCatalogSchemaBytes / max(len(m.Bundles), 1)
-		m.readSchemas(src, opts)
+		m.readSchemas(src, opts, demand)
 	}
 	m.indexSchemaIDs()
 	if opts.Parts.Trust {
@@ -552,42 +562,128 @@ func manifestOf(es ExportSource, bundleID string) *bundle.Inspection {
 
 var errManifestRead = errors.New("catalog: the manifest is read")
 
-// readSchemas keeps the text of each version's input and output schema.
-func (m *Model) readSchemas(src Source, opts ReadOptions) {
+// readSchemas keeps the text of each version's input and output schema
+// and, with a Loader, of the schemas they reference, bundle by bundle in
+// schemaOrder (the least demand first). Each bundle's share is an equal
+// share of what the bundles before it left of the budget: never less
+// than MaxCatalogSchemaBytes over the number of bundles, and what a
+// bundle leaves unused is lent to those of more demand (max-min
+// fairness, docs/SPEC-DECISIONS.md CATALOG-46). What they keep together
+// never passes the budget: each spends at most its share of what is
+// left.
+func (m *Model) readSchemas(src Source, opts ReadOptions, demand map[string]int) {
+	named := map[string][]capability.SchemaRef{} // by bundle, capabilities by name
 	for _, c := range m.Capabilities {
 		for _, v := range c.Versions {
-			for _, ref := range []capability.SchemaRef{v.Descriptor.InputSchema, v.Descriptor.OutputSchema} {
-				loc := SchemaLoc{BundleID: v.BundleID, Key: ref.ArtifactKey}
-				if _, ok := m.schemas[loc]; ok {
-					continue
-				}
-				if ref.BundleID == "" {
-					ref.BundleID = v.BundleID
-				}
-				data, err := src.Resolve(ref)
-				m.keepSchema(loc, data, err, opts)
-			}
+			named[v.BundleID] = append(named[v.BundleID], v.Descriptor.InputSchema, v.Descriptor.OutputSchema)
 		}
 	}
-	if opts.Loader == nil {
-		return
+	order := m.schemaOrder(named, demand)
+	left := opts.MaxCatalogSchemaBytes
+	for i, id := range order {
+		m.schemaShare[id] = left / (len(order) - i)
+		m.readBundleSchemas(src, opts, id, named[id])
+		left -= m.schemaSpent[id]
 	}
-	// The schemas they reference, as far as the bundle's loader finds
-	// them: bounded by the bundle's own artifacts.
-	queue := make([]SchemaLoc, 0, len(m.schemas))
-	for loc := range m.schemas {
+}
+
+// schemaOrder is the order in which readSchemas reads the bundles'
+// schemas: the model's bundles and any other a version names, the least
+// demand (schemaDemand) first, a bundle of unknown demand last, then by
+// id.
+func (m *Model) schemaOrder(named map[string][]capability.SchemaRef, demand map[string]int) []string {
+	ids := make([]string, 0, len(m.Bundles))
+	seen := map[string]bool{}
+	for _, b := range m.Bundles {
+		if !seen[b.BundleID] {
+			seen[b.BundleID] = true
+			ids = append(ids, b.BundleID)
+		}
+	}
+	for id := range named {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	of := func(id string) int {
+		if d, ok := demand[id]; ok {
+			return d
+		}
+		return math.MaxInt // unknown: an equal share of what is left
+	}
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Or(cmp.Compare(of(a), of(b)), strings.Compare(a, b)) })
+	return ids
+}
+
+// demandEntriesPart estimates, unparsed, what a schema's $ref entries
+// and shadowed spans cost (schemaCost) beyond its text: a part of its
+// size (1/demandEntriesPart). A $ref entry costs its text, the $ids it
+// is resolved against and 16 bytes, about twice the `"$ref":"…"` member
+// it comes from. The estimate only orders the bundles (schemaOrder): a
+// bundle's share is of what the bundles before it spent, not of their
+// estimates, so one that costs more than estimated takes no more than
+// its share.
+const demandEntriesPart = 2
+
+// schemaDemand estimates, unparsed, what a bundle's schemas may cost the
+// schema budget from its signed manifest: for each artifact signed as a
+// JSON Schema or named by one of its descriptors (named), the text kept
+// of it (at most maxText) and demandEntriesPart of its size for its
+// entries. A schema over the compile limit is kept unread and costs
+// nothing.
+func schemaDemand(man *bundle.Manifest, named map[string]bool, maxText int) int {
+	d := 0
+	for _, a := range man.Artifacts {
+		if a.MediaType != bundle.MediaTypeSchema && !named[a.Key] || a.Size > offlineschema.MaxCompileBytes {
+			continue
+		}
+		n := int(a.Size)
+		d += min(n, maxText) + n/demandEntriesPart
+	}
+	return d
+}
+
+// nameSchemas adds to named the keys of the schemas of the bundle's own
+// that the descriptor d names.
+func nameSchemas(named map[string]map[string]bool, bundleID string, d capability.Descriptor) {
+	for _, ref := range []capability.SchemaRef{d.InputSchema, d.OutputSchema} {
+		if ref.BundleID != "" && ref.BundleID != bundleID {
+			continue
+		}
+		if named[bundleID] == nil {
+			named[bundleID] = map[string]bool{}
+		}
+		named[bundleID][ref.ArtifactKey] = true
+	}
+}
+
+// readBundleSchemas keeps the schemas of the bundle id that its versions
+// name (refs, in the order of their capabilities' names) and, with a
+// Loader, those they reference as far as the bundle's loader finds
+// them: bounded by the bundle's own artifacts.
+func (m *Model) readBundleSchemas(src Source, opts ReadOptions, id string, refs []capability.SchemaRef) {
+	var queue []SchemaLoc
+	for _, ref := range refs {
+		loc := SchemaLoc{BundleID: id, Key: ref.ArtifactKey}
+		if _, ok := m.schemas[loc]; ok {
+			continue
+		}
+		if ref.BundleID == "" {
+			ref.BundleID = id
+		}
+		data, err := src.Resolve(ref)
+		m.keepSchema(loc, data, err, opts)
 		queue = append(queue, loc)
 	}
-	sort.Slice(queue, func(i, j int) bool { return locLess(queue[i], queue[j]) })
-	loaders := map[string]compat.Loader{}
+	if opts.Loader == nil || len(queue) == 0 {
+		return
+	}
+	slices.SortFunc(queue, func(a, b SchemaLoc) int { return strings.Compare(a.Key, b.Key) })
+	l := opts.Loader(id)
 	for len(queue) > 0 {
 		loc := queue[0]
 		queue = queue[1:]
-		l := loaders[loc.BundleID]
-		if l == nil {
-			l = opts.Loader(loc.BundleID)
-			loaders[loc.BundleID] = l
-		}
 		s := m.schemas[loc]
 		// A document names the same reference many times over ("#/$defs/x"
 		// under every property): each entry is resolved once, as it
@@ -599,10 +695,10 @@ func (m *Model) readSchemas(src Source, opts ReadOptions) {
 			}
 			resolved[ref] = true
 			key, ok := resolveRef(s, ref, l)
-			if !ok || !m.schemaKeys[loc.BundleID][key] {
+			if !ok || !m.schemaKeys[id][key] {
 				continue // only an artifact signed as a JSON Schema
 			}
-			next := SchemaLoc{BundleID: loc.BundleID, Key: key}
+			next := SchemaLoc{BundleID: id, Key: key}
 			if _, seen := m.schemas[next]; seen {
 				continue
 			}
@@ -613,16 +709,11 @@ func (m *Model) readSchemas(src Source, opts ReadOptions) {
 	}
 }
 
-func locLess(a, b SchemaLoc) bool {
-	if a.BundleID != b.BundleID {
-		return a.BundleID < b.BundleID
-	}
-	return a.Key < b.Key
-}
-
 // keepSchema keeps the schema read at loc: what Previous (or this read)
 // derived of the same bytes, or else what it derives of them now, within
-// its bundle's share of the schema budget, checked before any parse.
+// what its bundle's share of the schema budget has left. The text it
+// would keep is checked before any parse; its whole cost (schemaCost,
+// its entries too) before it is kept.
 func (m *Model) keepSchema(loc SchemaLoc, data []byte, err error, opts ReadOptions) {
 	s := Schema{Loc: loc}
 	if err != nil {
@@ -640,7 +731,7 @@ func (m *Model) keepSchema(loc SchemaLoc, data []byte, err error, opts ReadOptio
 		m.schemas[loc] = s
 		return
 	}
-	if m.schemaSpent != nil && m.schemaSpent[loc.BundleID]+min(len(data), opts.MaxSchemaBytes) > m.schemaShare {
+	if m.schemaSpent != nil && m.schemaSpent[loc.BundleID]+min(len(data), opts.MaxSchemaBytes) > m.schemaShare[loc.BundleID] {
 		// Its bundle's share is spent: nothing of it is kept nor parsed,
 		// and no $ref of it is followed (CATALOG-45).
 		s.Err = string(ErrOverSchemaBudget)
@@ -655,14 +746,21 @@ func (m *Model) keepSchema(loc SchemaLoc, data []byte, err error, opts ReadOptio
 	if !ok {
 		d = deriveSchema(data, opts.MaxSchemaBytes)
 	}
+	s.ID, s.refs, s.shadowed, s.draft, s.Text, s.Truncated = d.ID, d.refs, d.shadowed, d.draft, d.Text, d.Truncated
+	if m.schemaSpent != nil {
+		cost := schemaCost(s)
+		if m.schemaSpent[loc.BundleID]+cost > m.schemaShare[loc.BundleID] {
+			// Its entries pass the share: what was derived of it is
+			// dropped, not kept for the next read (CATALOG-46).
+			m.schemas[loc] = Schema{Loc: loc, Err: string(ErrOverSchemaBudget)}
+			return
+		}
+		m.schemaSpent[loc.BundleID] += cost
+	}
 	if m.derived == nil {
 		m.derived = map[[sha256.Size]byte]Schema{}
 	}
 	m.derived[sum] = d
-	s.ID, s.refs, s.shadowed, s.draft, s.Text, s.Truncated = d.ID, d.refs, d.shadowed, d.draft, d.Text, d.Truncated
-	if m.schemaSpent != nil {
-		m.schemaSpent[loc.BundleID] += schemaCost(s)
-	}
 	m.schemas[loc] = s
 }
 
