@@ -160,23 +160,47 @@ func SplitFileWith(path, dir string, partSize int64, keys []ed25519.PrivateKey, 
 		syncFolder(dir)
 		return ip, x, nil
 	}
+	if err := commitForce(stage, dir, ip, names); err != nil {
+		return "", nil, err
+	}
+	return ip, x, nil
+}
+
+// commitForce moves the staged files names (the parts, then the index)
+// from stage into dir with Force: the old index is removed first, then
+// each is renamed over its name. Every name is judged again just before
+// (splitTarget: a node put at a name since the check before staging, a
+// device, a FIFO, a socket, a folder, is ErrIO and never removed nor
+// replaced; docs/SPEC-DECISIONS.md CLI-105): all of them before the
+// index is removed, and each again just before its rename.
+func commitForce(stage, dir, ip string, names []string) error {
+	for _, nm := range names {
+		if err := splitTarget(filepath.Join(dir, nm), true); err != nil {
+			return err
+		}
+	}
 	if err := os.Remove(ip); err != nil && !os.IsNotExist(err) {
-		return "", nil, fail(bundle.ErrIO, "cannot replace %s", ip).WithCause(err)
+		return fail(bundle.ErrIO, "cannot replace %s", ip).WithCause(err)
 	}
 	syncFolder(dir)
 	for _, nm := range names {
-		if err := os.Rename(filepath.Join(stage, nm), filepath.Join(dir, nm)); err != nil {
-			return "", nil, fail(bundle.ErrIO, "cannot move %s into place", nm).WithCause(err)
+		to := filepath.Join(dir, nm)
+		if err := splitTarget(to, true); err != nil {
+			return err
+		}
+		if err := os.Rename(filepath.Join(stage, nm), to); err != nil {
+			return fail(bundle.ErrIO, "cannot move %s into place", nm).WithCause(err)
 		}
 	}
 	syncFolder(dir)
-	return ip, x, nil
+	return nil
 }
 
 // splitTarget refuses the name p of a part or of the index before
 // anything is written: a name that leads to something else than a
-// regular file (regfile.JudgeOutput, links followed: a device, a FIFO, a
-// folder, a socket) is ErrIO, also with force, since renaming a part
+// regular file or nothing (regfile.JudgeOutput, links followed: a
+// device, a FIFO, a folder, a socket, a descriptor's name, /dev/null) is
+// ErrIO, also with force, since renaming a part
 // over it would replace the node by a regular file, and writing a part
 // into it would leave an index naming a part no join can read
 // (docs/SPEC-DECISIONS.md CLI-102); an existing regular file is

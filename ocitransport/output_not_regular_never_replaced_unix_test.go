@@ -78,6 +78,14 @@ var (
 		t.Cleanup(func() { l.Close() })
 		return p
 	}}
+	// devNull is the literal name /dev/null, made by no test: only
+	// judged, never opened (docs/SPEC-DECISIONS.md CLI-105).
+	devNull = outputNode{"/dev/null", fs.ModeDevice | fs.ModeCharDevice, func(t *testing.T, _, _ string) string {
+		if st, err := os.Lstat("/dev/null"); err != nil || st.Mode().Type() != fs.ModeDevice|fs.ModeCharDevice {
+			t.Skip("no /dev/null character device here")
+		}
+		return "/dev/null"
+	}}
 	blockDevice = outputNode{"block device", fs.ModeDevice, func(t *testing.T, dir, name string) string {
 		return mknodAt(t, filepath.Join(dir, name), syscall.S_IFBLK, 7, 250)
 	}}
@@ -110,12 +118,15 @@ func sameNode(t *testing.T, what, path string, want fs.FileMode) {
 // threat (docs/SPEC-DECISIONS.md OCI-44): PullFile wrote a temporary
 // file next to path and renamed it over whatever path held: a
 // character device (as root, /dev/null) became a regular file, a FIFO's
-// reader got nothing and the FIFO was gone, a socket was replaced. Now
-// path is judged first (regfile.JudgeOutput, the CLI's rule): a
-// character device, a link to one or a FIFO is written into once every
-// check passed (the reader gets exactly the file's bytes) and stays; a
-// folder, a socket or a block device is io_error, before anything is
-// written. The device nodes are made in the test's folder (root only).
+// reader got nothing and the FIFO was gone, a socket was replaced.
+// OCI-44 then wrote into character devices and FIFOs; since CLI-105
+// PullFile refuses every name that is no regular file or nothing (but
+// one of the process's own descriptors): a character device, a link to
+// one, a FIFO (with a reader or not), a folder, a socket, a block device
+// and the literal /dev/null (which the CLI discards itself) are
+// io_error, before anything is written or opened, and stay as they were
+// (a FIFO's reader gets nothing). The device nodes are made in the
+// test's folder (root only).
 func TestPullFileIntoADeviceOrFIFOWritesIntoItAndRefusesOtherNodes(t *testing.T) {
 	src := mustOpen(t, "oci-layout:"+filepath.Join(t.TempDir(), "layout"), ocitransport.Options{}, ocitransport.ReadWrite)
 	a := pushSample(t, src, "v1")
@@ -128,9 +139,10 @@ func TestPullFileIntoADeviceOrFIFOWritesIntoItAndRefusesOtherNodes(t *testing.T)
 		reader bool   // a reader on the FIFO
 		err    string // "" where it is written into
 	}{
-		{charDevice, false, ""},
-		{linkToCharDevice, false, ""},
-		{fifoNode, true, ""},
+		{charDevice, false, "io_error"},
+		{linkToCharDevice, false, "io_error"},
+		{fifoNode, true, "io_error"},
+		{devNull, false, "io_error"},
 		{fifoNode, false, "io_error"},
 		{folderNode, false, "io_error"},
 		{socketNode, false, "io_error"},
@@ -165,8 +177,11 @@ func TestPullFileIntoADeviceOrFIFOWritesIntoItAndRefusesOtherNodes(t *testing.T)
 				}()
 				defer func() {
 					keep.Close()
+					if r.err != "" {
+						want = nil
+					}
 					if b := <-got; !bytes.Equal(b, want) {
-						t.Errorf("the FIFO's reader got %d bytes, want the bundle's %d", len(b), len(want))
+						t.Errorf("the FIFO's reader got %d bytes, want %d", len(b), len(want))
 					}
 				}()
 			}

@@ -129,10 +129,14 @@ func (a *Artifact) checkFile(hw *hashWriter) error {
 // removed first.
 //
 // path is judged first, before anything is written or removed and before
-// any request (regfile.JudgeOutput, docs/SPEC-DECISIONS.md OCI-44): a
-// character device or a FIFO, or a name that stands for a descriptor
-// (/dev/stdout), is written into once every check passed (pullInto),
-// never renamed over; a folder, a socket or a block device is io_error.
+// any request (regfile.JudgeOutput, docs/SPEC-DECISIONS.md OCI-44,
+// CLI-105): a name that stands for one of this process's own descriptors
+// (/dev/stdout) is written through a duplicate of it once every check
+// passed (pullInto), never opened by name nor renamed over; anything else
+// that is not a regular file or nothing (a device, a FIFO, a socket, a
+// folder, another process's descriptor, and /dev/null too: the CLI
+// discards it before calling here) is io_error, nothing opened. The name
+// is judged again just before the rename (renameSynced).
 func (e *Endpoint) PullFile(ctx context.Context, a *Artifact, path string) (err error) {
 	if stream, err := judgeOutput(path); err != nil || stream {
 		if err != nil {
@@ -174,25 +178,30 @@ func (e *Endpoint) PullFile(ctx context.Context, a *Artifact, path string) (err 
 }
 
 // judgeOutput is the CLI's output rule (regfile.JudgeOutput;
-// docs/SPEC-DECISIONS.md CLI-100, CLI-103) for a pull's path: stream
-// says it is to be written into; a name that is no regular file, device
-// or FIFO is io_error, never replaced.
+// docs/SPEC-DECISIONS.md CLI-105) for a pull's path: stream says it names
+// one of this process's own descriptors, to be written through a
+// duplicate of it; nothing there or a regular file is false; anything
+// else (/dev/null included) is io_error, nothing opened or replaced.
 func judgeOutput(path string) (stream bool, err error) {
 	k, err := regfile.JudgeOutput(path)
+	if err == nil && k == regfile.OutputDiscard {
+		err = regfile.ErrNotRegular
+	}
 	if errors.Is(err, regfile.ErrNotRegular) {
-		return false, fail(ErrIO, "the output is not a regular file (nor a device or a pipe to write into); it is never replaced")
+		return false, fail(ErrIO, "the output is not a regular file (a device, a pipe, a socket, a folder or another process's descriptor); nothing is written into it or replaces it")
 	}
 	if err != nil {
 		return false, fail(ErrIO, "cannot examine the output file").WithCause(err)
 	}
-	return k == regfile.OutputStream, nil
+	return k == regfile.OutputOwn, nil
 }
 
-// pullInto writes the bundle file of a into path, a character device or
-// a FIFO (judgeOutput): into a temporary file in the system's temporary
-// folder first, every check passed (WriteBundle), then copied into path,
-// opened only then (regfile.OpenOutputStream: a FIFO no process reads is
-// io_error at once). The temporary file is removed.
+// pullInto writes the bundle file of a to path, a name that stands for
+// one of this process's own descriptors (judgeOutput): into a temporary
+// file in the system's temporary folder first, every check passed
+// (WriteBundle), then copied through a duplicate of the descriptor
+// (regfile.OpenOutputStream: the name is never opened). The temporary
+// file is removed.
 func (e *Endpoint) pullInto(ctx context.Context, a *Artifact, path string) error {
 	f, err := bundlebuild.CreateTemp(os.TempDir(), "pull")
 	if err != nil {
@@ -208,7 +217,7 @@ func (e *Endpoint) pullInto(ctx context.Context, a *Artifact, path string) error
 	}
 	w, err := regfile.OpenOutputStream(path)
 	if err != nil {
-		return fail(ErrIO, "cannot open the output for writing (a pipe must have a reader)").WithCause(err)
+		return fail(ErrIO, "cannot write the output").WithCause(err)
 	}
 	_, err = io.Copy(w, f)
 	if cerr := w.Close(); err == nil {

@@ -138,11 +138,12 @@ func (e *Endpoint) Commit() error {
 // docs/SPEC-DECISIONS.md OCI-45) for a tar destination's name: nothing
 // there or a regular file (OutputFile) is written beside and renamed
 // over; anything else is io_error, never replaced: a folder, a socket or
-// a block device, and also a character device, a FIFO or a name that
-// stands for a descriptor (/dev/stdout), into which a tar could be
-// written but not read back: a tar destination keeps the bundles the tar
-// holds, and reading a device or a pipe to find them would run its
-// driver or take a reader's bytes.
+// a block device, and also a character device, a FIFO, the literal
+// /dev/null (OutputDiscard) or a name that stands for a descriptor
+// (/dev/stdout: OutputOwn, or another process's: docs/SPEC-DECISIONS.md
+// CLI-105), into which a tar could be written but not read back: a tar
+// destination keeps the bundles the tar holds, and reading a device or a
+// pipe to find them would run its driver or take a reader's bytes.
 func tarTarget(path string) error {
 	k, err := regfile.JudgeOutput(path)
 	if err == nil && k == regfile.OutputFile {

@@ -21,6 +21,7 @@ import (
 	"github.com/ampbundle/ampbundle/capability"
 	"github.com/ampbundle/ampbundle/catalog"
 	"github.com/ampbundle/ampbundle/internal/cliutil"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 func buildCommand(env *cliutil.Env) *cli.Command {
@@ -69,6 +70,9 @@ delta into a store holding that base installs exactly the full bundle, and
 // the delta against its base) is written atomically, then reported.
 func runBuild(env *cliutil.Env, c *cli.Context) error {
 	if err := checkBuildFlags(c); err != nil {
+		return err
+	}
+	if err := checkOut(c.String("out")); err != nil {
 		return err
 	}
 	if err := sourceFolder(c.Args().First()); err != nil {
@@ -253,15 +257,18 @@ func keyInfos(keys []ed25519.PrivateKey) []catalog.ManifestSignature {
 
 // writeAtomic writes a file through write to a temporary file next to out
 // and renames it into place, so that out is either the old file or the
-// complete new one. An out that is a character device or a FIFO
-// (outputStream) is written into once the file is complete, from a
-// temporary file in the system's temporary folder; any other out that is
-// not a regular file is refused before anything is written.
+// complete new one, judged again just before the rename (stillFile). An
+// out named through one of this process's descriptors, or /dev/null
+// (judgeOut), gets the complete file from a temporary file in the system's
+// temporary folder (copyToStream); any other out that is not a regular
+// file is refused before anything is written. The callers judge out
+// themselves before any key is read (docs/SPEC-DECISIONS.md CLI-105).
 func writeAtomic(out string, write func(io.Writer) (*bundle.Manifest, error)) (*bundle.Manifest, int64, string, error) {
-	stream, err := outputStream(out)
+	k, err := judgeOut(out)
 	if err != nil {
 		return nil, 0, "", err
 	}
+	stream := k != regfile.OutputFile
 	dir := filepath.Dir(out)
 	if stream {
 		dir = os.TempDir()
@@ -279,7 +286,7 @@ func writeAtomic(out string, write func(io.Writer) (*bundle.Manifest, error)) (*
 		return nil, 0, "", err
 	}
 	if stream {
-		err := copyToStream(f, out)
+		err := copyToStream(f, out, k)
 		f.Close()
 		if err != nil {
 			return nil, 0, "", err
@@ -293,10 +300,24 @@ func writeAtomic(out string, write func(io.Writer) (*bundle.Manifest, error)) (*
 	if err := f.Close(); err != nil {
 		return nil, 0, "", cliutil.Failf("io_error", "cannot write the output file").WithCause(err)
 	}
+	if err := stillFile(out); err != nil {
+		return nil, 0, "", err
+	}
 	if err := os.Rename(f.Name(), out); err != nil {
 		return nil, 0, "", cliutil.Failf("io_error", "cannot move the bundle into place").WithCause(err)
 	}
 	return m, cw.N, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// checkOut judges an -o FILE (judgeOut) before any key is read, anything
+// signed or built (docs/SPEC-DECISIONS.md CLI-101, CLI-105): a name that
+// is refused is refused first. "-" and no name pass.
+func checkOut(out string) error {
+	if out == stdio || out == "" {
+		return nil
+	}
+	_, err := judgeOut(out)
+	return err
 }
 
 // writeFileAtomic writes data to out as writeAtomic does (a signed

@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -120,19 +119,19 @@ func mknodIn(t *testing.T, dir, name string, kind uint32, major, minor uint32) s
 	return p
 }
 
-// TestOutputThatIsACharacterDeviceIsWrittenIntoNotReplaced: the threat
+// TestOutputThatIsACharacterDeviceIsRefusedNotReplaced: the threat
 // (docs/SPEC-DECISIONS.md CLI-100): as root, `ampbundle build --out
-// /dev/null` wrote a temporary file in /dev and renamed it over the
-// device node: /dev/null became a regular file holding the bundle, and
-// every later program that wrote or read /dev/null broke. Every writer of
-// an -o FILE did the same (export and join with --force; build, sign,
-// receipt, revoke, rotate and heartbeat always; pull; `-o /dev/stdout`
-// replaced the link). Now a character device (or a link to one) is
-// written into once the output is complete, spooled in the temporary
-// folder; the node, or the link, stays as it was, nothing else is left
-// in its folder, and the spool is removed. A device node of its own,
-// made in the test's folder: the real /dev is never touched.
-func TestOutputThatIsACharacterDeviceIsWrittenIntoNotReplaced(t *testing.T) {
+// /dev/null` renamed a temporary file over the device node. CLI-100 then
+// wrote into any character device; the review of CLI-105 found that a
+// link another user planted to /dev/null, /dev/full, a watchdog or a
+// terminal made root's output vanish (exit 0, "wrote …") or go into the
+// device. Now a character device, or a link to one, is io_error ("is not
+// a regular file") before anything is written, also with --force: the
+// node, or the link, stays as it was and nothing is left in its folder
+// or the temporary folder. (-o /dev/null, the literal name, is a discard:
+// TestOutputDevNullIsADiscard.) A device node of its own, made in the
+// test's folder: the real /dev is never touched.
+func TestOutputThatIsACharacterDeviceIsRefusedNotReplaced(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("making a device node needs root")
 	}
@@ -144,15 +143,15 @@ func TestOutputThatIsACharacterDeviceIsWrittenIntoNotReplaced(t *testing.T) {
 					t.Setenv("TMPDIR", tmp)
 					dir := t.TempDir()
 					out := mknodIn(t, dir, "null", syscall.S_IFCHR, 1, 3)
-					if viaLink { // the shape of /dev/stdout
+					if viaLink { // a planted link, the shape of /dev/stdout
 						out = filepath.Join(dir, "stdout")
 						if err := os.Symlink("null", out); err != nil {
 							t.Fatal(err)
 						}
 					}
 					before := namesIn(t, dir)
-					if name, msg := w.write(t, out, force); name != "" {
-						t.Fatalf("%s to a character device (link %v, force %v): %s: %s", w.name, viaLink, force, name, msg)
+					if name, msg := w.write(t, out, force); name != "io_error" || !strings.Contains(msg, "is not a regular file") {
+						t.Fatalf("%s to a character device (link %v, force %v): %q (%s), want io_error, not a regular file", w.name, viaLink, force, name, msg)
 					}
 					st, err := os.Lstat(filepath.Join(dir, "null"))
 					if err != nil || st.Mode().Type() != fs.ModeDevice|fs.ModeCharDevice {
@@ -173,54 +172,41 @@ func TestOutputThatIsACharacterDeviceIsWrittenIntoNotReplaced(t *testing.T) {
 	}
 }
 
-// TestOutputThatIsAFIFOWithAReaderReceivesTheExactBytes: a named pipe
-// given as -o FILE (a reader behind it, as `-o >(sha256sum)` or a
-// mkfifo'd name) was replaced by a regular file: the reader got nothing
-// and the pipe was gone. Now the reader receives the output, byte for
-// byte what the same command writes to a regular file, and the FIFO
-// stays.
-func TestOutputThatIsAFIFOWithAReaderReceivesTheExactBytes(t *testing.T) {
+// TestOutputThatIsAFIFOWhoseHolderNeverReadsIsRefusedAtOnce: the review
+// of CLI-105 found that a FIFO planted at the name, its read end held by
+// a process that never reads, hung the command for ever (it was opened
+// by name and written blocking, with no deadline). Now a FIFO is
+// io_error at once, before anything is written, also with --force; the
+// holder gets nothing and the FIFO stays.
+func TestOutputThatIsAFIFOWhoseHolderNeverReadsIsRefusedAtOnce(t *testing.T) {
 	for _, w := range outputWriters(t) {
 		t.Run(w.name, func(t *testing.T) {
 			t.Setenv("TMPDIR", t.TempDir())
-			file := filepath.Join(t.TempDir(), "file")
-			if name, msg := w.write(t, file, false); name != "" {
-				t.Fatalf("%s to a regular file: %s: %s", w.name, name, msg)
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := t.TempDir()
-			fifo := filepath.Join(dir, "pipe")
+			fifo := filepath.Join(t.TempDir(), "pipe")
 			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			// A reader is there before the command opens the FIFO; a
-			// writer end of the test's own keeps the reader from an end
-			// of file until the command is done.
-			r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+			holder, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer r.Close()
-			keep, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := make(chan []byte, 1)
+			defer holder.Close()
+			type refusal struct{ name, msg string }
+			done := make(chan refusal, 1)
 			go func() {
-				b, _ := io.ReadAll(r)
-				got <- b
+				name, msg := w.write(t, fifo, true)
+				done <- refusal{name, msg}
 			}()
-			name, msg := w.write(t, fifo, true)
-			keep.Close()
-			b := <-got
-			if name != "" {
-				t.Fatalf("%s to a FIFO with a reader: %s: %s", w.name, name, msg)
+			select {
+			case r := <-done:
+				if r.name != "io_error" || !strings.Contains(r.msg, "is not a regular file") {
+					t.Fatalf("%s to a FIFO whose holder never reads: %q (%s), want io_error, not a regular file", w.name, r.name, r.msg)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s to a FIFO whose holder never reads: still waiting after 10 s", w.name)
 			}
-			if !bytes.Equal(b, want) {
-				t.Fatalf("the reader got %d bytes, want the %d bytes written to a file", len(b), len(want))
+			if n, _ := holder.Read(make([]byte, 1)); n != 0 {
+				t.Fatal("the holder got bytes")
 			}
 			if st, err := os.Lstat(fifo); err != nil || st.Mode().Type() != fs.ModeNamedPipe {
 				t.Fatalf("the FIFO is now %v (%v)", st.Mode().Type(), err)
@@ -231,8 +217,9 @@ func TestOutputThatIsAFIFOWithAReaderReceivesTheExactBytes(t *testing.T) {
 
 // TestOutputThatIsAFIFOWithoutAReaderFailsAtOnce: a named pipe that no
 // process reads must neither be replaced (as it was) nor hang the
-// command waiting for a reader that may never come: it is io_error, the
-// FIFO stays, and nothing is left in its folder or the temporary folder.
+// command waiting for a reader that may never come: it is io_error (as
+// every FIFO is since CLI-105, before anything is written), the FIFO
+// stays, and nothing is left in its folder or the temporary folder.
 func TestOutputThatIsAFIFOWithoutAReaderFailsAtOnce(t *testing.T) {
 	for _, w := range outputWriters(t) {
 		t.Run(w.name, func(t *testing.T) {

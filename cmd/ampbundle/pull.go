@@ -106,15 +106,16 @@ A pull checks the transport, not the publisher: 'ampbundle import' (or
 }
 
 // pullTarget refuses an --out FILE before any network call: one that is
-// not a regular file, a character device or a FIFO (outputStream), also
-// with force; an existing regular file without force (file_exists). A
-// device or a FIFO is written into, with or without force.
+// not a regular file, nothing, /dev/null or one of this process's
+// descriptors (judgeOut), also with force; an existing regular file
+// without force (file_exists). /dev/null and a name standing for one of
+// this process's descriptors are written with or without force.
 func pullTarget(out string, force bool) error {
 	if ocitransport.IsLocation(out) {
 		return nil
 	}
-	stream, err := outputStream(out)
-	if err != nil || stream || force {
+	k, err := judgeOut(out)
+	if err != nil || k != regfile.OutputFile || force {
 		return err
 	}
 	if _, err := os.Lstat(out); err == nil {
@@ -125,15 +126,17 @@ func pullTarget(out string, force bool) error {
 
 // pullBundle writes the bundle file of a to out: through PullFile (a
 // temporary file next to out, renamed over it once every check passed),
-// or, for a character device or a FIFO (outputStream), into a temporary
-// file in the system's temporary folder that is copied into out once
-// every check passed (copyToStream), so that nothing is renamed over it.
+// or, for /dev/null or a name standing for one of this process's
+// descriptors (judgeOut), into a temporary file in the system's
+// temporary folder that is copied there once every check passed
+// (copyToStream: discarded, or through a duplicate of the descriptor),
+// so that nothing is renamed over it.
 func pullBundle(ctx context.Context, src *ocitransport.Endpoint, a *ocitransport.Artifact, out string) error {
-	stream, err := outputStream(out)
+	k, err := judgeOut(out)
 	if err != nil {
 		return err
 	}
-	if !stream {
+	if k == regfile.OutputFile {
 		return src.PullFile(ctx, a, out)
 	}
 	f, err := bundlebuild.CreateTemp(os.TempDir(), "pull")
@@ -145,7 +148,7 @@ func pullBundle(ctx context.Context, src *ocitransport.Endpoint, a *ocitransport
 	if err := src.WriteBundle(ctx, a, f); err != nil {
 		return err
 	}
-	return copyToStream(f, out)
+	return copyToStream(f, out, k)
 }
 
 // pullStatement writes a statement's blob to out (writePulled).
@@ -164,15 +167,17 @@ func pullStatement(ctx context.Context, src *ocitransport.Endpoint, a *ocitransp
 // folder that cannot be synced is io_error: the file is at out, its name
 // perhaps not yet durable.
 //
-// An out that is a character device or a FIFO (outputStream) gets data
-// written into it, complete; nothing is renamed over it.
+// An out that is /dev/null or names one of this process's descriptors
+// (judgeOut) gets data, complete, through copyToStream; nothing is
+// renamed over it. out is judged again just before the rename
+// (stillFile).
 func writePulled(data []byte, out string, syncDir func(dir string) error) (err error) {
-	stream, err := outputStream(out)
+	k, err := judgeOut(out)
 	if err != nil {
 		return err
 	}
-	if stream {
-		return copyToStream(bytes.NewReader(data), out)
+	if k != regfile.OutputFile {
+		return copyToStream(bytes.NewReader(data), out, k)
 	}
 	f, err := bundlebuild.CreateTemp(filepath.Dir(out), "pull")
 	if err != nil {
@@ -194,6 +199,9 @@ func writePulled(data []byte, out string, syncDir func(dir string) error) (err e
 		err = os.Chmod(f.Name(), 0o644)
 	}
 	if err == nil {
+		if err = stillFile(out); err != nil {
+			return err
+		}
 		err = os.Rename(f.Name(), out)
 	}
 	if err != nil {

@@ -41,6 +41,9 @@ anything is signed. Opens the store read-only.`,
 			if err := cliutil.Require(c, "db", "key", "out"); err != nil {
 				return err
 			}
+			if err := checkOut(c.String("out")); err != nil { // before the key is read (CLI-105)
+				return err
+			}
 			key, err := cliutil.ReadSigningKey(c, env, c.String("key"))
 			if err != nil {
 				return err

@@ -208,8 +208,10 @@ type statementInput struct {
 
 // statementInputs is the start of revoke, rotate and heartbeat, in this
 // order: no arguments; --out and the flags in required; check (nil: none),
-// the usage errors found before any key is read; the signing keys; and
-// created_at.
+// the usage errors found before any key is read; the --out name, judged
+// (checkOut: a name that is refused is refused before any key is read or
+// anything signed, docs/SPEC-DECISIONS.md CLI-105); the signing keys;
+// and created_at.
 func statementInputs(c *cli.Context, env *cliutil.Env, required []string, check func() error) (*statementInput, error) {
 	if err := cliutil.ExactArgs(c, 0, "no arguments"); err != nil {
 		return nil, err
@@ -221,6 +223,9 @@ func statementInputs(c *cli.Context, env *cliutil.Env, required []string, check 
 		if err := check(); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkOut(c.String("out")); err != nil {
+		return nil, err
 	}
 	keys, err := signingKeys(c, env, c.StringSlice("key"))
 	if err != nil {

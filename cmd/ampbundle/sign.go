@@ -43,14 +43,17 @@ is added the same way, after its form and signatures are checked.`,
 			if err := cliutil.Require(c, "key"); err != nil {
 				return err
 			}
-			key, err := cliutil.ReadSigningKey(c, env, c.String("key"))
-			if err != nil {
-				return err
-			}
 			in := c.Args().First()
 			out := c.String("out")
 			if out == "" {
 				out = in
+			}
+			if err := checkOut(out); err != nil { // before the key is read (CLI-105)
+				return err
+			}
+			key, err := cliutil.ReadSigningKey(c, env, c.String("key"))
+			if err != nil {
+				return err
 			}
 			f, err := bundlebuild.OpenRegular(in)
 			if err != nil {

@@ -23,12 +23,13 @@ import (
 // export and join writes stdout. Outputs to a file are atomic and refuse
 // to replace an existing file without --force (join, export; split does
 // the same for its parts); every writer first removes what a killed run
-// left in the folder (bundlebuild.RemoveStaleTemps). An output that is a
-// character device or a FIFO (-o /dev/null, -o /dev/stdout), or a
-// regular file named through a descriptor (-o /dev/stdout with stdout
-// redirected to a file), is written into once complete, as stdout is,
-// and never renamed over; one that is no regular file either is refused
-// (outputStream).
+// left in the folder (bundlebuild.RemoveStaleTemps). An output named
+// through one of this process's own descriptors (-o /dev/stdout,
+// /dev/fd/N) is written through a duplicate of it once complete, as
+// stdout is; -o /dev/null is produced, checked and discarded; any other
+// name that holds no regular file (a device, a FIFO, a socket, a folder,
+// another process's descriptor) is refused before anything is read,
+// signed or written (judgeOut; docs/SPEC-DECISIONS.md CLI-105).
 
 // stdio is the FILE name that means stdin or stdout.
 const stdio = "-"
@@ -40,30 +41,19 @@ var forceFlag = &cli.BoolFlag{Name: "force", Usage: "replace an existing output 
 const defaultMaxStdin = "4G"
 
 // summaryTo is where a writing command prints its summary: stderr when
-// stdout carries the bundle's bytes: with out "-", or out a name of the
-// file stdout is (-o /dev/stdout, /dev/fd/1: docs/SPEC-DECISIONS.md
-// CLI-104), which would else get the summary after the bundle, in the
-// same pipe or file.
+// stdout carries the bundle's bytes: with out "-", or out a name that
+// stands for this process's descriptor 1 (-o /dev/stdout, /dev/fd/1:
+// regfile.OwnDescriptor, docs/SPEC-DECISIONS.md CLI-104, CLI-105), which
+// would else get the summary after the bundle. Anything else, -o
+// /dev/null included, prints it to stdout, as for a file.
 func summaryTo(env *cliutil.Env, out string) io.Writer {
-	if out == stdio || namesStdout(env, out) {
+	if out == stdio {
+		return env.Stderr
+	}
+	if fd, ok := regfile.OwnDescriptor(out); ok && fd == 1 {
 		return env.Stderr
 	}
 	return env.Stdout
-}
-
-// namesStdout reports whether out leads to the file env.Stdout is (when
-// it is one): the same inode (os.SameFile), links followed.
-func namesStdout(env *cliutil.Env, out string) bool {
-	f, ok := env.Stdout.(*os.File)
-	if !ok {
-		return false
-	}
-	a, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	b, err := os.Stat(out)
-	return err == nil && os.SameFile(a, b)
 }
 
 // writeOutput writes what write produces to out: to a temporary file of
@@ -73,19 +63,21 @@ func namesStdout(env *cliutil.Env, out string) bool {
 // succeeded (so that nothing reaches stdout from a write that fails its
 // checks half-way). It returns the size and SHA-256 written.
 //
-// An out that is a character device or a FIFO (outputStream) is written
-// as stdout is, from a temporary file in the system's temporary folder
-// once complete (copyToStream), with or without force; any other out
-// that is not a regular file is refused before anything is written.
+// An out named through one of this process's descriptors (judgeOut) is
+// written as stdout is, through a duplicate of the descriptor once
+// complete (copyToStream), with or without force; -o /dev/null is
+// produced complete and discarded; any other out that is not a regular
+// file is refused before anything is written.
 func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.Writer) error) (int64, string, error) {
 	toStdout := out == stdio
-	stream := false
+	k := regfile.OutputFile
 	if !toStdout {
 		var err error
-		if stream, err = outputStream(out); err != nil {
+		if k, err = judgeOut(out); err != nil {
 			return 0, "", err
 		}
 	}
+	stream := k != regfile.OutputFile
 	dir := filepath.Dir(out)
 	if toStdout || stream {
 		dir = os.TempDir()
@@ -124,7 +116,7 @@ func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.W
 		return cw.N, sum, nil
 	}
 	if stream {
-		if err := copyToStream(f, out); err != nil {
+		if err := copyToStream(f, out, k); err != nil {
 			return 0, "", err
 		}
 		return cw.N, sum, nil
@@ -144,8 +136,12 @@ func writeOutput(env *cliutil.Env, out, kind string, force bool, write func(io.W
 // moveIntoPlace moves the complete temporary file tmp to out. Without
 // force it is regfile.LinkNew, as for key files (keyfile's writeNew): it
 // links tmp there, which fails when out appeared meanwhile, then removes
-// tmp; where the file system has no links it checks and renames.
+// tmp; where the file system has no links it checks and renames. out is
+// judged again first (stillFile).
 func moveIntoPlace(tmp, out string, force bool) error {
+	if err := stillFile(out); err != nil {
+		return err
+	}
 	if !force {
 		err := regfile.LinkNew(tmp, out)
 		if errors.Is(err, fs.ErrExist) {
@@ -162,32 +158,50 @@ func moveIntoPlace(tmp, out string, force bool) error {
 	return nil
 }
 
-// outputStream is the one output rule of every writer of an -o FILE
-// (regfile.JudgeOutput; docs/SPEC-DECISIONS.md CLI-100): build, sign,
-// receipt, revoke, rotate and heartbeat (writeAtomic), export and join
-// (writeOutput), pull (pullBundle, writePulled). It reports whether out
-// is a character device or a FIFO, to be written into (copyToStream),
-// never renamed over; out that is something else than a regular file
-// (a folder, a socket, a block device) is io_error, before anything is
-// written, also with --force; nothing there or a regular file is false,
-// and out is then written beside and renamed as before.
-func outputStream(out string) (bool, error) {
+// judgeOut is the one output rule of every writer of an -o FILE
+// (regfile.JudgeOutput; docs/SPEC-DECISIONS.md CLI-105): build, sign,
+// receipt, revoke, rotate and heartbeat (writeAtomic, judged before any
+// key is read), export and join (writeOutput), pull (pullTarget,
+// pullBundle, writePulled). Nothing there or a regular file is
+// OutputFile, written beside and renamed as before; a name standing for
+// one of this process's descriptors is OutputOwn and /dev/null is
+// OutputDiscard (copyToStream); anything else (a device, a FIFO, a
+// socket, a folder, another process's descriptor) is io_error, before
+// anything is read, signed or written, also with --force.
+func judgeOut(out string) (regfile.Output, error) {
 	k, err := regfile.JudgeOutput(out)
 	if errors.Is(err, regfile.ErrNotRegular) {
-		return false, cliutil.WithHint(cliutil.Failf("io_error", "%s is not a regular file (nor a device or a pipe to write into); it is never replaced, also with --force", out),
-			"give another -o FILE")
+		return k, cliutil.WithHint(cliutil.Failf("io_error", "%s is not a regular file (a device, a pipe, a socket, a folder or another process's descriptor); nothing is written into it or replaces it, also with --force", out),
+			"give another -o FILE (-o - for stdout)")
 	}
 	if err != nil {
-		return false, cliutil.Failf("io_error", "cannot examine the output file").WithCause(err)
+		return k, cliutil.Failf("io_error", "cannot examine the output file").WithCause(err)
 	}
-	return k == regfile.OutputStream, nil
+	return k, nil
+}
+
+// stillFile judges out again immediately before a writer renames over it
+// or removes it (as ocitransport's renameSynced does): a build or a
+// download may take minutes, and what was put at the name meanwhile must
+// still be nothing or a regular file, else io_error and nothing is
+// replaced.
+func stillFile(out string) error {
+	k, err := judgeOut(out)
+	if err == nil && k != regfile.OutputFile {
+		err = cliutil.Failf("io_error", "%s is no longer a regular file; it is never replaced", out)
+	}
+	return err
 }
 
 // copyToStream writes the complete output r (a temporary file, rewound
-// here, or bytes) into out, a character device or a FIFO
-// (outputStream), opened only now (regfile.OpenOutputStream: a FIFO no
-// process reads is io_error at once, not waited for).
-func copyToStream(r io.Reader, out string) error {
+// here, or bytes) where out of kind k (judgeOut) sends it: through a
+// duplicate of the descriptor of this process out stands for
+// (regfile.OpenOutputStream: the name is never opened), or nowhere for
+// /dev/null (OutputDiscard: nothing is opened).
+func copyToStream(r io.Reader, out string, k regfile.Output) error {
+	if k == regfile.OutputDiscard {
+		return nil
+	}
 	if f, ok := r.(*os.File); ok {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return cliutil.Failf("io_error", "cannot read back the output").WithCause(err)
@@ -195,7 +209,7 @@ func copyToStream(r io.Reader, out string) error {
 	}
 	w, err := regfile.OpenOutputStream(out)
 	if err != nil {
-		return cliutil.Failf("io_error", "cannot open %s for writing (a pipe must have a reader)", out).WithCause(err)
+		return cliutil.Failf("io_error", "cannot write to %s", out).WithCause(err)
 	}
 	_, err = io.Copy(w, r)
 	if cerr := w.Close(); err == nil {

@@ -4,39 +4,65 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // Output is what the name of an output holds before anything is written
-// there (JudgeOutput).
+// there (JudgeOutput; docs/SPEC-DECISIONS.md CLI-105).
 type Output int
 
 const (
 	// OutputFile: nothing, or a regular file (links followed). The output
 	// is written to a temporary file beside the name and renamed into
-	// its place, as before.
+	// its place, as before; the name is judged again just before the
+	// rename.
 	OutputFile Output = iota
-	// OutputStream: a character device or a FIFO (/dev/null, a terminal,
-	// a named pipe, /dev/stdout's pipe), or a regular file named through
-	// a descriptor (/dev/stdout, /dev/fd/N, /proc/self/fd/N, or a link to
-	// one, with stdout redirected to a file). The output is written into
-	// it through OpenOutputStream; nothing is ever renamed over it, which
-	// would replace the node (or the link to it: /dev/stdout itself) by
-	// a regular file.
-	OutputStream
+	// OutputOwn: a name standing for this process's stdout or stderr
+	// (/dev/stdout, /dev/stderr, /dev/fd/1, /proc/self/fd/2,
+	// /proc/<this pid>/fd/1, or a chain of links to one), whatever the
+	// descriptor is (a pipe, a socket, a file, a terminal). The output is
+	// written, once complete, through a duplicate of that descriptor
+	// (OpenOutputStream), as `-o -` writes stdout; the name is never
+	// opened again nor renamed over.
+	OutputOwn
+	// OutputDiscard: the literal name /dev/null (filepath.Clean of it).
+	// The output is produced and checked complete and nothing is opened.
+	OutputDiscard
 )
 
+// DevNull is the one name an output is discarded for (OutputDiscard).
+const DevNull = "/dev/null"
+
 // JudgeOutput is the one rule for the existing target of an output name
-// (docs/SPEC-DECISIONS.md CLI-100, CLI-103): path is examined with links
-// followed (os.Stat). Nothing there, or a regular file, is OutputFile; a
-// character device or a FIFO (where pipes are files) is OutputStream, and
-// so is a regular file reached through a magic link of the proc file
-// system (a descriptor's name, /proc/PID/fd/N, which Lstat of each link
-// of path's chain finds: /dev/stdout, /dev/fd/N);
-// anything else (a folder, a socket, a block device) is ErrNotRegular,
-// to be refused before anything is written, also where the caller was
-// asked to replace an existing output. Other failures to examine path
-// are the system's errors.
-func JudgeOutput(path string) (Output, error) {
+// (docs/SPEC-DECISIONS.md CLI-105, which amends CLI-100 and CLI-103):
+// the literal name /dev/null is OutputDiscard; a name whose chain of
+// links passes through a descriptor folder of the proc file system
+// (descriptorOf) is OutputOwn when the descriptor is this process's
+// stdout or stderr (streamFD), and ErrNotRegular when it is another of
+// this process's or another process's (never opened: a link
+// to /proc/PID/fd/N another user planted would reopen a file they cannot
+// open); otherwise path is examined with links followed (os.Stat):
+// nothing there, or a regular file, is OutputFile, and anything else (a
+// character or block device, a FIFO, a socket, a folder) is
+// ErrNotRegular, to be refused before anything is read, signed, built or
+// written, also where the caller was asked to replace an existing
+// output. Nothing is ever opened for writing through a name that is
+// neither a regular file nor one of this process's descriptors. Other
+// failures to examine path are the system's errors.
+func JudgeOutput(path string) (Output, error) { return judgeOutput(path, streamFD) }
+
+// judgeOutput is JudgeOutput, stream saying which of this process's
+// descriptors an output may be written through.
+func judgeOutput(path string, stream func(fd int) bool) (Output, error) {
+	if filepath.Clean(path) == filepath.FromSlash(DevNull) {
+		return OutputDiscard, nil
+	}
+	if pid, fd, magic := descriptorOf(path); magic {
+		if pid == os.Getpid() && stream(fd) {
+			return OutputOwn, nil
+		}
+		return OutputFile, ErrNotRegular
+	}
 	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return OutputFile, nil
@@ -44,64 +70,50 @@ func JudgeOutput(path string) (Output, error) {
 	if err != nil {
 		return OutputFile, err
 	}
-	switch {
-	case st.Mode().IsRegular():
-		if _, _, magic := descriptorOf(path); magic {
-			return OutputStream, nil
-		}
+	if st.Mode().IsRegular() {
 		return OutputFile, nil
-	case isOutputStream(st):
-		return OutputStream, nil
 	}
 	return OutputFile, ErrNotRegular
 }
 
-// isOutputStream reports whether st is a node an output is written into:
-// a character device, or a FIFO where pipes are files.
-func isOutputStream(st fs.FileInfo) bool {
-	m := st.Mode()
-	return m&fs.ModeCharDevice != 0 || (isPipe(st) && pipesAreFiles)
+// OwnDescriptor reports which of this process's descriptors the name
+// path stands for (OutputOwn), if it stands for one.
+func OwnDescriptor(path string) (fd int, ok bool) { return ownDescriptorOf(path, streamFD) }
+
+// ownDescriptorOf is OwnDescriptor, stream as judgeOutput's.
+func ownDescriptorOf(path string, stream func(fd int) bool) (fd int, ok bool) {
+	pid, fd, magic := descriptorOf(path)
+	if !magic || pid != os.Getpid() || !stream(fd) {
+		return 0, false
+	}
+	return fd, true
 }
 
-// ErrNotStream is the refusal of what OpenOutputStream opened when it is
-// no character device or FIFO: it was closed unwritten.
-var ErrNotStream = errors.New("not a device or a pipe")
+// streamFD reports whether fd is one an output may be written through:
+// stdout or stderr alone. Another descriptor of this process is what the
+// command opened itself (the store, a key, a lock), and a link to
+// /proc/self/fd/N planted at an output name would send the output into
+// it (docs/SPEC-DECISIONS.md CLI-105).
+func streamFD(fd int) bool { return fd == 1 || fd == 2 }
 
-// OpenOutputStream opens path, which JudgeOutput found to be
-// OutputStream, for writing: without waiting, so that a FIFO no process
-// reads fails at once (ENXIO) instead of blocking the command; never
-// creating or truncating anything. What was opened must be a character
-// device or a FIFO (fstat), else it is closed unwritten and the result
-// is ErrNotStream (a regular file put in the name since it was judged
-// is left as it was). The file returned blocks on writes.
-//
-// A name that stands for a descriptor (JudgeOutput) may lead to a
-// regular file too, which is written into, never truncated: one of this
-// process's own descriptors (/dev/stdout) is written through a duplicate
-// of it, at its own offset and with its own flags, as `-o -` writes
-// stdout (the shell's `>` truncated the file, `>>` appends; the summary
-// printed to stdout after it follows the output instead of overwriting
-// it); another process's (/proc/PID/fd/N) is opened again, O_WRONLY
-// without O_CREATE or O_TRUNC, as `cat > /dev/stdout` does.
-func OpenOutputStream(path string) (*os.File, error) {
-	pid, fd, magic := descriptorOf(path)
-	if magic && pid == os.Getpid() {
-		return ownDescriptor(path, fd)
+// ErrNotStream is the refusal of OpenOutputStream for a name that does
+// not stand for one of this process's own descriptors (any longer).
+var ErrNotStream = errors.New("not one of this process's descriptors")
+
+// OpenOutputStream returns, for a name JudgeOutput found OutputOwn, a
+// duplicate of the descriptor of this process the name stands for:
+// writes through it go where the descriptor's own offset and flags send
+// them, as `-o -` writes stdout (a shell's `>` truncated a file, `>>`
+// appends), whatever the descriptor is. Nothing is opened by name: a
+// name that no longer stands for one of this process's descriptors is
+// ErrNotStream.
+func OpenOutputStream(path string) (*os.File, error) { return openOutputStream(path, streamFD) }
+
+// openOutputStream is OpenOutputStream, stream as judgeOutput's.
+func openOutputStream(path string, stream func(fd int) bool) (*os.File, error) {
+	fd, ok := ownDescriptorOf(path, stream)
+	if !ok {
+		return nil, ErrNotStream
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|NoWait, 0)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err == nil && !isOutputStream(st) && !(magic && st.Mode().IsRegular()) {
-		err = ErrNotStream
-	}
-	if err == nil {
-		err = blocking(f)
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return ownDescriptor(path, fd)
 }

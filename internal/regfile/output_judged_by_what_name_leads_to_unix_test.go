@@ -9,16 +9,19 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // TestOutputJudgedByWhatItsNameLeadsTo: the one output rule
-// (docs/SPEC-DECISIONS.md CLI-100, CLI-101). An output's name is judged
-// through its links: nothing there, a regular file or a link to one is
-// written beside and renamed (OutputFile); a character device or a FIFO,
-// or a link to one (/dev/stdout), is written into (OutputStream); a
-// folder, a socket or a block device is ErrNotRegular, never replaced.
+// (docs/SPEC-DECISIONS.md CLI-105, amending CLI-100). An output's name is
+// judged through its links: nothing there, a regular file or a link to
+// one is written beside and renamed (OutputFile); the literal /dev/null
+// is OutputDiscard (nothing opened); a character device, a FIFO (or a
+// link to one), a folder, a socket or a block device is ErrNotRegular,
+// never opened for writing nor replaced. Before CLI-105 a FIFO and a
+// character device were OutputStream and opened by name for writing.
 func TestOutputJudgedByWhatItsNameLeadsTo(t *testing.T) {
 	dir := t.TempDir()
 	mk := func(name string, f func(p string) error) string {
@@ -41,8 +44,11 @@ func TestOutputJudgedByWhatItsNameLeadsTo(t *testing.T) {
 		{"regular file", file, OutputFile, nil, false},
 		{"link to a regular file", mk("lfile", func(p string) error { return os.Symlink(file, p) }), OutputFile, nil, false},
 		{"dangling link", mk("ldangling", func(p string) error { return os.Symlink("none", p) }), OutputFile, nil, false},
-		{"FIFO", fifo, OutputStream, nil, false},
-		{"link to a FIFO", mk("lfifo", func(p string) error { return os.Symlink(fifo, p) }), OutputStream, nil, false},
+		{"FIFO", fifo, OutputFile, ErrNotRegular, false},
+		{"link to a FIFO", mk("lfifo", func(p string) error { return os.Symlink(fifo, p) }), OutputFile, ErrNotRegular, false},
+		{"/dev/null, literally", "/dev/null", OutputDiscard, nil, false},
+		{"/dev/null, not clean", "/dev//./null", OutputDiscard, nil, false},
+		{"a link to /dev/null", mk("lnull", func(p string) error { return os.Symlink("/dev/null", p) }), OutputFile, ErrNotRegular, false},
 		{"folder", mk("dir", func(p string) error { return os.Mkdir(p, 0o700) }), OutputFile, ErrNotRegular, false},
 		{"socket", mk("sock", func(p string) error {
 			l, err := net.Listen("unix", p)
@@ -52,7 +58,8 @@ func TestOutputJudgedByWhatItsNameLeadsTo(t *testing.T) {
 			}
 			return err
 		}), OutputFile, ErrNotRegular, false},
-		{"character device", "chr", OutputStream, nil, true},
+		{"character device", "chr", OutputFile, ErrNotRegular, true},
+		{"link to a character device", "lchr", OutputFile, ErrNotRegular, true},
 		{"block device", "blk", OutputFile, ErrNotRegular, true},
 	}
 	for _, r := range rows {
@@ -66,7 +73,14 @@ func TestOutputJudgedByWhatItsNameLeadsTo(t *testing.T) {
 				if r.path == "blk" {
 					kind = syscall.S_IFBLK
 				}
-				p = mk(r.path, func(p string) error { return syscall.Mknod(p, kind|0o666, int(unix.Mkdev(1, 3))) })
+				name := r.path
+				if r.path == "lchr" {
+					name = "chr2"
+				}
+				p = mk(name, func(p string) error { return syscall.Mknod(p, kind|0o666, int(unix.Mkdev(1, 3))) })
+				if r.path == "lchr" {
+					p = mk(r.path, func(l string) error { return os.Symlink(p, l) })
+				}
 			}
 			got, err := JudgeOutput(p)
 			if !errors.Is(err, r.err) || (err == nil && got != r.want) {
@@ -76,32 +90,50 @@ func TestOutputJudgedByWhatItsNameLeadsTo(t *testing.T) {
 	}
 }
 
-// TestOutputStreamOpensNeitherAFIFOWithoutReaderNorAFile: a FIFO no
-// process reads is not waited for (the open fails at once); a regular
-// file put in a name judged a stream is refused unwritten.
-func TestOutputStreamOpensNeitherAFIFOWithoutReaderNorAFile(t *testing.T) {
+// TestOutputStreamOpensNothingByName: OpenOutputStream writes only
+// through a duplicate of one of this process's own descriptors
+// (docs/SPEC-DECISIONS.md CLI-105): a FIFO, even one with a holder that
+// never reads, and a regular file are ErrNotStream at once, never opened
+// (before, the FIFO was opened by name for writing, and a holder that
+// never read hung the writer).
+func TestOutputStreamOpensNothingByName(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := OpenOutputStream(fifo); !errors.Is(err, syscall.ENXIO) {
-		if f != nil {
-			f.Close()
-		}
-		t.Fatalf("a FIFO without a reader: %v, want ENXIO", err)
+	// A holder that opens it for reading and never reads.
+	holder, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer holder.Close()
 	file := filepath.Join(dir, "file")
 	if err := os.WriteFile(file, []byte("mine"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := OpenOutputStream(file); !errors.Is(err, ErrNotStream) {
-		if f != nil {
-			f.Close()
+	for _, p := range []string{fifo, file, "/dev/null"} {
+		done := make(chan error, 1)
+		go func() {
+			f, err := OpenOutputStream(p)
+			if f != nil {
+				f.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotStream) {
+				t.Errorf("%s: %v, want ErrNotStream", p, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: OpenOutputStream still waits after 10 s", p)
 		}
-		t.Fatalf("a regular file: %v, want ErrNotStream", err)
 	}
 	if b, _ := os.ReadFile(file); string(b) != "mine" {
 		t.Fatalf("the file now holds %q", b)
+	}
+	if st, err := os.Lstat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("/dev/null is no longer a character device: %v, %v", st, err)
 	}
 }

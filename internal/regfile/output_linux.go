@@ -77,24 +77,12 @@ func magicLink(p string) (pid, fd int, ok bool) {
 // where the descriptor's own offset and flags send them, as `-o -`
 // writes stdout (a `>` redirection truncated the file, `>>` appends),
 // and the offset the descriptor shares with the shell moves past them.
-// It must still be what path leads to (os.SameFile), else ErrNotStream.
+// Whatever the descriptor is (a pipe, a socket, a file, a terminal), it
+// is written through the duplicate; the name is never opened.
 func ownDescriptor(path string, fd int) (*os.File, error) {
 	nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(nfd), path)
-	st, err := f.Stat()
-	named, nerr := os.Stat(path)
-	if err == nil {
-		err = nerr
-	}
-	if err == nil && (!os.SameFile(st, named) || !(st.Mode().IsRegular() || isOutputStream(st))) {
-		err = ErrNotStream
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return os.NewFile(uintptr(nfd), path), nil
 }
