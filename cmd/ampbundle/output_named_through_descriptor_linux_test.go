@@ -76,23 +76,12 @@ type descriptorName struct {
 	make func(t *testing.T, dir string) string
 }
 
-// descriptorNames: a link of the test's own of /dev/stdout's shape, a
-// chain through /dev/fd, and /proc/self/fd/1 itself.
+// descriptorNames: the names of stdout a user writes (the real
+// /dev/stdout is added last by the test that uses them). A link of
+// another's that leads there is refused (CLI-105,
+// TestOutputThroughAPlantedLinkToStdoutIsRefused).
 var descriptorNames = []descriptorName{
-	{"link to /proc/self/fd/1 (the shape of /dev/stdout)", func(t *testing.T, dir string) string {
-		p := filepath.Join(dir, "stdout")
-		if err := os.Symlink("/proc/self/fd/1", p); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}},
-	{"link to /dev/fd/1", func(t *testing.T, dir string) string {
-		p := filepath.Join(dir, "fd1")
-		if err := os.Symlink("/dev/fd/1", p); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}},
+	{"/dev/fd/1", func(*testing.T, string) string { return "/dev/fd/1" }},
 	{"/proc/self/fd/1", func(*testing.T, string) string { return "/proc/self/fd/1" }},
 }
 
@@ -219,7 +208,7 @@ func TestOutputToStdoutsPipeCarriesTheOutputAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := descriptorNames[0].make(t, t.TempDir()) // a link to /proc/self/fd/1
+		out := descriptorNames[0].make(t, t.TempDir()) // /dev/fd/1
 		r, w, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)
@@ -238,6 +227,41 @@ func TestOutputToStdoutsPipeCarriesTheOutputAlone(t *testing.T) {
 		}
 		if !bytes.Equal(b, want) {
 			t.Errorf("%s -o (stdout, a pipe): the reader got %d bytes, want the %d of the output alone", args[0], len(b), len(want))
+		}
+	}
+}
+
+// TestOutputThroughAPlantedLinkToStdoutIsRefused: whoever may write an
+// output's folder planted shared/out -> /dev/stdout (or a link to
+// /proc/self/fd/1): the output of a root-run command went to its own
+// stdout, a terminal or a log, and for pull the bytes a publisher chose
+// (escape sequences reach the terminal raw), while it printed "wrote
+// shared/out". Now only a name the user wrote for stdout is written
+// through; a link of another's that leads there is io_error before
+// anything is read or written, and nothing reaches stdout
+// (docs/SPEC-DECISIONS.md CLI-105).
+func TestOutputThroughAPlantedLinkToStdoutIsRefused(t *testing.T) {
+	for _, target := range []string{"/dev/stdout", "/proc/self/fd/1", "/dev/fd/1"} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out.ampb")
+		if err := os.Symlink(target, out); err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, stderr := descriptorRun(t, t.TempDir(), stdout, "export", translateID, "--db", storeWithSamples(t), "-o", out)
+		stdout.Close()
+		got, err := os.ReadFile(stdout.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code == 0 || !strings.Contains(stderr, "is not a regular file") || len(got) != 0 {
+			t.Fatalf("export -o a link planted to %s: exit %d, stdout %d bytes, stderr %q; want the refusal of a name that is not a regular file (io_error) and nothing on stdout", target, code, len(got), stderr)
+		}
+		if st, err := os.Lstat(out); err != nil || st.Mode().Type() != fs.ModeSymlink {
+			t.Fatalf("the planted link is no longer a link: %v, %v", st, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package cliutil
 
 import (
 	"fmt"
+	"github.com/ampbundle/ampbundle/internal/regfile"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -296,8 +297,8 @@ fails when they differ from what this writes).`,
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 					return Failf("io_error", "cannot create the output directory").WithCause(err)
 				}
-				if err := os.WriteFile(p, data, 0o644); err != nil {
-					return Failf("io_error", "cannot write the reference").WithCause(err)
+				if err := writeDocFile(p, data); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -361,4 +362,35 @@ func printVersion(env *Env, program string, asJSON bool) error {
 	}
 	_, err := fmt.Fprintln(env.Stdout, b.String())
 	return err
+}
+
+// writeDocFile writes data to p as every output is written: refused
+// when p leads to anything but a regular file or nothing
+// (regfile.JudgeOutput: a link another user planted at a reference file
+// is never written through, a FIFO never waited on), else written to a
+// temporary file beside it, then renamed over the name (docs/SPEC-DECISIONS.md
+// CLI-105).
+func writeDocFile(p string, data []byte) error {
+	if k, err := regfile.JudgeOutput(p); err != nil || k != regfile.OutputFile {
+		return Failf("io_error", "%s is not a regular file: the reference is not written there", Sanitize(p))
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".gen-docs-*")
+	if err != nil {
+		return Failf("io_error", "cannot write the reference").WithCause(err)
+	}
+	defer os.Remove(f.Name()) // a no-op after the rename
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		return Failf("io_error", "cannot write the reference").WithCause(err)
+	}
+	return nil
 }

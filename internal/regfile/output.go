@@ -5,6 +5,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 )
 
 // Output is what the name of an output holds before anything is written
@@ -54,11 +57,11 @@ func JudgeOutput(path string) (Output, error) { return judgeOutput(path, streamF
 // judgeOutput is JudgeOutput, stream saying which of this process's
 // descriptors an output may be written through.
 func judgeOutput(path string, stream func(fd int) bool) (Output, error) {
-	if filepath.Clean(path) == filepath.FromSlash(DevNull) {
+	if runtime.GOOS != "windows" && filepath.Clean(path) == DevNull {
 		return OutputDiscard, nil
 	}
 	if pid, fd, magic := descriptorOf(path); magic {
-		if pid == os.Getpid() && stream(fd) {
+		if want, named := descriptorName(path); named && want == fd && pid == os.Getpid() && stream(fd) {
 			return OutputOwn, nil
 		}
 		return OutputFile, ErrNotRegular
@@ -76,6 +79,30 @@ func judgeOutput(path string, stream func(fd int) bool) (Output, error) {
 	return OutputFile, ErrNotRegular
 }
 
+// descriptorName reports whether path, as the user wrote it, names one
+// of this process's descriptors: /dev/stdout (1), /dev/stderr (2),
+// /dev/fd/N, /proc/self/fd/N, /proc/thread-self/fd/N or
+// /proc/<this pid>/fd/N. Only such a name is written through
+// (OutputOwn): a link of another's that leads there (a planted
+// shared/out -> /dev/stdout) would send root's output, a publisher's
+// bytes for pull, to its terminal or log (docs/SPEC-DECISIONS.md CLI-105).
+func descriptorName(path string) (fd int, ok bool) {
+	p := filepath.ToSlash(filepath.Clean(path))
+	switch p {
+	case "/dev/stdout":
+		return 1, true
+	case "/dev/stderr":
+		return 2, true
+	}
+	for _, dir := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/", "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/"} {
+		if n, found := strings.CutPrefix(p, dir); found {
+			fd, err := strconv.Atoi(n)
+			return fd, err == nil && fd >= 0 && strconv.Itoa(fd) == n
+		}
+	}
+	return 0, false
+}
+
 // OwnDescriptor reports which of this process's descriptors the name
 // path stands for (OutputOwn), if it stands for one.
 func OwnDescriptor(path string) (fd int, ok bool) { return ownDescriptorOf(path, streamFD) }
@@ -83,7 +110,7 @@ func OwnDescriptor(path string) (fd int, ok bool) { return ownDescriptorOf(path,
 // ownDescriptorOf is OwnDescriptor, stream as judgeOutput's.
 func ownDescriptorOf(path string, stream func(fd int) bool) (fd int, ok bool) {
 	pid, fd, magic := descriptorOf(path)
-	if !magic || pid != os.Getpid() || !stream(fd) {
+	if want, named := descriptorName(path); !magic || !named || want != fd || pid != os.Getpid() || !stream(fd) {
 		return 0, false
 	}
 	return fd, true

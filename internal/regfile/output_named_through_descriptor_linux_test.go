@@ -47,21 +47,28 @@ func TestOutputWhoseNameStandsForADescriptorIsAStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := []struct {
-		name string
-		path string
-		want Output
+		name    string
+		path    string
+		want    Output
+		refused bool // a link of another's leading to a descriptor (CLI-105)
 	}{
-		{"/proc/self/fd/N", magic, OutputOwn},
-		{"/proc/<our pid>/fd/N", fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd()), OutputOwn},
-		{"/dev/fd/N", fmt.Sprintf("/dev/fd/%d", f.Fd()), OutputOwn},
-		{"a link to /proc/self/fd/N (the shape of /dev/stdout)", link("stdout", magic), OutputOwn},
-		{"a link to a link to it", link("stdout2", filepath.Join(dir, "stdout")), OutputOwn},
-		{"a plain link to the file", link("plain", file), OutputFile},
-		{"the file itself", file, OutputFile},
-		{"a link in a folder that only looks like /proc", filepath.Join(fake, "3"), OutputFile},
+		{"/proc/self/fd/N", magic, OutputOwn, false},
+		{"/proc/<our pid>/fd/N", fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd()), OutputOwn, false},
+		{"/dev/fd/N", fmt.Sprintf("/dev/fd/%d", f.Fd()), OutputOwn, false},
+		{"a link planted to /proc/self/fd/N (the shape of /dev/stdout)", link("stdout", magic), OutputFile, true},
+		{"a link to a link to it", link("stdout2", filepath.Join(dir, "stdout")), OutputFile, true},
+		{"a plain link to the file", link("plain", file), OutputFile, false},
+		{"the file itself", file, OutputFile, false},
+		{"a link in a folder that only looks like /proc", filepath.Join(fake, "3"), OutputFile, false},
 	}
 	for _, r := range rows {
 		got, err := judgeOutput(r.path, anyFD) // the test's descriptor stands for stdout
+		if r.refused {
+			if !errors.Is(err, ErrNotRegular) {
+				t.Errorf("%s: %v, %v; want ErrNotRegular", r.name, got, err)
+			}
+			continue
+		}
 		if err != nil || got != r.want {
 			t.Errorf("%s: %v, %v; want %v", r.name, got, err, r.want)
 		}
