@@ -149,6 +149,9 @@ type judge struct {
 	prep   *trust.Prepared
 	err    error
 	loaded bool
+	// unbound: 1 when the store holds no freshness policy, 2 when it
+	// does, 0 not yet read (noFreshnessPolicy, once per judge: one tx).
+	unbound uint8
 }
 
 // judge returns a judge of tx; it loads nothing yet.
@@ -204,6 +207,18 @@ func (j *judge) judgedFloor(rec *bundleRecord) int64 {
 	return f
 }
 
+// noPolicy is noFreshnessPolicy of the judge's transaction, read once
+// per judge rather than once per bundle judged.
+func (j *judge) noPolicy() bool {
+	if j.unbound == 0 {
+		j.unbound = 2
+		if noFreshnessPolicy(j.tx) {
+			j.unbound = 1
+		}
+	}
+	return j.unbound == 1
+}
+
 // judgeLine returns, of the installed bundle bundleID, why it is older
 // than the freshness policy allows, or "" (trust.Stale; with stale), and
 // its floor (judgedFloor; with floor), each cached per generation
@@ -217,7 +232,7 @@ func (j *judge) judgedFloor(rec *bundleRecord) int64 {
 func (j *judge) judgeLine(bundleID string, stale, floor bool) (string, int64) {
 	gen := txGeneration(j.tx)
 	c := j.s.judged.get(gen, bundleID)
-	if stale && !c.stale && bucket(j.tx, bHeartbeat).Get([]byte(bundleID)) == nil && noFreshnessPolicy(j.tx) {
+	if stale && !c.stale && bucket(j.tx, bHeartbeat).Get([]byte(bundleID)) == nil && j.noPolicy() {
 		stale = false // no heartbeat and no bound: nothing stale, no need to look further
 	}
 	stale, floor = stale && !c.stale, floor && !c.floor
