@@ -228,7 +228,13 @@ func importOCI(env *cliutil.Env, c *cli.Context) (err error) {
 	// The import stands: the listing runs even when a signal came after
 	// its commit, within the endpoint's own bounds and the command's
 	// --timeout (carriedContext).
-	lctx, lcancel := carriedContext(ctx)
+	// The listing keeps ctx's values and deadline (the command's
+	// --timeout) but not its cancellation by a signal, which must not make
+	// a committed import say its statements were not listed: dropping the
+	// deadline with the signal let a registry that stalls the listing hold
+	// the command past its --timeout (docs/SPEC-DECISIONS.md CLI-20,
+	// OCI-41).
+	lctx, lcancel := withDeadlineOf(context.WithoutCancel(ctx), ctx)
 	defer lcancel()
 	var lerr error
 	v.StatementsNotApplied, lerr = carriedStatements(lctx, ep, a)
@@ -239,22 +245,6 @@ func importOCI(env *cliutil.Env, c *cli.Context) (err error) {
 	}
 	printImport(env, cliutil.Sanitize(name), res)
 	return nil
-}
-
-// carriedContext is the context the listing of an imported artifact's
-// carried statements runs on: ctx's values and deadline (the command's
-// --timeout), but no cancellation by a signal, which must not make a
-// committed import say its statements were not listed. Dropping the
-// deadline with the signal let a registry that stalls the listing hold
-// the command past its --timeout, for as long as each page's own
-// bounds allow (docs/SPEC-DECISIONS.md CLI-20: "within the command's
-// timeout"; OCI-41).
-func carriedContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	lctx := context.WithoutCancel(ctx)
-	if d, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(lctx, d)
-	}
-	return lctx, func() {}
 }
 
 // carriedStatements counts the statements carried with the bundle a
