@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"reflect"
 	"slices"
@@ -267,8 +266,7 @@ func slowFor(s []byte, r rounding) bool {
 	}
 	text := string(s)
 	if !jsonnum.StrconvFast(text) {
-		_, err := jsonnum.ParseFloat(text)
-		return !errors.Is(err, jsonnum.ErrSyntax)
+		return jsonnum.IsNumber(text) // not rounded: a slow number is refused, not read
 	}
 	if !r.f32 {
 		return false

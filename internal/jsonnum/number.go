@@ -41,7 +41,7 @@ func ParseFloat(s string) (float64, error) {
 }
 
 // parseFloat is ParseFloat with conv, strconv.ParseFloat, the conversion
-// of the numbers it makes cheaply (numberText.strconvFast): a parameter,
+// of the numbers it makes cheaply (numberText.strconvFastByPlace): a parameter,
 // so that a test counts what reaches it on its own call
 // (docs/SPEC-DECISIONS.md STYLE-2).
 func parseFloat(s string, conv func(string, int) (float64, error)) (float64, error) {
@@ -199,6 +199,15 @@ type numberText struct {
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// IsNumber reports whether s is a number of the JSON grammar (RFC 8259
+// §6), the text ParseFloat refuses as ErrSyntax when it is not: one pass,
+// no rounding, for a caller that needs only to tell a syntax error from
+// a number StrconvFast does not vouch for.
+func IsNumber(s string) bool {
+	_, ok := readNumberText(s)
+	return ok
+}
 
 // readNumberText reads s, a number of the RFC 8259 §6 grammar (false for
 // anything else), in one pass; an exponent of
