@@ -29,7 +29,7 @@ var serveRunName = regexp.MustCompile(`^run-[0-9]+(\.lock)?$`)
 // ErrNoFileLocks is the cause of ServeSpool's refusal where the system,
 // or the file system of its base folder, does not lock files: the folder
 // of a running mirror could not be told from a killed one's.
-var ErrNoFileLocks = errNoLocks
+var ErrNoFileLocks = errors.New("the file system of the mirror's spool folder does not lock files: give the mirror a spool folder of its own on a local file system (--spool)")
 
 // SpoolBaseError is ServeSpool's refusal of a base folder through which
 // another user could redirect or replace what the mirror writes and
@@ -83,6 +83,9 @@ func ServeSpool(base string) (dir string, release func(), err error) {
 			f.Close()
 			if err != nil {
 				os.Remove(lock)
+				if errors.Is(err, errNoLocks) {
+					err = ErrNoFileLocks // the mirror's words, not the sync's
+				}
 				return "", nil, err
 			}
 			continue
