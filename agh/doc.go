@@ -33,8 +33,8 @@
 //
 // Every reader parses its document once, bounded at MaxDocumentBytes and
 // MaxDocumentValues (too_large; AGH-4), and reads members by their exact
-// names (a Capability decoded with encoding/json too: its UnmarshalJSON
-// is ParseCapability, AGH-23); a signed or digested document with a
+// names (a Capability or a PeerCard decoded with encoding/json too: their
+// UnmarshalJSON is ParseCapability or ParsePeerCard, AGH-23); a signed or digested document with a
 // member spelt like a known one but for case, which encoding/json would
 // take for it, or for case and underscores, which a camelCase-aliasing
 // reader would, or for case, underscores and dashes, which

@@ -370,9 +370,10 @@ const ErrNotificationsUnhandled = "notifications_unhandled"
 // the SDK refuses a ping at once under a protocol version it queues
 // notifications under (MCP-57). It waits at most drainTimeout, whatever
 // becomes of r's client (a client that hangs up must not get its slot
-// back sooner). Only an answer (200) drains. Otherwise (the wait ran
-// out, the session is gone, the ping was refused) the session, while
-// the SDK still holds it, is closed, and drain returns false once its
+// back sooner). Only an answer (200) drains, and so does a session the
+// SDK no longer holds (nothing of it is queued). Otherwise (the wait ran
+// out, the ping was refused) the session is closed, and drain returns
+// false once its
 // connection is done, its queue handled and its calls in flight returned
 // (ServerSession.Close waits for both: a tools/call of the session holds
 // the slot until it ends, at most its own deadline): the slot is never

@@ -441,12 +441,12 @@ func (l *lingerSlots) give(key string) {
 }
 
 // maxHandshakeSites bounds the sites handshakeBuckets keeps a bucket
-// for: a site's bucket is forgotten once it is full again (a peer that
-// comes back finds it as it left it), so the sites it holds are those
-// that began a handshake within the time a bucket takes to refill
-// (MaxPeerConns / PeerHandshakeRate: 16 s with ampagent's defaults).
-// Past the bound, with no bucket full to forget, a new site's TLS
-// connection is refused (fail closed), as one over MaxConns is.
+// for: when a new site finds the table at the bound, the buckets that
+// are full again (their sites began no handshake within the time a
+// bucket takes to refill, MaxPeerConns / PeerHandshakeRate: 16 s with
+// ampagent's defaults) are forgotten to make room; with none full, the
+// new site's TLS connection is refused (fail closed), as one over
+// MaxConns is (docs/SPEC-DECISIONS.md TRANSPORT-40).
 const maxHandshakeSites = 4096
 
 // handshakeBuckets are the token buckets of the TLS handshakes each site

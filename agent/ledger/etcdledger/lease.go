@@ -27,9 +27,9 @@ type session struct {
 	cancel context.CancelFunc
 	flight *grant // the grant in flight, if any
 	// ttl is the TTL etcd granted the session lease (seconds, SessionTTL
-	// raised to etcd's minimum where below it), kept once granted: the
-	// longest lease any node of the fleet holds a claim under
-	// (docs/SPEC-DECISIONS.md FLEET-40).
+	// raised to etcd's minimum where below it), kept once granted: a
+	// claim under a lease granted for over twice it is no node's
+	// (docs/SPEC-DECISIONS.md FLEET-40, FLEET-42).
 	ttl int64
 }
 

@@ -114,9 +114,11 @@ type Store struct {
 	running map[ledger.Key]entryRef  // entries marked or found running
 	tally   map[int64]tallyBucket    // this process's entries by bucket end
 	usage   ledger.Usage
-	// sessionLike holds the leases of other processes' claims found no
-	// longer than this process's session lease, with when each was
-	// looked up (sessionLease: FLEET-40); at most maxSessionLike.
+	// sessionLike holds the leases of other processes' claims granted no
+	// longer than twice this process's session lease, or not looked up
+	// (the lookup failed, or the lease was gone), with when each was
+	// looked up (sessionLease: FLEET-40, FLEET-42); at most
+	// maxSessionLike.
 	sessionLike map[clientv3.LeaseID]time.Time
 
 	calls, errs atomic.Uint64
