@@ -461,11 +461,13 @@ func runProgram(capID string, h execHandler, log *slog.Logger, met *metrics) age
 		cmd := exec.CommandContext(pctx, path, h.Command[1:]...)
 		cmd.Args[0] = h.Command[0] // argv[0] as the config wrote it
 		cmd.Dir = h.Dir
-		// PATH as the program check judged it (programPATH); h.Env's own
-		// PATH, appended below, is the same value.
+		// PATH as the program check judged it (programPATH: h.Env's own,
+		// else the agent's), once.
 		cmd.Env = []string{"PATH=" + programPATH(h), "AMP_CAPABILITY=" + capID, "AMP_CALLER=" + agent.CallerFrom(ctx)}
 		for k, v := range h.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
+			if k != "PATH" {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
 		}
 		cmd.Stdin = bytes.NewReader(in)
 		stdout := &cappedWriter{max: maxProgramOutput, onOver: kill}
