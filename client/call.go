@@ -187,7 +187,8 @@ func (r *rounding) of(t reflect.Type, seen map[reflect.Type]bool) {
 // (and, when r.quoted, the strings whose text is a number) that strconv
 // would round on its decimal fallback into a float r names (slowFor):
 // one pass that reads each number's digits once, no allocation but for
-// a string with an escape when r.quoted.
+// a number of more than 32 bytes (its text handed to jsonnum) and a
+// string with an escape when r.quoted.
 func slowNumbers(data []byte, r rounding, most int) int {
 	n := 0
 	count := func(text []byte) bool {

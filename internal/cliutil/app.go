@@ -1,8 +1,8 @@
 package cliutil
 
 import (
+	"errors"
 	"fmt"
-	"github.com/ampbundle/ampbundle/internal/regfile"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/ampbundle/ampbundle/internal/regfile"
 )
 
 // BuildInfo is what --version prints: the module version and the VCS
@@ -371,8 +373,12 @@ func printVersion(env *Env, program string, asJSON bool) error {
 // temporary file beside it, then renamed over the name (docs/SPEC-DECISIONS.md
 // CLI-105).
 func writeDocFile(p string, data []byte) error {
-	if k, err := regfile.JudgeOutput(p); err != nil || k != regfile.OutputFile {
+	k, err := regfile.JudgeOutput(p)
+	if errors.Is(err, regfile.ErrNotRegular) || err == nil && k != regfile.OutputFile {
 		return Failf("io_error", "%s is not a regular file: the reference is not written there", Sanitize(p))
+	}
+	if err != nil {
+		return Failf("io_error", "cannot examine %s", Sanitize(p)).WithCause(err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(p), ".gen-docs-*")
 	if err != nil {
