@@ -60,8 +60,8 @@ func judgeOutput(path string, stream func(fd int) bool) (Output, error) {
 	if runtime.GOOS != "windows" && filepath.Clean(path) == DevNull {
 		return OutputDiscard, nil
 	}
-	if pid, fd, magic := descriptorOf(path); magic {
-		if want, named := descriptorName(path); named && want == fd && pid == os.Getpid() && stream(fd) {
+	if _, own, magic := ownDescriptorIn(path, stream); magic {
+		if own {
 			return OutputOwn, nil
 		}
 		return OutputFile, ErrNotRegular
@@ -109,11 +109,21 @@ func OwnDescriptor(path string) (fd int, ok bool) { return ownDescriptorOf(path,
 
 // ownDescriptorOf is OwnDescriptor, stream as judgeOutput's.
 func ownDescriptorOf(path string, stream func(fd int) bool) (fd int, ok bool) {
+	fd, ok, _ = ownDescriptorIn(path, stream)
+	return fd, ok
+}
+
+// ownDescriptorIn is the one rule of both: magic when path's chain of
+// links reaches a descriptor of the proc file system (descriptorOf);
+// own when, besides, the name the user gave is itself that descriptor's
+// (descriptorName), it is this process's, and stream allows it.
+func ownDescriptorIn(path string, stream func(fd int) bool) (fd int, own, magic bool) {
 	pid, fd, magic := descriptorOf(path)
-	if want, named := descriptorName(path); !magic || !named || want != fd || pid != os.Getpid() || !stream(fd) {
-		return 0, false
+	if !magic {
+		return 0, false, false
 	}
-	return fd, true
+	want, named := descriptorName(path)
+	return fd, named && want == fd && pid == os.Getpid() && stream(fd), true
 }
 
 // streamFD reports whether fd is one an output may be written through:
