@@ -87,8 +87,8 @@ func lockSpool(dir string, lock func(*os.File) (bool, error)) (unlock func(), bu
 // file: a link (not what it names), a socket, a FIFO, a device, an empty
 // folder; the open of the lock file fails on each of them (O_NOFOLLOW,
 // EISDIR, ENXIO) or may wait on it, and none is a sync's lock, so left
-// there it refused every later sync for good. Only the name is removed,
-// and only while it still names what was judged. A folder holding files
+// there it refused every later sync for good. Only the name is removed
+// (os.Remove follows no link). A folder holding files
 // is no sync's either, but may be someone's data: it is left whole and
 // the sync refused store_io, naming it and saying what to do
 // (docs/SPEC-DECISIONS.md MIRROR-32). removed is false when p names
@@ -98,13 +98,11 @@ func removeNotAFile(p string) (removed bool, err error) {
 	if err != nil || fi.Mode().IsRegular() {
 		return false, nil // nothing there (the open makes it), or judged once open
 	}
-	if pi, err := os.Lstat(p); err == nil && os.SameFile(fi, pi) {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			if fi.IsDir() {
-				return false, amp.Named(0, resolver.ErrStoreIO, "the sync lock file %s is a folder holding files, made by no sync: remove it (after keeping what it holds) and sync again", p)
-			}
-			return false, amp.Named(0, resolver.ErrStoreIO, "the sync lock file %s is not a regular file and cannot be removed: remove it and sync again", p).WithCause(err)
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if fi.IsDir() {
+			return false, amp.Named(0, resolver.ErrStoreIO, "the sync lock file %s is a folder holding files, made by no sync: remove it (after keeping what it holds) and sync again", p)
 		}
+		return false, amp.Named(0, resolver.ErrStoreIO, "the sync lock file %s is not a regular file and cannot be removed: remove it and sync again", p).WithCause(err)
 	}
 	return true, nil
 }
