@@ -593,12 +593,10 @@ func (m *Model) readSchemas(src Source, opts ReadOptions, demand map[string]int)
 // id.
 func (m *Model) schemaOrder(named map[string][]capability.SchemaRef, demand map[string]int) []string {
 	ids := make([]string, 0, len(m.Bundles))
-	seen := map[string]bool{}
-	for _, b := range m.Bundles {
-		if !seen[b.BundleID] {
-			seen[b.BundleID] = true
-			ids = append(ids, b.BundleID)
-		}
+	seen := make(map[string]bool, len(m.Bundles))
+	for _, b := range m.Bundles { // each once already (byBundle)
+		seen[b.BundleID] = true
+		ids = append(ids, b.BundleID)
 	}
 	for id := range named {
 		if !seen[id] {
