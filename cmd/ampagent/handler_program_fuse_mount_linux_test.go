@@ -32,7 +32,6 @@ func serveFUSE(dev int) {
 			continue
 		}
 		opcode, unique := le.Uint32(buf[4:]), le.Uint64(buf[8:])
-		println("op", opcode, n)
 		var body []byte
 		errno := int32(0)
 		switch opcode {
